@@ -1,0 +1,5 @@
+import sys
+
+from llmviz.cli import main
+
+sys.exit(main())

@@ -1,0 +1,52 @@
+"""Every page runs headless under Streamlit's AppTest with no exception."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import ui
+
+TIMEOUT = 180  # importing torch and building models takes seconds on a small CPU
+
+
+def run_page(path: str | None = None, **state) -> AppTest:
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    if path is not None:
+        at.switch_page(path).run()
+    return at
+
+
+def assert_clean(at: AppTest):
+    assert not at.exception, [e.value for e in at.exception]
+
+
+STAGES = [stage for stage in ui.PIPELINE if stage.exists]
+
+
+@pytest.mark.parametrize("stage", STAGES, ids=[s.key for s in STAGES])
+def test_page_runs(stage):
+    at = run_page(stage.path)
+    assert_clean(at)
+    assert at.title, "every page has a title"
+
+
+def test_home_shows_device_and_corpus():
+    at = run_page()
+    assert_clean(at)
+    assert "llmviz" in at.title[0].value
+    labels = [m.label for m in at.metric]
+    assert "Computing on" in labels and "Characters" in labels
+
+
+def test_sidebar_undownloaded_corpus_warns_not_crashes():
+    at = run_page(corpus="tinyshakespeare")
+    assert_clean(at)
+    assert at.warning, "an undownloaded corpus gives a clear message"
+
+
+def test_sidebar_upload_choice_without_file():
+    at = run_page(corpus="upload")
+    assert_clean(at)
+    assert at.info

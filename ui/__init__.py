@@ -1,0 +1,190 @@
+"""Streamlit helpers shared by the pages: the sidebar, error display, cached loaders.
+
+Only rendering lives here and in ``pages/``; every number comes from ``llmviz``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+import streamlit as st
+
+from llmviz import corpus
+from llmviz.device import available_devices, pick_device
+from llmviz.errors import LlmvizError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Stage:
+    key: str
+    title: str
+    icon: str
+    path: str  # page file, relative to the repository root
+    blurb: str
+
+    @property
+    def exists(self) -> bool:
+        return (ROOT / self.path).exists()
+
+
+PIPELINE: list[Stage] = [
+    Stage("text", "Text", ":material/description:", "pages/home.py", "a corpus: the raw material"),
+    Stage("tokens", "Tokens", ":material/token:", "pages/tokens.py", "text → integer ids with BPE"),
+    Stage("embeddings", "Embeddings", ":material/scatter_plot:", "pages/embeddings.py", "ids → vectors; cosine similarity"),
+    Stage("attention", "Attention", ":material/visibility:", "pages/attention.py", "tokens look at each other: masks, heads"),
+    Stage("model", "Model", ":material/account_tree:", "pages/model.py", "blocks, LayerNorm, GELU, parameters"),
+    Stage("training", "Loss & training", ":material/show_chart:", "pages/training.py", "cross-entropy, optimizers, live curves"),
+    Stage("sampling", "Sampling", ":material/casino:", "pages/sampling.py", "temperature, top-k, top-p, beams"),
+]
+
+
+@dataclass(frozen=True)
+class Settings:
+    corpus: str
+    seed: int
+    deterministic: bool
+    device: str
+
+
+UPLOAD = "upload"
+
+
+def sidebar() -> Settings:
+    """The sidebar every page shares: corpus, seed and device."""
+    with st.sidebar:
+        st.markdown("### Settings")
+        names = [entry.name for entry in corpus.list_corpora()] + [UPLOAD]
+        labels = {entry.name: entry.title for entry in corpus.list_corpora()} | {UPLOAD: "Your own text (upload)"}
+        choice = st.selectbox("Corpus", names, format_func=lambda n: labels[n], key="corpus")
+        if choice == UPLOAD:
+            _upload_widget()
+        else:
+            entry = corpus.info(choice)
+            if entry.downloadable and not corpus.is_cached(choice):
+                st.caption(f"{entry.title} is downloaded once from {entry.source}.")
+                if st.button("Download it now", key="download_corpus"):
+                    with st.spinner("Downloading…"):
+                        try:
+                            corpus.download(choice)
+                        except LlmvizError as error:
+                            st.error(str(error))
+                        else:
+                            st.success("Downloaded and verified.")
+        seed = int(st.number_input("Random seed", min_value=0, max_value=2**31 - 1, value=1337, step=1, key="seed"))
+        deterministic = st.toggle(
+            "Deterministic pages",
+            value=True,
+            key="deterministic",
+            help="Seed every random generator with this seed before each page runs, so every "
+            "number on every page repeats exactly.",
+        )
+        devices = ["auto", *available_devices()]
+        device_choice = st.selectbox(
+            "Device",
+            devices,
+            key="device",
+            format_func=lambda d: f"auto ({pick_device()})" if d == "auto" else d,
+            help="CUDA or Apple MPS when present, else CPU.",
+        )
+    return Settings(corpus=choice, seed=seed, deterministic=deterministic, device=pick_device(device_choice))
+
+
+_ROUTER_KEY = "_llmviz_router_running"
+
+
+@contextlib.contextmanager
+def router_run():
+    """Marks a run that went through app.py (see :func:`ensure_router`)."""
+    st.session_state[_ROUTER_KEY] = True
+    try:
+        yield
+    finally:
+        st.session_state.pop(_ROUTER_KEY, None)
+
+
+def ensure_router() -> None:
+    """Make sure a page runs under app.py's ``st.navigation``.
+
+    Streamlit decides once per server process whether the app uses the old ``pages/``
+    folder convention; until app.py has called ``st.navigation`` once, a visit straight to
+    ``/tokens`` would run the page file alone, without the shared sidebar. When that
+    happens, switch the process to ``st.navigation`` and run again through app.py.
+    """
+    if st.session_state.get(_ROUTER_KEY):
+        return
+    from streamlit.runtime.pages_manager import PagesManager
+
+    PagesManager.uses_pages_directory = False
+    st.rerun()
+
+
+def settings() -> Settings:
+    """The sidebar's current values (for pages, after app.py drew the sidebar)."""
+    ensure_router()
+    state = st.session_state
+    return Settings(
+        corpus=state.get("corpus", "python-docs"),
+        seed=int(state.get("seed", 1337)),
+        deterministic=bool(state.get("deterministic", True)),
+        device=pick_device(state.get("device", "auto")),
+    )
+
+
+def _upload_widget() -> None:
+    limit_mb = corpus.MAX_UPLOAD_BYTES // 2**20
+    uploaded = st.file_uploader(
+        f"A UTF-8 text file (at most {limit_mb} MB)", type=None, key="corpus_upload"
+    )
+    if uploaded is not None:
+        try:
+            text = corpus.validate_upload(uploaded.name, uploaded.getvalue())
+        except LlmvizError as error:
+            st.error(str(error))
+        else:
+            st.session_state["uploaded_corpus"] = (uploaded.name, text)
+    if "uploaded_corpus" in st.session_state:
+        name, text = st.session_state["uploaded_corpus"]
+        st.caption(f"Using **{name}**: {len(text):,} characters.")
+
+
+@st.cache_data(show_spinner="Loading the corpus…", max_entries=8)
+def _load_registered(name: str) -> str:
+    return corpus.load(name, download_if_missing=False)
+
+
+def corpus_text(name: str | None = None) -> tuple[str, str] | None:
+    """``(label, text)`` of the chosen corpus, or ``None`` after showing why not."""
+    name = name or settings().corpus
+    if name == UPLOAD:
+        if "uploaded_corpus" not in st.session_state:
+            st.info("Upload a text file in the sidebar, or pick a built-in corpus.")
+            return None
+        return st.session_state["uploaded_corpus"]
+    try:
+        return corpus.info(name).title, _load_registered(name)
+    except LlmvizError as error:
+        st.warning(f"{error} Use the sidebar to download it, or pick a built-in corpus.")
+        return None
+
+
+@contextlib.contextmanager
+def friendly_errors(what: str = "this step"):
+    """Show llmviz errors as ``st.error`` and anything unexpected without a traceback."""
+    try:
+        yield
+    except LlmvizError as error:
+        st.error(str(error))
+    except Exception as error:  # noqa: BLE001 - a student never sees a traceback
+        st.error(f"Something went wrong in {what}: {type(error).__name__}: {error}")
+        with st.expander("Details for the teacher"):
+            st.code("".join(traceback.format_exception_only(type(error), error)))
+
+
+def page_header(title: str, caption: str) -> None:
+    st.title(title)
+    st.caption(caption)
