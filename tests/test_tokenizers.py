@@ -1,0 +1,312 @@
+import pytest
+import tiktoken
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmviz import corpus
+from llmviz.tokenizers import (
+    ENDOFTEXT,
+    BPETokenizer,
+    CharTokenizer,
+    TokenizerError,
+    WordTokenizer,
+    encoding,
+    printable,
+    reference_tokenizer,
+    sliding_windows,
+    split_chunks,
+)
+
+
+def reference_bpe(text, vocab_size, split_pattern):
+    """A tiny independent reference: recount everything each step, ties to first occurrence."""
+    sequences = [list(c.encode("utf-8")) for c in split_chunks(text, split_pattern)]
+    merges = []
+    for new_id in range(256, vocab_size):
+        first_seen, counts = {}, {}
+        position = 0
+        for seq in sequences:
+            for a, b in zip(seq, seq[1:]):
+                counts[(a, b)] = counts.get((a, b), 0) + 1
+                first_seen.setdefault((a, b), position)
+                position += 1
+            position += 1
+        if not counts:
+            break
+        best = max(counts.values())
+        pair = min((p for p in counts if counts[p] == best), key=first_seen.get)
+        merges.append((pair, new_id))
+        out = []
+        for seq in sequences:
+            merged, i = [], 0
+            while i < len(seq):
+                if i + 1 < len(seq) and (seq[i], seq[i + 1]) == pair:
+                    merged.append(new_id)
+                    i += 2
+                else:
+                    merged.append(seq[i])
+                    i += 1
+            out.append(merged)
+        sequences = out
+    return merges
+
+
+def test_hand_worked_example():
+    # "abab cab": bytes a=97 b=98 c=99 space=32, no splitting.
+    # pairs: ab×3 (positions 0, 2, 6), ba×1, b␣×1, ␣c×1, ca×1 → merge (97, 98) → 256
+    # then: 256 256 ␣ c 256 → pairs (256,256)×1 (first), (256,32), (32,99), (99,256): all 1 → (256, 256) → 257
+    bpe = BPETokenizer.train("abab cab", vocab_size=258, split_pattern=None, special_tokens=())
+    assert bpe.merges == [((97, 98), 256), ((256, 256), 257)]
+    assert bpe.merge_counts == [3, 1]
+    assert bpe.encode("abab cab") == [257, 32, 99, 256]
+    assert bpe.token_bytes(257) == b"abab"
+
+
+@pytest.mark.parametrize("pattern", ["gpt4", "gpt2", None])
+def test_merges_equal_the_reference_on_real_text(pattern):
+    text = corpus.load("python-docs")[:6000]
+    bpe = BPETokenizer.train(text, vocab_size=256 + 120, split_pattern=pattern, special_tokens=())
+    assert bpe.merges == reference_bpe(text, 256 + 120, pattern)
+
+
+def test_ties_follow_first_occurrence():
+    # every pair occurs once: the first pair in the text wins each time
+    bpe = BPETokenizer.train("xyzw", vocab_size=259, split_pattern=None, special_tokens=())
+    assert bpe.merges == reference_bpe("xyzw", 259, None)
+    assert bpe.merges[0] == ((ord("x"), ord("y")), 256)
+
+
+def test_each_merge_is_a_maximal_pair_when_replayed():
+    from llmviz.tokenizers import get_pair_counts, merge
+
+    text = corpus.load("names")[:5000]
+    bpe = BPETokenizer.train(text, vocab_size=256 + 60, split_pattern="gpt4", special_tokens=())
+    chunks = [list(c.encode()) for c in split_chunks(text, "gpt4")]
+    for (pair, new_id), count in zip(bpe.merges, bpe.merge_counts):
+        counts = {}
+        for chunk in chunks:
+            get_pair_counts(chunk, counts)
+        assert counts[pair] == max(counts.values()) == count
+        chunks = [merge(chunk, pair, new_id) for chunk in chunks]
+
+
+def test_naive_trainer_gives_the_same_merges():
+    from llmviz.tokenizers import train_naive
+
+    text = corpus.load("python-docs")[:4000]
+    assert train_naive(text, 256 + 80) == BPETokenizer.train(text, 256 + 80, special_tokens=()).merges
+
+
+@pytest.mark.parametrize("name", ["python-docs", "names"])
+def test_pure_python_and_tiktoken_export_agree_on_shipped_corpora(name):
+    text = corpus.load(name)
+    bpe = BPETokenizer.train(text, vocab_size=600)
+    ids = bpe.encode(text)
+    assert bpe.to_tiktoken().encode(text, allowed_special="all") == ids
+    assert bpe.decode(ids) == text
+
+
+def test_special_tokens():
+    bpe = BPETokenizer.train("hello world " * 20, vocab_size=300)
+    eot = bpe.special_tokens[ENDOFTEXT]
+    assert eot == 256 + len(bpe.merges) == bpe.vocab_size - 1
+    ids = bpe.encode(f"hello{ENDOFTEXT}world")
+    assert ids.count(eot) == 1
+    assert bpe.decode(ids) == f"hello{ENDOFTEXT}world"
+    assert eot not in bpe.encode(f"hello{ENDOFTEXT}", allowed_special="none")
+    assert bpe.to_tiktoken().encode(f"hello{ENDOFTEXT}world", allowed_special="all") == ids
+
+
+def test_vocab_size_too_small_is_a_clear_error():
+    with pytest.raises(TokenizerError, match="smallest vocabulary is 257"):
+        BPETokenizer.train("abc", vocab_size=200)
+
+
+def test_more_merges_than_the_text_allows_stops_cleanly():
+    bpe = BPETokenizer.train("ab", vocab_size=400, split_pattern=None, special_tokens=())
+    assert bpe.merges == [((97, 98), 256)]
+
+
+def test_progress_can_stop_training():
+    seen = []
+
+    def progress(done, total):
+        seen.append(done)
+        return done < 5
+
+    bpe = BPETokenizer.train(corpus.load("names"), vocab_size=400, progress=progress)
+    assert len(bpe.merges) == 5 and bpe.stopped_early and seen == [1, 2, 3, 4, 5]
+
+
+def test_save_and_load_round_trip(tmp_path):
+    bpe = BPETokenizer.train(corpus.load("python-docs")[:20000], vocab_size=400)
+    path = tmp_path / "tok.json"
+    bpe.save(path)
+    loaded = BPETokenizer.load(path)
+    assert loaded.merges == bpe.merges and loaded.special_tokens == bpe.special_tokens
+    text = "def f(x):\n    return x ** 2  # é 🙂"
+    assert loaded.encode(text) == bpe.encode(text)
+    assert '"token"' in path.read_text()  # readable: each merge shows its token
+
+
+def test_load_rejects_garbage(tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text("{not json")
+    with pytest.raises(TokenizerError):
+        BPETokenizer.load(path)
+
+
+def test_record_keeps_leaders():
+    bpe = BPETokenizer.train("aaab aaab", vocab_size=258, split_pattern=None, special_tokens=(), record=True)
+    assert bpe.history[0].top_pairs[0] == ((97, 97), 4)
+
+
+def test_replay():
+    bpe = BPETokenizer.train("aaabdaaabac", vocab_size=258, split_pattern=None, special_tokens=())
+    assert bpe.replay("aaab", 0) == [[97, 97, 97, 98]]
+    assert bpe.replay("aaab", 1) == [[256, 97, 98]]
+    assert bpe.replay("aaab", 2) == [[257, 98]]
+
+
+# ------------------------------------------------------------------ round trips
+
+_BPE = BPETokenizer.train(
+    "naïve café — 東京 🙂 the quick brown fox\n\tjumps over 12345 lazy dogs! " * 5, vocab_size=350
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_bpe_round_trip_arbitrary_unicode(text):
+    ids = _BPE.encode(text, allowed_special="none")
+    assert _BPE.decode(ids) == text
+    assert _BPE.to_tiktoken().encode(text, disallowed_special=()) == ids
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=1))
+def test_char_round_trip(text):
+    tok = CharTokenizer.train(text)
+    assert tok.decode(tok.encode(text)) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=1).filter(lambda s: s.strip()))
+def test_word_round_trip(text):
+    tok = WordTokenizer.train(text)
+    assert tok.decode(tok.encode(text)) == text
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text())
+def test_gpt2_and_cl100k_round_trip(text):
+    for name in ("gpt2", "cl100k"):
+        tok = reference_tokenizer(name)
+        assert tok.decode(tok.encode(text)) == text
+
+
+def test_word_tokenizer_unknown_words():
+    tok = WordTokenizer.train("the cat sat on the mat")
+    ids = tok.encode("the dog sat")
+    assert ids[2] == 0 and tok.words[0] == "[UNK]"
+
+
+def test_char_tokenizer_unknown_characters_are_named():
+    tok = CharTokenizer.train("abc")
+    with pytest.raises(TokenizerError, match="'z'"):
+        tok.encode("abz")
+    assert tok.encode("abz", errors="skip") == [0, 1]
+
+
+# ------------------------------------------------------------------ GPT-2 offline
+
+
+def test_gpt2_offline_equals_tiktoken_reference_ranks():
+    """Our offline GPT-2 has tiktoken's exact ranks and pattern (r50k_base has the same merges)."""
+    from tiktoken_ext import openai_public
+
+    enc = encoding("gpt2")
+    assert enc.n_vocab == 50257 and enc.eot_token == 50256
+    assert enc._pat_str == openai_public.r50k_pat_str
+    text = "Hello world, it's 2026! Ünïcödé 🙂  tabs\tand\nnewlines"
+    ids = enc.encode(text)
+    assert enc.decode(ids) == text
+    # Known GPT-2 ids, derived from encoder.json itself: "Hello" and " world"
+    import json
+
+    from llmviz.tokenizers import _gpt2_files
+
+    encoder = json.loads(_gpt2_files()[1].read_text())
+    assert enc.encode("Hello world") == [encoder["Hello"], encoder["Ġworld"]]
+
+
+def test_gpt2_hashes_are_tiktoken_s_own():
+    import inspect
+
+    from tiktoken_ext import openai_public
+
+    from llmviz import tokenizers
+
+    source = inspect.getsource(openai_public.gpt2)
+    assert tokenizers.GPT2_VOCAB_BPE_SHA256 in source and tokenizers.GPT2_ENCODER_JSON_SHA256 in source
+
+
+def test_cl100k_offline():
+    enc = encoding("cl100k")
+    assert enc.n_vocab == 100277
+    assert enc.decode(enc.encode("tiktoken is great!")) == "tiktoken is great!"
+
+
+def test_printable():
+    assert printable(b" a\n\t") == "␣a↵⇥"
+    assert printable(bytes([0xF0, 0x9F])) == "\\xf0\\x9f"
+
+
+# ------------------------------------------------------------------ sliding windows
+
+
+def test_sliding_windows_shift_by_one():
+    ids = list(range(20))
+    inputs, targets = sliding_windows(ids, context_size=4, stride=3)
+    assert inputs.shape == targets.shape
+    assert inputs[0].tolist() == [0, 1, 2, 3] and targets[0].tolist() == [1, 2, 3, 4]
+    assert inputs[1].tolist() == [3, 4, 5, 6]
+    assert (targets[:, :-1] == inputs[:, 1:]).all()
+    assert targets.max() <= 19
+
+
+def test_sliding_windows_text_too_short():
+    with pytest.raises(TokenizerError, match="needs context size"):
+        sliding_windows([1, 2, 3], context_size=3, stride=1)
+
+
+def test_encoding_unknown_name():
+    with pytest.raises(TokenizerError):
+        encoding("nope")
+
+
+def test_gpt2_tiktoken_matches_when_available_online():
+    """When tiktoken's own cache already holds GPT-2 (never downloaded here), ids agree."""
+    try:
+        online = tiktoken.get_encoding("gpt2")
+    except Exception:
+        pytest.skip("tiktoken's online GPT-2 is not cached on this machine (offline)")
+    text = "The quick brown fox 🙂"
+    assert online.encode(text) == encoding("gpt2").encode(text)
+
+
+def test_gpt2_offline_ids_equal_hugging_face_gpt2_tokenizer(tmp_path):
+    """An independent implementation (transformers' GPT2Tokenizer) on the same two files."""
+    import shutil
+
+    from transformers import GPT2Tokenizer
+
+    from llmviz.tokenizers import _gpt2_files
+
+    vocab_bpe, encoder_json = _gpt2_files()
+    shutil.copy(encoder_json, tmp_path / "vocab.json")
+    shutil.copy(vocab_bpe, tmp_path / "merges.txt")
+    hf = GPT2Tokenizer.from_pretrained(str(tmp_path))
+    enc = encoding("gpt2")
+    for text in ["Hello, world!", "It's 3.14159 — naïve café 🙂", "def f(x):\n    return x  ", corpus.load("python-docs")[:3000]]:
+        assert enc.encode(text) == hf.encode(text)
