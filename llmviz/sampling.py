@@ -1,0 +1,329 @@
+"""Choosing the next token, one transform at a time, and generating text with it.
+
+The steps, in the order ``next_token_distribution`` applies them:
+
+1. ``softmax(logits)`` — the model's raw distribution.
+2. ``apply_temperature(logits, T)`` — divide logits by T. T < 1 sharpens, T > 1 flattens;
+   **T = 0 means greedy**: all probability on the most likely token (the first one on a tie).
+3. ``top_k_filter(logits, k)`` — keep the k largest logits. **k = 0 means off**, and k at or
+   above the vocabulary size cuts nothing. Ties at the boundary: every token whose logit
+   equals the k-th largest is kept, so a tie can leave more than k tokens.
+4. ``top_p_filter(logits, p)`` — keep the smallest set of most likely tokens whose
+   probabilities add up to at least p (nucleus sampling). p must be in (0, 1]; **p = 1 means
+   off**; the most likely token is always kept.
+
+Negative, NaN or infinite temperatures, and NaN or infinite logits, are errors with a clear
+message: nothing NaN ever reaches the sampler.
+
+>>> import torch
+>>> logits = torch.tensor([2.0, 1.0, 0.0])
+>>> softmax(logits).round(decimals=4)
+tensor([0.6652, 0.2447, 0.0900])
+>>> softmax(apply_temperature(logits, 0.0)).tolist()
+[1.0, 0.0, 0.0]
+>>> top_k_filter(logits, 2).tolist()
+[2.0, 1.0, -inf]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn as nn
+
+from llmviz.errors import LlmvizError
+from llmviz.tokenizers import ENDOFTEXT, BPETokenizer, CharTokenizer, Tokenizer
+
+
+class SamplingError(LlmvizError, ValueError):
+    """An argument the sampler cannot use."""
+
+
+# ---------------------------------------------------------------------------- the pure steps
+
+
+def check_logits(logits: torch.Tensor) -> torch.Tensor:
+    if not torch.isfinite(logits).all():
+        bad = int((~torch.isfinite(logits)).sum())
+        raise SamplingError(f"{bad} logit(s) are NaN or infinite: the model's output is broken, nothing was sampled.")
+    return logits
+
+
+def check_temperature(temperature: float) -> float:
+    if not isinstance(temperature, int | float) or math.isnan(temperature) or math.isinf(temperature):
+        raise SamplingError(f"The temperature must be a finite number ≥ 0 (got {temperature}).")
+    if temperature < 0:
+        raise SamplingError(f"The temperature cannot be negative (got {temperature}); 0 means greedy.")
+    return float(temperature)
+
+
+def softmax(logits: torch.Tensor) -> torch.Tensor:
+    """Probabilities from logits; ``-inf`` logits get exactly 0."""
+    return torch.softmax(logits.double(), dim=-1).to(logits.dtype)
+
+
+def apply_temperature(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """``logits / T``; for T = 0, ``-inf`` everywhere but the (first) largest logit."""
+    temperature = check_temperature(temperature)
+    check_logits(logits)
+    if temperature == 0.0:
+        best = logits.argmax(dim=-1, keepdim=True)
+        return torch.full_like(logits, float("-inf")).scatter(-1, best, logits.gather(-1, best))
+    return logits / temperature
+
+
+def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
+    """Keep the ``k`` largest logits (and any tied with the k-th); 0 or k ≥ vocabulary = no cut."""
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise SamplingError(f"top-k must be a whole number ≥ 0 (got {k}); 0 turns it off.")
+    if k == 0 or k >= logits.shape[-1]:
+        return logits
+    kth_largest = torch.topk(logits, k, dim=-1).values[..., -1:]
+    return logits.masked_fill(logits < kth_largest, float("-inf"))
+
+
+def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
+    """Keep the most likely tokens until their probabilities reach ``p``; p = 1 = no cut."""
+    if not isinstance(p, int | float) or math.isnan(p) or not (0.0 < p <= 1.0):
+        raise SamplingError(f"top-p must be in (0, 1] (got {p}); 1 turns it off.")
+    if p >= 1.0:
+        return logits
+    probabilities = softmax(logits)
+    sorted_probs, order = torch.sort(probabilities, dim=-1, descending=True)
+    mass_before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs  # probability of the tokens ahead
+    remove_sorted = mass_before >= p  # the top token has mass_before = 0 < p: always kept
+    remove = torch.zeros_like(remove_sorted).scatter(-1, order, remove_sorted)
+    return logits.masked_fill(remove, float("-inf"))
+
+
+def entropy(probabilities: torch.Tensor) -> float:
+    """Shannon entropy in nats: −Σ p·ln p (0·ln 0 counts as 0)."""
+    p = probabilities.double()
+    return float(-(p * torch.where(p > 0, p.log(), torch.zeros_like(p))).sum(-1))
+
+
+def greedy(probabilities: torch.Tensor) -> int:
+    return int(probabilities.argmax(dim=-1))
+
+
+def sample(probabilities: torch.Tensor, generator: torch.Generator | None = None) -> int:
+    return int(torch.multinomial(probabilities.double(), 1, generator=generator))
+
+
+@dataclass
+class Distribution:
+    """Every stage of turning logits into the distribution that is sampled from."""
+
+    logits: torch.Tensor
+    raw_probs: torch.Tensor
+    temperature_logits: torch.Tensor
+    temperature_probs: torch.Tensor
+    top_k_logits: torch.Tensor
+    top_k_probs: torch.Tensor
+    final_logits: torch.Tensor
+    final_probs: torch.Tensor
+    temperature: float
+    top_k: int
+    top_p: float
+
+    @property
+    def entropies(self) -> dict[str, float]:
+        return {"raw softmax": entropy(self.raw_probs), "after temperature": entropy(self.temperature_probs),
+                "after top-k": entropy(self.top_k_probs), "after top-p": entropy(self.final_probs)}
+
+    @property
+    def kept(self) -> int:
+        return int((self.final_probs > 0).sum())
+
+
+def next_token_distribution(logits: torch.Tensor, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0) -> Distribution:
+    """Chain temperature → top-k → top-p on a 1-D logits vector, keeping every intermediate."""
+    logits = check_logits(logits.detach().float().cpu())
+    scaled = apply_temperature(logits, temperature)
+    after_k = top_k_filter(scaled, top_k)
+    final = top_p_filter(after_k, top_p)
+    return Distribution(
+        logits=logits, raw_probs=softmax(logits), temperature_logits=scaled, temperature_probs=softmax(scaled),
+        top_k_logits=after_k, top_k_probs=softmax(after_k), final_logits=final, final_probs=softmax(final),
+        temperature=float(temperature), top_k=top_k, top_p=float(top_p),
+    )
+
+
+# ---------------------------------------------------------------------------- generation
+
+
+def context_size(model: nn.Module) -> int:
+    return int(getattr(model, "context_size", 256) or 256)
+
+
+def crop(ids: list[int], model: nn.Module) -> list[int]:
+    """The last tokens that fit the model's context (what it can see)."""
+    limit = min(context_size(model), 512)
+    return ids[-limit:]
+
+
+@dataclass
+class PromptEncoding:
+    ids: list[int]
+    dropped: list[str] = field(default_factory=list)  # characters the tokenizer could not encode
+    cropped: int = 0  # tokens cut from the front to fit the context
+    start_token: str | None = None  # the token used when the prompt was empty
+
+
+def encode_prompt(tokenizer: Tokenizer, prompt: str, model: nn.Module | None = None) -> PromptEncoding:
+    """Encode a prompt, dropping (and reporting) characters a character vocabulary lacks,
+    starting from the boundary token when the prompt is empty, and cropping to the context."""
+    dropped: list[str] = []
+    if isinstance(tokenizer, CharTokenizer):
+        dropped = tokenizer.unknown_characters(prompt)
+        ids = tokenizer.encode(prompt, errors="skip")
+    else:
+        ids = tokenizer.encode(prompt)
+    start = None
+    if not ids:
+        ids, start = boundary_token(tokenizer)
+    cropped = 0
+    if model is not None and len(ids) > context_size(model):
+        cropped = len(ids) - context_size(model)
+        ids = ids[-context_size(model):]
+    return PromptEncoding(ids=ids, dropped=dropped, cropped=cropped, start_token=start)
+
+
+def boundary_token(tokenizer: Tokenizer) -> tuple[list[int], str]:
+    if isinstance(tokenizer, BPETokenizer) and ENDOFTEXT in tokenizer.special_tokens:
+        return [tokenizer.special_tokens[ENDOFTEXT]], ENDOFTEXT
+    if isinstance(tokenizer, CharTokenizer) and "\n" in tokenizer.stoi:
+        return [tokenizer.stoi["\n"]], "↵ (newline)"
+    return [0], tokenizer.printable(0)
+
+
+@dataclass
+class StepRecord:
+    step: int
+    token: int
+    probability: float  # of the chosen token under the final distribution
+    distribution: Distribution
+    top: list[tuple[int, float]]  # the 10 most likely tokens under the final distribution
+
+
+def _supports_kv_cache(model: nn.Module) -> bool:
+    return hasattr(model, "forward_with_kv_cache")
+
+
+@torch.no_grad()
+def generate(
+    model: nn.Module,
+    ids: list[int],
+    max_new_tokens: int = 50,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seed: int | None = 0,
+    use_kv_cache: bool = True,
+    forced: dict[int, int] | None = None,
+) -> Iterator[StepRecord]:
+    """Yield one record per generated token. ``forced`` maps a step to a token to take instead."""
+    check_temperature(temperature)
+    top_k_filter(torch.zeros(2), top_k)
+    top_p_filter(torch.zeros(2), top_p)
+    was_training = model.training
+    model.eval()
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    generator = torch.Generator().manual_seed(seed) if seed is not None else None
+    sequence = list(ids)
+    past = None
+    limit = context_size(model)
+    try:
+        for step in range(max_new_tokens):
+            if use_kv_cache and _supports_kv_cache(model) and len(sequence) <= limit:
+                new = sequence if past is None else sequence[-1:]
+                logits, past = model.forward_with_kv_cache(torch.tensor([new], device=device), past)
+            else:
+                past = None
+                window = crop(sequence, model)
+                logits, _ = model(torch.tensor([window], device=device))
+                if use_kv_cache and _supports_kv_cache(model):
+                    past = None  # beyond the context: positions shift, recompute every step
+            distribution = next_token_distribution(logits[0, -1], temperature, top_k, top_p)
+            probs = distribution.final_probs
+            if forced and step in forced:
+                token = forced[step]
+            elif temperature == 0.0:
+                token = greedy(probs)
+            else:
+                token = sample(probs, generator)
+            values, indices = torch.topk(probs, min(10, probs.shape[-1]))
+            yield StepRecord(step=step, token=token, probability=float(probs[token]), distribution=distribution,
+                             top=list(zip(indices.tolist(), values.tolist())))
+            sequence.append(token)
+            if past is not None and len(sequence) > limit:
+                past = None
+    finally:
+        model.train(was_training)
+
+
+def generate_text(model: nn.Module, tokenizer: Tokenizer, prompt: str = "", max_new_tokens: int = 100,
+                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int | None = 0) -> str:
+    encoded = encode_prompt(tokenizer, prompt, model)
+    new = [r.token for r in generate(model, encoded.ids, max_new_tokens, temperature, top_k, top_p, seed)]
+    return (prompt if encoded.start_token is None else "") + tokenizer.decode(new)
+
+
+# ---------------------------------------------------------------------------- beam search
+
+
+@dataclass
+class BeamNode:
+    node_id: int
+    parent: int | None
+    token: int | None
+    log_prob: float  # of this token given its parent
+    score: float  # cumulative log-probability of the path
+    depth: int
+    kept: bool = False  # survived the cut to the beam width at its depth
+
+
+@dataclass
+class BeamResult:
+    tokens: list[int]  # the best continuation (without the prompt)
+    score: float
+    nodes: list[BeamNode]
+
+
+@torch.no_grad()
+def beam_search(model: nn.Module, ids: list[int], width: int = 3, max_new_tokens: int = 10) -> BeamResult:
+    """Keep the ``width`` most likely continuations at every depth (scored by summed log-probability).
+
+    Returns the best one and the explored tree: every expanded candidate, with ``kept`` telling
+    which survived. Width 1 is greedy decoding.
+    """
+    if not isinstance(width, int) or width < 1:
+        raise SamplingError(f"The beam width must be a whole number ≥ 1 (got {width}).")
+    was_training = model.training
+    model.eval()
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    nodes = [BeamNode(0, None, None, 0.0, 0.0, 0, kept=True)]
+    beams = [(0.0, [], 0)]  # (score, tokens, node_id)
+    try:
+        for depth in range(1, max_new_tokens + 1):
+            candidates = []
+            for score, tokens, node_id in beams:
+                window = crop(list(ids) + tokens, model)
+                logits, _ = model(torch.tensor([window], device=device))
+                log_probs = torch.log_softmax(check_logits(logits[0, -1].double()), dim=-1)
+                values, indices = torch.topk(log_probs, min(width, log_probs.shape[-1]))
+                for value, index in zip(values.tolist(), indices.tolist()):
+                    node = BeamNode(len(nodes), node_id, index, value, score + value, depth)
+                    nodes.append(node)
+                    candidates.append((score + value, tokens + [index], node.node_id))
+            candidates.sort(key=lambda c: (-c[0], c[2]))
+            beams = candidates[:width]
+            for _, _, node_id in beams:
+                nodes[node_id].kept = True
+    finally:
+        model.train(was_training)
+    best_score, best_tokens, _ = beams[0]
+    return BeamResult(tokens=best_tokens, score=best_score, nodes=nodes)

@@ -1,0 +1,456 @@
+"""Training: corpus → tokenizer → train/validation windows → a generator of metrics per step.
+
+The loop is a generator, so the Streamlit page and the CLI drive the same code and can stop
+it between any two steps:
+
+>>> config = TrainConfig(model="bigram-neural", tokenizer="char", context_size=8, batch_size=4, steps=3, eval_interval=1)
+>>> trainer = Trainer.from_text("hello world\\n" * 20, config)
+>>> [m.step for m in trainer.run()]
+[1, 2, 3]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+
+from llmviz.errors import CheckpointError, ConfigError, TrainingDiverged
+from llmviz.models.charlevel import CHAR_MODELS, build_char_model
+from llmviz.models.gpt import GPT, PRESETS, GPTConfig
+from llmviz.tokenizers import BPETokenizer, CharTokenizer, Tokenizer, TokenizerError, tokenizer_from_dict
+
+OPTIMIZERS = ["sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"]
+OPTIMIZER_TITLES = {"sgd": "SGD", "momentum": "SGD with momentum", "adagrad": "Adagrad",
+                    "rmsprop": "RMSprop", "adam": "Adam", "adamw": "AdamW"}
+MODEL_CHOICES = list(PRESETS) + list(CHAR_MODELS)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    model: str = "gpt-micro"  # a GPT preset (llmviz.models.gpt.PRESETS) or a char-level model name
+    tokenizer: str = "bpe"  # "char" or "bpe"
+    bpe_vocab_size: int = 512
+    context_size: int = 64
+    stride: int | None = None  # distance between window starts; None = context_size
+    batch_size: int = 16
+    steps: int = 200
+    optimizer: str = "adamw"
+    lr: float = 3e-3
+    momentum: float = 0.9
+    weight_decay: float = 0.01
+    warmup_steps: int = 10
+    schedule: str = "cosine"  # "cosine" (to lr/10) or "constant"
+    grad_clip: float | None = 1.0
+    eval_interval: int = 25
+    eval_batches: int = 4
+    val_fraction: float = 0.1
+    seed: int = 1337
+    device: str = "cpu"
+    d_model: int | None = None  # optional overrides of the preset's sizes
+    n_layers: int | None = None
+    n_heads: int | None = None
+
+    def __post_init__(self):
+        problems = []
+        if self.model not in MODEL_CHOICES:
+            problems.append(f"model must be one of {', '.join(MODEL_CHOICES)} (got {self.model!r})")
+        if self.tokenizer not in ("char", "bpe"):
+            problems.append("tokenizer must be 'char' or 'bpe'")
+        if self.optimizer not in OPTIMIZERS:
+            problems.append(f"optimizer must be one of {', '.join(OPTIMIZERS)}")
+        for name in ("context_size", "batch_size", "steps", "eval_interval", "eval_batches"):
+            if getattr(self, name) < 1:
+                problems.append(f"{name} must be at least 1")
+        if self.stride is not None and self.stride < 1:
+            problems.append("stride must be at least 1")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            problems.append(f"the learning rate must be a positive number (got {self.lr})")
+        if not (0.0 < self.val_fraction < 0.5):
+            problems.append("val_fraction must be between 0 and 0.5")
+        if self.schedule not in ("cosine", "constant"):
+            problems.append("schedule must be 'cosine' or 'constant'")
+        if problems:
+            raise ConfigError("This training configuration cannot work: " + "; ".join(problems) + ".")
+
+    def replace(self, **changes) -> TrainConfig:
+        from dataclasses import replace
+
+        return replace(self, **changes)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TrainConfig:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class StepMetrics:
+    step: int
+    train_loss: float
+    val_loss: float | None
+    perplexity: float  # e^train_loss
+    lr: float
+    tokens_per_s: float
+    grad_norm: float
+    elapsed_s: float
+
+
+# ---------------------------------------------------------------------------- data
+
+
+@dataclass
+class Dataset:
+    tokenizer: Tokenizer
+    train_ids: torch.Tensor
+    val_ids: torch.Tensor
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tokenizer.vocab_size
+
+
+def build_tokenizer(text: str, kind: str, vocab_size: int = 512, progress=None) -> Tokenizer:
+    if kind == "char":
+        return CharTokenizer.train(text)
+    return BPETokenizer.train(text, vocab_size=vocab_size, progress=progress)
+
+
+def prepare_data(text: str, config: TrainConfig, tokenizer: Tokenizer | None = None, progress=None) -> Dataset:
+    """Tokenize ``text`` and split it: the first 1 − val_fraction for training, the rest for validation."""
+    if not text or not text.strip():
+        raise ConfigError("There is no text to train on: pick a corpus or upload a file with some text in it.")
+    tokenizer = tokenizer or build_tokenizer(text, config.tokenizer, config.bpe_vocab_size, progress)
+    ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)
+    split = int(len(ids) * (1 - config.val_fraction))
+    train_ids, val_ids = ids[:split], ids[split:]
+    needed = config.context_size + 1
+    if len(train_ids) < needed or len(val_ids) < needed:
+        raise ConfigError(
+            f"The text gives {len(ids):,} tokens: {len(train_ids):,} for training and {len(val_ids):,} for "
+            f"validation, but one window needs context size + 1 = {needed} tokens in each part. Use a longer "
+            f"text or a context size below {max(1, min(len(train_ids), len(val_ids)) - 1)}."
+        )
+    return Dataset(tokenizer, train_ids, val_ids)
+
+
+class Batches:
+    """Random batches of windows (``context_size`` tokens, starting every ``stride``) from one split."""
+
+    def __init__(self, ids: torch.Tensor, context_size: int, stride: int, generator: torch.Generator):
+        self.ids = ids
+        self.context_size = context_size
+        self.starts = torch.arange(0, len(ids) - context_size, stride)  # (N,)
+        self.generator = generator
+
+    def sample(self, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        choice = torch.randint(len(self.starts), (batch_size,), generator=self.generator)
+        offsets = torch.arange(self.context_size)
+        positions = self.starts[choice][:, None] + offsets  # (B, T)
+        return self.ids[positions], self.ids[positions + 1]  # inputs, targets shifted by one
+
+
+# ---------------------------------------------------------------------------- models and optimizers
+
+
+def build_model(config: TrainConfig, vocab_size: int) -> nn.Module:
+    if config.model in PRESETS:
+        overrides = {k: getattr(config, k) for k in ("d_model", "n_layers", "n_heads") if getattr(config, k)}
+        gpt_config = PRESETS[config.model].replace(vocab_size=vocab_size, context_length=config.context_size,
+                                                   dropout=0.0, **overrides)
+        return GPT(gpt_config)
+    kwargs = {"context_length": config.context_size} if config.model == "transformer" else {}
+    return build_char_model(config.model, vocab_size, **kwargs)
+
+
+def model_description(model: nn.Module) -> dict:
+    if isinstance(model, GPT) and type(model) is GPT:
+        return {"kind": "gpt", "config": model.config.to_dict()}
+    name = next(n for n, cls in CHAR_MODELS.items() if type(model) is cls)
+    kwargs = {"context_length": model.config.context_length} if name == "transformer" else {}
+    return {"kind": "char", "name": name, "vocab_size": model.vocab_size, "kwargs": kwargs}
+
+
+def model_from_description(description: dict) -> nn.Module:
+    if description["kind"] == "gpt":
+        return GPT(GPTConfig(**description["config"]))
+    return build_char_model(description["name"], description["vocab_size"], **description.get("kwargs", {}))
+
+
+def build_optimizer(config: TrainConfig, model: nn.Module) -> torch.optim.Optimizer | None:
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    if not parameters:
+        return None  # the counts bigram learns by counting
+    if config.optimizer == "sgd":
+        return torch.optim.SGD(parameters, lr=config.lr)
+    if config.optimizer == "momentum":
+        return torch.optim.SGD(parameters, lr=config.lr, momentum=config.momentum)
+    if config.optimizer == "adagrad":
+        return torch.optim.Adagrad(parameters, lr=config.lr)
+    if config.optimizer == "rmsprop":
+        return torch.optim.RMSprop(parameters, lr=config.lr)
+    if config.optimizer == "adam":
+        return torch.optim.Adam(parameters, lr=config.lr)
+    return torch.optim.AdamW(parameters, lr=config.lr, weight_decay=config.weight_decay)
+
+
+def learning_rate(config: TrainConfig, step: int) -> float:
+    """Linear warmup over ``warmup_steps``, then cosine decay to lr/10 at the last step.
+
+    >>> c = TrainConfig(lr=1.0, warmup_steps=10, steps=110)
+    >>> learning_rate(c, 0), learning_rate(c, 4), learning_rate(c, 10), round(learning_rate(c, 110), 6)
+    (0.1, 0.5, 1.0, 0.1)
+    """
+    if step < config.warmup_steps:
+        return config.lr * (step + 1) / config.warmup_steps
+    if config.schedule == "constant":
+        return config.lr
+    decay_steps = max(1, config.steps - config.warmup_steps)
+    progress = min(1.0, (step - config.warmup_steps) / decay_steps)
+    minimum = config.lr / 10
+    return minimum + 0.5 * (config.lr - minimum) * (1 + math.cos(math.pi * progress))
+
+
+# ---------------------------------------------------------------------------- the loop
+
+
+@dataclass
+class Trainer:
+    config: TrainConfig
+    dataset: Dataset
+    model: nn.Module = field(init=False)
+    optimizer: torch.optim.Optimizer | None = field(init=False)
+    step: int = 0
+    history: list[StepMetrics] = field(default_factory=list)
+
+    def __post_init__(self):
+        torch.manual_seed(self.config.seed)
+        self.device = torch.device(self.config.device)
+        self.model = build_model(self.config, self.dataset.vocab_size).to(self.device)
+        self.optimizer = build_optimizer(self.config, self.model)
+        stride = self.config.stride or self.config.context_size
+        self.train_generator = torch.Generator().manual_seed(self.config.seed)
+        self.val_generator = torch.Generator().manual_seed(self.config.seed + 1)
+        self.train_batches = Batches(self.dataset.train_ids, self.config.context_size, stride, self.train_generator)
+        self.val_batches = Batches(self.dataset.val_ids, self.config.context_size, stride, self.val_generator)
+
+    @classmethod
+    def from_text(cls, text: str, config: TrainConfig, tokenizer: Tokenizer | None = None, progress=None) -> Trainer:
+        return cls(config, prepare_data(text, config, tokenizer, progress))
+
+    @property
+    def counting(self) -> bool:
+        return getattr(self.model, "trained_by_counting", False)
+
+    @torch.no_grad()
+    def evaluate(self, batches: int | None = None) -> float:
+        """Mean validation loss over a fixed set of batches (the same ones every time)."""
+        self.model.eval()
+        generator = torch.Generator().manual_seed(self.config.seed + 2)
+        fixed = Batches(self.dataset.val_ids, self.train_batches.context_size,
+                        self.config.stride or self.config.context_size, generator)
+        losses = []
+        for _ in range(batches or self.config.eval_batches):
+            inputs, targets = fixed.sample(self.config.batch_size)
+            _, loss = self.model(inputs.to(self.device), targets.to(self.device))
+            losses.append(loss.item())
+        self.model.train()
+        return sum(losses) / len(losses)
+
+    def train_step(self) -> tuple[float, float]:
+        inputs, targets = self.train_batches.sample(self.config.batch_size)
+        inputs, targets = inputs.to(self.device), targets.to(self.device)
+        if self.counting:
+            self.model.update_counts(inputs, targets)
+            with torch.no_grad():
+                _, loss = self.model(inputs, targets)
+            return loss.item(), 0.0
+        lr = learning_rate(self.config, self.step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        _, loss = self.model(inputs, targets)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.config.grad_clip:
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        else:
+            grad_norm = torch.norm(torch.stack([p.grad.norm() for p in self.model.parameters() if p.grad is not None]))
+        self.optimizer.step()
+        return loss.item(), float(grad_norm)
+
+    def run(self, steps: int | None = None, should_stop: Callable[[], bool] | None = None) -> Iterator[StepMetrics]:
+        """Train up to ``config.steps`` (or ``steps`` more); yield metrics after every step."""
+        end = self.config.steps if steps is None else self.step + steps
+        self.model.train()
+        start_time = time.perf_counter()
+        first_loss = None
+        tokens_per_step = self.config.batch_size * self.config.context_size
+        while self.step < end:
+            if should_stop is not None and should_stop():
+                return
+            step_start = time.perf_counter()
+            train_loss, grad_norm = self.train_step()
+            self.step += 1
+            self._check_divergence(train_loss, first_loss)
+            first_loss = train_loss if first_loss is None else first_loss
+            val_loss = None
+            if self.step % self.config.eval_interval == 0 or self.step == end:
+                val_loss = self.evaluate()
+            step_time = time.perf_counter() - step_start
+            metrics = StepMetrics(
+                step=self.step, train_loss=train_loss, val_loss=val_loss,
+                perplexity=math.exp(min(train_loss, 50.0)),
+                lr=0.0 if self.counting else learning_rate(self.config, self.step - 1),
+                tokens_per_s=tokens_per_step / max(step_time, 1e-9), grad_norm=grad_norm,
+                elapsed_s=time.perf_counter() - start_time,
+            )
+            self.history.append(metrics)
+            yield metrics
+
+    def _check_divergence(self, loss: float, first_loss: float | None) -> None:
+        advice = (f"Lower the learning rate (now {self.config.lr:g}; try {self.config.lr / 10:g})"
+                  + ("" if self.config.grad_clip else " or turn on gradient clipping")
+                  + f", or use Adam/AdamW instead of {OPTIMIZER_TITLES[self.config.optimizer]}.")
+        if not math.isfinite(loss):
+            raise TrainingDiverged(f"The loss became {loss} at step {self.step}: training diverged. {advice}")
+        baseline = math.log(self.dataset.vocab_size)
+        if first_loss is not None and self.step > 5 and loss > max(3 * first_loss, first_loss + 3 * baseline):
+            raise TrainingDiverged(
+                f"The loss exploded at step {self.step} ({loss:.2f}, it started at {first_loss:.2f}). {advice}"
+            )
+
+    # ------------------------------------------------------------------ generation and files
+
+    def generate_sample(self, prompt: str = "", max_new_tokens: int = 100, temperature: float = 0.8,
+                        top_k: int = 0, seed: int | None = None) -> str:
+        from llmviz.sampling import generate_text
+
+        return generate_text(self.model, self.dataset.tokenizer, prompt, max_new_tokens=max_new_tokens,
+                             temperature=temperature, top_k=top_k, seed=self.config.seed if seed is None else seed)
+
+    def save(self, directory: str | Path) -> Path:
+        return save_checkpoint(directory, self)
+
+
+# ---------------------------------------------------------------------------- checkpoints
+
+MODEL_FILE = "model.safetensors"
+STATE_FILE = "trainer.safetensors"
+META_FILE = "checkpoint.json"
+
+
+def save_checkpoint(directory: str | Path, trainer: Trainer, extra: dict | None = None,
+                    trainer_state: bool = True) -> Path:
+    """``model.safetensors`` (weights), ``trainer.safetensors`` (optimizer and RNG state) and
+    ``checkpoint.json`` (configs, tokenizer, metrics): no pickle anywhere."""
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().contiguous().cpu() for k, v in trainer.model.state_dict().items()}
+    if isinstance(trainer.model, GPT) and trainer.model.config.tie_weights:
+        state.pop("lm_head.weight", None)  # the same matrix as tok_emb.weight
+    save_file(state, str(directory / MODEL_FILE))
+
+    tensors = {"rng.train": trainer.train_generator.get_state(), "rng.val": trainer.val_generator.get_state(),
+               "rng.torch": torch.get_rng_state()}
+    groups = []
+    if trainer.optimizer is not None:
+        optimizer_state = trainer.optimizer.state_dict()
+        for index, values in optimizer_state["state"].items():
+            for key, value in values.items():
+                tensors[f"optimizer.{index}.{key}"] = torch.as_tensor(value).detach().clone().cpu()
+        groups = optimizer_state["param_groups"]
+    if trainer_state:  # shipped artifacts leave it out: they are for using, not resuming
+        save_file(tensors, str(directory / STATE_FILE))
+
+    meta = {
+        "format": "llmviz-checkpoint", "version": 1, "step": trainer.step,
+        "train_config": asdict(trainer.config), "model": model_description(trainer.model),
+        "tokenizer": trainer.dataset.tokenizer.to_dict(), "optimizer_param_groups": groups,
+        "metrics": [asdict(m) for m in trainer.history],
+        "final": {"train_loss": trainer.history[-1].train_loss if trainer.history else None,
+                  "val_loss": next((m.val_loss for m in reversed(trainer.history) if m.val_loss is not None), None)},
+        **(extra or {}),
+    }
+    (directory / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    return directory
+
+
+_PICKLE_OR_ZIP = (b"PK\x03\x04", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
+
+
+def read_safetensors(path: str | Path) -> dict[str, torch.Tensor]:
+    """Load a safetensors file; anything else (a pickle, a zip from torch.save) is refused."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"No checkpoint file at {path}.")
+    head = path.read_bytes()[:8]
+    if head.startswith(_PICKLE_OR_ZIP):
+        raise CheckpointError(
+            f"{path.name} is a pickle (torch.save) file. llmviz loads only safetensors, because unpickling a "
+            "file can run any code it contains. Convert it with safetensors where you trust it."
+        )
+    try:
+        return load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as error:
+        raise CheckpointError(f"{path.name} is not a valid safetensors file (truncated or corrupted?): {error}") from None
+
+
+def load_checkpoint(directory: str | Path, device: str = "cpu") -> tuple[nn.Module, Tokenizer, dict]:
+    """``(model, tokenizer, metadata)`` from a checkpoint folder written by :func:`save_checkpoint`."""
+    directory = Path(directory)
+    meta_path = directory / META_FILE
+    if not meta_path.exists():
+        raise CheckpointError(f"{directory} is not an llmviz checkpoint (no {META_FILE}).")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        model = model_from_description(meta["model"])
+        tokenizer = tokenizer_from_dict(meta["tokenizer"])
+    except (ValueError, KeyError, TypeError, ConfigError, TokenizerError) as error:
+        raise CheckpointError(f"{META_FILE} in {directory} is damaged: {error}") from None
+    state = read_safetensors(directory / MODEL_FILE)
+    if isinstance(model, GPT) and model.config.tie_weights:
+        state.setdefault("lm_head.weight", state.get("tok_emb.weight"))
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as error:
+        first = str(error).splitlines()[:3]
+        raise CheckpointError(f"The weights do not match the model described in {META_FILE}: {' '.join(first)}") from None
+    if tokenizer.vocab_size != getattr(model, "vocab_size", None) and not isinstance(model, GPT):
+        raise CheckpointError("The tokenizer's vocabulary does not match the model's.")
+    if isinstance(model, GPT) and model.config.vocab_size != tokenizer.vocab_size:
+        raise CheckpointError("The tokenizer's vocabulary does not match the model's.")
+    model.to(device).eval()
+    return model, tokenizer, meta
+
+
+def resume(directory: str | Path, text: str, device: str = "cpu") -> Trainer:
+    """A :class:`Trainer` that continues exactly where the saved one stopped."""
+    model, tokenizer, meta = load_checkpoint(directory, device)
+    config = TrainConfig.from_dict({**meta["train_config"], "device": device})
+    trainer = Trainer(config, prepare_data(text, config, tokenizer))
+    trainer.model.load_state_dict(model.state_dict())
+    trainer.step = meta["step"]
+    trainer.history = [StepMetrics(**m) for m in meta.get("metrics", [])]
+    state = read_safetensors(Path(directory) / STATE_FILE)
+    trainer.train_generator.set_state(state["rng.train"])
+    trainer.val_generator.set_state(state["rng.val"])
+    torch.set_rng_state(state["rng.torch"])
+    if trainer.optimizer is not None:
+        optimizer_state: dict = {"state": {}, "param_groups": meta["optimizer_param_groups"]}
+        for key, value in state.items():
+            if key.startswith("optimizer."):
+                _, index, name = key.split(".", 2)
+                optimizer_state["state"].setdefault(int(index), {})[name] = value
+        trainer.optimizer.load_state_dict(optimizer_state)
+    return trainer

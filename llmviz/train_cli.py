@@ -1,0 +1,113 @@
+"""``python -m llmviz train …`` and ``python -m llmviz sample …``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+
+
+def add_train_commands(commands) -> None:
+    from llmviz.train import MODEL_CHOICES, OPTIMIZERS
+
+    train = commands.add_parser("train", help="train a model on a corpus and save a safetensors checkpoint")
+    train.add_argument("--corpus", default="python-docs", help="a registered corpus name, or a path to a UTF-8 text file")
+    train.add_argument("--model", default="gpt-micro", choices=MODEL_CHOICES)
+    train.add_argument("--tokenizer", default=None, choices=["char", "bpe"], help="default: bpe for GPTs, char otherwise")
+    train.add_argument("--vocab-size", type=int, default=512, help="BPE vocabulary size")
+    train.add_argument("--context", type=int, default=64)
+    train.add_argument("--stride", type=int, default=None)
+    train.add_argument("--batch", type=int, default=16)
+    train.add_argument("--steps", type=int, default=500)
+    train.add_argument("--optimizer", default="adamw", choices=OPTIMIZERS)
+    train.add_argument("--lr", type=float, default=3e-3)
+    train.add_argument("--warmup", type=int, default=20)
+    train.add_argument("--d-model", type=int, default=None)
+    train.add_argument("--layers", type=int, default=None)
+    train.add_argument("--heads", type=int, default=None)
+    train.add_argument("--eval-interval", type=int, default=50)
+    train.add_argument("--seed", type=int, default=1337)
+    train.add_argument("--device", default="auto")
+    train.add_argument("--out", required=True, help="output folder for the checkpoint")
+    train.add_argument("--weights-only", action="store_true",
+                       help="leave out the optimizer and RNG state (smaller; the run cannot be resumed)")
+    train.set_defaults(func=cmd_train)
+
+    sample = commands.add_parser("sample", help="generate text from a checkpoint")
+    sample.add_argument("--checkpoint", required=True)
+    sample.add_argument("--prompt", default="")
+    sample.add_argument("--tokens", type=int, default=100)
+    sample.add_argument("--temperature", type=float, default=0.8)
+    sample.add_argument("--top-k", type=int, default=0)
+    sample.add_argument("--top-p", type=float, default=1.0)
+    sample.add_argument("--seed", type=int, default=0)
+    sample.set_defaults(func=cmd_sample)
+
+
+def _load_text(name: str) -> str:
+    from pathlib import Path
+
+    from llmviz import corpus
+
+    if name in corpus.REGISTRY:
+        return corpus.load(name)
+    path = Path(name)
+    if not path.exists():
+        from llmviz.errors import CorpusUnavailable
+
+        raise CorpusUnavailable(f"{name!r} is neither a registered corpus nor a file.")
+    return corpus.validate_upload(path.name, path.read_bytes())
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from llmviz.device import pick_device
+    from llmviz.models.gpt import PRESETS
+    from llmviz.train import TrainConfig, Trainer
+
+    tokenizer = args.tokenizer or ("bpe" if args.model in PRESETS else "char")
+    config = TrainConfig(
+        model=args.model, tokenizer=tokenizer, bpe_vocab_size=args.vocab_size, context_size=args.context,
+        stride=args.stride, batch_size=args.batch, steps=args.steps, optimizer=args.optimizer, lr=args.lr,
+        warmup_steps=args.warmup, eval_interval=args.eval_interval, seed=args.seed,
+        device=pick_device(args.device), d_model=args.d_model, n_layers=args.layers, n_heads=args.heads,
+    )
+    text = _load_text(args.corpus)
+    print(f"tokenizing {args.corpus} ({len(text):,} characters) with {tokenizer} …", file=sys.stderr)
+    trainer = Trainer.from_text(text, config)
+    parameters = sum(p.numel() for p in trainer.model.parameters())
+    print(f"{args.model}: {parameters:,} parameters, vocabulary {trainer.dataset.vocab_size}, "
+          f"{len(trainer.dataset.train_ids):,} training tokens", file=sys.stderr)
+    progress = tqdm(total=config.steps, unit="step")
+    for metrics in trainer.run():
+        progress.update(1)
+        postfix = {"loss": f"{metrics.train_loss:.3f}"}
+        if metrics.val_loss is not None:
+            postfix["val"] = f"{metrics.val_loss:.3f}"
+        progress.set_postfix(postfix)
+    progress.close()
+    command = "python -m llmviz " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["train"] else None
+    _save_with_command(trainer, args, command or "python -m llmviz train …")
+    final = trainer.history[-1]
+    print(json.dumps({"out": args.out, "step": trainer.step, "train_loss": round(final.train_loss, 4),
+                      "val_loss": round(final.val_loss, 4) if final.val_loss is not None else None}))
+    return 0
+
+
+def _save_with_command(trainer, args, command: str) -> None:
+    from llmviz.train import save_checkpoint
+
+    save_checkpoint(args.out, trainer, extra={"corpus": args.corpus, "command": command},
+                    trainer_state=not args.weights_only)
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    from llmviz.sampling import generate_text
+    from llmviz.train import load_checkpoint
+
+    model, tokenizer, _ = load_checkpoint(args.checkpoint)
+    print(generate_text(model, tokenizer, args.prompt, max_new_tokens=args.tokens, temperature=args.temperature,
+                        top_k=args.top_k, top_p=args.top_p, seed=args.seed))
+    return 0

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Re-create the models shipped in data/ with llmviz's own CLI (each checkpoint.json records its command).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python -m llmviz train --corpus python-docs --model gpt-mini --tokenizer bpe --vocab-size 1024 --context 128 \
+  --batch 16 --steps 1500 --lr 3e-3 --warmup 50 --eval-interval 100 --seed 1337 --device cpu --weights-only \
+  --out data/gpt-python-docs
+for model in bigram-counts bigram-neural mlp wavenet rnn gru transformer; do
+  lr=3e-3; [ "$model" = bigram-neural ] && lr=1e-1
+  python -m llmviz train --corpus names --model "$model" --tokenizer char --context 16 --batch 32 \
+    --steps 2000 --lr "$lr" --warmup 20 --eval-interval 200 --seed 1337 --device cpu --weights-only \
+    --out "data/names-$model"
+done
+python scripts/summarise_shipped_models.py > data/README.md

@@ -1,0 +1,156 @@
+import math
+
+import pytest
+import torch
+
+from llmviz.models import GPT, GPTConfig, build_char_model
+from llmviz.sampling import (
+    SamplingError,
+    apply_temperature,
+    beam_search,
+    encode_prompt,
+    entropy,
+    generate,
+    next_token_distribution,
+    softmax,
+    top_k_filter,
+    top_p_filter,
+)
+from llmviz.tokenizers import CharTokenizer
+
+torch.manual_seed(0)
+LOGITS = torch.randn(50) * 3
+
+
+def model():
+    torch.manual_seed(1)
+    return GPT(GPTConfig(vocab_size=40, context_length=24, d_model=32, n_heads=4, n_layers=2, dropout=0.0)).eval()
+
+
+def test_temperature_zero_is_greedy():
+    dist = next_token_distribution(LOGITS, temperature=0.0)
+    assert dist.final_probs.argmax() == LOGITS.argmax()
+    assert dist.final_probs.max() == 1.0 and dist.kept == 1
+
+
+def test_temperature_to_zero_approaches_greedy():
+    probs = next_token_distribution(LOGITS, temperature=1e-3).final_probs
+    assert probs[LOGITS.argmax()] > 0.999
+
+
+def test_top_k_one_is_argmax():
+    probs = softmax(top_k_filter(LOGITS, 1))
+    assert probs.argmax() == LOGITS.argmax() and probs.max() == 1.0
+
+
+def test_top_k_above_vocabulary_cuts_nothing():
+    assert torch.equal(top_k_filter(LOGITS, 10_000), LOGITS)
+    assert torch.equal(top_k_filter(LOGITS, 0), LOGITS)
+
+
+def test_top_k_ties_at_the_boundary_are_kept():
+    logits = torch.tensor([3.0, 1.0, 1.0, 0.0])
+    assert (top_k_filter(logits, 2) > float("-inf")).tolist() == [True, True, True, False]
+
+
+def test_top_p_tiny_keeps_only_the_most_likely():
+    probs = softmax(top_p_filter(LOGITS, 1e-9))
+    assert (probs > 0).sum() == 1 and probs.argmax() == LOGITS.argmax()
+
+
+def test_top_p_hand_example():
+    # probabilities 0.5, 0.3, 0.2: p = 0.7 needs the first two (0.5 < 0.7 ≤ 0.8)
+    logits = torch.tensor([0.5, 0.3, 0.2]).log()
+    kept = top_p_filter(logits, 0.7) > float("-inf")
+    assert kept.tolist() == [True, True, False]
+
+
+def test_lower_temperature_never_raises_entropy():
+    temperatures = [5.0, 2.0, 1.5, 1.0, 0.7, 0.5, 0.2, 0.05, 0.0]
+    entropies = [entropy(softmax(apply_temperature(LOGITS, t))) for t in temperatures]
+    assert all(a >= b - 1e-9 for a, b in zip(entropies, entropies[1:]))
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1e-6, 0.5, 1.0, 2.0, 100.0, 1e6])
+@pytest.mark.parametrize("top_k", [0, 1, 3, 50, 10**9])
+@pytest.mark.parametrize("top_p", [1e-12, 0.1, 0.9, 1.0])
+def test_every_distribution_sums_to_one_and_is_finite(temperature, top_k, top_p):
+    for logits in (LOGITS, LOGITS * 1e4, torch.zeros(50), torch.full((50,), -1e30)):
+        dist = next_token_distribution(logits, temperature, top_k, top_p)
+        for probs in (dist.raw_probs, dist.temperature_probs, dist.top_k_probs, dist.final_probs):
+            assert torch.isfinite(probs).all()
+            assert float(probs.sum()) == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.parametrize("bad", [-0.1, float("nan"), float("inf")])
+def test_bad_temperatures_are_errors(bad):
+    with pytest.raises(SamplingError, match="temperature"):
+        next_token_distribution(LOGITS, temperature=bad)
+
+
+def test_bad_top_k_and_top_p():
+    with pytest.raises(SamplingError):
+        top_k_filter(LOGITS, -1)
+    for bad in (0.0, -0.5, 1.5, float("nan")):
+        with pytest.raises(SamplingError):
+            top_p_filter(LOGITS, bad)
+
+
+def test_nan_logits_are_an_error():
+    logits = LOGITS.clone()
+    logits[3] = float("nan")
+    with pytest.raises(SamplingError, match="NaN"):
+        next_token_distribution(logits)
+
+
+def test_entropy_by_hand():
+    assert entropy(torch.tensor([0.5, 0.5])) == pytest.approx(math.log(2))
+    assert entropy(torch.tensor([1.0, 0.0])) == 0.0
+
+
+def test_kv_cache_generation_equals_no_cache():
+    m = model()
+    for temperature in (0.0, 1.0):
+        a = [r.token for r in generate(m, [1, 2, 3], 40, temperature=temperature, top_k=5, seed=7, use_kv_cache=True)]
+        b = [r.token for r in generate(m, [1, 2, 3], 40, temperature=temperature, top_k=5, seed=7, use_kv_cache=False)]
+        assert a == b and len(a) == 40  # 43 tokens: past the context of 24, both crop the same way
+
+
+def test_beam_width_one_equals_greedy():
+    m = model()
+    greedy_tokens = [r.token for r in generate(m, [5, 6], 8, temperature=0.0)]
+    assert beam_search(m, [5, 6], width=1, max_new_tokens=8).tokens == greedy_tokens
+
+
+def test_beam_search_tree_and_scores():
+    m = model()
+    result = beam_search(m, [5, 6], width=3, max_new_tokens=4)
+    kept_by_depth = {}
+    for node in result.nodes:
+        if node.kept and node.depth:
+            kept_by_depth.setdefault(node.depth, []).append(node)
+    assert all(len(v) == 3 for v in kept_by_depth.values())
+    # the best score is the sum of its tokens' log-probabilities, recomputed here
+    logits, _ = m(torch.tensor([[5, 6] + result.tokens]))
+    log_probs = torch.log_softmax(logits[0].detach().double(), dim=-1)
+    total = sum(float(log_probs[1 + i, t]) for i, t in enumerate(result.tokens))
+    assert result.score == pytest.approx(total, abs=1e-6)
+    greedy_score = beam_search(m, [5, 6], width=1, max_new_tokens=4).score
+    assert result.score >= greedy_score - 1e-9
+
+
+def test_prompt_cropping_and_unknown_characters():
+    tok = CharTokenizer.train("abc\n")
+    m = build_char_model("mlp", tok.vocab_size)
+    encoded = encode_prompt(tok, "abz" * 3, m)
+    assert encoded.dropped == ["z"]
+    gpt = GPT(GPTConfig(vocab_size=tok.vocab_size, context_length=4, d_model=8, n_heads=2, n_layers=1))
+    encoded = encode_prompt(tok, "abcabcabc", gpt)
+    assert encoded.cropped == 5 and len(encoded.ids) == 4
+    assert encode_prompt(tok, "", gpt).start_token is not None
+
+
+def test_forced_token_branches():
+    m = model()
+    records = list(generate(m, [1], 3, temperature=0.0, forced={1: 7}))
+    assert records[1].token == 7

@@ -1,0 +1,168 @@
+import math
+
+import pytest
+import torch
+
+from llmviz import corpus
+from llmviz.errors import CheckpointError, ConfigError, TrainingDiverged
+from llmviz.train import TrainConfig, Trainer, learning_rate, load_checkpoint, read_safetensors, resume
+
+NAMES = corpus.load("names")[:6000]
+
+
+def small(**changes):
+    base = dict(model="gpt-nano", tokenizer="char", context_size=16, batch_size=8, steps=40, lr=1e-2,
+                warmup_steps=5, eval_interval=10, eval_batches=2, seed=3)
+    return TrainConfig(**{**base, **changes})
+
+
+def test_loss_falls_within_a_few_dozen_steps():
+    trainer = Trainer.from_text(NAMES, small(steps=60))
+    history = list(trainer.run())
+    first = sum(m.train_loss for m in history[:5]) / 5
+    last = sum(m.train_loss for m in history[-5:]) / 5
+    assert last < first - 0.5
+    assert history[-1].val_loss is not None
+    assert history[0].perplexity == pytest.approx(math.exp(history[0].train_loss))
+
+
+def test_runs_repeat_exactly_with_the_same_seed():
+    a = [m.train_loss for m in Trainer.from_text(NAMES, small(steps=10)).run()]
+    b = [m.train_loss for m in Trainer.from_text(NAMES, small(steps=10)).run()]
+    assert a == b
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"])
+def test_every_optimizer_trains(optimizer):
+    lr = {"sgd": 0.5, "momentum": 0.1}.get(optimizer, 1e-2)
+    history = list(Trainer.from_text(NAMES, small(optimizer=optimizer, lr=lr, steps=30)).run())
+    assert history[-1].train_loss < history[0].train_loss
+
+
+def test_resumed_run_continues_exactly(tmp_path):
+    config = small(steps=30)
+    full = [m.train_loss for m in Trainer.from_text(NAMES, config).run()]
+    first = Trainer.from_text(NAMES, config)
+    for _ in first.run(steps=15):
+        pass
+    first.save(tmp_path / "ck")
+    resumed = resume(tmp_path / "ck", NAMES)
+    rest = [m.train_loss for m in resumed.run()]
+    assert resumed.step == 30
+    assert rest == full[15:]
+
+
+def test_checkpoint_round_trip(tmp_path):
+    trainer = Trainer.from_text(NAMES, small(steps=5))
+    list(trainer.run())
+    trainer.save(tmp_path / "ck")
+    model, tokenizer, meta = load_checkpoint(tmp_path / "ck")
+    idx = torch.tensor([tokenizer.encode("anna")])
+    trainer.model.eval()
+    torch.testing.assert_close(model(idx)[0], trainer.model(idx)[0])
+    assert meta["step"] == 5
+
+
+def test_pickle_checkpoint_is_refused(tmp_path):
+    trainer = Trainer.from_text(NAMES, small(steps=1))
+    trainer.save(tmp_path / "ck")
+    torch.save(trainer.model.state_dict(), tmp_path / "ck" / "model.safetensors")  # a pickle under the right name
+    with pytest.raises(CheckpointError, match="pickle"):
+        load_checkpoint(tmp_path / "ck")
+
+
+def test_truncated_checkpoint_is_refused(tmp_path):
+    trainer = Trainer.from_text(NAMES, small(steps=1))
+    trainer.save(tmp_path / "ck")
+    path = tmp_path / "ck" / "model.safetensors"
+    path.write_bytes(path.read_bytes()[:200])
+    with pytest.raises(CheckpointError, match="truncated or corrupted"):
+        load_checkpoint(tmp_path / "ck")
+
+
+def test_corrupted_checkpoint_is_refused(tmp_path):
+    path = tmp_path / "x.safetensors"
+    path.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json at all")
+    with pytest.raises(CheckpointError):
+        read_safetensors(path)
+
+
+def test_mismatched_checkpoint_is_refused(tmp_path):
+    import json
+
+    trainer = Trainer.from_text(NAMES, small(steps=1))
+    trainer.save(tmp_path / "ck")
+    meta_path = tmp_path / "ck" / "checkpoint.json"
+    meta = json.loads(meta_path.read_text())
+    meta["model"]["config"]["d_model"] = 64
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match="do not match"):
+        load_checkpoint(tmp_path / "ck")
+
+
+def test_text_shorter_than_one_window_is_a_clear_error():
+    with pytest.raises(ConfigError, match="one window needs"):
+        Trainer.from_text("abc\n", small())
+
+
+def test_empty_text_is_a_clear_error():
+    with pytest.raises(ConfigError, match="no text"):
+        Trainer.from_text("   ", small())
+
+
+def test_nan_loss_stops_with_advice():
+    trainer = Trainer.from_text(NAMES, small(optimizer="sgd", lr=1e6, grad_clip=None, steps=50))
+    with pytest.raises(TrainingDiverged, match="learning rate"):
+        list(trainer.run())
+
+
+def test_bad_config_messages():
+    with pytest.raises(ConfigError, match="learning rate"):
+        small(lr=-1)
+    with pytest.raises(ConfigError, match="model must be one of"):
+        small(model="gpt-9000")
+
+
+def test_warmup_and_cosine():
+    config = small(lr=1.0, warmup_steps=4, steps=14)
+    rates = [learning_rate(config, s) for s in range(15)]
+    assert rates[:4] == [0.25, 0.5, 0.75, 1.0]
+    assert rates[4] == pytest.approx(1.0)
+    assert rates[9] == pytest.approx(0.1 + 0.45 * (1 + math.cos(math.pi * 0.5)))
+    assert rates[14] == pytest.approx(0.1)
+
+
+def test_counting_bigram_trains_by_counting():
+    trainer = Trainer.from_text(NAMES, small(model="bigram-counts", steps=20))
+    history = list(trainer.run())
+    assert trainer.model.counts.sum() == 20 * 8 * 16
+    assert history[-1].grad_norm == 0.0
+
+
+def test_stop_between_steps():
+    trainer = Trainer.from_text(NAMES, small(steps=100))
+    seen = []
+    for m in trainer.run(should_stop=lambda: len(seen) >= 3):
+        seen.append(m.step)
+    assert seen == [1, 2, 3] and trainer.step == 3
+
+
+def test_bpe_gpt_trains(tmp_path):
+    text = corpus.load("python-docs")[:30000]
+    trainer = Trainer.from_text(text, small(tokenizer="bpe", bpe_vocab_size=300, steps=20))
+    history = list(trainer.run())
+    assert history[-1].train_loss < history[0].train_loss
+    trainer.save(tmp_path / "ck")
+    _, tokenizer, _ = load_checkpoint(tmp_path / "ck")
+    assert tokenizer.encode("def f(x):") == trainer.dataset.tokenizer.encode("def f(x):")
+
+
+def test_cli_train_and_sample(tmp_path, capsys):
+    from llmviz.cli import main
+
+    out = tmp_path / "ck"
+    assert main(["train", "--corpus", "names", "--model", "mlp", "--context", "8", "--steps", "5",
+                 "--eval-interval", "5", "--out", str(out)]) == 0
+    assert (out / "model.safetensors").exists()
+    assert main(["sample", "--checkpoint", str(out), "--tokens", "20", "--prompt", "an"]) == 0
+    assert capsys.readouterr().out.strip()
