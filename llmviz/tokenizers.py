@@ -274,13 +274,22 @@ class BPETokenizer(Tokenizer):
     ) -> BPETokenizer:
         """Learn ``vocab_size − 256 − len(special_tokens)`` merges from ``text``.
 
-        Identical chunks are counted once (with their frequency), and after each merge only
-        the pairs around the merged positions are recounted. Ties between pairs of equal
-        count go to the pair that occurs first in the text (minbpe's rule). ``progress(done,
-        total)`` is called after each merge; returning ``False`` stops training early (the
-        merges so far are kept and ``stopped_early`` is set).
+        ``progress(done, total)`` is called after each merge; returning ``False`` stops
+        training early (the merges so far are kept and ``stopped_early`` is set).
         """
         special_tokens = list(dict.fromkeys(special_tokens))
+        num_merges = cls.merges_for(vocab_size, special_tokens)
+        history: list[MergeRecord] = []
+        stopped = False
+        for record_ in cls.train_steps(text, num_merges, split_pattern, record=record):
+            history.append(record_)
+            if progress is not None and progress(len(history), num_merges) is False:
+                stopped = len(history) < num_merges
+                break
+        return cls.from_history(history, split_pattern, special_tokens, keep_history=record, stopped_early=stopped)
+
+    @staticmethod
+    def merges_for(vocab_size: int, special_tokens: list[str]) -> int:
         num_merges = vocab_size - 256 - len(special_tokens)
         if num_merges < 0:
             raise TokenizerError(
@@ -288,6 +297,27 @@ class BPETokenizer(Tokenizer):
                 f"{f' plus {len(special_tokens)} special token(s)' if special_tokens else ''}, so the "
                 f"smallest vocabulary is {256 + len(special_tokens)}."
             )
+        return num_merges
+
+    @classmethod
+    def from_history(cls, history: list[MergeRecord], split_pattern: str | None, special_tokens: Iterable[str],
+                     keep_history: bool = False, stopped_early: bool = False) -> BPETokenizer:
+        merges = [(r.pair, r.new_id) for r in history]
+        first_special = 256 + len(merges)
+        specials = {token: first_special + i for i, token in enumerate(dict.fromkeys(special_tokens))}
+        return cls(merges=merges, split_pattern=split_pattern, special_tokens=specials,
+                   merge_counts=[r.count for r in history], history=list(history) if keep_history else [],
+                   stopped_early=stopped_early)
+
+    @staticmethod
+    def train_steps(text: str, num_merges: int, split_pattern: str | None = "gpt4", record: bool = False):
+        """Yield one :class:`MergeRecord` per merge, so a caller can show progress or stop.
+
+        Identical chunks are counted once (with their frequency), and after each merge only
+        the pairs around the merged positions are recounted. Ties between pairs of equal
+        count go to the pair that occurs first in the text (minbpe's rule). The generator
+        ends early when no pair is left to merge.
+        """
         # the distinct chunks in order of first appearance, each with its frequency
         frequency = Counter(chunk.encode("utf-8") for chunk in split_chunks(text, split_pattern))
         words = [list(chunk) for chunk in frequency]  # dict order = first appearance
@@ -307,8 +337,6 @@ class BPETokenizer(Tokenizer):
             word = words[index]
             return index, next(i for i in range(len(word) - 1) if (word[i], word[i + 1]) == pair)
 
-        merges, merge_counts, history = [], [], []
-        stopped = False
         for step in range(num_merges):
             # pop the pairs with the highest current count (lazy heap: skip stale entries)
             best_count, tied = None, []
@@ -326,33 +354,27 @@ class BPETokenizer(Tokenizer):
                     break
                 tied.append(heapq.heappop(heap)[1])
             if not tied:
-                break  # every chunk is a single token: nothing left to merge
+                return  # every chunk is a single token: nothing left to merge
             pair = min(tied, key=first_occurrence) if len(tied) > 1 else tied[0]
             for other in tied:
                 if other != pair:
                     heapq.heappush(heap, (-best_count, other))
+            top = ()
             if record:
-                leaders = heapq.nsmallest(10, ((-pair_counts[p], p) for p in pair_counts if pair_counts[p] > 0))
+                leaders = heapq.nsmallest(10, ((-c, p) for p, c in pair_counts.items() if c > 0))
                 top = tuple((p, -c) for c, p in leaders)
-            else:
-                top = ()
             new_id = 256 + step
-            merges.append((pair, new_id))
-            merge_counts.append(best_count)
-            history.append(MergeRecord(step, pair, new_id, best_count, top))
 
             # apply the merge only to the words that contain the pair, updating counts around it
             for index in list(where.get(pair, ())):
                 word, freq = words[index], counts_per_word[index]
-                for old in zip(word, word[1:]):
-                    pair_counts[old] -= freq
                 new_word = merge(word, pair, new_id)
                 old_pairs = set(zip(word, word[1:]))
                 new_pairs = set(zip(new_word, new_word[1:]))
-                for changed in new_pairs:
-                    pair_counts[changed] = pair_counts.get(changed, 0)
+                for old in zip(word, word[1:]):
+                    pair_counts[old] -= freq
                 for p in zip(new_word, new_word[1:]):
-                    pair_counts[p] += freq
+                    pair_counts[p] = pair_counts.get(p, 0) + freq
                 for gone in old_pairs - new_pairs:
                     where[gone].discard(index)
                 for added in new_pairs - old_pairs:
@@ -362,15 +384,7 @@ class BPETokenizer(Tokenizer):
                 words[index] = new_word
             pair_counts.pop(pair, None)
             where.pop(pair, None)
-            if progress is not None and progress(step + 1, num_merges) is False:
-                stopped = True
-                break
-
-        first_special = 256 + len(merges)
-        specials = {token: first_special + i for i, token in enumerate(special_tokens)}
-        tokenizer = cls(merges=merges, split_pattern=split_pattern, special_tokens=specials,
-                        merge_counts=merge_counts, history=history if record else [], stopped_early=stopped)
-        return tokenizer
+            yield MergeRecord(step, pair, new_id, best_count, top)
 
     # -------------------------------------------------------------- encoding
 
@@ -601,3 +615,39 @@ def train_naive(text: str, vocab_size: int, split_pattern: str | None = "gpt4") 
         chunks = [merge(chunk, pair, new_id) for chunk in chunks]
         merges.append((pair, new_id))
     return merges
+
+
+# ---------------------------------------------------------------------------- statistics for charts
+
+
+def truncated(tokenizer: BPETokenizer, num_merges: int) -> BPETokenizer:
+    """The tokenizer a shorter training run would have produced: BPE training is prefix-consistent."""
+    specials = list(tokenizer.special_tokens)
+    return BPETokenizer.from_history(
+        [MergeRecord(rank, pair, new_id, tokenizer.merge_counts[rank] if rank < len(tokenizer.merge_counts) else 0)
+         for rank, (pair, new_id) in enumerate(tokenizer.merges[:num_merges])],
+        tokenizer.split_pattern, specials,
+    )
+
+
+def compression_curve(tokenizer: BPETokenizer, text: str, points: int = 12) -> list[tuple[int, float]]:
+    """(vocabulary size, characters per token) for ``points`` truncations of the merge list."""
+    if not text:
+        return []
+    total = len(tokenizer.merges)
+    steps = sorted({round(total * i / max(1, points - 1)) for i in range(points)})
+    curve = []
+    for merges in steps:
+        small = truncated(tokenizer, merges)
+        tokens = len(small.to_tiktoken().encode(text, allowed_special="all"))
+        curve.append((small.vocab_size, len(text) / max(1, tokens)))
+    return curve
+
+
+def rank_frequency(ids: list[int]) -> list[int]:
+    """How often each token occurs, most frequent first (for a log–log Zipf plot).
+
+    >>> rank_frequency([5, 5, 7, 5, 9, 7])
+    [3, 2, 1]
+    """
+    return sorted(Counter(ids).values(), reverse=True)

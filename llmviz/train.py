@@ -53,6 +53,7 @@ class TrainConfig:
     val_fraction: float = 0.1
     seed: int = 1337
     device: str = "cpu"
+    dropout: float = 0.0
     d_model: int | None = None  # optional overrides of the preset's sizes
     n_layers: int | None = None
     n_heads: int | None = None
@@ -72,6 +73,8 @@ class TrainConfig:
             problems.append("stride must be at least 1")
         if not (self.lr > 0 and math.isfinite(self.lr)):
             problems.append(f"the learning rate must be a positive number (got {self.lr})")
+        if not (0.0 <= self.dropout < 1.0):
+            problems.append("dropout must be in [0, 1)")
         if not (0.0 < self.val_fraction < 0.5):
             problems.append("val_fraction must be between 0 and 0.5")
         if self.schedule not in ("cosine", "constant"):
@@ -163,7 +166,7 @@ def build_model(config: TrainConfig, vocab_size: int) -> nn.Module:
     if config.model in PRESETS:
         overrides = {k: getattr(config, k) for k in ("d_model", "n_layers", "n_heads") if getattr(config, k)}
         gpt_config = PRESETS[config.model].replace(vocab_size=vocab_size, context_length=config.context_size,
-                                                   dropout=0.0, **overrides)
+                                                   dropout=config.dropout, **overrides)
         return GPT(gpt_config)
     kwargs = {"context_length": config.context_size} if config.model == "transformer" else {}
     return build_char_model(config.model, vocab_size, **kwargs)
@@ -353,10 +356,7 @@ def save_checkpoint(directory: str | Path, trainer: Trainer, extra: dict | None 
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().contiguous().cpu() for k, v in trainer.model.state_dict().items()}
-    if isinstance(trainer.model, GPT) and trainer.model.config.tie_weights:
-        state.pop("lm_head.weight", None)  # the same matrix as tok_emb.weight
-    save_file(state, str(directory / MODEL_FILE))
+    save_file(model_state(trainer.model), str(directory / MODEL_FILE))
 
     tensors = {"rng.train": trainer.train_generator.get_state(), "rng.val": trainer.val_generator.get_state(),
                "rng.torch": torch.get_rng_state()}
@@ -370,17 +370,35 @@ def save_checkpoint(directory: str | Path, trainer: Trainer, extra: dict | None 
     if trainer_state:  # shipped artifacts leave it out: they are for using, not resuming
         save_file(tensors, str(directory / STATE_FILE))
 
-    meta = {
+    meta = checkpoint_metadata(trainer, groups, extra)
+    (directory / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    return directory
+
+
+def checkpoint_metadata(trainer: Trainer, optimizer_groups: list | None = None, extra: dict | None = None) -> dict:
+    return {
         "format": "llmviz-checkpoint", "version": 1, "step": trainer.step,
         "train_config": asdict(trainer.config), "model": model_description(trainer.model),
-        "tokenizer": trainer.dataset.tokenizer.to_dict(), "optimizer_param_groups": groups,
+        "tokenizer": trainer.dataset.tokenizer.to_dict(), "optimizer_param_groups": optimizer_groups or [],
         "metrics": [asdict(m) for m in trainer.history],
         "final": {"train_loss": trainer.history[-1].train_loss if trainer.history else None,
                   "val_loss": next((m.val_loss for m in reversed(trainer.history) if m.val_loss is not None), None)},
         **(extra or {}),
     }
-    (directory / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-    return directory
+
+
+def model_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    if isinstance(model, GPT) and model.config.tie_weights:
+        state.pop("lm_head.weight", None)  # the same matrix as tok_emb.weight
+    return state
+
+
+def checkpoint_file_bytes(trainer: Trainer) -> bytes:
+    """One self-contained ``.safetensors`` file (weights, with configs and tokenizer in its metadata)."""
+    from safetensors.torch import save
+
+    return save(model_state(trainer.model), metadata={"llmviz": json.dumps(checkpoint_metadata(trainer))})
 
 
 _PICKLE_OR_ZIP = (b"PK\x03\x04", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
@@ -406,19 +424,35 @@ def read_safetensors(path: str | Path) -> dict[str, torch.Tensor]:
         raise CheckpointError(f"{path.name} is not a valid safetensors file (truncated or corrupted?): {error}") from None
 
 
+def _file_metadata(path: Path) -> str:
+    from safetensors import SafetensorError, safe_open
+
+    read_safetensors(path)  # refuses pickles, truncated and corrupted files with a clear message
+    try:
+        with safe_open(str(path), "pt") as handle:
+            metadata = handle.metadata() or {}
+    except (SafetensorError, OSError) as error:
+        raise CheckpointError(f"{path.name} is not a valid safetensors file: {error}") from None
+    if "llmviz" not in metadata:
+        raise CheckpointError(f"{path.name} is a safetensors file, but not one llmviz wrote (no model description).")
+    return metadata["llmviz"]
+
+
 def load_checkpoint(directory: str | Path, device: str = "cpu") -> tuple[nn.Module, Tokenizer, dict]:
-    """``(model, tokenizer, metadata)`` from a checkpoint folder written by :func:`save_checkpoint`."""
+    """``(model, tokenizer, metadata)`` from a checkpoint folder (:func:`save_checkpoint`) or a single
+    ``.safetensors`` file (:func:`checkpoint_file_bytes`)."""
     directory = Path(directory)
+    single_file = directory.is_file()
     meta_path = directory / META_FILE
-    if not meta_path.exists():
+    if not single_file and not meta_path.exists():
         raise CheckpointError(f"{directory} is not an llmviz checkpoint (no {META_FILE}).")
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta = json.loads(_file_metadata(directory) if single_file else meta_path.read_text(encoding="utf-8"))
         model = model_from_description(meta["model"])
         tokenizer = tokenizer_from_dict(meta["tokenizer"])
     except (ValueError, KeyError, TypeError, ConfigError, TokenizerError) as error:
         raise CheckpointError(f"{META_FILE} in {directory} is damaged: {error}") from None
-    state = read_safetensors(directory / MODEL_FILE)
+    state = read_safetensors(directory if single_file else directory / MODEL_FILE)
     if isinstance(model, GPT) and model.config.tie_weights:
         state.setdefault("lm_head.weight", state.get("tok_emb.weight"))
     try:

@@ -23,6 +23,8 @@ def add_train_commands(commands) -> None:
     train.add_argument("--optimizer", default="adamw", choices=OPTIMIZERS)
     train.add_argument("--lr", type=float, default=3e-3)
     train.add_argument("--warmup", type=int, default=20)
+    train.add_argument("--dropout", type=float, default=0.0)
+    train.add_argument("--weight-decay", type=float, default=0.01)
     train.add_argument("--d-model", type=int, default=None)
     train.add_argument("--layers", type=int, default=None)
     train.add_argument("--heads", type=int, default=None)
@@ -71,7 +73,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     config = TrainConfig(
         model=args.model, tokenizer=tokenizer, bpe_vocab_size=args.vocab_size, context_size=args.context,
         stride=args.stride, batch_size=args.batch, steps=args.steps, optimizer=args.optimizer, lr=args.lr,
-        warmup_steps=args.warmup, eval_interval=args.eval_interval, seed=args.seed,
+        warmup_steps=args.warmup, dropout=args.dropout, weight_decay=args.weight_decay, eval_interval=args.eval_interval, seed=args.seed,
         device=pick_device(args.device), d_model=args.d_model, n_layers=args.layers, n_heads=args.heads,
     )
     text = _load_text(args.corpus)

@@ -44,7 +44,7 @@ columns = st.columns(len(ui.PIPELINE))
 for column, stage in zip(columns, ui.PIPELINE):
     with column:
         if stage.exists:
-            st.page_link(stage.path, label=stage.title if stage.key != "text" else "Text (here)", icon=stage.icon)
+            st.page_link(str(ui.ROOT / stage.path), label=stage.title if stage.key != "text" else "Text (here)", icon=stage.icon)
         else:
             st.markdown(f"{stage.title}  \n:gray[coming soon]")
 

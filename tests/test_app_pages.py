@@ -9,12 +9,12 @@ TIMEOUT = 180  # importing torch and building models takes seconds on a small CP
 
 
 def run_page(path: str | None = None, **state) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ui.ROOT / "tests" / "app_entry.py"), default_timeout=TIMEOUT)
     for key, value in state.items():
         at.session_state[key] = value
     at.run()
     if path is not None:
-        at.switch_page(path).run()
+        at.switch_page(str(ui.ROOT / path)).run()
     return at
 
 

@@ -166,3 +166,26 @@ def test_cli_train_and_sample(tmp_path, capsys):
     assert (out / "model.safetensors").exists()
     assert main(["sample", "--checkpoint", str(out), "--tokens", "20", "--prompt", "an"]) == 0
     assert capsys.readouterr().out.strip()
+
+
+def test_single_file_export_loads_back(tmp_path):
+    from llmviz.train import checkpoint_file_bytes
+
+    trainer = Trainer.from_text(NAMES, small(steps=3))
+    list(trainer.run())
+    path = tmp_path / "model.safetensors"
+    path.write_bytes(checkpoint_file_bytes(trainer))
+    model, tokenizer, meta = load_checkpoint(path)
+    idx = torch.tensor([tokenizer.encode("emma")])
+    trainer.model.eval()
+    torch.testing.assert_close(model(idx)[0], trainer.model(idx)[0])
+    assert meta["step"] == 3
+
+
+def test_foreign_safetensors_is_refused(tmp_path):
+    from safetensors.torch import save_file
+
+    path = tmp_path / "other.safetensors"
+    save_file({"w": torch.zeros(2)}, str(path))
+    with pytest.raises(CheckpointError, match="not one llmviz wrote"):
+        load_checkpoint(path)

@@ -1,0 +1,82 @@
+"""The loss, taken apart as seed 001 does it, and the output layer's gradient as seed 002 does it.
+
+Cross-entropy for next-token prediction, step by step:
+
+    probabilities = softmax(logits)                       (B, T, V)
+    p_target      = probabilities[b, t, target[b, t]]     (B, T)
+    log p_target                                          (B, T)
+    mean log p    = average over all B·T positions
+    loss          = − mean log p        (= F.cross_entropy(logits, targets))
+    perplexity    = e^loss;   a uniform guess over V tokens has loss ln V
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass
+class LossBreakdown:
+    probabilities: torch.Tensor  # (B, T, V)
+    target_probabilities: torch.Tensor  # (B, T)
+    log_probabilities: torch.Tensor  # (B, T)
+    mean_log_probability: float
+    loss: float  # − mean log p
+    cross_entropy: float  # F.cross_entropy, for comparison
+    perplexity: float
+    uniform_loss: float  # ln V
+
+
+@torch.no_grad()
+def loss_breakdown(logits: torch.Tensor, targets: torch.Tensor) -> LossBreakdown:
+    """Every step from logits to the loss, next to PyTorch's ``F.cross_entropy``."""
+    logits = logits.detach().double()
+    probabilities = torch.softmax(logits, dim=-1)  # (B, T, V)
+    target_probabilities = probabilities.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    log_probabilities = torch.log(target_probabilities)  # (B, T)
+    mean_log = float(log_probabilities.mean())
+    cross_entropy = float(F.cross_entropy(logits.flatten(0, 1), targets.flatten()))
+    return LossBreakdown(
+        probabilities=probabilities, target_probabilities=target_probabilities,
+        log_probabilities=log_probabilities, mean_log_probability=mean_log, loss=-mean_log,
+        cross_entropy=cross_entropy, perplexity=math.exp(-mean_log), uniform_loss=math.log(logits.shape[-1]),
+    )
+
+
+@dataclass
+class OutputGradient:
+    hidden: torch.Tensor  # h: the final hidden state at the position, (C,)
+    probabilities: torch.Tensor  # p = softmax(h W), (V,)
+    one_hot: torch.Tensor  # y, (V,)
+    dlogits_by_hand: torch.Tensor  # p − y, (V,)
+    dlogits_autograd: torch.Tensor  # (V,)
+    dweight_by_hand: torch.Tensor  # h ⊗ (p − y) as the head's (V, C) weight gradient
+    dweight_autograd: torch.Tensor  # (V, C)
+    max_difference: float
+
+
+def output_layer_gradient(hidden: torch.Tensor, head_weight: torch.Tensor, target: int) -> OutputGradient:
+    """For one position: logits = W h, loss = −log softmax(logits)[target].
+
+    By hand: ∂loss/∂logits = p − y (y one-hot), and ∂loss/∂W = (p − y) hᵀ. Autograd computes
+    the same from scratch; both are returned with their largest difference.
+    """
+    h = hidden.detach().double()  # (C,)
+    weight = head_weight.detach().double().clone().requires_grad_(True)  # (V, C), as nn.Linear stores it
+    logits = weight @ h  # (V,)
+    logits.retain_grad()
+    loss = F.cross_entropy(logits[None], torch.tensor([target]))
+    loss.backward()
+    probabilities = torch.softmax(logits.detach(), dim=-1)
+    one_hot = torch.zeros_like(probabilities)
+    one_hot[target] = 1.0
+    dlogits = probabilities - one_hot  # (V,)
+    dweight = torch.outer(dlogits, h)  # (V, C)
+    difference = max(float((dlogits - logits.grad).abs().max()), float((dweight - weight.grad).abs().max()))
+    return OutputGradient(hidden=h, probabilities=probabilities, one_hot=one_hot, dlogits_by_hand=dlogits,
+                          dlogits_autograd=logits.grad.detach(), dweight_by_hand=dweight,
+                          dweight_autograd=weight.grad.detach(), max_difference=difference)

@@ -1,0 +1,133 @@
+"""The Model page: a GPT's architecture, its parameters, and one sentence traced through it."""
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+import ui
+from llmviz import inspect
+from llmviz.errors import ConfigError
+from llmviz.models.gpt import PRESETS, GPTConfig
+from ui import charts, models
+
+ui.settings()
+ui.page_header(
+    "The model: transformer blocks and their parameters",
+    "A GPT is an embedding table, a stack of identical blocks (LayerNorm → attention → shortcut, "
+    "LayerNorm → MLP → shortcut) and an output head. Size one, count its parameters, then look inside a trained one.",
+)
+
+# ------------------------------------------------------------------ configuration
+st.header("1. Size a GPT")
+preset_names = list(PRESETS) + ["custom"]
+preset = st.selectbox("Preset", preset_names, index=0,
+                      help="gpt2-124m is GPT-2 small, the seed's GPT_CONFIG_124M.")
+base = PRESETS.get(preset, PRESETS["gpt-mini"])
+if preset == "custom":
+    c1, c2, c3 = st.columns(3)
+    vocab_size = c1.number_input("Vocabulary size", 1, 300_000, base.vocab_size, step=256)
+    context_length = c1.number_input("Context length (positions)", 1, 32_768, base.context_length, step=64)
+    d_model = c2.slider("d_model (width)", 8, 2048, base.d_model, step=8)
+    n_heads = c2.slider("Heads", 1, 32, base.n_heads)
+    n_layers = c3.slider("Layers", 0, 48, base.n_layers)
+    qkv_bias = c3.toggle("Bias in W_Q, W_K, W_V", value=False)
+    values = dict(vocab_size=int(vocab_size), context_length=int(context_length), d_model=d_model,
+                  n_heads=n_heads, n_layers=n_layers, qkv_bias=qkv_bias)
+else:
+    values = base.to_dict()
+tie = st.toggle("Tie the output head to the token embedding (GPT-2 does)", value=False,
+                help="One matrix serves as the input embedding and the output layer.")
+
+config = None
+try:
+    config = GPTConfig(**{**values, "tie_weights": tie, "dropout": 0.0})
+except ConfigError as error:
+    st.error(str(error))
+
+if config is not None:
+    left, right = st.columns([2, 3])
+    with left:
+        st.subheader("Architecture")
+        st.markdown(charts.flow([(s.name, "(" + ", ".join(s.shape) + ")", s.detail)
+                                 for s in inspect.architecture(config)]), unsafe_allow_html=True)
+    with right:
+        st.subheader("Parameters, computed from the modules")
+        table = inspect.parameter_table(config)
+        total = sum(table.values())
+        frame = pd.DataFrame({"component": list(table), "parameters": list(table.values())})
+        frame["share"] = (frame["parameters"] / total).map(lambda x: f"{x:.1%}")
+        st.dataframe(frame, hide_index=True, width="stretch")
+        st.plotly_chart(charts.bar(frame["component"], frame["parameters"], horizontal=True, height=300),
+                        width="stretch")
+        m1, m2, m3 = st.columns(3)
+        m1.metric("Total parameters", f"{total:,}")
+        m2.metric("Weights in fp32", f"{inspect.memory_bytes(total, 'fp32') / 2**20:,.1f} MiB")
+        m3.metric("Weights in bf16", f"{inspect.memory_bytes(total, 'bf16') / 2**20:,.1f} MiB")
+        if tie:
+            untied = sum(inspect.parameter_table(config.replace(tie_weights=False)).values())
+            st.caption(f"Untied, the same sizes have {untied:,} parameters: tying saves {untied - total:,} "
+                       f"(the {config.vocab_size:,} × {config.d_model} output matrix).")
+        st.caption("Memory counts the weights only: training also needs gradients, optimizer state "
+                   "(Adam: two more copies) and activations.")
+
+# ------------------------------------------------------------------ look inside
+st.header("2. Look inside a trained GPT")
+if models.SHIPPED_GPT not in models.shipped_names():
+    st.warning("The shipped GPT (data/gpt-python-docs) is missing: run scripts/train_shipped_models.sh.")
+    st.stop()
+model, tokenizer, meta = models.shipped(models.SHIPPED_GPT)
+st.caption(f"The GPT shipped with llmviz: {model.config.n_layers} layers, {model.config.n_heads} heads, "
+           f"d_model {model.config.d_model}, a {tokenizer.vocab_size}-token BPE vocabulary, trained on the "
+           f"Python reference manual (final validation loss {meta['final']['val_loss']:.2f}).")
+sentence = st.text_input("A sentence", "The for statement is used to iterate over the elements of a sequence")
+ids = tokenizer.encode(sentence)
+if not ids:
+    st.warning("Type a sentence: there is nothing to run yet.")
+    st.stop()
+if len(ids) > model.config.context_length:
+    st.warning(f"{len(ids)} tokens do not fit the context of {model.config.context_length}: only the last "
+               f"{model.config.context_length} are used.")
+    ids = ids[-model.config.context_length:]
+labels = charts.unique_labels([tokenizer.printable(i) for i in ids])
+
+with ui.friendly_errors("the forward pass"):
+    import torch
+
+    _, _, cache = model.run_with_cache(torch.tensor([ids]))
+    tab_resid, tab_ln, tab_gelu, tab_mlp = st.tabs(
+        ["Residual stream", "LayerNorm before/after", "GELU vs ReLU", "MLP activations"])
+    with tab_resid:
+        norms = inspect.residual_norms(cache, model.config.n_layers)
+        figure = go.Figure(go.Scatter(x=[n for n, _ in norms], y=[v for _, v in norms], mode="lines+markers"))
+        figure.update_layout(yaxis_title="mean ‖x‖ per token", height=320, margin=dict(t=10))
+        st.plotly_chart(figure, width="stretch")
+        st.markdown("Each block **adds** its attention and MLP outputs to the residual stream (the shortcut "
+                    "connections), so its size tends to grow from block to block.")
+    with tab_ln:
+        layer = st.slider("Block", 0, model.config.n_layers - 1, 0, key="ln_layer")
+        stats = inspect.layernorm_before_after(cache, layer)
+        frame = pd.DataFrame({"token": labels, **{k: v.tolist() for k, v in stats.items()}})
+        st.dataframe(frame.style.format(precision=4), hide_index=True, width="stretch")
+        st.markdown("Before `ln1` each token's vector has its own mean and variance; LayerNorm rescales it to "
+                    "mean 0 and variance 1, then applies the learned scale and shift — which is why the "
+                    "'after' columns are not exactly 0 and 1.")
+        st.latex(r"\mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta")
+    with tab_gelu:
+        curves = inspect.activation_curves()
+        figure = go.Figure()
+        for name, values_ in curves.items():
+            if name != "x":
+                figure.add_trace(go.Scatter(x=curves["x"].tolist(), y=values_.tolist(), name=name, mode="lines"))
+        figure.update_layout(height=360, xaxis_title="x", yaxis_title="activation", margin=dict(t=10))
+        st.plotly_chart(figure, width="stretch")
+        st.latex(r"\mathrm{GELU}(x) \approx 0.5\,x\left(1 + \tanh\!\left[\sqrt{2/\pi}\,(x + 0.044715\,x^3)\right]\right)")
+        st.caption("GELU is smooth and lets small negative values through; ReLU cuts every negative value to 0.")
+    with tab_mlp:
+        layer = st.slider("Block", 0, model.config.n_layers - 1, 0, key="mlp_layer")
+        hidden = cache[f"blocks.{layer}.mlp.hidden"][0]  # (T, 4C)
+        neurons = st.slider("Neurons shown", 16, hidden.shape[-1], min(64, hidden.shape[-1]), step=16)
+        st.plotly_chart(charts.heatmap(hidden[:, :neurons], x_labels=list(range(neurons)), y_labels=labels,
+                                       colorscale="RdBu", zmid=0.0, text_format=None,
+                                       x_title="neuron", y_title="token"), width="stretch")
+        fraction = float((hidden > 0).float().mean())
+        st.caption(f"{fraction:.0%} of this block's {hidden.shape[-1]} MLP neurons are positive across these tokens.")

@@ -1,0 +1,182 @@
+"""The Sampling page: temperature, top-k, top-p, greedy and beam search, one token at a time."""
+
+import html
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+import ui
+from llmviz import sampling
+from llmviz.errors import LlmvizError
+from ui import charts, models
+
+settings = ui.settings()
+ui.page_header(
+    "Sampling: how a model writes",
+    "The model only gives a score (logit) to every token of its vocabulary. Turning scores into one chosen "
+    "token is a choice of its own: softmax, then temperature, top-k and top-p reshape the distribution.",
+)
+
+choices = models.model_choices()
+if not choices:
+    st.error("No model is available: the shipped checkpoints in data/ are missing.")
+    st.stop()
+default = next((i for i, key in enumerate(choices.values()) if key == f"shipped:{models.SHIPPED_GPT}"), 0)
+c1, c2 = st.columns([2, 3])
+label = c1.selectbox("Model", list(choices), index=default)
+model, tokenizer, meta = models.load_choice(choices[label])
+is_names = "names" in label or meta.get("corpus") == "names"
+prompt = c2.text_input("Prompt", "" if is_names else "The for statement", key=f"prompt_{label}")
+
+c1, c2, c3, c4 = st.columns(4)
+temperature = c1.slider("Temperature", 0.0, 2.5, 1.0, 0.05, help="0 = greedy: always the most likely token.")
+top_k = c2.slider("Top-k", 0, tokenizer.vocab_size + 10, 0,
+                  help="0 = off. Values at or above the vocabulary size cut nothing.")
+top_p = c3.slider("Top-p", 0.01, 1.0, 1.0, 0.01, help="1 = off. Keep the most likely tokens until their probability adds up to p.")
+method = c4.radio("Method", ["sampling", "greedy", "beam search"], horizontal=False)
+width = c4.slider("Beam width", 1, 8, 3, disabled=method != "beam search")
+
+encoded = sampling.encode_prompt(tokenizer, prompt, model)
+if encoded.dropped:
+    st.warning(f"This model's vocabulary has no {', '.join(repr(c) for c in encoded.dropped)}: "
+               "those characters were left out of the prompt.")
+if encoded.cropped:
+    st.warning(f"The prompt is longer than the model's context: its first {encoded.cropped} tokens were cropped, "
+               f"the model sees the last {len(encoded.ids)}.")
+if encoded.start_token:
+    st.info(f"Empty prompt: generation starts from the boundary token {encoded.start_token}.")
+
+# ------------------------------------------------------------------ the distribution
+st.header("1. The next-token distribution, transform by transform")
+with ui.friendly_errors("computing the distribution"):
+    with torch.no_grad():
+        logits, _ = model(torch.tensor([sampling.crop(encoded.ids, model)]))
+    dist = sampling.next_token_distribution(logits[0, -1], temperature, top_k, top_p)
+    shown = torch.topk(dist.raw_probs, min(15, tokenizer.vocab_size)).indices.tolist()
+    names = charts.unique_labels([tokenizer.printable(i) for i in shown])
+    stages = [("raw softmax", dist.raw_probs), (f"temperature {temperature:g}", dist.temperature_probs),
+              (f"top-k {top_k or 'off'}", dist.top_k_probs), (f"top-p {top_p:g}", dist.final_probs)]
+    columns = st.columns(4)
+    for column, (title, probs), entropy in zip(columns, stages, dist.entropies.values()):
+        with column:
+            figure = go.Figure(go.Bar(y=names, x=[float(probs[i]) for i in shown], orientation="h",
+                                      marker_color="#4c6ef5", texttemplate="%{x:.3f}"))
+            figure.update_layout(title=title, height=420, margin=dict(l=5, r=5, t=40, b=5), xaxis_range=[0, 1])
+            figure.update_yaxes(autorange="reversed", type="category")
+            st.plotly_chart(figure, width="stretch")
+            st.metric("entropy", f"{entropy:.3f} nats", help="−Σ p ln p: 0 when one token is certain.")
+    kept = dist.kept
+    st.caption(f"{kept:,} of {tokenizer.vocab_size:,} tokens can still be chosen. The 15 tokens the raw model "
+               "likes most are shown in every panel.")
+    best = shown[0]
+    z = float(dist.logits[best])
+    if temperature > 0:
+        st.latex(rf"p_i = \frac{{e^{{z_i/T}}}}{{\sum_j e^{{z_j/T}}}}:\quad z_{{\text{{top}}}} = {z:.3f},\; "
+                 rf"z/T = {z / temperature:.3f},\; p = {float(dist.temperature_probs[best]):.4f}")
+    else:
+        st.latex(r"T = 0:\; \text{all probability on } \arg\max_i z_i \text{ (greedy)}")
+
+# ------------------------------------------------------------------ generation
+st.header("2. Generate")
+g1, g2 = st.columns([1, 3])
+new_tokens = g1.slider("Tokens to generate", 1, 200, 40)
+if g1.button("Generate", type="primary"):
+    with ui.friendly_errors("generation"):
+        if method == "beam search":
+            result = sampling.beam_search(model, encoded.ids, width=width, max_new_tokens=min(new_tokens, 12))
+            st.session_state["beam"] = (label, result, list(encoded.ids))
+        else:
+            t = 0.0 if method == "greedy" else temperature
+            records = list(sampling.generate(model, encoded.ids, new_tokens, t, top_k, top_p, seed=settings.seed))
+            st.session_state["generated"] = (label, records, prompt if encoded.start_token is None else "")
+with g2:
+    if method != "beam search" and st.session_state.get("generated", (None,))[0] == label:
+        _, records, shown_prompt = st.session_state["generated"]
+        spans = [f"<span style='color:#868e96'>{html.escape(shown_prompt)}</span>"]
+        for record in records:
+            piece = tokenizer.decode([record.token])
+            alternatives = " | ".join(f"{tokenizer.printable(t)} {p:.2f}" for t, p in record.top[:5])
+            alpha = 0.15 + 0.85 * record.probability
+            spans.append(f"<span title='p = {record.probability:.3f} · top: {html.escape(alternatives)}' "
+                         f"style='background: rgba(76,110,245,{alpha:.2f}); white-space: pre-wrap'>{html.escape(piece)}</span>")
+        st.markdown("<div style='font-family:monospace;line-height:1.8'>" + "".join(spans) + "</div>",
+                    unsafe_allow_html=True)
+        st.caption("Darker = the token had a higher probability when it was chosen. Hover for the top alternatives.")
+
+# ------------------------------------------------------------------ beam search tree
+if method == "beam search" and st.session_state.get("beam", (None,))[0] == label:
+    _, result, prompt_ids = st.session_state["beam"]
+    st.subheader(f"Beam search, width {width}: best score {result.score:.3f}")
+    st.code(tokenizer.decode(prompt_ids) + tokenizer.decode(result.tokens), language=None, wrap_lines=True)
+    by_depth: dict[int, list] = {}
+    for node in result.nodes:
+        by_depth.setdefault(node.depth, []).append(node)
+    position = {}
+    for depth, nodes in by_depth.items():
+        for order, node in enumerate(nodes):
+            position[node.node_id] = (depth, -(order - (len(nodes) - 1) / 2))
+    figure = go.Figure()
+    for node in result.nodes:
+        if node.parent is not None:
+            (x0, y0), (x1, y1) = position[node.parent], position[node.node_id]
+            figure.add_trace(go.Scatter(x=[x0, x1], y=[y0, y1], mode="lines", hoverinfo="skip", showlegend=False,
+                                        line=dict(color="#4c6ef5" if node.kept else "#dee2e6")))
+    nodes = result.nodes[1:]
+    figure.add_trace(go.Scatter(
+        x=[position[n.node_id][0] for n in nodes], y=[position[n.node_id][1] for n in nodes], mode="markers+text",
+        text=[tokenizer.printable(n.token) for n in nodes], textposition="top center", showlegend=False,
+        marker=dict(size=10, color=["#4c6ef5" if n.kept else "#ced4da" for n in nodes]),
+        hovertext=[f"{tokenizer.printable(n.token)}: log p = {n.log_prob:.3f}, path score = {n.score:.3f}" for n in nodes],
+        hoverinfo="text"))
+    figure.update_layout(height=500, xaxis_title="depth (tokens generated)", yaxis_visible=False, margin=dict(t=10))
+    st.plotly_chart(figure, width="stretch")
+    st.caption("Every expanded candidate is a dot; blue ones survived the cut to the beam width at their depth. "
+               "A path's score is the sum of its tokens' log-probabilities.")
+
+# ------------------------------------------------------------------ step mode
+st.header("3. Step mode: one token at a time, and take a different branch")
+state_key = f"steps_{label}"
+if state_key not in st.session_state or st.button("Restart from the prompt"):
+    st.session_state[state_key] = list(encoded.ids)
+sequence = st.session_state[state_key]
+st.code(tokenizer.decode(sequence), language=None, wrap_lines=True)
+with ui.friendly_errors("step mode"):
+    record = next(sampling.generate(model, sequence, 1, temperature, top_k, top_p, seed=settings.seed + len(sequence)))
+    candidates = record.top
+    frame = pd.DataFrame({"token": [tokenizer.printable(t) for t, _ in candidates],
+                          "id": [t for t, _ in candidates], "probability": [p for _, p in candidates]})
+    st.dataframe(frame.style.format({"probability": "{:.4f}"}), hide_index=True, width="stretch")
+    s1, s2, s3 = st.columns(3)
+    if s1.button(f"Take the sampled token: {tokenizer.printable(record.token)!r}"):
+        sequence.append(record.token)
+        st.rerun()
+    forced = s2.selectbox("…or force one of the top 10", [t for t, _ in candidates],
+                          format_func=lambda t: f"{tokenizer.printable(t)} (id {t})")
+    if s2.button("Take this one (branch)"):
+        sequence.append(int(forced))
+        st.rerun()
+    if s3.button("Undo", disabled=len(sequence) <= len(encoded.ids)):
+        sequence.pop()
+        st.rerun()
+
+# ------------------------------------------------------------------ three temperatures
+st.header("4. The same prompt at three temperatures")
+temperatures = st.multiselect("Temperatures", [0.0, 0.2, 0.5, 0.8, 1.0, 1.3, 1.8, 2.5], default=[0.2, 1.0, 1.8],
+                              max_selections=3)
+if st.button("Generate at these temperatures"):
+    outputs = {}
+    for t in temperatures:
+        try:
+            outputs[t] = sampling.generate_text(model, tokenizer, prompt, 60, temperature=t, top_k=top_k, top_p=top_p,
+                                                seed=settings.seed)
+        except LlmvizError as error:
+            outputs[t] = f"(error: {error})"
+    st.session_state["three"] = (label, outputs)
+if st.session_state.get("three", (None,))[0] == label:
+    outputs = st.session_state["three"][1]
+    for column, (t, text) in zip(st.columns(max(1, len(outputs))), outputs.items()):
+        column.markdown(f"**T = {t:g}**")
+        column.code(text, language=None, wrap_lines=True)
+    st.caption("Low temperature repeats the safest tokens; high temperature tries rare ones, and drifts into nonsense.")

@@ -1,0 +1,240 @@
+"""The Tokens page: text → integer ids, with BPE you can train, replay and compare."""
+
+import math
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+import ui
+from llmviz import tokenizers as tk
+from llmviz.errors import LlmvizError
+from ui import charts, models
+
+settings = ui.settings()
+ui.page_header(
+    "Tokens: from text to integers",
+    "A model reads integers, not letters. A tokenizer cuts text into pieces from a fixed vocabulary "
+    "and gives each piece an id. Byte-pair encoding (BPE) learns its vocabulary by merging the most frequent pair, again and again.",
+)
+
+MAX_CHARS = 100_000
+EXAMPLES = {
+    "English": "The quick brown fox jumps over the lazy dog. Tokenization isn't magic!",
+    "Code": "def fibonacci(n):\n    if n < 2:\n        return n\n    return fibonacci(n - 1) + fibonacci(n - 2)\n",
+    "Numbers": "In 2026, 1234567 × 89 = 109876463; π ≈ 3.14159265.",
+    "Emoji": "I love llamas 🦙🦙 and rockets 🚀! 👩‍💻 codes.",
+    "Other scripts": "Γεια σου κόσμε. こんにちは世界。Привет, мир! مرحبا بالعالم",
+    "Special token": "The end of one document.<|endoftext|>The start of the next.",
+}
+
+example = st.selectbox("Example", list(EXAMPLES), key="tok_example")
+text = st.text_area("Your text", EXAMPLES[example], height=120, key=f"tok_text_{example}")
+if not text:
+    st.warning("The text is empty: type or paste something to tokenize.")
+    st.stop()
+if len(text) > MAX_CHARS:
+    st.warning(f"That is {len(text):,} characters; this page tokenizes the first {MAX_CHARS:,} so it stays responsive.")
+    text = text[:MAX_CHARS]
+
+loaded = ui.corpus_text()
+corpus_label, corpus_text = loaded if loaded else ("(no corpus)", "")
+
+
+@st.cache_resource(show_spinner=False)
+def reference(name: str):
+    return tk.reference_tokenizer(name)
+
+
+@st.cache_resource(show_spinner="Building the character and word vocabularies…")
+def corpus_tokenizers(label: str, text: str):
+    return tk.CharTokenizer.train(text or "a"), tk.WordTokenizer.train(text or "a", max_vocab=5000)
+
+
+def trained_bpe():
+    return st.session_state.get("bpe_tokenizer")
+
+
+# ------------------------------------------------------------------ side by side
+st.header("1. Several tokenizers, side by side")
+char_tok, word_tok = corpus_tokenizers(corpus_label, corpus_text)
+available = {}
+available[f"characters ({corpus_label})"] = char_tok
+available[f"words ({corpus_label}, 5,000 most common)"] = word_tok
+if trained_bpe() is not None:
+    available[f"your BPE ({trained_bpe().vocab_size} tokens)"] = trained_bpe()
+if models.SHIPPED_GPT in models.shipped_names():
+    available["llmviz BPE (python-docs, shipped GPT)"] = models.shipped(models.SHIPPED_GPT)[1]
+available["GPT-2 (50,257)"] = None
+available["cl100k / GPT-4 (100,277)"] = None
+chosen = st.multiselect("Tokenizers", list(available), default=[k for k in available if "characters" not in k][:4])
+
+
+def get(name):
+    if name.startswith("GPT-2"):
+        return reference("gpt2")
+    if name.startswith("cl100k"):
+        return reference("cl100k")
+    return available[name]
+
+
+rows = []
+for name in chosen:
+    tokenizer = get(name)
+    with ui.friendly_errors(f"the {name} tokenizer"):
+        notes = ""
+        if isinstance(tokenizer, tk.CharTokenizer):
+            unknown = tokenizer.unknown_characters(text)
+            ids = tokenizer.encode(text, errors="skip")
+            if unknown:
+                notes = f"{len(unknown)} character(s) not in the vocabulary were dropped: {' '.join(unknown[:20])}"
+        else:
+            ids = tokenizer.encode(text)
+        pieces = [tokenizer.printable(i) for i in ids]
+        st.subheader(name)
+        st.markdown(charts.token_chips(pieces, ids, [f"id {i} · bytes {tokenizer.token_bytes(i)!r}" for i in ids]),
+                    unsafe_allow_html=True)
+        if isinstance(tokenizer, tk.WordTokenizer) and 0 in ids:
+            notes = f"{ids.count(0)} word(s) are outside the vocabulary and became [UNK]: the information is lost."
+        if notes:
+            st.warning(notes)
+        with st.expander(f"ids ({len(ids)})"):
+            st.code(str(ids), wrap_lines=True)
+        rows.append({"tokenizer": name, "vocabulary": tokenizer.vocab_size, "tokens": len(ids),
+                     "characters per token": round(len(text) / max(1, len(ids)), 2),
+                     "round trip exact": tokenizer.decode(ids) == text})
+if rows:
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.caption("Round trip: decode(encode(text)) gives the text back. Byte-level BPE always can; a word "
+               "vocabulary cannot once a word is [UNK], nor a character vocabulary for characters it never saw.")
+
+# ------------------------------------------------------------------ training BPE
+st.header("2. Train your own BPE")
+if not corpus_text:
+    st.info("Pick a corpus in the sidebar (or upload one) to train on.")
+else:
+    c1, c2, c3 = st.columns(3)
+    vocab_size = c1.slider("Vocabulary size", 257, 4096, 512, step=1,
+                           help="256 byte tokens + 1 special token (<|endoftext|>) + one token per merge.")
+    pattern = c2.selectbox("Pre-split pattern", ["gpt4", "gpt2", None], format_func=lambda p: {
+        "gpt4": "GPT-4 (cl100k) regex", "gpt2": "GPT-2 regex", None: "none (whole text)"}[p])
+    limit = c3.select_slider("Train on the first", [10_000, 50_000, 200_000, 1_000_000, 5_000_000],
+                             value=200_000, format_func=lambda n: f"{n:,} characters")
+    sample = corpus_text[:limit]
+    st.caption(f"{corpus_label}: training on {len(sample):,} of {len(corpus_text):,} characters.")
+    start, stop = st.columns([1, 1])
+    if start.button("Train BPE", type="primary", key="train_bpe"):
+        st.session_state["bpe_partial"] = []
+        st.session_state["bpe_training"] = dict(pattern=pattern, vocab_size=vocab_size)
+        merges_needed = tk.BPETokenizer.merges_for(vocab_size, [tk.ENDOFTEXT])
+        progress = st.progress(0.0, text="Counting pairs…")
+        stop.button("Stop", help="Keeps the merges learned so far.", key="stop_bpe")
+        partial = st.session_state["bpe_partial"]
+        for record in tk.BPETokenizer.train_steps(sample, merges_needed, pattern, record=True):
+            partial.append(record)
+            if len(partial) % 8 == 0 or len(partial) == merges_needed:
+                progress.progress(len(partial) / max(1, merges_needed),
+                                  text=f"merge {len(partial)} of {merges_needed}")
+        st.session_state.pop("bpe_training")
+    # finished, or stopped by the Stop button (which ended the run above): build from what was learned
+    partial = st.session_state.get("bpe_partial")
+    if partial is not None:
+        settings_used = st.session_state.pop("bpe_training", None) or st.session_state.get("bpe_settings", {})
+        if settings_used:
+            st.session_state["bpe_settings"] = settings_used
+        used_pattern = st.session_state.get("bpe_settings", {}).get("pattern", pattern)
+        wanted = st.session_state.get("bpe_settings", {}).get("vocab_size", vocab_size)
+        tokenizer = tk.BPETokenizer.from_history(partial, used_pattern, [tk.ENDOFTEXT], keep_history=True)
+        st.session_state["bpe_tokenizer"] = tokenizer
+        del st.session_state["bpe_partial"]
+        learned = len(tokenizer.merges)
+        if tokenizer.vocab_size < wanted:
+            st.warning(f"Stopped with {learned} merges (vocabulary {tokenizer.vocab_size} of the {wanted} asked for): "
+                       "either you pressed Stop or the text has no pair left to merge.")
+        else:
+            st.success(f"Learned {learned} merges: a vocabulary of {tokenizer.vocab_size}.")
+
+bpe = trained_bpe()
+if bpe is not None:
+    st.subheader("Merge table")
+    merges = pd.DataFrame([
+        {"rank": r, "part A": bpe.printable(a), "part B": bpe.printable(b), "new token": bpe.printable(new),
+         "new id": new, "count": bpe.merge_counts[r]}
+        for r, ((a, b), new) in enumerate(bpe.merges)
+    ])
+    st.dataframe(merges, hide_index=True, width="stretch", height=260)
+    st.download_button("Download the tokenizer (JSON)", data=__import__("json").dumps(bpe.to_dict(), indent=1, ensure_ascii=False),
+                       file_name="bpe-tokenizer.json", mime="application/json")
+
+    st.subheader("Replay: your text, merge by merge")
+    if bpe.merges:
+        upto = st.slider("Merges applied", 0, len(bpe.merges), min(len(bpe.merges), 10))
+        chunks = bpe.replay(text, upto)
+        flat = [i for chunk in chunks for i in chunk]
+        st.markdown(charts.token_chips([bpe.printable(i) for i in flat], flat), unsafe_allow_html=True)
+        if upto:
+            (a, b), new = bpe.merges[upto - 1]
+            st.caption(f"Merge {upto}: {bpe.printable(a)!r} + {bpe.printable(b)!r} → {bpe.printable(new)!r} "
+                       f"(id {new}, seen {bpe.merge_counts[upto - 1]:,} times in the training text). "
+                       f"Your text is now {len(flat)} tokens (it was {len(text.encode())} bytes).")
+
+    st.subheader("Compression and frequency")
+    left, right = st.columns(2)
+    with left:
+        with ui.friendly_errors("the compression curve"):
+            curve = tk.compression_curve(bpe, corpus_text[:200_000])
+            figure = go.Figure(go.Scatter(x=[v for v, _ in curve], y=[c for _, c in curve], mode="lines+markers"))
+            figure.update_layout(xaxis_title="vocabulary size", yaxis_title="characters per token", height=320,
+                                 margin=dict(t=10))
+            st.plotly_chart(figure, width="stretch")
+            st.caption("Each merge makes a common pair one token: more vocabulary, fewer tokens per character.")
+    with right:
+        counts = tk.rank_frequency(bpe.to_tiktoken().encode(corpus_text[:200_000], allowed_special="all"))
+        figure = go.Figure(go.Scatter(x=list(range(1, len(counts) + 1)), y=counts, mode="markers"))
+        figure.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title="rank", yaxis_title="count",
+                             height=320, margin=dict(t=10))
+        st.plotly_chart(figure, width="stretch")
+        st.caption("Token frequency by rank on log–log axes: close to a straight line (Zipf's law).")
+
+# ------------------------------------------------------------------ round trip and special tokens
+st.header("3. Encode → decode, and special tokens")
+tokenizer = bpe or (models.shipped(models.SHIPPED_GPT)[1] if models.SHIPPED_GPT in models.shipped_names() else reference("gpt2"))
+ids = tokenizer.encode(text)
+decoded = tokenizer.decode(ids)
+c1, c2 = st.columns(2)
+c1.code(str(ids[:200]) + (" …" if len(ids) > 200 else ""), language=None, wrap_lines=True)
+c2.code(decoded[:2000], language=None, wrap_lines=True)
+if decoded == text:
+    st.success(f"decode(encode(text)) == text: all {len(text):,} characters come back.")
+else:
+    st.error("The round trip changed the text.")
+specials = getattr(tokenizer, "special_tokens", {"<|endoftext|>": 50256})
+st.markdown("Special tokens are single ids that no ordinary text can produce: "
+            + ", ".join(f"`{name}` → **{token_id}**" for name, token_id in specials.items())
+            + ". They mark boundaries, such as the end of one document and the start of the next.")
+
+# ------------------------------------------------------------------ input-target pairs
+st.header("4. Input–target pairs: what the model trains on")
+c1, c2 = st.columns(2)
+context_size = c1.slider("Context size", 1, 32, 4)
+stride = c2.slider("Stride", 1, 32, 1)
+try:
+    inputs, targets = tk.sliding_windows(ids, context_size, stride)
+except LlmvizError as error:
+    st.warning(str(error))
+else:
+    shown = min(len(inputs), 12)
+    frame = pd.DataFrame({
+        "input ids": [str(r) for r in inputs[:shown].tolist()],
+        "target ids": [str(r) for r in targets[:shown].tolist()],
+        "input text": [tokenizer.decode(r) for r in inputs[:shown].tolist()],
+        "next token": [tokenizer.decode([r[-1]]) for r in targets[:shown].tolist()],
+    })
+    st.dataframe(frame, hide_index=True, width="stretch")
+    st.caption(f"{len(inputs)} windows of {context_size} tokens, one every {stride}: each target row is its input "
+               f"shifted one token to the left, so every position learns to predict the token after it "
+               f"({len(inputs) * context_size} predictions in all). "
+               + ("Windows overlap (stride < context)." if stride < context_size else
+                  "" if stride == context_size else f"{stride - context_size} token(s) between windows are never inputs."))
+    st.latex(rf"\text{{windows}} = \left\lfloor \frac{{{len(ids)} - {context_size} - 1}}{{{stride}}} \right\rfloor + 1 = {len(inputs)}")
+_ = math

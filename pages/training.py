@@ -1,0 +1,228 @@
+"""The Training page: train a model live, compare runs, and see the loss and its gradient by hand."""
+
+import math
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+import ui
+from llmviz.errors import LlmvizError
+from llmviz.losses import loss_breakdown, output_layer_gradient
+from llmviz.models.charlevel import CHAR_MODEL_TITLES
+from llmviz.models.decoder import train_toy
+from llmviz.tokenizers import BPETokenizer, CharTokenizer
+from llmviz.train import OPTIMIZER_TITLES, TrainConfig, Trainer, checkpoint_file_bytes, prepare_data
+from ui import charts, models
+from ui.training import Run, loss_figure, register_for_sampling, runs, train_live, unique_label
+
+settings = ui.settings()
+ui.page_header(
+    "Loss and training: watch a model learn",
+    "Training nudges every parameter to make the next token more likely. The loss (cross-entropy) says how "
+    "surprised the model is; a uniform guess over V tokens scores ln V. Train on your text and watch it fall.",
+)
+
+GPT_SIZES = {"gpt-nano": "GPT nano (2 layers, d 32)", "gpt-micro": "GPT micro (2 layers, d 64)",
+             "gpt-mini": "GPT mini (4 layers, d 128)"}
+MODEL_LABELS = GPT_SIZES | {name: f"char · {title}" for name, title in CHAR_MODEL_TITLES.items()}
+LEARNING_RATES = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0]
+
+
+@st.cache_resource(show_spinner="Training the BPE tokenizer for this corpus…", max_entries=6)
+def cached_tokenizer(label: str, text: str, kind: str, vocab_size: int):
+    if kind == "char":
+        return CharTokenizer.train(text)
+    return BPETokenizer.train(text[:1_000_000], vocab_size=vocab_size)
+
+
+loaded = ui.corpus_text()
+
+# ------------------------------------------------------------------ one run
+st.header("1. Train a model")
+if loaded is None:
+    st.stop()
+corpus_label, text = loaded
+c1, c2, c3, c4 = st.columns(4)
+model_name = c1.selectbox("Model", list(MODEL_LABELS), format_func=MODEL_LABELS.get, index=1)
+tokenizer_kind = c1.radio("Tokenizer", ["char", "bpe"], horizontal=True,
+                          index=1 if model_name in GPT_SIZES and settings.corpus != "names" else 0)
+vocab_size = c1.slider("BPE vocabulary", 257, 2048, 512, disabled=tokenizer_kind != "bpe")
+optimizer = c2.selectbox("Optimizer", list(OPTIMIZER_TITLES), format_func=OPTIMIZER_TITLES.get, index=5)
+lr = c2.select_slider("Learning rate", LEARNING_RATES, value=3e-3, format_func=lambda x: f"{x:g}")
+clip = c2.toggle("Clip gradients at norm 1", value=True)
+batch = c3.slider("Batch size", 1, 64, 16)
+context = c3.slider("Context (tokens)", 4, 128, 32)
+steps = c4.slider("Steps", 10, 2000, 300, step=10)
+sample_every = c4.slider("Sample every (steps)", 0, 500, 100, step=10, help="0: no samples while training")
+
+if st.button("Train", type="primary", key="train"):
+    try:
+        config = TrainConfig(model=model_name, tokenizer=tokenizer_kind, bpe_vocab_size=vocab_size, context_size=context,
+                             batch_size=batch, steps=steps, optimizer=optimizer, lr=lr, grad_clip=1.0 if clip else None,
+                             eval_interval=max(1, steps // 20), seed=settings.seed, device=settings.device)
+        tokenizer = cached_tokenizer(corpus_label, text, tokenizer_kind, vocab_size)
+        trainer = Trainer(config, prepare_data(text, config, tokenizer))
+    except LlmvizError as error:
+        st.error(str(error))
+    else:
+        label = unique_label(f"{MODEL_LABELS[model_name]} · {OPTIMIZER_TITLES[optimizer]} · lr {lr:g} · {corpus_label}")
+        st.caption(f"{sum(p.numel() for p in trainer.model.parameters()):,} parameters · vocabulary "
+                   f"{trainer.dataset.vocab_size} · {len(trainer.dataset.train_ids):,} training and "
+                   f"{len(trainer.dataset.val_ids):,} validation tokens")
+        train_live(Run(label, trainer), sample_every=sample_every, key="stop_single")
+
+# ------------------------------------------------------------------ races
+st.header("2. Races: compare runs on one chart")
+race_left, race_right = st.columns(2)
+with race_left:
+    race_steps = st.slider("Steps per runner", 50, 1000, 300, step=50, key="race_steps")
+    char_race = st.button("Character-level race on names", help="counts bigram → neural bigram → MLP → WaveNet → RNN → GRU → Transformer")
+with race_right:
+    race_model = st.selectbox("Optimizer race: model", ["mlp", "gpt-nano", "rnn"], format_func=MODEL_LABELS.get)
+    optimizer_race = st.button("SGD vs momentum vs RMSprop vs Adam")
+
+if char_race or optimizer_race:
+    from llmviz import corpus as corpus_module
+
+    names = corpus_module.load("names") if char_race else text
+    if char_race:
+        lineup = [(name, "adam", 1e-1 if name == "bigram-neural" else 3e-3) for name in CHAR_MODEL_TITLES]
+    else:
+        lineup = [(race_model, "sgd", 0.3), (race_model, "momentum", 0.03), (race_model, "rmsprop", 3e-3),
+                  (race_model, "adam", 3e-3)]
+    race_box = st.container()
+    for number, (name, opt, rate) in enumerate(lineup):
+        config = TrainConfig(model=name, tokenizer="char", context_size=16, batch_size=32, steps=race_steps,
+                             optimizer=opt, lr=rate, eval_interval=max(1, race_steps // 10), seed=settings.seed,
+                             device=settings.device, warmup_steps=0, schedule="constant")
+        try:
+            trainer = Trainer(config, prepare_data(names, config, cached_tokenizer("race", names, "char", 0)))
+        except LlmvizError as error:
+            st.error(str(error))
+            break
+        race = "names race" if char_race else "optimizer race"
+        label = unique_label(f"{race}: {CHAR_MODEL_TITLES.get(name, name)}" if char_race
+                             else f"{race}: {OPTIMIZER_TITLES[opt]} (lr {rate:g})")
+        with race_box:
+            st.caption(f"runner {number + 1} of {len(lineup)}: {label}")
+            train_live(Run(label, trainer), key=f"stop_race_{number}")
+
+all_runs = runs()
+if all_runs:
+    chosen = st.multiselect("Runs on the chart", list(all_runs), default=list(all_runs)[-7:])
+    show_val = st.toggle("Show validation loss", value=True)
+    st.plotly_chart(loss_figure([all_runs[name] for name in chosen], show_val, height=460), width="stretch")
+    summary = []
+    for name, run in all_runs.items():
+        last = run.history[-1] if run.history else None
+        val = next((m.val_loss for m in reversed(run.history) if m.val_loss is not None), None)
+        summary.append({"run": name, "steps": last.step if last else 0,
+                        "status": "diverged" if run.error else ("finished" if run.finished else "stopped"),
+                        "train loss": round(last.train_loss, 4) if last else None,
+                        "validation loss": round(val, 4) if val is not None else None,
+                        "perplexity": round(math.exp(val), 2) if val is not None else None})
+    st.dataframe(pd.DataFrame(summary), hide_index=True, width="stretch")
+    for name, run in all_runs.items():
+        if run.samples:
+            with st.expander(f"Samples from {name}"):
+                for step, sample in run.samples:
+                    st.code(f"step {step}:\n{sample}", language=None, wrap_lines=True)
+    d1, d2, d3 = st.columns([2, 1, 1])
+    pick = d1.selectbox("Download a run", list(all_runs))
+    d2.download_button("Metrics (CSV)", all_runs[pick].frame().to_csv(index=False), file_name="metrics.csv",
+                       mime="text/csv")
+    d3.download_button("Checkpoint (safetensors)", checkpoint_file_bytes(all_runs[pick].trainer),
+                       file_name="llmviz-checkpoint.safetensors", mime="application/octet-stream")
+    st.caption("A downloaded checkpoint samples from the command line: "
+               "`python -m llmviz sample --checkpoint llmviz-checkpoint.safetensors --prompt …`")
+    if st.button("Clear all runs"):
+        all_runs.clear()
+        models.session_models().clear()
+        st.rerun()
+    for run in all_runs.values():
+        if run.history and run.label not in models.session_models():
+            register_for_sampling(run)
+else:
+    st.info("No runs yet: train a model above or start a race.")
+
+# ------------------------------------------------------------------ the loss by hand
+st.header("3. The loss, step by step, on a real batch")
+if models.SHIPPED_GPT not in models.shipped_names():
+    st.warning("The shipped GPT is missing (data/gpt-python-docs).")
+    st.stop()
+gpt, gpt_tokenizer, _ = models.shipped(models.SHIPPED_GPT)
+st.caption("The shipped GPT (trained on the Python reference manual) reads two short sequences; each position "
+           "must predict the token after it — the targets are the inputs shifted by one, as in seed 001.")
+default_batch = "Every object has an identity, a type and a value.\nThe for statement is used to iterate"
+batch_text = st.text_area("Two lines of text (one sequence each)", default_batch, height=80)
+tokens_per_row = st.slider("Positions per sequence", 1, 8, 3)
+rows = [line for line in batch_text.splitlines() if line.strip()][:2]
+encoded = [gpt_tokenizer.encode(line)[: tokens_per_row + 1] for line in rows]
+if len(rows) < 1 or any(len(ids) < tokens_per_row + 1 for ids in encoded):
+    st.warning(f"Each line needs at least {tokens_per_row + 1} tokens (inputs plus the next token as target).")
+else:
+    inputs = torch.tensor([ids[:-1] for ids in encoded])  # (B, T)
+    targets = torch.tensor([ids[1:] for ids in encoded])  # (B, T)
+    logits, _ = gpt(inputs)
+    parts = loss_breakdown(logits, targets)
+    table = []
+    for b in range(inputs.shape[0]):
+        for t in range(inputs.shape[1]):
+            table.append({"sequence": b, "position": t, "input": gpt_tokenizer.printable(int(inputs[b, t])),
+                          "target": gpt_tokenizer.printable(int(targets[b, t])),
+                          "p(target)": float(parts.target_probabilities[b, t]),
+                          "log p(target)": float(parts.log_probabilities[b, t])})
+    st.dataframe(pd.DataFrame(table).style.format({"p(target)": "{:.6f}", "log p(target)": "{:.4f}"}),
+                 hide_index=True, width="stretch")
+    logs = parts.log_probabilities.flatten().tolist()
+    n = len(logs)
+    terms = " + ".join(f"({v:.3f})" for v in logs[:6]) + (" + \\dots" if n > 6 else "")
+    st.latex(rf"\text{{loss}} = -\frac{{1}}{{{n}}}\left[{terms}\right] = -({parts.mean_log_probability:.4f}) = {parts.loss:.4f}")
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("− mean log p", f"{parts.loss:.4f}")
+    m2.metric("F.cross_entropy", f"{parts.cross_entropy:.4f}")
+    m3.metric("perplexity e^loss", f"{parts.perplexity:,.2f}")
+    m4.metric(f"uniform guess ln {gpt_tokenizer.vocab_size}", f"{parts.uniform_loss:.4f}")
+    st.caption("The two middle numbers agree: PyTorch's cross-entropy is exactly this recipe "
+               "(softmax, pick the target's probability, log, mean, negate). Perplexity reads as 'as unsure as a "
+               "fair choice among this many tokens'.")
+
+    # ------------------------------------------------------------------ backprop by hand
+    st.header("4. Backpropagation through the output layer")
+    position = st.slider("Position (in sequence 0)", 0, inputs.shape[1] - 1, 0)
+    _, _, cache = gpt.run_with_cache(inputs[:1])
+    hidden = cache["ln_f"][0, position]
+    target = int(targets[0, position])
+    grad = output_layer_gradient(hidden, gpt.lm_head.weight, target)
+    top = torch.topk(grad.probabilities, 9).indices.tolist()
+    shown = [target] + [i for i in top if i != target][:8]
+    labels = charts.unique_labels([gpt_tokenizer.printable(i) + (" (target)" if i == target else "") for i in shown])
+    figure = go.Figure()
+    figure.add_trace(go.Bar(x=labels, y=[float(grad.probabilities[i]) for i in shown], name="p (softmax)"))
+    figure.add_trace(go.Bar(x=labels, y=[float(grad.one_hot[i]) for i in shown], name="y (one-hot target)"))
+    figure.add_trace(go.Bar(x=labels, y=[float(grad.dlogits_by_hand[i]) for i in shown], name="∂L/∂logit = p − y"))
+    figure.update_layout(barmode="group", height=360, margin=dict(t=10))
+    st.plotly_chart(figure, width="stretch")
+    p_t = float(grad.probabilities[target])
+    st.latex(rf"\frac{{\partial L}}{{\partial z_{{\text{{target}}}}}} = p_{{\text{{target}}}} - 1 = {p_t:.4f} - 1 = {p_t - 1:.4f}"
+             rf"\qquad \frac{{\partial L}}{{\partial W}} = (p - y)\,h^\top")
+    st.success(f"By hand vs autograd: the largest difference over all {grad.dweight_by_hand.numel():,} entries of "
+               f"∂L/∂W and ∂L/∂z is {grad.max_difference:.2e}.")
+    st.caption("The gradient pushes the target's logit up (p − 1 < 0) and every other logit down in proportion "
+               "to how much probability it took. A gradient-descent step W ← W − lr · ∂L/∂W does both at once.")
+
+# ------------------------------------------------------------------ seed decoder
+st.header("5. The encoder–decoder Decoder (seed 000) on its toy task")
+st.caption("Ten random label sequences of 7 tokens (vocabulary 12); the decoder reads [start] + labels[:-1] and a "
+           "random encoder output, and learns to predict each next label: 6 layers, 8 heads, d_model 32, SGD with momentum.")
+if st.button("Train the decoder (200 steps)"):
+    st.session_state["decoder_curve"] = list(train_toy(steps=200, seed=settings.seed))
+if "decoder_curve" in st.session_state:
+    curve = st.session_state["decoder_curve"]
+    figure = go.Figure(go.Scatter(x=[s for s, _ in curve], y=[v for _, v in curve], mode="lines"))
+    figure.add_hline(y=math.log(12), line_dash="dash", annotation_text=f"ln 12 = {math.log(12):.2f}")
+    figure.update_layout(xaxis_title="step", yaxis_title="loss", height=320, margin=dict(t=10))
+    st.plotly_chart(figure, width="stretch")
+    st.caption(f"Loss {curve[0][1]:.3f} → {curve[-1][1]:.3f}: the model memorises the ten sequences.")
