@@ -198,3 +198,33 @@ def attention_steps(
             if not name.startswith("W_"):
                 steps[name] = value[0]
     return steps
+
+
+def simple_self_attention(x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Self-attention with no trainable weights (seed 003, lecture 14): scores are the dot
+    products of the embeddings themselves, weights their row-wise softmax, and each context
+    vector the weighted sum of all embeddings. The same code as the full version with
+    W_Q = W_K = W_V = I and no scaling.
+
+    >>> x = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+    >>> simple_self_attention(x)["scores"]
+    tensor([[1., 1.],
+            [1., 2.]])
+    """
+    eye = torch.eye(x.shape[-1], dtype=x.dtype)
+    steps = attention_steps(x, eye, eye, eye, scale=False)
+    return {"scores": steps["scores"][0], "weights": steps["weights"][0], "context": steps["output"]}
+
+
+# the seed-002 toy example: "The cat sat", d_model = 4 (embeddings + positional offsets)
+TOY_TOKENS = ["The", "cat", "sat"]
+TOY_EMBEDDINGS = [[0.1, 0.3, 0.5, 0.7], [0.2, 0.4, 0.4, 0.6], [0.15, 0.25, 0.5, 0.1]]
+TOY_POSITIONS = [[0.0, 0.1, 0.0, 0.0], [0.0, 0.0, 0.1, 0.0], [0.0, 0.0, 0.0, 0.1]]
+TOY_W_Q = [[0.5, 0.1, 0.0, 0.3], [0.4, 0.2, 0.1, 0.0], [0.3, 0.3, 0.3, 0.3], [0.2, 0.1, 0.5, 0.4]]
+TOY_W_K = [[0.1, 0.4, 0.0, 0.0], [0.0, 0.5, 0.2, 0.1], [0.3, 0.0, 0.3, 0.3], [0.2, 0.2, 0.1, 0.0]]
+TOY_W_V = [[0.2, 0.1, 0.0, 0.0], [0.0, 0.3, 0.5, 0.0], [0.1, 0.1, 0.1, 0.4], [0.0, 0.2, 0.1, 0.1]]
+TOY_W_O = [[0.1, 0.0, 0.2, 0.1], [0.0, 0.1, 0.0, 0.2], [0.3, 0.1, 0.0, 0.0], [0.0, 0.2, 0.1, 0.1]]
+# seed 003, lecture 14: "Your journey starts with one step"
+JOURNEY_TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
+JOURNEY_EMBEDDINGS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
+                      [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]

@@ -412,8 +412,11 @@ def read_safetensors(path: str | Path) -> dict[str, torch.Tensor]:
     path = Path(path)
     if not path.exists():
         raise CheckpointError(f"No checkpoint file at {path}.")
-    head = path.read_bytes()[:8]
-    if head.startswith(_PICKLE_OR_ZIP):
+    with path.open("rb") as handle:
+        head = handle.read(9)
+    # a safetensors file is an 8-byte header length followed by a JSON header: byte 8 is "{"
+    looks_like_safetensors = len(head) == 9 and head[8:9] == b"{"
+    if not looks_like_safetensors and head.startswith(_PICKLE_OR_ZIP):
         raise CheckpointError(
             f"{path.name} is a pickle (torch.save) file. llmviz loads only safetensors, because unpickling a "
             "file can run any code it contains. Convert it with safetensors where you trust it."

@@ -1,6 +1,7 @@
 """Print data/README.md: each shipped checkpoint with its command and final losses."""
 
 import json
+import math
 from pathlib import Path
 
 root = Path(__file__).resolve().parent.parent / "data"
@@ -14,8 +15,7 @@ for folder in sorted(p for p in root.iterdir() if (p / "checkpoint.json").exists
     from safetensors import safe_open
 
     with safe_open(str(folder / "model.safetensors"), "pt") as f:
-        parameters = sum(f.get_slice(k).get_shape().numel() if hasattr(f.get_slice(k).get_shape(), "numel")
-                         else __import__("math").prod(f.get_slice(k).get_shape()) for k in f.keys())
+        parameters = sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
     size = sum(p.stat().st_size for p in folder.iterdir())
     final = meta["final"]
     print(f"| `{folder.name}` | {meta['train_config']['model']} | {parameters:,} | {size / 1e6:.2f} MB | "

@@ -189,3 +189,23 @@ def test_foreign_safetensors_is_refused(tmp_path):
     save_file({"w": torch.zeros(2)}, str(path))
     with pytest.raises(CheckpointError, match="not one llmviz wrote"):
         load_checkpoint(path)
+
+
+def test_safetensors_whose_header_length_looks_like_a_pickle_opcode(tmp_path):
+    """A header of 640 bytes is stored as 80 02 00 …, the same first bytes as a protocol-2 pickle."""
+    import json
+    import struct
+
+    from safetensors.torch import save
+
+    data = save({"w": torch.arange(4.0)})
+    length = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8 : 8 + length])
+    header["__metadata__"] = {"pad": ""}
+    raw = json.dumps(header, separators=(",", ":"))
+    raw = raw.replace('"pad":""', '"pad":"' + "x" * (640 - len(raw)) + '"')
+    rebuilt = struct.pack("<Q", 640) + raw.encode() + data[8 + length :]
+    assert rebuilt[:2] == b"\x80\x02"
+    path = tmp_path / "m.safetensors"
+    path.write_bytes(rebuilt)
+    assert torch.equal(read_safetensors(path)["w"], torch.arange(4.0))

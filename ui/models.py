@@ -47,3 +47,11 @@ def load_choice(key: str):
     if key.startswith("shipped:"):
         return shipped(key.split(":", 1)[1])
     return session_models()[key.split(":", 1)[1]]
+
+
+@st.cache_resource(show_spinner="Loading the pretrained MiniLM (22M parameters)…")
+def minilm():
+    """The pretrained encoder, loaded once per server, lazily, and never changed."""
+    from llmviz.pretrained import MiniLM
+
+    return MiniLM()

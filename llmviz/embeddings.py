@@ -1,0 +1,251 @@
+"""Vectors for tokens: lookups, positions, similarity, projections, and word2vec.
+
+The seed's worked example, computed (never copied):
+
+>>> v1, v2 = torch.tensor([0.2, 0.4, 0.9]), torch.tensor([0.1, 0.5, 0.8])
+>>> parts = cosine_parts(v1, v2)
+>>> round(parts.dot, 4), round(parts.norm_a ** 2, 4), round(parts.cosine, 4)
+(0.94, 1.01, 0.9859)
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import regex
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from llmviz.errors import LlmvizError
+
+
+class EmbeddingError(LlmvizError, ValueError):
+    """Vectors that cannot be compared or projected."""
+
+
+# ---------------------------------------------------------------------------- lookups
+
+
+def lookup(matrix: torch.Tensor, ids: torch.Tensor | list[int]) -> torch.Tensor:
+    """Embedding lookup as an index: row ``i`` of the matrix for token ``i``."""
+    return matrix[torch.as_tensor(ids)]
+
+
+def one_hot_lookup(matrix: torch.Tensor, ids: torch.Tensor | list[int]) -> torch.Tensor:
+    """The same lookup as a matrix product: one-hot(ids) (N, V) @ matrix (V, C) → (N, C)."""
+    one_hot = F.one_hot(torch.as_tensor(ids), num_classes=matrix.shape[0]).to(matrix.dtype)  # (N, V)
+    return one_hot @ matrix
+
+
+def sinusoidal_encoding(positions: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """PE[pos, 2i] = sin(pos / base^(2i/d_model)), PE[pos, 2i+1] = cos(pos / base^(2i/d_model)).
+
+    >>> sinusoidal_encoding(2, 4)[1].round(decimals=4)  # sin 1, cos 1, sin 0.01, cos 0.01
+    tensor([0.8415, 0.5403, 0.0100, 1.0000])
+    """
+    if positions < 1 or d_model < 1:
+        raise EmbeddingError("Positions and d_model must both be at least 1.")
+    position = torch.arange(positions, dtype=torch.float64)[:, None]  # (P, 1)
+    pair = torch.arange(0, d_model, 2, dtype=torch.float64)  # 2i
+    angle = position / base ** (pair / d_model)  # (P, ceil(d/2))
+    encoding = torch.zeros(positions, d_model, dtype=torch.float64)
+    encoding[:, 0::2] = torch.sin(angle)
+    encoding[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return encoding.float()
+
+
+# ---------------------------------------------------------------------------- similarity
+
+
+def parse_vector(text: str) -> torch.Tensor:
+    """``"0.2, 0.4, 0.9"`` → a tensor; a clear error for anything that is not a number."""
+    parts = [p for p in regex.split(r"[,\s;]+", text.strip().strip("[]()")) if p]
+    if not parts:
+        raise EmbeddingError("The vector is empty: type numbers separated by commas, e.g. 0.2, 0.4, 0.9.")
+    values = []
+    for part in parts:
+        try:
+            value = float(part)
+        except ValueError:
+            raise EmbeddingError(f"{part!r} is not a number: type numbers separated by commas.") from None
+        if not math.isfinite(value):
+            raise EmbeddingError(f"{part!r} is not a finite number.")
+        values.append(value)
+    return torch.tensor(values, dtype=torch.float64)
+
+
+@dataclass(frozen=True)
+class CosineParts:
+    dot: float
+    norm_a: float
+    norm_b: float
+    cosine: float
+    angle_degrees: float
+    euclidean: float
+
+
+def _check_pair(a: torch.Tensor, b: torch.Tensor) -> None:
+    if a.shape != b.shape:
+        raise EmbeddingError(f"The vectors have different lengths ({a.numel()} and {b.numel()}): "
+                             "cosine similarity and distance compare vectors of the same size.")
+
+
+def cosine_parts(a: torch.Tensor, b: torch.Tensor) -> CosineParts:
+    """Dot product, norms, cosine, angle and Euclidean distance of two vectors."""
+    _check_pair(a, b)
+    a, b = a.double(), b.double()
+    norm_a, norm_b = float(a.norm()), float(b.norm())
+    if norm_a == 0 or norm_b == 0:
+        raise EmbeddingError("A zero vector has no direction: its cosine similarity with anything is undefined "
+                             "(0 / 0). Its Euclidean distance is still defined.")
+    dot = float(a @ b)
+    cosine = max(-1.0, min(1.0, dot / (norm_a * norm_b)))
+    return CosineParts(dot, norm_a, norm_b, cosine, math.degrees(math.acos(cosine)), float((a - b).norm()))
+
+
+def euclidean(a: torch.Tensor, b: torch.Tensor) -> float:
+    _check_pair(a, b)
+    return float((a.double() - b.double()).norm())
+
+
+def cosine_matrix(vectors: torch.Tensor) -> torch.Tensor:
+    """All pairwise cosine similarities of the rows (N, C) → (N, N)."""
+    norms = vectors.norm(dim=-1, keepdim=True)
+    if (norms == 0).any():
+        raise EmbeddingError("A zero vector has no direction: cosine similarity with it is undefined.")
+    unit = vectors / norms
+    return unit @ unit.T
+
+
+def distance_matrix(vectors: torch.Tensor) -> torch.Tensor:
+    """All pairwise Euclidean distances of the rows (N, C) → (N, N)."""
+    squared = (vectors[:, None, :] - vectors[None, :, :]).pow(2).sum(-1)
+    return squared.sqrt()
+
+
+def nearest_neighbours(matrix: torch.Tensor, query: torch.Tensor, k: int = 10,
+                       exclude: set[int] | None = None) -> list[tuple[int, float]]:
+    """The ``k`` rows most cosine-similar to ``query``: ``[(row, similarity), …]``."""
+    norms = matrix.norm(dim=-1).clamp(min=1e-12)
+    similarity = (matrix @ query) / (norms * query.norm().clamp(min=1e-12))  # (V,)
+    for index in exclude or ():
+        similarity[index] = -float("inf")
+    values, indices = torch.topk(similarity, min(k, len(similarity)))
+    return [(int(i), float(v)) for i, v in zip(indices, values) if math.isfinite(float(v))]
+
+
+def analogy(matrix: torch.Tensor, a: int, b: int, c: int, k: int = 5) -> list[tuple[int, float]]:
+    """a − b + c (king − man + woman): the nearest rows, leaving out the three inputs."""
+    return nearest_neighbours(matrix, matrix[a] - matrix[b] + matrix[c], k, exclude={a, b, c})
+
+
+def pca(points: torch.Tensor, dims: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
+    """Project rows onto their ``dims`` main directions: ``(coordinates (N, dims), explained variance ratios)``."""
+    if points.shape[0] < 2:
+        raise EmbeddingError("PCA needs at least two points: one point has no spread to find directions in.")
+    centred = points.double() - points.double().mean(dim=0)
+    _, singular, vh = torch.linalg.svd(centred, full_matrices=False)
+    dims = min(dims, vh.shape[0])
+    variance = singular.pow(2)
+    ratio = variance[:dims] / variance.sum().clamp(min=1e-12)
+    return (centred @ vh[:dims].T).float(), ratio.float()
+
+
+# ---------------------------------------------------------------------------- word2vec
+
+
+def words(text: str) -> list[str]:
+    return regex.findall(r"[\p{L}']+", text.lower())
+
+
+@dataclass
+class Vocabulary:
+    words: list[str]
+    counts: list[int]
+
+    def __post_init__(self):
+        self.index = {w: i for i, w in enumerate(self.words)}
+
+
+def build_vocabulary(tokens: list[str], max_size: int = 5000, min_count: int = 2) -> Vocabulary:
+    counts = Counter(tokens)
+    kept = [(w, c) for w, c in sorted(counts.items(), key=lambda x: (-x[1], x[0])) if c >= min_count][:max_size]
+    if len(kept) < 2:
+        raise EmbeddingError("The text has fewer than two words that repeat: word2vec needs more text.")
+    return Vocabulary([w for w, _ in kept], [c for _, c in kept])
+
+
+def skipgram_pairs(ids: list[int], window: int) -> torch.Tensor:
+    """(center, context) pairs for every word and every neighbour within ``window``.
+
+    >>> skipgram_pairs([7, 8, 9], window=1).tolist()
+    [[7, 8], [8, 7], [8, 9], [9, 8]]
+    """
+    pairs = []
+    for position, center in enumerate(ids):
+        for offset in range(-window, window + 1):
+            other = position + offset
+            if offset and 0 <= other < len(ids):
+                pairs.append((center, ids[other]))
+    return torch.tensor(pairs, dtype=torch.long).view(-1, 2)
+
+
+class Word2Vec(nn.Module):
+    """Skip-gram with negative sampling (Mikolov et al. 2013).
+
+    For a (center, context) pair, push σ(u_context · v_center) towards 1 and, for k words
+    drawn from the unigram distribution to the power 0.75, σ(u_negative · v_center) towards 0.
+    """
+
+    def __init__(self, vocab_size: int, dim: int = 50):
+        super().__init__()
+        self.center = nn.Embedding(vocab_size, dim)  # v: the vectors we keep
+        self.context = nn.Embedding(vocab_size, dim)  # u
+        nn.init.uniform_(self.center.weight, -0.5 / dim, 0.5 / dim)
+        nn.init.zeros_(self.context.weight)
+
+    def loss(self, centers: torch.Tensor, contexts: torch.Tensor, negatives: torch.Tensor) -> torch.Tensor:
+        v = self.center(centers)  # (B, D)
+        u_pos = self.context(contexts)  # (B, D)
+        u_neg = self.context(negatives)  # (B, K, D)
+        positive = F.logsigmoid((u_pos * v).sum(-1))  # (B,)
+        negative = F.logsigmoid(-(u_neg @ v.unsqueeze(-1)).squeeze(-1)).sum(-1)  # (B,)
+        return -(positive + negative).mean()
+
+
+@dataclass
+class Word2VecState:
+    step: int
+    loss: float
+    model: Word2Vec
+    vocabulary: Vocabulary
+
+
+def train_word2vec(text: str, dim: int = 50, window: int = 2, negatives: int = 5, steps: int = 2000,
+                   batch_size: int = 512, lr: float = 0.01, max_vocab: int = 5000, min_count: int = 2,
+                   seed: int = 0) -> Iterator[Word2VecState]:
+    """Yield the model after every step (a page draws it, or stops between steps)."""
+    generator = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    tokens = words(text)
+    vocabulary = build_vocabulary(tokens, max_vocab, min_count)
+    ids = [vocabulary.index[w] for w in tokens if w in vocabulary.index]
+    pairs = skipgram_pairs(ids, window)
+    if len(pairs) == 0:
+        raise EmbeddingError("No word has a neighbour within the window: use more text.")
+    noise = torch.tensor(vocabulary.counts, dtype=torch.float64).pow(0.75)
+    noise /= noise.sum()
+    model = Word2Vec(len(vocabulary.words), dim)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    for step in range(1, steps + 1):
+        batch = pairs[torch.randint(len(pairs), (batch_size,), generator=generator)]
+        drawn = torch.multinomial(noise, batch_size * negatives, replacement=True, generator=generator)
+        loss = model.loss(batch[:, 0], batch[:, 1], drawn.view(batch_size, negatives))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        yield Word2VecState(step, loss.item(), model, vocabulary)

@@ -1,0 +1,270 @@
+"""The Attention page: from dot products to multi-head attention in real models."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+from plotly.subplots import make_subplots
+
+import ui
+from llmviz import attention as att
+from llmviz.errors import LlmvizError
+from ui import charts, models
+
+ui.settings()
+ui.page_header(
+    "Attention: tokens looking at each other",
+    "Each token asks a question (query), offers a label (key) and carries content (value). Attention scores every "
+    "query against every key, turns the scores into weights with softmax, and mixes the values with those weights.",
+)
+
+
+def fmt(x: float) -> str:
+    return f"{x:.4f}".rstrip("0").rstrip(".") if abs(x) >= 1e-4 else f"{x:.2e}"
+
+
+def matrix_table(matrix: torch.Tensor, rows, columns=None) -> pd.DataFrame:
+    values = matrix.detach().numpy()
+    columns = columns or [f"d{j}" for j in range(values.shape[1])]
+    return pd.DataFrame(values, index=list(rows), columns=list(columns))
+
+
+# ------------------------------------------------------------------ 1. without weights
+st.header("1. Self-attention without trainable weights")
+st.caption("Seed 003, lecture 14: 'Your journey starts with one step' with 3-dimensional embeddings.")
+journey = torch.tensor(att.JOURNEY_EMBEDDINGS)
+simple = att.simple_self_attention(journey)
+left, right = st.columns([3, 2])
+with left:
+    st.plotly_chart(charts.heatmap(simple["weights"], att.JOURNEY_TOKENS, att.JOURNEY_TOKENS,
+                                   title="attention weights = softmax(x_i · x_j) per row", x_title="key",
+                                   y_title="query"), width="stretch")
+with right:
+    query = st.selectbox("Query word", range(6), index=1, format_func=lambda i: att.JOURNEY_TOKENS[i])
+    x_q = journey[query]
+    dots = " + ".join(f"{a:.2f}\\cdot{b:.2f}" for a, b in zip(x_q.tolist(), journey[0].tolist()))
+    st.latex(rf"\omega_{{{query},0}} = x_{{{query}}} \cdot x_0 = {dots} = {float(simple['scores'][query, 0]):.4f}")
+    scores = simple["scores"][query]
+    st.latex(r"\omega_{" + str(query) + r"} = [" + ", ".join(f"{v:.4f}" for v in scores.tolist()) + "]")
+    total = float(scores.exp().sum())
+    st.latex(rf"\alpha_{{{query},j}} = \frac{{e^{{\omega_{{{query},j}}}}}}{{\sum_k e^{{\omega_{{{query},k}}}}}},\quad "
+             rf"\textstyle\sum_k e^{{\omega_{{{query},k}}}} = {total:.4f}")
+    st.latex(r"\alpha_{" + str(query) + r"} = [" + ", ".join(f"{v:.4f}" for v in simple['weights'][query].tolist()) + "]")
+    z = simple["context"][query]
+    st.latex(rf"z_{{{query}}} = \sum_j \alpha_{{{query},j}}\, x_j = [" + ", ".join(f"{v:.4f}" for v in z.tolist()) + "]")
+with st.expander("All context vectors"):
+    st.dataframe(matrix_table(simple["context"], att.JOURNEY_TOKENS), width="stretch")
+
+# ------------------------------------------------------------------ 2. the toy example
+st.header("2. Scaled dot-product attention, step by step")
+st.caption("Seed 002's toy example: 'The cat sat', d_model = 4, embeddings plus small positional offsets; the seed's "
+           "W_Q, W_K, W_V and W_O. Edit any matrix: every number below is recomputed.")
+toy_x = torch.tensor(att.TOY_EMBEDDINGS) + torch.tensor(att.TOY_POSITIONS)
+editors = {}
+columns = st.columns(4)
+for column, (name, default) in zip(columns, [("X", toy_x.tolist()), ("W_Q", att.TOY_W_Q), ("W_K", att.TOY_W_K),
+                                             ("W_V", att.TOY_W_V)]):
+    with column:
+        st.markdown(f"**{name}**")
+        frame = pd.DataFrame(default, columns=[f"c{j}" for j in range(4)],
+                             index=att.TOY_TOKENS if name == "X" else [f"r{i}" for i in range(4)])
+        editors[name] = st.data_editor(frame, key=f"edit_{name}", num_rows="fixed")
+t1, t2, t3 = st.columns(3)
+scaled = t1.toggle("Scale by √d_k", value=True)
+causal = t2.toggle("Causal mask", value=True)
+heads = t3.radio("Heads", [1, 2, 3], horizontal=True, help="2 heads: the seed's per-head matrices are the column "
+                 "halves of W_Q, W_K, W_V. 3 heads cannot split a width of 4.")
+matrices = {}
+problem = None
+for name, frame in editors.items():
+    values = frame.to_numpy(dtype=float, na_value=np.nan) if frame.shape == (len(frame.index), 4) else None
+    if values is None or not np.isfinite(values).all():
+        problem = f"{name} has an empty cell or a value that is not a number: every entry must be a number."
+        break
+    matrices[name] = torch.tensor(values, dtype=torch.float32)
+w_o = torch.tensor(att.TOY_W_O) if heads > 1 else None
+if problem:
+    st.error(problem)
+else:
+    try:
+        steps = att.attention_steps(matrices["X"], matrices["W_Q"], matrices["W_K"], matrices["W_V"],
+                                    num_heads=heads, mask="causal" if causal else "none", w_o=w_o, scale=scaled)
+    except LlmvizError as error:
+        st.error(str(error))
+        steps = None
+    if steps is not None:
+        tokens = att.TOY_TOKENS
+        d_k = steps["Q_heads"].shape[-1]
+        st.subheader("Q = X W_Q, K = X W_K, V = X W_V")
+        q1, q2, q3 = st.columns(3)
+        for column, name in zip((q1, q2, q3), ("Q", "K", "V")):
+            column.markdown(f"**{name}**")
+            column.dataframe(matrix_table(steps[name], tokens).style.format("{:.4f}"), width="stretch")
+        x0, wq = matrices["X"][0], matrices["W_Q"][:, 0]
+        st.latex(r"Q_{\text{The},0} = " + " + ".join(f"{a:g}\\cdot{b:g}" for a, b in zip(x0.tolist(), wq.tolist()))
+                 + f" = {float(steps['Q'][0, 0]):.4f}")
+        for head in range(heads):
+            st.subheader(f"Head {head + 1}" if heads > 1 else "Scores, mask, softmax, output")
+            q_h, k_h = steps["Q_heads"][head], steps["K_heads"][head]
+            h1, h2, h3, h4 = st.columns(4)
+            h1.plotly_chart(charts.heatmap(steps["scores"][head], tokens, tokens, title="Q Kᵀ", height=260,
+                                           text_format=".3f"), width="stretch", key=f"s{head}")
+            h2.plotly_chart(charts.heatmap(steps["scaled_scores"][head], tokens, tokens, height=260, text_format=".3f",
+                                           title=f"÷ √{d_k}" if scaled else "not scaled"), width="stretch", key=f"c{head}")
+            masked = steps["masked_scores"][head].clone()
+            h3.plotly_chart(charts.heatmap(masked.masked_fill(~torch.isfinite(masked), float("nan")), tokens, tokens,
+                                           title="masked (blank = −∞)" if causal else "no mask", height=260,
+                                           text_format=".3f"), width="stretch", key=f"m{head}")
+            h4.plotly_chart(charts.heatmap(steps["weights"][head], tokens, tokens, title="softmax weights", height=260,
+                                           text_format=".3f", zmin=0, zmax=1), width="stretch", key=f"w{head}")
+            row = 1
+            terms = " + ".join(f"{a:.4f}\\cdot{b:.4f}" for a, b in zip(q_h[row].tolist(), k_h[0].tolist()))
+            raw = float(steps["scores"][head][row, 0])
+            st.latex(rf"q_{{\text{{cat}}}} \cdot k_{{\text{{The}}}} = {terms} = {raw:.4f}"
+                     + (rf"\;\Rightarrow\; \frac{{{raw:.4f}}}{{\sqrt{{{d_k}}}}} = {raw / math.sqrt(d_k):.4f}" if scaled else ""))
+            weights_row = steps["weights"][head][row]
+            allowed = [j for j in range(3) if bool(steps["mask"][0, row, j])] if steps["mask"].dim() == 3 else list(range(3))
+            exps = " + ".join(f"e^{{{float(steps['scaled_scores'][head][row, j]):.4f}}}" for j in allowed)
+            st.latex(rf"\alpha_{{\text{{cat}},\text{{The}}}} = \frac{{e^{{{float(steps['scaled_scores'][head][row, 0]):.4f}}}}}{{{exps}}}"
+                     rf" = {float(weights_row[0]):.4f}")
+            out = steps["head_outputs"][head]
+            st.markdown(f"**Output of {'head ' + str(head + 1) if heads > 1 else 'attention'}** (weights × V)")
+            st.dataframe(matrix_table(out, tokens).style.format("{:.4f}"), width="stretch")
+        if heads > 1:
+            st.subheader("Concatenate the heads, then project with W_O")
+            c1, c2 = st.columns(2)
+            c1.markdown("**Concat**")
+            c1.dataframe(matrix_table(steps["concat"], tokens).style.format("{:.4f}"), width="stretch")
+            c2.markdown("**Concat · W_O** (the seed's W_O)")
+            c2.dataframe(matrix_table(steps["output"], tokens).style.format("{:.4f}"), width="stretch")
+        if causal:
+            st.info("Under the causal mask the first token ('The') can only attend to itself: its output is exactly its "
+                    "own value vector. (Seed 002 says 'The' averages 'The' and 'cat' — a slip: that would let it see "
+                    "the future.)")
+        if not scaled:
+            st.caption("Without scaling, scores grow with d_k, the softmax gets peakier, and its gradients vanish; "
+                       "dividing by √d_k keeps the scores' spread about 1.")
+
+# ------------------------------------------------------------------ 3. shapes
+st.header("3. Multi-head attention: the shapes")
+torch.manual_seed(0)
+small = torch.arange(24, dtype=torch.float32).view(1, 3, 8)  # (B, T, d_out)
+split = small.view(1, 3, 2, 4)  # (B, T, heads, head_dim)
+transposed = split.transpose(1, 2)  # (B, heads, T, head_dim)
+s1, s2, s3 = st.columns(3)
+s1.markdown("`(batch, tokens, d_out)` = (1, 3, 8)")
+s1.dataframe(pd.DataFrame(small[0].numpy(), index=["t0", "t1", "t2"]), width="stretch")
+s2.markdown("`.view(1, 3, 2, 4)` → (batch, tokens, heads, head_dim)")
+s2.code(str(split[0].int().tolist()), language=None)
+s3.markdown("`.transpose(1, 2)` → (batch, heads, tokens, head_dim)")
+for head in range(2):
+    s3.markdown(f"head {head}")
+    s3.dataframe(pd.DataFrame(transposed[0, head].numpy(), index=["t0", "t1", "t2"]), width="stretch")
+st.caption("Each head gets its own slice of the width and attends over all tokens at once; afterwards "
+           "`.transpose(1, 2).contiguous().view(1, 3, 8)` puts the heads side by side again (the concatenation).")
+
+# ------------------------------------------------------------------ 4. masks
+st.header("4. Masks side by side")
+encoder_tokens = ["Le", "chat", "était", "assis"]
+torch.manual_seed(1)
+encoder_out = torch.randn(4, 4) * 0.5
+padding = torch.tensor([[True, True, False]])  # the last token is padding
+eye = torch.eye(4)
+x = toy_x
+variants = {
+    "none": att.attention_steps(x, eye, eye, eye),
+    "causal": att.attention_steps(x, eye, eye, eye, mask="causal"),
+    "padding (last is [PAD])": att.attention_steps(x, eye, eye, eye, mask=padding),
+    "cross-attention": att.attention_steps(x, eye, eye, eye, kv=encoder_out),
+}
+columns = st.columns(4)
+for column, (name, steps_) in zip(columns, variants.items()):
+    keys = encoder_tokens if name == "cross-attention" else att.TOY_TOKENS
+    column.plotly_chart(charts.heatmap(steps_["weights"][0], keys, att.TOY_TOKENS, title=name, height=280,
+                                       zmin=0, zmax=1), width="stretch", key=f"mask_{name}")
+st.caption("Causal: no looking ahead (GPT). Padding: nobody attends to padding (batches of unequal length). "
+           "Cross-attention (the seed-000 decoder): queries from the decoder, keys and values from the encoder's "
+           "output — 3 queries over 4 keys, so the matrix need not be square.")
+
+# ------------------------------------------------------------------ 5. the shipped GPT
+st.header("5. Your sentence through the shipped GPT")
+sentence = st.text_input("Sentence", "The return statement leaves the current function call with a value")
+
+
+def attention_views(cache: dict, prefix: str, labels: list[str], n_layers: int, n_heads: int, key: str):
+    c1, c2 = st.columns(2)
+    layer = c1.slider("Layer", 0, n_layers - 1, 0, key=f"{key}_layer")
+    head = c2.slider("Head", 0, n_heads - 1, 0, key=f"{key}_head")
+    pattern = cache[f"{prefix}.{layer}.attn.pattern"][0, head]  # (T, T)
+    left, right = st.columns([3, 2])
+    left.plotly_chart(charts.heatmap(pattern, labels, labels, title=f"layer {layer}, head {head}", text_format=None,
+                                     x_title="key (attended to)", y_title="query", zmin=0, zmax=1),
+                      width="stretch", key=f"{key}_heat")
+    with right:
+        query = st.selectbox("Lines from query", ["all"] + list(range(len(labels))), key=f"{key}_query",
+                             format_func=lambda i: "all tokens" if i == "all" else labels[i])
+        figure = go.Figure()
+        queries = range(len(labels)) if query == "all" else [query]
+        for i in queries:
+            for j in range(len(labels)):
+                weight = float(pattern[i, j])
+                if weight > 0.02:
+                    figure.add_trace(go.Scatter(x=[0, 1], y=[-i, -j], mode="lines", hoverinfo="skip",
+                                                line=dict(width=1 + 8 * weight, color=f"rgba(76,110,245,{min(1, 0.2 + weight)})")))
+        figure.add_trace(go.Scatter(x=[0] * len(labels), y=[-i for i in range(len(labels))], text=labels,
+                                    mode="text", textposition="middle left", hoverinfo="skip"))
+        figure.add_trace(go.Scatter(x=[1] * len(labels), y=[-i for i in range(len(labels))], text=labels,
+                                    mode="text", textposition="middle right", hoverinfo="skip"))
+        figure.update_layout(showlegend=False, height=max(300, 28 * len(labels)), xaxis_visible=False,
+                             yaxis_visible=False, margin=dict(l=80, r=80, t=10, b=10), xaxis_range=[-0.6, 1.6])
+        st.plotly_chart(figure, width="stretch", key=f"{key}_lines")
+        st.caption("Line width = attention weight (as BertViz draws it): queries on the left, keys on the right.")
+    grid = make_subplots(rows=n_layers, cols=n_heads, horizontal_spacing=0.01, vertical_spacing=0.02,
+                         row_titles=[f"L{i}" for i in range(n_layers)], column_titles=[f"H{h}" for h in range(n_heads)])
+    for li in range(n_layers):
+        for hi in range(n_heads):
+            grid.add_trace(go.Heatmap(z=cache[f"{prefix}.{li}.attn.pattern"][0, hi].tolist(), colorscale="Blues",
+                                      showscale=False, zmin=0, zmax=1), row=li + 1, col=hi + 1)
+    grid.update_xaxes(visible=False)
+    grid.update_yaxes(visible=False, autorange="reversed")
+    grid.update_layout(height=80 * n_layers + 60, margin=dict(l=30, r=10, t=30, b=10))
+    st.plotly_chart(grid, width="stretch", key=f"{key}_grid")
+    st.caption("Every layer × head as a thumbnail: some heads look at the previous token, some at the first token, "
+               "some spread out.")
+
+
+if not sentence.strip():
+    st.warning("Type a sentence to see its attention patterns.")
+elif models.SHIPPED_GPT in models.shipped_names():
+    gpt, tokenizer, _ = models.shipped(models.SHIPPED_GPT)
+    ids = tokenizer.encode(sentence)
+    if len(ids) > gpt.config.context_length:
+        st.warning(f"{len(ids)} tokens are more than the context of {gpt.config.context_length}: "
+                   f"only the first {gpt.config.context_length} are shown.")
+        ids = ids[: gpt.config.context_length]
+    if len(ids) > 48:
+        st.info(f"{len(ids)} tokens: the charts show the first 48.")
+        ids = ids[:48]
+    _, _, cache = gpt.run_with_cache(torch.tensor([ids]))
+    labels = charts.unique_labels([tokenizer.printable(i) for i in ids])
+    attention_views(cache, "blocks", labels, gpt.config.n_layers, gpt.config.n_heads, "gpt")
+
+# ------------------------------------------------------------------ 6. MiniLM
+st.header("6. The same sentence through a pretrained encoder (MiniLM)")
+st.caption("all-MiniLM-L6-v2, a real pretrained BERT-style model (6 layers × 12 heads), implemented in llmviz. "
+           "Its attention is bidirectional: every token sees the whole sentence, the future included.")
+if sentence.strip():
+    with ui.friendly_errors("the MiniLM encoder"):
+        minilm = models.minilm()
+        batch, cache = minilm.run_with_cache([sentence])
+        if batch.truncated[0]:
+            st.warning(f"The sentence is longer than {len(batch.tokens[0])} wordpieces: {batch.truncated[0]} were cut.")
+        if batch.unknown[0]:
+            st.info(f"{batch.unknown[0]} piece(s) are outside MiniLM's vocabulary and became [UNK].")
+        pieces = batch.tokens[0][:48]
+        trimmed = {k: v[..., :48, :48] if k.endswith("pattern") else v for k, v in cache.items()}
+        attention_views(trimmed, "layers", charts.unique_labels(pieces), minilm.config.num_layers,
+                        minilm.config.num_heads, "minilm")

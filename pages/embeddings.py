@@ -1,0 +1,270 @@
+"""The Embeddings page: token vectors, positions, cosine similarity, projections, word2vec, real sentence embeddings."""
+
+import math
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+import ui
+from llmviz import embeddings as emb
+from llmviz.errors import LlmvizError
+from ui import charts, models
+
+settings = ui.settings()
+ui.page_header(
+    "Embeddings: tokens become vectors",
+    "Each token id picks one row of a learned table: a vector. Similar tokens end up with vectors that point the "
+    "same way, which cosine similarity measures; the position of a token is added as a vector too.",
+)
+
+# ------------------------------------------------------------------ 1. worked example
+st.header("1. Cosine similarity, worked out")
+st.caption("Seed 002's three sentence vectors (edit them): 'I love programming', 'I enjoy coding', 'I dislike programming'.")
+defaults = ["0.2, 0.4, 0.9", "0.1, 0.5, 0.8", "0.7, 0.2, 0.1"]
+names = ["v₁", "v₂", "v₃"]
+columns = st.columns(3)
+vectors = {}
+for column, name, default in zip(columns, names, defaults):
+    raw = column.text_input(name, default, key=f"vec_{name}")
+    try:
+        vectors[name] = emb.parse_vector(raw)
+    except LlmvizError as error:
+        column.error(str(error))
+pair = st.radio("Compare", [("v₁", "v₂"), ("v₁", "v₃"), ("v₂", "v₃")], horizontal=True,
+                format_func=lambda p: f"{p[0]} and {p[1]}")
+a_name, b_name = pair
+if a_name in vectors and b_name in vectors:
+    a, b = vectors[a_name], vectors[b_name]
+    try:
+        parts = emb.cosine_parts(a, b)
+    except LlmvizError as error:
+        st.error(str(error))
+        if a.shape == b.shape:
+            st.metric("Euclidean distance", f"{emb.euclidean(a, b):.4f}")
+    else:
+        products = " + ".join(f"({x:g})({y:g})" for x, y in zip(a.tolist(), b.tolist()))
+        squares_a = " + ".join(f"{x:g}^2" for x in a.tolist())
+        squares_b = " + ".join(f"{y:g}^2" for y in b.tolist())
+        left, right = st.columns([3, 2])
+        with left:
+            st.latex(rf"{a_name} \cdot {b_name} = {products} = {parts.dot:.4f}")
+            st.latex(rf"\lVert {a_name} \rVert = \sqrt{{{squares_a}}} = \sqrt{{{parts.norm_a ** 2:.4f}}} = {parts.norm_a:.4f}")
+            st.latex(rf"\lVert {b_name} \rVert = \sqrt{{{squares_b}}} = \sqrt{{{parts.norm_b ** 2:.4f}}} = {parts.norm_b:.4f}")
+            st.latex(rf"\cos\theta = \frac{{{parts.dot:.4f}}}{{{parts.norm_a:.4f} \times {parts.norm_b:.4f}}} = {parts.cosine:.4f}"
+                     rf"\quad\Rightarrow\quad \theta = {parts.angle_degrees:.1f}^\circ")
+            distance_terms = " + ".join(f"({x:g} - {y:g})^2" for x, y in zip(a.tolist(), b.tolist()))
+            st.latex(rf"d({a_name}, {b_name}) = \sqrt{{{distance_terms}}} = {parts.euclidean:.4f}")
+            if [round(x, 6) for x in a.tolist()] == [0.2, 0.4, 0.9] and a_name == "v₁":
+                st.info("Seed 002 works this example with ‖v₁‖² = 0.2 + 0.16 + 0.81 = 1.17, but 0.2² = 0.04, so "
+                        "‖v₁‖² = 1.01. With the right arithmetic both cosines come out higher than the seed says "
+                        "(the numbers above are computed, not copied).")
+        with right:
+            theta = math.radians(parts.angle_degrees)
+            figure = go.Figure()
+            figure.add_trace(go.Scatter(x=[0, 1], y=[0, 0], mode="lines+text", text=["", a_name], name=a_name,
+                                        textposition="middle right", line=dict(width=4)))
+            figure.add_trace(go.Scatter(x=[0, math.cos(theta)], y=[0, math.sin(theta)], mode="lines+text",
+                                        text=["", b_name], textposition="top center", name=b_name, line=dict(width=4)))
+            arc = [i / 40 * theta for i in range(41)]
+            figure.add_trace(go.Scatter(x=[0.3 * math.cos(t) for t in arc], y=[0.3 * math.sin(t) for t in arc],
+                                        mode="lines", name=f"θ = {parts.angle_degrees:.1f}°", line=dict(dash="dot")))
+            figure.update_layout(height=300, xaxis=dict(range=[-1.1, 1.3], visible=False),
+                                 yaxis=dict(range=[-0.2, 1.1], visible=False, scaleanchor="x"),
+                                 margin=dict(t=10, b=10), legend=dict(orientation="h"))
+            st.plotly_chart(figure, width="stretch")
+            st.caption("The two directions, drawn in the plane they span (unit length): cosine only cares about the angle.")
+
+# ------------------------------------------------------------------ 2. token embeddings of the GPT
+st.header("2. Token embeddings of the shipped GPT")
+if models.SHIPPED_GPT not in models.shipped_names():
+    st.warning("The shipped GPT is missing (data/gpt-python-docs).")
+    st.stop()
+gpt, tokenizer, _ = models.shipped(models.SHIPPED_GPT)
+table = gpt.tok_emb.weight.detach()  # (V, C)
+st.caption(f"A {table.shape[0]:,} × {table.shape[1]} table: one learned row per BPE token.")
+typed = st.text_input("Tokens to compare (words are split into the GPT's tokens)", " def class return True False None int str list")
+ids = list(dict.fromkeys(tokenizer.encode(typed)))[:24]
+if len(ids) < 1:
+    st.warning("Type some text: there are no tokens to show.")
+else:
+    labels = charts.unique_labels([tokenizer.printable(i) for i in ids])
+    vectors_ = emb.lookup(table, ids)
+    one_hot = emb.one_hot_lookup(table, ids)
+    st.markdown(f"Lookup two ways — `table[ids]` and `one_hot(ids) @ table` — largest difference: "
+                f"**{float((one_hot - vectors_).abs().max()):.1e}** (the same rows).")
+    left, right = st.columns(2)
+    left.plotly_chart(charts.heatmap(vectors_[:, :48], list(range(48)), labels, colorscale="RdBu", zmid=0,
+                                     text_format=None, title="vectors (first 48 dimensions)", x_title="dimension"),
+                      width="stretch")
+    with right:
+        if len(ids) >= 2:
+            right.plotly_chart(charts.heatmap(emb.cosine_matrix(vectors_), labels, labels, colorscale="RdBu", zmid=0,
+                                              title="cosine similarity", text_format=".2f" if len(ids) <= 12 else None),
+                               width="stretch")
+        else:
+            st.info("Add a second token to compare.")
+    query_text = st.text_input("Nearest neighbours of", " return")
+    query_ids = tokenizer.encode(query_text)
+    if len(query_ids) != 1:
+        st.warning(f"{query_text!r} is {len(query_ids)} tokens for this tokenizer; the neighbours of its first token "
+                   "are shown." if query_ids else "Type a token to look up.")
+    if query_ids:
+        neighbours = emb.nearest_neighbours(table, table[query_ids[0]], k=10, exclude={query_ids[0]})
+        st.dataframe(pd.DataFrame({"token": [tokenizer.printable(i) for i, _ in neighbours],
+                                   "id": [i for i, _ in neighbours], "cosine": [s for _, s in neighbours]}),
+                     hide_index=True, width="stretch")
+    dims = st.radio("Projection", [2, 3], horizontal=True, format_func=lambda d: f"{d}D PCA")
+    population = list(range(256, min(table.shape[0], 256 + 400)))  # the first merges: common tokens
+    chosen = list(dict.fromkeys(population + ids))
+    coords, ratio = emb.pca(table[chosen], dims)
+    hover = [tokenizer.printable(i) for i in chosen]
+    colour = ["picked" if i in ids else "common token" for i in chosen]
+    frame = pd.DataFrame(coords.numpy(), columns=[f"PC{j + 1}" for j in range(dims)])
+    frame["token"], frame["group"] = hover, colour
+    import plotly.express as px
+
+    if dims == 2:
+        figure = px.scatter(frame, x="PC1", y="PC2", hover_name="token", color="group", height=480)
+    else:
+        figure = px.scatter_3d(frame, x="PC1", y="PC2", z="PC3", hover_name="token", color="group", height=560)
+    st.plotly_chart(figure, width="stretch")
+    st.caption(f"The 400 earliest-merged tokens and yours, projected on the {dims} directions of largest spread "
+               f"({float(ratio.sum()):.0%} of the variance). Hover a dot for its token.")
+
+# ------------------------------------------------------------------ 3. positions
+st.header("3. Positions: sinusoidal and learned")
+c1, c2 = st.columns(2)
+positions = c1.slider("Positions", 2, 256, 64)
+d_model = c2.slider("d_model", 2, 256, 64, step=2)
+encoding = emb.sinusoidal_encoding(positions, d_model)
+left, right = st.columns(2)
+left.plotly_chart(charts.heatmap(encoding, list(range(d_model)), list(range(positions)), colorscale="RdBu", zmid=0,
+                                 text_format=None, title="PE[pos, i]", x_title="dimension i", y_title="position"),
+                  width="stretch")
+with right:
+    shown = st.multiselect("Dimensions", list(range(d_model)), default=[0, 1, 4, 10][: d_model])
+    figure = go.Figure()
+    for dim in shown:
+        figure.add_trace(go.Scatter(x=list(range(positions)), y=encoding[:, dim].tolist(), mode="lines",
+                                    name=f"dim {dim} ({'sin' if dim % 2 == 0 else 'cos'})"))
+    figure.update_layout(height=360, xaxis_title="position", margin=dict(t=10))
+    st.plotly_chart(figure, width="stretch")
+st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\quad "
+         r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
+if d_model >= 4 and positions >= 2:
+    st.latex(rf"PE_{{(1,\,2)}} = \sin\!\left(\frac{{1}}{{10000^{{2/{d_model}}}}}\right) = {float(encoding[1, 2]):.4f}")
+st.subheader("Token + position = input, for your sentence (the shipped GPT's learned tables)")
+sentence = st.text_input("Sentence", "for x in range(10):")
+sentence_ids = tokenizer.encode(sentence)[: gpt.config.context_length]
+if not sentence_ids:
+    st.warning("Type a sentence.")
+else:
+    _, _, cache = gpt.run_with_cache(torch.tensor([sentence_ids]))
+    labels = charts.unique_labels([tokenizer.printable(i) for i in sentence_ids])
+    tok, pos = cache["embed.tok"][0], cache["embed.pos"]
+    panels = st.columns(3)
+    for panel, (title, matrix) in zip(panels, [("token embedding", tok), ("+ position embedding", pos),
+                                               ("= input to block 0", tok + pos)]):
+        panel.plotly_chart(charts.heatmap(matrix[:, :32], list(range(32)), labels, colorscale="RdBu", zmid=0,
+                                          text_format=None, title=title), width="stretch")
+    st.caption("GPT learns its position table instead of using sines; the first 32 of 128 dimensions are shown.")
+
+# ------------------------------------------------------------------ 4. word2vec
+st.header("4. Word2vec: learn word vectors live")
+loaded = ui.corpus_text()
+if loaded is not None:
+    corpus_label, text = loaded
+    c1, c2, c3, c4 = st.columns(4)
+    dim = c1.slider("Vector size", 8, 128, 32, step=8)
+    window = c2.slider("Window", 1, 5, 2)
+    steps = c3.slider("Steps", 100, 5000, 1500, step=100)
+    vocab_size = c4.slider("Vocabulary (most common words)", 200, 5000, 2000, step=100)
+    if st.button("Train word2vec", type="primary"):
+        progress = st.progress(0.0)
+        st.button("Stop", key="stop_w2v", help="Keeps the vectors learned so far.")
+        try:
+            for state in emb.train_word2vec(text[:2_000_000], dim=dim, window=window, steps=steps, max_vocab=vocab_size,
+                                            seed=settings.seed):
+                st.session_state["w2v"] = (corpus_label, state)
+                if state.step % 50 == 0 or state.step == steps:
+                    progress.progress(state.step / steps, text=f"step {state.step}/{steps} · loss {state.loss:.3f}")
+        except LlmvizError as error:
+            st.error(str(error))
+    if "w2v" in st.session_state:
+        label, state = st.session_state["w2v"]
+        vectors_ = state.model.center.weight.detach()
+        vocab = state.vocabulary
+        st.caption(f"Trained on {label} for {state.step} steps ({len(vocab.words):,} words, loss {state.loss:.3f}).")
+        left, right = st.columns(2)
+        with left:
+            word = st.text_input("Nearest neighbours of", vocab.words[min(20, len(vocab.words) - 1)])
+            key = word.strip().lower()
+            if key not in vocab.index:
+                st.warning(f"{word!r} is not in the vocabulary (only the {len(vocab.words):,} most common words are).")
+            else:
+                neighbours = emb.nearest_neighbours(vectors_, vectors_[vocab.index[key]], 10, {vocab.index[key]})
+                st.dataframe(pd.DataFrame({"word": [vocab.words[i] for i, _ in neighbours],
+                                           "cosine": [s for _, s in neighbours]}), hide_index=True, width="stretch")
+            st.markdown("**Analogy** a − b + c")
+            a1, a2, a3 = st.columns(3)
+            words = [a1.text_input("a", "function"), a2.text_input("b", "functions"), a3.text_input("c", "methods")]
+            missing = [w for w in words if w.strip().lower() not in vocab.index]
+            if missing:
+                st.warning(f"Not in the vocabulary: {', '.join(missing)}.")
+            else:
+                i, j, k = (vocab.index[w.strip().lower()] for w in words)
+                st.dataframe(pd.DataFrame([{"word": vocab.words[r], "cosine": s}
+                                           for r, s in emb.analogy(vectors_, i, j, k)]), hide_index=True, width="stretch")
+        with right:
+            top = min(300, len(vocab.words))
+            coords, ratio = emb.pca(vectors_[:top], 2)
+            figure = go.Figure(go.Scatter(x=coords[:, 0].tolist(), y=coords[:, 1].tolist(), mode="markers+text",
+                                          text=vocab.words[:top], textposition="top center", textfont=dict(size=9),
+                                          hovertext=vocab.words[:top], hoverinfo="text"))
+            figure.update_layout(height=520, margin=dict(t=10), xaxis_title="PC1", yaxis_title="PC2")
+            st.plotly_chart(figure, width="stretch")
+            st.caption(f"The {top} most common words, PCA to 2D ({float(ratio.sum()):.0%} of the variance).")
+
+# ------------------------------------------------------------------ 5. MiniLM sentence embeddings
+st.header("5. Real sentence embeddings (pretrained MiniLM)")
+st.caption("all-MiniLM-L6-v2: mean of the token vectors over the sentence, scaled to length 1. Cosine similarity of "
+           "two sentences is then just their dot product.")
+default_sentences = "I love programming\nI enjoy coding\nI dislike programming\nThe weather is lovely today\nPython is a programming language"
+typed = st.text_area("One sentence per line", default_sentences, height=140)
+sentences = [line.strip() for line in typed.splitlines()]
+empty = sum(1 for s in sentences if not s)
+sentences = [s for s in sentences if s][:30]
+if empty:
+    st.info(f"{empty} empty line(s) were skipped.")
+if not sentences:
+    st.warning("Type at least one sentence.")
+else:
+    with ui.friendly_errors("the MiniLM encoder"):
+        minilm = models.minilm()
+        batch = minilm.tokenize(sentences)
+        for sentence, cut, unknown in zip(sentences, batch.truncated, batch.unknown):
+            if cut:
+                st.warning(f"{sentence[:40]!r}… is longer than 256 wordpieces: {cut} were cut off.")
+            if unknown:
+                st.info(f"{sentence[:40]!r} has {unknown} piece(s) outside the vocabulary: they became [UNK].")
+        vectors_ = minilm.encode(sentences)
+        short = charts.unique_labels([s if len(s) <= 30 else s[:28] + "…" for s in sentences])
+        left, right = st.columns(2)
+        left.plotly_chart(charts.heatmap(vectors_ @ vectors_.T, short, short, colorscale="RdBu", zmid=0, zmin=-1,
+                                         zmax=1, title="cosine similarity"), width="stretch")
+        with right:
+            if len(sentences) < 2:
+                st.info("A projection needs at least two sentences.")
+            else:
+                coords, _ = emb.pca(vectors_, 2)
+                figure = go.Figure(go.Scatter(x=coords[:, 0].tolist(), y=coords[:, 1].tolist(), mode="markers+text",
+                                              text=short, textposition="top center"))
+                figure.update_layout(height=420, margin=dict(t=10), xaxis_title="PC1", yaxis_title="PC2")
+                st.plotly_chart(figure, width="stretch")
+        if {"I love programming", "I dislike programming"} <= set(sentences):
+            i, j = sentences.index("I love programming"), sentences.index("I dislike programming")
+            st.markdown(f"The seed calls 'I love programming' and 'I dislike programming' dissimilar; the real model "
+                        f"gives them a cosine of **{float(vectors_[i] @ vectors_[j]):.3f}**: they share a topic and most "
+                        "words, and this model was trained to match topics more than sentiment.")

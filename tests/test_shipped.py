@@ -1,0 +1,52 @@
+"""The artifacts in data/: they load, and their recorded numbers can be recomputed."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from llmviz import corpus
+from llmviz.sampling import generate_text
+from llmviz.train import TrainConfig, Trainer, load_checkpoint, prepare_data
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+FOLDERS = sorted(p for p in DATA.iterdir() if (p / "checkpoint.json").exists())
+
+
+def test_the_expected_artifacts_are_shipped():
+    names = {p.name for p in FOLDERS}
+    assert "gpt-python-docs" in names
+    for model in ("bigram-counts", "bigram-neural", "mlp", "wavenet", "rnn", "gru", "transformer"):
+        assert f"names-{model}" in names
+    for folder in FOLDERS:
+        size = sum(f.stat().st_size for f in folder.iterdir())
+        assert size < 6 * 2**20, f"{folder.name} is {size / 2**20:.1f} MB"
+        assert not list(folder.glob("*.pt")) and not list(folder.glob("*.bin")), "safetensors only"
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=[p.name for p in FOLDERS])
+def test_recorded_validation_loss_is_recomputed(folder):
+    model, tokenizer, meta = load_checkpoint(folder)
+    config = TrainConfig.from_dict(meta["train_config"])
+    assert meta["command"].startswith("python -m llmviz train") and f"--out data/{folder.name}" in meta["command"]
+    trainer = Trainer(config, prepare_data(corpus.load(meta["corpus"]), config, tokenizer))
+    trainer.model.load_state_dict(model.state_dict())
+    assert trainer.evaluate() == pytest.approx(meta["final"]["val_loss"], abs=1e-4)
+    # and the model is better than a uniform guess
+    assert meta["final"]["val_loss"] < torch.log(torch.tensor(float(tokenizer.vocab_size))).item() - 0.5
+
+
+def test_shipped_models_generate():
+    model, tokenizer, _ = load_checkpoint(DATA / "names-transformer")
+    names = generate_text(model, tokenizer, "", max_new_tokens=60, temperature=0.8, seed=1)
+    assert "\n" in names and set(names) <= set(tokenizer.chars)
+    model, tokenizer, _ = load_checkpoint(DATA / "gpt-python-docs")
+    assert generate_text(model, tokenizer, "The for statement", max_new_tokens=20, temperature=0.0)
+
+
+def test_data_readme_lists_every_artifact():
+    readme = (DATA / "README.md").read_text()
+    for folder in FOLDERS:
+        meta = json.loads((folder / "checkpoint.json").read_text())
+        assert f"`{folder.name}`" in readme and f"{meta['final']['val_loss']:.4f}" in readme
