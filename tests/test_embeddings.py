@@ -108,9 +108,7 @@ def test_word2vec_puts_planted_pairs_nearest():
         (first, second), (left, right) = rng.choice(list(planted.items()))
         word = rng.choice((first, second))
         sentences.append(f"{rng.choice(filler)} {left} {word} {right} {rng.choice(filler)}")
-    state = None
-    for state in train_word2vec(" ".join(sentences), dim=16, window=1, steps=800, batch_size=256, lr=0.03):
-        pass
+    *_, state = train_word2vec(" ".join(sentences), dim=16, window=1, steps=800, batch_size=256, lr=0.03)
     vectors = state.model.center.weight.detach()
     vocab = state.vocabulary
     for first, second in planted:
