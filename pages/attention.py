@@ -44,6 +44,9 @@ with left:
                                    y_title="query"), width="stretch")
 with right:
     query = st.selectbox("Query word", range(6), index=1, format_func=lambda i: att.JOURNEY_TOKENS[i])
+    st.dataframe(pd.DataFrame(journey.numpy(), index=att.JOURNEY_TOKENS, columns=["x", "y", "z"]), width="stretch")
+    st.caption("The embeddings: pick a query to see its row of the table worked out below.")
+with st.container():
     x_q = journey[query]
     dots = " + ".join(f"{a:.2f}\\cdot{b:.2f}" for a, b in zip(x_q.tolist(), journey[0].tolist()))
     st.latex(rf"\omega_{{{query},0}} = x_{{{query}}} \cdot x_0 = {dots} = {float(simple['scores'][query, 0]):.4f}")
@@ -64,9 +67,9 @@ st.caption("Seed 002's toy example: 'The cat sat', d_model = 4, embeddings plus 
            "W_Q, W_K, W_V and W_O. Edit any matrix: every number below is recomputed.")
 toy_x = torch.tensor(att.TOY_EMBEDDINGS) + torch.tensor(att.TOY_POSITIONS)
 editors = {}
-columns = st.columns(4)
-for column, (name, default) in zip(columns, [("X", toy_x.tolist()), ("W_Q", att.TOY_W_Q), ("W_K", att.TOY_W_K),
-                                             ("W_V", att.TOY_W_V)]):
+grid_cells = [cell for row in (st.columns(2), st.columns(2)) for cell in row]
+for column, (name, default) in zip(grid_cells, [("X", toy_x.tolist()), ("W_Q", att.TOY_W_Q), ("W_K", att.TOY_W_K),
+                                                ("W_V", att.TOY_W_V)]):
     with column:
         st.markdown(f"**{name}**")
         frame = pd.DataFrame(default, columns=[f"c{j}" for j in range(4)],
@@ -109,16 +112,17 @@ else:
         for head in range(heads):
             st.subheader(f"Head {head + 1}" if heads > 1 else "Scores, mask, softmax, output")
             q_h, k_h = steps["Q_heads"][head], steps["K_heads"][head]
-            h1, h2, h3, h4 = st.columns(4)
-            h1.plotly_chart(charts.heatmap(steps["scores"][head], tokens, tokens, title="Q Kᵀ", height=260,
+            h1, h2 = st.columns(2)
+            h3, h4 = st.columns(2)
+            h1.plotly_chart(charts.heatmap(steps["scores"][head], tokens, tokens, title="Q Kᵀ", height=300,
                                            text_format=".3f"), width="stretch", key=f"s{head}")
-            h2.plotly_chart(charts.heatmap(steps["scaled_scores"][head], tokens, tokens, height=260, text_format=".3f",
+            h2.plotly_chart(charts.heatmap(steps["scaled_scores"][head], tokens, tokens, height=300, text_format=".3f",
                                            title=f"÷ √{d_k}" if scaled else "not scaled"), width="stretch", key=f"c{head}")
             masked = steps["masked_scores"][head].clone()
             h3.plotly_chart(charts.heatmap(masked.masked_fill(~torch.isfinite(masked), float("nan")), tokens, tokens,
-                                           title="masked (blank = −∞)" if causal else "no mask", height=260,
+                                           title="masked (blank = −∞)" if causal else "no mask", height=300,
                                            text_format=".3f"), width="stretch", key=f"m{head}")
-            h4.plotly_chart(charts.heatmap(steps["weights"][head], tokens, tokens, title="softmax weights", height=260,
+            h4.plotly_chart(charts.heatmap(steps["weights"][head], tokens, tokens, title="softmax weights", height=300,
                                            text_format=".3f", zmin=0, zmax=1), width="stretch", key=f"w{head}")
             row = 1
             terms = " + ".join(f"{a:.4f}\\cdot{b:.4f}" for a, b in zip(q_h[row].tolist(), k_h[0].tolist()))
@@ -158,7 +162,8 @@ s1, s2, s3 = st.columns(3)
 s1.markdown("`(batch, tokens, d_out)` = (1, 3, 8)")
 s1.dataframe(pd.DataFrame(small[0].numpy(), index=["t0", "t1", "t2"]), width="stretch")
 s2.markdown("`.view(1, 3, 2, 4)` → (batch, tokens, heads, head_dim)")
-s2.code(str(split[0].int().tolist()), language=None)
+s2.code("\n".join(f"t{t}: head 0 {split[0, t, 0].int().tolist()}\n    head 1 {split[0, t, 1].int().tolist()}"
+                  for t in range(3)), language=None)
 s3.markdown("`.transpose(1, 2)` → (batch, heads, tokens, head_dim)")
 for head in range(2):
     s3.markdown(f"head {head}")
@@ -180,10 +185,10 @@ variants = {
     "padding (last is [PAD])": att.attention_steps(x, eye, eye, eye, mask=padding),
     "cross-attention": att.attention_steps(x, eye, eye, eye, kv=encoder_out),
 }
-columns = st.columns(4)
-for column, (name, steps_) in zip(columns, variants.items()):
+mask_cells = [cell for row in (st.columns(2), st.columns(2)) for cell in row]
+for column, (name, steps_) in zip(mask_cells, variants.items()):
     keys = encoder_tokens if name == "cross-attention" else att.TOY_TOKENS
-    column.plotly_chart(charts.heatmap(steps_["weights"][0], keys, att.TOY_TOKENS, title=name, height=280,
+    column.plotly_chart(charts.heatmap(steps_["weights"][0], keys, att.TOY_TOKENS, title=name, height=300,
                                        zmin=0, zmax=1), width="stretch", key=f"mask_{name}")
 st.caption("Causal: no looking ahead (GPT). Padding: nobody attends to padding (batches of unequal length). "
            "Cross-attention (the seed-000 decoder): queries from the decoder, keys and values from the encoder's "

@@ -105,7 +105,7 @@ else:
                                width="stretch")
         else:
             st.info("Add a second token to compare.")
-    query_text = st.text_input("Nearest neighbours of", " return")
+    query_text = st.text_input("Nearest neighbours of", " return", key="gpt_nn")
     query_ids = tokenizer.encode(query_text)
     if len(query_ids) != 1:
         st.warning(f"{query_text!r} is {len(query_ids)} tokens for this tokenizer; the neighbours of its first token "
@@ -123,12 +123,15 @@ else:
     colour = ["picked" if i in ids else "common token" for i in chosen]
     frame = pd.DataFrame(coords.numpy(), columns=[f"PC{j + 1}" for j in range(dims)])
     frame["token"], frame["group"] = hover, colour
+    frame["label"] = [h if g == "picked" else "" for h, g in zip(hover, colour)]
     import plotly.express as px
 
     if dims == 2:
-        figure = px.scatter(frame, x="PC1", y="PC2", hover_name="token", color="group", height=480)
+        figure = px.scatter(frame, x="PC1", y="PC2", hover_name="token", color="group", text="label", height=480)
+        figure.update_traces(textposition="top center")
     else:
-        figure = px.scatter_3d(frame, x="PC1", y="PC2", z="PC3", hover_name="token", color="group", height=560)
+        figure = px.scatter_3d(frame, x="PC1", y="PC2", z="PC3", hover_name="token", color="group", text="label",
+                               height=560)
     st.plotly_chart(figure, width="stretch")
     st.caption(f"The 400 earliest-merged tokens and yours, projected on the {dims} directions of largest spread "
                f"({float(ratio.sum()):.0%} of the variance). Hover a dot for its token.")
@@ -199,7 +202,7 @@ if loaded is not None:
         st.caption(f"Trained on {label} for {state.step} steps ({len(vocab.words):,} words, loss {state.loss:.3f}).")
         left, right = st.columns(2)
         with left:
-            word = st.text_input("Nearest neighbours of", vocab.words[min(20, len(vocab.words) - 1)])
+            word = st.text_input("Nearest neighbours of", vocab.words[min(20, len(vocab.words) - 1)], key="w2v_nn")
             key = word.strip().lower()
             if key not in vocab.index:
                 st.warning(f"{word!r} is not in the vocabulary (only the {len(vocab.words):,} most common words are).")

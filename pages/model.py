@@ -56,11 +56,11 @@ if config is not None:
         total = sum(table.values())
         frame = pd.DataFrame({"component": list(table), "parameters": list(table.values())})
         frame["share"] = (frame["parameters"] / total).map(lambda x: f"{x:.1%}")
-        st.dataframe(frame, hide_index=True, width="stretch")
+        st.dataframe(frame.style.format({"parameters": "{:,}"}), hide_index=True, width="stretch")
         st.plotly_chart(charts.bar(frame["component"], frame["parameters"], horizontal=True, height=300),
                         width="stretch")
-        m1, m2, m3 = st.columns(3)
-        m1.metric("Total parameters", f"{total:,}")
+        st.metric("Total parameters", f"{total:,}")
+        m2, m3 = st.columns(2)
         m2.metric("Weights in fp32", f"{inspect.memory_bytes(total, 'fp32') / 2**20:,.1f} MiB")
         m3.metric("Weights in bf16", f"{inspect.memory_bytes(total, 'bf16') / 2**20:,.1f} MiB")
         if tie:

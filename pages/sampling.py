@@ -31,10 +31,10 @@ is_names = "names" in label or meta.get("corpus") == "names"
 prompt = c2.text_input("Prompt", "" if is_names else "The for statement", key=f"prompt_{label}")
 
 c1, c2, c3, c4 = st.columns(4)
-temperature = c1.slider("Temperature", 0.0, 2.5, 1.0, 0.05, help="0 = greedy: always the most likely token.")
-top_k = c2.slider("Top-k", 0, tokenizer.vocab_size + 10, 0,
+temperature = c1.slider("Temperature", 0.0, 2.5, 0.8, 0.05, help="0 = greedy: always the most likely token.")
+top_k = c2.slider("Top-k", 0, tokenizer.vocab_size + 10, min(10, tokenizer.vocab_size),
                   help="0 = off. Values at or above the vocabulary size cut nothing.")
-top_p = c3.slider("Top-p", 0.01, 1.0, 1.0, 0.01, help="1 = off. Keep the most likely tokens until their probability adds up to p.")
+top_p = c3.slider("Top-p", 0.01, 1.0, 0.9, 0.01, help="1 = off. Keep the most likely tokens until their probability adds up to p.")
 method = c4.radio("Method", ["sampling", "greedy", "beam search"], horizontal=False)
 width = c4.slider("Beam width", 1, 8, 3, disabled=method != "beam search")
 
@@ -59,11 +59,13 @@ with ui.friendly_errors("computing the distribution"):
     stages = [("raw softmax", dist.raw_probs), (f"temperature {temperature:g}", dist.temperature_probs),
               (f"top-k {top_k or 'off'}", dist.top_k_probs), (f"top-p {top_p:g}", dist.final_probs)]
     columns = st.columns(4)
+    largest = max(float(probs[shown].max()) for _, probs in stages)
     for column, (title, probs), entropy in zip(columns, stages, dist.entropies.values()):
         with column:
             figure = go.Figure(go.Bar(y=names, x=[float(probs[i]) for i in shown], orientation="h",
                                       marker_color="#4c6ef5", texttemplate="%{x:.3f}"))
-            figure.update_layout(title=title, height=420, margin=dict(l=5, r=5, t=40, b=5), xaxis_range=[0, 1])
+            figure.update_layout(title=title, height=420, margin=dict(l=5, r=5, t=40, b=5),
+                                 xaxis_range=[0, min(1.0, largest * 1.25)])
             figure.update_yaxes(autorange="reversed", type="category")
             st.plotly_chart(figure, width="stretch")
             st.metric("entropy", f"{entropy:.3f} nats", help="−Σ p ln p: 0 when one token is certain.")

@@ -228,7 +228,7 @@ else:
         "input ids": [str(r) for r in inputs[:shown].tolist()],
         "target ids": [str(r) for r in targets[:shown].tolist()],
         "input text": [tokenizer.decode(r) for r in inputs[:shown].tolist()],
-        "next token": [tokenizer.decode([r[-1]]) for r in targets[:shown].tolist()],
+        "next token": [tokenizer.printable(r[-1]) for r in targets[:shown].tolist()],
     })
     st.dataframe(frame, hide_index=True, width="stretch")
     st.caption(f"{len(inputs)} windows of {context_size} tokens, one every {stride}: each target row is its input "

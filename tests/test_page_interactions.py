@@ -1,0 +1,243 @@
+"""Pages under AppTest with their toggles, slider extremes and bad inputs: clear messages, no exception."""
+
+import pytest
+
+from tests.test_app_pages import assert_clean, run_page
+
+
+def by_label(widgets, label):
+    matches = [w for w in widgets if w.label == label]
+    assert matches, f"no widget labelled {label!r}: {[w.label for w in widgets]}"
+    return matches[0]
+
+
+def texts(elements):
+    return " ".join(str(e.value) for e in elements)
+
+
+# ------------------------------------------------------------------ tokens
+
+
+def test_tokens_empty_text_warns():
+    at = run_page("pages/tokens.py")
+    by_label(at.text_area, "Your text").set_value("").run()
+    assert_clean(at)
+    assert "empty" in texts(at.warning)
+
+
+def test_tokens_huge_paste_is_clamped_and_odd_text_works():
+    at = run_page("pages/tokens.py")
+    by_label(at.text_area, "Your text").set_value("ab\x00\x07 🙂 東京 " * 90_000).run()
+    assert_clean(at)
+    assert "first 100,000" in texts(at.warning)
+
+
+def test_tokens_train_bpe_then_replay_and_short_text():
+    at = run_page("pages/tokens.py", corpus="names")
+    by_label(at.slider, "Vocabulary size").set_value(257)  # no merges at all: only the special token
+    at.button(key="train_bpe").click().run()
+    assert_clean(at)
+    by_label(at.slider, "Vocabulary size").set_value(300)
+    at.button(key="train_bpe").click().run()
+    assert_clean(at)
+    assert "Learned 43 merges" in texts(at.success)
+    by_label(at.slider, "Merges applied").set_value(43).run()
+    assert_clean(at)
+    by_label(at.text_area, "Your text").set_value("hi").run()
+    by_label(at.slider, "Context size").set_value(32).run()
+    assert_clean(at)
+    assert "one window needs" in texts(at.warning)
+
+
+# ------------------------------------------------------------------ model
+
+
+@pytest.mark.parametrize("heads, layers, message", [(7, 4, "not divisible"), (4, 0, "n_layers")])
+def test_model_page_bad_config(heads, layers, message):
+    at = run_page("pages/model.py")
+    by_label(at.selectbox, "Preset").set_value("custom").run()
+    by_label(at.slider, "Heads").set_value(heads)
+    by_label(at.slider, "Layers").set_value(layers).run()
+    assert_clean(at)
+    assert message in texts(at.error)
+
+
+def test_model_page_empty_and_long_sentence():
+    at = run_page("pages/model.py")
+    by_label(at.text_input, "A sentence").set_value("").run()
+    assert_clean(at)
+    assert "nothing to run" in texts(at.warning)
+    by_label(at.text_input, "A sentence").set_value("word " * 400).run()
+    assert_clean(at)
+    assert "do not fit the context" in texts(at.warning)
+
+
+def test_model_page_tied_gpt2():
+    at = run_page("pages/model.py")
+    by_label(at.toggle, "Tie the output head to the token embedding (GPT-2 does)").set_value(True).run()
+    assert_clean(at)
+    assert any(m.value == "124,412,160" for m in at.metric)
+
+
+# ------------------------------------------------------------------ attention
+
+
+@pytest.mark.parametrize("scaled", [True, False])
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("heads", [1, 2])
+def test_attention_toggles(scaled, causal, heads):
+    at = run_page("pages/attention.py")
+    by_label(at.toggle, "Scale by √d_k").set_value(scaled)
+    by_label(at.toggle, "Causal mask").set_value(causal)
+    by_label(at.radio, "Heads").set_value(heads).run()
+    assert_clean(at)
+    assert not at.error
+
+
+def test_attention_heads_that_do_not_divide():
+    at = run_page("pages/attention.py")
+    by_label(at.radio, "Heads").set_value(3).run()
+    assert_clean(at)
+    assert "cannot split" in texts(at.error)
+
+
+def test_attention_empty_and_long_sentence():
+    at = run_page("pages/attention.py")
+    by_label(at.text_input, "Sentence").set_value("   ").run()
+    assert_clean(at)
+    assert "Type a sentence" in texts(at.warning)
+    by_label(at.text_input, "Sentence").set_value("return " * 300).run()
+    assert_clean(at)
+    assert "more than the context" in texts(at.warning)
+    assert "wordpieces" in texts(at.warning)
+
+
+# ------------------------------------------------------------------ embeddings
+
+
+@pytest.mark.parametrize("v2, message", [("1, 2", "different lengths"), ("0, 0, 0", "undefined"),
+                                         ("0.1, x, 3", "not a number"), ("", "empty")])
+def test_embeddings_bad_vectors(v2, message):
+    at = run_page("pages/embeddings.py")
+    by_label(at.text_input, "v₂").set_value(v2).run()
+    assert_clean(at)
+    assert message in texts(at.error)
+
+
+def test_embeddings_single_sentence_and_unknown_tokens():
+    at = run_page("pages/embeddings.py")
+    by_label(at.text_area, "One sentence per line").set_value("☃☃☃").run()
+    assert_clean(at)
+    assert "at least two sentences" in texts(at.info)
+    assert "[UNK]" in texts(at.info)
+    by_label(at.text_area, "One sentence per line").set_value("").run()
+    assert_clean(at)
+
+
+def test_embeddings_word2vec_and_missing_words():
+    at = run_page("pages/embeddings.py", corpus="names")  # every name occurs once: no word repeats
+    by_label(at.slider, "Steps").set_value(100)
+    by_label(at.button, "Train word2vec").click().run()
+    assert_clean(at)
+    assert "fewer than two words" in texts(at.error)
+    at = run_page("pages/embeddings.py", corpus="python-docs")
+    by_label(at.slider, "Steps").set_value(100)
+    by_label(at.button, "Train word2vec").click().run()
+    assert_clean(at)
+    at.text_input(key="w2v_nn").set_value("zzzzqq").run()
+    assert_clean(at)
+    assert "not in the vocabulary" in texts(at.warning)
+
+
+# ------------------------------------------------------------------ sampling
+
+
+@pytest.mark.parametrize("temperature, top_k, top_p", [(0.0, 0, 1.0), (2.5, 1034, 0.01), (0.05, 1, 1.0), (1.0, 0, 0.01)])
+def test_sampling_slider_extremes(temperature, top_k, top_p):
+    at = run_page("pages/sampling.py")
+    by_label(at.slider, "Temperature").set_value(temperature)
+    by_label(at.slider, "Top-k").set_value(top_k)
+    by_label(at.slider, "Top-p").set_value(top_p).run()
+    assert_clean(at)
+    by_label(at.button, "Generate").click().run()
+    assert_clean(at)
+    assert not at.error
+
+
+@pytest.mark.parametrize("method", ["greedy", "beam search"])
+def test_sampling_methods(method):
+    at = run_page("pages/sampling.py")
+    by_label(at.radio, "Method").set_value(method).run()
+    by_label(at.button, "Generate").click().run()
+    assert_clean(at)
+    if method == "beam search":
+        assert any("Beam search" in s.value for s in at.subheader)
+
+
+def test_sampling_names_model_long_prompt_and_unknown_characters():
+    at = run_page("pages/sampling.py")
+    model = by_label(at.selectbox, "Model")
+    model.set_value(next(o for o in model.options if "names-transformer" in o)).run()
+    by_label(at.text_input, "Prompt").set_value("Émile-42 " + "anna" * 10).run()
+    assert_clean(at)
+    warnings = texts(at.warning)
+    assert "'É'" in warnings and "cropped" in warnings
+
+
+def test_sampling_step_mode_and_three_temperatures():
+    at = run_page("pages/sampling.py")
+    by_label(at.button, "Take this one (branch)").click().run()
+    assert_clean(at)
+    by_label(at.button, "Undo").click().run()
+    by_label(at.button, "Generate at these temperatures").click().run()
+    assert_clean(at)
+    assert any("T = " in m.value for m in at.markdown)
+
+
+# ------------------------------------------------------------------ training
+
+
+def test_training_short_run_then_sampling_sees_it():
+    at = run_page("pages/training.py", corpus="names")
+    by_label(at.selectbox, "Model").set_value("mlp")
+    by_label(at.radio, "Tokenizer").set_value("char")
+    by_label(at.slider, "Steps").set_value(20)
+    at.button(key="train").click().run()
+    assert_clean(at)
+    assert len(at.session_state["runs"]) == 1
+    at.switch_page(str(__import__("ui").ROOT / "pages/sampling.py")).run()
+    assert_clean(at)
+    assert any("this session" in o for o in by_label(at.selectbox, "Model").options)
+
+
+def test_training_race_and_decoder():
+    at = run_page("pages/training.py", corpus="names")
+    by_label(at.slider, "Steps per runner").set_value(50)
+    by_label(at.button, "Character-level race on names").click().run()
+    assert_clean(at)
+    assert len(at.session_state["runs"]) == 7
+    by_label(at.button, "Train the decoder (200 steps)").click().run()
+    assert_clean(at)
+
+
+def test_training_text_shorter_than_a_window():
+    at = run_page("pages/training.py", corpus="upload")
+    at.session_state["uploaded_corpus"] = ("tiny.txt", "hello there\n")
+    at.run()
+    at.button(key="train").click().run()
+    assert_clean(at)
+    assert "one window needs" in texts(at.error)
+
+
+def test_training_diverging_run_says_what_to_change():
+    at = run_page("pages/training.py", corpus="names")
+    by_label(at.selectbox, "Model").set_value("mlp")
+    by_label(at.radio, "Tokenizer").set_value("char")
+    by_label(at.selectbox, "Optimizer").set_value("rmsprop")
+    by_label(at.select_slider, "Learning rate").set_value(1.0)
+    by_label(at.toggle, "Clip gradients at norm 1").set_value(False)
+    by_label(at.slider, "Steps").set_value(200)
+    at.button(key="train").click().run()
+    assert_clean(at)
+    assert "Lower the learning rate" in texts(at.error), texts(at.error)
+    assert "diverged" in [row for row in at.dataframe[0].value["status"]]
