@@ -228,3 +228,17 @@ TOY_W_O = [[0.1, 0.0, 0.2, 0.1], [0.0, 0.1, 0.0, 0.2], [0.3, 0.1, 0.0, 0.0], [0.
 JOURNEY_TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
 JOURNEY_EMBEDDINGS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
                       [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
+
+
+def head_split_steps(x: torch.Tensor, num_heads: int) -> dict[str, torch.Tensor]:
+    """The reshapes of multi-head attention on a real tensor, one by one.
+
+    (B, T, d_out) → view → (B, T, heads, head_dim) → transpose(1, 2) → (B, heads, T, head_dim),
+    and back with :func:`merge_heads`.
+    """
+    batch, tokens, width = x.shape
+    if width % num_heads:
+        raise ConfigError(f"{num_heads} heads cannot split a width of {width}.")
+    viewed = x.view(batch, tokens, num_heads, width // num_heads)  # (B, T, H, hd)
+    transposed = viewed.transpose(1, 2)  # (B, H, T, hd)
+    return {"input": x, "viewed": viewed, "transposed": transposed, "merged": merge_heads(transposed)}

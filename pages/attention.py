@@ -154,10 +154,8 @@ else:
 
 # ------------------------------------------------------------------ 3. shapes
 st.header("3. Multi-head attention: the shapes")
-torch.manual_seed(0)
-small = torch.arange(24, dtype=torch.float32).view(1, 3, 8)  # (B, T, d_out)
-split = small.view(1, 3, 2, 4)  # (B, T, heads, head_dim)
-transposed = split.transpose(1, 2)  # (B, heads, T, head_dim)
+shapes = att.head_split_steps(torch.arange(24, dtype=torch.float32).view(1, 3, 8), num_heads=2)
+small, split, transposed = shapes["input"], shapes["viewed"], shapes["transposed"]
 s1, s2, s3 = st.columns(3)
 s1.markdown("`(batch, tokens, d_out)` = (1, 3, 8)")
 s1.dataframe(pd.DataFrame(small[0].numpy(), index=["t0", "t1", "t2"]), width="stretch")

@@ -255,7 +255,7 @@ else:
         vectors_ = minilm.encode(sentences)
         short = charts.unique_labels([s if len(s) <= 30 else s[:28] + "…" for s in sentences])
         left, right = st.columns(2)
-        left.plotly_chart(charts.heatmap(vectors_ @ vectors_.T, short, short, colorscale="RdBu", zmid=0, zmin=-1,
+        left.plotly_chart(charts.heatmap(emb.cosine_matrix(vectors_), short, short, colorscale="RdBu", zmid=0, zmin=-1,
                                          zmax=1, title="cosine similarity"), width="stretch")
         with right:
             if len(sentences) < 2:

@@ -125,6 +125,10 @@ if all_runs:
                         "perplexity": round(math.exp(val), 2) if val is not None else None})
     st.dataframe(pd.DataFrame(summary), hide_index=True, width="stretch")
     for name, run in all_runs.items():
+        if run.history and not run.finished and not run.error:
+            st.caption(f"{name}: stopped at step {run.history[-1].step} of {run.trainer.config.steps} "
+                       "(everything learned so far is kept).")
+    for name, run in all_runs.items():
         if run.samples:
             with st.expander(f"Samples from {name}"):
                 for step, sample in run.samples:

@@ -101,7 +101,7 @@ STAGES = [stage for stage in ui.PIPELINE if stage.exists]
 
 @pytest.mark.parametrize("stage", STAGES, ids=[s.key for s in STAGES])
 def test_page_in_chromium(app_url, browser, stage):
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page(viewport={"width": 1400, "height": 1600})
     path = "home" if stage.key == "text" else stage.key
     page.goto(f"{app_url}/{path}")
     wait_until_idle(page)
@@ -112,4 +112,29 @@ def test_page_in_chromium(app_url, browser, stage):
         "[data-testid='stException']").first.inner_text()
     SHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{stage.key}.png"), full_page=True)
+    page.close()
+
+
+def test_training_stop_button_in_chromium(app_url, browser):
+    """Press Train, then Stop: the run ends early and what it learned stays on the page."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1600})
+    page.goto(f"{app_url}/training")
+    wait_until_idle(page)
+    steps = page.get_by_role("slider").nth(4)  # Steps: push it to the maximum (2000)
+    steps.focus()
+    page.keyboard.press("End")
+    wait_until_idle(page)
+    main = page.get_by_test_id("stMainBlockContainer")
+    main.get_by_role("button", name="Train", exact=True).click()
+    stop = main.get_by_role("button", name="Stop", exact=True)
+    stop.wait_for(timeout=60_000)
+    main.get_by_text("step 2/2000", exact=False).wait_for(timeout=120_000)
+    stop.click()
+    wait_until_idle(page)
+    note = page.get_by_text("stopped at step", exact=False)
+    note.wait_for(timeout=60_000)
+    assert "of 2000" in note.inner_text()
+    assert page.locator("[data-testid='stException']").count() == 0
+    SHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SHOTS / "training-stopped.png"))
     page.close()

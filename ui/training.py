@@ -83,19 +83,23 @@ def train_live(run: Run, sample_every: int = 0, sample_prompt: str = "", key: st
     st.button("Stop", key=key, help="Stops at the end of the current step; the run so far is kept.")
     chart = st.empty()
     sample_box = st.empty()
-    last_draw = 0.0
+    last_draw = last_tick = 0.0
     try:
         for metrics in trainer.run():
             now = time.perf_counter()
             if sample_every and (metrics.step % sample_every == 0 or metrics.step == total):
                 run.samples.append((metrics.step, trainer.generate_sample(sample_prompt, max_new_tokens=80)))
                 sample_box.code(f"step {run.samples[-1][0]}:\n{run.samples[-1][1]}", language=None, wrap_lines=True)
-            if now - last_draw > 0.5 or metrics.step == total:
+            if now - last_tick > 0.05 or metrics.step == total:
+                # every st call is where Streamlit can stop this run (Stop, leaving the page, closing
+                # the tab), so one comes at least every 50 ms: the run ends within one step
                 val = next((m.val_loss for m in reversed(trainer.history) if m.val_loss is not None), None)
                 progress.progress(metrics.step / total, text=(
                     f"step {metrics.step}/{total} · loss {metrics.train_loss:.3f}"
                     + (f" · validation {val:.3f}" if val is not None else "")
                     + f" · perplexity {metrics.perplexity:,.1f} · {metrics.tokens_per_s:,.0f} tokens/s"))
+                last_tick = now
+            if now - last_draw > 0.5 or metrics.step == total:
                 chart.plotly_chart(loss_figure([run]), width="stretch", key=f"{key}_chart_{metrics.step}")
                 last_draw = now
         run.finished = True

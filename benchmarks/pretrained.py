@@ -1,0 +1,56 @@
+"""Sentence embeddings per second: llmviz's MiniLM vs sentence-transformers' encode, same sentences, CPU.
+
+    python benchmarks/pretrained.py [--sentences 512] [--batch 64]
+"""
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import torch  # noqa: E402
+
+from llmviz import corpus  # noqa: E402
+from llmviz.pretrained import MiniLM, model_folder  # noqa: E402
+
+
+def best_of(function, repeats: int = 3) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sentences", type=int, default=512)
+    parser.add_argument("--batch", type=int, default=64)
+    args = parser.parse_args()
+    from sentence_transformers import SentenceTransformer
+
+    lines = [line.strip() for line in corpus.load("python-docs").splitlines() if len(line.strip()) > 20]
+    sentences = lines[: args.sentences]
+    ours = MiniLM()
+    reference = SentenceTransformer(str(model_folder()), device="cpu")
+    ours.encode(sentences[:32])
+    reference.encode(sentences[:32], batch_size=args.batch)
+    ours_time = best_of(lambda: ours.encode(sentences, batch_size=args.batch))
+    reference_time = best_of(lambda: reference.encode(sentences, batch_size=args.batch, convert_to_numpy=True))
+    difference = (ours.encode(sentences[:64]) - torch.as_tensor(reference.encode(sentences[:64]))).abs().max()
+    print(f"{len(sentences)} python-docs lines, batch {args.batch}, CPU, {torch.get_num_threads()} threads\n")
+    print(f"{'encoder':<34} | {'seconds':>8} | {'sentences/s':>11}")
+    print("-" * 60)
+    print(f"{'llmviz MiniLM':<34} | {ours_time:8.3f} | {len(sentences) / ours_time:11.1f}")
+    print(f"{'sentence-transformers encode':<34} | {reference_time:8.3f} | {len(sentences) / reference_time:11.1f}")
+    print(f"\nllmviz / reference speed = {reference_time / ours_time:.2f}× (target ≥ 0.8×); "
+          f"largest embedding difference {float(difference):.1e}")
+
+
+if __name__ == "__main__":
+    main()
