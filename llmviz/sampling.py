@@ -225,7 +225,12 @@ def generate(
     use_kv_cache: bool = True,
     forced: dict[int, int] | None = None,
 ) -> Iterator[StepRecord]:
-    """Yield one record per generated token. ``forced`` maps a step to a token to take instead."""
+    """Yield one record per generated token. ``forced`` maps a step to a token to take instead.
+
+    The model sees at most its context: when the text outgrows it, the window shifts to keep
+    the last half (a "context shift"), the same way with or without the KV cache, so both
+    give the same tokens; after a shift the cache is rebuilt once and reused again.
+    """
     check_temperature(temperature)
     top_k_filter(torch.zeros(2), top_k)
     top_p_filter(torch.zeros(2), top_p)
@@ -234,19 +239,23 @@ def generate(
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     generator = torch.Generator().manual_seed(seed) if seed is not None else None
     sequence = list(ids)
+    limit = min(context_size(model), 512)
+    start = max(0, len(sequence) - limit)  # the window the model sees is sequence[start:]
+    cached = use_kv_cache and _supports_kv_cache(model)
     past = None
-    limit = context_size(model)
     try:
         for step in range(max_new_tokens):
-            if use_kv_cache and _supports_kv_cache(model) and len(sequence) <= limit:
-                new = sequence if past is None else sequence[-1:]
+            if len(sequence) - start > limit:
+                # context shift: keep the last half of the window, with the same rule with or
+                # without the cache, so both paths always see the same tokens
+                start = len(sequence) - limit // 2
+                past = None
+            window = sequence[start:]
+            if cached:
+                new = window if past is None else window[-1:]
                 logits, past = model.forward_with_kv_cache(torch.tensor([new], device=device), past)
             else:
-                past = None
-                window = crop(sequence, model)
                 logits, _ = model(torch.tensor([window], device=device))
-                if use_kv_cache and _supports_kv_cache(model):
-                    past = None  # beyond the context: positions shift, recompute every step
             distribution = next_token_distribution(logits[0, -1], temperature, top_k, top_p)
             probs = distribution.final_probs
             if forced and step in forced:
@@ -259,8 +268,6 @@ def generate(
             yield StepRecord(step=step, token=token, probability=float(probs[token]), distribution=distribution,
                              top=list(zip(indices.tolist(), values.tolist())))
             sequence.append(token)
-            if past is not None and len(sequence) > limit:
-                past = None
     finally:
         model.train(was_training)
 

@@ -2,7 +2,7 @@
 # Re-create the models shipped in data/ with llmviz's own CLI (each checkpoint.json records its command).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m llmviz train --corpus python-docs --model gpt-mini --tokenizer bpe --vocab-size 1024 --context 256 \
+python -m llmviz train --corpus python-docs --model gpt-mini --tokenizer bpe --vocab-size 1024 --context 128 \
   --batch 16 --steps 1000 --lr 3e-3 --warmup 50 --dropout 0.1 --weight-decay 0.1 --eval-interval 50 --seed 1337 --device cpu --weights-only \
   --out data/gpt-python-docs
 for model in bigram-counts bigram-neural mlp wavenet rnn gru transformer; do

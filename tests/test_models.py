@@ -263,3 +263,39 @@ def test_attention_steps_is_what_the_model_uses():
         out, _ = attn(x, cache=cache)
     torch.testing.assert_close(out, steps["output"])
     torch.testing.assert_close(cache["attn.pattern"], steps["weights"])
+
+
+def test_rnn_equals_torch_rnn():
+    torch.manual_seed(8)
+    model = build_char_model("rnn", 27)
+    reference = torch.nn.RNN(16, 64, batch_first=True, nonlinearity="tanh")
+    with torch.no_grad():
+        reference.weight_ih_l0.copy_(model.input_to_hidden.weight)
+        reference.bias_ih_l0.copy_(model.input_to_hidden.bias)
+        reference.weight_hh_l0.copy_(model.hidden_to_hidden.weight)
+        reference.bias_hh_l0.zero_()
+        idx = torch.randint(0, 27, (3, 9))
+        _, _, cache = model.run_with_cache(idx)
+        expected, _ = reference(model.embedding(idx))
+    torch.testing.assert_close(cache["rnn.hidden"], expected, atol=1e-5, rtol=1e-5)
+
+
+def test_gru_equals_torch_gru():
+    torch.manual_seed(9)
+    model = build_char_model("gru", 27)
+    reference = torch.nn.GRU(16, 64, batch_first=True)
+    z_in, r_in, n_in = model.input_gates.weight.chunk(3)
+    z_hid, r_hid, n_hid = model.hidden_gates.weight.chunk(3)
+    bz_in, br_in, bn_in = model.input_gates.bias.chunk(3)
+    bz_hid, br_hid, bn_hid = model.hidden_gates.bias.chunk(3)
+    with torch.no_grad():  # PyTorch orders the gates reset, update, new
+        reference.weight_ih_l0.copy_(torch.cat([r_in, z_in, n_in]))
+        reference.weight_hh_l0.copy_(torch.cat([r_hid, z_hid, n_hid]))
+        reference.bias_ih_l0.copy_(torch.cat([br_in, bz_in, bn_in]))
+        reference.bias_hh_l0.copy_(torch.cat([br_hid, bz_hid, bn_hid]))
+        idx = torch.randint(0, 27, (3, 9))
+        _, _, cache = model.run_with_cache(idx)
+        expected, _ = reference(model.embedding(idx))
+    torch.testing.assert_close(cache["rnn.hidden"], expected, atol=1e-5, rtol=1e-5)
+    assert cache["gru.update_gate"].shape == (3, 9, 64)
+    assert list(cache)[-1] == "logits"

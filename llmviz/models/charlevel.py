@@ -182,23 +182,24 @@ class RNN(CharModel):
         self.hidden_to_hidden = nn.Linear(hidden, hidden, bias=False)  # W_hh
         self.output = nn.Linear(hidden, vocab_size)
 
-    def step(self, x_t: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(self.input_to_hidden(x_t) + self.hidden_to_hidden(h))
-
-    def record_gates(self, cache: Cache | None) -> None:
-        """Only gated cells (the GRU) have gates to record."""
+    def step(self, x_t: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """One time step: the new hidden state, and any gates (for the cache)."""
+        return torch.tanh(self.input_to_hidden(x_t) + self.hidden_to_hidden(h)), {}
 
     def forward(self, idx, targets=None, cache: Cache | None = None):
         embedded = self.embedding(idx)  # (B, T, e)
         record(cache, "embed.tok", embedded)
         h = torch.zeros(idx.shape[0], self.hidden_size, device=idx.device)  # (B, h)
-        states = []
+        states, gates = [], {}
         for t in range(idx.shape[1]):
-            h = self.step(embedded[:, t], h)
+            h, step_gates = self.step(embedded[:, t], h)
             states.append(h)
+            for name, value in step_gates.items():
+                gates.setdefault(name, []).append(value)
         hidden = torch.stack(states, dim=1)  # (B, T, h)
         record(cache, "rnn.hidden", hidden)
-        self.record_gates(cache)
+        for name, values in gates.items():
+            record(cache, name, torch.stack(values, dim=1))  # (B, T, h)
         logits = self.output(hidden)  # (B, T, V)
         record(cache, "logits", logits)
         return logits, _loss(logits, targets)
@@ -212,7 +213,6 @@ class GRU(RNN):
         self.input_gates = nn.Linear(embedding_dim, 3 * hidden)  # x → update, reset, candidate
         self.hidden_gates = nn.Linear(hidden, 3 * hidden)  # h → update, reset, candidate
         del self.input_to_hidden, self.hidden_to_hidden
-        self._gates: list[tuple[torch.Tensor, torch.Tensor]] = []
 
     def step(self, x_t, h):
         xz, xr, xn = self.input_gates(x_t).chunk(3, dim=-1)
@@ -220,18 +220,7 @@ class GRU(RNN):
         update = torch.sigmoid(xz + hz)  # z: how much of the old state to keep
         reset = torch.sigmoid(xr + hr)  # r: how much of the old state the candidate sees
         candidate = torch.tanh(xn + reset * hn)  # n
-        self._gates.append((update, reset))
-        return (1 - update) * candidate + update * h
-
-    def record_gates(self, cache: Cache | None) -> None:
-        if cache is not None:
-            record(cache, "gru.update_gate", torch.stack([g[0] for g in self._gates], dim=1))  # (B, T, h)
-            record(cache, "gru.reset_gate", torch.stack([g[1] for g in self._gates], dim=1))
-        self._gates = []
-
-    def forward(self, idx, targets=None, cache: Cache | None = None):
-        self._gates = []
-        return super().forward(idx, targets, cache)
+        return (1 - update) * candidate + update * h, {"gru.update_gate": update, "gru.reset_gate": reset}
 
 
 class CharTransformer(GPT):
