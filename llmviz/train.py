@@ -491,3 +491,18 @@ def resume(directory: str | Path, text: str, device: str = "cpu") -> Trainer:
                 optimizer_state["state"].setdefault(int(index), {})[name] = value
         trainer.optimizer.load_state_dict(optimizer_state)
     return trainer
+
+
+def smooth(values: list[float], weight: float = 0.9) -> list[float]:
+    """Exponential moving average with bias correction (as TensorBoard's smoothing slider).
+
+    >>> smooth([1.0, 3.0], weight=0.5)
+    [1.0, 2.3333333333333335]
+    """
+    if not 0.0 <= weight < 1.0:
+        raise ConfigError("The smoothing weight must be in [0, 1).")
+    out, average = [], 0.0
+    for step, value in enumerate(values, start=1):
+        average = weight * average + (1 - weight) * value
+        out.append(average / (1 - weight**step))
+    return out

@@ -84,6 +84,10 @@ with ui.friendly_errors("computing the distribution"):
 st.header("2. Generate")
 g1, g2 = st.columns([1, 3])
 new_tokens = g1.slider("Tokens to generate", 1, 200, 40)
+limit = sampling.context_size(model)
+if len(encoded.ids) + new_tokens > limit:
+    g1.caption(f"This model sees at most {limit} tokens: when the text outgrows that, the window keeps its last "
+               f"{limit // 2} and goes on (a context shift).")
 if g1.button("Generate", type="primary"):
     with ui.friendly_errors("generation"):
         if method == "beam search":

@@ -112,8 +112,12 @@ if char_race or optimizer_race:
 all_runs = runs()
 if all_runs:
     chosen = st.multiselect("Runs on the chart", list(all_runs), default=list(all_runs)[-7:])
-    show_val = st.toggle("Show validation loss", value=True)
-    st.plotly_chart(loss_figure([all_runs[name] for name in chosen], show_val, height=460), width="stretch")
+    v1, v2 = st.columns(2)
+    show_val = v1.toggle("Show validation loss", value=True)
+    smoothing = v2.slider("Smooth the training curves", 0.0, 0.99, 0.9, 0.01,
+                          help="Exponential moving average of the training loss (the validation loss is not smoothed).")
+    st.plotly_chart(loss_figure([all_runs[name] for name in chosen], show_val, height=460, smoothing=smoothing),
+                    width="stretch")
     summary = []
     for name, run in all_runs.items():
         last = run.history[-1] if run.history else None

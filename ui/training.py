@@ -11,7 +11,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from llmviz.errors import LlmvizError
-from llmviz.train import Trainer, checkpoint_metadata
+from llmviz.train import Trainer, checkpoint_metadata, smooth
+
+COLOURS = ["#4c6ef5", "#e8590c", "#2b8a3e", "#c2255c", "#7048e8", "#0c8599", "#e67700", "#495057"]
 
 
 @dataclass
@@ -48,18 +50,21 @@ def register_for_sampling(run: Run) -> None:
     session_models()[run.label] = (model, run.trainer.dataset.tokenizer, checkpoint_metadata(run.trainer))
 
 
-def loss_figure(selected: list[Run], show_val: bool = True, height: int = 380) -> go.Figure:
+def loss_figure(selected: list[Run], show_val: bool = True, height: int = 380, smoothing: float = 0.0) -> go.Figure:
     figure = go.Figure()
     vocabularies = set()
-    for run in selected:
+    for number, run in enumerate(selected):
         frame = run.frame()
         if frame.empty:
             continue
-        figure.add_trace(go.Scatter(x=frame["step"], y=frame["train_loss"], mode="lines", name=f"{run.label} (train)"))
+        colour = COLOURS[number % len(COLOURS)]
+        train = smooth(frame["train_loss"].tolist(), smoothing) if smoothing else frame["train_loss"]
+        figure.add_trace(go.Scatter(x=frame["step"], y=train, mode="lines", name=f"{run.label} (train)",
+                                    line=dict(color=colour)))
         if show_val and frame["val_loss"].notna().any():
             val = frame.dropna(subset=["val_loss"])
             figure.add_trace(go.Scatter(x=val["step"], y=val["val_loss"], mode="lines+markers",
-                                        line=dict(dash="dot"), name=f"{run.label} (validation)"))
+                                        line=dict(dash="dot", color=colour), name=f"{run.label} (validation)"))
         vocabularies.add(run.trainer.dataset.vocab_size)
     for vocab in sorted(vocabularies):
         figure.add_hline(y=math.log(vocab), line_dash="dash", line_color="#adb5bd",
