@@ -213,7 +213,9 @@ def simple_self_attention(x: torch.Tensor) -> dict[str, torch.Tensor]:
     """
     eye = torch.eye(x.shape[-1], dtype=x.dtype)
     steps = attention_steps(x, eye, eye, eye, scale=False)
-    return {"scores": steps["scores"][0], "weights": steps["weights"][0], "context": steps["output"]}
+    scores = steps["scores"][0]
+    return {"scores": scores, "softmax_denominators": scores.exp().sum(-1), "weights": steps["weights"][0],
+            "context": steps["output"]}
 
 
 # the seed-002 toy example: "The cat sat", d_model = 4 (embeddings + positional offsets)
@@ -224,6 +226,13 @@ TOY_W_Q = [[0.5, 0.1, 0.0, 0.3], [0.4, 0.2, 0.1, 0.0], [0.3, 0.3, 0.3, 0.3], [0.
 TOY_W_K = [[0.1, 0.4, 0.0, 0.0], [0.0, 0.5, 0.2, 0.1], [0.3, 0.0, 0.3, 0.3], [0.2, 0.2, 0.1, 0.0]]
 TOY_W_V = [[0.2, 0.1, 0.0, 0.0], [0.0, 0.3, 0.5, 0.0], [0.1, 0.1, 0.1, 0.4], [0.0, 0.2, 0.1, 0.1]]
 TOY_W_O = [[0.1, 0.0, 0.2, 0.1], [0.0, 0.1, 0.0, 0.2], [0.3, 0.1, 0.0, 0.0], [0.0, 0.2, 0.1, 0.1]]
+
+
+def toy_input() -> torch.Tensor:
+    """The seed's X: each token's embedding plus its small positional offset, (3, 4)."""
+    return torch.tensor(TOY_EMBEDDINGS) + torch.tensor(TOY_POSITIONS)
+
+
 # seed 003, lecture 14: "Your journey starts with one step"
 JOURNEY_TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
 JOURNEY_EMBEDDINGS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],

@@ -52,7 +52,7 @@ with st.container():
     st.latex(rf"\omega_{{{query},0}} = x_{{{query}}} \cdot x_0 = {dots} = {float(simple['scores'][query, 0]):.4f}")
     scores = simple["scores"][query]
     st.latex(r"\omega_{" + str(query) + r"} = [" + ", ".join(f"{v:.4f}" for v in scores.tolist()) + "]")
-    total = float(scores.exp().sum())
+    total = float(simple["softmax_denominators"][query])
     st.latex(rf"\alpha_{{{query},j}} = \frac{{e^{{\omega_{{{query},j}}}}}}{{\sum_k e^{{\omega_{{{query},k}}}}}},\quad "
              rf"\textstyle\sum_k e^{{\omega_{{{query},k}}}} = {total:.4f}")
     st.latex(r"\alpha_{" + str(query) + r"} = [" + ", ".join(f"{v:.4f}" for v in simple['weights'][query].tolist()) + "]")
@@ -65,7 +65,7 @@ with st.expander("All context vectors"):
 st.header("2. Scaled dot-product attention, step by step")
 st.caption("Seed 002's toy example: 'The cat sat', d_model = 4, embeddings plus small positional offsets; the seed's "
            "W_Q, W_K, W_V and W_O. Edit any matrix: every number below is recomputed.")
-toy_x = torch.tensor(att.TOY_EMBEDDINGS) + torch.tensor(att.TOY_POSITIONS)
+toy_x = att.toy_input()
 editors = {}
 grid_cells = [cell for row in (st.columns(2), st.columns(2)) for cell in row]
 for column, (name, default) in zip(grid_cells, [("X", toy_x.tolist()), ("W_Q", att.TOY_W_Q), ("W_K", att.TOY_W_K),

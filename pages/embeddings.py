@@ -269,5 +269,5 @@ else:
         if {"I love programming", "I dislike programming"} <= set(sentences):
             i, j = sentences.index("I love programming"), sentences.index("I dislike programming")
             st.markdown(f"The seed calls 'I love programming' and 'I dislike programming' dissimilar; the real model "
-                        f"gives them a cosine of **{float(vectors_[i] @ vectors_[j]):.3f}**: they share a topic and most "
+                        f"gives them a cosine of **{emb.cosine_parts(vectors_[i], vectors_[j]).cosine:.3f}**: they share a topic and most "
                         "words, and this model was trained to match topics more than sentiment.")

@@ -1,6 +1,7 @@
 """Real-browser smoke test: streamlit run app.py, every page in headless Debian chromium."""
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -128,7 +129,7 @@ def test_training_stop_button_in_chromium(app_url, browser):
     main.get_by_role("button", name="Train", exact=True).click()
     stop = main.get_by_role("button", name="Stop", exact=True)
     stop.wait_for(timeout=60_000)
-    main.get_by_text("step 2/2000", exact=False).wait_for(timeout=120_000)
+    main.get_by_text(re.compile(r"step \d+/2000")).first.wait_for(timeout=120_000)  # training has started
     stop.click()
     wait_until_idle(page)
     note = page.get_by_text("stopped at step", exact=False)
