@@ -75,3 +75,12 @@ def layernorm_before_after(cache: dict[str, torch.Tensor], layer: int) -> dict[s
 def activation_curves(low: float = -4.0, high: float = 4.0, points: int = 401) -> dict[str, torch.Tensor]:
     x = torch.linspace(low, high, points)
     return {"x": x, "GELU (tanh approximation)": gelu_tanh(x), "GELU (exact, erf)": F.gelu(x), "ReLU": F.relu(x)}
+
+
+def positive_fraction(activations: torch.Tensor) -> float:
+    """The share of activations above zero (how many MLP neurons 'fire').
+
+    >>> positive_fraction(torch.tensor([[-1.0, 0.5], [2.0, 0.0]]))
+    0.5
+    """
+    return float((activations > 0).float().mean())

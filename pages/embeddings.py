@@ -78,10 +78,7 @@ if a_name in vectors and b_name in vectors:
 
 # ------------------------------------------------------------------ 2. token embeddings of the GPT
 st.header("2. Token embeddings of the shipped GPT")
-if models.SHIPPED_GPT not in models.shipped_names():
-    st.warning("The shipped GPT is missing (data/gpt-python-docs).")
-    st.stop()
-gpt, tokenizer, _ = models.shipped(models.SHIPPED_GPT)
+gpt, tokenizer, _ = models.shipped_gpt_or_stop()
 table = gpt.tok_emb.weight.detach()  # (V, C)
 st.caption(f"A {table.shape[0]:,} × {table.shape[1]} table: one learned row per BPE token.")
 typed = st.text_input("Tokens to compare (words are split into the GPT's tokens)", " def class return True False None int str list")

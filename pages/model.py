@@ -72,10 +72,7 @@ if config is not None:
 
 # ------------------------------------------------------------------ look inside
 st.header("2. Look inside a trained GPT")
-if models.SHIPPED_GPT not in models.shipped_names():
-    st.warning("The shipped GPT (data/gpt-python-docs) is missing: run scripts/train_shipped_models.sh.")
-    st.stop()
-model, tokenizer, meta = models.shipped(models.SHIPPED_GPT)
+model, tokenizer, meta = models.shipped_gpt_or_stop()
 st.caption(f"The GPT shipped with llmviz: {model.config.n_layers} layers, {model.config.n_heads} heads, "
            f"d_model {model.config.d_model}, a {tokenizer.vocab_size}-token BPE vocabulary, trained on the "
            f"Python reference manual (final validation loss {meta['final']['val_loss']:.2f}).")
@@ -129,5 +126,5 @@ with ui.friendly_errors("the forward pass"):
         st.plotly_chart(charts.heatmap(hidden[:, :neurons], x_labels=list(range(neurons)), y_labels=labels,
                                        colorscale="RdBu", zmid=0.0, text_format=None,
                                        x_title="neuron", y_title="token"), width="stretch")
-        fraction = float((hidden > 0).float().mean())
+        fraction = inspect.positive_fraction(hidden)
         st.caption(f"{fraction:.0%} of this block's {hidden.shape[-1]} MLP neurons are positive across these tokens.")

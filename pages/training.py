@@ -157,10 +157,7 @@ else:
 
 # ------------------------------------------------------------------ the loss by hand
 st.header("3. The loss, step by step, on a real batch")
-if models.SHIPPED_GPT not in models.shipped_names():
-    st.warning("The shipped GPT is missing (data/gpt-python-docs).")
-    st.stop()
-gpt, gpt_tokenizer, _ = models.shipped(models.SHIPPED_GPT)
+gpt, gpt_tokenizer, _ = models.shipped_gpt_or_stop()
 st.caption("The shipped GPT (trained on the Python reference manual) reads two short sequences; each position "
            "must predict the token after it — the targets are the inputs shifted by one, as in seed 001.")
 default_batch = "Every object has an identity, a type and a value.\nThe for statement is used to iterate"

@@ -26,6 +26,14 @@ def shipped(name: str):
     return model, tokenizer, meta
 
 
+def shipped_gpt_or_stop():
+    """The shipped GPT, or a warning that ends the page here when data/ lacks it."""
+    if SHIPPED_GPT not in shipped_names():
+        st.warning(f"The shipped GPT (data/{SHIPPED_GPT}) is missing: run scripts/train_shipped_models.sh to re-create it.")
+        st.stop()
+    return shipped(SHIPPED_GPT)
+
+
 def session_models() -> dict[str, tuple]:
     """Models trained in this browser session (Training page): name → (model, tokenizer, meta)."""
     return st.session_state.setdefault("trained_models", {})
