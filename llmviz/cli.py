@@ -41,8 +41,9 @@ def cmd_corpus_download(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m llmviz", description="llmviz command line")
+def build_parser(prog: str = "llmviz") -> argparse.ArgumentParser:
+    """The whole command line; ``prog`` is how the user called it (``llmviz`` or ``python -m llmviz``)."""
+    parser = argparse.ArgumentParser(prog=prog, description="llmviz command line")
     commands = parser.add_subparsers(dest="command", required=True)
 
     corpus_parser = commands.add_parser("corpus", help="list or download text corpora")
@@ -52,17 +53,14 @@ def build_parser() -> argparse.ArgumentParser:
     download.add_argument("name")
     download.set_defaults(func=cmd_corpus_download)
 
-    try:
-        from llmviz.train_cli import add_train_commands
-    except ImportError:  # training commands arrive with llmviz.train
-        pass
-    else:
-        add_train_commands(commands)
+    from llmviz.train_cli import add_train_commands  # a broken import must fail loudly, not hide commands
+
+    add_train_commands(commands)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: list[str] | None = None, prog: str = "llmviz") -> int:
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

