@@ -5,6 +5,8 @@ The steps, in the order ``next_token_distribution`` applies them:
 1. ``softmax(logits)`` — the model's raw distribution.
 2. ``apply_temperature(logits, T)`` — divide logits by T. T < 1 sharpens, T > 1 flattens;
    **T = 0 means greedy**: all probability on the most likely token (the first one on a tie).
+   Temperatures below ``GREEDY_BELOW`` (0.001) are greedy too: dividing by a smaller number
+   overflows float32 logits to infinity.
 3. ``top_k_filter(logits, k)`` — keep the k largest logits. **k = 0 means off**, and k at or
    above the vocabulary size cuts nothing. Ties at the boundary: every token whose logit
    equals the k-th largest is kept, so a tie can leave more than k tokens.
@@ -42,6 +44,10 @@ class SamplingError(LlmvizError, ValueError):
     """An argument the sampler cannot use."""
 
 
+GREEDY_BELOW = 1e-3  # temperatures below this are greedy (T = 0)
+MAX_VISIBLE_TOKENS = 512  # the most tokens any model is shown, even one without a fixed context (an RNN)
+
+
 # ---------------------------------------------------------------------------- the pure steps
 
 
@@ -60,16 +66,29 @@ def check_temperature(temperature: float) -> float:
     return float(temperature)
 
 
+def is_greedy(temperature: float) -> bool:
+    """T = 0, or any temperature below :data:`GREEDY_BELOW`, picks the most likely token.
+
+    >>> is_greedy(0.0), is_greedy(1e-45), is_greedy(0.05)
+    (True, True, False)
+    """
+    return check_temperature(temperature) < GREEDY_BELOW
+
+
 def softmax(logits: torch.Tensor) -> torch.Tensor:
     """Probabilities from logits; ``-inf`` logits get exactly 0."""
     return torch.softmax(logits.double(), dim=-1).to(logits.dtype)
 
 
 def apply_temperature(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    """``logits / T``; for T = 0, ``-inf`` everywhere but the (first) largest logit."""
-    temperature = check_temperature(temperature)
+    """``logits / T``; for T = 0 (or below :data:`GREEDY_BELOW`), ``-inf`` everywhere but the
+    (first) largest logit.
+
+    >>> apply_temperature(torch.tensor([1.0, 3.0]), 1e-45).tolist()
+    [-inf, 3.0]
+    """
     check_logits(logits)
-    if temperature == 0.0:
+    if is_greedy(temperature):
         best = logits.argmax(dim=-1, keepdim=True)
         return torch.full_like(logits, float("-inf")).scatter(-1, best, logits.gather(-1, best))
     return logits / temperature
@@ -156,40 +175,64 @@ def next_token_distribution(logits: torch.Tensor, temperature: float = 1.0, top_
 
 
 def context_size(model: nn.Module) -> int:
+    """How many tokens the model was built to see (its context length, or window)."""
     return int(getattr(model, "context_size", 256) or 256)
 
 
+def visible_tokens(model: nn.Module) -> int:
+    """How many tokens the model is shown, at most: its context, capped at :data:`MAX_VISIBLE_TOKENS`.
+
+    The one rule for prompts, generation, beam search and the next-token bars.
+    """
+    return max(1, min(context_size(model), MAX_VISIBLE_TOKENS))
+
+
+def shift_keep(model: nn.Module) -> int:
+    """How many tokens the window keeps when the text outgrows :func:`visible_tokens`.
+
+    Models with a KV cache (attention) keep the last half, so the cache is rebuilt once and
+    then reused for half a context ("context shift"); every other model slides by one token,
+    so it always sees the last ``visible_tokens`` tokens.
+    """
+    limit = visible_tokens(model)
+    return max(1, limit // 2) if _supports_kv_cache(model) else limit
+
+
 def crop(ids: list[int], model: nn.Module) -> list[int]:
-    """The last tokens that fit the model's context (what it can see)."""
-    limit = min(context_size(model), 512)
-    return ids[-limit:]
+    """The last tokens the model can see (:func:`visible_tokens`)."""
+    return list(ids)[-visible_tokens(model):]
 
 
 @dataclass
 class PromptEncoding:
-    ids: list[int]
+    ids: list[int]  # what the model is given (after dropping, the start token, and cropping)
     dropped: list[str] = field(default_factory=list)  # characters the tokenizer could not encode
     cropped: int = 0  # tokens cut from the front to fit the context
     start_token: str | None = None  # the token used when the prompt was empty
+    kept_text: str = ""  # the prompt without the dropped characters (what generation echoes)
 
 
 def encode_prompt(tokenizer: Tokenizer, prompt: str, model: nn.Module | None = None) -> PromptEncoding:
     """Encode a prompt, dropping (and reporting) characters a character vocabulary lacks,
-    starting from the boundary token when the prompt is empty, and cropping to the context."""
+    starting from the boundary token when nothing is left, and cropping to what the model
+    sees (:func:`crop`)."""
     dropped: list[str] = []
+    kept_text = prompt
     if isinstance(tokenizer, CharTokenizer):
         dropped = tokenizer.unknown_characters(prompt)
         ids = tokenizer.encode(prompt, errors="skip")
+        kept_text = "".join(c for c in prompt if c not in set(dropped))
     else:
         ids = tokenizer.encode(prompt)
     start = None
     if not ids:
         ids, start = boundary_token(tokenizer)
+        kept_text = ""
     cropped = 0
-    if model is not None and len(ids) > context_size(model):
-        cropped = len(ids) - context_size(model)
-        ids = ids[-context_size(model):]
-    return PromptEncoding(ids=ids, dropped=dropped, cropped=cropped, start_token=start)
+    if model is not None:
+        visible = crop(ids, model)
+        cropped, ids = len(ids) - len(visible), visible
+    return PromptEncoding(ids=ids, dropped=dropped, cropped=cropped, start_token=start, kept_text=kept_text)
 
 
 def boundary_token(tokenizer: Tokenizer) -> tuple[list[int], str]:
@@ -227,9 +270,11 @@ def generate(
 ) -> Iterator[StepRecord]:
     """Yield one record per generated token. ``forced`` maps a step to a token to take instead.
 
-    The model sees at most its context: when the text outgrows it, the window shifts to keep
-    the last half (a "context shift"), the same way with or without the KV cache, so both
-    give the same tokens; after a shift the cache is rebuilt once and reused again.
+    The model sees at most :func:`visible_tokens`. When the text outgrows that, the window
+    keeps :func:`shift_keep` tokens: the last half for models with a KV cache (a "context
+    shift", the same with or without the cache, so both give the same tokens; after a shift the
+    cache is rebuilt once and reused again), the last ``visible_tokens`` for every other model
+    (a fixed-window model such as the MLP always gets its full window).
     """
     check_temperature(temperature)
     top_k_filter(torch.zeros(2), top_k)
@@ -239,16 +284,16 @@ def generate(
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     generator = torch.Generator().manual_seed(seed) if seed is not None else None
     sequence = list(ids)
-    limit = min(context_size(model), 512)
+    limit, keep = visible_tokens(model), shift_keep(model)
     start = max(0, len(sequence) - limit)  # the window the model sees is sequence[start:]
     cached = use_kv_cache and _supports_kv_cache(model)
     past = None
     try:
         for step in range(max_new_tokens):
             if len(sequence) - start > limit:
-                # context shift: keep the last half of the window, with the same rule with or
-                # without the cache, so both paths always see the same tokens
-                start = len(sequence) - limit // 2
+                # context shift: the same rule with or without the cache, so both paths always
+                # see the same tokens
+                start = len(sequence) - keep
                 past = None
             window = sequence[start:]
             if cached:
@@ -260,7 +305,7 @@ def generate(
             probs = distribution.final_probs
             if forced and step in forced:
                 token = forced[step]
-            elif temperature == 0.0:
+            elif is_greedy(temperature):
                 token = greedy(probs)
             else:
                 token = sample(probs, generator)
@@ -272,11 +317,73 @@ def generate(
         model.train(was_training)
 
 
+@dataclass
+class GeneratedText:
+    """The result of :func:`generate_from_prompt`: the prompt as the model got it, and what it wrote."""
+
+    prompt: PromptEncoding
+    new_text: str
+    records: list[StepRecord]
+
+    @property
+    def text(self) -> str:
+        """The prompt (without characters the model lacks) followed by the generated text."""
+        return self.prompt.kept_text + self.new_text
+
+    def notes(self) -> list[str]:
+        """What a reader should know about the prompt: dropped characters, a cut, the start token."""
+        notes = []
+        if self.prompt.dropped:
+            notes.append("The model's vocabulary has no " + ", ".join(repr(c) for c in self.prompt.dropped)
+                         + ": left out of the prompt.")
+        if self.prompt.cropped:
+            notes.append(f"The prompt's first {self.prompt.cropped} token(s) were cut: the model sees at most "
+                         f"{len(self.prompt.ids)}.")
+        if self.prompt.start_token is not None:
+            notes.append(f"Nothing of the prompt was left: generation started from {self.prompt.start_token}.")
+        return notes
+
+
+def generate_from_prompt(model: nn.Module, tokenizer: Tokenizer, prompt: str = "", max_new_tokens: int = 100,
+                         temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
+                         seed: int | None = 0) -> GeneratedText:
+    """Encode ``prompt`` (:func:`encode_prompt`), generate, and keep both for display."""
+    encoded = encode_prompt(tokenizer, prompt, model)
+    records = list(generate(model, encoded.ids, max_new_tokens, temperature, top_k, top_p, seed))
+    return GeneratedText(prompt=encoded, new_text=tokenizer.decode([r.token for r in records]), records=records)
+
+
 def generate_text(model: nn.Module, tokenizer: Tokenizer, prompt: str = "", max_new_tokens: int = 100,
                   temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int | None = 0) -> str:
+    """The prompt (without characters the model lacks) and its continuation, as one string."""
+    return generate_from_prompt(model, tokenizer, prompt, max_new_tokens, temperature, top_k, top_p, seed).text
+
+
+@dataclass
+class NextTokenView:
+    """What the Sampling page draws for the next token: the prompt as the model got it, every
+    stage of the distribution, and the ids of the tokens the raw model likes most."""
+
+    prompt: PromptEncoding
+    distribution: Distribution
+    shown: list[int]  # the ``count`` most likely ids under the raw softmax, best first
+
+
+@torch.no_grad()
+def next_token_view(model: nn.Module, tokenizer: Tokenizer, prompt: str, temperature: float = 1.0,
+                    top_k: int = 0, top_p: float = 1.0, count: int = 15) -> NextTokenView:
+    """One forward pass on the model's own device: the distribution of the token after ``prompt``."""
     encoded = encode_prompt(tokenizer, prompt, model)
-    new = [r.token for r in generate(model, encoded.ids, max_new_tokens, temperature, top_k, top_p, seed)]
-    return (prompt if encoded.start_token is None else "") + tokenizer.decode(new)
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    was_training = model.training
+    model.eval()
+    try:
+        logits, _ = model(torch.tensor([encoded.ids], device=device))  # (1, T, V)
+    finally:
+        model.train(was_training)
+    distribution = next_token_distribution(logits[0, -1], temperature, top_k, top_p)
+    shown = torch.topk(distribution.raw_probs, min(count, distribution.raw_probs.shape[-1])).indices.tolist()
+    return NextTokenView(prompt=encoded, distribution=distribution, shown=shown)
 
 
 # ---------------------------------------------------------------------------- beam search

@@ -186,6 +186,20 @@ def model_from_description(description: dict) -> nn.Module:
     return build_char_model(description["name"], description["vocab_size"], **description.get("kwargs", {}))
 
 
+def weight_decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
+    """AdamW parameter groups as nanoGPT makes them: every parameter with 2 or more dimensions
+    (the weight matrices of linear layers and the embeddings) decays; the rest (biases and
+    LayerNorm gains and shifts) does not.
+
+    >>> layer = nn.Sequential(nn.Linear(4, 3), nn.LayerNorm(3))
+    >>> [(g["weight_decay"], [tuple(p.shape) for p in g["params"]]) for g in weight_decay_groups(layer, 0.1)]
+    [(0.1, [(3, 4)]), (0.0, [(3,), (3,), (3,)])]
+    """
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    return [{"params": [p for p in parameters if p.dim() >= 2], "weight_decay": weight_decay},
+            {"params": [p for p in parameters if p.dim() < 2], "weight_decay": 0.0}]
+
+
 def build_optimizer(config: TrainConfig, model: nn.Module) -> torch.optim.Optimizer | None:
     parameters = [p for p in model.parameters() if p.requires_grad]
     if not parameters:
@@ -200,7 +214,7 @@ def build_optimizer(config: TrainConfig, model: nn.Module) -> torch.optim.Optimi
         return torch.optim.RMSprop(parameters, lr=config.lr)
     if config.optimizer == "adam":
         return torch.optim.Adam(parameters, lr=config.lr)
-    return torch.optim.AdamW(parameters, lr=config.lr, weight_decay=config.weight_decay)
+    return torch.optim.AdamW(weight_decay_groups(model, config.weight_decay), lr=config.lr)
 
 
 def learning_rate(config: TrainConfig, step: int) -> float:

@@ -5,7 +5,6 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-import torch
 
 import ui
 from llmviz import sampling
@@ -43,18 +42,17 @@ if encoded.dropped:
     st.warning(f"This model's vocabulary has no {', '.join(repr(c) for c in encoded.dropped)}: "
                "those characters were left out of the prompt.")
 if encoded.cropped:
-    st.warning(f"The prompt is longer than the model's context: its first {encoded.cropped} tokens were cropped, "
-               f"the model sees the last {len(encoded.ids)}.")
+    st.warning(f"The prompt was cut: this model sees at most {sampling.visible_tokens(model)} tokens, so its first "
+               f"{encoded.cropped} were left out and the model sees the last {len(encoded.ids)}.")
 if encoded.start_token:
-    st.info(f"Empty prompt: generation starts from the boundary token {encoded.start_token}.")
+    st.info(f"{'Empty prompt' if not prompt else 'Nothing of the prompt is left'}: generation starts from the "
+            f"boundary token {encoded.start_token}.")
 
 # ------------------------------------------------------------------ the distribution
 st.header("1. The next-token distribution, transform by transform")
 with ui.friendly_errors("computing the distribution"):
-    with torch.no_grad():
-        logits, _ = model(torch.tensor([sampling.crop(encoded.ids, model)]))
-    dist = sampling.next_token_distribution(logits[0, -1], temperature, top_k, top_p)
-    shown = torch.topk(dist.raw_probs, min(15, tokenizer.vocab_size)).indices.tolist()
+    view = sampling.next_token_view(model, tokenizer, prompt, temperature, top_k, top_p)
+    dist, shown = view.distribution, view.shown
     names = charts.unique_labels([tokenizer.printable(i) for i in shown])
     stages = [("raw softmax", dist.raw_probs), (f"temperature {temperature:g}", dist.temperature_probs),
               (f"top-k {top_k or 'off'}", dist.top_k_probs), (f"top-p {top_p:g}", dist.final_probs)]
@@ -74,7 +72,7 @@ with ui.friendly_errors("computing the distribution"):
                "likes most are shown in every panel.")
     best = shown[0]
     z = float(dist.logits[best])
-    if temperature > 0:
+    if not sampling.is_greedy(temperature):
         st.latex(rf"p_i = \frac{{e^{{z_i/T}}}}{{\sum_j e^{{z_j/T}}}}:\quad z_{{\text{{top}}}} = {z:.3f},\; "
                  rf"z/T = {z / temperature:.3f},\; p = {float(dist.temperature_probs[best]):.4f}")
     else:
@@ -84,10 +82,10 @@ with ui.friendly_errors("computing the distribution"):
 st.header("2. Generate")
 g1, g2 = st.columns([1, 3])
 new_tokens = g1.slider("Tokens to generate", 1, 200, 40)
-limit = sampling.context_size(model)
+limit, keep = sampling.visible_tokens(model), sampling.shift_keep(model)
 if len(encoded.ids) + new_tokens > limit:
     g1.caption(f"This model sees at most {limit} tokens: when the text outgrows that, the window keeps its last "
-               f"{limit // 2} and goes on (a context shift).")
+               f"{keep} and goes on" + (" (a context shift)." if keep < limit else " (it slides by one token)."))
 if g1.button("Generate", type="primary"):
     with ui.friendly_errors("generation"):
         if method == "beam search":
@@ -96,7 +94,7 @@ if g1.button("Generate", type="primary"):
         else:
             t = 0.0 if method == "greedy" else temperature
             records = list(sampling.generate(model, encoded.ids, new_tokens, t, top_k, top_p, seed=settings.seed))
-            st.session_state["generated"] = (label, records, prompt if encoded.start_token is None else "")
+            st.session_state["generated"] = (label, records, encoded.kept_text)
 with g2:
     if method != "beam search" and st.session_state.get("generated", (None,))[0] == label:
         _, records, shown_prompt = st.session_state["generated"]

@@ -181,7 +181,20 @@ def test_sampling_names_model_long_prompt_and_unknown_characters():
     by_label(at.text_input, "Prompt").set_value("Émile-42 " + "anna" * 10).run()
     assert_clean(at)
     warnings = texts(at.warning)
-    assert "'É'" in warnings and "cropped" in warnings
+    assert "'É'" in warnings and "prompt was cut" in warnings
+
+
+@pytest.mark.parametrize("shipped", ["names-bigram-counts", "names-bigram-neural", "names-mlp"])
+def test_sampling_generates_from_short_context_models(shipped):
+    at = run_page("pages/sampling.py")
+    model = by_label(at.selectbox, "Model")
+    model.set_value(next(o for o in model.options if shipped in o)).run()
+    by_label(at.slider, "Tokens to generate").set_value(30)
+    by_label(at.button, "Generate").click().run()
+    assert_clean(at)
+    assert not at.error, texts(at.error)
+    by_label(at.button, "Generate at these temperatures").click().run()
+    assert not at.error and "error" not in " ".join(str(c.value) for c in at.code)
 
 
 def test_sampling_step_mode_and_three_temperatures():

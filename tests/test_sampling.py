@@ -5,16 +5,22 @@ import torch
 
 from llmviz.models import GPT, GPTConfig, build_char_model
 from llmviz.sampling import (
+    GREEDY_BELOW,
     SamplingError,
     apply_temperature,
     beam_search,
     encode_prompt,
     entropy,
     generate,
+    generate_from_prompt,
+    generate_text,
     next_token_distribution,
+    next_token_view,
+    shift_keep,
     softmax,
     top_k_filter,
     top_p_filter,
+    visible_tokens,
 )
 from llmviz.tokenizers import CharTokenizer
 
@@ -154,3 +160,107 @@ def test_forced_token_branches():
     m = model()
     records = list(generate(m, [1], 3, temperature=0.0, forced={1: 7}))
     assert records[1].token == 7
+
+
+# ---------------------------------------------------------------------------- regressions (issue 13, 19)
+
+
+class _WindowSpy(torch.nn.Module):
+    """Wraps a model and records how many tokens each forward pass was given."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+        self.lengths = []
+
+    @property
+    def context_size(self):
+        return self.inner.context_size
+
+    def forward(self, idx, targets=None):
+        self.lengths.append(idx.shape[1])
+        return self.inner(idx, targets)
+
+
+@pytest.mark.parametrize("name", ["bigram-counts", "bigram-neural"])
+def test_bigram_models_generate_past_their_context_of_one(name):
+    tok = CharTokenizer.train("emma\nolivia\nava\n")
+    spy = _WindowSpy(build_char_model(name, tok.vocab_size))
+    new = [r.token for r in generate(spy, tok.encode("em"), 12, temperature=1.0, seed=3)]
+    assert len(new) == 12
+    assert spy.lengths == [1] * 12  # a bigram sees exactly the current character, every step
+
+
+@pytest.mark.parametrize("name, window", [("mlp", 3), ("wavenet", 8)])
+def test_fixed_window_models_always_get_their_whole_window(name, window):
+    tok = CharTokenizer.train("emma\nolivia\nava\nisabella\n")
+    spy = _WindowSpy(build_char_model(name, tok.vocab_size))
+    list(generate(spy, tok.encode("isabella"), 20, temperature=1.0, seed=3))
+    assert spy.lengths == [window] * 20  # never 1, 2, 3, 1, 2, 3, …
+
+
+def test_prompts_and_generation_crop_to_the_same_length():
+    tok = CharTokenizer.train("ab\n")
+    rnn = build_char_model("rnn", tok.vocab_size)  # no fixed context: both are capped at 512
+    encoded = encode_prompt(tok, "ab" * 300, rnn)
+    assert visible_tokens(rnn) == 512
+    assert encoded.cropped == 600 - 512 and len(encoded.ids) == 512
+    spy = _WindowSpy(rnn)
+    list(generate(spy, encoded.ids, 3, temperature=0.0))
+    assert spy.lengths == [512, 512, 512]
+
+
+def test_context_shift_keeps_half_for_models_with_a_kv_cache():
+    m = model()  # context 24
+    assert shift_keep(m) == 12
+    lengths = []
+    original = m.forward
+    m.forward = lambda idx, targets=None: (lengths.append(idx.shape[1]), original(idx, targets))[1]
+    list(generate(m, list(range(20)), 10, temperature=0.0, use_kv_cache=False))
+    assert lengths == [20, 21, 22, 23, 24, 12, 13, 14, 15, 16]
+
+
+@pytest.mark.parametrize("tiny", [1e-45, 1e-10, 5e-4])
+def test_temperatures_below_the_floor_are_greedy(tiny):
+    assert tiny < GREEDY_BELOW
+    dist = next_token_distribution(LOGITS * 1e3, temperature=tiny)
+    assert torch.isfinite(dist.final_probs).all() and dist.final_probs[LOGITS.argmax()] == 1.0
+    m = model()
+    tok = CharTokenizer.train("abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLM\n")
+    assert generate_text(m, tok, "abc", 15, temperature=tiny, seed=1) == generate_text(m, tok, "abc", 15, temperature=0.0)
+
+
+def test_dropped_prompt_characters_are_never_echoed_and_always_reported():
+    tok = CharTokenizer.train("abc\n")
+    m = build_char_model("mlp", tok.vocab_size)
+    mixed = generate_from_prompt(m, tok, "axb", 5, seed=0)
+    assert mixed.prompt.dropped == ["x"] and mixed.text.startswith("ab") and "x" not in mixed.text
+    assert any("'x'" in note for note in mixed.notes())
+    only_unknown = generate_from_prompt(m, tok, "xyz", 5, seed=0)
+    assert only_unknown.prompt.dropped == ["x", "y", "z"] and only_unknown.text == only_unknown.new_text
+    assert any("'x', 'y', 'z'" in note for note in only_unknown.notes())
+    assert generate_text(m, tok, "xyz", 5, seed=0) == only_unknown.text
+
+
+def test_kv_cache_with_several_new_tokens_at_once_matches_the_full_forward():
+    m = model()
+    ids = torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6, 5, 3]])
+    full, _ = m(ids)  # (1, 10, V)
+    _, past = m.forward_with_kv_cache(ids[:, :4])  # 4 tokens in the cache
+    several, past = m.forward_with_kv_cache(ids[:, 4:9], past)  # 5 new tokens at once: needs the causal offset
+    one, _ = m.forward_with_kv_cache(ids[:, 9:], past)
+    torch.testing.assert_close(several, full[:, 4:9], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(one, full[:, 9:], atol=1e-5, rtol=1e-5)
+
+
+def test_next_token_view_is_the_models_distribution_after_the_prompt():
+    m = model()
+    tok = CharTokenizer.train("abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLM\n")
+    view = next_token_view(m, tok, "a" * 30 + "bc", temperature=0.7, top_k=5, top_p=0.9)
+    assert view.prompt.cropped == 8 and len(view.prompt.ids) == 24
+    with torch.no_grad():
+        logits, _ = m(torch.tensor([tok.encode("a" * 30 + "bc")[-24:]]))
+    expected = torch.softmax(logits[0, -1].double(), dim=-1)
+    torch.testing.assert_close(view.distribution.raw_probs.double(), expected, atol=1e-6, rtol=1e-5)
+    assert view.shown == torch.topk(expected, 15).indices.tolist()
+    assert view.distribution.kept <= 5
