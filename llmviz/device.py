@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import secrets
 
 import numpy as np
 import torch
@@ -51,3 +52,12 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % (2**32))
     torch.manual_seed(seed)
+
+
+def fresh_seed() -> int:
+    """A seed drawn from the operating system's entropy: for runs that should not repeat.
+
+    >>> 0 <= fresh_seed() < 2**31
+    True
+    """
+    return secrets.randbits(31)

@@ -186,7 +186,7 @@ if loaded is not None:
         st.button("Stop", key="stop_w2v", help="Keeps the vectors learned so far.")
         try:
             for state in emb.train_word2vec(text[:2_000_000], dim=dim, window=window, steps=steps, max_vocab=vocab_size,
-                                            seed=settings.seed):
+                                            seed=settings.run_seed()):
                 st.session_state["w2v"] = (corpus_label, state)
                 if state.step % 50 == 0 or state.step == steps:
                     progress.progress(state.step / steps, text=f"step {state.step}/{steps} · loss {state.loss:.3f}")

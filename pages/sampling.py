@@ -93,7 +93,7 @@ if g1.button("Generate", type="primary"):
             st.session_state["beam"] = (label, result, list(encoded.ids))
         else:
             t = 0.0 if method == "greedy" else temperature
-            records = list(sampling.generate(model, encoded.ids, new_tokens, t, top_k, top_p, seed=settings.seed))
+            records = list(sampling.generate(model, encoded.ids, new_tokens, t, top_k, top_p, seed=settings.run_seed()))
             st.session_state["generated"] = (label, records, encoded.kept_text)
 with g2:
     if method != "beam search" and st.session_state.get("generated", (None,))[0] == label:
@@ -144,10 +144,13 @@ st.header("3. Step mode: one token at a time, and take a different branch")
 state_key = f"steps_{label}"
 if state_key not in st.session_state or st.button("Restart from the prompt"):
     st.session_state[state_key] = list(encoded.ids)
+    st.session_state[f"{state_key}_seed"] = settings.run_seed()  # fixed until a restart: the button takes what it shows
 sequence = st.session_state[state_key]
+step_seed = settings.seed if settings.deterministic else st.session_state.setdefault(f"{state_key}_seed",
+                                                                                     settings.run_seed())
 st.code(tokenizer.decode(sequence), language=None, wrap_lines=True)
 with ui.friendly_errors("step mode"):
-    record = next(sampling.generate(model, sequence, 1, temperature, top_k, top_p, seed=settings.seed + len(sequence)))
+    record = next(sampling.generate(model, sequence, 1, temperature, top_k, top_p, seed=step_seed + len(sequence)))
     candidates = record.top
     frame = pd.DataFrame({"token": [tokenizer.printable(t) for t, _ in candidates],
                           "id": [t for t, _ in candidates], "probability": [p for _, p in candidates]})
@@ -170,11 +173,11 @@ st.header("4. The same prompt at three temperatures")
 temperatures = st.multiselect("Temperatures", [0.0, 0.2, 0.5, 0.8, 1.0, 1.3, 1.8, 2.5], default=[0.2, 1.0, 1.8],
                               max_selections=3)
 if st.button("Generate at these temperatures"):
-    outputs = {}
+    outputs, seed = {}, settings.run_seed()
     for t in temperatures:
         try:
             outputs[t] = sampling.generate_text(model, tokenizer, prompt, 60, temperature=t, top_k=top_k, top_p=top_p,
-                                                seed=settings.seed)
+                                                seed=seed)
         except LlmvizError as error:
             outputs[t] = f"(error: {error})"
     st.session_state["three"] = (label, outputs)

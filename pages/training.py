@@ -61,7 +61,7 @@ if st.button("Train", type="primary", key="train"):
     try:
         config = TrainConfig(model=model_name, tokenizer=tokenizer_kind, bpe_vocab_size=vocab_size, context_size=context,
                              batch_size=batch, steps=steps, optimizer=optimizer, lr=lr, grad_clip=1.0 if clip else None,
-                             eval_interval=max(1, steps // 20), seed=settings.seed, device=settings.device)
+                             eval_interval=max(1, steps // 20), seed=settings.run_seed(), device=settings.device)
         tokenizer = cached_tokenizer(corpus_label, text, tokenizer_kind, vocab_size)
         trainer = Trainer(config, prepare_data(text, config, tokenizer))
     except LlmvizError as error:
@@ -92,10 +92,10 @@ if char_race or optimizer_race:
     else:
         lineup = [(race_model, "sgd", 0.3), (race_model, "momentum", 0.03), (race_model, "rmsprop", 3e-3),
                   (race_model, "adam", 3e-3)]
-    race_box = st.container()
+    race_box, race_seed = st.container(), settings.run_seed()  # one seed for every runner: a fair race
     for number, (name, opt, rate) in enumerate(lineup):
         config = TrainConfig(model=name, tokenizer="char", context_size=16, batch_size=32, steps=race_steps,
-                             optimizer=opt, lr=rate, eval_interval=max(1, race_steps // 10), seed=settings.seed,
+                             optimizer=opt, lr=rate, eval_interval=max(1, race_steps // 10), seed=race_seed,
                              device=settings.device, warmup_steps=0, schedule="constant")
         try:
             trainer = Trainer(config, prepare_data(names, config, cached_tokenizer("race", names, "char", 0)))
@@ -223,7 +223,7 @@ st.header("5. The encoder–decoder Decoder (seed 000) on its toy task")
 st.caption("Ten random label sequences of 7 tokens (vocabulary 12); the decoder reads [start] + labels[:-1] and a "
            "random encoder output, and learns to predict each next label: 6 layers, 8 heads, d_model 32, SGD with momentum.")
 if st.button("Train the decoder (200 steps)"):
-    st.session_state["decoder_curve"] = list(train_toy(steps=200, seed=settings.seed))
+    st.session_state["decoder_curve"] = list(train_toy(steps=200, seed=settings.run_seed()))
 if "decoder_curve" in st.session_state:
     curve = st.session_state["decoder_curve"]
     figure = go.Figure(go.Scatter(x=[s for s, _ in curve], y=[v for _, v in curve], mode="lines"))

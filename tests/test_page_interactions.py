@@ -254,3 +254,40 @@ def test_training_diverging_run_says_what_to_change():
     assert_clean(at)
     assert "Lower the learning rate" in texts(at.error), texts(at.error)
     assert "diverged" in [row for row in at.dataframe[0].value["status"]]
+
+
+# ------------------------------------------------------------------ the "Deterministic pages" switch
+
+
+def _generated_tokens(at):
+    return [r.token for r in at.session_state["generated"][1]]
+
+
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_deterministic_switch_decides_whether_generate_repeats(deterministic):
+    at = run_page("pages/sampling.py", deterministic=deterministic)
+    by_label(at.slider, "Temperature").set_value(1.5)
+    by_label(at.slider, "Top-k").set_value(0)
+    by_label(at.slider, "Top-p").set_value(1.0)
+    by_label(at.slider, "Tokens to generate").set_value(60).run()
+    by_label(at.button, "Generate").click().run()
+    first = _generated_tokens(at)
+    by_label(at.button, "Generate").click().run()
+    second = _generated_tokens(at)
+    assert_clean(at)
+    assert (first == second) is deterministic  # off: fresh randomness (60 tokens at T = 1.5 never repeat by chance)
+
+
+@pytest.mark.parametrize("model", ["bigram-counts", "bigram-neural"])
+def test_training_bigram_with_samples_on(model):
+    at = run_page("pages/training.py", corpus="names")
+    by_label(at.selectbox, "Model").set_value(model)
+    by_label(at.radio, "Tokenizer").set_value("char")
+    by_label(at.slider, "Steps").set_value(20)
+    by_label(at.slider, "Sample every (steps)").set_value(10)
+    at.button(key="train").click().run()
+    assert_clean(at)
+    assert not at.error, texts(at.error)
+    run = next(iter(at.session_state["runs"].values()))
+    assert run.finished and [step for step, _ in run.samples] == [10, 20]
+    assert all(len(sample) > 0 for _, sample in run.samples)

@@ -209,3 +209,12 @@ def test_safetensors_whose_header_length_looks_like_a_pickle_opcode(tmp_path):
     path = tmp_path / "m.safetensors"
     path.write_bytes(rebuilt)
     assert torch.equal(read_safetensors(path)["w"], torch.arange(4.0))
+
+
+def test_run_seed_follows_the_deterministic_switch():
+    from ui import Settings
+
+    on = Settings(corpus="names", seed=42, deterministic=True, device="cpu")
+    off = Settings(corpus="names", seed=42, deterministic=False, device="cpu")
+    assert on.run_seed() == on.run_seed() == 42
+    assert len({off.run_seed() for _ in range(5)}) > 1

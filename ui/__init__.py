@@ -13,7 +13,7 @@ from pathlib import Path
 import streamlit as st
 
 from llmviz import corpus
-from llmviz.device import available_devices, pick_device
+from llmviz.device import available_devices, fresh_seed, pick_device
 from llmviz.errors import LlmvizError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,10 +45,17 @@ PIPELINE: list[Stage] = [
 
 @dataclass(frozen=True)
 class Settings:
+    """The shared sidebar's values."""
+
     corpus: str
     seed: int
     deterministic: bool
     device: str
+
+    def run_seed(self) -> int:
+        """The seed for one random action (Generate, Train, word2vec): the sidebar's seed when
+        "Deterministic pages" is on (the same result every time), a fresh one when it is off."""
+        return self.seed if self.deterministic else fresh_seed()
 
 
 UPLOAD = "upload"
@@ -80,8 +87,8 @@ def sidebar() -> Settings:
             "Deterministic pages",
             value=True,
             key="deterministic",
-            help="Seed every random generator with this seed before each page runs, so every "
-            "number on every page repeats exactly.",
+            help="On: every random step (sampling, training, word2vec) starts from the seed above, so "
+            "pressing a button twice gives the same result. Off: fresh randomness every time.",
         )
         devices = ["auto", *available_devices()]
         device_choice = st.selectbox(
