@@ -11,6 +11,7 @@ it between any two steps:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
+from llmviz.distributed import ProcessGroup, accumulation_steps, micro_batches
 from llmviz.errors import CheckpointError, ConfigError, TrainingDiverged
 from llmviz.models.charlevel import CHAR_MODELS, build_char_model
 from llmviz.models.gpt import GPT, PRESETS, GPTConfig
@@ -39,7 +41,8 @@ class TrainConfig:
     bpe_vocab_size: int = 512
     context_size: int = 64
     stride: int | None = None  # distance between window starts; None = context_size
-    batch_size: int = 16
+    batch_size: int = 16  # windows per optimizer step, over all processes together
+    micro_batch_size: int | None = None  # windows per forward pass; smaller → gradient accumulation
     steps: int = 200
     optimizer: str = "adamw"
     lr: float = 3e-3
@@ -69,6 +72,8 @@ class TrainConfig:
         for name in ("context_size", "batch_size", "steps", "eval_interval", "eval_batches"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be at least 1")
+        if self.micro_batch_size is not None and not 1 <= self.micro_batch_size <= self.batch_size:
+            problems.append("micro_batch_size must be between 1 and batch_size")
         if self.stride is not None and self.stride < 1:
             problems.append("stride must be at least 1")
         if not (self.lr > 0 and math.isfinite(self.lr)):
@@ -245,11 +250,17 @@ class Trainer:
     optimizer: torch.optim.Optimizer | None = field(init=False)
     step: int = 0
     history: list[StepMetrics] = field(default_factory=list)
+    group: ProcessGroup = field(default_factory=ProcessGroup)  # one process unless torchrun started several
 
     def __post_init__(self):
-        torch.manual_seed(self.config.seed)
+        torch.manual_seed(self.config.seed)  # the same seed on every rank: the same initial weights
         self.device = torch.device(self.config.device)
         self.model = build_model(self.config, self.dataset.vocab_size).to(self.device)
+        self.accumulation = accumulation_steps(self.config.batch_size, self.group.world_size,
+                                               self.config.micro_batch_size)
+        if self.group.distributed and getattr(self.model, "trained_by_counting", False):
+            raise ConfigError("The counting bigram learns by counting, not by gradients: train it in one process.")
+        self.train_model = self.group.wrap(self.model)  # DistributedDataParallel across processes
         self.optimizer = build_optimizer(self.config, self.model)
         stride = self.config.stride or self.config.context_size
         self.train_generator = torch.Generator().manual_seed(self.config.seed)
@@ -258,8 +269,9 @@ class Trainer:
         self.val_batches = Batches(self.dataset.val_ids, self.config.context_size, stride, self.val_generator)
 
     @classmethod
-    def from_text(cls, text: str, config: TrainConfig, tokenizer: Tokenizer | None = None, progress=None) -> Trainer:
-        return cls(config, prepare_data(text, config, tokenizer, progress))
+    def from_text(cls, text: str, config: TrainConfig, tokenizer: Tokenizer | None = None, progress=None,
+                  group: ProcessGroup | None = None) -> Trainer:
+        return cls(config, prepare_data(text, config, tokenizer, progress), group=group or ProcessGroup())
 
     @property
     def counting(self) -> bool:
@@ -281,7 +293,8 @@ class Trainer:
         return sum(losses) / len(losses)
 
     def train_step(self) -> tuple[float, float]:
-        inputs, targets = self.train_batches.sample(self.config.batch_size)
+        inputs, targets = self.train_batches.sample(self.config.batch_size)  # (B, T): the same on every rank
+        inputs, targets = self.group.shard(inputs), self.group.shard(targets)  # (B / world_size, T): this rank's
         inputs, targets = inputs.to(self.device), targets.to(self.device)
         if self.counting:
             self.model.update_counts(inputs, targets)
@@ -291,9 +304,19 @@ class Trainer:
         lr = learning_rate(self.config, self.step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        _, loss = self.model(inputs, targets)
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        micro_size = inputs.shape[0] // self.accumulation
+        total = torch.zeros((), device=self.device)
+        chunks = list(zip(micro_batches(inputs, micro_size), micro_batches(targets, micro_size)))
+        for index, (micro_inputs, micro_targets) in enumerate(chunks):
+            last = index == len(chunks) - 1
+            # DDP averages gradients across processes on the last micro-batch only
+            syncing = contextlib.nullcontext() if last or not self.group.distributed else self.train_model.no_sync()
+            with syncing:
+                _, micro_loss = self.train_model(micro_inputs, micro_targets)
+                (micro_loss / self.accumulation).backward()
+            total += micro_loss.detach()
+        loss = self.group.mean(total / self.accumulation)  # the mean loss over the whole global batch
         if self.config.grad_clip:
             grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
         else:
@@ -317,7 +340,7 @@ class Trainer:
             self._check_divergence(train_loss, first_loss)
             first_loss = train_loss if first_loss is None else first_loss
             val_loss = None
-            if self.step % self.config.eval_interval == 0 or self.step == end:
+            if self.group.is_main and (self.step % self.config.eval_interval == 0 or self.step == end):
                 val_loss = self.evaluate()
             step_time = time.perf_counter() - step_start
             metrics = StepMetrics(
@@ -485,11 +508,13 @@ def load_checkpoint(directory: str | Path, device: str = "cpu") -> tuple[nn.Modu
     return model, tokenizer, meta
 
 
-def resume(directory: str | Path, text: str, device: str = "cpu") -> Trainer:
-    """A :class:`Trainer` that continues exactly where the saved one stopped."""
+def resume(directory: str | Path, text: str, device: str = "cpu", group: ProcessGroup | None = None,
+           **changes) -> Trainer:
+    """A :class:`Trainer` that continues exactly where the saved one stopped (``changes``: e.g. more ``steps``),
+    in one process or several: the checkpoint does not depend on how many processes wrote it."""
     model, tokenizer, meta = load_checkpoint(directory, device)
-    config = TrainConfig.from_dict({**meta["train_config"], "device": device})
-    trainer = Trainer(config, prepare_data(text, config, tokenizer))
+    config = TrainConfig.from_dict({**meta["train_config"], "device": device, **changes})
+    trainer = Trainer(config, prepare_data(text, config, tokenizer), group=group or ProcessGroup())
     trainer.model.load_state_dict(model.state_dict())
     trainer.step = meta["step"]
     trainer.history = [StepMetrics(**m) for m in meta.get("metrics", [])]

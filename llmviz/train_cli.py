@@ -18,7 +18,10 @@ def add_train_commands(commands) -> None:
     train.add_argument("--vocab-size", type=int, default=512, help="BPE vocabulary size")
     train.add_argument("--context", type=int, default=64)
     train.add_argument("--stride", type=int, default=None)
-    train.add_argument("--batch", type=int, default=16)
+    train.add_argument("--batch", type=int, default=16,
+                       help="windows per optimizer step, over all processes together (torchrun splits it)")
+    train.add_argument("--micro-batch", type=int, default=None,
+                       help="windows per forward pass in each process; smaller than its share → gradient accumulation")
     train.add_argument("--steps", type=int, default=500)
     train.add_argument("--optimizer", default="adamw", choices=OPTIMIZERS)
     train.add_argument("--lr", type=float, default=3e-3)
@@ -32,6 +35,8 @@ def add_train_commands(commands) -> None:
     train.add_argument("--seed", type=int, default=1337)
     train.add_argument("--device", default="auto")
     train.add_argument("--out", required=True, help="output folder for the checkpoint")
+    train.add_argument("--resume", default=None, metavar="CHECKPOINT",
+                       help="continue a saved run (up to --steps in all; on any number of processes)")
     train.add_argument("--weights-only", action="store_true",
                        help="leave out the optimizer and RNG state (smaller; the run cannot be resumed)")
     train.set_defaults(func=cmd_train)
@@ -63,26 +68,52 @@ def _load_text(name: str) -> str:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    """Train in this process, or as one rank of a ``torchrun`` job (only rank 0 prints and saves)."""
+    from llmviz import distributed
+
+    group, device = distributed.join(args.device if args.device != "auto" else _auto_device())
+    try:
+        return _train(args, group, device)
+    finally:
+        distributed.leave(group)
+
+
+def _auto_device() -> str:
+    from llmviz.device import pick_device
+
+    return pick_device("auto")
+
+
+def _train(args: argparse.Namespace, group, device: str) -> int:
     from tqdm import tqdm
 
     from llmviz.device import pick_device
     from llmviz.models.gpt import PRESETS
-    from llmviz.train import TrainConfig, Trainer
+    from llmviz.train import TrainConfig, Trainer, resume
 
-    tokenizer = args.tokenizer or ("bpe" if args.model in PRESETS else "char")
-    config = TrainConfig(
-        model=args.model, tokenizer=tokenizer, bpe_vocab_size=args.vocab_size, context_size=args.context,
-        stride=args.stride, batch_size=args.batch, steps=args.steps, optimizer=args.optimizer, lr=args.lr,
-        warmup_steps=args.warmup, dropout=args.dropout, weight_decay=args.weight_decay, eval_interval=args.eval_interval, seed=args.seed,
-        device=pick_device(args.device), d_model=args.d_model, n_layers=args.layers, n_heads=args.heads,
-    )
+    say = (lambda message: print(message, file=sys.stderr)) if group.is_main else (lambda message: None)
+    device = device if group.distributed else pick_device(args.device)
     text = _load_text(args.corpus)
-    print(f"tokenizing {args.corpus} ({len(text):,} characters) with {tokenizer} …", file=sys.stderr)
-    trainer = Trainer.from_text(text, config)
+    if args.resume:
+        trainer = resume(args.resume, text, device, group=group, steps=args.steps)
+        say(f"resuming {args.resume} at step {trainer.step} of {trainer.config.steps}")
+    else:
+        tokenizer = args.tokenizer or ("bpe" if args.model in PRESETS else "char")
+        config = TrainConfig(
+            model=args.model, tokenizer=tokenizer, bpe_vocab_size=args.vocab_size, context_size=args.context,
+            stride=args.stride, batch_size=args.batch, micro_batch_size=args.micro_batch, steps=args.steps,
+            optimizer=args.optimizer, lr=args.lr, warmup_steps=args.warmup, dropout=args.dropout,
+            weight_decay=args.weight_decay, eval_interval=args.eval_interval, seed=args.seed, device=device,
+            d_model=args.d_model, n_layers=args.layers, n_heads=args.heads,
+        )
+        say(f"tokenizing {args.corpus} ({len(text):,} characters) with {tokenizer} …")
+        trainer = Trainer.from_text(text, config, group=group)
     parameters = sum(p.numel() for p in trainer.model.parameters())
-    print(f"{args.model}: {parameters:,} parameters, vocabulary {trainer.dataset.vocab_size}, "
-          f"{len(trainer.dataset.train_ids):,} training tokens", file=sys.stderr)
-    progress = tqdm(total=config.steps, unit="step")
+    say(f"{trainer.config.model}: {parameters:,} parameters, vocabulary {trainer.dataset.vocab_size}, "
+        f"{len(trainer.dataset.train_ids):,} training tokens"
+        + (f"; {group.world_size} processes × {trainer.config.batch_size // group.world_size} windows, "
+           f"{trainer.accumulation} micro-batch(es) each" if group.distributed else ""))
+    progress = tqdm(total=trainer.config.steps, initial=trainer.step, unit="step", disable=not group.is_main)
     for metrics in trainer.run():
         progress.update(1)
         postfix = {"loss": f"{metrics.train_loss:.3f}"}
@@ -90,11 +121,14 @@ def cmd_train(args: argparse.Namespace) -> int:
             postfix["val"] = f"{metrics.val_loss:.3f}"
         progress.set_postfix(postfix)
     progress.close()
+    if not group.is_main:
+        return 0
     command = "python -m llmviz " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["train"] else None
     _save_with_command(trainer, args, command or "python -m llmviz train …")
     final = trainer.history[-1]
     print(json.dumps({"out": args.out, "step": trainer.step, "train_loss": round(final.train_loss, 4),
-                      "val_loss": round(final.val_loss, 4) if final.val_loss is not None else None}))
+                      "val_loss": round(final.val_loss, 4) if final.val_loss is not None else None,
+                      "processes": group.world_size}))
     return 0
 
 

@@ -1,0 +1,126 @@
+"""torchrun data parallel training equals one process: 1 × batch 16 vs 2 processes × batch 8 (gloo, 127.0.0.1).
+
+Bounded: every launch has a timeout, the processes talk only over the loopback interface.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from llmviz.train import TrainConfig, Trainer, save_checkpoint
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+STEPS = 20
+ARGS = ["--model", "gpt-micro", "--tokenizer", "char", "--context", "32", "--batch", "16", "--steps", str(STEPS),
+        "--lr", "3e-3", "--warmup", "5", "--eval-interval", "10", "--seed", "7", "--device", "cpu"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _environment() -> dict:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1",
+            "GLOO_SOCKET_IFNAME": "lo", "HF_HUB_OFFLINE": "1"}
+
+
+def train(*arguments: str, processes: int = 1) -> dict:
+    """Run the command line (under torchrun for several processes); its closing JSON line."""
+    if processes == 1:
+        command = [sys.executable, "-m", "llmviz", "train", *arguments]
+    else:
+        command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={processes}", "--nnodes=1",
+                   "--master_addr=127.0.0.1", f"--master_port={_free_port()}", "-m", "llmviz", "train", *arguments]
+    result = subprocess.run(command, cwd=ROOT, env=_environment(), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-4000:]
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["processes"] == processes
+    return summary
+
+
+def losses(folder) -> list[float]:
+    metrics = json.loads((folder / "checkpoint.json").read_text())["metrics"]
+    return [m["train_loss"] for m in metrics]
+
+
+def assert_same_weights(folder_a, folder_b, tolerance=1e-5):
+    a, b = load_file(str(folder_a / "model.safetensors")), load_file(str(folder_b / "model.safetensors"))
+    assert a.keys() == b.keys()
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=0, atol=tolerance, msg=name)
+
+
+@pytest.fixture(scope="module")
+def corpus_file(tmp_path_factory):
+    from pydoc_data.topics import topics
+
+    path = tmp_path_factory.mktemp("corpus") / "text.txt"
+    path.write_text("".join(topics.values())[:30_000], encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def one_process(corpus_file, tmp_path_factory):
+    out = tmp_path_factory.mktemp("one") / "run"
+    train("--corpus", str(corpus_file), *ARGS, "--out", str(out))
+    return out
+
+
+def test_two_processes_equal_one(corpus_file, one_process, tmp_path):
+    out = tmp_path / "two"
+    train("--corpus", str(corpus_file), *ARGS, "--out", str(out), processes=2)
+    single, double = losses(one_process), losses(out)
+    assert len(single) == len(double) == STEPS
+    for step, (a, b) in enumerate(zip(single, double), start=1):
+        assert abs(a - b) <= 1e-4 * abs(a), f"step {step}: {a} vs {b}"
+    assert single[-1] < single[0]  # it learned something
+    assert_same_weights(one_process, out)
+    meta = json.loads((out / "checkpoint.json").read_text())
+    assert meta["final"]["val_loss"] is not None  # rank 0 evaluated
+
+
+def test_a_run_resumes_on_a_different_number_of_processes(corpus_file, one_process, tmp_path):
+    """Ten steps in this process, the last ten in two processes: the same weights as twenty in one."""
+    meta = json.loads((one_process / "checkpoint.json").read_text())
+    config = TrainConfig.from_dict(meta["train_config"])
+    trainer = Trainer.from_text(corpus_file.read_text(encoding="utf-8"), config)
+    for _ in trainer.run(steps=STEPS // 2):
+        pass
+    half = save_checkpoint(tmp_path / "half", trainer)
+    out = tmp_path / "resumed"
+    train("--corpus", str(corpus_file), "--resume", str(half), "--steps", str(STEPS), "--out", str(out), processes=2)
+    assert losses(out)[:STEPS // 2] == losses(half)
+    assert_same_weights(one_process, out)
+
+
+def test_gradient_accumulation_equals_the_whole_batch(corpus_file):
+    """One process, batch 16 as two micro-batches of 8: the same step as one batch of 16."""
+    text = corpus_file.read_text(encoding="utf-8")[:8000]
+    config = TrainConfig(model="gpt-micro", tokenizer="char", context_size=16, batch_size=16, steps=3, seed=3)
+    whole = Trainer.from_text(text, config)
+    accumulated = Trainer.from_text(text, config.replace(micro_batch_size=8))
+    assert accumulated.accumulation == 2
+    for a, b in zip(whole.run(), accumulated.run()):
+        assert abs(a.train_loss - b.train_loss) <= 1e-5 * a.train_loss
+    for (name, p), q in zip(whole.model.named_parameters(), accumulated.model.parameters()):
+        torch.testing.assert_close(p, q, rtol=0, atol=1e-5, msg=name)
+
+
+def test_batch_that_does_not_split_is_a_clear_error():
+    from llmviz.distributed import accumulation_steps
+    from llmviz.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="multiple of the number of processes"):
+        accumulation_steps(10, 4, None)
+    with pytest.raises(ConfigError, match="must divide"):
+        accumulation_steps(16, 2, 3)
