@@ -503,6 +503,8 @@ class BPETokenizer(Tokenizer):
 def tokenizer_from_dict(data: dict) -> Tokenizer:
     if data.get("type") == "char":
         return CharTokenizer(data["chars"])
+    if data.get("type") == "reference":  # GPT-2's or cl100k's own, rebuilt from the shipped files
+        return reference_tokenizer(data["name"])
     return BPETokenizer.from_dict(data)
 
 
@@ -520,9 +522,15 @@ def _gpt2_files() -> tuple[Path, Path]:
 class _TiktokenAdapter(Tokenizer):
     """A ``tiktoken.Encoding`` behind llmviz's tokenizer interface."""
 
-    def __init__(self, encoding, name: str):
+    def __init__(self, encoding, name: str, key: str | None = None):
         self.encoding = encoding
         self.name = name
+        self.key = key  # the name reference_tokenizer() takes back
+
+    def to_dict(self) -> dict:
+        if self.key is None:
+            raise TokenizerError(f"The {self.name} tokenizer cannot be saved by name.")
+        return {"type": "reference", "name": self.key}
 
     @property
     def vocab_size(self) -> int:
@@ -568,7 +576,7 @@ def encoding(name: str):
 
 
 def reference_tokenizer(name: str) -> Tokenizer:
-    return _TiktokenAdapter(encoding(name), {"gpt2": "GPT-2", "cl100k": "cl100k (GPT-4)"}.get(name, name))
+    return _TiktokenAdapter(encoding(name), {"gpt2": "GPT-2", "cl100k": "cl100k (GPT-4)"}.get(name, name), key=name)
 
 
 # ---------------------------------------------------------------------------- training pairs

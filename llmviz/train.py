@@ -16,7 +16,7 @@ import json
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import InitVar, asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
@@ -60,9 +60,15 @@ class TrainConfig:
     d_model: int | None = None  # optional overrides of the preset's sizes
     n_layers: int | None = None
     n_heads: int | None = None
+    # start from trained weights instead of random ones (fine-tuning): a Hugging Face GPT-2 ("gpt2",
+    # "gpt2-medium", or a save_pretrained folder) or an llmviz checkpoint folder; the model, its sizes
+    # and its tokenizer then come from there, and model/tokenizer/bpe_vocab_size/d_model/... are unused
+    init: str | None = None
 
     def __post_init__(self):
         problems = []
+        if self.init is not None and (not isinstance(self.init, str) or not self.init.strip()):
+            problems.append("init must name a model (such as gpt2) or a checkpoint folder")
         if self.model not in MODEL_CHOICES:
             problems.append(f"model must be one of {', '.join(MODEL_CHOICES)} (got {self.model!r})")
         if self.tokenizer not in ("char", "bpe"):
@@ -242,6 +248,37 @@ def learning_rate(config: TrainConfig, step: int) -> float:
 # ---------------------------------------------------------------------------- the loop
 
 
+def load_initial(init: str, device: str = "cpu") -> tuple[nn.Module, Tokenizer]:
+    """The model and tokenizer to fine-tune: an llmviz checkpoint folder, else a Hugging Face GPT-2
+    (a folder, or a Hub id that is downloaded once when not cached)."""
+    if (Path(init) / META_FILE).exists() or (Path(init).suffix == ".safetensors" and Path(init).is_file()):
+        model, tokenizer, _ = load_checkpoint(init, device)
+        return model, tokenizer
+    from llmviz import gpt2
+
+    model, tokenizer, _ = gpt2.load(init, device=device, allow_download=True)
+    return model, tokenizer
+
+
+def fine_tuning_copy(model: nn.Module, config: TrainConfig) -> nn.Module:
+    """A trainable copy of ``model`` (the original, perhaps shared, is never changed), with this
+    run's dropout; its context must hold the run's windows."""
+    if isinstance(model, GPT):
+        if config.context_size > model.config.context_length:
+            raise ConfigError(f"The context size {config.context_size} is longer than the model's context of "
+                              f"{model.config.context_length} tokens: use --context {model.config.context_length} "
+                              "or less.")
+        copy = GPT(model.config.replace(dropout=config.dropout))
+        copy.load_state_dict(model.state_dict())
+    else:
+        import copy as copying
+
+        copy = copying.deepcopy(model)
+    for parameter in copy.parameters():
+        parameter.requires_grad_(True)
+    return copy
+
+
 @dataclass
 class Trainer:
     config: TrainConfig
@@ -251,11 +288,17 @@ class Trainer:
     step: int = 0
     history: list[StepMetrics] = field(default_factory=list)
     group: ProcessGroup = field(default_factory=ProcessGroup)  # one process unless torchrun started several
+    initial_model: InitVar[nn.Module | None] = None  # fine-tuning: start from (a copy of) these weights
 
-    def __post_init__(self):
+    def __post_init__(self, initial_model: nn.Module | None = None):
         torch.manual_seed(self.config.seed)  # the same seed on every rank: the same initial weights
         self.device = torch.device(self.config.device)
-        self.model = build_model(self.config, self.dataset.vocab_size).to(self.device)
+        if initial_model is None and self.config.init is not None:
+            raise ConfigError("This run starts from trained weights: create it with Trainer.from_text, which loads them.")
+        if initial_model is not None:
+            self.model = fine_tuning_copy(initial_model, self.config).to(self.device)
+        else:
+            self.model = build_model(self.config, self.dataset.vocab_size).to(self.device)
         self.accumulation = accumulation_steps(self.config.batch_size, self.group.world_size,
                                                self.config.micro_batch_size)
         if self.group.distributed and getattr(self.model, "trained_by_counting", False):
@@ -270,8 +313,13 @@ class Trainer:
 
     @classmethod
     def from_text(cls, text: str, config: TrainConfig, tokenizer: Tokenizer | None = None, progress=None,
-                  group: ProcessGroup | None = None) -> Trainer:
-        return cls(config, prepare_data(text, config, tokenizer, progress), group=group or ProcessGroup())
+                  group: ProcessGroup | None = None, initial_model: nn.Module | None = None) -> Trainer:
+        """Tokenize ``text`` and set up the run; with ``config.init``, the weights and the tokenizer
+        come from that model (loaded here unless ``initial_model`` and ``tokenizer`` are given)."""
+        if config.init is not None and (initial_model is None or tokenizer is None):
+            initial_model, tokenizer = load_initial(config.init)
+        return cls(config, prepare_data(text, config, tokenizer, progress), group=group or ProcessGroup(),
+                   initial_model=initial_model)
 
     @property
     def counting(self) -> bool:
@@ -514,7 +562,8 @@ def resume(directory: str | Path, text: str, device: str = "cpu", group: Process
     in one process or several: the checkpoint does not depend on how many processes wrote it."""
     model, tokenizer, meta = load_checkpoint(directory, device)
     config = TrainConfig.from_dict({**meta["train_config"], "device": device, **changes})
-    trainer = Trainer(config, prepare_data(text, config, tokenizer), group=group or ProcessGroup())
+    trainer = Trainer(config, prepare_data(text, config, tokenizer), group=group or ProcessGroup(),
+                      initial_model=model if config.init is not None else None)
     trainer.model.load_state_dict(model.state_dict())
     trainer.step = meta["step"]
     trainer.history = [StepMetrics(**m) for m in meta.get("metrics", [])]

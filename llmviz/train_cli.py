@@ -6,6 +6,7 @@ import argparse
 import json
 import shlex
 import sys
+from pathlib import Path
 
 
 def add_train_commands(commands) -> None:
@@ -24,7 +25,7 @@ def add_train_commands(commands) -> None:
                        help="windows per forward pass in each process; smaller than its share → gradient accumulation")
     train.add_argument("--steps", type=int, default=500)
     train.add_argument("--optimizer", default="adamw", choices=OPTIMIZERS)
-    train.add_argument("--lr", type=float, default=3e-3)
+    train.add_argument("--lr", type=float, default=None, help="default: 3e-3, or 1e-4 when fine-tuning (--init)")
     train.add_argument("--warmup", type=int, default=20)
     train.add_argument("--dropout", type=float, default=0.0)
     train.add_argument("--weight-decay", type=float, default=0.01)
@@ -34,6 +35,10 @@ def add_train_commands(commands) -> None:
     train.add_argument("--eval-interval", type=int, default=50)
     train.add_argument("--seed", type=int, default=1337)
     train.add_argument("--device", default="auto")
+    train.add_argument("--init", default=None, metavar="MODEL",
+                       help="fine-tune instead of starting from random weights: gpt2 (or gpt2-medium, …: downloaded "
+                            "once), a Hugging Face GPT-2 folder, or an llmviz checkpoint folder such as "
+                            "data/gpt-python-docs; the model, its sizes and its tokenizer come from there")
     train.add_argument("--out", required=True, help="output folder for the checkpoint")
     train.add_argument("--resume", default=None, metavar="CHECKPOINT",
                        help="continue a saved run (up to --steps in all; on any number of processes)")
@@ -41,8 +46,10 @@ def add_train_commands(commands) -> None:
                        help="leave out the optimizer and RNG state (smaller; the run cannot be resumed)")
     train.set_defaults(func=cmd_train)
 
-    sample = commands.add_parser("sample", help="generate text from a checkpoint")
-    sample.add_argument("--checkpoint", required=True)
+    sample = commands.add_parser("sample", help="generate text from a checkpoint or GPT-2")
+    source = sample.add_mutually_exclusive_group(required=True)
+    source.add_argument("--checkpoint", help="an llmviz checkpoint folder (or .safetensors file)")
+    source.add_argument("--model", help="a Hugging Face GPT-2: gpt2, gpt2-medium, … (downloaded once) or a folder")
     sample.add_argument("--prompt", default="")
     sample.add_argument("--tokens", type=int, default=100)
     sample.add_argument("--temperature", type=float, default=0.8)
@@ -50,6 +57,13 @@ def add_train_commands(commands) -> None:
     sample.add_argument("--top-p", type=float, default=1.0)
     sample.add_argument("--seed", type=int, default=0)
     sample.set_defaults(func=cmd_sample)
+
+    hub = commands.add_parser("gpt2", help="OpenAI's GPT-2 from the Hugging Face Hub: download once, check the cache")
+    hub_commands = hub.add_subparsers(dest="gpt2_command", required=True)
+    get = hub_commands.add_parser("download", help="download a GPT-2 into huggingface_hub's cache (once)")
+    get.add_argument("name", nargs="?", default="gpt2", help="gpt2 (548 MB), gpt2-medium, gpt2-large, gpt2-xl, …")
+    get.set_defaults(func=cmd_gpt2_download)
+    hub_commands.add_parser("status", help="which GPT-2s are in the cache").set_defaults(func=cmd_gpt2_status)
 
 
 def _load_text(name: str) -> str:
@@ -89,7 +103,7 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
 
     from llmviz.device import pick_device
     from llmviz.models.gpt import PRESETS
-    from llmviz.train import TrainConfig, Trainer, resume
+    from llmviz.train import TrainConfig, Trainer, load_initial, resume
 
     say = (lambda message: print(message, file=sys.stderr)) if group.is_main else (lambda message: None)
     device = device if group.distributed else pick_device(args.device)
@@ -99,18 +113,25 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
         say(f"resuming {args.resume} at step {trainer.step} of {trainer.config.steps}")
     else:
         tokenizer = args.tokenizer or ("bpe" if args.model in PRESETS else "char")
+        lr = args.lr if args.lr is not None else (1e-4 if args.init else 3e-3)
         config = TrainConfig(
             model=args.model, tokenizer=tokenizer, bpe_vocab_size=args.vocab_size, context_size=args.context,
             stride=args.stride, batch_size=args.batch, micro_batch_size=args.micro_batch, steps=args.steps,
-            optimizer=args.optimizer, lr=args.lr, warmup_steps=args.warmup, dropout=args.dropout,
+            optimizer=args.optimizer, lr=lr, warmup_steps=args.warmup, dropout=args.dropout,
             weight_decay=args.weight_decay, eval_interval=args.eval_interval, seed=args.seed, device=device,
-            d_model=args.d_model, n_layers=args.layers, n_heads=args.heads,
+            d_model=args.d_model, n_layers=args.layers, n_heads=args.heads, init=args.init,
         )
-        say(f"tokenizing {args.corpus} ({len(text):,} characters) with {tokenizer} …")
-        trainer = Trainer.from_text(text, config, group=group)
+        initial_model = initial_tokenizer = None
+        if args.init:
+            say(f"loading {args.init} to fine-tune (learning rate {lr:g}) …")
+            initial_model, initial_tokenizer = load_initial(args.init, "cpu")
+        say(f"tokenizing {args.corpus} ({len(text):,} characters) with "
+            f"{'the tokenizer of ' + args.init if args.init else tokenizer} …")
+        trainer = Trainer.from_text(text, config, tokenizer=initial_tokenizer, group=group,
+                                    initial_model=initial_model)
     parameters = sum(p.numel() for p in trainer.model.parameters())
-    say(f"{trainer.config.model}: {parameters:,} parameters, vocabulary {trainer.dataset.vocab_size}, "
-        f"{len(trainer.dataset.train_ids):,} training tokens"
+    say(f"{trainer.config.init or trainer.config.model}: {parameters:,} parameters, "
+        f"vocabulary {trainer.dataset.vocab_size:,}, {len(trainer.dataset.train_ids):,} training tokens"
         + (f"; {group.world_size} processes × {trainer.config.batch_size // group.world_size} windows, "
            f"{trainer.accumulation} micro-batch(es) each" if group.distributed else ""))
     progress = tqdm(total=trainer.config.steps, initial=trainer.step, unit="step", disable=not group.is_main)
@@ -143,7 +164,39 @@ def cmd_sample(args: argparse.Namespace) -> int:
     from llmviz.sampling import generate_text
     from llmviz.train import load_checkpoint
 
-    model, tokenizer, _ = load_checkpoint(args.checkpoint)
+    if args.model:
+        from llmviz import gpt2
+
+        if not gpt2.is_cached(args.model) and not Path(args.model).is_dir():
+            print(f"downloading {args.model} once into {gpt2.cache_dir()} …", file=sys.stderr)
+        model, tokenizer, _ = gpt2.load(args.model, allow_download=True)
+    else:
+        model, tokenizer, _ = load_checkpoint(args.checkpoint)
     print(generate_text(model, tokenizer, args.prompt, max_new_tokens=args.tokens, temperature=args.temperature,
                         top_k=args.top_k, top_p=args.top_p, seed=args.seed))
+    return 0
+
+
+def cmd_gpt2_download(args: argparse.Namespace) -> int:
+    from llmviz import gpt2
+
+    if gpt2.is_cached(args.name):
+        print(f"{args.name} is already in the cache: {gpt2.cached_folder(args.name)}")
+        return 0
+    hub = gpt2.HUB_MODELS.get(args.name)
+    print(f"downloading {args.name}{f' ({hub.download})' if hub else ''} into {gpt2.cache_dir()} …", file=sys.stderr)
+    folder = gpt2.download(args.name)
+    gpt2.gpt_from_folder(folder)  # check that it loads
+    print(f"saved {folder}")
+    return 0
+
+
+def cmd_gpt2_status(args: argparse.Namespace) -> int:
+    from llmviz import gpt2
+
+    for name, hub in gpt2.HUB_MODELS.items():
+        state = "cached" if gpt2.is_cached(name) else f"not downloaded ({hub.download})"
+        print(f"{name:12} {hub.title:22} {state}")
+    if gpt2.hub_offline():
+        print("HF_HUB_OFFLINE is set: nothing will be downloaded.")
     return 0
