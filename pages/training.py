@@ -14,8 +14,7 @@ from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.models.decoder import train_toy
 from llmviz.tokenizers import BPETokenizer, CharTokenizer
 from llmviz.train import OPTIMIZER_TITLES, TrainConfig, Trainer, checkpoint_file_bytes, prepare_data
-from ui import charts, models
-from ui.training import Run, loss_figure, register_for_sampling, runs, train_live, unique_label
+from ui import charts, models, picker, training
 
 settings = ui.settings()
 ui.page_header(
@@ -41,21 +40,26 @@ loaded = ui.corpus_text()
 
 # ------------------------------------------------------------------ one run
 st.header("1. Train a model")
+st.caption("A run trains in the background: leave this page, look at your model on Attention or Embeddings "
+           "(pick it in the sidebar, drag its step slider) and come back — it keeps training.")
 if loaded is None:
     st.stop()
 corpus_label, text = loaded
+K = training.KEEP  # these widgets keep their values when you visit another page and come back
 c1, c2, c3, c4 = st.columns(4)
-model_name = c1.selectbox("Model", list(MODEL_LABELS), format_func=MODEL_LABELS.get, index=1)
-tokenizer_kind = c1.radio("Tokenizer", ["char", "bpe"], horizontal=True,
+model_name = c1.selectbox("Model", list(MODEL_LABELS), format_func=MODEL_LABELS.get, index=1, key=K + "model")
+tokenizer_kind = c1.radio("Tokenizer", ["char", "bpe"], horizontal=True, key=K + "tokenizer",
                           index=1 if model_name in GPT_SIZES and settings.corpus != "names" else 0)
-vocab_size = c1.slider("BPE vocabulary", 257, 2048, 512, disabled=tokenizer_kind != "bpe")
-optimizer = c2.selectbox("Optimizer", list(OPTIMIZER_TITLES), format_func=OPTIMIZER_TITLES.get, index=5)
-lr = c2.select_slider("Learning rate", LEARNING_RATES, value=3e-3, format_func=lambda x: f"{x:g}")
-clip = c2.toggle("Clip gradients at norm 1", value=True)
-batch = c3.slider("Batch size", 1, 64, 16)
-context = c3.slider("Context (tokens)", 4, 128, 32)
-steps = c4.slider("Steps", 10, 2000, 300, step=10)
-sample_every = c4.slider("Sample every (steps)", 0, 500, 100, step=10, help="0: no samples while training")
+vocab_size = c1.slider("BPE vocabulary", 257, 2048, 512, disabled=tokenizer_kind != "bpe", key=K + "vocab")
+optimizer = c2.selectbox("Optimizer", list(OPTIMIZER_TITLES), format_func=OPTIMIZER_TITLES.get, index=5,
+                         key=K + "optimizer")
+lr = c2.select_slider("Learning rate", LEARNING_RATES, value=3e-3, format_func=lambda x: f"{x:g}", key=K + "lr")
+clip = c2.toggle("Clip gradients at norm 1", value=True, key=K + "clip")
+batch = c3.slider("Batch size", 1, 64, 16, key=K + "batch")
+context = c3.slider("Context (tokens)", 4, 128, 32, key=K + "context")
+steps = c4.slider("Steps", 10, 2000, 300, step=10, key=K + "steps")
+sample_every = c4.slider("Sample every (steps)", 0, 500, 100, step=10, help="0: no samples while training",
+                         key=K + "sample_every")
 
 if st.button("Train", type="primary", key="train"):
     try:
@@ -64,23 +68,33 @@ if st.button("Train", type="primary", key="train"):
                              eval_interval=max(1, steps // 20), seed=settings.run_seed(), device=settings.device)
         tokenizer = cached_tokenizer(corpus_label, text, tokenizer_kind, vocab_size)
         trainer = Trainer(config, prepare_data(text, config, tokenizer))
+        label = training.unique_label(f"{MODEL_LABELS[model_name]} · {OPTIMIZER_TITLES[optimizer]} · lr {lr:g} · "
+                                      f"{corpus_label}")
+        job = picker.manager().submit_training(picker.session_id(), trainer, label=label, sample_every=sample_every)
     except LlmvizError as error:
         st.error(str(error))
     else:
-        label = unique_label(f"{MODEL_LABELS[model_name]} · {OPTIMIZER_TITLES[optimizer]} · lr {lr:g} · {corpus_label}")
-        st.caption(f"{sum(p.numel() for p in trainer.model.parameters()):,} parameters · vocabulary "
-                   f"{trainer.dataset.vocab_size} · {len(trainer.dataset.train_ids):,} training and "
-                   f"{len(trainer.dataset.val_ids):,} validation tokens")
-        train_live(Run(label, trainer), sample_every=sample_every, key="stop_single")
+        st.session_state["training_focus"] = job.id
+        picker.select(f"run:{job.id}")  # every page now shows this run (the sidebar follows on the next rerun)
+        st.rerun()
+
+focus = picker.manager().get(picker.session_id(), st.session_state.get("training_focus", ""))
+if focus is not None:
+    trainer = focus.trainer
+    st.caption(f"{sum(p.numel() for p in trainer.model.parameters()):,} parameters · vocabulary "
+               f"{trainer.dataset.vocab_size} · {len(trainer.dataset.train_ids):,} training and "
+               f"{len(trainer.dataset.val_ids):,} validation tokens")
+    training.live(lambda: training.draw_run(focus, key="single"), active=not focus.status().done)
 
 # ------------------------------------------------------------------ races
 st.header("2. Races: compare runs on one chart")
 race_left, race_right = st.columns(2)
 with race_left:
-    race_steps = st.slider("Steps per runner", 50, 1000, 300, step=50, key="race_steps")
+    race_steps = st.slider("Steps per runner", 50, 1000, 300, step=50, key=K + "race_steps")
     char_race = st.button("Character-level race on names", help="counts bigram → neural bigram → MLP → WaveNet → RNN → GRU → Transformer")
 with race_right:
-    race_model = st.selectbox("Optimizer race: model", ["mlp", "gpt-nano", "rnn"], format_func=MODEL_LABELS.get)
+    race_model = st.selectbox("Optimizer race: model", ["mlp", "gpt-nano", "rnn"], format_func=MODEL_LABELS.get,
+                              key=K + "race_model")
     optimizer_race = st.button("SGD vs momentum vs RMSprop vs Adam")
 
 if char_race or optimizer_race:
@@ -92,68 +106,81 @@ if char_race or optimizer_race:
     else:
         lineup = [(race_model, "sgd", 0.3), (race_model, "momentum", 0.03), (race_model, "rmsprop", 3e-3),
                   (race_model, "adam", 3e-3)]
-    race_box, race_seed = st.container(), settings.run_seed()  # one seed for every runner: a fair race
-    for number, (name, opt, rate) in enumerate(lineup):
+    race_seed = settings.run_seed()  # one seed for every runner: a fair race
+    for name, opt, rate in lineup:
         config = TrainConfig(model=name, tokenizer="char", context_size=16, batch_size=32, steps=race_steps,
                              optimizer=opt, lr=rate, eval_interval=max(1, race_steps // 10), seed=race_seed,
                              device=settings.device, warmup_steps=0, schedule="constant")
+        race = "names race" if char_race else "optimizer race"
+        label = training.unique_label(f"{race}: {CHAR_MODEL_TITLES.get(name, name)}" if char_race
+                                      else f"{race}: {OPTIMIZER_TITLES[opt]} (lr {rate:g})")
         try:
             trainer = Trainer(config, prepare_data(names, config, cached_tokenizer("race", names, "char", 0)))
+            picker.manager().submit_training(picker.session_id(), trainer, label=label)
         except LlmvizError as error:
             st.error(str(error))
             break
-        race = "names race" if char_race else "optimizer race"
-        label = unique_label(f"{race}: {CHAR_MODEL_TITLES.get(name, name)}" if char_race
-                             else f"{race}: {OPTIMIZER_TITLES[opt]} (lr {rate:g})")
-        with race_box:
-            st.caption(f"runner {number + 1} of {len(lineup)}: {label}")
-            train_live(Run(label, trainer), key=f"stop_race_{number}")
+    st.session_state["training_focus"] = None
+    st.rerun()
 
-all_runs = runs()
-if all_runs:
-    chosen = st.multiselect("Runs on the chart", list(all_runs), default=list(all_runs)[-7:])
+
+def draw_all_runs() -> None:
+    """The comparison chart, table, controls and downloads of every run of this session (live)."""
+    all_runs = {job.label: job for job in training.runs()}
+    if not all_runs:
+        st.info("No runs yet: train a model above or start a race.")
+        return
+    statuses = {label: job.status() for label, job in all_runs.items()}
+    focus_id = st.session_state.get("training_focus")
+    for label, job in all_runs.items():
+        if not statuses[label].done and job.id != focus_id:  # the focused run has its controls above
+            st.progress(statuses[label].fraction, text=f"{label}: {statuses[label].describe()}")
+            training.controls(job, statuses[label], key="all")
+    chosen = st.multiselect("Runs on the chart", list(all_runs), default=list(all_runs)[-7:], key="runs_on_chart")
     v1, v2 = st.columns(2)
-    show_val = v1.toggle("Show validation loss", value=True)
-    smoothing = v2.slider("Smooth the training curves", 0.0, 0.99, 0.9, 0.01,
+    show_val = v1.toggle("Show validation loss", value=True, key="runs_show_val")
+    smoothing = v2.slider("Smooth the training curves", 0.0, 0.99, 0.9, 0.01, key="runs_smoothing",
                           help="Exponential moving average of the training loss (the validation loss is not smoothed).")
-    st.plotly_chart(loss_figure([all_runs[name] for name in chosen], show_val, height=460, smoothing=smoothing),
-                    width="stretch")
+    st.plotly_chart(training.loss_figure([(n, statuses[n], training.vocab_of(all_runs[n])) for n in chosen if n in all_runs],
+                                         show_val, height=460, smoothing=smoothing), width="stretch", key="runs_chart")
     summary = []
-    for name, run in all_runs.items():
-        last = run.history[-1] if run.history else None
-        val = next((m.val_loss for m in reversed(run.history) if m.val_loss is not None), None)
-        summary.append({"run": name, "steps": last.step if last else 0,
-                        "status": "diverged" if run.error else ("finished" if run.finished else "stopped"),
+    for name, status in statuses.items():
+        last = status.metrics[-1] if status.metrics else None
+        val = status.last_val_loss
+        summary.append({"run": name, "steps": status.step, "status": status.state,
                         "train loss": round(last.train_loss, 4) if last else None,
                         "validation loss": round(val, 4) if val is not None else None,
-                        "perplexity": round(math.exp(val), 2) if val is not None else None})
+                        "perplexity": round(math.exp(val), 2) if val is not None else None,
+                        "snapshots at steps": ", ".join(map(str, status.snapshot_steps))})
     st.dataframe(pd.DataFrame(summary), hide_index=True, width="stretch")
-    for name, run in all_runs.items():
-        if run.history and not run.finished and not run.error:
-            st.caption(f"{name}: stopped at step {run.history[-1].step} of {run.trainer.config.steps} "
-                       "(everything learned so far is kept).")
-    for name, run in all_runs.items():
-        if run.samples:
+    for name, status in statuses.items():
+        if status.state == "stopped":
+            st.caption(f"{name}: stopped at step {status.step} of {status.total} (everything learned so far is kept).")
+        if status.error:
+            st.error(f"{name}: {status.error}")
+    for name, status in statuses.items():
+        if status.samples:
             with st.expander(f"Samples from {name}"):
-                for step, sample in run.samples:
+                for step, sample in status.samples:
                     st.code(f"step {step}:\n{sample}", language=None, wrap_lines=True)
     d1, d2, d3 = st.columns([2, 1, 1])
-    pick = d1.selectbox("Download a run", list(all_runs))
-    d2.download_button("Metrics (CSV)", all_runs[pick].frame().to_csv(index=False), file_name="metrics.csv",
-                       mime="text/csv")
-    d3.download_button("Checkpoint (safetensors)", checkpoint_file_bytes(all_runs[pick].trainer),
-                       file_name="llmviz-checkpoint.safetensors", mime="application/octet-stream")
+    pick = d1.selectbox("Download a run", list(all_runs), key="runs_download")
+    d2.download_button("Metrics (CSV)", training.metrics_frame(statuses[pick]).to_csv(index=False),
+                       file_name="metrics.csv", mime="text/csv")
+    if statuses[pick].done:
+        d3.download_button("Checkpoint (safetensors)", checkpoint_file_bytes(all_runs[pick].trainer),
+                           file_name="llmviz-checkpoint.safetensors", mime="application/octet-stream")
+    else:
+        d3.caption("The checkpoint can be downloaded once the run ends (or press Stop).")
     st.caption("A downloaded checkpoint samples from the command line: "
                "`python -m llmviz sample --checkpoint llmviz-checkpoint.safetensors --prompt …`")
-    if st.button("Clear all runs"):
-        all_runs.clear()
-        models.session_models().clear()
-        st.rerun()
-    for run in all_runs.values():
-        if run.history and run.label not in models.session_models():
-            register_for_sampling(run)
-else:
-    st.info("No runs yet: train a model above or start a race.")
+    if st.button("Clear all runs", key="runs_clear"):
+        for job in all_runs.values():
+            picker.manager().remove(picker.session_id(), job.id)
+        st.rerun(scope="app")
+
+
+training.live(draw_all_runs, active=any(not job.status().done for job in training.runs()), seconds=2.0)
 
 # ------------------------------------------------------------------ the loss by hand
 st.header("3. The loss, step by step, on a real batch")
@@ -222,12 +249,32 @@ else:
 st.header("5. The encoder–decoder Decoder (seed 000) on its toy task")
 st.caption("Ten random label sequences of 7 tokens (vocabulary 12); the decoder reads [start] + labels[:-1] and a "
            "random encoder output, and learns to predict each next label: 6 layers, 8 heads, d_model 32, SGD with momentum.")
-if st.button("Train the decoder (200 steps)"):
-    st.session_state["decoder_curve"] = list(train_toy(steps=200, seed=settings.run_seed()))
-if "decoder_curve" in st.session_state:
-    curve = st.session_state["decoder_curve"]
+if st.button("Train the decoder (200 steps)", key="decoder_train"):
+    seed = settings.run_seed()
+    decoder_job = picker.manager().submit_task(
+        picker.session_id(), lambda should_stop: ((step + 1, loss) for step, loss in train_toy(steps=200, seed=seed)),
+        label="seed decoder", total=200)
+    st.session_state["decoder_job"] = decoder_job.id
+
+
+def draw_decoder() -> None:
+    job = picker.manager().get(picker.session_id(), st.session_state.get("decoder_job", ""))
+    if job is None:
+        return
+    status = job.status()
+    st.progress(status.fraction, text=status.describe())
+    training.controls(job, status, key="decoder")
+    curve = status.losses
+    if not curve:
+        return
     figure = go.Figure(go.Scatter(x=[s for s, _ in curve], y=[v for _, v in curve], mode="lines"))
     figure.add_hline(y=math.log(12), line_dash="dash", annotation_text=f"ln 12 = {math.log(12):.2f}")
     figure.update_layout(xaxis_title="step", yaxis_title="loss", height=320, margin=dict(t=10))
-    st.plotly_chart(figure, width="stretch")
-    st.caption(f"Loss {curve[0][1]:.3f} → {curve[-1][1]:.3f}: the model memorises the ten sequences.")
+    st.plotly_chart(figure, width="stretch", key="decoder_chart")
+    if status.done:
+        st.caption(f"Loss {curve[0][1]:.3f} → {curve[-1][1]:.3f}"
+                   + (": the model memorises the ten sequences." if status.state == "finished" else " (stopped)."))
+
+
+_decoder = picker.manager().get(picker.session_id(), st.session_state.get("decoder_job", ""))
+training.live(draw_decoder, active=_decoder is not None and not _decoder.status().done)

@@ -210,6 +210,26 @@ def test_sampling_step_mode_and_three_temperatures():
 # ------------------------------------------------------------------ training
 
 
+@pytest.fixture(autouse=True)
+def fresh_session_jobs():
+    """AppTest gives every test the same session id: forget the jobs earlier tests left behind."""
+    from llmviz.jobs import default_manager
+
+    for owner in list(default_manager()._sessions):
+        default_manager().end_session(owner)
+
+
+def session_jobs(at, kind="train"):
+    """The jobs of the AppTest's browser session, each waited for until it ends."""
+    from llmviz.jobs import default_manager
+
+    found = [job for job in default_manager().jobs(at.session_state["_llmviz_session_id"])
+             if kind is None or job.kind == kind]
+    for job in found:
+        assert job.wait(timeout=120), job
+    return found
+
+
 def test_training_short_run_then_sampling_sees_it():
     at = run_page("pages/training.py", corpus="names")
     by_label(at.selectbox, "Model").set_value("mlp")
@@ -217,10 +237,11 @@ def test_training_short_run_then_sampling_sees_it():
     by_label(at.slider, "Steps").set_value(20)
     at.button(key="train").click().run()
     assert_clean(at)
-    assert len(at.session_state["runs"]) == 1
+    [job] = session_jobs(at)
+    assert job.status().state == "finished"
     at.switch_page(str(__import__("ui").ROOT / "pages/sampling.py")).run()
     assert_clean(at)
-    assert any("this session" in o for o in by_label(at.selectbox, "Model").options)
+    assert any("Your run" in o for o in by_label(at.selectbox, "Model").options)
 
 
 def test_training_race_and_decoder():
@@ -228,8 +249,12 @@ def test_training_race_and_decoder():
     by_label(at.slider, "Steps per runner").set_value(50)
     by_label(at.button, "Character-level race on names").click().run()
     assert_clean(at)
-    assert len(at.session_state["runs"]) == 7
+    assert len(session_jobs(at)) == 7
     by_label(at.button, "Train the decoder (200 steps)").click().run()
+    assert_clean(at)
+    [decoder] = session_jobs(at, "task")
+    assert decoder.status().state == "finished" and decoder.status().step == 200
+    at.run()
     assert_clean(at)
 
 
@@ -251,9 +276,11 @@ def test_training_diverging_run_says_what_to_change():
     by_label(at.toggle, "Clip gradients at norm 1").set_value(False)
     by_label(at.slider, "Steps").set_value(200)
     at.button(key="train").click().run()
+    [job] = session_jobs(at)
+    at.run()
     assert_clean(at)
     assert "Lower the learning rate" in texts(at.error), texts(at.error)
-    assert "diverged" in [row for row in at.dataframe[0].value["status"]]
+    assert "failed" in [row for row in at.dataframe[0].value["status"]]
 
 
 # ------------------------------------------------------------------ the "Deterministic pages" switch
@@ -286,8 +313,10 @@ def test_training_bigram_with_samples_on(model):
     by_label(at.slider, "Steps").set_value(20)
     by_label(at.slider, "Sample every (steps)").set_value(10)
     at.button(key="train").click().run()
+    [job] = session_jobs(at)
+    at.run()
     assert_clean(at)
     assert not at.error, texts(at.error)
-    run = next(iter(at.session_state["runs"].values()))
-    assert run.finished and [step for step, _ in run.samples] == [10, 20]
-    assert all(len(sample) > 0 for _, sample in run.samples)
+    status = job.status()
+    assert status.state == "finished" and [step for step, _ in status.samples] == [10, 20]
+    assert all(len(sample) > 0 for _, sample in status.samples)

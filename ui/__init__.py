@@ -62,8 +62,14 @@ UPLOAD = "upload"
 
 
 def sidebar() -> Settings:
-    """The sidebar every page shares: corpus, seed and device."""
+    """The sidebar every page shares: the model picker, then corpus, seed and device."""
+    from ui import picker
+
+    keep_widget_values()
     with st.sidebar:
+        st.markdown("### Model")
+        picker.sidebar()
+        picker.jobs_panel()
         st.markdown("### Settings")
         names = [entry.name for entry in corpus.list_corpora()] + [UPLOAD]
         labels = {entry.name: entry.title for entry in corpus.list_corpora()} | {UPLOAD: "Your own text (upload)"}
@@ -99,6 +105,19 @@ def sidebar() -> Settings:
             help="CUDA or Apple MPS when present, else CPU.",
         )
     return Settings(corpus=choice, seed=seed, deterministic=deterministic, device=pick_device(device_choice))
+
+
+KEEP = "keep_"
+
+
+def keep_widget_values() -> None:
+    """Widgets whose key starts with ``keep_`` keep their value when the student visits another page.
+
+    Streamlit forgets a widget's value in any run that does not draw it; writing the value back in
+    every run (app.py calls this before any page draws) keeps it.
+    """
+    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(KEEP)]:
+        st.session_state[key] = st.session_state[key]
 
 
 _ROUTER_KEY = "_llmviz_router_running"

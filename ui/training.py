@@ -1,71 +1,62 @@
-"""Live training in a page: runs kept in the session, charts of their curves."""
+"""Training in the app: runs are jobs (llmviz.jobs) of this browser session, drawn by live fragments.
+
+The page starts a job and returns at once; a fragment that reruns every second draws progress, the
+loss curve and samples, with Pause/Resume/Stop. Leaving the page leaves the job training; coming back
+draws the same job again (no second loop is ever started for it).
+"""
 
 from __future__ import annotations
 
 import math
-import time
-from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from llmviz.errors import LlmvizError
-from llmviz.train import Trainer, checkpoint_metadata, smooth
+from llmviz import jobs
+from llmviz.train import smooth
+from ui import KEEP, picker  # noqa: F401 - KEEP: widget keys that survive navigation
 
 COLOURS = ["#4c6ef5", "#e8590c", "#2b8a3e", "#c2255c", "#7048e8", "#0c8599", "#e67700", "#495057"]
 
 
-@dataclass
-class Run:
-    label: str
-    trainer: Trainer
-    samples: list[tuple[int, str]] = field(default_factory=list)
-    finished: bool = False
-    error: str | None = None
-
-    @property
-    def history(self):
-        return self.trainer.history
-
-    def frame(self) -> pd.DataFrame:
-        return pd.DataFrame([asdict(m) for m in self.history])
-
-
-def runs() -> dict[str, Run]:
-    return st.session_state.setdefault("runs", {})
+def runs() -> list[jobs.Job]:
+    """This session's training runs, oldest first."""
+    return picker.my_jobs("train")
 
 
 def unique_label(base: str) -> str:
+    labels = {job.label for job in picker.my_jobs(None)}
     label, number = base, 2
-    while label in runs():
+    while label in labels:
         label, number = f"{base} #{number}", number + 1
     return label
 
 
-def register_for_sampling(run: Run) -> None:
-    from ui.models import session_models
+def metrics_frame(status: jobs.JobStatus) -> pd.DataFrame:
+    from dataclasses import asdict
 
-    model = run.trainer.model
-    session_models()[run.label] = (model, run.trainer.dataset.tokenizer, checkpoint_metadata(run.trainer))
+    return pd.DataFrame([asdict(m) for m in status.metrics])
 
 
-def loss_figure(selected: list[Run], show_val: bool = True, height: int = 380, smoothing: float = 0.0) -> go.Figure:
+def loss_figure(selected: list[tuple[str, jobs.JobStatus, int]], show_val: bool = True, height: int = 380,
+                smoothing: float = 0.0) -> go.Figure:
+    """Training (and validation) loss of ``(label, status, vocab_size)`` runs on one chart."""
     figure = go.Figure()
     vocabularies = set()
-    for number, run in enumerate(selected):
-        frame = run.frame()
+    for number, (label, status, vocab) in enumerate(selected):
+        frame = metrics_frame(status)
         if frame.empty:
             continue
         colour = COLOURS[number % len(COLOURS)]
         train = smooth(frame["train_loss"].tolist(), smoothing) if smoothing else frame["train_loss"]
-        figure.add_trace(go.Scatter(x=frame["step"], y=train, mode="lines", name=f"{run.label} (train)",
+        figure.add_trace(go.Scatter(x=frame["step"], y=train, mode="lines", name=f"{label} (train)",
                                     line=dict(color=colour)))
         if show_val and frame["val_loss"].notna().any():
             val = frame.dropna(subset=["val_loss"])
             figure.add_trace(go.Scatter(x=val["step"], y=val["val_loss"], mode="lines+markers",
-                                        line=dict(dash="dot", color=colour), name=f"{run.label} (validation)"))
-        vocabularies.add(run.trainer.dataset.vocab_size)
+                                        line=dict(dash="dot", color=colour), name=f"{label} (validation)"))
+        vocabularies.add(vocab)
     for vocab in sorted(vocabularies):
         figure.add_hline(y=math.log(vocab), line_dash="dash", line_color="#adb5bd",
                          annotation_text=f"uniform guess: ln {vocab} = {math.log(vocab):.2f}",
@@ -75,40 +66,43 @@ def loss_figure(selected: list[Run], show_val: bool = True, height: int = 380, s
     return figure
 
 
-def train_live(run: Run, sample_every: int = 0, sample_prompt: str = "", key: str = "stop") -> None:
-    """Run ``run.trainer`` to its end, drawing progress, curves and samples as it goes.
+def vocab_of(job: jobs.Job) -> int:
+    return job.trainer.dataset.vocab_size if job.trainer is not None else 0
 
-    The run lives in session state before the first step, so pressing Stop (which ends this
-    script run at the next step) or leaving the page keeps everything learned so far.
-    """
-    runs()[run.label] = run
-    trainer = run.trainer
-    total = trainer.config.steps
-    progress = st.progress(0.0, text="starting…")
-    st.button("Stop", key=key, help="Stops at the end of the current step; the run so far is kept.")
-    chart = st.empty()
-    sample_box = st.empty()
-    last_draw = last_tick = 0.0
-    try:
-        for metrics in trainer.run():
-            now = time.perf_counter()
-            if sample_every and (metrics.step % sample_every == 0 or metrics.step == total):
-                run.samples.append((metrics.step, trainer.generate_sample(sample_prompt, max_new_tokens=80)))
-                sample_box.code(f"step {run.samples[-1][0]}:\n{run.samples[-1][1]}", language=None, wrap_lines=True)
-            if now - last_tick > 0.05 or metrics.step == total:
-                # every st call is where Streamlit can stop this run (Stop, leaving the page, closing
-                # the tab), so one comes at least every 50 ms: the run ends within one step
-                val = next((m.val_loss for m in reversed(trainer.history) if m.val_loss is not None), None)
-                progress.progress(metrics.step / total, text=(
-                    f"step {metrics.step}/{total} · loss {metrics.train_loss:.3f}"
-                    + (f" · validation {val:.3f}" if val is not None else "")
-                    + f" · perplexity {metrics.perplexity:,.1f} · {metrics.tokens_per_s:,.0f} tokens/s"))
-                last_tick = now
-            if now - last_draw > 0.5 or metrics.step == total:
-                chart.plotly_chart(loss_figure([run]), width="stretch", key=f"{key}_chart_{metrics.step}")
-                last_draw = now
-        run.finished = True
-    except LlmvizError as error:
-        run.error = str(error)
-        st.error(str(error))
-    register_for_sampling(run)
+
+def controls(job: jobs.Job, status: jobs.JobStatus, key: str) -> None:
+    """Pause / Resume / Stop buttons for a job that has not ended."""
+    if status.done:
+        return
+    c1, c2, _ = st.columns([1, 1, 4])
+    if job.paused:
+        if c1.button("Resume", key=f"{key}_resume_{job.id}"):
+            job.resume()
+    elif c1.button("Pause", key=f"{key}_pause_{job.id}", help="Training waits after this step; nothing is lost."):
+        job.pause()
+    if c2.button("Stop", key=f"{key}_stop_{job.id}",
+                 help="Stops at the end of the current step; the run so far is kept."):
+        job.stop()
+
+
+def draw_run(job: jobs.Job, key: str = "live") -> None:
+    """Progress, controls, loss curve and newest sample of one run (inside a fragment)."""
+    status = job.status()
+    st.progress(status.fraction, text=f"**{job.label}** · {status.describe()}")
+    controls(job, status, key)
+    if status.error:
+        st.error(status.error)
+    if status.metrics:
+        st.plotly_chart(loss_figure([(job.label, status, vocab_of(job))]), width="stretch",
+                        key=f"{key}_chart_{job.id}")
+    if status.samples:
+        step, text = status.samples[-1]
+        st.code(f"step {step}:\n{text}", language=None, wrap_lines=True)
+    if status.state == jobs.STOPPED:
+        st.caption(f"Stopped at step {status.step} of {status.total}: everything learned so far is kept, "
+                   "and the run is in the model picker.")
+
+
+def live(draw, *, active: bool, seconds: float = 1.0) -> None:
+    """Call ``draw()`` inside a fragment that reruns every ``seconds`` while ``active``."""
+    st.fragment(draw, run_every=seconds if active else None)()

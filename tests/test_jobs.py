@@ -1,0 +1,236 @@
+"""Background training jobs and weight snapshots (llmviz.jobs, llmviz.snapshots): plain pytest, no Streamlit."""
+
+import threading
+import time
+
+import pytest
+import torch
+
+from llmviz import jobs
+from llmviz.jobs import JobManager, JobRefused, train_blocking
+from llmviz.snapshots import SnapshotStore, evict, is_snapshot_step, snapshot_steps, state_bytes, state_of
+from llmviz.train import TrainConfig, Trainer
+
+TEXT = "the quick brown fox jumps over the lazy dog\n" * 40
+
+
+def trainer(steps=30, model="bigram-neural", seed=0, **changes):
+    config = TrainConfig(model=model, tokenizer="char", context_size=8, batch_size=4, steps=steps,
+                         eval_interval=max(1, steps), seed=seed, warmup_steps=0, **changes)
+    return Trainer.from_text(TEXT, config)
+
+
+class Gate:
+    """A task loop that takes one step each time the test opens the gate (steps are under test control)."""
+
+    def __init__(self):
+        self.go = threading.Semaphore(0)
+        self.steps_taken = 0
+
+    def loop(self, should_stop, steps=1000):
+        for step in range(1, steps + 1):
+            self.go.acquire()
+            self.steps_taken += 1
+            yield step, 1.0 / step
+
+
+@pytest.fixture
+def manager():
+    made = JobManager(max_running=2, session_timeout=None)
+    yield made
+    made.shutdown()
+
+
+def wait_for(predicate, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    raise AssertionError("condition not reached in time")
+
+
+# ---------------------------------------------------------------- snapshots
+
+
+def test_log_spaced_steps_from_hand_list():
+    assert snapshot_steps(1000) == [0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]
+    assert snapshot_steps(0) == [0]
+    assert not is_snapshot_step(3) and not is_snapshot_step(250) and is_snapshot_step(2000)
+
+
+def test_step_zero_equals_initial_weights_and_steps_differ(manager):
+    t = trainer(steps=25)
+    initial = {k: v.clone() for k, v in t.model.state_dict().items()}  # before any step
+    job = manager.submit_training("alice", t, label="run")
+    assert job.wait(60) and job.status().state == jobs.FINISHED
+    assert job.snapshots.steps() == [0, 1, 2, 5, 10, 20, 25]
+    step0 = job.snapshots.get(0)
+    for name, tensor in initial.items():
+        assert torch.equal(step0[name], tensor), name
+    last = job.snapshots.get(25)
+    for name, tensor in t.model.state_dict().items():
+        assert torch.equal(last[name], tensor), name  # the last snapshot is the final model
+    assert any(not torch.equal(job.snapshots.get(5)[n], job.snapshots.get(20)[n]) for n in initial)
+
+
+def test_snapshot_memory_cap_keeps_zero_and_last_and_spreads_the_rest():
+    model = torch.nn.Linear(10, 10)  # 110 floats = 440 bytes per snapshot
+    store = SnapshotStore()
+    for step in snapshot_steps(1000):
+        store.add(step, model)
+    size = state_bytes(state_of(model))
+    assert size == 440 and store.nbytes == 11 * 440
+    assert evict([store], cap_bytes=5 * 440) == 0
+    assert store.nbytes <= 5 * 440
+    kept = store.steps()
+    assert kept[0] == 0 and kept[-1] == 1000 and len(kept) == 5
+    assert evict([store], cap_bytes=1) > 0  # cannot go below step 0 + last
+    assert store.steps() == [0, 1000]
+
+
+def test_session_cap_holds_while_training():
+    manager = JobManager(max_running=1, session_timeout=None, snapshot_cap_mb=0.01)  # 10 KiB
+    try:
+        t = trainer(steps=120)  # bigram-neural on ~28 chars: a 28×28 table = 3 KiB per snapshot
+        size = state_bytes(state_of(t.model))
+        job = manager.submit_training("bob", t, label="run")
+        assert job.wait(60)
+        assert manager.snapshot_bytes("bob") <= 10 * 1024
+        steps = job.snapshots.steps()
+        assert steps[0] == 0 and steps[-1] == 120 and len(steps) == (10 * 1024) // size
+        with pytest.raises(JobRefused, match="snapshots"):  # a second run's step 0 + last no longer fit
+            manager.submit_training("bob", trainer(steps=5), label="second")
+    finally:
+        manager.shutdown()
+
+
+# ---------------------------------------------------------------- control
+
+
+def test_stop_acts_within_one_step_and_keeps_the_run(manager):
+    gate = Gate()
+    job = manager.submit_task("alice", gate.loop, label="gated", total=1000)
+    for _ in range(3):
+        gate.go.release()
+    wait_for(lambda: job.status().step == 3)
+    job.stop()
+    for _ in range(5):
+        gate.go.release()  # the loop could take more steps: it must not
+    assert job.wait(10)
+    assert job.status().state == jobs.STOPPED
+    assert gate.steps_taken <= 4 and job.status().step <= 4
+    assert [s for s, _ in job.status().losses][:3] == [1, 2, 3]
+
+
+def test_stop_of_a_training_run_within_one_step(manager):
+    t = trainer(steps=100_000)
+    job = manager.submit_training("alice", t, label="long")
+    wait_for(lambda: job.status().step >= 3)
+    step_at_stop = job.status().step
+    job.stop()
+    assert job.wait(10)
+    assert job.status().state == jobs.STOPPED
+    assert t.step <= step_at_stop + 1
+    assert job.snapshots.steps()[-1] == t.step  # the run so far is kept, last step included
+
+
+def test_pause_resume(manager):
+    t = trainer(steps=100_000)
+    job = manager.submit_training("alice", t, label="long")
+    wait_for(lambda: job.status().step >= 2)
+    job.pause()
+    wait_for(lambda: job.status().state == jobs.PAUSED)
+    frozen = job.status().step
+    time.sleep(0.3)
+    assert job.status().step == frozen and manager.running_count == 0  # a paused job gives its slot back
+    job.resume()
+    wait_for(lambda: job.status().step > frozen + 2)
+    job.stop()
+    assert job.wait(10)
+
+
+def test_queue_admits_jobs_in_order():
+    manager = JobManager(max_running=1, session_timeout=None)
+    try:
+        gates = [Gate() for _ in range(4)]
+        submitted = [manager.submit_task(f"s{i}", lambda stop, g=g: g.loop(stop, steps=1), label=f"j{i}", total=1)
+                     for i, g in enumerate(gates)]
+        wait_for(lambda: submitted[0].status().state == jobs.RUNNING)
+        wait_for(lambda: len(manager.queued()) == 3)
+        assert [j.status().queue_position for j in submitted] == [None, 1, 2, 3]
+        for gate in gates:
+            gate.go.release()
+        for job in submitted:
+            assert job.wait(10)
+        assert manager.admitted == [j.id for j in submitted]
+    finally:
+        manager.shutdown()
+
+
+def test_cap_limits_concurrent_jobs(manager):
+    gates = [Gate() for _ in range(3)]
+    submitted = [manager.submit_task("alice", g.loop, label=f"j{i}", total=5) for i, g in enumerate(gates)]
+    wait_for(lambda: manager.running_count == 2)
+    assert submitted[2].status().state == jobs.QUEUED and submitted[2].status().queue_position == 1
+    submitted[0].stop()
+    gates[0].go.release()
+    wait_for(lambda: submitted[2].status().state == jobs.RUNNING)
+    for job, gate in zip(submitted, gates):
+        job.stop()
+        gate.go.release()
+
+
+# ---------------------------------------------------------------- sessions
+
+
+def test_two_owners_never_see_each_other(manager):
+    a = manager.submit_training("alice", trainer(steps=3), label="a")
+    b = manager.submit_training("bob", trainer(steps=3), label="b")
+    assert manager.jobs("alice") == [a] and manager.jobs("bob") == [b]
+    assert manager.get("alice", b.id) is None and manager.get("bob", a.id) is None
+    assert a.id != b.id
+
+
+def test_job_of_a_closed_session_ends():
+    alive = {"alice": True, "bob": True}
+    manager = JobManager(max_running=2, session_timeout=0.2, liveness=lambda o: alive.get(o), reap_interval=0.05)
+    try:
+        job_a = manager.submit_training("alice", trainer(steps=100_000), label="a")
+        job_b = manager.submit_training("bob", trainer(steps=100_000), label="b")
+        wait_for(lambda: job_a.status().step > 0 and job_b.status().step > 0)
+        alive["alice"] = False  # alice closed her tab
+        assert job_a.wait(10) and job_a.status().state == jobs.STOPPED
+        assert manager.jobs("alice") == []  # forgotten with its snapshots
+        assert not job_b.status().done  # bob's run goes on
+    finally:
+        manager.shutdown()
+
+
+def test_heartbeat_keeps_a_session_without_liveness():
+    manager = JobManager(max_running=1, session_timeout=0.5, reap_interval=0.05)
+    try:
+        job = manager.submit_training("carol", trainer(steps=100_000), label="c")
+        for _ in range(10):
+            time.sleep(0.1)
+            manager.heartbeat("carol")
+        assert not job.status().done
+        assert job.wait(10) and job.status().state == jobs.STOPPED  # no heartbeat: it ends by itself
+    finally:
+        manager.shutdown()
+
+
+def test_one_loop_per_job_and_blocking_helper():
+    seen = []
+    job = train_blocking(trainer(steps=12), on_step=lambda status: seen.append(status.step))
+    assert job.loops_started == 1 and job.status().state == jobs.FINISHED and seen[-1] == 12
+    assert seen == sorted(seen)
+
+
+def test_failed_run_says_why(manager):
+    t = trainer(steps=50, model="mlp", optimizer="sgd", lr=1e6, grad_clip=None)
+    job = manager.submit_training("alice", t, label="boom")
+    assert job.wait(60)
+    status = job.status()
+    assert status.state == jobs.FAILED and "learning rate" in status.error
+    assert job.snapshots.steps()[0] == 0

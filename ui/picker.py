@@ -1,0 +1,487 @@
+"""THE model picker: one place in the shared sidebar decides which model every page shows.
+
+Pages ask :func:`current` for a :class:`ModelView` (and :func:`baseline` for the same run at step 0);
+they never load models themselves. Entries come from a registry of *sources* (:func:`register_source`):
+
+- ``shipped:<name>``   the checkpoints in data/ (the shipped GPT is the default),
+- ``pretrained:minilm`` the pretrained all-MiniLM-L6-v2 encoder (when its package is installed),
+- ``run:<run_id>@<step>`` this browser session's training runs, at any kept snapshot step,
+- ``dir:<name>``       checkpoint folders (or .safetensors files) under ``runs/`` or env ``LLMVIZ_RUNS_DIR``.
+
+A new kind of model (e.g. GPT-2 from the Hugging Face hub) is one more :class:`Source` registered with
+:func:`register_source`: it lists its :class:`Entry`\\ s and loads a key into a :class:`ModelView`.
+
+Every model handed out is cached with ``st.cache_resource`` keyed by (source, step), is in eval mode
+with gradients off, and is shared between pages and sessions: never mutate it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import streamlit as st
+import torch.nn as nn
+
+from llmviz import jobs
+from llmviz.errors import LlmvizError
+from llmviz.snapshots import load_into
+from llmviz.train import load_checkpoint, model_description, model_from_description
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "data"
+SHIPPED_GPT = "gpt-python-docs"
+DEFAULT_KEY = f"shipped:{SHIPPED_GPT}"
+
+_SELECTED = "_picker_selected"  # base key of the chosen entry (survives navigation; not a widget key)
+_STEPS = "_picker_steps"  # run_id → chosen step, or None = follow the newest snapshot
+_VERSION = "_picker_version"  # bumped by select() so the widget is drawn anew with the new value
+_NOTICE = "_picker_notice"
+
+
+@dataclass(frozen=True)
+class ModelView:
+    """What the picker selects: a ready-to-use, shared, read-only model with its tokenizer."""
+
+    key: str  # stable and URL-safe: "shipped:gpt-python-docs", "run:<run_id>@<step>", "pretrained:minilm", …
+    label: str
+    model: Any  # nn.Module in eval mode, grads off (MiniLM: the llmviz.pretrained.MiniLM object). Never mutate.
+    tokenizer: Any
+    meta: dict = field(default_factory=dict, compare=False, hash=False)
+    family: str = "gpt"  # "gpt" | "charlevel" | "decoder" | "minilm" | …
+    step: int | None = None
+    run_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of the picker."""
+
+    key: str  # base key without "@step"
+    label: str
+    family: str
+    note: str = ""  # a caption under the picker when chosen, e.g. "download 548 MB once"
+    steps: tuple[int, ...] = ()  # for runs: the kept snapshot steps (a step slider is shown)
+    available: bool = True  # False: listed with its note, but picking it falls back to the default
+
+
+class Source(Protocol):
+    """A kind of model the picker can offer (see :func:`register_source`)."""
+
+    prefix: str  # the part of the key before ":"
+
+    def entries(self) -> list[Entry]: ...
+
+    def load(self, key: str, step: int | None) -> ModelView: ...
+
+
+SOURCES: dict[str, Source] = {}
+
+
+def register_source(source: Source) -> None:
+    """Add (or replace) a source; entries are listed in registration order."""
+    SOURCES[source.prefix] = source
+
+
+# ---------------------------------------------------------------------------- session and jobs
+
+
+def session_id() -> str:
+    """The browser session this script run belongs to (the owner of its jobs)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return ctx.session_id if ctx is not None else "no-session"
+
+
+def _session_alive(owner: str) -> bool | None:
+    """Streamlit's own answer: is this browser session still connected?"""
+    from streamlit.runtime import Runtime
+
+    if not Runtime.exists():
+        return None
+    return Runtime.instance().is_active_session(owner)
+
+
+def manager() -> jobs.JobManager:
+    """The server's job manager (shared by all sessions; each sees only its own jobs)."""
+    return jobs.default_manager(liveness=_session_alive)
+
+
+def my_jobs(kind: str | None = "train") -> list[jobs.Job]:
+    found = manager().jobs(session_id())
+    return [job for job in found if kind is None or job.kind == kind]
+
+
+# ---------------------------------------------------------------------------- materialising models
+
+
+def _freeze(model: nn.Module) -> nn.Module:
+    model.eval()
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)  # a shared model is never trained or changed
+    return model
+
+
+def _family(meta: dict) -> str:
+    kind = meta.get("model", {}).get("kind")
+    return "gpt" if kind == "gpt" else "charlevel" if kind == "char" else str(kind or "gpt")
+
+
+@st.cache_resource(show_spinner="Loading the model…", max_entries=16)
+def _checkpoint(path: str, modified: float):
+    """``(model, tokenizer, meta)`` of a checkpoint folder or file, shared and read-only."""
+    model, tokenizer, meta = load_checkpoint(path)
+    return _freeze(model), tokenizer, meta
+
+
+@st.cache_resource(show_spinner="Loading this step's weights…", max_entries=48)
+def _run_model(run_id: str, step: int, _job: jobs.Job) -> nn.Module:
+    """A fresh eval-mode copy of a run's weights at one snapshot step (the live model is never shown)."""
+    description = model_description(_job.trainer.model)
+    return load_into(model_from_description(description), _job.snapshots.get(step))
+
+
+@st.cache_resource(show_spinner="Loading the pretrained MiniLM (22M parameters)…")
+def _minilm():
+    from llmviz.pretrained import MiniLM
+
+    return MiniLM()
+
+
+# ---------------------------------------------------------------------------- built-in sources
+
+
+class ShippedSource:
+    """The checkpoints in data/ (the shipped GPT first)."""
+
+    prefix = "shipped"
+
+    def names(self) -> list[str]:
+        if not DATA.exists():
+            return []
+        names = sorted(p.name for p in DATA.iterdir() if (p / "checkpoint.json").exists())
+        return sorted(names, key=lambda n: n != SHIPPED_GPT)
+
+    def entries(self) -> list[Entry]:
+        out = []
+        for name in self.names():
+            if name == SHIPPED_GPT:
+                out.append(Entry(f"shipped:{name}", f"Shipped GPT · {name} (Python manual)", "gpt"))
+            else:
+                out.append(Entry(f"shipped:{name}", f"Shipped char-level · {name}", "charlevel"))
+        return out
+
+    def load(self, key: str, step: int | None) -> ModelView:
+        name = key.split(":", 1)[1]
+        if name not in self.names():
+            raise LlmvizError(f"data/{name} is not a shipped checkpoint.")
+        path = DATA / name
+        model, tokenizer, meta = _checkpoint(str(path), (path / "checkpoint.json").stat().st_mtime)
+        label = next(e.label for e in self.entries() if e.key == key)
+        return ModelView(key, label, model, tokenizer, meta, _family(meta))
+
+
+class MiniLMSource:
+    """The pretrained sentence encoder (a bidirectional model: for embeddings and attention, not sampling)."""
+
+    prefix = "pretrained"
+
+    def entries(self) -> list[Entry]:
+        from llmviz.pretrained import PretrainedUnavailable, model_folder
+
+        try:
+            model_folder()
+        except PretrainedUnavailable:
+            return []
+        return [Entry("pretrained:minilm", "Pretrained MiniLM (sentence encoder)", "minilm",
+                      note="An encoder: it reads both ways and does not generate text.")]
+
+    def load(self, key: str, step: int | None) -> ModelView:
+        if key != "pretrained:minilm":
+            raise LlmvizError(f"Unknown pretrained model {key!r}.")
+        model = _minilm()
+        return ModelView(key, "Pretrained MiniLM (sentence encoder)", model, model.tokenizer,
+                         {"config": asdict(model.config)}, "minilm")
+
+
+class RunSource:
+    """This session's training runs (jobs), at any of their snapshot steps."""
+
+    prefix = "run"
+
+    def entries(self) -> list[Entry]:
+        out = []
+        for job in my_jobs("train"):
+            steps = tuple(job.snapshots.steps())
+            if job.trainer is None or not steps:
+                continue  # still waiting or preparing: listed once step 0 exists
+            status = job.status()
+            state = "" if status.state == jobs.FINISHED else f" ({status.state})"
+            family = "gpt" if model_description(job.trainer.model)["kind"] == "gpt" else "charlevel"
+            out.append(Entry(f"run:{job.id}", f"Your run: {job.label}{state}", family, steps=steps))
+        return out
+
+    def load(self, key: str, step: int | None) -> ModelView:
+        run_id = key.split(":", 1)[1]
+        job = manager().get(session_id(), run_id)  # only this session's runs resolve
+        if job is None or job.trainer is None or not job.snapshots.steps():
+            raise LlmvizError("That run is not one of this browser session's runs.")
+        kept = job.snapshots.steps()
+        step = kept[-1] if step is None else job.snapshots.nearest(step)
+        model = _run_model(job.id, step, job)
+        meta = {"train_config": asdict(job.trainer.config), "model": model_description(model), "step": step,
+                "label": job.label, "snapshot_steps": kept}
+        return ModelView(f"run:{job.id}@{step}", f"{job.label} · step {step}", model,
+                         job.trainer.dataset.tokenizer, meta, _family(meta), step=step, run_id=job.id)
+
+
+def runs_dir() -> Path:
+    """Where CLI-trained checkpoints are looked for: env ``LLMVIZ_RUNS_DIR``, else ``runs/``."""
+    return Path(os.environ.get("LLMVIZ_RUNS_DIR") or ROOT / "runs")
+
+
+class RunsDirSource:
+    """Checkpoints trained with ``python -m llmviz train --out runs/<name>`` (or in ``LLMVIZ_RUNS_DIR``)."""
+
+    prefix = "dir"
+
+    def paths(self) -> dict[str, Path]:
+        folder = runs_dir()
+        if not folder.is_dir():
+            return {}
+        found = {}
+        for path in sorted(folder.iterdir()):
+            if (path / "checkpoint.json").exists() or (path.is_file() and path.suffix == ".safetensors"):
+                found[urllib.parse.quote(path.name, safe="")] = path
+        return found
+
+    def entries(self) -> list[Entry]:
+        return [Entry(f"dir:{name}", f"Checkpoint {urllib.parse.unquote(name)}", "gpt") for name in self.paths()]
+
+    def load(self, key: str, step: int | None) -> ModelView:
+        name = key.split(":", 1)[1]
+        path = self.paths().get(name)  # only names found by listing the folder: no path tricks
+        if path is None:
+            raise LlmvizError(f"No checkpoint named {urllib.parse.unquote(name)!r} in {runs_dir()}.")
+        stamp = (path / "checkpoint.json" if path.is_dir() else path).stat().st_mtime
+        model, tokenizer, meta = _checkpoint(str(path), stamp)
+        return ModelView(key, f"Checkpoint {path.name}", model, tokenizer, meta, _family(meta),
+                         step=meta.get("step"))
+
+
+for _source in (ShippedSource(), MiniLMSource(), RunSource(), RunsDirSource()):
+    register_source(_source)
+
+
+# ---------------------------------------------------------------------------- keys
+
+
+_KEY = re.compile(r"^(?P<prefix>[a-z0-9_-]+):(?P<name>[^@]+)(?:@(?P<step>\d{1,9}))?$")
+
+
+def parse_key(key: str) -> tuple[str, int | None] | None:
+    """``"run:ab12@50"`` → ``("run:ab12", 50)``; None for anything malformed.
+
+    >>> parse_key("run:ab12@50"), parse_key("shipped:gpt-python-docs"), parse_key("../etc")
+    (('run:ab12', 50), ('shipped:gpt-python-docs', None), None)
+    """
+    match = _KEY.match(key or "")
+    if not match:
+        return None
+    step = match.group("step")
+    return f"{match.group('prefix')}:{match.group('name')}", int(step) if step is not None else None
+
+
+def load(key: str) -> ModelView:
+    """The :class:`ModelView` of any key (raises :class:`LlmvizError` when it cannot be had)."""
+    parsed = parse_key(key)
+    if parsed is None or parsed[0].split(":", 1)[0] not in SOURCES:
+        raise LlmvizError(f"Unknown model {key!r}.")
+    base, step = parsed
+    return SOURCES[base.split(":", 1)[0]].load(base, step)
+
+
+def entries() -> list[Entry]:
+    out = []
+    for source in list(SOURCES.values()):
+        try:
+            out.extend(source.entries())
+        except Exception:  # noqa: BLE001 - one broken source must not take the picker down
+            continue
+    return out
+
+
+# ---------------------------------------------------------------------------- the contract
+
+
+def select(key: str) -> None:
+    """Choose a model programmatically (links, buttons); an unknown key falls back to the shipped GPT
+    with a notice on the next :func:`current`."""
+    parsed = parse_key(key)
+    known = {entry.key: entry for entry in entries()}
+    if parsed is None or parsed[0] not in known or not known[parsed[0]].available:
+        st.session_state[_SELECTED] = DEFAULT_KEY
+        st.session_state[_NOTICE] = ("That model is not available in this browser session (a run lives only in "
+                                     "the session that trained it), so the shipped GPT is shown.")
+    else:
+        base, step = parsed
+        st.session_state[_SELECTED] = base
+        if base.startswith("run:"):
+            steps = known[base].steps
+            st.session_state.setdefault(_STEPS, {})[base] = None if step is None or step >= steps[-1] else step
+    st.session_state[_VERSION] = st.session_state.get(_VERSION, 0) + 1
+
+
+def selected_key() -> str:
+    """The key :func:`current` will resolve (base key plus ``@step`` for runs)."""
+    base = st.session_state.get(_SELECTED, DEFAULT_KEY)
+    if base.startswith("run:"):
+        step = st.session_state.get(_STEPS, {}).get(base)
+        return base if step is None else f"{base}@{step}"
+    return base
+
+
+def current() -> ModelView:
+    """What the shared sidebar picker selects (default: the shipped GPT)."""
+    key = selected_key()
+    try:
+        return load(key)
+    except LlmvizError:
+        if key != DEFAULT_KEY:
+            st.session_state[_SELECTED] = DEFAULT_KEY
+            st.info("The model picked before is gone (a run lives only in its own browser session), so the "
+                    "shipped GPT is shown.")
+        return shipped_default()
+
+
+def shipped_default() -> ModelView:
+    """The shipped GPT, or a warning that ends the page here when data/ lacks it."""
+    try:
+        return load(DEFAULT_KEY)
+    except LlmvizError:
+        st.warning(f"The shipped GPT (data/{SHIPPED_GPT}) is missing: run scripts/train_shipped_models.sh "
+                   "to re-create it.")
+        st.stop()
+
+
+def baseline() -> ModelView | None:
+    """The picked run at step 0 (for "step 0 vs step N" views); None when the pick is not a run."""
+    view = current()
+    if view.run_id is None:
+        return None
+    try:
+        return load(f"run:{view.run_id}@0")
+    except LlmvizError:
+        return None
+
+
+def before_after(render: Callable[[ModelView, str], None], *, what: str = "this view") -> None:
+    """Draw ``render(view, column_key)`` twice, side by side: the picked run at step 0 and at its step N.
+
+    ``column_key`` ("step0" / "stepN") keeps widget keys apart. When the pick is not a run, one column
+    says how to get a comparison and the other shows the current model.
+    """
+    view = current()
+    start = baseline()
+    left, right = st.columns(2)
+    with left:
+        if start is None:
+            st.info(f"Train a run on the Training page and pick it in the sidebar to compare {what} at step 0 "
+                    "(random weights) with a later step.")
+        else:
+            st.markdown(f"**Step 0** (initial weights) · {start.label.rsplit(' · ', 1)[0]}")
+            render(start, "step0")
+    with right:
+        st.markdown(f"**{'Step ' + str(view.step) if view.step is not None else view.label}**")
+        render(view, "stepN")
+
+
+# ---------------------------------------------------------------------------- the sidebar widget
+
+
+def _remember_model(widget_key: str) -> None:
+    st.session_state[_SELECTED] = st.session_state[widget_key]
+
+
+def _remember_step(widget_key: str, base: str, last: int) -> None:
+    value = st.session_state[widget_key]
+    st.session_state.setdefault(_STEPS, {})[base] = None if value >= last else value
+
+
+def sidebar() -> None:
+    """The picker in the shared sidebar (app.py draws it on every page)."""
+    st.session_state["_llmviz_session_id"] = session_id()  # lets tests find this session's jobs
+    notice = st.session_state.pop(_NOTICE, None)
+    if notice:
+        st.info(notice)
+    listed = [entry for entry in entries()]
+    by_key = {entry.key: entry for entry in listed}
+    chosen = st.session_state.get(_SELECTED, DEFAULT_KEY)
+    if chosen not in by_key:
+        chosen = DEFAULT_KEY if DEFAULT_KEY in by_key else (listed[0].key if listed else DEFAULT_KEY)
+        st.session_state[_SELECTED] = chosen
+    if not listed:
+        return
+    version = st.session_state.get(_VERSION, 0)
+    widget_key = f"picker_model_{version}"
+    options = list(by_key)
+    st.selectbox("Model shown on every page", options, index=options.index(chosen),
+                 format_func=lambda k: by_key[k].label + (f" — {by_key[k].note}" if not by_key[k].available else ""),
+                 key=widget_key, on_change=_remember_model, args=(widget_key,),
+                 help="Pages show this model: a shipped one, or one of your runs (train one on the Training page).")
+    entry = by_key[chosen]
+    if entry.note:
+        st.caption(entry.note)
+    if entry.steps:
+        steps = list(entry.steps)
+        stored = st.session_state.get(_STEPS, {}).get(chosen)
+        value = steps[-1] if stored is None else min(steps, key=lambda s: (abs(s - stored), s))
+        step_key = f"picker_step_{chosen}_{version}_{len(steps)}_{steps[-1]}"
+        if len(steps) > 1:
+            st.select_slider("Step (snapshot of the run)", steps, value=value, key=step_key,
+                             on_change=_remember_step, args=(step_key, chosen, steps[-1]),
+                             help="The run keeps its weights at steps 0, 1, 2, 5, 10, 20, 50, … and its newest "
+                                  "step. The last position follows the run while it trains.")
+        else:
+            st.caption("Step 0 (the run has just started).")
+
+
+def status_line(job: jobs.Job) -> str:
+    status = job.status()
+    return f"{job.label}: {status.describe()}"
+
+
+def _jobs_panel_body(in_fragment: bool = False) -> None:
+    owner = session_id()
+    job_manager = manager()
+    job_manager.heartbeat(owner)
+    active = [job for job in job_manager.jobs(owner) if not job.status().done]
+    for job in active:
+        status = job.status()
+        st.progress(status.fraction, text=f"{job.label}: {status.describe()}")
+    finished = st.session_state.setdefault("_picker_active_jobs", set())
+    now_active = {job.id for job in active}
+    if in_fragment and finished - now_active:  # a run ended since the last look: redraw the page so its last step is pickable
+        st.session_state["_picker_active_jobs"] = now_active
+        st.rerun(scope="app")
+    st.session_state["_picker_active_jobs"] = now_active
+
+
+@st.fragment(run_every=2.0)
+def _jobs_panel_live() -> None:
+    _jobs_panel_body(in_fragment=True)
+
+
+def jobs_panel() -> None:
+    """Progress of this session's running jobs in the sidebar, refreshed every 2 s while any runs
+    (the refresh also tells the job manager this browser session is still here)."""
+    if any(not job.status().done for job in manager().jobs(session_id())):
+        _jobs_panel_live()
+    else:
+        _jobs_panel_body()
