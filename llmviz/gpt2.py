@@ -154,6 +154,45 @@ def hf_state_to_llmviz(hf_state: dict[str, torch.Tensor], config: GPTConfig) -> 
     return state
 
 
+def llmviz_state_to_hf(model: GPT) -> dict[str, torch.Tensor]:
+    """The inverse of :func:`hf_state_to_llmviz`: llmviz's GPT weights under GPT2LMHeadModel's names
+    (the tied head left out, as ``save_pretrained`` does)."""
+    if not (model.config.qkv_bias and model.config.tie_weights):
+        raise ConfigError("Only a GPT with query/key/value biases and a tied head has GPT-2's layout.")
+    inverse = {}
+    for name, tensor in model.state_dict().items():
+        if name == "lm_head.weight":
+            continue
+        hf = name
+        for old, new in _PARTS:
+            hf = hf.replace(new, old)
+        for old, new in _PREFIXES:
+            if hf.startswith(new):
+                hf = old + hf[len(new):]
+        if hf.endswith(_CONV1D):
+            tensor = tensor.t()  # Linear (out, in) → Conv1D (in, out)
+        inverse["transformer." + hf] = tensor.detach().cpu().contiguous()
+    return inverse
+
+
+def save_hf_folder(model: GPT, folder: str | Path) -> Path:
+    """Write ``model`` as a Hugging Face GPT-2 folder (``config.json`` + ``model.safetensors``) that
+    ``GPT2LMHeadModel.from_pretrained`` and :func:`gpt_from_folder` both read."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    c = model.config
+    hf_config = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": c.vocab_size,
+                 "n_positions": c.context_length, "n_embd": c.d_model, "n_head": c.n_heads, "n_layer": c.n_layers,
+                 "n_inner": None, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
+                 "resid_pdrop": c.dropout, "embd_pdrop": c.dropout, "attn_pdrop": c.dropout,
+                 "tie_word_embeddings": True, "bos_token_id": 50256, "eos_token_id": 50256}
+    (folder / CONFIG_FILE).write_text(json.dumps(hf_config, indent=1) + "\n", encoding="utf-8")
+    save_file(llmviz_state_to_hf(model), str(folder / SAFETENSORS_FILE), metadata={"format": "pt"})
+    return folder
+
+
 def read_hf_weights(folder: Path) -> dict[str, torch.Tensor]:
     """Every tensor of a checkpoint folder: safetensors (one file or shards), else a weights-only torch file."""
     from llmviz.train import read_safetensors

@@ -240,6 +240,9 @@ def boundary_token(tokenizer: Tokenizer) -> tuple[list[int], str]:
         return [tokenizer.special_tokens[ENDOFTEXT]], ENDOFTEXT
     if isinstance(tokenizer, CharTokenizer) and "\n" in tokenizer.stoi:
         return [tokenizer.stoi["\n"]], "↵ (newline)"
+    encoding = getattr(tokenizer, "encoding", None)  # GPT-2's own tokenizer (tiktoken) starts texts with <|endoftext|>
+    if encoding is not None and ENDOFTEXT in encoding.special_tokens_set:
+        return [encoding.encode_single_token(ENDOFTEXT)], ENDOFTEXT
     return [0], tokenizer.printable(0)
 
 

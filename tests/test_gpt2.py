@@ -292,3 +292,26 @@ def test_fine_tuning_the_shipped_gpt(tmp_path):
     trainer.save(tmp_path / "tuned")
     tuned, _, _ = load_checkpoint(tmp_path / "tuned")
     assert not torch.equal(tuned.tok_emb.weight, model.tok_emb.weight)
+
+
+def test_export_round_trip_loads_in_transformers(pair, tmp_path):
+    from transformers import GPT2LMHeadModel
+
+    from llmviz.models.gpt import GPT
+
+    ours = GPT(gpt2.config_from_hf({"vocab_size": 300, "n_positions": 32, "n_embd": 48, "n_head": 3, "n_layer": 2}))
+    for parameter in ours.parameters():  # biases and LayerNorms non-trivial too
+        torch.nn.init.normal_(parameter, std=0.2)
+    ours.eval()
+    gpt2.save_hf_folder(ours, tmp_path)
+    reference = GPT2LMHeadModel.from_pretrained(tmp_path).eval()
+    ids = torch.randint(0, 300, (2, 20), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        torch.testing.assert_close(reference(ids).logits, ours(ids)[0], atol=1e-5, rtol=0)
+        torch.testing.assert_close(gpt2.gpt_from_folder(tmp_path)(ids)[0], ours(ids)[0], atol=0, rtol=0)
+
+
+def test_empty_prompt_starts_from_endoftext():
+    from llmviz.sampling import boundary_token
+
+    assert boundary_token(gpt2.gpt2_tokenizer()) == ([50256], "<|endoftext|>")
