@@ -15,6 +15,7 @@ import streamlit as st
 from llmviz import corpus
 from llmviz.device import available_devices, fresh_seed, pick_device
 from llmviz.errors import LlmvizError
+from ui import present, share
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,13 +68,14 @@ def sidebar() -> Settings:
 
     keep_widget_values()
     with st.sidebar:
+        present.switch()
         st.markdown("### Model")
         picker.sidebar()
         picker.jobs_panel()
         st.markdown("### Settings")
         names = [entry.name for entry in corpus.list_corpora()] + [UPLOAD]
         labels = {entry.name: entry.title for entry in corpus.list_corpora()} | {UPLOAD: "Your own text (upload)"}
-        choice = st.selectbox("Corpus", names, format_func=lambda n: labels[n], key="corpus")
+        choice = st.selectbox("Corpus", names, format_func=lambda n: labels[n], **share.bind("corpus"))
         if choice == UPLOAD:
             _upload_widget()
         else:
@@ -88,7 +90,8 @@ def sidebar() -> Settings:
                             st.error(str(error))
                         else:
                             st.success("Downloaded and verified.")
-        seed = int(st.number_input("Random seed", min_value=0, max_value=2**31 - 1, value=1337, step=1, key="seed"))
+        seed = int(st.number_input("Random seed", min_value=0, max_value=2**31 - 1, value=1337, step=1,
+                                **share.bind("seed")))
         deterministic = st.toggle(
             "Deterministic pages",
             value=True,

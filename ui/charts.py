@@ -85,3 +85,105 @@ def flow(steps: list[tuple[str, str, str]], direction: str = "column") -> str:
         )
     joiner = f'<div style="text-align:center;color:#868e96">{arrow}</div>'
     return f'<div style="display:flex;flex-direction:{direction};gap:2px">' + joiner.join(boxes) + "</div>"
+
+
+# ------------------------------------------------------------------ figures to take away
+EXPORT_SCALE = 2  #: PNG downloads are drawn at twice the size on screen (sharp on slides)
+
+
+def export_config(filename: str = "llmviz-chart") -> dict:
+    """Plotly's config for every chart: the camera button saves a PNG at 2×; an SVG button sits beside it.
+
+    >>> export_config("loss")["toImageButtonOptions"]
+    {'format': 'png', 'scale': 2, 'filename': 'loss'}
+    """
+    return {"displaylogo": False,
+            "toImageButtonOptions": {"format": "png", "scale": EXPORT_SCALE, "filename": filename}}
+
+
+def _filename(figure: go.Figure) -> str:
+    title = figure.layout.title.text or ""
+    slug = "".join(ch if ch.isalnum() else "-" for ch in title.lower()).strip("-")
+    while "--" in slug:
+        slug = slug.replace("--", "-")
+    return f"llmviz-{slug[:40]}" if slug else "llmviz-chart"
+
+
+def show_in(where, figure: go.Figure, width="stretch", **kwargs):
+    """Draw a Plotly figure in ``where`` (``st``, a column, a container) the way every llmviz chart is drawn:
+    downloadable as PNG at 2× and as SVG, and bigger in presenter mode."""
+    from ui import present
+
+    scale = present.chart_scale()
+    if scale != 1.0:
+        figure = go.Figure(figure)  # a copy: the caller's figure stays as built
+        height = figure.layout.height
+        figure.update_layout(font_size=round(12 * scale), height=round(height * scale) if height else None)
+    return where.plotly_chart(figure, width=width, config=export_config(_filename(figure)), **kwargs)
+
+
+def show(figure: go.Figure, width="stretch", **kwargs):
+    """``st.plotly_chart`` for llmviz pages: see :func:`show_in`."""
+    import streamlit as st
+
+    return show_in(st, figure, width=width, **kwargs)
+
+
+# Adds an "SVG" button next to Plotly's camera in every chart's toolbar: it asks Plotly's own
+# download for format svg (the camera keeps PNG at 2×). Installed once per page by app.py.
+SVG_SCRIPT = """
+<script>
+(function () {
+  if (window.__llmvizSvg) return;
+  window.__llmvizSvg = true;
+  function add() {
+    document.querySelectorAll('.js-plotly-plot .modebar-group').forEach(function (group) {
+      var camera = group.querySelector('a.modebar-btn[data-attr="format"], a.modebar-btn[data-title^="Download plot"]');
+      if (!camera || group.querySelector('.llmviz-svg')) return;
+      var button = document.createElement('a');
+      button.className = 'modebar-btn llmviz-svg';
+      button.setAttribute('rel', 'tooltip');
+      button.setAttribute('data-title', 'Download plot as SVG');
+      button.setAttribute('data-testid', 'llmviz-svg-button');
+      button.style.cssText = 'font:bold 9px sans-serif;line-height:18px;padding:3px 4px;cursor:pointer;color:#7a7a7a';
+      button.textContent = 'SVG';
+      button.addEventListener('click', function () {
+        var gd = group.closest('.js-plotly-plot');
+        var options = gd._context.toImageButtonOptions || {};
+        var saved = Object.assign({}, options);
+        gd._context.toImageButtonOptions = Object.assign({}, options, { format: 'svg', scale: 1 });
+        camera.click();
+        setTimeout(function () { gd._context.toImageButtonOptions = saved; }, 0);
+      });
+      group.insertBefore(button, camera.nextSibling);
+    });
+  }
+  var pending = null;
+  new MutationObserver(function () {
+    if (pending) return;
+    pending = setTimeout(function () { pending = null; add(); }, 100);
+  }).observe(document.body, { childList: true, subtree: true });
+  add();
+})();
+</script>
+"""
+
+
+def install_export() -> None:
+    """Once per run (app.py): the SVG download button on every chart."""
+    import streamlit as st
+
+    st.html(SVG_SCRIPT, unsafe_allow_javascript=True)
+
+
+def latex(*lines: str, where=None, label: str = "Copy as LaTeX") -> None:
+    """A worked example: each line as an equation, and its LaTeX source one click away (to copy)."""
+    import streamlit as st
+
+    where = where or st
+    for line in lines:
+        where.latex(line)
+    with where.popover(label, icon=":material/content_copy:"):
+        source = "\\begin{align*}\n" + " \\\\\n".join(f"  & {line}" for line in lines) + "\n\\end{align*}" \
+            if len(lines) > 1 else f"\\[ {lines[0]} \\]"
+        st.code(source, language="latex", wrap_lines=True)

@@ -1,0 +1,81 @@
+"""Shareable links (ui/share.py): declared parameters, notices for bad values, the sidebar's settings in the URL."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import ui
+from llmviz import corpus
+from ui import share
+
+TIMEOUT = 180
+
+HOSTILE = [
+    "", "abc", "nan", "NaN", "inf", "-inf", "-1", "1e308", "99999999999999999999999", "3.5", "0x10", "[]", "{}",
+    "<script>alert(1)</script>", "'; DROP TABLE runs; --", "$\\frac{1}{0}$", "**bold**", "x" * 5000, "\u202e\u0000",
+    "../../etc/passwd", "run:someone-elses-run@300",
+]
+
+
+def test_bind_only_declared_names():
+    assert share.bind("temperature") == {"key": "temperature", "bind": "query-params"}
+    with pytest.raises(KeyError):
+        share.bind("tempreature")
+    with pytest.raises(KeyError):
+        share.bind("model")  # read by the picker, not a widget binding
+
+
+def test_notice_for_each_kind_of_bad_value():
+    initial = {"temperature": ["nan"], "top_k": ["3.5"], "seed": ["1337"], "zoom": ["2"], "<script>": ["x"]}
+    current = {"top_k": ["3"]}
+    values = {"temperature": 0.8, "top_k": 3, "seed": 1337}
+    notices = share.link_notices(initial, current, values)
+    assert notices[0] == "temperature = “nan” could not be used here: showing 0.8."
+    assert notices[1] == "top_k = “3.5” was adjusted to what this page allows: 3."
+    assert "zoom is not a setting llmviz knows: ignored." in notices
+    assert "<script> is not a setting llmviz knows: ignored." in notices
+    assert len(notices) == 4  # seed=1337 is the default value: tidied away without a notice
+
+
+def test_notices_stay_short_for_very_long_values():
+    notices = share.link_notices({"text": ["y" * 10_000], "z" * 10_000: ["1"]}, {}, {"text": "hello"})
+    assert all(len(notice) < 200 for notice in notices)
+
+
+def test_notices_are_shown_literally():
+    escaped = share._escape_markdown("<script>alert(1)</script> **x** $1$")
+    assert "*" not in escaped.replace("\\*", "") and "$" not in escaped.replace("\\$", "")
+
+
+def run_home(query: dict) -> AppTest:
+    at = AppTest.from_file(str(ui.ROOT / "tests" / "app_entry.py"), default_timeout=TIMEOUT)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_link_sets_the_sidebar():
+    at = run_home({"seed": "42", "corpus": corpus.info("names").title})  # the URL holds what the list shows
+    assert at.sidebar.number_input(key="seed").value == 42
+    assert at.sidebar.selectbox(key="corpus").value == "names"
+    assert not [w for w in at.warning if "link" in w.value]
+    assert not at.error
+
+
+@pytest.mark.parametrize("bad", HOSTILE, ids=range(len(HOSTILE)))
+def test_hostile_values_fall_back_with_a_notice(bad):
+    at = run_home({"seed": bad, "corpus": bad, bad[:40] or "empty": "1"})
+    assert at.sidebar.number_input(key="seed").value == (3 if bad == "3.5" else 1337)  # 3.5: adjusted, said so
+    assert at.sidebar.selectbox(key="corpus").value == "python-docs"
+    assert not at.error
+    notices = [w.value for w in at.warning if "link" in w.value]
+    assert notices, "a link that could not be used says so"
+    assert len(notices[0]) < 2_000
+
+
+def test_presenter_mode_from_the_link():
+    at = run_home({"present": "1"})
+    assert at.sidebar.toggle(key="present_mode").value is True
+    at = run_home({"present": "<b>"})
+    assert at.sidebar.toggle(key="present_mode").value is False

@@ -1,0 +1,344 @@
+"""Shareable links: every page's main settings live in the URL, so a copied link opens the same view.
+
+The mechanism is Streamlit's own widget binding (``bind="query-params"``): a bound widget is
+seeded from the URL on load, writes its value back to the URL when it changes (inside
+``st.fragment`` sections too), and drops values it cannot take (wrong type, out of range, an
+unknown option). This module adds what a class needs around it:
+
+* ``PARAMS``: the one list of URL parameters llmviz understands, with what each one sets. A page
+  binds a widget with ``**share.bind("temperature")`` (the name must be declared here).
+* :func:`links`: wraps the page run in app.py: a "Copy link to this view" button on every page,
+  and a short notice when the link carried values that could not be used (they fall back to
+  the defaults: never an error).
+* the model in the URL (``?model=…``) goes through ``ui.picker.select``: a run that exists only
+  in another session falls back to the shipped model with a notice.
+
+Usage on a page::
+
+    temperature = c1.slider("Temperature", 0.0, 2.5, 0.8, 0.05, **share.bind("temperature"))
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+
+import streamlit as st
+
+#: Every URL parameter llmviz reads: its kind (number, text, option, options, flag) and what it sets. Names are unique across pages, because the
+#: widget key is the parameter name and Streamlit's session state is shared by all pages.
+PARAMS: dict[str, tuple[str, str]] = {
+    # sidebar
+    "corpus": ("option", "the corpus in the sidebar"),
+    "seed": ("number", "the random seed in the sidebar"),
+    "model": ("option", "the model picked in the sidebar (a key such as shipped:gpt-python-docs)"),
+    "present": ("flag", "presenter mode (1 = on)"),
+    # Tokens
+    "example": ("option", "Tokens: the example text"),
+    "text": ("text", "Tokens: your text"),
+    "tokenizers": ("options", "Tokens: the tokenizers side by side (repeat the parameter for several)"),
+    "vocab": ("number", "Tokens: the BPE vocabulary size to train"),
+    "split": ("option", "Tokens: the pre-split pattern"),
+    "context": ("number", "Tokens: the context size of the input–target pairs"),
+    "stride": ("number", "Tokens: the stride of the input–target pairs"),
+    # Embeddings
+    "words": ("text", "Embeddings: the words compared"),
+    # Attention
+    "query_word": ("option", "Attention: the query word of the first example"),
+    "scale": ("flag", "Attention: scale the scores by √d_k"),
+    "mask": ("flag", "Attention: causal mask on or off"),
+    "heads": ("option", "Attention: number of heads of the step-by-step example"),
+    "sentence": ("text", "Attention: the sentence sent through the models"),
+    "layer": ("number", "Attention: the GPT layer shown"),
+    "head": ("number", "Attention: the GPT head shown"),
+    "enc_layer": ("number", "Attention: the encoder (MiniLM) layer shown"),
+    "enc_head": ("number", "Attention: the encoder (MiniLM) head shown"),
+    # Training
+    "train_model": ("option", "Training: the model to train"),
+    "optimizer": ("option", "Training: the optimizer"),
+    "lr": ("option", "Training: the learning rate"),
+    "batch": ("number", "Training: the batch size"),
+    "steps": ("number", "Training: the number of steps"),
+    "positions": ("number", "Training: positions per sequence in the loss example"),
+    # Sampling
+    "prompt": ("text", "Sampling: the prompt"),
+    "temperature": ("number", "Sampling: the temperature"),
+    "top_k": ("number", "Sampling: top-k (0 = off)"),
+    "top_p": ("number", "Sampling: top-p (1 = off)"),
+    "method": ("option", "Sampling: sampling, greedy or beam search"),
+    "beam_width": ("number", "Sampling: the beam width"),
+    "new_tokens": ("number", "Sampling: how many tokens to generate"),
+}
+
+#: Parameters that are not widget bindings (read by llmviz itself).
+_SPECIAL = {"model", "present"}
+#: Query parameters Streamlit reserves for itself.
+_STREAMLIT = {"embed", "embed_options"}
+
+MAX_TEXT = 2_000  #: characters a text parameter may carry (longer text is shortened, with a notice)
+
+_INITIAL = "_share_initial"
+_CHECKED = "_share_checked"
+_NOTICES = "_share_notices"
+
+
+def bind(name: str) -> dict:
+    """Keyword arguments that bind a widget to the URL parameter ``name``.
+
+    >>> bind("temperature")
+    {'key': 'temperature', 'bind': 'query-params'}
+    """
+    if name not in PARAMS or name in _SPECIAL:
+        raise KeyError(f"{name!r} is not a declared URL parameter: add it to ui.share.PARAMS")
+    return {"key": name, "bind": "query-params"}
+
+
+def _snapshot() -> dict[str, list[str]]:
+    return {key: list(st.query_params.get_all(key)) for key in st.query_params}
+
+
+def _short(value: str, limit: int = 40) -> str:
+    return value if len(value) <= limit else value[:limit] + "…"
+
+
+def _same(raw: str, value) -> bool:
+    """Does the URL text ``raw`` name the widget value ``value`` (so removing it only meant "default")?"""
+    if isinstance(value, bool):
+        return raw.lower() == str(value).lower()
+    if isinstance(value, (int, float)):
+        try:
+            number = float(raw)
+        except ValueError:
+            return False
+        return math.isfinite(number) and math.isclose(number, float(value), rel_tol=1e-9, abs_tol=1e-12)
+    return raw == str(value)
+
+
+def link_notices(initial: dict[str, list[str]], current: dict[str, list[str]], values: dict) -> list[str]:
+    """What to tell the student about a link's parameters, after the page used what it could.
+
+    ``initial``: the URL's parameters when the session started; ``current``: after the page ran
+    (Streamlit removed or corrected what its widgets could not take); ``values``: the widgets'
+    values now (session state).
+
+    >>> link_notices({"temperature": ["nan"], "top_k": ["5"], "zoom": ["3"]}, {"top_k": ["5"]},
+    ...              {"temperature": 0.8, "top_k": 5})
+    ['temperature = “nan” could not be used here: showing 0.8.', 'zoom is not a setting llmviz knows: ignored.']
+    """
+    notices = []
+    for name, raw_values in initial.items():
+        raw = raw_values[-1] if raw_values else ""
+        if name in _STREAMLIT or name in _SPECIAL:
+            continue
+        if name not in PARAMS:
+            notices.append(f"{_short(name, 30)} is not a setting llmviz knows: ignored.")
+            continue
+        if not raw_values:
+            continue  # already reported by the first check
+        now = current.get(name)
+        if now == raw_values:
+            continue
+        value = values.get(name)
+        if now is None and len(raw_values) == 1 and _same(raw, value):
+            continue  # the link named the default value: Streamlit only tidied the URL
+        shown = ", ".join(_short(str(v), 30) for v in value) if isinstance(value, list) else _short(str(value), 40)
+        if now is None:
+            notices.append(f"{name} = “{_short(raw)}” could not be used here: showing {shown or 'the default'}.")
+        else:
+            notices.append(f"{name} = “{_short(raw)}” was adjusted to what this page allows: {shown}.")
+    return notices
+
+
+def _copy_button() -> None:
+    """A button that copies the browser's current address (kept up to date by the bound widgets)."""
+    st.html(
+        """
+<div style="display:flex;justify-content:flex-end">
+<button class="llmviz-copy-link" type="button" title="The address holds this page's settings: paste it in a
+message or on a slide, and it opens the same view."
+ style="border:1px solid #ced4da;border-radius:6px;background:white;padding:2px 10px;font-size:0.85rem;cursor:pointer">
+Copy link to this view</button></div>
+<script>
+(function () {
+  document.querySelectorAll("button.llmviz-copy-link:not([data-ready])").forEach(function (button) {
+    button.dataset.ready = "1";
+    button.addEventListener("click", function () {
+      var url = window.location.href;
+      window.__llmvizCopiedLink = url;
+      var done = function () { button.textContent = "✓ Link copied"; setTimeout(function () {
+        button.textContent = "Copy link to this view"; }, 2000); };
+      var fallback = function () {
+        var area = document.createElement("textarea");
+        area.value = url; document.body.appendChild(area); area.select();
+        var ok = false; try { ok = document.execCommand("copy"); } catch (e) {}
+        document.body.removeChild(area);
+        if (ok) { done(); } else { window.prompt("Copy this link:", url); }
+      };
+      if (navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(url).then(done, fallback);
+      } else { fallback(); }
+    });
+  });
+})();
+</script>""",
+        unsafe_allow_javascript=True,
+    )
+
+
+def clean(name: str, values: list[str]) -> tuple[list[str] | None, str | None]:
+    r"""A first check of one URL parameter, by its declared kind, before any widget sees it.
+
+    Returns the values to keep (``None``: drop the parameter) and a notice (or ``None``).
+    Widgets then check the rest (ranges, options) themselves.
+
+    >>> clean("temperature", ["1e999"])
+    (None, 'temperature = “1e999” is not a usable number: showing the default.')
+    >>> clean("prompt", ["ab\x00c"])
+    (['abc'], None)
+    >>> clean("text", ["x" * 3000])[1]
+    'text was 3,000 characters long: shortened to 2,000.'
+    """
+    kind = PARAMS[name][0]
+    raw = values[-1] if values else ""
+    if kind == "number":
+        try:
+            number = float(raw)
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number) or abs(number) > 1e12:
+            return None, f"{name} = “{_short(raw)}” is not a usable number: showing the default."
+        return values[-1:], None
+    if kind == "text":
+        text = "".join(ch for ch in raw if ch in "\n\t" or ch.isprintable())
+        if len(text) > MAX_TEXT:
+            return [text[:MAX_TEXT]], f"{name} was {len(text):,} characters long: shortened to {MAX_TEXT:,}."
+        return [text], None
+    if len(values) > 50 or any(len(value) > 300 for value in values):
+        return None, f"{name} = “{_short(raw)}” is not one of this page's choices: showing the default."
+    return values, None
+
+
+def begin() -> None:
+    """First thing in app.py: check the link's parameters and remember them before any widget reads them."""
+    state = st.session_state
+    if _INITIAL in state:
+        return
+    initial = _snapshot()
+    state[_INITIAL] = initial
+    for name, values in initial.items():
+        if name not in PARAMS or name in _SPECIAL:
+            continue
+        kept, text = clean(name, values)
+        if text:
+            notice(text)
+            initial[name] = kept if kept is not None else []  # the notice is given: no second one
+        if kept != values:
+            _replace_in_link(name, kept)
+
+
+def _replace_in_link(name: str, kept: list[str] | None) -> None:
+    """Change a parameter both in the address and in what bound widgets will be seeded with."""
+    with contextlib.suppress(Exception):
+        if kept is None:
+            del st.query_params[name]
+        else:
+            st.query_params[name] = kept
+    # Streamlit seeds bound widgets from its copy of the address as it was loaded (1.67: private).
+    with contextlib.suppress(Exception):
+        from streamlit.runtime.state.session_state_proxy import get_session_state
+
+        with get_session_state().query_params() as params:
+            initial = params._initial_query_params
+            if kept is None:
+                initial.pop(name, None)
+            else:
+                initial[name] = list(kept)
+
+
+@contextlib.contextmanager
+def links():
+    """Around a page's run (app.py): the copy-link button above the page, notices about the link."""
+    from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+
+    state = st.session_state
+    begin()
+    top = st.container()
+    with top:
+        _copy_button()
+    notice_box = top.empty()
+    finished = False
+    try:
+        yield
+        finished = True
+    except StopException:
+        finished = True  # st.stop() ends a page normally
+        raise
+    finally:
+        if finished and not state.get(_CHECKED):
+            state[_CHECKED] = True
+            initial = state[_INITIAL]
+            values = {name: state[name] for name in initial if name in PARAMS and name in state}
+            notices = list(state.pop(_NOTICES, [])) + link_notices(initial, _snapshot(), values)
+            for name in initial:
+                if name not in PARAMS and name not in _STREAMLIT:
+                    with contextlib.suppress(Exception):
+                        del st.query_params[name]
+            if notices:
+                notice_box.warning("This link's settings were partly used:\n\n"
+                                   + "\n".join(f"- {_escape_markdown(n)}" for n in notices[:8]), icon=":material/link:")
+
+
+def _escape_markdown(text: str) -> str:
+    r"""Show a notice literally: no Markdown, HTML or LaTeX from a hostile link.
+
+    >>> _escape_markdown("<b>*x*</b> $1$")
+    '\\<b\\>\\*x\\*\\</b\\> \\$1\\$'
+    """
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|$<>~&])", r"\\\1", text)
+
+
+def notice(text: str) -> None:
+    """Add a notice to the link check (for settings read outside widgets, e.g. the model)."""
+    st.session_state.setdefault(_NOTICES, []).append(text)
+
+
+# ------------------------------------------------------------------ the model in the URL
+def _picker():
+    try:
+        from ui import picker
+    except ImportError:
+        return None
+    return picker if hasattr(picker, "select") and hasattr(picker, "current") else None
+
+
+def restore_model() -> None:
+    """Before the sidebar draws the picker: select the model named by ``?model=`` (once per session)."""
+    state = st.session_state
+    if state.get("_share_model_restored"):
+        return
+    state["_share_model_restored"] = True
+    wanted = st.query_params.get("model")
+    picker = _picker()
+    if not wanted or picker is None:
+        return
+    wanted = _short(wanted, 200)
+    picker.select(wanted)
+    shown = picker.current()
+    if shown.key != wanted:
+        notice(f"model = “{_short(wanted)}” is not available on this server (a run trained in another "
+               f"session stays there): showing {shown.label}.")
+
+
+def record_model() -> None:
+    """After the sidebar drew the picker: write the chosen model's key to the URL."""
+    picker = _picker()
+    if picker is None:
+        return
+    with contextlib.suppress(Exception):
+        key = picker.current().key
+        default = getattr(picker, "DEFAULT_KEY", None)
+        if key == default:
+            st.query_params.pop("model", None)
+        elif st.query_params.get("model") != key:
+            st.query_params["model"] = key
