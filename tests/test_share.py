@@ -79,3 +79,20 @@ def test_presenter_mode_from_the_link():
     assert at.sidebar.toggle(key="present_mode").value is True
     at = run_home({"present": "<b>"})
     assert at.sidebar.toggle(key="present_mode").value is False
+
+
+def test_model_from_the_link():
+    from ui import picker
+
+    other = next(e.key for e in picker.entries() if e.available and e.key != picker.DEFAULT_KEY)
+    at = run_home({"model": other})
+    assert at.session_state["_picker_selected"] == other
+    assert not [w for w in at.warning if "model" in w.value]
+
+
+@pytest.mark.parametrize("bad", ["run:someone-elses-run@300", "hub:nope", "<script>x</script>", "y" * 5000])
+def test_unknown_model_falls_back_to_the_shipped_one(bad):
+    at = run_home({"model": bad})
+    notices = [w.value for w in at.warning if "link" in w.value]
+    assert notices and "model" in notices[0] and "not available" in notices[0]
+    assert len(notices[0]) < 1_000
