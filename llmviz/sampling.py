@@ -444,3 +444,91 @@ def beam_search(model: nn.Module, ids: list[int], width: int = 3, max_new_tokens
         model.train(was_training)
     best_score, best_tokens, _ = beams[0]
     return BeamResult(tokens=best_tokens, score=best_score, nodes=nodes)
+
+
+# ---------------------------------------------------------------------------- step mode and the KV cache
+
+
+def raw_top(distribution: Distribution, count: int = 10) -> list[tuple[int, float, bool]]:
+    """The ``count`` tokens the raw model likes most: ``(id, raw probability, still allowed)``.
+
+    Top-k and top-p may cut some of them (``still allowed`` is then False): step mode offers
+    these, so a student can force the model's real runner-ups, never tokens of probability 0.
+
+    >>> d = next_token_distribution(torch.tensor([3.0, 2.0, 1.0, 0.0]), top_k=2)
+    >>> [(i, round(p, 3), ok) for i, p, ok in raw_top(d, 3)]
+    [(0, 0.644, True), (1, 0.237, True), (2, 0.087, False)]
+    """
+    values, indices = torch.topk(distribution.raw_probs, min(count, distribution.raw_probs.shape[-1]))
+    return [(i, p, bool(distribution.final_probs[i] > 0)) for i, p in zip(indices.tolist(), values.tolist())]
+
+
+@dataclass(frozen=True)
+class KVCacheComparison:
+    """The same generation run twice, with and without the KV cache: its tokens and wall time each."""
+
+    tokens_with_cache: list[int]
+    tokens_without_cache: list[int]
+    seconds_with_cache: float
+    seconds_without_cache: float
+    cache_supported: bool
+
+    @property
+    def identical(self) -> bool:
+        return self.tokens_with_cache == self.tokens_without_cache
+
+    @property
+    def speedup(self) -> float:
+        return self.seconds_without_cache / max(self.seconds_with_cache, 1e-9)
+
+
+def compare_kv_cache(model: nn.Module, ids: list[int], max_new_tokens: int = 60, temperature: float = 0.0,
+                     top_k: int = 0, top_p: float = 1.0, seed: int | None = 0) -> KVCacheComparison:
+    """Generate ``max_new_tokens`` after ``ids`` with the KV cache and again without it (same seed).
+
+    Without the cache every new token runs the model over the whole window again; with it, only
+    the new position runs and the keys and values of the earlier ones are reused. Same seed, same
+    context-shift rule: the two must give the same tokens; only the time differs.
+    """
+    import time
+
+    timings, outputs = {}, {}
+    for use_cache in (True, False):
+        start = time.perf_counter()
+        outputs[use_cache] = [record.token for record in generate(
+            model, ids, max_new_tokens, temperature, top_k, top_p, seed=seed, use_kv_cache=use_cache)]
+        timings[use_cache] = time.perf_counter() - start
+    return KVCacheComparison(outputs[True], outputs[False], timings[True], timings[False],
+                             cache_supported=_supports_kv_cache(model))
+
+
+def beam_path(result: BeamResult) -> list[int]:
+    """The node ids of the winning path, root first: follow ``result.tokens`` down the tree."""
+    children: dict[int | None, list[BeamNode]] = {}
+    for node in result.nodes:
+        children.setdefault(node.parent, []).append(node)
+    path = [result.nodes[0].node_id]
+    for token in result.tokens:
+        step = next((n for n in children.get(path[-1], []) if n.token == token), None)
+        if step is None:
+            break
+        path.append(step.node_id)
+    return path
+
+
+def beam_layout(result: BeamResult) -> dict[int, tuple[int, float]]:
+    """``node_id → (depth, row)`` for drawing the tree with no crossing edges.
+
+    At each depth the nodes are ordered by their parent's row, then by path score (best first),
+    so each parent's children sit together in the order of its own rank and no two edges cross.
+    Rows are centred on 0.
+    """
+    rows: dict[int, float] = {result.nodes[0].node_id: 0.0}
+    by_depth: dict[int, list[BeamNode]] = {}
+    for node in result.nodes[1:]:
+        by_depth.setdefault(node.depth, []).append(node)
+    for depth in sorted(by_depth):
+        ordered = sorted(by_depth[depth], key=lambda n: (rows[n.parent], -n.score, n.node_id))
+        for order, node in enumerate(ordered):
+            rows[node.node_id] = order - (len(ordered) - 1) / 2
+    return {node.node_id: (node.depth, rows[node.node_id]) for node in result.nodes}

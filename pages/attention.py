@@ -22,6 +22,9 @@ ui.page_header(
 )
 
 
+num = charts.tex_number
+
+
 def fmt(x: float) -> str:
     return f"{x:.4f}".rstrip("0").rstrip(".") if abs(x) >= 1e-4 else f"{x:.2e}"
 
@@ -34,7 +37,8 @@ def matrix_table(matrix: torch.Tensor, rows, columns=None) -> pd.DataFrame:
 
 # ------------------------------------------------------------------ 1. without weights
 st.header("1. Self-attention without trainable weights")
-st.caption("Seed 003, lecture 14: 'Your journey starts with one step' with 3-dimensional embeddings.")
+st.caption("'Your journey starts with one step' with 3-dimensional embeddings: the worked example of Sebastian "
+           "Raschka's *Build a Large Language Model (From Scratch)*, chapter 3.")
 journey = torch.tensor(att.JOURNEY_EMBEDDINGS)
 simple = att.simple_self_attention(journey)
 left, right = st.columns([3, 2])
@@ -48,7 +52,7 @@ with right:
     st.caption("The embeddings: pick a query to see its row of the table worked out below.")
 with st.container():
     x_q = journey[query]
-    dots = " + ".join(f"{a:.2f}\\cdot{b:.2f}" for a, b in zip(x_q.tolist(), journey[0].tolist()))
+    dots = " + ".join(f"{num(a, '.2f')}\\cdot{num(b, '.2f')}" for a, b in zip(x_q.tolist(), journey[0].tolist()))
     st.latex(rf"\omega_{{{query},0}} = x_{{{query}}} \cdot x_0 = {dots} = {float(simple['scores'][query, 0]):.4f}")
     scores = simple["scores"][query]
     st.latex(r"\omega_{" + str(query) + r"} = [" + ", ".join(f"{v:.4f}" for v in scores.tolist()) + "]")
@@ -63,8 +67,8 @@ with st.expander("All context vectors"):
 
 # ------------------------------------------------------------------ 2. the toy example
 st.header("2. Scaled dot-product attention, step by step")
-st.caption("Seed 002's toy example: 'The cat sat', d_model = 4, embeddings plus small positional offsets; the seed's "
-           "W_Q, W_K, W_V and W_O. Edit any matrix: every number below is recomputed.")
+st.caption("A classic textbook toy example: 'The cat sat', d_model = 4, embeddings plus small positional offsets, "
+           "with its W_Q, W_K, W_V and W_O. Edit any matrix: every number below is recomputed.")
 toy_x = att.toy_input()
 editors = {}
 grid_cells = [cell for row in (st.columns(2), st.columns(2)) for cell in row]
@@ -78,7 +82,7 @@ for column, (name, default) in zip(grid_cells, [("X", toy_x.tolist()), ("W_Q", a
 t1, t2, t3 = st.columns(3)
 scaled = t1.toggle("Scale by √d_k", value=True)
 causal = t2.toggle("Causal mask", value=True)
-heads = t3.radio("Heads", [1, 2, 3], horizontal=True, help="2 heads: the seed's per-head matrices are the column "
+heads = t3.radio("Heads", [1, 2, 3], horizontal=True, help="2 heads: the example's per-head matrices are the column "
                  "halves of W_Q, W_K, W_V. 3 heads cannot split a width of 4.")
 matrices = {}
 problem = None
@@ -107,7 +111,7 @@ else:
             column.markdown(f"**{name}**")
             column.dataframe(matrix_table(steps[name], tokens).style.format("{:.4f}"), width="stretch")
         x0, wq = matrices["X"][0], matrices["W_Q"][:, 0]
-        st.latex(r"Q_{\text{The},0} = " + " + ".join(f"{a:g}\\cdot{b:g}" for a, b in zip(x0.tolist(), wq.tolist()))
+        st.latex(r"Q_{\text{The},0} = " + " + ".join(f"{num(a)}\\cdot{num(b)}" for a, b in zip(x0.tolist(), wq.tolist()))
                  + f" = {float(steps['Q'][0, 0]):.4f}")
         for head in range(heads):
             st.subheader(f"Head {head + 1}" if heads > 1 else "Scores, mask, softmax, output")
@@ -125,7 +129,7 @@ else:
             h4.plotly_chart(charts.heatmap(steps["weights"][head], tokens, tokens, title="softmax weights", height=300,
                                            text_format=".3f", zmin=0, zmax=1), width="stretch", key=f"w{head}")
             row = 1
-            terms = " + ".join(f"{a:.4f}\\cdot{b:.4f}" for a, b in zip(q_h[row].tolist(), k_h[0].tolist()))
+            terms = " + ".join(f"{num(a, '.4f')}\\cdot{num(b, '.4f')}" for a, b in zip(q_h[row].tolist(), k_h[0].tolist()))
             raw = float(steps["scores"][head][row, 0])
             st.latex(rf"q_{{\text{{cat}}}} \cdot k_{{\text{{The}}}} = {terms} = {raw:.4f}"
                      + (rf"\;\Rightarrow\; \frac{{{raw:.4f}}}{{\sqrt{{{d_k}}}}} = {raw / math.sqrt(d_k):.4f}" if scaled else ""))
@@ -142,11 +146,12 @@ else:
             c1, c2 = st.columns(2)
             c1.markdown("**Concat**")
             c1.dataframe(matrix_table(steps["concat"], tokens).style.format("{:.4f}"), width="stretch")
-            c2.markdown("**Concat · W_O** (the seed's W_O)")
+            c2.markdown("**Concat · W_O** (the example's W_O)")
             c2.dataframe(matrix_table(steps["output"], tokens).style.format("{:.4f}"), width="stretch")
         if causal:
             st.info("Under the causal mask the first token ('The') can only attend to itself: its output is exactly its "
-                    "own value vector. (Seed 002 says 'The' averages 'The' and 'cat' — a slip: that would let it see "
+                    "own value vector. (Where the textbook's arithmetic slips: the usual write-up of this example says 'The' "
+                    "averages 'The' and 'cat' — that would let it see "
                     "the future.)")
         if not scaled:
             st.caption("Without scaling, scores grow with d_k, the softmax gets peakier, and its gradients vanish; "
@@ -185,11 +190,13 @@ variants = {
 }
 mask_cells = [cell for row in (st.columns(2), st.columns(2)) for cell in row]
 for column, (name, steps_) in zip(mask_cells, variants.items()):
-    keys = encoder_tokens if name == "cross-attention" else att.TOY_TOKENS
-    column.plotly_chart(charts.heatmap(steps_["weights"][0], keys, att.TOY_TOKENS, title=name, height=300,
+    padded = [*att.TOY_TOKENS[:-1], "[PAD]"]  # the padding variant's last token is padding, not "sat"
+    keys = encoder_tokens if name == "cross-attention" else padded if name.startswith("padding") else att.TOY_TOKENS
+    queries = padded if name.startswith("padding") else att.TOY_TOKENS
+    column.plotly_chart(charts.heatmap(steps_["weights"][0], keys, queries, title=name, height=300,
                                        zmin=0, zmax=1), width="stretch", key=f"mask_{name}")
 st.caption("Causal: no looking ahead (GPT). Padding: nobody attends to padding (batches of unequal length). "
-           "Cross-attention (the seed-000 decoder): queries from the decoder, keys and values from the encoder's "
+           "Cross-attention (the decoder of an encoder–decoder Transformer, as in 'Attention Is All You Need'): queries from the decoder, keys and values from the encoder's "
            "output — 3 queries over 4 keys, so the matrix need not be square.")
 
 # ------------------------------------------------------------------ 5. the shipped GPT
@@ -202,9 +209,10 @@ def attention_views(cache: dict, prefix: str, labels: list[str], n_layers: int, 
     layer = c1.slider("Layer", 0, n_layers - 1, 0, key=f"{key}_layer")
     head = c2.slider("Head", 0, n_heads - 1, 0, key=f"{key}_head")
     pattern = cache[f"{prefix}.{layer}.attn.pattern"][0, head]  # (T, T)
-    left, right = st.columns([3, 2])
+    left, right = st.columns([1, 1])
     left.plotly_chart(charts.heatmap(pattern, labels, labels, title=f"layer {layer}, head {head}", text_format=None,
-                                     x_title="key (attended to)", y_title="query", zmin=0, zmax=1),
+                                     x_title="key (attended to)", y_title="query", zmin=0, zmax=1,
+                                     height=max(420, 18 * len(labels) + 200)),
                       width="stretch", key=f"{key}_heat")
     with right:
         query = st.selectbox("Lines from query", ["all"] + list(range(len(labels))), key=f"{key}_query",
@@ -217,12 +225,17 @@ def attention_views(cache: dict, prefix: str, labels: list[str], n_layers: int, 
                 if weight > 0.02:
                     figure.add_trace(go.Scatter(x=[0, 1], y=[-i, -j], mode="lines", hoverinfo="skip",
                                                 line=dict(width=1 + 8 * weight, color=f"rgba(76,110,245,{min(1, 0.2 + weight)})")))
-        figure.add_trace(go.Scatter(x=[0] * len(labels), y=[-i for i in range(len(labels))], text=labels,
-                                    mode="text", textposition="middle left", hoverinfo="skip"))
-        figure.add_trace(go.Scatter(x=[1] * len(labels), y=[-i for i in range(len(labels))], text=labels,
+        picked = set(queries)
+        figure.add_trace(go.Scatter(x=[-0.02] * len(labels), y=[-i for i in range(len(labels))], text=labels,
+                                    mode="text", textposition="middle left", hoverinfo="skip",
+                                    textfont=dict(color=["#212529" if i in picked else "#adb5bd" for i in range(len(labels))])))
+        figure.add_trace(go.Scatter(x=[1.02] * len(labels), y=[-i for i in range(len(labels))], text=labels,
                                     mode="text", textposition="middle right", hoverinfo="skip"))
-        figure.update_layout(showlegend=False, height=max(300, 28 * len(labels)), xaxis_visible=False,
-                             yaxis_visible=False, margin=dict(l=80, r=80, t=10, b=10), xaxis_range=[-0.6, 1.6])
+        figure.update_layout(showlegend=False, height=max(360, 22 * len(labels) + 40), xaxis_visible=False,
+                             yaxis_visible=False, margin=dict(l=10, r=10, t=10, b=10), xaxis_range=[-0.5, 1.5],
+                             yaxis_range=[-len(labels) + 0.4, 1.4],
+                             annotations=[dict(x=0, y=0.9, text="<b>query</b>", showarrow=False, xanchor="right"),
+                                          dict(x=1, y=0.9, text="<b>key</b>", showarrow=False, xanchor="left")])
         st.plotly_chart(figure, width="stretch", key=f"{key}_lines")
         st.caption("Line width = attention weight (as BertViz draws it): queries on the left, keys on the right.")
     grid = make_subplots(rows=n_layers, cols=n_heads, horizontal_spacing=0.01, vertical_spacing=0.02,
@@ -233,7 +246,8 @@ def attention_views(cache: dict, prefix: str, labels: list[str], n_layers: int, 
                                       showscale=False, zmin=0, zmax=1), row=li + 1, col=hi + 1)
     grid.update_xaxes(visible=False)
     grid.update_yaxes(visible=False, autorange="reversed")
-    grid.update_layout(height=80 * n_layers + 60, margin=dict(l=30, r=10, t=30, b=10))
+    # square-ish thumbnails whatever the head count, and room on the right for the layer labels
+    grid.update_layout(height=max(80, min(120, 1100 // n_heads)) * n_layers + 60, margin=dict(l=10, r=40, t=30, b=10))
     st.plotly_chart(grid, width="stretch", key=f"{key}_grid")
     st.caption("Every layer × head as a thumbnail: some heads look at the previous token, some at the first token, "
                "some spread out.")

@@ -21,7 +21,8 @@ ui.page_header(
 
 # ------------------------------------------------------------------ 1. worked example
 st.header("1. Cosine similarity, worked out")
-st.caption("Seed 002's three sentence vectors (edit them): 'I love programming', 'I enjoy coding', 'I dislike programming'.")
+st.caption("A classic textbook example (edit the vectors): three sentences as 3-dimensional vectors, "
+           "'I love programming', 'I enjoy coding' and 'I dislike programming'.")
 defaults = ["0.2, 0.4, 0.9", "0.1, 0.5, 0.8", "0.7, 0.2, 0.1"]
 names = ["v₁", "v₂", "v₃"]
 columns = st.columns(3)
@@ -44,9 +45,10 @@ if a_name in vectors and b_name in vectors:
         if a.shape == b.shape:
             st.metric("Euclidean distance", f"{emb.euclidean(a, b):.4f}")
     else:
+        num = charts.tex_number
         products = " + ".join(f"({x:g})({y:g})" for x, y in zip(a.tolist(), b.tolist()))
-        squares_a = " + ".join(f"{x:g}^2" for x in a.tolist())
-        squares_b = " + ".join(f"{y:g}^2" for y in b.tolist())
+        squares_a = " + ".join(f"{num(x)}^2" for x in a.tolist())
+        squares_b = " + ".join(f"{num(y)}^2" for y in b.tolist())
         left, right = st.columns([3, 2])
         with left:
             st.latex(rf"{a_name} \cdot {b_name} = {products} = {parts.dot:.4f}")
@@ -54,12 +56,12 @@ if a_name in vectors and b_name in vectors:
             st.latex(rf"\lVert {b_name} \rVert = \sqrt{{{squares_b}}} = \sqrt{{{parts.norm_b ** 2:.4f}}} = {parts.norm_b:.4f}")
             st.latex(rf"\cos\theta = \frac{{{parts.dot:.4f}}}{{{parts.norm_a:.4f} \times {parts.norm_b:.4f}}} = {parts.cosine:.4f}"
                      rf"\quad\Rightarrow\quad \theta = {parts.angle_degrees:.1f}^\circ")
-            distance_terms = " + ".join(f"({x:g} - {y:g})^2" for x, y in zip(a.tolist(), b.tolist()))
+            distance_terms = " + ".join(f"({num(x)} - {num(y)})^2" for x, y in zip(a.tolist(), b.tolist()))
             st.latex(rf"d({a_name}, {b_name}) = \sqrt{{{distance_terms}}} = {parts.euclidean:.4f}")
             if [round(x, 6) for x in a.tolist()] == [0.2, 0.4, 0.9] and a_name == "v₁":
-                st.info("Seed 002 works this example with ‖v₁‖² = 0.2 + 0.16 + 0.81 = 1.17, but 0.2² = 0.04, so "
-                        "‖v₁‖² = 1.01. With the right arithmetic both cosines come out higher than the seed says "
-                        "(the numbers above are computed, not copied).")
+                st.info("Where the textbook's arithmetic slips: the usual worked version of this example takes "
+                        "‖v₁‖² = 0.2 + 0.16 + 0.81 = 1.17, but 0.2² = 0.04, so ‖v₁‖² = 1.01. With the right "
+                        "arithmetic both cosines come out higher than it says (the numbers above are computed, not copied).")
         with right:
             theta = math.radians(parts.angle_degrees)
             figure = go.Figure()
@@ -107,31 +109,52 @@ else:
     if len(query_ids) != 1:
         st.warning(f"{query_text!r} is {len(query_ids)} tokens for this tokenizer; the neighbours of its first token "
                    "are shown." if query_ids else "Type a token to look up.")
+    neighbour_ids: list[int] = []
     if query_ids:
         neighbours = emb.nearest_neighbours(table, table[query_ids[0]], k=10, exclude={query_ids[0]})
+        neighbour_ids = [i for i, _ in neighbours]
         st.dataframe(pd.DataFrame({"token": [tokenizer.printable(i) for i, _ in neighbours],
                                    "id": [i for i, _ in neighbours], "cosine": [s for _, s in neighbours]}),
                      hide_index=True, width="stretch")
     dims = st.radio("Projection", [2, 3], horizontal=True, format_func=lambda d: f"{d}D PCA")
     population = list(range(256, min(table.shape[0], 256 + 400)))  # the first merges: common tokens
-    chosen = list(dict.fromkeys(population + ids))
+    query_group = query_ids[:1]
+    chosen = list(dict.fromkeys(population + ids + query_group + neighbour_ids))
     coords, ratio = emb.pca(table[chosen], dims)
-    hover = [tokenizer.printable(i) for i in chosen]
-    colour = ["picked" if i in ids else "common token" for i in chosen]
-    frame = pd.DataFrame(coords.numpy(), columns=[f"PC{j + 1}" for j in range(dims)])
-    frame["token"], frame["group"] = hover, colour
-    frame["label"] = [h if g == "picked" else "" for h, g in zip(hover, colour)]
-    import plotly.express as px
+    # only the picked tokens, the looked-up token and its neighbours get a label; the rest are grey dots
+    groups = {"common token": dict(size=5, color="#ced4da"),
+              "your tokens": dict(size=11, color="#e8590c", line=dict(width=1, color="#343a40")),
+              "nearest neighbours": dict(size=9, color="#2b8a3e"),
+              "looked up": dict(size=14, color="#c2255c", symbol="diamond")}
 
+    def group_of(token_id: int) -> str:
+        if token_id in query_group:
+            return "looked up"
+        if token_id in ids:
+            return "your tokens"
+        return "nearest neighbours" if token_id in neighbour_ids else "common token"
+
+    figure = go.Figure()
+    for group, marker in groups.items():
+        rows = [r for r, token_id in enumerate(chosen) if group_of(token_id) == group]
+        if not rows:
+            continue
+        names_ = [tokenizer.printable(chosen[r]) for r in rows]
+        axes = dict(x=coords[rows, 0].tolist(), y=coords[rows, 1].tolist())
+        if dims == 3:
+            axes["z"] = coords[rows, 2].tolist()
+        trace = go.Scatter3d if dims == 3 else go.Scatter
+        figure.add_trace(trace(**axes, name=group, marker=marker, hovertext=names_, hoverinfo="text",
+                               mode="markers" if group == "common token" else "markers+text",
+                               text=None if group == "common token" else names_, textposition="top center"))
+    figure.update_layout(height=560 if dims == 3 else 480, margin=dict(t=10), legend=dict(orientation="h"))
     if dims == 2:
-        figure = px.scatter(frame, x="PC1", y="PC2", hover_name="token", color="group", text="label", height=480)
-        figure.update_traces(textposition="top center")
-    else:
-        figure = px.scatter_3d(frame, x="PC1", y="PC2", z="PC3", hover_name="token", color="group", text="label",
-                               height=560)
+        figure.update_layout(xaxis_title="PC1", yaxis_title="PC2")
     st.plotly_chart(figure, width="stretch")
-    st.caption(f"The 400 earliest-merged tokens and yours, projected on the {dims} directions of largest spread "
-               f"({float(ratio.sum()):.0%} of the variance). Hover a dot for its token.")
+    st.caption(f"The 400 earliest-merged tokens (grey) with yours, the looked-up token and its nearest neighbours, "
+               f"projected on the {dims} directions of largest spread ({float(ratio.sum()):.0%} of the variance). "
+               "Hover a grey dot for its token. Neighbours by cosine in all "
+               f"{table.shape[1]} dimensions need not look close in {dims}D.")
 
 # ------------------------------------------------------------------ 3. positions
 st.header("3. Positions: sinusoidal and learned")
@@ -144,7 +167,7 @@ left.plotly_chart(charts.heatmap(encoding, list(range(d_model)), list(range(posi
                                  text_format=None, title="PE[pos, i]", x_title="dimension i", y_title="position"),
                   width="stretch")
 with right:
-    shown = st.multiselect("Dimensions", list(range(d_model)), default=[0, 1, 4, 10][: d_model])
+    shown = st.multiselect("Dimensions", list(range(d_model)), default=[d for d in (0, 1, 4, 10) if d < d_model])
     figure = go.Figure()
     for dim in shown:
         figure.add_trace(go.Scatter(x=list(range(positions)), y=encoding[:, dim].tolist(), mode="lines",
@@ -181,23 +204,32 @@ if loaded is not None:
     window = c2.slider("Window", 1, 5, 2)
     steps = c3.slider("Steps", 100, 5000, 1500, step=100)
     vocab_size = c4.slider("Vocabulary (most common words)", 200, 5000, 2000, step=100)
-    if st.button("Train word2vec", type="primary"):
-        progress = st.progress(0.0)
-        st.button("Stop", key="stop_w2v", help="Keeps the vectors learned so far.")
+    if st.button("Train word2vec", type="primary", key="train_w2v"):
+        progress = st.empty()
+        progress.progress(0.0, text="Building the vocabulary…")
+        stop_slot = st.empty()
+        stop_slot.button("Stop", key="stop_w2v", help="Keeps the vectors learned so far.")
         try:
             for state in emb.train_word2vec(text[:2_000_000], dim=dim, window=window, steps=steps, max_vocab=vocab_size,
                                             seed=settings.run_seed()):
                 st.session_state["w2v"] = (corpus_label, state)
+                st.session_state["w2v_steps"] = steps
                 if state.step % 50 == 0 or state.step == steps:
                     progress.progress(state.step / steps, text=f"step {state.step}/{steps} · loss {state.loss:.3f}")
         except LlmvizError as error:
             st.error(str(error))
+        progress.empty()  # finished: no full progress bar and no Stop left behind
+        stop_slot.empty()
     if "w2v" in st.session_state:
         label, state = st.session_state["w2v"]
         vectors_ = state.model.center.weight.detach()
         vocab = state.vocabulary
-        st.caption(f"Trained on {label} for {state.step} steps ({len(vocab.words):,} words, loss {state.loss:.3f}).")
+        asked = st.session_state.get("w2v_steps", state.step)
+        st.caption(f"Trained on {label} for {state.step} steps ({len(vocab.words):,} words, loss {state.loss:.3f})."
+                   + (f" Stopped at step {state.step} of {asked}: the vectors learned so far are kept."
+                      if state.step < asked else ""))
         left, right = st.columns(2)
+        labelled: set[int] = set(range(min(40, len(vocab.words))))
         with left:
             word = st.text_input("Nearest neighbours of", vocab.words[min(20, len(vocab.words) - 1)], key="w2v_nn")
             key = word.strip().lower()
@@ -205,6 +237,7 @@ if loaded is not None:
                 st.warning(f"{word!r} is not in the vocabulary (only the {len(vocab.words):,} most common words are).")
             else:
                 neighbours = emb.nearest_neighbours(vectors_, vectors_[vocab.index[key]], 10, {vocab.index[key]})
+                labelled |= {vocab.index[key], *(i for i, _ in neighbours)}
                 st.dataframe(pd.DataFrame({"word": [vocab.words[i] for i, _ in neighbours],
                                            "cosine": [s for _, s in neighbours]}), hide_index=True, width="stretch")
             st.markdown("**Analogy** a − b + c")
@@ -218,14 +251,21 @@ if loaded is not None:
                 st.dataframe(pd.DataFrame([{"word": vocab.words[r], "cosine": s}
                                            for r, s in emb.analogy(vectors_, i, j, k)]), hide_index=True, width="stretch")
         with right:
-            top = min(300, len(vocab.words))
-            coords, ratio = emb.pca(vectors_[:top], 2)
-            figure = go.Figure(go.Scatter(x=coords[:, 0].tolist(), y=coords[:, 1].tolist(), mode="markers+text",
-                                          text=vocab.words[:top], textposition="top center", textfont=dict(size=9),
-                                          hovertext=vocab.words[:top], hoverinfo="text"))
+            shown_rows = sorted(set(range(min(300, len(vocab.words)))) | labelled)
+            coords, ratio = emb.pca(vectors_[shown_rows], 2)
+            highlight = {vocab.index[key], *labelled} - set(range(40)) if key in vocab.index else set()
+            figure = go.Figure(go.Scatter(
+                x=coords[:, 0].tolist(), y=coords[:, 1].tolist(), mode="markers+text",
+                text=[vocab.words[r] if r in labelled else "" for r in shown_rows], textposition="top center",
+                textfont=dict(size=10), hovertext=[vocab.words[r] for r in shown_rows], hoverinfo="text",
+                marker=dict(size=[10 if r in highlight else 6 for r in shown_rows],
+                            color=["#e8590c" if r in highlight else "#4c6ef5" if r in labelled else "#ced4da"
+                                   for r in shown_rows])))
             figure.update_layout(height=520, margin=dict(t=10), xaxis_title="PC1", yaxis_title="PC2")
             st.plotly_chart(figure, width="stretch")
-            st.caption(f"The {top} most common words, PCA to 2D ({float(ratio.sum()):.0%} of the variance).")
+            st.caption(f"The {len(shown_rows)} most common words, PCA to 2D ({float(ratio.sum()):.0%} of the variance): "
+                       "the 40 most common are labelled (blue), the looked-up word and its neighbours in orange; "
+                       "hover a grey dot for its word.")
 
 # ------------------------------------------------------------------ 5. MiniLM sentence embeddings
 st.header("5. Real sentence embeddings (pretrained MiniLM)")
@@ -251,20 +291,25 @@ else:
                 st.info(f"{sentence[:40]!r} has {unknown} piece(s) outside the vocabulary: they became [UNK].")
         vectors_ = minilm.encode(sentences)
         short = charts.unique_labels([s if len(s) <= 30 else s[:28] + "…" for s in sentences])
+        numbered = [f"S{n + 1}" for n in range(len(sentences))]
         left, right = st.columns(2)
-        left.plotly_chart(charts.heatmap(emb.cosine_matrix(vectors_), short, short, colorscale="RdBu", zmid=0, zmin=-1,
-                                         zmax=1, title="cosine similarity"), width="stretch")
+        # rows carry the sentence, columns its number: long labels on both axes squash the matrix to nothing
+        left.plotly_chart(charts.heatmap(emb.cosine_matrix(vectors_), numbered,
+                                         [f"S{n + 1} · {s}" for n, s in enumerate(short)], colorscale="RdBu", zmid=0,
+                                         zmin=-1, zmax=1, title="cosine similarity",
+                                         height=max(320, 34 * len(sentences) + 140)), width="stretch")
         with right:
             if len(sentences) < 2:
                 st.info("A projection needs at least two sentences.")
             else:
                 coords, _ = emb.pca(vectors_, 2)
                 figure = go.Figure(go.Scatter(x=coords[:, 0].tolist(), y=coords[:, 1].tolist(), mode="markers+text",
-                                              text=short, textposition="top center"))
+                                              text=numbered, hovertext=short, hoverinfo="text",
+                                              textposition="top center"))
                 figure.update_layout(height=420, margin=dict(t=10), xaxis_title="PC1", yaxis_title="PC2")
                 st.plotly_chart(figure, width="stretch")
         if {"I love programming", "I dislike programming"} <= set(sentences):
             i, j = sentences.index("I love programming"), sentences.index("I dislike programming")
-            st.markdown(f"The seed calls 'I love programming' and 'I dislike programming' dissimilar; the real model "
+            st.markdown(f"The textbook example calls 'I love programming' and 'I dislike programming' dissimilar; the real model "
                         f"gives them a cosine of **{emb.cosine_parts(vectors_[i], vectors_[j]).cosine:.3f}**: they share a topic and most "
                         "words, and this model was trained to match topics more than sentiment.")

@@ -26,27 +26,32 @@ st.markdown(
 boxes = []
 for number, stage in enumerate(ui.PIPELINE):
     muted = "" if stage.exists else "opacity:0.45;"
+    arrow = ('<div style="align-self:center;font-size:1.1rem;color:#868e96;padding-left:3px">→</div>'
+             if number < len(ui.PIPELINE) - 1 else "")
+    # each box carries its arrow, so a narrow window wraps whole steps and never strands an arrow
     boxes.append(
-        f'<div style="flex:1;min-width:120px;border:2px solid #4c6ef5;border-radius:10px;'
-        f'padding:10px 8px;background:#eef3ff;text-align:center;{muted}">'
-        f'<div style="font-size:0.75rem;color:#4c6ef5">stage {number}</div>'
-        f'<div style="font-weight:700">{stage.title}</div>'
-        f'<div style="font-size:0.8rem;color:#495057">{stage.blurb}</div></div>'
+        f'<div style="flex:1 1 0;min-width:104px;display:flex;{muted}">'
+        f'<div style="flex:1;min-width:0;border:2px solid #4c6ef5;border-radius:10px;padding:6px 4px;'
+        f'background:#eef3ff;text-align:center;overflow-wrap:break-word;hyphens:auto">'
+        f'<div style="font-size:0.7rem;color:#4c6ef5">stage {number}</div>'
+        f'<div style="font-weight:700;font-size:0.92rem;line-height:1.2">{stage.title}</div>'
+        f'<div style="font-size:0.74rem;color:#495057;line-height:1.25">{stage.blurb}</div></div>{arrow}</div>'
     )
-arrow = '<div style="align-self:center;font-size:1.4rem;color:#868e96">→</div>'
 st.markdown(
-    '<div style="display:flex;gap:6px;align-items:stretch;margin:0.5rem 0 0.75rem 0">'
-    + arrow.join(boxes) + "</div>",
+    '<div style="display:flex;flex-wrap:wrap;gap:4px;align-items:stretch;margin:0.5rem 0 0.75rem 0">'
+    + "".join(boxes) + "</div>",
     unsafe_allow_html=True,
 )
 
-columns = st.columns(len(ui.PIPELINE))
-for column, stage in zip(columns, ui.PIPELINE):
-    with column:
-        if stage.exists:
-            st.page_link(str(ui.ROOT / stage.path), label=stage.title if stage.key != "text" else "Text (here)", icon=stage.icon)
-        else:
-            st.markdown(f"{stage.title}  \n:gray[coming soon]")
+links = list(ui.PIPELINE)
+for start in range(0, len(links), 4):  # four links a row: a label like "Loss & training" is never cut
+    for column, stage in zip(st.columns(4), links[start:start + 4]):
+        with column:
+            if stage.exists:
+                st.page_link(str(ui.ROOT / stage.path), label=stage.title if stage.key != "text" else "Text (here)",
+                             icon=stage.icon)
+            else:
+                st.markdown(f"{stage.title}  \n:gray[coming soon]")
 
 left, right = st.columns(2)
 with left:

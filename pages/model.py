@@ -21,15 +21,17 @@ ui.page_header(
 st.header("1. Size a GPT")
 preset_names = list(PRESETS) + ["custom"]
 preset = st.selectbox("Preset", preset_names, index=0,
-                      help="gpt2-124m is GPT-2 small, the seed's GPT_CONFIG_124M.")
+                      help="gpt2-124m is GPT-2 small (124M parameters), the GPT_CONFIG_124M of Sebastian Raschka's "
+                      "*Build a Large Language Model (From Scratch)*.")
 base = PRESETS.get(preset, PRESETS["gpt-mini"])
 if preset == "custom":
     c1, c2, c3 = st.columns(3)
     vocab_size = c1.number_input("Vocabulary size", 1, 300_000, base.vocab_size, step=256)
     context_length = c1.number_input("Context length (positions)", 1, 32_768, base.context_length, step=64)
     d_model = c2.slider("d_model (width)", 8, 2048, base.d_model, step=8)
-    n_heads = c2.slider("Heads", 1, 32, base.n_heads)
-    n_layers = c3.slider("Layers", 0, 48, base.n_layers)
+    # up to 64 heads, the most the configuration's advice ever suggests; a GPT needs at least one block
+    n_heads = c2.slider("Heads", 1, 64, base.n_heads)
+    n_layers = c3.slider("Layers", 1, 48, base.n_layers)
     qkv_bias = c3.toggle("Bias in W_Q, W_K, W_V", value=False)
     values = dict(vocab_size=int(vocab_size), context_length=int(context_length), d_model=d_model,
                   n_heads=n_heads, n_layers=n_layers, qkv_bias=qkv_bias)

@@ -66,7 +66,8 @@ with ui.friendly_errors("computing the distribution"):
                                  xaxis_range=[0, min(1.0, largest * 1.25)])
             figure.update_yaxes(autorange="reversed", type="category")
             st.plotly_chart(figure, width="stretch")
-            st.metric("entropy", f"{entropy:.3f} nats", help="−Σ p ln p: 0 when one token is certain.")
+            # entropy is never negative; rounding error can make a certain token's −0.000
+            st.metric("entropy", f"{max(0.0, entropy):.3f} nats", help="−Σ p ln p: 0 when one token is certain.")
     kept = dist.kept
     st.caption(f"{kept:,} of {tokenizer.vocab_size:,} tokens can still be chosen. The 15 tokens the raw model "
                "likes most are shown in every panel.")
@@ -114,30 +115,46 @@ if method == "beam search" and st.session_state.get("beam", (None,))[0] == label
     _, result, prompt_ids = st.session_state["beam"]
     st.subheader(f"Beam search, width {width}: best score {result.score:.3f}")
     st.code(tokenizer.decode(prompt_ids) + tokenizer.decode(result.tokens), language=None, wrap_lines=True)
-    by_depth: dict[int, list] = {}
-    for node in result.nodes:
-        by_depth.setdefault(node.depth, []).append(node)
-    position = {}
-    for depth, nodes in by_depth.items():
-        for order, node in enumerate(nodes):
-            position[node.node_id] = (depth, -(order - (len(nodes) - 1) / 2))
+    layout = sampling.beam_layout(result)
+    winners = sampling.beam_path(result)
+    on_path = set(winners)
     figure = go.Figure()
-    for node in result.nodes:
-        if node.parent is not None:
-            (x0, y0), (x1, y1) = position[node.parent], position[node.node_id]
-            figure.add_trace(go.Scatter(x=[x0, x1], y=[y0, y1], mode="lines", hoverinfo="skip", showlegend=False,
-                                        line=dict(color="#4c6ef5" if node.kept else "#dee2e6")))
-    nodes = result.nodes[1:]
-    figure.add_trace(go.Scatter(
-        x=[position[n.node_id][0] for n in nodes], y=[position[n.node_id][1] for n in nodes], mode="markers+text",
-        text=[tokenizer.printable(n.token) for n in nodes], textposition="top center", showlegend=False,
-        marker=dict(size=10, color=["#4c6ef5" if n.kept else "#ced4da" for n in nodes]),
-        hovertext=[f"{tokenizer.printable(n.token)}: log p = {n.log_prob:.3f}, path score = {n.score:.3f}" for n in nodes],
-        hoverinfo="text"))
-    figure.update_layout(height=500, xaxis_title="depth (tokens generated)", yaxis_visible=False, margin=dict(t=10))
+    for kept, colour, width_ in ((False, "#dee2e6", 1), (True, "#91a7ff", 2)):
+        xs, ys = [], []
+        for node in result.nodes:
+            if node.parent is not None and node.kept == kept and node.node_id not in on_path:
+                (x0, y0), (x1, y1) = layout[node.parent], layout[node.node_id]
+                xs += [x0, x1, None]
+                ys += [-y0, -y1, None]
+        figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False,
+                                    line=dict(color=colour, width=width_)))
+    figure.add_trace(go.Scatter(x=[layout[n][0] for n in winners], y=[-layout[n][1] for n in winners],
+                                mode="lines", line=dict(color="#e8590c", width=5), name="the winning path",
+                                hoverinfo="skip"))
+    groups = {"pruned (fell out of the beam)": [n for n in result.nodes[1:] if not n.kept],
+              "kept in the beam": [n for n in result.nodes[1:] if n.kept and n.node_id not in on_path],
+              "winning path": [n for n in result.nodes[1:] if n.node_id in on_path]}
+    styles = {"pruned (fell out of the beam)": dict(size=6, color="#ced4da"),
+              "kept in the beam": dict(size=10, color="#4c6ef5"),
+              "winning path": dict(size=13, color="#e8590c")}
+    for name, nodes in groups.items():
+        figure.add_trace(go.Scatter(
+            x=[layout[n.node_id][0] for n in nodes], y=[-layout[n.node_id][1] for n in nodes],
+            mode="markers" if name.startswith("pruned") else "markers+text", name=name, marker=styles[name],
+            text=[tokenizer.printable(n.token) for n in nodes], textposition="top center",
+            textfont=dict(size=13 if name == "winning path" else 10,
+                          color="#e8590c" if name == "winning path" else "#343a40"),
+            hovertext=[f"{tokenizer.printable(n.token)}: log p = {n.log_prob:.3f}, path score = {n.score:.3f}"
+                       for n in nodes], hoverinfo="text"))
+    widest = max((sum(1 for n in result.nodes if n.depth == d) for d in range(1, result.nodes[-1].depth + 1)),
+                 default=1)
+    figure.update_layout(height=max(380, 26 * widest + 120), xaxis_title="depth (tokens generated)",
+                         yaxis_visible=False, margin=dict(t=10), legend=dict(orientation="h", y=-0.15),
+                         xaxis=dict(dtick=1))
     st.plotly_chart(figure, width="stretch")
-    st.caption("Every expanded candidate is a dot; blue ones survived the cut to the beam width at their depth. "
-               "A path's score is the sum of its tokens' log-probabilities.")
+    st.caption("Every expanded candidate is a dot, best score on top within its parent's group; blue ones "
+               "survived the cut to the beam width at their depth, grey ones fell out. The orange path is the "
+               "winner. A path's score is the sum of its tokens' log-probabilities.")
 
 # ------------------------------------------------------------------ step mode
 st.header("3. Step mode: one token at a time, and take a different branch")
@@ -151,16 +168,24 @@ step_seed = settings.seed if settings.deterministic else st.session_state.setdef
 st.code(tokenizer.decode(sequence), language=None, wrap_lines=True)
 with ui.friendly_errors("step mode"):
     record = next(sampling.generate(model, sequence, 1, temperature, top_k, top_p, seed=step_seed + len(sequence)))
-    candidates = record.top
-    frame = pd.DataFrame({"token": [tokenizer.printable(t) for t, _ in candidates],
-                          "id": [t for t, _ in candidates], "probability": [p for _, p in candidates]})
-    st.dataframe(frame.style.format({"probability": "{:.4f}"}), hide_index=True, width="stretch")
+    # the raw model's top 10, whatever top-k and top-p cut: its real runner-ups, never probability-0 padding
+    candidates = sampling.raw_top(record.distribution, 10)
+    final = record.distribution.final_probs
+    frame = pd.DataFrame({"token": [tokenizer.printable(t) for t, _, _ in candidates],
+                          "id": [t for t, _, _ in candidates],
+                          "raw probability": [p for _, p, _ in candidates],
+                          "after temperature, top-k, top-p": [float(final[t]) for t, _, _ in candidates],
+                          "can be sampled": ["yes" if ok else "no: filtered out" for _, _, ok in candidates]})
+    st.dataframe(frame.style.format({"raw probability": "{:.4f}", "after temperature, top-k, top-p": "{:.4f}"}),
+                 hide_index=True, width="stretch")
     s1, s2, s3 = st.columns(3)
     if s1.button(f"Take the sampled token: {tokenizer.printable(record.token)!r}"):
         sequence.append(record.token)
         st.rerun()
-    forced = s2.selectbox("…or force one of the top 10", [t for t, _ in candidates],
-                          format_func=lambda t: f"{tokenizer.printable(t)} (id {t})")
+    allowed = {t: ok for t, _, ok in candidates}
+    forced = s2.selectbox("…or force one of the top 10", [t for t, _, _ in candidates],
+                          format_func=lambda t: f"{tokenizer.printable(t)} (id {t})"
+                          + ("" if allowed[t] else " · filtered out"))
     if s2.button("Take this one (branch)"):
         sequence.append(int(forced))
         st.rerun()
@@ -187,3 +212,41 @@ if st.session_state.get("three", (None,))[0] == label:
         column.markdown(f"**T = {t:g}**")
         column.code(text, language=None, wrap_lines=True)
     st.caption("Low temperature repeats the safest tokens; high temperature tries rare ones, and drifts into nonsense.")
+
+# ------------------------------------------------------------------ the KV cache
+st.header("5. The KV cache: the same tokens, less work")
+st.caption("Without a cache, every new token runs the model over the whole text again. With a KV cache the keys and "
+           "values of earlier positions are kept, and only the new position runs. Both must write the same tokens.")
+k1, k2 = st.columns([1, 3])
+kv_tokens = k1.slider("Tokens to generate", 10, 300, 100, step=10, key="kv_tokens")
+if k1.button("Generate with and without the cache", key="kv_run"):
+    with ui.friendly_errors("the KV-cache comparison"):
+        t = 0.0 if method == "greedy" else temperature
+        st.session_state["kv"] = (label, sampling.compare_kv_cache(model, encoded.ids, kv_tokens, t, top_k, top_p,
+                                                                     seed=settings.run_seed()))
+if st.session_state.get("kv", (None,))[0] == label:
+    comparison = st.session_state["kv"][1]
+    with k2:
+        if not comparison.cache_supported:
+            st.info("This model has no KV cache (it is not a transformer, or it reads a fixed window): both runs "
+                    "took the same path.")
+        m1, m2, m3 = st.columns(3)
+        m1.metric("with the KV cache", f"{comparison.seconds_with_cache:.3f} s")
+        m2.metric("without it", f"{comparison.seconds_without_cache:.3f} s")
+        m3.metric("speed-up", f"{comparison.speedup:.1f}×")
+        if comparison.identical:
+            st.success(f"Identical: all {len(comparison.tokens_with_cache)} tokens are the same with and without "
+                       "the cache.")
+        else:
+            first = next(i for i, (a, b) in enumerate(zip(comparison.tokens_with_cache,
+                                                           comparison.tokens_without_cache)) if a != b)
+            st.warning(f"The two runs part at token {first}: float rounding differs between the two paths and "
+                       "tipped a near-tie.")
+    left, right = st.columns(2)
+    left.markdown("**with the KV cache**")
+    left.code(tokenizer.decode(comparison.tokens_with_cache), language=None, wrap_lines=True)
+    right.markdown("**without it**")
+    right.code(tokenizer.decode(comparison.tokens_without_cache), language=None, wrap_lines=True)
+    st.caption("Times are wall-clock on this server, shared with everyone using it: run it twice and they vary. "
+               "The gap grows with the text: without the cache each token costs work proportional to the whole "
+               "window, with it one position.")

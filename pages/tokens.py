@@ -1,7 +1,5 @@
 """The Tokens page: text → integer ids, with BPE you can train, replay and compare."""
 
-import math
-
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -19,6 +17,7 @@ ui.page_header(
 )
 
 MAX_CHARS = 100_000
+WORD_VOCAB = 5000  # entries of the word vocabulary, [UNK] included
 EXAMPLES = {
     "English": "The quick brown fox jumps over the lazy dog. Tokenization isn't magic!",
     "Code": "def fibonacci(n):\n    if n < 2:\n        return n\n    return fibonacci(n - 1) + fibonacci(n - 2)\n",
@@ -48,11 +47,30 @@ def reference(name: str):
 
 @st.cache_resource(show_spinner="Building the character and word vocabularies…")
 def corpus_tokenizers(label: str, text: str):
-    return tk.CharTokenizer.train(text or "a"), tk.WordTokenizer.train(text or "a", max_vocab=5000)
+    return tk.CharTokenizer.train(text or "a"), tk.WordTokenizer.train(text or "a", max_vocab=WORD_VOCAB)
+
+
+def zipf_verdict(fit) -> str:
+    """Say what the fitted log–log line shows, from its R² (never claim a straight line that is not there)."""
+    shape = ("close to a straight line (Zipf's law)" if fit.r_squared >= 0.95 else
+             "roughly a straight line, with clear bends" if fit.r_squared >= 0.85 else
+             "not a straight line: Zipf's law does not describe these tokens well")
+    return (f"The points are {shape}: a line fitted to log count vs log rank has slope {fit.slope:.2f} and "
+            f"R² = {fit.r_squared:.3f} (1 would be a perfect line).")
 
 
 def trained_bpe():
     return st.session_state.get("bpe_tokenizer")
+
+
+def bpe_origin() -> dict:
+    """What the session's BPE was trained on and with (corpus, pattern, vocabulary asked for)."""
+    return st.session_state.get("bpe_origin", {})
+
+
+def word_vocabulary_label(tokenizer: tk.WordTokenizer) -> str:
+    words = tokenizer.vocab_size - 1  # [UNK] is not a word of the corpus
+    return f"its {words:,} most common words" if tokenizer.vocab_size >= WORD_VOCAB else f"all {words:,} of its words"
 
 
 # ------------------------------------------------------------------ side by side
@@ -60,14 +78,15 @@ st.header("1. Several tokenizers, side by side")
 char_tok, word_tok = corpus_tokenizers(corpus_label, corpus_text)
 available = {}
 available[f"characters ({corpus_label})"] = char_tok
-available[f"words ({corpus_label}, 5,000 most common)"] = word_tok
+available[f"words ({corpus_label}: {word_vocabulary_label(word_tok)})"] = word_tok
 if trained_bpe() is not None:
-    available[f"your BPE ({trained_bpe().vocab_size} tokens)"] = trained_bpe()
+    available[f"your BPE ({trained_bpe().vocab_size} tokens, trained on {bpe_origin().get('corpus', '?')})"] = trained_bpe()
 if models.SHIPPED_GPT in models.shipped_names():
     available["llmviz BPE (python-docs, shipped GPT)"] = models.shipped(models.SHIPPED_GPT)[1]
 available["GPT-2 (50,257)"] = None
 available["cl100k / GPT-4 (100,277)"] = None
 chosen = st.multiselect("Tokenizers", list(available), default=[k for k in available if "characters" not in k][:4])
+show_ids = st.toggle("Show the ids under the tokens", value=True, key="tok_show_ids")
 
 
 def get(name):
@@ -92,10 +111,16 @@ for name in chosen:
             ids = tokenizer.encode(text)
         pieces = [tokenizer.printable(i) for i in ids]
         st.subheader(name)
-        st.markdown(charts.token_chips(pieces, ids, [f"id {i} · bytes {tokenizer.token_bytes(i)!r}" for i in ids]),
-                    unsafe_allow_html=True)
+        st.markdown(charts.token_chips(pieces, ids, [f"id {i} · bytes {tokenizer.token_bytes(i)!r}" for i in ids],
+                                       show_ids=show_ids), unsafe_allow_html=True)
         if isinstance(tokenizer, tk.WordTokenizer) and 0 in ids:
-            notes = f"{ids.count(0)} word(s) are outside the vocabulary and became [UNK]: the information is lost."
+            unknown = [piece for piece, i in zip(tokenizer.split(text), ids) if i == 0]
+            blank = sum(1 for piece in unknown if piece.isspace())
+            words = len(unknown) - blank
+            notes = " ".join(part for part in (
+                f"{words} word(s) are outside the vocabulary and became [UNK]: the information is lost." if words else "",
+                f"{blank} run(s) of spaces or line breaks never occur in {corpus_label} (its vocabulary has no such "
+                "whitespace), so they became [UNK] too." if blank else "") if part)
         if notes:
             st.warning(notes)
         with st.expander(f"ids ({len(ids)})"):
@@ -124,44 +149,53 @@ else:
     st.caption(f"{corpus_label}: training on {len(sample):,} of {len(corpus_text):,} characters.")
     start, stop = st.columns([1, 1])
     if start.button("Train BPE", type="primary", key="train_bpe"):
-        st.session_state["bpe_partial"] = []
-        st.session_state["bpe_training"] = dict(pattern=pattern, vocab_size=vocab_size)
+        # this run's own settings travel with its merges: a Stop (which ends this script run) or an earlier
+        # stopped run can never mix another run's settings into this one
+        run = dict(pattern=pattern, vocab_size=vocab_size, corpus=corpus_label, records=[])
+        st.session_state["bpe_run"] = run
         merges_needed = tk.BPETokenizer.merges_for(vocab_size, [tk.ENDOFTEXT])
-        progress = st.progress(0.0, text="Counting pairs…")
-        stop.button("Stop", help="Keeps the merges learned so far.", key="stop_bpe")
-        partial = st.session_state["bpe_partial"]
+        progress = st.empty()
+        progress.progress(0.0, text="Counting pairs…")
+        stop_slot = stop.empty()
+        stop_slot.button("Stop", help="Keeps the merges learned so far.", key="stop_bpe")
         for record in tk.BPETokenizer.train_steps(sample, merges_needed, pattern, record=True):
-            partial.append(record)
-            if len(partial) % 8 == 0 or len(partial) == merges_needed:
-                progress.progress(len(partial) / max(1, merges_needed),
-                                  text=f"merge {len(partial)} of {merges_needed}")
-        st.session_state.pop("bpe_training")
+            run["records"].append(record)
+            done = len(run["records"])
+            if done % 8 == 0 or done == merges_needed:
+                progress.progress(done / max(1, merges_needed), text=f"merge {done} of {merges_needed}")
+        progress.empty()
+        stop_slot.empty()
     # finished, or stopped by the Stop button (which ended the run above): build from what was learned
-    partial = st.session_state.get("bpe_partial")
-    if partial is not None:
-        settings_used = st.session_state.pop("bpe_training", None) or st.session_state.get("bpe_settings", {})
-        if settings_used:
-            st.session_state["bpe_settings"] = settings_used
-        used_pattern = st.session_state.get("bpe_settings", {}).get("pattern", pattern)
-        wanted = st.session_state.get("bpe_settings", {}).get("vocab_size", vocab_size)
-        tokenizer = tk.BPETokenizer.from_history(partial, used_pattern, [tk.ENDOFTEXT], keep_history=True)
+    run = st.session_state.pop("bpe_run", None)
+    if run is not None:
+        tokenizer = tk.BPETokenizer.from_history(run["records"], run["pattern"], [tk.ENDOFTEXT], keep_history=True)
         st.session_state["bpe_tokenizer"] = tokenizer
-        del st.session_state["bpe_partial"]
-        learned = len(tokenizer.merges)
-        if tokenizer.vocab_size < wanted:
-            st.warning(f"Stopped with {learned} merges (vocabulary {tokenizer.vocab_size} of the {wanted} asked for): "
-                       "either you pressed Stop or the text has no pair left to merge.")
+        st.session_state["bpe_origin"] = {key: run[key] for key in ("pattern", "vocab_size", "corpus")}
+        st.rerun()  # section 1 above was drawn before this BPE existed: draw the page again with it
+    bpe_now, origin = trained_bpe(), bpe_origin()
+    if bpe_now is not None and origin.get("vocab_size"):
+        learned = len(bpe_now.merges)
+        if bpe_now.vocab_size < origin["vocab_size"]:
+            st.warning(f"Stopped with {learned} merges (vocabulary {bpe_now.vocab_size} of the {origin['vocab_size']} "
+                       "asked for): either you pressed Stop or the text has no pair left to merge.")
         else:
-            st.success(f"Learned {learned} merges: a vocabulary of {tokenizer.vocab_size}.")
+            st.success(f"Learned {learned} merges: a vocabulary of {bpe_now.vocab_size}.")
 
 bpe = trained_bpe()
 if bpe is not None:
+    origin = bpe_origin()
+    patterns = {"gpt4": "the GPT-4 regex", "gpt2": "the GPT-2 regex", None: "no pre-split"}
     st.subheader("Merge table")
+    st.caption(f"Your BPE: {len(bpe.merges)} merges learned from {origin.get('corpus', '?')} with "
+               f"{patterns.get(origin.get('pattern'), origin.get('pattern'))}.")
+    if origin.get("corpus") not in (None, corpus_label):
+        st.info(f"Your BPE was trained on {origin['corpus']}, but the corpus in the sidebar is now {corpus_label}: "
+                f"the charts below measure it on {corpus_label}. Train again to get a BPE of {corpus_label}.")
     merges = pd.DataFrame([
-        {"rank": r, "part A": bpe.printable(a), "part B": bpe.printable(b), "new token": bpe.printable(new),
+        {"merge": r + 1, "part A": bpe.printable(a), "part B": bpe.printable(b), "new token": bpe.printable(new),
          "new id": new, "count": bpe.merge_counts[r]}
         for r, ((a, b), new) in enumerate(bpe.merges)
-    ])
+    ])  # merges count from 1, as in the replay below: merge n makes token 256 + n
     st.dataframe(merges, hide_index=True, width="stretch", height=260)
     st.download_button("Download the tokenizer (JSON)", data=__import__("json").dumps(bpe.to_dict(), indent=1, ensure_ascii=False),
                        file_name="bpe-tokenizer.json", mime="application/json")
@@ -171,7 +205,7 @@ if bpe is not None:
         upto = st.slider("Merges applied", 0, len(bpe.merges), min(len(bpe.merges), 10))
         chunks = bpe.replay(text, upto)
         flat = [i for chunk in chunks for i in chunk]
-        st.markdown(charts.token_chips([bpe.printable(i) for i in flat], flat), unsafe_allow_html=True)
+        st.markdown(charts.token_chips([bpe.printable(i) for i in flat], flat, show_ids=show_ids), unsafe_allow_html=True)
         if upto:
             (a, b), new = bpe.merges[upto - 1]
             st.caption(f"Merge {upto}: {bpe.printable(a)!r} + {bpe.printable(b)!r} → {bpe.printable(new)!r} "
@@ -190,11 +224,17 @@ if bpe is not None:
             st.caption("Each merge makes a common pair one token: more vocabulary, fewer tokens per character.")
     with right:
         counts = tk.rank_frequency(bpe.to_tiktoken().encode(corpus_text[:200_000], allowed_special="all"))
-        figure = go.Figure(go.Scatter(x=list(range(1, len(counts) + 1)), y=counts, mode="markers"))
+        fit = tk.zipf_fit(counts)
+        figure = go.Figure(go.Scatter(x=list(range(1, len(counts) + 1)), y=counts, mode="markers", name="tokens"))
+        if fit is not None:
+            figure.add_trace(go.Scatter(x=[1, len(counts)], y=[fit.count_at(1), fit.count_at(len(counts))],
+                                        mode="lines", name=f"fitted line (slope {fit.slope:.2f})",
+                                        line=dict(dash="dash", color="#868e96")))
         figure.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title="rank", yaxis_title="count",
-                             height=320, margin=dict(t=10))
+                             height=320, margin=dict(t=10), legend=dict(orientation="h", y=-0.25))
         st.plotly_chart(figure, width="stretch")
-        st.caption("Token frequency by rank on log–log axes: close to a straight line (Zipf's law).")
+        st.caption(f"Token frequency by rank on log–log axes, measured on {corpus_label}. "
+                   + (zipf_verdict(fit) if fit is not None else "Too few distinct tokens to fit a line."))
 
 # ------------------------------------------------------------------ round trip and special tokens
 st.header("3. Encode → decode, and special tokens")
@@ -237,4 +277,3 @@ else:
                + ("Windows overlap (stride < context)." if stride < context_size else
                   "" if stride == context_size else f"{stride - context_size} token(s) between windows are never inputs."))
     st.latex(rf"\text{{windows}} = \left\lfloor \frac{{{len(ids)} - {context_size} - 1}}{{{stride}}} \right\rfloor + 1 = {len(inputs)}")
-_ = math

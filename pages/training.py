@@ -186,7 +186,7 @@ training.live(draw_all_runs, active=any(not job.status().done for job in trainin
 st.header("3. The loss, step by step, on a real batch")
 gpt, gpt_tokenizer, _ = models.shipped_gpt_or_stop()
 st.caption("The shipped GPT (trained on the Python reference manual) reads two short sequences; each position "
-           "must predict the token after it — the targets are the inputs shifted by one, as in seed 001.")
+           "must predict the token after it — the targets are the inputs shifted by one.")
 default_batch = "Every object has an identity, a type and a value.\nThe for statement is used to iterate"
 batch_text = st.text_area("Two lines of text (one sequence each)", default_batch, height=80)
 tokens_per_row = st.slider("Positions per sequence", 1, 8, 3)
@@ -246,7 +246,7 @@ else:
                "to how much probability it took. A gradient-descent step W ← W − lr · ∂L/∂W does both at once.")
 
 # ------------------------------------------------------------------ seed decoder
-st.header("5. The encoder–decoder Decoder (seed 000) on its toy task")
+st.header("5. The decoder of an encoder–decoder Transformer, on a toy task")
 st.caption("Ten random label sequences of 7 tokens (vocabulary 12); the decoder reads [start] + labels[:-1] and a "
            "random encoder output, and learns to predict each next label: 6 layers, 8 heads, d_model 32, SGD with momentum.")
 if st.button("Train the decoder (200 steps)", key="decoder_train"):

@@ -52,7 +52,7 @@ def test_tokens_train_bpe_then_replay_and_short_text():
 # ------------------------------------------------------------------ model
 
 
-@pytest.mark.parametrize("heads, layers, message", [(7, 4, "not divisible"), (4, 0, "n_layers")])
+@pytest.mark.parametrize("heads, layers, message", [(7, 4, "not divisible"), (48, 1, "not divisible")])
 def test_model_page_bad_config(heads, layers, message):
     at = run_page("pages/model.py")
     by_label(at.selectbox, "Preset").set_value("custom").run()

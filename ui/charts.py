@@ -27,7 +27,23 @@ def heatmap(matrix, x_labels=None, y_labels=None, title: str = "", colorscale: s
                          xaxis_title=x_title, yaxis_title=y_title)
     figure.update_yaxes(autorange="reversed", type="category")
     figure.update_xaxes(type="category")
+    # Plotly hides every other category label when they crowd; tokens must all stay readable
+    for labels, update in ((x_labels, figure.update_xaxes), (y_labels, figure.update_yaxes)):
+        if labels is not None and len(labels) <= 64:
+            update(dtick=1, tickfont=dict(size=11 if len(labels) <= 24 else 9))
+    if x_labels is not None and 16 < len(x_labels) <= 64:
+        figure.update_xaxes(tickangle=-90)
     return figure
+
+
+def tex_number(value: float, spec: str = "g") -> str:
+    """A number for a LaTeX formula: negatives in parentheses, so ``1^2 + (-2)^2`` never reads ``1^2 + -2^2``.
+
+    >>> tex_number(-2.0), tex_number(0.5), tex_number(-0.25, ".3f")
+    ('(-2)', '0.5', '(-0.250)')
+    """
+    text = format(value, spec)
+    return f"({text})" if text.startswith("-") else text
 
 
 def _label(value) -> str:
@@ -60,17 +76,18 @@ def bar(labels, values, title: str = "", x_title: str = "", y_title: str = "", c
 PALETTE = ["#dbe4ff", "#d3f9d8", "#fff3bf", "#ffe3e3", "#e5dbff", "#c5f6fa", "#ffe8cc", "#f3f0ff"]
 
 
-def token_chips(pieces: list[str], ids: list[int], tooltips: list[str] | None = None) -> str:
-    """HTML: each token a coloured chip, its id (and more) on hover."""
+def token_chips(pieces: list[str], ids: list[int], tooltips: list[str] | None = None, show_ids: bool = False) -> str:
+    """HTML: each token a coloured chip, its id under it (``show_ids``, as Tiktokenizer shows them) and on hover."""
     chips = []
     for number, (piece, token_id) in enumerate(zip(pieces, ids)):
         tip = html.escape(tooltips[number] if tooltips else f"id {token_id}")
-        chips.append(
-            f'<span title="{tip}" style="background:{PALETTE[number % len(PALETTE)]};border-radius:4px;'
-            f'padding:1px 3px;margin:1px;display:inline-block;font-family:monospace;white-space:pre">'
-            f"{html.escape(piece)}</span>"
-        )
-    return '<div style="line-height:1.9">' + "".join(chips) + "</div>"
+        chip = (f'<span style="background:{PALETTE[number % len(PALETTE)]};border-radius:4px;padding:1px 3px;'
+                f'font-family:monospace;white-space:pre">{html.escape(piece)}</span>')
+        label = (f'<span style="font-size:0.7rem;color:#495057;font-family:monospace">{token_id}</span>'
+                 if show_ids else "")
+        chips.append(f'<span title="{tip}" style="display:inline-flex;flex-direction:column;align-items:center;'
+                     f'margin:1px;vertical-align:top">{chip}{label}</span>')
+    return f'<div style="line-height:{2.6 if show_ids else 1.9}">' + "".join(chips) + "</div>"
 
 
 def flow(steps: list[tuple[str, str, str]], direction: str = "column") -> str:
