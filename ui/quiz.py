@@ -1,0 +1,72 @@
+"""Predict, then reveal: draws llmviz.quiz questions, keeps the session's score.
+
+A page builds its questions with ``llmviz.quiz`` (from the live model and the student's text) and
+calls :func:`section`. Each question: pick an answer, press Reveal; the first answer counts
+for the score, the explanation shows the computation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import streamlit as st
+
+from llmviz.errors import LlmvizError
+from llmviz.quiz import Question
+
+_ANSWERS = "quiz_answers"  # question key → (page, chosen option index, correct?)
+
+
+def score() -> tuple[int, int]:
+    """(right, answered) over the whole session."""
+    answers = st.session_state.get(_ANSWERS, {})
+    return sum(1 for _, _, right in answers.values() if right), len(answers)
+
+
+def _reveal(question: Question, page: str, widget_key: str) -> None:
+    choice = st.session_state.get(widget_key)
+    if choice is None:
+        return
+    answers = st.session_state.setdefault(_ANSWERS, {})
+    if question.key not in answers:  # the first answer counts
+        index = question.options.index(choice)
+        answers[question.key] = (page, index, question.check(index))
+
+
+def ask(question: Question, page: str, number: int) -> None:
+    """One question: options, a Reveal button, then the verdict and the computation."""
+    answers = st.session_state.get(_ANSWERS, {})
+    widget_key = f"quiz_{page}_{question.key}"
+    with st.container(border=True):
+        st.markdown(f"**Q{number}.** {question.prompt}")
+        revealed = question.key in answers
+        choice = st.radio("Your prediction", question.options, index=None, key=widget_key, horizontal=True,
+                          disabled=revealed, label_visibility="collapsed")
+        if not revealed:
+            st.button("Reveal", key=f"{widget_key}_reveal", disabled=choice is None,
+                      on_click=_reveal, args=(question, page, widget_key),
+                      help="Commit to a guess first: the first answer counts for your score.")
+            return
+        _, index, right = answers[question.key]
+        truth = question.options[question.answer]
+        if right:
+            st.success(f"Right: {truth}.", icon=":material/check_circle:")
+        else:
+            st.error(f"Not quite: you said {question.options[index]}; the answer is {truth}.",
+                     icon=":material/cancel:")
+        st.markdown(question.explanation)
+
+
+def section(page: str, build: Callable[[], list[Question]], title: str = "Predict, then reveal") -> None:
+    """A page's question section: ``build()`` makes the questions (an LlmvizError becomes a notice)."""
+    st.header(title)
+    right, answered = score()
+    st.caption("Guess before you look: each answer below is computed from the model and your text, right now. "
+               + (f"Your score this session: **{right} of {answered}**." if answered else ""))
+    try:
+        questions = build()
+    except LlmvizError as error:
+        st.info(str(error))
+        return
+    for number, question in enumerate(questions, start=1):
+        ask(question, page, number)
