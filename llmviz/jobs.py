@@ -89,10 +89,28 @@ class JobStatus:
         if self.metrics:
             val = self.last_val_loss
             last = self.metrics[-1]
-            text += (f" · validation {val:.3f}" if val is not None else "") + f" · perplexity {last.perplexity:,.1f}"
+            # the perplexity here is e^(training loss) of the last step; the run table shows e^(validation loss)
+            text += ((f" · validation {val:.3f}" if val is not None else "")
+                     + f" · training perplexity {last.perplexity:,.1f}")
             if self.state == RUNNING:
-                text += f" · {last.tokens_per_s:,.0f} tokens/s"
+                text += f" · {smoothed_rate([m.tokens_per_s for m in self.metrics]):,.0f} tokens/s"
         return text
+
+
+def smoothed_rate(rates: list[float], window: int = 20) -> float:
+    """The rate over the last ``window`` steps: their harmonic mean, i.e. total tokens / total time
+    when every step has the same number of tokens. It is the real throughput of the last steps (a slow
+    step, say one that also evaluates, counts for the time it took) and does not jump from step to step.
+
+    >>> round(smoothed_rate([200.0, 33_000.0, 33_000.0, 33_000.0]), 1)
+    785.7
+    >>> round(smoothed_rate([1000.0] * 50), 6)
+    1000.0
+    >>> smoothed_rate([])
+    0.0
+    """
+    recent = [rate for rate in rates[-window:] if rate > 0]
+    return len(recent) / sum(1.0 / rate for rate in recent) if recent else 0.0
 
 
 class Job:

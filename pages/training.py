@@ -150,7 +150,7 @@ def draw_all_runs() -> None:
         summary.append({"run": name, "steps": status.step, "status": status.state,
                         "train loss": round(last.train_loss, 4) if last else None,
                         "validation loss": round(val, 4) if val is not None else None,
-                        "perplexity": round(math.exp(val), 2) if val is not None else None,
+                        "validation perplexity": round(math.exp(val), 2) if val is not None else None,
                         "snapshots at steps": ", ".join(map(str, status.snapshot_steps))})
     st.dataframe(pd.DataFrame(summary), hide_index=True, width="stretch")
     for name, status in statuses.items():

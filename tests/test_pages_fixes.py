@@ -238,3 +238,34 @@ def test_rendered_pages_never_say_seed_or_lecture(stage):
     shown = " ".join(texts(getattr(at, kind)) for kind in
                      ("markdown", "caption", "info", "warning", "success", "header", "subheader", "latex", "title"))
     assert not PROJECT_WORDS.search(shown), PROJECT_WORDS.search(shown)
+
+
+# ------------------------------------------------------------------ training readouts
+
+
+def test_run_colours_are_told_apart():
+    """A 7-runner race needs 7 colours that differ (the old list had two near-identical oranges)."""
+    from itertools import combinations
+
+    from ui.training import COLOURS
+
+    def rgb(colour: str) -> tuple[int, int, int]:
+        return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+
+    closest = min(sum((a - b) ** 2 for a, b in zip(rgb(x), rgb(y))) ** 0.5 for x, y in combinations(COLOURS, 2))
+    assert closest > 80, closest
+
+
+def test_progress_line_names_its_perplexity_and_smooths_tokens_per_second():
+    from types import SimpleNamespace
+
+    from llmviz import jobs
+
+    steps = [SimpleNamespace(val_loss=None, perplexity=20.0, tokens_per_s=rate) for rate in [33_000.0] * 19 + [200.0]]
+    status = jobs.JobStatus(job_id="x", label="run", kind="train", state=jobs.RUNNING, step=20, total=100, losses=((20, 3.0),), metrics=tuple(steps),
+                            samples=(), queue_position=None, error=None, snapshot_steps=(), elapsed_s=1.0)
+    line = status.describe()
+    assert "training perplexity 20.0" in line
+    # 20 steps of equal size: 20 / (19 / 33,000 + 1 / 200) tokens per second, not the last step's 200
+    expected = 20 / (19 / 33_000 + 1 / 200)
+    assert f"{expected:,.0f} tokens/s" in line, line

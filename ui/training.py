@@ -17,7 +17,8 @@ from llmviz import jobs
 from llmviz.train import smooth
 from ui import KEEP, picker  # noqa: F401 - KEEP: widget keys that survive navigation
 
-COLOURS = ["#4c6ef5", "#e8590c", "#2b8a3e", "#c2255c", "#7048e8", "#0c8599", "#e67700", "#495057"]
+# Plotly's category10: every pair stays apart (the old list had two near-identical oranges in a 7-runner race)
+COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22"]
 
 
 def runs() -> list[jobs.Job]:
@@ -88,11 +89,15 @@ def controls(job: jobs.Job, status: jobs.JobStatus, key: str) -> None:
 def draw_run(job: jobs.Job, key: str = "live") -> None:
     """Progress, controls, loss curve and newest sample of one run (inside a fragment)."""
     status = job.status()
-    st.progress(status.fraction, text=f"**{job.label}** · {status.describe()}")
+    if status.done:
+        # an ended run has no progress bar and no Stop; its curve is on the comparison chart below
+        st.markdown(f"**{job.label}** · {status.describe()}")
+    else:
+        st.progress(status.fraction, text=f"**{job.label}** · {status.describe()}")
     controls(job, status, key)
     if status.error:
         st.error(status.error)
-    if status.metrics:
+    if status.metrics and not status.done:
         st.plotly_chart(loss_figure([(job.label, status, vocab_of(job))]), width="stretch",
                         key=f"{key}_chart_{job.id}")
     if status.samples:
