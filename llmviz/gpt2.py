@@ -70,9 +70,10 @@ class GPT2Unavailable(LlmvizError):
 
 def how_to_get(repo_id: str = DEFAULT_MODEL) -> str:
     """What a person does to get the weights (said wherever they are missing)."""
-    return (f"Connect to the internet once and run `python -m llmviz gpt2 download {repo_id}` (or pick it in the "
-            f"app's model picker): huggingface_hub downloads it into its cache "
-            f"({cache_dir()}), and from then on it loads offline.")
+    hub = HUB_MODELS.get(repo_id)
+    size = f" ({hub.download})" if hub else ""
+    return (f"To get it, connect to the internet once and run `python -m llmviz gpt2 download {repo_id}`{size}: "
+            f"huggingface_hub keeps it in its cache ({cache_dir()}), and from then on it loads offline.")
 
 
 # ---------------------------------------------------------------------------- config
@@ -157,8 +158,8 @@ def hf_state_to_llmviz(hf_state: dict[str, torch.Tensor], config: GPTConfig) -> 
 def llmviz_state_to_hf(model: GPT) -> dict[str, torch.Tensor]:
     """The inverse of :func:`hf_state_to_llmviz`: llmviz's GPT weights under GPT2LMHeadModel's names
     (the tied head left out, as ``save_pretrained`` does)."""
-    if not (model.config.qkv_bias and model.config.tie_weights):
-        raise ConfigError("Only a GPT with query/key/value biases and a tied head has GPT-2's layout.")
+    if not (model.config.qkv_bias and model.config.tie_weights and getattr(model.config, "mlp", True)):
+        raise ConfigError("Only a GPT with query/key/value biases, MLPs and a tied head has GPT-2's layout.")
     inverse = {}
     for name, tensor in model.state_dict().items():
         if name == "lm_head.weight":
@@ -256,6 +257,40 @@ def hub_offline() -> bool:
     return bool(constants.HF_HUB_OFFLINE)
 
 
+_REACHABLE: dict[str, tuple[float, bool]] = {}  # endpoint → (when checked, answer)
+
+
+def hub_reachable(timeout: float = 2.0, max_age_s: float = 300.0) -> bool:
+    """Can this machine open a connection to the Hugging Face Hub? (remembered for ``max_age_s``)
+
+    A quick TCP connection, so that an offline server says "offline" at once instead of
+    letting huggingface_hub retry for half a minute. Behind an HTTP proxy the answer is
+    left to the download itself (True).
+    """
+    import socket
+    import time
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    if hub_offline():
+        return False
+    if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True
+    endpoint = urlparse(constants.ENDPOINT)
+    host, port = endpoint.hostname or "huggingface.co", endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    checked = _REACHABLE.get(f"{host}:{port}")
+    if checked is not None and time.monotonic() - checked[0] < max_age_s:
+        return checked[1]
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+        answer = True
+    except OSError:
+        answer = False
+    _REACHABLE[f"{host}:{port}"] = (time.monotonic(), answer)
+    return answer
+
+
 def _weight_files() -> tuple[str, ...]:
     return SAFETENSORS_FILE, SAFETENSORS_INDEX, PYTORCH_FILE
 
@@ -312,6 +347,9 @@ def download(repo_id: str = DEFAULT_MODEL) -> Path:
         return folder
     if hub_offline():
         raise GPT2Unavailable(f"{repo_id} is not in the cache and HF_HUB_OFFLINE is set. {how_to_get(repo_id)}")
+    if not hub_reachable():
+        raise GPT2Unavailable(f"{repo_id} is not in the cache and the Hugging Face Hub cannot be reached from here "
+                              f"(offline?). {how_to_get(repo_id)}")
     try:
         config = Path(hf_hub_download(repo_id, CONFIG_FILE))
         for name in (SAFETENSORS_FILE, PYTORCH_FILE):

@@ -48,9 +48,10 @@ class GPT2Source:
                 out.append(Entry(f"{PREFIX}:{name}", _label(name), "gpt",
                                  note=f"OpenAI's pretrained {hub.title}, from the Hugging Face cache."))
             elif name == gpt2.DEFAULT_MODEL:  # the larger ones appear once downloaded
-                if gpt2.hub_offline():
+                if gpt2.hub_offline() or not gpt2.hub_reachable():
                     out.append(Entry(f"{PREFIX}:{name}", _label(name), "gpt", available=False,
-                                     note=f"not downloaded, and this server is offline. {gpt2.how_to_get(name)}"))
+                                     note=f"offline, not downloaded: run `python -m llmviz gpt2 download` once "
+                                          f"online ({hub.download})"))
                 else:
                     out.append(Entry(f"{PREFIX}:{name}", f"{_label(name)} — download {hub.download} once", "gpt",
                                      note=f"Picking it downloads {hub.download} once from the Hugging Face Hub."))

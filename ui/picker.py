@@ -275,7 +275,9 @@ class RunsDirSource:
                          step=meta.get("step"))
 
 
-for _source in (ShippedSource(), MiniLMSource(), RunSource(), RunsDirSource()):
+from ui.gpt2 import GPT2Source  # noqa: E402 - OpenAI's GPT-2 from the Hugging Face Hub (hub:gpt2, issue 17)
+
+for _source in (ShippedSource(), MiniLMSource(), GPT2Source(), RunSource(), RunsDirSource()):
     register_source(_source)
 
 
@@ -352,11 +354,15 @@ def current() -> ModelView:
     key = selected_key()
     try:
         return load(key)
-    except LlmvizError:
+    except LlmvizError as error:
         if key != DEFAULT_KEY:
             st.session_state[_SELECTED] = DEFAULT_KEY
-            st.info("The model picked before is gone (a run lives only in its own browser session), so the "
-                    "shipped GPT is shown.")
+            st.session_state[_VERSION] = st.session_state.get(_VERSION, 0) + 1  # redraw the picker on the default
+            if key.startswith("run:"):
+                st.info("The model picked before is gone (a run lives only in its own browser session), so the "
+                        "shipped GPT is shown.")
+            else:  # e.g. GPT-2 could not be downloaded: say why
+                st.info(f"{error} The shipped GPT is shown.")
         return shipped_default()
 
 
@@ -405,8 +411,21 @@ def before_after(render: Callable[[ModelView, str], None], *, what: str = "this 
 # ---------------------------------------------------------------------------- the sidebar widget
 
 
+def _refuse(entry: Entry) -> None:
+    """An entry listed as unavailable was picked: keep the current pick (or the default) and say why."""
+    st.session_state[_NOTICE] = f"{entry.label} is not available here: {entry.note} The shipped GPT stays selected."
+    st.session_state[_VERSION] = st.session_state.get(_VERSION, 0) + 1  # redraw the picker on the kept pick
+    if st.session_state.get(_SELECTED, DEFAULT_KEY) == entry.key:
+        st.session_state[_SELECTED] = DEFAULT_KEY
+
+
 def _remember_model(widget_key: str) -> None:
-    st.session_state[_SELECTED] = st.session_state[widget_key]
+    key = st.session_state[widget_key]
+    entry = next((e for e in entries() if e.key == key), None)
+    if entry is not None and not entry.available:  # listed so people know it exists; picking it explains why not
+        _refuse(entry)
+        return
+    st.session_state[_SELECTED] = key
 
 
 def _remember_step(widget_key: str, base: str, last: int) -> None:
@@ -417,12 +436,15 @@ def _remember_step(widget_key: str, base: str, last: int) -> None:
 def sidebar() -> None:
     """The picker in the shared sidebar (app.py draws it on every page)."""
     st.session_state["_llmviz_session_id"] = session_id()  # lets tests find this session's jobs
-    notice = st.session_state.pop(_NOTICE, None)
-    if notice:
-        st.info(notice)
     listed = [entry for entry in entries()]
     by_key = {entry.key: entry for entry in listed}
     chosen = st.session_state.get(_SELECTED, DEFAULT_KEY)
+    if chosen in by_key and not by_key[chosen].available:  # set by a link or an old session state
+        _refuse(by_key[chosen])
+        chosen = DEFAULT_KEY
+    notice = st.session_state.pop(_NOTICE, None)
+    if notice:
+        st.info(notice)
     if chosen not in by_key:
         chosen = DEFAULT_KEY if DEFAULT_KEY in by_key else (listed[0].key if listed else DEFAULT_KEY)
         st.session_state[_SELECTED] = chosen
