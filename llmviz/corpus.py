@@ -14,8 +14,10 @@ import http.client
 import importlib.util
 import os
 import tempfile
+import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -23,7 +25,9 @@ from pathlib import Path
 from llmviz.errors import CorpusUnavailable, UploadError
 
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # 20 MB; .streamlit/config.toml's maxUploadSize matches
-DOWNLOAD_TIMEOUT_S = 20.0
+DOWNLOAD_TIMEOUT_S = 20.0  # the longest wait for any one network read
+DOWNLOAD_DEADLINE_S = 120.0  # the longest a whole download may take (a trickling server is given up on)
+_CHUNK_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,11 @@ class CorpusInfo:
     licence: str
     url: str | None = None  # None: built into the installed packages, always offline
     sha256: str | None = None  # pinned checksum of the downloaded bytes
-    size_bytes: int | None = None
+    size_bytes: int | None = None  # pinned size: a body cut short is caught even without a Content-Length
+
+    def __post_init__(self):
+        if self.url is not None and (self.sha256 is None or self.size_bytes is None):
+            raise ValueError(f"the downloadable corpus {self.name!r} needs a pinned sha256 and size")
 
     @property
     def downloadable(self) -> bool:
@@ -88,9 +96,10 @@ REGISTRY: dict[str, CorpusInfo] = {
             source="github.com/rasbt/LLMs-from-scratch, ch02/01_main-chapter-code/the-verdict.txt",
             licence="Public domain text",
             url="https://raw.githubusercontent.com/rasbt/LLMs-from-scratch/main/ch02/01_main-chapter-code/the-verdict.txt",
-            # No checksum could be verified offline when this entry was written: the first
-            # successful download is recorded next to the cached file and checked thereafter.
-            sha256=None,
+            # From the text as published (20,479 characters, the count the book prints; plain ASCII, LF line
+            # ends, no final newline). Never recorded from a first download: a cut one would lock out the good file.
+            sha256="46944f2cd79906fa0412d8c948ed184a13c3049a0d3e8f95e319155410489549",
+            size_bytes=20_479,
         ),
     ]
 }
@@ -177,17 +186,26 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+class DownloadCancelled(CorpusUnavailable):
+    """Raised by a ``progress`` callback to stop a download; nothing is saved."""
+
+
 def download(
     name: str,
     *,
     url: str | None = None,
     directory: Path | None = None,
     timeout: float = DOWNLOAD_TIMEOUT_S,
+    deadline_s: float = DOWNLOAD_DEADLINE_S,
+    progress: Callable[[int, int | None], None] | None = None,
 ) -> Path:
-    """Download a corpus into the cache, verify its sha256, and write it atomically.
+    """Download a corpus into the cache, verify its size and sha256, and write it atomically.
 
-    The bytes go to a temporary file in the cache folder and are renamed into place only
-    after the whole body arrived and its checksum matched, so a failure leaves nothing.
+    The body arrives in chunks; ``progress(received_bytes, total_bytes)`` is called after each one and may raise
+    (:class:`DownloadCancelled`, or a Streamlit rerun) to cancel. The whole download must finish within
+    ``deadline_s`` seconds (plus at most one read's ``timeout``): a server that trickles bytes is given up on. The
+    bytes are renamed into the cache only after all of them arrived and match the pinned size and checksum, so a
+    failure or a cancel leaves nothing behind.
     """
     entry = info(name)
     if not entry.downloadable:
@@ -195,18 +213,44 @@ def download(
     source = url or entry.url
     target = cached_path(name, directory)
     target.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    chunks: list[bytes] = []
+    received = 0
     try:
-        with urllib.request.urlopen(source, timeout=timeout) as response:
-            expected_length = response.headers.get("Content-Length")
-            data = response.read()
+        with urllib.request.urlopen(source, timeout=min(timeout, deadline_s)) as response:
+            header = response.headers.get("Content-Length")
+            total = int(header) if header is not None and header.isdigit() else entry.size_bytes
+            while True:
+                if time.monotonic() - started > deadline_s:
+                    raise CorpusUnavailable(
+                        f"The download of {entry.title} is too slow: {received:,} of {entry.size_bytes:,} bytes "
+                        f"arrived in {deadline_s:.0f} s. Nothing was saved; try again later."
+                    )
+                chunk = response.read1(_CHUNK_BYTES)  # returns what one network read gave: never waits for more
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                received += len(chunk)
+                if received > entry.size_bytes:
+                    raise CorpusUnavailable(
+                        f"The download of {entry.title} is larger than the pinned {entry.size_bytes:,} bytes: the "
+                        "file on the server changed. Nothing was saved."
+                    )
+                if progress is not None:
+                    progress(received, total)
     except http.client.IncompleteRead as error:
         raise CorpusUnavailable(
-            f"The download of {entry.title} was cut off ({len(error.partial):,} bytes arrived, "
+            f"The download of {entry.title} was cut off ({received + len(error.partial):,} bytes arrived, "
             f"{error.expected:,} more were expected). Nothing was saved; try again."
         ) from None
     except urllib.error.HTTPError as error:
         raise CorpusUnavailable(
             f"Could not download {entry.title}: the server answered {error.code} {error.reason}."
+        ) from None
+    except TimeoutError:
+        raise CorpusUnavailable(
+            f"The download of {entry.title} stalled ({received:,} bytes arrived, then nothing for {timeout:.0f} s). "
+            "Nothing was saved; try again later."
         ) from None
     except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as error:
         reason = getattr(error, "reason", error)
@@ -215,17 +259,17 @@ def download(
             "You seem to be offline: use a built-in corpus (python-docs, names) or upload a "
             "text file; downloads work again when the network does."
         ) from None
-    if expected_length is not None and expected_length.isdigit() and len(data) != int(expected_length):
+    data = b"".join(chunks)
+    if len(data) != entry.size_bytes:  # also catches a cut body that came without a Content-Length
         raise CorpusUnavailable(
-            f"The download of {entry.title} was cut off ({len(data):,} of {int(expected_length):,} "
-            "bytes). Nothing was saved; try again."
+            f"The download of {entry.title} was cut off ({len(data):,} of {entry.size_bytes:,} bytes). "
+            "Nothing was saved; try again."
         )
     digest = sha256_hex(data)
-    pinned = entry.sha256 or _recorded_checksum(target)
-    if pinned is not None and digest != pinned:
+    if digest != entry.sha256:
         raise CorpusUnavailable(
             f"The download of {entry.title} does not match its pinned checksum "
-            f"(expected sha256 {pinned[:12]}…, got {digest[:12]}…). Nothing was saved: the file "
+            f"(expected sha256 {entry.sha256[:12]}…, got {digest[:12]}…). Nothing was saved: the file "
             "on the server changed or the transfer was damaged."
         )
     try:
@@ -233,18 +277,7 @@ def download(
     except UnicodeDecodeError:
         raise CorpusUnavailable(f"The download of {entry.title} is not UTF-8 text.") from None
     _write_atomically(target, data)
-    if entry.sha256 is None:
-        _write_atomically(_checksum_path(target), (digest + "\n").encode())
     return target
-
-
-def _checksum_path(target: Path) -> Path:
-    return target.with_suffix(".sha256")
-
-
-def _recorded_checksum(target: Path) -> str | None:
-    path = _checksum_path(target)
-    return path.read_text().strip() if path.exists() else None
 
 
 def _write_atomically(target: Path, data: bytes) -> None:
@@ -274,8 +307,7 @@ def load(name: str, *, download_if_missing: bool = True, directory: Path | None 
             raise CorpusUnavailable(f"{entry.title} is not downloaded yet.")
         download(name, directory=directory)
     data = path.read_bytes()
-    pinned = entry.sha256 or _recorded_checksum(path)
-    if pinned is not None and sha256_hex(data) != pinned:
+    if sha256_hex(data) != entry.sha256:
         path.unlink(missing_ok=True)
         raise CorpusUnavailable(f"The cached copy of {entry.title} was damaged and has been removed; load it again.")
     return normalise_newlines(data.decode("utf-8"))

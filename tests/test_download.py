@@ -3,6 +3,7 @@
 import hashlib
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -23,6 +24,23 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(BODY)))
             self.end_headers()
             self.wfile.write(BODY)
+        elif self.path == "/cut-no-length.txt":  # HTTP/1.0 style: the body ends when the connection closes
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(BODY[: len(BODY) // 3])
+            self.wfile.flush()
+            self.close_connection = True
+        elif self.path == "/trickle.txt":  # one byte every 0.3 s: each read is quick, the whole never ends
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(BODY)))
+            self.end_headers()
+            try:
+                for byte in BODY[:40]:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.3)
+            except OSError:
+                pass  # the client gave up, as it should
         elif self.path == "/cut.txt":
             self.send_response(200)
             self.send_header("Content-Length", str(len(BODY)))
@@ -48,7 +66,7 @@ def server():
 @pytest.fixture()
 def pinned(monkeypatch):
     entry = corpus.REGISTRY["tinyshakespeare"]
-    fake = corpus.CorpusInfo(**{**entry.__dict__, "sha256": hashlib.sha256(BODY).hexdigest()})
+    fake = corpus.CorpusInfo(**{**entry.__dict__, "sha256": hashlib.sha256(BODY).hexdigest(), "size_bytes": len(BODY)})
     monkeypatch.setitem(corpus.REGISTRY, "tinyshakespeare", fake)
     return fake
 
@@ -65,10 +83,20 @@ def test_good_file_is_cached_and_loaded(server, pinned, tmp_path):
     assert corpus.load("tinyshakespeare", directory=tmp_path, download_if_missing=False) == BODY.decode()
 
 
-def test_wrong_checksum_caches_nothing(server, tmp_path):
-    # the real pinned checksum of Tiny Shakespeare cannot match this body
+def test_wrong_checksum_caches_nothing(server, monkeypatch, tmp_path):
+    entry = corpus.REGISTRY["tinyshakespeare"]  # the right size, but the real checksum cannot match this body
+    monkeypatch.setitem(corpus.REGISTRY, "tinyshakespeare",
+                        corpus.CorpusInfo(**{**entry.__dict__, "size_bytes": len(BODY)}))
     with pytest.raises(CorpusUnavailable, match="checksum"):
         corpus.download("tinyshakespeare", url=f"{server}/good.txt", directory=tmp_path)
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_body_larger_than_pinned_is_refused(server, monkeypatch, tmp_path):
+    entry = corpus.REGISTRY["the-verdict"]
+    monkeypatch.setitem(corpus.REGISTRY, "the-verdict", corpus.CorpusInfo(**{**entry.__dict__, "size_bytes": 100}))
+    with pytest.raises(CorpusUnavailable, match="larger than the pinned"):
+        corpus.download("the-verdict", url=f"{server}/good.txt", directory=tmp_path)
     assert _leftovers(tmp_path) == []
 
 
@@ -95,10 +123,46 @@ def test_offline_gives_a_clear_message(tmp_path):
     assert _leftovers(tmp_path) == []
 
 
-def test_unpinned_corpus_records_checksum_on_first_download(server, tmp_path, monkeypatch):
-    path = corpus.download("the-verdict", url=f"{server}/good.txt", directory=tmp_path)
-    recorded = path.with_suffix(".sha256").read_text().strip()
-    assert recorded == hashlib.sha256(BODY).hexdigest()
+def test_every_downloadable_corpus_is_pinned():
+    downloadable = [entry for entry in corpus.list_corpora() if entry.downloadable]
+    assert {entry.name for entry in downloadable} >= {"tinyshakespeare", "the-verdict"}
+    for entry in downloadable:
+        assert len(entry.sha256) == 64 and entry.size_bytes > 0, entry.name
+    with pytest.raises(ValueError, match="pinned"):
+        corpus.CorpusInfo(name="x", title="x", description="", source="", licence="", url="http://127.0.0.1/x")
+
+
+def test_cut_body_without_content_length_is_refused_and_does_not_lock_out_the_good_file(server, pinned, tmp_path):
+    with pytest.raises(CorpusUnavailable, match="cut off"):
+        corpus.download("tinyshakespeare", url=f"{server}/cut-no-length.txt", directory=tmp_path)
+    assert _leftovers(tmp_path) == []  # nothing cached, no checksum recorded
+    path = corpus.download("tinyshakespeare", url=f"{server}/good.txt", directory=tmp_path)
+    assert path.read_bytes() == BODY
+    assert _leftovers(tmp_path) == ["tinyshakespeare.txt"]
+
+
+def test_a_trickling_server_is_given_up_on_in_bounded_time(server, pinned, tmp_path):
+    started = time.monotonic()
+    with pytest.raises(CorpusUnavailable, match="too slow"):
+        corpus.download("tinyshakespeare", url=f"{server}/trickle.txt", directory=tmp_path, deadline_s=1.5)
+    assert time.monotonic() - started < 10
+    assert _leftovers(tmp_path) == []
+
+
+def test_progress_is_reported_and_a_cancel_saves_nothing(server, pinned, tmp_path):
+    seen = []
+    corpus.download("tinyshakespeare", url=f"{server}/good.txt", directory=tmp_path,
+                    progress=lambda received, total: seen.append((received, total)))
+    assert seen and seen[-1] == (len(BODY), len(BODY))
+    assert [r for r, _ in seen] == sorted(r for r, _ in seen)
+
+    def cancel(received, total):
+        raise corpus.DownloadCancelled("Download cancelled.")
+
+    other = tmp_path / "other"
+    with pytest.raises(corpus.DownloadCancelled):
+        corpus.download("tinyshakespeare", url=f"{server}/good.txt", directory=other, progress=cancel)
+    assert _leftovers(other) == []
 
 
 def test_damaged_cache_is_detected(server, pinned, tmp_path):
