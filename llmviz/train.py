@@ -526,6 +526,58 @@ def _file_metadata(path: Path) -> str:
     return metadata["llmviz"]
 
 
+MAX_CHECKPOINT_PARAMETERS = 2_000_000_000  # GPT-2 XL has 1.6 billion; beyond this a description is not believed
+_SIZE_LIMITS = {"n_layers": 256, "n_heads": 256, "d_model": 16_384, "context_length": 65_536, "vocab_size": 1_048_576}
+
+
+def _described_shapes(description: dict) -> dict[str, tuple[int, ...]]:
+    """The tensor shapes the description promises, found on the meta device (no memory), after sanity bounds."""
+    sizes = dict(description.get("config", {}))
+    sizes.update({k: v for k, v in description.get("kwargs", {}).items()})
+    if "vocab_size" in description:
+        sizes["vocab_size"] = description["vocab_size"]
+    for name, limit in _SIZE_LIMITS.items():
+        value = sizes.get(name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit):
+            raise ConfigError(f"{name} = {value!r} is outside what llmviz loads (1 to {limit:,})")
+    if description.get("kind") == "gpt":  # a bound before building anything: 12·L·d² for the blocks, V·d and T·d
+        d, layers = sizes["d_model"], sizes["n_layers"]
+        estimate = 12 * layers * d * d + 2 * sizes["vocab_size"] * d + sizes["context_length"] * d
+        if estimate > MAX_CHECKPOINT_PARAMETERS:
+            raise ConfigError(f"the described GPT would have about {estimate:,} parameters, more than llmviz loads "
+                              f"({MAX_CHECKPOINT_PARAMETERS:,})")
+    with torch.device("meta"):
+        skeleton = model_from_description(description)
+    shapes = {name: tuple(tensor.shape) for name, tensor in skeleton.state_dict().items()}
+    if isinstance(skeleton, GPT) and skeleton.config.tie_weights:
+        shapes.pop("lm_head.weight", None)
+    return shapes
+
+
+def _check_weights_match(path: Path, expected: dict[str, tuple[int, ...]]) -> None:
+    """Compare the safetensors header (names and shapes) with the description, reading no tensor data."""
+    from safetensors import SafetensorError, safe_open
+
+    if not path.exists():
+        raise CheckpointError(f"No checkpoint file at {path}.")
+    if path.stat().st_size == 0:
+        raise CheckpointError(f"{path.name} is empty.")
+    try:
+        with safe_open(str(path), "pt") as handle:
+            found = {name: tuple(handle.get_slice(name).get_shape()) for name in handle.keys()}
+    except (SafetensorError, OSError) as error:
+        read_safetensors(path)  # gives the clear message for pickles, truncated and corrupted files
+        raise CheckpointError(f"{path.name} is not a valid safetensors file: {error}") from None
+    if found != expected:
+        missing = sorted(set(expected) - set(found))[:3]
+        extra = sorted(set(found) - set(expected))[:3]
+        wrong = [f"{n} {found[n]} instead of {expected[n]}" for n in expected if n in found and found[n] != expected[n]][:3]
+        details = "; ".join(part for part in (
+            f"missing {', '.join(missing)}" if missing else "", f"unexpected {', '.join(extra)}" if extra else "",
+            ", ".join(wrong)) if part)
+        raise CheckpointError(f"The weights in {path.name} do not match the model described in {META_FILE}: {details}.")
+
+
 def load_checkpoint(directory: str | Path, device: str = "cpu") -> tuple[nn.Module, Tokenizer, dict]:
     """``(model, tokenizer, metadata)`` from a checkpoint folder (:func:`save_checkpoint`) or a single
     ``.safetensors`` file (:func:`checkpoint_file_bytes`)."""
@@ -534,13 +586,16 @@ def load_checkpoint(directory: str | Path, device: str = "cpu") -> tuple[nn.Modu
     meta_path = directory / META_FILE
     if not single_file and not meta_path.exists():
         raise CheckpointError(f"{directory} is not an llmviz checkpoint (no {META_FILE}).")
+    weights = directory if single_file else directory / MODEL_FILE
     try:
         meta = json.loads(_file_metadata(directory) if single_file else meta_path.read_text(encoding="utf-8"))
+        # nothing is allocated before the description is known to be sane and to match the file's tensors
+        _check_weights_match(weights, _described_shapes(meta["model"]))
         model = model_from_description(meta["model"])
         tokenizer = tokenizer_from_dict(meta["tokenizer"])
-    except (ValueError, KeyError, TypeError, ConfigError, TokenizerError) as error:
+    except (ValueError, KeyError, TypeError, AttributeError, ConfigError, TokenizerError) as error:
         raise CheckpointError(f"{META_FILE} in {directory} is damaged: {error}") from None
-    state = read_safetensors(directory if single_file else directory / MODEL_FILE)
+    state = read_safetensors(weights)
     if isinstance(model, GPT) and model.config.tie_weights:
         state.setdefault("lm_head.weight", state.get("tok_emb.weight"))
     try:

@@ -16,6 +16,7 @@ from llmviz import corpus
 from llmviz.device import available_devices, fresh_seed, pick_device
 from llmviz.errors import LlmvizError
 from ui import present, share
+from ui.text import literal_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,14 +83,10 @@ def sidebar() -> Settings:
             entry = corpus.info(choice)
             if entry.downloadable and not corpus.is_cached(choice):
                 st.caption(f"{entry.title} is downloaded once from {entry.source}.")
+                if st.session_state.get("cancel_download"):
+                    st.info("Download cancelled: nothing was saved.")
                 if st.button("Download it now", key="download_corpus"):
-                    with st.spinner("Downloading…"):
-                        try:
-                            corpus.download(choice)
-                        except LlmvizError as error:
-                            st.error(str(error))
-                        else:
-                            st.success("Downloaded and verified.")
+                    _download_with_progress(choice)
         seed = int(st.number_input("Random seed", min_value=0, max_value=2**31 - 1, value=1337, step=1,
                                 **share.bind("seed")))
         deterministic = st.toggle(
@@ -164,21 +161,48 @@ def settings() -> Settings:
     )
 
 
+def _download_with_progress(name: str) -> None:
+    """Download a corpus with a progress bar and a Cancel button (a click reruns the script, which stops the
+    download at its next progress update; nothing is saved)."""
+    entry = corpus.info(name)
+    bar = st.progress(0.0, text=f"Downloading {entry.title}…")
+    st.button("Cancel", key="cancel_download", help="Stop the download; nothing is saved.")
+
+    def report(received: int, total: int | None) -> None:
+        share = min(1.0, received / total) if total else 0.0
+        bar.progress(share, text=f"Downloading {entry.title}: {received / 1e6:.2f} of {(total or 0) / 1e6:.2f} MB")
+
+    try:
+        corpus.download(name, progress=report)
+    except LlmvizError as error:
+        bar.empty()
+        st.error(str(error))
+    else:
+        bar.empty()
+        st.success("Downloaded and verified.")
+
+
+def _forget_removed_upload() -> None:
+    """The × on the uploader removes the file: stop using it (a page change keeps it, as it calls nothing)."""
+    if st.session_state.get("corpus_upload") is None:
+        st.session_state.pop("uploaded_corpus", None)
+
+
 def _upload_widget() -> None:
     limit_mb = corpus.MAX_UPLOAD_BYTES // 2**20
     uploaded = st.file_uploader(
-        f"A UTF-8 text file (at most {limit_mb} MB)", type=None, key="corpus_upload"
+        f"A UTF-8 text file (at most {limit_mb} MB)", type=None, key="corpus_upload", on_change=_forget_removed_upload
     )
     if uploaded is not None:
         try:
             text = corpus.validate_upload(uploaded.name, uploaded.getvalue())
         except LlmvizError as error:
-            st.error(str(error))
+            st.error(literal_markdown(str(error)))  # the message quotes the file's name
         else:
             st.session_state["uploaded_corpus"] = (uploaded.name, text)
     if "uploaded_corpus" in st.session_state:
         name, text = st.session_state["uploaded_corpus"]
-        st.caption(f"Using **{name}**: {len(text):,} characters.")
+        st.caption(f"Using **{literal_markdown(name)}**: {len(text):,} characters.")
 
 
 @st.cache_data(show_spinner="Loading the corpus…", max_entries=8)
@@ -207,9 +231,10 @@ def friendly_errors(what: str = "this step"):
     try:
         yield
     except LlmvizError as error:
-        st.error(str(error))
+        st.error(literal_markdown(str(error)))  # messages may quote the student's text or file names
     except Exception as error:  # noqa: BLE001 - a student never sees a traceback
-        st.error(f"Something went wrong in {what}: {type(error).__name__}: {error}")
+        st.error(f"Something went wrong in {literal_markdown(what)}: {type(error).__name__}: "
+                 f"{literal_markdown(str(error))}")
         with st.expander("Details for the teacher"):
             st.code("".join(traceback.format_exception_only(type(error), error)))
 

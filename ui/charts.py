@@ -6,6 +6,8 @@ import html
 
 import plotly.graph_objects as go
 
+from ui.text import literal_html
+
 
 def heatmap(matrix, x_labels=None, y_labels=None, title: str = "", colorscale: str = "Blues",
             zmid: float | None = None, text_format: str | None = ".2f", height: int | None = None,
@@ -80,9 +82,9 @@ def token_chips(pieces: list[str], ids: list[int], tooltips: list[str] | None = 
     """HTML: each token a coloured chip, its id under it (``show_ids``, as Tiktokenizer shows them) and on hover."""
     chips = []
     for number, (piece, token_id) in enumerate(zip(pieces, ids)):
-        tip = html.escape(tooltips[number] if tooltips else f"id {token_id}")
+        tip = literal_html(tooltips[number] if tooltips else f"id {token_id}")
         chip = (f'<span style="background:{PALETTE[number % len(PALETTE)]};border-radius:4px;padding:1px 3px;'
-                f'font-family:monospace;white-space:pre">{html.escape(piece)}</span>')
+                f'font-family:monospace;white-space:pre">{literal_html(piece)}</span>')
         label = (f'<span style="font-size:0.7rem;color:#495057;font-family:monospace">{token_id}</span>'
                  if show_ids else "")
         chips.append(f'<span title="{tip}" style="display:inline-flex;flex-direction:column;align-items:center;'

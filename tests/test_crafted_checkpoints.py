@@ -1,0 +1,119 @@
+"""Crafted checkpoints are refused before anything big is allocated, and the CLI never prints a traceback."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from llmviz.errors import CheckpointError
+from llmviz.train import TrainConfig, Trainer, load_checkpoint, save_checkpoint
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory):
+    config = TrainConfig(model="gpt-nano", tokenizer="char", context_size=16, batch_size=4, steps=1)
+    trainer = Trainer.from_text("hello world, hello attention\n" * 40, config)
+    return save_checkpoint(tmp_path_factory.mktemp("good") / "run", trainer, trainer_state=False)
+
+
+def craft(good, tmp_path, name, change):
+    """A copy of the good checkpoint whose checkpoint.json was edited by ``change(meta)``."""
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes((good / "model.safetensors").read_bytes())
+    meta = json.loads((good / "checkpoint.json").read_text())
+    change(meta)
+    (folder / "checkpoint.json").write_text(json.dumps(meta))
+    return folder
+
+
+def _set(path, value):
+    def change(meta):
+        target = meta
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+    return change
+
+
+ABSURD = {
+    "layers-10000": _set(["model", "config", "n_layers"], 10_000),
+    "d-model-huge": _set(["model", "config", "d_model"], 2**20),
+    "vocab-billion": _set(["model", "config", "vocab_size"], 10**9),
+    "layers-string": _set(["model", "config", "n_layers"], "12"),
+    "layers-negative": _set(["model", "config", "n_layers"], -3),
+    "plausible-but-not-these-weights": _set(["model", "config", "d_model"], 256),
+    "unknown-kind": _set(["model", "kind"], "rnn-from-mars"),
+}
+
+
+@pytest.mark.parametrize("name", list(ABSURD))
+def test_absurd_descriptions_are_refused(good, tmp_path, name):
+    folder = craft(good, tmp_path, name, ABSURD[name])
+    with pytest.raises(CheckpointError):
+        load_checkpoint(folder)
+
+
+def test_header_that_promises_more_than_the_file_holds(good, tmp_path):
+    folder = craft(good, tmp_path, "lying-header", lambda meta: None)
+    data = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(data[: len(data) // 2])  # the header's offsets run past the end
+    with pytest.raises(CheckpointError):
+        load_checkpoint(folder)
+
+
+def test_memory_stays_small_while_refusing(good, tmp_path):
+    """In a fresh process: refusing every crafted checkpoint grows the peak memory by less than 100 MB."""
+    folders = [str(craft(good, tmp_path, name, change)) for name, change in ABSURD.items()]
+    code = f"""
+import resource, sys
+import torch
+from llmviz.errors import CheckpointError
+from llmviz.train import load_checkpoint
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+for folder in {folders!r}:
+    try:
+        load_checkpoint(folder)
+    except CheckpointError:
+        pass
+    else:
+        sys.exit("loaded " + folder)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(before, after)
+"""
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    before_kb, after_kb = map(int, result.stdout.split())
+    assert after_kb < 500 * 1024, f"peak {after_kb / 1024:.0f} MB"
+    assert after_kb - before_kb < 100 * 1024, f"grew by {(after_kb - before_kb) / 1024:.0f} MB"
+
+
+def test_cli_prints_a_message_not_a_traceback(good, tmp_path):
+    folder = craft(good, tmp_path, "cli", ABSURD["layers-10000"])
+    result = subprocess.run([sys.executable, "-m", "llmviz", "sample", "--checkpoint", str(folder)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "error:" in result.stderr
+    assert "n_layers" in result.stderr
+
+
+def test_a_good_checkpoint_still_loads(good):
+    model, tokenizer, _ = load_checkpoint(good)
+    assert torch.isfinite(next(model.parameters())).all() and tokenizer.vocab_size > 0
+
+
+def test_foreign_tensors_with_the_right_names_but_wrong_shapes(good, tmp_path):
+    folder = craft(good, tmp_path, "shapes", lambda meta: None)
+    from safetensors.torch import load_file
+
+    tensors = load_file(str(folder / "model.safetensors"))
+    first = next(iter(tensors))
+    tensors[first] = torch.zeros(3, 3)
+    save_file(tensors, str(folder / "model.safetensors"))
+    with pytest.raises(CheckpointError, match="do not match"):
+        load_checkpoint(folder)
