@@ -12,11 +12,20 @@ st.set_page_config(page_title="llmviz", page_icon=":material/neurology:", layout
 share.begin()
 pages = [
     st.Page(str(ui.ROOT / stage.path), title=stage.title if stage.key != "text" else "Home",
-            icon=stage.icon, url_path=stage.key if stage.key != "text" else "home",
+            icon=stage.icon, url_path=stage.key if stage.key != "text" else "start",
             default=stage.key == "text")
     for stage in ui.PIPELINE
     if stage.exists
 ]
+home = pages[0]
+
+
+def _to_home() -> None:
+    """``/home`` (a link people type or share) goes to the home page, which lives at ``/``."""
+    st.switch_page(home)
+
+
+pages.append(st.Page(_to_home, title="Home", url_path="home", visibility="hidden"))
 with ui.router_run():
     navigation = st.navigation(pages)
     share.restore_model()

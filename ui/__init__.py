@@ -217,7 +217,8 @@ def corpus_text(name: str | None = None) -> tuple[str, str] | None:
         if "uploaded_corpus" not in st.session_state:
             st.info("Upload a text file in the sidebar, or pick a built-in corpus.")
             return None
-        return st.session_state["uploaded_corpus"]
+        name, text = st.session_state["uploaded_corpus"]
+        return literal_markdown(name), text  # pages show the label in Markdown: the file's name stays literal
     try:
         return corpus.info(name).title, _load_registered(name)
     except LlmvizError as error:
