@@ -23,18 +23,20 @@ class ArchitectureStep:
 def architecture(config: GPTConfig, batch: str = "B", tokens: str = "T") -> list[ArchitectureStep]:
     """The forward pass as a list of steps with symbolic and numeric tensor shapes."""
     d, v, h, hd = config.d_model, config.vocab_size, config.n_heads, config.head_dim
-    return [
+    block = ("LayerNorm → attention → + shortcut → LayerNorm → MLP → + shortcut" if config.mlp
+             else "LayerNorm → attention → + shortcut (attention only: no MLP)")
+    steps = [
         ArchitectureStep("token ids", (batch, tokens), f"integers in [0, {v})"),
         ArchitectureStep("token embedding", (batch, tokens, str(d)), f"rows of a {v:,} × {d} table"),
         ArchitectureStep("+ position embedding", (batch, tokens, str(d)), f"rows of a {config.context_length:,} × {d} table"),
-        ArchitectureStep(f"{config.n_layers} × transformer block", (batch, tokens, str(d)),
-                         "LayerNorm → attention → + shortcut → LayerNorm → MLP → + shortcut"),
+        ArchitectureStep(f"{config.n_layers} × transformer block", (batch, tokens, str(d)), block),
         ArchitectureStep("   ↳ Q, K, V per head", (batch, str(h), tokens, str(hd)), f"{h} heads × {hd} dims"),
         ArchitectureStep("   ↳ attention pattern", (batch, str(h), tokens, tokens), "softmax(QKᵀ/√d_head) with a causal mask"),
         ArchitectureStep("   ↳ MLP hidden", (batch, tokens, str(4 * d)), "Linear → GELU, 4 × wider"),
         ArchitectureStep("final LayerNorm", (batch, tokens, str(d)), ""),
         ArchitectureStep("output head → logits", (batch, tokens, str(v)), "a score for every token of the vocabulary"),
     ]
+    return steps if config.mlp else [step for step in steps if "MLP" not in step.name]
 
 
 def parameter_table(config: GPTConfig) -> dict[str, int]:

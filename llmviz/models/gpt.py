@@ -34,6 +34,7 @@ class GPTConfig:
     dropout: float = 0.1
     qkv_bias: bool = False
     tie_weights: bool = False
+    mlp: bool = True  # False: an attention-only transformer (blocks without LayerNorm 2 and MLP)
 
     def __post_init__(self):
         problems = []
@@ -72,6 +73,9 @@ PRESETS: dict[str, GPTConfig] = {
     "gpt-mini": GPTConfig(vocab_size=1024, context_length=128, d_model=128, n_heads=4, n_layers=4, dropout=0.0),
     "gpt-micro": GPTConfig(vocab_size=512, context_length=64, d_model=64, n_heads=4, n_layers=2, dropout=0.0),
     "gpt-nano": GPTConfig(vocab_size=256, context_length=32, d_model=32, n_heads=2, n_layers=2, dropout=0.0),
+    # two attention-only layers: the smallest model that forms induction heads (Olsson et al., 2022)
+    "attn-only-2l": GPTConfig(vocab_size=64, context_length=32, d_model=64, n_heads=4, n_layers=2, dropout=0.0,
+                              mlp=False),
 }
 
 
@@ -154,8 +158,8 @@ class Block(nn.Module):
         super().__init__()
         self.ln1 = LayerNorm(config.d_model)
         self.attn = CausalSelfAttention(config)
-        self.ln2 = LayerNorm(config.d_model)
-        self.mlp = MLP(config)
+        self.ln2 = LayerNorm(config.d_model) if config.mlp else None
+        self.mlp = MLP(config) if config.mlp else None
 
     def forward(self, x, cache: Cache | None = None, prefix: str = "blocks.0", past=None):
         record(cache, f"{prefix}.resid_pre", x)
@@ -164,9 +168,10 @@ class Block(nn.Module):
         attn_out, present = self.attn(normed, cache, f"{prefix}.attn", past=past)
         x = x + attn_out  # shortcut (residual) connection
         record(cache, f"{prefix}.resid_mid", x)
-        normed = self.ln2(x)
-        record(cache, f"{prefix}.ln2", normed)
-        x = x + self.mlp(normed, cache, f"{prefix}.mlp")
+        if self.mlp is not None:
+            normed = self.ln2(x)
+            record(cache, f"{prefix}.ln2", normed)
+            x = x + self.mlp(normed, cache, f"{prefix}.mlp")
         record(cache, f"{prefix}.resid_post", x)
         return x, present
 
@@ -285,7 +290,10 @@ def cache_names(config: GPTConfig) -> list[str]:
         p = f"blocks.{layer}"
         names += [f"{p}.resid_pre", f"{p}.ln1"]
         names += [f"{p}.attn.{n}" for n in ("q", "k", "v", "scores", "masked_scores", "pattern", "z", "out")]
-        names += [f"{p}.resid_mid", f"{p}.ln2", f"{p}.mlp.pre", f"{p}.mlp.hidden", f"{p}.mlp.out", f"{p}.resid_post"]
+        names += [f"{p}.resid_mid"]
+        if config.mlp:
+            names += [f"{p}.ln2", f"{p}.mlp.pre", f"{p}.mlp.hidden", f"{p}.mlp.out"]
+        names += [f"{p}.resid_post"]
     return names + ["ln_f", "logits"]
 
 
