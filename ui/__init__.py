@@ -40,6 +40,8 @@ PIPELINE: list[Stage] = [
     Stage("embeddings", "Embeddings", ":material/scatter_plot:", "pages/embeddings.py", "ids → vectors; cosine similarity"),
     Stage("attention", "Attention", ":material/visibility:", "pages/attention.py", "tokens look at each other: masks, heads"),
     Stage("model", "Model", ":material/account_tree:", "pages/model.py", "blocks, LayerNorm, GELU, parameters"),
+    Stage("inside", "Inside the model", ":material/biotech:", "pages/inside.py",
+          "logit lens, head detectors, per-token loss, induction heads"),
     Stage("training", "Loss & training", ":material/show_chart:", "pages/training.py", "cross-entropy, optimizers, live curves"),
     Stage("sampling", "Sampling", ":material/casino:", "pages/sampling.py", "temperature, top-k, top-p, beams"),
 ]

@@ -1,0 +1,235 @@
+"""The Inside-the-model page: logit lens, attention-head detectors, per-token loss, an induction head forming.
+
+Every number comes from llmviz.interpret and llmviz.induction; this file only draws them. Sections are
+st.fragments, so a widget in one section reruns that section alone.
+"""
+
+import html
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+import ui
+from llmviz import interpret
+from ui import charts, picker
+
+ui.settings()
+ui.page_header(
+    "Inside the model: what each layer predicts, what each head does",
+    "Read the residual stream after every block as a prediction (the logit lens), find heads that attend to "
+    "the previous token, the first token, or continue a repeated pattern (induction heads), see the loss on "
+    "every token, and watch an induction head form while a small model trains.",
+)
+
+DEFAULT_SENTENCE = "The for statement is used to iterate over the elements of a sequence"
+DEFAULT_LOSS_TEXT = ("A list is a sequence of items. The items of a list can be changed. A tuple is a sequence "
+                     "of items. The items of a tuple cannot be changed.")
+MAX_TOKENS = 64  # positions shown in the lens grid and the per-token loss
+
+
+def is_gpt(view) -> bool:
+    return view.family == "gpt" and hasattr(view.model, "ln_f") and hasattr(view.model, "config")
+
+
+def tokens_of(view, text: str, limit: int) -> tuple[list[int], str | None]:
+    """Token ids of ``text`` for ``view`` (at most ``limit``), and a warning to show, if any."""
+    try:
+        ids = view.tokenizer.encode(text)
+    except Exception as error:  # noqa: BLE001 - e.g. a character the run's tokenizer never saw
+        return [], f"This model's tokenizer cannot read that text ({error}). Try other words."
+    limit = min(limit, view.model.config.context_length)
+    if len(ids) > limit:
+        return ids[:limit], f"Only the first {limit} of its {len(ids)} tokens are shown."
+    return ids, None
+
+
+def label(view, token_id: int) -> str:
+    return view.tokenizer.printable(int(token_id))
+
+
+@st.cache_data(show_spinner="Reading every layer…", max_entries=64)
+def _lens(key: str, ids: tuple[int, ...], _model) -> interpret.LogitLens:
+    _, _, cache = _model.run_with_cache(torch.tensor([list(ids)], device=next(_model.parameters()).device))
+    return interpret.logit_lens(_model, cache, list(ids), k=5)
+
+
+@st.cache_data(show_spinner="Measuring every head…", max_entries=64)
+def _heads(key: str, _model) -> tuple[list[int], dict]:
+    return interpret.model_head_scores(_model, half_length=20, seed=0)
+
+
+@st.cache_data(show_spinner="Scoring every token…", max_entries=64)
+def _losses(key: str, ids: tuple[int, ...], _model) -> interpret.TokenLosses:
+    return interpret.token_losses(_model, list(ids), k=5)
+
+
+def compare_toggle(section: str) -> bool:
+    if picker.baseline() is None:
+        return False
+    return st.toggle("Step 0 vs this step, side by side", value=False, key=f"{section}_compare",
+                     help="The same view for your run at step 0 (random weights) and at the step picked in the sidebar.")
+
+
+def both(render, section: str, what: str) -> None:
+    """Draw ``render(view, column_key)`` for the picked model, or step 0 vs step N when asked."""
+    if compare_toggle(section):
+        picker.before_after(render, what=what)
+    else:
+        render(picker.current(), "stepN")
+
+
+# ------------------------------------------------------------------ 1. the logit lens
+def render_lens(view, column: str) -> None:
+    ids, note = tokens_of(view, st.session_state.get("lens_text", DEFAULT_SENTENCE), 32)
+    if len(ids) < 2:
+        st.warning("Type at least two tokens: the lens shows what each position predicts comes next.")
+        return
+    if note:
+        st.caption(note)
+    lens = _lens(view.key, tuple(ids), view.model)
+    tokens = [label(view, i) for i in ids]
+    columns = charts.unique_labels(tokens)
+    top = [[label(view, lens.top_ids[row, position, 0]) for position in range(len(ids))]
+           for row in range(len(lens.layer_names))]
+    hover = [[f"after {lens.layer_names[row]}, reading {html.escape(repr(tokens[position]))}:<br>"
+              + "<br>".join(f"{html.escape(repr(label(view, lens.top_ids[row, position, k])))} "
+                            f"{float(lens.top_probs[row, position, k]):.1%}" for k in range(lens.top_ids.shape[-1]))
+              + (f"<br>true next {html.escape(repr(tokens[position + 1]))}: "
+                 f"{float(lens.true_probs[row, position]):.1%}" if position + 1 < len(ids) else "")
+              for position in range(len(ids))] for row in range(len(lens.layer_names))]
+    figure = go.Figure(go.Heatmap(
+        z=lens.top_probs[:, :, 0].tolist(), x=columns, y=lens.layer_names, text=top, customdata=hover,
+        texttemplate="%{text}", colorscale="Blues", zmin=0, zmax=1, colorbar=dict(title="p(top)"),
+        hovertemplate="%{customdata}<extra></extra>",
+    ))
+    figure.update_layout(height=90 + 34 * len(lens.layer_names), margin=dict(l=10, r=10, t=10, b=10),
+                         xaxis_title="reading this token…", yaxis_title="…after")
+    figure.update_yaxes(autorange="reversed", type="category")
+    figure.update_xaxes(type="category", tickangle=-60 if len(ids) > 12 else 0, dtick=1)
+    st.plotly_chart(figure, width="stretch", key=f"lens_grid_{column}")
+    true = lens.true_probs  # (L+1, T-1)
+    lines = go.Figure()
+    for position in range(true.shape[1]):
+        lines.add_trace(go.Scatter(x=lens.layer_names, y=true[:, position].tolist(), mode="lines+markers",
+                                   name=f"{columns[position]} → {tokens[position + 1]}", opacity=0.6))
+    lines.add_trace(go.Scatter(x=lens.layer_names, y=true.mean(-1).tolist(), mode="lines+markers", name="mean",
+                               line=dict(color="black", width=4)))
+    lines.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), yaxis_title="p(true next token)",
+                        title="Probability of the token that really comes next, layer by layer",
+                        yaxis=dict(range=[0, 1]), showlegend=true.shape[1] <= 16)
+    st.plotly_chart(lines, width="stretch", key=f"lens_true_{column}")
+
+
+@st.fragment
+def lens_section() -> None:
+    st.header("1. The logit lens: a prediction after every block")
+    view = picker.current()
+    if not is_gpt(view):
+        st.info(f"The logit lens reads a GPT's residual stream; **{view.label}** is not a GPT. Pick the shipped "
+                "GPT or one of your GPT runs in the sidebar.")
+        return
+    st.text_input("A sentence", DEFAULT_SENTENCE, key="lens_text", max_chars=2000)
+    st.markdown("Each row passes the residual stream at that depth through the model's **final LayerNorm and "
+                "output head**, as if the remaining blocks were skipped: $\\text{softmax}(W_U\\,\\mathrm{LN}_f(x_\\ell))$. "
+                "Cells show the top token and are coloured by its probability; hover for the top 5. The last row "
+                "is the model's own prediction.")
+    with ui.friendly_errors("the logit lens"):
+        both(render_lens, "lens", "the logit lens")
+
+
+# ------------------------------------------------------------------ 2. head detectors
+def render_heads(view, column: str) -> None:
+    tokens, scores = _heads(view.key, view.model)
+    kind = st.session_state.get("head_kind", "induction")
+    values = scores[kind]  # (L, H)
+    layers, heads = values.shape
+    figure = charts.heatmap(values, x_labels=[f"head {h}" for h in range(heads)],
+                            y_labels=[f"layer {layer}" for layer in range(layers)], zmin=0, zmax=1,
+                            text_format=".2f", x_title="head", y_title="layer")
+    st.plotly_chart(figure, width="stretch", key=f"heads_{column}")
+    best = sorted(((float(values[layer, head]), layer, head) for layer in range(layers) for head in range(heads)),
+                  reverse=True)[:3]
+    st.caption("Highest: " + ", ".join(f"layer {layer} head {head} ({score:.2f})" for score, layer, head in best))
+    if column == "stepN":
+        links = st.columns(len(best))
+        for cell, (_score, layer, head) in zip(links, best):
+            cell.page_link(str(ui.ROOT / "pages/attention.py"), label=f"Layer {layer}, head {head} on Attention",
+                           icon=":material/visibility:", query_params={"layer": layer, "head": head})
+
+
+@st.fragment
+def heads_section() -> None:
+    st.header("2. Head detectors: what does each attention head look at?")
+    view = picker.current()
+    if not is_gpt(view):
+        st.info(f"The detectors read a GPT's attention patterns; **{view.label}** is not a GPT. Pick the shipped "
+                "GPT or one of your GPT runs in the sidebar.")
+        return
+    kind = st.radio("Detector", interpret.DETECTORS, index=interpret.DETECTORS.index("induction"), horizontal=True,
+                    key="head_kind")
+    st.markdown(f"**{kind}**: {interpret.DETECTOR_HELP[kind]}. Measured on a fixed test input: a random sequence "
+                "of distinct tokens, repeated twice. A score of 1 means the head puts all its attention where the "
+                "detector says, at every position it applies to.")
+    with ui.friendly_errors("the head detectors"):
+        both(render_heads, "heads", "the head scores")
+        tokens, _ = _heads(view.key, view.model)
+        with st.expander("The test input"):
+            half = len(tokens) // 2
+            st.code(" | ".join(label(view, t) for t in tokens[:half]) + "\n(then the same again)", language=None)
+
+
+# ------------------------------------------------------------------ 3. loss on every token
+def render_losses(view, column: str) -> None:
+    ids, note = tokens_of(view, st.session_state.get("loss_text", DEFAULT_LOSS_TEXT), MAX_TOKENS * 4)
+    if len(ids) < 2:
+        st.warning("Type at least two tokens: the first token has nothing before it to be predicted from.")
+        return
+    if note:
+        st.caption(note)
+    result = _losses(view.key, tuple(ids), view.model)
+    tokens = [label(view, i) for i in ids]
+    worst = max(float(result.losses.max()), 1e-9)
+    chips = [f'<span class="tok" title="the first token: nothing predicts it">{html.escape(tokens[0])}</span>']
+    for position in range(len(ids) - 1):
+        loss = float(result.losses[position])
+        top = "&#10;".join(f"{html.escape(repr(label(view, i)))}: {float(p):.1%}"
+                           for i, p in zip(result.top_ids[position].tolist(), result.top_probs[position].tolist()))
+        tip = (f"loss {loss:.3f} = −ln {float(result.true_probs[position]):.4f}&#10;"
+               f"p({html.escape(repr(tokens[position + 1]))}) = {float(result.true_probs[position]):.2%}&#10;"
+               f"top 5:&#10;{top}")
+        alpha = min(1.0, loss / worst)
+        chips.append(f'<span class="tok" style="background: rgba(224, 49, 49, {alpha:.2f})" title="{tip}">'
+                     f"{html.escape(tokens[position + 1])}</span>")
+    st.markdown("<style>.tok{display:inline-block;margin:1px;padding:1px 3px;border-radius:3px;"
+                "border:1px solid #ddd;font-family:monospace;white-space:pre}</style>"
+                f'<div style="line-height:1.9">{"".join(chips)}</div>', unsafe_allow_html=True)
+    n = len(ids) - 1
+    st.latex(rf"\mathcal{{L}} = \frac{{1}}{{{n}}}\sum_{{i=1}}^{{{n}}} -\ln p(t_i \mid t_{{<i}}) = "
+             rf"\frac{{{float(result.losses.sum()):.3f}}}{{{n}}} = {result.mean:.4f}")
+    frame = pd.DataFrame({"token": tokens[1:], "loss": result.losses.tolist(), "p(token)": result.true_probs.tolist(),
+                          "top prediction": [label(view, i) for i in result.top_ids[:, 0].tolist()]})
+    with st.expander("Every token as a table"):
+        st.dataframe(frame.style.format({"loss": "{:.3f}", "p(token)": "{:.2%}"}), hide_index=True,
+                     width="stretch", key=f"loss_table_{column}")
+
+
+@st.fragment
+def loss_section() -> None:
+    st.header("3. The loss on every token")
+    view = picker.current()
+    if not is_gpt(view):
+        st.info(f"This section scores a GPT's next-token predictions; **{view.label}** is not a GPT.")
+        return
+    st.text_area("Any text", DEFAULT_LOSS_TEXT, key="loss_text", max_chars=20_000, height=90)
+    st.markdown("Each token is coloured by the model's loss on it, $-\\ln p(\\text{token} \\mid \\text{the tokens "
+                "before})$: darker red = more surprising. Hover for the top 5 predictions. The mean over the tokens "
+                "is the model's loss on this text.")
+    with ui.friendly_errors("the per-token loss"):
+        both(render_losses, "loss", "the per-token loss")
+
+
+lens_section()
+heads_section()
+loss_section()
