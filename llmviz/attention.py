@@ -49,34 +49,62 @@ def causal_mask(num_queries: int, num_keys: int | None = None, device=None) -> t
     return torch.ones(num_queries, num_keys, dtype=torch.bool, device=device).tril(diagonal=offset)
 
 
-def build_mask(mask, batch: int, num_queries: int, num_keys: int, device=None) -> torch.Tensor | None:
+MASK_KINDS = ("none", "causal")
+
+
+def build_mask(mask: str, batch: int, num_queries: int, num_keys: int, *, padding_mask=None, allowed=None,
+               device=None) -> torch.Tensor | None:
     """The allowed-positions mask, broadcastable to ``(batch, heads, T_q, T_k)``; None = all allowed.
 
-    ``mask`` is ``"none"``, ``"causal"``, a padding mask of shape ``(batch, T_k)`` (True or 1 =
-    a real token, False or 0 = padding, as Hugging Face's ``attention_mask``), or a boolean
-    ``(T_q, T_k)`` / ``(batch, T_q, T_k)`` matrix of allowed positions.
+    Every kind of mask is named, never guessed from its shape:
+
+    - ``mask`` is ``"none"`` or ``"causal"`` (query i sees keys up to its own position);
+    - ``padding_mask`` has shape ``(batch, T_k)``: True or 1 = a real token, False or 0 =
+      padding, as Hugging Face's ``attention_mask``; nobody attends to padding;
+    - ``allowed`` is a boolean ``(T_q, T_k)``, ``(batch, T_q, T_k)`` or
+      ``(batch, heads, T_q, T_k)`` matrix of allowed positions.
+
+    Given together, a position must be allowed by all of them.
+
+    >>> build_mask("causal", 3, 3, 3)[0, 0].int()  # batch 3 = T_q: still causal
+    tensor([[1, 0, 0],
+            [1, 1, 0],
+            [1, 1, 1]], dtype=torch.int32)
+    >>> build_mask("none", 3, 3, 3, padding_mask=torch.tensor([[1, 1, 0]] * 3))[0, 0].int()
+    tensor([[1, 1, 0]], dtype=torch.int32)
     """
-    if mask is None or (isinstance(mask, str) and mask == "none"):
+    if not isinstance(mask, str):
+        raise ConfigError(
+            "The mask must be 'none' or 'causal'; give a mask tensor by its kind: padding_mask= for a (batch, keys) "
+            "padding mask, allowed= for a (queries, keys) matrix of allowed positions."
+        )
+    if mask not in MASK_KINDS:
+        raise ConfigError(f"Unknown mask {mask!r}: use 'none' or 'causal' (and padding_mask= or allowed= for tensors).")
+    parts = []
+    if mask == "causal":
+        parts.append(causal_mask(num_queries, num_keys, device=device)[None, None])  # (1, 1, T_q, T_k)
+    if padding_mask is not None:
+        padding = torch.as_tensor(padding_mask, device=device).bool()
+        if padding.dim() == 1:
+            padding = padding[None]
+        if padding.shape != (batch, num_keys):
+            raise ConfigError(f"A padding mask has shape (batch, keys) = ({batch}, {num_keys}); got {tuple(padding.shape)}.")
+        parts.append(padding[:, None, None, :])  # (B, 1, 1, T_k)
+    if allowed is not None:
+        matrix = torch.as_tensor(allowed, device=device).bool()
+        expected = {2: (num_queries, num_keys), 3: (batch, num_queries, num_keys), 4: None}
+        if matrix.dim() not in expected or (expected[matrix.dim()] and matrix.shape != expected[matrix.dim()]):
+            raise ConfigError(
+                f"An allowed-positions matrix of shape {tuple(matrix.shape)} does not fit {batch} sequence(s) of "
+                f"{num_queries} queries and {num_keys} keys: give (queries, keys) or (batch, queries, keys)."
+            )
+        parts.append(matrix if matrix.dim() == 4 else matrix[None, None] if matrix.dim() == 2 else matrix[:, None])
+    if not parts:
         return None
-    if isinstance(mask, str):
-        if mask != "causal":
-            raise ConfigError(f"Unknown mask {mask!r}: use 'none', 'causal' or a padding mask tensor.")
-        return causal_mask(num_queries, num_keys, device=device)[None, None]
-    mask = torch.as_tensor(mask, device=device).bool()
-    if mask.dim() == 1:
-        mask = mask[None]
-    if mask.dim() == 2 and mask.shape == (batch, num_keys) and not (mask.shape == (num_queries, num_keys) and batch != num_queries):
-        return mask[:, None, None, :]  # padding mask: (B, 1, 1, T_k)
-    if mask.dim() == 2 and mask.shape == (num_queries, num_keys):
-        return mask[None, None]
-    if mask.dim() == 3 and mask.shape == (batch, num_queries, num_keys):
-        return mask[:, None]
-    if mask.dim() == 4:
-        return mask
-    raise ConfigError(
-        f"A mask of shape {tuple(mask.shape)} does not fit {batch} sequence(s) of {num_queries} "
-        f"queries and {num_keys} keys: give (batch, keys) for padding or (queries, keys)."
-    )
+    combined = parts[0]
+    for part in parts[1:]:
+        combined = combined & part
+    return combined
 
 
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -113,7 +141,7 @@ def attention_steps(
     w_k: torch.Tensor,
     w_v: torch.Tensor,
     num_heads: int = 1,
-    mask="none",
+    mask: str = "none",
     w_o: torch.Tensor | None = None,
     kv: torch.Tensor | None = None,
     *,
@@ -123,6 +151,8 @@ def attention_steps(
     b_o: torch.Tensor | None = None,
     scale: bool = True,
     dropout: torch.nn.Module | None = None,
+    padding_mask: torch.Tensor | None = None,
+    allowed: torch.Tensor | None = None,
 ) -> dict[str, torch.Tensor]:
     """Every stage of (multi-head) scaled dot-product attention, by name.
 
@@ -131,6 +161,8 @@ def attention_steps(
     ``(d_in, d_out)``, ``w_k`` and ``w_v`` ``(d_kv, d_out)``, ``w_o`` ``(d_out, d_model)``.
     With a batch, Q, K, V are ``(B, T, d_out)``, per-head tensors ``(B, heads, T, head_dim)``,
     scores and weights ``(B, heads, T_q, T_k)``; an unbatched ``x`` gives the same without ``B``.
+    Masks are named by kind (:func:`build_mask`): ``mask="causal"``, ``padding_mask=`` (batch,
+    keys), ``allowed=`` (queries, keys).
     """
     squeeze = x.dim() == 2
     if squeeze:
@@ -170,7 +202,8 @@ def attention_steps(
 
     scores = q_heads @ k_heads.transpose(-2, -1)  # (B, H, T_q, T_k)
     scaled_scores = scores / math.sqrt(head_dim) if scale else scores
-    allowed = build_mask(mask, batch, num_queries, num_keys, device=x.device)
+    allowed = build_mask(mask, batch, num_queries, num_keys, padding_mask=padding_mask, allowed=allowed,
+                         device=x.device)
     masked_scores, weights = masked_softmax(scaled_scores, allowed)  # (B, H, T_q, T_k)
     if dropout is not None:
         weights = dropout(weights)

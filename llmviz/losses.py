@@ -4,7 +4,7 @@ Cross-entropy for next-token prediction, step by step:
 
     probabilities = softmax(logits)                       (B, T, V)
     p_target      = probabilities[b, t, target[b, t]]     (B, T)
-    log p_target                                          (B, T)
+    log p_target  = z_target − log Σ_j e^{z_j}            (B, T)   (log-softmax, never log of 0)
     mean log p    = average over all B·T positions
     loss          = − mean log p        (= F.cross_entropy(logits, targets))
     perplexity    = e^loss;   a uniform guess over V tokens has loss ln V
@@ -25,25 +25,37 @@ class LossBreakdown:
     target_probabilities: torch.Tensor  # (B, T)
     log_probabilities: torch.Tensor  # (B, T)
     mean_log_probability: float
-    loss: float  # − mean log p
+    loss: float  # − mean log p, with log p from log-softmax
     cross_entropy: float  # F.cross_entropy, for comparison
+    naive_loss: float  # − mean log(softmax): inf as soon as one p underflows to 0 (why log-softmax exists)
     perplexity: float
     uniform_loss: float  # ln V
 
 
 @torch.no_grad()
 def loss_breakdown(logits: torch.Tensor, targets: torch.Tensor) -> LossBreakdown:
-    """Every step from logits to the loss, next to PyTorch's ``F.cross_entropy``."""
+    """Every step from logits to the loss, next to PyTorch's ``F.cross_entropy``.
+
+    log p comes from log-softmax (``z_target − logsumexp(z)``), so a large logit gap gives a
+    large finite loss, as ``F.cross_entropy`` does, where the log of a softmax that underflowed
+    to 0 gives inf (``naive_loss`` keeps that value, to show why).
+
+    >>> parts = loss_breakdown(torch.tensor([[[0.0, 1000.0]]]), torch.tensor([[0]]))
+    >>> parts.loss, parts.cross_entropy, parts.naive_loss
+    (1000.0, 1000.0, inf)
+    """
     logits = logits.detach().double()
     probabilities = torch.softmax(logits, dim=-1)  # (B, T, V)
-    target_probabilities = probabilities.gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (B, T)
-    log_probabilities = torch.log(target_probabilities)  # (B, T)
+    log_probabilities = torch.log_softmax(logits, dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    target_probabilities = log_probabilities.exp()  # (B, T)
     mean_log = float(log_probabilities.mean())
+    naive = float(-probabilities.gather(-1, targets.unsqueeze(-1)).log().mean())
     cross_entropy = float(F.cross_entropy(logits.flatten(0, 1), targets.flatten()))
     return LossBreakdown(
         probabilities=probabilities, target_probabilities=target_probabilities,
         log_probabilities=log_probabilities, mean_log_probability=mean_log, loss=-mean_log,
-        cross_entropy=cross_entropy, perplexity=math.exp(-mean_log), uniform_loss=math.log(logits.shape[-1]),
+        cross_entropy=cross_entropy, naive_loss=naive, perplexity=math.exp(-mean_log) if -mean_log < 709 else math.inf,
+        uniform_loss=math.log(logits.shape[-1]),
     )
 
 

@@ -105,7 +105,7 @@ class EncoderLayer(nn.Module):
     def attention(self, x: torch.Tensor, mask: torch.Tensor, cache: Cache | None, prefix: str) -> torch.Tensor:
         if cache is not None:
             steps = attention_steps(x, self.query.weight.T, self.key.weight.T, self.value.weight.T,
-                                    num_heads=self.num_heads, mask=mask, b_q=self.query.bias, b_k=self.key.bias,
+                                    num_heads=self.num_heads, padding_mask=mask, b_q=self.query.bias, b_k=self.key.bias,
                                     b_v=self.value.bias)
             record(cache, f"{prefix}.q", steps["Q_heads"])  # (B, H, T, hd)
             record(cache, f"{prefix}.k", steps["K_heads"])

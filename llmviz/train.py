@@ -245,6 +245,27 @@ def learning_rate(config: TrainConfig, step: int) -> float:
     return minimum + 0.5 * (config.lr - minimum) * (1 + math.cos(math.pi * progress))
 
 
+def divergence_advice(config: TrainConfig) -> str:
+    """What to change when a run diverges, for the optimizer it used.
+
+    >>> divergence_advice(TrainConfig(optimizer="sgd", lr=0.5))
+    'Lower the learning rate (now 0.5; try 0.05), or use Adam/AdamW instead of SGD.'
+    >>> divergence_advice(TrainConfig(optimizer="adam", lr=0.1, grad_clip=None, warmup_steps=0))
+    'Lower the learning rate (now 0.1; try 0.01), turn on gradient clipping, or add warmup steps.'
+    """
+    advice = [f"Lower the learning rate (now {config.lr:g}; try {config.lr / 10:g})"]
+    if not config.grad_clip:
+        advice.append("turn on gradient clipping")
+    if config.optimizer in ("adam", "adamw"):
+        if config.warmup_steps == 0:
+            advice.append("add warmup steps")
+    else:
+        advice.append(f"use Adam/AdamW instead of {OPTIMIZER_TITLES[config.optimizer]}")
+    if len(advice) == 1:
+        return advice[0] + "."
+    return ", ".join(advice[:-1]) + ", or " + advice[-1] + "."
+
+
 # ---------------------------------------------------------------------------- the loop
 
 
@@ -402,9 +423,7 @@ class Trainer:
             yield metrics
 
     def _check_divergence(self, loss: float, first_loss: float | None) -> None:
-        advice = (f"Lower the learning rate (now {self.config.lr:g}; try {self.config.lr / 10:g})"
-                  + ("" if self.config.grad_clip else " or turn on gradient clipping")
-                  + f", or use Adam/AdamW instead of {OPTIMIZER_TITLES[self.config.optimizer]}.")
+        advice = divergence_advice(self.config)
         if not math.isfinite(loss):
             raise TrainingDiverged(f"The loss became {loss} at step {self.step}: training diverged. {advice}")
         baseline = math.log(self.dataset.vocab_size)
@@ -444,7 +463,7 @@ def save_checkpoint(directory: str | Path, trainer: Trainer, extra: dict | None 
     save_file(model_state(trainer.model), str(directory / MODEL_FILE))
 
     tensors = {"rng.train": trainer.train_generator.get_state(), "rng.val": trainer.val_generator.get_state(),
-               "rng.torch": torch.get_rng_state()}
+               "rng.torch": torch.get_rng_state(), **accelerator_rng_states()}
     groups = []
     if trainer.optimizer is not None:
         optimizer_state = trainer.optimizer.state_dict()
@@ -611,6 +630,29 @@ def load_checkpoint(directory: str | Path, device: str = "cpu") -> tuple[nn.Modu
     return model, tokenizer, meta
 
 
+def _mps_available() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return mps is not None and mps.is_available()
+
+
+def accelerator_rng_states() -> dict[str, torch.Tensor]:
+    """The CUDA and MPS random states (dropout on a GPU draws from these), when present."""
+    states = {}
+    if torch.cuda.is_available():
+        states["rng.cuda"] = torch.cuda.get_rng_state().cpu()
+    if _mps_available():
+        states["rng.mps"] = torch.mps.get_rng_state().cpu()
+    return states
+
+
+def restore_accelerator_rng_states(state: dict[str, torch.Tensor]) -> None:
+    """Put back the CUDA and MPS random states a checkpoint saved, where this machine has them."""
+    if "rng.cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["rng.cuda"])
+    if "rng.mps" in state and _mps_available():
+        torch.mps.set_rng_state(state["rng.mps"])
+
+
 def resume(directory: str | Path, text: str, device: str = "cpu", group: ProcessGroup | None = None,
            **changes) -> Trainer:
     """A :class:`Trainer` that continues exactly where the saved one stopped (``changes``: e.g. more ``steps``),
@@ -626,6 +668,7 @@ def resume(directory: str | Path, text: str, device: str = "cpu", group: Process
     trainer.train_generator.set_state(state["rng.train"])
     trainer.val_generator.set_state(state["rng.val"])
     torch.set_rng_state(state["rng.torch"])
+    restore_accelerator_rng_states(state)
     if trainer.optimizer is not None:
         optimizer_state: dict = {"state": {}, "param_groups": meta["optimizer_param_groups"]}
         for key, value in state.items():

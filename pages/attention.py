@@ -185,7 +185,7 @@ x = toy_x
 variants = {
     "none": att.attention_steps(x, eye, eye, eye),
     "causal": att.attention_steps(x, eye, eye, eye, mask="causal"),
-    "padding (last is [PAD])": att.attention_steps(x, eye, eye, eye, mask=padding),
+    "padding (last is [PAD])": att.attention_steps(x, eye, eye, eye, padding_mask=padding),
     "cross-attention": att.attention_steps(x, eye, eye, eye, kv=encoder_out),
 }
 mask_cells = [cell for row in (st.columns(2), st.columns(2)) for cell in row]

@@ -217,9 +217,14 @@ else:
     m2.metric("F.cross_entropy", f"{parts.cross_entropy:.4f}")
     m3.metric("perplexity e^loss", f"{parts.perplexity:,.2f}")
     m4.metric(f"uniform guess ln {gpt_tokenizer.vocab_size}", f"{parts.uniform_loss:.4f}")
-    st.caption("The two middle numbers agree: PyTorch's cross-entropy is exactly this recipe "
-               "(softmax, pick the target's probability, log, mean, negate). Perplexity reads as 'as unsure as a "
-               "fair choice among this many tokens'.")
+    gap = abs(parts.loss - parts.cross_entropy)
+    st.caption(f"− mean log p and F.cross_entropy differ by {gap:.1e}: PyTorch's cross-entropy is this recipe "
+               "(softmax, pick the target's probability, log, mean, negate), with the log taken as log-softmax "
+               "(z_target − log Σ e^z) so that a tiny probability never becomes log 0. Perplexity reads as 'as "
+               "unsure as a fair choice among this many tokens'.")
+    if parts.naive_loss != parts.loss and not abs(parts.naive_loss - parts.loss) < 1e-9:
+        st.info(f"Taking the log of the softmax directly gives {parts.naive_loss:.4f} here: a probability "
+                "rounded to 0 has log −∞. Log-softmax avoids that.")
 
     # ------------------------------------------------------------------ backprop by hand
     st.header("4. Backpropagation through the output layer")

@@ -50,3 +50,12 @@ def test_sidebar_upload_choice_without_file():
     at = run_page(corpus="upload")
     assert_clean(at)
     assert at.info
+
+
+@pytest.mark.parametrize("stage", STAGES, ids=[s.key for s in STAGES])
+def test_a_page_file_run_on_its_own_says_to_run_the_app(stage):
+    at = AppTest.from_file(str(ui.ROOT / stage.path), default_timeout=60)
+    at.run()  # before: ensure_router reran the page forever and this timed out
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("streamlit run app.py" in i.value for i in at.info), [i.value for i in at.info]
+    assert not at.error

@@ -59,8 +59,8 @@ def mha_reference(x, heads, mask, kv=None):
 @pytest.mark.parametrize("heads", [1, 2, 4, 8])
 @pytest.mark.parametrize("mask", ["none", "causal", "padding"])
 def test_equals_sdpa_and_multihead_attention(heads, mask):
-    steps = attention_steps(X, W["q"], W["k"], W["v"], num_heads=heads,
-                            mask=PADDING if mask == "padding" else mask, w_o=W["o"])
+    steps = attention_steps(X, W["q"], W["k"], W["v"], num_heads=heads, w_o=W["o"],
+                            **({"padding_mask": PADDING} if mask == "padding" else {"mask": mask}))
     torch.testing.assert_close(steps["output"], sdpa_reference(X, heads, mask), atol=1e-5, rtol=1e-5)
     expected_out, expected_weights = mha_reference(X, heads, mask)
     torch.testing.assert_close(steps["output"], expected_out, atol=1e-5, rtol=1e-5)
@@ -78,7 +78,7 @@ def test_first_query_under_a_causal_mask_attends_only_to_itself():
 
 def test_fully_masked_row_is_finite():
     nobody = torch.zeros(1, T, dtype=torch.bool)  # every key is padding
-    steps = attention_steps(X[:1], W["q"], W["k"], W["v"], num_heads=2, mask=nobody, w_o=W["o"])
+    steps = attention_steps(X[:1], W["q"], W["k"], W["v"], num_heads=2, padding_mask=nobody, w_o=W["o"])
     assert torch.isfinite(steps["weights"]).all() and torch.isfinite(steps["output"]).all()
     assert torch.all(steps["weights"] == 0)
 
@@ -131,3 +131,28 @@ def test_head_split_steps_round_trip():
     shapes = head_split_steps(x, 2)
     assert shapes["viewed"].shape == (1, 3, 2, 4) and shapes["transposed"].shape == (1, 2, 3, 4)
     torch.testing.assert_close(shapes["merged"], x)
+
+
+def test_a_causal_matrix_is_never_read_as_padding_when_batch_equals_queries():
+    x = torch.randn(3, 3, D)  # batch 3 = T_q 3: the shape alone cannot say what a (3, 3) mask means
+    eye = torch.eye(D)
+    by_matrix = attention_steps(x, eye, eye, eye, allowed=causal_mask(3))
+    by_name = attention_steps(x, eye, eye, eye, mask="causal")
+    assert by_matrix["weights"][1, 0, 0].tolist()[1:] == [0.0, 0.0]  # query 0 of sequence 1 sees only key 0
+    torch.testing.assert_close(by_matrix["weights"], by_name["weights"])
+    # the same (3, 3) tensor as a padding mask means "sequence b has keys mask[b]"
+    padded = attention_steps(x, eye, eye, eye, padding_mask=causal_mask(3))
+    assert padded["weights"][1, 0].tolist()[0][2] == 0.0 and padded["weights"][1, 0, 2, 1] > 0
+
+
+def test_a_mask_tensor_must_say_its_kind():
+    with pytest.raises(ConfigError, match="padding_mask="):
+        attention_steps(X, W["q"], W["k"], W["v"], mask=PADDING)
+    with pytest.raises(ConfigError, match=r"\(batch, keys\)"):
+        attention_steps(X, W["q"], W["k"], W["v"], padding_mask=torch.ones(3, T, dtype=torch.bool))
+
+
+def test_causal_and_padding_combine():
+    steps = attention_steps(X, W["q"], W["k"], W["v"], num_heads=2, mask="causal", padding_mask=PADDING)
+    weights = steps["weights"][1, :, 4]  # sequence 1, last query: keys 3 and 4 are padding
+    assert torch.all(weights[:, 3:] == 0) and torch.allclose(weights[:, :3].sum(-1), torch.ones(2))

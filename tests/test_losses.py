@@ -2,24 +2,45 @@ import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 
 from llmviz.losses import loss_breakdown, output_layer_gradient
 
 
-def test_loss_breakdown_equals_cross_entropy():
+def test_loss_breakdown_by_hand():
+    # two positions, vocabulary 3; the loss derived by hand:
+    #   position 0: logits (2, 1, 0), target 0: p = e²/(e² + e + 1), −log p = log(e² + e + 1) − 2
+    #   position 1: logits (0, 0, 0), target 2: p = 1/3,             −log p = log 3
+    logits = torch.tensor([[[2.0, 1.0, 0.0], [0.0, 0.0, 0.0]]])
+    targets = torch.tensor([[0, 2]])
+    first = math.log(math.e**2 + math.e + 1) - 2
+    expected = (first + math.log(3)) / 2
+    parts = loss_breakdown(logits, targets)
+    assert parts.loss == pytest.approx(expected, rel=1e-12)
+    assert parts.cross_entropy == pytest.approx(expected, rel=1e-12)
+    assert parts.perplexity == pytest.approx(math.exp(expected), rel=1e-12)
+    assert parts.uniform_loss == pytest.approx(math.log(3))
+    assert float(parts.target_probabilities[0, 0]) == pytest.approx(math.e**2 / (math.e**2 + math.e + 1))
+    assert parts.log_probabilities[0].tolist() == pytest.approx([-first, -math.log(3)])
+
+
+def test_loss_breakdown_equals_cross_entropy_on_random_logits():
     torch.manual_seed(0)
     logits = torch.randn(2, 3, 50)
     targets = torch.randint(0, 50, (2, 3))
     parts = loss_breakdown(logits, targets)
-    expected = F.cross_entropy(logits.flatten(0, 1), targets.flatten()).item()
-    assert parts.loss == pytest.approx(expected, rel=1e-6)
-    assert parts.cross_entropy == pytest.approx(expected, rel=1e-6)
-    assert parts.perplexity == pytest.approx(math.exp(expected), rel=1e-6)
-    assert parts.uniform_loss == pytest.approx(math.log(50))
-    # one target probability recomputed by hand: e^{z_t} / Σ e^{z_j}
-    z = logits[1, 2].double()
-    assert float(parts.target_probabilities[1, 2]) == pytest.approx(float(z[targets[1, 2]].exp() / z.exp().sum()))
+    # −log softmax by hand: log Σ e^z − z_target, position by position
+    by_hand = [math.log(sum(math.exp(v) for v in logits[b, t].tolist())) - float(logits[b, t, targets[b, t]])
+               for b in range(2) for t in range(3)]
+    assert parts.loss == pytest.approx(sum(by_hand) / 6, rel=1e-6)
+    assert parts.cross_entropy == pytest.approx(sum(by_hand) / 6, rel=1e-6)
+
+
+def test_a_large_logit_gap_gives_a_finite_loss():
+    # logits (0, 1000), target 0: −log p = log(e⁰ + e¹⁰⁰⁰) − 0 = 1000 + log(1 + e⁻¹⁰⁰⁰) = 1000
+    parts = loss_breakdown(torch.tensor([[[0.0, 1000.0]]]), torch.tensor([[0]]))
+    assert parts.loss == pytest.approx(1000.0) and parts.cross_entropy == pytest.approx(1000.0)
+    assert math.isinf(parts.naive_loss)  # the log of a softmax that underflowed to 0
+    assert parts.perplexity == math.inf  # e^1000 does not fit a float: shown as inf, not an error
 
 
 def test_uniform_logits_give_ln_vocab():

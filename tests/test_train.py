@@ -218,3 +218,50 @@ def test_run_seed_follows_the_deterministic_switch():
     off = Settings(corpus="names", seed=42, deterministic=False, device="cpu")
     assert on.run_seed() == on.run_seed() == 42
     assert len({off.run_seed() for _ in range(5)}) > 1
+
+
+def test_adamw_decays_only_matrices_as_nanogpt_does():
+    trainer = Trainer.from_text(NAMES, small(optimizer="adamw", lr=0.1, weight_decay=0.5, steps=1, warmup_steps=0))
+    model, optimizer = trainer.model, trainer.optimizer
+    decayed = {id(p) for g in optimizer.param_groups if g["weight_decay"] == 0.5 for p in g["params"]}
+    plain = {id(p) for g in optimizer.param_groups if g["weight_decay"] == 0.0 for p in g["params"]}
+    for name, parameter in model.named_parameters():
+        # nanoGPT's rule: weight matrices and embeddings decay; biases and LayerNorm scales/shifts do not
+        is_matrix = name.endswith(".weight")  # tok_emb, pos_emb, qkv, proj, fc, lm_head (LayerNorm: scale, shift)
+        assert (id(parameter) in decayed) == is_matrix, name
+        assert (id(parameter) in plain) == (not is_matrix), name
+    # one AdamW step with zero gradients changes only the decayed weights: p ← p − lr·wd·p (Loshchilov & Hutter)
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    optimizer.step()
+    for name, parameter in model.named_parameters():
+        expected = before[name] * (1 - 0.1 * 0.5) if id(parameter) in decayed else before[name]
+        torch.testing.assert_close(parameter.detach(), expected, rtol=1e-6, atol=1e-7)
+    assert torch.equal(model.ln_f.scale.detach(), torch.ones_like(model.ln_f.scale))
+
+
+def test_resume_restores_the_cuda_random_state(tmp_path, monkeypatch):
+    generator = {"state": torch.arange(16, dtype=torch.uint8)}  # a stand-in for the CUDA generator
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_rng_state", lambda device="cuda": generator["state"].clone())
+    monkeypatch.setattr(torch.cuda, "set_rng_state", lambda state, device="cuda": generator.update(state=state.clone()))
+    trainer = Trainer.from_text(NAMES, small(steps=3))
+    list(trainer.run())
+    trainer.save(tmp_path / "ck")
+    saved = generator["state"].clone()
+    assert torch.equal(read_safetensors(tmp_path / "ck" / "trainer.safetensors")["rng.cuda"], saved)
+    generator["state"] = torch.zeros(16, dtype=torch.uint8)  # the generator moved on
+    resume(tmp_path / "ck", NAMES)
+    assert torch.equal(generator["state"], saved)
+
+
+@pytest.mark.parametrize("optimizer, lr", [("adam", 1e6), ("sgd", 1e6)])
+def test_divergence_advice_fits_the_optimizer(optimizer, lr):
+    trainer = Trainer.from_text(NAMES, small(optimizer=optimizer, lr=lr, grad_clip=None, steps=50, warmup_steps=0))
+    with pytest.raises(TrainingDiverged) as raised:
+        list(trainer.run())
+    message = str(raised.value)
+    assert "Lower the learning rate" in message and "gradient clipping" in message
+    assert ("instead of" in message) is (optimizer == "sgd")
+    assert "instead of Adam" not in message
