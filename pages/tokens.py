@@ -195,7 +195,7 @@ if bpe is not None:
         {"merge": r + 1, "part A": bpe.printable(a), "part B": bpe.printable(b), "new token": bpe.printable(new),
          "new id": new, "count": bpe.merge_counts[r]}
         for r, ((a, b), new) in enumerate(bpe.merges)
-    ])  # merges count from 1, as in the replay below: merge n makes token 256 + n
+    ])  # merges count from 1, as in the replay below: merge n makes token 255 + n
     st.dataframe(merges, hide_index=True, width="stretch", height=260)
     st.download_button("Download the tokenizer (JSON)", data=__import__("json").dumps(bpe.to_dict(), indent=1, ensure_ascii=False),
                        file_name="bpe-tokenizer.json", mime="application/json")
