@@ -317,8 +317,12 @@ def training_questions(model, tokenizer, text: str, final_loss: Callable[[float]
 # ---------------------------------------------------------------------------- sampling
 
 
-def greedy_next_token(logits: torch.Tensor, names: Sequence[str]) -> Question:
-    """Which of the four most likely tokens comes next at temperature 0 (greedy)? ``names[i]`` is token i."""
+def greedy_next_token(logits: torch.Tensor, names: Sequence[str] | Callable[[int], str]) -> Question:
+    """Which of the four most likely tokens comes next at temperature 0 (greedy)?
+
+    ``names``: token id → its text (a list, or a function such as ``tokenizer.printable``)."""
+    if callable(names):
+        names = _Names(names)
     logits = logits.detach().float()
     top = torch.topk(logits, min(4, logits.shape[0]))
     choices = top.indices.tolist()
@@ -330,6 +334,14 @@ def greedy_next_token(logits: torch.Tensor, names: Sequence[str]) -> Question:
         [names[i] for i in choices[1:]],
         f"Temperature 0 means greedy: always the token with the largest logit. The four largest: {table}. "
         f"So the next token is **{_quote(names[choices[0]])}**, every time.")
+
+
+class _Names:
+    def __init__(self, name: Callable[[int], str]):
+        self.name = name
+
+    def __getitem__(self, token_id: int) -> str:
+        return self.name(int(token_id))
 
 
 def tokens_kept(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) -> Question:
@@ -363,7 +375,7 @@ def temperature_entropy(logits: torch.Tensor, temperature: float) -> Question:
         order="keep")
 
 
-def sampling_questions(logits: torch.Tensor, names: Sequence[str], temperature: float, top_k: int,
+def sampling_questions(logits: torch.Tensor, names: Sequence[str] | Callable[[int], str], temperature: float, top_k: int,
                        top_p: float) -> list[Question]:
     """Questions for the Sampling page, from the model's logits after the student's prompt."""
     return [greedy_next_token(logits, names), tokens_kept(logits, temperature, top_k, top_p),

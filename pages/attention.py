@@ -11,8 +11,10 @@ from plotly.subplots import make_subplots
 
 import ui
 from llmviz import attention as att
+from llmviz import quiz
 from llmviz.errors import LlmvizError
-from ui import charts, models
+from ui import charts, models, share
+from ui import quiz as quiz_ui
 
 ui.settings()
 ui.page_header(
@@ -43,25 +45,28 @@ journey = torch.tensor(att.JOURNEY_EMBEDDINGS)
 simple = att.simple_self_attention(journey)
 left, right = st.columns([3, 2])
 with left:
-    st.plotly_chart(charts.heatmap(simple["weights"], att.JOURNEY_TOKENS, att.JOURNEY_TOKENS,
+    charts.show(charts.heatmap(simple["weights"], att.JOURNEY_TOKENS, att.JOURNEY_TOKENS,
                                    title="attention weights = softmax(x_i · x_j) per row", x_title="key",
                                    y_title="query"), width="stretch")
 with right:
-    query = st.selectbox("Query word", range(6), index=1, format_func=lambda i: att.JOURNEY_TOKENS[i])
+    query = st.selectbox("Query word", range(6), index=1, format_func=lambda i: att.JOURNEY_TOKENS[i],
+                         **share.bind("query_word"))
     st.dataframe(pd.DataFrame(journey.numpy(), index=att.JOURNEY_TOKENS, columns=["x", "y", "z"]), width="stretch")
     st.caption("The embeddings: pick a query to see its row of the table worked out below.")
 with st.container():
     x_q = journey[query]
     dots = " + ".join(f"{num(a, '.2f')}\\cdot{num(b, '.2f')}" for a, b in zip(x_q.tolist(), journey[0].tolist()))
-    st.latex(rf"\omega_{{{query},0}} = x_{{{query}}} \cdot x_0 = {dots} = {float(simple['scores'][query, 0]):.4f}")
     scores = simple["scores"][query]
-    st.latex(r"\omega_{" + str(query) + r"} = [" + ", ".join(f"{v:.4f}" for v in scores.tolist()) + "]")
     total = float(simple["softmax_denominators"][query])
-    st.latex(rf"\alpha_{{{query},j}} = \frac{{e^{{\omega_{{{query},j}}}}}}{{\sum_k e^{{\omega_{{{query},k}}}}}},\quad "
-             rf"\textstyle\sum_k e^{{\omega_{{{query},k}}}} = {total:.4f}")
-    st.latex(r"\alpha_{" + str(query) + r"} = [" + ", ".join(f"{v:.4f}" for v in simple['weights'][query].tolist()) + "]")
     z = simple["context"][query]
-    st.latex(rf"z_{{{query}}} = \sum_j \alpha_{{{query},j}}\, x_j = [" + ", ".join(f"{v:.4f}" for v in z.tolist()) + "]")
+    charts.latex(
+        rf"\omega_{{{query},0}} = x_{{{query}}} \cdot x_0 = {dots} = {float(simple['scores'][query, 0]):.4f}",
+        r"\omega_{" + str(query) + r"} = [" + ", ".join(f"{v:.4f}" for v in scores.tolist()) + "]",
+        rf"\alpha_{{{query},j}} = \frac{{e^{{\omega_{{{query},j}}}}}}{{\sum_k e^{{\omega_{{{query},k}}}}}},\quad "
+        rf"\textstyle\sum_k e^{{\omega_{{{query},k}}}} = {total:.4f}",
+        r"\alpha_{" + str(query) + r"} = [" + ", ".join(f"{v:.4f}" for v in simple['weights'][query].tolist()) + "]",
+        rf"z_{{{query}}} = \sum_j \alpha_{{{query},j}}\, x_j = [" + ", ".join(f"{v:.4f}" for v in z.tolist()) + "]",
+    )
 with st.expander("All context vectors"):
     st.dataframe(matrix_table(simple["context"], att.JOURNEY_TOKENS), width="stretch")
 
@@ -80,10 +85,10 @@ for column, (name, default) in zip(grid_cells, [("X", toy_x.tolist()), ("W_Q", a
                              index=att.TOY_TOKENS if name == "X" else [f"r{i}" for i in range(4)])
         editors[name] = st.data_editor(frame, key=f"edit_{name}", num_rows="fixed")
 t1, t2, t3 = st.columns(3)
-scaled = t1.toggle("Scale by √d_k", value=True)
-causal = t2.toggle("Causal mask", value=True)
+scaled = t1.toggle("Scale by √d_k", value=True, **share.bind("scale"))
+causal = t2.toggle("Causal mask", value=True, **share.bind("mask"))
 heads = t3.radio("Heads", [1, 2, 3], horizontal=True, help="2 heads: the example's per-head matrices are the column "
-                 "halves of W_Q, W_K, W_V. 3 heads cannot split a width of 4.")
+                 "halves of W_Q, W_K, W_V. 3 heads cannot split a width of 4.", **share.bind("heads"))
 matrices = {}
 problem = None
 for name, frame in editors.items():
@@ -111,32 +116,32 @@ else:
             column.markdown(f"**{name}**")
             column.dataframe(matrix_table(steps[name], tokens).style.format("{:.4f}"), width="stretch")
         x0, wq = matrices["X"][0], matrices["W_Q"][:, 0]
-        st.latex(r"Q_{\text{The},0} = " + " + ".join(f"{num(a)}\\cdot{num(b)}" for a, b in zip(x0.tolist(), wq.tolist()))
+        charts.latex(r"Q_{\text{The},0} = " + " + ".join(f"{num(a)}\\cdot{num(b)}" for a, b in zip(x0.tolist(), wq.tolist()))
                  + f" = {float(steps['Q'][0, 0]):.4f}")
         for head in range(heads):
             st.subheader(f"Head {head + 1}" if heads > 1 else "Scores, mask, softmax, output")
             q_h, k_h = steps["Q_heads"][head], steps["K_heads"][head]
             h1, h2 = st.columns(2)
             h3, h4 = st.columns(2)
-            h1.plotly_chart(charts.heatmap(steps["scores"][head], tokens, tokens, title="Q Kᵀ", height=300,
+            charts.show_in(h1, charts.heatmap(steps["scores"][head], tokens, tokens, title="Q Kᵀ", height=300,
                                            text_format=".3f"), width="stretch", key=f"s{head}")
-            h2.plotly_chart(charts.heatmap(steps["scaled_scores"][head], tokens, tokens, height=300, text_format=".3f",
+            charts.show_in(h2, charts.heatmap(steps["scaled_scores"][head], tokens, tokens, height=300, text_format=".3f",
                                            title=f"÷ √{d_k}" if scaled else "not scaled"), width="stretch", key=f"c{head}")
             masked = steps["masked_scores"][head].clone()
-            h3.plotly_chart(charts.heatmap(masked.masked_fill(~torch.isfinite(masked), float("nan")), tokens, tokens,
+            charts.show_in(h3, charts.heatmap(masked.masked_fill(~torch.isfinite(masked), float("nan")), tokens, tokens,
                                            title="masked (blank = −∞)" if causal else "no mask", height=300,
                                            text_format=".3f"), width="stretch", key=f"m{head}")
-            h4.plotly_chart(charts.heatmap(steps["weights"][head], tokens, tokens, title="softmax weights", height=300,
+            charts.show_in(h4, charts.heatmap(steps["weights"][head], tokens, tokens, title="softmax weights", height=300,
                                            text_format=".3f", zmin=0, zmax=1), width="stretch", key=f"w{head}")
             row = 1
             terms = " + ".join(f"{num(a, '.4f')}\\cdot{num(b, '.4f')}" for a, b in zip(q_h[row].tolist(), k_h[0].tolist()))
             raw = float(steps["scores"][head][row, 0])
-            st.latex(rf"q_{{\text{{cat}}}} \cdot k_{{\text{{The}}}} = {terms} = {raw:.4f}"
+            dot_line = (rf"q_{{\text{{cat}}}} \cdot k_{{\text{{The}}}} = {terms} = {raw:.4f}"
                      + (rf"\;\Rightarrow\; \frac{{{raw:.4f}}}{{\sqrt{{{d_k}}}}} = {raw / math.sqrt(d_k):.4f}" if scaled else ""))
             weights_row = steps["weights"][head][row]
             allowed = [j for j in range(3) if bool(steps["mask"][0, row, j])] if steps["mask"].dim() == 3 else list(range(3))
             exps = " + ".join(f"e^{{{float(steps['scaled_scores'][head][row, j]):.4f}}}" for j in allowed)
-            st.latex(rf"\alpha_{{\text{{cat}},\text{{The}}}} = \frac{{e^{{{float(steps['scaled_scores'][head][row, 0]):.4f}}}}}{{{exps}}}"
+            charts.latex(dot_line, rf"\alpha_{{\text{{cat}},\text{{The}}}} = \frac{{e^{{{float(steps['scaled_scores'][head][row, 0]):.4f}}}}}{{{exps}}}"
                      rf" = {float(weights_row[0]):.4f}")
             out = steps["head_outputs"][head]
             st.markdown(f"**Output of {'head ' + str(head + 1) if heads > 1 else 'attention'}** (weights × V)")
@@ -193,7 +198,7 @@ for column, (name, steps_) in zip(mask_cells, variants.items()):
     padded = [*att.TOY_TOKENS[:-1], "[PAD]"]  # the padding variant's last token is padding, not "sat"
     keys = encoder_tokens if name == "cross-attention" else padded if name.startswith("padding") else att.TOY_TOKENS
     queries = padded if name.startswith("padding") else att.TOY_TOKENS
-    column.plotly_chart(charts.heatmap(steps_["weights"][0], keys, queries, title=name, height=300,
+    charts.show_in(column, charts.heatmap(steps_["weights"][0], keys, queries, title=name, height=300,
                                        zmin=0, zmax=1), width="stretch", key=f"mask_{name}")
 st.caption("Causal: no looking ahead (GPT). Padding: nobody attends to padding (batches of unequal length). "
            "Cross-attention (the decoder of an encoder–decoder Transformer, as in 'Attention Is All You Need'): queries from the decoder, keys and values from the encoder's "
@@ -201,16 +206,18 @@ st.caption("Causal: no looking ahead (GPT). Padding: nobody attends to padding (
 
 # ------------------------------------------------------------------ 5. the shipped GPT
 st.header("5. Your sentence through the shipped GPT")
-sentence = st.text_input("Sentence", "The return statement leaves the current function call with a value")
+sentence = st.text_input("Sentence", "The return statement leaves the current function call with a value",
+                         **share.bind("sentence"))
 
 
 def attention_views(cache: dict, prefix: str, labels: list[str], n_layers: int, n_heads: int, key: str):
     c1, c2 = st.columns(2)
-    layer = c1.slider("Layer", 0, n_layers - 1, 0, key=f"{key}_layer")
-    head = c2.slider("Head", 0, n_heads - 1, 0, key=f"{key}_head")
+    layer_name, head_name = ("layer", "head") if key == "gpt" else ("enc_layer", "enc_head")
+    layer = c1.slider("Layer", 0, n_layers - 1, 0, **share.bind(layer_name))
+    head = c2.slider("Head", 0, n_heads - 1, 0, **share.bind(head_name))
     pattern = cache[f"{prefix}.{layer}.attn.pattern"][0, head]  # (T, T)
     left, right = st.columns([1, 1])
-    left.plotly_chart(charts.heatmap(pattern, labels, labels, title=f"layer {layer}, head {head}", text_format=None,
+    charts.show_in(left, charts.heatmap(pattern, labels, labels, title=f"layer {layer}, head {head}", text_format=None,
                                      x_title="key (attended to)", y_title="query", zmin=0, zmax=1,
                                      height=max(420, 18 * len(labels) + 200)),
                       width="stretch", key=f"{key}_heat")
@@ -236,7 +243,7 @@ def attention_views(cache: dict, prefix: str, labels: list[str], n_layers: int, 
                              yaxis_range=[-len(labels) + 0.4, 1.4],
                              annotations=[dict(x=0, y=0.9, text="<b>query</b>", showarrow=False, xanchor="right"),
                                           dict(x=1, y=0.9, text="<b>key</b>", showarrow=False, xanchor="left")])
-        st.plotly_chart(figure, width="stretch", key=f"{key}_lines")
+        charts.show(figure, width="stretch", key=f"{key}_lines")
         st.caption("Line width = attention weight (as BertViz draws it): queries on the left, keys on the right.")
     grid = make_subplots(rows=n_layers, cols=n_heads, horizontal_spacing=0.01, vertical_spacing=0.02,
                          row_titles=[f"L{i}" for i in range(n_layers)], column_titles=[f"H{h}" for h in range(n_heads)])
@@ -248,11 +255,23 @@ def attention_views(cache: dict, prefix: str, labels: list[str], n_layers: int, 
     grid.update_yaxes(visible=False, autorange="reversed")
     # square-ish thumbnails whatever the head count, and room on the right for the layer labels
     grid.update_layout(height=max(80, min(120, 1100 // n_heads)) * n_layers + 60, margin=dict(l=10, r=40, t=30, b=10))
-    st.plotly_chart(grid, width="stretch", key=f"{key}_grid")
+    charts.show(grid, width="stretch", key=f"{key}_grid")
     st.caption("Every layer × head as a thumbnail: some heads look at the previous token, some at the first token, "
                "some spread out.")
 
 
+def attention_quiz() -> list:
+    gpt, tokenizer, _ = models.shipped(models.SHIPPED_GPT)
+    ids = tokenizer.encode(sentence)[: min(48, gpt.config.context_length)]
+    _, _, cache = gpt.run_with_cache(torch.tensor([ids]))
+    labels = [tokenizer.printable(i) for i in ids]
+    layer = min(int(st.session_state.get("layer", 1)), gpt.config.n_layers - 1)
+    head = min(int(st.session_state.get("head", 0)), gpt.config.n_heads - 1)
+    return quiz.attention_questions(cache, labels, layer, head)
+
+
+if sentence.strip() and models.SHIPPED_GPT in models.shipped_names():
+    quiz_ui.section("attention", attention_quiz)
 if not sentence.strip():
     st.warning("Type a sentence to see its attention patterns.")
 elif models.SHIPPED_GPT in models.shipped_names():

@@ -10,7 +10,7 @@ import torch
 import ui
 from llmviz import embeddings as emb
 from llmviz.errors import LlmvizError
-from ui import charts, models
+from ui import charts, models, share
 
 settings = ui.settings()
 ui.page_header(
@@ -51,13 +51,15 @@ if a_name in vectors and b_name in vectors:
         squares_b = " + ".join(f"{num(y)}^2" for y in b.tolist())
         left, right = st.columns([3, 2])
         with left:
-            st.latex(rf"{a_name} \cdot {b_name} = {products} = {parts.dot:.4f}")
-            st.latex(rf"\lVert {a_name} \rVert = \sqrt{{{squares_a}}} = \sqrt{{{parts.norm_a ** 2:.4f}}} = {parts.norm_a:.4f}")
-            st.latex(rf"\lVert {b_name} \rVert = \sqrt{{{squares_b}}} = \sqrt{{{parts.norm_b ** 2:.4f}}} = {parts.norm_b:.4f}")
-            st.latex(rf"\cos\theta = \frac{{{parts.dot:.4f}}}{{{parts.norm_a:.4f} \times {parts.norm_b:.4f}}} = {parts.cosine:.4f}"
-                     rf"\quad\Rightarrow\quad \theta = {parts.angle_degrees:.1f}^\circ")
             distance_terms = " + ".join(f"({num(x)} - {num(y)})^2" for x, y in zip(a.tolist(), b.tolist()))
-            st.latex(rf"d({a_name}, {b_name}) = \sqrt{{{distance_terms}}} = {parts.euclidean:.4f}")
+            charts.latex(
+                rf"{a_name} \cdot {b_name} = {products} = {parts.dot:.4f}",
+                rf"\lVert {a_name} \rVert = \sqrt{{{squares_a}}} = \sqrt{{{parts.norm_a ** 2:.4f}}} = {parts.norm_a:.4f}",
+                rf"\lVert {b_name} \rVert = \sqrt{{{squares_b}}} = \sqrt{{{parts.norm_b ** 2:.4f}}} = {parts.norm_b:.4f}",
+                rf"\cos\theta = \frac{{{parts.dot:.4f}}}{{{parts.norm_a:.4f} \times {parts.norm_b:.4f}}} = {parts.cosine:.4f}"
+                rf"\quad\Rightarrow\quad \theta = {parts.angle_degrees:.1f}^\circ",
+                rf"d({a_name}, {b_name}) = \sqrt{{{distance_terms}}} = {parts.euclidean:.4f}",
+            )
             if [round(x, 6) for x in a.tolist()] == [0.2, 0.4, 0.9] and a_name == "v₁":
                 st.info("Where the textbook's arithmetic slips: the usual worked version of this example takes "
                         "‖v₁‖² = 0.2 + 0.16 + 0.81 = 1.17, but 0.2² = 0.04, so ‖v₁‖² = 1.01. With the right "
@@ -75,7 +77,7 @@ if a_name in vectors and b_name in vectors:
             figure.update_layout(height=300, xaxis=dict(range=[-1.1, 1.3], visible=False),
                                  yaxis=dict(range=[-0.2, 1.1], visible=False, scaleanchor="x"),
                                  margin=dict(t=10, b=10), legend=dict(orientation="h"))
-            st.plotly_chart(figure, width="stretch")
+            charts.show(figure, width="stretch")
             st.caption("The two directions, drawn in the plane they span (unit length): cosine only cares about the angle.")
 
 # ------------------------------------------------------------------ 2. token embeddings of the GPT
@@ -83,7 +85,8 @@ st.header("2. Token embeddings of the shipped GPT")
 gpt, tokenizer, _ = models.shipped_gpt_or_stop()
 table = gpt.tok_emb.weight.detach()  # (V, C)
 st.caption(f"A {table.shape[0]:,} × {table.shape[1]} table: one learned row per BPE token.")
-typed = st.text_input("Tokens to compare (words are split into the GPT's tokens)", " def class return True False None int str list")
+typed = st.text_input("Tokens to compare (words are split into the GPT's tokens)", " def class return True False None int str list",
+                      **share.bind("words"))
 ids = list(dict.fromkeys(tokenizer.encode(typed)))[:24]
 if len(ids) < 1:
     st.warning("Type some text: there are no tokens to show.")
@@ -94,12 +97,12 @@ else:
     st.markdown(f"Lookup two ways — `table[ids]` and `one_hot(ids) @ table` — largest difference: "
                 f"**{float((one_hot - vectors_).abs().max()):.1e}** (the same rows).")
     left, right = st.columns(2)
-    left.plotly_chart(charts.heatmap(vectors_[:, :48], list(range(48)), labels, colorscale="RdBu", zmid=0,
+    charts.show_in(left, charts.heatmap(vectors_[:, :48], list(range(48)), labels, colorscale="RdBu", zmid=0,
                                      text_format=None, title="vectors (first 48 dimensions)", x_title="dimension"),
                       width="stretch")
     with right:
         if len(ids) >= 2:
-            right.plotly_chart(charts.heatmap(emb.cosine_matrix(vectors_), labels, labels, colorscale="RdBu", zmid=0,
+            charts.show_in(right, charts.heatmap(emb.cosine_matrix(vectors_), labels, labels, colorscale="RdBu", zmid=0,
                                               title="cosine similarity", text_format=".2f" if len(ids) <= 12 else None),
                                width="stretch")
         else:
@@ -150,7 +153,7 @@ else:
     figure.update_layout(height=560 if dims == 3 else 480, margin=dict(t=10), legend=dict(orientation="h"))
     if dims == 2:
         figure.update_layout(xaxis_title="PC1", yaxis_title="PC2")
-    st.plotly_chart(figure, width="stretch")
+    charts.show(figure, width="stretch")
     st.caption(f"The 400 earliest-merged tokens (grey) with yours, the looked-up token and its nearest neighbours, "
                f"projected on the {dims} directions of largest spread ({float(ratio.sum()):.0%} of the variance). "
                "Hover a grey dot for its token. Neighbours by cosine in all "
@@ -163,7 +166,7 @@ positions = c1.slider("Positions", 2, 256, 64)
 d_model = c2.slider("d_model", 2, 256, 64, step=2)
 encoding = emb.sinusoidal_encoding(positions, d_model)
 left, right = st.columns(2)
-left.plotly_chart(charts.heatmap(encoding, list(range(d_model)), list(range(positions)), colorscale="RdBu", zmid=0,
+charts.show_in(left, charts.heatmap(encoding, list(range(d_model)), list(range(positions)), colorscale="RdBu", zmid=0,
                                  text_format=None, title="PE[pos, i]", x_title="dimension i", y_title="position"),
                   width="stretch")
 with right:
@@ -173,7 +176,7 @@ with right:
         figure.add_trace(go.Scatter(x=list(range(positions)), y=encoding[:, dim].tolist(), mode="lines",
                                     name=f"dim {dim} ({'sin' if dim % 2 == 0 else 'cos'})"))
     figure.update_layout(height=360, xaxis_title="position", margin=dict(t=10))
-    st.plotly_chart(figure, width="stretch")
+    charts.show(figure, width="stretch")
 st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\quad "
          r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
 if d_model >= 4 and positions >= 2:
@@ -190,7 +193,7 @@ else:
     panels = st.columns(3)
     for panel, (title, matrix) in zip(panels, [("token embedding", tok), ("+ position embedding", pos),
                                                ("= input to block 0", tok + pos)]):
-        panel.plotly_chart(charts.heatmap(matrix[:, :32], list(range(32)), labels, colorscale="RdBu", zmid=0,
+        charts.show_in(panel, charts.heatmap(matrix[:, :32], list(range(32)), labels, colorscale="RdBu", zmid=0,
                                           text_format=None, title=title), width="stretch")
     st.caption("GPT learns its position table instead of using sines; the first 32 of 128 dimensions are shown.")
 
@@ -262,7 +265,7 @@ if loaded is not None:
                             color=["#e8590c" if r in highlight else "#4c6ef5" if r in labelled else "#ced4da"
                                    for r in shown_rows])))
             figure.update_layout(height=520, margin=dict(t=10), xaxis_title="PC1", yaxis_title="PC2")
-            st.plotly_chart(figure, width="stretch")
+            charts.show(figure, width="stretch")
             st.caption(f"The {len(shown_rows)} most common words, PCA to 2D ({float(ratio.sum()):.0%} of the variance): "
                        "the 40 most common are labelled (blue), the looked-up word and its neighbours in orange; "
                        "hover a grey dot for its word.")
@@ -294,7 +297,7 @@ else:
         numbered = [f"S{n + 1}" for n in range(len(sentences))]
         left, right = st.columns(2)
         # rows carry the sentence, columns its number: long labels on both axes squash the matrix to nothing
-        left.plotly_chart(charts.heatmap(emb.cosine_matrix(vectors_), numbered,
+        charts.show_in(left, charts.heatmap(emb.cosine_matrix(vectors_), numbered,
                                          [f"S{n + 1} · {s}" for n, s in enumerate(short)], colorscale="RdBu", zmid=0,
                                          zmin=-1, zmax=1, title="cosine similarity",
                                          height=max(320, 34 * len(sentences) + 140)), width="stretch")
@@ -307,7 +310,7 @@ else:
                                               text=numbered, hovertext=short, hoverinfo="text",
                                               textposition="top center"))
                 figure.update_layout(height=420, margin=dict(t=10), xaxis_title="PC1", yaxis_title="PC2")
-                st.plotly_chart(figure, width="stretch")
+                charts.show(figure, width="stretch")
         if {"I love programming", "I dislike programming"} <= set(sentences):
             i, j = sentences.index("I love programming"), sentences.index("I dislike programming")
             st.markdown(f"The textbook example calls 'I love programming' and 'I dislike programming' dissimilar; the real model "

@@ -8,7 +8,7 @@ import ui
 from llmviz import inspect
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import PRESETS, GPTConfig
-from ui import charts, models
+from ui import charts, models, share
 
 ui.settings()
 ui.page_header(
@@ -59,7 +59,7 @@ if config is not None:
         frame = pd.DataFrame({"component": list(table), "parameters": list(table.values())})
         frame["share"] = (frame["parameters"] / total).map(lambda x: f"{x:.1%}")
         st.dataframe(frame.style.format({"parameters": "{:,}"}), hide_index=True, width="stretch")
-        st.plotly_chart(charts.bar(frame["component"], frame["parameters"], horizontal=True, height=300),
+        charts.show(charts.bar(frame["component"], frame["parameters"], horizontal=True, height=300),
                         width="stretch")
         st.metric("Total parameters", f"{total:,}")
         m2, m3 = st.columns(2)
@@ -78,7 +78,8 @@ model, tokenizer, meta = models.shipped_gpt_or_stop()
 st.caption(f"The GPT shipped with llmviz: {model.config.n_layers} layers, {model.config.n_heads} heads, "
            f"d_model {model.config.d_model}, a {tokenizer.vocab_size}-token BPE vocabulary, trained on the "
            f"Python reference manual (final validation loss {meta['final']['val_loss']:.2f}).")
-sentence = st.text_input("A sentence", "The for statement is used to iterate over the elements of a sequence")
+sentence = st.text_input("A sentence", "The for statement is used to iterate over the elements of a sequence",
+                         **share.bind("model_sentence"))
 ids = tokenizer.encode(sentence)
 if not ids:
     st.warning("Type a sentence: there is nothing to run yet.")
@@ -99,7 +100,7 @@ with ui.friendly_errors("the forward pass"):
         norms = inspect.residual_norms(cache, model.config.n_layers)
         figure = go.Figure(go.Scatter(x=[n for n, _ in norms], y=[v for _, v in norms], mode="lines+markers"))
         figure.update_layout(yaxis_title="mean ‖x‖ per token", height=320, margin=dict(t=10))
-        st.plotly_chart(figure, width="stretch")
+        charts.show(figure, width="stretch")
         st.markdown("Each block **adds** its attention and MLP outputs to the residual stream (the shortcut "
                     "connections), so its size tends to grow from block to block.")
     with tab_ln:
@@ -118,14 +119,14 @@ with ui.friendly_errors("the forward pass"):
             if name != "x":
                 figure.add_trace(go.Scatter(x=curves["x"].tolist(), y=values_.tolist(), name=name, mode="lines"))
         figure.update_layout(height=360, xaxis_title="x", yaxis_title="activation", margin=dict(t=10))
-        st.plotly_chart(figure, width="stretch")
+        charts.show(figure, width="stretch")
         st.latex(r"\mathrm{GELU}(x) \approx 0.5\,x\left(1 + \tanh\!\left[\sqrt{2/\pi}\,(x + 0.044715\,x^3)\right]\right)")
         st.caption("GELU is smooth and lets small negative values through; ReLU cuts every negative value to 0.")
     with tab_mlp:
         layer = st.slider("Block", 0, model.config.n_layers - 1, 0, key="mlp_layer")
         hidden = cache[f"blocks.{layer}.mlp.hidden"][0]  # (T, 4C)
         neurons = st.slider("Neurons shown", 16, hidden.shape[-1], min(64, hidden.shape[-1]), step=16)
-        st.plotly_chart(charts.heatmap(hidden[:, :neurons], x_labels=list(range(neurons)), y_labels=labels,
+        charts.show(charts.heatmap(hidden[:, :neurons], x_labels=list(range(neurons)), y_labels=labels,
                                        colorscale="RdBu", zmid=0.0, text_format=None,
                                        x_title="neuron", y_title="token"), width="stretch")
         fraction = inspect.positive_fraction(hidden)

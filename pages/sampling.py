@@ -7,9 +7,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from llmviz import sampling
+from llmviz import quiz, sampling
 from llmviz.errors import LlmvizError
-from ui import charts, models
+from ui import charts, models, share
+from ui import quiz as quiz_ui
 
 settings = ui.settings()
 ui.page_header(
@@ -27,15 +28,17 @@ c1, c2 = st.columns([2, 3])
 label = c1.selectbox("Model", list(choices), index=default)
 model, tokenizer, meta = models.load_choice(choices[label])
 is_names = "names" in label or meta.get("corpus") == "names"
-prompt = c2.text_input("Prompt", "" if is_names else "The for statement", key=f"prompt_{label}")
+prompt = c2.text_input("Prompt", "" if is_names else "The for statement", **share.bind("prompt"))
 
 c1, c2, c3, c4 = st.columns(4)
-temperature = c1.slider("Temperature", 0.0, 2.5, 0.8, 0.05, help="0 = greedy: always the most likely token.")
+temperature = c1.slider("Temperature", 0.0, 2.5, 0.8, 0.05, help="0 = greedy: always the most likely token.",
+                        **share.bind("temperature"))
 top_k = c2.slider("Top-k", 0, tokenizer.vocab_size + 10, min(10, tokenizer.vocab_size),
-                  help="0 = off. Values at or above the vocabulary size cut nothing.")
-top_p = c3.slider("Top-p", 0.01, 1.0, 0.9, 0.01, help="1 = off. Keep the most likely tokens until their probability adds up to p.")
-method = c4.radio("Method", ["sampling", "greedy", "beam search"], horizontal=False)
-width = c4.slider("Beam width", 1, 8, 3, disabled=method != "beam search")
+                  help="0 = off. Values at or above the vocabulary size cut nothing.", **share.bind("top_k"))
+top_p = c3.slider("Top-p", 0.01, 1.0, 0.9, 0.01, help="1 = off. Keep the most likely tokens until their probability adds up to p.",
+                  **share.bind("top_p"))
+method = c4.radio("Method", ["sampling", "greedy", "beam search"], horizontal=False, **share.bind("method"))
+width = c4.slider("Beam width", 1, 8, 3, disabled=method != "beam search", **share.bind("beam_width"))
 
 encoded = sampling.encode_prompt(tokenizer, prompt, model)
 if encoded.dropped:
@@ -47,6 +50,10 @@ if encoded.cropped:
 if encoded.start_token:
     st.info(f"{'Empty prompt' if not prompt else 'Nothing of the prompt is left'}: generation starts from the "
             f"boundary token {encoded.start_token}.")
+
+quiz_ui.section("sampling", lambda: quiz.sampling_questions(
+    sampling.next_token_view(model, tokenizer, prompt, temperature, top_k, top_p).distribution.logits,
+    tokenizer.printable, temperature, top_k, top_p))
 
 # ------------------------------------------------------------------ the distribution
 st.header("1. The next-token distribution, transform by transform")
@@ -65,7 +72,7 @@ with ui.friendly_errors("computing the distribution"):
             figure.update_layout(title=title, height=420, margin=dict(l=5, r=5, t=40, b=5),
                                  xaxis_range=[0, min(1.0, largest * 1.25)])
             figure.update_yaxes(autorange="reversed", type="category")
-            st.plotly_chart(figure, width="stretch")
+            charts.show(figure)
             # entropy is never negative; rounding error can make a certain token's −0.000
             st.metric("entropy", f"{max(0.0, entropy):.3f} nats", help="−Σ p ln p: 0 when one token is certain.")
     kept = dist.kept
@@ -74,15 +81,15 @@ with ui.friendly_errors("computing the distribution"):
     best = shown[0]
     z = float(dist.logits[best])
     if not sampling.is_greedy(temperature):
-        st.latex(rf"p_i = \frac{{e^{{z_i/T}}}}{{\sum_j e^{{z_j/T}}}}:\quad z_{{\text{{top}}}} = {z:.3f},\; "
-                 rf"z/T = {z / temperature:.3f},\; p = {float(dist.temperature_probs[best]):.4f}")
+        charts.latex(rf"p_i = \frac{{e^{{z_i/T}}}}{{\sum_j e^{{z_j/T}}}}:\quad z_{{\text{{top}}}} = {z:.3f},\; "
+                     rf"z/T = {z / temperature:.3f},\; p = {float(dist.temperature_probs[best]):.4f}")
     else:
         st.latex(r"T = 0:\; \text{all probability on } \arg\max_i z_i \text{ (greedy)}")
 
 # ------------------------------------------------------------------ generation
 st.header("2. Generate")
 g1, g2 = st.columns([1, 3])
-new_tokens = g1.slider("Tokens to generate", 1, 200, 40)
+new_tokens = g1.slider("Tokens to generate", 1, 200, 40, **share.bind("new_tokens"))
 limit, keep = sampling.visible_tokens(model), sampling.shift_keep(model)
 if len(encoded.ids) + new_tokens > limit:
     g1.caption(f"This model sees at most {limit} tokens: when the text outgrows that, the window keeps its last "
@@ -151,7 +158,7 @@ if method == "beam search" and st.session_state.get("beam", (None,))[0] == label
     figure.update_layout(height=max(380, 26 * widest + 120), xaxis_title="depth (tokens generated)",
                          yaxis_visible=False, margin=dict(t=10), legend=dict(orientation="h", y=-0.15),
                          xaxis=dict(dtick=1))
-    st.plotly_chart(figure, width="stretch")
+    charts.show(figure)
     st.caption("Every expanded candidate is a dot, best score on top within its parent's group; blue ones "
                "survived the cut to the beam width at their depth, grey ones fell out. The orange path is the "
                "winner. A path's score is the sum of its tokens' log-probabilities.")
@@ -250,3 +257,4 @@ if st.session_state.get("kv", (None,))[0] == label:
     st.caption("Times are wall-clock on this server, shared with everyone using it: run it twice and they vary. "
                "The gap grows with the text: without the cache each token costs work proportional to the whole "
                "window, with it one position.")
+

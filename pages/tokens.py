@@ -5,9 +5,11 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
+from llmviz import quiz
 from llmviz import tokenizers as tk
 from llmviz.errors import LlmvizError
-from ui import charts, models
+from ui import charts, models, share
+from ui import quiz as quiz_ui
 
 settings = ui.settings()
 ui.page_header(
@@ -27,8 +29,9 @@ EXAMPLES = {
     "Special token": "The end of one document.<|endoftext|>The start of the next.",
 }
 
-example = st.selectbox("Example", list(EXAMPLES), key="tok_example")
-text = st.text_area("Your text", EXAMPLES[example], height=120, key=f"tok_text_{example}")
+example = st.selectbox("Example", list(EXAMPLES), **share.bind("example"),
+                       on_change=lambda: st.session_state.update(text=EXAMPLES[st.session_state["example"]]))
+text = st.text_area("Your text", EXAMPLES[example], height=120, **share.bind("text"))
 if not text:
     st.warning("The text is empty: type or paste something to tokenize.")
     st.stop()
@@ -73,6 +76,9 @@ def word_vocabulary_label(tokenizer: tk.WordTokenizer) -> str:
     return f"its {words:,} most common words" if tokenizer.vocab_size >= WORD_VOCAB else f"all {words:,} of its words"
 
 
+quiz_ui.section("tokens", lambda: quiz.tokens_questions(
+    text, {"GPT-2": reference("gpt2"), "cl100k (GPT-4)": reference("cl100k")}))
+
 # ------------------------------------------------------------------ side by side
 st.header("1. Several tokenizers, side by side")
 char_tok, word_tok = corpus_tokenizers(corpus_label, corpus_text)
@@ -85,7 +91,7 @@ if models.SHIPPED_GPT in models.shipped_names():
     available["llmviz BPE (python-docs, shipped GPT)"] = models.shipped(models.SHIPPED_GPT)[1]
 available["GPT-2 (50,257)"] = None
 available["cl100k / GPT-4 (100,277)"] = None
-chosen = st.multiselect("Tokenizers", list(available), default=[k for k in available if "characters" not in k][:4])
+chosen = st.multiselect("Tokenizers", list(available), default=[k for k in available if "characters" not in k][:4], **share.bind("tokenizers"))
 show_ids = st.toggle("Show the ids under the tokens", value=True, key="tok_show_ids")
 
 
@@ -139,10 +145,10 @@ if not corpus_text:
     st.info("Pick a corpus in the sidebar (or upload one) to train on.")
 else:
     c1, c2, c3 = st.columns(3)
-    vocab_size = c1.slider("Vocabulary size", 257, 4096, 512, step=1,
+    vocab_size = c1.slider("Vocabulary size", 257, 4096, 512, step=1, **share.bind("vocab"),
                            help="256 byte tokens + 1 special token (<|endoftext|>) + one token per merge.")
     pattern = c2.selectbox("Pre-split pattern", ["gpt4", "gpt2", None], format_func=lambda p: {
-        "gpt4": "GPT-4 (cl100k) regex", "gpt2": "GPT-2 regex", None: "none (whole text)"}[p])
+        "gpt4": "GPT-4 (cl100k) regex", "gpt2": "GPT-2 regex", None: "none (whole text)"}[p], **share.bind("split"))
     limit = c3.select_slider("Train on the first", [10_000, 50_000, 200_000, 1_000_000, 5_000_000],
                              value=200_000, format_func=lambda n: f"{n:,} characters")
     sample = corpus_text[:limit]
@@ -220,7 +226,7 @@ if bpe is not None:
             figure = go.Figure(go.Scatter(x=[v for v, _ in curve], y=[c for _, c in curve], mode="lines+markers"))
             figure.update_layout(xaxis_title="vocabulary size", yaxis_title="characters per token", height=320,
                                  margin=dict(t=10))
-            st.plotly_chart(figure, width="stretch")
+            charts.show(figure)
             st.caption("Each merge makes a common pair one token: more vocabulary, fewer tokens per character.")
     with right:
         counts = tk.rank_frequency(bpe.to_tiktoken().encode(corpus_text[:200_000], allowed_special="all"))
@@ -232,7 +238,7 @@ if bpe is not None:
                                         line=dict(dash="dash", color="#868e96")))
         figure.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title="rank", yaxis_title="count",
                              height=320, margin=dict(t=10), legend=dict(orientation="h", y=-0.25))
-        st.plotly_chart(figure, width="stretch")
+        charts.show(figure)
         st.caption(f"Token frequency by rank on log–log axes, measured on {corpus_label}. "
                    + (zipf_verdict(fit) if fit is not None else "Too few distinct tokens to fit a line."))
 
@@ -256,8 +262,8 @@ st.markdown("Special tokens are single ids that no ordinary text can produce: "
 # ------------------------------------------------------------------ input-target pairs
 st.header("4. Input–target pairs: what the model trains on")
 c1, c2 = st.columns(2)
-context_size = c1.slider("Context size", 1, 32, 4)
-stride = c2.slider("Stride", 1, 32, 1)
+context_size = c1.slider("Context size", 1, 32, 4, **share.bind("context"))
+stride = c2.slider("Stride", 1, 32, 1, **share.bind("stride"))
 try:
     inputs, targets = tk.sliding_windows(ids, context_size, stride)
 except LlmvizError as error:
@@ -276,4 +282,4 @@ else:
                f"({len(inputs) * context_size} predictions in all). "
                + ("Windows overlap (stride < context)." if stride < context_size else
                   "" if stride == context_size else f"{stride - context_size} token(s) between windows are never inputs."))
-    st.latex(rf"\text{{windows}} = \left\lfloor \frac{{{len(ids)} - {context_size} - 1}}{{{stride}}} \right\rfloor + 1 = {len(inputs)}")
+    charts.latex(rf"\text{{windows}} = \left\lfloor \frac{{{len(ids)} - {context_size} - 1}}{{{stride}}} \right\rfloor + 1 = {len(inputs)}")

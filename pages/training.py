@@ -8,13 +8,15 @@ import streamlit as st
 import torch
 
 import ui
+from llmviz import quiz
 from llmviz.errors import LlmvizError
 from llmviz.losses import loss_breakdown, output_layer_gradient
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.models.decoder import train_toy
 from llmviz.tokenizers import BPETokenizer, CharTokenizer
 from llmviz.train import OPTIMIZER_TITLES, TrainConfig, Trainer, checkpoint_file_bytes, prepare_data
-from ui import charts, models, picker, training
+from ui import charts, models, picker, share, training
+from ui import quiz as quiz_ui
 
 settings = ui.settings()
 ui.page_header(
@@ -47,17 +49,16 @@ if loaded is None:
 corpus_label, text = loaded
 K = training.KEEP  # these widgets keep their values when you visit another page and come back
 c1, c2, c3, c4 = st.columns(4)
-model_name = c1.selectbox("Model", list(MODEL_LABELS), format_func=MODEL_LABELS.get, index=1, key=K + "model")
+model_name = c1.selectbox("Model", list(MODEL_LABELS), format_func=MODEL_LABELS.get, index=1, **share.bind("train_model"))
 tokenizer_kind = c1.radio("Tokenizer", ["char", "bpe"], horizontal=True, key=K + "tokenizer",
                           index=1 if model_name in GPT_SIZES and settings.corpus != "names" else 0)
 vocab_size = c1.slider("BPE vocabulary", 257, 2048, 512, disabled=tokenizer_kind != "bpe", key=K + "vocab")
-optimizer = c2.selectbox("Optimizer", list(OPTIMIZER_TITLES), format_func=OPTIMIZER_TITLES.get, index=5,
-                         key=K + "optimizer")
-lr = c2.select_slider("Learning rate", LEARNING_RATES, value=3e-3, format_func=lambda x: f"{x:g}", key=K + "lr")
+optimizer = c2.selectbox("Optimizer", list(OPTIMIZER_TITLES), format_func=OPTIMIZER_TITLES.get, index=5, **share.bind("optimizer"))
+lr = c2.select_slider("Learning rate", LEARNING_RATES, value=3e-3, format_func=lambda x: f"{x:g}", **share.bind("lr"))
 clip = c2.toggle("Clip gradients at norm 1", value=True, key=K + "clip")
-batch = c3.slider("Batch size", 1, 64, 16, key=K + "batch")
+batch = c3.slider("Batch size", 1, 64, 16, **share.bind("batch"))
 context = c3.slider("Context (tokens)", 4, 128, 32, key=K + "context")
-steps = c4.slider("Steps", 10, 2000, 300, step=10, key=K + "steps")
+steps = c4.slider("Steps", 10, 2000, 300, step=10, **share.bind("steps"))
 sample_every = c4.slider("Sample every (steps)", 0, 500, 100, step=10, help="0: no samples while training",
                          key=K + "sample_every")
 
@@ -141,7 +142,7 @@ def draw_all_runs() -> None:
     show_val = v1.toggle("Show validation loss", value=True, key="runs_show_val")
     smoothing = v2.slider("Smooth the training curves", 0.0, 0.99, 0.9, 0.01, key="runs_smoothing",
                           help="Exponential moving average of the training loss (the validation loss is not smoothed).")
-    st.plotly_chart(training.loss_figure([(n, statuses[n], training.vocab_of(all_runs[n])) for n in chosen if n in all_runs],
+    charts.show(training.loss_figure([(n, statuses[n], training.vocab_of(all_runs[n])) for n in chosen if n in all_runs],
                                          show_val, height=460, smoothing=smoothing), width="stretch", key="runs_chart")
     summary = []
     for name, status in statuses.items():
@@ -183,13 +184,28 @@ def draw_all_runs() -> None:
 training.live(draw_all_runs, active=any(not job.status().done for job in training.runs()), seconds=2.0)
 
 # ------------------------------------------------------------------ the loss by hand
+QUIZ_STEPS = 30
+
+
+def training_quiz() -> list:
+    gpt, gpt_tokenizer, _ = models.shipped_gpt_or_stop()
+    quiz_model = model_name if model_name in GPT_SIZES else "gpt-nano"
+    what = (f"A fresh {MODEL_LABELS[quiz_model]} with {OPTIMIZER_TITLES[optimizer]} trains for {QUIZ_STEPS} steps on "
+            f"{corpus_label} (batch 8, 16 characters of context, no clipping)")
+    return quiz.training_questions(
+        gpt, gpt_tokenizer, text[:400],
+        lambda rate: quiz_ui.short_run_loss(text, quiz_model, optimizer, rate, settings.seed, QUIZ_STEPS), lr, what)
+
+
+quiz_ui.section("training", training_quiz)
+
 st.header("3. The loss, step by step, on a real batch")
 gpt, gpt_tokenizer, _ = models.shipped_gpt_or_stop()
 st.caption("The shipped GPT (trained on the Python reference manual) reads two short sequences; each position "
            "must predict the token after it — the targets are the inputs shifted by one.")
 default_batch = "Every object has an identity, a type and a value.\nThe for statement is used to iterate"
 batch_text = st.text_area("Two lines of text (one sequence each)", default_batch, height=80)
-tokens_per_row = st.slider("Positions per sequence", 1, 8, 3)
+tokens_per_row = st.slider("Positions per sequence", 1, 8, 3, **share.bind("positions"))
 rows = [line for line in batch_text.splitlines() if line.strip()][:2]
 encoded = [gpt_tokenizer.encode(line)[: tokens_per_row + 1] for line in rows]
 if len(rows) < 1 or any(len(ids) < tokens_per_row + 1 for ids in encoded):
@@ -211,7 +227,7 @@ else:
     logs = parts.log_probabilities.flatten().tolist()
     n = len(logs)
     terms = " + ".join(f"({v:.3f})" for v in logs[:6]) + (" + \\dots" if n > 6 else "")
-    st.latex(rf"\text{{loss}} = -\frac{{1}}{{{n}}}\left[{terms}\right] = -({parts.mean_log_probability:.4f}) = {parts.loss:.4f}")
+    charts.latex(rf"\text{{loss}} = -\frac{{1}}{{{n}}}\left[{terms}\right] = -({parts.mean_log_probability:.4f}) = {parts.loss:.4f}")
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("− mean log p", f"{parts.loss:.4f}")
     m2.metric("F.cross_entropy", f"{parts.cross_entropy:.4f}")
@@ -241,9 +257,9 @@ else:
     figure.add_trace(go.Bar(x=labels, y=[float(grad.one_hot[i]) for i in shown], name="y (one-hot target)"))
     figure.add_trace(go.Bar(x=labels, y=[float(grad.dlogits_by_hand[i]) for i in shown], name="∂L/∂logit = p − y"))
     figure.update_layout(barmode="group", height=360, margin=dict(t=10))
-    st.plotly_chart(figure, width="stretch")
+    charts.show(figure, width="stretch")
     p_t = float(grad.probabilities[target])
-    st.latex(rf"\frac{{\partial L}}{{\partial z_{{\text{{target}}}}}} = p_{{\text{{target}}}} - 1 = {p_t:.4f} - 1 = {p_t - 1:.4f}"
+    charts.latex(rf"\frac{{\partial L}}{{\partial z_{{\text{{target}}}}}} = p_{{\text{{target}}}} - 1 = {p_t:.4f} - 1 = {p_t - 1:.4f}"
              rf"\qquad \frac{{\partial L}}{{\partial W}} = (p - y)\,h^\top")
     st.success(f"By hand vs autograd: the largest difference over all {grad.dweight_by_hand.numel():,} entries of "
                f"∂L/∂W and ∂L/∂z is {grad.max_difference:.2e}.")
@@ -275,7 +291,7 @@ def draw_decoder() -> None:
     figure = go.Figure(go.Scatter(x=[s for s, _ in curve], y=[v for _, v in curve], mode="lines"))
     figure.add_hline(y=math.log(12), line_dash="dash", annotation_text=f"ln 12 = {math.log(12):.2f}")
     figure.update_layout(xaxis_title="step", yaxis_title="loss", height=320, margin=dict(t=10))
-    st.plotly_chart(figure, width="stretch", key="decoder_chart")
+    charts.show(figure, width="stretch", key="decoder_chart")
     if status.done:
         st.caption(f"Loss {curve[0][1]:.3f} → {curve[-1][1]:.3f}"
                    + (": the model memorises the ten sequences." if status.state == "finished" else " (stopped)."))

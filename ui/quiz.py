@@ -58,15 +58,37 @@ def ask(question: Question, page: str, number: int) -> None:
 
 
 def section(page: str, build: Callable[[], list[Question]], title: str = "Predict, then reveal") -> None:
-    """A page's question section: ``build()`` makes the questions (an LlmvizError becomes a notice)."""
-    st.header(title)
+    """A page's questions, in an expander placed before the charts that give the answers away.
+
+    ``build()`` makes the questions (only once the student asks for them, so a costly question,
+    such as two short training runs, costs nothing until then); an LlmvizError becomes a notice.
+    """
     right, answered = score()
-    st.caption("Guess before you look: each answer below is computed from the model and your text, right now. "
-               + (f"Your score this session: **{right} of {answered}**." if answered else ""))
-    try:
-        questions = build()
-    except LlmvizError as error:
-        st.info(str(error))
-        return
-    for number, question in enumerate(questions, start=1):
-        ask(question, page, number)
+    with st.expander(f"{title}: guess before you look", expanded=bool(st.session_state.get(f"quiz_open_{page}")),
+                     icon=":material/quiz:"):
+        st.caption("Each answer is computed from the model and your own settings, right now — never written "
+                   "down in advance. The first answer you reveal counts. "
+                   + (f"Your score this session: **{right} of {answered}**." if answered else ""))
+        if not st.session_state.get(f"quiz_open_{page}"):
+            st.button("Ask me", key=f"quiz_open_button_{page}", type="primary",
+                      on_click=lambda: st.session_state.update({f"quiz_open_{page}": True}))
+            return
+        try:
+            questions = build()
+        except LlmvizError as error:
+            st.info(str(error))
+            return
+        for number, question in enumerate(questions, start=1):
+            ask(question, page, number)
+
+
+@st.cache_data(show_spinner="Training twice for a few steps, for the learning-rate question…", max_entries=16)
+def short_run_loss(text: str, model: str, optimizer: str, lr: float, seed: int, steps: int) -> float:
+    """The mean training loss at the end of a short run (``inf`` when it diverged), cached per setting."""
+    from llmviz.quiz import final_loss_after
+    from llmviz.train import TrainConfig, Trainer, prepare_data
+
+    config = TrainConfig(model=model, tokenizer="char", context_size=16, batch_size=8, steps=steps,
+                         optimizer=optimizer, lr=lr, grad_clip=None, warmup_steps=0, schedule="constant",
+                         eval_interval=steps, seed=seed)
+    return final_loss_after(lambda rate: Trainer(config, prepare_data(text[:100_000], config)), steps)(lr)

@@ -44,6 +44,8 @@ PARAMS: dict[str, tuple[str, str]] = {
     "stride": ("number", "Tokens: the stride of the input–target pairs"),
     # Embeddings
     "words": ("text", "Embeddings: the words compared"),
+    # Model
+    "model_sentence": ("text", "Model: the sentence sent through the model"),
     # Attention
     "query_word": ("option", "Attention: the query word of the first example"),
     "scale": ("flag", "Attention: scale the scores by √d_k"),
