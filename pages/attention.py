@@ -212,9 +212,10 @@ sentence = st.text_input("Sentence", "The return statement leaves the current fu
 
 def attention_views(cache: dict, prefix: str, labels: list[str], n_layers: int, n_heads: int, key: str):
     c1, c2 = st.columns(2)
-    layer_name, head_name = ("layer", "head") if key == "gpt" else ("enc_layer", "enc_head")
-    layer = c1.slider("Layer", 0, n_layers - 1, 0, **share.bind(layer_name))
-    head = c2.slider("Head", 0, n_heads - 1, 0, **share.bind(head_name))
+    bind_layer, bind_head = ((share.bind("layer"), share.bind("head")) if key == "gpt"
+                             else (share.bind("enc_layer"), share.bind("enc_head")))
+    layer = c1.slider("Layer", 0, n_layers - 1, 0, **bind_layer)
+    head = c2.slider("Head", 0, n_heads - 1, 0, **bind_head)
     pattern = cache[f"{prefix}.{layer}.attn.pattern"][0, head]  # (T, T)
     left, right = st.columns([1, 1])
     charts.show_in(left, charts.heatmap(pattern, labels, labels, title=f"layer {layer}, head {head}", text_format=None,

@@ -108,7 +108,7 @@ def render_lens(view, column: str) -> None:
                          xaxis_title="reading this token…", yaxis_title="…after")
     figure.update_yaxes(autorange="reversed", type="category")
     figure.update_xaxes(type="category", tickangle=-60 if len(ids) > 12 else 0, dtick=1)
-    st.plotly_chart(figure, width="stretch", key=f"lens_grid_{column}")
+    charts.show(figure, width="stretch", key=f"lens_grid_{column}")
     true = lens.true_probs  # (L+1, T-1)
     lines = go.Figure()
     for position in range(true.shape[1]):
@@ -119,7 +119,7 @@ def render_lens(view, column: str) -> None:
     lines.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), yaxis_title="p(true next token)",
                         title="Probability of the token that really comes next, layer by layer",
                         yaxis=dict(range=[0, 1]), showlegend=true.shape[1] <= 16)
-    st.plotly_chart(lines, width="stretch", key=f"lens_true_{column}")
+    charts.show(lines, width="stretch", key=f"lens_true_{column}")
 
 
 @st.fragment
@@ -148,7 +148,7 @@ def render_heads(view, column: str) -> None:
     figure = charts.heatmap(values, x_labels=[f"head {h}" for h in range(heads)],
                             y_labels=[f"layer {layer}" for layer in range(layers)], zmin=0, zmax=1,
                             text_format=".2f", x_title="head", y_title="layer")
-    st.plotly_chart(figure, width="stretch", key=f"heads_{column}")
+    charts.show(figure, width="stretch", key=f"heads_{column}")
     best = sorted(((float(values[layer, head]), layer, head) for layer in range(layers) for head in range(heads)),
                   reverse=True)[:3]
     st.caption("Highest: " + ", ".join(f"layer {layer} head {head} ({score:.2f})" for score, layer, head in best))
@@ -206,8 +206,8 @@ def render_losses(view, column: str) -> None:
                 "border:1px solid #ddd;font-family:monospace;white-space:pre}</style>"
                 f'<div style="line-height:1.9">{"".join(chips)}</div>', unsafe_allow_html=True)
     n = len(ids) - 1
-    st.latex(rf"\mathcal{{L}} = \frac{{1}}{{{n}}}\sum_{{i=1}}^{{{n}}} -\ln p(t_i \mid t_{{<i}}) = "
-             rf"\frac{{{float(result.losses.sum()):.3f}}}{{{n}}} = {result.mean:.4f}")
+    charts.latex(rf"\mathcal{{L}} = \frac{{1}}{{{n}}}\sum_{{i=1}}^{{{n}}} -\ln p(t_i \mid t_{{<i}}) = "
+                 rf"\frac{{{float(result.losses.sum()):.3f}}}{{{n}}} = {result.mean:.4f}")
     frame = pd.DataFrame({"token": tokens[1:], "loss": result.losses.tolist(), "p(token)": result.true_probs.tolist(),
                           "top prediction": [label(view, i) for i in result.top_ids[:, 0].tolist()]})
     with st.expander("Every token as a table"):

@@ -96,3 +96,28 @@ def test_unknown_model_falls_back_to_the_shipped_one(bad):
     notices = [w.value for w in at.warning if "link" in w.value]
     assert notices and "model" in notices[0] and "not available" in notices[0]
     assert len(notices[0]) < 1_000
+
+
+def test_every_chart_and_worked_example_goes_through_ui_charts():
+    """Charts download as PNG 2x and SVG only when drawn by ui.charts.show / show_in."""
+    offenders = []
+    for path in sorted((ui.ROOT / "pages").glob("*.py")) + sorted((ui.ROOT / "ui").glob("*.py")):
+        if path.name == "charts.py":
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            if ".plotly_chart(" in line:
+                offenders.append(f"{path.name}:{number}")
+    assert not offenders, f"use ui.charts.show / show_in instead of st.plotly_chart: {offenders}"
+
+
+def test_every_page_binds_its_settings_to_declared_names():
+    import re
+
+    used = set()
+    for path in (ui.ROOT / "pages").glob("*.py"):
+        used |= set(re.findall(r'share\.bind\("(\w+)"\)', path.read_text()))
+    for path in (ui.ROOT / "ui").glob("*.py"):
+        used |= set(re.findall(r'share\.bind\("(\w+)"\)', path.read_text()))
+    assert used <= set(share.PARAMS)
+    for name in ["text", "tokenizers", "mask", "heads", "layer", "head", "temperature", "top_k", "top_p", "seed"]:
+        assert name in used, f"{name} is not in the URL"

@@ -15,7 +15,7 @@ import streamlit as st
 
 from llmviz import jobs
 from llmviz.train import smooth
-from ui import KEEP, picker  # noqa: F401 - KEEP: widget keys that survive navigation
+from ui import KEEP, charts, picker  # noqa: F401 - KEEP: widget keys that survive navigation
 
 # Plotly's category10: every pair stays apart (the old list had two near-identical oranges in a 7-runner race)
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22"]
@@ -98,7 +98,7 @@ def draw_run(job: jobs.Job, key: str = "live") -> None:
     if status.error:
         st.error(status.error)
     if status.metrics and not status.done:
-        st.plotly_chart(loss_figure([(job.label, status, vocab_of(job))]), width="stretch",
+        charts.show(loss_figure([(job.label, status, vocab_of(job))]), width="stretch",
                         key=f"{key}_chart_{job.id}")
     if status.samples:
         step, text = status.samples[-1]
