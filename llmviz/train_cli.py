@@ -161,7 +161,7 @@ def _save_with_command(trainer, args, command: str) -> None:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
-    from llmviz.sampling import generate_text
+    from llmviz.sampling import generate_from_prompt
     from llmviz.train import load_checkpoint
 
     if args.model:
@@ -172,8 +172,11 @@ def cmd_sample(args: argparse.Namespace) -> int:
         model, tokenizer, _ = gpt2.load(args.model, allow_download=True)
     else:
         model, tokenizer, _ = load_checkpoint(args.checkpoint)
-    print(generate_text(model, tokenizer, args.prompt, max_new_tokens=args.tokens, temperature=args.temperature,
-                        top_k=args.top_k, top_p=args.top_p, seed=args.seed))
+    result = generate_from_prompt(model, tokenizer, args.prompt, max_new_tokens=args.tokens,
+                                  temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    for note in result.notes():  # dropped characters, a cut prompt: on stderr, so stdout stays the text
+        print(f"note: {note}", file=sys.stderr)
+    print(result.text)
     return 0
 
 

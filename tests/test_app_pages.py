@@ -15,11 +15,17 @@ def run_page(path: str | None = None, **state) -> AppTest:
     at.run()
     if path is not None:
         at.switch_page(str(ui.ROOT / path)).run()
+    # the default path: no exception, and no error box either (friendly_errors turns any
+    # exception into st.error, so "no exception" alone would pass a broken page)
+    assert_clean(at)
     return at
 
 
-def assert_clean(at: AppTest):
+def assert_clean(at: AppTest, errors_expected: bool = False):
+    """No exception; and no st.error unless the test provoked one on purpose."""
     assert not at.exception, [e.value for e in at.exception]
+    if not errors_expected:
+        assert not at.error, [e.value for e in at.error]
 
 
 STAGES = [stage for stage in ui.PIPELINE if stage.exists]

@@ -1,4 +1,5 @@
 import math
+from collections import Counter
 
 import pytest
 import torch
@@ -192,6 +193,15 @@ def test_decoder_cache_and_cross_attention_shapes():
     assert torch.all(cache["layers.0.self_attn.pattern"].triu(diagonal=1) == 0)
 
 
+def _cross_entropy_by_hand(logits, targets):
+    """−log softmax(z)[t] = log Σ_j e^{z_j} − z_t (shifted by max z for safety), averaged over positions."""
+    total, rows = 0.0, logits.detach().reshape(-1, logits.shape[-1]).double().tolist()
+    for row, target in zip(rows, targets.reshape(-1).tolist()):
+        top = max(row)
+        total += top + math.log(sum(math.exp(v - top) for v in row)) - row[target]
+    return total / len(rows)
+
+
 @pytest.mark.parametrize("name", list(CHAR_MODELS))
 def test_char_model_loss_equals_cross_entropy(name):
     torch.manual_seed(4)
@@ -202,7 +212,12 @@ def test_char_model_loss_equals_cross_entropy(name):
         model.update_counts(idx, targets)
     logits, loss = model(idx, targets)
     assert logits.shape == (4, 12, 27)
-    torch.testing.assert_close(loss, F.cross_entropy(logits.reshape(-1, 27), targets.reshape(-1)))
+    assert loss.item() == pytest.approx(_cross_entropy_by_hand(logits, targets), rel=1e-5)
+    if name == "bigram-counts":  # and from the pair counts alone: p(n | c) = (N[c, n] + 1) / (Σ_k N[c, k] + 27)
+        pairs = Counter(zip(idx.flatten().tolist(), targets.flatten().tolist()))
+        rows = Counter(idx.flatten().tolist())
+        by_counts = [-math.log((pairs[c, n] + 1) / (rows[c] + 27)) for c, n in pairs.elements()]
+        assert loss.item() == pytest.approx(sum(by_counts) / len(by_counts), rel=1e-5)
     _, _, cache = model.run_with_cache(idx)
     assert list(cache)[-1] == "logits" or name == "gru"
 
@@ -299,3 +314,11 @@ def test_gru_equals_torch_gru():
     torch.testing.assert_close(cache["rnn.hidden"], expected, atol=1e-5, rtol=1e-5)
     assert cache["gru.update_gate"].shape == (3, 9, 64)
     assert list(cache)[-1] == "logits"
+
+
+def test_gpt_loss_equals_cross_entropy_by_hand():
+    torch.manual_seed(5)
+    model = GPT(TINY).eval()
+    idx, targets = torch.randint(0, 50, (2, 10)), torch.randint(0, 50, (2, 10))
+    logits, loss = model(idx, targets)
+    assert loss.item() == pytest.approx(_cross_entropy_by_hand(logits, targets), rel=1e-5)

@@ -58,7 +58,7 @@ def test_model_page_bad_config(heads, layers, message):
     by_label(at.selectbox, "Preset").set_value("custom").run()
     by_label(at.slider, "Heads").set_value(heads)
     by_label(at.slider, "Layers").set_value(layers).run()
-    assert_clean(at)
+    assert_clean(at, errors_expected=True)
     assert message in texts(at.error)
 
 
@@ -97,7 +97,7 @@ def test_attention_toggles(scaled, causal, heads):
 def test_attention_heads_that_do_not_divide():
     at = run_page("pages/attention.py")
     by_label(at.radio, "Heads").set_value(3).run()
-    assert_clean(at)
+    assert_clean(at, errors_expected=True)
     assert "cannot split" in texts(at.error)
 
 
@@ -120,7 +120,7 @@ def test_attention_empty_and_long_sentence():
 def test_embeddings_bad_vectors(v2, message):
     at = run_page("pages/embeddings.py")
     by_label(at.text_input, "v₂").set_value(v2).run()
-    assert_clean(at)
+    assert_clean(at, errors_expected=True)
     assert message in texts(at.error)
 
 
@@ -138,7 +138,7 @@ def test_embeddings_word2vec_and_missing_words():
     at = run_page("pages/embeddings.py", corpus="names")  # every name occurs once: no word repeats
     by_label(at.slider, "Steps").set_value(100)
     by_label(at.button, "Train word2vec").click().run()
-    assert_clean(at)
+    assert_clean(at, errors_expected=True)
     assert "fewer than two words" in texts(at.error)
     at = run_page("pages/embeddings.py", corpus="python-docs")
     by_label(at.slider, "Steps").set_value(100)
@@ -263,7 +263,7 @@ def test_training_text_shorter_than_a_window():
     at.session_state["uploaded_corpus"] = ("tiny.txt", "hello there\n")
     at.run()
     at.button(key="train").click().run()
-    assert_clean(at)
+    assert_clean(at, errors_expected=True)
     assert "one window needs" in texts(at.error)
 
 
@@ -278,7 +278,7 @@ def test_training_diverging_run_says_what_to_change():
     at.button(key="train").click().run()
     [job] = session_jobs(at)
     at.run()
-    assert_clean(at)
+    assert_clean(at, errors_expected=True)
     assert "Lower the learning rate" in texts(at.error), texts(at.error)
     assert "failed" in [row for row in at.dataframe[0].value["status"]]
 

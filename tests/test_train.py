@@ -265,3 +265,15 @@ def test_divergence_advice_fits_the_optimizer(optimizer, lr):
     assert "Lower the learning rate" in message and "gradient clipping" in message
     assert ("instead of" in message) is (optimizer == "sgd")
     assert "instead of Adam" not in message
+
+
+def test_cli_sample_says_which_prompt_characters_were_dropped(capsys):
+    from pathlib import Path
+
+    from llmviz.cli import main
+
+    shipped = Path(__file__).resolve().parent.parent / "data" / "names-mlp"
+    assert main(["sample", "--checkpoint", str(shipped), "--tokens", "10", "--prompt", "Zoë!"]) == 0
+    captured = capsys.readouterr()
+    assert "'Z'" in captured.err and "'ë'" in captured.err and "'!'" in captured.err  # names are lower-case a–z
+    assert captured.out.startswith("o") and "Z" not in captured.out
