@@ -11,6 +11,7 @@ import ui
 from llmviz import embeddings as emb
 from llmviz.errors import LlmvizError
 from ui import charts, models, share
+from ui.text import literal_markdown
 
 settings = ui.settings()
 ui.page_header(
@@ -110,7 +111,7 @@ else:
     query_text = st.text_input("Nearest neighbours of", " return", key="gpt_nn")
     query_ids = tokenizer.encode(query_text)
     if len(query_ids) != 1:
-        st.warning(f"{query_text!r} is {len(query_ids)} tokens for this tokenizer; the neighbours of its first token "
+        st.warning(f"{literal_markdown(repr(query_text))} is {len(query_ids)} tokens for this tokenizer; the neighbours of its first token "
                    "are shown." if query_ids else "Type a token to look up.")
     neighbour_ids: list[int] = []
     if query_ids:
@@ -237,7 +238,7 @@ if loaded is not None:
             word = st.text_input("Nearest neighbours of", vocab.words[min(20, len(vocab.words) - 1)], key="w2v_nn")
             key = word.strip().lower()
             if key not in vocab.index:
-                st.warning(f"{word!r} is not in the vocabulary (only the {len(vocab.words):,} most common words are).")
+                st.warning(f"{literal_markdown(repr(word))} is not in the vocabulary (only the {len(vocab.words):,} most common words are).")
             else:
                 neighbours = emb.nearest_neighbours(vectors_, vectors_[vocab.index[key]], 10, {vocab.index[key]})
                 labelled |= {vocab.index[key], *(i for i, _ in neighbours)}
@@ -248,7 +249,7 @@ if loaded is not None:
             words = [a1.text_input("a", "function"), a2.text_input("b", "functions"), a3.text_input("c", "methods")]
             missing = [w for w in words if w.strip().lower() not in vocab.index]
             if missing:
-                st.warning(f"Not in the vocabulary: {', '.join(missing)}.")
+                st.warning(f"Not in the vocabulary: {literal_markdown(', '.join(missing))}.")
             else:
                 i, j, k = (vocab.index[w.strip().lower()] for w in words)
                 st.dataframe(pd.DataFrame([{"word": vocab.words[r], "cosine": s}
@@ -289,9 +290,9 @@ else:
         batch = minilm.tokenize(sentences)
         for sentence, cut, unknown in zip(sentences, batch.truncated, batch.unknown):
             if cut:
-                st.warning(f"{sentence[:40]!r}… is longer than 256 wordpieces: {cut} were cut off.")
+                st.warning(f"{literal_markdown(repr(sentence[:40]))}… is longer than 256 wordpieces: {cut} were cut off.")
             if unknown:
-                st.info(f"{sentence[:40]!r} has {unknown} piece(s) outside the vocabulary: they became [UNK].")
+                st.info(f"{literal_markdown(repr(sentence[:40]))} has {unknown} piece(s) outside the vocabulary: they became [UNK].")
         vectors_ = minilm.encode(sentences)
         short = charts.unique_labels([s if len(s) <= 30 else s[:28] + "…" for s in sentences])
         numbered = [f"S{n + 1}" for n in range(len(sentences))]

@@ -14,6 +14,7 @@ import torch
 import ui
 from llmviz import interpret
 from ui import charts, picker
+from ui.text import literal_html
 
 ui.settings()
 ui.page_header(
@@ -191,17 +192,17 @@ def render_losses(view, column: str) -> None:
     result = _losses(view.key, tuple(ids), view.model)
     tokens = [label(view, i) for i in ids]
     worst = max(float(result.losses.max()), 1e-9)
-    chips = [f'<span class="tok" title="the first token: nothing predicts it">{html.escape(tokens[0])}</span>']
+    chips = [f'<span class="tok" title="the first token: nothing predicts it">{literal_html(tokens[0])}</span>']
     for position in range(len(ids) - 1):
         loss = float(result.losses[position])
-        top = "&#10;".join(f"{html.escape(repr(label(view, i)))}: {float(p):.1%}"
+        top = "&#10;".join(f"{literal_html(repr(label(view, i)))}: {float(p):.1%}"
                            for i, p in zip(result.top_ids[position].tolist(), result.top_probs[position].tolist()))
         tip = (f"loss {loss:.3f} = −ln {float(result.true_probs[position]):.4f}&#10;"
-               f"p({html.escape(repr(tokens[position + 1]))}) = {float(result.true_probs[position]):.2%}&#10;"
+               f"p({literal_html(repr(tokens[position + 1]))}) = {float(result.true_probs[position]):.2%}&#10;"
                f"top 5:&#10;{top}")
         alpha = min(1.0, loss / worst)
         chips.append(f'<span class="tok" style="background: rgba(224, 49, 49, {alpha:.2f})" title="{tip}">'
-                     f"{html.escape(tokens[position + 1])}</span>")
+                     f"{literal_html(tokens[position + 1])}</span>")
     st.markdown("<style>.tok{display:inline-block;margin:1px;padding:1px 3px;border-radius:3px;"
                 "border:1px solid #ddd;font-family:monospace;white-space:pre}</style>"
                 f'<div style="line-height:1.9">{"".join(chips)}</div>', unsafe_allow_html=True)

@@ -1,6 +1,5 @@
 """The Sampling page: temperature, top-k, top-p, greedy and beam search, one token at a time."""
 
-import html
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -11,6 +10,7 @@ from llmviz import quiz, sampling
 from llmviz.errors import LlmvizError
 from ui import charts, models, share
 from ui import quiz as quiz_ui
+from ui.text import literal_html, literal_markdown
 
 settings = ui.settings()
 ui.page_header(
@@ -42,7 +42,7 @@ width = c4.slider("Beam width", 1, 8, 3, disabled=method != "beam search", **sha
 
 encoded = sampling.encode_prompt(tokenizer, prompt, model)
 if encoded.dropped:
-    st.warning(f"This model's vocabulary has no {', '.join(repr(c) for c in encoded.dropped)}: "
+    st.warning(f"This model's vocabulary has no {literal_markdown(', '.join(repr(c) for c in encoded.dropped))}: "
                "those characters were left out of the prompt.")
 if encoded.cropped:
     st.warning(f"The prompt was cut: this model sees at most {sampling.visible_tokens(model)} tokens, so its first "
@@ -106,13 +106,13 @@ if g1.button("Generate", type="primary"):
 with g2:
     if method != "beam search" and st.session_state.get("generated", (None,))[0] == label:
         _, records, shown_prompt = st.session_state["generated"]
-        spans = [f"<span style='color:#868e96'>{html.escape(shown_prompt)}</span>"]
+        spans = [f"<span style='color:#868e96'>{literal_html(shown_prompt)}</span>"]
         for record in records:
             piece = tokenizer.decode([record.token])
             alternatives = " | ".join(f"{tokenizer.printable(t)} {p:.2f}" for t, p in record.top[:5])
             alpha = 0.15 + 0.85 * record.probability
-            spans.append(f"<span title='p = {record.probability:.3f} · top: {html.escape(alternatives)}' "
-                         f"style='background: rgba(76,110,245,{alpha:.2f}); white-space: pre-wrap'>{html.escape(piece)}</span>")
+            spans.append(f"<span title='p = {record.probability:.3f} · top: {literal_html(alternatives)}' "
+                         f"style='background: rgba(76,110,245,{alpha:.2f}); white-space: pre-wrap'>{literal_html(piece)}</span>")
         st.markdown("<div style='font-family:monospace;line-height:1.8'>" + "".join(spans) + "</div>",
                     unsafe_allow_html=True)
         st.caption("Darker = the token had a higher probability when it was chosen. Hover for the top alternatives.")
@@ -186,7 +186,7 @@ with ui.friendly_errors("step mode"):
     st.dataframe(frame.style.format({"raw probability": "{:.4f}", "after temperature, top-k, top-p": "{:.4f}"}),
                  hide_index=True, width="stretch")
     s1, s2, s3 = st.columns(3)
-    if s1.button(f"Take the sampled token: {tokenizer.printable(record.token)!r}"):
+    if s1.button(f"Take the sampled token: {literal_markdown(repr(tokenizer.printable(record.token)))}"):
         sequence.append(record.token)
         st.rerun()
     allowed = {t: ok for t, _, ok in candidates}

@@ -10,6 +10,7 @@ from llmviz import tokenizers as tk
 from llmviz.errors import LlmvizError
 from ui import charts, models, share
 from ui import quiz as quiz_ui
+from ui.text import literal_markdown
 
 settings = ui.settings()
 ui.page_header(
@@ -214,7 +215,8 @@ if bpe is not None:
         st.markdown(charts.token_chips([bpe.printable(i) for i in flat], flat, show_ids=show_ids), unsafe_allow_html=True)
         if upto:
             (a, b), new = bpe.merges[upto - 1]
-            st.caption(f"Merge {upto}: {bpe.printable(a)!r} + {bpe.printable(b)!r} → {bpe.printable(new)!r} "
+            st.caption(f"Merge {upto}: {literal_markdown(repr(bpe.printable(a)))} + {literal_markdown(repr(bpe.printable(b)))} → "
+                       f"{literal_markdown(repr(bpe.printable(new)))} "
                        f"(id {new}, seen {bpe.merge_counts[upto - 1]:,} times in the training text). "
                        f"Your text is now {len(flat)} tokens (it was {len(text.encode())} bytes).")
 
