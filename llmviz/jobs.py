@@ -121,7 +121,7 @@ class Job:
     """
 
     def __init__(self, manager: JobManager, owner: str, label: str, kind: str, total: int,
-                 work: Callable[[Job], Iterator[tuple[int, float]]]):
+                 work: Callable[[Job], Iterator[tuple[int, float]]], snapshots: bool = True):
         self.id = secrets.token_hex(5)  # URL-safe, unguessable
         self.owner = owner
         self.label = label
@@ -129,7 +129,7 @@ class Job:
         self.total = total
         self.created = time.time()
         self.trainer = None  # set for training jobs once built; pages read snapshots, not this
-        self.snapshots: SnapshotStore | None = SnapshotStore() if kind == "train" else None
+        self.snapshots: SnapshotStore | None = SnapshotStore() if kind == "train" and snapshots else None
         self._manager = manager
         self._work = work
         self._lock = threading.Lock()
@@ -276,9 +276,10 @@ class JobManager:
 
     def submit_training(self, owner: str, trainer=None, *, build: Callable[[], object] | None = None,
                         label: str = "run", total: int | None = None, sample_every: int = 0,
-                        sample_prompt: str = "", sample_tokens: int = 80) -> Job:
+                        sample_prompt: str = "", sample_tokens: int = 80, snapshots: bool = True) -> Job:
         """Start training ``trainer`` (or the one ``build()`` makes in the job's thread, e.g. after
-        training a BPE tokenizer) for its configured number of steps."""
+        training a BPE tokenizer) for its configured number of steps. ``snapshots=False`` keeps no weights
+        (the CLI: its checkpoint is the result)."""
         if (trainer is None) == (build is None):
             raise ValueError("give either a trainer or a build function")
         steps = total if total is not None else (trainer.config.steps if trainer is not None else 0)
@@ -287,8 +288,9 @@ class JobManager:
             if job.trainer is None:
                 job.trainer = build()
                 job.total = job.total or job.trainer.config.steps
-                self._check_snapshot_room(job)
-                self._snapshot(job, force=True)
+                if job.snapshots is not None:
+                    self._check_snapshot_room(job)
+                    self._snapshot(job, force=True)
             last_latest = time.perf_counter()
             for metrics in job.trainer.run(should_stop=lambda: job.stop_requested):
                 sample = None
@@ -301,9 +303,9 @@ class JobManager:
                     last_latest = now
                 yield metrics.step, metrics.train_loss
 
-        job = Job(self, owner, label, "train", steps, work)
-        if trainer is not None:  # step 0 exists at once, so pages can show the run while it waits
-            job.trainer = trainer
+        job = Job(self, owner, label, "train", steps, work, snapshots=snapshots)
+        job.trainer = trainer
+        if trainer is not None and snapshots:  # step 0 exists at once, so pages can show the run while it waits
             self._check_snapshot_room(job)
             self._snapshot(job, force=True)
         return self._start(job)
@@ -553,11 +555,12 @@ def default_manager(liveness: Callable[[str], bool | None] | None = None) -> Job
 
 
 def train_blocking(trainer, on_step: Callable[[JobStatus], None] | None = None, sample_every: int = 0,
-                   manager: JobManager | None = None, poll_s: float = 0.2) -> Job:
+                   manager: JobManager | None = None, poll_s: float = 0.2, snapshots: bool = False) -> Job:
     """Run ``trainer`` as a job and wait for it (the CLI and notebooks): ``on_step(status)`` is called
-    as steps go by; Ctrl-C stops the job after the current step and keeps what it learned."""
+    as steps go by (at most every ``poll_s`` seconds, and once at the end); Ctrl-C stops the job after
+    the current step and keeps what it learned. ``snapshots=True`` keeps log-spaced weights as the app does."""
     manager = manager or JobManager(max_running=1)
-    job = manager.submit_training("cli", trainer, label="cli", sample_every=sample_every)
+    job = manager.submit_training("cli", trainer, label="cli", sample_every=sample_every, snapshots=snapshots)
     seen = -1
     try:
         while not job.wait(poll_s):

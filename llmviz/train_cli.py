@@ -102,6 +102,7 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     from tqdm import tqdm
 
     from llmviz.device import pick_device
+    from llmviz.jobs import train_blocking
     from llmviz.models.gpt import PRESETS
     from llmviz.train import TrainConfig, Trainer, load_initial, resume
 
@@ -135,12 +136,15 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
         + (f"; {group.world_size} processes × {trainer.config.batch_size // group.world_size} windows, "
            f"{trainer.accumulation} micro-batch(es) each" if group.distributed else ""))
     progress = tqdm(total=trainer.config.steps, initial=trainer.step, unit="step", disable=not group.is_main)
-    for metrics in trainer.run():
-        progress.update(1)
-        postfix = {"loss": f"{metrics.train_loss:.3f}"}
-        if metrics.val_loss is not None:
-            postfix["val"] = f"{metrics.val_loss:.3f}"
+
+    def show(status) -> None:
+        progress.update(status.step - progress.n)
+        postfix = {"loss": f"{status.losses[-1][1]:.3f}"} if status.losses else {}
+        if status.last_val_loss is not None:
+            postfix["val"] = f"{status.last_val_loss:.3f}"
         progress.set_postfix(postfix)
+
+    train_blocking(trainer, on_step=show)  # the same job API as the app; Ctrl-C stops after this step
     progress.close()
     if not group.is_main:
         return 0

@@ -13,6 +13,7 @@ from llmviz.errors import LlmvizError
 from llmviz.losses import loss_breakdown, output_layer_gradient
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.models.decoder import train_toy
+from llmviz.sampling import generate_text
 from llmviz.tokenizers import BPETokenizer, CharTokenizer
 from llmviz.train import OPTIMIZER_TITLES, TrainConfig, Trainer, checkpoint_file_bytes, prepare_data
 from ui import charts, models, picker, share, training
@@ -42,6 +43,14 @@ loaded = ui.corpus_text()
 
 # ------------------------------------------------------------------ one run
 st.header("1. Train a model")
+
+
+def server_line() -> None:
+    job_manager = picker.manager()
+    st.caption(f"On this server: {job_manager.running_count} run(s) training, {len(job_manager.queued())} waiting "
+               f"(at most {job_manager.max_running} train at once; the others wait their turn).")
+
+
 st.caption("A run trains in the background: leave this page, look at your model on Attention or Embeddings "
            "(pick it in the sidebar, drag its step slider) and come back — it keeps training.")
 if loaded is None:
@@ -85,7 +94,9 @@ if focus is not None:
     st.caption(f"{sum(p.numel() for p in trainer.model.parameters()):,} parameters · vocabulary "
                f"{trainer.dataset.vocab_size} · {len(trainer.dataset.train_ids):,} training and "
                f"{len(trainer.dataset.val_ids):,} validation tokens")
-    training.live(lambda: training.draw_run(focus, key="single"), active=not focus.status().done)
+    training.live(lambda: (server_line(), training.draw_run(focus, key="single")), active=not focus.status().done)
+else:
+    server_line()
 
 # ------------------------------------------------------------------ races
 st.header("2. Races: compare runs on one chart")
@@ -183,6 +194,25 @@ def draw_all_runs() -> None:
 
 training.live(draw_all_runs, active=any(not job.status().done for job in training.runs()), seconds=2.0)
 
+# ------------------------------------------------------------------ before and after
+st.header("3. Your model at step 0 and at step N")
+st.caption("The model picker in the sidebar chooses a run and a step. Step 0 is the run's random start; the "
+           "same prompt, the same seed, two sets of weights.")
+before_prompt = st.text_input("Prompt", "", key=K + "before_prompt", help="Empty: start from nothing.")
+
+
+def sample_panel(view, column_key: str) -> None:
+    if view.family not in ("gpt", "charlevel"):
+        st.info(f"{view.label} does not generate text.")
+        return
+    with ui.friendly_errors("sampling"):
+        text = generate_text(view.model, view.tokenizer, before_prompt, max_new_tokens=60, temperature=0.8,
+                             seed=settings.seed)
+        st.code(text, language=None, wrap_lines=True)
+
+
+picker.before_after(sample_panel, what="samples")
+
 # ------------------------------------------------------------------ the loss by hand
 QUIZ_STEPS = 30
 
@@ -199,7 +229,7 @@ def training_quiz() -> list:
 
 quiz_ui.section("training", training_quiz)
 
-st.header("3. The loss, step by step, on a real batch")
+st.header("4. The loss, step by step, on a real batch")
 gpt, gpt_tokenizer, _ = models.shipped_gpt_or_stop()
 st.caption("The shipped GPT (trained on the Python reference manual) reads two short sequences; each position "
            "must predict the token after it — the targets are the inputs shifted by one.")
@@ -243,7 +273,7 @@ else:
                 "rounded to 0 has log −∞. Log-softmax avoids that.")
 
     # ------------------------------------------------------------------ backprop by hand
-    st.header("4. Backpropagation through the output layer")
+    st.header("5. Backpropagation through the output layer")
     position = st.slider("Position (in sequence 0)", 0, inputs.shape[1] - 1, 0)
     _, _, cache = gpt.run_with_cache(inputs[:1])
     hidden = cache["ln_f"][0, position]
@@ -267,7 +297,7 @@ else:
                "to how much probability it took. A gradient-descent step W ← W − lr · ∂L/∂W does both at once.")
 
 # ------------------------------------------------------------------ seed decoder
-st.header("5. The decoder of an encoder–decoder Transformer, on a toy task")
+st.header("6. The decoder of an encoder–decoder Transformer, on a toy task")
 st.caption("Ten random label sequences of 7 tokens (vocabulary 12); the decoder reads [start] + labels[:-1] and a "
            "random encoder output, and learns to predict each next label: 6 layers, 8 heads, d_model 32, SGD with momentum.")
 if st.button("Train the decoder (200 steps)", key="decoder_train"):
