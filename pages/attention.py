@@ -7,7 +7,6 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 import torch
-from plotly.subplots import make_subplots
 
 import ui
 from llmviz import attention as att
@@ -246,16 +245,8 @@ def attention_views(cache: dict, prefix: str, labels: list[str], n_layers: int, 
                                           dict(x=1, y=0.9, text="<b>key</b>", showarrow=False, xanchor="left")])
         charts.show(figure, width="stretch", key=f"{key}_lines")
         st.caption("Line width = attention weight (as BertViz draws it): queries on the left, keys on the right.")
-    grid = make_subplots(rows=n_layers, cols=n_heads, horizontal_spacing=0.01, vertical_spacing=0.02,
-                         row_titles=[f"L{i}" for i in range(n_layers)], column_titles=[f"H{h}" for h in range(n_heads)])
-    for li in range(n_layers):
-        for hi in range(n_heads):
-            grid.add_trace(go.Heatmap(z=cache[f"{prefix}.{li}.attn.pattern"][0, hi].tolist(), colorscale="Blues",
-                                      showscale=False, zmin=0, zmax=1), row=li + 1, col=hi + 1)
-    grid.update_xaxes(visible=False)
-    grid.update_yaxes(visible=False, autorange="reversed")
-    # square-ish thumbnails whatever the head count, and room on the right for the layer labels
-    grid.update_layout(height=max(80, min(120, 1100 // n_heads)) * n_layers + 60, margin=dict(l=10, r=40, t=30, b=10))
+    patterns = torch.stack([cache[f"{prefix}.{li}.attn.pattern"][0] for li in range(n_layers)])  # (L, H, T, T)
+    grid = charts.head_grid(patterns)
     charts.show(grid, width="stretch", key=f"{key}_grid")
     st.caption("Every layer × head as a thumbnail: some heads look at the previous token, some at the first token, "
                "some spread out.")

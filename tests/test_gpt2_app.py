@@ -107,3 +107,10 @@ def test_every_page_renders_on_gpt2_without_an_error(cached, stage):
     at = run(stage.path, _picker_selected="hub:gpt2")
     assert_no_error(at)
     assert at.title
+
+
+def test_sampling_offers_gpt2_only_when_it_can_load(empty_cache):
+    at = run("pages/sampling.py")
+    assert_no_error(at)
+    model_boxes = [s for s in at.main.selectbox if s.label == "Model"]
+    assert model_boxes and not any("GPT-2" in o for o in model_boxes[0].options)

@@ -206,3 +206,33 @@ def latex(*lines: str, where=None, label: str = "Copy as LaTeX") -> None:
         source = "\\begin{align*}\n" + " \\\\\n".join(f"  & {line}" for line in lines) + "\n\\end{align*}" \
             if len(lines) > 1 else f"\\[ {lines[0]} \\]"
         st.code(source, language="latex", wrap_lines=True)
+
+
+def head_grid(patterns, height_per_layer: int | None = None) -> go.Figure:
+    """Every layer × head attention pattern as thumbnails in ONE heatmap (fast for GPT-2's 12 × 12).
+
+    ``patterns`` is (layers, heads, T, T). The thumbnails are tiled into one matrix with a
+    blank row/column between them, so Plotly draws one trace instead of layers × heads
+    subplots (144 subplots take seconds to build; one tiled heatmap, milliseconds).
+    """
+    import torch
+
+    patterns = torch.as_tensor(patterns, dtype=torch.float32)
+    n_layers, n_heads, tokens, _ = patterns.shape
+    gap = max(1, tokens // 8)
+    cell = tokens + gap
+    grid = torch.full((n_layers * cell - gap, n_heads * cell - gap), float("nan"))
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            grid[layer * cell: layer * cell + tokens, head * cell: head * cell + tokens] = patterns[layer, head]
+    figure = go.Figure(go.Heatmap(z=grid.numpy(), colorscale="Blues", zmin=0, zmax=1, showscale=False,
+                                  hoverongaps=False, hovertemplate="weight %{z:.2f}<extra></extra>"))
+    centres = [i * cell + (tokens - 1) / 2 for i in range(max(n_layers, n_heads))]
+    figure.update_xaxes(tickvals=centres[:n_heads], ticktext=[f"H{h}" for h in range(n_heads)], side="top",
+                        showgrid=False, zeroline=False)
+    figure.update_yaxes(tickvals=centres[:n_layers], ticktext=[f"L{i}" for i in range(n_layers)], autorange="reversed",
+                        showgrid=False, zeroline=False, scaleanchor="x")
+    per_layer = height_per_layer or max(60, min(120, 1100 // n_heads))
+    figure.update_layout(height=per_layer * n_layers + 60, margin=dict(l=10, r=10, t=30, b=10),
+                         plot_bgcolor="rgba(0,0,0,0)")
+    return figure

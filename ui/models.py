@@ -30,7 +30,7 @@ def shipped_gpt_or_stop():
 def model_choices(kind: str | None = None) -> dict[str, str]:
     """label → key of the picker's entries (runs at their newest step); ``kind="gpt"``: GPTs only."""
     return {entry.label: entry.key for entry in picker.entries()
-            if entry.family in ("gpt", "charlevel") and (kind != "gpt" or entry.family == "gpt")}
+            if entry.available and entry.family in ("gpt", "charlevel") and (kind != "gpt" or entry.family == "gpt")}
 
 
 def load_choice(key: str):
