@@ -327,7 +327,11 @@ def select(key: str) -> None:
     with a notice on the next :func:`current`."""
     parsed = parse_key(key)
     known = {entry.key: entry for entry in entries()}
-    if parsed is None or parsed[0] not in known or not known[parsed[0]].available:
+    if parsed is not None and parsed[0] in known and not known[parsed[0]].available:
+        st.session_state[_SELECTED] = DEFAULT_KEY
+        _refuse(known[parsed[0]])  # listed but not here (GPT-2 offline): say why, as the entry does
+        return
+    if parsed is None or parsed[0] not in known:
         st.session_state[_SELECTED] = DEFAULT_KEY
         st.session_state[_NOTICE] = ("That model is not available in this browser session (a run lives only in "
                                      "the session that trained it), so the shipped GPT is shown.")
