@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import torch
 
 from llmviz.errors import LlmvizError
-from llmviz.snapshots import SnapshotStore, evict, is_snapshot_step, session_cap_bytes
+from llmviz.snapshots import SnapshotStore, evict, session_cap_bytes
 
 # the states a job goes through: queued → running ⇄ paused → finished | stopped | failed
 QUEUED, RUNNING, PAUSED, FINISHED, STOPPED, FAILED = "queued", "running", "paused", "finished", "stopped", "failed"
@@ -276,10 +276,12 @@ class JobManager:
 
     def submit_training(self, owner: str, trainer=None, *, build: Callable[[], object] | None = None,
                         label: str = "run", total: int | None = None, sample_every: int = 0,
-                        sample_prompt: str = "", sample_tokens: int = 80, snapshots: bool = True) -> Job:
+                        sample_prompt: str = "", sample_tokens: int = 80, snapshots: bool = True,
+                        snapshot_every: int = 0) -> Job:
         """Start training ``trainer`` (or the one ``build()`` makes in the job's thread, e.g. after
         training a BPE tokenizer) for its configured number of steps. ``snapshots=False`` keeps no weights
-        (the CLI: its checkpoint is the result)."""
+        (the CLI: its checkpoint is the result). ``snapshot_every`` > 0 keeps every such step too, besides
+        the log-spaced series (for charts over training, e.g. an induction head forming)."""
         if (trainer is None) == (build is None):
             raise ValueError("give either a trainer or a build function")
         steps = total if total is not None else (trainer.config.steps if trainer is not None else 0)
@@ -298,12 +300,15 @@ class JobManager:
                     sample = (metrics.step, job.trainer.generate_sample(sample_prompt, max_new_tokens=sample_tokens))
                 job._record(metrics.step, metrics.train_loss, metrics, sample)
                 now = time.perf_counter()
-                if is_snapshot_step(metrics.step) or now - last_latest > self.latest_snapshot_s:
+                on_schedule = job.snapshots.keeps(metrics.step) if job.snapshots is not None else False
+                if on_schedule or now - last_latest > self.latest_snapshot_s:
                     self._snapshot(job)
                     last_latest = now
                 yield metrics.step, metrics.train_loss
 
         job = Job(self, owner, label, "train", steps, work, snapshots=snapshots)
+        if job.snapshots is not None:
+            job.snapshots.every = max(0, int(snapshot_every))
         job.trainer = trainer
         if trainer is not None and snapshots:  # step 0 exists at once, so pages can show the run while it waits
             self._check_snapshot_room(job)

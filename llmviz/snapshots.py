@@ -105,7 +105,8 @@ class SnapshotStore:
     never holds a reference to the live model, so what a page reads never changes under it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, every: int = 0) -> None:
+        self.every = every  # also keep every ``every``-th step (0: only the log-spaced series)
         self._states: dict[int, dict[str, torch.Tensor]] = {}
         self._sizes: dict[int, int] = {}
         self._lock = threading.Lock()
@@ -118,12 +119,21 @@ class SnapshotStore:
         size = state_bytes(state)
         with self._lock:
             previous = self.last_step
-            if previous is not None and previous != step and not is_snapshot_step(previous):
+            if previous is not None and previous != step and not self.keeps(previous):
                 self._states.pop(previous, None)
                 self._sizes.pop(previous, None)
             self._states[step] = state
             self._sizes[step] = size
             self.last_step = step if previous is None else max(previous, step)
+
+    def keeps(self, step: int) -> bool:
+        """Is ``step`` on this store's schedule (the log-spaced series, plus every ``every``-th step)?
+
+        >>> store = SnapshotStore(every=25)
+        >>> [s for s in range(0, 101) if store.keeps(s)]
+        [0, 1, 2, 5, 10, 20, 25, 50, 75, 100]
+        """
+        return is_snapshot_step(step) or (self.every > 0 and step % self.every == 0)
 
     def steps(self) -> list[int]:
         with self._lock:

@@ -10,9 +10,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 import torch
+from plotly.subplots import make_subplots
 
 import ui
-from llmviz import interpret
+from llmviz import induction, interpret
+from llmviz.errors import LlmvizError
+from llmviz.train import model_description
 from ui import charts, picker
 from ui.text import literal_html
 
@@ -39,7 +42,10 @@ def tokens_of(view, text: str, limit: int) -> tuple[list[int], str | None]:
     try:
         ids = view.tokenizer.encode(text)
     except Exception as error:  # noqa: BLE001 - e.g. a character the run's tokenizer never saw
-        return [], f"This model's tokenizer cannot read that text ({error}). Try other words."
+        half = min(16, view.model.config.context_length // 2, view.model.config.vocab_size)
+        ids = interpret.diagnostic_tokens(view.model.config.vocab_size, half, seed=0)
+        return ids, (f"This model's tokenizer cannot read that text ({error}), so a random sequence of its own "
+                     "tokens, repeated twice, is shown instead: type text made of the characters it knows.")
     limit = min(limit, view.model.config.context_length)
     if len(ids) > limit:
         return ids[:limit], f"Only the first {limit} of its {len(ids)} tokens are shown."
@@ -231,6 +237,141 @@ def loss_section() -> None:
         both(render_losses, "loss", "the per-token loss")
 
 
+# ------------------------------------------------------------------ 4. an induction head forming
+INDUCTION_LABEL = "Induction heads · 2-layer attention-only GPT"
+_JOB_KEY = "inside_induction_job"
+
+
+def induction_job():
+    """This session's induction run (the newest one), or None."""
+    manager, owner = picker.manager(), picker.session_id()
+    job = manager.get(owner, st.session_state.get(_JOB_KEY, ""))
+    if job is None:
+        runs = [j for j in manager.jobs(owner) if j.kind == "train" and j.label.startswith(INDUCTION_LABEL)]
+        job = runs[-1] if runs else None
+    return job
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def _probe(run_id: str, step: int, _store, _description) -> induction.ProbeResult:
+    return induction.probe_snapshot(_store, _description, step, induction.probe_lines())
+
+
+def start_induction_run() -> None:
+    preset = induction.PRESET
+    try:
+        trainer = induction.make_trainer(preset)
+        job = picker.manager().submit_training(picker.session_id(), trainer, label=INDUCTION_LABEL,
+                                               snapshot_every=preset.snapshot_every)
+    except LlmvizError as error:
+        st.error(str(error))
+        return
+    st.session_state[_JOB_KEY] = job.id
+    picker.select(f"run:{job.id}")  # every page now shows this run
+
+
+def phase_chart(curve: list[induction.ProbeResult], picked_step: int | None) -> go.Figure:
+    steps = [point.step for point in curve]
+    layers, heads = curve[0].scores["induction"].shape
+    figure = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                           subplot_titles=("Head scores on the test lines", "Loss on the test lines (nats)"))
+    palette = ["#4c6ef5", "#e8590c", "#2f9e44", "#ae3ec9", "#1098ad", "#f08c00", "#d6336c", "#5c940d"]
+    for layer in range(layers):
+        for head in range(heads):
+            color = palette[(layer * heads + head) % len(palette)]
+            figure.add_trace(go.Scatter(x=steps, y=[float(p.scores["induction"][layer, head]) for p in curve],
+                                        name=f"induction · layer {layer} head {head}", mode="lines",
+                                        line=dict(color=color, width=3 if layer else 1.5)), row=1, col=1)
+            if layer == 0:
+                figure.add_trace(go.Scatter(x=steps, y=[float(p.scores["previous token"][layer, head]) for p in curve],
+                                            name=f"previous token · layer 0 head {head}", mode="lines",
+                                            line=dict(color=color, dash="dot")), row=1, col=1)
+    figure.add_trace(go.Scatter(x=steps, y=[p.repeated_half_loss for p in curve], name="loss on the repeated half",
+                                mode="lines", line=dict(color="#c92a2a", width=3)), row=2, col=1)
+    figure.add_trace(go.Scatter(x=steps, y=[p.first_half_loss for p in curve], name="loss on the first half",
+                                mode="lines", line=dict(color="#868e96", dash="dash")), row=2, col=1)
+    if picked_step is not None:
+        figure.add_vline(x=picked_step, line=dict(color="black", dash="dot"))
+    figure.update_yaxes(range=[0, 1], title_text="score", row=1, col=1)
+    figure.update_yaxes(rangemode="tozero", title_text="nats", row=2, col=1)
+    figure.update_xaxes(title_text="training step", row=2, col=1)
+    figure.update_layout(height=620, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.12))
+    return figure
+
+
+def induction_body() -> None:
+    job = induction_job()
+    preset = induction.PRESET
+    if job is None:
+        if st.button(f"Train it: {preset.steps} steps, about a minute on a laptop CPU", type="primary",
+                     key="induction_start"):
+            start_induction_run()
+            st.rerun(scope="app")  # the sidebar picker now lists (and shows) the run
+        st.caption("It trains in the background as one of your runs: move around the app meanwhile, and pick it in "
+                   "the sidebar to see its attention patterns on the Attention page.")
+        return
+    status = job.status()
+    if not status.done:
+        st.progress(status.fraction, text=f"{job.label}: {status.describe()}")
+        if st.button("Stop", key="induction_stop"):
+            job.stop()
+    elif status.state == "failed":
+        st.warning(f"The run stopped with a problem: {status.describe()}")
+    store = job.snapshots
+    if job.trainer is None or store is None or not store.steps():
+        st.caption("Preparing the run…")
+        return
+    description = model_description(job.trainer.model)
+    curve = [_probe(job.id, step, store, description) for step in induction.chart_steps(store)]
+    view = picker.current()
+    picked = view.step if view.run_id == job.id else None
+    st.plotly_chart(phase_chart(curve, picked), width="stretch", key="induction_chart")
+    last = curve[-1]
+    layer, head, score = induction.strongest_induction_head(last)
+    st.markdown(f"At step {last.step} the strongest induction head is **layer {layer}, head {head}** "
+                f"(score {score:.2f}); the loss on the repeated half is {last.repeated_half_loss:.2f} nats against "
+                f"{last.first_half_loss:.2f} on the first half (guessing among 62 characters: ln 62 = 4.13).")
+    c1, c2 = st.columns(2)
+    c1.page_link(str(ui.ROOT / "pages/attention.py"), label=f"See layer {layer}, head {head} on Attention",
+                 icon=":material/visibility:", query_params={"layer": layer, "head": head})
+    if view.run_id != job.id and c2.button("Show this run on every page", key="induction_pick"):
+        picker.select(f"run:{job.id}")
+        st.rerun(scope="app")
+    if status.done and st.button("Train it again", key="induction_again"):
+        start_induction_run()
+        st.rerun(scope="app")
+
+
+@st.fragment(run_every=2.0)
+def induction_live() -> None:
+    induction_body()
+    job = induction_job()
+    if job is not None and job.status().done:
+        st.rerun(scope="app")  # stop refreshing: the run is over
+
+
+@st.fragment
+def induction_section() -> None:
+    st.header("4. Watching an induction head form")
+    st.markdown(
+        "An **induction head** continues a pattern seen earlier in the context: after *… A B … A* it attends to the "
+        "*B* that followed the earlier *A*, and predicts *B*. It takes two heads: a **previous-token head** in layer 0 "
+        "writes 'the token before me' into every position, and the induction head in layer 1 looks for the position "
+        "whose previous token is the current one. Olsson et al. (2022, *In-context Learning and Induction Heads*) saw "
+        "such heads appear suddenly during training, together with a sudden drop in the loss on repeated text.\n\n"
+        "Here a 2-layer **attention-only** GPT (no MLPs) learns lines of random characters in which a random stretch "
+        "appears twice, at a random place. The chart probes every kept snapshot on test lines (16 random characters, "
+        "repeated): watch the induction score jump while the loss on the repeated half falls."
+    )
+    with ui.friendly_errors("the induction run"):
+        job = induction_job()
+        if job is not None and not job.status().done:
+            induction_live()
+        else:
+            induction_body()
+
+
 lens_section()
 heads_section()
 loss_section()
+induction_section()

@@ -1,0 +1,77 @@
+"""The induction-head preset: its data, its probe, and (slow) the phase change on a fixed seed."""
+
+import math
+import random
+
+import pytest
+import torch
+
+from llmviz import induction, interpret
+from llmviz.jobs import JobManager
+from llmviz.models.gpt import GPT, GPTConfig
+from llmviz.train import model_description
+
+# The stated threshold: by the end of the (shortened) preset run, some layer-1 head puts at least this much
+# of its attention on the token after the earlier copy (a head attending uniformly scores about 0.06 here).
+INDUCTION_THRESHOLD = 0.3
+
+
+def test_repeated_lines_hold_one_repeat_within_the_context():
+    rng = random.Random(3)
+    for _ in range(50):
+        line = induction.repeated_line(rng, 32, 8, 16)
+        assert len(line) == 32 and set(line) <= set(induction.ALPHABET)
+        assert any(line[i:i + m] == line[i + m:i + 2 * m] for m in range(8, 17) for i in range(0, 33 - 2 * m))
+    text = induction.repeated_text(induction.InductionPreset(lines=10))
+    assert text.count("\n") == 10 and all(len(line) == 32 for line in text.splitlines())
+
+
+def test_preset_is_a_regular_training_config():
+    config = induction.PRESET.train_config()
+    assert config.model == "attn-only-2l" and config.stride == config.context_size + 1
+    with pytest.raises(ValueError):
+        induction.InductionPreset(context=16, max_repeat=12)
+
+
+def test_probe_lines_repeat_a_half_of_distinct_characters():
+    lines = induction.probe_lines(count=3)
+    assert lines.shape == (3, 32)
+    for row in lines.tolist():
+        assert row[:16] == row[16:] and len(set(row[:16])) == 16
+
+
+def test_probe_on_a_model_that_knows_nothing():
+    model = GPT(GPTConfig(vocab_size=63, context_length=32, d_model=16, n_heads=2, n_layers=2, dropout=0.0,
+                          mlp=False)).eval()
+    with torch.no_grad():
+        model.lm_head.weight.zero_()  # every prediction uniform: loss ln 63 on both halves
+    result = induction.probe(model, induction.probe_lines(count=2), step=7)
+    assert result.step == 7
+    assert result.first_half_loss == pytest.approx(math.log(63), abs=1e-5)
+    assert result.repeated_half_loss == pytest.approx(math.log(63), abs=1e-5)
+    assert set(result.scores) == set(interpret.DETECTORS) and result.scores["induction"].shape == (2, 2)
+
+
+@pytest.mark.slow
+def test_an_induction_head_forms_on_a_fixed_seed():
+    preset = induction.InductionPreset(steps=450, snapshot_every=50)
+    manager = JobManager(max_running=1)
+    try:
+        job = manager.submit_training("test", induction.make_trainer(preset), label="induction",
+                                      snapshot_every=preset.snapshot_every)
+        assert job.wait(timeout=600), "the run did not finish in 10 minutes"
+        assert job.status().state == "finished"
+        steps = job.snapshots.steps()
+        assert {0, 50, 100, 150, 200, 250, 300, 350, 400, 450} <= set(steps)
+        models = induction.snapshot_models(job.snapshots, model_description(job.trainer.model))
+    finally:
+        manager.shutdown()
+    curve = induction.phase_curve(models, induction.probe_lines())
+    first, last = curve[0], curve[-1]
+    assert first.step == 0 and last.step == 450
+    layer, head, score = induction.strongest_induction_head(last)
+    assert layer == 1 and score > INDUCTION_THRESHOLD, (layer, head, score)
+    assert float(first.scores["induction"].max()) < 0.15
+    # the loss on the repeated half drops with it, far below the first half's (which stays near ln 62)
+    assert first.repeated_half_loss > 3.5 and last.repeated_half_loss < 2.0
+    assert last.first_half_loss > 3.5
