@@ -1,4 +1,4 @@
-"""Command line: ``python -m llmviz corpus list | train … | sample …``."""
+"""Command line: ``python -m llmviz corpus list | tokenize … | train … | sample …``."""
 
 from __future__ import annotations
 
@@ -41,6 +41,79 @@ def cmd_corpus_download(args: argparse.Namespace) -> int:
     return 0
 
 
+def load_tokenizer(name: str, text: str, corpus_name: str | None = None):
+    """The tokenizer ``python -m llmviz tokenize --tokenizer NAME`` means.
+
+    ``gpt2`` and ``cl100k`` are the reference encodings; ``char`` is one id per character of
+    ``--corpus`` (or of the text itself); anything else is a path: a tokenizer JSON file (the
+    Tokens page's download, or :meth:`BPETokenizer.save`) or a checkpoint folder/``checkpoint.json``.
+    """
+    import json
+    from pathlib import Path
+
+    from llmviz import tokenizers
+
+    if name in ("gpt2", "cl100k"):
+        return tokenizers.reference_tokenizer(name)
+    if name == "char":
+        if corpus_name is not None:
+            from llmviz import corpus
+
+            return tokenizers.CharTokenizer.train(corpus.load(corpus_name))
+        return tokenizers.CharTokenizer.train(text)
+    path = Path(name)
+    if path.is_dir():
+        path = path / "checkpoint.json"
+    if not path.is_file():
+        raise tokenizers.TokenizerError(
+            f"Unknown tokenizer {name!r}: use char, gpt2, cl100k, a tokenizer JSON file or a checkpoint folder.")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise tokenizers.TokenizerError(f"Cannot read tokenizer file {path}: {error}") from None
+    if not isinstance(data, dict):
+        raise tokenizers.TokenizerError(f"{path} is not a tokenizer file.")
+    if "tokenizer" in data and isinstance(data["tokenizer"], dict):  # an llmviz checkpoint
+        data = data["tokenizer"]
+    if data.get("type") not in ("char", "reference", "byte-bpe"):
+        raise tokenizers.TokenizerError(f"{path} is not a tokenizer file (no known 'type').")
+    return tokenizers.tokenizer_from_dict(data)
+
+
+def cmd_tokenize(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from llmviz.tokenizers import CharTokenizer, TokenizerError
+
+    if (args.text is None) == (args.file is None):
+        raise TokenizerError("Give the text to tokenize, or --file PATH (one of them).")
+    if args.file is not None:
+        try:
+            text = sys.stdin.read() if args.file == "-" else Path(args.file).read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise TokenizerError(f"Cannot read {args.file} as UTF-8 text: {error}") from None
+    else:
+        text = args.text
+    tokenizer = load_tokenizer(args.tokenizer, text, args.corpus)
+    if isinstance(tokenizer, CharTokenizer):
+        ids = tokenizer.encode(text)  # strict: names the characters outside the vocabulary
+    elif args.allow_special:
+        ids = tokenizer.encode(text, allowed_special="all")
+    else:
+        ids = tokenizer.encode(text)
+    if args.format == "ids":
+        print(" ".join(map(str, ids)))
+    elif args.format == "json":
+        print(json.dumps({"tokenizer": tokenizer.name, "vocab_size": tokenizer.vocab_size, "ids": ids,
+                          "tokens": [tokenizer.printable(i) for i in ids]}, ensure_ascii=False))
+    else:
+        rows = [[str(n), str(i), tokenizer.printable(i)] for n, i in enumerate(ids)]
+        print(_format_table(["position", "id", "token"], rows))
+        print(f"\n{len(ids):,} tokens for {len(text):,} characters ({tokenizer.name}, vocabulary {tokenizer.vocab_size:,})")
+    return 0
+
+
 def build_parser(prog: str = "llmviz") -> argparse.ArgumentParser:
     """The whole command line; ``prog`` is how the user called it (``llmviz`` or ``python -m llmviz``)."""
     parser = argparse.ArgumentParser(prog=prog, description="llmviz command line")
@@ -52,6 +125,22 @@ def build_parser(prog: str = "llmviz") -> argparse.ArgumentParser:
     download = corpus_commands.add_parser("download", help="download a corpus into the cache")
     download.add_argument("name")
     download.set_defaults(func=cmd_corpus_download)
+
+    tokenize = commands.add_parser("tokenize", help="split text into tokens and print their ids",
+                                   description="Tokenize text: prints each token (whitespace made visible) and its id.")
+    tokenize.add_argument("text", nargs="?", help="the text (or use --file)")
+    tokenize.add_argument("--file", help="a UTF-8 text file to tokenize ('-' reads standard input)")
+    tokenize.add_argument("--tokenizer", default="gpt2",
+                          help="char, gpt2, cl100k, a BPE JSON file saved by llmviz, or a checkpoint folder "
+                               "such as data/gpt-python-docs (default: gpt2)")
+    tokenize.add_argument("--corpus", default=None,
+                          help="for --tokenizer char: the corpus whose characters are the vocabulary "
+                               "(default: the text's own characters)")
+    tokenize.add_argument("--allow-special", action="store_true",
+                          help="read special-token text such as <|endoftext|> as the special token "
+                               "(default: it is ordinary text)")
+    tokenize.add_argument("--format", choices=["table", "ids", "json"], default="table")
+    tokenize.set_defaults(func=cmd_tokenize)
 
     from llmviz.train_cli import add_train_commands  # a broken import must fail loudly, not hide commands
 

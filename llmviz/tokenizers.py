@@ -241,6 +241,20 @@ def split_chunks(text: str, split_pattern: str | None) -> list[str]:
     return regex.findall(pattern, text)
 
 
+def _allowed_specials(allowed_special: str | Iterable[str], known: Iterable[str]) -> set[str]:
+    """The special tokens ``allowed_special`` ("none", "all" or a collection) lets through."""
+    if allowed_special == "all":
+        return set(known)
+    if allowed_special == "none" or not allowed_special:
+        return set()
+    if isinstance(allowed_special, str):
+        raise TokenizerError(f"allowed_special must be 'none', 'all' or a set of special tokens, not {allowed_special!r}.")
+    unknown = set(allowed_special) - set(known)
+    if unknown:
+        raise TokenizerError(f"Not special tokens of this tokenizer: {', '.join(sorted(unknown))}.")
+    return set(allowed_special)
+
+
 @dataclass
 class BPETokenizer(Tokenizer):
     """Byte-level BPE: 256 byte tokens, then one new token per merge, then special tokens."""
@@ -314,78 +328,123 @@ class BPETokenizer(Tokenizer):
     def train_steps(text: str, num_merges: int, split_pattern: str | None = "gpt4", record: bool = False):
         """Yield one :class:`MergeRecord` per merge, so a caller can show progress or stop.
 
-        Identical chunks are counted once (with their frequency), and after each merge only
-        the pairs around the merged positions are recounted. Ties between pairs of equal
-        count go to the pair that occurs first in the text (minbpe's rule). The generator
-        ends early when no pair is left to merge.
-        """
-        # the distinct chunks in order of first appearance, each with its frequency
-        frequency = Counter(chunk.encode("utf-8") for chunk in split_chunks(text, split_pattern))
-        words = [list(chunk) for chunk in frequency]  # dict order = first appearance
-        counts_per_word = list(frequency.values())
+        The same merges as the textbook loop (:func:`train_naive`), at a cost per merge that
+        does not grow with the vocabulary (the approach of Hugging Face's trainer):
 
-        pair_counts: dict[tuple[int, int], int] = {}
-        where: dict[tuple[int, int], set[int]] = {}  # pair → indices of the words that contain it
-        for index, (word, freq) in enumerate(zip(words, counts_per_word)):
-            for pair in zip(word, word[1:]):
-                pair_counts[pair] = pair_counts.get(pair, 0) + freq
-                where.setdefault(pair, set()).add(index)
-        heap = [(-count, pair) for pair, count in pair_counts.items()]
+        - identical chunks are stored once, with their frequency, one after the other in
+          order of first appearance, as linked lists of symbols;
+        - every pair keeps its count and the positions where it occurs, so a merge touches
+          only the places that hold the merged pair and recounts only their neighbours;
+        - a heap ordered by (−count, first position) gives the next pair; entries whose
+          count or first position went stale are pushed again when they reach the top
+          (lazy invalidation). Ties go to the pair that occurs first in the text (minbpe's
+          rule), which the first position in the key decides directly.
+
+        Without a split pattern the text is one long sequence and the same bookkeeping
+        applies. The generator ends early when no pair is left to merge.
+
+        >>> [(r.pair, r.count) for r in BPETokenizer.train_steps("aaaa", 2, split_pattern=None)]
+        [((97, 97), 3), ((256, 256), 1)]
+        """
+        frequency = Counter(chunk.encode("utf-8") for chunk in split_chunks(text, split_pattern))
+        ids: list[int] = []  # symbol at each position (−1 once merged into its left neighbour)
+        weight: list[int] = []  # frequency of the chunk a position belongs to
+        for chunk, freq in frequency.items():  # dict order = first appearance
+            ids.extend(chunk)
+            weight.extend([freq] * len(chunk))
+        size = len(ids)
+        following = list(range(1, size + 1))  # next live position in the same chunk, −1 at a chunk's end
+        preceding = list(range(-1, size - 1))  # previous live position in the same chunk, −1 at its start
+        end = 0
+        for chunk in frequency:
+            end += len(chunk)
+            following[end - 1] = -1
+            if end < size:
+                preceding[end] = -1
+
+        counts: dict[tuple[int, int], int] = {}
+        places: dict[tuple[int, int], list[int]] = {}  # pair → positions, ascending (some may be stale)
+        for i in range(size - 1):
+            if following[i] != -1:
+                pair = (ids[i], ids[i + 1])
+                counts[pair] = counts.get(pair, 0) + weight[i]
+                places.setdefault(pair, []).append(i)
+        checked = dict.fromkeys(places, 0)  # pair → index in places[pair] of its first live occurrence
+
+        def first_place(pair: tuple[int, int]) -> int:
+            """The first position that still holds ``pair`` (skipping stale entries for good)."""
+            a, b = pair
+            where, k = places[pair], checked[pair]
+            while True:
+                i = where[k]
+                j = following[i]
+                if ids[i] == a and j != -1 and ids[j] == b:
+                    checked[pair] = k
+                    return i
+                k += 1
+
+        heap = [(-count, where[0], pair) for pair, count, where in
+                ((p, c, places[p]) for p, c in counts.items())]
         heapq.heapify(heap)
 
-        def first_occurrence(pair):
-            index = min(where[pair])  # the earliest word that still holds the pair
-            word = words[index]
-            return index, next(i for i in range(len(word) - 1) if (word[i], word[i + 1]) == pair)
+        def pop_best():
+            """Pop the pair with the highest count (earliest first position on ties), or None."""
+            while heap:
+                negative, place, pair = heapq.heappop(heap)
+                count = counts.get(pair, 0)
+                if count <= 0:
+                    continue  # gone
+                current = first_place(pair)
+                if count == -negative and current == place:
+                    return negative, place, pair
+                heapq.heappush(heap, (-count, current, pair))  # stale: back in with its true key
+            return None
 
         for step in range(num_merges):
-            # pop the pairs with the highest current count (lazy heap: skip stale entries)
-            best_count, tied = None, []
-            while heap:
-                negative, pair = heap[0]
-                current = pair_counts.get(pair, 0)
-                if current != -negative or current == 0:
-                    heapq.heappop(heap)
-                    if current > 0:
-                        heapq.heappush(heap, (-current, pair))
-                    continue
-                if best_count is None:
-                    best_count = current
-                if current != best_count:
-                    break
-                tied.append(heapq.heappop(heap)[1])
-            if not tied:
+            best = pop_best()
+            if best is None:
                 return  # every chunk is a single token: nothing left to merge
-            pair = min(tied, key=first_occurrence) if len(tied) > 1 else tied[0]
-            for other in tied:
-                if other != pair:
-                    heapq.heappush(heap, (-best_count, other))
             top = ()
-            if record:
-                leaders = heapq.nsmallest(10, ((-c, p) for p, c in pair_counts.items() if c > 0))
-                top = tuple((p, -c) for c, p in leaders)
+            if record:  # the leaders at this step: pop up to 10 live entries, then put them back
+                leaders = [best]
+                while len(leaders) < 10 and (entry := pop_best()) is not None:
+                    leaders.append(entry)
+                for entry in leaders[1:]:
+                    heapq.heappush(heap, entry)
+                top = tuple((pair, -negative) for negative, _, pair in leaders)
+            negative, _, pair = best
+            a, b = pair
             new_id = 256 + step
-
-            # apply the merge only to the words that contain the pair, updating counts around it
-            for index in list(where.get(pair, ())):
-                word, freq = words[index], counts_per_word[index]
-                new_word = merge(word, pair, new_id)
-                old_pairs = set(zip(word, word[1:]))
-                new_pairs = set(zip(new_word, new_word[1:]))
-                for old in zip(word, word[1:]):
-                    pair_counts[old] -= freq
-                for p in zip(new_word, new_word[1:]):
-                    pair_counts[p] = pair_counts.get(p, 0) + freq
-                for gone in old_pairs - new_pairs:
-                    where[gone].discard(index)
-                for added in new_pairs - old_pairs:
-                    where.setdefault(added, set()).add(index)
-                for p in new_pairs:
-                    heapq.heappush(heap, (-pair_counts[p], p))
-                words[index] = new_word
-            pair_counts.pop(pair, None)
-            where.pop(pair, None)
-            yield MergeRecord(step, pair, new_id, best_count, top)
+            created: dict[tuple[int, int], None] = {}
+            for i in places[pair][checked[pair]:]:  # ascending: left to right, like merge()
+                j = following[i]
+                if ids[i] != a or j == -1 or ids[j] != b:
+                    continue  # stale, or taken by the previous overlapping merge ("aaa")
+                freq = weight[i]
+                h, k = preceding[i], following[j]
+                if h != -1:
+                    left = ids[h]
+                    counts[(left, a)] -= freq
+                    added = (left, new_id)
+                    counts[added] = counts.get(added, 0) + freq
+                    places.setdefault(added, []).append(h)
+                    created[added] = None
+                if k != -1:
+                    right = ids[k]
+                    counts[(b, right)] -= freq
+                    added = (new_id, right)
+                    counts[added] = counts.get(added, 0) + freq
+                    places.setdefault(added, []).append(i)
+                    created[added] = None
+                    preceding[k] = i
+                ids[i], ids[j] = new_id, -1
+                following[i] = k
+            del counts[pair], places[pair], checked[pair]
+            for added in created:  # new pairs all contain new_id: each enters the heap once
+                checked[added] = 0
+                if counts[added] > 0:
+                    heapq.heappush(heap, (-counts[added], first_place(added), added))
+            yield MergeRecord(step, pair, new_id, -negative, top)
 
     # -------------------------------------------------------------- encoding
 
@@ -424,14 +483,19 @@ class BPETokenizer(Tokenizer):
             ids.extend(cache[chunk])
         return ids
 
-    def encode(self, text: str, allowed_special: str | set = "all") -> list[int]:
-        """Special tokens in ``allowed_special`` ("all", "none" or a set) become their single id."""
-        if allowed_special == "all":
-            allowed = set(self.special_tokens)
-        elif allowed_special == "none":
-            allowed = set()
-        else:
-            allowed = set(allowed_special)
+    def encode(self, text: str, allowed_special: str | set = "none") -> list[int]:
+        """Encode ``text``; special tokens become their single id only where the caller allows it.
+
+        ``allowed_special`` is ``"none"`` (the default), ``"all"`` or a set of special tokens.
+        By default the text ``<|endoftext|>`` typed by a user stays ordinary text (several
+        ordinary tokens), so no one can end a document or forge a control token by typing it;
+        unlike tiktoken, which raises on such text by default, llmviz never raises here.
+
+        >>> bpe = BPETokenizer.train("ab ab", vocab_size=258)
+        >>> bpe.encode("ab<|endoftext|>")[:3], bpe.encode("ab<|endoftext|>", allowed_special="all")
+        ([256, 60, 124], [256, 257])
+        """
+        allowed = _allowed_specials(allowed_special, self.special_tokens)
         if not allowed:
             return self.encode_ordinary(text)
         pattern = "(" + "|".join(regex.escape(token) for token in sorted(allowed, key=len, reverse=True)) + ")"
@@ -537,8 +601,14 @@ class _TiktokenAdapter(Tokenizer):
     def vocab_size(self) -> int:
         return self.encoding.n_vocab
 
-    def encode(self, text: str) -> list[int]:
-        return self.encoding.encode(text, allowed_special="all")
+    @property
+    def special_tokens(self) -> dict[str, int]:
+        return {token: self.encoding.encode_single_token(token) for token in self.encoding.special_tokens_set}
+
+    def encode(self, text: str, allowed_special: str | set = "none") -> list[int]:
+        """As :meth:`BPETokenizer.encode`: special-token text stays ordinary unless allowed."""
+        allowed = _allowed_specials(allowed_special, self.encoding.special_tokens_set)
+        return self.encoding.encode(text, allowed_special=allowed, disallowed_special=())
 
     def decode(self, ids: Iterable[int]) -> str:
         return self.encoding.decode(list(ids))

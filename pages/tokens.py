@@ -247,7 +247,20 @@ if bpe is not None:
 # ------------------------------------------------------------------ round trip and special tokens
 st.header("3. Encode → decode, and special tokens")
 tokenizer = bpe or (models.shipped(models.SHIPPED_GPT)[1] if models.SHIPPED_GPT in models.shipped_names() else reference("gpt2"))
-ids = tokenizer.encode(text)
+allow_special = st.toggle("Read special-token text such as <|endoftext|> as the special token", value=False,
+                          key="tok_allow_special",
+                          help="Off (the default): text a user types stays ordinary text, even if it spells a special "
+                               "token. On: the program that builds the text asks for the special token on purpose.")
+ids = tokenizer.encode(text, allowed_special="all" if allow_special else "none")
+typed = [name for name in getattr(tokenizer, "special_tokens", {}) if name in text]
+if typed:
+    other = tokenizer.encode(text, allowed_special="none" if allow_special else "all")
+    as_special, as_text = (ids, other) if allow_special else (other, ids)
+    st.info(f"Your text spells {', '.join(f'`{name}`' for name in typed)}. As ordinary text it is "
+            f"{len(as_text)} tokens; read as the special token it is {len(as_special)} tokens, with id "
+            f"{', '.join(str(tokenizer.special_tokens[name]) for name in typed)} inside. "
+            + ("The switch is on: the special token is used." if allow_special else
+               "The switch is off: a student who types it cannot end a document by accident."))
 decoded = tokenizer.decode(ids)
 c1, c2 = st.columns(2)
 c1.code(str(ids[:200]) + (" …" if len(ids) > 200 else ""), language=None, wrap_lines=True)

@@ -110,11 +110,29 @@ def test_special_tokens():
     bpe = BPETokenizer.train("hello world " * 20, vocab_size=300)
     eot = bpe.special_tokens[ENDOFTEXT]
     assert eot == 256 + len(bpe.merges) == bpe.vocab_size - 1
-    ids = bpe.encode(f"hello{ENDOFTEXT}world")
+    ids = bpe.encode(f"hello{ENDOFTEXT}world", allowed_special="all")
     assert ids.count(eot) == 1
     assert bpe.decode(ids) == f"hello{ENDOFTEXT}world"
     assert eot not in bpe.encode(f"hello{ENDOFTEXT}", allowed_special="none")
+    assert bpe.encode(f"hello{ENDOFTEXT}world", allowed_special={ENDOFTEXT}) == ids
     assert bpe.to_tiktoken().encode(f"hello{ENDOFTEXT}world", allowed_special="all") == ids
+
+
+@pytest.mark.parametrize("name", ["bpe", "gpt2", "cl100k"])
+def test_typed_special_token_text_stays_ordinary_by_default(name):
+    # issue #13.10: a user who types "<|endoftext|>" gets ordinary tokens, as tiktoken's
+    # encode_ordinary gives, unless the caller allows the special token
+    tok = BPETokenizer.train("hello world " * 20, vocab_size=300) if name == "bpe" else reference_tokenizer(name)
+    text = f"one.{ENDOFTEXT}two"
+    eot = tok.special_tokens[ENDOFTEXT]
+    ordinary = tok.encode(text)
+    assert eot not in ordinary and tok.decode(ordinary) == text
+    reference = tok.to_tiktoken() if name == "bpe" else encoding(name)
+    assert ordinary == reference.encode_ordinary(text)
+    allowed = tok.encode(text, allowed_special="all")
+    assert allowed == reference.encode(text, allowed_special={ENDOFTEXT}) and allowed.count(eot) == 1
+    with pytest.raises(TokenizerError):
+        tok.encode(text, allowed_special={"<|not-a-special-token|>"})
 
 
 def test_vocab_size_too_small_is_a_clear_error():

@@ -1,0 +1,77 @@
+"""The fast BPE trainer (issue #20) learns exactly the merges of llmviz's previous trainer."""
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmviz import corpus
+from llmviz.tokenizers import BPETokenizer, train_naive
+from tests.bpe_previous import previous_train_steps
+
+
+def merges_and_counts(steps):
+    return [(r.pair, r.new_id, r.count) for r in steps]
+
+
+def assert_same(text, num_merges, pattern):
+    new = merges_and_counts(BPETokenizer.train_steps(text, num_merges, pattern))
+    old = merges_and_counts(previous_train_steps(text, num_merges, pattern))
+    assert new == old
+
+
+@pytest.mark.parametrize(("name", "characters", "num_merges", "pattern"), [
+    ("python-docs", None, 768, "gpt4"),  # the whole corpus, vocab 1024 + special token
+    ("python-docs", 60_000, 1500, "gpt2"),  # deep into the tail, where ties of count 2-3 are everywhere
+    ("names", None, 700, "gpt4"),
+    ("python-docs", 900, 100, None),  # one long sequence, no pre-split (the previous trainer is slow here)
+    ("names", 700, 100, None),
+])
+def test_same_merges_as_the_previous_trainer_on_corpora(name, characters, num_merges, pattern):
+    text = corpus.load(name)
+    assert_same(text[:characters] if characters else text, num_merges, pattern)
+
+
+@pytest.mark.parametrize("text", [
+    "a" * 57,  # runs: overlapping pairs, merged left to right
+    "ab" * 100 + "ba" * 50,
+    "aaabdaaabac",
+    "the cat sat on the mat. " * 7 + "naïve café 東京 🙂🙂🙂",
+    "x",
+    "",
+])
+@pytest.mark.parametrize("pattern", ["gpt4", None])
+def test_same_merges_on_edge_cases(text, pattern):
+    assert_same(text, 300, pattern)
+
+
+def test_same_merges_on_random_small_alphabets():
+    rng = random.Random(0)
+    for _ in range(12):
+        text = "".join(rng.choice("ab c\n") for _ in range(rng.randrange(1, 250)))
+        for pattern in ("gpt4", None):
+            assert_same(text, 80, pattern)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet=st.sampled_from("aab ba\né"), max_size=200), st.sampled_from(["gpt2", None]))
+def test_same_merges_on_generated_texts(text, pattern):
+    assert_same(text, 60, pattern)
+    assert [(r.pair, r.new_id) for r in BPETokenizer.train_steps(text, 60, pattern)] == train_naive(text, 256 + 60, pattern)
+
+
+def test_recorded_leaders_are_the_top_counts():
+    text = corpus.load("names")[:20_000]
+    from llmviz.tokenizers import get_pair_counts, merge, split_chunks
+
+    chunks = [list(c.encode()) for c in split_chunks(text, "gpt4")]
+    for record in BPETokenizer.train_steps(text, 40, "gpt4", record=True):
+        counts = {}
+        for chunk in chunks:
+            get_pair_counts(chunk, counts)
+        expected = sorted(counts.values(), reverse=True)[:10]
+        assert [c for _, c in record.top_pairs] == expected
+        assert record.top_pairs[0] == (record.pair, record.count)
+        assert all(counts[p] == c for p, c in record.top_pairs)
+        chunks = [merge(chunk, record.pair, record.new_id) for chunk in chunks]
