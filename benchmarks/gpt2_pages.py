@@ -140,6 +140,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--pages", default="tokens,embeddings,attention,model,inside,sampling")
     parser.add_argument("--compute-only", action="store_true")
+    parser.add_argument("--browser", action="store_true",
+                        help="also run benchmarks/pages.py (real browser, fragments) with --model hub:gpt2 on this cache")
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads (the app's job manager sets 1 per op on a 2-core server)")
     args = parser.parse_args()
@@ -150,6 +152,15 @@ def main() -> None:
     print("\nllmviz calls behind the pages (best of", args.repeats, "runs)\n")
     print_table(["call", "shipped GPT (wall)", "GPT-2 124M shape (wall)", "(CPU time)"], compute_table(args.repeats))
     if args.compute_only:
+        return
+    if args.browser and (ROOT / "benchmarks" / "pages.py").exists():
+        import subprocess
+
+        print("\nbenchmarks/pages.py --model hub:gpt2 (the same random GPT-2-124M-shaped weights)\n", flush=True)
+        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "pages.py"), "--model", "hub:gpt2",
+                        "--pages", args.pages, "--repeats", str(args.repeats)],
+                       env={**os.environ, "HF_HUB_CACHE": str(CACHE), "HF_HUB_OFFLINE": "1",
+                            "LLMVIZ_TORCH_THREADS": str(args.threads)}, check=False)
         return
     print("\npages, through app.py (AppTest): first render, then reruns after typing a new sentence\n")
     print_table(["page", "shipped: first", "shipped: rerun best / median", "errors",
