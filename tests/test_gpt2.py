@@ -315,3 +315,56 @@ def test_empty_prompt_starts_from_endoftext():
     from llmviz.sampling import boundary_token
 
     assert boundary_token(gpt2.gpt2_tokenizer()) == ([50256], "<|endoftext|>")
+
+
+def test_hub_reachable_is_quick_and_remembered(monkeypatch):
+    import socket
+
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(gpt2, "_REACHABLE", {})
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = server.getsockname()[1]
+        monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{port}")
+        assert gpt2.hub_reachable() is True
+    assert gpt2.hub_reachable() is True  # remembered
+    monkeypatch.setattr(gpt2, "_REACHABLE", {})
+    assert gpt2.hub_reachable(timeout=1.0) is False  # nothing listens there now
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert gpt2.hub_reachable() is False
+
+
+def test_download_prefers_safetensors_and_falls_back_to_the_bin(monkeypatch, tmp_path):
+    import huggingface_hub
+    from huggingface_hub import constants
+    from huggingface_hub.errors import EntryNotFoundError
+
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(gpt2, "hub_reachable", lambda **_: True)
+    asked = []
+
+    def fake_download(repo_id, filename, **_):
+        asked.append(filename)
+        if filename == "model.safetensors":
+            raise EntryNotFoundError("no such file")
+        path = tmp_path / "files" / filename
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("{}")
+        return str(path)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+    assert gpt2.download("someone/old-gpt2") == tmp_path / "files"
+    assert asked == ["config.json", "model.safetensors", "pytorch_model.bin"]
+
+    def unreachable(repo_id, filename, **_):
+        raise OSError("connection reset")
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", unreachable)
+    with pytest.raises(gpt2.GPT2Unavailable, match="Could not download"):
+        gpt2.download("gpt2")
