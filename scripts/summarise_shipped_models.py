@@ -8,6 +8,10 @@ root = Path(__file__).resolve().parent.parent / "data"
 print("# Shipped artifacts\n")
 print("Produced by llmviz's own CLI (`scripts/train_shipped_models.sh`); weights in safetensors, "
       "configuration, tokenizer and training metrics in `checkpoint.json`.\n")
+print("Optimizer: AdamW with nanoGPT's parameter groups: weight decay on every parameter with two or more "
+      "dimensions (weight matrices and embeddings), none on biases and LayerNorm scales and shifts. "
+      "Trained on the CPU with one thread (`OMP_NUM_THREADS=1`); another thread count can change the last "
+      "digits.\n")
 print("| folder | model | parameters | size | steps | final train loss | final validation loss |")
 print("| --- | --- | --- | --- | --- | --- | --- |")
 for folder in sorted(p for p in root.iterdir() if (p / "checkpoint.json").exists()):

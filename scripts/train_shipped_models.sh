@@ -2,6 +2,7 @@
 # Re-create the models shipped in data/ with llmviz's own CLI (each checkpoint.json records its command).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export OMP_NUM_THREADS=1  # the numbers in data/README.md come from one CPU thread; more threads change the last digits
 python -m llmviz train --corpus python-docs --model gpt-mini --tokenizer bpe --vocab-size 1024 --context 128 \
   --batch 16 --steps 1000 --lr 3e-3 --warmup 50 --dropout 0.1 --weight-decay 0.1 --eval-interval 50 --seed 1337 --device cpu --weights-only \
   --out data/gpt-python-docs

@@ -64,3 +64,17 @@ def test_data_readme_lists_every_artifact():
     for folder in FOLDERS:
         meta = json.loads((folder / "checkpoint.json").read_text())
         assert f"`{folder.name}`" in readme and f"{meta['final']['val_loss']:.4f}" in readme
+
+
+@pytest.mark.parametrize("folder", [p for p in FOLDERS if p.name != "names-bigram-counts"],
+                         ids=[p.name for p in FOLDERS if p.name != "names-bigram-counts"])
+def test_shipped_models_were_trained_without_decay_on_biases_and_layernorm(folder):
+    model, _, meta = load_checkpoint(folder)
+    assert meta["train_config"]["optimizer"] == "adamw"
+    decay = meta["train_config"]["weight_decay"]
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    decayed = {i for g in meta["optimizer_param_groups"] if g["weight_decay"] == decay for i in g["params"]}
+    plain = {i for g in meta["optimizer_param_groups"] if g["weight_decay"] == 0.0 for i in g["params"]}
+    # the optimizer numbers parameters group by group: matrices (dim >= 2) first, then the rest
+    matrices = sum(1 for p in parameters if p.dim() >= 2)
+    assert decayed == set(range(matrices)) and plain == set(range(matrices, len(parameters)))
