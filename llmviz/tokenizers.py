@@ -646,6 +646,42 @@ def encoding(name: str):
     raise TokenizerError(f"Unknown encoding {name!r}: use 'gpt2' or 'cl100k'.")
 
 
+def merges_from_ranks(mergeable_ranks: dict[bytes, int]) -> tuple[list[tuple[tuple[int, int], int]], dict[int, int]]:
+    """Recover the merge list behind tiktoken-style ranks (GPT-2, cl100k) for :class:`BPETokenizer`.
+
+    tiktoken stores only each token's bytes and rank. A token of rank r was made by the merge
+    that joins the two parts BPE reaches when it may use only the ranks below r (minbpe's
+    ``recover_merges``). Returns the merges in llmviz's ids (a single byte is its own value, a
+    merged token keeps its rank) and ``byte_ids``: the id tiktoken gives each byte value.
+
+    >>> ranks = {bytes([b]): b for b in range(256)} | {b"ab": 256, b"abc": 257}
+    >>> merges_from_ranks(ranks)[0]
+    [((97, 98), 256), ((256, 99), 257)]
+    """
+    byte_ids = {token[0]: rank for token, rank in mergeable_ranks.items() if len(token) == 1}
+    if len(byte_ids) != 256:
+        raise TokenizerError("These ranks do not hold all 256 single bytes: not a byte-level BPE.")
+    merged = sorted((rank, token) for token, rank in mergeable_ranks.items() if len(token) > 1)
+    if [rank for rank, _ in merged] != list(range(256, 256 + len(merged))):
+        raise TokenizerError("The merged tokens' ranks are not 256, 257, …: cannot map them to llmviz's ids.")
+
+    def our_id(part: bytes) -> int:
+        return part[0] if len(part) == 1 else mergeable_ranks[part]
+
+    merges = []
+    for rank, token in merged:
+        parts = [token[i:i + 1] for i in range(len(token))]
+        while len(parts) > 2:  # apply the lowest-ranked merge below `rank` until two parts remain
+            best = min(range(len(parts) - 1),
+                       key=lambda i: mergeable_ranks.get(parts[i] + parts[i + 1], math.inf))
+            joined = parts[best] + parts[best + 1]
+            if mergeable_ranks.get(joined, math.inf) >= rank:
+                raise TokenizerError(f"Token {token!r} (rank {rank}) cannot be built from lower ranks.")
+            parts[best:best + 2] = [joined]
+        merges.append(((our_id(parts[0]), our_id(parts[1])), rank))
+    return merges, byte_ids
+
+
 def reference_tokenizer(name: str) -> Tokenizer:
     return _TiktokenAdapter(encoding(name), {"gpt2": "GPT-2", "cl100k": "cl100k (GPT-4)"}.get(name, name), key=name)
 
