@@ -82,9 +82,10 @@ def how_to_get(repo_id: str = DEFAULT_MODEL) -> str:
 def config_from_hf(hf: dict, dropout: float | None = None) -> GPTConfig:
     """The :class:`GPTConfig` that computes what a Hugging Face ``GPT2Config`` (as a dict) computes.
 
-    >>> config_from_hf({"model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024, "n_embd": 768,
-    ...                 "n_head": 12, "n_layer": 12})
-    GPTConfig(vocab_size=50257, context_length=1024, d_model=768, n_heads=12, n_layers=12, dropout=0.1, qkv_bias=True, tie_weights=True)
+    >>> c = config_from_hf({"model_type": "gpt2", "vocab_size": 50257, "n_positions": 1024, "n_embd": 768,
+    ...                     "n_head": 12, "n_layer": 12})
+    >>> c.vocab_size, c.context_length, c.d_model, c.n_heads, c.n_layers, c.dropout, c.qkv_bias, c.tie_weights
+    (50257, 1024, 768, 12, 12, 0.1, True, True)
     """
     problems = []
     if hf.get("model_type", "gpt2") != "gpt2":
