@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui
 from llmviz.device import seed_everything
-from ui import charts, present, share
+from ui import charts, present, sections, share
 
 st.set_page_config(page_title="llmviz", page_icon=":material/neurology:", layout="wide",
                    initial_sidebar_state="collapsed" if present.requested() else "auto")
@@ -26,8 +26,9 @@ def _to_home() -> None:
 
 
 pages.append(st.Page(_to_home, title="Home", url_path="home", visibility="hidden"))
-with ui.router_run():
+with ui.router_run(), sections.timed_page() as page_timer:  # server time per run, logged only for benchmarks/pages.py
     navigation = st.navigation(pages)
+    page_timer.name = navigation.url_path or "start"
     share.restore_model()
     settings = ui.sidebar()
     share.record_model()

@@ -10,9 +10,9 @@ import torch
 
 import ui
 from llmviz import attention as att
-from llmviz import quiz
+from llmviz import quiz, views
 from llmviz.errors import LlmvizError
-from ui import charts, models, share
+from ui import charts, picker, sections, share
 from ui import quiz as quiz_ui
 
 ui.settings()
@@ -40,126 +40,138 @@ def matrix_table(matrix: torch.Tensor, rows, columns=None) -> pd.DataFrame:
 st.header("1. Self-attention without trainable weights")
 st.caption("'Your journey starts with one step' with 3-dimensional embeddings: the worked example of Sebastian "
            "Raschka's *Build a Large Language Model (From Scratch)*, chapter 3.")
-journey = torch.tensor(att.JOURNEY_EMBEDDINGS)
-simple = att.simple_self_attention(journey)
-left, right = st.columns([3, 2])
-with left:
-    charts.show(charts.heatmap(simple["weights"], att.JOURNEY_TOKENS, att.JOURNEY_TOKENS,
-                                   title="attention weights = softmax(x_i · x_j) per row", x_title="key",
-                                   y_title="query"), width="stretch")
-with right:
-    query = st.selectbox("Query word", range(6), index=1, format_func=lambda i: att.JOURNEY_TOKENS[i],
-                         **share.bind("query_word"))
-    st.dataframe(pd.DataFrame(journey.numpy(), index=att.JOURNEY_TOKENS, columns=["x", "y", "z"]), width="stretch")
-    st.caption("The embeddings: pick a query to see its row of the table worked out below.")
-with st.container():
-    x_q = journey[query]
-    dots = " + ".join(f"{num(a, '.2f')}\\cdot{num(b, '.2f')}" for a, b in zip(x_q.tolist(), journey[0].tolist()))
-    scores = simple["scores"][query]
-    total = float(simple["softmax_denominators"][query])
-    z = simple["context"][query]
-    charts.latex(
-        rf"\omega_{{{query},0}} = x_{{{query}}} \cdot x_0 = {dots} = {float(simple['scores'][query, 0]):.4f}",
-        r"\omega_{" + str(query) + r"} = [" + ", ".join(f"{v:.4f}" for v in scores.tolist()) + "]",
-        rf"\alpha_{{{query},j}} = \frac{{e^{{\omega_{{{query},j}}}}}}{{\sum_k e^{{\omega_{{{query},k}}}}}},\quad "
-        rf"\textstyle\sum_k e^{{\omega_{{{query},k}}}} = {total:.4f}",
-        r"\alpha_{" + str(query) + r"} = [" + ", ".join(f"{v:.4f}" for v in simple['weights'][query].tolist()) + "]",
-        rf"z_{{{query}}} = \sum_j \alpha_{{{query},j}}\, x_j = [" + ", ".join(f"{v:.4f}" for v in z.tolist()) + "]",
-    )
-with st.expander("All context vectors"):
-    st.dataframe(matrix_table(simple["context"], att.JOURNEY_TOKENS), width="stretch")
+@sections.section("attention.without_weights")
+def without_weights() -> None:
+    journey = torch.tensor(att.JOURNEY_EMBEDDINGS)
+    simple = att.simple_self_attention(journey)
+    left, right = st.columns([3, 2])
+    with left:
+        charts.show(charts.heatmap(simple["weights"], att.JOURNEY_TOKENS, att.JOURNEY_TOKENS,
+                                       title="attention weights = softmax(x_i · x_j) per row", x_title="key",
+                                       y_title="query"), width="stretch")
+    with right:
+        query = st.selectbox("Query word", range(6), index=1, format_func=lambda i: att.JOURNEY_TOKENS[i],
+                             **share.bind("query_word"))
+        st.dataframe(pd.DataFrame(journey.numpy(), index=att.JOURNEY_TOKENS, columns=["x", "y", "z"]), width="stretch")
+        st.caption("The embeddings: pick a query to see its row of the table worked out below.")
+    with st.container():
+        x_q = journey[query]
+        dots = " + ".join(f"{num(a, '.2f')}\\cdot{num(b, '.2f')}" for a, b in zip(x_q.tolist(), journey[0].tolist()))
+        scores = simple["scores"][query]
+        total = float(simple["softmax_denominators"][query])
+        z = simple["context"][query]
+        charts.latex(
+            rf"\omega_{{{query},0}} = x_{{{query}}} \cdot x_0 = {dots} = {float(simple['scores'][query, 0]):.4f}",
+            r"\omega_{" + str(query) + r"} = [" + ", ".join(f"{v:.4f}" for v in scores.tolist()) + "]",
+            rf"\alpha_{{{query},j}} = \frac{{e^{{\omega_{{{query},j}}}}}}{{\sum_k e^{{\omega_{{{query},k}}}}}},\quad "
+            rf"\textstyle\sum_k e^{{\omega_{{{query},k}}}} = {total:.4f}",
+            r"\alpha_{" + str(query) + r"} = [" + ", ".join(f"{v:.4f}" for v in simple['weights'][query].tolist()) + "]",
+            rf"z_{{{query}}} = \sum_j \alpha_{{{query},j}}\, x_j = [" + ", ".join(f"{v:.4f}" for v in z.tolist()) + "]",
+        )
+    with st.expander("All context vectors"):
+        st.dataframe(matrix_table(simple["context"], att.JOURNEY_TOKENS), width="stretch")
+
+
+without_weights()
 
 # ------------------------------------------------------------------ 2. the toy example
 st.header("2. Scaled dot-product attention, step by step")
 st.caption("A classic textbook toy example: 'The cat sat', d_model = 4, embeddings plus small positional offsets, "
            "with its W_Q, W_K, W_V and W_O. Edit any matrix: every number below is recomputed.")
 toy_x = att.toy_input()
-editors = {}
-grid_cells = [cell for row in (st.columns(2), st.columns(2)) for cell in row]
-for column, (name, default) in zip(grid_cells, [("X", toy_x.tolist()), ("W_Q", att.TOY_W_Q), ("W_K", att.TOY_W_K),
-                                                ("W_V", att.TOY_W_V)]):
-    with column:
-        st.markdown(f"**{name}**")
-        frame = pd.DataFrame(default, columns=[f"c{j}" for j in range(4)],
-                             index=att.TOY_TOKENS if name == "X" else [f"r{i}" for i in range(4)])
-        editors[name] = st.data_editor(frame, key=f"edit_{name}", num_rows="fixed")
-t1, t2, t3 = st.columns(3)
-scaled = t1.toggle("Scale by √d_k", value=True, **share.bind("scale"))
-causal = t2.toggle("Causal mask", value=True, **share.bind("mask"))
-heads = t3.radio("Heads", [1, 2, 3], horizontal=True, help="2 heads: the example's per-head matrices are the column "
-                 "halves of W_Q, W_K, W_V. 3 heads cannot split a width of 4.", **share.bind("heads"))
-matrices = {}
-problem = None
-for name, frame in editors.items():
-    values = frame.to_numpy(dtype=float, na_value=np.nan) if frame.shape == (len(frame.index), 4) else None
-    if values is None or not np.isfinite(values).all():
-        problem = f"{name} has an empty cell or a value that is not a number: every entry must be a number."
-        break
-    matrices[name] = torch.tensor(values, dtype=torch.float32)
-w_o = torch.tensor(att.TOY_W_O) if heads > 1 else None
-if problem:
-    st.error(problem)
-else:
-    try:
-        steps = att.attention_steps(matrices["X"], matrices["W_Q"], matrices["W_K"], matrices["W_V"],
-                                    num_heads=heads, mask="causal" if causal else "none", w_o=w_o, scale=scaled)
-    except LlmvizError as error:
-        st.error(str(error))
-        steps = None
-    if steps is not None:
-        tokens = att.TOY_TOKENS
-        d_k = steps["Q_heads"].shape[-1]
-        st.subheader("Q = X W_Q, K = X W_K, V = X W_V")
-        q1, q2, q3 = st.columns(3)
-        for column, name in zip((q1, q2, q3), ("Q", "K", "V")):
-            column.markdown(f"**{name}**")
-            column.dataframe(matrix_table(steps[name], tokens).style.format("{:.4f}"), width="stretch")
-        x0, wq = matrices["X"][0], matrices["W_Q"][:, 0]
-        charts.latex(r"Q_{\text{The},0} = " + " + ".join(f"{num(a)}\\cdot{num(b)}" for a, b in zip(x0.tolist(), wq.tolist()))
-                 + f" = {float(steps['Q'][0, 0]):.4f}")
-        for head in range(heads):
-            st.subheader(f"Head {head + 1}" if heads > 1 else "Scores, mask, softmax, output")
-            q_h, k_h = steps["Q_heads"][head], steps["K_heads"][head]
-            h1, h2 = st.columns(2)
-            h3, h4 = st.columns(2)
-            charts.show_in(h1, charts.heatmap(steps["scores"][head], tokens, tokens, title="Q Kᵀ", height=300,
-                                           text_format=".3f"), width="stretch", key=f"s{head}")
-            charts.show_in(h2, charts.heatmap(steps["scaled_scores"][head], tokens, tokens, height=300, text_format=".3f",
-                                           title=f"÷ √{d_k}" if scaled else "not scaled"), width="stretch", key=f"c{head}")
-            masked = steps["masked_scores"][head].clone()
-            charts.show_in(h3, charts.heatmap(masked.masked_fill(~torch.isfinite(masked), float("nan")), tokens, tokens,
-                                           title="masked (blank = −∞)" if causal else "no mask", height=300,
-                                           text_format=".3f"), width="stretch", key=f"m{head}")
-            charts.show_in(h4, charts.heatmap(steps["weights"][head], tokens, tokens, title="softmax weights", height=300,
-                                           text_format=".3f", zmin=0, zmax=1), width="stretch", key=f"w{head}")
-            row = 1
-            terms = " + ".join(f"{num(a, '.4f')}\\cdot{num(b, '.4f')}" for a, b in zip(q_h[row].tolist(), k_h[0].tolist()))
-            raw = float(steps["scores"][head][row, 0])
-            dot_line = (rf"q_{{\text{{cat}}}} \cdot k_{{\text{{The}}}} = {terms} = {raw:.4f}"
-                     + (rf"\;\Rightarrow\; \frac{{{raw:.4f}}}{{\sqrt{{{d_k}}}}} = {raw / math.sqrt(d_k):.4f}" if scaled else ""))
-            weights_row = steps["weights"][head][row]
-            allowed = [j for j in range(3) if bool(steps["mask"][0, row, j])] if steps["mask"].dim() == 3 else list(range(3))
-            exps = " + ".join(f"e^{{{float(steps['scaled_scores'][head][row, j]):.4f}}}" for j in allowed)
-            charts.latex(dot_line, rf"\alpha_{{\text{{cat}},\text{{The}}}} = \frac{{e^{{{float(steps['scaled_scores'][head][row, 0]):.4f}}}}}{{{exps}}}"
-                     rf" = {float(weights_row[0]):.4f}")
-            out = steps["head_outputs"][head]
-            st.markdown(f"**Output of {'head ' + str(head + 1) if heads > 1 else 'attention'}** (weights × V)")
-            st.dataframe(matrix_table(out, tokens).style.format("{:.4f}"), width="stretch")
-        if heads > 1:
-            st.subheader("Concatenate the heads, then project with W_O")
-            c1, c2 = st.columns(2)
-            c1.markdown("**Concat**")
-            c1.dataframe(matrix_table(steps["concat"], tokens).style.format("{:.4f}"), width="stretch")
-            c2.markdown("**Concat · W_O** (the example's W_O)")
-            c2.dataframe(matrix_table(steps["output"], tokens).style.format("{:.4f}"), width="stretch")
-        if causal:
-            st.info("Under the causal mask the first token ('The') can only attend to itself: its output is exactly its "
-                    "own value vector. (Where the textbook's arithmetic slips: the usual write-up of this example says 'The' "
-                    "averages 'The' and 'cat' — that would let it see "
-                    "the future.)")
-        if not scaled:
-            st.caption("Without scaling, scores grow with d_k, the softmax gets peakier, and its gradients vanish; "
-                       "dividing by √d_k keeps the scores' spread about 1.")
+
+
+@sections.section("attention.toy")
+def toy_example() -> None:
+    editors = {}
+    grid_cells = [cell for row in (st.columns(2), st.columns(2)) for cell in row]
+    for column, (name, default) in zip(grid_cells, [("X", toy_x.tolist()), ("W_Q", att.TOY_W_Q), ("W_K", att.TOY_W_K),
+                                                    ("W_V", att.TOY_W_V)]):
+        with column:
+            st.markdown(f"**{name}**")
+            frame = pd.DataFrame(default, columns=[f"c{j}" for j in range(4)],
+                                 index=att.TOY_TOKENS if name == "X" else [f"r{i}" for i in range(4)])
+            editors[name] = st.data_editor(frame, key=f"edit_{name}", num_rows="fixed")
+    t1, t2, t3 = st.columns(3)
+    scaled = t1.toggle("Scale by √d_k", value=True, **share.bind("scale"))
+    causal = t2.toggle("Causal mask", value=True, **share.bind("mask"))
+    heads = t3.radio("Heads", [1, 2, 3], horizontal=True, help="2 heads: the example's per-head matrices are the column "
+                     "halves of W_Q, W_K, W_V. 3 heads cannot split a width of 4.", **share.bind("heads"))
+    matrices = {}
+    problem = None
+    for name, frame in editors.items():
+        values = frame.to_numpy(dtype=float, na_value=np.nan) if frame.shape == (len(frame.index), 4) else None
+        if values is None or not np.isfinite(values).all():
+            problem = f"{name} has an empty cell or a value that is not a number: every entry must be a number."
+            break
+        matrices[name] = torch.tensor(values, dtype=torch.float32)
+    w_o = torch.tensor(att.TOY_W_O) if heads > 1 else None
+    if problem:
+        st.error(problem)
+    else:
+        try:
+            steps = att.attention_steps(matrices["X"], matrices["W_Q"], matrices["W_K"], matrices["W_V"],
+                                        num_heads=heads, mask="causal" if causal else "none", w_o=w_o, scale=scaled)
+        except LlmvizError as error:
+            st.error(str(error))
+            steps = None
+        if steps is not None:
+            tokens = att.TOY_TOKENS
+            d_k = steps["Q_heads"].shape[-1]
+            st.subheader("Q = X W_Q, K = X W_K, V = X W_V")
+            q1, q2, q3 = st.columns(3)
+            for column, name in zip((q1, q2, q3), ("Q", "K", "V")):
+                column.markdown(f"**{name}**")
+                column.dataframe(matrix_table(steps[name], tokens).style.format("{:.4f}"), width="stretch")
+            x0, wq = matrices["X"][0], matrices["W_Q"][:, 0]
+            charts.latex(r"Q_{\text{The},0} = " + " + ".join(f"{num(a)}\\cdot{num(b)}" for a, b in zip(x0.tolist(), wq.tolist()))
+                     + f" = {float(steps['Q'][0, 0]):.4f}")
+            for head in range(heads):
+                st.subheader(f"Head {head + 1}" if heads > 1 else "Scores, mask, softmax, output")
+                q_h, k_h = steps["Q_heads"][head], steps["K_heads"][head]
+                h1, h2 = st.columns(2)
+                h3, h4 = st.columns(2)
+                charts.show_in(h1, charts.heatmap(steps["scores"][head], tokens, tokens, title="Q Kᵀ", height=300,
+                                               text_format=".3f"), width="stretch", key=f"s{head}")
+                charts.show_in(h2, charts.heatmap(steps["scaled_scores"][head], tokens, tokens, height=300, text_format=".3f",
+                                               title=f"÷ √{d_k}" if scaled else "not scaled"), width="stretch", key=f"c{head}")
+                masked = steps["masked_scores"][head].clone()
+                charts.show_in(h3, charts.heatmap(masked.masked_fill(~torch.isfinite(masked), float("nan")), tokens, tokens,
+                                               title="masked (blank = −∞)" if causal else "no mask", height=300,
+                                               text_format=".3f"), width="stretch", key=f"m{head}")
+                charts.show_in(h4, charts.heatmap(steps["weights"][head], tokens, tokens, title="softmax weights", height=300,
+                                               text_format=".3f", zmin=0, zmax=1), width="stretch", key=f"w{head}")
+                row = 1
+                terms = " + ".join(f"{num(a, '.4f')}\\cdot{num(b, '.4f')}" for a, b in zip(q_h[row].tolist(), k_h[0].tolist()))
+                raw = float(steps["scores"][head][row, 0])
+                dot_line = (rf"q_{{\text{{cat}}}} \cdot k_{{\text{{The}}}} = {terms} = {raw:.4f}"
+                         + (rf"\;\Rightarrow\; \frac{{{raw:.4f}}}{{\sqrt{{{d_k}}}}} = {raw / math.sqrt(d_k):.4f}" if scaled else ""))
+                weights_row = steps["weights"][head][row]
+                allowed = [j for j in range(3) if bool(steps["mask"][0, row, j])] if steps["mask"].dim() == 3 else list(range(3))
+                exps = " + ".join(f"e^{{{float(steps['scaled_scores'][head][row, j]):.4f}}}" for j in allowed)
+                charts.latex(dot_line, rf"\alpha_{{\text{{cat}},\text{{The}}}} = \frac{{e^{{{float(steps['scaled_scores'][head][row, 0]):.4f}}}}}{{{exps}}}"
+                         rf" = {float(weights_row[0]):.4f}")
+                out = steps["head_outputs"][head]
+                st.markdown(f"**Output of {'head ' + str(head + 1) if heads > 1 else 'attention'}** (weights × V)")
+                st.dataframe(matrix_table(out, tokens).style.format("{:.4f}"), width="stretch")
+            if heads > 1:
+                st.subheader("Concatenate the heads, then project with W_O")
+                c1, c2 = st.columns(2)
+                c1.markdown("**Concat**")
+                c1.dataframe(matrix_table(steps["concat"], tokens).style.format("{:.4f}"), width="stretch")
+                c2.markdown("**Concat · W_O** (the example's W_O)")
+                c2.dataframe(matrix_table(steps["output"], tokens).style.format("{:.4f}"), width="stretch")
+            if causal:
+                st.info("Under the causal mask the first token ('The') can only attend to itself: its output is exactly its "
+                        "own value vector. (Where the textbook's arithmetic slips: the usual write-up of this example says 'The' "
+                        "averages 'The' and 'cat' — that would let it see "
+                        "the future.)")
+            if not scaled:
+                st.caption("Without scaling, scores grow with d_k, the softmax gets peakier, and its gradients vanish; "
+                           "dividing by √d_k keeps the scores' spread about 1.")
+
+
+toy_example()
 
 # ------------------------------------------------------------------ 3. shapes
 st.header("3. Multi-head attention: the shapes")
@@ -202,97 +214,149 @@ for column, (name, steps_) in zip(mask_cells, variants.items()):
 st.caption("Causal: no looking ahead (GPT). Padding: nobody attends to padding (batches of unequal length). "
            "Cross-attention (the decoder of an encoder–decoder Transformer, as in 'Attention Is All You Need'): queries from the decoder, keys and values from the encoder's "
            "output — 3 queries over 4 keys, so the matrix need not be square.")
+# ------------------------------------------------------------------ 5. the picked model
+@st.cache_data(show_spinner=False, max_entries=64)
+def gpt_patterns(model_key: str, sentence: str, _view: picker.ModelView) -> views.AttentionPatterns | None:
+    """Every pattern of the picked model on the sentence, cached by (model key, sentence)."""
+    return views.attention_patterns(_view.model, views.encode(_view.tokenizer, sentence))
 
-# ------------------------------------------------------------------ 5. the shipped GPT
-st.header("5. Your sentence through the shipped GPT")
-sentence = st.text_input("Sentence", "The return statement leaves the current function call with a value",
-                         **share.bind("sentence"))
+
+@st.cache_data(show_spinner="Running MiniLM…", max_entries=64)
+def minilm_patterns(sentence: str) -> views.EncoderAttention:
+    return views.encoder_attention(picker.load("pretrained:minilm").model, sentence)
 
 
-def attention_views(cache: dict, prefix: str, labels: list[str], n_layers: int, n_heads: int, key: str):
+def token_labels(view: picker.ModelView, ids: list[int]) -> list[str]:
+    return charts.unique_labels([view.tokenizer.printable(i) for i in ids])
+
+
+def pattern_heatmap(pattern, labels: list[str], title: str):
+    return charts.heatmap(pattern, labels, labels, title=title, text_format=None, x_title="key (attended to)",
+                          y_title="query", zmin=0, zmax=1, height=max(420, 18 * len(labels) + 200))
+
+
+def lines_figure(pattern, labels: list[str], query) -> go.Figure:
+    figure = go.Figure()
+    queries = range(len(labels)) if query == "all" else [query]
+    for i in queries:
+        for j in range(len(labels)):
+            weight = float(pattern[i, j])
+            if weight > 0.02:
+                figure.add_trace(go.Scatter(x=[0, 1], y=[-i, -j], mode="lines", hoverinfo="skip",
+                                            line=dict(width=1 + 8 * weight, color=f"rgba(76,110,245,{min(1, 0.2 + weight)})")))
+    picked = set(queries)
+    figure.add_trace(go.Scatter(x=[-0.02] * len(labels), y=[-i for i in range(len(labels))], text=labels,
+                                mode="text", textposition="middle left", hoverinfo="skip",
+                                textfont=dict(color=["#212529" if i in picked else "#adb5bd" for i in range(len(labels))])))
+    figure.add_trace(go.Scatter(x=[1.02] * len(labels), y=[-i for i in range(len(labels))], text=labels,
+                                mode="text", textposition="middle right", hoverinfo="skip"))
+    figure.update_layout(showlegend=False, height=max(360, 22 * len(labels) + 40), xaxis_visible=False,
+                         yaxis_visible=False, margin=dict(l=10, r=10, t=10, b=10), xaxis_range=[-0.5, 1.5],
+                         yaxis_range=[-len(labels) + 0.4, 1.4],
+                         annotations=[dict(x=0, y=0.9, text="<b>query</b>", showarrow=False, xanchor="right"),
+                                      dict(x=1, y=0.9, text="<b>key</b>", showarrow=False, xanchor="left")])
+    return figure
+
+
+@sections.section("attention.head")
+def attention_views(patterns, labels: list[str], key: str) -> None:
+    """One head's pattern as a heatmap and as lines: layer, head and query re-draw only this part."""
+    n_layers, n_heads = patterns.shape[:2]
     c1, c2 = st.columns(2)
     bind_layer, bind_head = ((share.bind("layer"), share.bind("head")) if key == "gpt"
                              else (share.bind("enc_layer"), share.bind("enc_head")))
     layer = c1.slider("Layer", 0, n_layers - 1, 0, **bind_layer)
     head = c2.slider("Head", 0, n_heads - 1, 0, **bind_head)
-    pattern = cache[f"{prefix}.{layer}.attn.pattern"][0, head]  # (T, T)
+    pattern = patterns[layer, head]  # (T, T)
     left, right = st.columns([1, 1])
-    charts.show_in(left, charts.heatmap(pattern, labels, labels, title=f"layer {layer}, head {head}", text_format=None,
-                                     x_title="key (attended to)", y_title="query", zmin=0, zmax=1,
-                                     height=max(420, 18 * len(labels) + 200)),
-                      width="stretch", key=f"{key}_heat")
+    charts.show_in(left, pattern_heatmap(pattern, labels, f"layer {layer}, head {head}"), width="stretch",
+                   key=f"{key}_heat")
     with right:
         query = st.selectbox("Lines from query", ["all"] + list(range(len(labels))), key=f"{key}_query",
                              format_func=lambda i: "all tokens" if i == "all" else labels[i])
-        figure = go.Figure()
-        queries = range(len(labels)) if query == "all" else [query]
-        for i in queries:
-            for j in range(len(labels)):
-                weight = float(pattern[i, j])
-                if weight > 0.02:
-                    figure.add_trace(go.Scatter(x=[0, 1], y=[-i, -j], mode="lines", hoverinfo="skip",
-                                                line=dict(width=1 + 8 * weight, color=f"rgba(76,110,245,{min(1, 0.2 + weight)})")))
-        picked = set(queries)
-        figure.add_trace(go.Scatter(x=[-0.02] * len(labels), y=[-i for i in range(len(labels))], text=labels,
-                                    mode="text", textposition="middle left", hoverinfo="skip",
-                                    textfont=dict(color=["#212529" if i in picked else "#adb5bd" for i in range(len(labels))])))
-        figure.add_trace(go.Scatter(x=[1.02] * len(labels), y=[-i for i in range(len(labels))], text=labels,
-                                    mode="text", textposition="middle right", hoverinfo="skip"))
-        figure.update_layout(showlegend=False, height=max(360, 22 * len(labels) + 40), xaxis_visible=False,
-                             yaxis_visible=False, margin=dict(l=10, r=10, t=10, b=10), xaxis_range=[-0.5, 1.5],
-                             yaxis_range=[-len(labels) + 0.4, 1.4],
-                             annotations=[dict(x=0, y=0.9, text="<b>query</b>", showarrow=False, xanchor="right"),
-                                          dict(x=1, y=0.9, text="<b>key</b>", showarrow=False, xanchor="left")])
-        charts.show(figure, width="stretch", key=f"{key}_lines")
+        charts.show(lines_figure(pattern, labels, query), width="stretch", key=f"{key}_lines")
         st.caption("Line width = attention weight (as BertViz draws it): queries on the left, keys on the right.")
-    patterns = torch.stack([cache[f"{prefix}.{li}.attn.pattern"][0] for li in range(n_layers)])  # (L, H, T, T)
-    grid = charts.head_grid(patterns)
-    charts.show(grid, width="stretch", key=f"{key}_grid")
+
+
+def attention_grid(patterns, key: str) -> None:
+    charts.show(charts.head_grid(patterns), width="stretch", key=f"{key}_grid")
     st.caption("Every layer × head as a thumbnail: some heads look at the previous token, some at the first token, "
                "some spread out.")
 
 
-def attention_quiz() -> list:
-    gpt, tokenizer, _ = models.shipped(models.SHIPPED_GPT)
-    ids = tokenizer.encode(sentence)[: min(48, gpt.config.context_length)]
-    _, _, cache = gpt.run_with_cache(torch.tensor([ids]))
-    labels = [tokenizer.printable(i) for i in ids]
-    layer = min(int(st.session_state.get("layer", 1)), gpt.config.n_layers - 1)
-    head = min(int(st.session_state.get("head", 0)), gpt.config.n_heads - 1)
-    return quiz.attention_questions(cache, labels, layer, head)
+@sections.section("attention.before_after")
+def attention_before_after(sentence: str, n_layers: int, n_heads: int) -> None:
+    """The same head at step 0 and at the picked step, side by side."""
+    c1, c2 = st.columns(2)
+    layer = c1.slider("Layer", 0, n_layers - 1, 0, key="ba_layer")
+    head = c2.slider("Head", 0, n_heads - 1, 0, key="ba_head")
+
+    def render(shown: picker.ModelView, column: str) -> None:
+        found = gpt_patterns(shown.key, sentence, shown)
+        if found is None:
+            st.info("This model has no attention to show.")
+            return
+        charts.show(pattern_heatmap(found.patterns[layer, head], token_labels(shown, found.ids),
+                                    f"layer {layer}, head {head}"), width="stretch", key=f"ba_{column}")
+
+    picker.before_after(render, what="the attention patterns")
 
 
-if sentence.strip() and models.SHIPPED_GPT in models.shipped_names():
-    quiz_ui.section("attention", attention_quiz)
-if not sentence.strip():
-    st.warning("Type a sentence to see its attention patterns.")
-elif models.SHIPPED_GPT in models.shipped_names():
-    gpt, tokenizer, _ = models.shipped(models.SHIPPED_GPT)
-    ids = tokenizer.encode(sentence)
-    if len(ids) > gpt.config.context_length:
-        st.warning(f"{len(ids)} tokens are more than the context of {gpt.config.context_length}: "
-                   f"only the first {gpt.config.context_length} are shown.")
-        ids = ids[: gpt.config.context_length]
-    if len(ids) > 48:
-        st.info(f"{len(ids)} tokens: the charts show the first 48.")
-        ids = ids[:48]
-    _, _, cache = gpt.run_with_cache(torch.tensor([ids]))
-    labels = charts.unique_labels([tokenizer.printable(i) for i in ids])
-    attention_views(cache, "blocks", labels, gpt.config.n_layers, gpt.config.n_heads, "gpt")
+def attention_quiz(view: picker.ModelView, found: views.AttentionPatterns) -> list:
+    cache = {f"blocks.{layer}.attn.pattern": found.patterns[layer:layer + 1] for layer in range(found.n_layers)}
+    layer = min(int(st.session_state.get("layer", 1)), found.n_layers - 1)
+    head = min(int(st.session_state.get("head", 0)), found.n_heads - 1)
+    return quiz.attention_questions(cache, [view.tokenizer.printable(i) for i in found.ids], layer, head)
 
-# ------------------------------------------------------------------ 6. MiniLM
-st.header("6. The same sentence through a pretrained encoder (MiniLM)")
-st.caption("all-MiniLM-L6-v2, a real pretrained BERT-style model (6 layers × 12 heads), implemented in llmviz. "
-           "Its attention is bidirectional: every token sees the whole sentence, the future included.")
-if sentence.strip():
+
+@sections.section("attention.sentence")
+def your_sentence() -> None:
+    """Sections 5 and 6 share the sentence: typing a new one re-draws only them."""
+    sentence = st.text_input("Sentence", "The return statement leaves the current function call with a value",
+                             **share.bind("sentence"))
+    if not sentence.strip():
+        st.warning("Type a sentence to see its attention patterns.")
+        return
+    view = picker.current()
+    st.caption(f"Model: {view.label} (picked in the sidebar).")
+    if view.family == "minilm":
+        st.info("The picked model is the pretrained MiniLM encoder: its attention is in section 6 below.")
+    else:
+        with ui.friendly_errors("the attention patterns"):
+            found = gpt_patterns(view.key, sentence, view)
+            if found is None:
+                st.info(f"{view.label} has no attention layers (it reads a fixed window of characters or keeps a "
+                        "running state): pick a GPT in the sidebar to see attention patterns.")
+            else:
+                quiz_ui.section("attention", lambda: attention_quiz(view, found))
+                if found.cut_to_context:
+                    total, context = (len(found.ids) + found.cut_to_shown + found.cut_to_context,
+                                      views.context_length(view.model))
+                    st.warning(f"{total} tokens are more than the context of {context}: only the first {context} "
+                               "are shown.")
+                if found.cut_to_shown:
+                    st.info(f"{len(found.ids) + found.cut_to_shown} tokens: the charts show the first "
+                            f"{len(found.ids)}.")
+                attention_views(found.patterns, token_labels(view, found.ids), "gpt")
+                attention_grid(found.patterns, "gpt")
+                st.subheader("Step 0 vs step N")
+                st.caption("The same head before training (random weights: attention spreads almost evenly over "
+                           "the visible tokens) and at the step picked in the sidebar.")
+                attention_before_after(sentence, found.n_layers, found.n_heads)
+
+    # ------------------------------------------------------------------ 6. MiniLM
+    st.header("6. The same sentence through a pretrained encoder (MiniLM)")
+    st.caption("all-MiniLM-L6-v2, a real pretrained BERT-style model (6 layers × 12 heads), implemented in llmviz. "
+               "Its attention is bidirectional: every token sees the whole sentence, the future included.")
     with ui.friendly_errors("the MiniLM encoder"):
-        minilm = models.minilm()
-        batch, cache = minilm.run_with_cache([sentence])
-        if batch.truncated[0]:
-            st.warning(f"The sentence is longer than {len(batch.tokens[0])} wordpieces: {batch.truncated[0]} were cut.")
-        if batch.unknown[0]:
-            st.info(f"{batch.unknown[0]} piece(s) are outside MiniLM's vocabulary and became [UNK].")
-        pieces = batch.tokens[0][:48]
-        trimmed = {k: v[..., :48, :48] if k.endswith("pattern") else v for k, v in cache.items()}
-        attention_views(trimmed, "layers", charts.unique_labels(pieces), minilm.config.num_layers,
-                        minilm.config.num_heads, "minilm")
+        encoded = minilm_patterns(sentence)
+        if encoded.truncated:
+            st.warning(f"The sentence is longer than {encoded.length} wordpieces: {encoded.truncated} were cut.")
+        if encoded.unknown:
+            st.info(f"{encoded.unknown} piece(s) are outside MiniLM's vocabulary and became [UNK].")
+        attention_views(encoded.patterns, charts.unique_labels(encoded.pieces), "minilm")
+        attention_grid(encoded.patterns, "minilm")
+
+
+st.header("5. Your sentence through the model picked in the sidebar")
+your_sentence()

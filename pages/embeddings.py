@@ -9,8 +9,9 @@ import torch
 
 import ui
 from llmviz import embeddings as emb
+from llmviz import views
 from llmviz.errors import LlmvizError
-from ui import charts, models, share
+from ui import charts, picker, sections, share
 from ui.text import literal_markdown
 
 settings = ui.settings()
@@ -24,107 +25,95 @@ ui.page_header(
 st.header("1. Cosine similarity, worked out")
 st.caption("A classic textbook example (edit the vectors): three sentences as 3-dimensional vectors, "
            "'I love programming', 'I enjoy coding' and 'I dislike programming'.")
-defaults = ["0.2, 0.4, 0.9", "0.1, 0.5, 0.8", "0.7, 0.2, 0.1"]
-names = ["v₁", "v₂", "v₃"]
-columns = st.columns(3)
-vectors = {}
-for column, name, default in zip(columns, names, defaults):
-    raw = column.text_input(name, default, key=f"vec_{name}")
-    try:
-        vectors[name] = emb.parse_vector(raw)
-    except LlmvizError as error:
-        column.error(str(error))
-pair = st.radio("Compare", [("v₁", "v₂"), ("v₁", "v₃"), ("v₂", "v₃")], horizontal=True,
-                format_func=lambda p: f"{p[0]} and {p[1]}")
-a_name, b_name = pair
-if a_name in vectors and b_name in vectors:
-    a, b = vectors[a_name], vectors[b_name]
-    try:
-        parts = emb.cosine_parts(a, b)
-    except LlmvizError as error:
-        st.error(str(error))
-        if a.shape == b.shape:
-            st.metric("Euclidean distance", f"{emb.euclidean(a, b):.4f}")
-    else:
-        num = charts.tex_number
-        products = " + ".join(f"({x:g})({y:g})" for x, y in zip(a.tolist(), b.tolist()))
-        squares_a = " + ".join(f"{num(x)}^2" for x in a.tolist())
-        squares_b = " + ".join(f"{num(y)}^2" for y in b.tolist())
-        left, right = st.columns([3, 2])
-        with left:
-            distance_terms = " + ".join(f"({num(x)} - {num(y)})^2" for x, y in zip(a.tolist(), b.tolist()))
-            charts.latex(
-                rf"{a_name} \cdot {b_name} = {products} = {parts.dot:.4f}",
-                rf"\lVert {a_name} \rVert = \sqrt{{{squares_a}}} = \sqrt{{{parts.norm_a ** 2:.4f}}} = {parts.norm_a:.4f}",
-                rf"\lVert {b_name} \rVert = \sqrt{{{squares_b}}} = \sqrt{{{parts.norm_b ** 2:.4f}}} = {parts.norm_b:.4f}",
-                rf"\cos\theta = \frac{{{parts.dot:.4f}}}{{{parts.norm_a:.4f} \times {parts.norm_b:.4f}}} = {parts.cosine:.4f}"
-                rf"\quad\Rightarrow\quad \theta = {parts.angle_degrees:.1f}^\circ",
-                rf"d({a_name}, {b_name}) = \sqrt{{{distance_terms}}} = {parts.euclidean:.4f}",
-            )
-            if [round(x, 6) for x in a.tolist()] == [0.2, 0.4, 0.9] and a_name == "v₁":
-                st.info("Where the textbook's arithmetic slips: the usual worked version of this example takes "
-                        "‖v₁‖² = 0.2 + 0.16 + 0.81 = 1.17, but 0.2² = 0.04, so ‖v₁‖² = 1.01. With the right "
-                        "arithmetic both cosines come out higher than it says (the numbers above are computed, not copied).")
-        with right:
-            theta = math.radians(parts.angle_degrees)
-            figure = go.Figure()
-            figure.add_trace(go.Scatter(x=[0, 1], y=[0, 0], mode="lines+text", text=["", a_name], name=a_name,
-                                        textposition="middle right", line=dict(width=4)))
-            figure.add_trace(go.Scatter(x=[0, math.cos(theta)], y=[0, math.sin(theta)], mode="lines+text",
-                                        text=["", b_name], textposition="top center", name=b_name, line=dict(width=4)))
-            arc = [i / 40 * theta for i in range(41)]
-            figure.add_trace(go.Scatter(x=[0.3 * math.cos(t) for t in arc], y=[0.3 * math.sin(t) for t in arc],
-                                        mode="lines", name=f"θ = {parts.angle_degrees:.1f}°", line=dict(dash="dot")))
-            figure.update_layout(height=300, xaxis=dict(range=[-1.1, 1.3], visible=False),
-                                 yaxis=dict(range=[-0.2, 1.1], visible=False, scaleanchor="x"),
-                                 margin=dict(t=10, b=10), legend=dict(orientation="h"))
-            charts.show(figure, width="stretch")
-            st.caption("The two directions, drawn in the plane they span (unit length): cosine only cares about the angle.")
-
-# ------------------------------------------------------------------ 2. token embeddings of the GPT
-st.header("2. Token embeddings of the shipped GPT")
-gpt, tokenizer, _ = models.shipped_gpt_or_stop()
-table = gpt.tok_emb.weight.detach()  # (V, C)
-st.caption(f"A {table.shape[0]:,} × {table.shape[1]} table: one learned row per BPE token.")
-typed = st.text_input("Tokens to compare (words are split into the GPT's tokens)", " def class return True False None int str list",
-                      **share.bind("words"))
-ids = list(dict.fromkeys(tokenizer.encode(typed)))[:24]
-if len(ids) < 1:
-    st.warning("Type some text: there are no tokens to show.")
-else:
-    labels = charts.unique_labels([tokenizer.printable(i) for i in ids])
-    vectors_ = emb.lookup(table, ids)
-    one_hot = emb.one_hot_lookup(table, ids)
-    st.markdown(f"Lookup two ways — `table[ids]` and `one_hot(ids) @ table` — largest difference: "
-                f"**{float((one_hot - vectors_).abs().max()):.1e}** (the same rows).")
-    left, right = st.columns(2)
-    charts.show_in(left, charts.heatmap(vectors_[:, :48], list(range(48)), labels, colorscale="RdBu", zmid=0,
-                                     text_format=None, title="vectors (first 48 dimensions)", x_title="dimension"),
-                      width="stretch")
-    with right:
-        if len(ids) >= 2:
-            charts.show_in(right, charts.heatmap(emb.cosine_matrix(vectors_), labels, labels, colorscale="RdBu", zmid=0,
-                                              title="cosine similarity", text_format=".2f" if len(ids) <= 12 else None),
-                               width="stretch")
+@sections.section("embeddings.cosine")
+def cosine_example() -> None:
+    defaults = ["0.2, 0.4, 0.9", "0.1, 0.5, 0.8", "0.7, 0.2, 0.1"]
+    names = ["v₁", "v₂", "v₃"]
+    columns = st.columns(3)
+    vectors = {}
+    for column, name, default in zip(columns, names, defaults):
+        raw = column.text_input(name, default, key=f"vec_{name}")
+        try:
+            vectors[name] = emb.parse_vector(raw)
+        except LlmvizError as error:
+            column.error(str(error))
+    pair = st.radio("Compare", [("v₁", "v₂"), ("v₁", "v₃"), ("v₂", "v₃")], horizontal=True,
+                    format_func=lambda p: f"{p[0]} and {p[1]}")
+    a_name, b_name = pair
+    if a_name in vectors and b_name in vectors:
+        a, b = vectors[a_name], vectors[b_name]
+        try:
+            parts = emb.cosine_parts(a, b)
+        except LlmvizError as error:
+            st.error(str(error))
+            if a.shape == b.shape:
+                st.metric("Euclidean distance", f"{emb.euclidean(a, b):.4f}")
         else:
-            st.info("Add a second token to compare.")
-    query_text = st.text_input("Nearest neighbours of", " return", key="gpt_nn")
-    query_ids = tokenizer.encode(query_text)
-    if len(query_ids) != 1:
-        st.warning(f"{literal_markdown(repr(query_text))} is {len(query_ids)} tokens for this tokenizer; the neighbours of its first token "
-                   "are shown." if query_ids else "Type a token to look up.")
-    neighbour_ids: list[int] = []
-    if query_ids:
-        neighbours = emb.nearest_neighbours(table, table[query_ids[0]], k=10, exclude={query_ids[0]})
-        neighbour_ids = [i for i, _ in neighbours]
-        st.dataframe(pd.DataFrame({"token": [tokenizer.printable(i) for i, _ in neighbours],
-                                   "id": [i for i, _ in neighbours], "cosine": [s for _, s in neighbours]}),
-                     hide_index=True, width="stretch")
+            num = charts.tex_number
+            products = " + ".join(f"({x:g})({y:g})" for x, y in zip(a.tolist(), b.tolist()))
+            squares_a = " + ".join(f"{num(x)}^2" for x in a.tolist())
+            squares_b = " + ".join(f"{num(y)}^2" for y in b.tolist())
+            left, right = st.columns([3, 2])
+            with left:
+                distance_terms = " + ".join(f"({num(x)} - {num(y)})^2" for x, y in zip(a.tolist(), b.tolist()))
+                charts.latex(
+                    rf"{a_name} \cdot {b_name} = {products} = {parts.dot:.4f}",
+                    rf"\lVert {a_name} \rVert = \sqrt{{{squares_a}}} = \sqrt{{{parts.norm_a ** 2:.4f}}} = {parts.norm_a:.4f}",
+                    rf"\lVert {b_name} \rVert = \sqrt{{{squares_b}}} = \sqrt{{{parts.norm_b ** 2:.4f}}} = {parts.norm_b:.4f}",
+                    rf"\cos\theta = \frac{{{parts.dot:.4f}}}{{{parts.norm_a:.4f} \times {parts.norm_b:.4f}}} = {parts.cosine:.4f}"
+                    rf"\quad\Rightarrow\quad \theta = {parts.angle_degrees:.1f}^\circ",
+                    rf"d({a_name}, {b_name}) = \sqrt{{{distance_terms}}} = {parts.euclidean:.4f}",
+                )
+                if [round(x, 6) for x in a.tolist()] == [0.2, 0.4, 0.9] and a_name == "v₁":
+                    st.info("Where the textbook's arithmetic slips: the usual worked version of this example takes "
+                            "‖v₁‖² = 0.2 + 0.16 + 0.81 = 1.17, but 0.2² = 0.04, so ‖v₁‖² = 1.01. With the right "
+                            "arithmetic both cosines come out higher than it says (the numbers above are computed, not copied).")
+            with right:
+                theta = math.radians(parts.angle_degrees)
+                figure = go.Figure()
+                figure.add_trace(go.Scatter(x=[0, 1], y=[0, 0], mode="lines+text", text=["", a_name], name=a_name,
+                                            textposition="middle right", line=dict(width=4)))
+                figure.add_trace(go.Scatter(x=[0, math.cos(theta)], y=[0, math.sin(theta)], mode="lines+text",
+                                            text=["", b_name], textposition="top center", name=b_name, line=dict(width=4)))
+                arc = [i / 40 * theta for i in range(41)]
+                figure.add_trace(go.Scatter(x=[0.3 * math.cos(t) for t in arc], y=[0.3 * math.sin(t) for t in arc],
+                                            mode="lines", name=f"θ = {parts.angle_degrees:.1f}°", line=dict(dash="dot")))
+                figure.update_layout(height=300, xaxis=dict(range=[-1.1, 1.3], visible=False),
+                                     yaxis=dict(range=[-0.2, 1.1], visible=False, scaleanchor="x"),
+                                     margin=dict(t=10, b=10), legend=dict(orientation="h"))
+                charts.show(figure, width="stretch")
+                st.caption("The two directions, drawn in the plane they span (unit length): cosine only cares about the angle.")
+
+
+cosine_example()
+
+
+# ------------------------------------------------------------------ 2. token embeddings of the picked model
+@st.cache_data(show_spinner=False, max_entries=128)
+def neighbours_of(model_key: str, token: int, _table: torch.Tensor) -> views.Neighbours:
+    return views.neighbours(_table, token, k=10)
+
+
+@st.cache_data(show_spinner="Projecting the table…", max_entries=64)
+def projection(model_key: str, ids: tuple[int, ...], dims: int, _table: torch.Tensor) -> views.Projection:
+    return views.project(_table, list(ids), dims)
+
+
+def neighbour_table(view: picker.ModelView, found: views.Neighbours) -> pd.DataFrame:
+    return pd.DataFrame({"token": [view.tokenizer.printable(i) for i in found.ids], "id": found.ids,
+                         "cosine": found.cosines})
+
+
+@sections.section("embeddings.projection")
+def pca_view(view: picker.ModelView, table: torch.Tensor, ids: list[int], query_group: list[int],
+             neighbour_ids: list[int]) -> None:
+    """The PCA chart: the 2D/3D switch re-draws only this part."""
+    tokenizer = view.tokenizer
     dims = st.radio("Projection", [2, 3], horizontal=True, format_func=lambda d: f"{d}D PCA")
-    population = list(range(256, min(table.shape[0], 256 + 400)))  # the first merges: common tokens
-    query_group = query_ids[:1]
+    population = views.common_tokens(table.shape[0])
     chosen = list(dict.fromkeys(population + ids + query_group + neighbour_ids))
-    coords, ratio = emb.pca(table[chosen], dims)
+    projected = projection(view.key, tuple(chosen), dims, table)
+    coords = projected.coords
     # only the picked tokens, the looked-up token and its neighbours get a label; the rest are grey dots
     groups = {"common token": dict(size=5, color="#ced4da"),
               "your tokens": dict(size=11, color="#e8590c", line=dict(width=1, color="#343a40")),
@@ -155,50 +144,196 @@ else:
     if dims == 2:
         figure.update_layout(xaxis_title="PC1", yaxis_title="PC2")
     charts.show(figure, width="stretch")
-    st.caption(f"The 400 earliest-merged tokens (grey) with yours, the looked-up token and its nearest neighbours, "
-               f"projected on the {dims} directions of largest spread ({float(ratio.sum()):.0%} of the variance). "
+    st.caption(f"{len(population)} common tokens (grey) with yours, the looked-up token and its nearest neighbours, "
+               f"projected on the {dims} directions of largest spread ({projected.explained:.0%} of the variance). "
                "Hover a grey dot for its token. Neighbours by cosine in all "
                f"{table.shape[1]} dimensions need not look close in {dims}D.")
 
+
+@sections.section("embeddings.neighbours_before_after")
+def neighbours_before_after(query_text: str) -> None:
+    """The nearest neighbours of one token at step 0 and at the picked step."""
+
+    def render(shown: picker.ModelView, column: str) -> None:
+        table = views.embedding_table(shown.model)
+        query_ids = views.encode(shown.tokenizer, query_text)
+        if table is None or not query_ids:
+            st.info("Nothing to compare here.")
+            return
+        st.dataframe(neighbour_table(shown, neighbours_of(shown.key, query_ids[0], table)), hide_index=True,
+                     width="stretch", key=f"nn_{column}")
+
+    picker.before_after(render, what="the nearest neighbours")
+
+
+@sections.section("embeddings.tokens")
+def token_embeddings() -> None:
+    view = picker.current()
+    tokenizer = view.tokenizer
+    table = views.embedding_table(view.model) if view.family != "minilm" else None
+    if table is None:
+        st.info(f"{view.label} has no token-embedding table of its own to show here (it counts pairs or is a "
+                "sentence encoder): pick a GPT or one of your runs in the sidebar. MiniLM's sentence embeddings "
+                "are in section 5.")
+        return
+    st.caption(f"{view.label}: a {table.shape[0]:,} × {table.shape[1]} table, one learned row per token.")
+    typed = st.text_input("Tokens to compare (words are split into the model's tokens)",
+                          " def class return True False None int str list", **share.bind("words"))
+    ids = list(dict.fromkeys(views.encode(tokenizer, typed)))[:24]
+    if len(ids) < 1:
+        st.warning("Type some text: there are no tokens to show.")
+        return
+    labels = charts.unique_labels([tokenizer.printable(i) for i in ids])
+    vectors_ = emb.lookup(table, ids)
+    one_hot = emb.one_hot_lookup(table, ids)
+    st.markdown(f"Lookup two ways — `table[ids]` and `one_hot(ids) @ table` — largest difference: "
+                f"**{float((one_hot - vectors_).abs().max()):.1e}** (the same rows).")
+    shown_dims = min(48, table.shape[1])
+    left, right = st.columns(2)
+    charts.show_in(left, charts.heatmap(vectors_[:, :shown_dims], list(range(shown_dims)), labels, colorscale="RdBu",
+                                     zmid=0, text_format=None, title=f"vectors (first {shown_dims} dimensions)",
+                                     x_title="dimension"), width="stretch")
+    with right:
+        if len(ids) >= 2:
+            charts.show_in(right, charts.heatmap(emb.cosine_matrix(vectors_), labels, labels, colorscale="RdBu", zmid=0,
+                                              title="cosine similarity", text_format=".2f" if len(ids) <= 12 else None),
+                               width="stretch")
+        else:
+            st.info("Add a second token to compare.")
+    query_text = st.text_input("Nearest neighbours of", " return", key="gpt_nn")
+    query_ids = views.encode(tokenizer, query_text)
+    if len(query_ids) != 1:
+        st.warning(f"{literal_markdown(repr(query_text))} is {len(query_ids)} tokens for this tokenizer; the neighbours of its first token "
+                   "are shown." if query_ids else "Type a token to look up.")
+    neighbour_ids: list[int] = []
+    if query_ids:
+        found = neighbours_of(view.key, query_ids[0], table)
+        neighbour_ids = found.ids
+        st.dataframe(neighbour_table(view, found), hide_index=True, width="stretch")
+    pca_view(view, table, ids, query_ids[:1], neighbour_ids)
+    if query_ids:
+        st.subheader(f"Step 0 vs step N: the neighbours of {tokenizer.printable(query_ids[0])!r}")
+        st.caption("At step 0 the table is random, so the neighbours are arbitrary; training pulls tokens used "
+                   "alike together.")
+        neighbours_before_after(query_text)
+
+
+st.header("2. Token embeddings of the picked model")
+token_embeddings()
+
 # ------------------------------------------------------------------ 3. positions
+@st.cache_data(show_spinner=False, max_entries=64)
+def input_rows(model_key: str, sentence: str, _view: picker.ModelView):
+    ids = views.encode(_view.tokenizer, sentence)
+    rows = views.input_embeddings(_view.model, ids)
+    return ids[: len(rows[0])] if rows else ids, rows
+
+
+@sections.section("embeddings.sinusoidal")
+def sinusoidal() -> None:
+    c1, c2 = st.columns(2)
+    positions = c1.slider("Positions", 2, 256, 64)
+    d_model = c2.slider("d_model", 2, 256, 64, step=2)
+    encoding = emb.sinusoidal_encoding(positions, d_model)
+    left, right = st.columns(2)
+    charts.show_in(left, charts.heatmap(encoding, list(range(d_model)), list(range(positions)), colorscale="RdBu", zmid=0,
+                                     text_format=None, title="PE[pos, i]", x_title="dimension i", y_title="position"),
+                      width="stretch")
+    with right:
+        shown = st.multiselect("Dimensions", list(range(d_model)), default=[d for d in (0, 1, 4, 10) if d < d_model])
+        figure = go.Figure()
+        for dim in shown:
+            figure.add_trace(go.Scatter(x=list(range(positions)), y=encoding[:, dim].tolist(), mode="lines",
+                                        name=f"dim {dim} ({'sin' if dim % 2 == 0 else 'cos'})"))
+        figure.update_layout(height=360, xaxis_title="position", margin=dict(t=10))
+        charts.show(figure, width="stretch")
+    st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\quad "
+             r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
+    if d_model >= 4 and positions >= 2:
+        st.latex(rf"PE_{{(1,\,2)}} = \sin\!\left(\frac{{1}}{{10000^{{2/{d_model}}}}}\right) = {float(encoding[1, 2]):.4f}")
+
+
+@sections.section("embeddings.token_plus_position")
+def token_plus_position() -> None:
+    view = picker.current()
+    st.subheader(f"Token + position = input, for your sentence ({view.label}'s learned tables)")
+    sentence = st.text_input("Sentence", "for x in range(10):")
+    if view.family == "minilm":
+        st.info("MiniLM adds a position and a segment vector too; this view shows GPTs' two tables.")
+        return
+    sentence_ids, rows = input_rows(view.key, sentence, view)
+    if not sentence_ids:
+        st.warning("Type a sentence.")
+    elif rows is None:
+        st.info(f"{view.label} adds no position table (it reads a fixed window or a running state): pick a GPT.")
+    else:
+        tok, pos = rows
+        width = min(32, tok.shape[1])
+        labels = charts.unique_labels([view.tokenizer.printable(i) for i in sentence_ids])
+        panels = st.columns(3)
+        for panel, (title, matrix) in zip(panels, [("token embedding", tok), ("+ position embedding", pos),
+                                                   ("= input to block 0", tok + pos)]):
+            charts.show_in(panel, charts.heatmap(matrix[:, :width], list(range(width)), labels, colorscale="RdBu",
+                                              zmid=0, text_format=None, title=title), width="stretch")
+        st.caption(f"GPT learns its position table instead of using sines; the first {width} of {tok.shape[1]} "
+                   "dimensions are shown.")
+
+
 st.header("3. Positions: sinusoidal and learned")
-c1, c2 = st.columns(2)
-positions = c1.slider("Positions", 2, 256, 64)
-d_model = c2.slider("d_model", 2, 256, 64, step=2)
-encoding = emb.sinusoidal_encoding(positions, d_model)
-left, right = st.columns(2)
-charts.show_in(left, charts.heatmap(encoding, list(range(d_model)), list(range(positions)), colorscale="RdBu", zmid=0,
-                                 text_format=None, title="PE[pos, i]", x_title="dimension i", y_title="position"),
-                  width="stretch")
-with right:
-    shown = st.multiselect("Dimensions", list(range(d_model)), default=[d for d in (0, 1, 4, 10) if d < d_model])
-    figure = go.Figure()
-    for dim in shown:
-        figure.add_trace(go.Scatter(x=list(range(positions)), y=encoding[:, dim].tolist(), mode="lines",
-                                    name=f"dim {dim} ({'sin' if dim % 2 == 0 else 'cos'})"))
-    figure.update_layout(height=360, xaxis_title="position", margin=dict(t=10))
-    charts.show(figure, width="stretch")
-st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\quad "
-         r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
-if d_model >= 4 and positions >= 2:
-    st.latex(rf"PE_{{(1,\,2)}} = \sin\!\left(\frac{{1}}{{10000^{{2/{d_model}}}}}\right) = {float(encoding[1, 2]):.4f}")
-st.subheader("Token + position = input, for your sentence (the shipped GPT's learned tables)")
-sentence = st.text_input("Sentence", "for x in range(10):")
-sentence_ids = tokenizer.encode(sentence)[: gpt.config.context_length]
-if not sentence_ids:
-    st.warning("Type a sentence.")
-else:
-    _, _, cache = gpt.run_with_cache(torch.tensor([sentence_ids]))
-    labels = charts.unique_labels([tokenizer.printable(i) for i in sentence_ids])
-    tok, pos = cache["embed.tok"][0], cache["embed.pos"]
-    panels = st.columns(3)
-    for panel, (title, matrix) in zip(panels, [("token embedding", tok), ("+ position embedding", pos),
-                                               ("= input to block 0", tok + pos)]):
-        charts.show_in(panel, charts.heatmap(matrix[:, :32], list(range(32)), labels, colorscale="RdBu", zmid=0,
-                                          text_format=None, title=title), width="stretch")
-    st.caption("GPT learns its position table instead of using sines; the first 32 of 128 dimensions are shown.")
+sinusoidal()
+token_plus_position()
 
 # ------------------------------------------------------------------ 4. word2vec
+@sections.section("embeddings.word2vec")
+def word2vec_explorer() -> None:
+    """Neighbours, analogies and the map of the trained word vectors: their inputs re-draw only this part."""
+    label, state = st.session_state["w2v"]
+    vectors_ = state.model.center.weight.detach()
+    vocab = state.vocabulary
+    asked = st.session_state.get("w2v_steps", state.step)
+    st.caption(f"Trained on {label} for {state.step} steps ({len(vocab.words):,} words, loss {state.loss:.3f})."
+               + (f" Stopped at step {state.step} of {asked}: the vectors learned so far are kept."
+                  if state.step < asked else ""))
+    left, right = st.columns(2)
+    labelled: set[int] = set(range(min(40, len(vocab.words))))
+    with left:
+        word = st.text_input("Nearest neighbours of", vocab.words[min(20, len(vocab.words) - 1)], key="w2v_nn")
+        key = word.strip().lower()
+        if key not in vocab.index:
+            st.warning(f"{literal_markdown(repr(word))} is not in the vocabulary (only the {len(vocab.words):,} most common words are).")
+        else:
+            neighbours = emb.nearest_neighbours(vectors_, vectors_[vocab.index[key]], 10, {vocab.index[key]})
+            labelled |= {vocab.index[key], *(i for i, _ in neighbours)}
+            st.dataframe(pd.DataFrame({"word": [vocab.words[i] for i, _ in neighbours],
+                                       "cosine": [s for _, s in neighbours]}), hide_index=True, width="stretch")
+        st.markdown("**Analogy** a − b + c")
+        a1, a2, a3 = st.columns(3)
+        words = [a1.text_input("a", "function"), a2.text_input("b", "functions"), a3.text_input("c", "methods")]
+        missing = [w for w in words if w.strip().lower() not in vocab.index]
+        if missing:
+            st.warning(f"Not in the vocabulary: {literal_markdown(', '.join(missing))}.")
+        else:
+            i, j, k = (vocab.index[w.strip().lower()] for w in words)
+            st.dataframe(pd.DataFrame([{"word": vocab.words[r], "cosine": s}
+                                       for r, s in emb.analogy(vectors_, i, j, k)]), hide_index=True, width="stretch")
+    with right:
+        shown_rows = sorted(set(range(min(300, len(vocab.words)))) | labelled)
+        coords, ratio = emb.pca(vectors_[shown_rows], 2)
+        highlight = {vocab.index[key], *labelled} - set(range(40)) if key in vocab.index else set()
+        figure = go.Figure(go.Scatter(
+            x=coords[:, 0].tolist(), y=coords[:, 1].tolist(), mode="markers+text",
+            text=[vocab.words[r] if r in labelled else "" for r in shown_rows], textposition="top center",
+            textfont=dict(size=10), hovertext=[vocab.words[r] for r in shown_rows], hoverinfo="text",
+            marker=dict(size=[10 if r in highlight else 6 for r in shown_rows],
+                        color=["#e8590c" if r in highlight else "#4c6ef5" if r in labelled else "#ced4da"
+                               for r in shown_rows])))
+        figure.update_layout(height=520, margin=dict(t=10), xaxis_title="PC1", yaxis_title="PC2")
+        charts.show(figure, width="stretch")
+        st.caption(f"The {len(shown_rows)} most common words, PCA to 2D ({float(ratio.sum()):.0%} of the variance): "
+                   "the 40 most common are labelled (blue), the looked-up word and its neighbours in orange; "
+                   "hover a grey dot for its word.")
+
+
 st.header("4. Word2vec: learn word vectors live")
 loaded = ui.corpus_text()
 if loaded is not None:
@@ -225,95 +360,61 @@ if loaded is not None:
         progress.empty()  # finished: no full progress bar and no Stop left behind
         stop_slot.empty()
     if "w2v" in st.session_state:
-        label, state = st.session_state["w2v"]
-        vectors_ = state.model.center.weight.detach()
-        vocab = state.vocabulary
-        asked = st.session_state.get("w2v_steps", state.step)
-        st.caption(f"Trained on {label} for {state.step} steps ({len(vocab.words):,} words, loss {state.loss:.3f})."
-                   + (f" Stopped at step {state.step} of {asked}: the vectors learned so far are kept."
-                      if state.step < asked else ""))
-        left, right = st.columns(2)
-        labelled: set[int] = set(range(min(40, len(vocab.words))))
-        with left:
-            word = st.text_input("Nearest neighbours of", vocab.words[min(20, len(vocab.words) - 1)], key="w2v_nn")
-            key = word.strip().lower()
-            if key not in vocab.index:
-                st.warning(f"{literal_markdown(repr(word))} is not in the vocabulary (only the {len(vocab.words):,} most common words are).")
-            else:
-                neighbours = emb.nearest_neighbours(vectors_, vectors_[vocab.index[key]], 10, {vocab.index[key]})
-                labelled |= {vocab.index[key], *(i for i, _ in neighbours)}
-                st.dataframe(pd.DataFrame({"word": [vocab.words[i] for i, _ in neighbours],
-                                           "cosine": [s for _, s in neighbours]}), hide_index=True, width="stretch")
-            st.markdown("**Analogy** a − b + c")
-            a1, a2, a3 = st.columns(3)
-            words = [a1.text_input("a", "function"), a2.text_input("b", "functions"), a3.text_input("c", "methods")]
-            missing = [w for w in words if w.strip().lower() not in vocab.index]
-            if missing:
-                st.warning(f"Not in the vocabulary: {literal_markdown(', '.join(missing))}.")
-            else:
-                i, j, k = (vocab.index[w.strip().lower()] for w in words)
-                st.dataframe(pd.DataFrame([{"word": vocab.words[r], "cosine": s}
-                                           for r, s in emb.analogy(vectors_, i, j, k)]), hide_index=True, width="stretch")
-        with right:
-            shown_rows = sorted(set(range(min(300, len(vocab.words)))) | labelled)
-            coords, ratio = emb.pca(vectors_[shown_rows], 2)
-            highlight = {vocab.index[key], *labelled} - set(range(40)) if key in vocab.index else set()
-            figure = go.Figure(go.Scatter(
-                x=coords[:, 0].tolist(), y=coords[:, 1].tolist(), mode="markers+text",
-                text=[vocab.words[r] if r in labelled else "" for r in shown_rows], textposition="top center",
-                textfont=dict(size=10), hovertext=[vocab.words[r] for r in shown_rows], hoverinfo="text",
-                marker=dict(size=[10 if r in highlight else 6 for r in shown_rows],
-                            color=["#e8590c" if r in highlight else "#4c6ef5" if r in labelled else "#ced4da"
-                                   for r in shown_rows])))
-            figure.update_layout(height=520, margin=dict(t=10), xaxis_title="PC1", yaxis_title="PC2")
-            charts.show(figure, width="stretch")
-            st.caption(f"The {len(shown_rows)} most common words, PCA to 2D ({float(ratio.sum()):.0%} of the variance): "
-                       "the 40 most common are labelled (blue), the looked-up word and its neighbours in orange; "
-                       "hover a grey dot for its word.")
+        word2vec_explorer()
 
 # ------------------------------------------------------------------ 5. MiniLM sentence embeddings
 st.header("5. Real sentence embeddings (pretrained MiniLM)")
 st.caption("all-MiniLM-L6-v2: mean of the token vectors over the sentence, scaled to length 1. Cosine similarity of "
            "two sentences is then just their dot product.")
-default_sentences = "I love programming\nI enjoy coding\nI dislike programming\nThe weather is lovely today\nPython is a programming language"
-typed = st.text_area("One sentence per line", default_sentences, height=140)
-sentences = [line.strip() for line in typed.splitlines()]
-empty = sum(1 for s in sentences if not s)
-sentences = [s for s in sentences if s][:30]
-if empty:
-    st.info(f"{empty} empty line(s) were skipped.")
-if not sentences:
-    st.warning("Type at least one sentence.")
-else:
-    with ui.friendly_errors("the MiniLM encoder"):
-        minilm = models.minilm()
-        batch = minilm.tokenize(sentences)
-        for sentence, cut, unknown in zip(sentences, batch.truncated, batch.unknown):
-            if cut:
-                st.warning(f"{literal_markdown(repr(sentence[:40]))}… is longer than 256 wordpieces: {cut} were cut off.")
-            if unknown:
-                st.info(f"{literal_markdown(repr(sentence[:40]))} has {unknown} piece(s) outside the vocabulary: they became [UNK].")
-        vectors_ = minilm.encode(sentences)
-        short = charts.unique_labels([s if len(s) <= 30 else s[:28] + "…" for s in sentences])
-        numbered = [f"S{n + 1}" for n in range(len(sentences))]
-        left, right = st.columns(2)
-        # rows carry the sentence, columns its number: long labels on both axes squash the matrix to nothing
-        charts.show_in(left, charts.heatmap(emb.cosine_matrix(vectors_), numbered,
-                                         [f"S{n + 1} · {s}" for n, s in enumerate(short)], colorscale="RdBu", zmid=0,
-                                         zmin=-1, zmax=1, title="cosine similarity",
-                                         height=max(320, 34 * len(sentences) + 140)), width="stretch")
-        with right:
-            if len(sentences) < 2:
-                st.info("A projection needs at least two sentences.")
-            else:
-                coords, _ = emb.pca(vectors_, 2)
-                figure = go.Figure(go.Scatter(x=coords[:, 0].tolist(), y=coords[:, 1].tolist(), mode="markers+text",
-                                              text=numbered, hovertext=short, hoverinfo="text",
-                                              textposition="top center"))
-                figure.update_layout(height=420, margin=dict(t=10), xaxis_title="PC1", yaxis_title="PC2")
-                charts.show(figure, width="stretch")
-        if {"I love programming", "I dislike programming"} <= set(sentences):
-            i, j = sentences.index("I love programming"), sentences.index("I dislike programming")
-            st.markdown(f"The textbook example calls 'I love programming' and 'I dislike programming' dissimilar; the real model "
-                        f"gives them a cosine of **{emb.cosine_parts(vectors_[i], vectors_[j]).cosine:.3f}**: they share a topic and most "
-                        "words, and this model was trained to match topics more than sentiment.")
+@st.cache_data(show_spinner="Running MiniLM…", max_entries=32)
+def sentence_vectors(sentences: tuple[str, ...]):
+    minilm = picker.load("pretrained:minilm").model
+    batch = minilm.tokenize(list(sentences))
+    return list(batch.truncated), list(batch.unknown), minilm.encode(list(sentences))
+
+
+@sections.section("embeddings.minilm")
+def sentence_embeddings() -> None:
+    default_sentences = "I love programming\nI enjoy coding\nI dislike programming\nThe weather is lovely today\nPython is a programming language"
+    typed = st.text_area("One sentence per line", default_sentences, height=140)
+    sentences = [line.strip() for line in typed.splitlines()]
+    empty = sum(1 for s in sentences if not s)
+    sentences = [s for s in sentences if s][:30]
+    if empty:
+        st.info(f"{empty} empty line(s) were skipped.")
+    if not sentences:
+        st.warning("Type at least one sentence.")
+    else:
+        with ui.friendly_errors("the MiniLM encoder"):
+            truncated, unknowns, vectors_ = sentence_vectors(tuple(sentences))
+            for sentence, cut, unknown in zip(sentences, truncated, unknowns):
+                if cut:
+                    st.warning(f"{literal_markdown(repr(sentence[:40]))}… is longer than 256 wordpieces: {cut} were cut off.")
+                if unknown:
+                    st.info(f"{literal_markdown(repr(sentence[:40]))} has {unknown} piece(s) outside the vocabulary: they became [UNK].")
+            short = charts.unique_labels([s if len(s) <= 30 else s[:28] + "…" for s in sentences])
+            numbered = [f"S{n + 1}" for n in range(len(sentences))]
+            left, right = st.columns(2)
+            # rows carry the sentence, columns its number: long labels on both axes squash the matrix to nothing
+            charts.show_in(left, charts.heatmap(emb.cosine_matrix(vectors_), numbered,
+                                             [f"S{n + 1} · {s}" for n, s in enumerate(short)], colorscale="RdBu", zmid=0,
+                                             zmin=-1, zmax=1, title="cosine similarity",
+                                             height=max(320, 34 * len(sentences) + 140)), width="stretch")
+            with right:
+                if len(sentences) < 2:
+                    st.info("A projection needs at least two sentences.")
+                else:
+                    coords, _ = emb.pca(vectors_, 2)
+                    figure = go.Figure(go.Scatter(x=coords[:, 0].tolist(), y=coords[:, 1].tolist(), mode="markers+text",
+                                                  text=numbered, hovertext=short, hoverinfo="text",
+                                                  textposition="top center"))
+                    figure.update_layout(height=420, margin=dict(t=10), xaxis_title="PC1", yaxis_title="PC2")
+                    charts.show(figure, width="stretch")
+            if {"I love programming", "I dislike programming"} <= set(sentences):
+                i, j = sentences.index("I love programming"), sentences.index("I dislike programming")
+                st.markdown(f"The textbook example calls 'I love programming' and 'I dislike programming' dissimilar; the real model "
+                            f"gives them a cosine of **{emb.cosine_parts(vectors_[i], vectors_[j]).cosine:.3f}**: they share a topic and most "
+                            "words, and this model was trained to match topics more than sentiment.")
+
+
+sentence_embeddings()

@@ -8,7 +8,7 @@ import ui
 from llmviz import quiz
 from llmviz import tokenizers as tk
 from llmviz.errors import LlmvizError
-from ui import charts, models, share
+from ui import charts, picker, sections, share
 from ui import quiz as quiz_ui
 from ui.text import literal_markdown
 
@@ -88,57 +88,69 @@ available[f"characters ({corpus_label})"] = char_tok
 available[f"words ({corpus_label}: {word_vocabulary_label(word_tok)})"] = word_tok
 if trained_bpe() is not None:
     available[f"your BPE ({trained_bpe().vocab_size} tokens, trained on {bpe_origin().get('corpus', '?')})"] = trained_bpe()
-if models.SHIPPED_GPT in models.shipped_names():
-    available["llmviz BPE (python-docs, shipped GPT)"] = models.shipped(models.SHIPPED_GPT)[1]
+view = picker.current()
+picked_tokenizer = None if view.family == "minilm" else view.tokenizer  # MiniLM cuts WordPiece pieces, not bytes
+if picked_tokenizer is not None:
+    available[f"{view.label} (picked in the sidebar)"] = picked_tokenizer
 available["GPT-2 (50,257)"] = None
 available["cl100k / GPT-4 (100,277)"] = None
-chosen = st.multiselect("Tokenizers", list(available), default=[k for k in available if "characters" not in k][:4], **share.bind("tokenizers"))
-show_ids = st.toggle("Show the ids under the tokens", value=True, key="tok_show_ids")
+if picked_tokenizer is None:
+    st.info(f"{view.label} splits text into WordPiece pieces (shown on the Embeddings and Attention pages); "
+            "here the tokenizers that make integer ids from bytes are compared.")
 
 
-def get(name):
-    if name.startswith("GPT-2"):
-        return reference("gpt2")
-    if name.startswith("cl100k"):
-        return reference("cl100k")
-    return available[name]
+@sections.section("tokens.side_by_side")
+def side_by_side() -> None:
+    chosen = st.multiselect("Tokenizers", list(available), default=[k for k in available if "characters" not in k][:4], **share.bind("tokenizers"))
+    show_ids = st.toggle("Show the ids under the tokens", value=True, key="tok_show_ids")
 
 
-rows = []
-for name in chosen:
-    tokenizer = get(name)
-    with ui.friendly_errors(f"the {name} tokenizer"):
-        notes = ""
-        if isinstance(tokenizer, tk.CharTokenizer):
-            unknown = tokenizer.unknown_characters(text)
-            ids = tokenizer.encode(text, errors="skip")
-            if unknown:
-                notes = f"{len(unknown)} character(s) not in the vocabulary were dropped: {' '.join(unknown[:20])}"
-        else:
-            ids = tokenizer.encode(text)
-        pieces = [tokenizer.printable(i) for i in ids]
-        st.subheader(name)
-        st.markdown(charts.token_chips(pieces, ids, [f"id {i} · bytes {tokenizer.token_bytes(i)!r}" for i in ids],
-                                       show_ids=show_ids), unsafe_allow_html=True)
-        if isinstance(tokenizer, tk.WordTokenizer) and 0 in ids:
-            unknown = [piece for piece, i in zip(tokenizer.split(text), ids) if i == 0]
-            blank = sum(1 for piece in unknown if piece.isspace())
-            words = len(unknown) - blank
-            notes = " ".join(part for part in (
-                f"{words} word(s) are outside the vocabulary and became [UNK]: the information is lost." if words else "",
-                f"{blank} run(s) of spaces or line breaks never occur in {corpus_label} (its vocabulary has no such "
-                "whitespace), so they became [UNK] too." if blank else "") if part)
-        if notes:
-            st.warning(notes)
-        with st.expander(f"ids ({len(ids)})"):
-            st.code(str(ids), wrap_lines=True)
-        rows.append({"tokenizer": name, "vocabulary": tokenizer.vocab_size, "tokens": len(ids),
-                     "characters per token": round(len(text) / max(1, len(ids)), 2),
-                     "round trip exact": tokenizer.decode(ids) == text})
-if rows:
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-    st.caption("Round trip: decode(encode(text)) gives the text back. Byte-level BPE always can; a word "
-               "vocabulary cannot once a word is [UNK], nor a character vocabulary for characters it never saw.")
+    def get(name):
+        if name.startswith("GPT-2"):
+            return reference("gpt2")
+        if name.startswith("cl100k"):
+            return reference("cl100k")
+        return available[name]
+
+
+    rows = []
+    for name in chosen:
+        tokenizer = get(name)
+        with ui.friendly_errors(f"the {name} tokenizer"):
+            notes = ""
+            if isinstance(tokenizer, tk.CharTokenizer):
+                unknown = tokenizer.unknown_characters(text)
+                ids = tokenizer.encode(text, errors="skip")
+                if unknown:
+                    notes = f"{len(unknown)} character(s) not in the vocabulary were dropped: {' '.join(unknown[:20])}"
+            else:
+                ids = tokenizer.encode(text)
+            pieces = [tokenizer.printable(i) for i in ids]
+            st.subheader(name)
+            st.markdown(charts.token_chips(pieces, ids, [f"id {i} · bytes {tokenizer.token_bytes(i)!r}" for i in ids],
+                                           show_ids=show_ids), unsafe_allow_html=True)
+            if isinstance(tokenizer, tk.WordTokenizer) and 0 in ids:
+                unknown = [piece for piece, i in zip(tokenizer.split(text), ids) if i == 0]
+                blank = sum(1 for piece in unknown if piece.isspace())
+                words = len(unknown) - blank
+                notes = " ".join(part for part in (
+                    f"{words} word(s) are outside the vocabulary and became [UNK]: the information is lost." if words else "",
+                    f"{blank} run(s) of spaces or line breaks never occur in {corpus_label} (its vocabulary has no such "
+                    "whitespace), so they became [UNK] too." if blank else "") if part)
+            if notes:
+                st.warning(notes)
+            with st.expander(f"ids ({len(ids)})"):
+                st.code(str(ids), wrap_lines=True)
+            rows.append({"tokenizer": name, "vocabulary": tokenizer.vocab_size, "tokens": len(ids),
+                         "characters per token": round(len(text) / max(1, len(ids)), 2),
+                         "round trip exact": tokenizer.decode(ids) == text})
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        st.caption("Round trip: decode(encode(text)) gives the text back. Byte-level BPE always can; a word "
+                   "vocabulary cannot once a word is [UNK], nor a character vocabulary for characters it never saw.")
+
+
+side_by_side()
 
 # ------------------------------------------------------------------ training BPE
 st.header("2. Train your own BPE")
@@ -188,6 +200,21 @@ else:
         else:
             st.success(f"Learned {learned} merges: a vocabulary of {bpe_now.vocab_size}.")
 
+@sections.section("tokens.replay")
+def replay(bpe: tk.BPETokenizer, text: str) -> None:
+    """The replay slider re-draws only this part."""
+    upto = st.slider("Merges applied", 0, len(bpe.merges), min(len(bpe.merges), 10))
+    chunks = bpe.replay(text, upto)
+    flat = [i for chunk in chunks for i in chunk]
+    st.markdown(charts.token_chips([bpe.printable(i) for i in flat], flat, show_ids=st.session_state.get("tok_show_ids", True)), unsafe_allow_html=True)
+    if upto:
+        (a, b), new = bpe.merges[upto - 1]
+        st.caption(f"Merge {upto}: {literal_markdown(repr(bpe.printable(a)))} + {literal_markdown(repr(bpe.printable(b)))} → "
+                   f"{literal_markdown(repr(bpe.printable(new)))} "
+                   f"(id {new}, seen {bpe.merge_counts[upto - 1]:,} times in the training text). "
+                   f"Your text is now {len(flat)} tokens (it was {len(text.encode())} bytes).")
+
+
 bpe = trained_bpe()
 if bpe is not None:
     origin = bpe_origin()
@@ -209,16 +236,7 @@ if bpe is not None:
 
     st.subheader("Replay: your text, merge by merge")
     if bpe.merges:
-        upto = st.slider("Merges applied", 0, len(bpe.merges), min(len(bpe.merges), 10))
-        chunks = bpe.replay(text, upto)
-        flat = [i for chunk in chunks for i in chunk]
-        st.markdown(charts.token_chips([bpe.printable(i) for i in flat], flat, show_ids=show_ids), unsafe_allow_html=True)
-        if upto:
-            (a, b), new = bpe.merges[upto - 1]
-            st.caption(f"Merge {upto}: {literal_markdown(repr(bpe.printable(a)))} + {literal_markdown(repr(bpe.printable(b)))} → "
-                       f"{literal_markdown(repr(bpe.printable(new)))} "
-                       f"(id {new}, seen {bpe.merge_counts[upto - 1]:,} times in the training text). "
-                       f"Your text is now {len(flat)} tokens (it was {len(text.encode())} bytes).")
+        replay(bpe, text)
 
     st.subheader("Compression and frequency")
     left, right = st.columns(2)
@@ -246,7 +264,9 @@ if bpe is not None:
 
 # ------------------------------------------------------------------ round trip and special tokens
 st.header("3. Encode → decode, and special tokens")
-tokenizer = bpe or (models.shipped(models.SHIPPED_GPT)[1] if models.SHIPPED_GPT in models.shipped_names() else reference("gpt2"))
+tokenizer = bpe or picked_tokenizer or reference("gpt2")
+st.caption("With " + ("your BPE" if bpe else f"the picked model's tokenizer ({view.label})" if picked_tokenizer
+                      else "GPT-2's tokenizer") + ".")
 allow_special = st.toggle("Read special-token text such as <|endoftext|> as the special token", value=False,
                           key="tok_allow_special",
                           help="Off (the default): text a user types stays ordinary text, even if it spells a special "
@@ -276,25 +296,30 @@ st.markdown("Special tokens are single ids that no ordinary text can produce: "
 
 # ------------------------------------------------------------------ input-target pairs
 st.header("4. Input–target pairs: what the model trains on")
-c1, c2 = st.columns(2)
-context_size = c1.slider("Context size", 1, 32, 4, **share.bind("context"))
-stride = c2.slider("Stride", 1, 32, 1, **share.bind("stride"))
-try:
-    inputs, targets = tk.sliding_windows(ids, context_size, stride)
-except LlmvizError as error:
-    st.warning(str(error))
-else:
-    shown = min(len(inputs), 12)
-    frame = pd.DataFrame({
-        "input ids": [str(r) for r in inputs[:shown].tolist()],
-        "target ids": [str(r) for r in targets[:shown].tolist()],
-        "input text": [tokenizer.decode(r) for r in inputs[:shown].tolist()],
-        "next token": [tokenizer.printable(r[-1]) for r in targets[:shown].tolist()],
-    })
-    st.dataframe(frame, hide_index=True, width="stretch")
-    st.caption(f"{len(inputs)} windows of {context_size} tokens, one every {stride}: each target row is its input "
-               f"shifted one token to the left, so every position learns to predict the token after it "
-               f"({len(inputs) * context_size} predictions in all). "
-               + ("Windows overlap (stride < context)." if stride < context_size else
-                  "" if stride == context_size else f"{stride - context_size} token(s) between windows are never inputs."))
-    charts.latex(rf"\text{{windows}} = \left\lfloor \frac{{{len(ids)} - {context_size} - 1}}{{{stride}}} \right\rfloor + 1 = {len(inputs)}")
+@sections.section("tokens.pairs")
+def input_target_pairs(ids: list[int], tokenizer) -> None:
+    c1, c2 = st.columns(2)
+    context_size = c1.slider("Context size", 1, 32, 4, **share.bind("context"))
+    stride = c2.slider("Stride", 1, 32, 1, **share.bind("stride"))
+    try:
+        inputs, targets = tk.sliding_windows(ids, context_size, stride)
+    except LlmvizError as error:
+        st.warning(str(error))
+    else:
+        shown = min(len(inputs), 12)
+        frame = pd.DataFrame({
+            "input ids": [str(r) for r in inputs[:shown].tolist()],
+            "target ids": [str(r) for r in targets[:shown].tolist()],
+            "input text": [tokenizer.decode(r) for r in inputs[:shown].tolist()],
+            "next token": [tokenizer.printable(r[-1]) for r in targets[:shown].tolist()],
+        })
+        st.dataframe(frame, hide_index=True, width="stretch")
+        st.caption(f"{len(inputs)} windows of {context_size} tokens, one every {stride}: each target row is its input "
+                   f"shifted one token to the left, so every position learns to predict the token after it "
+                   f"({len(inputs) * context_size} predictions in all). "
+                   + ("Windows overlap (stride < context)." if stride < context_size else
+                      "" if stride == context_size else f"{stride - context_size} token(s) between windows are never inputs."))
+        charts.latex(rf"\text{{windows}} = \left\lfloor \frac{{{len(ids)} - {context_size} - 1}}{{{stride}}} \right\rfloor + 1 = {len(inputs)}")
+
+
+input_target_pairs(ids, tokenizer)

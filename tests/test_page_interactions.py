@@ -175,9 +175,7 @@ def test_sampling_methods(method):
 
 
 def test_sampling_names_model_long_prompt_and_unknown_characters():
-    at = run_page("pages/sampling.py")
-    model = by_label(at.selectbox, "Model")
-    model.set_value(next(o for o in model.options if "names-transformer" in o)).run()
+    at = run_page("pages/sampling.py", _picker_selected="shipped:names-transformer")  # the sidebar picker
     by_label(at.text_input, "Prompt").set_value("Émile-42 " + "anna" * 10).run()
     assert_clean(at)
     warnings = texts(at.warning)
@@ -186,9 +184,7 @@ def test_sampling_names_model_long_prompt_and_unknown_characters():
 
 @pytest.mark.parametrize("shipped", ["names-bigram-counts", "names-bigram-neural", "names-mlp"])
 def test_sampling_generates_from_short_context_models(shipped):
-    at = run_page("pages/sampling.py")
-    model = by_label(at.selectbox, "Model")
-    model.set_value(next(o for o in model.options if shipped in o)).run()
+    at = run_page("pages/sampling.py", _picker_selected=f"shipped:{shipped}")  # the sidebar picker
     by_label(at.slider, "Tokens to generate").set_value(30)
     by_label(at.button, "Generate").click().run()
     assert_clean(at)
@@ -241,7 +237,9 @@ def test_training_short_run_then_sampling_sees_it():
     assert job.status().state == "finished"
     at.switch_page(str(__import__("ui").ROOT / "pages/sampling.py")).run()
     assert_clean(at)
-    assert any("Your run" in o for o in by_label(at.selectbox, "Model").options)
+    shared = next(s for s in at.sidebar.selectbox if s.label == "Model shown on every page")
+    assert shared.value == f"run:{job.id}", "the new run is picked for every page"
+    assert any("Model: " in c.value and job.label in c.value for c in at.caption), "Sampling shows the picked run"
 
 
 def test_training_race_and_decoder():

@@ -1,0 +1,72 @@
+"""Page sections as ``st.fragment`` s: a widget inside a section reruns that section alone.
+
+    @sections.section("attention.toy")
+    def toy_example():
+        ...widgets and charts...
+    toy_example()
+
+With the environment variable ``LLMVIZ_TIMINGS=<file>`` set, every run of a section (the first,
+inside the page's run, and each rerun of its own) appends one JSON line ``{"section", "seconds",
+"rerun"}`` to that file, and :func:`timed_page` does the same for a whole page's script run: that
+is how ``benchmarks/pages.py`` reads server time from a real browser session. Without the variable
+nothing is measured or written.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+
+import streamlit as st
+
+_LOCK = threading.Lock()
+_IN_FRAGMENT = threading.local()  # marks fragment reruns (not part of a page run)
+
+
+def _log(name: str, seconds: float, rerun: bool) -> None:
+    path = os.environ.get("LLMVIZ_TIMINGS")
+    if not path:
+        return
+    with _LOCK, open(path, "a", encoding="utf-8") as out:
+        out.write(json.dumps({"section": name, "seconds": round(seconds, 5), "rerun": rerun}) + "\n")
+
+
+def section(name: str) -> Callable[[Callable], Callable]:
+    """Decorator: the function becomes an ``st.fragment`` named ``name`` (for the timing log)."""
+
+    def wrap(function: Callable) -> Callable:
+        @functools.wraps(function)
+        def timed(*args, **kwargs):
+            if not os.environ.get("LLMVIZ_TIMINGS"):
+                return function(*args, **kwargs)
+            rerun = not getattr(_IN_FRAGMENT, "page", False)
+            start = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                _log(name, time.perf_counter() - start, rerun)
+
+        return st.fragment(timed)
+
+    return wrap
+
+
+class timed_page:
+    """Context manager around a whole page's script run (app.py: ``with sections.timed_page() as timer``)."""
+
+    def __init__(self, name: str = "app"):
+        self.name = name
+
+    def __enter__(self):
+        self.start = time.perf_counter()
+        _IN_FRAGMENT.page = True
+        return self
+
+    def __exit__(self, *exc):
+        _IN_FRAGMENT.page = False
+        _log(f"page:{self.name}", time.perf_counter() - self.start, False)
+        return False
