@@ -56,20 +56,19 @@ st.caption("A run trains in the background: leave this page, look at your model 
 if loaded is None:
     st.stop()
 corpus_label, text = loaded
-K = training.KEEP  # these widgets keep their values when you visit another page and come back
 c1, c2, c3, c4 = st.columns(4)
 model_name = c1.selectbox("Model", list(MODEL_LABELS), format_func=MODEL_LABELS.get, index=1, **share.bind("train_model"))
-tokenizer_kind = c1.radio("Tokenizer", ["char", "bpe"], horizontal=True, key=K + "tokenizer",
-                          index=1 if model_name in GPT_SIZES and settings.corpus != "names" else 0)
-vocab_size = c1.slider("BPE vocabulary", 257, 2048, 512, disabled=tokenizer_kind != "bpe", key=K + "vocab")
+tokenizer_kind = c1.radio("Tokenizer", ["char", "bpe"], horizontal=True,
+                          **ui.keep("tokenizer", index=1 if model_name in GPT_SIZES and settings.corpus != "names" else 0))
+vocab_size = c1.slider("BPE vocabulary", 257, 2048, disabled=tokenizer_kind != "bpe", **ui.keep("vocab", value=512))
 optimizer = c2.selectbox("Optimizer", list(OPTIMIZER_TITLES), format_func=OPTIMIZER_TITLES.get, index=5, **share.bind("optimizer"))
 lr = c2.select_slider("Learning rate", LEARNING_RATES, value=3e-3, format_func=lambda x: f"{x:g}", **share.bind("lr"))
-clip = c2.toggle("Clip gradients at norm 1", value=True, key=K + "clip")
+clip = c2.toggle("Clip gradients at norm 1", **ui.keep("clip", value=True))
 batch = c3.slider("Batch size", 1, 64, 16, **share.bind("batch"))
-context = c3.slider("Context (tokens)", 4, 128, 32, key=K + "context")
+context = c3.slider("Context (tokens)", 4, 128, **ui.keep("context", value=32))
 steps = c4.slider("Steps", 10, 2000, 300, step=10, **share.bind("steps"))
-sample_every = c4.slider("Sample every (steps)", 0, 500, 100, step=10, help="0: no samples while training",
-                         key=K + "sample_every")
+sample_every = c4.slider("Sample every (steps)", 0, 500, step=10, help="0: no samples while training",
+                         **ui.keep("sample_every", value=100))
 
 if st.button("Train", type="primary", key="train"):
     try:
@@ -102,11 +101,11 @@ else:
 st.header("2. Races: compare runs on one chart")
 race_left, race_right = st.columns(2)
 with race_left:
-    race_steps = st.slider("Steps per runner", 50, 1000, 300, step=50, key=K + "race_steps")
+    race_steps = st.slider("Steps per runner", 50, 1000, step=50, **ui.keep("race_steps", value=300))
     char_race = st.button("Character-level race on names", help="counts bigram → neural bigram → MLP → WaveNet → RNN → GRU → Transformer")
 with race_right:
     race_model = st.selectbox("Optimizer race: model", ["mlp", "gpt-nano", "rnn"], format_func=MODEL_LABELS.get,
-                              key=K + "race_model")
+                              **ui.keep("race_model"))
     optimizer_race = st.button("SGD vs momentum vs RMSprop vs Adam")
 
 if char_race or optimizer_race:
@@ -198,7 +197,7 @@ training.live(draw_all_runs, active=any(not job.status().done for job in trainin
 st.header("3. Your model at step 0 and at step N")
 st.caption("The model picker in the sidebar chooses a run and a step. Step 0 is the run's random start; the "
            "same prompt, the same seed, two sets of weights.")
-before_prompt = st.text_input("Prompt", "", key=K + "before_prompt", help="Empty: start from nothing.")
+before_prompt = st.text_input("Prompt", help="Empty: start from nothing.", **ui.keep("before_prompt", value=""))
 
 
 def sample_panel(view, column_key: str) -> None:

@@ -122,6 +122,15 @@ def keep_widget_values() -> None:
         st.session_state[key] = st.session_state[key]
 
 
+def keep(name: str, **default) -> dict:
+    """Widget arguments for a value that survives navigation: ``st.slider(..., **ui.keep("steps", value=300))``.
+
+    The default is passed only the first time (Streamlit warns when a widget gets both a default and a
+    value kept in session state)."""
+    key = KEEP + name
+    return {"key": key} if key in st.session_state else {"key": key, **default}
+
+
 _ROUTER_KEY = "_llmviz_router_running"
 
 

@@ -221,10 +221,8 @@ class RunSource:
             steps = tuple(job.snapshots.steps())
             if job.trainer is None or not steps:
                 continue  # still waiting or preparing: listed once step 0 exists
-            status = job.status()
-            state = "" if status.state == jobs.FINISHED else f" ({status.state})"
             family = "gpt" if model_description(job.trainer.model)["kind"] == "gpt" else "charlevel"
-            out.append(Entry(f"run:{job.id}", f"Your run: {job.label}{state}", family, steps=steps))
+            out.append(Entry(f"run:{job.id}", f"Your run: {job.label}", family, steps=steps))
         return out
 
     def load(self, key: str, step: int | None) -> ModelView:
@@ -425,7 +423,13 @@ def _refuse(entry: Entry) -> None:
 
 def _remember_model(widget_key: str) -> None:
     key = st.session_state[widget_key]
-    entry = next((e for e in entries() if e.key == key), None)
+    listed = entries()
+    entry = next((e for e in listed if e.key == key), None)
+    if entry is None:  # the browser sent a label it saw before (labels can change between runs): map it back
+        entry = next((e for e in listed if key.startswith(e.label)), None)
+        if entry is None:
+            return  # keep the current pick
+        key = entry.key
     if entry is not None and not entry.available:  # listed so people know it exists; picking it explains why not
         _refuse(entry)
         return
