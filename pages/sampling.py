@@ -209,8 +209,10 @@ generate_section(view, encoded, temperature, top_k, top_p, method, width)
 def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, top_p: float, method: str, width: int) -> None:
     model, tokenizer, label = view.model, view.tokenizer, view.key
     state_key = f"steps_{label}"
-    if state_key not in st.session_state or st.button("Restart from the prompt"):
-        st.session_state[state_key] = list(encoded.ids)
+    restart = st.button("Restart from the prompt")
+    if state_key not in st.session_state or restart or st.session_state.get(f"{state_key}_prompt") != list(encoded.ids):
+        st.session_state[state_key] = list(encoded.ids)  # a new prompt starts the steps again (the same view for a link)
+        st.session_state[f"{state_key}_prompt"] = list(encoded.ids)
         st.session_state[f"{state_key}_seed"] = settings.run_seed()  # fixed until a restart: the button takes what it shows
     sequence = st.session_state[state_key]
     step_seed = settings.seed if settings.deterministic else st.session_state.setdefault(f"{state_key}_seed",

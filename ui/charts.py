@@ -157,14 +157,15 @@ SVG_SCRIPT = """
   window.__llmvizSvg = true;
   function add() {
     document.querySelectorAll('.js-plotly-plot .modebar-group').forEach(function (group) {
-      var camera = group.querySelector('a.modebar-btn[data-attr="format"], a.modebar-btn[data-title^="Download plot"]');
+      var camera = group.querySelector('.modebar-btn[data-title^="Download plot"]');
       if (!camera || group.querySelector('.llmviz-svg')) return;
-      var button = document.createElement('a');
+      var button = document.createElement(camera.tagName.toLowerCase());
+      if (button.tagName === 'BUTTON') button.type = 'button';
       button.className = 'modebar-btn llmviz-svg';
       button.setAttribute('rel', 'tooltip');
       button.setAttribute('data-title', 'Download plot as SVG');
       button.setAttribute('data-testid', 'llmviz-svg-button');
-      button.style.cssText = 'font:bold 9px sans-serif;line-height:18px;padding:3px 4px;cursor:pointer;color:#7a7a7a';
+      button.style.cssText = 'font:bold 9px sans-serif;line-height:18px;padding:3px 4px;cursor:pointer;color:#7a7a7a;border:0;background:none';
       button.textContent = 'SVG';
       button.addEventListener('click', function () {
         var gd = group.closest('.js-plotly-plot');
@@ -192,7 +193,8 @@ def install_export() -> None:
     """Once per run (app.py): the SVG download button on every chart."""
     import streamlit as st
 
-    st.html(SVG_SCRIPT, unsafe_allow_javascript=True)
+    # (a leading element: the sanitizer drops a script that comes first)
+    st.html('<span data-llmviz-export="1"></span>' + SVG_SCRIPT, unsafe_allow_javascript=True)
 
 
 def latex(*lines: str, where=None, label: str = "Copy as LaTeX") -> None:
