@@ -325,7 +325,7 @@ def induction_body() -> None:
     curve = [_probe(job.id, step, store, description) for step in induction.chart_steps(store)]
     view = picker.current()
     picked = view.step if view.run_id == job.id else None
-    st.plotly_chart(phase_chart(curve, picked), width="stretch", key="induction_chart")
+    charts.show(phase_chart(curve, picked), key="induction_chart")
     last = curve[-1]
     layer, head, score = induction.strongest_induction_head(last)
     st.markdown(f"At step {last.step} the strongest induction head is **layer {layer}, head {head}** "
