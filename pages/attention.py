@@ -304,7 +304,7 @@ def attention_before_after(sentence: str, n_layers: int, n_heads: int) -> None:
 
 def attention_quiz(view: picker.ModelView, found: views.AttentionPatterns) -> list:
     cache = {f"blocks.{layer}.attn.pattern": found.patterns[layer:layer + 1] for layer in range(found.n_layers)}
-    layer = min(int(st.session_state.get("layer", 1)), found.n_layers - 1)
+    layer = min(int(st.session_state.get("layer", 0)), found.n_layers - 1)
     head = min(int(st.session_state.get("head", 0)), found.n_heads - 1)
     return quiz.attention_questions(cache, [view.tokenizer.printable(i) for i in found.ids], layer, head)
 
