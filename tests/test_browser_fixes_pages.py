@@ -78,7 +78,13 @@ def test_bpe_stop_then_a_new_run_keeps_its_own_settings(app_url, browser):
     main = page.get_by_test_id("stMainBlockContainer")
     vocabulary = slider(page, "Vocabulary size")
     vocabulary.focus()
-    page.keyboard.press("End")  # 4,096: thousands of merges, far longer than it takes to press Stop
+    page.keyboard.press("End")  # 4,096: thousands of merges
+    wait_until_idle(page)
+    # the trainer is fast (#20): make the run long enough to press Stop in — the whole corpus as one sequence
+    choose(page, "Pre-split pattern", "none (whole text)", where=main)
+    wait_until_idle(page)
+    slider(page, "Train on the first").focus()
+    page.keyboard.press("End")
     wait_until_idle(page)
     main.get_by_role("button", name="Train BPE").click()
     stop = main.get_by_role("button", name="Stop", exact=True)
