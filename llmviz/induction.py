@@ -169,7 +169,8 @@ def probe_snapshot(store, description: dict, step: int, lines: torch.Tensor) -> 
     return probe(load_into(model_from_description(description), store.get(step)), lines, step)
 
 
-def chart_steps(store) -> list[int]:
-    """The kept snapshot steps on the run's schedule (a "newest" snapshot that is about to be replaced is left out)."""
+def chart_steps(store, finished: bool) -> list[int]:
+    """The kept snapshot steps on the run's schedule; the newest step too once the run has ended (while it
+    trains, a newest snapshot off the schedule is replaced within seconds, so it is not worth probing)."""
     steps = store.steps()
-    return [step for step in steps if store.keeps(step) or step == steps[-1]]
+    return [step for step in steps if store.keeps(step) or (finished and step == steps[-1])]

@@ -322,7 +322,7 @@ def induction_body() -> None:
         st.caption("Preparing the run…")
         return
     description = model_description(job.trainer.model)
-    curve = [_probe(job.id, step, store, description) for step in induction.chart_steps(store)]
+    curve = [_probe(job.id, step, store, description) for step in induction.chart_steps(store, status.done)]
     view = picker.current()
     picked = view.step if view.run_id == job.id else None
     charts.show(phase_chart(curve, picked), key="induction_chart")
@@ -342,7 +342,7 @@ def induction_body() -> None:
         st.rerun(scope="app")
 
 
-@st.fragment(run_every=2.0)
+@st.fragment(run_every=4.0)
 def induction_live() -> None:
     induction_body()
     job = induction_job()
