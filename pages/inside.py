@@ -16,7 +16,7 @@ import ui
 from llmviz import induction, interpret
 from llmviz.errors import LlmvizError
 from llmviz.train import model_description
-from ui import charts, picker
+from ui import charts, picker, share
 from ui.text import literal_html
 
 ui.settings()
@@ -137,7 +137,7 @@ def lens_section() -> None:
         st.info(f"The logit lens reads a GPT's residual stream; **{view.label}** is not a GPT. Pick the shipped "
                 "GPT or one of your GPT runs in the sidebar.")
         return
-    st.text_input("A sentence", DEFAULT_SENTENCE, key="lens_text", max_chars=2000)
+    st.text_input("A sentence", DEFAULT_SENTENCE, max_chars=2000, **share.bind("lens_text"))
     st.markdown("Each row passes the residual stream at that depth through the model's **final LayerNorm and "
                 "output head**, as if the remaining blocks were skipped: $\\text{softmax}(W_U\\,\\mathrm{LN}_f(x_\\ell))$. "
                 "Cells show the top token and are coloured by its probability; hover for the top 5. The last row "
@@ -149,7 +149,7 @@ def lens_section() -> None:
 # ------------------------------------------------------------------ 2. head detectors
 def render_heads(view, column: str) -> None:
     tokens, scores = _heads(view.key, view.model)
-    kind = st.session_state.get("head_kind", "induction")
+    kind = st.session_state.get("detector", "induction")
     values = scores[kind]  # (L, H)
     layers, heads = values.shape
     figure = charts.heatmap(values, x_labels=[f"head {h}" for h in range(heads)],
@@ -175,7 +175,7 @@ def heads_section() -> None:
                 "GPT or one of your GPT runs in the sidebar.")
         return
     kind = st.radio("Detector", interpret.DETECTORS, index=interpret.DETECTORS.index("induction"), horizontal=True,
-                    key="head_kind")
+                    **share.bind("detector"))
     st.markdown(f"**{kind}**: {interpret.DETECTOR_HELP[kind]}. Measured on a fixed test input: a random sequence "
                 "of distinct tokens, repeated twice. A score of 1 means the head puts all its attention where the "
                 "detector says, at every position it applies to.")
@@ -229,7 +229,7 @@ def loss_section() -> None:
     if not is_gpt(view):
         st.info(f"This section scores a GPT's next-token predictions; **{view.label}** is not a GPT.")
         return
-    st.text_area("Any text", DEFAULT_LOSS_TEXT, key="loss_text", max_chars=20_000, height=90)
+    st.text_area("Any text", DEFAULT_LOSS_TEXT, max_chars=20_000, height=90, **share.bind("loss_text"))
     st.markdown("Each token is coloured by the model's loss on it, $-\\ln p(\\text{token} \\mid \\text{the tokens "
                 "before})$: darker red = more surprising. Hover for the top 5 predictions. The mean over the tokens "
                 "is the model's loss on this text.")

@@ -56,6 +56,10 @@ PARAMS: dict[str, tuple[str, str]] = {
     "head": ("number", "Attention: the GPT head shown"),
     "enc_layer": ("number", "Attention: the encoder (MiniLM) layer shown"),
     "enc_head": ("number", "Attention: the encoder (MiniLM) head shown"),
+    # Inside the model
+    "lens_text": ("text", "Inside the model: the sentence of the logit lens"),
+    "detector": ("option", "Inside the model: the head detector shown"),
+    "loss_text": ("text", "Inside the model: the text scored token by token"),
     # Training
     "train_model": ("option", "Training: the model to train"),
     "optimizer": ("option", "Training: the optimizer"),
