@@ -22,6 +22,7 @@ import heapq
 import importlib.util
 import json
 import math
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -347,14 +348,15 @@ class BPETokenizer(Tokenizer):
         [((97, 97), 3), ((256, 256), 1)]
         """
         frequency = Counter(chunk.encode("utf-8") for chunk in split_chunks(text, split_pattern))
-        ids: list[int] = []  # symbol at each position (−1 once merged into its left neighbour)
-        weight: list[int] = []  # frequency of the chunk a position belongs to
+        # flat arrays of machine integers (4-8 bytes a position, not a Python int object each)
+        ids = array("q")  # symbol at each position (−1 once merged into its left neighbour)
+        weight = array("q")  # frequency of the chunk a position belongs to
         for chunk, freq in frequency.items():  # dict order = first appearance
             ids.extend(chunk)
             weight.extend([freq] * len(chunk))
         size = len(ids)
-        following = list(range(1, size + 1))  # next live position in the same chunk, −1 at a chunk's end
-        preceding = list(range(-1, size - 1))  # previous live position in the same chunk, −1 at its start
+        following = array("q", range(1, size + 1))  # next live position in the same chunk, −1 at a chunk's end
+        preceding = array("q", range(-1, size - 1))  # previous live position in the same chunk, −1 at its start
         end = 0
         for chunk in frequency:
             end += len(chunk)
