@@ -140,14 +140,17 @@ def look_inside() -> None:
             st.latex(r"\mathrm{GELU}(x) \approx 0.5\,x\left(1 + \tanh\!\left[\sqrt{2/\pi}\,(x + 0.044715\,x^3)\right]\right)")
             st.caption("GELU is smooth and lets small negative values through; ReLU cuts every negative value to 0.")
         with tab_mlp:
-            layer = st.slider("Block", 0, model.config.n_layers - 1, 0, key="mlp_layer")
-            hidden = cache[f"blocks.{layer}.mlp.hidden"][0]  # (T, 4C)
-            neurons = st.slider("Neurons shown", 16, hidden.shape[-1], min(64, hidden.shape[-1]), step=16)
-            charts.show(charts.heatmap(hidden[:, :neurons], x_labels=list(range(neurons)), y_labels=labels,
-                                           colorscale="RdBu", zmid=0.0, text_format=None,
-                                           x_title="neuron", y_title="token"), width="stretch")
-            fraction = inspect.positive_fraction(hidden)
-            st.caption(f"{fraction:.0%} of this block's {hidden.shape[-1]} MLP neurons are positive across these tokens.")
+            if not getattr(model.config, "mlp", True):
+                st.info("This model is attention-only: its blocks have no MLP (see Inside the model, section 4).")
+            else:
+                layer = st.slider("Block", 0, model.config.n_layers - 1, 0, key="mlp_layer")
+                hidden = cache[f"blocks.{layer}.mlp.hidden"][0]  # (T, 4C)
+                neurons = st.slider("Neurons shown", 16, hidden.shape[-1], min(64, hidden.shape[-1]), step=16)
+                charts.show(charts.heatmap(hidden[:, :neurons], x_labels=list(range(neurons)), y_labels=labels,
+                                               colorscale="RdBu", zmid=0.0, text_format=None,
+                                               x_title="neuron", y_title="token"), width="stretch")
+                fraction = inspect.positive_fraction(hidden)
+                st.caption(f"{fraction:.0%} of this block's {hidden.shape[-1]} MLP neurons are positive across these tokens.")
 
 
 st.header("2. Look inside a trained GPT")
