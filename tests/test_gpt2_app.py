@@ -109,8 +109,7 @@ def test_every_page_renders_on_gpt2_without_an_error(cached, stage):
     assert at.title
 
 
-def test_sampling_offers_gpt2_only_when_it_can_load(empty_cache):
-    at = run("pages/sampling.py")
+def test_sampling_follows_the_picker_onto_gpt2(cached):
+    at = run("pages/sampling.py", _picker_selected="hub:gpt2")
     assert_no_error(at)
-    model_boxes = [s for s in at.main.selectbox if s.label == "Model"]
-    assert model_boxes and not any("GPT-2" in o for o in model_boxes[0].options)
+    assert any("OpenAI GPT-2 small (124M)" in c.value for c in at.caption)
