@@ -115,16 +115,21 @@ def test_tokens_embeddings_sampling_sections(app_url, browser):
 
 def test_before_and_after_for_a_run(app_url, browser):
     """A short GPT run; Attention, Sampling and Embeddings then show step 0 beside its last step."""
-    page = open_page(browser, app_url, "training?train_model=gpt-nano&steps=40&corpus=names")
+    page = open_page(browser, app_url, "training?steps=40")
     main = page.get_by_test_id("stMainBlockContainer")
     main.get_by_role("button", name="Train", exact=True).click()
     main.get_by_text(re.compile(r"finished · step 40/40")).first.wait_for(timeout=180_000)
     wait_until_idle(page)
     SHOT_DIR.mkdir(parents=True, exist_ok=True)
-    for title, shot in (("Attention", "attention-before-after"), ("Sampling", "sampling-before-after"),
-                        ("Embeddings", "embeddings-before-after")):
+    for number, (title, shot) in enumerate((("Attention", "attention-before-after"),
+                                            ("Sampling", "sampling-before-after"),
+                                            ("Embeddings", "embeddings-before-after"))):
         page.get_by_test_id("stSidebarNav").get_by_role("link").filter(has_text=title).first.click()
         wait_until_idle(page)
+        if number == 0:  # the student picks the run in the shared sidebar picker; every page then shows it
+            page.get_by_test_id("stSidebar").get_by_role("combobox", name="Model shown on every page").click()
+            page.get_by_role("option").filter(has_text="Your run").first.click()
+            wait_until_idle(page)
         main = page.get_by_test_id("stMainBlockContainer")
         main.get_by_text("Step 0 (initial weights)", exact=False).first.wait_for(timeout=60_000)
         main.get_by_text("Step 40", exact=True).first.wait_for(timeout=60_000)
