@@ -74,12 +74,21 @@ def _question(kind: str, prompt: str, right: str, wrong: Sequence[str], explanat
     return Question(kind, prompt, tuple(options), options.index(right), explanation)
 
 
+def markdown_literal(text: str) -> str:
+    r"""Text that Markdown (and KaTeX's ``$``) shows exactly as written: tokens can be ``**`` or ``$``.
+
+    >>> markdown_literal("__dict__ costs $5")
+    '\\_\\_dict\\_\\_ costs \\$5'
+    """
+    return "".join("\\" + ch if ch in "\\`*_{}[]<>()#+-.!|$~" else ch for ch in text)
+
+
 def _quote(piece: str) -> str:
-    return "“" + piece.replace("\n", "↵") + "”"
+    return "“" + markdown_literal(piece.replace("\n", "↵")) + "”"
 
 
 def _pieces(tokenizer, ids: Sequence[int], limit: int = 24) -> str:
-    shown = " | ".join(tokenizer.printable(i) for i in ids[:limit])
+    shown = " | ".join(tokenizer.printable(i) for i in ids[:limit]).replace("`", "ˋ")
     return f"`{shown}`" + (f" … ({len(ids) - limit} more)" if len(ids) > limit else "")
 
 

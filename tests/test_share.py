@@ -121,3 +121,20 @@ def test_every_page_binds_its_settings_to_declared_names():
     assert used <= set(share.PARAMS)
     for name in ["text", "tokenizers", "mask", "heads", "layer", "head", "temperature", "top_k", "top_p", "seed"]:
         assert name in used, f"{name} is not in the URL"
+
+
+def test_quiz_reveal_and_score_on_the_sampling_page():
+    """Predict, then reveal under AppTest: ask, answer, reveal; the first answer counts for the score."""
+    at = AppTest.from_file(str(ui.ROOT / "tests" / "app_entry.py"), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page(str(ui.ROOT / "pages" / "sampling.py")).run()
+    at.button(key="quiz_open_button_sampling").click().run()
+    radio = next(r for r in at.radio if r.key and r.key.startswith("quiz_sampling_"))
+    radio.set_value(radio.options[0]).run()
+    reveal = next(b for b in at.button if b.key == f"{radio.key}_reveal")
+    reveal.click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    answers = at.session_state["quiz_answers"]
+    assert len(answers) == 1
+    verdicts = [a.value for a in at.success] + [a.value for a in at.error]
+    assert any(v.startswith(("Right", "Not quite")) for v in verdicts)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from llmviz.errors import LlmvizError
-from llmviz.quiz import Question
+from llmviz.quiz import Question, markdown_literal
 
 _ANSWERS = "quiz_answers"  # question key → (page, chosen option index, correct?)
 
@@ -41,7 +41,7 @@ def ask(question: Question, page: str, number: int) -> None:
         st.markdown(f"**Q{number}.** {question.prompt}")
         revealed = question.key in answers
         choice = st.radio("Your prediction", question.options, index=None, key=widget_key, horizontal=True,
-                          disabled=revealed, label_visibility="collapsed")
+                          disabled=revealed, label_visibility="collapsed", format_func=markdown_literal)
         if not revealed:
             st.button("Reveal", key=f"{widget_key}_reveal", disabled=choice is None,
                       on_click=_reveal, args=(question, page, widget_key),
@@ -50,9 +50,10 @@ def ask(question: Question, page: str, number: int) -> None:
         _, index, right = answers[question.key]
         truth = question.options[question.answer]
         if right:
-            st.success(f"Right: {truth}.", icon=":material/check_circle:")
+            st.success(f"Right: “{markdown_literal(truth)}”.", icon=":material/check_circle:")
         else:
-            st.error(f"Not quite: you said {question.options[index]}; the answer is {truth}.",
+            st.error(f"Not quite: you said “{markdown_literal(question.options[index])}”; the answer is "
+                     f"“{markdown_literal(truth)}”.",
                      icon=":material/cancel:")
         st.markdown(question.explanation)
 
