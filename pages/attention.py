@@ -238,12 +238,18 @@ def pattern_heatmap(pattern, labels: list[str], title: str):
 def lines_figure(pattern, labels: list[str], query) -> go.Figure:
     figure = go.Figure()
     queries = range(len(labels)) if query == "all" else [query]
+    buckets: dict[int, tuple[list, list]] = {}  # lines of similar weight share one trace (fast to build and draw)
     for i in queries:
         for j in range(len(labels)):
             weight = float(pattern[i, j])
             if weight > 0.02:
-                figure.add_trace(go.Scatter(x=[0, 1], y=[-i, -j], mode="lines", hoverinfo="skip",
-                                            line=dict(width=1 + 8 * weight, color=f"rgba(76,110,245,{min(1, 0.2 + weight)})")))
+                xs, ys = buckets.setdefault(min(10, round(weight * 10)), ([], []))
+                xs += [0, 1, None]
+                ys += [-i, -j, None]
+    for bucket, (xs, ys) in sorted(buckets.items()):
+        weight = bucket / 10
+        figure.add_trace(go.Scatter(x=xs, y=ys, mode="lines", hoverinfo="skip",
+                                    line=dict(width=1 + 8 * weight, color=f"rgba(76,110,245,{min(1, 0.2 + weight)})")))
     picked = set(queries)
     figure.add_trace(go.Scatter(x=[-0.02] * len(labels), y=[-i for i in range(len(labels))], text=labels,
                                 mode="text", textposition="middle left", hoverinfo="skip",
