@@ -87,6 +87,43 @@ def test_background_run_survives_every_page_with_one_loop(app_url, browser):
     page.close()
 
 
+def samples(main) -> tuple[str, str]:
+    """The two generated texts of "Your model at step 0 and at step N"."""
+    section = main.get_by_test_id("stHorizontalBlock").filter(has_text="Step 0 (initial weights)").last
+    codes = section.get_by_test_id("stCode")
+    return codes.nth(0).inner_text(), codes.nth(1).inner_text()
+
+
+def test_step_slider_shows_the_run_at_each_step(app_url, browser):
+    page = browser.new_page(viewport={"width": 1400, "height": 1400})
+    page.goto(f"{app_url}/training", timeout=120_000)
+    wait_until_idle(page)
+    main = page.get_by_test_id("stMainBlockContainer")
+    main.get_by_test_id("stSelectbox").first.click()
+    page.get_by_role("option", name="char · MLP (Bengio et al.)").click()
+    wait_until_idle(page)
+    main.get_by_role("radio", name="char").check(force=True)
+    wait_until_idle(page)
+    main.get_by_role("button", name="Train", exact=True).click()
+    main.get_by_text(re.compile(r"finished · step 300/300")).first.wait_for(timeout=240_000)
+    sidebar = page.get_by_test_id("stSidebar")
+    sidebar.get_by_text("Step (snapshot of the run)").wait_for(timeout=60_000)  # the run stays picked
+    main.get_by_text("Step 300", exact=True).wait_for(timeout=60_000)
+    wait_until_idle(page)
+    step0, step300 = samples(main)
+    assert step0 != step300  # the same prompt and seed, different weights: different text
+    sidebar.get_by_role("slider").first.focus()
+    page.keyboard.press("Home")  # the step slider to step 0
+    main.get_by_text("Step 0", exact=True).nth(1).wait_for(timeout=60_000)  # both columns now at step 0
+    wait_until_idle(page)
+    left, right = samples(main)
+    assert left == right == step0  # the slider's step 0 is the run's initial weights
+    SHOT_DIR.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOT_DIR / "step-slider.png"), full_page=False)
+    assert page.locator("[data-testid='stException']").count() == 0
+    page.close()
+
+
 def test_a_closed_session_stops_its_run_and_others_never_see_it(app_url, browser):
     alice = browser.new_context(viewport={"width": 1400, "height": 1400})
     bob = browser.new_context(viewport={"width": 1400, "height": 1400})
@@ -100,8 +137,10 @@ def test_a_closed_session_stops_its_run_and_others_never_see_it(app_url, browser
     assert not any("Your run" in o for o in sidebar_options(b))  # bob never sees alice's run
     assert any("Your run" in o for o in sidebar_options(a))
     alice.close()  # alice closes her tab: her run must end by itself
-    b.reload()
-    wait_until_idle(b)
-    b.get_by_test_id("stMainBlockContainer").get_by_text("On this server: 0 run(s) training").first.wait_for(
-        timeout=60_000)
+    for _ in range(30):  # bob's page is static: load it again until the server reports no run (≤ ~60 s)
+        b.reload()
+        wait_until_idle(b)
+        if b.get_by_text("On this server: 0 run(s) training").count():
+            break
+    assert b.get_by_text("On this server: 0 run(s) training").count() == 1
     bob.close()
