@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -117,15 +118,20 @@ async def start_training(browser, url: str):
     await page.keyboard.press("End")  # 2000 steps: they keep training through the measurement
     await idle(page, 180)
     await main.get_by_role("button", name="Train", exact=True).click()
-    await main.get_by_text("running · step").first.wait_for(timeout=300_000)
+    # started, or waiting its turn in the queue (the server trains at most LLMVIZ_MAX_JOBS at once)
+    await main.get_by_text(re.compile(r"running · step|waiting: number \d+ in the queue")).first.wait_for(timeout=300_000)
     return context
 
 
 def summary(name: str, times: list[float], errors: int) -> list[str]:
+    """One row of the table; printed at once, so a benchmark cut short by its budget still reports."""
     if not times:
-        return [name, "-", "-", "-", str(errors)]
-    p95 = statistics.quantiles(times, n=20)[-1] if len(times) >= 2 else times[0]
-    return [name, str(len(times)), f"{statistics.median(times):.2f}", f"{p95:.2f}", str(errors)]
+        row = [name, "-", "-", "-", str(errors)]
+    else:
+        p95 = statistics.quantiles(times, n=20)[-1] if len(times) >= 2 else times[0]
+        row = [name, str(len(times)), f"{statistics.median(times):.2f}", f"{p95:.2f}", str(errors)]
+    print("row: " + " | ".join(row), flush=True)
+    return row
 
 
 async def main_async(args) -> list[list[str]]:
