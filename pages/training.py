@@ -273,7 +273,7 @@ else:
 
     # ------------------------------------------------------------------ backprop by hand
     st.header("5. Backpropagation through the output layer")
-    position = st.slider("Position (in sequence 0)", 0, inputs.shape[1] - 1, 0)
+    position = ui.index_slider("Position (in sequence 0)", inputs.shape[1])
     _, _, cache = gpt.run_with_cache(inputs[:1])
     hidden = cache["ln_f"][0, position]
     target = int(targets[0, position])

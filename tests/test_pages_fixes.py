@@ -269,3 +269,42 @@ def test_progress_line_names_its_perplexity_and_smooths_tokens_per_second():
     # 20 steps of equal size: 20 / (19 / 33,000 + 1 / 200) tokens per second, not the last step's 200
     expected = 20 / (19 / 33_000 + 1 / 200)
     assert f"{expected:,.0f} tokens/s" in line, line
+
+
+# ------------------------------------------------------------------ every widget at its extremes
+
+
+def set_extremes(at, end: str) -> list[str]:
+    """Push every enabled slider and bounded number input to its ``end`` ("min"/"max").
+
+    Select-sliders are left alone: AppTest only knows their formatted labels, not their values."""
+    moved = []
+    for widget in [*at.slider, *at.number_input]:
+        if widget.disabled or getattr(widget, end, None) is None:
+            continue
+        value = getattr(widget, end)
+        value = int(value) if isinstance(widget.value, int) else value  # the proto keeps bounds as floats
+        widget.set_value((widget.min, widget.max) if isinstance(widget.value, tuple) else value)
+        moved.append(f"{widget.label}={value}")
+    return moved
+
+
+PAGES = [s for s in ui.PIPELINE if s.exists]
+
+
+@pytest.mark.parametrize("end", ["min", "max"])
+@pytest.mark.parametrize("stage", PAGES, ids=lambda s: s.key)
+def test_every_widget_at_its_extremes_shows_no_error_box(stage, end):
+    at = run_page(stage.path)
+    assert_no_error_box(at)
+    moved = set_extremes(at, end)
+    at.run()
+    assert not at.exception, ([e.value for e in at.exception], moved)
+    assert not at.error, ([e.value for e in at.error], moved)
+    if stage.key == "model":  # the custom sizes too
+        by_label(at.selectbox, "Preset").set_value("custom").run()
+        set_extremes(at, end)
+        at.run()
+        assert not at.exception
+        # the only error a custom size can show is a head count that does not divide the width
+        assert all("not divisible" in e.value for e in at.error), [e.value for e in at.error]
