@@ -28,7 +28,7 @@ def test_uploaded_file_name_is_literal_and_removing_the_file_stops_using_it(app_
     page.goto(app_url)
     wait_until_idle(page)
     sidebar = page.get_by_test_id("stSidebar")
-    sidebar.get_by_test_id("stSelectbox").first.click()
+    sidebar.get_by_test_id("stSelectbox").filter(has_text="Corpus").first.click()
     page.get_by_role("option", name="Your own text (upload)").click()
     wait_until_idle(page)
     sidebar.locator("input[type='file']").set_input_files(files=[{
