@@ -210,6 +210,10 @@ class MiniLMSource:
                          {"config": asdict(model.config)}, "minilm")
 
 
+class RunNotReady(LlmvizError):
+    """A run of this session that has no snapshot yet (queued or preparing): it stays picked."""
+
+
 class RunSource:
     """This session's training runs (jobs), at any of their snapshot steps."""
 
@@ -218,9 +222,12 @@ class RunSource:
     def entries(self) -> list[Entry]:
         out = []
         for job in my_jobs("train"):
-            steps = tuple(job.snapshots.steps())
-            if job.trainer is None or not steps:
-                continue  # still waiting or preparing: listed once step 0 exists
+            steps = tuple(job.snapshots.steps()) if job.snapshots is not None else ()
+            if job.trainer is None or not steps:  # queued or preparing: listed (the Train button picks it at once)
+                out.append(Entry(f"run:{job.id}", f"Your run: {job.label}", "pending",
+                                 note="Preparing (tokenizer, first snapshot): pages show the shipped GPT until "
+                                      "its step 0 exists."))
+                continue
             family = "gpt" if model_description(job.trainer.model)["kind"] == "gpt" else "charlevel"
             out.append(Entry(f"run:{job.id}", f"Your run: {job.label}", family, steps=steps))
         return out
@@ -228,8 +235,10 @@ class RunSource:
     def load(self, key: str, step: int | None) -> ModelView:
         run_id = key.split(":", 1)[1]
         job = manager().get(session_id(), run_id)  # only this session's runs resolve
-        if job is None or job.trainer is None or not job.snapshots.steps():
+        if job is None:
             raise LlmvizError("That run is not one of this browser session's runs.")
+        if job.trainer is None or job.snapshots is None or not job.snapshots.steps():
+            raise RunNotReady(f"{job.label} is still preparing (its step 0 does not exist yet).")
         kept = job.snapshots.steps()
         step = kept[-1] if step is None else job.snapshots.nearest(step)
         model = _run_model(job.id, step, job)
@@ -356,6 +365,9 @@ def current() -> ModelView:
     key = selected_key()
     try:
         return load(key)
+    except RunNotReady as error:  # keep the pick: the run appears as soon as its step 0 exists
+        st.info(f"{error} The shipped GPT is shown until then.")
+        return shipped_default()
     except LlmvizError as error:
         if key != DEFAULT_KEY:
             st.session_state[_SELECTED] = DEFAULT_KEY
