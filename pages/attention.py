@@ -271,8 +271,8 @@ def attention_views(patterns, labels: list[str], key: str) -> None:
     c1, c2 = st.columns(2)
     bind_layer, bind_head = ((share.bind("layer"), share.bind("head")) if key == "gpt"
                              else (share.bind("enc_layer"), share.bind("enc_head")))
-    layer = c1.slider("Layer", 0, n_layers - 1, 0, **bind_layer)
-    head = c2.slider("Head", 0, n_heads - 1, 0, **bind_head)
+    layer = ui.index_slider("Layer", n_layers, where=c1, **bind_layer)
+    head = ui.index_slider("Head", n_heads, where=c2, **bind_head)
     pattern = patterns[layer, head]  # (T, T)
     left, right = st.columns([1, 1])
     charts.show_in(left, pattern_heatmap(pattern, labels, f"layer {layer}, head {head}"), width="stretch",
@@ -294,8 +294,8 @@ def attention_grid(patterns, key: str) -> None:
 def attention_before_after(sentence: str, n_layers: int, n_heads: int) -> None:
     """The same head at step 0 and at the picked step, side by side."""
     c1, c2 = st.columns(2)
-    layer = c1.slider("Layer", 0, n_layers - 1, 0, key="ba_layer")
-    head = c2.slider("Head", 0, n_heads - 1, 0, key="ba_head")
+    layer = ui.index_slider("Layer", n_layers, key="ba_layer", where=c1)
+    head = ui.index_slider("Head", n_heads, key="ba_head", where=c2)
 
     def render(shown: picker.ModelView, column: str) -> None:
         found = gpt_patterns(shown.key, sentence, shown)

@@ -121,7 +121,7 @@ def look_inside() -> None:
             st.markdown("Each block **adds** its attention and MLP outputs to the residual stream (the shortcut "
                         "connections), so its size tends to grow from block to block.")
         with tab_ln:
-            layer = st.slider("Block", 0, model.config.n_layers - 1, 0, key="ln_layer")
+            layer = ui.index_slider("Block", model.config.n_layers, key="ln_layer")
             stats = inspect.layernorm_before_after(cache, layer)
             frame = pd.DataFrame({"token": labels, **{k: v.tolist() for k, v in stats.items()}})
             st.dataframe(frame.style.format(precision=4), hide_index=True, width="stretch")
@@ -143,7 +143,7 @@ def look_inside() -> None:
             if not getattr(model.config, "mlp", True):
                 st.info("This model is attention-only: its blocks have no MLP (see Inside the model, section 4).")
             else:
-                layer = st.slider("Block", 0, model.config.n_layers - 1, 0, key="mlp_layer")
+                layer = ui.index_slider("Block", model.config.n_layers, key="mlp_layer")
                 hidden = cache[f"blocks.{layer}.mlp.hidden"][0]  # (T, 4C)
                 neurons = st.slider("Neurons shown", 16, hidden.shape[-1], min(64, hidden.shape[-1]), step=16)
                 charts.show(charts.heatmap(hidden[:, :neurons], x_labels=list(range(neurons)), y_labels=labels,

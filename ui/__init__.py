@@ -277,11 +277,11 @@ def page_header(title: str, caption: str) -> None:
     st.caption(caption)
 
 
-def index_slider(label: str, count: int, key: str | None = None, where=None) -> int:
+def index_slider(label: str, count: int, key: str | None = None, where=None, **options) -> int:
     """A slider over ``0 … count - 1`` (a layer, a head, a position); with one choice there is nothing
     to slide (Streamlit refuses a slider from 0 to 0), so it says so and returns 0."""
     where = where or st
     if count <= 1:
         where.caption(f"{label}: 0 (the only one)")
         return 0
-    return where.slider(label, 0, count - 1, 0, key=key)
+    return where.slider(label, 0, count - 1, 0, key=key, **options)
