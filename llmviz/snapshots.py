@@ -150,6 +150,22 @@ class SnapshotStore:
         steps = self.steps()
         return min(steps, key=lambda s: (abs(s - step), s))
 
+    def resolve(self, step: int | None) -> tuple[int, dict[str, torch.Tensor]]:
+        """``(kept step, its state)`` for ``step`` (None: the newest), read in one go: the training thread
+        replaces the newest snapshot every few seconds, so looking up a step and then its state could miss.
+
+        >>> store = SnapshotStore()
+        >>> store.resolve(None)
+        Traceback (most recent call last):
+        KeyError: 'no snapshot yet'
+        """
+        with self._lock:
+            if not self._states:
+                raise KeyError("no snapshot yet")
+            kept = sorted(self._states)
+            found = kept[-1] if step is None else min(kept, key=lambda s: (abs(s - step), s))
+            return found, self._states[found]
+
     @property
     def nbytes(self) -> int:
         with self._lock:

@@ -1,12 +1,24 @@
-"""Shared by every browser test file: a streamlit server on a free 127.0.0.1 port and headless Debian chromium.
+"""Shared by every browser test file: one streamlit server and one headless Debian chromium per test process.
 
 conftest.py loads this module as a plugin, so every test file can ask for the ``app_url`` and ``browser``
-fixtures; import helpers such as ``wait_until_idle`` from here. Each test module gets its own server.
-Mark browser test modules with ``pytestmark = pytest.mark.browser``.
+fixtures; import helpers such as ``wait_until_idle`` from here. Mark browser test modules with
+``pytestmark = pytest.mark.browser``.
+
+The server is started once per test process (pytest-xdist worker) and shared by all its browser tests,
+so its caches stay warm. It runs as a teacher would run it, with four test settings:
+
+- ``HF_HUB_CACHE`` is a temporary Hugging Face cache holding a tiny random GPT-2 (GPT-2's 50,257-token
+  vocabulary, 2 layers) under the id ``gpt2``, so ``?model=hub:gpt2`` works offline (``HF_HUB_OFFLINE=1``);
+- ``LLMVIZ_SESSION_TIMEOUT=3``: a closed browser session loses its runs after 3 s (default 30 s);
+- ``LLMVIZ_TIMINGS`` logs every script run and section run (:func:`script_runs` reads it), which is
+  how the fragment tests see what a widget change reran;
+- ``LLMVIZ_RUNS_DIR`` and ``LLMVIZ_CACHE_DIR`` are empty temporary folders (nothing of the developer's).
+
+Every wait is on the app's state (a text, an element, the script-run state), never a fixed sleep.
 """
 
+import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -20,6 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = ROOT / "screenshots"
 IN_CI = os.environ.get("CI", "").lower() == "true"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 pytestmark = pytest.mark.browser
 
@@ -30,40 +44,67 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def app_url():
-    if not Path(CHROMIUM).exists() or shutil.which("streamlit") is None and not (Path(sys.prefix) / "bin" / "streamlit").exists():
+@pytest.fixture(scope="session")
+def app_server(tmp_path_factory):
+    """The streamlit server of this test process: ``(url, timings_log)``."""
+    if not Path(CHROMIUM).exists():
         if IN_CI:
             pytest.fail("CI=true: chromium must be installed (.ci/run installs it with apt)")
         pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
+    from tests.gpt2_support import make_hf_gpt2, save_as_cached_repo
+
+    folder = tmp_path_factory.mktemp("app-server")
+    hub = folder / "hub"
+    save_as_cached_repo(make_hf_gpt2(vocab_size=50257, n_layer=2, n_embd=32, n_head=2, n_positions=64, seed=7),
+                        hub, "gpt2")
+    timings = folder / "timings.jsonl"
+    (folder / "runs").mkdir()
     port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub), "LLMVIZ_SESSION_TIMEOUT": "3",
+           "LLMVIZ_TIMINGS": str(timings), "LLMVIZ_RUNS_DIR": str(folder / "runs"),
+           "LLMVIZ_CACHE_DIR": str(folder / "cache")}
+    log = open(folder / "server.log", "wb")  # noqa: SIM115 - closed below
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+         "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
+    deadline = time.time() + 120
     while time.time() < deadline:
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
                 if response.read().strip() == b"ok":
                     break
         except OSError:
-            time.sleep(0.5)
+            if process.poll() is not None:
+                break
+            time.sleep(0.3)
     else:
         process.kill()
-        pytest.fail("streamlit did not start: " + process.stdout.read().decode()[-2000:])
-    yield url
+    if process.poll() is not None:
+        log.close()
+        pytest.fail("streamlit did not start: " + (folder / "server.log").read_text()[-2000:])
+    yield url, timings
     process.terminate()
     try:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
         process.kill()
+    log.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
+def app_url(app_server):
+    return app_server[0]
+
+
+@pytest.fixture(scope="session")
+def timings_log(app_server) -> Path:
+    return app_server[1]
+
+
+@pytest.fixture(scope="session")
 def browser():
     try:
         from playwright.sync_api import sync_playwright
@@ -72,30 +113,111 @@ def browser():
             pytest.fail("CI=true: playwright must be installed")
         pytest.skip("playwright is not installed")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"],
-        )
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
 
 
-def wait_until_idle(page, timeout_s: float = 120) -> None:
-    """Wait for the app to finish its script run (no 'Running…' widget for a moment)."""
-    page.wait_for_selector("[data-testid='stApp']", timeout=timeout_s * 1000)
-    deadline = time.time() + timeout_s
-    quiet_since = None
+# ---------------------------------------------------------------------------- waiting on the app
+
+_SCRIPT_STATE = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app) return 'none';
+  if (app.getAttribute('data-test-connection-state') !== 'CONNECTED') return 'connecting';
+  return app.getAttribute('data-test-script-state') || 'none';
+}"""
+
+
+def wait_until_idle(page, timeout_s: float = 120, quiet_s: float = 1.0) -> None:
+    """Wait until the app is connected and its script has ended.
+
+    Streamlit marks its root element with the script-run state (``initial`` → ``running`` →
+    ``notRunning``). The page is idle once it reads ``notRunning`` for ``quiet_s``, or, on a page with a
+    live section that reruns every second or two (a run training), once the last 3 s were mostly
+    ``notRunning`` (only those short reruns)."""
+    start = time.time()
+    deadline = start + timeout_s
+    samples: list[tuple[float, bool]] = []
     while time.time() < deadline:
-        running = page.locator("[data-testid='stStatusWidget']").count() > 0
-        if running:
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.time()
-        elif time.time() - quiet_since > 1.5:
+        now = time.time()
+        samples.append((now, page.evaluate(_SCRIPT_STATE) == "notRunning"))
+        samples = [(t, idle) for t, idle in samples if now - t <= 3.0]
+        recent = [idle for t, idle in samples if now - t <= quiet_s]
+        if now - start >= quiet_s and recent and all(recent):
             return
+        if now - start >= 3.0 and sum(idle for _, idle in samples) >= 0.75 * len(samples):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the page kept running for {timeout_s} s")
+
+
+def eventually(check, timeout_s: float = 120, what: str = "the expected state"):
+    """Poll ``check()`` until it returns something true (a page with a live section is never idle for long)."""
+    deadline = time.time() + timeout_s
+    while True:
+        try:
+            found = check()
+        except AssertionError:
+            found = None
+        if found:
+            return found
+        if time.time() > deadline:
+            raise AssertionError(f"never reached {what} in {timeout_s} s")
         time.sleep(0.25)
-    raise AssertionError("the page kept running")
 
 
+def open_page(context_or_browser, url: str, viewport=(1400, 1200)):
+    """A new tab (a new browser session of the app) at ``url``, once its first script run has ended."""
+    page = context_or_browser.new_page(**({"viewport": {"width": viewport[0], "height": viewport[1]}}
+                                          if hasattr(context_or_browser, "new_context") else {}))
+    page.set_default_timeout(120_000)  # a loaded 2-core machine can take a while to draw a page
+    page.goto(url, timeout=120_000)
+    wait_until_idle(page)
+    return page
+
+
+def no_error_box(page) -> None:
+    """Neither a traceback nor an st.error box anywhere on the page."""
+    boxes = page.locator("[data-testid='stException'], [data-testid='stAlertContentError']")
+    assert boxes.count() == 0, boxes.first.inner_text()
+
+
+def main_area(page):
+    return page.get_by_test_id("stMainBlockContainer")
+
+
+def sidebar(page):
+    return page.get_by_test_id("stSidebar")
+
+
+def go(page, title: str, idle: bool = True) -> None:
+    """Navigate inside the app, like a student clicking the sidebar (the browser session stays).
+
+    ``idle=False`` for a page that redraws a live section every second (a run training): it never stays
+    idle for long, so wait on the text you expect instead."""
+    page.get_by_test_id("stSidebarNav").get_by_role("link").filter(has_text=title).first.click()
+    if idle:
+        wait_until_idle(page)
+
+
+def slider(page, label: str, index: int = 0):
+    return page.locator("[data-testid='stSlider']").filter(has_text=label).get_by_role("slider").nth(index)
+
+
+def choose(page, label: str, option: str, where=None) -> None:
+    """Open the selectbox labelled ``label`` and pick ``option``."""
+    (where or page).get_by_role("combobox", name=label, exact=True).first.click()
+    page.get_by_role("option", name=option, exact=True).first.click()
+    wait_until_idle(page)
+
+
+def shot(page, name: str, full_page: bool = False) -> Path:
+    SHOTS.mkdir(exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    return path
+
+
+def script_runs(log: Path) -> list[dict]:
+    """The lines of the server's timing log: one per page run (``page:<name>``) and section run."""
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []

@@ -4,25 +4,19 @@ import re
 
 import pytest
 
-from tests.browser_support import wait_until_idle
+from tests.browser_support import main_area, no_error_box, open_page, sidebar, wait_until_idle
 
 pytestmark = pytest.mark.browser
 
 
-def errors(page) -> int:
-    return page.locator("[data-testid='stException'], [data-testid='stAlertContentError']").count()
-
-
-def test_inside_sections_in_chromium(app_url, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 2400})
-    page.goto(f"{app_url}/inside")
-    wait_until_idle(page)
-    main = page.get_by_test_id("stMainBlockContainer")
-    main.get_by_text("Highest:").first.wait_for(timeout=120_000)
-    assert errors(page) == 0
+def test_inside_sections_and_the_induction_run(app_url, browser):
+    page = open_page(browser, f"{app_url}/inside", viewport=(1400, 2400))
+    main = main_area(page)
+    main.get_by_text("Highest:").first.wait_for()
+    no_error_box(page)
     # the detector radio reruns its fragment: the explanation and the ranking follow the new detector
     main.get_by_text("previous token", exact=True).first.click()
-    main.get_by_text("attention from each token to the token just before it").wait_for(timeout=60_000)
+    main.get_by_text("attention from each token to the token just before it").wait_for()
     # every top head links to its pattern on the Attention page (layer/head in the URL)
     link = main.locator("a[href*='attention?']").first
     assert re.search(r"layer=\d+.*head=\d+|head=\d+.*layer=\d+", link.get_attribute("href"))
@@ -32,21 +26,14 @@ def test_inside_sections_in_chromium(app_url, browser):
     box.press("Control+Enter")
     wait_until_idle(page)
     assert main.locator(".tok").count() >= 5
-    assert errors(page) == 0
-    page.close()
+    no_error_box(page)
 
-
-def test_induction_run_starts_shows_in_the_picker_and_stops(app_url, browser):
-    page = browser.new_page(viewport={"width": 1400, "height": 2400})
-    page.goto(f"{app_url}/inside")
-    wait_until_idle(page)
-    main = page.get_by_test_id("stMainBlockContainer")
+    # the induction preset: a regular lab run, in the picker, with Stop
     start = main.get_by_role("button", name=re.compile("^Train it"))
-    start.wait_for(timeout=180_000)
     start.click()
-    main.get_by_text("strongest induction head").first.wait_for(timeout=120_000)  # chart from the step-0 snapshot
-    page.get_by_test_id("stSidebar").get_by_text(re.compile("Induction heads")).first.wait_for(timeout=60_000)
+    main.get_by_text("strongest induction head").first.wait_for()  # the chart, from the step-0 snapshot
+    sidebar(page).get_by_text(re.compile("Induction heads")).first.wait_for()
     main.get_by_role("button", name="Stop", exact=True).click()
-    main.get_by_role("button", name="Train it again").wait_for(timeout=120_000)
-    assert errors(page) == 0
+    main.get_by_role("button", name="Train it again").wait_for()
+    no_error_box(page)
     page.close()

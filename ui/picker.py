@@ -32,6 +32,7 @@ from llmviz import jobs
 from llmviz.errors import LlmvizError
 from llmviz.snapshots import load_into
 from llmviz.train import load_checkpoint, model_description, model_from_description
+from ui import sections
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
@@ -42,6 +43,7 @@ _SELECTED = "_picker_selected"  # base key of the chosen entry (survives navigat
 _STEPS = "_picker_steps"  # run_id → chosen step, or None = follow the newest snapshot
 _VERSION = "_picker_version"  # bumped by select() so the widget is drawn anew with the new value
 _NOTICE = "_picker_notice"
+_STEP_WIDGET = "_picker_step_widget"  # the key of the step slider drawn last (older ones are stale)
 
 
 @dataclass(frozen=True)
@@ -141,10 +143,10 @@ def _checkpoint(path: str, modified: float):
 
 
 @st.cache_resource(show_spinner="Loading this step's weights…", max_entries=48)
-def _run_model(run_id: str, step: int, _job: jobs.Job) -> nn.Module:
+def _run_model(run_id: str, step: int, _job: jobs.Job, _state: dict) -> nn.Module:
     """A fresh eval-mode copy of a run's weights at one snapshot step (the live model is never shown)."""
     description = model_description(_job.trainer.model)
-    return load_into(model_from_description(description), _job.snapshots.get(step))
+    return load_into(model_from_description(description), _state)
 
 
 @st.cache_resource(show_spinner="Loading the pretrained MiniLM (22M parameters)…")
@@ -239,9 +241,9 @@ class RunSource:
             raise LlmvizError("That run is not one of this browser session's runs.")
         if job.trainer is None or job.snapshots is None or not job.snapshots.steps():
             raise RunNotReady(f"{job.label} is still preparing (its step 0 does not exist yet).")
+        step, state = job.snapshots.resolve(step)
         kept = job.snapshots.steps()
-        step = kept[-1] if step is None else job.snapshots.nearest(step)
-        model = _run_model(job.id, step, job)
+        model = _run_model(job.id, step, job, state)
         meta = {"train_config": asdict(job.trainer.config), "model": model_description(model), "step": step,
                 "label": job.label, "snapshot_steps": kept}
         return ModelView(f"run:{job.id}@{step}", f"{job.label} · step {step}", model,
@@ -433,7 +435,15 @@ def _refuse(entry: Entry) -> None:
         st.session_state[_SELECTED] = DEFAULT_KEY
 
 
+def _model_widget_key() -> str:
+    return f"picker_model_{st.session_state.get(_VERSION, 0)}"
+
+
 def _remember_model(widget_key: str) -> None:
+    if widget_key != _model_widget_key():
+        # a picker drawn before select() redrew it: a browser that had not yet seen the new one (a click on
+        # the page menu right after Train) sends its old value, which must not undo the new pick
+        return
     key = st.session_state[widget_key]
     listed = entries()
     entry = next((e for e in listed if e.key == key), None)
@@ -449,6 +459,8 @@ def _remember_model(widget_key: str) -> None:
 
 
 def _remember_step(widget_key: str, base: str, last: int) -> None:
+    if widget_key != st.session_state.get(_STEP_WIDGET):
+        return  # an older step slider (the run has grown since): its value is stale
     value = st.session_state[widget_key]
     st.session_state.setdefault(_STEPS, {})[base] = None if value >= last else value
 
@@ -471,7 +483,7 @@ def sidebar() -> None:
     if not listed:
         return
     version = st.session_state.get(_VERSION, 0)
-    widget_key = f"picker_model_{version}"
+    widget_key = _model_widget_key()
     options = list(by_key)
     st.selectbox("Model shown on every page", options, index=options.index(chosen),
                  format_func=lambda k: by_key[k].label + (f" — {by_key[k].note}" if not by_key[k].available else ""),
@@ -485,6 +497,7 @@ def sidebar() -> None:
         stored = st.session_state.get(_STEPS, {}).get(chosen)
         value = steps[-1] if stored is None else min(steps, key=lambda s: (abs(s - stored), s))
         step_key = f"picker_step_{chosen}_{version}_{len(steps)}_{steps[-1]}"
+        st.session_state[_STEP_WIDGET] = step_key
         if len(steps) > 1:
             st.select_slider("Step (snapshot of the run)", steps, value=value, key=step_key,
                              on_change=_remember_step, args=(step_key, chosen, steps[-1]),
@@ -517,7 +530,7 @@ def _jobs_panel_body(in_fragment: bool = False) -> None:
 
 @st.fragment(run_every=2.0)
 def _jobs_panel_live() -> None:
-    _jobs_panel_body(in_fragment=True)
+    sections.timed("sidebar.jobs", _jobs_panel_body)(in_fragment=True)
 
 
 def jobs_panel() -> None:

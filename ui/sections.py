@@ -35,22 +35,28 @@ def _log(name: str, seconds: float, rerun: bool) -> None:
         out.write(json.dumps({"section": name, "seconds": round(seconds, 5), "rerun": rerun}) + "\n")
 
 
+def timed(name: str, function: Callable) -> Callable:
+    """``function``, logging each call's server time under ``name`` when ``LLMVIZ_TIMINGS`` is set."""
+
+    @functools.wraps(function)
+    def logged(*args, **kwargs):
+        if not os.environ.get("LLMVIZ_TIMINGS"):
+            return function(*args, **kwargs)
+        rerun = not getattr(_IN_FRAGMENT, "page", False)
+        start = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _log(name, time.perf_counter() - start, rerun)
+
+    return logged
+
+
 def section(name: str) -> Callable[[Callable], Callable]:
     """Decorator: the function becomes an ``st.fragment`` named ``name`` (for the timing log)."""
 
     def wrap(function: Callable) -> Callable:
-        @functools.wraps(function)
-        def timed(*args, **kwargs):
-            if not os.environ.get("LLMVIZ_TIMINGS"):
-                return function(*args, **kwargs)
-            rerun = not getattr(_IN_FRAGMENT, "page", False)
-            start = time.perf_counter()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                _log(name, time.perf_counter() - start, rerun)
-
-        return st.fragment(timed)
+        return st.fragment(timed(name, function))
 
     return wrap
 

@@ -15,7 +15,7 @@ import streamlit as st
 
 from llmviz import jobs
 from llmviz.train import smooth
-from ui import KEEP, charts, picker  # noqa: F401 - KEEP: widget keys that survive navigation
+from ui import KEEP, charts, picker, sections  # noqa: F401 - KEEP: widget keys that survive navigation
 
 # Plotly's category10: every pair stays apart (the old list had two near-identical oranges in a 7-runner race)
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22"]
@@ -108,6 +108,7 @@ def draw_run(job: jobs.Job, key: str = "live") -> None:
                    "and the run is in the model picker.")
 
 
-def live(draw, *, active: bool, seconds: float = 1.0) -> None:
-    """Call ``draw()`` inside a fragment that reruns every ``seconds`` while ``active``."""
-    st.fragment(draw, run_every=seconds if active else None)()
+def live(draw, *, active: bool, seconds: float = 1.0, name: str = "training.live") -> None:
+    """Call ``draw()`` inside a fragment that reruns every ``seconds`` while ``active`` (``name``: for the
+    timing log of ``ui.sections``)."""
+    st.fragment(sections.timed(name, draw), run_every=seconds if active else None)()

@@ -1,0 +1,141 @@
+"""The live lab in real chromium (issue 12): a run trains in the background while its student looks around.
+
+One story, as in class: Alice trains a GPT on the Python manual; while it trains she visits every page, which all
+show her run (step 0 beside step N where a page compares); the step slider in the sidebar shows her run's initial
+weights at step 0; Bob, in another browser, never sees her run; a raw websocket client clears the server's caches
+(issue 19) and nothing breaks; Pause, Resume and Stop act; a run whose tab closes ends by itself.
+"""
+
+import re
+import urllib.parse
+
+import pytest
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from websockets.sync.client import connect
+
+from tests.browser_support import eventually, go, main_area, no_error_box, open_page, shot, sidebar, wait_until_idle
+
+pytestmark = pytest.mark.browser
+
+# gpt-mini trains ~10 steps/s on one CPU thread: 2000 steps outlast the tour below with a wide margin
+# a link sets the Training page's widgets: GPT mini on the Python manual (a BPE of 512 tokens), 2000 steps
+TRAINING = "training?" + urllib.parse.urlencode({"train_model": "GPT mini (4 layers, d 128)", "steps": 2000})
+RUNNING = re.compile(r"running · step (\d+)/2000")
+
+
+def step_of(locator) -> int:
+    return int(re.search(r"step (\d+)/2000", locator.inner_text()).group(1))
+
+
+def picked(page) -> str:
+    """What the sidebar's model picker shows."""
+    return sidebar(page).get_by_role("combobox", name="Model shown on every page").input_value()
+
+
+def sidebar_options(page) -> list[str]:
+    sidebar(page).get_by_role("combobox", name="Model shown on every page").click()
+    options = [o.inner_text() for o in page.get_by_role("option").all()]
+    page.keyboard.press("Escape")
+    return options
+
+
+def samples(page) -> tuple[str, str]:
+    """The two generated texts of the Training page's "Your model at step 0 and at step N"."""
+    section = main_area(page).get_by_test_id("stHorizontalBlock").filter(has_text="Step 0").last
+    codes = section.get_by_test_id("stCode")
+    return codes.nth(0).inner_text(), codes.nth(1).inner_text()
+
+
+def server_says(page, runs: int) -> bool:
+    """Reload Bob's Training page (no run of his own: it is static) until it reports ``runs`` runs training
+    on the server (≤ ~60 s)."""
+    for _ in range(30):
+        if main_area(page).get_by_text(f"On this server: {runs} run(s) training").count():
+            return True
+        page.reload()
+        wait_until_idle(page)
+    return False
+
+
+def clear_cache_from_a_raw_client(app_url: str) -> None:
+    """What any websocket client can send (no Origin, no XSRF token): clear every st.cache_* of the server."""
+    message = BackMsg()
+    message.clear_cache = True
+    with connect(app_url.replace("http://", "ws://") + "/_stcore/stream", open_timeout=30) as socket:
+        socket.send(message.SerializeToString())
+
+
+def test_a_run_trains_in_the_background_while_the_student_looks_around(app_url, browser):
+    alice = browser.new_context(viewport={"width": 1400, "height": 1200})
+    page = open_page(alice, f"{app_url}/{TRAINING}")
+    main_area(page).get_by_role("button", name="Train", exact=True).click()
+    progress = main_area(page).get_by_text(RUNNING).first
+    progress.wait_for(timeout=120_000)
+    first = step_of(progress)
+
+    # the run is picked on every page at once, and trains on while Alice looks around
+    for title in ("Attention", "Sampling", "Embeddings"):
+        go(page, title)
+        assert "Your run" in picked(page)
+        sidebar(page).get_by_text(RUNNING).first.wait_for()  # its progress, in the sidebar of every page
+        comparison = main_area(page).get_by_text("Step 0 (initial weights)", exact=False).first
+        try:
+            comparison.wait_for()  # step 0 beside step N
+        except Exception as error:
+            shot(page, f"lab-failed-{title}")
+            raise AssertionError(f"no step 0 vs step N on {title}: {main_area(page).inner_text()[:3000]}") from error
+        no_error_box(page)
+        if title == "Attention":
+            comparison.scroll_into_view_if_needed()
+            shot(page, "lab-attention-before-after")
+    clear_cache_from_a_raw_client(app_url)  # any client can do this: the run and its snapshots must survive it
+    for title in ("Tokens", "Model", "Inside the model", "Home"):
+        go(page, title)
+        sidebar(page).get_by_text(RUNNING).first.wait_for()
+        no_error_box(page)
+
+    go(page, "Loss & training", idle=False)
+    progress = main_area(page).get_by_text(RUNNING).first
+    progress.wait_for()
+    assert step_of(progress) > first, "it kept training while Alice was away"
+    main_area(page).get_by_text("On this server: 1 run(s) training").first.wait_for()  # one run, one loop
+    shot(page, "lab-training-running")
+
+    # the step slider: step 0 is the run's initial weights (the same text on both sides), a later step differs
+    main_area(page).get_by_text("Your model at step 0 and at step N").first.scroll_into_view_if_needed()
+    step_slider = sidebar(page).get_by_role("slider").first
+    step_slider.focus()
+    page.keyboard.press("Home")
+    main_area(page).get_by_text("Step 0", exact=True).nth(1).wait_for()  # both columns at step 0
+    left = eventually(lambda: samples(page)[0] == samples(page)[1] and samples(page)[0], what="equal samples at step 0")
+    step_slider = sidebar(page).get_by_role("slider").first
+    step_slider.focus()
+    page.keyboard.press("End")  # the newest step: the weights have moved
+    main_area(page).get_by_text(re.compile(r"^Step [1-9]\d*$")).first.wait_for()
+    eventually(lambda: samples(page)[0] == left and samples(page)[1] != left, what="step 0 beside a later step")
+    shot(page, "lab-step-slider")
+
+    # Bob, in another browser, shares the server but never sees Alice's run
+    bob = browser.new_context(viewport={"width": 1400, "height": 1200})
+    other = open_page(bob, f"{app_url}/training")
+    main_area(other).get_by_text("On this server: 1 run(s) training").first.wait_for()
+    assert not any("Your run" in option for option in sidebar_options(other))
+    no_error_box(other)
+
+    # Pause, Resume, Stop
+    main_area(page).get_by_role("button", name="Pause", exact=True).first.click()
+    main_area(page).get_by_text(re.compile(r"paused · step \d+/2000")).first.wait_for()
+    main_area(page).get_by_role("button", name="Resume", exact=True).first.click()
+    main_area(page).get_by_text(RUNNING).first.wait_for()
+    main_area(page).get_by_role("button", name="Stop", exact=True).first.click()
+    main_area(page).get_by_text("stopped at step", exact=False).first.wait_for()
+    assert server_says(other, 0)
+    no_error_box(page)
+
+    # a second run, then Alice closes her tab: the run ends by itself
+    main_area(page).get_by_role("button", name="Train", exact=True).click()
+    main_area(page).get_by_text(RUNNING).first.wait_for()
+    assert server_says(other, 1)
+    alice.close()
+    assert server_says(other, 0), "a closed session's run stops by itself"
+    bob.close()
