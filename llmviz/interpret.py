@@ -80,6 +80,14 @@ def logit_lens(model: nn.Module, cache: dict[str, torch.Tensor], ids: list[int],
     return LogitLens([name for name, _ in points], top_ids, top_probs, true_probs)
 
 
+@torch.no_grad()
+def sequence_logit_lens(model: nn.Module, ids: list[int], k: int = 5) -> LogitLens:
+    """Run ``ids`` through ``model`` (one forward pass, with its named cache) and take the logit lens."""
+    device = next(model.parameters()).device
+    _, _, cache = model.run_with_cache(torch.tensor([list(ids)], device=device))  # (1, T) in
+    return logit_lens(model, cache, list(ids), k=k)
+
+
 # ---------------------------------------------------------------------------- head detectors
 
 DETECTORS = ("previous token", "first token", "duplicate token", "induction")

@@ -1,4 +1,4 @@
-"""The loss, taken apart as seed 001 does it, and the output layer's gradient as seed 002 does it.
+"""The loss of next-token prediction taken apart, and the output layer's gradient derived by hand.
 
 Cross-entropy for next-token prediction, step by step:
 
@@ -92,3 +92,44 @@ def output_layer_gradient(hidden: torch.Tensor, head_weight: torch.Tensor, targe
     return OutputGradient(hidden=h, probabilities=probabilities, one_hot=one_hot, dlogits_by_hand=dlogits,
                           dlogits_autograd=logits.grad.detach(), dweight_by_hand=dweight,
                           dweight_autograd=weight.grad.detach(), max_difference=difference)
+
+
+@dataclass
+class BatchLoss:
+    """A model's loss on a small batch of token sequences, ready to be drawn step by step.
+
+    Row ``b`` of ``inputs`` is sequence ``b`` without its last token, and the same row of
+    ``targets`` is it without its first token: each position predicts the token after it.
+    """
+
+    inputs: torch.Tensor  # (B, T)
+    targets: torch.Tensor  # (B, T)
+    parts: LossBreakdown
+    final_hidden: torch.Tensor  # (B, T, C): the output of the final LayerNorm, what the head reads
+
+
+@torch.no_grad()
+def batch_loss(model, sequences: list[list[int]]) -> BatchLoss:
+    """One forward pass of ``model`` (with its named cache) over equal-length ``sequences``.
+
+    >>> from llmviz.models.gpt import GPT, GPTConfig
+    >>> _ = torch.manual_seed(0)
+    >>> gpt = GPT(GPTConfig(vocab_size=11, context_length=8, d_model=8, n_heads=2, n_layers=1)).eval()
+    >>> batch = batch_loss(gpt, [[1, 2, 3], [4, 5, 6]])
+    >>> batch.inputs.tolist(), batch.targets.tolist(), tuple(batch.final_hidden.shape)
+    ([[1, 2], [4, 5]], [[2, 3], [5, 6]], (2, 2, 8))
+    """
+    if not sequences or len({len(ids) for ids in sequences}) != 1 or len(sequences[0]) < 2:
+        raise ValueError("batch_loss needs sequences of one length, at least 2 tokens each")
+    device = next(model.parameters()).device
+    inputs = torch.tensor([ids[:-1] for ids in sequences])  # (B, T)
+    targets = torch.tensor([ids[1:] for ids in sequences])  # (B, T)
+    logits, _, cache = model.run_with_cache(inputs.to(device))  # (B, T, V)
+    return BatchLoss(inputs=inputs, targets=targets, parts=loss_breakdown(logits.cpu(), targets),
+                     final_hidden=cache["ln_f"].cpu())  # (B, T, C)
+
+
+def position_gradient(model, batch: BatchLoss, position: int, sequence: int = 0) -> OutputGradient:
+    """The output layer's gradient for one position of ``batch`` (see ``output_layer_gradient``)."""
+    hidden = batch.final_hidden[sequence, position]  # (C,)
+    return output_layer_gradient(hidden, model.lm_head.weight.cpu(), int(batch.targets[sequence, position]))

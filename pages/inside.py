@@ -9,7 +9,6 @@ import html
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-import torch
 from plotly.subplots import make_subplots
 
 import ui
@@ -58,8 +57,7 @@ def label(view, token_id: int) -> str:
 
 @st.cache_data(show_spinner="Reading every layer…", max_entries=64)
 def _lens(key: str, ids: tuple[int, ...], _model) -> interpret.LogitLens:
-    _, _, cache = _model.run_with_cache(torch.tensor([list(ids)], device=next(_model.parameters()).device))
-    return interpret.logit_lens(_model, cache, list(ids), k=5)
+    return interpret.sequence_logit_lens(_model, list(ids), k=5)
 
 
 @st.cache_data(show_spinner="Measuring every head…", max_entries=64)

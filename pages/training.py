@@ -10,7 +10,7 @@ import torch
 import ui
 from llmviz import quiz
 from llmviz.errors import LlmvizError
-from llmviz.losses import loss_breakdown, output_layer_gradient
+from llmviz.losses import batch_loss, position_gradient
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.models.decoder import train_toy
 from llmviz.sampling import generate_text
@@ -242,10 +242,8 @@ encoded = [gpt_tokenizer.encode(line)[: tokens_per_row + 1] for line in rows]
 if len(rows) < 1 or any(len(ids) < tokens_per_row + 1 for ids in encoded):
     st.warning(f"Each line needs at least {tokens_per_row + 1} tokens (inputs plus the next token as target).")
 else:
-    inputs = torch.tensor([ids[:-1] for ids in encoded])  # (B, T)
-    targets = torch.tensor([ids[1:] for ids in encoded])  # (B, T)
-    logits, _ = gpt(inputs)
-    parts = loss_breakdown(logits, targets)
+    batch = batch_loss(gpt, encoded)
+    inputs, targets, parts = batch.inputs, batch.targets, batch.parts
     table = []
     for b in range(inputs.shape[0]):
         for t in range(inputs.shape[1]):
@@ -276,10 +274,8 @@ else:
     # ------------------------------------------------------------------ backprop by hand
     st.header("5. Backpropagation through the output layer")
     position = ui.index_slider("Position (in sequence 0)", inputs.shape[1])
-    _, _, cache = gpt.run_with_cache(inputs[:1])
-    hidden = cache["ln_f"][0, position]
     target = int(targets[0, position])
-    grad = output_layer_gradient(hidden, gpt.lm_head.weight, target)
+    grad = position_gradient(gpt, batch, position)
     top = torch.topk(grad.probabilities, 9).indices.tolist()
     shown = [target] + [i for i in top if i != target][:8]
     labels = charts.unique_labels([gpt_tokenizer.printable(i) + (" (target)" if i == target else "") for i in shown])

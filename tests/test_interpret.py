@@ -43,7 +43,7 @@ def test_logit_lens_matches_a_hand_computation(tiny):
             assert lens.top_ids[row, position].tolist() == best
             assert lens.top_probs[row, position].tolist() == pytest.approx(probs[position, best].tolist(), abs=1e-5)
         for position in range(len(ids) - 1):
-            assert float(lens.true_probs[row, position]) == pytest.approx(float(probs[position, ids[position + 1]]),
+            assert float(lens.true_probs[row, position]) == pytest.approx(float(probs[position, ids[position + 1]].detach()),
                                                                         abs=1e-6)
 
 
@@ -52,6 +52,14 @@ def test_last_lens_row_is_the_models_prediction(tiny):
     logits, _, cache = tiny.run_with_cache(torch.tensor([ids]))
     lens = interpret.logit_lens(tiny, cache, ids, k=1)
     assert lens.top_ids[-1, :, 0].tolist() == logits[0].argmax(-1).tolist()
+
+
+def test_sequence_logit_lens_runs_the_model_itself(tiny):
+    ids = [4, 8, 15, 16, 23]
+    _, _, cache = tiny.run_with_cache(torch.tensor([ids]))
+    expected = interpret.logit_lens(tiny, cache, ids, k=2)
+    lens = interpret.sequence_logit_lens(tiny, ids, k=2)
+    assert torch.equal(lens.top_ids, expected.top_ids) and torch.allclose(lens.true_probs, expected.true_probs)
 
 
 def test_diagnostic_tokens_are_a_random_half_repeated():
@@ -119,7 +127,7 @@ def test_token_losses_match_cross_entropy(tiny):
     logits, loss = tiny(torch.tensor([ids[:-1]]), torch.tensor([ids[1:]]))
     reference = F.cross_entropy(logits[0], torch.tensor(ids[1:]), reduction="none")
     assert result.losses.tolist() == pytest.approx(reference.tolist(), abs=1e-5)
-    assert result.mean == pytest.approx(float(loss), abs=1e-5)
+    assert result.mean == pytest.approx(float(loss.detach()), abs=1e-5)
     assert result.true_probs.tolist() == pytest.approx(torch.exp(-reference).tolist(), abs=1e-6)
     probs = logits[0].softmax(-1)
     assert result.top_ids[:, 0].tolist() == probs.argmax(-1).tolist()

@@ -58,3 +58,39 @@ def test_output_gradient_p_minus_y_equals_autograd():
     assert result.max_difference < 1e-12
     assert float(result.dlogits_by_hand.sum()) == pytest.approx(0.0, abs=1e-12)  # Σ(p − y) = 1 − 1
     assert float(result.dlogits_by_hand[7]) == pytest.approx(float(result.probabilities[7]) - 1)
+
+
+def test_batch_loss_equals_the_models_own_loss_and_cross_entropy():
+    from llmviz.losses import batch_loss, position_gradient
+    from llmviz.models.gpt import GPT, GPTConfig
+
+    torch.manual_seed(3)
+    gpt = GPT(GPTConfig(vocab_size=19, context_length=8, d_model=16, n_heads=2, n_layers=2, dropout=0.0)).eval()
+    sequences = [[1, 5, 7, 2, 9], [3, 3, 8, 0, 18]]
+    batch = batch_loss(gpt, sequences)
+    inputs = torch.tensor([s[:-1] for s in sequences])
+    targets = torch.tensor([s[1:] for s in sequences])
+    with torch.no_grad():
+        logits, model_loss = gpt(inputs, targets)
+    reference = torch.nn.functional.cross_entropy(logits.flatten(0, 1).double(), targets.flatten())
+    assert batch.parts.loss == pytest.approx(float(reference), rel=1e-6)
+    assert batch.parts.loss == pytest.approx(float(model_loss), rel=1e-5)
+    # the hidden state that the head reads gives back the model's logits
+    assert torch.allclose(gpt.lm_head(batch.final_hidden), logits, atol=1e-5)
+    # the gradient at a position equals autograd on the model's own head
+    head = gpt.lm_head.weight.detach().clone().requires_grad_(True)
+    position_logits = batch.final_hidden[0, 2] @ head.T
+    torch.nn.functional.cross_entropy(position_logits[None], targets[0, 2:3]).backward()
+    grad = position_gradient(gpt, batch, 2)
+    assert torch.allclose(grad.dweight_by_hand.float(), head.grad, atol=1e-6)
+
+
+def test_batch_loss_rejects_ragged_or_too_short_sequences():
+    from llmviz.losses import batch_loss
+    from llmviz.models.gpt import GPT, GPTConfig
+
+    gpt = GPT(GPTConfig(vocab_size=7, context_length=4, d_model=8, n_heads=2, n_layers=1))
+    with pytest.raises(ValueError):
+        batch_loss(gpt, [[1, 2, 3], [1, 2]])
+    with pytest.raises(ValueError):
+        batch_loss(gpt, [[1]])
