@@ -44,6 +44,7 @@ _STEPS = "_picker_steps"  # run_id → chosen step, or None = follow the newest 
 _VERSION = "_picker_version"  # bumped by select() so the widget is drawn anew with the new value
 _NOTICE = "_picker_notice"
 _STEP_WIDGET = "_picker_step_widget"  # the key of the step slider drawn last (older ones are stale)
+_SHOWN_NEWEST = "_picker_shown_newest"  # run_id → the newest step the sidebar slider showed in this script run
 
 
 @dataclass(frozen=True)
@@ -363,8 +364,14 @@ def selected_key() -> str:
 
 
 def current() -> ModelView:
-    """What the shared sidebar picker selects (default: the shipped GPT)."""
+    """What the shared sidebar picker selects (default: the shipped GPT).
+
+    A run that follows its newest snapshot resolves to the step the sidebar slider shows, so a snapshot
+    taken while the page draws never makes the page disagree with the sidebar.
+    """
     key = selected_key()
+    if key.startswith("run:") and "@" not in key and key in st.session_state.get(_SHOWN_NEWEST, {}):
+        key = f"{key}@{st.session_state[_SHOWN_NEWEST][key]}"
     try:
         return load(key)
     except RunNotReady as error:  # keep the pick: the run appears as soon as its step 0 exists
@@ -497,6 +504,7 @@ def sidebar() -> None:
         stored = st.session_state.get(_STEPS, {}).get(chosen)
         value = steps[-1] if stored is None else min(steps, key=lambda s: (abs(s - stored), s))
         step_key = f"picker_step_{chosen}_{version}_{len(steps)}_{steps[-1]}"
+        st.session_state.setdefault(_SHOWN_NEWEST, {})[chosen] = steps[-1]
         st.session_state[_STEP_WIDGET] = step_key
         if len(steps) > 1:
             st.select_slider("Step (snapshot of the run)", steps, value=value, key=step_key,
