@@ -145,11 +145,6 @@ class SnapshotStore:
                 raise KeyError(f"no snapshot at step {step} (kept: {sorted(self._states)})")
             return self._states[step]
 
-    def nearest(self, step: int) -> int:
-        """The kept step closest to ``step`` (ties go to the earlier one)."""
-        steps = self.steps()
-        return min(steps, key=lambda s: (abs(s - step), s))
-
     def resolve(self, step: int | None) -> tuple[int, dict[str, torch.Tensor]]:
         """``(kept step, its state)`` for ``step`` (None: the newest), read in one go: the training thread
         replaces the newest snapshot every few seconds, so looking up a step and then its state could miss.

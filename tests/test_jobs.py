@@ -72,6 +72,9 @@ def test_step_zero_equals_initial_weights_and_steps_differ(manager):
     for name, tensor in t.model.state_dict().items():
         assert torch.equal(last[name], tensor), name  # the last snapshot is the final model
     assert any(not torch.equal(job.snapshots.get(5)[n], job.snapshots.get(20)[n]) for n in initial)
+    # resolve: None is the newest; otherwise the nearest kept step, a tie going to the earlier one
+    assert job.snapshots.resolve(None)[0] == 25 and job.snapshots.resolve(15) == (10, job.snapshots.get(10))
+    assert job.snapshots.resolve(7)[0] == 5 and job.snapshots.resolve(9999)[0] == 25
 
 
 def test_snapshot_memory_cap_keeps_zero_and_last_and_spreads_the_rest():
