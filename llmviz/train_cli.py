@@ -149,7 +149,9 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     if not group.is_main:
         return 0
     command = "python -m llmviz " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["train"] else None
-    _save_with_command(trainer, args, command or "python -m llmviz train …")
+    from llmviz.corpus import sha256_hex
+
+    _save_with_command(trainer, args, command or "python -m llmviz train …", sha256_hex(text.encode("utf-8")))
     final = trainer.history[-1]
     print(json.dumps({"out": args.out, "step": trainer.step, "train_loss": round(final.train_loss, 4),
                       "val_loss": round(final.val_loss, 4) if final.val_loss is not None else None,
@@ -157,10 +159,12 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     return 0
 
 
-def _save_with_command(trainer, args, command: str) -> None:
+def _save_with_command(trainer, args, command: str, corpus_sha256: str) -> None:
     from llmviz.train import save_checkpoint
 
-    save_checkpoint(args.out, trainer, extra={"corpus": args.corpus, "command": command},
+    # the corpus digest says which text the recorded losses belong to: a built-in corpus such as python-docs
+    # (Python's own manual) differs from one Python release to the next
+    save_checkpoint(args.out, trainer, extra={"corpus": args.corpus, "corpus_sha256": corpus_sha256, "command": command},
                     trainer_state=not args.weights_only)
 
 

@@ -30,9 +30,14 @@ def test_recorded_validation_loss_is_recomputed(folder):
     model, tokenizer, meta = load_checkpoint(folder)
     config = TrainConfig.from_dict(meta["train_config"])
     assert meta["command"].startswith("python -m llmviz train") and f"--out data/{folder.name}" in meta["command"]
-    trainer = Trainer(config, prepare_data(corpus.load(meta["corpus"]), config, tokenizer))
+    text = corpus.load(meta["corpus"])
+    trainer = Trainer(config, prepare_data(text, config, tokenizer))
     trainer.model.load_state_dict(model.state_dict())
-    assert trainer.evaluate() == pytest.approx(meta["final"]["val_loss"], abs=1e-4)
+    # python-docs is Python's own manual (pydoc_data.topics), which changes between Python releases (3.11.2 and
+    # 3.11.7 differ by ~1 KB): on the very text it was trained on the recorded loss is recomputed exactly; on
+    # another release's manual the validation split differs a little, and so does the loss
+    same_text = meta["corpus_sha256"] == corpus.sha256_hex(text.encode("utf-8"))
+    assert trainer.evaluate() == pytest.approx(meta["final"]["val_loss"], abs=1e-4 if same_text else 0.1)
     # and the model is better than a uniform guess
     assert meta["final"]["val_loss"] < torch.log(torch.tensor(float(tokenizer.vocab_size))).item() - 0.5
 

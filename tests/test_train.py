@@ -1,3 +1,5 @@
+import hashlib
+import json
 import math
 
 import pytest
@@ -164,6 +166,8 @@ def test_cli_train_and_sample(tmp_path, capsys):
     assert main(["train", "--corpus", "names", "--model", "mlp", "--context", "8", "--steps", "5",
                  "--eval-interval", "5", "--out", str(out)]) == 0
     assert (out / "model.safetensors").exists()
+    meta = json.loads((out / "checkpoint.json").read_text())  # which text the recorded losses belong to
+    assert meta["corpus_sha256"] == hashlib.sha256(corpus.load("names").encode("utf-8")).hexdigest()
     assert main(["sample", "--checkpoint", str(out), "--tokens", "20", "--prompt", "an"]) == 0
     assert capsys.readouterr().out.strip()
 
