@@ -179,15 +179,22 @@ def recorded_pass(model: nn.Module, ids: list[int]) -> dict[str, torch.Tensor]:
     return cache
 
 
-def encode(tokenizer, text: str) -> list[int]:
+def encode(tokenizer, text: str, allowed_special: str = "none") -> list[int]:
     """The ids of ``text``; a character vocabulary skips the characters it lacks instead of failing.
+
+    ``allowed_special`` ("none": special-token text stays ordinary, "all": it becomes the special token) reaches
+    only tokenizers that have special tokens; character and word vocabularies have none.
 
     >>> from llmviz.tokenizers import CharTokenizer
     >>> encode(CharTokenizer.train("abc"), "abz")
     [0, 1]
+    >>> encode(CharTokenizer.train("<|>"), "<|>", allowed_special="all")
+    [0, 2, 1]
     """
     from llmviz.tokenizers import CharTokenizer
 
     if isinstance(tokenizer, CharTokenizer):
         return tokenizer.encode(text, errors="skip")
+    if getattr(tokenizer, "special_tokens", None) is not None:
+        return tokenizer.encode(text, allowed_special=allowed_special)
     return tokenizer.encode(text)

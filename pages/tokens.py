@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from llmviz import quiz
+from llmviz import quiz, views
 from llmviz import tokenizers as tk
 from llmviz.errors import LlmvizError
 from ui import charts, picker, sections, share
@@ -271,10 +271,11 @@ allow_special = st.toggle("Read special-token text such as <|endoftext|> as the 
                           key="tok_allow_special",
                           help="Off (the default): text a user types stays ordinary text, even if it spells a special "
                                "token. On: the program that builds the text asks for the special token on purpose.")
-ids = tokenizer.encode(text, allowed_special="all" if allow_special else "none")
+ids = views.encode(tokenizer, text, "all" if allow_special else "none")
+dropped = tokenizer.unknown_characters(text) if isinstance(tokenizer, tk.CharTokenizer) else []
 typed = [name for name in getattr(tokenizer, "special_tokens", {}) if name in text]
 if typed:
-    other = tokenizer.encode(text, allowed_special="none" if allow_special else "all")
+    other = views.encode(tokenizer, text, "none" if allow_special else "all")
     as_special, as_text = (ids, other) if allow_special else (other, ids)
     st.info(f"Your text spells {', '.join(f'`{name}`' for name in typed)}. As ordinary text it is "
             f"{len(as_text)} tokens; read as the special token it is {len(as_special)} tokens, with id "
@@ -287,12 +288,21 @@ c1.code(str(ids[:200]) + (" …" if len(ids) > 200 else ""), language=None, wrap
 c2.code(decoded[:2000], language=None, wrap_lines=True)
 if decoded == text:
     st.success(f"decode(encode(text)) == text: all {len(text):,} characters come back.")
+elif dropped:
+    st.warning(f"{len(dropped)} character(s) of your text are not in this {tokenizer.vocab_size}-character vocabulary "
+               f"({' '.join(repr(c) for c in dropped[:20])}): encoding drops them, so decoding gives back the text "
+               "without them. A byte-level BPE never has this problem: every text is made of bytes.")
 else:
     st.error("The round trip changed the text.")
-specials = getattr(tokenizer, "special_tokens", {"<|endoftext|>": 50256})
-st.markdown("Special tokens are single ids that no ordinary text can produce: "
-            + ", ".join(f"`{name}` → **{token_id}**" for name, token_id in specials.items())
-            + ". They mark boundaries, such as the end of one document and the start of the next.")
+specials = getattr(tokenizer, "special_tokens", {})
+if specials:
+    st.markdown("Special tokens are single ids that no ordinary text can produce: "
+                + ", ".join(f"`{name}` → **{token_id}**" for name, token_id in specials.items())
+                + ". They mark boundaries, such as the end of one document and the start of the next.")
+else:
+    st.markdown("This tokenizer has no special tokens: every id stands for a piece of text. Byte-level tokenizers such "
+                "as GPT-2's add single ids that no ordinary text can produce, such as `<|endoftext|>`, to mark "
+                "boundaries between documents.")
 
 # ------------------------------------------------------------------ input-target pairs
 st.header("4. Input–target pairs: what the model trains on")

@@ -120,7 +120,7 @@ def browser():
 
 # ---------------------------------------------------------------------------- waiting on the app
 
-_SCRIPT_STATE = """() => {
+SCRIPT_STATE = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   if (!app) return 'none';
   if (app.getAttribute('data-test-connection-state') !== 'CONNECTED') return 'connecting';
@@ -140,7 +140,7 @@ def wait_until_idle(page, timeout_s: float = 120, quiet_s: float = 1.0) -> None:
     samples: list[tuple[float, bool]] = []
     while time.time() < deadline:
         now = time.time()
-        samples.append((now, page.evaluate(_SCRIPT_STATE) == "notRunning"))
+        samples.append((now, page.evaluate(SCRIPT_STATE) == "notRunning"))
         samples = [(t, idle) for t, idle in samples if now - t <= 3.0]
         recent = [idle for t, idle in samples if now - t <= quiet_s]
         if now - start >= quiet_s and recent and all(recent):
@@ -193,7 +193,7 @@ def sidebar(page):
 def go(page, title: str, idle: bool = True) -> None:
     """Navigate inside the app, like a student clicking the sidebar (the browser session stays).
 
-    ``idle=False`` for a page that redraws a live section every second (a run training): it never stays
+    ``idle=False`` for a page that redraws a live section every 2 s (a run training): it never stays
     idle for long, so wait on the text you expect instead."""
     page.get_by_test_id("stSidebarNav").get_by_role("link").filter(has_text=title).first.click()
     if idle:

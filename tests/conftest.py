@@ -32,3 +32,53 @@ def _no_runs_left_behind():
     jobs = sys.modules.get("llmviz.jobs")
     if jobs is not None and jobs._default is not None:
         jobs._default.end_session("test session id")
+
+
+# The browser tests, longest first (measured with --durations on a 2-core machine); modules not named here follow.
+BROWSER_LONGEST_FIRST = ("test_browser_lab", "test_browser_fixes_pages", "test_browser_sections", "test_browser_pages",
+                         "test_browser_gpt2", "test_browser_inside", "test_browser_classroom", "test_browser_robust")
+
+
+def _browser_rank(item) -> int:
+    module = item.module.__name__.rsplit(".", 1)[-1]
+    return BROWSER_LONGEST_FIRST.index(module) if module in BROWSER_LONGEST_FIRST else len(BROWSER_LONGEST_FIRST)
+
+
+def worksteal_slices(count: int, workers: int) -> list[int]:
+    """How many tests pytest-xdist's ``worksteal`` scheduler first sends each worker: contiguous slices of the
+    collection, ``pending // workers_left`` each.
+
+    >>> worksteal_slices(783, 2)
+    [391, 392]
+    >>> worksteal_slices(10, 3)
+    [3, 3, 4]
+    """
+    sizes, left = [], count
+    for remaining in range(workers, 0, -1):
+        sizes.append(left // remaining)
+        left -= sizes[-1]
+    return sizes
+
+
+def pytest_collection_modifyitems(config, items):
+    """Share the browser tests out among the test processes.
+
+    ``--dist worksteal`` gives each worker a contiguous slice of the collection, and all browser tests sit next to
+    each other (tests/test_browser_*.py), so one worker got all of them and ran them back to back (~4 minutes) while
+    the other ran out of work. Instead every slice starts with its share of the browser tests, dealt round-robin
+    longest first; the rest keep their order (so module-scoped fixtures are still built once), and stealing evens
+    out the end. Workers only read the order, so every worker must compute the same one: it depends on the
+    collection and the worker count alone."""
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    browser = sorted((item for item in items if item.get_closest_marker("browser")), key=_browser_rank)
+    if workers < 2 or not browser:
+        return
+    chosen = set(map(id, browser))
+    rest = iter([item for item in items if id(item) not in chosen])
+    ordered = []
+    for worker, size in enumerate(worksteal_slices(len(items), workers)):
+        share = browser[worker::workers]
+        ordered += share + [next(rest) for _ in range(max(0, size - len(share)))]
+    ordered += list(rest)
+    assert len(ordered) == len(items)
+    items[:] = ordered

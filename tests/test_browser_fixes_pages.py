@@ -33,7 +33,6 @@ def test_upload_through_the_real_file_uploader(app_url, browser):
     assert "llmviz" in page.locator("h1").first.inner_text()
     assert page.get_by_text("Page not found").count() == 0
     choose(page, "Corpus", "Your own text (upload)", where=sidebar(page))
-    wait_until_idle(page)
     name = "__init__ $x$ <b>bold</b>.txt"  # shown as typed: no bold, no maths, no HTML
     upload(page, name, STORY.encode())
     using = sidebar(page).get_by_text("Using", exact=False).first
@@ -70,7 +69,6 @@ def test_bpe_and_word2vec_stop_buttons(app_url, browser):
     wait_until_idle(page)
     # the trainer is fast (#20): make the run long enough to press Stop in — the whole corpus as one sequence
     choose(page, "Pre-split pattern", "none (whole text)", where=main)
-    wait_until_idle(page)
     slider(page, "Train on the first").focus()
     page.keyboard.press("End")
     wait_until_idle(page)
@@ -86,7 +84,6 @@ def test_bpe_and_word2vec_stop_buttons(app_url, browser):
     assert main.get_by_role("button", name="Stop", exact=True).count() == 0
     # a second run with other settings: the GPT-2 pattern and 300 tokens (43 merges)
     choose(page, "Pre-split pattern", "GPT-2 regex", where=main)
-    wait_until_idle(page)
     vocabulary.focus()
     page.keyboard.press("Home")
     for _ in range(43):

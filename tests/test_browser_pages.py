@@ -9,7 +9,7 @@ import time
 import pytest
 
 import ui
-from tests.browser_support import main_area, no_error_box, open_page, shot, slider, wait_until_idle
+from tests.browser_support import SCRIPT_STATE, main_area, no_error_box, open_page, shot, slider, wait_until_idle
 
 pytestmark = pytest.mark.browser
 
@@ -30,13 +30,15 @@ BUSY_JS = ("() => document.querySelectorAll('[data-stale=\"true\"], [data-testid
 
 
 def numbers(page, settle_s: float = 1.0, timeout_s: float = 120) -> list[str]:
-    """What the page shows once it has stopped changing (charts draw after the script run ends)."""
-    wait_until_idle(page)
+    """What the page shows once it has stopped changing (charts draw after the script run ends).
+
+    Callers have just waited for the script run to end (open_page, fill, nudge, pick); a run still going, a
+    stale element, a skeleton or a spinner restarts the ``settle_s`` clock."""
     deadline = time.time() + timeout_s
     last, since = None, time.time()
     while time.time() < deadline:
         now = page.evaluate(NUMBERS_JS)
-        if page.evaluate(BUSY_JS):
+        if page.evaluate(BUSY_JS) or page.evaluate(SCRIPT_STATE) != "notRunning":
             last, since = None, time.time()
         elif now != last:
             last, since = now, time.time()

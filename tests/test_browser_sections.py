@@ -16,8 +16,8 @@ pytestmark = pytest.mark.browser
 
 
 def change(page, log, do) -> list[dict]:
-    """Do one widget change; return the log lines of the script/section runs it caused."""
-    wait_until_idle(page)
+    """Do one widget change; return the log lines of the script/section runs it caused (every step before it
+    ended with the page idle: open_page, go, and this function itself)."""
     before = len(script_runs(log))
     do()
     deadline = time.time() + 120

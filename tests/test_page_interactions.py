@@ -2,7 +2,8 @@
 
 import pytest
 
-from tests.test_app_pages import assert_clean, run_page
+import ui
+from tests.test_app_pages import STAGES, assert_clean, run_page
 
 
 def by_label(widgets, label):
@@ -242,6 +243,38 @@ def test_training_short_run_then_sampling_sees_it():
     assert any("Model: " in c.value and job.label in c.value for c in at.caption), "Sampling shows the picked run"
 
 
+def test_every_page_shows_a_run_while_it_trains():
+    """A run picked while it trains in the background: every page draws it with no error box, and the run goes on.
+    (The browser tour in test_browser_lab.py visits the pages whose views change with the run; this covers all.)"""
+    import time
+
+    at = run_page("pages/training.py", corpus="names")
+    by_label(at.selectbox, "Model").set_value("gpt-mini")
+    by_label(at.slider, "Steps").set_value(2000)
+    by_label(at.slider, "Sample every (steps)").set_value(0)
+    at.button(key="train").click().run()
+    assert_clean(at)
+    from llmviz.jobs import default_manager
+
+    [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
+    deadline = time.time() + 120
+    while job.status().step < 2:  # snapshots at steps 0, 1, 2: "step 0 vs step N" has something to compare
+        assert time.time() < deadline and not job.status().done, job.status().describe()
+        time.sleep(0.1)
+    try:
+        for stage in STAGES:
+            at.switch_page(str(ui.ROOT / stage.path)).run()
+            assert_clean(at)
+            shared = next(s for s in at.sidebar.selectbox if s.label == "Model shown on every page")
+            assert shared.value == f"run:{job.id}", stage.key
+            assert job.status().state == "running", (stage.key, job.status().describe())
+            if stage.key == "attention":
+                assert "Step 0 vs step N" in [h.value for h in at.subheader]
+    finally:
+        job.stop()
+        assert job.wait(timeout=60)
+
+
 def test_training_race_and_decoder():
     at = run_page("pages/training.py", corpus="names")
     by_label(at.slider, "Steps per runner").set_value(50)
@@ -318,3 +351,13 @@ def test_training_bigram_with_samples_on(model):
     status = job.status()
     assert status.state == "finished" and [step for step, _ in status.samples] == [10, 20]
     assert all(len(sample) > 0 for _, sample in status.samples)
+
+
+def test_tokens_round_trip_with_a_character_model_picked():
+    """A character-level model's tokenizer: characters it lacks are dropped with a warning that says which (not an
+    error box, not a traceback), and it claims no special token (before: GPT-2's `<|endoftext|>` → 50256)."""
+    at = run_page("pages/tokens.py", _picker_selected="shipped:names-transformer")
+    assert_clean(at)
+    assert any("are not in this" in w.value and "characters come back" not in w.value for w in at.warning)
+    shown = " ".join(m.value for m in at.markdown)
+    assert "This tokenizer has no special tokens" in shown and "50256" not in shown

@@ -1,6 +1,6 @@
 """Training in the app: runs are jobs (llmviz.jobs) of this browser session, drawn by live fragments.
 
-The page starts a job and returns at once; a fragment that reruns every second draws progress, the
+The page starts a job and returns at once; a fragment that reruns every 2 s draws progress, the
 loss curve and samples, with Pause/Resume/Stop. Leaving the page leaves the job training; coming back
 draws the same job again (no second loop is ever started for it).
 """
@@ -108,7 +108,9 @@ def draw_run(job: jobs.Job, key: str = "live") -> None:
                    "and the run is in the model picker.")
 
 
-def live(draw, *, active: bool, seconds: float = 1.0, name: str = "training.live") -> None:
+def live(draw, *, active: bool, seconds: float = 2.0, name: str = "training.live") -> None:
     """Call ``draw()`` inside a fragment that reruns every ``seconds`` while ``active`` (``name``: for the
-    timing log of ``ui.sections``)."""
+    timing log of ``ui.sections``). Every 2 s by default: each rerun redraws a loss chart in every watching
+    browser, which at 1 s kept a headless chromium about half busy per tab, for a curve that moves little in a
+    second; the sidebar's progress refreshes at the same rate."""
     st.fragment(sections.timed(name, draw), run_every=seconds if active else None)()
