@@ -234,7 +234,8 @@ def attention_steps(
 
 
 def simple_self_attention(x: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Self-attention with no trainable weights (seed 003, lecture 14): scores are the dot
+    """Self-attention with no trainable weights (as in Raschka, *Build a Large Language Model (From
+    Scratch)*, ch. 3): scores are the dot
     products of the embeddings themselves, weights their row-wise softmax, and each context
     vector the weighted sum of all embeddings. The same code as the full version with
     W_Q = W_K = W_V = I and no scaling.
@@ -266,7 +267,7 @@ def toy_input() -> torch.Tensor:
     return torch.tensor(TOY_EMBEDDINGS) + torch.tensor(TOY_POSITIONS)
 
 
-# seed 003, lecture 14: "Your journey starts with one step"
+# the running example of Raschka, *Build a Large Language Model (From Scratch)*, ch. 3: "Your journey starts with one step"
 JOURNEY_TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
 JOURNEY_EMBEDDINGS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
                       [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]

@@ -440,6 +440,7 @@ class JobManager:
                 if job.stop_requested:
                     break
                 if job.paused:
+                    self._snapshot(job)  # the weights where it paused, for the step slider (before "paused" shows)
                     job._set_state(PAUSED)
                     self._release(job)
                     holding = False

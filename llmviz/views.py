@@ -179,6 +179,19 @@ def recorded_pass(model: nn.Module, ids: list[int]) -> dict[str, torch.Tensor]:
     return cache
 
 
+def dropped_characters(tokenizer, text: str) -> list[str]:
+    """The characters of ``text`` that :func:`encode` drops: those a character vocabulary lacks, sorted. Byte-level
+    and word tokenizers drop nothing (a word they lack becomes ``[UNK]``, which is still a token).
+
+    >>> from llmviz.tokenizers import CharTokenizer
+    >>> dropped_characters(CharTokenizer.train("abc"), "abzy a")
+    [' ', 'y', 'z']
+    """
+    from llmviz.tokenizers import CharTokenizer
+
+    return tokenizer.unknown_characters(text) if isinstance(tokenizer, CharTokenizer) else []
+
+
 def encode(tokenizer, text: str, allowed_special: str = "none") -> list[int]:
     """The ids of ``text``; a character vocabulary skips the characters it lacks instead of failing.
 

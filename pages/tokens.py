@@ -72,6 +72,11 @@ def bpe_origin() -> dict:
     return st.session_state.get("bpe_origin", {})
 
 
+def shown_characters(characters: list[str], limit: int = 20) -> str:
+    """Characters as a student can read them in Markdown: quoted (a space or a newline stays visible), escaped."""
+    return literal_markdown(" ".join(repr(c) for c in characters[:limit])) + (" …" if len(characters) > limit else "")
+
+
 def word_vocabulary_label(tokenizer: tk.WordTokenizer) -> str:
     words = tokenizer.vocab_size - 1  # [UNK] is not a word of the corpus
     return f"its {words:,} most common words" if tokenizer.vocab_size >= WORD_VOCAB else f"all {words:,} of its words"
@@ -117,14 +122,10 @@ def side_by_side() -> None:
     for name in chosen:
         tokenizer = get(name)
         with ui.friendly_errors(f"the {name} tokenizer"):
-            notes = ""
-            if isinstance(tokenizer, tk.CharTokenizer):
-                unknown = tokenizer.unknown_characters(text)
-                ids = tokenizer.encode(text, errors="skip")
-                if unknown:
-                    notes = f"{len(unknown)} character(s) not in the vocabulary were dropped: {' '.join(unknown[:20])}"
-            else:
-                ids = tokenizer.encode(text)
+            ids = views.encode(tokenizer, text)
+            unknown = views.dropped_characters(tokenizer, text)
+            notes = f"{len(unknown)} character(s) not in the vocabulary were dropped: {shown_characters(unknown)}" \
+                if unknown else ""
             pieces = [tokenizer.printable(i) for i in ids]
             st.subheader(name)
             st.markdown(charts.token_chips(pieces, ids, [f"id {i} · bytes {tokenizer.token_bytes(i)!r}" for i in ids],
@@ -272,7 +273,7 @@ allow_special = st.toggle("Read special-token text such as <|endoftext|> as the 
                           help="Off (the default): text a user types stays ordinary text, even if it spells a special "
                                "token. On: the program that builds the text asks for the special token on purpose.")
 ids = views.encode(tokenizer, text, "all" if allow_special else "none")
-dropped = tokenizer.unknown_characters(text) if isinstance(tokenizer, tk.CharTokenizer) else []
+dropped = views.dropped_characters(tokenizer, text)
 typed = [name for name in getattr(tokenizer, "special_tokens", {}) if name in text]
 if typed:
     other = views.encode(tokenizer, text, "none" if allow_special else "all")
@@ -290,7 +291,7 @@ if decoded == text:
     st.success(f"decode(encode(text)) == text: all {len(text):,} characters come back.")
 elif dropped:
     st.warning(f"{len(dropped)} character(s) of your text are not in this {tokenizer.vocab_size}-character vocabulary "
-               f"({' '.join(repr(c) for c in dropped[:20])}): encoding drops them, so decoding gives back the text "
+               f"({shown_characters(dropped)}): encoding drops them, so decoding gives back the text "
                "without them. A byte-level BPE never has this problem: every text is made of bytes.")
 else:
     st.error("The round trip changed the text.")

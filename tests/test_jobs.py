@@ -145,6 +145,7 @@ def test_pause_resume(manager):
     job.pause()
     wait_for(lambda: job.status().state == jobs.PAUSED)
     frozen = job.status().step
+    assert job.snapshots.steps()[-1] == frozen == t.step  # a paused run can be looked at where it stopped
     time.sleep(0.3)
     assert job.status().step == frozen and manager.running_count == 0  # a paused job gives its slot back
     job.resume()

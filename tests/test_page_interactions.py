@@ -361,3 +361,14 @@ def test_tokens_round_trip_with_a_character_model_picked():
     assert any("are not in this" in w.value and "characters come back" not in w.value for w in at.warning)
     shown = " ".join(m.value for m in at.markdown)
     assert "This tokenizer has no special tokens" in shown and "50256" not in shown
+
+
+def test_dropped_characters_are_shown_as_typed():
+    """Characters a vocabulary lacks are quoted and escaped: `$x$` or `*a*` in the text never turns into an equation
+    or emphasis in the warning (the raw markdown carries the escapes; Streamlit shows the characters themselves)."""
+    at = run_page("pages/tokens.py", _picker_selected="shipped:names-transformer")
+    at.text_area(key="text").set_value("ab $x$ *c*").run()
+    assert_clean(at)
+    warnings = [w.value for w in at.warning if "are not in this" in w.value]
+    # every punctuation character gets a backslash (Markdown's escape), the quotes around each character too
+    assert warnings and r"\'\$\'" in warnings[0] and r"\'\*\'" in warnings[0], warnings

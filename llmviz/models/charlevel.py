@@ -1,4 +1,4 @@
-"""Character-level language models from seed 004 (makemore's ladder), smallest first.
+"""Character-level language models, the ladder of Karpathy's makemore, smallest first.
 
 Every model maps ``idx (B, T)`` to ``logits (B, T, V)``: one next-character prediction at
 every position, from the characters up to it. ``forward(idx, targets=None, cache=None)``

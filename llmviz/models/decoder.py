@@ -1,4 +1,4 @@
-"""The encoder–decoder Decoder from seed 000, in llmviz's style.
+"""The decoder of a small encoder–decoder Transformer (Vaswani et al., 2017), in llmviz's style.
 
     token ids (B, T) ─ Embed ─► n_layers × DecoderLayer ─► Linear ─► logits (B, T, V)
     DecoderLayer (post-LayerNorm, as in "Attention Is All You Need"):
