@@ -180,6 +180,16 @@ class Job:
         with self._lock:
             return self._paused
 
+    @property
+    def changing(self) -> bool:
+        """True while the job's status can change with no button pressed: it is queued or training, or has been
+        asked to pause (or stop) and is finishing its step. A page redraws a changing job every few seconds; a
+        paused or ended one stays still until a button changes it."""
+        with self._lock:
+            if self._state in DONE_STATES:
+                return False
+            return not (self._paused and self._state == PAUSED) or self._stop.is_set()
+
     def status(self) -> JobStatus:
         with self._lock:
             elapsed = self._elapsed + (time.perf_counter() - self._started_at if self._started_at else 0.0)

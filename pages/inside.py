@@ -15,7 +15,7 @@ import ui
 from llmviz import induction, interpret
 from llmviz.errors import LlmvizError
 from llmviz.train import model_description
-from ui import charts, picker, share
+from ui import charts, picker, share, training
 from ui.text import literal_html
 
 ui.settings()
@@ -340,14 +340,6 @@ def induction_body() -> None:
         st.rerun(scope="app")
 
 
-@st.fragment(run_every=4.0)
-def induction_live() -> None:
-    induction_body()
-    job = induction_job()
-    if job is not None and job.status().done:
-        st.rerun(scope="app")  # stop refreshing: the run is over
-
-
 @st.fragment
 def induction_section() -> None:
     st.header("4. Watching an induction head form")
@@ -362,11 +354,9 @@ def induction_section() -> None:
         "repeated): watch the induction score jump while the loss on the repeated half falls."
     )
     with ui.friendly_errors("the induction run"):
-        job = induction_job()
-        if job is not None and not job.status().done:
-            induction_live()
-        else:
-            induction_body()
+        # redrawn every 4 s while the run trains; still while it is paused or over
+        training.live(induction_body, active=lambda: (job := induction_job()) is not None and job.changing,
+                      seconds=4.0, name="inside.induction")
 
 
 lens_section()

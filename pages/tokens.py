@@ -20,6 +20,8 @@ ui.page_header(
 )
 
 MAX_CHARS = 100_000
+MAX_CHIPS = 2_000  # tokens drawn as chips per tokenizer
+MAX_IDS = 20_000  # ids listed per tokenizer
 WORD_VOCAB = 5000  # entries of the word vocabulary, [UNK] included
 EXAMPLES = {
     "English": "The quick brown fox jumps over the lazy dog. Tokenization isn't magic!",
@@ -126,10 +128,14 @@ def side_by_side() -> None:
             unknown = views.dropped_characters(tokenizer, text)
             notes = f"{len(unknown)} character(s) not in the vocabulary were dropped: {shown_characters(unknown)}" \
                 if unknown else ""
-            pieces = [tokenizer.printable(i) for i in ids]
+            shown = ids[:MAX_CHIPS]  # a browser stays quick with a few thousand chips, not a book's worth
+            pieces = [tokenizer.printable(i) for i in shown]
             st.subheader(name)
-            st.markdown(charts.token_chips(pieces, ids, [f"id {i} · bytes {tokenizer.token_bytes(i)!r}" for i in ids],
+            st.markdown(charts.token_chips(pieces, shown, [f"id {i} · bytes {tokenizer.token_bytes(i)!r}" for i in shown],
                                            show_ids=show_ids), unsafe_allow_html=True)
+            if len(ids) > MAX_CHIPS:
+                st.caption(f"The first {MAX_CHIPS:,} of {len(ids):,} tokens are drawn; the counts below are for all "
+                           "of them.")
             if isinstance(tokenizer, tk.WordTokenizer) and 0 in ids:
                 unknown = [piece for piece, i in zip(tokenizer.split(text), ids) if i == 0]
                 blank = sum(1 for piece in unknown if piece.isspace())
@@ -140,8 +146,9 @@ def side_by_side() -> None:
                     "whitespace), so they became [UNK] too." if blank else "") if part)
             if notes:
                 st.warning(notes)
-            with st.expander(f"ids ({len(ids)})"):
-                st.code(str(ids), wrap_lines=True)
+            with st.expander(f"ids ({len(ids):,})"):
+                st.code(str(ids[:MAX_IDS]) + (f"  … the first {MAX_IDS:,} of {len(ids):,}" if len(ids) > MAX_IDS else ""),
+                        language=None, wrap_lines=True)
             rows.append({"tokenizer": name, "vocabulary": tokenizer.vocab_size, "tokens": len(ids),
                          "characters per token": round(len(text) / max(1, len(ids)), 2),
                          "round trip exact": tokenizer.decode(ids) == text})

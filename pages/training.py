@@ -93,7 +93,7 @@ if focus is not None:
     st.caption(f"{sum(p.numel() for p in trainer.model.parameters()):,} parameters · vocabulary "
                f"{trainer.dataset.vocab_size} · {len(trainer.dataset.train_ids):,} training and "
                f"{len(trainer.dataset.val_ids):,} validation tokens")
-    training.live(lambda: (server_line(), training.draw_run(focus, key="single")), active=not focus.status().done,
+    training.live(lambda: (server_line(), training.draw_run(focus, key="single")), active=lambda: focus.changing,
                   name="training.run")
 else:
     server_line()
@@ -192,7 +192,7 @@ def draw_all_runs() -> None:
         st.rerun(scope="app")
 
 
-training.live(draw_all_runs, active=any(not job.status().done for job in training.runs()), seconds=2.0,
+training.live(draw_all_runs, active=lambda: any(job.changing for job in training.runs()), seconds=2.0,
               name="training.all_runs")
 
 # ------------------------------------------------------------------ before and after
@@ -325,4 +325,4 @@ def draw_decoder() -> None:
 
 
 _decoder = picker.manager().get(picker.session_id(), st.session_state.get("decoder_job", ""))
-training.live(draw_decoder, active=_decoder is not None and not _decoder.status().done, name="training.decoder")
+training.live(draw_decoder, active=lambda: _decoder is not None and _decoder.changing, name="training.decoder")

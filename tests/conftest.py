@@ -15,6 +15,23 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # process (and per subprocess it starts) keeps them from fighting over the cores
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+
+
+def _scan_installed_components_once() -> None:
+    """Every AppTest run asks Streamlit to look for custom components in every installed package's metadata
+    (~0.35 s with the test dependencies installed; more than the page's own run). The packages do not change
+    while the tests run: look once per test process. llmviz uses no custom component, so the answer is the
+    same list every time."""
+    import functools
+
+    from streamlit.components.v2 import manifest_scanner
+
+    manifest_scanner.scan_component_manifests = functools.lru_cache(maxsize=1)(
+        manifest_scanner.scan_component_manifests)
+
+
+_scan_installed_components_once()
+
 pytest_plugins = ["tests.browser_support"]  # app_url and browser fixtures (one server and browser per test process)
 
 

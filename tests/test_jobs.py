@@ -142,16 +142,30 @@ def test_pause_resume(manager):
     t = trainer(steps=100_000)
     job = manager.submit_training("alice", t, label="long")
     wait_for(lambda: job.status().step >= 2)
+    assert job.changing
     job.pause()
     wait_for(lambda: job.status().state == jobs.PAUSED)
+    assert not job.changing  # pages stop redrawing it
     frozen = job.status().step
     assert job.snapshots.steps()[-1] == frozen == t.step  # a paused run can be looked at where it stopped
     time.sleep(0.3)
     assert job.status().step == frozen and manager.running_count == 0  # a paused job gives its slot back
     job.resume()
+    assert job.changing  # at once, before its thread wakes: the page that pressed Resume redraws it again
     wait_for(lambda: job.status().step > frozen + 2)
     job.stop()
     assert job.wait(10)
+    assert not job.changing
+
+
+def test_stopping_a_paused_run_counts_as_a_change(manager):
+    job = manager.submit_training("alice", trainer(steps=100_000), label="long")
+    wait_for(lambda: job.status().step >= 1)
+    job.pause()
+    wait_for(lambda: job.status().state == jobs.PAUSED)
+    job.stop()
+    assert job.changing or job.status().state == jobs.STOPPED  # the page redraws it until it shows "stopped"
+    assert job.wait(10) and not job.changing
 
 
 def test_queue_admits_jobs_in_order():

@@ -31,6 +31,12 @@ def test_tokens_huge_paste_is_clamped_and_odd_text_works():
     by_label(at.text_area, "Your text").set_value("ab\x00\x07 🙂 東京 " * 90_000).run()
     assert_clean(at)
     assert "first 100,000" in texts(at.warning)
+    # every tokenizer draws its first 2,000 tokens as chips and says so; the table counts them all
+    table = at.dataframe[0].value
+    drawn = [caption.value for caption in at.caption if caption.value.startswith("The first 2,000 of")]
+    assert drawn == [f"The first 2,000 of {count:,} tokens are drawn; the counts below are for all of them."
+                     for count in table["tokens"] if count > 2000]
+    assert drawn and all(chips.value.count('title="id ') <= 2000 for chips in at.markdown)
 
 
 def test_tokens_train_bpe_then_replay_and_short_text():

@@ -17,6 +17,7 @@ _PUNCTUATION = frozenset(string.punctuation)
 # characters that still mean something to Markdown or KaTeX after html.escape, as numeric entities
 _ENTITIES = {"$": "&#36;", "*": "&#42;", "_": "&#95;", "`": "&#96;", "\\": "&#92;", "~": "&#126;", "[": "&#91;",
              "]": "&#93;", "#": "&#35;", "|": "&#124;", "\n": "&#10;", "\r": "&#13;", "{": "&#123;", "}": "&#125;"}
+_ENTITY_TABLE = str.maketrans(_ENTITIES)
 
 
 def literal_markdown(text: str) -> str:
@@ -30,5 +31,4 @@ def literal_html(text: str) -> str:
     Newlines become ``&#10;`` (keep ``white-space: pre`` or ``pre-wrap`` on the element to show them), so the
     HTML never contains a blank line that would end the block.
     """
-    escaped = html.escape(str(text), quote=True)
-    return "".join(_ENTITIES.get(char, char) for char in escaped)
+    return html.escape(str(text), quote=True).translate(_ENTITY_TABLE)

@@ -8,6 +8,7 @@ draws the same job again (no second loop is ever started for it).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -108,9 +109,20 @@ def draw_run(job: jobs.Job, key: str = "live") -> None:
                    "and the run is in the model picker.")
 
 
-def live(draw, *, active: bool, seconds: float = 2.0, name: str = "training.live") -> None:
-    """Call ``draw()`` inside a fragment that reruns every ``seconds`` while ``active`` (``name``: for the
-    timing log of ``ui.sections``). Every 2 s by default: each rerun redraws a loss chart in every watching
-    browser, which at 1 s kept a headless chromium about half busy per tab, for a curve that moves little in a
-    second; the sidebar's progress refreshes at the same rate."""
-    st.fragment(sections.timed(name, draw), run_every=seconds if active else None)()
+def live(draw, *, active: Callable[[], bool], seconds: float = 2.0, name: str = "training.live") -> None:
+    """Call ``draw()`` inside a fragment that reruns every ``seconds`` while ``active()`` (``name``: for the
+    timing log of ``ui.sections``).
+
+    ``active`` is asked again after every draw: when it has flipped (a run paused, resumed or ended), the
+    whole page reruns once, so the refresh starts or stops — a paused run's page stays still, not redrawn
+    every 2 s in every watching browser. Every 2 s by default: each rerun redraws a loss chart, which at 1 s
+    kept a headless chromium about half busy per tab, for a curve that moves little in a second; the
+    sidebar's progress refreshes at the same rate."""
+    started = active()
+
+    def draw_then_follow() -> None:
+        draw()
+        if active() != started:
+            st.rerun(scope="app")
+
+    st.fragment(sections.timed(name, draw_then_follow), run_every=seconds if started else None)()
