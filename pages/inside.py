@@ -15,7 +15,7 @@ import ui
 from llmviz import induction, interpret
 from llmviz.errors import LlmvizError
 from llmviz.train import model_description
-from ui import charts, picker, share, training
+from ui import charts, picker, sections, share, training
 from ui.text import literal_html
 
 ui.settings()
@@ -127,7 +127,7 @@ def render_lens(view, column: str) -> None:
     charts.show(lines, width="stretch", key=f"lens_true_{column}")
 
 
-@st.fragment
+@sections.section("inside.lens")
 def lens_section() -> None:
     st.header("1. The logit lens: a prediction after every block")
     view = picker.current()
@@ -164,7 +164,7 @@ def render_heads(view, column: str) -> None:
                            icon=":material/visibility:", query_params={"layer": layer, "head": head})
 
 
-@st.fragment
+@sections.section("inside.heads")
 def heads_section() -> None:
     st.header("2. Head detectors: what does each attention head look at?")
     view = picker.current()
@@ -220,7 +220,7 @@ def render_losses(view, column: str) -> None:
                      width="stretch", key=f"loss_table_{column}")
 
 
-@st.fragment
+@sections.section("inside.loss")
 def loss_section() -> None:
     st.header("3. The loss on every token")
     view = picker.current()
@@ -340,7 +340,7 @@ def induction_body() -> None:
         st.rerun(scope="app")
 
 
-@st.fragment
+@sections.section("inside.induction")
 def induction_section() -> None:
     st.header("4. Watching an induction head form")
     st.markdown(
@@ -356,7 +356,7 @@ def induction_section() -> None:
     with ui.friendly_errors("the induction run"):
         # redrawn every 4 s while the run trains; still while it is paused or over
         training.live(induction_body, active=lambda: (job := induction_job()) is not None and job.changing,
-                      seconds=4.0, name="inside.induction")
+                      seconds=4.0, name="inside.induction.live")
 
 
 lens_section()

@@ -52,8 +52,8 @@ def _no_runs_left_behind():
 
 
 # The browser tests, longest first (measured with --durations on a 2-core machine); modules not named here follow.
-BROWSER_LONGEST_FIRST = ("test_browser_lab", "test_browser_fixes_pages", "test_browser_sections", "test_browser_pages",
-                         "test_browser_gpt2", "test_browser_inside", "test_browser_classroom", "test_browser_robust")
+BROWSER_LONGEST_FIRST = ("test_browser_lab", "test_browser_fixes_pages", "test_browser_pages",
+                         "test_browser_gpt2", "test_browser_inside", "test_browser_classroom")
 
 
 def _browser_rank(item) -> int:

@@ -65,3 +65,14 @@ def test_a_page_file_run_on_its_own_says_to_run_the_app(stage):
     assert not at.exception, [e.value for e in at.exception]
     assert any("streamlit run app.py" in i.value for i in at.info), [i.value for i in at.info]
     assert not at.error
+
+
+def test_pages_make_their_sections_with_ui_sections():
+    """A page's sections are made by ui.sections.section (a named st.fragment, in the timing log that the browser
+    tests read to prove a widget reruns only its own section), never by st.fragment directly."""
+    import re
+
+    offenders = [f"{path.name}:{number}" for path in sorted((ui.ROOT / "pages").glob("*.py"))
+                 for number, line in enumerate(path.read_text().splitlines(), start=1)
+                 if re.search(r"@st\.fragment|st\.fragment\(", line)]
+    assert not offenders, f"use @sections.section(name): {offenders}"

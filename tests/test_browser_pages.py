@@ -1,15 +1,30 @@
 """Every page in headless chromium, as a teacher uses it: it opens with no error box, a setting changes what it
-shows, and the link copied with "Copy link to this view" opens the same numbers in a fresh browser (issue 16).
+shows, a widget inside a section reruns that section alone (issue 12: sections are st.fragments), and the link
+copied with "Copy link to this view" opens the same numbers in a fresh browser (issue 16).
 
-Each page's default view is saved to ``screenshots/<page>.png``.
+Which runs a change caused is read from the test server's log of every whole page run (``page:<name>``) and
+section run (``LLMVIZ_TIMINGS``, see browser_support). Every wait is on the app's state (the log, the script-run
+state, a text), never a sleep. Each page's default view is saved to ``screenshots/<page>.png``.
 """
 
+import re
 import time
+from collections.abc import Callable
+from typing import NamedTuple
 
 import pytest
 
 import ui
-from tests.browser_support import SCRIPT_STATE, main_area, no_error_box, open_page, shot, slider, wait_until_idle
+from tests.browser_support import (
+    SCRIPT_STATE,
+    main_area,
+    no_error_box,
+    open_page,
+    script_runs,
+    shot,
+    slider,
+    wait_until_idle,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -52,21 +67,22 @@ def fill(page, selector, text, commit="Enter"):
     field = page.locator(selector).first
     field.fill(text)
     field.press(commit)
-    wait_until_idle(page)
 
 
-def nudge(page, label, presses=2):
-    handle = slider(page, label)
+def nudge(page, label, presses=2, index=0):
+    handle = slider(page, label, index)
     handle.focus()
     for _ in range(presses):
         page.keyboard.press("ArrowRight")
-    wait_until_idle(page)
 
 
 def pick(page, label, option):
     page.get_by_label(label).first.click()
     page.get_by_role("option", name=option).first.click()
-    wait_until_idle(page)
+
+
+def click(page, text):
+    main_area(page).get_by_text(text, exact=True).first.click()
 
 
 def copied_link(page) -> str:
@@ -75,29 +91,88 @@ def copied_link(page) -> str:
     return page.evaluate("() => window.__llmvizCopiedLink")
 
 
-# what a teacher changes on each page (each leaves at least one setting away from its default)
+class Step(NamedTuple):
+    """One thing a teacher does on a page. ``alone``: the only section it may rerun (a widget inside a section);
+    ``within``: a section it reruns, with no whole page run; neither: a page-level setting (a whole run)."""
+    do: Callable
+    alone: str | None = None
+    within: str | None = None
+
+
+def take(page, log, step: Step) -> None:
+    """Do one step and wait until the runs it caused have ended; check which runs they were."""
+    before = len(script_runs(log))
+    step.do(page)
+    deadline = time.time() + 120
+    while len(script_runs(log)) == before:
+        assert time.time() < deadline, "the change ran nothing"
+        page.wait_for_timeout(50)  # polling the log file, not waiting for a fixed time
+    wait_until_idle(page)
+    names = {line["section"] for line in script_runs(log)[before:]}
+    if step.alone:
+        assert names == {step.alone}, f"expected only {step.alone} to rerun, got {names}"
+    if step.within:
+        assert step.within in names, names
+        assert not any(name.startswith("page:") for name in names), f"a section's widget reran the page: {names}"
+
+
+# What a teacher changes on each page (each leaves at least one setting away from its default; every one of them
+# is in the link) ...
 CHANGES = {
-    "text": lambda p: (pick(p, "Corpus", "US census first names"),
-                       fill(p, '[data-testid="stSidebar"] input[type="number"]', "7")),
-    "tokens": lambda p: fill(p, '[data-testid="stTextArea"] textarea', "Hello classroom: 12 tokens, maybe 13?",
-                             commit="Control+Enter"),
-    "embeddings": lambda p: fill(p, 'input[aria-label^="Tokens to compare"]', " print range len"),
-    "attention": lambda p: (fill(p, 'input[aria-label="Sentence"]', "The function returns a list of values"),
-                            nudge(p, "Layer", 1)),
-    "model": lambda p: fill(p, 'input[aria-label="A sentence"]', "A class defines new objects"),
-    "inside": lambda p: fill(p, 'input[aria-label="A sentence"]', "The while loop repeats a block of code"),
-    "training": lambda p: nudge(p, "Positions per sequence", 2),
-    "sampling": lambda p: (fill(p, 'input[aria-label="Prompt"]', "The while statement"), nudge(p, "Temperature", 3)),
+    "text": [Step(lambda p: pick(p, "Corpus", "US census first names")),
+             Step(lambda p: fill(p, '[data-testid="stSidebar"] input[type="number"]', "7"))],
+    "tokens": [Step(lambda p: fill(p, '[data-testid="stTextArea"] textarea', "Hello classroom: 12 tokens, maybe 13?",
+                                   commit="Control+Enter")),
+               Step(lambda p: nudge(p, "Context size", 1), alone="tokens.pairs")],
+    "embeddings": [Step(lambda p: fill(p, 'input[aria-label^="Tokens to compare"]', " print range len"),
+                        within="embeddings.tokens")],
+    "attention": [Step(lambda p: click(p, "Causal mask"), alone="attention.toy"),
+                  Step(lambda p: nudge(p, "Layer", 1), alone="attention.head"),
+                  Step(lambda p: fill(p, 'input[aria-label="Sentence"]', "The function returns a list of values"),
+                       within="attention.sentence")],
+    "model": [Step(lambda p: fill(p, 'input[aria-label="A sentence"]', "A class defines new objects"),
+                   within="model.inside")],
+    "inside": [Step(lambda p: fill(p, 'input[aria-label="A sentence"]', "The while loop repeats a block of code"),
+                    alone="inside.lens")],
+    "training": [Step(lambda p: nudge(p, "Positions per sequence", 2))],
+    "sampling": [Step(lambda p: fill(p, 'input[aria-label="Prompt"]', PROMPT)),
+                 Step(lambda p: nudge(p, "Temperature", 3))],
+}
+# Markdown, HTML and $…$ in a prompt appear as typed, in the page and in the generated text (issue 19; the shipped
+# GPT's byte-level BPE keeps every character), and the link carries it to the student unchanged.
+PROMPT = "class Foo: __dict__ **x** $y$ </span><b>z</b>"
+# ... and what only this browser session keeps (not in the link), done after copying it.
+SESSION_ONLY = {
+    "embeddings": [Step(lambda p: click(p, "3D PCA"), alone="embeddings.projection"),
+                   Step(lambda p: nudge(p, "Positions", 1), alone="embeddings.sinusoidal")],
+    "sampling": [Step(lambda p: main_area(p).get_by_role("button", name="Generate", exact=True).click(),
+                      alone="sampling.generate"),
+                 Step(lambda p: main_area(p).get_by_role("button", name=re.compile("^Take the sampled token")).click(),
+                      alone="sampling.step_mode")],
+}
+
+
+def generated_literally(page) -> bool:
+    main = main_area(page)
+    main.get_by_text(PROMPT, exact=False).first.wait_for()  # the generated text starts with the prompt, as typed
+    assert main.locator("b", has_text="z").count() == 0  # no HTML was interpreted
+    assert main.locator(".katex").count() == 0 or "y" not in main.locator(".katex").all_inner_texts()
+    return main.get_by_role("button", name="Undo").is_enabled()  # and a token was taken in step mode
+
+
+AFTERWARDS = {  # what the session-only steps must leave on the page
+    "sampling": generated_literally,
 }
 STAGES = [stage for stage in ui.PIPELINE if stage.exists]
 
 
 def test_every_page_is_covered():
     assert set(CHANGES) == {stage.key for stage in STAGES}
+    assert set(SESSION_ONLY) | set(AFTERWARDS) <= set(CHANGES)
 
 
 @pytest.mark.parametrize("stage", STAGES, ids=[s.key for s in STAGES])
-def test_page_opens_and_its_link_reproduces_the_view(app_url, browser, stage):
+def test_page_opens_and_its_link_reproduces_the_view(app_url, browser, timings_log, stage):
     path = "" if stage.key == "text" else stage.key
     teacher = browser.new_context(viewport={"width": 1400, "height": 1000},
                                   permissions=["clipboard-read", "clipboard-write"])
@@ -108,13 +183,18 @@ def test_page_opens_and_its_link_reproduces_the_view(app_url, browser, stage):
     default_numbers = numbers(page)
     shot(page, stage.key)
 
-    CHANGES[stage.key](page)
+    for step in CHANGES[stage.key]:
+        take(page, timings_log, step)
     shown = numbers(page)
     assert shown != default_numbers, "the change shows on the page"
     no_error_box(page)
     link = copied_link(page)
     assert "?" in link and link.startswith(f"{app_url}/{path}"), link
     assert page.evaluate("() => navigator.clipboard.readText()") == link
+    for step in SESSION_ONLY.get(stage.key, []):
+        take(page, timings_log, step)
+    assert AFTERWARDS.get(stage.key, lambda _page: True)(page)
+    no_error_box(page)
     teacher.close()
 
     student = browser.new_context(viewport={"width": 1400, "height": 1000})  # a fresh browser: nothing shared
