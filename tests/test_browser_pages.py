@@ -138,9 +138,9 @@ CHANGES = {
     "sampling": [Step(lambda p: fill(p, 'input[aria-label="Prompt"]', PROMPT)),
                  Step(lambda p: nudge(p, "Temperature", 3))],
 }
-# Markdown, HTML and $…$ in a prompt appear as typed, in the page and in the generated text (issue 19; the shipped
+# Markdown, HTML, $…$ and quotes in a prompt appear as typed, in the page and in the generated text (issue 19; the shipped
 # GPT's byte-level BPE keeps every character), and the link carries it to the student unchanged.
-PROMPT = "class Foo: __dict__ **x** $y$ </span><b>z</b>"
+PROMPT = "class Foo: __dict__ **x** $y$ it's </span><b>z</b>"
 # ... and what only this browser session keeps (not in the link), done after copying it.
 SESSION_ONLY = {
     "embeddings": [Step(lambda p: click(p, "3D PCA"), alone="embeddings.projection"),
@@ -156,6 +156,7 @@ def generated_literally(page) -> bool:
     main = main_area(page)
     main.get_by_text(PROMPT, exact=False).first.wait_for()  # the generated text starts with the prompt, as typed
     assert main.locator("b", has_text="z").count() == 0  # no HTML was interpreted
+    assert "&#" not in main.inner_text()  # and no character was escaped twice (it's, not it&#x27;s)
     assert main.locator(".katex").count() == 0 or "y" not in main.locator(".katex").all_inner_texts()
     return main.get_by_role("button", name="Undo").is_enabled()  # and a token was taken in step mode
 

@@ -6,7 +6,8 @@ import re
 from ui.text import literal_html, literal_markdown
 
 HOSTILE = ["__dict__", "**bold**", "$x^2$", "</span><span title=x>", "line one\n\nline two", "`code`", "a\\b",
-           "[link](http://127.0.0.1)", "# heading", "| a | b |", "~~gone~~", "<script>alert(1)</script>", "{x}"]
+           "[link](http://127.0.0.1)", "# heading", "| a | b |", "~~gone~~", "<script>alert(1)</script>", "{x}",
+           "don't", 'say "hi"', "it's #1 & <2>", "&#x27; &amp;"]
 
 
 def test_markdown_escape_leaves_no_active_character_unescaped():

@@ -8,14 +8,15 @@ make any string safe for each context.
 
 from __future__ import annotations
 
-import html
 import string
 
 # every ASCII punctuation character may be backslash-escaped in CommonMark; Streamlit also honours \\$
 _PUNCTUATION = frozenset(string.punctuation)
 
-# characters that still mean something to Markdown or KaTeX after html.escape, as numeric entities
-_ENTITIES = {"$": "&#36;", "*": "&#42;", "_": "&#95;", "`": "&#96;", "\\": "&#92;", "~": "&#126;", "[": "&#91;",
+# characters that mean something to HTML, Markdown or KaTeX, as entities; one table, applied in one pass (escaping
+# HTML first and then "#" would turn the apostrophe's &#x27; into the visible text "&#x27;")
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;",
+             "$": "&#36;", "*": "&#42;", "_": "&#95;", "`": "&#96;", "\\": "&#92;", "~": "&#126;", "[": "&#91;",
              "]": "&#93;", "#": "&#35;", "|": "&#124;", "\n": "&#10;", "\r": "&#13;", "{": "&#123;", "}": "&#125;"}
 _ENTITY_TABLE = str.maketrans(_ENTITIES)
 
@@ -31,4 +32,4 @@ def literal_html(text: str) -> str:
     Newlines become ``&#10;`` (keep ``white-space: pre`` or ``pre-wrap`` on the element to show them), so the
     HTML never contains a blank line that would end the block.
     """
-    return html.escape(str(text), quote=True).translate(_ENTITY_TABLE)
+    return str(text).translate(_ENTITY_TABLE)
