@@ -1,3 +1,4 @@
+import itertools
 import os
 import sys
 from pathlib import Path
@@ -14,7 +15,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # pytest-xdist runs a test process per core, beside streamlit servers and chromium: one torch thread per
 # process (and per subprocess it starts) keeps them from fighting over the cores
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-
 
 
 def _scan_installed_components_once() -> None:
@@ -95,7 +95,7 @@ def pytest_collection_modifyitems(config, items):
     ordered = []
     for worker, size in enumerate(worksteal_slices(len(items), workers)):
         share = browser[worker::workers]
-        ordered += share + [next(rest) for _ in range(max(0, size - len(share)))]
+        ordered += share + list(itertools.islice(rest, max(0, size - len(share))))  # rest may run out first
     ordered += list(rest)
     assert len(ordered) == len(items)
     items[:] = ordered

@@ -8,18 +8,12 @@ import re
 
 import pytest
 
-from tests.browser_support import go, main_area, no_error_box, open_page, shot, sidebar, slider, wait_until_idle
+from tests.browser_support import choose, go, main_area, no_error_box, open_page, shot, sidebar, slider, wait_until_idle
 
 pytestmark = pytest.mark.browser
 
 STORY = ("Once upon a time a small robot learned to read. It read every book in the library, "
          "one token at a time, and it never stopped asking what came next.\n") * 40
-
-
-def choose(page, label: str, option: str, where=None):
-    """Open the selectbox labelled ``label`` and pick ``option``."""
-    (where or page).get_by_role("combobox", name=label, exact=True).click()
-    page.get_by_role("option", name=option, exact=True).click()
 
 
 def upload(page, name: str, data: bytes):

@@ -17,6 +17,7 @@ import pytest
 import ui
 from tests.browser_support import (
     SCRIPT_STATE,
+    choose,
     main_area,
     no_error_box,
     open_page,
@@ -47,7 +48,7 @@ BUSY_JS = ("() => document.querySelectorAll('[data-stale=\"true\"], [data-testid
 def numbers(page, settle_s: float = 1.0, timeout_s: float = 120) -> list[str]:
     """What the page shows once it has stopped changing (charts draw after the script run ends).
 
-    Callers have just waited for the script run to end (open_page, fill, nudge, pick); a run still going, a
+    Callers have just waited for the script run to end (open_page, take); a run still going, a
     stale element, a skeleton or a spinner restarts the ``settle_s`` clock."""
     deadline = time.time() + timeout_s
     last, since = None, time.time()
@@ -74,11 +75,6 @@ def nudge(page, label, presses=2, index=0):
     handle.focus()
     for _ in range(presses):
         page.keyboard.press("ArrowRight")
-
-
-def pick(page, label, option):
-    page.get_by_label(label).first.click()
-    page.get_by_role("option", name=option).first.click()
 
 
 def click(page, text):
@@ -119,7 +115,7 @@ def take(page, log, step: Step) -> None:
 # What a teacher changes on each page (each leaves at least one setting away from its default; every one of them
 # is in the link) ...
 CHANGES = {
-    "text": [Step(lambda p: pick(p, "Corpus", "US census first names")),
+    "text": [Step(lambda p: choose(p, "Corpus", "US census first names")),
              Step(lambda p: fill(p, '[data-testid="stSidebar"] input[type="number"]', "7"))],
     "tokens": [Step(lambda p: fill(p, '[data-testid="stTextArea"] textarea', "Hello classroom: 12 tokens, maybe 13?",
                                    commit="Control+Enter")),
