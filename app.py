@@ -1,10 +1,12 @@
 """llmviz: the router. Run with ``streamlit run app.py``."""
 
+import time
+
 import streamlit as st
 
 import ui
 from llmviz.device import seed_everything
-from ui import charts, present, sections, share
+from ui import charts, picker, present, sections, share, watch
 
 st.set_page_config(page_title="llmviz", page_icon=":material/neurology:", layout="wide",
                    initial_sidebar_state="collapsed" if present.requested() else "auto")
@@ -26,6 +28,8 @@ def _to_home() -> None:
 
 
 pages.append(st.Page(_to_home, title="Home", url_path="home", visibility="hidden"))
+following = st.session_state.pop(picker.FOLLOW, False)  # this run redraws the page at a run's newer snapshot
+began = time.perf_counter()
 with ui.router_run(), sections.timed_page() as page_timer:  # server time per run, logged only for benchmarks/pages.py
     navigation = st.navigation(pages)
     page_timer.name = navigation.url_path or "start"
@@ -38,3 +42,5 @@ with ui.router_run(), sections.timed_page() as page_timer:  # server time per ru
     present.apply()
     with share.links():
         navigation.run()
+if following:  # following a training run costs a page run per refresh: it counts in the watching budget
+    watch.record(picker.session_id(), "follow", time.perf_counter() - began)

@@ -1,19 +1,31 @@
-"""Training jobs: runs that train in background threads, outside any page's script run.
+"""Training jobs: runs that train outside any page's script run, in worker processes on a server.
 
 A :class:`JobManager` owns every job of a process (the Streamlit server has one, see
 :func:`default_manager`; the CLI and notebooks make their own or use :func:`train_blocking`).
 
-- A job belongs to one owner (a browser session id, or ``"cli"``); an owner only ever sees its own jobs.
-- At most ``max_running`` jobs train at once (default: the number of CPU cores, env ``LLMVIZ_MAX_JOBS``);
-  the others wait in a first-in first-out queue and know their place in it.
-- Pause, Resume and Stop act between two steps: a stopped run keeps everything it learned.
-- Progress, loss, samples and snapshots can be read from any thread at any time (:meth:`Job.status`).
-- A job whose owner has gone (its browser tab closed) stops by itself: the manager's reaper asks a
-  ``liveness`` function (the Streamlit runtime's session check) and, failing that, the last heartbeat.
-- Torch threads: ``torch.set_num_threads`` is process-wide, so the manager sets it once, when its first
-  job starts, to ``torch_threads`` (default: cores // max_running, env ``LLMVIZ_TORCH_THREADS``). With
-  the default on a 2-core server that is 1 thread per op: two jobs fill the two cores and no single
-  job can take the whole machine away from the pages.
+- **Where the work runs.** ``workers="process"`` (the server's default): each job trains in a worker process of
+  its own (:mod:`llmviz.workers`), at a lower OS priority than page rendering, with its own torch threads; the
+  worker hands back metrics and snapshots of the weights over a pipe, so every page still reads any step. A
+  worker that dies gives its run a clear *failed* state and the server lives on. ``workers="thread"`` (the
+  default for notebooks, the CLI and tests) runs the same worker loop in a thread of this process.
+- **Owners.** A job belongs to one owner (a browser session id, or ``"cli"``); an owner only ever sees its own jobs.
+- **Fair share.** At most ``max_running`` jobs train at once (default: the number of CPU cores, env
+  ``LLMVIZ_MAX_JOBS``). With ``runs_per_session=R`` (the server: env ``LLMVIZ_RUNS_PER_SESSION``, default 1)
+  an owner trains at most R at once and keeps at most R more waiting or paused; asking for more raises
+  :class:`JobRefused` with the reason. Waiting jobs are admitted first come, first served, skipping owners
+  that already train their share.
+- **Races.** :meth:`JobManager.submit_race` trains several runners in one worker, a step of each in turn: one
+  job slot, one share of the session, a curve per runner.
+- **Control.** Pause, Resume and Stop act between two steps; a paused job gives its slot back; a stopped run
+  keeps everything it learned.
+- **Reading.** Progress, loss, samples and snapshots can be read from any thread at any time
+  (:meth:`Job.status` is cached between changes, so many watchers cost little).
+- **Snapshots** stay within the owner's memory cap (env ``LLMVIZ_SNAPSHOT_MB``) at every moment: a run is
+  admitted only if its step 0 and newest snapshot fit beside the owner's other runs, and the others are
+  evicted (log-spaced) before a new one is kept.
+- **Sessions that end.** A job whose owner has gone (its browser tab closed) stops by itself: the manager's
+  reaper asks a ``liveness`` function (the Streamlit runtime's session check) and, failing that, the last
+  heartbeat.
 
 >>> from llmviz.train import TrainConfig, Trainer
 >>> config = TrainConfig(model="bigram-neural", tokenizer="char", context_size=8, batch_size=4, steps=5, eval_interval=5)
@@ -26,19 +38,36 @@ A :class:`JobManager` owns every job of a process (the Streamlit server has one,
 
 from __future__ import annotations
 
+import logging
 import math
+import multiprocessing
 import os
+import pickle
 import secrets
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-
-import torch
+from typing import Any
 
 from llmviz.errors import LlmvizError
-from llmviz.snapshots import SnapshotStore, evict, session_cap_bytes
+from llmviz.snapshots import SnapshotStore, evict, session_cap_bytes, state_of
+from llmviz.workers import (
+    Channel,
+    PipeChannel,
+    RunInfo,
+    TaskPayload,
+    TrainPayload,
+    WorkerGone,
+    WorkerOptions,
+    process_entry,
+    thread_channel_pair,
+    worker_main,
+)
+
+log = logging.getLogger("llmviz.jobs")
 
 # the states a job goes through: queued → running ⇄ paused → finished | stopped | failed
 QUEUED, RUNNING, PAUSED, FINISHED, STOPPED, FAILED = "queued", "running", "paused", "finished", "stopped", "failed"
@@ -46,7 +75,7 @@ DONE_STATES = (FINISHED, STOPPED, FAILED)
 
 
 class JobRefused(LlmvizError):
-    """A job cannot start (e.g. the session's snapshots would pass their memory cap)."""
+    """A job cannot start: the session already trains its share, or its snapshots would pass their memory cap."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +95,7 @@ class JobStatus:
     error: str | None
     snapshot_steps: tuple[int, ...]
     elapsed_s: float
+    version: int = 0  # grows with every change of the job (steps, snapshots, state): caches key on it
 
     @property
     def done(self) -> bool:
@@ -82,7 +112,7 @@ class JobStatus:
     def describe(self) -> str:
         """One line for a progress bar: "step 40/300 · loss 2.310 · …"."""
         if self.state == QUEUED:
-            return f"waiting: number {self.queue_position} in the queue (the server trains a few runs at a time)"
+            return f"waiting: number {self.queue_position or 1} in the queue (the server trains a few runs at a time)"
         text = f"{self.state} · step {self.step}/{self.total}"
         if self.losses:
             text += f" · loss {self.losses[-1][1]:.3f}"
@@ -114,26 +144,34 @@ def smoothed_rate(rates: list[float], window: int = 20) -> float:
 
 
 class Job:
-    """One background run: a training run (with snapshots and samples) or a small task loop.
+    """One run as the pages see it: a training run (with snapshots, samples and its model's :class:`RunInfo`)
+    or a small task loop (a BPE training, word2vec, …) whose return value is :attr:`result`.
 
-    Created by :meth:`JobManager.submit_training` / :meth:`JobManager.submit_task`; pages and scripts
-    control it with :meth:`pause`, :meth:`resume`, :meth:`stop` and read it with :meth:`status`.
+    Created by :meth:`JobManager.submit_training`, :meth:`~JobManager.submit_race` and
+    :meth:`~JobManager.submit_task`; pages and scripts control it with :meth:`pause`, :meth:`resume` and
+    :meth:`stop` and read it with :meth:`status`. The work itself runs in the job's worker (a process on the
+    server): :attr:`trainer` is set only when the worker is a thread of this process.
     """
 
-    def __init__(self, manager: JobManager, owner: str, label: str, kind: str, total: int,
-                 work: Callable[[Job], Iterator[tuple[int, float]]], snapshots: bool = True):
+    def __init__(self, manager: JobManager, group: _Group, index: int, owner: str, label: str, kind: str,
+                 total: int, snapshots: bool = True):
         self.id = secrets.token_hex(5)  # URL-safe, unguessable
         self.owner = owner
         self.label = label
         self.kind = kind
         self.total = total
         self.created = time.time()
-        self.trainer = None  # set for training jobs once built; pages read snapshots, not this
+        self.info: RunInfo | None = None  # the model and data of a training run (once built)
+        self.trainer = None  # the live Trainer, only with thread workers; pages read info and snapshots
         self.snapshots: SnapshotStore | None = SnapshotStore() if kind == "train" and snapshots else None
+        self.result: Any = None  # a task's return value
+        self.checkpoint: bytes | None = None  # a finished/stopped training run's checkpoint file
+        self.loops_started = 0  # how many training loops ever ran for this job (always ≤ 1)
         self._manager = manager
-        self._work = work
+        self._group = group
+        self._index = index
+        self._reserved = 0  # snapshot bytes this run is sure to need (step 0 + newest)
         self._lock = threading.Lock()
-        self._wake = threading.Condition(self._lock)
         self._state = QUEUED
         self._step = 0
         self._losses: list[tuple[int, float]] = []
@@ -141,12 +179,14 @@ class Job:
         self._samples: list[tuple[int, str]] = []
         self._error: str | None = None
         self._stop = threading.Event()
-        self._paused = False
+        self._paused = False  # asked to pause (the worker may still be finishing its step)
+        self._pause_sent = False
+        self._stop_sent = False
         self._done = threading.Event()
         self._started_at: float | None = None
         self._elapsed = 0.0
-        self.loops_started = 0  # how many training loops ever ran for this job (always ≤ 1)
-        self.thread = threading.Thread(target=manager._run, args=(self,), name=f"llmviz-job-{self.id}", daemon=True)
+        self._version = 0
+        self._frozen: tuple[int, tuple, tuple, tuple] | None = None
 
     # ---------------------------------------------------------------- control (any thread)
 
@@ -154,17 +194,21 @@ class Job:
         with self._lock:
             if self._state not in DONE_STATES:
                 self._paused = True
+                self._version += 1
+        self._group.forward(self)
 
     def resume(self) -> None:
         with self._lock:
             self._paused = False
-            self._wake.notify_all()
+            self._version += 1
+        self._group.wake()
 
     def stop(self) -> None:
         """Stop after the current step (or at once when queued or paused); what it learned is kept."""
         self._stop.set()
         with self._lock:
-            self._wake.notify_all()
+            self._version += 1
+        self._group.forward(self)
         self._manager._notify()
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -190,22 +234,42 @@ class Job:
                 return False
             return not (self._paused and self._state == PAUSED) or self._stop.is_set()
 
+    @property
+    def worker_pid(self) -> int | None:
+        """The process id of this job's worker process (None with thread workers, or before it starts)."""
+        process = self._group.process
+        return process.pid if process is not None else None
+
+    @property
+    def version(self) -> int:
+        """Grows with every change (a step, a snapshot, a state): a cheap way to know whether to redraw."""
+        with self._lock:
+            return self._version + (self.snapshots.version if self.snapshots is not None else 0)
+
     def status(self) -> JobStatus:
         with self._lock:
             elapsed = self._elapsed + (time.perf_counter() - self._started_at if self._started_at else 0.0)
-            return JobStatus(
-                job_id=self.id, label=self.label, kind=self.kind, state=self._state, step=self._step,
-                total=self.total, losses=tuple(self._losses), metrics=tuple(self._metrics),
-                samples=tuple(self._samples), queue_position=self._manager.queue_position(self),
-                error=self._error, snapshot_steps=tuple(self.snapshots.steps()) if self.snapshots else (),
-                elapsed_s=elapsed,
-            )
+            if self._frozen is None or self._frozen[0] != self._version:
+                self._frozen = (self._version, tuple(self._losses), tuple(self._metrics), tuple(self._samples))
+            _, losses, metrics, samples = self._frozen
+            state, step, error, version = self._state, self._step, self._error, self._version
+        steps = tuple(self.snapshots.steps()) if self.snapshots is not None else ()
+        return JobStatus(
+            job_id=self.id, label=self.label, kind=self.kind, state=state, step=step, total=self.total,
+            losses=losses, metrics=metrics, samples=samples,
+            queue_position=self._manager.queue_position(self) if state == QUEUED else None,
+            error=error, snapshot_steps=steps, elapsed_s=elapsed,
+            version=version + (self.snapshots.version if self.snapshots is not None else 0),
+        )
 
-    # ---------------------------------------------------------------- used by the worker thread
+    # ---------------------------------------------------------------- used by the job's supervisor thread
 
     def _set_state(self, state: str) -> None:
         with self._lock:
+            if self._state in DONE_STATES:
+                return
             self._state = state
+            self._version += 1
             if state == RUNNING and self._started_at is None:
                 self._started_at = time.perf_counter()
             elif state != RUNNING and self._started_at is not None:
@@ -220,20 +284,74 @@ class Job:
                 self._metrics.append(metrics)
             if sample is not None:
                 self._samples.append(sample)
+            self._version += 1
 
-    def _add_sample(self, sample: tuple[int, str]) -> None:
+    def _fail(self, message: str) -> None:
         with self._lock:
-            self._samples.append(sample)
+            self._error = self._error or message
+        self._set_state(FAILED)
 
-    def _wait_while_paused(self) -> bool:
-        """Block while paused; returns True when the job should go on."""
+    def _end(self, state: str) -> None:
+        self._set_state(state)
+        self._done.set()
+
+    @property
+    def _state_now(self) -> str:
         with self._lock:
-            while self._paused and not self._stop.is_set():
-                self._wake.wait(timeout=1.0)
-        return not self._stop.is_set()
+            return self._state
 
     def __repr__(self) -> str:
         return f"Job({self.id}, {self.label!r}, owner={self.owner!r}, {self._state}, step {self._step}/{self.total})"
+
+
+class _Group:
+    """The jobs that share one worker and one job slot (one job, or every runner of a race)."""
+
+    def __init__(self, owner: str):
+        self.id = secrets.token_hex(5)
+        self.owner = owner
+        self.jobs: list[Job] = []
+        self.payloads: list = []
+        self.payload_bytes: bytes | None = None  # pickled at submit time (process workers)
+        self.options = WorkerOptions()
+        self.process = None  # a multiprocessing.Process with process workers
+        self.idle = False  # every runner is paused: the worker waits and the slot was given back
+        self.thread: threading.Thread | None = None
+        self.channel: Channel | None = None  # set once the worker runs
+        self._send_lock = threading.Lock()
+        self._wake = threading.Event()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def send(self, message: tuple) -> None:
+        with self._send_lock:
+            if self.channel is not None:
+                self.channel.send(message)
+
+    def forward(self, job: Job) -> None:
+        """Send ``job``'s pending stop or pause to the worker now (it acts after the step in progress); a resume
+        waits for the supervisor, which may first have to wait for a slot."""
+        with self._send_lock:
+            if self.channel is not None and not job._done.is_set():
+                try:
+                    if job.stop_requested and not job._stop_sent:
+                        job._stop_sent = True
+                        self.channel.send(("stop", job._index))
+                    elif job.paused and not job._pause_sent and not job._stop_sent:
+                        job._pause_sent = True
+                        self.channel.send(("pause", job._index))
+                except WorkerGone:
+                    pass  # the supervisor finds out and says so
+        self.wake()
+
+    @property
+    def done(self) -> bool:
+        return all(job._done.is_set() for job in self.jobs)
+
+    @property
+    def stopping(self) -> bool:
+        return all(job.stop_requested or job._done.is_set() for job in self.jobs)
 
 
 @dataclass
@@ -249,9 +367,40 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
+_CONTEXT = None
+_CONTEXT_LOCK = threading.Lock()
+
+
+def _process_context():
+    """forkserver where the platform has it (a worker then starts in milliseconds, with torch already
+    imported, and never inherits the server's threads); spawn elsewhere (Windows).
+
+    The forkserver preloads ``__main__`` too: a child then finds the main script already loaded and does not
+    run it again (the ``streamlit`` launcher script, say) each time a worker starts."""
+    global _CONTEXT
+    with _CONTEXT_LOCK:
+        if _CONTEXT is None:
+            methods = multiprocessing.get_all_start_methods()
+            if "forkserver" in methods and sys.platform != "win32":
+                _CONTEXT = multiprocessing.get_context("forkserver")
+                _CONTEXT.set_forkserver_preload(["__main__", "llmviz.workers", "llmviz.train"])
+            else:
+                _CONTEXT = multiprocessing.get_context("spawn")
+        return _CONTEXT
+
+
+def _thread_worker(channel: Channel, payloads: list, options: WorkerOptions) -> None:
+    try:
+        worker_main(channel, payloads, options)
+    except Exception:  # noqa: BLE001 - a bug in the loop itself: the supervisor sees the channel close
+        log.exception("worker thread failed")
+    finally:
+        channel.close()
+
+
 class JobManager:
-    """Runs jobs in background threads: a FIFO queue in front of ``max_running`` slots, per-owner
-    job lists, and a reaper that stops the jobs of owners that have gone.
+    """Runs jobs in workers (processes or threads): a fair queue in front of ``max_running`` slots, per-owner
+    job lists and shares, snapshot caps, and a reaper that stops the jobs of owners that have gone.
 
     ``liveness(owner)`` returns True (alive), False (gone) or None (unknown); an owner that is not
     alive and has not sent a :meth:`heartbeat` for ``session_timeout`` seconds has its jobs stopped
@@ -260,11 +409,16 @@ class JobManager:
 
     def __init__(self, max_running: int | None = None, torch_threads: int | None = None,
                  session_timeout: float | None = None, liveness: Callable[[str], bool | None] | None = None,
-                 snapshot_cap_mb: float | None = None, latest_snapshot_s: float = 2.0, reap_interval: float = 2.0):
+                 snapshot_cap_mb: float | None = None, latest_snapshot_s: float = 2.0, reap_interval: float = 2.0,
+                 workers: str = "thread", runs_per_session: int | None = None, nice: int = 10):
         if max_running is None:
             max_running = int(os.environ.get("LLMVIZ_MAX_JOBS", 0)) or _cpu_count()
         if max_running < 1:
             raise ValueError("max_running must be at least 1")
+        if workers not in ("thread", "process"):
+            raise ValueError("workers must be 'thread' or 'process'")
+        if runs_per_session is not None and runs_per_session < 1:
+            raise ValueError("runs_per_session must be at least 1 (or None: no limit)")
         self.max_running = max_running
         self.torch_threads = torch_threads
         self.session_timeout = session_timeout
@@ -272,12 +426,14 @@ class JobManager:
         self.snapshot_cap = session_cap_bytes(snapshot_cap_mb)
         self.latest_snapshot_s = latest_snapshot_s
         self.reap_interval = reap_interval
+        self.workers = workers
+        self.runs_per_session = runs_per_session
+        self.nice = nice
         self._lock = threading.RLock()
         self._slots = threading.Condition(self._lock)
-        self._queue: deque[Job] = deque()
-        self._running: set[Job] = set()
+        self._queue: deque[_Group] = deque()
+        self._running: set[_Group] = set()
         self._sessions: dict[str, _Session] = {}
-        self._threads_set = False
         self._reaper: threading.Thread | None = None
         self._closed = threading.Event()
         self.admitted: list[str] = []  # job ids in the order they got a slot (tests read it)
@@ -288,73 +444,155 @@ class JobManager:
                         label: str = "run", total: int | None = None, sample_every: int = 0,
                         sample_prompt: str = "", sample_tokens: int = 80, snapshots: bool = True,
                         snapshot_every: int = 0) -> Job:
-        """Start training ``trainer`` (or the one ``build()`` makes in the job's thread, e.g. after
-        training a BPE tokenizer) for its configured number of steps. ``snapshots=False`` keeps no weights
-        (the CLI: its checkpoint is the result). ``snapshot_every`` > 0 keeps every such step too, besides
-        the log-spaced series (for charts over training, e.g. an induction head forming)."""
+        """Start training ``trainer`` (or the one ``build()`` makes in the worker, e.g. after training a BPE
+        tokenizer) for its configured number of steps. ``snapshots=False`` keeps no weights (the CLI: its
+        checkpoint is the result). ``snapshot_every`` > 0 keeps every such step too, besides the log-spaced
+        series (for charts over training, e.g. an induction head forming). With process workers ``trainer`` and
+        ``build`` are pickled: they must not hold lambdas or open files."""
         if (trainer is None) == (build is None):
             raise ValueError("give either a trainer or a build function")
-        steps = total if total is not None else (trainer.config.steps if trainer is not None else 0)
+        options = self._options(sample_every=sample_every, sample_prompt=sample_prompt, sample_tokens=sample_tokens,
+                                snapshots=snapshots, snapshot_every=snapshot_every)
+        [job] = self._submit(owner, [(label, trainer, build, total)], options)
+        return job
 
-        def work(job: Job) -> Iterator[tuple[int, float]]:
-            if job.trainer is None:
-                job.trainer = build()
-                job.total = job.total or job.trainer.config.steps
-                if job.snapshots is not None:
-                    self._check_snapshot_room(job)
-                    self._snapshot(job, force=True)
-            last_latest = time.perf_counter()
-            for metrics in job.trainer.run(should_stop=lambda: job.stop_requested):
-                sample = None
-                if sample_every and (metrics.step % sample_every == 0 or metrics.step == job.total):
-                    sample = (metrics.step, job.trainer.generate_sample(sample_prompt, max_new_tokens=sample_tokens))
-                job._record(metrics.step, metrics.train_loss, metrics, sample)
-                now = time.perf_counter()
-                on_schedule = job.snapshots.keeps(metrics.step) if job.snapshots is not None else False
-                if on_schedule or now - last_latest > self.latest_snapshot_s:
-                    self._snapshot(job)
-                    last_latest = now
-                yield metrics.step, metrics.train_loss
-
-        job = Job(self, owner, label, "train", steps, work, snapshots=snapshots)
-        if job.snapshots is not None:
-            job.snapshots.every = max(0, int(snapshot_every))
-        job.trainer = trainer
-        if trainer is not None and snapshots:  # step 0 exists at once, so pages can show the run while it waits
-            self._check_snapshot_room(job)
-            self._snapshot(job, force=True)
-        return self._start(job)
+    def submit_race(self, owner: str, runners: list[tuple[str, object]], *, sample_every: int = 0,
+                    sample_prompt: str = "", sample_tokens: int = 80, snapshots: bool = True) -> list[Job]:
+        """Train ``(label, trainer)`` runners side by side in one worker (a step of each in turn): one slot and one
+        share of the session for the whole race, one :class:`Job` (curve, snapshots, controls) per runner."""
+        if not runners:
+            raise ValueError("a race needs at least one runner")
+        options = self._options(sample_every=sample_every, sample_prompt=sample_prompt, sample_tokens=sample_tokens,
+                                snapshots=snapshots, snapshot_every=0)
+        return self._submit(owner, [(label, trainer, None, None) for label, trainer in runners], options)
 
     def submit_task(self, owner: str, loop: Callable[[Callable[[], bool]], Iterator[tuple[int, float]]], *,
                     label: str, total: int) -> Job:
-        """Run any loop that yields ``(step, loss)`` (e.g. the seed decoder's toy training) as a job;
-        ``loop(should_stop)`` may check ``should_stop()`` itself, and is stopped between yields anyway."""
+        """Run any loop that yields ``(step, loss)`` (a BPE training, word2vec, a toy decoder) as a job; its
+        return value becomes :attr:`Job.result`. ``loop(should_stop)`` may check ``should_stop()`` itself, and is
+        stopped between yields anyway. With process workers ``loop`` must be picklable (a module-level function
+        or a ``functools.partial`` of one)."""
+        group = _Group(owner)
+        group.options = self._options(snapshots=False, checkpoint=False)
+        job = Job(self, group, 0, owner, label, "task", total, snapshots=False)
+        group.jobs.append(job)
+        group.payloads.append(TaskPayload(loop))
+        self._enter(group)
+        return job
 
-        def work(job: Job) -> Iterator[tuple[int, float]]:
-            for step, loss in loop(lambda: job.stop_requested):
-                job._record(step, loss)
-                yield step, loss
+    def _options(self, **values) -> WorkerOptions:
+        threads = self.torch_threads or int(os.environ.get("LLMVIZ_TORCH_THREADS", 0))
+        if self.workers == "process" and not threads:
+            threads = max(1, _cpu_count() // self.max_running)
+        return WorkerOptions(snapshot_latest_s=self.latest_snapshot_s, torch_threads=threads if self.workers ==
+                             "process" else 0, nice=self.nice if self.workers == "process" else 0, **values)
 
-        return self._start(Job(self, owner, label, "task", total, work))
+    def _submit(self, owner: str, runners: list[tuple[str, object, Callable | None, int | None]],
+                options: WorkerOptions) -> list[Job]:
+        group = _Group(owner)
+        group.options = options
+        for index, (label, trainer, build, total) in enumerate(runners):
+            steps = total if total is not None else (trainer.config.steps if trainer is not None else 0)
+            job = Job(self, group, index, owner, label, "train", steps, snapshots=options.snapshots)
+            if job.snapshots is not None:
+                job.snapshots.every = max(0, int(options.snapshot_every))
+            if trainer is not None:
+                job.info = RunInfo.of(trainer)
+                job._reserved = 2 * job.info.snapshot_bytes if job.snapshots is not None else 0
+                if self.workers == "thread":
+                    job.trainer = trainer
+            group.jobs.append(job)
+            group.payloads.append(TrainPayload(trainer=trainer, build=build,
+                                               step_zero_kept=trainer is not None and job.snapshots is not None))
+        self._enter(group)
+        return group.jobs
 
-    def _start(self, job: Job) -> Job:
+    def _enter(self, group: _Group) -> None:
+        """Check the owner's share and snapshot room, keep step 0, and start the group's supervisor."""
+        if self.workers == "process":
+            try:
+                group.payload_bytes = pickle.dumps(group.payloads, protocol=pickle.HIGHEST_PROTOCOL)
+            except (pickle.PicklingError, AttributeError, TypeError) as error:
+                raise JobRefused(f"This job cannot be sent to a worker process ({error}).") from error
         with self._lock:
             if self._closed.is_set():
                 raise JobRefused("The job manager has shut down.")
-            session = self._sessions.setdefault(job.owner, _Session())
-            session.jobs[job.id] = job
+            self._check_share(group.owner)
+            self._check_snapshot_room(group.owner, group.jobs)
+            session = self._sessions.setdefault(group.owner, _Session())
+            for job in group.jobs:
+                session.jobs[job.id] = job
             session.heartbeat = time.monotonic()
-            self._set_torch_threads()
+            for job, payload in zip(group.jobs, group.payloads):
+                if isinstance(payload, TrainPayload) and payload.trainer is not None and job.snapshots is not None:
+                    # step 0 exists at once, so pages can show the run while it waits
+                    self._keep_snapshot(job, payload.trainer.step, state_of(payload.trainer.model))
             self._ensure_reaper()
-        job.thread.start()
-        return job
+        if self.workers == "process":
+            group.payloads = []  # what the worker needs travels as bytes; the server keeps no trainer
+        group.thread = threading.Thread(target=self._supervise, args=(group,), daemon=True,
+                                        name=f"llmviz-job-{group.jobs[0].id}")
+        group.thread.start()
 
-    def _set_torch_threads(self) -> None:
-        if not self._threads_set:
-            self._threads_set = True
-            threads = self.torch_threads or int(os.environ.get("LLMVIZ_TORCH_THREADS", 0))
-            if threads:
-                torch.set_num_threads(threads)
+    def _groups(self, owner: str) -> list[_Group]:
+        session = self._sessions.get(owner)
+        seen: dict[str, _Group] = {}
+        for job in session.jobs.values() if session else ():
+            seen.setdefault(job._group.id, job._group)
+        return list(seen.values())
+
+    def share(self, owner: str) -> tuple[int, int]:
+        """``(training now, waiting or paused)`` runs of ``owner`` (a race counts once)."""
+        with self._lock:
+            groups = [g for g in self._groups(owner) if not g.done]
+            running = sum(1 for g in groups if g in self._running)
+            return running, len(groups) - running
+
+    def _check_share(self, owner: str) -> None:
+        limit = self.runs_per_session
+        if limit is None:
+            return
+        unfinished = [g for g in self._groups(owner) if not g.done and not g.stopping]
+        if len(unfinished) >= 2 * limit:
+            runs = "run" if limit == 1 else "runs"
+            raise JobRefused(
+                f"You already have {len(unfinished)} runs going (training, waiting or paused). This server is shared: "
+                f"each browser session trains {limit} {runs} at a time and keeps {limit} more waiting. Stop one of "
+                "yours, or let it finish, before starting another (a race counts as one run)."
+            )
+
+    def _check_snapshot_room(self, owner: str, new: list[Job]) -> None:
+        """Refuse runs whose step 0 and newest snapshot would not fit beside the owner's other runs."""
+        needed = sum(job._reserved for job in new)
+        if not needed:
+            return
+        session = self._sessions.get(owner)
+        held = 0
+        for other in session.jobs.values() if session else ():
+            if other.snapshots is not None and all(other is not job for job in new):
+                held += max(other._reserved if not other._done.is_set() else 0, other.snapshots.protected_bytes())
+        if held + needed > self.snapshot_cap:
+            cap_mb = self.snapshot_cap / 2**20
+            raise JobRefused(
+                f"This run's snapshots ({needed / 2**20:.1f} MB at least) would not fit in this session's "
+                f"{cap_mb:.0f} MB for snapshots next to your other runs: delete a run, or train a smaller model."
+            )
+
+    def _keep_snapshot(self, job: Job, step: int, state: dict) -> None:
+        """Keep ``state`` as ``job``'s snapshot at ``step``, evicting the owner's others first: under the manager's
+        lock, so nobody ever sees the owner above the cap."""
+        if job.snapshots is None:
+            return
+        with self._lock:
+            session = self._sessions.get(job.owner)
+            stores = [j.snapshots for j in (session.jobs.values() if session else [job]) if j.snapshots is not None]
+            if job.snapshots not in stores:
+                stores.append(job.snapshots)
+            job.snapshots.add_state(step, state)
+            left = evict(stores, self.snapshot_cap)
+            if left:
+                log.warning("snapshots of %s are %d bytes above the cap (only step 0 and newest steps are left)",
+                            job.owner, left)
 
     # ---------------------------------------------------------------- reading (per owner)
 
@@ -392,118 +630,218 @@ class JobManager:
     def queue_position(self, job: Job) -> int | None:
         with self._lock:
             try:
-                return self._queue.index(job) + 1
+                return self._queue.index(job._group) + 1
             except ValueError:
                 return None
 
     def queued(self) -> list[Job]:
+        """Every job waiting for a slot, in the order they wait (all owners: for "N waiting" lines)."""
         with self._lock:
-            return list(self._queue)
+            return [job for group in self._queue for job in group.jobs]
 
     @property
     def running_count(self) -> int:
+        """Runs training now, all owners together (a race counts once: it holds one slot)."""
         with self._lock:
             return len(self._running)
 
     def snapshot_bytes(self, owner: str) -> int:
-        return sum(job.snapshots.nbytes for job in self.jobs(owner) if job.snapshots is not None)
+        with self._lock:
+            return sum(job.snapshots.nbytes for job in self.jobs(owner) if job.snapshots is not None)
 
-    # ---------------------------------------------------------------- slots (FIFO)
+    # ---------------------------------------------------------------- slots (fair FIFO)
 
-    def _acquire(self, job: Job) -> bool:
-        """Wait for a slot, first come first served; False when the job was stopped while waiting."""
+    def _running_of(self, owner: str) -> int:
+        return sum(1 for group in self._running if group.owner == owner)
+
+    def _next_admissible(self) -> _Group | None:
+        if len(self._running) >= self.max_running:
+            return None
+        for group in self._queue:
+            if self.runs_per_session is None or self._running_of(group.owner) < self.runs_per_session:
+                return group
+        return None
+
+    def _acquire(self, group: _Group, give_up: Callable[[], bool]) -> bool:
+        """Wait for a slot, first come first served among owners with room in their share; False when
+        ``give_up()`` turned true (stopped) or the manager shut down while waiting."""
         with self._slots:
-            self._queue.append(job)
+            self._queue.append(group)
             try:
-                while not job.stop_requested and not self._closed.is_set():
-                    if self._queue[0] is job and len(self._running) < self.max_running:
-                        self._running.add(job)
-                        self.admitted.append(job.id)
+                while not give_up() and not self._closed.is_set():
+                    if self._next_admissible() is group:
+                        self._running.add(group)
+                        self.admitted.extend(job.id for job in group.jobs)
                         return True
-                    self._slots.wait(timeout=1.0)
+                    self._slots.wait(timeout=0.5)
                 return False
             finally:
-                self._queue.remove(job)
+                self._queue.remove(group)
                 self._slots.notify_all()
 
-    def _release(self, job: Job) -> None:
+    def _release(self, group: _Group) -> None:
         with self._slots:
-            self._running.discard(job)
+            self._running.discard(group)
             self._slots.notify_all()
 
     def _notify(self) -> None:
         with self._slots:
             self._slots.notify_all()
 
-    # ---------------------------------------------------------------- the worker
+    # ---------------------------------------------------------------- the supervisor (one thread per group)
 
-    def _run(self, job: Job) -> None:
+    def _launch(self, group: _Group) -> Channel:
+        if self.workers == "process":
+            context = _process_context()
+            ours, theirs = context.Pipe(duplex=True)
+            process = context.Process(target=process_entry, args=(theirs, group.payload_bytes, group.options),
+                                      name=f"llmviz-worker-{group.jobs[0].id}", daemon=True)
+            process.start()
+            theirs.close()
+            group.payload_bytes = None
+            group.process = process
+            return PipeChannel(ours)
+        ours, theirs = thread_channel_pair()
+        threading.Thread(target=_thread_worker, args=(theirs, group.payloads, group.options), daemon=True,
+                         name=f"llmviz-worker-{group.jobs[0].id}").start()
+        return ours
+
+    def _forward(self, group: _Group) -> list[Job]:
+        """Send the controls pressed before the worker ran; returns the jobs that want to resume."""
+        resuming = []
+        for job in group.jobs:
+            if job._done.is_set():
+                continue
+            group.forward(job)
+            if not job.stop_requested and not job.paused and job._pause_sent:
+                resuming.append(job)
+        return resuming
+
+    def _supervise(self, group: _Group) -> None:
+        channel: Channel | None = None
         holding = False
         try:
-            holding = self._acquire(job)
+            holding = self._acquire(group, give_up=lambda: group.stopping)
             if not holding:
-                job._set_state(STOPPED)
+                for job in group.jobs:
+                    job._end(STOPPED)
                 return
-            job._set_state(RUNNING)
-            job.loops_started += 1
-            for _ in job._work(job):
-                if job.stop_requested:
-                    break
-                if job.paused:
-                    self._snapshot(job)  # the weights where it paused, for the step slider (before "paused" shows)
-                    job._set_state(PAUSED)
-                    self._release(job)
-                    holding = False
-                    if not job._wait_while_paused():
-                        break
-                    job._set_state(QUEUED)
-                    holding = self._acquire(job)
+            for job in group.jobs:
+                job._set_state(RUNNING)
+                job.loops_started += 1
+            channel = self._launch(group)
+            with group._send_lock:
+                group.channel = channel
+            while not group.done:
+                resuming = self._forward(group)
+                if resuming and group.idle:  # every runner was paused: the slot was given back, so wait for one
+                    for job in resuming:
+                        job._set_state(QUEUED)
+                    holding = self._acquire(group, give_up=lambda: not any(
+                        not j.paused and not j.stop_requested and not j._done.is_set() for j in group.jobs))
+                    if holding:
+                        group.idle = False
+                    resuming = [job for job in resuming if not job.paused and not job.stop_requested]
                     if not holding:
-                        break
+                        for job in resuming:
+                            job._set_state(PAUSED)
+                        continue
+                for job in resuming:
+                    job._pause_sent = False
+                    group.send(("resume", job._index))
                     job._set_state(RUNNING)
-            if job.stop_requested:
-                job._set_state(STOPPED)
-            else:
-                job._set_state(FINISHED)
-        except LlmvizError as error:
-            with job._lock:
-                job._error = str(error)
-            job._set_state(FAILED)
-        except Exception as error:  # noqa: BLE001 - shown to the student as one line, never a traceback
-            with job._lock:
-                job._error = f"{type(error).__name__}: {error}"
-            job._set_state(FAILED)
+                group._wake.clear()
+                if not channel.poll(0.05):
+                    self._check_alive(group, channel)
+                    group._wake.wait(0.05)
+                    continue
+                holding = self._handle(group, channel.recv(), holding)
+        except WorkerGone:
+            self._worker_died(group)
+        except Exception as error:  # noqa: BLE001 - the server lives on: the runs fail with one line each
+            log.exception("job supervisor of %s failed", [job.id for job in group.jobs])
+            for job in group.jobs:
+                if not job._done.is_set():
+                    job._fail(f"{type(error).__name__}: {error}")
         finally:
-            try:
-                if job.trainer is not None and job.snapshots is not None and job.snapshots.steps():
-                    self._snapshot(job, force=True)  # the last step is always kept
-            finally:
-                if holding:
-                    self._release(job)
-                job._done.set()
+            if holding:
+                self._release(group)
+            for job in group.jobs:
+                if not job._done.is_set():
+                    job._end(STOPPED if job.stop_requested else FAILED)
+            if channel is not None:
+                with group._send_lock:
+                    group.channel = None
+                channel.close()
+            if group.process is not None:
+                group.process.join(timeout=5)
+                if group.process.is_alive():
+                    group.process.kill()
+                    group.process.join(timeout=5)
 
-    def _snapshot(self, job: Job, force: bool = False) -> None:
-        trainer = job.trainer
-        if trainer is None or job.snapshots is None:
-            return
-        if force or trainer.step != job.snapshots.last_step:
-            job.snapshots.add(trainer.step, trainer.model)
-        evict([j.snapshots for j in self.jobs(job.owner) if j.snapshots is not None], self.snapshot_cap)
+    def _check_alive(self, group: _Group, channel: Channel) -> None:
+        process = group.process
+        if process is not None and not process.is_alive() and not channel.poll(0):
+            raise WorkerGone(f"exit code {process.exitcode}")
 
-    def _check_snapshot_room(self, job: Job) -> None:
-        from llmviz.snapshots import state_bytes, state_of
+    def _worker_died(self, group: _Group) -> None:
+        process = group.process
+        code = process.exitcode if process is not None else None
+        if process is not None and code is None:
+            process.join(timeout=2)
+            code = process.exitcode
+        how = f" (exit code {code})" if code is not None else ""
+        log.error("worker of jobs %s stopped unexpectedly%s", [job.id for job in group.jobs], how)
+        for job in group.jobs:
+            if job._done.is_set():
+                continue
+            kept = f" Its snapshots up to step {job.snapshots.last_step} are kept." if (
+                job.snapshots is not None and job.snapshots.last_step) else ""
+            job._fail(f"The process training this run stopped unexpectedly{how}: it may have run out of memory or "
+                      f"been ended from outside.{kept}")
+            job._done.set()
 
-        size = state_bytes(state_of(job.trainer.model))
-        protected = 0
-        for other in self.jobs(job.owner):
-            if other is not job and other.snapshots is not None:
-                protected += other.snapshots.protected_bytes()
-        if protected + 2 * size > self.snapshot_cap:
-            cap_mb = self.snapshot_cap / 2**20
-            raise JobRefused(
-                f"This run's snapshots ({2 * size / 2**20:.1f} MB at least) would not fit in this session's "
-                f"{cap_mb:.0f} MB for snapshots next to your other runs: delete a run, or train a smaller model."
-            )
+    def _handle(self, group: _Group, event: tuple, holding: bool) -> bool:
+        kind = event[0]
+        if kind == "idle":
+            if any(job._state_now == RUNNING for job in group.jobs):
+                return holding  # a resume crossed this message: the worker is busy again
+            group.idle = True
+            if holding:
+                self._release(group)
+            return False
+        job = group.jobs[event[1]]
+        if kind == "step":
+            _, _, step, loss, metrics, sample = event
+            job._record(step, loss, metrics, sample)
+        elif kind == "snapshot":
+            self._keep_snapshot(job, event[2], event[3])
+        elif kind == "info":
+            job.info = event[2]
+            if job.snapshots is not None:
+                job._reserved = 2 * job.info.snapshot_bytes
+                try:
+                    with self._lock:
+                        self._check_snapshot_room(job.owner, [job])
+                except JobRefused as refused:
+                    job._fail(str(refused))
+                    job.stop()
+        elif kind == "paused":
+            if job._pause_sent and job.paused:
+                job._set_state(PAUSED)
+        elif kind == "result":
+            if job.kind == "train" and isinstance(event[2], bytes):
+                job.checkpoint = event[2]
+            else:
+                job.result = event[2]
+        elif kind == "failed":
+            _, _, message, trace = event
+            log.error("job %s (%s) failed: %s\n%s", job.id, job.label, message, trace)
+            with job._lock:
+                job._error = message
+        elif kind == "done":
+            job._end(FAILED if event[2] == FAILED or job._error else event[2])
+        return holding
 
     # ---------------------------------------------------------------- ended sessions
 
@@ -535,7 +873,7 @@ class JobManager:
         return gone
 
     def shutdown(self, timeout: float = 10.0) -> None:
-        """Stop every job and wait for the threads (tests, notebooks)."""
+        """Stop every job and wait for the workers (tests, notebooks)."""
         self._closed.set()
         with self._lock:
             jobs = [job for session in self._sessions.values() for job in session.jobs.values()]
@@ -544,8 +882,6 @@ class JobManager:
         self._notify()
         for job in jobs:
             job.wait(timeout)
-
-
 _default: JobManager | None = None
 _default_lock = threading.Lock()
 
@@ -553,18 +889,23 @@ _default_lock = threading.Lock()
 def default_manager(liveness: Callable[[str], bool | None] | None = None) -> JobManager:
     """The process's manager (the Streamlit server shares one between all sessions).
 
-    Its cap is env ``LLMVIZ_MAX_JOBS`` (default: CPU cores); torch threads per op env
-    ``LLMVIZ_TORCH_THREADS`` (default: cores // cap, at least 1); a session that has gone for
-    ``LLMVIZ_SESSION_TIMEOUT`` seconds (default 30) loses its jobs.
+    - env ``LLMVIZ_WORKERS``: ``process`` (default: every job trains in a worker process) or ``thread``;
+    - env ``LLMVIZ_MAX_JOBS``: runs training at once on the server (default: CPU cores);
+    - env ``LLMVIZ_RUNS_PER_SESSION``: runs one browser session trains at once, and keeps waiting (default 1;
+      0: no limit);
+    - env ``LLMVIZ_TORCH_THREADS``: torch threads of each worker (default: cores // runs at once, at least 1);
+    - env ``LLMVIZ_SESSION_TIMEOUT``: a session that has gone this many seconds (default 30) loses its jobs.
     """
     global _default
     with _default_lock:
         if _default is None:
             cap = int(os.environ.get("LLMVIZ_MAX_JOBS", 0)) or _cpu_count()
             threads = int(os.environ.get("LLMVIZ_TORCH_THREADS", 0)) or max(1, _cpu_count() // cap)
+            per_session = int(os.environ.get("LLMVIZ_RUNS_PER_SESSION", 1))
             _default = JobManager(max_running=cap, torch_threads=threads,
                                   session_timeout=float(os.environ.get("LLMVIZ_SESSION_TIMEOUT", 30)),
-                                  liveness=liveness)
+                                  liveness=liveness, workers=os.environ.get("LLMVIZ_WORKERS", "process"),
+                                  runs_per_session=per_session if per_session > 0 else None)
         elif liveness is not None and _default.liveness is None:
             _default.liveness = liveness
         return _default

@@ -111,11 +111,15 @@ class SnapshotStore:
         self._sizes: dict[int, int] = {}
         self._lock = threading.Lock()
         self.last_step: int | None = None  # the newest step; it is never evicted
+        self.version = 0  # grows with every snapshot added or dropped
 
     def add(self, step: int, model: nn.Module) -> None:
         """Keep the weights of ``model`` at ``step``; the previous "last" snapshot is dropped when it
         is not on the log-spaced series (it was only kept for being the newest)."""
-        state = state_of(model)
+        self.add_state(step, state_of(model))
+
+    def add_state(self, step: int, state: dict[str, torch.Tensor]) -> None:
+        """Keep ``state`` (a CPU copy of the weights nobody else changes) at ``step``, as :meth:`add` does."""
         size = state_bytes(state)
         with self._lock:
             previous = self.last_step
@@ -125,6 +129,7 @@ class SnapshotStore:
             self._states[step] = state
             self._sizes[step] = size
             self.last_step = step if previous is None else max(previous, step)
+            self.version += 1
 
     def keeps(self, step: int) -> bool:
         """Is ``step`` on this store's schedule (the log-spaced series, plus every ``every``-th step)?
@@ -189,6 +194,7 @@ class SnapshotStore:
         with self._lock:
             if step == 0 or step == self.last_step:
                 raise ValueError("step 0 and the last step are always kept")
+            self.version += 1
             self._states.pop(step, None)
             return self._sizes.pop(step, 0)
 

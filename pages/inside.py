@@ -14,7 +14,6 @@ from plotly.subplots import make_subplots
 import ui
 from llmviz import induction, interpret
 from llmviz.errors import LlmvizError
-from llmviz.train import model_description
 from ui import charts, picker, sections, share, training
 from ui.text import literal_html
 
@@ -316,10 +315,10 @@ def induction_body() -> None:
     elif status.state == "failed":
         st.warning(f"The run stopped with a problem: {status.describe()}")
     store = job.snapshots
-    if job.trainer is None or store is None or not store.steps():
+    if job.info is None or store is None or not store.steps():
         st.caption("Preparing the run…")
         return
-    description = model_description(job.trainer.model)
+    description = job.info.description
     curve = [_probe(job.id, step, store, description) for step in induction.chart_steps(store, status.done)]
     view = picker.current()
     picked = view.step if view.run_id == job.id else None

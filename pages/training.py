@@ -1,5 +1,6 @@
 """The Training page: train a model live, compare runs, and see the loss and its gradient by hand."""
 
+import functools
 import math
 
 import pandas as pd
@@ -12,10 +13,10 @@ from llmviz import quiz
 from llmviz.errors import LlmvizError
 from llmviz.losses import batch_loss, position_gradient
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
-from llmviz.models.decoder import train_toy
+from llmviz.models.decoder import toy_task_loop
 from llmviz.sampling import generate_text
 from llmviz.tokenizers import BPETokenizer, CharTokenizer
-from llmviz.train import OPTIMIZER_TITLES, TrainConfig, Trainer, checkpoint_file_bytes, prepare_data
+from llmviz.train import OPTIMIZER_TITLES, TrainConfig, Trainer, prepare_data
 from ui import charts, models, picker, share, training
 from ui import quiz as quiz_ui
 
@@ -89,10 +90,9 @@ if st.button("Train", type="primary", key="train"):
 
 focus = picker.manager().get(picker.session_id(), st.session_state.get("training_focus", ""))
 if focus is not None:
-    trainer = focus.trainer
-    st.caption(f"{sum(p.numel() for p in trainer.model.parameters()):,} parameters · vocabulary "
-               f"{trainer.dataset.vocab_size} · {len(trainer.dataset.train_ids):,} training and "
-               f"{len(trainer.dataset.val_ids):,} validation tokens")
+    if focus.info is not None:
+        st.caption(f"{focus.info.parameters:,} parameters · vocabulary {focus.info.vocab_size} · "
+                   f"{focus.info.train_tokens:,} training and {focus.info.val_tokens:,} validation tokens")
     training.live(lambda: (server_line(), training.draw_run(focus, key="single")), active=lambda: focus.changing,
                   name="training.run")
 else:
@@ -119,21 +119,23 @@ if char_race or optimizer_race:
         lineup = [(race_model, "sgd", 0.3), (race_model, "momentum", 0.03), (race_model, "rmsprop", 3e-3),
                   (race_model, "adam", 3e-3)]
     race_seed = settings.run_seed()  # one seed for every runner: a fair race
-    for name, opt, rate in lineup:
-        config = TrainConfig(model=name, tokenizer="char", context_size=16, batch_size=32, steps=race_steps,
-                             optimizer=opt, lr=rate, eval_interval=max(1, race_steps // 10), seed=race_seed,
-                             device=settings.device, warmup_steps=0, schedule="constant")
-        race = "names race" if char_race else "optimizer race"
-        label = training.unique_label(f"{race}: {CHAR_MODEL_TITLES.get(name, name)}" if char_race
-                                      else f"{race}: {OPTIMIZER_TITLES[opt]} (lr {rate:g})")
-        try:
-            trainer = Trainer(config, prepare_data(names, config, cached_tokenizer("race", names, "char", 0)))
-            picker.manager().submit_training(picker.session_id(), trainer, label=label)
-        except LlmvizError as error:
-            st.error(str(error))
-            break
-    st.session_state["training_focus"] = None
-    st.rerun()
+    race = "names race" if char_race else "optimizer race"
+    runners = []
+    try:
+        for name, opt, rate in lineup:
+            config = TrainConfig(model=name, tokenizer="char", context_size=16, batch_size=32, steps=race_steps,
+                                 optimizer=opt, lr=rate, eval_interval=max(1, race_steps // 10), seed=race_seed,
+                                 device=settings.device, warmup_steps=0, schedule="constant")
+            label = training.unique_label(f"{race}: {CHAR_MODEL_TITLES.get(name, name)}" if char_race
+                                          else f"{race}: {OPTIMIZER_TITLES[opt]} (lr {rate:g})")
+            runners.append((label, Trainer(config, prepare_data(names, config, cached_tokenizer("race", names, "char", 0)))))
+        # one job for the whole race: its runners train side by side in one worker, a step of each in turn
+        picker.manager().submit_race(picker.session_id(), runners)
+    except LlmvizError as error:
+        st.error(str(error))
+    else:
+        st.session_state["training_focus"] = None
+        st.rerun()
 
 
 def draw_all_runs() -> None:
@@ -179,9 +181,11 @@ def draw_all_runs() -> None:
     pick = d1.selectbox("Download a run", list(all_runs), key="runs_download")
     d2.download_button("Metrics (CSV)", training.metrics_frame(statuses[pick]).to_csv(index=False),
                        file_name="metrics.csv", mime="text/csv")
-    if statuses[pick].done:
-        d3.download_button("Checkpoint (safetensors)", checkpoint_file_bytes(all_runs[pick].trainer),
+    if statuses[pick].done and all_runs[pick].checkpoint is not None:
+        d3.download_button("Checkpoint (safetensors)", all_runs[pick].checkpoint,
                            file_name="llmviz-checkpoint.safetensors", mime="application/octet-stream")
+    elif statuses[pick].done:
+        d3.caption("This run ended before it could save a checkpoint.")
     else:
         d3.caption("The checkpoint can be downloaded once the run ends (or press Stop).")
     st.caption("A downloaded checkpoint samples from the command line: "
@@ -293,16 +297,19 @@ else:
     st.caption("The gradient pushes the target's logit up (p − 1 < 0) and every other logit down in proportion "
                "to how much probability it took. A gradient-descent step W ← W − lr · ∂L/∂W does both at once.")
 
-# ------------------------------------------------------------------ seed decoder
+# ------------------------------------------------------------------ the toy decoder
 st.header("6. The decoder of an encoder–decoder Transformer, on a toy task")
 st.caption("Ten random label sequences of 7 tokens (vocabulary 12); the decoder reads [start] + labels[:-1] and a "
            "random encoder output, and learns to predict each next label: 6 layers, 8 heads, d_model 32, SGD with momentum.")
 if st.button("Train the decoder (200 steps)", key="decoder_train"):
     seed = settings.run_seed()
-    decoder_job = picker.manager().submit_task(
-        picker.session_id(), lambda should_stop: ((step + 1, loss) for step, loss in train_toy(steps=200, seed=seed)),
-        label="seed decoder", total=200)
-    st.session_state["decoder_job"] = decoder_job.id
+    try:
+        decoder_job = picker.manager().submit_task(picker.session_id(), functools.partial(toy_task_loop, seed=seed),
+                                                   label="toy decoder", total=200)
+    except LlmvizError as error:
+        st.warning(str(error))
+    else:
+        st.session_state["decoder_job"] = decoder_job.id
 
 
 def draw_decoder() -> None:

@@ -9,7 +9,6 @@ import torch
 from llmviz import induction, interpret
 from llmviz.jobs import JobManager
 from llmviz.models.gpt import GPT, GPTConfig
-from llmviz.train import model_description
 
 # The stated threshold: by the end of the (shortened) preset run, some layer-1 head puts at least this much
 # of its attention on the token after the earlier copy (a head attending uniformly scores about 0.06 here).
@@ -63,7 +62,7 @@ def test_an_induction_head_forms_on_a_fixed_seed():
         assert job.status().state == "finished"
         steps = job.snapshots.steps()
         assert {0, 50, 100, 150, 200, 250, 300, 350, 400, 450} <= set(steps)
-        models = induction.snapshot_models(job.snapshots, model_description(job.trainer.model))
+        models = induction.snapshot_models(job.snapshots, job.info.description)
     finally:
         manager.shutdown()
     curve = induction.phase_curve(models, induction.probe_lines())

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -32,7 +33,7 @@ from llmviz import jobs
 from llmviz.errors import LlmvizError
 from llmviz.snapshots import load_into
 from llmviz.train import load_checkpoint, model_description, model_from_description
-from ui import sections
+from ui import sections, watch
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
@@ -144,10 +145,10 @@ def _checkpoint(path: str, modified: float):
 
 
 @st.cache_resource(show_spinner="Loading this step's weights…", max_entries=48)
-def _run_model(run_id: str, step: int, _job: jobs.Job, _state: dict) -> nn.Module:
-    """A fresh eval-mode copy of a run's weights at one snapshot step (the live model is never shown)."""
-    description = model_description(_job.trainer.model)
-    return load_into(model_from_description(description), _state)
+def _run_model(run_id: str, step: int, _description: dict, _state: dict) -> nn.Module:
+    """A fresh eval-mode copy of a run's weights at one snapshot step (the training model, in its worker
+    process, is never shown)."""
+    return load_into(model_from_description(_description), _state)
 
 
 @st.cache_resource(show_spinner="Loading the pretrained MiniLM (22M parameters)…")
@@ -226,12 +227,12 @@ class RunSource:
         out = []
         for job in my_jobs("train"):
             steps = tuple(job.snapshots.steps()) if job.snapshots is not None else ()
-            if job.trainer is None or not steps:  # queued or preparing: listed (the Train button picks it at once)
+            if job.info is None or not steps:  # queued or preparing: listed (the Train button picks it at once)
                 out.append(Entry(f"run:{job.id}", f"Your run: {job.label}", "pending",
                                  note="Preparing (tokenizer, first snapshot): pages show the shipped GPT until "
                                       "its step 0 exists."))
                 continue
-            family = "gpt" if model_description(job.trainer.model)["kind"] == "gpt" else "charlevel"
+            family = "gpt" if job.info.description["kind"] == "gpt" else "charlevel"
             out.append(Entry(f"run:{job.id}", f"Your run: {job.label}", family, steps=steps))
         return out
 
@@ -240,15 +241,15 @@ class RunSource:
         job = manager().get(session_id(), run_id)  # only this session's runs resolve
         if job is None:
             raise LlmvizError("That run is not one of this browser session's runs.")
-        if job.trainer is None or job.snapshots is None or not job.snapshots.steps():
+        if job.info is None or job.snapshots is None or not job.snapshots.steps():
             raise RunNotReady(f"{job.label} is still preparing (its step 0 does not exist yet).")
         step, state = job.snapshots.resolve(step)
         kept = job.snapshots.steps()
-        model = _run_model(job.id, step, job, state)
-        meta = {"train_config": asdict(job.trainer.config), "model": model_description(model), "step": step,
+        model = _run_model(job.id, step, job.info.description, state)
+        meta = {"train_config": asdict(job.info.config), "model": model_description(model), "step": step,
                 "label": job.label, "snapshot_steps": kept}
         return ModelView(f"run:{job.id}@{step}", f"{job.label} · step {step}", model,
-                         job.trainer.dataset.tokenizer, meta, _family(meta), step=step, run_id=job.id)
+                         job.info.tokenizer, meta, _family(meta), step=step, run_id=job.id)
 
 
 def runs_dir() -> Path:
@@ -520,31 +521,56 @@ def status_line(job: jobs.Job) -> str:
     return f"{job.label}: {status.describe()}"
 
 
+def newer_snapshot_than_shown() -> bool:
+    """True when the picked run follows its newest snapshot and has a newer one than this page drew with."""
+    base = st.session_state.get(_SELECTED, DEFAULT_KEY)
+    if not base.startswith("run:") or st.session_state.get(_STEPS, {}).get(base) is not None:
+        return False
+    shown = st.session_state.get(_SHOWN_NEWEST, {}).get(base)
+    job = manager().get(session_id(), base.split(":", 1)[1])
+    if shown is None or job is None or job.snapshots is None:
+        return False
+    newest = job.snapshots.last_step
+    return newest is not None and newest != shown
+
+
+FOLLOW = "_picker_follow_rerun"  # set when the page reruns to show a newer snapshot (app.py times that rerun)
+
+
 def _jobs_panel_body(in_fragment: bool = False) -> None:
     owner = session_id()
     job_manager = manager()
     job_manager.heartbeat(owner)
-    active = [job for job in job_manager.jobs(owner) if not job.status().done]
-    for job in active:
-        status = job.status()
-        st.progress(status.fraction, text=f"{job.label}: {status.describe()}")
+    active = []
+    for job in job_manager.jobs(owner):
+        status = job.status()  # one status read per run per refresh
+        if not status.done:
+            active.append(job)
+            st.progress(status.fraction, text=f"{job.label}: {status.describe()}")
     finished = st.session_state.setdefault("_picker_active_jobs", set())
     now_active = {job.id for job in active}
     if in_fragment and finished - now_active:  # a run ended since the last look: redraw the page so its last step is pickable
         st.session_state["_picker_active_jobs"] = now_active
         st.rerun(scope="app")
     st.session_state["_picker_active_jobs"] = now_active
+    if in_fragment and newer_snapshot_than_shown():  # the page follows the run: draw it at its newest step
+        st.session_state[FOLLOW] = True
+        st.rerun(scope="app")
 
 
-@st.fragment(run_every=2.0)
-def _jobs_panel_live() -> None:
-    sections.timed("sidebar.jobs", _jobs_panel_body)(in_fragment=True)
+def _jobs_panel_timed() -> None:
+    begin = time.perf_counter()
+    try:
+        sections.timed("sidebar.jobs", _jobs_panel_body)(in_fragment=True)
+    finally:
+        watch.record(session_id(), "sidebar.jobs", time.perf_counter() - begin)
 
 
 def jobs_panel() -> None:
-    """Progress of this session's running jobs in the sidebar, refreshed every 2 s while any runs
-    (the refresh also tells the job manager this browser session is still here)."""
-    if any(not job.status().done for job in manager().jobs(session_id())):
-        _jobs_panel_live()
+    """Progress of this session's running jobs in the sidebar, refreshed while any runs (every 2 s for one
+    watching tab, less often when many watch: :mod:`ui.watch`). The refresh also tells the job manager this
+    browser session is still here, and redraws the page when the picked run has a newer snapshot to show."""
+    if any(job.changing for job in manager().jobs(session_id())):
+        st.fragment(_jobs_panel_timed, run_every=watch.refresh_seconds(session_id()))()
     else:
         _jobs_panel_body()

@@ -8,6 +8,9 @@ draws the same job again (no second loop is ever started for it).
 from __future__ import annotations
 
 import math
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable
 
 import pandas as pd
@@ -16,7 +19,7 @@ import streamlit as st
 
 from llmviz import jobs
 from llmviz.train import smooth
-from ui import KEEP, charts, picker, sections  # noqa: F401 - KEEP: widget keys that survive navigation
+from ui import KEEP, charts, picker, sections, watch  # noqa: F401 - KEEP: widget keys that survive navigation
 
 # Plotly's category10: every pair stays apart (the old list had two near-identical oranges in a 7-runner race)
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22"]
@@ -35,10 +38,35 @@ def unique_label(base: str) -> str:
     return label
 
 
-def metrics_frame(status: jobs.JobStatus) -> pd.DataFrame:
-    from dataclasses import asdict
+_FRAMES: OrderedDict[tuple[str, int], pd.DataFrame] = OrderedDict()
+_FRAMES_LOCK = threading.Lock()
+MAX_POINTS = 600  # points per curve on a chart: a curve of 2,000 steps loses nothing visible at this width
 
-    return pd.DataFrame([asdict(m) for m in status.metrics])
+
+def metrics_frame(status: jobs.JobStatus) -> pd.DataFrame:
+    """The run's metrics as a table, one row per step; built once per change of the run (every watcher and
+    every section that draws this run at this version shares it)."""
+    key = (status.job_id, status.version)
+    with _FRAMES_LOCK:
+        if key in _FRAMES:
+            _FRAMES.move_to_end(key)
+            return _FRAMES[key]
+    fields = ["step", "train_loss", "val_loss", "perplexity", "lr", "tokens_per_s", "grad_norm", "elapsed_s"]
+    frame = pd.DataFrame([[getattr(m, f) for f in fields] for m in status.metrics], columns=fields)
+    with _FRAMES_LOCK:
+        _FRAMES[key] = frame
+        while len(_FRAMES) > 256:
+            _FRAMES.popitem(last=False)
+    return frame
+
+
+def thinned(frame: pd.DataFrame, points: int = MAX_POINTS) -> pd.DataFrame:
+    """At most ``points`` rows, evenly spread, the last row always kept (for drawing, never for downloads)."""
+    if len(frame) <= points:
+        return frame
+    stride = -(-len(frame) // points)
+    picked = list(range(0, len(frame) - 1, stride)) + [len(frame) - 1]
+    return frame.iloc[picked]
 
 
 def loss_figure(selected: list[tuple[str, jobs.JobStatus, int]], show_val: bool = True, height: int = 380,
@@ -47,15 +75,17 @@ def loss_figure(selected: list[tuple[str, jobs.JobStatus, int]], show_val: bool 
     figure = go.Figure()
     vocabularies = set()
     for number, (label, status, vocab) in enumerate(selected):
-        frame = metrics_frame(status)
-        if frame.empty:
+        full = metrics_frame(status)
+        if full.empty:
             continue
         colour = COLOURS[number % len(COLOURS)]
-        train = smooth(frame["train_loss"].tolist(), smoothing) if smoothing else frame["train_loss"]
+        train = smooth(full["train_loss"].tolist(), smoothing) if smoothing else full["train_loss"].tolist()
+        frame = thinned(full.assign(train_shown=train))
+        train = frame["train_shown"]
         figure.add_trace(go.Scatter(x=frame["step"], y=train, mode="lines", name=f"{label} (train)",
                                     line=dict(color=colour)))
-        if show_val and frame["val_loss"].notna().any():
-            val = frame.dropna(subset=["val_loss"])
+        if show_val and full["val_loss"].notna().any():
+            val = thinned(full.dropna(subset=["val_loss"]))
             figure.add_trace(go.Scatter(x=val["step"], y=val["val_loss"], mode="lines+markers",
                                         line=dict(dash="dot", color=colour), name=f"{label} (validation)"))
         vocabularies.add(vocab)
@@ -69,7 +99,7 @@ def loss_figure(selected: list[tuple[str, jobs.JobStatus, int]], show_val: bool 
 
 
 def vocab_of(job: jobs.Job) -> int:
-    return job.trainer.dataset.vocab_size if job.trainer is not None else 0
+    return job.info.vocab_size if job.info is not None else 0
 
 
 def controls(job: jobs.Job, status: jobs.JobStatus, key: str) -> None:
@@ -109,20 +139,26 @@ def draw_run(job: jobs.Job, key: str = "live") -> None:
                    "and the run is in the model picker.")
 
 
-def live(draw, *, active: Callable[[], bool], seconds: float = 2.0, name: str = "training.live") -> None:
-    """Call ``draw()`` inside a fragment that reruns every ``seconds`` while ``active()`` (``name``: for the
-    timing log of ``ui.sections``).
+def live(draw, *, active: Callable[[], bool], seconds: float | None = None, name: str = "training.live") -> None:
+    """Call ``draw()`` inside a fragment that reruns while ``active()`` (``name``: for the timing logs).
+
+    The refresh interval is chosen when the page opens (``seconds``, else :func:`ui.watch.refresh_seconds`):
+    every 2 s for one watching tab, less often when many tabs watch, so that watching costs the server a
+    bounded time per second whatever the number of watchers. Each refresh's server time is recorded there.
 
     ``active`` is asked again after every draw: when it has flipped (a run paused, resumed or ended), the
     whole page reruns once, so the refresh starts or stops — a paused run's page stays still, not redrawn
-    every 2 s in every watching browser. Every 2 s by default: each rerun redraws a loss chart, which at 1 s
-    kept a headless chromium about half busy per tab, for a curve that moves little in a second; the
-    sidebar's progress refreshes at the same rate."""
+    every 2 s in every watching browser."""
     started = active()
+    session = picker.session_id()
+    interval = seconds if seconds is not None else watch.refresh_seconds(session)
 
     def draw_then_follow() -> None:
+        begin = time.perf_counter()
         draw()
-        if active() != started:
+        still = active()
+        watch.record(session, name, time.perf_counter() - begin)
+        if still != started:
             st.rerun(scope="app")
 
-    st.fragment(sections.timed(name, draw_then_follow), run_every=seconds if started else None)()
+    st.fragment(sections.timed(name, draw_then_follow), run_every=interval if started else None)()

@@ -171,3 +171,10 @@ def train_toy(steps: int = 200, lr: float = 1e-2, seed: int = 0, config: Decoder
         loss.backward()
         optimizer.step()
         yield step, loss.item()
+
+
+def toy_task_loop(should_stop=None, steps: int = 200, seed: int = 0):
+    """:func:`train_toy` as a job's task loop (picklable with ``functools.partial``): yields ``(step, loss)``
+    with steps counted from 1."""
+    for step, loss in train_toy(steps=steps, seed=seed):
+        yield step + 1, loss
