@@ -114,7 +114,7 @@ class JobStatus:
         if self.state == QUEUED:
             return f"waiting: number {self.queue_position or 1} in the queue (the server trains a few runs at a time)"
         text = f"{self.state} · step {self.step}/{self.total}"
-        if self.losses:
+        if self.losses and math.isfinite(self.losses[-1][1]):
             text += f" · loss {self.losses[-1][1]:.3f}"
         if self.metrics:
             val = self.last_val_loss
@@ -467,16 +467,17 @@ class JobManager:
         return self._submit(owner, [(label, trainer, None, None) for label, trainer in runners], options)
 
     def submit_task(self, owner: str, loop: Callable[[Callable[[], bool]], Iterator[tuple[int, float]]], *,
-                    label: str, total: int) -> Job:
+                    label: str, total: int, returns_when_stopped: bool = False) -> Job:
         """Run any loop that yields ``(step, loss)`` (a BPE training, word2vec, a toy decoder) as a job; its
         return value becomes :attr:`Job.result`. ``loop(should_stop)`` may check ``should_stop()`` itself, and is
         stopped between yields anyway. With process workers ``loop`` must be picklable (a module-level function
-        or a ``functools.partial`` of one)."""
+        or a ``functools.partial`` of one). ``returns_when_stopped``: a Stop lets the loop return what it made so
+        far (it must check ``should_stop()``; see :mod:`llmviz.lab_tasks`)."""
         group = _Group(owner)
         group.options = self._options(snapshots=False, checkpoint=False)
         job = Job(self, group, 0, owner, label, "task", total, snapshots=False)
         group.jobs.append(job)
-        group.payloads.append(TaskPayload(loop))
+        group.payloads.append(TaskPayload(loop, returns_when_stopped))
         self._enter(group)
         return job
 

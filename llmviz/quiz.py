@@ -408,3 +408,45 @@ def final_loss_after(make_trainer: Callable[[float], object], steps: int) -> Cal
         return value if math.isfinite(value) else math.inf
 
     return final_loss
+
+
+def short_run_trainer(text: str, model: str, optimizer: str, lr: float, seed: int, steps: int):
+    """The fresh run the learning-rate question trains: character tokens, batch 8, 16 characters of context."""
+    from llmviz.train import TrainConfig, Trainer, prepare_data
+
+    config = TrainConfig(model=model, tokenizer="char", context_size=16, batch_size=8, steps=steps,
+                         optimizer=optimizer, lr=lr, grad_clip=None, warmup_steps=0, schedule="constant",
+                         eval_interval=steps, seed=seed)
+    return Trainer(config, prepare_data(text[:100_000], config))
+
+
+def learning_rate_pair(should_stop, text: str, model: str, optimizer: str, lr: float, seed: int, steps: int):
+    """The learning-rate question's two short runs (``lr`` and ``10 × lr``) as a job's task loop: yields
+    ``(step, loss)`` over both runs (``2 × steps`` in all) and returns ``(loss at lr, loss at 10 lr)``, each the
+    mean of the last five steps (``inf`` when the run diverged), as :func:`final_loss_after` computes them.
+    Picklable with ``functools.partial``, so it runs in a worker process like any run.
+
+    >>> loop = learning_rate_pair(lambda: False, "abcabcabd" * 30, "bigram-neural", "adam", 1e-2, 0, 6)
+    >>> steps = []
+    >>> try:
+    ...     while True:
+    ...         steps.append(next(loop)[0])
+    ... except StopIteration as end:
+    ...     pair = end.value
+    >>> steps, pair[0] > pair[1]  # 10× the rate learns faster here
+    ([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], True)
+    """
+    results = []
+    for number, rate in enumerate((lr, lr * 10)):
+        trainer = short_run_trainer(text, model, optimizer, rate, seed, steps)
+        losses = []
+        try:
+            for metrics in trainer.run(steps):
+                losses.append(metrics.train_loss)
+                yield number * steps + metrics.step, metrics.train_loss
+        except LlmvizError:
+            losses = [math.inf]
+        tail = losses[-5:]
+        value = sum(tail) / len(tail) if tail else math.inf
+        results.append(value if math.isfinite(value) else math.inf)
+    return tuple(results)

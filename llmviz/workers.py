@@ -88,6 +88,7 @@ class TaskPayload:
     """A runner that runs ``loop(should_stop)``, a generator of ``(step, loss)``; its return value is the result."""
 
     loop: Callable[[Callable[[], bool]], Iterator[tuple[int, float]]]
+    returns_when_stopped: bool = False  # on Stop, let the loop return what it made so far (it checks should_stop)
 
 
 @dataclass(frozen=True)
@@ -309,7 +310,21 @@ class _TrainRunner(_Runner):
 class _TaskRunner(_Runner):
     def __init__(self, index: int, channel: Channel, options: WorkerOptions, payload: TaskPayload):
         super().__init__(index, channel, options)
+        self.payload = payload
         self.iterator = payload.loop(lambda: self.stop_requested)
+
+    def finish(self, state: str) -> None:
+        if state == STOPPED and self.payload.returns_when_stopped and not self.done:
+            try:  # the loop sees should_stop() and returns what it made so far
+                while True:
+                    self.advance()
+            except StopIteration:
+                pass
+            except WorkerGone:
+                raise
+            except Exception as error:  # noqa: BLE001
+                log.warning("task %s failed while stopping: %s", self.index, error)
+        super().finish(state)
 
     def advance(self) -> None:
         try:

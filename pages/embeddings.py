@@ -1,5 +1,6 @@
 """The Embeddings page: token vectors, positions, cosine similarity, projections, word2vec, real sentence embeddings."""
 
+import functools
 import math
 
 import pandas as pd
@@ -9,9 +10,9 @@ import torch
 
 import ui
 from llmviz import embeddings as emb
-from llmviz import views
+from llmviz import lab_tasks, views
 from llmviz.errors import LlmvizError
-from ui import charts, picker, sections, share
+from ui import charts, picker, sections, share, training
 from ui.text import literal_markdown
 
 settings = ui.settings()
@@ -344,21 +345,27 @@ if loaded is not None:
     steps = c3.slider("Steps", 100, 5000, 1500, step=100)
     vocab_size = c4.slider("Vocabulary (most common words)", 200, 5000, 2000, step=100)
     if st.button("Train word2vec", type="primary", key="train_w2v"):
-        progress = st.empty()
-        progress.progress(0.0, text="Building the vocabulary…")
-        stop_slot = st.empty()
-        stop_slot.button("Stop", key="stop_w2v", help="Keeps the vectors learned so far.")
-        try:
-            for state in emb.train_word2vec(text[:2_000_000], dim=dim, window=window, steps=steps, max_vocab=vocab_size,
-                                            seed=settings.run_seed()):
-                st.session_state["w2v"] = (corpus_label, state)
-                st.session_state["w2v_steps"] = steps
-                if state.step % 50 == 0 or state.step == steps:
-                    progress.progress(state.step / steps, text=f"step {state.step}/{steps} · loss {state.loss:.3f}")
+        try:  # trains as a job of this session (a worker process), like every run
+            job = picker.manager().submit_task(
+                picker.session_id(), functools.partial(lab_tasks.word2vec_training, text=text[:2_000_000], dim=dim,
+                                                       window=window, steps=steps, max_vocab=vocab_size,
+                                                       seed=settings.run_seed()),
+                label=f"word2vec · {dim} dimensions · {corpus_label}", total=steps, returns_when_stopped=True)
         except LlmvizError as error:
-            st.error(str(error))
-        progress.empty()  # finished: no full progress bar and no Stop left behind
-        stop_slot.empty()
+            st.warning(str(error))
+        else:
+            st.session_state["w2v_job"] = dict(id=job.id, corpus=corpus_label, steps=steps)
+    spec = st.session_state.get("w2v_job")
+    ended = training.follow_task("w2v_job", name="embeddings.w2v_job",
+                                 describe=lambda status: f"step {status.step}/{status.total}" + (
+                                     f" · loss {status.losses[-1][1]:.3f}" if status.losses else " · building the vocabulary…"))
+    if ended is not None:
+        status = ended.status()
+        if ended.result is None:
+            st.error(status.error or f"Word2vec ended before its first step ({status.describe()}).")
+        else:
+            st.session_state["w2v"] = (spec["corpus"], ended.result)
+            st.session_state["w2v_steps"] = spec["steps"]
     if "w2v" in st.session_state:
         word2vec_explorer()
 

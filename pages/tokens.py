@@ -1,14 +1,16 @@
 """The Tokens page: text → integer ids, with BPE you can train, replay and compare."""
 
+import functools
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from llmviz import quiz, views
+from llmviz import lab_tasks, quiz, views
 from llmviz import tokenizers as tk
 from llmviz.errors import LlmvizError
-from ui import charts, picker, sections, share
+from ui import charts, picker, sections, share, training
 from ui import quiz as quiz_ui
 from ui.text import literal_markdown
 
@@ -174,31 +176,32 @@ else:
                              value=200_000, format_func=lambda n: f"{n:,} characters")
     sample = corpus_text[:limit]
     st.caption(f"{corpus_label}: training on {len(sample):,} of {len(corpus_text):,} characters.")
-    start, stop = st.columns([1, 1])
-    if start.button("Train BPE", type="primary", key="train_bpe"):
-        # this run's own settings travel with its merges: a Stop (which ends this script run) or an earlier
-        # stopped run can never mix another run's settings into this one
-        run = dict(pattern=pattern, vocab_size=vocab_size, corpus=corpus_label, records=[])
-        st.session_state["bpe_run"] = run
-        merges_needed = tk.BPETokenizer.merges_for(vocab_size, [tk.ENDOFTEXT])
-        progress = st.empty()
-        progress.progress(0.0, text="Counting pairs…")
-        stop_slot = stop.empty()
-        stop_slot.button("Stop", help="Keeps the merges learned so far.", key="stop_bpe")
-        for record in tk.BPETokenizer.train_steps(sample, merges_needed, pattern, record=True):
-            run["records"].append(record)
-            done = len(run["records"])
-            if done % 8 == 0 or done == merges_needed:
-                progress.progress(done / max(1, merges_needed), text=f"merge {done} of {merges_needed}")
-        progress.empty()
-        stop_slot.empty()
-    # finished, or stopped by the Stop button (which ended the run above): build from what was learned
-    run = st.session_state.pop("bpe_run", None)
-    if run is not None:
-        tokenizer = tk.BPETokenizer.from_history(run["records"], run["pattern"], [tk.ENDOFTEXT], keep_history=True)
-        st.session_state["bpe_tokenizer"] = tokenizer
-        st.session_state["bpe_origin"] = {key: run[key] for key in ("pattern", "vocab_size", "corpus")}
-        st.rerun()  # section 1 above was drawn before this BPE existed: draw the page again with it
+    if st.button("Train BPE", type="primary", key="train_bpe"):
+        # the run trains as a job of this session (a worker process); its own settings travel with it, so an
+        # earlier stopped run can never mix its settings into this one
+        try:
+            merges_needed = tk.BPETokenizer.merges_for(vocab_size, [tk.ENDOFTEXT])
+            job = picker.manager().submit_task(
+                picker.session_id(), functools.partial(lab_tasks.bpe_training, text=sample, merges=merges_needed,
+                                                       split_pattern=pattern),
+                label=f"BPE tokenizer · {vocab_size:,} tokens · {corpus_label}", total=merges_needed,
+                returns_when_stopped=True)
+        except LlmvizError as error:
+            st.warning(str(error))
+        else:
+            st.session_state["bpe_job"] = dict(id=job.id, pattern=pattern, vocab_size=vocab_size, corpus=corpus_label)
+    spec = st.session_state.get("bpe_job")
+    ended = training.follow_task("bpe_job", name="tokens.bpe_job",
+                                 describe=lambda status: f"merge {status.step} of {status.total}"
+                                 if status.step else "Counting pairs…")
+    if ended is not None:  # finished, or stopped: build from what was learned
+        if not ended.result:
+            st.warning(f"The BPE training ended with no merge ({ended.status().describe()}).")
+        else:
+            tokenizer = tk.BPETokenizer.from_history(ended.result, spec["pattern"], [tk.ENDOFTEXT], keep_history=True)
+            st.session_state["bpe_tokenizer"] = tokenizer
+            st.session_state["bpe_origin"] = {key: spec[key] for key in ("pattern", "vocab_size", "corpus")}
+            st.rerun()  # section 1 above was drawn before this BPE existed: draw the page again with it
     bpe_now, origin = trained_bpe(), bpe_origin()
     if bpe_now is not None and origin.get("vocab_size"):
         learned = len(bpe_now.merges)

@@ -11,6 +11,7 @@ import torch
 import ui
 from llmviz import quiz
 from llmviz.errors import LlmvizError
+from llmviz.jobs import JobRefused
 from llmviz.losses import batch_loss, position_gradient
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.models.decoder import toy_task_loop
@@ -48,8 +49,15 @@ st.header("1. Train a model")
 
 def server_line() -> None:
     job_manager = picker.manager()
+    share_line = ""
+    if job_manager.runs_per_session:
+        mine = job_manager.share(picker.session_id())
+        share_line = (f" Yours: {mine[0]} training, {mine[1]} waiting or paused (each browser session trains "
+                      f"{job_manager.runs_per_session} at a time and keeps {job_manager.runs_per_session} more waiting; "
+                      "a race counts as one).")
     st.caption(f"On this server: {job_manager.running_count} run(s) training, {len(job_manager.queued())} waiting "
-               f"(at most {job_manager.max_running} train at once; the others wait their turn).")
+               f"(at most {job_manager.max_running} train at once; the others wait their turn, in order, each "
+               f"in a worker process of its own).{share_line}")
 
 
 st.caption("A run trains in the background: leave this page, look at your model on Attention or Embeddings "
@@ -81,6 +89,8 @@ if st.button("Train", type="primary", key="train"):
         label = training.unique_label(f"{MODEL_LABELS[model_name]} · {OPTIMIZER_TITLES[optimizer]} · lr {lr:g} · "
                                       f"{corpus_label}")
         job = picker.manager().submit_training(picker.session_id(), trainer, label=label, sample_every=sample_every)
+    except JobRefused as refused:  # the session's share of the server, or its snapshot room: say why
+        st.warning(str(refused))
     except LlmvizError as error:
         st.error(str(error))
     else:
@@ -131,6 +141,8 @@ if char_race or optimizer_race:
             runners.append((label, Trainer(config, prepare_data(names, config, cached_tokenizer("race", names, "char", 0)))))
         # one job for the whole race: its runners train side by side in one worker, a step of each in turn
         picker.manager().submit_race(picker.session_id(), runners)
+    except JobRefused as refused:
+        st.warning(str(refused))
     except LlmvizError as error:
         st.error(str(error))
     else:
@@ -227,9 +239,9 @@ def training_quiz() -> list:
     quiz_model = model_name if model_name in GPT_SIZES else "gpt-nano"
     what = (f"A fresh {MODEL_LABELS[quiz_model]} with {OPTIMIZER_TITLES[optimizer]} trains for {QUIZ_STEPS} steps on "
             f"{corpus_label} (batch 8, 16 characters of context, no clipping)")
-    return quiz.training_questions(
-        gpt, gpt_tokenizer, text[:400],
-        lambda rate: quiz_ui.short_run_loss(text, quiz_model, optimizer, rate, settings.seed, QUIZ_STEPS), lr, what)
+    losses = dict(zip((lr, lr * 10), quiz_ui.short_run_losses(text, quiz_model, optimizer, lr, settings.seed,
+                                                               QUIZ_STEPS)))
+    return quiz.training_questions(gpt, gpt_tokenizer, text[:400], losses.__getitem__, lr, what)
 
 
 quiz_ui.section("training", training_quiz)

@@ -76,6 +76,11 @@ def section(page: str, build: Callable[[], list[Question]], title: str = "Predic
             return
         try:
             questions = build()
+        except QuizPending as pending:
+            st.progress(pending.fraction, text=str(pending))
+            st.button("Show the questions", key=f"quiz_pending_{page}",
+                      help="The runs train in the background; this looks again.")
+            return
         except LlmvizError as error:
             st.info(str(error))
             return
@@ -83,13 +88,43 @@ def section(page: str, build: Callable[[], list[Question]], title: str = "Predic
             ask(question, page, number)
 
 
-@st.cache_data(show_spinner="Training twice for a few steps, for the learning-rate question…", max_entries=16)
-def short_run_loss(text: str, model: str, optimizer: str, lr: float, seed: int, steps: int) -> float:
-    """The mean training loss at the end of a short run (``inf`` when it diverged), cached per setting."""
-    from llmviz.quiz import final_loss_after
-    from llmviz.train import TrainConfig, Trainer, prepare_data
+class QuizPending(LlmvizError):
+    """A question's computation is still running as a job of this session (shown with its progress)."""
 
-    config = TrainConfig(model=model, tokenizer="char", context_size=16, batch_size=8, steps=steps,
-                         optimizer=optimizer, lr=lr, grad_clip=None, warmup_steps=0, schedule="constant",
-                         eval_interval=steps, seed=seed)
-    return final_loss_after(lambda rate: Trainer(config, prepare_data(text[:100_000], config)), steps)(lr)
+    def __init__(self, message: str, fraction: float):
+        super().__init__(message)
+        self.fraction = fraction
+
+
+_RESULTS: dict[tuple, tuple[float, float]] = {}  # (setting) → the two losses: shared, every session computes the same
+
+
+def short_run_losses(text: str, model: str, optimizer: str, lr: float, seed: int, steps: int) -> tuple[float, float]:
+    """The final losses of two short runs at ``lr`` and ``10 × lr``, trained as a job of this browser session
+    (a worker process, counted in the session's share of the server like any run); raises :class:`QuizPending`
+    while they train. Results are kept per setting for everybody: the same setting never trains twice."""
+    import functools
+    import hashlib
+
+    from llmviz.quiz import learning_rate_pair
+    from ui import picker
+
+    setting = (hashlib.sha256(text[:100_000].encode()).hexdigest(), model, optimizer, lr, seed, steps)
+    if setting in _RESULTS:
+        return _RESULTS[setting]
+    owner, manager = picker.session_id(), picker.manager()
+    jobs = st.session_state.setdefault("_quiz_jobs", {})
+    job = manager.get(owner, jobs.get(setting, ""))
+    if job is None:
+        job = manager.submit_task(owner, functools.partial(learning_rate_pair, text=text[:100_000], model=model,
+                                                           optimizer=optimizer, lr=lr, seed=seed, steps=steps),
+                                  label="quiz: two short runs", total=2 * steps)
+        jobs[setting] = job.id
+    status = job.status()
+    if status.done:
+        if job.result is None:
+            raise LlmvizError(f"The two short runs for this question did not finish ({status.describe()}).")
+        _RESULTS[setting] = tuple(job.result)
+        return _RESULTS[setting]
+    raise QuizPending(f"Training twice for {steps} steps to answer the learning-rate question: {status.describe()}",
+                      status.fraction)

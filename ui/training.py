@@ -162,3 +162,29 @@ def live(draw, *, active: Callable[[], bool], seconds: float | None = None, name
             st.rerun(scope="app")
 
     st.fragment(sections.timed(name, draw_then_follow), run_every=interval if started else None)()
+
+
+def follow_task(job_key: str, *, describe: Callable[[jobs.JobStatus], str], name: str) -> jobs.Job | None:
+    """A page's task job (BPE, word2vec, …) whose id is in ``st.session_state[job_key]["id"]``: while it runs,
+    draw its progress (``describe(status)``) and a Stop button, live; once it has ended, forget it and return it,
+    so the page can take :attr:`~llmviz.jobs.Job.result` (what was made, also when stopped)."""
+    spec = st.session_state.get(job_key)
+    if not spec:
+        return None
+    job = picker.manager().get(picker.session_id(), spec["id"])
+    if job is None:  # forgotten (the session's jobs were cleared)
+        st.session_state.pop(job_key, None)
+        return None
+    if job.status().done:
+        st.session_state.pop(job_key, None)
+        return job
+
+    def draw() -> None:
+        status = job.status()
+        st.progress(status.fraction, text=describe(status))
+        if not status.done and st.button("Stop", key=f"{name}_stop_{job.id}",
+                                         help="Stops after this step and keeps what was learned so far."):
+            job.stop()
+
+    live(draw, active=lambda: not job.status().done, name=name)
+    return None
