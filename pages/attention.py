@@ -344,23 +344,30 @@ def your_sentence() -> None:
                     st.info(f"{len(found.ids) + found.cut_to_shown} tokens: the charts show the first "
                             f"{len(found.ids)}.")
                 attention_views(found.patterns, token_labels(view, found.ids), "gpt")
-                attention_grid(found.patterns, "gpt")
+                if (box := sections.lazy("Every layer × head at a glance", "attention_grid")):
+                    with box:
+                        attention_grid(found.patterns, "gpt")
                 st.subheader("Step 0 vs step N")
                 st.caption("The same head before training (random weights: attention spreads almost evenly over "
                            "the visible tokens) and at the step picked in the sidebar.")
-                attention_before_after(sentence, found.n_layers, found.n_heads)
+                if (box := sections.lazy("Compare step 0 with the picked step", "attention_before_after")):
+                    with box:
+                        attention_before_after(sentence, found.n_layers, found.n_heads)
 
     # ------------------------------------------------------------------ 6. MiniLM
     st.header("6. The same sentence through a pretrained encoder (MiniLM)")
     st.caption("all-MiniLM-L6-v2, a real pretrained BERT-style model (6 layers × 12 heads), implemented in llmviz. "
                "Its attention is bidirectional: every token sees the whole sentence, the future included.")
-    with ui.friendly_errors("the MiniLM encoder"):
+    if (box := sections.lazy("Run the sentence through MiniLM", "attention_minilm")) is None:
+        return
+    with box, ui.friendly_errors("the MiniLM encoder"):
         encoded = minilm_patterns(sentence)
         if encoded.truncated:
             st.warning(f"The sentence is longer than {encoded.length} wordpieces: {encoded.truncated} were cut.")
         if encoded.unknown:
             st.info(f"{encoded.unknown} piece(s) are outside MiniLM's vocabulary and became [UNK].")
         attention_views(encoded.patterns, charts.unique_labels(encoded.pieces), "minilm")
+        st.markdown("**Every layer × head at a glance**")
         attention_grid(encoded.patterns, "minilm")
 
 

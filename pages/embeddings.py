@@ -216,7 +216,9 @@ def token_embeddings() -> None:
         st.subheader(f"Step 0 vs step N: the neighbours of {tokenizer.printable(query_ids[0])!r}")
         st.caption("At step 0 the table is random, so the neighbours are arbitrary; training pulls tokens used "
                    "alike together.")
-        neighbours_before_after(query_text)
+        if (box := sections.lazy("Compare step 0 with the picked step", "embeddings_before_after")):
+            with box:
+                neighbours_before_after(query_text)
 
 
 st.header("2. Token embeddings of the picked model")
@@ -383,6 +385,13 @@ def sentence_vectors(sentences: tuple[str, ...]):
 @sections.section("embeddings.minilm")
 def sentence_embeddings() -> None:
     default_sentences = "I love programming\nI enjoy coding\nI dislike programming\nThe weather is lovely today\nPython is a programming language"
+    if (box := sections.lazy("Run sentences through MiniLM", "embeddings_minilm")) is None:
+        return
+    with box:
+        minilm_sentences(default_sentences)
+
+
+def minilm_sentences(default_sentences: str) -> None:
     typed = st.text_area("One sentence per line", default_sentences, height=140)
     sentences = [line.strip() for line in typed.splitlines()]
     empty = sum(1 for s in sentences if not s)

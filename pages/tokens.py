@@ -195,8 +195,8 @@ else:
                                  describe=lambda status: f"merge {status.step} of {status.total}"
                                  if status.step else "Counting pairs…")
     if ended is not None:  # finished, or stopped: build from what was learned
-        if not ended.result:
-            st.warning(f"The BPE training ended with no merge ({ended.status().describe()}).")
+        if ended.result is None:
+            st.warning(f"The BPE training ended without a result: {ended.status().error or ended.status().describe()}")
         else:
             tokenizer = tk.BPETokenizer.from_history(ended.result, spec["pattern"], [tk.ENDOFTEXT], keep_history=True)
             st.session_state["bpe_tokenizer"] = tokenizer

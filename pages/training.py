@@ -18,7 +18,7 @@ from llmviz.models.decoder import toy_task_loop
 from llmviz.sampling import generate_text
 from llmviz.tokenizers import BPETokenizer, CharTokenizer
 from llmviz.train import OPTIMIZER_TITLES, TrainConfig, Trainer, prepare_data
-from ui import charts, models, picker, share, training
+from ui import charts, models, picker, sections, share, training
 from ui import quiz as quiz_ui
 
 settings = ui.settings()
@@ -215,20 +215,29 @@ training.live(draw_all_runs, active=lambda: any(job.changing for job in training
 st.header("3. Your model at step 0 and at step N")
 st.caption("The model picker in the sidebar chooses a run and a step. Step 0 is the run's random start; the "
            "same prompt, the same seed, two sets of weights.")
-before_prompt = st.text_input("Prompt", help="Empty: start from nothing.", **ui.keep("before_prompt", value=""))
 
 
-def sample_panel(view, column_key: str) -> None:
+def sample_panel(view, column_key: str, prompt: str) -> None:
     if view.family not in ("gpt", "charlevel"):
         st.info(f"{view.label} does not generate text.")
         return
     with ui.friendly_errors("sampling"):
-        text = generate_text(view.model, view.tokenizer, before_prompt, max_new_tokens=60, temperature=0.8,
+        text = generate_text(view.model, view.tokenizer, prompt, max_new_tokens=60, temperature=0.8,
                              seed=settings.seed)
         st.code(text, language=None, wrap_lines=True)
 
 
-picker.before_after(sample_panel, what="samples")
+@sections.section("training.before_after")
+def samples_before_after() -> None:
+    """Generates twice (60 tokens each), so it runs only when opened."""
+    if (box := sections.lazy("Generate with both sets of weights", "training_before_after")) is None:
+        return
+    with box:
+        prompt = st.text_input("Prompt", help="Empty: start from nothing.", **ui.keep("before_prompt", value=""))
+        picker.before_after(lambda view, column_key: sample_panel(view, column_key, prompt), what="samples")
+
+
+samples_before_after()
 
 # ------------------------------------------------------------------ the loss by hand
 QUIZ_STEPS = 30

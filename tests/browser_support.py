@@ -200,6 +200,14 @@ def go(page, title: str, idle: bool = True) -> None:
         wait_until_idle(page)
 
 
+def open_lazy(page, label: str) -> None:
+    """Open a lazy section (ui.sections.lazy: an expander whose content runs only once opened) and wait for it."""
+    summary = main_area(page).get_by_test_id("stExpander").filter(has_text=label).first.locator("summary")
+    summary.scroll_into_view_if_needed()
+    summary.click()
+    wait_until_idle(page)
+
+
 def slider(page, label: str, index: int = 0):
     return page.locator("[data-testid='stSlider']").filter(has_text=label).get_by_role("slider").nth(index)
 

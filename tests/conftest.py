@@ -15,6 +15,10 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # pytest-xdist runs a test process per core, beside streamlit servers and chromium: one torch thread per
 # process (and per subprocess it starts) keeps them from fighting over the cores
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# AppTest sessions have no Streamlit runtime to say they are alive: only page runs send heartbeats, so a test that
+# waits a long time for its jobs (a race on a busy machine) must not see its session reaped after the default 30 s.
+# (The browser tests' servers set their own, short, timeout.)
+os.environ.setdefault("LLMVIZ_SESSION_TIMEOUT", "600")
 
 
 def _scan_installed_components_once() -> None:

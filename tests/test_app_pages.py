@@ -21,6 +21,16 @@ def run_page(path: str | None = None, **state) -> AppTest:
     return at
 
 
+def finish_jobs(at: AppTest, timeout: float = 180) -> AppTest:
+    """Wait for the jobs this AppTest session started (BPE, word2vec, a run: they train in worker processes,
+    outside the script run), then run the page again, as the live section's refresh would."""
+    from llmviz.jobs import default_manager
+
+    for job in default_manager().jobs(at.session_state["_llmviz_session_id"]):
+        assert job.wait(timeout), job
+    return at.run()
+
+
 def assert_clean(at: AppTest, errors_expected: bool = False):
     """No exception; and no st.error unless the test provoked one on purpose."""
     assert not at.exception, [e.value for e in at.exception]

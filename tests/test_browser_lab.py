@@ -14,7 +14,17 @@ import pytest
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from websockets.sync.client import connect
 
-from tests.browser_support import eventually, go, main_area, no_error_box, open_page, shot, sidebar, wait_until_idle
+from tests.browser_support import (
+    eventually,
+    go,
+    main_area,
+    no_error_box,
+    open_lazy,
+    open_page,
+    shot,
+    sidebar,
+    wait_until_idle,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -115,6 +125,7 @@ def test_a_run_trains_in_the_background_while_the_student_looks_around(app_url, 
 
     # the step slider: step 0 is the run's initial weights (the same text on both sides), a later step differs
     main_area(page).get_by_text("Your model at step 0 and at step N").first.scroll_into_view_if_needed()
+    open_lazy(page, "Generate with both sets of weights")  # generating twice runs only when opened
     step_slider = sidebar(page).get_by_role("slider").first
     step_slider.focus()
     page.keyboard.press("Home")

@@ -3,7 +3,7 @@
 import pytest
 
 import ui
-from tests.test_app_pages import STAGES, assert_clean, run_page
+from tests.test_app_pages import STAGES, assert_clean, finish_jobs, run_page
 
 
 def by_label(widgets, label):
@@ -42,10 +42,10 @@ def test_tokens_huge_paste_is_clamped_and_odd_text_works():
 def test_tokens_train_bpe_then_replay_and_short_text():
     at = run_page("pages/tokens.py", corpus="names")
     by_label(at.slider, "Vocabulary size").set_value(257)  # no merges at all: only the special token
-    at.button(key="train_bpe").click().run()
+    finish_jobs(at.button(key="train_bpe").click().run())
     assert_clean(at)
     by_label(at.slider, "Vocabulary size").set_value(300)
-    at.button(key="train_bpe").click().run()
+    finish_jobs(at.button(key="train_bpe").click().run())
     assert_clean(at)
     assert "Learned 43 merges" in texts(at.success)
     by_label(at.slider, "Merges applied").set_value(43).run()
@@ -144,12 +144,12 @@ def test_embeddings_single_sentence_and_unknown_tokens():
 def test_embeddings_word2vec_and_missing_words():
     at = run_page("pages/embeddings.py", corpus="names")  # every name occurs once: no word repeats
     by_label(at.slider, "Steps").set_value(100)
-    by_label(at.button, "Train word2vec").click().run()
+    finish_jobs(by_label(at.button, "Train word2vec").click().run())
     assert_clean(at, errors_expected=True)
     assert "fewer than two words" in texts(at.error)
     at = run_page("pages/embeddings.py", corpus="python-docs")
     by_label(at.slider, "Steps").set_value(100)
-    by_label(at.button, "Train word2vec").click().run()
+    finish_jobs(by_label(at.button, "Train word2vec").click().run())
     assert_clean(at)
     at.text_input(key="w2v_nn").set_value("zzzzqq").run()
     assert_clean(at)

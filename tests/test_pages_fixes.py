@@ -6,13 +6,14 @@ needs a real browser (the file uploader, the Stop buttons).
 
 import json
 import re
+import time
 
 import pytest
 
 import ui
 from llmviz import corpus
 from llmviz.tokenizers import WordTokenizer
-from tests.test_app_pages import run_page
+from tests.test_app_pages import finish_jobs, run_page
 
 
 def by_label(widgets, label):
@@ -38,16 +39,27 @@ def charts(at) -> list[dict]:
 
 
 def test_bpe_trained_after_a_stopped_run_uses_its_own_settings():
-    """A stopped gpt2/400 run must not lend its settings to the next gpt4/300 run."""
-    at = run_page("pages/tokens.py", corpus="names",
-                  # what a Stop leaves behind (the run's script run ended mid-loop), in the old and new state layout
-                  bpe_partial=[], bpe_training={"pattern": "gpt2", "vocab_size": 400},
-                  bpe_run={"pattern": "gpt2", "vocab_size": 400, "corpus": "US census first names", "records": []})
+    """A stopped gpt2/4000 run must not lend its settings to the next gpt4/300 run."""
+    from llmviz.jobs import default_manager
+
+    at = run_page("pages/tokens.py", corpus="python-docs")
+    by_label(at.slider, "Vocabulary size").set_value(4000)
+    by_label(at.selectbox, "Pre-split pattern").set_value("gpt2")
+    at.button(key="train_bpe").click().run()
+    [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
+    deadline = time.monotonic() + 120
+    while job.status().step < 1:  # merging has begun
+        assert time.monotonic() < deadline and not job.status().done, job.status().describe()
+        time.sleep(0.05)
+    job.stop()  # the Stop button's action (the button lives in a live section, which AppTest does not rerun)
+    finish_jobs(at)
     assert_no_error_box(at)
-    assert "Stopped with 0 merges" in texts(at.warning)
+    assert job.status().state == "stopped"
+    assert re.search(r"Stopped with \d+ merges \(vocabulary \d+ of the 4000 asked for\)", texts(at.warning))
+    assert at.session_state["bpe_tokenizer"].split_pattern == "gpt2"
     by_label(at.slider, "Vocabulary size").set_value(300)
     by_label(at.selectbox, "Pre-split pattern").set_value("gpt4")
-    at.button(key="train_bpe").click().run()
+    finish_jobs(at.button(key="train_bpe").click().run())
     assert_no_error_box(at)
     assert "Learned 43 merges: a vocabulary of 300." in texts(at.success)
     assert "Stopped" not in texts(at.warning)
@@ -60,7 +72,7 @@ def test_bpe_trained_after_a_stopped_run_uses_its_own_settings():
 def test_your_bpe_names_its_corpus_and_is_flagged_after_a_corpus_change():
     at = run_page("pages/tokens.py", corpus="names")
     by_label(at.slider, "Vocabulary size").set_value(270)
-    at.button(key="train_bpe").click().run()
+    finish_jobs(at.button(key="train_bpe").click().run())
     assert_no_error_box(at)
     options = by_label(at.multiselect, "Tokenizers").options
     assert any(o.startswith("your BPE") and "trained on US census first names" in o for o in options), options
@@ -72,7 +84,7 @@ def test_your_bpe_names_its_corpus_and_is_flagged_after_a_corpus_change():
 def test_merges_count_from_one_in_the_table_and_the_replay():
     at = run_page("pages/tokens.py", corpus="names")
     by_label(at.slider, "Vocabulary size").set_value(270)
-    at.button(key="train_bpe").click().run()
+    finish_jobs(at.button(key="train_bpe").click().run())
     table = next(d.value for d in at.dataframe if "merge" in d.value.columns)
     assert table["merge"].iloc[0] == 1
     by_label(at.slider, "Merges applied").set_value(1).run()
@@ -85,7 +97,7 @@ def test_merges_count_from_one_in_the_table_and_the_replay():
 def test_zipf_caption_reports_the_fit():
     at = run_page("pages/tokens.py", corpus="names")
     by_label(at.slider, "Vocabulary size").set_value(300)
-    at.button(key="train_bpe").click().run()
+    finish_jobs(at.button(key="train_bpe").click().run())
     caption = next(c.value for c in at.caption if "log–log" in c.value)
     assert "R² =" in caption
     r2 = float(re.search(r"R² = ([0-9.]+)", caption).group(1))

@@ -46,6 +46,8 @@ _VERSION = "_picker_version"  # bumped by select() so the widget is drawn anew w
 _NOTICE = "_picker_notice"
 _STEP_WIDGET = "_picker_step_widget"  # the key of the step slider drawn last (older ones are stale)
 _SHOWN_NEWEST = "_picker_shown_newest"  # run_id → the newest step the sidebar slider showed in this script run
+_MOVED = "_picker_step_moved"  # the step slider was moved (its fragment then reruns the page)
+_USED = "_picker_used"  # did this page's last run draw the picked model (current() was asked)?
 
 
 @dataclass(frozen=True)
@@ -370,6 +372,7 @@ def current() -> ModelView:
     A run that follows its newest snapshot resolves to the step the sidebar slider shows, so a snapshot
     taken while the page draws never makes the page disagree with the sidebar.
     """
+    st.session_state[_USED] = True  # this page draws the picked model: following a run redraws it
     key = selected_key()
     if key.startswith("run:") and "@" not in key and key in st.session_state.get(_SHOWN_NEWEST, {}):
         key = f"{key}@{st.session_state[_SHOWN_NEWEST][key]}"
@@ -471,6 +474,7 @@ def _remember_step(widget_key: str, base: str, last: int) -> None:
         return  # an older step slider (the run has grown since): its value is stale
     value = st.session_state[widget_key]
     st.session_state.setdefault(_STEPS, {})[base] = None if value >= last else value
+    st.session_state[_MOVED] = True  # the slider's fragment redraws the whole page with this step
 
 
 def sidebar() -> None:
@@ -500,38 +504,54 @@ def sidebar() -> None:
     entry = by_key[chosen]
     if entry.note:
         st.caption(entry.note)
+    st.session_state[_USED] = False  # until a page section asks current()
     if entry.steps:
-        steps = list(entry.steps)
-        stored = st.session_state.get(_STEPS, {}).get(chosen)
-        value = steps[-1] if stored is None else min(steps, key=lambda s: (abs(s - stored), s))
-        step_key = f"picker_step_{chosen}_{version}_{len(steps)}_{steps[-1]}"
-        st.session_state.setdefault(_SHOWN_NEWEST, {})[chosen] = steps[-1]
-        st.session_state[_STEP_WIDGET] = step_key
-        if len(steps) > 1:
-            st.select_slider("Step (snapshot of the run)", steps, value=value, key=step_key,
-                             on_change=_remember_step, args=(step_key, chosen, steps[-1]),
-                             help="The run keeps its weights at steps 0, 1, 2, 5, 10, 20, 50, … and its newest "
-                                  "step. The last position follows the run while it trains.")
-        else:
-            st.caption("Step 0 (the run has just started).")
+        job = manager().get(session_id(), chosen.split(":", 1)[1])
+        following = job is not None and job.changing and st.session_state.get(_STEPS, {}).get(chosen) is None
+        interval = watch.refresh_seconds(session_id()) if following else None
+        st.fragment(_step_slider_timed, run_every=interval)(chosen, version)
+
+
+def _step_slider_timed(chosen: str, version: int) -> None:
+    begin = time.perf_counter()
+    try:
+        sections.timed("sidebar.step", _step_slider)(chosen, version)
+    finally:
+        watch.record(session_id(), "sidebar.step", time.perf_counter() - begin)
+
+
+def _step_slider(chosen: str, version: int) -> None:
+    """The picked run's step slider. While the run trains and the slider follows its newest snapshot, this part
+    of the sidebar refreshes on its own (cheap), and the page is drawn again only when it shows the picked model
+    and a newer snapshot exists."""
+    job = manager().get(session_id(), chosen.split(":", 1)[1])
+    steps = list(job.snapshots.steps()) if job is not None and job.snapshots is not None else []
+    if not steps:
+        return
+    stored = st.session_state.get(_STEPS, {}).get(chosen)
+    value = steps[-1] if stored is None else min(steps, key=lambda s: (abs(s - stored), s))
+    step_key = f"picker_step_{chosen}_{version}_{len(steps)}_{steps[-1]}"
+    shown = st.session_state.setdefault(_SHOWN_NEWEST, {})
+    page_step = shown.get(chosen)
+    shown[chosen] = steps[-1]
+    st.session_state[_STEP_WIDGET] = step_key
+    if len(steps) > 1:
+        st.select_slider("Step (snapshot of the run)", steps, value=value, key=step_key,
+                         on_change=_remember_step, args=(step_key, chosen, steps[-1]),
+                         help="The run keeps its weights at steps 0, 1, 2, 5, 10, 20, 50, … and its newest "
+                              "step. The last position follows the run while it trains.")
+    else:
+        st.caption("Step 0 (the run has just started).")
+    if st.session_state.pop(_MOVED, False) or (
+            stored is None and page_step is not None and page_step != steps[-1] and st.session_state.get(_USED)):
+        # the student moved the slider, or the followed run has a newer snapshot than the page shows
+        st.session_state[FOLLOW] = stored is None
+        st.rerun(scope="app")
 
 
 def status_line(job: jobs.Job) -> str:
     status = job.status()
     return f"{job.label}: {status.describe()}"
-
-
-def newer_snapshot_than_shown() -> bool:
-    """True when the picked run follows its newest snapshot and has a newer one than this page drew with."""
-    base = st.session_state.get(_SELECTED, DEFAULT_KEY)
-    if not base.startswith("run:") or st.session_state.get(_STEPS, {}).get(base) is not None:
-        return False
-    shown = st.session_state.get(_SHOWN_NEWEST, {}).get(base)
-    job = manager().get(session_id(), base.split(":", 1)[1])
-    if shown is None or job is None or job.snapshots is None:
-        return False
-    newest = job.snapshots.last_step
-    return newest is not None and newest != shown
 
 
 FOLLOW = "_picker_follow_rerun"  # set when the page reruns to show a newer snapshot (app.py times that rerun)
@@ -553,9 +573,6 @@ def _jobs_panel_body(in_fragment: bool = False) -> None:
         st.session_state["_picker_active_jobs"] = now_active
         st.rerun(scope="app")
     st.session_state["_picker_active_jobs"] = now_active
-    if in_fragment and newer_snapshot_than_shown():  # the page follows the run: draw it at its newest step
-        st.session_state[FOLLOW] = True
-        st.rerun(scope="app")
 
 
 def _jobs_panel_timed() -> None:
@@ -569,7 +586,7 @@ def _jobs_panel_timed() -> None:
 def jobs_panel() -> None:
     """Progress of this session's running jobs in the sidebar, refreshed while any runs (every 2 s for one
     watching tab, less often when many watch: :mod:`ui.watch`). The refresh also tells the job manager this
-    browser session is still here, and redraws the page when the picked run has a newer snapshot to show."""
+    browser session is still here."""
     if any(job.changing for job in manager().jobs(session_id())):
         st.fragment(_jobs_panel_timed, run_every=watch.refresh_seconds(session_id()))()
     else:

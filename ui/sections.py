@@ -61,6 +61,24 @@ def section(name: str) -> Callable[[Callable], Callable]:
     return wrap
 
 
+def lazy(label: str, key: str, *, expanded: bool = False, help_text: str | None = None):
+    """An expander whose content runs only while it is open: returns its container when open, else None.
+
+        if (box := sections.lazy("Step 0 vs step N", "attention_before_after")):
+            with box:
+                draw_the_comparison()
+
+    Most students never open the secondary parts of a page (a comparison, a second model, a grid of every
+    head); drawn inside a lazy expander they cost nothing until opened. Opening it reruns its section (or the
+    page, outside a section); ``st.session_state["lazy_" + key]`` holds whether it is open (tests set it)."""
+    box = st.expander(label, expanded=expanded, key=f"lazy_{key}", on_change="rerun")
+    if box.open:
+        if help_text:
+            box.caption(help_text)
+        return box
+    return None
+
+
 class timed_page:
     """Context manager around a whole page's script run (app.py: ``with sections.timed_page() as timer``)."""
 
