@@ -45,6 +45,7 @@ class SamplingError(LlmvizError, ValueError):
 
 
 GREEDY_BELOW = 1e-3  # temperatures below this are greedy (T = 0)
+MAX_BEAM_WIDTH = 64  # beam search runs one forward pass per beam per token: wider is minutes of work
 MAX_VISIBLE_TOKENS = 512  # the most tokens any model is shown, even one without a fixed context (an RNN)
 
 
@@ -105,15 +106,22 @@ def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
 
 
 def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
-    """Keep the most likely tokens until their probabilities reach ``p``; p = 1 = no cut."""
+    """Keep the most likely tokens until their probabilities reach ``p``; p = 1 = no cut.
+
+    The most likely token is always kept, however small ``p`` is:
+
+    >>> top_p_filter(torch.tensor([0.0, 2.0, 1.0]), 1e-300).tolist()
+    [-inf, 2.0, -inf]
+    """
     if not isinstance(p, int | float) or math.isnan(p) or not (0.0 < p <= 1.0):
         raise SamplingError(f"top-p must be in (0, 1] (got {p}); 1 turns it off.")
     if p >= 1.0:
         return logits
-    probabilities = softmax(logits)
+    probabilities = torch.softmax(logits.double(), dim=-1)  # float64: a p as small as 1e-300 stays above 0
     sorted_probs, order = torch.sort(probabilities, dim=-1, descending=True)
     mass_before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs  # probability of the tokens ahead
-    remove_sorted = mass_before >= p  # the top token has mass_before = 0 < p: always kept
+    remove_sorted = mass_before >= p
+    remove_sorted[..., 0] = False  # the most likely token always stays (HF's min_tokens_to_keep=1), whatever p is
     remove = torch.zeros_like(remove_sorted).scatter(-1, order, remove_sorted)
     return logits.masked_fill(remove, float("-inf"))
 
@@ -417,8 +425,9 @@ def beam_search(model: nn.Module, ids: list[int], width: int = 3, max_new_tokens
     Returns the best one and the explored tree: every expanded candidate, with ``kept`` telling
     which survived. Width 1 is greedy decoding.
     """
-    if not isinstance(width, int) or width < 1:
-        raise SamplingError(f"The beam width must be a whole number ≥ 1 (got {width}).")
+    if not isinstance(width, int) or isinstance(width, bool) or not 1 <= width <= MAX_BEAM_WIDTH:
+        raise SamplingError(f"The beam width must be a whole number from 1 to {MAX_BEAM_WIDTH} (got {width}): "
+                            "every beam costs one forward pass per new token.")
     was_training = model.training
     model.eval()
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
