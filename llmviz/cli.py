@@ -65,6 +65,11 @@ def load_tokenizer(name: str, text: str, corpus_name: str | None = None):
     if path.is_dir():
         path = path / "checkpoint.json"
     if not path.is_file():
+        if path.suffix.lower() == ".json" or len(path.parts) > 1:  # meant as a file: say that it is missing
+            what = "checkpoint folder without a checkpoint.json" if path.name == "checkpoint.json" else "file"
+            raise tokenizers.TokenizerError(
+                f"No tokenizer {what} at {name}: check the path (a BPE saved from the Tokens page is a .json file; "
+                "a checkpoint is a folder such as data/gpt-python-docs).")
         raise tokenizers.TokenizerError(
             f"Unknown tokenizer {name!r}: use char, gpt2, cl100k, a tokenizer JSON file or a checkpoint folder.")
     try:
@@ -91,8 +96,15 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     if args.file is not None:
         try:
             text = sys.stdin.read() if args.file == "-" else Path(args.file).read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise TokenizerError(f"Cannot read {args.file} as UTF-8 text: {error}") from None
+        except FileNotFoundError:
+            raise TokenizerError(f"No file {args.file}: check the path ('-' reads standard input).") from None
+        except IsADirectoryError:
+            raise TokenizerError(f"{args.file} is a folder, not a text file.") from None
+        except OSError as error:
+            raise TokenizerError(f"Cannot read {args.file}: {error.strerror or error}.") from None
+        except UnicodeDecodeError as error:
+            raise TokenizerError(f"{args.file} is not UTF-8 text: byte {error.object[error.start]:#04x} at offset "
+                                 f"{error.start:,} cannot be decoded. Save it as UTF-8.") from None
     else:
         text = args.text
     tokenizer = load_tokenizer(args.tokenizer, text, args.corpus)

@@ -8,6 +8,8 @@ import secrets
 import numpy as np
 import torch
 
+from llmviz.errors import ConfigError
+
 
 def available_devices() -> list[str]:
     """Devices usable on this machine, best first; ``"cpu"`` is always last.
@@ -26,15 +28,32 @@ def available_devices() -> list[str]:
 
 
 def pick_device(override: str | None = None) -> str:
-    """The device to run on: ``override`` when it is available, else the best one.
+    """The device to run on: ``override``, or the best one for ``None``/``"auto"``.
 
-    ``override`` may be ``None`` or ``"auto"`` (pick automatically).
+    An unavailable or unknown device is an error that names the available ones: falling back to the CPU in
+    silence turned a GPU-sized run into hours. ``"cuda:N"`` picks one GPU.
+
+    >>> pick_device("cpu")
+    'cpu'
+    >>> pick_device("gpu")
+    Traceback (most recent call last):
+    ...
+    llmviz.errors.ConfigError: Unknown device 'gpu': use auto, cpu, cuda or mps. On this machine: ...
     """
     devices = available_devices()
     if override in (None, "", "auto"):
         return devices[0]
-    if override not in devices:
-        return devices[0]
+    on_this_machine = f"On this machine: auto (= {devices[0]}), {', '.join(devices)}."
+    kind, _, index = override.partition(":")
+    if kind not in ("cpu", "cuda", "mps") or (index and (kind != "cuda" or not index.isdigit())):
+        raise ConfigError(f"Unknown device {override!r}: use auto, cpu, cuda or mps. {on_this_machine}")
+    if kind not in devices:
+        raise ConfigError(f"The device {override!r} is not available here"
+                          f"{' (no CUDA GPU, or a CPU-only build of torch)' if kind == 'cuda' else ''}. "
+                          f"{on_this_machine}")
+    if index and int(index) >= torch.cuda.device_count():
+        raise ConfigError(f"There is no GPU {override!r}: this machine has {torch.cuda.device_count()} "
+                          f"(cuda:0 to cuda:{torch.cuda.device_count() - 1}).")
     return override
 
 
