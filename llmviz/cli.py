@@ -48,7 +48,7 @@ def load_tokenizer(name: str, text: str, corpus_name: str | None = None):
     ``--corpus`` (or of the text itself); anything else is a path: a tokenizer JSON file (the
     Tokens page's download, or :meth:`BPETokenizer.save`) or a checkpoint folder/``checkpoint.json``.
     """
-    import json
+    import os
     from pathlib import Path
 
     from llmviz import tokenizers
@@ -64,7 +64,7 @@ def load_tokenizer(name: str, text: str, corpus_name: str | None = None):
     path = Path(name)
     if path.is_dir():
         path = path / "checkpoint.json"
-    if not path.is_file():
+    if not os.path.lexists(path):
         if path.suffix.lower() == ".json" or len(path.parts) > 1:  # meant as a file: say that it is missing
             what = "checkpoint folder without a checkpoint.json" if path.name == "checkpoint.json" else "file"
             raise tokenizers.TokenizerError(
@@ -72,12 +72,13 @@ def load_tokenizer(name: str, text: str, corpus_name: str | None = None):
                 "a checkpoint is a folder such as data/gpt-python-docs).")
         raise tokenizers.TokenizerError(
             f"Unknown tokenizer {name!r}: use char, gpt2, cl100k, a tokenizer JSON file or a checkpoint folder.")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise tokenizers.TokenizerError(f"Cannot read tokenizer file {path}: {error}") from None
-    if not isinstance(data, dict):
-        raise tokenizers.TokenizerError(f"{path} is not a tokenizer file.")
+    from llmviz.errors import CheckpointError
+    from llmviz.train import MAX_META_BYTES, _read_regular_file, parse_description
+
+    try:  # regular files only, bounded in size and nesting: never a device, a pipe or a 200,000-level JSON
+        data = parse_description(_read_regular_file(path, MAX_META_BYTES), path.name)
+    except CheckpointError as error:
+        raise tokenizers.TokenizerError(f"Cannot read tokenizer file {name}: {error}") from None
     if "tokenizer" in data and isinstance(data["tokenizer"], dict):  # an llmviz checkpoint
         data = data["tokenizer"]
     if data.get("type") not in ("char", "reference", "byte-bpe"):
