@@ -1,11 +1,12 @@
-"""Pick the compute device (CUDA, MPS or CPU) and seed every random generator."""
+"""Pick the compute device (CUDA, MPS or CPU); random seeds that never touch another session's randomness."""
 
 from __future__ import annotations
 
-import random
+import contextlib
 import secrets
+import threading
+from collections.abc import Iterator
 
-import numpy as np
 import torch
 
 from llmviz.errors import ConfigError
@@ -66,11 +67,30 @@ def describe_device(device: str) -> str:
     return f"CPU ({torch.get_num_threads()} threads)"
 
 
-def seed_everything(seed: int) -> None:
-    """Seed Python's, NumPy's and PyTorch's generators so a run repeats exactly on CPU."""
-    random.seed(seed)
-    np.random.seed(seed % (2**32))
-    torch.manual_seed(seed)
+_GLOBAL_RNG_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def isolated_rng(seed: int) -> Iterator[None]:
+    """Run a block that draws from torch's global CPU generator — the default initialisation in module
+    constructors (``nn.Linear``, ``nn.Embedding``) has no ``generator=`` — as if it had just been seeded with
+    ``seed``, and leave that generator as it was.
+
+    One server process serves every session, so nothing in llmviz seeds the global generator for good: one
+    student's rerun would reseed another's run. Here, under a process-wide lock, the state is saved, seeded and
+    put back, so the block's draws depend only on ``seed`` and nobody else's stream moves. Everything drawn
+    after construction (batches, dropout, sampling) uses ``torch.Generator`` objects owned by the run or view.
+
+    >>> with isolated_rng(0):
+    ...     a = torch.rand(2)
+    >>> with isolated_rng(0):
+    ...     b = torch.rand(2)
+    >>> torch.equal(a, b)
+    True
+    """
+    with _GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[]):
+        torch.default_generator.manual_seed(seed)  # the CPU generator only: torch.manual_seed would reseed CUDA's
+        yield
 
 
 def fresh_seed() -> int:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn as nn
 
+from llmviz.device import fresh_seed
 from llmviz.errors import LlmvizError
 from llmviz.tokenizers import ENDOFTEXT, BPETokenizer, CharTokenizer, Tokenizer
 
@@ -278,8 +279,13 @@ def generate(
     seed: int | None = 0,
     use_kv_cache: bool = True,
     forced: dict[int, int] | None = None,
+    generator: torch.Generator | None = None,
 ) -> Iterator[StepRecord]:
     """Yield one record per generated token. ``forced`` maps a step to a token to take instead.
+
+    Sampling draws from ``generator`` when given (a view's own stream, which it advances), else from a fresh
+    one seeded with ``seed`` (``None``: unseeded). Never from torch's global generator, which every session of
+    the server shares.
 
     The model sees at most :func:`visible_tokens`. When the text outgrows that, the window
     keeps :func:`shift_keep` tokens: the last half for models with a KV cache (a "context
@@ -293,7 +299,8 @@ def generate(
     was_training = model.training
     model.eval()
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
-    generator = torch.Generator().manual_seed(seed) if seed is not None else None
+    if generator is None:
+        generator = torch.Generator().manual_seed(fresh_seed() if seed is None else seed)
     sequence = list(ids)
     limit, keep = visible_tokens(model), shift_keep(model)
     start = max(0, len(sequence) - limit)  # the window the model sees is sequence[start:]
@@ -357,17 +364,20 @@ class GeneratedText:
 
 def generate_from_prompt(model: nn.Module, tokenizer: Tokenizer, prompt: str = "", max_new_tokens: int = 100,
                          temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
-                         seed: int | None = 0) -> GeneratedText:
+                         seed: int | None = 0, generator: torch.Generator | None = None) -> GeneratedText:
     """Encode ``prompt`` (:func:`encode_prompt`), generate, and keep both for display."""
     encoded = encode_prompt(tokenizer, prompt, model)
-    records = list(generate(model, encoded.ids, max_new_tokens, temperature, top_k, top_p, seed))
+    records = list(generate(model, encoded.ids, max_new_tokens, temperature, top_k, top_p, seed,
+                            generator=generator))
     return GeneratedText(prompt=encoded, new_text=tokenizer.decode([r.token for r in records]), records=records)
 
 
 def generate_text(model: nn.Module, tokenizer: Tokenizer, prompt: str = "", max_new_tokens: int = 100,
-                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int | None = 0) -> str:
+                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int | None = 0,
+                  generator: torch.Generator | None = None) -> str:
     """The prompt (without characters the model lacks) and its continuation, as one string."""
-    return generate_from_prompt(model, tokenizer, prompt, max_new_tokens, temperature, top_k, top_p, seed).text
+    return generate_from_prompt(model, tokenizer, prompt, max_new_tokens, temperature, top_k, top_p, seed,
+                                generator=generator).text
 
 
 @dataclass

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import json
 import math
 import os
@@ -25,10 +26,12 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
+from llmviz.device import isolated_rng
 from llmviz.distributed import ProcessGroup, accumulation_steps, micro_batches
 from llmviz.errors import CheckpointError, ConfigError, TrainingDiverged
 from llmviz.models.charlevel import CHAR_MODELS, build_char_model
 from llmviz.models.gpt import GPT, PRESETS, GPTConfig
+from llmviz.models.layers import set_dropout_generator
 from llmviz.tokenizers import BPETokenizer, CharTokenizer, Tokenizer, TokenizerError, tokenizer_from_dict
 
 OPTIMIZERS = ["sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"]
@@ -272,6 +275,17 @@ def divergence_advice(config: TrainConfig) -> str:
 # ---------------------------------------------------------------------------- the loop
 
 
+def dropout_seed(seed: int, rank: int = 0, step: int = 0) -> int:
+    """The seed of a run's dropout stream on one rank (after ``step`` steps, for a resumed rank > 0): distinct
+    for every rank, and unrelated to the batch streams (``seed``, ``seed + 1``, ``seed + 2``).
+
+    >>> dropout_seed(1337, 0) != dropout_seed(1337, 1) != dropout_seed(1338, 0)
+    True
+    """
+    digest = hashlib.sha256(f"llmviz dropout {seed} {rank} {step}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1  # 63 bits: what torch.Generator.manual_seed takes
+
+
 def load_initial(init: str, device: str = "cpu") -> tuple[nn.Module, Tokenizer]:
     """The model and tokenizer to fine-tune: an llmviz checkpoint folder, else a Hugging Face GPT-2
     (a folder, or a Hub id that is downloaded once when not cached)."""
@@ -315,14 +329,21 @@ class Trainer:
     initial_model: InitVar[nn.Module | None] = None  # fine-tuning: start from (a copy of) these weights
 
     def __post_init__(self, initial_model: nn.Module | None = None):
-        torch.manual_seed(self.config.seed)  # the same seed on every rank: the same initial weights
         self.device = torch.device(self.config.device)
         if initial_model is None and self.config.init is not None:
             raise ConfigError("This run starts from trained weights: create it with Trainer.from_text, which loads them.")
-        if initial_model is not None:
-            self.model = fine_tuning_copy(initial_model, self.config).to(self.device)
-        else:
-            self.model = build_model(self.config, self.dataset.vocab_size).to(self.device)
+        # the same seed on every rank: the same initial weights; drawn without moving anyone else's randomness
+        with isolated_rng(self.config.seed):
+            if initial_model is not None:
+                model = fine_tuning_copy(initial_model, self.config)
+            else:
+                model = build_model(self.config, self.dataset.vocab_size)
+        self.model = model.to(self.device)
+        # dropout draws from the run's own stream, a different one on every rank (the ranks' slices are different
+        # windows; equal masks would correlate them)
+        self.dropout_generator = torch.Generator(device=self.device).manual_seed(
+            dropout_seed(self.config.seed, self.group.rank))
+        set_dropout_generator(self.model, self.dropout_generator)
         self.accumulation = accumulation_steps(self.config.batch_size, self.group.world_size,
                                                self.config.micro_batch_size)
         if self.group.distributed and getattr(self.model, "trained_by_counting", False):
@@ -466,6 +487,7 @@ def save_checkpoint(directory: str | Path, trainer: Trainer, extra: dict | None 
     save_file(model_state(trainer.model), str(directory / MODEL_FILE))
 
     tensors = {"rng.train": trainer.train_generator.get_state(), "rng.val": trainer.val_generator.get_state(),
+               "rng.dropout": trainer.dropout_generator.get_state(),  # rank 0's: the process that saves
                "rng.torch": torch.get_rng_state(), **accelerator_rng_states()}
     groups = []
     if trainer.optimizer is not None:
@@ -835,6 +857,12 @@ def resume(directory: str | Path, text: str, device: str = "cpu", group: Process
     state = read_safetensors(Path(directory) / STATE_FILE)
     trainer.train_generator.set_state(state["rng.train"])
     trainer.val_generator.set_state(state["rng.val"])
+    try:  # rank 0 continues its dropout stream (saved on a CPU or a GPU: the two states differ in form)
+        if not (trainer.group.is_main and "rng.dropout" in state):
+            raise RuntimeError("not saved")
+        trainer.dropout_generator.set_state(state["rng.dropout"])
+    except RuntimeError:  # the other ranks' streams were not saved: fresh ones, never the first steps' again
+        trainer.dropout_generator.manual_seed(dropout_seed(config.seed, trainer.group.rank, trainer.step))
     torch.set_rng_state(state["rng.torch"])
     restore_accelerator_rng_states(state)
     if trainer.optimizer is not None:
