@@ -5,7 +5,6 @@ import time
 import streamlit as st
 
 import ui
-from llmviz.device import seed_everything
 from ui import charts, picker, present, sections, share, watch
 
 st.set_page_config(page_title="llmviz", page_icon=":material/neurology:", layout="wide",
@@ -35,9 +34,8 @@ with ui.router_run(), sections.timed_page() as page_timer:  # server time per ru
     page_timer.name = navigation.url_path or "start"
     share.restore_model()
     settings = ui.sidebar()
-    share.record_model()
-    if settings.deterministic:
-        seed_everything(settings.seed)
+    share.record_model()  # the sidebar's seed is passed down to each random action (settings.run_seed()): one
+    # server process serves every session, so the global torch generator is never seeded here
     charts.install_export()
     present.apply()
     with share.links():

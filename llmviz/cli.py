@@ -48,7 +48,7 @@ def load_tokenizer(name: str, text: str, corpus_name: str | None = None):
     ``--corpus`` (or of the text itself); anything else is a path: a tokenizer JSON file (the
     Tokens page's download, or :meth:`BPETokenizer.save`) or a checkpoint folder/``checkpoint.json``.
     """
-    import json
+    import os
     from pathlib import Path
 
     from llmviz import tokenizers
@@ -64,15 +64,21 @@ def load_tokenizer(name: str, text: str, corpus_name: str | None = None):
     path = Path(name)
     if path.is_dir():
         path = path / "checkpoint.json"
-    if not path.is_file():
+    if not os.path.lexists(path):
+        if path.suffix.lower() == ".json" or len(path.parts) > 1:  # meant as a file: say that it is missing
+            what = "checkpoint folder without a checkpoint.json" if path.name == "checkpoint.json" else "file"
+            raise tokenizers.TokenizerError(
+                f"No tokenizer {what} at {name}: check the path (a BPE saved from the Tokens page is a .json file; "
+                "a checkpoint is a folder such as data/gpt-python-docs).")
         raise tokenizers.TokenizerError(
             f"Unknown tokenizer {name!r}: use char, gpt2, cl100k, a tokenizer JSON file or a checkpoint folder.")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise tokenizers.TokenizerError(f"Cannot read tokenizer file {path}: {error}") from None
-    if not isinstance(data, dict):
-        raise tokenizers.TokenizerError(f"{path} is not a tokenizer file.")
+    from llmviz.errors import CheckpointError
+    from llmviz.train import MAX_META_BYTES, _read_regular_file, parse_description
+
+    try:  # regular files only, bounded in size and nesting: never a device, a pipe or a 200,000-level JSON
+        data = parse_description(_read_regular_file(path, MAX_META_BYTES), path.name)
+    except CheckpointError as error:
+        raise tokenizers.TokenizerError(f"Cannot read tokenizer file {name}: {error}") from None
     if "tokenizer" in data and isinstance(data["tokenizer"], dict):  # an llmviz checkpoint
         data = data["tokenizer"]
     if data.get("type") not in ("char", "reference", "byte-bpe"):
@@ -91,8 +97,15 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     if args.file is not None:
         try:
             text = sys.stdin.read() if args.file == "-" else Path(args.file).read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise TokenizerError(f"Cannot read {args.file} as UTF-8 text: {error}") from None
+        except FileNotFoundError:
+            raise TokenizerError(f"No file {args.file}: check the path ('-' reads standard input).") from None
+        except IsADirectoryError:
+            raise TokenizerError(f"{args.file} is a folder, not a text file.") from None
+        except OSError as error:
+            raise TokenizerError(f"Cannot read {args.file}: {error.strerror or error}.") from None
+        except UnicodeDecodeError as error:
+            raise TokenizerError(f"{args.file} is not UTF-8 text: byte {error.object[error.start]:#04x} at offset "
+                                 f"{error.start:,} cannot be decoded. Save it as UTF-8.") from None
     else:
         text = args.text
     tokenizer = load_tokenizer(args.tokenizer, text, args.corpus)

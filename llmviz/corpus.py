@@ -12,7 +12,9 @@ from __future__ import annotations
 import hashlib
 import http.client
 import importlib.util
+import io
 import os
+import socket
 import tempfile
 import time
 import urllib.error
@@ -28,6 +30,7 @@ MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # 20 MB; .streamlit/config.toml's maxUpload
 DOWNLOAD_TIMEOUT_S = 20.0  # the longest wait for any one network read
 DOWNLOAD_DEADLINE_S = 120.0  # the longest a whole download may take (a trickling server is given up on)
 _CHUNK_BYTES = 64 * 1024
+_POLL_S = 0.25  # while waiting for bytes, ask the progress callback (a Cancel) this often
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,83 @@ class DownloadCancelled(CorpusUnavailable):
     """Raised by a ``progress`` callback to stop a download; nothing is saved."""
 
 
+class _TooSlow(Exception):
+    """The whole-download deadline passed (raised inside a socket read, turned into a message by :func:`download`)."""
+
+
+class _DeadlineSocket:
+    """A connected socket whose every read ends by one deadline, checks for a cancel and detects a stall.
+
+    ``http.client`` reads the status line and headers with one socket read per call of ``readline``; a plain
+    socket timeout bounds each read, not the whole, so a server sending one header byte a second kept a download
+    waiting for ever. Here each read waits at most ``_POLL_S`` at a time; between waits it raises :class:`_TooSlow`
+    past ``deadline`` (a ``time.monotonic()`` value), :class:`TimeoutError` after ``stall_s`` without a byte, and
+    calls ``poll()`` (which may raise to cancel).
+    """
+
+    def __init__(self, sock: socket.socket, deadline: float, stall_s: float, poll: Callable[[], None]):
+        self._sock, self._deadline, self._stall_s, self._poll = sock, deadline, stall_s, poll
+        self._polled = time.monotonic()
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
+
+    def makefile(self, mode="r", buffering=None, **kwargs):
+        # http.client reads its responses only this way; like socket.makefile, the reader keeps the socket open
+        # after the connection's close() until the response is read (SocketIO.close gives the reference back)
+        self._sock._io_refs += 1
+        return io.BufferedReader(socket.SocketIO(self, "rb"))
+
+    def recv_into(self, buffer, nbytes=0, flags=0):
+        waited_from = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if now >= self._deadline:
+                raise _TooSlow
+            if now - waited_from >= self._stall_s:
+                raise TimeoutError("no data")
+            if now - self._polled >= _POLL_S:  # also while bytes trickle in, one at a time
+                self._polled = now
+                self._poll()
+            self._sock.settimeout(max(0.001, min(_POLL_S, self._deadline - now, self._stall_s - (now - waited_from))))
+            try:
+                return self._sock.recv_into(buffer, nbytes, flags)
+            except TimeoutError:
+                continue
+
+    def recv(self, bufsize, flags=0):
+        buffer = bytearray(bufsize)
+        count = self.recv_into(buffer, bufsize, flags)
+        return bytes(buffer[:count])
+
+
+def _deadline_opener(deadline: float, stall_s: float, poll: Callable[[], None]) -> urllib.request.OpenerDirector:
+    """A urllib opener whose connections read through :class:`_DeadlineSocket` (HTTP and HTTPS)."""
+
+    def wrapping(connection_class):
+        class Connection(connection_class):
+            def connect(self):
+                super().connect()  # HTTPS: the TLS handshake is bounded by the connection's own timeout
+                self.sock = _DeadlineSocket(self.sock, deadline, stall_s, poll)
+
+        return Connection
+
+    plain, secure = wrapping(http.client.HTTPConnection), wrapping(http.client.HTTPSConnection)
+
+    class Handler(urllib.request.HTTPHandler):
+        def http_open(self, request):
+            return self.do_open(plain, request)
+
+    class SecureHandler(urllib.request.HTTPSHandler):
+        def https_open(self, request):
+            extra = {"context": self._context}
+            if getattr(self, "_check_hostname", None) is not None:  # Python 3.11's handler still has it
+                extra["check_hostname"] = self._check_hostname
+            return self.do_open(secure, request, **extra)
+
+    return urllib.request.build_opener(Handler, SecureHandler)
+
+
 def download(
     name: str,
     *,
@@ -201,11 +281,12 @@ def download(
 ) -> Path:
     """Download a corpus into the cache, verify its size and sha256, and write it atomically.
 
-    The body arrives in chunks; ``progress(received_bytes, total_bytes)`` is called after each one and may raise
-    (:class:`DownloadCancelled`, or a Streamlit rerun) to cancel. The whole download must finish within
-    ``deadline_s`` seconds (plus at most one read's ``timeout``): a server that trickles bytes is given up on. The
-    bytes are renamed into the cache only after all of them arrived and match the pinned size and checksum, so a
-    failure or a cancel leaves nothing behind.
+    The body arrives in chunks; ``progress(received_bytes, total_bytes)`` is called after each one, and every
+    ~0.25 s while nothing arrives (also while waiting for the server's headers), and may raise
+    (:class:`DownloadCancelled`, or a Streamlit rerun) to cancel. The whole download, from the connection on,
+    must finish within ``deadline_s`` seconds, and ``timeout`` seconds without a byte is a stall: a server that
+    trickles bytes, headers included, is given up on. The bytes are renamed into the cache only after all of them
+    arrived and match the pinned size and checksum, so a failure or a cancel leaves nothing behind.
     """
     entry = info(name)
     if not entry.downloadable:
@@ -216,16 +297,20 @@ def download(
     started = time.monotonic()
     chunks: list[bytes] = []
     received = 0
+    total: int | None = entry.size_bytes
+
+    def poll() -> None:
+        if progress is not None:
+            progress(received, total)
+
+    opener = _deadline_opener(started + deadline_s, timeout, poll)
     try:
-        with urllib.request.urlopen(source, timeout=min(timeout, deadline_s)) as response:
+        with opener.open(source, timeout=min(timeout, deadline_s)) as response:
             header = response.headers.get("Content-Length")
             total = int(header) if header is not None and header.isdigit() else entry.size_bytes
             while True:
                 if time.monotonic() - started > deadline_s:
-                    raise CorpusUnavailable(
-                        f"The download of {entry.title} is too slow: {received:,} of {entry.size_bytes:,} bytes "
-                        f"arrived in {deadline_s:.0f} s. Nothing was saved; try again later."
-                    )
+                    raise _TooSlow
                 chunk = response.read1(_CHUNK_BYTES)  # returns what one network read gave: never waits for more
                 if not chunk:
                     break
@@ -238,6 +323,11 @@ def download(
                     )
                 if progress is not None:
                     progress(received, total)
+    except _TooSlow:
+        raise CorpusUnavailable(
+            f"The download of {entry.title} is too slow: {received:,} of {entry.size_bytes:,} bytes "
+            f"arrived in {deadline_s:.0f} s. Nothing was saved; try again later."
+        ) from None
     except http.client.IncompleteRead as error:
         raise CorpusUnavailable(
             f"The download of {entry.title} was cut off ({received + len(error.partial):,} bytes arrived, "
@@ -252,13 +342,20 @@ def download(
             f"The download of {entry.title} stalled ({received:,} bytes arrived, then nothing for {timeout:.0f} s). "
             "Nothing was saved; try again later."
         ) from None
-    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as error:
-        reason = getattr(error, "reason", error)
-        raise CorpusUnavailable(
-            f"Could not download {entry.title} from {source} ({reason}). "
-            "You seem to be offline: use a built-in corpus (python-docs, names) or upload a "
-            "text file; downloads work again when the network does."
-        ) from None
+    except urllib.error.URLError as error:
+        if isinstance(error.reason, _TooSlow):
+            raise CorpusUnavailable(
+                f"The download of {entry.title} is too slow: the server did not answer within {deadline_s:.0f} s. "
+                "Nothing was saved; try again later."
+            ) from None
+        if isinstance(error.reason, TimeoutError):
+            raise CorpusUnavailable(
+                f"The download of {entry.title} stalled: the server did not answer for {timeout:.0f} s. "
+                "Nothing was saved; try again later."
+            ) from None
+        raise _offline(entry, source, error) from None
+    except (http.client.HTTPException, OSError, ValueError) as error:
+        raise _offline(entry, source, error) from None
     data = b"".join(chunks)
     if len(data) != entry.size_bytes:  # also catches a cut body that came without a Content-Length
         raise CorpusUnavailable(
@@ -278,6 +375,15 @@ def download(
         raise CorpusUnavailable(f"The download of {entry.title} is not UTF-8 text.") from None
     _write_atomically(target, data)
     return target
+
+
+def _offline(entry: CorpusInfo, source: str, error: Exception) -> CorpusUnavailable:
+    reason = getattr(error, "reason", error)
+    return CorpusUnavailable(
+        f"Could not download {entry.title} from {source} ({reason}). "
+        "You seem to be offline: use a built-in corpus (python-docs, names) or upload a "
+        "text file; downloads work again when the network does."
+    )
 
 
 def _write_atomically(target: Path, data: bytes) -> None:

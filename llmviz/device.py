@@ -1,12 +1,15 @@
-"""Pick the compute device (CUDA, MPS or CPU) and seed every random generator."""
+"""Pick the compute device (CUDA, MPS or CPU); random seeds that never touch another session's randomness."""
 
 from __future__ import annotations
 
-import random
+import contextlib
 import secrets
+import threading
+from collections.abc import Iterator
 
-import numpy as np
 import torch
+
+from llmviz.errors import ConfigError
 
 
 def available_devices() -> list[str]:
@@ -26,15 +29,32 @@ def available_devices() -> list[str]:
 
 
 def pick_device(override: str | None = None) -> str:
-    """The device to run on: ``override`` when it is available, else the best one.
+    """The device to run on: ``override``, or the best one for ``None``/``"auto"``.
 
-    ``override`` may be ``None`` or ``"auto"`` (pick automatically).
+    An unavailable or unknown device is an error that names the available ones: falling back to the CPU in
+    silence turned a GPU-sized run into hours. ``"cuda:N"`` picks one GPU.
+
+    >>> pick_device("cpu")
+    'cpu'
+    >>> pick_device("gpu")
+    Traceback (most recent call last):
+    ...
+    llmviz.errors.ConfigError: Unknown device 'gpu': use auto, cpu, cuda or mps. On this machine: ...
     """
     devices = available_devices()
     if override in (None, "", "auto"):
         return devices[0]
-    if override not in devices:
-        return devices[0]
+    on_this_machine = f"On this machine: auto (= {devices[0]}), {', '.join(devices)}."
+    kind, _, index = override.partition(":")
+    if kind not in ("cpu", "cuda", "mps") or (index and (kind != "cuda" or not index.isdigit())):
+        raise ConfigError(f"Unknown device {override!r}: use auto, cpu, cuda or mps. {on_this_machine}")
+    if kind not in devices:
+        raise ConfigError(f"The device {override!r} is not available here"
+                          f"{' (no CUDA GPU, or a CPU-only build of torch)' if kind == 'cuda' else ''}. "
+                          f"{on_this_machine}")
+    if index and int(index) >= torch.cuda.device_count():
+        raise ConfigError(f"There is no GPU {override!r}: this machine has {torch.cuda.device_count()} "
+                          f"(cuda:0 to cuda:{torch.cuda.device_count() - 1}).")
     return override
 
 
@@ -47,11 +67,30 @@ def describe_device(device: str) -> str:
     return f"CPU ({torch.get_num_threads()} threads)"
 
 
-def seed_everything(seed: int) -> None:
-    """Seed Python's, NumPy's and PyTorch's generators so a run repeats exactly on CPU."""
-    random.seed(seed)
-    np.random.seed(seed % (2**32))
-    torch.manual_seed(seed)
+_GLOBAL_RNG_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def isolated_rng(seed: int) -> Iterator[None]:
+    """Run a block that draws from torch's global CPU generator — the default initialisation in module
+    constructors (``nn.Linear``, ``nn.Embedding``) has no ``generator=`` — as if it had just been seeded with
+    ``seed``, and leave that generator as it was.
+
+    One server process serves every session, so nothing in llmviz seeds the global generator for good: one
+    student's rerun would reseed another's run. Here, under a process-wide lock, the state is saved, seeded and
+    put back, so the block's draws depend only on ``seed`` and nobody else's stream moves. Everything drawn
+    after construction (batches, dropout, sampling) uses ``torch.Generator`` objects owned by the run or view.
+
+    >>> with isolated_rng(0):
+    ...     a = torch.rand(2)
+    >>> with isolated_rng(0):
+    ...     b = torch.rand(2)
+    >>> torch.equal(a, b)
+    True
+    """
+    with _GLOBAL_RNG_LOCK, torch.random.fork_rng(devices=[]):
+        torch.default_generator.manual_seed(seed)  # the CPU generator only: torch.manual_seed would reseed CUDA's
+        yield
 
 
 def fresh_seed() -> int:

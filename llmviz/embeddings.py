@@ -201,11 +201,12 @@ class Word2Vec(nn.Module):
     drawn from the unigram distribution to the power 0.75, σ(u_negative · v_center) towards 0.
     """
 
-    def __init__(self, vocab_size: int, dim: int = 50):
+    def __init__(self, vocab_size: int, dim: int = 50, generator: torch.Generator | None = None):
         super().__init__()
-        self.center = nn.Embedding(vocab_size, dim)  # v: the vectors we keep
-        self.context = nn.Embedding(vocab_size, dim)  # u
-        nn.init.uniform_(self.center.weight, -0.5 / dim, 0.5 / dim)
+        # empty tables (no draw from torch's global generator), then word2vec's own initialisation
+        self.center = nn.Embedding(vocab_size, dim, _weight=torch.empty(vocab_size, dim))  # v: the vectors we keep
+        self.context = nn.Embedding(vocab_size, dim, _weight=torch.empty(vocab_size, dim))  # u
+        nn.init.uniform_(self.center.weight, -0.5 / dim, 0.5 / dim, generator=generator)
         nn.init.zeros_(self.context.weight)
 
     def loss(self, centers: torch.Tensor, contexts: torch.Tensor, negatives: torch.Tensor) -> torch.Tensor:
@@ -229,8 +230,7 @@ def train_word2vec(text: str, dim: int = 50, window: int = 2, negatives: int = 5
                    batch_size: int = 512, lr: float = 0.01, max_vocab: int = 5000, min_count: int = 2,
                    seed: int = 0) -> Iterator[Word2VecState]:
     """Yield the model after every step (a page draws it, or stops between steps)."""
-    generator = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)  # the run's own stream: weights, batches, negatives
     tokens = words(text)
     vocabulary = build_vocabulary(tokens, max_vocab, min_count)
     ids = [vocabulary.index[w] for w in tokens if w in vocabulary.index]
@@ -239,7 +239,7 @@ def train_word2vec(text: str, dim: int = 50, window: int = 2, negatives: int = 5
         raise EmbeddingError("No word has a neighbour within the window: use more text.")
     noise = torch.tensor(vocabulary.counts, dtype=torch.float64).pow(0.75)
     noise /= noise.sum()
-    model = Word2Vec(len(vocabulary.words), dim)
+    model = Word2Vec(len(vocabulary.words), dim, generator=generator)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     for step in range(1, steps + 1):
         batch = pairs[torch.randint(len(pairs), (batch_size,), generator=generator)]

@@ -68,6 +68,13 @@ class GPT2Unavailable(LlmvizError):
     """GPT-2's files are neither on disk nor downloadable now (offline, or the Hub cannot be reached)."""
 
 
+def offline_note(repo_id: str = DEFAULT_MODEL) -> str:
+    """What to do when ``HF_HUB_OFFLINE`` stops a download."""
+    return (f"{repo_id} is not in the cache and HF_HUB_OFFLINE is set, which forbids every download: unset it "
+            f"(`unset HF_HUB_OFFLINE`, or run `HF_HUB_OFFLINE=0 python -m llmviz gpt2 download {repo_id}`) while "
+            "online; once the weights are cached, they load with it set.")
+
+
 def how_to_get(repo_id: str = DEFAULT_MODEL) -> str:
     """What a person does to get the weights (said wherever they are missing)."""
     hub = HUB_MODELS.get(repo_id)
@@ -347,7 +354,7 @@ def download(repo_id: str = DEFAULT_MODEL) -> Path:
     if folder is not None:
         return folder
     if hub_offline():
-        raise GPT2Unavailable(f"{repo_id} is not in the cache and HF_HUB_OFFLINE is set. {how_to_get(repo_id)}")
+        raise GPT2Unavailable(offline_note(repo_id))
     if not hub_reachable():
         raise GPT2Unavailable(f"{repo_id} is not in the cache and the Hugging Face Hub cannot be reached from here "
                               f"(offline?). {how_to_get(repo_id)}")
@@ -360,7 +367,7 @@ def download(repo_id: str = DEFAULT_MODEL) -> Path:
                 continue
             return config.parent
     except OfflineModeIsEnabled:
-        raise GPT2Unavailable(f"{repo_id} is not in the cache and HF_HUB_OFFLINE is set. {how_to_get(repo_id)}") from None
+        raise GPT2Unavailable(offline_note(repo_id)) from None
     except (HfHubHTTPError, OSError, ValueError) as error:
         raise GPT2Unavailable(f"Could not download {repo_id} from the Hugging Face Hub ({type(error).__name__}: "
                               f"{error}). {how_to_get(repo_id)}") from None

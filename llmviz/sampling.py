@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn as nn
 
+from llmviz.device import fresh_seed
 from llmviz.errors import LlmvizError
 from llmviz.tokenizers import ENDOFTEXT, BPETokenizer, CharTokenizer, Tokenizer
 
@@ -45,6 +46,7 @@ class SamplingError(LlmvizError, ValueError):
 
 
 GREEDY_BELOW = 1e-3  # temperatures below this are greedy (T = 0)
+MAX_BEAM_WIDTH = 64  # beam search runs one forward pass per beam per token: wider is minutes of work
 MAX_VISIBLE_TOKENS = 512  # the most tokens any model is shown, even one without a fixed context (an RNN)
 
 
@@ -105,15 +107,22 @@ def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
 
 
 def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
-    """Keep the most likely tokens until their probabilities reach ``p``; p = 1 = no cut."""
+    """Keep the most likely tokens until their probabilities reach ``p``; p = 1 = no cut.
+
+    The most likely token is always kept, however small ``p`` is:
+
+    >>> top_p_filter(torch.tensor([0.0, 2.0, 1.0]), 1e-300).tolist()
+    [-inf, 2.0, -inf]
+    """
     if not isinstance(p, int | float) or math.isnan(p) or not (0.0 < p <= 1.0):
         raise SamplingError(f"top-p must be in (0, 1] (got {p}); 1 turns it off.")
     if p >= 1.0:
         return logits
-    probabilities = softmax(logits)
+    probabilities = torch.softmax(logits.double(), dim=-1)  # float64: a p as small as 1e-300 stays above 0
     sorted_probs, order = torch.sort(probabilities, dim=-1, descending=True)
     mass_before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs  # probability of the tokens ahead
-    remove_sorted = mass_before >= p  # the top token has mass_before = 0 < p: always kept
+    remove_sorted = mass_before >= p
+    remove_sorted[..., 0] = False  # the most likely token always stays (HF's min_tokens_to_keep=1), whatever p is
     remove = torch.zeros_like(remove_sorted).scatter(-1, order, remove_sorted)
     return logits.masked_fill(remove, float("-inf"))
 
@@ -270,8 +279,13 @@ def generate(
     seed: int | None = 0,
     use_kv_cache: bool = True,
     forced: dict[int, int] | None = None,
+    generator: torch.Generator | None = None,
 ) -> Iterator[StepRecord]:
     """Yield one record per generated token. ``forced`` maps a step to a token to take instead.
+
+    Sampling draws from ``generator`` when given (a view's own stream, which it advances), else from a fresh
+    one seeded with ``seed`` (``None``: unseeded). Never from torch's global generator, which every session of
+    the server shares.
 
     The model sees at most :func:`visible_tokens`. When the text outgrows that, the window
     keeps :func:`shift_keep` tokens: the last half for models with a KV cache (a "context
@@ -285,7 +299,8 @@ def generate(
     was_training = model.training
     model.eval()
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
-    generator = torch.Generator().manual_seed(seed) if seed is not None else None
+    if generator is None:
+        generator = torch.Generator().manual_seed(fresh_seed() if seed is None else seed)
     sequence = list(ids)
     limit, keep = visible_tokens(model), shift_keep(model)
     start = max(0, len(sequence) - limit)  # the window the model sees is sequence[start:]
@@ -349,17 +364,20 @@ class GeneratedText:
 
 def generate_from_prompt(model: nn.Module, tokenizer: Tokenizer, prompt: str = "", max_new_tokens: int = 100,
                          temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
-                         seed: int | None = 0) -> GeneratedText:
+                         seed: int | None = 0, generator: torch.Generator | None = None) -> GeneratedText:
     """Encode ``prompt`` (:func:`encode_prompt`), generate, and keep both for display."""
     encoded = encode_prompt(tokenizer, prompt, model)
-    records = list(generate(model, encoded.ids, max_new_tokens, temperature, top_k, top_p, seed))
+    records = list(generate(model, encoded.ids, max_new_tokens, temperature, top_k, top_p, seed,
+                            generator=generator))
     return GeneratedText(prompt=encoded, new_text=tokenizer.decode([r.token for r in records]), records=records)
 
 
 def generate_text(model: nn.Module, tokenizer: Tokenizer, prompt: str = "", max_new_tokens: int = 100,
-                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int | None = 0) -> str:
+                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int | None = 0,
+                  generator: torch.Generator | None = None) -> str:
     """The prompt (without characters the model lacks) and its continuation, as one string."""
-    return generate_from_prompt(model, tokenizer, prompt, max_new_tokens, temperature, top_k, top_p, seed).text
+    return generate_from_prompt(model, tokenizer, prompt, max_new_tokens, temperature, top_k, top_p, seed,
+                                generator=generator).text
 
 
 @dataclass
@@ -417,8 +435,9 @@ def beam_search(model: nn.Module, ids: list[int], width: int = 3, max_new_tokens
     Returns the best one and the explored tree: every expanded candidate, with ``kept`` telling
     which survived. Width 1 is greedy decoding.
     """
-    if not isinstance(width, int) or width < 1:
-        raise SamplingError(f"The beam width must be a whole number ≥ 1 (got {width}).")
+    if not isinstance(width, int) or isinstance(width, bool) or not 1 <= width <= MAX_BEAM_WIDTH:
+        raise SamplingError(f"The beam width must be a whole number from 1 to {MAX_BEAM_WIDTH} (got {width}): "
+                            "every beam costs one forward pass per new token.")
     was_training = model.training
     model.eval()
     device = next((p.device for p in model.parameters()), torch.device("cpu"))

@@ -12,8 +12,12 @@ it between any two steps:
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import json
 import math
+import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import InitVar, asdict, dataclass, field, fields
@@ -22,10 +26,12 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
+from llmviz.device import isolated_rng
 from llmviz.distributed import ProcessGroup, accumulation_steps, micro_batches
 from llmviz.errors import CheckpointError, ConfigError, TrainingDiverged
 from llmviz.models.charlevel import CHAR_MODELS, build_char_model
 from llmviz.models.gpt import GPT, PRESETS, GPTConfig
+from llmviz.models.layers import set_dropout_generator
 from llmviz.tokenizers import BPETokenizer, CharTokenizer, Tokenizer, TokenizerError, tokenizer_from_dict
 
 OPTIMIZERS = ["sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"]
@@ -269,10 +275,21 @@ def divergence_advice(config: TrainConfig) -> str:
 # ---------------------------------------------------------------------------- the loop
 
 
+def dropout_seed(seed: int, rank: int = 0, step: int = 0) -> int:
+    """The seed of a run's dropout stream on one rank (after ``step`` steps, for a resumed rank > 0): distinct
+    for every rank, and unrelated to the batch streams (``seed``, ``seed + 1``, ``seed + 2``).
+
+    >>> dropout_seed(1337, 0) != dropout_seed(1337, 1) != dropout_seed(1338, 0)
+    True
+    """
+    digest = hashlib.sha256(f"llmviz dropout {seed} {rank} {step}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1  # 63 bits: what torch.Generator.manual_seed takes
+
+
 def load_initial(init: str, device: str = "cpu") -> tuple[nn.Module, Tokenizer]:
     """The model and tokenizer to fine-tune: an llmviz checkpoint folder, else a Hugging Face GPT-2
     (a folder, or a Hub id that is downloaded once when not cached)."""
-    if (Path(init) / META_FILE).exists() or (Path(init).suffix == ".safetensors" and Path(init).is_file()):
+    if os.path.lexists(Path(init) / META_FILE) or Path(init).suffix == ".safetensors":
         model, tokenizer, _ = load_checkpoint(init, device)
         return model, tokenizer
     from llmviz import gpt2
@@ -312,14 +329,21 @@ class Trainer:
     initial_model: InitVar[nn.Module | None] = None  # fine-tuning: start from (a copy of) these weights
 
     def __post_init__(self, initial_model: nn.Module | None = None):
-        torch.manual_seed(self.config.seed)  # the same seed on every rank: the same initial weights
         self.device = torch.device(self.config.device)
         if initial_model is None and self.config.init is not None:
             raise ConfigError("This run starts from trained weights: create it with Trainer.from_text, which loads them.")
-        if initial_model is not None:
-            self.model = fine_tuning_copy(initial_model, self.config).to(self.device)
-        else:
-            self.model = build_model(self.config, self.dataset.vocab_size).to(self.device)
+        # the same seed on every rank: the same initial weights; drawn without moving anyone else's randomness
+        with isolated_rng(self.config.seed):
+            if initial_model is not None:
+                model = fine_tuning_copy(initial_model, self.config)
+            else:
+                model = build_model(self.config, self.dataset.vocab_size)
+        self.model = model.to(self.device)
+        # dropout draws from the run's own stream, a different one on every rank (the ranks' slices are different
+        # windows; equal masks would correlate them)
+        self.dropout_generator = torch.Generator(device=self.device).manual_seed(
+            dropout_seed(self.config.seed, self.group.rank))
+        set_dropout_generator(self.model, self.dropout_generator)
         self.accumulation = accumulation_steps(self.config.batch_size, self.group.world_size,
                                                self.config.micro_batch_size)
         if self.group.distributed and getattr(self.model, "trained_by_counting", False):
@@ -463,6 +487,7 @@ def save_checkpoint(directory: str | Path, trainer: Trainer, extra: dict | None 
     save_file(model_state(trainer.model), str(directory / MODEL_FILE))
 
     tensors = {"rng.train": trainer.train_generator.get_state(), "rng.val": trainer.val_generator.get_state(),
+               "rng.dropout": trainer.dropout_generator.get_state(),  # rank 0's: the process that saves
                "rng.torch": torch.get_rng_state(), **accelerator_rng_states()}
     groups = []
     if trainer.optimizer is not None:
@@ -506,16 +531,85 @@ def checkpoint_file_bytes(trainer: Trainer) -> bytes:
 
 
 _PICKLE_OR_ZIP = (b"PK\x03\x04", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
+MAX_META_BYTES = 64 * 2**20  # a checkpoint.json (configs, tokenizer, metrics) is far smaller
+MAX_JSON_DEPTH = 64  # a checkpoint's description nests a few levels; 200,000 levels is an attack
 
 
-def read_safetensors(path: str | Path) -> dict[str, torch.Tensor]:
-    """Load a safetensors file; anything else (a pickle, a zip from torch.save) is refused."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
+def _regular_file(path: Path) -> os.stat_result:
+    """``path``'s status when it is a regular file (following links), else a :class:`CheckpointError`.
 
-    path = Path(path)
-    if not path.exists():
-        raise CheckpointError(f"No checkpoint file at {path}.")
+    A device (``/dev/zero``), a pipe or a socket would never finish reading, or block for ever.
+    Messages name the file, never the server's folders.
+    """
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        raise CheckpointError(f"No file {path.name}" + (" (a link to nothing)." if path.is_symlink() else ".")) from None
+    except OSError as error:
+        raise CheckpointError(f"{path.name} cannot be read ({error.strerror or type(error).__name__}).") from None
+    if stat.S_ISDIR(status.st_mode):
+        raise CheckpointError(f"{path.name} is a folder, not a file.")
+    if not stat.S_ISREG(status.st_mode):
+        raise CheckpointError(f"{path.name} is not a regular file (a device, a pipe or a socket): it cannot hold a "
+                              "checkpoint.")
+    return status
+
+
+def _read_regular_file(path: Path, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (never blocks on a pipe swapped in meanwhile)."""
+    if _regular_file(path).st_size > limit:
+        raise CheckpointError(f"{path.name} is larger than {limit // 2**20} MB: not a checkpoint description.")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as error:
+        raise CheckpointError(f"{path.name} cannot be read ({error.strerror or type(error).__name__}).") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise CheckpointError(f"{path.name} is not a regular file: it cannot hold a checkpoint.")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise CheckpointError(f"{path.name} is larger than {limit // 2**20} MB: not a checkpoint description.")
+    return data
+
+
+def _json_depth(value) -> int:
+    """How deeply lists and dicts nest in a parsed JSON value, counted without recursion.
+
+    >>> _json_depth({"a": [1, {"b": []}]}), _json_depth(3)
+    (4, 0)
+    """
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def parse_description(text: str | bytes, name: str = META_FILE) -> dict:
+    """A checkpoint's JSON description as a dict; anything else is a :class:`CheckpointError` that says why.
+
+    >>> parse_description("[" * 100_000 + "]" * 100_000)
+    Traceback (most recent call last):
+    ...
+    llmviz.errors.CheckpointError: checkpoint.json is nested too deeply (more than 64 levels) to be a checkpoint description.
+    """
+    too_deep = f"{name} is nested too deeply (more than {MAX_JSON_DEPTH} levels) to be a checkpoint description."
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise CheckpointError(too_deep) from None
+    except (UnicodeDecodeError, ValueError) as error:
+        raise CheckpointError(f"{name} is not valid JSON ({error}).") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{name} does not describe a checkpoint (it is not a JSON object).")
+    if _json_depth(data) > MAX_JSON_DEPTH:
+        raise CheckpointError(too_deep)
+    return data
+
+
+def _refuse_pickle(path: Path) -> None:
     with path.open("rb") as handle:
         head = handle.read(9)
     # a safetensors file is an 8-byte header length followed by a JSON header: byte 8 is "{"
@@ -525,6 +619,16 @@ def read_safetensors(path: str | Path) -> dict[str, torch.Tensor]:
             f"{path.name} is a pickle (torch.save) file. llmviz loads only safetensors, because unpickling a "
             "file can run any code it contains. Convert it with safetensors where you trust it."
         )
+
+
+def read_safetensors(path: str | Path) -> dict[str, torch.Tensor]:
+    """Load a safetensors file; anything else (a pickle, a zip from torch.save, a device) is refused."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    _regular_file(path)
+    _refuse_pickle(path)
     try:
         return load_file(str(path))
     except (SafetensorError, OSError, ValueError) as error:
@@ -532,14 +636,16 @@ def read_safetensors(path: str | Path) -> dict[str, torch.Tensor]:
 
 
 def _file_metadata(path: Path) -> str:
+    """The llmviz description stored in a single-file checkpoint's metadata (reads the header only)."""
     from safetensors import SafetensorError, safe_open
 
-    read_safetensors(path)  # refuses pickles, truncated and corrupted files with a clear message
+    _regular_file(path)
+    _refuse_pickle(path)
     try:
         with safe_open(str(path), "pt") as handle:
             metadata = handle.metadata() or {}
     except (SafetensorError, OSError) as error:
-        raise CheckpointError(f"{path.name} is not a valid safetensors file: {error}") from None
+        raise CheckpointError(f"{path.name} is not a valid safetensors file (truncated or corrupted?): {error}") from None
     if "llmviz" not in metadata:
         raise CheckpointError(f"{path.name} is a safetensors file, but not one llmviz wrote (no model description).")
     return metadata["llmviz"]
@@ -577,9 +683,7 @@ def _check_weights_match(path: Path, expected: dict[str, tuple[int, ...]]) -> No
     """Compare the safetensors header (names and shapes) with the description, reading no tensor data."""
     from safetensors import SafetensorError, safe_open
 
-    if not path.exists():
-        raise CheckpointError(f"No checkpoint file at {path}.")
-    if path.stat().st_size == 0:
+    if _regular_file(path).st_size == 0:
         raise CheckpointError(f"{path.name} is empty.")
     try:
         with safe_open(str(path), "pt") as handle:
@@ -597,23 +701,46 @@ def _check_weights_match(path: Path, expected: dict[str, tuple[int, ...]]) -> No
         raise CheckpointError(f"The weights in {path.name} do not match the model described in {META_FILE}: {details}.")
 
 
+def inspect_checkpoint(directory: str | Path) -> tuple[dict, Path]:
+    """``(description, weights file)`` of a checkpoint folder or single file, checked without reading any
+    tensor data: regular files only, a sane description whose promised shapes match the weights' header.
+
+    Every problem is a :class:`CheckpointError` whose message names files, never the server's folders.
+    """
+    directory = Path(directory)
+    label = directory.name or str(directory)
+    single_file = directory.suffix == ".safetensors" or directory.is_file()
+    meta_path = directory / META_FILE
+    if single_file:
+        weights = directory
+        meta = parse_description(_file_metadata(directory), f"{label}'s description")
+    else:
+        if not os.path.lexists(meta_path):
+            if not directory.is_dir():
+                raise CheckpointError(f"No checkpoint named {label}.")
+            raise CheckpointError(f"{label} is not an llmviz checkpoint (no {META_FILE}).")
+        weights = directory / MODEL_FILE
+        meta = parse_description(_read_regular_file(meta_path, MAX_META_BYTES))
+    try:
+        # nothing is allocated before the description is known to be sane and to match the file's tensors
+        _check_weights_match(weights, _described_shapes(meta["model"]))
+        if not isinstance(meta["tokenizer"], dict):
+            raise TypeError("the tokenizer is not described")
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, ConfigError, TokenizerError) as error:
+        raise CheckpointError(f"{META_FILE} in {label} is damaged: {error}") from None
+    return meta, weights
+
+
 def load_checkpoint(directory: str | Path, device: str = "cpu") -> tuple[nn.Module, Tokenizer, dict]:
     """``(model, tokenizer, metadata)`` from a checkpoint folder (:func:`save_checkpoint`) or a single
     ``.safetensors`` file (:func:`checkpoint_file_bytes`)."""
-    directory = Path(directory)
-    single_file = directory.is_file()
-    meta_path = directory / META_FILE
-    if not single_file and not meta_path.exists():
-        raise CheckpointError(f"{directory} is not an llmviz checkpoint (no {META_FILE}).")
-    weights = directory if single_file else directory / MODEL_FILE
+    label = Path(directory).name or str(directory)
+    meta, weights = inspect_checkpoint(directory)
     try:
-        meta = json.loads(_file_metadata(directory) if single_file else meta_path.read_text(encoding="utf-8"))
-        # nothing is allocated before the description is known to be sane and to match the file's tensors
-        _check_weights_match(weights, _described_shapes(meta["model"]))
         model = model_from_description(meta["model"])
         tokenizer = tokenizer_from_dict(meta["tokenizer"])
-    except (ValueError, KeyError, TypeError, AttributeError, ConfigError, TokenizerError) as error:
-        raise CheckpointError(f"{META_FILE} in {directory} is damaged: {error}") from None
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, ConfigError, TokenizerError) as error:
+        raise CheckpointError(f"{META_FILE} in {label} is damaged: {error}") from None
     state = read_safetensors(weights)
     if isinstance(model, GPT) and model.config.tie_weights:
         state.setdefault("lm_head.weight", state.get("tok_emb.weight"))
@@ -628,6 +755,69 @@ def load_checkpoint(directory: str | Path, device: str = "cpu") -> tuple[nn.Modu
         raise CheckpointError("The tokenizer's vocabulary does not match the model's.")
     model.to(device).eval()
     return model, tokenizer, meta
+
+
+@dataclass(frozen=True)
+class ListedCheckpoint:
+    """One entry of a runs folder: a checkpoint that loads (``problem`` None) or one that cannot, and why."""
+
+    name: str  # the entry's file or folder name
+    path: Path
+    problem: str | None = None
+
+    @property
+    def readable(self) -> bool:
+        return self.problem is None
+
+
+def _signature(path: Path) -> tuple:
+    """What changes when an entry (or the files in it) changes: for caching a check."""
+    parts = []
+    for candidate in (path, path / META_FILE, path / MODEL_FILE):
+        try:
+            status = candidate.stat()
+            parts.append((status.st_mode, status.st_ino, status.st_size, status.st_mtime_ns))
+        except OSError:
+            parts.append(None)
+    return tuple(parts)
+
+
+@functools.lru_cache(maxsize=512)
+def _problem(path: str, signature: tuple) -> str | None:
+    try:
+        inspect_checkpoint(path)
+    except CheckpointError as error:
+        return str(error)
+    except (OSError, RecursionError, MemoryError, ValueError) as error:  # anything else a crafted entry provokes
+        return f"it cannot be read ({type(error).__name__})."
+    return None
+
+
+def list_checkpoints(folder: str | Path) -> list[ListedCheckpoint]:
+    """Every checkpoint in a runs folder, sorted by name, each checked (cached until it changes).
+
+    Listed: folders holding a ``checkpoint.json`` and ``.safetensors`` files; also any entry that is a device,
+    pipe, socket or dangling link (there is nothing else it could be meant as). One bad entry is listed with its
+    problem and never stops the others. Hidden entries (``.name``) and other files are left out.
+    """
+    try:
+        children = sorted(Path(folder).iterdir())
+    except OSError:
+        return []
+    listed = []
+    for path in children:
+        if path.name.startswith("."):
+            continue
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            mode = None  # a dangling link or a loop
+        is_dir = mode is not None and stat.S_ISDIR(mode)
+        special = mode is None or not (is_dir or stat.S_ISREG(mode))
+        if not (special or path.suffix == ".safetensors" or (is_dir and os.path.lexists(path / META_FILE))):
+            continue
+        listed.append(ListedCheckpoint(path.name, path, _problem(str(path), _signature(path))))
+    return listed
 
 
 def _mps_available() -> bool:
@@ -667,6 +857,12 @@ def resume(directory: str | Path, text: str, device: str = "cpu", group: Process
     state = read_safetensors(Path(directory) / STATE_FILE)
     trainer.train_generator.set_state(state["rng.train"])
     trainer.val_generator.set_state(state["rng.val"])
+    try:  # rank 0 continues its dropout stream (saved on a CPU or a GPU: the two states differ in form)
+        if not (trainer.group.is_main and "rng.dropout" in state):
+            raise RuntimeError("not saved")
+        trainer.dropout_generator.set_state(state["rng.dropout"])
+    except RuntimeError:  # the other ranks' streams were not saved: fresh ones, never the first steps' again
+        trainer.dropout_generator.manual_seed(dropout_seed(config.seed, trainer.group.rank, trainer.step))
     torch.set_rng_state(state["rng.torch"])
     restore_accelerator_rng_states(state)
     if trainer.optimizer is not None:

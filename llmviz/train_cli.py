@@ -34,7 +34,9 @@ def add_train_commands(commands) -> None:
     train.add_argument("--heads", type=int, default=None)
     train.add_argument("--eval-interval", type=int, default=50)
     train.add_argument("--seed", type=int, default=1337)
-    train.add_argument("--device", default="auto")
+    train.add_argument("--device", default="auto",
+                       help="auto (CUDA, else MPS, else CPU), cuda, cuda:N, mps or cpu; one that is not available "
+                            "here is an error")
     train.add_argument("--init", default=None, metavar="MODEL",
                        help="fine-tune instead of starting from random weights: gpt2 (or gpt2-medium, …: downloaded "
                             "once), a Hugging Face GPT-2 folder, or an llmviz checkpoint folder such as "
@@ -84,30 +86,25 @@ def _load_text(name: str) -> str:
 def cmd_train(args: argparse.Namespace) -> int:
     """Train in this process, or as one rank of a ``torchrun`` job (only rank 0 prints and saves)."""
     from llmviz import distributed
+    from llmviz.device import pick_device
 
-    group, device = distributed.join(args.device if args.device != "auto" else _auto_device())
+    # an unavailable --device (cuda on a CPU-only machine, a typo) is an error naming the available ones, in
+    # every process, before torch.distributed is touched
+    group, device = distributed.join(pick_device(args.device))
     try:
         return _train(args, group, device)
     finally:
         distributed.leave(group)
 
 
-def _auto_device() -> str:
-    from llmviz.device import pick_device
-
-    return pick_device("auto")
-
-
 def _train(args: argparse.Namespace, group, device: str) -> int:
     from tqdm import tqdm
 
-    from llmviz.device import pick_device
     from llmviz.jobs import train_blocking
     from llmviz.models.gpt import PRESETS
     from llmviz.train import TrainConfig, Trainer, load_initial, resume
 
     say = (lambda message: print(message, file=sys.stderr)) if group.is_main else (lambda message: None)
-    device = device if group.distributed else pick_device(args.device)
     text = _load_text(args.corpus)
     if args.resume:
         trainer = resume(args.resume, text, device, group=group, steps=args.steps)
@@ -176,6 +173,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
         from llmviz import gpt2
 
         if not gpt2.is_cached(args.model) and not Path(args.model).is_dir():
+            if gpt2.hub_offline():
+                raise gpt2.GPT2Unavailable(gpt2.offline_note(args.model))
             print(f"downloading {args.model} once into {gpt2.cache_dir()} …", file=sys.stderr)
         model, tokenizer, _ = gpt2.load(args.model, allow_download=True)
     else:
@@ -194,6 +193,8 @@ def cmd_gpt2_download(args: argparse.Namespace) -> int:
     if gpt2.is_cached(args.name):
         print(f"{args.name} is already in the cache: {gpt2.cached_folder(args.name)}")
         return 0
+    if gpt2.hub_offline():  # say so before promising a download
+        raise gpt2.GPT2Unavailable(gpt2.offline_note(args.name))
     hub = gpt2.HUB_MODELS.get(args.name)
     print(f"downloading {args.name}{f' ({hub.download})' if hub else ''} into {gpt2.cache_dir()} …", file=sys.stderr)
     folder = gpt2.download(args.name)

@@ -193,8 +193,7 @@ st.caption("Each head gets its own slice of the width and attends over all token
 # ------------------------------------------------------------------ 4. masks
 st.header("4. Masks side by side")
 encoder_tokens = ["Le", "chat", "était", "assis"]
-torch.manual_seed(1)
-encoder_out = torch.randn(4, 4) * 0.5
+encoder_out = torch.randn(4, 4, generator=torch.Generator().manual_seed(1)) * 0.5  # the page's own stream
 padding = torch.tensor([[True, True, False]])  # the last token is padding
 eye = torch.eye(4)
 x = toy_x

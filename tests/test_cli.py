@@ -101,3 +101,50 @@ def test_tokenize_binary_file_is_a_clear_error(capsys, tmp_path):
     (tmp_path / "bin").write_bytes(b"\xff\xfe\x00")
     code, _, err = _tokenize(capsys, "--file", str(tmp_path / "bin"))
     assert code == 2 and "UTF-8" in err
+
+
+# ------------------------------------------------------------------ clear errors (devices, files, offline)
+
+
+def _run(capsys, *argv):
+    code = cli.main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:0", "mps", "gpu", "cdua"])
+def test_an_unavailable_or_unknown_device_is_an_error_naming_the_available_ones(capsys, monkeypatch, tmp_path, device):
+    from llmviz import device as devices
+
+    monkeypatch.setattr(devices, "available_devices", lambda: ["cpu"])  # a CPU-only machine, whatever runs the test
+    code, _, err = _run(capsys, "train", "--corpus", "names", "--model", "bigram-counts", "--steps", "1",
+                        "--device", device, "--out", str(tmp_path / "run"))
+    assert code == 2 and "Traceback" not in err
+    assert f"'{device}'" in err and "On this machine: auto (= cpu), cpu." in err
+    assert not (tmp_path / "run").exists()  # nothing trained in silence on the CPU
+
+
+def test_a_missing_file_is_called_missing_not_a_utf8_problem(capsys, tmp_path):
+    code, _, err = _tokenize(capsys, "--file", str(tmp_path / "notes.txt"))
+    assert code == 2 and "No file" in err and "UTF-8" not in err
+
+
+def test_a_missing_tokenizer_file_is_called_missing(capsys, tmp_path):
+    for name in ("bpe-tokenizer.json", str(tmp_path / "runs" / "mine")):
+        code, _, err = _tokenize(capsys, "for x in", "--tokenizer", name)
+        assert code == 2 and "No tokenizer" in err and "Unknown tokenizer" not in err, err
+
+
+def test_gpt2_download_with_hf_hub_offline_says_to_unset_it(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty cache
+    for argv in (["gpt2", "download"], ["sample", "--model", "gpt2", "--tokens", "1"]):
+        code, out, err = _run(capsys, *argv)
+        assert code == 2 and "downloading" not in err + out
+        assert "HF_HUB_OFFLINE" in err and "unset" in err
+
+
+def test_sample_with_a_vanishing_top_p_prints_text(capsys):
+    code, out, err = _run(capsys, "sample", "--checkpoint", str(ROOT / "data" / "gpt-python-docs"), "--prompt",
+                          "def ", "--tokens", "5", "--top-p", "1e-300")
+    assert code == 0 and out.strip() and "Traceback" not in err

@@ -125,3 +125,104 @@ def test_foreign_tensors_with_the_right_names_but_wrong_shapes(good, tmp_path):
     save_file(tensors, str(folder / "model.safetensors"))
     with pytest.raises(CheckpointError, match="do not match"):
         load_checkpoint(folder)
+
+
+# ------------------------------------------------------------------ a hostile runs folder
+
+
+def _bounded(call, seconds=10):
+    """``call()``'s exception (or None), failing the test if it does not return within ``seconds`` (a FIFO or
+    /dev/zero would block or fill memory for ever on the old code: the thread is a daemon, so it dies with pytest)."""
+    import threading
+
+    outcome = {}
+
+    def target():
+        try:
+            call()
+        except BaseException as error:  # noqa: BLE001 - the test looks at what it was
+            outcome["error"] = error
+        outcome["done"] = True
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert outcome.get("done"), f"still reading after {seconds} s"
+    return outcome.get("error")
+
+
+@pytest.fixture()
+def hostile_runs(good, tmp_path):
+    import os
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    craft(good, runs, "fine", lambda meta: None)
+    deep = craft(good, runs, "deep", lambda meta: None)
+    (deep / "checkpoint.json").write_text("[" * 200_000 + "]" * 200_000)
+    zero = craft(good, runs, "zero-meta", lambda meta: None)
+    (zero / "checkpoint.json").unlink()
+    (zero / "checkpoint.json").symlink_to("/dev/zero")
+    pipe = craft(good, runs, "pipe-meta", lambda meta: None)
+    (pipe / "checkpoint.json").unlink()
+    os.mkfifo(pipe / "checkpoint.json")
+    weights = craft(good, runs, "zero-weights", lambda meta: None)
+    (weights / "model.safetensors").unlink()
+    (weights / "model.safetensors").symlink_to("/dev/zero")
+    (runs / "null.safetensors").symlink_to("/dev/null")
+    os.mkfifo(runs / "fifo")
+    (runs / "notes.txt").write_text("not a checkpoint")  # other files are not listed
+    return runs
+
+
+BAD = ["deep", "fifo", "null.safetensors", "pipe-meta", "zero-meta", "zero-weights"]
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero and FIFOs (POSIX)")
+def test_each_bad_entry_is_refused_quickly_with_a_reason_and_no_server_path(hostile_runs):
+    for name in BAD:
+        error = _bounded(lambda name=name: load_checkpoint(hostile_runs / name))
+        assert isinstance(error, CheckpointError), (name, repr(error))
+        assert str(hostile_runs) not in str(error) and str(hostile_runs.parent) not in str(error), str(error)
+    assert "nested too deeply" in str(_bounded(lambda: load_checkpoint(hostile_runs / "deep")))
+    assert _bounded(lambda: load_checkpoint(hostile_runs / "fine")) is None
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero and FIFOs (POSIX)")
+def test_the_runs_folder_lists_bad_entries_as_unreadable_and_the_rest_as_usual(hostile_runs):
+    from llmviz.train import list_checkpoints
+
+    listed = {}
+    assert _bounded(lambda: listed.update({item.name: item for item in list_checkpoints(hostile_runs)})) is None
+    assert sorted(listed) == sorted(["fine", *BAD])
+    assert listed["fine"].readable
+    for name in BAD:
+        assert not listed[name].readable and listed[name].problem
+        assert str(hostile_runs) not in listed[name].problem
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero and FIFOs (POSIX)")
+def test_the_cli_refuses_a_deeply_nested_checkpoint_without_a_traceback(hostile_runs):
+    for name in ("deep", "zero-meta"):
+        result = subprocess.run([sys.executable, "-m", "llmviz", "sample", "--checkpoint", str(hostile_runs / name)],
+                                cwd=ROOT, capture_output=True, text=True, timeout=60,
+                                env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        assert result.returncode == 2 and "Traceback" not in result.stderr and "error:" in result.stderr, name
+        assert str(hostile_runs) not in result.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero and FIFOs (POSIX)")
+def test_pages_work_with_a_hostile_runs_folder_and_picking_a_bad_entry_explains(hostile_runs, monkeypatch):
+    from tests.test_app_pages import assert_clean, run_page
+
+    monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(hostile_runs))
+    at = run_page("pages/sampling.py", _picker_selected="dir:fine")  # the good run next to the bad ones works
+    assert_clean(at)
+    at = run_page("pages/attention.py", _picker_selected="dir:deep")  # a link or an old pick of a bad entry
+    assert_clean(at)
+    picker = next(box for box in at.selectbox if box.label == "Model shown on every page")
+    options = " | ".join(picker.options)
+    for name in BAD:
+        assert f"Checkpoint {name} — unreadable: " in options, options
+    assert "Checkpoint deep — unreadable: checkpoint.json is nested too deeply" in options
+    assert picker.value == "shipped:gpt-python-docs" and str(hostile_runs) not in options

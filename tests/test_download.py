@@ -41,6 +41,16 @@ class Handler(BaseHTTPRequestHandler):
                     time.sleep(0.3)
             except OSError:
                 pass  # the client gave up, as it should
+        elif self.path == "/slow-headers.txt":  # the status line and headers at ~20 bytes/s, then it stops
+            head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(BODY)}\r\nX-Padding: {'x' * 200}\r\n\r\n".encode()
+            try:
+                for byte in head[:120]:  # bounded: the server gives up by itself after ~6 s
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except OSError:
+                pass
+            self.close_connection = True
         elif self.path == "/cut.txt":
             self.send_response(200)
             self.send_header("Content-Length", str(len(BODY)))
@@ -176,3 +186,30 @@ def test_damaged_cache_is_detected(server, pinned, tmp_path):
 def test_not_downloaded_yet(tmp_path):
     with pytest.raises(CorpusUnavailable, match="not downloaded"):
         corpus.load("tinyshakespeare", directory=tmp_path, download_if_missing=False)
+
+
+def test_a_server_trickling_its_headers_is_given_up_on_at_the_deadline(server, pinned, tmp_path):
+    # each header byte arrives well within the per-read timeout, so only a deadline from the first byte stops it
+    # (the old code waited as long as the server kept trickling: here ~6 s, on a hostile server for ever)
+    started = time.monotonic()
+    with pytest.raises(CorpusUnavailable, match="too slow"):
+        corpus.download("tinyshakespeare", url=f"{server}/slow-headers.txt", directory=tmp_path,
+                        timeout=1.0, deadline_s=1.0)
+    assert time.monotonic() - started < 2.5
+    assert _leftovers(tmp_path) == []
+
+
+def test_cancel_works_while_waiting_for_the_headers(server, pinned, tmp_path):
+    calls = []
+
+    def cancel(received, total):
+        calls.append((received, total))
+        raise corpus.DownloadCancelled("Download cancelled.")
+
+    started = time.monotonic()
+    with pytest.raises(corpus.DownloadCancelled):
+        corpus.download("tinyshakespeare", url=f"{server}/slow-headers.txt", directory=tmp_path,
+                        deadline_s=30, progress=cancel)
+    assert time.monotonic() - started < 2.0
+    assert calls == [(0, len(BODY))]  # asked before any body byte arrived
+    assert _leftovers(tmp_path) == []

@@ -264,3 +264,34 @@ def test_next_token_view_is_the_models_distribution_after_the_prompt():
     torch.testing.assert_close(view.distribution.raw_probs.double(), expected, atol=1e-6, rtol=1e-5)
     assert view.shown == torch.topk(expected, 15).indices.tolist()
     assert view.distribution.kept <= 5
+
+
+@pytest.mark.parametrize("top_p", [1e-300, 1e-50, 1e-46, 1e-12, 0.05, 0.3, 0.5, 0.8, 0.95, 0.999])
+def test_top_p_keeps_what_transformers_keeps_and_never_nothing(top_p):
+    from transformers.generation.logits_process import TopPLogitsWarper
+
+    generator = torch.Generator().manual_seed(7)
+    for scale in (0.5, 3.0, 30.0):
+        logits = torch.randn(4, 200, generator=generator, dtype=torch.float64) * scale
+        reference = TopPLogitsWarper(top_p, min_tokens_to_keep=1)(None, logits.clone())  # HF: never empty
+        for row in range(logits.shape[0]):
+            ours = top_p_filter(logits[row], top_p)
+            assert torch.equal(ours > float("-inf"), reference[row] > float("-inf"))
+            dist = next_token_distribution(logits[row].float(), top_p=top_p)
+            assert torch.isfinite(dist.final_probs).all() and dist.kept >= 1
+            assert float(dist.final_probs.sum()) == pytest.approx(1.0)
+
+
+def test_sampling_with_a_vanishing_top_p_writes_the_greedy_text():
+    m, tok = model(), CharTokenizer.train("abcdefghijklmnopqrstuvwxyz .,;:!?ABCDE")
+    assert generate_text(m, tok, "ab", 8, temperature=1.0, top_p=1e-300, seed=3) == generate_text(
+        m, tok, "ab", 8, temperature=0.0)
+
+
+def test_beam_width_is_bounded_with_a_clear_error():
+    from llmviz.sampling import MAX_BEAM_WIDTH
+
+    for bad in (0, MAX_BEAM_WIDTH + 1, 10**6, True):
+        with pytest.raises(SamplingError, match="beam width"):
+            beam_search(model(), [5, 6], width=bad, max_new_tokens=2)
+    assert beam_search(model(), [5, 6], width=MAX_BEAM_WIDTH, max_new_tokens=1).tokens

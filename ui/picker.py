@@ -32,7 +32,7 @@ import torch.nn as nn
 from llmviz import jobs
 from llmviz.errors import LlmvizError
 from llmviz.snapshots import load_into
-from llmviz.train import load_checkpoint, model_description, model_from_description
+from llmviz.train import ListedCheckpoint, list_checkpoints, load_checkpoint, model_description, model_from_description
 from ui import sections, watch
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -264,24 +264,23 @@ class RunsDirSource:
 
     prefix = "dir"
 
+    def listing(self) -> list[ListedCheckpoint]:
+        """Every entry of the runs folder, each checked by llmviz (a bad one is listed with its problem)."""
+        return list_checkpoints(runs_dir())
+
     def paths(self) -> dict[str, Path]:
-        folder = runs_dir()
-        if not folder.is_dir():
-            return {}
-        found = {}
-        for path in sorted(folder.iterdir()):
-            if (path / "checkpoint.json").exists() or (path.is_file() and path.suffix == ".safetensors"):
-                found[urllib.parse.quote(path.name, safe="")] = path
-        return found
+        return {urllib.parse.quote(item.name, safe=""): item.path for item in self.listing() if item.readable}
 
     def entries(self) -> list[Entry]:
-        return [Entry(f"dir:{name}", f"Checkpoint {urllib.parse.unquote(name)}", "gpt") for name in self.paths()]
+        return [Entry(f"dir:{urllib.parse.quote(item.name, safe='')}", f"Checkpoint {item.name}", "gpt",
+                      note="" if item.readable else f"unreadable: {item.problem}", available=item.readable)
+                for item in self.listing()]
 
     def load(self, key: str, step: int | None) -> ModelView:
         name = key.split(":", 1)[1]
         path = self.paths().get(name)  # only names found by listing the folder: no path tricks
         if path is None:
-            raise LlmvizError(f"No checkpoint named {urllib.parse.unquote(name)!r} in {runs_dir()}.")
+            raise LlmvizError(f"No readable checkpoint named {urllib.parse.unquote(name)!r} in the runs folder.")
         stamp = (path / "checkpoint.json" if path.is_dir() else path).stat().st_mtime
         model, tokenizer, meta = _checkpoint(str(path), stamp)
         return ModelView(key, f"Checkpoint {path.name}", model, tokenizer, meta, _family(meta),

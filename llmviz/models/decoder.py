@@ -161,8 +161,10 @@ def toy_task(config: DecoderConfig = SEED_CONFIG, batch_size: int = 10, seed: in
 
 def train_toy(steps: int = 200, lr: float = 1e-2, seed: int = 0, config: DecoderConfig = SEED_CONFIG):
     """Train the decoder on :func:`toy_task` with SGD (momentum), as the seed does; yields (step, loss)."""
-    torch.manual_seed(seed)
-    model = Decoder(config)
+    from llmviz.device import isolated_rng
+
+    with isolated_rng(seed):  # the same weights for a seed, and no other session's randomness moves
+        model = Decoder(config)
     inputs, targets, encoder_output = toy_task(config, seed=seed)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     for step in range(steps):

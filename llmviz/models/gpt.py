@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from llmviz.attention import attention_steps, causal_mask
 from llmviz.errors import ConfigError
 from llmviz.models.cache import Cache, RecordsIntermediates, record
-from llmviz.models.layers import GELU, LayerNorm
+from llmviz.models.layers import GELU, Dropout, LayerNorm
 
 
 @dataclass(frozen=True)
@@ -87,8 +87,8 @@ class CausalSelfAttention(nn.Module):
         self.dropout = config.dropout
         self.qkv = nn.Linear(config.d_model, 3 * config.d_model, bias=config.qkv_bias)  # W_Q, W_K, W_V side by side
         self.proj = nn.Linear(config.d_model, config.d_model)  # W_O
-        self.attn_dropout = nn.Dropout(config.dropout)
-        self.resid_dropout = nn.Dropout(config.dropout)
+        self.attn_dropout = Dropout(config.dropout)
+        self.resid_dropout = Dropout(config.dropout)
 
     def weights(self) -> dict[str, torch.Tensor | None]:
         """W_Q, W_K, W_V, W_O as (d_in, d_out) matrices (the transposes of the Linear weights)."""
@@ -122,7 +122,16 @@ class CausalSelfAttention(nn.Module):
         k = k.view(batch, tokens, self.n_heads, width // self.n_heads).transpose(1, 2)  # (B, H, T, hd)
         v = v.view(batch, tokens, self.n_heads, width // self.n_heads).transpose(1, 2)  # (B, H, T, hd)
         dropout_p = self.dropout if self.training else 0.0
-        if past is None:
+        if dropout_p > 0.0 and self.attn_dropout.generator is not None:
+            # the fused kernel draws its dropout mask from torch's global generator: written out instead, so
+            # the mask comes from the run's own stream
+            if past is not None:
+                raise ConfigError("A KV cache is for generation (eval mode), not training with dropout.")
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, T)
+            scores = scores.masked_fill(~causal_mask(tokens, device=x.device), float("-inf"))
+            y = self.attn_dropout(torch.softmax(scores, dim=-1)) @ v  # (B, H, T, hd)
+            present = (k, v)
+        elif past is None:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)  # (B, H, T, hd)
             present = (k, v)
         else:
@@ -141,7 +150,7 @@ class MLP(nn.Module):
         self.fc = nn.Linear(config.d_model, 4 * config.d_model)
         self.gelu = GELU()
         self.proj = nn.Linear(4 * config.d_model, config.d_model)
-        self.dropout = nn.Dropout(config.dropout)
+        self.dropout = Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor, cache: Cache | None = None, prefix: str = "mlp") -> torch.Tensor:
         pre = self.fc(x)  # (B, T, 4C)
@@ -182,7 +191,7 @@ class GPT(nn.Module, RecordsIntermediates):
         self.config = config
         self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
         self.pos_emb = nn.Embedding(config.context_length, config.d_model)
-        self.drop = nn.Dropout(config.dropout)
+        self.drop = Dropout(config.dropout)
         self.blocks = nn.ModuleList([Block(config) for _ in range(config.n_layers)])
         self.ln_f = LayerNorm(config.d_model)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
