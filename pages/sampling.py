@@ -64,7 +64,7 @@ quiz_ui.section("sampling", lambda: quiz.sampling_questions(
     tokenizer.printable, temperature, top_k, top_p))
 
 # ------------------------------------------------------------------ the distribution
-@sections.section("sampling.distribution")
+@sections.section("sampling.distribution", what="the next-token distribution")
 def distribution_section(view: picker.ModelView, prompt: str, temperature: float, top_k: int, top_p: float) -> None:
     tokenizer = view.tokenizer
     with ui.friendly_errors("computing the distribution"):
@@ -111,7 +111,7 @@ def distribution_section(view: picker.ModelView, prompt: str, temperature: float
         charts.show(figure, key=f"next_{column}")
         st.metric("entropy of the raw softmax", f"{max(0.0, found.distribution.entropies['raw softmax']):.3f} nats")
 
-    picker.before_after(render, what="the next-token distribution")
+    picker.before_after(render, what="the next-token distribution", view=view)
 
 
 st.header("1. The next-token distribution, transform by transform")

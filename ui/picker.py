@@ -399,9 +399,9 @@ def shipped_default() -> ModelView:
         st.stop()
 
 
-def baseline() -> ModelView | None:
-    """The picked run at step 0 (for "step 0 vs step N" views); None when the pick is not a run."""
-    view = current()
+def baseline(view: ModelView | None = None) -> ModelView | None:
+    """``view`` (default: the picked model) at step 0, for "step 0 vs step N" views; None when it is not a run."""
+    view = view or current()
     if view.run_id is None:
         return None
     try:
@@ -410,14 +410,16 @@ def baseline() -> ModelView | None:
         return None
 
 
-def before_after(render: Callable[[ModelView, str], None], *, what: str = "this view") -> None:
-    """Draw ``render(view, column_key)`` twice, side by side: the picked run at step 0 and at its step N.
+def before_after(render: Callable[[ModelView, str], None], *, what: str = "this view",
+                 view: ModelView | None = None) -> None:
+    """Draw ``render(view, column_key)`` twice, side by side: the run at step 0 and at its step N.
 
-    ``column_key`` ("step0" / "stepN") keeps widget keys apart. When the pick is not a run, one column
-    says how to get a comparison and the other shows the current model.
+    ``view``: the model the page shows (default: the picked one; a page that shows another, e.g. the shipped
+    GPT instead of an encoder, passes it). ``column_key`` ("step0" / "stepN") keeps widget keys apart. When
+    the view is not a run, one column says how to get a comparison and the other shows the view.
     """
-    view = current()
-    start = baseline()
+    view = view or current()
+    start = baseline(view)
     left, right = st.columns(2)
     with left:
         if start is None:

@@ -1,0 +1,65 @@
+"""Issue #27, page level: defects a student and a teacher met in the live lab, each with a test that failed
+before its fix (AppTest runs each section's first run inside the page run; reruns of a section alone are
+checked in the browser)."""
+
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
+
+import ui
+from llmviz.train import TrainConfig, Trainer, save_checkpoint
+from tests.test_app_pages import TIMEOUT, assert_clean
+
+
+def run_app(path: str, query: dict | None = None, **state) -> AppTest:
+    at = AppTest.from_file(str(ui.ROOT / "tests" / "app_entry.py"), default_timeout=TIMEOUT)
+    for key, value in state.items():
+        at.session_state[key] = value
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page(str(ui.ROOT / path)).run()
+    return at
+
+
+def texts(elements) -> str:
+    return " ".join(str(e.value) for e in elements)
+
+
+# ------------------------------------------------------------------ #27.2: every section's errors are friendly
+
+
+def test_sampling_with_minilm_picked_shows_the_shipped_gpt_everywhere():
+    """The page swaps the encoder for the shipped GPT; step 0 vs N used to pick MiniLM again (TypeError)."""
+    from llmviz.pretrained import PretrainedUnavailable, model_folder
+
+    try:
+        model_folder()
+    except PretrainedUnavailable:
+        pytest.skip("the MiniLM wheel is not installed")
+    at = run_app("pages/sampling.py", _picker_selected="pretrained:minilm")
+    assert_clean(at)
+    assert "is an encoder" in texts(at.info)
+    assert "Shipped GPT" in texts(at.markdown)  # the step N column names the model the page shows
+
+
+@pytest.fixture(scope="module")
+def nan_runs(tmp_path_factory):
+    """A runs folder with one checkpoint whose weights are all NaN."""
+    folder = tmp_path_factory.mktemp("runs")
+    config = TrainConfig(model="gpt-nano", tokenizer="char", context_size=16, batch_size=4, steps=1)
+    trainer = Trainer.from_text("The cat sat on the mat. " * 40, config)
+    with torch.no_grad():
+        for parameter in trainer.model.parameters():
+            parameter.fill_(float("nan"))
+    save_checkpoint(folder / "broken", trainer, trainer_state=False)
+    return folder
+
+
+@pytest.mark.parametrize("path", ["pages/sampling.py", "pages/embeddings.py"])
+def test_a_checkpoint_with_nan_weights_gives_messages_not_tracebacks(nan_runs, monkeypatch, path):
+    monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(nan_runs))
+    at = run_app(path, _picker_selected="dir:broken")
+    assert_clean(at, errors_expected=True)
+    assert "NaN" in texts(at.error), texts(at.error)
+    assert at.title  # the page is there, the sections after the broken one too
