@@ -29,7 +29,8 @@ def texts(elements) -> str:
 # ------------------------------------------------------------------ #27.2: every section's errors are friendly
 
 
-def test_sampling_with_minilm_picked_shows_the_shipped_gpt_everywhere():
+@pytest.mark.parametrize("how", ["sidebar", "link"])
+def test_sampling_with_minilm_picked_shows_the_shipped_gpt_everywhere(how):
     """The page swaps the encoder for the shipped GPT; step 0 vs N used to pick MiniLM again (TypeError)."""
     from llmviz.pretrained import PretrainedUnavailable, model_folder
 
@@ -37,7 +38,11 @@ def test_sampling_with_minilm_picked_shows_the_shipped_gpt_everywhere():
         model_folder()
     except PretrainedUnavailable:
         pytest.skip("the MiniLM wheel is not installed")
-    at = run_app("pages/sampling.py", _picker_selected="pretrained:minilm")
+    if how == "sidebar":
+        at = run_app("pages/sampling.py", _picker_selected="pretrained:minilm")
+    else:  # /sampling?model=pretrained:minilm
+        at = run_app("pages/sampling.py", query={"model": "pretrained:minilm"})
+    assert at.session_state["_picker_selected"] == "pretrained:minilm"
     assert_clean(at)
     assert "is an encoder" in texts(at.info)
     assert "Shipped GPT" in texts(at.markdown)  # the step N column names the model the page shows
