@@ -291,7 +291,7 @@ def word2vec_explorer() -> None:
     vectors_ = state.model.center.weight.detach()
     vocab = state.vocabulary
     asked = st.session_state.get("w2v_steps", state.step)
-    st.caption(f"Trained on {label} for {state.step} steps ({len(vocab.words):,} words, loss {state.loss:.3f})."
+    st.caption(f"Trained on {literal_markdown(label)} for {state.step} steps ({len(vocab.words):,} words, loss {state.loss:.3f})."
                + (f" Stopped at step {state.step} of {asked}: the vectors learned so far are kept."
                   if state.step < asked else ""))
     left, right = st.columns(2)

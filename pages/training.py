@@ -18,6 +18,7 @@ from llmviz.tokenizers import BPETokenizer, CharTokenizer
 from llmviz.train import OPTIMIZER_TITLES, TrainConfig, Trainer, checkpoint_file_bytes, prepare_data
 from ui import charts, models, picker, share, training
 from ui import quiz as quiz_ui
+from ui.text import literal_markdown
 
 settings = ui.settings()
 ui.page_header(
@@ -222,7 +223,7 @@ def training_quiz() -> list:
     gpt, gpt_tokenizer, _ = models.shipped_gpt_or_stop()
     quiz_model = model_name if model_name in GPT_SIZES else "gpt-nano"
     what = (f"A fresh {MODEL_LABELS[quiz_model]} with {OPTIMIZER_TITLES[optimizer]} trains for {QUIZ_STEPS} steps on "
-            f"{corpus_label} (batch 8, 16 characters of context, no clipping)")
+            f"{literal_markdown(corpus_label)} (batch 8, 16 characters of context, no clipping)")
     return quiz.training_questions(
         gpt, gpt_tokenizer, text[:400],
         lambda rate: quiz_ui.short_run_loss(text, quiz_model, optimizer, rate, settings.seed, QUIZ_STEPS), lr, what)

@@ -2,6 +2,8 @@
 before its fix (AppTest runs each section's first run inside the page run; reruns of a section alone are
 checked in the browser)."""
 
+import re
+
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
@@ -24,6 +26,11 @@ def run_app(path: str, query: dict | None = None, **state) -> AppTest:
 
 def texts(elements) -> str:
     return " ".join(str(e.value) for e in elements)
+
+
+def shown(elements) -> str:
+    """What the browser shows of Markdown elements (their source escapes punctuation)."""
+    return re.sub(r"\\(.)", r"\1", texts(elements))
 
 
 # ------------------------------------------------------------------ #27.2: every section's errors are friendly
@@ -68,3 +75,35 @@ def test_a_checkpoint_with_nan_weights_gives_messages_not_tracebacks(nan_runs, m
     assert_clean(at, errors_expected=True)
     assert "NaN" in texts(at.error), texts(at.error)
     assert at.title  # the page is there, the sections after the broken one too
+
+
+# ------------------------------------------------------------------ #27.1 and #27.8: the Tokens page's choices
+
+
+def test_the_picked_models_tokenizer_stays_selected_when_the_pick_changes():
+    """The option was labelled with the model (and a run's step): a new pick or step dropped it from the selection."""
+    at = run_app("pages/tokens.py")
+    tokenizers = at.multiselect(key="tokenizers")
+    tokenizers.set_value(["picked", "gpt2"]).run()
+    assert "Shipped GPT" in texts(at.subheader)
+    picker_box = next(box for box in at.selectbox if box.key and box.key.startswith("picker_model_"))
+    picker_box.set_value("shipped:names-transformer").run()
+    assert_clean(at)
+    assert at.multiselect(key="tokenizers").value == ["picked", "gpt2"]
+    assert "names-transformer" in shown(at.subheader)  # the heading says which model it is now
+    assert at.multiselect(key="tokenizers").options == [  # labels that never change with the pick or the corpus
+        "characters of the corpus", "words of the corpus", "the model picked in the sidebar", "GPT-2 (50,257)",
+        "cl100k / GPT-4 (100,277)"]
+
+
+def test_an_uploaded_files_name_is_escaped_only_where_markdown_is_rendered():
+    name = "my_garden_stories.txt"
+    at = run_app("pages/tokens.py", corpus="upload", uploaded_corpus=(name, "roses and tulips grow here\n" * 30))
+    assert_clean(at)
+    at.multiselect(key="tokenizers").set_value(["characters", "words"]).run()
+    table = next(d.value for d in at.dataframe if "tokenizer" in d.value.columns)
+    assert list(table["tokenizer"])[0] == f"characters of {name}"
+    assert list(table["tokenizer"])[1].startswith(f"words of {name} (all ")
+    assert r"my\_garden\_stories\.txt" in texts(at.subheader)  # Markdown: escaped, so it shows as typed
+    assert all("\\" not in value for value in at.query_params.get("tokenizers", []))  # nor in the link
+    assert "\\" not in "".join(at.multiselect(key="tokenizers").options)
