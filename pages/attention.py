@@ -14,6 +14,7 @@ from llmviz import quiz, views
 from llmviz.errors import LlmvizError
 from ui import charts, picker, sections, share
 from ui import quiz as quiz_ui
+from ui.text import literal_markdown
 
 ui.settings()
 ui.page_header(
@@ -324,14 +325,14 @@ def your_sentence() -> None:
         st.warning("Type a sentence to see its attention patterns.")
         return
     view = picker.current()
-    st.caption(f"Model: {view.label} (picked in the sidebar).")
+    st.caption(f"Model: {literal_markdown(view.label)} (picked in the sidebar).")
     if view.family == "minilm":
         st.info("The picked model is the pretrained MiniLM encoder: its attention is in section 6 below.")
     else:
         with ui.friendly_errors("the attention patterns"):
             found = gpt_patterns(view.key, sentence, view)
             if found is None:
-                st.info(f"{view.label} has no attention layers (it reads a fixed window of characters or keeps a "
+                st.info(f"{literal_markdown(view.label)} has no attention layers (it reads a fixed window of characters or keeps a "
                         "running state): pick a GPT in the sidebar to see attention patterns.")
             else:
                 quiz_ui.section("attention", lambda: attention_quiz(view, found))

@@ -172,11 +172,11 @@ def token_embeddings() -> None:
     tokenizer = view.tokenizer
     table = views.embedding_table(view.model) if view.family != "minilm" else None
     if table is None:
-        st.info(f"{view.label} has no token-embedding table of its own to show here (it counts pairs or is a "
+        st.info(f"{literal_markdown(view.label)} has no token-embedding table of its own to show here (it counts pairs or is a "
                 "sentence encoder): pick a GPT or one of your runs in the sidebar. MiniLM's sentence embeddings "
                 "are in section 5.")
         return
-    st.caption(f"{view.label}: a {table.shape[0]:,} × {table.shape[1]} table, one learned row per token.")
+    st.caption(f"{literal_markdown(view.label)}: a {table.shape[0]:,} × {table.shape[1]} table, one learned row per token.")
     typed = st.text_input("Tokens to compare (words are split into the model's tokens)",
                           " def class return True False None int str list", **share.bind("words"))
     ids = list(dict.fromkeys(views.encode(tokenizer, typed)))[:24]
@@ -256,7 +256,7 @@ def sinusoidal() -> None:
 @sections.section("embeddings.token_plus_position")
 def token_plus_position() -> None:
     view = picker.current()
-    st.subheader(f"Token + position = input, for your sentence ({view.label}'s learned tables)")
+    st.subheader(f"Token + position = input, for your sentence ({literal_markdown(view.label)}'s learned tables)")
     sentence = st.text_input("Sentence", "for x in range(10):")
     if view.family == "minilm":
         st.info("MiniLM adds a position and a segment vector too; this view shows GPTs' two tables.")
@@ -265,7 +265,7 @@ def token_plus_position() -> None:
     if not sentence_ids:
         st.warning("Type a sentence.")
     elif rows is None:
-        st.info(f"{view.label} adds no position table (it reads a fixed window or a running state): pick a GPT.")
+        st.info(f"{literal_markdown(view.label)} adds no position table (it reads a fixed window or a running state): pick a GPT.")
     else:
         tok, pos = rows
         width = min(32, tok.shape[1])

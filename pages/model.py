@@ -9,6 +9,7 @@ from llmviz import inspect, views
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import PRESETS, GPTConfig
 from ui import charts, picker, sections, share
+from ui.text import literal_markdown
 
 ui.settings()
 ui.page_header(
@@ -90,11 +91,11 @@ def look_inside() -> None:
     view = picker.current()
     model, tokenizer, meta = view.model, view.tokenizer, view.meta
     if view.family != "gpt" or not hasattr(getattr(model, "config", None), "n_layers"):
-        st.info(f"{view.label} is not a GPT: this section shows a GPT's residual stream, LayerNorms and MLPs. Pick "
+        st.info(f"{literal_markdown(view.label)} is not a GPT: this section shows a GPT's residual stream, LayerNorms and MLPs. Pick "
                 "the shipped GPT or a GPT run in the sidebar.")
         return
     final = meta.get("final", {}).get("val_loss")
-    st.caption(f"{view.label}: {model.config.n_layers} layers, {model.config.n_heads} heads, d_model "
+    st.caption(f"{literal_markdown(view.label)}: {model.config.n_layers} layers, {model.config.n_heads} heads, d_model "
                f"{model.config.d_model}, a {tokenizer.vocab_size:,}-token vocabulary"
                + (f" (final validation loss {final:.2f})." if final is not None else "."))
     sentence = st.text_input("A sentence", "The for statement is used to iterate over the elements of a sequence",

@@ -21,12 +21,12 @@ ui.page_header(
 
 view = picker.current()
 if view.family == "minilm":
-    st.info(f"{view.label} is an encoder: it reads a whole sentence at once and does not write text. This page "
+    st.info(f"{literal_markdown(view.label)} is an encoder: it reads a whole sentence at once and does not write text. This page "
             "shows the shipped GPT instead; pick a GPT or one of your runs in the sidebar.")
     view = picker.shipped_default()
 model, tokenizer, meta, label = view.model, view.tokenizer, view.meta, view.key
 is_names = "names" in label or meta.get("corpus") == "names"
-st.caption(f"Model: {view.label} (picked in the sidebar).")
+st.caption(f"Model: {literal_markdown(view.label)} (picked in the sidebar).")
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

@@ -205,7 +205,7 @@ before_prompt = st.text_input("Prompt", help="Empty: start from nothing.", **ui.
 
 def sample_panel(view, column_key: str) -> None:
     if view.family not in ("gpt", "charlevel"):
-        st.info(f"{view.label} does not generate text.")
+        st.info(f"{literal_markdown(view.label)} does not generate text.")
         return
     with ui.friendly_errors("sampling"):
         text = generate_text(view.model, view.tokenizer, before_prompt, max_new_tokens=60, temperature=0.8,

@@ -107,3 +107,42 @@ def test_an_uploaded_files_name_is_escaped_only_where_markdown_is_rendered():
     assert r"my\_garden\_stories\.txt" in texts(at.subheader)  # Markdown: escaped, so it shows as typed
     assert all("\\" not in value for value in at.query_params.get("tokenizers", []))  # nor in the link
     assert "\\" not in "".join(at.multiselect(key="tokenizers").options)
+
+
+# ------------------------------------------------------------------ #27.7: runs told apart
+
+
+@pytest.fixture
+def fresh_session_jobs():
+    """AppTest gives every test the same session id: forget the jobs earlier tests left behind."""
+    from llmviz.jobs import default_manager
+
+    for owner in list(default_manager()._sessions):
+        default_manager().end_session(owner)
+    yield
+    for owner in list(default_manager()._sessions):
+        default_manager().end_session(owner)
+
+
+def test_two_runs_of_the_same_model_are_told_apart_and_inside_names_the_model(fresh_session_jobs):
+    from llmviz.jobs import default_manager
+
+    at = run_app("pages/training.py", corpus="names")
+    at.selectbox(key="train_model").set_value("mlp")
+    at.radio(key="keep_tokenizer").set_value("char")
+    at.slider(key="steps").set_value(20)
+    at.button(key="train").click().run()
+    at.button(key="train").click().run()  # the same settings again
+    assert_clean(at)
+    jobs = default_manager().jobs(at.session_state["_llmviz_session_id"])
+    assert len(jobs) == 2 and all(job.wait(timeout=120) for job in jobs)
+    at.switch_page(str(ui.ROOT / "pages/inside.py")).run()
+    assert_clean(at)
+    picker_box = next(box for box in at.sidebar.selectbox if box.label == "Model shown on every page")
+    runs = [option for option in picker_box.options if "US census first names" in option]
+    assert len(runs) == 2, picker_box.options
+    # what a narrow sidebar shows of each (about 40 characters) tells them apart: the run's number, then its start
+    assert runs[0].startswith("Run 1 · ") and runs[1].startswith("Run 2 · "), runs
+    assert all("US census first names" in option for option in runs)  # the corpus, in full when the list is open
+    caption = shown(at.caption)
+    assert f"Model: {runs[1]} · step 20 (picked in the sidebar)" in caption, caption  # Inside names the model

@@ -33,6 +33,8 @@ from llmviz.errors import LlmvizError
 from llmviz.snapshots import load_into
 from llmviz.train import load_checkpoint, model_description, model_from_description
 from ui import sections
+from ui.labels import run_label
+from ui.text import literal_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
@@ -224,15 +226,15 @@ class RunSource:
 
     def entries(self) -> list[Entry]:
         out = []
-        for job in my_jobs("train"):
+        for number, job in enumerate(my_jobs("train"), start=1):
             steps = tuple(job.snapshots.steps()) if job.snapshots is not None else ()
             if job.trainer is None or not steps:  # queued or preparing: listed (the Train button picks it at once)
-                out.append(Entry(f"run:{job.id}", f"Your run: {job.label}", "pending",
+                out.append(Entry(f"run:{job.id}", run_label(job.label, job.created, number), "pending",
                                  note="Preparing (tokenizer, first snapshot): pages show the shipped GPT until "
                                       "its step 0 exists."))
                 continue
             family = "gpt" if model_description(job.trainer.model)["kind"] == "gpt" else "charlevel"
-            out.append(Entry(f"run:{job.id}", f"Your run: {job.label}", family, steps=steps))
+            out.append(Entry(f"run:{job.id}", run_label(job.label, job.created, number), family, steps=steps))
         return out
 
     def load(self, key: str, step: int | None) -> ModelView:
@@ -247,7 +249,8 @@ class RunSource:
         model = _run_model(job.id, step, job, state)
         meta = {"train_config": asdict(job.trainer.config), "model": model_description(model), "step": step,
                 "label": job.label, "snapshot_steps": kept}
-        return ModelView(f"run:{job.id}@{step}", f"{job.label} · step {step}", model,
+        number = next((n for n, mine in enumerate(my_jobs("train"), start=1) if mine.id == job.id), None)
+        return ModelView(f"run:{job.id}@{step}", run_label(job.label, job.created, number, step), model,
                          job.trainer.dataset.tokenizer, meta, _family(meta), step=step, run_id=job.id)
 
 
@@ -426,10 +429,10 @@ def before_after(render: Callable[[ModelView, str], None], *, what: str = "this 
             st.info(f"Train a run on the Training page and pick it in the sidebar to compare {what} at step 0 "
                     "(random weights) with a later step.")
         else:
-            st.markdown(f"**Step 0** (initial weights) · {start.label.rsplit(' · ', 1)[0]}")
+            st.markdown(f"**Step 0** (initial weights) · {literal_markdown(start.label.rsplit(' · ', 1)[0])}")
             render(start, "step0")
     with right:
-        st.markdown(f"**{'Step ' + str(view.step) if view.step is not None else view.label}**")
+        st.markdown(f"**{'Step ' + str(view.step) if view.step is not None else literal_markdown(view.label)}**")
         render(view, "stepN")
 
 
