@@ -26,9 +26,10 @@ st.header("1. Size a GPT")
 def size_a_gpt() -> None:
     preset_names = list(PRESETS) + ["custom"]
     preset = st.selectbox("Preset", preset_names, index=0,
-                          help="gpt2-124m is GPT-2 small (124M parameters), the GPT_CONFIG_124M of Sebastian Raschka's "
-                          "*Build a Large Language Model (From Scratch)*.")
-    base = PRESETS.get(preset, PRESETS["gpt-mini"])
+                          help="gpt2-124m is GPT-2 small as OpenAI published it (Radford et al., 2019): 12 layers, "
+                          "12 heads, d_model 768, a bias in W_Q, W_K, W_V and the output head tied to the token "
+                          "embedding.")
+    base = inspect.published_config(preset) if preset in PRESETS else PRESETS["gpt-mini"]
     if preset == "custom":
         c1, c2, c3 = st.columns(3)
         vocab_size = c1.number_input("Vocabulary size", 1, 300_000, base.vocab_size, step=256)
@@ -42,7 +43,8 @@ def size_a_gpt() -> None:
                       n_heads=n_heads, n_layers=n_layers, qkv_bias=qkv_bias)
     else:
         values = base.to_dict()
-    tie = st.toggle("Tie the output head to the token embedding (GPT-2 does)", value=False,
+    # each preset opens with its own tying (GPT-2: tied); the toggle shows what the other choice costs
+    tie = st.toggle("Tie the output head to the token embedding (GPT-2 does)", value=base.tie_weights,
                     help="One matrix serves as the input embedding and the output layer.")
 
     config = None
@@ -74,6 +76,10 @@ def size_a_gpt() -> None:
                 untied = sum(inspect.parameter_table(config.replace(tie_weights=False)).values())
                 st.caption(f"Untied, the same sizes have {untied:,} parameters: tying saves {untied - total:,} "
                            f"(the {config.vocab_size:,} × {config.d_model} output matrix).")
+            else:
+                tied = sum(inspect.parameter_table(config.replace(tie_weights=True)).values())
+                st.caption(f"Tied, the same sizes have {tied:,} parameters: the separate {config.vocab_size:,} × "
+                           f"{config.d_model} output matrix adds {total - tied:,}.")
             st.caption("Memory counts the weights only: training also needs gradients, optimizer state "
                        "(Adam: two more copies) and activations.")
 

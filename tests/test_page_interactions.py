@@ -81,11 +81,11 @@ def test_model_page_empty_and_long_sentence():
     assert "do not fit the context" in texts(at.warning)
 
 
-def test_model_page_tied_gpt2():
-    at = run_page("pages/model.py")
-    by_label(at.toggle, "Tie the output head to the token embedding (GPT-2 does)").set_value(True).run()
+def test_model_page_untied_gpt2():
+    at = run_page("pages/model.py")  # opens on GPT-2 small, tied (tests/test_ui_defects.py checks the count)
+    by_label(at.toggle, "Tie the output head to the token embedding (GPT-2 does)").set_value(False).run()
     assert_clean(at)
-    assert any(m.value == "124,412,160" for m in at.metric)
+    assert any(m.value == "163,037,184" for m in at.metric)  # 124,439,808 + a second 50,257 × 768 matrix
 
 
 # ------------------------------------------------------------------ attention

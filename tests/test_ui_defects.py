@@ -146,3 +146,27 @@ def test_two_runs_of_the_same_model_are_told_apart_and_inside_names_the_model(fr
     assert all("US census first names" in option for option in runs)  # the corpus, in full when the list is open
     caption = shown(at.caption)
     assert f"Model: {runs[1]} · step 20 (picked in the sidebar)" in caption, caption  # Inside names the model
+
+
+# ------------------------------------------------------------------ #27.11: the Model page opens on GPT-2's own count
+
+
+def transformers_gpt2_parameters(tied: bool) -> int:
+    """GPT-2 small's parameter count from Hugging Face's own GPT2LMHeadModel (built on the meta device: no memory)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12,
+                        tie_word_embeddings=tied)
+    with torch.device("meta"):
+        model = GPT2LMHeadModel(config)
+    return sum(p.numel() for p in model.parameters())  # a tied matrix is one parameter, counted once
+
+
+def test_model_page_opens_gpt2_small_with_its_own_tying_and_shows_the_untied_count():
+    tied, untied = transformers_gpt2_parameters(True), transformers_gpt2_parameters(False)
+    assert tied == 124_439_808  # what README and OpenAI's checkpoint say
+    at = run_app("pages/model.py")
+    assert_clean(at)
+    total = next(m.value for m in at.metric if m.label == "Total parameters")
+    assert total == f"{tied:,}"
+    assert f"Untied, the same sizes have {untied:,} parameters" in shown(at.caption)
