@@ -14,7 +14,7 @@ from llmviz import quiz, views
 from llmviz.errors import LlmvizError
 from ui import charts, picker, sections, share
 from ui import quiz as quiz_ui
-from ui.text import literal_markdown
+from ui.text import literal_markdown, tidy_floats
 
 ui.settings()
 ui.page_header(
@@ -34,7 +34,7 @@ def fmt(x: float) -> str:
 def matrix_table(matrix: torch.Tensor, rows, columns=None) -> pd.DataFrame:
     values = matrix.detach().numpy()
     columns = columns or [f"d{j}" for j in range(values.shape[1])]
-    return pd.DataFrame(values, index=list(rows), columns=list(columns))
+    return tidy_floats(pd.DataFrame(values, index=list(rows), columns=list(columns)))
 
 
 # ------------------------------------------------------------------ 1. without weights
@@ -53,7 +53,8 @@ def without_weights() -> None:
     with right:
         query = st.selectbox("Query word", range(6), index=1, format_func=lambda i: att.JOURNEY_TOKENS[i],
                              **share.bind("query_word"))
-        st.dataframe(pd.DataFrame(journey.numpy(), index=att.JOURNEY_TOKENS, columns=["x", "y", "z"]), width="stretch")
+        st.dataframe(tidy_floats(pd.DataFrame(journey.numpy(), index=att.JOURNEY_TOKENS, columns=["x", "y", "z"])),
+                     width="stretch")
         st.caption("The embeddings: pick a query to see its row of the table worked out below.")
     with st.container():
         x_q = journey[query]
@@ -180,14 +181,14 @@ shapes = att.head_split_steps(torch.arange(24, dtype=torch.float32).view(1, 3, 8
 small, split, transposed = shapes["input"], shapes["viewed"], shapes["transposed"]
 s1, s2, s3 = st.columns(3)
 s1.markdown("`(batch, tokens, d_out)` = (1, 3, 8)")
-s1.dataframe(pd.DataFrame(small[0].numpy(), index=["t0", "t1", "t2"]), width="stretch")
+s1.dataframe(tidy_floats(pd.DataFrame(small[0].numpy(), index=["t0", "t1", "t2"])), width="stretch")
 s2.markdown("`.view(1, 3, 2, 4)` → (batch, tokens, heads, head_dim)")
 s2.code("\n".join(f"t{t}: head 0 {split[0, t, 0].int().tolist()}\n    head 1 {split[0, t, 1].int().tolist()}"
                   for t in range(3)), language=None)
 s3.markdown("`.transpose(1, 2)` → (batch, heads, tokens, head_dim)")
 for head in range(2):
     s3.markdown(f"head {head}")
-    s3.dataframe(pd.DataFrame(transposed[0, head].numpy(), index=["t0", "t1", "t2"]), width="stretch")
+    s3.dataframe(tidy_floats(pd.DataFrame(transposed[0, head].numpy(), index=["t0", "t1", "t2"])), width="stretch")
 st.caption("Each head gets its own slice of the width and attends over all tokens at once; afterwards "
            "`.transpose(1, 2).contiguous().view(1, 3, 8)` puts the heads side by side again (the concatenation).")
 
@@ -266,8 +267,10 @@ def lines_figure(pattern, labels: list[str], query) -> go.Figure:
 
 
 @sections.section("attention.head")
-def attention_views(patterns, labels: list[str], key: str) -> None:
-    """One head's pattern as a heatmap and as lines: layer, head and query re-draw only this part."""
+def attention_views(patterns, labels: list[str], key: str, compare_sentence: str | None = None) -> None:
+    """One head's pattern as a heatmap and as lines: layer, head and query re-draw only this part.
+
+    ``compare_sentence``: also draw the same head at step 0 and at the picked step (it follows these sliders)."""
     n_layers, n_heads = patterns.shape[:2]
     c1, c2 = st.columns(2)
     bind_layer, bind_head = ((share.bind("layer"), share.bind("head")) if key == "gpt"
@@ -283,6 +286,11 @@ def attention_views(patterns, labels: list[str], key: str) -> None:
                              format_func=lambda i: "all tokens" if i == "all" else labels[i])
         charts.show(lines_figure(pattern, labels, query), width="stretch", key=f"{key}_lines")
         st.caption("Line width = attention weight (as BertViz draws it): queries on the left, keys on the right.")
+    if compare_sentence is not None:
+        st.subheader("Step 0 vs step N")
+        st.caption(f"Layer {layer}, head {head} (the sliders above) before training (random weights: attention "
+                   "spreads almost evenly over the visible tokens) and at the step picked in the sidebar.")
+        attention_before_after(compare_sentence, layer, head)
 
 
 def attention_grid(patterns, key: str) -> None:
@@ -291,12 +299,9 @@ def attention_grid(patterns, key: str) -> None:
                "some spread out.")
 
 
-@sections.section("attention.before_after")
-def attention_before_after(sentence: str, n_layers: int, n_heads: int) -> None:
-    """The same head at step 0 and at the picked step, side by side."""
-    c1, c2 = st.columns(2)
-    layer = ui.index_slider("Layer", n_layers, key="ba_layer", where=c1)
-    head = ui.index_slider("Head", n_heads, key="ba_head", where=c2)
+def attention_before_after(sentence: str, layer: int, head: int) -> None:
+    """One head at step 0 and at the picked step, side by side (drawn inside the head section, so its layer and
+    head sliders decide which head)."""
 
     def render(shown: picker.ModelView, column: str) -> None:
         found = gpt_patterns(shown.key, sentence, shown)
@@ -344,12 +349,8 @@ def your_sentence() -> None:
                 if found.cut_to_shown:
                     st.info(f"{len(found.ids) + found.cut_to_shown} tokens: the charts show the first "
                             f"{len(found.ids)}.")
-                attention_views(found.patterns, token_labels(view, found.ids), "gpt")
+                attention_views(found.patterns, token_labels(view, found.ids), "gpt", compare_sentence=sentence)
                 attention_grid(found.patterns, "gpt")
-                st.subheader("Step 0 vs step N")
-                st.caption("The same head before training (random weights: attention spreads almost evenly over "
-                           "the visible tokens) and at the step picked in the sidebar.")
-                attention_before_after(sentence, found.n_layers, found.n_heads)
 
     # ------------------------------------------------------------------ 6. MiniLM
     st.header("6. The same sentence through a pretrained encoder (MiniLM)")

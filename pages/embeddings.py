@@ -12,7 +12,7 @@ from llmviz import embeddings as emb
 from llmviz import views
 from llmviz.errors import LlmvizError
 from ui import charts, picker, sections, share
-from ui.text import literal_markdown
+from ui.text import literal_markdown, tidy_floats
 
 settings = ui.settings()
 ui.page_header(
@@ -100,8 +100,8 @@ def projection(model_key: str, ids: tuple[int, ...], dims: int, _table: torch.Te
 
 
 def neighbour_table(view: picker.ModelView, found: views.Neighbours) -> pd.DataFrame:
-    return pd.DataFrame({"token": [view.tokenizer.printable(i) for i in found.ids], "id": found.ids,
-                         "cosine": found.cosines})
+    return tidy_floats(pd.DataFrame({"token": [view.tokenizer.printable(i) for i in found.ids], "id": found.ids,
+                                     "cosine": found.cosines}))
 
 
 @sections.section("embeddings.projection")
@@ -304,8 +304,9 @@ def word2vec_explorer() -> None:
         else:
             neighbours = emb.nearest_neighbours(vectors_, vectors_[vocab.index[key]], 10, {vocab.index[key]})
             labelled |= {vocab.index[key], *(i for i, _ in neighbours)}
-            st.dataframe(pd.DataFrame({"word": [vocab.words[i] for i, _ in neighbours],
-                                       "cosine": [s for _, s in neighbours]}), hide_index=True, width="stretch")
+            st.dataframe(tidy_floats(pd.DataFrame({"word": [vocab.words[i] for i, _ in neighbours],
+                                                   "cosine": [s for _, s in neighbours]})),
+                         hide_index=True, width="stretch")
         st.markdown("**Analogy** a − b + c")
         a1, a2, a3 = st.columns(3)
         words = [a1.text_input("a", "function"), a2.text_input("b", "functions"), a3.text_input("c", "methods")]
@@ -314,8 +315,9 @@ def word2vec_explorer() -> None:
             st.warning(f"Not in the vocabulary: {literal_markdown(', '.join(missing))}.")
         else:
             i, j, k = (vocab.index[w.strip().lower()] for w in words)
-            st.dataframe(pd.DataFrame([{"word": vocab.words[r], "cosine": s}
-                                       for r, s in emb.analogy(vectors_, i, j, k)]), hide_index=True, width="stretch")
+            st.dataframe(tidy_floats(pd.DataFrame([{"word": vocab.words[r], "cosine": s}
+                                                   for r, s in emb.analogy(vectors_, i, j, k)])),
+                         hide_index=True, width="stretch")
     with right:
         shown_rows = sorted(set(range(min(300, len(vocab.words)))) | labelled)
         coords, ratio = emb.pca(vectors_[shown_rows], 2)

@@ -16,7 +16,7 @@ from llmviz import induction, interpret
 from llmviz.errors import LlmvizError
 from llmviz.train import model_description
 from ui import charts, picker, sections, share, training
-from ui.text import literal_html, literal_markdown
+from ui.text import literal_html, literal_markdown, tidy_floats
 
 ui.settings()
 ui.page_header(
@@ -218,7 +218,7 @@ def render_losses(view, column: str) -> None:
     frame = pd.DataFrame({"token": tokens[1:], "loss": result.losses.tolist(), "p(token)": result.true_probs.tolist(),
                           "top prediction": [label(view, i) for i in result.top_ids[:, 0].tolist()]})
     with st.expander("Every token as a table"):
-        st.dataframe(frame.style.format({"loss": "{:.3f}", "p(token)": "{:.2%}"}), hide_index=True,
+        st.dataframe(tidy_floats(frame).style.format({"loss": "{:.3f}", "p(token)": "{:.2%}"}), hide_index=True,
                      width="stretch", key=f"loss_table_{column}")
 
 

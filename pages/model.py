@@ -9,7 +9,7 @@ from llmviz import inspect, views
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import PRESETS, GPTConfig
 from ui import charts, picker, sections, share
-from ui.text import literal_markdown
+from ui.text import literal_markdown, tidy_floats
 
 ui.settings()
 ui.page_header(
@@ -131,7 +131,7 @@ def look_inside() -> None:
             layer = ui.index_slider("Block", model.config.n_layers, key="ln_layer")
             stats = inspect.layernorm_before_after(cache, layer)
             frame = pd.DataFrame({"token": labels, **{k: v.tolist() for k, v in stats.items()}})
-            st.dataframe(frame.style.format(precision=4), hide_index=True, width="stretch")
+            st.dataframe(tidy_floats(frame).style.format(precision=4), hide_index=True, width="stretch")
             st.markdown("Before `ln1` each token's vector has its own mean and variance; LayerNorm rescales it to "
                         "mean 0 and variance 1, then applies the learned scale and shift — which is why the "
                         "'after' columns are not exactly 0 and 1.")

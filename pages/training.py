@@ -18,7 +18,7 @@ from llmviz.tokenizers import BPETokenizer, CharTokenizer
 from llmviz.train import OPTIMIZER_TITLES, TrainConfig, Trainer, checkpoint_file_bytes, prepare_data
 from ui import charts, models, picker, share, training
 from ui import quiz as quiz_ui
-from ui.text import literal_markdown
+from ui.text import csv_text, literal_markdown, tidy_floats
 
 settings = ui.settings()
 ui.page_header(
@@ -177,8 +177,10 @@ def draw_all_runs() -> None:
                 for step, sample in status.samples:
                     st.code(f"step {step}:\n{sample}", language=None, wrap_lines=True)
     d1, d2, d3 = st.columns([2, 1, 1])
-    pick = d1.selectbox("Download a run", list(all_runs), key="runs_download")
-    d2.download_button("Metrics (CSV)", training.metrics_frame(statuses[pick]).to_csv(index=False),
+    picked = picker.selected_key().split("@")[0].removeprefix("run:")  # the run picked in the sidebar, if one
+    index = next((i for i, job in enumerate(all_runs.values()) if job.id == picked), 0)
+    pick = d1.selectbox("Download a run", list(all_runs), index=index, key=f"runs_download_{picked}")
+    d2.download_button("Metrics (CSV)", csv_text(training.metrics_frame(statuses[pick])),
                        file_name="metrics.csv", mime="text/csv")
     if statuses[pick].done:
         d3.download_button("Checkpoint (safetensors)", checkpoint_file_bytes(all_runs[pick].trainer),
@@ -252,7 +254,7 @@ else:
                           "target": gpt_tokenizer.printable(int(targets[b, t])),
                           "p(target)": float(parts.target_probabilities[b, t]),
                           "log p(target)": float(parts.log_probabilities[b, t])})
-    st.dataframe(pd.DataFrame(table).style.format({"p(target)": "{:.6f}", "log p(target)": "{:.4f}"}),
+    st.dataframe(tidy_floats(pd.DataFrame(table)).style.format({"p(target)": "{:.6f}", "log p(target)": "{:.4f}"}),
                  hide_index=True, width="stretch")
     logs = parts.log_probabilities.flatten().tolist()
     n = len(logs)

@@ -161,7 +161,7 @@ def test_embeddings_word2vec_and_missing_words():
 # ------------------------------------------------------------------ sampling
 
 
-@pytest.mark.parametrize("temperature, top_k, top_p", [(0.0, 0, 1.0), (2.5, 1034, 0.01), (0.05, 1, 1.0), (1.0, 0, 0.01)])
+@pytest.mark.parametrize("temperature, top_k, top_p", [(0.0, 0, 1.0), (2.5, 1024, 0.01), (0.05, 1, 1.0), (1.0, 0, 0.01)])
 def test_sampling_slider_extremes(temperature, top_k, top_p):
     at = run_page("pages/sampling.py")
     by_label(at.slider, "Temperature").set_value(temperature)

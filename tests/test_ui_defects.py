@@ -125,6 +125,7 @@ def fresh_session_jobs():
 
 
 def test_two_runs_of_the_same_model_are_told_apart_and_inside_names_the_model(fresh_session_jobs):
+    """Also #27.12: "Download a run" offers the run picked in the sidebar first."""
     from llmviz.jobs import default_manager
 
     at = run_app("pages/training.py", corpus="names")
@@ -136,6 +137,9 @@ def test_two_runs_of_the_same_model_are_told_apart_and_inside_names_the_model(fr
     assert_clean(at)
     jobs = default_manager().jobs(at.session_state["_llmviz_session_id"])
     assert len(jobs) == 2 and all(job.wait(timeout=120) for job in jobs)
+    at.run()
+    download = next(box for box in at.selectbox if box.label == "Download a run")
+    assert download.value == jobs[1].label, (download.value, jobs[1].label)  # #27.12: the picked run, not the first
     at.switch_page(str(ui.ROOT / "pages/inside.py")).run()
     assert_clean(at)
     picker_box = next(box for box in at.sidebar.selectbox if box.label == "Model shown on every page")
@@ -170,3 +174,49 @@ def test_model_page_opens_gpt2_small_with_its_own_tying_and_shows_the_untied_cou
     total = next(m.value for m in at.metric if m.label == "Total parameters")
     assert total == f"{tied:,}"
     assert f"Untied, the same sizes have {untied:,} parameters" in shown(at.caption)
+
+
+# ------------------------------------------------------------------ #27.12: top-k, downloads, step 0 vs N, CSV
+
+
+def test_top_k_goes_up_to_the_vocabulary_and_no_further():
+    at = run_app("pages/sampling.py")
+    assert_clean(at)
+    from llmviz.train import load_checkpoint
+
+    _, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")
+    slider = at.slider(key="top_k")
+    assert slider.max == tokenizer.vocab_size, (slider.max, tokenizer.vocab_size)  # was vocabulary + 10
+
+
+def test_attention_step_0_vs_n_follows_the_layer_and_head_above_it():
+    at = run_app("pages/attention.py")
+    at.slider(key="layer").set_value(2).run()
+    at.slider(key="head").set_value(3).run()
+    assert_clean(at)
+    assert not [s for s in at.slider if s.key in ("ba_layer", "ba_head")]  # no second pair of sliders
+    import json
+
+    titles = [json.loads(chart.proto.spec)["layout"].get("title", {}).get("text") for chart in at.get("plotly_chart")]
+    # the head above, and step N beside step 0 (the picked shipped GPT, not a run: step N alone) shows the same head
+    assert titles.count("layer 2, head 3") == 2, titles
+
+
+def test_tables_and_csv_hold_the_numbers_the_page_shows():
+    import numpy as np
+    import pandas as pd
+
+    from ui.text import csv_text, shortest_number, tidy_floats
+
+    float32 = np.array([0.43, 0.15, 0.89, 1e-8, 123456.7], dtype=np.float32)
+    assert [shortest_number(float(x)) for x in float32] == ["0.43", "0.15", "0.89", "0.00000001", "123456.7"]
+    assert all(np.float32(float(shortest_number(float(x)))) == x for x in float32)  # nothing is lost
+    assert shortest_number(0.1 + 0.2) == repr(0.1 + 0.2)  # a float64 keeps all its digits
+    frame = pd.DataFrame({"step": [1, 2], "train_loss": [float(np.float32(0.43)), float("nan")]})
+    assert csv_text(frame) == "step,train_loss\n1,0.43\n2,\n"
+    assert "0.4300000071525574" in frame.to_csv(index=False)  # what the download wrote before
+    at = run_app("pages/attention.py")
+    journey = at.dataframe[0].value  # "Your journey starts with one step": the first row is 0.43, 0.15, 0.89
+    assert journey.iloc[0].tolist() == [0.43, 0.15, 0.89]
+    assert "0.43," in journey.to_csv() and "0000" not in journey.to_csv()
+    assert tidy_floats(pd.DataFrame({"x": float32}))["x"].tolist() == [0.43, 0.15, 0.89, 1e-8, 123456.7]
