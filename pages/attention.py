@@ -39,8 +39,8 @@ def matrix_table(matrix: torch.Tensor, rows, columns=None) -> pd.DataFrame:
 
 # ------------------------------------------------------------------ 1. without weights
 st.header("1. Self-attention without trainable weights")
-st.caption("'Your journey starts with one step' with 3-dimensional embeddings: the worked example of Sebastian "
-           "Raschka's *Build a Large Language Model (From Scratch)*, chapter 3.")
+st.caption("Six words, 'Your journey starts with one step', each a hand-picked 3-dimensional embedding: the "
+           "smallest attention there is, with no weights to learn.")
 @sections.section("attention.without_weights")
 def without_weights() -> None:
     journey = torch.tensor(att.JOURNEY_EMBEDDINGS)
@@ -78,8 +78,9 @@ without_weights()
 
 # ------------------------------------------------------------------ 2. the toy example
 st.header("2. Scaled dot-product attention, step by step")
-st.caption("A classic textbook toy example: 'The cat sat', d_model = 4, embeddings plus small positional offsets, "
-           "with its W_Q, W_K, W_V and W_O. Edit any matrix: every number below is recomputed.")
+st.caption("A toy example small enough to check by hand: 'The cat sat', d_model = 4, embeddings plus small "
+           "positional offsets, and hand-picked W_Q, W_K, W_V and W_O. Edit any matrix: every number below is "
+           "recomputed.")
 toy_x = att.toy_input()
 
 
@@ -164,10 +165,9 @@ def toy_example() -> None:
                 c2.markdown("**Concat · W_O** (the example's W_O)")
                 c2.dataframe(matrix_table(steps["output"], tokens).style.format("{:.4f}"), width="stretch")
             if causal:
-                st.info("Under the causal mask the first token ('The') can only attend to itself: its output is exactly its "
-                        "own value vector. (Where the textbook's arithmetic slips: the usual write-up of this example says 'The' "
-                        "averages 'The' and 'cat' — that would let it see "
-                        "the future.)")
+                st.info("Under the causal mask the first token ('The') can only attend to itself: its weight on "
+                        "itself is 1, so its output is exactly its own value vector. It never averages in 'cat': "
+                        "that would let it see the future.")
             if not scaled:
                 st.caption("Without scaling, scores grow with d_k, the softmax gets peakier, and its gradients vanish; "
                            "dividing by √d_k keeps the scores' spread about 1.")
@@ -285,7 +285,8 @@ def attention_views(patterns, labels: list[str], key: str, compare_sentence: str
         query = st.selectbox("Lines from query", ["all"] + list(range(len(labels))), key=f"{key}_query",
                              format_func=lambda i: "all tokens" if i == "all" else labels[i])
         charts.show(lines_figure(pattern, labels, query), width="stretch", key=f"{key}_lines")
-        st.caption("Line width = attention weight (as BertViz draws it): queries on the left, keys on the right.")
+        st.caption("Each line joins a query (left) to a key (right); the thicker and darker the line, the larger "
+                   "the attention weight.")
     if compare_sentence is not None:
         st.subheader("Step 0 vs step N")
         st.caption(f"Layer {layer}, head {head} (the sliders above) before training (random weights: attention "

@@ -23,8 +23,8 @@ ui.page_header(
 
 # ------------------------------------------------------------------ 1. worked example
 st.header("1. Cosine similarity, worked out")
-st.caption("A classic textbook example (edit the vectors): three sentences as 3-dimensional vectors, "
-           "'I love programming', 'I enjoy coding' and 'I dislike programming'.")
+st.caption("Three sentences as made-up 3-dimensional vectors (edit them): 'I love programming', 'I enjoy coding' "
+           "and 'I dislike programming'.")
 @sections.section("embeddings.cosine")
 def cosine_example() -> None:
     defaults = ["0.2, 0.4, 0.9", "0.1, 0.5, 0.8", "0.7, 0.2, 0.1"]
@@ -65,9 +65,9 @@ def cosine_example() -> None:
                     rf"d({a_name}, {b_name}) = \sqrt{{{distance_terms}}} = {parts.euclidean:.4f}",
                 )
                 if [round(x, 6) for x in a.tolist()] == [0.2, 0.4, 0.9] and a_name == "v₁":
-                    st.info("Where the textbook's arithmetic slips: the usual worked version of this example takes "
-                            "‖v₁‖² = 0.2 + 0.16 + 0.81 = 1.17, but 0.2² = 0.04, so ‖v₁‖² = 1.01. With the right "
-                            "arithmetic both cosines come out higher than it says (the numbers above are computed, not copied).")
+                    st.info("Check the squares by hand: 0.2² = 0.04 (not 0.2), so ‖v₁‖² = 0.04 + 0.16 + 0.81 = 1.01. "
+                            "Forgetting to square the 0.2 gives 1.17, and cosines that come out too low. Every number "
+                            "above is computed.")
             with right:
                 theta = math.radians(parts.angle_degrees)
                 figure = go.Figure()
@@ -414,7 +414,8 @@ def sentence_embeddings() -> None:
                     charts.show(figure, width="stretch")
             if {"I love programming", "I dislike programming"} <= set(sentences):
                 i, j = sentences.index("I love programming"), sentences.index("I dislike programming")
-                st.markdown(f"The textbook example calls 'I love programming' and 'I dislike programming' dissimilar; the real model "
+                st.markdown(f"The made-up vectors of section 1 make 'I love programming' and 'I dislike programming' "
+                            "dissimilar; the real model "
                             f"gives them a cosine of **{emb.cosine_parts(vectors_[i], vectors_[j]).cosine:.3f}**: they share a topic and most "
                             "words, and this model was trained to match topics more than sentiment.")
 

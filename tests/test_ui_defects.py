@@ -220,3 +220,37 @@ def test_tables_and_csv_hold_the_numbers_the_page_shows():
     assert journey.iloc[0].tolist() == [0.43, 0.15, 0.89]
     assert "0.43," in journey.to_csv() and "0000" not in journey.to_csv()
     assert tidy_floats(pd.DataFrame({"x": float32}))["x"].tolist() == [0.43, 0.15, 0.89, 1e-8, 123456.7]
+
+
+# ------------------------------------------------------------------ #27.10: the app speaks in its own words
+
+POINTERS = re.compile(r"chapter|\bch\. ?\d|textbook|lecture|\bseed 0\d|bertviz|\bthe book\b|from scratch|write-up|"
+                      r"worked version|as \w+ draws it|homework", re.IGNORECASE)
+
+
+def shown_strings(path):
+    """Every string literal of a source file (f-string parts included) that can reach a page: docstrings are not shown,
+    nor are web addresses (a corpus's source names the file it comes from)."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            if "github.com/" not in node.value and "://" not in node.value:
+                yield node.lineno, node.value
+
+
+def test_pages_point_to_no_material_students_never_saw():
+    """No "chapter 3" of a book, no "the textbook's arithmetic slips", no "as BertViz draws it": say what is shown."""
+    sources = [*sorted((ui.ROOT / "pages").glob("*.py")), *sorted((ui.ROOT / "ui").glob("*.py")),
+               *sorted((ui.ROOT / "llmviz").rglob("*.py")), ui.ROOT / "app.py"]
+    found = [f"{path.relative_to(ui.ROOT)}:{line}: {text[:80]!r}" for path in sources
+             for line, text in shown_strings(path) if POINTERS.search(text)]
+    assert not found, "\n".join(found)
+    from llmviz import corpus
+
+    for entry in corpus.list_corpora():  # what the Home page's table and the sidebar show of each corpus
+        assert not POINTERS.search(f"{entry.title} {entry.description}"), entry
