@@ -147,7 +147,8 @@ def test_two_runs_of_the_same_model_are_told_apart_and_inside_names_the_model(fr
     assert len(runs) == 2, picker_box.options
     # what a narrow sidebar shows of each (about 40 characters) tells them apart: the run's number, then its start
     assert runs[0].startswith("Run 1 · ") and runs[1].startswith("Run 2 · "), runs
-    assert all("US census first names" in option for option in runs)  # the corpus, in full when the list is open
+    assert all("US census first names" in option for option in runs)
+    assert runs[1] in shown(at.sidebar.caption)  # the whole label under the picker (the box and the list cut it)
     caption = shown(at.caption)
     assert f"Model: {runs[1]} · step 20 (picked in the sidebar)" in caption, caption  # Inside names the model
 

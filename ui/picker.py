@@ -234,7 +234,8 @@ class RunSource:
                                       "its step 0 exists."))
                 continue
             family = "gpt" if model_description(job.trainer.model)["kind"] == "gpt" else "charlevel"
-            out.append(Entry(f"run:{job.id}", run_label(job.label, job.created, number), family, steps=steps))
+            label = run_label(job.label, job.created, number)  # the caption shows it whole (the sidebar cuts it)
+            out.append(Entry(f"run:{job.id}", label, family, note=literal_markdown(label), steps=steps))
         return out
 
     def load(self, key: str, step: int | None) -> ModelView:
