@@ -94,7 +94,7 @@ REGISTRY: dict[str, CorpusInfo] = {
         CorpusInfo(
             name="the-verdict",
             title="The Verdict (Edith Wharton, 1908)",
-            description="The short story used in 'Build a Large Language Model (From Scratch)' "
+            description="A short story in the public domain, small enough to tokenize and train on in seconds "
             "(about 20 KB). Downloaded once, then cached.",
             source="github.com/rasbt/LLMs-from-scratch, ch02/01_main-chapter-code/the-verdict.txt",
             licence="Public domain text",

@@ -147,6 +147,9 @@ def pca(points: torch.Tensor, dims: int = 2) -> tuple[torch.Tensor, torch.Tensor
     """Project rows onto their ``dims`` main directions: ``(coordinates (N, dims), explained variance ratios)``."""
     if points.shape[0] < 2:
         raise EmbeddingError("PCA needs at least two points: one point has no spread to find directions in.")
+    if not bool(torch.isfinite(points).all()):
+        raise EmbeddingError("Some of these vectors hold NaN or infinite numbers (the model's weights are broken): "
+                             "they have no directions to project onto.")
     centred = points.double() - points.double().mean(dim=0)
     _, singular, vh = torch.linalg.svd(centred, full_matrices=False)
     dims = min(dims, vh.shape[0])

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from llmviz.models.gpt import GPTConfig, count_parameters_without_building
+from llmviz.models.gpt import PRESETS, GPTConfig, count_parameters_without_building
 from llmviz.models.layers import gelu_tanh
 
 BYTES_PER_PARAMETER = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 1}
@@ -37,6 +37,23 @@ def architecture(config: GPTConfig, batch: str = "B", tokens: str = "T") -> list
         ArchitectureStep("output head → logits", (batch, tokens, str(v)), "a score for every token of the vocabulary"),
     ]
     return steps if config.mlp else [step for step in steps if "MLP" not in step.name]
+
+
+#: Presets that size a published model, with that model's own settings: GPT-2 small has a bias in W_Q, W_K, W_V and
+#: ties its output head to the token embedding (124,439,808 parameters, as OpenAI's checkpoint and transformers'
+#: GPT2LMHeadModel count them).
+AS_PUBLISHED = {"gpt2-124m": {"qkv_bias": True, "tie_weights": True}}
+
+
+def published_config(preset: str) -> GPTConfig:
+    """A preset as the Model page opens it: a published model's preset with that model's own bias and tying.
+
+    >>> sum(parameter_table(published_config("gpt2-124m")).values())  # GPT-2 small
+    124439808
+    >>> published_config("gpt-mini") == PRESETS["gpt-mini"]
+    True
+    """
+    return PRESETS[preset].replace(**AS_PUBLISHED.get(preset, {}))
 
 
 def parameter_table(config: GPTConfig) -> dict[str, int]:

@@ -207,7 +207,7 @@ def visible_keys(cache: Mapping[str, torch.Tensor], labels: Sequence[str], query
         "attend to?", str(count), wrong,
         f"Counting the weights above zero in its row: **{count}**. "
         + (f"The causal mask hides the {total - count} tokens after it (their scores are −∞, so softmax "
-           "gives them weight 0): positions 0 to {query}, itself included."
+           f"gives them weight 0): positions 0 to {query}, itself included."
            if count == query + 1 and count < total else
            "Every token is visible: this model's attention is bidirectional (no causal mask)."
            if count == total else ""), order="sort")

@@ -14,6 +14,7 @@ from llmviz import quiz, views
 from llmviz.errors import LlmvizError
 from ui import charts, picker, sections, share
 from ui import quiz as quiz_ui
+from ui.text import literal_markdown, tidy_floats
 
 ui.settings()
 ui.page_header(
@@ -33,13 +34,13 @@ def fmt(x: float) -> str:
 def matrix_table(matrix: torch.Tensor, rows, columns=None) -> pd.DataFrame:
     values = matrix.detach().numpy()
     columns = columns or [f"d{j}" for j in range(values.shape[1])]
-    return pd.DataFrame(values, index=list(rows), columns=list(columns))
+    return tidy_floats(pd.DataFrame(values, index=list(rows), columns=list(columns)))
 
 
 # ------------------------------------------------------------------ 1. without weights
 st.header("1. Self-attention without trainable weights")
-st.caption("'Your journey starts with one step' with 3-dimensional embeddings: the worked example of Sebastian "
-           "Raschka's *Build a Large Language Model (From Scratch)*, chapter 3.")
+st.caption("Six words, 'Your journey starts with one step', each a hand-picked 3-dimensional embedding: the "
+           "smallest attention there is, with no weights to learn.")
 @sections.section("attention.without_weights")
 def without_weights() -> None:
     journey = torch.tensor(att.JOURNEY_EMBEDDINGS)
@@ -52,7 +53,8 @@ def without_weights() -> None:
     with right:
         query = st.selectbox("Query word", range(6), index=1, format_func=lambda i: att.JOURNEY_TOKENS[i],
                              **share.bind("query_word"))
-        st.dataframe(pd.DataFrame(journey.numpy(), index=att.JOURNEY_TOKENS, columns=["x", "y", "z"]), width="stretch")
+        st.dataframe(tidy_floats(pd.DataFrame(journey.numpy(), index=att.JOURNEY_TOKENS, columns=["x", "y", "z"])),
+                     width="stretch")
         st.caption("The embeddings: pick a query to see its row of the table worked out below.")
     with st.container():
         x_q = journey[query]
@@ -76,8 +78,9 @@ without_weights()
 
 # ------------------------------------------------------------------ 2. the toy example
 st.header("2. Scaled dot-product attention, step by step")
-st.caption("A classic textbook toy example: 'The cat sat', d_model = 4, embeddings plus small positional offsets, "
-           "with its W_Q, W_K, W_V and W_O. Edit any matrix: every number below is recomputed.")
+st.caption("A toy example small enough to check by hand: 'The cat sat', d_model = 4, embeddings plus small "
+           "positional offsets, and hand-picked W_Q, W_K, W_V and W_O. Edit any matrix: every number below is "
+           "recomputed.")
 toy_x = att.toy_input()
 
 
@@ -162,10 +165,9 @@ def toy_example() -> None:
                 c2.markdown("**Concat · W_O** (the example's W_O)")
                 c2.dataframe(matrix_table(steps["output"], tokens).style.format("{:.4f}"), width="stretch")
             if causal:
-                st.info("Under the causal mask the first token ('The') can only attend to itself: its output is exactly its "
-                        "own value vector. (Where the textbook's arithmetic slips: the usual write-up of this example says 'The' "
-                        "averages 'The' and 'cat' — that would let it see "
-                        "the future.)")
+                st.info("Under the causal mask the first token ('The') can only attend to itself: its weight on "
+                        "itself is 1, so its output is exactly its own value vector. It never averages in 'cat': "
+                        "that would let it see the future.")
             if not scaled:
                 st.caption("Without scaling, scores grow with d_k, the softmax gets peakier, and its gradients vanish; "
                            "dividing by √d_k keeps the scores' spread about 1.")
@@ -179,14 +181,14 @@ shapes = att.head_split_steps(torch.arange(24, dtype=torch.float32).view(1, 3, 8
 small, split, transposed = shapes["input"], shapes["viewed"], shapes["transposed"]
 s1, s2, s3 = st.columns(3)
 s1.markdown("`(batch, tokens, d_out)` = (1, 3, 8)")
-s1.dataframe(pd.DataFrame(small[0].numpy(), index=["t0", "t1", "t2"]), width="stretch")
+s1.dataframe(tidy_floats(pd.DataFrame(small[0].numpy(), index=["t0", "t1", "t2"])), width="stretch")
 s2.markdown("`.view(1, 3, 2, 4)` → (batch, tokens, heads, head_dim)")
 s2.code("\n".join(f"t{t}: head 0 {split[0, t, 0].int().tolist()}\n    head 1 {split[0, t, 1].int().tolist()}"
                   for t in range(3)), language=None)
 s3.markdown("`.transpose(1, 2)` → (batch, heads, tokens, head_dim)")
 for head in range(2):
     s3.markdown(f"head {head}")
-    s3.dataframe(pd.DataFrame(transposed[0, head].numpy(), index=["t0", "t1", "t2"]), width="stretch")
+    s3.dataframe(tidy_floats(pd.DataFrame(transposed[0, head].numpy(), index=["t0", "t1", "t2"])), width="stretch")
 st.caption("Each head gets its own slice of the width and attends over all tokens at once; afterwards "
            "`.transpose(1, 2).contiguous().view(1, 3, 8)` puts the heads side by side again (the concatenation).")
 
@@ -264,8 +266,10 @@ def lines_figure(pattern, labels: list[str], query) -> go.Figure:
 
 
 @sections.section("attention.head")
-def attention_views(patterns, labels: list[str], key: str) -> None:
-    """One head's pattern as a heatmap and as lines: layer, head and query re-draw only this part."""
+def attention_views(patterns, labels: list[str], key: str, compare_sentence: str | None = None) -> None:
+    """One head's pattern as a heatmap and as lines: layer, head and query re-draw only this part.
+
+    ``compare_sentence``: also draw the same head at step 0 and at the picked step (it follows these sliders)."""
     n_layers, n_heads = patterns.shape[:2]
     c1, c2 = st.columns(2)
     bind_layer, bind_head = ((share.bind("layer"), share.bind("head")) if key == "gpt"
@@ -280,7 +284,15 @@ def attention_views(patterns, labels: list[str], key: str) -> None:
         query = st.selectbox("Lines from query", ["all"] + list(range(len(labels))), key=f"{key}_query",
                              format_func=lambda i: "all tokens" if i == "all" else labels[i])
         charts.show(lines_figure(pattern, labels, query), width="stretch", key=f"{key}_lines")
-        st.caption("Line width = attention weight (as BertViz draws it): queries on the left, keys on the right.")
+        st.caption("Each line joins a query (left) to a key (right); the thicker and darker the line, the larger "
+                   "the attention weight.")
+    if compare_sentence is not None:
+        st.subheader("Step 0 vs step N")
+        st.caption(f"Layer {layer}, head {head} (the sliders above) before training (random weights: attention "
+                   "spreads almost evenly over the visible tokens) and at the step picked in the sidebar.")
+        if (box := sections.lazy("Compare step 0 with the picked step", "attention_before_after")):
+            with box:
+                attention_before_after(compare_sentence, layer, head)
 
 
 def attention_grid(patterns, key: str) -> None:
@@ -289,12 +301,9 @@ def attention_grid(patterns, key: str) -> None:
                "some spread out.")
 
 
-@sections.section("attention.before_after")
-def attention_before_after(sentence: str, n_layers: int, n_heads: int) -> None:
-    """The same head at step 0 and at the picked step, side by side."""
-    c1, c2 = st.columns(2)
-    layer = ui.index_slider("Layer", n_layers, key="ba_layer", where=c1)
-    head = ui.index_slider("Head", n_heads, key="ba_head", where=c2)
+def attention_before_after(sentence: str, layer: int, head: int) -> None:
+    """One head at step 0 and at the picked step, side by side (drawn inside the head section, so its layer and
+    head sliders decide which head)."""
 
     def render(shown: picker.ModelView, column: str) -> None:
         found = gpt_patterns(shown.key, sentence, shown)
@@ -323,14 +332,14 @@ def your_sentence() -> None:
         st.warning("Type a sentence to see its attention patterns.")
         return
     view = picker.current()
-    st.caption(f"Model: {view.label} (picked in the sidebar).")
+    st.caption(f"Model: {literal_markdown(view.label)} (picked in the sidebar).")
     if view.family == "minilm":
         st.info("The picked model is the pretrained MiniLM encoder: its attention is in section 6 below.")
     else:
         with ui.friendly_errors("the attention patterns"):
             found = gpt_patterns(view.key, sentence, view)
             if found is None:
-                st.info(f"{view.label} has no attention layers (it reads a fixed window of characters or keeps a "
+                st.info(f"{literal_markdown(view.label)} has no attention layers (it reads a fixed window of characters or keeps a "
                         "running state): pick a GPT in the sidebar to see attention patterns.")
             else:
                 quiz_ui.section("attention", lambda: attention_quiz(view, found))
@@ -342,16 +351,10 @@ def your_sentence() -> None:
                 if found.cut_to_shown:
                     st.info(f"{len(found.ids) + found.cut_to_shown} tokens: the charts show the first "
                             f"{len(found.ids)}.")
-                attention_views(found.patterns, token_labels(view, found.ids), "gpt")
+                attention_views(found.patterns, token_labels(view, found.ids), "gpt", compare_sentence=sentence)
                 if (box := sections.lazy("Every layer × head at a glance", "attention_grid")):
                     with box:
                         attention_grid(found.patterns, "gpt")
-                st.subheader("Step 0 vs step N")
-                st.caption("The same head before training (random weights: attention spreads almost evenly over "
-                           "the visible tokens) and at the step picked in the sidebar.")
-                if (box := sections.lazy("Compare step 0 with the picked step", "attention_before_after")):
-                    with box:
-                        attention_before_after(sentence, found.n_layers, found.n_heads)
 
     # ------------------------------------------------------------------ 6. MiniLM
     st.header("6. The same sentence through a pretrained encoder (MiniLM)")

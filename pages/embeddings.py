@@ -13,7 +13,7 @@ from llmviz import embeddings as emb
 from llmviz import lab_tasks, views
 from llmviz.errors import LlmvizError
 from ui import charts, picker, sections, share, training
-from ui.text import literal_markdown
+from ui.text import literal_markdown, tidy_floats
 
 settings = ui.settings()
 ui.page_header(
@@ -24,8 +24,8 @@ ui.page_header(
 
 # ------------------------------------------------------------------ 1. worked example
 st.header("1. Cosine similarity, worked out")
-st.caption("A classic textbook example (edit the vectors): three sentences as 3-dimensional vectors, "
-           "'I love programming', 'I enjoy coding' and 'I dislike programming'.")
+st.caption("Three sentences as made-up 3-dimensional vectors (edit them): 'I love programming', 'I enjoy coding' "
+           "and 'I dislike programming'.")
 @sections.section("embeddings.cosine")
 def cosine_example() -> None:
     defaults = ["0.2, 0.4, 0.9", "0.1, 0.5, 0.8", "0.7, 0.2, 0.1"]
@@ -66,9 +66,9 @@ def cosine_example() -> None:
                     rf"d({a_name}, {b_name}) = \sqrt{{{distance_terms}}} = {parts.euclidean:.4f}",
                 )
                 if [round(x, 6) for x in a.tolist()] == [0.2, 0.4, 0.9] and a_name == "v₁":
-                    st.info("Where the textbook's arithmetic slips: the usual worked version of this example takes "
-                            "‖v₁‖² = 0.2 + 0.16 + 0.81 = 1.17, but 0.2² = 0.04, so ‖v₁‖² = 1.01. With the right "
-                            "arithmetic both cosines come out higher than it says (the numbers above are computed, not copied).")
+                    st.info("Check the squares by hand: 0.2² = 0.04 (not 0.2), so ‖v₁‖² = 0.04 + 0.16 + 0.81 = 1.01. "
+                            "Forgetting to square the 0.2 gives 1.17, and cosines that come out too low. Every number "
+                            "above is computed.")
             with right:
                 theta = math.radians(parts.angle_degrees)
                 figure = go.Figure()
@@ -101,8 +101,8 @@ def projection(model_key: str, ids: tuple[int, ...], dims: int, _table: torch.Te
 
 
 def neighbour_table(view: picker.ModelView, found: views.Neighbours) -> pd.DataFrame:
-    return pd.DataFrame({"token": [view.tokenizer.printable(i) for i in found.ids], "id": found.ids,
-                         "cosine": found.cosines})
+    return tidy_floats(pd.DataFrame({"token": [view.tokenizer.printable(i) for i in found.ids], "id": found.ids,
+                                     "cosine": found.cosines}))
 
 
 @sections.section("embeddings.projection")
@@ -173,11 +173,11 @@ def token_embeddings() -> None:
     tokenizer = view.tokenizer
     table = views.embedding_table(view.model) if view.family != "minilm" else None
     if table is None:
-        st.info(f"{view.label} has no token-embedding table of its own to show here (it counts pairs or is a "
+        st.info(f"{literal_markdown(view.label)} has no token-embedding table of its own to show here (it counts pairs or is a "
                 "sentence encoder): pick a GPT or one of your runs in the sidebar. MiniLM's sentence embeddings "
                 "are in section 5.")
         return
-    st.caption(f"{view.label}: a {table.shape[0]:,} × {table.shape[1]} table, one learned row per token.")
+    st.caption(f"{literal_markdown(view.label)}: a {table.shape[0]:,} × {table.shape[1]} table, one learned row per token.")
     typed = st.text_input("Tokens to compare (words are split into the model's tokens)",
                           " def class return True False None int str list", **share.bind("words"))
     ids = list(dict.fromkeys(views.encode(tokenizer, typed)))[:24]
@@ -259,7 +259,7 @@ def sinusoidal() -> None:
 @sections.section("embeddings.token_plus_position")
 def token_plus_position() -> None:
     view = picker.current()
-    st.subheader(f"Token + position = input, for your sentence ({view.label}'s learned tables)")
+    st.subheader(f"Token + position = input, for your sentence ({literal_markdown(view.label)}'s learned tables)")
     sentence = st.text_input("Sentence", "for x in range(10):")
     if view.family == "minilm":
         st.info("MiniLM adds a position and a segment vector too; this view shows GPTs' two tables.")
@@ -268,7 +268,7 @@ def token_plus_position() -> None:
     if not sentence_ids:
         st.warning("Type a sentence.")
     elif rows is None:
-        st.info(f"{view.label} adds no position table (it reads a fixed window or a running state): pick a GPT.")
+        st.info(f"{literal_markdown(view.label)} adds no position table (it reads a fixed window or a running state): pick a GPT.")
     else:
         tok, pos = rows
         width = min(32, tok.shape[1])
@@ -294,7 +294,7 @@ def word2vec_explorer() -> None:
     vectors_ = state.model.center.weight.detach()
     vocab = state.vocabulary
     asked = st.session_state.get("w2v_steps", state.step)
-    st.caption(f"Trained on {label} for {state.step} steps ({len(vocab.words):,} words, loss {state.loss:.3f})."
+    st.caption(f"Trained on {literal_markdown(label)} for {state.step} steps ({len(vocab.words):,} words, loss {state.loss:.3f})."
                + (f" Stopped at step {state.step} of {asked}: the vectors learned so far are kept."
                   if state.step < asked else ""))
     left, right = st.columns(2)
@@ -307,8 +307,9 @@ def word2vec_explorer() -> None:
         else:
             neighbours = emb.nearest_neighbours(vectors_, vectors_[vocab.index[key]], 10, {vocab.index[key]})
             labelled |= {vocab.index[key], *(i for i, _ in neighbours)}
-            st.dataframe(pd.DataFrame({"word": [vocab.words[i] for i, _ in neighbours],
-                                       "cosine": [s for _, s in neighbours]}), hide_index=True, width="stretch")
+            st.dataframe(tidy_floats(pd.DataFrame({"word": [vocab.words[i] for i, _ in neighbours],
+                                                   "cosine": [s for _, s in neighbours]})),
+                         hide_index=True, width="stretch")
         st.markdown("**Analogy** a − b + c")
         a1, a2, a3 = st.columns(3)
         words = [a1.text_input("a", "function"), a2.text_input("b", "functions"), a3.text_input("c", "methods")]
@@ -317,8 +318,9 @@ def word2vec_explorer() -> None:
             st.warning(f"Not in the vocabulary: {literal_markdown(', '.join(missing))}.")
         else:
             i, j, k = (vocab.index[w.strip().lower()] for w in words)
-            st.dataframe(pd.DataFrame([{"word": vocab.words[r], "cosine": s}
-                                       for r, s in emb.analogy(vectors_, i, j, k)]), hide_index=True, width="stretch")
+            st.dataframe(tidy_floats(pd.DataFrame([{"word": vocab.words[r], "cosine": s}
+                                                   for r, s in emb.analogy(vectors_, i, j, k)])),
+                         hide_index=True, width="stretch")
     with right:
         shown_rows = sorted(set(range(min(300, len(vocab.words)))) | labelled)
         coords, ratio = emb.pca(vectors_[shown_rows], 2)
@@ -428,7 +430,8 @@ def minilm_sentences(default_sentences: str) -> None:
                     charts.show(figure, width="stretch")
             if {"I love programming", "I dislike programming"} <= set(sentences):
                 i, j = sentences.index("I love programming"), sentences.index("I dislike programming")
-                st.markdown(f"The textbook example calls 'I love programming' and 'I dislike programming' dissimilar; the real model "
+                st.markdown(f"The made-up vectors of section 1 make 'I love programming' and 'I dislike programming' "
+                            "dissimilar; the real model "
                             f"gives them a cosine of **{emb.cosine_parts(vectors_[i], vectors_[j]).cosine:.3f}**: they share a topic and most "
                             "words, and this model was trained to match topics more than sentiment.")
 

@@ -6,6 +6,7 @@ import streamlit as st
 import ui
 from llmviz import corpus
 from llmviz.device import describe_device
+from ui.text import literal_markdown
 
 settings = ui.settings()
 
@@ -68,7 +69,7 @@ with right:
         a.metric("Characters", f"{s.characters:,}")
         b.metric("Words", f"{s.words:,}")
         c.metric("Distinct characters", f"{s.distinct_characters:,}")
-        st.text_area(f"The first lines of {title}", text[:600], height=150, disabled=True)
+        st.text_area(f"The first lines of {literal_markdown(title)}", text[:600], height=150, disabled=True)
 
 st.subheader("Corpora")
 rows = []

@@ -15,7 +15,7 @@ import ui
 from llmviz import induction, interpret
 from llmviz.errors import LlmvizError
 from ui import charts, picker, sections, share, training
-from ui.text import literal_html
+from ui.text import literal_html, literal_markdown, tidy_floats
 
 ui.settings()
 ui.page_header(
@@ -24,6 +24,8 @@ ui.page_header(
     "the previous token, the first token, or continue a repeated pattern (induction heads), see the loss on "
     "every token, and watch an induction head form while a small model trains.",
 )
+st.caption(f"Model: {literal_markdown(picker.current().label)} (picked in the sidebar) in sections 1–3; section 4 "
+           "trains a small model of its own.")
 
 DEFAULT_SENTENCE = "The for statement is used to iterate over the elements of a sequence"
 DEFAULT_LOSS_TEXT = ("A list is a sequence of items. The items of a list can be changed. A tuple is a sequence "
@@ -131,7 +133,7 @@ def lens_section() -> None:
     st.header("1. The logit lens: a prediction after every block")
     view = picker.current()
     if not is_gpt(view):
-        st.info(f"The logit lens reads a GPT's residual stream; **{view.label}** is not a GPT. Pick the shipped "
+        st.info(f"The logit lens reads a GPT's residual stream; **{literal_markdown(view.label)}** is not a GPT. Pick the shipped "
                 "GPT or one of your GPT runs in the sidebar.")
         return
     st.text_input("A sentence", DEFAULT_SENTENCE, max_chars=2000, **share.bind("lens_text"))
@@ -168,7 +170,7 @@ def heads_section() -> None:
     st.header("2. Head detectors: what does each attention head look at?")
     view = picker.current()
     if not is_gpt(view):
-        st.info(f"The detectors read a GPT's attention patterns; **{view.label}** is not a GPT. Pick the shipped "
+        st.info(f"The detectors read a GPT's attention patterns; **{literal_markdown(view.label)}** is not a GPT. Pick the shipped "
                 "GPT or one of your GPT runs in the sidebar.")
         return
     kind = st.radio("Detector", interpret.DETECTORS, index=interpret.DETECTORS.index("induction"), horizontal=True,
@@ -215,7 +217,7 @@ def render_losses(view, column: str) -> None:
     frame = pd.DataFrame({"token": tokens[1:], "loss": result.losses.tolist(), "p(token)": result.true_probs.tolist(),
                           "top prediction": [label(view, i) for i in result.top_ids[:, 0].tolist()]})
     with st.expander("Every token as a table"):
-        st.dataframe(frame.style.format({"loss": "{:.3f}", "p(token)": "{:.2%}"}), hide_index=True,
+        st.dataframe(tidy_floats(frame).style.format({"loss": "{:.3f}", "p(token)": "{:.2%}"}), hide_index=True,
                      width="stretch", key=f"loss_table_{column}")
 
 
@@ -224,7 +226,7 @@ def loss_section() -> None:
     st.header("3. The loss on every token")
     view = picker.current()
     if not is_gpt(view):
-        st.info(f"This section scores a GPT's next-token predictions; **{view.label}** is not a GPT.")
+        st.info(f"This section scores a GPT's next-token predictions; **{literal_markdown(view.label)}** is not a GPT.")
         return
     st.text_area("Any text", DEFAULT_LOSS_TEXT, max_chars=20_000, height=90, **share.bind("loss_text"))
     st.markdown("Each token is coloured by the model's loss on it, $-\\ln p(\\text{token} \\mid \\text{the tokens "

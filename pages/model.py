@@ -9,6 +9,7 @@ from llmviz import inspect, views
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import PRESETS, GPTConfig
 from ui import charts, picker, sections, share
+from ui.text import literal_markdown, tidy_floats
 
 ui.settings()
 ui.page_header(
@@ -25,9 +26,10 @@ st.header("1. Size a GPT")
 def size_a_gpt() -> None:
     preset_names = list(PRESETS) + ["custom"]
     preset = st.selectbox("Preset", preset_names, index=0,
-                          help="gpt2-124m is GPT-2 small (124M parameters), the GPT_CONFIG_124M of Sebastian Raschka's "
-                          "*Build a Large Language Model (From Scratch)*.")
-    base = PRESETS.get(preset, PRESETS["gpt-mini"])
+                          help="gpt2-124m is GPT-2 small as OpenAI published it (Radford et al., 2019): 12 layers, "
+                          "12 heads, d_model 768, a bias in W_Q, W_K, W_V and the output head tied to the token "
+                          "embedding.")
+    base = inspect.published_config(preset) if preset in PRESETS else PRESETS["gpt-mini"]
     if preset == "custom":
         c1, c2, c3 = st.columns(3)
         vocab_size = c1.number_input("Vocabulary size", 1, 300_000, base.vocab_size, step=256)
@@ -41,7 +43,8 @@ def size_a_gpt() -> None:
                       n_heads=n_heads, n_layers=n_layers, qkv_bias=qkv_bias)
     else:
         values = base.to_dict()
-    tie = st.toggle("Tie the output head to the token embedding (GPT-2 does)", value=False,
+    # each preset opens with its own tying (GPT-2: tied); the toggle shows what the other choice costs
+    tie = st.toggle("Tie the output head to the token embedding (GPT-2 does)", value=base.tie_weights,
                     help="One matrix serves as the input embedding and the output layer.")
 
     config = None
@@ -73,6 +76,10 @@ def size_a_gpt() -> None:
                 untied = sum(inspect.parameter_table(config.replace(tie_weights=False)).values())
                 st.caption(f"Untied, the same sizes have {untied:,} parameters: tying saves {untied - total:,} "
                            f"(the {config.vocab_size:,} × {config.d_model} output matrix).")
+            else:
+                tied = sum(inspect.parameter_table(config.replace(tie_weights=True)).values())
+                st.caption(f"Tied, the same sizes have {tied:,} parameters: the separate {config.vocab_size:,} × "
+                           f"{config.d_model} output matrix adds {total - tied:,}.")
             st.caption("Memory counts the weights only: training also needs gradients, optimizer state "
                        "(Adam: two more copies) and activations.")
 
@@ -90,11 +97,11 @@ def look_inside() -> None:
     view = picker.current()
     model, tokenizer, meta = view.model, view.tokenizer, view.meta
     if view.family != "gpt" or not hasattr(getattr(model, "config", None), "n_layers"):
-        st.info(f"{view.label} is not a GPT: this section shows a GPT's residual stream, LayerNorms and MLPs. Pick "
+        st.info(f"{literal_markdown(view.label)} is not a GPT: this section shows a GPT's residual stream, LayerNorms and MLPs. Pick "
                 "the shipped GPT or a GPT run in the sidebar.")
         return
     final = meta.get("final", {}).get("val_loss")
-    st.caption(f"{view.label}: {model.config.n_layers} layers, {model.config.n_heads} heads, d_model "
+    st.caption(f"{literal_markdown(view.label)}: {model.config.n_layers} layers, {model.config.n_heads} heads, d_model "
                f"{model.config.d_model}, a {tokenizer.vocab_size:,}-token vocabulary"
                + (f" (final validation loss {final:.2f})." if final is not None else "."))
     sentence = st.text_input("A sentence", "The for statement is used to iterate over the elements of a sequence",
@@ -124,7 +131,7 @@ def look_inside() -> None:
             layer = ui.index_slider("Block", model.config.n_layers, key="ln_layer")
             stats = inspect.layernorm_before_after(cache, layer)
             frame = pd.DataFrame({"token": labels, **{k: v.tolist() for k, v in stats.items()}})
-            st.dataframe(frame.style.format(precision=4), hide_index=True, width="stretch")
+            st.dataframe(tidy_floats(frame).style.format(precision=4), hide_index=True, width="stretch")
             st.markdown("Before `ln1` each token's vector has its own mean and variance; LayerNorm rescales it to "
                         "mean 0 and variance 1, then applies the learned scale and shift — which is why the "
                         "'after' columns are not exactly 0 and 1.")

@@ -10,7 +10,7 @@ from llmviz import quiz, sampling
 from llmviz.errors import LlmvizError
 from ui import charts, picker, sections, share
 from ui import quiz as quiz_ui
-from ui.text import literal_html, literal_markdown
+from ui.text import literal_html, literal_markdown, tidy_floats
 
 settings = ui.settings()
 ui.page_header(
@@ -21,12 +21,12 @@ ui.page_header(
 
 view = picker.current()
 if view.family == "minilm":
-    st.info(f"{view.label} is an encoder: it reads a whole sentence at once and does not write text. This page "
+    st.info(f"{literal_markdown(view.label)} is an encoder: it reads a whole sentence at once and does not write text. This page "
             "shows the shipped GPT instead; pick a GPT or one of your runs in the sidebar.")
     view = picker.shipped_default()
 model, tokenizer, meta, label = view.model, view.tokenizer, view.meta, view.key
 is_names = "names" in label or meta.get("corpus") == "names"
-st.caption(f"Model: {view.label} (picked in the sidebar).")
+st.caption(f"Model: {literal_markdown(view.label)} (picked in the sidebar).")
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -41,8 +41,9 @@ prompt = st.text_input("Prompt", "" if is_names else "The for statement", **shar
 c1, c2, c3, c4 = st.columns(4)
 temperature = c1.slider("Temperature", 0.0, 2.5, 0.8, 0.05, help="0 = greedy: always the most likely token.",
                         **share.bind("temperature"))
-top_k = c2.slider("Top-k", 0, tokenizer.vocab_size + 10, min(10, tokenizer.vocab_size),
-                  help="0 = off. Values at or above the vocabulary size cut nothing.", **share.bind("top_k"))
+top_k = c2.slider("Top-k", 0, tokenizer.vocab_size, min(10, tokenizer.vocab_size),
+                  help=f"0 = off. {tokenizer.vocab_size:,} (the whole vocabulary) keeps every token.",
+                  **share.bind("top_k"))
 top_p = c3.slider("Top-p", 0.01, 1.0, 0.9, 0.01, help="1 = off. Keep the most likely tokens until their probability adds up to p.",
                   **share.bind("top_p"))
 method = c4.radio("Method", ["sampling", "greedy", "beam search"], horizontal=False, **share.bind("method"))
@@ -64,7 +65,7 @@ quiz_ui.section("sampling", lambda: quiz.sampling_questions(
     tokenizer.printable, temperature, top_k, top_p))
 
 # ------------------------------------------------------------------ the distribution
-@sections.section("sampling.distribution")
+@sections.section("sampling.distribution", what="the next-token distribution")
 def distribution_section(view: picker.ModelView, prompt: str, temperature: float, top_k: int, top_p: float) -> None:
     tokenizer = view.tokenizer
     with ui.friendly_errors("computing the distribution"):
@@ -111,7 +112,7 @@ def distribution_section(view: picker.ModelView, prompt: str, temperature: float
         charts.show(figure, key=f"next_{column}")
         st.metric("entropy of the raw softmax", f"{max(0.0, found.distribution.entropies['raw softmax']):.3f} nats")
 
-    picker.before_after(render, what="the next-token distribution")
+    picker.before_after(render, what="the next-token distribution", view=view)
 
 
 st.header("1. The next-token distribution, transform by transform")
@@ -228,7 +229,8 @@ def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, t
                               "raw probability": [p for _, p, _ in candidates],
                               "after temperature, top-k, top-p": [float(final[t]) for t, _, _ in candidates],
                               "can be sampled": ["yes" if ok else "no: filtered out" for _, _, ok in candidates]})
-        st.dataframe(frame.style.format({"raw probability": "{:.4f}", "after temperature, top-k, top-p": "{:.4f}"}),
+        st.dataframe(tidy_floats(frame).style.format({"raw probability": "{:.4f}",
+                                                      "after temperature, top-k, top-p": "{:.4f}"}),
                      hide_index=True, width="stretch")
         s1, s2, s3 = st.columns(3)
         # callbacks change the sequence before the section is drawn again (no second rerun needed)

@@ -92,39 +92,43 @@ quiz_ui.section("tokens", lambda: quiz.tokens_questions(
 # ------------------------------------------------------------------ side by side
 st.header("1. Several tokenizers, side by side")
 char_tok, word_tok = corpus_tokenizers(corpus_label, corpus_text)
-available = {}
-available[f"characters ({corpus_label})"] = char_tok
-available[f"words ({corpus_label}: {word_vocabulary_label(word_tok)})"] = word_tok
-if trained_bpe() is not None:
-    available[f"your BPE ({trained_bpe().vocab_size} tokens, trained on {bpe_origin().get('corpus', '?')})"] = trained_bpe()
+# The options are stable keys with labels that never change (the browser sends a selection back as its labels, and
+# one whose label changed would be dropped): the picked model's tokenizer stays selected when its step, the run or the
+# corpus change. What each one is right now (corpus, vocabulary, model, step) is in its heading and in the table.
+OPTION_LABELS = {"characters": "characters of the corpus", "words": "words of the corpus", "bpe": "your BPE",
+                 "picked": "the model picked in the sidebar", "gpt2": "GPT-2 (50,257)",
+                 "cl100k": "cl100k / GPT-4 (100,277)"}
 view = picker.current()
 picked_tokenizer = None if view.family == "minilm" else view.tokenizer  # MiniLM cuts WordPiece pieces, not bytes
+available: dict[str, tuple[str, object]] = {  # key → (what it is now, tokenizer or None for a reference one)
+    "characters": (f"characters of {corpus_label}", char_tok),
+    "words": (f"words of {corpus_label} ({word_vocabulary_label(word_tok)})", word_tok),
+}
+if trained_bpe() is not None:
+    available["bpe"] = (f"your BPE ({trained_bpe().vocab_size} tokens, trained on {bpe_origin().get('corpus', '?')})",
+                        trained_bpe())
 if picked_tokenizer is not None:
-    available[f"{view.label} (picked in the sidebar)"] = picked_tokenizer
-available["GPT-2 (50,257)"] = None
-available["cl100k / GPT-4 (100,277)"] = None
+    available["picked"] = (f"the tokenizer of {view.label} (picked in the sidebar)", picked_tokenizer)
+available["gpt2"] = ("GPT-2 (50,257 tokens)", None)
+available["cl100k"] = ("cl100k / GPT-4 (100,277 tokens)", None)
 if picked_tokenizer is None:
-    st.info(f"{view.label} splits text into WordPiece pieces (shown on the Embeddings and Attention pages); "
-            "here the tokenizers that make integer ids from bytes are compared.")
+    st.info(f"{literal_markdown(view.label)} splits text into WordPiece pieces (shown on the Embeddings and Attention "
+            "pages); here the tokenizers that make integer ids from bytes are compared.")
 
 
 @sections.section("tokens.side_by_side")
 def side_by_side() -> None:
-    chosen = st.multiselect("Tokenizers", list(available), default=[k for k in available if "characters" not in k][:4], **share.bind("tokenizers"))
+    chosen = st.multiselect("Tokenizers", list(available), default=[k for k in available if k != "characters"][:4],
+                            format_func=OPTION_LABELS.get, **share.bind("tokenizers"))
     show_ids = st.toggle("Show the ids under the tokens", value=True, key="tok_show_ids")
 
 
-    def get(name):
-        if name.startswith("GPT-2"):
-            return reference("gpt2")
-        if name.startswith("cl100k"):
-            return reference("cl100k")
-        return available[name]
-
+    def get(key):
+        return available[key][1] or reference(key)
 
     rows = []
-    for name in chosen:
-        tokenizer = get(name)
+    for key in chosen:
+        name, tokenizer = available[key][0], get(key)
         with ui.friendly_errors(f"the {name} tokenizer"):
             ids = views.encode(tokenizer, text)
             unknown = views.dropped_characters(tokenizer, text)
@@ -132,7 +136,7 @@ def side_by_side() -> None:
                 if unknown else ""
             shown = ids[:MAX_CHIPS]  # a browser stays quick with a few thousand chips, not a book's worth
             pieces = [tokenizer.printable(i) for i in shown]
-            st.subheader(name)
+            st.subheader(literal_markdown(name[:1].upper() + name[1:]))
             st.markdown(charts.token_chips(pieces, shown, [f"id {i} · bytes {tokenizer.token_bytes(i)!r}" for i in shown],
                                            show_ids=show_ids), unsafe_allow_html=True)
             if len(ids) > MAX_CHIPS:
@@ -144,7 +148,8 @@ def side_by_side() -> None:
                 words = len(unknown) - blank
                 notes = " ".join(part for part in (
                     f"{words} word(s) are outside the vocabulary and became [UNK]: the information is lost." if words else "",
-                    f"{blank} run(s) of spaces or line breaks never occur in {corpus_label} (its vocabulary has no such "
+                    f"{blank} run(s) of spaces or line breaks never occur in {literal_markdown(corpus_label)} (its "
+                    "vocabulary has no such "
                     "whitespace), so they became [UNK] too." if blank else "") if part)
             if notes:
                 st.warning(notes)
@@ -175,7 +180,7 @@ else:
     limit = c3.select_slider("Train on the first", [10_000, 50_000, 200_000, 1_000_000, 5_000_000],
                              value=200_000, format_func=lambda n: f"{n:,} characters")
     sample = corpus_text[:limit]
-    st.caption(f"{corpus_label}: training on {len(sample):,} of {len(corpus_text):,} characters.")
+    st.caption(f"{literal_markdown(corpus_label)}: training on {len(sample):,} of {len(corpus_text):,} characters.")
     if st.button("Train BPE", type="primary", key="train_bpe"):
         # the run trains as a job of this session (a worker process); its own settings travel with it, so an
         # earlier stopped run can never mix its settings into this one
@@ -231,11 +236,12 @@ if bpe is not None:
     origin = bpe_origin()
     patterns = {"gpt4": "the GPT-4 regex", "gpt2": "the GPT-2 regex", None: "no pre-split"}
     st.subheader("Merge table")
-    st.caption(f"Your BPE: {len(bpe.merges)} merges learned from {origin.get('corpus', '?')} with "
+    st.caption(f"Your BPE: {len(bpe.merges)} merges learned from {literal_markdown(origin.get('corpus', '?'))} with "
                f"{patterns.get(origin.get('pattern'), origin.get('pattern'))}.")
     if origin.get("corpus") not in (None, corpus_label):
-        st.info(f"Your BPE was trained on {origin['corpus']}, but the corpus in the sidebar is now {corpus_label}: "
-                f"the charts below measure it on {corpus_label}. Train again to get a BPE of {corpus_label}.")
+        trained_on, now = literal_markdown(origin["corpus"]), literal_markdown(corpus_label)
+        st.info(f"Your BPE was trained on {trained_on}, but the corpus in the sidebar is now {now}: "
+                f"the charts below measure it on {now}. Train again to get a BPE of {now}.")
     merges = pd.DataFrame([
         {"merge": r + 1, "part A": bpe.printable(a), "part B": bpe.printable(b), "new token": bpe.printable(new),
          "new id": new, "count": bpe.merge_counts[r]}
@@ -270,13 +276,13 @@ if bpe is not None:
         figure.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title="rank", yaxis_title="count",
                              height=320, margin=dict(t=10), legend=dict(orientation="h", y=-0.25))
         charts.show(figure)
-        st.caption(f"Token frequency by rank on log–log axes, measured on {corpus_label}. "
+        st.caption(f"Token frequency by rank on log–log axes, measured on {literal_markdown(corpus_label)}. "
                    + (zipf_verdict(fit) if fit is not None else "Too few distinct tokens to fit a line."))
 
 # ------------------------------------------------------------------ round trip and special tokens
 st.header("3. Encode → decode, and special tokens")
 tokenizer = bpe or picked_tokenizer or reference("gpt2")
-st.caption("With " + ("your BPE" if bpe else f"the picked model's tokenizer ({view.label})" if picked_tokenizer
+st.caption("With " + ("your BPE" if bpe else f"the picked model's tokenizer ({literal_markdown(view.label)})" if picked_tokenizer
                       else "GPT-2's tokenizer") + ".")
 allow_special = st.toggle("Read special-token text such as <|endoftext|> as the special token", value=False,
                           key="tok_allow_special",

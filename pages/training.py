@@ -20,6 +20,7 @@ from llmviz.tokenizers import BPETokenizer, CharTokenizer
 from llmviz.train import OPTIMIZER_TITLES, TrainConfig, Trainer, prepare_data
 from ui import charts, models, picker, sections, share, training
 from ui import quiz as quiz_ui
+from ui.text import csv_text, literal_markdown, tidy_floats
 
 settings = ui.settings()
 ui.page_header(
@@ -190,8 +191,10 @@ def draw_all_runs() -> None:
                 for step, sample in status.samples:
                     st.code(f"step {step}:\n{sample}", language=None, wrap_lines=True)
     d1, d2, d3 = st.columns([2, 1, 1])
-    pick = d1.selectbox("Download a run", list(all_runs), key="runs_download")
-    d2.download_button("Metrics (CSV)", training.metrics_frame(statuses[pick]).to_csv(index=False),
+    picked = picker.selected_key().split("@")[0].removeprefix("run:")  # the run picked in the sidebar, if one
+    index = next((i for i, job in enumerate(all_runs.values()) if job.id == picked), 0)
+    pick = d1.selectbox("Download a run", list(all_runs), index=index, key=f"runs_download_{picked}")
+    d2.download_button("Metrics (CSV)", csv_text(training.metrics_frame(statuses[pick])),
                        file_name="metrics.csv", mime="text/csv")
     if statuses[pick].done and all_runs[pick].checkpoint is not None:
         d3.download_button("Checkpoint (safetensors)", all_runs[pick].checkpoint,
@@ -219,7 +222,7 @@ st.caption("The model picker in the sidebar chooses a run and a step. Step 0 is 
 
 def sample_panel(view, column_key: str, prompt: str) -> None:
     if view.family not in ("gpt", "charlevel"):
-        st.info(f"{view.label} does not generate text.")
+        st.info(f"{literal_markdown(view.label)} does not generate text.")
         return
     with ui.friendly_errors("sampling"):
         text = generate_text(view.model, view.tokenizer, prompt, max_new_tokens=60, temperature=0.8,
@@ -247,7 +250,7 @@ def training_quiz() -> list:
     gpt, gpt_tokenizer, _ = models.shipped_gpt_or_stop()
     quiz_model = model_name if model_name in GPT_SIZES else "gpt-nano"
     what = (f"A fresh {MODEL_LABELS[quiz_model]} with {OPTIMIZER_TITLES[optimizer]} trains for {QUIZ_STEPS} steps on "
-            f"{corpus_label} (batch 8, 16 characters of context, no clipping)")
+            f"{literal_markdown(corpus_label)} (batch 8, 16 characters of context, no clipping)")
     losses = dict(zip((lr, lr * 10), quiz_ui.short_run_losses(text, quiz_model, optimizer, lr, settings.seed,
                                                                QUIZ_STEPS)))
     return quiz.training_questions(gpt, gpt_tokenizer, text[:400], losses.__getitem__, lr, what)
@@ -276,7 +279,7 @@ else:
                           "target": gpt_tokenizer.printable(int(targets[b, t])),
                           "p(target)": float(parts.target_probabilities[b, t]),
                           "log p(target)": float(parts.log_probabilities[b, t])})
-    st.dataframe(pd.DataFrame(table).style.format({"p(target)": "{:.6f}", "log p(target)": "{:.4f}"}),
+    st.dataframe(tidy_floats(pd.DataFrame(table)).style.format({"p(target)": "{:.6f}", "log p(target)": "{:.4f}"}),
                  hide_index=True, width="stretch")
     logs = parts.log_probabilities.flatten().tolist()
     n = len(logs)

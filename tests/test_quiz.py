@@ -186,3 +186,40 @@ def test_temperature_entropy():
 
 def test_sampling_questions():
     assert len(quiz.sampling_questions(torch.randn(50), [str(i) for i in range(50)], 0.8, 10, 0.9)) == 3
+
+
+# ---------------------------------------------------------------- every reveal is filled in
+UNFILLED = __import__("re").compile(r"(?<!\\)\{[A-Za-z_][A-Za-z_0-9.\[\]]*(?<!\\)\}")  # "{query}", not "\{x\}"
+
+
+def every_question() -> list[quiz.Question]:
+    """One question of every kind, on inputs that reach each branch of its explanation."""
+    tokenizer = CharTokenizer.train("abcd")
+    causal = causal_cache()
+    full = {"layers.0.attn.pattern": torch.full((1, 1, 4, 4), 0.25)}
+    logits = torch.log(torch.tensor([0.5, 0.3, 0.15, 0.05]))
+    return [
+        *quiz.tokens_questions(TEXT, {"characters": CHARS, "words": WORDS}),
+        quiz.fewer_tokens("at", CHARS, "A", CHARS, "B"),
+        *quiz.attention_questions(causal, LABELS, layer=1, head=0),
+        quiz.visible_keys(causal, LABELS, query=1),  # the causal-mask branch
+        quiz.visible_keys(causal, LABELS, query=3),  # the last token sees everything
+        quiz.visible_keys(full, LABELS, query=1, prefix="layers"),  # the bidirectional branch
+        *quiz.training_questions(FixedLogits([0.0, 0.0, 0.0, 0.0]), tokenizer, "abcd", lambda lr: 1.0, 0.1, "x"),
+        quiz.learning_rate_times_ten(lambda lr: math.inf if lr > 1 else 1.0, 0.5, "x"),
+        *quiz.sampling_questions(logits, list("abcd"), 0.8, 2, 0.9),
+        quiz.tokens_kept(logits, 1.0, 0, 1.0),
+        quiz.temperature_entropy(torch.tensor([2.0, 1.0]), 0.0),
+    ]
+
+
+def test_no_reveal_shows_a_raw_placeholder():
+    questions = every_question()
+    assert {q.kind for q in questions} >= {"token-count", "fewer-tokens", "word-pieces", "most-attended",
+                                           "visible-keys", "focused-head", "lr-times-ten", "uniform-loss",
+                                           "position-loss", "greedy-next", "tokens-kept", "temperature-entropy"}
+    for question in questions:
+        for text in (question.prompt, question.explanation, *question.options):
+            assert not UNFILLED.search(text), (question.kind, text)
+    reveal = quiz.visible_keys(causal_cache(), LABELS, query=1).explanation
+    assert "positions 0 to 1, itself included" in reveal

@@ -243,14 +243,17 @@ def _load_registered(name: str) -> str:
 
 
 def corpus_text(name: str | None = None) -> tuple[str, str] | None:
-    """``(label, text)`` of the chosen corpus, or ``None`` after showing why not."""
+    """``(label, text)`` of the chosen corpus, or ``None`` after showing why not.
+
+    The label is plain text (an uploaded file's name as it is): escape it with ``literal_markdown`` where it goes
+    into Markdown (st.markdown, st.caption, st.info, a widget's label), and nowhere else (options, tables, URLs)."""
     name = name or settings().corpus
     if name == UPLOAD:
         if "uploaded_corpus" not in st.session_state:
             st.info("Upload a text file in the sidebar, or pick a built-in corpus.")
             return None
         name, text = st.session_state["uploaded_corpus"]
-        return literal_markdown(name), text  # pages show the label in Markdown: the file's name stays literal
+        return name, text  # the file's name as it is: a page escapes it where it renders Markdown
     try:
         return corpus.info(name).title, _load_registered(name)
     except LlmvizError as error:

@@ -34,6 +34,8 @@ from llmviz.errors import LlmvizError
 from llmviz.snapshots import load_into
 from llmviz.train import ListedCheckpoint, list_checkpoints, load_checkpoint, model_description, model_from_description
 from ui import sections, watch
+from ui.labels import run_label
+from ui.text import literal_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
@@ -227,15 +229,16 @@ class RunSource:
 
     def entries(self) -> list[Entry]:
         out = []
-        for job in my_jobs("train"):
+        for number, job in enumerate(my_jobs("train"), start=1):
             steps = tuple(job.snapshots.steps()) if job.snapshots is not None else ()
             if job.info is None or not steps:  # queued or preparing: listed (the Train button picks it at once)
-                out.append(Entry(f"run:{job.id}", f"Your run: {job.label}", "pending",
+                out.append(Entry(f"run:{job.id}", run_label(job.label, job.created, number), "pending",
                                  note="Preparing (tokenizer, first snapshot): pages show the shipped GPT until "
                                       "its step 0 exists."))
                 continue
             family = "gpt" if job.info.description["kind"] == "gpt" else "charlevel"
-            out.append(Entry(f"run:{job.id}", f"Your run: {job.label}", family, steps=steps))
+            label = run_label(job.label, job.created, number)  # the caption shows it whole (the sidebar cuts it)
+            out.append(Entry(f"run:{job.id}", label, family, note=literal_markdown(label), steps=steps))
         return out
 
     def load(self, key: str, step: int | None) -> ModelView:
@@ -250,7 +253,8 @@ class RunSource:
         model = _run_model(job.id, step, job.info.description, state)
         meta = {"train_config": asdict(job.info.config), "model": model_description(model), "step": step,
                 "label": job.label, "snapshot_steps": kept}
-        return ModelView(f"run:{job.id}@{step}", f"{job.label} · step {step}", model,
+        number = next((n for n, mine in enumerate(my_jobs("train"), start=1) if mine.id == job.id), None)
+        return ModelView(f"run:{job.id}@{step}", run_label(job.label, job.created, number, step), model,
                          job.info.tokenizer, meta, _family(meta), step=step, run_id=job.id)
 
 
@@ -402,9 +406,9 @@ def shipped_default() -> ModelView:
         st.stop()
 
 
-def baseline() -> ModelView | None:
-    """The picked run at step 0 (for "step 0 vs step N" views); None when the pick is not a run."""
-    view = current()
+def baseline(view: ModelView | None = None) -> ModelView | None:
+    """``view`` (default: the picked model) at step 0, for "step 0 vs step N" views; None when it is not a run."""
+    view = view or current()
     if view.run_id is None:
         return None
     try:
@@ -413,24 +417,26 @@ def baseline() -> ModelView | None:
         return None
 
 
-def before_after(render: Callable[[ModelView, str], None], *, what: str = "this view") -> None:
-    """Draw ``render(view, column_key)`` twice, side by side: the picked run at step 0 and at its step N.
+def before_after(render: Callable[[ModelView, str], None], *, what: str = "this view",
+                 view: ModelView | None = None) -> None:
+    """Draw ``render(view, column_key)`` twice, side by side: the run at step 0 and at its step N.
 
-    ``column_key`` ("step0" / "stepN") keeps widget keys apart. When the pick is not a run, one column
-    says how to get a comparison and the other shows the current model.
+    ``view``: the model the page shows (default: the picked one; a page that shows another, e.g. the shipped
+    GPT instead of an encoder, passes it). ``column_key`` ("step0" / "stepN") keeps widget keys apart. When
+    the view is not a run, one column says how to get a comparison and the other shows the view.
     """
-    view = current()
-    start = baseline()
+    view = view or current()
+    start = baseline(view)
     left, right = st.columns(2)
     with left:
         if start is None:
             st.info(f"Train a run on the Training page and pick it in the sidebar to compare {what} at step 0 "
                     "(random weights) with a later step.")
         else:
-            st.markdown(f"**Step 0** (initial weights) · {start.label.rsplit(' · ', 1)[0]}")
+            st.markdown(f"**Step 0** (initial weights) · {literal_markdown(start.label.rsplit(' · ', 1)[0])}")
             render(start, "step0")
     with right:
-        st.markdown(f"**{'Step ' + str(view.step) if view.step is not None else view.label}**")
+        st.markdown(f"**{'Step ' + str(view.step) if view.step is not None else literal_markdown(view.label)}**")
         render(view, "stepN")
 
 

@@ -52,11 +52,29 @@ def timed(name: str, function: Callable) -> Callable:
     return logged
 
 
-def section(name: str) -> Callable[[Callable], Callable]:
-    """Decorator: the function becomes an ``st.fragment`` named ``name`` (for the timing log)."""
+def guarded(function: Callable, what: str = "this section") -> Callable:
+    """``function``, with any error shown by :func:`ui.friendly_errors` (a message, never a traceback)."""
+
+    @functools.wraps(function)
+    def safe(*args, **kwargs):
+        from ui import friendly_errors  # ui imports this module's users; import it when a section runs
+
+        with friendly_errors(what):
+            return function(*args, **kwargs)
+
+    return safe
+
+
+def section(name: str, what: str = "this section") -> Callable[[Callable], Callable]:
+    """Decorator: the function becomes an ``st.fragment`` named ``name`` (for the timing log).
+
+    An error in the section (its first run inside the page's run, or a rerun of its own) is shown in the
+    section by :func:`ui.friendly_errors`, ``what`` naming the step: the rest of the page keeps working and
+    no traceback reaches the student. (Streamlit's st.stop and st.rerun are not errors and pass through.)
+    """
 
     def wrap(function: Callable) -> Callable:
-        return st.fragment(timed(name, function))
+        return st.fragment(timed(name, guarded(function, what)))
 
     return wrap
 

@@ -8,7 +8,11 @@ make any string safe for each context.
 
 from __future__ import annotations
 
+import math
 import string
+
+import numpy as np
+import pandas as pd
 
 # every ASCII punctuation character may be backslash-escaped in CommonMark; Streamlit also honours \\$
 _PUNCTUATION = frozenset(string.punctuation)
@@ -33,3 +37,51 @@ def literal_html(text: str) -> str:
     HTML never contains a blank line that would end the block.
     """
     return str(text).translate(_ENTITY_TABLE)
+
+
+def shortest_number(value: float) -> str:
+    """A float with the fewest digits that give it back: a float32 value (a loss read from a tensor) as float32
+    prints it, anything else as Python prints it. No float noise, nothing lost.
+
+    >>> float(np.float32(0.43)), shortest_number(float(np.float32(0.43)))
+    (0.4300000071525574, '0.43')
+    >>> shortest_number(0.1 + 0.2), shortest_number(3e-4), shortest_number(float("nan"))
+    ('0.30000000000000004', '0.0003', 'nan')
+    """
+    if not math.isfinite(value):
+        return str(value)
+    single = np.float32(value)
+    if math.isfinite(single) and float(single) == value:
+        text = np.format_float_positional(single, unique=True, trim="-")
+        return text if len(text) <= 16 else np.format_float_scientific(single, unique=True, trim="-")
+    return repr(value)
+
+
+def csv_text(frame: pd.DataFrame) -> str:
+    """``frame`` as CSV, every float written by :func:`shortest_number` (what the page shows, never 0.4300000071525574).
+
+    >>> csv_text(pd.DataFrame({"step": [1], "loss": [float(np.float32(0.43))]}))
+    'step,loss\\n1,0.43\\n'
+    """
+    shown = frame.copy()
+    for column in shown.columns:
+        if pd.api.types.is_float_dtype(shown[column]):
+            shown[column] = ["" if math.isnan(value) else shortest_number(float(value))  # empty, as pandas writes NaN
+                             for value in shown[column]]
+    return shown.to_csv(index=False)
+
+
+def tidy_floats(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every float as the number it reads as: a float32 value such as 0.4300000071525574 (0.43 read from
+    a tensor) becomes the float 0.43, so a table's "Download as CSV" writes what the page shows. Tables given to
+    ``st.dataframe`` go through this.
+
+    >>> tidy_floats(pd.DataFrame({"x": np.array([0.43, 0.15], dtype=np.float32)}))["x"].tolist()
+    [0.43, 0.15]
+    """
+    shown = frame.copy()
+    for column in shown.columns:
+        if pd.api.types.is_float_dtype(shown[column]):
+            shown[column] = [value if math.isnan(value) else float(shortest_number(float(value)))
+                             for value in shown[column].astype("float64")]
+    return shown
