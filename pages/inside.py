@@ -288,6 +288,11 @@ def phase_chart(curve: list[induction.ProbeResult], picked_step: int | None) -> 
                                 mode="lines", line=dict(color="#c92a2a", width=3)), row=2, col=1)
     figure.add_trace(go.Scatter(x=steps, y=[p.first_half_loss for p in curve], name="loss on the first half",
                                 mode="lines", line=dict(color="#868e96", dash="dash")), row=2, col=1)
+    uniform, vocab = curve[-1].uniform_loss, curve[-1].vocab_size
+    figure.add_hline(y=uniform, line=dict(color="#212529", width=1), row=2, col=1,
+                     annotation_text=f"uniform guessing: ln {vocab} = {uniform:.2f}", annotation_position="top left")
+    figure.add_hline(y=induction.FORMED, line=dict(color="#212529", width=1, dash="dot"), row=1, col=1,
+                     annotation_text=f"an induction head from {induction.FORMED:.2f}", annotation_position="top left")
     if picked_step is not None:
         figure.add_vline(x=picked_step, line=dict(color="black", dash="dot"))
     figure.update_yaxes(range=[0, 1], title_text="score", row=1, col=1)
@@ -325,10 +330,8 @@ def induction_body() -> None:
     picked = view.step if view.run_id == job.id else None
     charts.show(phase_chart(curve, picked), key="induction_chart")
     last = curve[-1]
-    layer, head, score = induction.strongest_induction_head(last)
-    st.markdown(f"At step {last.step} the strongest induction head is **layer {layer}, head {head}** "
-                f"(score {score:.2f}); the loss on the repeated half is {last.repeated_half_loss:.2f} nats against "
-                f"{last.first_half_loss:.2f} on the first half (guessing among 62 characters: ln 62 = 4.13).")
+    layer, head, _score = induction.strongest_induction_head(last)
+    st.markdown(induction.describe(last))
     c1, c2 = st.columns(2)
     c1.page_link(str(ui.ROOT / "pages/attention.py"), label=f"See layer {layer}, head {head} on Attention",
                  icon=":material/visibility:", query_params={"layer": layer, "head": head})
