@@ -18,6 +18,7 @@ drop in the loss on repeated text: a phase change. This module makes that happen
 
 from __future__ import annotations
 
+import math
 import random
 import string
 from collections.abc import Callable, Iterable
@@ -31,7 +32,8 @@ from llmviz import interpret
 from llmviz.tokenizers import CharTokenizer
 from llmviz.train import TrainConfig, Trainer
 
-ALPHABET = string.ascii_letters + string.digits  # 62 characters; "\n" ends every line
+ALPHABET = string.ascii_letters + string.digits  # 62 characters; "\n" ends every line (63 tokens in all)
+FORMED = 0.3  # an induction score from which a head counts as an induction head (attention spread evenly: 0.04)
 
 
 @dataclass(frozen=True)
@@ -112,8 +114,14 @@ class ProbeResult:
 
     step: int
     scores: dict[str, torch.Tensor]
-    first_half_loss: float  # predicting characters of the first copy: nothing to copy from, ≈ ln 62
+    first_half_loss: float  # predicting characters of the first copy: nothing to copy from
     repeated_half_loss: float  # predicting characters of the second copy: an induction head gets them right
+    vocab_size: int = len(ALPHABET) + 1  # the model's vocabulary (62 characters and the newline)
+
+    @property
+    def uniform_loss(self) -> float:
+        """The loss of uniform guessing over the model's whole vocabulary: ln V (ln 63 ≈ 4.143 for the preset)."""
+        return math.log(self.vocab_size)
 
 
 @torch.no_grad()
@@ -131,7 +139,8 @@ def probe(model: nn.Module, lines: torch.Tensor, step: int = 0) -> ProbeResult:
     logits = cache["logits"]  # (B, T, V)
     losses = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), lines[:, 1:].reshape(-1),
                              reduction="none").view(lines.shape[0], -1)  # (B, T-1)
-    return ProbeResult(step, scores, float(losses[:, : half - 1].mean()), float(losses[:, half:].mean()))
+    return ProbeResult(step, scores, float(losses[:, : half - 1].mean()), float(losses[:, half:].mean()),
+                       vocab_size=logits.shape[-1])
 
 
 def phase_curve(snapshots: Iterable[tuple[int, nn.Module]], lines: torch.Tensor,
@@ -146,11 +155,33 @@ def phase_curve(snapshots: Iterable[tuple[int, nn.Module]], lines: torch.Tensor,
 
 
 def strongest_induction_head(result: ProbeResult) -> tuple[int, int, float]:
-    """``(layer, head, score)`` of the head with the highest induction score."""
-    values = result.scores["induction"]
-    flat = int(values.argmax())
-    layer, head = divmod(flat, values.shape[1])
-    return layer, head, float(values[layer, head])
+    """``(layer, head, score)`` of the head with the highest induction score in layer 1 or later.
+
+    A layer-0 head cannot be an induction head: it needs a previous-token head in an earlier layer to tell
+    it where the earlier copy continues (early in training a layer-0 head can still score highest by chance).
+    """
+    values = result.scores["induction"][1:]  # (L - 1, H)
+    if values.numel() == 0:
+        raise ValueError("an induction head needs at least two layers")
+    layer, head = divmod(int(values.argmax()), values.shape[1])
+    return layer + 1, head, float(values[layer, head])
+
+
+def describe(result: ProbeResult) -> str:
+    """One Markdown paragraph on ``result``: whether an induction head has formed, and both losses against
+    uniform guessing (the gap shown, not hidden in a rounded label)."""
+    layer, head, score = strongest_induction_head(result)
+    if score >= FORMED:
+        heads = f"At step {result.step} **layer {layer}, head {head}** is an induction head (score {score:.2f})."
+    else:
+        heads = (f"At step {result.step} no head is an induction head yet: the best candidate, layer {layer} "
+                 f"head {head}, scores {score:.2f} (a head counts from {FORMED:.2f}).")
+    uniform = result.uniform_loss
+    gap = result.first_half_loss - uniform
+    where = "above" if gap >= 0 else "below"
+    return (f"{heads} The loss on the repeated half is {result.repeated_half_loss:.2f} nats; on the first half, "
+            f"where nothing can be copied, {result.first_half_loss:.2f} nats: {abs(gap):.2f} {where} uniform "
+            f"guessing over the model's {result.vocab_size} tokens (ln {result.vocab_size} = {uniform:.2f}).")
 
 
 def snapshot_models(store, description: dict) -> list[tuple[int, nn.Module]]:

@@ -12,7 +12,7 @@ import ui
 from llmviz import attention as att
 from llmviz import quiz, views
 from llmviz.errors import LlmvizError
-from ui import charts, picker, sections, share
+from ui import charts, picker, present, sections, share
 from ui import quiz as quiz_ui
 from ui.text import literal_markdown, tidy_floats
 
@@ -51,11 +51,12 @@ def without_weights() -> None:
                                        title="attention weights = softmax(x_i · x_j) per row", x_title="key",
                                        y_title="query"), width="stretch")
     with right:
-        query = st.selectbox("Query word", range(6), index=1, format_func=lambda i: att.JOURNEY_TOKENS[i],
-                             **share.bind("query_word"))
         st.dataframe(tidy_floats(pd.DataFrame(journey.numpy(), index=att.JOURNEY_TOKENS, columns=["x", "y", "z"])),
                      width="stretch")
-        st.caption("The embeddings: pick a query to see its row of the table worked out below.")
+        st.caption("The embeddings: one 3-dimensional vector per word.")
+    st.subheader("One row of the weights, worked out")  # the query picker with the sums it changes (one slide)
+    query = st.selectbox("Query word", range(6), index=1, format_func=lambda i: att.JOURNEY_TOKENS[i],
+                         **share.bind("query_word"))
     with st.container():
         x_q = journey[query]
         dots = " + ".join(f"{num(a, '.2f')}\\cdot{num(b, '.2f')}" for a, b in zip(x_q.tolist(), journey[0].tolist()))
@@ -132,8 +133,8 @@ def toy_example() -> None:
             for head in range(heads):
                 st.subheader(f"Head {head + 1}" if heads > 1 else "Scores, mask, softmax, output")
                 q_h, k_h = steps["Q_heads"][head], steps["K_heads"][head]
-                h1, h2 = st.columns(2)
-                h3, h4 = st.columns(2)
+                # a projector's slide holds the four steps in one row; a page, two rows of two
+                h1, h2, h3, h4 = st.columns(4) if present.enabled() else [*st.columns(2), *st.columns(2)]
                 charts.show_in(h1, charts.heatmap(steps["scores"][head], tokens, tokens, title="Q Kᵀ", height=300,
                                                text_format=".3f"), width="stretch", key=f"s{head}")
                 charts.show_in(h2, charts.heatmap(steps["scaled_scores"][head], tokens, tokens, height=300, text_format=".3f",
@@ -144,6 +145,7 @@ def toy_example() -> None:
                                                text_format=".3f"), width="stretch", key=f"m{head}")
                 charts.show_in(h4, charts.heatmap(steps["weights"][head], tokens, tokens, title="softmax weights", height=300,
                                                text_format=".3f", zmin=0, zmax=1), width="stretch", key=f"w{head}")
+                st.subheader(f"The weight of 'cat' on 'The'{f', head {head + 1}' if heads > 1 else ''}, worked out")
                 row = 1
                 terms = " + ".join(f"{num(a, '.4f')}\\cdot{num(b, '.4f')}" for a, b in zip(q_h[row].tolist(), k_h[0].tolist()))
                 raw = float(steps["scores"][head][row, 0])
@@ -296,6 +298,7 @@ def attention_views(patterns, labels: list[str], key: str, compare_sentence: str
 
 
 def attention_grid(patterns, key: str) -> None:
+    st.subheader("Every layer and head at once")
     charts.show(charts.head_grid(patterns), width="stretch", key=f"{key}_grid")
     st.caption("Every layer × head as a thumbnail: some heads look at the previous token, some at the first token, "
                "some spread out.")

@@ -110,6 +110,7 @@ def pca_view(view: picker.ModelView, table: torch.Tensor, ids: list[int], query_
              neighbour_ids: list[int]) -> None:
     """The PCA chart: the 2D/3D switch re-draws only this part."""
     tokenizer = view.tokenizer
+    st.subheader("The whole table, flattened to 2 or 3 dimensions")
     dims = st.radio("Projection", [2, 3], horizontal=True, format_func=lambda d: f"{d}D PCA")
     population = views.common_tokens(table.shape[0])
     chosen = list(dict.fromkeys(population + ids + query_group + neighbour_ids))
@@ -201,6 +202,7 @@ def token_embeddings() -> None:
                                width="stretch")
         else:
             st.info("Add a second token to compare.")
+    st.subheader("Nearest neighbours in the table")
     query_text = st.text_input("Nearest neighbours of", " return", key="gpt_nn")
     query_ids = views.encode(tokenizer, query_text)
     if len(query_ids) != 1:

@@ -4,8 +4,6 @@ Every number comes from llmviz.interpret and llmviz.induction; this file only dr
 st.fragments, so a widget in one section reruns that section alone.
 """
 
-import html
-
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -15,6 +13,7 @@ import ui
 from llmviz import induction, interpret
 from llmviz.errors import LlmvizError
 from ui import charts, picker, sections, share, training
+from ui import lens as lens_ui
 from ui.text import literal_html, literal_markdown, tidy_floats
 
 ui.settings()
@@ -97,35 +96,20 @@ def render_lens(view, column: str) -> None:
     lens = _lens(view.key, tuple(ids), view.model)
     tokens = [label(view, i) for i in ids]
     columns = charts.unique_labels(tokens)
-    top = [[label(view, lens.top_ids[row, position, 0]) for position in range(len(ids))]
-           for row in range(len(lens.layer_names))]
-    hover = [[f"after {lens.layer_names[row]}, reading {html.escape(repr(tokens[position]))}:<br>"
-              + "<br>".join(f"{html.escape(repr(label(view, lens.top_ids[row, position, k])))} "
-                            f"{float(lens.top_probs[row, position, k]):.1%}" for k in range(lens.top_ids.shape[-1]))
-              + (f"<br>true next {html.escape(repr(tokens[position + 1]))}: "
-                 f"{float(lens.true_probs[row, position]):.1%}" if position + 1 < len(ids) else "")
-              for position in range(len(ids))] for row in range(len(lens.layer_names))]
-    figure = go.Figure(go.Heatmap(
-        z=lens.top_probs[:, :, 0].tolist(), x=columns, y=lens.layer_names, text=top, customdata=hover,
-        texttemplate="%{text}", colorscale="Blues", zmin=0, zmax=1, colorbar=dict(title="p(top)"),
-        hovertemplate="%{customdata}<extra></extra>",
-    ))
-    figure.update_layout(height=90 + 34 * len(lens.layer_names), margin=dict(l=10, r=10, t=10, b=10),
-                         xaxis_title="reading this token…", yaxis_title="…after")
-    figure.update_yaxes(autorange="reversed", type="category")
-    figure.update_xaxes(type="category", tickangle=-60 if len(ids) > 12 else 0, dtick=1)
-    charts.show(figure, width="stretch", key=f"lens_grid_{column}")
-    true = lens.true_probs  # (L+1, T-1)
-    lines = go.Figure()
-    for position in range(true.shape[1]):
-        lines.add_trace(go.Scatter(x=lens.layer_names, y=true[:, position].tolist(), mode="lines+markers",
-                                   name=f"{columns[position]} → {tokens[position + 1]}", opacity=0.6))
-    lines.add_trace(go.Scatter(x=lens.layer_names, y=true.mean(-1).tolist(), mode="lines+markers", name="mean",
-                               line=dict(color="black", width=4)))
-    lines.update_layout(height=320, margin=dict(l=10, r=10, t=30, b=10), yaxis_title="p(true next token)",
-                        title="Probability of the token that really comes next, layer by layer",
-                        yaxis=dict(range=[0, 1]), showlegend=true.shape[1] <= 16)
-    charts.show(lines, width="stretch", key=f"lens_true_{column}")
+    start = 0
+    if len(ids) > lens_ui.WINDOW:  # a readable window of the sentence, moved along it
+        start = st.slider("Positions shown, from", 0, len(ids) - lens_ui.WINDOW, 0, key=f"lens_start_{column}",
+                          help=f"The grid shows {lens_ui.WINDOW} positions at a time: slide along the sentence.")
+    positions = lens_ui.window(len(ids), start)
+    charts.show(lens_ui.grid_figure(lens, tokens, columns, lambda i: label(view, i), positions), width="stretch",
+                key=f"lens_grid_{column}")
+    st.subheader("Layer by layer: the token that really comes next")
+    followed = [p for p in positions if p + 1 < len(ids)]
+    picked = st.selectbox("Follow one position", followed, index=0, key=f"lens_follow_{column}",
+                          format_func=lambda p: f"{columns[p]} → {tokens[p + 1]}",
+                          help="Its line is drawn in colour; the other positions of the grid in grey.")
+    charts.show(lens_ui.true_token_figure(lens, tokens, columns, positions, picked), width="stretch",
+                key=f"lens_true_{column}")
 
 
 @sections.section("inside.lens")
@@ -289,6 +273,11 @@ def phase_chart(curve: list[induction.ProbeResult], picked_step: int | None) -> 
                                 mode="lines", line=dict(color="#c92a2a", width=3)), row=2, col=1)
     figure.add_trace(go.Scatter(x=steps, y=[p.first_half_loss for p in curve], name="loss on the first half",
                                 mode="lines", line=dict(color="#868e96", dash="dash")), row=2, col=1)
+    uniform, vocab = curve[-1].uniform_loss, curve[-1].vocab_size
+    figure.add_hline(y=uniform, line=dict(color="#212529", width=1), row=2, col=1,
+                     annotation_text=f"uniform guessing: ln {vocab} = {uniform:.2f}", annotation_position="top left")
+    figure.add_hline(y=induction.FORMED, line=dict(color="#212529", width=1, dash="dot"), row=1, col=1,
+                     annotation_text=f"an induction head from {induction.FORMED:.2f}", annotation_position="top left")
     if picked_step is not None:
         figure.add_vline(x=picked_step, line=dict(color="black", dash="dot"))
     figure.update_yaxes(range=[0, 1], title_text="score", row=1, col=1)
@@ -326,10 +315,8 @@ def induction_body() -> None:
     picked = view.step if view.run_id == job.id else None
     charts.show(phase_chart(curve, picked), key="induction_chart")
     last = curve[-1]
-    layer, head, score = induction.strongest_induction_head(last)
-    st.markdown(f"At step {last.step} the strongest induction head is **layer {layer}, head {head}** "
-                f"(score {score:.2f}); the loss on the repeated half is {last.repeated_half_loss:.2f} nats against "
-                f"{last.first_half_loss:.2f} on the first half (guessing among 62 characters: ln 62 = 4.13).")
+    layer, head, _score = induction.strongest_induction_head(last)
+    st.markdown(induction.describe(last))
     c1, c2 = st.columns(2)
     c1.page_link(str(ui.ROOT / "pages/attention.py"), label=f"See layer {layer}, head {head} on Attention",
                  icon=":material/visibility:", query_params={"layer": layer, "head": head})

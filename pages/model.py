@@ -8,7 +8,7 @@ import ui
 from llmviz import inspect, views
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import PRESETS, GPTConfig
-from ui import charts, picker, sections, share
+from ui import charts, picker, present, sections, share
 from ui.text import literal_markdown, tidy_floats
 
 ui.settings()
@@ -54,18 +54,25 @@ def size_a_gpt() -> None:
         st.error(str(error))
 
     if config is not None:
-        left, right = st.columns([2, 3])
+        if present.enabled():  # a projector: the numbers on the slide of the controls that change them, the diagram next
+            right, left = st.container(), st.container()
+        else:
+            left, right = st.columns([2, 3])
         with left:
             st.subheader("Architecture")
             st.markdown(charts.flow([(s.name, "(" + ", ".join(s.shape) + ")", s.detail)
                                      for s in inspect.architecture(config)]), unsafe_allow_html=True)
         with right:
-            st.subheader("Parameters, computed from the modules")
+            if present.enabled():
+                st.markdown("**Parameters, computed from the modules**")
+            else:
+                st.subheader("Parameters, computed from the modules")
             table = inspect.parameter_table(config)
             total = sum(table.values())
             frame = pd.DataFrame({"component": list(table), "parameters": list(table.values())})
             frame["share"] = (frame["parameters"] / total).map(lambda x: f"{x:.1%}")
-            st.dataframe(frame.style.format({"parameters": "{:,}"}), hide_index=True, width="stretch")
+            with st.expander("As a table, with each component's share"):
+                st.dataframe(frame.style.format({"parameters": "{:,}"}), hide_index=True, width="stretch")
             charts.show(charts.bar(frame["component"], frame["parameters"], horizontal=True, height=300),
                             width="stretch")
             st.metric("Total parameters", f"{total:,}")

@@ -36,7 +36,10 @@ def distribution_for(model_key: str, prompt: str, temperature: float, top_k: int
     return sampling.next_token_view(_view.model, _view.tokenizer, prompt, temperature, top_k, top_p)
 
 
-prompt = st.text_input("Prompt", "" if is_names else "The for statement", **share.bind("prompt"))
+st.header("1. The next-token distribution, transform by transform")  # its controls share its slide (presenter mode)
+p1, p2 = st.columns([3, 2], vertical_alignment="bottom")  # two rows of controls: the slide keeps room for the bars
+prompt = p1.text_input("Prompt", "" if is_names else "The for statement", **share.bind("prompt"))
+method = p2.radio("Method", ["sampling", "greedy", "beam search"], horizontal=True, **share.bind("method"))
 
 c1, c2, c3, c4 = st.columns(4)
 temperature = c1.slider("Temperature", 0.0, 2.5, 0.8, 0.05, help="0 = greedy: always the most likely token.",
@@ -46,7 +49,6 @@ top_k = c2.slider("Top-k", 0, tokenizer.vocab_size, min(10, tokenizer.vocab_size
                   **share.bind("top_k"))
 top_p = c3.slider("Top-p", 0.01, 1.0, 0.9, 0.01, help="1 = off. Keep the most likely tokens until their probability adds up to p.",
                   **share.bind("top_p"))
-method = c4.radio("Method", ["sampling", "greedy", "beam search"], horizontal=False, **share.bind("method"))
 width = c4.slider("Beam width", 1, 8, 3, disabled=method != "beam search", **share.bind("beam_width"))
 
 encoded = sampling.encode_prompt(tokenizer, prompt, model)
@@ -79,8 +81,9 @@ def distribution_section(view: picker.ModelView, prompt: str, temperature: float
         for column, (title, probs), entropy in zip(columns, stages, dist.entropies.values()):
             with column:
                 figure = go.Figure(go.Bar(y=names, x=[float(probs[i]) for i in shown], orientation="h",
-                                          marker_color="#4c6ef5", texttemplate="%{x:.3f}"))
-                figure.update_layout(title=title, height=420, margin=dict(l=5, r=5, t=40, b=5),
+                                          marker_color="#4c6ef5", texttemplate="%{x:.3f}", textposition="outside",
+                                          cliponaxis=False))
+                figure.update_layout(title=title, height=360, margin=dict(l=5, r=5, t=40, b=5),
                                      xaxis_range=[0, min(1.0, largest * 1.25)])
                 figure.update_yaxes(autorange="reversed", type="category")
                 charts.show(figure)
@@ -115,7 +118,6 @@ def distribution_section(view: picker.ModelView, prompt: str, temperature: float
     picker.before_after(render, what="the next-token distribution", view=view)
 
 
-st.header("1. The next-token distribution, transform by transform")
 distribution_section(view, prompt, temperature, top_k, top_p)
 
 # ------------------------------------------------------------------ generation
@@ -149,7 +151,9 @@ def generate_section(view: picker.ModelView, encoded, temperature: float, top_k:
                 alpha = 0.15 + 0.85 * record.probability
                 spans.append(f"<span title='p = {record.probability:.3f} · top: {literal_html(alternatives)}' "
                              f"style='background: rgba(76,110,245,{alpha:.2f}); white-space: pre-wrap'>{literal_html(piece)}</span>")
-            st.markdown("<div style='font-family:monospace;line-height:1.8'>" + "".join(spans) + "</div>",
+            # a run with no space in it (a long identifier, a row of '=') still wraps inside the column
+            st.markdown("<div class='llmviz-generated' style='font-family:monospace;line-height:1.8;"
+                        "overflow-wrap:anywhere;word-break:break-word'>" + "".join(spans) + "</div>",
                         unsafe_allow_html=True)
             st.caption("Darker = the token had a higher probability when it was chosen. Hover for the top alternatives.")
 

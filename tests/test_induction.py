@@ -11,7 +11,7 @@ from llmviz.jobs import JobManager
 from llmviz.models.gpt import GPT, GPTConfig
 
 # The stated threshold: by the end of the (shortened) preset run, some layer-1 head puts at least this much
-# of its attention on the token after the earlier copy (a head attending uniformly scores about 0.06 here).
+# of its attention on the token after the earlier copy (a head attending uniformly scores 0.04 here).
 INDUCTION_THRESHOLD = 0.3
 
 
@@ -48,7 +48,42 @@ def test_probe_on_a_model_that_knows_nothing():
     assert result.step == 7
     assert result.first_half_loss == pytest.approx(math.log(63), abs=1e-5)
     assert result.repeated_half_loss == pytest.approx(math.log(63), abs=1e-5)
+    assert result.vocab_size == 63 and result.uniform_loss == pytest.approx(math.log(63))
     assert set(result.scores) == set(interpret.DETECTORS) and result.scores["induction"].shape == (2, 2)
+
+
+def test_the_preset_vocabulary_is_62_characters_and_the_newline():
+    text = induction.repeated_text(induction.InductionPreset(lines=200))
+    assert induction.tokenizer().vocab_size == len(set(text)) == 63
+    assert induction.make_trainer(induction.InductionPreset(lines=20)).model.config.vocab_size == 63
+
+
+def probe_result(induction_scores, first=4.21, repeated=3.0, step=300) -> induction.ProbeResult:
+    values = torch.tensor(induction_scores)
+    return induction.ProbeResult(step, {"induction": values, "previous token": torch.zeros_like(values)},
+                                 first_half_loss=first, repeated_half_loss=repeated, vocab_size=63)
+
+
+def test_a_layer_0_head_is_never_named_an_induction_head():
+    """Early in the run a layer-0 head can score highest; it cannot be an induction head (no earlier layer
+    can have told it the previous token), and below the threshold no head is named one."""
+    early = probe_result([[0.05, 0.18], [0.07, 0.14]])
+    assert induction.strongest_induction_head(early) == (1, 1, pytest.approx(0.14))
+    text = induction.describe(early)
+    assert "no head is an induction head yet" in text and "layer 0" not in text and "layer 1 head 1" in text
+    late = probe_result([[0.04, 0.10], [0.44, 0.71]], first=4.209, repeated=0.394, step=600)
+    assert induction.strongest_induction_head(late) == (1, 1, pytest.approx(0.71))
+    assert "At step 600 **layer 1, head 1** is an induction head (score 0.71)" in induction.describe(late)
+    with pytest.raises(ValueError):
+        induction.strongest_induction_head(probe_result([[0.5, 0.2]]))
+
+
+def test_the_first_half_is_compared_with_uniform_guessing_over_the_real_vocabulary():
+    uniform = math.log(63)  # 62 letters and digits and the newline: 4.1431…, not ln 62 = 4.1271…
+    text = induction.describe(probe_result([[0.0, 0.0], [0.5, 0.1]], first=4.209, repeated=0.394))
+    assert f"ln 63 = {uniform:.2f}" in text and "ln 62" not in text
+    assert f"{4.209 - uniform:.2f} above uniform guessing" in text  # the gap, 0.07
+    assert "0.39 nats" in text and "4.21 nats" in text
 
 
 @pytest.mark.slow
@@ -71,6 +106,6 @@ def test_an_induction_head_forms_on_a_fixed_seed():
     layer, head, score = induction.strongest_induction_head(last)
     assert layer == 1 and score > INDUCTION_THRESHOLD, (layer, head, score)
     assert float(first.scores["induction"].max()) < 0.15
-    # the loss on the repeated half drops with it, far below the first half's (which stays near ln 62)
+    # the loss on the repeated half drops with it, far below the first half's (which stays near uniform guessing, ln 63)
     assert first.repeated_half_loss > 3.5 and last.repeated_half_loss < 2.0
     assert last.first_half_loss > 3.5

@@ -83,3 +83,22 @@ def test_shipped_models_were_trained_without_decay_on_biases_and_layernorm(folde
     # the optimizer numbers parameters group by group: matrices (dim >= 2) first, then the rest
     matrices = sum(1 for p in parameters if p.dim() >= 2)
     assert decayed == set(range(matrices)) and plain == set(range(matrices, len(parameters)))
+
+
+def test_the_shipped_gpt_has_no_induction_head_as_readme_says():
+    """README's figures for the shipped GPT's induction scores, recomputed; the even-spread reference is
+    written out by hand (query q of the repeated half puts 1/(q+1) on the one key the detector wants)."""
+    from llmviz import interpret
+
+    model, _, _ = load_checkpoint(DATA / "gpt-python-docs")
+    _, scores = interpret.model_head_scores(model.eval(), half_length=20, seed=0)
+    induction = scores["induction"]  # (layers, heads)
+    layer, head = divmod(int(induction.argmax()), induction.shape[1])
+    rest = torch.cat([induction.flatten()[: layer * induction.shape[1] + head],
+                      induction.flatten()[layer * induction.shape[1] + head + 1:]])
+    even = sum(1 / (query + 1) for query in range(20, 40)) / 20
+    readme = (DATA.parent / "README.md").read_text(encoding="utf-8")
+    assert (f"its highest induction score is {float(induction.max()):.3f}\n   (layer {layer} head {head}), every "
+            f"other head's at most {float(rest.max()):.3f}") in readme
+    assert f"scores {even:.3f}" in readme
+    assert float(induction.max()) < 0.1  # no induction head (an induction head scores 0.3 and more)

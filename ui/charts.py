@@ -130,14 +130,17 @@ def _filename(figure: go.Figure) -> str:
 
 def show_in(where, figure: go.Figure, width="stretch", **kwargs):
     """Draw a Plotly figure in ``where`` (``st``, a column, a container) the way every llmviz chart is drawn:
-    downloadable as PNG at 2× and as SVG, and bigger in presenter mode."""
+    downloadable as PNG at 2× and as SVG, and with bigger type in presenter mode (every label 14 px or more;
+    the height stays, so that a slide keeps its chart and controls on one 1280×720 screen)."""
     from ui import present
 
     scale = present.chart_scale()
     if scale != 1.0:
         figure = go.Figure(figure)  # a copy: the caller's figure stays as built
-        height = figure.layout.height
-        figure.update_layout(font_size=round(12 * scale), height=round(height * scale) if height else None)
+        figure.update_layout(font_size=round(12 * scale))  # type grows; the height stays (a slide fits the screen)
+        # every axis label too (Streamlit's theme draws them at 0.75 rem otherwise), a heatmap's token labels included
+        figure.for_each_xaxis(lambda axis: axis.update(tickfont_size=max(14, round((axis.tickfont.size or 12) * scale))))
+        figure.for_each_yaxis(lambda axis: axis.update(tickfont_size=max(14, round((axis.tickfont.size or 12) * scale))))
     return where.plotly_chart(figure, width=width, config=export_config(_filename(figure)), **kwargs)
 
 

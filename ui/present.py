@@ -3,14 +3,18 @@
 Turned on by the sidebar switch or by ``?present=1`` in the address (so a teacher can bookmark it).
 It changes only how a page is shown, never what it computes:
 
-* bigger type, and bigger charts (``ui.charts.show`` reads :func:`enabled`);
+* bigger type, in charts too (``ui.charts.show`` reads :func:`chart_scale`; chart heights stay, so that a
+  slide fits a 1280×720 screen);
 * the sidebar starts collapsed (app.py asks :func:`requested` before ``st.set_page_config``);
-* one section (an ``st.header``) at a time, with Back / Next buttons (also ← → and PageUp /
-  PageDown, which is what a presentation clicker sends); within a section the explanatory text
+* one slide at a time, with Back / Next buttons in a bar at the top, where it covers no chart (also ← → and
+  PageUp / PageDown, which is what a presentation clicker sends); within a slide the explanatory text
   (captions and paragraphs) appears one step at a time before Next moves on.
 
-The sectioning happens in the browser, over whatever the page drew, so pages need no change and
-stay the same whether their sections are ``st.fragment`` s or not.
+A slide is one idea: a new one starts at every ``st.header`` and ``st.subheader``, also inside a
+section's ``st.fragment`` (the script opens up a container that holds a heading), and a slide with
+nothing but a heading joins the next one. So a page splits an idea off by giving it a subheader, and
+keeps controls on the slide of the chart they change by drawing them after the same heading.
+``tests/test_browser_presenter.py`` measures every slide of every page at 1280×720.
 """
 
 from __future__ import annotations
@@ -54,26 +58,27 @@ def switch() -> bool:
 
 CSS = """
 <style>
-html { font-size: 20px; }
-[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 1.5rem 3rem 5rem 3rem; }
-[data-testid="stMainBlockContainer"] h1 { font-size: 2.4rem; }
-[data-testid="stMainBlockContainer"] h2 { font-size: 2.0rem; }
-[data-testid="stMainBlockContainer"] p, [data-testid="stMainBlockContainer"] li { font-size: 1.25rem; }
-[data-testid="stCaptionContainer"] p { font-size: 1.15rem; }
+html { font-size: 18px; }
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 3.6rem 3rem 2rem 3rem; }
+[data-testid="stMainBlockContainer"] h1 { font-size: 2.2rem; }
+[data-testid="stMainBlockContainer"] h2 { font-size: 1.8rem; }
+[data-testid="stMainBlockContainer"] p, [data-testid="stMainBlockContainer"] li { font-size: 1.2rem; }
+[data-testid="stCaptionContainer"] p { font-size: 1.1rem; }
 [data-llmviz-hidden="1"] { display: none !important; }
-#llmviz-present-bar { position: fixed; right: 1.2rem; bottom: 1rem; z-index: 1000000; display: flex; gap: .5rem;
+#llmviz-present-bar { position: fixed; left: 50%; transform: translateX(-50%); top: 8px; z-index: 1000000;
+  display: flex; gap: .5rem;
   align-items: center; background: rgba(255,255,255,.95); border: 1px solid #ced4da; border-radius: 10px;
-  padding: .35rem .6rem; box-shadow: 0 2px 8px rgba(0,0,0,.15); font-family: sans-serif; font-size: 18px; }
-#llmviz-present-bar button { font-size: 18px; padding: .2rem .9rem; border-radius: 8px; border: 1px solid #4c6ef5;
+  padding: 4px 10px; box-shadow: 0 2px 8px rgba(0,0,0,.15); font-family: sans-serif; font-size: 18px; }
+#llmviz-present-bar button { font-size: 18px; padding: 2px 16px; border-radius: 8px; border: 1px solid #4c6ef5;
   background: #4c6ef5; color: white; cursor: pointer; }
 #llmviz-present-bar button[disabled] { opacity: .4; cursor: default; }
 </style>
 """
 
-# Groups the main column's top-level blocks into sections, each starting at a block that holds an
-# h2 (st.header); everything before the first one (title, intro) is section 0. Shows one section;
+# Groups the main column's blocks into slides (see the module docstring); everything before the first
+# heading (title, intro) is slide 0. Shows one slide; within it, reveals the text blocks (markdown
+# paragraphs, captions, equations) one Next at a time. P.count() and P.goto(i) serve the tests.
 # (No '<' before a letter in the script: the HTML sanitizer would drop it.)
-# within it, reveals the text blocks (markdown paragraphs, captions, equations) one Next at a time.
 SCRIPT = """
 <script>
 (function () {
@@ -84,19 +89,66 @@ SCRIPT = """
     var main = document.querySelector('[data-testid="stMainBlockContainer"]');
     return main ? main.querySelector('[data-testid="stVerticalBlock"]') : null;
   }
-  function sections() {
-    var r = root(); if (!r) return [];
-    var groups = [[]];
-    Array.prototype.forEach.call(r.children, function (child) {
-      if (child.querySelector('h2') && groups[groups.length - 1].length) groups.push([]);
-      groups[groups.length - 1].push(child);
-    });
-    return groups;
+  function toTop() {  // the main column scrolls inside Streamlit's own scroller, not the window
+    window.scrollTo(0, 0);
+    var el = document.querySelector('[data-testid="stMainBlockContainer"]');
+    for (; el; el = el.parentElement) { if (el.scrollTop) el.scrollTop = 0; }
   }
+  function testid(el) { return (el && el.getAttribute && el.getAttribute('data-testid')) || ''; }
+  function isHeading(el) {  // an st.header or st.subheader of its own (not one inside columns)
+    return testid(el) === 'stElementContainer' &&
+      !!el.querySelector('[data-testid="stHeading"] h2, [data-testid="stHeading"] h3');
+  }
+  function inner(el) {  // a plain container (an st.fragment, st.container): its vertical block
+    if (testid(el) !== 'stLayoutWrapper') return null;
+    var first = el.firstElementChild;
+    return first && testid(first) === 'stVerticalBlock' ? first : null;
+  }
+  function holdsHeading(el) {
+    var block = inner(el); if (!block) return false;
+    return Array.prototype.some.call(block.children, function (c) { return isHeading(c) || holdsHeading(c); });
+  }
+  function leaves(block, wrappers) {  // the blocks a slide is made of: a section's fragment is opened up
+    var out = [];
+    Array.prototype.forEach.call(block.children, function (child) {
+      if (holdsHeading(child)) { wrappers.push(child); out = out.concat(leaves(inner(child), wrappers)); }
+      else out.push(child);
+    });
+    return out;
+  }
+  function substantive(leaf) {  // draws something besides a heading (a script or an empty slot does not)
+    if (isHeading(leaf) || leaf.querySelector('[data-llmviz-present-on]')) return false;
+    if (leaf.querySelector('canvas, svg, img, input, textarea, button, iframe, table')) return true;
+    var text = leaf.textContent.length;
+    leaf.querySelectorAll('script, style').forEach(function (s) { text -= s.textContent.length; });
+    return text > 0 && leaf.textContent.trim().length > 0;
+  }
+  // Slides: a new one at every st.header and st.subheader (one idea each), the title and introduction
+  // first; a slide holding nothing but headings joins the next one (no lone heading on the screen).
+  function layout() {
+    var r = root(); if (!r) return { groups: [], wrappers: [] };
+    var wrappers = [];
+    var groups = [[]];
+    leaves(r, wrappers).forEach(function (leaf) {
+      if (isHeading(leaf) && groups[groups.length - 1].length) groups.push([]);
+      groups[groups.length - 1].push(leaf);
+    });
+    var merged = [];
+    groups.forEach(function (group) {
+      var last = merged[merged.length - 1];
+      if (last && !last.some(substantive)) { merged[merged.length - 1] = last.concat(group); }
+      else merged.push(group);
+    });
+    if (merged.length > 1 && !merged[merged.length - 1].some(substantive)) {
+      var tail = merged.pop(); merged[merged.length - 1] = merged[merged.length - 1].concat(tail);
+    }
+    return { groups: merged, wrappers: wrappers };
+  }
+  function sections() { return layout().groups; }
   function steps(group) {  // text blocks revealed one at a time (not the first: the section's heading)
     var out = [];
     group.forEach(function (block, i) {
-      if (i === 0) return;
+      if (i === 0 || isHeading(block)) return;
       var text = block.querySelector('[data-testid="stCaptionContainer"], [data-testid="stMarkdownContainer"] p, .katex-display');
       var widget = block.querySelector('[data-testid="stPlotlyChart"], [data-testid="stDataFrame"], input, textarea, button');
       if (text && !widget) out.push(block);
@@ -121,16 +173,25 @@ SCRIPT = """
   P.refresh = function () {
     if (!document.querySelector('[data-llmviz-present-on]')) { P.off(); return; }
     if (P.page !== location.pathname) { P.page = location.pathname; P.section = 0; P.revealed = 0; }
-    var groups = sections(); if (!groups.length) return;
+    var found = layout(); var groups = found.groups; if (!groups.length) return;
     P.section = Math.max(0, Math.min(P.section, groups.length - 1));
+    var marked = [];
+    function mark(block, hide) { block.setAttribute('data-llmviz-hidden', hide ? '1' : '0'); marked.push(block); }
     groups.forEach(function (group, i) {
       group.forEach(function (block) {
         if (block.querySelector('[data-llmviz-present-on]')) return;
-        block.setAttribute('data-llmviz-hidden', i === P.section ? '0' : '1');
+        mark(block, i !== P.section);
       });
     });
     var hidden = steps(groups[P.section]);
-    hidden.forEach(function (block, i) { if (i >= P.revealed) block.setAttribute('data-llmviz-hidden', '1'); });
+    hidden.forEach(function (block, i) { if (i >= P.revealed) mark(block, true); });
+    found.wrappers.reverse().forEach(function (wrapper) {  // a section's container: hidden when all it holds is
+      var kids = Array.prototype.slice.call(inner(wrapper).children);
+      mark(wrapper, kids.every(function (k) { return k.getAttribute('data-llmviz-hidden') === '1'; }));
+    });
+    document.querySelectorAll('[data-llmviz-hidden]').forEach(function (e) {  // left over from an earlier layout
+      if (marked.indexOf(e) < 0) e.removeAttribute('data-llmviz-hidden');
+    });
     var b = bar();
     b.querySelector('#llmviz-where').textContent = 'section ' + (P.section + 1) + ' of ' + groups.length +
       (P.revealed < hidden.length ? ' · ' + (hidden.length - P.revealed) + ' more' : '');
@@ -140,13 +201,17 @@ SCRIPT = """
   P.next = function () {
     var groups = sections(); var hidden = groups.length ? steps(groups[P.section]) : [];
     if (P.revealed < hidden.length) { P.revealed += 1; }
-    else if (P.section < groups.length - 1) { P.section += 1; P.revealed = 0; window.scrollTo(0, 0); }
+    else if (P.section < groups.length - 1) { P.section += 1; P.revealed = 0; toTop(); }
     P.refresh();
   };
   P.back = function () {
     if (P.revealed > 0) { P.revealed = 0; }
-    else if (P.section > 0) { P.section -= 1; P.revealed = 1e9; window.scrollTo(0, 0); }
+    else if (P.section > 0) { P.section -= 1; P.revealed = 1e9; toTop(); }
     P.refresh();
+  };
+  P.count = function () { return sections().length; };
+  P.goto = function (index) {  // slide ``index``, every step revealed (tests and measurements)
+    P.section = index; P.revealed = 1e9; P.refresh(); toTop();
   };
   P.off = function () {
     document.querySelectorAll('[data-llmviz-hidden]').forEach(function (e) { e.removeAttribute('data-llmviz-hidden'); });
@@ -179,5 +244,6 @@ def apply() -> None:
 
 
 def chart_scale() -> float:
-    """How much bigger charts are drawn (1 outside presenter mode)."""
+    """How much bigger a chart's type is drawn (1 outside presenter mode): Plotly's 12 px becomes 16 px, a
+    heatmap's 11 px token labels 15 px (and none smaller than 14 px)."""
     return 1.35 if enabled() else 1.0

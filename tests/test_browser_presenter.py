@@ -1,0 +1,127 @@
+"""Presenter mode on every page at 1280×720, and generated text that stays inside the page (issue 27).
+
+A slide is one idea: its heading, its controls and the chart they change. Every page is opened with
+``?present=1`` at 1280×720; the presenter script (``ui/present.py``) shows each slide in turn (``goto``) and the
+test measures, in the browser, what is on screen.
+
+The height bound: at 1280×720 the browser shows 720 px of page. A slide may be at most one and a half screens
+(1,080 px): its heading, controls and chart start on the first screen, and the worked explanation under them
+(revealed one Next at a time) needs at most half a screen of scrolling. Before the fix Attention's seventh slide
+was 4,891 px (three sections piled up) and its sixth a heading alone.
+"""
+
+import pytest
+
+from tests.browser_support import no_error_box, open_page, slider, wait_until_idle
+
+pytestmark = pytest.mark.browser
+
+SCREEN = {"width": 1280, "height": 720}
+BOUND = 1.5 * SCREEN["height"]
+PAGES = ["start", "tokens", "embeddings", "attention", "model", "inside", "training", "sampling"]
+
+# Every slide of the page, measured: its height, its headings, whether it shows anything besides headings,
+# what the Back/Next bar covers, the smallest chart label, and which controls and charts it holds.
+SLIDES = """async () => {
+  const P = window.__llmvizPresent;
+  const main = document.querySelector('[data-testid="stMainBlockContainer"]');
+  const root = main.querySelector('[data-testid="stVerticalBlock"]');
+  const shown = (e) => { const b = e.getBoundingClientRect(); return b.width > 0 && b.height > 0; };
+  const overlap = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const slides = [];
+  for (let i = 0; i < P.count(); i++) {
+    P.goto(i);
+    await new Promise((done) => setTimeout(done, 300));  // a chart drawn while hidden draws itself now
+    const bar = document.getElementById('llmviz-present-bar').getBoundingClientRect();
+    let top = Infinity, bottom = -Infinity, content = 0;
+    root.querySelectorAll('[data-testid="stElementContainer"], [data-testid="stLayoutWrapper"]').forEach((e) => {
+      if (!shown(e) || e.querySelector('[data-llmviz-present-on]')) return;
+      const b = e.getBoundingClientRect();
+      top = Math.min(top, b.top); bottom = Math.max(bottom, b.bottom);
+      if (e.getAttribute('data-testid') === 'stElementContainer' && !e.querySelector('[data-testid="stHeading"]')) content++;
+    });
+    const covered = [];
+    main.querySelectorAll('[data-testid="stPlotlyChart"], [data-testid="stHeading"], [data-testid="stSlider"], '
+                          + '[data-testid="stTextInput"], [data-testid="stDataFrame"], button').forEach((e) => {
+      if (shown(e) && overlap(e.getBoundingClientRect(), bar)) covered.push(e.innerText.slice(0, 40));
+    });
+    const ticks = Array.from(main.querySelectorAll('.xtick text, .ytick text')).filter(shown)
+      .map((t) => parseFloat(getComputedStyle(t).fontSize));
+    const chart = (title) => Array.from(main.querySelectorAll('[data-testid="stPlotlyChart"]'))
+      .filter((c) => shown(c) && c.querySelector('.gtitle') && c.querySelector('.gtitle').textContent === title)
+      .map((c) => c.getBoundingClientRect().top)[0];
+    slides.push({
+      height: bottom - top, content: content,
+      headings: Array.from(main.querySelectorAll('h1, h2, h3')).filter(shown).map((h) => h.innerText.trim()),
+      covered: covered, smallest_tick: ticks.length ? Math.min(...ticks) : null,
+      sliders: Array.from(main.querySelectorAll('[data-testid="stSlider"]')).filter(shown)
+        .map((s) => [s.innerText.split('\\n')[0], s.getBoundingClientRect().bottom]),
+      raw_softmax_top: chart('raw softmax'),
+    });
+  }
+  P.goto(0);
+  return slides;
+}"""
+
+
+@pytest.fixture(scope="module")
+def presenter(browser):
+    context = browser.new_context(viewport=SCREEN)
+    yield context
+    context.close()
+
+
+def slides_of(presenter, url: str) -> list[dict]:
+    page = open_page(presenter, url)
+    page.wait_for_function("() => window.__llmvizPresent && window.__llmvizPresent.count() > 1")
+    no_error_box(page)
+    found = page.evaluate(SLIDES)
+    page.close()
+    return found
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_slide_is_one_idea_on_a_1280x720_screen(app_url, presenter, name):
+    slides = slides_of(presenter, f"{app_url}/{name}?present=1")
+    for number, slide in enumerate(slides, start=1):
+        where = f"{name} slide {number} {slide['headings'][:2]}"
+        assert slide["content"] >= 1, f"{where} is a heading alone"
+        assert slide["height"] <= BOUND, f"{where} is {slide['height']:.0f} px tall"
+        assert not slide["covered"], f"{where}: the Back/Next bar covers {slide['covered']}"
+        if slide["smallest_tick"] is not None:
+            assert slide["smallest_tick"] >= 14, f"{where}: a chart label is {slide['smallest_tick']} px"
+    if name == "sampling":
+        sampling_controls_share_the_slide_of_the_bars_they_change(slides)
+
+
+def sampling_controls_share_the_slide_of_the_bars_they_change(slides: list[dict]) -> None:
+    with_controls = [s for s in slides if any(label.startswith("Temperature") for label, _ in s["sliders"])]
+    assert len(with_controls) == 1
+    slide = with_controls[0]
+    assert slide["raw_softmax_top"] is not None, "the temperature slider and the bars it changes are apart"
+    labels = [label for label, _ in slide["sliders"]]
+    assert {"Temperature", "Top-k", "Top-p"} <= set(labels)
+    # the sliders and the top of the bars are on the first screen together
+    assert max(bottom for _, bottom in slide["sliders"]) < slide["raw_softmax_top"] < SCREEN["height"] - 100
+
+
+def test_generated_text_wraps_inside_the_page(app_url, browser):
+    """A run of text with no space in it (a long identifier) wraps instead of running off the right edge."""
+    context = browser.new_context(viewport=SCREEN)
+    page = open_page(context, f"{app_url}/sampling?prompt=" + "abcdefghij" * 20)
+    generate = slider(page, "Tokens to generate")
+    generate.focus()
+    generate.press("Home")  # one token: the prompt alone is the long run
+    wait_until_idle(page)
+    page.get_by_role("button", name="Generate", exact=True).click()
+    wait_until_idle(page)
+    text = page.locator('[data-testid="stMarkdownContainer"] div[style*="monospace"]').first
+    text.wait_for()
+    overflow = text.evaluate("""(div) => {
+      const column = div.closest('[data-testid="stColumn"]').getBoundingClientRect();
+      const right = Math.max(...Array.from(div.querySelectorAll('span')).map((s) => s.getBoundingClientRect().right));
+      return right - column.right;
+    }""")
+    assert overflow <= 0, f"the generated text runs {overflow:.0f} px past its column"
+    no_error_box(page)
+    context.close()
