@@ -103,6 +103,13 @@ def add_train_commands(commands) -> None:
     get.set_defaults(func=cmd_gpt2_download)
     hub_commands.add_parser("status", help="which GPT-2s are in the cache").set_defaults(func=cmd_gpt2_status)
 
+    family = commands.add_parser("hf", help="Llama-family models (SmolLM2, Qwen2, …) from the Hugging Face Hub")
+    family_commands = family.add_subparsers(dest="hf_command", required=True)
+    fetch = family_commands.add_parser("download", help="fetch a model once into huggingface_hub's cache")
+    fetch.add_argument("name", nargs="?", default="HuggingFaceTB/SmolLM2-135M",
+                       help="a Hub id such as HuggingFaceTB/SmolLM2-135M (269 MB)")
+    fetch.set_defaults(func=cmd_hf_download)
+
 
 def _load_text(name: str) -> str:
     from pathlib import Path
@@ -237,6 +244,20 @@ def cmd_gpt2_download(args: argparse.Namespace) -> int:
     print(f"downloading {args.name}{f' ({hub.download})' if hub else ''} into {gpt2.cache_dir()} …", file=sys.stderr)
     folder = gpt2.download(args.name)
     gpt2.gpt_from_folder(folder)  # check that it loads
+    print(f"saved {folder}")
+    return 0
+
+
+def cmd_hf_download(args: argparse.Namespace) -> int:
+    from llmviz import hf_models
+
+    folder = hf_models.cached_folder(args.name)
+    if folder is not None:
+        print(f"{args.name} is already in the cache: {folder}")
+        return 0
+    print(f"downloading {args.name} into {hf_models.cache_dir()} …", file=sys.stderr)
+    folder = hf_models.download(args.name)
+    hf_models.load(folder)  # check that it loads
     print(f"saved {folder}")
     return 0
 
