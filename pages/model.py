@@ -227,3 +227,37 @@ def look_inside() -> None:
 
 st.header("2. Look inside a trained GPT")
 look_inside()
+
+
+# ------------------------------------------------------------------ GPT-2 → Llama
+@st.cache_data(show_spinner=False)
+def gpt2_to_llama_rows(kv_heads: int) -> list[architectures.ArchitectureRow]:
+    return architectures.gpt2_to_llama(kv_heads=kv_heads)
+
+
+@sections.section("model.gpt2_to_llama")
+def gpt2_to_llama() -> None:
+    st.markdown("Start from GPT-2 small and flip one switch at a time, keeping the flips above: what is left at "
+                "the bottom has Llama's design at GPT-2's size (12 layers, d_model 768, 12 heads). Each row is "
+                "counted from the modules llmviz builds; the same switches load real Llama, Qwen2 and SmolLM2 "
+                "checkpoints and give transformers' logits to 1e-5.")
+    kv_heads = st.select_slider("Key/value heads in the last steps", [1, 2, 3, 4, 6, 12], value=4)
+    rows = gpt2_to_llama_rows(kv_heads)
+    first = rows[0]
+    frame = pd.DataFrame({
+        "step": [row.change for row in rows],
+        "parameters": [row.parameters for row in rows],
+        "change": [row.parameters - previous.parameters for row, previous in zip(rows, [first] + rows[:-1])],
+        "KV cache per token (bf16)": [row.kv_cache_bytes_per_token for row in rows],
+        "KV cache, 1,024 tokens (MiB)": [row.kv_cache_bytes_per_token * 1024 / 2**20 for row in rows],
+    })
+    st.dataframe(frame.style.format({"parameters": "{:,}", "change": "{:+,}", "KV cache per token (bf16)": "{:,} bytes",
+                                     "KV cache, 1,024 tokens (MiB)": "{:,.1f}"}), hide_index=True, width="stretch")
+    st.caption("RoPE drops the 1,024 × 768 position table; RMSNorm drops the LayerNorm shifts; SwiGLU's three "
+               "matrices at 8/3 × width hold about what GELU's two did at 4 ×; fewer key/value heads shrink W_K, "
+               "W_V and the KV cache; an untied head adds a second 50,257 × 768 matrix. None of these changes what "
+               "a block does to the residual stream's shape.")
+
+
+st.header("3. From GPT-2 to Llama, one switch at a time")
+gpt2_to_llama()

@@ -299,3 +299,84 @@ def test_cli_parses_switches():
         parse_switches(["bias=maybe"])
     args = build_parser().parse_args(["train", "--model", "llama-style", "--arch", "positions=learned", "--out", "x"])
     assert args.model == "llama-style" and args.arch == ["positions=learned"]
+
+
+# ---------------------------------------------------------------------------- llmviz.architectures (what the pages draw)
+
+
+def test_rope_scores_are_constant_along_every_diagonal():
+    from llmviz.architectures import rope_scores
+
+    result = rope_scores(head_dim=16, theta=10000.0, positions=20)
+    for distance, (low, high) in result.by_distance.items():
+        assert high - low < 1e-4, distance
+    assert result.by_distance[0][0] == pytest.approx(result.plain, abs=1e-4)  # distance 0: no net rotation
+    assert abs(result.by_distance[5][0] - result.plain) > 1e-3  # further apart, a different score
+
+
+def test_rope_angles_match_the_model_rotation():
+    from llmviz.architectures import rope_angles, rotate
+
+    found = rope_angles(8, theta=500.0, positions=6)
+    v = torch.zeros(8)
+    v[1] = 1.0  # pair 1 = dimensions 1 and 5
+    turned = rotate(v, 4, theta=500.0)
+    angle = math.atan2(turned[5].item(), turned[1].item())
+    assert angle == pytest.approx(found.angles[4, 1].item(), abs=1e-5) == pytest.approx(4 * 500 ** (-2 / 8), abs=1e-5)
+    assert found.wavelengths[0].item() == pytest.approx(2 * math.pi)
+
+
+def test_kv_cache_bytes_count_the_tensors_the_model_keeps():
+    from llmviz.architectures import kv_cache_bytes, kv_groups
+
+    for kv in (4, 2, 1):
+        config = tiny(n_kv_heads=kv)
+        _, past = GPT(config).eval().forward_with_kv_cache(torch.randint(0, 40, (1, 7)))
+        kept = sum(t.to(torch.bfloat16).element_size() * t.numel() for pair in past for t in pair)
+        assert kv_cache_bytes(config, tokens=7, dtype="bf16") == kept
+    assert kv_groups(tiny(n_kv_heads=2)) == [[0, 1], [2, 3]]
+
+
+def test_gpt2_to_llama_parameter_counts_equal_transformers():
+    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+    from llmviz.architectures import gpt2_to_llama
+
+    rows = gpt2_to_llama()
+    with torch.device("meta"):
+        gpt2 = GPT2LMHeadModel(GPT2Config())
+        last = rows[-1].config
+        llama = LlamaForCausalLM(LlamaConfig(vocab_size=last.vocab_size, hidden_size=last.d_model,
+                                             intermediate_size=last.d_mlp, num_hidden_layers=last.n_layers,
+                                             num_attention_heads=last.n_heads, num_key_value_heads=last.n_kv_heads,
+                                             tie_word_embeddings=False))
+    assert rows[0].parameters == gpt2.num_parameters() == 124_439_808
+    assert rows[-1].parameters == llama.num_parameters()
+    assert rows[0].kv_cache_bytes_per_token == 2 * 12 * 12 * 64 * 2
+    assert rows[-1].kv_cache_bytes_per_token == 2 * 12 * 4 * 64 * 2  # 4 key/value heads instead of 12
+    changed = [sum(a != b for a, b in zip(r1.config.to_dict().values(), r2.config.to_dict().values()))
+               for r1, r2 in zip(rows, rows[1:])]
+    assert all(n >= 1 for n in changed)
+
+
+def test_norm_comparison_equals_torch_norms():
+    from llmviz.architectures import norm_comparison
+
+    stream = torch.randn(5, 16) * 3 + 1.5
+    found = norm_comparison(stream)
+    torch.testing.assert_close(found["layernorm"], torch.nn.LayerNorm(16, elementwise_affine=False)(stream))
+    torch.testing.assert_close(found["rmsnorm"], torch.nn.RMSNorm(16, eps=1e-5, elementwise_affine=False)(stream))
+    torch.testing.assert_close(found["rms_rmsnorm"], torch.ones(5), atol=1e-4, rtol=0)
+    torch.testing.assert_close(found["mean_layernorm"], torch.zeros(5), atol=1e-5, rtol=0)
+
+
+def test_mlp_comparison_formulas():
+    from llmviz.architectures import mlp_comparison, mlp_parameters
+
+    found = mlp_comparison(torch.randn(3, 16), hidden=8)
+    torch.testing.assert_close(found["gelu"], F.gelu(found["up"], approximate="tanh"))
+    torch.testing.assert_close(found["swiglu"], found["gate"] * found["up"])
+    gelu_mlp = GPT(tiny()).blocks[0].mlp
+    swiglu_mlp = GPT(tiny(mlp_kind="swiglu", d_mlp=48, bias=False)).blocks[0].mlp
+    assert mlp_parameters(32, 128, "gelu", bias=True) == sum(p.numel() for p in gelu_mlp.parameters())
+    assert mlp_parameters(32, 48, "swiglu") == sum(p.numel() for p in swiglu_mlp.parameters()) == 3 * 32 * 48
