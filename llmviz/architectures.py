@@ -275,7 +275,7 @@ def gpt2_to_llama(base: GPTConfig | None = None, kv_heads: int | None = None) ->
     if config.positions == "rope" or config.head_dim % 2:
         raise ValueError("start from a GPT-2-style configuration with an even head_dim")
     flips = [
-        ("GPT-2 (learned positions, LayerNorm, GELU, biases, multi-head, tied head)", {}),
+        ("GPT-2 small", {}),
         ("positions: learned table → RoPE", dict(positions="rope")),
         ("norm: LayerNorm → RMSNorm", dict(norm="rmsnorm")),
         (f"MLP: GELU (4 × d) → SwiGLU ({swiglu_width / config.d_model:.3g} × d)",

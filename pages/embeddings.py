@@ -256,7 +256,9 @@ def sinusoidal() -> None:
 @sections.section("embeddings.token_plus_position")
 def token_plus_position() -> None:
     view = picker.current()
-    st.subheader(f"Token + position = input, for your sentence ({view.label}'s learned tables)")
+    positions = getattr(getattr(view.model, "config", None), "positions", "learned")
+    tables = {"learned": "learned tables", "sinusoidal": "learned token table, sinusoidal positions"}.get(positions)
+    st.subheader(f"Token + position = input, for your sentence ({view.label}" + (f"'s {tables})" if tables else ")"))
     sentence = st.text_input("Sentence", "for x in range(10):")
     if view.family == "minilm":
         st.info("MiniLM adds a position and a segment vector too; this view shows GPTs' two tables.")
@@ -295,6 +297,7 @@ def rope_numbers(head_dim: int, theta: float, positions: int):
 
 @sections.section("embeddings.rope")
 def rotary_positions() -> None:
+    st.subheader("Rotary positions (RoPE): turning instead of adding")
     st.markdown("Llama, Qwen, Mistral and SmolLM add **no** position vector. Inside attention they split each query "
                 "and key (head_dim numbers) into pairs and **turn** every pair by an angle: position × its "
                 "frequency. Pair 0 turns fast, the last pair barely moves, like the hands of a clock.")
@@ -318,10 +321,10 @@ def rotary_positions() -> None:
         for pair in pairs:
             turned = angles.angles[: min(positions, 16), pair]
             figure.add_trace(go.Scatter(x=torch.cos(turned).tolist(), y=torch.sin(turned).tolist(),
-                                        mode="lines+markers+text", name=f"pair {pair}",
-                                        text=[str(p) if p in (0, 1, 2, 15) else "" for p in range(len(turned))],
+                                        mode="lines+markers+text" if pair == 0 else "lines+markers",
+                                        name=f"pair {pair}", text=[str(p) for p in range(len(turned))],
                                         textposition="top right"))
-        figure.update_layout(height=360, margin=dict(t=30), title="a unit pair turned at positions 0…15",
+        figure.update_layout(height=360, margin=dict(t=30), title="a unit pair turned at positions 0…15 (numbers: pair 0)",
                              xaxis=dict(range=[-1.2, 1.2], scaleanchor="y"), yaxis=dict(range=[-1.2, 1.2]))
         charts.show(figure, width="stretch")
     frame = pd.DataFrame({"pair i": pairs, "dimensions": [f"{i} and {i + head_dim // 2}" for i in pairs],

@@ -243,16 +243,18 @@ def gpt2_to_llama() -> None:
                 "checkpoints and give transformers' logits to 1e-5.")
     kv_heads = st.select_slider("Key/value heads in the last steps", [1, 2, 3, 4, 6, 12], value=4)
     rows = gpt2_to_llama_rows(kv_heads)
-    first = rows[0]
     frame = pd.DataFrame({
         "step": [row.change for row in rows],
         "parameters": [row.parameters for row in rows],
-        "change": [row.parameters - previous.parameters for row, previous in zip(rows, [first] + rows[:-1])],
+        "change": [None] + [row.parameters - previous.parameters for row, previous in zip(rows[1:], rows)],
         "KV cache per token (bf16)": [row.kv_cache_bytes_per_token for row in rows],
         "KV cache, 1,024 tokens (MiB)": [row.kv_cache_bytes_per_token * 1024 / 2**20 for row in rows],
     })
-    st.dataframe(frame.style.format({"parameters": "{:,}", "change": "{:+,}", "KV cache per token (bf16)": "{:,} bytes",
-                                     "KV cache, 1,024 tokens (MiB)": "{:,.1f}"}), hide_index=True, width="stretch")
+    st.dataframe(frame.style.format({"parameters": "{:,}", "change": "{:+,.0f}", "KV cache per token (bf16)": "{:,} bytes",
+                                     "KV cache, 1,024 tokens (MiB)": "{:,.1f}"}, na_rep="—"), hide_index=True,
+                 width="stretch")
+    st.caption("GPT-2 small: learned positions, LayerNorm, GELU MLP 4 × wide, biases, 12 key/value heads for 12 "
+               "query heads, output head tied to the token embedding.")
     st.caption("RoPE drops the 1,024 × 768 position table; RMSNorm drops the LayerNorm shifts; SwiGLU's three "
                "matrices at 8/3 × width hold about what GELU's two did at 4 ×; fewer key/value heads shrink W_K, "
                "W_V and the KV cache; an untied head adds a second 50,257 × 768 matrix. None of these changes what "
