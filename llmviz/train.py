@@ -30,7 +30,7 @@ from llmviz.device import isolated_rng
 from llmviz.distributed import ProcessGroup, accumulation_steps, micro_batches
 from llmviz.errors import CheckpointError, ConfigError, TrainingDiverged
 from llmviz.models.charlevel import CHAR_MODELS, build_char_model
-from llmviz.models.gpt import GPT, PRESETS, GPTConfig
+from llmviz.models.gpt import GPT, PRESETS, SWITCHES, GPTConfig
 from llmviz.models.layers import set_dropout_generator
 from llmviz.tokenizers import BPETokenizer, CharTokenizer, Tokenizer, TokenizerError, tokenizer_from_dict
 
@@ -66,6 +66,9 @@ class TrainConfig:
     d_model: int | None = None  # optional overrides of the preset's sizes
     n_layers: int | None = None
     n_heads: int | None = None
+    # architecture switches that override the GPT preset's (llmviz.models.gpt.SWITCHES), such as
+    # {"positions": "rope"} or {"norm": "rmsnorm", "mlp_kind": "swiglu"}: two runs differing in one switch race
+    architecture: dict | None = None
     # start from trained weights instead of random ones (fine-tuning): a Hugging Face GPT-2 ("gpt2",
     # "gpt2-medium", or a save_pretrained folder) or an llmviz checkpoint folder; the model, its sizes
     # and its tokenizer then come from there, and model/tokenizer/bpe_vocab_size/d_model/... are unused
@@ -77,6 +80,17 @@ class TrainConfig:
             problems.append("init must name a model (such as gpt2) or a checkpoint folder")
         if self.model not in MODEL_CHOICES:
             problems.append(f"model must be one of {', '.join(MODEL_CHOICES)} (got {self.model!r})")
+        if self.architecture:
+            unknown = sorted(set(self.architecture) - set(SWITCHES))
+            if unknown:
+                problems.append(f"architecture switches must be among {', '.join(SWITCHES)} (got {', '.join(unknown)})")
+            elif self.model not in PRESETS:
+                problems.append(f"architecture switches apply to the GPT presets, not to {self.model!r}")
+            else:
+                try:
+                    PRESETS[self.model].replace(**self.architecture)
+                except (ConfigError, TypeError) as error:
+                    problems.append(str(error).removeprefix("This GPT configuration cannot work: ").rstrip("."))
         if self.tokenizer not in ("char", "bpe"):
             problems.append("tokenizer must be 'char' or 'bpe'")
         if self.optimizer not in OPTIMIZERS:
@@ -183,7 +197,7 @@ def build_model(config: TrainConfig, vocab_size: int) -> nn.Module:
     if config.model in PRESETS:
         overrides = {k: getattr(config, k) for k in ("d_model", "n_layers", "n_heads") if getattr(config, k)}
         gpt_config = PRESETS[config.model].replace(vocab_size=vocab_size, context_length=config.context_size,
-                                                   dropout=config.dropout, **overrides)
+                                                   dropout=config.dropout, **(config.architecture or {}), **overrides)
         return GPT(gpt_config)
     kwargs = {"context_length": config.context_size} if config.model == "transformer" else {}
     return build_char_model(config.model, vocab_size, **kwargs)
@@ -652,7 +666,8 @@ def _file_metadata(path: Path) -> str:
 
 
 MAX_CHECKPOINT_PARAMETERS = 2_000_000_000  # GPT-2 XL has 1.6 billion; beyond this a description is not believed
-_SIZE_LIMITS = {"n_layers": 256, "n_heads": 256, "d_model": 16_384, "context_length": 65_536, "vocab_size": 1_048_576}
+_SIZE_LIMITS = {"n_layers": 256, "n_heads": 256, "d_model": 16_384, "context_length": 65_536, "vocab_size": 1_048_576,
+                "n_kv_heads": 256, "d_mlp": 65_536}
 
 
 def _described_shapes(description: dict) -> dict[str, tuple[int, ...]]:
@@ -665,9 +680,14 @@ def _described_shapes(description: dict) -> dict[str, tuple[int, ...]]:
         value = sizes.get(name)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit):
             raise ConfigError(f"{name} = {value!r} is outside what llmviz loads (1 to {limit:,})")
-    if description.get("kind") == "gpt":  # a bound before building anything: 12·L·d² for the blocks, V·d and T·d
+    experts = sizes.get("n_experts", 0)
+    if not isinstance(experts, int) or isinstance(experts, bool) or not 0 <= experts <= 256:
+        raise ConfigError(f"n_experts = {experts!r} is outside what llmviz loads (0 to 256)")
+    if description.get("kind") == "gpt":  # a bound before building anything: L·(4d² + 3·d·F·E) for the blocks, V·d and T·d
         d, layers = sizes["d_model"], sizes["n_layers"]
-        estimate = 12 * layers * d * d + 2 * sizes["vocab_size"] * d + sizes["context_length"] * d
+        mlp_width, experts = sizes.get("d_mlp") or 4 * d, max(1, sizes.get("n_experts") or 0)
+        estimate = (layers * (4 * d * d + 3 * d * mlp_width * experts) + 2 * sizes["vocab_size"] * d
+                    + sizes["context_length"] * d)
         if estimate > MAX_CHECKPOINT_PARAMETERS:
             raise ConfigError(f"the described GPT would have about {estimate:,} parameters, more than llmviz loads "
                               f"({MAX_CHECKPOINT_PARAMETERS:,})")

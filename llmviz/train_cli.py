@@ -9,6 +9,41 @@ import sys
 from pathlib import Path
 
 
+def parse_switches(pairs: list[str]) -> dict:
+    """``["positions=rope", "n_kv_heads=1", "bias=false"]`` → ``{"positions": "rope", "n_kv_heads": 1, "bias": False}``,
+    each value converted to the type of the ``GPTConfig`` field.
+
+    >>> parse_switches(["positions=rope", "n_kv_heads=1", "bias=false", "rope_theta=5e5"])
+    {'positions': 'rope', 'n_kv_heads': 1, 'bias': False, 'rope_theta': 500000.0}
+    """
+    from llmviz.errors import ConfigError
+    from llmviz.models.gpt import SWITCHES, GPTConfig
+
+    defaults = GPTConfig()
+    switches = {}
+    for pair in pairs:
+        name, _, text = pair.partition("=")
+        name = name.strip().replace("-", "_")
+        if name not in SWITCHES or not text:
+            raise ConfigError(f"--arch takes SWITCH=VALUE with SWITCH among {', '.join(SWITCHES)} (got {pair!r}).")
+        default = getattr(defaults, name)
+        try:
+            if isinstance(default, bool):
+                if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError(text)
+                value = text.lower() in ("true", "1", "yes")
+            elif isinstance(default, float):
+                value = float(text)
+            elif isinstance(default, int) or name in ("n_kv_heads", "d_mlp"):
+                value = None if text.lower() == "none" else int(text)
+            else:
+                value = text
+        except ValueError:
+            raise ConfigError(f"--arch {pair}: {text!r} is not a value {name} can take.") from None
+        switches[name] = value
+    return switches
+
+
 def add_train_commands(commands) -> None:
     from llmviz.train import MODEL_CHOICES, OPTIMIZERS
 
@@ -32,6 +67,9 @@ def add_train_commands(commands) -> None:
     train.add_argument("--d-model", type=int, default=None)
     train.add_argument("--layers", type=int, default=None)
     train.add_argument("--heads", type=int, default=None)
+    train.add_argument("--arch", action="append", default=[], metavar="SWITCH=VALUE",
+                       help="an architecture switch over the preset's, repeatable: positions=rope, norm=rmsnorm, "
+                            "mlp_kind=swiglu, n_kv_heads=1, n_experts=4, bias=false, tie_weights=true, …")
     train.add_argument("--eval-interval", type=int, default=50)
     train.add_argument("--seed", type=int, default=1337)
     train.add_argument("--device", default="auto",
@@ -66,6 +104,13 @@ def add_train_commands(commands) -> None:
     get.add_argument("name", nargs="?", default="gpt2", help="gpt2 (548 MB), gpt2-medium, gpt2-large, gpt2-xl, …")
     get.set_defaults(func=cmd_gpt2_download)
     hub_commands.add_parser("status", help="which GPT-2s are in the cache").set_defaults(func=cmd_gpt2_status)
+
+    family = commands.add_parser("hf", help="Llama-family models (SmolLM2, Qwen2, …) from the Hugging Face Hub")
+    family_commands = family.add_subparsers(dest="hf_command", required=True)
+    fetch = family_commands.add_parser("download", help="fetch a model once into huggingface_hub's cache")
+    fetch.add_argument("name", nargs="?", default="HuggingFaceTB/SmolLM2-135M",
+                       help="a Hub id such as HuggingFaceTB/SmolLM2-135M (269 MB)")
+    fetch.set_defaults(func=cmd_hf_download)
 
 
 def _load_text(name: str) -> str:
@@ -118,6 +163,7 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
             optimizer=args.optimizer, lr=lr, warmup_steps=args.warmup, dropout=args.dropout,
             weight_decay=args.weight_decay, eval_interval=args.eval_interval, seed=args.seed, device=device,
             d_model=args.d_model, n_layers=args.layers, n_heads=args.heads, init=args.init,
+            architecture=parse_switches(args.arch) or None,
         )
         initial_model = initial_tokenizer = None
         if args.init:
@@ -199,6 +245,20 @@ def cmd_gpt2_download(args: argparse.Namespace) -> int:
     print(f"downloading {args.name}{f' ({hub.download})' if hub else ''} into {gpt2.cache_dir()} …", file=sys.stderr)
     folder = gpt2.download(args.name)
     gpt2.gpt_from_folder(folder)  # check that it loads
+    print(f"saved {folder}")
+    return 0
+
+
+def cmd_hf_download(args: argparse.Namespace) -> int:
+    from llmviz import hf_models
+
+    folder = hf_models.cached_folder(args.name)
+    if folder is not None:
+        print(f"{args.name} is already in the cache: {folder}")
+        return 0
+    print(f"downloading {args.name} into {hf_models.cache_dir()} …", file=sys.stderr)
+    folder = hf_models.download(args.name)
+    hf_models.load(folder)  # check that it loads
     print(f"saved {folder}")
     return 0
 

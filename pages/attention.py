@@ -9,9 +9,10 @@ import streamlit as st
 import torch
 
 import ui
+from llmviz import architectures, quiz, views
 from llmviz import attention as att
-from llmviz import quiz, views
-from llmviz.errors import LlmvizError
+from llmviz.errors import ConfigError, LlmvizError
+from llmviz.models.gpt import PRESETS, GPTConfig
 from ui import charts, picker, present, sections, share
 from ui import quiz as quiz_ui
 from ui.text import literal_markdown, tidy_floats
@@ -378,3 +379,60 @@ def your_sentence() -> None:
 
 st.header("5. Your sentence through the model picked in the sidebar")
 your_sentence()
+
+
+# ------------------------------------------------------------------ 7. grouped-query attention
+@sections.section("attention.grouped_query")
+def grouped_query() -> None:
+    st.markdown("While a model generates, it keeps every earlier token's keys and values (the **KV cache**) so "
+                "they are not computed again. With many heads and long texts that cache fills the memory. "
+                "**Grouped-query attention** keeps every query head but lets a group of them read the **same** key "
+                "and value head; **multi-query attention** is the extreme, one key/value head for all.")
+    c1, c2, c3 = st.columns(3)
+    n_heads = c1.select_slider("Query heads", [4, 8, 12, 16, 32], value=12)
+    kv_choices = [d for d in range(1, n_heads + 1) if n_heads % d == 0]
+    n_kv_heads = c2.select_slider("Key/value heads", kv_choices, value=kv_choices[len(kv_choices) // 2],
+                                  help="As many as the query heads: multi-head (GPT-2). Fewer: grouped-query "
+                                       "(Llama 2 70B, Llama 3, Qwen2, SmolLM2). One: multi-query.")
+    tokens = c3.select_slider("Tokens in the cache", [1024, 2048, 4096, 8192, 32768, 131072], value=8192,
+                              format_func=lambda t: f"{t:,}")
+    try:
+        config = GPTConfig(d_model=64 * n_heads, n_heads=n_heads, n_kv_heads=n_kv_heads, n_layers=24, dropout=0.0)
+    except ConfigError as error:
+        st.error(str(error))
+        return
+    groups = architectures.kv_groups(config)
+    owner = [[j for j, heads in enumerate(groups) if h in heads][0] for h in range(n_heads)]
+    figure = go.Figure(go.Heatmap(z=[owner], x=[f"Q{h}" for h in range(n_heads)], y=["reads K/V head"],
+                                  text=[[f"K{j} V{j}" for j in owner]], texttemplate="%{text}",
+                                  colorscale="Viridis", showscale=False))
+    figure.update_layout(height=140, margin=dict(t=10, b=10))
+    charts.show(figure, width="stretch")
+    st.caption(f"{architectures.attention_kind(config).capitalize()}: query heads of one colour share one key head and one value head. Each "
+               "query head still computes its own pattern over the shared keys.")
+    rows = []
+    for kv in sorted({n_heads, n_kv_heads, 1}, reverse=True):
+        shape = config.replace(n_kv_heads=kv)
+        rows.append({"attention": architectures.attention_kind(shape) + (" (picked)" if kv == n_kv_heads else ""),
+                     "key/value heads": kv,
+                     "KV cache per token": architectures.kv_cache_bytes(shape, 1, "bf16"),
+                     f"KV cache for {tokens:,} tokens (MiB)": architectures.kv_cache_bytes(shape, tokens, "bf16") / 2**20,
+                     "W_K + W_V parameters per layer": 2 * config.d_model * kv * config.head_dim})
+    frame = pd.DataFrame(rows)
+    st.dataframe(frame.style.format({"KV cache per token": "{:,} bytes", f"KV cache for {tokens:,} tokens (MiB)": "{:,.1f}",
+                                     "W_K + W_V parameters per layer": "{:,}"}), hide_index=True, width="stretch")
+    saved = 1 - n_kv_heads / n_heads
+    st.latex(rf"\text{{KV bytes}} = 2 \times L \times H_{{kv}} \times d_{{head}} \times \text{{tokens}} \times 2"
+             rf" = 2 \times 24 \times {n_kv_heads} \times 64 \times {tokens:,} \times 2"
+             rf" = {architectures.kv_cache_bytes(config, tokens, 'bf16'):,}\ \text{{bytes}}")
+    st.caption(f"A model of 24 layers with head_dim 64 in bf16 (2 bytes a number). {n_kv_heads} key/value heads "
+               f"instead of {n_heads} keep {saved:.0%} less in the cache"
+               + (". " if saved else " (none saved: this is multi-head attention). ")
+               + "Real models: " + "; ".join(
+                   f"{name}: {PRESETS[name].kv_heads} of {PRESETS[name].n_heads} heads, "
+                   f"{architectures.kv_cache_bytes(PRESETS[name], 1, 'bf16'):,} bytes per token"
+                   for name in ("gpt2-124m", "smollm2-135m-shapes")) + ".")
+
+
+st.header("7. Grouped-query attention: heads that share keys and values")
+grouped_query()

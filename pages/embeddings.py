@@ -9,8 +9,8 @@ import streamlit as st
 import torch
 
 import ui
+from llmviz import architectures, lab_tasks, views
 from llmviz import embeddings as emb
-from llmviz import lab_tasks, views
 from llmviz.errors import LlmvizError
 from ui import charts, picker, sections, share, training
 from ui.text import literal_markdown, tidy_floats
@@ -261,7 +261,9 @@ def sinusoidal() -> None:
 @sections.section("embeddings.token_plus_position")
 def token_plus_position() -> None:
     view = picker.current()
-    st.subheader(f"Token + position = input, for your sentence ({literal_markdown(view.label)}'s learned tables)")
+    positions = getattr(getattr(view.model, "config", None), "positions", "learned")
+    tables = {"learned": "learned tables", "sinusoidal": "learned token table, sinusoidal positions"}.get(positions)
+    st.subheader(f"Token + position = input, for your sentence ({literal_markdown(view.label)}" + (f"'s {tables})" if tables else ")"))
     sentence = st.text_input("Sentence", "for x in range(10):")
     if view.family == "minilm":
         st.info("MiniLM adds a position and a segment vector too; this view shows GPTs' two tables.")
@@ -271,6 +273,12 @@ def token_plus_position() -> None:
         st.warning("Type a sentence.")
     elif rows is None:
         st.info(f"{literal_markdown(view.label)} adds no position table (it reads a fixed window or a running state): pick a GPT.")
+    elif getattr(getattr(view.model, "config", None), "positions", "learned") in ("rope", "none"):
+        kind = view.model.config.positions
+        st.info(f"{literal_markdown(view.label)} adds no position vector to its token vectors: "
+                + ("it rotates each query and key by its position inside attention (RoPE, next section)."
+                   if kind == "rope" else "it has no position information at all (NoPE): only the causal mask "
+                   "tells it which tokens came first."))
     else:
         tok, pos = rows
         width = min(32, tok.shape[1])
@@ -280,13 +288,89 @@ def token_plus_position() -> None:
                                                    ("= input to block 0", tok + pos)]):
             charts.show_in(panel, charts.heatmap(matrix[:, :width], list(range(width)), labels, colorscale="RdBu",
                                               zmid=0, text_format=None, title=title), width="stretch")
-        st.caption(f"GPT learns its position table instead of using sines; the first {width} of {tok.shape[1]} "
-                   "dimensions are shown.")
+        learned = getattr(getattr(view.model, "config", None), "positions", "learned") == "learned"
+        st.caption(("GPT learns its position table instead of using sines" if learned else
+                    f"{view.label} adds the sinusoidal table above")
+                   + f"; the first {width} of {tok.shape[1]} dimensions are shown.")
 
 
-st.header("3. Positions: sinusoidal and learned")
+@st.cache_data(show_spinner=False, max_entries=16)
+def rope_numbers(head_dim: int, theta: float, positions: int):
+    return (architectures.rope_angles(head_dim, theta, positions),
+            architectures.rope_scores(head_dim, theta, min(positions, 48)))
+
+
+@sections.section("embeddings.rope")
+def rotary_positions() -> None:
+    st.subheader("Rotary positions (RoPE): turning instead of adding")
+    st.markdown("Llama, Qwen, Mistral and SmolLM add **no** position vector. Inside attention they split each query "
+                "and key (head_dim numbers) into pairs and **turn** every pair by an angle: position × its "
+                "frequency. Pair 0 turns fast, the last pair barely moves, like the hands of a clock.")
+    c1, c2, c3 = st.columns(3)
+    head_dim = c1.select_slider("head_dim", [8, 16, 32, 64, 128], value=64)
+    theta = c2.select_slider("Base θ", [100.0, 10_000.0, 100_000.0, 500_000.0, 1_000_000.0], value=10_000.0,
+                             format_func=lambda t: f"{t:,.0f}",
+                             help="10,000 in the RoPE paper and Llama 2, 100,000 in SmolLM2, 500,000 in Llama 3, "
+                                  "1,000,000 in Qwen2: a larger base turns the slow pairs slower still.")
+    positions = c3.slider("Positions", 8, 256, 64, step=8)
+    angles, scores = rope_numbers(head_dim, theta, positions)
+    left, right = st.columns(2)
+    wrapped = torch.remainder(angles.angles, 2 * math.pi)
+    charts.show_in(left, charts.heatmap(wrapped, list(range(head_dim // 2)), list(range(positions)),
+                                        colorscale="Twilight", text_format=None, zmin=0, zmax=2 * math.pi,
+                                        title="angle of pair i at position p (mod 2π)", x_title="pair i",
+                                        y_title="position p"), width="stretch")
+    pairs = sorted({0, 1, head_dim // 8, head_dim // 2 - 1})
+    with right:
+        figure = go.Figure()
+        for pair in pairs:
+            turned = angles.angles[: min(positions, 16), pair]
+            figure.add_trace(go.Scatter(x=torch.cos(turned).tolist(), y=torch.sin(turned).tolist(),
+                                        mode="lines+markers+text" if pair == 0 else "lines+markers",
+                                        name=f"pair {pair}", text=[str(p) for p in range(len(turned))],
+                                        textposition="top right"))
+        figure.update_layout(height=360, margin=dict(t=30), title="a unit pair turned at positions 0…15 (numbers: pair 0)",
+                             xaxis=dict(range=[-1.2, 1.2], scaleanchor="y"), yaxis=dict(range=[-1.2, 1.2]))
+        charts.show(figure, width="stretch")
+    frame = pd.DataFrame({"pair i": pairs, "dimensions": [f"{i} and {i + head_dim // 2}" for i in pairs],
+                          "radians per position": [float(angles.frequencies[i]) for i in pairs],
+                          "positions per full turn": [float(angles.wavelengths[i]) for i in pairs]})
+    st.dataframe(frame.style.format({"radians per position": "{:.6f}", "positions per full turn": "{:,.1f}"}),
+                 hide_index=True, width="stretch")
+    num = charts.tex_number
+    pair = pairs[1]
+    st.latex(rf"\text{{angle}}(p, i) = p \cdot \theta^{{-2i/d_{{head}}}}:\quad "
+             rf"\text{{angle}}(3, {pair}) = 3 \cdot {theta:,.0f}^{{-{2 * pair}/{head_dim}}} "
+             rf"= {3 * float(angles.frequencies[pair]):.4f}\ \text{{radians}}")
+    st.subheader("The score depends only on how far apart")
+    st.markdown("Put the **same** query and key at every pair of positions (m for the query, n for the key) and "
+                "take their dot product after rotating: every diagonal (the same distance m − n) holds one number, "
+                "because turning both by m and n leaves only the turn by m − n between them.")
+    left, right = st.columns(2)
+    shown = scores.scores.shape[0]
+    charts.show_in(left, charts.heatmap(scores.scores, list(range(shown)), list(range(shown)), colorscale="RdBu",
+                                        zmid=0, text_format=None, title="rotated q at m · rotated k at n",
+                                        x_title="key position n", y_title="query position m"), width="stretch")
+    with right:
+        distances = list(scores.by_distance)
+        figure = go.Figure(go.Scatter(x=distances, y=[scores.by_distance[d][0] for d in distances],
+                                      mode="lines+markers"))
+        figure.update_layout(height=360, margin=dict(t=30), title="score against distance m − n",
+                             xaxis_title="distance m − n", yaxis_title="q·k")
+        charts.show(figure, width="stretch")
+    low = scores.by_distance[3][0]
+    spread = max(high - low_ for low_, high in scores.by_distance.values())
+    st.latex(rf"(R_m q)^\top (R_n k) = q^\top R_{{n-m}}\, k:\quad "
+             rf"s(3, 0) = s(10, 7) = s({shown - 1}, {shown - 4}) = {num(low, '.4f')}"
+             rf"\qquad \text{{unrotated: }} q \cdot k = {num(scores.plain, '.4f')}")
+    st.caption(f"The largest spread along any diagonal is {spread:.1e} (float32 rounding). Learned positions give "
+               "each position its own vector, so nothing forces this; with RoPE 'how far apart' is built in.")
+
+
+st.header("3. Positions: sinusoidal, learned and rotary (RoPE)")
 sinusoidal()
 token_plus_position()
+rotary_positions()
 
 # ------------------------------------------------------------------ 4. word2vec
 @sections.section("embeddings.word2vec")

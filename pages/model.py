@@ -5,9 +5,9 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from llmviz import inspect, views
+from llmviz import architectures, inspect, views
 from llmviz.errors import ConfigError
-from llmviz.models.gpt import PRESETS, GPTConfig
+from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
 from ui import charts, picker, present, sections, share
 from ui.text import literal_markdown, tidy_floats
 
@@ -28,7 +28,8 @@ def size_a_gpt() -> None:
     preset = st.selectbox("Preset", preset_names, index=0,
                           help="gpt2-124m is GPT-2 small as OpenAI published it (Radford et al., 2019): 12 layers, "
                           "12 heads, d_model 768, a bias in W_Q, W_K, W_V and the output head tied to the token "
-                          "embedding.")
+                          "embedding; llama-style, qwen-style and moe-tiny are small models with the choices of Llama, "
+                          "Qwen2 and Mixtral; smollm2-135m-shapes has the sizes of SmolLM2-135M.")
     base = inspect.published_config(preset) if preset in PRESETS else PRESETS["gpt-mini"]
     if preset == "custom":
         c1, c2, c3 = st.columns(3)
@@ -39,13 +40,22 @@ def size_a_gpt() -> None:
         n_heads = c2.slider("Heads", 1, 64, base.n_heads)
         n_layers = c3.slider("Layers", 1, 48, base.n_layers)
         qkv_bias = c3.toggle("Bias in W_Q, W_K, W_V", value=False)
+        bias = c3.toggle("Biases in W_O, the MLP and LayerNorm", value=True)
+        s1, s2, s3, s4 = st.columns(4)
+        positions = s1.selectbox("Positions", POSITIONS, format_func=architectures.POSITION_TITLES.get)
+        norm = s2.selectbox("Norm", NORMS, format_func=architectures.NORM_TITLES.get)
+        mlp_kind = s3.selectbox("MLP", MLP_KINDS, format_func=architectures.MLP_TITLES.get)
+        n_kv_heads = s4.number_input("Key/value heads", 1, 64, n_heads,
+                                     help="As many as the heads: multi-head; fewer: grouped-query; 1: multi-query.")
+        n_experts = s4.number_input("Experts (0 = one dense MLP)", 0, 64, 0)
         values = dict(vocab_size=int(vocab_size), context_length=int(context_length), d_model=d_model,
-                      n_heads=n_heads, n_layers=n_layers, qkv_bias=qkv_bias)
+                      n_heads=n_heads, n_layers=n_layers, qkv_bias=qkv_bias, bias=bias, positions=positions,
+                      norm=norm, mlp_kind=mlp_kind, n_kv_heads=int(n_kv_heads), n_experts=int(n_experts))
     else:
         values = base.to_dict()
     # each preset opens with its own tying (GPT-2: tied); the toggle shows what the other choice costs
     tie = st.toggle("Tie the output head to the token embedding (GPT-2 does)", value=base.tie_weights,
-                    help="One matrix serves as the input embedding and the output layer.")
+                    help="One matrix serves as the input embedding and the output layer.", key=f"tie_{preset}")
 
     config = None
     try:
@@ -61,7 +71,7 @@ def size_a_gpt() -> None:
         with left:
             st.subheader("Architecture")
             st.markdown(charts.flow([(s.name, "(" + ", ".join(s.shape) + ")", s.detail)
-                                     for s in inspect.architecture(config)]), unsafe_allow_html=True)
+                                     for s in architectures.architecture(config)]), unsafe_allow_html=True)
         with right:
             if present.enabled():
                 st.markdown("**Parameters, computed from the modules**")
@@ -76,9 +86,13 @@ def size_a_gpt() -> None:
             charts.show(charts.bar(frame["component"], frame["parameters"], horizontal=True, height=300),
                             width="stretch")
             st.metric("Total parameters", f"{total:,}")
-            m2, m3 = st.columns(2)
+            m2, m3, m4 = st.columns(3)
             m2.metric("Weights in fp32", f"{inspect.memory_bytes(total, 'fp32') / 2**20:,.1f} MiB")
             m3.metric("Weights in bf16", f"{inspect.memory_bytes(total, 'bf16') / 2**20:,.1f} MiB")
+            m4.metric("KV cache per token (bf16)", f"{architectures.kv_cache_bytes(config, 1, 'bf16') / 2**10:,.1f} KiB",
+                      help="Keys and values of every layer kept for each token while generating: "
+                           f"2 × {config.n_layers} layers × {config.kv_heads} key/value heads × {config.head_dim} "
+                           "dims × 2 bytes.")
             if tie:
                 untied = sum(inspect.parameter_table(config.replace(tie_weights=False)).values())
                 st.caption(f"Untied, the same sizes have {untied:,} parameters: tying saves {untied - total:,} "
@@ -125,40 +139,97 @@ def look_inside() -> None:
 
     with ui.friendly_errors("the forward pass"):
         cache = recorded_pass(view.key, tuple(ids), view)
-        tab_resid, tab_ln, tab_gelu, tab_mlp = st.tabs(
-            ["Residual stream", "LayerNorm before/after", "GELU vs ReLU", "MLP activations"])
+        config = model.config
+        norm_name = architectures.NORM_TITLES[config.norm]
+        tab_resid, tab_ln, tab_norms, tab_gelu, tab_mlp = st.tabs(
+            ["Residual stream", f"{norm_name} before/after", "LayerNorm vs RMSNorm", "GELU vs SwiGLU",
+             "Router (mixture of experts)" if config.n_experts else "MLP activations"])
         with tab_resid:
-            norms = inspect.residual_norms(cache, model.config.n_layers)
+            norms = inspect.residual_norms(cache, config.n_layers)
             figure = go.Figure(go.Scatter(x=[n for n, _ in norms], y=[v for _, v in norms], mode="lines+markers"))
             figure.update_layout(yaxis_title="mean ‖x‖ per token", height=320, margin=dict(t=10))
             charts.show(figure, width="stretch")
             st.markdown("Each block **adds** its attention and MLP outputs to the residual stream (the shortcut "
                         "connections), so its size tends to grow from block to block.")
         with tab_ln:
-            layer = ui.index_slider("Block", model.config.n_layers, key="ln_layer")
+            layer = ui.index_slider("Block", config.n_layers, key="ln_layer")
             stats = inspect.layernorm_before_after(cache, layer)
             frame = pd.DataFrame({"token": labels, **{k: v.tolist() for k, v in stats.items()}})
             st.dataframe(tidy_floats(frame).style.format(precision=4), hide_index=True, width="stretch")
-            st.markdown("Before `ln1` each token's vector has its own mean and variance; LayerNorm rescales it to "
-                        "mean 0 and variance 1, then applies the learned scale and shift — which is why the "
-                        "'after' columns are not exactly 0 and 1.")
-            st.latex(r"\mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta")
+            if config.norm == "rmsnorm":
+                st.markdown("This model uses **RMSNorm**: it divides each token's vector by its root mean square and "
+                            "multiplies by a learned scale. It subtracts no mean, so the 'after' means are not 0; "
+                            "the next tab compares it with LayerNorm on this same stream.")
+                st.latex(r"\mathrm{RMSNorm}(x) = \gamma \odot \frac{x}{\sqrt{\tfrac{1}{d}\sum_i x_i^2 + \epsilon}}")
+            else:
+                st.markdown("Before `ln1` each token's vector has its own mean and variance; LayerNorm rescales it to "
+                            "mean 0 and variance 1, then applies the learned scale and shift — which is why the "
+                            "'after' columns are not exactly 0 and 1.")
+                st.latex(r"\mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta")
+        with tab_norms:
+            layer = ui.index_slider("Block", config.n_layers, key="norms_layer")
+            compared = architectures.norm_comparison(cache[f"blocks.{layer}.resid_pre"][0], config.norm_eps)
+            frame = pd.DataFrame({"token": labels, "mean before": compared["mean_before"].tolist(),
+                                  "RMS before": compared["rms_before"].tolist(),
+                                  "LayerNorm: mean": compared["mean_layernorm"].tolist(),
+                                  "LayerNorm: RMS": compared["rms_layernorm"].tolist(),
+                                  "RMSNorm: mean": compared["mean_rmsnorm"].tolist(),
+                                  "RMSNorm: RMS": compared["rms_rmsnorm"].tolist(),
+                                  "largest gap": compared["difference"].tolist()})
+            st.dataframe(frame.style.format(precision=4), hide_index=True, width="stretch")
+            st.markdown(f"Both norms, without their learned scale, on block {layer}'s input. Both give every token "
+                        "an RMS of 1; LayerNorm also subtracts the mean first, RMSNorm does not. Where a token's "
+                        "mean is small next to its RMS the two outputs nearly agree (small 'largest gap'), which is "
+                        "why Llama, Qwen and Mistral drop the mean and its shift: one reduction instead of two, "
+                        "half the parameters, and training works as well (Zhang & Sennrich, 2019).")
         with tab_gelu:
-            curves = inspect.activation_curves()
+            curves = architectures.activation_curves()
             figure = go.Figure()
             for name, values_ in curves.items():
                 if name != "x":
                     figure.add_trace(go.Scatter(x=curves["x"].tolist(), y=values_.tolist(), name=name, mode="lines"))
-            figure.update_layout(height=360, xaxis_title="x", yaxis_title="activation", margin=dict(t=10))
+            figure.update_layout(height=320, xaxis_title="x", yaxis_title="activation", margin=dict(t=10))
             charts.show(figure, width="stretch")
-            st.latex(r"\mathrm{GELU}(x) \approx 0.5\,x\left(1 + \tanh\!\left[\sqrt{2/\pi}\,(x + 0.044715\,x^3)\right]\right)")
-            st.caption("GELU is smooth and lets small negative values through; ReLU cuts every negative value to 0.")
+            st.latex(r"\mathrm{GELU\,MLP}(x) = W_2\,\mathrm{GELU}(W_1 x) \qquad "
+                     r"\mathrm{SwiGLU}(x) = W_2\,\big(\mathrm{SiLU}(W_{gate}\,x) \odot W_1 x\big)")
+            layer = ui.index_slider("Block", config.n_layers, key="swiglu_layer")
+            token = ui.index_slider("Token", len(ids), key="swiglu_token")
+            both = architectures.mlp_comparison(cache[f"blocks.{layer}.resid_mid"][0], hidden=32)
+            frame = pd.DataFrame({"neuron": list(range(32)), "W₁x": both["up"][token].tolist(),
+                                  "GELU(W₁x)": both["gelu"][token].tolist(),
+                                  "gate SiLU(W_gate x)": both["gate"][token].tolist(),
+                                  "SwiGLU: gate × W₁x": both["swiglu"][token].tolist()})
+            figure = go.Figure([go.Bar(x=frame["neuron"], y=frame[c], name=c) for c in frame.columns[2:]])
+            figure.update_layout(height=300, barmode="group", xaxis_title="neuron", margin=dict(t=10))
+            charts.show(figure, width="stretch")
+            st.caption(f"The same stream (block {layer}'s input to its MLP, token {labels[token]!r}, normalised) through "
+                       "32 neurons with the same random W₁ and a random gate: GELU decides from W₁x alone whether a "
+                       "neuron passes; SwiGLU lets a second projection open or close it (gate near 0 closes it). "
+                       "SwiGLU has three matrices instead of two, so Llama makes it 8/3 × d_model wide instead of "
+                       "4 × to keep the parameter count.")
         with tab_mlp:
-            if not getattr(model.config, "mlp", True):
+            if not getattr(config, "mlp", True):
                 st.info("This model is attention-only: its blocks have no MLP (see Inside the model, section 4).")
+            elif config.n_experts:
+                layer = ui.index_slider("Block", config.n_layers, key="router_layer")
+                router = architectures.router_choices(cache, layer)
+                charts.show(charts.heatmap(router.probs, x_labels=[f"expert {e}" for e in range(config.n_experts)],
+                                           y_labels=labels, title="router probability", x_title="expert",
+                                           y_title="token"), width="stretch")
+                chosen = pd.DataFrame({"token": labels, **{
+                    f"choice {rank + 1}": [f"expert {int(e)} ({float(w):.0%})" for e, w in
+                                           zip(router.experts[:, rank], router.weights[:, rank])]
+                    for rank in range(config.experts_top_k)}})
+                st.dataframe(chosen, hide_index=True, width="stretch")
+                charts.show(charts.bar([f"expert {e}" for e in range(config.n_experts)], router.load.tolist(),
+                                       y_title="tokens routed", height=240), width="stretch")
+                st.caption(f"Each token goes through {config.experts_top_k} of the {config.n_experts} expert MLPs, "
+                           "mixed with the router's probabilities renormalised over the chosen ones. Training adds a "
+                           f"load-balancing loss (× {config.router_aux_loss_coef:g}) so that the experts share the "
+                           "tokens instead of a few taking them all.")
             else:
-                layer = ui.index_slider("Block", model.config.n_layers, key="mlp_layer")
-                hidden = cache[f"blocks.{layer}.mlp.hidden"][0]  # (T, 4C)
+                layer = ui.index_slider("Block", config.n_layers, key="mlp_layer")
+                hidden = cache[f"blocks.{layer}.mlp.hidden"][0]  # (T, F)
                 neurons = st.slider("Neurons shown", 16, hidden.shape[-1], min(64, hidden.shape[-1]), step=16)
                 charts.show(charts.heatmap(hidden[:, :neurons], x_labels=list(range(neurons)), y_labels=labels,
                                                colorscale="RdBu", zmid=0.0, text_format=None,
@@ -169,3 +240,39 @@ def look_inside() -> None:
 
 st.header("2. Look inside a trained GPT")
 look_inside()
+
+
+# ------------------------------------------------------------------ GPT-2 → Llama
+@st.cache_data(show_spinner=False)
+def gpt2_to_llama_rows(kv_heads: int) -> list[architectures.ArchitectureRow]:
+    return architectures.gpt2_to_llama(kv_heads=kv_heads)
+
+
+@sections.section("model.gpt2_to_llama")
+def gpt2_to_llama() -> None:
+    st.markdown("Start from GPT-2 small and flip one switch at a time, keeping the flips above: what is left at "
+                "the bottom has Llama's design at GPT-2's size (12 layers, d_model 768, 12 heads). Each row is "
+                "counted from the modules llmviz builds; the same switches load real Llama, Qwen2 and SmolLM2 "
+                "checkpoints and give transformers' logits to 1e-5.")
+    kv_heads = st.select_slider("Key/value heads in the last steps", [1, 2, 3, 4, 6, 12], value=4)
+    rows = gpt2_to_llama_rows(kv_heads)
+    frame = pd.DataFrame({
+        "step": [row.change for row in rows],
+        "parameters": [row.parameters for row in rows],
+        "change": [None] + [row.parameters - previous.parameters for row, previous in zip(rows[1:], rows)],
+        "KV cache per token (bf16)": [row.kv_cache_bytes_per_token for row in rows],
+        "KV cache, 1,024 tokens (MiB)": [row.kv_cache_bytes_per_token * 1024 / 2**20 for row in rows],
+    })
+    st.dataframe(frame.style.format({"parameters": "{:,}", "change": "{:+,.0f}", "KV cache per token (bf16)": "{:,} bytes",
+                                     "KV cache, 1,024 tokens (MiB)": "{:,.1f}"}, na_rep="—"), hide_index=True,
+                 width="stretch")
+    st.caption("GPT-2 small: learned positions, LayerNorm, GELU MLP 4 × wide, biases, 12 key/value heads for 12 "
+               "query heads, output head tied to the token embedding.")
+    st.caption("RoPE drops the 1,024 × 768 position table; RMSNorm drops the LayerNorm shifts; SwiGLU's three "
+               "matrices at 8/3 × width hold about what GELU's two did at 4 ×; fewer key/value heads shrink W_K, "
+               "W_V and the KV cache; an untied head adds a second 50,257 × 768 matrix. None of these changes what "
+               "a block does to the residual stream's shape.")
+
+
+st.header("3. From GPT-2 to Llama, one switch at a time")
+gpt2_to_llama()

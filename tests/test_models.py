@@ -83,10 +83,10 @@ def test_cache_names_and_shapes_are_pinned():
 
 
 def test_nothing_is_recorded_without_a_cache(monkeypatch):
-    import llmviz.models.gpt as gpt_module
+    from llmviz.models.gpt import CausalSelfAttention
 
     calls = []
-    monkeypatch.setattr(gpt_module, "attention_steps", lambda *a, **k: calls.append(1))
+    monkeypatch.setattr(CausalSelfAttention, "explicit", lambda *a, **k: calls.append(1))
     model = GPT(TINY)
     model(torch.randint(0, 50, (2, 5)))
     assert calls == [], "the fast path must not run the step-by-step attention"

@@ -381,3 +381,24 @@ def test_dropped_characters_are_shown_as_typed():
     warnings = [w.value for w in at.warning if "are not in this" in w.value]
     # every punctuation character gets a backslash (Markdown's escape), the quotes around each character too
     assert warnings and r"\'\$\'" in warnings[0] and r"\'\*\'" in warnings[0], warnings
+
+
+@pytest.mark.parametrize("preset", ["llama-style", "smollm2-135m-shapes", "qwen-style", "moe-tiny"])
+def test_model_page_modern_presets(preset):
+    at = run_page("pages/model.py")
+    by_label(at.selectbox, "Preset").set_value(preset).run()
+    assert_clean(at)
+    assert not at.error
+    if preset == "smollm2-135m-shapes":  # SmolLM2-135M's published size, tied head
+        assert any(m.value == "134,515,008" for m in at.metric)
+
+
+def test_model_page_custom_switches_that_do_not_fit():
+    at = run_page("pages/model.py")
+    by_label(at.selectbox, "Preset").set_value("custom").run()
+    by_label(at.number_input, "Key/value heads").set_value(3).run()
+    assert_clean(at, errors_expected=True)
+    assert "not a multiple of n_kv_heads" in texts(at.error)
+    by_label(at.number_input, "Key/value heads").set_value(2)
+    by_label(at.number_input, "Experts (0 = one dense MLP)").set_value(1).run()
+    assert "n_experts must be 0" in texts(at.error)

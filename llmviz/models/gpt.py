@@ -1,12 +1,23 @@
-"""A GPT, the way nanoGPT's model.py writes it, that can show every intermediate.
+"""A GPT, the way nanoGPT's model.py writes it, that can show every intermediate — and, by
+switches on :class:`GPTConfig`, the open models that came after GPT-2 (Llama, Qwen, SmolLM, Mixtral).
 
-    idx (B, T) ─ token embedding + position embedding ─► n_layers × Block ─► ln_f ─► lm_head ─► logits (B, T, V)
-    Block:  x = x + attn(ln1(x));  x = x + mlp(ln2(x))          (pre-LayerNorm residual stream)
+    idx (B, T) ─ token embedding (+ position embedding) ─► n_layers × Block ─► norm ─► lm_head ─► logits (B, T, V)
+    Block:  x = x + attn(norm1(x));  x = x + mlp(norm2(x))          (pre-norm residual stream)
+
+    switch            GPT-2 (the default)          Llama / Qwen / SmolLM2 / Mixtral
+    positions         "learned" (a table, added)   "rope": queries and keys rotated inside attention
+    norm              "layernorm"                  "rmsnorm" (no mean, no shift)
+    mlp_kind          "gelu": W2·GELU(W1·x)        "swiglu": W2·(SiLU(W_gate·x) ⊙ W1·x)
+    n_kv_heads        = n_heads (multi-head)       fewer (grouped-query), 1 (multi-query)
+    n_experts         0 (one dense MLP)            Mixtral: 8 MLPs, a router picks experts_top_k per token
+    bias / qkv_bias   True / True                  False / False (Qwen: qkv_bias=True)
+    tie_weights       True (lm_head = tok_emb)     per model
 
 ``forward(idx, targets=None, cache=None)`` returns ``(logits, loss)``; pass a dict as
 ``cache`` (or call ``run_with_cache``) to record every intermediate under the names listed
 in :func:`cache_names`. Attention takes PyTorch's fused ``scaled_dot_product_attention``
-when nothing is recorded and :func:`llmviz.attention.attention_steps` when it is.
+when nothing is recorded and the explicit softmax(q·kᵀ/√d)·v written out below when it is.
+The default ``GPTConfig`` is the GPT of earlier llmviz versions, parameter for parameter.
 """
 
 from __future__ import annotations
@@ -18,23 +29,47 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from llmviz.attention import attention_steps, causal_mask
+from llmviz.attention import causal_mask, masked_softmax
 from llmviz.errors import ConfigError
 from llmviz.models.cache import Cache, RecordsIntermediates, record
-from llmviz.models.layers import GELU, Dropout, LayerNorm
+from llmviz.models.layers import GELU, Dropout, LayerNorm, RMSNorm, apply_rope, rope_cos_sin, sinusoidal_positions
+
+POSITIONS = ("learned", "sinusoidal", "rope", "none")
+NORMS = ("layernorm", "rmsnorm")
+MLP_KINDS = ("gelu", "swiglu")
+SWITCHES = ("positions", "rope_theta", "norm", "norm_eps", "mlp_kind", "d_mlp", "n_kv_heads", "n_experts",
+            "experts_top_k", "router_aux_loss_coef", "bias", "qkv_bias", "tie_weights")
 
 
 @dataclass(frozen=True)
 class GPTConfig:
+    """The shape of a GPT and its architecture switches (module docstring); validated on creation.
+
+    >>> c = GPTConfig(d_model=64, n_heads=4, n_kv_heads=2, positions="rope")
+    >>> c.head_dim, c.kv_heads, c.mlp_width
+    (16, 2, 256)
+    """
+
     vocab_size: int = 50257
     context_length: int = 1024
     d_model: int = 768
     n_heads: int = 12
     n_layers: int = 12
     dropout: float = 0.1
-    qkv_bias: bool = False
-    tie_weights: bool = False
-    mlp: bool = True  # False: an attention-only transformer (blocks without LayerNorm 2 and MLP)
+    qkv_bias: bool = False  # biases in W_Q, W_K, W_V
+    tie_weights: bool = False  # lm_head.weight is tok_emb.weight
+    mlp: bool = True  # False: an attention-only transformer (blocks without norm 2 and MLP)
+    positions: str = "learned"  # "learned", "sinusoidal", "rope" or "none"
+    rope_theta: float = 10000.0  # RoPE's base θ: pair i turns by θ^(−2i/head_dim) radians per position
+    norm: str = "layernorm"  # "layernorm" or "rmsnorm"
+    norm_eps: float = 1e-5
+    mlp_kind: str = "gelu"  # "gelu" or "swiglu"
+    d_mlp: int | None = None  # the MLP's hidden width; None = 4 × d_model
+    n_kv_heads: int | None = None  # key/value heads; None = n_heads (multi-head), 1 = multi-query
+    n_experts: int = 0  # 0: one dense MLP per block; n ≥ 2: a mixture of n expert MLPs
+    experts_top_k: int = 2  # experts each token is sent to
+    router_aux_loss_coef: float = 0.01  # weight of the load-balancing loss added to the training loss
+    bias: bool = True  # biases in W_O, the MLP and the LayerNorm shift
 
     def __post_init__(self):
         problems = []
@@ -42,19 +77,63 @@ class GPTConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 problems.append(f"{name} must be a whole number of at least 1 (got {value!r})")
+        for name in ("n_kv_heads", "d_mlp"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                problems.append(f"{name} must be a whole number of at least 1, or None (got {value!r})")
         if not problems and self.d_model % self.n_heads:
             problems.append(
                 f"d_model = {self.d_model} is not divisible by n_heads = {self.n_heads}: each head gets "
                 f"d_model / n_heads dimensions. Try n_heads in {divisors(self.d_model)}."
             )
+        if not problems and self.n_heads % self.kv_heads:
+            problems.append(
+                f"n_heads = {self.n_heads} is not a multiple of n_kv_heads = {self.n_kv_heads}: each key/value "
+                f"head serves the same number of query heads. Try n_kv_heads in {divisors(self.n_heads)}."
+            )
         if not (0.0 <= self.dropout < 1.0):
             problems.append(f"dropout must be in [0, 1) (got {self.dropout})")
+        if self.positions not in POSITIONS:
+            problems.append(f"positions must be one of {', '.join(POSITIONS)} (got {self.positions!r})")
+        if self.norm not in NORMS:
+            problems.append(f"norm must be one of {', '.join(NORMS)} (got {self.norm!r})")
+        if self.mlp_kind not in MLP_KINDS:
+            problems.append(f"mlp_kind must be one of {', '.join(MLP_KINDS)} (got {self.mlp_kind!r})")
+        if not (self.rope_theta > 1.0 and math.isfinite(self.rope_theta)):
+            problems.append(f"rope_theta must be a number above 1 (got {self.rope_theta})")
+        if not (0.0 < self.norm_eps < 1.0):
+            problems.append(f"norm_eps must be a small positive number (got {self.norm_eps})")
+        if not problems and self.positions == "rope" and self.head_dim % 2:
+            problems.append(f"RoPE turns pairs of dimensions, so head_dim = {self.head_dim} must be even")
+        if not isinstance(self.n_experts, int) or self.n_experts < 0 or self.n_experts == 1:
+            problems.append(f"n_experts must be 0 (a dense MLP) or at least 2 (got {self.n_experts!r})")
+        elif self.n_experts and not 1 <= self.experts_top_k <= self.n_experts:
+            problems.append(f"experts_top_k must be between 1 and n_experts = {self.n_experts} "
+                            f"(got {self.experts_top_k})")
+        if self.n_experts and not self.mlp:
+            problems.append("a mixture of experts replaces the MLP, so it needs mlp=True")
+        if not (self.router_aux_loss_coef >= 0.0 and math.isfinite(self.router_aux_loss_coef)):
+            problems.append(f"router_aux_loss_coef must be 0 or more (got {self.router_aux_loss_coef})")
         if problems:
             raise ConfigError("This GPT configuration cannot work: " + "; ".join(problems) + ".")
 
     @property
     def head_dim(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        """Key/value heads: n_heads (multi-head), fewer (grouped-query) or 1 (multi-query)."""
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+
+    @property
+    def mlp_width(self) -> int:
+        return 4 * self.d_model if self.d_mlp is None else self.d_mlp
+
+    @property
+    def kv_cache_values_per_token(self) -> int:
+        """Numbers a KV cache keeps per token: a key and a value vector per key/value head per layer."""
+        return 2 * self.n_layers * self.kv_heads * self.head_dim
 
     def replace(self, **changes) -> GPTConfig:
         return replace(self, **changes)
@@ -77,124 +156,244 @@ PRESETS: dict[str, GPTConfig] = {
     # two attention-only layers: the smallest model that forms induction heads (Olsson et al., 2022)
     "attn-only-2l": GPTConfig(vocab_size=64, context_length=32, d_model=64, n_heads=4, n_layers=2, dropout=0.0,
                               mlp=False),
+    # gpt-mini's size with Llama's choices: RoPE, RMSNorm, SwiGLU (hidden ≈ 8/3 · d_model), 2 key/value heads
+    # for 4 query heads, no biases, an untied head
+    "llama-style": GPTConfig(vocab_size=1024, context_length=128, d_model=128, n_heads=4, n_layers=4, dropout=0.0,
+                             positions="rope", norm="rmsnorm", mlp_kind="swiglu", d_mlp=344, n_kv_heads=2,
+                             bias=False, qkv_bias=False, tie_weights=False),
+    # the shapes of HuggingFaceTB/SmolLM2-135M (its config.json): 134,515,008 parameters, random weights
+    "smollm2-135m-shapes": GPTConfig(vocab_size=49152, context_length=8192, d_model=576, n_heads=9, n_layers=30,
+                                     dropout=0.0, positions="rope", rope_theta=100000.0, norm="rmsnorm",
+                                     mlp_kind="swiglu", d_mlp=1536, n_kv_heads=3, bias=False, qkv_bias=False,
+                                     tie_weights=True),
+    # Qwen2's choices at gpt-mini's size: like Llama but with biases in W_Q, W_K, W_V, θ = 1,000,000,
+    # RMSNorm ε = 1e-6, 4 query heads per key/value head and a tied head
+    "qwen-style": GPTConfig(vocab_size=1024, context_length=128, d_model=128, n_heads=8, n_layers=4, dropout=0.0,
+                            positions="rope", rope_theta=1_000_000.0, norm="rmsnorm", norm_eps=1e-6,
+                            mlp_kind="swiglu", d_mlp=344, n_kv_heads=2, bias=False, qkv_bias=True, tie_weights=True),
+    # Mixtral's block at gpt-micro's size: 4 SwiGLU experts per block, each token routed to 2
+    "moe-tiny": GPTConfig(vocab_size=512, context_length=64, d_model=64, n_heads=4, n_layers=2, dropout=0.0,
+                          positions="rope", norm="rmsnorm", mlp_kind="swiglu", d_mlp=128, n_kv_heads=2,
+                          n_experts=4, experts_top_k=2, bias=False, qkv_bias=False, tie_weights=False),
 }
 
 
+def make_norm(config: GPTConfig) -> nn.Module:
+    if config.norm == "rmsnorm":
+        return RMSNorm(config.d_model, config.norm_eps)
+    return LayerNorm(config.d_model, config.norm_eps, bias=config.bias)
+
+
 class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention; with ``n_kv_heads < n_heads`` each key/value head is shared
+    by ``n_heads / n_kv_heads`` query heads (grouped-query attention, Ainslie et al., 2023)."""
+
     def __init__(self, config: GPTConfig):
         super().__init__()
         self.n_heads = config.n_heads
+        self.n_kv_heads = config.kv_heads
+        self.head_dim = config.head_dim
         self.d_model = config.d_model
         self.dropout = config.dropout
-        self.qkv = nn.Linear(config.d_model, 3 * config.d_model, bias=config.qkv_bias)  # W_Q, W_K, W_V side by side
-        self.proj = nn.Linear(config.d_model, config.d_model)  # W_O
+        # W_Q, W_K, W_V side by side: H·hd + 2·H_kv·hd outputs (3 × d_model with multi-head attention)
+        self.qkv = nn.Linear(config.d_model, (config.n_heads + 2 * config.kv_heads) * config.head_dim,
+                             bias=config.qkv_bias)
+        self.proj = nn.Linear(config.d_model, config.d_model, bias=config.bias)  # W_O
         self.attn_dropout = Dropout(config.dropout)
         self.resid_dropout = Dropout(config.dropout)
 
+    def split_sizes(self) -> list[int]:
+        return [self.n_heads * self.head_dim, self.n_kv_heads * self.head_dim, self.n_kv_heads * self.head_dim]
+
     def weights(self) -> dict[str, torch.Tensor | None]:
-        """W_Q, W_K, W_V, W_O as (d_in, d_out) matrices (the transposes of the Linear weights)."""
-        w_q, w_k, w_v = self.qkv.weight.split(self.d_model, dim=0)
+        """W_Q (C, H·hd), W_K, W_V (C, H_kv·hd), W_O as (d_in, d_out) matrices (the transposes of the Linear weights)."""
+        w_q, w_k, w_v = self.qkv.weight.split(self.split_sizes(), dim=0)
         b_q = b_k = b_v = None
         if self.qkv.bias is not None:
-            b_q, b_k, b_v = self.qkv.bias.split(self.d_model)
+            b_q, b_k, b_v = self.qkv.bias.split(self.split_sizes())
         return {"w_q": w_q.T, "w_k": w_k.T, "w_v": w_v.T, "w_o": self.proj.weight.T,
                 "b_q": b_q, "b_k": b_k, "b_v": b_v, "b_o": self.proj.bias}
 
     def forward(self, x: torch.Tensor, cache: Cache | None = None, prefix: str = "attn",
-                past: tuple[torch.Tensor, torch.Tensor] | None = None):
+                past: tuple[torch.Tensor, torch.Tensor] | None = None,
+                rope: tuple[torch.Tensor, torch.Tensor] | None = None):
         batch, tokens, width = x.size()  # (B, T, C)
-        if cache is not None:
-            if past is not None:
-                raise ConfigError("Recording intermediates and a KV cache cannot be combined.")
-            steps = attention_steps(x, num_heads=self.n_heads, mask="causal",
-                                    dropout=self.attn_dropout if self.training else None, **self.weights())
-            record(cache, f"{prefix}.q", steps["Q_heads"])  # (B, H, T, hd)
-            record(cache, f"{prefix}.k", steps["K_heads"])
-            record(cache, f"{prefix}.v", steps["V_heads"])
-            record(cache, f"{prefix}.scores", steps["scaled_scores"])  # (B, H, T, T), q·k/√hd
-            record(cache, f"{prefix}.masked_scores", steps["masked_scores"])
-            record(cache, f"{prefix}.pattern", steps["weights"])  # softmax rows
-            record(cache, f"{prefix}.z", steps["head_outputs"])  # (B, H, T, hd)
-            output = self.resid_dropout(steps["output"])  # (B, T, C)
-            record(cache, f"{prefix}.out", output)
-            return output, None
-        q, k, v = self.qkv(x).split(self.d_model, dim=2)  # 3 × (B, T, C)
-        q = q.view(batch, tokens, self.n_heads, width // self.n_heads).transpose(1, 2)  # (B, H, T, hd)
-        k = k.view(batch, tokens, self.n_heads, width // self.n_heads).transpose(1, 2)  # (B, H, T, hd)
-        v = v.view(batch, tokens, self.n_heads, width // self.n_heads).transpose(1, 2)  # (B, H, T, hd)
-        dropout_p = self.dropout if self.training else 0.0
-        if dropout_p > 0.0 and self.attn_dropout.generator is not None:
-            # the fused kernel draws its dropout mask from torch's global generator: written out instead, so
-            # the mask comes from the run's own stream
-            if past is not None:
-                raise ConfigError("A KV cache is for generation (eval mode), not training with dropout.")
-            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, T)
-            scores = scores.masked_fill(~causal_mask(tokens, device=x.device), float("-inf"))
-            y = self.attn_dropout(torch.softmax(scores, dim=-1)) @ v  # (B, H, T, hd)
-            present = (k, v)
-        elif past is None:
-            y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)  # (B, H, T, hd)
-            present = (k, v)
-        else:
-            k = torch.cat([past[0], k], dim=2)  # (B, H, T_past + T, hd)
+        if cache is not None and past is not None:
+            raise ConfigError("Recording intermediates and a KV cache cannot be combined.")
+        q, k, v = self.qkv(x).split(self.split_sizes(), dim=2)  # (B, T, H·hd), 2 × (B, T, H_kv·hd)
+        q = q.view(batch, tokens, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, hd)
+        k = k.view(batch, tokens, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, H_kv, T, hd)
+        v = v.view(batch, tokens, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, H_kv, T, hd)
+        record(cache, f"{prefix}.q", q)
+        record(cache, f"{prefix}.k", k)
+        record(cache, f"{prefix}.v", v)
+        if rope is not None:  # RoPE: turn each (q_i, q_{i+hd/2}) pair by position × its frequency
+            q, k = apply_rope(q, *rope), apply_rope(k, *rope)  # (B, H, T, hd), (B, H_kv, T, hd)
+            record(cache, f"{prefix}.rot_q", q)
+            record(cache, f"{prefix}.rot_k", k)
+        if past is not None:
+            k = torch.cat([past[0], k], dim=2)  # (B, H_kv, T_past + T, hd)
             v = torch.cat([past[1], v], dim=2)
-            mask = None if tokens == 1 else causal_mask(tokens, k.shape[2], device=x.device)
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
-            present = (k, v)
+        present = (k, v)  # what a KV cache keeps: H_kv heads, not H
+        own_dropout = self.training and self.dropout > 0.0 and self.attn_dropout.generator is not None
+        if own_dropout and past is not None:
+            raise ConfigError("A KV cache is for generation (eval mode), not training with dropout.")
+        if cache is not None or own_dropout:
+            # written out: it records every step; with dropout, the mask comes from the run's own generator
+            # (the fused kernel would draw it from torch's global one, shared by every session of the server)
+            y = self.explicit(q, k, v, cache, prefix)  # (B, H, T, hd)
+        else:
+            dropout_p = self.dropout if self.training else 0.0
+            grouped = self.n_kv_heads != self.n_heads
+            if past is None:
+                y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True,
+                                                   enable_gqa=grouped)  # (B, H, T, hd)
+            else:
+                mask = None if tokens == 1 else causal_mask(tokens, k.shape[2], device=x.device)
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, enable_gqa=grouped)
         y = y.transpose(1, 2).contiguous().view(batch, tokens, width)  # (B, T, C)
-        return self.resid_dropout(self.proj(y)), present
+        output = self.resid_dropout(self.proj(y))  # (B, T, C)
+        record(cache, f"{prefix}.out", output)
+        return output, present
+
+    def explicit(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: Cache, prefix: str) -> torch.Tensor:
+        """softmax(q·kᵀ/√hd + causal mask)·v written out, recording scores, pattern and z."""
+        group = self.n_heads // self.n_kv_heads
+        k = k.repeat_interleave(group, dim=1)  # (B, H, T, hd): key/value head j serves query heads j·group …
+        v = v.repeat_interleave(group, dim=1)  # (B, H, T, hd)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, T, T)
+        record(cache, f"{prefix}.scores", scores)
+        allowed = causal_mask(q.shape[2], k.shape[2], device=q.device)  # (T, T)
+        masked_scores, pattern = masked_softmax(scores, allowed)  # (B, H, T, T)
+        record(cache, f"{prefix}.masked_scores", masked_scores)
+        record(cache, f"{prefix}.pattern", pattern)  # softmax rows
+        z = self.attn_dropout(pattern) @ v if self.training else pattern @ v  # (B, H, T, hd)
+        record(cache, f"{prefix}.z", z)
+        return z
 
 
 class MLP(nn.Module):
+    """GELU: proj(GELU(fc(x))); SwiGLU (Shazeer, 2020): proj(SiLU(gate(x)) ⊙ fc(x))."""
+
     def __init__(self, config: GPTConfig):
         super().__init__()
-        self.fc = nn.Linear(config.d_model, 4 * config.d_model)
-        self.gelu = GELU()
-        self.proj = nn.Linear(4 * config.d_model, config.d_model)
+        self.swiglu = config.mlp_kind == "swiglu"
+        self.gate = nn.Linear(config.d_model, config.mlp_width, bias=config.bias) if self.swiglu else None
+        self.fc = nn.Linear(config.d_model, config.mlp_width, bias=config.bias)  # SwiGLU's "up" projection
+        self.gelu = None if self.swiglu else GELU()
+        self.proj = nn.Linear(config.mlp_width, config.d_model, bias=config.bias)  # "down"
         self.dropout = Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor, cache: Cache | None = None, prefix: str = "mlp") -> torch.Tensor:
-        pre = self.fc(x)  # (B, T, 4C)
-        record(cache, f"{prefix}.pre", pre)
-        hidden = self.gelu(pre)  # (B, T, 4C)
+        if self.swiglu:
+            pre = self.gate(x)  # (B, T, F): the gate, before SiLU
+            record(cache, f"{prefix}.pre", pre)
+            up = self.fc(x)  # (B, T, F)
+            record(cache, f"{prefix}.up", up)
+            hidden = F.silu(pre) * up  # (B, T, F)
+        else:
+            pre = self.fc(x)  # (B, T, 4C)
+            record(cache, f"{prefix}.pre", pre)
+            hidden = self.gelu(pre)  # (B, T, 4C)
         record(cache, f"{prefix}.hidden", hidden)
         out = self.dropout(self.proj(hidden))  # (B, T, C)
         record(cache, f"{prefix}.out", out)
         return out
 
 
+class MixtureOfExperts(nn.Module):
+    """Mixtral's sparse MLP: a router scores n_experts MLPs per token, the token goes through its
+    top-k and their outputs are summed with the router's probabilities renormalised over those k."""
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.top_k = config.experts_top_k
+        self.router = nn.Linear(config.d_model, config.n_experts, bias=False)
+        self.experts = nn.ModuleList([MLP(config) for _ in range(config.n_experts)])
+
+    def forward(self, x: torch.Tensor, cache: Cache | None = None, prefix: str = "mlp",
+                router_probs: list | None = None) -> torch.Tensor:
+        batch, tokens, width = x.shape  # (B, T, C)
+        flat = x.reshape(-1, width)  # (N, C), N = B·T
+        logits = self.router(flat)  # (N, E)
+        probs = F.softmax(logits.float(), dim=-1)  # (N, E)
+        top_probs, top_experts = probs.topk(self.top_k, dim=-1)  # (N, k)
+        top_weights = (top_probs / top_probs.sum(dim=-1, keepdim=True)).to(x.dtype)  # (N, k), rows sum to 1
+        out = torch.zeros_like(flat)  # (N, C)
+        for index, expert in enumerate(self.experts):
+            rows, slot = torch.where(top_experts == index)  # the tokens that chose this expert
+            if rows.numel():
+                out.index_add_(0, rows, expert(flat[rows]) * top_weights[rows, slot, None])
+        out = out.view(batch, tokens, width)  # (B, T, C)
+        record(cache, f"{prefix}.router_logits", logits.view(batch, tokens, -1))  # (B, T, E)
+        record(cache, f"{prefix}.router_probs", probs.view(batch, tokens, -1))  # (B, T, E)
+        record(cache, f"{prefix}.experts", top_experts.view(batch, tokens, -1))  # (B, T, k)
+        record(cache, f"{prefix}.expert_weights", top_weights.view(batch, tokens, -1))  # (B, T, k)
+        record(cache, f"{prefix}.out", out)
+        if router_probs is not None:
+            router_probs.append(probs)
+        return out
+
+
+def load_balancing_loss(router_probs: list[torch.Tensor], top_k: int) -> torch.Tensor:
+    """Switch Transformer's auxiliary loss (Fedus et al., 2021, eqs. 4–6), as Mixtral computes it over
+    all layers' tokens together: E · Σ_e f_e · P_e, where f_e = the share of routing slots that went to
+    expert e (Σ_e f_e = k) and P_e = the mean router probability of expert e. It is k when routing is
+    perfectly even and grows as a few experts take the tokens.
+
+    >>> load_balancing_loss([torch.tensor([[0.5, 0.5], [0.5, 0.5]])], top_k=1)
+    tensor(1.)
+    """
+    probs = torch.cat(router_probs)  # (L·N, E)
+    n_experts = probs.shape[-1]
+    chosen = probs.topk(top_k, dim=-1).indices  # (L·N, k)
+    fraction = F.one_hot(chosen, n_experts).sum(dim=1).float().mean(dim=0)  # (E,) f_e
+    mean_prob = probs.mean(dim=0)  # (E,) P_e
+    return n_experts * (fraction * mean_prob).sum()
+
+
 class Block(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
-        self.ln1 = LayerNorm(config.d_model)
+        self.ln1 = make_norm(config)
         self.attn = CausalSelfAttention(config)
-        self.ln2 = LayerNorm(config.d_model) if config.mlp else None
-        self.mlp = MLP(config) if config.mlp else None
+        self.ln2 = make_norm(config) if config.mlp else None
+        if not config.mlp:
+            self.mlp = None
+        else:
+            self.mlp = MixtureOfExperts(config) if config.n_experts else MLP(config)
 
-    def forward(self, x, cache: Cache | None = None, prefix: str = "blocks.0", past=None):
+    def forward(self, x, cache: Cache | None = None, prefix: str = "blocks.0", past=None, rope=None,
+                router_probs: list | None = None):
         record(cache, f"{prefix}.resid_pre", x)
         normed = self.ln1(x)
         record(cache, f"{prefix}.ln1", normed)
-        attn_out, present = self.attn(normed, cache, f"{prefix}.attn", past=past)
+        attn_out, present = self.attn(normed, cache, f"{prefix}.attn", past=past, rope=rope)
         x = x + attn_out  # shortcut (residual) connection
         record(cache, f"{prefix}.resid_mid", x)
         if self.mlp is not None:
             normed = self.ln2(x)
             record(cache, f"{prefix}.ln2", normed)
-            x = x + self.mlp(normed, cache, f"{prefix}.mlp")
+            if isinstance(self.mlp, MixtureOfExperts):
+                x = x + self.mlp(normed, cache, f"{prefix}.mlp", router_probs=router_probs)
+            else:
+                x = x + self.mlp(normed, cache, f"{prefix}.mlp")
         record(cache, f"{prefix}.resid_post", x)
         return x, present
 
 
 class GPT(nn.Module, RecordsIntermediates):
+    """The decoder-only transformer of :class:`GPTConfig`: GPT-2 by default, Llama-like by switches."""
+
     def __init__(self, config: GPTConfig):
         super().__init__()
         self.config = config
         self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
-        self.pos_emb = nn.Embedding(config.context_length, config.d_model)
+        # only learned positions are parameters; sinusoidal ones are computed, RoPE acts inside attention
+        self.pos_emb = nn.Embedding(config.context_length, config.d_model) if config.positions == "learned" else None
         self.drop = Dropout(config.dropout)
         self.blocks = nn.ModuleList([Block(config) for _ in range(config.n_layers)])
-        self.ln_f = LayerNorm(config.d_model)
+        self.ln_f = make_norm(config)
         self.lm_head = nn.Linear(config.d_model, config.vocab_size, bias=False)
         if config.tie_weights:
             self.lm_head.weight = self.tok_emb.weight  # one matrix for input and output
@@ -216,6 +415,25 @@ class GPT(nn.Module, RecordsIntermediates):
     def context_size(self) -> int:
         return self.config.context_length
 
+    def embed(self, idx: torch.Tensor, start: int = 0, cache: Cache | None = None):
+        """Token vectors plus (learned or sinusoidal) position vectors for positions start … start+T−1,
+        and RoPE's (cos, sin) for those positions when the model rotates instead."""
+        positions = torch.arange(start, start + idx.shape[1], device=idx.device)  # (T,)
+        tok = self.tok_emb(idx)  # (B, T, C)
+        record(cache, "embed.tok", tok)
+        rope = None
+        if self.config.positions == "learned":
+            pos = self.pos_emb(positions)  # (T, C)
+        elif self.config.positions == "sinusoidal":
+            pos = sinusoidal_positions(positions, self.config.d_model).to(tok.dtype)  # (T, C)
+        else:  # "rope" and "none" add nothing to the token vectors
+            pos = torch.zeros(len(positions), self.config.d_model, dtype=tok.dtype, device=idx.device)  # (T, C)
+            if self.config.positions == "rope":
+                rope = tuple(t.to(tok.dtype) for t in rope_cos_sin(positions, self.config.head_dim,
+                                                                    self.config.rope_theta))  # 2 × (T, hd)
+        record(cache, "embed.pos", pos)
+        return self.drop(tok + pos), rope  # (B, T, C)
+
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, cache: Cache | None = None):
         batch, tokens = idx.shape  # (B, T)
         if tokens > self.config.context_length:
@@ -223,52 +441,55 @@ class GPT(nn.Module, RecordsIntermediates):
                 f"{tokens} tokens do not fit the context of {self.config.context_length}: crop the input "
                 "to its last context_length tokens."
             )
-        positions = torch.arange(tokens, device=idx.device)  # (T,)
-        tok = self.tok_emb(idx)  # (B, T, C)
-        pos = self.pos_emb(positions)  # (T, C)
-        record(cache, "embed.tok", tok)
-        record(cache, "embed.pos", pos)
-        x = self.drop(tok + pos)  # (B, T, C)
+        x, rope = self.embed(idx, 0, cache)  # (B, T, C)
+        router_probs = [] if self.config.n_experts else None
         for layer, block in enumerate(self.blocks):
-            x, _ = block(x, cache, f"blocks.{layer}")
+            x, _ = block(x, cache, f"blocks.{layer}", rope=rope, router_probs=router_probs)
         x = self.ln_f(x)  # (B, T, C)
         record(cache, "ln_f", x)
         logits = self.lm_head(x)  # (B, T, V): logits for every position
         record(cache, "logits", logits)
+        aux_loss = None
+        if router_probs:
+            aux_loss = load_balancing_loss(router_probs, self.config.experts_top_k)
+            record(cache, "aux_loss", aux_loss)
         loss = None
         if targets is not None:
             loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1)
+            if aux_loss is not None and self.training:  # training only: validation loss stays cross-entropy
+                loss = loss + self.config.router_aux_loss_coef * aux_loss
         return logits, loss
 
     @torch.no_grad()
     def forward_with_kv_cache(self, idx: torch.Tensor, past_key_values: list | None = None):
         """Incremental decoding: ``idx`` holds only the new tokens; returns ``(logits, presents)``.
 
-        ``past_key_values`` is the ``presents`` of the previous call: per layer the keys and
-        values of every earlier position, so they are not computed again.
+        ``past_key_values`` is the ``presents`` of the previous call: per layer the keys (already
+        rotated, with RoPE) and values of every earlier position, n_kv_heads of each, so they are
+        not computed again. The new tokens' positions continue where the cache ends.
         """
         past_length = 0 if past_key_values is None else past_key_values[0][0].shape[2]
         batch, tokens = idx.shape
         if past_length + tokens > self.config.context_length:
             raise ConfigError("The KV cache is full: the sequence reached the model's context length.")
-        positions = torch.arange(past_length, past_length + tokens, device=idx.device)
-        x = self.drop(self.tok_emb(idx) + self.pos_emb(positions))  # (B, T, C)
+        x, rope = self.embed(idx, past_length)  # (B, T, C)
         presents = []
         for layer, block in enumerate(self.blocks):
-            x, present = block(x, None, f"blocks.{layer}",
+            x, present = block(x, None, f"blocks.{layer}", rope=rope,
                                past=None if past_key_values is None else past_key_values[layer])
-            if present is None:  # the first call: the SDPA path returns its own keys and values
-                raise AssertionError("attention must return keys and values")
             presents.append(present)
         logits = self.lm_head(self.ln_f(x))  # (B, T, V)
         return logits, presents
 
     def parameter_breakdown(self) -> dict[str, int]:
         """Parameters per component, computed from the modules (a tied matrix counts once)."""
+        norm = "RMSNorm" if self.config.norm == "rmsnorm" else "LayerNorm"
         groups = {
             "token embedding": 0, "position embedding": 0, "attention W_Q, W_K, W_V": 0,
-            "attention output W_O": 0, "MLP": 0, "LayerNorm": 0, "output head": 0,
+            "attention output W_O": 0, "MLP": 0, norm: 0, "output head": 0,
         }
+        if self.config.n_experts:
+            groups["MoE router"] = 0
         for name, parameter in self.named_parameters():  # shared parameters are listed once
             if name.startswith("tok_emb"):
                 key = "token embedding"
@@ -278,10 +499,12 @@ class GPT(nn.Module, RecordsIntermediates):
                 key = "attention W_Q, W_K, W_V"
             elif ".attn.proj" in name:
                 key = "attention output W_O"
+            elif ".mlp.router" in name:
+                key = "MoE router"
             elif ".mlp." in name:
                 key = "MLP"
             elif ".ln" in name or name.startswith("ln_f"):
-                key = "LayerNorm"
+                key = norm
             elif name.startswith("lm_head"):
                 key = "output head"
             else:
@@ -294,17 +517,26 @@ class GPT(nn.Module, RecordsIntermediates):
 
 
 def cache_names(config: GPTConfig) -> list[str]:
-    """The names ``run_with_cache`` records, in forward order."""
+    """The names ``run_with_cache`` records, in forward order.
+
+    >>> [n for n in cache_names(PRESETS["moe-tiny"]) if n.startswith("blocks.0.") and ("rot" in n or "router" in n)]
+    ['blocks.0.attn.rot_q', 'blocks.0.attn.rot_k', 'blocks.0.mlp.router_logits', 'blocks.0.mlp.router_probs']
+    """
     names = ["embed.tok", "embed.pos"]
+    rotated = ["rot_q", "rot_k"] if config.positions == "rope" else []
     for layer in range(config.n_layers):
         p = f"blocks.{layer}"
         names += [f"{p}.resid_pre", f"{p}.ln1"]
-        names += [f"{p}.attn.{n}" for n in ("q", "k", "v", "scores", "masked_scores", "pattern", "z", "out")]
+        names += [f"{p}.attn.{n}" for n in ["q", "k", "v", *rotated, "scores", "masked_scores", "pattern", "z", "out"]]
         names += [f"{p}.resid_mid"]
-        if config.mlp:
-            names += [f"{p}.ln2", f"{p}.mlp.pre", f"{p}.mlp.hidden", f"{p}.mlp.out"]
+        if config.mlp and config.n_experts:
+            names += [f"{p}.ln2"] + [f"{p}.mlp.{n}" for n in ("router_logits", "router_probs", "experts",
+                                                               "expert_weights", "out")]
+        elif config.mlp:
+            inside = ["pre", "up", "hidden", "out"] if config.mlp_kind == "swiglu" else ["pre", "hidden", "out"]
+            names += [f"{p}.ln2"] + [f"{p}.mlp.{n}" for n in inside]
         names += [f"{p}.resid_post"]
-    return names + ["ln_f", "logits"]
+    return names + ["ln_f", "logits"] + (["aux_loss"] if config.n_experts else [])
 
 
 def count_parameters_without_building(config: GPTConfig) -> dict[str, int]:

@@ -1,4 +1,4 @@
-"""Building blocks written out so a page can show them: LayerNorm, GELU, the MLP.
+"""Building blocks written out so a page can show them: LayerNorm, RMSNorm, GELU, SiLU, RoPE.
 
 Each has a fast path (PyTorch's fused kernel) and a step-by-step path with the textbook
 formula; the tests check they agree.
@@ -51,13 +51,16 @@ def set_dropout_generator(model: nn.Module, generator: torch.Generator | None) -
 
 
 class LayerNorm(nn.Module):
-    """y = scale · (x − mean) / sqrt(var + eps) + shift, over the last axis (biased variance)."""
+    """y = scale · (x − mean) / sqrt(var + eps) + shift, over the last axis (biased variance).
 
-    def __init__(self, width: int, eps: float = 1e-5):
+    ``bias=False`` leaves the shift out (y = scale · normalised), as some models do.
+    """
+
+    def __init__(self, width: int, eps: float = 1e-5, bias: bool = True):
         super().__init__()
         self.eps = eps
         self.scale = nn.Parameter(torch.ones(width))
-        self.shift = nn.Parameter(torch.zeros(width))
+        self.shift = nn.Parameter(torch.zeros(width)) if bias else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.layer_norm(x, (x.shape[-1],), self.scale, self.shift, self.eps)
@@ -67,8 +70,35 @@ class LayerNorm(nn.Module):
         mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
         variance = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1)
         normalised = (x - mean) / torch.sqrt(variance + self.eps)  # (..., width)
-        return {"mean": mean, "variance": variance, "normalised": normalised,
-                "output": self.scale * normalised + self.shift}
+        output = self.scale * normalised if self.shift is None else self.scale * normalised + self.shift
+        return {"mean": mean, "variance": variance, "normalised": normalised, "output": output}
+
+
+class RMSNorm(nn.Module):
+    """y = scale · x / sqrt(mean(x²) + eps), over the last axis (Zhang & Sennrich, 2019; Llama, Qwen).
+
+    LayerNorm without the mean: nothing is subtracted and nothing is shifted, so it costs one
+    reduction instead of two and has half the parameters.
+
+    >>> norm = RMSNorm(2)
+    >>> norm(torch.tensor([3.0, 4.0])).round(decimals=4)  # RMS = sqrt((9 + 16) / 2) = 3.5355
+    tensor([0.8485, 1.1314], grad_fn=<RoundBackward1>)
+    """
+
+    def __init__(self, width: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.scale = nn.Parameter(torch.ones(width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.rms_norm(x, (x.shape[-1],), self.scale, self.eps)
+
+    def steps(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The formula one step at a time: mean square, RMS, normalised, output."""
+        mean_square = x.pow(2).mean(dim=-1, keepdim=True)  # (..., 1)
+        rms = torch.sqrt(mean_square + self.eps)  # (..., 1)
+        normalised = x / rms  # (..., width)
+        return {"mean_square": mean_square, "rms": rms, "normalised": normalised, "output": self.scale * normalised}
 
 
 def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
@@ -87,3 +117,65 @@ class GELU(nn.Module):
     @staticmethod
     def explicit(x: torch.Tensor) -> torch.Tensor:
         return gelu_tanh(x)
+
+
+def silu(x: torch.Tensor) -> torch.Tensor:
+    """SiLU (swish), the gate of SwiGLU: x · sigmoid(x).
+
+    >>> round(float(silu(torch.tensor(1.0))), 4)
+    0.7311
+    """
+    return x * torch.sigmoid(x)
+
+
+# ---------------------------------------------------------------------------- positions
+
+
+def sinusoidal_positions(positions: torch.Tensor, width: int) -> torch.Tensor:
+    """The fixed position vectors of the original Transformer (Vaswani et al., 2017), (T, width):
+    PE[p, 2i] = sin(p / 10000^(2i/width)), PE[p, 2i+1] = cos(p / 10000^(2i/width)).
+
+    >>> sinusoidal_positions(torch.tensor([0, 1]), 4).round(decimals=4)
+    tensor([[0.0000, 1.0000, 0.0000, 1.0000],
+            [0.8415, 0.5403, 0.0100, 1.0000]])
+    """
+    frequencies = 1.0 / (10000.0 ** (torch.arange(0, width, 2, dtype=torch.float32, device=positions.device) / width))
+    angles = positions.float()[:, None] * frequencies[None, :]  # (T, width/2)
+    table = torch.zeros(len(positions), width, device=positions.device)
+    table[:, 0::2] = torch.sin(angles)
+    table[:, 1::2] = torch.cos(angles[:, : width // 2])
+    return table  # (T, width)
+
+
+def rope_frequencies(head_dim: int, theta: float = 10000.0, device=None) -> torch.Tensor:
+    """RoPE's angle per position for each pair of dimensions: θ^(−2i/head_dim), i = 0 … head_dim/2 − 1.
+
+    >>> rope_frequencies(4, theta=100.0)
+    tensor([1.0000, 0.1000])
+    """
+    return 1.0 / (theta ** (torch.arange(0, head_dim, 2, dtype=torch.float32, device=device) / head_dim))
+
+
+def rope_cos_sin(positions: torch.Tensor, head_dim: int, theta: float = 10000.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos and sin of every rotation angle, (T, head_dim) each, laid out as Llama's rotary embedding
+    lays them out: dimension i is paired with dimension i + head_dim/2 and both turn by the angle
+    position · θ^(−2i/head_dim) (Su et al., 2021, "RoFormer")."""
+    angles = positions.float()[:, None] * rope_frequencies(head_dim, theta, positions.device)[None, :]  # (T, hd/2)
+    angles = torch.cat([angles, angles], dim=-1)  # (T, hd)
+    return angles.cos(), angles.sin()
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    """(x1, x2) → (−x2, x1) on the two halves of the last axis: a quarter turn of every pair."""
+    half = x.shape[-1] // 2
+    return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate every pair (x_i, x_{i+hd/2}) of a (B, H, T, hd) query or key by its position's angle.
+
+    >>> cos, sin = rope_cos_sin(torch.tensor([1]), 2, theta=10000.0)  # one pair, angle 1 radian
+    >>> apply_rope(torch.tensor([[[[1.0, 0.0]]]]), cos, sin).round(decimals=4)  # (cos 1, sin 1)
+    tensor([[[[0.5403, 0.8415]]]])
+    """
+    return x * cos + rotate_half(x) * sin  # (B, H, T, hd)
