@@ -70,8 +70,16 @@ def _curves(jobs_by_name: dict, field: str = "train_loss", title: str = "", y_ti
     return figure
 
 
-def _any_running() -> bool:
-    return any(not job.status().done for job in picker.my_jobs("train"))
+def _matrix(values, title: str, height: int, colorscale: str = "RdBu", zmid: float | None = 0.0, text=None,
+            x_title: str = "column", y_title: str = "row") -> go.Figure:
+    """A plain numeric heatmap (rows top to bottom)."""
+    figure = go.Figure(go.Heatmap(z=values, colorscale=colorscale, zmid=zmid, text=text,
+                                  texttemplate="%{text}" if text is not None else None,
+                                  hovertemplate="row %{y}, column %{x}: %{z:.4g}<extra></extra>"))
+    figure.update_yaxes(autorange="reversed", title_text=y_title)
+    figure.update_xaxes(title_text=x_title)
+    figure.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10))
+    return figure
 
 
 # ------------------------------------------------------------------ quiz
@@ -105,10 +113,10 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
     full, low = counts["full fine-tuning"], counts["LoRA"]
     m1, m2, m3 = st.columns(3)
     m1.metric("parameters trained with LoRA", f"{low.trained_parameters:,}",
-              f"{low.trained_parameters / full.trained_parameters:.2%} of the model", delta_color="off")
+              f"{low.trained_parameters / full.trained_parameters:.2%} of the model", delta_color="off", delta_arrow="off")
     m2.metric("AdamW states, full fine-tuning", memory.human_bytes(full.optimizer_bytes))
     m3.metric("AdamW states, LoRA", memory.human_bytes(low.optimizer_bytes),
-              f"saves {memory.human_bytes(full.optimizer_bytes - low.optimizer_bytes)}", delta_color="off")
+              f"saves {memory.human_bytes(full.optimizer_bytes - low.optimizer_bytes)}", delta_color="off", delta_arrow="off")
     d = model.config.d_model
     per = [t for t in config.targets if t != "mlp"]
     lines = []
@@ -144,9 +152,8 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
         spectrum = adapt.spectrum(delta)
         left, right = st.columns([3, 2])
         shown = delta[:64, :64]
-        charts.show_in(left, charts.heatmap(shown, title=f"ΔW of {name} (first {shown.shape[0]} × {shown.shape[1]})",
-                                            colorscale="RdBu", zmid=0.0, text_format=None, height=380),
-                       key="lora_heatmap")
+        charts.show_in(left, _matrix(shown.tolist(), f"ΔW of {name} (first {shown.shape[0]} × {shown.shape[1]})",
+                                     380, y_title="output row", x_title="input column"), key="lora_heatmap")
         bars = go.Figure(go.Bar(x=list(range(1, len(spectrum.values) + 1)), y=spectrum.values))
         bars.update_layout(title=f"Singular values: rank {spectrum.rank}", height=380, xaxis_title="index",
                            yaxis_title="σ", margin=dict(l=10, r=10, t=40, b=10))
@@ -218,13 +225,13 @@ def quantize_section(view: picker.ModelView, text: str, corpus_label: str) -> No
         m1, m2, m3, m4 = st.columns(4)
         m1.metric("size", memory.human_bytes(report.quantized_bytes),
                   f"{report.quantized_bytes / report.float_bytes:.1%} of {memory.human_bytes(report.float_bytes)}",
-                  delta_color="off")
+                  delta_color="off", delta_arrow="off")
         c = report.comparison
         m2.metric("held-out loss", f"{c.loss_after:.4f}", f"{c.loss_after - c.loss_before:+.4f} vs float32",
                   delta_color="inverse")
-        m3.metric("perplexity", f"{c.perplexity_after:.2f}", f"float32: {c.perplexity_before:.2f}", delta_color="off")
+        m3.metric("perplexity", f"{c.perplexity_after:.2f}", f"float32: {c.perplexity_before:.2f}", delta_color="off", delta_arrow="off")
         m4.metric("KL(float ‖ quantized)", f"{c.kl:.4f} nats", f"same top token at {c.top1_agreement:.1%} of positions",
-                  delta_color="off")
+                  delta_color="off", delta_arrow="off")
         st.caption(f"On {c.tokens:,} held-out tokens of {corpus_label}. KL divergence: how far the next-token "
                    "distribution moved, averaged over positions.")
         table = pd.DataFrame([{"matrix": layer.name, "shape": " × ".join(map(str, layer.shape)),
@@ -442,12 +449,17 @@ def serving_section(view: picker.ModelView) -> None:
         st.warning("Give 1 to 12 whole numbers from 1 to 4096, separated by commas.")
         return
     cache = serving.paged_tables({f"request {i + 1}": n for i, n in enumerate(lengths)}, block_size)
-    owner = {block: i for i, table in enumerate(cache.tables.values()) for block in table}
+    names = list(cache.tables)
+    owner = {block: names[i] for i, table in enumerate(cache.tables.values()) for block in table}
     width = 16
     rows = -(-cache.num_blocks // width)
-    grid = [[owner.get(r * width + c, -1) + 1 for c in range(width)] for r in range(rows)]
-    heat = charts.heatmap(grid, title="Physical blocks (colour = the request that owns it)", colorscale="Turbo",
-                          text_format="d", height=80 + 40 * rows)
+    grid = [[names.index(owner[b]) + 1 if (b := r * width + c) in owner else None for c in range(width)]
+            for r in range(rows)]
+    labels = [[(f"{owner[b].split()[-1]}" if (b := r * width + c) in owner else "") for c in range(width)]
+              for r in range(rows)]
+    heat = _matrix(grid, "Physical blocks: the number is the request that owns it", 110 + 45 * rows,
+                   colorscale="Turbo", zmid=None, text=labels, x_title="block (column)", y_title="row of 16 blocks")
+    heat.update_traces(showscale=False)
     charts.show(heat, key="page_blocks")
     st.dataframe(pd.DataFrame([{"request": name, "tokens": cache.lengths[name], "block table": table,
                                 "unused slots": len(table) * block_size - cache.lengths[name]}
