@@ -345,6 +345,7 @@ class PromptingResult:
     shots: int
     accuracy: float
     prompt_example: str
+    female_share: float  # how often it answered "female" (1.0 or 0.0: it always gives the same answer)
 
 
 def prompting_accuracy(model: GPT, tokenizer: Tokenizer, shots: int, held: list[Example],
@@ -352,9 +353,11 @@ def prompting_accuracy(model: GPT, tokenizer: Tokenizer, shots: int, held: list[
     """Accuracy of prompting with ``shots`` labelled examples (alternating labels, from the training names)."""
     males, females = [e for e in train if e.label == 0], [e for e in train if e.label == 1]
     chosen = [(females if i % 2 == 0 else males)[i // 2] for i in range(shots)]
-    right = 0
+    right = females_said = 0
     for example in held:
         male, female = label_log_probabilities(model, tokenizer, few_shot_prompt(chosen, example.text))
         right += int((female > male) == bool(example.label))
-    return PromptingResult(shots, right / len(held), few_shot_prompt(chosen, held[0].text if held else "Alex"))
+        females_said += int(female > male)
+    return PromptingResult(shots, right / len(held), few_shot_prompt(chosen, held[0].text if held else "Alex"),
+                           females_said / len(held))
 

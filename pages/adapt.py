@@ -359,12 +359,13 @@ def task_section(view: picker.ModelView) -> None:
         st.session_state["task_prompted"] = True
         with ui.friendly_errors("prompting the model"):
             results = _prompting(view.key, view.model, view.tokenizer)
-            st.dataframe(pd.DataFrame([{"examples in the prompt": r.shots, "held-out accuracy": r.accuracy}
-                                       for r in results]), hide_index=True)
+            st.dataframe(pd.DataFrame([{"examples in the prompt": r.shots, "held-out accuracy": r.accuracy,
+                                        "answered “female”": r.female_share} for r in results]), hide_index=True)
             st.code(results[-1].prompt_example, language=None)
             st.caption("The prediction is the label whose words (“ male” or “ female”) the model finds more "
-                       "likely next. A small model trained on other text hardly does better than chance (0.5); "
-                       "GPT-2 can pick the task up from a few examples.")
+                       "likely next. A model that always gives the same answer scores the share of that label among the "
+                       "held-out names; a small model trained on other text rarely does better, a large pretrained "
+                       "one (GPT-2) can pick the task up from the examples.")
 
 
 # ------------------------------------------------------------------ 4. memory

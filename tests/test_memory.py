@@ -69,3 +69,11 @@ def test_checkpointed_step_keeps_block_inputs_and_what_lies_outside_the_blocks()
     block_inputs = 2 * 4 * 32 * 32 * 4
     plain_parts = memory.measure_step(model, inputs, targets)
     assert block_inputs < checkpointed.saved_bytes < plain_parts.saved_bytes
+
+
+def test_dropout_does_not_make_the_settings_differ():
+    torch.manual_seed(0)
+    model = GPT(PRESETS["gpt-nano"].replace(dropout=0.3))
+    inputs, targets = batch()
+    assert memory.measure_step(model, inputs, targets).loss == memory.measure_step(
+        model, inputs, targets, checkpointing=True).loss
