@@ -6,7 +6,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from llmviz import cli
+from llmviz import cli, corpus
 from llmviz import quantize as qz
 from llmviz.train import load_checkpoint
 from tests.conftest import ROOT
@@ -23,8 +23,10 @@ def run(capsys, *argv):
 
 def test_lora_writes_a_merged_plain_checkpoint(capsys, tmp_path):
     out = tmp_path / "lora"
+    text = tmp_path / "text.txt"
+    text.write_text(corpus.load("python-docs")[:20_000])  # a short text: tokenizing it is quick
     summary = run(capsys, "lora", "--init", SHIPPED, "--out", str(out), "--steps", "3", "--rank", "2",
-                  "--targets", "q,proj", "--corpus", "names")
+                  "--targets", "q,proj", "--corpus", str(text))
     assert summary["trained_parameters"] == 4 * 2 * 2 * (128 + 128)
     model, _, meta = load_checkpoint(out)  # strict load into an ordinary GPT
     original, _, _ = load_checkpoint(SHIPPED)
