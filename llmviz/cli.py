@@ -1,4 +1,4 @@
-"""Command line: ``python -m llmviz corpus list | tokenize … | train … | sample …``."""
+"""Command line: ``python -m llmviz corpus list | tokenize … | train … | sample … | lora … | finetune … | quantize …``."""
 
 from __future__ import annotations
 
@@ -158,6 +158,9 @@ def build_parser(prog: str = "llmviz") -> argparse.ArgumentParser:
     from llmviz.train_cli import add_train_commands  # a broken import must fail loudly, not hide commands
 
     add_train_commands(commands)
+    from llmviz.adapt_cli import add_adapt_commands
+
+    add_adapt_commands(commands)
     return parser
 
 

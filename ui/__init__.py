@@ -44,6 +44,8 @@ PIPELINE: list[Stage] = [
           "logit lens, head detectors, per-token loss, induction heads"),
     Stage("training", "Loss & training", ":material/show_chart:", "pages/training.py", "cross-entropy, optimizers, live curves"),
     Stage("sampling", "Sampling", ":material/casino:", "pages/sampling.py", "temperature, top-k, top-p, beams"),
+    Stage("adapt", "Adapt & serve", ":material/tune:", "pages/adapt.py",
+          "fine-tuning, LoRA, quantization, less memory, serving"),
 ]
 
 

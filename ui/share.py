@@ -75,6 +75,9 @@ PARAMS: dict[str, tuple[str, str]] = {
     "method": ("option", "Sampling: sampling, greedy or beam search"),
     "beam_width": ("number", "Sampling: the beam width"),
     "new_tokens": ("number", "Sampling: how many tokens to generate"),
+    # Adapt & serve
+    "lora_rank": ("number", "Adapt & serve: the LoRA rank"),
+    "quant_bits": ("number", "Adapt & serve: bits per quantized weight"),
 }
 
 #: Parameters that are not widget bindings (read by llmviz itself).

@@ -1,0 +1,192 @@
+"""Training in less memory: what a training step keeps, and how to keep less.
+
+- **Activations** saved for the backward pass are measured exactly: every tensor autograd saves goes
+  through :func:`torch.autograd.graph.saved_tensors_hooks`, and the distinct storages are added up
+  (the weights themselves, also saved by linear layers, are not activations and are left out).
+- **Gradient checkpointing** keeps only each block's input and recomputes the block in the backward pass
+  (the inputs it keeps are counted too).
+  It is switched on by changing each block's class to :class:`CheckpointedBlock` (the model's code and its
+  state dict are unchanged).
+- **Mixed precision**: ``torch.autocast`` runs matrix products in bfloat16 (2 bytes instead of 4).
+- **Sharding** (ZeRO / FSDP): with N processes, each keeps 1/N of the optimizer states (stage 1), of the
+  gradients too (stage 2), and of the parameters too (stage 3, which is what FSDP does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+from torch.utils.checkpoint import checkpoint
+
+from llmviz.errors import ConfigError
+from llmviz.models.gpt import GPT, Block
+
+
+class CheckpointedBlock(Block):
+    """A GPT block whose forward pass, while training, saves only its input (torch.utils.checkpoint)."""
+
+    def forward(self, x, cache=None, prefix: str = "blocks.0", past=None):
+        if cache is not None or past is not None or not torch.is_grad_enabled():
+            return super().forward(x, cache, prefix, past)
+        for counter in _ACTIVE:  # checkpoint keeps the block's input itself, outside autograd's saved tensors
+            counter.keep(x)
+        output = checkpoint(Block.forward, self, x, None, prefix, None, use_reentrant=False)
+        return output[0], output[1]
+
+
+def set_checkpointing(model: GPT, on: bool) -> GPT:
+    """Switch gradient checkpointing on or off for every block of ``model`` (in place)."""
+    for block in model.blocks:
+        block.__class__ = CheckpointedBlock if on else Block
+    return model
+
+
+_ACTIVE: list = []  # SavedTensors counters open now (CheckpointedBlock reports what it keeps to them)
+
+
+def _storage_key(tensor: torch.Tensor) -> tuple:
+    storage = tensor.untyped_storage()
+    return (storage.data_ptr(), storage.nbytes(), tensor.device.type)
+
+
+class SavedTensors:
+    """Counts what autograd saves for the backward pass while the ``with`` block runs.
+
+    ``bytes`` adds up distinct storages (a tensor saved twice counts once), leaving out ``exclude``
+    (the weights). ``count`` is how many times a tensor was saved.
+
+    >>> a = torch.ones(100, requires_grad=True)
+    >>> with SavedTensors(exclude=[a]) as saved:
+    ...     b = a.exp()     # saves its result b: 400 bytes
+    ...     c = b.sin()     # saves its input, the same b: nothing new
+    >>> saved.bytes, saved.count
+    (400, 2)
+    """
+
+    def __init__(self, exclude=()):
+        self.excluded = {_storage_key(t) for t in exclude}
+        self.storages: dict[tuple, int] = {}
+        self.count = 0
+        self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
+
+    def keep(self, tensor: torch.Tensor) -> None:
+        key = _storage_key(tensor)
+        if key not in self.excluded:
+            self.storages[key] = key[1]
+
+    def _pack(self, tensor: torch.Tensor) -> torch.Tensor:
+        self.count += 1
+        self.keep(tensor)
+        return tensor
+
+    @staticmethod
+    def _unpack(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor
+
+    @property
+    def bytes(self) -> int:
+        return sum(self.storages.values())
+
+    def __enter__(self) -> SavedTensors:
+        self._hooks.__enter__()
+        _ACTIVE.append(self)
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        _ACTIVE.remove(self)
+        self._hooks.__exit__(*exc)
+        return False
+
+
+@dataclass(frozen=True)
+class StepMeasure:
+    """One training step (forward and backward) under one setting."""
+
+    checkpointing: bool
+    bf16: bool
+    saved_bytes: int  # activations saved for the backward pass (distinct storages, weights excluded)
+    saved_tensors: int
+    loss: float
+    seconds: float
+    peak_cuda_bytes: int | None  # torch.cuda.max_memory_allocated, on CUDA only
+
+
+def measure_step(model: GPT, inputs: torch.Tensor, targets: torch.Tensor, checkpointing: bool = False,
+                 bf16: bool = False) -> StepMeasure:
+    """Run one forward and backward pass of a copy of ``model`` and measure what it saved."""
+    copied = GPT(model.config.replace(dropout=0.0))  # no dropout: the four settings see the same computation
+    copied.load_state_dict(model.state_dict())
+    model = set_checkpointing(copied.to(next(model.parameters()).device), checkpointing).train()
+    for parameter in model.parameters():
+        parameter.requires_grad_(True)
+    device = next(model.parameters()).device
+    inputs, targets = inputs.to(device), targets.to(device)
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    start = time.perf_counter()
+    with SavedTensors(exclude=model.parameters()) as saved:
+        with autocast:
+            _, loss = model(inputs, targets)
+    loss.backward()
+    if cuda:
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    return StepMeasure(checkpointing, bf16, saved.bytes, saved.count, float(loss.detach()), seconds,
+                       torch.cuda.max_memory_allocated() if cuda else None)
+
+
+# ---------------------------------------------------------------------------- ZeRO / FSDP arithmetic
+
+STAGES = ("DDP (no sharding)", "ZeRO-1: optimizer states", "ZeRO-2: + gradients", "ZeRO-3 / FSDP: + parameters")
+
+
+@dataclass(frozen=True)
+class ShardBytes:
+    """Bytes one process holds for parameters, gradients and AdamW states."""
+
+    stage: str
+    parameters: float
+    gradients: float
+    optimizer: float
+
+    @property
+    def total(self) -> float:
+        return self.parameters + self.gradients + self.optimizer
+
+
+def sharding(parameter_count: int, processes: int, bytes_per_value: int = 4, optimizer_values: int = 2) -> list[ShardBytes]:
+    """Per process, for each stage (training in float32 with AdamW: 4 + 4 + 2·4 = 16 bytes per parameter unsharded).
+
+    >>> [round(s.total) for s in sharding(1000, 4)]   # 16000, then 4000 + 4000 + 8000/4, 4000 + 1000 + 2000, 16000/4
+    [16000, 10000, 7000, 4000]
+    """
+    if processes < 1:
+        raise ConfigError("There must be at least one process.")
+    p = parameter_count * bytes_per_value
+    o = parameter_count * bytes_per_value * optimizer_values
+    n = processes
+    return [ShardBytes(STAGES[0], p, p, o), ShardBytes(STAGES[1], p, p, o / n),
+            ShardBytes(STAGES[2], p, p / n, o / n), ShardBytes(STAGES[3], p / n, p / n, o / n)]
+
+
+def human_bytes(count: float) -> str:
+    """
+    >>> human_bytes(1536), human_bytes(3 * 2**30)
+    ('1.5 KiB', '3.00 GiB')
+    """
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if count >= size:
+            return f"{count / size:.2f} {unit}" if unit == "GiB" else f"{count / size:.1f} {unit}"
+    return f"{math.floor(count)} B"
+
+
+def parameters_of(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())

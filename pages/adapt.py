@@ -1,0 +1,508 @@
+"""The Adapt & serve page: LoRA, quantization, fine-tuning for a task, training in less memory, serving."""
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+import ui
+from llmviz import adapt, finetune, lora, memory, serving
+from llmviz import quantize as qz
+from llmviz.errors import LlmvizError
+from ui import charts, picker, sections, share
+from ui import quiz as quiz_ui
+from ui.text import literal_markdown
+
+settings = ui.settings()
+ui.page_header(
+    "Adapt & serve: after pre-training",
+    "A pretrained model is a starting point. Fine-tune it for a task, adapt it cheaply with LoRA, shrink it to "
+    "8 or 4 bits, train it in less memory, and serve many requests at once — all on the model picked in the sidebar.",
+)
+
+view = picker.current()
+if view.family != "gpt":
+    st.info(f"{view.label} is not a GPT: this page adapts GPT models. It shows the shipped GPT instead; pick "
+            "GPT-2 or one of your GPT runs in the sidebar to use them here.")
+    view = picker.shipped_default()
+model, tokenizer = view.model, view.tokenizer
+st.caption(f"Model: {view.label} (picked in the sidebar) · {model.num_parameters():,} parameters.")
+corpus = ui.corpus_text()
+if corpus is None:
+    st.stop()
+corpus_label, text = corpus
+RUN_TAG = "adapt"
+
+
+def _runs(prefix: str) -> list:
+    return [job for job in picker.my_jobs("train") if job.label.startswith(prefix)]
+
+
+def _newest(prefix: str):
+    found = _runs(prefix)
+    return found[-1] if found else None
+
+
+def _progress(job, key: str) -> None:
+    status = job.status()
+    if not status.done:
+        st.progress(status.fraction, text=f"{job.label}: {status.describe()}")
+        if st.button("Stop", key=f"{key}_stop_{job.id}"):
+            job.stop()
+    elif status.state == "failed":
+        st.warning(f"{job.label} stopped with a problem: {status.error or status.describe()}")
+
+
+def _submit(trainer, label: str) -> None:
+    try:
+        picker.manager().submit_training(picker.session_id(), trainer, label=label)
+    except LlmvizError as error:
+        st.error(literal_markdown(str(error)))
+
+
+def _curves(jobs_by_name: dict, field: str = "train_loss", title: str = "", y_title: str = "loss (nats)") -> go.Figure:
+    figure = go.Figure()
+    for name, job in jobs_by_name.items():
+        metrics = [m for m in job.status().metrics if getattr(m, field, None) is not None]
+        figure.add_trace(go.Scatter(x=[m.step for m in metrics], y=[getattr(m, field) for m in metrics],
+                                    mode="lines+markers" if field != "train_loss" else "lines", name=name))
+    figure.update_layout(title=title, height=340, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="step",
+                         yaxis_title=y_title, legend=dict(orientation="h", y=-0.25))
+    return figure
+
+
+def _matrix(values, title: str, height: int, colorscale: str = "RdBu", zmid: float | None = 0.0, text=None,
+            x_title: str = "column", y_title: str = "row") -> go.Figure:
+    """A plain numeric heatmap (rows top to bottom)."""
+    figure = go.Figure(go.Heatmap(z=values, colorscale=colorscale, zmid=zmid, text=text,
+                                  texttemplate="%{text}" if text is not None else None,
+                                  hovertemplate="row %{y}, column %{x}: %{z:.4g}<extra></extra>"))
+    figure.update_yaxes(autorange="reversed", title_text=y_title)
+    figure.update_xaxes(title_text=x_title)
+    figure.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10))
+    return figure
+
+
+# ------------------------------------------------------------------ quiz
+with ui.friendly_errors("the questions"):
+    quiz_ui.section("adapt", lambda: adapt.adapt_questions(model, tokenizer, "The for statement"))
+
+
+# ------------------------------------------------------------------ 1. LoRA
+@st.cache_data(show_spinner="Training the adapters for a few steps…", max_entries=16)
+def _lora_demo(key: str, rank: int, alpha: float, targets: tuple[str, ...], corpus_name: str, _model, _tokenizer,
+               _text: str) -> adapt.LoRADemo:
+    return adapt.lora_demo(_model, _tokenizer, _text, lora.LoRAConfig(rank, alpha, targets), steps=20)
+
+
+@sections.section("adapt.lora")
+def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
+    model = view.model
+    c1, c2, c3 = st.columns([1, 1, 2])
+    rank = c1.select_slider("Rank r", [1, 2, 4, 8, 16, 32], value=4, **share.bind("lora_rank"))
+    alpha = c2.select_slider("α (the update is scaled by α / r)", [1, 2, 4, 8, 16, 32, 64], value=8, key="lora_alpha")
+    targets = c3.multiselect("Matrices that get an adapter", list(lora.TARGETS), default=["q", "v"],
+                             format_func=lambda t: lora.TARGET_TITLES[t], key="lora_targets")
+    if not targets:
+        st.warning("Choose at least one matrix to adapt.")
+        return
+    if "mlp" in targets and not model.config.mlp:
+        st.warning("This model has no MLP (attention only): leave the MLP out.")
+        return
+    config = lora.LoRAConfig(rank, float(alpha), tuple(targets))
+    counts = lora.memory_comparison(model, config)
+    full, low = counts["full fine-tuning"], counts["LoRA"]
+    m1, m2, m3 = st.columns(3)
+    m1.metric("parameters trained with LoRA", f"{low.trained_parameters:,}",
+              f"{low.trained_parameters / full.trained_parameters:.2%} of the model", delta_color="off", delta_arrow="off")
+    m2.metric("AdamW states, full fine-tuning", memory.human_bytes(full.optimizer_bytes))
+    m3.metric("AdamW states, LoRA", memory.human_bytes(low.optimizer_bytes),
+              f"saves {memory.human_bytes(full.optimizer_bytes - low.optimizer_bytes)}", delta_color="off", delta_arrow="off")
+    d = model.config.d_model
+    per = [t for t in config.targets if t != "mlp"]
+    lines = []
+    if per:
+        lines.append(rf"\text{{attention}}: {model.config.n_layers} \times {len(per)} \times r\,(d_\text{{in}} + "
+                     rf"d_\text{{out}}) = {model.config.n_layers} \times {len(per)} \times {rank}\,({d} + {d}) = "
+                     rf"{model.config.n_layers * len(per) * rank * 2 * d:,}")
+    if "mlp" in config.targets:
+        lines.append(rf"\text{{MLP}}: {model.config.n_layers} \times 2 \times {rank}\,({d} + {4 * d}) = "
+                     rf"{model.config.n_layers * 2 * rank * 5 * d:,}")
+    lines.append(rf"\text{{AdamW}}: 2 \text{{ states}} \times 4 \text{{ bytes}} \times {low.trained_parameters:,} = "
+                 rf"{low.optimizer_bytes:,} \text{{ bytes}}")
+    charts.latex(*lines)
+    figure = go.Figure()
+    for part, attribute in (("weights", "weight_bytes"), ("gradients", "gradient_bytes"),
+                            ("AdamW states", "optimizer_bytes")):
+        figure.add_trace(go.Bar(x=list(counts), y=[getattr(c, attribute) / 2**20 for c in counts.values()], name=part))
+    figure.update_layout(barmode="stack", height=300, yaxis_title="MiB", margin=dict(l=10, r=10, t=30, b=10),
+                         title="Memory for training (besides activations)")
+    charts.show(figure, key="lora_memory")
+
+    st.markdown("**ΔW = (α / r) · B A after 20 steps on your text**")
+    try:
+        demo = _lora_demo(view.key, rank, float(alpha), config.targets, corpus_label, model, view.tokenizer, text)
+    except LlmvizError as error:
+        st.info(str(error))
+        demo = None
+    if demo is not None:
+        st.caption(f"Loss over the 20 steps: {demo.losses[0]:.3f} → {demo.losses[-1]:.3f}. Merged weights W + ΔW vs "
+                   f"the adapters: largest logit difference {demo.max_logit_difference:.2e} (the same model).")
+        name = st.selectbox("Matrix", list(demo.deltas), key="lora_matrix")
+        delta = demo.deltas[name]
+        spectrum = adapt.spectrum(delta)
+        left, right = st.columns([3, 2])
+        shown = delta[:64, :64]
+        charts.show_in(left, _matrix(shown.tolist(), f"ΔW of {name} (first {shown.shape[0]} × {shown.shape[1]})",
+                                     380, y_title="output row", x_title="input column"), key="lora_heatmap")
+        bars = go.Figure(go.Bar(x=list(range(1, len(spectrum.values) + 1)), y=spectrum.values))
+        bars.update_layout(title=f"Singular values: rank {spectrum.rank}", height=380, xaxis_title="index",
+                           yaxis_title="σ", margin=dict(l=10, r=10, t=40, b=10))
+        charts.show_in(right, bars, key="lora_spectrum")
+        slices = len([t for t in config.targets if t in ("q", "k", "v")]) if name.endswith("qkv.weight") else 1
+        st.caption(f"At most r = {rank} singular values per adapted block of rows are non-zero"
+                   + (f" ({slices} blocks of rows here: rank ≤ {slices * rank})" if slices > 1 else "")
+                   + ": the update lives in a small subspace, which is why so few numbers describe it.")
+
+    st.markdown("**LoRA vs full fine-tuning on your text (lab runs)**")
+    steps = st.slider("Steps", 20, 400, 100, step=20, key="lora_steps")
+    if st.button("Start both runs", key="lora_start"):
+        with ui.friendly_errors("starting the runs"):
+            _submit(adapt.lora_run(model, view.tokenizer, text, config, steps, settings.seed),
+                    f"{RUN_TAG} LoRA r{rank} ({', '.join(config.targets)})")
+            _submit(adapt.full_run(model, view.tokenizer, text, steps, settings.seed), f"{RUN_TAG} full fine-tuning")
+            st.rerun(scope="app")
+    runs = {job.label: job for job in _runs(f"{RUN_TAG} LoRA") + _runs(f"{RUN_TAG} full")}
+    for job in runs.values():
+        _progress(job, "lora")
+    if runs:
+        charts.show(_curves(runs, title="Training loss"), key="lora_curves")
+        st.caption("Each run is in the sidebar's picker. Pick a LoRA run at its last step: ΔW between its step 0 "
+                   "and that step has rank ≤ r (section below); a full fine-tuning run's ΔW has full rank.")
+
+
+# ------------------------------------------------------------------ ΔW of a picked run
+@sections.section("adapt.delta")
+def delta_section(view: picker.ModelView) -> None:
+    start = picker.baseline()
+    if start is None or view.step in (None, 0):
+        st.caption("Pick one of your runs at a later step in the sidebar to see what training changed: "
+                   "ΔW = W(step N) − W(step 0) for each matrix, with its singular values.")
+        return
+    deltas = adapt.delta_between(start.model, view.model)
+    if not deltas:
+        st.caption("No matrix changed between step 0 and this step.")
+        return
+    name = st.selectbox("Matrix", list(deltas), key="delta_matrix")
+    spectrum = adapt.spectrum(deltas[name])
+    bars = go.Figure(go.Bar(x=list(range(1, len(spectrum.values) + 1)), y=spectrum.values))
+    bars.update_layout(title=f"{name}: singular values of ΔW (numerical rank {spectrum.rank})", height=320,
+                       margin=dict(l=10, r=10, t=40, b=10))
+    charts.show(bars, key="delta_spectrum")
+
+
+# ------------------------------------------------------------------ 2. quantization
+@st.cache_data(show_spinner="Quantizing…", max_entries=24)
+def _quant(key: str, bits: int, per_channel: bool, symmetric: bool, corpus_name: str, prompt: str, _model, _tokenizer,
+           _text: str) -> adapt.QuantReport:
+    return adapt.quant_report(_model, _tokenizer, _text, qz.QuantSpec(bits, per_channel, symmetric), prompt)
+
+
+@sections.section("adapt.quantize")
+def quantize_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
+    c1, c2, c3 = st.columns(3)
+    bits = c1.radio("Bits", [8, 4], horizontal=True, **share.bind("quant_bits"))
+    per_channel = c2.radio("Scale", ["per channel", "per tensor"], horizontal=True, key="quant_scale") == "per channel"
+    symmetric = c3.radio("Zero point", ["symmetric (z = 0)", "zero-point (asymmetric)"], horizontal=True,
+                         key="quant_zero") .startswith("symmetric")
+    spec = qz.QuantSpec(int(bits), per_channel, symmetric)
+    prompt = st.text_input("Prompt for the side-by-side text", "The for statement", key="quant_prompt")
+    with ui.friendly_errors("quantizing the model"):
+        report = _quant(view.key, spec.bits, per_channel, symmetric, corpus_label, prompt, view.model,
+                        view.tokenizer, text)
+        charts.latex(
+            r"q = \operatorname{clamp}\!\left(\operatorname{round}(w / s) + z,\; "
+            rf"{charts.tex_number(spec.qmin, 'd')},\; {spec.qmax}\right), \qquad \hat w = (q - z)\, s")
+        m1, m2, m3, m4 = st.columns(4)
+        m1.metric("size", memory.human_bytes(report.quantized_bytes),
+                  f"{report.quantized_bytes / report.float_bytes:.1%} of {memory.human_bytes(report.float_bytes)}",
+                  delta_color="off", delta_arrow="off")
+        c = report.comparison
+        m2.metric("held-out loss", f"{c.loss_after:.4f}", f"{c.loss_after - c.loss_before:+.4f} vs float32",
+                  delta_color="inverse")
+        m3.metric("perplexity", f"{c.perplexity_after:.2f}", f"float32: {c.perplexity_before:.2f}", delta_color="off", delta_arrow="off")
+        m4.metric("KL(float ‖ quantized)", f"{c.kl:.4f} nats", f"same top token at {c.top1_agreement:.1%} of positions",
+                  delta_color="off", delta_arrow="off")
+        st.caption(f"On {c.tokens:,} held-out tokens of {corpus_label}. KL divergence: how far the next-token "
+                   "distribution moved, averaged over positions.")
+        table = pd.DataFrame([{"matrix": layer.name, "shape": " × ".join(map(str, layer.shape)),
+                               "float32 bytes": layer.float_bytes, f"int{spec.bits} bytes": layer.quantized_bytes,
+                               "RMS error": layer.rms_error, "max error": layer.max_error,
+                               "relative error": layer.relative_error} for layer in report.layers])
+        error_bars = go.Figure(go.Bar(x=table["matrix"], y=table["relative error"]))
+        error_bars.update_layout(title="Rounding error per matrix: ‖ŵ − w‖ / ‖w‖", height=320,
+                                 margin=dict(l=10, r=10, t=40, b=10))
+        charts.show(error_bars, key="quant_errors")
+        with st.expander("Every matrix"):
+            st.dataframe(table, hide_index=True)
+        name = st.selectbox("Histogram of", list(table["matrix"]), index=min(2, len(table) - 1), key="quant_layer")
+        before, after = adapt.layer_values(view.model, name, spec)
+        histogram = go.Figure()
+        histogram.add_trace(go.Histogram(x=before.tolist()[:200_000], nbinsx=200, name="float32", opacity=0.6))
+        histogram.add_trace(go.Histogram(x=after.tolist()[:200_000], nbinsx=200, name=spec.title, opacity=0.6))
+        histogram.update_layout(barmode="overlay", height=320, margin=dict(l=10, r=10, t=30, b=10),
+                                title=f"{name}: weights before and after", xaxis_title="weight")
+        charts.show(histogram, key="quant_histogram")
+        left, right = st.columns(2)
+        left.markdown("**float32 (greedy)**")
+        left.code(report.text_before, language=None, wrap_lines=True)
+        right.markdown(f"**{spec.title} (greedy)**")
+        right.code(report.text_after, language=None, wrap_lines=True)
+
+
+@sections.section("adapt.qat")
+def qat_section(view: picker.ModelView, text: str) -> None:
+    bits = st.radio("Bits while training", [4, 8], horizontal=True, key="qat_bits")
+    spec = qz.QuantSpec(int(bits), per_channel=False, symmetric=True)
+    steps = st.slider("Steps", 20, 400, 100, step=20, key="qat_steps")
+    if st.button("Start quantization-aware training (and a float run to compare)", key="qat_start"):
+        with ui.friendly_errors("starting the runs"):
+            _submit(adapt.qat_run(view.model, view.tokenizer, text, spec, steps, settings.seed),
+                    f"{RUN_TAG} QAT int{bits}")
+            _submit(adapt.full_run(view.model, view.tokenizer, text, steps, settings.seed),
+                    f"{RUN_TAG} float for QAT int{bits}")
+            st.rerun(scope="app")
+    qat, plain = _newest(f"{RUN_TAG} QAT int{bits}"), _newest(f"{RUN_TAG} float for QAT int{bits}")
+    if qat is None:
+        st.caption("QAT fine-tunes with every linear layer's weights rounded to the grid in the forward pass (the "
+                   "gradient passes straight through the rounding), so the weights learn to sit where rounding "
+                   "hurts least.")
+        return
+    for job in (qat, plain):
+        if job is not None:
+            _progress(job, "qat")
+    if not qat.status().done or (plain is not None and not plain.status().done):
+        return
+    with ui.friendly_errors("comparing QAT with post-training quantization"):
+        trained = picker.load(f"run:{qat.id}@{qat.status().snapshot_steps[-1]}")
+        start = picker.load(f"run:{qat.id}@0")
+        floated = picker.load(f"run:{plain.id}@{plain.status().snapshot_steps[-1]}") if plain else None
+        rows = _ptq_vs_qat(qat.id, plain.id if plain else "", spec.bits, start, trained, floated, text)
+        table = pd.DataFrame([{"model": k, "held-out loss": v} for k, v in rows.items()])
+        st.dataframe(table, hide_index=True)
+        st.caption(f"All rows quantized to {spec.title} except the first. QAT starts from the same weights as "
+                   "the float run; compare the last two rows: the same training, with and without the rounding in "
+                   "the forward pass.")
+
+
+@st.cache_data(show_spinner="Comparing…", max_entries=8)
+def _ptq_vs_qat(qat_id: str, float_id: str, bits: int, _start, _trained, _floated, _text: str) -> dict[str, float]:
+    return adapt.ptq_vs_qat(_start.model, _trained.model, _floated.model if _floated else None, _start.tokenizer,
+                            _text, qz.QuantSpec(bits, per_channel=False, symmetric=True))
+
+
+# ------------------------------------------------------------------ 3. fine-tuning for a task
+@st.cache_data(show_spinner=False, max_entries=16)
+def _bce(key: str, _model, _tokenizer) -> adapt.BCEExample:
+    return adapt.bce_example(_model, _tokenizer)
+
+
+@st.cache_data(show_spinner="Prompting the model for every held-out name…", max_entries=16)
+def _prompting(key: str, _model, _tokenizer) -> list[finetune.PromptingResult]:
+    return adapt.prompting(_model, _tokenizer)
+
+
+@sections.section("adapt.task")
+def task_section(view: picker.ModelView) -> None:
+    train, held = finetune.name_examples()
+    st.markdown(f"**The task**: is a first name on the male or the female list of the `names` package? "
+                f"{len(train)} names to train on, {len(held)} held out (one in five, by a fixed hash of the name).")
+    with ui.friendly_errors("the classification loss"):
+        example = _bce(view.key, view.model, view.tokenizer)
+        steps = example.steps
+        frame = pd.DataFrame({"name": example.names, "label y": steps.labels, "logit z": steps.logits,
+                              "σ(z) = P(female)": steps.probabilities, "loss": steps.losses})
+        st.dataframe(frame, hide_index=True)
+        z, y = steps.logits[0], steps.labels[0]
+        charts.latex(
+            r"\ell = -\left[y \log \sigma(z) + (1 - y) \log(1 - \sigma(z))\right] = \max(z, 0) - z y + "
+            r"\log\left(1 + e^{-|z|}\right)",
+            rf"\text{{{example.names[0]}}}: \max({charts.tex_number(z, '.4f')}, 0) - {charts.tex_number(z, '.4f')}"
+            rf"\cdot {y} + \log\left(1 + e^{{-{abs(z):.4f}}}\right) = {steps.losses[0]:.4f}",
+            rf"\text{{mean over the {len(steps.losses)} names}} = {steps.mean:.4f} \quad "
+            rf"(\texttt{{binary\_cross\_entropy\_with\_logits}}: {example.torch_value:.4f})")
+        st.caption("The head is untrained here (random weights): the loss is about log 2 = 0.693, a coin flip.")
+    steps_count = st.slider("Steps per run", 20, 300, 100, step=20, key="task_steps")
+    if st.button("Train head only / head + last block / everything (three lab runs)", key="task_start"):
+        with ui.friendly_errors("starting the runs"):
+            for mode, trainer in adapt.finetune_runs(view.model, view.tokenizer, steps_count, settings.seed).items():
+                _submit(trainer, f"{RUN_TAG} names: {finetune.MODE_TITLES[mode]}")
+            st.rerun(scope="app")
+    runs = {job.label.removeprefix(f"{RUN_TAG} names: "): job for job in _runs(f"{RUN_TAG} names:")}
+    for job in runs.values():
+        _progress(job, "task")
+    if runs:
+        left, right = st.columns(2)
+        charts.show_in(left, _curves(runs, title="Training loss (BCE)"), key="task_loss")
+        charts.show_in(right, _curves(runs, "val_accuracy", "Held-out accuracy", "accuracy"), key="task_accuracy")
+        rows = []
+        for name, job in runs.items():
+            metrics = job.status().metrics
+            before = next((m.val_accuracy_before for m in metrics if getattr(m, "val_accuracy_before", None)
+                           is not None), None)
+            after = next((m.val_accuracy for m in reversed(metrics) if getattr(m, "val_accuracy", None) is not None),
+                         None)
+            rows.append({"run": name, "accuracy before": before, "accuracy now": after, "step": job.status().step})
+        st.dataframe(pd.DataFrame(rows), hide_index=True)
+
+    st.markdown("**No training at all: prompting with 0, 1 or 4 labelled examples**")
+    if st.button("Measure zero- and few-shot accuracy", key="task_prompting") or st.session_state.get("task_prompted"):
+        st.session_state["task_prompted"] = True
+        with ui.friendly_errors("prompting the model"):
+            results = _prompting(view.key, view.model, view.tokenizer)
+            st.dataframe(pd.DataFrame([{"examples in the prompt": r.shots, "held-out accuracy": r.accuracy,
+                                        "answered “female”": r.female_share} for r in results]), hide_index=True)
+            st.code(results[-1].prompt_example, language=None)
+            st.caption("The prediction is the label whose words (“ male” or “ female”) the model finds more "
+                       "likely next. A model that always gives the same answer scores the share of that label among the "
+                       "held-out names; a small model trained on other text rarely does better, a large pretrained "
+                       "one (GPT-2) can pick the task up from the examples.")
+
+
+# ------------------------------------------------------------------ 4. memory
+@st.cache_data(show_spinner="Measuring four training steps…", max_entries=8)
+def _memory(key: str, corpus_name: str, _model, _tokenizer, _text: str) -> list[memory.StepMeasure]:
+    return adapt.memory_table(_model, _tokenizer, _text)
+
+
+@sections.section("adapt.memory")
+def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
+    if st.button("Measure one training step four ways", key="memory_run") or st.session_state.get("memory_done"):
+        st.session_state["memory_done"] = True
+        with ui.friendly_errors("measuring memory"):
+            measures = _memory(view.key, corpus_label, view.model, view.tokenizer, text)
+            frame = pd.DataFrame([{
+                "gradient checkpointing": "on" if m.checkpointing else "off", "bf16 autocast": "on" if m.bf16 else "off",
+                "saved for backward": memory.human_bytes(m.saved_bytes), "bytes": m.saved_bytes,
+                "loss": m.loss, "step time (s)": m.seconds,
+                **({"peak CUDA memory": memory.human_bytes(m.peak_cuda_bytes)} if m.peak_cuda_bytes else {})}
+                for m in measures])
+            st.dataframe(frame, hide_index=True)
+            bars = go.Figure(go.Bar(x=[f"ckpt {r['gradient checkpointing']}, bf16 {r['bf16 autocast']}"
+                                       for _, r in frame.iterrows()], y=frame["bytes"] / 2**20))
+            bars.update_layout(title="Activations saved for the backward pass", yaxis_title="MiB", height=300,
+                               margin=dict(l=10, r=10, t=40, b=10))
+            charts.show(bars, key="memory_bars")
+            st.caption("Counted exactly: every tensor autograd saves passes through a hook, distinct storages are "
+                       "added up, weights left out. Checkpointing keeps each block's input and recomputes the rest "
+                       "in the backward pass (same loss, more time). Step times are wall-clock on a shared server.")
+    processes = st.slider("Processes (GPUs)", 1, 64, 8, key="zero_processes")
+    stages = memory.sharding(view.model.num_parameters(), processes)
+    figure = go.Figure()
+    for part in ("parameters", "gradients", "optimizer"):
+        figure.add_trace(go.Bar(x=[s.stage for s in stages], y=[getattr(s, part) / 2**20 for s in stages],
+                                name="AdamW states" if part == "optimizer" else part))
+    figure.update_layout(barmode="stack", height=340, yaxis_title="MiB per process", margin=dict(l=10, r=10, t=40, b=10),
+                         title=f"{view.model.num_parameters():,} parameters over {processes} processes")
+    charts.show(figure, key="zero_bars")
+    charts.latex(rf"\text{{unsharded}}: (4 + 4 + 2 \cdot 4) \times {view.model.num_parameters():,} = "
+                 rf"{stages[0].total:,.0f} \text{{ bytes}}, \qquad \text{{ZeRO-3}}: {stages[0].total:,.0f} / "
+                 rf"{processes} = {stages[3].total:,.0f}")
+
+
+# ------------------------------------------------------------------ 5. serving
+@st.cache_data(show_spinner=False, max_entries=16)
+def _growth(key: str, prompt: str, new_tokens: int, _model, _tokenizer) -> serving.KVGrowth:
+    ids = _tokenizer.encode(prompt) or [0]
+    return serving.kv_growth(_model, ids[-_model.config.context_length // 2:], new_tokens)
+
+
+@st.cache_data(show_spinner="Serving the requests both ways…", max_entries=8)
+def _batching(key: str, slots: int, lengths: tuple[int, ...], _model, _tokenizer) -> dict[str, serving.ServeResult]:
+    return adapt.batching(_model, _tokenizer, slots, lengths)
+
+
+@sections.section("adapt.serving")
+def serving_section(view: picker.ModelView) -> None:
+    model = view.model
+    per_token = serving.kv_bytes_per_token(model)
+    charts.latex(rf"\text{{KV bytes per token}} = 2 \times {model.config.n_layers} \text{{ layers}} \times "
+                 rf"{model.config.d_model} \times 4 \text{{ bytes}} = {per_token:,}")
+    with ui.friendly_errors("generating with the KV cache"):
+        growth = _growth(view.key, "The for statement", 60, model, view.tokenizer)
+        figure = go.Figure(go.Scatter(x=growth.tokens, y=growth.cache_bytes, mode="lines+markers",
+                                      name="measured (the cache's tensors)"))
+        figure.add_trace(go.Scatter(x=growth.tokens, y=[per_token * n for n in growth.tokens], mode="lines",
+                                    line=dict(dash="dot"), name="formula"))
+        figure.update_layout(title="The KV cache while generating", xaxis_title="tokens in the cache",
+                             yaxis_title="bytes", height=320, margin=dict(l=10, r=10, t=40, b=10))
+        charts.show(figure, key="kv_growth")
+        st.code(view.tokenizer.decode(growth.generated), language=None, wrap_lines=True)
+
+    st.markdown("**Paged attention: block tables**")
+    c1, c2 = st.columns([1, 3])
+    block_size = c1.select_slider("Block size (tokens)", [2, 4, 8, 16], value=4, key="page_block")
+    lengths_text = c2.text_input("Request lengths (tokens, comma-separated)", "13, 5, 22, 9", key="page_lengths")
+    try:
+        lengths = [int(x) for x in lengths_text.replace(" ", "").split(",") if x]
+        if not lengths or any(n < 1 or n > 4096 for n in lengths) or len(lengths) > 12:
+            raise ValueError
+    except ValueError:
+        st.warning("Give 1 to 12 whole numbers from 1 to 4096, separated by commas.")
+        return
+    cache = serving.paged_tables({f"request {i + 1}": n for i, n in enumerate(lengths)}, block_size)
+    names = list(cache.tables)
+    owner = {block: names[i] for i, table in enumerate(cache.tables.values()) for block in table}
+    width = 16
+    rows = -(-cache.num_blocks // width)
+    grid = [[names.index(owner[b]) + 1 if (b := r * width + c) in owner else None for c in range(width)]
+            for r in range(rows)]
+    labels = [[(f"{owner[b].split()[-1]}" if (b := r * width + c) in owner else "") for c in range(width)]
+              for r in range(rows)]
+    heat = _matrix(grid, "Physical blocks: the number is the request that owns it", 110 + 45 * rows,
+                   colorscale="Turbo", zmid=None, text=labels, x_title="block (column)", y_title="row of 16 blocks")
+    heat.update_traces(showscale=False)
+    charts.show(heat, key="page_blocks")
+    st.dataframe(pd.DataFrame([{"request": name, "tokens": cache.lengths[name], "block table": table,
+                                "unused slots": len(table) * block_size - cache.lengths[name]}
+                               for name, table in cache.tables.items()]), hide_index=True)
+    st.caption(f"Unused slots: {cache.wasted_slots()} of {cache.num_blocks * block_size} — only in each request's last "
+               "block. Reserving every request's longest possible length up front would waste far more.")
+
+    st.markdown("**Static vs continuous batching (real generation)**")
+    slots = st.slider("Slots (requests served at once)", 1, 4, 2, key="batch_slots")
+    wanted = (24, 4, 16, 6, 10, 4)
+    with ui.friendly_errors("serving the requests"):
+        results = _batching(view.key, slots, wanted, model, view.tokenizer)
+        figure = go.Figure()
+        for policy, result in results.items():
+            figure.add_trace(go.Bar(x=[r.name for r in result.requests], y=[r.wait_steps for r in result.requests],
+                                    name=f"{policy}: wait"))
+            figure.add_trace(go.Scatter(x=[r.name for r in result.requests], y=[r.finish_step for r in result.requests],
+                                        mode="markers", marker=dict(size=12), name=f"{policy}: finished"))
+        figure.update_layout(title="Steps each request waited for a slot, and when it finished", yaxis_title="step",
+                             height=340, margin=dict(l=10, r=10, t=40, b=10), barmode="group")
+        charts.show(figure, key="batching")
+        st.dataframe(pd.DataFrame([{"policy": p, "steps": r.steps, "slot use": f"{r.utilisation:.0%}",
+                                    "tokens": r.useful_tokens, "tokens/s": round(r.tokens_per_s)}
+                                   for p, r in results.items()]), hide_index=True)
+        st.caption(f"Requests want {', '.join(map(str, wanted))} new tokens. A static batch holds its slots until its "
+                   "longest request ends (finished slots compute padding); continuous batching hands a free slot to "
+                   "the next request at once.")
+
+
+st.header("1. LoRA: train a few numbers, not the whole model")
+st.caption("LoRA freezes W and learns ΔW = (α / r) · B A with A: r × d_in and B: d_out × r. B starts at zero, so "
+           "training starts from the pretrained model exactly.")
+lora_section(view, text, corpus_label)
+st.header("2. What training changed: ΔW of a picked run")
+delta_section(view)
+st.header("3. Quantization: 8 and 4 bits per weight")
+quantize_section(view, text, corpus_label)
+st.subheader("Quantization-aware training")
+qat_section(view, text)
+st.header("4. Fine-tuning for a task: names → male or female list")
+task_section(view)
+st.header("5. Training in less memory")
+memory_section(view, text, corpus_label)
+st.header("6. Serving: the KV cache, paged attention, batching")
+serving_section(view)

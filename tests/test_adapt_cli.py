@@ -1,0 +1,69 @@
+"""``python -m llmviz lora | finetune | quantize`` write ordinary checkpoints that load like any other."""
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from llmviz import cli, corpus
+from llmviz import quantize as qz
+from llmviz.train import load_checkpoint
+from tests.conftest import ROOT
+
+SHIPPED = str(ROOT / "data" / "gpt-python-docs")
+
+
+def run(capsys, *argv):
+    code = cli.main(list(argv))
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return json.loads(captured.out.strip().splitlines()[-1])
+
+
+def test_lora_writes_a_merged_plain_checkpoint(capsys, tmp_path):
+    out = tmp_path / "lora"
+    text = tmp_path / "text.txt"
+    text.write_text(corpus.load("python-docs")[:20_000])  # a short text: tokenizing it is quick
+    summary = run(capsys, "lora", "--init", SHIPPED, "--out", str(out), "--steps", "3", "--rank", "2",
+                  "--targets", "q,proj", "--corpus", str(text))
+    assert summary["trained_parameters"] == 4 * 2 * 2 * (128 + 128)
+    model, _, meta = load_checkpoint(out)  # strict load into an ordinary GPT
+    original, _, _ = load_checkpoint(SHIPPED)
+    assert meta["lora"]["rank"] == 2 and meta["lora"]["merged"]
+    assert meta["train_config"]["init"] == SHIPPED
+    changed = {k for k, v in model.state_dict().items() if not torch.equal(v, original.state_dict()[k])}
+    assert changed == {f"blocks.{i}.attn.{m}.weight" for i in range(4) for m in ("qkv", "proj")}
+    delta = model.state_dict()["blocks.0.attn.proj.weight"] - original.state_dict()["blocks.0.attn.proj.weight"]
+    assert torch.linalg.matrix_rank(delta.double(), rtol=1e-4) <= 2
+
+
+def test_quantize_writes_the_dequantized_weights(capsys, tmp_path):
+    out = tmp_path / "int4"
+    summary = run(capsys, "quantize", "--init", SHIPPED, "--out", str(out), "--bits", "4", "--per-tensor")
+    model, _, meta = load_checkpoint(out)
+    original, _, _ = load_checkpoint(SHIPPED)
+    expected = qz.round_trip(original.blocks[1].mlp.fc.weight.detach(), qz.QuantSpec(4, per_channel=False))
+    assert torch.equal(model.blocks[1].mlp.fc.weight, expected)
+    assert len(torch.unique(model.blocks[1].mlp.fc.weight)) <= 15  # symmetric int4: −7 … 7
+    assert meta["quantization"]["bits"] == 4 and summary["quantized_bytes"] < summary["float_bytes"] / 6
+    assert summary["loss_after"] >= summary["loss_before"] - 0.05
+
+
+def test_finetune_writes_the_gpt_and_its_head(capsys, tmp_path):
+    out = tmp_path / "names"
+    summary = run(capsys, "finetune", "--init", SHIPPED, "--out", str(out), "--steps", "5", "--mode", "head")
+    model, _, meta = load_checkpoint(out)
+    original, _, _ = load_checkpoint(SHIPPED)
+    assert all(torch.equal(v, original.state_dict()[k]) for k, v in model.state_dict().items())  # head only
+    head = load_file(str(out / "classifier_head.safetensors"))
+    assert head["weight"].shape == (1, 128)
+    assert meta["task"]["accuracy_after"] == summary["accuracy_after"] or \
+        round(meta["task"]["accuracy_after"], 4) == summary["accuracy_after"]
+
+
+@pytest.mark.parametrize("argv", [["lora", "--init", SHIPPED, "--out", "x", "--targets", "w_z"],
+                                  ["lora", "--init", "no/such/folder", "--out", "x"]])
+def test_bad_input_is_a_clear_error(capsys, argv):
+    assert cli.main(argv) == 2
+    assert capsys.readouterr().err.startswith("error: ")

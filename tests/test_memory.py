@@ -1,0 +1,79 @@
+"""Memory: saved-activation bytes by hand, checkpointing equal to the plain step, bf16 halving, ZeRO arithmetic."""
+
+import pytest
+import torch
+
+from llmviz import memory
+from llmviz.models.gpt import GPT, PRESETS
+
+
+def test_saved_tensors_by_hand():
+    x = torch.randn(8, 4, requires_grad=True)
+    w = torch.randn(4, 3, requires_grad=True)
+    with memory.SavedTensors(exclude=[w]) as saved:
+        h = x @ w  # saves x (8·4 floats = 128 B) and w (excluded)
+        y = torch.relu(h)  # saves its result y (8·3 floats = 96 B)
+        y.sum().backward()
+    assert saved.bytes == 128 + 96
+
+
+def batch():
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, 256, (4, 33), generator=generator)
+    return ids[:, :-1], ids[:, 1:]
+
+
+def test_checkpointing_gives_the_same_loss_and_gradients_and_saves_less():
+    torch.manual_seed(0)
+    model = GPT(PRESETS["gpt-nano"])
+    inputs, targets = batch()
+    plain = memory.measure_step(model, inputs, targets)
+    checkpointed = memory.measure_step(model, inputs, targets, checkpointing=True)
+    assert plain.loss == checkpointed.loss
+    assert checkpointed.saved_bytes < plain.saved_bytes / 2
+    a, b = GPT(model.config), memory.set_checkpointing(GPT(model.config), True)
+    a.load_state_dict(model.state_dict())
+    b.load_state_dict(model.state_dict())  # the state dict is unchanged by checkpointing
+    a(inputs, targets)[1].backward()
+    b(inputs, targets)[1].backward()
+    for (name, p), q in zip(a.named_parameters(), b.parameters()):
+        assert torch.allclose(p.grad, q.grad, atol=1e-6), name
+    assert type(memory.set_checkpointing(b, False).blocks[0]).__name__ == "Block"
+
+
+def test_bf16_autocast_saves_less_and_stays_close():
+    torch.manual_seed(0)
+    model = GPT(PRESETS["gpt-nano"])
+    inputs, targets = batch()
+    plain = memory.measure_step(model, inputs, targets)
+    half = memory.measure_step(model, inputs, targets, bf16=True)
+    assert half.saved_bytes < plain.saved_bytes
+    assert half.loss == pytest.approx(plain.loss, rel=0.02)
+
+
+def test_zero_stages_by_hand():
+    n = 124_439_808  # GPT-2 small's parameters
+    stages = memory.sharding(n, processes=8)
+    assert stages[0].total == 16 * n
+    assert stages[1].optimizer == 8 * n / 8 and stages[1].gradients == 4 * n
+    assert stages[2].gradients == 4 * n / 8 and stages[2].parameters == 4 * n
+    assert stages[3].total == pytest.approx(16 * n / 8)
+    assert [s.total for s in memory.sharding(n, 1)] == [16 * n] * 4
+
+
+def test_checkpointed_step_keeps_block_inputs_and_what_lies_outside_the_blocks():
+    torch.manual_seed(0)
+    model = GPT(PRESETS["gpt-nano"])  # 2 blocks, d = 32
+    inputs, targets = batch()  # 4 × 32 tokens
+    checkpointed = memory.measure_step(model, inputs, targets, checkpointing=True)
+    block_inputs = 2 * 4 * 32 * 32 * 4
+    plain_parts = memory.measure_step(model, inputs, targets)
+    assert block_inputs < checkpointed.saved_bytes < plain_parts.saved_bytes
+
+
+def test_dropout_does_not_make_the_settings_differ():
+    torch.manual_seed(0)
+    model = GPT(PRESETS["gpt-nano"].replace(dropout=0.3))
+    inputs, targets = batch()
+    assert memory.measure_step(model, inputs, targets).loss == memory.measure_step(
+        model, inputs, targets, checkpointing=True).loss
