@@ -26,7 +26,7 @@ def shipped():
 
 @pytest.fixture
 def manager():
-    made = JobManager(max_running=2, session_timeout=None)
+    made = JobManager(max_running=2, session_timeout=None, workers="process")  # as on the server: pickled trainers
     yield made
     made.shutdown()
 
@@ -86,7 +86,7 @@ def test_batching_uses_the_held_out_names(shipped):
 
 def _snapshot_model(job):
     step = job.snapshots.steps()[-1]
-    return load_into(model_from_description(model_description(job.trainer.model)), job.snapshots.get(step))
+    return load_into(model_from_description(job.info.description), job.snapshots.get(step))
 
 
 def test_lab_runs_go_through_the_job_system(shipped, manager):
