@@ -37,19 +37,30 @@ def distribution_for(model_key: str, prompt: str, temperature: float, top_k: int
 
 
 st.header("1. The next-token distribution, transform by transform")  # its controls share its slide (presenter mode)
-p1, p2 = st.columns([3, 2], vertical_alignment="bottom")  # two rows of controls: the slide keeps room for the bars
-prompt = p1.text_input("Prompt", "" if is_names else "The for statement", **share.bind("prompt"))
-method = p2.radio("Method", ["sampling", "greedy", "beam search"], horizontal=True, **share.bind("method"))
+prompt = st.text_input("Prompt", "" if is_names else "The for statement", **share.bind("prompt"))
+TOP_K_DEFAULT = min(10, tokenizer.vocab_size)
 
-c1, c2, c3, c4 = st.columns(4)
-temperature = c1.slider("Temperature", 0.0, 2.5, 0.8, 0.05, help="0 = greedy: always the most likely token.",
-                        **share.bind("temperature"))
-top_k = c2.slider("Top-k", 0, tokenizer.vocab_size, min(10, tokenizer.vocab_size),
-                  help=f"0 = off. {tokenizer.vocab_size:,} (the whole vocabulary) keeps every token.",
-                  **share.bind("top_k"))
-top_p = c3.slider("Top-p", 0.01, 1.0, 0.9, 0.01, help="1 = off. Keep the most likely tokens until their probability adds up to p.",
-                  **share.bind("top_p"))
-width = c4.slider("Beam width", 1, 8, 3, disabled=method != "beam search", **share.bind("beam_width"))
+
+def chosen_settings() -> tuple[float, int, float]:
+    """Temperature, top-k and top-p as set by section 1's sliders (their widgets live in that section, so moving
+    one reruns it alone; the other sections read the values when they run)."""
+    state = st.session_state
+    return (float(state.get("temperature", 0.8)), min(int(state.get("top_k", TOP_K_DEFAULT)), tokenizer.vocab_size),
+            float(state.get("top_p", 0.9)))
+
+
+def sampler_controls() -> tuple[float, int, float]:
+    c1, c2, c3 = st.columns(3)
+    temperature = c1.slider("Temperature", 0.0, 2.5, 0.8, 0.05, help="0 = greedy: always the most likely token.",
+                            **share.bind("temperature"))
+    top_k = c2.slider("Top-k", 0, tokenizer.vocab_size, TOP_K_DEFAULT,
+                      help=f"0 = off. {tokenizer.vocab_size:,} (the whole vocabulary) keeps every token.",
+                      **share.bind("top_k"))
+    top_p = c3.slider("Top-p", 0.01, 1.0, 0.9, 0.01,
+                      help="1 = off. Keep the most likely tokens until their probability adds up to p.",
+                      **share.bind("top_p"))
+    return temperature, top_k, top_p
+
 
 encoded = sampling.encode_prompt(tokenizer, prompt, model)
 if encoded.dropped:
@@ -63,12 +74,21 @@ if encoded.start_token:
             f"boundary token {encoded.start_token}.")
 
 quiz_ui.section("sampling", lambda: quiz.sampling_questions(
-    distribution_for(view.key, prompt, temperature, top_k, top_p, view).distribution.logits,
-    tokenizer.printable, temperature, top_k, top_p))
+    distribution_for(view.key, prompt, *chosen_settings(), view).distribution.logits,
+    tokenizer.printable, *chosen_settings()))
 
 # ------------------------------------------------------------------ the distribution
 @sections.section("sampling.distribution", what="the next-token distribution")
-def distribution_section(view: picker.ModelView, prompt: str, temperature: float, top_k: int, top_p: float) -> None:
+def distribution_section(view: picker.ModelView, prompt: str, encoded) -> None:
+    """Temperature, top-k and top-p with the distribution they shape and the step mode they drive: moving a
+    slider reruns this section alone."""
+    temperature, top_k, top_p = sampler_controls()
+    distribution_panels(view, prompt, temperature, top_k, top_p)
+    st.header("2. Step mode: one token at a time, and take a different branch")
+    step_mode(view, encoded, temperature, top_k, top_p)
+
+
+def distribution_panels(view: picker.ModelView, prompt: str, temperature: float, top_k: int, top_p: float) -> None:
     tokenizer = view.tokenizer
     with ui.friendly_errors("computing the distribution"):
         shown_view = distribution_for(view.key, prompt, temperature, top_k, top_p, view)
@@ -115,17 +135,24 @@ def distribution_section(view: picker.ModelView, prompt: str, temperature: float
         charts.show(figure, key=f"next_{column}")
         st.metric("entropy of the raw softmax", f"{max(0.0, found.distribution.entropies['raw softmax']):.3f} nats")
 
-    picker.before_after(render, what="the next-token distribution", view=view)
+    if (box := sections.lazy("Compare step 0 with the picked step", "sampling_before_after")):
+        with box:
+            picker.before_after(render, what="the next-token distribution", view=view)
 
-
-distribution_section(view, prompt, temperature, top_k, top_p)
 
 # ------------------------------------------------------------------ generation
 
 
 @sections.section("sampling.generate")
-def generate_section(view: picker.ModelView, encoded, temperature: float, top_k: int, top_p: float, method: str, width: int) -> None:
+def generate_section(view: picker.ModelView, encoded) -> None:
     model, tokenizer, label = view.model, view.tokenizer, view.key
+    temperature, top_k, top_p = chosen_settings()
+    m1, m2 = st.columns([3, 1])
+    method = m1.radio("Method", ["sampling", "greedy", "beam search"], horizontal=True, **share.bind("method"))
+    width = m2.slider("Beam width", 1, 8, 3, disabled=method != "beam search", **share.bind("beam_width"))
+    if method == "sampling":
+        st.caption(f"Sampling with the settings of section 1: temperature {temperature:g}, top-k {top_k or 'off'}, "
+                   f"top-p {top_p:g}.")
     g1, g2 = st.columns([1, 3])
     new_tokens = g1.slider("Tokens to generate", 1, 200, 40, **share.bind("new_tokens"))
     limit, keep = sampling.visible_tokens(model), sampling.shift_keep(model)
@@ -204,14 +231,13 @@ def generate_section(view: picker.ModelView, encoded, temperature: float, top_k:
                    "winner. A path's score is the sum of its tokens' log-probabilities.")
 
 
-st.header("2. Generate")
-generate_section(view, encoded, temperature, top_k, top_p, method, width)
+
 
 # ------------------------------------------------------------------ step mode
 
 
 @sections.section("sampling.step_mode")
-def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, top_p: float, method: str, width: int) -> None:
+def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, top_p: float) -> None:
     model, tokenizer, label = view.model, view.tokenizer, view.key
     state_key = f"steps_{label}"
     restart = st.button("Restart from the prompt")
@@ -248,15 +274,19 @@ def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, t
         s3.button("Undo", disabled=len(sequence) <= len(encoded.ids), on_click=sequence.pop)
 
 
-st.header("3. Step mode: one token at a time, and take a different branch")
-step_mode(view, encoded, temperature, top_k, top_p, method, width)
+
+distribution_section(view, prompt, encoded)
+
+st.header("3. Generate")
+generate_section(view, encoded)
 
 # ------------------------------------------------------------------ three temperatures
 
 
 @sections.section("sampling.temperatures")
-def three_temperatures(view: picker.ModelView, encoded, temperature: float, top_k: int, top_p: float, method: str, width: int) -> None:
+def three_temperatures(view: picker.ModelView, encoded) -> None:
     model, tokenizer, label = view.model, view.tokenizer, view.key
+    _, top_k, top_p = chosen_settings()
     temperatures = st.multiselect("Temperatures", [0.0, 0.2, 0.5, 0.8, 1.0, 1.3, 1.8, 2.5], default=[0.2, 1.0, 1.8],
                                   max_selections=3)
     if st.button("Generate at these temperatures"):
@@ -277,13 +307,15 @@ def three_temperatures(view: picker.ModelView, encoded, temperature: float, top_
 
 
 st.header("4. The same prompt at three temperatures")
-three_temperatures(view, encoded, temperature, top_k, top_p, method, width)
+three_temperatures(view, encoded)
 
 # ------------------------------------------------------------------ the KV cache
 
 
 @sections.section("sampling.kv_cache")
-def kv_cache(view: picker.ModelView, encoded, temperature: float, top_k: int, top_p: float, method: str, width: int) -> None:
+def kv_cache(view: picker.ModelView, encoded) -> None:
+    temperature, top_k, top_p = chosen_settings()
+    method = st.session_state.get("method", "sampling")
     model, tokenizer, label = view.model, view.tokenizer, view.key
     st.caption("Without a cache, every new token runs the model over the whole text again. With a KV cache the keys and "
                "values of earlier positions are kept, and only the new position runs. Both must write the same tokens.")
@@ -323,4 +355,4 @@ def kv_cache(view: picker.ModelView, encoded, temperature: float, top_k: int, to
 
 
 st.header("5. The KV cache: the same tokens, less work")
-kv_cache(view, encoded, temperature, top_k, top_p, method, width)
+kv_cache(view, encoded)

@@ -46,9 +46,9 @@ def test_sampling_with_minilm_picked_shows_the_shipped_gpt_everywhere(how):
     except PretrainedUnavailable:
         pytest.skip("the MiniLM wheel is not installed")
     if how == "sidebar":
-        at = run_app("pages/sampling.py", _picker_selected="pretrained:minilm")
+        at = run_app("pages/sampling.py", _picker_selected="pretrained:minilm", lazy_sampling_before_after=True)
     else:  # /sampling?model=pretrained:minilm
-        at = run_app("pages/sampling.py", query={"model": "pretrained:minilm"})
+        at = run_app("pages/sampling.py", query={"model": "pretrained:minilm"}, lazy_sampling_before_after=True)
     assert at.session_state["_picker_selected"] == "pretrained:minilm"
     assert_clean(at)
     assert "is an encoder" in texts(at.info)
