@@ -258,6 +258,19 @@ def training_quiz() -> list:
 
 quiz_ui.section("training", training_quiz)
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def shipped_batch_loss(rows: tuple[tuple[int, ...], ...]):
+    """The shipped GPT's loss on ``rows``, taken apart (llmviz.losses): the same for every session, cached."""
+    model, _, _ = models.shipped_gpt_or_stop()
+    return batch_loss(model, [list(ids) for ids in rows])
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def shipped_position_gradient(rows: tuple[tuple[int, ...], ...], position: int):
+    model, _, _ = models.shipped_gpt_or_stop()
+    return position_gradient(model, shipped_batch_loss(rows), position)
+
+
 st.header("4. The loss, step by step, on a real batch")
 gpt, gpt_tokenizer, _ = models.shipped_gpt_or_stop()
 st.caption("The shipped GPT (trained on the Python reference manual) reads two short sequences; each position "
@@ -270,7 +283,7 @@ encoded = [gpt_tokenizer.encode(line)[: tokens_per_row + 1] for line in rows]
 if len(rows) < 1 or any(len(ids) < tokens_per_row + 1 for ids in encoded):
     st.warning(f"Each line needs at least {tokens_per_row + 1} tokens (inputs plus the next token as target).")
 else:
-    batch = batch_loss(gpt, encoded)
+    batch = shipped_batch_loss(tuple(tuple(ids) for ids in encoded))
     inputs, targets, parts = batch.inputs, batch.targets, batch.parts
     table = []
     for b in range(inputs.shape[0]):
@@ -303,7 +316,7 @@ else:
     st.header("5. Backpropagation through the output layer")
     position = ui.index_slider("Position (in sequence 0)", inputs.shape[1])
     target = int(targets[0, position])
-    grad = position_gradient(gpt, batch, position)
+    grad = shipped_position_gradient(tuple(tuple(ids) for ids in encoded), position)
     top = torch.topk(grad.probabilities, 9).indices.tolist()
     shown = [target] + [i for i in top if i != target][:8]
     labels = charts.unique_labels([gpt_tokenizer.printable(i) + (" (target)" if i == target else "") for i in shown])
