@@ -113,7 +113,8 @@ class JobStatus:
         """One line for a progress bar: "step 40/300 · loss 2.310 · …"."""
         if self.state == QUEUED:
             return f"waiting: number {self.queue_position or 1} in the queue (the server trains a few runs at a time)"
-        text = f"{self.state} · step {self.step}/{self.total}"
+        state = "starting" if self.state == RUNNING and not self.losses else self.state  # the worker is on its way
+        text = f"{state} · step {self.step}/{self.total}"
         if self.losses and math.isfinite(self.losses[-1][1]):
             text += f" · loss {self.losses[-1][1]:.3f}"
         if self.metrics:
@@ -396,6 +397,22 @@ def _thread_worker(channel: Channel, payloads: list, options: WorkerOptions) -> 
         log.exception("worker thread failed")
     finally:
         channel.close()
+
+
+def warm_up_workers() -> None:
+    """Start the worker processes' forkserver now, in the background (it imports torch once, which takes a few
+    seconds), so the first student who presses Train gets a worker at once. No-op where there is no forkserver."""
+    def start() -> None:
+        context = _process_context()
+        if context.get_start_method() == "forkserver":
+            from multiprocessing import forkserver
+
+            try:
+                forkserver.ensure_running()
+            except Exception:  # noqa: BLE001 - the first job will try again, and say why if it cannot
+                log.exception("could not start the workers' forkserver")
+
+    threading.Thread(target=start, name="llmviz-forkserver-warm-up", daemon=True).start()
 
 
 class JobManager:
@@ -907,6 +924,8 @@ def default_manager(liveness: Callable[[str], bool | None] | None = None) -> Job
                                   session_timeout=float(os.environ.get("LLMVIZ_SESSION_TIMEOUT", 30)),
                                   liveness=liveness, workers=os.environ.get("LLMVIZ_WORKERS", "process"),
                                   runs_per_session=per_session if per_session > 0 else None)
+            if _default.workers == "process":
+                warm_up_workers()
         elif liveness is not None and _default.liveness is None:
             _default.liveness = liveness
         return _default
