@@ -161,7 +161,7 @@ def draw_all_runs() -> None:
     focus_id = st.session_state.get("training_focus")
     for label, job in all_runs.items():
         if not statuses[label].done and job.id != focus_id:  # the focused run has its controls above
-            st.progress(statuses[label].fraction, text=f"{label}: {statuses[label].describe()}")
+            st.progress(statuses[label].fraction, text=f"{literal_markdown(label)}: {statuses[label].describe()}")
             training.controls(job, statuses[label], key="all")
     chosen = st.multiselect("Runs on the chart", list(all_runs), default=list(all_runs)[-7:], key="runs_on_chart")
     v1, v2 = st.columns(2)

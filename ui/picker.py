@@ -571,7 +571,7 @@ def _jobs_panel_body(in_fragment: bool = False) -> None:
         status = job.status()  # one status read per run per refresh
         if not status.done:
             active.append(job)
-            st.progress(status.fraction, text=f"{job.label}: {status.describe()}")
+            st.progress(status.fraction, text=f"{literal_markdown(job.label)}: {status.describe()}")
     finished = st.session_state.setdefault("_picker_active_jobs", set())
     now_active = {job.id for job in active}
     if in_fragment and finished - now_active:  # a run ended since the last look: redraw the page so its last step is pickable
@@ -581,9 +581,12 @@ def _jobs_panel_body(in_fragment: bool = False) -> None:
 
 
 def _jobs_panel_timed() -> None:
+    import ui
+
     begin = time.perf_counter()
     try:
-        sections.timed("sidebar.jobs", _jobs_panel_body)(in_fragment=True)
+        with ui.friendly_errors("the progress of your runs"):
+            sections.timed("sidebar.jobs", _jobs_panel_body)(in_fragment=True)
     finally:
         watch.record(session_id(), "sidebar.jobs", time.perf_counter() - begin)
 

@@ -17,9 +17,11 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+import ui
 from llmviz import jobs
 from llmviz.train import smooth
 from ui import KEEP, charts, picker, sections, watch  # noqa: F401 - KEEP: widget keys that survive navigation
+from ui.text import literal_markdown
 
 # Plotly's category10: every pair stays apart (the old list had two near-identical oranges in a 7-runner race)
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22"]
@@ -122,9 +124,9 @@ def draw_run(job: jobs.Job, key: str = "live") -> None:
     status = job.status()
     if status.done:
         # an ended run has no progress bar and no Stop; its curve is on the comparison chart below
-        st.markdown(f"**{job.label}** · {status.describe()}")
+        st.markdown(f"**{literal_markdown(job.label)}** · {status.describe()}")
     else:
-        st.progress(status.fraction, text=f"**{job.label}** · {status.describe()}")
+        st.progress(status.fraction, text=f"**{literal_markdown(job.label)}** · {status.describe()}")
     controls(job, status, key)
     if status.error:
         st.error(status.error)
@@ -155,7 +157,8 @@ def live(draw, *, active: Callable[[], bool], seconds: float | None = None, name
 
     def draw_then_follow() -> None:
         begin = time.perf_counter()
-        draw()
+        with ui.friendly_errors(name):  # a live section's bug is a message, never a traceback
+            draw()
         still = active()
         watch.record(session, name, time.perf_counter() - begin)
         if still != started:
