@@ -37,6 +37,7 @@ def distribution_for(model_key: str, prompt: str, temperature: float, top_k: int
 
 
 prompt = st.text_input("Prompt", "" if is_names else "The for statement", **share.bind("prompt"))
+share.carried_note("prompt")
 
 c1, c2, c3, c4 = st.columns(4)
 temperature = c1.slider("Temperature", 0.0, 2.5, 0.8, 0.05, help="0 = greedy: always the most likely token.",
