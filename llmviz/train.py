@@ -166,10 +166,14 @@ def prepare_data(text: str, config: TrainConfig, tokenizer: Tokenizer | None = N
     train_ids, val_ids = ids[:split], ids[split:]
     needed = config.context_size + 1
     if len(train_ids) < needed or len(val_ids) < needed:
+        largest = min(len(train_ids), len(val_ids)) - 1  # the longest context whose window fits in both parts
+        remedy = (f"Use a longer text or a context size of at most {largest}." if largest >= 1 else
+                  f"Use a longer text: even a context of 1 token needs 2 tokens in each part, about "
+                  f"{math.ceil(2 / config.val_fraction):,} tokens in all.")
         raise ConfigError(
-            f"The text gives {len(ids):,} tokens: {len(train_ids):,} for training and {len(val_ids):,} for "
-            f"validation, but one window needs context size + 1 = {needed} tokens in each part. Use a longer "
-            f"text or a context size below {max(1, min(len(train_ids), len(val_ids)) - 1)}."
+            f"The text gives {len(ids):,} token{'s' if len(ids) != 1 else ''}: {len(train_ids):,} for training and "
+            f"{len(val_ids):,} for validation, but one window needs context size + 1 = {needed} tokens in each "
+            f"part. {remedy}"
         )
     return Dataset(tokenizer, train_ids, val_ids)
 

@@ -332,6 +332,7 @@ def your_sentence() -> None:
     """Sections 5 and 6 share the sentence: typing a new one re-draws only them."""
     sentence = st.text_input("Sentence", "The return statement leaves the current function call with a value",
                              **share.bind("sentence"))
+    share.carried_note("sentence")
     if not sentence.strip():
         st.warning("Type a sentence to see its attention patterns.")
         return

@@ -181,6 +181,7 @@ def token_embeddings() -> None:
     st.caption(f"{literal_markdown(view.label)}: a {table.shape[0]:,} × {table.shape[1]} table, one learned row per token.")
     typed = st.text_input("Tokens to compare (words are split into the model's tokens)",
                           " def class return True False None int str list", **share.bind("words"))
+    share.carried_note("words")
     ids = list(dict.fromkeys(views.encode(tokenizer, typed)))[:24]
     if len(ids) < 1:
         st.warning("Type some text: there are no tokens to show.")

@@ -121,6 +121,7 @@ def lens_section() -> None:
                 "GPT or one of your GPT runs in the sidebar.")
         return
     st.text_input("A sentence", DEFAULT_SENTENCE, max_chars=2000, **share.bind("lens_text"))
+    share.carried_note("lens_text")
     st.markdown("Each row passes the residual stream at that depth through the model's **final LayerNorm and "
                 "output head**, as if the remaining blocks were skipped: $\\text{softmax}(W_U\\,\\mathrm{LN}_f(x_\\ell))$. "
                 "Cells show the top token and are coloured by its probability; hover for the top 5. The last row "
@@ -213,6 +214,7 @@ def loss_section() -> None:
         st.info(f"This section scores a GPT's next-token predictions; **{literal_markdown(view.label)}** is not a GPT.")
         return
     st.text_area("Any text", DEFAULT_LOSS_TEXT, max_chars=20_000, height=90, **share.bind("loss_text"))
+    share.carried_note("loss_text")
     st.markdown("Each token is coloured by the model's loss on it, $-\\ln p(\\text{token} \\mid \\text{the tokens "
                 "before})$: darker red = more surprising. Hover for the top 5 predictions. The mean over the tokens "
                 "is the model's loss on this text.")

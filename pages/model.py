@@ -127,6 +127,7 @@ def look_inside() -> None:
                + (f" (final validation loss {final:.2f})." if final is not None else "."))
     sentence = st.text_input("A sentence", "The for statement is used to iterate over the elements of a sequence",
                              **share.bind("model_sentence"))
+    share.carried_note("model_sentence")
     ids = views.encode(tokenizer, sentence)
     if not ids:
         st.warning("Type a sentence: there is nothing to run yet.")

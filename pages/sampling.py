@@ -38,6 +38,7 @@ def distribution_for(model_key: str, prompt: str, temperature: float, top_k: int
 
 st.header("1. The next-token distribution, transform by transform")  # its controls share its slide (presenter mode)
 prompt = st.text_input("Prompt", "" if is_names else "The for statement", **share.bind("prompt"))
+share.carried_note("prompt")
 TOP_K_DEFAULT = min(10, tokenizer.vocab_size)
 
 

@@ -37,6 +37,7 @@ EXAMPLES = {
 example = st.selectbox("Example", list(EXAMPLES), **share.bind("example"),
                        on_change=lambda: st.session_state.update(text=EXAMPLES[st.session_state["example"]]))
 text = st.text_area("Your text", EXAMPLES[example], height=120, **share.bind("text"))
+share.carried_note("text")
 if not text:
     st.warning("The text is empty: type or paste something to tokenize.")
     st.stop()

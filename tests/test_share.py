@@ -138,3 +138,55 @@ def test_quiz_reveal_and_score_on_the_sampling_page():
     assert len(answers) == 1
     verdicts = [a.value for a in at.success] + [a.value for a in at.error]
     assert any(v.startswith(("Right", "Not quite")) for v in verdicts)
+
+
+# ------------------------------------------------------------------ what a link carries
+
+
+@pytest.mark.parametrize("text", [
+    "I love llamas 🦙 and 👩‍💻 codes; 👨‍👩‍👧 is one family",  # zero-width joiners build the emoji sequences
+    "می‌خواهم \u200fسلام\u200f به \u200eGPT\u200e",  # Persian: a zero-width non-joiner and direction marks
+    "a\u00adb \u2060 \ufeff",  # soft hyphen, word joiner, BOM-as-ZWNBSP: format characters are text too
+])
+def test_a_link_keeps_joiners_and_direction_marks(text):
+    assert share.clean("prompt", [text]) == ([text], None)
+    assert share.clean("text", ["ab\x00\x1b[31mc"]) == (["ab[31mc"], None)  # control characters still go
+
+
+def test_a_link_carries_a_bounded_start_of_any_text():
+    import urllib.parse
+
+    for text in ("x" * 1_000_000, "🦙" * 100_000, "Zwölf Boxkämpfer " * 50_000, "\u200d" * 9_000):
+        carried = share.link_text(text)
+        assert text.startswith(carried) and 0 < len(carried) <= share.MAX_TEXT
+        assert len(urllib.parse.quote_plus(carried)) <= share.MAX_TEXT_BYTES
+    assert share.link_text("short text") == "short text"
+    kept, message = share.clean("text", ["🦙" * 3000])
+    assert kept == ["🦙" * 500] and message == "text was 3,000 characters long: shortened to 500."
+
+
+def test_text_widgets_cap_the_link_whenever_their_text_changes():
+    bound = share.bind("prompt")
+    assert bound["bind"] == "query-params" and bound["on_change"] is share._cap_in_link and bound["args"] == ("prompt",)
+
+
+def test_a_notice_names_the_label_a_link_must_use_not_the_value_behind_it():
+    at = run_home({"corpus": "no-such-corpus"})
+    notices = [w.value for w in at.warning if "link" in w.value]
+    assert notices and "showing Python reference manual" in notices[0], notices
+    assert "python\\-docs" not in notices[0] and "python-docs" not in notices[0]
+
+
+def test_a_one_character_text_says_it_is_too_short_not_to_use_a_context_below_1():
+    from llmviz.errors import ConfigError
+    from llmviz.train import TrainConfig, prepare_data
+
+    for text in ("a", "ab", "abc " * 3):
+        with pytest.raises(ConfigError) as raised:
+            prepare_data(text, TrainConfig(model="bigram-neural", tokenizer="char", context_size=8))
+        message = str(raised.value)
+        assert "below 1" not in message and "at most 0" not in message
+        assert "longer text" in message
+    with pytest.raises(ConfigError, match="a context size of at most 4"):  # 45 + 5 tokens: 4 + 1 fit in 5
+        prepare_data("abcdefghij" * 5, TrainConfig(model="bigram-neural", tokenizer="char", context_size=8))
+    prepare_data("abcdefghij" * 5, TrainConfig(model="bigram-neural", tokenizer="char", context_size=4))  # it does

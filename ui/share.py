@@ -23,6 +23,8 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+import unicodedata
+import urllib.parse
 
 import streamlit as st
 
@@ -86,7 +88,11 @@ _SPECIAL = {"model", "present"}
 _STREAMLIT = {"embed", "embed_options"}
 
 MAX_TEXT = 2_000  #: characters a text parameter may carry (longer text is shortened, with a notice)
+#: bytes a text parameter may take in the address once percent-encoded (an emoji is 12): with the other settings,
+#: an address stays far below the 64 KB a server (Tornado) or the 8 KB a proxy accepts, so every link opens
+MAX_TEXT_BYTES = 6_000
 
+_CUT = "_share_cut"  # parameter → (characters the link carries, characters of the text)
 _INITIAL = "_share_initial"
 _CHECKED = "_share_checked"
 _NOTICES = "_share_notices"
@@ -95,12 +101,74 @@ _NOTICES = "_share_notices"
 def bind(name: str) -> dict:
     """Keyword arguments that bind a widget to the URL parameter ``name``.
 
+    A text parameter also caps what the address carries (:func:`link_text`) each time the text changes; pair
+    the widget with :func:`carried_note` so the page says so.
+
     >>> bind("temperature")
     {'key': 'temperature', 'bind': 'query-params'}
     """
     if name not in PARAMS or name in _SPECIAL:
         raise KeyError(f"{name!r} is not a declared URL parameter: add it to ui.share.PARAMS")
+    if PARAMS[name][0] == "text":
+        return {"key": name, "bind": "query-params", "on_change": _cap_in_link, "args": (name,)}
     return {"key": name, "bind": "query-params"}
+
+
+def link_text(text: str) -> str:
+    """The start of ``text`` that a link carries: at most :data:`MAX_TEXT` characters and
+    :data:`MAX_TEXT_BYTES` bytes percent-encoded (never a character cut in half).
+
+    >>> len(link_text("a" * 5000)), len(link_text("🦙" * 1000))
+    (2000, 500)
+    >>> link_text("short")
+    'short'
+    """
+    carried = text[:MAX_TEXT]
+    if len(urllib.parse.quote_plus(carried)) <= MAX_TEXT_BYTES:
+        return carried
+    low, high = 0, len(carried)  # the longest prefix that fits: encoded length grows with the prefix
+    while low < high:
+        middle = (low + high + 1) // 2
+        if len(urllib.parse.quote_plus(carried[:middle])) <= MAX_TEXT_BYTES:
+            low = middle
+        else:
+            high = middle - 1
+    return carried[:low]
+
+
+def _set_in_link(name: str, value: str) -> None:
+    """Write a bound widget's parameter into the address (Streamlit's own path for corrected values)."""
+    with contextlib.suppress(Exception):
+        from streamlit.runtime.state.session_state_proxy import get_session_state
+
+        with get_session_state().query_params() as params:
+            if params.has_param(name) and params.get_all(name) == [value]:
+                return
+            params.set_corrected_value(name, value, "string_value")
+
+
+def _cap_in_link(name: str) -> None:
+    """After a text widget changed: the address carries only :func:`link_text` of it (a 1 MB paste was written
+    into the address in full, and a reload or the copied link was refused with HTTP 400)."""
+    state = st.session_state
+    text = state.get(name)
+    cut = state.setdefault(_CUT, {})
+    if not isinstance(text, str) or link_text(text) == text:
+        cut.pop(name, None)
+        return
+    carried = link_text(text)
+    cut[name] = (len(carried), len(text))
+    _set_in_link(name, carried)
+
+
+def carried_note(name: str, where=None) -> None:
+    """Under a text widget: a caption when the link to this view carries only the start of the text."""
+    if name not in st.session_state.get(_CUT, {}):
+        _cap_in_link(name)  # a text that came from elsewhere (an example, a link) is checked too
+    cut = st.session_state.get(_CUT, {}).get(name)
+    if cut is not None:
+        (where or st).caption(f"The link to this view carries the first {cut[0]:,} of these {cut[1]:,} characters "
+                              "(an address cannot hold more); the page itself uses all of them.")
 
 
 def _snapshot() -> dict[str, list[str]]:
@@ -124,16 +192,21 @@ def _same(raw: str, value) -> bool:
     return raw == str(value)
 
 
-def link_notices(initial: dict[str, list[str]], current: dict[str, list[str]], values: dict) -> list[str]:
+def link_notices(initial: dict[str, list[str]], current: dict[str, list[str]], values: dict,
+                 labels: dict | None = None) -> list[str]:
     """What to tell the student about a link's parameters, after the page used what it could.
 
     ``initial``: the URL's parameters when the session started; ``current``: after the page ran
     (Streamlit removed or corrected what its widgets could not take); ``values``: the widgets'
-    values now (session state).
+    values now (session state); ``labels``: the same values as a link writes them (an option's label, which
+    is what the address holds, not the value behind it), where they differ.
 
     >>> link_notices({"temperature": ["nan"], "top_k": ["5"], "zoom": ["3"]}, {"top_k": ["5"]},
     ...              {"temperature": 0.8, "top_k": 5})
     ['temperature = “nan” could not be used here: showing 0.8.', 'zoom is not a setting llmviz knows: ignored.']
+    >>> link_notices({"train_model": ["gpt-huge"]}, {}, {"train_model": "gpt-micro"},
+    ...              {"train_model": "GPT micro (2 layers, d 64)"})
+    ['train_model = “gpt-huge” could not be used here: showing GPT micro (2 layers, d 64).']
     """
     notices = []
     for name, raw_values in initial.items():
@@ -151,7 +224,10 @@ def link_notices(initial: dict[str, list[str]], current: dict[str, list[str]], v
         value = values.get(name)
         if now is None and len(raw_values) == 1 and _same(raw, value):
             continue  # the link named the default value: Streamlit only tidied the URL
-        shown = ", ".join(_short(str(v), 30) for v in value) if isinstance(value, list) else _short(str(value), 40)
+        label = labels.get(name, value) if labels else value  # what a link writes (an option's label)
+        if now is None and len(raw_values) == 1 and _same(raw, label):
+            continue
+        shown = ", ".join(_short(str(v), 30) for v in label) if isinstance(label, list) else _short(str(label), 40)
         if now is None:
             notices.append(f"{name} = “{_short(raw)}” could not be used here: showing {shown or 'the default'}.")
         else:
@@ -205,6 +281,8 @@ def clean(name: str, values: list[str]) -> tuple[list[str] | None, str | None]:
     (None, 'temperature = “1e999” is not a usable number: showing the default.')
     >>> clean("prompt", ["ab\x00c"])
     (['abc'], None)
+    >>> clean("prompt", ["👩\u200d💻 \u200fسلام\u200c"])  # joiners and direction marks are text
+    (['👩\u200d💻 \u200fسلام\u200c'], None)
     >>> clean("text", ["x" * 3000])[1]
     'text was 3,000 characters long: shortened to 2,000.'
     """
@@ -219,9 +297,12 @@ def clean(name: str, values: list[str]) -> tuple[list[str] | None, str | None]:
             return None, f"{name} = “{_short(raw)}” is not a usable number: showing the default."
         return values[-1:], None
     if kind == "text":
-        text = "".join(ch for ch in raw if ch in "\n\t" or ch.isprintable())
-        if len(text) > MAX_TEXT:
-            return [text[:MAX_TEXT]], f"{name} was {len(text):,} characters long: shortened to {MAX_TEXT:,}."
+        # drop control characters (NUL, escape codes) and lone surrogates; keep format characters: a zero-width
+        # joiner builds an emoji sequence, direction marks and non-joiners are part of Persian or Arabic text
+        text = "".join(ch for ch in raw if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cs"))
+        carried = link_text(text)
+        if carried != text:
+            return [carried], f"{name} was {len(text):,} characters long: shortened to {len(carried):,}."
         return [text], None
     if len(values) > 50 or any(len(value) > 300 for value in values):
         return None, f"{name} = “{_short(raw)}” is not one of this page's choices: showing the default."
@@ -288,7 +369,8 @@ def links():
             state[_CHECKED] = True
             initial = state[_INITIAL]
             values = {name: state[name] for name in initial if name in PARAMS and name in state}
-            notices = list(state.pop(_NOTICES, [])) + link_notices(initial, _snapshot(), values)
+            labels = {name: _as_in_link(name, value) for name, value in values.items()}
+            notices = list(state.pop(_NOTICES, [])) + link_notices(initial, _snapshot(), values, labels)
             for name in initial:
                 if name not in PARAMS and name not in _STREAMLIT:
                     with contextlib.suppress(Exception):
@@ -296,6 +378,22 @@ def links():
             if notices:
                 notice_box.warning("This link's settings were partly used:\n\n"
                                    + "\n".join(f"- {_escape_markdown(n)}" for n in notices[:8]), icon=":material/link:")
+
+
+def _as_in_link(name: str, value):
+    """A widget's value as its bound URL parameter writes it (an option widget writes its label, e.g.
+    "GPT micro (2 layers, d 64)", not the value behind it); the value itself when that cannot be found."""
+    with contextlib.suppress(Exception):
+        from streamlit.runtime.state.session_state_proxy import get_session_state
+
+        internal = get_session_state()._state
+        widget_id = internal._key_id_mapper.get_id_from_key(name)
+        metadata = internal._new_widget_state.widget_metadata.get(widget_id)
+        # option widgets (selectbox, radio, multiselect) hold their labels in the address; sliders hold numbers
+        if metadata is not None and metadata.value_type in ("string_value", "string_array_value"):
+            serialized = metadata.serializer(value)
+            return list(serialized) if isinstance(serialized, list | tuple) else serialized
+    return value
 
 
 def _escape_markdown(text: str) -> str:
