@@ -33,6 +33,7 @@ pytestmark = pytest.mark.browser
 TRAINING = "training?" + urllib.parse.urlencode({"train_model": "GPT mini (4 layers, d 128)", "steps": 2000})
 RUNNING = re.compile(r"running · step (\d+)/2000")
 PAUSED = re.compile(r"paused · step \d+/2000")
+YOUR_RUN = re.compile(r"Run \d+ · \d\d:\d\d · ")  # how the picker names a run of this session (ui.labels.run_label)
 
 
 def step_of(locator) -> int:
@@ -102,7 +103,7 @@ def test_a_run_trains_in_the_background_while_the_student_looks_around(app_url, 
     bob = browser.new_context(viewport={"width": 1400, "height": 1200})
     other = open_page(bob, f"{app_url}/training")
     main_area(other).get_by_text("On this server: 1 run(s) training").first.wait_for()
-    assert not any(re.match(r"Run \d+ · ", option) for option in sidebar_options(other))
+    assert not any(YOUR_RUN.match(option) for option in sidebar_options(other))
     no_error_box(other)
 
     # Pause: a paused run gives its place on the server back (Bob's page says so, and the suite's two cores go to
@@ -159,7 +160,7 @@ def test_a_run_trains_in_the_background_while_the_student_looks_around(app_url, 
 def look_at_her_run(page, state: re.Pattern, title: str, compares: bool = True) -> None:
     """Alice's run is picked on this page, its progress shows in the sidebar, and (``compares``) the page shows
     step 0 beside step N."""
-    assert re.match(r"Run \d+ · ", picked(page)), picked(page)
+    assert YOUR_RUN.match(picked(page)), picked(page)
     sidebar(page).get_by_text(state).first.wait_for()
     if compares:
         open_lazy(page, "Compare step 0 with the picked step")  # the comparison runs only once opened

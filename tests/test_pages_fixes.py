@@ -75,7 +75,8 @@ def test_your_bpe_names_its_corpus_and_is_flagged_after_a_corpus_change():
     finish_jobs(at.button(key="train_bpe").click().run())
     assert_no_error_box(at)
     assert "your BPE" in by_label(at.multiselect, "Tokenizers").options
-    headings = texts(at.subheader)
+    at.multiselect(key="tokenizers").set_value(["bpe"]).run()
+    headings = re.sub(r"\\(.)", r"\1", texts(at.subheader))  # the Markdown source escapes punctuation
     assert "trained on US census first names" in headings, headings
     at.selectbox(key="corpus").set_value("python-docs").run()
     assert_no_error_box(at)
@@ -111,7 +112,7 @@ def test_zipf_caption_reports_the_fit():
 
 def test_word_vocabulary_label_tells_its_real_size_and_spaces_are_not_words():
     at = run_page("pages/tokens.py")  # python-docs: fewer distinct words than the 5,000 asked for
-    words = next(h.value for h in at.subheader if h.value.startswith("Words of"))
+    words = next(re.sub(r"\\(.)", r"\1", h.value) for h in at.subheader if h.value.startswith("Words of"))
     expected = WordTokenizer.train(corpus.load("python-docs"), max_vocab=5000).vocab_size - 1  # [UNK] is no word
     assert "5,000" not in words and f"all {expected:,} of its words" in words, words
     at = run_page("pages/tokens.py", corpus="names")

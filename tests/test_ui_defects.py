@@ -255,3 +255,29 @@ def test_pages_point_to_no_material_students_never_saw():
 
     for entry in corpus.list_corpora():  # what the Home page's table and the sidebar show of each corpus
         assert not POINTERS.search(f"{entry.title} {entry.description}"), entry
+
+
+def _page_with_a_broken_section():
+    import streamlit as st
+
+    from ui import quiz as quiz_ui
+    from ui import sections
+
+    @sections.section("demo.broken")
+    def broken() -> None:
+        st.write("drawn before the error")
+        raise TypeError("'tokenizers.Encoding' object is not iterable")
+
+    st.session_state["quiz_open_demo"] = True
+    quiz_ui.section("demo", lambda: [][1])  # a question builder that fails
+    broken()
+    st.write("the rest of the page")
+
+
+def test_a_section_that_fails_shows_a_message_and_the_page_goes_on():
+    at = AppTest.from_function(_page_with_a_broken_section, default_timeout=TIMEOUT).run()
+    assert not at.exception, [e.value for e in at.exception]  # no traceback reaches the student
+    errors = shown(at.error)
+    assert "Something went wrong in this section: TypeError" in errors, errors
+    assert "Something went wrong in the questions: IndexError" in errors, errors
+    assert "the rest of the page" in texts(at.markdown)

@@ -74,17 +74,19 @@ def section(page: str, build: Callable[[], list[Question]], title: str = "Predic
             st.button("Ask me", key=f"quiz_open_button_{page}", type="primary",
                       on_click=lambda: st.session_state.update({f"quiz_open_{page}": True}))
             return
-        try:
-            questions = build()
-        except QuizPending as pending:
-            st.progress(pending.fraction, text=str(pending))
-            st.button("Show the questions", key=f"quiz_pending_{page}",
-                      help="The runs train in the background; this looks again.")
-            return
-        except LlmvizError as error:
-            st.info(str(error))
-            return
-        for number, question in enumerate(questions, start=1):
+        from ui import friendly_errors  # any other error: a message in the expander, never a traceback
+
+        questions = None
+        with friendly_errors("the questions"):
+            try:
+                questions = build()
+            except QuizPending as pending:
+                st.progress(pending.fraction, text=str(pending))
+                st.button("Show the questions", key=f"quiz_pending_{page}",
+                          help="The runs train in the background; this looks again.")
+            except LlmvizError as error:
+                st.info(str(error))
+        for number, question in enumerate(questions or [], start=1):
             ask(question, page, number)
 
 
