@@ -178,8 +178,9 @@ def generate_section(view: picker.ModelView, encoded) -> None:
                 alternatives = " | ".join(f"{tokenizer.printable(t)} {p:.2f}" for t, p in record.top[:5])
                 alpha = 0.15 + 0.85 * record.probability
                 spans.append(f"<span title='p = {record.probability:.3f} · top: {literal_html(alternatives)}' "
-                             f"style='background: rgba(76,110,245,{alpha:.2f}); white-space: pre-wrap'>{literal_html(piece)}</span>")
-            # a run with no space in it (a long identifier, a row of '=') still wraps inside the column
+                             f"style='background: rgba(76,110,245,{alpha:.2f}); white-space: break-spaces'>{literal_html(piece)}</span>")
+            # a highlighted space at the end of a line wraps too (pre-wrap let it hang past the column's edge), and a
+            # run with no space in it (a long identifier, a row of '=') breaks inside the column
             st.markdown("<div class='llmviz-generated' style='font-family:monospace;line-height:1.8;"
                         "overflow-wrap:anywhere;word-break:break-word'>" + "".join(spans) + "</div>",
                         unsafe_allow_html=True)

@@ -106,12 +106,13 @@ def sampling_controls_share_the_slide_of_the_bars_they_change(slides: list[dict]
 
 
 def test_generated_text_wraps_inside_the_page(app_url, browser):
-    """A run of text with no space in it (a long identifier) wraps instead of running off the right edge."""
+    """200 tokens after a prompt with a long run of no space: every highlighted token stays inside its column
+    (a highlighted space at the end of a line hung past the edge, and an unbreakable run overflowed)."""
     context = browser.new_context(viewport=SCREEN)
-    page = open_page(context, f"{app_url}/sampling?prompt=" + "abcdefghij" * 20)
+    page = open_page(context, f"{app_url}/sampling?prompt=" + "abcdefghij" * 15)
     generate = slider(page, "Tokens to generate")
     generate.focus()
-    generate.press("Home")  # one token: the prompt alone is the long run
+    generate.press("End")  # 200 tokens (the sidebar's fixed seed: the same text every run)
     wait_until_idle(page)
     page.get_by_role("button", name="Generate", exact=True).click()
     wait_until_idle(page)
@@ -122,6 +123,6 @@ def test_generated_text_wraps_inside_the_page(app_url, browser):
       const right = Math.max(...Array.from(div.querySelectorAll('span')).map((s) => s.getBoundingClientRect().right));
       return right - column.right;
     }""")
-    assert overflow <= 0, f"the generated text runs {overflow:.0f} px past its column"
+    assert overflow <= 0.5, f"the generated text runs {overflow:.0f} px past its column"
     no_error_box(page)
     context.close()
