@@ -290,3 +290,41 @@ def gpt2_to_llama(base: GPTConfig | None = None, kv_heads: int | None = None) ->
         rows.append(ArchitectureRow(change, config, sum(count_parameters_without_building(config).values()),
                                     kv_cache_bytes(config, 1, "bf16")))
     return rows
+
+
+# ---------------------------------------------------------------------------- predict, then reveal
+
+
+def kv_cache_question(n_heads: int, n_kv_heads: int, tokens: int, layers: int = 24, head_dim: int = 64):
+    """How many MiB does the KV cache hold? (distractors: as many key/value heads as query heads, one, and the
+    keys alone)."""
+    from llmviz.quiz import Question
+
+    def mib(kv: int, both: int = 2) -> str:
+        return f"{both * layers * kv * head_dim * tokens * 2 / 2**20:,.1f} MiB"
+
+    right = mib(n_kv_heads)
+    options = sorted({right, mib(n_heads), mib(1), mib(n_kv_heads, 1), mib(2 * n_kv_heads)},
+                     key=lambda text: float(text.split()[0].replace(",", "")))
+    prompt = (f"A model with {layers} layers, {n_heads} query heads and {n_kv_heads} key/value heads of {head_dim} "
+              f"dimensions generates {tokens:,} tokens in bf16 (2 bytes a number). How big is its KV cache?")
+    explanation = (f"Keys **and** values, for every layer and every key/value head (not every query head): "
+                   f"2 × {layers} × {n_kv_heads} × {head_dim} × {tokens:,} × 2 bytes = {right}. With {n_heads} "
+                   f"key/value heads (multi-head) it would be {mib(n_heads)}.")
+    return Question("kv-cache", prompt, tuple(options), options.index(right), explanation)
+
+
+def rope_question(head_dim: int = 64, theta: float = 10000.0):
+    """With RoPE, a query at 10 and a key at 7 give some score; what do the same vectors give at 30 and 27?"""
+    from llmviz.quiz import Question
+
+    scores = rope_scores(head_dim, theta, positions=31)
+    near, far = float(scores.scores[10, 7]), float(scores.scores[30, 27])
+    options = ("the same score", "a smaller score: they are further from the start",
+               "a larger score: later positions turn further", "no way to tell without the words")
+    prompt = (f"With RoPE (head_dim {head_dim}, θ = {theta:,.0f}), the same query vector at position 10 and the same "
+              "key vector at position 7 score q·k = s. Move both 20 positions later (query at 30, key at 27). "
+              "What do they score?")
+    explanation = (f"Both are turned by 20 more positions, so the angle between them is unchanged: "
+                   f"s(10, 7) = {near:.4f} and s(30, 27) = {far:.4f}. Only the distance (3) counts.")
+    return Question("rope-distance", prompt, options, 0, explanation)

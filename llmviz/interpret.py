@@ -5,7 +5,8 @@ GPT's ``ln_f``, ``lm_head`` and config, so it works the same on the shipped GPT,
 run, and GPT-2 loaded into :class:`llmviz.models.GPT`.
 
 - :func:`logit_lens` (nostalgebraist, 2020): the residual stream after the embedding and after
-  each block, passed through the final LayerNorm and the unembedding, read as a prediction.
+  each block, passed through the model's final norm (LayerNorm or RMSNorm) and the unembedding, read as
+  a prediction.
 - :func:`head_scores`: how much each head attends to the previous token, the first token, an
   earlier copy of the same token, or the token after an earlier copy (induction; Olsson et al.,
   2022), measured on :func:`diagnostic_tokens` (a random token sequence repeated twice).
@@ -27,7 +28,7 @@ def residual_points(cache: dict[str, torch.Tensor], n_layers: int) -> list[tuple
     """The residual stream after the embedding and after every block: ``[(name, (B, T, C)), ...]``.
 
     The embedding point is block 0's input (token + position embedding); a model with no
-    blocks has none (its stream is read from the final LayerNorm's input instead).
+    blocks has none (its stream is read from the final norm's input instead).
     """
     if n_layers == 0:
         raise ValueError("a model without blocks has no residual stream between blocks to look at")

@@ -402,6 +402,7 @@ def grouped_query() -> None:
     except ConfigError as error:
         st.error(str(error))
         return
+    quiz_ui.section("gqa", lambda: [architectures.kv_cache_question(n_heads, n_kv_heads, tokens)])
     groups = architectures.kv_groups(config)
     owner = [[j for j, heads in enumerate(groups) if h in heads][0] for h in range(n_heads)]
     figure = go.Figure(go.Heatmap(z=[owner], x=[f"Q{h}" for h in range(n_heads)], y=["reads K/V head"],

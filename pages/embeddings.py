@@ -13,6 +13,7 @@ from llmviz import architectures, lab_tasks, views
 from llmviz import embeddings as emb
 from llmviz.errors import LlmvizError
 from ui import charts, picker, sections, share, training
+from ui import quiz as quiz_ui
 from ui.text import literal_markdown, tidy_floats
 
 settings = ui.settings()
@@ -343,6 +344,7 @@ def rotary_positions() -> None:
     st.latex(rf"\text{{angle}}(p, i) = p \cdot \theta^{{-2i/d_{{head}}}}:\quad "
              rf"\text{{angle}}(3, {pair}) = 3 \cdot {theta:,.0f}^{{-{2 * pair}/{head_dim}}} "
              rf"= {3 * float(angles.frequencies[pair]):.4f}\ \text{{radians}}")
+    quiz_ui.section("rope", lambda: [architectures.rope_question(head_dim, theta)])
     st.subheader("The score depends only on how far apart")
     st.markdown("Put the **same** query and key at every pair of positions (m for the query, n for the key) and "
                 "take their dot product after rotating: every diagonal (the same distance m − n) holds one number, "

@@ -122,8 +122,9 @@ def lens_section() -> None:
         return
     st.text_input("A sentence", DEFAULT_SENTENCE, max_chars=2000, **share.bind("lens_text"))
     share.carried_note("lens_text")
-    st.markdown("Each row passes the residual stream at that depth through the model's **final LayerNorm and "
-                "output head**, as if the remaining blocks were skipped: $\\text{softmax}(W_U\\,\\mathrm{LN}_f(x_\\ell))$. "
+    final_norm = "RMSNorm" if getattr(getattr(view.model, "config", None), "norm", "") == "rmsnorm" else "LayerNorm"
+    st.markdown(f"Each row passes the residual stream at that depth through the model's **final {final_norm} and "
+                "output head**, as if the remaining blocks were skipped: $\\text{softmax}(W_U\\,\\mathrm{Norm}_f(x_\\ell))$. "
                 "Cells show the top token and are coloured by its probability; hover for the top 5. The last row "
                 "is the model's own prediction.")
     with ui.friendly_errors("the logit lens"):

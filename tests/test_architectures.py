@@ -380,3 +380,15 @@ def test_mlp_comparison_formulas():
     swiglu_mlp = GPT(tiny(mlp_kind="swiglu", d_mlp=48, bias=False)).blocks[0].mlp
     assert mlp_parameters(32, 128, "gelu", bias=True) == sum(p.numel() for p in gelu_mlp.parameters())
     assert mlp_parameters(32, 48, "swiglu") == sum(p.numel() for p in swiglu_mlp.parameters()) == 3 * 32 * 48
+
+
+def test_predict_then_reveal_questions_compute_their_answers():
+    from llmviz.architectures import kv_cache_question, rope_question
+
+    question = kv_cache_question(12, 4, 8192)
+    assert question.options[question.answer] == f"{2 * 24 * 4 * 64 * 8192 * 2 / 2**20:,.1f} MiB" == "192.0 MiB"
+    assert len(set(question.options)) == len(question.options) >= 3
+    question = rope_question()
+    assert question.options[question.answer] == "the same score"
+    near, far = [float(x) for x in question.explanation.split("= ")[1:3] for x in [x.split(" ")[0].rstrip(".")]]
+    assert near == pytest.approx(far, abs=1e-3)
