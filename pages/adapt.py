@@ -83,8 +83,13 @@ def _matrix(values, title: str, height: int, colorscale: str = "RdBu", zmid: flo
 
 
 # ------------------------------------------------------------------ quiz
+@st.cache_data(show_spinner="Computing the answers…", max_entries=16)
+def _questions(key: str, _model, _tokenizer) -> list:
+    return adapt.adapt_questions(_model, _tokenizer, "The for statement")
+
+
 with ui.friendly_errors("the questions"):
-    quiz_ui.section("adapt", lambda: adapt.adapt_questions(model, tokenizer, "The for statement"))
+    quiz_ui.section("adapt", lambda: _questions(view.key, model, tokenizer))
 
 
 # ------------------------------------------------------------------ 1. LoRA
@@ -471,6 +476,12 @@ def serving_section(view: picker.ModelView) -> None:
     st.markdown("**Static vs continuous batching (real generation)**")
     slots = st.slider("Slots (requests served at once)", 1, 4, 2, key="batch_slots")
     wanted = (24, 4, 16, 6, 10, 4)
+    small = model.num_parameters() <= adapt.QUICK_PARAMETERS
+    if not small and not st.button("Serve the six requests both ways", key="batch_run") \
+            and not st.session_state.get(f"batch_done_{view.key}"):
+        st.caption("A large model takes a while for 128 generated tokens: press the button to run it.")
+        return
+    st.session_state[f"batch_done_{view.key}"] = True
     with ui.friendly_errors("serving the requests"):
         results = _batching(view.key, slots, wanted, model, view.tokenizer)
         figure = go.Figure()
