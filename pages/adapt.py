@@ -400,6 +400,25 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
             st.caption("Counted exactly: every tensor autograd saves passes through a hook, distinct storages are "
                        "added up, weights left out. Checkpointing keeps each block's input and recomputes the rest "
                        "in the backward pass (same loss, more time). Step times are wall-clock on a shared server.")
+    st.markdown("**The switches on a real run (lab runs, same data and seed)**")
+    steps = st.slider("Steps", 20, 400, 60, step=20, key="memory_steps")
+    if st.button("Train three runs: plain, checkpointing, checkpointing + bf16", key="memory_start"):
+        with ui.friendly_errors("starting the runs"):
+            for name, checkpointing, bf16 in (("plain", False, False), ("checkpointing", True, False),
+                                              ("checkpointing + bf16", True, True)):
+                _submit(adapt.memory_run(view.model, view.tokenizer, text, steps, settings.seed, checkpointing, bf16),
+                        f"{RUN_TAG} memory: {name}")
+            st.rerun(scope="app")
+    runs = {job.label.removeprefix(f"{RUN_TAG} memory: "): job for job in _runs(f"{RUN_TAG} memory:")}
+    for job in runs.values():
+        _progress(job, "memory")
+    if runs:
+        charts.show(_curves(runs, title="Training loss: checkpointing changes nothing, bf16 a little"),
+                    key="memory_curves")
+        st.dataframe(pd.DataFrame([{"run": name, "step": job.status().step,
+                                    "tokens/s (median)": round(pd.Series([m.tokens_per_s for m in job.status().metrics])
+                                                               .median()) if job.status().metrics else None}
+                                   for name, job in runs.items()]), hide_index=True)
     processes = st.slider("Processes (GPUs)", 1, 64, 8, key="zero_processes")
     stages = memory.sharding(view.model.num_parameters(), processes)
     figure = go.Figure()
