@@ -101,6 +101,14 @@ def qat_run(model: GPT, tokenizer: Tokenizer, text: str, spec: qz.QuantSpec, ste
                          quant=spec)
 
 
+def memory_run(model: GPT, tokenizer: Tokenizer, text: str, steps: int, seed: int, checkpointing: bool,
+               bf16: bool, lr: float = 3e-4) -> memory.MemoryTrainer:
+    """Fine-tuning on ``text`` with gradient checkpointing and/or bf16 autocast (same data and seed as full_run)."""
+    train_config = _config(require_gpt(model), steps, lr, seed)
+    return memory.MemoryTrainer(train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer),
+                                initial_model=model, checkpointing=checkpointing, bf16=bf16)
+
+
 def delta_between(before: GPT, after: GPT) -> dict[str, torch.Tensor]:
     """ΔW of every matrix that changed between two snapshots of one run (step 0 → step N)."""
     return lora.delta_weights(before.state_dict(), after.state_dict())

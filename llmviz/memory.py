@@ -25,6 +25,7 @@ from torch.utils.checkpoint import checkpoint
 
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import GPT, Block
+from llmviz.train import Trainer
 
 
 class CheckpointedBlock(Block):
@@ -141,6 +142,28 @@ def measure_step(model: GPT, inputs: torch.Tensor, targets: torch.Tensor, checkp
     seconds = time.perf_counter() - start
     return StepMeasure(checkpointing, bf16, saved.bytes, saved.count, float(loss.detach()), seconds,
                        torch.cuda.max_memory_allocated() if cuda else None)
+
+
+@dataclass
+class MemoryTrainer(Trainer):
+    """A training run with gradient checkpointing and/or bf16 autocast switched on (a lab run).
+
+    Checkpointing changes the blocks' class only, so snapshots and checkpoints stay an ordinary GPT's."""
+
+    checkpointing: bool = False
+    bf16: bool = False
+
+    def __post_init__(self, initial_model: nn.Module | None = None):
+        super().__post_init__(initial_model)
+        if not isinstance(self.model, GPT):
+            raise ConfigError("Gradient checkpointing here works on GPT models.")
+        set_checkpointing(self.model, self.checkpointing)
+
+    def train_step(self) -> tuple[float, float]:
+        if not self.bf16:
+            return super().train_step()
+        with torch.autocast(self.device.type, dtype=torch.bfloat16):
+            return super().train_step()
 
 
 # ---------------------------------------------------------------------------- ZeRO / FSDP arithmetic

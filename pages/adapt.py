@@ -83,8 +83,13 @@ def _matrix(values, title: str, height: int, colorscale: str = "RdBu", zmid: flo
 
 
 # ------------------------------------------------------------------ quiz
+@st.cache_data(show_spinner="Computing the answers…", max_entries=16)
+def _questions(key: str, _model, _tokenizer) -> list:
+    return adapt.adapt_questions(_model, _tokenizer, "The for statement")
+
+
 with ui.friendly_errors("the questions"):
-    quiz_ui.section("adapt", lambda: adapt.adapt_questions(model, tokenizer, "The for statement"))
+    quiz_ui.section("adapt", lambda: _questions(view.key, model, tokenizer))
 
 
 # ------------------------------------------------------------------ 1. LoRA
@@ -395,6 +400,25 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
             st.caption("Counted exactly: every tensor autograd saves passes through a hook, distinct storages are "
                        "added up, weights left out. Checkpointing keeps each block's input and recomputes the rest "
                        "in the backward pass (same loss, more time). Step times are wall-clock on a shared server.")
+    st.markdown("**The switches on a real run (lab runs, same data and seed)**")
+    steps = st.slider("Steps", 20, 400, 60, step=20, key="memory_steps")
+    if st.button("Train three runs: plain, checkpointing, checkpointing + bf16", key="memory_start"):
+        with ui.friendly_errors("starting the runs"):
+            for name, checkpointing, bf16 in (("plain", False, False), ("checkpointing", True, False),
+                                              ("checkpointing + bf16", True, True)):
+                _submit(adapt.memory_run(view.model, view.tokenizer, text, steps, settings.seed, checkpointing, bf16),
+                        f"{RUN_TAG} memory: {name}")
+            st.rerun(scope="app")
+    runs = {job.label.removeprefix(f"{RUN_TAG} memory: "): job for job in _runs(f"{RUN_TAG} memory:")}
+    for job in runs.values():
+        _progress(job, "memory")
+    if runs:
+        charts.show(_curves(runs, title="Training loss: checkpointing changes nothing, bf16 a little"),
+                    key="memory_curves")
+        st.dataframe(pd.DataFrame([{"run": name, "step": job.status().step,
+                                    "tokens/s (median)": round(pd.Series([m.tokens_per_s for m in job.status().metrics])
+                                                               .median()) if job.status().metrics else None}
+                                   for name, job in runs.items()]), hide_index=True)
     processes = st.slider("Processes (GPUs)", 1, 64, 8, key="zero_processes")
     stages = memory.sharding(view.model.num_parameters(), processes)
     figure = go.Figure()
@@ -471,6 +495,12 @@ def serving_section(view: picker.ModelView) -> None:
     st.markdown("**Static vs continuous batching (real generation)**")
     slots = st.slider("Slots (requests served at once)", 1, 4, 2, key="batch_slots")
     wanted = (24, 4, 16, 6, 10, 4)
+    small = model.num_parameters() <= adapt.QUICK_PARAMETERS
+    if not small and not st.button("Serve the six requests both ways", key="batch_run") \
+            and not st.session_state.get(f"batch_done_{view.key}"):
+        st.caption("A large model takes a while for 128 generated tokens: press the button to run it.")
+        return
+    st.session_state[f"batch_done_{view.key}"] = True
     with ui.friendly_errors("serving the requests"):
         results = _batching(view.key, slots, wanted, model, view.tokenizer)
         figure = go.Figure()

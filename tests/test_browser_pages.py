@@ -133,6 +133,9 @@ CHANGES = {
     "training": [Step(lambda p: nudge(p, "Positions per sequence", 2))],
     "sampling": [Step(lambda p: fill(p, 'input[aria-label="Prompt"]', PROMPT)),
                  Step(lambda p: nudge(p, "Temperature", 3))],
+    "adapt": [Step(lambda p: nudge(p, "Rank r", 1), alone="adapt.lora"),
+              Step(lambda p: main_area(p).locator("[data-testid='stRadio']").filter(has_text="Bits").first
+                   .get_by_text("4", exact=True).click(), alone="adapt.quantize")],
 }
 # Markdown, HTML, $…$ and quotes in a prompt appear as typed, in the page and in the generated text (issue 19; the shipped
 # GPT's byte-level BPE keeps every character), and the link carries it to the student unchanged.

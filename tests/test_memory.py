@@ -77,3 +77,25 @@ def test_dropout_does_not_make_the_settings_differ():
     inputs, targets = batch()
     assert memory.measure_step(model, inputs, targets).loss == memory.measure_step(
         model, inputs, targets, checkpointing=True).loss
+
+
+def test_checkpointed_run_trains_exactly_like_the_plain_run_and_bf16_close():
+    import pickle
+
+    from llmviz import corpus
+    from llmviz.train import TrainConfig, Trainer, prepare_data
+
+    config = TrainConfig(model="gpt-nano", tokenizer="char", context_size=16, batch_size=8, steps=5, lr=1e-2,
+                         warmup_steps=1, eval_interval=5, eval_batches=1, seed=3)
+    dataset = prepare_data(corpus.load("names")[:3000], config)
+    torch.manual_seed(0)
+    start = GPT(PRESETS["gpt-nano"].replace(vocab_size=dataset.vocab_size, context_length=16))
+    plain = [m.train_loss for m in Trainer(config, dataset, initial_model=start).run()]
+    trainer = memory.MemoryTrainer(config, dataset, initial_model=start, checkpointing=True)
+    assert type(trainer.model.blocks[0]) is memory.CheckpointedBlock
+    assert [m.train_loss for m in trainer.run()] == pytest.approx(plain, abs=1e-5)
+    half = [m.train_loss for m in memory.MemoryTrainer(config, dataset, initial_model=start, bf16=True).run()]
+    assert half == pytest.approx(plain, rel=0.05)
+    restored = GPT(start.config)
+    restored.load_state_dict(trainer.model.state_dict())  # snapshots load into a plain GPT
+    pickle.loads(pickle.dumps(trainer))
