@@ -169,6 +169,7 @@ class Benchmark:
         self.rows: list[Row] = []
         self.problems: list[str] = []
         self.shots = 0
+        self.watching = ""
 
     def add(self, row: Row) -> Row:
         self.rows.append(row)
@@ -315,12 +316,19 @@ class Benchmark:
                                                     or x["section"] == "sidebar.jobs")]
         pages = [x for x in lines if x["section"] == "page:training"]
         seconds = sum(x["seconds"] for x in live + pages)
-        print(f"watching cost during (c)'s fresh opens ({window_s:.0f} s): {len(live)} live section refreshes, "
-              f"{len(pages)} Training page runs; {seconds:.1f} s of server time = {seconds / max(window_s, 1e-9):.2f} "
-              "s per second", flush=True)
+        parts = {}
+        for x in live + pages:
+            count, total = parts.get(x["section"], (0, 0.0))
+            parts[x["section"]] = (count + 1, total + x["seconds"])
+        self.watching = (f"While (c)'s fresh sessions opened Attention ({window_s:.0f} s), the watching tabs cost "
+                         f"{seconds:.1f} s of server time ({seconds / max(window_s, 1e-9):.2f} s per second; wall "
+                         "time inside the script runs, so it includes waiting for the CPU): "
+                         + ", ".join(f"{name} ×{count} ({total:.1f} s)" for name, (count, total) in sorted(parts.items())))
+        print(self.watching, flush=True)
 
     async def phase_share(self, browser) -> None:
-        row = Row("d", "one session presses Train 3 times: the third is refused with a reason",
+        row = Row("d", "one session presses Train 3 times: the third is refused with a reason (seconds: the first two "
+                       "presses, until the page settled)",
                   budget="refused, says why", check=lambda r: r.note.startswith("refused"))
         session = self.session(browser)
         try:
@@ -339,7 +347,7 @@ class Benchmark:
                 message = await refusal.inner_text()
                 await asyncio.sleep(3)
                 lasting = "stayed on the page for 3 s" if await refusal.count() else "**gone within 3 s**"
-                row.note = f"refused; the message {lasting}: “{message[:160]}”"
+                row.note = f"refused; the message {lasting}: “{message[:110]}…”"
             except Exception:  # noqa: BLE001 - reported as the budget not met
                 row.note = "NOT refused (no message within 60 s)"
             boxes = await session.error_boxes(allowed=REFUSED)
@@ -413,6 +421,8 @@ def main() -> None:
           f"LLMVIZ_RUNS_PER_SESSION={_env('LLMVIZ_RUNS_PER_SESSION', '1')}; {args.toggles} toggle(s) per session, "
           f"{args.think:g} s apart; total {time.monotonic() - started:.0f} s.\n")
     print(_app.table(HEADER, [row.cells() for row in benchmark.rows]))
+    if benchmark.watching:
+        print("\n" + benchmark.watching)
     if benchmark.problems or tracebacks:
         print("\nProblems seen:")
         for text in benchmark.problems:
