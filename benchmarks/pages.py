@@ -394,7 +394,7 @@ def measure_page(browser, app: _app.App, name: str, args, rows: list[Row], query
         close(page)
 
 
-def live_costs(page, log: Path, rows: list[Row], watch_s: float = 12.0) -> None:
+def live_costs(page, log: Path, rows: list[Row], watch_s: float = 20.0) -> None:
     """While a run trains: what each live refresh costs (nobody touches anything for ``watch_s`` seconds); then
     the run is stopped."""
     if not main_area(page).get_by_text(re.compile(r"running · step")).count():
@@ -404,8 +404,10 @@ def live_costs(page, log: Path, rows: list[Row], watch_s: float = 12.0) -> None:
     lines = read_log(log)[before:]
     for section in sorted({x["section"] for x in lines}):
         runs = [x["seconds"] for x in lines if x["section"] == section and (x["rerun"] or section.startswith("page:"))]
+        what = ("the whole page reruns to follow the run's newest snapshot" if section.startswith("page:")
+                else "a live refresh while a run trains")
         if runs:
-            record(rows, Row("training", section, f"a live refresh while a run trains ({len(runs)} in {watch_s:.0f} s)",
+            record(rows, Row("training", section, f"{what} ({len(runs)} in {watch_s:.0f} s, nothing touched)",
                              runs, "page" if section.startswith("page:") else "fragment",
                              PAGE_MS if section.startswith("page:") else SECTION_MS))
     for button in main_area(page).get_by_role("button", name="Stop").all():
