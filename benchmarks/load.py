@@ -26,7 +26,8 @@ two polls is still seen and its end is known to the millisecond.
 - toggle time = from the click until a new script run has been seen (bounded: 10 s) and has ended, and the
   toggle's visible effect (the note under the causal mask comes or goes) is on the page.
 
-Errors: a wait that timed out, an error box or traceback on the page (the refusal in (d) excepted). p95 is
+Errors: a wait that timed out, an error box or traceback on the page (the refusal in (d) excepted), counted on
+the open row when the page never opened, else on the toggle row. p95 is
 ``statistics.quantiles(method="inclusive")``: never beyond the largest sample. Bounded: at most 30 sessions,
 ``--budget`` seconds in all (the table so far is printed if it runs out), 127.0.0.1 only; the server is
 stopped at the end whatever happens. Run it on a quiet machine: other work on the CPU inflates every number.
@@ -202,18 +203,21 @@ class Benchmark:
     async def attention_visit(self, browser, toggles: int, opens: Row, flips: Row, keep: list | None = None):
         """A session opens Attention and flips the toggle; errors are counted, not raised."""
         session = self.session(browser)
+        doing = opens
         try:
             opens.samples.append(await session.open("attention", MAIN_ATTENTION))
+            doing = flips
             for _ in range(toggles):
                 flips.samples.append(await session.toggle_mask())
                 await asyncio.sleep(self.args.think)
             boxes = await session.error_boxes()
             if boxes:
-                opens.errors += 1
+                doing.errors += 1
                 self.problem(f"{opens.phase}: error box on Attention: {boxes[0][:200]}")
         except Exception as error:  # noqa: BLE001 - a timeout is one error of the phase, not the end of it
-            opens.errors += 1
-            self.problem(f"{opens.phase}: {describe(error)}{await self.snap(session, opens.phase)}")
+            doing.errors += 1
+            what = "opening Attention" if doing is opens else "toggling the mask"
+            self.problem(f"{opens.phase}: {what}: {describe(error)}{await self.snap(session, opens.phase)}")
         finally:
             if keep is not None:
                 keep.append(session)
@@ -244,7 +248,6 @@ class Benchmark:
         finally:
             for session in open_sessions:
                 await session.close()
-        flips.errors = opens.errors
         self.add(opens)
         self.add(flips)
 
