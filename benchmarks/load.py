@@ -1,203 +1,443 @@
-"""A classroom on one server: many browser sessions at once, with and without training runs.
+"""A classroom on one server: many browser sessions at once, with and without training runs, against issue 26's budgets.
 
-Starts ``streamlit run app.py`` on 127.0.0.1 (a free port), then with headless chromium:
+    python benchmarks/load.py [--sessions 20] [--toggles 2] [--phases a,b,c,d] [--budget 1500] [--port 8530]
 
-1. idle: one session on the Attention page flips the "Causal mask" toggle (its idle render time);
-2. classroom: ``--sessions`` (20) sessions open Attention at once and each flips the toggle;
-3. training: ``--trainers`` (5) sessions start a run on the Training page, and one more session
-   browses Attention (flips the toggle) while they train.
+Starts ``streamlit run app.py`` on 127.0.0.1 (the app as a teacher runs it, plus ``LLMVIZ_TIMINGS`` so the
+server's own time is known), then drives ONE headless chromium with one browser context per session (a
+session = a student's tab; contexts share the browser's processes, so 20 of them fit on 2 cores), viewport
+1280 × 800:
 
-Render time = from the click until Streamlit's "running" indicator has gone (as a student sees it).
-Prints p50/p95 and the error count per phase. Bounded: at most 30 sessions, ``--budget`` seconds in all,
-127.0.0.1 only. Usage: ``python benchmarks/load.py [--sessions 20] [--trainers 5]``.
+(a) one session alone opens Attention and flips its "Causal mask" toggle (after one cold open that loads the
+    models, reported apart);
+(b) ``--sessions`` (20) sessions open Attention at once, then each flips the toggle ``--toggles`` times;
+    budget: open p95 ≤ 15 s, toggle p95 ≤ 3 s, 0 errors;
+(c) 2 sessions press Train on the Training page (a long run: 2,000 steps, batch 64, context 128) and stay there
+    watching it, 4 more sessions watch the Training page, then ``--fresh`` (3) fresh sessions open Attention
+    one after the other; budget: each opens in ≤ 8 s;
+(d) one session presses Train three times quickly: the third is refused with a message that says why
+    ("each browser session trains …").
+
+How it times (``benchmarks/_app.py``): every page records each change of the app's script state
+(``data-test-script-state`` of ``[data-testid="stApp"]``) with the page's own clock, so a run that ends between
+two polls is still seen and its end is known to the millisecond.
+
+- time to open = from ``goto`` until the app is connected, its script run has ended (no run for 1 s after) and
+  the page's main element (the toggle) is visible;
+- toggle time = from the click until a new script run has been seen (bounded: 10 s) and has ended, and the
+  toggle's visible effect (the note under the causal mask comes or goes) is on the page.
+
+Errors: a wait that timed out, an error box or traceback on the page (the refusal in (d) excepted), counted on
+the open row when the page never opened, else on the toggle row. p95 is
+``statistics.quantiles(method="inclusive")``: never beyond the largest sample. Bounded: at most 30 sessions,
+``--budget`` seconds in all (the table so far is printed if it runs out), 127.0.0.1 only; the server is
+stopped at the end whatever happens. Run it on a quiet machine: other work on the CPU inflates every number.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
+import json
 import re
-import socket
-import statistics
-import subprocess
 import sys
 import time
-import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _app  # noqa: E402
+
 MAX_SESSIONS = 30
+VIEWPORT = {"width": 1280, "height": 800}
+MAIN_ATTENTION = "Causal mask"  # the Attention page's main element: the toy example's toggle
+MASK_NOTE = "Under the causal mask"  # shown while the mask is on: the toggle's visible effect
+TRAINING_MAIN = "1. Train a model"
+RUN_STARTED = re.compile(r"running · step|waiting: number \d+ in the queue")
+REFUSED = "each browser session trains"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+@dataclass
+class Row:
+    """One line of the table: a phase, what was timed, its samples, errors and budget."""
+
+    phase: str
+    what: str
+    samples: list[float] = field(default_factory=list)
+    errors: int = 0
+    budget: str = ""
+    check: object = None  # callable(row) -> bool, or None: no budget
+    note: str = ""
+
+    def cells(self) -> list[str]:
+        s = sorted(self.samples)
+        stats = ([_app.fmt_s(_app.quantile(s, 0.5)), _app.fmt_s(_app.quantile(s, 0.95)), _app.fmt_s(s[-1])]
+                 if s else ["-", "-", "-"])
+        met = "" if self.check is None else ("yes" if self.check(self) else "**no**")
+        return [self.phase, self.what + (f" ({self.note})" if self.note else ""), str(len(s)), *stats,
+                str(self.errors), self.budget or "-", met]
 
 
-def start_server(port: int) -> subprocess.Popen:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-                                "--server.port", str(port), "--server.headless", "true"],
-                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 90
-    while time.time() < deadline:
+HEADER = ["phase", "what (seconds)", "n", "p50", "p95", "max", "errors", "budget", "met"]
+
+
+def p95_within(limit: float, errors_too: bool = False):
+    def check(row: Row) -> bool:
+        return bool(row.samples) and _app.quantile(sorted(row.samples), 0.95) <= limit and not (
+            errors_too and row.errors)
+    return check
+
+
+def each_within(limit: float):
+    return lambda row: bool(row.samples) and max(row.samples) <= limit and not row.errors
+
+
+class Session:
+    """One student's browser session (a browser context and its tab), with the app's state log."""
+
+    def __init__(self, browser, url: str, wait_s: float):
+        self.browser, self.url, self.wait_s = browser, url, wait_s
+        self.context = self.page = None
+        self.log = _app.StateLog()
+
+    async def open(self, path: str, main_text: str) -> float:
+        """Open ``path`` in a new session; seconds until it is connected, its first run over, ``main_text`` shown."""
+        self.context = await self.browser.new_context(viewport=VIEWPORT)
+        await self.context.add_init_script(_app.INIT_SCRIPT)
+        self.page = await self.context.new_page()
+        self.page.set_default_timeout(self.wait_s * 1000)
+        main = self.page.get_by_text(main_text).first
+        start = time.monotonic()
+        await self.page.goto(f"{self.url}/{path}", wait_until="commit", timeout=self.wait_s * 1000)
+
+        async def shown(page) -> bool:
+            return await main.is_visible()
+
+        end = await _app.wait_settled_async(self.page, self.log, started=start, timeout_s=self.wait_s, ready=shown)
+        return end - start
+
+    async def settle(self, live: bool = False) -> None:
+        """Wait (untimed) until the app has run what the last action asked for."""
+        await _app.read_state_async(self.page, self.log)
+        await _app.wait_settled_async(self.page, self.log, started=time.monotonic(), timeout_s=self.wait_s,
+                                      live=live)
+
+    async def act(self, action, ready=None, live: bool = False) -> float:
+        """Do ``action()``; seconds until a new script run has ended (and ``ready(page)``)."""
+        await _app.read_state_async(self.page, self.log)
+        before = self.log.count
+        start = time.monotonic()
+        await action()
+        end = await _app.wait_settled_async(self.page, self.log, started=start, after=before, timeout_s=self.wait_s,
+                                            live=live, ready=ready)
+        return end - start
+
+    async def toggle_mask(self) -> float:
+        """Flip Attention's "Causal mask"; seconds until the page shows the result."""
+        note = self.page.get_by_text(MASK_NOTE)
+        had_note = await note.count() > 0
+
+        async def flipped(page) -> bool:
+            return (await note.count() > 0) != had_note
+
+        return await self.act(lambda: self.page.get_by_text(MAIN_ATTENTION).first.click(), ready=flipped)
+
+    async def error_boxes(self, allowed: str | None = None) -> list[str]:
+        boxes = self.page.locator(_app.ERROR_BOXES)
+        texts = [await boxes.nth(i).inner_text() for i in range(await boxes.count())]
+        return [text for text in texts if not (allowed and allowed in text)]
+
+    async def slider_to_end(self, label: str) -> None:
+        slider = (self.page.locator("[data-testid='stSlider']").filter(has=self.page.get_by_text(label, exact=True))
+                  .get_by_role("slider").first)
+        await slider.focus()
+        await self.act(lambda: self.page.keyboard.press("End"))
+
+    async def close(self) -> None:
+        if self.context is not None:
+            await self.context.close()
+            self.context = None
+
+
+def describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
+
+
+class Benchmark:
+    """The phases; every row is printed as soon as it is known (a run cut short by its budget still reports)."""
+
+    def __init__(self, args, app: _app.App):
+        self.args, self.app = args, app
+        self.rows: list[Row] = []
+        self.problems: list[str] = []
+        self.shots = 0
+        self.watching = ""
+
+    def add(self, row: Row) -> Row:
+        self.rows.append(row)
+        print("row: " + " | ".join(row.cells()), flush=True)
+        return row
+
+    def problem(self, text: str) -> None:
+        self.problems.append(text)
+        print("problem: " + text, flush=True)
+
+    async def snap(self, session: Session, phase: str) -> str:
+        """With ``--shots DIR``: a screenshot of a session that went wrong; returns " (screenshot: path)"."""
+        if not self.args.shots or session.page is None:
+            return ""
+        self.shots += 1
+        path = Path(self.args.shots) / f"load-{phase}-{self.shots}.png"
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as response:
-                if response.read().strip() == b"ok":
-                    return process
-        except OSError:
-            time.sleep(0.5)
-    process.kill()
-    raise SystemExit("streamlit did not start")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            await session.page.screenshot(path=str(path), timeout=30_000)
+        except Exception:  # noqa: BLE001 - a screenshot is a bonus
+            return ""
+        return f" (screenshot: {path})"
 
+    def session(self, browser) -> Session:
+        return Session(browser, self.app.url, self.args.wait)
 
-async def idle(page, timeout: float = 120.0) -> float:
-    """Wait until the script run is over; returns when it was first seen over (monotonic seconds)."""
-    deadline = time.monotonic() + timeout
-    quiet_since = None
-    while time.monotonic() < deadline:
-        running = await page.locator("[data-testid='stStatusWidget']").count() > 0
-        now = time.monotonic()
-        if running:
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = now
-        elif now - quiet_since > 1.0:
-            return quiet_since
-        await asyncio.sleep(0.05)
-    raise TimeoutError("the page kept running")
+    def timing_lines(self) -> int:
+        return len(self.app.timings.read_text().splitlines()) if self.app.timings.exists() else 0
 
+    async def attention_visit(self, browser, toggles: int, opens: Row, flips: Row, keep: list | None = None):
+        """A session opens Attention and flips the toggle; errors are counted, not raised."""
+        session = self.session(browser)
+        doing = opens
+        try:
+            opens.samples.append(await session.open("attention", MAIN_ATTENTION))
+            doing = flips
+            for _ in range(toggles):
+                flips.samples.append(await session.toggle_mask())
+                await asyncio.sleep(self.args.think)
+            boxes = await session.error_boxes()
+            if boxes:
+                doing.errors += 1
+                self.problem(f"{opens.phase}: error box on Attention: {boxes[0][:200]}")
+        except Exception as error:  # noqa: BLE001 - a timeout is one error of the phase, not the end of it
+            doing.errors += 1
+            what = "opening Attention" if doing is opens else "toggling the mask"
+            self.problem(f"{opens.phase}: {what}: {describe(error)}{await self.snap(session, opens.phase)}")
+        finally:
+            if keep is not None:
+                keep.append(session)
+            else:
+                await session.close()
 
-async def open_attention(context, url: str):
-    page = await context.new_page()
-    await page.goto(f"{url}/attention", timeout=180_000)
-    await page.wait_for_selector("[data-testid='stApp']", timeout=180_000)
-    await page.get_by_text("Causal mask").first.wait_for(timeout=180_000)
-    await idle(page, 180)
-    return page
+    async def phase_alone(self, browser) -> None:
+        cold = Row("a", "first open after the server started (cold: loads the models)")
+        await self.attention_visit(browser, 0, cold, Row("a", ""))
+        self.add(cold)
+        opens = Row("a", "1 session alone: open Attention")
+        flips = Row("a", "1 session alone: toggle the causal mask")
+        for _ in range(3):
+            await self.attention_visit(browser, self.args.toggles, opens, flips)
+        self.add(opens)
+        self.add(flips)
 
+    async def phase_class(self, browser) -> None:
+        n = self.args.sessions
+        opens = Row("b", f"{n} sessions open Attention at once", budget="p95 ≤ 15 s, 0 errors",
+                    check=p95_within(15, errors_too=True))
+        flips = Row("b", f"{n} sessions: toggle the causal mask", budget="p95 ≤ 3 s, 0 errors",
+                    check=p95_within(3, errors_too=True))
+        open_sessions: list[Session] = []
+        try:  # every tab stays open until the whole class is done, as in a classroom
+            await asyncio.gather(*[self.attention_visit(browser, self.args.toggles, opens, flips, keep=open_sessions)
+                                   for _ in range(n)])
+        finally:
+            for session in open_sessions:
+                await session.close()
+        self.add(opens)
+        self.add(flips)
 
-async def flip(page) -> float:
-    """Flip the causal-mask toggle; seconds until the page has re-rendered."""
-    start = time.monotonic()
-    await page.get_by_text("Causal mask").first.click()
-    # wait until the run has started (or already ended), then until it is over
-    for _ in range(40):
-        if await page.locator("[data-testid='stStatusWidget']").count() > 0:
-            break
-        await asyncio.sleep(0.05)
-    end = await idle(page, 180)
-    errors = await page.locator("[data-testid='stException'], [data-testid='stAlertContentError']").count()
-    if errors:
-        raise RuntimeError(f"{errors} error box(es) on the page")
-    return end - start
+    async def start_long_run(self, session: Session) -> str:
+        """On the Training page: the longest run the sliders allow, then Train; the run's first status line."""
+        for label in ("Steps", "Batch size", "Context (tokens)"):
+            await session.slider_to_end(label)
+        main = session.page.get_by_test_id("stMainBlockContainer")
+        await main.get_by_role("button", name="Train", exact=True).click()
+        status = main.get_by_text(RUN_STARTED).first
+        await status.wait_for(timeout=self.args.wait * 1000)
+        return await status.inner_text()
 
+    async def phase_training(self, browser) -> None:
+        trainer_open = Row("c", "Training page open (the 2 trainers, 4 watchers)")
+        fresh = Row("c", "fresh session opens Attention while 2 runs train and 6 tabs watch", budget="each ≤ 8 s",
+                    check=each_within(8))
+        fresh_flips = Row("c", "fresh session: toggle the causal mask")
+        trainers = [self.session(browser) for _ in range(2)]
+        watchers = [self.session(browser) for _ in range(4)]
+        try:
+            async def trainer(session: Session) -> str:
+                trainer_open.samples.append(await session.open("training", TRAINING_MAIN))
+                return await self.start_long_run(session)
 
-async def session(browser, url: str) -> float:
-    context = await browser.new_context(viewport={"width": 1280, "height": 900})
-    try:
-        page = await open_attention(context, url)
-        return await flip(page)
-    finally:
-        await context.close()
-
-
-async def start_training(browser, url: str):
-    context = await browser.new_context(viewport={"width": 1280, "height": 900})
-    page = await context.new_page()
-    await page.goto(f"{url}/training", timeout=180_000)
-    await idle(page, 180)
-    main = page.get_by_test_id("stMainBlockContainer")
-    steps = main.get_by_role("slider").nth(4)
-    await steps.focus()
-    await page.keyboard.press("End")  # 2000 steps: they keep training through the measurement
-    await idle(page, 180)
-    await main.get_by_role("button", name="Train", exact=True).click()
-    # started, or waiting its turn in the queue (the server trains at most LLMVIZ_MAX_JOBS at once)
-    await main.get_by_text(re.compile(r"running · step|waiting: number \d+ in the queue")).first.wait_for(timeout=300_000)
-    return context
-
-
-def summary(name: str, times: list[float], errors: int) -> list[str]:
-    """One row of the table; printed at once, so a benchmark cut short by its budget still reports."""
-    if not times:
-        row = [name, "-", "-", "-", str(errors)]
-    else:
-        p95 = statistics.quantiles(times, n=20)[-1] if len(times) >= 2 else times[0]
-        row = [name, str(len(times)), f"{statistics.median(times):.2f}", f"{p95:.2f}", str(errors)]
-    print("row: " + " | ".join(row), flush=True)
-    return row
-
-
-async def main_async(args) -> list[list[str]]:
-    from playwright.async_api import async_playwright
-
-    port = free_port()
-    server = start_server(port)
-    url = f"http://127.0.0.1:{port}"
-    rows = []
-    try:
-        async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-            # warm the caches (first model load), then the idle time of one session
-            await session(browser, url)
-            idle_times = [await session(browser, url) for _ in range(3)]
-            rows.append(summary("1 session alone (idle)", idle_times, 0))
-
-            results = await asyncio.gather(*[session(browser, url) for _ in range(args.sessions)],
-                                           return_exceptions=True)
-            times = [r for r in results if isinstance(r, float)]
-            errors = [r for r in results if not isinstance(r, float)]
-            for error in errors[:3]:
-                print(f"error: {type(error).__name__}: {str(error)[:200]}", file=sys.stderr)
-            rows.append(summary(f"{args.sessions} sessions at once", times, len(errors)))
-
-            trainers = await asyncio.gather(*[start_training(browser, url) for _ in range(args.trainers)],
-                                            return_exceptions=True)
-            started = [t for t in trainers if not isinstance(t, BaseException)]
-            for error in [t for t in trainers if isinstance(t, BaseException)][:3]:
-                print(f"training error: {type(error).__name__}: {str(error)[:200]}", file=sys.stderr)
-            busy, busy_errors = [], 0
-            for _ in range(3):
+            started = await asyncio.gather(*[trainer(s) for s in trainers], return_exceptions=True)
+            for result in started:
+                if isinstance(result, BaseException):
+                    trainer_open.errors += 1
+                    self.problem(f"c: a trainer could not start its run: {describe(result)}")
+                elif "waiting" in result:
+                    self.problem(f"c: a run waits instead of training ({result[:120]}): the server trains fewer "
+                                 "than 2 runs at once (LLMVIZ_MAX_JOBS)")
+            for session in watchers:
                 try:
-                    busy.append(await session(browser, url))
-                except Exception as error:  # noqa: BLE001 - counted and reported
-                    busy_errors += 1
-                    print(f"error: {type(error).__name__}: {str(error)[:200]}", file=sys.stderr)
-            rows.append(summary(f"1 session while {len(started)} train", busy, busy_errors))
-            for context in started:
-                await context.close()
-            await browser.close()
-    finally:
-        server.terminate()
+                    trainer_open.samples.append(await session.open("training", TRAINING_MAIN))
+                except Exception as error:  # noqa: BLE001
+                    trainer_open.errors += 1
+                    self.problem(f"c: a watcher could not open Training: {describe(error)}")
+            self.add(trainer_open)
+            lines_before, window_start = self.timing_lines(), time.monotonic()
+            for _ in range(self.args.fresh):
+                await self.attention_visit(browser, 1, fresh, fresh_flips)
+            window = time.monotonic() - window_start
+            still = 0
+            for session in trainers:
+                if session.page is not None and await session.page.get_by_text(re.compile("running · step")).count():
+                    still += 1
+            fresh.note = f"{still} of 2 runs still training at the end"
+            if still < 2:
+                self.problem(f"c: only {still} of the 2 runs were still training when the fresh sessions were done")
+            self.add(fresh)
+            self.add(fresh_flips)
+            self.watching_cost(lines_before, window)
+            for session in trainers + watchers:
+                if session.page is not None:
+                    for box in await session.error_boxes():
+                        self.problem(f"c: error box on the Training page: {box[:200]}")
+        finally:
+            for session in trainers + watchers:
+                await session.close()
+
+    def watching_cost(self, first_line: int, window_s: float) -> None:
+        """What the server spent on the watching tabs (live sections and page reruns that follow a run)."""
+        if not self.app.timings.exists():
+            return
+        lines = [json.loads(line) for line in self.app.timings.read_text().splitlines()[first_line:] if line.strip()]
+        live = [x for x in lines if x["rerun"] and (x["section"].startswith("training.")
+                                                    or x["section"] == "sidebar.jobs")]
+        pages = [x for x in lines if x["section"] == "page:training"]
+        seconds = sum(x["seconds"] for x in live + pages)
+        parts = {}
+        for x in live + pages:
+            count, total = parts.get(x["section"], (0, 0.0))
+            parts[x["section"]] = (count + 1, total + x["seconds"])
+        self.watching = (f"While (c)'s fresh sessions opened Attention ({window_s:.0f} s), the watching tabs cost "
+                         f"{seconds:.1f} s of server time ({seconds / max(window_s, 1e-9):.2f} s per second; wall "
+                         "time inside the script runs, so it includes waiting for the CPU): "
+                         + ", ".join(f"{name} ×{count} ({total:.1f} s)" for name, (count, total) in sorted(parts.items())))
+        print(self.watching, flush=True)
+
+    async def phase_share(self, browser) -> None:
+        row = Row("d", "one session presses Train 3 times: the third is refused with a reason (seconds: the first two "
+                       "presses, until the page settled)",
+                  budget="refused, says why", check=lambda r: r.note.startswith("refused"))
+        session = self.session(browser)
         try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-    return rows
+            await session.open("training", TRAINING_MAIN)
+            await session.slider_to_end("Steps")
+            main = session.page.get_by_test_id("stMainBlockContainer")
+            refusal = main.get_by_text(REFUSED).first
+            for press in range(3):
+                start = time.monotonic()
+                await main.get_by_role("button", name="Train", exact=True).click()
+                if press < 2:
+                    await session.settle(live=True)
+                    row.samples.append(time.monotonic() - start)
+            try:
+                await refusal.wait_for(timeout=60_000)
+                message = await refusal.inner_text()
+                await asyncio.sleep(3)
+                lasting = "stayed on the page for 3 s" if await refusal.count() else "**gone within 3 s**"
+                row.note = f"refused; the message {lasting}: “{message[:110]}…”"
+            except Exception:  # noqa: BLE001 - reported as the budget not met
+                row.note = "NOT refused (no message within 60 s)"
+            boxes = await session.error_boxes(allowed=REFUSED)
+            row.errors = len(boxes)
+            for box in boxes:
+                self.problem(f"d: error box: {box[:200]}")
+        except Exception as error:  # noqa: BLE001
+            row.errors += 1
+            row.note = row.note or f"failed: {describe(error)}"
+            self.problem(f"d: {describe(error)}")
+        finally:
+            await session.close()
+        self.add(row)
+
+    async def run(self) -> None:
+        from playwright.async_api import async_playwright
+
+        async with async_playwright() as playwright:
+            try:
+                browser = await playwright.chromium.launch(executable_path=_app.CHROMIUM, headless=True,
+                                                           args=_app.CHROMIUM_ARGS)
+            except Exception as error:  # noqa: BLE001
+                raise _app.launch_failed(error) from None
+            try:
+                phases = {"a": self.phase_alone, "b": self.phase_class, "c": self.phase_training,
+                          "d": self.phase_share}
+                for name in self.args.phases:
+                    print(f"phase ({name})…", flush=True)
+                    await phases[name](browser)
+            finally:
+                await browser.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=20)
-    parser.add_argument("--trainers", type=int, default=5)
-    parser.add_argument("--budget", type=float, default=900, help="seconds for the whole benchmark")
+    parser.add_argument("--sessions", type=int, default=20, help="sessions opening Attention at once in (b)")
+    parser.add_argument("--toggles", type=int, default=2, help="toggle clicks per session in (a) and (b)")
+    parser.add_argument("--fresh", type=int, default=3, help="fresh sessions opening Attention in (c)")
+    parser.add_argument("--think", type=float, default=1.0, help="seconds between two clicks of one student")
+    parser.add_argument("--phases", default="abcd", help="which phases, e.g. ab or a,c")
+    parser.add_argument("--wait", type=float, default=240, help="seconds one wait may take before it is an error")
+    parser.add_argument("--budget", type=float, default=1500, help="seconds for the whole benchmark")
+    parser.add_argument("--port", type=int, default=8530)
+    parser.add_argument("--shots", default="", help="folder for screenshots of sessions that went wrong")
     args = parser.parse_args()
-    if args.sessions + args.trainers + 1 > MAX_SESSIONS:
-        raise SystemExit(f"at most {MAX_SESSIONS} sessions")
-    started = time.time()
-    rows = asyncio.run(asyncio.wait_for(main_async(args), timeout=args.budget))
-    header = ["phase (Attention page, flip a toggle)", "renders", "p50 s", "p95 s", "errors"]
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-    for row in [header, ["-" * w for w in widths], *rows]:
-        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)))
-    print(f"(server and browser on this machine: {os.cpu_count()} CPUs; training cap "
-          f"{os.environ.get('LLMVIZ_MAX_JOBS', 'CPU cores')}; total {time.time() - started:.0f} s)")
+    args.phases = [p for p in args.phases.replace(",", "") if p.strip()]
+    if unknown := [p for p in args.phases if p not in "abcd"]:
+        parser.error(f"unknown phase(s) {', '.join(unknown)}: use a, b, c, d")
+    if not 1 <= args.sessions <= MAX_SESSIONS or not 1 <= args.fresh <= 10:
+        parser.error(f"--sessions 1 to {MAX_SESSIONS}, --fresh 1 to 10")
+    _app.require_browser()
+
+    load_before = _app.load_average()
+    started = time.monotonic()
+    cut_short = ""
+    with _app.App("app.py", _app.free_port(args.port)) as app:
+        benchmark = Benchmark(args, app)
+        try:
+            asyncio.run(asyncio.wait_for(benchmark.run(), timeout=args.budget))
+        except TimeoutError:
+            cut_short = f" — CUT SHORT by the {args.budget:.0f} s budget"
+        except KeyboardInterrupt:
+            cut_short = " — interrupted"
+        tracebacks = app.server_errors()
+    print()
+    print(f"A classroom on one server: server and headless chromium on this machine, one browser context per "
+          f"session{cut_short}.")
+    for line in _app.machine(load_before):
+        print(line)
+    print(f"Settings: LLMVIZ_MAX_JOBS={_env('LLMVIZ_MAX_JOBS', 'CPU cores')}, "
+          f"LLMVIZ_RUNS_PER_SESSION={_env('LLMVIZ_RUNS_PER_SESSION', '1')}; {args.toggles} toggle(s) per session, "
+          f"{args.think:g} s apart; total {time.monotonic() - started:.0f} s.\n")
+    print(_app.table(HEADER, [row.cells() for row in benchmark.rows]))
+    if benchmark.watching:
+        print("\n" + benchmark.watching)
+    if benchmark.problems or tracebacks:
+        print("\nProblems seen:")
+        for text in benchmark.problems:
+            print(f"- {text}")
+        if tracebacks:
+            print(f"- the server printed {len(tracebacks)} traceback(s), e.g. {'; '.join(tracebacks[:3])[:400]}")
+
+
+def _env(name: str, default: str) -> str:
+    import os
+
+    return os.environ.get(name) or default
 
 
 if __name__ == "__main__":
