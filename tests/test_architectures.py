@@ -392,3 +392,27 @@ def test_predict_then_reveal_questions_compute_their_answers():
     assert question.options[question.answer] == "the same score"
     near, far = [float(x) for x in question.explanation.split("= ")[1:3] for x in [x.split(" ")[0].rstrip(".")]]
     assert near == pytest.approx(far, abs=1e-3)
+
+
+def test_a_trainer_with_switches_pickles_for_a_worker_process():
+    import pickle
+
+    from llmviz.train import TrainConfig, Trainer
+
+    config = TrainConfig(model="moe-tiny", tokenizer="char", context_size=8, batch_size=2, steps=1,
+                         architecture={"positions": "none"})
+    trainer = Trainer.from_text("abcdefgh ijklmnop " * 30, config)
+    copy = pickle.loads(pickle.dumps(trainer))
+    assert copy.model.config == trainer.model.config and copy.model.config.positions == "none"
+
+
+@pytest.mark.parametrize("change, words", [({"n_experts": 100_000}, "n_experts = 100000"),
+                                           ({"d_mlp": 10**7}, "d_mlp = 10000000"),
+                                           ({"n_experts": 256, "d_mlp": 65_536, "d_model": 4096, "n_layers": 64},
+                                            "parameters, more than llmviz loads")])
+def test_a_described_mixture_of_experts_too_big_to_load_is_refused(change, words):
+    from llmviz.train import _described_shapes
+
+    description = {"kind": "gpt", "config": {**tiny().to_dict(), **change}}
+    with pytest.raises(ConfigError, match=words):
+        _described_shapes(description)
