@@ -328,3 +328,19 @@ def rope_question(head_dim: int = 64, theta: float = 10000.0):
     explanation = (f"Both are turned by 20 more positions, so the angle between them is unchanged: "
                    f"s(10, 7) = {near:.4f} and s(30, 27) = {far:.4f}. Only the distance (3) counts.")
     return Question("rope-distance", prompt, options, 0, explanation)
+
+
+# ---------------------------------------------------------------------------- one switch, raced
+
+# Two runs that differ in one architecture switch (``TrainConfig.architecture``), raced on the Training page;
+# tests/test_architecture_race.py builds and trains both sides of each.
+SWITCH_RACES: dict[str, tuple[tuple[str, dict], tuple[str, dict]]] = {
+    "positions": (("learned positions", {"positions": "learned"}), ("RoPE", {"positions": "rope"})),
+    "norm": (("LayerNorm", {"norm": "layernorm"}), ("RMSNorm", {"norm": "rmsnorm"})),
+    "mlp": (("GELU MLP", {"mlp_kind": "gelu"}), ("SwiGLU MLP", {"mlp_kind": "swiglu"})),
+    "attention": (("multi-head attention", {}), ("grouped-query attention, 2 key/value heads", {"n_kv_heads": 2})),
+    "experts": (("dense MLP", {}), ("mixture of 4 experts, top-2", {"n_experts": 4, "experts_top_k": 2})),
+}
+SWITCH_RACE_TITLES = {"positions": "positions: learned vs RoPE", "norm": "LayerNorm vs RMSNorm",
+                      "mlp": "GELU vs SwiGLU", "attention": "multi-head vs grouped-query attention",
+                      "experts": "dense MLP vs mixture of experts"}

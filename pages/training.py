@@ -10,6 +10,7 @@ import torch
 
 import ui
 from llmviz import quiz
+from llmviz.architectures import SWITCH_RACE_TITLES, SWITCH_RACES
 from llmviz.errors import LlmvizError
 from llmviz.jobs import JobRefused
 from llmviz.losses import batch_loss, position_gradient
@@ -30,7 +31,10 @@ ui.page_header(
 )
 
 GPT_SIZES = {"gpt-nano": "GPT nano (2 layers, d 32)", "gpt-micro": "GPT micro (2 layers, d 64)",
-             "gpt-mini": "GPT mini (4 layers, d 128)"}
+             "gpt-mini": "GPT mini (4 layers, d 128)",
+             "llama-style": "Llama-style (4 layers, d 128: RoPE, RMSNorm, SwiGLU, grouped-query)",
+             "qwen-style": "Qwen-style (4 layers, d 128: like Llama, biased W_Q/W_K/W_V, tied head)",
+             "moe-tiny": "Mixture of experts (2 layers, d 64, 4 experts, top-2)"}
 MODEL_LABELS = GPT_SIZES | {name: f"char · {title}" for name, title in CHAR_MODEL_TITLES.items()}
 LEARNING_RATES = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0]
 
@@ -119,6 +123,31 @@ with race_right:
     race_model = st.selectbox("Optimizer race: model", ["mlp", "gpt-nano", "rnn"], format_func=MODEL_LABELS.get,
                               **ui.keep("race_model"))
     optimizer_race = st.button("SGD vs momentum vs RMSprop vs Adam")
+switch_left, switch_right = st.columns(2)
+race_switch = switch_left.selectbox("Architecture race: one switch, two GPT micros", list(SWITCH_RACES),
+                                    format_func=SWITCH_RACE_TITLES.get, **ui.keep("race_switch"),
+                                    help="The same GPT micro, the same seed and batches, on the corpus in the sidebar: "
+                                         "only this switch differs.")
+switch_race = switch_right.button("Race the two", key="switch_race")
+
+if switch_race:
+    race_seed = settings.run_seed()
+    runners = []
+    try:
+        for title, switches in SWITCH_RACES[race_switch]:
+            config = TrainConfig(model="gpt-micro", tokenizer="char", context_size=32, batch_size=16, steps=race_steps,
+                                 architecture=switches or None, eval_interval=max(1, race_steps // 10), seed=race_seed,
+                                 device=settings.device)
+            label = training.unique_label(f"switch race: {title}")
+            runners.append((label, Trainer(config, prepare_data(text, config, cached_tokenizer(corpus_label, text, "char", 0)))))
+        picker.manager().submit_race(picker.session_id(), runners)
+    except JobRefused as refused:
+        st.warning(str(refused))
+    except LlmvizError as error:
+        st.error(str(error))
+    else:
+        st.session_state["training_focus"] = None
+        st.rerun()
 
 if char_race or optimizer_race:
     from llmviz import corpus as corpus_module
