@@ -203,7 +203,11 @@ def go(page, title: str, idle: bool = True) -> None:
 def open_lazy(page, label: str) -> None:
     """Open a lazy section (ui.sections.lazy: an expander whose content runs only once opened) and wait for it."""
     summary = main_area(page).get_by_test_id("stExpander").filter(has_text=label).first.locator("summary")
-    summary.scroll_into_view_if_needed()
+    try:
+        summary.scroll_into_view_if_needed(timeout=60_000)
+    except Exception as error:
+        shot(page, "lazy-missing", full_page=True)
+        raise AssertionError(f"no lazy section {label!r} on the page: {main_area(page).inner_text()[:2000]}") from error
     summary.click()
     wait_until_idle(page)
 

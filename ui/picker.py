@@ -369,13 +369,14 @@ def selected_key() -> str:
     return base
 
 
-def current() -> ModelView:
+def current(mark: bool = True) -> ModelView:
     """What the shared sidebar picker selects (default: the shipped GPT).
 
     A run that follows its newest snapshot resolves to the step the sidebar slider shows, so a snapshot
     taken while the page draws never makes the page disagree with the sidebar.
     """
-    st.session_state[_USED] = True  # this page draws the picked model: following a run redraws it
+    if mark:  # this page draws the picked model: following a run redraws it
+        st.session_state[_USED] = True
     key = selected_key()
     if key.startswith("run:") and "@" not in key and key in st.session_state.get(_SHOWN_NEWEST, {}):
         key = f"{key}@{st.session_state[_SHOWN_NEWEST][key]}"

@@ -431,7 +431,7 @@ def restore_model() -> None:
         return
     wanted = _short(wanted, 200)
     picker.select(wanted)
-    shown = picker.current()
+    shown = picker.current(mark=False)
     if shown.key != wanted:
         notice(f"model = “{_short(wanted)}” is not available on this server (a run trained in another "
                f"session stays there): showing {shown.label}.")
@@ -443,7 +443,7 @@ def record_model() -> None:
     if picker is None:
         return
     with contextlib.suppress(Exception):
-        key = picker.current().key
+        key = picker.current(mark=False).key  # the address only: this is not the page drawing the model
         default = getattr(picker, "DEFAULT_KEY", None)
         if key == default:
             st.query_params.pop("model", None)
