@@ -104,7 +104,9 @@ def render_lens(view, column: str) -> None:
                 key=f"lens_grid_{column}")
     st.subheader("Layer by layer: the token that really comes next")
     followed = [p for p in positions if p + 1 < len(ids)]
-    picked = st.selectbox("Follow one position", followed, index=0, key=f"lens_follow_{column}",
+    # first the position the model gets most right in the end: its line climbs layer by layer
+    best = max(range(len(followed)), key=lambda i: float(lens.true_probs[-1, followed[i]]))
+    picked = st.selectbox("Follow one position", followed, index=best, key=f"lens_follow_{column}",
                           format_func=lambda p: f"{columns[p]} → {tokens[p + 1]}",
                           help="Its line is drawn in colour; the other positions of the grid in grey.")
     charts.show(lens_ui.true_token_figure(lens, tokens, columns, positions, picked), width="stretch",
