@@ -98,14 +98,18 @@ def render_lens(view, column: str) -> None:
     columns = charts.unique_labels(tokens)
     start = 0
     if len(ids) > lens_ui.WINDOW:  # a readable window of the sentence, moved along it
-        start = st.slider("Positions shown, from", 0, len(ids) - lens_ui.WINDOW, 0, key=f"lens_start_{column}",
+        # keyed by the length: a shorter sentence starts a new slider rather than keep a start past its end
+        start = st.slider("Positions shown, from", 0, len(ids) - lens_ui.WINDOW, 0, key=f"lens_start_{column}_{len(ids)}",
                           help=f"The grid shows {lens_ui.WINDOW} positions at a time: slide along the sentence.")
     positions = lens_ui.window(len(ids), start)
     charts.show(lens_ui.grid_figure(lens, tokens, columns, lambda i: label(view, i), positions), width="stretch",
                 key=f"lens_grid_{column}")
     st.subheader("Layer by layer: the token that really comes next")
     followed = [p for p in positions if p + 1 < len(ids)]
-    picked = st.selectbox("Follow one position", followed, index=0, key=f"lens_follow_{column}",
+    # first the position the model gets most right in the end: its line climbs layer by layer
+    best = max(range(len(followed)), key=lambda i: float(lens.true_probs[-1, followed[i]]))
+    # keyed by the tokens and the window: a new sentence (or a link to one) starts from its own best position
+    picked = st.selectbox("Follow one position", followed, index=best, key=f"lens_follow_{column}_{hash((tuple(ids), start))}",
                           format_func=lambda p: f"{columns[p]} → {tokens[p + 1]}",
                           help="Its line is drawn in colour; the other positions of the grid in grey.")
     charts.show(lens_ui.true_token_figure(lens, tokens, columns, positions, picked), width="stretch",

@@ -106,7 +106,7 @@ def distribution_panels(view: picker.ModelView, prompt: str, temperature: float,
                                           cliponaxis=False))
                 figure.update_layout(title=title, height=360, margin=dict(l=5, r=5, t=40, b=5),
                                      xaxis_range=[0, min(1.0, largest * 1.25)])
-                figure.update_yaxes(autorange="reversed", type="category")
+                figure.update_yaxes(autorange="reversed", type="category", dtick=1)  # every token named, big type too
                 charts.show(figure)
                 # entropy is never negative; rounding error can make a certain token's −0.000
                 st.metric("entropy", f"{max(0.0, entropy):.3f} nats", help="−Σ p ln p: 0 when one token is certain.")

@@ -74,6 +74,11 @@ def presenter(browser):
 def slides_of(presenter, url: str) -> list[dict]:
     page = open_page(presenter, url)
     page.wait_for_function("() => window.__llmvizPresent && window.__llmvizPresent.count() > 1")
+    counts = [0, -1]
+    while counts[-1] != counts[-2]:  # every section drawn: the number of slides holds for half a second
+        wait_until_idle(page)
+        counts.append(page.evaluate("() => window.__llmvizPresent.count()"))
+        page.wait_for_timeout(500)
     no_error_box(page)
     found = page.evaluate(SLIDES)
     page.close()
