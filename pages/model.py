@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from llmviz import inspect, views
+from llmviz import model_anatomy, views
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import PRESETS, GPTConfig
 from ui import charts, picker, sections, share
@@ -55,10 +55,10 @@ def size_a_gpt() -> None:
         with left:
             st.subheader("Architecture")
             st.markdown(charts.flow([(s.name, "(" + ", ".join(s.shape) + ")", s.detail)
-                                     for s in inspect.architecture(config)]), unsafe_allow_html=True)
+                                     for s in model_anatomy.architecture(config)]), unsafe_allow_html=True)
         with right:
             st.subheader("Parameters, computed from the modules")
-            table = inspect.parameter_table(config)
+            table = model_anatomy.parameter_table(config)
             total = sum(table.values())
             frame = pd.DataFrame({"component": list(table), "parameters": list(table.values())})
             frame["share"] = (frame["parameters"] / total).map(lambda x: f"{x:.1%}")
@@ -67,10 +67,10 @@ def size_a_gpt() -> None:
                             width="stretch")
             st.metric("Total parameters", f"{total:,}")
             m2, m3 = st.columns(2)
-            m2.metric("Weights in fp32", f"{inspect.memory_bytes(total, 'fp32') / 2**20:,.1f} MiB")
-            m3.metric("Weights in bf16", f"{inspect.memory_bytes(total, 'bf16') / 2**20:,.1f} MiB")
+            m2.metric("Weights in fp32", f"{model_anatomy.memory_bytes(total, 'fp32') / 2**20:,.1f} MiB")
+            m3.metric("Weights in bf16", f"{model_anatomy.memory_bytes(total, 'bf16') / 2**20:,.1f} MiB")
             if tie:
-                untied = sum(inspect.parameter_table(config.replace(tie_weights=False)).values())
+                untied = sum(model_anatomy.parameter_table(config.replace(tie_weights=False)).values())
                 st.caption(f"Untied, the same sizes have {untied:,} parameters: tying saves {untied - total:,} "
                            f"(the {config.vocab_size:,} × {config.d_model} output matrix).")
             st.caption("Memory counts the weights only: training also needs gradients, optimizer state "
@@ -114,7 +114,7 @@ def look_inside() -> None:
         tab_resid, tab_ln, tab_gelu, tab_mlp = st.tabs(
             ["Residual stream", "LayerNorm before/after", "GELU vs ReLU", "MLP activations"])
         with tab_resid:
-            norms = inspect.residual_norms(cache, model.config.n_layers)
+            norms = model_anatomy.residual_norms(cache, model.config.n_layers)
             figure = go.Figure(go.Scatter(x=[n for n, _ in norms], y=[v for _, v in norms], mode="lines+markers"))
             figure.update_layout(yaxis_title="mean ‖x‖ per token", height=320, margin=dict(t=10))
             charts.show(figure, width="stretch")
@@ -122,7 +122,7 @@ def look_inside() -> None:
                         "connections), so its size tends to grow from block to block.")
         with tab_ln:
             layer = ui.index_slider("Block", model.config.n_layers, key="ln_layer")
-            stats = inspect.layernorm_before_after(cache, layer)
+            stats = model_anatomy.layernorm_before_after(cache, layer)
             frame = pd.DataFrame({"token": labels, **{k: v.tolist() for k, v in stats.items()}})
             st.dataframe(frame.style.format(precision=4), hide_index=True, width="stretch")
             st.markdown("Before `ln1` each token's vector has its own mean and variance; LayerNorm rescales it to "
@@ -130,7 +130,7 @@ def look_inside() -> None:
                         "'after' columns are not exactly 0 and 1.")
             st.latex(r"\mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta")
         with tab_gelu:
-            curves = inspect.activation_curves()
+            curves = model_anatomy.activation_curves()
             figure = go.Figure()
             for name, values_ in curves.items():
                 if name != "x":
@@ -149,7 +149,7 @@ def look_inside() -> None:
                 charts.show(charts.heatmap(hidden[:, :neurons], x_labels=list(range(neurons)), y_labels=labels,
                                                colorscale="RdBu", zmid=0.0, text_format=None,
                                                x_title="neuron", y_title="token"), width="stretch")
-                fraction = inspect.positive_fraction(hidden)
+                fraction = model_anatomy.positive_fraction(hidden)
                 st.caption(f"{fraction:.0%} of this block's {hidden.shape[-1]} MLP neurons are positive across these tokens.")
 
 
