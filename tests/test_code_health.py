@@ -24,3 +24,95 @@ def test_torch_imports_with_the_package_folder_on_sys_path():
     code = f"import sys; sys.path.insert(0, {str(ROOT / 'llmviz')!r}); import torch; print(torch.__version__)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(packages=PACKAGES) -> dict[str, set[str]]:
+    """Module → the project modules it imports, read from the source with ast (imports inside functions count:
+    a circle through a lazy import is still a circle, only hidden until the function runs).
+
+    ``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else to ``pkg``.
+    """
+    import ast
+
+    files = {_module_name(path): path for package in packages for path in _module_files(package)}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        is_package = path.name == "__init__.py"
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:  # relative: from .x import y
+                    anchor = name.split(".") if is_package else name.split(".")[:-1]
+                    anchor = anchor[:len(anchor) - node.level + 1]
+                    base = ".".join(anchor + ([base] if base else []))
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in files else base for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                while target and target not in files:  # import a.b.c → the deepest project module named
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    edges.add(target)
+        graph[name] = edges
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted.
+
+    >>> import_cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}})
+    [['a', 'b']]
+    >>> import_cycles({"a": {"b"}, "b": set()})
+    []
+    """
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in sorted(graph.get(node, ())):
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def test_the_cycle_finder_sees_a_circle_through_a_lazy_import():
+    graph = {"llmviz.gpt2": {"llmviz.train"}, "llmviz.train": {"llmviz.gpt2", "llmviz.errors"}, "llmviz.errors": set()}
+    assert import_cycles(graph) == [["llmviz.gpt2", "llmviz.train"]]
+
+
+def test_no_import_cycles_in_llmviz_or_ui():
+    graph = import_graph()
+    assert "llmviz.gpt2" in graph and "ui.picker" in graph  # the reader found the modules
+    assert "llmviz.models.gpt" in graph["llmviz.gpt2"]  # ... and their imports
+    assert import_cycles(graph) == []

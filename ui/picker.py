@@ -21,9 +21,8 @@ import os
 import re
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Protocol
 
 import streamlit as st
 import torch.nn as nn
@@ -33,6 +32,7 @@ from llmviz.errors import LlmvizError
 from llmviz.snapshots import load_into
 from llmviz.train import load_checkpoint, model_description, model_from_description
 from ui import sections
+from ui.sources import SOURCES, Entry, ModelView, Source, register_source  # noqa: F401 - public names of ui.picker
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
@@ -45,50 +45,6 @@ _VERSION = "_picker_version"  # bumped by select() so the widget is drawn anew w
 _NOTICE = "_picker_notice"
 _STEP_WIDGET = "_picker_step_widget"  # the key of the step slider drawn last (older ones are stale)
 _SHOWN_NEWEST = "_picker_shown_newest"  # run_id → the newest step the sidebar slider showed in this script run
-
-
-@dataclass(frozen=True)
-class ModelView:
-    """What the picker selects: a ready-to-use, shared, read-only model with its tokenizer."""
-
-    key: str  # stable and URL-safe: "shipped:gpt-python-docs", "run:<run_id>@<step>", "pretrained:minilm", …
-    label: str
-    model: Any  # nn.Module in eval mode, grads off (MiniLM: the llmviz.pretrained.MiniLM object). Never mutate.
-    tokenizer: Any
-    meta: dict = field(default_factory=dict, compare=False, hash=False)
-    family: str = "gpt"  # "gpt" | "charlevel" | "decoder" | "minilm" | …
-    step: int | None = None
-    run_id: str | None = None
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One line of the picker."""
-
-    key: str  # base key without "@step"
-    label: str
-    family: str
-    note: str = ""  # a caption under the picker when chosen, e.g. "download 548 MB once"
-    steps: tuple[int, ...] = ()  # for runs: the kept snapshot steps (a step slider is shown)
-    available: bool = True  # False: listed with its note, but picking it falls back to the default
-
-
-class Source(Protocol):
-    """A kind of model the picker can offer (see :func:`register_source`)."""
-
-    prefix: str  # the part of the key before ":"
-
-    def entries(self) -> list[Entry]: ...
-
-    def load(self, key: str, step: int | None) -> ModelView: ...
-
-
-SOURCES: dict[str, Source] = {}
-
-
-def register_source(source: Source) -> None:
-    """Add (or replace) a source; entries are listed in registration order."""
-    SOURCES[source.prefix] = source
 
 
 # ---------------------------------------------------------------------------- session and jobs
