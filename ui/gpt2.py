@@ -68,8 +68,3 @@ class GPT2Source:
         model, tokenizer, meta = _load(str(folder), name)
         return ModelView(key, _label(name), model, tokenizer, meta, "gpt")
 
-
-def register() -> None:
-    from ui.sources import register_source
-
-    register_source(GPT2Source())
