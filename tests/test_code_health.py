@@ -144,3 +144,59 @@ def test_every_function_and_class_in_llmviz_and_ui_is_used_somewhere():
             unused += [f"{path.relative_to(ROOT)}:{node.name}" for node in defined
                        if words[node.name] <= 1]  # only its own def line
     assert sorted(set(unused) - KNOWN_UNUSED) == []
+
+
+def _project_names_used() -> dict[str, set[str]]:
+    """Module → the names the repository's files take from it: ``from llmviz.tokenizers import X`` and ``tk.X``
+    after ``from llmviz import tokenizers as tk`` (or ``import ui`` … ``ui.X``)."""
+    import ast
+    import importlib.util
+
+    def is_module(name: str) -> bool:
+        try:
+            return name.split(".")[0] in PACKAGES and importlib.util.find_spec(name) is not None
+        except ModuleNotFoundError:  # the parent is a module, not a package
+            return False
+
+    used: dict[str, set[str]] = {}
+    for path in ROOT.rglob("*.py"):
+        if {".venv", "node_modules"} & set(path.relative_to(ROOT).parts):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                    and node.module.split(".")[0] in PACKAGES:
+                for alias in node.names:
+                    if is_module(f"{node.module}.{alias.name}"):
+                        aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                    else:
+                        used.setdefault(node.module, set()).add(alias.name)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name in PACKAGES or (alias.asname and alias.name.split(".")[0] in PACKAGES):
+                        aliases[alias.asname or alias.name] = alias.name
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+                used.setdefault(aliases[node.value.id], set()).add(node.attr)
+    return used
+
+
+def test_every_name_taken_from_llmviz_or_ui_exists():
+    """Splitting a module (llmviz/tokenizers.py into llmviz/bpe/ and others, ui/__init__.py into ui/errors.py
+    and others) keeps every name that the pages, tests, benchmarks and scripts import from the old place."""
+    import importlib
+
+    def is_submodule(module: str, name: str) -> bool:
+        try:
+            return importlib.util.find_spec(f"{module}.{name}") is not None
+        except ModuleNotFoundError:
+            return False
+
+    used = _project_names_used()
+    assert {"BPETokenizer", "_gpt2_files", "compression_curve", "zipf_fit"} <= used["llmviz.tokenizers"]
+    assert {"friendly_errors", "settings", "ROOT", "KEEP"} <= used["ui"]
+    missing = [f"{module}.{name}" for module, names in sorted(used.items()) for name in sorted(names)
+               if not hasattr(importlib.import_module(module), name)
+               and not is_submodule(module, name)]
+    assert missing == []
