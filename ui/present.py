@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui.internals import PRESENTER_CSS, PRESENTER_SCRIPT
+
 _STATE = "present_mode"
 
 
@@ -52,130 +54,12 @@ def switch() -> bool:
     return on
 
 
-CSS = """
-<style>
-html { font-size: 20px; }
-[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 1.5rem 3rem 5rem 3rem; }
-[data-testid="stMainBlockContainer"] h1 { font-size: 2.4rem; }
-[data-testid="stMainBlockContainer"] h2 { font-size: 2.0rem; }
-[data-testid="stMainBlockContainer"] p, [data-testid="stMainBlockContainer"] li { font-size: 1.25rem; }
-[data-testid="stCaptionContainer"] p { font-size: 1.15rem; }
-[data-llmviz-hidden="1"] { display: none !important; }
-#llmviz-present-bar { position: fixed; right: 1.2rem; bottom: 1rem; z-index: 1000000; display: flex; gap: .5rem;
-  align-items: center; background: rgba(255,255,255,.95); border: 1px solid #ced4da; border-radius: 10px;
-  padding: .35rem .6rem; box-shadow: 0 2px 8px rgba(0,0,0,.15); font-family: sans-serif; font-size: 18px; }
-#llmviz-present-bar button { font-size: 18px; padding: .2rem .9rem; border-radius: 8px; border: 1px solid #4c6ef5;
-  background: #4c6ef5; color: white; cursor: pointer; }
-#llmviz-present-bar button[disabled] { opacity: .4; cursor: default; }
-</style>
-"""
-
-# Groups the main column's top-level blocks into sections, each starting at a block that holds an
-# h2 (st.header); everything before the first one (title, intro) is section 0. Shows one section;
-# (No '<' before a letter in the script: the HTML sanitizer would drop it.)
-# within it, reveals the text blocks (markdown paragraphs, captions, equations) one Next at a time.
-SCRIPT = """
-<script>
-(function () {
-  if (window.__llmvizPresent) { window.__llmvizPresent.refresh(); return; }
-  var P = { section: 0, revealed: 0, page: location.pathname };
-  window.__llmvizPresent = P;
-  function root() {
-    var main = document.querySelector('[data-testid="stMainBlockContainer"]');
-    return main ? main.querySelector('[data-testid="stVerticalBlock"]') : null;
-  }
-  function sections() {
-    var r = root(); if (!r) return [];
-    var groups = [[]];
-    Array.prototype.forEach.call(r.children, function (child) {
-      if (child.querySelector('h2') && groups[groups.length - 1].length) groups.push([]);
-      groups[groups.length - 1].push(child);
-    });
-    return groups;
-  }
-  function steps(group) {  // text blocks revealed one at a time (not the first: the section's heading)
-    var out = [];
-    group.forEach(function (block, i) {
-      if (i === 0) return;
-      var text = block.querySelector('[data-testid="stCaptionContainer"], [data-testid="stMarkdownContainer"] p, .katex-display');
-      var widget = block.querySelector('[data-testid="stPlotlyChart"], [data-testid="stDataFrame"], input, textarea, button');
-      if (text && !widget) out.push(block);
-    });
-    return out;
-  }
-  function bar() {
-    var b = document.getElementById('llmviz-present-bar');
-    if (b) return b;
-    b = document.createElement('div'); b.id = 'llmviz-present-bar';
-    var back = document.createElement('button'); back.id = 'llmviz-back'; back.type = 'button';
-    back.textContent = '\u25c0 Back';
-    var where = document.createElement('span'); where.id = 'llmviz-where';
-    var next = document.createElement('button'); next.id = 'llmviz-next'; next.type = 'button';
-    next.textContent = 'Next \u25b6';
-    b.appendChild(back); b.appendChild(where); b.appendChild(next);
-    document.body.appendChild(b);
-    b.querySelector('#llmviz-back').addEventListener('click', function () { P.back(); });
-    b.querySelector('#llmviz-next').addEventListener('click', function () { P.next(); });
-    return b;
-  }
-  P.refresh = function () {
-    if (!document.querySelector('[data-llmviz-present-on]')) { P.off(); return; }
-    if (P.page !== location.pathname) { P.page = location.pathname; P.section = 0; P.revealed = 0; }
-    var groups = sections(); if (!groups.length) return;
-    P.section = Math.max(0, Math.min(P.section, groups.length - 1));
-    groups.forEach(function (group, i) {
-      group.forEach(function (block) {
-        if (block.querySelector('[data-llmviz-present-on]')) return;
-        block.setAttribute('data-llmviz-hidden', i === P.section ? '0' : '1');
-      });
-    });
-    var hidden = steps(groups[P.section]);
-    hidden.forEach(function (block, i) { if (i >= P.revealed) block.setAttribute('data-llmviz-hidden', '1'); });
-    var b = bar();
-    b.querySelector('#llmviz-where').textContent = 'section ' + (P.section + 1) + ' of ' + groups.length +
-      (P.revealed < hidden.length ? ' · ' + (hidden.length - P.revealed) + ' more' : '');
-    b.querySelector('#llmviz-back').disabled = P.section === 0 && P.revealed === 0;
-    b.querySelector('#llmviz-next').disabled = P.section === groups.length - 1 && P.revealed >= hidden.length;
-  };
-  P.next = function () {
-    var groups = sections(); var hidden = groups.length ? steps(groups[P.section]) : [];
-    if (P.revealed < hidden.length) { P.revealed += 1; }
-    else if (P.section < groups.length - 1) { P.section += 1; P.revealed = 0; window.scrollTo(0, 0); }
-    P.refresh();
-  };
-  P.back = function () {
-    if (P.revealed > 0) { P.revealed = 0; }
-    else if (P.section > 0) { P.section -= 1; P.revealed = 1e9; window.scrollTo(0, 0); }
-    P.refresh();
-  };
-  P.off = function () {
-    document.querySelectorAll('[data-llmviz-hidden]').forEach(function (e) { e.removeAttribute('data-llmviz-hidden'); });
-    var b = document.getElementById('llmviz-present-bar'); if (b) b.remove();
-  };
-  document.addEventListener('keydown', function (event) {
-    if (!document.querySelector('[data-llmviz-present-on]')) return;
-    var tag = (event.target && event.target.tagName) || '';
-    if (tag === 'INPUT' || tag === 'TEXTAREA' || (event.target && event.target.isContentEditable)) return;
-    if (event.key === 'ArrowRight' || event.key === 'PageDown') { P.next(); event.preventDefault(); }
-    if (event.key === 'ArrowLeft' || event.key === 'PageUp') { P.back(); event.preventDefault(); }
-  });
-  var pending = null;
-  new MutationObserver(function () {
-    if (pending) return;
-    pending = setTimeout(function () { pending = null; P.refresh(); }, 60);
-  }).observe(document.body, { childList: true, subtree: true });
-  P.refresh();
-})();
-</script>
-"""
-
-
 def apply() -> None:
     """Draw presenter mode's styles and section navigation when it is on (app.py, before the page)."""
     if not enabled():
         return
-    st.html(CSS)
-    st.html('<span data-llmviz-present-on="1"></span>' + SCRIPT, unsafe_allow_javascript=True)
+    st.html(PRESENTER_CSS)
+    st.html('<span data-llmviz-present-on="1"></span>' + PRESENTER_SCRIPT, unsafe_allow_javascript=True)
 
 
 def chart_scale() -> float:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from ui import internals
 from ui.stages import ROOT
 
 _ROUTER_KEY = "_llmviz_router_running"
@@ -53,8 +54,6 @@ def ensure_router() -> None:
         st.session_state.pop(_ROUTER_RETRY_KEY, None)
         st.info(RUN_APP_MESSAGE)
         st.stop()
-    from streamlit.runtime.pages_manager import PagesManager
-
     st.session_state[_ROUTER_RETRY_KEY] = True
-    PagesManager.uses_pages_directory = False
+    internals.route_pages_through_navigation()
     st.rerun()
