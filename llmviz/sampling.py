@@ -110,8 +110,11 @@ def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
         raise SamplingError(f"top-p must be in (0, 1] (got {p}); 1 turns it off.")
     if p >= 1.0:
         return logits
-    probabilities = softmax(logits)
-    sorted_probs, order = torch.sort(probabilities, dim=-1, descending=True)
+    probabilities = torch.softmax(logits.double(), dim=-1)
+    # ordered by logit, not by a float32 probability: nearly equal tokens (a high temperature) keep their order,
+    # so the kept tokens are always the most likely ones; tied logits keep their vocabulary order
+    order = torch.argsort(logits, dim=-1, descending=True, stable=True)
+    sorted_probs = probabilities.gather(-1, order)
     mass_before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs  # probability of the tokens ahead
     remove_sorted = mass_before >= p  # the top token has mass_before = 0 < p: always kept
     remove = torch.zeros_like(remove_sorted).scatter(-1, order, remove_sorted)
