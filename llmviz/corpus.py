@@ -32,6 +32,8 @@ _CHUNK_BYTES = 64 * 1024
 
 @dataclass(frozen=True)
 class CorpusInfo:
+    """A corpus llmviz offers: its name, title and source, and for a download the pinned URL, sha256 and size."""
+
     name: str
     title: str
     description: str
@@ -52,6 +54,8 @@ class CorpusInfo:
 
 @dataclass(frozen=True)
 class CorpusStats:
+    """Counts that describe a text: characters, words, lines and distinct characters."""
+
     characters: int
     words: int
     lines: int
@@ -208,7 +212,7 @@ def download(
     failure or a cancel leaves nothing behind.
     """
     entry = info(name)
-    if not entry.downloadable:
+    if entry.url is None or entry.sha256 is None or entry.size_bytes is None:  # CorpusInfo pins all three together
         raise CorpusUnavailable(f"Corpus {name!r} is built in and needs no download.")
     source = url or entry.url
     target = cached_path(name, directory)

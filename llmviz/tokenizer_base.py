@@ -60,3 +60,8 @@ class Tokenizer:
 
     def printable(self, token_id: int) -> str:
         return printable(self.token_bytes(token_id))
+
+    def to_dict(self) -> dict:
+        """The tokenizer as JSON data that :func:`llmviz.tokenizers.tokenizer_from_dict` rebuilds (checkpoints
+        store it); a tokenizer that cannot be saved says so."""
+        raise TokenizerError(f"The {self.name} tokenizer cannot be saved with a checkpoint.")

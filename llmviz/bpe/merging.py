@@ -78,7 +78,7 @@ def train_naive(text: str, vocab_size: int, split_pattern: str | None = "gpt4") 
             get_pair_counts(chunk, counts)
         if not counts:
             break
-        pair = max(counts, key=counts.get)  # first maximal pair in order of first occurrence
+        pair = max(counts, key=lambda candidate: counts[candidate])  # the first maximal pair (first occurrence)
         new_id = 256 + step
         chunks = [merge(chunk, pair, new_id) for chunk in chunks]
         merges.append((pair, new_id))

@@ -182,7 +182,7 @@ class BPETokenizer(Tokenizer):
             best = pop_best()
             if best is None:
                 return  # every chunk is a single token: nothing left to merge
-            top = ()
+            top: tuple[tuple[tuple[int, int], int], ...] = ()
             if record:  # the leaders at this step: pop up to 10 live entries, then put them back
                 leaders = [best]
                 while len(leaders) < 10 and (entry := pop_best()) is not None:
