@@ -20,7 +20,6 @@ import time
 from dataclasses import dataclass
 
 import torch
-import torch.nn as nn
 from torch.utils.checkpoint import checkpoint
 
 from llmviz.errors import ConfigError
@@ -194,7 +193,3 @@ def human_bytes(count: float) -> str:
         if count >= size:
             return f"{count / size:.2f} {unit}" if unit == "GiB" else f"{count / size:.1f} {unit}"
     return f"{math.floor(count)} B"
-
-
-def parameters_of(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
