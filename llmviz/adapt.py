@@ -116,6 +116,8 @@ def delta_between(before: GPT, after: GPT) -> dict[str, torch.Tensor]:
 
 @dataclass(frozen=True)
 class Spectrum:
+    """The singular values of a weight change ΔW (largest first, at most ``limit``) and its numerical rank."""
+
     values: list[float]
     rank: int
 
@@ -130,6 +132,9 @@ def spectrum(delta: torch.Tensor, limit: int = 32) -> Spectrum:
 
 @dataclass(frozen=True)
 class QuantReport:
+    """A model quantized with one spec: each layer's error, the bytes before and after, the loss comparison on
+    held-out text, and a prompt's greedy continuation from both models."""
+
     spec: qz.QuantSpec
     layers: list[qz.LayerError]
     float_bytes: int
@@ -175,6 +180,8 @@ def ptq_vs_qat(original: GPT, qat_trained: GPT, float_trained: GPT | None, token
 
 @dataclass(frozen=True)
 class BCEExample:
+    """Binary cross-entropy written out on a few held-out names, with torch's value for the same logits."""
+
     names: list[str]
     steps: finetune.BCESteps
     torch_value: float  # F.binary_cross_entropy_with_logits on the same logits

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -35,6 +36,8 @@ MLP_TITLES = {"gelu": "GELU MLP", "swiglu": "SwiGLU MLP"}
 
 @dataclass(frozen=True)
 class ArchitectureStep:
+    """One step of the forward pass as the Model page draws it: its name, the tensor's shape, and a detail."""
+
     name: str
     shape: tuple[str, ...]
     detail: str
@@ -257,6 +260,8 @@ def router_choices(cache: dict[str, torch.Tensor], layer: int) -> RouterChoices 
 
 @dataclass(frozen=True)
 class ArchitectureRow:
+    """One row of GPT-2 → Llama: the switch flipped, the configuration, its parameters and KV cache per token."""
+
     change: str
     config: GPTConfig
     parameters: int
@@ -274,7 +279,7 @@ def gpt2_to_llama(base: GPTConfig | None = None, kv_heads: int | None = None) ->
     swiglu_width = 64 * math.ceil(8 * config.d_model / 3 / 64)
     if config.positions == "rope" or config.head_dim % 2:
         raise ValueError("start from a GPT-2-style configuration with an even head_dim")
-    flips = [
+    flips: list[tuple[str, dict[str, Any]]] = [
         ("GPT-2 small", {}),
         ("positions: learned table → RoPE", dict(positions="rope")),
         ("norm: LayerNorm → RMSNorm", dict(norm="rmsnorm")),

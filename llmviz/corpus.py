@@ -35,6 +35,8 @@ _POLL_S = 0.25  # while waiting for bytes, ask the progress callback (a Cancel) 
 
 @dataclass(frozen=True)
 class CorpusInfo:
+    """A corpus llmviz offers: its name, title and source, and for a download the pinned URL, sha256 and size."""
+
     name: str
     title: str
     description: str
@@ -55,6 +57,8 @@ class CorpusInfo:
 
 @dataclass(frozen=True)
 class CorpusStats:
+    """Counts that describe a text: characters, words, lines and distinct characters."""
+
     characters: int
     words: int
     lines: int
@@ -289,7 +293,7 @@ def download(
     arrived and match the pinned size and checksum, so a failure or a cancel leaves nothing behind.
     """
     entry = info(name)
-    if not entry.downloadable:
+    if entry.url is None or entry.sha256 is None or entry.size_bytes is None:  # CorpusInfo pins all three together
         raise CorpusUnavailable(f"Corpus {name!r} is built in and needs no download.")
     source = url or entry.url
     target = cached_path(name, directory)

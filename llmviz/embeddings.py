@@ -80,6 +80,9 @@ def parse_vector(text: str) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class CosineParts:
+    """Every number in the cosine similarity of two vectors: dot product, both norms, the cosine, the angle, and
+    their Euclidean distance."""
+
     dot: float
     norm_a: float
     norm_b: float
@@ -167,6 +170,8 @@ def words(text: str) -> list[str]:
 
 @dataclass
 class Vocabulary:
+    """word2vec's vocabulary: words in order of frequency, their counts, and ``index`` (word → row)."""
+
     words: list[str]
     counts: list[int]
 
@@ -223,6 +228,8 @@ class Word2Vec(nn.Module):
 
 @dataclass
 class Word2VecState:
+    """One progress report of word2vec training: the step, its loss, the model and its vocabulary."""
+
     step: int
     loss: float
     model: Word2Vec

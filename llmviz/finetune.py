@@ -47,6 +47,8 @@ MODE_TITLES = {"head": "head only (transfer learning)", "last block": "head + la
 
 @dataclass(frozen=True)
 class Example:
+    """A first name and its label (0: from the male list, 1: from the female list)."""
+
     text: str
     label: int  # 0 = male list, 1 = female list
 
@@ -141,6 +143,8 @@ class NameClassifier(nn.Module):
             self.backbone(idx)
         finally:
             handle.remove()
+        if keeper.value is None:
+            raise RuntimeError("the backbone's final norm did not run")
         return keeper.value[torch.arange(idx.shape[0]), last]  # (B, C)
 
     def forward(self, idx: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
@@ -342,6 +346,8 @@ def label_log_probabilities(model: GPT, tokenizer: Tokenizer, prompt: str) -> li
 
 @dataclass(frozen=True)
 class PromptingResult:
+    """How well prompting with ``shots`` labelled examples classifies the held-out names."""
+
     shots: int
     accuracy: float
     prompt_example: str

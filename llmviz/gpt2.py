@@ -38,6 +38,7 @@ import torch
 
 from llmviz.errors import CheckpointError, ConfigError, LlmvizError
 from llmviz.models.gpt import GPT, GPTConfig
+from llmviz.safetensors_file import read_safetensors
 
 DEFAULT_MODEL = "gpt2"
 CONFIG_FILE = "config.json"
@@ -204,8 +205,6 @@ def save_hf_folder(model: GPT, folder: str | Path) -> Path:
 
 def read_hf_weights(folder: Path) -> dict[str, torch.Tensor]:
     """Every tensor of a checkpoint folder: safetensors (one file or shards), else a weights-only torch file."""
-    from llmviz.train import read_safetensors
-
     if (folder / SAFETENSORS_FILE).exists():
         return read_safetensors(folder / SAFETENSORS_FILE)
     if (folder / SAFETENSORS_INDEX).exists():

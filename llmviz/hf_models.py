@@ -299,9 +299,10 @@ def cached_folder(repo_id: str = DEFAULT_MODEL) -> Path | None:
 
     _check_repo_id(repo_id)
     found = [try_to_load_from_cache(repo_id, name) for name in (CONFIG_FILE, TOKENIZER_FILE)]
-    if not all(isinstance(path, str) for path in found):
+    config_path, tokenizer_path = found
+    if not isinstance(config_path, str) or not isinstance(tokenizer_path, str):
         return None
-    folder = Path(found[0]).parent
+    folder = Path(config_path).parent
     single = try_to_load_from_cache(repo_id, SAFETENSORS_FILE)
     if isinstance(single, str):
         return folder

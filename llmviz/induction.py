@@ -23,12 +23,14 @@ import random
 import string
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from llmviz import interpret
+from llmviz.models.gpt import GPT
 from llmviz.tokenizers import CharTokenizer
 from llmviz.train import TrainConfig, Trainer
 
@@ -131,6 +133,7 @@ def probe(model: nn.Module, lines: torch.Tensor, step: int = 0) -> ProbeResult:
     Positions 0 … h − 2 predict the rest of the first copy; positions h … 2h − 2 predict the second copy's
     characters 1 … h − 1 (position h − 1 predicts the start of the copy, which nothing announces).
     """
+    model = cast(GPT, model)  # the probe reads GPT's named cache and config (a snapshot comes back as nn.Module)
     half = lines.shape[1] // 2
     _, _, cache = model.run_with_cache(lines)
     patterns = torch.stack([cache[f"blocks.{layer}.attn.pattern"].mean(0)

@@ -16,10 +16,14 @@ run, and GPT-2 loaded into :class:`llmviz.models.GPT`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+if TYPE_CHECKING:
+    from llmviz.models.gpt import GPT
 
 # ---------------------------------------------------------------------------- logit lens
 
@@ -65,7 +69,7 @@ class LogitLens:
 
 
 @torch.no_grad()
-def logit_lens(model: nn.Module, cache: dict[str, torch.Tensor], ids: list[int], k: int = 5) -> LogitLens:
+def logit_lens(model: GPT, cache: dict[str, torch.Tensor], ids: list[int], k: int = 5) -> LogitLens:
     """The logit lens of one sequence (batch row 0 of ``cache``).
 
     The last row equals the model's own prediction, since the last block's output is what
@@ -82,7 +86,7 @@ def logit_lens(model: nn.Module, cache: dict[str, torch.Tensor], ids: list[int],
 
 
 @torch.no_grad()
-def sequence_logit_lens(model: nn.Module, ids: list[int], k: int = 5) -> LogitLens:
+def sequence_logit_lens(model: GPT, ids: list[int], k: int = 5) -> LogitLens:
     """Run ``ids`` through ``model`` (one forward pass, with its named cache) and take the logit lens."""
     device = next(model.parameters()).device
     _, _, cache = model.run_with_cache(torch.tensor([list(ids)], device=device))  # (1, T) in
@@ -166,7 +170,7 @@ def attention_patterns(cache: dict[str, torch.Tensor], n_layers: int) -> torch.T
 
 
 @torch.no_grad()
-def model_head_scores(model: nn.Module, half_length: int = 20, seed: int = 0) -> tuple[list[int], dict]:
+def model_head_scores(model: GPT, half_length: int = 20, seed: int = 0) -> tuple[list[int], dict]:
     """The diagnostic input for ``model`` and every head's four scores on it."""
     half_length = max(1, min(half_length, model.config.context_length // 2, model.config.vocab_size))
     tokens = diagnostic_tokens(model.config.vocab_size, half_length, seed)

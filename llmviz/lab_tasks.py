@@ -20,14 +20,14 @@ share of the server.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 
 from llmviz.embeddings import Word2VecState, train_word2vec
 from llmviz.tokenizers import BPETokenizer, MergeRecord
 
 
 def bpe_training(should_stop: Callable[[], bool], text: str, merges: int,
-                 split_pattern: str | None) -> Iterator[tuple[int, float]]:
+                 split_pattern: str | None) -> Generator[tuple[int, float], None, list[MergeRecord]]:
     """Learn up to ``merges`` BPE merges of ``text``; returns the :class:`MergeRecord` list (for
     :meth:`BPETokenizer.from_history`), the merges learned so far when stopped."""
     records: list[MergeRecord] = []
@@ -40,7 +40,7 @@ def bpe_training(should_stop: Callable[[], bool], text: str, merges: int,
 
 
 def word2vec_training(should_stop: Callable[[], bool], text: str, dim: int, window: int, steps: int,
-                      max_vocab: int, seed: int) -> Iterator[tuple[int, float]]:
+                      max_vocab: int, seed: int) -> Generator[tuple[int, float], None, Word2VecState | None]:
     """Train skip-gram word vectors (:func:`llmviz.embeddings.train_word2vec`); returns the last
     :class:`Word2VecState` (the vectors learned so far when stopped)."""
     state: Word2VecState | None = None

@@ -21,13 +21,14 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 from llmviz.errors import ConfigError
-from llmviz.models.gpt import GPT
+from llmviz.models.gpt import GPT, MLP
 from llmviz.train import Trainer, learning_rate
 
 TARGETS = ("q", "k", "v", "proj", "mlp")
@@ -140,7 +141,7 @@ class LoRALinear(nn.Module):
         return f"rank={self.rank}, alpha={self.alpha:g}, slices={self.slices}"
 
 
-def target_modules(model: GPT, targets: tuple[str, ...]) -> dict[str, list[tuple[int, int]]]:
+def target_modules(model: nn.Module, targets: tuple[str, ...]) -> dict[str, list[tuple[int, int]]]:
     """Module name → the row slices to adapt, for the chosen targets.
 
     >>> from llmviz.models.gpt import PRESETS
@@ -150,7 +151,8 @@ def target_modules(model: GPT, targets: tuple[str, ...]) -> dict[str, list[tuple
     if not isinstance(model, GPT):
         raise ConfigError("LoRA here adapts the GPT's linear layers: pick a GPT (the shipped one, GPT-2 or a GPT run).")
     d = model.config.d_model
-    rows = {"q": (0, d), "k": (d, 2 * d), "v": (2 * d, 3 * d)}
+    kv = model.config.kv_heads * model.config.head_dim  # d, or less with grouped-query attention
+    rows = {"q": (0, d), "k": (d, d + kv), "v": (d + kv, d + 2 * kv)}
     chosen: dict[str, list[tuple[int, int]]] = {}
     for layer, block in enumerate(model.blocks):
         prefix = f"blocks.{layer}"
@@ -160,6 +162,9 @@ def target_modules(model: GPT, targets: tuple[str, ...]) -> dict[str, list[tuple
         if "proj" in targets:
             chosen[f"{prefix}.attn.proj"] = [(0, d)]
         if "mlp" in targets and block.mlp is not None:
+            if not isinstance(block.mlp, MLP):
+                raise ConfigError("LoRA here adapts a dense MLP; this model's blocks hold a mixture of experts: "
+                                  "choose attention matrices.")
             chosen[f"{prefix}.mlp.fc"] = [(0, block.mlp.fc.out_features)]
             chosen[f"{prefix}.mlp.proj"] = [(0, d)]
     if not chosen:
@@ -172,7 +177,7 @@ def _set_module(model: nn.Module, name: str, module: nn.Module) -> None:
     setattr(model.get_submodule(parent_name) if parent_name else model, child, module)
 
 
-def add_adapters(model: GPT, config: LoRAConfig, seed: int = 0) -> list[str]:
+def add_adapters(model: nn.Module, config: LoRAConfig, seed: int = 0) -> list[str]:
     """Freeze ``model`` and swap the chosen ``nn.Linear`` s for :class:`LoRALinear` (in place); the names swapped."""
     chosen = target_modules(model, config.targets)
     for parameter in model.parameters():
@@ -191,14 +196,17 @@ def adapters(model: nn.Module) -> dict[str, LoRALinear]:
     return {name: module for name, module in model.named_modules() if isinstance(module, LoRALinear)}
 
 
-def merge_adapters(model: nn.Module) -> nn.Module:
+Model = TypeVar("Model", bound=nn.Module)
+
+
+def merge_adapters(model: Model) -> Model:
     """Replace every adapter by a plain ``nn.Linear`` holding W + ΔW (in place); returns ``model``."""
     for name, adapter in adapters(model).items():
         _set_module(model, name, adapter.merged())
     return model
 
 
-def merged_copy(model: GPT) -> GPT:
+def merged_copy(model: Model) -> Model:
     """A plain GPT (no adapter modules) with the adapters folded into its weights."""
     return merge_adapters(copy.deepcopy(model))
 
@@ -299,7 +307,11 @@ class LoRATrainer(Trainer):
         super().__post_init__(initial_model)
         if self.group.distributed:
             raise ConfigError("LoRA runs here train in one process.")
-        self.adapted = copy.deepcopy(self.model)
+        adapted = copy.deepcopy(self.model)
+        if not isinstance(adapted, GPT):
+            raise ConfigError("LoRA here adapts the GPT's linear layers: pick a GPT (the shipped one, GPT-2 or a "
+                              "GPT run).")
+        self.adapted = adapted
         self.adapted_names = add_adapters(self.adapted, self.lora, seed=self.config.seed)
         self.adapted.train()
         self.train_model = self.adapted
@@ -312,14 +324,17 @@ class LoRATrainer(Trainer):
     def _sync(self) -> None:
         """Copy W + ΔW into the plain model."""
         for name, adapter in adapters(self.adapted).items():
-            self.model.get_submodule(name).weight.copy_(adapter.weight)
+            self.model.get_parameter(f"{name}.weight").copy_(adapter.weight)
 
     def train_step(self) -> tuple[float, float]:
         inputs, targets = self.train_batches.sample(self.config.batch_size)
         inputs, targets = inputs.to(self.device), targets.to(self.device)
-        for group in self.optimizer.param_groups:
+        optimizer = self.optimizer
+        if optimizer is None:
+            raise RuntimeError("the LoRA trainer's optimizer is made in __post_init__")
+        for group in optimizer.param_groups:
             group["lr"] = learning_rate(self.config, self.step)
-        self.optimizer.zero_grad(set_to_none=True)
+        optimizer.zero_grad(set_to_none=True)
         _, loss = self.adapted(inputs, targets)
         loss.backward()
         trained = [p for p in self.adapted.parameters() if p.requires_grad]
@@ -327,6 +342,6 @@ class LoRATrainer(Trainer):
             grad_norm = torch.nn.utils.clip_grad_norm_(trained, self.config.grad_clip)
         else:
             grad_norm = torch.norm(torch.stack([p.grad.norm() for p in trained if p.grad is not None]))
-        self.optimizer.step()
+        optimizer.step()
         self._sync()
         return loss.item(), float(grad_norm)

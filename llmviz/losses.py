@@ -21,6 +21,9 @@ import torch.nn.functional as F
 
 @dataclass
 class LossBreakdown:
+    """Cross-entropy taken apart: probabilities, the log-probability of each target, the loss three ways, perplexity,
+    and the uniform guess ln V."""
+
     probabilities: torch.Tensor  # (B, T, V)
     target_probabilities: torch.Tensor  # (B, T)
     log_probabilities: torch.Tensor  # (B, T)
@@ -61,6 +64,8 @@ def loss_breakdown(logits: torch.Tensor, targets: torch.Tensor) -> LossBreakdown
 
 @dataclass
 class OutputGradient:
+    """The output layer's gradient at one position, by hand (p − y) and by autograd, with their largest difference."""
+
     hidden: torch.Tensor  # h: the final hidden state at the position, (C,)
     probabilities: torch.Tensor  # p = softmax(h W), (V,)
     one_hot: torch.Tensor  # y, (V,)
@@ -83,6 +88,7 @@ def output_layer_gradient(hidden: torch.Tensor, head_weight: torch.Tensor, targe
     logits.retain_grad()
     loss = F.cross_entropy(logits[None], torch.tensor([target]))
     loss.backward()
+    assert logits.grad is not None and weight.grad is not None  # backward() just filled both
     probabilities = torch.softmax(logits.detach(), dim=-1)
     one_hot = torch.zeros_like(probabilities)
     one_hot[target] = 1.0

@@ -20,7 +20,6 @@ import time
 from dataclasses import dataclass
 
 import torch
-import torch.nn as nn
 from torch.utils.checkpoint import checkpoint
 
 from llmviz.errors import ConfigError
@@ -31,13 +30,22 @@ from llmviz.train import Trainer
 class CheckpointedBlock(Block):
     """A GPT block whose forward pass, while training, saves only its input (torch.utils.checkpoint)."""
 
-    def forward(self, x, cache=None, prefix: str = "blocks.0", past=None):
+    def forward(self, x, cache=None, prefix: str = "blocks.0", past=None, rope=None,
+                router_probs: list | None = None):
         if cache is not None or past is not None or not torch.is_grad_enabled():
-            return super().forward(x, cache, prefix, past)
+            return super().forward(x, cache, prefix, past, rope, router_probs)
         for counter in _ACTIVE:  # checkpoint keeps the block's input itself, outside autograd's saved tensors
             counter.keep(x)
-        output = checkpoint(Block.forward, self, x, None, prefix, None, use_reentrant=False)
-        return output[0], output[1]
+
+        def block(x):  # a mixture of experts' router probabilities come out as outputs: the backward pass runs
+            probs: list = []  # this again, and must not add them to the caller's list a second time
+            output, present = Block.forward(self, x, None, prefix, None, rope, probs)
+            return output, present, *probs
+
+        output, present, *probs = checkpoint(block, x, use_reentrant=False)
+        if router_probs is not None:
+            router_probs.extend(probs)
+        return output, present
 
 
 def set_checkpointing(model: GPT, on: bool) -> GPT:
@@ -98,10 +106,9 @@ class SavedTensors:
         _ACTIVE.append(self)
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         _ACTIVE.remove(self)
         self._hooks.__exit__(*exc)
-        return False
 
 
 @dataclass(frozen=True)
@@ -209,7 +216,3 @@ def human_bytes(count: float) -> str:
         if count >= size:
             return f"{count / size:.2f} {unit}" if unit == "GiB" else f"{count / size:.1f} {unit}"
     return f"{math.floor(count)} B"
-
-
-def parameters_of(model: nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())

@@ -50,6 +50,8 @@ def model_folder() -> Path:
 
 @dataclass(frozen=True)
 class EncoderConfig:
+    """The sizes of a BERT-style encoder (all-MiniLM-L6-v2's by default)."""
+
     vocab_size: int = 30522
     hidden_size: int = 384
     num_layers: int = 6
@@ -69,6 +71,8 @@ class EncoderConfig:
 
 
 class Embeddings(nn.Module):
+    """Word, position and token-type embeddings, summed and normalised (BERT's input layer)."""
+
     def __init__(self, config: EncoderConfig):
         super().__init__()
         self.word = nn.Embedding(config.vocab_size, config.hidden_size)
@@ -89,6 +93,9 @@ class Embeddings(nn.Module):
 
 
 class EncoderLayer(nn.Module):
+    """One encoder layer: bidirectional multi-head attention and a GELU feed-forward network, each with a residual
+    connection and a post-LayerNorm."""
+
     def __init__(self, config: EncoderConfig):
         super().__init__()
         self.num_heads = config.num_heads
@@ -134,6 +141,8 @@ class EncoderLayer(nn.Module):
 
 
 class Encoder(nn.Module):
+    """The embeddings and the stack of encoder layers: hidden states for every wordpiece."""
+
     def __init__(self, config: EncoderConfig):
         super().__init__()
         self.config = config
@@ -174,6 +183,8 @@ def hf_name_to_llmviz(name: str) -> str | None:
 
 @dataclass
 class TokenizedBatch:
+    """Sentences as padded wordpiece ids with their mask, the pieces themselves, and what was cut or unknown."""
+
     ids: torch.Tensor  # (B, T), padded with 0 ([PAD])
     mask: torch.Tensor  # (B, T) bool
     tokens: list[list[str]]  # the wordpieces of each sentence, without padding
@@ -217,7 +228,7 @@ class MiniLM:
             rows.append(ids)
             tokens.append(pieces)
             truncated.append(cut)
-            unknown.append(ids.count(self.unk_id))
+            unknown.append(ids.count(self.unk_id) if self.unk_id is not None else 0)
         width = max(len(r) for r in rows)
         batch = torch.zeros(len(rows), width, dtype=torch.long)
         mask = torch.zeros(len(rows), width, dtype=torch.bool)

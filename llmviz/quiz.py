@@ -21,6 +21,7 @@ import random
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 import torch
 
@@ -331,7 +332,7 @@ def greedy_next_token(logits: torch.Tensor, names: Sequence[str] | Callable[[int
 
     ``names``: token id → its text (a list, or a function such as ``tokenizer.printable``)."""
     if callable(names):
-        names = _Names(names)
+        names = cast(Sequence[str], _Names(names))  # indexable like a list
     logits = logits.detach().float()
     top = torch.topk(logits, min(4, logits.shape[0]))
     choices = top.indices.tolist()
@@ -391,7 +392,7 @@ def sampling_questions(logits: torch.Tensor, names: Sequence[str] | Callable[[in
             temperature_entropy(logits, temperature)]
 
 
-def final_loss_after(make_trainer: Callable[[float], object], steps: int) -> Callable[[float], float]:
+def final_loss_after(make_trainer: Callable[[float], Any], steps: int) -> Callable[[float], float]:
     """``final_loss(lr)`` for :func:`learning_rate_times_ten`: train ``make_trainer(lr)`` for ``steps``
     steps and return the mean training loss of its last five steps (``inf`` when it diverged)."""
 

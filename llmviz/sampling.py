@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 import torch
 import torch.nn as nn
@@ -119,7 +120,10 @@ def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
     if p >= 1.0:
         return logits
     probabilities = torch.softmax(logits.double(), dim=-1)  # float64: a p as small as 1e-300 stays above 0
-    sorted_probs, order = torch.sort(probabilities, dim=-1, descending=True)
+    # ordered by logit, not by a float32 probability: nearly equal tokens (a high temperature) keep their order,
+    # so the kept tokens are always the most likely ones; tied logits keep their vocabulary order
+    order = torch.argsort(logits, dim=-1, descending=True, stable=True)
+    sorted_probs = probabilities.gather(-1, order)
     mass_before = torch.cumsum(sorted_probs, dim=-1) - sorted_probs  # probability of the tokens ahead
     remove_sorted = mass_before >= p
     remove_sorted[..., 0] = False  # the most likely token always stays (HF's min_tokens_to_keep=1), whatever p is
@@ -214,6 +218,8 @@ def crop(ids: list[int], model: nn.Module) -> list[int]:
 
 @dataclass
 class PromptEncoding:
+    """A prompt as the model receives it, with what was dropped, cropped or added on the way."""
+
     ids: list[int]  # what the model is given (after dropping, the start token, and cropping)
     dropped: list[str] = field(default_factory=list)  # characters the tokenizer could not encode
     cropped: int = 0  # tokens cut from the front to fit the context
@@ -257,6 +263,8 @@ def boundary_token(tokenizer: Tokenizer) -> tuple[list[int], str]:
 
 @dataclass
 class StepRecord:
+    """One generated token: the step, the token and its probability, the whole distribution, and the ten most likely."""
+
     step: int
     token: int
     probability: float  # of the chosen token under the final distribution
@@ -316,7 +324,8 @@ def generate(
             window = sequence[start:]
             if cached:
                 new = window if past is None else window[-1:]
-                logits, past = model.forward_with_kv_cache(torch.tensor([new], device=device), past)
+                logits, past = model.forward_with_kv_cache(  # type: ignore[operator]  # a GPT (checked above)
+                    torch.tensor([new], device=device), past)
             else:
                 logits, _ = model(torch.tensor([window], device=device))
             distribution = next_token_distribution(logits[0, -1], temperature, top_k, top_p)
@@ -412,6 +421,8 @@ def next_token_view(model: nn.Module, tokenizer: Tokenizer, prompt: str, tempera
 
 @dataclass
 class BeamNode:
+    """A node of the beam-search tree: its token, parent, log-probabilities and whether it survived the cut."""
+
     node_id: int
     parent: int | None
     token: int | None
@@ -423,6 +434,8 @@ class BeamNode:
 
 @dataclass
 class BeamResult:
+    """Beam search's answer: the best continuation, its score, and every node of the tree it explored."""
+
     tokens: list[int]  # the best continuation (without the prompt)
     score: float
     nodes: list[BeamNode]
@@ -442,7 +455,7 @@ def beam_search(model: nn.Module, ids: list[int], width: int = 3, max_new_tokens
     model.eval()
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
     nodes = [BeamNode(0, None, None, 0.0, 0.0, 0, kept=True)]
-    beams = [(0.0, [], 0)]  # (score, tokens, node_id)
+    beams: list[tuple[float, list[int], int]] = [(0.0, [], 0)]  # (score, tokens, node_id)
     try:
         for depth in range(1, max_new_tokens + 1):
             candidates = []
@@ -547,7 +560,7 @@ def beam_layout(result: BeamResult) -> dict[int, tuple[int, float]]:
     for node in result.nodes[1:]:
         by_depth.setdefault(node.depth, []).append(node)
     for depth in sorted(by_depth):
-        ordered = sorted(by_depth[depth], key=lambda n: (rows[n.parent], -n.score, n.node_id))
+        ordered = sorted(by_depth[depth], key=lambda n: (rows[cast(int, n.parent)], -n.score, n.node_id))
         for order, node in enumerate(ordered):
             rows[node.node_id] = order - (len(ordered) - 1) / 2
     return {node.node_id: (node.depth, rows[node.node_id]) for node in result.nodes}

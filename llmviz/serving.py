@@ -35,6 +35,8 @@ def kv_bytes_per_token(model: GPT, bytes_per_value: int | None = None) -> int:
 
 @dataclass(frozen=True)
 class KVGrowth:
+    """The KV cache measured after every step of a greedy generation: tokens held, bytes, new token ids."""
+
     tokens: list[int]  # tokens in the cache after each step (prompt first, then one per new token)
     cache_bytes: list[int]  # bytes of every key and value tensor held then
     generated: list[int]  # the new token ids
@@ -118,6 +120,8 @@ def paged_tables(lengths: dict[str, int], block_size: int) -> PagedKVCache:
 
 @dataclass
 class Request:
+    """One request to the serving engine, with its progress (slot, tokens generated, cache) as it runs."""
+
     name: str
     prompt: list[int]
     max_new_tokens: int
@@ -133,9 +137,18 @@ class Request:
     def done(self) -> bool:
         return len(self.generated) >= self.max_new_tokens
 
+    def result(self) -> RequestResult:
+        """What the request got, once :func:`serve` has finished it."""
+        if self.started is None or self.finished is None or self.started_s is None or self.finished_s is None:
+            raise RuntimeError(f"request {self.name!r} has not finished")
+        return RequestResult(self.name, self.generated, self.started, self.finished, self.started_s,
+                             self.finished_s)
+
 
 @dataclass(frozen=True)
 class RequestResult:
+    """What one request got from :func:`serve`: its tokens, and when it started and finished (steps, seconds)."""
+
     name: str
     tokens: list[int]
     wait_steps: int  # steps before it got a slot (all requests arrive at step 0)
@@ -146,6 +159,8 @@ class RequestResult:
 
 @dataclass(frozen=True)
 class ServeResult:
+    """One :func:`serve` run: the policy, the slots, every request's result, steps, time and useful tokens."""
+
     policy: str
     slots: int
     requests: list[RequestResult]
@@ -226,6 +241,5 @@ def serve(model: GPT, prompts: dict[str, list[int]], new_tokens: dict[str, int],
             running = []  # the whole static batch is done
     seconds = time.perf_counter() - start
     order = {name: i for i, name in enumerate(prompts)}
-    results = [RequestResult(r.name, r.generated, r.started, r.finished, r.started_s, r.finished_s)
-               for r in sorted(finished, key=lambda r: order[r.name])]
+    results = [r.result() for r in sorted(finished, key=lambda r: order[r.name])]
     return ServeResult(policy, slots, results, step, busy, seconds, sum(len(r.tokens) for r in results))

@@ -20,13 +20,14 @@ def parse_switches(pairs: list[str]) -> dict:
     from llmviz.models.gpt import SWITCHES, GPTConfig
 
     defaults = GPTConfig()
-    switches = {}
+    switches: dict[str, bool | float | int | str | None] = {}
     for pair in pairs:
         name, _, text = pair.partition("=")
         name = name.strip().replace("-", "_")
         if name not in SWITCHES or not text:
             raise ConfigError(f"--arch takes SWITCH=VALUE with SWITCH among {', '.join(SWITCHES)} (got {pair!r}).")
         default = getattr(defaults, name)
+        value: bool | float | int | str | None
         try:
             if isinstance(default, bool):
                 if text.lower() not in ("true", "false", "1", "0", "yes", "no"):

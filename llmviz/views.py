@@ -53,7 +53,7 @@ def stack_patterns(cache: dict[str, torch.Tensor], prefix: str = "blocks") -> to
     >>> tuple(stack_patterns(cache).shape), stack_patterns({}) is None
     ((2, 2, 3, 3), True)
     """
-    layers = []
+    layers: list[torch.Tensor] = []
     while f"{prefix}.{len(layers)}.attn.pattern" in cache:
         layers.append(cache[f"{prefix}.{len(layers)}.attn.pattern"][0])  # (H, T, T)
     return torch.stack(layers) if layers else None
@@ -72,7 +72,7 @@ def attention_patterns(model: nn.Module, ids: list[int], shown: int = MAX_ATTENT
     visible = kept[:shown]
     if not visible:
         return None
-    _, _, cache = model.run_with_cache(torch.tensor([visible], device=model_device(model)))
+    _, _, cache = model.run_with_cache(torch.tensor([visible], device=model_device(model)))  # type: ignore[operator]
     patterns = stack_patterns(cache)
     if patterns is None:
         return None
@@ -133,7 +133,8 @@ def input_embeddings(model: nn.Module, ids: list[int]) -> tuple[torch.Tensor, to
     """``(token rows (T, C), position rows (T, C))`` the model adds before block 0, or None when it has none."""
     if not hasattr(model, "run_with_cache") or not ids:
         return None
-    _, _, cache = model.run_with_cache(torch.tensor([list(ids)[: context_length(model)]], device=model_device(model)))
+    _, _, cache = model.run_with_cache(  # type: ignore[operator]  # checked above (nn.Module attributes are dynamic)
+        torch.tensor([list(ids)[: context_length(model)]], device=model_device(model)))
     if "embed.tok" not in cache or "embed.pos" not in cache:
         return None
     return cache["embed.tok"][0], cache["embed.pos"]
@@ -154,7 +155,9 @@ class EncoderAttention:
 def encoder_attention(encoder, sentence: str, shown: int = MAX_ATTENTION_TOKENS) -> EncoderAttention:
     """MiniLM's (``llmviz.pretrained.MiniLM``) patterns for one sentence, cut to ``shown`` wordpieces."""
     batch, cache = encoder.run_with_cache([sentence])
-    patterns = stack_patterns(cache, "layers")[..., :shown, :shown]
+    stacked = stack_patterns(cache, "layers")
+    assert stacked is not None  # the encoder records every layer's pattern
+    patterns = stacked[..., :shown, :shown]
     pieces = list(batch.tokens[0])
     return EncoderAttention(pieces[:shown], patterns, int(batch.truncated[0]), int(batch.unknown[0]), len(pieces))
 
@@ -175,7 +178,7 @@ def common_tokens(vocab_size: int, count: int = 400, first_merge: int = 256) -> 
 def recorded_pass(model: nn.Module, ids: list[int]) -> dict[str, torch.Tensor]:
     """The named cache of one forward pass of ``ids`` (the last ``context`` tokens), on the CPU."""
     kept = list(ids)[-context_length(model):]
-    _, _, cache = model.run_with_cache(torch.tensor([kept], device=model_device(model)))
+    _, _, cache = model.run_with_cache(torch.tensor([kept], device=model_device(model)))  # type: ignore[operator]
     return cache
 
 

@@ -16,7 +16,8 @@ Events, as tuples (``i`` is the runner's index in the worker):
 - ``("snapshot", i, step, state_dict)``: a CPU copy of the weights at ``step``;
 - ``("paused", i, step)`` / ``("idle",)``: a runner waits; every runner waits (the slot can go);
 - ``("result", i, value)``: a task's return value, or a trainer's checkpoint file (bytes);
-- ``("failed", i, message, traceback_text)`` and ``("done", i, state)``.
+- ``("failed", i, message, traceback_text)``: the one line a page shows (a runner logs its own failure, with the
+  traceback, through :func:`llmviz.errors.log_failure`, and sends an empty ``traceback_text``); ``("done", i, state)``.
 
 >>> from llmviz.train import TrainConfig, Trainer
 >>> config = TrainConfig(model="bigram-neural", tokenizer="char", context_size=8, batch_size=4, steps=3,
@@ -40,14 +41,13 @@ import os
 import pickle
 import queue
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from llmviz.errors import LlmvizError
+from llmviz.errors import LlmvizError, log_failure
 from llmviz.snapshots import is_snapshot_step, state_of
 
 log = logging.getLogger("llmviz.jobs")
@@ -174,7 +174,8 @@ class _QueueChannel(Channel):
 
 def thread_channel_pair() -> tuple[Channel, Channel]:
     """Two connected channels for a worker thread: what one sends, the other receives."""
-    a, b = queue.Queue(), queue.Queue()
+    a: queue.Queue = queue.Queue()
+    b: queue.Queue = queue.Queue()
     return _QueueChannel(a, b), _QueueChannel(b, a)
 
 
@@ -242,8 +243,10 @@ class _Runner:
         self.send("done", state)
 
     def fail(self, error: BaseException) -> None:
-        message = str(error) if isinstance(error, LlmvizError) else f"{type(error).__name__}: {error}"
-        self.send("failed", message, "".join(traceback.format_exception(error)))
+        """Log the failure here, where its traceback is (a worker process's log goes to the server's stderr), and
+        send the server the one line its page shows (the server logs that line with the job's id)."""
+        message = log_failure(f"job runner {self.index}", error)
+        self.send("failed", message, "")
         self.finish(FAILED)
 
 
@@ -259,6 +262,8 @@ class _TrainRunner(_Runner):
 
     def start(self) -> None:
         if self.trainer is None:
+            if self.payload.build is None:
+                raise ValueError("a TrainPayload needs a trainer or a build() that makes one")
             self.trainer = self.payload.build()
             self.send("info", RunInfo.of(self.trainer))
         if self.options.snapshots:
@@ -277,6 +282,8 @@ class _TrainRunner(_Runner):
         return is_snapshot_step(step) or (every > 0 and step % every == 0)
 
     def advance(self) -> None:
+        if self.iterator is None:
+            raise RuntimeError("advance() before start()")
         metrics = next(self.iterator)
         sample = None
         every = self.options.sample_every
@@ -394,7 +401,7 @@ def worker_main(channel: Channel, payloads: list, options: WorkerOptions) -> Non
                     runner.finish(FINISHED)
                 except WorkerGone:
                     raise
-                except Exception as error:  # noqa: BLE001 - reported to the server, which logs the traceback
+                except Exception as error:  # noqa: BLE001 - logged with its traceback here, its one line sent to the server
                     runner.fail(error)
     except WorkerGone:
         return  # the server has gone: nothing is left to report to

@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from llmviz import architectures, inspect, views
+from llmviz import architectures, model_anatomy, views
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
 from ui import charts, picker, present, sections, share
@@ -30,7 +30,7 @@ def size_a_gpt() -> None:
                           "12 heads, d_model 768, a bias in W_Q, W_K, W_V and the output head tied to the token "
                           "embedding; llama-style, qwen-style and moe-tiny are small models with the choices of Llama, "
                           "Qwen2 and Mixtral; smollm2-135m-shapes has the sizes of SmolLM2-135M.")
-    base = inspect.published_config(preset) if preset in PRESETS else PRESETS["gpt-mini"]
+    base = model_anatomy.published_config(preset) if preset in PRESETS else PRESETS["gpt-mini"]
     if preset == "custom":
         c1, c2, c3 = st.columns(3)
         vocab_size = c1.number_input("Vocabulary size", 1, 300_000, base.vocab_size, step=256)
@@ -77,7 +77,7 @@ def size_a_gpt() -> None:
                 st.markdown("**Parameters, computed from the modules**")
             else:
                 st.subheader("Parameters, computed from the modules")
-            table = inspect.parameter_table(config)
+            table = model_anatomy.parameter_table(config)
             total = sum(table.values())
             frame = pd.DataFrame({"component": list(table), "parameters": list(table.values())})
             frame["share"] = (frame["parameters"] / total).map(lambda x: f"{x:.1%}")
@@ -87,18 +87,18 @@ def size_a_gpt() -> None:
                             width="stretch")
             st.metric("Total parameters", f"{total:,}")
             m2, m3, m4 = st.columns(3)
-            m2.metric("Weights in fp32", f"{inspect.memory_bytes(total, 'fp32') / 2**20:,.1f} MiB")
-            m3.metric("Weights in bf16", f"{inspect.memory_bytes(total, 'bf16') / 2**20:,.1f} MiB")
+            m2.metric("Weights in fp32", f"{model_anatomy.memory_bytes(total, 'fp32') / 2**20:,.1f} MiB")
+            m3.metric("Weights in bf16", f"{model_anatomy.memory_bytes(total, 'bf16') / 2**20:,.1f} MiB")
             m4.metric("KV cache per token (bf16)", f"{architectures.kv_cache_bytes(config, 1, 'bf16') / 2**10:,.1f} KiB",
                       help="Keys and values of every layer kept for each token while generating: "
                            f"2 × {config.n_layers} layers × {config.kv_heads} key/value heads × {config.head_dim} "
                            "dims × 2 bytes.")
             if tie:
-                untied = sum(inspect.parameter_table(config.replace(tie_weights=False)).values())
+                untied = sum(model_anatomy.parameter_table(config.replace(tie_weights=False)).values())
                 st.caption(f"Untied, the same sizes have {untied:,} parameters: tying saves {untied - total:,} "
                            f"(the {config.vocab_size:,} × {config.d_model} output matrix).")
             else:
-                tied = sum(inspect.parameter_table(config.replace(tie_weights=True)).values())
+                tied = sum(model_anatomy.parameter_table(config.replace(tie_weights=True)).values())
                 st.caption(f"Tied, the same sizes have {tied:,} parameters: the separate {config.vocab_size:,} × "
                            f"{config.d_model} output matrix adds {total - tied:,}.")
             st.caption("Memory counts the weights only: training also needs gradients, optimizer state "
@@ -146,7 +146,7 @@ def look_inside() -> None:
             ["Residual stream", f"{norm_name} before/after", "LayerNorm vs RMSNorm", "GELU vs SwiGLU",
              "Router (mixture of experts)" if config.n_experts else "MLP activations"])
         with tab_resid:
-            norms = inspect.residual_norms(cache, config.n_layers)
+            norms = model_anatomy.residual_norms(cache, config.n_layers)
             figure = go.Figure(go.Scatter(x=[n for n, _ in norms], y=[v for _, v in norms], mode="lines+markers"))
             figure.update_layout(yaxis_title="mean ‖x‖ per token", height=320, margin=dict(t=10))
             charts.show(figure, width="stretch")
@@ -154,7 +154,7 @@ def look_inside() -> None:
                         "connections), so its size tends to grow from block to block.")
         with tab_ln:
             layer = ui.index_slider("Block", config.n_layers, key="ln_layer")
-            stats = inspect.layernorm_before_after(cache, layer)
+            stats = model_anatomy.layernorm_before_after(cache, layer)
             frame = pd.DataFrame({"token": labels, **{k: v.tolist() for k, v in stats.items()}})
             st.dataframe(tidy_floats(frame).style.format(precision=4), hide_index=True, width="stretch")
             if config.norm == "rmsnorm":
@@ -235,7 +235,7 @@ def look_inside() -> None:
                 charts.show(charts.heatmap(hidden[:, :neurons], x_labels=list(range(neurons)), y_labels=labels,
                                                colorscale="RdBu", zmid=0.0, text_format=None,
                                                x_title="neuron", y_title="token"), width="stretch")
-                fraction = inspect.positive_fraction(hidden)
+                fraction = model_anatomy.positive_fraction(hidden)
                 st.caption(f"{fraction:.0%} of this block's {hidden.shape[-1]} MLP neurons are positive across these tokens.")
 
 

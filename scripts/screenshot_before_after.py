@@ -8,19 +8,17 @@ last step and saves the "Step 0 vs step N" section with headless Debian chromium
 """
 
 import argparse
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from tests.app_server import running_app  # noqa: E402
 from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, go, main_area, open_page  # noqa: E402
 
 
@@ -33,39 +31,28 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     folder = Path(tempfile.mkdtemp())
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "LLMVIZ_RUNS_DIR": str(folder / "runs"),
-           "LLMVIZ_CACHE_DIR": str(folder / "cache")}
-    server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-                               "--server.port", str(args.port), "--server.headless", "true"],
-                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{args.port}"
+    env = {"HF_HUB_OFFLINE": "1", "LLMVIZ_RUNS_DIR": str(folder / "runs"), "LLMVIZ_CACHE_DIR": str(folder / "cache")}
     try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.3)
-        link = "training?" + urllib.parse.urlencode({"train_model": "GPT micro (2 layers, d 64)", "steps": args.steps})
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-            page = open_page(browser, f"{url}/{link}", viewport=(1400, 1200))
-            main_area(page).get_by_role("button", name="Train", exact=True).click()
-            main_area(page).get_by_text(f"finished · step {args.steps}/{args.steps}", exact=False).first.wait_for(
-                timeout=900_000)
-            go(page, "Attention")
-            section = main_area(page).get_by_text("Step 0 vs step N", exact=True).first
-            section.scroll_into_view_if_needed()
-            main_area(page).get_by_text(f"Step {args.steps}", exact=True).first.wait_for()
-            time.sleep(2)  # the two heatmaps draw after the script run
-            section.evaluate("element => element.scrollIntoView({block: 'start'})")
-            time.sleep(0.5)
-            page.screenshot(path=args.out)
-            browser.close()
-        print(f"saved {args.out}")
+        with running_app("app.py", port=args.port, env=env, timeout_s=90) as server:
+            url = server.url
+            link = "training?" + urllib.parse.urlencode({"train_model": "GPT micro (2 layers, d 64)", "steps": args.steps})
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+                page = open_page(browser, f"{url}/{link}", viewport=(1400, 1200))
+                main_area(page).get_by_role("button", name="Train", exact=True).click()
+                main_area(page).get_by_text(f"finished · step {args.steps}/{args.steps}", exact=False).first.wait_for(
+                    timeout=900_000)
+                go(page, "Attention")
+                section = main_area(page).get_by_text("Step 0 vs step N", exact=True).first
+                section.scroll_into_view_if_needed()
+                main_area(page).get_by_text(f"Step {args.steps}", exact=True).first.wait_for()
+                time.sleep(2)  # the two heatmaps draw after the script run
+                section.evaluate("element => element.scrollIntoView({block: 'start'})")
+                time.sleep(0.5)
+                page.screenshot(path=args.out)
+                browser.close()
+            print(f"saved {args.out}")
     finally:
-        server.terminate()
-        server.wait(timeout=10)
         shutil.rmtree(folder, ignore_errors=True)
 
 

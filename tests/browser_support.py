@@ -19,14 +19,12 @@ Every wait is on the app's state (a text, an element, the script-run state), nev
 
 import json
 import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.app_server import AppDidNotStart, start_app
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -36,12 +34,6 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 pytestmark = pytest.mark.browser
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
@@ -59,39 +51,15 @@ def app_server(tmp_path_factory):
                         hub, "gpt2")
     timings = folder / "timings.jsonl"
     (folder / "runs").mkdir()
-    port = _free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub), "LLMVIZ_SESSION_TIMEOUT": "3",
+    env = {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub), "LLMVIZ_SESSION_TIMEOUT": "3",
            "LLMVIZ_TIMINGS": str(timings), "LLMVIZ_RUNS_DIR": str(folder / "runs"),
            "LLMVIZ_CACHE_DIR": str(folder / "cache")}
-    log = open(folder / "server.log", "wb")  # noqa: SIM115 - closed below
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.read().strip() == b"ok":
-                    break
-        except OSError:
-            if process.poll() is not None:
-                break
-            time.sleep(0.3)
-    else:
-        process.kill()
-    if process.poll() is not None:
-        log.close()
-        pytest.fail("streamlit did not start: " + (folder / "server.log").read_text()[-2000:])
-    yield url, timings
-    process.terminate()
     try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-    log.close()
+        server = start_app("app.py", env=env, log=folder / "server.log")
+    except AppDidNotStart as error:
+        pytest.fail(str(error))
+    yield server.url, timings
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -45,6 +45,30 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("LLMVIZ_CACHE_DIR", str(tmp_path_factory.mktemp("llmviz-cache")))
 
 
+_THIS_MACHINE = {"localhost", "127.0.0.1", "::1", "0.0.0.0", ""}
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch):
+    """Tests never reach the network: looking up any host but this machine fails as if offline, and fails the
+    test (the code under test may well handle "offline" quietly, which would hide the attempt)."""
+    import socket
+
+    attempts = []
+    real_getaddrinfo = socket.getaddrinfo
+
+    def this_machine_only(host, *args, **kwargs):
+        name = host.decode() if isinstance(host, bytes) else host
+        if name is not None and name not in _THIS_MACHINE:
+            attempts.append(name)
+            raise socket.gaierror(socket.EAI_NONAME, f"tests never reach the network (looked up {name})")
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", this_machine_only)
+    yield
+    assert not attempts, f"this test tried to reach the network: {attempts}"
+
+
 @pytest.fixture(autouse=True)
 def _no_runs_left_behind():
     """AppTest gives every app run the same session id: end its training runs after each test, so no test

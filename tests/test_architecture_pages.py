@@ -1,6 +1,6 @@
 """Every page's computations work on a tiny model of every preset (each combination of switches).
 
-The functions the pages call (llmviz.views, llmviz.interpret, llmviz.sampling, llmviz.inspect,
+The functions the pages call (llmviz.views, llmviz.interpret, llmviz.sampling, llmviz.model_anatomy,
 llmviz.quiz, llmviz.architectures) run on each; where a page's number has an independent
 definition it is checked: the logit lens's last row is the model's own prediction (so the final
 norm it applies is the model's RMSNorm or LayerNorm), the token losses average to
@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llmviz import architectures, inspect, interpret, quiz, sampling, views
+from llmviz import architectures, interpret, model_anatomy, quiz, sampling, views
 from llmviz.models.gpt import GPT, PRESETS
 from llmviz.tokenizers import CharTokenizer
 
@@ -78,9 +78,9 @@ def test_sampling(model):
 def test_model_page_numbers(model):
     config = model.config
     cache = views.recorded_pass(model, views.encode(TOKENIZER, TEXT))
-    assert len(inspect.residual_norms(cache, config.n_layers)) == config.n_layers + 1
-    assert inspect.layernorm_before_after(cache, 1)["var_after"].shape[0] > 0
-    assert sum(inspect.parameter_table(config).values()) == model.num_parameters()
+    assert len(model_anatomy.residual_norms(cache, config.n_layers)) == config.n_layers + 1
+    assert model_anatomy.layernorm_before_after(cache, 1)["var_after"].shape[0] > 0
+    assert sum(model_anatomy.parameter_table(config).values()) == model.num_parameters()
     steps = architectures.architecture(config)
     assert steps[-1].shape[-1] == str(config.vocab_size)
     router = architectures.router_choices(cache, 0)

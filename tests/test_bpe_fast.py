@@ -75,3 +75,87 @@ def test_recorded_leaders_are_the_top_counts():
         assert record.top_pairs[0] == (record.pair, record.count)
         assert all(counts[p] == c for p, c in record.top_pairs)
         chunks = [merge(chunk, record.pair, record.new_id) for chunk in chunks]
+
+
+# ---------------------------------------------------------------------------- minbpe's rules, written here
+
+# GPT-4's split pattern as minbpe writes it (minbpe/regex.py), copied here rather than imported from llmviz
+MINBPE_GPT4_SPLIT = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
+
+
+def _unseen_text() -> str:
+    """Text llmviz was never developed on: two standard-library modules' source and HTML5's named characters
+    (accents, Greek, arrows, mathematical symbols: multi-byte UTF-8)."""
+    import difflib
+    import html.entities
+    import inspect
+    import textwrap
+
+    symbols = " ".join(f"{name.rstrip(';')}={char}" for name, char in sorted(html.entities.html5.items())[::7])
+    return inspect.getsource(textwrap)[:6000] + symbols[:3000] + inspect.getsource(difflib)[:3000]
+
+
+def minbpe_train(text: str, num_merges: int, pattern: str) -> list[tuple[tuple[int, int], int]]:
+    """minbpe's RegexTokenizer.train: split, then repeatedly merge the most frequent pair (the first one met
+    among equals, since Python's max keeps the first maximum of a dict in insertion order)."""
+    import regex
+
+    chunks = [list(chunk.encode("utf-8")) for chunk in regex.findall(pattern, text)]
+    merges = []
+    for step in range(num_merges):
+        stats: dict[tuple[int, int], int] = {}
+        for ids in chunks:
+            for pair in zip(ids, ids[1:]):
+                stats[pair] = stats.get(pair, 0) + 1
+        if not stats:
+            break
+        pair = max(stats, key=stats.get)
+        new_id = 256 + step
+        merged_chunks = []
+        for ids in chunks:
+            out, i = [], 0
+            while i < len(ids):
+                if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+                    out.append(new_id)
+                    i += 2
+                else:
+                    out.append(ids[i])
+                    i += 1
+            merged_chunks.append(out)
+        chunks = merged_chunks
+        merges.append((pair, new_id))
+    return merges
+
+
+def minbpe_encode(text: str, merges: list[tuple[tuple[int, int], int]], pattern: str) -> list[int]:
+    """minbpe's encode: in each chunk, merge the pair learned earliest until none is left."""
+    import regex
+
+    ranks = dict(merges)
+    out = []
+    for chunk in regex.findall(pattern, text):
+        ids = list(chunk.encode("utf-8"))
+        while len(ids) >= 2:
+            pair = min(zip(ids, ids[1:]), key=lambda p: ranks.get(p, float("inf")))
+            if pair not in ranks:
+                break
+            i, merged = 0, []
+            while i < len(ids):
+                if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+                    merged.append(ranks[pair])
+                    i += 2
+                else:
+                    merged.append(ids[i])
+                    i += 1
+            ids = merged
+        out.extend(ids)
+    return out
+
+
+def test_merges_and_encoding_equal_minbpe_on_unseen_text():
+    text = _unseen_text()
+    training, held_out = text[:9000], text[9000:]
+    expected = minbpe_train(training, 150, MINBPE_GPT4_SPLIT)
+    tokenizer = BPETokenizer.train(training, vocab_size=256 + 150, split_pattern="gpt4", special_tokens=())
+    assert tokenizer.merges == expected
+    assert tokenizer.encode(held_out) == minbpe_encode(held_out, expected, MINBPE_GPT4_SPLIT)

@@ -5,7 +5,6 @@ Bounded: every launch has a timeout, the processes talk only over the loopback i
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -14,6 +13,7 @@ import torch
 from safetensors.torch import load_file
 
 from llmviz.train import TrainConfig, Trainer, save_checkpoint
+from tests.app_server import free_port
 from tests.conftest import ROOT
 
 pytestmark = pytest.mark.slow
@@ -21,12 +21,6 @@ pytestmark = pytest.mark.slow
 STEPS = 20
 ARGS = ["--model", "gpt-micro", "--tokenizer", "char", "--context", "32", "--batch", "16", "--steps", str(STEPS),
         "--lr", "3e-3", "--warmup", "5", "--eval-interval", "10", "--seed", "7", "--device", "cpu"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _environment() -> dict:
@@ -40,7 +34,7 @@ def train(*arguments: str, processes: int = 1) -> dict:
         command = [sys.executable, "-m", "llmviz", "train", *arguments]
     else:
         command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={processes}", "--nnodes=1",
-                   "--master_addr=127.0.0.1", f"--master_port={_free_port()}", "-m", "llmviz", "train", *arguments]
+                   "--master_addr=127.0.0.1", f"--master_port={free_port()}", "-m", "llmviz", "train", *arguments]
     result = subprocess.run(command, cwd=ROOT, env=_environment(), capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-4000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])

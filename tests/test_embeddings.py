@@ -87,6 +87,22 @@ def test_pca_finds_the_main_direction():
     assert coords.shape == (200, 2) and ratio[0] > 0.99
 
 
+def test_pca_equals_scikit_learn():
+    """Coordinates and explained-variance ratios as scikit-learn's PCA gives them (each axis up to its sign,
+    which PCA leaves free), on correlated points like an embedding table's rows."""
+    from sklearn.decomposition import PCA
+
+    torch.manual_seed(3)
+    points = torch.randn(300, 6) @ torch.randn(6, 6) + torch.randn(6) * 5  # correlated, off-centre
+    for dims in (2, 3):
+        coords, ratio = pca(points, dims)
+        reference = PCA(n_components=dims, svd_solver="full").fit(points.double().numpy())
+        expected = torch.from_numpy(reference.transform(points.double().numpy())).float()
+        signs = torch.sign((coords * expected).sum(dim=0))  # align each axis's sign
+        assert torch.allclose(coords * signs, expected, atol=1e-4)
+        assert torch.allclose(ratio.double(), torch.from_numpy(reference.explained_variance_ratio_), atol=1e-6)
+
+
 def test_nearest_and_analogy():
     matrix = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [-1.0, 0.0]])
     assert nearest_neighbours(matrix, torch.tensor([1.0, 0.1]), k=1)[0][0] == 0

@@ -123,6 +123,30 @@ def test_attention_only_model_has_no_mlp_to_adapt():
         lora.add_adapters(GPT(PRESETS["attn-only-2l"]), lora.LoRAConfig(targets=("mlp",)))
 
 
+@pytest.mark.parametrize("target", ["q", "k", "v"])
+def test_grouped_query_attention_adapts_only_the_chosen_matrix(target):
+    """With fewer key/value heads W_K and W_V are narrower than W_Q: an adapter on one of them changes exactly its
+    rows of the fused qkv weight, as the attention itself splits it (it used to take d rows each)."""
+    torch.manual_seed(0)
+    config = PRESETS["llama-style"].replace(vocab_size=256, context_length=32, d_model=32, n_heads=4, n_layers=2,
+                                            d_mlp=64, n_kv_heads=2)
+    model = GPT(config).eval()
+    before = [w.clone() for w in model.blocks[0].attn.qkv.weight.split(model.blocks[0].attn.split_sizes())]
+    lora.add_adapters(model, lora.LoRAConfig(rank=2, targets=(target,)))
+    trained_adapters(model)
+    merged = lora.merged_copy(model)
+    after = merged.blocks[0].attn.qkv.weight.split(merged.blocks[0].attn.split_sizes())
+    changed = [name for name, b, a in zip("qkv", before, after, strict=True) if not torch.equal(b, a)]
+    assert changed == [target]
+    idx = torch.randint(0, 256, (2, 16), generator=torch.Generator().manual_seed(2))
+    assert (model(idx)[0] - merged(idx)[0]).abs().max() <= 1e-5
+
+
+def test_a_mixture_of_experts_says_its_mlp_cannot_be_adapted():
+    with pytest.raises(ConfigError, match="mixture of experts"):
+        lora.add_adapters(GPT(PRESETS["moe-tiny"]), lora.LoRAConfig(targets=("q", "mlp")))
+
+
 def test_lora_run_trains_only_adapters_and_its_model_is_the_merged_gpt():
     torch.manual_seed(0)
     pretrained = GPT(PRESETS["gpt-nano"].replace(vocab_size=64, context_length=16)).eval()

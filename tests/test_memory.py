@@ -41,6 +41,25 @@ def test_checkpointing_gives_the_same_loss_and_gradients_and_saves_less():
     assert type(memory.set_checkpointing(b, False).blocks[0]).__name__ == "Block"
 
 
+@pytest.mark.parametrize("preset", ["llama-style", "moe-tiny"])
+def test_checkpointing_works_with_rope_and_a_mixture_of_experts(preset):
+    """The model passes RoPE's angles and the router's list to every block: a checkpointed block takes them too
+    (it raised TypeError), gives the same loss (the experts' balancing loss included) and the same gradients."""
+    torch.manual_seed(0)
+    config = PRESETS[preset].replace(vocab_size=256, context_length=32, d_model=32, n_heads=4, n_layers=2,
+                                     d_mlp=64, n_kv_heads=2)
+    a = GPT(config)
+    b = memory.set_checkpointing(GPT(config), True)
+    b.load_state_dict(a.state_dict())
+    inputs, targets = batch()
+    loss_a, loss_b = a(inputs, targets)[1], b(inputs, targets)[1]
+    assert torch.allclose(loss_a, loss_b, atol=1e-6)
+    loss_a.backward()
+    loss_b.backward()
+    for (name, p), q in zip(a.named_parameters(), b.parameters()):
+        assert torch.allclose(p.grad, q.grad, atol=1e-6), name
+
+
 def test_bf16_autocast_saves_less_and_stays_close():
     torch.manual_seed(0)
     model = GPT(PRESETS["gpt-nano"])

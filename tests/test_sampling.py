@@ -2,6 +2,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from llmviz.models import GPT, GPTConfig, build_char_model
 from llmviz.sampling import (
@@ -77,15 +79,106 @@ def test_lower_temperature_never_raises_entropy():
     assert all(a >= b - 1e-9 for a, b in zip(entropies, entropies[1:]))
 
 
-@pytest.mark.parametrize("temperature", [0.0, 1e-6, 0.5, 1.0, 2.0, 100.0, 1e6])
-@pytest.mark.parametrize("top_k", [0, 1, 3, 50, 10**9])
-@pytest.mark.parametrize("top_p", [1e-12, 0.1, 0.9, 1.0])
-def test_every_distribution_sums_to_one_and_is_finite(temperature, top_k, top_p):
-    for logits in (LOGITS, LOGITS * 1e4, torch.zeros(50), torch.full((50,), -1e30)):
-        dist = next_token_distribution(logits, temperature, top_k, top_p)
-        for probs in (dist.raw_probs, dist.temperature_probs, dist.top_k_probs, dist.final_probs):
-            assert torch.isfinite(probs).all()
-            assert float(probs.sum()) == pytest.approx(1.0, abs=1e-5)
+# ---------------------------------------------------------------------------- properties against transformers
+# Hugging Face's own logits processors are the reference: TopKLogitsWarper and TopPLogitsWarper are what
+# model.generate(top_k=..., top_p=...) applies.
+
+VOCAB = st.integers(min_value=2, max_value=40)
+SCALES = st.sampled_from([1.0, 1e-3, 1e4, 1e30])  # ordinary, nearly flat, sharp, enormous logits
+TEMPERATURES = st.one_of(st.just(0.0), st.floats(min_value=0.0, max_value=GREEDY_BELOW, exclude_max=True),
+                         st.floats(min_value=GREEDY_BELOW, max_value=1e6))
+TOP_PS = st.floats(min_value=1e-12, max_value=1.0)
+
+
+@st.composite
+def logit_vectors(draw, ties: bool = True, scales=SCALES):
+    """Finite logits: small integers (many ties) or distinct ones, times a scale."""
+    size = draw(VOCAB)
+    values = st.integers(min_value=-8, max_value=8) if ties else st.integers(min_value=-2000, max_value=2000)
+    numbers = draw(st.lists(values, min_size=size, max_size=size, unique=not ties))
+    return torch.tensor(numbers, dtype=torch.float32) * draw(scales) / 64
+
+
+def _hf_top_k(logits, k):
+    from transformers.generation.logits_process import TopKLogitsWarper
+
+    return TopKLogitsWarper(top_k=k)(None, logits[None].clone())[0]
+
+
+def _hf_top_p(logits, p):
+    from transformers.generation.logits_process import TopPLogitsWarper
+
+    return TopPLogitsWarper(top_p=p)(None, logits[None].clone())[0]
+
+
+def _reference_distribution(logits, temperature, top_k, top_p):
+    """temperature → top-k → top-p the way transformers does it; T = 0 (and below GREEDY_BELOW) is greedy."""
+    if temperature < GREEDY_BELOW:
+        scores = torch.full_like(logits, float("-inf"))
+        scores[int(logits.argmax())] = 0.0  # argmax: the first of tied maxima
+    else:
+        scores = logits / temperature  # transformers' TemperatureLogitsWarper divides, nothing more
+    if top_k > 0:
+        scores = _hf_top_k(scores, top_k)
+    scores = _hf_top_p(scores, top_p)
+    return torch.softmax(scores.double(), dim=-1)
+
+
+def _near_a_top_p_boundary(logits, p, margin=1e-5):
+    """True when a token's probability mass ahead of it is within ``margin`` of p (float32 vs float64 may then
+    round the cut differently), or when probabilities tie (the two sort orders may keep different tokens)."""
+    probs = torch.softmax(logits.double(), dim=-1)
+    ordered = torch.sort(probs, descending=True).values
+    mass_before = torch.cumsum(ordered, 0) - ordered
+    close = (ordered[:-1] - ordered[1:]).abs() < 1e-6 * ordered[0]
+    ties = bool((close & (ordered[1:] > 1e-30)).any())  # tokens of no probability do not matter
+    if p >= 1.0:
+        return False  # top-p off: no cut to round
+    return ties or bool(((mass_before[1:] - p).abs() < margin).any())  # the first token is always kept
+
+
+def test_top_p_keeps_the_most_likely_token_even_when_float32_probabilities_tie():
+    """At a high temperature the probabilities differ by less than float32 can tell apart: top-p once sorted
+    those rounded values and could keep a less likely token instead of the most likely one (found by the
+    property below)."""
+    logits = torch.tensor([0.0] * 12 + [0.015625])
+    dist = next_token_distribution(logits, temperature=168334.0, top_p=0.5)
+    assert dist.final_probs[12] > 0  # the largest logit is among the kept
+    assert dist.kept == 7 and (dist.final_probs[:6] > 0).all()  # then the tied ones in vocabulary order
+
+
+@settings(max_examples=100, deadline=None)
+@given(logits=logit_vectors(), k=st.integers(min_value=1, max_value=50))
+def test_top_k_is_transformers_top_k(logits, k):
+    """Exactly transformers' TopKLogitsWarper, ties at the boundary included (both keep every tied token)."""
+    assert torch.equal(top_k_filter(logits, k), _hf_top_k(logits, k))
+
+
+@settings(max_examples=100, deadline=None)
+@given(logits=logit_vectors(ties=False, scales=st.sampled_from([0.25, 1.0])), p=TOP_PS)
+def test_top_p_is_transformers_top_p(logits, p):
+    assume(not _near_a_top_p_boundary(logits, p))
+    possible = torch.softmax(logits, dim=-1) > 0  # transformers also drops tokens whose float32 probability is 0
+    assert torch.equal((top_p_filter(logits, p) > float("-inf")) & possible, _hf_top_p(logits, p) > float("-inf"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(logits=logit_vectors(), temperature=TEMPERATURES, top_k=st.integers(min_value=0, max_value=50), top_p=TOP_PS)
+def test_every_stage_is_a_distribution_and_the_last_is_transformers(logits, temperature, top_k, top_p):
+    dist = next_token_distribution(logits, temperature, top_k, top_p)
+    for probs in (dist.raw_probs, dist.temperature_probs, dist.top_k_probs, dist.final_probs):
+        assert torch.isfinite(probs).all() and (probs >= 0).all()
+        assert float(probs.sum()) == pytest.approx(1.0, abs=1e-5)
+    kept = dist.final_probs > 0
+    assert kept.any() and (kept <= (dist.top_k_probs > 0)).all()  # each filter only removes
+    assert float(logits[kept].min()) >= max(logits[~kept].tolist(), default=float("-inf"))  # the kept are a top set
+    if temperature < GREEDY_BELOW:
+        assert dist.kept == 1 and int(dist.final_probs.argmax()) == int(logits.argmax())
+    reference = _reference_distribution(logits, temperature, top_k, top_p)
+    # compared as sorted values: with tied probabilities the two sort orders may keep different (equal) tokens
+    ours, theirs = torch.sort(dist.final_probs.double()).values, torch.sort(reference).values
+    if not _near_a_top_p_boundary(dist.top_k_logits, top_p):
+        assert torch.allclose(ours, theirs, rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.parametrize("bad", [-0.1, float("nan"), float("inf")])

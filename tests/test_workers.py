@@ -182,3 +182,29 @@ def test_a_checkpoint_from_the_worker_is_an_ordinary_safetensors_file(processes,
     path.write_bytes(job.checkpoint)
     weights = read_safetensors(path)
     assert set(weights) == set(job.snapshots.get(3))
+
+
+def failing_loop(should_stop):
+    """A task that fails at its first step, as a bug would."""
+    yield 1, 1.0
+    raise KeyError("missing")
+
+
+def test_a_failing_runner_logs_its_traceback_once_and_sends_the_page_one_line(caplog):
+    """The runner logs the failure where its traceback is (llmviz.errors.log_failure, the same one line as before:
+    "KeyError: 'missing'") and sends that line, without a second copy of the traceback for the server to log."""
+    from llmviz.workers import TaskPayload, WorkerOptions, thread_channel_pair, worker_main
+
+    ours, theirs = thread_channel_pair()
+    with caplog.at_level("WARNING", logger="llmviz"):
+        worker_main(theirs, [TaskPayload(failing_loop)], WorkerOptions())
+    events = []
+    while ours.poll(0):
+        events.append(ours.recv())
+    failed = [event for event in events if event[0] == "failed"]
+    assert failed == [("failed", 0, "KeyError: 'missing'", "")]
+    assert events[-1] == ("done", 0, jobs.FAILED)
+    [record] = [r for r in caplog.records if r.name == "llmviz"]
+    assert record.levelname == "ERROR" and record.getMessage() == "job runner 0 failed: KeyError: 'missing'"
+    assert record.exc_info is not None and "failing_loop" in caplog.text  # the traceback, from the worker
+

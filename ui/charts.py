@@ -151,53 +151,14 @@ def show(figure: go.Figure, width="stretch", **kwargs):
     return show_in(st, figure, width=width, **kwargs)
 
 
-# Adds an "SVG" button next to Plotly's camera in every chart's toolbar: it asks Plotly's own
-# download for format svg (the camera keeps PNG at 2×). Installed once per page by app.py.
-SVG_SCRIPT = """
-<script>
-(function () {
-  if (window.__llmvizSvg) return;
-  window.__llmvizSvg = true;
-  function add() {
-    document.querySelectorAll('.js-plotly-plot .modebar-group').forEach(function (group) {
-      var camera = group.querySelector('.modebar-btn[data-title^="Download plot"]');
-      if (!camera || group.querySelector('.llmviz-svg')) return;
-      var button = document.createElement(camera.tagName.toLowerCase());
-      if (button.tagName === 'BUTTON') button.type = 'button';
-      button.className = 'modebar-btn llmviz-svg';
-      button.setAttribute('rel', 'tooltip');
-      button.setAttribute('data-title', 'Download plot as SVG');
-      button.setAttribute('data-testid', 'llmviz-svg-button');
-      button.style.cssText = 'font:bold 9px sans-serif;line-height:18px;padding:3px 4px;cursor:pointer;color:#7a7a7a;border:0;background:none';
-      button.textContent = 'SVG';
-      button.addEventListener('click', function () {
-        var gd = group.closest('.js-plotly-plot');
-        var options = gd._context.toImageButtonOptions || {};
-        var saved = Object.assign({}, options);
-        gd._context.toImageButtonOptions = Object.assign({}, options, { format: 'svg', scale: 1 });
-        camera.click();
-        setTimeout(function () { gd._context.toImageButtonOptions = saved; }, 0);
-      });
-      group.insertBefore(button, camera.nextSibling);
-    });
-  }
-  var pending = null;
-  new MutationObserver(function () {
-    if (pending) return;
-    pending = setTimeout(function () { pending = null; add(); }, 100);
-  }).observe(document.body, { childList: true, subtree: true });
-  add();
-})();
-</script>
-"""
-
-
 def install_export() -> None:
     """Once per run (app.py): the SVG download button on every chart."""
     import streamlit as st
 
+    from ui.internals import SVG_BUTTON_SCRIPT
+
     # (a leading element: the sanitizer drops a script that comes first)
-    st.html('<span data-llmviz-export="1"></span>' + SVG_SCRIPT, unsafe_allow_javascript=True)
+    st.html('<span data-llmviz-export="1"></span>' + SVG_BUTTON_SCRIPT, unsafe_allow_javascript=True)
 
 
 def latex(*lines: str, where=None, label: str = "Copy as LaTeX") -> None:

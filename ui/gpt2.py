@@ -13,6 +13,7 @@ import streamlit as st
 
 from llmviz import gpt2
 from llmviz.errors import LlmvizError
+from ui.sources import Entry, ModelView
 
 PREFIX = "hub"
 
@@ -39,8 +40,6 @@ class GPT2Source:
     prefix = PREFIX
 
     def entries(self):
-        from ui.picker import Entry
-
         out = []
         for name, hub in gpt2.HUB_MODELS.items():
             cached = gpt2.is_cached(name)
@@ -58,8 +57,6 @@ class GPT2Source:
         return out
 
     def load(self, key: str, step: int | None):
-        from ui.picker import ModelView
-
         name = key.split(":", 1)[1]
         if name not in gpt2.HUB_MODELS:
             raise LlmvizError(f"{name!r} is not a GPT-2 llmviz offers.")
@@ -71,8 +68,3 @@ class GPT2Source:
         model, tokenizer, meta = _load(str(folder), name)
         return ModelView(key, _label(name), model, tokenizer, meta, "gpt")
 
-
-def register() -> None:
-    from ui.picker import register_source
-
-    register_source(GPT2Source())

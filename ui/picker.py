@@ -22,9 +22,8 @@ import re
 import time
 import urllib.parse
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Protocol
 
 import streamlit as st
 import torch.nn as nn
@@ -35,6 +34,7 @@ from llmviz.snapshots import load_into
 from llmviz.train import ListedCheckpoint, list_checkpoints, load_checkpoint, model_description, model_from_description
 from ui import sections, watch
 from ui.labels import run_label
+from ui.sources import SOURCES, Entry, ModelView, Source, register_source  # noqa: F401 - public names of ui.picker
 from ui.text import literal_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,50 +50,6 @@ _STEP_WIDGET = "_picker_step_widget"  # the key of the step slider drawn last (o
 _SHOWN_NEWEST = "_picker_shown_newest"  # run_id → the newest step the sidebar slider showed in this script run
 _MOVED = "_picker_step_moved"  # the step slider was moved (its fragment then reruns the page)
 _USED = "_picker_used"  # did this page's last run draw the picked model (current() was asked)?
-
-
-@dataclass(frozen=True)
-class ModelView:
-    """What the picker selects: a ready-to-use, shared, read-only model with its tokenizer."""
-
-    key: str  # stable and URL-safe: "shipped:gpt-python-docs", "run:<run_id>@<step>", "pretrained:minilm", …
-    label: str
-    model: Any  # nn.Module in eval mode, grads off (MiniLM: the llmviz.pretrained.MiniLM object). Never mutate.
-    tokenizer: Any
-    meta: dict = field(default_factory=dict, compare=False, hash=False)
-    family: str = "gpt"  # "gpt" | "charlevel" | "decoder" | "minilm" | …
-    step: int | None = None
-    run_id: str | None = None
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One line of the picker."""
-
-    key: str  # base key without "@step"
-    label: str
-    family: str
-    note: str = ""  # a caption under the picker when chosen, e.g. "download 548 MB once"
-    steps: tuple[int, ...] = ()  # for runs: the kept snapshot steps (a step slider is shown)
-    available: bool = True  # False: listed with its note, but picking it falls back to the default
-
-
-class Source(Protocol):
-    """A kind of model the picker can offer (see :func:`register_source`)."""
-
-    prefix: str  # the part of the key before ":"
-
-    def entries(self) -> list[Entry]: ...
-
-    def load(self, key: str, step: int | None) -> ModelView: ...
-
-
-SOURCES: dict[str, Source] = {}
-
-
-def register_source(source: Source) -> None:
-    """Add (or replace) a source; entries are listed in registration order."""
-    SOURCES[source.prefix] = source
 
 
 # ---------------------------------------------------------------------------- session and jobs

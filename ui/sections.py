@@ -23,6 +23,8 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from ui.errors import friendly_errors
+
 _LOCK = threading.Lock()
 _IN_FRAGMENT = threading.local()  # marks fragment reruns (not part of a page run)
 
@@ -57,8 +59,6 @@ def guarded(function: Callable, what: str = "this section") -> Callable:
 
     @functools.wraps(function)
     def safe(*args, **kwargs):
-        from ui import friendly_errors  # ui imports this module's users; import it when a section runs
-
         with friendly_errors(what):
             return function(*args, **kwargs)
 

@@ -28,6 +28,8 @@ import urllib.parse
 
 import streamlit as st
 
+from ui import internals
+
 #: Every URL parameter llmviz reads: its kind (number, text, option, options, flag) and what it sets. Names are unique across pages, because the
 #: widget key is the parameter name and Streamlit's session state is shared by all pages.
 PARAMS: dict[str, tuple[str, str]] = {
@@ -334,16 +336,8 @@ def _replace_in_link(name: str, kept: list[str] | None) -> None:
             del st.query_params[name]
         else:
             st.query_params[name] = kept
-    # Streamlit seeds bound widgets from its copy of the address as it was loaded (1.67: private).
-    with contextlib.suppress(Exception):
-        from streamlit.runtime.state.session_state_proxy import get_session_state
-
-        with get_session_state().query_params() as params:
-            initial = params._initial_query_params
-            if kept is None:
-                initial.pop(name, None)
-            else:
-                initial[name] = list(kept)
+    # Streamlit seeds bound widgets from its copy of the address as it was loaded (private: ui/internals.py)
+    internals.reseed_widget_from_link(name, kept)
 
 
 @contextlib.contextmanager

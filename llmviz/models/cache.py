@@ -7,7 +7,10 @@ the CPU, in forward order. With ``cache=None`` nothing is recorded and nothing i
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
+import torch.nn as nn
 
 Cache = dict[str, torch.Tensor]
 
@@ -25,5 +28,5 @@ class RecordsIntermediates:
     def run_with_cache(self, idx: torch.Tensor, targets: torch.Tensor | None = None, **kwargs):
         """``(logits, loss, cache)`` for one forward pass, without gradients."""
         cache: Cache = {}
-        logits, loss = self(idx, targets, cache=cache, **kwargs)
+        logits, loss = cast(nn.Module, self)(idx, targets, cache=cache, **kwargs)  # mixed into nn.Module classes
         return logits, loss, cache

@@ -44,6 +44,9 @@ def context_windows(idx: torch.Tensor, size: int) -> torch.Tensor:
 
 
 class CharModel(nn.Module, RecordsIntermediates):
+    """Base of the character-level models (bigram, MLP, WaveNet, RNN, GRU, transformer): ``forward(idx, targets) ->
+    (logits, loss)``, a named cache, and how much context each sees."""
+
     kind = "char"
     trained_by_counting = False
 
@@ -60,6 +63,7 @@ class BigramCounts(CharModel):
     """The 27×27 count table: no gradient descent, training is counting pairs."""
 
     trained_by_counting = True
+    counts: torch.Tensor  # (V, V) buffer: how often each character followed each
 
     def __init__(self, vocab_size: int, smoothing: float = 1.0):
         super().__init__(vocab_size)
@@ -190,7 +194,8 @@ class RNN(CharModel):
         embedded = self.embedding(idx)  # (B, T, e)
         record(cache, "embed.tok", embedded)
         h = torch.zeros(idx.shape[0], self.hidden_size, device=idx.device)  # (B, h)
-        states, gates = [], {}
+        states: list[torch.Tensor] = []
+        gates: dict[str, list[torch.Tensor]] = {}
         for t in range(idx.shape[1]):
             h, step_gates = self.step(embedded[:, t], h)
             states.append(h)

@@ -26,6 +26,8 @@ from llmviz.models.cache import Cache, record
 
 @dataclass(frozen=True)
 class DecoderConfig:
+    """The sizes of the encoder–decoder transformer's decoder (small by default, so that every tensor can be shown)."""
+
     vocab_size: int = 12
     d_model: int = 32
     d_q: int = 4
@@ -71,6 +73,8 @@ class MultiHeadAttention(nn.Module):
 
 
 class FFN(nn.Module):
+    """The position-wise feed-forward network: Linear → ReLU → Linear."""
+
     def __init__(self, config: DecoderConfig):
         super().__init__()
         self.linear1 = nn.Linear(config.d_model, config.d_ff)
@@ -81,6 +85,9 @@ class FFN(nn.Module):
 
 
 class DecoderLayer(nn.Module):
+    """One decoder layer: masked self-attention, cross-attention to the encoder, feed-forward, each followed by a
+    residual connection and LayerNorm."""
+
     def __init__(self, config: DecoderConfig):
         super().__init__()
         self.self_attn = MultiHeadAttention(config, masked=True)
@@ -99,6 +106,8 @@ class DecoderLayer(nn.Module):
 
 
 class Decoder(nn.Module):
+    """The decoder stack: token embedding, ``n_layers`` decoder layers and a linear layer to the vocabulary."""
+
     def __init__(self, config: DecoderConfig = SEED_CONFIG):
         super().__init__()
         self.config = config

@@ -148,7 +148,7 @@ def divisors(n: int) -> list[int]:
 
 PRESETS: dict[str, GPTConfig] = {
     # GPT-2 small's shapes, no bias in W_Q, W_K, W_V, untied: 163,009,536 parameters (124,412,160 tied; GPT-2 itself,
-    # with the bias and tied, has 124,439,808: llmviz.inspect.published_config)
+    # with the bias and tied, has 124,439,808: llmviz.model_anatomy.published_config)
     "gpt2-124m": GPTConfig(vocab_size=50257, context_length=1024, d_model=768, n_heads=12, n_layers=12, dropout=0.1),
     "gpt-mini": GPTConfig(vocab_size=1024, context_length=128, d_model=128, n_heads=4, n_layers=4, dropout=0.0),
     "gpt-micro": GPTConfig(vocab_size=512, context_length=64, d_model=64, n_heads=4, n_layers=2, dropout=0.0),

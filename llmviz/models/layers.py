@@ -111,6 +111,8 @@ def gelu_tanh(x: torch.Tensor) -> torch.Tensor:
 
 
 class GELU(nn.Module):
+    """GELU in GPT-2's tanh approximation; :meth:`explicit` writes the formula out."""
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.gelu(x, approximate="tanh")
 

@@ -15,6 +15,8 @@ BYTES_PER_PARAMETER = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 1}
 
 @dataclass(frozen=True)
 class ArchitectureStep:
+    """One step of the forward pass: its name, the tensor shape it produces, and a line about it."""
+
     name: str
     shape: tuple[str, ...]
     detail: str

@@ -1,0 +1,34 @@
+"""Byte-level BPE (minbpe's style): the pieces (:mod:`~llmviz.bpe.merging`), the tokenizer and its fast trainer
+(:mod:`~llmviz.bpe.tokenizer`), GPT-2's and cl100k's own encodings offline (:mod:`~llmviz.bpe.reference`) and
+how compression grows with the vocabulary (:mod:`~llmviz.bpe.compression`).
+
+Byte-pair encoding in one worked example. Text ``"aaabdaaabac"`` as bytes
+(a=97, b=98, c=99, d=100); the most frequent pair (97, 97) "aa" becomes token 256, then
+(256, 97) "aaa" becomes 257 (ties go to the pair seen first in the text):
+
+>>> bpe = BPETokenizer.train("aaabdaaabac", vocab_size=258, split_pattern=None, special_tokens=())
+>>> bpe.merges
+[((97, 97), 256), ((256, 97), 257)]
+>>> bpe.encode("aaabdaaabac")
+[257, 98, 100, 257, 98, 97, 99]
+>>> bpe.decode([257, 98])
+'aaab'
+"""
+
+from llmviz.bpe.compression import compression_curve, truncated
+from llmviz.bpe.merging import (
+    GPT2_SPLIT_PATTERN,
+    GPT4_SPLIT_PATTERN,
+    SPLIT_PATTERNS,
+    MergeRecord,
+    get_pair_counts,
+    merge,
+    split_chunks,
+    train_naive,
+)
+from llmviz.bpe.reference import encoding, merges_from_ranks, reference_tokenizer
+from llmviz.bpe.tokenizer import BPETokenizer
+
+__all__ = ["GPT2_SPLIT_PATTERN", "GPT4_SPLIT_PATTERN", "SPLIT_PATTERNS", "BPETokenizer", "MergeRecord",
+           "compression_curve", "encoding", "get_pair_counts", "merge", "merges_from_ranks", "reference_tokenizer",
+           "split_chunks", "train_naive", "truncated"]

@@ -1,0 +1,87 @@
+"""ui/internals.py relies on private parts of Streamlit and Plotly: each is checked against what is installed, so
+an upgrade that breaks one fails here, naming it, rather than in a classroom."""
+
+import inspect
+import re
+from pathlib import Path
+
+import plotly
+import pytest
+import streamlit
+
+from ui import internals
+
+ROOT = Path(__file__).resolve().parent.parent
+FRONTEND = Path(streamlit.__file__).parent / "static" / "static" / "js"
+RECHECK = "re-check every item in ui/internals.py's docstring against the new version, then update PINNED"
+
+
+@pytest.mark.parametrize("package, installed", [("streamlit", streamlit.__version__), ("plotly", plotly.__version__)])
+def test_the_pinned_versions_are_the_installed_ones(package, installed):
+    assert installed == internals.PINNED[package], f"{package} is {installed}, not {internals.PINNED[package]}: {RECHECK}"
+    pins = dict(re.findall(r"^([\w-]+)==(\S+)", (ROOT / "requirements.txt").read_text(encoding="utf-8"), re.M))
+    assert pins[package] == internals.PINNED[package], "requirements.txt and ui/internals.py pin different versions"
+
+
+def test_1_st_navigation_sets_the_same_flag_and_streamlit_reads_it():
+    from streamlit.commands import navigation
+    from streamlit.runtime import pages_manager
+    from streamlit.runtime.scriptrunner import script_runner
+
+    manager = pages_manager.PagesManager
+    assert "uses_pages_directory" in vars(manager), "PagesManager.uses_pages_directory is gone: " + RECHECK
+    assert "PagesManager.uses_pages_directory = False" in inspect.getsource(navigation), \
+        "st.navigation no longer sets PagesManager.uses_pages_directory: " + RECHECK
+    assert "PagesManager.uses_pages_directory" in inspect.getsource(script_runner), \
+        "the script runner no longer reads PagesManager.uses_pages_directory: " + RECHECK
+    before = manager.uses_pages_directory
+    try:
+        internals.route_pages_through_navigation()
+        assert manager.uses_pages_directory is False
+    finally:
+        manager.uses_pages_directory = before
+
+
+def test_2_a_corrected_initial_value_is_what_streamlit_seeds_widgets_from():
+    from streamlit.runtime.state.query_params import QueryParams
+
+    params = QueryParams()
+    params.set_initial_query_params("temperature=99&top_k=5")
+    assert params.get_initial_value("temperature") == "99"
+    internals.replace_initial_value(params, "temperature", ["2.0"])
+    internals.replace_initial_value(params, "top_k", None)
+    assert params.get_initial_value("temperature") == "2.0", "QueryParams._initial_query_params changed: " + RECHECK
+    assert params.get_initial_value("top_k") is None
+
+
+def _bundle() -> str:
+    return "\n".join(path.read_text(encoding="utf-8", errors="replace") for path in FRONTEND.glob("*.js"))
+
+
+def test_3_and_4_the_frontend_still_has_what_the_scripts_look_for():
+    bundle = _bundle()
+    assert len(bundle) > 1_000_000, f"Streamlit's frontend is not where it was ({FRONTEND}): " + RECHECK
+    missing = [name for name in (*internals.STREAMLIT_TEST_IDS, *internals.PLOTLY_PRIVATE) if name not in bundle]
+    assert missing == [], f"Streamlit's or Plotly's frontend no longer has {missing}: " + RECHECK
+
+
+def test_the_lists_name_everything_the_scripts_use():
+    """The lists checked above are the scripts' real dependencies: every data-testid the presenter script and CSS
+    use (in a selector, or compared by the script) is listed (and each listed one is used), and the SVG button uses
+    each listed Plotly name."""
+    presenter = internals.PRESENTER_CSS + internals.PRESENTER_SCRIPT
+    # a data-testid is quoted: in a selector ('[data-testid="stHeading"] h2') or compared ("=== 'stLayoutWrapper'")
+    assert set(re.findall(r"""['"](st[A-Z]\w+)['"]""", presenter)) == set(internals.STREAMLIT_TEST_IDS)
+    assert all(name in internals.SVG_BUTTON_SCRIPT for name in internals.PLOTLY_PRIVATE)
+
+
+def test_no_other_module_reaches_into_the_private_parts():
+    # Plotly's private field is its chart's gd._context.toImageButtonOptions; other ._context names (the
+    # standard library's HTTPSHandler._context in llmviz/corpus.py) are not Streamlit's or Plotly's
+    fenced = ("uses_pages_directory", "_initial_query_params", "data-testid=\"st", "._context.toImageButtonOptions",
+              "modebar")
+    offenders = [f"{path.relative_to(ROOT)}: {word}" for folder in ("ui", "pages", "llmviz")
+                 for path in (ROOT / folder).rglob("*.py") if path.name != "internals.py"
+                 for word in fenced if word in path.read_text(encoding="utf-8")]
+    offenders += [f"app.py: {word}" for word in fenced if word in (ROOT / "app.py").read_text(encoding="utf-8")]
+    assert offenders == []

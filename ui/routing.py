@@ -1,0 +1,59 @@
+"""Every page runs under app.py's ``st.navigation``: app.py marks its runs, and a page reached any other way
+reruns through app.py once, or says how to start the app."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import streamlit as st
+
+from ui import internals
+from ui.stages import ROOT
+
+_ROUTER_KEY = "_llmviz_router_running"
+
+
+@contextlib.contextmanager
+def router_run():
+    """Marks a run that went through app.py (see :func:`ensure_router`)."""
+    st.session_state[_ROUTER_KEY] = True
+    try:
+        yield
+    finally:
+        st.session_state.pop(_ROUTER_KEY, None)
+
+
+_ROUTER_RETRY_KEY = "_llmviz_router_retried"
+RUN_APP_MESSAGE = ("This page is one stage of llmviz and needs the app around it (the shared sidebar and "
+                   "navigation). Start the app with `streamlit run app.py` and open this page from its menu.")
+
+
+def _main_script_is_a_page() -> bool:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    main = getattr(ctx, "main_script_path", None) if ctx is not None else None
+    return bool(main) and Path(main).resolve().parent == ROOT / "pages"
+
+
+def ensure_router() -> None:
+    """Make sure a page runs under app.py's ``st.navigation``.
+
+    Streamlit decides once per server process whether the app uses the old ``pages/``
+    folder convention; until app.py has called ``st.navigation`` once, a visit straight to
+    ``/tokens`` would run the page file alone, without the shared sidebar. When that
+    happens, switch the process to ``st.navigation`` and run again through app.py — once.
+    A page file started on its own (``streamlit run pages/home.py``) has no app.py to run
+    through: it says so and stops instead of rerunning forever.
+    """
+    if st.session_state.get(_ROUTER_KEY):
+        st.session_state.pop(_ROUTER_RETRY_KEY, None)
+        return
+    if _main_script_is_a_page() or st.session_state.get(_ROUTER_RETRY_KEY):
+        st.session_state.pop(_ROUTER_RETRY_KEY, None)
+        st.info(RUN_APP_MESSAGE)
+        st.stop()
+    st.session_state[_ROUTER_RETRY_KEY] = True
+    internals.route_pages_through_navigation()
+    st.rerun()

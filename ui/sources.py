@@ -1,0 +1,57 @@
+"""What the model picker hands out and where its entries come from: :class:`ModelView`, :class:`Entry`,
+the :class:`Source` protocol and the registry of sources.
+
+Kept apart from :mod:`ui.picker` so that a source defined in its own module (:mod:`ui.gpt2`) can build
+entries and views without importing the picker, which imports it to register it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ModelView:
+    """What the picker selects: a ready-to-use, shared, read-only model with its tokenizer."""
+
+    key: str  # stable and URL-safe: "shipped:gpt-python-docs", "run:<run_id>@<step>", "pretrained:minilm", …
+    label: str
+    model: Any  # nn.Module in eval mode, grads off (MiniLM: the llmviz.pretrained.MiniLM object). Never mutate.
+    tokenizer: Any
+    meta: dict = field(default_factory=dict, compare=False, hash=False)
+    family: str = "gpt"  # "gpt" | "charlevel" | "decoder" | "minilm" | …
+    step: int | None = None
+    run_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of the picker."""
+
+    key: str  # base key without "@step"
+    label: str
+    family: str
+    note: str = ""  # a caption under the picker when chosen, e.g. "download 548 MB once"
+    steps: tuple[int, ...] = ()  # for runs: the kept snapshot steps (a step slider is shown)
+    available: bool = True  # False: listed with its note, but picking it falls back to the default
+
+
+class Source(Protocol):
+    """A kind of model the picker can offer (see :func:`register_source`)."""
+
+    prefix: str  # the part of the key before ":"
+
+    def entries(self) -> list[Entry]: ...
+
+    def load(self, key: str, step: int | None) -> ModelView: ...
+
+
+SOURCES: dict[str, Source] = {}
+
+
+def register_source(source: Source) -> None:
+    """Add (or replace) a source; entries are listed in registration order."""
+    SOURCES[source.prefix] = source
+
+

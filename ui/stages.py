@@ -1,0 +1,36 @@
+"""The stages of the app, in the order data flows (app.py builds its navigation from them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Stage:
+    key: str
+    title: str
+    icon: str
+    path: str  # page file, relative to the repository root
+    blurb: str
+
+    @property
+    def exists(self) -> bool:
+        return (ROOT / self.path).exists()
+
+
+PIPELINE: list[Stage] = [
+    Stage("text", "Text", ":material/description:", "pages/home.py", "a corpus: the raw material"),
+    Stage("tokens", "Tokens", ":material/token:", "pages/tokens.py", "text → integer ids with BPE"),
+    Stage("embeddings", "Embeddings", ":material/scatter_plot:", "pages/embeddings.py", "ids → vectors; cosine similarity"),
+    Stage("attention", "Attention", ":material/visibility:", "pages/attention.py", "tokens look at each other: masks, heads"),
+    Stage("model", "Model", ":material/account_tree:", "pages/model.py", "blocks, LayerNorm, GELU, parameters"),
+    Stage("inside", "Inside the model", ":material/biotech:", "pages/inside.py",
+          "logit lens, head detectors, per-token loss, induction heads"),
+    Stage("training", "Loss & training", ":material/show_chart:", "pages/training.py", "cross-entropy, optimizers, live curves"),
+    Stage("sampling", "Sampling", ":material/casino:", "pages/sampling.py", "temperature, top-k, top-p, beams"),
+    Stage("adapt", "Adapt & serve", ":material/tune:", "pages/adapt.py",
+          "fine-tuning, LoRA, quantization, less memory, serving"),
+]
