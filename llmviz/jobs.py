@@ -38,6 +38,7 @@ A :class:`JobManager` owns every job of a process (the Streamlit server has one,
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import multiprocessing
@@ -47,6 +48,7 @@ import secrets
 import sys
 import threading
 import time
+import types
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -376,15 +378,16 @@ def _process_context():
     """forkserver where the platform has it (a worker then starts in milliseconds, with torch already
     imported, and never inherits the server's threads); spawn elsewhere (Windows).
 
-    The forkserver preloads ``__main__`` too: a child then finds the main script already loaded and does not
-    run it again (the ``streamlit`` launcher script, say) each time a worker starts."""
+    multiprocessing would also import the parent's ``__main__`` in every worker (and in the forkserver); in a
+    Streamlit server that is whichever page script ran last, in a test a temporary script: a worker needs only
+    llmviz, so :func:`_main_module_hidden` hides it while a worker (or the forkserver) starts."""
     global _CONTEXT
     with _CONTEXT_LOCK:
         if _CONTEXT is None:
             methods = multiprocessing.get_all_start_methods()
             if "forkserver" in methods and sys.platform != "win32":
                 _CONTEXT = multiprocessing.get_context("forkserver")
-                _CONTEXT.set_forkserver_preload(["__main__", "llmviz.workers", "llmviz.train"])
+                _CONTEXT.set_forkserver_preload(["llmviz.workers", "llmviz.train"])
             else:
                 _CONTEXT = multiprocessing.get_context("spawn")
         return _CONTEXT
@@ -399,6 +402,25 @@ def _thread_worker(channel: Channel, payloads: list, options: WorkerOptions) -> 
         channel.close()
 
 
+_MAIN_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _main_module_hidden():
+    """While a worker process (or the forkserver) starts, ``sys.modules["__main__"]`` is an empty module, so
+    multiprocessing gives the child no main script to import again. Put back unless a Streamlit script run has
+    replaced it meanwhile (each script run installs its own ``__main__``)."""
+    stub = types.ModuleType("__main__")
+    with _MAIN_LOCK:
+        previous = sys.modules.get("__main__")
+        sys.modules["__main__"] = stub
+        try:
+            yield
+        finally:
+            if sys.modules.get("__main__") is stub and previous is not None:
+                sys.modules["__main__"] = previous
+
+
 def warm_up_workers() -> None:
     """Start the worker processes' forkserver now, in the background (it imports torch once, which takes a few
     seconds), so the first student who presses Train gets a worker at once. No-op where there is no forkserver."""
@@ -408,7 +430,8 @@ def warm_up_workers() -> None:
             from multiprocessing import forkserver
 
             try:
-                forkserver.ensure_running()
+                with _main_module_hidden():
+                    forkserver.ensure_running()
             except Exception:  # noqa: BLE001 - the first job will try again, and say why if it cannot
                 log.exception("could not start the workers' forkserver")
 
@@ -714,7 +737,8 @@ class JobManager:
             ours, theirs = context.Pipe(duplex=True)
             process = context.Process(target=process_entry, args=(theirs, group.payload_bytes, group.options),
                                       name=f"llmviz-worker-{group.jobs[0].id}", daemon=True)
-            process.start()
+            with _main_module_hidden():
+                process.start()
             theirs.close()
             group.payload_bytes = None
             group.process = process

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 
 import torch
+import torch.nn as nn
 from torch.utils.checkpoint import checkpoint
 
 from llmviz.errors import ConfigError

@@ -208,3 +208,21 @@ def test_a_failing_runner_logs_its_traceback_once_and_sends_the_page_one_line(ca
     assert record.levelname == "ERROR" and record.getMessage() == "job runner 0 failed: KeyError: 'missing'"
     assert record.exc_info is not None and "failing_loop" in caplog.text  # the traceback, from the worker
 
+
+
+def test_a_worker_never_runs_the_servers_main_script(tmp_path, monkeypatch):
+    """multiprocessing imports the parent's __main__ in every worker; in a Streamlit server that is a page script
+    (a test's AppTest installs a temporary one). The workers must not run it: here it would fail the worker."""
+    import types
+
+    script = tmp_path / "page.py"
+    script.write_text("raise SystemExit('a worker ran the main script')\n")
+    fake_main = types.ModuleType("__main__")
+    fake_main.__file__ = str(script)
+    monkeypatch.setitem(__import__("sys").modules, "__main__", fake_main)
+    manager = JobManager(max_running=1, session_timeout=None, workers="process")
+    try:
+        job = manager.submit_training("jo", trainer(steps=3), label="plain")
+        assert job.wait(60) and job.status().state == jobs.FINISHED, job.status().error
+    finally:
+        manager.shutdown()
