@@ -42,6 +42,10 @@ MODEL_CHOICES = list(PRESETS) + list(CHAR_MODELS)
 
 @dataclass(frozen=True)
 class TrainConfig:
+    """Everything that decides a training run (model, tokenizer, batches, optimizer, schedule, seed, device),
+    frozen and validated on creation: a bad value raises :class:`~llmviz.errors.ConfigError` saying what to change.
+    Stored in every checkpoint, so a run can be resumed or reproduced from it."""
+
     model: str = "gpt-micro"  # a GPT preset (llmviz.models.gpt.PRESETS) or a char-level model name
     tokenizer: str = "bpe"  # "char" or "bpe"
     bpe_vocab_size: int = 512
@@ -126,6 +130,8 @@ class TrainConfig:
 
 @dataclass
 class StepMetrics:
+    """What one training step measured: the losses, perplexity, learning rate, throughput and gradient norm."""
+
     step: int
     train_loss: float
     val_loss: float | None
@@ -141,6 +147,8 @@ class StepMetrics:
 
 @dataclass
 class Dataset:
+    """A text tokenized once and split into training and validation ids (with the tokenizer that made them)."""
+
     tokenizer: Tokenizer
     train_ids: torch.Tensor
     val_ids: torch.Tensor
@@ -337,6 +345,11 @@ def fine_tuning_copy(model: nn.Module, config: TrainConfig) -> nn.Module:
 
 @dataclass
 class Trainer:
+    """Trains one model on one :class:`Dataset` as :class:`TrainConfig` says, step by step: :meth:`run` yields
+    :class:`StepMetrics` after each step (the job system, the CLI and notebooks drive it), :meth:`save` writes a
+    resumable safetensors checkpoint. Under ``torchrun`` every process holds one and trains its slice of the batch.
+    Picklable: the app sends it to a worker process (:mod:`llmviz.workers`)."""
+
     config: TrainConfig
     dataset: Dataset
     model: nn.Module = field(init=False)

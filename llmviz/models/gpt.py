@@ -353,6 +353,8 @@ def load_balancing_loss(router_probs: list[torch.Tensor], top_k: int) -> torch.T
 
 
 class Block(nn.Module):
+    """One transformer block, pre-norm: x + attention(norm(x)), then x + MLP (or experts)(norm(x))."""
+
     def __init__(self, config: GPTConfig):
         super().__init__()
         self.ln1 = make_norm(config)
