@@ -100,7 +100,8 @@ class ProcessGroup:
 
             blocks = getattr(model, "blocks", None)
             if not isinstance(blocks, nn.ModuleList):
-                raise ConfigError("FSDP shards the GPT presets block by block: train this model without --fsdp.")
+                raise ConfigError("FSDP shards a transformer block by block; this model has no blocks: train it "
+                                  "without --fsdp.")
             # a block also returns its keys and values (what a KV cache keeps): views of the qkv projection, which
             # training throws away and nothing changes in place, so FSDP's warning about returned views is moot
             warnings.filterwarnings("ignore", message=r"FSDP2-wrapped module \(FSDPBlock\) returned a view tensor")

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import stat
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import InitVar, asdict, dataclass, field, fields, replace
@@ -25,8 +26,6 @@ from pathlib import Path
 
 import torch
 import torch.nn as nn
-from torch.distributed.fsdp import FSDPModule
-from torch.distributed.tensor import DTensor
 
 from llmviz.device import isolated_rng
 from llmviz.distributed import ProcessGroup, accumulation_steps, micro_batches
@@ -211,6 +210,10 @@ def model_class(model: nn.Module) -> type:
     """The model's own class, also once FSDP has sharded it (``fully_shard`` swaps the class of the module
     it shards for a subclass of ``FSDPModule`` and of that class, named ``FSDP<name>``)."""
     kind = type(model)
+    if "torch.distributed.fsdp" not in sys.modules:  # nothing was sharded (and the import takes a second)
+        return kind
+    from torch.distributed.fsdp import FSDPModule
+
     if isinstance(model, FSDPModule):
         kind = next(base for base in kind.__bases__ if not issubclass(base, FSDPModule))
     return kind
@@ -457,7 +460,7 @@ class Trainer:
             grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
         else:
             grad_norm = torch.nn.utils.get_total_norm([p.grad for p in self.model.parameters() if p.grad is not None])
-        if isinstance(grad_norm, DTensor):  # FSDP: the norm over all the shards, the same on every process
+        if self.sharded:  # a DTensor: the norm over all the shards, the same on every process
             grad_norm = grad_norm.full_tensor()
         self.optimizer.step()
         return loss.item(), float(grad_norm)
@@ -609,8 +612,9 @@ def checkpoint_file_bytes(trainer: Trainer) -> bytes:
     from safetensors.torch import save
 
     if trainer.sharded:
-        raise CheckpointError("This run's weights are sharded over its processes (FSDP): every process calls "
-                              "Trainer.unshard() first, then rank 0 saves them.")
+        raise CheckpointError("no single-file copy of a run sharded with FSDP while its weights are spread over "
+                              "the processes; the checkpoint folder is written once rank 0 has gathered them "
+                              "(Trainer.unshard() on every process).")
 
     return save(model_state(trainer.model), metadata={"llmviz": json.dumps(checkpoint_metadata(trainer))})
 

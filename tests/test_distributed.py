@@ -116,8 +116,10 @@ def test_fsdp_on_two_processes_equals_one(corpus_file, one_process, tmp_path):
         torch.testing.assert_close(a[name], b[name], rtol=1e-4, atol=1e-6, msg=name)
 
 
-def test_a_run_resumes_on_a_different_number_of_processes(corpus_file, one_process, tmp_path):
-    """Ten steps in this process, the last ten in two processes: the same weights as twenty in one."""
+@pytest.mark.parametrize("sharding", [[], ["--fsdp"]], ids=["ddp", "fsdp"])
+def test_a_run_resumes_on_a_different_number_of_processes(corpus_file, one_process, tmp_path, sharding):
+    """Ten steps in this process, the last ten in two processes (copies of the model, or shards of it and of
+    the optimizer state with FSDP): the same weights as twenty in one."""
     meta = json.loads((one_process / "checkpoint.json").read_text())
     config = TrainConfig.from_dict(meta["train_config"])
     trainer = Trainer.from_text(corpus_file.read_text(encoding="utf-8"), config)
@@ -125,7 +127,8 @@ def test_a_run_resumes_on_a_different_number_of_processes(corpus_file, one_proce
         pass
     half = save_checkpoint(tmp_path / "half", trainer)
     out = tmp_path / "resumed"
-    train("--corpus", str(corpus_file), "--resume", str(half), "--steps", str(STEPS), "--out", str(out), processes=2)
+    train("--corpus", str(corpus_file), "--resume", str(half), "--steps", str(STEPS), "--out", str(out), *sharding,
+          processes=2)
     assert losses(out)[:STEPS // 2] == losses(half)
     assert_same_weights(one_process, out)
 
