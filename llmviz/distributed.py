@@ -17,11 +17,19 @@ split further and the gradients are accumulated, so the global batch stays the s
 
 NCCL is used on CUDA and gloo on CPU. Only rank 0 logs, evaluates and writes checkpoints; a checkpoint holds the
 global batch generator's state, so a run resumes on a different number of processes.
+
+``--fsdp`` (``fully_sharded``) shards the GPT with PyTorch's FSDP2 (``torch.distributed.fsdp.fully_shard``) instead
+of copying it: every block, then the rest of the model, is split over the processes, so each one keeps 1/N of the
+parameters, of the gradients and of the optimizer states (ZeRO stage 3). A block's weights are gathered just for its
+forward and backward pass, and the gradients are reduce-scattered (averaged) instead of all-reduced, so a step is
+still the same step as one process on the whole batch. Evaluation runs on every process (each forward pass gathers
+weights from all of them), and the full weights are gathered onto rank 0 before it saves.
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -38,6 +46,7 @@ class ProcessGroup:
     rank: int = 0
     world_size: int = 1
     local_rank: int = 0
+    fully_sharded: bool = False  # FSDP2: parameters, gradients and optimizer states sharded over the processes
 
     def __post_init__(self):
         if self.world_size < 1 or not 0 <= self.rank < self.world_size:
@@ -46,6 +55,11 @@ class ProcessGroup:
     @property
     def distributed(self) -> bool:
         return self.world_size > 1
+
+    @property
+    def sharded(self) -> bool:
+        """Across processes with FSDP (one process never shards: there is nobody to share with)."""
+        return self.fully_sharded and self.distributed
 
     @property
     def is_main(self) -> bool:
@@ -71,10 +85,31 @@ class ProcessGroup:
         return value / self.world_size
 
     def wrap(self, model: nn.Module) -> nn.Module:
-        """The model to train: wrapped in DistributedDataParallel across processes, unchanged in one."""
+        """The model to train: wrapped in DistributedDataParallel across processes, unchanged in one.
+
+        With ``fully_sharded`` the model is sharded in place with FSDP2 (each block, then the root: the
+        embeddings, the final norm and the head) and returned; build its optimizer afterwards, on the
+        sharded parameters.
+        """
         if not self.distributed:
             return model
         device = next(model.parameters()).device
+        if self.fully_sharded:
+            from torch.distributed.device_mesh import init_device_mesh
+            from torch.distributed.fsdp import fully_shard
+
+            blocks = getattr(model, "blocks", None)
+            if not isinstance(blocks, nn.ModuleList):
+                raise ConfigError("FSDP shards a transformer block by block; this model has no blocks: train it "
+                                  "without --fsdp.")
+            # a block also returns its keys and values (what a KV cache keeps): views of the qkv projection, which
+            # training throws away and nothing changes in place, so FSDP's warning about returned views is moot
+            warnings.filterwarnings("ignore", message=r"FSDP2-wrapped module \(FSDPBlock\) returned a view tensor")
+            mesh = init_device_mesh(device.type, (self.world_size,))
+            for block in blocks:
+                fully_shard(block, mesh=mesh)
+            fully_shard(model, mesh=mesh)
+            return model
         device_ids = [device.index] if device.type == "cuda" else None
         return nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
 
@@ -108,8 +143,10 @@ def micro_batches(batch: torch.Tensor, micro_batch_size: int) -> list[torch.Tens
     return list(torch.split(batch, micro_batch_size))
 
 
-def join(device: str) -> tuple[ProcessGroup, str]:
+def join(device: str, fully_sharded: bool = False) -> tuple[ProcessGroup, str]:
     """Join the job torchrun started (NCCL on CUDA, gloo on CPU); one process when not under torchrun.
+
+    ``fully_sharded``: shard the model with FSDP2 instead of copying it with DDP (see :meth:`ProcessGroup.wrap`).
 
     Returns the process group and the device this process trains on (``cuda:LOCAL_RANK`` on CUDA).
     """
@@ -129,7 +166,7 @@ def join(device: str) -> tuple[ProcessGroup, str]:
         device, backend = "cpu", "gloo"  # MPS has no collective backend: several processes train on CPU
     if not dist.is_initialized():
         dist.init_process_group(backend=backend)
-    return ProcessGroup(rank=rank, world_size=world_size, local_rank=local_rank), device
+    return ProcessGroup(rank=rank, world_size=world_size, local_rank=local_rank, fully_sharded=fully_sharded), device
 
 
 def leave(group: ProcessGroup) -> None:

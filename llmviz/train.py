@@ -18,9 +18,10 @@ import json
 import math
 import os
 import stat
+import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import InitVar, asdict, dataclass, field, fields
+from dataclasses import InitVar, asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 import torch
@@ -118,8 +119,6 @@ class TrainConfig:
             raise ConfigError("This training configuration cannot work: " + "; ".join(problems) + ".")
 
     def replace(self, **changes) -> TrainConfig:
-        from dataclasses import replace
-
         return replace(self, **changes)
 
     @classmethod
@@ -215,10 +214,23 @@ def build_model(config: TrainConfig, vocab_size: int) -> nn.Module:
     return build_char_model(config.model, vocab_size, **kwargs)
 
 
+def model_class(model: nn.Module) -> type:
+    """The model's own class, also once FSDP has sharded it (``fully_shard`` swaps the class of the module
+    it shards for a subclass of ``FSDPModule`` and of that class, named ``FSDP<name>``)."""
+    kind = type(model)
+    if "torch.distributed.fsdp" not in sys.modules:  # nothing was sharded (and the import takes a second)
+        return kind
+    from torch.distributed.fsdp import FSDPModule
+
+    if isinstance(model, FSDPModule):
+        kind = next(base for base in kind.__bases__ if not issubclass(base, FSDPModule))
+    return kind
+
+
 def model_description(model: nn.Module) -> dict:
-    if isinstance(model, GPT) and type(model) is GPT:
+    if isinstance(model, GPT) and model_class(model) is GPT:
         return {"kind": "gpt", "config": model.config.to_dict()}
-    name = next(n for n, cls in CHAR_MODELS.items() if type(model) is cls)
+    name = next(n for n, cls in CHAR_MODELS.items() if model_class(model) is cls)
     kwargs = {"context_length": model.config.context_length} if name == "transformer" else {}
     return {"kind": "char", "name": name, "vocab_size": model.vocab_size, "kwargs": kwargs}
 
@@ -379,7 +391,9 @@ class Trainer:
                                                self.config.micro_batch_size)
         if self.group.distributed and getattr(self.model, "trained_by_counting", False):
             raise ConfigError("The counting bigram learns by counting, not by gradients: train it in one process.")
-        self.train_model = self.group.wrap(self.model)  # DistributedDataParallel across processes
+        # DistributedDataParallel across processes; with FSDP the model itself is sharded in place (the optimizer
+        # below then holds only this process's shards of the parameters and of their Adam moments)
+        self.train_model = self.group.wrap(self.model)
         self.optimizer = build_optimizer(self.config, self.model)
         stride = self.config.stride or self.config.context_size
         self.train_generator = torch.Generator().manual_seed(self.config.seed)
@@ -401,18 +415,28 @@ class Trainer:
     def counting(self) -> bool:
         return getattr(self.model, "trained_by_counting", False)
 
+    @property
+    def sharded(self) -> bool:
+        """Trained with FSDP across processes: every process holds a shard of the model, not all of it."""
+        return self.group.sharded
+
     @torch.no_grad()
     def evaluate(self, batches: int | None = None) -> float:
-        """Mean validation loss over a fixed set of batches (the same ones every time)."""
+        """Mean validation loss over a fixed set of batches (the same ones every time).
+
+        With FSDP every process must call it (a forward pass gathers the weights from all of them): each
+        evaluates its slice of every batch and the slices' losses are averaged, the whole batch's loss."""
         self.model.eval()
         generator = torch.Generator().manual_seed(self.config.seed + 2)
         fixed = Batches(self.dataset.val_ids, self.train_batches.context_size,
                         self.config.stride or self.config.context_size, generator)
         losses = []
         for _ in range(batches or self.config.eval_batches):
-            inputs, targets = fixed.sample(self.config.batch_size)
+            inputs, targets = fixed.sample(self.config.batch_size)  # (B, T)
+            if self.sharded:
+                inputs, targets = self.group.shard(inputs), self.group.shard(targets)  # (B / world_size, T)
             _, loss = self.model(inputs.to(self.device), targets.to(self.device))
-            losses.append(loss.item())
+            losses.append((self.group.mean(loss) if self.sharded else loss).item())
         self.model.train()
         return sum(losses) / len(losses)
 
@@ -434,8 +458,12 @@ class Trainer:
         chunks = list(zip(micro_batches(inputs, micro_size), micro_batches(targets, micro_size)))
         for index, (micro_inputs, micro_targets) in enumerate(chunks):
             last = index == len(chunks) - 1
-            # DDP averages gradients across processes on the last micro-batch only
-            syncing = contextlib.nullcontext() if last or not self.group.distributed else self.train_model.no_sync()
+            # DDP and FSDP average gradients across processes on the last micro-batch only
+            syncing: contextlib.AbstractContextManager = contextlib.nullcontext()
+            if self.sharded:
+                self.train_model.set_requires_gradient_sync(last)  # FSDP2's no_sync: keep unsharded gradients
+            elif not last and self.group.distributed:
+                syncing = self.train_model.no_sync()
             with syncing:
                 _, micro_loss = self.train_model(micro_inputs, micro_targets)
                 (micro_loss / self.accumulation).backward()
@@ -444,9 +472,46 @@ class Trainer:
         if self.config.grad_clip:
             grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
         else:
-            grad_norm = torch.norm(torch.stack([p.grad.norm() for p in self.model.parameters() if p.grad is not None]))
+            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in self.model.parameters() if p.grad is not None])
+        if self.sharded:  # a DTensor: the norm over all the shards, the same on every process
+            grad_norm = grad_norm.full_tensor()
         self.optimizer.step()
         return loss.item(), float(grad_norm)
+
+    def unshard(self) -> None:
+        """FSDP: gather the full weights and optimizer states onto rank 0, as an ordinary model and optimizer
+        (for :func:`save_checkpoint`, which then writes the same files as one process). Every process must
+        call it; afterwards only rank 0's trainer is whole, and the run takes no more steps.
+        Nothing to do without FSDP."""
+        if not self.sharded:
+            return
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            get_model_state_dict,
+            get_optimizer_state_dict,
+        )
+
+        options = StateDictOptions(full_state_dict=True, cpu_offload=True)  # the whole tensors, on rank 0 only
+        weights = get_model_state_dict(self.model, options=options)
+        optimizer_state = get_optimizer_state_dict(self.model, self.optimizer, options=options)
+        if not self.group.is_main:
+            return
+        with isolated_rng(self.config.seed):
+            model = model_from_description(model_description(self.model))
+        model.load_state_dict(weights, strict=True)
+        self.model = self.train_model = model.to(self.device)
+        set_dropout_generator(self.model, self.dropout_generator)
+        self.optimizer = build_optimizer(self.config, self.model)
+        if self.optimizer is not None:  # FSDP names each parameter's state by its name; torch.optim by its index
+            names = {id(p): name for name, p in self.model.named_parameters()}
+            order = [names[id(p)] for group in self.optimizer.param_groups for p in group["params"]]
+            index = {name: i for i, name in enumerate(order)}
+            self.optimizer.load_state_dict({
+                "state": {index[name]: value for name, value in optimizer_state["state"].items()},
+                "param_groups": [{**saved, "params": [index[name] for name in saved["params"]]}
+                                 for saved in optimizer_state["param_groups"]],
+            })
+        self.group = replace(self.group, fully_sharded=False)
 
     def run(self, steps: int | None = None, should_stop: Callable[[], bool] | None = None) -> Iterator[StepMetrics]:
         """Train up to ``config.steps`` (or ``steps`` more); yield metrics after every step."""
@@ -464,7 +529,8 @@ class Trainer:
             self._check_divergence(train_loss, first_loss)
             first_loss = train_loss if first_loss is None else first_loss
             val_loss = None
-            if self.group.is_main and (self.step % self.config.eval_interval == 0 or self.step == end):
+            evaluates = self.group.is_main or self.sharded  # FSDP: every process takes part in the forward passes
+            if evaluates and (self.step % self.config.eval_interval == 0 or self.step == end):
                 val_loss = self.evaluate()
             step_time = time.perf_counter() - step_start
             metrics = StepMetrics(
@@ -557,6 +623,11 @@ def model_state(model: nn.Module) -> dict[str, torch.Tensor]:
 def checkpoint_file_bytes(trainer: Trainer) -> bytes:
     """One self-contained ``.safetensors`` file (weights, with configs and tokenizer in its metadata)."""
     from safetensors.torch import save
+
+    if trainer.sharded:
+        raise CheckpointError("no single-file copy of a run sharded with FSDP while its weights are spread over "
+                              "the processes; the checkpoint folder is written once rank 0 has gathered them "
+                              "(Trainer.unshard() on every process).")
 
     return save(model_state(trainer.model), metadata={"llmviz": json.dumps(checkpoint_metadata(trainer))})
 
@@ -888,7 +959,12 @@ def resume(directory: str | Path, text: str, device: str = "cpu", group: Process
     config = TrainConfig.from_dict({**meta["train_config"], "device": device, **changes})
     trainer = Trainer(config, prepare_data(text, config, tokenizer), group=group or ProcessGroup(),
                       initial_model=model if config.init is not None else None)
-    trainer.model.load_state_dict(model.state_dict())
+    if trainer.sharded:  # each process keeps its shard of the full weights every process read
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+        set_model_state_dict(trainer.model, model.state_dict(), options=StateDictOptions(full_state_dict=True))
+    else:
+        trainer.model.load_state_dict(model.state_dict())
     trainer.step = meta["step"]
     trainer.history = [StepMetrics(**m) for m in meta.get("metrics", [])]
     state = read_safetensors(Path(directory) / STATE_FILE)
@@ -908,7 +984,20 @@ def resume(directory: str | Path, text: str, device: str = "cpu", group: Process
             if key.startswith("optimizer."):
                 _, index, name = key.split(".", 2)
                 optimizer_state["state"].setdefault(int(index), {})[name] = value
-        trainer.optimizer.load_state_dict(optimizer_state)
+        if trainer.sharded:  # FSDP names each parameter's state by the parameter's name, and shards it
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+            names = {id(p): name for name, p in trainer.model.named_parameters()}
+            order = [names[id(p)] for group in trainer.optimizer.param_groups for p in group["params"]]
+            optimizer_state = {
+                "state": {order[i]: value for i, value in optimizer_state["state"].items()},
+                "param_groups": [{**saved, "params": [order[i] for i in saved["params"]]}
+                                 for saved in optimizer_state["param_groups"]],
+            }
+            set_optimizer_state_dict(trainer.model, trainer.optimizer, optimizer_state,
+                                     options=StateDictOptions(full_state_dict=True))
+        else:
+            trainer.optimizer.load_state_dict(optimizer_state)
     return trainer
 
 

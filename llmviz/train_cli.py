@@ -83,6 +83,10 @@ def add_train_commands(commands) -> None:
     train.add_argument("--out", required=True, help="output folder for the checkpoint")
     train.add_argument("--resume", default=None, metavar="CHECKPOINT",
                        help="continue a saved run (up to --steps in all; on any number of processes)")
+    train.add_argument("--fsdp", action="store_true",
+                       help="under torchrun, shard the GPT with FSDP (torch.distributed.fsdp.fully_shard) instead of "
+                            "copying it into every process: each keeps 1/N of the parameters, gradients and "
+                            "optimizer states")
     train.add_argument("--weights-only", action="store_true",
                        help="leave out the optimizer and RNG state (smaller; the run cannot be resumed)")
     train.set_defaults(func=cmd_train)
@@ -136,7 +140,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     # an unavailable --device (cuda on a CPU-only machine, a typo) is an error naming the available ones, in
     # every process, before torch.distributed is touched
-    group, device = distributed.join(pick_device(args.device))
+    group, device = distributed.join(pick_device(args.device), fully_sharded=args.fsdp)
     try:
         return _train(args, group, device)
     finally:
@@ -178,7 +182,10 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     say(f"{trainer.config.init or trainer.config.model}: {parameters:,} parameters, "
         f"vocabulary {trainer.dataset.vocab_size:,}, {len(trainer.dataset.train_ids):,} training tokens"
         + (f"; {group.world_size} processes × {trainer.config.batch_size // group.world_size} windows, "
-           f"{trainer.accumulation} micro-batch(es) each" if group.distributed else ""))
+           f"{trainer.accumulation} micro-batch(es) each" if group.distributed else "")
+        + (", the model sharded over them (FSDP)" if group.sharded else ""))
+    if args.fsdp and not group.distributed:
+        say("--fsdp shards the model over the processes torchrun starts; in one process it trains as usual")
     progress = tqdm(total=trainer.config.steps, initial=trainer.step, unit="step", disable=not group.is_main)
 
     def show(status) -> None:
@@ -190,6 +197,7 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
 
     train_blocking(trainer, on_step=show)  # the same job API as the app; Ctrl-C stops after this step
     progress.close()
+    trainer.unshard()  # FSDP: every process sends its shards, rank 0 gathers the full weights to save
     if not group.is_main:
         return 0
     command = "python -m llmviz " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["train"] else None

@@ -1,4 +1,5 @@
-"""torchrun data parallel training equals one process: 1 × batch 16 vs 2 processes × batch 8 (gloo, 127.0.0.1).
+"""torchrun data parallel training equals one process: 1 × batch 16 vs 2 processes × batch 8 (gloo, 127.0.0.1),
+with DistributedDataParallel and with FSDP (``--fsdp``: the model sharded over the processes).
 
 Bounded: every launch has a timeout, the processes talk only over the loopback interface.
 """
@@ -83,8 +84,42 @@ def test_two_processes_equal_one(corpus_file, one_process, tmp_path):
     assert meta["final"]["val_loss"] is not None  # rank 0 evaluated
 
 
-def test_a_run_resumes_on_a_different_number_of_processes(corpus_file, one_process, tmp_path):
-    """Ten steps in this process, the last ten in two processes: the same weights as twenty in one."""
+def optimizer_state(folder) -> dict[str, torch.Tensor]:
+    return {k: v for k, v in load_file(str(folder / "trainer.safetensors")).items() if k.startswith("optimizer.")}
+
+
+def test_fsdp_on_two_processes_equals_one(corpus_file, one_process, tmp_path):
+    """FSDP (each process holds half of every parameter, gradient and Adam moment), each process's 8 windows as
+    two micro-batches of 4: step by step the same losses as one process on batch 16, the same validation loss,
+    and rank 0 saves the full weights and the full optimizer state, equal to the one process's."""
+    out = tmp_path / "fsdp"
+    summary = train("--corpus", str(corpus_file), *ARGS, "--micro-batch", "4", "--fsdp", "--out", str(out),
+                    processes=2)
+    single, sharded = losses(one_process), losses(out)
+    assert len(single) == len(sharded) == STEPS
+    for step, (a, b) in enumerate(zip(single, sharded), start=1):
+        assert abs(a - b) <= 1e-5 * abs(a), f"step {step}: {a} vs {b}"
+    meta_single = json.loads((one_process / "checkpoint.json").read_text())
+    meta = json.loads((out / "checkpoint.json").read_text())
+    # gradient clipping is on (max norm 1.0) and the norms before clipping agree
+    assert meta["train_config"]["grad_clip"] == 1.0
+    for a, b in zip(meta_single["metrics"], meta["metrics"]):
+        assert abs(a["grad_norm"] - b["grad_norm"]) <= 1e-4 * a["grad_norm"], a["step"]
+    assert summary["val_loss"] is not None  # every process evaluated its slice, rank 0 reports the mean
+    assert abs(meta["final"]["val_loss"] - meta_single["final"]["val_loss"]) <= 1e-5 * meta_single["final"]["val_loss"]
+    assert meta["model"] == meta_single["model"]  # a plain GPT's description, not FSDP's wrapper class
+    assert meta["optimizer_param_groups"] == meta_single["optimizer_param_groups"]  # nanoGPT's two AdamW groups
+    assert_same_weights(one_process, out)
+    a, b = optimizer_state(one_process), optimizer_state(out)
+    assert a.keys() == b.keys() and a
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+@pytest.mark.parametrize("sharding", [[], ["--fsdp"]], ids=["ddp", "fsdp"])
+def test_a_run_resumes_on_a_different_number_of_processes(corpus_file, one_process, tmp_path, sharding):
+    """Ten steps in this process, the last ten in two processes (copies of the model, or shards of it and of
+    the optimizer state with FSDP): the same weights as twenty in one."""
     meta = json.loads((one_process / "checkpoint.json").read_text())
     config = TrainConfig.from_dict(meta["train_config"])
     trainer = Trainer.from_text(corpus_file.read_text(encoding="utf-8"), config)
@@ -92,7 +127,8 @@ def test_a_run_resumes_on_a_different_number_of_processes(corpus_file, one_proce
         pass
     half = save_checkpoint(tmp_path / "half", trainer)
     out = tmp_path / "resumed"
-    train("--corpus", str(corpus_file), "--resume", str(half), "--steps", str(STEPS), "--out", str(out), processes=2)
+    train("--corpus", str(corpus_file), "--resume", str(half), "--steps", str(STEPS), "--out", str(out), *sharding,
+          processes=2)
     assert losses(out)[:STEPS // 2] == losses(half)
     assert_same_weights(one_process, out)
 
