@@ -25,10 +25,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # tests.app_server, the one helper that starts the app
+    sys.path.insert(0, str(ROOT))
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
@@ -127,25 +128,15 @@ class App:
         (self.folder / "runs").mkdir()
         env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"), "PYTHONPATH": str(ROOT),
                "LLMVIZ_RUNS_DIR": str(self.folder / "runs"), **self.extra_env}
-        with open(self.log_path, "wb") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "streamlit", "run", self.script, "--server.address", "127.0.0.1",
-                 "--server.port", str(self.port), "--server.headless", "true", "--server.fileWatcherType", "none",
-                 "--browser.gatherUsageStats", "false"],
-                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + self.start_timeout_s
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                break
-            try:
-                with urllib.request.urlopen(f"{self.url}/_stcore/health", timeout=2) as response:
-                    if response.read().strip() == b"ok":
-                        return self
-            except OSError:
-                time.sleep(0.3)
-        tail = self.log_tail()
-        self.stop()
-        raise SystemExit(f"streamlit did not start on port {self.port}:\n{tail}")
+        from tests.app_server import AppDidNotStart, start_app  # the one way the repository starts the app
+
+        try:
+            self.server = start_app(self.script, port=self.port, env=env, log=self.log_path,
+                                    timeout_s=self.start_timeout_s)
+        except AppDidNotStart as error:
+            raise SystemExit(f"streamlit did not start on port {self.port}:\n{error}") from error
+        self.process = self.server.process
+        return self
 
     def __exit__(self, *exc) -> bool:
         self.stop()

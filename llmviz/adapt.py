@@ -20,6 +20,7 @@ from llmviz.quiz import Question
 from llmviz.sampling import generate_text
 from llmviz.tokenizers import Tokenizer
 from llmviz.train import TrainConfig, Trainer, prepare_data
+from llmviz.views import encode
 
 QUICK_PARAMETERS = 5_000_000  # above this, training demos run as lab runs only
 MAX_TEXT = 200_000  # characters of the corpus the page's quick views read
@@ -34,7 +35,7 @@ def require_gpt(model) -> GPT:
 def held_out_ids(tokenizer: Tokenizer, text: str, model: GPT, windows: int = 8) -> torch.Tensor:
     """Windows from the last tenth of the text (the part training runs keep for validation)."""
     text = text[-MAX_TEXT:]
-    ids = tokenizer.encode(text[int(len(text) * 0.9):])
+    ids = encode(tokenizer, text[int(len(text) * 0.9):])  # a character vocabulary skips what it lacks
     context = min(model.config.context_length, 128)
     return qz.held_out_windows(ids, min(context, max(1, len(ids) - 1)), windows)
 
@@ -237,7 +238,7 @@ def batching(model: GPT, tokenizer: Tokenizer, slots: int, lengths: tuple[int, .
     prompts, wanted = {}, {}
     for i, length in enumerate(lengths):
         name = f"request {i + 1}"
-        prompts[name] = tokenizer.encode(f"{held[i].text} is")[-model.config.context_length // 2:]
+        prompts[name] = encode(tokenizer, f"{held[i].text} is")[-model.config.context_length // 2:]
         wanted[name] = max(1, min(length, model.config.context_length - len(prompts[name])))
     return {policy: serving.serve(model, prompts, wanted, slots, policy) for policy in ("static", "continuous")}
 
@@ -262,7 +263,7 @@ def adapt_questions(model: GPT, tokenizer: Tokenizer, prompt: str) -> list[Quest
         f"Each adapted matrix gets A (4 × {d}) and B ({d} × 4): 4·({d} + {d}) = {8 * d:,} numbers; two matrices in "
         f"each of {layers} layers: **{trained:,}**, against {model.num_parameters():,} in the whole model "
         f"({trained / model.num_parameters():.2%}).")]
-    ids = tokenizer.encode(prompt)[-model.config.context_length:] or [0]
+    ids = encode(tokenizer, prompt)[-model.config.context_length:] or [0]
     int4 = qz.quantize_model(model, qz.QuantSpec(bits=4, per_channel=False, symmetric=True)).model
     with torch.no_grad():
         before = model(torch.tensor([ids]))[0][0, -1]

@@ -44,6 +44,8 @@ def zipf_fit(counts: list[int]) -> ZipfFit | None:
         return None
     xs = [math.log(rank) for rank in range(1, len(counts) + 1)]
     ys = [math.log(count) for count in counts]
+    if max(ys) == min(ys):  # every count the same: a flat line, fitted exactly (R² = 1 by convention)
+        return ZipfFit(0.0, ys[0], 1.0)
     mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
     sxx = sum((x - mean_x) ** 2 for x in xs)
     sxy = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys))

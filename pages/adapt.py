@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from llmviz import adapt, finetune, lora, memory, serving
+from llmviz import adapt, finetune, lora, memory, serving, views
 from llmviz import quantize as qz
 from llmviz.errors import LlmvizError
 from ui import charts, picker, sections, share
@@ -436,7 +436,7 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
 # ------------------------------------------------------------------ 5. serving
 @st.cache_data(show_spinner=False, max_entries=16)
 def _growth(key: str, prompt: str, new_tokens: int, _model, _tokenizer) -> serving.KVGrowth:
-    ids = _tokenizer.encode(prompt) or [0]
+    ids = views.encode(_tokenizer, prompt) or [0]
     return serving.kv_growth(_model, ids[-_model.config.context_length // 2:], new_tokens)
 
 

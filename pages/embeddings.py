@@ -334,6 +334,7 @@ def rotary_positions() -> None:
         figure.update_layout(height=360, margin=dict(t=30), title="a unit pair turned at positions 0…15 (numbers: pair 0)",
                              xaxis=dict(range=[-1.2, 1.2], scaleanchor="y"), yaxis=dict(range=[-1.2, 1.2]))
         charts.show(figure, width="stretch")
+    st.subheader("Each pair turns at its own speed")  # a slide of its own in presenter mode
     frame = pd.DataFrame({"pair i": pairs, "dimensions": [f"{i} and {i + head_dim // 2}" for i in pairs],
                           "radians per position": [float(angles.frequencies[i]) for i in pairs],
                           "positions per full turn": [float(angles.wavelengths[i]) for i in pairs]})

@@ -151,9 +151,7 @@ def generate_section(view: picker.ModelView, encoded) -> None:
     m1, m2 = st.columns([3, 1])
     method = m1.radio("Method", ["sampling", "greedy", "beam search"], horizontal=True, **share.bind("method"))
     width = m2.slider("Beam width", 1, 8, 3, disabled=method != "beam search", **share.bind("beam_width"))
-    if method == "sampling":
-        st.caption(f"Sampling with the settings of section 1: temperature {temperature:g}, top-k {top_k or 'off'}, "
-                   f"top-p {top_p:g}.")
+    st.caption("Generate uses the temperature, top-k and top-p set in section 1 when you press it.")
     g1, g2 = st.columns([1, 3])
     new_tokens = g1.slider("Tokens to generate", 1, 200, 40, **share.bind("new_tokens"))
     limit, keep = sampling.visible_tokens(model), sampling.shift_keep(model)

@@ -111,7 +111,7 @@ def test_attention_heads_that_do_not_divide():
 
 
 def test_attention_empty_and_long_sentence():
-    at = run_page("pages/attention.py")
+    at = run_page("pages/attention.py", lazy_attention_minilm=True)  # the MiniLM part, opened
     by_label(at.text_input, "Sentence").set_value("   ").run()
     assert_clean(at)
     assert "Type a sentence" in texts(at.warning)
@@ -134,7 +134,7 @@ def test_embeddings_bad_vectors(v2, message):
 
 
 def test_embeddings_single_sentence_and_unknown_tokens():
-    at = run_page("pages/embeddings.py")
+    at = run_page("pages/embeddings.py", lazy_embeddings_minilm=True)  # the MiniLM part, opened
     by_label(at.text_area, "One sentence per line").set_value("☃☃☃").run()
     assert_clean(at)
     assert "at least two sentences" in texts(at.info)

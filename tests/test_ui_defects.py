@@ -191,7 +191,7 @@ def test_top_k_goes_up_to_the_vocabulary_and_no_further():
 
 
 def test_attention_step_0_vs_n_follows_the_layer_and_head_above_it():
-    at = run_app("pages/attention.py")
+    at = run_app("pages/attention.py", lazy_attention_before_after=True)  # the comparison, opened
     at.slider(key="layer").set_value(2).run()
     at.slider(key="head").set_value(3).run()
     assert_clean(at)

@@ -538,11 +538,11 @@ def _jobs_panel_body(in_fragment: bool = False) -> None:
 
 
 def _jobs_panel_timed() -> None:
-    import ui
+    from ui.errors import friendly_errors
 
     begin = time.perf_counter()
     try:
-        with ui.friendly_errors("the progress of your runs"):
+        with friendly_errors("the progress of your runs"):
             sections.timed("sidebar.jobs", _jobs_panel_body)(in_fragment=True)
     finally:
         watch.record(session_id(), "sidebar.jobs", time.perf_counter() - begin)

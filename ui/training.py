@@ -17,10 +17,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-import ui
 from llmviz import jobs
 from llmviz.train import smooth
 from ui import KEEP, charts, picker, sections, watch  # noqa: F401 - KEEP: widget keys that survive navigation
+from ui.errors import friendly_errors
 from ui.text import literal_markdown
 
 # Plotly's category10: every pair stays apart (the old list had two near-identical oranges in a 7-runner race)
@@ -157,7 +157,7 @@ def live(draw, *, active: Callable[[], bool], seconds: float | None = None, name
 
     def draw_then_follow() -> None:
         begin = time.perf_counter()
-        with ui.friendly_errors(name):  # a live section's bug is a message, never a traceback
+        with friendly_errors(name):  # a live section's bug is a message, never a traceback
             draw()
         still = active()
         watch.record(session, name, time.perf_counter() - begin)
