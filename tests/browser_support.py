@@ -12,7 +12,8 @@ so its caches stay warm. It runs as a teacher would run it, with four test setti
 - ``LLMVIZ_SESSION_TIMEOUT=3``: a closed browser session loses its runs after 3 s (default 30 s);
 - ``LLMVIZ_TIMINGS`` logs every script run and section run (:func:`script_runs` reads it), which is
   how the fragment tests see what a widget change reran;
-- ``LLMVIZ_RUNS_DIR`` and ``LLMVIZ_CACHE_DIR`` are empty temporary folders (nothing of the developer's).
+- ``LLMVIZ_RUNS_DIR`` and ``LLMVIZ_CACHE_DIR`` are empty temporary folders (nothing of the developer's);
+- ``LLMVIZ_WATCH_BUDGET=4``: live sections refresh every 2 s whatever earlier tests on this server watched.
 
 Every wait is on the app's state (a text, an element, the script-run state), never a fixed sleep.
 """
@@ -53,7 +54,10 @@ def app_server(tmp_path_factory):
     (folder / "runs").mkdir()
     env = {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub), "LLMVIZ_SESSION_TIMEOUT": "3",
            "LLMVIZ_TIMINGS": str(timings), "LLMVIZ_RUNS_DIR": str(folder / "runs"),
-           "LLMVIZ_CACHE_DIR": str(folder / "cache")}
+           "LLMVIZ_CACHE_DIR": str(folder / "cache"),
+           # one server serves every browser test of a worker, one after another: other tests' watching must not
+           # slow this test's refreshes (the adaptive interval itself is tested in tests/test_watch.py)
+           "LLMVIZ_WATCH_BUDGET": "4"}
     try:
         server = start_app("app.py", env=env, log=folder / "server.log")
     except AppDidNotStart as error:

@@ -189,5 +189,7 @@ def follow_task(job_key: str, *, describe: Callable[[jobs.JobStatus], str], name
                                          help="Stops after this step and keeps what was learned so far."):
             job.stop()
 
-    live(draw, active=lambda: not job.status().done, name=name)
+    # a progress bar and a Stop button cost the server about a millisecond: a task (seconds long) refreshes every
+    # second, so its Stop can be pressed while it works
+    live(draw, active=lambda: not job.status().done, name=name, seconds=1.0)
     return None
