@@ -38,6 +38,7 @@ from llmviz.errors import ConfigError
 from llmviz.models.gpt import GPT
 from llmviz.tokenizers import Tokenizer
 from llmviz.train import Dataset, StepMetrics
+from llmviz.views import encode
 
 LABELS = ("male", "female")  # label 0, label 1
 MODES = ("head", "last block", "all")
@@ -100,7 +101,7 @@ def encode_names(tokenizer: Tokenizer, texts: list[str], context: int) -> tuple[
     The GPT is causal, so padding after the last token never changes the state read there."""
     encoded = []
     for text in texts:
-        ids = tokenizer.encode(" " + text)[-context:]
+        ids = encode(tokenizer, " " + text)[-context:]  # a character vocabulary skips what it lacks
         if not ids:
             raise ConfigError(f"The tokenizer turns {text!r} into no tokens.")
         encoded.append(ids)
@@ -335,7 +336,7 @@ def label_log_probabilities(model: GPT, tokenizer: Tokenizer, prompt: str) -> li
     context = model.config.context_length
     scores = []
     for word in LABELS:
-        prompt_ids, word_ids = tokenizer.encode(prompt), tokenizer.encode(" " + word)
+        prompt_ids, word_ids = encode(tokenizer, prompt), encode(tokenizer, " " + word)
         ids = (prompt_ids + word_ids)[-context - 1:]
         idx = torch.tensor(ids[:-1])[None]  # (1, T)
         log_probs = F.log_softmax(model(idx)[0][0], -1)  # (T, V)

@@ -25,6 +25,7 @@ def _opens(href: str) -> int:
         return response.status
 
 
+@pytest.mark.extended  # ~3 minutes of chromium on 2 cores; the capping itself is tested in tests/test_share.py
 def test_a_pasted_megabyte_leaves_a_link_that_opens(browser, app_url):
     page = open_page(browser, f"{app_url}/sampling")
     area = page.get_by_label("Prompt", exact=True)
