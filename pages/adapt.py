@@ -8,6 +8,7 @@ import ui
 from llmviz import adapt, finetune, lora, memory, serving, views
 from llmviz import quantize as qz
 from llmviz.errors import LlmvizError
+from llmviz.jobs import JobRefused
 from ui import charts, picker, sections, share
 from ui import quiz as quiz_ui
 from ui.text import literal_markdown
@@ -52,9 +53,13 @@ def _progress(job, key: str) -> None:
         st.warning(f"{job.label} stopped with a problem: {status.error or status.describe()}")
 
 
-def _submit(trainer, label: str) -> None:
+def _submit(*runners: tuple[str, object]) -> None:
+    """Start ``(label, trainer)`` runs to compare as one race (one worker, a step of each in turn): the comparison
+    counts once in the session's share of the server."""
     try:
-        picker.manager().submit_training(picker.session_id(), trainer, label=label)
+        picker.manager().submit_race(picker.session_id(), list(runners))
+    except JobRefused as refused:  # this session already trains its share of the server: say why, as a notice
+        st.warning(literal_markdown(str(refused)))
     except LlmvizError as error:
         st.error(literal_markdown(str(error)))
 
@@ -172,9 +177,9 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
     steps = st.slider("Steps", 20, 400, 100, step=20, key="lora_steps")
     if st.button("Start both runs", key="lora_start"):
         with ui.friendly_errors("starting the runs"):
-            _submit(adapt.lora_run(model, view.tokenizer, text, config, steps, settings.seed),
-                    f"{RUN_TAG} LoRA r{rank} ({', '.join(config.targets)})")
-            _submit(adapt.full_run(model, view.tokenizer, text, steps, settings.seed), f"{RUN_TAG} full fine-tuning")
+            _submit((f"{RUN_TAG} LoRA r{rank} ({', '.join(config.targets)})",
+                     adapt.lora_run(model, view.tokenizer, text, config, steps, settings.seed)),
+                    (f"{RUN_TAG} full fine-tuning", adapt.full_run(model, view.tokenizer, text, steps, settings.seed)))
             st.rerun(scope="app")
     runs = {job.label: job for job in _runs(f"{RUN_TAG} LoRA") + _runs(f"{RUN_TAG} full")}
     for job in runs.values():
@@ -271,10 +276,9 @@ def qat_section(view: picker.ModelView, text: str) -> None:
     steps = st.slider("Steps", 20, 400, 100, step=20, key="qat_steps")
     if st.button("Start quantization-aware training (and a float run to compare)", key="qat_start"):
         with ui.friendly_errors("starting the runs"):
-            _submit(adapt.qat_run(view.model, view.tokenizer, text, spec, steps, settings.seed),
-                    f"{RUN_TAG} QAT int{bits}")
-            _submit(adapt.full_run(view.model, view.tokenizer, text, steps, settings.seed),
-                    f"{RUN_TAG} float for QAT int{bits}")
+            _submit((f"{RUN_TAG} QAT int{bits}", adapt.qat_run(view.model, view.tokenizer, text, spec, steps, settings.seed)),
+                    (f"{RUN_TAG} float for QAT int{bits}",
+                     adapt.full_run(view.model, view.tokenizer, text, steps, settings.seed)))
             st.rerun(scope="app")
     qat, plain = _newest(f"{RUN_TAG} QAT int{bits}"), _newest(f"{RUN_TAG} float for QAT int{bits}")
     if qat is None:
@@ -339,8 +343,8 @@ def task_section(view: picker.ModelView) -> None:
     steps_count = st.slider("Steps per run", 20, 300, 100, step=20, key="task_steps")
     if st.button("Train head only / head + last block / everything (three lab runs)", key="task_start"):
         with ui.friendly_errors("starting the runs"):
-            for mode, trainer in adapt.finetune_runs(view.model, view.tokenizer, steps_count, settings.seed).items():
-                _submit(trainer, f"{RUN_TAG} names: {finetune.MODE_TITLES[mode]}")
+            _submit(*[(f"{RUN_TAG} names: {finetune.MODE_TITLES[mode]}", trainer) for mode, trainer
+                      in adapt.finetune_runs(view.model, view.tokenizer, steps_count, settings.seed).items()])
             st.rerun(scope="app")
     runs = {job.label.removeprefix(f"{RUN_TAG} names: "): job for job in _runs(f"{RUN_TAG} names:")}
     for job in runs.values():
@@ -404,10 +408,10 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
     steps = st.slider("Steps", 20, 400, 60, step=20, key="memory_steps")
     if st.button("Train three runs: plain, checkpointing, checkpointing + bf16", key="memory_start"):
         with ui.friendly_errors("starting the runs"):
-            for name, checkpointing, bf16 in (("plain", False, False), ("checkpointing", True, False),
-                                              ("checkpointing + bf16", True, True)):
-                _submit(adapt.memory_run(view.model, view.tokenizer, text, steps, settings.seed, checkpointing, bf16),
-                        f"{RUN_TAG} memory: {name}")
+            _submit(*[(f"{RUN_TAG} memory: {name}",
+                       adapt.memory_run(view.model, view.tokenizer, text, steps, settings.seed, checkpointing, bf16))
+                      for name, checkpointing, bf16 in (("plain", False, False), ("checkpointing", True, False),
+                                                        ("checkpointing + bf16", True, True))])
             st.rerun(scope="app")
     runs = {job.label.removeprefix(f"{RUN_TAG} memory: "): job for job in _runs(f"{RUN_TAG} memory:")}
     for job in runs.values():
