@@ -165,7 +165,7 @@ class Job:
         self.total = total
         self.created = time.time()
         self.info: RunInfo | None = None  # the model and data of a training run (once built)
-        self.trainer = None  # the live Trainer, only with thread workers; pages read info and snapshots
+        self.trainer: Any = None  # the live Trainer, only with thread workers; pages read info and snapshots
         self.snapshots: SnapshotStore | None = SnapshotStore() if kind == "train" and snapshots else None
         self.result: Any = None  # a task's return value
         self.checkpoint: bytes | None = None  # a finished/stopped training run's checkpoint file
@@ -528,7 +528,7 @@ class JobManager:
         return WorkerOptions(snapshot_latest_s=self.latest_snapshot_s, torch_threads=threads if self.workers ==
                              "process" else 0, nice=self.nice if self.workers == "process" else 0, **values)
 
-    def _submit(self, owner: str, runners: list[tuple[str, object, Callable | None, int | None]],
+    def _submit(self, owner: str, runners: list[tuple[str, Any, Callable | None, int | None]],
                 options: WorkerOptions) -> list[Job]:
         group = _Group(owner)
         group.options = options
