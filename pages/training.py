@@ -130,17 +130,11 @@ race_switch = switch_left.selectbox("Architecture race: one switch, two GPT micr
                                          "only this switch differs.")
 switch_race = switch_right.button("Race the two", key="switch_race")
 
-if switch_race:
-    race_seed = settings.run_seed()
-    runners = []
+def start_race(make_runners) -> None:
+    """Start ``make_runners()`` (``(label, trainer)`` pairs) as one race: one job, its runners side by side in one
+    worker, a step of each in turn. A refusal (the session's share of the server) is a notice, a bad setting an error."""
     try:
-        for title, switches in SWITCH_RACES[race_switch]:
-            config = TrainConfig(model="gpt-micro", tokenizer="char", context_size=32, batch_size=16, steps=race_steps,
-                                 architecture=switches or None, eval_interval=max(1, race_steps // 10), seed=race_seed,
-                                 device=settings.device)
-            label = training.unique_label(f"switch race: {title}")
-            runners.append((label, Trainer(config, prepare_data(text, config, cached_tokenizer(corpus_label, text, "char", 0)))))
-        picker.manager().submit_race(picker.session_id(), runners)
+        picker.manager().submit_race(picker.session_id(), make_runners())
     except JobRefused as refused:
         st.warning(str(refused))
     except LlmvizError as error:
@@ -149,7 +143,20 @@ if switch_race:
         st.session_state["training_focus"] = None
         st.rerun()
 
-if char_race or optimizer_race:
+
+def switch_race_runners() -> list:
+    race_seed = settings.run_seed()  # one seed for both runners: only the switch differs
+    runners = []
+    for title, switches in SWITCH_RACES[race_switch]:
+        config = TrainConfig(model="gpt-micro", tokenizer="char", context_size=32, batch_size=16, steps=race_steps,
+                             architecture=switches or None, eval_interval=max(1, race_steps // 10), seed=race_seed,
+                             device=settings.device)
+        label = training.unique_label(f"switch race: {title}")
+        runners.append((label, Trainer(config, prepare_data(text, config, cached_tokenizer(corpus_label, text, "char", 0)))))
+    return runners
+
+
+def model_race_runners() -> list:
     from llmviz import corpus as corpus_module
 
     names = corpus_module.load("names") if char_race else text
@@ -161,23 +168,20 @@ if char_race or optimizer_race:
     race_seed = settings.run_seed()  # one seed for every runner: a fair race
     race = "names race" if char_race else "optimizer race"
     runners = []
-    try:
-        for name, opt, rate in lineup:
-            config = TrainConfig(model=name, tokenizer="char", context_size=16, batch_size=32, steps=race_steps,
-                                 optimizer=opt, lr=rate, eval_interval=max(1, race_steps // 10), seed=race_seed,
-                                 device=settings.device, warmup_steps=0, schedule="constant")
-            label = training.unique_label(f"{race}: {CHAR_MODEL_TITLES.get(name, name)}" if char_race
-                                          else f"{race}: {OPTIMIZER_TITLES[opt]} (lr {rate:g})")
-            runners.append((label, Trainer(config, prepare_data(names, config, cached_tokenizer("race", names, "char", 0)))))
-        # one job for the whole race: its runners train side by side in one worker, a step of each in turn
-        picker.manager().submit_race(picker.session_id(), runners)
-    except JobRefused as refused:
-        st.warning(str(refused))
-    except LlmvizError as error:
-        st.error(str(error))
-    else:
-        st.session_state["training_focus"] = None
-        st.rerun()
+    for name, opt, rate in lineup:
+        config = TrainConfig(model=name, tokenizer="char", context_size=16, batch_size=32, steps=race_steps,
+                             optimizer=opt, lr=rate, eval_interval=max(1, race_steps // 10), seed=race_seed,
+                             device=settings.device, warmup_steps=0, schedule="constant")
+        label = training.unique_label(f"{race}: {CHAR_MODEL_TITLES.get(name, name)}" if char_race
+                                      else f"{race}: {OPTIMIZER_TITLES[opt]} (lr {rate:g})")
+        runners.append((label, Trainer(config, prepare_data(names, config, cached_tokenizer("race", names, "char", 0)))))
+    return runners
+
+
+if switch_race:
+    start_race(switch_race_runners)
+if char_race or optimizer_race:
+    start_race(model_race_runners)
 
 
 def draw_all_runs() -> None:
