@@ -168,8 +168,7 @@ ACTIONS: dict[str, list[Action]] = {
     "attention": [
         Action("attention.toy", "toggle the causal mask", click_text("Causal mask")),
         Action("attention.head", "layer slider (picked GPT)", slider_step("Layer", 0)),
-        Action("attention.before_after", "layer slider (step 0 vs N)", slider_step("Layer", 1)),
-        Action("attention.head", "layer slider (MiniLM)", slider_step("Layer", 2)),
+        # step 0 vs N follows the layer slider above it, and MiniLM runs only once its lazy section is opened
         Action("attention.sentence", "a new sentence",
                fill("Sentence", "The cat sat on the mat because it was tired", "A class is a blueprint for objects",
                     "The loop ends when the condition is false")),
