@@ -14,6 +14,7 @@ from llmviz import jobs
 from llmviz.jobs import JobManager, JobRefused
 from llmviz.snapshots import state_bytes, state_of
 from llmviz.train import TrainConfig, Trainer, read_safetensors
+from tests.test_jobs import wait_for
 
 TEXT = "the quick brown fox jumps over the lazy dog\n" * 40
 
@@ -22,15 +23,6 @@ def trainer(steps=30, model="bigram-neural", seed=0, **changes):
     config = TrainConfig(model=model, tokenizer="char", context_size=8, batch_size=4, steps=steps,
                          eval_interval=max(1, steps), seed=seed, warmup_steps=0, **changes)
     return Trainer.from_text(TEXT, config)
-
-
-def wait_for(predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    raise AssertionError("condition not reached in time")
 
 
 def counting_loop(should_stop, steps=5):
