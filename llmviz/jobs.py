@@ -483,16 +483,17 @@ class JobManager:
     def submit_training(self, owner: str, trainer=None, *, build: Callable[[], object] | None = None,
                         label: str = "run", total: int | None = None, sample_every: int = 0,
                         sample_prompt: str = "", sample_tokens: int = 80, snapshots: bool = True,
-                        snapshot_every: int = 0) -> Job:
+                        snapshot_every: int = 0, checkpoint: bool = True) -> Job:
         """Start training ``trainer`` (or the one ``build()`` makes in the worker, e.g. after training a BPE
         tokenizer) for its configured number of steps. ``snapshots=False`` keeps no weights (the CLI: its
         checkpoint is the result). ``snapshot_every`` > 0 keeps every such step too, besides the log-spaced
-        series (for charts over training, e.g. an induction head forming). With process workers ``trainer`` and
+        series (for charts over training, e.g. an induction head forming). ``checkpoint=False``: no single-file
+        checkpoint is made when the run ends (the CLI saves its own). With process workers ``trainer`` and
         ``build`` are pickled: they must not hold lambdas or open files."""
         if (trainer is None) == (build is None):
             raise ValueError("give either a trainer or a build function")
         options = self._options(sample_every=sample_every, sample_prompt=sample_prompt, sample_tokens=sample_tokens,
-                                snapshots=snapshots, snapshot_every=snapshot_every)
+                                snapshots=snapshots, snapshot_every=snapshot_every, checkpoint=checkpoint)
         [job] = self._submit(owner, [(label, trainer, build, total)], options)
         return job
 
@@ -961,7 +962,8 @@ def train_blocking(trainer, on_step: Callable[[JobStatus], None] | None = None, 
     as steps go by (at most every ``poll_s`` seconds, and once at the end); Ctrl-C stops the job after
     the current step and keeps what it learned. ``snapshots=True`` keeps log-spaced weights as the app does."""
     manager = manager or JobManager(max_running=1)
-    job = manager.submit_training("cli", trainer, label="cli", sample_every=sample_every, snapshots=snapshots)
+    job = manager.submit_training("cli", trainer, label="cli", sample_every=sample_every, snapshots=snapshots,
+                                  checkpoint=False)  # the CLI writes its own checkpoint folder
     seen = -1
     try:
         while not job.wait(poll_s):
