@@ -231,9 +231,15 @@ def gpt_from_folder(folder: str | Path, device: str = "cpu", dropout: float | No
     except ValueError as error:
         raise CheckpointError(f"{CONFIG_FILE} in {folder} is damaged: {error}") from None
     config = config_from_hf(hf_config, dropout)
+    return gpt_with_weights(config, hf_state_to_llmviz(read_hf_weights(folder), config), folder, device)
+
+
+def gpt_with_weights(config: GPTConfig, state: dict[str, torch.Tensor], folder: Path, device: str = "cpu") -> GPT:
+    """llmviz's GPT of ``config`` holding ``state`` (already renamed to llmviz's names), in eval mode; a mismatch is a
+    :class:`CheckpointError` naming ``folder``. Shared by every Hugging Face loader (GPT-2 here, Llama & co. in
+    :mod:`llmviz.hf_models`)."""
     with torch.device("meta"):  # no time spent on a random initialisation that is overwritten next
         model = GPT(config)
-    state = hf_state_to_llmviz(read_hf_weights(folder), config)
     try:
         model.load_state_dict(state, strict=True, assign=True)
     except RuntimeError as error:

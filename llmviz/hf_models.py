@@ -41,6 +41,7 @@ from llmviz.gpt2 import (
     SAFETENSORS_FILE,
     SAFETENSORS_INDEX,
     cache_dir,
+    gpt_with_weights,
     hub_offline,
     hub_reachable,
     read_hf_weights,
@@ -220,17 +221,7 @@ def load_hf_causal_lm(folder: str | Path, device: str = "cpu") -> GPT:
     """llmviz's GPT with the weights of a Hugging Face Llama/Mistral/Qwen2/Mixtral folder, in eval mode."""
     folder = Path(folder)
     config = config_from_hf(read_config(folder))
-    with torch.device("meta"):  # no time spent on a random initialisation that is overwritten next
-        model = GPT(config)
-    state = hf_state_to_llmviz(read_hf_weights(folder), config)
-    try:
-        model.load_state_dict(state, strict=True, assign=True)
-    except RuntimeError as error:
-        first = " ".join(str(error).splitlines()[:3])
-        raise CheckpointError(f"The weights in {folder} do not match its {CONFIG_FILE}: {first}") from None
-    if config.tie_weights:
-        model.lm_head.weight = model.tok_emb.weight  # assign=True replaced the Parameter: tie it again
-    return model.to(device).eval()
+    return gpt_with_weights(config, hf_state_to_llmviz(read_hf_weights(folder), config), folder, device)
 
 
 # ---------------------------------------------------------------------------- tokenizer

@@ -1,4 +1,5 @@
-"""Reading a safetensors file safely: a pickle (torch.save) file is refused before anything parses it.
+"""Reading a safetensors file safely: only a regular file is opened (never a device or a pipe), and a pickle
+(torch.save) file is refused before anything parses it; messages name the file, never the server's folders.
 
 Shared by the trainer's checkpoints (:mod:`llmviz.train`) and Hugging Face GPT-2 folders (:mod:`llmviz.gpt2`),
 so that neither has to import the other.
@@ -6,6 +7,8 @@ so that neither has to import the other.
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 import torch
@@ -16,14 +19,27 @@ from llmviz.errors import CheckpointError
 PICKLE_OR_ZIP = (b"PK\x03\x04", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
 
 
-def read_safetensors(path: str | Path) -> dict[str, torch.Tensor]:
-    """Load a safetensors file; anything else (a pickle, a zip from torch.save) is refused."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
+def regular_file(path: Path) -> os.stat_result:
+    """``path``'s status when it is a regular file (following links), else a :class:`CheckpointError`.
 
-    path = Path(path)
-    if not path.exists():
-        raise CheckpointError(f"No checkpoint file at {path}.")
+    A device (``/dev/zero``), a pipe or a socket would never finish reading, or block for ever.
+    Messages name the file, never the server's folders.
+    """
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        raise CheckpointError(f"No file {path.name}" + (" (a link to nothing)." if path.is_symlink() else ".")) from None
+    except OSError as error:
+        raise CheckpointError(f"{path.name} cannot be read ({error.strerror or type(error).__name__}).") from None
+    if stat.S_ISDIR(status.st_mode):
+        raise CheckpointError(f"{path.name} is a folder, not a file.")
+    if not stat.S_ISREG(status.st_mode):
+        raise CheckpointError(f"{path.name} is not a regular file (a device, a pipe or a socket): it cannot hold a "
+                              "checkpoint.")
+    return status
+
+
+def refuse_pickle(path: Path) -> None:
     with path.open("rb") as handle:
         head = handle.read(9)
     # a safetensors file is an 8-byte header length followed by a JSON header: byte 8 is "{"
@@ -33,6 +49,16 @@ def read_safetensors(path: str | Path) -> dict[str, torch.Tensor]:
             f"{path.name} is a pickle (torch.save) file. llmviz loads only safetensors, because unpickling a "
             "file can run any code it contains. Convert it with safetensors where you trust it."
         )
+
+
+def read_safetensors(path: str | Path) -> dict[str, torch.Tensor]:
+    """Load a safetensors file; anything else (a pickle, a zip from torch.save, a device) is refused."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    regular_file(path)
+    refuse_pickle(path)
     try:
         return load_file(str(path))
     except (SafetensorError, OSError, ValueError) as error:

@@ -33,6 +33,7 @@ from llmviz.errors import CheckpointError, ConfigError, TrainingDiverged
 from llmviz.models.charlevel import CHAR_MODELS, build_char_model
 from llmviz.models.gpt import GPT, PRESETS, SWITCHES, GPTConfig
 from llmviz.models.layers import set_dropout_generator
+from llmviz.safetensors_file import read_safetensors, refuse_pickle, regular_file
 from llmviz.tokenizers import BPETokenizer, CharTokenizer, Tokenizer, TokenizerError, tokenizer_from_dict
 
 OPTIMIZERS = ["sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"]
@@ -632,34 +633,13 @@ def checkpoint_file_bytes(trainer: Trainer) -> bytes:
     return save(model_state(trainer.model), metadata={"llmviz": json.dumps(checkpoint_metadata(trainer))})
 
 
-_PICKLE_OR_ZIP = (b"PK\x03\x04", b"\x80\x02", b"\x80\x03", b"\x80\x04", b"\x80\x05")
 MAX_META_BYTES = 64 * 2**20  # a checkpoint.json (configs, tokenizer, metrics) is far smaller
 MAX_JSON_DEPTH = 64  # a checkpoint's description nests a few levels; 200,000 levels is an attack
 
 
-def _regular_file(path: Path) -> os.stat_result:
-    """``path``'s status when it is a regular file (following links), else a :class:`CheckpointError`.
-
-    A device (``/dev/zero``), a pipe or a socket would never finish reading, or block for ever.
-    Messages name the file, never the server's folders.
-    """
-    try:
-        status = path.stat()
-    except FileNotFoundError:
-        raise CheckpointError(f"No file {path.name}" + (" (a link to nothing)." if path.is_symlink() else ".")) from None
-    except OSError as error:
-        raise CheckpointError(f"{path.name} cannot be read ({error.strerror or type(error).__name__}).") from None
-    if stat.S_ISDIR(status.st_mode):
-        raise CheckpointError(f"{path.name} is a folder, not a file.")
-    if not stat.S_ISREG(status.st_mode):
-        raise CheckpointError(f"{path.name} is not a regular file (a device, a pipe or a socket): it cannot hold a "
-                              "checkpoint.")
-    return status
-
-
 def _read_regular_file(path: Path, limit: int) -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes (never blocks on a pipe swapped in meanwhile)."""
-    if _regular_file(path).st_size > limit:
+    if regular_file(path).st_size > limit:
         raise CheckpointError(f"{path.name} is larger than {limit // 2**20} MB: not a checkpoint description.")
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -711,38 +691,12 @@ def parse_description(text: str | bytes, name: str = META_FILE) -> dict:
     return data
 
 
-def _refuse_pickle(path: Path) -> None:
-    with path.open("rb") as handle:
-        head = handle.read(9)
-    # a safetensors file is an 8-byte header length followed by a JSON header: byte 8 is "{"
-    looks_like_safetensors = len(head) == 9 and head[8:9] == b"{"
-    if not looks_like_safetensors and head.startswith(_PICKLE_OR_ZIP):
-        raise CheckpointError(
-            f"{path.name} is a pickle (torch.save) file. llmviz loads only safetensors, because unpickling a "
-            "file can run any code it contains. Convert it with safetensors where you trust it."
-        )
-
-
-def read_safetensors(path: str | Path) -> dict[str, torch.Tensor]:
-    """Load a safetensors file; anything else (a pickle, a zip from torch.save, a device) is refused."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
-    path = Path(path)
-    _regular_file(path)
-    _refuse_pickle(path)
-    try:
-        return load_file(str(path))
-    except (SafetensorError, OSError, ValueError) as error:
-        raise CheckpointError(f"{path.name} is not a valid safetensors file (truncated or corrupted?): {error}") from None
-
-
 def _file_metadata(path: Path) -> str:
     """The llmviz description stored in a single-file checkpoint's metadata (reads the header only)."""
     from safetensors import SafetensorError, safe_open
 
-    _regular_file(path)
-    _refuse_pickle(path)
+    regular_file(path)
+    refuse_pickle(path)
     try:
         with safe_open(str(path), "pt") as handle:
             metadata = handle.metadata() or {}
@@ -791,7 +745,7 @@ def _check_weights_match(path: Path, expected: dict[str, tuple[int, ...]]) -> No
     """Compare the safetensors header (names and shapes) with the description, reading no tensor data."""
     from safetensors import SafetensorError, safe_open
 
-    if _regular_file(path).st_size == 0:
+    if regular_file(path).st_size == 0:
         raise CheckpointError(f"{path.name} is empty.")
     try:
         with safe_open(str(path), "pt") as handle:

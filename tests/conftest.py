@@ -127,3 +127,15 @@ def pytest_collection_modifyitems(config, items):
     ordered += list(rest)
     assert len(ordered) == len(items)
     items[:] = ordered
+
+
+@pytest.fixture
+def fresh_session_jobs():
+    """AppTest gives every test the same session id: forget the jobs earlier tests left behind, and this test's."""
+    from llmviz.jobs import default_manager
+
+    for owner in list(default_manager()._sessions):
+        default_manager().end_session(owner)
+    yield
+    for owner in list(default_manager()._sessions):
+        default_manager().end_session(owner)

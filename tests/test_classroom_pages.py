@@ -6,17 +6,7 @@ import pytest
 from tests.test_app_pages import assert_clean, run_page
 from tests.test_page_interactions import by_label, texts
 
-
-@pytest.fixture(autouse=True)
-def fresh_session_jobs():
-    """AppTest gives every test the same session id: forget the jobs earlier tests left behind."""
-    from llmviz.jobs import default_manager
-
-    for owner in list(default_manager()._sessions):
-        default_manager().end_session(owner)
-    yield
-    for owner in list(default_manager()._sessions):
-        default_manager().end_session(owner)
+pytestmark = pytest.mark.usefixtures("fresh_session_jobs")  # tests/conftest.py
 
 
 def session_jobs(at):

@@ -112,18 +112,6 @@ def test_an_uploaded_files_name_is_escaped_only_where_markdown_is_rendered():
 # ------------------------------------------------------------------ #27.7: runs told apart
 
 
-@pytest.fixture
-def fresh_session_jobs():
-    """AppTest gives every test the same session id: forget the jobs earlier tests left behind."""
-    from llmviz.jobs import default_manager
-
-    for owner in list(default_manager()._sessions):
-        default_manager().end_session(owner)
-    yield
-    for owner in list(default_manager()._sessions):
-        default_manager().end_session(owner)
-
-
 def test_two_runs_of_the_same_model_are_told_apart_and_inside_names_the_model(fresh_session_jobs):
     """Also #27.12: "Download a run" offers the run picked in the sidebar first."""
     from llmviz.jobs import default_manager
