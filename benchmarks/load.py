@@ -52,7 +52,7 @@ VIEWPORT = {"width": 1280, "height": 800}
 MAIN_ATTENTION = "Causal mask"  # the Attention page's main element: the toy example's toggle
 MASK_NOTE = "Under the causal mask"  # shown while the mask is on: the toggle's visible effect
 TRAINING_MAIN = "1. Train a model"
-RUN_STARTED = re.compile(r"running · step|waiting: number \d+ in the queue")
+RUN_STARTED = re.compile(r"running · step|waiting: number \d+ in the queue|waiting: it starts when")
 REFUSED = "each browser session trains"
 
 

@@ -98,6 +98,7 @@ class JobStatus:
     snapshot_steps: tuple[int, ...]
     elapsed_s: float
     version: int = 0  # grows with every change of the job (steps, snapshots, state): caches key on it
+    waits_for_own_run: bool = False  # queued because its session already trains its share (not for a free slot)
 
     @property
     def done(self) -> bool:
@@ -114,6 +115,9 @@ class JobStatus:
     def describe(self) -> str:
         """One line for a progress bar: "step 40/300 · loss 2.310 · …"."""
         if self.state == QUEUED:
+            if self.waits_for_own_run:
+                return ("waiting: it starts when your run in training ends (each browser session trains one at a "
+                        "time on a shared server)")
             return f"waiting: number {self.queue_position or 1} in the queue (the server trains a few runs at a time)"
         state = "starting" if self.state == RUNNING and not self.losses else self.state  # the worker is on its way
         text = f"{state} · step {self.step}/{self.total}"
@@ -261,6 +265,7 @@ class Job:
             job_id=self.id, label=self.label, kind=self.kind, state=state, step=step, total=self.total,
             losses=losses, metrics=metrics, samples=samples,
             queue_position=self._manager.queue_position(self) if state == QUEUED else None,
+            waits_for_own_run=state == QUEUED and self._manager.share_is_full(self.owner),
             error=error, snapshot_steps=steps, elapsed_s=elapsed,
             version=version + (self.snapshots.version if self.snapshots is not None else 0),
         )
@@ -675,6 +680,17 @@ class JobManager:
                 return self._queue.index(job._group) + 1
             except ValueError:
                 return None
+
+    def share_is_full(self, owner: str) -> bool:
+        """Does ``owner`` already train as many runs as a session may (so its waiting runs wait for its own)?"""
+        with self._lock:
+            return self.runs_per_session is not None and self._running_of(owner) >= self.runs_per_session
+
+    @property
+    def waiting_count(self) -> int:
+        """Runs waiting for a slot, all owners together (a race counts once)."""
+        with self._lock:
+            return len(self._queue)
 
     def queued(self) -> list[Job]:
         """Every job waiting for a slot, in the order they wait (all owners: for "N waiting" lines)."""

@@ -60,7 +60,7 @@ def server_line() -> None:
         share_line = (f" Yours: {mine[0]} training, {mine[1]} waiting or paused (each browser session trains "
                       f"{job_manager.runs_per_session} at a time and keeps {job_manager.runs_per_session} more waiting; "
                       "a race counts as one).")
-    st.caption(f"On this server: {job_manager.running_count} run(s) training, {len(job_manager.queued())} waiting "
+    st.caption(f"On this server: {job_manager.running_count} run(s) training, {job_manager.waiting_count} waiting "
                f"(at most {job_manager.max_running} train at once; the others wait their turn, in order, each "
                f"in a worker process of its own).{share_line}")
 

@@ -218,3 +218,17 @@ def test_a_worker_never_runs_the_servers_main_script(tmp_path, monkeypatch):
         assert job.wait(60) and job.status().state == jobs.FINISHED, job.status().error
     finally:
         manager.shutdown()
+
+
+def test_a_run_waiting_for_its_own_sessions_run_says_so(processes):
+    first = processes.submit_training("kim", trainer(steps=1_000_000), label="one")
+    second = processes.submit_training("kim", trainer(steps=5), label="two")
+    try:
+        wait_for(lambda: first.status().state == jobs.RUNNING)
+        status = second.status()
+        assert status.state == jobs.QUEUED and status.waits_for_own_run
+        assert "when your run in training ends" in status.describe()
+        assert processes.waiting_count >= 1
+    finally:
+        first.stop()
+        assert second.wait(60) and first.wait(60)
