@@ -10,6 +10,7 @@ from ui import charts, picker, present, sections, share, watch
 st.set_page_config(page_title="llmviz", page_icon=":material/neurology:", layout="wide",
                    initial_sidebar_state="collapsed" if present.requested() else "auto")
 
+ui.page_torch_threads()  # once per server process: one torch thread per page run (LLMVIZ_PAGE_TORCH_THREADS)
 share.begin()
 pages = [
     st.Page(str(ui.ROOT / stage.path), title=stage.title if stage.key != "text" else "Home",

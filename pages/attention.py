@@ -38,6 +38,13 @@ def matrix_table(matrix: torch.Tensor, rows, columns=None) -> pd.DataFrame:
     return tidy_floats(pd.DataFrame(values, index=list(rows), columns=list(columns)))
 
 
+def show_matrix(where, matrix: torch.Tensor, rows) -> None:
+    """A small matrix as a table, every number to 4 decimals (a column format: no pandas Styler to render)."""
+    frame = matrix_table(matrix, rows)
+    where.dataframe(frame, width="stretch",
+                    column_config={name: st.column_config.NumberColumn(format="%.4f") for name in frame.columns})
+
+
 # ------------------------------------------------------------------ 1. without weights
 st.header("1. Self-attention without trainable weights")
 st.caption("Six words, 'Your journey starts with one step', each a hand-picked 3-dimensional embedding: the "
@@ -127,25 +134,25 @@ def toy_example() -> None:
             q1, q2, q3 = st.columns(3)
             for column, name in zip((q1, q2, q3), ("Q", "K", "V")):
                 column.markdown(f"**{name}**")
-                column.dataframe(matrix_table(steps[name], tokens).style.format("{:.4f}"), width="stretch")
+                show_matrix(column, steps[name], tokens)
             x0, wq = matrices["X"][0], matrices["W_Q"][:, 0]
             charts.latex(r"Q_{\text{The},0} = " + " + ".join(f"{num(a)}\\cdot{num(b)}" for a, b in zip(x0.tolist(), wq.tolist()))
                      + f" = {float(steps['Q'][0, 0]):.4f}")
             for head in range(heads):
                 st.subheader(f"Head {head + 1}" if heads > 1 else "Scores, mask, softmax, output")
                 q_h, k_h = steps["Q_heads"][head], steps["K_heads"][head]
-                # a projector's slide holds the four steps in one row; a page, two rows of two
-                h1, h2, h3, h4 = st.columns(4) if present.enabled() else [*st.columns(2), *st.columns(2)]
-                charts.show_in(h1, charts.heatmap(steps["scores"][head], tokens, tokens, title="Q Kᵀ", height=300,
-                                               text_format=".3f"), width="stretch", key=f"s{head}")
-                charts.show_in(h2, charts.heatmap(steps["scaled_scores"][head], tokens, tokens, height=300, text_format=".3f",
-                                               title=f"÷ √{d_k}" if scaled else "not scaled"), width="stretch", key=f"c{head}")
                 masked = steps["masked_scores"][head].clone()
-                charts.show_in(h3, charts.heatmap(masked.masked_fill(~torch.isfinite(masked), float("nan")), tokens, tokens,
-                                               title="masked (blank = −∞)" if causal else "no mask", height=300,
-                                               text_format=".3f"), width="stretch", key=f"m{head}")
-                charts.show_in(h4, charts.heatmap(steps["weights"][head], tokens, tokens, title="softmax weights", height=300,
-                                               text_format=".3f", zmin=0, zmax=1), width="stretch", key=f"w{head}")
+                # one figure of four panels (a browser draws it far faster than four); a projector's slide holds
+                # the four steps in one row, a page two rows of two
+                charts.show(charts.heatmap_panels([
+                    dict(matrix=steps["scores"][head], x_labels=tokens, y_labels=tokens, title="Q Kᵀ"),
+                    dict(matrix=steps["scaled_scores"][head], x_labels=tokens, y_labels=tokens,
+                         title=f"÷ √{d_k}" if scaled else "not scaled"),
+                    dict(matrix=masked.masked_fill(~torch.isfinite(masked), float("nan")), x_labels=tokens,
+                         y_labels=tokens, title="masked (blank = −∞)" if causal else "no mask"),
+                    dict(matrix=steps["weights"][head], x_labels=tokens, y_labels=tokens, title="softmax weights",
+                         zmin=0, zmax=1),
+                ], columns=4 if present.enabled() else 2), width="stretch", key=f"steps{head}")
                 st.subheader(f"The weight of 'cat' on 'The'{f', head {head + 1}' if heads > 1 else ''}, worked out")
                 row = 1
                 terms = " + ".join(f"{num(a, '.4f')}\\cdot{num(b, '.4f')}" for a, b in zip(q_h[row].tolist(), k_h[0].tolist()))
@@ -159,14 +166,14 @@ def toy_example() -> None:
                          rf" = {float(weights_row[0]):.4f}")
                 out = steps["head_outputs"][head]
                 st.markdown(f"**Output of {'head ' + str(head + 1) if heads > 1 else 'attention'}** (weights × V)")
-                st.dataframe(matrix_table(out, tokens).style.format("{:.4f}"), width="stretch")
+                show_matrix(st, out, tokens)
             if heads > 1:
                 st.subheader("Concatenate the heads, then project with W_O")
                 c1, c2 = st.columns(2)
                 c1.markdown("**Concat**")
-                c1.dataframe(matrix_table(steps["concat"], tokens).style.format("{:.4f}"), width="stretch")
+                show_matrix(c1, steps["concat"], tokens)
                 c2.markdown("**Concat · W_O** (the example's W_O)")
-                c2.dataframe(matrix_table(steps["output"], tokens).style.format("{:.4f}"), width="stretch")
+                show_matrix(c2, steps["output"], tokens)
             if causal:
                 st.info("Under the causal mask the first token ('The') can only attend to itself: its weight on "
                         "itself is 1, so its output is exactly its own value vector. It never averages in 'cat': "
@@ -208,13 +215,15 @@ variants = {
     "padding (last is [PAD])": att.attention_steps(x, eye, eye, eye, padding_mask=padding),
     "cross-attention": att.attention_steps(x, eye, eye, eye, kv=encoder_out),
 }
-mask_cells = [cell for row in (st.columns(2), st.columns(2)) for cell in row]
-for column, (name, steps_) in zip(mask_cells, variants.items()):
+mask_panels = []
+for name, steps_ in variants.items():
     padded = [*att.TOY_TOKENS[:-1], "[PAD]"]  # the padding variant's last token is padding, not "sat"
     keys = encoder_tokens if name == "cross-attention" else padded if name.startswith("padding") else att.TOY_TOKENS
     queries = padded if name.startswith("padding") else att.TOY_TOKENS
-    charts.show_in(column, charts.heatmap(steps_["weights"][0], keys, queries, title=name, height=300,
-                                       zmin=0, zmax=1), width="stretch", key=f"mask_{name}")
+    mask_panels.append(dict(matrix=steps_["weights"][0], x_labels=keys, y_labels=queries, title=name, zmin=0,
+                            zmax=1, text_format=".2f"))
+charts.show(charts.heatmap_panels(mask_panels, columns=4 if present.enabled() else 2), width="stretch",
+            key="masks")
 st.caption("Causal: no looking ahead (GPT). Padding: nobody attends to padding (batches of unequal length). "
            "Cross-attention (the decoder of an encoder–decoder Transformer, as in 'Attention Is All You Need'): queries from the decoder, keys and values from the encoder's "
            "output — 3 queries over 4 keys, so the matrix need not be square.")
@@ -437,4 +446,8 @@ def grouped_query() -> None:
 
 
 st.header("7. Grouped-query attention: heads that share keys and values")
-grouped_query()
+st.caption("Modern models (Llama 2 70B, Llama 3, Qwen2) let several query heads share one key head and one value "
+           "head, so that the KV cache kept while generating takes a fraction of the memory.")
+if (box := sections.lazy("Open the KV-cache calculator: heads, shared heads, bytes", "attention_gqa")):
+    with box:
+        grouped_query()

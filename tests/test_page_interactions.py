@@ -110,6 +110,20 @@ def test_attention_heads_that_do_not_divide():
     assert "cannot split" in texts(at.error)
 
 
+def test_attention_kv_cache_calculator_opens_lazily_and_counts_bytes():
+    at = run_page("pages/attention.py")
+    assert not [w for w in at.select_slider if w.label == "Key/value heads"]  # closed: its content never ran
+    at = run_page("pages/attention.py", lazy_attention_gqa=True)
+    by_label(at.select_slider, "Query heads").set_value(8).run()
+    by_label(at.select_slider, "Key/value heads").set_value(2)
+    by_label(at.select_slider, "Tokens in the cache").set_value(4096).run()
+    assert_clean(at)
+    # by hand: keys and values (2) × 24 layers × 2 key/value heads × head_dim 64 × 4,096 tokens × 2 bytes (bf16)
+    expected = 2 * 24 * 2 * 64 * 4096 * 2
+    assert f"{expected:,}" in " ".join(latex.value for latex in at.latex)
+    assert "75% less" in texts(at.caption)  # 2 key/value heads instead of 8
+
+
 def test_attention_empty_and_long_sentence():
     at = run_page("pages/attention.py", lazy_attention_minilm=True)  # the MiniLM part, opened
     by_label(at.text_input, "Sentence").set_value("   ").run()

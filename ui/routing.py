@@ -4,6 +4,7 @@ reruns through app.py once, or says how to start the app."""
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 
 import streamlit as st
@@ -57,3 +58,23 @@ def ensure_router() -> None:
     st.session_state[_ROUTER_RETRY_KEY] = True
     internals.route_pages_through_navigation()
     st.rerun()
+
+
+_PAGE_THREADS_SET = False
+
+
+def page_torch_threads() -> int:
+    """Once per server process: the torch threads that page script runs use (``LLMVIZ_PAGE_TORCH_THREADS``,
+    default 1). A page computes on small tensors, and every session's script run is a thread of its own: with
+    several torch threads each of them would start its own OpenMP team, which then spins on the server's few
+    cores while twenty students open pages. Training is not affected: it runs in worker processes that set
+    their own threads. Returns the number in force."""
+    global _PAGE_THREADS_SET
+    import torch
+
+    if not _PAGE_THREADS_SET:
+        _PAGE_THREADS_SET = True
+        raw = os.environ.get("LLMVIZ_PAGE_TORCH_THREADS", "1").strip()
+        wanted = int(raw) if raw.isdigit() and int(raw) > 0 else 1
+        torch.set_num_threads(min(wanted, os.cpu_count() or 1))
+    return torch.get_num_threads()
