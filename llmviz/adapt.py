@@ -161,6 +161,38 @@ def layer_values(model: GPT, name: str, spec: qz.QuantSpec) -> tuple[torch.Tenso
     return weight.flatten(), qz.round_trip(weight, spec).flatten()
 
 
+@dataclass(frozen=True)
+class WeightHistograms:
+    """One matrix's weights before and after quantization, counted in the same bins (for an overlaid chart)."""
+
+    edges: torch.Tensor  # (bins + 1,)
+    before: torch.Tensor  # (bins,) counts of the float weights
+    after: torch.Tensor  # (bins,) counts of the quantized-then-dequantized weights
+
+    @property
+    def centers(self) -> torch.Tensor:
+        return (self.edges[:-1] + self.edges[1:]) / 2  # (bins,)
+
+
+def weight_histograms(model: GPT, name: str, spec: qz.QuantSpec, bins: int = 200) -> WeightHistograms:
+    """Histograms of one matrix before and after quantization, over the range both cover, every weight counted
+    (a chart then draws ``bins`` bars, not a million points).
+
+    >>> from llmviz.models.gpt import PRESETS
+    >>> h = weight_histograms(GPT(PRESETS["gpt-nano"]), "blocks.0.attn.qkv.weight", qz.QuantSpec(4, False, True), 10)
+    >>> int(h.before.sum()) == int(h.after.sum()) == GPT(PRESETS["gpt-nano"]).blocks[0].attn.qkv.weight.numel()
+    True
+    """
+    before, after = layer_values(model, name, spec)
+    low = float(torch.minimum(before.min(), after.min()))
+    high = float(torch.maximum(before.max(), after.max()))
+    if high <= low:  # a constant matrix: one bin around its value
+        low, high = low - 0.5, high + 0.5
+    edges = torch.linspace(low, high, bins + 1, dtype=torch.float64)  # (bins + 1,)
+    return WeightHistograms(edges, torch.histogram(before.double(), bins=edges).hist,  # (bins,)
+                            torch.histogram(after.double(), bins=edges).hist)
+
+
 def ptq_vs_qat(original: GPT, qat_trained: GPT, float_trained: GPT | None, tokenizer: Tokenizer, text: str,
                spec: qz.QuantSpec) -> dict[str, float]:
     """Held-out loss: the float model, post-training quantization of it, and quantization after QAT."""

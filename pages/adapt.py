@@ -255,12 +255,15 @@ def quantize_section(view: picker.ModelView, text: str, corpus_label: str) -> No
         with st.expander("Every matrix"):
             st.dataframe(table, hide_index=True)
         name = st.selectbox("Histogram of", list(table["matrix"]), index=min(2, len(table) - 1), key="quant_layer")
-        before, after = adapt.layer_values(view.model, name, spec)
-        histogram = go.Figure()
-        histogram.add_trace(go.Histogram(x=before.tolist()[:200_000], nbinsx=200, name="float32", opacity=0.6))
-        histogram.add_trace(go.Histogram(x=after.tolist()[:200_000], nbinsx=200, name=spec.title, opacity=0.6))
-        histogram.update_layout(barmode="overlay", height=320, margin=dict(l=10, r=10, t=30, b=10),
-                                title=f"{name}: weights before and after", xaxis_title="weight")
+        counted = adapt.weight_histograms(view.model, name, spec)  # every weight, in 200 shared bins
+        width = float(counted.edges[1] - counted.edges[0])
+        histogram = go.Figure(
+            data=[go.Bar(x=counted.centers.numpy(), y=counts.numpy(), width=width, name=label, opacity=0.55,
+                         marker_color=colour)
+                  for label, counts, colour in (("float32", counted.before, "#4c6ef5"),
+                                                (spec.title, counted.after, "#f76707"))],
+            layout=dict(barmode="overlay", height=320, margin=dict(l=10, r=10, t=30, b=10), bargap=0,
+                        title=f"{name}: weights before and after", xaxis_title="weight", yaxis_title="count"))
         charts.show(histogram, key="quant_histogram")
         left, right = st.columns(2)
         left.markdown("**float32 (greedy)**")

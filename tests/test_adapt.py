@@ -57,6 +57,23 @@ def test_quant_report_numbers(shipped):
     assert len(torch.unique(after[:128])) <= 16  # one row: 16 levels at most
 
 
+def test_weight_histograms_count_every_weight_in_shared_bins(shipped):
+    import numpy as np
+
+    model, _ = shipped
+    spec = qz.QuantSpec(bits=4, per_channel=False, symmetric=True)
+    counted = adapt.weight_histograms(model, "blocks.0.attn.qkv.weight", spec, bins=50)
+    before, after = adapt.layer_values(model, "blocks.0.attn.qkv.weight", spec)
+    edges = counted.edges.numpy()
+    assert edges[0] == pytest.approx(min(float(before.min()), float(after.min())))
+    assert edges[-1] == pytest.approx(max(float(before.max()), float(after.max())))
+    # the reference: numpy's histogram on the same edges (the last bin closed, as in torch.histogram)
+    assert counted.before.numpy().tolist() == np.histogram(before.double().numpy(), bins=edges)[0].tolist()
+    assert counted.after.numpy().tolist() == np.histogram(after.double().numpy(), bins=edges)[0].tolist()
+    assert int(counted.before.sum()) == int(counted.after.sum()) == before.numel()
+    assert int((counted.after > 0).sum()) <= 16  # 4 bits, one scale for the tensor: 16 levels at most
+
+
 def test_bce_example_equals_torch(shipped):
     model, tokenizer = shipped
     example = adapt.bce_example(model, tokenizer)
