@@ -170,6 +170,13 @@ def join(device: str, fully_sharded: bool = False) -> tuple[ProcessGroup, str]:
 
 
 def leave(group: ProcessGroup) -> None:
-    """Leave the job (call once at the end of every process)."""
+    """Leave the job (call once at the end of every process).
+
+    Every process waits at a barrier first: with FSDP, rank 0 still gathers and saves the whole model while the
+    others are done, and a process that tore its group down meanwhile could abort (gloo) when the last
+    collective's connections closed under it."""
     if group.distributed and dist.is_initialized():
-        dist.destroy_process_group()
+        try:
+            dist.barrier()
+        finally:
+            dist.destroy_process_group()

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import InitVar, asdict, dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any, cast
 
 import torch
 import torch.nn as nn
@@ -218,7 +219,7 @@ def build_model(config: TrainConfig, vocab_size: int) -> nn.Module:
 def model_class(model: nn.Module) -> type:
     """The model's own class, also once FSDP has sharded it (``fully_shard`` swaps the class of the module
     it shards for a subclass of ``FSDPModule`` and of that class, named ``FSDP<name>``)."""
-    kind = type(model)
+    kind: type = type(model)
     if "torch.distributed.fsdp" not in sys.modules:  # nothing was sharded (and the import takes a second)
         return kind
     from torch.distributed.fsdp import FSDPModule
@@ -232,8 +233,9 @@ def model_description(model: nn.Module) -> dict:
     if isinstance(model, GPT) and model_class(model) is GPT:
         return {"kind": "gpt", "config": model.config.to_dict()}
     name = next(n for n, cls in CHAR_MODELS.items() if model_class(model) is cls)
-    kwargs = {"context_length": model.config.context_length} if name == "transformer" else {}
-    return {"kind": "char", "name": name, "vocab_size": model.vocab_size, "kwargs": kwargs}
+    char_model: Any = model  # one of CHAR_MODELS: each has its vocab_size (and the transformer its config)
+    kwargs = {"context_length": char_model.config.context_length} if name == "transformer" else {}
+    return {"kind": "char", "name": name, "vocab_size": char_model.vocab_size, "kwargs": kwargs}
 
 
 def model_from_description(description: dict) -> nn.Module:
@@ -350,7 +352,7 @@ def fine_tuning_copy(model: nn.Module, config: TrainConfig) -> nn.Module:
     else:
         import copy as copying
 
-        copy = copying.deepcopy(model)
+        copy = cast(GPT, copying.deepcopy(model))
     for parameter in copy.parameters():
         parameter.requires_grad_(True)
     return copy
@@ -446,10 +448,11 @@ class Trainer:
         inputs, targets = self.group.shard(inputs), self.group.shard(targets)  # (B / world_size, T): this rank's
         inputs, targets = inputs.to(self.device), targets.to(self.device)
         if self.counting:
-            self.model.update_counts(inputs, targets)
+            cast(Any, self.model).update_counts(inputs, targets)  # a counting model (bigram, n-gram)
             with torch.no_grad():
                 _, loss = self.model(inputs, targets)
             return loss.item(), 0.0
+        assert self.optimizer is not None  # every model but a counting one has an optimizer
         lr = learning_rate(self.config, self.step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
@@ -461,10 +464,11 @@ class Trainer:
             last = index == len(chunks) - 1
             # DDP and FSDP average gradients across processes on the last micro-batch only
             syncing: contextlib.AbstractContextManager = contextlib.nullcontext()
+            wrapped: Any = self.train_model  # FSDP2's module or DDP's wrapper
             if self.sharded:
-                self.train_model.set_requires_gradient_sync(last)  # FSDP2's no_sync: keep unsharded gradients
+                wrapped.set_requires_gradient_sync(last)  # FSDP2's no_sync: keep unsharded gradients
             elif not last and self.group.distributed:
-                syncing = self.train_model.no_sync()
+                syncing = wrapped.no_sync()
             with syncing:
                 _, micro_loss = self.train_model(micro_inputs, micro_targets)
                 (micro_loss / self.accumulation).backward()
@@ -475,7 +479,7 @@ class Trainer:
         else:
             grad_norm = torch.nn.utils.get_total_norm([p.grad for p in self.model.parameters() if p.grad is not None])
         if self.sharded:  # a DTensor: the norm over all the shards, the same on every process
-            grad_norm = grad_norm.full_tensor()
+            grad_norm = cast(Any, grad_norm).full_tensor()
         self.optimizer.step()
         return loss.item(), float(grad_norm)
 
@@ -493,8 +497,10 @@ class Trainer:
         )
 
         options = StateDictOptions(full_state_dict=True, cpu_offload=True)  # the whole tensors, on rank 0 only
+        assert self.optimizer is not None  # FSDP shards only models trained by gradient
         weights = get_model_state_dict(self.model, options=options)
-        optimizer_state = get_optimizer_state_dict(self.model, self.optimizer, options=options)
+        optimizer_state: dict[str, Any] = cast(dict[str, Any], get_optimizer_state_dict(self.model, self.optimizer,
+                                                                                         options=options))
         if not self.group.is_main:
             return
         with isolated_rng(self.config.seed):
@@ -805,7 +811,8 @@ def load_checkpoint(directory: str | Path, device: str = "cpu") -> tuple[nn.Modu
         raise CheckpointError(f"{META_FILE} in {label} is damaged: {error}") from None
     state = read_safetensors(weights)
     if isinstance(model, GPT) and model.config.tie_weights:
-        state.setdefault("lm_head.weight", state.get("tok_emb.weight"))
+        if "tok_emb.weight" in state:
+            state.setdefault("lm_head.weight", state["tok_emb.weight"])
     try:
         model.load_state_dict(state, strict=True)
     except RuntimeError as error:
@@ -834,7 +841,7 @@ class ListedCheckpoint:
 
 def _signature(path: Path) -> tuple:
     """What changes when an entry (or the files in it) changes: for caching a check."""
-    parts = []
+    parts: list[tuple[int, int, int, int] | None] = []
     for candidate in (path, path / META_FILE, path / MODEL_FILE):
         try:
             status = candidate.stat()

@@ -169,53 +169,55 @@ def side_by_side() -> None:
 side_by_side()
 
 # ------------------------------------------------------------------ training BPE
-st.header("2. Train your own BPE")
-if not corpus_text:
-    st.info("Pick a corpus in the sidebar (or upload one) to train on.")
-else:
-    c1, c2, c3 = st.columns(3)
-    vocab_size = c1.slider("Vocabulary size", 257, 4096, 512, step=1, **share.bind("vocab"),
-                           help="256 byte tokens + 1 special token (<|endoftext|>) + one token per merge.")
-    pattern = c2.selectbox("Pre-split pattern", ["gpt4", "gpt2", None], format_func=lambda p: {
-        "gpt4": "GPT-4 (cl100k) regex", "gpt2": "GPT-2 regex", None: "none (whole text)"}[p], **share.bind("split"))
-    limit = c3.select_slider("Train on the first", [10_000, 50_000, 200_000, 1_000_000, 5_000_000],
-                             value=200_000, format_func=lambda n: f"{n:,} characters")
-    sample = corpus_text[:limit]
-    st.caption(f"{literal_markdown(corpus_label)}: training on {len(sample):,} of {len(corpus_text):,} characters.")
-    if st.button("Train BPE", type="primary", key="train_bpe"):
-        # the run trains as a job of this session (a worker process); its own settings travel with it, so an
-        # earlier stopped run can never mix its settings into this one
-        try:
-            merges_needed = tk.BPETokenizer.merges_for(vocab_size, [tk.ENDOFTEXT])
-            job = picker.manager().submit_task(
-                picker.session_id(), functools.partial(lab_tasks.bpe_training, text=sample, merges=merges_needed,
-                                                       split_pattern=pattern),
-                label=f"BPE tokenizer · {vocab_size:,} tokens · {corpus_label}", total=merges_needed,
-                returns_when_stopped=True)
-        except LlmvizError as error:
-            st.warning(str(error))
-        else:
-            st.session_state["bpe_job"] = dict(id=job.id, pattern=pattern, vocab_size=vocab_size, corpus=corpus_label)
-    spec = st.session_state.get("bpe_job")
-    ended = training.follow_task("bpe_job", name="tokens.bpe_job",
-                                 describe=lambda status: f"merge {status.step} of {status.total}"
-                                 if status.step else "Counting pairs…")
-    if ended is not None:  # finished, or stopped: build from what was learned
-        if ended.result is None:
-            st.warning(f"The BPE training ended without a result: {ended.status().error or ended.status().describe()}")
-        else:
-            tokenizer = tk.BPETokenizer.from_history(ended.result, spec["pattern"], [tk.ENDOFTEXT], keep_history=True)
-            st.session_state["bpe_tokenizer"] = tokenizer
-            st.session_state["bpe_origin"] = {key: spec[key] for key in ("pattern", "vocab_size", "corpus")}
-            st.rerun()  # section 1 above was drawn before this BPE existed: draw the page again with it
-    bpe_now, origin = trained_bpe(), bpe_origin()
-    if bpe_now is not None and origin.get("vocab_size"):
-        learned = len(bpe_now.merges)
-        if bpe_now.vocab_size < origin["vocab_size"]:
-            st.warning(f"Stopped with {learned} merges (vocabulary {bpe_now.vocab_size} of the {origin['vocab_size']} "
-                       "asked for): either you pressed Stop or the text has no pair left to merge.")
-        else:
-            st.success(f"Learned {learned} merges: a vocabulary of {bpe_now.vocab_size}.")
+def train_bpe_controls() -> None:
+    """Section 2's controls: train a BPE on the corpus as a job of this session, and follow it."""
+    if not corpus_text:
+        st.info("Pick a corpus in the sidebar (or upload one) to train on.")
+    else:
+        c1, c2, c3 = st.columns(3)
+        vocab_size = c1.slider("Vocabulary size", 257, 4096, 512, step=1, **share.bind("vocab"),
+                               help="256 byte tokens + 1 special token (<|endoftext|>) + one token per merge.")
+        pattern = c2.selectbox("Pre-split pattern", ["gpt4", "gpt2", None], format_func=lambda p: {
+            "gpt4": "GPT-4 (cl100k) regex", "gpt2": "GPT-2 regex", None: "none (whole text)"}[p], **share.bind("split"))
+        limit = c3.select_slider("Train on the first", [10_000, 50_000, 200_000, 1_000_000, 5_000_000],
+                                 value=200_000, format_func=lambda n: f"{n:,} characters")
+        sample = corpus_text[:limit]
+        st.caption(f"{literal_markdown(corpus_label)}: training on {len(sample):,} of {len(corpus_text):,} characters.")
+        if st.button("Train BPE", type="primary", key="train_bpe"):
+            # the run trains as a job of this session (a worker process); its own settings travel with it, so an
+            # earlier stopped run can never mix its settings into this one
+            try:
+                merges_needed = tk.BPETokenizer.merges_for(vocab_size, [tk.ENDOFTEXT])
+                job = picker.manager().submit_task(
+                    picker.session_id(), functools.partial(lab_tasks.bpe_training, text=sample, merges=merges_needed,
+                                                           split_pattern=pattern),
+                    label=f"BPE tokenizer · {vocab_size:,} tokens · {corpus_label}", total=merges_needed,
+                    returns_when_stopped=True)
+            except LlmvizError as error:
+                st.warning(str(error))
+            else:
+                st.session_state["bpe_job"] = dict(id=job.id, pattern=pattern, vocab_size=vocab_size, corpus=corpus_label)
+        spec = st.session_state.get("bpe_job")
+        ended = training.follow_task("bpe_job", name="tokens.bpe_job",
+                                     describe=lambda status: f"merge {status.step} of {status.total}"
+                                     if status.step else "Counting pairs…")
+        if ended is not None:  # finished, or stopped: build from what was learned
+            if ended.result is None:
+                st.warning(f"The BPE training ended without a result: {ended.status().error or ended.status().describe()}")
+            else:
+                tokenizer = tk.BPETokenizer.from_history(ended.result, spec["pattern"], [tk.ENDOFTEXT], keep_history=True)
+                st.session_state["bpe_tokenizer"] = tokenizer
+                st.session_state["bpe_origin"] = {key: spec[key] for key in ("pattern", "vocab_size", "corpus")}
+                st.rerun()  # section 1 above was drawn before this BPE existed: draw the page again with it
+        bpe_now, origin = trained_bpe(), bpe_origin()
+        if bpe_now is not None and origin.get("vocab_size"):
+            learned = len(bpe_now.merges)
+            if bpe_now.vocab_size < origin["vocab_size"]:
+                st.warning(f"Stopped with {learned} merges (vocabulary {bpe_now.vocab_size} of the {origin['vocab_size']} "
+                           "asked for): either you pressed Stop or the text has no pair left to merge.")
+            else:
+                st.success(f"Learned {learned} merges: a vocabulary of {bpe_now.vocab_size}.")
+
 
 @sections.section("tokens.replay")
 def replay(bpe: tk.BPETokenizer, text: str) -> None:
@@ -232,8 +234,12 @@ def replay(bpe: tk.BPETokenizer, text: str) -> None:
                    f"Your text is now {len(flat)} tokens (it was {len(text.encode())} bytes).")
 
 
-bpe = trained_bpe()
-if bpe is not None:
+st.header("2. Train your own BPE")
+train_bpe_controls()
+
+
+def bpe_views(bpe: tk.BPETokenizer) -> None:
+    """What a trained BPE is: its merge table, a replay of your text merge by merge, compression and Zipf."""
     origin = bpe_origin()
     patterns = {"gpt4": "the GPT-4 regex", "gpt2": "the GPT-2 regex", None: "no pre-split"}
     st.subheader("Merge table")
@@ -280,47 +286,61 @@ if bpe is not None:
         st.caption(f"Token frequency by rank on log–log axes, measured on {literal_markdown(corpus_label)}. "
                    + (zipf_verdict(fit) if fit is not None else "Too few distinct tokens to fit a line."))
 
+
+bpe = trained_bpe()
+if bpe is not None:
+    bpe_views(bpe)
+
+
 # ------------------------------------------------------------------ round trip and special tokens
+def round_trip(tokenizer) -> list[int]:
+    """Section 3: your text encoded and decoded again, and what the special tokens are; returns the ids (section 4
+    cuts them into windows)."""
+    st.caption("With " + ("your BPE" if bpe else f"the picked model's tokenizer ({literal_markdown(view.label)})" if picked_tokenizer
+                          else "GPT-2's tokenizer") + ".")
+    allow_special = st.toggle("Read special-token text such as <|endoftext|> as the special token", value=False,
+                              key="tok_allow_special",
+                              help="Off (the default): text a user types stays ordinary text, even if it spells a special "
+                                   "token. On: the program that builds the text asks for the special token on purpose.")
+    ids = views.encode(tokenizer, text, "all" if allow_special else "none")
+    dropped = views.dropped_characters(tokenizer, text)
+    typed = [name for name in getattr(tokenizer, "special_tokens", {}) if name in text]
+    if typed:
+        other = views.encode(tokenizer, text, "none" if allow_special else "all")
+        as_special, as_text = (ids, other) if allow_special else (other, ids)
+        st.info(f"Your text spells {', '.join(f'`{name}`' for name in typed)}. As ordinary text it is "
+                f"{len(as_text)} tokens; read as the special token it is {len(as_special)} tokens, with id "
+                f"{', '.join(str(tokenizer.special_tokens[name]) for name in typed)} inside. "
+                + ("The switch is on: the special token is used." if allow_special else
+                   "The switch is off: a student who types it cannot end a document by accident."))
+    decoded = tokenizer.decode(ids)
+    c1, c2 = st.columns(2)
+    c1.code(str(ids[:200]) + (" …" if len(ids) > 200 else ""), language=None, wrap_lines=True)
+    c2.code(decoded[:2000], language=None, wrap_lines=True)
+    if decoded == text:
+        st.success(f"decode(encode(text)) == text: all {len(text):,} characters come back.")
+    elif dropped:
+        st.warning(f"{len(dropped)} character(s) of your text are not in this {tokenizer.vocab_size}-character vocabulary "
+                   f"({shown_characters(dropped)}): encoding drops them, so decoding gives back the text "
+                   "without them. A byte-level BPE never has this problem: every text is made of bytes.")
+    else:
+        st.error("The round trip changed the text.")
+    specials = getattr(tokenizer, "special_tokens", {})
+    if specials:
+        st.markdown("Special tokens are single ids that no ordinary text can produce: "
+                    + ", ".join(f"`{name}` → **{token_id}**" for name, token_id in specials.items())
+                    + ". They mark boundaries, such as the end of one document and the start of the next.")
+    else:
+        st.markdown("This tokenizer has no special tokens: every id stands for a piece of text. Byte-level tokenizers such "
+                    "as GPT-2's add single ids that no ordinary text can produce, such as `<|endoftext|>`, to mark "
+                    "boundaries between documents.")
+    return ids
+
+
 st.header("3. Encode → decode, and special tokens")
 tokenizer = bpe or picked_tokenizer or reference("gpt2")
-st.caption("With " + ("your BPE" if bpe else f"the picked model's tokenizer ({literal_markdown(view.label)})" if picked_tokenizer
-                      else "GPT-2's tokenizer") + ".")
-allow_special = st.toggle("Read special-token text such as <|endoftext|> as the special token", value=False,
-                          key="tok_allow_special",
-                          help="Off (the default): text a user types stays ordinary text, even if it spells a special "
-                               "token. On: the program that builds the text asks for the special token on purpose.")
-ids = views.encode(tokenizer, text, "all" if allow_special else "none")
-dropped = views.dropped_characters(tokenizer, text)
-typed = [name for name in getattr(tokenizer, "special_tokens", {}) if name in text]
-if typed:
-    other = views.encode(tokenizer, text, "none" if allow_special else "all")
-    as_special, as_text = (ids, other) if allow_special else (other, ids)
-    st.info(f"Your text spells {', '.join(f'`{name}`' for name in typed)}. As ordinary text it is "
-            f"{len(as_text)} tokens; read as the special token it is {len(as_special)} tokens, with id "
-            f"{', '.join(str(tokenizer.special_tokens[name]) for name in typed)} inside. "
-            + ("The switch is on: the special token is used." if allow_special else
-               "The switch is off: a student who types it cannot end a document by accident."))
-decoded = tokenizer.decode(ids)
-c1, c2 = st.columns(2)
-c1.code(str(ids[:200]) + (" …" if len(ids) > 200 else ""), language=None, wrap_lines=True)
-c2.code(decoded[:2000], language=None, wrap_lines=True)
-if decoded == text:
-    st.success(f"decode(encode(text)) == text: all {len(text):,} characters come back.")
-elif dropped:
-    st.warning(f"{len(dropped)} character(s) of your text are not in this {tokenizer.vocab_size}-character vocabulary "
-               f"({shown_characters(dropped)}): encoding drops them, so decoding gives back the text "
-               "without them. A byte-level BPE never has this problem: every text is made of bytes.")
-else:
-    st.error("The round trip changed the text.")
-specials = getattr(tokenizer, "special_tokens", {})
-if specials:
-    st.markdown("Special tokens are single ids that no ordinary text can produce: "
-                + ", ".join(f"`{name}` → **{token_id}**" for name, token_id in specials.items())
-                + ". They mark boundaries, such as the end of one document and the start of the next.")
-else:
-    st.markdown("This tokenizer has no special tokens: every id stands for a piece of text. Byte-level tokenizers such "
-                "as GPT-2's add single ids that no ordinary text can produce, such as `<|endoftext|>`, to mark "
-                "boundaries between documents.")
+ids = round_trip(tokenizer)
+
 
 # ------------------------------------------------------------------ input-target pairs
 st.header("4. Input–target pairs: what the model trains on")

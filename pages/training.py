@@ -227,7 +227,8 @@ def draw_all_runs() -> None:
     picked = picker.selected_key().split("@")[0].removeprefix("run:")  # the run picked in the sidebar, if one
     index = next((i for i, job in enumerate(all_runs.values()) if job.id == picked), 0)
     pick = d1.selectbox("Download a run", list(all_runs), index=index, key=f"runs_download_{picked}")
-    d2.download_button("Metrics (CSV)", csv_text(training.metrics_frame(statuses[pick])),
+    picked_status = statuses[pick]
+    d2.download_button("Metrics (CSV)", lambda: csv_text(training.metrics_frame(picked_status)),  # made on click
                        file_name="metrics.csv", mime="text/csv")
     if statuses[pick].done and all_runs[pick].checkpoint is not None:
         d3.download_button("Checkpoint (safetensors)", all_runs[pick].checkpoint,

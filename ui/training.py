@@ -73,8 +73,12 @@ def thinned(frame: pd.DataFrame, points: int = MAX_POINTS) -> pd.DataFrame:
 
 def loss_figure(selected: list[tuple[str, jobs.JobStatus, int]], show_val: bool = True, height: int = 380,
                 smoothing: float = 0.0) -> go.Figure:
-    """Training (and validation) loss of ``(label, status, vocab_size)`` runs on one chart."""
-    figure = go.Figure()
+    """Training (and validation) loss of ``(label, status, vocab_size)`` runs on one chart.
+
+    Built in one constructor call from plain dicts and numpy arrays (a live chart is rebuilt at every refresh of
+    every watching tab: Plotly's ``add_trace`` / ``add_hline`` / ``update_layout`` validate each call on their
+    own, several times slower)."""
+    traces: list[dict] = []
     vocabularies = set()
     for number, (label, status, vocab) in enumerate(selected):
         full = metrics_frame(status)
@@ -83,21 +87,25 @@ def loss_figure(selected: list[tuple[str, jobs.JobStatus, int]], show_val: bool 
         colour = COLOURS[number % len(COLOURS)]
         train = smooth(full["train_loss"].tolist(), smoothing) if smoothing else full["train_loss"].tolist()
         frame = thinned(full.assign(train_shown=train))
-        train = frame["train_shown"]
-        figure.add_trace(go.Scatter(x=frame["step"], y=train, mode="lines", name=f"{label} (train)",
-                                    line=dict(color=colour)))
+        traces.append(dict(type="scatter", x=frame["step"].to_numpy(), y=frame["train_shown"].to_numpy(),
+                           mode="lines", name=f"{label} (train)", line=dict(color=colour)))
         if show_val and full["val_loss"].notna().any():
             val = thinned(full.dropna(subset=["val_loss"]))
-            figure.add_trace(go.Scatter(x=val["step"], y=val["val_loss"], mode="lines+markers",
-                                        line=dict(dash="dot", color=colour), name=f"{label} (validation)"))
+            traces.append(dict(type="scatter", x=val["step"].to_numpy(), y=val["val_loss"].to_numpy(),
+                               mode="lines+markers", line=dict(dash="dot", color=colour),
+                               name=f"{label} (validation)"))
         vocabularies.add(vocab)
-    for vocab in sorted(vocabularies):
-        figure.add_hline(y=math.log(vocab), line_dash="dash", line_color="#adb5bd",
-                         annotation_text=f"uniform guess: ln {vocab} = {math.log(vocab):.2f}",
-                         annotation_position="top right")
-    figure.update_layout(xaxis_title="step", yaxis_title="cross-entropy loss (nats)", height=height,
-                         margin=dict(t=10, l=10, r=10, b=10), legend=dict(orientation="h", y=-0.2))
-    return figure
+    shapes, annotations = [], []
+    for vocab in sorted(vocabularies):  # a dashed line across the chart at the loss of a uniform guess
+        level = math.log(vocab)
+        shapes.append(dict(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=level, y1=level,
+                           line=dict(dash="dash", color="#adb5bd")))
+        annotations.append(dict(xref="x domain", x=1, yref="y", y=level, showarrow=False, xanchor="right",
+                                yanchor="top", text=f"uniform guess: ln {vocab} = {level:.2f}"))  # below the line: the toolbar sits above the plot
+    return go.Figure(data=traces, layout=dict(
+        xaxis=dict(title=dict(text="step")), yaxis=dict(title=dict(text="cross-entropy loss (nats)")), height=height,
+        margin=dict(t=10, l=10, r=10, b=10), legend=dict(orientation="h", y=-0.2), shapes=shapes,
+        annotations=annotations))
 
 
 def vocab_of(job: jobs.Job) -> int:

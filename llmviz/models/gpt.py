@@ -257,7 +257,8 @@ class CausalSelfAttention(nn.Module):
         record(cache, f"{prefix}.out", output)
         return output, present
 
-    def explicit(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: Cache, prefix: str) -> torch.Tensor:
+    def explicit(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: Cache | None,
+                 prefix: str) -> torch.Tensor:
         """softmax(q·kᵀ/√hd + causal mask)·v written out, recording scores, pattern and z."""
         group = self.n_heads // self.n_kv_heads
         k = k.repeat_interleave(group, dim=1)  # (B, H, T, hd): key/value head j serves query heads j·group …
@@ -286,13 +287,14 @@ class MLP(nn.Module):
         self.dropout = Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor, cache: Cache | None = None, prefix: str = "mlp") -> torch.Tensor:
-        if self.swiglu:
+        if self.gate is not None:  # SwiGLU
             pre = self.gate(x)  # (B, T, F): the gate, before SiLU
             record(cache, f"{prefix}.pre", pre)
             up = self.fc(x)  # (B, T, F)
             record(cache, f"{prefix}.up", up)
             hidden = F.silu(pre) * up  # (B, T, F)
         else:
+            assert self.gelu is not None  # built whenever there is no gate
             pre = self.fc(x)  # (B, T, 4C)
             record(cache, f"{prefix}.pre", pre)
             hidden = self.gelu(pre)  # (B, T, 4C)
@@ -374,7 +376,7 @@ class Block(nn.Module):
         attn_out, present = self.attn(normed, cache, f"{prefix}.attn", past=past, rope=rope)
         x = x + attn_out  # shortcut (residual) connection
         record(cache, f"{prefix}.resid_mid", x)
-        if self.mlp is not None:
+        if self.mlp is not None and self.ln2 is not None:
             normed = self.ln2(x)
             record(cache, f"{prefix}.ln2", normed)
             if isinstance(self.mlp, MixtureOfExperts):
@@ -425,7 +427,7 @@ class GPT(nn.Module, RecordsIntermediates):
         tok = self.tok_emb(idx)  # (B, T, C)
         record(cache, "embed.tok", tok)
         rope = None
-        if self.config.positions == "learned":
+        if self.pos_emb is not None:  # learned positions
             pos = self.pos_emb(positions)  # (T, C)
         elif self.config.positions == "sinusoidal":
             pos = sinusoidal_positions(positions, self.config.d_model).to(tok.dtype)  # (T, C)
@@ -445,7 +447,7 @@ class GPT(nn.Module, RecordsIntermediates):
                 "to its last context_length tokens."
             )
         x, rope = self.embed(idx, 0, cache)  # (B, T, C)
-        router_probs = [] if self.config.n_experts else None
+        router_probs: list[torch.Tensor] | None = [] if self.config.n_experts else None
         for layer, block in enumerate(self.blocks):
             x, _ = block(x, cache, f"blocks.{layer}", rope=rope, router_probs=router_probs)
         x = self.ln_f(x)  # (B, T, C)
