@@ -161,8 +161,10 @@ def test_latex_writes_negative_numbers_in_parentheses():
 
 def test_padding_panel_labels_the_pad_token():
     at = run_page("pages/attention.py")
-    padding = next(c for c in charts(at) if "padding" in json.dumps(c["layout"].get("title", "")))
-    heat = padding["data"][0]
+    # the four masks are one figure of four panels: their subplot titles are its annotations, in panel order
+    masks = next(c for c in charts(at) if any("padding" in a.get("text", "") for a in c["layout"].get("annotations", [])))
+    titles = [a["text"] for a in masks["layout"]["annotations"]]
+    heat = masks["data"][next(i for i, title in enumerate(titles) if title.startswith("padding"))]
     assert heat["x"][-1] == "[PAD]" and heat["y"][-1] == "[PAD]"
     assert "sat" not in heat["x"]
 
