@@ -72,8 +72,8 @@ def load_tokenizer(name: str, text: str, corpus_name: str | None = None):
                 "a checkpoint is a folder such as data/gpt-python-docs).")
         raise tokenizers.TokenizerError(
             f"Unknown tokenizer {name!r}: use char, gpt2, cl100k, a tokenizer JSON file or a checkpoint folder.")
+    from llmviz.checkpoint import MAX_META_BYTES, _read_regular_file, parse_description
     from llmviz.errors import CheckpointError
-    from llmviz.train import MAX_META_BYTES, _read_regular_file, parse_description
 
     try:  # regular files only, bounded in size and nesting: never a device, a pipe or a 200,000-level JSON
         data = parse_description(_read_regular_file(path, MAX_META_BYTES), path.name)

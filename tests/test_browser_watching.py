@@ -15,8 +15,8 @@ from tests.browser_support import main_area, no_error_box, open_page, script_run
 
 pytestmark = pytest.mark.browser
 
-TRAINING = "training?" + urllib.parse.urlencode({"corpus": "names", "train_model": "GPT nano (2 layers, d 32)",
-                                                 "steps": 2000, "batch": 4})
+TRAINING = "training?" + urllib.parse.urlencode({"corpus": "names", "train_model": "GPT micro (2 layers, d 64)",
+                                                 "steps": 2000, "batch": 16})  # ≈ 20 s of one core a run
 RUNNING = re.compile(r"running · step (\d+)/2000")
 LIVE = ("training.run", "training.all_runs", "sidebar.jobs", "sidebar.step")
 
@@ -58,6 +58,7 @@ def test_watching_costs_a_bounded_refresh_and_pages_follow_the_run(app_url, brow
     page.get_by_test_id("stSidebarNav").get_by_role("link").filter(has_text="Attention").first.click()
     main_area(page).get_by_text("Your sentence through the model picked in the sidebar", exact=False).first.wait_for()
     first = newest_step(page)
+    assert first < 2000, "the run was still training when Attention opened (else there is nothing to follow)"
     for _ in range(240):  # ≤ 60 s: a newer snapshot shows up in the sidebar, and the page is drawn again with it
         page.wait_for_timeout(250)
         if newest_step(page) > first:
