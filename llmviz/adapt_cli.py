@@ -2,7 +2,8 @@
 
 - ``lora``: adapters trained on a corpus, then merged: the checkpoint is a plain GPT (W + ΔW).
 - ``finetune``: the names classifier (head only, head + last block, or everything); the GPT goes in
-  ``model.safetensors`` as usual and the head in ``classifier_head.safetensors``.
+  ``model.safetensors`` as usual and the head in ``classifier_head.safetensors``
+  (:func:`llmviz.finetune.load_classifier` reads both back).
 - ``quantize``: post-training quantization (optionally after quantization-aware training); the
   checkpoint holds the dequantized weights ŵ, so every page and the picker load it as usual.
 """
@@ -14,8 +15,6 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
-
-HEAD_FILE = "classifier_head.safetensors"
 
 
 def add_adapt_commands(commands) -> None:
@@ -117,8 +116,6 @@ def cmd_lora(args: argparse.Namespace) -> int:
 
 
 def cmd_finetune(args: argparse.Namespace) -> int:
-    from safetensors.torch import save_file
-
     from llmviz import finetune
     from llmviz.jobs import train_blocking
 
@@ -134,10 +131,9 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     write_checkpoint(args.out, trainer.model, tokenizer, {"init": args.init, **asdict(config)},
                      {"task": {"name": "names: male or female list", "labels": list(finetune.LABELS),
                                "accuracy_before": trainer.accuracy_before, "accuracy_after": after,
-                               "head_file": HEAD_FILE}},
+                               "head_file": finetune.HEAD_FILE}},
                      metrics=[asdict(m) for m in trainer.history], step=trainer.step)
-    save_file({k: v.detach().contiguous() for k, v in trainer.classifier.head.state_dict().items()},
-              str(Path(args.out) / HEAD_FILE))
+    finetune.save_head(trainer.classifier, args.out)
     print(json.dumps({"out": args.out, "mode": args.mode, "trained_parameters": trained,
                       "accuracy_before": round(trainer.accuracy_before, 4), "accuracy_after": round(after, 4)}))
     return 0

@@ -199,6 +199,56 @@ def accuracy(classifier: NameClassifier, tokenizer: Tokenizer, examples: list[Ex
     return float((predictions == torch.tensor([e.label for e in examples])).float().mean())
 
 
+HEAD_FILE = "classifier_head.safetensors"  # next to model.safetensors in a fine-tuned checkpoint folder
+
+
+def save_head(classifier: NameClassifier, directory: str | Path) -> Path:
+    """Write the classifier's head (``weight`` (1, C), ``bias`` (1,)) as ``classifier_head.safetensors``."""
+    from safetensors.torch import save_file
+
+    path = Path(directory) / HEAD_FILE
+    save_file({k: v.detach().contiguous().cpu() for k, v in classifier.head.state_dict().items()}, str(path))
+    return path
+
+
+def load_classifier(directory: str | Path, device: str = "cpu") -> tuple[NameClassifier, Tokenizer, dict]:
+    """The fine-tuned classifier of a checkpoint folder written by ``python -m llmviz finetune``: the GPT from
+    ``model.safetensors`` and the head from ``classifier_head.safetensors`` (safetensors only, shapes checked).
+    Returns ``(classifier, tokenizer, task)`` where ``task`` is what the checkpoint says about the task."""
+    from llmviz.checkpoint import load_checkpoint
+    from llmviz.errors import CheckpointError
+    from llmviz.safetensors_file import read_safetensors
+
+    model, tokenizer, meta = load_checkpoint(directory, device)
+    task = meta.get("task")
+    if not isinstance(task, dict) or task.get("head_file") != HEAD_FILE:
+        raise CheckpointError(f"{Path(directory).name} has no classifier head: it was not written by "
+                              "`python -m llmviz finetune`.")
+    if not isinstance(model, GPT):
+        raise CheckpointError("A classifier head sits on a GPT; this checkpoint holds another kind of model.")
+    head = read_safetensors(Path(directory) / HEAD_FILE)
+    d = model.config.d_model
+    expected = {"weight": (1, d), "bias": (1,)}
+    found = {name: tuple(tensor.shape) for name, tensor in head.items()}
+    if found != expected:
+        raise CheckpointError(f"{HEAD_FILE} holds {found}; a head on this GPT needs {expected}.")
+    classifier = NameClassifier(model)
+    classifier.head.load_state_dict(head)
+    classifier.to(device).eval()
+    for parameter in classifier.parameters():
+        parameter.requires_grad_(False)
+    return classifier, tokenizer, task
+
+
+@torch.no_grad()
+def female_probabilities(classifier: NameClassifier, tokenizer: Tokenizer, texts: list[str]) -> list[float]:
+    """σ(z) = P(label 1, the female list) for each text, read from the classifier's one logit z."""
+    if not texts:
+        return []
+    idx, last = encode_names(tokenizer, texts, classifier.backbone.config.context_length)
+    return torch.sigmoid(classifier(idx, last).double()).tolist()
+
+
 # ---------------------------------------------------------------------------- a lab run
 
 

@@ -9,7 +9,7 @@ from llmviz import adapt, finetune, lora, memory, serving, views
 from llmviz import quantize as qz
 from llmviz.errors import LlmvizError
 from llmviz.jobs import JobRefused
-from ui import charts, picker, sections, share
+from ui import charts, picker, sections, share, training
 from ui import quiz as quiz_ui
 from ui.text import literal_markdown
 
@@ -62,6 +62,12 @@ def _submit(*runners: tuple[str, object]) -> None:
         st.warning(literal_markdown(str(refused)))
     except LlmvizError as error:
         st.error(literal_markdown(str(error)))
+
+
+def _live(name: str, runs_of, draw) -> None:
+    """Draw a section's lab runs with ``draw(runs)``, redrawn while any of them trains (``ui.training.live``: every
+    2 s for one watching tab, less often when many tabs watch) and still once they have all ended."""
+    training.live(lambda: draw(runs_of()), active=lambda: any(job.changing for job in runs_of().values()), name=name)
 
 
 def _curves(jobs_by_name: dict, field: str = "train_loss", title: str = "", y_title: str = "loss (nats)") -> go.Figure:
@@ -181,13 +187,17 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
                      adapt.lora_run(model, view.tokenizer, text, config, steps, settings.seed)),
                     (f"{RUN_TAG} full fine-tuning", adapt.full_run(model, view.tokenizer, text, steps, settings.seed)))
             st.rerun(scope="app")
-    runs = {job.label: job for job in _runs(f"{RUN_TAG} LoRA") + _runs(f"{RUN_TAG} full")}
-    for job in runs.values():
-        _progress(job, "lora")
-    if runs:
-        charts.show(_curves(runs, title="Training loss"), key="lora_curves")
-        st.caption("Each run is in the sidebar's picker. Pick a LoRA run at its last step: ΔW between its step 0 "
-                   "and that step has rank ≤ r (section below); a full fine-tuning run's ΔW has full rank.")
+
+    def draw_runs(runs: dict) -> None:
+        for job in runs.values():
+            _progress(job, "lora")
+        if runs:
+            charts.show(_curves(runs, title="Training loss"), key="lora_curves")
+            st.caption("Each run is in the sidebar's picker. Pick a LoRA run at its last step: ΔW between its "
+                       "step 0 and that step has rank ≤ r (section below); a full fine-tuning run's ΔW has full rank.")
+
+    _live("adapt.lora.runs", lambda: {job.label: job for job in _runs(f"{RUN_TAG} LoRA") + _runs(f"{RUN_TAG} full")},
+          draw_runs)
 
 
 # ------------------------------------------------------------------ ΔW of a picked run
@@ -289,9 +299,8 @@ def qat_section(view: picker.ModelView, text: str) -> None:
                    "gradient passes straight through the rounding), so the weights learn to sit where rounding "
                    "hurts least.")
         return
-    for job in (qat, plain):
-        if job is not None:
-            _progress(job, "qat")
+    pair = {job.label: job for job in (qat, plain) if job is not None}
+    _live("adapt.qat.runs", lambda: pair, lambda runs: [_progress(job, "qat") for job in runs.values()])
     if not qat.status().done or (plain is not None and not plain.status().done):
         return
     with ui.friendly_errors("comparing QAT with post-training quantization"):
@@ -323,6 +332,65 @@ def _prompting(key: str, _model, _tokenizer) -> list[finetune.PromptingResult]:
     return adapt.prompting(_model, _tokenizer)
 
 
+def _draw_task_runs(runs: dict) -> None:
+    for job in runs.values():
+        _progress(job, "task")
+    if not runs:
+        return
+    left, right = st.columns(2)
+    charts.show_in(left, _curves(runs, title="Training loss (BCE)"), key="task_loss")
+    charts.show_in(right, _curves(runs, "val_accuracy", "Held-out accuracy", "accuracy"), key="task_accuracy")
+    rows = []
+    for name, job in runs.items():
+        metrics = job.status().metrics
+        before = next((m.val_accuracy_before for m in metrics if getattr(m, "val_accuracy_before", None)
+                       is not None), None)
+        after = next((m.val_accuracy for m in reversed(metrics) if getattr(m, "val_accuracy", None) is not None),
+                     None)
+        rows.append({"run": name, "accuracy before": before, "accuracy now": after, "step": job.status().step})
+    st.dataframe(pd.DataFrame(rows), hide_index=True)
+
+
+@st.cache_resource(show_spinner="Reading the fine-tuned classifier…", max_entries=4)
+def _classifier(folder: str, stamp: float):
+    return finetune.load_classifier(folder)  # (classifier, tokenizer, task): shared, never changed
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _classifier_accuracy(folder: str, stamp: float) -> float:
+    classifier, tokenizer, _ = _classifier(folder, stamp)
+    return finetune.accuracy(classifier, tokenizer, finetune.name_examples()[1])
+
+
+def _checkpoint_classifier(view: picker.ModelView) -> None:
+    """A checkpoint written by ``python -m llmviz finetune``, picked in the sidebar: its trained head, read back."""
+    folder = picker.checkpoint_folder(view)
+    if folder is None or not isinstance(view.meta.get("task"), dict):
+        return
+    st.markdown(f"**The classifier in {literal_markdown(folder.name)}** (fine-tuned with `python -m llmviz finetune`)")
+    with ui.friendly_errors("reading the fine-tuned classifier"):
+        stamp = (folder / finetune.HEAD_FILE).stat().st_mtime
+        classifier, tokenizer, task = _classifier(str(folder), stamp)
+        mode = view.meta.get("train_config", {}).get("mode", "?")
+        st.caption(f"Trained: {finetune.MODE_TITLES.get(mode, mode)}, {view.step or 0} steps. Held-out accuracy "
+                   f"{task.get('accuracy_before', float('nan')):.3f} before → {task.get('accuracy_after', float('nan')):.3f} "
+                   f"after training; measured again now: {_classifier_accuracy(str(folder), stamp):.3f}.")
+        typed = st.text_input("First names to classify (comma-separated)", "Mary, John, Ada, Alan, Grace",
+                              max_chars=400, key="task_names")
+        names = [name.strip() for name in typed.split(",") if name.strip()][:20]
+        if not names:
+            st.warning("Type at least one first name.")
+            return
+        probabilities = finetune.female_probabilities(classifier, tokenizer, names)
+        train, held = finetune.name_examples()
+        listed = {e.text: ("female" if e.label else "male") + (" (held out)" if e in held else "")
+                  for e in train + held}
+        st.dataframe(pd.DataFrame([{"name": name, "P(female list)": round(p, 4),
+                                    "the classifier says": finetune.LABELS[int(p > 0.5)],
+                                    "the names lists say": listed.get(name, "not among the names used")}
+                                   for name, p in zip(names, probabilities, strict=True)]), hide_index=True)
+
+
 @sections.section("adapt.task")
 def task_section(view: picker.ModelView) -> None:
     train, held = finetune.name_examples()
@@ -349,22 +417,9 @@ def task_section(view: picker.ModelView) -> None:
             _submit(*[(f"{RUN_TAG} names: {finetune.MODE_TITLES[mode]}", trainer) for mode, trainer
                       in adapt.finetune_runs(view.model, view.tokenizer, steps_count, settings.seed).items()])
             st.rerun(scope="app")
-    runs = {job.label.removeprefix(f"{RUN_TAG} names: "): job for job in _runs(f"{RUN_TAG} names:")}
-    for job in runs.values():
-        _progress(job, "task")
-    if runs:
-        left, right = st.columns(2)
-        charts.show_in(left, _curves(runs, title="Training loss (BCE)"), key="task_loss")
-        charts.show_in(right, _curves(runs, "val_accuracy", "Held-out accuracy", "accuracy"), key="task_accuracy")
-        rows = []
-        for name, job in runs.items():
-            metrics = job.status().metrics
-            before = next((m.val_accuracy_before for m in metrics if getattr(m, "val_accuracy_before", None)
-                           is not None), None)
-            after = next((m.val_accuracy for m in reversed(metrics) if getattr(m, "val_accuracy", None) is not None),
-                         None)
-            rows.append({"run": name, "accuracy before": before, "accuracy now": after, "step": job.status().step})
-        st.dataframe(pd.DataFrame(rows), hide_index=True)
+    _live("adapt.task.runs", lambda: {job.label.removeprefix(f"{RUN_TAG} names: "): job
+                                      for job in _runs(f"{RUN_TAG} names:")}, _draw_task_runs)
+    _checkpoint_classifier(view)
 
     st.markdown("**No training at all: prompting with 0, 1 or 4 labelled examples**")
     if st.button("Measure zero- and few-shot accuracy", key="task_prompting") or st.session_state.get("task_prompted"):

@@ -4,10 +4,11 @@ import json
 
 import pytest
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
-from llmviz import cli, corpus
+from llmviz import cli, corpus, finetune
 from llmviz import quantize as qz
+from llmviz.errors import CheckpointError
 from llmviz.train import load_checkpoint
 from tests.conftest import ROOT
 
@@ -61,9 +62,55 @@ def test_finetune_writes_the_gpt_and_its_head(capsys, tmp_path):
     assert meta["task"]["accuracy_after"] == summary["accuracy_after"] or \
         round(meta["task"]["accuracy_after"], 4) == summary["accuracy_after"]
 
+    # read back: the same classifier, so the same held-out accuracy the run reported when it ended
+    classifier, tokenizer, task = finetune.load_classifier(out)
+    _, held = finetune.name_examples()
+    assert finetune.accuracy(classifier, tokenizer, held) == task["accuracy_after"]
+    # P(female) = σ(w · h + b), h the final norm's output at the name's last token (the GPT's own cache)
+    names = ["Mary", "John", "Ada"]
+    probabilities = finetune.female_probabilities(classifier, tokenizer, names)
+    for name, probability in zip(names, probabilities, strict=True):
+        ids = torch.tensor([tokenizer.encode(" " + name)])  # a name follows a space, as in a sentence
+        _, _, cache = model.run_with_cache(ids)
+        hidden = cache["ln_f"][0, -1]  # (C,)
+        expected = torch.sigmoid(hidden @ head["weight"][0] + head["bias"][0])
+        assert probability == pytest.approx(float(expected), abs=1e-6)
+
+
+def test_a_checkpoint_without_a_head_or_with_a_wrong_one_is_refused(capsys, tmp_path):
+    with pytest.raises(CheckpointError, match="no classifier head"):
+        finetune.load_classifier(SHIPPED)
+    out = tmp_path / "names"
+    run(capsys, "finetune", "--init", SHIPPED, "--out", str(out), "--steps", "1")
+    save_file({"weight": torch.zeros(1, 7), "bias": torch.zeros(1)}, str(out / finetune.HEAD_FILE))
+    with pytest.raises(CheckpointError, match="needs"):
+        finetune.load_classifier(out)
+
 
 @pytest.mark.parametrize("argv", [["lora", "--init", SHIPPED, "--out", "x", "--targets", "w_z"],
                                   ["lora", "--init", "no/such/folder", "--out", "x"]])
 def test_bad_input_is_a_clear_error(capsys, argv):
     assert cli.main(argv) == 2
     assert capsys.readouterr().err.startswith("error: ")
+
+
+def test_the_adapt_page_reads_a_fine_tuned_head_back(capsys, tmp_path, monkeypatch):
+    """Pick the checkpoint `finetune` wrote: the Adapt page classifies typed names with its trained head."""
+    from tests.test_app_pages import assert_clean, run_page
+
+    runs = tmp_path / "runs"
+    run(capsys, "finetune", "--init", SHIPPED, "--out", str(runs / "names-head"), "--steps", "20")
+    monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(runs))
+    at = run_page("pages/adapt.py", _picker_selected="dir:names-head")
+    assert_clean(at)
+    table = next(frame.value for frame in at.dataframe if "P(female list)" in frame.value.columns)
+    classifier, tokenizer, _ = finetune.load_classifier(runs / "names-head")
+    names = list(table["name"])
+    assert names == ["Mary", "John", "Ada", "Alan", "Grace"]
+    expected = finetune.female_probabilities(classifier, tokenizer, names)
+    assert list(table["P(female list)"]) == pytest.approx([round(p, 4) for p in expected])
+    assert list(table["the names lists say"])[:2] == ["female", "male (held out)"]  # John: one name in five is held out
+
+    at.text_input(key="task_names").set_value(" , ").run()  # nothing to classify: a warning, not an error
+    assert_clean(at)
+    assert any("at least one first name" in warning.value for warning in at.warning)

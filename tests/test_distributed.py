@@ -88,9 +88,9 @@ def optimizer_state(folder) -> dict[str, torch.Tensor]:
     return {k: v for k, v in load_file(str(folder / "trainer.safetensors")).items() if k.startswith("optimizer.")}
 
 
-# FSDP2 on gloo (CPU): about 1 run in 4 on this 2-core machine, rank 1 aborted (SIGABRT) inside torch; the tests stay
-# out of the default run until that is understood: python -m pytest -m extended tests/test_distributed.py
-@pytest.mark.extended
+# FSDP2 on gloo (CPU) once aborted rank 1 (SIGABRT) about 1 run in 4 on this 2-core machine: rank 0 was still gathering
+# the weights to save while the others tore the group down. Since the processes meet at a barrier before leaving
+# (llmviz.distributed.leave) both FSDP tests passed 19 runs out of 19 here, alone and beside other tests.
 def test_fsdp_on_two_processes_equals_one(corpus_file, one_process, tmp_path):
     """FSDP (each process holds half of every parameter, gradient and Adam moment), each process's 8 windows as
     two micro-batches of 4: step by step the same losses as one process on batch 16, the same validation loss,
@@ -119,7 +119,7 @@ def test_fsdp_on_two_processes_equals_one(corpus_file, one_process, tmp_path):
         torch.testing.assert_close(a[name], b[name], rtol=1e-4, atol=1e-6, msg=name)
 
 
-@pytest.mark.parametrize("sharding", [[], pytest.param(["--fsdp"], marks=pytest.mark.extended)], ids=["ddp", "fsdp"])
+@pytest.mark.parametrize("sharding", [[], ["--fsdp"]], ids=["ddp", "fsdp"])
 def test_a_run_resumes_on_a_different_number_of_processes(corpus_file, one_process, tmp_path, sharding):
     """Ten steps in this process, the last ten in two processes (copies of the model, or shards of it and of
     the optimizer state with FSDP): the same weights as twenty in one."""

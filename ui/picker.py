@@ -247,6 +247,13 @@ class RunsDirSource:
                          step=meta.get("step"))
 
 
+def checkpoint_folder(view: ModelView) -> Path | None:
+    """The folder of a checkpoint picked from the runs folder (a ``dir:`` key), else None."""
+    if not view.key.startswith("dir:"):
+        return None
+    return RunsDirSource().paths().get(view.key.split(":", 1)[1].split("@", 1)[0])
+
+
 from ui.gpt2 import GPT2Source  # noqa: E402 - OpenAI's GPT-2 from the Hugging Face Hub (hub:gpt2, issue 17)
 
 for _source in (ShippedSource(), MiniLMSource(), GPT2Source(), RunSource(), RunsDirSource()):
