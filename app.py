@@ -5,7 +5,7 @@ import time
 import streamlit as st
 
 import ui
-from ui import charts, picker, present, sections, share, watch
+from ui import charts, picker, present, sections, share, state, watch
 
 st.set_page_config(page_title="llmviz", page_icon=":material/neurology:", layout="wide",
                    initial_sidebar_state="collapsed" if present.requested() else "auto")
@@ -28,7 +28,7 @@ def _to_home() -> None:
 
 
 pages.append(st.Page(_to_home, title="Home", url_path="home", visibility="hidden"))
-following = st.session_state.pop(picker.FOLLOW, False)  # this run redraws the page at a run's newer snapshot
+following = state.FOLLOWING.pop(default=False)  # this run redraws the page at a run's newer snapshot
 began = time.perf_counter()
 with ui.router_run(), sections.timed_page() as page_timer:  # server time per run, logged only for benchmarks/pages.py
     navigation = st.navigation(pages)

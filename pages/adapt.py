@@ -9,7 +9,7 @@ from llmviz import adapt, finetune, lora, memory, serving, views
 from llmviz import quantize as qz
 from llmviz.errors import LlmvizError
 from llmviz.jobs import JobRefused
-from ui import charts, picker, sections, share, training
+from ui import charts, picker, sections, share, state, training
 from ui import quiz as quiz_ui
 from ui.text import literal_markdown
 
@@ -43,11 +43,11 @@ def _newest(prefix: str):
     return found[-1] if found else None
 
 
-def _progress(job, key: str) -> None:
+def _progress(job, where: str) -> None:
     status = job.status()
     if not status.done:
         st.progress(status.fraction, text=f"{job.label}: {status.describe()}")
-        if st.button("Stop", key=f"{key}_stop_{job.id}"):
+        if st.button("Stop", key=state.widget("run_stop_", where, job.id)):
             job.stop()
     elif status.state == "failed":
         st.warning(f"{job.label} stopped with a problem: {status.error or status.describe()}")
@@ -115,9 +115,9 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
     model = view.model
     c1, c2, c3 = st.columns([1, 1, 2])
     rank = c1.select_slider("Rank r", [1, 2, 4, 8, 16, 32], value=4, **share.bind("lora_rank"))
-    alpha = c2.select_slider("α (the update is scaled by α / r)", [1, 2, 4, 8, 16, 32, 64], value=8, key="lora_alpha")
+    alpha = c2.select_slider("α (the update is scaled by α / r)", [1, 2, 4, 8, 16, 32, 64], value=8, key=state.widget("lora_alpha"))
     targets = c3.multiselect("Matrices that get an adapter", list(lora.TARGETS), default=["q", "v"],
-                             format_func=lambda t: lora.TARGET_TITLES[t], key="lora_targets")
+                             format_func=lambda t: lora.TARGET_TITLES[t], key=state.widget("lora_targets"))
     if not targets:
         st.warning("Choose at least one matrix to adapt.")
         return
@@ -152,7 +152,7 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
         figure.add_trace(go.Bar(x=list(counts), y=[getattr(c, attribute) / 2**20 for c in counts.values()], name=part))
     figure.update_layout(barmode="stack", height=300, yaxis_title="MiB", margin=dict(l=10, r=10, t=30, b=10),
                          title="Memory for training (besides activations)")
-    charts.show(figure, key="lora_memory")
+    charts.show(figure, key=state.widget("lora_memory"))
 
     st.markdown("**ΔW = (α / r) · B A after 20 steps on your text**")
     try:
@@ -163,25 +163,25 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
     if demo is not None:
         st.caption(f"Loss over the 20 steps: {demo.losses[0]:.3f} → {demo.losses[-1]:.3f}. Merged weights W + ΔW vs "
                    f"the adapters: largest logit difference {demo.max_logit_difference:.2e} (the same model).")
-        name = st.selectbox("Matrix", list(demo.deltas), key="lora_matrix")
+        name = st.selectbox("Matrix", list(demo.deltas), key=state.widget("lora_matrix"))
         delta = demo.deltas[name]
         spectrum = adapt.spectrum(delta)
         left, right = st.columns([3, 2])
         shown = delta[:64, :64]
         charts.show_in(left, _matrix(shown.tolist(), f"ΔW of {name} (first {shown.shape[0]} × {shown.shape[1]})",
-                                     380, y_title="output row", x_title="input column"), key="lora_heatmap")
+                                     380, y_title="output row", x_title="input column"), key=state.widget("lora_heatmap"))
         bars = go.Figure(go.Bar(x=list(range(1, len(spectrum.values) + 1)), y=spectrum.values))
         bars.update_layout(title=f"Singular values: rank {spectrum.rank}", height=380, xaxis_title="index",
                            yaxis_title="σ", margin=dict(l=10, r=10, t=40, b=10))
-        charts.show_in(right, bars, key="lora_spectrum")
+        charts.show_in(right, bars, key=state.widget("lora_spectrum"))
         slices = len([t for t in config.targets if t in ("q", "k", "v")]) if name.endswith("qkv.weight") else 1
         st.caption(f"At most r = {rank} singular values per adapted block of rows are non-zero"
                    + (f" ({slices} blocks of rows here: rank ≤ {slices * rank})" if slices > 1 else "")
                    + ": the update lives in a small subspace, which is why so few numbers describe it.")
 
     st.markdown("**LoRA vs full fine-tuning on your text (lab runs)**")
-    steps = st.slider("Steps", 20, 400, 100, step=20, key="lora_steps")
-    if st.button("Start both runs", key="lora_start"):
+    steps = st.slider("Steps", 20, 400, 100, step=20, key=state.widget("lora_steps"))
+    if st.button("Start both runs", key=state.widget("lora_start")):
         with ui.friendly_errors("starting the runs"):
             _submit((f"{RUN_TAG} LoRA r{rank} ({', '.join(config.targets)})",
                      adapt.lora_run(model, view.tokenizer, text, config, steps, settings.seed)),
@@ -192,7 +192,7 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
         for job in runs.values():
             _progress(job, "lora")
         if runs:
-            charts.show(_curves(runs, title="Training loss"), key="lora_curves")
+            charts.show(_curves(runs, title="Training loss"), key=state.widget("lora_curves"))
             st.caption("Each run is in the sidebar's picker. Pick a LoRA run at its last step: ΔW between its "
                        "step 0 and that step has rank ≤ r (section below); a full fine-tuning run's ΔW has full rank.")
 
@@ -212,12 +212,12 @@ def delta_section(view: picker.ModelView) -> None:
     if not deltas:
         st.caption("No matrix changed between step 0 and this step.")
         return
-    name = st.selectbox("Matrix", list(deltas), key="delta_matrix")
+    name = st.selectbox("Matrix", list(deltas), key=state.widget("delta_matrix"))
     spectrum = adapt.spectrum(deltas[name])
     bars = go.Figure(go.Bar(x=list(range(1, len(spectrum.values) + 1)), y=spectrum.values))
     bars.update_layout(title=f"{name}: singular values of ΔW (numerical rank {spectrum.rank})", height=320,
                        margin=dict(l=10, r=10, t=40, b=10))
-    charts.show(bars, key="delta_spectrum")
+    charts.show(bars, key=state.widget("delta_spectrum"))
 
 
 # ------------------------------------------------------------------ 2. quantization
@@ -231,11 +231,11 @@ def _quant(key: str, bits: int, per_channel: bool, symmetric: bool, corpus_name:
 def quantize_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
     c1, c2, c3 = st.columns(3)
     bits = c1.radio("Bits", [8, 4], horizontal=True, **share.bind("quant_bits"))
-    per_channel = c2.radio("Scale", ["per channel", "per tensor"], horizontal=True, key="quant_scale") == "per channel"
+    per_channel = c2.radio("Scale", ["per channel", "per tensor"], horizontal=True, key=state.widget("quant_scale")) == "per channel"
     symmetric = c3.radio("Zero point", ["symmetric (z = 0)", "zero-point (asymmetric)"], horizontal=True,
-                         key="quant_zero") .startswith("symmetric")
+                         key=state.widget("quant_zero")) .startswith("symmetric")
     spec = qz.QuantSpec(int(bits), per_channel, symmetric)
-    prompt = st.text_input("Prompt for the side-by-side text", "The for statement", key="quant_prompt")
+    prompt = st.text_input("Prompt for the side-by-side text", "The for statement", key=state.widget("quant_prompt"))
     with ui.friendly_errors("quantizing the model"):
         report = _quant(view.key, spec.bits, per_channel, symmetric, corpus_label, prompt, view.model,
                         view.tokenizer, text)
@@ -261,10 +261,10 @@ def quantize_section(view: picker.ModelView, text: str, corpus_label: str) -> No
         error_bars = go.Figure(go.Bar(x=table["matrix"], y=table["relative error"]))
         error_bars.update_layout(title="Rounding error per matrix: ‖ŵ − w‖ / ‖w‖", height=320,
                                  margin=dict(l=10, r=10, t=40, b=10))
-        charts.show(error_bars, key="quant_errors")
+        charts.show(error_bars, key=state.widget("quant_errors"))
         with st.expander("Every matrix"):
             st.dataframe(table, hide_index=True)
-        name = st.selectbox("Histogram of", list(table["matrix"]), index=min(2, len(table) - 1), key="quant_layer")
+        name = st.selectbox("Histogram of", list(table["matrix"]), index=min(2, len(table) - 1), key=state.widget("quant_layer"))
         counted = adapt.weight_histograms(view.model, name, spec)  # every weight, in 200 shared bins
         width = float(counted.edges[1] - counted.edges[0])
         histogram = go.Figure(
@@ -274,7 +274,7 @@ def quantize_section(view: picker.ModelView, text: str, corpus_label: str) -> No
                                                 (spec.title, counted.after, "#f76707"))],
             layout=dict(barmode="overlay", height=320, margin=dict(l=10, r=10, t=30, b=10), bargap=0,
                         title=f"{name}: weights before and after", xaxis_title="weight", yaxis_title="count"))
-        charts.show(histogram, key="quant_histogram")
+        charts.show(histogram, key=state.widget("quant_histogram"))
         left, right = st.columns(2)
         left.markdown("**float32 (greedy)**")
         left.code(report.text_before, language=None, wrap_lines=True)
@@ -284,10 +284,10 @@ def quantize_section(view: picker.ModelView, text: str, corpus_label: str) -> No
 
 @sections.section("adapt.qat")
 def qat_section(view: picker.ModelView, text: str) -> None:
-    bits = st.radio("Bits while training", [4, 8], horizontal=True, key="qat_bits")
+    bits = st.radio("Bits while training", [4, 8], horizontal=True, key=state.widget("qat_bits"))
     spec = qz.QuantSpec(int(bits), per_channel=False, symmetric=True)
-    steps = st.slider("Steps", 20, 400, 100, step=20, key="qat_steps")
-    if st.button("Start quantization-aware training (and a float run to compare)", key="qat_start"):
+    steps = st.slider("Steps", 20, 400, 100, step=20, key=state.widget("qat_steps"))
+    if st.button("Start quantization-aware training (and a float run to compare)", key=state.widget("qat_start")):
         with ui.friendly_errors("starting the runs"):
             _submit((f"{RUN_TAG} QAT int{bits}", adapt.qat_run(view.model, view.tokenizer, text, spec, steps, settings.seed)),
                     (f"{RUN_TAG} float for QAT int{bits}",
@@ -338,8 +338,8 @@ def _draw_task_runs(runs: dict) -> None:
     if not runs:
         return
     left, right = st.columns(2)
-    charts.show_in(left, _curves(runs, title="Training loss (BCE)"), key="task_loss")
-    charts.show_in(right, _curves(runs, "val_accuracy", "Held-out accuracy", "accuracy"), key="task_accuracy")
+    charts.show_in(left, _curves(runs, title="Training loss (BCE)"), key=state.widget("task_loss"))
+    charts.show_in(right, _curves(runs, "val_accuracy", "Held-out accuracy", "accuracy"), key=state.widget("task_accuracy"))
     rows = []
     for name, job in runs.items():
         metrics = job.status().metrics
@@ -376,7 +376,7 @@ def _checkpoint_classifier(view: picker.ModelView) -> None:
                    f"{task.get('accuracy_before', float('nan')):.3f} before → {task.get('accuracy_after', float('nan')):.3f} "
                    f"after training; measured again now: {_classifier_accuracy(str(folder), stamp):.3f}.")
         typed = st.text_input("First names to classify (comma-separated)", "Mary, John, Ada, Alan, Grace",
-                              max_chars=400, key="task_names")
+                              max_chars=400, key=state.widget("task_names"))
         names = [name.strip() for name in typed.split(",") if name.strip()][:20]
         if not names:
             st.warning("Type at least one first name.")
@@ -411,8 +411,8 @@ def task_section(view: picker.ModelView) -> None:
             rf"\text{{mean over the {len(steps.losses)} names}} = {steps.mean:.4f} \quad "
             rf"(\texttt{{binary\_cross\_entropy\_with\_logits}}: {example.torch_value:.4f})")
         st.caption("The head is untrained here (random weights): the loss is about log 2 = 0.693, a coin flip.")
-    steps_count = st.slider("Steps per run", 20, 300, 100, step=20, key="task_steps")
-    if st.button("Train head only / head + last block / everything (three lab runs)", key="task_start"):
+    steps_count = st.slider("Steps per run", 20, 300, 100, step=20, key=state.widget("task_steps"))
+    if st.button("Train head only / head + last block / everything (three lab runs)", key=state.widget("task_start")):
         with ui.friendly_errors("starting the runs"):
             _submit(*[(f"{RUN_TAG} names: {finetune.MODE_TITLES[mode]}", trainer) for mode, trainer
                       in adapt.finetune_runs(view.model, view.tokenizer, steps_count, settings.seed).items()])
@@ -422,8 +422,8 @@ def task_section(view: picker.ModelView) -> None:
     _checkpoint_classifier(view)
 
     st.markdown("**No training at all: prompting with 0, 1 or 4 labelled examples**")
-    if st.button("Measure zero- and few-shot accuracy", key="task_prompting") or st.session_state.get("task_prompted"):
-        st.session_state["task_prompted"] = True
+    if st.button("Measure zero- and few-shot accuracy", key=state.widget("task_prompting")) or state.TASK_PROMPTED.get():
+        state.TASK_PROMPTED.set(True)
         with ui.friendly_errors("prompting the model"):
             results = _prompting(view.key, view.model, view.tokenizer)
             st.dataframe(pd.DataFrame([{"examples in the prompt": r.shots, "held-out accuracy": r.accuracy,
@@ -443,8 +443,8 @@ def _memory(key: str, corpus_name: str, _model, _tokenizer, _text: str) -> list[
 
 @sections.section("adapt.memory")
 def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
-    if st.button("Measure one training step four ways", key="memory_run") or st.session_state.get("memory_done"):
-        st.session_state["memory_done"] = True
+    if st.button("Measure one training step four ways", key=state.widget("memory_run")) or state.MEMORY_MEASURED.get():
+        state.MEMORY_MEASURED.set(True)
         with ui.friendly_errors("measuring memory"):
             measures = _memory(view.key, corpus_label, view.model, view.tokenizer, text)
             frame = pd.DataFrame([{
@@ -458,13 +458,13 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
                                        for _, r in frame.iterrows()], y=frame["bytes"] / 2**20))
             bars.update_layout(title="Activations saved for the backward pass", yaxis_title="MiB", height=300,
                                margin=dict(l=10, r=10, t=40, b=10))
-            charts.show(bars, key="memory_bars")
+            charts.show(bars, key=state.widget("memory_bars"))
             st.caption("Counted exactly: every tensor autograd saves passes through a hook, distinct storages are "
                        "added up, weights left out. Checkpointing keeps each block's input and recomputes the rest "
                        "in the backward pass (same loss, more time). Step times are wall-clock on a shared server.")
     st.markdown("**The switches on a real run (lab runs, same data and seed)**")
-    steps = st.slider("Steps", 20, 400, 60, step=20, key="memory_steps")
-    if st.button("Train three runs: plain, checkpointing, checkpointing + bf16", key="memory_start"):
+    steps = st.slider("Steps", 20, 400, 60, step=20, key=state.widget("memory_steps"))
+    if st.button("Train three runs: plain, checkpointing, checkpointing + bf16", key=state.widget("memory_start")):
         with ui.friendly_errors("starting the runs"):
             _submit(*[(f"{RUN_TAG} memory: {name}",
                        adapt.memory_run(view.model, view.tokenizer, text, steps, settings.seed, checkpointing, bf16))
@@ -476,12 +476,12 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
         _progress(job, "memory")
     if runs:
         charts.show(_curves(runs, title="Training loss: checkpointing changes nothing, bf16 a little"),
-                    key="memory_curves")
+                    key=state.widget("memory_curves"))
         st.dataframe(pd.DataFrame([{"run": name, "step": job.status().step,
                                     "tokens/s (median)": round(pd.Series([m.tokens_per_s for m in job.status().metrics])
                                                                .median()) if job.status().metrics else None}
                                    for name, job in runs.items()]), hide_index=True)
-    processes = st.slider("Processes (GPUs)", 1, 64, 8, key="zero_processes")
+    processes = st.slider("Processes (GPUs)", 1, 64, 8, key=state.widget("zero_processes"))
     stages = memory.sharding(view.model.num_parameters(), processes)
     figure = go.Figure()
     for part in ("parameters", "gradients", "optimizer"):
@@ -489,7 +489,7 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
                                 name="AdamW states" if part == "optimizer" else part))
     figure.update_layout(barmode="stack", height=340, yaxis_title="MiB per process", margin=dict(l=10, r=10, t=40, b=10),
                          title=f"{view.model.num_parameters():,} parameters over {processes} processes")
-    charts.show(figure, key="zero_bars")
+    charts.show(figure, key=state.widget("zero_bars"))
     charts.latex(rf"\text{{unsharded}}: (4 + 4 + 2 \cdot 4) \times {view.model.num_parameters():,} = "
                  rf"{stages[0].total:,.0f} \text{{ bytes}}, \qquad \text{{ZeRO-3}}: {stages[0].total:,.0f} / "
                  rf"{processes} = {stages[3].total:,.0f}")
@@ -521,13 +521,13 @@ def serving_section(view: picker.ModelView) -> None:
                                     line=dict(dash="dot"), name="formula"))
         figure.update_layout(title="The KV cache while generating", xaxis_title="tokens in the cache",
                              yaxis_title="bytes", height=320, margin=dict(l=10, r=10, t=40, b=10))
-        charts.show(figure, key="kv_growth")
+        charts.show(figure, key=state.widget("kv_growth"))
         st.code(view.tokenizer.decode(growth.generated), language=None, wrap_lines=True)
 
     st.markdown("**Paged attention: block tables**")
     c1, c2 = st.columns([1, 3])
-    block_size = c1.select_slider("Block size (tokens)", [2, 4, 8, 16], value=4, key="page_block")
-    lengths_text = c2.text_input("Request lengths (tokens, comma-separated)", "13, 5, 22, 9", key="page_lengths")
+    block_size = c1.select_slider("Block size (tokens)", [2, 4, 8, 16], value=4, key=state.widget("page_block"))
+    lengths_text = c2.text_input("Request lengths (tokens, comma-separated)", "13, 5, 22, 9", key=state.widget("page_lengths"))
     try:
         lengths = [int(x) for x in lengths_text.replace(" ", "").split(",") if x]
         if not lengths or any(n < 1 or n > 4096 for n in lengths) or len(lengths) > 12:
@@ -547,7 +547,7 @@ def serving_section(view: picker.ModelView) -> None:
     heat = _matrix(grid, "Physical blocks: the number is the request that owns it", 110 + 45 * rows,
                    colorscale="Turbo", zmid=None, text=labels, x_title="block (column)", y_title="row of 16 blocks")
     heat.update_traces(showscale=False)
-    charts.show(heat, key="page_blocks")
+    charts.show(heat, key=state.widget("page_blocks"))
     st.dataframe(pd.DataFrame([{"request": name, "tokens": cache.lengths[name], "block table": table,
                                 "unused slots": len(table) * block_size - cache.lengths[name]}
                                for name, table in cache.tables.items()]), hide_index=True)
@@ -555,14 +555,14 @@ def serving_section(view: picker.ModelView) -> None:
                "block. Reserving every request's longest possible length up front would waste far more.")
 
     st.markdown("**Static vs continuous batching (real generation)**")
-    slots = st.slider("Slots (requests served at once)", 1, 4, 2, key="batch_slots")
+    slots = st.slider("Slots (requests served at once)", 1, 4, 2, key=state.widget("batch_slots"))
     wanted = (24, 4, 16, 6, 10, 4)
     small = model.num_parameters() <= adapt.QUICK_PARAMETERS
-    if not small and not st.button("Serve the six requests both ways", key="batch_run") \
-            and not st.session_state.get(f"batch_done_{view.key}"):
+    if not small and not st.button("Serve the six requests both ways", key=state.widget("batch_run")) \
+            and not state.BATCHING_SERVED.get(view.key):
         st.caption("A large model takes a while for 128 generated tokens: press the button to run it.")
         return
-    st.session_state[f"batch_done_{view.key}"] = True
+    state.BATCHING_SERVED.set(True, view.key)
     with ui.friendly_errors("serving the requests"):
         results = _batching(view.key, slots, wanted, model, view.tokenizer)
         figure = go.Figure()
@@ -573,7 +573,7 @@ def serving_section(view: picker.ModelView) -> None:
                                         mode="markers", marker=dict(size=12), name=f"{policy}: finished"))
         figure.update_layout(title="Steps each request waited for a slot, and when it finished", yaxis_title="step",
                              height=340, margin=dict(l=10, r=10, t=40, b=10), barmode="group")
-        charts.show(figure, key="batching")
+        charts.show(figure, key=state.widget("batching"))
         st.dataframe(pd.DataFrame([{"policy": p, "steps": r.steps, "slot use": f"{r.utilisation:.0%}",
                                     "tokens": r.useful_tokens, "tokens/s": round(r.tokens_per_s)}
                                    for p, r in results.items()]), hide_index=True)

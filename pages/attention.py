@@ -13,7 +13,7 @@ from llmviz import architectures, quiz, views
 from llmviz import attention as att
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.models.gpt import PRESETS, GPTConfig
-from ui import charts, picker, present, sections, share
+from ui import charts, picker, present, sections, share, state
 from ui import quiz as quiz_ui
 from ui.text import literal_markdown, tidy_floats
 
@@ -103,7 +103,7 @@ def toy_example() -> None:
             st.markdown(f"**{name}**")
             frame = pd.DataFrame(default, columns=[f"c{j}" for j in range(4)],
                                  index=att.TOY_TOKENS if name == "X" else [f"r{i}" for i in range(4)])
-            editors[name] = st.data_editor(frame, key=f"edit_{name}", num_rows="fixed")
+            editors[name] = st.data_editor(frame, key=state.widget("edit_", name), num_rows="fixed")
     t1, t2, t3 = st.columns(3)
     scaled = t1.toggle("Scale by √d_k", value=True, **share.bind("scale"))
     causal = t2.toggle("Causal mask", value=True, **share.bind("mask"))
@@ -152,7 +152,7 @@ def toy_example() -> None:
                          y_labels=tokens, title="masked (blank = −∞)" if causal else "no mask"),
                     dict(matrix=steps["weights"][head], x_labels=tokens, y_labels=tokens, title="softmax weights",
                          zmin=0, zmax=1),
-                ], columns=4 if present.enabled() else 2), width="stretch", key=f"steps{head}")
+                ], columns=4 if present.enabled() else 2), width="stretch", key=state.widget("attention_steps_", head))
                 st.subheader(f"The weight of 'cat' on 'The'{f', head {head + 1}' if heads > 1 else ''}, worked out")
                 row = 1
                 terms = " + ".join(f"{num(a, '.4f')}\\cdot{num(b, '.4f')}" for a, b in zip(q_h[row].tolist(), k_h[0].tolist()))
@@ -223,7 +223,7 @@ for name, steps_ in variants.items():
     mask_panels.append(dict(matrix=steps_["weights"][0], x_labels=keys, y_labels=queries, title=name, zmin=0,
                             zmax=1, text_format=".2f"))
 charts.show(charts.heatmap_panels(mask_panels, columns=4 if present.enabled() else 2), width="stretch",
-            key="masks")
+            key=state.widget("masks"))
 st.caption("Causal: no looking ahead (GPT). Padding: nobody attends to padding (batches of unequal length). "
            "Cross-attention (the decoder of an encoder–decoder Transformer, as in 'Attention Is All You Need'): queries from the decoder, keys and values from the encoder's "
            "output — 3 queries over 4 keys, so the matrix need not be square.")
@@ -291,11 +291,11 @@ def attention_views(patterns, labels: list[str], key: str, compare_sentence: str
     pattern = patterns[layer, head]  # (T, T)
     left, right = st.columns([1, 1])
     charts.show_in(left, pattern_heatmap(pattern, labels, f"layer {layer}, head {head}"), width="stretch",
-                   key=f"{key}_heat")
+                   key=state.widget("attention_heat_", key))
     with right:
-        query = st.selectbox("Lines from query", ["all"] + list(range(len(labels))), key=f"{key}_query",
+        query = st.selectbox("Lines from query", ["all"] + list(range(len(labels))), key=state.widget("attention_query_", key),
                              format_func=lambda i: "all tokens" if i == "all" else labels[i])
-        charts.show(lines_figure(pattern, labels, query), width="stretch", key=f"{key}_lines")
+        charts.show(lines_figure(pattern, labels, query), width="stretch", key=state.widget("attention_lines_", key))
         st.caption("Each line joins a query (left) to a key (right); the thicker and darker the line, the larger "
                    "the attention weight.")
     if compare_sentence is not None:
@@ -309,7 +309,7 @@ def attention_views(patterns, labels: list[str], key: str, compare_sentence: str
 
 def attention_grid(patterns, key: str) -> None:
     st.subheader("Every layer and head at once")
-    charts.show(charts.head_grid(patterns), width="stretch", key=f"{key}_grid")
+    charts.show(charts.head_grid(patterns), width="stretch", key=state.widget("attention_grid_", key))
     st.caption("Every layer × head as a thumbnail: some heads look at the previous token, some at the first token, "
                "some spread out.")
 
@@ -324,15 +324,15 @@ def attention_before_after(sentence: str, layer: int, head: int) -> None:
             st.info("This model has no attention to show.")
             return
         charts.show(pattern_heatmap(found.patterns[layer, head], token_labels(shown, found.ids),
-                                    f"layer {layer}, head {head}"), width="stretch", key=f"ba_{column}")
+                                    f"layer {layer}, head {head}"), width="stretch", key=state.widget("attention_before_after_", column))
 
     picker.before_after(render, what="the attention patterns")
 
 
 def attention_quiz(view: picker.ModelView, found: views.AttentionPatterns) -> list:
     cache = {f"blocks.{layer}.attn.pattern": found.patterns[layer:layer + 1] for layer in range(found.n_layers)}
-    layer = min(int(st.session_state.get("layer", 0)), found.n_layers - 1)
-    head = min(int(st.session_state.get("head", 0)), found.n_heads - 1)
+    layer = min(int(state.value("layer", 0)), found.n_layers - 1)
+    head = min(int(state.value("head", 0)), found.n_heads - 1)
     return quiz.attention_questions(cache, [view.tokenizer.printable(i) for i in found.ids], layer, head)
 
 

@@ -12,7 +12,7 @@ import ui
 from llmviz import architectures, lab_tasks, views
 from llmviz import embeddings as emb
 from llmviz.errors import LlmvizError
-from ui import charts, picker, sections, share, training
+from ui import charts, picker, sections, share, state, training
 from ui import quiz as quiz_ui
 from ui.text import literal_markdown, tidy_floats
 
@@ -34,7 +34,7 @@ def cosine_example() -> None:
     columns = st.columns(3)
     vectors = {}
     for column, name, default in zip(columns, names, defaults):
-        raw = column.text_input(name, default, key=f"vec_{name}")
+        raw = column.text_input(name, default, key=state.widget("vec_", name))
         try:
             vectors[name] = emb.parse_vector(raw)
         except LlmvizError as error:
@@ -164,7 +164,7 @@ def neighbours_before_after(query_text: str) -> None:
             st.info("Nothing to compare here.")
             return
         st.dataframe(neighbour_table(shown, neighbours_of(shown.key, query_ids[0], table)), hide_index=True,
-                     width="stretch", key=f"nn_{column}")
+                     width="stretch", key=state.widget("nn_", column))
 
     picker.before_after(render, what="the nearest neighbours")
 
@@ -205,7 +205,7 @@ def token_embeddings() -> None:
         else:
             st.info("Add a second token to compare.")
     st.subheader("Nearest neighbours in the table")
-    query_text = st.text_input("Nearest neighbours of", " return", key="gpt_nn")
+    query_text = st.text_input("Nearest neighbours of", " return", key=state.widget("gpt_nn"))
     query_ids = views.encode(tokenizer, query_text)
     if len(query_ids) != 1:
         st.warning(f"{literal_markdown(repr(query_text))} is {len(query_ids)} tokens for this tokenizer; the neighbours of its first token "
@@ -380,17 +380,17 @@ rotary_positions()
 @sections.section("embeddings.word2vec")
 def word2vec_explorer() -> None:
     """Neighbours, analogies and the map of the trained word vectors: their inputs re-draw only this part."""
-    label, state = st.session_state["w2v"]
-    vectors_ = state.model.center.weight.detach()
-    vocab = state.vocabulary
-    asked = st.session_state.get("w2v_steps", state.step)
-    st.caption(f"Trained on {literal_markdown(label)} for {state.step} steps ({len(vocab.words):,} words, loss {state.loss:.3f})."
-               + (f" Stopped at step {state.step} of {asked}: the vectors learned so far are kept."
-                  if state.step < asked else ""))
+    label, trained = state.W2V.get()
+    vectors_ = trained.model.center.weight.detach()
+    vocab = trained.vocabulary
+    asked = state.W2V_STEPS.get(default=trained.step)
+    st.caption(f"Trained on {literal_markdown(label)} for {trained.step} steps ({len(vocab.words):,} words, loss {trained.loss:.3f})."
+               + (f" Stopped at step {trained.step} of {asked}: the vectors learned so far are kept."
+                  if trained.step < asked else ""))
     left, right = st.columns(2)
     labelled: set[int] = set(range(min(40, len(vocab.words))))
     with left:
-        word = st.text_input("Nearest neighbours of", vocab.words[min(20, len(vocab.words) - 1)], key="w2v_nn")
+        word = st.text_input("Nearest neighbours of", vocab.words[min(20, len(vocab.words) - 1)], key=state.widget("w2v_nn"))
         key = word.strip().lower()
         if key not in vocab.index:
             st.warning(f"{literal_markdown(repr(word))} is not in the vocabulary (only the {len(vocab.words):,} most common words are).")
@@ -438,7 +438,7 @@ if loaded is not None:
     window = c2.slider("Window", 1, 5, 2)
     steps = c3.slider("Steps", 100, 5000, 1500, step=100)
     vocab_size = c4.slider("Vocabulary (most common words)", 200, 5000, 2000, step=100)
-    if st.button("Train word2vec", type="primary", key="train_w2v"):
+    if st.button("Train word2vec", type="primary", key=state.widget("train_w2v")):
         try:  # trains as a job of this session (a worker process), like every run
             job = picker.manager().submit_task(
                 picker.session_id(), functools.partial(lab_tasks.word2vec_training, text=text[:2_000_000], dim=dim,
@@ -448,9 +448,9 @@ if loaded is not None:
         except LlmvizError as error:
             st.warning(str(error))
         else:
-            st.session_state["w2v_job"] = dict(id=job.id, corpus=corpus_label, steps=steps)
-    spec = st.session_state.get("w2v_job")
-    ended = training.follow_task("w2v_job", name="embeddings.w2v_job",
+            state.W2V_JOB.set(dict(id=job.id, corpus=corpus_label, steps=steps))
+    spec = state.W2V_JOB.get()
+    ended = training.follow_task(state.W2V_JOB, name="embeddings.w2v_job",
                                  describe=lambda status: f"step {status.step}/{status.total}" + (
                                      f" · loss {status.losses[-1][1]:.3f}" if status.losses else " · building the vocabulary…"))
     if ended is not None:
@@ -458,9 +458,9 @@ if loaded is not None:
         if ended.result is None:
             st.error(status.error or f"Word2vec ended before its first step ({status.describe()}).")
         else:
-            st.session_state["w2v"] = (spec["corpus"], ended.result)
-            st.session_state["w2v_steps"] = spec["steps"]
-    if "w2v" in st.session_state:
+            state.W2V.set((spec["corpus"], ended.result))
+            state.W2V_STEPS.set(spec["steps"])
+    if state.W2V.present():
         word2vec_explorer()
 
 # ------------------------------------------------------------------ 5. MiniLM sentence embeddings

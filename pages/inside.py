@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 import ui
 from llmviz import induction, interpret
 from llmviz.errors import LlmvizError
-from ui import charts, picker, sections, share, training
+from ui import charts, picker, sections, share, state, training
 from ui import lens as lens_ui
 from ui.text import literal_html, literal_markdown, tidy_floats
 
@@ -73,7 +73,7 @@ def _losses(key: str, ids: tuple[int, ...], _model) -> interpret.TokenLosses:
 def compare_toggle(section: str) -> bool:
     if picker.baseline() is None:
         return False
-    return st.toggle("Step 0 vs this step, side by side", value=False, key=f"{section}_compare",
+    return st.toggle("Step 0 vs this step, side by side", value=False, key=state.widget("compare_", section),
                      help="The same view for your run at step 0 (random weights) and at the step picked in the sidebar.")
 
 
@@ -87,7 +87,7 @@ def both(render, section: str, what: str) -> None:
 
 # ------------------------------------------------------------------ 1. the logit lens
 def render_lens(view, column: str) -> None:
-    ids, note = tokens_of(view, st.session_state.get("lens_text", DEFAULT_SENTENCE), 32)
+    ids, note = tokens_of(view, state.value("lens_text", DEFAULT_SENTENCE), 32)
     if len(ids) < 2:
         st.warning("Type at least two tokens: the lens shows what each position predicts comes next.")
         return
@@ -99,21 +99,21 @@ def render_lens(view, column: str) -> None:
     start = 0
     if len(ids) > lens_ui.WINDOW:  # a readable window of the sentence, moved along it
         # keyed by the length: a shorter sentence starts a new slider rather than keep a start past its end
-        start = st.slider("Positions shown, from", 0, len(ids) - lens_ui.WINDOW, 0, key=f"lens_start_{column}_{len(ids)}",
+        start = st.slider("Positions shown, from", 0, len(ids) - lens_ui.WINDOW, 0, key=state.widget("lens_start_", column, len(ids)),
                           help=f"The grid shows {lens_ui.WINDOW} positions at a time: slide along the sentence.")
     positions = lens_ui.window(len(ids), start)
     charts.show(lens_ui.grid_figure(lens, tokens, columns, lambda i: label(view, i), positions), width="stretch",
-                key=f"lens_grid_{column}")
+                key=state.widget("lens_grid_", column))
     st.subheader("Layer by layer: the token that really comes next")
     followed = [p for p in positions if p + 1 < len(ids)]
     # first the position the model gets most right in the end: its line climbs layer by layer
     best = max(range(len(followed)), key=lambda i: float(lens.true_probs[-1, followed[i]]))
     # keyed by the tokens and the window: a new sentence (or a link to one) starts from its own best position
-    picked = st.selectbox("Follow one position", followed, index=best, key=f"lens_follow_{column}_{hash((tuple(ids), start))}",
+    picked = st.selectbox("Follow one position", followed, index=best, key=state.widget("lens_follow_", column, hash((tuple(ids), start))),
                           format_func=lambda p: f"{columns[p]} → {tokens[p + 1]}",
                           help="Its line is drawn in colour; the other positions of the grid in grey.")
     charts.show(lens_ui.true_token_figure(lens, tokens, columns, positions, picked), width="stretch",
-                key=f"lens_true_{column}")
+                key=state.widget("lens_true_", column))
 
 
 @sections.section("inside.lens")
@@ -138,13 +138,13 @@ def lens_section() -> None:
 # ------------------------------------------------------------------ 2. head detectors
 def render_heads(view, column: str) -> None:
     tokens, scores = _heads(view.key, view.model)
-    kind = st.session_state.get("detector", "induction")
+    kind = state.value("detector", "induction")
     values = scores[kind]  # (L, H)
     layers, heads = values.shape
     figure = charts.heatmap(values, x_labels=[f"head {h}" for h in range(heads)],
                             y_labels=[f"layer {layer}" for layer in range(layers)], zmin=0, zmax=1,
                             text_format=".2f", x_title="head", y_title="layer")
-    charts.show(figure, width="stretch", key=f"heads_{column}")
+    charts.show(figure, width="stretch", key=state.widget("heads_", column))
     best = sorted(((float(values[layer, head]), layer, head) for layer in range(layers) for head in range(heads)),
                   reverse=True)[:3]
     st.caption("Highest: " + ", ".join(f"layer {layer} head {head} ({score:.2f})" for score, layer, head in best))
@@ -178,7 +178,7 @@ def heads_section() -> None:
 
 # ------------------------------------------------------------------ 3. loss on every token
 def render_losses(view, column: str) -> None:
-    ids, note = tokens_of(view, st.session_state.get("loss_text", DEFAULT_LOSS_TEXT), MAX_TOKENS * 4)
+    ids, note = tokens_of(view, state.value("loss_text", DEFAULT_LOSS_TEXT), MAX_TOKENS * 4)
     if len(ids) < 2:
         st.warning("Type at least two tokens: the first token has nothing before it to be predicted from.")
         return
@@ -208,7 +208,7 @@ def render_losses(view, column: str) -> None:
                           "top prediction": [label(view, i) for i in result.top_ids[:, 0].tolist()]})
     with st.expander("Every token as a table"):
         st.dataframe(tidy_floats(frame).style.format({"loss": "{:.3f}", "p(token)": "{:.2%}"}), hide_index=True,
-                     width="stretch", key=f"loss_table_{column}")
+                     width="stretch", key=state.widget("loss_table_", column))
 
 
 @sections.section("inside.loss")
@@ -229,13 +229,12 @@ def loss_section() -> None:
 
 # ------------------------------------------------------------------ 4. an induction head forming
 INDUCTION_LABEL = "Induction heads · 2-layer attention-only GPT"
-_JOB_KEY = "inside_induction_job"
 
 
 def induction_job():
     """This session's induction run (the newest one), or None."""
     manager, owner = picker.manager(), picker.session_id()
-    job = manager.get(owner, st.session_state.get(_JOB_KEY, ""))
+    job = manager.get(owner, state.INDUCTION_JOB.get(default=""))
     if job is None:
         runs = [j for j in manager.jobs(owner) if j.kind == "train" and j.label.startswith(INDUCTION_LABEL)]
         job = runs[-1] if runs else None
@@ -256,7 +255,7 @@ def start_induction_run() -> None:
     except LlmvizError as error:
         st.error(str(error))
         return
-    st.session_state[_JOB_KEY] = job.id
+    state.INDUCTION_JOB.set(job.id)
     picker.select(f"run:{job.id}")  # every page now shows this run
 
 
@@ -299,7 +298,7 @@ def induction_body() -> None:
     preset = induction.PRESET
     if job is None:
         if st.button(f"Train it: {preset.steps} steps, about a minute on a laptop CPU", type="primary",
-                     key="induction_start"):
+                     key=state.widget("induction_start")):
             start_induction_run()
             st.rerun(scope="app")  # the sidebar picker now lists (and shows) the run
         st.caption("It trains in the background as one of your runs: move around the app meanwhile, and pick it in "
@@ -308,7 +307,7 @@ def induction_body() -> None:
     status = job.status()
     if not status.done:
         st.progress(status.fraction, text=f"{job.label}: {status.describe()}")
-        if st.button("Stop", key="induction_stop"):
+        if st.button("Stop", key=state.widget("induction_stop")):
             job.stop()
     elif status.state == "failed":
         st.warning(f"The run stopped with a problem: {status.describe()}")
@@ -320,17 +319,17 @@ def induction_body() -> None:
     curve = [_probe(job.id, step, store, description) for step in induction.chart_steps(store, status.done)]
     view = picker.current()
     picked = view.step if view.run_id == job.id else None
-    charts.show(phase_chart(curve, picked), key="induction_chart")
+    charts.show(phase_chart(curve, picked), key=state.widget("induction_chart"))
     last = curve[-1]
     layer, head, _score = induction.strongest_induction_head(last)
     st.markdown(induction.describe(last))
     c1, c2 = st.columns(2)
     c1.page_link(str(ui.ROOT / "pages/attention.py"), label=f"See layer {layer}, head {head} on Attention",
                  icon=":material/visibility:", query_params={"layer": layer, "head": head})
-    if view.run_id != job.id and c2.button("Show this run on every page", key="induction_pick"):
+    if view.run_id != job.id and c2.button("Show this run on every page", key=state.widget("induction_pick")):
         picker.select(f"run:{job.id}")
         st.rerun(scope="app")
-    if status.done and st.button("Train it again", key="induction_again"):
+    if status.done and st.button("Train it again", key=state.widget("induction_again")):
         start_induction_run()
         st.rerun(scope="app")
 

@@ -8,7 +8,7 @@ import ui
 from llmviz import architectures, model_anatomy, views
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
-from ui import charts, picker, present, sections, share
+from ui import charts, picker, present, sections, share, state
 from ui.text import literal_markdown, tidy_floats
 
 ui.settings()
@@ -55,7 +55,7 @@ def size_a_gpt() -> None:
         values = base.to_dict()
     # each preset opens with its own tying (GPT-2: tied); the toggle shows what the other choice costs
     tie = st.toggle("Tie the output head to the token embedding (GPT-2 does)", value=base.tie_weights,
-                    help="One matrix serves as the input embedding and the output layer.", key=f"tie_{preset}")
+                    help="One matrix serves as the input embedding and the output layer.", key=state.widget("tie_", preset))
 
     config = None
     try:
@@ -153,7 +153,7 @@ def look_inside() -> None:
             st.markdown("Each block **adds** its attention and MLP outputs to the residual stream (the shortcut "
                         "connections), so its size tends to grow from block to block.")
         with tab_ln:
-            layer = ui.index_slider("Block", config.n_layers, key="ln_layer")
+            layer = ui.index_slider("Block", config.n_layers, key=state.widget("ln_layer"))
             stats = model_anatomy.layernorm_before_after(cache, layer)
             frame = pd.DataFrame({"token": labels, **{k: v.tolist() for k, v in stats.items()}})
             st.dataframe(tidy_floats(frame).style.format(precision=4), hide_index=True, width="stretch")
@@ -168,7 +168,7 @@ def look_inside() -> None:
                             "'after' columns are not exactly 0 and 1.")
                 st.latex(r"\mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta")
         with tab_norms:
-            layer = ui.index_slider("Block", config.n_layers, key="norms_layer")
+            layer = ui.index_slider("Block", config.n_layers, key=state.widget("norms_layer"))
             compared = architectures.norm_comparison(cache[f"blocks.{layer}.resid_pre"][0], config.norm_eps)
             frame = pd.DataFrame({"token": labels, "mean before": compared["mean_before"].tolist(),
                                   "RMS before": compared["rms_before"].tolist(),
@@ -193,8 +193,8 @@ def look_inside() -> None:
             charts.show(figure, width="stretch")
             st.latex(r"\mathrm{GELU\,MLP}(x) = W_2\,\mathrm{GELU}(W_1 x) \qquad "
                      r"\mathrm{SwiGLU}(x) = W_2\,\big(\mathrm{SiLU}(W_{gate}\,x) \odot W_1 x\big)")
-            layer = ui.index_slider("Block", config.n_layers, key="swiglu_layer")
-            token = ui.index_slider("Token", len(ids), key="swiglu_token")
+            layer = ui.index_slider("Block", config.n_layers, key=state.widget("swiglu_layer"))
+            token = ui.index_slider("Token", len(ids), key=state.widget("swiglu_token"))
             both = architectures.mlp_comparison(cache[f"blocks.{layer}.resid_mid"][0], hidden=32)
             frame = pd.DataFrame({"neuron": list(range(32)), "W₁x": both["up"][token].tolist(),
                                   "GELU(W₁x)": both["gelu"][token].tolist(),
@@ -212,7 +212,7 @@ def look_inside() -> None:
             if not getattr(config, "mlp", True):
                 st.info("This model is attention-only: its blocks have no MLP (see Inside the model, section 4).")
             elif config.n_experts:
-                layer = ui.index_slider("Block", config.n_layers, key="router_layer")
+                layer = ui.index_slider("Block", config.n_layers, key=state.widget("router_layer"))
                 router = architectures.router_choices(cache, layer)
                 charts.show(charts.heatmap(router.probs, x_labels=[f"expert {e}" for e in range(config.n_experts)],
                                            y_labels=labels, title="router probability", x_title="expert",
@@ -229,7 +229,7 @@ def look_inside() -> None:
                            f"load-balancing loss (× {config.router_aux_loss_coef:g}) so that the experts share the "
                            "tokens instead of a few taking them all.")
             else:
-                layer = ui.index_slider("Block", config.n_layers, key="mlp_layer")
+                layer = ui.index_slider("Block", config.n_layers, key=state.widget("mlp_layer"))
                 hidden = cache[f"blocks.{layer}.mlp.hidden"][0]  # (T, F)
                 neurons = st.slider("Neurons shown", 16, hidden.shape[-1], min(64, hidden.shape[-1]), step=16)
                 charts.show(charts.heatmap(hidden[:, :neurons], x_labels=list(range(neurons)), y_labels=labels,

@@ -8,7 +8,7 @@ import streamlit as st
 import ui
 from llmviz import quiz, sampling
 from llmviz.errors import LlmvizError
-from ui import charts, picker, sections, share
+from ui import charts, picker, sections, share, state
 from ui import quiz as quiz_ui
 from ui.text import literal_html, literal_markdown, tidy_floats
 
@@ -45,9 +45,8 @@ TOP_K_DEFAULT = min(10, tokenizer.vocab_size)
 def chosen_settings() -> tuple[float, int, float]:
     """Temperature, top-k and top-p as set by section 1's sliders (their widgets live in that section, so moving
     one reruns it alone; the other sections read the values when they run)."""
-    state = st.session_state
-    return (float(state.get("temperature", 0.8)), min(int(state.get("top_k", TOP_K_DEFAULT)), tokenizer.vocab_size),
-            float(state.get("top_p", 0.9)))
+    return (float(state.value("temperature", 0.8)), min(int(state.value("top_k", TOP_K_DEFAULT)), tokenizer.vocab_size),
+            float(state.value("top_p", 0.9)))
 
 
 def sampler_controls() -> tuple[float, int, float]:
@@ -133,7 +132,7 @@ def distribution_panels(view: picker.ModelView, prompt: str, temperature: float,
                                   texttemplate="%{x:.3f}"))
         figure.update_layout(height=340, margin=dict(l=5, r=5, t=10, b=5), xaxis_range=[0, 1])
         figure.update_yaxes(autorange="reversed", type="category")
-        charts.show(figure, key=f"next_{column}")
+        charts.show(figure, key=state.widget("next_", column))
         st.metric("entropy of the raw softmax", f"{max(0.0, found.distribution.entropies['raw softmax']):.3f} nats")
 
     if (box := sections.lazy("Compare step 0 with the picked step", "sampling_before_after")):
@@ -162,14 +161,14 @@ def generate_section(view: picker.ModelView, encoded) -> None:
         with ui.friendly_errors("generation"):
             if method == "beam search":
                 result = sampling.beam_search(model, encoded.ids, width=width, max_new_tokens=min(new_tokens, 12))
-                st.session_state["beam"] = (label, result, list(encoded.ids))
+                state.BEAM.set((label, result, list(encoded.ids)))
             else:
                 t = 0.0 if method == "greedy" else temperature
                 records = list(sampling.generate(model, encoded.ids, new_tokens, t, top_k, top_p, seed=settings.run_seed()))
-                st.session_state["generated"] = (label, records, encoded.kept_text)
+                state.GENERATED.set((label, records, encoded.kept_text))
     with g2:
-        if method != "beam search" and st.session_state.get("generated", (None,))[0] == label:
-            _, records, shown_prompt = st.session_state["generated"]
+        if method != "beam search" and state.GENERATED.get(default=(None,))[0] == label:
+            _, records, shown_prompt = state.GENERATED.get()
             spans = [f"<span style='color:#868e96'>{literal_html(shown_prompt)}</span>"]
             for record in records:
                 piece = tokenizer.decode([record.token])
@@ -185,8 +184,8 @@ def generate_section(view: picker.ModelView, encoded) -> None:
             st.caption("Darker = the token had a higher probability when it was chosen. Hover for the top alternatives.")
 
     # ------------------------------------------------------------------ beam search tree
-    if method == "beam search" and st.session_state.get("beam", (None,))[0] == label:
-        _, result, prompt_ids = st.session_state["beam"]
+    if method == "beam search" and state.BEAM.get(default=(None,))[0] == label:
+        _, result, prompt_ids = state.BEAM.get()
         st.subheader(f"Beam search, width {width}: best score {result.score:.3f}")
         st.code(tokenizer.decode(prompt_ids) + tokenizer.decode(result.tokens), language=None, wrap_lines=True)
         layout = sampling.beam_layout(result)
@@ -239,15 +238,15 @@ def generate_section(view: picker.ModelView, encoded) -> None:
 @sections.section("sampling.step_mode")
 def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, top_p: float) -> None:
     model, tokenizer, label = view.model, view.tokenizer, view.key
-    state_key = f"steps_{label}"
     restart = st.button("Restart from the prompt")
-    if state_key not in st.session_state or restart or st.session_state.get(f"{state_key}_prompt") != list(encoded.ids):
-        st.session_state[state_key] = list(encoded.ids)  # a new prompt starts the steps again (the same view for a link)
-        st.session_state[f"{state_key}_prompt"] = list(encoded.ids)
-        st.session_state[f"{state_key}_seed"] = settings.run_seed()  # fixed until a restart: the button takes what it shows
-    sequence = st.session_state[state_key]
-    step_seed = settings.seed if settings.deterministic else st.session_state.setdefault(f"{state_key}_seed",
-                                                                                         settings.run_seed())
+    steps = state.STEP_MODE.get(label)
+    if steps is None or restart or steps["prompt"] != list(encoded.ids):
+        # a new prompt starts the steps again (the same view for a link); the seed is fixed until a restart, so
+        # the button takes the token it shows
+        steps = {"sequence": list(encoded.ids), "prompt": list(encoded.ids), "seed": settings.run_seed()}
+        state.STEP_MODE.set(steps, label)
+    sequence = steps["sequence"]
+    step_seed = settings.seed if settings.deterministic else steps["seed"]
     st.code(tokenizer.decode(sequence), language=None, wrap_lines=True)
     with ui.friendly_errors("step mode"):
         record = next(sampling.generate(model, sequence, 1, temperature, top_k, top_p, seed=step_seed + len(sequence)))
@@ -267,10 +266,10 @@ def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, t
         s1.button(f"Take the sampled token: {literal_markdown(repr(tokenizer.printable(record.token)))}",
                   on_click=sequence.append, args=(record.token,))
         allowed = {t: ok for t, _, ok in candidates}
-        s2.selectbox("…or force one of the top 10", [t for t, _, _ in candidates], key=f"{state_key}_forced",
+        s2.selectbox("…or force one of the top 10", [t for t, _, _ in candidates], key=state.widget("step_forced_", label),
                      format_func=lambda t: f"{tokenizer.printable(t)} (id {t})" + ("" if allowed[t] else " · filtered out"))
         s2.button("Take this one (branch)",
-                  on_click=lambda: sequence.append(int(st.session_state[f"{state_key}_forced"])))
+                  on_click=lambda: sequence.append(int(state.value(state.widget("step_forced_", label)))))
         s3.button("Undo", disabled=len(sequence) <= len(encoded.ids), on_click=sequence.pop)
 
 
@@ -297,9 +296,9 @@ def three_temperatures(view: picker.ModelView, encoded) -> None:
                                                     seed=seed)
             except LlmvizError as error:
                 outputs[t] = f"(error: {error})"
-        st.session_state["three"] = (label, outputs)
-    if st.session_state.get("three", (None,))[0] == label:
-        outputs = st.session_state["three"][1]
+        state.THREE.set((label, outputs))
+    if state.THREE.get(default=(None,))[0] == label:
+        outputs = state.THREE.get()[1]
         for column, (t, text) in zip(st.columns(max(1, len(outputs))), outputs.items()):
             column.markdown(f"**T = {t:g}**")
             column.code(text, language=None, wrap_lines=True)
@@ -315,19 +314,19 @@ three_temperatures(view, encoded)
 @sections.section("sampling.kv_cache")
 def kv_cache(view: picker.ModelView, encoded) -> None:
     temperature, top_k, top_p = chosen_settings()
-    method = st.session_state.get("method", "sampling")
+    method = state.value("method", "sampling")
     model, tokenizer, label = view.model, view.tokenizer, view.key
     st.caption("Without a cache, every new token runs the model over the whole text again. With a KV cache the keys and "
                "values of earlier positions are kept, and only the new position runs. Both must write the same tokens.")
     k1, k2 = st.columns([1, 3])
-    kv_tokens = k1.slider("Tokens to generate", 10, 300, 100, step=10, key="kv_tokens")
-    if k1.button("Generate with and without the cache", key="kv_run"):
+    kv_tokens = k1.slider("Tokens to generate", 10, 300, 100, step=10, key=state.widget("kv_tokens"))
+    if k1.button("Generate with and without the cache", key=state.widget("kv_run")):
         with ui.friendly_errors("the KV-cache comparison"):
             t = 0.0 if method == "greedy" else temperature
-            st.session_state["kv"] = (label, sampling.compare_kv_cache(model, encoded.ids, kv_tokens, t, top_k, top_p,
-                                                                         seed=settings.run_seed()))
-    if st.session_state.get("kv", (None,))[0] == label:
-        comparison = st.session_state["kv"][1]
+            state.KV_COMPARISON.set((label, sampling.compare_kv_cache(model, encoded.ids, kv_tokens, t, top_k, top_p,
+                                                                         seed=settings.run_seed())))
+    if state.KV_COMPARISON.get(default=(None,))[0] == label:
+        comparison = state.KV_COMPARISON.get()[1]
         with k2:
             if not comparison.cache_supported:
                 st.info("This model has no KV cache (it is not a transformer, or it reads a fixed window): both runs "

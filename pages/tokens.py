@@ -10,7 +10,7 @@ import ui
 from llmviz import lab_tasks, quiz, views
 from llmviz import tokenizers as tk
 from llmviz.errors import LlmvizError
-from ui import charts, picker, sections, share, training
+from ui import charts, picker, sections, share, state, training
 from ui import quiz as quiz_ui
 from ui.text import literal_markdown
 
@@ -35,7 +35,7 @@ EXAMPLES = {
 }
 
 example = st.selectbox("Example", list(EXAMPLES), **share.bind("example"),
-                       on_change=lambda: st.session_state.update(text=EXAMPLES[st.session_state["example"]]))
+                       on_change=lambda: state.set_value("text", EXAMPLES[state.value("example")]))
 text = st.text_area("Your text", EXAMPLES[example], height=120, **share.bind("text"))
 share.carried_note("text")
 if not text:
@@ -69,12 +69,12 @@ def zipf_verdict(fit) -> str:
 
 
 def trained_bpe():
-    return st.session_state.get("bpe_tokenizer")
+    return state.BPE_TOKENIZER.get()
 
 
 def bpe_origin() -> dict:
     """What the session's BPE was trained on and with (corpus, pattern, vocabulary asked for)."""
-    return st.session_state.get("bpe_origin", {})
+    return state.BPE_ORIGIN.get()
 
 
 def shown_characters(characters: list[str], limit: int = 20) -> str:
@@ -121,7 +121,7 @@ if picked_tokenizer is None:
 def side_by_side() -> None:
     chosen = st.multiselect("Tokenizers", list(available), default=[k for k in available if k != "characters"][:4],
                             format_func=OPTION_LABELS.get, **share.bind("tokenizers"))
-    show_ids = st.toggle("Show the ids under the tokens", value=True, key="tok_show_ids")
+    show_ids = st.toggle("Show the ids under the tokens", value=True, key=state.widget("tok_show_ids"))
 
 
     def get(key):
@@ -183,7 +183,7 @@ def train_bpe_controls() -> None:
                                  value=200_000, format_func=lambda n: f"{n:,} characters")
         sample = corpus_text[:limit]
         st.caption(f"{literal_markdown(corpus_label)}: training on {len(sample):,} of {len(corpus_text):,} characters.")
-        if st.button("Train BPE", type="primary", key="train_bpe"):
+        if st.button("Train BPE", type="primary", key=state.widget("train_bpe")):
             # the run trains as a job of this session (a worker process); its own settings travel with it, so an
             # earlier stopped run can never mix its settings into this one
             try:
@@ -196,9 +196,9 @@ def train_bpe_controls() -> None:
             except LlmvizError as error:
                 st.warning(str(error))
             else:
-                st.session_state["bpe_job"] = dict(id=job.id, pattern=pattern, vocab_size=vocab_size, corpus=corpus_label)
-        spec = st.session_state.get("bpe_job")
-        ended = training.follow_task("bpe_job", name="tokens.bpe_job",
+                state.BPE_JOB.set(dict(id=job.id, pattern=pattern, vocab_size=vocab_size, corpus=corpus_label))
+        spec = state.BPE_JOB.get()
+        ended = training.follow_task(state.BPE_JOB, name="tokens.bpe_job",
                                      describe=lambda status: f"merge {status.step} of {status.total}"
                                      if status.step else "Counting pairs…")
         if ended is not None:  # finished, or stopped: build from what was learned
@@ -206,8 +206,8 @@ def train_bpe_controls() -> None:
                 st.warning(f"The BPE training ended without a result: {ended.status().error or ended.status().describe()}")
             else:
                 tokenizer = tk.BPETokenizer.from_history(ended.result, spec["pattern"], [tk.ENDOFTEXT], keep_history=True)
-                st.session_state["bpe_tokenizer"] = tokenizer
-                st.session_state["bpe_origin"] = {key: spec[key] for key in ("pattern", "vocab_size", "corpus")}
+                state.BPE_TOKENIZER.set(tokenizer)
+                state.BPE_ORIGIN.set({key: spec[key] for key in ("pattern", "vocab_size", "corpus")})
                 st.rerun()  # section 1 above was drawn before this BPE existed: draw the page again with it
         bpe_now, origin = trained_bpe(), bpe_origin()
         if bpe_now is not None and origin.get("vocab_size"):
@@ -225,7 +225,7 @@ def replay(bpe: tk.BPETokenizer, text: str) -> None:
     upto = st.slider("Merges applied", 0, len(bpe.merges), min(len(bpe.merges), 10))
     chunks = bpe.replay(text, upto)
     flat = [i for chunk in chunks for i in chunk]
-    st.markdown(charts.token_chips([bpe.printable(i) for i in flat], flat, show_ids=st.session_state.get("tok_show_ids", True)), unsafe_allow_html=True)
+    st.markdown(charts.token_chips([bpe.printable(i) for i in flat], flat, show_ids=state.value(state.widget("tok_show_ids"), True)), unsafe_allow_html=True)
     if upto:
         (a, b), new = bpe.merges[upto - 1]
         st.caption(f"Merge {upto}: {literal_markdown(repr(bpe.printable(a)))} + {literal_markdown(repr(bpe.printable(b)))} → "
@@ -299,7 +299,7 @@ def round_trip(tokenizer) -> list[int]:
     st.caption("With " + ("your BPE" if bpe else f"the picked model's tokenizer ({literal_markdown(view.label)})" if picked_tokenizer
                           else "GPT-2's tokenizer") + ".")
     allow_special = st.toggle("Read special-token text such as <|endoftext|> as the special token", value=False,
-                              key="tok_allow_special",
+                              key=state.widget("tok_allow_special"),
                               help="Off (the default): text a user types stays ordinary text, even if it spells a special "
                                    "token. On: the program that builds the text asks for the special token on purpose.")
     ids = views.encode(tokenizer, text, "all" if allow_special else "none")

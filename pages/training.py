@@ -19,7 +19,7 @@ from llmviz.models.decoder import toy_task_loop
 from llmviz.sampling import generate_text
 from llmviz.tokenizers import BPETokenizer, CharTokenizer
 from llmviz.train import OPTIMIZER_TITLES, TrainConfig, Trainer, prepare_data
-from ui import charts, models, picker, sections, share, training
+from ui import charts, models, picker, sections, share, state, training
 from ui import quiz as quiz_ui
 from ui.text import csv_text, literal_markdown, tidy_floats
 
@@ -84,7 +84,7 @@ steps = c4.slider("Steps", 10, 2000, 300, step=10, **share.bind("steps"))
 sample_every = c4.slider("Sample every (steps)", 0, 500, step=10, help="0: no samples while training",
                          **ui.keep("sample_every", value=100))
 
-if st.button("Train", type="primary", key="train"):
+if st.button("Train", type="primary", key=state.widget("train")):
     try:
         config = TrainConfig(model=model_name, tokenizer=tokenizer_kind, bpe_vocab_size=vocab_size, context_size=context,
                              batch_size=batch, steps=steps, optimizer=optimizer, lr=lr, grad_clip=1.0 if clip else None,
@@ -99,16 +99,16 @@ if st.button("Train", type="primary", key="train"):
     except LlmvizError as error:
         st.error(str(error))
     else:
-        st.session_state["training_focus"] = job.id
+        state.TRAINING_FOCUS.set(job.id)
         picker.select(f"run:{job.id}")  # every page now shows this run (the sidebar follows on the next rerun)
         st.rerun()
 
-focus = picker.manager().get(picker.session_id(), st.session_state.get("training_focus", ""))
+focus = picker.manager().get(picker.session_id(), state.TRAINING_FOCUS.get() or "")
 if focus is not None:
     if focus.info is not None:
         st.caption(f"{focus.info.parameters:,} parameters · vocabulary {focus.info.vocab_size} · "
                    f"{focus.info.train_tokens:,} training and {focus.info.val_tokens:,} validation tokens")
-    training.live(lambda: (server_line(), training.draw_run(focus, key="single")), active=lambda: focus.changing,
+    training.live(lambda: (server_line(), training.draw_run(focus, where="single")), active=lambda: focus.changing,
                   name="training.run")
 else:
     server_line()
@@ -128,7 +128,7 @@ race_switch = switch_left.selectbox("Architecture race: one switch, two GPT micr
                                     format_func=SWITCH_RACE_TITLES.get, **ui.keep("race_switch"),
                                     help="The same GPT micro, the same seed and batches, on the corpus in the sidebar: "
                                          "only this switch differs.")
-switch_race = switch_right.button("Race the two", key="switch_race")
+switch_race = switch_right.button("Race the two", key=state.widget("switch_race"))
 
 def start_race(make_runners) -> None:
     """Start ``make_runners()`` (``(label, trainer)`` pairs) as one race: one job, its runners side by side in one
@@ -140,7 +140,7 @@ def start_race(make_runners) -> None:
     except LlmvizError as error:
         st.error(str(error))
     else:
-        st.session_state["training_focus"] = None
+        state.TRAINING_FOCUS.set(None)
         st.rerun()
 
 
@@ -191,18 +191,18 @@ def draw_all_runs() -> None:
         st.info("No runs yet: train a model above or start a race.")
         return
     statuses = {label: job.status() for label, job in all_runs.items()}
-    focus_id = st.session_state.get("training_focus")
+    focus_id = state.TRAINING_FOCUS.get()
     for label, job in all_runs.items():
         if not statuses[label].done and job.id != focus_id:  # the focused run has its controls above
             st.progress(statuses[label].fraction, text=f"{literal_markdown(label)}: {statuses[label].describe()}")
-            training.controls(job, statuses[label], key="all")
-    chosen = st.multiselect("Runs on the chart", list(all_runs), default=list(all_runs)[-7:], key="runs_on_chart")
+            training.controls(job, statuses[label], where="all")
+    chosen = st.multiselect("Runs on the chart", list(all_runs), default=list(all_runs)[-7:], key=state.widget("runs_on_chart"))
     v1, v2 = st.columns(2)
-    show_val = v1.toggle("Show validation loss", value=True, key="runs_show_val")
-    smoothing = v2.slider("Smooth the training curves", 0.0, 0.99, 0.9, 0.01, key="runs_smoothing",
+    show_val = v1.toggle("Show validation loss", value=True, key=state.widget("runs_show_val"))
+    smoothing = v2.slider("Smooth the training curves", 0.0, 0.99, 0.9, 0.01, key=state.widget("runs_smoothing"),
                           help="Exponential moving average of the training loss (the validation loss is not smoothed).")
     charts.show(training.loss_figure([(n, statuses[n], training.vocab_of(all_runs[n])) for n in chosen if n in all_runs],
-                                         show_val, height=460, smoothing=smoothing), width="stretch", key="runs_chart")
+                                         show_val, height=460, smoothing=smoothing), width="stretch", key=state.widget("runs_chart"))
     summary = []
     for name, status in statuses.items():
         last = status.metrics[-1] if status.metrics else None
@@ -226,7 +226,7 @@ def draw_all_runs() -> None:
     d1, d2, d3 = st.columns([2, 1, 1])
     picked = picker.selected_key().split("@")[0].removeprefix("run:")  # the run picked in the sidebar, if one
     index = next((i for i, job in enumerate(all_runs.values()) if job.id == picked), 0)
-    pick = d1.selectbox("Download a run", list(all_runs), index=index, key=f"runs_download_{picked}")
+    pick = d1.selectbox("Download a run", list(all_runs), index=index, key=state.widget("runs_download_", picked))
     picked_status = statuses[pick]
     d2.download_button("Metrics (CSV)", lambda: csv_text(training.metrics_frame(picked_status)),  # made on click
                        file_name="metrics.csv", mime="text/csv")
@@ -239,7 +239,7 @@ def draw_all_runs() -> None:
         d3.caption("The checkpoint can be downloaded once the run ends (or press Stop).")
     st.caption("A downloaded checkpoint samples from the command line: "
                "`python -m llmviz sample --checkpoint llmviz-checkpoint.safetensors --prompt …`")
-    if st.button("Clear all runs", key="runs_clear"):
+    if st.button("Clear all runs", key=state.widget("runs_clear")):
         for job in all_runs.values():
             picker.manager().remove(picker.session_id(), job.id)
         st.rerun(scope="app")
@@ -372,7 +372,7 @@ else:
 st.header("6. The decoder of an encoder–decoder Transformer, on a toy task")
 st.caption("Ten random label sequences of 7 tokens (vocabulary 12); the decoder reads [start] + labels[:-1] and a "
            "random encoder output, and learns to predict each next label: 6 layers, 8 heads, d_model 32, SGD with momentum.")
-if st.button("Train the decoder (200 steps)", key="decoder_train"):
+if st.button("Train the decoder (200 steps)", key=state.widget("decoder_train")):
     seed = settings.run_seed()
     try:
         decoder_job = picker.manager().submit_task(picker.session_id(), functools.partial(toy_task_loop, seed=seed),
@@ -380,27 +380,27 @@ if st.button("Train the decoder (200 steps)", key="decoder_train"):
     except LlmvizError as error:
         st.warning(str(error))
     else:
-        st.session_state["decoder_job"] = decoder_job.id
+        state.DECODER_JOB.set(decoder_job.id)
 
 
 def draw_decoder() -> None:
-    job = picker.manager().get(picker.session_id(), st.session_state.get("decoder_job", ""))
+    job = picker.manager().get(picker.session_id(), state.DECODER_JOB.get(default=""))
     if job is None:
         return
     status = job.status()
     st.progress(status.fraction, text=status.describe())
-    training.controls(job, status, key="decoder")
+    training.controls(job, status, where="decoder")
     curve = status.losses
     if not curve:
         return
     figure = go.Figure(go.Scatter(x=[s for s, _ in curve], y=[v for _, v in curve], mode="lines"))
     figure.add_hline(y=math.log(12), line_dash="dash", annotation_text=f"ln 12 = {math.log(12):.2f}")
     figure.update_layout(xaxis_title="step", yaxis_title="loss", height=320, margin=dict(t=10))
-    charts.show(figure, width="stretch", key="decoder_chart")
+    charts.show(figure, width="stretch", key=state.widget("decoder_chart"))
     if status.done:
         st.caption(f"Loss {curve[0][1]:.3f} → {curve[-1][1]:.3f}"
                    + (": the model memorises the ten sequences." if status.state == "finished" else " (stopped)."))
 
 
-_decoder = picker.manager().get(picker.session_id(), st.session_state.get("decoder_job", ""))
+_decoder = picker.manager().get(picker.session_id(), state.DECODER_JOB.get(default=""))
 training.live(draw_decoder, active=lambda: _decoder is not None and _decoder.changing, name="training.decoder")

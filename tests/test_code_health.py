@@ -195,8 +195,117 @@ def test_every_name_taken_from_llmviz_or_ui_exists():
 
     used = _project_names_used()
     assert {"BPETokenizer", "_gpt2_files", "compression_curve", "zipf_fit"} <= used["llmviz.tokenizers"]
-    assert {"friendly_errors", "settings", "ROOT", "KEEP"} <= used["ui"]
+    assert {"friendly_errors", "settings", "ROOT", "keep"} <= used["ui"]
     missing = [f"{module}.{name}" for module, names in sorted(used.items()) for name in sorted(names)
                if not hasattr(importlib.import_module(module), name)
                and not is_submodule(module, name)]
     assert missing == []
+
+
+# ------------------------------------------------------------------ one registry of session state (ui/state.py)
+
+APP_FILES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *_module_files("ui")]
+REGISTRY = ROOT / "ui" / "state.py"
+
+
+def _app_trees():
+    import ast
+
+    return {path: ast.parse(path.read_text(encoding="utf-8")) for path in APP_FILES}
+
+
+def _calls(tree, function: str):
+    """Calls of ``state.<function>(…)`` or ``<function>(…)`` (the registry's own module calls it bare)."""
+    import ast
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            called = node.func
+            if (isinstance(called, ast.Attribute) and called.attr == function
+                    and isinstance(called.value, ast.Name) and called.value.id in {"state", "ui"}) or \
+                    (isinstance(called, ast.Name) and called.id == function):
+                yield node
+
+
+def test_session_state_is_touched_only_by_the_registry():
+    """Every ``st.session_state`` read or write goes through ui/state.py's slots and widget helpers."""
+    import ast
+
+    found = [f"{path.relative_to(ROOT)}:{node.lineno}" for path, tree in _app_trees().items() if path != REGISTRY
+             for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "session_state"]
+    assert found == []
+
+
+def test_every_widget_key_is_declared_once_and_used():
+    import ast
+
+    from ui import share
+    from ui import state as registry
+
+    trees = _app_trees()
+    literal_keys = [f"{path.relative_to(ROOT)}:{node.lineno}" for path, tree in trees.items() if path != REGISTRY
+                    for node in ast.walk(tree) if isinstance(node, ast.keyword) and node.arg == "key"
+                    and isinstance(node.value, ast.Constant | ast.JoinedStr)]
+    assert literal_keys == [], "a widget key is written as a literal: declare it in ui.state.WIDGETS"
+
+    used = {call.args[0].value for tree in trees.values() for call in _calls(tree, "widget")
+            if call.args and isinstance(call.args[0], ast.Constant)}
+    assert used - set(registry.WIDGETS) == set()
+    assert set(registry.WIDGETS) - used == set(), "declared widget keys nobody uses"
+    kept = {call.args[0].value for tree in trees.values() for call in _calls(tree, "keep")
+            if call.args and isinstance(call.args[0], ast.Constant)}
+    assert kept == set(registry.KEPT)
+    read = {call.args[0].value for tree in trees.values() for call in _calls(tree, "value")
+            if call.args and isinstance(call.args[0], ast.Constant)}
+    assert read <= set(share.PARAMS), "a widget value read by a literal name that is not a link parameter"
+    assert not set(registry.WIDGETS) & set(share.PARAMS), "a key declared twice (link parameter and widget)"
+
+
+def test_every_slot_is_used_and_names_are_unique():
+    import ast
+
+    from ui import state as registry
+
+    slots = list(registry.slots())
+    names = [slot.name for slot in slots]
+    assert len(names) == len(set(names))
+    attributes = {node.attr for path, tree in _app_trees().items() if path != REGISTRY for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "state"}
+    declared = {name for name, value in vars(registry).items() if isinstance(value, registry.Slot)}
+    assert declared - attributes == set(), "slots nobody uses"
+    for slot in slots:
+        assert slot.doc and slot.holds, slot.name
+
+
+def test_widget_keys_and_slot_families_are_checked():
+    import pytest
+
+    from ui import state as registry
+
+    assert registry.widget("lora_alpha") == "lora_alpha"
+    assert registry.widget("run_stop_", "single", "ab12") == "run_stop_single_ab12"
+    assert registry.kept("vocab") == "keep_vocab"
+    assert registry.QUIZ_OPEN.key("tokens") == "quiz_open_tokens"
+    for wrong in (lambda: registry.widget("no_such_widget"), lambda: registry.widget("run_stop_"),
+                  lambda: registry.widget("lora_alpha", 1), lambda: registry.kept("no_such"),
+                  lambda: registry.QUIZ_OPEN.key(), lambda: registry.PICKED.key("x")):
+        with pytest.raises(KeyError):
+            wrong()
+
+
+def test_pages_keep_their_sections_in_functions():
+    """A page's top level only wires its sections together: at most 180 lines outside functions (imports and the
+    docstring aside), so that each section can be read, timed and rerun on its own."""
+    import ast
+
+    too_long = {}
+    for path in sorted((ROOT / "pages").glob("*.py")):
+        lines = 0
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom) or (
+                    isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+                continue
+            lines += node.end_lineno - node.lineno + 1
+        if lines > 180:
+            too_long[path.name] = lines
+    assert too_long == {}

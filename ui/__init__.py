@@ -5,6 +5,7 @@ so pages write ``ui.settings()``, ``ui.friendly_errors(...)``, ``ui.keep(...)``:
 - :mod:`ui.shared_sidebar` — the shared sidebar, its :class:`Settings` and the chosen corpus's text;
 - :mod:`ui.routing` — every page runs under app.py's navigation;
 - :mod:`ui.widgets` — values that survive navigation, page headers, index sliders;
+- :mod:`ui.state` — every name kept in a browser session's state (slots and widget keys), declared once;
 - :mod:`ui.errors` — failures shown without a traceback.
 
 Only rendering lives here and in ``pages/``; every number comes from ``llmviz``.
@@ -16,8 +17,8 @@ from ui.errors import friendly_errors
 from ui.routing import RUN_APP_MESSAGE, ensure_router, page_torch_threads, router_run
 from ui.shared_sidebar import UPLOAD, Settings, corpus_text, settings, sidebar
 from ui.stages import PIPELINE, ROOT, Stage
-from ui.widgets import KEEP, index_slider, keep, keep_widget_values, page_header
+from ui.widgets import index_slider, keep, page_header
 
-__all__ = ["KEEP", "PIPELINE", "ROOT", "RUN_APP_MESSAGE", "UPLOAD", "Settings", "Stage", "corpus_text",
-           "ensure_router", "friendly_errors", "index_slider", "keep", "keep_widget_values", "page_header", "page_torch_threads",
+__all__ = ["PIPELINE", "ROOT", "RUN_APP_MESSAGE", "UPLOAD", "Settings", "Stage", "corpus_text",
+           "ensure_router", "friendly_errors", "index_slider", "keep", "page_header", "page_torch_threads",
            "router_run", "settings", "sidebar"]

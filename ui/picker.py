@@ -32,7 +32,7 @@ from llmviz import jobs
 from llmviz.errors import LlmvizError
 from llmviz.snapshots import load_into
 from llmviz.train import ListedCheckpoint, list_checkpoints, load_checkpoint, model_description, model_from_description
-from ui import sections, watch
+from ui import sections, state, watch
 from ui.labels import run_label
 from ui.sources import SOURCES, Entry, ModelView, Source, register_source  # noqa: F401 - public names of ui.picker
 from ui.text import literal_markdown
@@ -42,14 +42,6 @@ DATA = ROOT / "data"
 SHIPPED_GPT = "gpt-python-docs"
 DEFAULT_KEY = f"shipped:{SHIPPED_GPT}"
 
-_SELECTED = "_picker_selected"  # base key of the chosen entry (survives navigation; not a widget key)
-_STEPS = "_picker_steps"  # run_id → chosen step, or None = follow the newest snapshot
-_VERSION = "_picker_version"  # bumped by select() so the widget is drawn anew with the new value
-_NOTICE = "_picker_notice"
-_STEP_WIDGET = "_picker_step_widget"  # the key of the step slider drawn last (older ones are stale)
-_SHOWN_NEWEST = "_picker_shown_newest"  # run_id → the newest step the sidebar slider showed in this script run
-_MOVED = "_picker_step_moved"  # the step slider was moved (its fragment then reruns the page)
-_USED = "_picker_used"  # did this page's last run draw the picked model (current() was asked)?
 
 
 # ---------------------------------------------------------------------------- session and jobs
@@ -204,9 +196,9 @@ class RunSource:
             raise LlmvizError("That run is not one of this browser session's runs.")
         if job.info is None or job.snapshots is None or not job.snapshots.steps():
             raise RunNotReady(f"{job.label} is still preparing (its step 0 does not exist yet).")
-        step, state = job.snapshots.resolve(step)
+        step, weights = job.snapshots.resolve(step)
         kept = job.snapshots.steps()
-        model = _run_model(job.id, step, job.info.description, state)
+        model = _run_model(job.id, step, job.info.description, weights)
         meta = {"train_config": asdict(job.info.config), "model": model_description(model), "step": step,
                 "label": job.label, "snapshot_steps": kept}
         number = next((n for n, mine in enumerate(my_jobs("train"), start=1) if mine.id == job.id), None)
@@ -307,27 +299,27 @@ def select(key: str) -> None:
     parsed = parse_key(key)
     known = {entry.key: entry for entry in entries()}
     if parsed is not None and parsed[0] in known and not known[parsed[0]].available:
-        st.session_state[_SELECTED] = DEFAULT_KEY
+        state.PICKED.set(DEFAULT_KEY)
         _refuse(known[parsed[0]])  # listed but not here (GPT-2 offline): say why, as the entry does
         return
     if parsed is None or parsed[0] not in known:
-        st.session_state[_SELECTED] = DEFAULT_KEY
-        st.session_state[_NOTICE] = ("That model is not available in this browser session (a run lives only in "
+        state.PICKED.set(DEFAULT_KEY)
+        state.PICKER_NOTICE.set("That model is not available in this browser session (a run lives only in "
                                      "the session that trained it), so the shipped GPT is shown.")
     else:
         base, step = parsed
-        st.session_state[_SELECTED] = base
+        state.PICKED.set(base)
         if base.startswith("run:"):
             steps = known[base].steps
-            st.session_state.setdefault(_STEPS, {})[base] = None if step is None or step >= steps[-1] else step
-    st.session_state[_VERSION] = st.session_state.get(_VERSION, 0) + 1
+            state.PICKED_STEPS.setdefault()[base] = None if step is None or step >= steps[-1] else step
+    state.PICKER_VERSION.set(state.PICKER_VERSION.get() + 1)
 
 
 def selected_key() -> str:
     """The key :func:`current` will resolve (base key plus ``@step`` for runs)."""
-    base = st.session_state.get(_SELECTED, DEFAULT_KEY)
+    base = state.PICKED.get(default=DEFAULT_KEY)
     if base.startswith("run:"):
-        step = st.session_state.get(_STEPS, {}).get(base)
+        step = state.PICKED_STEPS.get().get(base)
         return base if step is None else f"{base}@{step}"
     return base
 
@@ -339,10 +331,10 @@ def current(mark: bool = True) -> ModelView:
     taken while the page draws never makes the page disagree with the sidebar.
     """
     if mark:  # this page draws the picked model: following a run redraws it
-        st.session_state[_USED] = True
+        state.MODEL_USED.set(True)
     key = selected_key()
-    if key.startswith("run:") and "@" not in key and key in st.session_state.get(_SHOWN_NEWEST, {}):
-        key = f"{key}@{st.session_state[_SHOWN_NEWEST][key]}"
+    if key.startswith("run:") and "@" not in key and key in state.SHOWN_NEWEST.get():
+        key = f"{key}@{state.SHOWN_NEWEST.get()[key]}"
     try:
         return load(key)
     except RunNotReady as error:  # keep the pick: the run appears as soon as its step 0 exists
@@ -350,8 +342,8 @@ def current(mark: bool = True) -> ModelView:
         return shipped_default()
     except LlmvizError as error:
         if key != DEFAULT_KEY:
-            st.session_state[_SELECTED] = DEFAULT_KEY
-            st.session_state[_VERSION] = st.session_state.get(_VERSION, 0) + 1  # redraw the picker on the default
+            state.PICKED.set(DEFAULT_KEY)
+            state.PICKER_VERSION.set(state.PICKER_VERSION.get() + 1)  # redraw the picker on the default
             if key.startswith("run:"):
                 st.info("The model picked before is gone (a run lives only in its own browser session), so the "
                         "shipped GPT is shown.")
@@ -409,14 +401,14 @@ def before_after(render: Callable[[ModelView, str], None], *, what: str = "this 
 
 def _refuse(entry: Entry) -> None:
     """An entry listed as unavailable was picked: keep the current pick (or the default) and say why."""
-    st.session_state[_NOTICE] = f"{entry.label} is not available here: {entry.note} The shipped GPT stays selected."
-    st.session_state[_VERSION] = st.session_state.get(_VERSION, 0) + 1  # redraw the picker on the kept pick
-    if st.session_state.get(_SELECTED, DEFAULT_KEY) == entry.key:
-        st.session_state[_SELECTED] = DEFAULT_KEY
+    state.PICKER_NOTICE.set(f"{entry.label} is not available here: {entry.note} The shipped GPT stays selected.")
+    state.PICKER_VERSION.set(state.PICKER_VERSION.get() + 1)  # redraw the picker on the kept pick
+    if state.PICKED.get(default=DEFAULT_KEY) == entry.key:
+        state.PICKED.set(DEFAULT_KEY)
 
 
 def _model_widget_key() -> str:
-    return f"picker_model_{st.session_state.get(_VERSION, 0)}"
+    return state.widget("picker_model_", state.PICKER_VERSION.get())
 
 
 def _remember_model(widget_key: str) -> None:
@@ -424,7 +416,7 @@ def _remember_model(widget_key: str) -> None:
         # a picker drawn before select() redrew it: a browser that had not yet seen the new one (a click on
         # the page menu right after Train) sends its old value, which must not undo the new pick
         return
-    key = st.session_state[widget_key]
+    key = state.value(widget_key)
     listed = entries()
     entry = next((e for e in listed if e.key == key), None)
     if entry is None:  # the browser sent a label it saw before (labels can change between runs): map it back
@@ -435,35 +427,35 @@ def _remember_model(widget_key: str) -> None:
     if entry is not None and not entry.available:  # listed so people know it exists; picking it explains why not
         _refuse(entry)
         return
-    st.session_state[_SELECTED] = key
+    state.PICKED.set(key)
 
 
 def _remember_step(widget_key: str, base: str, last: int) -> None:
-    if widget_key != st.session_state.get(_STEP_WIDGET):
+    if widget_key != state.STEP_WIDGET.get():
         return  # an older step slider (the run has grown since): its value is stale
-    value = st.session_state[widget_key]
-    st.session_state.setdefault(_STEPS, {})[base] = None if value >= last else value
-    st.session_state[_MOVED] = True  # the slider's fragment redraws the whole page with this step
+    value = state.value(widget_key)
+    state.PICKED_STEPS.setdefault()[base] = None if value >= last else value
+    state.STEP_MOVED.set(True)  # the slider's fragment redraws the whole page with this step
 
 
 def sidebar() -> None:
     """The picker in the shared sidebar (app.py draws it on every page)."""
-    st.session_state["_llmviz_session_id"] = session_id()  # lets tests find this session's jobs
+    state.SESSION_ID.set(session_id())  # lets tests find this session's jobs
     listed = [entry for entry in entries()]
     by_key = {entry.key: entry for entry in listed}
-    chosen = st.session_state.get(_SELECTED, DEFAULT_KEY)
+    chosen = state.PICKED.get(default=DEFAULT_KEY)
     if chosen in by_key and not by_key[chosen].available:  # set by a link or an old session state
         _refuse(by_key[chosen])
         chosen = DEFAULT_KEY
-    notice = st.session_state.pop(_NOTICE, None)
+    notice = state.PICKER_NOTICE.pop()
     if notice:
         st.info(notice)
     if chosen not in by_key:
         chosen = DEFAULT_KEY if DEFAULT_KEY in by_key else (listed[0].key if listed else DEFAULT_KEY)
-        st.session_state[_SELECTED] = chosen
+        state.PICKED.set(chosen)
     if not listed:
         return
-    version = st.session_state.get(_VERSION, 0)
+    version = state.PICKER_VERSION.get()
     widget_key = _model_widget_key()
     options = list(by_key)
     st.selectbox("Model shown on every page", options, index=options.index(chosen),
@@ -473,10 +465,10 @@ def sidebar() -> None:
     entry = by_key[chosen]
     if entry.note:
         st.caption(entry.note)
-    st.session_state[_USED] = False  # until a page section asks current()
+    state.MODEL_USED.set(False)  # until a page section asks current()
     if entry.steps:
         job = manager().get(session_id(), chosen.split(":", 1)[1])
-        following = job is not None and job.changing and st.session_state.get(_STEPS, {}).get(chosen) is None
+        following = job is not None and job.changing and state.PICKED_STEPS.get().get(chosen) is None
         interval = watch.refresh_seconds(session_id()) if following else None
         st.fragment(_step_slider_timed, run_every=interval)(chosen, version)
 
@@ -497,13 +489,13 @@ def _step_slider(chosen: str, version: int) -> None:
     steps = list(job.snapshots.steps()) if job is not None and job.snapshots is not None else []
     if not steps:
         return
-    stored = st.session_state.get(_STEPS, {}).get(chosen)
+    stored = state.PICKED_STEPS.get().get(chosen)
     value = steps[-1] if stored is None else min(steps, key=lambda s: (abs(s - stored), s))
-    step_key = f"picker_step_{chosen}_{version}_{len(steps)}_{steps[-1]}"
-    shown = st.session_state.setdefault(_SHOWN_NEWEST, {})
+    step_key = state.widget("picker_step_", chosen, version, len(steps), steps[-1])
+    shown = state.SHOWN_NEWEST.setdefault()
     page_step = shown.get(chosen)
     shown[chosen] = steps[-1]
-    st.session_state[_STEP_WIDGET] = step_key
+    state.STEP_WIDGET.set(step_key)
     if len(steps) > 1:
         st.select_slider("Step (snapshot of the run)", steps, value=value, key=step_key,
                          on_change=_remember_step, args=(step_key, chosen, steps[-1]),
@@ -511,10 +503,10 @@ def _step_slider(chosen: str, version: int) -> None:
                               "step. The last position follows the run while it trains.")
     else:
         st.caption("Step 0 (the run has just started).")
-    if st.session_state.pop(_MOVED, False) or (
-            stored is None and page_step is not None and page_step != steps[-1] and st.session_state.get(_USED)):
+    if state.STEP_MOVED.pop(default=False) or (
+            stored is None and page_step is not None and page_step != steps[-1] and state.MODEL_USED.get()):
         # the student moved the slider, or the followed run has a newer snapshot than the page shows
-        st.session_state[FOLLOW] = stored is None
+        state.FOLLOWING.set(stored is None)
         st.rerun(scope="app")
 
 
@@ -523,7 +515,6 @@ def status_line(job: jobs.Job) -> str:
     return f"{job.label}: {status.describe()}"
 
 
-FOLLOW = "_picker_follow_rerun"  # set when the page reruns to show a newer snapshot (app.py times that rerun)
 
 
 def _jobs_panel_body(in_fragment: bool = False) -> None:
@@ -536,12 +527,12 @@ def _jobs_panel_body(in_fragment: bool = False) -> None:
         if not status.done:
             active.append(job)
             st.progress(status.fraction, text=f"{literal_markdown(job.label)}: {status.describe()}")
-    finished = st.session_state.setdefault("_picker_active_jobs", set())
+    finished = state.ACTIVE_JOBS.setdefault()
     now_active = {job.id for job in active}
     if in_fragment and finished - now_active:  # a run ended since the last look: redraw the page so its last step is pickable
-        st.session_state["_picker_active_jobs"] = now_active
+        state.ACTIVE_JOBS.set(now_active)
         st.rerun(scope="app")
-    st.session_state["_picker_active_jobs"] = now_active
+    state.ACTIVE_JOBS.set(now_active)
 
 
 def _jobs_panel_timed() -> None:

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui import state
 from ui.internals import PRESENTER_CSS, PRESENTER_SCRIPT
 
-_STATE = "present_mode"
+_STATE = state.widget("present_mode")
 
 
 def requested() -> bool:
@@ -33,14 +34,13 @@ def requested() -> bool:
 
 def enabled() -> bool:
     """Is presenter mode on for this session (switch or address)?"""
-    state = st.session_state
-    if _STATE not in state:
+    if not state.has_value(_STATE):
         return requested()
-    return bool(state[_STATE])
+    return bool(state.value(_STATE))
 
 
 def _sync_url() -> None:
-    if st.session_state.get(_STATE):
+    if state.value(_STATE):
         st.query_params["present"] = "1"
     else:
         st.query_params.pop("present", None)
@@ -48,8 +48,8 @@ def _sync_url() -> None:
 
 def switch() -> bool:
     """The sidebar switch; returns whether presenter mode is on."""
-    if _STATE not in st.session_state:
-        st.session_state[_STATE] = requested()
+    if not state.has_value(_STATE):
+        state.set_value(_STATE, requested())
     on = st.toggle("Presenter mode", key=_STATE, on_change=_sync_url,
                    help="For a projector: bigger type and charts, one section at a time (Next / Back, or the "
                         "arrow keys), the explanations one step at a time. The address gets ?present=1.")

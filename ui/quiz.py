@@ -13,21 +13,20 @@ import streamlit as st
 
 from llmviz.errors import LlmvizError
 from llmviz.quiz import Question, markdown_literal
-
-_ANSWERS = "quiz_answers"  # question key → (page, chosen option index, correct?)
+from ui import state
 
 
 def score() -> tuple[int, int]:
     """(right, answered) over the whole session."""
-    answers = st.session_state.get(_ANSWERS, {})
+    answers = state.QUIZ_ANSWERS.get()
     return sum(1 for _, _, right in answers.values() if right), len(answers)
 
 
 def _reveal(question: Question, page: str, widget_key: str) -> None:
-    choice = st.session_state.get(widget_key)
+    choice = state.value(widget_key)
     if choice is None:
         return
-    answers = st.session_state.setdefault(_ANSWERS, {})
+    answers = state.QUIZ_ANSWERS.setdefault()
     if question.key not in answers:  # the first answer counts
         index = question.options.index(choice)
         answers[question.key] = (page, index, question.check(index))
@@ -35,15 +34,15 @@ def _reveal(question: Question, page: str, widget_key: str) -> None:
 
 def ask(question: Question, page: str, number: int) -> None:
     """One question: options, a Reveal button, then the verdict and the computation."""
-    answers = st.session_state.get(_ANSWERS, {})
-    widget_key = f"quiz_{page}_{question.key}"
+    answers = state.QUIZ_ANSWERS.get()
+    widget_key = state.widget("quiz_", page, question.key)
     with st.container(border=True):
         st.markdown(f"**Q{number}.** {question.prompt}")
         revealed = question.key in answers
         choice = st.radio("Your prediction", question.options, index=None, key=widget_key, horizontal=True,
                           disabled=revealed, label_visibility="collapsed", format_func=markdown_literal)
         if not revealed:
-            st.button("Reveal", key=f"{widget_key}_reveal", disabled=choice is None,
+            st.button("Reveal", key=state.widget("quiz_reveal_", page, question.key), disabled=choice is None,
                       on_click=_reveal, args=(question, page, widget_key),
                       help="Commit to a guess first: the first answer counts for your score.")
             return
@@ -65,14 +64,14 @@ def section(page: str, build: Callable[[], list[Question]], title: str = "Predic
     such as two short training runs, costs nothing until then); an LlmvizError becomes a notice.
     """
     right, answered = score()
-    with st.expander(f"{title}: guess before you look", expanded=bool(st.session_state.get(f"quiz_open_{page}")),
+    with st.expander(f"{title}: guess before you look", expanded=bool(state.QUIZ_OPEN.get(page)),
                      icon=":material/quiz:"):
         st.caption("Each answer is computed from the model and your own settings, right now — never written "
                    "down in advance. The first answer you reveal counts. "
                    + (f"Your score this session: **{right} of {answered}**." if answered else ""))
-        if not st.session_state.get(f"quiz_open_{page}"):
-            st.button("Ask me", key=f"quiz_open_button_{page}", type="primary",
-                      on_click=lambda: st.session_state.update({f"quiz_open_{page}": True}))
+        if not state.QUIZ_OPEN.get(page):
+            st.button("Ask me", key=state.widget("quiz_open_button_", page), type="primary",
+                      on_click=lambda: state.QUIZ_OPEN.set(True, page))
             return
         from ui import friendly_errors  # any other error: a message in the expander, never a traceback
 
@@ -82,7 +81,7 @@ def section(page: str, build: Callable[[], list[Question]], title: str = "Predic
                 questions = build()
             except QuizPending as pending:
                 st.progress(pending.fraction, text=str(pending))
-                st.button("Show the questions", key=f"quiz_pending_{page}",
+                st.button("Show the questions", key=state.widget("quiz_pending_", page),
                           help="The runs train in the background; this looks again.")
             except LlmvizError as error:
                 st.info(str(error))
@@ -115,7 +114,7 @@ def short_run_losses(text: str, model: str, optimizer: str, lr: float, seed: int
     if setting in _RESULTS:
         return _RESULTS[setting]
     owner, manager = picker.session_id(), picker.manager()
-    jobs = st.session_state.setdefault("_quiz_jobs", {})
+    jobs = state.QUIZ_JOBS.setdefault()
     job = manager.get(owner, jobs.get(setting, ""))
     if job is None:
         job = manager.submit_task(owner, functools.partial(learning_rate_pair, text=text[:100_000], model=model,

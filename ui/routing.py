@@ -9,23 +9,20 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import internals
+from ui import internals, state
 from ui.stages import ROOT
-
-_ROUTER_KEY = "_llmviz_router_running"
 
 
 @contextlib.contextmanager
 def router_run():
     """Marks a run that went through app.py (see :func:`ensure_router`)."""
-    st.session_state[_ROUTER_KEY] = True
+    state.ROUTER_RUNNING.set(True)
     try:
         yield
     finally:
-        st.session_state.pop(_ROUTER_KEY, None)
+        state.ROUTER_RUNNING.pop()
 
 
-_ROUTER_RETRY_KEY = "_llmviz_router_retried"
 RUN_APP_MESSAGE = ("This page is one stage of llmviz and needs the app around it (the shared sidebar and "
                    "navigation). Start the app with `streamlit run app.py` and open this page from its menu.")
 
@@ -48,14 +45,14 @@ def ensure_router() -> None:
     A page file started on its own (``streamlit run pages/home.py``) has no app.py to run
     through: it says so and stops instead of rerunning forever.
     """
-    if st.session_state.get(_ROUTER_KEY):
-        st.session_state.pop(_ROUTER_RETRY_KEY, None)
+    if state.ROUTER_RUNNING.get():
+        state.ROUTER_RETRIED.pop()
         return
-    if _main_script_is_a_page() or st.session_state.get(_ROUTER_RETRY_KEY):
-        st.session_state.pop(_ROUTER_RETRY_KEY, None)
+    if _main_script_is_a_page() or state.ROUTER_RETRIED.get():
+        state.ROUTER_RETRIED.pop()
         st.info(RUN_APP_MESSAGE)
         st.stop()
-    st.session_state[_ROUTER_RETRY_KEY] = True
+    state.ROUTER_RETRIED.set(True)
     internals.route_pages_through_navigation()
     st.rerun()
 

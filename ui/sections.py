@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from ui import state
 from ui.errors import friendly_errors
 
 _LOCK = threading.Lock()
@@ -88,8 +89,8 @@ def lazy(label: str, key: str, *, expanded: bool = False, help_text: str | None 
 
     Most students never open the secondary parts of a page (a comparison, a second model, a grid of every
     head); drawn inside a lazy expander they cost nothing until opened. Opening it reruns its section (or the
-    page, outside a section); ``st.session_state["lazy_" + key]`` holds whether it is open (tests set it)."""
-    box = st.expander(label, expanded=expanded, key=f"lazy_{key}", on_change="rerun")
+    page, outside a section); the widget ``lazy_<key>`` holds whether it is open (tests set it)."""
+    box = st.expander(label, expanded=expanded, key=state.widget("lazy_", key), on_change="rerun")
     if box.open:
         if help_text:
             box.caption(help_text)

@@ -28,7 +28,7 @@ import urllib.parse
 
 import streamlit as st
 
-from ui import internals
+from ui import internals, state
 
 #: Every URL parameter llmviz reads: its kind (number, text, option, options, flag) and what it sets. Names are unique across pages, because the
 #: widget key is the parameter name and Streamlit's session state is shared by all pages.
@@ -83,6 +83,7 @@ PARAMS: dict[str, tuple[str, str]] = {
     "lora_rank": ("number", "Adapt & serve: the LoRA rank"),
     "quant_bits": ("number", "Adapt & serve: bits per quantized weight"),
 }
+state.register_link_widgets(set(PARAMS))  # a bound widget's key is its parameter's name
 
 #: Parameters that are not widget bindings (read by llmviz itself).
 _SPECIAL = {"model", "present"}
@@ -94,10 +95,6 @@ MAX_TEXT = 2_000  #: characters a text parameter may carry (longer text is short
 #: an address stays far below the 64 KB a server (Tornado) or the 8 KB a proxy accepts, so every link opens
 MAX_TEXT_BYTES = 6_000
 
-_CUT = "_share_cut"  # parameter → (characters the link carries, characters of the text)
-_INITIAL = "_share_initial"
-_CHECKED = "_share_checked"
-_NOTICES = "_share_notices"
 
 
 def bind(name: str) -> dict:
@@ -152,9 +149,8 @@ def _set_in_link(name: str, value: str) -> None:
 def _cap_in_link(name: str) -> None:
     """After a text widget changed: the address carries only :func:`link_text` of it (a 1 MB paste was written
     into the address in full, and a reload or the copied link was refused with HTTP 400)."""
-    state = st.session_state
-    text = state.get(name)
-    cut = state.setdefault(_CUT, {})
+    text = state.value(name)
+    cut = state.LINK_CUT.setdefault()
     if not isinstance(text, str) or link_text(text) == text:
         cut.pop(name, None)
         return
@@ -165,9 +161,9 @@ def _cap_in_link(name: str) -> None:
 
 def carried_note(name: str, where=None) -> None:
     """Under a text widget: a caption when the link to this view carries only the start of the text."""
-    if name not in st.session_state.get(_CUT, {}):
+    if name not in state.LINK_CUT.get():
         _cap_in_link(name)  # a text that came from elsewhere (an example, a link) is checked too
-    cut = st.session_state.get(_CUT, {}).get(name)
+    cut = state.LINK_CUT.get().get(name)
     if cut is not None:
         (where or st).caption(f"The link to this view carries the first {cut[0]:,} of these {cut[1]:,} characters "
                               "(an address cannot hold more); the page itself uses all of them.")
@@ -313,11 +309,10 @@ def clean(name: str, values: list[str]) -> tuple[list[str] | None, str | None]:
 
 def begin() -> None:
     """First thing in app.py: check the link's parameters and remember them before any widget reads them."""
-    state = st.session_state
-    if _INITIAL in state:
+    if state.LINK_INITIAL.present():
         return
     initial = _snapshot()
-    state[_INITIAL] = initial
+    state.LINK_INITIAL.set(initial)
     for name, values in initial.items():
         if name not in PARAMS or name in _SPECIAL:
             continue
@@ -345,7 +340,6 @@ def links():
     """Around a page's run (app.py): the copy-link button above the page, notices about the link."""
     from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
-    state = st.session_state
     begin()
     top = st.container()
     with top:
@@ -359,12 +353,12 @@ def links():
         finished = True  # st.stop() ends a page normally
         raise
     finally:
-        if finished and not state.get(_CHECKED):
-            state[_CHECKED] = True
-            initial = state[_INITIAL]
-            values = {name: state[name] for name in initial if name in PARAMS and name in state}
+        if finished and not state.LINK_CHECKED.get():
+            state.LINK_CHECKED.set(True)
+            initial = state.LINK_INITIAL.get()
+            values = {name: state.value(name) for name in initial if name in PARAMS and state.has_value(name)}
             labels = {name: _as_in_link(name, value) for name, value in values.items()}
-            notices = list(state.pop(_NOTICES, [])) + link_notices(initial, _snapshot(), values, labels)
+            notices = list(state.LINK_NOTICES.pop(default=[])) + link_notices(initial, _snapshot(), values, labels)
             for name in initial:
                 if name not in PARAMS and name not in _STREAMLIT:
                     with contextlib.suppress(Exception):
@@ -401,7 +395,7 @@ def _escape_markdown(text: str) -> str:
 
 def notice(text: str) -> None:
     """Add a notice to the link check (for settings read outside widgets, e.g. the model)."""
-    st.session_state.setdefault(_NOTICES, []).append(text)
+    state.LINK_NOTICES.setdefault().append(text)
 
 
 # ------------------------------------------------------------------ the model in the URL
@@ -415,10 +409,9 @@ def _picker():
 
 def restore_model() -> None:
     """Before the sidebar draws the picker: select the model named by ``?model=`` (once per session)."""
-    state = st.session_state
-    if state.get("_share_model_restored"):
+    if state.LINK_MODEL_APPLIED.get():
         return
-    state["_share_model_restored"] = True
+    state.LINK_MODEL_APPLIED.set(True)
     wanted = st.query_params.get("model")
     picker = _picker()
     if not wanted or picker is None:

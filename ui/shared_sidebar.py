@@ -10,10 +10,9 @@ import streamlit as st
 from llmviz import corpus
 from llmviz.device import available_devices, fresh_seed, pick_device
 from llmviz.errors import LlmvizError
-from ui import present, share
+from ui import present, share, state
 from ui.routing import ensure_router
 from ui.text import literal_markdown
-from ui.widgets import keep_widget_values
 
 
 @dataclass(frozen=True)
@@ -38,7 +37,7 @@ def sidebar() -> Settings:
     """The sidebar every page shares: the model picker, then corpus, seed and device."""
     from ui import picker
 
-    keep_widget_values()
+    state.keep_kept_values()
     with st.sidebar:
         present.switch()
         st.markdown("### Model")
@@ -54,16 +53,16 @@ def sidebar() -> Settings:
             entry = corpus.info(choice)
             if entry.downloadable and not corpus.is_cached(choice):
                 st.caption(f"{entry.title} is downloaded once from {entry.source}.")
-                if st.session_state.get("cancel_download"):
+                if state.value(state.widget("cancel_download")):
                     st.info("Download cancelled: nothing was saved.")
-                if st.button("Download it now", key="download_corpus"):
+                if st.button("Download it now", key=state.widget("download_corpus")):
                     _download_with_progress(choice)
         seed = int(st.number_input("Random seed", min_value=0, max_value=2**31 - 1, value=1337, step=1,
                                 **share.bind("seed")))
         deterministic = st.toggle(
             "Deterministic pages",
             value=True,
-            key="deterministic",
+            key=state.widget("deterministic"),
             help="On: every random step (sampling, training, word2vec) starts from the seed above, so "
             "pressing a button twice gives the same result. Off: fresh randomness every time.",
         )
@@ -71,7 +70,7 @@ def sidebar() -> Settings:
         device_choice = st.selectbox(
             "Device",
             devices,
-            key="device",
+            key=state.widget("device"),
             format_func=lambda d: f"auto ({pick_device()})" if d == "auto" else d,
             help="CUDA or Apple MPS when present, else CPU.",
         )
@@ -81,12 +80,11 @@ def sidebar() -> Settings:
 def settings() -> Settings:
     """The sidebar's current values (for pages, after app.py drew the sidebar)."""
     ensure_router()
-    state = st.session_state
     return Settings(
-        corpus=state.get("corpus", "python-docs"),
-        seed=int(state.get("seed", 1337)),
-        deterministic=bool(state.get("deterministic", True)),
-        device=pick_device(state.get("device", "auto")),
+        corpus=state.value("corpus", "python-docs"),
+        seed=int(state.value("seed", 1337)),
+        deterministic=bool(state.value(state.widget("deterministic"), True)),
+        device=pick_device(state.value(state.widget("device"), "auto")),
     )
 
 
@@ -95,7 +93,7 @@ def _download_with_progress(name: str) -> None:
     download at its next progress update; nothing is saved)."""
     entry = corpus.info(name)
     bar = st.progress(0.0, text=f"Downloading {entry.title}…")
-    st.button("Cancel", key="cancel_download", help="Stop the download; nothing is saved.")
+    st.button("Cancel", key=state.widget("cancel_download"), help="Stop the download; nothing is saved.")
 
     def report(received: int, total: int | None) -> None:
         share = min(1.0, received / total) if total else 0.0
@@ -113,14 +111,14 @@ def _download_with_progress(name: str) -> None:
 
 def _forget_removed_upload() -> None:
     """The × on the uploader removes the file: stop using it (a page change keeps it, as it calls nothing)."""
-    if st.session_state.get("corpus_upload") is None:
-        st.session_state.pop("uploaded_corpus", None)
+    if state.value(state.widget("corpus_upload")) is None:
+        state.UPLOADED_CORPUS.pop()
 
 
 def _upload_widget() -> None:
     limit_mb = corpus.MAX_UPLOAD_BYTES // 2**20
     uploaded = st.file_uploader(
-        f"A UTF-8 text file (at most {limit_mb} MB)", type=None, key="corpus_upload", on_change=_forget_removed_upload
+        f"A UTF-8 text file (at most {limit_mb} MB)", type=None, key=state.widget("corpus_upload"), on_change=_forget_removed_upload
     )
     if uploaded is not None:
         try:
@@ -128,9 +126,9 @@ def _upload_widget() -> None:
         except LlmvizError as error:
             st.error(literal_markdown(str(error)))  # the message quotes the file's name
         else:
-            st.session_state["uploaded_corpus"] = (uploaded.name, text)
-    if "uploaded_corpus" in st.session_state:
-        name, text = st.session_state["uploaded_corpus"]
+            state.UPLOADED_CORPUS.set((uploaded.name, text))
+    if state.UPLOADED_CORPUS.present():
+        name, text = state.UPLOADED_CORPUS.get()
         st.caption(f"Using **{literal_markdown(name)}**: {len(text):,} characters.")
 
 
@@ -146,10 +144,10 @@ def corpus_text(name: str | None = None) -> tuple[str, str] | None:
     into Markdown (st.markdown, st.caption, st.info, a widget's label), and nowhere else (options, tables, URLs)."""
     name = name or settings().corpus
     if name == UPLOAD:
-        if "uploaded_corpus" not in st.session_state:
+        if not state.UPLOADED_CORPUS.present():
             st.info("Upload a text file in the sidebar, or pick a built-in corpus.")
             return None
-        name, text = st.session_state["uploaded_corpus"]
+        name, text = state.UPLOADED_CORPUS.get()
         return name, text  # the file's name as it is: a page escapes it where it renders Markdown
     try:
         return corpus.info(name).title, _load_registered(name)

@@ -19,7 +19,7 @@ import streamlit as st
 
 from llmviz import jobs
 from llmviz.train import smooth
-from ui import KEEP, charts, picker, sections, watch  # noqa: F401 - KEEP: widget keys that survive navigation
+from ui import charts, picker, sections, state, watch
 from ui.errors import friendly_errors
 from ui.text import literal_markdown
 
@@ -112,22 +112,22 @@ def vocab_of(job: jobs.Job) -> int:
     return job.info.vocab_size if job.info is not None else 0
 
 
-def controls(job: jobs.Job, status: jobs.JobStatus, key: str) -> None:
-    """Pause / Resume / Stop buttons for a job that has not ended."""
+def controls(job: jobs.Job, status: jobs.JobStatus, where: str) -> None:
+    """Pause / Resume / Stop buttons for a job that has not ended (``where``: the part of the page, for their keys)."""
     if status.done:
         return
     c1, c2, _ = st.columns([1, 1, 4])
     if job.paused:
-        if c1.button("Resume", key=f"{key}_resume_{job.id}"):
+        if c1.button("Resume", key=state.widget("run_resume_", where, job.id)):
             job.resume()
-    elif c1.button("Pause", key=f"{key}_pause_{job.id}", help="Training waits after this step; nothing is lost."):
+    elif c1.button("Pause", key=state.widget("run_pause_", where, job.id), help="Training waits after this step; nothing is lost."):
         job.pause()
-    if c2.button("Stop", key=f"{key}_stop_{job.id}",
+    if c2.button("Stop", key=state.widget("run_stop_", where, job.id),
                  help="Stops at the end of the current step; the run so far is kept."):
         job.stop()
 
 
-def draw_run(job: jobs.Job, key: str = "live") -> None:
+def draw_run(job: jobs.Job, where: str = "live") -> None:
     """Progress, controls, loss curve and newest sample of one run (inside a fragment)."""
     status = job.status()
     if status.done:
@@ -135,12 +135,12 @@ def draw_run(job: jobs.Job, key: str = "live") -> None:
         st.markdown(f"**{literal_markdown(job.label)}** · {status.describe()}")
     else:
         st.progress(status.fraction, text=f"**{literal_markdown(job.label)}** · {status.describe()}")
-    controls(job, status, key)
+    controls(job, status, where)
     if status.error:
         st.error(status.error)
     if status.metrics and not status.done:
         charts.show(loss_figure([(job.label, status, vocab_of(job))]), width="stretch",
-                        key=f"{key}_chart_{job.id}")
+                        key=state.widget("run_chart_", where, job.id))
     if status.samples:
         step, text = status.samples[-1]
         st.code(f"step {step}:\n{text}", language=None, wrap_lines=True)
@@ -175,25 +175,25 @@ def live(draw, *, active: Callable[[], bool], seconds: float | None = None, name
     st.fragment(sections.timed(name, draw_then_follow), run_every=interval if started else None)()
 
 
-def follow_task(job_key: str, *, describe: Callable[[jobs.JobStatus], str], name: str) -> jobs.Job | None:
-    """A page's task job (BPE, word2vec, …) whose id is in ``st.session_state[job_key]["id"]``: while it runs,
+def follow_task(job_slot: state.Slot, *, describe: Callable[[jobs.JobStatus], str], name: str) -> jobs.Job | None:
+    """A page's task job (BPE, word2vec, …) whose id is in ``job_slot.get()["id"]``: while it runs,
     draw its progress (``describe(status)``) and a Stop button, live; once it has ended, forget it and return it,
     so the page can take :attr:`~llmviz.jobs.Job.result` (what was made, also when stopped)."""
-    spec = st.session_state.get(job_key)
+    spec = job_slot.get()
     if not spec:
         return None
     job = picker.manager().get(picker.session_id(), spec["id"])
     if job is None:  # forgotten (the session's jobs were cleared)
-        st.session_state.pop(job_key, None)
+        job_slot.pop()
         return None
     if job.status().done:
-        st.session_state.pop(job_key, None)
+        job_slot.pop()
         return job
 
     def draw() -> None:
         status = job.status()
         st.progress(status.fraction, text=describe(status))
-        if not status.done and st.button("Stop", key=f"{name}_stop_{job.id}",
+        if not status.done and st.button("Stop", key=state.widget("run_stop_", name, job.id),
                                          help="Stops after this step and keeps what was learned so far."):
             job.stop()
 

@@ -4,26 +4,17 @@ from __future__ import annotations
 
 import streamlit as st
 
-KEEP = "keep_"
-
-
-def keep_widget_values() -> None:
-    """Widgets whose key starts with ``keep_`` keep their value when the student visits another page.
-
-    Streamlit forgets a widget's value in any run that does not draw it; writing the value back in
-    every run (app.py calls this before any page draws) keeps it.
-    """
-    for key in [k for k in st.session_state if isinstance(k, str) and k.startswith(KEEP)]:
-        st.session_state[key] = st.session_state[key]
+from ui import state
 
 
 def keep(name: str, **default) -> dict:
-    """Widget arguments for a value that survives navigation: ``st.slider(..., **ui.keep("steps", value=300))``.
+    """Widget arguments for a value that survives navigation: ``st.slider(..., **ui.keep("vocab", value=512))``
+    (``name`` declared in :data:`ui.state.KEPT`).
 
     The default is passed only the first time (Streamlit warns when a widget gets both a default and a
     value kept in session state)."""
-    key = KEEP + name
-    return {"key": key} if key in st.session_state else {"key": key, **default}
+    key = state.kept(name)
+    return {"key": key} if state.has_value(key) else {"key": key, **default}
 
 
 def page_header(title: str, caption: str) -> None:

@@ -1,0 +1,344 @@
+"""Every name the app keeps in a browser session's ``st.session_state``, declared once.
+
+Streamlit keeps one dictionary per browser session, shared by all pages. The app puts two kinds of names in it,
+and this module declares both, the way :data:`ui.share.PARAMS` declares the link's parameters:
+
+- **slots** — values the app writes itself (the picked model, a trained BPE tokenizer, quiz answers …): each a
+  :class:`Slot` with its type, its default and what it is for, read and written only through it::
+
+      state.TRAINING_FOCUS.set(job.id)
+      focus = state.TRAINING_FOCUS.get()          # None until set (or the slot's default)
+      state.QUIZ_OPEN.set(True, "attention")      # a family: one entry per page, "quiz_open_attention"
+
+- **widget keys** — the ``key=`` of every widget and chart, in :data:`WIDGETS` (name → what it is), used as
+  ``key=state.widget("lora_alpha")``; a family (a name ending in ``_``) takes the parts that make it unique:
+  ``state.widget("edit_", name)`` → ``"edit_<name>"``. A widget's value is read with :func:`value`. Widgets
+  bound to the link (``**share.bind("layer")``: the key is the parameter's name) are declared in
+  :data:`ui.share.PARAMS`, and the values that survive navigation (``**ui.keep("vocab")``: key ``keep_vocab``)
+  in :data:`KEPT`.
+
+``tests/test_code_health.py`` reads every file of the app: a ``st.session_state`` access outside this module
+and :mod:`ui.share`, a literal ``key=``, an undeclared name or a declaration nobody uses fails it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One value the app keeps in a browser session: its name, what it holds, its default, what it is for.
+
+    ``family``: the name is a prefix, and each entry adds a suffix (one per page, model or job)."""
+
+    name: str
+    holds: type | tuple[type, ...]
+    doc: str
+    default: Callable[[], Any] | None = None  # a factory (dict, list, …): a fresh value for every session
+    family: bool = False
+
+    def key(self, suffix: object = "") -> str:
+        if self.family == (suffix == ""):
+            raise KeyError(f"{self.name!r} {'needs' if self.family else 'takes no'} suffix")
+        return f"{self.name}{suffix}"
+
+    def get(self, suffix: object = "", default: Any = _MISSING) -> Any:
+        """The value, else ``default``, else the slot's default (None when it has none)."""
+        found = st.session_state.get(self.key(suffix), _MISSING)
+        if found is not _MISSING:
+            return found
+        if default is not _MISSING:
+            return default
+        return self.default() if self.default is not None else None
+
+    def set(self, value: Any, suffix: object = "") -> None:
+        if not isinstance(value, self.holds):
+            raise TypeError(f"session state {self.key(suffix)!r} holds {self.holds}, not {type(value).__name__}")
+        st.session_state[self.key(suffix)] = value
+
+    def setdefault(self, suffix: object = "") -> Any:
+        """The value, first set to the slot's default when absent (so that changing it in place is kept)."""
+        key = self.key(suffix)
+        if key not in st.session_state:
+            if self.default is None:
+                raise KeyError(f"{self.name!r} has no default to set")
+            st.session_state[key] = self.default()
+        return st.session_state[key]
+
+    def pop(self, suffix: object = "", default: Any = None) -> Any:
+        return st.session_state.pop(self.key(suffix), default)
+
+    def present(self, suffix: object = "") -> bool:
+        return self.key(suffix) in st.session_state
+
+
+# ---------------------------------------------------------------------------- slots
+# the picked model (ui.picker)
+PICKED = Slot("_picker_selected", str, "the picked model's base key (no @step); tests set it to pick a model")
+PICKED_STEPS = Slot("_picker_steps", dict, "run key → the step picked on its slider, or None: follow the newest "
+                    "snapshot", default=dict)
+PICKER_VERSION = Slot("_picker_version", int, "bumped when the app changes the pick: the picker is drawn anew",
+                      default=int)
+PICKER_NOTICE = Slot("_picker_notice", str, "why a pick was refused, shown once by the sidebar's next run")
+STEP_WIDGET = Slot("_picker_step_widget", str, "the key of the step slider drawn last (older ones are stale)")
+SHOWN_NEWEST = Slot("_picker_shown_newest", dict, "run key → the newest step the sidebar's slider showed",
+                    default=dict)
+STEP_MOVED = Slot("_picker_step_moved", bool, "the step slider was moved: its fragment reruns the page")
+MODEL_USED = Slot("_picker_used", bool, "did this page's last run draw the picked model (current() was asked)?")
+FOLLOWING = Slot("_picker_follow_rerun", bool, "this run redraws the page at a run's newer snapshot (app.py times "
+                 "it apart)")
+ACTIVE_JOBS = Slot("_picker_active_jobs", set, "ids of this session's jobs that were running at the sidebar's "
+                   "last look (the page is redrawn when one ends)", default=set)
+SESSION_ID = Slot("_llmviz_session_id", str, "this browser session's id, written for tests to find its jobs")
+# the link (ui.share)
+LINK_CUT = Slot("_share_cut", dict, "link parameter → (characters the link carries, characters of the text)",
+                default=dict)
+LINK_INITIAL = Slot("_share_initial", dict, "the link's parameters as the session first opened it")
+LINK_CHECKED = Slot("_share_checked", bool, "the link's parameters were checked against what the page shows")
+LINK_NOTICES = Slot("_share_notices", list, "notices about the link, shown by the page", default=list)
+LINK_MODEL_APPLIED = Slot("_share_model_restored", bool, "the link's model= was given to the picker")
+# navigation (ui.routing)
+ROUTER_RUNNING = Slot("_llmviz_router_running", bool, "app.py's router is drawing this run")
+ROUTER_RETRIED = Slot("_llmviz_router_retried", bool, "a page opened without the router was sent through it once")
+# questions (ui.quiz)
+QUIZ_ANSWERS = Slot("quiz_answers", dict, "question key → (page, chosen option index, correct?)", default=dict)
+QUIZ_OPEN = Slot("quiz_open_", bool, "page → its questions were opened", family=True)
+QUIZ_JOBS = Slot("_quiz_jobs", dict, "setting → the id of the job computing that question's answer", default=dict)
+# the sidebar
+UPLOADED_CORPUS = Slot("uploaded_corpus", tuple, "(file name, text) of the corpus this session uploaded")
+# Tokens
+BPE_JOB = Slot("bpe_job", dict, "the BPE training job of the Tokens page: id, pattern, vocabulary size, corpus")
+BPE_TOKENIZER = Slot("bpe_tokenizer", object, "the BPE tokenizer trained on the Tokens page")
+BPE_ORIGIN = Slot("bpe_origin", dict, "what that tokenizer was trained with (pattern, vocabulary size, corpus)",
+                  default=dict)
+# Embeddings
+W2V_JOB = Slot("w2v_job", dict, "the word2vec training job of the Embeddings page: id, corpus, steps")
+W2V = Slot("w2v", tuple, "(corpus, the trained word2vec state)")
+W2V_STEPS = Slot("w2v_steps", int, "the steps the word2vec run was asked for")
+# Inside the model
+INDUCTION_JOB = Slot("inside_induction_job", str, "the id of the induction-head run")
+# Loss & training
+TRAINING_FOCUS = Slot("training_focus", (str, type(None)), "the id of the run the Training page shows first")
+DECODER_JOB = Slot("decoder_job", str, "the id of the encoder–decoder run")
+# Sampling
+GENERATED = Slot("generated", tuple, "(model key, the generated tokens' records, the prompt as kept)")
+BEAM = Slot("beam", tuple, "(model key, the beam search's result, the prompt's ids)")
+THREE = Slot("three", tuple, "(model key, the texts at three temperatures)")
+KV_COMPARISON = Slot("kv", tuple, "(model key, generation timed with and without the KV cache)")
+STEP_MODE = Slot("step_mode_", dict, "model key → step mode's {sequence, prompt, seed}", family=True)
+# Adapt & serve
+TASK_PROMPTED = Slot("task_prompted", bool, "zero- and few-shot accuracy were asked for")
+MEMORY_MEASURED = Slot("memory_done", bool, "the four-way memory measurement was asked for")
+BATCHING_SERVED = Slot("batch_done_", bool, "model key → static vs continuous batching was run", family=True)
+
+
+def slots() -> Iterator[Slot]:
+    """Every declared slot."""
+    return (value for value in globals().values() if isinstance(value, Slot))
+
+
+# ---------------------------------------------------------------------------- widget keys
+#: Every widget's and chart's key (link-bound widgets excepted: ui.share.PARAMS). A name ending in "_" is a family.
+WIDGETS: dict[str, str] = {
+    # the sidebar
+    "deterministic": "Sidebar: deterministic pages",
+    "device": "Sidebar: the device models run on",
+    "corpus_upload": "Sidebar: the uploaded corpus file",
+    "download_corpus": "Sidebar: download the chosen corpus now",
+    "cancel_download": "Sidebar: cancel the download",
+    "present_mode": "Sidebar: presenter mode",
+    "picker_model_": "Sidebar: the model picker (its version: drawn anew when the app changes the pick)",
+    "picker_step_": "Sidebar: the picked run's step slider (run, version, snapshots)",
+    "lazy_": "Any page: an expander whose content runs only while it is open (ui.sections.lazy)",
+    "quiz_": "Any page: a question's options (page, question)",
+    "quiz_reveal_": "Any page: a question's Reveal button (page, question)",
+    "quiz_open_button_": "Any page: Ask me (page)",
+    "quiz_pending_": "Any page: Show the questions, once their answers are computed (page)",
+    "run_pause_": "A run's Pause button (where, run)",
+    "run_resume_": "A run's Resume button (where, run)",
+    "run_stop_": "A run's or a task's Stop button (where, run)",
+    "run_chart_": "A run's loss chart (where, run)",
+    # Tokens
+    "tok_show_ids": "Tokens: show the ids under the tokens",
+    "train_bpe": "Tokens: Train BPE",
+    "tok_allow_special": "Tokens: let the text name special tokens",
+    # Embeddings
+    "vec_": "Embeddings: a vector typed for the cosine example (name)",
+    "nn_": "Embeddings: the nearest-neighbour table (column)",
+    "gpt_nn": "Embeddings: the word whose neighbours the GPT's embeddings show",
+    "w2v_nn": "Embeddings: the word whose neighbours word2vec shows",
+    "train_w2v": "Embeddings: Train word2vec",
+    # Model
+    "tie_": "Model: tie the input and output embeddings (preset)",
+    "ln_layer": "Model: the block of the LayerNorm view",
+    "norms_layer": "Model: the block of the RMSNorm vs LayerNorm view",
+    "swiglu_layer": "Model: the block of the SwiGLU view",
+    "swiglu_token": "Model: the token of the SwiGLU view",
+    "router_layer": "Model: the block of the mixture-of-experts router",
+    "mlp_layer": "Model: the block of the MLP view",
+    # Attention
+    "edit_": "Attention: an editable matrix of the worked example (name)",
+    "attention_steps_": "Attention: the step-by-step tables (heads)",
+    "masks": "Attention: the four masks",
+    "attention_heat_": "Attention: one head's pattern as a heatmap (gpt or encoder)",
+    "attention_query_": "Attention: the query whose lines are drawn (gpt or encoder)",
+    "attention_lines_": "Attention: one head's pattern as lines (gpt or encoder)",
+    "attention_grid_": "Attention: every layer and head (gpt or encoder)",
+    "attention_before_after_": "Attention: step 0 vs the picked step (column)",
+    # Inside the model
+    "compare_": "Inside the model: step 0 vs this step, side by side (section)",
+    "lens_start_": "Inside the model: the first position of the logit lens (column, length)",
+    "lens_grid_": "Inside the model: the logit lens grid (column)",
+    "lens_follow_": "Inside the model: the position followed through the layers (column, text)",
+    "lens_true_": "Inside the model: the true next token's probability per layer (column)",
+    "heads_": "Inside the model: every head's score (column)",
+    "loss_table_": "Inside the model: the loss on each token (column)",
+    "induction_start": "Inside the model: train the induction run",
+    "induction_stop": "Inside the model: stop the induction run",
+    "induction_chart": "Inside the model: the induction score and loss by step",
+    "induction_pick": "Inside the model: show the induction run on every page",
+    "induction_again": "Inside the model: train the induction run again",
+    # Loss & training
+    "train": "Training: Train",
+    "switch_race": "Training: race two runs that differ in one switch",
+    "runs_on_chart": "Training: the runs on the chart",
+    "runs_show_val": "Training: show the validation loss",
+    "runs_smoothing": "Training: smoothing of the training curves",
+    "runs_chart": "Training: every run's curves",
+    "runs_download_": "Training: the run to download (the picked run)",
+    "runs_clear": "Training: clear all runs",
+    "decoder_train": "Training: train the encoder–decoder",
+    "decoder_chart": "Training: the encoder–decoder's loss",
+    # Sampling
+    "next_": "Sampling: the next-token bars (column)",
+    "step_forced_": "Sampling: the token forced in step mode (model)",
+    "kv_tokens": "Sampling: tokens to generate with and without the KV cache",
+    "kv_run": "Sampling: generate with and without the KV cache",
+    # Adapt & serve
+    "lora_alpha": "Adapt: LoRA's α",
+    "lora_targets": "Adapt: the matrices LoRA adapts",
+    "lora_memory": "Adapt: LoRA's parameters and optimizer memory",
+    "lora_matrix": "Adapt: the matrix whose ΔW is drawn",
+    "lora_heatmap": "Adapt: ΔW = BA as a heatmap",
+    "lora_spectrum": "Adapt: ΔW's singular values",
+    "lora_steps": "Adapt: steps of the LoRA vs full fine-tuning runs",
+    "lora_start": "Adapt: start the LoRA and full fine-tuning runs",
+    "lora_curves": "Adapt: their loss curves",
+    "delta_matrix": "Adapt: the matrix of a picked run's ΔW",
+    "delta_spectrum": "Adapt: its singular values",
+    "quant_scale": "Adapt: per channel or per tensor",
+    "quant_zero": "Adapt: symmetric or with a zero point",
+    "quant_prompt": "Adapt: the prompt of the side-by-side text",
+    "quant_errors": "Adapt: the rounding error per matrix",
+    "quant_layer": "Adapt: the matrix of the histogram",
+    "quant_histogram": "Adapt: the weights before and after rounding",
+    "qat_bits": "Adapt: bits while training (QAT)",
+    "qat_steps": "Adapt: steps of the QAT runs",
+    "qat_start": "Adapt: start the QAT and float runs",
+    "task_steps": "Adapt: steps of the classifier runs",
+    "task_start": "Adapt: start the three classifier runs",
+    "task_loss": "Adapt: the classifier runs' loss",
+    "task_accuracy": "Adapt: the classifier runs' held-out accuracy",
+    "task_names": "Adapt: first names for a fine-tuned checkpoint's classifier",
+    "task_prompting": "Adapt: measure zero- and few-shot accuracy",
+    "memory_run": "Adapt: measure one training step four ways",
+    "memory_bars": "Adapt: activations saved for the backward pass",
+    "memory_steps": "Adapt: steps of the memory-switch runs",
+    "memory_start": "Adapt: start the three memory-switch runs",
+    "memory_curves": "Adapt: their loss curves",
+    "zero_processes": "Adapt: processes for the ZeRO/FSDP picture",
+    "zero_bars": "Adapt: what each ZeRO stage keeps per process",
+    "kv_growth": "Adapt: the KV cache growing while generating",
+    "page_block": "Adapt: paged attention's block size",
+    "page_lengths": "Adapt: the requests' lengths",
+    "page_blocks": "Adapt: the block tables",
+    "batch_slots": "Adapt: requests served at once",
+    "batch_run": "Adapt: serve the six requests both ways",
+    "batching": "Adapt: static vs continuous batching",
+}
+
+#: Widgets whose value survives navigation (``**ui.keep(name)``: key ``keep_<name>``): the Training page's settings.
+KEPT: dict[str, str] = {
+    "tokenizer": "Training: char or BPE",
+    "vocab": "Training: the BPE vocabulary",
+    "clip": "Training: clip gradients at norm 1",
+    "context": "Training: the context",
+    "sample_every": "Training: sample every N steps",
+    "race_steps": "Training: steps per runner of a race",
+    "race_model": "Training: the model raced",
+    "race_switch": "Training: the architecture switch raced",
+    "before_prompt": "Training: the prompt of the before/after samples",
+}
+
+_LINK_WIDGETS: set[str] = set()  # ui.share.PARAMS's names: those widgets' keys (registered by ui.share)
+
+
+def register_link_widgets(names: set[str]) -> None:
+    """ui.share declares the link's parameters, whose names are their widgets' keys."""
+    _LINK_WIDGETS.update(names)
+
+
+def widget(name: str, *parts: object) -> str:
+    """The key of the declared widget ``name``; a family's key joins ``parts`` to it with ``_``.
+
+    >>> widget("lora_alpha"), widget("edit_", "Q"), widget("run_stop_", "single", "ab12")
+    ('lora_alpha', 'edit_Q', 'run_stop_single_ab12')
+    """
+    if name not in WIDGETS:
+        raise KeyError(f"{name!r} is not a declared widget key: add it to ui.state.WIDGETS")
+    if name.endswith("_") != bool(parts):
+        raise KeyError(f"{name!r} {'needs' if name.endswith('_') else 'takes no'} parts")
+    return name + "_".join(str(part) for part in parts)
+
+
+def kept(name: str) -> str:
+    """The key of a widget whose value survives navigation (:func:`ui.keep`)."""
+    if name not in KEPT:
+        raise KeyError(f"{name!r} is not declared in ui.state.KEPT")
+    return KEEP + name
+
+
+KEEP = "keep_"
+
+
+def _declared(key: str) -> bool:
+    return key in _LINK_WIDGETS or key in WIDGETS or (key.startswith(KEEP) and key[len(KEEP):] in KEPT) or any(
+        key.startswith(name) for name in WIDGETS if name.endswith("_"))
+
+
+def value(key: str, default: Any = None) -> Any:
+    """The current value of a widget (a declared key: :func:`widget`, a link parameter, or a family's key)."""
+    if not _declared(key):
+        raise KeyError(f"{key!r} is not a declared widget key")
+    return st.session_state.get(key, default)
+
+
+def set_value(key: str, new: Any) -> None:
+    """Give a widget a value before it is drawn (in a callback, or before the widget's line runs)."""
+    if not _declared(key):
+        raise KeyError(f"{key!r} is not a declared widget key")
+    st.session_state[key] = new
+
+
+def has_value(key: str) -> bool:
+    if not _declared(key):
+        raise KeyError(f"{key!r} is not a declared widget key")
+    return key in st.session_state
+
+
+def keep_kept_values() -> None:
+    """Widgets declared in :data:`KEPT` keep their value when the student visits another page.
+
+    Streamlit forgets a widget's value in any run that does not draw it; writing the value back in every run
+    (app.py calls this before any page draws) keeps it."""
+    for name in KEPT:
+        key = KEEP + name
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]
