@@ -266,20 +266,25 @@ def build_optimizer(config: TrainConfig, model: nn.Module) -> torch.optim.Optimi
 
 
 def learning_rate(config: TrainConfig, step: int) -> float:
-    """Linear warmup over ``warmup_steps``, then cosine decay to lr/10 at the last step.
+    """Linear warmup over ``warmup_steps``, then cosine decay to lr/10 at the last step; rounded to 12
+    significant digits, so that 3e-3 / 10 is 3e-4 (not 0.00030000000000000003) in the metrics and their CSV.
 
     >>> c = TrainConfig(lr=1.0, warmup_steps=10, steps=110)
-    >>> learning_rate(c, 0), learning_rate(c, 4), learning_rate(c, 10), round(learning_rate(c, 110), 6)
+    >>> learning_rate(c, 0), learning_rate(c, 4), learning_rate(c, 10), learning_rate(c, 110)
     (0.1, 0.5, 1.0, 0.1)
+    >>> learning_rate(TrainConfig(lr=3e-3, warmup_steps=10, steps=110), 110)
+    0.0003
     """
     if step < config.warmup_steps:
-        return config.lr * (step + 1) / config.warmup_steps
-    if config.schedule == "constant":
-        return config.lr
-    decay_steps = max(1, config.steps - config.warmup_steps)
-    progress = min(1.0, (step - config.warmup_steps) / decay_steps)
-    minimum = config.lr / 10
-    return minimum + 0.5 * (config.lr - minimum) * (1 + math.cos(math.pi * progress))
+        rate = config.lr * (step + 1) / config.warmup_steps
+    elif config.schedule == "constant":
+        rate = config.lr
+    else:
+        decay_steps = max(1, config.steps - config.warmup_steps)
+        progress = min(1.0, (step - config.warmup_steps) / decay_steps)
+        minimum = config.lr / 10
+        rate = minimum + 0.5 * (config.lr - minimum) * (1 + math.cos(math.pi * progress))
+    return float(f"{rate:.12g}")
 
 
 def divergence_advice(config: TrainConfig) -> str:
