@@ -79,9 +79,50 @@ def test_no_other_module_reaches_into_the_private_parts():
     # Plotly's private field is its chart's gd._context.toImageButtonOptions; other ._context names (the
     # standard library's HTTPSHandler._context in llmviz/corpus.py) are not Streamlit's or Plotly's
     fenced = ("uses_pages_directory", "_initial_query_params", "data-testid=\"st", "._context.toImageButtonOptions",
-              "modebar")
+              "modebar", "streamlit.runtime", "get_script_run_ctx", "is_active_session", "set_corrected_value",
+              "_key_id_mapper", "_new_widget_state", "StopException")
     offenders = [f"{path.relative_to(ROOT)}: {word}" for folder in ("ui", "pages", "llmviz")
                  for path in (ROOT / folder).rglob("*.py") if path.name != "internals.py"
                  for word in fenced if word in path.read_text(encoding="utf-8")]
     offenders += [f"app.py: {word}" for word in fenced if word in (ROOT / "app.py").read_text(encoding="utf-8")]
     assert offenders == []
+
+
+def test_5_the_runtime_parts_are_where_they_were():
+    import dataclasses
+
+    from streamlit import runtime
+    from streamlit.runtime.scriptrunner import ScriptRunContext
+    from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+
+    assert internals.script_run_context() is None  # no script run here
+    fields = {field.name for field in dataclasses.fields(ScriptRunContext)}
+    assert {"session_id", "main_script_path"} <= fields, "ScriptRunContext changed: " + RECHECK
+    assert list(inspect.signature(runtime.Runtime.is_active_session).parameters) == ["self", "session_id"], \
+        "Runtime.is_active_session changed: " + RECHECK
+    assert internals.session_is_connected("anyone") is None  # no server here
+    from streamlit.runtime.scriptrunner import script_runner
+
+    assert internals.stop_exception() is StopException
+    assert "raise StopException()" in inspect.getsource(script_runner), "st.stop() ends a run another way: " + RECHECK
+
+
+def test_6_and_7_the_link_helpers_work_in_a_real_session():
+    """Under AppTest (a real session state): a bound option widget's value is written as its label, and a
+    corrected value goes into the address."""
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        import streamlit as st
+
+        from ui import internals
+
+        st.selectbox("Model", [1, 2], format_func=lambda v: f"model {v}", key="m", bind="query-params")
+        st.write(repr(internals.as_in_link("m", 2)))
+        internals.write_link_value("note", "short")
+        st.write(repr(dict(st.query_params)))
+
+    at = AppTest.from_function(script).run()
+    assert not at.exception, at.exception
+    assert at.markdown[0].value == "'model 2'", "the widget's serializer is not found: " + RECHECK
+    assert "'note': 'short'" in at.markdown[1].value, "set_corrected_value did not reach the address: " + RECHECK

@@ -14,6 +14,15 @@ Nothing public does these jobs in the pinned versions, so each is kept here, nam
    script (:data:`PRESENTER_CSS`, :data:`PRESENTER_SCRIPT`) use to find the page's blocks.
 4. Plotly's DOM and a private field: the modebar classes and ``gd._context.toImageButtonOptions`` in
    :data:`PLOTLY_PRIVATE`, which the SVG button (:data:`SVG_BUTTON_SCRIPT`) uses to reuse Plotly's own download.
+5. ``streamlit.runtime`` (not in Streamlit's API reference, stable for years): the script run's context
+   (:func:`script_run_context`: the browser session's id, the main script's path), whether a session is still
+   connected (:func:`session_is_connected`, ``Runtime.is_active_session``), and the exception ``st.stop()``
+   raises (:func:`stop_exception`).
+6. ``QueryParams.set_corrected_value`` (reached through the private ``get_session_state``): Streamlit's own path
+   for writing a corrected value of a bound widget into the address; :func:`write_link_value` uses it to cap a
+   long text in the link.
+7. ``SessionState._key_id_mapper`` and ``_new_widget_state.widget_metadata``: a widget's serializer, which
+   :func:`as_in_link` uses to write an option widget's value as its label, as the address holds it.
 """
 
 from __future__ import annotations
@@ -63,6 +72,61 @@ def reseed_widget_from_link(name: str, kept: list[str] | None) -> None:
     except Exception as error:  # noqa: BLE001 - a link must never break a page; the log tells the maintainer
         logger.warning("Could not reseed the widget bound to %r from the link (Streamlit's private "
                        "QueryParams._initial_query_params changed? see ui/internals.py): %s", name, error)
+
+
+def script_run_context():
+    """5. The current script run's context (``.session_id``, ``.main_script_path``), or None outside a run."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    return get_script_run_ctx()
+
+
+def session_is_connected(session_id: str) -> bool | None:
+    """5. Is this browser session still connected to the server? None when no Streamlit server runs (tests)."""
+    from streamlit.runtime import Runtime
+
+    if not Runtime.exists():
+        return None
+    return Runtime.instance().is_active_session(session_id)
+
+
+def stop_exception() -> type[BaseException]:
+    """5. The exception ``st.stop()`` raises (a page that stops has ended normally)."""
+    from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+
+    return StopException
+
+
+def write_link_value(name: str, value: str) -> None:
+    """6. Write a bound widget's parameter into the address, as Streamlit does for a value it corrected."""
+    try:
+        from streamlit.runtime.state.session_state_proxy import get_session_state
+
+        with get_session_state().query_params() as params:
+            if params.has_param(name) and params.get_all(name) == [value]:
+                return
+            params.set_corrected_value(name, value, "string_value")
+    except Exception as error:  # noqa: BLE001 - the page goes on; the address keeps the longer text
+        logger.warning("Could not shorten %r in the address (Streamlit's QueryParams.set_corrected_value "
+                       "changed? see ui/internals.py): %s", name, error)
+
+
+def as_in_link(name: str, value):
+    """7. A bound widget's value as the address writes it: an option widget (selectbox, radio, multiselect) its
+    label ("GPT micro (2 layers, d 64)"), a slider its number; the value itself when that cannot be found."""
+    try:
+        from streamlit.runtime.state.session_state_proxy import get_session_state
+
+        internal = get_session_state()._state
+        widget_id = internal._key_id_mapper.get_id_from_key(name)
+        metadata = internal._new_widget_state.widget_metadata.get(widget_id)
+        if metadata is not None and metadata.value_type in ("string_value", "string_array_value"):
+            serialized = metadata.serializer(value)
+            return list(serialized) if isinstance(serialized, list | tuple) else serialized
+    except Exception as error:  # noqa: BLE001 - a notice then quotes the value itself
+        logger.warning("Could not read how the address writes %r (Streamlit's widget metadata changed? see "
+                       "ui/internals.py): %s", name, error)
+    return value
 
 
 # 3. Presenter mode (ui/present.py): bigger type, and one slide at a time.

@@ -32,7 +32,7 @@ from llmviz import jobs
 from llmviz.errors import LlmvizError
 from llmviz.snapshots import load_into
 from llmviz.train import ListedCheckpoint, list_checkpoints, load_checkpoint, model_description, model_from_description
-from ui import sections, state, watch
+from ui import internals, sections, state, watch
 from ui.labels import run_label
 from ui.sources import SOURCES, Entry, ModelView, Source, register_source  # noqa: F401 - public names of ui.picker
 from ui.text import literal_markdown
@@ -49,19 +49,13 @@ DEFAULT_KEY = f"shipped:{SHIPPED_GPT}"
 
 def session_id() -> str:
     """The browser session this script run belongs to (the owner of its jobs)."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
+    ctx = internals.script_run_context()
     return ctx.session_id if ctx is not None else "no-session"
 
 
 def _session_alive(owner: str) -> bool | None:
     """Streamlit's own answer: is this browser session still connected?"""
-    from streamlit.runtime import Runtime
-
-    if not Runtime.exists():
-        return None
-    return Runtime.instance().is_active_session(owner)
+    return internals.session_is_connected(owner)
 
 
 def manager() -> jobs.JobManager:

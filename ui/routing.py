@@ -28,9 +28,7 @@ RUN_APP_MESSAGE = ("This page is one stage of llmviz and needs the app around it
 
 
 def _main_script_is_a_page() -> bool:
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
+    ctx = internals.script_run_context()
     main = getattr(ctx, "main_script_path", None) if ctx is not None else None
     return bool(main) and Path(main).resolve().parent == ROOT / "pages"
 

@@ -135,17 +135,6 @@ def link_text(text: str) -> str:
     return carried[:low]
 
 
-def _set_in_link(name: str, value: str) -> None:
-    """Write a bound widget's parameter into the address (Streamlit's own path for corrected values)."""
-    with contextlib.suppress(Exception):
-        from streamlit.runtime.state.session_state_proxy import get_session_state
-
-        with get_session_state().query_params() as params:
-            if params.has_param(name) and params.get_all(name) == [value]:
-                return
-            params.set_corrected_value(name, value, "string_value")
-
-
 def _cap_in_link(name: str) -> None:
     """After a text widget changed: the address carries only :func:`link_text` of it (a 1 MB paste was written
     into the address in full, and a reload or the copied link was refused with HTTP 400)."""
@@ -156,7 +145,7 @@ def _cap_in_link(name: str) -> None:
         return
     carried = link_text(text)
     cut[name] = (len(carried), len(text))
-    _set_in_link(name, carried)
+    internals.write_link_value(name, carried)
 
 
 def carried_note(name: str, where=None) -> None:
@@ -338,8 +327,7 @@ def _replace_in_link(name: str, kept: list[str] | None) -> None:
 @contextlib.contextmanager
 def links():
     """Around a page's run (app.py): the copy-link button above the page, notices about the link."""
-    from streamlit.runtime.scriptrunner_utils.exceptions import StopException
-
+    stop_exception = internals.stop_exception()
     begin()
     top = st.container()
     with top:
@@ -349,7 +337,7 @@ def links():
     try:
         yield
         finished = True
-    except StopException:
+    except stop_exception:
         finished = True  # st.stop() ends a page normally
         raise
     finally:
@@ -357,7 +345,7 @@ def links():
             state.LINK_CHECKED.set(True)
             initial = state.LINK_INITIAL.get()
             values = {name: state.value(name) for name in initial if name in PARAMS and state.has_value(name)}
-            labels = {name: _as_in_link(name, value) for name, value in values.items()}
+            labels = {name: internals.as_in_link(name, value) for name, value in values.items()}
             notices = list(state.LINK_NOTICES.pop(default=[])) + link_notices(initial, _snapshot(), values, labels)
             for name in initial:
                 if name not in PARAMS and name not in _STREAMLIT:
@@ -366,22 +354,6 @@ def links():
             if notices:
                 notice_box.warning("This link's settings were partly used:\n\n"
                                    + "\n".join(f"- {_escape_markdown(n)}" for n in notices[:8]), icon=":material/link:")
-
-
-def _as_in_link(name: str, value):
-    """A widget's value as its bound URL parameter writes it (an option widget writes its label, e.g.
-    "GPT micro (2 layers, d 64)", not the value behind it); the value itself when that cannot be found."""
-    with contextlib.suppress(Exception):
-        from streamlit.runtime.state.session_state_proxy import get_session_state
-
-        internal = get_session_state()._state
-        widget_id = internal._key_id_mapper.get_id_from_key(name)
-        metadata = internal._new_widget_state.widget_metadata.get(widget_id)
-        # option widgets (selectbox, radio, multiselect) hold their labels in the address; sliders hold numbers
-        if metadata is not None and metadata.value_type in ("string_value", "string_array_value"):
-            serialized = metadata.serializer(value)
-            return list(serialized) if isinstance(serialized, list | tuple) else serialized
-    return value
 
 
 def _escape_markdown(text: str) -> str:
