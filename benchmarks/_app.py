@@ -290,6 +290,8 @@ def wait_settled(page, log: StateLog, *, started: float, after: int | None = Non
         begun = after is None or any(s != "notRunning" for s in log.changed_since(after)) or (
             time.monotonic() - started > start_bound_s)
         end = settled(log, started, quiet_s, live) if begun else None
+        if end is not None and end < started:  # no run seen since the action: it has not settled, it is idle
+            end = started
         if end is not None and (ready is None or ready(page)):
             return end
         time.sleep(0.1)
@@ -310,6 +312,8 @@ async def wait_settled_async(page, log: StateLog, *, started: float, after: int 
         begun = after is None or any(s != "notRunning" for s in log.changed_since(after)) or (
             time.monotonic() - started > start_bound_s)
         end = settled(log, started, quiet_s, live) if begun else None
+        if end is not None and end < started:  # no run seen since the action: it has not settled, it is idle
+            end = started
         if end is not None and (ready is None or await ready(page)):
             return end
         await asyncio.sleep(0.15)

@@ -63,6 +63,8 @@ MAIN_ATTENTION = "Causal mask"  # the Attention page's main element: the toy exa
 MASK_NOTE = "Under the causal mask"  # shown while the mask is on: the toggle's visible effect
 NOTE_SHOWN = """(text) => [...document.querySelectorAll('[data-testid="stAlert"]')].some(
     (box) => box.textContent.includes(text))"""
+NOTE_SHOWN_IS = """([text, shown]) => [...document.querySelectorAll('[data-testid="stAlert"]')].some(
+    (box) => box.textContent.includes(text)) === shown"""
 NOTE_FLIPPED = """([text, had]) => {
     const shown = [...document.querySelectorAll('[data-testid="stAlert"]')].some((box) => box.textContent.includes(text));
     const app = document.querySelector('[data-testid="stApp"]');
@@ -156,19 +158,25 @@ class Session:
         before = self.log.count
         start = time.monotonic()
         await action()
+        # every action timed here starts a script run: wait for it however late it is seen (a page that settled
+        # before the click is not its answer; with 20 tabs on 2 cores the run can show up after 10 s)
         end = await _app.wait_settled_async(self.page, self.log, started=start, after=before, timeout_s=self.wait_s,
-                                            live=live, ready=ready)
+                                            live=live, ready=ready, start_bound_s=self.wait_s)
         return end - start
 
     async def toggle_mask(self) -> float:
         """Flip Attention's "Causal mask"; seconds from the click until the note under the mask has come or gone
         and the app is not running. The browser itself checks (every 100 ms, ``wait_for_function``): twenty
         sessions polling through one playwright connection would load the CPU they are measuring."""
-        had_note = await self.page.evaluate(NOTE_SHOWN, MASK_NOTE)
+        # the note's state before the click is the switch's (the note may not be drawn yet on a page still drawing)
+        switch = self.page.get_by_role("switch", name=MAIN_ATTENTION)
+        had_note = await switch.is_checked()
+        await self.page.wait_for_function(NOTE_SHOWN_IS, arg=[MASK_NOTE, had_note], polling=100,
+                                          timeout=self.wait_s * 1000)  # untimed: the page shows its current state
         start = time.monotonic()
         # a click event on the switch itself: a click at its position could land elsewhere while charts above it
         # are still being laid out (the page moves under the pointer)
-        await self.page.get_by_role("switch", name=MAIN_ATTENTION).dispatch_event("click")
+        await switch.dispatch_event("click")
         try:
             await self.page.wait_for_function(NOTE_FLIPPED, arg=[MASK_NOTE, had_note], polling=100,
                                               timeout=self.wait_s * 1000)

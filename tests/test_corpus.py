@@ -120,6 +120,8 @@ def test_config_upload_cap_matches_corpus_cap():
     assert config["server"]["enableXsrfProtection"] is True
     assert config["server"]["enableCORS"] is True
     assert config["client"]["toolbarMode"] == "viewer"
+    # a class on one server: no file watcher, and no gc.collect(2) holding the GIL after every script run
+    assert config["server"]["fileWatcherType"] == "none" and config["runner"]["postScriptGC"] is False
 
 
 def test_cli_corpus_list(capsys):
