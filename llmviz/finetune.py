@@ -112,16 +112,6 @@ def encode_names(tokenizer: Tokenizer, texts: list[str], context: int) -> tuple[
     return batch, torch.tensor([len(ids) - 1 for ids in encoded])
 
 
-class _FinalState:
-    """A forward hook on the final LayerNorm that keeps its output (a plain class: picklable)."""
-
-    def __init__(self):
-        self.value: torch.Tensor | None = None
-
-    def __call__(self, module, inputs, output):
-        self.value = output
-
-
 class NameClassifier(nn.Module):
     """A GPT with a one-logit head on the final hidden state of the last token."""
 
@@ -138,15 +128,10 @@ class NameClassifier(nn.Module):
             self.head.bias.zero_()
 
     def hidden(self, idx: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
-        keeper = _FinalState()
-        handle = self.backbone.ln_f.register_forward_hook(keeper)
-        try:
-            self.backbone(idx)
-        finally:
-            handle.remove()
-        if keeper.value is None:
-            raise RuntimeError("the backbone's final norm did not run")
-        return keeper.value[torch.arange(idx.shape[0]), last]  # (B, C)
+        """The final hidden state at each text's last token: ``idx`` (B, T), ``last`` (B,) → (B, C). No hook on
+        the shared backbone, so sessions classifying at the same time never read each other's states."""
+        states = self.backbone.final_hidden(idx)  # (B, T, C)
+        return states[torch.arange(idx.shape[0], device=idx.device), last]  # (B, C)
 
     def forward(self, idx: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
         return self.head(self.hidden(idx, last)).squeeze(-1)  # (B,) logits z
@@ -193,8 +178,9 @@ def bce_steps(logits: torch.Tensor, labels: torch.Tensor) -> BCESteps:
 def accuracy(classifier: NameClassifier, tokenizer: Tokenizer, examples: list[Example]) -> float:
     was_training = classifier.training
     classifier.eval()
+    device = next(classifier.parameters()).device
     idx, last = encode_names(tokenizer, [e.text for e in examples], classifier.backbone.config.context_length)
-    predictions = (classifier(idx, last) > 0).long()
+    predictions = (classifier(idx.to(device), last.to(device)) > 0).long().cpu()  # (B,)
     classifier.train(was_training)
     return float((predictions == torch.tensor([e.label for e in examples])).float().mean())
 
@@ -217,8 +203,11 @@ def load_classifier(directory: str | Path, device: str = "cpu") -> tuple[NameCla
     Returns ``(classifier, tokenizer, task)`` where ``task`` is what the checkpoint says about the task."""
     from llmviz.checkpoint import load_checkpoint
     from llmviz.errors import CheckpointError
-    from llmviz.safetensors_file import read_safetensors
+    from llmviz.safetensors_file import read_safetensors, regular_file
 
+    if not Path(directory).is_dir():
+        raise CheckpointError(f"{Path(directory).name} is a single file: a fine-tuned classifier is a folder "
+                              f"with {HEAD_FILE} next to the GPT.")
     model, tokenizer, meta = load_checkpoint(directory, device)
     task = meta.get("task")
     if not isinstance(task, dict) or task.get("head_file") != HEAD_FILE:
@@ -226,12 +215,19 @@ def load_classifier(directory: str | Path, device: str = "cpu") -> tuple[NameCla
                               "`python -m llmviz finetune`.")
     if not isinstance(model, GPT):
         raise CheckpointError("A classifier head sits on a GPT; this checkpoint holds another kind of model.")
-    head = read_safetensors(Path(directory) / HEAD_FILE)
     d = model.config.d_model
+    path = Path(directory) / HEAD_FILE
+    if not path.exists():
+        raise CheckpointError(f"{Path(directory).name} says it has a classifier head, but {HEAD_FILE} is missing.")
+    if regular_file(path).st_size > 65_536 + 8 * (d + 1):  # a JSON header and d + 1 numbers: nothing larger is read
+        raise CheckpointError(f"{HEAD_FILE} is far larger than a head of {d + 1} numbers: refused unread.")
+    head = read_safetensors(path)
     expected = {"weight": (1, d), "bias": (1,)}
     found = {name: tuple(tensor.shape) for name, tensor in head.items()}
     if found != expected:
         raise CheckpointError(f"{HEAD_FILE} holds {found}; a head on this GPT needs {expected}.")
+    if not all(bool(torch.isfinite(tensor).all()) for tensor in head.values()):
+        raise CheckpointError(f"{HEAD_FILE} holds NaN or infinite numbers.")
     classifier = NameClassifier(model)
     classifier.head.load_state_dict(head)
     classifier.to(device).eval()
@@ -245,8 +241,9 @@ def female_probabilities(classifier: NameClassifier, tokenizer: Tokenizer, texts
     """σ(z) = P(label 1, the female list) for each text, read from the classifier's one logit z."""
     if not texts:
         return []
-    idx, last = encode_names(tokenizer, texts, classifier.backbone.config.context_length)
-    return torch.sigmoid(classifier(idx, last).double()).tolist()
+    device = next(classifier.parameters()).device
+    idx, last = encode_names(tokenizer, texts, classifier.backbone.config.context_length)  # (B, T), (B,)
+    return torch.sigmoid(classifier(idx.to(device), last.to(device)).double()).tolist()  # (B,)
 
 
 # ---------------------------------------------------------------------------- a lab run

@@ -266,24 +266,29 @@ def build_optimizer(config: TrainConfig, model: nn.Module) -> torch.optim.Optimi
 
 
 def learning_rate(config: TrainConfig, step: int) -> float:
-    """Linear warmup over ``warmup_steps``, then cosine decay to lr/10 at the last step; rounded to 12
-    significant digits, so that 3e-3 / 10 is 3e-4 (not 0.00030000000000000003) in the metrics and their CSV.
+    """Linear warmup over ``warmup_steps``, then cosine decay to lr/10 at the last step.
 
     >>> c = TrainConfig(lr=1.0, warmup_steps=10, steps=110)
-    >>> learning_rate(c, 0), learning_rate(c, 4), learning_rate(c, 10), learning_rate(c, 110)
+    >>> learning_rate(c, 0), learning_rate(c, 4), learning_rate(c, 10), round(learning_rate(c, 110), 6)
     (0.1, 0.5, 1.0, 0.1)
-    >>> learning_rate(TrainConfig(lr=3e-3, warmup_steps=10, steps=110), 110)
-    0.0003
     """
     if step < config.warmup_steps:
-        rate = config.lr * (step + 1) / config.warmup_steps
-    elif config.schedule == "constant":
-        rate = config.lr
-    else:
-        decay_steps = max(1, config.steps - config.warmup_steps)
-        progress = min(1.0, (step - config.warmup_steps) / decay_steps)
-        minimum = config.lr / 10
-        rate = minimum + 0.5 * (config.lr - minimum) * (1 + math.cos(math.pi * progress))
+        return config.lr * (step + 1) / config.warmup_steps
+    if config.schedule == "constant":
+        return config.lr
+    decay_steps = max(1, config.steps - config.warmup_steps)
+    progress = min(1.0, (step - config.warmup_steps) / decay_steps)
+    minimum = config.lr / 10
+    return minimum + 0.5 * (config.lr - minimum) * (1 + math.cos(math.pi * progress))
+
+
+def shown_rate(rate: float) -> float:
+    """A learning rate as the metrics (and their CSV) record it: 12 significant digits, so that the optimizer's
+    3e-3 / 10 is written 3e-4, not 0.00030000000000000003 (the optimizer itself uses the exact value).
+
+    >>> shown_rate(3e-3 / 10), 3e-3 / 10
+    (0.0003, 0.00030000000000000003)
+    """
     return float(f"{rate:.12g}")
 
 
@@ -538,7 +543,7 @@ class Trainer:
             metrics = StepMetrics(
                 step=self.step, train_loss=train_loss, val_loss=val_loss,
                 perplexity=math.exp(min(train_loss, 50.0)),
-                lr=0.0 if self.counting else learning_rate(self.config, self.step - 1),
+                lr=0.0 if self.counting else shown_rate(learning_rate(self.config, self.step - 1)),
                 tokens_per_s=tokens_per_step / max(step_time, 1e-9), grad_norm=grad_norm,
                 elapsed_s=time.perf_counter() - start_time,
             )

@@ -369,7 +369,8 @@ def _checkpoint_classifier(view: picker.ModelView) -> None:
         return
     st.markdown(f"**The classifier in {literal_markdown(folder.name)}** (fine-tuned with `python -m llmviz finetune`)")
     with ui.friendly_errors("reading the fine-tuned classifier"):
-        stamp = (folder / finetune.HEAD_FILE).stat().st_mtime
+        head = folder / finetune.HEAD_FILE
+        stamp = head.stat().st_mtime if head.is_file() else 0.0  # a missing head: load_classifier says so
         classifier, tokenizer, task = _classifier(str(folder), stamp)
         mode = view.meta.get("train_config", {}).get("mode", "?")
         st.caption(f"Trained: {finetune.MODE_TITLES.get(mode, mode)}, {view.step or 0} steps. Held-out accuracy "
@@ -377,17 +378,20 @@ def _checkpoint_classifier(view: picker.ModelView) -> None:
                    f"after training; measured again now: {_classifier_accuracy(str(folder), stamp):.3f}.")
         typed = st.text_input("First names to classify (comma-separated)", "Mary, John, Ada, Alan, Grace",
                               max_chars=400, key=state.widget("task_names"))
-        names = [name.strip() for name in typed.split(",") if name.strip()][:20]
+        names = [name.strip() for name in typed.split(",") if name.strip()]
         if not names:
             st.warning("Type at least one first name.")
             return
+        if len(names) > 20:
+            st.caption(f"The first 20 of your {len(names)} names are classified.")
+            names = names[:20]
         probabilities = finetune.female_probabilities(classifier, tokenizer, names)
         train, held = finetune.name_examples()
         listed = {e.text: ("female" if e.label else "male") + (" (held out)" if e in held else "")
                   for e in train + held}
         st.dataframe(pd.DataFrame([{"name": name, "P(female list)": round(p, 4),
                                     "the classifier says": finetune.LABELS[int(p > 0.5)],
-                                    "the names lists say": listed.get(name, "not among the names used")}
+                                    "the names lists say": listed.get(name.capitalize(), "not among the names used")}
                                    for name, p in zip(names, probabilities, strict=True)]), hide_index=True)
 
 
@@ -471,16 +475,19 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
                       for name, checkpointing, bf16 in (("plain", False, False), ("checkpointing", True, False),
                                                         ("checkpointing + bf16", True, True))])
             st.rerun(scope="app")
-    runs = {job.label.removeprefix(f"{RUN_TAG} memory: "): job for job in _runs(f"{RUN_TAG} memory:")}
-    for job in runs.values():
-        _progress(job, "memory")
-    if runs:
-        charts.show(_curves(runs, title="Training loss: checkpointing changes nothing, bf16 a little"),
-                    key=state.widget("memory_curves"))
-        st.dataframe(pd.DataFrame([{"run": name, "step": job.status().step,
-                                    "tokens/s (median)": round(pd.Series([m.tokens_per_s for m in job.status().metrics])
-                                                               .median()) if job.status().metrics else None}
-                                   for name, job in runs.items()]), hide_index=True)
+
+    def draw_runs(runs: dict) -> None:
+        for job in runs.values():
+            _progress(job, "memory")
+        if runs:
+            charts.show(_curves(runs, title="Training loss: checkpointing changes nothing, bf16 a little"),
+                        key=state.widget("memory_curves"))
+            st.dataframe(pd.DataFrame([{"run": name, "step": job.status().step, "tokens/s (median)": round(
+                pd.Series([m.tokens_per_s for m in job.status().metrics]).median()) if job.status().metrics else None}
+                for name, job in runs.items()]), hide_index=True)
+
+    _live("adapt.memory.runs", lambda: {job.label.removeprefix(f"{RUN_TAG} memory: "): job
+                                        for job in _runs(f"{RUN_TAG} memory:")}, draw_runs)
     processes = st.slider("Processes (GPUs)", 1, 64, 8, key=state.widget("zero_processes"))
     stages = memory.sharding(view.model.num_parameters(), processes)
     figure = go.Figure()

@@ -114,3 +114,66 @@ def test_the_adapt_page_reads_a_fine_tuned_head_back(capsys, tmp_path, monkeypat
     at.text_input(key="task_names").set_value(" , ").run()  # nothing to classify: a warning, not an error
     assert_clean(at)
     assert any("at least one first name" in warning.value for warning in at.warning)
+
+
+def test_final_hidden_is_the_cached_final_norm_and_classifying_is_thread_safe(tmp_path):
+    """The classifier reads GPT.final_hidden (no hook on the shared model): equal to run_with_cache's ln_f, and
+    two sessions classifying with one cached classifier at the same time each get their own answers."""
+    import threading
+
+    model, tokenizer, _ = load_checkpoint(SHIPPED)
+    ids = torch.tensor([tokenizer.encode(" The for statement")])
+    _, _, cache = model.run_with_cache(ids)
+    with torch.no_grad():
+        torch.testing.assert_close(model.final_hidden(ids), cache["ln_f"], rtol=0, atol=1e-6)
+
+    classifier = finetune.NameClassifier(model, seed=3).eval()
+    groups = [["Mary", "Ada", "Grace"], ["John", "Alan", "Christopher", "Bob"]]
+    alone = [finetune.female_probabilities(classifier, tokenizer, names) for names in groups]
+    results: list[list] = [[], []]
+    problems: list[BaseException] = []
+
+    def classify(index: int) -> None:
+        try:
+            for _ in range(150):
+                results[index].append(finetune.female_probabilities(classifier, tokenizer, groups[index]))
+        except BaseException as error:  # noqa: BLE001 - reported by the assertion below
+            problems.append(error)
+
+    threads = [threading.Thread(target=classify, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert problems == []
+    for index in range(2):
+        assert all(found == pytest.approx(alone[index], abs=1e-6) for found in results[index])
+
+
+def test_a_missing_oversized_or_broken_head_is_refused_with_a_message(capsys, tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from tests.test_app_pages import TIMEOUT, assert_clean
+
+    runs = tmp_path / "runs"
+    out = runs / "names-head"
+    run(capsys, "finetune", "--init", SHIPPED, "--out", str(out), "--steps", "1")
+    head = out / finetune.HEAD_FILE
+    save_file({"weight": torch.full((1, 128), float("nan")), "bias": torch.zeros(1)}, str(head))
+    with pytest.raises(CheckpointError, match="NaN"):
+        finetune.load_classifier(out)
+    head.write_bytes(b"\0" * 200_000)
+    with pytest.raises(CheckpointError, match="refused unread"):
+        finetune.load_classifier(out)
+    head.unlink()
+    with pytest.raises(CheckpointError, match="missing"):
+        finetune.load_classifier(out)
+    # the page: one message naming the file, and the rest of the page goes on
+    monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(runs))
+    at = AppTest.from_file(str(ROOT / "tests" / "app_entry.py"), default_timeout=TIMEOUT)
+    at.session_state["_picker_selected"] = "dir:names-head"
+    at.run()
+    at.switch_page(str(ROOT / "pages" / "adapt.py")).run()
+    assert_clean(at, errors_expected=True)
+    assert [error.value for error in at.error if "is missing" in error.value], [e.value for e in at.error]
+    assert len(at.error) == 1

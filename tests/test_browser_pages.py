@@ -154,7 +154,7 @@ SESSION_ONLY = {
 }
 
 
-def generated_literally(page) -> bool:
+def generated_literally(page, log) -> bool:
     main = main_area(page)
     main.get_by_text(PROMPT, exact=False).first.wait_for()  # the generated text starts with the prompt, as typed
     assert main.locator("b", has_text="z").count() == 0  # no HTML was interpreted
@@ -164,14 +164,16 @@ def generated_literally(page) -> bool:
 
 
 def shortest_lora_runs(page) -> None:
-    """LoRA's Steps slider (the first one on the Adapt page) to its minimum, 20 steps a run."""
+    """LoRA's Steps slider (the first one on the Adapt page) to 40 steps a run (its minimum is 20)."""
     handle = main_area(page).locator("[data-testid='stSlider']").filter(has_text="Steps").get_by_role("slider").first
     handle.focus()
     page.keyboard.press("Home")
+    page.keyboard.press("ArrowRight")
 
 
-def runs_followed_live(page) -> bool:
-    """The two LoRA runs' progress and curves redraw by themselves (a live section) until both have ended."""
+def runs_followed_live(page, log) -> bool:
+    """The two LoRA runs' progress and curves redraw by themselves (a live section: its own reruns in the server's
+    log, no click) until both have ended."""
     main = main_area(page)
     main.get_by_text("Each run is in the sidebar's picker", exact=False).first.wait_for()  # the curves are drawn
     progress = main.locator('[data-testid="stProgress"]').filter(has_text="adapt ")
@@ -180,6 +182,9 @@ def runs_followed_live(page) -> bool:
         assert time.time() < deadline, "the runs' progress did not move on by itself"
         page.wait_for_timeout(250)
     main.get_by_text("Each run is in the sidebar's picker", exact=False).first.wait_for()  # curves still there
+    # (the section refreshes itself only while a run trains: no refresh before the click)
+    refreshes = [run for run in script_runs(log) if run["section"] == "adapt.lora.runs" and run["rerun"]]
+    assert refreshes, "the runs' section never refreshed on its own"
     return True
 
 
@@ -217,7 +222,7 @@ def test_page_opens_and_its_link_reproduces_the_view(app_url, browser, timings_l
     assert page.evaluate("() => navigator.clipboard.readText()") == link
     for step in SESSION_ONLY.get(stage.key, []):
         take(page, timings_log, step)
-    assert AFTERWARDS.get(stage.key, lambda _page: True)(page)
+    assert AFTERWARDS.get(stage.key, lambda _page, _log: True)(page, timings_log)
     no_error_box(page)
     teacher.close()
 

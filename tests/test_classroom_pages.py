@@ -36,7 +36,7 @@ def test_a_third_run_is_refused_with_the_reason():
 
 def test_the_learning_rate_question_trains_as_a_job_then_asks():
     at = run_page("pages/training.py", corpus="names")
-    at.button(key="quiz_open_button_training").click().run()
+    at.button(key="quiz_ask_training").click().run()
     assert_clean(at)
     [job] = [job for job in session_jobs(at) if job.kind == "task"]
     assert job.label == "quiz: two short runs" and job.worker_pid is not None  # a worker process, as any run

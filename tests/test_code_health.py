@@ -309,3 +309,17 @@ def test_pages_keep_their_sections_in_functions():
         if lines > 180:
             too_long[path.name] = lines
     assert too_long == {}
+
+
+def test_no_name_in_session_state_can_be_taken_for_another():
+    """A family (a name ending in "_") owns every key that starts with it: no other slot, widget, kept value or link
+    parameter may start with a family's name, or two parts of the app could write the same key."""
+    from ui import share
+    from ui import state as registry
+
+    names = ({slot.name for slot in registry.slots()} | set(registry.WIDGETS) | set(share.PARAMS)
+             | {registry.KEEP + name for name in registry.KEPT})
+    families = {name for name in names if name.endswith("_")} | {registry.KEEP}
+    clashes = sorted((family, name) for family in families for name in names
+                     if name != family and name.startswith(family) and not (family == registry.KEEP and name[len(family):] in registry.KEPT))
+    assert clashes == []

@@ -128,10 +128,10 @@ def test_quiz_reveal_and_score_on_the_sampling_page():
     at = AppTest.from_file(str(ui.ROOT / "tests" / "app_entry.py"), default_timeout=TIMEOUT)
     at.run()
     at.switch_page(str(ui.ROOT / "pages" / "sampling.py")).run()
-    at.button(key="quiz_open_button_sampling").click().run()
-    radio = next(r for r in at.radio if r.key and r.key.startswith("quiz_sampling_"))
+    at.button(key="quiz_ask_sampling").click().run()
+    radio = next(r for r in at.radio if r.key and r.key.startswith("quiz_choice_sampling_"))
     radio.set_value(radio.options[0]).run()
-    reveal = next(b for b in at.button if b.key == radio.key.replace("quiz_", "quiz_reveal_", 1))
+    reveal = next(b for b in at.button if b.key == radio.key.replace("quiz_choice_", "quiz_reveal_", 1))
     reveal.click().run()
     assert not at.exception, [e.value for e in at.exception]
     answers = at.session_state["quiz_answers"]

@@ -35,7 +35,7 @@ def _reveal(question: Question, page: str, widget_key: str) -> None:
 def ask(question: Question, page: str, number: int) -> None:
     """One question: options, a Reveal button, then the verdict and the computation."""
     answers = state.QUIZ_ANSWERS.get()
-    widget_key = state.widget("quiz_", page, question.key)
+    widget_key = state.widget("quiz_choice_", page, question.key)
     with st.container(border=True):
         st.markdown(f"**Q{number}.** {question.prompt}")
         revealed = question.key in answers
@@ -70,7 +70,7 @@ def section(page: str, build: Callable[[], list[Question]], title: str = "Predic
                    "down in advance. The first answer you reveal counts. "
                    + (f"Your score this session: **{right} of {answered}**." if answered else ""))
         if not state.QUIZ_OPEN.get(page):
-            st.button("Ask me", key=state.widget("quiz_open_button_", page), type="primary",
+            st.button("Ask me", key=state.widget("quiz_ask_", page), type="primary",
                       on_click=lambda: state.QUIZ_OPEN.set(True, page))
             return
         from ui import friendly_errors  # any other error: a message in the expander, never a traceback

@@ -17,8 +17,9 @@ and this module declares both, the way :data:`ui.share.PARAMS` declares the link
   :data:`ui.share.PARAMS`, and the values that survive navigation (``**ui.keep("vocab")``: key ``keep_vocab``)
   in :data:`KEPT`.
 
-``tests/test_code_health.py`` reads every file of the app: a ``st.session_state`` access outside this module
-and :mod:`ui.share`, a literal ``key=``, an undeclared name or a declaration nobody uses fails it.
+``tests/test_code_health.py`` reads every file of the app: a ``st.session_state`` access outside this module, a
+literal ``key=``, an undeclared name, a declaration nobody uses, or a name that falls inside another's family
+fails it.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Slot:
     family: bool = False
 
     def key(self, suffix: object = "") -> str:
+        """The entry's name in ``st.session_state`` (a family's name plus ``suffix``)."""
         if self.family == (suffix == ""):
             raise KeyError(f"{self.name!r} {'needs' if self.family else 'takes no'} suffix")
         return f"{self.name}{suffix}"
@@ -59,6 +61,7 @@ class Slot:
         return self.default() if self.default is not None else None
 
     def set(self, value: Any, suffix: object = "") -> None:
+        """Store ``value`` (of the declared type: anything else is a bug, raised as TypeError)."""
         if not isinstance(value, self.holds):
             raise TypeError(f"session state {self.key(suffix)!r} holds {self.holds}, not {type(value).__name__}")
         st.session_state[self.key(suffix)] = value
@@ -73,9 +76,11 @@ class Slot:
         return st.session_state[key]
 
     def pop(self, suffix: object = "", default: Any = None) -> Any:
+        """Remove the entry and return its value (``default`` when absent)."""
         return st.session_state.pop(self.key(suffix), default)
 
     def present(self, suffix: object = "") -> bool:
+        """Has the entry been set in this browser session?"""
         return self.key(suffix) in st.session_state
 
 
@@ -157,9 +162,9 @@ WIDGETS: dict[str, str] = {
     "picker_model_": "Sidebar: the model picker (its version: drawn anew when the app changes the pick)",
     "picker_step_": "Sidebar: the picked run's step slider (run, version, snapshots)",
     "lazy_": "Any page: an expander whose content runs only while it is open (ui.sections.lazy)",
-    "quiz_": "Any page: a question's options (page, question)",
+    "quiz_choice_": "Any page: a question's options (page, question)",
     "quiz_reveal_": "Any page: a question's Reveal button (page, question)",
-    "quiz_open_button_": "Any page: Ask me (page)",
+    "quiz_ask_": "Any page: Ask me, which opens the questions (page)",
     "quiz_pending_": "Any page: Show the questions, once their answers are computed (page)",
     "run_pause_": "A run's Pause button (where, run)",
     "run_resume_": "A run's Resume button (where, run)",
@@ -328,6 +333,7 @@ def set_value(key: str, new: Any) -> None:
 
 
 def has_value(key: str) -> bool:
+    """Does the widget ``key`` have a value in this session yet (drawn once, or given one)?"""
     if not _declared(key):
         raise KeyError(f"{key!r} is not a declared widget key")
     return key in st.session_state

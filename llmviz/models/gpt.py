@@ -465,6 +465,16 @@ class GPT(nn.Module, RecordsIntermediates):
                 loss = loss + self.config.router_aux_loss_coef * aux_loss
         return logits, loss
 
+    def final_hidden(self, idx: torch.Tensor) -> torch.Tensor:
+        """The final norm's output for ``idx`` (B, T), with gradients: what the output head reads, and what a
+        classifier head (``llmviz.finetune``) reads instead. The same as ``run_with_cache``'s ``ln_f``."""
+        if idx.shape[1] > self.config.context_length:
+            raise ConfigError(f"{idx.shape[1]} tokens do not fit the context of {self.config.context_length}.")
+        x, rope = self.embed(idx, 0)  # (B, T, C)
+        for layer, block in enumerate(self.blocks):
+            x, _ = block(x, None, f"blocks.{layer}", rope=rope)
+        return self.ln_f(x)  # (B, T, C)
+
     @torch.no_grad()
     def forward_with_kv_cache(self, idx: torch.Tensor, past_key_values: list | None = None):
         """Incremental decoding: ``idx`` holds only the new tokens; returns ``(logits, presents)``.
