@@ -39,7 +39,10 @@ with ui.router_run(), sections.timed_page() as page_timer:  # server time per ru
     # server process serves every session, so the global torch generator is never seeded here
     charts.install_export()
     present.apply()
-    with share.links():
-        navigation.run()
+    try:
+        with share.links():
+            navigation.run()
+    finally:  # also when the page stops or reruns itself
+        ui.freeze_long_lived_objects()  # once per server process: see ui/routing.py
 if following:  # following a training run costs a page run per refresh: it counts in the watching budget
     watch.record(picker.session_id(), "follow", time.perf_counter() - began)

@@ -86,3 +86,12 @@ def test_pages_make_their_sections_with_ui_sections():
                  for number, line in enumerate(path.read_text().splitlines(), start=1)
                  if re.search(r"@st\.fragment|st\.fragment\(", line)]
     assert not offenders, f"use @sections.section(name): {offenders}"
+
+
+def test_the_first_page_run_freezes_the_long_lived_objects():
+    """After a page run, what was alive (torch, the modules, the shipped model) is out of the collector's reach,
+    so Python's full collections no longer walk it while holding the GIL (ui.routing.freeze_long_lived_objects)."""
+    import gc
+
+    run_page("pages/home.py")
+    assert gc.get_freeze_count() > 100_000

@@ -14,11 +14,11 @@ Only rendering lives here and in ``pages/``; every number comes from ``llmviz``.
 from __future__ import annotations
 
 from ui.errors import friendly_errors
-from ui.routing import RUN_APP_MESSAGE, ensure_router, page_torch_threads, router_run
+from ui.routing import RUN_APP_MESSAGE, ensure_router, freeze_long_lived_objects, page_torch_threads, router_run
 from ui.shared_sidebar import UPLOAD, Settings, corpus_text, settings, sidebar
 from ui.stages import PIPELINE, ROOT, Stage
 from ui.widgets import index_slider, keep, page_header
 
 __all__ = ["PIPELINE", "ROOT", "RUN_APP_MESSAGE", "UPLOAD", "Settings", "Stage", "corpus_text",
-           "ensure_router", "friendly_errors", "index_slider", "keep", "page_header", "page_torch_threads",
+           "ensure_router", "freeze_long_lived_objects", "friendly_errors", "index_slider", "keep", "page_header", "page_torch_threads",
            "router_run", "settings", "sidebar"]

@@ -73,3 +73,21 @@ def page_torch_threads() -> int:
         wanted = int(raw) if raw.isdigit() and int(raw) > 0 else 1
         torch.set_num_threads(min(wanted, os.cpu_count() or 1))
     return torch.get_num_threads()
+
+
+_FROZEN = False
+
+
+def freeze_long_lived_objects() -> None:
+    """Once per server process, after its first page run: ``gc.freeze()`` moves every object alive then (torch,
+    Streamlit, the modules, the first models loaded: about 370,000 objects) out of the garbage collector's reach.
+    Python's automatic full collections walked all of them while holding the GIL, about 0.2 s each, pausing every
+    session's run and the server's event loop; afterwards they only walk what is newer (measured: 0.19 s → 0.00 s
+    for ``gc.collect(2)`` with the shipped GPT loaded). Those objects live as long as the server anyway."""
+    global _FROZEN
+    if not _FROZEN:
+        import gc
+
+        _FROZEN = True
+        gc.collect()  # the first run's garbage goes first: nothing collectable is frozen
+        gc.freeze()
