@@ -23,6 +23,7 @@ probabilities of the label words.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import zlib
@@ -90,6 +91,22 @@ def name_examples(per_class: int = 300) -> tuple[list[Example], list[Example]]:
     chosen += [Example(n, 1) for n in [n for n in female if clear(n, female, male)][:per_class]]
     chosen.sort(key=lambda e: e.text)
     return [e for e in chosen if not held_out(e.text)], [e for e in chosen if held_out(e.text)]
+
+
+def listed_as(name: str) -> str:
+    """Which list of the task a first name is on ("female", "male", with " (held out)" for a held-out one), or
+    "not among the names used"; any capitalisation.
+
+    >>> listed_as("mary"), listed_as("John"), listed_as("Zzyzx")
+    ('female', 'male (held out)', 'not among the names used')
+    """
+    return _listing().get(name.strip().capitalize(), "not among the names used")
+
+
+@functools.lru_cache(maxsize=1)
+def _listing() -> dict[str, str]:
+    train, held = name_examples()
+    return {e.text: LABELS[e.label] + note for examples, note in ((train, ""), (held, " (held out)")) for e in examples}
 
 
 # ---------------------------------------------------------------------------- the classifier
@@ -228,6 +245,12 @@ def load_classifier(directory: str | Path, device: str = "cpu") -> tuple[NameCla
         raise CheckpointError(f"{HEAD_FILE} holds {found}; a head on this GPT needs {expected}.")
     if not all(bool(torch.isfinite(tensor).all()) for tensor in head.values()):
         raise CheckpointError(f"{HEAD_FILE} holds NaN or infinite numbers.")
+    def accuracy_or_none(value) -> float | None:  # what the folder's JSON says: a number in [0, 1], or unknown
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1 \
+            else None
+
+    task = {**task, "accuracy_before": accuracy_or_none(task.get("accuracy_before")),
+            "accuracy_after": accuracy_or_none(task.get("accuracy_after"))}
     classifier = NameClassifier(model)
     classifier.head.load_state_dict(head)
     classifier.to(device).eval()

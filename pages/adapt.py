@@ -372,9 +372,13 @@ def _checkpoint_classifier(view: picker.ModelView) -> None:
         head = folder / finetune.HEAD_FILE
         stamp = head.stat().st_mtime if head.is_file() else 0.0  # a missing head: load_classifier says so
         classifier, tokenizer, task = _classifier(str(folder), stamp)
-        mode = view.meta.get("train_config", {}).get("mode", "?")
-        st.caption(f"Trained: {finetune.MODE_TITLES.get(mode, mode)}, {view.step or 0} steps. Held-out accuracy "
-                   f"{task.get('accuracy_before', float('nan')):.3f} before → {task.get('accuracy_after', float('nan')):.3f} "
+        mode = str((view.meta.get("train_config") or {}).get("mode", "?"))
+
+        def shown(accuracy: float | None) -> str:
+            return "?" if accuracy is None else f"{accuracy:.3f}"
+
+        st.caption(f"Trained: {literal_markdown(finetune.MODE_TITLES.get(mode, mode))}, {view.step or 0} steps. "
+                   f"Held-out accuracy {shown(task['accuracy_before'])} before → {shown(task['accuracy_after'])} "
                    f"after training; measured again now: {_classifier_accuracy(str(folder), stamp):.3f}.")
         typed = st.text_input("First names to classify (comma-separated)", "Mary, John, Ada, Alan, Grace",
                               max_chars=400, key=state.widget("task_names"))
@@ -386,12 +390,9 @@ def _checkpoint_classifier(view: picker.ModelView) -> None:
             st.caption(f"The first 20 of your {len(names)} names are classified.")
             names = names[:20]
         probabilities = finetune.female_probabilities(classifier, tokenizer, names)
-        train, held = finetune.name_examples()
-        listed = {e.text: ("female" if e.label else "male") + (" (held out)" if e in held else "")
-                  for e in train + held}
         st.dataframe(pd.DataFrame([{"name": name, "P(female list)": round(p, 4),
                                     "the classifier says": finetune.LABELS[int(p > 0.5)],
-                                    "the names lists say": listed.get(name.capitalize(), "not among the names used")}
+                                    "the names lists say": finetune.listed_as(name)}
                                    for name, p in zip(names, probabilities, strict=True)]), hide_index=True)
 
 
@@ -498,8 +499,8 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
                          title=f"{view.model.num_parameters():,} parameters over {processes} processes")
     charts.show(figure, key=state.widget("zero_bars"))
     charts.latex(rf"\text{{unsharded}}: (4 + 4 + 2 \cdot 4) \times {view.model.num_parameters():,} = "
-                 rf"{stages[0].total:,.0f} \text{{ bytes}}, \qquad \text{{ZeRO-3}}: {stages[0].total:,.0f} / "
-                 rf"{processes} = {stages[3].total:,.0f}")
+                 rf"{stages[0].total:,.0f} \text{{ bytes}}",  # two lines: one was wider than the page
+                 rf"\text{{ZeRO-3}}: {stages[0].total:,.0f} / {processes} = {stages[3].total:,.0f} \text{{ bytes}}")
 
 
 # ------------------------------------------------------------------ 5. serving

@@ -177,3 +177,15 @@ def test_a_missing_oversized_or_broken_head_is_refused_with_a_message(capsys, tm
     assert_clean(at, errors_expected=True)
     assert [error.value for error in at.error if "is missing" in error.value], [e.value for e in at.error]
     assert len(at.error) == 1
+
+
+def test_a_checkpoints_task_numbers_are_read_only_when_they_are_accuracies(capsys, tmp_path):
+    """checkpoint.json comes from a folder anyone could write: a task "accuracy" that is not a number in [0, 1] is
+    read as unknown (the page shows "?"), never formatted as a number."""
+    out = tmp_path / "names"
+    run(capsys, "finetune", "--init", SHIPPED, "--out", str(out), "--steps", "1")
+    meta = json.loads((out / "checkpoint.json").read_text())
+    meta["task"]["accuracy_before"], meta["task"]["accuracy_after"] = "<b>high</b>", 7
+    (out / "checkpoint.json").write_text(json.dumps(meta))
+    _, _, task = finetune.load_classifier(out)
+    assert task["accuracy_before"] is None and task["accuracy_after"] is None
