@@ -35,6 +35,23 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run"]
 ERROR_BOXES = "[data-testid='stException'], [data-testid='stAlertContentError']"
 
+# The named reference of the page benchmarks: a bare Streamlit page that imports torch and draws one 48 × 48
+# Plotly heatmap under one slider ("Size"), logging its server time like the app (LLMVIZ_TIMINGS). pages.py
+# times its open and its slider rerun; load.py opens it in 20 fresh browsers at once (the floor of that row).
+REFERENCE_PAGE = '''
+import json, os, time
+_start = time.perf_counter()
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+size = st.slider("Size", 8, 64, 48)
+torch.manual_seed(0)
+st.plotly_chart(go.Figure(go.Heatmap(z=torch.rand(size, size).tolist())))
+with open(os.environ["LLMVIZ_TIMINGS"], "a") as out:
+    out.write(json.dumps({"section": "page:reference", "seconds": time.perf_counter() - _start, "rerun": False}) + "\\n")
+'''
+
 # Runs in every document before the app's scripts: records each change of the app's state with the page clock.
 INIT_SCRIPT = """
 (() => {

@@ -11,10 +11,14 @@ session = a student's tab; contexts share the browser's processes, so 20 of them
 (a) one session alone opens Attention and flips its "Causal mask" toggle (after one cold open that loads the
     models, reported apart);
 (b) ``--sessions`` (20) sessions open ``--from`` (Embeddings, the stage before Attention; at once, untimed: the
-    class is on the previous page), then all click Attention in the sidebar at the same moment (timed), then each flips the toggle ``--toggles`` times; budget:
-    open p95 ≤ 15 s, toggle p95 ≤ 3 s, 0 errors. Then the same number of fresh browser contexts open
-    ``/attention`` at once by its address: each first loads and compiles Streamlit's and Plotly's JavaScript
-    (about 1.4 s of one core per browser here), which a classroom pays on the students' laptops, not the server;
+    class is on the previous page), then all click Attention in the sidebar at the same moment (timed), then each
+    flips the toggle ``--toggles`` times as soon as its own page has opened (the other tabs still drawing theirs);
+    then, once every tab has finished drawing (its main thread idle), all flip the toggle at the same moment,
+    ``--toggles`` times. Budget: open p95 ≤ 15 s, toggle p95 ≤ 3 s, 0 errors. Then the same number of fresh
+    browser contexts open ``/attention`` at once by its address: each first loads and compiles Streamlit's and
+    Plotly's JavaScript, which a classroom pays on the students' laptops, not the server. The reference row: as
+    many fresh browsers open a bare Streamlit page (``_app.REFERENCE_PAGE``: import torch, one heatmap) served by
+    a second server, at once: what any Streamlit app costs browsers that share the server's cores;
 (c) 2 sessions press Train on the Training page (a long run: 2,000 steps, batch 64, context 128) and stay there
     watching it, 4 more sessions watch the Training page, then ``--fresh`` (3) new sessions open Attention one
     after the other from the sidebar (``--from`` open first), and as many by its address in a fresh browser; budget:
@@ -45,6 +49,7 @@ import asyncio
 import json
 import re
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +75,15 @@ NOTE_FLIPPED = """([text, had]) => {
     const app = document.querySelector('[data-testid="stApp"]');
     return shown !== had && app !== null && app.getAttribute('data-test-script-state') === 'notRunning';
 }"""
+TAB_DRAWN = """() => new Promise((resolve) => {
+    // five idle periods of at least 40 ms in a row: nothing left to draw or lay out in this tab
+    let quiet = 0;
+    const check = (deadline) => {
+        quiet = !deadline.didTimeout && deadline.timeRemaining() >= 40 ? quiet + 1 : 0;
+        if (quiet >= 5) resolve(true); else requestIdleCallback(check, {timeout: 1000});
+    };
+    requestIdleCallback(check, {timeout: 1000});
+})"""
 TRAINING_MAIN = "1. Train a model"
 RUN_STARTED = re.compile(r"running · step|waiting: number \d+ in the queue|waiting: it starts when")
 REFUSED = "each browser session trains"
@@ -117,6 +131,7 @@ class Session:
         self.browser, self.url, self.wait_s = browser, url, wait_s
         self.context = self.page = None
         self.log = _app.StateLog()
+        self.ok = False  # opened Attention and flipped its toggle without an error
 
     async def open(self, path: str, main_text: str) -> float:
         """Open ``path`` in a new session; seconds until it is connected, its first run over, ``main_text`` shown."""
@@ -184,6 +199,13 @@ class Session:
             raise _app.BenchmarkError(f"the causal-mask note did not {'go' if had_note else 'come'} within "
                                       f"{self.wait_s:.0f} s of the click") from None
         return time.monotonic() - start
+
+    async def drawn(self) -> None:
+        """Wait (untimed) until the app is not running and this tab has drawn everything: its main thread idle."""
+        await self.page.wait_for_function(
+            "() => document.querySelector('[data-testid=\"stApp\"]')?.getAttribute('data-test-script-state') "
+            "=== 'notRunning'", polling=200, timeout=self.wait_s * 1000)
+        await asyncio.wait_for(self.page.evaluate(TAB_DRAWN), timeout=self.wait_s)
 
     async def error_boxes(self, allowed: str | None = None) -> list[str]:
         boxes = self.page.locator(_app.ERROR_BOXES)
@@ -272,6 +294,8 @@ class Benchmark:
             if boxes:
                 doing.errors += 1
                 self.problem(f"{opens.phase}: error box on Attention: {boxes[0][:200]}")
+            else:
+                session.ok = True
         except Exception as error:  # noqa: BLE001 - a timeout is one error of the phase, not the end of it
             doing.errors += 1
             what = "opening Attention" if doing is opens else "toggling the mask"
@@ -310,17 +334,22 @@ class Benchmark:
             await asyncio.sleep(2.0)
             everyone_home.set()
 
+        on_page = Row("b", f"{n} sessions on Attention, every tab done drawing: all flip the toggle at once",
+                      budget="p95 ≤ 3 s, 0 errors", check=p95_within(3, errors_too=True))
         try:  # every tab stays open until the whole class is done, as in a classroom
             await asyncio.gather(class_ready(), *[
                 self.attention_visit(browser, self.args.toggles, opens, flips, keep=open_sessions, via="sidebar",
                                      ready=everyone_home, home=home) for _ in range(n)])
+            await self.flip_together([session for session in open_sessions if session.ok], on_page)
         finally:
             for session in open_sessions:
                 await session.close()
         opens.note = (f"{start_label} opened first, at once too: p50 {_app.fmt_s(_app.quantile(sorted(home), 0.5))}"
                       if home else "")
+        flips.note = "each as soon as its own page opened, while the other tabs still draw theirs"
         self.add(opens)
         self.add(flips)
+        self.add(on_page)
         by_url = Row("b", f"{n} sessions open /attention at once in fresh browsers (each loads Streamlit's and "
                           "Plotly's JavaScript)", budget="p95 ≤ 15 s, 0 errors", check=p95_within(15, errors_too=True))
         open_sessions = []
@@ -331,6 +360,48 @@ class Benchmark:
             for session in open_sessions:
                 await session.close()
         self.add(by_url)
+        await self.fresh_reference(browser, n)
+
+    async def flip_together(self, sessions: list[Session], row: Row) -> None:
+        """The class is on Attention and every tab has drawn it; then all flip the causal mask at the same moment,
+        ``--toggles`` times (waiting, untimed, for every tab to be drawn again between two rounds)."""
+        for _ in range(self.args.toggles):
+            try:
+                await asyncio.gather(*[session.drawn() for session in sessions])
+            except Exception as error:  # noqa: BLE001 - the class never settled: one error, no samples
+                row.errors += 1
+                self.problem(f"b: the tabs did not finish drawing Attention: {describe(error)}")
+                return
+            await asyncio.sleep(self.args.think)
+            for result in await asyncio.gather(*[session.toggle_mask() for session in sessions],
+                                               return_exceptions=True):
+                if isinstance(result, BaseException):
+                    row.errors += 1
+                    self.problem(f"b: toggling the mask with the class on the page: {describe(result)}")
+                else:
+                    row.samples.append(result)
+
+    async def fresh_reference(self, browser, n: int) -> None:
+        """The floor of the fresh-browser row: ``n`` fresh browsers open a bare Streamlit page (import torch, one
+        heatmap; ``_app.REFERENCE_PAGE``) at once, served by a second server on this machine. No budget: what any
+        Streamlit app costs 20 browsers that share two cores with it."""
+        row = Row("b", f"reference: {n} fresh browsers open a bare Streamlit page at once (import torch + one heatmap)")
+        work = Path(tempfile.mkdtemp(prefix="llmviz-load-reference-"))
+        (work / "reference.py").write_text(_app.REFERENCE_PAGE)
+        with _app.App(str(work / "reference.py"), _app.free_port(self.args.port + 10)) as reference:
+            sessions = [Session(browser, reference.url, self.args.wait) for _ in range(n)]
+            try:
+                for result in await asyncio.gather(*[session.open("", "Size") for session in sessions],
+                                                   return_exceptions=True):
+                    if isinstance(result, BaseException):
+                        row.errors += 1
+                        self.problem(f"b: the bare reference page: {describe(result)}")
+                    else:
+                        row.samples.append(result)
+            finally:
+                for session in sessions:
+                    await session.close()
+        self.add(row)
 
     async def start_long_run(self, session: Session) -> str:
         """On the Training page: the longest run the sliders allow, then Train; the run's first status line."""

@@ -48,21 +48,6 @@ import _app  # noqa: E402
 PAGE_MS = 300  # a page open, warm caches, shipped GPT
 SECTION_MS = 150  # a section rerun
 
-REFERENCE_PAGE = '''
-import json, os, time
-_start = time.perf_counter()
-import plotly.graph_objects as go
-import streamlit as st
-import torch
-
-size = st.slider("Size", 8, 64, 48)
-torch.manual_seed(0)
-st.plotly_chart(go.Figure(go.Heatmap(z=torch.rand(size, size).tolist())))
-with open(os.environ["LLMVIZ_TIMINGS"], "a") as out:
-    out.write(json.dumps({"section": "page:reference", "seconds": time.perf_counter() - _start, "rerun": False}) + "\\n")
-'''
-
-
 @dataclass
 class Action:
     """One widget change: what a student does (``do(page, repeat)``: a new value each repeat) and the section
@@ -336,7 +321,7 @@ def close(page) -> None:
 
 
 def measure_reference(browser, args, rows: list[Row], work: Path) -> None:
-    (work / "reference.py").write_text(REFERENCE_PAGE)
+    (work / "reference.py").write_text(_app.REFERENCE_PAGE)
     with _app.App(str(work / "reference.py"), _app.free_port(args.port), timings=True) as app:
         page = new_page(browser)
         try:

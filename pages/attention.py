@@ -193,8 +193,9 @@ s1, s2, s3 = st.columns(3)
 s1.markdown("`(batch, tokens, d_out)` = (1, 3, 8)")
 s1.dataframe(tidy_floats(pd.DataFrame(small[0].numpy(), index=["t0", "t1", "t2"])), width="stretch")
 s2.markdown("`.view(1, 3, 2, 4)` → (batch, tokens, heads, head_dim)")
-s2.code("\n".join(f"t{t}: head 0 {split[0, t, 0].int().tolist()}\n    head 1 {split[0, t, 1].int().tolist()}"
-                  for t in range(3)), language=None)
+# plain text, not st.code: a code block would load the browser's syntax highlighter for three lines
+s2.text("\n".join(f"t{t}: head 0 {split[0, t, 0].int().tolist()}\n    head 1 {split[0, t, 1].int().tolist()}"
+                   for t in range(3)))
 s3.markdown("`.transpose(1, 2)` → (batch, heads, tokens, head_dim)")
 for head in range(2):
     s3.markdown(f"head {head}")
