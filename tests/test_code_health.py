@@ -323,3 +323,22 @@ def test_no_name_in_session_state_can_be_taken_for_another():
     clashes = sorted((family, name) for family in families for name in names
                      if name != family and name.startswith(family) and not (family == registry.KEEP and name[len(family):] in registry.KEPT))
     assert clashes == []
+
+
+def test_checkpoint_io_lives_in_llmviz_checkpoint_and_stays_importable_from_train():
+    """llmviz/train.py trains; reading, writing and restoring checkpoints is llmviz/checkpoint.py's (without an
+    import circle: checkpoint.py names the trainer by a Protocol), and every old import from llmviz.train works."""
+    import ast
+
+    from llmviz import checkpoint, train
+
+    moved = ["save_checkpoint", "checkpoint_metadata", "checkpoint_file_bytes", "restore_training_state",
+             "load_checkpoint", "inspect_checkpoint", "list_checkpoints", "model_state"]
+    for name in moved:
+        assert getattr(checkpoint, name).__module__ == "llmviz.checkpoint", name
+        assert getattr(train, name) is getattr(checkpoint, name), name
+    tree = ast.parse((ROOT / "llmviz" / "train.py").read_text(encoding="utf-8"))
+    calls = {node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+             for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    assert not calls & {"save_file", "save", "set_state", "set_rng_state", "read_safetensors", "set_model_state_dict",
+                        "set_optimizer_state_dict"}  # files and saved random states are checkpoint.py's
