@@ -342,3 +342,66 @@ def test_checkpoint_io_lives_in_llmviz_checkpoint_and_stays_importable_from_trai
              for node in ast.walk(tree) if isinstance(node, ast.Call)}
     assert not calls & {"save_file", "save", "set_state", "set_rng_state", "read_safetensors", "set_model_state_dict",
                         "set_optimizer_state_dict"}  # files and saved random states are checkpoint.py's
+
+
+# ------------------------------------------------------------------ failures are logged
+
+_LOGGING_CALLS = {"log_failure", "exception", "error", "warning", "info", "debug", "fail"}
+
+
+def _silent_broad_handlers(source: str, name: str) -> list[str]:
+    """``except Exception`` (or ``BaseException``, or bare) blocks that neither log nor re-raise, and every
+    ``contextlib.suppress(Exception)``, in the file ``name`` holding ``source``."""
+    import ast
+
+    def broad(handler: ast.ExceptHandler) -> bool:
+        names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        return any(name is None or (isinstance(name, ast.Name) and name.id in {"Exception", "BaseException"})
+                   for name in names)
+
+    def logs_or_raises(handler: ast.ExceptHandler) -> bool:
+        for node in ast.walk(ast.Module(body=handler.body, type_ignores=[])):
+            if isinstance(node, ast.Raise):
+                return True
+            if isinstance(node, ast.Call):
+                called = node.func
+                name = called.attr if isinstance(called, ast.Attribute) else getattr(called, "id", "")
+                if name in _LOGGING_CALLS:
+                    return True
+        return False
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ExceptHandler) and broad(node) and not logs_or_raises(node):
+            found.append(f"{name}:{node.lineno}")
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "suppress" \
+                and any(isinstance(arg, ast.Name) and arg.id in {"Exception", "BaseException"} for arg in node.args):
+            found.append(f"{name}:{node.lineno} (suppress)")
+    return found
+
+
+def test_the_silent_handler_finder_sees_one():
+    import textwrap
+
+    sample = textwrap.dedent("""
+            import contextlib, logging
+            try:
+                pass
+            except Exception:
+                pass
+            try:
+                pass
+            except Exception as error:
+                logging.getLogger("x").warning("%s", error)
+            with contextlib.suppress(Exception):
+                pass
+        """)
+    assert _silent_broad_handlers(sample, "sample.py") == ["sample.py:5", "sample.py:11 (suppress)"]
+
+
+def test_every_caught_failure_is_logged_or_raised():
+    """A job's, a page's or a helper's unexpected exception reaches the server's log with its traceback
+    (llmviz.errors.log_failure, a logger), or is raised again: never swallowed by a broad ``except``."""
+    files = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *_module_files("ui"), *_module_files("llmviz")]
+    assert [found for path in files for found in _silent_broad_handlers(path.read_text(encoding="utf-8"),
+                                                                        str(path.relative_to(ROOT)))] == []

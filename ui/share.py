@@ -28,6 +28,7 @@ import urllib.parse
 
 import streamlit as st
 
+from llmviz.errors import log_failure
 from ui import internals, state
 
 #: Every URL parameter llmviz reads: its kind (number, text, option, options, flag) and what it sets. Names are unique across pages, because the
@@ -315,11 +316,13 @@ def begin() -> None:
 
 def _replace_in_link(name: str, kept: list[str] | None) -> None:
     """Change a parameter both in the address and in what bound widgets will be seeded with."""
-    with contextlib.suppress(Exception):
+    try:
         if kept is None:
             del st.query_params[name]
         else:
             st.query_params[name] = kept
+    except Exception as error:  # noqa: BLE001 - a link must never break a page; the server's log says why
+        log_failure(f"correcting {name!r} in the address", error)
     # Streamlit seeds bound widgets from its copy of the address as it was loaded (private: ui/internals.py)
     internals.reseed_widget_from_link(name, kept)
 
@@ -349,8 +352,10 @@ def links():
             notices = list(state.LINK_NOTICES.pop(default=[])) + link_notices(initial, _snapshot(), values, labels)
             for name in initial:
                 if name not in PARAMS and name not in _STREAMLIT:
-                    with contextlib.suppress(Exception):
+                    try:
                         del st.query_params[name]
+                    except Exception as error:  # noqa: BLE001 - the page is drawn; the log says why
+                        log_failure(f"removing the unknown parameter {name!r} from the address", error)
             if notices:
                 notice_box.warning("This link's settings were partly used:\n\n"
                                    + "\n".join(f"- {_escape_markdown(n)}" for n in notices[:8]), icon=":material/link:")
@@ -401,10 +406,12 @@ def record_model() -> None:
     picker = _picker()
     if picker is None:
         return
-    with contextlib.suppress(Exception):
+    try:
         key = picker.current(mark=False).key  # the address only: this is not the page drawing the model
         default = getattr(picker, "DEFAULT_KEY", None)
         if key == default:
             st.query_params.pop("model", None)
         elif st.query_params.get("model") != key:
             st.query_params["model"] = key
+    except Exception as error:  # noqa: BLE001 - the page is drawn; the address keeps its model, the log says why
+        log_failure("writing the model to the address", error)
