@@ -403,9 +403,9 @@ class Trainer:
         self.optimizer = build_optimizer(self.config, self.model)
         stride = self.config.stride or self.config.context_size
         self.train_generator = torch.Generator().manual_seed(self.config.seed)
+        # checkpoints keep this one's state (rng.val); evaluate() draws from its own fixed stream
         self.val_generator = torch.Generator().manual_seed(self.config.seed + 1)
         self.train_batches = Batches(self.dataset.train_ids, self.config.context_size, stride, self.train_generator)
-        self.val_batches = Batches(self.dataset.val_ids, self.config.context_size, stride, self.val_generator)
 
     @classmethod
     def from_text(cls, text: str, config: TrainConfig, tokenizer: Tokenizer | None = None, progress=None,

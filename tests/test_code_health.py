@@ -118,14 +118,10 @@ def test_no_import_cycles_in_llmviz_or_ui():
     assert import_cycles(graph) == []
 
 
-# Unused today, in the jobs part of ui/picker.py, which the job-system rewrite owns: left for it to delete.
-KNOWN_UNUSED = {"ui/picker.py:status_line"}
-
-
 def test_every_function_and_class_in_llmviz_and_ui_is_used_somewhere():
     """A cheap unused-code scan (what vulture reports at 60 % confidence): every top-level function or class, and
-    every private method, of llmviz/ and ui/ is named somewhere besides its own definition: in the package, the
-    pages, app.py, tests, benchmarks or scripts."""
+    every private method, of llmviz/ and ui/ (and every top-level function of the pages) is named somewhere besides
+    its own definition: in the package, the pages, app.py, tests, benchmarks or scripts."""
     import ast
     import re
     from collections import Counter
@@ -134,7 +130,7 @@ def test_every_function_and_class_in_llmviz_and_ui_is_used_somewhere():
                if not {".venv", "node_modules"} & set(path.relative_to(ROOT).parts)}
     words = Counter(word for text in sources.values() for word in re.findall(r"\w+", text))
     unused = []
-    for package in PACKAGES:
+    for package in (*PACKAGES, "pages"):
         for path in _module_files(package):
             tree = ast.parse(sources[path])
             defined = [node for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)]
@@ -143,7 +139,7 @@ def test_every_function_and_class_in_llmviz_and_ui_is_used_somewhere():
                         and not item.name.startswith("__")]
             unused += [f"{path.relative_to(ROOT)}:{node.name}" for node in defined
                        if words[node.name] <= 1]  # only its own def line
-    assert sorted(set(unused) - KNOWN_UNUSED) == []
+    assert sorted(unused) == []
 
 
 def _project_names_used() -> dict[str, set[str]]:

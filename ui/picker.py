@@ -504,11 +504,6 @@ def _step_slider(chosen: str, version: int) -> None:
         st.rerun(scope="app")
 
 
-def status_line(job: jobs.Job) -> str:
-    status = job.status()
-    return f"{job.label}: {status.describe()}"
-
-
 
 
 def _jobs_panel_body(in_fragment: bool = False) -> None:
