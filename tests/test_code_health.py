@@ -401,3 +401,21 @@ def test_every_caught_failure_is_logged_or_raised():
     files = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *_module_files("ui"), *_module_files("llmviz")]
     assert [found for path in files for found in _silent_broad_handlers(path.read_text(encoding="utf-8"),
                                                                         str(path.relative_to(ROOT)))] == []
+
+
+# ------------------------------------------------------------------ docs and types
+
+def test_ci_checks_types_docstrings_and_complexity_of_the_package():
+    """.ci/run runs ruff and mypy; mypy checks all of llmviz/, bodies of unannotated functions included; ruff asks
+    llmviz/ and ui/ for class docstrings (D101) and bounds their functions' complexity (C901)."""
+    import tomllib
+
+    ci = [line.split("#")[0].strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    assert "ruff check ." in ci and "mypy" in ci
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
+    assert config["mypy"]["files"] == ["llmviz"] and config["mypy"]["check_untyped_defs"] is True
+    assert {"D101", "C901"} <= set(config["ruff"]["lint"]["select"])
+    assert config["ruff"]["lint"]["mccabe"]["max-complexity"] <= 24
+    unchecked = [pattern for pattern, rules in config["ruff"]["lint"]["per-file-ignores"].items()
+                 if {"D101", "C901"} & set(rules)]
+    assert unchecked and not [pattern for pattern in unchecked if pattern.startswith(("!", "llmviz", "ui"))]
