@@ -29,7 +29,7 @@ import urllib.parse
 import streamlit as st
 
 from llmviz.errors import log_failure
-from ui import internals, state
+from ui import internals, picker, state
 
 #: Every URL parameter llmviz reads: its kind (number, text, option, options, flag) and what it sets. Names are unique across pages, because the
 #: widget key is the parameter name and Streamlit's session state is shared by all pages.
@@ -376,22 +376,13 @@ def notice(text: str) -> None:
 
 
 # ------------------------------------------------------------------ the model in the URL
-def _picker():
-    try:
-        from ui import picker
-    except ImportError:
-        return None
-    return picker if hasattr(picker, "select") and hasattr(picker, "current") else None
-
-
 def restore_model() -> None:
     """Before the sidebar draws the picker: select the model named by ``?model=`` (once per session)."""
     if state.LINK_MODEL_APPLIED.get():
         return
     state.LINK_MODEL_APPLIED.set(True)
     wanted = st.query_params.get("model")
-    picker = _picker()
-    if not wanted or picker is None:
+    if not wanted:
         return
     wanted = _short(wanted, 200)
     picker.select(wanted)
@@ -403,13 +394,9 @@ def restore_model() -> None:
 
 def record_model() -> None:
     """After the sidebar drew the picker: write the chosen model's key to the URL."""
-    picker = _picker()
-    if picker is None:
-        return
     try:
         key = picker.current(mark=False).key  # the address only: this is not the page drawing the model
-        default = getattr(picker, "DEFAULT_KEY", None)
-        if key == default:
+        if key == picker.DEFAULT_KEY:
             st.query_params.pop("model", None)
         elif st.query_params.get("model") != key:
             st.query_params["model"] = key
