@@ -26,10 +26,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # tests.app_server, the one helper that starts the app
     sys.path.insert(0, str(ROOT))
+if TYPE_CHECKING:
+    from tests.app_server import AppServer
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
@@ -140,6 +143,7 @@ class App:
             self.extra_env = {"LLMVIZ_TIMINGS": str(self.timings), **self.extra_env}
         self.url = f"http://127.0.0.1:{port}"
         self.process: subprocess.Popen | None = None
+        self.server: AppServer | None = None
 
     def __enter__(self) -> App:
         (self.folder / "runs").mkdir()
@@ -160,14 +164,9 @@ class App:
         return False
 
     def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=5)
+        """Stop the server and close its log (tests.app_server's own stop)."""
+        if self.server is not None:
+            self.server.stop()
 
     def log_tail(self, chars: int = 2000) -> str:
         return self.log_path.read_text(errors="replace")[-chars:] if self.log_path.exists() else ""

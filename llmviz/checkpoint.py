@@ -5,7 +5,8 @@ metrics), ``model.safetensors`` (the weights) and, for resuming, ``trainer.safet
 states). Reading one never unpickles anything: the description is plain JSON, checked (size, nesting, the shapes it
 implies) before any tensor is allocated, and the weights are read as safetensors only.
 
-Split out of :mod:`llmviz.train`, which still exports every name here.
+Writing a run's checkpoint and putting a resumed run back (:func:`save_checkpoint`, :func:`restore_training_state`)
+live here too. Split out of :mod:`llmviz.train`, which still exports every name here.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ import json
 import os
 import stat
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.nn as nn
@@ -340,3 +341,134 @@ def restore_accelerator_rng_states(state: dict[str, torch.Tensor]) -> None:
         torch.cuda.set_rng_state(state["rng.cuda"])
     if "rng.mps" in state and _mps_available():
         torch.mps.set_rng_state(state["rng.mps"])
+
+
+# ---------------------------------------------------------------------------- writing and resuming a run
+
+class SavedRun(Protocol):
+    """What writing a checkpoint reads from a run, and resuming writes back: a :class:`llmviz.train.Trainer`
+    (named by its parts here, since llmviz.train imports this module)."""
+
+    model: nn.Module
+    step: int
+    train_generator: torch.Generator
+    val_generator: torch.Generator
+    dropout_generator: torch.Generator
+
+    @property
+    def config(self) -> Any: ...  # a TrainConfig (a dataclass)
+
+    @property
+    def dataset(self) -> Any: ...  # its .tokenizer is saved
+
+    @property
+    def history(self) -> list[Any]: ...  # StepMetrics (dataclasses)
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer | None: ...
+
+    @property
+    def group(self) -> Any: ...  # a ProcessGroup: .is_main
+
+    @property
+    def sharded(self) -> bool: ...
+
+
+def save_checkpoint(directory: str | Path, trainer: SavedRun, extra: dict | None = None,
+                    trainer_state: bool = True) -> Path:
+    """``model.safetensors`` (weights), ``trainer.safetensors`` (optimizer and RNG state) and
+    ``checkpoint.json`` (configs, tokenizer, metrics): no pickle anywhere."""
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    save_file(model_state(trainer.model), str(directory / MODEL_FILE))
+
+    tensors = {"rng.train": trainer.train_generator.get_state(), "rng.val": trainer.val_generator.get_state(),
+               "rng.dropout": trainer.dropout_generator.get_state(),  # rank 0's: the process that saves
+               "rng.torch": torch.get_rng_state(), **accelerator_rng_states()}
+    groups = []
+    if trainer.optimizer is not None:
+        optimizer_state = trainer.optimizer.state_dict()
+        for index, values in optimizer_state["state"].items():
+            for key, value in values.items():
+                tensors[f"optimizer.{index}.{key}"] = torch.as_tensor(value).detach().clone().cpu()
+        groups = optimizer_state["param_groups"]
+    if trainer_state:  # shipped artifacts leave it out: they are for using, not resuming
+        save_file(tensors, str(directory / STATE_FILE))
+
+    meta = checkpoint_metadata(trainer, groups, extra)
+    (directory / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    return directory
+
+
+def checkpoint_metadata(trainer: SavedRun, optimizer_groups: list | None = None, extra: dict | None = None) -> dict:
+    """What ``checkpoint.json`` holds: the step, the training config, the model's description, the tokenizer,
+    the optimizer's parameter groups, every step's metrics and the final losses (plus ``extra``)."""
+    return {
+        "format": "llmviz-checkpoint", "version": 1, "step": trainer.step,
+        "train_config": asdict(trainer.config), "model": model_description(trainer.model),
+        "tokenizer": trainer.dataset.tokenizer.to_dict(), "optimizer_param_groups": optimizer_groups or [],
+        "metrics": [asdict(m) for m in trainer.history],
+        "final": {"train_loss": trainer.history[-1].train_loss if trainer.history else None,
+                  "val_loss": next((m.val_loss for m in reversed(trainer.history) if m.val_loss is not None), None)},
+        **(extra or {}),
+    }
+
+
+def checkpoint_file_bytes(trainer: SavedRun) -> bytes:
+    """One self-contained ``.safetensors`` file (weights, with configs and tokenizer in its metadata)."""
+    from safetensors.torch import save
+
+    if trainer.sharded:
+        raise CheckpointError("no single-file copy of a run sharded with FSDP while its weights are spread over "
+                              "the processes; the checkpoint folder is written once rank 0 has gathered them "
+                              "(Trainer.unshard() on every process).")
+
+    return save(model_state(trainer.model), metadata={"llmviz": json.dumps(checkpoint_metadata(trainer))})
+
+
+def restore_training_state(trainer: SavedRun, directory: str | Path, model: nn.Module, meta: dict) -> bool:
+    """Put a freshly built run back where the checkpoint in ``directory`` stopped: the weights of ``model`` (read
+    by :func:`load_checkpoint`, with its ``meta``), the random streams and the optimizer's state, in one process
+    or sharded over several. Returns whether this process's dropout stream was restored: only rank 0's is saved,
+    so the caller seeds the others afresh."""
+    if trainer.sharded:  # each process keeps its shard of the full weights every process read
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+        set_model_state_dict(trainer.model, model.state_dict(), options=StateDictOptions(full_state_dict=True))
+    else:
+        trainer.model.load_state_dict(model.state_dict())
+    state = read_safetensors(Path(directory) / STATE_FILE)
+    trainer.train_generator.set_state(state["rng.train"])
+    trainer.val_generator.set_state(state["rng.val"])
+    dropout_restored = False
+    if trainer.group.is_main and "rng.dropout" in state:
+        try:  # saved on a CPU or a GPU: the two states differ in form, and one cannot take the other
+            trainer.dropout_generator.set_state(state["rng.dropout"])
+            dropout_restored = True
+        except RuntimeError:
+            pass
+    torch.set_rng_state(state["rng.torch"])
+    restore_accelerator_rng_states(state)
+    if trainer.optimizer is not None:
+        optimizer_state: dict = {"state": {}, "param_groups": meta["optimizer_param_groups"]}
+        for key, value in state.items():
+            if key.startswith("optimizer."):
+                _, index, name = key.split(".", 2)
+                optimizer_state["state"].setdefault(int(index), {})[name] = value
+        if trainer.sharded:  # FSDP names each parameter's state by the parameter's name, and shards it
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+            names = {id(p): name for name, p in trainer.model.named_parameters()}
+            order = [names[id(p)] for group in trainer.optimizer.param_groups for p in group["params"]]
+            optimizer_state = {
+                "state": {order[i]: value for i, value in optimizer_state["state"].items()},
+                "param_groups": [{**saved, "params": [order[i] for i in saved["params"]]}
+                                 for saved in optimizer_state["param_groups"]],
+            }
+            set_optimizer_state_dict(trainer.model, trainer.optimizer, optimizer_state,
+                                     options=StateDictOptions(full_state_dict=True))
+        else:
+            trainer.optimizer.load_state_dict(optimizer_state)
+    return dropout_restored

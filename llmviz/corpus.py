@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import cast
 
 from llmviz.errors import CorpusUnavailable, UploadError
 
@@ -221,8 +222,8 @@ class _DeadlineSocket:
     def makefile(self, mode="r", buffering=None, **kwargs):
         # http.client reads its responses only this way; like socket.makefile, the reader keeps the socket open
         # after the connection's close() until the response is read (SocketIO.close gives the reference back)
-        self._sock._io_refs += 1
-        return io.BufferedReader(socket.SocketIO(self, "rb"))
+        self._sock._io_refs += 1  # type: ignore[attr-defined]  # socket.makefile's own count (CPython's socket.py)
+        return io.BufferedReader(socket.SocketIO(cast(socket.socket, self), "rb"))
 
     def recv_into(self, buffer, nbytes=0, flags=0):
         waited_from = time.monotonic()
@@ -250,11 +251,11 @@ class _DeadlineSocket:
 def _deadline_opener(deadline: float, stall_s: float, poll: Callable[[], None]) -> urllib.request.OpenerDirector:
     """A urllib opener whose connections read through :class:`_DeadlineSocket` (HTTP and HTTPS)."""
 
-    def wrapping(connection_class):
-        class Connection(connection_class):
+    def wrapping(connection_class: type[http.client.HTTPConnection]) -> type[http.client.HTTPConnection]:
+        class Connection(connection_class):  # type: ignore[valid-type, misc]  # a subclass of the class given
             def connect(self):
                 super().connect()  # HTTPS: the TLS handshake is bounded by the connection's own timeout
-                self.sock = _DeadlineSocket(self.sock, deadline, stall_s, poll)
+                self.sock = cast(socket.socket, _DeadlineSocket(self.sock, deadline, stall_s, poll))  # type: ignore[has-type]
 
         return Connection
 
@@ -266,9 +267,9 @@ def _deadline_opener(deadline: float, stall_s: float, poll: Callable[[], None]) 
 
     class SecureHandler(urllib.request.HTTPSHandler):
         def https_open(self, request):
-            extra = {"context": self._context}
+            extra = {"context": getattr(self, "_context")}  # noqa: B009 - private to HTTPSHandler
             if getattr(self, "_check_hostname", None) is not None:  # Python 3.11's handler still has it
-                extra["check_hostname"] = self._check_hostname
+                extra["check_hostname"] = getattr(self, "_check_hostname")  # noqa: B009
             return self.do_open(secure, request, **extra)
 
     return urllib.request.build_opener(Handler, SecureHandler)

@@ -28,7 +28,7 @@ import math
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 
 import torch
@@ -315,15 +315,14 @@ class FineTuneTrainer:
 
     config: FineTuneConfig
     tokenizer: Tokenizer
-    initial_model: GPT
+    initial_model: InitVar[GPT]  # copied into the classifier; the shared original is not kept (nor pickled)
     step: int = 0
     history: list[ClassifierMetrics] = field(default_factory=list)
 
-    def __post_init__(self):
+    def __post_init__(self, initial_model: GPT):
         torch.manual_seed(self.config.seed)
-        backbone = GPT(self.initial_model.config.replace(dropout=0.0))
-        backbone.load_state_dict(self.initial_model.state_dict())
-        self.initial_model = None  # the shared original is not kept (nor pickled)
+        backbone = GPT(initial_model.config.replace(dropout=0.0))
+        backbone.load_state_dict(initial_model.state_dict())
         self.classifier = NameClassifier(backbone, seed=self.config.seed).to(self.config.device)
         self.model = self.classifier.backbone
         self.trained = set_trainable(self.classifier, self.config.mode)

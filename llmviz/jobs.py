@@ -42,6 +42,7 @@ import contextlib
 import logging
 import math
 import multiprocessing
+import multiprocessing.context
 import os
 import pickle
 import secrets
@@ -375,7 +376,7 @@ def _cpu_count() -> int:
         return os.cpu_count() or 1
 
 
-_CONTEXT = None
+_CONTEXT: multiprocessing.context.BaseContext | None = None
 _CONTEXT_LOCK = threading.Lock()
 
 
@@ -391,8 +392,9 @@ def _process_context():
         if _CONTEXT is None:
             methods = multiprocessing.get_all_start_methods()
             if "forkserver" in methods and sys.platform != "win32":
-                _CONTEXT = multiprocessing.get_context("forkserver")
-                _CONTEXT.set_forkserver_preload(["llmviz.workers", "llmviz.train"])
+                forkserver = multiprocessing.get_context("forkserver")
+                forkserver.set_forkserver_preload(["llmviz.workers", "llmviz.train"])
+                _CONTEXT = forkserver
             else:
                 _CONTEXT = multiprocessing.get_context("spawn")
         return _CONTEXT

@@ -131,7 +131,6 @@ class Request:
     started_s: float | None = None
     finished_s: float | None = None
     past: list | None = None
-    next_logits: torch.Tensor | None = None
 
     @property
     def done(self) -> bool:

@@ -13,46 +13,49 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import math
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import InitVar, asdict, dataclass, field, fields, replace
+from dataclasses import InitVar, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, cast
 
 import torch
 import torch.nn as nn
 
-# checkpoint I/O lives in llmviz/checkpoint.py; every name stays importable from here
+# checkpoint I/O lives in llmviz/checkpoint.py; every name stays importable from here (noqa: F401, re-exported)
 from llmviz.checkpoint import (
-    MAX_CHECKPOINT_PARAMETERS,
-    MAX_JSON_DEPTH,
-    MAX_META_BYTES,
+    MAX_CHECKPOINT_PARAMETERS,  # noqa: F401
+    MAX_JSON_DEPTH,  # noqa: F401
+    MAX_META_BYTES,  # noqa: F401
     META_FILE,
-    MODEL_FILE,
-    STATE_FILE,
-    ListedCheckpoint,
-    _described_shapes,
-    accelerator_rng_states,
-    inspect_checkpoint,
-    list_checkpoints,
+    MODEL_FILE,  # noqa: F401
+    STATE_FILE,  # noqa: F401
+    ListedCheckpoint,  # noqa: F401
+    _described_shapes,  # noqa: F401
+    accelerator_rng_states,  # noqa: F401
+    checkpoint_file_bytes,  # noqa: F401
+    checkpoint_metadata,  # noqa: F401
+    inspect_checkpoint,  # noqa: F401
+    list_checkpoints,  # noqa: F401
     load_checkpoint,
-    model_class,
+    model_class,  # noqa: F401
     model_description,
     model_from_description,
-    model_state,
-    parse_description,
-    restore_accelerator_rng_states,
+    model_state,  # noqa: F401
+    parse_description,  # noqa: F401
+    restore_accelerator_rng_states,  # noqa: F401
+    restore_training_state,
+    save_checkpoint,
 )
 from llmviz.device import isolated_rng
 from llmviz.distributed import ProcessGroup, accumulation_steps, micro_batches
-from llmviz.errors import CheckpointError, ConfigError, TrainingDiverged
+from llmviz.errors import ConfigError, TrainingDiverged
 from llmviz.models.charlevel import CHAR_MODELS, build_char_model
 from llmviz.models.gpt import GPT, PRESETS, SWITCHES
 from llmviz.models.layers import set_dropout_generator
-from llmviz.safetensors_file import read_safetensors
+from llmviz.safetensors_file import read_safetensors  # noqa: F401 - callers import it from here
 from llmviz.tokenizers import BPETokenizer, CharTokenizer, Tokenizer
 
 OPTIMIZERS = ["sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"]
@@ -400,9 +403,9 @@ class Trainer:
         self.optimizer = build_optimizer(self.config, self.model)
         stride = self.config.stride or self.config.context_size
         self.train_generator = torch.Generator().manual_seed(self.config.seed)
+        # checkpoints keep this one's state (rng.val); evaluate() draws from its own fixed stream
         self.val_generator = torch.Generator().manual_seed(self.config.seed + 1)
         self.train_batches = Batches(self.dataset.train_ids, self.config.context_size, stride, self.train_generator)
-        self.val_batches = Batches(self.dataset.val_ids, self.config.context_size, stride, self.val_generator)
 
     @classmethod
     def from_text(cls, text: str, config: TrainConfig, tokenizer: Tokenizer | None = None, progress=None,
@@ -575,58 +578,6 @@ class Trainer:
 
 # ---------------------------------------------------------------------------- checkpoints
 
-def save_checkpoint(directory: str | Path, trainer: Trainer, extra: dict | None = None,
-                    trainer_state: bool = True) -> Path:
-    """``model.safetensors`` (weights), ``trainer.safetensors`` (optimizer and RNG state) and
-    ``checkpoint.json`` (configs, tokenizer, metrics): no pickle anywhere."""
-    from safetensors.torch import save_file
-
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    save_file(model_state(trainer.model), str(directory / MODEL_FILE))
-
-    tensors = {"rng.train": trainer.train_generator.get_state(), "rng.val": trainer.val_generator.get_state(),
-               "rng.dropout": trainer.dropout_generator.get_state(),  # rank 0's: the process that saves
-               "rng.torch": torch.get_rng_state(), **accelerator_rng_states()}
-    groups = []
-    if trainer.optimizer is not None:
-        optimizer_state = trainer.optimizer.state_dict()
-        for index, values in optimizer_state["state"].items():
-            for key, value in values.items():
-                tensors[f"optimizer.{index}.{key}"] = torch.as_tensor(value).detach().clone().cpu()
-        groups = optimizer_state["param_groups"]
-    if trainer_state:  # shipped artifacts leave it out: they are for using, not resuming
-        save_file(tensors, str(directory / STATE_FILE))
-
-    meta = checkpoint_metadata(trainer, groups, extra)
-    (directory / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-    return directory
-
-
-def checkpoint_metadata(trainer: Trainer, optimizer_groups: list | None = None, extra: dict | None = None) -> dict:
-    return {
-        "format": "llmviz-checkpoint", "version": 1, "step": trainer.step,
-        "train_config": asdict(trainer.config), "model": model_description(trainer.model),
-        "tokenizer": trainer.dataset.tokenizer.to_dict(), "optimizer_param_groups": optimizer_groups or [],
-        "metrics": [asdict(m) for m in trainer.history],
-        "final": {"train_loss": trainer.history[-1].train_loss if trainer.history else None,
-                  "val_loss": next((m.val_loss for m in reversed(trainer.history) if m.val_loss is not None), None)},
-        **(extra or {}),
-    }
-
-
-def checkpoint_file_bytes(trainer: Trainer) -> bytes:
-    """One self-contained ``.safetensors`` file (weights, with configs and tokenizer in its metadata)."""
-    from safetensors.torch import save
-
-    if trainer.sharded:
-        raise CheckpointError("no single-file copy of a run sharded with FSDP while its weights are spread over "
-                              "the processes; the checkpoint folder is written once rank 0 has gathered them "
-                              "(Trainer.unshard() on every process).")
-
-    return save(model_state(trainer.model), metadata={"llmviz": json.dumps(checkpoint_metadata(trainer))})
-
-
 def resume(directory: str | Path, text: str, device: str = "cpu", group: ProcessGroup | None = None,
            **changes) -> Trainer:
     """A :class:`Trainer` that continues exactly where the saved one stopped (``changes``: e.g. more ``steps``),
@@ -635,45 +586,11 @@ def resume(directory: str | Path, text: str, device: str = "cpu", group: Process
     config = TrainConfig.from_dict({**meta["train_config"], "device": device, **changes})
     trainer = Trainer(config, prepare_data(text, config, tokenizer), group=group or ProcessGroup(),
                       initial_model=model if config.init is not None else None)
-    if trainer.sharded:  # each process keeps its shard of the full weights every process read
-        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
-
-        set_model_state_dict(trainer.model, model.state_dict(), options=StateDictOptions(full_state_dict=True))
-    else:
-        trainer.model.load_state_dict(model.state_dict())
     trainer.step = meta["step"]
     trainer.history = [StepMetrics(**m) for m in meta.get("metrics", [])]
-    state = read_safetensors(Path(directory) / STATE_FILE)
-    trainer.train_generator.set_state(state["rng.train"])
-    trainer.val_generator.set_state(state["rng.val"])
-    try:  # rank 0 continues its dropout stream (saved on a CPU or a GPU: the two states differ in form)
-        if not (trainer.group.is_main and "rng.dropout" in state):
-            raise RuntimeError("not saved")
-        trainer.dropout_generator.set_state(state["rng.dropout"])
-    except RuntimeError:  # the other ranks' streams were not saved: fresh ones, never the first steps' again
+    if not restore_training_state(trainer, directory, model, meta):
+        # the other ranks' dropout streams were not saved: fresh ones, never the first steps' again
         trainer.dropout_generator.manual_seed(dropout_seed(config.seed, trainer.group.rank, trainer.step))
-    torch.set_rng_state(state["rng.torch"])
-    restore_accelerator_rng_states(state)
-    if trainer.optimizer is not None:
-        optimizer_state: dict = {"state": {}, "param_groups": meta["optimizer_param_groups"]}
-        for key, value in state.items():
-            if key.startswith("optimizer."):
-                _, index, name = key.split(".", 2)
-                optimizer_state["state"].setdefault(int(index), {})[name] = value
-        if trainer.sharded:  # FSDP names each parameter's state by the parameter's name, and shards it
-            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
-
-            names = {id(p): name for name, p in trainer.model.named_parameters()}
-            order = [names[id(p)] for group in trainer.optimizer.param_groups for p in group["params"]]
-            optimizer_state = {
-                "state": {order[i]: value for i, value in optimizer_state["state"].items()},
-                "param_groups": [{**saved, "params": [order[i] for i in saved["params"]]}
-                                 for saved in optimizer_state["param_groups"]],
-            }
-            set_optimizer_state_dict(trainer.model, trainer.optimizer, optimizer_state,
-                                     options=StateDictOptions(full_state_dict=True))
-        else:
-            trainer.optimizer.load_state_dict(optimizer_state)
     return trainer
 
 

@@ -420,6 +420,7 @@ def process_entry(connection, payload_bytes: bytes, options: WorkerOptions) -> N
     try:
         payloads = pickle.loads(payload_bytes)
     except Exception as error:  # noqa: BLE001 - cannot even start: say so once for every runner
+        log_failure("a worker process's start", error)
         channel.send(("failed", 0, f"The worker could not start: {type(error).__name__}: {error}", ""))
         channel.send(("done", 0, FAILED))
         return

@@ -28,10 +28,6 @@ ui.page_header(
 num = charts.tex_number
 
 
-def fmt(x: float) -> str:
-    return f"{x:.4f}".rstrip("0").rstrip(".") if abs(x) >= 1e-4 else f"{x:.2e}"
-
-
 def matrix_table(matrix: torch.Tensor, rows, columns=None) -> pd.DataFrame:
     values = matrix.detach().numpy()
     columns = columns or [f"d{j}" for j in range(values.shape[1])]

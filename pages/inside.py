@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 
 import ui
 from llmviz import induction, interpret
-from llmviz.errors import LlmvizError
+from llmviz.errors import LlmvizError, log_failure
 from ui import charts, picker, sections, share, state, training
 from ui import lens as lens_ui
 from ui.text import literal_html, literal_markdown, tidy_floats
@@ -41,6 +41,7 @@ def tokens_of(view, text: str, limit: int) -> tuple[list[int], str | None]:
     try:
         ids = view.tokenizer.encode(text)
     except Exception as error:  # noqa: BLE001 - e.g. a character the run's tokenizer never saw
+        log_failure("encoding the Inside page's text", error)
         half = min(16, view.model.config.context_length // 2, view.model.config.vocab_size)
         ids = interpret.diagnostic_tokens(view.model.config.vocab_size, half, seed=0)
         return ids, (f"This model's tokenizer cannot read that text ({error}), so a random sequence of its own "

@@ -257,3 +257,24 @@ def test_failed_run_says_why(manager):
     status = job.status()
     assert status.state == jobs.FAILED and "learning rate" in status.error
     assert job.snapshots.steps()[0] == 0
+
+
+def _task_with_a_bug(should_stop):
+    yield 1, 1.0
+    raise ZeroDivisionError("a bug in the task")
+
+
+def test_a_job_that_fails_shows_one_line_and_logs_its_traceback(manager, caplog):
+    """The page gets one line (status.error); the server's log gets the traceback, naming where it happened."""
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="llmviz"):
+        job = manager.submit_task("alice", _task_with_a_bug, label="buggy", total=3)
+        assert job.wait(60)
+        wait_for(lambda: any(record.exc_info for record in caplog.records))
+    status = job.status()
+    assert status.state == jobs.FAILED and status.error == "ZeroDivisionError: a bug in the task"
+    assert "\n" not in status.error
+    (logged,) = [record for record in caplog.records if record.exc_info]
+    assert logged.levelno == logging.ERROR and logged.exc_info[0] is ZeroDivisionError
+    assert "_task_with_a_bug" in caplog.text  # the traceback, with the task's own frame

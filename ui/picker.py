@@ -29,7 +29,7 @@ import streamlit as st
 import torch.nn as nn
 
 from llmviz import jobs
-from llmviz.errors import LlmvizError
+from llmviz.errors import LlmvizError, log_failure
 from llmviz.snapshots import load_into
 from llmviz.train import ListedCheckpoint, list_checkpoints, load_checkpoint, model_description, model_from_description
 from ui import internals, sections, state, watch
@@ -279,8 +279,8 @@ def entries() -> list[Entry]:
     for source in list(SOURCES.values()):
         try:
             out.extend(source.entries())
-        except Exception:  # noqa: BLE001 - one broken source must not take the picker down
-            continue
+        except Exception as error:  # noqa: BLE001 - one broken source must not take the picker down
+            log_failure(f"listing the models of {type(source).__name__}", error)
     return out
 
 
@@ -502,11 +502,6 @@ def _step_slider(chosen: str, version: int) -> None:
         # the student moved the slider, or the followed run has a newer snapshot than the page shows
         state.FOLLOWING.set(stored is None)
         st.rerun(scope="app")
-
-
-def status_line(job: jobs.Job) -> str:
-    status = job.status()
-    return f"{job.label}: {status.describe()}"
 
 
 

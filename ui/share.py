@@ -28,7 +28,8 @@ import urllib.parse
 
 import streamlit as st
 
-from ui import internals, state
+from llmviz.errors import log_failure
+from ui import internals, picker, state
 
 #: Every URL parameter llmviz reads: its kind (number, text, option, options, flag) and what it sets. Names are unique across pages, because the
 #: widget key is the parameter name and Streamlit's session state is shared by all pages.
@@ -315,11 +316,13 @@ def begin() -> None:
 
 def _replace_in_link(name: str, kept: list[str] | None) -> None:
     """Change a parameter both in the address and in what bound widgets will be seeded with."""
-    with contextlib.suppress(Exception):
+    try:
         if kept is None:
             del st.query_params[name]
         else:
             st.query_params[name] = kept
+    except Exception as error:  # noqa: BLE001 - a link must never break a page; the server's log says why
+        log_failure(f"correcting {name!r} in the address", error)
     # Streamlit seeds bound widgets from its copy of the address as it was loaded (private: ui/internals.py)
     internals.reseed_widget_from_link(name, kept)
 
@@ -349,8 +352,10 @@ def links():
             notices = list(state.LINK_NOTICES.pop(default=[])) + link_notices(initial, _snapshot(), values, labels)
             for name in initial:
                 if name not in PARAMS and name not in _STREAMLIT:
-                    with contextlib.suppress(Exception):
+                    try:
                         del st.query_params[name]
+                    except Exception as error:  # noqa: BLE001 - the page is drawn; the log says why
+                        log_failure(f"removing the unknown parameter {name!r} from the address", error)
             if notices:
                 notice_box.warning("This link's settings were partly used:\n\n"
                                    + "\n".join(f"- {_escape_markdown(n)}" for n in notices[:8]), icon=":material/link:")
@@ -371,22 +376,13 @@ def notice(text: str) -> None:
 
 
 # ------------------------------------------------------------------ the model in the URL
-def _picker():
-    try:
-        from ui import picker
-    except ImportError:
-        return None
-    return picker if hasattr(picker, "select") and hasattr(picker, "current") else None
-
-
 def restore_model() -> None:
     """Before the sidebar draws the picker: select the model named by ``?model=`` (once per session)."""
     if state.LINK_MODEL_APPLIED.get():
         return
     state.LINK_MODEL_APPLIED.set(True)
     wanted = st.query_params.get("model")
-    picker = _picker()
-    if not wanted or picker is None:
+    if not wanted:
         return
     wanted = _short(wanted, 200)
     picker.select(wanted)
@@ -398,13 +394,11 @@ def restore_model() -> None:
 
 def record_model() -> None:
     """After the sidebar drew the picker: write the chosen model's key to the URL."""
-    picker = _picker()
-    if picker is None:
-        return
-    with contextlib.suppress(Exception):
+    try:
         key = picker.current(mark=False).key  # the address only: this is not the page drawing the model
-        default = getattr(picker, "DEFAULT_KEY", None)
-        if key == default:
+        if key == picker.DEFAULT_KEY:
             st.query_params.pop("model", None)
         elif st.query_params.get("model") != key:
             st.query_params["model"] = key
+    except Exception as error:  # noqa: BLE001 - the page is drawn; the address keeps its model, the log says why
+        log_failure("writing the model to the address", error)

@@ -10,6 +10,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @dataclass(frozen=True)
 class Stage:
+    """One stage of the pipeline: its key (the page's URL path), menu title and icon, page file and one-line blurb."""
+
     key: str
     title: str
     icon: str
