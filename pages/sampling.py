@@ -53,9 +53,9 @@ def sampler_controls() -> tuple[float, int, float]:
     c1, c2, c3 = st.columns(3)
     temperature = c1.slider("Temperature", 0.0, 2.5, 0.8, 0.05, help="0 = greedy: always the most likely token.",
                             **share.bind("temperature"))
-    top_k = c2.slider("Top-k", 0, tokenizer.vocab_size, TOP_K_DEFAULT,
-                      help=f"0 = off. {tokenizer.vocab_size:,} (the whole vocabulary) keeps every token.",
-                      **share.bind("top_k"))
+    top_k = ui.bounded_slider("Top-k", 0, tokenizer.vocab_size, TOP_K_DEFAULT, where=c2,
+                              help=f"0 = off. {tokenizer.vocab_size:,} (the whole vocabulary) keeps every token.",
+                              **share.bind("top_k"))
     top_p = c3.slider("Top-p", 0.01, 1.0, 0.9, 0.01,
                       help="1 = off. Keep the most likely tokens until their probability adds up to p.",
                       **share.bind("top_p"))

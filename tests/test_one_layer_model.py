@@ -24,3 +24,30 @@ def test_one_layer_one_head_model(runs_dir, monkeypatch, path):
     at = run_page(path, _picker_selected="dir:one")
     assert_clean(at)
     assert any("the only one" in caption.value for caption in at.caption) or path.endswith("inside.py")
+
+
+@pytest.fixture(scope="module")
+def small_runs_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("small_runs")
+    config = TrainConfig(model="gpt-nano", tokenizer="char", context_size=16, batch_size=4, steps=2,
+                         n_layers=2, n_heads=2)
+    trainer = Trainer.from_text("The cat sat on the mat. " * 40, config)
+    for _ in trainer.run():
+        pass
+    save_checkpoint(folder / "small", trainer, trainer_state=False)
+    return folder, trainer.dataset.vocab_size
+
+
+def test_values_kept_from_a_larger_model_move_into_the_smaller_models_range(small_runs_dir, monkeypatch):
+    """A student looked at layer 3, head 3 and top-k 512 of a bigger model, then picked a run with 2 layers,
+    2 heads and a dozen characters: Streamlit refused the kept values (StreamlitValueAboveMaxError) and the
+    attention and next-token sections broke. They move to the nearest end of the new range."""
+    folder, vocab_size = small_runs_dir
+    monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(folder))
+    attention = run_page("pages/attention.py", _picker_selected="dir:small", layer=3, head=3)
+    assert attention.session_state["layer"] == 1 and attention.session_state["head"] == 1
+    assert [s.value for s in attention.slider if s.label in ("Layer", "Head")][:2] == [1, 1]
+    sampling = run_page("pages/sampling.py", _picker_selected="dir:small", top_k=512)
+    assert vocab_size < 512
+    assert sampling.session_state["top_k"] == vocab_size
+    assert not sampling.warning or all("default value" not in w.value for w in sampling.warning)

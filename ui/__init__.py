@@ -17,8 +17,8 @@ from ui.errors import friendly_errors
 from ui.routing import RUN_APP_MESSAGE, ensure_router, freeze_long_lived_objects, page_torch_threads, router_run
 from ui.shared_sidebar import UPLOAD, Settings, corpus_text, settings, sidebar
 from ui.stages import PIPELINE, ROOT, Stage
-from ui.widgets import index_slider, keep, page_header
+from ui.widgets import bounded_slider, index_slider, keep, page_header
 
 __all__ = ["PIPELINE", "ROOT", "RUN_APP_MESSAGE", "UPLOAD", "Settings", "Stage", "corpus_text",
-           "ensure_router", "freeze_long_lived_objects", "friendly_errors", "index_slider", "keep", "page_header", "page_torch_threads",
+           "bounded_slider", "ensure_router", "freeze_long_lived_objects", "friendly_errors", "index_slider", "keep", "page_header", "page_torch_threads",
            "router_run", "settings", "sidebar"]

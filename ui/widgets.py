@@ -24,9 +24,27 @@ def page_header(title: str, caption: str) -> None:
 
 def index_slider(label: str, count: int, key: str | None = None, where=None, **options) -> int:
     """A slider over ``0 … count - 1`` (a layer, a head, a position); with one choice there is nothing
-    to slide (Streamlit refuses a slider from 0 to 0), so it says so and returns 0."""
+    to slide (Streamlit refuses a slider from 0 to 0), so it says so and returns 0. A value kept from a larger
+    range moves to the last index (see :func:`bounded_slider`)."""
     where = where or st
     if count <= 1:
         where.caption(f"{label}: 0 (the only one)")
         return 0
-    return where.slider(label, 0, count - 1, 0, key=key, **options)
+    return bounded_slider(label, 0, count - 1, 0, key=key, where=where, **options)
+
+
+def bounded_slider(label: str, low, high, default, key: str | None = None, where=None, **options):
+    """``st.slider`` whose range depends on the model or the text, for a widget with a ``key``.
+
+    The value a student left at layer 3, head 11 or top-k 50,257 stays in the session (and in the address);
+    pick a model with 2 layers, 4 heads or 27 tokens and Streamlit refuses the kept value with
+    ``StreamlitValueAboveMaxError``, which broke the section. The kept value moves to the nearest end of the new
+    range instead. The default is passed only while the widget has no value (as :func:`keep` does): Streamlit
+    warns when a widget gets a default and a value set in session state."""
+    where = where or st
+    if key is None or not state.has_value(key):
+        return where.slider(label, low, high, default, key=key, **options)
+    kept = state.value(key)
+    if isinstance(kept, int | float) and not isinstance(kept, bool) and not low <= kept <= high:
+        state.set_value(key, type(kept)(min(max(kept, low), high)))
+    return where.slider(label, low, high, key=key, **options)
