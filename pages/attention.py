@@ -430,7 +430,7 @@ def grouped_query() -> None:
     st.dataframe(frame.style.format({"KV cache per token": "{:,} bytes", f"KV cache for {tokens:,} tokens (MiB)": "{:,.1f}",
                                      "W_K + W_V parameters per layer": "{:,}"}), hide_index=True, width="stretch")
     saved = 1 - n_kv_heads / n_heads
-    st.latex(rf"\text{{KV bytes}} = 2 \times L \times H_{{kv}} \times d_{{head}} \times \text{{tokens}} \times 2"
+    charts.equation(rf"\text{{KV bytes}} = 2 \times L \times H_{{kv}} \times d_{{head}} \times \text{{tokens}} \times 2"
              rf" = 2 \times 24 \times {n_kv_heads} \times 64 \times {tokens:,} \times 2"
              rf" = {architectures.kv_cache_bytes(config, tokens, 'bf16'):,}\ \text{{bytes}}")
     st.caption(f"A model of 24 layers with head_dim 64 in bf16 (2 bytes a number). {n_kv_heads} key/value heads "

@@ -257,7 +257,7 @@ def sinusoidal() -> None:
     st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\quad "
              r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)")
     if d_model >= 4 and positions >= 2:
-        st.latex(rf"PE_{{(1,\,2)}} = \sin\!\left(\frac{{1}}{{10000^{{2/{d_model}}}}}\right) = {float(encoding[1, 2]):.4f}")
+        charts.equation(rf"PE_{{(1,\,2)}} = \sin\!\left(\frac{{1}}{{10000^{{2/{d_model}}}}}\right) = {float(encoding[1, 2]):.4f}")
 
 
 @sections.section("embeddings.token_plus_position")
@@ -342,7 +342,7 @@ def rotary_positions() -> None:
                  hide_index=True, width="stretch")
     num = charts.tex_number
     pair = pairs[1]
-    st.latex(rf"\text{{angle}}(p, i) = p \cdot \theta^{{-2i/d_{{head}}}}:\quad "
+    charts.equation(rf"\text{{angle}}(p, i) = p \cdot \theta^{{-2i/d_{{head}}}}:\quad "
              rf"\text{{angle}}(3, {pair}) = 3 \cdot {theta:,.0f}^{{-{2 * pair}/{head_dim}}} "
              rf"= {3 * float(angles.frequencies[pair]):.4f}\ \text{{radians}}")
     quiz_ui.section("rope", lambda: [architectures.rope_question(head_dim, theta)])
@@ -364,7 +364,7 @@ def rotary_positions() -> None:
         charts.show(figure, width="stretch")
     low = scores.by_distance[3][0]
     spread = max(high - low_ for low_, high in scores.by_distance.values())
-    st.latex(rf"(R_m q)^\top (R_n k) = q^\top R_{{n-m}}\, k:\quad "
+    charts.equation(rf"(R_m q)^\top (R_n k) = q^\top R_{{n-m}}\, k:\quad "
              rf"s(3, 0) = s(10, 7) = s({shown - 1}, {shown - 4}) = {num(low, '.4f')}"
              rf"\qquad \text{{unrotated: }} q \cdot k = {num(scores.plain, '.4f')}")
     st.caption(f"The largest spread along any diagonal is {spread:.1e} (float32 rounding). Learned positions give "

@@ -331,7 +331,7 @@ else:
     logs = parts.log_probabilities.flatten().tolist()
     n = len(logs)
     terms = " + ".join(f"({v:.3f})" for v in logs[:6]) + (" + \\dots" if n > 6 else "")
-    charts.latex(rf"\text{{loss}} = -\frac{{1}}{{{n}}}\left[{terms}\right] = -({parts.mean_log_probability:.4f}) = {parts.loss:.4f}")
+    charts.latex(rf"\text{{loss}} = -\frac{{1}}{{{n}}}\Big[{terms}\Big] = -({parts.mean_log_probability:.4f}) = {parts.loss:.4f}")
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("− mean log p", f"{parts.loss:.4f}")
     m2.metric("F.cross_entropy", f"{parts.cross_entropy:.4f}")

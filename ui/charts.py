@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 
 import plotly.graph_objects as go
 
@@ -211,13 +212,105 @@ def install_export() -> None:
     st.html('<span data-llmviz-export="1"></span>' + SVG_BUTTON_SCRIPT, unsafe_allow_javascript=True)
 
 
+EQUATION_WIDTH = 60  # characters a page's main column shows of a display equation at 1280 px before it scrolls
+
+
+def visible_length(line: str) -> int:
+    """About how many characters KaTeX draws for ``line``: commands count as one symbol, braces and scripts'
+    markers as nothing.
+
+    >>> visible_length(r"\\alpha_{1} = \\frac{e^{2}}{3}")
+    9
+    """
+    return len(re.sub(r"\\[A-Za-z]+|[{}^_]|\\[,;:! ]", lambda m: "x" if m.group(0)[1:].isalpha() else "", line))
+
+
+def _top_level_cuts(line: str, marks: tuple[str, ...]) -> list[str]:
+    """``line`` cut before each of ``marks`` that stands outside every brace and ``\\left … \\right`` pair."""
+    pieces, start, depth, i = [], 0, 0, 0
+    while i < len(line):
+        if line.startswith("\\left", i) and not line[i + 5:i + 6].isalpha():
+            depth, i = depth + 1, i + 5
+            continue
+        if line.startswith("\\right", i) and not line[i + 6:i + 7].isalpha():
+            depth, i = depth - 1, i + 6
+            continue
+        char = line[i]
+        if char == "\\":  # an escaped character or a command: never a mark's start unless the mark is a command
+            mark = next((m for m in marks if m.startswith("\\") and line.startswith(m, i)
+                         and not line[i + len(m):i + len(m) + 1].isalpha()), None)
+            if mark and depth == 0 and i > start:
+                pieces.append(line[start:i])
+                start = i
+            i += len(mark) if mark else 2
+            continue
+        if char == "{":
+            depth += 1
+        elif char == "}":
+            depth -= 1
+        elif depth == 0 and i > start and any(not m.startswith("\\") and line.startswith(m, i) for m in marks):
+            pieces.append(line[start:i])
+            start = i
+        i += 1
+    pieces.append(line[start:])
+    return pieces
+
+
+def fit_equation(line: str, width: int = EQUATION_WIDTH) -> str:
+    """A worked equation too wide for the page, broken into aligned lines: at its top-level ``=`` (and
+    ``\\Rightarrow``, ``\\approx``), then a piece still too wide at its top-level ``+``. A wide equation scrolled
+    sideways inside its box, so a student read ``d = 0`` where the page said ``d = … = 0.1732``.
+
+    >>> fit_equation("a = b")
+    'a = b'
+    >>> print(fit_equation("x = 1.25 + 2.5 + 3.75 = 7.5", width=20))
+    \\begin{aligned}x &= 1.25 + 2.5 + 3.75 \\\\ &= 7.5\\end{aligned}
+    >>> print(fit_equation("s = 1.25 + 2.5 + 3.75 + 5.0", width=13))
+    \\begin{aligned}s &= 1.25 + 2.5 \\\\ &\\quad + 3.75 + 5.0\\end{aligned}
+    >>> fit_equation(r"y = \\left(a + b + c + d + e\\right) + f", width=6)  # never inside a \\left … \\right
+    '\\\\begin{aligned}y &= \\\\left(a + b + c + d + e\\\\right) \\\\\\\\ &\\\\quad + f\\\\end{aligned}'
+    """
+    if visible_length(line) <= width or "\\begin" in line or "\\\\" in line:
+        return line
+    pieces = _top_level_cuts(line, ("=", "\\Rightarrow", "\\approx"))
+    if len(pieces) < 2 and len(_top_level_cuts(line, ("+",))) < 2:
+        return line
+    head, rest = pieces[0].rstrip(), [piece.strip() for piece in pieces[1:]]
+    if not rest:  # no relation to align on: the whole line is the right-hand side of an empty left
+        head, rest = "", [pieces[0].strip()]
+    rows: list[str] = []
+    room = max(width // 3, width - visible_length(head))  # every row starts in the column after the left side
+    for piece in rest:
+        relation = next((m for m in ("=", "\\Rightarrow", "\\approx") if piece.startswith(m)), "")
+        body = piece[len(relation):].strip()
+        terms = _top_level_cuts(body, ("+",))
+        row, first = "", True
+        for term in (t.strip() for t in terms):
+            joined = term if not row else f"{row} {term}"
+            if row and visible_length(joined) > room:
+                rows.append(("&" + relation + " " if first else "&\\quad ") + row)
+                row, first = term, False
+            else:
+                row = joined
+        rows.append(("&" + relation + " " if first else "&\\quad ") + row)
+    return "\\begin{aligned}" + head + " " + " \\\\ ".join(rows) + "\\end{aligned}"
+
+
+def equation(line: str, where=None) -> None:
+    """One display equation, broken into aligned lines when it is wider than the page (:func:`fit_equation`)."""
+    import streamlit as st
+
+    (where or st).latex(fit_equation(line))
+
+
 def latex(*lines: str, where=None, label: str = "Copy as LaTeX") -> None:
-    """A worked example: each line as an equation, and its LaTeX source one click away (to copy)."""
+    """A worked example: each line as an equation (broken into aligned lines when wider than the page), and its
+    LaTeX source one click away (to copy)."""
     import streamlit as st
 
     where = where or st
     for line in lines:
-        where.latex(line)
+        where.latex(fit_equation(line))
     with where.popover(label, icon=":material/content_copy:"):
         source = "\\begin{align*}\n" + " \\\\\n".join(f"  & {line}" for line in lines) + "\n\\end{align*}" \
             if len(lines) > 1 else f"\\[ {lines[0]} \\]"
