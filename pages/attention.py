@@ -221,7 +221,9 @@ for name, steps_ in variants.items():
                             zmax=1, text_format=".2f"))
 charts.show(charts.heatmap_panels(mask_panels, columns=4 if present.enabled() else 2), width="stretch",
             key=state.widget("masks"))
-st.caption("Causal: no looking ahead (GPT). Padding: nobody attends to padding (batches of unequal length). "
+st.caption("These four use the toy example's X with W_Q = W_K = W_V = the identity (no learned weights), so their "
+           "numbers differ from section 2's, which uses its own W_Q, W_K and W_V. "
+           "Causal: no looking ahead (GPT). Padding: nobody attends to padding (batches of unequal length). "
            "Cross-attention (the decoder of an encoder–decoder Transformer, as in 'Attention Is All You Need'): queries from the decoder, keys and values from the encoder's "
            "output — 3 queries over 4 keys, so the matrix need not be square.")
 # ------------------------------------------------------------------ 5. the picked model

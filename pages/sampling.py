@@ -29,6 +29,9 @@ is_names = "names" in label or meta.get("corpus") == "names"
 st.caption(f"Model: {literal_markdown(view.label)} (picked in the sidebar).")
 
 
+BEAM_TOKENS = 12  # the depth of the beam-search tree the page draws
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def distribution_for(model_key: str, prompt: str, temperature: float, top_k: int, top_p: float,
                      _view: picker.ModelView) -> sampling.NextTokenView:
@@ -157,10 +160,13 @@ def generate_section(view: picker.ModelView, encoded) -> None:
     if len(encoded.ids) + new_tokens > limit:
         g1.caption(f"This model sees at most {limit} tokens: when the text outgrows that, the window keeps its last "
                    f"{keep} and goes on" + (" (a context shift)." if keep < limit else " (it slides by one token)."))
+    if method == "beam search" and new_tokens > BEAM_TOKENS:
+        g1.caption(f"Beam search writes {BEAM_TOKENS} tokens here, not {new_tokens}: its tree below draws every "
+                   "beam at every depth, and more depths would not fit on the page.")
     if g1.button("Generate", type="primary"):
         with ui.friendly_errors("generation"):
             if method == "beam search":
-                result = sampling.beam_search(model, encoded.ids, width=width, max_new_tokens=min(new_tokens, 12))
+                result = sampling.beam_search(model, encoded.ids, width=width, max_new_tokens=min(new_tokens, BEAM_TOKENS))
                 state.BEAM.set((label, result, list(encoded.ids)))
             else:
                 t = 0.0 if method == "greedy" else temperature

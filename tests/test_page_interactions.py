@@ -195,6 +195,8 @@ def test_sampling_methods(method):
     assert_clean(at)
     if method == "beam search":
         assert any("Beam search" in s.value for s in at.subheader)
+        # 40 tokens asked (the slider's default): the page says it writes 12, the tree's depth
+        assert any("Beam search writes 12 tokens here, not 40" in c.value for c in at.caption)
 
 
 def test_sampling_names_model_long_prompt_and_unknown_characters():
