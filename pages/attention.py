@@ -185,9 +185,9 @@ toy_example()
 st.header("3. Multi-head attention: the shapes")
 shapes = att.head_split_steps(torch.arange(24, dtype=torch.float32).view(1, 3, 8), num_heads=2)
 small, split, transposed = shapes["input"], shapes["viewed"], shapes["transposed"]
-s1, s2, s3 = st.columns(3)
-s1.markdown("`(batch, tokens, d_out)` = (1, 3, 8)")
-s1.dataframe(tidy_floats(pd.DataFrame(small[0].numpy(), index=["t0", "t1", "t2"])), width="stretch")
+st.markdown("`(batch, tokens, d_out)` = (1, 3, 8)")  # all eight columns in view: the full width
+st.dataframe(tidy_floats(pd.DataFrame(small[0].numpy(), index=["t0", "t1", "t2"])), width="stretch")
+s2, s3 = st.columns(2)
 s2.markdown("`.view(1, 3, 2, 4)` → (batch, tokens, heads, head_dim)")
 # plain text, not st.code: a code block would load the browser's syntax highlighter for three lines
 s2.text("\n".join(f"t{t}: head 0 {split[0, t, 0].int().tolist()}\n    head 1 {split[0, t, 1].int().tolist()}"
@@ -356,14 +356,14 @@ def your_sentence() -> None:
                         "running state): pick a GPT in the sidebar to see attention patterns.")
             else:
                 quiz_ui.section("attention", lambda: attention_quiz(view, found))
-                if found.cut_to_context:
-                    total, context = (len(found.ids) + found.cut_to_shown + found.cut_to_context,
-                                      views.context_length(view.model))
-                    st.warning(f"{total} tokens are more than the context of {context}: only the first {context} "
-                               "are shown.")
-                if found.cut_to_shown:
-                    st.info(f"{len(found.ids) + found.cut_to_shown} tokens: the charts show the first "
-                            f"{len(found.ids)}.")
+                total = len(found.ids) + found.cut_to_shown + found.cut_to_context
+                if found.cut_to_context:  # one notice, however many cuts
+                    context = views.context_length(view.model)
+                    st.warning(f"{total} tokens are more than the context of {context}: the model reads the first "
+                               f"{context}" + (f", and the charts show the first {len(found.ids)} of those (more "
+                                               "would not be readable)." if found.cut_to_shown else "."))
+                elif found.cut_to_shown:
+                    st.info(f"{total} tokens: the charts show the first {len(found.ids)}.")
                 attention_views(found.patterns, token_labels(view, found.ids), "gpt", compare_sentence=sentence)
                 if (box := sections.lazy("Every layer × head at a glance", "attention_grid")):
                     with box:
@@ -382,7 +382,6 @@ def your_sentence() -> None:
         if encoded.unknown:
             st.info(f"{encoded.unknown} piece(s) are outside MiniLM's vocabulary and became [UNK].")
         attention_views(encoded.patterns, charts.unique_labels(encoded.pieces), "minilm")
-        st.markdown("**Every layer × head at a glance**")
         attention_grid(encoded.patterns, "minilm")
 
 

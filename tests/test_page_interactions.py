@@ -418,3 +418,14 @@ def test_model_page_custom_switches_that_do_not_fit():
     by_label(at.number_input, "Key/value heads").set_value(2)
     by_label(at.number_input, "Experts (0 = one dense MLP)").set_value(1).run()
     assert "n_experts must be 0" in texts(at.error)
+
+
+def test_attention_long_sentence_gets_one_notice_of_what_is_shown():
+    """A sentence past the context and past what a chart can show: one notice says both cuts (there were two
+    stacked boxes, one saying 'the first 128 are shown' and the next 'the charts show the first 48')."""
+    at = run_page("pages/attention.py")
+    by_label(at.text_input, "Sentence").set_value("the cat sat on the mat " * 60).run()
+    assert_clean(at)
+    notices = [box.value for box in [*at.warning, *at.info] if "tokens" in box.value and "first" in box.value]
+    assert len(notices) == 1, notices
+    assert "context of 128" in notices[0] and "the charts show the first" in notices[0]
