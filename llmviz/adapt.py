@@ -288,12 +288,16 @@ def adapt_questions(model: GPT, tokenizer: Tokenizer, prompt: str) -> list[Quest
     """LoRA's trained parameters, whether int4 changes the top token, the KV cache's bytes."""
     model = require_gpt(model)
     d, layers = model.config.d_model, model.config.n_layers
-    trained = lora.adapter_parameters(d, ("q", "v"), 4, layers)
+    config = lora.LoRAConfig(rank=4, targets=("q", "v"))
+    trained = lora.adapter_count(model, config)
+    shapes = lora.adapted_matrices(model, config.targets)
+    each = " and ".join(f"{m.title}: A (4 × {m.d_in}) and B ({m.d_out} × 4), 4·({m.d_in} + {m.d_out}) = "
+                        f"{m.adapter_parameters(4):,}" for m in shapes)
     questions = [_numbers_question(
         "lora-count", f"LoRA with rank 4 on W_Q and W_V of this model (d_model = {d}, {layers} layers): how many "
         "parameters train?", trained, [4 * d * layers, 2 * d * d * layers, trained * 2, 4 * 4 * layers],
-        f"Each adapted matrix gets A (4 × {d}) and B ({d} × 4): 4·({d} + {d}) = {8 * d:,} numbers; two matrices in "
-        f"each of {layers} layers: **{trained:,}**, against {model.num_parameters():,} in the whole model "
+        f"Each adapted matrix gets A (4 × d_in) and B (d_out × 4): {each} numbers; in each of {layers} layers: "
+        f"**{trained:,}**, against {model.num_parameters():,} in the whole model "
         f"({trained / model.num_parameters():.2%}).")]
     ids = encode(tokenizer, prompt)[-model.config.context_length:] or [0]
     int4 = qz.quantize_model(model, qz.QuantSpec(bits=4, per_channel=False, symmetric=True)).model
@@ -312,11 +316,13 @@ def adapt_questions(model: GPT, tokenizer: Tokenizer, prompt: str) -> list[Quest
         "close the top two logits were."))
     tokens = 100
     per_token = serving.kv_bytes_per_token(model)
+    kv_width = model.config.kv_heads * model.config.head_dim  # d_model, or less with grouped-query attention
+    size = serving.kv_bytes_per_value(model)
     questions.append(_numbers_question(
         "kv-bytes", f"How many bytes does this model's KV cache hold after {tokens} tokens (float32)?",
         per_token * tokens, [per_token * tokens // 2, per_token * tokens // layers, d * tokens * 4,
                              per_token * tokens * 2],
-        f"Per token, each of {layers} layers keeps a key and a value of {d} numbers of 4 bytes: 2·{layers}·{d}·4 "
-        f"= {per_token:,} bytes; after {tokens} tokens **{per_token * tokens:,}** bytes."))
+        f"Per token, each of {layers} layers keeps a key and a value of {kv_width} numbers "
+        f"({model.config.kv_heads} key/value heads × {model.config.head_dim}) of {size} bytes: "
+        f"2·{layers}·{kv_width}·{size} = {per_token:,} bytes; after {tokens} tokens **{per_token * tokens:,}** bytes."))
     return questions
-

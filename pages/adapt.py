@@ -125,7 +125,11 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
         st.warning("This model has no MLP (attention only): leave the MLP out.")
         return
     config = lora.LoRAConfig(rank, float(alpha), tuple(targets))
-    counts = lora.memory_comparison(model, config)
+    try:
+        counts = lora.memory_comparison(model, config)
+    except LlmvizError as error:  # a mixture of experts' MLP has no single matrix to adapt
+        st.warning(literal_markdown(str(error)))
+        return
     full, low = counts["full fine-tuning"], counts["LoRA"]
     m1, m2, m3 = st.columns(3)
     m1.metric("parameters trained with LoRA", f"{low.trained_parameters:,}",
@@ -133,16 +137,11 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
     m2.metric("AdamW states, full fine-tuning", memory.human_bytes(full.optimizer_bytes))
     m3.metric("AdamW states, LoRA", memory.human_bytes(low.optimizer_bytes),
               f"saves {memory.human_bytes(full.optimizer_bytes - low.optimizer_bytes)}", delta_color="off", delta_arrow="off")
-    d = model.config.d_model
-    per = [t for t in config.targets if t != "mlp"]
-    lines = []
-    if per:
-        lines.append(rf"\text{{attention}}: {model.config.n_layers} \times {len(per)} \times r\,(d_\text{{in}} + "
-                     rf"d_\text{{out}}) = {model.config.n_layers} \times {len(per)} \times {rank}\,({d} + {d}) = "
-                     rf"{model.config.n_layers * len(per) * rank * 2 * d:,}")
-    if "mlp" in config.targets:
-        lines.append(rf"\text{{MLP}}: {model.config.n_layers} \times 2 \times {rank}\,({d} + {4 * d}) = "
-                     rf"{model.config.n_layers * 2 * rank * 5 * d:,}")
+    shapes = lora.adapted_matrices(model, config.targets)  # the model's own shapes (GQA, d_mlp)
+    sums = " + ".join(f"({m.d_in} + {m.d_out})" for m in shapes)
+    lines = [rf"{model.config.n_layers} \text{{ layers}} \times r \sum_\text{{matrices}} (d_\text{{in}} + "
+             rf"d_\text{{out}}) = {model.config.n_layers} \times {rank} \times \left[{sums}\right] = "
+             rf"{low.trained_parameters:,}"]
     lines.append(rf"\text{{AdamW}}: 2 \text{{ states}} \times 4 \text{{ bytes}} \times {low.trained_parameters:,} = "
                  rf"{low.optimizer_bytes:,} \text{{ bytes}}")
     charts.latex(*lines)
@@ -520,7 +519,8 @@ def serving_section(view: picker.ModelView) -> None:
     model = view.model
     per_token = serving.kv_bytes_per_token(model)
     charts.latex(rf"\text{{KV bytes per token}} = 2 \times {model.config.n_layers} \text{{ layers}} \times "
-                 rf"{model.config.d_model} \times 4 \text{{ bytes}} = {per_token:,}")
+                 rf"({model.config.kv_heads} \text{{ key/value heads}} \times {model.config.head_dim}) \times "
+                 rf"{serving.kv_bytes_per_value(model)} \text{{ bytes}} = {per_token:,}")
     with ui.friendly_errors("generating with the KV cache"):
         growth = _growth(view.key, "The for statement", 60, model, view.tokenizer)
         figure = go.Figure(go.Scatter(x=growth.tokens, y=growth.cache_bytes, mode="lines+markers",

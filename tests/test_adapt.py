@@ -138,3 +138,15 @@ def test_prompting_accuracy_is_a_share_of_the_held_out_names(shipped):
     assert [r.shots for r in results] == [0, 2]
     assert all(r.accuracy in {i / 6 for i in range(7)} for r in results)
     assert finetune.few_shot_prompt([], "Ann") == "Name: Ann\nGender:"
+
+
+def test_questions_count_from_the_models_real_shapes_with_grouped_query_attention(shipped):
+    """LoRA's count and the KV cache's bytes on a llama-style run (GQA: 2 key/value heads of 32, d_mlp 344)."""
+    from llmviz.models.gpt import GPT, PRESETS
+
+    _, tokenizer = shipped  # the shipped BPE: 1,024 tokens, as the preset
+    torch.manual_seed(0)
+    model = GPT(PRESETS["llama-style"]).eval()
+    count, _, kv = adapt.adapt_questions(model, tokenizer, "The for statement")
+    assert count.options[count.answer] == f"{4 * 4 * ((128 + 128) + (128 + 64)):,}"  # W_Q 128 rows, W_V 64
+    assert kv.options[kv.answer] == f"{2 * 4 * 64 * 4 * 100:,}"
