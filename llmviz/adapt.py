@@ -243,8 +243,9 @@ def finetune_runs(model: GPT, tokenizer: Tokenizer, steps: int, seed: int) -> di
 
 
 def prompting(model: GPT, tokenizer: Tokenizer, shots: tuple[int, ...] = (0, 1, 4),
-              limit: int = 60) -> list[finetune.PromptingResult]:
-    """Zero-/few-shot accuracy on (the first ``limit`` of) the held-out names."""
+              limit: int | None = None) -> list[finetune.PromptingResult]:
+    """Zero-/few-shot accuracy on the held-out names the fine-tuned classifiers are measured on (all of them, or
+    the first ``limit``)."""
     train, held = finetune.name_examples()
     held = held[:limit]
     return [finetune.prompting_accuracy(require_gpt(model), tokenizer, k, held, train) for k in shots]

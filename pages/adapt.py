@@ -395,6 +395,29 @@ def _checkpoint_classifier(view: picker.ModelView) -> None:
                                    for name, p in zip(names, probabilities, strict=True)]), hide_index=True)
 
 
+def _prompting_vs_fine_tuning(results: list[finetune.PromptingResult]) -> None:
+    """Held-out accuracy of prompting and of this session's fine-tuning runs, side by side (the same names)."""
+    rows = [(f"prompt, {r.shots} example{'s' if r.shots != 1 else ''}", r.accuracy, "prompting") for r in results]
+    for job in _runs(f"{RUN_TAG} names:"):
+        measured = [m.val_accuracy for m in job.status().metrics if getattr(m, "val_accuracy", None) is not None]
+        if measured:
+            rows.append((f"{job.label.removeprefix(f'{RUN_TAG} names: ')} (step {job.status().step})", measured[-1],
+                         "fine-tuned"))
+    figure = go.Figure()
+    for kind, colour in (("prompting", "#868e96"), ("fine-tuned", "#4c6ef5")):
+        chosen = [row for row in rows if row[2] == kind]
+        if chosen:
+            figure.add_trace(go.Bar(x=[row[0] for row in chosen], y=[row[1] for row in chosen], name=kind,
+                                    marker_color=colour, text=[f"{row[1]:.1%}" for row in chosen],
+                                    textposition="outside"))
+    figure.update_layout(title="Held-out accuracy on the same names: prompting vs fine-tuning", height=340,
+                         yaxis=dict(range=[0, 1.1], title="accuracy"), margin=dict(l=10, r=10, t=40, b=10),
+                         legend=dict(orientation="h", y=-0.3))
+    charts.show(figure, key=state.widget("task_versus"))
+    if len(rows) == len(results):
+        st.caption("Train the three fine-tuning runs above: their held-out accuracy joins this chart.")
+
+
 @sections.section("adapt.task")
 def task_section(view: picker.ModelView) -> None:
     train, held = finetune.name_examples()
@@ -433,6 +456,7 @@ def task_section(view: picker.ModelView) -> None:
             st.dataframe(pd.DataFrame([{"examples in the prompt": r.shots, "held-out accuracy": r.accuracy,
                                         "answered “female”": r.female_share} for r in results]), hide_index=True)
             st.code(results[-1].prompt_example, language=None)
+            _prompting_vs_fine_tuning(results)
             st.caption("The prediction is the label whose words (“ male” or “ female”) the model finds more "
                        "likely next. A model that always gives the same answer scores the share of that label among the "
                        "held-out names; a small model trained on other text rarely does better, a large pretrained "

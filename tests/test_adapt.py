@@ -150,3 +150,26 @@ def test_questions_count_from_the_models_real_shapes_with_grouped_query_attentio
     count, _, kv = adapt.adapt_questions(model, tokenizer, "The for statement")
     assert count.options[count.answer] == f"{4 * 4 * ((128 + 128) + (128 + 64)):,}"  # W_Q 128 rows, W_V 64
     assert kv.options[kv.answer] == f"{2 * 4 * 64 * 4 * 100:,}"
+
+
+def test_the_page_shows_prompting_and_the_fine_tuned_runs_side_by_side():
+    """Prompting's held-out accuracy and the three fine-tuning runs' are one chart, on the same held-out names."""
+    import json
+
+    from tests.test_app_pages import assert_clean, finish_jobs, run_page
+
+    at = run_page("pages/adapt.py")
+    at.slider(key="task_steps").set_value(20).run()
+    at.button(key="task_start").click().run()
+    finish_jobs(at)
+    at.button(key="task_prompting").click().run()
+    assert_clean(at)
+    charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    versus = next(c for c in charts if "prompting vs fine-tuning" in c["layout"]["title"]["text"])
+    bars = {trace["name"]: dict(zip(trace["x"], trace["y"], strict=True)) for trace in versus["data"]}
+    assert list(bars["prompting"]) == ["prompt, 0 examples", "prompt, 1 example", "prompt, 4 examples"]
+    assert len(bars["fine-tuned"]) == 3 and all(0 <= v <= 1 for v in bars["fine-tuned"].values())
+    held = finetune.name_examples()[1]
+    for value in [*bars["prompting"].values(), *bars["fine-tuned"].values()]:  # shares of the same 106 names
+        assert value * len(held) == pytest.approx(round(value * len(held)), abs=1e-4)  # float32 means
+
