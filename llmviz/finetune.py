@@ -337,6 +337,11 @@ class FineTuneTrainer:
         self.generator = torch.Generator().manual_seed(self.config.seed)
         self.accuracy_before = accuracy(self.classifier, self.tokenizer, self.val_examples)
 
+    @property
+    def sharded(self) -> bool:
+        """Never: the classifier trains in one process (what the job system asks before it saves the run's file)."""
+        return False
+
     def parameter_counts(self) -> tuple[int, int]:
         """(trained, total) parameters."""
         return sum(p.numel() for p in self.trained), sum(p.numel() for p in self.classifier.parameters())

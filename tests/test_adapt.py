@@ -173,3 +173,19 @@ def test_the_page_shows_prompting_and_the_fine_tuned_runs_side_by_side():
     for value in [*bars["prompting"].values(), *bars["fine-tuned"].values()]:  # shares of the same 106 names
         assert value * len(held) == pytest.approx(round(value * len(held)), abs=1e-4)  # float32 means
 
+
+
+def test_a_names_run_ends_with_its_checkpoint_file_like_every_run(shipped, manager):
+    """The Training page offers a finished run's single-file checkpoint; a names run's GPT is one too (its end
+    failed: 'FineTuneTrainer' object has no attribute 'sharded', and no file came back)."""
+    import safetensors.torch
+
+    model, tokenizer = shipped
+    job = manager.submit_training("owner", adapt.finetune_runs(model, tokenizer, steps=2, seed=1)["last block"],
+                                  label="names")
+    assert job.wait(120)
+    assert job.status().state == "finished"
+    assert job.checkpoint is not None
+    weights = safetensors.torch.load(job.checkpoint)
+    restored = _snapshot_model(job)
+    assert all(torch.equal(weights[k], v) for k, v in restored.state_dict().items() if k in weights)
