@@ -163,6 +163,15 @@ class RequestResult:
     wait_s: float
     finish_s: float
 
+    @property
+    def tokens_per_s(self) -> float:
+        """What the request saw: its tokens over the time from its arrival (all arrive at 0) to its last token.
+
+        >>> RequestResult("r", [5, 6, 7, 8], 1, 4, 0.5, 2.0).tokens_per_s
+        2.0
+        """
+        return len(self.tokens) / max(self.finish_s, 1e-9)
+
 
 @dataclass(frozen=True)
 class ServeResult:

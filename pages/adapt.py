@@ -3,6 +3,7 @@
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from plotly.subplots import make_subplots
 
 import ui
 from llmviz import adapt, finetune, lora, memory, serving, views
@@ -597,19 +598,28 @@ def serving_section(view: picker.ModelView) -> None:
     state.BATCHING_SERVED.set(True, view.key)
     with ui.friendly_errors("serving the requests"):
         results = _batching(view.key, slots, wanted, model, view.tokenizer)
-        figure = go.Figure()
-        for policy, result in results.items():
-            figure.add_trace(go.Bar(x=[r.name for r in result.requests], y=[r.wait_steps for r in result.requests],
-                                    name=f"{policy}: wait"))
-            figure.add_trace(go.Scatter(x=[r.name for r in result.requests], y=[r.finish_step for r in result.requests],
-                                        mode="markers", marker=dict(size=12), name=f"{policy}: finished"))
-        figure.update_layout(title="Steps each request waited for a slot, and when it finished", yaxis_title="step",
-                             height=340, margin=dict(l=10, r=10, t=40, b=10), barmode="group")
+        figure = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(
+            "steps waited for a slot (bars), step finished (dots)", "tokens/s each request saw"))
+        for (policy, result), colour in zip(results.items(), ("#f76707", "#4c6ef5"), strict=True):
+            names = [r.name for r in result.requests]
+            figure.add_trace(go.Bar(x=names, y=[r.wait_steps for r in result.requests], name=f"{policy}: wait",
+                                    marker_color=colour, legendgroup=policy, offsetgroup=policy), 1, 1)
+            figure.add_trace(go.Scatter(x=names, y=[r.finish_step for r in result.requests], mode="markers",
+                                        marker=dict(size=11, color=colour, line=dict(width=1, color="white")),
+                                        name=f"{policy}: finished", legendgroup=policy), 1, 1)
+            figure.add_trace(go.Bar(x=names, y=[r.tokens_per_s for r in result.requests], marker_color=colour,
+                                    name=f"{policy}: tokens/s", legendgroup=policy, offsetgroup=policy,
+                                    showlegend=False), 1, 2)
+        figure.update_layout(title="Static vs continuous batching, per request", height=360, barmode="group",
+                             margin=dict(l=10, r=10, t=60, b=10), legend=dict(orientation="h", y=-0.2))
+        figure.update_yaxes(title_text="step", row=1, col=1)
+        figure.update_yaxes(title_text="tokens/s", row=1, col=2)
         charts.show(figure, key=state.widget("batching"))
         st.dataframe(pd.DataFrame([{"policy": p, "steps": r.steps, "slot use": f"{r.utilisation:.0%}",
                                     "tokens": r.useful_tokens, "tokens/s": round(r.tokens_per_s)}
                                    for p, r in results.items()]), hide_index=True)
-        st.caption(f"Requests want {', '.join(map(str, wanted))} new tokens. A static batch holds its slots until its "
+        st.caption(f"Requests want {', '.join(map(str, wanted))} new tokens; a request's tokens/s is its tokens over "
+                   "the time from its arrival (all arrive together) to its last token. A static batch holds its slots until its "
                    "longest request ends (finished slots compute padding); continuous batching hands a free slot to "
                    "the next request at once.")
 

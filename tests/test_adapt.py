@@ -189,3 +189,23 @@ def test_a_names_run_ends_with_its_checkpoint_file_like_every_run(shipped, manag
     weights = safetensors.torch.load(job.checkpoint)
     restored = _snapshot_model(job)
     assert all(torch.equal(weights[k], v) for k, v in restored.state_dict().items() if k in weights)
+
+
+def test_the_batching_chart_shows_each_requests_wait_and_tokens_per_second(shipped):
+    """Issue 28 item 6: waiting time and tokens/s per request, both policies, on one chart."""
+    import json
+
+    from tests.test_app_pages import assert_clean, run_page
+
+    model, tokenizer = shipped
+    at = run_page("pages/adapt.py")
+    assert_clean(at)
+    charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    batching = next(c for c in charts if c["layout"].get("title", {}).get("text", "").startswith("Static vs continuous"))
+    traces = {trace["name"]: trace for trace in batching["data"]}
+    expected = adapt.batching(model, tokenizer, 2, (24, 4, 16, 6, 10, 4))  # the page's six requests, two slots
+    for policy, result in expected.items():
+        assert traces[f"{policy}: wait"]["y"] == [r.wait_steps for r in result.requests]
+        assert traces[f"{policy}: finished"]["y"] == [r.finish_step for r in result.requests]
+        speeds = traces[f"{policy}: tokens/s"]
+        assert speeds["x"] == [r.name for r in result.requests] and all(v > 0 for v in speeds["y"])
