@@ -142,9 +142,9 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
     sums = " + ".join(f"({m.d_in} + {m.d_out})" for m in shapes)
     lines = [rf"{model.config.n_layers} \text{{ layers}} \times r \sum_\text{{matrices}} (d_\text{{in}} + "
              rf"d_\text{{out}}) = {model.config.n_layers} \times {rank} \times \left[{sums}\right] = "
-             rf"{low.trained_parameters:,}"]
-    lines.append(rf"\text{{AdamW}}: 2 \text{{ states}} \times 4 \text{{ bytes}} \times {low.trained_parameters:,} = "
-                 rf"{low.optimizer_bytes:,} \text{{ bytes}}")
+             rf"{charts.tex_int(low.trained_parameters)}"]
+    lines.append(rf"\text{{AdamW}}: 2 \text{{ states}} \times 4 \text{{ bytes}} \times {charts.tex_int(low.trained_parameters)} = "
+                 rf"{charts.tex_int(low.optimizer_bytes)} \text{{ bytes}}")
     charts.latex(*lines)
     figure = go.Figure()
     for part, attribute in (("weights", "weight_bytes"), ("gradients", "gradient_bytes"),
@@ -522,9 +522,9 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
     figure.update_layout(barmode="stack", height=340, yaxis_title="MiB per process", margin=dict(l=10, r=10, t=40, b=10),
                          title=f"{view.model.num_parameters():,} parameters over {processes} processes")
     charts.show(figure, key=state.widget("zero_bars"))
-    charts.latex(rf"\text{{unsharded}}: (4 + 4 + 2 \cdot 4) \times {view.model.num_parameters():,} = "
-                 rf"{stages[0].total:,.0f} \text{{ bytes}}",  # two lines: one was wider than the page
-                 rf"\text{{ZeRO-3}}: {stages[0].total:,.0f} / {processes} = {stages[3].total:,.0f} \text{{ bytes}}")
+    charts.latex(rf"\text{{unsharded}}: (4 + 4 + 2 \cdot 4) \times {charts.tex_int(view.model.num_parameters())} = "
+                 rf"{charts.tex_int(stages[0].total)} \text{{ bytes}}",  # two lines: one was wider than the page
+                 rf"\text{{ZeRO-3}}: {charts.tex_int(stages[0].total)} / {processes} = {charts.tex_int(stages[3].total)} \text{{ bytes}}")
 
 
 # ------------------------------------------------------------------ 5. serving
@@ -545,7 +545,7 @@ def serving_section(view: picker.ModelView) -> None:
     per_token = serving.kv_bytes_per_token(model)
     charts.latex(rf"\text{{KV bytes per token}} = 2 \times {model.config.n_layers} \text{{ layers}} \times "
                  rf"({model.config.kv_heads} \text{{ key/value heads}} \times {model.config.head_dim}) \times "
-                 rf"{serving.kv_bytes_per_value(model)} \text{{ bytes}} = {per_token:,}")
+                 rf"{serving.kv_bytes_per_value(model)} \text{{ bytes}} = {charts.tex_int(per_token)}")
     with ui.friendly_errors("generating with the KV cache"):
         growth = _growth(view.key, "The for statement", 60, model, view.tokenizer)
         figure = go.Figure(go.Scatter(x=growth.tokens, y=growth.cache_bytes, mode="lines+markers",

@@ -209,3 +209,15 @@ def test_the_batching_chart_shows_each_requests_wait_and_tokens_per_second(shipp
         assert traces[f"{policy}: finished"]["y"] == [r.finish_step for r in result.requests]
         speeds = traces[f"{policy}: tokens/s"]
         assert speeds["x"] == [r.name for r in result.requests] and all(v > 0 for v in speeds["y"])
+
+
+def test_the_pages_formulas_write_thousands_so_math_mode_adds_no_space():
+    """'8,192' in a LaTeX formula renders '8, 192': every formula on the page writes its separators as {,}."""
+    import re
+
+    from tests.test_app_pages import run_page
+
+    at = run_page("pages/adapt.py")
+    formulas = [element.value for element in at.latex]
+    assert any("8{,}192" in formula for formula in formulas)  # LoRA r 4 on W_Q and W_V of the shipped GPT
+    assert not [formula for formula in formulas if re.search(r"\d,\d", formula)]
