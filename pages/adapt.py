@@ -578,8 +578,11 @@ def serving_section(view: picker.ModelView) -> None:
     labels = [[(f"{owner[b].split()[-1]}" if (b := r * width + c) in owner else "") for c in range(width)]
               for r in range(rows)]
     heat = _matrix(grid, "Physical blocks: the number is the request that owns it", 110 + 45 * rows,
-                   colorscale="Turbo", zmid=None, text=labels, x_title="block (column)", y_title="row of 16 blocks")
+                   colorscale="Turbo", zmid=None, text=labels, x_title="+ column", y_title="")
     heat.update_traces(showscale=False)
+    heat.update_xaxes(dtick=1)  # whole blocks; each row names the blocks it holds (no −0.5 … 0.5 ticks, no title
+    heat.update_yaxes(tickmode="array", tickvals=list(range(rows)),  # squeezed over a one-row chart)
+                      ticktext=[f"blocks {width * r}–{width * r + width - 1}" for r in range(rows)])
     charts.show(heat, key=state.widget("page_blocks"))
     st.dataframe(pd.DataFrame([{"request": name, "tokens": cache.lengths[name], "block table": table,
                                 "unused slots": len(table) * block_size - cache.lengths[name]}

@@ -221,3 +221,19 @@ def test_the_pages_formulas_write_thousands_so_math_mode_adds_no_space():
     formulas = [element.value for element in at.latex]
     assert any("8{,}192" in formula for formula in formulas)  # LoRA r 4 on W_Q and W_V of the shipped GPT
     assert not [formula for formula in formulas if re.search(r"\d,\d", formula)]
+
+
+def test_the_block_table_chart_names_whole_blocks():
+    """Seen in the browser: a one-row block chart had ticks at −0.5, 0, 0.5 and its axis title ran over the chart's
+    title. Rows are named by the blocks they hold, columns are whole numbers."""
+    import json
+
+    from tests.test_app_pages import run_page
+
+    at = run_page("pages/adapt.py")
+    at.text_input(key="page_lengths").set_value("13, 5, 22, 9, 40").run()  # 4 + 2 + 6 + 3 + 10 = 25 blocks of 4
+    charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    blocks = next(c for c in charts if c["layout"]["title"]["text"].startswith("Physical blocks"))
+    assert blocks["layout"]["yaxis"]["ticktext"] == ["blocks 0–15", "blocks 16–31"]
+    assert blocks["layout"]["yaxis"]["tickvals"] == [0, 1] and blocks["layout"]["xaxis"]["dtick"] == 1
+    assert not blocks["layout"]["yaxis"].get("title", {}).get("text")
