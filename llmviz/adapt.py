@@ -103,11 +103,22 @@ def qat_run(model: GPT, tokenizer: Tokenizer, text: str, spec: qz.QuantSpec, ste
 
 
 def memory_run(model: GPT, tokenizer: Tokenizer, text: str, steps: int, seed: int, checkpointing: bool,
-               bf16: bool, lr: float = 3e-4) -> memory.MemoryTrainer:
-    """Fine-tuning on ``text`` with gradient checkpointing and/or bf16 autocast (same data and seed as full_run)."""
+               bf16: bool, lr: float = 3e-4, fp16: bool = False) -> memory.MemoryTrainer:
+    """Fine-tuning on ``text`` with gradient checkpointing and/or bf16 (or fp16) autocast (same data and seed as
+    full_run)."""
     train_config = _config(require_gpt(model), steps, lr, seed)
     return memory.MemoryTrainer(train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer),
-                                initial_model=model, checkpointing=checkpointing, bf16=bf16)
+                                initial_model=model, checkpointing=checkpointing, bf16=bf16, fp16=fp16)
+
+
+def memory_settings(model: GPT) -> list[tuple[str, bool, bool, bool]]:
+    """The memory switches a run compares here, ``(name, checkpointing, bf16, fp16)``: bf16 autocast everywhere,
+    fp16 too where the model is on CUDA (float16 matrix products are fast there, slow on a CPU)."""
+    settings = [("plain", False, False, False), ("checkpointing", True, False, False),
+                ("checkpointing + bf16", True, True, False)]
+    if next(model.parameters()).device.type == "cuda":
+        settings.append(("checkpointing + fp16", True, False, True))
+    return settings
 
 
 def delta_between(before: GPT, after: GPT) -> dict[str, torch.Tensor]:
@@ -255,13 +266,17 @@ def prompting(model: GPT, tokenizer: Tokenizer, shots: tuple[int, ...] = (0, 1, 
 
 
 def memory_table(model: GPT, tokenizer: Tokenizer, text: str, batch: int = 4) -> list[memory.StepMeasure]:
-    """One training step of the model on held-out windows, with and without checkpointing and bf16."""
+    """One training step of the model on held-out windows, with and without checkpointing and bf16 autocast
+    (and fp16 autocast too when the model is on CUDA)."""
     model = require_gpt(model)
     context = min(64, model.config.context_length)
     windows = held_out_ids(tokenizer, text, model, windows=batch)
     inputs, targets = windows[:, :context], windows[:, 1:context + 1]
-    return [memory.measure_step(model, inputs, targets, checkpointing=c, bf16=b)
-            for c in (False, True) for b in (False, True)]
+    precisions = [(False, False), (True, False)]
+    if next(model.parameters()).device.type == "cuda":
+        precisions.append((False, True))
+    return [memory.measure_step(model, inputs, targets, checkpointing=c, bf16=b, fp16=f)
+            for c in (False, True) for b, f in precisions]
 
 
 def batching(model: GPT, tokenizer: Tokenizer, slots: int, lengths: tuple[int, ...]) -> dict[str, serving.ServeResult]:

@@ -477,13 +477,14 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
         with ui.friendly_errors("measuring memory"):
             measures = _memory(view.key, corpus_label, view.model, view.tokenizer, text)
             frame = pd.DataFrame([{
-                "gradient checkpointing": "on" if m.checkpointing else "off", "bf16 autocast": "on" if m.bf16 else "off",
+                "gradient checkpointing": "on" if m.checkpointing else "off",
+                "autocast": "bf16" if m.bf16 else "fp16" if m.fp16 else "off",
                 "saved for backward": memory.human_bytes(m.saved_bytes), "bytes": m.saved_bytes,
                 "loss": m.loss, "step time (s)": m.seconds,
                 **({"peak CUDA memory": memory.human_bytes(m.peak_cuda_bytes)} if m.peak_cuda_bytes else {})}
                 for m in measures])
             st.dataframe(frame, hide_index=True)
-            bars = go.Figure(go.Bar(x=[f"ckpt {r['gradient checkpointing']}, bf16 {r['bf16 autocast']}"
+            bars = go.Figure(go.Bar(x=[f"ckpt {r['gradient checkpointing']}, autocast {r['autocast']}"
                                        for _, r in frame.iterrows()], y=frame["bytes"] / 2**20))
             bars.update_layout(title="Activations saved for the backward pass", yaxis_title="MiB", height=300,
                                margin=dict(l=10, r=10, t=40, b=10))
@@ -493,12 +494,13 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
                        "in the backward pass (same loss, more time). Step times are wall-clock on a shared server.")
     st.markdown("**The switches on a real run (lab runs, same data and seed)**")
     steps = st.slider("Steps", 20, 400, 60, step=20, key=state.widget("memory_steps"))
-    if st.button("Train three runs: plain, checkpointing, checkpointing + bf16", key=state.widget("memory_start")):
+    switches = adapt.memory_settings(view.model)  # fp16 too on CUDA
+    if st.button(f"Train {len(switches)} runs: {', '.join(name for name, *_ in switches)}",
+                 key=state.widget("memory_start")):
         with ui.friendly_errors("starting the runs"):
-            _submit(*[(f"{RUN_TAG} memory: {name}",
-                       adapt.memory_run(view.model, view.tokenizer, text, steps, settings.seed, checkpointing, bf16))
-                      for name, checkpointing, bf16 in (("plain", False, False), ("checkpointing", True, False),
-                                                        ("checkpointing + bf16", True, True))])
+            _submit(*[(f"{RUN_TAG} memory: {name}", adapt.memory_run(view.model, view.tokenizer, text, steps,
+                                                                     settings.seed, checkpointing, bf16, fp16=fp16))
+                      for name, checkpointing, bf16, fp16 in switches])
             st.rerun(scope="app")
 
     def draw_runs(runs: dict) -> None:

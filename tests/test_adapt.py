@@ -237,3 +237,16 @@ def test_the_block_table_chart_names_whole_blocks():
     assert blocks["layout"]["yaxis"]["ticktext"] == ["blocks 0–15", "blocks 16–31"]
     assert blocks["layout"]["yaxis"]["tickvals"] == [0, 1] and blocks["layout"]["xaxis"]["dtick"] == 1
     assert not blocks["layout"]["yaxis"].get("title", {}).get("text")
+
+
+def test_the_memory_table_names_each_steps_autocast():
+    from tests.test_app_pages import assert_clean, run_page
+
+    at = run_page("pages/adapt.py")
+    at.button(key="memory_run").click().run()
+    assert_clean(at)
+    table = next(frame.value for frame in at.dataframe if "saved for backward" in frame.value.columns)
+    assert list(zip(table["gradient checkpointing"], table["autocast"], strict=True)) == [
+        ("off", "off"), ("off", "bf16"), ("on", "off"), ("on", "bf16")]  # fp16 rows only where the model is on CUDA
+    assert any(button.label.startswith("Train 3 runs: plain, checkpointing, checkpointing + bf16")
+               for button in at.button)
