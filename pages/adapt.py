@@ -611,11 +611,12 @@ def serving_section(view: picker.ModelView) -> None:
                                     marker_color=colour, legendgroup=policy, offsetgroup=policy), 1, 1)
             figure.add_trace(go.Scatter(x=names, y=[r.finish_step for r in result.requests], mode="markers",
                                         marker=dict(size=11, color=colour, line=dict(width=1, color="white")),
-                                        name=f"{policy}: finished", legendgroup=policy), 1, 1)
+                                        name=f"{policy}: finished", legendgroup=policy, offsetgroup=policy), 1, 1)
             figure.add_trace(go.Bar(x=names, y=[r.tokens_per_s for r in result.requests], marker_color=colour,
                                     name=f"{policy}: tokens/s", legendgroup=policy, offsetgroup=policy,
                                     showlegend=False), 1, 2)
         figure.update_layout(title="Static vs continuous batching, per request", height=360, barmode="group",
+                             scattermode="group",  # each policy's dot over its own bar: equal steps no longer hide one
                              margin=dict(l=10, r=10, t=60, b=10), legend=dict(orientation="h", y=-0.2))
         figure.update_yaxes(title_text="step", row=1, col=1)
         figure.update_yaxes(title_text="tokens/s", row=1, col=2)

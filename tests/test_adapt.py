@@ -203,10 +203,12 @@ def test_the_batching_chart_shows_each_requests_wait_and_tokens_per_second(shipp
     charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
     batching = next(c for c in charts if c["layout"].get("title", {}).get("text", "").startswith("Static vs continuous"))
     traces = {trace["name"]: trace for trace in batching["data"]}
+    assert batching["layout"]["scattermode"] == "group"
     expected = adapt.batching(model, tokenizer, 2, (24, 4, 16, 6, 10, 4))  # the page's six requests, two slots
     for policy, result in expected.items():
         assert traces[f"{policy}: wait"]["y"] == [r.wait_steps for r in result.requests]
         assert traces[f"{policy}: finished"]["y"] == [r.finish_step for r in result.requests]
+        assert traces[f"{policy}: finished"]["offsetgroup"] == policy  # over its own bar, not on the other's dot
         speeds = traces[f"{policy}: tokens/s"]
         assert speeds["x"] == [r.name for r in result.requests] and all(v > 0 for v in speeds["y"])
 
