@@ -154,7 +154,7 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
                          title="Memory for training (besides activations)")
     charts.show(figure, key=state.widget("lora_memory"))
 
-    st.markdown("**ΔW = (α / r) · B A after 20 steps on your text**")
+    st.subheader("ΔW = (α / r) · B A after 20 steps on your text")
     try:
         demo = _lora_demo(view.key, rank, float(alpha), config.targets, corpus_label, model, view.tokenizer, text)
     except LlmvizError as error:
@@ -179,7 +179,7 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
                    + (f" ({slices} blocks of rows here: rank ≤ {slices * rank})" if slices > 1 else "")
                    + ": the update lives in a small subspace, which is why so few numbers describe it.")
 
-    st.markdown("**LoRA vs full fine-tuning on your text (lab runs)**")
+    st.subheader("LoRA vs full fine-tuning on your text (lab runs)")
     steps = st.slider("Steps", 20, 400, 100, step=20, key=state.widget("lora_steps"))
     if st.button("Start both runs", key=state.widget("lora_start")):
         with ui.friendly_errors("starting the runs"):
@@ -258,12 +258,14 @@ def quantize_section(view: picker.ModelView, text: str, corpus_label: str) -> No
                                "float32 bytes": layer.float_bytes, f"int{spec.bits} bytes": layer.quantized_bytes,
                                "RMS error": layer.rms_error, "max error": layer.max_error,
                                "relative error": layer.relative_error} for layer in report.layers])
+        st.subheader(f"Rounding error per matrix ({spec.title})")
         error_bars = go.Figure(go.Bar(x=table["matrix"], y=table["relative error"]))
         error_bars.update_layout(title="Rounding error per matrix: ‖ŵ − w‖ / ‖w‖", height=320,
                                  margin=dict(l=10, r=10, t=40, b=10))
         charts.show(error_bars, key=state.widget("quant_errors"))
         with st.expander("Every matrix"):
             st.dataframe(table, hide_index=True)
+        st.subheader("The weights before and after")
         name = st.selectbox("Histogram of", list(table["matrix"]), index=min(2, len(table) - 1), key=state.widget("quant_layer"))
         counted = adapt.weight_histograms(view.model, name, spec)  # every weight, in 200 shared bins
         width = float(counted.edges[1] - counted.edges[0])
@@ -275,6 +277,7 @@ def quantize_section(view: picker.ModelView, text: str, corpus_label: str) -> No
             layout=dict(barmode="overlay", height=320, margin=dict(l=10, r=10, t=30, b=10), bargap=0,
                         title=f"{name}: weights before and after", xaxis_title="weight", yaxis_title="count"))
         charts.show(histogram, key=state.widget("quant_histogram"))
+        st.subheader("The same prompt, both models")
         left, right = st.columns(2)
         left.markdown("**float32 (greedy)**")
         left.code(report.text_before, language=None, wrap_lines=True)
@@ -449,7 +452,7 @@ def task_section(view: picker.ModelView) -> None:
                                       for job in _runs(f"{RUN_TAG} names:")}, _draw_task_runs)
     _checkpoint_classifier(view)
 
-    st.markdown("**No training at all: prompting with 0, 1 or 4 labelled examples**")
+    st.subheader("No training at all: prompting with 0, 1 or 4 labelled examples")
     if st.button("Measure zero- and few-shot accuracy", key=state.widget("task_prompting")) or state.TASK_PROMPTED.get():
         state.TASK_PROMPTED.set(True)
         with ui.friendly_errors("prompting the model"):
@@ -492,7 +495,7 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
             st.caption("Counted exactly: every tensor autograd saves passes through a hook, distinct storages are "
                        "added up, weights left out. Checkpointing keeps each block's input and recomputes the rest "
                        "in the backward pass (same loss, more time). Step times are wall-clock on a shared server.")
-    st.markdown("**The switches on a real run (lab runs, same data and seed)**")
+    st.subheader("The switches on a real run (lab runs, same data and seed)")
     steps = st.slider("Steps", 20, 400, 60, step=20, key=state.widget("memory_steps"))
     switches = adapt.memory_settings(view.model)  # fp16 too on CUDA
     if st.button(f"Train {len(switches)} runs: {', '.join(name for name, *_ in switches)}",
@@ -559,7 +562,7 @@ def serving_section(view: picker.ModelView) -> None:
         charts.show(figure, key=state.widget("kv_growth"))
         st.code(view.tokenizer.decode(growth.generated), language=None, wrap_lines=True)
 
-    st.markdown("**Paged attention: block tables**")
+    st.subheader("Paged attention: block tables")
     c1, c2 = st.columns([1, 3])
     block_size = c1.select_slider("Block size (tokens)", [2, 4, 8, 16], value=4, key=state.widget("page_block"))
     lengths_text = c2.text_input("Request lengths (tokens, comma-separated)", "13, 5, 22, 9", key=state.widget("page_lengths"))
@@ -592,7 +595,7 @@ def serving_section(view: picker.ModelView) -> None:
     st.caption(f"Unused slots: {cache.wasted_slots()} of {cache.num_blocks * block_size} — only in each request's last "
                "block. Reserving every request's longest possible length up front would waste far more.")
 
-    st.markdown("**Static vs continuous batching (real generation)**")
+    st.subheader("Static vs continuous batching (real generation)")
     slots = st.slider("Slots (requests served at once)", 1, 4, 2, key=state.widget("batch_slots"))
     wanted = (24, 4, 16, 6, 10, 4)
     small = model.num_parameters() <= adapt.QUICK_PARAMETERS
