@@ -103,11 +103,22 @@ def qat_run(model: GPT, tokenizer: Tokenizer, text: str, spec: qz.QuantSpec, ste
 
 
 def memory_run(model: GPT, tokenizer: Tokenizer, text: str, steps: int, seed: int, checkpointing: bool,
-               bf16: bool, lr: float = 3e-4) -> memory.MemoryTrainer:
-    """Fine-tuning on ``text`` with gradient checkpointing and/or bf16 autocast (same data and seed as full_run)."""
+               bf16: bool, lr: float = 3e-4, fp16: bool = False) -> memory.MemoryTrainer:
+    """Fine-tuning on ``text`` with gradient checkpointing and/or bf16 (or fp16) autocast (same data and seed as
+    full_run)."""
     train_config = _config(require_gpt(model), steps, lr, seed)
     return memory.MemoryTrainer(train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer),
-                                initial_model=model, checkpointing=checkpointing, bf16=bf16)
+                                initial_model=model, checkpointing=checkpointing, bf16=bf16, fp16=fp16)
+
+
+def memory_settings(model: GPT) -> list[tuple[str, bool, bool, bool]]:
+    """The memory switches a run compares here, ``(name, checkpointing, bf16, fp16)``: bf16 autocast everywhere,
+    fp16 too where the model is on CUDA (float16 matrix products are fast there, slow on a CPU)."""
+    settings = [("plain", False, False, False), ("checkpointing", True, False, False),
+                ("checkpointing + bf16", True, True, False)]
+    if next(model.parameters()).device.type == "cuda":
+        settings.append(("checkpointing + fp16", True, False, True))
+    return settings
 
 
 def delta_between(before: GPT, after: GPT) -> dict[str, torch.Tensor]:
@@ -243,8 +254,9 @@ def finetune_runs(model: GPT, tokenizer: Tokenizer, steps: int, seed: int) -> di
 
 
 def prompting(model: GPT, tokenizer: Tokenizer, shots: tuple[int, ...] = (0, 1, 4),
-              limit: int = 60) -> list[finetune.PromptingResult]:
-    """Zero-/few-shot accuracy on (the first ``limit`` of) the held-out names."""
+              limit: int | None = None) -> list[finetune.PromptingResult]:
+    """Zero-/few-shot accuracy on the held-out names the fine-tuned classifiers are measured on (all of them, or
+    the first ``limit``)."""
     train, held = finetune.name_examples()
     held = held[:limit]
     return [finetune.prompting_accuracy(require_gpt(model), tokenizer, k, held, train) for k in shots]
@@ -254,13 +266,17 @@ def prompting(model: GPT, tokenizer: Tokenizer, shots: tuple[int, ...] = (0, 1, 
 
 
 def memory_table(model: GPT, tokenizer: Tokenizer, text: str, batch: int = 4) -> list[memory.StepMeasure]:
-    """One training step of the model on held-out windows, with and without checkpointing and bf16."""
+    """One training step of the model on held-out windows, with and without checkpointing and bf16 autocast
+    (and fp16 autocast too when the model is on CUDA)."""
     model = require_gpt(model)
     context = min(64, model.config.context_length)
     windows = held_out_ids(tokenizer, text, model, windows=batch)
     inputs, targets = windows[:, :context], windows[:, 1:context + 1]
-    return [memory.measure_step(model, inputs, targets, checkpointing=c, bf16=b)
-            for c in (False, True) for b in (False, True)]
+    precisions = [(False, False), (True, False)]
+    if next(model.parameters()).device.type == "cuda":
+        precisions.append((False, True))
+    return [memory.measure_step(model, inputs, targets, checkpointing=c, bf16=b, fp16=f)
+            for c in (False, True) for b, f in precisions]
 
 
 def batching(model: GPT, tokenizer: Tokenizer, slots: int, lengths: tuple[int, ...]) -> dict[str, serving.ServeResult]:
@@ -288,12 +304,16 @@ def adapt_questions(model: GPT, tokenizer: Tokenizer, prompt: str) -> list[Quest
     """LoRA's trained parameters, whether int4 changes the top token, the KV cache's bytes."""
     model = require_gpt(model)
     d, layers = model.config.d_model, model.config.n_layers
-    trained = lora.adapter_parameters(d, ("q", "v"), 4, layers)
+    config = lora.LoRAConfig(rank=4, targets=("q", "v"))
+    trained = lora.adapter_count(model, config)
+    shapes = lora.adapted_matrices(model, config.targets)
+    each = " and ".join(f"{m.title}: A (4 × {m.d_in}) and B ({m.d_out} × 4), 4·({m.d_in} + {m.d_out}) = "
+                        f"{m.adapter_parameters(4):,}" for m in shapes)
     questions = [_numbers_question(
         "lora-count", f"LoRA with rank 4 on W_Q and W_V of this model (d_model = {d}, {layers} layers): how many "
         "parameters train?", trained, [4 * d * layers, 2 * d * d * layers, trained * 2, 4 * 4 * layers],
-        f"Each adapted matrix gets A (4 × {d}) and B ({d} × 4): 4·({d} + {d}) = {8 * d:,} numbers; two matrices in "
-        f"each of {layers} layers: **{trained:,}**, against {model.num_parameters():,} in the whole model "
+        f"Each adapted matrix gets A (4 × d_in) and B (d_out × 4): {each} numbers; in each of {layers} layers: "
+        f"**{trained:,}**, against {model.num_parameters():,} in the whole model "
         f"({trained / model.num_parameters():.2%}).")]
     ids = encode(tokenizer, prompt)[-model.config.context_length:] or [0]
     int4 = qz.quantize_model(model, qz.QuantSpec(bits=4, per_channel=False, symmetric=True)).model
@@ -312,11 +332,13 @@ def adapt_questions(model: GPT, tokenizer: Tokenizer, prompt: str) -> list[Quest
         "close the top two logits were."))
     tokens = 100
     per_token = serving.kv_bytes_per_token(model)
+    kv_width = model.config.kv_heads * model.config.head_dim  # d_model, or less with grouped-query attention
+    size = serving.kv_bytes_per_value(model)
     questions.append(_numbers_question(
         "kv-bytes", f"How many bytes does this model's KV cache hold after {tokens} tokens (float32)?",
         per_token * tokens, [per_token * tokens // 2, per_token * tokens // layers, d * tokens * 4,
                              per_token * tokens * 2],
-        f"Per token, each of {layers} layers keeps a key and a value of {d} numbers of 4 bytes: 2·{layers}·{d}·4 "
-        f"= {per_token:,} bytes; after {tokens} tokens **{per_token * tokens:,}** bytes."))
+        f"Per token, each of {layers} layers keeps a key and a value of {kv_width} numbers "
+        f"({model.config.kv_heads} key/value heads × {model.config.head_dim}) of {size} bytes: "
+        f"2·{layers}·{kv_width}·{size} = {per_token:,} bytes; after {tokens} tokens **{per_token * tokens:,}** bytes."))
     return questions
-

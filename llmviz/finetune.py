@@ -336,6 +336,11 @@ class FineTuneTrainer:
         self.generator = torch.Generator().manual_seed(self.config.seed)
         self.accuracy_before = accuracy(self.classifier, self.tokenizer, self.val_examples)
 
+    @property
+    def sharded(self) -> bool:
+        """Never: the classifier trains in one process (what the job system asks before it saves the run's file)."""
+        return False
+
     def parameter_counts(self) -> tuple[int, int]:
         """(trained, total) parameters."""
         return sum(p.numel() for p in self.trained), sum(p.numel() for p in self.classifier.parameters())
@@ -414,6 +419,32 @@ def label_log_probabilities(model: GPT, tokenizer: Tokenizer, prompt: str) -> li
     return scores
 
 
+@torch.no_grad()
+def label_log_probabilities_batch(model: GPT, tokenizer: Tokenizer, prompts: list[str],
+                                  chunk: int = 32) -> list[list[float]]:
+    """:func:`label_log_probabilities` for many prompts: each label's text appended to every prompt, padded on the
+    right (a causal model's states before the padding do not change), ``chunk`` prompts per forward pass, and the
+    output head applied only where a label token is predicted. One ``[male, female]`` pair per prompt."""
+    context = model.config.context_length
+    device = next(model.parameters()).device
+    scores = [[0.0] * len(LABELS) for _ in prompts]
+    encoded = [encode(tokenizer, prompt) for prompt in prompts]
+    for column, word in enumerate(LABELS):
+        word_ids = encode(tokenizer, " " + word)
+        for start in range(0, len(prompts), chunk):
+            rows = [(ids + word_ids)[-context - 1:] for ids in encoded[start:start + chunk]]
+            idx = torch.zeros(len(rows), max(len(r) for r in rows) - 1, dtype=torch.long)  # (B, T)
+            for row, ids in enumerate(rows):
+                idx[row, : len(ids) - 1] = torch.tensor(ids[:-1])
+            hidden = model.final_hidden(idx.to(device))  # (B, T, C)
+            for row, ids in enumerate(rows):
+                positions = torch.arange(len(ids) - 1 - len(word_ids), len(ids) - 1)  # (W,) where a label token is next
+                log_probs = F.log_softmax(model.lm_head(hidden[row, positions.to(device)]).double(), -1)  # (W, V)
+                targets = torch.tensor(ids[-len(word_ids):], device=device)  # (W,)
+                scores[start + row][column] = float(log_probs.gather(1, targets[:, None]).sum())
+    return scores
+
+
 @dataclass(frozen=True)
 class PromptingResult:
     """How well prompting with ``shots`` labelled examples classifies the held-out names."""
@@ -430,8 +461,8 @@ def prompting_accuracy(model: GPT, tokenizer: Tokenizer, shots: int, held: list[
     males, females = [e for e in train if e.label == 0], [e for e in train if e.label == 1]
     chosen = [(females if i % 2 == 0 else males)[i // 2] for i in range(shots)]
     right = females_said = 0
-    for example in held:
-        male, female = label_log_probabilities(model, tokenizer, few_shot_prompt(chosen, example.text))
+    prompts = [few_shot_prompt(chosen, example.text) for example in held]
+    for example, (male, female) in zip(held, label_log_probabilities_batch(model, tokenizer, prompts), strict=True):
         right += int((female > male) == bool(example.label))
         females_said += int(female > male)
     return PromptingResult(shots, right / len(held), few_shot_prompt(chosen, held[0].text if held else "Alex"),

@@ -217,7 +217,8 @@ def trainable_parameters(model: nn.Module) -> int:
 
 def adapter_parameters(model_config_d: int, targets: tuple[str, ...], rank: int, n_layers: int,
                        has_mlp: bool = True) -> int:
-    """r·(d_in + d_out) per adapted matrix, counted from the shapes alone (no model built).
+    """r·(d_in + d_out) per adapted matrix, counted from the shapes alone (no model built), for GPT-2's shapes
+    (multi-head attention, an MLP 4·d wide); :func:`adapter_count` reads any GPT's real shapes.
 
     >>> adapter_parameters(768, ("q", "v"), rank=8, n_layers=12)  # GPT-2 small, r = 8 on W_Q and W_V
     294912
@@ -227,6 +228,60 @@ def adapter_parameters(model_config_d: int, targets: tuple[str, ...], rank: int,
     if "mlp" in targets and has_mlp:
         per_layer += rank * (d + 4 * d) + rank * (4 * d + d)
     return n_layers * per_layer
+
+
+@dataclass(frozen=True)
+class AdaptedMatrix:
+    """One matrix of a block that gets an adapter, with its real shape: A is (r, d_in), B is (d_out, r)."""
+
+    title: str  # "W_Q", "W_V", "MLP fc", …
+    d_in: int
+    d_out: int
+
+    def adapter_parameters(self, rank: int) -> int:
+        return rank * (self.d_in + self.d_out)
+
+
+def adapted_matrices(model: GPT, targets: tuple[str, ...]) -> list[AdaptedMatrix]:
+    """The matrices of one block that ``targets`` adapt (every block has the same), with the model's own shapes:
+    W_K and W_V have kv_heads · head_dim rows (fewer than d_model with grouped-query attention), the MLP's
+    layers its own width (d_mlp, not always 4 · d_model).
+
+    >>> from llmviz.models.gpt import PRESETS
+    >>> [(m.title, m.d_in, m.d_out) for m in adapted_matrices(GPT(PRESETS["llama-style"]), ("v", "mlp"))]
+    [('W_V', 128, 64), ('MLP fc', 128, 344), ('MLP proj', 344, 128)]
+    """
+    chosen = target_modules(model, targets)
+    titles = {"q": "W_Q", "k": "W_K", "v": "W_V"}
+    d = model.config.d_model
+    kv = model.config.kv_heads * model.config.head_dim
+    starts = {0: "q", d: "k", d + kv: "v"}
+    block = model.blocks[0]
+    out = []
+    for name, slices in chosen.items():
+        if not name.startswith("blocks.0."):
+            continue
+        base = block.get_submodule(name.removeprefix("blocks.0."))
+        if not isinstance(base, nn.Linear):
+            raise ConfigError(f"{name} already has an adapter.")
+        d_in = base.in_features
+        if name.endswith("attn.qkv"):
+            out += [AdaptedMatrix(titles[starts[start]], d_in, stop - start) for start, stop in slices]
+        else:
+            title = {"attn.proj": "W_O", "mlp.fc": "MLP fc", "mlp.proj": "MLP proj"}[name.removeprefix("blocks.0.")]
+            out += [AdaptedMatrix(title, d_in, stop - start) for start, stop in slices]
+    return out
+
+
+def adapter_count(model: GPT, config: LoRAConfig) -> int:
+    """Parameters the adapters add (and train): layers · Σ r·(d_in + d_out), from the model's real shapes.
+
+    >>> from llmviz.models.gpt import PRESETS
+    >>> adapter_count(GPT(PRESETS["llama-style"]), LoRAConfig(rank=4, targets=("q", "v")))  # 4·4·(256 + 192)
+    7168
+    """
+    per_layer = sum(m.adapter_parameters(config.rank) for m in adapted_matrices(model, config.targets))
+    return model.config.n_layers * per_layer
 
 
 @dataclass(frozen=True)
@@ -258,8 +313,7 @@ def memory_comparison(model: GPT, config: LoRAConfig) -> dict[str, TrainingMemor
     """Full fine-tuning vs LoRA on ``model``: parameters trained and the bytes they need.
 
     The adapters themselves are extra weights (counted in LoRA's weights)."""
-    extra = adapter_parameters(model.config.d_model, config.targets, config.rank, model.config.n_layers,
-                               has_mlp=model.config.mlp)
+    extra = adapter_count(model, config)
     total = model.num_parameters()
     return {"full fine-tuning": TrainingMemory(total, total),
             "LoRA": TrainingMemory(total + extra, extra)}

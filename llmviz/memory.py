@@ -7,7 +7,10 @@
   (the inputs it keeps are counted too).
   It is switched on by changing each block's class to :class:`CheckpointedBlock` (the model's code and its
   state dict are unchanged).
-- **Mixed precision**: ``torch.autocast`` runs matrix products in bfloat16 (2 bytes instead of 4).
+- **Mixed precision**: ``torch.autocast`` runs matrix products in bfloat16 (2 bytes instead of 4), or in
+  float16 (on CUDA, where it is fast) with a gradient scaler: float16's smallest numbers are far larger
+  than bfloat16's, so the loss is multiplied before the backward pass (small gradients would round to
+  zero) and the gradients divided back before the optimizer's step (``torch.amp.GradScaler``).
 - **Sharding** (ZeRO / FSDP): with N processes, each keeps 1/N of the optimizer states (stage 1), of the
   gradients too (stage 2), and of the parameters too (stage 3, which is what FSDP does).
 """
@@ -25,7 +28,7 @@ from torch.utils.checkpoint import checkpoint
 
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import GPT, Block
-from llmviz.train import Trainer
+from llmviz.train import Trainer, learning_rate
 
 
 class CheckpointedBlock(Block):
@@ -123,11 +126,21 @@ class StepMeasure:
     loss: float
     seconds: float
     peak_cuda_bytes: int | None  # torch.cuda.max_memory_allocated, on CUDA only
+    fp16: bool = False  # float16 autocast (the loss scaled for the backward pass)
+
+
+def _autocast(device: torch.device, bf16: bool, fp16: bool) -> contextlib.AbstractContextManager:
+    if bf16 and fp16:
+        raise ConfigError("Choose one precision for autocast: bf16 or fp16.")
+    if bf16 or fp16:
+        return torch.autocast(device.type, dtype=torch.bfloat16 if bf16 else torch.float16)
+    return contextlib.nullcontext()
 
 
 def measure_step(model: GPT, inputs: torch.Tensor, targets: torch.Tensor, checkpointing: bool = False,
-                 bf16: bool = False) -> StepMeasure:
-    """Run one forward and backward pass of a copy of ``model`` and measure what it saved."""
+                 bf16: bool = False, fp16: bool = False) -> StepMeasure:
+    """Run one forward and backward pass of a copy of ``model`` and measure what it saved (``fp16``: the loss
+    scaled by a ``GradScaler`` for the backward pass, as a float16 training step does)."""
     copied = GPT(model.config.replace(dropout=0.0))  # no dropout: the four settings see the same computation
     copied.load_state_dict(model.state_dict())
     model = set_checkpointing(copied.to(next(model.parameters()).device), checkpointing).train()
@@ -139,39 +152,68 @@ def measure_step(model: GPT, inputs: torch.Tensor, targets: torch.Tensor, checkp
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    autocast = _autocast(device, bf16, fp16)
     start = time.perf_counter()
     with SavedTensors(exclude=model.parameters()) as saved:
         with autocast:
             _, loss = model(inputs, targets)
-    loss.backward()
+    (torch.amp.GradScaler(device.type).scale(loss) if fp16 else loss).backward()
     if cuda:
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     return StepMeasure(checkpointing, bf16, saved.bytes, saved.count, float(loss.detach()), seconds,
-                       torch.cuda.max_memory_allocated() if cuda else None)
+                       torch.cuda.max_memory_allocated() if cuda else None, fp16)
 
 
 @dataclass
 class MemoryTrainer(Trainer):
-    """A training run with gradient checkpointing and/or bf16 autocast switched on (a lab run).
+    """A training run with gradient checkpointing and/or mixed precision switched on (a lab run): bf16 autocast
+    (CPU or CUDA), or fp16 autocast with a gradient scaler (meant for CUDA; it runs on the CPU too, slowly).
 
     Checkpointing changes the blocks' class only, so snapshots and checkpoints stay an ordinary GPT's."""
 
     checkpointing: bool = False
     bf16: bool = False
+    fp16: bool = False
 
     def __post_init__(self, initial_model: nn.Module | None = None):
         super().__post_init__(initial_model)
         if not isinstance(self.model, GPT):
             raise ConfigError("Gradient checkpointing here works on GPT models.")
+        _autocast(self.device, self.bf16, self.fp16)  # both at once is refused here, before any step
+        if self.fp16 and (self.group.distributed or self.accumulation != 1):
+            raise ConfigError("fp16 runs here train in one process, the whole batch at once.")
+        self.scaler = torch.amp.GradScaler(self.device.type) if self.fp16 else None
         set_checkpointing(self.model, self.checkpointing)
 
     def train_step(self) -> tuple[float, float]:
+        if self.scaler is not None:
+            return self._fp16_step(self.scaler)
         if not self.bf16:
             return super().train_step()
         with torch.autocast(self.device.type, dtype=torch.bfloat16):
             return super().train_step()
+
+    def _fp16_step(self, scaler: torch.amp.GradScaler) -> tuple[float, float]:
+        """One step the way float16 training is done: autocast, the loss scaled for backward, the gradients
+        unscaled before clipping, and the step skipped (the scale halved) when a gradient overflowed."""
+        inputs, targets = self.train_batches.sample(self.config.batch_size)  # (B, T): the plain run's batches
+        inputs, targets = inputs.to(self.device), targets.to(self.device)
+        assert self.optimizer is not None
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate(self.config, self.step)
+        self.optimizer.zero_grad(set_to_none=True)
+        with torch.autocast(self.device.type, dtype=torch.float16):
+            _, loss = self.train_model(inputs, targets)
+        scaler.scale(loss).backward()
+        scaler.unscale_(self.optimizer)  # true gradients, for the norm and the clipping
+        if self.config.grad_clip:
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
+        else:
+            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in self.model.parameters() if p.grad is not None])
+        scaler.step(self.optimizer)
+        scaler.update()
+        return loss.item(), float(grad_norm)
 
 
 # ---------------------------------------------------------------------------- ZeRO / FSDP arithmetic

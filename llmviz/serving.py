@@ -1,7 +1,8 @@
 """Serving a model: the KV cache's size, paged attention's block table, static vs continuous batching.
 
-- **KV cache**: every layer keeps a key and a value vector (d_model numbers each) for every token
-  already seen, so it grows by ``2 · n_layers · d_model · bytes`` per token (:func:`kv_bytes_per_token`).
+- **KV cache**: every layer keeps a key and a value vector (kv_heads · head_dim numbers each: d_model, or
+  fewer with grouped-query attention) for every token already seen, so it grows by
+  ``2 · n_layers · kv_heads · head_dim · bytes`` per token (:func:`kv_bytes_per_token`).
 - **Paged attention** (vLLM, Kwon et al., 2023): the cache is cut into fixed blocks of ``block_size``
   tokens; each request has a *block table* listing which physical blocks hold its tokens, so
   requests grow without reserving their longest length up front (:class:`PagedKVCache`).
@@ -22,15 +23,21 @@ from llmviz.models.gpt import GPT
 
 
 def kv_bytes_per_token(model: GPT, bytes_per_value: int | None = None) -> int:
-    """2 (key and value) · layers · d_model · bytes per number.
+    """2 (key and value) · layers · kv_heads · head_dim · bytes per number (kv_heads · head_dim = d_model, or
+    less with grouped-query attention: the cache keeps only the shared key/value heads).
 
     >>> from llmviz.models.gpt import PRESETS
-    >>> kv_bytes_per_token(GPT(PRESETS["gpt-nano"]))   # 2 · 2 layers · 32 · 4 bytes
+    >>> kv_bytes_per_token(GPT(PRESETS["gpt-nano"]))   # 2 · 2 layers · (2 heads · 16) · 4 bytes
     512
+    >>> kv_bytes_per_token(GPT(PRESETS["llama-style"]))   # 2 · 4 layers · (2 of 4 heads · 32) · 4 bytes
+    2048
     """
-    if bytes_per_value is None:
-        bytes_per_value = next(model.parameters()).element_size()
-    return 2 * model.config.n_layers * model.config.d_model * bytes_per_value
+    return model.config.kv_cache_values_per_token * kv_bytes_per_value(model, bytes_per_value)
+
+
+def kv_bytes_per_value(model: GPT, bytes_per_value: int | None = None) -> int:
+    """Bytes per cached number: the model's own (4 for float32) unless given."""
+    return next(model.parameters()).element_size() if bytes_per_value is None else bytes_per_value
 
 
 @dataclass(frozen=True)
@@ -154,6 +161,15 @@ class RequestResult:
     finish_step: int
     wait_s: float
     finish_s: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        """What the request saw: its tokens over the time from its arrival (all arrive at 0) to its last token.
+
+        >>> RequestResult("r", [5, 6, 7, 8], 1, 4, 0.5, 2.0).tokens_per_s
+        2.0
+        """
+        return len(self.tokens) / max(self.finish_s, 1e-9)
 
 
 @dataclass(frozen=True)

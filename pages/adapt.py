@@ -3,6 +3,7 @@
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from plotly.subplots import make_subplots
 
 import ui
 from llmviz import adapt, finetune, lora, memory, serving, views
@@ -125,7 +126,11 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
         st.warning("This model has no MLP (attention only): leave the MLP out.")
         return
     config = lora.LoRAConfig(rank, float(alpha), tuple(targets))
-    counts = lora.memory_comparison(model, config)
+    try:
+        counts = lora.memory_comparison(model, config)
+    except LlmvizError as error:  # a mixture of experts' MLP has no single matrix to adapt
+        st.warning(literal_markdown(str(error)))
+        return
     full, low = counts["full fine-tuning"], counts["LoRA"]
     m1, m2, m3 = st.columns(3)
     m1.metric("parameters trained with LoRA", f"{low.trained_parameters:,}",
@@ -133,18 +138,13 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
     m2.metric("AdamW states, full fine-tuning", memory.human_bytes(full.optimizer_bytes))
     m3.metric("AdamW states, LoRA", memory.human_bytes(low.optimizer_bytes),
               f"saves {memory.human_bytes(full.optimizer_bytes - low.optimizer_bytes)}", delta_color="off", delta_arrow="off")
-    d = model.config.d_model
-    per = [t for t in config.targets if t != "mlp"]
-    lines = []
-    if per:
-        lines.append(rf"\text{{attention}}: {model.config.n_layers} \times {len(per)} \times r\,(d_\text{{in}} + "
-                     rf"d_\text{{out}}) = {model.config.n_layers} \times {len(per)} \times {rank}\,({d} + {d}) = "
-                     rf"{model.config.n_layers * len(per) * rank * 2 * d:,}")
-    if "mlp" in config.targets:
-        lines.append(rf"\text{{MLP}}: {model.config.n_layers} \times 2 \times {rank}\,({d} + {4 * d}) = "
-                     rf"{model.config.n_layers * 2 * rank * 5 * d:,}")
-    lines.append(rf"\text{{AdamW}}: 2 \text{{ states}} \times 4 \text{{ bytes}} \times {low.trained_parameters:,} = "
-                 rf"{low.optimizer_bytes:,} \text{{ bytes}}")
+    shapes = lora.adapted_matrices(model, config.targets)  # the model's own shapes (GQA, d_mlp)
+    sums = " + ".join(f"({m.d_in} + {m.d_out})" for m in shapes)
+    lines = [rf"{model.config.n_layers} \text{{ layers}} \times r \sum_\text{{matrices}} (d_\text{{in}} + "
+             rf"d_\text{{out}}) = {model.config.n_layers} \times {rank} \times \left[{sums}\right] = "
+             rf"{charts.tex_int(low.trained_parameters)}"]
+    lines.append(rf"\text{{AdamW}}: 2 \text{{ states}} \times 4 \text{{ bytes}} \times {charts.tex_int(low.trained_parameters)} = "
+                 rf"{charts.tex_int(low.optimizer_bytes)} \text{{ bytes}}")
     charts.latex(*lines)
     figure = go.Figure()
     for part, attribute in (("weights", "weight_bytes"), ("gradients", "gradient_bytes"),
@@ -154,7 +154,7 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
                          title="Memory for training (besides activations)")
     charts.show(figure, key=state.widget("lora_memory"))
 
-    st.markdown("**ΔW = (α / r) · B A after 20 steps on your text**")
+    st.subheader("ΔW = (α / r) · B A after 20 steps on your text")
     try:
         demo = _lora_demo(view.key, rank, float(alpha), config.targets, corpus_label, model, view.tokenizer, text)
     except LlmvizError as error:
@@ -179,7 +179,7 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
                    + (f" ({slices} blocks of rows here: rank ≤ {slices * rank})" if slices > 1 else "")
                    + ": the update lives in a small subspace, which is why so few numbers describe it.")
 
-    st.markdown("**LoRA vs full fine-tuning on your text (lab runs)**")
+    st.subheader("LoRA vs full fine-tuning on your text (lab runs)")
     steps = st.slider("Steps", 20, 400, 100, step=20, key=state.widget("lora_steps"))
     if st.button("Start both runs", key=state.widget("lora_start")):
         with ui.friendly_errors("starting the runs"):
@@ -258,12 +258,14 @@ def quantize_section(view: picker.ModelView, text: str, corpus_label: str) -> No
                                "float32 bytes": layer.float_bytes, f"int{spec.bits} bytes": layer.quantized_bytes,
                                "RMS error": layer.rms_error, "max error": layer.max_error,
                                "relative error": layer.relative_error} for layer in report.layers])
+        st.subheader(f"Rounding error per matrix ({spec.title})")
         error_bars = go.Figure(go.Bar(x=table["matrix"], y=table["relative error"]))
         error_bars.update_layout(title="Rounding error per matrix: ‖ŵ − w‖ / ‖w‖", height=320,
                                  margin=dict(l=10, r=10, t=40, b=10))
         charts.show(error_bars, key=state.widget("quant_errors"))
         with st.expander("Every matrix"):
             st.dataframe(table, hide_index=True)
+        st.subheader("The weights before and after")
         name = st.selectbox("Histogram of", list(table["matrix"]), index=min(2, len(table) - 1), key=state.widget("quant_layer"))
         counted = adapt.weight_histograms(view.model, name, spec)  # every weight, in 200 shared bins
         width = float(counted.edges[1] - counted.edges[0])
@@ -275,6 +277,7 @@ def quantize_section(view: picker.ModelView, text: str, corpus_label: str) -> No
             layout=dict(barmode="overlay", height=320, margin=dict(l=10, r=10, t=30, b=10), bargap=0,
                         title=f"{name}: weights before and after", xaxis_title="weight", yaxis_title="count"))
         charts.show(histogram, key=state.widget("quant_histogram"))
+        st.subheader("The same prompt, both models")
         left, right = st.columns(2)
         left.markdown("**float32 (greedy)**")
         left.code(report.text_before, language=None, wrap_lines=True)
@@ -396,6 +399,29 @@ def _checkpoint_classifier(view: picker.ModelView) -> None:
                                    for name, p in zip(names, probabilities, strict=True)]), hide_index=True)
 
 
+def _prompting_vs_fine_tuning(results: list[finetune.PromptingResult]) -> None:
+    """Held-out accuracy of prompting and of this session's fine-tuning runs, side by side (the same names)."""
+    rows = [(f"prompt, {r.shots} example{'s' if r.shots != 1 else ''}", r.accuracy, "prompting") for r in results]
+    for job in _runs(f"{RUN_TAG} names:"):
+        measured = [m.val_accuracy for m in job.status().metrics if getattr(m, "val_accuracy", None) is not None]
+        if measured:
+            rows.append((f"{job.label.removeprefix(f'{RUN_TAG} names: ')} (step {job.status().step})", measured[-1],
+                         "fine-tuned"))
+    figure = go.Figure()
+    for kind, colour in (("prompting", "#868e96"), ("fine-tuned", "#4c6ef5")):
+        chosen = [row for row in rows if row[2] == kind]
+        if chosen:
+            figure.add_trace(go.Bar(x=[row[0] for row in chosen], y=[row[1] for row in chosen], name=kind,
+                                    marker_color=colour, text=[f"{row[1]:.1%}" for row in chosen],
+                                    textposition="outside"))
+    figure.update_layout(title="Held-out accuracy on the same names: prompting vs fine-tuning", height=340,
+                         yaxis=dict(range=[0, 1.1], title="accuracy"), margin=dict(l=10, r=10, t=40, b=10),
+                         legend=dict(orientation="h", y=-0.3))
+    charts.show(figure, key=state.widget("task_versus"))
+    if len(rows) == len(results):
+        st.caption("Train the three fine-tuning runs above: their held-out accuracy joins this chart.")
+
+
 @sections.section("adapt.task")
 def task_section(view: picker.ModelView) -> None:
     train, held = finetune.name_examples()
@@ -426,7 +452,7 @@ def task_section(view: picker.ModelView) -> None:
                                       for job in _runs(f"{RUN_TAG} names:")}, _draw_task_runs)
     _checkpoint_classifier(view)
 
-    st.markdown("**No training at all: prompting with 0, 1 or 4 labelled examples**")
+    st.subheader("No training at all: prompting with 0, 1 or 4 labelled examples")
     if st.button("Measure zero- and few-shot accuracy", key=state.widget("task_prompting")) or state.TASK_PROMPTED.get():
         state.TASK_PROMPTED.set(True)
         with ui.friendly_errors("prompting the model"):
@@ -434,6 +460,7 @@ def task_section(view: picker.ModelView) -> None:
             st.dataframe(pd.DataFrame([{"examples in the prompt": r.shots, "held-out accuracy": r.accuracy,
                                         "answered “female”": r.female_share} for r in results]), hide_index=True)
             st.code(results[-1].prompt_example, language=None)
+            _prompting_vs_fine_tuning(results)
             st.caption("The prediction is the label whose words (“ male” or “ female”) the model finds more "
                        "likely next. A model that always gives the same answer scores the share of that label among the "
                        "held-out names; a small model trained on other text rarely does better, a large pretrained "
@@ -453,13 +480,14 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
         with ui.friendly_errors("measuring memory"):
             measures = _memory(view.key, corpus_label, view.model, view.tokenizer, text)
             frame = pd.DataFrame([{
-                "gradient checkpointing": "on" if m.checkpointing else "off", "bf16 autocast": "on" if m.bf16 else "off",
+                "gradient checkpointing": "on" if m.checkpointing else "off",
+                "autocast": "bf16" if m.bf16 else "fp16" if m.fp16 else "off",
                 "saved for backward": memory.human_bytes(m.saved_bytes), "bytes": m.saved_bytes,
                 "loss": m.loss, "step time (s)": m.seconds,
                 **({"peak CUDA memory": memory.human_bytes(m.peak_cuda_bytes)} if m.peak_cuda_bytes else {})}
                 for m in measures])
             st.dataframe(frame, hide_index=True)
-            bars = go.Figure(go.Bar(x=[f"ckpt {r['gradient checkpointing']}, bf16 {r['bf16 autocast']}"
+            bars = go.Figure(go.Bar(x=[f"ckpt {r['gradient checkpointing']}, autocast {r['autocast']}"
                                        for _, r in frame.iterrows()], y=frame["bytes"] / 2**20))
             bars.update_layout(title="Activations saved for the backward pass", yaxis_title="MiB", height=300,
                                margin=dict(l=10, r=10, t=40, b=10))
@@ -467,14 +495,15 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
             st.caption("Counted exactly: every tensor autograd saves passes through a hook, distinct storages are "
                        "added up, weights left out. Checkpointing keeps each block's input and recomputes the rest "
                        "in the backward pass (same loss, more time). Step times are wall-clock on a shared server.")
-    st.markdown("**The switches on a real run (lab runs, same data and seed)**")
+    st.subheader("The switches on a real run (lab runs, same data and seed)")
     steps = st.slider("Steps", 20, 400, 60, step=20, key=state.widget("memory_steps"))
-    if st.button("Train three runs: plain, checkpointing, checkpointing + bf16", key=state.widget("memory_start")):
+    switches = adapt.memory_settings(view.model)  # fp16 too on CUDA
+    if st.button(f"Train {len(switches)} runs: {', '.join(name for name, *_ in switches)}",
+                 key=state.widget("memory_start")):
         with ui.friendly_errors("starting the runs"):
-            _submit(*[(f"{RUN_TAG} memory: {name}",
-                       adapt.memory_run(view.model, view.tokenizer, text, steps, settings.seed, checkpointing, bf16))
-                      for name, checkpointing, bf16 in (("plain", False, False), ("checkpointing", True, False),
-                                                        ("checkpointing + bf16", True, True))])
+            _submit(*[(f"{RUN_TAG} memory: {name}", adapt.memory_run(view.model, view.tokenizer, text, steps,
+                                                                     settings.seed, checkpointing, bf16, fp16=fp16))
+                      for name, checkpointing, bf16, fp16 in switches])
             st.rerun(scope="app")
 
     def draw_runs(runs: dict) -> None:
@@ -498,9 +527,9 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
     figure.update_layout(barmode="stack", height=340, yaxis_title="MiB per process", margin=dict(l=10, r=10, t=40, b=10),
                          title=f"{view.model.num_parameters():,} parameters over {processes} processes")
     charts.show(figure, key=state.widget("zero_bars"))
-    charts.latex(rf"\text{{unsharded}}: (4 + 4 + 2 \cdot 4) \times {view.model.num_parameters():,} = "
-                 rf"{stages[0].total:,.0f} \text{{ bytes}}",  # two lines: one was wider than the page
-                 rf"\text{{ZeRO-3}}: {stages[0].total:,.0f} / {processes} = {stages[3].total:,.0f} \text{{ bytes}}")
+    charts.latex(rf"\text{{unsharded}}: (4 + 4 + 2 \cdot 4) \times {charts.tex_int(view.model.num_parameters())} = "
+                 rf"{charts.tex_int(stages[0].total)} \text{{ bytes}}",  # two lines: one was wider than the page
+                 rf"\text{{ZeRO-3}}: {charts.tex_int(stages[0].total)} / {processes} = {charts.tex_int(stages[3].total)} \text{{ bytes}}")
 
 
 # ------------------------------------------------------------------ 5. serving
@@ -520,7 +549,8 @@ def serving_section(view: picker.ModelView) -> None:
     model = view.model
     per_token = serving.kv_bytes_per_token(model)
     charts.latex(rf"\text{{KV bytes per token}} = 2 \times {model.config.n_layers} \text{{ layers}} \times "
-                 rf"{model.config.d_model} \times 4 \text{{ bytes}} = {per_token:,}")
+                 rf"({model.config.kv_heads} \text{{ key/value heads}} \times {model.config.head_dim}) \times "
+                 rf"{serving.kv_bytes_per_value(model)} \text{{ bytes}} = {charts.tex_int(per_token)}")
     with ui.friendly_errors("generating with the KV cache"):
         growth = _growth(view.key, "The for statement", 60, model, view.tokenizer)
         figure = go.Figure(go.Scatter(x=growth.tokens, y=growth.cache_bytes, mode="lines+markers",
@@ -532,7 +562,7 @@ def serving_section(view: picker.ModelView) -> None:
         charts.show(figure, key=state.widget("kv_growth"))
         st.code(view.tokenizer.decode(growth.generated), language=None, wrap_lines=True)
 
-    st.markdown("**Paged attention: block tables**")
+    st.subheader("Paged attention: block tables")
     c1, c2 = st.columns([1, 3])
     block_size = c1.select_slider("Block size (tokens)", [2, 4, 8, 16], value=4, key=state.widget("page_block"))
     lengths_text = c2.text_input("Request lengths (tokens, comma-separated)", "13, 5, 22, 9", key=state.widget("page_lengths"))
@@ -553,8 +583,11 @@ def serving_section(view: picker.ModelView) -> None:
     labels = [[(f"{owner[b].split()[-1]}" if (b := r * width + c) in owner else "") for c in range(width)]
               for r in range(rows)]
     heat = _matrix(grid, "Physical blocks: the number is the request that owns it", 110 + 45 * rows,
-                   colorscale="Turbo", zmid=None, text=labels, x_title="block (column)", y_title="row of 16 blocks")
+                   colorscale="Turbo", zmid=None, text=labels, x_title="+ column", y_title="")
     heat.update_traces(showscale=False)
+    heat.update_xaxes(dtick=1)  # whole blocks; each row names the blocks it holds (no −0.5 … 0.5 ticks, no title
+    heat.update_yaxes(tickmode="array", tickvals=list(range(rows)),  # squeezed over a one-row chart)
+                      ticktext=[f"blocks {width * r}–{width * r + width - 1}" for r in range(rows)])
     charts.show(heat, key=state.widget("page_blocks"))
     st.dataframe(pd.DataFrame([{"request": name, "tokens": cache.lengths[name], "block table": table,
                                 "unused slots": len(table) * block_size - cache.lengths[name]}
@@ -562,7 +595,7 @@ def serving_section(view: picker.ModelView) -> None:
     st.caption(f"Unused slots: {cache.wasted_slots()} of {cache.num_blocks * block_size} — only in each request's last "
                "block. Reserving every request's longest possible length up front would waste far more.")
 
-    st.markdown("**Static vs continuous batching (real generation)**")
+    st.subheader("Static vs continuous batching (real generation)")
     slots = st.slider("Slots (requests served at once)", 1, 4, 2, key=state.widget("batch_slots"))
     wanted = (24, 4, 16, 6, 10, 4)
     small = model.num_parameters() <= adapt.QUICK_PARAMETERS
@@ -573,19 +606,29 @@ def serving_section(view: picker.ModelView) -> None:
     state.BATCHING_SERVED.set(True, view.key)
     with ui.friendly_errors("serving the requests"):
         results = _batching(view.key, slots, wanted, model, view.tokenizer)
-        figure = go.Figure()
-        for policy, result in results.items():
-            figure.add_trace(go.Bar(x=[r.name for r in result.requests], y=[r.wait_steps for r in result.requests],
-                                    name=f"{policy}: wait"))
-            figure.add_trace(go.Scatter(x=[r.name for r in result.requests], y=[r.finish_step for r in result.requests],
-                                        mode="markers", marker=dict(size=12), name=f"{policy}: finished"))
-        figure.update_layout(title="Steps each request waited for a slot, and when it finished", yaxis_title="step",
-                             height=340, margin=dict(l=10, r=10, t=40, b=10), barmode="group")
+        figure = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(
+            "steps waited for a slot (bars), step finished (dots)", "tokens/s each request saw"))
+        for (policy, result), colour in zip(results.items(), ("#f76707", "#4c6ef5"), strict=True):
+            names = [r.name for r in result.requests]
+            figure.add_trace(go.Bar(x=names, y=[r.wait_steps for r in result.requests], name=f"{policy}: wait",
+                                    marker_color=colour, legendgroup=policy, offsetgroup=policy), 1, 1)
+            figure.add_trace(go.Scatter(x=names, y=[r.finish_step for r in result.requests], mode="markers",
+                                        marker=dict(size=11, color=colour, line=dict(width=1, color="white")),
+                                        name=f"{policy}: finished", legendgroup=policy, offsetgroup=policy), 1, 1)
+            figure.add_trace(go.Bar(x=names, y=[r.tokens_per_s for r in result.requests], marker_color=colour,
+                                    name=f"{policy}: tokens/s", legendgroup=policy, offsetgroup=policy,
+                                    showlegend=False), 1, 2)
+        figure.update_layout(title="Static vs continuous batching, per request", height=360, barmode="group",
+                             scattermode="group",  # each policy's dot over its own bar: equal steps no longer hide one
+                             margin=dict(l=10, r=10, t=60, b=10), legend=dict(orientation="h", y=-0.2))
+        figure.update_yaxes(title_text="step", row=1, col=1)
+        figure.update_yaxes(title_text="tokens/s", row=1, col=2)
         charts.show(figure, key=state.widget("batching"))
         st.dataframe(pd.DataFrame([{"policy": p, "steps": r.steps, "slot use": f"{r.utilisation:.0%}",
                                     "tokens": r.useful_tokens, "tokens/s": round(r.tokens_per_s)}
                                    for p, r in results.items()]), hide_index=True)
-        st.caption(f"Requests want {', '.join(map(str, wanted))} new tokens. A static batch holds its slots until its "
+        st.caption(f"Requests want {', '.join(map(str, wanted))} new tokens; a request's tokens/s is its tokens over "
+                   "the time from its arrival (all arrive together) to its last token. A static batch holds its slots until its "
                    "longest request ends (finished slots compute padding); continuous batching hands a free slot to "
                    "the next request at once.")
 

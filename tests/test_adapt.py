@@ -138,3 +138,117 @@ def test_prompting_accuracy_is_a_share_of_the_held_out_names(shipped):
     assert [r.shots for r in results] == [0, 2]
     assert all(r.accuracy in {i / 6 for i in range(7)} for r in results)
     assert finetune.few_shot_prompt([], "Ann") == "Name: Ann\nGender:"
+
+
+def test_questions_count_from_the_models_real_shapes_with_grouped_query_attention(shipped):
+    """LoRA's count and the KV cache's bytes on a llama-style run (GQA: 2 key/value heads of 32, d_mlp 344)."""
+    from llmviz.models.gpt import GPT, PRESETS
+
+    _, tokenizer = shipped  # the shipped BPE: 1,024 tokens, as the preset
+    torch.manual_seed(0)
+    model = GPT(PRESETS["llama-style"]).eval()
+    count, _, kv = adapt.adapt_questions(model, tokenizer, "The for statement")
+    assert count.options[count.answer] == f"{4 * 4 * ((128 + 128) + (128 + 64)):,}"  # W_Q 128 rows, W_V 64
+    assert kv.options[kv.answer] == f"{2 * 4 * 64 * 4 * 100:,}"
+
+
+def test_the_page_shows_prompting_and_the_fine_tuned_runs_side_by_side():
+    """Prompting's held-out accuracy and the three fine-tuning runs' are one chart, on the same held-out names."""
+    import json
+
+    from tests.test_app_pages import assert_clean, finish_jobs, run_page
+
+    at = run_page("pages/adapt.py")
+    at.slider(key="task_steps").set_value(20).run()
+    at.button(key="task_start").click().run()
+    finish_jobs(at)
+    at.button(key="task_prompting").click().run()
+    assert_clean(at)
+    charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    versus = next(c for c in charts if "prompting vs fine-tuning" in c["layout"]["title"]["text"])
+    bars = {trace["name"]: dict(zip(trace["x"], trace["y"], strict=True)) for trace in versus["data"]}
+    assert list(bars["prompting"]) == ["prompt, 0 examples", "prompt, 1 example", "prompt, 4 examples"]
+    assert len(bars["fine-tuned"]) == 3 and all(0 <= v <= 1 for v in bars["fine-tuned"].values())
+    held = finetune.name_examples()[1]
+    for value in [*bars["prompting"].values(), *bars["fine-tuned"].values()]:  # shares of the same 106 names
+        assert value * len(held) == pytest.approx(round(value * len(held)), abs=1e-4)  # float32 means
+
+
+
+def test_a_names_run_ends_with_its_checkpoint_file_like_every_run(shipped, manager):
+    """The Training page offers a finished run's single-file checkpoint; a names run's GPT is one too (its end
+    failed: 'FineTuneTrainer' object has no attribute 'sharded', and no file came back)."""
+    import safetensors.torch
+
+    model, tokenizer = shipped
+    job = manager.submit_training("owner", adapt.finetune_runs(model, tokenizer, steps=2, seed=1)["last block"],
+                                  label="names")
+    assert job.wait(120)
+    assert job.status().state == "finished"
+    assert job.checkpoint is not None
+    weights = safetensors.torch.load(job.checkpoint)
+    restored = _snapshot_model(job)
+    assert all(torch.equal(weights[k], v) for k, v in restored.state_dict().items() if k in weights)
+
+
+def test_the_batching_chart_shows_each_requests_wait_and_tokens_per_second(shipped):
+    """Issue 28 item 6: waiting time and tokens/s per request, both policies, on one chart."""
+    import json
+
+    from tests.test_app_pages import assert_clean, run_page
+
+    model, tokenizer = shipped
+    at = run_page("pages/adapt.py")
+    assert_clean(at)
+    charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    batching = next(c for c in charts if c["layout"].get("title", {}).get("text", "").startswith("Static vs continuous"))
+    traces = {trace["name"]: trace for trace in batching["data"]}
+    assert batching["layout"]["scattermode"] == "group"
+    expected = adapt.batching(model, tokenizer, 2, (24, 4, 16, 6, 10, 4))  # the page's six requests, two slots
+    for policy, result in expected.items():
+        assert traces[f"{policy}: wait"]["y"] == [r.wait_steps for r in result.requests]
+        assert traces[f"{policy}: finished"]["y"] == [r.finish_step for r in result.requests]
+        assert traces[f"{policy}: finished"]["offsetgroup"] == policy  # over its own bar, not on the other's dot
+        speeds = traces[f"{policy}: tokens/s"]
+        assert speeds["x"] == [r.name for r in result.requests] and all(v > 0 for v in speeds["y"])
+
+
+def test_the_pages_formulas_write_thousands_so_math_mode_adds_no_space():
+    """'8,192' in a LaTeX formula renders '8, 192': every formula on the page writes its separators as {,}."""
+    import re
+
+    from tests.test_app_pages import run_page
+
+    at = run_page("pages/adapt.py")
+    formulas = [element.value for element in at.latex]
+    assert any("8{,}192" in formula for formula in formulas)  # LoRA r 4 on W_Q and W_V of the shipped GPT
+    assert not [formula for formula in formulas if re.search(r"\d,\d", formula)]
+
+
+def test_the_block_table_chart_names_whole_blocks():
+    """Seen in the browser: a one-row block chart had ticks at −0.5, 0, 0.5 and its axis title ran over the chart's
+    title. Rows are named by the blocks they hold, columns are whole numbers."""
+    import json
+
+    from tests.test_app_pages import run_page
+
+    at = run_page("pages/adapt.py")
+    at.text_input(key="page_lengths").set_value("13, 5, 22, 9, 40").run()  # 4 + 2 + 6 + 3 + 10 = 25 blocks of 4
+    charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    blocks = next(c for c in charts if c["layout"]["title"]["text"].startswith("Physical blocks"))
+    assert blocks["layout"]["yaxis"]["ticktext"] == ["blocks 0–15", "blocks 16–31"]
+    assert blocks["layout"]["yaxis"]["tickvals"] == [0, 1] and blocks["layout"]["xaxis"]["dtick"] == 1
+    assert not blocks["layout"]["yaxis"].get("title", {}).get("text")
+
+
+def test_the_memory_table_names_each_steps_autocast():
+    from tests.test_app_pages import assert_clean, run_page
+
+    at = run_page("pages/adapt.py")
+    at.button(key="memory_run").click().run()
+    assert_clean(at)
+    table = next(frame.value for frame in at.dataframe if "saved for backward" in frame.value.columns)
+    assert list(zip(table["gradient checkpointing"], table["autocast"], strict=True)) == [
+        ("off", "off"), ("off", "bf16"), ("on", "off"), ("on", "bf16")]  # fp16 rows only where the model is on CUDA
+    assert any(button.label.startswith("Train 3 runs: plain, checkpointing, checkpointing + bf16")
+               for button in at.button)

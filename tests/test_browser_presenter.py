@@ -18,7 +18,7 @@ pytestmark = pytest.mark.browser
 
 SCREEN = {"width": 1280, "height": 720}
 BOUND = 1.5 * SCREEN["height"]
-PAGES = ["start", "tokens", "embeddings", "attention", "model", "inside", "training", "sampling"]
+PAGES = ["start", "tokens", "embeddings", "attention", "model", "inside", "training", "sampling", "adapt"]
 # the two pages the classroom found wanting run in every suite; the others with python -m pytest -m extended
 EVERY_RUN = {"attention", "sampling"}
 

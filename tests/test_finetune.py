@@ -112,3 +112,26 @@ def test_label_log_probabilities_by_hand(shipped):
     assert female == pytest.approx(total, abs=1e-4)
     result = ft.prompting_accuracy(model, tokenizer, 2, ft.name_examples(20)[1], ft.name_examples(20)[0])
     assert 0.0 <= result.accuracy <= 1.0 and result.prompt_example.count("Gender:") == 3
+
+
+def test_batched_label_scores_equal_one_prompt_at_a_time(shipped):
+    """Prompts of different lengths padded into one batch (and cut into chunks) score as each prompt alone."""
+    model, tokenizer = shipped
+    examples = ft.name_examples(20)[0]
+    prompts = [ft.few_shot_prompt(examples[:k], name) for k, name in ((0, "Ann"), (3, "Bartholomew"), (1, "Jo"))]
+    batched = ft.label_log_probabilities_batch(model, tokenizer, prompts, chunk=2)
+    for prompt, pair in zip(prompts, batched, strict=True):
+        assert pair == pytest.approx(ft.label_log_probabilities(model, tokenizer, prompt), abs=1e-4)
+
+
+def test_prompting_is_measured_on_the_fine_tuned_runs_held_out_names(shipped):
+    from llmviz import adapt
+
+    model, tokenizer = shipped
+    held = ft.name_examples()[1]
+    (zero,) = adapt.prompting(model, tokenizer, shots=(0,))
+    for share in (zero.accuracy, zero.female_share):  # shares of all the held-out names (106), not of a part
+        assert share * len(held) == pytest.approx(round(share * len(held)), abs=1e-9)
+    said = [pair[1] > pair[0] for pair in ft.label_log_probabilities_batch(
+        model, tokenizer, [ft.few_shot_prompt([], e.text) for e in held])]
+    assert zero.accuracy == pytest.approx(sum(s == bool(e.label) for s, e in zip(said, held)) / len(held))

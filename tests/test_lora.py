@@ -169,3 +169,22 @@ def test_lora_run_trains_only_adapters_and_its_model_is_the_merged_gpt():
     assert (trainer.model(idx)[0] - trainer.adapted(idx)[0]).abs().max() <= 1e-5
     assert type(trainer.model) is GPT and not lora.adapters(trainer.model)
     pickle.loads(pickle.dumps(trainer))  # lab runs are pickled into worker processes
+
+
+@pytest.mark.parametrize("preset", ["llama-style", "qwen-style", "gpt-mini"])
+@pytest.mark.parametrize("targets", [("q", "v"), ("k", "proj"), ("q", "k", "v", "proj", "mlp")])
+def test_counted_parameters_are_the_adapters_the_model_really_gets(preset, targets):
+    """The page's count (and the optimizer memory from it) is what add_adapters really trains, also with
+    grouped-query attention (W_K, W_V have kv_heads·head_dim rows) and an MLP whose width is not 4·d."""
+    model = GPT(PRESETS[preset])
+    config = lora.LoRAConfig(rank=4, targets=targets)
+    counted = lora.memory_comparison(model, config)["LoRA"].trained_parameters
+    by_hand = {"q": (128, 128), "k": (128, model.config.kv_heads * 128 // model.config.n_heads),
+               "v": (128, model.config.kv_heads * 128 // model.config.n_heads), "proj": (128, 128),
+               "mlp": (128, model.config.mlp_width)}
+    per_layer = sum(4 * (d_in + d_out) for t, (d_in, d_out) in by_hand.items() if t in targets)
+    if "mlp" in targets:
+        per_layer += 4 * (model.config.mlp_width + 128)  # the MLP's second layer: d_mlp → d
+    assert counted == 4 * per_layer
+    lora.add_adapters(model, config)
+    assert lora.trainable_parameters(model) == counted

@@ -118,3 +118,77 @@ def test_checkpointed_run_trains_exactly_like_the_plain_run_and_bf16_close():
     restored = GPT(start.config)
     restored.load_state_dict(trainer.model.state_dict())  # snapshots load into a plain GPT
     pickle.loads(pickle.dumps(trainer))
+
+
+def _names_run_setup():
+    from llmviz import corpus
+    from llmviz.train import TrainConfig, prepare_data
+
+    config = TrainConfig(model="gpt-nano", tokenizer="char", context_size=16, batch_size=8, steps=4, lr=1e-2,
+                         warmup_steps=1, eval_interval=4, eval_batches=1, seed=3, dropout=0.0)
+    dataset = prepare_data(corpus.load("names")[:3000], config)
+    torch.manual_seed(0)
+    return config, dataset, GPT(PRESETS["gpt-nano"].replace(vocab_size=dataset.vocab_size, context_length=16))
+
+
+def test_fp16_run_is_torchs_mixed_precision_recipe_step_for_step():
+    """fp16 autocast with a gradient scaler (issue 28 item 5: fp16 on CUDA; the same code runs on the CPU, so it
+    is tested here): every step equals torch's documented recipe written out below, and stays near float32."""
+    import pickle
+
+    from llmviz.train import Trainer, learning_rate
+
+    config, dataset, start = _names_run_setup()
+    trainer = memory.MemoryTrainer(config, dataset, initial_model=start, fp16=True)
+    pickle.loads(pickle.dumps(trainer))  # it travels to a worker process
+    reference = GPT(trainer.model.config)
+    reference.load_state_dict(start.state_dict())
+    matrices = [p for p in reference.parameters() if p.dim() >= 2]  # decayed; biases and norms are not
+    optimizer = torch.optim.AdamW([{"params": matrices, "weight_decay": config.weight_decay},
+                                   {"params": [p for p in reference.parameters() if p.dim() < 2],
+                                    "weight_decay": 0.0}], lr=config.lr)
+    scaler = torch.amp.GradScaler("cpu")
+    batches = Trainer(config, dataset, initial_model=start).train_batches  # the same seed: the same batches
+    losses = []
+    for step in range(config.steps):
+        inputs, targets = batches.sample(config.batch_size)
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(config, step)
+        optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.float16):
+            _, loss = reference(inputs, targets)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(reference.parameters(), config.grad_clip)
+        scaler.step(optimizer)
+        scaler.update()
+        losses.append(loss.item())
+    assert [m.train_loss for m in trainer.run()] == losses
+    for (name, mine), theirs in zip(trainer.model.state_dict().items(), reference.state_dict().values(), strict=True):
+        assert torch.equal(mine, theirs), name
+    plain = [m.train_loss for m in Trainer(config, dataset, initial_model=start).run()]
+    assert losses == pytest.approx(plain, rel=0.05)
+
+
+def test_fp16_step_saves_less_and_one_precision_at_a_time():
+    from llmviz.errors import ConfigError
+
+    torch.manual_seed(0)
+    model = GPT(PRESETS["gpt-nano"])
+    inputs, targets = batch()
+    plain = memory.measure_step(model, inputs, targets)
+    half = memory.measure_step(model, inputs, targets, fp16=True)
+    assert half.fp16 and half.saved_bytes < plain.saved_bytes
+    assert half.loss == pytest.approx(plain.loss, rel=0.02)
+    with pytest.raises(ConfigError, match="one precision"):
+        memory.measure_step(model, inputs, targets, bf16=True, fp16=True)
+    config, dataset, start = _names_run_setup()
+    with pytest.raises(ConfigError, match="one precision"):
+        memory.MemoryTrainer(config, dataset, initial_model=start, bf16=True, fp16=True)
+
+
+def test_fp16_is_offered_where_the_model_is_on_cuda():
+    from llmviz import adapt
+
+    assert [name for name, *_ in adapt.memory_settings(GPT(PRESETS["gpt-nano"]))] == [
+        "plain", "checkpointing", "checkpointing + bf16"]  # on this CPU

@@ -147,3 +147,28 @@ def test_qat_run_keeps_an_ordinary_state_dict_and_trains():
     pickle.loads(pickle.dumps(trainer))
     with pytest.raises(ConfigError):
         qz.QuantSpec(bits=3)
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_scale_and_zero_point_are_torch_ao_min_max_observers(bits, per_channel, symmetric):
+    """The quantization parameters themselves (the tests above hand them to torch) are what torch.ao's min/max
+    observers compute over the same integer range."""
+    from torch.ao.quantization.observer import MinMaxObserver, PerChannelMinMaxObserver
+
+    spec = qz.QuantSpec(bits=bits, per_channel=per_channel, symmetric=symmetric)
+    if symmetric:
+        scheme = torch.per_channel_symmetric if per_channel else torch.per_tensor_symmetric
+    else:
+        scheme = torch.per_channel_affine if per_channel else torch.per_tensor_affine
+    options = dict(dtype=torch.qint8 if symmetric else torch.quint8, qscheme=scheme, quant_min=spec.qmin,
+                   quant_max=spec.qmax)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        observer = PerChannelMinMaxObserver(ch_axis=0, **options) if per_channel else MinMaxObserver(**options)
+        observer(WEIGHT)
+        reference_scale, reference_zero_point = observer.calculate_qparams()
+    scale, zero_point = qz.quantization_parameters(WEIGHT, spec)
+    assert torch.allclose(scale.flatten().double(), reference_scale.flatten().double(), rtol=1e-6)
+    assert torch.equal(zero_point.flatten().long(), reference_zero_point.flatten().long())

@@ -61,3 +61,12 @@ def test_static_and_continuous_schedules_by_hand(model):
     for result in static.requests + continuous.requests:  # both write what plain greedy decoding writes
         expected = [r.token for r in generate(model, prompts[result.name], lengths[result.name], temperature=0.0)]
         assert result.tokens == expected
+
+
+def test_kv_bytes_per_token_counts_the_shared_key_value_heads_of_grouped_query_attention():
+    torch.manual_seed(0)
+    model = GPT(PRESETS["llama-style"]).eval()  # 4 layers, 4 query heads sharing 2 key/value heads of 32
+    per_token = 2 * 4 * (2 * 32) * 4  # key and value · layers · kv_heads · head_dim · float32
+    assert serving.kv_bytes_per_token(model) == per_token
+    growth = serving.kv_growth(model, [1, 2, 3], 4)
+    assert growth.cache_bytes == [per_token * n for n in growth.tokens]  # the cache's real tensors

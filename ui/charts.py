@@ -89,6 +89,16 @@ def heatmap_panels(panels: list[dict], columns: int, row_height: int = 300, colo
     return figure
 
 
+def tex_int(value: float) -> str:
+    """A whole number with thousands separators for a LaTeX formula: ``{,}`` keeps math mode from putting a
+    space after each comma (``8, 192``).
+
+    >>> tex_int(65536), tex_int(999), tex_int(1070336.0)
+    ('65{,}536', '999', '1{,}070{,}336')
+    """
+    return f"{round(value):,}".replace(",", "{,}")
+
+
 def tex_number(value: float, spec: str = "g") -> str:
     """A number for a LaTeX formula: negatives in parentheses, so ``1^2 + (-2)^2`` never reads ``1^2 + -2^2``.
 

@@ -253,6 +253,7 @@ WIDGETS: dict[str, str] = {
     "task_accuracy": "Adapt: the classifier runs' held-out accuracy",
     "task_names": "Adapt: first names for a fine-tuned checkpoint's classifier",
     "task_prompting": "Adapt: measure zero- and few-shot accuracy",
+    "task_versus": "Adapt: held-out accuracy of prompting and of the fine-tuning runs, side by side",
     "memory_run": "Adapt: measure one training step four ways",
     "memory_bars": "Adapt: activations saved for the backward pass",
     "memory_steps": "Adapt: steps of the memory-switch runs",
