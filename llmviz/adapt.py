@@ -128,15 +128,29 @@ def delta_between(before: GPT, after: GPT) -> dict[str, torch.Tensor]:
 
 @dataclass(frozen=True)
 class Spectrum:
-    """The singular values of a weight change ΔW (largest first, at most ``limit``) and its numerical rank."""
+    """The singular values of a weight change ΔW (largest first, at most ``limit``), its numerical rank, and how
+    many singular values it has in all (min of its two sizes)."""
 
     values: list[float]
     rank: int
+    total: int
+
+    def title(self, name: str) -> str:
+        """The chart's title; it says when only the largest values are drawn.
+
+        >>> Spectrum([3.0, 2.0], rank=64, total=64).title("W_Q")
+        'W_Q: the 2 largest of 64 singular values of ΔW (numerical rank 64)'
+        >>> Spectrum([3.0, 0.0], rank=1, total=2).title("W_Q")
+        'W_Q: singular values of ΔW (numerical rank 1)'
+        """
+        shown = (f"the {len(self.values)} largest of {self.total} singular values" if len(self.values) < self.total
+                 else "singular values")
+        return f"{name}: {shown} of ΔW (numerical rank {self.rank})"
 
 
 def spectrum(delta: torch.Tensor, limit: int = 32) -> Spectrum:
     values = lora.singular_values(delta)
-    return Spectrum(values[:limit].tolist(), lora.numerical_rank(values))
+    return Spectrum(values[:limit].tolist(), lora.numerical_rank(values), len(values))
 
 
 # ---------------------------------------------------------------------------- quantization

@@ -82,8 +82,14 @@ class SavedTensors:
     """
 
     def __init__(self, exclude=()):
+        exclude = list(exclude)  # model.parameters() is a generator: read it once
         self.excluded = {_storage_key(t) for t in exclude}
+        self.weights_by_shape: dict[tuple, list[torch.Tensor]] = {}  # each weight, and a matrix's transpose too
+        for weight in exclude:
+            for view in (weight, weight.t()) if weight.dim() == 2 else (weight,):
+                self.weights_by_shape.setdefault(tuple(view.shape), []).append(view)
         self.storages: dict[tuple, int] = {}
+        self.cast_weights: set[tuple] = set()  # storages of weights autocast cast to 16 bits (a subset of storages)
         self.count = 0
         self._hooks = torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack)
 
@@ -95,6 +101,10 @@ class SavedTensors:
     def _pack(self, tensor: torch.Tensor) -> torch.Tensor:
         self.count += 1
         self.keep(tensor)
+        if tensor.dtype in (torch.bfloat16, torch.float16) and any(  # autocast's 16-bit copy of a weight
+                torch.equal(tensor, weight.detach().to(tensor.dtype))
+                for weight in self.weights_by_shape.get(tuple(tensor.shape), ())):
+            self.cast_weights.add(_storage_key(tensor))
         return tensor
 
     @staticmethod
@@ -104,6 +114,11 @@ class SavedTensors:
     @property
     def bytes(self) -> int:
         return sum(self.storages.values())
+
+    @property
+    def cast_weight_bytes(self) -> int:
+        """Of :attr:`bytes`: the 16-bit copies of weights that autocast made and saved for the backward pass."""
+        return sum(self.storages[key] for key in self.cast_weights if key in self.storages)
 
     def __enter__(self) -> SavedTensors:
         self._hooks.__enter__()
@@ -127,6 +142,7 @@ class StepMeasure:
     seconds: float
     peak_cuda_bytes: int | None  # torch.cuda.max_memory_allocated, on CUDA only
     fp16: bool = False  # float16 autocast (the loss scaled for the backward pass)
+    cast_weight_bytes: int = 0  # of saved_bytes: autocast's 16-bit copies of the weights, saved for backward
 
 
 def _autocast(device: torch.device, bf16: bool, fp16: bool) -> contextlib.AbstractContextManager:
@@ -162,7 +178,7 @@ def measure_step(model: GPT, inputs: torch.Tensor, targets: torch.Tensor, checkp
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
     return StepMeasure(checkpointing, bf16, saved.bytes, saved.count, float(loss.detach()), seconds,
-                       torch.cuda.max_memory_allocated() if cuda else None, fp16)
+                       torch.cuda.max_memory_allocated() if cuda else None, fp16, saved.cast_weight_bytes)
 
 
 @dataclass

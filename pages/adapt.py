@@ -215,7 +215,7 @@ def delta_section(view: picker.ModelView) -> None:
     name = st.selectbox("Matrix", list(deltas), key=state.widget("delta_matrix"))
     spectrum = adapt.spectrum(deltas[name])
     bars = go.Figure(go.Bar(x=list(range(1, len(spectrum.values) + 1)), y=spectrum.values))
-    bars.update_layout(title=f"{name}: singular values of ΔW (numerical rank {spectrum.rank})", height=320,
+    bars.update_layout(title=spectrum.title(name), height=320,
                        margin=dict(l=10, r=10, t=40, b=10))
     charts.show(bars, key=state.widget("delta_spectrum"))
 
@@ -483,6 +483,7 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
                 "gradient checkpointing": "on" if m.checkpointing else "off",
                 "autocast": "bf16" if m.bf16 else "fp16" if m.fp16 else "off",
                 "saved for backward": memory.human_bytes(m.saved_bytes), "bytes": m.saved_bytes,
+                "of which 16-bit weight copies": memory.human_bytes(m.cast_weight_bytes),
                 "loss": m.loss, "step time (s)": m.seconds,
                 **({"peak CUDA memory": memory.human_bytes(m.peak_cuda_bytes)} if m.peak_cuda_bytes else {})}
                 for m in measures])
@@ -494,7 +495,10 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
             charts.show(bars, key=state.widget("memory_bars"))
             st.caption("Counted exactly: every tensor autograd saves passes through a hook, distinct storages are "
                        "added up, weights left out. Checkpointing keeps each block's input and recomputes the rest "
-                       "in the backward pass (same loss, more time). Step times are wall-clock on a shared server.")
+                       "in the backward pass (same loss, more time). Autocast multiplies in 16 bits: it saves "
+                       "16-bit activations (half the bytes), and also a 16-bit copy of each weight it multiplies by, "
+                       "for the backward pass. With checkpointing few activations are left to halve, so those copies "
+                       "can make autocast save more, not less. Step times are wall-clock on a shared server.")
     st.subheader("The switches on a real run (lab runs, same data and seed)")
     steps = st.slider("Steps", 20, 400, 60, step=20, key=state.widget("memory_steps"))
     switches = adapt.memory_settings(view.model)  # fp16 too on CUDA

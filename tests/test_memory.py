@@ -192,3 +192,21 @@ def test_fp16_is_offered_where_the_model_is_on_cuda():
 
     assert [name for name, *_ in adapt.memory_settings(GPT(PRESETS["gpt-nano"]))] == [
         "plain", "checkpointing", "checkpointing + bf16"]  # on this CPU
+
+
+def test_autocasts_weight_copies_are_counted_apart():
+    """bf16 autocast saves a 16-bit copy of each weight it multiplies by (for the backward pass): with
+    checkpointing only the output head multiplies outside the blocks, so that copy is all there is, and it can
+    make autocast save more than float32 does (a student saw 452.5 KiB → 500.5 KiB and no reason)."""
+    torch.manual_seed(0)
+    model = GPT(PRESETS["gpt-nano"])
+    inputs, targets = batch()
+    config = model.config
+    assert memory.measure_step(model, inputs, targets).cast_weight_bytes == 0
+    checkpointed = memory.measure_step(model, inputs, targets, checkpointing=True, bf16=True)
+    assert checkpointed.cast_weight_bytes == config.vocab_size * config.d_model * 2  # the head's weight, 2 bytes each
+    linear_weights = {id(m.weight): m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear)}
+    head = 0 if id(model.lm_head.weight) in linear_weights else config.vocab_size * config.d_model
+    plain_half = memory.measure_step(model, inputs, targets, bf16=True)
+    assert plain_half.cast_weight_bytes == 2 * (sum(linear_weights.values()) + head)
+    assert plain_half.cast_weight_bytes < plain_half.saved_bytes
