@@ -62,3 +62,14 @@ def test_wide_worked_equations_are_broken_into_lines_that_fit_the_page():
         strip = lambda text: re.sub(r"\\begin\{aligned\}|\\end\{aligned\}|\\\\|&|\\quad|\s", "", text)  # noqa: E731
         assert strip(fitted) == strip(line)
     assert fit_equation("a = b") == "a = b"
+
+
+def test_heatmaps_keep_every_token_label_but_thin_an_index_axis():
+    """Tokens must all be readable (every label drawn); 64 dimension numbers forced onto one axis overlapped
+    into a black smear (a student's walk), so an index range is left to Plotly to thin."""
+    from ui.charts import heatmap
+
+    dimensions = heatmap([[0.0] * 64] * 3, x_labels=list(range(64)), y_labels=["The", "cat", "sat"])
+    assert "dtick" not in dimensions.layout.xaxis.to_plotly_json() and dimensions.layout.yaxis.dtick == 1
+    tokens = heatmap([[0.0] * 20] * 3, x_labels=[f"w{i}" for i in range(20)], y_labels=list(range(3)))
+    assert tokens.layout.xaxis.dtick == 1 and tokens.layout.xaxis.tickangle == -90

@@ -30,15 +30,29 @@ def heatmap(matrix, x_labels=None, y_labels=None, title: str = "", colorscale: s
         trace["y"] = [_label(s) for s in y_labels]
     x_axis: dict = dict(title=dict(text=x_title), type="category")
     y_axis: dict = dict(title=dict(text=y_title), autorange="reversed", type="category")
-    # Plotly hides every other category label when they crowd; tokens must all stay readable
+    # Plotly hides every other category label when they crowd; tokens must all stay readable (an index
+    # range — dimensions, positions — may be thinned: 64 labels forced onto one axis overlapped)
     for labels, axis in ((x_labels, x_axis), (y_labels, y_axis)):
-        if labels is not None and len(labels) <= 64:
+        if labels is not None and len(labels) <= 64 and not index_range(labels):
             axis.update(dtick=1, tickfont=dict(size=11 if len(labels) <= 24 else 9))
-    if x_labels is not None and 16 < len(x_labels) <= 64:
+    if x_labels is not None and 16 < len(x_labels) <= 64 and not index_range(x_labels):
         x_axis["tickangle"] = -90
     layout = dict(title=dict(text=title), height=height or max(260, min(700, 40 * rows + 120)),
                   margin=dict(l=10, r=10, t=40 if title else 10, b=10), xaxis=x_axis, yaxis=y_axis)
     return go.Figure(data=[{k: v for k, v in trace.items() if v is not None}], layout=layout)
+
+
+def index_range(labels) -> bool:
+    """Are the labels consecutive whole numbers (dimensions, positions), which an axis may thin out?
+
+    >>> index_range(range(64)), index_range(["0", "1", "2"]), index_range(["The", "cat"]), index_range([0, 2])
+    (True, True, False, False)
+    """
+    try:
+        numbers = [int(str(label)) for label in labels]
+    except ValueError:
+        return False
+    return bool(numbers) and numbers == list(range(numbers[0], numbers[0] + len(numbers)))
 
 
 def _matrix_values(matrix):
