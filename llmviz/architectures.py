@@ -23,7 +23,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from llmviz.models.gpt import GPTConfig, count_parameters_without_building
+from llmviz.models.gpt import PRESETS, SWITCHES, GPTConfig, count_parameters_without_building
 from llmviz.models.layers import apply_rope, gelu_tanh, rope_cos_sin, rope_frequencies, silu
 
 # ---------------------------------------------------------------------------- the forward pass, by switches
@@ -272,6 +272,7 @@ def gpt2_to_llama(base: GPTConfig | None = None, kv_heads: int | None = None) ->
     """GPT-2's configuration, then one switch flipped at a time until it is Llama-shaped: each row keeps
     the flips above it. SwiGLU's hidden width is 8/3 · d_model (rounded up to a multiple of 64), as
     Llama sizes it, so its three matrices hold about what GELU's two did."""
+    first = "GPT-2 small" if base is None else "GPT-2's choices"
     config = (base or GPTConfig(dropout=0.0)).replace(tie_weights=True, qkv_bias=True)
     kv_heads = kv_heads or max(1, config.n_heads // 3)
     while config.n_heads % kv_heads:
@@ -280,7 +281,7 @@ def gpt2_to_llama(base: GPTConfig | None = None, kv_heads: int | None = None) ->
     if config.positions == "rope" or config.head_dim % 2:
         raise ValueError("start from a GPT-2-style configuration with an even head_dim")
     flips: list[tuple[str, dict[str, Any]]] = [
-        ("GPT-2 small", {}),
+        (first, {}),
         ("positions: learned table → RoPE", dict(positions="rope")),
         ("norm: LayerNorm → RMSNorm", dict(norm="rmsnorm")),
         (f"MLP: GELU (4 × d) → SwiGLU ({swiglu_width / config.d_model:.3g} × d)",
@@ -295,6 +296,31 @@ def gpt2_to_llama(base: GPTConfig | None = None, kv_heads: int | None = None) ->
         rows.append(ArchitectureRow(change, config, sum(count_parameters_without_building(config).values()),
                                     kv_cache_bytes(config, 1, "bf16")))
     return rows
+
+
+@dataclass(frozen=True)
+class LabStep:
+    """One row of GPT-2 → Llama as a short lab run: the switch flipped, the architecture switches of the run
+    (``TrainConfig.architecture`` over the preset ``model``) and the KV cache per token of that shape."""
+
+    change: str
+    model: str
+    switches: dict[str, Any]
+    kv_cache_bytes_per_token: int  # bf16
+
+
+def gpt2_to_llama_lab(model: str = "gpt-micro", kv_heads: int = 2) -> list[LabStep]:
+    """The steps of :func:`gpt2_to_llama` at the size of the preset ``model``, small enough to train in a minute on
+    the student's text: each step's switches for a lab run, so that the runs differ only where the table does.
+
+    >>> [step.change for step in gpt2_to_llama_lab()][:2]
+    ["GPT-2's choices", 'positions: learned table → RoPE']
+    >>> gpt2_to_llama_lab()[-1].switches["n_kv_heads"], gpt2_to_llama_lab()[0].switches["tie_weights"]
+    (2, True)
+    """
+    rows = gpt2_to_llama(PRESETS[model], kv_heads)
+    return [LabStep(row.change, model, {name: getattr(row.config, name) for name in SWITCHES},
+                    row.kv_cache_bytes_per_token) for row in rows]
 
 
 # ---------------------------------------------------------------------------- predict, then reveal
