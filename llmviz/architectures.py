@@ -23,6 +23,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from llmviz.errors import ConfigError
 from llmviz.models.gpt import PRESETS, SWITCHES, GPTConfig, count_parameters_without_building
 from llmviz.models.layers import apply_rope, gelu_tanh, rope_cos_sin, rope_frequencies, silu
 
@@ -359,6 +360,58 @@ def rope_question(head_dim: int = 64, theta: float = 10000.0):
     explanation = (f"Both are turned by 20 more positions, so the angle between them is unchanged: "
                    f"s(10, 7) = {near:.4f} and s(30, 27) = {far:.4f}. Only the distance (3) counts.")
     return Question("rope-distance", prompt, options, 0, explanation)
+
+
+# ---------------------------------------------------------------------------- longer than training
+
+
+@torch.no_grad()
+def loss_by_position(model: Any, ids: torch.Tensor, context: int, windows: int = 64) -> torch.Tensor:
+    """(context,) the mean cross-entropy of the next token at each position 0 … context − 1 of ``windows`` windows
+    of ``context`` tokens spread evenly over ``ids`` (a validation text). Measured at a context longer than the one
+    a model was trained at, it shows whether its positions extrapolate: a learned table's rows beyond the training
+    context were never trained, RoPE's angles there were never seen either, NoPE has no positions at all.
+
+    >>> from llmviz.models.gpt import GPT
+    >>> _ = torch.manual_seed(0)
+    >>> loss_by_position(GPT(PRESETS["gpt-nano"]).eval(), torch.arange(100) % 7, context=8).shape
+    torch.Size([8])
+    """
+    limit = model.config.context_length
+    if not 2 <= context <= limit:
+        raise ConfigError(f"The context must be between 2 and the model's context of {limit} tokens (got {context}).")
+    if len(ids) < context + 1:
+        raise ConfigError(f"The text has {len(ids)} tokens: measuring at a context of {context} needs at least "
+                          f"{context + 1}.")
+    starts = torch.linspace(0, len(ids) - context - 1, min(windows, len(ids) - context)).long().unique()  # (W,)
+    offsets = torch.arange(context)  # (T,)
+    x, y = ids[starts[:, None] + offsets], ids[starts[:, None] + offsets + 1]  # (W, T) each
+    logits, _ = model(x.to(next(model.parameters()).device))  # (W, T, V)
+    losses = F.cross_entropy(logits.transpose(1, 2).float().cpu(), y, reduction="none")  # (W, T)
+    return losses.mean(0)
+
+
+@dataclass(frozen=True)
+class Extrapolation:
+    """Models trained at ``trained_context`` tokens, measured at ``context``: each one's loss at every position,
+    and its mean within the training context and beyond it."""
+
+    trained_context: int
+    context: int
+    by_position: dict[str, torch.Tensor]  # name → (context,)
+    within: dict[str, float]
+    beyond: dict[str, float]
+
+
+def extrapolation(models: dict[str, Any], ids: torch.Tensor, trained_context: int, context: int,
+                  windows: int = 64) -> Extrapolation:
+    """:func:`loss_by_position` of every model on the same windows, split at the context they were trained at."""
+    if not 1 <= trained_context < context:
+        raise ConfigError(f"Measure at a context longer than the {trained_context} tokens of training (got {context}).")
+    curves = {name: loss_by_position(model, ids, context, windows) for name, model in models.items()}
+    return Extrapolation(trained_context, context, curves,
+                         {name: float(curve[:trained_context].mean()) for name, curve in curves.items()},
+                         {name: float(curve[trained_context:].mean()) for name, curve in curves.items()})
 
 
 # ---------------------------------------------------------------------------- one switch, raced
