@@ -10,7 +10,7 @@ from llmviz.errors import ConfigError, LlmvizError
 from llmviz.jobs import JobRefused
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
 from ui import charts, picker, present, sections, share, state, training
-from ui.text import literal_markdown, tidy_floats
+from ui.text import fixed, literal_markdown, tidy_floats
 
 ui.settings()
 ui.page_header(
@@ -178,7 +178,7 @@ def look_inside() -> None:
                                   "RMSNorm: mean": compared["mean_rmsnorm"].tolist(),
                                   "RMSNorm: RMS": compared["rms_rmsnorm"].tolist(),
                                   "largest gap": compared["difference"].tolist()})
-            st.dataframe(frame.style.format(precision=4), hide_index=True, width="stretch")
+            st.dataframe(frame.style.format(fixed(4), subset=list(frame.columns[1:])), hide_index=True, width="stretch")
             st.markdown(f"Both norms, without their learned scale, on block {layer}'s input. Both give every token "
                         "an RMS of 1; LayerNorm also subtracts the mean first, RMSNorm does not. Where a token's "
                         "mean is small next to its RMS the two outputs nearly agree (small 'largest gap'), which is "
