@@ -261,13 +261,13 @@ def gpt2_to_llama() -> None:
     frame = pd.DataFrame({
         "step": [row.change for row in rows],
         "parameters": [row.parameters for row in rows],
-        "change": [None] + [row.parameters - previous.parameters for row, previous in zip(rows[1:], rows)],
+        "change": [float("nan")] + [row.parameters - previous.parameters for row, previous in zip(rows[1:], rows)],
         "KV cache per token (bf16)": [row.kv_cache_bytes_per_token for row in rows],
         "KV cache, 1,024 tokens (MiB)": [row.kv_cache_bytes_per_token * 1024 / 2**20 for row in rows],
     })
     st.dataframe(frame.style.format({"parameters": "{:,}", "change": "{:+,.0f}", "KV cache per token (bf16)": "{:,} bytes",
                                      "KV cache, 1,024 tokens (MiB)": "{:,.1f}"}, na_rep="—"), hide_index=True,
-                 width="stretch")
+                 width="stretch", placeholder="—")  # the browser draws an empty cell as 'None' whatever na_rep says
     st.caption("GPT-2 small: learned positions, LayerNorm, GELU MLP 4 × wide, biases, 12 key/value heads for 12 "
                "query heads, output head tied to the token embedding.")
     st.caption("RoPE drops the 1,024 × 768 position table; RMSNorm drops the LayerNorm shifts; SwiGLU's three "
@@ -326,7 +326,8 @@ def draw_llama_lab() -> None:
                      "state": status.state})
     frame = pd.DataFrame(rows)
     st.dataframe(frame.style.format({"parameters": "{:,.0f}", "KV cache per token (bf16)": "{:,} bytes",
-                                     "validation loss": "{:.4f}"}, na_rep="—"), hide_index=True, width="stretch")
+                                     "validation loss": "{:.4f}"}, na_rep="—"), hide_index=True, width="stretch",
+                 placeholder="—")
     measured = frame.dropna(subset=["validation loss"])
     if len(measured):
         figure = go.Figure(go.Bar(x=measured["validation loss"], y=measured["step"], orientation="h",

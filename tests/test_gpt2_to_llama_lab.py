@@ -3,6 +3,7 @@ table gives its parameter count, KV cache and validation loss (issue 29, item 3)
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pytest
 import torch
 
@@ -60,3 +61,13 @@ def test_the_model_page_trains_the_seven_steps_and_shows_their_losses(page_with_
     # untying adds a second vocabulary × 64 table; dropping the biases removes some
     assert table["parameters"].iloc[6] > table["parameters"].iloc[5]
     assert table["parameters"].iloc[4] < table["parameters"].iloc[3]
+
+
+def test_the_comparison_table_marks_the_first_row_without_a_change():
+    """The first row has no change from the row above: a dash, not 'None' (seen in chromium: the browser draws an empty
+    cell with the dataframe's placeholder, whatever the Styler's na_rep says)."""
+    at = run_page("pages/model.py")
+    [table] = [frame for frame in at.dataframe if "change" in frame.value.columns]
+    shown = pa.ipc.open_stream(table.proto.arrow_data.styler.display_values).read_all().to_pandas()
+    assert shown["change"].iloc[0] == "—" and shown["change"].iloc[1] == "-786,432", shown["change"].tolist()
+    assert table.proto.placeholder == "—"
