@@ -26,7 +26,7 @@ st.header("1. Size a GPT")
 @sections.section("model.size")
 def size_a_gpt() -> None:
     preset_names = list(PRESETS) + ["custom"]
-    preset = st.selectbox("Preset", preset_names, index=0,
+    preset = st.selectbox("Preset", preset_names, index=0, **share.bind("preset"),
                           help="gpt2-124m is GPT-2 small as OpenAI published it (Radford et al., 2019): 12 layers, "
                           "12 heads, d_model 768, a bias in W_Q, W_K, W_V and the output head tied to the token "
                           "embedding; llama-style, qwen-style and moe-tiny are small models with the choices of Llama, "
