@@ -12,7 +12,7 @@ from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
 from ui import charts, picker, present, sections, share, state, training
 from ui.text import fixed, literal_markdown, tidy_floats
 
-ui.settings()
+settings = ui.settings()  # read here: in a section's own rerun (a fragment) ui.settings() reruns the whole app
 ui.page_header(
     "The model: transformer blocks and their parameters",
     "A GPT is an embedding table, a stack of identical blocks (LayerNorm → attention → shortcut, "
@@ -282,18 +282,18 @@ def start_llama_lab(steps: int) -> None:
     from llmviz.tokenizers import CharTokenizer
     from llmviz.train import TrainConfig, Trainer, prepare_data
 
-    loaded = ui.corpus_text()
+    loaded = ui.corpus_text(settings.corpus)
     if loaded is None:
         return
     corpus_label, text = loaded
-    seed = ui.settings().run_seed()
+    seed = settings.run_seed()
     try:
         tokenizer = CharTokenizer.train(text)
         runners = []
         for number, step in enumerate(architectures.gpt2_to_llama_lab(), start=1):
             config = TrainConfig(model=step.model, tokenizer="char", context_size=32, batch_size=16, steps=steps,
                                  architecture=step.switches, eval_interval=max(1, steps // 10), seed=seed,
-                                 device=ui.settings().device)
+                                 device=settings.device)
             label = training.unique_label(f"GPT-2 → Llama {number}/7: {step.change}")
             runners.append((label, Trainer(config, prepare_data(text, config, tokenizer))))
         started = picker.manager().submit_race(picker.session_id(), runners)
@@ -303,6 +303,7 @@ def start_llama_lab(steps: int) -> None:
         st.error(str(error))
     else:
         state.LLAMA_LAB.set({"ids": [job.id for job in started], "corpus": corpus_label, "steps": steps})
+        st.rerun(scope="app")  # the sidebar lists the new runs
 
 
 def llama_lab_jobs() -> list:
