@@ -43,7 +43,8 @@ def test_a_positions_race_is_measured_past_its_training_context(app_url, browser
         page.keyboard.press("ArrowLeft")
     wait_until_idle(page)
     main_area(page).get_by_role("button", name="Race the two").click()
-    eventually(lambda: main_area(page).get_by_test_id("stPlotlyChart").filter(has_text="trained up to here").count(),
-               timeout_s=300, what="the loss at every position")
+    chart = main_area(page).get_by_test_id("stPlotlyChart").filter(has_text="trained up to here")
+    eventually(lambda: chart.count(), timeout_s=300, what="the loss at every position")
+    chart.first.scroll_into_view_if_needed()
     shot(page, "positions-race-extrapolation")
     no_error_box(page)
