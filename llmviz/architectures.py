@@ -23,7 +23,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from llmviz.models.gpt import GPTConfig, count_parameters_without_building
+from llmviz.errors import ConfigError
+from llmviz.models.gpt import PRESETS, SWITCHES, GPTConfig, count_parameters_without_building
 from llmviz.models.layers import apply_rope, gelu_tanh, rope_cos_sin, rope_frequencies, silu
 
 # ---------------------------------------------------------------------------- the forward pass, by switches
@@ -272,6 +273,7 @@ def gpt2_to_llama(base: GPTConfig | None = None, kv_heads: int | None = None) ->
     """GPT-2's configuration, then one switch flipped at a time until it is Llama-shaped: each row keeps
     the flips above it. SwiGLU's hidden width is 8/3 · d_model (rounded up to a multiple of 64), as
     Llama sizes it, so its three matrices hold about what GELU's two did."""
+    first = "GPT-2 small" if base is None else "GPT-2's choices"
     config = (base or GPTConfig(dropout=0.0)).replace(tie_weights=True, qkv_bias=True)
     kv_heads = kv_heads or max(1, config.n_heads // 3)
     while config.n_heads % kv_heads:
@@ -280,7 +282,7 @@ def gpt2_to_llama(base: GPTConfig | None = None, kv_heads: int | None = None) ->
     if config.positions == "rope" or config.head_dim % 2:
         raise ValueError("start from a GPT-2-style configuration with an even head_dim")
     flips: list[tuple[str, dict[str, Any]]] = [
-        ("GPT-2 small", {}),
+        (first, {}),
         ("positions: learned table → RoPE", dict(positions="rope")),
         ("norm: LayerNorm → RMSNorm", dict(norm="rmsnorm")),
         (f"MLP: GELU (4 × d) → SwiGLU ({swiglu_width / config.d_model:.3g} × d)",
@@ -295,6 +297,31 @@ def gpt2_to_llama(base: GPTConfig | None = None, kv_heads: int | None = None) ->
         rows.append(ArchitectureRow(change, config, sum(count_parameters_without_building(config).values()),
                                     kv_cache_bytes(config, 1, "bf16")))
     return rows
+
+
+@dataclass(frozen=True)
+class LabStep:
+    """One row of GPT-2 → Llama as a short lab run: the switch flipped, the architecture switches of the run
+    (``TrainConfig.architecture`` over the preset ``model``) and the KV cache per token of that shape."""
+
+    change: str
+    model: str
+    switches: dict[str, Any]
+    kv_cache_bytes_per_token: int  # bf16
+
+
+def gpt2_to_llama_lab(model: str = "gpt-micro", kv_heads: int = 2) -> list[LabStep]:
+    """The steps of :func:`gpt2_to_llama` at the size of the preset ``model``, small enough to train in a minute on
+    the student's text: each step's switches for a lab run, so that the runs differ only where the table does.
+
+    >>> [step.change for step in gpt2_to_llama_lab()][:2]
+    ["GPT-2's choices", 'positions: learned table → RoPE']
+    >>> gpt2_to_llama_lab()[-1].switches["n_kv_heads"], gpt2_to_llama_lab()[0].switches["tie_weights"]
+    (2, True)
+    """
+    rows = gpt2_to_llama(PRESETS[model], kv_heads)
+    return [LabStep(row.change, model, {name: getattr(row.config, name) for name in SWITCHES},
+                    row.kv_cache_bytes_per_token) for row in rows]
 
 
 # ---------------------------------------------------------------------------- predict, then reveal
@@ -333,6 +360,58 @@ def rope_question(head_dim: int = 64, theta: float = 10000.0):
     explanation = (f"Both are turned by 20 more positions, so the angle between them is unchanged: "
                    f"s(10, 7) = {near:.4f} and s(30, 27) = {far:.4f}. Only the distance (3) counts.")
     return Question("rope-distance", prompt, options, 0, explanation)
+
+
+# ---------------------------------------------------------------------------- longer than training
+
+
+@torch.no_grad()
+def loss_by_position(model: Any, ids: torch.Tensor, context: int, windows: int = 64) -> torch.Tensor:
+    """(context,) the mean cross-entropy of the next token at each position 0 … context − 1 of ``windows`` windows
+    of ``context`` tokens spread evenly over ``ids`` (a validation text). Measured at a context longer than the one
+    a model was trained at, it shows whether its positions extrapolate: a learned table's rows beyond the training
+    context were never trained, RoPE's angles there were never seen either, NoPE has no positions at all.
+
+    >>> from llmviz.models.gpt import GPT
+    >>> _ = torch.manual_seed(0)
+    >>> loss_by_position(GPT(PRESETS["gpt-nano"]).eval(), torch.arange(100) % 7, context=8).shape
+    torch.Size([8])
+    """
+    limit = model.config.context_length
+    if not 2 <= context <= limit:
+        raise ConfigError(f"The context must be between 2 and the model's context of {limit} tokens (got {context}).")
+    if len(ids) < context + 1:
+        raise ConfigError(f"The text has {len(ids)} tokens: measuring at a context of {context} needs at least "
+                          f"{context + 1}.")
+    starts = torch.linspace(0, len(ids) - context - 1, min(windows, len(ids) - context)).long().unique()  # (W,)
+    offsets = torch.arange(context)  # (T,)
+    x, y = ids[starts[:, None] + offsets], ids[starts[:, None] + offsets + 1]  # (W, T) each
+    logits, _ = model(x.to(next(model.parameters()).device))  # (W, T, V)
+    losses = F.cross_entropy(logits.transpose(1, 2).float().cpu(), y, reduction="none")  # (W, T)
+    return losses.mean(0)
+
+
+@dataclass(frozen=True)
+class Extrapolation:
+    """Models trained at ``trained_context`` tokens, measured at ``context``: each one's loss at every position,
+    and its mean within the training context and beyond it."""
+
+    trained_context: int
+    context: int
+    by_position: dict[str, torch.Tensor]  # name → (context,)
+    within: dict[str, float]
+    beyond: dict[str, float]
+
+
+def extrapolation(models: dict[str, Any], ids: torch.Tensor, trained_context: int, context: int,
+                  windows: int = 64) -> Extrapolation:
+    """:func:`loss_by_position` of every model on the same windows, split at the context they were trained at."""
+    if not 1 <= trained_context < context:
+        raise ConfigError(f"Measure at a context longer than the {trained_context} tokens of training (got {context}).")
+    curves = {name: loss_by_position(model, ids, context, windows) for name, model in models.items()}
+    return Extrapolation(trained_context, context, curves,
+                         {name: float(curve[:trained_context].mean()) for name, curve in curves.items()},
+                         {name: float(curve[trained_context:].mean()) for name, curve in curves.items()})
 
 
 # ---------------------------------------------------------------------------- one switch, raced

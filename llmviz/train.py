@@ -74,6 +74,10 @@ class TrainConfig:
     tokenizer: str = "bpe"  # "char" or "bpe"
     bpe_vocab_size: int = 512
     context_size: int = 64
+    # positions a GPT preset can read (its context_length); None = context_size. Longer: the positions past
+    # context_size exist (a learned table has rows for them) but training never reaches them, so a race can be
+    # measured beyond its training context (llmviz.architectures.extrapolation)
+    model_context: int | None = None
     stride: int | None = None  # distance between window starts; None = context_size
     batch_size: int = 16  # windows per optimizer step, over all processes together
     micro_batch_size: int | None = None  # windows per forward pass; smaller → gradient accumulation
@@ -126,6 +130,10 @@ class TrainConfig:
         for name in ("context_size", "batch_size", "steps", "eval_interval", "eval_batches"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be at least 1")
+        if self.model_context is not None and (self.model not in PRESETS or not isinstance(self.model_context, int)
+                                               or self.model_context < self.context_size):
+            problems.append(f"model_context must be a whole number of at least context_size = {self.context_size}, "
+                            "for a GPT preset")
         if self.micro_batch_size is not None and not 1 <= self.micro_batch_size <= self.batch_size:
             problems.append("micro_batch_size must be between 1 and batch_size")
         if self.stride is not None and self.stride < 1:
@@ -230,7 +238,8 @@ class Batches:
 def build_model(config: TrainConfig, vocab_size: int) -> nn.Module:
     if config.model in PRESETS:
         overrides = {k: getattr(config, k) for k in ("d_model", "n_layers", "n_heads") if getattr(config, k)}
-        gpt_config = PRESETS[config.model].replace(vocab_size=vocab_size, context_length=config.context_size,
+        gpt_config = PRESETS[config.model].replace(vocab_size=vocab_size,
+                                                   context_length=config.model_context or config.context_size,
                                                    dropout=config.dropout, **(config.architecture or {}), **overrides)
         return GPT(gpt_config)
     kwargs = {"context_length": config.context_size} if config.model == "transformer" else {}

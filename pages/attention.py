@@ -397,7 +397,7 @@ def grouped_query() -> None:
                 "**Grouped-query attention** keeps every query head but lets a group of them read the **same** key "
                 "and value head; **multi-query attention** is the extreme, one key/value head for all.")
     c1, c2, c3 = st.columns(3)
-    n_heads = c1.select_slider("Query heads", [4, 8, 12, 16, 32], value=12)
+    n_heads = c1.select_slider("Query heads", [4, 8, 12, 16, 32], value=12, **share.bind("query_heads"))
     kv_choices = [d for d in range(1, n_heads + 1) if n_heads % d == 0]
     n_kv_heads = c2.select_slider("Key/value heads", kv_choices, value=kv_choices[len(kv_choices) // 2],
                                   help="As many as the query heads: multi-head (GPT-2). Fewer: grouped-query "

@@ -309,8 +309,9 @@ def rotary_positions() -> None:
                 "and key (head_dim numbers) into pairs and **turn** every pair by an angle: position × its "
                 "frequency. Pair 0 turns fast, the last pair barely moves, like the hands of a clock.")
     c1, c2, c3 = st.columns(3)
-    head_dim = c1.select_slider("head_dim", [8, 16, 32, 64, 128], value=64)
+    head_dim = c1.select_slider("head_dim", [8, 16, 32, 64, 128], value=64, **share.bind("head_dim"))
     theta = c2.select_slider("Base θ", [100.0, 10_000.0, 100_000.0, 500_000.0, 1_000_000.0], value=10_000.0,
+                             **share.bind("rope_theta"),
                              format_func=lambda t: f"{t:,.0f}",
                              help="10,000 in the RoPE paper and Llama 2, 100,000 in SmolLM2, 500,000 in Llama 3, "
                                   "1,000,000 in Qwen2: a larger base turns the slow pairs slower still.")

@@ -6,12 +6,13 @@ import streamlit as st
 
 import ui
 from llmviz import architectures, model_anatomy, views
-from llmviz.errors import ConfigError
+from llmviz.errors import ConfigError, LlmvizError
+from llmviz.jobs import JobRefused
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
-from ui import charts, picker, present, sections, share, state
-from ui.text import literal_markdown, tidy_floats
+from ui import charts, picker, present, sections, share, state, training
+from ui.text import fixed, literal_markdown, tidy_floats
 
-ui.settings()
+settings = ui.settings()  # read here: in a section's own rerun (a fragment) ui.settings() reruns the whole app
 ui.page_header(
     "The model: transformer blocks and their parameters",
     "A GPT is an embedding table, a stack of identical blocks (LayerNorm → attention → shortcut, "
@@ -25,7 +26,7 @@ st.header("1. Size a GPT")
 @sections.section("model.size")
 def size_a_gpt() -> None:
     preset_names = list(PRESETS) + ["custom"]
-    preset = st.selectbox("Preset", preset_names, index=0,
+    preset = st.selectbox("Preset", preset_names, index=0, **share.bind("preset"),
                           help="gpt2-124m is GPT-2 small as OpenAI published it (Radford et al., 2019): 12 layers, "
                           "12 heads, d_model 768, a bias in W_Q, W_K, W_V and the output head tied to the token "
                           "embedding; llama-style, qwen-style and moe-tiny are small models with the choices of Llama, "
@@ -177,7 +178,7 @@ def look_inside() -> None:
                                   "RMSNorm: mean": compared["mean_rmsnorm"].tolist(),
                                   "RMSNorm: RMS": compared["rms_rmsnorm"].tolist(),
                                   "largest gap": compared["difference"].tolist()})
-            st.dataframe(frame.style.format(precision=4), hide_index=True, width="stretch")
+            st.dataframe(frame.style.format(fixed(4), subset=list(frame.columns[1:])), hide_index=True, width="stretch")
             st.markdown(f"Both norms, without their learned scale, on block {layer}'s input. Both give every token "
                         "an RMS of 1; LayerNorm also subtracts the mean first, RMSNorm does not. Where a token's "
                         "mean is small next to its RMS the two outputs nearly agree (small 'largest gap'), which is "
@@ -260,13 +261,13 @@ def gpt2_to_llama() -> None:
     frame = pd.DataFrame({
         "step": [row.change for row in rows],
         "parameters": [row.parameters for row in rows],
-        "change": [None] + [row.parameters - previous.parameters for row, previous in zip(rows[1:], rows)],
+        "change": [float("nan")] + [row.parameters - previous.parameters for row, previous in zip(rows[1:], rows)],
         "KV cache per token (bf16)": [row.kv_cache_bytes_per_token for row in rows],
         "KV cache, 1,024 tokens (MiB)": [row.kv_cache_bytes_per_token * 1024 / 2**20 for row in rows],
     })
     st.dataframe(frame.style.format({"parameters": "{:,}", "change": "{:+,.0f}", "KV cache per token (bf16)": "{:,} bytes",
                                      "KV cache, 1,024 tokens (MiB)": "{:,.1f}"}, na_rep="—"), hide_index=True,
-                 width="stretch")
+                 width="stretch", placeholder="—")  # the browser draws an empty cell as 'None' whatever na_rep says
     st.caption("GPT-2 small: learned positions, LayerNorm, GELU MLP 4 × wide, biases, 12 key/value heads for 12 "
                "query heads, output head tied to the token embedding.")
     st.caption("RoPE drops the 1,024 × 768 position table; RMSNorm drops the LayerNorm shifts; SwiGLU's three "
@@ -275,5 +276,87 @@ def gpt2_to_llama() -> None:
                "a block does to the residual stream's shape.")
 
 
+def start_llama_lab(steps: int) -> None:
+    """The seven steps of GPT-2 → Llama at GPT micro's size as one race on the sidebar's corpus: one seed, one
+    tokenizer, the same batches; only the flipped switches differ."""
+    from llmviz.tokenizers import CharTokenizer
+    from llmviz.train import TrainConfig, Trainer, prepare_data
+
+    loaded = ui.corpus_text(settings.corpus)
+    if loaded is None:
+        return
+    corpus_label, text = loaded
+    seed = settings.run_seed()
+    try:
+        tokenizer = CharTokenizer.train(text)
+        runners = []
+        for number, step in enumerate(architectures.gpt2_to_llama_lab(), start=1):
+            config = TrainConfig(model=step.model, tokenizer="char", context_size=32, batch_size=16, steps=steps,
+                                 architecture=step.switches, eval_interval=max(1, steps // 10), seed=seed,
+                                 device=settings.device)
+            label = training.unique_label(f"GPT-2 → Llama {number}/7: {step.change}")
+            runners.append((label, Trainer(config, prepare_data(text, config, tokenizer))))
+        started = picker.manager().submit_race(picker.session_id(), runners)
+    except JobRefused as refused:
+        st.warning(str(refused))
+    except LlmvizError as error:
+        st.error(str(error))
+    else:
+        state.LLAMA_LAB.set({"ids": [job.id for job in started], "corpus": corpus_label, "steps": steps})
+        st.rerun(scope="app")  # the sidebar lists the new runs
+
+
+def llama_lab_jobs() -> list:
+    spec = state.LLAMA_LAB.get() or {}
+    found = [picker.manager().get(picker.session_id(), job_id) for job_id in spec.get("ids", [])]
+    return [job for job in found if job is not None]
+
+
+def draw_llama_lab() -> None:
+    spec, jobs = state.LLAMA_LAB.get() or {}, llama_lab_jobs()
+    if not jobs:
+        st.caption("No lab runs yet: press the button to train the seven steps.")
+        return
+    lab = architectures.gpt2_to_llama_lab()
+    rows = []
+    for step, job in zip(lab, jobs):
+        status = job.status()
+        rows.append({"step": step.change, "parameters": job.info.parameters if job.info else None,
+                     "KV cache per token (bf16)": step.kv_cache_bytes_per_token,
+                     "steps trained": status.step, "validation loss": status.last_val_loss,
+                     "state": status.state})
+    frame = pd.DataFrame(rows)
+    st.dataframe(frame.style.format({"parameters": "{:,.0f}", "KV cache per token (bf16)": "{:,} bytes",
+                                     "validation loss": "{:.4f}"}, na_rep="—"), hide_index=True, width="stretch",
+                 placeholder="—")
+    measured = frame.dropna(subset=["validation loss"])
+    if len(measured):
+        figure = go.Figure(go.Bar(x=measured["validation loss"], y=measured["step"], orientation="h",
+                                  text=[f"{v:.3f}" for v in measured["validation loss"]], textposition="auto"))
+        figure.update_layout(height=300, margin=dict(t=10, l=10), xaxis_title="validation loss (lower is better)",
+                             yaxis=dict(autorange="reversed"))
+        charts.show(figure, width="stretch", key=state.widget("llama_lab_chart"))
+    st.caption(f"Each row trained {spec.get('steps', '?')} steps on {literal_markdown(str(spec.get('corpus', '')))} "
+               "(characters, context 32, batch 16), with the same seed and batches. Differences of a few hundredths "
+               "after a short run are within what another seed gives; the races on the Training page show whole "
+               "curves (these runs are listed there too, and in the sidebar).")
+
+
+@sections.section("model.gpt2_to_llama_lab")
+def gpt2_to_llama_lab() -> None:
+    st.subheader("The same steps, trained on your text")
+    st.markdown("Parameters and cache size are only half of it: does each switch train as well? Each step above, "
+                "at GPT micro's size (2 layers, d_model 64, 4 heads, 2 key/value heads in the last steps), trains "
+                "a short lab run on the corpus in the sidebar; the table gives its parameters, KV cache and "
+                "validation loss.")
+    c1, c2 = st.columns([2, 1])
+    steps = c1.select_slider("Steps per run", [50, 100, 200, 300, 500], value=200, key=state.widget("llama_lab_steps"))
+    if c2.button("Train the seven steps", key=state.widget("llama_lab_start")):
+        start_llama_lab(int(steps))
+    training.live(draw_llama_lab, active=lambda: any(job.changing for job in llama_lab_jobs()),
+                  name="model.gpt2_to_llama_lab")
+
+
 st.header("3. From GPT-2 to Llama, one switch at a time")
 gpt2_to_llama()
+gpt2_to_llama_lab()

@@ -10,7 +10,7 @@ import torch
 
 import ui
 from llmviz import quiz
-from llmviz.architectures import SWITCH_RACE_TITLES, SWITCH_RACES
+from llmviz.architectures import SWITCH_RACE_TITLES, SWITCH_RACES, extrapolation
 from llmviz.errors import LlmvizError
 from llmviz.jobs import JobRefused
 from llmviz.losses import batch_loss, position_gradient
@@ -130,17 +130,23 @@ race_switch = switch_left.selectbox("Architecture race: one switch, two GPT micr
                                          "only this switch differs.")
 switch_race = switch_right.button("Race the two", key=state.widget("switch_race"))
 
-def start_race(make_runners) -> None:
+SWITCH_RACE_CONTEXT = 32  # the context an architecture race trains at; its GPT micros read up to 64
+
+
+def start_race(make_runners, remember=None) -> None:
     """Start ``make_runners()`` (``(label, trainer)`` pairs) as one race: one job, its runners side by side in one
-    worker, a step of each in turn. A refusal (the session's share of the server) is a notice, a bad setting an error."""
+    worker, a step of each in turn. A refusal (the session's share of the server) is a notice, a bad setting an error.
+    ``remember(jobs)`` is called with the race's jobs once it started."""
     try:
-        picker.manager().submit_race(picker.session_id(), make_runners())
+        started = picker.manager().submit_race(picker.session_id(), make_runners())
     except JobRefused as refused:
         st.warning(str(refused))
     except LlmvizError as error:
         st.error(str(error))
     else:
         state.TRAINING_FOCUS.set(None)
+        if remember is not None:
+            remember(started)
         st.rerun()
 
 
@@ -148,7 +154,8 @@ def switch_race_runners() -> list:
     race_seed = settings.run_seed()  # one seed for both runners: only the switch differs
     runners = []
     for title, switches in SWITCH_RACES[race_switch]:
-        config = TrainConfig(model="gpt-micro", tokenizer="char", context_size=32, batch_size=16, steps=race_steps,
+        config = TrainConfig(model="gpt-micro", tokenizer="char", context_size=SWITCH_RACE_CONTEXT, model_context=64,
+                             batch_size=16, steps=race_steps,
                              architecture=switches or None, eval_interval=max(1, race_steps // 10), seed=race_seed,
                              device=settings.device)
         label = training.unique_label(f"switch race: {title}")
@@ -179,7 +186,9 @@ def model_race_runners() -> list:
 
 
 if switch_race:
-    start_race(switch_race_runners)
+    start_race(switch_race_runners, remember=lambda started: state.SWITCH_RACE.set(
+        {"switch": race_switch, "ids": [job.id for job in started], "corpus": corpus_label,
+         "context": SWITCH_RACE_CONTEXT}))
 if char_race or optimizer_race:
     start_race(model_race_runners)
 
@@ -247,6 +256,61 @@ def draw_all_runs() -> None:
 
 training.live(draw_all_runs, active=lambda: any(job.changing for job in training.runs()), seconds=2.0,
               name="training.all_runs")
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def measured_beyond(run_ids: tuple[str, ...], corpus: str, context: int, trained: int, _models: dict, _ids):
+    return extrapolation(_models, _ids, trained, context, windows=256)  # 64 windows drew a saw of noise
+
+
+@sections.section("training.longer")
+def longer_than_training() -> None:
+    """A finished architecture race measured at a longer context than it trained at: does each side extrapolate?"""
+    st.markdown(f"An architecture race trains at a context of {SWITCH_RACE_CONTEXT} tokens, but GPT micro reads up "
+                "to 64. Measure both runners on longer windows of the validation text: at positions beyond "
+                "training, a learned position table reads rows that never received a gradient, while RoPE turns "
+                "queries and keys by angles it has not seen but keeps 'how far apart' the same.")
+    spec = state.SWITCH_RACE.get()
+    if not spec:
+        st.caption("Race an architecture switch above (positions: learned vs RoPE shows it best); once it ends, "
+                   "its two runners are measured here.")
+        return
+    jobs = [picker.manager().get(picker.session_id(), job_id) for job_id in spec["ids"]]
+    if any(job is None for job in jobs):
+        st.caption("The last architecture race was cleared: race again above.")
+        return
+    if not all(job.status().done for job in jobs) or any(job.info is None for job in jobs):
+        st.caption(f"Waiting for the race ({SWITCH_RACE_TITLES[spec['switch']]}) to end.")
+        return
+    if spec["corpus"] != corpus_label:
+        st.info(f"The race trained on {literal_markdown(spec['corpus'])}: pick that corpus in the sidebar to measure "
+                "it on its own validation text.")
+        return
+    limit = min(picker.load(f"run:{job.id}").model.config.context_length for job in jobs)
+    trained = int(spec["context"])
+    context = st.select_slider("Measure at a context of", [c for c in (40, 48, 56, 64, 96, 128) if trained < c <= limit],
+                               value=limit, key=state.widget("longer_context"))
+    models = {job.label: picker.load(f"run:{job.id}").model for job in jobs}
+    first = jobs[0].info
+    ids = prepare_data(text, first.config, first.tokenizer).val_ids
+    result = measured_beyond(tuple(spec["ids"]), corpus_label, int(context), trained, models, ids)
+    figure = go.Figure([go.Scatter(x=list(range(1, result.context + 1)), y=curve.tolist(), mode="lines", name=name)
+                        for name, curve in result.by_position.items()])
+    figure.add_vline(x=trained + 0.5, line_dash="dot", annotation_text="trained up to here", annotation_position="top left")
+    figure.update_layout(height=360, margin=dict(t=30), xaxis_title="tokens read so far (position + 1)",
+                         yaxis_title="validation loss at that position")
+    charts.show(figure, width="stretch", key=state.widget("longer_chart"))
+    st.dataframe(pd.DataFrame({"run": list(result.within),
+                               f"loss, positions 1–{trained}": list(result.within.values()),
+                               f"loss, positions {trained + 1}–{result.context}": list(result.beyond.values())}
+                              ).style.format(precision=4), hide_index=True, width="stretch")
+    st.caption("Each point is the mean loss of predicting the next token at that position, over the same 256 "
+               "windows (or as many as the validation text holds) for every run. Left of the dotted line the models "
+               "read positions they trained on; right of it, positions no training batch ever reached.")
+
+
+st.subheader("Longer than training: does a race's winner extrapolate?")
+longer_than_training()
 
 # ------------------------------------------------------------------ before and after
 st.header("3. Your model at step 0 and at step N")

@@ -49,7 +49,10 @@ PARAMS: dict[str, tuple[str, str]] = {
     "stride": ("number", "Tokens: the stride of the input–target pairs"),
     # Embeddings
     "words": ("text", "Embeddings: the words compared"),
+    "head_dim": ("option", "Embeddings: RoPE's head_dim"),
+    "rope_theta": ("option", "Embeddings: RoPE's base θ"),
     # Model
+    "preset": ("option", "Model: the GPT preset sized (or custom)"),
     "model_sentence": ("text", "Model: the sentence sent through the model"),
     # Attention
     "query_word": ("option", "Attention: the query word of the first example"),
@@ -61,6 +64,7 @@ PARAMS: dict[str, tuple[str, str]] = {
     "head": ("number", "Attention: the GPT head shown"),
     "enc_layer": ("number", "Attention: the encoder (MiniLM) layer shown"),
     "enc_head": ("number", "Attention: the encoder (MiniLM) head shown"),
+    "query_heads": ("option", "Attention: query heads of the grouped-query calculator"),
     # Inside the model
     "lens_text": ("text", "Inside the model: the sentence of the logit lens"),
     "detector": ("option", "Inside the model: the head detector shown"),

@@ -130,6 +130,8 @@ W2V_STEPS = Slot("w2v_steps", int, "the steps the word2vec run was asked for")
 # Inside the model
 INDUCTION_JOB = Slot("inside_induction_job", str, "the id of the induction-head run")
 # Loss & training
+LLAMA_LAB = Slot("llama_lab", dict, "the Model page's GPT-2 → Llama lab runs: job ids, corpus and steps")
+SWITCH_RACE = Slot("switch_race_runs", dict, "the Training page's last architecture race: switch, job ids, corpus, context")
 TRAINING_FOCUS = Slot("training_focus", (str, type(None)), "the id of the run the Training page shows first")
 DECODER_JOB = Slot("decoder_job", str, "the id of the encoder–decoder run")
 # Sampling
@@ -188,6 +190,9 @@ WIDGETS: dict[str, str] = {
     "swiglu_token": "Model: the token of the SwiGLU view",
     "router_layer": "Model: the block of the mixture-of-experts router",
     "mlp_layer": "Model: the block of the MLP view",
+    "llama_lab_steps": "Model: steps of each GPT-2 → Llama lab run",
+    "llama_lab_start": "Model: train the GPT-2 → Llama steps on the corpus",
+    "llama_lab_chart": "Model: the GPT-2 → Llama lab runs' validation losses",
     # Attention
     "edit_": "Attention: an editable matrix of the worked example (name)",
     "attention_steps_": "Attention: the step-by-step tables (heads)",
@@ -213,6 +218,8 @@ WIDGETS: dict[str, str] = {
     # Loss & training
     "train": "Training: Train",
     "switch_race": "Training: race two runs that differ in one switch",
+    "longer_context": "Training: the context at which a finished architecture race is measured",
+    "longer_chart": "Training: the loss at every position beyond the training context",
     "runs_on_chart": "Training: the runs on the chart",
     "runs_show_val": "Training: show the validation loss",
     "runs_smoothing": "Training: smoothing of the training curves",

@@ -71,6 +71,24 @@ def csv_text(frame: pd.DataFrame) -> str:
     return shown.to_csv(index=False)
 
 
+def fixed(digits: int):
+    """A table formatter: a number with ``digits`` decimals, and no minus sign on a number that shows as zero (a
+    LayerNorm's mean of −3e-9 reads 0.0000, not −0.0000).
+
+    >>> f = fixed(4)
+    >>> f(-3e-9), f(-0.00016), f(0.25), f(float("nan"))
+    ('0.0000', '-0.0002', '0.2500', '—')
+    """
+
+    def format_number(value: float) -> str:
+        if value != value:  # NaN
+            return "—"
+        text = f"{value:.{digits}f}"
+        return text[1:] if text.startswith("-") and not text.strip("-0.") else text
+
+    return format_number
+
+
 def tidy_floats(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with every float as the number it reads as: a float32 value such as 0.4300000071525574 (0.43 read from
     a tensor) becomes the float 0.43, so a table's "Download as CSV" writes what the page shows. Tables given to
