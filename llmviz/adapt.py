@@ -286,11 +286,16 @@ def memory_table(model: GPT, tokenizer: Tokenizer, text: str, batch: int = 4) ->
     context = min(64, model.config.context_length)
     windows = held_out_ids(tokenizer, text, model, windows=batch)
     inputs, targets = windows[:, :context], windows[:, 1:context + 1]
+    return [memory.measure_step(model, inputs, targets, checkpointing=c, bf16=b, fp16=f)
+            for c in (False, True) for b, f in memory_precisions(model)]
+
+
+def memory_precisions(model: GPT) -> list[tuple[bool, bool]]:
+    """The (bf16, fp16) autocast settings :func:`memory_table` measures: off and bf16, and fp16 too on CUDA."""
     precisions = [(False, False), (True, False)]
     if next(model.parameters()).device.type == "cuda":
         precisions.append((False, True))
-    return [memory.measure_step(model, inputs, targets, checkpointing=c, bf16=b, fp16=f)
-            for c in (False, True) for b, f in precisions]
+    return precisions
 
 
 def batching(model: GPT, tokenizer: Tokenizer, slots: int, lengths: tuple[int, ...]) -> dict[str, serving.ServeResult]:

@@ -215,21 +215,6 @@ def trainable_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-def adapter_parameters(model_config_d: int, targets: tuple[str, ...], rank: int, n_layers: int,
-                       has_mlp: bool = True) -> int:
-    """r·(d_in + d_out) per adapted matrix, counted from the shapes alone (no model built), for GPT-2's shapes
-    (multi-head attention, an MLP 4·d wide); :func:`adapter_count` reads any GPT's real shapes.
-
-    >>> adapter_parameters(768, ("q", "v"), rank=8, n_layers=12)  # GPT-2 small, r = 8 on W_Q and W_V
-    294912
-    """
-    d = model_config_d
-    per_layer = sum(rank * (d + d) for t in ("q", "k", "v", "proj") if t in targets)
-    if "mlp" in targets and has_mlp:
-        per_layer += rank * (d + 4 * d) + rank * (4 * d + d)
-    return n_layers * per_layer
-
-
 @dataclass(frozen=True)
 class AdaptedMatrix:
     """One matrix of a block that gets an adapter, with its real shape: A is (r, d_in), B is (d_out, r)."""

@@ -468,14 +468,15 @@ def task_section(view: picker.ModelView) -> None:
 
 
 # ------------------------------------------------------------------ 4. memory
-@st.cache_data(show_spinner="Measuring four training steps…", max_entries=8)
+@st.cache_data(show_spinner="Measuring the training steps…", max_entries=8)
 def _memory(key: str, corpus_name: str, _model, _tokenizer, _text: str) -> list[memory.StepMeasure]:
     return adapt.memory_table(_model, _tokenizer, _text)
 
 
 @sections.section("adapt.memory")
 def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
-    if st.button("Measure one training step four ways", key=state.widget("memory_run")) or state.MEMORY_MEASURED.get():
+    ways = len(adapt.memory_precisions(view.model)) * 2  # with and without checkpointing
+    if st.button(f"Measure one training step {ways} ways", key=state.widget("memory_run")) or state.MEMORY_MEASURED.get():
         state.MEMORY_MEASURED.set(True)
         with ui.friendly_errors("measuring memory"):
             measures = _memory(view.key, corpus_label, view.model, view.tokenizer, text)

@@ -1,5 +1,7 @@
 """Every page runs headless under Streamlit's AppTest with no exception."""
 
+import re
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -46,6 +48,9 @@ def test_page_runs(stage):
     at = run_page(stage.path)
     assert_clean(at)
     assert at.title, "every page has a title"
+    # formulas: a thousands separator is {,} (math mode puts a space after a bare comma: '10, 000')
+    bare = [f.value for f in at.latex if re.search(r"\d,\d{3}(?!\d)", f.value)]
+    assert not bare, bare
 
 
 def test_home_shows_device_and_corpus():

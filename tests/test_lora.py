@@ -76,7 +76,7 @@ def test_trained_parameter_count_by_hand():
     lora.add_adapters(model, lora.LoRAConfig(rank=r, targets=("q", "v", "mlp")))
     per_layer = 2 * r * (d + d) + r * (d + 4 * d) + r * (4 * d + d)
     assert lora.trainable_parameters(model) == layers * per_layer == 28672
-    assert lora.adapter_parameters(d, ("q", "v", "mlp"), r, layers) == 28672
+    assert lora.adapter_count(GPT(PRESETS["gpt-mini"]), lora.LoRAConfig(rank=r, targets=("q", "v", "mlp"))) == 28672
 
 
 def test_memory_comparison_is_adamw_two_floats_per_trained_parameter():

@@ -6,15 +6,21 @@ from llmviz.train import TrainConfig, Trainer, save_checkpoint
 from tests.test_app_pages import assert_clean, run_page
 
 
-@pytest.fixture(scope="module")
-def runs_dir(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("runs")
+def trained_run(folder, name: str, n_layers: int, n_heads: int):
+    """A GPT nano trained for two steps on a short text, saved under ``folder / name``; its vocabulary size."""
     config = TrainConfig(model="gpt-nano", tokenizer="char", context_size=16, batch_size=4, steps=2,
-                         n_layers=1, n_heads=1)
+                         n_layers=n_layers, n_heads=n_heads)
     trainer = Trainer.from_text("The cat sat on the mat. " * 40, config)
     for _ in trainer.run():
         pass
-    save_checkpoint(folder / "one", trainer, trainer_state=False)
+    save_checkpoint(folder / name, trainer, trainer_state=False)
+    return trainer.dataset.vocab_size
+
+
+@pytest.fixture(scope="module")
+def runs_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("runs")
+    trained_run(folder, "one", n_layers=1, n_heads=1)
     return folder
 
 
@@ -29,13 +35,7 @@ def test_one_layer_one_head_model(runs_dir, monkeypatch, path):
 @pytest.fixture(scope="module")
 def small_runs_dir(tmp_path_factory):
     folder = tmp_path_factory.mktemp("small_runs")
-    config = TrainConfig(model="gpt-nano", tokenizer="char", context_size=16, batch_size=4, steps=2,
-                         n_layers=2, n_heads=2)
-    trainer = Trainer.from_text("The cat sat on the mat. " * 40, config)
-    for _ in trainer.run():
-        pass
-    save_checkpoint(folder / "small", trainer, trainer_state=False)
-    return folder, trainer.dataset.vocab_size
+    return folder, trained_run(folder, "small", n_layers=2, n_heads=2)
 
 
 def test_values_kept_from_a_larger_model_move_into_the_smaller_models_range(small_runs_dir, monkeypatch):

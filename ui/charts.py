@@ -320,11 +320,27 @@ def fit_equation(line: str, width: int = EQUATION_WIDTH) -> str:
     return "\\begin{aligned}" + head + " " + " \\\\ ".join(rows) + "\\end{aligned}"
 
 
+def tex_thousands(line: str) -> str:
+    """Thousands separators of a formula as ``{,}``: math mode puts a space after a bare comma (``10, 000``). Only a
+    comma between a digit and exactly three digits is one; ``\\omega_{1,0}`` and ``(0.2, 0.4)`` stay.
+
+    >>> tex_thousands(r"2 \\times 24 \\times 8,192 = 1,048,576\\ \\text{bytes},\\ \\omega_{1,0}")
+    '2 \\\\times 24 \\\\times 8{,}192 = 1{,}048{,}576\\\\ \\\\text{bytes},\\\\ \\\\omega_{1,0}'
+    """
+    return re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "{,}", line)
+
+
+def display_math(line: str) -> str:
+    """What a page shows of a formula: thousands separators that math mode leaves alone, then broken into aligned
+    lines when wider than the page."""
+    return fit_equation(tex_thousands(line))
+
+
 def equation(line: str, where=None) -> None:
-    """One display equation, broken into aligned lines when it is wider than the page (:func:`fit_equation`)."""
+    """One display equation (:func:`display_math`)."""
     import streamlit as st
 
-    (where or st).latex(fit_equation(line))
+    (where or st).latex(display_math(line))
 
 
 def latex(*lines: str, where=None, label: str = "Copy as LaTeX") -> None:
@@ -334,7 +350,7 @@ def latex(*lines: str, where=None, label: str = "Copy as LaTeX") -> None:
 
     where = where or st
     for line in lines:
-        where.latex(fit_equation(line))
+        where.latex(display_math(line))
     with where.popover(label, icon=":material/content_copy:"):
         source = "\\begin{align*}\n" + " \\\\\n".join(f"  & {line}" for line in lines) + "\n\\end{align*}" \
             if len(lines) > 1 else f"\\[ {lines[0]} \\]"

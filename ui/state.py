@@ -142,7 +142,7 @@ KV_COMPARISON = Slot("kv", tuple, "(model key, generation timed with and without
 STEP_MODE = Slot("step_mode_", dict, "model key → step mode's {sequence, prompt, seed}", family=True)
 # Adapt & serve
 TASK_PROMPTED = Slot("task_prompted", bool, "zero- and few-shot accuracy were asked for")
-MEMORY_MEASURED = Slot("memory_done", bool, "the four-way memory measurement was asked for")
+MEMORY_MEASURED = Slot("memory_done", bool, "the memory measurement (each checkpointing × autocast setting) was asked for")
 BATCHING_SERVED = Slot("batch_done_", bool, "model key → static vs continuous batching was run", family=True)
 
 
@@ -261,10 +261,10 @@ WIDGETS: dict[str, str] = {
     "task_names": "Adapt: first names for a fine-tuned checkpoint's classifier",
     "task_prompting": "Adapt: measure zero- and few-shot accuracy",
     "task_versus": "Adapt: held-out accuracy of prompting and of the fine-tuning runs, side by side",
-    "memory_run": "Adapt: measure one training step four ways",
+    "memory_run": "Adapt: measure one training step each way (checkpointing × autocast)",
     "memory_bars": "Adapt: activations saved for the backward pass",
     "memory_steps": "Adapt: steps of the memory-switch runs",
-    "memory_start": "Adapt: start the three memory-switch runs",
+    "memory_start": "Adapt: start the memory-switch runs (three, four on CUDA)",
     "memory_curves": "Adapt: their loss curves",
     "zero_processes": "Adapt: processes for the ZeRO/FSDP picture",
     "zero_bars": "Adapt: what each ZeRO stage keeps per process",
