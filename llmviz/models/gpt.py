@@ -439,19 +439,27 @@ class GPT(nn.Module, RecordsIntermediates):
         record(cache, "embed.pos", pos)
         return self.drop(tok + pos), rope  # (B, T, C)
 
-    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, cache: Cache | None = None):
-        batch, tokens = idx.shape  # (B, T)
+    def trunk(self, idx: torch.Tensor, cache: Cache | None = None,
+              router_probs: list[torch.Tensor] | None = None) -> torch.Tensor:
+        """Embeddings, every block and the final norm: the hidden states (B, T, C) the output head reads, and
+        what a classifier head (``llmviz.finetune``) reads instead. ``router_probs`` collects a mixture of
+        experts' router probabilities, for the load-balancing loss."""
+        tokens = idx.shape[1]  # idx: (B, T)
         if tokens > self.config.context_length:
             raise ConfigError(
                 f"{tokens} tokens do not fit the context of {self.config.context_length}: crop the input "
                 "to its last context_length tokens."
             )
         x, rope = self.embed(idx, 0, cache)  # (B, T, C)
-        router_probs: list[torch.Tensor] | None = [] if self.config.n_experts else None
         for layer, block in enumerate(self.blocks):
             x, _ = block(x, cache, f"blocks.{layer}", rope=rope, router_probs=router_probs)
         x = self.ln_f(x)  # (B, T, C)
         record(cache, "ln_f", x)
+        return x
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, cache: Cache | None = None):
+        router_probs: list[torch.Tensor] | None = [] if self.config.n_experts else None
+        x = self.trunk(idx, cache, router_probs)  # (B, T, C)
         logits = self.lm_head(x)  # (B, T, V): logits for every position
         record(cache, "logits", logits)
         aux_loss = None
@@ -466,14 +474,9 @@ class GPT(nn.Module, RecordsIntermediates):
         return logits, loss
 
     def final_hidden(self, idx: torch.Tensor) -> torch.Tensor:
-        """The final norm's output for ``idx`` (B, T), with gradients: what the output head reads, and what a
-        classifier head (``llmviz.finetune``) reads instead. The same as ``run_with_cache``'s ``ln_f``."""
-        if idx.shape[1] > self.config.context_length:
-            raise ConfigError(f"{idx.shape[1]} tokens do not fit the context of {self.config.context_length}.")
-        x, rope = self.embed(idx, 0)  # (B, T, C)
-        for layer, block in enumerate(self.blocks):
-            x, _ = block(x, None, f"blocks.{layer}", rope=rope)
-        return self.ln_f(x)  # (B, T, C)
+        """The final norm's output for ``idx`` (B, T), with gradients (:meth:`trunk` without a cache). The same as
+        ``run_with_cache``'s ``ln_f``."""
+        return self.trunk(idx)  # (B, T, C)
 
     @torch.no_grad()
     def forward_with_kv_cache(self, idx: torch.Tensor, past_key_values: list | None = None):
