@@ -424,7 +424,15 @@ SWITCH_RACES: dict[str, tuple[tuple[str, dict], tuple[str, dict]]] = {
     "mlp": (("GELU MLP", {"mlp_kind": "gelu"}), ("SwiGLU MLP", {"mlp_kind": "swiglu"})),
     "attention": (("multi-head attention", {}), ("grouped-query attention, 2 key/value heads", {"n_kv_heads": 2})),
     "experts": (("dense MLP", {}), ("mixture of 4 experts, top-2", {"n_experts": 4, "experts_top_k": 2})),
+    "sinusoidal": (("learned positions", {"positions": "learned"}), ("sinusoidal positions", {"positions": "sinusoidal"})),
+    "no positions": (("learned positions", {"positions": "learned"}), ("no positions", {"positions": "none"})),
+    "multi-query": (("multi-head attention", {}), ("multi-query attention, 1 key/value head", {"n_kv_heads": 1})),
+    "biases": (("with biases", {}), ("no biases", {"bias": False})),
+    "tying": (("untied output head", {}), ("head tied to the embedding table", {"tie_weights": True})),
 }
 SWITCH_RACE_TITLES = {"positions": "positions: learned vs RoPE", "norm": "LayerNorm vs RMSNorm",
                       "mlp": "GELU vs SwiGLU", "attention": "multi-head vs grouped-query attention",
-                      "experts": "dense MLP vs mixture of experts"}
+                      "experts": "dense MLP vs mixture of experts",
+                      "sinusoidal": "positions: learned vs sinusoidal", "no positions": "positions: learned vs none",
+                      "multi-query": "multi-head vs multi-query attention", "biases": "biases vs no biases",
+                      "tying": "untied vs tied output head"}

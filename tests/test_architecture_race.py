@@ -2,7 +2,7 @@
 
 import pytest
 
-from llmviz.architectures import SWITCH_RACES
+from llmviz.architectures import SWITCH_RACE_TITLES, SWITCH_RACES
 from llmviz.jobs import JobManager
 from llmviz.models.gpt import PRESETS
 from llmviz.train import TrainConfig, Trainer
@@ -20,7 +20,9 @@ def test_both_runners_train_and_differ_in_that_switch(switch):
     configs = [trainer.model.config for _, trainer in runners]
     changed = {field for field in PRESETS["gpt-micro"].__dataclass_fields__
                if getattr(configs[0], field) != getattr(configs[1], field)}
-    assert changed and changed <= {"positions", "norm", "mlp_kind", "n_kv_heads", "n_experts", "experts_top_k"}, changed
+    assert changed and changed <= {"positions", "norm", "mlp_kind", "n_kv_heads", "n_experts", "experts_top_k",
+                                   "bias", "tie_weights"}, changed
+    assert set(SWITCH_RACE_TITLES) == set(SWITCH_RACES)
     manager = JobManager(max_running=1, session_timeout=None)
     try:
         jobs = manager.submit_race("student", runners)
