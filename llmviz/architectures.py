@@ -346,6 +346,45 @@ def kv_cache_question(n_heads: int, n_kv_heads: int, tokens: int, layers: int = 
     return Question("kv-cache", prompt, tuple(options), options.index(right), explanation)
 
 
+def norm_question(config: GPTConfig):
+    """Every LayerNorm of ``config`` becomes an RMSNorm: how many parameters go? (distractors: none, all the
+    norms' parameters, one per norm)."""
+    from llmviz.quiz import Question
+
+    layernorm = config.replace(norm="layernorm")
+    before = count_parameters_without_building(layernorm)["LayerNorm"]
+    after = count_parameters_without_building(layernorm.replace(norm="rmsnorm"))["RMSNorm"]
+    norms = 2 * config.n_layers + 1  # two per block, and the final one
+    right = f"{before - after:,}"
+    options = sorted({"none", right, f"{before:,}", f"{norms:,}"}, key=lambda t: -1 if t == "none" else int(t.replace(",", "")))
+    prompt = (f"A GPT with {config.n_layers} blocks of width {config.d_model} switches every LayerNorm to RMSNorm, "
+              "as Llama does. How many parameters does it lose?")
+    explanation = (f"LayerNorm learns a scale γ and a shift β, {config.d_model} numbers each; RMSNorm divides by the "
+                   f"root mean square and keeps only the scale. {norms} norms (two per block and the final one) × "
+                   f"{config.d_model} shifts = {right}, out of {before:,}.")
+    return Question("rmsnorm-parameters", prompt, tuple(options), options.index(right), explanation)
+
+
+def experts_question(config: GPTConfig):
+    """In a mixture-of-experts block, how many expert parameters does one token's pass use? (distractors: one
+    expert, every expert, the experts it skips)."""
+    from llmviz.quiz import Question
+
+    if not config.n_experts:
+        raise ConfigError("This question needs a mixture-of-experts configuration (n_experts > 0).")
+    per_expert = count_parameters_without_building(config)["MLP"] // (config.n_layers * config.n_experts)
+    experts, top_k = config.n_experts, config.experts_top_k
+    right = f"{top_k * per_expert:,}"
+    options = sorted({f"{per_expert:,}", right, f"{experts * per_expert:,}", f"{(experts - top_k) * per_expert:,}"},
+                     key=lambda t: int(t.replace(",", "")))
+    prompt = (f"A block holds {experts} expert MLPs of {per_expert:,} parameters each, and its router sends each "
+              f"token to its top {top_k}. How many expert parameters does one token's pass through the block use?")
+    explanation = (f"The router picks {top_k} of the {experts} experts for each token: {top_k} × {per_expert:,} = "
+                   f"{right}. The block holds {experts * per_expert:,}, and every expert learns from the tokens "
+                   "routed to it; a token only pays for the ones it visits (plus the small router).")
+    return Question("moe-active-parameters", prompt, tuple(options), options.index(right), explanation)
+
+
 def rope_question(head_dim: int = 64, theta: float = 10000.0):
     """With RoPE, a query at 10 and a key at 7 give some score; what do the same vectors give at 30 and 27?"""
     from llmviz.quiz import Question

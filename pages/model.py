@@ -10,6 +10,7 @@ from llmviz.errors import ConfigError, LlmvizError
 from llmviz.jobs import JobRefused
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
 from ui import charts, picker, present, sections, share, state, training
+from ui import quiz as quiz_ui
 from ui.text import fixed, literal_markdown, tidy_floats
 
 settings = ui.settings()  # read here: in a section's own rerun (a fragment) ui.settings() reruns the whole app
@@ -256,6 +257,8 @@ def gpt2_to_llama() -> None:
                 "the bottom has Llama's design at GPT-2's size (12 layers, d_model 768, 12 heads). Each row is "
                 "counted from the modules llmviz builds; the same switches load real Llama, Qwen2 and SmolLM2 "
                 "checkpoints and give transformers' logits to 1e-5.")
+    quiz_ui.section("gpt2_to_llama", lambda: [architectures.norm_question(PRESETS["gpt2-124m"]),
+                                              architectures.experts_question(PRESETS["moe-tiny"])])
     kv_heads = st.select_slider("Key/value heads in the last steps", [1, 2, 3, 4, 6, 12], value=4)
     rows = gpt2_to_llama_rows(kv_heads)
     frame = pd.DataFrame({

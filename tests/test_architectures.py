@@ -394,6 +394,28 @@ def test_predict_then_reveal_questions_compute_their_answers():
     assert near == pytest.approx(far, abs=1e-3)
 
 
+def test_norm_and_experts_questions_match_the_built_models():
+    """The Model page's two questions, against models built here: parameters counted from the modules."""
+    from llmviz.architectures import experts_question, norm_question
+
+    config = PRESETS["gpt2-124m"]
+    with torch.device("meta"):  # 124 M parameters: shapes only
+        lost = (sum(p.numel() for p in GPT(config).parameters())
+                - sum(p.numel() for p in GPT(config.replace(norm="rmsnorm")).parameters()))
+    question = norm_question(config)
+    assert question.options[question.answer] == f"{lost:,}" == f"{(2 * 12 + 1) * 768:,}"  # 25 shifts of 768
+    assert len(set(question.options)) == len(question.options) == 4
+
+    moe = PRESETS["moe-tiny"]
+    block = GPT(moe).blocks[0].mlp
+    one_expert = sum(p.numel() for p in block.experts[0].parameters())
+    question = experts_question(moe)
+    assert question.options[question.answer] == f"{moe.experts_top_k * one_expert:,}"
+    assert f"{len(block.experts) * one_expert:,}" in question.options
+    with pytest.raises(ConfigError):
+        experts_question(PRESETS["gpt-micro"])
+
+
 def test_a_trainer_with_switches_pickles_for_a_worker_process():
     import pickle
 
