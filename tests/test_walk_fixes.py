@@ -1,0 +1,33 @@
+"""Defects a student found walking through the app: Home, Tokens, Inside the model, Loss & training."""
+
+from llmviz import corpus
+from llmviz.device import describe_device
+from tests.test_app_pages import run_page
+
+
+def test_one_cpu_thread_is_singular():
+    # before: "CPU (1 threads)"
+    assert describe_device("cpu", threads=1) == "CPU (1 thread)"
+    assert describe_device("cpu", threads=2) == "CPU (2 threads)"
+
+
+def test_home_shows_every_corpus_description_whole():
+    """Before: the corpora were a dataframe whose description column was cut at the table's edge."""
+    at = run_page()
+    shown = " ".join(m.value for m in at.markdown).replace("\\", "")
+    for entry in corpus.list_corpora():
+        assert entry.description in shown, entry.name
+        assert entry.licence in shown, entry.name
+
+
+def test_home_pipeline_arrows_lead_their_box():
+    """Before: the last box of every row carried an arrow that pointed into the empty space after it."""
+    import ui
+
+    at = run_page()
+    diagram = next(m.value for m in at.markdown if "stage 0" in m.value)
+    boxes = diagram.split('min-width:104px')[1:]
+    assert len(boxes) == len(ui.PIPELINE)
+    assert "→" not in boxes[0]  # the first box has no arrow into it
+    assert all(box.index("→") < box.index("stage ") for box in boxes[1:])  # each arrow comes before its box
+    assert "→" not in boxes[-1].split("stage ", 1)[1]  # nothing points past the last box
