@@ -363,8 +363,9 @@ else:
     p_t = float(grad.probabilities[target])
     charts.latex(rf"\frac{{\partial L}}{{\partial z_{{\text{{target}}}}}} = p_{{\text{{target}}}} - 1 = {p_t:.4f} - 1 = {p_t - 1:.4f}"
              rf"\qquad \frac{{\partial L}}{{\partial W}} = (p - y)\,h^\top")
-    st.success(f"By hand vs autograd: the largest difference over all {grad.dweight_by_hand.numel():,} entries of "
-               f"∂L/∂W and ∂L/∂z is {grad.max_difference:.2e}.")
+    st.success(f"By hand vs autograd: the largest difference over all {grad.entries_compared:,} entries of "
+               f"∂L/∂W ({grad.dweight_by_hand.numel():,}) and ∂L/∂z ({grad.dlogits_by_hand.numel():,}) is "
+               f"{grad.max_difference:.2e}.")
     st.caption("The gradient pushes the target's logit up (p − 1 < 0) and every other logit down in proportion "
                "to how much probability it took. A gradient-descent step W ← W − lr · ∂L/∂W does both at once.")
 

@@ -31,3 +31,25 @@ def test_home_pipeline_arrows_lead_their_box():
     assert "→" not in boxes[0]  # the first box has no arrow into it
     assert all(box.index("→") < box.index("stage ") for box in boxes[1:])  # each arrow comes before its box
     assert "→" not in boxes[-1].split("stage ", 1)[1]  # nothing points past the last box
+
+
+def test_backprop_check_counts_both_gradients():
+    """Before: "all 131,072 entries of ∂L/∂W and ∂L/∂z" counted ∂L/∂W alone (V·C); with ∂L/∂z (V) it is V·C + V."""
+    import torch
+
+    from llmviz.losses import output_layer_gradient
+
+    vocab, width = 7, 4
+    grad = output_layer_gradient(torch.randn(width), torch.randn(vocab, width), target=2)
+    assert grad.entries_compared == vocab * width + vocab  # 28 + 7, counted by hand
+
+
+def test_training_page_states_the_backprop_count_of_the_shipped_head():
+    from ui import models
+
+    at = run_page("pages/training.py")
+    head = models.shipped_gpt_or_stop()[0].lm_head.weight  # (V, C)
+    vocab, width = head.shape
+    text = next(s.value for s in at.success if "By hand vs autograd" in s.value)
+    assert f"all {vocab * width + vocab:,} entries" in text, text
+    assert f"∂L/∂W ({vocab * width:,})" in text and f"∂L/∂z ({vocab:,})" in text, text
