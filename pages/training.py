@@ -196,7 +196,13 @@ def draw_all_runs() -> None:
         if not statuses[label].done and job.id != focus_id:  # the focused run has its controls above
             st.progress(statuses[label].fraction, text=f"{literal_markdown(label)}: {statuses[label].describe()}")
             training.controls(job, statuses[label], where="all")
-    chosen = st.multiselect("Runs on the chart", list(all_runs), default=list(all_runs)[-7:], key=state.widget("runs_on_chart"))
+    chart = ui.keep("runs_on_chart")  # kept across pages: the student's choice survives a visit elsewhere
+    chart_key = chart["key"]
+    labels = {job.id: label for label, job in all_runs.items()}
+    offered = state.CHART_OFFERED.setdefault()
+    state.set_value(chart_key, training.chart_selection(labels, state.value(chart_key), offered))
+    offered.update(labels)  # a run new to the chart joins it once (so a finished race is on it), then it is the student's
+    chosen = st.multiselect("Runs on the chart", list(all_runs), **chart)
     v1, v2 = st.columns(2)
     show_val = v1.toggle("Show validation loss", value=True, key=state.widget("runs_show_val"))
     smoothing = v2.slider("Smooth the training curves", 0.0, 0.99, 0.9, 0.01, key=state.widget("runs_smoothing"),

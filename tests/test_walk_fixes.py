@@ -2,7 +2,7 @@
 
 from llmviz import corpus
 from llmviz.device import describe_device
-from tests.test_app_pages import run_page
+from tests.test_app_pages import assert_clean, run_page
 
 
 def test_one_cpu_thread_is_singular():
@@ -53,3 +53,39 @@ def test_training_page_states_the_backprop_count_of_the_shipped_head():
     text = next(s.value for s in at.success if "By hand vs autograd" in s.value)
     assert f"all {vocab * width + vocab:,} entries" in text, text
     assert f"∂L/∂W ({vocab * width:,})" in text and f"∂L/∂z ({vocab:,})" in text, text
+
+
+def test_chart_selection_adds_new_runs_and_keeps_the_students_choice():
+    from ui.training import chart_selection
+
+    runs = {f"id{n}": f"run {n}" for n in range(9)}
+    assert chart_selection(runs, None, set()) == [f"run {n}" for n in range(2, 9)]  # first time: the newest 7
+    # the student took run 5 off and put run 0 on; runs 9 and 10 (a race) just started: they join, nothing else moves
+    chosen = ["run 2", "run 3", "run 4", "run 6", "run 7", "run 8", "run 0"]
+    later = runs | {"id9": "run 9", "id10": "run 10"}
+    assert chart_selection(later, chosen, set(runs)) == chosen + ["run 9", "run 10"]
+    # offered once: taken off again by the student, they stay off
+    assert chart_selection(later, chosen, set(later)) == chosen
+
+
+def test_a_finished_race_is_on_the_comparison_chart():
+    """Before: the multiselect kept the runs it first showed, so a race trained later was only in the table."""
+    from tests.test_page_interactions import by_label, session_jobs
+
+    at = run_page("pages/training.py", corpus="names")
+    by_label(at.selectbox, "Model").set_value("mlp")
+    by_label(at.radio, "Tokenizer").set_value("char")
+    by_label(at.slider, "Steps").set_value(20)
+    at.button(key="train").click().run()
+    [first] = session_jobs(at)
+    at.run()
+    chart = by_label(at.multiselect, "Runs on the chart")
+    assert chart.value == [first.label]
+    by_label(at.slider, "Steps per runner").set_value(50)
+    by_label(at.selectbox, "Optimizer race: model").set_value("mlp")
+    by_label(at.button, "SGD vs momentum vs RMSprop vs Adam").click().run()
+    runners = [job for job in session_jobs(at) if job.id != first.id]
+    assert len(runners) == 4
+    at.run()
+    assert_clean(at)
+    assert by_label(at.multiselect, "Runs on the chart").value == [first.label] + [job.label for job in runners]

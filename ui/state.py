@@ -132,6 +132,8 @@ INDUCTION_JOB = Slot("inside_induction_job", str, "the id of the induction-head 
 # Loss & training
 TRAINING_FOCUS = Slot("training_focus", (str, type(None)), "the id of the run the Training page shows first")
 DECODER_JOB = Slot("decoder_job", str, "the id of the encoder–decoder run")
+CHART_OFFERED = Slot("runs_offered", set, "ids of the runs the comparison chart has offered (a new run joins it once)",
+                     default=set)
 # Sampling
 GENERATED = Slot("generated", tuple, "(model key, the generated tokens' records, the prompt as kept)")
 BEAM = Slot("beam", tuple, "(model key, the beam search's result, the prompt's ids)")
@@ -213,7 +215,6 @@ WIDGETS: dict[str, str] = {
     # Loss & training
     "train": "Training: Train",
     "switch_race": "Training: race two runs that differ in one switch",
-    "runs_on_chart": "Training: the runs on the chart",
     "runs_show_val": "Training: show the validation loss",
     "runs_smoothing": "Training: smoothing of the training curves",
     "runs_chart": "Training: every run's curves",
@@ -279,6 +280,7 @@ KEPT: dict[str, str] = {
     "race_steps": "Training: steps per runner of a race",
     "race_model": "Training: the model raced",
     "race_switch": "Training: the architecture switch raced",
+    "runs_on_chart": "Training: the runs on the comparison chart",
     "before_prompt": "Training: the prompt of the before/after samples",
 }
 
