@@ -89,3 +89,33 @@ def test_a_finished_race_is_on_the_comparison_chart():
     at.run()
     assert_clean(at)
     assert by_label(at.multiselect, "Runs on the chart").value == [first.label] + [job.label for job in runners]
+
+
+def test_tokens_a_trained_bpe_joins_the_list_and_cl100k_stays():
+    """Before: with a BPE trained, the default list was the first four (words, your BPE, picked, GPT-2): cl100k
+    was silently gone."""
+    from tests.test_app_pages import finish_jobs
+    from tests.test_page_interactions import by_label
+
+    at = run_page("pages/tokens.py", corpus="names")
+    assert set(by_label(at.multiselect, "Tokenizers").value) >= {"gpt2", "cl100k"}
+    by_label(at.slider, "Vocabulary size").set_value(300)
+    finish_jobs(at.button(key="train_bpe").click().run())
+    assert_clean(at)
+    assert set(by_label(at.multiselect, "Tokenizers").value) >= {"bpe", "gpt2", "cl100k"}
+
+
+def test_tokens_empty_text_warns_and_keeps_bpe_training_and_windows():
+    """Before: an empty text stopped the page after its warning: no BPE training, no input–target windows."""
+    from tests.test_page_interactions import by_label, texts
+
+    at = run_page("pages/tokens.py", corpus="names")
+    by_label(at.text_area, "Your text").set_value("").run()
+    assert_clean(at)
+    assert "Your text is empty" in texts(at.warning)
+    headers = [h.value for h in at.header]
+    assert any(h.startswith("2. Train your own BPE") for h in headers) and any(h.startswith("4.") for h in headers)
+    assert at.button(key="train_bpe")
+    assert "first 300 characters of US census first names" in texts(at.info).replace("\\", "")
+    assert at.dataframe, "the input–target windows are drawn"
+

@@ -121,6 +121,7 @@ UPLOADED_CORPUS = Slot("uploaded_corpus", tuple, "(file name, text) of the corpu
 # Tokens
 BPE_JOB = Slot("bpe_job", dict, "the BPE training job of the Tokens page: id, pattern, vocabulary size, corpus")
 BPE_TOKENIZER = Slot("bpe_tokenizer", object, "the BPE tokenizer trained on the Tokens page")
+BPE_LISTED = Slot("bpe_listed", bool, "the trained BPE was added to the Tokens page's tokenizers side by side (once)")
 BPE_ORIGIN = Slot("bpe_origin", dict, "what that tokenizer was trained with (pattern, vocabulary size, corpus)",
                   default=dict)
 # Embeddings
