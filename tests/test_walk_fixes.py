@@ -119,3 +119,54 @@ def test_tokens_empty_text_warns_and_keeps_bpe_training_and_windows():
     assert "first 300 characters of US census first names" in texts(at.info).replace("\\", "")
     assert at.dataframe, "the input–target windows are drawn"
 
+
+def test_induction_probe_says_what_it_was_measured_on():
+    """Before: section 4's "score 0.71" and section 2's 0.74 for the same head read as a contradiction: neither
+    said it was measured on its own inputs."""
+    from llmviz import induction
+
+    model = induction.make_trainer(induction.InductionPreset(lines=20)).model.eval()
+    lines = induction.probe_lines(count=3)  # (3, 32): 16 characters, repeated
+    result = induction.probe(model, lines)
+    assert (result.test_lines, result.half_length) == (3, 16)
+    assert "measured on the 3 test lines (16 random characters, repeated), their attention averaged" in \
+        induction.describe(result)
+
+
+def test_inside_says_what_the_head_scores_are_measured_on_and_that_train_it_picks_the_run():
+    from tests.test_page_interactions import texts
+    from ui import models
+
+    at = run_page("pages/inside.py")
+    config = models.shipped_gpt_or_stop()[0].config
+    half = min(20, config.context_length // 2, config.vocab_size)  # model_head_scores' test input: half, twice
+    shown = texts(at.markdown)
+    assert f"{half} distinct random tokens of this model's vocabulary, repeated twice ({2 * half} tokens" in shown
+    assert "differ a little from section 2's heatmap" in shown
+    assert "becomes the model picked in the sidebar" in texts(at.caption)
+
+
+def test_induction_run_offers_the_model_picked_before_back():
+    import time
+
+    from llmviz.jobs import default_manager
+    from tests.test_page_interactions import by_label
+
+    at = run_page("pages/inside.py")
+    before = next(s for s in at.sidebar.selectbox if s.label == "Model shown on every page").value
+    at.button(key="induction_start").click().run()
+    [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
+    try:
+        deadline = time.time() + 120
+        while job.snapshots is None or not job.snapshots.steps():
+            assert time.time() < deadline
+            time.sleep(0.2)
+        at.run()
+        assert_clean(at)
+        assert next(s for s in at.sidebar.selectbox if s.label == "Model shown on every page").value == f"run:{job.id}"
+        by_label(at.button, "Back to the model picked before").click().run()
+        assert_clean(at)
+        assert next(s for s in at.sidebar.selectbox if s.label == "Model shown on every page").value == before
+    finally:
+        job.stop()
+        assert job.wait(timeout=60)

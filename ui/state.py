@@ -130,6 +130,8 @@ W2V = Slot("w2v", tuple, "(corpus, the trained word2vec state)")
 W2V_STEPS = Slot("w2v_steps", int, "the steps the word2vec run was asked for")
 # Inside the model
 INDUCTION_JOB = Slot("inside_induction_job", str, "the id of the induction-head run")
+INDUCTION_PREVIOUS = Slot("inside_induction_previous", str, "the model key picked before the induction run took its "
+                          "place (section 4 offers it back)")
 # Loss & training
 TRAINING_FOCUS = Slot("training_focus", (str, type(None)), "the id of the run the Training page shows first")
 DECODER_JOB = Slot("decoder_job", str, "the id of the encoder–decoder run")
@@ -213,6 +215,7 @@ WIDGETS: dict[str, str] = {
     "induction_chart": "Inside the model: the induction score and loss by step",
     "induction_pick": "Inside the model: show the induction run on every page",
     "induction_again": "Inside the model: train the induction run again",
+    "induction_back": "Inside the model: pick again the model picked before the induction run",
     # Loss & training
     "train": "Training: Train",
     "switch_race": "Training: race two runs that differ in one switch",
