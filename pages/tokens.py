@@ -356,7 +356,7 @@ tokenizer = bpe or picked_tokenizer or reference("gpt2")
 if text:
     ids = round_trip(tokenizer)
 else:
-    st.warning(EMPTY_TEXT)
+    st.warning("Your text is empty: type or paste something above to encode and decode it here.")
 
 
 # ------------------------------------------------------------------ input-target pairs
