@@ -58,13 +58,21 @@ def pick_device(override: str | None = None) -> str:
     return override
 
 
-def describe_device(device: str) -> str:
-    """A one-line description for the home page, e.g. ``"CUDA (NVIDIA H100)"``."""
+def describe_device(device: str, threads: int | None = None) -> str:
+    """A one-line description for the home page, e.g. ``"CUDA (NVIDIA H100)"``; on the CPU, its torch threads
+    (``threads``, else :func:`torch.get_num_threads`), counted in words that agree with the number.
+
+    >>> describe_device("cpu", threads=1)
+    'CPU (1 thread)'
+    >>> describe_device("cpu", threads=8)
+    'CPU (8 threads)'
+    """
     if device == "cuda" and torch.cuda.is_available():
         return f"CUDA ({torch.cuda.get_device_name(0)})"
     if device == "mps":
         return "MPS (Apple GPU)"
-    return f"CPU ({torch.get_num_threads()} threads)"
+    count = torch.get_num_threads() if threads is None else threads
+    return f"CPU ({count} thread{'' if count == 1 else 's'})"
 
 
 _GLOBAL_RNG_LOCK = threading.RLock()

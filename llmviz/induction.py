@@ -119,6 +119,18 @@ class ProbeResult:
     first_half_loss: float  # predicting characters of the first copy: nothing to copy from
     repeated_half_loss: float  # predicting characters of the second copy: an induction head gets them right
     vocab_size: int = len(ALPHABET) + 1  # the model's vocabulary (62 characters and the newline)
+    test_lines: int = 16  # how many test lines the attention patterns were averaged over
+    half_length: int = PRESET.context // 2  # characters of each line's half (the line is it twice)
+
+    @property
+    def measured_on(self) -> str:
+        """What the scores and losses were measured on, in words (so they are not read as another section's).
+
+        >>> ProbeResult(0, {}, 4.2, 4.2).measured_on
+        'the 16 test lines (16 random characters, repeated), their attention averaged'
+        """
+        lines = "the test line" if self.test_lines == 1 else f"the {self.test_lines} test lines"
+        return f"{lines} ({self.half_length} random characters, repeated), their attention averaged"
 
     @property
     def uniform_loss(self) -> float:
@@ -143,7 +155,7 @@ def probe(model: nn.Module, lines: torch.Tensor, step: int = 0) -> ProbeResult:
     losses = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), lines[:, 1:].reshape(-1),
                              reduction="none").view(lines.shape[0], -1)  # (B, T-1)
     return ProbeResult(step, scores, float(losses[:, : half - 1].mean()), float(losses[:, half:].mean()),
-                       vocab_size=logits.shape[-1])
+                       vocab_size=logits.shape[-1], test_lines=lines.shape[0], half_length=half)
 
 
 def phase_curve(snapshots: Iterable[tuple[int, nn.Module]], lines: torch.Tensor,
@@ -184,7 +196,8 @@ def describe(result: ProbeResult) -> str:
     where = "above" if gap >= 0 else "below"
     return (f"{heads} The loss on the repeated half is {result.repeated_half_loss:.2f} nats; on the first half, "
             f"where nothing can be copied, {result.first_half_loss:.2f} nats: {abs(gap):.2f} {where} uniform "
-            f"guessing over the model's {result.vocab_size} tokens (ln {result.vocab_size} = {uniform:.2f}).")
+            f"guessing over the model's {result.vocab_size} tokens (ln {result.vocab_size} = {uniform:.2f}). Scores "
+            f"and losses are measured on {result.measured_on}.")
 
 
 def snapshot_models(store, description: dict) -> list[tuple[int, nn.Module]]:

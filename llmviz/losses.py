@@ -75,6 +75,16 @@ class OutputGradient:
     dweight_autograd: torch.Tensor  # (V, C)
     max_difference: float
 
+    @property
+    def entries_compared(self) -> int:
+        """How many numbers ``max_difference`` is taken over: every entry of ∂L/∂W (V·C) and of ∂L/∂z (V).
+
+        >>> grad = output_layer_gradient(torch.ones(3), torch.zeros(5, 3), target=1)
+        >>> grad.entries_compared  # 5·3 + 5
+        20
+        """
+        return self.dweight_by_hand.numel() + self.dlogits_by_hand.numel()
+
 
 def output_layer_gradient(hidden: torch.Tensor, head_weight: torch.Tensor, target: int) -> OutputGradient:
     """For one position: logits = W h, loss = −log softmax(logits)[target].

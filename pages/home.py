@@ -1,6 +1,5 @@
 """Home: what llmviz teaches, the pipeline as a diagram, the device, and the corpus."""
 
-import pandas as pd
 import streamlit as st
 
 import ui
@@ -27,16 +26,17 @@ st.markdown(
 boxes = []
 for number, stage in enumerate(ui.PIPELINE):
     muted = "" if stage.exists else "opacity:0.45;"
-    arrow = ('<div style="align-self:center;font-size:1.1rem;color:#868e96;padding-left:3px">→</div>'
-             if number < len(ui.PIPELINE) - 1 else "")
-    # each box carries its arrow, so a narrow window wraps whole steps and never strands an arrow
+    # the arrow leads the box it points to: a narrow window wraps whole steps, each row after the first starts
+    # with the arrow that continues the flow, and no arrow ever points past the last box
+    arrow = ('<div style="align-self:center;font-size:1.1rem;color:#868e96;padding-right:3px">→</div>'
+             if number > 0 else "")
     boxes.append(
-        f'<div style="flex:1 1 0;min-width:104px;display:flex;{muted}">'
+        f'<div style="flex:1 1 0;min-width:104px;display:flex;{muted}">{arrow}'
         f'<div style="flex:1;min-width:0;border:2px solid #4c6ef5;border-radius:10px;padding:6px 4px;'
         f'background:#eef3ff;text-align:center;overflow-wrap:break-word;hyphens:auto">'
         f'<div style="font-size:0.7rem;color:#4c6ef5">stage {number}</div>'
         f'<div style="font-weight:700;font-size:0.92rem;line-height:1.2">{stage.title}</div>'
-        f'<div style="font-size:0.74rem;color:#495057;line-height:1.25">{stage.blurb}</div></div>{arrow}</div>'
+        f'<div style="font-size:0.74rem;color:#495057;line-height:1.25">{stage.blurb}</div></div></div>'
     )
 st.markdown(
     '<div style="display:flex;flex-wrap:wrap;gap:4px;align-items:stretch;margin:0.5rem 0 0.75rem 0">'
@@ -72,11 +72,11 @@ with right:
         st.text_area(f"The first lines of {literal_markdown(title)}", text[:600], height=150, disabled=True)
 
 st.subheader("Corpora")
-rows = []
+# one paragraph per corpus, so that every description is read whole (a table's cells cut long text)
 for entry in corpus.list_corpora():
-    rows.append({"name": entry.name, "title": entry.title, "description": entry.description,
-                 "source": entry.source, "licence": entry.licence,
-                 "offline": "built in" if not entry.downloadable else
-                 ("downloaded" if corpus.is_cached(entry.name) else "needs a download")})
-st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    offline = ("built in" if not entry.downloadable else
+               "downloaded" if corpus.is_cached(entry.name) else "needs a download")
+    st.markdown(f"**{literal_markdown(entry.title)}** (`{entry.name}`, {offline}): "
+                f"{literal_markdown(entry.description)}  \n"
+                f":gray[Source: {literal_markdown(entry.source)} · licence: {literal_markdown(entry.licence)}]")
 st.caption(f"Uploads: plain UTF-8 text up to {corpus.MAX_UPLOAD_BYTES // 2**20} MB (sidebar → Corpus → Your own text).")

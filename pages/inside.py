@@ -166,12 +166,17 @@ def heads_section() -> None:
         return
     kind = st.radio("Detector", interpret.DETECTORS, index=interpret.DETECTORS.index("induction"), horizontal=True,
                     **share.bind("detector"))
-    st.markdown(f"**{kind}**: {interpret.DETECTOR_HELP[kind]}. Measured on a fixed test input: a random sequence "
-                "of distinct tokens, repeated twice. A score of 1 means the head puts all its attention where the "
-                "detector says, at every position it applies to.")
     with ui.friendly_errors("the head detectors"):
-        both(render_heads, "heads", "the head scores")
         tokens, _ = _heads(view.key, view.model)
+        half = len(tokens) // 2
+        st.markdown(f"**{kind}**: {interpret.DETECTOR_HELP[kind]}. Measured on one fixed test input: {half} distinct "
+                    f"random tokens of this model's vocabulary, repeated twice ({len(tokens)} tokens, shown below). A "
+                    "score of 1 means the head puts all its attention where the detector says, at every position it "
+                    "applies to.")
+        if view.run_id is not None and view.run_id == getattr(induction_job(), "id", None):
+            st.caption("This is the induction run of section 4, which scores its heads on other inputs (its test "
+                       "lines, their attention averaged): the same head's score differs a little between the two.")
+        both(render_heads, "heads", "the head scores")
         with st.expander("The test input"):
             half = len(tokens) // 2
             st.code(" | ".join(label(view, t) for t in tokens[:half]) + "\n(then the same again)", language=None)
@@ -248,6 +253,8 @@ def _probe(run_id: str, step: int, _store, _description) -> induction.ProbeResul
 
 
 def start_induction_run() -> None:
+    """Start the preset run and pick it in the sidebar (as Train on the Training page does), remembering the model
+    picked before, so that section 4 can offer it back."""
     preset = induction.PRESET
     try:
         trainer = induction.make_trainer(preset)
@@ -257,6 +264,9 @@ def start_induction_run() -> None:
         st.error(str(error))
         return
     state.INDUCTION_JOB.set(job.id)
+    previous = picker.selected_key()
+    if not previous.startswith(f"run:{job.id}"):
+        state.INDUCTION_PREVIOUS.set(previous)
     picker.select(f"run:{job.id}")  # every page now shows this run
 
 
@@ -302,8 +312,10 @@ def induction_body() -> None:
                      key=state.widget("induction_start")):
             start_induction_run()
             st.rerun(scope="app")  # the sidebar picker now lists (and shows) the run
-        st.caption("It trains in the background as one of your runs: move around the app meanwhile, and pick it in "
-                   "the sidebar to see its attention patterns on the Attention page.")
+        st.caption(f"It trains in the background as one of your runs, and becomes the model picked in the sidebar: "
+                   f"sections 1–3 and every page then show it instead of {literal_markdown(picker.current().label)}. "
+                   "It reads lines of random characters, so the logit lens shows single random characters. Section 4 "
+                   "then offers a button to go back to your model.")
         return
     status = job.status()
     if not status.done:
@@ -330,6 +342,14 @@ def induction_body() -> None:
     if view.run_id != job.id and c2.button("Show this run on every page", key=state.widget("induction_pick")):
         picker.select(f"run:{job.id}")
         st.rerun(scope="app")
+    previous = state.INDUCTION_PREVIOUS.get()
+    if view.run_id == job.id and previous:
+        st.caption("This run is the model picked in the sidebar, so sections 1–3 above show it (random characters), "
+                   "not the model you had picked.")
+        if c2.button("Back to the model picked before", key=state.widget("induction_back")):
+            state.INDUCTION_PREVIOUS.pop()
+            picker.select(previous)
+            st.rerun(scope="app")
     if status.done and st.button("Train it again", key=state.widget("induction_again")):
         start_induction_run()
         st.rerun(scope="app")
@@ -346,7 +366,9 @@ def induction_section() -> None:
         "such heads appear suddenly during training, together with a sudden drop in the loss on repeated text.\n\n"
         "Here a 2-layer **attention-only** GPT (no MLPs) learns lines of random characters in which a random stretch "
         "appears twice, at a random place. The chart probes every kept snapshot on test lines (16 random characters, "
-        "repeated): watch the induction score jump while the loss on the repeated half falls."
+        "repeated): watch the induction score jump while the loss on the repeated half falls. These scores average "
+        "the attention over all the test lines, so they differ a little from section 2's heatmap, which measures one "
+        "test input of its own."
     )
     with ui.friendly_errors("the induction run"):
         # redrawn every 4 s while the run trains; still while it is paused or over

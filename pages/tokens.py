@@ -38,9 +38,8 @@ example = st.selectbox("Example", list(EXAMPLES), **share.bind("example"),
                        on_change=lambda: state.set_value("text", EXAMPLES[state.value("example")]))
 text = st.text_area("Your text", EXAMPLES[example], height=120, **share.bind("text"))
 share.carried_note("text")
-if not text:
-    st.warning("The text is empty: type or paste something to tokenize.")
-    st.stop()
+EMPTY_TEXT = ("Your text is empty: type or paste something above to see it tokenized here. (Training a BPE and "
+              "the input–target windows below still work.)")
 if len(text) > MAX_CHARS:
     st.warning(f"That is {len(text):,} characters; this page tokenizes the first {MAX_CHARS:,} so it stays responsive.")
     text = text[:MAX_CHARS]
@@ -87,8 +86,9 @@ def word_vocabulary_label(tokenizer: tk.WordTokenizer) -> str:
     return f"its {words:,} most common words" if tokenizer.vocab_size >= WORD_VOCAB else f"all {words:,} of its words"
 
 
-quiz_ui.section("tokens", lambda: quiz.tokens_questions(
-    text, {"GPT-2": reference("gpt2"), "cl100k (GPT-4)": reference("cl100k")}))
+if text:  # the questions are about your text
+    quiz_ui.section("tokens", lambda: quiz.tokens_questions(
+        text, {"GPT-2": reference("gpt2"), "cl100k (GPT-4)": reference("cl100k")}))
 
 # ------------------------------------------------------------------ side by side
 st.header("1. Several tokenizers, side by side")
@@ -119,8 +119,16 @@ if picked_tokenizer is None:
 
 @sections.section("tokens.side_by_side")
 def side_by_side() -> None:
-    chosen = st.multiselect("Tokenizers", list(available), default=[k for k in available if k != "characters"][:4],
+    # every tokenizer but the corpus's characters; a BPE trained here joins the list once (next to GPT-2 and
+    # cl100k, replacing neither), and taken off by the student it stays off
+    if "bpe" in available and not state.BPE_LISTED.get() and state.has_value("tokenizers"):
+        state.set_value("tokenizers", [key for key in state.value("tokenizers") if key != "bpe"] + ["bpe"])
+    if "bpe" in available:
+        state.BPE_LISTED.set(True)
+    chosen = st.multiselect("Tokenizers", list(available), default=[k for k in available if k != "characters"],
                             format_func=OPTION_LABELS.get, **share.bind("tokenizers"))
+    if "bpe" in available and "bpe" not in chosen:
+        st.caption("Your BPE is in the list: add it to compare it with the others.")
     show_ids = st.toggle("Show the ids under the tokens", value=True, key=state.widget("tok_show_ids"))
 
 
@@ -166,7 +174,10 @@ def side_by_side() -> None:
                    "vocabulary cannot once a word is [UNK], nor a character vocabulary for characters it never saw.")
 
 
-side_by_side()
+if text:
+    side_by_side()
+else:
+    st.warning(EMPTY_TEXT)
 
 # ------------------------------------------------------------------ training BPE
 def train_bpe_controls() -> None:
@@ -207,6 +218,7 @@ def train_bpe_controls() -> None:
             else:
                 tokenizer = tk.BPETokenizer.from_history(ended.result, spec["pattern"], [tk.ENDOFTEXT], keep_history=True)
                 state.BPE_TOKENIZER.set(tokenizer)
+                state.BPE_LISTED.pop()  # the new BPE joins section 1's tokenizers
                 state.BPE_ORIGIN.set({key: spec[key] for key in ("pattern", "vocab_size", "corpus")})
                 st.rerun()  # section 1 above was drawn before this BPE existed: draw the page again with it
         bpe_now, origin = trained_bpe(), bpe_origin()
@@ -259,7 +271,9 @@ def bpe_views(bpe: tk.BPETokenizer) -> None:
                        file_name="bpe-tokenizer.json", mime="application/json")
 
     st.subheader("Replay: your text, merge by merge")
-    if bpe.merges:
+    if not text:
+        st.warning(EMPTY_TEXT)
+    elif bpe.merges:
         replay(bpe, text)
 
     st.subheader("Compression and frequency")
@@ -339,7 +353,10 @@ def round_trip(tokenizer) -> list[int]:
 
 st.header("3. Encode → decode, and special tokens")
 tokenizer = bpe or picked_tokenizer or reference("gpt2")
-ids = round_trip(tokenizer)
+if text:
+    ids = round_trip(tokenizer)
+else:
+    st.warning("Your text is empty: type or paste something above to encode and decode it here.")
 
 
 # ------------------------------------------------------------------ input-target pairs
@@ -370,4 +387,9 @@ def input_target_pairs(ids: list[int], tokenizer) -> None:
         charts.latex(rf"\text{{windows}} = \left\lfloor \frac{{{len(ids)} - {context_size} - 1}}{{{stride}}} \right\rfloor + 1 = {len(inputs)}")
 
 
+if not text:  # the windows need tokens: the corpus's start stands in for the empty text, and the page says so
+    window_text = corpus_text[:300] or EXAMPLES["English"]
+    source = literal_markdown(corpus_label) if corpus_text else "the English example"
+    st.info(f"Your text is empty: these windows cut the first {len(window_text)} characters of {source} instead.")
+    ids = views.encode(tokenizer, window_text)
 input_target_pairs(ids, tokenizer)

@@ -205,7 +205,13 @@ def draw_all_runs() -> None:
         if not statuses[label].done and job.id != focus_id:  # the focused run has its controls above
             st.progress(statuses[label].fraction, text=f"{literal_markdown(label)}: {statuses[label].describe()}")
             training.controls(job, statuses[label], where="all")
-    chosen = st.multiselect("Runs on the chart", list(all_runs), default=list(all_runs)[-7:], key=state.widget("runs_on_chart"))
+    chart = ui.keep("runs_on_chart")  # kept across pages: the student's choice survives a visit elsewhere
+    chart_key = chart["key"]
+    labels = {job.id: label for label, job in all_runs.items()}
+    offered = state.CHART_OFFERED.setdefault()
+    state.set_value(chart_key, training.chart_selection(labels, state.value(chart_key), offered))
+    offered.update(labels)  # a run new to the chart joins it once (so a finished race is on it), then it is the student's
+    chosen = st.multiselect("Runs on the chart", list(all_runs), **chart)
     v1, v2 = st.columns(2)
     show_val = v1.toggle("Show validation loss", value=True, key=state.widget("runs_show_val"))
     smoothing = v2.slider("Smooth the training curves", 0.0, 0.99, 0.9, 0.01, key=state.widget("runs_smoothing"),
@@ -427,8 +433,9 @@ else:
     p_t = float(grad.probabilities[target])
     charts.latex(rf"\frac{{\partial L}}{{\partial z_{{\text{{target}}}}}} = p_{{\text{{target}}}} - 1 = {p_t:.4f} - 1 = {p_t - 1:.4f}"
              rf"\qquad \frac{{\partial L}}{{\partial W}} = (p - y)\,h^\top")
-    st.success(f"By hand vs autograd: the largest difference over all {grad.dweight_by_hand.numel():,} entries of "
-               f"∂L/∂W and ∂L/∂z is {grad.max_difference:.2e}.")
+    st.success(f"By hand vs autograd: the largest difference over all {grad.entries_compared:,} entries of "
+               f"∂L/∂W ({grad.dweight_by_hand.numel():,}) and ∂L/∂z ({grad.dlogits_by_hand.numel():,}) is "
+               f"{grad.max_difference:.2e}.")
     st.caption("The gradient pushes the target's logit up (p − 1 < 0) and every other logit down in proportion "
                "to how much probability it took. A gradient-descent step W ← W − lr · ∂L/∂W does both at once.")
 

@@ -121,6 +121,7 @@ UPLOADED_CORPUS = Slot("uploaded_corpus", tuple, "(file name, text) of the corpu
 # Tokens
 BPE_JOB = Slot("bpe_job", dict, "the BPE training job of the Tokens page: id, pattern, vocabulary size, corpus")
 BPE_TOKENIZER = Slot("bpe_tokenizer", object, "the BPE tokenizer trained on the Tokens page")
+BPE_LISTED = Slot("bpe_listed", bool, "the trained BPE was added to the Tokens page's tokenizers side by side (once)")
 BPE_ORIGIN = Slot("bpe_origin", dict, "what that tokenizer was trained with (pattern, vocabulary size, corpus)",
                   default=dict)
 # Embeddings
@@ -129,11 +130,15 @@ W2V = Slot("w2v", tuple, "(corpus, the trained word2vec state)")
 W2V_STEPS = Slot("w2v_steps", int, "the steps the word2vec run was asked for")
 # Inside the model
 INDUCTION_JOB = Slot("inside_induction_job", str, "the id of the induction-head run")
+INDUCTION_PREVIOUS = Slot("inside_induction_previous", str, "the model key picked before the induction run took its "
+                          "place (section 4 offers it back)")
 # Loss & training
 LLAMA_LAB = Slot("llama_lab", dict, "the Model page's GPT-2 → Llama lab runs: job ids, corpus and steps")
 SWITCH_RACE = Slot("switch_race_runs", dict, "the Training page's last architecture race: switch, job ids, corpus, context")
 TRAINING_FOCUS = Slot("training_focus", (str, type(None)), "the id of the run the Training page shows first")
 DECODER_JOB = Slot("decoder_job", str, "the id of the encoder–decoder run")
+CHART_OFFERED = Slot("runs_offered", set, "ids of the runs the comparison chart has offered (a new run joins it once)",
+                     default=set)
 # Sampling
 GENERATED = Slot("generated", tuple, "(model key, the generated tokens' records, the prompt as kept)")
 BEAM = Slot("beam", tuple, "(model key, the beam search's result, the prompt's ids)")
@@ -215,12 +220,12 @@ WIDGETS: dict[str, str] = {
     "induction_chart": "Inside the model: the induction score and loss by step",
     "induction_pick": "Inside the model: show the induction run on every page",
     "induction_again": "Inside the model: train the induction run again",
+    "induction_back": "Inside the model: pick again the model picked before the induction run",
     # Loss & training
     "train": "Training: Train",
     "switch_race": "Training: race two runs that differ in one switch",
     "longer_context": "Training: the context at which a finished architecture race is measured",
     "longer_chart": "Training: the loss at every position beyond the training context",
-    "runs_on_chart": "Training: the runs on the chart",
     "runs_show_val": "Training: show the validation loss",
     "runs_smoothing": "Training: smoothing of the training curves",
     "runs_chart": "Training: every run's curves",
@@ -287,6 +292,7 @@ KEPT: dict[str, str] = {
     "race_steps": "Training: steps per runner of a race",
     "race_model": "Training: the model raced",
     "race_switch": "Training: the architecture switch raced",
+    "runs_on_chart": "Training: the runs on the comparison chart",
     "before_prompt": "Training: the prompt of the before/after samples",
 }
 

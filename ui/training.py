@@ -40,6 +40,27 @@ def unique_label(base: str) -> str:
     return label
 
 
+def chart_selection(labels: dict[str, str], chosen: list[str] | None, offered: set[str], newest: int = 7) -> list[str]:
+    """The runs on the comparison chart (their labels), from ``labels`` (each run of the session, oldest first:
+    id → label), ``chosen`` (the multiselect's value; None: never drawn) and ``offered`` (the ids it already had).
+
+    The first time, the ``newest`` runs. After that the student's choice (less runs since cleared) plus every run
+    not offered before, at the end: a run or race just started joins the chart once, so it is there when it ends;
+    taken off by the student, it stays off.
+
+    >>> chart_selection({"a": "A", "b": "B", "c": "C"}, None, set(), newest=2)
+    ['B', 'C']
+    >>> chart_selection({"a": "A", "b": "B", "c": "C", "d": "D"}, ["C", "A"], {"a", "b", "c"})
+    ['C', 'A', 'D']
+    >>> chart_selection({"b": "B", "d": "D"}, ["A", "D"], {"a", "b", "c", "d"})  # "a" was cleared
+    ['D']
+    """
+    if chosen is None:
+        return list(labels.values())[-newest:]
+    kept = [label for label in chosen if label in labels.values()]
+    return kept + [label for run_id, label in labels.items() if run_id not in offered and label not in kept]
+
+
 _FRAMES: OrderedDict[tuple[str, int], pd.DataFrame] = OrderedDict()
 _FRAMES_LOCK = threading.Lock()
 MAX_POINTS = 600  # points per curve on a chart: a curve of 2,000 steps loses nothing visible at this width
@@ -133,6 +154,7 @@ def draw_run(job: jobs.Job, where: str = "live") -> None:
     if status.done:
         # an ended run has no progress bar and no Stop; its curve is on the comparison chart below
         st.markdown(f"**{literal_markdown(job.label)}** · {status.describe()}")
+        st.caption("Its curves are on the comparison chart of section 2, next to your other runs.")
     else:
         st.progress(status.fraction, text=f"**{literal_markdown(job.label)}** · {status.describe()}")
     controls(job, status, where)
