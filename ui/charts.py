@@ -239,13 +239,33 @@ def install_export() -> None:
 EQUATION_WIDTH = 60  # characters a page's main column shows of a display equation at 1280 px before it scrolls
 
 
+def _brace_group(line: str, start: int) -> tuple[str, int]:
+    """The content of the brace group opening at ``line[start]`` and the index after it."""
+    depth = 0
+    for i in range(start, len(line)):
+        if line[i] == "{" and (i == 0 or line[i - 1] != "\\"):
+            depth += 1
+        elif line[i] == "}" and line[i - 1] != "\\":
+            depth -= 1
+            if depth == 0:
+                return line[start + 1:i], i + 1
+    return line[start + 1:], len(line)
+
+
 def visible_length(line: str) -> int:
-    """About how many characters KaTeX draws for ``line``: commands count as one symbol, braces and scripts'
-    markers as nothing.
+    """About how many characters KaTeX draws for ``line`` side by side: commands count as one symbol, braces and
+    scripts' markers as nothing, a fraction as the wider of its two parts (they are stacked).
 
     >>> visible_length(r"\\alpha_{1} = \\frac{e^{2}}{3}")
-    9
+    7
+    >>> visible_length(r"p = \\frac{e^{z_i/T}}{\\sum_j e^{z_j/T}}")  # 'p = ' and the denominator, 8 wide
+    12
     """
+    while (start := line.find("\\frac{")) >= 0:  # \frac{a}{b} -> the wider of a and b
+        numerator, after = _brace_group(line, start + 5)
+        denominator, end = _brace_group(line, after) if line[after:after + 1] == "{" else ("", after)
+        wider = max(numerator, denominator, key=visible_length)
+        line = line[:start] + wider + line[end:]
     return len(re.sub(r"\\[A-Za-z]+|[{}^_]|\\[,;:! ]", lambda m: "x" if m.group(0)[1:].isalpha() else "", line))
 
 
@@ -280,10 +300,40 @@ def _top_level_cuts(line: str, marks: tuple[str, ...]) -> list[str]:
     return pieces
 
 
+STATEMENT_BREAKS = (r"\qquad", r"\quad", r",\;", r";\;")  # between two statements of one line
+
+
+def _statements(line: str) -> list[str]:
+    """``line`` cut after each top-level statement break (``\\quad``, ``,\\;`` …), each piece keeping its break."""
+    pieces, start, depth, i = [], 0, 0, 0
+    while i < len(line):
+        if line.startswith("\\left", i) and not line[i + 5:i + 6].isalpha():
+            depth, i = depth + 1, i + 5
+            continue
+        if line.startswith("\\right", i) and not line[i + 6:i + 7].isalpha():
+            depth, i = depth - 1, i + 6
+            continue
+        mark = next((m for m in STATEMENT_BREAKS if line.startswith(m, i)
+                     and not line[i + len(m):i + len(m) + 1].isalpha()), None)
+        if mark and depth == 0:
+            pieces.append(line[start:i + len(mark)])
+            start = i = i + len(mark)
+            continue
+        if line[i] == "\\":
+            i += 2
+            continue
+        depth += {"{": 1, "}": -1}.get(line[i], 0)
+        i += 1
+    if line[start:].strip():
+        pieces.append(line[start:])
+    return pieces
+
+
 def fit_equation(line: str, width: int = EQUATION_WIDTH) -> str:
-    """A worked equation too wide for the page, broken into aligned lines: at its top-level ``=`` (and
-    ``\\Rightarrow``, ``\\approx``), then a piece still too wide at its top-level ``+``. A wide equation scrolled
-    sideways inside its box, so a student read ``d = 0`` where the page said ``d = … = 0.1732``.
+    """A worked equation too wide for the page, broken into lines. A line of several statements (``a = 1,\\;
+    b = 2``) is packed statement by statement, never cut inside one; one long chain is aligned at its top-level
+    ``=`` (and ``\\Rightarrow``, ``\\approx``), then a piece still too wide at its top-level ``+``. A wide
+    equation scrolled sideways inside its box, so a student read ``d = 0`` where the page said ``d = … = 0.1732``.
 
     >>> fit_equation("a = b")
     'a = b'
@@ -293,16 +343,28 @@ def fit_equation(line: str, width: int = EQUATION_WIDTH) -> str:
     \\begin{aligned}s &= 1.25 + 2.5 \\\\ &\\quad + 3.75 + 5.0\\end{aligned}
     >>> fit_equation(r"y = \\left(a + b + c + d + e\\right) + f", width=6)  # never inside a \\left … \\right
     '\\\\begin{aligned}y &= \\\\left(a + b + c + d + e\\\\right) \\\\\\\\ &\\\\quad + f\\\\end{aligned}'
+    >>> print(fit_equation(r"a = 1.25,\\; b = 2.50,\\; c = 3.75", width=20))  # statements: packed, not chained
+    \\begin{gathered}a = 1.25,\\; b = 2.50,\\; \\\\ c = 3.75\\end{gathered}
     """
     if visible_length(line) <= width or "\\begin" in line or "\\\\" in line:
         return line
+    statements = _statements(line)
+    if len(statements) > 1:  # pack whole statements into rows; a statement too wide on its own is fitted alone
+        rows: list[str] = []
+        for statement in statements:
+            joined = statement if not rows else rows[-1] + " " + statement.strip()
+            if rows and visible_length(joined) <= width:
+                rows[-1] = joined
+            else:
+                rows.append(statement.strip())
+        return "\\begin{gathered}" + " \\\\ ".join(fit_equation(row, width) for row in rows) + "\\end{gathered}"
     pieces = _top_level_cuts(line, ("=", "\\Rightarrow", "\\approx"))
     if len(pieces) < 2 and len(_top_level_cuts(line, ("+",))) < 2:
         return line
     head, rest = pieces[0].rstrip(), [piece.strip() for piece in pieces[1:]]
     if not rest:  # no relation to align on: the whole line is the right-hand side of an empty left
         head, rest = "", [pieces[0].strip()]
-    rows: list[str] = []
+    chain: list[str] = []
     room = max(width // 3, width - visible_length(head))  # every row starts in the column after the left side
     for piece in rest:
         relation = next((m for m in ("=", "\\Rightarrow", "\\approx") if piece.startswith(m)), "")
@@ -312,12 +374,12 @@ def fit_equation(line: str, width: int = EQUATION_WIDTH) -> str:
         for term in (t.strip() for t in terms):
             joined = term if not row else f"{row} {term}"
             if row and visible_length(joined) > room:
-                rows.append(("&" + relation + " " if first else "&\\quad ") + row)
+                chain.append(("&" + relation + " " if first else "&\\quad ") + row)
                 row, first = term, False
             else:
                 row = joined
-        rows.append(("&" + relation + " " if first else "&\\quad ") + row)
-    return "\\begin{aligned}" + head + " " + " \\\\ ".join(rows) + "\\end{aligned}"
+        chain.append(("&" + relation + " " if first else "&\\quad ") + row)
+    return "\\begin{aligned}" + head + " " + " \\\\ ".join(chain) + "\\end{aligned}"
 
 
 def tex_thousands(line: str) -> str:
