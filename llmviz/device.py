@@ -59,9 +59,15 @@ def pick_device(override: str | None = None) -> str:
 
 
 def describe_device(device: str) -> str:
-    """A one-line description for the home page, e.g. ``"CUDA (NVIDIA H100)"``."""
-    if device == "cuda" and torch.cuda.is_available():
-        return f"CUDA ({torch.cuda.get_device_name(0)})"
+    """A one-line description for the home page and the command line, e.g. ``"CUDA (NVIDIA H100)"``;
+    ``"cuda:1"`` names its own GPU (``"CUDA:1 (…)"``).
+
+    >>> describe_device("cpu").startswith("CPU (")
+    True
+    """
+    if device.startswith("cuda") and torch.cuda.is_available():
+        index = torch.device(device).index
+        return f"{'CUDA' if index is None else f'CUDA:{index}'} ({torch.cuda.get_device_name(index or 0)})"
     if device == "mps":
         return "MPS (Apple GPU)"
     return f"CPU ({torch.get_num_threads()} threads)"

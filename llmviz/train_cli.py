@@ -150,6 +150,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace, group, device: str) -> int:
     from tqdm import tqdm
 
+    from llmviz.device import describe_device
     from llmviz.jobs import train_blocking
     from llmviz.models.gpt import PRESETS
     from llmviz.train import TrainConfig, Trainer, load_initial, resume
@@ -183,7 +184,8 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
         f"vocabulary {trainer.dataset.vocab_size:,}, {len(trainer.dataset.train_ids):,} training tokens"
         + (f"; {group.world_size} processes × {trainer.config.batch_size // group.world_size} windows, "
            f"{trainer.accumulation} micro-batch(es) each" if group.distributed else "")
-        + (", the model sharded over them (FSDP)" if group.sharded else ""))
+        + (", the model sharded over them (FSDP)" if group.sharded else "")
+        + f"; training on {describe_device(device)}")  # --device auto on a CPU-only machine: said, not silent
     if args.fsdp and not group.distributed:
         say("--fsdp shards the model over the processes torchrun starts; in one process it trains as usual")
     progress = tqdm(total=trainer.config.steps, initial=trainer.step, unit="step", disable=not group.is_main)

@@ -148,3 +148,13 @@ def test_sample_with_a_vanishing_top_p_prints_text(capsys):
     code, out, err = _run(capsys, "sample", "--checkpoint", str(ROOT / "data" / "gpt-python-docs"), "--prompt",
                           "def ", "--tokens", "5", "--top-p", "1e-300")
     assert code == 0 and out.strip() and "Traceback" not in err
+
+
+def test_training_says_which_device_it_trains_on(capsys, tmp_path):
+    """--device auto on a machine without a GPU trains on the CPU: the first line says so (a 124M run on the CPU
+    takes minutes a step; the student must not wait without a word)."""
+    import torch
+
+    code, _, err = _run(capsys, "train", "--corpus", "names", "--model", "bigram-counts", "--steps", "1",
+                        "--device", "cpu", "--out", str(tmp_path / "run"))
+    assert code == 0 and f"; training on CPU ({torch.get_num_threads()} threads)" in err, err
