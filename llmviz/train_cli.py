@@ -125,12 +125,18 @@ def _load_text(name: str) -> str:
 
     if name in corpus.REGISTRY:
         return corpus.load(name)
+    from llmviz.errors import CorpusUnavailable
+
     path = Path(name)
     if not path.exists():
-        from llmviz.errors import CorpusUnavailable
-
         raise CorpusUnavailable(f"{name!r} is neither a registered corpus nor a file.")
-    return corpus.validate_upload(path.name, path.read_bytes())
+    if path.is_dir():
+        raise CorpusUnavailable(f"{name!r} is a folder: give a UTF-8 text file (or a registered corpus name).")
+    if not path.is_file():  # a device or a pipe would be read for ever
+        raise CorpusUnavailable(f"{name!r} is not a regular file (a device or a pipe): give a UTF-8 text file.")
+    data = path.read_bytes()
+    # the app's 20 MB upload cap protects a shared server; a corpus on your own machine may be as big as it is
+    return corpus.validate_upload(path.name, data, max_bytes=max(len(data), 1))
 
 
 def cmd_train(args: argparse.Namespace) -> int:

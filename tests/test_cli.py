@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -158,3 +159,21 @@ def test_training_says_which_device_it_trains_on(capsys, tmp_path):
     code, _, err = _run(capsys, "train", "--corpus", "names", "--model", "bigram-counts", "--steps", "1",
                         "--device", "cpu", "--out", str(tmp_path / "run"))
     assert code == 0 and f"; training on CPU ({torch.get_num_threads()} threads)" in err, err
+
+
+def test_a_corpus_file_on_your_own_machine_is_not_held_to_the_apps_upload_cap(tmp_path):
+    """README's 'Training bigger' trains on big.txt: the CLI read it through the app's 20 MB upload check
+    ('… the limit is 20 MB. Upload a smaller excerpt.'), and a folder gave a raw IsADirectoryError traceback."""
+    from llmviz import corpus
+    from llmviz.errors import CorpusUnavailable
+    from llmviz.train_cli import _load_text
+
+    big = tmp_path / "big.txt"
+    line = "The while statement is used for repeated execution as long as an expression is true.\n"
+    big.write_text(line * (corpus.MAX_UPLOAD_BYTES // len(line) + 1000))
+    assert len(_load_text(str(big))) == big.stat().st_size > corpus.MAX_UPLOAD_BYTES
+    with pytest.raises(CorpusUnavailable, match="is a folder"):
+        _load_text(str(tmp_path))
+    if Path("/dev/zero").exists():
+        with pytest.raises(CorpusUnavailable, match="not a regular file"):
+            _load_text("/dev/zero")
