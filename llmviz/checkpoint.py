@@ -316,8 +316,23 @@ def list_checkpoints(folder: str | Path) -> list[ListedCheckpoint]:
         special = mode is None or not (is_dir or stat.S_ISREG(mode))
         if not (special or path.suffix == ".safetensors" or (is_dir and os.path.lexists(path / META_FILE))):
             continue
-        listed.append(ListedCheckpoint(path.name, path, _problem(str(path), _signature(path))))
+        name = printable_name(path.name)
+        if name != path.name:  # bytes that are not UTF-8: no page, link or message can carry this name
+            listed.append(ListedCheckpoint(name, path, "its name is not valid UTF-8: rename it."))
+            continue
+        listed.append(ListedCheckpoint(name, path, _problem(str(path), _signature(path))))
     return listed
+
+
+def printable_name(name: str) -> str:
+    """A file name as text any page can show: bytes that are not UTF-8 (kept by Python as lone surrogates,
+    which cannot be encoded to send to a browser or put in a link) become U+FFFD.
+
+    >>> import os
+    >>> printable_name("run-1"), printable_name(os.fsdecode(b"bad\\xffname")) == "bad\\ufffdname"
+    ('run-1', True)
+    """
+    return "".join("\ufffd" if "\ud800" <= character <= "\udfff" else character for character in name)
 
 
 def _mps_available() -> bool:

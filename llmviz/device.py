@@ -59,16 +59,18 @@ def pick_device(override: str | None = None) -> str:
 
 
 def describe_device(device: str, threads: int | None = None) -> str:
-    """A one-line description for the home page, e.g. ``"CUDA (NVIDIA H100)"``; on the CPU, its torch threads
-    (``threads``, else :func:`torch.get_num_threads`), counted in words that agree with the number.
+    """A one-line description for the home page and the command line, e.g. ``"CUDA (NVIDIA H100)"``; ``"cuda:1"``
+    names its own GPU (``"CUDA:1 (…)"``); on the CPU, its torch threads (``threads``, else
+    :func:`torch.get_num_threads`), counted in words that agree with the number.
 
     >>> describe_device("cpu", threads=1)
     'CPU (1 thread)'
     >>> describe_device("cpu", threads=8)
     'CPU (8 threads)'
     """
-    if device == "cuda" and torch.cuda.is_available():
-        return f"CUDA ({torch.cuda.get_device_name(0)})"
+    if device.startswith("cuda") and torch.cuda.is_available():
+        index = torch.device(device).index
+        return f"{'CUDA' if index is None else f'CUDA:{index}'} ({torch.cuda.get_device_name(index or 0)})"
     if device == "mps":
         return "MPS (Apple GPU)"
     count = torch.get_num_threads() if threads is None else threads

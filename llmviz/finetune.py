@@ -35,6 +35,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from llmviz.device import isolated_rng
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import GPT
 from llmviz.tokenizers import Tokenizer
@@ -320,10 +321,10 @@ class FineTuneTrainer:
     history: list[ClassifierMetrics] = field(default_factory=list)
 
     def __post_init__(self, initial_model: GPT):
-        torch.manual_seed(self.config.seed)
-        backbone = GPT(initial_model.config.replace(dropout=0.0))
-        backbone.load_state_dict(initial_model.state_dict())
-        self.classifier = NameClassifier(backbone, seed=self.config.seed).to(self.config.device)
+        with isolated_rng(self.config.seed):  # construction draws from the global generator: never reseed it for good
+            backbone = GPT(initial_model.config.replace(dropout=0.0))
+            backbone.load_state_dict(initial_model.state_dict())
+            self.classifier = NameClassifier(backbone, seed=self.config.seed).to(self.config.device)
         self.model = self.classifier.backbone
         self.trained = set_trainable(self.classifier, self.config.mode)
         self.optimizer = torch.optim.AdamW(self.trained, lr=self.config.lr, weight_decay=0.0)

@@ -62,4 +62,5 @@ def read_safetensors(path: str | Path) -> dict[str, torch.Tensor]:
     try:
         return load_file(str(path))
     except (SafetensorError, OSError, ValueError) as error:
-        raise CheckpointError(f"{path.name} is not a valid safetensors file (truncated or corrupted?): {error}") from None
+        detail = "" if "/" in str(error) or os.sep in str(error) else f": {error}"  # a detail naming a path is left out
+        raise CheckpointError(f"{path.name} is not a valid safetensors file (truncated or corrupted?){detail}") from None

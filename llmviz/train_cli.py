@@ -125,12 +125,18 @@ def _load_text(name: str) -> str:
 
     if name in corpus.REGISTRY:
         return corpus.load(name)
+    from llmviz.errors import CorpusUnavailable
+
     path = Path(name)
     if not path.exists():
-        from llmviz.errors import CorpusUnavailable
-
         raise CorpusUnavailable(f"{name!r} is neither a registered corpus nor a file.")
-    return corpus.validate_upload(path.name, path.read_bytes())
+    if path.is_dir():
+        raise CorpusUnavailable(f"{name!r} is a folder: give a UTF-8 text file (or a registered corpus name).")
+    if not path.is_file():  # a device or a pipe would be read for ever
+        raise CorpusUnavailable(f"{name!r} is not a regular file (a device or a pipe): give a UTF-8 text file.")
+    data = path.read_bytes()
+    # the app's 20 MB upload cap protects a shared server; a corpus on your own machine may be as big as it is
+    return corpus.validate_upload(path.name, data, max_bytes=max(len(data), 1))
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -150,6 +156,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace, group, device: str) -> int:
     from tqdm import tqdm
 
+    from llmviz.device import describe_device
     from llmviz.jobs import train_blocking
     from llmviz.models.gpt import PRESETS
     from llmviz.train import TrainConfig, Trainer, load_initial, resume
@@ -183,7 +190,8 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
         f"vocabulary {trainer.dataset.vocab_size:,}, {len(trainer.dataset.train_ids):,} training tokens"
         + (f"; {group.world_size} processes × {trainer.config.batch_size // group.world_size} windows, "
            f"{trainer.accumulation} micro-batch(es) each" if group.distributed else "")
-        + (", the model sharded over them (FSDP)" if group.sharded else ""))
+        + (", the model sharded over them (FSDP)" if group.sharded else "")
+        + f"; training on {describe_device(device)}")  # --device auto on a CPU-only machine: said, not silent
     if args.fsdp and not group.distributed:
         say("--fsdp shards the model over the processes torchrun starts; in one process it trains as usual")
     progress = tqdm(total=trainer.config.steps, initial=trainer.step, unit="step", disable=not group.is_main)

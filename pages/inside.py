@@ -258,7 +258,8 @@ def start_induction_run() -> None:
     preset = induction.PRESET
     try:
         trainer = induction.make_trainer(preset)
-        job = picker.manager().submit_training(picker.session_id(), trainer, label=INDUCTION_LABEL,
+        label = training.unique_label(INDUCTION_LABEL)  # 'Train it again' must not repeat the first run's label
+        job = picker.manager().submit_training(picker.session_id(), trainer, label=label,
                                                snapshot_every=preset.snapshot_every)
     except LlmvizError as error:
         st.error(str(error))

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -148,3 +149,32 @@ def test_sample_with_a_vanishing_top_p_prints_text(capsys):
     code, out, err = _run(capsys, "sample", "--checkpoint", str(ROOT / "data" / "gpt-python-docs"), "--prompt",
                           "def ", "--tokens", "5", "--top-p", "1e-300")
     assert code == 0 and out.strip() and "Traceback" not in err
+
+
+def test_training_says_which_device_it_trains_on(capsys, tmp_path):
+    """--device auto on a machine without a GPU trains on the CPU: the first line says so (a 124M run on the CPU
+    takes minutes a step; the student must not wait without a word)."""
+    import torch
+
+    code, _, err = _run(capsys, "train", "--corpus", "names", "--model", "bigram-counts", "--steps", "1",
+                        "--device", "cpu", "--out", str(tmp_path / "run"))
+    threads = torch.get_num_threads()
+    assert code == 0 and f"; training on CPU ({threads} thread{'' if threads == 1 else 's'})" in err, err
+
+
+def test_a_corpus_file_on_your_own_machine_is_not_held_to_the_apps_upload_cap(tmp_path):
+    """README's 'Training bigger' trains on big.txt: the CLI read it through the app's 20 MB upload check
+    ('… the limit is 20 MB. Upload a smaller excerpt.'), and a folder gave a raw IsADirectoryError traceback."""
+    from llmviz import corpus
+    from llmviz.errors import CorpusUnavailable
+    from llmviz.train_cli import _load_text
+
+    big = tmp_path / "big.txt"
+    line = "The while statement is used for repeated execution as long as an expression is true.\n"
+    big.write_text(line * (corpus.MAX_UPLOAD_BYTES // len(line) + 1000))
+    assert len(_load_text(str(big))) == big.stat().st_size > corpus.MAX_UPLOAD_BYTES
+    with pytest.raises(CorpusUnavailable, match="is a folder"):
+        _load_text(str(tmp_path))
+    if Path("/dev/zero").exists():
+        with pytest.raises(CorpusUnavailable, match="not a regular file"):
+            _load_text("/dev/zero")

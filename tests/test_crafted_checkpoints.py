@@ -226,3 +226,35 @@ def test_pages_work_with_a_hostile_runs_folder_and_picking_a_bad_entry_explains(
         assert f"Checkpoint {name} — unreadable: " in options, options
     assert "Checkpoint deep — unreadable: checkpoint.json is nested too deeply" in options
     assert picker.value == "shipped:gpt-python-docs" and str(hostile_runs) not in options
+
+
+def test_a_folder_whose_name_is_not_utf8_is_listed_as_unreadable_and_the_others_stay(good, tmp_path, monkeypatch):
+    """A name of bytes that are not UTF-8 (Python keeps them as lone surrogates, which no page or link can encode)
+    took the whole runs folder out of the picker (UnicodeEncodeError in the source's entries), and the weights'
+    error printed the server's path."""
+    import os
+
+    from llmviz.safetensors_file import read_safetensors
+    from llmviz.train import list_checkpoints
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    craft(good, runs, "fine", lambda meta: None)
+    bad = craft(good, runs, os.fsdecode(b"caf\xe9-latin1"), lambda meta: None)
+    listed = {item.name: item for item in list_checkpoints(runs)}
+    assert listed["fine"].readable
+    assert listed["caf\ufffd-latin1"].problem == "its name is not valid UTF-8: rename it."
+    assert str(runs) not in str(_bounded(lambda: read_safetensors(bad / "model.safetensors")))
+
+    from ui.picker import RunsDirSource
+
+    monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(runs))
+    entries = {entry.label: entry for entry in RunsDirSource().entries()}
+    assert entries["Checkpoint fine"].available
+    assert not entries["Checkpoint caf\ufffd-latin1"].available
+    from tests.test_app_pages import assert_clean, run_page
+
+    at = run_page("pages/sampling.py", _picker_selected="dir:fine")
+    assert_clean(at)
+    picker = next(box for box in at.selectbox if box.label == "Model shown on every page")
+    assert "Checkpoint fine" in " | ".join(picker.options)

@@ -109,3 +109,49 @@ def test_an_induction_head_forms_on_a_fixed_seed():
     # the loss on the repeated half drops with it, far below the first half's (which stays near uniform guessing, ln 63)
     assert first.repeated_half_loss > 3.5 and last.repeated_half_loss < 2.0
     assert last.first_half_loss > 3.5
+
+
+@pytest.mark.slow
+def test_readme_figures_of_the_induction_run_are_what_the_preset_computes():
+    """README quotes the preset run's curve (probed every 20 steps on the fixed seed): recomputed here with the
+    preset's own trainer; each figure within 0.01 of what README prints (rounding, and another CPU's arithmetic)."""
+    import copy
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    paragraph = " ".join(readme.split("4. **Watching an induction head form**")[1].split("`tests/test_induction.py`")[0]
+                         .split())
+    claims = {  # (what, step) → the figure README prints, in README's sentence
+        ("induction 1.1", 340): "0.13 at step 340", ("induction 1.1", 400): "0.37 at step 400",
+        ("induction 1.1", 500): "0.70 at step 500", ("induction 1.1", 600): "0.71 at step 600",
+        ("previous 0.1", 360): "0.16 at step 360", ("previous 0.1", 500): "0.31 at step",
+        ("previous 0.1", 600): "0.35 at step 600", ("repeated", 340): "3.0 nats (step 340)",
+        ("repeated", 500): "0.69 (step 500)", ("repeated", 600): "0.39 (step 600)",
+    }
+    for sentence in claims.values():
+        assert sentence in paragraph, sentence
+    trainer = induction.make_trainer()
+    lines = induction.probe_lines()
+    probes = {0: induction.probe(copy.deepcopy(trainer.model).eval(), lines, 0)}
+    for metrics in trainer.run():
+        if metrics.step % 20 == 0:
+            probes[metrics.step] = induction.probe(copy.deepcopy(trainer.model).eval(), lines, metrics.step)
+    assert sorted(probes) == list(range(0, 601, 20))
+
+    def value(what, step):
+        result = probes[step]
+        if what == "repeated":
+            return result.repeated_half_loss
+        kind, where = what.split(" ")
+        layer, head = map(int, where.split("."))
+        return float(result.scores["induction" if kind == "induction" else "previous token"][layer, head])
+
+    for (what, step), sentence in claims.items():
+        assert abs(value(what, step) - float(sentence.split(" ")[0])) <= 0.01 + 1e-9, (what, step, value(what, step))
+    below = [value("induction 1.1", step) for step in range(0, 361, 20)]
+    assert max(below) < 0.2 and "stays below 0.2 up to step 360" in paragraph
+    layer0 = max(float(probes[step].scores["induction"][0].max()) for step in range(0, 361, 20))
+    assert abs(layer0 - 0.18) <= 0.01 and "up to 0.18" in paragraph
+    first = [probes[step].first_half_loss for step in range(80, 601, 20)]
+    assert 4.20 - 0.005 <= min(first) and max(first) < 4.27 + 0.005 and "4.20–4.27 nats from step 80 on" in paragraph
+    assert f"ln 63 =\n   {math.log(63):.2f}" in readme or f"ln 63 = {math.log(63):.2f}" in paragraph

@@ -223,3 +223,19 @@ def test_no_reveal_shows_a_raw_placeholder():
             assert not UNFILLED.search(text), (question.kind, text)
     reveal = quiz.visible_keys(causal_cache(), LABELS, query=1).explanation
     assert "positions 0 to 1, itself included" in reveal
+
+
+def test_no_reveal_of_the_architecture_and_adapt_questions_shows_a_raw_placeholder():
+    """The predict-then-reveal questions built outside llmviz.quiz (Attention's KV cache, Embeddings' RoPE,
+    Adapt & serve's) are checked for unfilled braces too."""
+    from llmviz import adapt, architectures
+    from llmviz.train import load_checkpoint
+    from tests.conftest import ROOT
+
+    model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
+    questions = [architectures.kv_cache_question(8, 2, 4096), architectures.kv_cache_question(4, 4, 10),
+                 architectures.rope_question(), *adapt.adapt_questions(model, tokenizer, "The while statement")]
+    assert {q.kind for q in questions} >= {"kv-cache", "rope-distance", "lora-count", "kv-bytes", "int4-top"}
+    for question in questions:
+        for text in (question.prompt, question.explanation, *question.options):
+            assert not UNFILLED.search(text), (question.kind, text)

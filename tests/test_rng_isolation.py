@@ -100,3 +100,40 @@ def test_a_page_rerun_leaves_the_global_generator_alone(page):
     torch.manual_seed(4242)
     run_page(page)  # the sidebar's seed (1337, deterministic pages on) is passed down, never seeded globally
     assert torch.initial_seed() == 4242
+
+
+def test_starting_a_fine_tuning_run_leaves_the_global_generator_alone():
+    from pathlib import Path
+
+    from llmviz import finetune
+    from llmviz.train import load_checkpoint
+
+    model, tokenizer, _ = load_checkpoint(Path(__file__).resolve().parent.parent / "data" / "gpt-python-docs")
+    torch.manual_seed(4242)
+    state = torch.get_rng_state()
+    trainer = finetune.FineTuneTrainer(finetune.FineTuneConfig(mode="head", steps=2, seed=7), tokenizer, model)
+    assert torch.initial_seed() == 4242 and torch.equal(torch.get_rng_state(), state)  # the old code seeded it with 7
+    again = finetune.FineTuneTrainer(finetune.FineTuneConfig(mode="head", steps=2, seed=7), tokenizer, model)
+    assert torch.equal(trainer.classifier.head.weight, again.classifier.head.weight)  # the run's seed still decides
+
+
+def test_no_code_the_server_runs_seeds_the_global_generator():
+    """Static: torch.manual_seed / torch.seed / default_generator.manual_seed appear only inside
+    device.isolated_rng (which puts the state back) and in doctest examples."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    files = [root / "app.py", *sorted((root / "pages").glob("*.py")), *sorted((root / "ui").glob("*.py")),
+             *sorted((root / "llmviz").rglob("*.py"))]
+    found = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            owner = ast.unparse(node.func.value)
+            if (owner, node.func.attr) in {("torch", "manual_seed"), ("torch", "seed"), ("torch.random", "manual_seed"),
+                                           ("torch.cuda", "manual_seed"), ("torch.cuda", "manual_seed_all"),
+                                           ("torch.default_generator", "manual_seed")}:
+                found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert [place.split(":")[0] for place in found] == ["llmviz/device.py"], found  # isolated_rng's, inside fork_rng

@@ -269,3 +269,26 @@ def test_a_section_that_fails_shows_a_message_and_the_page_goes_on():
     assert "Something went wrong in this section: TypeError" in errors, errors
     assert "Something went wrong in the questions: IndexError" in errors, errors
     assert "the rest of the page" in texts(at.markdown)
+
+
+def test_training_the_induction_run_again_keeps_both_runs_apart(fresh_session_jobs):
+    """'Train it again' on Inside the model gave the new run the same label as the first: the Training page keys
+    its runs by label, so the first run vanished from its chart, table and 'Download a run'."""
+    from llmviz.jobs import default_manager
+
+    at = run_app("pages/inside.py")
+    at.button(key="induction_start").click().run()
+    manager, owner = default_manager(), at.session_state["_llmviz_session_id"]
+    for _ in range(2):
+        for job in manager.jobs(owner):
+            job.stop()
+            assert job.wait(timeout=120)
+        at.run()
+        if len(manager.jobs(owner)) == 1:
+            at.button(key="induction_again").click().run()
+    labels = [job.label for job in manager.jobs(owner)]
+    assert len(labels) == 2 and len(set(labels)) == 2, labels
+    at.switch_page(str(ui.ROOT / "pages/training.py")).run()
+    assert_clean(at)
+    download = next(box for box in at.selectbox if box.label == "Download a run")
+    assert sorted(download.options) == sorted(labels), (download.options, labels)
