@@ -269,8 +269,15 @@ def visible_length(line: str) -> int:
     return len(re.sub(r"\\[A-Za-z]+|[{}^_]|\\[,;:! ]", lambda m: "x" if m.group(0)[1:].isalpha() else "", line))
 
 
-def _top_level_cuts(line: str, marks: tuple[str, ...]) -> list[str]:
-    """``line`` cut before each of ``marks`` that stands outside every brace and ``\\left … \\right`` pair."""
+def _top_level_cuts(line: str, marks: tuple[str, ...], after: bool = False) -> list[str]:
+    """``line`` cut at each of ``marks`` that stands outside every brace and ``\\left … \\right`` pair: before the
+    mark (``after``: behind it, the mark ending its piece).
+
+    >>> _top_level_cuts(r"a = \\frac{b = c}{2} = d", ("=",))
+    ['a ', '= \\\\frac{b = c}{2} ', '= d']
+    >>> _top_level_cuts(r"a = 1,\\; b = 2", (r",\\;",), after=True)
+    ['a = 1,\\\\;', ' b = 2']
+    """
     pieces, start, depth, i = [], 0, 0, 0
     while i < len(line):
         if line.startswith("\\left", i) and not line[i + 5:i + 6].isalpha():
@@ -279,54 +286,26 @@ def _top_level_cuts(line: str, marks: tuple[str, ...]) -> list[str]:
         if line.startswith("\\right", i) and not line[i + 6:i + 7].isalpha():
             depth, i = depth - 1, i + 6
             continue
-        char = line[i]
-        if char == "\\":  # an escaped character or a command: never a mark's start unless the mark is a command
-            mark = next((m for m in marks if m.startswith("\\") and line.startswith(m, i)
-                         and not line[i + len(m):i + len(m) + 1].isalpha()), None)
-            if mark and depth == 0 and i > start:
-                pieces.append(line[start:i])
-                start = i
-            i += len(mark) if mark else 2
-            continue
-        if char == "{":
-            depth += 1
-        elif char == "}":
-            depth -= 1
-        elif depth == 0 and i > start and any(not m.startswith("\\") and line.startswith(m, i) for m in marks):
-            pieces.append(line[start:i])
-            start = i
-        i += 1
-    pieces.append(line[start:])
-    return pieces
-
-
-STATEMENT_BREAKS = (r"\qquad", r"\quad", r",\;", r";\;")  # between two statements of one line
-
-
-def _statements(line: str) -> list[str]:
-    """``line`` cut after each top-level statement break (``\\quad``, ``,\\;`` …), each piece keeping its break."""
-    pieces, start, depth, i = [], 0, 0, 0
-    while i < len(line):
-        if line.startswith("\\left", i) and not line[i + 5:i + 6].isalpha():
-            depth, i = depth + 1, i + 5
-            continue
-        if line.startswith("\\right", i) and not line[i + 6:i + 7].isalpha():
-            depth, i = depth - 1, i + 6
-            continue
-        mark = next((m for m in STATEMENT_BREAKS if line.startswith(m, i)
-                     and not line[i + len(m):i + len(m) + 1].isalpha()), None)
+        mark = next((m for m in marks if line.startswith(m, i)
+                     and not (m[-1].isalpha() and line[i + len(m):i + len(m) + 1].isalpha())), None)
         if mark and depth == 0:
-            pieces.append(line[start:i + len(mark)])
-            start = i = i + len(mark)
+            cut = i + len(mark) if after else i
+            if cut > start:
+                pieces.append(line[start:cut])
+                start = cut
+            i += len(mark)
             continue
-        if line[i] == "\\":
+        if line[i] == "\\":  # an escaped character or a command that is no mark
             i += 2
             continue
         depth += {"{": 1, "}": -1}.get(line[i], 0)
         i += 1
-    if line[start:].strip():
+    if line[start:] or not pieces:
         pieces.append(line[start:])
     return pieces
+
+
+STATEMENT_BREAKS = (r"\qquad", r"\quad", r",\;", r";\;")  # between two statements of one line
 
 
 def fit_equation(line: str, width: int = EQUATION_WIDTH) -> str:
@@ -348,7 +327,7 @@ def fit_equation(line: str, width: int = EQUATION_WIDTH) -> str:
     """
     if visible_length(line) <= width or "\\begin" in line or "\\\\" in line:
         return line
-    statements = _statements(line)
+    statements = [piece for piece in _top_level_cuts(line, STATEMENT_BREAKS, after=True) if piece.strip()]
     if len(statements) > 1:  # pack whole statements into rows; a statement too wide on its own is fitted alone
         rows: list[str] = []
         for statement in statements:
