@@ -7,42 +7,52 @@ import streamlit as st
 import ui
 from ui import charts, picker, present, sections, share, state, watch
 
-st.set_page_config(page_title="llmviz", page_icon=":material/neurology:", layout="wide",
-                   initial_sidebar_state="collapsed" if present.requested() else "auto")
 
-ui.page_torch_threads()  # once per server process: one torch thread per page run (LLMVIZ_PAGE_TORCH_THREADS)
-share.begin()
-pages = [
-    st.Page(str(ui.ROOT / stage.path), title=stage.title if stage.key != "text" else "Home",
-            icon=stage.icon, url_path=stage.key if stage.key != "text" else "start",
-            default=stage.key == "text")
-    for stage in ui.PIPELINE
-    if stage.exists
-]
-home = pages[0]
+def main() -> None:
+    """The whole app: page config, the pages, the shared sidebar, the picked page."""
+    st.set_page_config(page_title="llmviz", page_icon=":material/neurology:", layout="wide",
+                       initial_sidebar_state="collapsed" if present.requested() else "auto")
 
-
-def _to_home() -> None:
-    """``/home`` (a link people type or share) goes to the home page, which lives at ``/``."""
-    st.switch_page(home)
+    ui.page_torch_threads()  # once per server process: one torch thread per page run (LLMVIZ_PAGE_TORCH_THREADS)
+    share.begin()
+    pages = [
+        st.Page(str(ui.ROOT / stage.path), title=stage.title if stage.key != "text" else "Home",
+                icon=stage.icon, url_path=stage.key if stage.key != "text" else "start",
+                default=stage.key == "text")
+        for stage in ui.PIPELINE
+        if stage.exists
+    ]
+    home = pages[0]
 
 
-pages.append(st.Page(_to_home, title="Home", url_path="home", visibility="hidden"))
-following = state.FOLLOWING.pop(default=False)  # this run redraws the page at a run's newer snapshot
-began = time.perf_counter()
-with ui.router_run(), sections.timed_page() as page_timer:  # server time per run, logged only for benchmarks/pages.py
-    navigation = st.navigation(pages)
-    page_timer.name = navigation.url_path or "start"
-    share.restore_model()
-    settings = ui.sidebar()
-    share.record_model()  # the sidebar's seed is passed down to each random action (settings.run_seed()): one
-    # server process serves every session, so the global torch generator is never seeded here
-    charts.install_export()
-    present.apply()
-    try:
-        with share.links():
-            navigation.run()
-    finally:  # also when the page stops or reruns itself
-        ui.freeze_long_lived_objects()  # once per server process: see ui/routing.py
-if following:  # following a training run costs a page run per refresh: it counts in the watching budget
-    watch.record(picker.session_id(), "follow", time.perf_counter() - began)
+    def _to_home() -> None:
+        """``/home`` (a link people type or share) goes to the home page, which lives at ``/``."""
+        st.switch_page(home)
+
+
+    pages.append(st.Page(_to_home, title="Home", url_path="home", visibility="hidden"))
+    following = state.FOLLOWING.pop(default=False)  # this run redraws the page at a run's newer snapshot
+    began = time.perf_counter()
+    with ui.router_run(), sections.timed_page() as page_timer:  # server time per run, logged only for benchmarks/pages.py
+        navigation = st.navigation(pages)
+        page_timer.name = navigation.url_path or "start"
+        share.restore_model()
+        ui.sidebar()
+        share.record_model()  # the sidebar's seed is passed down to each random action (settings.run_seed()): one
+        # server process serves every session, so the global torch generator is never seeded here
+        charts.install_export()
+        present.apply()
+        try:
+            with share.links():
+                navigation.run()
+        finally:  # also when the page stops or reruns itself
+            ui.freeze_long_lived_objects()  # once per server process: see ui/routing.py
+    if following:  # following a training run costs a page run per refresh: it counts in the watching budget
+        watch.record(picker.session_id(), "follow", time.perf_counter() - began)
+
+
+# Streamlit runs this script as "__main__". A worker process started while a script run had installed this file as
+# the server's __main__ imports it as "__mp_main__" (multiprocessing's "safe importing of the main module"): it
+# must draw nothing and start nothing, or it would start a forkserver of its own while still bootstrapping.
+if __name__ == "__main__":
+    main()

@@ -100,3 +100,20 @@ def test_the_first_page_run_freezes_the_long_lived_objects():
 
     run_page("pages/home.py")
     assert gc.get_freeze_count() > 100_000
+
+
+def test_app_py_imported_by_a_worker_process_draws_and_starts_nothing(monkeypatch):
+    """A worker process started while a script run had installed app.py as the server's __main__ imports it as
+    '__mp_main__' (multiprocessing's preparation of the child). It ran the whole app outside any script run and,
+    still bootstrapping, tried to start a forkserver of its own (RuntimeError in a classroom benchmark's log): the
+    app is drawn only when Streamlit runs the script as '__main__'."""
+    import runpy
+
+    import streamlit as st
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("app.py drew the app when imported as __mp_main__")
+
+    monkeypatch.setattr(st, "set_page_config", refuse)
+    module = runpy.run_path(str(ui.ROOT / "app.py"), run_name="__mp_main__")
+    assert callable(module["main"])
