@@ -386,13 +386,18 @@ class Benchmark:
                 self.problem(f"b: the tabs did not finish drawing Attention: {describe(error)}")
                 return
             await asyncio.sleep(self.args.think)
-            for result in await asyncio.gather(*[session.toggle_mask() for session in sessions],
-                                               return_exceptions=True):
-                if isinstance(result, BaseException):
-                    row.errors += 1
-                    self.problem(f"b: toggling the mask with the class on the page: {describe(result)}")
-                else:
-                    row.samples.append(result)
+            await self.all_at_once(row, [session.toggle_mask() for session in sessions],
+                                   "b: toggling the mask with the class on the page")
+
+    async def all_at_once(self, row: Row, actions: list, what: str) -> None:
+        """Run the sessions' ``actions`` at the same moment: each one's seconds is a sample of ``row``, each
+        failure one error (said in the problems, as ``what``)."""
+        for result in await asyncio.gather(*actions, return_exceptions=True):
+            if isinstance(result, BaseException):
+                row.errors += 1
+                self.problem(f"{what}: {describe(result)}")
+            else:
+                row.samples.append(result)
 
     async def fresh_reference(self, browser, n: int) -> None:
         """The floor of the fresh-browser row: ``n`` fresh browsers open a bare Streamlit page (import torch, one
@@ -404,13 +409,8 @@ class Benchmark:
         with _app.App(str(work / "reference.py"), _app.free_port(self.args.port + 10)) as reference:
             sessions = [Session(browser, reference.url, self.args.wait) for _ in range(n)]
             try:
-                for result in await asyncio.gather(*[session.open("", "Size") for session in sessions],
-                                                   return_exceptions=True):
-                    if isinstance(result, BaseException):
-                        row.errors += 1
-                        self.problem(f"b: the bare reference page: {describe(result)}")
-                    else:
-                        row.samples.append(result)
+                await self.all_at_once(row, [session.open("", "Size") for session in sessions],
+                                       "b: the bare reference page")
             finally:
                 for session in sessions:
                     await session.close()
