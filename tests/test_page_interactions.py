@@ -251,12 +251,20 @@ def session_jobs(at, kind="train"):
     return found
 
 
-def test_training_short_run_then_sampling_sees_it():
+def train_on_names(model: str = "mlp", sample_every: int | None = None):
+    """The Training page on the names corpus with a character-level ``model`` trained for 20 steps (Train pressed)."""
     at = run_page("pages/training.py", corpus="names")
-    by_label(at.selectbox, "Model").set_value("mlp")
+    by_label(at.selectbox, "Model").set_value(model)
     by_label(at.radio, "Tokenizer").set_value("char")
     by_label(at.slider, "Steps").set_value(20)
+    if sample_every is not None:
+        by_label(at.slider, "Sample every (steps)").set_value(sample_every)
     at.button(key="train").click().run()
+    return at
+
+
+def test_training_short_run_then_sampling_sees_it():
+    at = train_on_names()
     assert_clean(at)
     [job] = session_jobs(at)
     assert job.status().state == "finished"
@@ -363,12 +371,7 @@ def test_deterministic_switch_decides_whether_generate_repeats(deterministic):
 
 @pytest.mark.parametrize("model", ["bigram-counts", "bigram-neural"])
 def test_training_bigram_with_samples_on(model):
-    at = run_page("pages/training.py", corpus="names")
-    by_label(at.selectbox, "Model").set_value(model)
-    by_label(at.radio, "Tokenizer").set_value("char")
-    by_label(at.slider, "Steps").set_value(20)
-    by_label(at.slider, "Sample every (steps)").set_value(10)
-    at.button(key="train").click().run()
+    at = train_on_names(model, sample_every=10)
     [job] = session_jobs(at)
     at.run()
     assert_clean(at)

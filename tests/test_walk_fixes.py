@@ -70,13 +70,9 @@ def test_chart_selection_adds_new_runs_and_keeps_the_students_choice():
 
 def test_a_finished_race_is_on_the_comparison_chart():
     """Before: the multiselect kept the runs it first showed, so a race trained later was only in the table."""
-    from tests.test_page_interactions import by_label, session_jobs
+    from tests.test_page_interactions import by_label, session_jobs, train_on_names
 
-    at = run_page("pages/training.py", corpus="names")
-    by_label(at.selectbox, "Model").set_value("mlp")
-    by_label(at.radio, "Tokenizer").set_value("char")
-    by_label(at.slider, "Steps").set_value(20)
-    at.button(key="train").click().run()
+    at = train_on_names()
     [first] = session_jobs(at)
     at.run()
     chart = by_label(at.multiselect, "Runs on the chart")
