@@ -495,7 +495,7 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
                                margin=dict(l=10, r=10, t=40, b=10))
             charts.show(bars, key=state.widget("memory_bars"))
             st.caption("Counted exactly: every tensor autograd saves passes through a hook, distinct storages are "
-                       "added up, weights left out. Checkpointing keeps each block's input and recomputes the rest "
+                       "added up; the weights themselves are left out (their 16-bit copies are not: the column above). Checkpointing keeps each block's input and recomputes the rest "
                        "in the backward pass (same loss, more time). Autocast multiplies in 16 bits: it saves "
                        "16-bit activations (half the bytes), and also a 16-bit copy of each weight it multiplies by, "
                        "for the backward pass. With checkpointing few activations are left to halve, so those copies "

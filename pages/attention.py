@@ -189,9 +189,8 @@ st.markdown("`(batch, tokens, d_out)` = (1, 3, 8)")  # all eight columns in view
 st.dataframe(tidy_floats(pd.DataFrame(small[0].numpy(), index=["t0", "t1", "t2"])), width="stretch")
 s2, s3 = st.columns(2)
 s2.markdown("`.view(1, 3, 2, 4)` → (batch, tokens, heads, head_dim)")
-# plain text, not st.code: a code block would load the browser's syntax highlighter for three lines
-s2.text("\n".join(f"t{t}: head 0 {split[0, t, 0].int().tolist()}\n    head 1 {split[0, t, 1].int().tolist()}"
-                   for t in range(3)))
+s2.dataframe(pd.DataFrame({f"head {head}": [str(split[0, t, head].int().tolist()) for t in range(3)]  # a table,
+                           for head in range(2)}, index=["t0", "t1", "t2"]), width="stretch")  # no code block to load
 s3.markdown("`.transpose(1, 2)` → (batch, heads, tokens, head_dim)")
 for head in range(2):
     s3.markdown(f"head {head}")
