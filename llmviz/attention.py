@@ -267,6 +267,38 @@ def toy_input() -> torch.Tensor:
     return torch.tensor(TOY_EMBEDDINGS) + torch.tensor(TOY_POSITIONS)
 
 
+
+def toy_matrices(tables: dict[str, object], width: int = 4) -> dict[str, torch.Tensor]:
+    """The toy example's matrices as a student edited them: every table ``width`` columns of numbers.
+
+    ``tables`` maps a name (X, W_Q, ...) to anything ``torch.as_tensor`` can read (a list of rows, a NumPy
+    array); an empty cell (None, NaN), an infinity or a text is a :class:`ConfigError` that names the matrix.
+
+    >>> toy_matrices({"W_Q": [[1, 2], [3, 4]]}, width=2)["W_Q"]
+    tensor([[1., 2.],
+            [3., 4.]])
+    >>> toy_matrices({"X": [[1.0, float("nan")]]}, width=2)
+    Traceback (most recent call last):
+    ...
+    llmviz.errors.ConfigError: X has an empty cell or a value that is not a number: every entry must be a number.
+    """
+    matrices = {}
+    for name, table in tables.items():
+        problem = ConfigError(f"{name} has an empty cell or a value that is not a number: every entry must be a number.")
+        try:
+            matrix = torch.as_tensor([[float("nan") if value is None else float(value) for value in row]
+                                      for row in _rows(table)], dtype=torch.float32)
+        except (TypeError, ValueError):
+            raise problem from None
+        if matrix.dim() != 2 or matrix.shape[1] != width or not torch.isfinite(matrix).all():
+            raise problem
+        matrices[name] = matrix
+    return matrices
+
+
+def _rows(table) -> list:
+    return table.tolist() if hasattr(table, "tolist") else list(table)
+
 # the running example of Raschka, *Build a Large Language Model (From Scratch)*, ch. 3: "Your journey starts with one step"
 JOURNEY_TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
 JOURNEY_EMBEDDINGS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],

@@ -1,5 +1,6 @@
 import math
 
+import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
@@ -16,6 +17,8 @@ from llmviz.attention import (
     causal_mask,
     head_split_steps,
     simple_self_attention,
+    toy_input,
+    toy_matrices,
 )
 from llmviz.errors import ConfigError
 
@@ -156,3 +159,14 @@ def test_causal_and_padding_combine():
     steps = attention_steps(X, W["q"], W["k"], W["v"], num_heads=2, mask="causal", padding_mask=PADDING)
     weights = steps["weights"][1, :, 4]  # sequence 1, last query: keys 3 and 4 are padding
     assert torch.all(weights[:, 3:] == 0) and torch.allclose(weights[:, :3].sum(-1), torch.ones(2))
+
+
+@pytest.mark.parametrize("cell", [None, float("nan"), float("inf"), "abc", pd.NA])
+def test_a_toy_matrix_with_a_cleared_or_bad_cell_is_refused_by_name(cell):
+    """The Attention page's editors: a student who clears a cell (None / NaN / <NA>) gets a message naming the matrix."""
+    table = pd.DataFrame(TOY_W_K, columns=[f"c{j}" for j in range(4)]).astype(object)
+    table.iloc[2, 1] = cell
+    with pytest.raises(ConfigError, match="^W_K has an empty cell"):
+        toy_matrices({"X": toy_input().tolist(), "W_K": table.to_numpy(dtype=object)})
+    edited = toy_matrices({"W_K": pd.DataFrame(TOY_W_K).to_numpy(dtype=object)})["W_K"]
+    torch.testing.assert_close(edited, torch.tensor(TOY_W_K))  # an untouched table is the example's matrix

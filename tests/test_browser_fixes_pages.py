@@ -5,6 +5,7 @@ Every wait is on the app's state (a text, a button), never a fixed sleep: the ma
 """
 
 import re
+from pydoc_data.topics import topics
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
@@ -58,13 +59,20 @@ def test_bpe_and_word2vec_stop_buttons(app_url, browser):
     word2vec: the vectors learned so far stay usable."""
     page = open_page(browser, f"{app_url}/tokens", viewport=(1400, 1600))
     main = main_area(page)
+    # the trainer is fast (#20: all 3,839 merges of the 465 KB Python manual in 1.5 s on a quiet core, so a Stop
+    # could land after the end): a run long enough to press Stop in is 2.8 MB of text (the manual six times)
+    # taken whole, as one sequence
+    choose(page, "Corpus", "Your own text (upload)", where=sidebar(page))
+    upload(page, "manual-six-times.txt", "\n\n".join(topics.values()).encode() * 6)
+    sidebar(page).get_by_text("Using", exact=False).first.wait_for()
+    wait_until_idle(page)
     vocabulary = slider(page, "Vocabulary size")
     vocabulary.focus()
     page.keyboard.press("End")  # 4,096: thousands of merges
     wait_until_idle(page)
-    # the trainer is fast (#20): make the run long enough to press Stop in — the whole corpus as one sequence
     choose(page, "Pre-split pattern", "none (whole text)", where=main)
-    slider(page, "Train on the first").focus()
+    limit = slider(page, "Train on the first")
+    limit.focus()
     page.keyboard.press("End")
     wait_until_idle(page)
     main.get_by_role("button", name="Train BPE").click()
@@ -86,8 +94,12 @@ def test_bpe_and_word2vec_stop_buttons(app_url, browser):
     assert "of the 4096 asked for" in stopped.inner_text()
     wait_until_idle(page)
     assert main.get_by_role("button", name="Stop", exact=True).count() == 0
-    # a second run with other settings: the GPT-2 pattern and 260 tokens (3 merges; every key press is a rerun)
+    # a second run with other settings: the GPT-2 pattern, the first 10,000 characters and 260 tokens (3 merges;
+    # every key press is a rerun)
     choose(page, "Pre-split pattern", "GPT-2 regex", where=main)
+    limit.focus()
+    page.keyboard.press("Home")
+    wait_until_idle(page)
     vocabulary.focus()
     page.keyboard.press("Home")
     for _ in range(3):
