@@ -9,7 +9,7 @@ session = a student's tab; contexts share the browser's processes, so 20 of them
 1280 × 800:
 
 (a) one session alone opens Attention and flips its "Causal mask" toggle (after one cold open that loads the
-    models, reported apart);
+    models, reported apart), and what one flip costs chromium in CPU seconds, drawing included;
 (b) ``--sessions`` (20) sessions open ``--from`` (Embeddings, the stage before Attention; at once, untimed: the
     class is on the previous page), then all click Attention in the sidebar at the same moment (timed), then each
     flips the toggle ``--toggles`` times as soon as its own page has opened (the other tabs still drawing theirs);
@@ -329,6 +329,35 @@ class Benchmark:
             await self.attention_visit(browser, self.args.toggles, opens, flips)
         self.add(opens)
         self.add(flips)
+        self.add(await self.browser_cpu_per_flip(browser))
+
+    async def browser_cpu_per_flip(self, browser) -> Row:
+        """What one flip costs the browser: a session opens Attention, waits until its tab has drawn everything,
+        then flips the toggle 6 times, each time until the tab has drawn the change; a sample is the CPU seconds
+        that all of chromium's processes spent on that flip (``SystemInfo.getProcessInfo``). Twenty tabs on the
+        server's cores pay it twenty times: it is what the class rows of (b) are made of."""
+        row = Row("a", "1 session alone: chromium's CPU per flip, drawing included (CPU seconds)")
+        cdp = await browser.new_browser_cdp_session()
+
+        async def cpu() -> float:
+            return sum(process["cpuTime"] for process in (await cdp.send("SystemInfo.getProcessInfo"))["processInfo"])
+
+        session = self.session(browser)
+        try:
+            await session.open("attention", MAIN_ATTENTION)
+            await session.drawn()
+            for _ in range(6):
+                before = await cpu()
+                await session.toggle_mask()
+                await session.drawn()
+                row.samples.append(await cpu() - before)
+        except Exception as error:  # noqa: BLE001 - one error of the row, not the end of the benchmark
+            row.errors += 1
+            self.problem(f"a: browser CPU per flip: {describe(error)}")
+        finally:
+            await session.close()
+            await cdp.detach()
+        return row
 
     async def phase_class(self, browser) -> None:
         n = self.args.sessions
