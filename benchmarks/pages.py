@@ -151,7 +151,7 @@ def click_training_link(page, repeat: int):
 
 ACTIONS: dict[str, list[Action]] = {
     "attention": [
-        Action("attention.toy.steps", "toggle the causal mask", click_text("Causal mask")),
+        Action("attention.toy", "toggle the causal mask", click_text("Causal mask")),
         Action("attention.head", "layer slider (picked GPT)", slider_step("Layer", 0)),
         # step 0 vs N follows the layer slider above it, and MiniLM runs only once its lazy section is opened
         Action("attention.sentence", "a new sentence",
