@@ -28,7 +28,7 @@ from torch.utils.checkpoint import checkpoint
 
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import GPT, Block
-from llmviz.train import Trainer, learning_rate
+from llmviz.train import Trainer
 
 
 class CheckpointedBlock(Block):
@@ -199,37 +199,10 @@ class MemoryTrainer(Trainer):
         _autocast(self.device, self.bf16, self.fp16)  # both at once is refused here, before any step
         if self.fp16 and (self.group.distributed or self.accumulation != 1):
             raise ConfigError("fp16 runs here train in one process, the whole batch at once.")
-        self.scaler = torch.amp.GradScaler(self.device.type) if self.fp16 else None
+        if self.bf16 or self.fp16:  # Trainer.train_step autocasts the forward pass and, for fp16, scales the loss
+            self.autocast_dtype = torch.bfloat16 if self.bf16 else torch.float16
+        self.grad_scaler = torch.amp.GradScaler(self.device.type) if self.fp16 else None
         set_checkpointing(self.model, self.checkpointing)
-
-    def train_step(self) -> tuple[float, float]:
-        if self.scaler is not None:
-            return self._fp16_step(self.scaler)
-        if not self.bf16:
-            return super().train_step()
-        with torch.autocast(self.device.type, dtype=torch.bfloat16):
-            return super().train_step()
-
-    def _fp16_step(self, scaler: torch.amp.GradScaler) -> tuple[float, float]:
-        """One step the way float16 training is done: autocast, the loss scaled for backward, the gradients
-        unscaled before clipping, and the step skipped (the scale halved) when a gradient overflowed."""
-        inputs, targets = self.train_batches.sample(self.config.batch_size)  # (B, T): the plain run's batches
-        inputs, targets = inputs.to(self.device), targets.to(self.device)
-        assert self.optimizer is not None
-        for group in self.optimizer.param_groups:
-            group["lr"] = learning_rate(self.config, self.step)
-        self.optimizer.zero_grad(set_to_none=True)
-        with torch.autocast(self.device.type, dtype=torch.float16):
-            _, loss = self.train_model(inputs, targets)
-        scaler.scale(loss).backward()
-        scaler.unscale_(self.optimizer)  # true gradients, for the norm and the clipping
-        if self.config.grad_clip:
-            grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
-        else:
-            grad_norm = torch.nn.utils.get_total_norm([p.grad for p in self.model.parameters() if p.grad is not None])
-        scaler.step(self.optimizer)
-        scaler.update()
-        return loss.item(), float(grad_norm)
 
 
 # ---------------------------------------------------------------------------- ZeRO / FSDP arithmetic

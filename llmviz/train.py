@@ -415,6 +415,10 @@ class Trainer:
         # checkpoints keep this one's state (rng.val); evaluate() draws from its own fixed stream
         self.val_generator = torch.Generator().manual_seed(self.config.seed + 1)
         self.train_batches = Batches(self.dataset.train_ids, self.config.context_size, stride, self.train_generator)
+        # mixed precision (set by llmviz.memory.MemoryTrainer): the forward pass under autocast in this dtype, and
+        # float16's loss scaling; None, None: plain float32
+        self.autocast_dtype: torch.dtype | None = None
+        self.grad_scaler: torch.amp.GradScaler | None = None
 
     @classmethod
     def from_text(cls, text: str, config: TrainConfig, tokenizer: Tokenizer | None = None, progress=None,
@@ -482,18 +486,32 @@ class Trainer:
             elif not last and self.group.distributed:
                 syncing = wrapped.no_sync()
             with syncing:
-                _, micro_loss = self.train_model(micro_inputs, micro_targets)
-                (micro_loss / self.accumulation).backward()
+                with self._autocast():
+                    _, micro_loss = self.train_model(micro_inputs, micro_targets)
+                share = micro_loss / self.accumulation
+                (self.grad_scaler.scale(share) if self.grad_scaler is not None else share).backward()
             total += micro_loss.detach()
         loss = self.group.mean(total / self.accumulation)  # the mean loss over the whole global batch
+        if self.grad_scaler is not None:
+            self.grad_scaler.unscale_(self.optimizer)  # true gradients, for the norm and the clipping
         if self.config.grad_clip:
             grad_norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_clip)
         else:
             grad_norm = torch.nn.utils.get_total_norm([p.grad for p in self.model.parameters() if p.grad is not None])
         if self.sharded:  # a DTensor: the norm over all the shards, the same on every process
             grad_norm = cast(Any, grad_norm).full_tensor()
-        self.optimizer.step()
+        if self.grad_scaler is not None:  # float16: the step is skipped (and the scale halved) when a gradient overflowed
+            self.grad_scaler.step(self.optimizer)
+            self.grad_scaler.update()
+        else:
+            self.optimizer.step()
         return loss.item(), float(grad_norm)
+
+    def _autocast(self) -> contextlib.AbstractContextManager:
+        """The forward pass's precision: autocast to :attr:`autocast_dtype` when set, else nothing."""
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.autocast_dtype)
 
     def unshard(self) -> None:
         """FSDP: gather the full weights and optimizer states onto rank 0, as an ordinary model and optimizer

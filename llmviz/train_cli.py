@@ -45,6 +45,32 @@ def parse_switches(pairs: list[str]) -> dict:
     return switches
 
 
+MAX_SAMPLE_TOKENS = 100_000  # a CLI sample keeps every step's record: a bound well past any text worth reading
+
+
+def count_between(low: int, high: int):
+    """An argparse ``type`` for a whole number in ``[low, high]``; anything else is a usage error that says the
+    range (not a traceback, and not a run that never ends).
+
+    >>> count_between(1, 10)("7")
+    7
+    >>> count_between(1, 10)("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: '0' is not a whole number from 1 to 10
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from {low:,} to {high:,}")
+        return value
+
+    return parse
+
+
 def add_train_commands(commands) -> None:
     from llmviz.train import MODEL_CHOICES, OPTIMIZERS
 
@@ -96,7 +122,8 @@ def add_train_commands(commands) -> None:
     source.add_argument("--checkpoint", help="an llmviz checkpoint folder (or .safetensors file)")
     source.add_argument("--model", help="a Hugging Face GPT-2: gpt2, gpt2-medium, … (downloaded once) or a folder")
     sample.add_argument("--prompt", default="")
-    sample.add_argument("--tokens", type=int, default=100)
+    sample.add_argument("--tokens", type=count_between(1, MAX_SAMPLE_TOKENS), default=100,
+                        help=f"new tokens to generate (1 to {MAX_SAMPLE_TOKENS:,})")
     sample.add_argument("--temperature", type=float, default=0.8)
     sample.add_argument("--top-k", type=int, default=0)
     sample.add_argument("--top-p", type=float, default=1.0)

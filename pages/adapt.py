@@ -45,11 +45,11 @@ def _newest(prefix: str):
 
 
 def _progress(job, where: str) -> None:
+    """A lab run's progress bar with Pause/Resume/Stop (the same buttons as every run on the Training page)."""
     status = job.status()
     if not status.done:
         st.progress(status.fraction, text=f"{job.label}: {status.describe()}")
-        if st.button("Stop", key=state.widget("run_stop_", where, job.id)):
-            job.stop()
+        training.controls(job, status, where)
     elif status.state == "failed":
         st.warning(f"{job.label} stopped with a problem: {status.error or status.describe()}")
 

@@ -100,22 +100,32 @@ SCRIPT_STATE = """() => {
 }"""
 
 
-def wait_until_idle(page, timeout_s: float = 120, quiet_s: float = 1.0) -> None:
+RUN_STATES = {"running", "rerunRequested", "stopRequested"}  # a script (or section) run asked for or going on
+
+
+def wait_until_idle(page, timeout_s: float = 120, quiet_s: float = 1.0, settle_s: float = 0.4) -> None:
     """Wait until the app is connected and its script has ended.
 
     Streamlit marks its root element with the script-run state (``initial`` → ``running`` →
-    ``notRunning``). The page is idle once it reads ``notRunning`` for ``quiet_s``, or, on a page with a
-    live section that reruns every second or two (a run training), once the last 3 s were mostly
-    ``notRunning`` (only those short reruns)."""
+    ``notRunning``; ``rerunRequested`` from the moment a widget change is sent). The page is idle once
+    it reads ``notRunning`` for ``quiet_s`` (the change may not have reached the app yet: a slider
+    sends its value after a short debounce), or for ``settle_s`` once a run was seen and has ended
+    (a chained ``st.rerun`` starts within milliseconds), or, on a page with a live section that reruns
+    every second or two (a run training), once the last 3 s were mostly ``notRunning`` (only those
+    short reruns)."""
     start = time.time()
     deadline = start + timeout_s
     samples: list[tuple[float, bool]] = []
+    seen_run = False
     while time.time() < deadline:
         now = time.time()
-        samples.append((now, page.evaluate(SCRIPT_STATE) == "notRunning"))
+        state = page.evaluate(SCRIPT_STATE)
+        seen_run = seen_run or state in RUN_STATES
+        samples.append((now, state == "notRunning"))
         samples = [(t, idle) for t, idle in samples if now - t <= 3.0]
-        recent = [idle for t, idle in samples if now - t <= quiet_s]
-        if now - start >= quiet_s and recent and all(recent):
+        needed = settle_s if seen_run else quiet_s
+        recent = [idle for t, idle in samples if now - t <= needed]
+        if now - start >= needed and recent and all(recent) and samples[0][0] <= now - needed:
             return
         if now - start >= 3.0 and sum(idle for _, idle in samples) >= 0.75 * len(samples):
             return

@@ -252,3 +252,33 @@ def test_the_memory_table_names_each_steps_autocast():
         ("off", "off"), ("off", "bf16"), ("on", "off"), ("on", "bf16")]  # fp16 rows only where the model is on CUDA
     assert any(button.label.startswith("Train 3 runs: plain, checkpointing, checkpointing + bf16")
                for button in at.button)
+
+
+def test_a_lab_run_on_the_page_pauses_resumes_and_stops_like_every_run(fresh_session_jobs):
+    """Long work can be paused: the Adapt page's LoRA vs full fine-tuning runs have the Training page's
+    Pause/Resume/Stop buttons (they had Stop alone)."""
+    from llmviz.jobs import default_manager
+    from tests.test_app_pages import assert_clean, run_page
+
+    at = run_page("pages/adapt.py")
+    at.slider(key="lora_steps").set_value(400).run()  # long enough to still be training at every click below
+    at.button(key="lora_start").click().run()
+    jobs = default_manager().jobs(at.session_state["_llmviz_session_id"])
+    assert len(jobs) == 2  # one race, a job per runner
+    first = jobs[0]
+    buttons = {button.key: button for button in at.button}
+    assert {f"run_pause_lora_{job.id}" for job in jobs} | {f"run_stop_lora_{job.id}" for job in jobs} <= set(buttons)
+    buttons[f"run_pause_lora_{first.id}"].click().run()
+    assert first.paused and not jobs[1].paused
+    at.run()  # the section's next refresh (live in the browser) draws Resume in place of Pause
+    buttons = {button.key: button for button in at.button}
+    assert f"run_resume_lora_{first.id}" in buttons and f"run_pause_lora_{first.id}" not in buttons
+    buttons[f"run_resume_lora_{first.id}"].click().run()
+    assert not first.paused
+    at.run()
+    for job in jobs:
+        {button.key: button for button in at.button}[f"run_stop_lora_{job.id}"].click().run()
+    for job in jobs:
+        assert job.wait(120)
+        assert job.status().state == "stopped"
+    assert_clean(at.run())

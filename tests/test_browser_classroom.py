@@ -1,14 +1,14 @@
-"""The classroom in a real browser (issue 16): a hostile link, figures to take away, presenter mode at 1280×720.
+"""The classroom in a real browser (issue 16): a hostile link, figures to take away.
 
-The links that reproduce each page's view are tested page by page in test_browser_pages.py.
+The links that reproduce each page's view are tested page by page in test_browser_pages.py; presenter mode at
+1280×720 in test_browser_presenter.py.
 """
 
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.browser_support import no_error_box, open_page, shot
+from tests.browser_support import no_error_box, open_page
 
 pytestmark = pytest.mark.browser
 
@@ -67,35 +67,4 @@ def test_figures_download_as_png_svg_csv_and_latex(app_url, browser):
     code.wait_for()
     source = code.inner_text()
     assert "\\cos\\theta" in source and "\\begin{align*}" in source
-    context.close()
-
-
-def test_presenter_mode_at_1280x720(app_url, browser):
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = open_page(context, f"{app_url}/attention?present=1")
-    bar = page.locator("#llmviz-present-bar")
-    bar.wait_for()
-    assert page.locator('[data-testid="stSidebar"]').get_attribute("data-collapsed") == "true"
-    where = page.locator("#llmviz-where")
-    assert where.inner_text().startswith("section 1 of ")
-    sections = int(where.inner_text().split(" of ")[1].split()[0])
-    assert sections >= 5
-
-    def visible_headers():
-        return [h.inner_text() for h in page.locator('[data-testid="stMainBlockContainer"] h2').all() if h.is_visible()]
-
-    assert visible_headers() == []  # section 1: the title and the introduction
-    page.locator("#llmviz-next").click()
-    deadline = time.time() + 30
-    while not where.inner_text().startswith("section 2") and time.time() < deadline:
-        page.locator("#llmviz-next").click()  # first the explanations, one step at a time
-    assert len(visible_headers()) == 1 and visible_headers()[0].startswith("1.")
-    font = page.evaluate("() => getComputedStyle(document.documentElement).fontSize")
-    assert font == "18px"  # body text 21.6 px: 3% of a 720-px screen
-    page.keyboard.press("ArrowRight")
-    page.keyboard.press("ArrowRight")
-    page.keyboard.press("ArrowLeft")
-    assert len(visible_headers()) == 1
-    shot(page, "presenter")
-    no_error_box(page)
     context.close()

@@ -1,4 +1,4 @@
-"""Presenter mode on every page at 1280×720, and generated text that stays inside the page (issue 27).
+"""Presenter mode on every page at 1280×720 (issues 16 and 27), and generated text that stays inside the page.
 
 A slide is one idea: its heading, its controls and the chart they change. Every page is opened with
 ``?present=1`` at 1280×720; the presenter script (``ui/present.py``) shows each slide in turn (``goto``) and the
@@ -10,9 +10,11 @@ The height bound: at 1280×720 the browser shows 720 px of page. A slide may be 
 was 4,891 px (three sections piled up) and its sixth a heading alone.
 """
 
+import time
+
 import pytest
 
-from tests.browser_support import no_error_box, open_page, slider, wait_until_idle
+from tests.browser_support import no_error_box, open_page, shot, slider, wait_until_idle
 
 pytestmark = pytest.mark.browser
 
@@ -73,7 +75,8 @@ def presenter(browser):
     context.close()
 
 
-def slides_of(presenter, url: str) -> list[dict]:
+def slides_of(presenter, url: str) -> tuple[list[dict], object]:
+    """Every slide of the page at ``url``, measured, and the page (back on its first slide)."""
     page = open_page(presenter, url)
     page.wait_for_function("() => window.__llmvizPresent && window.__llmvizPresent.count() > 1")
     counts = [0, -1]
@@ -83,14 +86,13 @@ def slides_of(presenter, url: str) -> list[dict]:
         page.wait_for_timeout(500)
     no_error_box(page)
     found = page.evaluate(SLIDES)
-    page.close()
-    return found
+    return found, page
 
 
 @pytest.mark.parametrize("name", [name if name in EVERY_RUN else pytest.param(name, marks=pytest.mark.extended)
                                   for name in PAGES])
 def test_every_slide_is_one_idea_on_a_1280x720_screen(app_url, presenter, name):
-    slides = slides_of(presenter, f"{app_url}/{name}?present=1")
+    slides, page = slides_of(presenter, f"{app_url}/{name}?present=1")
     for number, slide in enumerate(slides, start=1):
         where = f"{name} slide {number} {slide['headings'][:2]}"
         assert slide["content"] >= 1, f"{where} is a heading alone"
@@ -100,6 +102,40 @@ def test_every_slide_is_one_idea_on_a_1280x720_screen(app_url, presenter, name):
             assert slide["smallest_tick"] >= 14, f"{where}: a chart label is {slide['smallest_tick']} px"
     if name == "sampling":
         sampling_controls_share_the_slide_of_the_bars_they_change(slides)
+    if name == "attention":
+        back_next_and_the_keyboard_walk_the_sections(page)
+    page.close()
+
+
+def back_next_and_the_keyboard_walk_the_sections(page) -> None:
+    """Presenter mode as a teacher starts it (issue 16): the sidebar folded away, a Back/Next bar that says where
+    the class is, Next revealing the explanations one at a time before the next section, the arrow keys, and
+    body text large enough for the back row."""
+    bar = page.locator("#llmviz-present-bar")
+    bar.wait_for()
+    assert page.locator('[data-testid="stSidebar"]').get_attribute("data-collapsed") == "true"
+    where = page.locator("#llmviz-where")
+    assert where.inner_text().startswith("section 1 of ")
+    sections = int(where.inner_text().split(" of ")[1].split()[0])
+    assert sections >= 5
+
+    def visible_headers():
+        return [h.inner_text() for h in page.locator('[data-testid="stMainBlockContainer"] h2').all() if h.is_visible()]
+
+    assert visible_headers() == []  # section 1: the title and the introduction
+    page.locator("#llmviz-next").click()
+    deadline = time.time() + 30
+    while not where.inner_text().startswith("section 2") and time.time() < deadline:
+        page.locator("#llmviz-next").click()  # first the explanations, one step at a time
+    assert len(visible_headers()) == 1 and visible_headers()[0].startswith("1.")
+    font = page.evaluate("() => getComputedStyle(document.documentElement).fontSize")
+    assert font == "18px"  # body text 21.6 px: 3% of a 720-px screen
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowLeft")
+    assert len(visible_headers()) == 1
+    shot(page, "presenter")
+    no_error_box(page)
 
 
 def sampling_controls_share_the_slide_of_the_bars_they_change(slides: list[dict]) -> None:

@@ -151,6 +151,16 @@ def test_sample_with_a_vanishing_top_p_prints_text(capsys):
     assert code == 0 and out.strip() and "Traceback" not in err
 
 
+@pytest.mark.parametrize("tokens", ["0", "-5", "1000000000000", "many"])
+def test_sample_refuses_a_token_count_it_cannot_or_should_not_make(capsys, tokens):
+    """--tokens 10**12 ran until memory ran out (every step's record is kept); 0 or less printed the prompt alone."""
+    with pytest.raises(SystemExit) as exit_:
+        _run(capsys, "sample", "--checkpoint", str(ROOT / "data" / "gpt-python-docs"), "--tokens", tokens)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "Traceback" not in err
+    assert f"argument --tokens: {tokens!r} is not a whole number from 1 to 100,000" in err, err
+
+
 def test_training_says_which_device_it_trains_on(capsys, tmp_path):
     """--device auto on a machine without a GPU trains on the CPU: the first line says so (a 124M run on the CPU
     takes minutes a step; the student must not wait without a word)."""
