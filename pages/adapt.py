@@ -56,9 +56,11 @@ def _progress(job, where: str) -> None:
 
 def _submit(*runners: tuple[str, object]) -> None:
     """Start ``(label, trainer)`` runs to compare as one race (one worker, a step of each in turn): the comparison
-    counts once in the session's share of the server."""
+    counts once in the session's share of the server. A label this session already has gets a number (" #2"), so
+    a second pair of runs is drawn beside the first, not in its place."""
     try:
-        picker.manager().submit_race(picker.session_id(), list(runners))
+        picker.manager().submit_race(picker.session_id(), [(training.unique_label(label), trainer)
+                                                           for label, trainer in runners])
     except JobRefused as refused:  # this session already trains its share of the server: say why, as a notice
         st.warning(literal_markdown(str(refused)))
     except LlmvizError as error:

@@ -257,6 +257,8 @@ def test_the_memory_table_names_each_steps_autocast():
 def test_a_lab_run_on_the_page_pauses_resumes_and_stops_like_every_run(fresh_session_jobs):
     """Long work can be paused: the Adapt page's LoRA vs full fine-tuning runs have the Training page's
     Pause/Resume/Stop buttons (they had Stop alone)."""
+    import json
+
     from llmviz.jobs import default_manager
     from tests.test_app_pages import assert_clean, run_page
 
@@ -282,3 +284,14 @@ def test_a_lab_run_on_the_page_pauses_resumes_and_stops_like_every_run(fresh_ses
         assert job.wait(120)
         assert job.status().state == "stopped"
     assert_clean(at.run())
+    # the same settings again: the second pair is told apart from the first (it replaced it on the chart)
+    at.button(key="lora_start").click().run()
+    again = default_manager().jobs(at.session_state["_llmviz_session_id"])[2:]
+    assert [job.label for job in again] == [f"{job.label} #2" for job in jobs]
+    for job in again:
+        job.stop()
+        assert job.wait(120)
+    curves = next(json.loads(chart.proto.spec) for chart in at.run().get("plotly_chart")
+                  if json.loads(chart.proto.spec)["layout"].get("title", {}).get("text") == "Training loss")
+    assert sorted(trace["name"] for trace in curves["data"]) == sorted(job.label for job in jobs + again)
+    assert_clean(at)

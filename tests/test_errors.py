@@ -64,3 +64,26 @@ def test_a_page_error_is_one_friendly_line_and_a_logged_traceback(caplog):
     page_text = " ".join(str(element.value) for element in at.main if hasattr(element, "value"))
     assert "Traceback" not in page_text
     assert "Traceback (most recent call last)" in caplog.text and "the demo step failed" in caplog.text
+
+
+def test_a_bug_in_the_sidebars_step_slider_is_a_message_not_a_traceback(monkeypatch, caplog):
+    """The step slider is a section of its own that reruns by itself while a run trains: an exception there was
+    shown as Streamlit's raw traceback in the sidebar."""
+    import re
+
+    import ui.picker
+    from tests.test_page_interactions import session_jobs, train_on_names
+
+    at = train_on_names()
+    [job] = session_jobs(at)
+    assert job.wait(120)
+
+    def broken(*_args):
+        raise RuntimeError("a bug in the slider")
+
+    monkeypatch.setattr(ui.picker, "_step_slider", broken)
+    at.run()
+    assert not at.exception
+    shown = [re.sub(r"\\(.)", r"\1", e.value) for e in at.sidebar.error]  # Markdown source: punctuation is escaped
+    assert shown == ["Something went wrong in the step slider: RuntimeError: a bug in the slider"]
+    assert "a bug in the slider" in caplog.text  # the traceback is in the server's log
