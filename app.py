@@ -24,11 +24,9 @@ def main() -> None:
     ]
     home = pages[0]
 
-
     def _to_home() -> None:
         """``/home`` (a link people type or share) goes to the home page, which lives at ``/``."""
         st.switch_page(home)
-
 
     pages.append(st.Page(_to_home, title="Home", url_path="home", visibility="hidden"))
     following = state.FOLLOWING.pop(default=False)  # this run redraws the page at a run's newer snapshot

@@ -263,9 +263,8 @@ TOY_W_O = [[0.1, 0.0, 0.2, 0.1], [0.0, 0.1, 0.0, 0.2], [0.3, 0.1, 0.0, 0.0], [0.
 
 
 def toy_input() -> torch.Tensor:
-    """The seed's X: each token's embedding plus its small positional offset, (3, 4)."""
+    """The toy example's X: each token's embedding plus its small positional offset, (3, 4)."""
     return torch.tensor(TOY_EMBEDDINGS) + torch.tensor(TOY_POSITIONS)
-
 
 
 def toy_matrices(tables: dict[str, object], width: int = 4) -> dict[str, torch.Tensor]:
@@ -298,6 +297,7 @@ def toy_matrices(tables: dict[str, object], width: int = 4) -> dict[str, torch.T
 
 def _rows(table) -> list:
     return table.tolist() if hasattr(table, "tolist") else list(table)
+
 
 # the running example of Raschka, *Build a Large Language Model (From Scratch)*, ch. 3: "Your journey starts with one step"
 JOURNEY_TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
