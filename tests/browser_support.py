@@ -77,17 +77,28 @@ def timings_log(app_server) -> Path:
 
 
 @pytest.fixture(scope="session")
-def browser():
+def browser(tmp_path_factory):
+    """Headless chromium with one profile for this test process; every test opens its pages as new tabs.
+
+    A tab is a new session of the app, as fresh as a new browser for it: Streamlit keeps a session per tab (its
+    websocket), and llmviz keeps nothing in the browser (no cookie or web storage of its own: :func:`open_page`
+    checks). What the tabs share is the browser's disk caches, so Streamlit's JavaScript is compiled once per test
+    process, not once per page opened: about 1 s of chromium's CPU less per page on 2 cores, ~40 CPU-s over the
+    browser tests. Clipboard access and downloads are allowed. ``benchmarks/load.py`` still measures fresh
+    browsers, as a class would open them."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
         if IN_CI:
             pytest.fail("CI=true: playwright must be installed")
         pytest.skip("playwright is not installed")
+    profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+        context = playwright.chromium.launch_persistent_context(
+            profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, accept_downloads=True,
+            permissions=["clipboard-read", "clipboard-write"])
+        yield context
+        context.close()
 
 
 # ---------------------------------------------------------------------------- waiting on the app
@@ -148,13 +159,23 @@ def eventually(check, timeout_s: float = 120, what: str = "the expected state"):
         time.sleep(0.25)
 
 
-def open_page(context_or_browser, url: str, viewport=(1400, 1200)):
-    """A new tab (a new browser session of the app) at ``url``, once its first script run has ended."""
-    page = context_or_browser.new_page(**({"viewport": {"width": viewport[0], "height": viewport[1]}}
-                                          if hasattr(context_or_browser, "new_context") else {}))
+# What the browser keeps for the app besides Streamlit's own (its theme and sidebar state in localStorage, its XSRF
+# cookie): nothing, so two tabs of one profile are two independent sessions.
+NOT_STREAMLITS = """() => Object.keys(localStorage).concat(Object.keys(sessionStorage)).filter((key) => !key.startsWith('st'))
+  .concat(document.cookie.split(';').map((c) => c.trim().split('=')[0]).filter((n) => n && n !== '_streamlit_xsrf'))"""
+
+
+def open_page(browser, url: str, viewport=(1400, 1200), before=None):
+    """A new tab at ``url`` (a new session of the app, as a student opening a link), once its first script run has
+    ended. ``before(page)`` runs before the address loads (say, ``page.add_init_script``)."""
+    page = browser.new_page()
+    page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
     page.set_default_timeout(120_000)  # a loaded 2-core machine can take a while to draw a page
+    if before is not None:
+        before(page)
     page.goto(url, timeout=120_000)
     wait_until_idle(page)
+    assert page.evaluate(NOT_STREAMLITS) == [], "llmviz keeps nothing in the browser: tabs are separate sessions"
     return page
 
 

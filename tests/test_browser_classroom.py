@@ -14,8 +14,7 @@ pytestmark = pytest.mark.browser
 
 
 def test_a_hostile_link_falls_back_with_a_notice(app_url, browser):
-    context = browser.new_context()
-    page = open_page(context, f"{app_url}/sampling?temperature=nan&top_k=1e99&method=%3Cscript%3Ealert(1)%3C/script%3E"
+    page = open_page(browser, f"{app_url}/sampling?temperature=nan&top_k=1e99&method=%3Cscript%3Ealert(1)%3C/script%3E"
                               "&prompt=" + "x" * 3000 + "&zoom=3")
     notice = page.locator('[data-testid="stAlert"]', has_text="This link's settings were partly used").first
     notice.wait_for()
@@ -25,14 +24,13 @@ def test_a_hostile_link_falls_back_with_a_notice(app_url, browser):
     page.locator(".gtitle", has_text="temperature 0.8").first.wait_for()  # the default, in the chart's title
     no_error_box(page)
     assert "zoom" not in page.url and "temperature" not in page.url
-    context.close()
+    page.close()
 
 
 def test_figures_download_as_png_svg_csv_and_latex(app_url, browser):
     """Every chart: PNG at twice its size and SVG; every table: CSV; a worked example: its LaTeX source."""
-    context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
-    context.add_init_script("delete window.showSaveFilePicker;")  # the plain download path, as in Firefox
-    page = open_page(context, f"{app_url}/sampling")
+    page = open_page(browser, f"{app_url}/sampling", viewport=(1400, 900),
+                     before=lambda tab: tab.add_init_script("delete window.showSaveFilePicker;"))  # as in Firefox
 
     chart = page.locator('[data-testid="stPlotlyChart"]').first
     chart.hover()
@@ -67,4 +65,4 @@ def test_figures_download_as_png_svg_csv_and_latex(app_url, browser):
     code.wait_for()
     source = code.inner_text()
     assert "\\cos\\theta" in source and "\\begin{align*}" in source
-    context.close()
+    page.close()

@@ -1,10 +1,10 @@
 """The live lab in real chromium (issue 12): a run trains in the background while its student looks around.
 
 One story, as in class: Alice trains a GPT on the Python manual; while it trains she visits another page, which
-shows her run (step 0 beside step N) and the run keeps training; Bob, in another browser, never sees her run; she
-pauses it, and the paused run is still picked on every page (a raw websocket client clearing the server's caches,
-issue 19, breaks nothing); the step slider in the sidebar shows her run's initial weights at step 0; Resume and
-Stop act; a run whose tab closes ends by itself. The run trains only while the story needs it to: on 2 cores its
+shows her run (step 0 beside step N) and the run keeps training; Bob, in another session (his own tab), never sees
+her run; she pauses it, and the paused run is still picked on every page (a raw websocket client clearing the
+server's caches, issue 19, breaks nothing); the step slider in the sidebar shows her run's initial weights at step 0;
+Resume and Stop act; a run whose tab closes ends by itself. The run trains only while the story needs it to: on 2 cores its
 training loop would take one core from the rest of the suite."""
 
 import re
@@ -80,8 +80,7 @@ def clear_cache_from_a_raw_client(app_url: str) -> None:
 
 
 def test_a_run_trains_in_the_background_while_the_student_looks_around(app_url, browser):
-    alice = browser.new_context(viewport={"width": 1400, "height": 1200})
-    page = open_page(alice, f"{app_url}/{TRAINING}")
+    page = open_page(browser, f"{app_url}/{TRAINING}")  # Alice's tab
     main_area(page).get_by_role("button", name="Train", exact=True).click()
     progress = main_area(page).get_by_text(RUNNING).first
     progress.wait_for(timeout=120_000)
@@ -99,9 +98,8 @@ def test_a_run_trains_in_the_background_while_the_student_looks_around(app_url, 
     main_area(page).get_by_text("On this server: 1 run(s) training").first.wait_for()  # one run, one loop
     shot(page, "lab-training-running")
 
-    # Bob, in another browser, shares the server but never sees Alice's run
-    bob = browser.new_context(viewport={"width": 1400, "height": 1200})
-    other = open_page(bob, f"{app_url}/training")
+    # Bob, in another session, shares the server but never sees Alice's run
+    other = open_page(browser, f"{app_url}/training")  # Bob's tab: another session of the app
     main_area(other).get_by_text("On this server: 1 run(s) training").first.wait_for()
     assert not any(YOUR_RUN.match(option) for option in sidebar_options(other))
     no_error_box(other)
@@ -152,9 +150,9 @@ def test_a_run_trains_in_the_background_while_the_student_looks_around(app_url, 
     main_area(page).get_by_role("button", name="Train", exact=True).click()
     main_area(page).get_by_text(RUNNING).first.wait_for()
     assert server_says(other, 1)
-    alice.close()
+    page.close()  # Alice closes her tab
     assert server_says(other, 0), "a closed session's run stops by itself"
-    bob.close()
+    other.close()
 
 
 def look_at_her_run(page, state: re.Pattern, title: str, compares: bool = True) -> None:

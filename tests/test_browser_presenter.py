@@ -18,8 +18,8 @@ from tests.browser_support import no_error_box, open_page, shot, slider, wait_un
 
 pytestmark = pytest.mark.browser
 
-SCREEN = {"width": 1280, "height": 720}
-BOUND = 1.5 * SCREEN["height"]
+SCREEN = (1280, 720)
+BOUND = 1.5 * SCREEN[1]
 PAGES = ["start", "tokens", "embeddings", "attention", "model", "inside", "training", "sampling", "adapt"]
 # the two pages the classroom found wanting run in every suite; the others with python -m pytest -m extended
 EVERY_RUN = {"attention", "sampling"}
@@ -68,16 +68,9 @@ SLIDES = """async () => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def presenter(browser):
-    context = browser.new_context(viewport=SCREEN)
-    yield context
-    context.close()
-
-
-def slides_of(presenter, url: str) -> tuple[list[dict], object]:
+def slides_of(browser, url: str) -> tuple[list[dict], object]:
     """Every slide of the page at ``url``, measured, and the page (back on its first slide)."""
-    page = open_page(presenter, url)
+    page = open_page(browser, url, viewport=SCREEN)
     page.wait_for_function("() => window.__llmvizPresent && window.__llmvizPresent.count() > 1")
     counts = [0, -1]
     while counts[-1] != counts[-2]:  # every section drawn: the number of slides holds for half a second
@@ -91,8 +84,8 @@ def slides_of(presenter, url: str) -> tuple[list[dict], object]:
 
 @pytest.mark.parametrize("name", [name if name in EVERY_RUN else pytest.param(name, marks=pytest.mark.extended)
                                   for name in PAGES])
-def test_every_slide_is_one_idea_on_a_1280x720_screen(app_url, presenter, name):
-    slides, page = slides_of(presenter, f"{app_url}/{name}?present=1")
+def test_every_slide_is_one_idea_on_a_1280x720_screen(app_url, browser, name):
+    slides, page = slides_of(browser, f"{app_url}/{name}?present=1")
     for number, slide in enumerate(slides, start=1):
         where = f"{name} slide {number} {slide['headings'][:2]}"
         assert slide["content"] >= 1, f"{where} is a heading alone"
@@ -146,14 +139,13 @@ def sampling_controls_share_the_slide_of_the_bars_they_change(slides: list[dict]
     labels = [label for label, _ in slide["sliders"]]
     assert {"Temperature", "Top-k", "Top-p"} <= set(labels)
     # the sliders and the top of the bars are on the first screen together
-    assert max(bottom for _, bottom in slide["sliders"]) < slide["raw_softmax_top"] < SCREEN["height"] - 100
+    assert max(bottom for _, bottom in slide["sliders"]) < slide["raw_softmax_top"] < SCREEN[1] - 100
 
 
 def test_generated_text_wraps_inside_the_page(app_url, browser):
     """200 tokens after a prompt with a long run of no space: every highlighted token stays inside its column
     (a highlighted space at the end of a line hung past the edge, and an unbreakable run overflowed)."""
-    context = browser.new_context(viewport=SCREEN)
-    page = open_page(context, f"{app_url}/sampling?prompt=" + "abcdefghij" * 15)
+    page = open_page(browser, f"{app_url}/sampling?prompt=" + "abcdefghij" * 15, viewport=SCREEN)
     generate = slider(page, "Tokens to generate")
     generate.focus()
     generate.press("End")  # 200 tokens (the sidebar's fixed seed: the same text every run)
@@ -169,4 +161,4 @@ def test_generated_text_wraps_inside_the_page(app_url, browser):
     }""")
     assert overflow <= 0.5, f"the generated text runs {overflow:.0f} px past its column"
     no_error_box(page)
-    context.close()
+    page.close()

@@ -26,11 +26,10 @@ def start_runs(browser, app_url, students: int) -> list:
     while the other students' pages open)."""
     opened = []
     for _ in range(students):
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        page = open_page(context, f"{app_url}/{TRAINING}")
+        page = open_page(browser, f"{app_url}/{TRAINING}", viewport=(1280, 900))  # a student's tab
         main_area(page).get_by_role("button", name="Train", exact=True).click()
-        opened.append((context, page))
-    for _, page in opened:
+        opened.append(page)
+    for page in opened:
         main_area(page).get_by_text(RUNNING).first.wait_for(timeout=120_000)
     return opened
 
@@ -48,7 +47,7 @@ def test_watching_costs_a_bounded_refresh_and_pages_follow_the_run(app_url, brow
     # a measurement window: both tabs sit on the Training page, watching their runs train
     deadline = began + 8
     while time.monotonic() < deadline:
-        students[0][1].wait_for_timeout(500)
+        students[0].wait_for_timeout(500)
     window = time.monotonic() - began
     runs = script_runs(timings_log)[before:]
     refreshes = Counter(run["section"] for run in runs if run["section"] in LIVE and run["rerun"])
@@ -59,11 +58,11 @@ def test_watching_costs_a_bounded_refresh_and_pages_follow_the_run(app_url, brow
     # the Training page does not draw the picked model at page level: following the run reran no whole page
     assert not [run for run in runs if run["section"] == "page:training"], "no whole-page reruns while watching"
     # the second run has served its purpose: paused, it gives its core back to the rest of the suite
-    main_area(students[1][1]).get_by_role("button", name="Pause", exact=True).first.click()
-    main_area(students[1][1]).get_by_text(re.compile(r"paused · step \d+/2000")).first.wait_for()
+    main_area(students[1]).get_by_role("button", name="Pause", exact=True).first.click()
+    main_area(students[1]).get_by_text(re.compile(r"paused · step \d+/2000")).first.wait_for()
 
     # Attention draws the picked run: it follows the newest snapshot (the sidebar slider and the page agree)
-    context, page = students[0]
+    page = students[0]
     page.get_by_test_id("stSidebarNav").get_by_role("link").filter(has_text="Attention").first.click()
     main_area(page).get_by_text("Your sentence through the model picked in the sidebar", exact=False).first.wait_for()
     first = newest_step(page)
@@ -84,5 +83,5 @@ def test_watching_costs_a_bounded_refresh_and_pages_follow_the_run(app_url, brow
     assert redrawn(), "Attention was drawn again at the newer step"
     no_error_box(page)
     shot(page, "watching-attention-follows")
-    for student_context, _ in students:
-        student_context.close()
+    for student in students:
+        student.close()
