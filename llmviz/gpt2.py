@@ -239,7 +239,7 @@ def gpt_with_weights(config: GPTConfig, state: dict[str, torch.Tensor], folder: 
     :class:`CheckpointError` naming ``folder``. Shared by every Hugging Face loader (GPT-2 here, Llama & co. in
     :mod:`llmviz.hf_models`)."""
     with torch.device("meta"):  # no time spent on a random initialisation that is overwritten next
-        model = GPT(config)
+        model = GPT(config, initialise=False)
     try:
         model.load_state_dict(state, strict=True, assign=True)
     except RuntimeError as error:
