@@ -66,7 +66,8 @@ def lora_demo(model: GPT, tokenizer: Tokenizer, text: str, config: lora.LoRAConf
     model = require_gpt(model)
     if model.num_parameters() > QUICK_PARAMETERS:
         raise ConfigError("This model is too large to train on the spot: start a LoRA lab run below instead.")
-    train_config = _config(model, steps, 3e-3, seed)
+    # only the training losses are shown: one validation pass at the end, not one every steps // 10 (half the time)
+    train_config = _config(model, steps, 3e-3, seed).replace(eval_interval=steps)
     trainer = lora.LoRATrainer(train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer),
                                initial_model=model, lora=config)
     losses = [m.train_loss for m in trainer.run()]
