@@ -1,6 +1,6 @@
 """Vectors for tokens: lookups, positions, similarity, projections, and word2vec.
 
-The seed's worked example, computed (never copied):
+A worked example of cosine similarity, computed (never copied):
 
 >>> v1, v2 = torch.tensor([0.2, 0.4, 0.9]), torch.tensor([0.1, 0.5, 0.8])
 >>> parts = cosine_parts(v1, v2)

@@ -6,9 +6,9 @@
         x = LN(x + MultiHeadCrossAttention(queries=x, keys=values=encoder output))
         x = LN(x + FFN(x))                      FFN = Linear(d_model, d_ff) → ReLU → Linear(d_ff, d_model)
 
-The seed's configuration: vocab 12, d_model 32, d_q = d_k = d_v = 4, 8 heads, d_ff 128,
+The toy configuration (:data:`TOY_CONFIG`): vocab 12, d_model 32, d_q = d_k = d_v = 4, 8 heads, d_ff 128,
 6 layers, sequences of 8 (a [start] token with id 0, then 7 labels). Attention weights are
-stored as the seed stores them: W_Q is ``(heads·d_q, d_model)`` and used as ``X W_Qᵀ``.
+stored as ``nn.Linear`` stores them: W_Q is ``(heads·d_q, d_model)`` and used as ``X W_Qᵀ``.
 """
 
 from __future__ import annotations
@@ -46,11 +46,12 @@ class DecoderConfig:
             raise ConfigError(f"d_q ({self.d_q}) must equal d_k ({self.d_k}): scores are dot products of queries and keys.")
 
 
-SEED_CONFIG = DecoderConfig()
+TOY_CONFIG = DecoderConfig()
 
 
 class MultiHeadAttention(nn.Module):
-    """The seed's MHMA (masked, ``kv=None``) and MHCA (cross, ``kv`` = encoder output) in one class."""
+    """Masked multi-head self-attention (``kv=None``) and multi-head cross-attention (``kv`` = encoder output) in one
+    class."""
 
     def __init__(self, config: DecoderConfig, masked: bool):
         super().__init__()
@@ -108,7 +109,7 @@ class DecoderLayer(nn.Module):
 class Decoder(nn.Module):
     """The decoder stack: token embedding, ``n_layers`` decoder layers and a linear layer to the vocabulary."""
 
-    def __init__(self, config: DecoderConfig = SEED_CONFIG):
+    def __init__(self, config: DecoderConfig = TOY_CONFIG):
         super().__init__()
         self.config = config
         self.embed = nn.Embedding(config.vocab_size, config.d_model)
@@ -152,8 +153,8 @@ class Decoder(nn.Module):
         return groups
 
 
-def toy_task(config: DecoderConfig = SEED_CONFIG, batch_size: int = 10, seed: int = 0):
-    """The seed's toy task, made offline: random labels, a [start] token 0, random encoder output.
+def toy_task(config: DecoderConfig = TOY_CONFIG, batch_size: int = 10, seed: int = 0):
+    """The toy task, made offline: random labels, a [start] token 0, random encoder output.
 
     Returns ``(inputs, targets, encoder_output)``: inputs are ``[0, l1, …, l6]`` and targets
     the labels ``[l1, …, l7]`` — each position predicts the next token (shifted by one).
@@ -168,8 +169,8 @@ def toy_task(config: DecoderConfig = SEED_CONFIG, batch_size: int = 10, seed: in
     return inputs, targets, encoder_output
 
 
-def train_toy(steps: int = 200, lr: float = 1e-2, seed: int = 0, config: DecoderConfig = SEED_CONFIG):
-    """Train the decoder on :func:`toy_task` with SGD (momentum), as the seed does; yields (step, loss)."""
+def train_toy(steps: int = 200, lr: float = 1e-2, seed: int = 0, config: DecoderConfig = TOY_CONFIG):
+    """Train the decoder on :func:`toy_task` with SGD (momentum); yields (step, loss)."""
     from llmviz.device import isolated_rng
 
     with isolated_rng(seed):  # the same weights for a seed, and no other session's randomness moves
