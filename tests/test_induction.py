@@ -86,23 +86,26 @@ def test_the_first_half_is_compared_with_uniform_guessing_over_the_real_vocabula
     assert "0.39 nats" in text and "4.21 nats" in text
 
 
-@pytest.mark.slow
-def test_an_induction_head_forms_on_a_fixed_seed():
-    preset = induction.InductionPreset(steps=450, snapshot_every=50)
+@pytest.fixture(scope="module")
+def preset_run() -> dict[int, torch.nn.Module]:
+    """The preset's run (600 steps on the fixed seed) trained once through the job system, as the page trains it, with
+    a snapshot every 20 steps: ``{step: model}`` for the two tests below."""
     manager = JobManager(max_running=1)
     try:
-        job = manager.submit_training("test", induction.make_trainer(preset), label="induction",
-                                      snapshot_every=preset.snapshot_every)
+        job = manager.submit_training("test", induction.make_trainer(), label="induction", snapshot_every=20)
         assert job.wait(timeout=600), "the run did not finish in 10 minutes"
         assert job.status().state == "finished"
-        steps = job.snapshots.steps()
-        assert {0, 50, 100, 150, 200, 250, 300, 350, 400, 450} <= set(steps)
-        models = induction.snapshot_models(job.snapshots, job.info.description)
+        return dict(induction.snapshot_models(job.snapshots, job.info.description))
     finally:
         manager.shutdown()
-    curve = induction.phase_curve(models, induction.probe_lines())
+
+
+@pytest.mark.slow
+def test_an_induction_head_forms_on_a_fixed_seed(preset_run):
+    assert set(range(0, 601, 20)) <= set(preset_run), "a snapshot every 20 steps, step 0 included"
+    curve = induction.phase_curve(preset_run.items(), induction.probe_lines())
     first, last = curve[0], curve[-1]
-    assert first.step == 0 and last.step == 450
+    assert first.step == 0 and last.step == 600
     layer, head, score = induction.strongest_induction_head(last)
     assert layer == 1 and score > INDUCTION_THRESHOLD, (layer, head, score)
     assert float(first.scores["induction"].max()) < 0.15
@@ -112,10 +115,9 @@ def test_an_induction_head_forms_on_a_fixed_seed():
 
 
 @pytest.mark.slow
-def test_readme_figures_of_the_induction_run_are_what_the_preset_computes():
-    """README quotes the preset run's curve (probed every 20 steps on the fixed seed): recomputed here with the
-    preset's own trainer; each figure within 0.01 of what README prints (rounding, and another CPU's arithmetic)."""
-    import copy
+def test_readme_figures_of_the_induction_run_are_what_the_preset_computes(preset_run):
+    """README quotes the preset run's curve (probed every 20 steps on the fixed seed): recomputed here from the
+    preset's own run; each figure within 0.01 of what README prints (rounding, and another CPU's arithmetic)."""
     from pathlib import Path
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
@@ -130,12 +132,8 @@ def test_readme_figures_of_the_induction_run_are_what_the_preset_computes():
     }
     for sentence in claims.values():
         assert sentence in paragraph, sentence
-    trainer = induction.make_trainer()
     lines = induction.probe_lines()
-    probes = {0: induction.probe(copy.deepcopy(trainer.model).eval(), lines, 0)}
-    for metrics in trainer.run():
-        if metrics.step % 20 == 0:
-            probes[metrics.step] = induction.probe(copy.deepcopy(trainer.model).eval(), lines, metrics.step)
+    probes = {step: induction.probe(model.eval(), lines, step) for step, model in preset_run.items() if step % 20 == 0}
     assert sorted(probes) == list(range(0, 601, 20))
 
     def value(what, step):
