@@ -1,7 +1,5 @@
 """The Attention page: from dot products to multi-head attention in real models."""
 
-import math
-
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -105,71 +103,72 @@ def toy_example() -> None:
     heads = t3.radio("Heads", [1, 2, 3], horizontal=True, help="2 heads: the example's per-head matrices are the column "
                      "halves of W_Q, W_K, W_V. 3 heads cannot split a width of 4.", **share.bind("heads"))
     w_o = torch.tensor(att.TOY_W_O) if heads > 1 else None
-    try:  # a cleared cell: a message that names the matrix
+    try:  # a cleared cell, or 3 heads for a width of 4: a message that names the problem
         matrices = att.toy_matrices({name: frame.to_numpy(dtype=object) for name, frame in editors.items()})
+        steps = att.attention_steps(matrices["X"], matrices["W_Q"], matrices["W_K"], matrices["W_V"],
+                                    num_heads=heads, mask="causal" if causal else "none", w_o=w_o, scale=scaled)
     except LlmvizError as error:
         st.error(str(error))
-    else:
-        try:
-            steps = att.attention_steps(matrices["X"], matrices["W_Q"], matrices["W_K"], matrices["W_V"],
-                                        num_heads=heads, mask="causal" if causal else "none", w_o=w_o, scale=scaled)
-        except LlmvizError as error:
-            st.error(str(error))
-            steps = None
-        if steps is not None:
-            tokens = att.TOY_TOKENS
-            d_k = steps["Q_heads"].shape[-1]
-            st.subheader("Q = X W_Q, K = X W_K, V = X W_V")
-            q1, q2, q3 = st.columns(3)
-            for column, name in zip((q1, q2, q3), ("Q", "K", "V")):
-                column.markdown(f"**{name}**")
-                show_matrix(column, steps[name], tokens)
-            x0, wq = matrices["X"][0], matrices["W_Q"][:, 0]
-            charts.latex(r"Q_{\text{The},0} = " + " + ".join(f"{num(a)}\\cdot{num(b)}" for a, b in zip(x0.tolist(), wq.tolist()))
-                     + f" = {float(steps['Q'][0, 0]):.4f}")
-            for head in range(heads):
-                st.subheader(f"Head {head + 1}" if heads > 1 else "Scores, mask, softmax, output")
-                q_h, k_h = steps["Q_heads"][head], steps["K_heads"][head]
-                masked = steps["masked_scores"][head].clone()
-                # one figure of four panels (a browser draws it far faster than four); a projector's slide holds
-                # the four steps in one row, a page two rows of two
-                charts.show(charts.heatmap_panels([
-                    dict(matrix=steps["scores"][head], x_labels=tokens, y_labels=tokens, title="Q Kᵀ"),
-                    dict(matrix=steps["scaled_scores"][head], x_labels=tokens, y_labels=tokens,
-                         title=f"÷ √{d_k}" if scaled else "not scaled"),
-                    dict(matrix=masked.masked_fill(~torch.isfinite(masked), float("nan")), x_labels=tokens,
-                         y_labels=tokens, title="masked (blank = −∞)" if causal else "no mask"),
-                    dict(matrix=steps["weights"][head], x_labels=tokens, y_labels=tokens, title="softmax weights",
-                         zmin=0, zmax=1),
-                ], columns=4 if present.enabled() else 2), width="stretch", key=state.widget("attention_steps_", head))
-                st.subheader(f"The weight of 'cat' on 'The'{f', head {head + 1}' if heads > 1 else ''}, worked out")
-                row = 1
-                terms = " + ".join(f"{num(a, '.4f')}\\cdot{num(b, '.4f')}" for a, b in zip(q_h[row].tolist(), k_h[0].tolist()))
-                raw = float(steps["scores"][head][row, 0])
-                dot_line = (rf"q_{{\text{{cat}}}} \cdot k_{{\text{{The}}}} = {terms} = {raw:.4f}"
-                         + (rf"\;\Rightarrow\; \frac{{{raw:.4f}}}{{\sqrt{{{d_k}}}}} = {raw / math.sqrt(d_k):.4f}" if scaled else ""))
-                weights_row = steps["weights"][head][row]
-                allowed = [j for j in range(3) if bool(steps["mask"][0, row, j])] if steps["mask"].dim() == 3 else list(range(3))
-                exps = " + ".join(f"e^{{{float(steps['scaled_scores'][head][row, j]):.4f}}}" for j in allowed)
-                charts.latex(dot_line, rf"\alpha_{{\text{{cat}},\text{{The}}}} = \frac{{e^{{{float(steps['scaled_scores'][head][row, 0]):.4f}}}}}{{{exps}}}"
-                         rf" = {float(weights_row[0]):.4f}")
-                out = steps["head_outputs"][head]
-                st.markdown(f"**Output of {'head ' + str(head + 1) if heads > 1 else 'attention'}** (weights × V)")
-                show_matrix(st, out, tokens)
-            if heads > 1:
-                st.subheader("Concatenate the heads, then project with W_O")
-                c1, c2 = st.columns(2)
-                c1.markdown("**Concat**")
-                show_matrix(c1, steps["concat"], tokens)
-                c2.markdown("**Concat · W_O** (the example's W_O)")
-                show_matrix(c2, steps["output"], tokens)
-            if causal:
-                st.info("Under the causal mask the first token ('The') can only attend to itself: its weight on "
-                        "itself is 1, so its output is exactly its own value vector. It never averages in 'cat': "
-                        "that would let it see the future.")
-            if not scaled:
-                st.caption("Without scaling, scores grow with d_k, the softmax gets peakier, and its gradients vanish; "
-                           "dividing by √d_k keeps the scores' spread about 1.")
+        return
+    tokens = att.TOY_TOKENS
+    st.subheader("Q = X W_Q, K = X W_K, V = X W_V")
+    q1, q2, q3 = st.columns(3)
+    for column, name in zip((q1, q2, q3), ("Q", "K", "V")):
+        column.markdown(f"**{name}**")
+        show_matrix(column, steps[name], tokens)
+    x0, wq = matrices["X"][0], matrices["W_Q"][:, 0]
+    charts.latex(r"Q_{\text{The},0} = " + " + ".join(f"{num(a)}\\cdot{num(b)}" for a, b in zip(x0.tolist(), wq.tolist()))
+                 + f" = {float(steps['Q'][0, 0]):.4f}")
+    for head in range(heads):
+        toy_head(steps, head, heads, scaled=scaled, causal=causal)
+    if heads > 1:
+        st.subheader("Concatenate the heads, then project with W_O")
+        c1, c2 = st.columns(2)
+        c1.markdown("**Concat**")
+        show_matrix(c1, steps["concat"], tokens)
+        c2.markdown("**Concat · W_O** (the example's W_O)")
+        show_matrix(c2, steps["output"], tokens)
+    if causal:
+        st.info("Under the causal mask the first token ('The') can only attend to itself: its weight on "
+                "itself is 1, so its output is exactly its own value vector. It never averages in 'cat': "
+                "that would let it see the future.")
+    if not scaled:
+        st.caption("Without scaling, scores grow with d_k, the softmax gets peakier, and its gradients vanish; "
+                   "dividing by √d_k keeps the scores' spread about 1.")
+
+
+def toy_head(steps: dict[str, torch.Tensor], head: int, heads: int, scaled: bool, causal: bool) -> None:
+    """One head of the toy example: its four steps in one figure, the weight of 'cat' on 'The' worked out, and
+    its output (everything computed by :func:`llmviz.attention.attention_steps`)."""
+    tokens = att.TOY_TOKENS
+    d_k = steps["Q_heads"].shape[-1]
+    st.subheader(f"Head {head + 1}" if heads > 1 else "Scores, mask, softmax, output")
+    q_h, k_h = steps["Q_heads"][head], steps["K_heads"][head]
+    masked = steps["masked_scores"][head].clone()
+    # one figure of four panels (a browser draws it far faster than four); a projector's slide holds
+    # the four steps in one row, a page two rows of two
+    charts.show(charts.heatmap_panels([
+        dict(matrix=steps["scores"][head], x_labels=tokens, y_labels=tokens, title="Q Kᵀ"),
+        dict(matrix=steps["scaled_scores"][head], x_labels=tokens, y_labels=tokens,
+             title=f"÷ √{d_k}" if scaled else "not scaled"),
+        dict(matrix=masked.masked_fill(~torch.isfinite(masked), float("nan")), x_labels=tokens,
+             y_labels=tokens, title="masked (blank = −∞)" if causal else "no mask"),
+        dict(matrix=steps["weights"][head], x_labels=tokens, y_labels=tokens, title="softmax weights",
+             zmin=0, zmax=1),
+    ], columns=4 if present.enabled() else 2), width="stretch", key=state.widget("attention_steps_", head))
+    st.subheader(f"The weight of 'cat' on 'The'{f', head {head + 1}' if heads > 1 else ''}, worked out")
+    row = 1
+    terms = " + ".join(f"{num(a, '.4f')}\\cdot{num(b, '.4f')}" for a, b in zip(q_h[row].tolist(), k_h[0].tolist()))
+    raw, shown = float(steps["scores"][head][row, 0]), float(steps["scaled_scores"][head][row, 0])
+    dot_line = (rf"q_{{\text{{cat}}}} \cdot k_{{\text{{The}}}} = {terms} = {raw:.4f}"
+                + (rf"\;\Rightarrow\; \frac{{{raw:.4f}}}{{\sqrt{{{d_k}}}}} = {shown:.4f}" if scaled else ""))
+    weights_row = steps["weights"][head][row]
+    allowed = [j for j in range(3) if bool(steps["mask"][0, row, j])] if steps["mask"].dim() == 3 else list(range(3))
+    exps = " + ".join(f"e^{{{float(steps['scaled_scores'][head][row, j]):.4f}}}" for j in allowed)
+    charts.latex(dot_line, rf"\alpha_{{\text{{cat}},\text{{The}}}} = \frac{{e^{{{shown:.4f}}}}}{{{exps}}}"
+                 rf" = {float(weights_row[0]):.4f}")
+    st.markdown(f"**Output of {'head ' + str(head + 1) if heads > 1 else 'attention'}** (weights × V)")
+    show_matrix(st, steps["head_outputs"][head], tokens)
 
 
 toy_example()

@@ -468,12 +468,9 @@ def sidebar() -> None:
 
 
 def _step_slider_timed(chosen: str, version: int) -> None:
-    from ui.errors import friendly_errors
-
     begin = time.perf_counter()
-    try:
-        with friendly_errors("the step slider"):  # it reruns on its own: a bug there is a message, never a traceback
-            sections.timed("sidebar.step", _step_slider)(chosen, version)
+    try:  # it reruns on its own: a bug there is a message (sections.guarded), never a traceback
+        sections.timed("sidebar.step", sections.guarded(_step_slider, "the step slider"))(chosen, version)
     finally:
         watch.record(session_id(), "sidebar.step", time.perf_counter() - begin)
 
