@@ -78,13 +78,13 @@ def timings_log(app_server) -> Path:
 
 @pytest.fixture(scope="session")
 def browser(tmp_path_factory):
-    """Headless chromium with one profile for this test process; every test opens its pages as new tabs.
+    """Headless chromium with one profile for this test process; every test opens its pages in new windows.
 
-    A tab is a new session of the app, as fresh as a new browser for it: Streamlit keeps a session per tab (its
+    A window is a new session of the app, as fresh as a new browser for it: Streamlit keeps a session per tab (its
     websocket), and llmviz keeps nothing in the browser (no cookie or web storage of its own: :func:`open_page`
-    checks). What the tabs share is the browser's disk caches, so Streamlit's JavaScript is compiled once per test
-    process, not once per page opened: about 1 s of chromium's CPU less per page on 2 cores, ~40 CPU-s over the
-    browser tests. Clipboard access and downloads are allowed. ``benchmarks/load.py`` still measures fresh
+    checks). What the windows share is the browser's disk caches, so Streamlit's JavaScript is compiled once per
+    test process, not once per page opened: about 1 s of chromium's CPU less per page on 2 cores, ~40 CPU-s over
+    the browser tests. Clipboard access and downloads are allowed. ``benchmarks/load.py`` still measures fresh
     browsers, as a class would open them."""
     try:
         from playwright.sync_api import sync_playwright
@@ -165,17 +165,35 @@ NOT_STREAMLITS = """() => Object.keys(localStorage).concat(Object.keys(sessionSt
   .concat(document.cookie.split(';').map((c) => c.trim().split('=')[0]).filter((n) => n && n !== '_streamlit_xsrf'))"""
 
 
+def new_window(browser):
+    """A new page of ``browser`` (the persistent context of the ``browser`` fixture) in a window of its own.
+
+    Playwright's ``new_page`` opens a tab beside the others in one window, and chromium draws only a window's front
+    tab: in an earlier tab (Alice's, once Bob's opened) every click, scroll and screenshot waited about 1.5 s for a
+    frame, with the CPU idle. A window of its own is drawn like any window, as each student's browser is. Playwright
+    has no option for it: chromium's DevTools protocol opens the window (``Target.createTarget``), and Playwright
+    hands the new page over as usual."""
+    opener = browser.pages[0] if browser.pages else browser.new_page()  # any open page can ask for a window
+    launcher = browser.new_cdp_session(opener)
+    try:
+        with browser.expect_page() as opened:
+            launcher.send("Target.createTarget", {"url": "about:blank", "newWindow": True})
+    finally:
+        launcher.detach()
+    return opened.value
+
+
 def open_page(browser, url: str, viewport=(1400, 1200), before=None):
-    """A new tab at ``url`` (a new session of the app, as a student opening a link), once its first script run has
-    ended. ``before(page)`` runs before the address loads (say, ``page.add_init_script``)."""
-    page = browser.new_page()
+    """A new window at ``url`` (a new session of the app, as a student opening a link), once its first script run
+    has ended. ``before(page)`` runs before the address loads (say, ``page.add_init_script``)."""
+    page = new_window(browser)
     page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
     page.set_default_timeout(120_000)  # a loaded 2-core machine can take a while to draw a page
     if before is not None:
         before(page)
     page.goto(url, timeout=120_000)
     wait_until_idle(page)
-    assert page.evaluate(NOT_STREAMLITS) == [], "llmviz keeps nothing in the browser: tabs are separate sessions"
+    assert page.evaluate(NOT_STREAMLITS) == [], "llmviz keeps nothing in the browser: windows are separate sessions"
     return page
 
 

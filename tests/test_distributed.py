@@ -29,18 +29,45 @@ def _environment() -> dict:
             "GLOO_SOCKET_IFNAME": "lo", "HF_HUB_OFFLINE": "1"}
 
 
-def train(*arguments: str, processes: int = 1) -> dict:
-    """Run the command line (under torchrun for several processes); its closing JSON line."""
+def train(*arguments: str, processes: int = 1, torchrun: bool = False) -> dict:
+    """Run the command line; its closing JSON line.
+
+    Several ``processes`` are started the way torchrun starts them: one ``python -m llmviz train`` per rank, told
+    its place by the environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``/``MASTER_PORT``:
+    torch.distributed's ``env://`` rendezvous, which is all that llmviz reads). ``torchrun=True`` launches them
+    with torchrun itself, as README does (:func:`test_two_processes_equal_one`); the other tests spare its launcher,
+    one more Python process that imports torch (~2 CPU-s a launch)."""
+    command = [sys.executable, "-m", "llmviz", "train", *arguments]
     if processes == 1:
-        command = [sys.executable, "-m", "llmviz", "train", *arguments]
-    else:
+        result = subprocess.run(command, cwd=ROOT, env=_environment(), capture_output=True, text=True, timeout=120)
+    elif torchrun:
         command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={processes}", "--nnodes=1",
-                   "--master_addr=127.0.0.1", f"--master_port={free_port()}", "-m", "llmviz", "train", *arguments]
-    result = subprocess.run(command, cwd=ROOT, env=_environment(), capture_output=True, text=True, timeout=120)
+                   "--master_addr=127.0.0.1", f"--master_port={free_port()}", *command[1:]]
+        result = subprocess.run(command, cwd=ROOT, env=_environment(), capture_output=True, text=True, timeout=120)
+    else:
+        result = _ranks(command, processes)
     assert result.returncode == 0, result.stderr[-4000:]
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["processes"] == processes
     return summary
+
+
+def _ranks(command: list[str], processes: int) -> subprocess.CompletedProcess:
+    """``command`` once per rank, each with torchrun's environment variables; rank 0's output (every rank's
+    errors), failing if any rank fails."""
+    port = free_port()
+    ranks = [subprocess.Popen(command, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={**_environment(), "MASTER_PORT": str(port), "RANK": str(rank), "LOCAL_RANK": str(rank),
+                                   "WORLD_SIZE": str(processes), "LOCAL_WORLD_SIZE": str(processes)})
+             for rank in range(processes)]
+    try:
+        outputs = [rank.communicate(timeout=120) for rank in ranks]
+    finally:
+        for rank in ranks:
+            rank.kill()  # after a timeout: no rank waits forever for the others
+    errors = "".join(f"rank {index}: {err}" for index, (_, err) in enumerate(outputs) if err)
+    failed = next((rank.returncode for rank in ranks if rank.returncode), 0)
+    return subprocess.CompletedProcess(command, failed, outputs[0][0], errors)
 
 
 def losses(folder) -> list[float]:
@@ -73,7 +100,7 @@ def one_process(corpus_file, tmp_path_factory):
 
 def test_two_processes_equal_one(corpus_file, one_process, tmp_path):
     out = tmp_path / "two"
-    train("--corpus", str(corpus_file), *ARGS, "--out", str(out), processes=2)
+    train("--corpus", str(corpus_file), *ARGS, "--out", str(out), processes=2, torchrun=True)
     single, double = losses(one_process), losses(out)
     assert len(single) == len(double) == STEPS
     for step, (a, b) in enumerate(zip(single, double), start=1):
