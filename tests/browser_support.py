@@ -101,6 +101,16 @@ def browser(tmp_path_factory):
         context.close()
 
 
+@pytest.fixture(autouse=True)
+def _windows_close_with_their_test(request):
+    """A browser test's windows close when it ends, whether or not it closed them: an open window is a live session
+    (its sections may refresh, its runs train) and chromium goes on drawing it beside the next tests."""
+    yield
+    if "browser" in request.fixturenames:
+        for page in request.getfixturevalue("browser").pages[1:]:  # pages[0]: the blank page new_window asks
+            page.close()
+
+
 # ---------------------------------------------------------------------------- waiting on the app
 
 SCRIPT_STATE = """() => {

@@ -30,6 +30,7 @@ def test_the_seven_gpt2_to_llama_steps_train_from_the_model_page(app_url, browse
                timeout_s=300, what="the validation losses")
     shot(page, "gpt2-to-llama-lab")
     no_error_box(page)
+    page.close()
 
 
 def test_a_positions_race_is_measured_past_its_training_context(app_url, browser):
@@ -48,3 +49,4 @@ def test_a_positions_race_is_measured_past_its_training_context(app_url, browser
     chart.first.scroll_into_view_if_needed()
     shot(page, "positions-race-extrapolation")
     no_error_box(page)
+    page.close()
