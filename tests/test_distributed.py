@@ -4,10 +4,13 @@ with DistributedDataParallel and with FSDP (``--fsdp``: the model sharded over t
 Bounded: every launch has a timeout, the processes talk only over the loopback interface.
 """
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+import tempfile
+import time
 
 import pytest
 import torch
@@ -54,20 +57,32 @@ def train(*arguments: str, processes: int = 1, torchrun: bool = False) -> dict:
 
 def _ranks(command: list[str], processes: int) -> subprocess.CompletedProcess:
     """``command`` once per rank, each with torchrun's environment variables; rank 0's output (every rank's
-    errors), failing if any rank fails."""
+    errors), failing if any rank fails. Each rank writes to files, not pipes: a rank whose unread pipe filled up
+    would stop, and the others would wait for it at the next collective."""
     port = free_port()
-    ranks = [subprocess.Popen(command, cwd=ROOT, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env={**_environment(), "MASTER_PORT": str(port), "RANK": str(rank), "LOCAL_RANK": str(rank),
-                                   "WORLD_SIZE": str(processes), "LOCAL_WORLD_SIZE": str(processes)})
-             for rank in range(processes)]
-    try:
-        outputs = [rank.communicate(timeout=120) for rank in ranks]
-    finally:
-        for rank in ranks:
-            rank.kill()  # after a timeout: no rank waits forever for the others
-    errors = "".join(f"rank {index}: {err}" for index, (_, err) in enumerate(outputs) if err)
+    with contextlib.ExitStack() as files:
+        outputs = [(files.enter_context(tempfile.TemporaryFile("w+")), files.enter_context(tempfile.TemporaryFile("w+")))
+                   for _ in range(processes)]
+        ranks = [subprocess.Popen(command, cwd=ROOT, text=True, stdout=out, stderr=err,
+                                  env={**_environment(), "MASTER_PORT": str(port), "RANK": str(rank),
+                                       "LOCAL_RANK": str(rank), "WORLD_SIZE": str(processes),
+                                       "LOCAL_WORLD_SIZE": str(processes)})
+                 for rank, (out, err) in enumerate(outputs)]
+        try:
+            deadline = time.monotonic() + 120
+            for rank in ranks:
+                rank.wait(timeout=max(0.0, deadline - time.monotonic()))
+        finally:
+            for rank in ranks:
+                rank.kill()  # after a timeout: no rank waits forever for the others
+        texts = []
+        for out, err in outputs:
+            out.seek(0)
+            err.seek(0)
+            texts.append((out.read(), err.read()))
+    errors = "".join(f"rank {index}: {err}" for index, (_, err) in enumerate(texts) if err)
     failed = next((rank.returncode for rank in ranks if rank.returncode), 0)
-    return subprocess.CompletedProcess(command, failed, outputs[0][0], errors)
+    return subprocess.CompletedProcess(command, failed, texts[0][0], errors)
 
 
 def losses(folder) -> list[float]:
