@@ -393,7 +393,9 @@ def _process_context():
             methods = multiprocessing.get_all_start_methods()
             if "forkserver" in methods and sys.platform != "win32":
                 forkserver = multiprocessing.get_context("forkserver")
-                forkserver.set_forkserver_preload(["llmviz.workers", "llmviz.train"])
+                # torch.optim builds its first optimizer by importing torch._dynamo (~0.9 CPU-s): once, here,
+                # rather than in every worker
+                forkserver.set_forkserver_preload(["llmviz.workers", "llmviz.train", "torch._dynamo"])
                 _CONTEXT = forkserver
             else:
                 _CONTEXT = multiprocessing.get_context("spawn")
