@@ -1,6 +1,6 @@
 """Issue 29's lab runs in real chromium, where sections are fragments (AppTest runs them as plain code): the Model
-page's "Train the seven steps" starts the GPT-2 → Llama runs and its table fills with their validation losses, and a
-finished positions race on the Training page is measured past its training context."""
+page's "Train the seven steps" starts the GPT-2 → Llama runs and its table fills with their validation losses, and
+(``-m extended``) a finished positions race on the Training page is measured past its training context."""
 
 import re
 import urllib.parse
@@ -33,6 +33,7 @@ def test_the_seven_gpt2_to_llama_steps_train_from_the_model_page(app_url, browse
     page.close()
 
 
+@pytest.mark.extended  # ~14 CPU-seconds; tests/test_extrapolation.py measures the finished race headless in every run
 def test_a_positions_race_is_measured_past_its_training_context(app_url, browser):
     page = open_page(browser, f"{app_url}/training?{NAMES}")
     main_area(page).get_by_role("combobox", name="Architecture race: one switch, two GPT micros").click()
