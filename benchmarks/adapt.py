@@ -22,9 +22,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from llmviz import adapt, corpus, lora, memory  # noqa: E402
-from llmviz import quantize as qz  # noqa: E402
-from llmviz.train import load_checkpoint  # noqa: E402
+from llmviz.adapt import (
+    lora,
+    memory,  # noqa: E402
+)
+from llmviz.adapt import quantize as qz  # noqa: E402
+from llmviz.data import corpus
+from llmviz.lessons import adapting as adapt
+from llmviz.training.checkpoint import load_checkpoint  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

@@ -24,7 +24,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from llmviz.hf_models import config_to_hf  # noqa: E402
+from llmviz.hub.llama import config_to_hf  # noqa: E402
 from llmviz.models.gpt import GPT, GPTConfig  # noqa: E402
 
 BASE = GPTConfig(vocab_size=4096, context_length=128, d_model=256, n_heads=8, n_layers=4, dropout=0.0,

@@ -25,8 +25,9 @@ from pathlib import Path
 os.environ.setdefault("RAYON_NUM_THREADS", "1")  # Hugging Face tokenizers on one thread
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from llmviz import corpus  # noqa: E402
-from llmviz.tokenizers import BPETokenizer, train_naive  # noqa: E402
+from llmviz.data import corpus  # noqa: E402
+from llmviz.tokenizers.bpe.merging import train_naive  # noqa: E402
+from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
 
 UPLOAD_BYTES = 10_000_000
 

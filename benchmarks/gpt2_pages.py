@@ -43,7 +43,7 @@ NEW_SENTENCE = "The quick brown fox jumps over the lazy dog while the students w
 
 def place_random_gpt2(repo_id: str = "gpt2") -> Path:
     """A random GPT-2-124M-shaped model, saved as a cached Hub download of ``repo_id``."""
-    from llmviz import gpt2
+    from llmviz.hub import gpt2
     from llmviz.models.gpt import GPT
 
     torch.manual_seed(0)
@@ -68,10 +68,10 @@ def best(function, repeats: int, *args) -> tuple[float, float]:
 
 
 def compute_table(repeats: int) -> list[list[str]]:
-    from llmviz import gpt2
-    from llmviz.embeddings import nearest_neighbours
-    from llmviz.sampling import next_token_view
-    from llmviz.train import load_checkpoint
+    from llmviz.generation.sampling import next_token_view
+    from llmviz.hub import gpt2
+    from llmviz.lessons.embeddings import nearest_neighbours
+    from llmviz.training.checkpoint import load_checkpoint
 
     shipped, shipped_tok, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
     start = time.perf_counter()
@@ -99,10 +99,10 @@ def compute_table(repeats: int) -> list[list[str]]:
 def page_table(pages: list[str], repeats: int) -> list[list[str]]:
     from streamlit.testing.v1 import AppTest
 
-    entry = str(ROOT / "tests" / "app_entry.py")
+    entry = str(ROOT / "app.py")
     rows = []
     for page in pages:
-        path = str(ROOT / "pages" / f"{page}.py")
+        path = str(ROOT / "stages" / f"{page}.py")
         if not Path(path).exists():
             continue
         cells = [page]

@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from llmviz import corpus  # noqa: E402
-from llmviz.pretrained import MiniLM, model_folder  # noqa: E402
+from llmviz.data import corpus  # noqa: E402
+from llmviz.models.minilm import MiniLM, model_folder  # noqa: E402
 
 
 def best_of(function, repeats: int = 3) -> float:

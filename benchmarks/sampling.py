@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from llmviz.sampling import generate  # noqa: E402
-from llmviz.train import load_checkpoint  # noqa: E402
+from llmviz.generation.sampling import generate  # noqa: E402
+from llmviz.training.checkpoint import load_checkpoint  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 

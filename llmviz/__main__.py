@@ -1,5 +1,5 @@
 import sys
 
-from llmviz.cli import main
+from llmviz.cli.main import main
 
 sys.exit(main(prog="python -m llmviz"))

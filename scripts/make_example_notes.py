@@ -8,7 +8,7 @@ on it, saved as the Tokens page saves one. Run from the repository root: ``pytho
 from pathlib import Path
 from pydoc_data.topics import topics
 
-from llmviz.tokenizers import BPETokenizer
+from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
 
 SECTIONS = ["for", "while", "if", "function", "lambda", "naming", "assert"]  # the loop, the branch, the function
 ROOT = Path(__file__).resolve().parent.parent

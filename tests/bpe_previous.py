@@ -7,7 +7,7 @@ tie); tests/test_bpe_fast.py checks that the new trainer gives the same merges.
 import heapq
 from collections import Counter
 
-from llmviz.tokenizers import MergeRecord, merge, split_chunks
+from llmviz.tokenizers.bpe.merging import MergeRecord, merge, split_chunks
 
 
 def previous_train_steps(text: str, num_merges: int, split_pattern: str | None = "gpt4", record: bool = False):

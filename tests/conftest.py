@@ -74,7 +74,7 @@ def _no_runs_left_behind():
     """AppTest gives every app run the same session id: end its training runs after each test, so no test
     sees another test's runs (the browser's sessions are real and separate)."""
     yield
-    jobs = sys.modules.get("llmviz.jobs")
+    jobs = sys.modules.get("llmviz.jobs.manager")
     if jobs is not None and jobs._default is not None:
         jobs._default.end_session("test session id")
 
@@ -132,7 +132,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def fresh_session_jobs():
     """AppTest gives every test the same session id: forget the jobs earlier tests left behind, and this test's."""
-    from llmviz.jobs import default_manager
+    from llmviz.jobs.manager import default_manager
 
     for owner in list(default_manager()._sessions):
         default_manager().end_session(owner)

@@ -1,4 +1,4 @@
-"""The Adapt & serve page's numbers (llmviz/adapt.py) and its lab runs through the job system."""
+"""The Adapt & serve page's numbers (llmviz/lessons/adapting.py) and its lab runs through the job system."""
 
 from pathlib import Path
 
@@ -6,11 +6,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llmviz import adapt, corpus, finetune, lora
-from llmviz import quantize as qz
-from llmviz.jobs import JobManager
-from llmviz.snapshots import load_into
-from llmviz.train import load_checkpoint, model_description, model_from_description
+from llmviz.adapt import finetune, lora
+from llmviz.adapt import quantize as qz
+from llmviz.data import corpus
+from llmviz.jobs.manager import JobManager
+from llmviz.lessons import adapting as adapt
+from llmviz.training.checkpoint import load_checkpoint, model_description, model_from_description
+from llmviz.training.snapshots import load_into
 
 SHIPPED = Path(__file__).resolve().parent.parent / "data" / "gpt-python-docs"
 TEXT = corpus.load("python-docs")[:40_000]
@@ -158,7 +160,7 @@ def test_the_page_shows_prompting_and_the_fine_tuned_runs_side_by_side():
 
     from tests.test_app_pages import assert_clean, finish_jobs, run_page
 
-    at = run_page("pages/adapt.py")
+    at = run_page("stages/adapt.py")
     at.slider(key="task_steps").set_value(20).run()
     at.button(key="task_start").click().run()
     finish_jobs(at)
@@ -198,7 +200,7 @@ def test_the_batching_chart_shows_each_requests_wait_and_tokens_per_second(shipp
     from tests.test_app_pages import assert_clean, run_page
 
     model, tokenizer = shipped
-    at = run_page("pages/adapt.py")
+    at = run_page("stages/adapt.py")
     assert_clean(at)
     charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
     batching = next(c for c in charts if c["layout"].get("title", {}).get("text", "").startswith("Static vs continuous"))
@@ -219,7 +221,7 @@ def test_the_pages_formulas_write_thousands_so_math_mode_adds_no_space():
 
     from tests.test_app_pages import run_page
 
-    at = run_page("pages/adapt.py")
+    at = run_page("stages/adapt.py")
     formulas = [element.value for element in at.latex]
     assert any("8{,}192" in formula for formula in formulas)  # LoRA r 4 on W_Q and W_V of the shipped GPT
     assert not [formula for formula in formulas if re.search(r"\d,\d", formula)]
@@ -232,7 +234,7 @@ def test_the_block_table_chart_names_whole_blocks():
 
     from tests.test_app_pages import run_page
 
-    at = run_page("pages/adapt.py")
+    at = run_page("stages/adapt.py")
     at.text_input(key="page_lengths").set_value("13, 5, 22, 9, 40").run()  # 4 + 2 + 6 + 3 + 10 = 25 blocks of 4
     charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
     blocks = next(c for c in charts if c["layout"]["title"]["text"].startswith("Physical blocks"))
@@ -244,7 +246,7 @@ def test_the_block_table_chart_names_whole_blocks():
 def test_the_memory_table_names_each_steps_autocast():
     from tests.test_app_pages import assert_clean, run_page
 
-    at = run_page("pages/adapt.py")
+    at = run_page("stages/adapt.py")
     at.button(key="memory_run").click().run()
     assert_clean(at)
     table = next(frame.value for frame in at.dataframe if "saved for backward" in frame.value.columns)
@@ -259,10 +261,10 @@ def test_a_lab_run_on_the_page_pauses_resumes_and_stops_like_every_run(fresh_ses
     Pause/Resume/Stop buttons (they had Stop alone)."""
     import json
 
-    from llmviz.jobs import default_manager
+    from llmviz.jobs.manager import default_manager
     from tests.test_app_pages import assert_clean, run_page
 
-    at = run_page("pages/adapt.py")
+    at = run_page("stages/adapt.py")
     at.slider(key="lora_steps").set_value(400)  # long enough to still be training at every click below
     at.button(key="lora_start").click().run()
     jobs = default_manager().jobs(at.session_state["_llmviz_session_id"])

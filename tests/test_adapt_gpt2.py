@@ -8,8 +8,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llmviz import adapt, cli, corpus, finetune, gpt2, lora, serving
-from llmviz import quantize as qz
+from llmviz.adapt import finetune, lora
+from llmviz.adapt import quantize as qz
+from llmviz.cli import main as cli
+from llmviz.data import corpus
+from llmviz.generation import serving
+from llmviz.hub import gpt2
+from llmviz.lessons import adapting as adapt
 from tests.conftest import ROOT
 from tests.gpt2_support import make_hf_gpt2
 

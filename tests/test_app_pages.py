@@ -11,7 +11,7 @@ TIMEOUT = 180  # importing torch and building models takes seconds on a small CP
 
 
 def run_page(path: str | None = None, **state) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "tests" / "app_entry.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
     for key, value in state.items():
         at.session_state[key] = value
     at.run()
@@ -26,7 +26,7 @@ def run_page(path: str | None = None, **state) -> AppTest:
 def finish_jobs(at: AppTest, timeout: float = 180) -> AppTest:
     """Wait for the jobs this AppTest session started (BPE, word2vec, a run: they train in worker processes,
     outside the script run), then run the page again, as the live section's refresh would."""
-    from llmviz.jobs import default_manager
+    from llmviz.jobs.manager import default_manager
 
     for job in default_manager().jobs(at.session_state["_llmviz_session_id"]):
         assert job.wait(timeout), job
@@ -87,7 +87,7 @@ def test_pages_make_their_sections_with_ui_sections():
     tests read to prove a widget reruns only its own section), never by st.fragment directly."""
     import re
 
-    offenders = [f"{path.name}:{number}" for path in sorted((ui.ROOT / "pages").glob("*.py"))
+    offenders = [f"{path.name}:{number}" for path in sorted((ui.ROOT / "stages").glob("*.py"))
                  for number, line in enumerate(path.read_text().splitlines(), start=1)
                  if re.search(r"@st\.fragment|st\.fragment\(", line)]
     assert not offenders, f"use @sections.section(name): {offenders}"
@@ -98,7 +98,7 @@ def test_the_first_page_run_freezes_the_long_lived_objects():
     so Python's full collections no longer walk it while holding the GIL (ui.routing.freeze_long_lived_objects)."""
     import gc
 
-    run_page("pages/home.py")
+    run_page("stages/home.py")
     assert gc.get_freeze_count() > 100_000
 
 

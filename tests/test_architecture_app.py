@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from llmviz.train import TrainConfig, Trainer, save_checkpoint
+from llmviz.training.checkpoint import save_checkpoint
+from llmviz.training.trainer import TrainConfig, Trainer
 from tests.test_app_pages import assert_clean, run_page
 
 TEXT = "for x in range(10): print(x)\nThe cat sat on the mat. " * 40
@@ -22,8 +23,8 @@ COMBINATIONS = {
     "nope-moe": ("gpt-micro", {"positions": "none", "norm": "rmsnorm", "mlp_kind": "swiglu", "n_experts": 2,
                                "experts_top_k": 1, "tie_weights": False}),
 }
-PAGES = ["pages/embeddings.py", "pages/attention.py", "pages/model.py", "pages/inside.py", "pages/sampling.py",
-         "pages/adapt.py"]
+PAGES = ["stages/embeddings.py", "stages/attention.py", "stages/model.py", "stages/inside.py", "stages/sampling.py",
+         "stages/adapt.py"]
 
 
 @pytest.fixture(scope="module")

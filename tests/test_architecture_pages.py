@@ -1,7 +1,7 @@
 """Every page's computations work on a tiny model of every preset (each combination of switches).
 
-The functions the pages call (llmviz.views, llmviz.interpret, llmviz.sampling, llmviz.model_anatomy,
-llmviz.quiz, llmviz.architectures) run on each; where a page's number has an independent
+The functions the pages call (llmviz.lessons.forward, llmviz.interpret.lens, llmviz.generation.sampling, llmviz.lessons.anatomy,
+llmviz.lessons.quiz, llmviz.lessons.architectures) run on each; where a page's number has an independent
 definition it is checked: the logit lens's last row is the model's own prediction (so the final
 norm it applies is the model's RMSNorm or LayerNorm), the token losses average to
 ``F.cross_entropy``, greedy generation is the same with and without the KV cache.
@@ -13,9 +13,14 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llmviz import architectures, interpret, model_anatomy, quiz, sampling, views
+from llmviz.generation import sampling
+from llmviz.interpret import heads
+from llmviz.interpret import lens as lenses
+from llmviz.lessons import anatomy as model_anatomy
+from llmviz.lessons import architectures, quiz
+from llmviz.lessons import forward as views
 from llmviz.models.gpt import GPT, PRESETS
-from llmviz.tokenizers import CharTokenizer
+from llmviz.tokenizers.char_word import CharTokenizer
 
 TOKENIZER = CharTokenizer.train("abcdefghijklmnopqrstuvwxyz .,:()=\n")
 
@@ -52,14 +57,14 @@ def test_views(model):
 
 def test_interpret(model):
     ids = views.encode(TOKENIZER, TEXT)
-    lens = interpret.sequence_logit_lens(model, ids, k=3)
+    lens = lenses.sequence_logit_lens(model, ids, k=3)
     with torch.no_grad():
         logits, _ = model(torch.tensor([ids]))
     torch.testing.assert_close(lens.top_probs[-1, :, 0], logits[0].softmax(-1).max(-1).values, atol=1e-5, rtol=0)
     assert lens.top_ids[-1, :, 0].tolist() == logits[0].argmax(-1).tolist()
-    tokens, scores = interpret.model_head_scores(model, half_length=8)
+    tokens, scores = heads.model_head_scores(model, half_length=8)
     assert scores["induction"].shape == (2, model.config.n_heads)
-    losses = interpret.token_losses(model, ids)
+    losses = lenses.token_losses(model, ids)
     expected = F.cross_entropy(logits[0, :-1], torch.tensor(ids[1:]))
     assert losses.mean == pytest.approx(float(expected), abs=1e-5)
 

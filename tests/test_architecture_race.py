@@ -2,10 +2,10 @@
 
 import pytest
 
-from llmviz.architectures import SWITCH_RACE_TITLES, SWITCH_RACES
-from llmviz.jobs import JobManager
+from llmviz.jobs.manager import JobManager
+from llmviz.lessons.architectures import SWITCH_RACE_TITLES, SWITCH_RACES
 from llmviz.models.gpt import PRESETS
-from llmviz.train import TrainConfig, Trainer
+from llmviz.training.trainer import TrainConfig, Trainer
 
 TEXT = "the quick brown fox jumps over the lazy dog\n" * 30
 

@@ -43,7 +43,7 @@ def test_default_config_is_the_gpt_of_before():
     """The default switches build exactly the parameters the shipped checkpoint has (no new names)."""
     import safetensors.torch
 
-    from llmviz.train import load_checkpoint
+    from llmviz.training.checkpoint import load_checkpoint
 
     model, _, meta = load_checkpoint("data/gpt-python-docs")
     names = set(safetensors.torch.load_file("data/gpt-python-docs/model.safetensors"))
@@ -245,7 +245,8 @@ def test_parameter_breakdown_counts_every_parameter_once():
 
 
 def test_checkpoints_round_trip_the_switches_and_old_ones_still_load(tmp_path):
-    from llmviz.train import TrainConfig, Trainer, load_checkpoint
+    from llmviz.training.checkpoint import load_checkpoint
+    from llmviz.training.trainer import TrainConfig, Trainer
 
     text = "the quick brown fox jumps over the lazy dog. " * 60
     config = TrainConfig(model="moe-tiny", tokenizer="char", context_size=16, batch_size=4, steps=2,
@@ -275,7 +276,7 @@ def test_checkpoints_round_trip_the_switches_and_old_ones_still_load(tmp_path):
 
 
 def test_train_config_carries_switches_and_refuses_bad_ones():
-    from llmviz.train import TrainConfig, build_model
+    from llmviz.training.trainer import TrainConfig, build_model
 
     model = build_model(TrainConfig(model="gpt-micro", architecture={"positions": "rope", "n_kv_heads": 2}), 30)
     assert model.config.positions == "rope" and model.config.kv_heads == 2 and model.config.vocab_size == 30
@@ -288,8 +289,8 @@ def test_train_config_carries_switches_and_refuses_bad_ones():
 
 
 def test_cli_parses_switches():
-    from llmviz.cli import build_parser
-    from llmviz.train_cli import parse_switches
+    from llmviz.cli.main import build_parser
+    from llmviz.cli.train import parse_switches
 
     assert parse_switches(["n_experts=4", "tie-weights=yes", "d_mlp=none"]) == {
         "n_experts": 4, "tie_weights": True, "d_mlp": None}
@@ -301,11 +302,11 @@ def test_cli_parses_switches():
     assert args.model == "llama-style" and args.arch == ["positions=learned"]
 
 
-# ---------------------------------------------------------------------------- llmviz.architectures (what the pages draw)
+# ---------------------------------------------------------------------------- llmviz.lessons.architectures (what the pages draw)
 
 
 def test_rope_scores_are_constant_along_every_diagonal():
-    from llmviz.architectures import rope_scores
+    from llmviz.lessons.architectures import rope_scores
 
     result = rope_scores(head_dim=16, theta=10000.0, positions=20)
     for distance, (low, high) in result.by_distance.items():
@@ -315,7 +316,7 @@ def test_rope_scores_are_constant_along_every_diagonal():
 
 
 def test_rope_angles_match_the_model_rotation():
-    from llmviz.architectures import rope_angles, rotate
+    from llmviz.lessons.architectures import rope_angles, rotate
 
     found = rope_angles(8, theta=500.0, positions=6)
     v = torch.zeros(8)
@@ -327,7 +328,7 @@ def test_rope_angles_match_the_model_rotation():
 
 
 def test_kv_cache_bytes_count_the_tensors_the_model_keeps():
-    from llmviz.architectures import kv_cache_bytes, kv_groups
+    from llmviz.lessons.architectures import kv_cache_bytes, kv_groups
 
     for kv in (4, 2, 1):
         config = tiny(n_kv_heads=kv)
@@ -340,7 +341,7 @@ def test_kv_cache_bytes_count_the_tensors_the_model_keeps():
 def test_gpt2_to_llama_parameter_counts_equal_transformers():
     from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
-    from llmviz.architectures import gpt2_to_llama
+    from llmviz.lessons.architectures import gpt2_to_llama
 
     rows = gpt2_to_llama()
     with torch.device("meta"):
@@ -360,7 +361,7 @@ def test_gpt2_to_llama_parameter_counts_equal_transformers():
 
 
 def test_norm_comparison_equals_torch_norms():
-    from llmviz.architectures import norm_comparison
+    from llmviz.lessons.architectures import norm_comparison
 
     stream = torch.randn(5, 16) * 3 + 1.5
     found = norm_comparison(stream)
@@ -371,7 +372,7 @@ def test_norm_comparison_equals_torch_norms():
 
 
 def test_mlp_comparison_formulas():
-    from llmviz.architectures import mlp_comparison, mlp_parameters
+    from llmviz.lessons.architectures import mlp_comparison, mlp_parameters
 
     found = mlp_comparison(torch.randn(3, 16), hidden=8)
     torch.testing.assert_close(found["gelu"], F.gelu(found["up"], approximate="tanh"))
@@ -383,7 +384,7 @@ def test_mlp_comparison_formulas():
 
 
 def test_predict_then_reveal_questions_compute_their_answers():
-    from llmviz.architectures import kv_cache_question, rope_question
+    from llmviz.lessons.architectures import kv_cache_question, rope_question
 
     question = kv_cache_question(12, 4, 8192)
     assert question.options[question.answer] == f"{2 * 24 * 4 * 64 * 8192 * 2 / 2**20:,.1f} MiB" == "192.0 MiB"
@@ -396,7 +397,7 @@ def test_predict_then_reveal_questions_compute_their_answers():
 
 def test_norm_and_experts_questions_match_the_built_models():
     """The Model page's two questions, against models built here: parameters counted from the modules."""
-    from llmviz.architectures import experts_question, norm_question
+    from llmviz.lessons.architectures import experts_question, norm_question
 
     config = PRESETS["gpt2-124m"]
     with torch.device("meta"):  # 124 M parameters: shapes only
@@ -419,7 +420,7 @@ def test_norm_and_experts_questions_match_the_built_models():
 def test_a_trainer_with_switches_pickles_for_a_worker_process():
     import pickle
 
-    from llmviz.train import TrainConfig, Trainer
+    from llmviz.training.trainer import TrainConfig, Trainer
 
     config = TrainConfig(model="moe-tiny", tokenizer="char", context_size=8, batch_size=2, steps=1,
                          architecture={"positions": "none"})
@@ -433,7 +434,7 @@ def test_a_trainer_with_switches_pickles_for_a_worker_process():
                                            ({"n_experts": 256, "d_mlp": 65_536, "d_model": 4096, "n_layers": 64},
                                             "parameters, more than llmviz loads")])
 def test_a_described_mixture_of_experts_too_big_to_load_is_refused(change, words):
-    from llmviz.train import _described_shapes
+    from llmviz.training.checkpoint import _described_shapes
 
     description = {"kind": "gpt", "config": {**tiny().to_dict(), **change}}
     with pytest.raises(ConfigError, match=words):

@@ -5,7 +5,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llmviz.attention import (
+from llmviz.errors import ConfigError
+from llmviz.models.attention import (
     JOURNEY_EMBEDDINGS,
     TOY_EMBEDDINGS,
     TOY_POSITIONS,
@@ -20,7 +21,6 @@ from llmviz.attention import (
     toy_input,
     toy_matrices,
 )
-from llmviz.errors import ConfigError
 
 torch.manual_seed(0)
 B, T, D = 2, 5, 8

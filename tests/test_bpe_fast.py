@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmviz import corpus
-from llmviz.tokenizers import BPETokenizer, train_naive
+from llmviz.data import corpus
+from llmviz.tokenizers.bpe.merging import train_naive
+from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
 from tests.bpe_previous import previous_train_steps
 
 
@@ -63,7 +64,7 @@ def test_same_merges_on_generated_texts(text, pattern):
 
 def test_recorded_leaders_are_the_top_counts():
     text = corpus.load("names")[:20_000]
-    from llmviz.tokenizers import get_pair_counts, merge, split_chunks
+    from llmviz.tokenizers.bpe.merging import get_pair_counts, merge, split_chunks
 
     chunks = [list(c.encode()) for c in split_chunks(text, "gpt4")]
     for record in BPETokenizer.train_steps(text, 40, "gpt4", record=True):

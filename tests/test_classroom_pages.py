@@ -10,13 +10,13 @@ pytestmark = pytest.mark.usefixtures("fresh_session_jobs")  # tests/conftest.py
 
 
 def session_jobs(at):
-    from llmviz.jobs import default_manager
+    from llmviz.jobs.manager import default_manager
 
     return default_manager().jobs(at.session_state["_llmviz_session_id"])
 
 
 def test_a_third_run_is_refused_with_the_reason():
-    at = run_page("pages/training.py", corpus="names")
+    at = run_page("stages/training.py", corpus="names")
     by_label(at.selectbox, "Model").set_value("mlp")
     by_label(at.radio, "Tokenizer").set_value("char")
     by_label(at.slider, "Steps").set_value(2000)
@@ -35,7 +35,7 @@ def test_a_third_run_is_refused_with_the_reason():
 
 
 def test_the_learning_rate_question_trains_as_a_job_then_asks():
-    at = run_page("pages/training.py", corpus="names")
+    at = run_page("stages/training.py", corpus="names")
     at.button(key="quiz_ask_training").click().run()
     assert_clean(at)
     [job] = [job for job in session_jobs(at) if job.kind == "task"]
@@ -48,7 +48,7 @@ def test_the_learning_rate_question_trains_as_a_job_then_asks():
 
 
 def test_bpe_training_is_a_job_of_the_session():
-    at = run_page("pages/tokens.py")
+    at = run_page("stages/tokens.py")
     by_label(at.slider, "Vocabulary size").set_value(300)
     at.button(key="train_bpe").click().run()
     assert_clean(at)

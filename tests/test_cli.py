@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from llmviz import cli
+from llmviz.cli import main as cli
 from tests.conftest import ROOT
 
 
@@ -26,7 +26,7 @@ def test_python_dash_m_names_itself():
 
 
 def test_a_broken_training_module_is_not_hidden(monkeypatch):
-    monkeypatch.setitem(sys.modules, "llmviz.train_cli", None)  # importing it now raises ImportError
+    monkeypatch.setitem(sys.modules, "llmviz.cli.train", None)  # importing it now raises ImportError
     with pytest.raises(ImportError):
         cli.build_parser()
 
@@ -42,7 +42,7 @@ def _tokenize(capsys, *argv):
 
 @pytest.mark.parametrize("name", ["gpt2", "cl100k"])
 def test_tokenize_reference_encodings_print_tiktoken_ids(capsys, name):
-    from llmviz.tokenizers import encoding
+    from llmviz.tokenizers.bpe.reference import encoding
 
     text = "Hello world <|endoftext|> naïve"
     code, out, _ = _tokenize(capsys, text, "--tokenizer", name, "--format", "ids")
@@ -65,7 +65,7 @@ def test_tokenize_table_shows_tokens_and_ids(capsys):
 def test_tokenize_a_file_with_a_saved_bpe_and_a_checkpoint(capsys, tmp_path):
     import json
 
-    from llmviz.tokenizers import BPETokenizer
+    from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
 
     bpe = BPETokenizer.train("the cat sat on the mat " * 10, vocab_size=280)
     bpe.save(tmp_path / "bpe.json")
@@ -175,9 +175,9 @@ def test_training_says_which_device_it_trains_on(capsys, tmp_path):
 def test_a_corpus_file_on_your_own_machine_is_not_held_to_the_apps_upload_cap(tmp_path):
     """README's 'Training bigger' trains on big.txt: the CLI read it through the app's 20 MB upload check
     ('… the limit is 20 MB. Upload a smaller excerpt.'), and a folder gave a raw IsADirectoryError traceback."""
-    from llmviz import corpus
+    from llmviz.cli.train import _load_text
+    from llmviz.data import corpus
     from llmviz.errors import CorpusUnavailable
-    from llmviz.train_cli import _load_text
 
     big = tmp_path / "big.txt"
     line = "The while statement is used for repeated execution as long as an expression is true.\n"

@@ -107,14 +107,14 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_cycle_finder_sees_a_circle_through_a_lazy_import():
-    graph = {"llmviz.gpt2": {"llmviz.train"}, "llmviz.train": {"llmviz.gpt2", "llmviz.errors"}, "llmviz.errors": set()}
-    assert import_cycles(graph) == [["llmviz.gpt2", "llmviz.train"]]
+    graph = {"llmviz.hub.gpt2": {"llmviz.training.trainer"}, "llmviz.training.trainer": {"llmviz.hub.gpt2", "llmviz.errors"}, "llmviz.errors": set()}
+    assert import_cycles(graph) == [["llmviz.hub.gpt2", "llmviz.training.trainer"]]
 
 
 def test_no_import_cycles_in_llmviz_or_ui():
     graph = import_graph()
-    assert "llmviz.gpt2" in graph and "ui.picker" in graph  # the reader found the modules
-    assert "llmviz.models.gpt" in graph["llmviz.gpt2"]  # ... and their imports
+    assert "llmviz.hub.gpt2" in graph and "ui.picker" in graph  # the reader found the modules
+    assert "llmviz.models.gpt" in graph["llmviz.hub.gpt2"]  # ... and their imports
     assert import_cycles(graph) == []
 
 
@@ -130,7 +130,7 @@ def test_every_function_and_class_in_llmviz_and_ui_is_used_somewhere():
                if not {".venv", "node_modules"} & set(path.relative_to(ROOT).parts)}
     words = Counter(word for text in sources.values() for word in re.findall(r"\w+", text))
     unused = []
-    for package in (*PACKAGES, "pages"):
+    for package in (*PACKAGES, "stages"):
         for path in _module_files(package):
             tree = ast.parse(sources[path])
             defined = [node for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)]
@@ -144,7 +144,7 @@ def test_every_function_and_class_in_llmviz_and_ui_is_used_somewhere():
 
 def _project_names_used() -> dict[str, set[str]]:
     """Module → the names the repository's files take from it: ``from llmviz.tokenizers import X`` and ``tk.X``
-    after ``from llmviz import tokenizers as tk`` (or ``import ui`` … ``ui.X``)."""
+    after ``from llmviz.tokenizers import bpe`` (or ``import ui`` … ``ui.X``)."""
     import ast
     import importlib.util
 
@@ -179,7 +179,7 @@ def _project_names_used() -> dict[str, set[str]]:
 
 
 def test_every_name_taken_from_llmviz_or_ui_exists():
-    """Splitting a module (llmviz/tokenizers.py into llmviz/bpe/ and others, ui/__init__.py into ui/errors.py
+    """Splitting a module (llmviz/tokenizers/__init__.py into llmviz/tokenizers/bpe/ and others, ui/__init__.py into ui/errors.py
     and others) keeps every name that the pages, tests, benchmarks and scripts import from the old place."""
     import importlib
 
@@ -190,7 +190,7 @@ def test_every_name_taken_from_llmviz_or_ui_exists():
             return False
 
     used = _project_names_used()
-    assert {"BPETokenizer", "_gpt2_files", "compression_curve", "zipf_fit"} <= used["llmviz.tokenizers"]
+    assert {"BPETokenizer"} <= used["llmviz.tokenizers.bpe.tokenizer"]
     assert {"friendly_errors", "settings", "ROOT", "keep"} <= used["ui"]
     missing = [f"{module}.{name}" for module, names in sorted(used.items()) for name in sorted(names)
                if not hasattr(importlib.import_module(module), name)
@@ -200,7 +200,7 @@ def test_every_name_taken_from_llmviz_or_ui_exists():
 
 # ------------------------------------------------------------------ one registry of session state (ui/state.py)
 
-APP_FILES = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *_module_files("ui")]
+APP_FILES = [ROOT / "app.py", *sorted((ROOT / "stages").glob("*.py")), *_module_files("ui")]
 REGISTRY = ROOT / "ui" / "state.py"
 
 
@@ -295,7 +295,7 @@ def test_pages_keep_their_sections_in_functions():
     import ast
 
     too_long = {}
-    for path in sorted((ROOT / "pages").glob("*.py")):
+    for path in sorted((ROOT / "stages").glob("*.py")):
         lines = 0
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.FunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom) or (
@@ -321,23 +321,39 @@ def test_no_name_in_session_state_can_be_taken_for_another():
     assert clashes == []
 
 
-def test_checkpoint_io_lives_in_llmviz_checkpoint_and_stays_importable_from_train():
-    """llmviz/train.py trains; reading, writing and restoring checkpoints is llmviz/checkpoint.py's (without an
-    import circle: checkpoint.py names the trainer by a Protocol), and every old import from llmviz.train works."""
+def test_checkpoint_io_lives_in_the_checkpoint_module():
+    """llmviz/training/trainer.py trains; reading, writing and restoring checkpoints is
+    llmviz/training/checkpoint.py's (without an import circle: checkpoint.py names the trainer by a Protocol)."""
     import ast
 
-    from llmviz import checkpoint, train
-
-    moved = ["save_checkpoint", "checkpoint_metadata", "checkpoint_file_bytes", "restore_training_state",
-             "load_checkpoint", "inspect_checkpoint", "list_checkpoints", "model_state"]
-    for name in moved:
-        assert getattr(checkpoint, name).__module__ == "llmviz.checkpoint", name
-        assert getattr(train, name) is getattr(checkpoint, name), name
-    tree = ast.parse((ROOT / "llmviz" / "train.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "llmviz" / "training" / "trainer.py").read_text(encoding="utf-8"))
     calls = {node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
              for node in ast.walk(tree) if isinstance(node, ast.Call)}
     assert not calls & {"save_file", "save", "set_state", "set_rng_state", "read_safetensors", "set_model_state_dict",
                         "set_optimizer_state_dict"}  # files and saved random states are checkpoint.py's
+
+
+def test_one_address_per_name():
+    """A package's ``__init__.py`` imports nothing from llmviz (no re-export hubs), and no module of llmviz imports a
+    name from another llmviz module without using it: every name has one address, where it is defined."""
+    import ast
+
+    offenders = []
+    for path in sorted((ROOT / "llmviz").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        imported = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("llmviz"):
+                if path.name == "__init__.py":
+                    offenders.append(f"{path.relative_to(ROOT)} imports from {node.module}")
+                for alias in node.names:
+                    imported[alias.asname or alias.name] = node.module
+        used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        used |= {node.value.id for node in ast.walk(tree)
+                 if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)}
+        offenders += [f"{path.relative_to(ROOT)} re-exports {name} from {module}"
+                      for name, module in imported.items() if name not in used]
+    assert offenders == []
 
 
 # ------------------------------------------------------------------ failures are logged
@@ -398,7 +414,7 @@ def test_the_silent_handler_finder_sees_one():
 def test_every_caught_failure_is_logged_or_raised():
     """A job's, a page's or a helper's unexpected exception reaches the server's log with its traceback
     (llmviz.errors.log_failure, a logger), or is raised again: never swallowed by a broad ``except``."""
-    files = [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py")), *_module_files("ui"), *_module_files("llmviz")]
+    files = [ROOT / "app.py", *sorted((ROOT / "stages").glob("*.py")), *_module_files("ui"), *_module_files("llmviz")]
     assert [found for path in files for found in _silent_broad_handlers(path.read_text(encoding="utf-8"),
                                                                         str(path.relative_to(ROOT)))] == []
 

@@ -4,7 +4,7 @@ import zipfile
 import pytest
 import torch
 
-from llmviz import corpus
+from llmviz.data import corpus
 from llmviz.errors import CorpusUnavailable, UploadError
 
 
@@ -125,7 +125,7 @@ def test_config_upload_cap_matches_corpus_cap():
 
 
 def test_cli_corpus_list(capsys):
-    from llmviz.cli import main
+    from llmviz.cli.main import main
 
     assert main(["corpus", "list"]) == 0
     out = capsys.readouterr().out

@@ -10,7 +10,8 @@ import torch
 from safetensors.torch import save_file
 
 from llmviz.errors import CheckpointError
-from llmviz.train import TrainConfig, Trainer, load_checkpoint, save_checkpoint
+from llmviz.training.checkpoint import load_checkpoint, save_checkpoint
+from llmviz.training.trainer import TrainConfig, Trainer
 from tests.conftest import ROOT
 
 
@@ -81,7 +82,7 @@ def peak_kb():  # VmHWM: this process's peak resident memory (ru_maxrss would in
             return int(line.split()[1])
 
 from llmviz.errors import CheckpointError
-from llmviz.train import load_checkpoint
+from llmviz.training.trainer import load_checkpoint
 before = peak_kb()
 for folder in {folders!r}:
     try:
@@ -190,7 +191,7 @@ def test_each_bad_entry_is_refused_quickly_with_a_reason_and_no_server_path(host
 
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero and FIFOs (POSIX)")
 def test_the_runs_folder_lists_bad_entries_as_unreadable_and_the_rest_as_usual(hostile_runs):
-    from llmviz.train import list_checkpoints
+    from llmviz.training.checkpoint import list_checkpoints
 
     listed = {}
     assert _bounded(lambda: listed.update({item.name: item for item in list_checkpoints(hostile_runs)})) is None
@@ -216,9 +217,9 @@ def test_pages_work_with_a_hostile_runs_folder_and_picking_a_bad_entry_explains(
     from tests.test_app_pages import assert_clean, run_page
 
     monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(hostile_runs))
-    at = run_page("pages/sampling.py", _picker_selected="dir:fine")  # the good run next to the bad ones works
+    at = run_page("stages/sampling.py", _picker_selected="dir:fine")  # the good run next to the bad ones works
     assert_clean(at)
-    at = run_page("pages/attention.py", _picker_selected="dir:deep")  # a link or an old pick of a bad entry
+    at = run_page("stages/attention.py", _picker_selected="dir:deep")  # a link or an old pick of a bad entry
     assert_clean(at)
     picker = next(box for box in at.selectbox if box.label == "Model shown on every page")
     options = " | ".join(picker.options)
@@ -234,8 +235,8 @@ def test_a_folder_whose_name_is_not_utf8_is_listed_as_unreadable_and_the_others_
     error printed the server's path."""
     import os
 
-    from llmviz.safetensors_file import read_safetensors
-    from llmviz.train import list_checkpoints
+    from llmviz.training.checkpoint import list_checkpoints
+    from llmviz.training.safetensors_file import read_safetensors
 
     runs = tmp_path / "runs"
     runs.mkdir()
@@ -254,7 +255,7 @@ def test_a_folder_whose_name_is_not_utf8_is_listed_as_unreadable_and_the_others_
     assert not entries["Checkpoint caf\ufffd-latin1"].available
     from tests.test_app_pages import assert_clean, run_page
 
-    at = run_page("pages/sampling.py", _picker_selected="dir:fine")
+    at = run_page("stages/sampling.py", _picker_selected="dir:fine")
     assert_clean(at)
     picker = next(box for box in at.selectbox if box.label == "Model shown on every page")
     assert "Checkpoint fine" in " | ".join(picker.options)

@@ -16,7 +16,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from llmviz.train import TrainConfig, Trainer, save_checkpoint
+from llmviz.training.checkpoint import save_checkpoint
+from llmviz.training.trainer import TrainConfig, Trainer
 from tests.app_server import free_port
 from tests.conftest import ROOT
 
@@ -132,7 +133,7 @@ def optimizer_state(folder) -> dict[str, torch.Tensor]:
 
 # FSDP2 on gloo (CPU) once aborted rank 1 (SIGABRT) about 1 run in 4 on this 2-core machine: rank 0 was still gathering
 # the weights to save while the others tore the group down. Since the processes meet at a barrier before leaving
-# (llmviz.distributed.leave) both FSDP tests passed 19 runs out of 19 here, alone and beside other tests.
+# (llmviz.training.distributed.leave) both FSDP tests passed 19 runs out of 19 here, alone and beside other tests.
 def test_fsdp_on_two_processes_equals_one(corpus_file, one_process, tmp_path):
     """FSDP (each process holds half of every parameter, gradient and Adam moment), each process's 8 windows as
     two micro-batches of 4: step by step the same losses as one process on batch 16, the same validation loss,
@@ -192,8 +193,8 @@ def test_gradient_accumulation_equals_the_whole_batch(corpus_file):
 
 
 def test_batch_that_does_not_split_is_a_clear_error():
-    from llmviz.distributed import accumulation_steps
     from llmviz.errors import ConfigError
+    from llmviz.training.distributed import accumulation_steps
 
     with pytest.raises(ConfigError, match="multiple of the number of processes"):
         accumulation_steps(10, 4, None)

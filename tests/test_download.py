@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from llmviz import corpus
+from llmviz.data import corpus
 from llmviz.errors import CorpusUnavailable
 
 BODY = ("To be, or not to be, that is the question.\n" * 200).encode()

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llmviz.embeddings import (
+from llmviz.lessons.embeddings import (
     EmbeddingError,
     analogy,
     cosine_matrix,

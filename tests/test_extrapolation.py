@@ -7,9 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llmviz import architectures
 from llmviz.errors import ConfigError
-from llmviz.train import TrainConfig, Trainer
+from llmviz.lessons import architectures
+from llmviz.training.trainer import TrainConfig, Trainer
 from tests.test_app_pages import assert_clean, finish_jobs, run_page
 from tests.test_page_interactions import by_label
 
@@ -83,7 +83,7 @@ def test_extrapolation_splits_at_the_training_context_and_refuses_what_cannot_be
 
 
 def test_the_training_page_measures_a_finished_positions_race_beyond_its_context():
-    at = run_page("pages/training.py", corpus="names")
+    at = run_page("stages/training.py", corpus="names")
     by_label(at.selectbox, "Architecture race: one switch, two GPT micros").set_value("positions")
     by_label(at.slider, "Steps per runner").set_value(50)
     by_label(at.button, "Race the two").click().run()

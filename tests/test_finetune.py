@@ -9,9 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llmviz import finetune as ft
+from llmviz.adapt import finetune as ft
 from llmviz.errors import ConfigError
-from llmviz.train import load_checkpoint
+from llmviz.training.checkpoint import load_checkpoint
 
 SHIPPED = Path(__file__).resolve().parent.parent / "data" / "gpt-python-docs"
 
@@ -125,7 +125,7 @@ def test_batched_label_scores_equal_one_prompt_at_a_time(shipped):
 
 
 def test_prompting_is_measured_on_the_fine_tuned_runs_held_out_names(shipped):
-    from llmviz import adapt
+    from llmviz.lessons import adapting as adapt
 
     model, tokenizer = shipped
     held = ft.name_examples()[1]

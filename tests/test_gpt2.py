@@ -1,17 +1,17 @@
 """llmviz's GPT computes exactly what Hugging Face's GPT2LMHeadModel computes (issue 17).
 
 The reference is ``transformers``: a small random GPT-2 saved with ``save_pretrained`` is
-loaded into llmviz's GPT by :mod:`llmviz.gpt2`, and logits, loss, attention patterns,
+loaded into llmviz's GPT by :mod:`llmviz.hub.gpt2`, and logits, loss, attention patterns,
 greedy generations (with and without the KV cache) and parameter counts are compared.
 """
 
 import pytest
 import torch
 
-from llmviz import gpt2
 from llmviz.errors import CheckpointError, ConfigError
+from llmviz.generation.sampling import generate
+from llmviz.hub import gpt2
 from llmviz.models.gpt import count_parameters_without_building
-from llmviz.sampling import generate
 from tests.gpt2_support import make_hf_gpt2, save_as_cached_repo
 
 
@@ -211,7 +211,7 @@ def cached_gpt2(tiny_cache, monkeypatch):
 
 
 def test_cli_sample_gpt2_matches_transformers(cached_gpt2, capsys):
-    from llmviz import cli
+    from llmviz.cli import main as cli
 
     assert cli.main(["sample", "--model", "gpt2", "--prompt", "Every effort moves you", "--tokens", "8",
                      "--temperature", "0"]) == 0
@@ -226,7 +226,7 @@ def test_cli_sample_gpt2_matches_transformers(cached_gpt2, capsys):
 def test_cli_gpt2_status_and_download_offline(cached_gpt2, capsys, monkeypatch, tmp_path):
     from huggingface_hub import constants
 
-    from llmviz import cli
+    from llmviz.cli import main as cli
 
     assert cli.main(["gpt2", "status"]) == 0
     out = capsys.readouterr().out
@@ -241,8 +241,8 @@ def test_cli_gpt2_status_and_download_offline(cached_gpt2, capsys, monkeypatch, 
 def test_cli_fine_tunes_gpt2_on_the_users_text(cached_gpt2, tmp_path, capsys):
     import json
 
-    from llmviz import cli
-    from llmviz.train import load_checkpoint
+    from llmviz.cli import main as cli
+    from llmviz.training.checkpoint import load_checkpoint
 
     corpus = tmp_path / "my.txt"
     corpus.write_text("Every effort moves you forward, and every step counts. " * 40, encoding="utf-8")
@@ -264,7 +264,7 @@ def test_cli_fine_tunes_gpt2_on_the_users_text(cached_gpt2, tmp_path, capsys):
 
 
 def test_fine_tuning_never_changes_the_model_it_starts_from(cached_gpt2):
-    from llmviz.train import TrainConfig, Trainer
+    from llmviz.training.trainer import TrainConfig, Trainer
 
     model, tokenizer, _ = gpt2.load("gpt2")
     before = {k: v.clone() for k, v in model.state_dict().items()}
@@ -280,7 +280,8 @@ def test_fine_tuning_never_changes_the_model_it_starts_from(cached_gpt2):
 def test_fine_tuning_the_shipped_gpt(tmp_path):
     from pathlib import Path
 
-    from llmviz.train import TrainConfig, Trainer, load_checkpoint
+    from llmviz.training.checkpoint import load_checkpoint
+    from llmviz.training.trainer import TrainConfig, Trainer
 
     shipped = Path(__file__).resolve().parent.parent / "data" / "gpt-python-docs"
     model, tokenizer, _ = load_checkpoint(shipped)
@@ -312,7 +313,7 @@ def test_export_round_trip_loads_in_transformers(pair, tmp_path):
 
 
 def test_empty_prompt_starts_from_endoftext():
-    from llmviz.sampling import boundary_token
+    from llmviz.generation.sampling import boundary_token
 
     assert boundary_token(gpt2.gpt2_tokenizer()) == ([50256], "<|endoftext|>")
 

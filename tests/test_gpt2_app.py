@@ -11,9 +11,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui
-from llmviz import gpt2
+from llmviz.hub import gpt2
 from tests.gpt2_support import make_hf_gpt2, save_as_cached_repo
-from ui.gpt2 import GPT2Source
+from ui.panels.gpt2 import GPT2Source
 
 TIMEOUT = 240
 STAGES = [stage for stage in ui.PIPELINE if stage.exists and stage.key != "text"]
@@ -69,7 +69,7 @@ def test_entry_when_cached(cached):
 
 
 def run(path: str | None = None, **state) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "tests" / "app_entry.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
     for key, value in state.items():
         at.session_state[key] = value
     at.run()
@@ -88,7 +88,7 @@ def test_offline_pick_keeps_the_shipped_gpt_and_explains(empty_cache):
     assert_no_error(at)
     assert any("offline" in i.value and "python -m llmviz gpt2 download" in i.value for i in at.sidebar.info)
     assert at.session_state["_picker_selected"] == "shipped:gpt-python-docs"
-    at.switch_page(str(ui.ROOT / "pages" / "model.py")).run()
+    at.switch_page(str(ui.ROOT / "stages" / "model.py")).run()
     assert_no_error(at)
 
 
@@ -112,7 +112,7 @@ def test_every_page_renders_on_gpt2_without_an_error(cached, stage):
 
 
 def test_sampling_follows_the_picker_onto_gpt2(cached):
-    at = run("pages/sampling.py", _picker_selected="hub:gpt2")
+    at = run("stages/sampling.py", _picker_selected="hub:gpt2")
     assert_no_error(at)
     shown = [re.sub(r"\\(.)", r"\1", c.value) for c in at.caption]  # Markdown source: the label is escaped
     assert any("OpenAI GPT-2 small (124M)" in c for c in shown)

@@ -7,9 +7,9 @@ import pyarrow as pa
 import pytest
 import torch
 
-from llmviz import architectures
+from llmviz.lessons import architectures
 from llmviz.models.gpt import PRESETS, SWITCHES
-from llmviz.train import TrainConfig, Trainer
+from llmviz.training.trainer import TrainConfig, Trainer
 from tests.test_app_pages import assert_clean, finish_jobs, run_page
 from tests.test_page_interactions import by_label
 
@@ -41,7 +41,7 @@ def test_lab_steps_flip_one_switch_at_a_time_and_build_what_the_table_counts():
 
 @pytest.fixture
 def page_with_lab():
-    at = run_page("pages/model.py", corpus="names")
+    at = run_page("stages/model.py", corpus="names")
     by_label(at.select_slider, "Steps per run").set_value(50)
     by_label(at.button, "Train the seven steps").click().run()
     assert_clean(at)
@@ -66,7 +66,7 @@ def test_the_model_page_trains_the_seven_steps_and_shows_their_losses(page_with_
 def test_the_comparison_table_marks_the_first_row_without_a_change():
     """The first row has no change from the row above: a dash, not 'None' (seen in chromium: the browser draws an empty
     cell with the dataframe's placeholder, whatever the Styler's na_rep says)."""
-    at = run_page("pages/model.py")
+    at = run_page("stages/model.py")
     [table] = [frame for frame in at.dataframe if "change" in frame.value.columns]
     shown = pa.ipc.open_stream(table.proto.arrow_data.styler.display_values).read_all().to_pandas()
     assert shown["change"].iloc[0] == "—" and shown["change"].iloc[1] == "-786,432", shown["change"].tolist()

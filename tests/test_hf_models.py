@@ -1,7 +1,7 @@
 """llmviz's GPT with Llama's switches computes exactly what transformers' Llama, Qwen2 and Mixtral compute.
 
 The reference is ``transformers``: small random models are saved with ``save_pretrained``,
-loaded into llmviz's GPT by :mod:`llmviz.hf_models`, and logits, loss, attention patterns,
+loaded into llmviz's GPT by :mod:`llmviz.hub.llama`, and logits, loss, attention patterns,
 router choices and greedy generations (with and without the KV cache) are compared, as
 tests/test_gpt2.py does for GPT-2.
 """
@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from llmviz import hf_models
 from llmviz.errors import CheckpointError, ConfigError
+from llmviz.generation.sampling import generate
+from llmviz.hub import llama as hf_models
 from llmviz.models.gpt import GPT
-from llmviz.sampling import generate
 from tests.gpt2_support import save_as_cached_repo
 
 VOCAB = 300
@@ -269,7 +269,7 @@ def test_loads_from_the_hub_cache_with_its_tokenizer(hub_cache):
 
 
 def test_cli_hf_download_offline(hub_cache, capsys):
-    from llmviz.cli import main
+    from llmviz.cli.main import main
 
     assert main(["hf", "download", "HuggingFaceTB/SmolLM2-135M"]) != 0
     assert "HF_HUB_OFFLINE" in capsys.readouterr().err

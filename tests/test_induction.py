@@ -6,8 +6,8 @@ import random
 import pytest
 import torch
 
-from llmviz import induction, interpret
-from llmviz.jobs import JobManager
+from llmviz.interpret import heads, induction
+from llmviz.jobs.manager import JobManager
 from llmviz.models.gpt import GPT, GPTConfig
 
 # The stated threshold: by the end of the (shortened) preset run, some layer-1 head puts at least this much
@@ -49,7 +49,7 @@ def test_probe_on_a_model_that_knows_nothing():
     assert result.first_half_loss == pytest.approx(math.log(63), abs=1e-5)
     assert result.repeated_half_loss == pytest.approx(math.log(63), abs=1e-5)
     assert result.vocab_size == 63 and result.uniform_loss == pytest.approx(math.log(63))
-    assert set(result.scores) == set(interpret.DETECTORS) and result.scores["induction"].shape == (2, 2)
+    assert set(result.scores) == set(heads.DETECTORS) and result.scores["induction"].shape == (2, 2)
 
 
 def test_the_preset_vocabulary_is_62_characters_and_the_newline():

@@ -2,7 +2,7 @@
 
 from tests.test_app_pages import assert_clean, run_page
 
-PAGE = "pages/inside.py"
+PAGE = "stages/inside.py"
 
 
 def test_inside_page_default_path_has_no_error():

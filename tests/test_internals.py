@@ -1,4 +1,4 @@
-"""ui/internals.py relies on private parts of Streamlit and Plotly: each is checked against what is installed, so
+"""ui/streamlit_private.py relies on private parts of Streamlit and Plotly: each is checked against what is installed, so
 an upgrade that breaks one fails here, naming it, rather than in a classroom."""
 
 import inspect
@@ -9,40 +9,21 @@ import plotly
 import pytest
 import streamlit
 
-from ui import internals
+from ui import streamlit_private as internals
 
 ROOT = Path(__file__).resolve().parent.parent
 FRONTEND = Path(streamlit.__file__).parent / "static" / "static" / "js"
-RECHECK = "re-check every item in ui/internals.py's docstring against the new version, then update PINNED"
+RECHECK = "re-check every item in ui/streamlit_private.py's docstring against the new version, then update PINNED"
 
 
 @pytest.mark.parametrize("package, installed", [("streamlit", streamlit.__version__), ("plotly", plotly.__version__)])
 def test_the_pinned_versions_are_the_installed_ones(package, installed):
     assert installed == internals.PINNED[package], f"{package} is {installed}, not {internals.PINNED[package]}: {RECHECK}"
     pins = dict(re.findall(r"^([\w-]+)==(\S+)", (ROOT / "requirements.txt").read_text(encoding="utf-8"), re.M))
-    assert pins[package] == internals.PINNED[package], "requirements.txt and ui/internals.py pin different versions"
+    assert pins[package] == internals.PINNED[package], "requirements.txt and ui/streamlit_private.py pin different versions"
 
 
-def test_1_st_navigation_sets_the_same_flag_and_streamlit_reads_it():
-    from streamlit.commands import navigation
-    from streamlit.runtime import pages_manager
-    from streamlit.runtime.scriptrunner import script_runner
-
-    manager = pages_manager.PagesManager
-    assert "uses_pages_directory" in vars(manager), "PagesManager.uses_pages_directory is gone: " + RECHECK
-    assert "PagesManager.uses_pages_directory = False" in inspect.getsource(navigation), \
-        "st.navigation no longer sets PagesManager.uses_pages_directory: " + RECHECK
-    assert "PagesManager.uses_pages_directory" in inspect.getsource(script_runner), \
-        "the script runner no longer reads PagesManager.uses_pages_directory: " + RECHECK
-    before = manager.uses_pages_directory
-    try:
-        internals.route_pages_through_navigation()
-        assert manager.uses_pages_directory is False
-    finally:
-        manager.uses_pages_directory = before
-
-
-def test_2_a_corrected_initial_value_is_what_streamlit_seeds_widgets_from():
+def test_1_a_corrected_initial_value_is_what_streamlit_seeds_widgets_from():
     from streamlit.runtime.state.query_params import QueryParams
 
     params = QueryParams()
@@ -58,7 +39,7 @@ def _bundle() -> str:
     return "\n".join(path.read_text(encoding="utf-8", errors="replace") for path in FRONTEND.glob("*.js"))
 
 
-def test_3_and_4_the_frontend_still_has_what_the_scripts_look_for():
+def test_2_and_3_the_frontend_still_has_what_the_scripts_look_for():
     bundle = _bundle()
     assert len(bundle) > 1_000_000, f"Streamlit's frontend is not where it was ({FRONTEND}): " + RECHECK
     missing = [name for name in (*internals.STREAMLIT_TEST_IDS, *internals.PLOTLY_PRIVATE) if name not in bundle]
@@ -77,18 +58,18 @@ def test_the_lists_name_everything_the_scripts_use():
 
 def test_no_other_module_reaches_into_the_private_parts():
     # Plotly's private field is its chart's gd._context.toImageButtonOptions; other ._context names (the
-    # standard library's HTTPSHandler._context in llmviz/corpus.py) are not Streamlit's or Plotly's
-    fenced = ("uses_pages_directory", "_initial_query_params", "data-testid=\"st", "._context.toImageButtonOptions",
+    # standard library's HTTPSHandler._context in llmviz/data/corpus.py) are not Streamlit's or Plotly's
+    fenced = ("_initial_query_params", "data-testid=\"st", "._context.toImageButtonOptions",
               "modebar", "streamlit.runtime", "get_script_run_ctx", "is_active_session", "set_corrected_value",
               "_key_id_mapper", "_new_widget_state", "StopException")
-    offenders = [f"{path.relative_to(ROOT)}: {word}" for folder in ("ui", "pages", "llmviz")
-                 for path in (ROOT / folder).rglob("*.py") if path.name != "internals.py"
+    offenders = [f"{path.relative_to(ROOT)}: {word}" for folder in ("ui", "stages", "llmviz")
+                 for path in (ROOT / folder).rglob("*.py") if path.name != "streamlit_private.py"
                  for word in fenced if word in path.read_text(encoding="utf-8")]
     offenders += [f"app.py: {word}" for word in fenced if word in (ROOT / "app.py").read_text(encoding="utf-8")]
     assert offenders == []
 
 
-def test_5_the_runtime_parts_are_where_they_were():
+def test_4_the_runtime_parts_are_where_they_were():
     import dataclasses
 
     from streamlit import runtime
@@ -107,7 +88,7 @@ def test_5_the_runtime_parts_are_where_they_were():
     assert "raise StopException()" in inspect.getsource(script_runner), "st.stop() ends a run another way: " + RECHECK
 
 
-def test_6_and_7_the_link_helpers_work_in_a_real_session():
+def test_5_and_6_the_link_helpers_work_in_a_real_session():
     """Under AppTest (a real session state): a bound option widget's value is written as its label, and a
     corrected value goes into the address."""
     from streamlit.testing.v1 import AppTest
@@ -115,7 +96,7 @@ def test_6_and_7_the_link_helpers_work_in_a_real_session():
     def script():
         import streamlit as st
 
-        from ui import internals
+        from ui import streamlit_private as internals
 
         st.selectbox("Model", [1, 2], format_func=lambda v: f"model {v}", key="m", bind="query-params")
         st.write(repr(internals.as_in_link("m", 2)))

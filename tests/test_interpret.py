@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llmviz import interpret
+from llmviz.interpret import heads
+from llmviz.interpret import lens as lenses
 from llmviz.models.gpt import GPT, GPTConfig, cache_names
 
 TINY = GPTConfig(vocab_size=37, context_length=16, d_model=24, n_heads=3, n_layers=2, dropout=0.0)
@@ -25,7 +26,7 @@ def tiny():
 def test_logit_lens_matches_a_hand_computation(tiny):
     ids = [3, 14, 15, 9, 26, 5, 35, 8]
     _, _, cache = tiny.run_with_cache(torch.tensor([ids]))
-    lens = interpret.logit_lens(tiny, cache, ids, k=3)
+    lens = lenses.logit_lens(tiny, cache, ids, k=3)
     assert lens.layer_names == ["embedding", "block 0", "block 1"]
     assert lens.top_ids.shape == (3, len(ids), 3) and lens.true_probs.shape == (3, len(ids) - 1)
     streams = [cache["embed.tok"][0] + cache["embed.pos"], cache["blocks.0.resid_post"][0],
@@ -50,22 +51,22 @@ def test_logit_lens_matches_a_hand_computation(tiny):
 def test_last_lens_row_is_the_models_prediction(tiny):
     ids = [1, 2, 3, 4, 5]
     logits, _, cache = tiny.run_with_cache(torch.tensor([ids]))
-    lens = interpret.logit_lens(tiny, cache, ids, k=1)
+    lens = lenses.logit_lens(tiny, cache, ids, k=1)
     assert lens.top_ids[-1, :, 0].tolist() == logits[0].argmax(-1).tolist()
 
 
 def test_sequence_logit_lens_runs_the_model_itself(tiny):
     ids = [4, 8, 15, 16, 23]
     _, _, cache = tiny.run_with_cache(torch.tensor([ids]))
-    expected = interpret.logit_lens(tiny, cache, ids, k=2)
-    lens = interpret.sequence_logit_lens(tiny, ids, k=2)
+    expected = lenses.logit_lens(tiny, cache, ids, k=2)
+    lens = lenses.sequence_logit_lens(tiny, ids, k=2)
     assert torch.equal(lens.top_ids, expected.top_ids) and torch.allclose(lens.true_probs, expected.true_probs)
 
 
 def test_diagnostic_tokens_are_a_random_half_repeated():
-    tokens = interpret.diagnostic_tokens(1000, 25, seed=3)
+    tokens = heads.diagnostic_tokens(1000, 25, seed=3)
     assert len(tokens) == 50 and tokens[:25] == tokens[25:] and len(set(tokens[:25])) == 25
-    assert tokens == interpret.diagnostic_tokens(1000, 25, seed=3)
+    assert tokens == heads.diagnostic_tokens(1000, 25, seed=3)
 
 
 def _causal_uniform(size):
@@ -88,7 +89,7 @@ def test_detectors_on_constructed_patterns():
         duplicate[query] = 0.0
         duplicate[query, query - 4] = 1.0
     patterns = torch.stack([previous, sink, induction, duplicate])[None]  # (1 layer, 4 heads, T, T)
-    scores = interpret.head_scores(patterns, tokens)
+    scores = heads.head_scores(patterns, tokens)
     first_half = (1 / 2 + 1 / 3 + 1 / 4) / 7  # queries 1-3 of a uniform head, over the 7 queries 1-7
     assert scores["previous token"][0].tolist() == pytest.approx([1.0, 1 / 7, first_half, first_half])
     assert scores["first token"][0].tolist() == pytest.approx([1 / 7, 1.0, first_half, first_half + 1 / 7])
@@ -98,8 +99,8 @@ def test_detectors_on_constructed_patterns():
 
 
 def test_uniform_head_scores_by_hand():
-    tokens = interpret.diagnostic_tokens(100, 5, seed=0)  # 10 tokens, a repeat at distance 5
-    scores = interpret.head_scores(_causal_uniform(10)[None, None], tokens)
+    tokens = heads.diagnostic_tokens(100, 5, seed=0)  # 10 tokens, a repeat at distance 5
+    scores = heads.head_scores(_causal_uniform(10)[None, None], tokens)
     # query q sees q + 1 keys with weight 1/(q + 1); previous-token and first-token queries are 1..9
     by_hand = sum(1 / (q + 1) for q in range(1, 10)) / 9
     assert float(scores["previous token"][0, 0]) == pytest.approx(by_hand)
@@ -111,11 +112,11 @@ def test_uniform_head_scores_by_hand():
 
 def test_unknown_detector_is_refused():
     with pytest.raises(ValueError, match="unknown detector"):
-        interpret.detector_mask("copy", [1, 2])
+        heads.detector_mask("copy", [1, 2])
 
 
 def test_model_head_scores_shapes_and_range(tiny):
-    tokens, scores = interpret.model_head_scores(tiny, half_length=50)
+    tokens, scores = heads.model_head_scores(tiny, half_length=50)
     assert len(tokens) == 16  # capped by the context of 16
     for values in scores.values():
         assert values.shape == (2, 3) and bool((values >= 0).all() and (values <= 1 + 1e-6).all())
@@ -123,7 +124,7 @@ def test_model_head_scores_shapes_and_range(tiny):
 
 def test_token_losses_match_cross_entropy(tiny):
     ids = [5, 9, 2, 33, 7, 7, 1, 30, 12]
-    result = interpret.token_losses(tiny, ids, k=5)
+    result = lenses.token_losses(tiny, ids, k=5)
     logits, loss = tiny(torch.tensor([ids[:-1]]), torch.tensor([ids[1:]]))
     reference = F.cross_entropy(logits[0], torch.tensor(ids[1:]), reduction="none")
     assert result.losses.tolist() == pytest.approx(reference.tolist(), abs=1e-5)
@@ -136,12 +137,12 @@ def test_token_losses_match_cross_entropy(tiny):
 
 def test_token_losses_need_two_tokens(tiny):
     with pytest.raises(ValueError, match="at least two"):
-        interpret.token_losses(tiny, [3])
+        lenses.token_losses(tiny, [3])
 
 
 def test_uniform_model_loss_is_log_vocab():
     logits = torch.zeros(4, 10)
-    assert interpret.token_losses_from_logits(logits, [1, 2, 3, 4]).mean == pytest.approx(math.log(10))
+    assert lenses.token_losses_from_logits(logits, [1, 2, 3, 4]).mean == pytest.approx(math.log(10))
 
 
 def test_attention_only_gpt_has_no_mlp():

@@ -1,4 +1,4 @@
-"""Background training jobs and weight snapshots (llmviz.jobs, llmviz.snapshots): plain pytest, no Streamlit."""
+"""Background training jobs and weight snapshots (llmviz.jobs.manager, llmviz.training.snapshots): plain pytest, no Streamlit."""
 
 import threading
 import time
@@ -6,10 +6,17 @@ import time
 import pytest
 import torch
 
-from llmviz import jobs
-from llmviz.jobs import JobManager, JobRefused, train_blocking
-from llmviz.snapshots import SnapshotStore, evict, is_snapshot_step, snapshot_steps, state_bytes, state_of
-from llmviz.train import TrainConfig, Trainer
+from llmviz.jobs import manager as jobs
+from llmviz.jobs.manager import JobManager, JobRefused, train_blocking
+from llmviz.training.snapshots import (
+    SnapshotStore,
+    evict,
+    is_snapshot_step,
+    snapshot_steps,
+    state_bytes,
+    state_of,
+)
+from llmviz.training.trainer import TrainConfig, Trainer
 
 TEXT = "the quick brown fox jumps over the lazy dog\n" * 40
 

@@ -1,13 +1,13 @@
-"""The logit lens's charts (ui/lens.py): a readable window of positions, a legend, one position in colour."""
+"""The logit lens's charts (ui/panels/lens.py): a readable window of positions, a legend, one position in colour."""
 
 import pytest
 import torch
 
-from llmviz import interpret
-from llmviz.train import load_checkpoint
+from llmviz.interpret import lens as lenses
+from llmviz.training.checkpoint import load_checkpoint
 from tests.test_shipped import DATA
 from ui import charts
-from ui import lens as lens_ui
+from ui.panels import lens as lens_ui
 
 SENTENCE = "The for statement is used to iterate over the elements of a sequence such as a string tuple or list"
 
@@ -16,7 +16,7 @@ SENTENCE = "The for statement is used to iterate over the elements of a sequence
 def shipped_lens():
     model, tokenizer, _ = load_checkpoint(DATA / "gpt-python-docs")
     ids = tokenizer.encode(SENTENCE)[:32]
-    lens = interpret.sequence_logit_lens(model.eval(), ids, k=5)
+    lens = lenses.sequence_logit_lens(model.eval(), ids, k=5)
     tokens = [tokenizer.printable(i) for i in ids]
     return lens, tokens, charts.unique_labels(tokens), tokenizer.printable
 

@@ -6,10 +6,11 @@ import pytest
 import torch
 import torch.nn as nn
 
-from llmviz import corpus, lora
+from llmviz.adapt import lora
+from llmviz.data import corpus
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import GPT, PRESETS
-from llmviz.train import TrainConfig, prepare_data
+from llmviz.training.trainer import TrainConfig, prepare_data
 
 NAMES = corpus.load("names")[:4000]
 

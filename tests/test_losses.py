@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from llmviz.losses import loss_breakdown, output_layer_gradient
+from llmviz.training.losses import loss_breakdown, output_layer_gradient
 
 
 def test_loss_breakdown_by_hand():
@@ -61,8 +61,8 @@ def test_output_gradient_p_minus_y_equals_autograd():
 
 
 def test_batch_loss_equals_the_models_own_loss_and_cross_entropy():
-    from llmviz.losses import batch_loss, position_gradient
     from llmviz.models.gpt import GPT, GPTConfig
+    from llmviz.training.losses import batch_loss, position_gradient
 
     torch.manual_seed(3)
     gpt = GPT(GPTConfig(vocab_size=19, context_length=8, d_model=16, n_heads=2, n_layers=2, dropout=0.0)).eval()
@@ -86,8 +86,8 @@ def test_batch_loss_equals_the_models_own_loss_and_cross_entropy():
 
 
 def test_batch_loss_rejects_ragged_or_too_short_sequences():
-    from llmviz.losses import batch_loss
     from llmviz.models.gpt import GPT, GPTConfig
+    from llmviz.training.losses import batch_loss
 
     gpt = GPT(GPTConfig(vocab_size=7, context_length=4, d_model=8, n_heads=2, n_layers=1))
     with pytest.raises(ValueError):

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from llmviz import memory
+from llmviz.adapt import memory
 from llmviz.models.gpt import GPT, PRESETS
 
 
@@ -101,8 +101,8 @@ def test_dropout_does_not_make_the_settings_differ():
 def test_checkpointed_run_trains_exactly_like_the_plain_run_and_bf16_close():
     import pickle
 
-    from llmviz import corpus
-    from llmviz.train import TrainConfig, Trainer, prepare_data
+    from llmviz.data import corpus
+    from llmviz.training.trainer import TrainConfig, Trainer, prepare_data
 
     config = TrainConfig(model="gpt-nano", tokenizer="char", context_size=16, batch_size=8, steps=5, lr=1e-2,
                          warmup_steps=1, eval_interval=5, eval_batches=1, seed=3)
@@ -121,8 +121,8 @@ def test_checkpointed_run_trains_exactly_like_the_plain_run_and_bf16_close():
 
 
 def _names_run_setup():
-    from llmviz import corpus
-    from llmviz.train import TrainConfig, prepare_data
+    from llmviz.data import corpus
+    from llmviz.training.trainer import TrainConfig, prepare_data
 
     config = TrainConfig(model="gpt-nano", tokenizer="char", context_size=16, batch_size=8, steps=4, lr=1e-2,
                          warmup_steps=1, eval_interval=4, eval_batches=1, seed=3, dropout=0.0)
@@ -136,7 +136,7 @@ def test_fp16_run_is_torchs_mixed_precision_recipe_step_for_step():
     is tested here): every step equals torch's documented recipe written out below, and stays near float32."""
     import pickle
 
-    from llmviz.train import Trainer, learning_rate
+    from llmviz.training.trainer import Trainer, learning_rate
 
     config, dataset, start = _names_run_setup()
     trainer = memory.MemoryTrainer(config, dataset, initial_model=start, fp16=True)
@@ -188,7 +188,7 @@ def test_fp16_step_saves_less_and_one_precision_at_a_time():
 
 
 def test_fp16_is_offered_where_the_model_is_on_cuda():
-    from llmviz import adapt
+    from llmviz.lessons import adapting as adapt
 
     assert [name for name, *_ in adapt.memory_settings(GPT(PRESETS["gpt-nano"]))] == [
         "plain", "checkpointing", "checkpointing + bf16"]  # on this CPU

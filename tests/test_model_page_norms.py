@@ -13,7 +13,7 @@ def test_fixed_drops_the_sign_of_a_number_that_shows_as_zero():
 
 
 def test_norms_table_shows_no_negative_zero():
-    at = run_page("pages/model.py")
+    at = run_page("stages/model.py")
     [table] = [frame for frame in at.dataframe if "LayerNorm: mean" in frame.value.columns]
     shown = pa.ipc.open_stream(table.proto.arrow_data.styler.display_values).read_all().to_pandas()
     means = shown["LayerNorm: mean"].tolist()

@@ -5,11 +5,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llmviz.attention import attention_steps
 from llmviz.errors import ConfigError
-from llmviz.models import CHAR_MODELS, GPT, PRESETS, GPTConfig, build_char_model, cache_names
+from llmviz.models.attention import attention_steps
+from llmviz.models.charlevel import CHAR_MODELS, build_char_model
 from llmviz.models.decoder import Decoder, DecoderConfig, toy_task, train_toy
-from llmviz.models.gpt import count_parameters_without_building
+from llmviz.models.gpt import GPT, PRESETS, GPTConfig, cache_names, count_parameters_without_building
 from llmviz.models.layers import GELU, LayerNorm, gelu_tanh
 
 TINY = GPTConfig(vocab_size=50, context_length=16, d_model=16, n_heads=4, n_layers=2, dropout=0.0)

@@ -2,7 +2,8 @@
 
 import pytest
 
-from llmviz.train import TrainConfig, Trainer, save_checkpoint
+from llmviz.training.checkpoint import save_checkpoint
+from llmviz.training.trainer import TrainConfig, Trainer
 from tests.test_app_pages import assert_clean, run_page
 
 
@@ -24,7 +25,7 @@ def runs_dir(tmp_path_factory):
     return folder
 
 
-@pytest.mark.parametrize("path", ["pages/attention.py", "pages/model.py", "pages/inside.py"])
+@pytest.mark.parametrize("path", ["stages/attention.py", "stages/model.py", "stages/inside.py"])
 def test_one_layer_one_head_model(runs_dir, monkeypatch, path):
     monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(runs_dir))
     at = run_page(path, _picker_selected="dir:one")
@@ -44,10 +45,10 @@ def test_values_kept_from_a_larger_model_move_into_the_smaller_models_range(smal
     attention and next-token sections broke. They move to the nearest end of the new range."""
     folder, vocab_size = small_runs_dir
     monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(folder))
-    attention = run_page("pages/attention.py", _picker_selected="dir:small", layer=3, head=3)
+    attention = run_page("stages/attention.py", _picker_selected="dir:small", layer=3, head=3)
     assert attention.session_state["layer"] == 1 and attention.session_state["head"] == 1
     assert [s.value for s in attention.slider if s.label in ("Layer", "Head")][:2] == [1, 1]
-    sampling = run_page("pages/sampling.py", _picker_selected="dir:small", top_k=512)
+    sampling = run_page("stages/sampling.py", _picker_selected="dir:small", top_k=512)
     assert vocab_size < 512
     assert sampling.session_state["top_k"] == vocab_size
     assert not sampling.warning or all("default value" not in w.value for w in sampling.warning)

@@ -22,14 +22,14 @@ def texts(elements):
 
 
 def test_tokens_empty_text_warns():
-    at = run_page("pages/tokens.py")
+    at = run_page("stages/tokens.py")
     by_label(at.text_area, "Your text").set_value("").run()
     assert_clean(at)
     assert "empty" in texts(at.warning)
 
 
 def test_tokens_huge_paste_is_clamped_and_odd_text_works():
-    at = run_page("pages/tokens.py")
+    at = run_page("stages/tokens.py")
     by_label(at.text_area, "Your text").set_value("ab\x00\x07 🙂 東京 " * 90_000).run()
     assert_clean(at)
     assert "first 100,000" in texts(at.warning)
@@ -42,7 +42,7 @@ def test_tokens_huge_paste_is_clamped_and_odd_text_works():
 
 
 def test_tokens_train_bpe_then_replay_and_short_text():
-    at = run_page("pages/tokens.py", corpus="names")
+    at = run_page("stages/tokens.py", corpus="names")
     by_label(at.slider, "Vocabulary size").set_value(257)  # no merges at all: only the special token
     finish_jobs(at.button(key="train_bpe").click().run())
     assert_clean(at)
@@ -63,7 +63,7 @@ def test_tokens_train_bpe_then_replay_and_short_text():
 
 @pytest.mark.parametrize("heads, layers, message", [(7, 4, "not divisible"), (48, 1, "not divisible")])
 def test_model_page_bad_config(heads, layers, message):
-    at = run_page("pages/model.py")
+    at = run_page("stages/model.py")
     by_label(at.selectbox, "Preset").set_value("custom").run()
     by_label(at.slider, "Heads").set_value(heads)
     by_label(at.slider, "Layers").set_value(layers).run()
@@ -72,7 +72,7 @@ def test_model_page_bad_config(heads, layers, message):
 
 
 def test_model_page_empty_and_long_sentence():
-    at = run_page("pages/model.py")
+    at = run_page("stages/model.py")
     by_label(at.text_input, "A sentence").set_value("").run()
     assert_clean(at)
     assert "nothing to run" in texts(at.warning)
@@ -82,7 +82,7 @@ def test_model_page_empty_and_long_sentence():
 
 
 def test_model_page_untied_gpt2():
-    at = run_page("pages/model.py")  # opens on GPT-2 small, tied (tests/test_ui_defects.py checks the count)
+    at = run_page("stages/model.py")  # opens on GPT-2 small, tied (tests/test_ui_defects.py checks the count)
     by_label(at.toggle, "Tie the output head to the token embedding (GPT-2 does)").set_value(False).run()
     assert_clean(at)
     assert any(m.value == "163,037,184" for m in at.metric)  # 124,439,808 + a second 50,257 × 768 matrix
@@ -95,7 +95,7 @@ def test_model_page_untied_gpt2():
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("heads", [1, 2])
 def test_attention_toggles(scaled, causal, heads):
-    at = run_page("pages/attention.py")
+    at = run_page("stages/attention.py")
     by_label(at.toggle, "Scale by √d_k").set_value(scaled)
     by_label(at.toggle, "Causal mask").set_value(causal)
     by_label(at.radio, "Heads").set_value(heads).run()
@@ -104,16 +104,16 @@ def test_attention_toggles(scaled, causal, heads):
 
 
 def test_attention_heads_that_do_not_divide():
-    at = run_page("pages/attention.py")
+    at = run_page("stages/attention.py")
     by_label(at.radio, "Heads").set_value(3).run()
     assert_clean(at, errors_expected=True)
     assert "cannot split" in texts(at.error)
 
 
 def test_attention_kv_cache_calculator_opens_lazily_and_counts_bytes():
-    at = run_page("pages/attention.py")
+    at = run_page("stages/attention.py")
     assert not [w for w in at.select_slider if w.label == "Key/value heads"]  # closed: its content never ran
-    at = run_page("pages/attention.py", lazy_attention_gqa=True)
+    at = run_page("stages/attention.py", lazy_attention_gqa=True)
     by_label(at.select_slider, "Query heads").set_value(8).run()
     by_label(at.select_slider, "Key/value heads").set_value(2)
     by_label(at.select_slider, "Tokens in the cache").set_value(4096).run()
@@ -125,7 +125,7 @@ def test_attention_kv_cache_calculator_opens_lazily_and_counts_bytes():
 
 
 def test_attention_empty_and_long_sentence():
-    at = run_page("pages/attention.py", lazy_attention_minilm=True)  # the MiniLM part, opened
+    at = run_page("stages/attention.py", lazy_attention_minilm=True)  # the MiniLM part, opened
     by_label(at.text_input, "Sentence").set_value("   ").run()
     assert_clean(at)
     assert "Type a sentence" in texts(at.warning)
@@ -141,14 +141,14 @@ def test_attention_empty_and_long_sentence():
 @pytest.mark.parametrize("v2, message", [("1, 2", "different lengths"), ("0, 0, 0", "undefined"),
                                          ("0.1, x, 3", "not a number"), ("", "empty")])
 def test_embeddings_bad_vectors(v2, message):
-    at = run_page("pages/embeddings.py")
+    at = run_page("stages/embeddings.py")
     by_label(at.text_input, "v₂").set_value(v2).run()
     assert_clean(at, errors_expected=True)
     assert message in texts(at.error)
 
 
 def test_embeddings_single_sentence_and_unknown_tokens():
-    at = run_page("pages/embeddings.py", lazy_embeddings_minilm=True)  # the MiniLM part, opened
+    at = run_page("stages/embeddings.py", lazy_embeddings_minilm=True)  # the MiniLM part, opened
     by_label(at.text_area, "One sentence per line").set_value("☃☃☃").run()
     assert_clean(at)
     assert "at least two sentences" in texts(at.info)
@@ -158,12 +158,12 @@ def test_embeddings_single_sentence_and_unknown_tokens():
 
 
 def test_embeddings_word2vec_and_missing_words():
-    at = run_page("pages/embeddings.py", corpus="names")  # every name occurs once: no word repeats
+    at = run_page("stages/embeddings.py", corpus="names")  # every name occurs once: no word repeats
     by_label(at.slider, "Steps").set_value(100)
     finish_jobs(by_label(at.button, "Train word2vec").click().run())
     assert_clean(at, errors_expected=True)
     assert "fewer than two words" in texts(at.error)
-    at = run_page("pages/embeddings.py", corpus="python-docs")
+    at = run_page("stages/embeddings.py", corpus="python-docs")
     by_label(at.slider, "Steps").set_value(100)
     finish_jobs(by_label(at.button, "Train word2vec").click().run())
     assert_clean(at)
@@ -177,7 +177,7 @@ def test_embeddings_word2vec_and_missing_words():
 
 @pytest.mark.parametrize("temperature, top_k, top_p", [(0.0, 0, 1.0), (2.5, 1024, 0.01), (0.05, 1, 1.0), (1.0, 0, 0.01)])
 def test_sampling_slider_extremes(temperature, top_k, top_p):
-    at = run_page("pages/sampling.py")
+    at = run_page("stages/sampling.py")
     by_label(at.slider, "Temperature").set_value(temperature)
     by_label(at.slider, "Top-k").set_value(top_k)
     by_label(at.slider, "Top-p").set_value(top_p).run()
@@ -189,7 +189,7 @@ def test_sampling_slider_extremes(temperature, top_k, top_p):
 
 @pytest.mark.parametrize("method", ["greedy", "beam search"])
 def test_sampling_methods(method):
-    at = run_page("pages/sampling.py")
+    at = run_page("stages/sampling.py")
     by_label(at.radio, "Method").set_value(method).run()
     by_label(at.button, "Generate").click().run()
     assert_clean(at)
@@ -200,7 +200,7 @@ def test_sampling_methods(method):
 
 
 def test_sampling_names_model_long_prompt_and_unknown_characters():
-    at = run_page("pages/sampling.py", _picker_selected="shipped:names-transformer")  # the sidebar picker
+    at = run_page("stages/sampling.py", _picker_selected="shipped:names-transformer")  # the sidebar picker
     by_label(at.text_input, "Prompt").set_value("Émile-42 " + "anna" * 10).run()
     assert_clean(at)
     warnings = texts(at.warning)
@@ -209,7 +209,7 @@ def test_sampling_names_model_long_prompt_and_unknown_characters():
 
 @pytest.mark.parametrize("shipped", ["names-bigram-counts", "names-bigram-neural", "names-mlp"])
 def test_sampling_generates_from_short_context_models(shipped):
-    at = run_page("pages/sampling.py", _picker_selected=f"shipped:{shipped}")  # the sidebar picker
+    at = run_page("stages/sampling.py", _picker_selected=f"shipped:{shipped}")  # the sidebar picker
     by_label(at.slider, "Tokens to generate").set_value(30)
     by_label(at.button, "Generate").click().run()
     assert_clean(at)
@@ -219,7 +219,7 @@ def test_sampling_generates_from_short_context_models(shipped):
 
 
 def test_sampling_step_mode_and_three_temperatures():
-    at = run_page("pages/sampling.py")
+    at = run_page("stages/sampling.py")
     by_label(at.button, "Take this one (branch)").click().run()
     assert_clean(at)
     by_label(at.button, "Undo").click().run()
@@ -234,7 +234,7 @@ def test_sampling_step_mode_and_three_temperatures():
 @pytest.fixture(autouse=True)
 def fresh_session_jobs():
     """AppTest gives every test the same session id: forget the jobs earlier tests left behind."""
-    from llmviz.jobs import default_manager
+    from llmviz.jobs.manager import default_manager
 
     for owner in list(default_manager()._sessions):
         default_manager().end_session(owner)
@@ -242,7 +242,7 @@ def fresh_session_jobs():
 
 def session_jobs(at, kind="train"):
     """The jobs of the AppTest's browser session, each waited for until it ends."""
-    from llmviz.jobs import default_manager
+    from llmviz.jobs.manager import default_manager
 
     found = [job for job in default_manager().jobs(at.session_state["_llmviz_session_id"])
              if kind is None or job.kind == kind]
@@ -253,7 +253,7 @@ def session_jobs(at, kind="train"):
 
 def train_on_names(model: str = "mlp", sample_every: int | None = None):
     """The Training page on the names corpus with a character-level ``model`` trained for 20 steps (Train pressed)."""
-    at = run_page("pages/training.py", corpus="names")
+    at = run_page("stages/training.py", corpus="names")
     by_label(at.selectbox, "Model").set_value(model)
     by_label(at.radio, "Tokenizer").set_value("char")
     by_label(at.slider, "Steps").set_value(20)
@@ -268,7 +268,7 @@ def test_training_short_run_then_sampling_sees_it():
     assert_clean(at)
     [job] = session_jobs(at)
     assert job.status().state == "finished"
-    at.switch_page(str(__import__("ui").ROOT / "pages/sampling.py")).run()
+    at.switch_page(str(__import__("ui").ROOT / "stages/sampling.py")).run()
     assert_clean(at)
     shared = next(s for s in at.sidebar.selectbox if s.label == "Model shown on every page")
     assert shared.value == f"run:{job.id}", "the new run is picked for every page"
@@ -281,13 +281,13 @@ def test_every_page_shows_a_run_while_it_trains():
     (The browser tour in test_browser_lab.py visits the pages whose views change with the run; this covers all.)"""
     import time
 
-    at = run_page("pages/training.py", corpus="names")
+    at = run_page("stages/training.py", corpus="names")
     by_label(at.selectbox, "Model").set_value("gpt-mini")
     by_label(at.slider, "Steps").set_value(2000)
     by_label(at.slider, "Sample every (steps)").set_value(0)
     at.button(key="train").click().run()
     assert_clean(at)
-    from llmviz.jobs import default_manager
+    from llmviz.jobs.manager import default_manager
 
     [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
     deadline = time.time() + 120
@@ -309,7 +309,7 @@ def test_every_page_shows_a_run_while_it_trains():
 
 
 def test_training_race_and_decoder():
-    at = run_page("pages/training.py", corpus="names")
+    at = run_page("stages/training.py", corpus="names")
     by_label(at.slider, "Steps per runner").set_value(50)
     by_label(at.button, "Character-level race on names").click().run()
     assert_clean(at)
@@ -323,7 +323,7 @@ def test_training_race_and_decoder():
 
 
 def test_training_text_shorter_than_a_window():
-    at = run_page("pages/training.py", corpus="upload")
+    at = run_page("stages/training.py", corpus="upload")
     at.session_state["uploaded_corpus"] = ("tiny.txt", "hello there\n")
     at.run()
     at.button(key="train").click().run()
@@ -332,7 +332,7 @@ def test_training_text_shorter_than_a_window():
 
 
 def test_training_diverging_run_says_what_to_change():
-    at = run_page("pages/training.py", corpus="names")
+    at = run_page("stages/training.py", corpus="names")
     by_label(at.selectbox, "Model").set_value("mlp")
     by_label(at.radio, "Tokenizer").set_value("char")
     by_label(at.selectbox, "Optimizer").set_value("rmsprop")
@@ -356,7 +356,7 @@ def _generated_tokens(at):
 
 @pytest.mark.parametrize("deterministic", [True, False])
 def test_deterministic_switch_decides_whether_generate_repeats(deterministic):
-    at = run_page("pages/sampling.py", deterministic=deterministic)
+    at = run_page("stages/sampling.py", deterministic=deterministic)
     by_label(at.slider, "Temperature").set_value(1.5)
     by_label(at.slider, "Top-k").set_value(0)
     by_label(at.slider, "Top-p").set_value(1.0)
@@ -384,7 +384,7 @@ def test_training_bigram_with_samples_on(model):
 def test_tokens_round_trip_with_a_character_model_picked():
     """A character-level model's tokenizer: characters it lacks are dropped with a warning that says which (not an
     error box, not a traceback), and it claims no special token (before: GPT-2's `<|endoftext|>` → 50256)."""
-    at = run_page("pages/tokens.py", _picker_selected="shipped:names-transformer")
+    at = run_page("stages/tokens.py", _picker_selected="shipped:names-transformer")
     assert_clean(at)
     assert any("are not in this" in w.value and "characters come back" not in w.value for w in at.warning)
     shown = " ".join(m.value for m in at.markdown)
@@ -394,7 +394,7 @@ def test_tokens_round_trip_with_a_character_model_picked():
 def test_dropped_characters_are_shown_as_typed():
     """Characters a vocabulary lacks are quoted and escaped: `$x$` or `*a*` in the text never turns into an equation
     or emphasis in the warning (the raw markdown carries the escapes; Streamlit shows the characters themselves)."""
-    at = run_page("pages/tokens.py", _picker_selected="shipped:names-transformer")
+    at = run_page("stages/tokens.py", _picker_selected="shipped:names-transformer")
     at.text_area(key="text").set_value("ab $x$ *c*").run()
     assert_clean(at)
     warnings = [w.value for w in at.warning if "are not in this" in w.value]
@@ -404,7 +404,7 @@ def test_dropped_characters_are_shown_as_typed():
 
 @pytest.mark.parametrize("preset", ["llama-style", "smollm2-135m-shapes", "qwen-style", "moe-tiny"])
 def test_model_page_modern_presets(preset):
-    at = run_page("pages/model.py")
+    at = run_page("stages/model.py")
     by_label(at.selectbox, "Preset").set_value(preset).run()
     assert_clean(at)
     assert not at.error
@@ -413,7 +413,7 @@ def test_model_page_modern_presets(preset):
 
 
 def test_model_page_custom_switches_that_do_not_fit():
-    at = run_page("pages/model.py")
+    at = run_page("stages/model.py")
     by_label(at.selectbox, "Preset").set_value("custom").run()
     by_label(at.number_input, "Key/value heads").set_value(3).run()
     assert_clean(at, errors_expected=True)
@@ -426,7 +426,7 @@ def test_model_page_custom_switches_that_do_not_fit():
 def test_attention_long_sentence_gets_one_notice_of_what_is_shown():
     """A sentence past the context and past what a chart can show: one notice says both cuts (there were two
     stacked boxes, one saying 'the first 128 are shown' and the next 'the charts show the first 48')."""
-    at = run_page("pages/attention.py")
+    at = run_page("stages/attention.py")
     by_label(at.text_input, "Sentence").set_value("the cat sat on the mat " * 60).run()
     assert_clean(at)
     notices = [box.value for box in [*at.warning, *at.info] if "tokens" in box.value and "first" in box.value]

@@ -11,8 +11,8 @@ import time
 import pytest
 
 import ui
-from llmviz import corpus
-from llmviz.tokenizers import WordTokenizer
+from llmviz.data import corpus
+from llmviz.tokenizers.char_word import WordTokenizer
 from tests.test_app_pages import finish_jobs, run_page
 
 
@@ -40,9 +40,9 @@ def charts(at) -> list[dict]:
 
 def test_bpe_trained_after_a_stopped_run_uses_its_own_settings():
     """A stopped gpt2/4000 run must not lend its settings to the next gpt4/300 run."""
-    from llmviz.jobs import default_manager
+    from llmviz.jobs.manager import default_manager
 
-    at = run_page("pages/tokens.py", corpus="python-docs")
+    at = run_page("stages/tokens.py", corpus="python-docs")
     by_label(at.slider, "Vocabulary size").set_value(4000)
     by_label(at.selectbox, "Pre-split pattern").set_value("gpt2")
     at.button(key="train_bpe").click().run()
@@ -70,7 +70,7 @@ def test_bpe_trained_after_a_stopped_run_uses_its_own_settings():
 
 
 def test_your_bpe_names_its_corpus_and_is_flagged_after_a_corpus_change():
-    at = run_page("pages/tokens.py", corpus="names")
+    at = run_page("stages/tokens.py", corpus="names")
     by_label(at.slider, "Vocabulary size").set_value(270)
     finish_jobs(at.button(key="train_bpe").click().run())
     assert_no_error_box(at)
@@ -84,7 +84,7 @@ def test_your_bpe_names_its_corpus_and_is_flagged_after_a_corpus_change():
 
 
 def test_merges_count_from_one_in_the_table_and_the_replay():
-    at = run_page("pages/tokens.py", corpus="names")
+    at = run_page("stages/tokens.py", corpus="names")
     by_label(at.slider, "Vocabulary size").set_value(270)
     finish_jobs(at.button(key="train_bpe").click().run())
     table = next(d.value for d in at.dataframe if "merge" in d.value.columns)
@@ -97,7 +97,7 @@ def test_merges_count_from_one_in_the_table_and_the_replay():
 
 
 def test_zipf_caption_reports_the_fit():
-    at = run_page("pages/tokens.py", corpus="names")
+    at = run_page("stages/tokens.py", corpus="names")
     by_label(at.slider, "Vocabulary size").set_value(300)
     finish_jobs(at.button(key="train_bpe").click().run())
     caption = next(c.value for c in at.caption if "log–log" in c.value)
@@ -111,11 +111,11 @@ def test_zipf_caption_reports_the_fit():
 
 
 def test_word_vocabulary_label_tells_its_real_size_and_spaces_are_not_words():
-    at = run_page("pages/tokens.py")  # python-docs: fewer distinct words than the 5,000 asked for
+    at = run_page("stages/tokens.py")  # python-docs: fewer distinct words than the 5,000 asked for
     words = next(re.sub(r"\\(.)", r"\1", h.value) for h in at.subheader if h.value.startswith("Words of"))
     expected = WordTokenizer.train(corpus.load("python-docs"), max_vocab=5000).vocab_size - 1  # [UNK] is no word
     assert "5,000" not in words and f"all {expected:,} of its words" in words, words
-    at = run_page("pages/tokens.py", corpus="names")
+    at = run_page("stages/tokens.py", corpus="names")
     by_label(at.multiselect, "Tokenizers").set_value(["words"])
     by_label(at.text_area, "Your text").set_value("emma olivia").run()
     assert_no_error_box(at)
@@ -125,7 +125,7 @@ def test_word_vocabulary_label_tells_its_real_size_and_spaces_are_not_words():
 
 
 def test_token_ids_show_under_the_chips_with_a_toggle():
-    at = run_page("pages/tokens.py")
+    at = run_page("stages/tokens.py")
     by_label(at.text_area, "Your text").set_value("hello world").run()
     html = texts(at.markdown)
     assert "font-size:0.7rem" in html  # the id line under each chip
@@ -138,7 +138,7 @@ def test_token_ids_show_under_the_chips_with_a_toggle():
 
 @pytest.mark.parametrize("d_model", [2, 4, 6, 8, 10, 12])
 def test_embeddings_small_d_model_keeps_the_page(d_model):
-    at = run_page("pages/embeddings.py")
+    at = run_page("stages/embeddings.py")
     by_label(at.slider, "d_model").set_value(d_model).run()
     assert_no_error_box(at)
     assert by_label(at.multiselect, "Dimensions").value == [d for d in (0, 1, 4, 10) if d < d_model]
@@ -146,7 +146,7 @@ def test_embeddings_small_d_model_keeps_the_page(d_model):
 
 
 def test_latex_writes_negative_numbers_in_parentheses():
-    at = run_page("pages/embeddings.py")
+    at = run_page("stages/embeddings.py")
     by_label(at.text_input, "v₁").set_value("1, -2, 0.5")
     by_label(at.text_input, "v₂").set_value("0.5, -2, 1").run()
     assert_no_error_box(at)
@@ -160,7 +160,7 @@ def test_latex_writes_negative_numbers_in_parentheses():
 
 
 def test_padding_panel_labels_the_pad_token():
-    at = run_page("pages/attention.py")
+    at = run_page("stages/attention.py")
     # the four masks are one figure of four panels: their subplot titles are its annotations, in panel order
     masks = next(c for c in charts(at) if any("padding" in a.get("text", "") for a in c["layout"].get("annotations", [])))
     titles = [a["text"] for a in masks["layout"]["annotations"]]
@@ -170,7 +170,7 @@ def test_padding_panel_labels_the_pad_token():
 
 
 def test_gpt_heatmap_shows_every_token_label():
-    at = run_page("pages/attention.py")
+    at = run_page("stages/attention.py")
     heat = next(c for c in charts(at) if "layer 0, head 0" in json.dumps(c["layout"].get("title", "")))
     assert heat["layout"]["xaxis"]["dtick"] == 1 and heat["layout"]["yaxis"]["dtick"] == 1
 
@@ -179,7 +179,7 @@ def test_gpt_heatmap_shows_every_token_label():
 
 
 def test_entropy_of_a_certain_token_is_not_negative_zero():
-    at = run_page("pages/sampling.py")
+    at = run_page("stages/sampling.py")
     by_label(at.slider, "Temperature").set_value(0.0)
     by_label(at.slider, "Top-k").set_value(1).run()
     assert_no_error_box(at)
@@ -188,7 +188,7 @@ def test_entropy_of_a_certain_token_is_not_negative_zero():
 
 
 def test_step_mode_offers_the_raw_top_10_marked_when_filtered():
-    at = run_page("pages/sampling.py")
+    at = run_page("stages/sampling.py")
     by_label(at.slider, "Top-k").set_value(2).run()
     assert_no_error_box(at)
     table = next(d.value for d in at.dataframe if "raw probability" in d.value.columns)
@@ -200,7 +200,7 @@ def test_step_mode_offers_the_raw_top_10_marked_when_filtered():
 
 
 def test_kv_cache_section_generates_the_same_tokens_both_ways():
-    at = run_page("pages/sampling.py")
+    at = run_page("stages/sampling.py")
     at.slider(key="kv_tokens").set_value(20)
     at.button(key="kv_run").click().run()
     assert_no_error_box(at)
@@ -210,7 +210,7 @@ def test_kv_cache_section_generates_the_same_tokens_both_ways():
 
 
 def test_beam_search_tree_marks_the_winning_path():
-    at = run_page("pages/sampling.py")
+    at = run_page("stages/sampling.py")
     by_label(at.radio, "Method").set_value("beam search").run()
     by_label(at.slider, "Tokens to generate").set_value(4)
     at.button[[b.label for b in at.button].index("Generate")].click().run()
@@ -224,7 +224,7 @@ def test_beam_search_tree_marks_the_winning_path():
 
 
 def test_model_custom_layers_start_at_one_and_heads_reach_every_suggestion():
-    at = run_page("pages/model.py")
+    at = run_page("stages/model.py")
     by_label(at.selectbox, "Preset").set_value("custom").run()
     assert by_label(at.slider, "Layers").min == 1
     assert by_label(at.slider, "Heads").max == 64
@@ -237,7 +237,7 @@ def test_model_custom_layers_start_at_one_and_heads_reach_every_suggestion():
 # ------------------------------------------------------------------ what a student reads
 
 
-STUDENT_FACING = sorted([*(ui.ROOT / "pages").glob("*.py"), *(ui.ROOT / "ui").glob("*.py"), ui.ROOT / "app.py"])
+STUDENT_FACING = sorted([*(ui.ROOT / "stages").glob("*.py"), *(ui.ROOT / "ui").rglob("*.py"), ui.ROOT / "app.py"])
 PROJECT_WORDS = re.compile(r"seed[ -]?0\d\d|seed's|lecture \d+|\bseeds?/", re.IGNORECASE)
 
 
@@ -263,7 +263,7 @@ def test_run_colours_are_told_apart():
     """A 7-runner race needs 7 colours that differ (the old list had two near-identical oranges)."""
     from itertools import combinations
 
-    from ui.training import COLOURS
+    from ui.panels.runs import COLOURS
 
     def rgb(colour: str) -> tuple[int, int, int]:
         return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
@@ -275,7 +275,7 @@ def test_run_colours_are_told_apart():
 def test_progress_line_names_its_perplexity_and_smooths_tokens_per_second():
     from types import SimpleNamespace
 
-    from llmviz import jobs
+    from llmviz.jobs import manager as jobs
 
     steps = [SimpleNamespace(val_loss=None, perplexity=20.0, tokens_per_s=rate) for rate in [33_000.0] * 19 + [200.0]]
     status = jobs.JobStatus(job_id="x", label="run", kind="train", state=jobs.RUNNING, step=20, total=100, losses=((20, 3.0),), metrics=tuple(steps),

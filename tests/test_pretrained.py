@@ -7,7 +7,7 @@ import torch
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 
-from llmviz.pretrained import MAX_TOKENS, load, model_folder  # noqa: E402
+from llmviz.models.minilm import MAX_TOKENS, load, model_folder  # noqa: E402
 
 SENTENCES = [
     "I love programming",

@@ -9,11 +9,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from llmviz import corpus
-from llmviz import quantize as qz
+from llmviz.adapt import quantize as qz
+from llmviz.data import corpus
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import GPT, PRESETS
-from llmviz.train import TrainConfig, prepare_data
+from llmviz.training.trainer import TrainConfig, prepare_data
 
 WEIGHT = torch.randn(6, 10, generator=torch.Generator().manual_seed(0)) * 0.3 + 0.05
 

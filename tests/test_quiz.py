@@ -1,4 +1,4 @@
-"""Predict, then reveal (llmviz/quiz.py): every question type on inputs whose answer is known by hand."""
+"""Predict, then reveal (llmviz/lessons/quiz.py): every question type on inputs whose answer is known by hand."""
 
 import math
 
@@ -6,10 +6,10 @@ import pytest
 import torch
 from torch import nn
 
-from llmviz import quiz
 from llmviz.errors import LlmvizError
-from llmviz.tokenizers import CharTokenizer, WordTokenizer
-from llmviz.train import TrainConfig, Trainer, prepare_data
+from llmviz.lessons import quiz
+from llmviz.tokenizers.char_word import CharTokenizer, WordTokenizer
+from llmviz.training.trainer import TrainConfig, Trainer, prepare_data
 
 
 def answer(question: quiz.Question) -> str:
@@ -42,7 +42,7 @@ def test_word_pieces_picks_the_longest_word():
 
 
 def test_word_pieces_with_gpt2():
-    from llmviz.tokenizers import reference_tokenizer
+    from llmviz.tokenizers.bpe.reference import reference_tokenizer
 
     gpt2 = reference_tokenizer("gpt2")
     question = quiz.word_pieces("I like the", gpt2, "GPT-2")
@@ -100,7 +100,7 @@ def test_attention_questions_on_the_shipped_gpt():
 
     if not (DATA / SHIPPED_GPT).exists():
         pytest.skip("the shipped GPT is missing")
-    from llmviz.train import load_checkpoint
+    from llmviz.training.checkpoint import load_checkpoint
 
     model, tokenizer, _ = load_checkpoint(DATA / SHIPPED_GPT)
     ids = tokenizer.encode("The return statement leaves the function")
@@ -226,10 +226,11 @@ def test_no_reveal_shows_a_raw_placeholder():
 
 
 def test_no_reveal_of_the_architecture_and_adapt_questions_shows_a_raw_placeholder():
-    """The predict-then-reveal questions built outside llmviz.quiz (Attention's KV cache, Embeddings' RoPE,
+    """The predict-then-reveal questions built outside llmviz.lessons.quiz (Attention's KV cache, Embeddings' RoPE,
     Adapt & serve's) are checked for unfilled braces too."""
-    from llmviz import adapt, architectures
-    from llmviz.train import load_checkpoint
+    from llmviz.lessons import adapting as adapt
+    from llmviz.lessons import architectures
+    from llmviz.training.checkpoint import load_checkpoint
     from tests.conftest import ROOT
 
     model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")

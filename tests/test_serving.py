@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
-from llmviz import serving
 from llmviz.errors import ConfigError
+from llmviz.generation import serving
+from llmviz.generation.sampling import generate
 from llmviz.models.gpt import GPT, PRESETS
-from llmviz.sampling import generate
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui
-from llmviz import corpus
+from llmviz.data import corpus
 from ui import share
 
 TIMEOUT = 180
@@ -47,7 +47,7 @@ def test_notices_are_shown_literally():
 
 
 def run_home(query: dict) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "tests" / "app_entry.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
     for key, value in query.items():
         at.query_params[key] = value
     at.run()
@@ -101,7 +101,7 @@ def test_unknown_model_falls_back_to_the_shipped_one(bad):
 def test_every_chart_and_worked_example_goes_through_ui_charts():
     """Charts download as PNG 2x and SVG only when drawn by ui.charts.show / show_in."""
     offenders = []
-    for path in sorted((ui.ROOT / "pages").glob("*.py")) + sorted((ui.ROOT / "ui").glob("*.py")):
+    for path in sorted((ui.ROOT / "stages").glob("*.py")) + sorted((ui.ROOT / "ui").rglob("*.py")):
         if path.name == "charts.py":
             continue
         for number, line in enumerate(path.read_text().splitlines(), start=1):
@@ -114,9 +114,9 @@ def test_every_page_binds_its_settings_to_declared_names():
     import re
 
     used = set()
-    for path in (ui.ROOT / "pages").glob("*.py"):
+    for path in (ui.ROOT / "stages").glob("*.py"):
         used |= set(re.findall(r'share\.bind\("(\w+)"\)', path.read_text()))
-    for path in (ui.ROOT / "ui").glob("*.py"):
+    for path in (ui.ROOT / "ui").rglob("*.py"):
         used |= set(re.findall(r'share\.bind\("(\w+)"\)', path.read_text()))
     assert used <= set(share.PARAMS)
     for name in ["text", "tokenizers", "mask", "heads", "layer", "head", "temperature", "top_k", "top_p", "seed"]:
@@ -125,9 +125,9 @@ def test_every_page_binds_its_settings_to_declared_names():
 
 def test_quiz_reveal_and_score_on_the_sampling_page():
     """Predict, then reveal under AppTest: ask, answer, reveal; the first answer counts for the score."""
-    at = AppTest.from_file(str(ui.ROOT / "tests" / "app_entry.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
     at.run()
-    at.switch_page(str(ui.ROOT / "pages" / "sampling.py")).run()
+    at.switch_page(str(ui.ROOT / "stages" / "sampling.py")).run()
     at.button(key="quiz_ask_sampling").click().run()
     radio = next(r for r in at.radio if r.key and r.key.startswith("quiz_choice_sampling_"))
     radio.set_value(radio.options[0]).run()
@@ -179,7 +179,7 @@ def test_a_notice_names_the_label_a_link_must_use_not_the_value_behind_it():
 
 def test_a_one_character_text_says_it_is_too_short_not_to_use_a_context_below_1():
     from llmviz.errors import ConfigError
-    from llmviz.train import TrainConfig, prepare_data
+    from llmviz.training.trainer import TrainConfig, prepare_data
 
     for text in ("a", "ab", "abc " * 3):
         with pytest.raises(ConfigError) as raised:

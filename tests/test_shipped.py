@@ -8,9 +8,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llmviz import corpus
-from llmviz.sampling import generate_from_prompt, generate_text
-from llmviz.train import TrainConfig, load_checkpoint
+from llmviz.data import corpus
+from llmviz.generation.sampling import generate_from_prompt, generate_text
+from llmviz.training.checkpoint import load_checkpoint
+from llmviz.training.trainer import TrainConfig
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 FOLDERS = sorted(p for p in DATA.iterdir() if (p / "checkpoint.json").exists())
@@ -114,10 +115,10 @@ def test_shipped_models_were_trained_without_decay_on_biases_and_layernorm(folde
 def test_the_shipped_gpt_has_no_induction_head_as_readme_says():
     """README's figures for the shipped GPT's induction scores, recomputed; the even-spread reference is
     written out by hand (query q of the repeated half puts 1/(q+1) on the one key the detector wants)."""
-    from llmviz import interpret
+    from llmviz.interpret import heads
 
     model, _, _ = load_checkpoint(DATA / "gpt-python-docs")
-    _, scores = interpret.model_head_scores(model.eval(), half_length=20, seed=0)
+    _, scores = heads.model_head_scores(model.eval(), half_length=20, seed=0)
     induction = scores["induction"]  # (layers, heads)
     layer, head = divmod(int(induction.argmax()), induction.shape[1])
     rest = torch.cat([induction.flatten()[: layer * induction.shape[1] + head],

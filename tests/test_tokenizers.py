@@ -2,19 +2,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmviz import corpus
-from llmviz.tokenizers import (
-    ENDOFTEXT,
-    BPETokenizer,
-    CharTokenizer,
-    TokenizerError,
-    WordTokenizer,
-    encoding,
-    printable,
-    reference_tokenizer,
-    sliding_windows,
-    split_chunks,
-)
+from llmviz.data import corpus
+from llmviz.tokenizers.base import ENDOFTEXT, TokenizerError, printable
+from llmviz.tokenizers.bpe.merging import split_chunks
+from llmviz.tokenizers.bpe.reference import encoding, reference_tokenizer
+from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
+from llmviz.tokenizers.char_word import CharTokenizer, WordTokenizer
+from llmviz.tokenizers.windows import sliding_windows
 
 
 def reference_bpe(text, vocab_size, split_pattern):
@@ -76,7 +70,7 @@ def test_ties_follow_first_occurrence():
 
 
 def test_each_merge_is_a_maximal_pair_when_replayed():
-    from llmviz.tokenizers import get_pair_counts, merge
+    from llmviz.tokenizers.bpe.merging import get_pair_counts, merge
 
     text = corpus.load("names")[:5000]
     bpe = BPETokenizer.train(text, vocab_size=256 + 60, split_pattern="gpt4", special_tokens=())
@@ -90,7 +84,7 @@ def test_each_merge_is_a_maximal_pair_when_replayed():
 
 
 def test_naive_trainer_gives_the_same_merges():
-    from llmviz.tokenizers import train_naive
+    from llmviz.tokenizers.bpe.merging import train_naive
 
     text = corpus.load("python-docs")[:4000]
     assert train_naive(text, 256 + 80) == BPETokenizer.train(text, 256 + 80, special_tokens=()).merges
@@ -251,7 +245,7 @@ def test_gpt2_offline_equals_tiktoken_reference_ranks():
     # Known GPT-2 ids, derived from encoder.json itself: "Hello" and " world"
     import json
 
-    from llmviz.tokenizers import _gpt2_files
+    from llmviz.tokenizers.bpe.reference import _gpt2_files
 
     encoder = json.loads(_gpt2_files()[1].read_text())
     assert enc.encode("Hello world") == [encoder["Hello"], encoder["Ġworld"]]
@@ -262,10 +256,10 @@ def test_gpt2_hashes_are_tiktoken_s_own():
 
     from tiktoken_ext import openai_public
 
-    from llmviz import tokenizers
+    from llmviz.tokenizers.bpe import reference as bpe_reference
 
     source = inspect.getsource(openai_public.gpt2)
-    assert tokenizers.GPT2_VOCAB_BPE_SHA256 in source and tokenizers.GPT2_ENCODER_JSON_SHA256 in source
+    assert bpe_reference.GPT2_VOCAB_BPE_SHA256 in source and bpe_reference.GPT2_ENCODER_JSON_SHA256 in source
 
 
 def test_cl100k_offline():
@@ -308,7 +302,7 @@ def test_gpt2_offline_ids_equal_hugging_face_gpt2_tokenizer(tmp_path):
 
     from transformers import GPT2Tokenizer
 
-    from llmviz.tokenizers import _gpt2_files
+    from llmviz.tokenizers.bpe.reference import _gpt2_files
 
     vocab_bpe, encoder_json = _gpt2_files()
     shutil.copy(encoder_json, tmp_path / "vocab.json")
@@ -327,7 +321,7 @@ def test_bpe_tokenizer_with_gpt2_and_cl100k_merges_matches_tiktoken(name):
     # issue #13: llmviz's own pure-Python BPE, given the real merges, must produce tiktoken's ids
     from pydoc_data.topics import topics
 
-    from llmviz.tokenizers import merges_from_ranks
+    from llmviz.tokenizers.bpe.reference import merges_from_ranks
 
     reference = encoding(name)
     merges, byte_ids = merges_from_ranks(reference._mergeable_ranks)

@@ -5,9 +5,11 @@ import math
 import pytest
 import torch
 
-from llmviz import corpus
+from llmviz.data import corpus
 from llmviz.errors import CheckpointError, ConfigError, TrainingDiverged
-from llmviz.train import TrainConfig, Trainer, learning_rate, load_checkpoint, read_safetensors, resume
+from llmviz.training.checkpoint import load_checkpoint
+from llmviz.training.safetensors_file import read_safetensors
+from llmviz.training.trainer import TrainConfig, Trainer, learning_rate, resume
 
 NAMES = corpus.load("names")[:6000]
 
@@ -160,7 +162,7 @@ def test_bpe_gpt_trains(tmp_path):
 
 
 def test_cli_train_and_sample(tmp_path, capsys):
-    from llmviz.cli import main
+    from llmviz.cli.main import main
 
     out = tmp_path / "ck"
     assert main(["train", "--corpus", "names", "--model", "mlp", "--context", "8", "--steps", "5",
@@ -173,7 +175,7 @@ def test_cli_train_and_sample(tmp_path, capsys):
 
 
 def test_single_file_export_loads_back(tmp_path):
-    from llmviz.train import checkpoint_file_bytes
+    from llmviz.training.checkpoint import checkpoint_file_bytes
 
     trainer = Trainer.from_text(NAMES, small(steps=3))
     list(trainer.run())
@@ -216,7 +218,7 @@ def test_safetensors_whose_header_length_looks_like_a_pickle_opcode(tmp_path):
 
 
 def test_run_seed_follows_the_deterministic_switch():
-    from ui import Settings
+    from ui.shared_sidebar import Settings
 
     on = Settings(corpus="names", seed=42, deterministic=True, device="cpu")
     off = Settings(corpus="names", seed=42, deterministic=False, device="cpu")
@@ -274,7 +276,7 @@ def test_divergence_advice_fits_the_optimizer(optimizer, lr):
 def test_cli_sample_says_which_prompt_characters_were_dropped(capsys):
     from pathlib import Path
 
-    from llmviz.cli import main
+    from llmviz.cli.main import main
 
     shipped = Path(__file__).resolve().parent.parent / "data" / "names-mlp"
     assert main(["sample", "--checkpoint", str(shipped), "--tokens", "10", "--prompt", "Zoë!"]) == 0

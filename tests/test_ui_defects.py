@@ -9,12 +9,13 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 import ui
-from llmviz.train import TrainConfig, Trainer, save_checkpoint
+from llmviz.training.checkpoint import save_checkpoint
+from llmviz.training.trainer import TrainConfig, Trainer
 from tests.test_app_pages import TIMEOUT, assert_clean
 
 
 def run_app(path: str, query: dict | None = None, **state) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "tests" / "app_entry.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
     for key, value in state.items():
         at.session_state[key] = value
     for key, value in (query or {}).items():
@@ -39,16 +40,16 @@ def shown(elements) -> str:
 @pytest.mark.parametrize("how", ["sidebar", "link"])
 def test_sampling_with_minilm_picked_shows_the_shipped_gpt_everywhere(how):
     """The page swaps the encoder for the shipped GPT; step 0 vs N used to pick MiniLM again (TypeError)."""
-    from llmviz.pretrained import PretrainedUnavailable, model_folder
+    from llmviz.models.minilm import PretrainedUnavailable, model_folder
 
     try:
         model_folder()
     except PretrainedUnavailable:
         pytest.skip("the MiniLM wheel is not installed")
     if how == "sidebar":
-        at = run_app("pages/sampling.py", _picker_selected="pretrained:minilm", lazy_sampling_before_after=True)
+        at = run_app("stages/sampling.py", _picker_selected="pretrained:minilm", lazy_sampling_before_after=True)
     else:  # /sampling?model=pretrained:minilm
-        at = run_app("pages/sampling.py", query={"model": "pretrained:minilm"}, lazy_sampling_before_after=True)
+        at = run_app("stages/sampling.py", query={"model": "pretrained:minilm"}, lazy_sampling_before_after=True)
     assert at.session_state["_picker_selected"] == "pretrained:minilm"
     assert_clean(at)
     assert "is an encoder" in texts(at.info)
@@ -68,7 +69,7 @@ def nan_runs(tmp_path_factory):
     return folder
 
 
-@pytest.mark.parametrize("path", ["pages/sampling.py", "pages/embeddings.py"])
+@pytest.mark.parametrize("path", ["stages/sampling.py", "stages/embeddings.py"])
 def test_a_checkpoint_with_nan_weights_gives_messages_not_tracebacks(nan_runs, monkeypatch, path):
     monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(nan_runs))
     at = run_app(path, _picker_selected="dir:broken")
@@ -82,7 +83,7 @@ def test_a_checkpoint_with_nan_weights_gives_messages_not_tracebacks(nan_runs, m
 
 def test_the_picked_models_tokenizer_stays_selected_when_the_pick_changes():
     """The option was labelled with the model (and a run's step): a new pick or step dropped it from the selection."""
-    at = run_app("pages/tokens.py")
+    at = run_app("stages/tokens.py")
     tokenizers = at.multiselect(key="tokenizers")
     tokenizers.set_value(["picked", "gpt2"]).run()
     assert "Shipped GPT" in texts(at.subheader)
@@ -98,7 +99,7 @@ def test_the_picked_models_tokenizer_stays_selected_when_the_pick_changes():
 
 def test_an_uploaded_files_name_is_escaped_only_where_markdown_is_rendered():
     name = "my_garden_stories.txt"
-    at = run_app("pages/tokens.py", corpus="upload", uploaded_corpus=(name, "roses and tulips grow here\n" * 30))
+    at = run_app("stages/tokens.py", corpus="upload", uploaded_corpus=(name, "roses and tulips grow here\n" * 30))
     assert_clean(at)
     at.multiselect(key="tokenizers").set_value(["characters", "words"]).run()
     table = next(d.value for d in at.dataframe if "tokenizer" in d.value.columns)
@@ -114,9 +115,9 @@ def test_an_uploaded_files_name_is_escaped_only_where_markdown_is_rendered():
 
 def test_two_runs_of_the_same_model_are_told_apart_and_inside_names_the_model(fresh_session_jobs):
     """Also #27.12: "Download a run" offers the run picked in the sidebar first."""
-    from llmviz.jobs import default_manager
+    from llmviz.jobs.manager import default_manager
 
-    at = run_app("pages/training.py", corpus="names")
+    at = run_app("stages/training.py", corpus="names")
     at.selectbox(key="train_model").set_value("mlp")
     at.radio(key="keep_tokenizer").set_value("char")
     at.slider(key="steps").set_value(20)
@@ -128,7 +129,7 @@ def test_two_runs_of_the_same_model_are_told_apart_and_inside_names_the_model(fr
     at.run()
     download = next(box for box in at.selectbox if box.label == "Download a run")
     assert download.value == jobs[1].label, (download.value, jobs[1].label)  # #27.12: the picked run, not the first
-    at.switch_page(str(ui.ROOT / "pages/inside.py")).run()
+    at.switch_page(str(ui.ROOT / "stages/inside.py")).run()
     assert_clean(at)
     picker_box = next(box for box in at.sidebar.selectbox if box.label == "Model shown on every page")
     runs = [option for option in picker_box.options if "US census first names" in option]
@@ -158,7 +159,7 @@ def transformers_gpt2_parameters(tied: bool) -> int:
 def test_model_page_opens_gpt2_small_with_its_own_tying_and_shows_the_untied_count():
     tied, untied = transformers_gpt2_parameters(True), transformers_gpt2_parameters(False)
     assert tied == 124_439_808  # what README and OpenAI's checkpoint say
-    at = run_app("pages/model.py")
+    at = run_app("stages/model.py")
     assert_clean(at)
     total = next(m.value for m in at.metric if m.label == "Total parameters")
     assert total == f"{tied:,}"
@@ -169,9 +170,9 @@ def test_model_page_opens_gpt2_small_with_its_own_tying_and_shows_the_untied_cou
 
 
 def test_top_k_goes_up_to_the_vocabulary_and_no_further():
-    at = run_app("pages/sampling.py")
+    at = run_app("stages/sampling.py")
     assert_clean(at)
-    from llmviz.train import load_checkpoint
+    from llmviz.training.checkpoint import load_checkpoint
 
     _, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")
     slider = at.slider(key="top_k")
@@ -179,7 +180,7 @@ def test_top_k_goes_up_to_the_vocabulary_and_no_further():
 
 
 def test_attention_step_0_vs_n_follows_the_layer_and_head_above_it():
-    at = run_app("pages/attention.py", lazy_attention_before_after=True)  # the comparison, opened
+    at = run_app("stages/attention.py", lazy_attention_before_after=True)  # the comparison, opened
     at.slider(key="layer").set_value(2).run()
     at.slider(key="head").set_value(3).run()
     assert_clean(at)
@@ -204,7 +205,7 @@ def test_tables_and_csv_hold_the_numbers_the_page_shows():
     frame = pd.DataFrame({"step": [1, 2], "train_loss": [float(np.float32(0.43)), float("nan")]})
     assert csv_text(frame) == "step,train_loss\n1,0.43\n2,\n"
     assert "0.4300000071525574" in frame.to_csv(index=False)  # what the download wrote before
-    at = run_app("pages/attention.py")
+    at = run_app("stages/attention.py")
     journey = at.dataframe[0].value  # "Your journey starts with one step": the first row is 0.43, 0.15, 0.89
     assert journey.iloc[0].tolist() == [0.43, 0.15, 0.89]
     assert "0.43," in journey.to_csv() and "0000" not in journey.to_csv()
@@ -234,12 +235,12 @@ def shown_strings(path):
 
 def test_pages_point_to_no_material_students_never_saw():
     """No "chapter 3" of a book, no "the textbook's arithmetic slips", no "as BertViz draws it": say what is shown."""
-    sources = [*sorted((ui.ROOT / "pages").glob("*.py")), *sorted((ui.ROOT / "ui").glob("*.py")),
+    sources = [*sorted((ui.ROOT / "stages").glob("*.py")), *sorted((ui.ROOT / "ui").rglob("*.py")),
                *sorted((ui.ROOT / "llmviz").rglob("*.py")), ui.ROOT / "app.py"]
     found = [f"{path.relative_to(ui.ROOT)}:{line}: {text[:80]!r}" for path in sources
              for line, text in shown_strings(path) if POINTERS.search(text)]
     assert not found, "\n".join(found)
-    from llmviz import corpus
+    from llmviz.data import corpus
 
     for entry in corpus.list_corpora():  # what the Home page's table and the sidebar show of each corpus
         assert not POINTERS.search(f"{entry.title} {entry.description}"), entry
@@ -248,8 +249,8 @@ def test_pages_point_to_no_material_students_never_saw():
 def _page_with_a_broken_section():
     import streamlit as st
 
-    from ui import quiz as quiz_ui
     from ui import sections
+    from ui.panels import quiz as quiz_ui
 
     @sections.section("demo.broken")
     def broken() -> None:
@@ -274,9 +275,9 @@ def test_a_section_that_fails_shows_a_message_and_the_page_goes_on():
 def test_training_the_induction_run_again_keeps_both_runs_apart(fresh_session_jobs):
     """'Train it again' on Inside the model gave the new run the same label as the first: the Training page keys
     its runs by label, so the first run vanished from its chart, table and 'Download a run'."""
-    from llmviz.jobs import default_manager
+    from llmviz.jobs.manager import default_manager
 
-    at = run_app("pages/inside.py")
+    at = run_app("stages/inside.py")
     at.button(key="induction_start").click().run()
     manager, owner = default_manager(), at.session_state["_llmviz_session_id"]
     for _ in range(2):
@@ -288,7 +289,7 @@ def test_training_the_induction_run_again_keeps_both_runs_apart(fresh_session_jo
             at.button(key="induction_again").click().run()
     labels = [job.label for job in manager.jobs(owner)]
     assert len(labels) == 2 and len(set(labels)) == 2, labels
-    at.switch_page(str(ui.ROOT / "pages/training.py")).run()
+    at.switch_page(str(ui.ROOT / "stages/training.py")).run()
     assert_clean(at)
     download = next(box for box in at.selectbox if box.label == "Download a run")
     assert sorted(download.options) == sorted(labels), (download.options, labels)

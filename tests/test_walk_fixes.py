@@ -1,6 +1,6 @@
 """Defects a student found walking through the app: Home, Tokens, Inside the model, Loss & training."""
 
-from llmviz import corpus
+from llmviz.data import corpus
 from llmviz.device import describe_device
 from tests.test_app_pages import assert_clean, run_page
 
@@ -37,7 +37,7 @@ def test_backprop_check_counts_both_gradients():
     """Before: "all 131,072 entries of ∂L/∂W and ∂L/∂z" counted ∂L/∂W alone (V·C); with ∂L/∂z (V) it is V·C + V."""
     import torch
 
-    from llmviz.losses import output_layer_gradient
+    from llmviz.training.losses import output_layer_gradient
 
     vocab, width = 7, 4
     grad = output_layer_gradient(torch.randn(width), torch.randn(vocab, width), target=2)
@@ -47,7 +47,7 @@ def test_backprop_check_counts_both_gradients():
 def test_training_page_states_the_backprop_count_of_the_shipped_head():
     from ui import models
 
-    at = run_page("pages/training.py")
+    at = run_page("stages/training.py")
     head = models.shipped_gpt_or_stop()[0].lm_head.weight  # (V, C)
     vocab, width = head.shape
     text = next(s.value for s in at.success if "By hand vs autograd" in s.value)
@@ -56,7 +56,7 @@ def test_training_page_states_the_backprop_count_of_the_shipped_head():
 
 
 def test_chart_selection_adds_new_runs_and_keeps_the_students_choice():
-    from ui.training import chart_selection
+    from ui.panels.runs import chart_selection
 
     runs = {f"id{n}": f"run {n}" for n in range(9)}
     assert chart_selection(runs, None, set()) == [f"run {n}" for n in range(2, 9)]  # first time: the newest 7
@@ -93,7 +93,7 @@ def test_tokens_a_trained_bpe_joins_the_list_and_cl100k_stays():
     from tests.test_app_pages import finish_jobs
     from tests.test_page_interactions import by_label
 
-    at = run_page("pages/tokens.py", corpus="names")
+    at = run_page("stages/tokens.py", corpus="names")
     assert set(by_label(at.multiselect, "Tokenizers").value) >= {"gpt2", "cl100k"}
     by_label(at.slider, "Vocabulary size").set_value(300)
     finish_jobs(at.button(key="train_bpe").click().run())
@@ -105,7 +105,7 @@ def test_tokens_empty_text_warns_and_keeps_bpe_training_and_windows():
     """Before: an empty text stopped the page after its warning: no BPE training, no input–target windows."""
     from tests.test_page_interactions import by_label, texts
 
-    at = run_page("pages/tokens.py", corpus="names")
+    at = run_page("stages/tokens.py", corpus="names")
     by_label(at.text_area, "Your text").set_value("").run()
     assert_clean(at)
     assert "Your text is empty" in texts(at.warning)
@@ -119,7 +119,7 @@ def test_tokens_empty_text_warns_and_keeps_bpe_training_and_windows():
 def test_induction_probe_says_what_it_was_measured_on():
     """Before: section 4's "score 0.71" and section 2's 0.74 for the same head read as a contradiction: neither
     said it was measured on its own inputs."""
-    from llmviz import induction
+    from llmviz.interpret import induction
 
     model = induction.make_trainer(induction.InductionPreset(lines=20)).model.eval()
     lines = induction.probe_lines(count=3)  # (3, 32): 16 characters, repeated
@@ -133,7 +133,7 @@ def test_inside_says_what_the_head_scores_are_measured_on_and_that_train_it_pick
     from tests.test_page_interactions import texts
     from ui import models
 
-    at = run_page("pages/inside.py")
+    at = run_page("stages/inside.py")
     config = models.shipped_gpt_or_stop()[0].config
     half = min(20, config.context_length // 2, config.vocab_size)  # model_head_scores' test input: half, twice
     shown = texts(at.markdown)
@@ -145,10 +145,10 @@ def test_inside_says_what_the_head_scores_are_measured_on_and_that_train_it_pick
 def test_induction_run_offers_the_model_picked_before_back():
     import time
 
-    from llmviz.jobs import default_manager
+    from llmviz.jobs.manager import default_manager
     from tests.test_page_interactions import by_label
 
-    at = run_page("pages/inside.py")
+    at = run_page("stages/inside.py")
     before = next(s for s in at.sidebar.selectbox if s.label == "Model shown on every page").value
     at.button(key="induction_start").click().run()
     [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])

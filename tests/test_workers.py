@@ -11,10 +11,11 @@ import time
 
 import pytest
 
-from llmviz import jobs
-from llmviz.jobs import JobManager, JobRefused
-from llmviz.snapshots import state_bytes, state_of
-from llmviz.train import TrainConfig, Trainer, read_safetensors
+from llmviz.jobs import manager as jobs
+from llmviz.jobs.manager import JobManager, JobRefused
+from llmviz.training.safetensors_file import read_safetensors
+from llmviz.training.snapshots import state_bytes, state_of
+from llmviz.training.trainer import TrainConfig, Trainer
 from tests.test_jobs import wait_for
 
 TEXT = "the quick brown fox jumps over the lazy dog\n" * 40
@@ -202,7 +203,7 @@ def failing_loop(should_stop):
 def test_a_failing_runner_logs_its_traceback_once_and_sends_the_page_one_line(caplog):
     """The runner logs the failure where its traceback is (llmviz.errors.log_failure, the same one line as before:
     "KeyError: 'missing'") and sends that line, without a second copy of the traceback for the server to log."""
-    from llmviz.workers import TaskPayload, WorkerOptions, thread_channel_pair, worker_main
+    from llmviz.jobs.worker import TaskPayload, WorkerOptions, thread_channel_pair, worker_main
 
     ours, theirs = thread_channel_pair()
     with caplog.at_level("WARNING", logger="llmviz"):

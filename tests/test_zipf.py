@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmviz.tokenizers import BPETokenizer, rank_frequency, zipf_fit
+from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
+from llmviz.tokenizers.zipf import rank_frequency, zipf_fit
 
 
 @settings(max_examples=100, deadline=None)

@@ -8,13 +8,19 @@ so pages write ``ui.settings()``, ``ui.friendly_errors(...)``, ``ui.keep(...)``:
 - :mod:`ui.state` — every name kept in a browser session's state (slots and widget keys), declared once;
 - :mod:`ui.errors` — failures shown without a traceback.
 
-Only rendering lives here and in ``pages/``; every number comes from ``llmviz``.
+Only rendering lives here and in ``stages/``; every number comes from ``llmviz``.
 """
 
 from __future__ import annotations
 
 from ui.errors import friendly_errors
-from ui.routing import RUN_APP_MESSAGE, ensure_router, freeze_long_lived_objects, page_torch_threads, router_run
+from ui.routing import (
+    RUN_APP_MESSAGE,
+    ensure_router,
+    freeze_long_lived_objects,
+    page_torch_threads,
+    router_run,
+)
 from ui.shared_sidebar import UPLOAD, Settings, corpus_text, settings, sidebar
 from ui.stages import PIPELINE, ROOT, Stage
 from ui.widgets import bounded_slider, index_slider, keep, page_header

@@ -230,7 +230,7 @@ def install_export() -> None:
     """Once per run (app.py): the SVG download button on every chart."""
     import streamlit as st
 
-    from ui.internals import SVG_BUTTON_SCRIPT
+    from ui.streamlit_private import SVG_BUTTON_SCRIPT
 
     # (a leading element: the sanitizer drops a script that comes first)
     st.html('<span data-llmviz-export="1"></span>' + SVG_BUTTON_SCRIPT, unsafe_allow_javascript=True)

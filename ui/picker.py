@@ -28,11 +28,18 @@ from pathlib import Path
 import streamlit as st
 import torch.nn as nn
 
-from llmviz import jobs
 from llmviz.errors import LlmvizError, log_failure
-from llmviz.snapshots import load_into
-from llmviz.train import ListedCheckpoint, list_checkpoints, load_checkpoint, model_description, model_from_description
-from ui import internals, sections, state, watch
+from llmviz.jobs import manager as jobs
+from llmviz.training.checkpoint import (
+    ListedCheckpoint,
+    list_checkpoints,
+    load_checkpoint,
+    model_description,
+    model_from_description,
+)
+from llmviz.training.snapshots import load_into
+from ui import sections, state, watch
+from ui import streamlit_private as internals
 from ui.labels import run_label
 from ui.sources import SOURCES, Entry, ModelView, Source, register_source  # noqa: F401 - public names of ui.picker
 from ui.text import literal_markdown
@@ -99,7 +106,7 @@ def _run_model(run_id: str, step: int, _description: dict, _state: dict) -> nn.M
 
 @st.cache_resource(show_spinner="Loading the pretrained MiniLM (22M parameters)…")
 def _minilm():
-    from llmviz.pretrained import MiniLM
+    from llmviz.models.minilm import MiniLM
 
     return MiniLM()
 
@@ -143,7 +150,7 @@ class MiniLMSource:
     prefix = "pretrained"
 
     def entries(self) -> list[Entry]:
-        from llmviz.pretrained import PretrainedUnavailable, model_folder
+        from llmviz.models.minilm import PretrainedUnavailable, model_folder
 
         try:
             model_folder()
@@ -240,7 +247,7 @@ def checkpoint_folder(view: ModelView) -> Path | None:
     return RunsDirSource().paths().get(view.key.split(":", 1)[1].split("@", 1)[0])
 
 
-from ui.gpt2 import GPT2Source  # noqa: E402 - OpenAI's GPT-2 from the Hugging Face Hub (hub:gpt2, issue 17)
+from ui.panels.gpt2 import GPT2Source  # noqa: E402 - OpenAI's GPT-2 from the Hugging Face Hub (hub:gpt2, issue 17)
 
 for _source in (ShippedSource(), MiniLMSource(), GPT2Source(), RunSource(), RunsDirSource()):
     register_source(_source)

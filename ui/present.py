@@ -22,7 +22,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import state
-from ui.internals import PRESENTER_CSS, PRESENTER_SCRIPT
+from ui.streamlit_private import PRESENTER_CSS, PRESENTER_SCRIPT
 
 _STATE = state.widget("present_mode")
 

@@ -1,16 +1,14 @@
-"""Every page runs under app.py's ``st.navigation``: app.py marks its runs, and a page reached any other way
-reruns through app.py once, or says how to start the app."""
+"""Every page runs under app.py's ``st.navigation``: app.py marks its runs, and a stage script started on its own
+says how to start the app."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-from pathlib import Path
 
 import streamlit as st
 
-from ui import internals, state
-from ui.stages import ROOT
+from ui import state
 
 
 @contextlib.contextmanager
@@ -27,32 +25,13 @@ RUN_APP_MESSAGE = ("This page is one stage of llmviz and needs the app around it
                    "navigation). Start the app with `streamlit run app.py` and open this page from its menu.")
 
 
-def _main_script_is_a_page() -> bool:
-    ctx = internals.script_run_context()
-    main = getattr(ctx, "main_script_path", None) if ctx is not None else None
-    return bool(main) and Path(main).resolve().parent == ROOT / "pages"
-
-
 def ensure_router() -> None:
-    """Make sure a page runs under app.py's ``st.navigation``.
-
-    Streamlit decides once per server process whether the app uses the old ``pages/``
-    folder convention; until app.py has called ``st.navigation`` once, a visit straight to
-    ``/tokens`` would run the page file alone, without the shared sidebar. When that
-    happens, switch the process to ``st.navigation`` and run again through app.py — once.
-    A page file started on its own (``streamlit run pages/home.py``) has no app.py to run
-    through: it says so and stops instead of rerunning forever.
-    """
-    if state.ROUTER_RUNNING.get():
-        state.ROUTER_RETRIED.pop()
-        return
-    if _main_script_is_a_page() or state.ROUTER_RETRIED.get():
-        state.ROUTER_RETRIED.pop()
+    """A stage script started on its own (``streamlit run stages/home.py``) has no app.py around it: say how to
+    start the app and stop. Under app.py (every visit, also straight to ``/tokens``: ``st.navigation`` is the only
+    router) this does nothing."""
+    if not state.ROUTER_RUNNING.get():
         st.info(RUN_APP_MESSAGE)
         st.stop()
-    state.ROUTER_RETRIED.set(True)
-    internals.route_pages_through_navigation()
-    st.rerun()
 
 
 _PAGE_THREADS_SET = False

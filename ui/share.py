@@ -29,7 +29,8 @@ import urllib.parse
 import streamlit as st
 
 from llmviz.errors import log_failure
-from ui import internals, picker, state
+from ui import picker, state
+from ui import streamlit_private as internals
 
 #: Every URL parameter llmviz reads: its kind (number, text, option, options, flag) and what it sets. Names are unique across pages, because the
 #: widget key is the parameter name and Streamlit's session state is shared by all pages.
@@ -327,7 +328,7 @@ def _replace_in_link(name: str, kept: list[str] | None) -> None:
             st.query_params[name] = kept
     except Exception as error:  # noqa: BLE001 - a link must never break a page; the server's log says why
         log_failure(f"correcting {name!r} in the address", error)
-    # Streamlit seeds bound widgets from its copy of the address as it was loaded (private: ui/internals.py)
+    # Streamlit seeds bound widgets from its copy of the address as it was loaded (private: ui/streamlit_private.py)
     internals.reseed_widget_from_link(name, kept)
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from llmviz import corpus
+from llmviz.data import corpus
 from llmviz.device import available_devices, fresh_seed, pick_device
 from llmviz.errors import LlmvizError
 from ui import present, share, state

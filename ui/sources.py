@@ -1,7 +1,7 @@
 """What the model picker hands out and where its entries come from: :class:`ModelView`, :class:`Entry`,
 the :class:`Source` protocol and the registry of sources.
 
-Kept apart from :mod:`ui.picker` so that a source defined in its own module (:mod:`ui.gpt2`) can build
+Kept apart from :mod:`ui.picker` so that a source defined in its own module (:mod:`ui.panels.gpt2`) can build
 entries and views without importing the picker, which imports it to register it.
 """
 
@@ -17,7 +17,7 @@ class ModelView:
 
     key: str  # stable and URL-safe: "shipped:gpt-python-docs", "run:<run_id>@<step>", "pretrained:minilm", …
     label: str
-    model: Any  # nn.Module in eval mode, grads off (MiniLM: the llmviz.pretrained.MiniLM object). Never mutate.
+    model: Any  # nn.Module in eval mode, grads off (MiniLM: the llmviz.models.minilm.MiniLM object). Never mutate.
     tokenizer: Any
     meta: dict = field(default_factory=dict, compare=False, hash=False)
     family: str = "gpt"  # "gpt" | "charlevel" | "decoder" | "minilm" | …

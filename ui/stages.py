@@ -24,15 +24,15 @@ class Stage:
 
 
 PIPELINE: list[Stage] = [
-    Stage("text", "Text", ":material/description:", "pages/home.py", "a corpus: the raw material"),
-    Stage("tokens", "Tokens", ":material/token:", "pages/tokens.py", "text → integer ids with BPE"),
-    Stage("embeddings", "Embeddings", ":material/scatter_plot:", "pages/embeddings.py", "ids → vectors; cosine similarity"),
-    Stage("attention", "Attention", ":material/visibility:", "pages/attention.py", "tokens look at each other: masks, heads"),
-    Stage("model", "Model", ":material/account_tree:", "pages/model.py", "blocks, LayerNorm, GELU, parameters"),
-    Stage("inside", "Inside the model", ":material/biotech:", "pages/inside.py",
+    Stage("text", "Text", ":material/description:", "stages/home.py", "a corpus: the raw material"),
+    Stage("tokens", "Tokens", ":material/token:", "stages/tokens.py", "text → integer ids with BPE"),
+    Stage("embeddings", "Embeddings", ":material/scatter_plot:", "stages/embeddings.py", "ids → vectors; cosine similarity"),
+    Stage("attention", "Attention", ":material/visibility:", "stages/attention.py", "tokens look at each other: masks, heads"),
+    Stage("model", "Model", ":material/account_tree:", "stages/model.py", "blocks, LayerNorm, GELU, parameters"),
+    Stage("inside", "Inside the model", ":material/biotech:", "stages/inside.py",
           "logit lens, head detectors, per-token loss, induction heads"),
-    Stage("training", "Loss & training", ":material/show_chart:", "pages/training.py", "cross-entropy, optimizers, live curves"),
-    Stage("sampling", "Sampling", ":material/casino:", "pages/sampling.py", "temperature, top-k, top-p, beams"),
-    Stage("adapt", "Adapt & serve", ":material/tune:", "pages/adapt.py",
+    Stage("training", "Loss & training", ":material/show_chart:", "stages/training.py", "cross-entropy, optimizers, live curves"),
+    Stage("sampling", "Sampling", ":material/casino:", "stages/sampling.py", "temperature, top-k, top-p, beams"),
+    Stage("adapt", "Adapt & serve", ":material/tune:", "stages/adapt.py",
           "fine-tuning, LoRA, quantization, less memory, serving"),
 ]

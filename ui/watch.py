@@ -1,6 +1,6 @@
 """Watching a run costs the server a bounded amount of time, however many tabs watch.
 
-Every live section (``ui.training.live``, the sidebar's progress) reports how long each refresh took with
+Every live section (``ui.panels.runs.live``, the sidebar's progress) reports how long each refresh took with
 :func:`record`. When a page opens a live section, :func:`refresh_seconds` picks its refresh interval so that
 all the tabs watching on this server together spend at most :data:`BUDGET` seconds of server time per second
 (a quarter of one core by default, env ``LLMVIZ_WATCH_BUDGET``), never refreshing faster than every

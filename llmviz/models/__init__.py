@@ -1,11 +1,4 @@
-"""Real models that expose every intermediate by name: GPT, the seed-000 decoder, char-level models."""
-
-from llmviz.models.cache import RecordsIntermediates, record
-from llmviz.models.charlevel import CHAR_MODEL_TITLES, CHAR_MODELS, build_char_model
-from llmviz.models.decoder import Decoder, DecoderConfig
-from llmviz.models.gpt import GPT, PRESETS, GPTConfig, cache_names
-
-__all__ = [
-    "CHAR_MODELS", "CHAR_MODEL_TITLES", "GPT", "PRESETS", "Decoder", "DecoderConfig", "GPTConfig",
-    "RecordsIntermediates", "build_char_model", "cache_names", "record",
-]
+"""Real models that expose every intermediate by name (``run_with_cache``): the GPT with its architecture switches
+(:mod:`~llmviz.models.gpt`, :mod:`~llmviz.models.layers`), attention step by step
+(:mod:`~llmviz.models.attention`), a small encoder–decoder (:mod:`~llmviz.models.decoder`), the character-level
+ladder (:mod:`~llmviz.models.charlevel`) and the pretrained MiniLM encoder (:mod:`~llmviz.models.minilm`)."""

@@ -19,8 +19,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from llmviz.attention import attention_steps
 from llmviz.errors import ConfigError
+from llmviz.models.attention import attention_steps
 from llmviz.models.cache import Cache, record
 
 

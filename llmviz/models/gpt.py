@@ -30,10 +30,18 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from llmviz.attention import causal_mask, masked_softmax
 from llmviz.errors import ConfigError
+from llmviz.models.attention import causal_mask, masked_softmax
 from llmviz.models.cache import Cache, RecordsIntermediates, record
-from llmviz.models.layers import GELU, Dropout, LayerNorm, RMSNorm, apply_rope, rope_cos_sin, sinusoidal_positions
+from llmviz.models.layers import (
+    GELU,
+    Dropout,
+    LayerNorm,
+    RMSNorm,
+    apply_rope,
+    rope_cos_sin,
+    sinusoidal_positions,
+)
 
 POSITIONS = ("learned", "sinusoidal", "rope", "none")
 NORMS = ("layernorm", "rmsnorm")
@@ -149,7 +157,7 @@ def divisors(n: int) -> list[int]:
 
 PRESETS: dict[str, GPTConfig] = {
     # GPT-2 small's shapes, no bias in W_Q, W_K, W_V, untied: 163,009,536 parameters (124,412,160 tied; GPT-2 itself,
-    # with the bias and tied, has 124,439,808: llmviz.model_anatomy.published_config)
+    # with the bias and tied, has 124,439,808: llmviz.lessons.anatomy.published_config)
     "gpt2-124m": GPTConfig(vocab_size=50257, context_length=1024, d_model=768, n_heads=12, n_layers=12, dropout=0.1),
     "gpt-mini": GPTConfig(vocab_size=1024, context_length=128, d_model=128, n_heads=4, n_layers=4, dropout=0.0),
     "gpt-micro": GPTConfig(vocab_size=512, context_length=64, d_model=64, n_heads=4, n_layers=2, dropout=0.0),
@@ -447,7 +455,7 @@ class GPT(nn.Module, RecordsIntermediates):
     def trunk(self, idx: torch.Tensor, cache: Cache | None = None,
               router_probs: list[torch.Tensor] | None = None) -> torch.Tensor:
         """Embeddings, every block and the final norm: the hidden states (B, T, C) the output head reads, and
-        what a classifier head (``llmviz.finetune``) reads instead. ``router_probs`` collects a mixture of
+        what a classifier head (``llmviz.adapt.finetune``) reads instead. ``router_probs`` collects a mixture of
         experts' router probabilities, for the load-balancing loss."""
         tokens = idx.shape[1]  # idx: (B, T)
         if tokens > self.config.context_length:

@@ -1,0 +1,318 @@
+"""``python -m llmviz train …`` and ``python -m llmviz sample …``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+
+
+def parse_switches(pairs: list[str]) -> dict:
+    """``["positions=rope", "n_kv_heads=1", "bias=false"]`` → ``{"positions": "rope", "n_kv_heads": 1, "bias": False}``,
+    each value converted to the type of the ``GPTConfig`` field.
+
+    >>> parse_switches(["positions=rope", "n_kv_heads=1", "bias=false", "rope_theta=5e5"])
+    {'positions': 'rope', 'n_kv_heads': 1, 'bias': False, 'rope_theta': 500000.0}
+    """
+    from llmviz.errors import ConfigError
+    from llmviz.models.gpt import SWITCHES, GPTConfig
+
+    defaults = GPTConfig()
+    switches: dict[str, bool | float | int | str | None] = {}
+    for pair in pairs:
+        name, _, text = pair.partition("=")
+        name = name.strip().replace("-", "_")
+        if name not in SWITCHES or not text:
+            raise ConfigError(f"--arch takes SWITCH=VALUE with SWITCH among {', '.join(SWITCHES)} (got {pair!r}).")
+        default = getattr(defaults, name)
+        value: bool | float | int | str | None
+        try:
+            if isinstance(default, bool):
+                if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError(text)
+                value = text.lower() in ("true", "1", "yes")
+            elif isinstance(default, float):
+                value = float(text)
+            elif isinstance(default, int) or name in ("n_kv_heads", "d_mlp"):
+                value = None if text.lower() == "none" else int(text)
+            else:
+                value = text
+        except ValueError:
+            raise ConfigError(f"--arch {pair}: {text!r} is not a value {name} can take.") from None
+        switches[name] = value
+    return switches
+
+
+MAX_SAMPLE_TOKENS = 100_000  # a CLI sample keeps every step's record: a bound well past any text worth reading
+
+
+def count_between(low: int, high: int):
+    """An argparse ``type`` for a whole number in ``[low, high]``; anything else is a usage error that says the
+    range (not a traceback, and not a run that never ends).
+
+    >>> count_between(1, 10)("7")
+    7
+    >>> count_between(1, 10)("0")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: '0' is not a whole number from 1 to 10
+    """
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = low - 1
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from {low:,} to {high:,}")
+        return value
+
+    return parse
+
+
+def add_train_commands(commands) -> None:
+    from llmviz.training.trainer import MODEL_CHOICES, OPTIMIZERS
+
+    train = commands.add_parser("train", help="train a model on a corpus and save a safetensors checkpoint")
+    train.add_argument("--corpus", default="python-docs", help="a registered corpus name, or a path to a UTF-8 text file")
+    train.add_argument("--model", default="gpt-micro", choices=MODEL_CHOICES)
+    train.add_argument("--tokenizer", default=None, choices=["char", "bpe"], help="default: bpe for GPTs, char otherwise")
+    train.add_argument("--vocab-size", type=int, default=512, help="BPE vocabulary size")
+    train.add_argument("--context", type=int, default=64)
+    train.add_argument("--stride", type=int, default=None)
+    train.add_argument("--batch", type=int, default=16,
+                       help="windows per optimizer step, over all processes together (torchrun splits it)")
+    train.add_argument("--micro-batch", type=int, default=None,
+                       help="windows per forward pass in each process; smaller than its share → gradient accumulation")
+    train.add_argument("--steps", type=int, default=500)
+    train.add_argument("--optimizer", default="adamw", choices=OPTIMIZERS)
+    train.add_argument("--lr", type=float, default=None, help="default: 3e-3, or 1e-4 when fine-tuning (--init)")
+    train.add_argument("--warmup", type=int, default=20)
+    train.add_argument("--dropout", type=float, default=0.0)
+    train.add_argument("--weight-decay", type=float, default=0.01)
+    train.add_argument("--d-model", type=int, default=None)
+    train.add_argument("--layers", type=int, default=None)
+    train.add_argument("--heads", type=int, default=None)
+    train.add_argument("--arch", action="append", default=[], metavar="SWITCH=VALUE",
+                       help="an architecture switch over the preset's, repeatable: positions=rope, norm=rmsnorm, "
+                            "mlp_kind=swiglu, n_kv_heads=1, n_experts=4, bias=false, tie_weights=true, …")
+    train.add_argument("--eval-interval", type=int, default=50)
+    train.add_argument("--seed", type=int, default=1337)
+    train.add_argument("--device", default="auto",
+                       help="auto (CUDA, else MPS, else CPU), cuda, cuda:N, mps or cpu; one that is not available "
+                            "here is an error")
+    train.add_argument("--init", default=None, metavar="MODEL",
+                       help="fine-tune instead of starting from random weights: gpt2 (or gpt2-medium, …: downloaded "
+                            "once), a Hugging Face GPT-2 folder, or an llmviz checkpoint folder such as "
+                            "data/gpt-python-docs; the model, its sizes and its tokenizer come from there")
+    train.add_argument("--out", required=True, help="output folder for the checkpoint")
+    train.add_argument("--resume", default=None, metavar="CHECKPOINT",
+                       help="continue a saved run (up to --steps in all; on any number of processes)")
+    train.add_argument("--fsdp", action="store_true",
+                       help="under torchrun, shard the GPT with FSDP (torch.distributed.fsdp.fully_shard) instead of "
+                            "copying it into every process: each keeps 1/N of the parameters, gradients and "
+                            "optimizer states")
+    train.add_argument("--weights-only", action="store_true",
+                       help="leave out the optimizer and RNG state (smaller; the run cannot be resumed)")
+    train.set_defaults(func=cmd_train)
+
+    sample = commands.add_parser("sample", help="generate text from a checkpoint or GPT-2")
+    source = sample.add_mutually_exclusive_group(required=True)
+    source.add_argument("--checkpoint", help="an llmviz checkpoint folder (or .safetensors file)")
+    source.add_argument("--model", help="a Hugging Face GPT-2: gpt2, gpt2-medium, … (downloaded once) or a folder")
+    sample.add_argument("--prompt", default="")
+    sample.add_argument("--tokens", type=count_between(1, MAX_SAMPLE_TOKENS), default=100,
+                        help=f"new tokens to generate (1 to {MAX_SAMPLE_TOKENS:,})")
+    sample.add_argument("--temperature", type=float, default=0.8)
+    sample.add_argument("--top-k", type=int, default=0)
+    sample.add_argument("--top-p", type=float, default=1.0)
+    sample.add_argument("--seed", type=int, default=0)
+    sample.set_defaults(func=cmd_sample)
+
+    hub = commands.add_parser("gpt2", help="OpenAI's GPT-2 from the Hugging Face Hub: download once, check the cache")
+    hub_commands = hub.add_subparsers(dest="gpt2_command", required=True)
+    get = hub_commands.add_parser("download", help="download a GPT-2 into huggingface_hub's cache (once)")
+    get.add_argument("name", nargs="?", default="gpt2", help="gpt2 (548 MB), gpt2-medium, gpt2-large, gpt2-xl, …")
+    get.set_defaults(func=cmd_gpt2_download)
+    hub_commands.add_parser("status", help="which GPT-2s are in the cache").set_defaults(func=cmd_gpt2_status)
+
+    family = commands.add_parser("hf", help="Llama-family models (SmolLM2, Qwen2, …) from the Hugging Face Hub")
+    family_commands = family.add_subparsers(dest="hf_command", required=True)
+    fetch = family_commands.add_parser("download", help="fetch a model once into huggingface_hub's cache")
+    fetch.add_argument("name", nargs="?", default="HuggingFaceTB/SmolLM2-135M",
+                       help="a Hub id such as HuggingFaceTB/SmolLM2-135M (269 MB)")
+    fetch.set_defaults(func=cmd_hf_download)
+
+
+def _load_text(name: str) -> str:
+    from pathlib import Path
+
+    from llmviz.data import corpus
+
+    if name in corpus.REGISTRY:
+        return corpus.load(name)
+    from llmviz.errors import CorpusUnavailable
+
+    path = Path(name)
+    if not path.exists():
+        raise CorpusUnavailable(f"{name!r} is neither a registered corpus nor a file.")
+    if path.is_dir():
+        raise CorpusUnavailable(f"{name!r} is a folder: give a UTF-8 text file (or a registered corpus name).")
+    if not path.is_file():  # a device or a pipe would be read for ever
+        raise CorpusUnavailable(f"{name!r} is not a regular file (a device or a pipe): give a UTF-8 text file.")
+    data = path.read_bytes()
+    # the app's 20 MB upload cap protects a shared server; a corpus on your own machine may be as big as it is
+    return corpus.validate_upload(path.name, data, max_bytes=max(len(data), 1))
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """Train in this process, or as one rank of a ``torchrun`` job (only rank 0 prints and saves)."""
+    from llmviz.device import pick_device
+    from llmviz.training import distributed
+
+    # an unavailable --device (cuda on a CPU-only machine, a typo) is an error naming the available ones, in
+    # every process, before torch.distributed is touched
+    group, device = distributed.join(pick_device(args.device), fully_sharded=args.fsdp)
+    try:
+        return _train(args, group, device)
+    finally:
+        distributed.leave(group)
+
+
+def _train(args: argparse.Namespace, group, device: str) -> int:
+    from tqdm import tqdm
+
+    from llmviz.device import describe_device
+    from llmviz.jobs.manager import train_blocking
+    from llmviz.models.gpt import PRESETS
+    from llmviz.training.trainer import TrainConfig, Trainer, load_initial, resume
+
+    say = (lambda message: print(message, file=sys.stderr)) if group.is_main else (lambda message: None)
+    text = _load_text(args.corpus)
+    if args.resume:
+        trainer = resume(args.resume, text, device, group=group, steps=args.steps)
+        say(f"resuming {args.resume} at step {trainer.step} of {trainer.config.steps}")
+    else:
+        tokenizer = args.tokenizer or ("bpe" if args.model in PRESETS else "char")
+        lr = args.lr if args.lr is not None else (1e-4 if args.init else 3e-3)
+        config = TrainConfig(
+            model=args.model, tokenizer=tokenizer, bpe_vocab_size=args.vocab_size, context_size=args.context,
+            stride=args.stride, batch_size=args.batch, micro_batch_size=args.micro_batch, steps=args.steps,
+            optimizer=args.optimizer, lr=lr, warmup_steps=args.warmup, dropout=args.dropout,
+            weight_decay=args.weight_decay, eval_interval=args.eval_interval, seed=args.seed, device=device,
+            d_model=args.d_model, n_layers=args.layers, n_heads=args.heads, init=args.init,
+            architecture=parse_switches(args.arch) or None,
+        )
+        initial_model = initial_tokenizer = None
+        if args.init:
+            say(f"loading {args.init} to fine-tune (learning rate {lr:g}) …")
+            initial_model, initial_tokenizer = load_initial(args.init, "cpu")
+        say(f"tokenizing {args.corpus} ({len(text):,} characters) with "
+            f"{'the tokenizer of ' + args.init if args.init else tokenizer} …")
+        trainer = Trainer.from_text(text, config, tokenizer=initial_tokenizer, group=group,
+                                    initial_model=initial_model)
+    parameters = sum(p.numel() for p in trainer.model.parameters())
+    say(f"{trainer.config.init or trainer.config.model}: {parameters:,} parameters, "
+        f"vocabulary {trainer.dataset.vocab_size:,}, {len(trainer.dataset.train_ids):,} training tokens"
+        + (f"; {group.world_size} processes × {trainer.config.batch_size // group.world_size} windows, "
+           f"{trainer.accumulation} micro-batch(es) each" if group.distributed else "")
+        + (", the model sharded over them (FSDP)" if group.sharded else "")
+        + f"; training on {describe_device(device)}")  # --device auto on a CPU-only machine: said, not silent
+    if args.fsdp and not group.distributed:
+        say("--fsdp shards the model over the processes torchrun starts; in one process it trains as usual")
+    progress = tqdm(total=trainer.config.steps, initial=trainer.step, unit="step", disable=not group.is_main)
+
+    def show(status) -> None:
+        progress.update(status.step - progress.n)
+        postfix = {"loss": f"{status.losses[-1][1]:.3f}"} if status.losses else {}
+        if status.last_val_loss is not None:
+            postfix["val"] = f"{status.last_val_loss:.3f}"
+        progress.set_postfix(postfix)
+
+    train_blocking(trainer, on_step=show)  # the same job API as the app; Ctrl-C stops after this step
+    progress.close()
+    trainer.unshard()  # FSDP: every process sends its shards, rank 0 gathers the full weights to save
+    if not group.is_main:
+        return 0
+    command = "python -m llmviz " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["train"] else None
+    from llmviz.data.corpus import sha256_hex
+
+    _save_with_command(trainer, args, command or "python -m llmviz train …", sha256_hex(text.encode("utf-8")))
+    final = trainer.history[-1]
+    print(json.dumps({"out": args.out, "step": trainer.step, "train_loss": round(final.train_loss, 4),
+                      "val_loss": round(final.val_loss, 4) if final.val_loss is not None else None,
+                      "processes": group.world_size}))
+    return 0
+
+
+def _save_with_command(trainer, args, command: str, corpus_sha256: str) -> None:
+    from llmviz.training.checkpoint import save_checkpoint
+
+    # the corpus digest says which text the recorded losses belong to: a built-in corpus such as python-docs
+    # (Python's own manual) differs from one Python release to the next
+    save_checkpoint(args.out, trainer, extra={"corpus": args.corpus, "corpus_sha256": corpus_sha256, "command": command},
+                    trainer_state=not args.weights_only)
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    from llmviz.generation.sampling import generate_from_prompt
+    from llmviz.training.checkpoint import load_checkpoint
+
+    if args.model:
+        from llmviz.hub import gpt2
+
+        if not gpt2.is_cached(args.model) and not Path(args.model).is_dir():
+            if gpt2.hub_offline():
+                raise gpt2.GPT2Unavailable(gpt2.offline_note(args.model))
+            print(f"downloading {args.model} once into {gpt2.cache_dir()} …", file=sys.stderr)
+        model, tokenizer, _ = gpt2.load(args.model, allow_download=True)
+    else:
+        model, tokenizer, _ = load_checkpoint(args.checkpoint)
+    result = generate_from_prompt(model, tokenizer, args.prompt, max_new_tokens=args.tokens,
+                                  temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    for note in result.notes():  # dropped characters, a cut prompt: on stderr, so stdout stays the text
+        print(f"note: {note}", file=sys.stderr)
+    print(result.text)
+    return 0
+
+
+def cmd_gpt2_download(args: argparse.Namespace) -> int:
+    from llmviz.hub import gpt2
+
+    if gpt2.is_cached(args.name):
+        print(f"{args.name} is already in the cache: {gpt2.cached_folder(args.name)}")
+        return 0
+    if gpt2.hub_offline():  # say so before promising a download
+        raise gpt2.GPT2Unavailable(gpt2.offline_note(args.name))
+    hub = gpt2.HUB_MODELS.get(args.name)
+    print(f"downloading {args.name}{f' ({hub.download})' if hub else ''} into {gpt2.cache_dir()} …", file=sys.stderr)
+    folder = gpt2.download(args.name)
+    gpt2.gpt_from_folder(folder)  # check that it loads
+    print(f"saved {folder}")
+    return 0
+
+
+def cmd_hf_download(args: argparse.Namespace) -> int:
+    from llmviz.hub import llama as hf_models
+
+    folder = hf_models.cached_folder(args.name)
+    if folder is not None:
+        print(f"{args.name} is already in the cache: {folder}")
+        return 0
+    print(f"downloading {args.name} into {hf_models.cache_dir()} …", file=sys.stderr)
+    folder = hf_models.download(args.name)
+    hf_models.load(folder)  # check that it loads
+    print(f"saved {folder}")
+    return 0
+
+
+def cmd_gpt2_status(args: argparse.Namespace) -> int:
+    from llmviz.hub import gpt2
+
+    for name, hub in gpt2.HUB_MODELS.items():
+        state = "cached" if gpt2.is_cached(name) else f"not downloaded ({hub.download})"
+        print(f"{name:12} {hub.title:22} {state}")
+    if gpt2.hub_offline():
+        print("HF_HUB_OFFLINE is set: nothing will be downloaded.")
+    return 0

@@ -1,0 +1,52 @@
+"""Work a page starts that trains something other than a model run — a BPE tokenizer, word vectors — as a job.
+
+Each function here is a *task loop* for :meth:`llmviz.jobs.manager.JobManager.submit_task`: it yields ``(step, loss)``
+(``nan`` when the step has no loss), checks ``should_stop()`` before every step, and returns what it made —
+also when it was stopped, so a Stop keeps what was learned so far. They are module-level functions, picklable
+with ``functools.partial``, so they run in a worker process like any training run and count in the session's
+share of the server.
+
+>>> loop = bpe_training(lambda: False, "low lower lowest " * 20, merges=3, split_pattern="gpt2")
+>>> progress = []
+>>> try:
+...     while True:
+...         progress.append(next(loop)[0])
+... except StopIteration as end:
+...     records = end.value
+>>> progress, [record.new_id for record in records]
+([1, 2, 3], [256, 257, 258])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Generator
+
+from llmviz.lessons.embeddings import Word2VecState, train_word2vec
+from llmviz.tokenizers.bpe.merging import MergeRecord
+from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
+
+
+def bpe_training(should_stop: Callable[[], bool], text: str, merges: int,
+                 split_pattern: str | None) -> Generator[tuple[int, float], None, list[MergeRecord]]:
+    """Learn up to ``merges`` BPE merges of ``text``; returns the :class:`MergeRecord` list (for
+    :meth:`BPETokenizer.from_history`), the merges learned so far when stopped."""
+    records: list[MergeRecord] = []
+    for record in BPETokenizer.train_steps(text, merges, split_pattern, record=True):
+        records.append(record)
+        yield len(records), math.nan
+        if should_stop():
+            break
+    return records
+
+
+def word2vec_training(should_stop: Callable[[], bool], text: str, dim: int, window: int, steps: int,
+                      max_vocab: int, seed: int) -> Generator[tuple[int, float], None, Word2VecState | None]:
+    """Train skip-gram word vectors (:func:`llmviz.lessons.embeddings.train_word2vec`); returns the last
+    :class:`Word2VecState` (the vectors learned so far when stopped)."""
+    state: Word2VecState | None = None
+    for state in train_word2vec(text, dim=dim, window=window, steps=steps, max_vocab=max_vocab, seed=seed):
+        yield state.step, state.loss
+        if should_stop():
+            break
+    return state

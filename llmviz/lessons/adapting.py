@@ -1,0 +1,365 @@
+"""What the "Adapt & serve" page shows, computed here (the page only draws it).
+
+Quick views (well under a second on the shipped GPT) are functions the page caches; long work
+(LoRA vs full fine-tuning, quantization-aware training, the three fine-tuning modes) is built here
+as picklable trainers the page hands to the job system.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+import torch
+
+from llmviz.adapt import finetune, lora, memory
+from llmviz.adapt import quantize as qz
+from llmviz.errors import ConfigError
+from llmviz.generation import serving
+from llmviz.generation.sampling import generate_text
+from llmviz.lessons.forward import encode
+from llmviz.lessons.quiz import Question
+from llmviz.models.gpt import GPT
+from llmviz.tokenizers.base import Tokenizer
+from llmviz.training.trainer import TrainConfig, Trainer, prepare_data
+
+QUICK_PARAMETERS = 5_000_000  # above this, training demos run as lab runs only
+MAX_TEXT = 200_000  # characters of the corpus the page's quick views read
+
+
+def require_gpt(model) -> GPT:
+    if not isinstance(model, GPT):
+        raise ConfigError("This page adapts GPT models: pick the shipped GPT, GPT-2 or one of your GPT runs.")
+    return model
+
+
+def held_out_ids(tokenizer: Tokenizer, text: str, model: GPT, windows: int = 8) -> torch.Tensor:
+    """Windows from the last tenth of the text (the part training runs keep for validation)."""
+    text = text[-MAX_TEXT:]
+    ids = encode(tokenizer, text[int(len(text) * 0.9):])  # a character vocabulary skips what it lacks
+    context = min(model.config.context_length, 128)
+    return qz.held_out_windows(ids, min(context, max(1, len(ids) - 1)), windows)
+
+
+def _config(model: GPT, steps: int, lr: float, seed: int, batch_size: int = 8) -> TrainConfig:
+    return TrainConfig(model="gpt-micro", tokenizer="bpe", context_size=min(64, model.config.context_length),
+                       batch_size=batch_size, steps=steps, lr=lr, warmup_steps=max(1, steps // 10),
+                       eval_interval=max(1, steps // 10), eval_batches=2, seed=seed, device="cpu", grad_clip=1.0)
+
+
+# ---------------------------------------------------------------------------- LoRA
+
+
+@dataclass(frozen=True)
+class LoRADemo:
+    """A short LoRA run done on the spot: its losses, the merge check and ΔW of each adapted matrix."""
+
+    losses: list[float]
+    max_logit_difference: float  # |logits(merged) − logits(adapter)|, largest over a held-out window
+    deltas: dict[str, torch.Tensor]  # ΔW = (α/r)·BA per adapted matrix (d_out, d_in)
+    trained: int
+    total: int
+
+
+def lora_demo(model: GPT, tokenizer: Tokenizer, text: str, config: lora.LoRAConfig, steps: int = 20,
+              seed: int = 0) -> LoRADemo:
+    """Train adapters for a few steps on ``text`` (a copy of ``model``; the original is not touched)."""
+    model = require_gpt(model)
+    if model.num_parameters() > QUICK_PARAMETERS:
+        raise ConfigError("This model is too large to train on the spot: start a LoRA lab run below instead.")
+    # only the training losses are shown: one validation pass at the end, not one every steps // 10 (half the time)
+    train_config = _config(model, steps, 3e-3, seed).replace(eval_interval=steps)
+    trainer = lora.LoRATrainer(train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer),
+                               initial_model=model, lora=config)
+    losses = [m.train_loss for m in trainer.run()]
+    window = trainer.dataset.val_ids[: train_config.context_size][None]  # (1, T)
+    trainer.adapted.eval()
+    trainer.model.eval()
+    with torch.no_grad():
+        difference = (trainer.adapted(window)[0] - lora.merged_copy(trainer.adapted)(window)[0]).abs().max()
+    deltas = {f"{name}.weight": adapter.delta_weight().detach()
+              for name, adapter in lora.adapters(trainer.adapted).items()}
+    return LoRADemo(losses, float(difference), deltas, lora.trainable_parameters(trainer.adapted),
+                    trainer.adapted.num_parameters())
+
+
+def lora_run(model: GPT, tokenizer: Tokenizer, text: str, config: lora.LoRAConfig, steps: int, seed: int,
+             lr: float = 3e-3) -> lora.LoRATrainer:
+    """A LoRA lab run on ``text`` (hand it to the job system)."""
+    train_config = _config(require_gpt(model), steps, lr, seed)
+    return lora.LoRATrainer(train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer),
+                            initial_model=model, lora=config)
+
+
+def full_run(model: GPT, tokenizer: Tokenizer, text: str, steps: int, seed: int, lr: float = 3e-4) -> Trainer:
+    """Full fine-tuning on the same text (every weight trains)."""
+    train_config = _config(require_gpt(model), steps, lr, seed)
+    return Trainer(train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer), initial_model=model)
+
+
+def qat_run(model: GPT, tokenizer: Tokenizer, text: str, spec: qz.QuantSpec, steps: int, seed: int,
+            lr: float = 3e-4) -> qz.QATTrainer:
+    train_config = _config(require_gpt(model), steps, lr, seed)
+    return qz.QATTrainer(train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer), initial_model=model,
+                         quant=spec)
+
+
+def memory_run(model: GPT, tokenizer: Tokenizer, text: str, steps: int, seed: int, checkpointing: bool,
+               bf16: bool, lr: float = 3e-4, fp16: bool = False) -> memory.MemoryTrainer:
+    """Fine-tuning on ``text`` with gradient checkpointing and/or bf16 (or fp16) autocast (same data and seed as
+    full_run)."""
+    train_config = _config(require_gpt(model), steps, lr, seed)
+    return memory.MemoryTrainer(train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer),
+                                initial_model=model, checkpointing=checkpointing, bf16=bf16, fp16=fp16)
+
+
+def memory_settings(model: GPT) -> list[tuple[str, bool, bool, bool]]:
+    """The memory switches a run compares here, ``(name, checkpointing, bf16, fp16)``: bf16 autocast everywhere,
+    fp16 too where the model is on CUDA (float16 matrix products are fast there, slow on a CPU)."""
+    settings = [("plain", False, False, False), ("checkpointing", True, False, False),
+                ("checkpointing + bf16", True, True, False)]
+    if next(model.parameters()).device.type == "cuda":
+        settings.append(("checkpointing + fp16", True, False, True))
+    return settings
+
+
+def delta_between(before: GPT, after: GPT) -> dict[str, torch.Tensor]:
+    """ΔW of every matrix that changed between two snapshots of one run (step 0 → step N)."""
+    return lora.delta_weights(before.state_dict(), after.state_dict())
+
+
+@dataclass(frozen=True)
+class Spectrum:
+    """The singular values of a weight change ΔW (largest first, at most ``limit``), its numerical rank, and how
+    many singular values it has in all (min of its two sizes)."""
+
+    values: list[float]
+    rank: int
+    total: int
+
+    def title(self, name: str) -> str:
+        """The chart's title; it says when only the largest values are drawn.
+
+        >>> Spectrum([3.0, 2.0], rank=64, total=64).title("W_Q")
+        'W_Q: the 2 largest of 64 singular values of ΔW (numerical rank 64)'
+        >>> Spectrum([3.0, 0.0], rank=1, total=2).title("W_Q")
+        'W_Q: singular values of ΔW (numerical rank 1)'
+        """
+        shown = (f"the {len(self.values)} largest of {self.total} singular values" if len(self.values) < self.total
+                 else "singular values")
+        return f"{name}: {shown} of ΔW (numerical rank {self.rank})"
+
+
+def spectrum(delta: torch.Tensor, limit: int = 32) -> Spectrum:
+    values = lora.singular_values(delta)
+    return Spectrum(values[:limit].tolist(), lora.numerical_rank(values), len(values))
+
+
+# ---------------------------------------------------------------------------- quantization
+
+
+@dataclass(frozen=True)
+class QuantReport:
+    """A model quantized with one spec: each layer's error, the bytes before and after, the loss comparison on
+    held-out text, and a prompt's greedy continuation from both models."""
+
+    spec: qz.QuantSpec
+    layers: list[qz.LayerError]
+    float_bytes: int
+    quantized_bytes: int
+    comparison: qz.Comparison
+    text_before: str
+    text_after: str
+
+
+def quant_report(model: GPT, tokenizer: Tokenizer, text: str, spec: qz.QuantSpec, prompt: str,
+                 new_tokens: int = 40) -> QuantReport:
+    model = require_gpt(model)
+    result = qz.quantize_model(model, spec)
+    comparison = qz.compare(model, result.model, held_out_ids(tokenizer, text, model))
+    before = generate_text(model, tokenizer, prompt, max_new_tokens=new_tokens, temperature=0.0)
+    after = generate_text(result.model, tokenizer, prompt, max_new_tokens=new_tokens, temperature=0.0)
+    return QuantReport(spec, result.layers, result.float_bytes, result.total_bytes, comparison, before, after)
+
+
+def layer_values(model: GPT, name: str, spec: qz.QuantSpec) -> tuple[torch.Tensor, torch.Tensor]:
+    """One matrix's weights before and after quantization (for the histograms)."""
+    weight = dict(require_gpt(model).named_parameters())[name].detach()
+    return weight.flatten(), qz.round_trip(weight, spec).flatten()
+
+
+@dataclass(frozen=True)
+class WeightHistograms:
+    """One matrix's weights before and after quantization, counted in the same bins (for an overlaid chart)."""
+
+    edges: torch.Tensor  # (bins + 1,)
+    before: torch.Tensor  # (bins,) counts of the float weights
+    after: torch.Tensor  # (bins,) counts of the quantized-then-dequantized weights
+
+    @property
+    def centers(self) -> torch.Tensor:
+        return (self.edges[:-1] + self.edges[1:]) / 2  # (bins,)
+
+
+def weight_histograms(model: GPT, name: str, spec: qz.QuantSpec, bins: int = 200) -> WeightHistograms:
+    """Histograms of one matrix before and after quantization, over the range both cover, every weight counted
+    (a chart then draws ``bins`` bars, not a million points).
+
+    >>> from llmviz.models.gpt import PRESETS
+    >>> h = weight_histograms(GPT(PRESETS["gpt-nano"]), "blocks.0.attn.qkv.weight", qz.QuantSpec(4, False, True), 10)
+    >>> int(h.before.sum()) == int(h.after.sum()) == GPT(PRESETS["gpt-nano"]).blocks[0].attn.qkv.weight.numel()
+    True
+    """
+    before, after = layer_values(model, name, spec)
+    low = float(torch.minimum(before.min(), after.min()))
+    high = float(torch.maximum(before.max(), after.max()))
+    if high <= low:  # a constant matrix: one bin around its value
+        low, high = low - 0.5, high + 0.5
+    edges = torch.linspace(low, high, bins + 1, dtype=torch.float64)  # (bins + 1,)
+    return WeightHistograms(edges, torch.histogram(before.double(), bins=edges).hist,  # (bins,)
+                            torch.histogram(after.double(), bins=edges).hist)
+
+
+def ptq_vs_qat(original: GPT, qat_trained: GPT, float_trained: GPT | None, tokenizer: Tokenizer, text: str,
+               spec: qz.QuantSpec) -> dict[str, float]:
+    """Held-out loss: the float model, post-training quantization of it, and quantization after QAT."""
+    windows = held_out_ids(tokenizer, text, original)
+    rows = {"float (original)": qz.compare(original, original, windows).loss_before,
+            f"post-training {spec.title}": qz.compare(original, qz.quantize_model(original, spec).model,
+                                                      windows).loss_after,
+            f"QAT, then {spec.title}": qz.compare(original, qz.quantize_model(qat_trained, spec).model,
+                                                  windows).loss_after}
+    if float_trained is not None:
+        rows[f"float fine-tuned, then {spec.title}"] = qz.compare(
+            original, qz.quantize_model(float_trained, spec).model, windows).loss_after
+    return rows
+
+
+# ---------------------------------------------------------------------------- fine-tuning for a task
+
+
+@dataclass(frozen=True)
+class BCEExample:
+    """Binary cross-entropy written out on a few held-out names, with torch's value for the same logits."""
+
+    names: list[str]
+    steps: finetune.BCESteps
+    torch_value: float  # F.binary_cross_entropy_with_logits on the same logits
+
+
+def bce_example(model: GPT, tokenizer: Tokenizer, count: int = 6, seed: int = 0) -> BCEExample:
+    """The untrained head's logits on a few held-out names, and the loss written out."""
+    classifier = finetune.NameClassifier(copy.deepcopy(require_gpt(model)), seed=seed).eval()
+    _, held = finetune.name_examples()
+    chosen = held[:: max(1, len(held) // count)][:count]
+    idx, last = finetune.encode_names(tokenizer, [e.text for e in chosen], model.config.context_length)
+    labels = torch.tensor([e.label for e in chosen])
+    with torch.no_grad():
+        logits = classifier(idx, last)
+    value = torch.nn.functional.binary_cross_entropy_with_logits(logits, labels.float())
+    return BCEExample([e.text for e in chosen], finetune.bce_steps(logits, labels), float(value))
+
+
+def finetune_runs(model: GPT, tokenizer: Tokenizer, steps: int, seed: int) -> dict[str, finetune.FineTuneTrainer]:
+    """One run per mode (head, last block, everything), same data, same seed."""
+    require_gpt(model)
+    return {mode: finetune.FineTuneTrainer(finetune.FineTuneConfig(mode=mode, steps=steps, seed=seed,
+                                                                   lr=1e-2 if mode == "head" else 1e-3),
+                                           tokenizer, model)
+            for mode in finetune.MODES}
+
+
+def prompting(model: GPT, tokenizer: Tokenizer, shots: tuple[int, ...] = (0, 1, 4),
+              limit: int | None = None) -> list[finetune.PromptingResult]:
+    """Zero-/few-shot accuracy on the held-out names the fine-tuned classifiers are measured on (all of them, or
+    the first ``limit``)."""
+    train, held = finetune.name_examples()
+    held = held[:limit]
+    return [finetune.prompting_accuracy(require_gpt(model), tokenizer, k, held, train) for k in shots]
+
+
+# ---------------------------------------------------------------------------- memory and serving
+
+
+def memory_table(model: GPT, tokenizer: Tokenizer, text: str, batch: int = 4) -> list[memory.StepMeasure]:
+    """One training step of the model on held-out windows, with and without checkpointing and bf16 autocast
+    (and fp16 autocast too when the model is on CUDA)."""
+    model = require_gpt(model)
+    context = min(64, model.config.context_length)
+    windows = held_out_ids(tokenizer, text, model, windows=batch)
+    inputs, targets = windows[:, :context], windows[:, 1:context + 1]
+    return [memory.measure_step(model, inputs, targets, checkpointing=c, bf16=b, fp16=f)
+            for c in (False, True) for b, f in memory_precisions(model)]
+
+
+def memory_precisions(model: GPT) -> list[tuple[bool, bool]]:
+    """The (bf16, fp16) autocast settings :func:`memory_table` measures: off and bf16, and fp16 too on CUDA."""
+    precisions = [(False, False), (True, False)]
+    if next(model.parameters()).device.type == "cuda":
+        precisions.append((False, True))
+    return precisions
+
+
+def batching(model: GPT, tokenizer: Tokenizer, slots: int, lengths: tuple[int, ...]) -> dict[str, serving.ServeResult]:
+    """The same requests (prompts from the held-out names, different lengths) under both policies."""
+    model = require_gpt(model)
+    _, held = finetune.name_examples()
+    prompts, wanted = {}, {}
+    for i, length in enumerate(lengths):
+        name = f"request {i + 1}"
+        prompts[name] = encode(tokenizer, f"{held[i].text} is")[-model.config.context_length // 2:]
+        wanted[name] = max(1, min(length, model.config.context_length - len(prompts[name])))
+    return {policy: serving.serve(model, prompts, wanted, slots, policy) for policy in ("static", "continuous")}
+
+
+# ---------------------------------------------------------------------------- predict, then reveal
+
+
+def _numbers_question(kind: str, prompt: str, right: int, wrong: list[int], explanation: str) -> Question:
+    options = sorted({right, *[w for w in wrong if w > 0 and w != right]})
+    text = [f"{o:,}" for o in options]
+    return Question(kind, prompt, tuple(text), options.index(right), explanation)
+
+
+def adapt_questions(model: GPT, tokenizer: Tokenizer, prompt: str) -> list[Question]:
+    """LoRA's trained parameters, whether int4 changes the top token, the KV cache's bytes."""
+    model = require_gpt(model)
+    d, layers = model.config.d_model, model.config.n_layers
+    config = lora.LoRAConfig(rank=4, targets=("q", "v"))
+    trained = lora.adapter_count(model, config)
+    shapes = lora.adapted_matrices(model, config.targets)
+    each = " and ".join(f"{m.title}: A (4 × {m.d_in}) and B ({m.d_out} × 4), 4·({m.d_in} + {m.d_out}) = "
+                        f"{m.adapter_parameters(4):,}" for m in shapes)
+    questions = [_numbers_question(
+        "lora-count", f"LoRA with rank 4 on W_Q and W_V of this model (d_model = {d}, {layers} layers): how many "
+        "parameters train?", trained, [4 * d * layers, 2 * d * d * layers, trained * 2, 4 * 4 * layers],
+        f"Each adapted matrix gets A (4 × d_in) and B (d_out × 4): {each} numbers; in each of {layers} layers: "
+        f"**{trained:,}**, against {model.num_parameters():,} in the whole model "
+        f"({trained / model.num_parameters():.2%}).")]
+    ids = encode(tokenizer, prompt)[-model.config.context_length:] or [0]
+    int4 = qz.quantize_model(model, qz.QuantSpec(bits=4, per_channel=False, symmetric=True)).model
+    with torch.no_grad():
+        before = model(torch.tensor([ids]))[0][0, -1]
+        after = int4(torch.tensor([ids]))[0][0, -1]
+    same = int(before.argmax()) == int(after.argmax())
+    answer = "the same top token" if same else "a different top token"
+    questions.append(Question(
+        "int4-top", f"Quantize every weight of this model to int4 (one scale per matrix). After the prompt "
+        f"“{prompt[-40:]}”, will it predict the same most likely next token?",
+        ("the same top token", "a different top token"), 0 if same else 1,
+        f"Float32: {tokenizer.printable(int(before.argmax()))!r} (logit {float(before.max()):.3f}); int4: "
+        f"{tokenizer.printable(int(after.argmax()))!r} (logit {float(after.max()):.3f}) — **{answer}**. Sixteen "
+        "levels per matrix move every weight by up to half a step; whether the winner changes depends on how "
+        "close the top two logits were."))
+    tokens = 100
+    per_token = serving.kv_bytes_per_token(model)
+    kv_width = model.config.kv_heads * model.config.head_dim  # d_model, or less with grouped-query attention
+    size = serving.kv_bytes_per_value(model)
+    questions.append(_numbers_question(
+        "kv-bytes", f"How many bytes does this model's KV cache hold after {tokens} tokens (float32)?",
+        per_token * tokens, [per_token * tokens // 2, per_token * tokens // layers, d * tokens * 4,
+                             per_token * tokens * 2],
+        f"Per token, each of {layers} layers keeps a key and a value of {kv_width} numbers "
+        f"({model.config.kv_heads} key/value heads × {model.config.head_dim}) of {size} bytes: "
+        f"2·{layers}·{kv_width}·{size} = {per_token:,} bytes; after {tokens} tokens **{per_token * tokens:,}** bytes."))
+    return questions

@@ -1,0 +1,490 @@
+"""Checkpoints: what a model is (its description), and its files on disk.
+
+A checkpoint is a folder with ``checkpoint.json`` (the model's description, its tokenizer, the training config and
+metrics), ``model.safetensors`` (the weights) and, for resuming, ``trainer.safetensors`` (optimizer and random
+states). Reading one never unpickles anything: the description is plain JSON, checked (size, nesting, the shapes it
+implies) before any tensor is allocated, and the weights are read as safetensors only.
+
+Writing a run's checkpoint and putting a resumed run back (:func:`save_checkpoint`, :func:`restore_training_state`)
+live here too. Split out of :mod:`llmviz.training.trainer`, which still exports every name here.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import stat
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+import torch.nn as nn
+
+from llmviz.errors import CheckpointError, ConfigError
+from llmviz.models.charlevel import CHAR_MODELS, build_char_model
+from llmviz.models.gpt import GPT, GPTConfig
+from llmviz.tokenizers.base import Tokenizer, TokenizerError
+from llmviz.tokenizers.saved import tokenizer_from_dict
+from llmviz.training.safetensors_file import read_safetensors, refuse_pickle, regular_file
+
+
+def model_class(model: nn.Module) -> type:
+    """The model's own class, also once FSDP has sharded it (``fully_shard`` swaps the class of the module
+    it shards for a subclass of ``FSDPModule`` and of that class, named ``FSDP<name>``)."""
+    kind: type = type(model)
+    if "torch.distributed.fsdp" not in sys.modules:  # nothing was sharded (and the import takes a second)
+        return kind
+    from torch.distributed.fsdp import FSDPModule
+
+    if isinstance(model, FSDPModule):
+        kind = next(base for base in kind.__bases__ if not issubclass(base, FSDPModule))
+    return kind
+
+
+def model_description(model: nn.Module) -> dict:
+    if isinstance(model, GPT) and model_class(model) is GPT:
+        return {"kind": "gpt", "config": model.config.to_dict()}
+    name = next(n for n, cls in CHAR_MODELS.items() if model_class(model) is cls)
+    char_model: Any = model  # one of CHAR_MODELS: each has its vocab_size (and the transformer its config)
+    kwargs = {"context_length": char_model.config.context_length} if name == "transformer" else {}
+    return {"kind": "char", "name": name, "vocab_size": char_model.vocab_size, "kwargs": kwargs}
+
+
+def model_from_description(description: dict) -> nn.Module:
+    if description["kind"] == "gpt":
+        return GPT(GPTConfig(**description["config"]))
+    return build_char_model(description["name"], description["vocab_size"], **description.get("kwargs", {}))
+
+
+MODEL_FILE = "model.safetensors"
+STATE_FILE = "trainer.safetensors"
+META_FILE = "checkpoint.json"
+
+
+def model_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    if isinstance(model, GPT) and model.config.tie_weights:
+        state.pop("lm_head.weight", None)  # the same matrix as tok_emb.weight
+    return state
+
+
+MAX_META_BYTES = 64 * 2**20  # a checkpoint.json (configs, tokenizer, metrics) is far smaller
+MAX_JSON_DEPTH = 64  # a checkpoint's description nests a few levels; 200,000 levels is an attack
+
+
+def _read_regular_file(path: Path, limit: int) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes (never blocks on a pipe swapped in meanwhile)."""
+    if regular_file(path).st_size > limit:
+        raise CheckpointError(f"{path.name} is larger than {limit // 2**20} MB: not a checkpoint description.")
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as error:
+        raise CheckpointError(f"{path.name} cannot be read ({error.strerror or type(error).__name__}).") from None
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise CheckpointError(f"{path.name} is not a regular file: it cannot hold a checkpoint.")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise CheckpointError(f"{path.name} is larger than {limit // 2**20} MB: not a checkpoint description.")
+    return data
+
+
+def _json_depth(value) -> int:
+    """How deeply lists and dicts nest in a parsed JSON value, counted without recursion.
+
+    >>> _json_depth({"a": [1, {"b": []}]}), _json_depth(3)
+    (4, 0)
+    """
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def parse_description(text: str | bytes, name: str = META_FILE) -> dict:
+    """A checkpoint's JSON description as a dict; anything else is a :class:`CheckpointError` that says why.
+
+    >>> parse_description("[" * 100_000 + "]" * 100_000)
+    Traceback (most recent call last):
+    ...
+    llmviz.errors.CheckpointError: checkpoint.json is nested too deeply (more than 64 levels) to be a checkpoint description.
+    """
+    too_deep = f"{name} is nested too deeply (more than {MAX_JSON_DEPTH} levels) to be a checkpoint description."
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise CheckpointError(too_deep) from None
+    except (UnicodeDecodeError, ValueError) as error:
+        raise CheckpointError(f"{name} is not valid JSON ({error}).") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{name} does not describe a checkpoint (it is not a JSON object).")
+    if _json_depth(data) > MAX_JSON_DEPTH:
+        raise CheckpointError(too_deep)
+    return data
+
+
+def _file_metadata(path: Path) -> str:
+    """The llmviz description stored in a single-file checkpoint's metadata (reads the header only)."""
+    from safetensors import SafetensorError, safe_open
+
+    regular_file(path)
+    refuse_pickle(path)
+    try:
+        with safe_open(str(path), "pt") as handle:
+            metadata = handle.metadata() or {}
+    except (SafetensorError, OSError) as error:
+        raise CheckpointError(f"{path.name} is not a valid safetensors file (truncated or corrupted?): {error}") from None
+    if "llmviz" not in metadata:
+        raise CheckpointError(f"{path.name} is a safetensors file, but not one llmviz wrote (no model description).")
+    return metadata["llmviz"]
+
+
+MAX_CHECKPOINT_PARAMETERS = 2_000_000_000  # GPT-2 XL has 1.6 billion; beyond this a description is not believed
+_SIZE_LIMITS = {"n_layers": 256, "n_heads": 256, "d_model": 16_384, "context_length": 65_536, "vocab_size": 1_048_576,
+                "n_kv_heads": 256, "d_mlp": 65_536}
+
+
+def _described_shapes(description: dict) -> dict[str, tuple[int, ...]]:
+    """The tensor shapes the description promises, found on the meta device (no memory), after sanity bounds."""
+    sizes = dict(description.get("config", {}))
+    sizes.update({k: v for k, v in description.get("kwargs", {}).items()})
+    if "vocab_size" in description:
+        sizes["vocab_size"] = description["vocab_size"]
+    for name, limit in _SIZE_LIMITS.items():
+        value = sizes.get(name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit):
+            raise ConfigError(f"{name} = {value!r} is outside what llmviz loads (1 to {limit:,})")
+    experts = sizes.get("n_experts", 0)
+    if not isinstance(experts, int) or isinstance(experts, bool) or not 0 <= experts <= 256:
+        raise ConfigError(f"n_experts = {experts!r} is outside what llmviz loads (0 to 256)")
+    if description.get("kind") == "gpt":  # a bound before building anything: L·(4d² + 3·d·F·E) for the blocks, V·d and T·d
+        d, layers = sizes["d_model"], sizes["n_layers"]
+        mlp_width, experts = sizes.get("d_mlp") or 4 * d, max(1, sizes.get("n_experts") or 0)
+        estimate = (layers * (4 * d * d + 3 * d * mlp_width * experts) + 2 * sizes["vocab_size"] * d
+                    + sizes["context_length"] * d)
+        if estimate > MAX_CHECKPOINT_PARAMETERS:
+            raise ConfigError(f"the described GPT would have about {estimate:,} parameters, more than llmviz loads "
+                              f"({MAX_CHECKPOINT_PARAMETERS:,})")
+    with torch.device("meta"):
+        skeleton = model_from_description(description)
+    shapes = {name: tuple(tensor.shape) for name, tensor in skeleton.state_dict().items()}
+    if isinstance(skeleton, GPT) and skeleton.config.tie_weights:
+        shapes.pop("lm_head.weight", None)
+    return shapes
+
+
+def _check_weights_match(path: Path, expected: dict[str, tuple[int, ...]]) -> None:
+    """Compare the safetensors header (names and shapes) with the description, reading no tensor data."""
+    from safetensors import SafetensorError, safe_open
+
+    if regular_file(path).st_size == 0:
+        raise CheckpointError(f"{path.name} is empty.")
+    try:
+        with safe_open(str(path), "pt") as handle:
+            found = {name: tuple(handle.get_slice(name).get_shape()) for name in handle.keys()}
+    except (SafetensorError, OSError) as error:
+        read_safetensors(path)  # gives the clear message for pickles, truncated and corrupted files
+        raise CheckpointError(f"{path.name} is not a valid safetensors file: {error}") from None
+    if found != expected:
+        missing = sorted(set(expected) - set(found))[:3]
+        extra = sorted(set(found) - set(expected))[:3]
+        wrong = [f"{n} {found[n]} instead of {expected[n]}" for n in expected if n in found and found[n] != expected[n]][:3]
+        details = "; ".join(part for part in (
+            f"missing {', '.join(missing)}" if missing else "", f"unexpected {', '.join(extra)}" if extra else "",
+            ", ".join(wrong)) if part)
+        raise CheckpointError(f"The weights in {path.name} do not match the model described in {META_FILE}: {details}.")
+
+
+def inspect_checkpoint(directory: str | Path) -> tuple[dict, Path]:
+    """``(description, weights file)`` of a checkpoint folder or single file, checked without reading any
+    tensor data: regular files only, a sane description whose promised shapes match the weights' header.
+
+    Every problem is a :class:`CheckpointError` whose message names files, never the server's folders.
+    """
+    directory = Path(directory)
+    label = directory.name or str(directory)
+    single_file = directory.suffix == ".safetensors" or directory.is_file()
+    meta_path = directory / META_FILE
+    if single_file:
+        weights = directory
+        meta = parse_description(_file_metadata(directory), f"{label}'s description")
+    else:
+        if not os.path.lexists(meta_path):
+            if not directory.is_dir():
+                raise CheckpointError(f"No checkpoint named {label}.")
+            raise CheckpointError(f"{label} is not an llmviz checkpoint (no {META_FILE}).")
+        weights = directory / MODEL_FILE
+        meta = parse_description(_read_regular_file(meta_path, MAX_META_BYTES))
+    try:
+        # nothing is allocated before the description is known to be sane and to match the file's tensors
+        _check_weights_match(weights, _described_shapes(meta["model"]))
+        if not isinstance(meta["tokenizer"], dict):
+            raise TypeError("the tokenizer is not described")
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, ConfigError, TokenizerError) as error:
+        raise CheckpointError(f"{META_FILE} in {label} is damaged: {error}") from None
+    return meta, weights
+
+
+def load_checkpoint(directory: str | Path, device: str = "cpu") -> tuple[nn.Module, Tokenizer, dict]:
+    """``(model, tokenizer, metadata)`` from a checkpoint folder (:func:`save_checkpoint`) or a single
+    ``.safetensors`` file (:func:`checkpoint_file_bytes`)."""
+    label = Path(directory).name or str(directory)
+    meta, weights = inspect_checkpoint(directory)
+    try:
+        model = model_from_description(meta["model"])
+        tokenizer = tokenizer_from_dict(meta["tokenizer"])
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError, ConfigError, TokenizerError) as error:
+        raise CheckpointError(f"{META_FILE} in {label} is damaged: {error}") from None
+    state = read_safetensors(weights)
+    if isinstance(model, GPT) and model.config.tie_weights:
+        if "tok_emb.weight" in state:
+            state.setdefault("lm_head.weight", state["tok_emb.weight"])
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as error:
+        first = str(error).splitlines()[:3]
+        raise CheckpointError(f"The weights do not match the model described in {META_FILE}: {' '.join(first)}") from None
+    if tokenizer.vocab_size != getattr(model, "vocab_size", None) and not isinstance(model, GPT):
+        raise CheckpointError("The tokenizer's vocabulary does not match the model's.")
+    if isinstance(model, GPT) and model.config.vocab_size != tokenizer.vocab_size:
+        raise CheckpointError("The tokenizer's vocabulary does not match the model's.")
+    model.to(device).eval()
+    return model, tokenizer, meta
+
+
+@dataclass(frozen=True)
+class ListedCheckpoint:
+    """One entry of a runs folder: a checkpoint that loads (``problem`` None) or one that cannot, and why."""
+
+    name: str  # the entry's file or folder name
+    path: Path
+    problem: str | None = None
+
+    @property
+    def readable(self) -> bool:
+        return self.problem is None
+
+
+def _signature(path: Path) -> tuple:
+    """What changes when an entry (or the files in it) changes: for caching a check."""
+    parts: list[tuple[int, int, int, int] | None] = []
+    for candidate in (path, path / META_FILE, path / MODEL_FILE):
+        try:
+            status = candidate.stat()
+            parts.append((status.st_mode, status.st_ino, status.st_size, status.st_mtime_ns))
+        except OSError:
+            parts.append(None)
+    return tuple(parts)
+
+
+@functools.lru_cache(maxsize=512)
+def _problem(path: str, signature: tuple) -> str | None:
+    try:
+        inspect_checkpoint(path)
+    except CheckpointError as error:
+        return str(error)
+    except (OSError, RecursionError, MemoryError, ValueError) as error:  # anything else a crafted entry provokes
+        return f"it cannot be read ({type(error).__name__})."
+    return None
+
+
+def list_checkpoints(folder: str | Path) -> list[ListedCheckpoint]:
+    """Every checkpoint in a runs folder, sorted by name, each checked (cached until it changes).
+
+    Listed: folders holding a ``checkpoint.json`` and ``.safetensors`` files; also any entry that is a device,
+    pipe, socket or dangling link (there is nothing else it could be meant as). One bad entry is listed with its
+    problem and never stops the others. Hidden entries (``.name``) and other files are left out.
+    """
+    try:
+        children = sorted(Path(folder).iterdir())
+    except OSError:
+        return []
+    listed = []
+    for path in children:
+        if path.name.startswith("."):
+            continue
+        try:
+            mode = path.stat().st_mode
+        except OSError:
+            mode = None  # a dangling link or a loop
+        is_dir = mode is not None and stat.S_ISDIR(mode)
+        special = mode is None or not (is_dir or stat.S_ISREG(mode))
+        if not (special or path.suffix == ".safetensors" or (is_dir and os.path.lexists(path / META_FILE))):
+            continue
+        name = printable_name(path.name)
+        if name != path.name:  # bytes that are not UTF-8: no page, link or message can carry this name
+            listed.append(ListedCheckpoint(name, path, "its name is not valid UTF-8: rename it."))
+            continue
+        listed.append(ListedCheckpoint(name, path, _problem(str(path), _signature(path))))
+    return listed
+
+
+def printable_name(name: str) -> str:
+    """A file name as text any page can show: bytes that are not UTF-8 (kept by Python as lone surrogates,
+    which cannot be encoded to send to a browser or put in a link) become U+FFFD.
+
+    >>> import os
+    >>> printable_name("run-1"), printable_name(os.fsdecode(b"bad\\xffname")) == "bad\\ufffdname"
+    ('run-1', True)
+    """
+    return "".join("\ufffd" if "\ud800" <= character <= "\udfff" else character for character in name)
+
+
+def _mps_available() -> bool:
+    mps = getattr(torch.backends, "mps", None)
+    return mps is not None and mps.is_available()
+
+
+def accelerator_rng_states() -> dict[str, torch.Tensor]:
+    """The CUDA and MPS random states (dropout on a GPU draws from these), when present."""
+    states = {}
+    if torch.cuda.is_available():
+        states["rng.cuda"] = torch.cuda.get_rng_state().cpu()
+    if _mps_available():
+        states["rng.mps"] = torch.mps.get_rng_state().cpu()
+    return states
+
+
+def restore_accelerator_rng_states(state: dict[str, torch.Tensor]) -> None:
+    """Put back the CUDA and MPS random states a checkpoint saved, where this machine has them."""
+    if "rng.cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state(state["rng.cuda"])
+    if "rng.mps" in state and _mps_available():
+        torch.mps.set_rng_state(state["rng.mps"])
+
+
+# ---------------------------------------------------------------------------- writing and resuming a run
+
+class SavedRun(Protocol):
+    """What writing a checkpoint reads from a run, and resuming writes back: a :class:`llmviz.training.trainer.Trainer`
+    (named by its parts here, since llmviz.training.trainer imports this module)."""
+
+    model: nn.Module
+    step: int
+    train_generator: torch.Generator
+    val_generator: torch.Generator
+    dropout_generator: torch.Generator
+
+    @property
+    def config(self) -> Any: ...  # a TrainConfig (a dataclass)
+
+    @property
+    def dataset(self) -> Any: ...  # its .tokenizer is saved
+
+    @property
+    def history(self) -> list[Any]: ...  # StepMetrics (dataclasses)
+
+    @property
+    def optimizer(self) -> torch.optim.Optimizer | None: ...
+
+    @property
+    def group(self) -> Any: ...  # a ProcessGroup: .is_main
+
+    @property
+    def sharded(self) -> bool: ...
+
+
+def save_checkpoint(directory: str | Path, trainer: SavedRun, extra: dict | None = None,
+                    trainer_state: bool = True) -> Path:
+    """``model.safetensors`` (weights), ``trainer.safetensors`` (optimizer and RNG state) and
+    ``checkpoint.json`` (configs, tokenizer, metrics): no pickle anywhere."""
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    save_file(model_state(trainer.model), str(directory / MODEL_FILE))
+
+    tensors = {"rng.train": trainer.train_generator.get_state(), "rng.val": trainer.val_generator.get_state(),
+               "rng.dropout": trainer.dropout_generator.get_state(),  # rank 0's: the process that saves
+               "rng.torch": torch.get_rng_state(), **accelerator_rng_states()}
+    groups = []
+    if trainer.optimizer is not None:
+        optimizer_state = trainer.optimizer.state_dict()
+        for index, values in optimizer_state["state"].items():
+            for key, value in values.items():
+                tensors[f"optimizer.{index}.{key}"] = torch.as_tensor(value).detach().clone().cpu()
+        groups = optimizer_state["param_groups"]
+    if trainer_state:  # shipped artifacts leave it out: they are for using, not resuming
+        save_file(tensors, str(directory / STATE_FILE))
+
+    meta = checkpoint_metadata(trainer, groups, extra)
+    (directory / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    return directory
+
+
+def checkpoint_metadata(trainer: SavedRun, optimizer_groups: list | None = None, extra: dict | None = None) -> dict:
+    """What ``checkpoint.json`` holds: the step, the training config, the model's description, the tokenizer,
+    the optimizer's parameter groups, every step's metrics and the final losses (plus ``extra``)."""
+    return {
+        "format": "llmviz-checkpoint", "version": 1, "step": trainer.step,
+        "train_config": asdict(trainer.config), "model": model_description(trainer.model),
+        "tokenizer": trainer.dataset.tokenizer.to_dict(), "optimizer_param_groups": optimizer_groups or [],
+        "metrics": [asdict(m) for m in trainer.history],
+        "final": {"train_loss": trainer.history[-1].train_loss if trainer.history else None,
+                  "val_loss": next((m.val_loss for m in reversed(trainer.history) if m.val_loss is not None), None)},
+        **(extra or {}),
+    }
+
+
+def checkpoint_file_bytes(trainer: SavedRun) -> bytes:
+    """One self-contained ``.safetensors`` file (weights, with configs and tokenizer in its metadata)."""
+    from safetensors.torch import save
+
+    if trainer.sharded:
+        raise CheckpointError("no single-file copy of a run sharded with FSDP while its weights are spread over "
+                              "the processes; the checkpoint folder is written once rank 0 has gathered them "
+                              "(Trainer.unshard() on every process).")
+
+    return save(model_state(trainer.model), metadata={"llmviz": json.dumps(checkpoint_metadata(trainer))})
+
+
+def restore_training_state(trainer: SavedRun, directory: str | Path, model: nn.Module, meta: dict) -> bool:
+    """Put a freshly built run back where the checkpoint in ``directory`` stopped: the weights of ``model`` (read
+    by :func:`load_checkpoint`, with its ``meta``), the random streams and the optimizer's state, in one process
+    or sharded over several. Returns whether this process's dropout stream was restored: only rank 0's is saved,
+    so the caller seeds the others afresh."""
+    if trainer.sharded:  # each process keeps its shard of the full weights every process read
+        from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+        set_model_state_dict(trainer.model, model.state_dict(), options=StateDictOptions(full_state_dict=True))
+    else:
+        trainer.model.load_state_dict(model.state_dict())
+    state = read_safetensors(Path(directory) / STATE_FILE)
+    trainer.train_generator.set_state(state["rng.train"])
+    trainer.val_generator.set_state(state["rng.val"])
+    dropout_restored = False
+    if trainer.group.is_main and "rng.dropout" in state:
+        try:  # saved on a CPU or a GPU: the two states differ in form, and one cannot take the other
+            trainer.dropout_generator.set_state(state["rng.dropout"])
+            dropout_restored = True
+        except RuntimeError:
+            pass
+    torch.set_rng_state(state["rng.torch"])
+    restore_accelerator_rng_states(state)
+    if trainer.optimizer is not None:
+        optimizer_state: dict = {"state": {}, "param_groups": meta["optimizer_param_groups"]}
+        for key, value in state.items():
+            if key.startswith("optimizer."):
+                _, index, name = key.split(".", 2)
+                optimizer_state["state"].setdefault(int(index), {})[name] = value
+        if trainer.sharded:  # FSDP names each parameter's state by the parameter's name, and shards it
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+            names = {id(p): name for name, p in trainer.model.named_parameters()}
+            order = [names[id(p)] for group in trainer.optimizer.param_groups for p in group["params"]]
+            optimizer_state = {
+                "state": {order[i]: value for i, value in optimizer_state["state"].items()},
+                "param_groups": [{**saved, "params": [order[i] for i in saved["params"]]}
+                                 for saved in optimizer_state["param_groups"]],
+            }
+            set_optimizer_state_dict(trainer.model, trainer.optimizer, optimizer_state,
+                                     options=StateDictOptions(full_state_dict=True))
+        else:
+            trainer.optimizer.load_state_dict(optimizer_state)
+    return dropout_restored
