@@ -10,15 +10,24 @@ from ui import charts, picker, present, sections, share, state, watch
 
 def main() -> None:
     """The whole app: page config, the pages, the shared sidebar, the picked page."""
-    st.set_page_config(page_title="llmviz", page_icon=":material/neurology:", layout="wide",
-                       initial_sidebar_state="collapsed" if present.requested() else "auto")
+    st.set_page_config(
+        page_title="llmviz",
+        page_icon=":material/neurology:",
+        layout="wide",
+        initial_sidebar_state="collapsed" if present.requested() else "auto",
+    )
 
+    ui.start_server_once()  # once per server process: the log's handler, and a line for each unusable LLMVIZ_* value
     ui.page_torch_threads()  # once per server process: one torch thread per page run (LLMVIZ_PAGE_TORCH_THREADS)
     share.begin()
     pages = [
-        st.Page(str(ui.ROOT / stage.path), title=stage.title if stage.key != "text" else "Home",
-                icon=stage.icon, url_path=stage.key if stage.key != "text" else "start",
-                default=stage.key == "text")
+        st.Page(
+            str(ui.ROOT / stage.path),
+            title=stage.title if stage.key != "text" else "Home",
+            icon=stage.icon,
+            url_path=stage.key if stage.key != "text" else "start",
+            default=stage.key == "text",
+        )
         for stage in ui.PIPELINE
         if stage.exists
     ]
@@ -31,7 +40,10 @@ def main() -> None:
     pages.append(st.Page(_to_home, title="Home", url_path="home", visibility="hidden"))
     following = state.FOLLOWING.pop(default=False)  # this run redraws the page at a run's newer snapshot
     began = time.perf_counter()
-    with ui.router_run(), sections.timed_page() as page_timer:  # server time per run, logged only for benchmarks/pages.py
+    with (
+        ui.router_run(),
+        sections.timed_page() as page_timer,
+    ):  # server time per run, logged only for benchmarks/pages.py
         navigation = st.navigation(pages)
         page_timer.name = navigation.url_path or "start"
         share.restore_model()

@@ -34,14 +34,20 @@ if str(ROOT) not in sys.path:  # tests.app_server, the one helper that starts th
 if TYPE_CHECKING:
     from tests.app_server import AppServer
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 ERROR_BOXES = "[data-testid='stException'], [data-testid='stAlertContentError']"
 
 # The named reference of the page benchmarks: a bare Streamlit page that imports torch and draws one 48 × 48
 # Plotly heatmap under one slider ("Size"), logging its server time like the app (LLMVIZ_TIMINGS). pages.py
 # times its open and its slider rerun; load.py opens it in 20 fresh browsers at once (the floor of that row).
-REFERENCE_PAGE = '''
+REFERENCE_PAGE = """
 import json, os, time
 _start = time.perf_counter()
 import plotly.graph_objects as go
@@ -52,8 +58,9 @@ size = st.slider("Size", 8, 64, 48)
 torch.manual_seed(0)
 st.plotly_chart(go.Figure(go.Heatmap(z=torch.rand(size, size).tolist())))
 with open(os.environ["LLMVIZ_TIMINGS"], "a") as out:
-    out.write(json.dumps({"section": "page:reference", "seconds": time.perf_counter() - _start, "rerun": False}) + "\\n")
-'''
+    out.write(json.dumps({"section": "page:reference", "seconds": time.perf_counter() - _start, "rerun": False}) +
+    "\\n")
+"""
 
 # Runs in every document before the app's scripts: records each change of the app's state with the page clock.
 INIT_SCRIPT = """
@@ -75,7 +82,8 @@ INIT_SCRIPT = """
     watch.observe(document, {subtree: true, attributes: true,
                              attributeFilter: ['data-test-script-state', 'data-test-connection-state']});
     // until the app's root exists, also look at every insertion (then only the two attributes matter)
-    const until = new MutationObserver(() => { record(); if (document.querySelector('[data-testid="stApp"]')) until.disconnect(); });
+    const until = new MutationObserver(() => { record(); if (document.querySelector('[data-testid="stApp"]'))
+    until.disconnect(); });
     until.observe(document, {subtree: true, childList: true});
     record();
   };
@@ -101,11 +109,15 @@ def require_browser() -> None:
     try:
         import playwright  # noqa: F401
     except ImportError:
-        raise SystemExit("This benchmark drives a real browser: install playwright (pip install playwright); "
-                         f"it uses the system chromium at {CHROMIUM}, never a downloaded one.") from None
+        raise SystemExit(
+            "This benchmark drives a real browser: install playwright (pip install playwright); "
+            f"it uses the system chromium at {CHROMIUM}, never a downloaded one."
+        ) from None
     if not Path(CHROMIUM).exists():
-        raise SystemExit(f"This benchmark drives a real browser, and {CHROMIUM} is not installed "
-                         "(Debian/Ubuntu: sudo apt-get install -y chromium).")
+        raise SystemExit(
+            f"This benchmark drives a real browser, and {CHROMIUM} is not installed "
+            "(Debian/Ubuntu: sudo apt-get install -y chromium)."
+        )
 
 
 def launch_failed(error: Exception) -> SystemExit:
@@ -133,8 +145,14 @@ class App:
     every page run and section run to :attr:`timings` (``LLMVIZ_TIMINGS``, see ``ui/sections.py``).
     """
 
-    def __init__(self, script: str = "app.py", port: int = 8520, env: dict[str, str] | None = None,
-                 start_timeout_s: float = 120, timings: bool = True):
+    def __init__(
+        self,
+        script: str = "app.py",
+        port: int = 8520,
+        env: dict[str, str] | None = None,
+        start_timeout_s: float = 120,
+        timings: bool = True,
+    ):
         self.script, self.port, self.extra_env, self.start_timeout_s = script, port, env or {}, start_timeout_s
         self.folder = Path(tempfile.mkdtemp(prefix="llmviz-bench-app-"))
         self.log_path = self.folder / "server.log"
@@ -147,13 +165,19 @@ class App:
 
     def __enter__(self) -> App:
         (self.folder / "runs").mkdir()
-        env = {**os.environ, "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"), "PYTHONPATH": str(ROOT),
-               "LLMVIZ_RUNS_DIR": str(self.folder / "runs"), **self.extra_env}
+        env = {
+            **os.environ,
+            "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1"),
+            "PYTHONPATH": str(ROOT),
+            "LLMVIZ_RUNS_DIR": str(self.folder / "runs"),
+            **self.extra_env,
+        }
         from tests.app_server import AppDidNotStart, start_app  # the one way the repository starts the app
 
         try:
-            self.server = start_app(self.script, port=self.port, env=env, log=self.log_path,
-                                    timeout_s=self.start_timeout_s)
+            self.server = start_app(
+                self.script, port=self.port, env=env, log=self.log_path, timeout_s=self.start_timeout_s
+            )
         except AppDidNotStart as error:
             raise SystemExit(f"streamlit did not start on port {self.port}:\n{error}") from error
         self.process = self.server.process
@@ -180,8 +204,12 @@ class App:
         found = []
         for number, line in enumerate(lines):
             if line.startswith("Traceback"):
-                found.append(next((after for after in lines[number + 1:] if after and not after[0].isspace()),
-                                  "(traceback cut off)"))
+                found.append(
+                    next(
+                        (after for after in lines[number + 1 :] if after and not after[0].isspace()),
+                        "(traceback cut off)",
+                    )
+                )
         return found
 
 
@@ -293,8 +321,18 @@ def settled(log: StateLog, started: float, quiet_s: float, live: bool) -> float 
     return None
 
 
-def wait_settled(page, log: StateLog, *, started: float, after: int | None = None, timeout_s: float = 180,
-                 quiet_s: float = 1.0, live: bool = False, start_bound_s: float = 10.0, ready=None) -> float:
+def wait_settled(
+    page,
+    log: StateLog,
+    *,
+    started: float,
+    after: int | None = None,
+    timeout_s: float = 180,
+    quiet_s: float = 1.0,
+    live: bool = False,
+    start_bound_s: float = 10.0,
+    ready=None,
+) -> float:
     """Sync playwright: wait until the app has settled; returns when it settled (monotonic seconds).
 
     ``after``: a state-change count taken before an action; the app must first be seen to leave
@@ -303,39 +341,58 @@ def wait_settled(page, log: StateLog, *, started: float, after: int | None = Non
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         read_state(page, log)
-        begun = after is None or any(s != "notRunning" for s in log.changed_since(after)) or (
-            time.monotonic() - started > start_bound_s)
+        begun = (
+            after is None
+            or any(s != "notRunning" for s in log.changed_since(after))
+            or (time.monotonic() - started > start_bound_s)
+        )
         end = settled(log, started, quiet_s, live) if begun else None
         if end is not None and end < started:  # no run seen since the action: it has not settled, it is idle
             end = started
         if end is not None and (ready is None or ready(page)):
             return end
         time.sleep(0.1)
-    raise BenchmarkError(f"the page did not settle within {timeout_s:.0f} s (state: {log.state}"
-                         + ("" if ready is None else ", the expected change not on the page")
-                         + f"; seen since the start: {log.trace(after or 0, started)})")
+    raise BenchmarkError(
+        f"the page did not settle within {timeout_s:.0f} s (state: {log.state}"
+        + ("" if ready is None else ", the expected change not on the page")
+        + f"; seen since the start: {log.trace(after or 0, started)})"
+    )
 
 
-async def wait_settled_async(page, log: StateLog, *, started: float, after: int | None = None,
-                             timeout_s: float = 180, quiet_s: float = 1.0, live: bool = False,
-                             start_bound_s: float = 10.0, ready=None) -> float:
+async def wait_settled_async(
+    page,
+    log: StateLog,
+    *,
+    started: float,
+    after: int | None = None,
+    timeout_s: float = 180,
+    quiet_s: float = 1.0,
+    live: bool = False,
+    start_bound_s: float = 10.0,
+    ready=None,
+) -> float:
     """Async playwright: :func:`wait_settled`; ``ready`` is an async function of the page."""
     import asyncio
 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         await read_state_async(page, log)
-        begun = after is None or any(s != "notRunning" for s in log.changed_since(after)) or (
-            time.monotonic() - started > start_bound_s)
+        begun = (
+            after is None
+            or any(s != "notRunning" for s in log.changed_since(after))
+            or (time.monotonic() - started > start_bound_s)
+        )
         end = settled(log, started, quiet_s, live) if begun else None
         if end is not None and end < started:  # no run seen since the action: it has not settled, it is idle
             end = started
         if end is not None and (ready is None or await ready(page)):
             return end
         await asyncio.sleep(0.15)
-    raise BenchmarkError(f"the page did not settle within {timeout_s:.0f} s (state: {log.state}"
-                         + ("" if ready is None else ", the expected change not on the page")
-                         + f"; seen since the start: {log.trace(after or 0, started)})")
+    raise BenchmarkError(
+        f"the page did not settle within {timeout_s:.0f} s (state: {log.state}"
+        + ("" if ready is None else ", the expected change not on the page")
+        + f"; seen since the start: {log.trace(after or 0, started)})"
+    )
 
 
 # ---------------------------------------------------------------------------- numbers and the machine
@@ -375,10 +432,12 @@ def machine(load_before: str) -> list[str]:
     """Lines that say where and when: CPU, cores, load average before the benchmark, date, versions."""
     import streamlit
 
-    return [f"Machine: {cpu_model()}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}; "
-            f"Python {platform.python_version()}, Streamlit {streamlit.__version__}.",
-            f"Load average before starting: {load_before}; after: {load_average()}.",
-            f"Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC."]
+    return [
+        f"Machine: {cpu_model()}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}; "
+        f"Python {platform.python_version()}, Streamlit {streamlit.__version__}.",
+        f"Load average before starting: {load_before}; after: {load_average()}.",
+        f"Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.",
+    ]
 
 
 def fmt_s(seconds: float | None, digits: int = 2) -> str:

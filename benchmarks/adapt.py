@@ -52,8 +52,10 @@ def main() -> None:
     model, tokenizer, _ = load_checkpoint(args.model)
     text = corpus.load("python-docs")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"{args.model}: {model.num_parameters():,} parameters · {time.strftime('%Y-%m-%d %H:%M')} · CPU "
-          f"{os.cpu_count()} cores, {torch.get_num_threads()} threads · load average {load:.1f}\n")
+    print(
+        f"{args.model}: {model.num_parameters():,} parameters · {time.strftime('%Y-%m-%d %H:%M')} · CPU "
+        f"{os.cpu_count()} cores, {torch.get_num_threads()} threads · load average {load:.1f}\n"
+    )
 
     print("1. LoRA (r = 4, α = 8, W_Q and W_V) vs full fine-tuning, batch 8 × 64, median step time")
     config = lora.LoRAConfig(rank=4, alpha=8, targets=("q", "v"))
@@ -67,8 +69,10 @@ def main() -> None:
     print("-" * 70)
     for name, ms in (("full fine-tuning", full_ms), ("LoRA", low_ms)):
         c = counts[name]
-        print(f"{name:18} | {ms:8.1f} | {c.trained_parameters:14,} | {memory.human_bytes(c.optimizer_bytes):>12} | "
-              f"{ms / full_ms:.2f}× time")
+        print(
+            f"{name:18} | {ms:8.1f} | {c.trained_parameters:14,} | {memory.human_bytes(c.optimizer_bytes):>12} | "
+            f"{ms / full_ms:.2f}× time"
+        )
 
     print("\n2. Post-training quantization, held-out perplexity on the last tenth of python-docs")
     windows = adapt.held_out_ids(tokenizer, text, model, windows=16)
@@ -81,8 +85,10 @@ def main() -> None:
             spec = qz.QuantSpec(bits, per_channel=per_channel, symmetric=True)
             result = qz.quantize_model(model, spec)
             c = qz.compare(model, result.model, windows)
-            print(f"{spec.title:34} | {result.total_bytes:10,} | {result.total_bytes / result.float_bytes:5.2f}× | "
-                  f"{c.perplexity_after:10.3f} | {c.kl:9.4f} | {c.top1_agreement:6.1%}")
+            print(
+                f"{spec.title:34} | {result.total_bytes:10,} | {result.total_bytes / result.float_bytes:5.2f}× | "
+                f"{c.perplexity_after:10.3f} | {c.kl:9.4f} | {c.top1_agreement:6.1%}"
+            )
 
     print("\n3. One training step, batch 8 × 64: activations saved for backward (exact) and time (median of 5)")
     batch = adapt.held_out_ids(tokenizer, text, model, windows=8)
@@ -97,9 +103,11 @@ def main() -> None:
             plain = plain or m
             ms = statistics.median(r.seconds for r in runs) * 1e3
             cuda = f" | peak CUDA {memory.human_bytes(m.peak_cuda_bytes)}" if m.peak_cuda_bytes else ""
-            print(f"{'on' if checkpointing else 'off':>13} | {'on' if bf16 else 'off':>4} | "
-                  f"{memory.human_bytes(m.saved_bytes):>10} | {m.saved_bytes / plain.saved_bytes:7.2f}× | {ms:8.1f} | "
-                  f"{m.loss:.4f}{cuda}")
+            print(
+                f"{'on' if checkpointing else 'off':>13} | {'on' if bf16 else 'off':>4} | "
+                f"{memory.human_bytes(m.saved_bytes):>10} | {m.saved_bytes / plain.saved_bytes:7.2f}× | {ms:8.1f} | "
+                f"{m.loss:.4f}{cuda}"
+            )
 
 
 if __name__ == "__main__":

@@ -27,8 +27,16 @@ import torch  # noqa: E402
 from llmviz.hub.llama import config_to_hf  # noqa: E402
 from llmviz.models.gpt import GPT, GPTConfig  # noqa: E402
 
-BASE = GPTConfig(vocab_size=4096, context_length=128, d_model=256, n_heads=8, n_layers=4, dropout=0.0,
-                 qkv_bias=True, tie_weights=True)
+BASE = GPTConfig(
+    vocab_size=4096,
+    context_length=128,
+    d_model=256,
+    n_heads=8,
+    n_layers=4,
+    dropout=0.0,
+    qkv_bias=True,
+    tie_weights=True,
+)
 ROWS = [
     ("GPT-2", {}),
     ("+ RoPE", dict(positions="rope")),
@@ -47,9 +55,18 @@ def hf_twin(config: GPTConfig):
     import transformers
 
     if config == BASE:
-        hf = transformers.GPT2Config(vocab_size=config.vocab_size, n_positions=config.context_length,
-                                     n_embd=config.d_model, n_layer=config.n_layers, n_head=config.n_heads,
-                                     resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0)
+        hf = transformers.GPT2Config(
+            vocab_size=config.vocab_size,
+            n_positions=config.context_length,
+            n_embd=config.d_model,
+            n_layer=config.n_layers,
+            n_head=config.n_heads,
+            resid_pdrop=0.0,
+            embd_pdrop=0.0,
+            attn_pdrop=0.0,
+            bos_token_id=0,
+            eos_token_id=0,
+        )
         hf._attn_implementation = "sdpa"
         return transformers.GPT2LMHeadModel(hf)
     try:
@@ -60,9 +77,11 @@ def hf_twin(config: GPTConfig):
     if kind == "llama" and config.tie_weights:
         return None  # only the rows where every switch is Llama's are timed against Llama
     theta = settings.pop("rope_theta")
-    classes = {"llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
-               "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
-               "mixtral": (transformers.MixtralConfig, transformers.MixtralForCausalLM)}
+    classes = {
+        "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+        "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
+        "mixtral": (transformers.MixtralConfig, transformers.MixtralForCausalLM),
+    }
     config_class, model_class = classes[kind]
     hf = config_class(**settings, attention_dropout=0.0)
     if kind == "mixtral":
@@ -99,13 +118,17 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     generator = torch.Generator().manual_seed(0)
-    ids = [torch.randint(0, BASE.vocab_size, (args.batch, BASE.context_length + 1), generator=generator)
-           for _ in range(args.steps + 3)]
+    ids = [
+        torch.randint(0, BASE.vocab_size, (args.batch, BASE.context_length + 1), generator=generator)
+        for _ in range(args.steps + 3)
+    ]
     ours_batches = [(x[:, :-1], x[:, 1:]) for x in ids]  # llmviz: targets already shifted
     hf_batches = [(x[:, :-1], x[:, :-1]) for x in ids]  # transformers shifts the labels itself
-    print(f"# {datetime.now(UTC):%Y-%m-%d %H:%M} UTC · {platform.processor() or platform.machine()} · "
-          f"torch {torch.__version__} · {torch.get_num_threads()} threads · steps {args.steps} · "
-          f"L{BASE.n_layers} H{BASE.n_heads} d{BASE.d_model} T{BASE.context_length} B{args.batch} V{BASE.vocab_size}")
+    print(
+        f"# {datetime.now(UTC):%Y-%m-%d %H:%M} UTC · {platform.processor() or platform.machine()} · "
+        f"torch {torch.__version__} · {torch.get_num_threads()} threads · steps {args.steps} · "
+        f"L{BASE.n_layers} H{BASE.n_heads} d{BASE.d_model} T{BASE.context_length} B{args.batch} V{BASE.vocab_size}"
+    )
     print(f"{'architecture':30} {'parameters':>11} {'llmviz ms/step':>15} {'transformers ms/step':>21} {'ratio':>6}")
     config = BASE
     for title, switches in ROWS:
@@ -117,7 +140,10 @@ def main() -> None:
         if twin is not None:
             assert twin.num_parameters() == ours.num_parameters(), title
             hf_ms = median_step_ms(twin, hf_batches, hf=True)
-            print(f"{title:30} {ours.num_parameters():>11,} {ours_ms:>15.1f} {hf_ms:>21.1f} {ours_ms / hf_ms:>6.2f}", flush=True)
+            print(
+                f"{title:30} {ours.num_parameters():>11,} {ours_ms:>15.1f} {hf_ms:>21.1f} {ours_ms / hf_ms:>6.2f}",
+                flush=True,
+            )
         else:
             print(f"{title:30} {ours.num_parameters():>11,} {ours_ms:>15.1f} {'—':>21} {'':>6}", flush=True)
 

@@ -38,8 +38,12 @@ def hf_train_seconds(text: str, vocab_size: int, split: bool = True) -> tuple[fl
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=split)
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=["<|endoftext|>"], show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=["<|endoftext|>"],
+        show_progress=False,
+    )
     start = time.perf_counter()
     tokenizer.train_from_iterator([text], trainer=trainer)
     return time.perf_counter() - start, tokenizer.get_vocab_size()
@@ -72,8 +76,10 @@ def machine() -> str:
     except OSError:
         pass
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"{cpu}, {os.cpu_count()} logical cores, {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}; load average {load:.1f} at start")
+    return (
+        f"{cpu}, {os.cpu_count()} logical cores, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}; load average {load:.1f} at start"
+    )
 
 
 def main() -> None:
@@ -84,14 +90,22 @@ def main() -> None:
     print(f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC\n")
     docs = corpus.load("python-docs")
     upload = upload_text()
-    cases = [("python-docs", docs, 1024, "gpt4"), ("python-docs", docs, 4096, "gpt4"),
-             ("python-docs", docs, 16384, "gpt4"), ("10 MB upload", upload, 4096, "gpt4"),
-             ("no split", docs[:200_000], 1024, None)]
-    print(f"python-docs: {len(docs):,} characters ({len(docs.encode()) / 1e6:.2f} MB); "
-          f"10 MB upload: {len(upload):,} characters of Python standard-library source; GPT-4 split pattern, "
-          "except 'no split': python-docs' first 200,000 characters as one sequence (no pre-split, both trainers)\n")
-    print(f"{'text':>12} | {'vocab':>6} | {'llmviz train':>12} | {'HF tokenizers':>13} | {'llmviz/HF':>9} | "
-          f"{'merges llmviz/HF':>16} | {'encode py MB/s':>14} | {'encode tiktoken MB/s':>20}")
+    cases = [
+        ("python-docs", docs, 1024, "gpt4"),
+        ("python-docs", docs, 4096, "gpt4"),
+        ("python-docs", docs, 16384, "gpt4"),
+        ("10 MB upload", upload, 4096, "gpt4"),
+        ("no split", docs[:200_000], 1024, None),
+    ]
+    print(
+        f"python-docs: {len(docs):,} characters ({len(docs.encode()) / 1e6:.2f} MB); "
+        f"10 MB upload: {len(upload):,} characters of Python standard-library source; GPT-4 split pattern, "
+        "except 'no split': python-docs' first 200,000 characters as one sequence (no pre-split, both trainers)\n"
+    )
+    print(
+        f"{'text':>12} | {'vocab':>6} | {'llmviz train':>12} | {'HF tokenizers':>13} | {'llmviz/HF':>9} | "
+        f"{'merges llmviz/HF':>16} | {'encode py MB/s':>14} | {'encode tiktoken MB/s':>20}"
+    )
     print("-" * 125)
     worst = 0.0
     for name, text, vocab_size, pattern in cases:
@@ -111,19 +125,25 @@ def main() -> None:
             tiktoken_rate = f"{len(sample.encode()) / 1e6 / (time.perf_counter() - start):.2f}"
         worst = max(worst, ours / hf)
         merges = f"{len(bpe.merges):,}/{hf_vocab - 257:,}"
-        print(f"{name:>12} | {vocab_size:>6} | {ours:10.2f} s | {hf:11.2f} s | {ours / hf:8.2f}× | {merges:>16} | "
-              f"{python_rate:>14} | {tiktoken_rate:>20}")
-    print(f"\nWorst llmviz / HF: {worst:.1f}× (target ≤ 3×). 'merges' counts the merges each trainer learned: a text "
-          "can run out of pairs before the vocabulary is full.")
+        print(
+            f"{name:>12} | {vocab_size:>6} | {ours:10.2f} s | {hf:11.2f} s | {ours / hf:8.2f}× | {merges:>16} | "
+            f"{python_rate:>14} | {tiktoken_rate:>20}"
+        )
+    print(
+        f"\nWorst llmviz / HF: {worst:.1f}× (target ≤ 3×). 'merges' counts the merges each trainer learned: a text "
+        "can run out of pairs before the vocabulary is full."
+    )
     if args.naive:
         start = time.perf_counter()
         naive = train_naive(docs, 1024 - 1)
         seconds = time.perf_counter() - start
         start = time.perf_counter()
         fast = BPETokenizer.train(docs, 1024, special_tokens=())
-        assert [m for m in fast.merges[:len(naive)]] == naive
-        print(f"naive loop at vocab 1024 on python-docs: {seconds:.2f} s, "
-              f"{seconds / (time.perf_counter() - start):.0f}× the incremental trainer (same merges)")
+        assert [m for m in fast.merges[: len(naive)]] == naive
+        print(
+            f"naive loop at vocab 1024 on python-docs: {seconds:.2f} s, "
+            f"{seconds / (time.perf_counter() - start):.0f}× the incremental trainer (same merges)"
+        )
 
 
 if __name__ == "__main__":

@@ -31,18 +31,47 @@ def _free_port() -> int:
 
 def train(corpus: Path, out: Path, args, processes: int, threads: int, device: str) -> float:
     """Train once; the median tokens/s over the steps after the first quarter."""
-    common = ["--corpus", str(corpus), "--model", args.model, "--tokenizer", "char", "--context", str(args.context),
-              "--batch", str(args.batch), "--steps", str(args.steps), "--eval-interval", str(args.steps),
-              "--device", device, "--out", str(out), "--weights-only"]
+    common = [
+        "--corpus",
+        str(corpus),
+        "--model",
+        args.model,
+        "--tokenizer",
+        "char",
+        "--context",
+        str(args.context),
+        "--batch",
+        str(args.batch),
+        "--steps",
+        str(args.steps),
+        "--eval-interval",
+        str(args.steps),
+        "--device",
+        device,
+        "--out",
+        str(out),
+        "--weights-only",
+    ]
     if processes == 1:
         command = [sys.executable, "-m", "llmviz", "train", *common]
     else:
-        command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={processes}", "--nnodes=1",
-                   "--master_addr=127.0.0.1", f"--master_port={_free_port()}", "-m", "llmviz", "train", *common]
+        command = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            f"--nproc_per_node={processes}",
+            "--nnodes=1",
+            "--master_addr=127.0.0.1",
+            f"--master_port={_free_port()}",
+            "-m",
+            "llmviz",
+            "train",
+            *common,
+        ]
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": str(threads), "GLOO_SOCKET_IFNAME": "lo"}
     subprocess.run(command, cwd=ROOT, env=environment, check=True, capture_output=True, timeout=1800)
     metrics = json.loads((out / "checkpoint.json").read_text())["metrics"]
-    return statistics.median(m["tokens_per_s"] for m in metrics[len(metrics) // 4:])
+    return statistics.median(m["tokens_per_s"] for m in metrics[len(metrics) // 4 :])
 
 
 def main() -> None:
@@ -66,16 +95,24 @@ def main() -> None:
         rows.append(("1 process, 1 thread (reference)", 1, reference, 1.0))
         for processes in (2,):
             speed = train(corpus, Path(folder) / f"p{processes}", args, processes, 1, "cpu")
-            rows.append((f"torchrun, {processes} processes × 1 thread (gloo)", processes, speed,
-                         speed / (processes * reference)))
+            rows.append(
+                (
+                    f"torchrun, {processes} processes × 1 thread (gloo)",
+                    processes,
+                    speed,
+                    speed / (processes * reference),
+                )
+            )
         speed = train(corpus, Path(folder) / "threads", args, 1, min(2, cores), "cpu")
         rows.append((f"1 process, {min(2, cores)} threads", 1, speed, None))
         if torch.cuda.is_available():
             speed = train(corpus, Path(folder) / "gpu", args, 1, 1, "cuda")
             rows.append((f"1 GPU ({torch.cuda.get_device_name(0)})", 1, speed, None))
 
-    print(f"{args.model}, context {args.context}, global batch {args.batch} windows, {args.steps} steps, char tokenizer, "
-          f"python-docs; {platform.processor() or platform.machine()}, {cores} CPU cores, torch {torch.__version__}\n")
+    print(
+        f"{args.model}, context {args.context}, global batch {args.batch} windows, {args.steps} steps, char tokenizer, "
+        f"python-docs; {platform.processor() or platform.machine()}, {cores} CPU cores, torch {torch.__version__}\n"
+    )
     print("| setup | processes | training tokens/s | × reference | scaling efficiency |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for setup, processes, speed, efficiency in rows:

@@ -79,12 +79,20 @@ def compute_table(repeats: int) -> list[list[str]]:
     load_s = time.perf_counter() - start
     rows = [["load GPT-2 124M from the cache (once per server)", "-", f"{load_s:.2f} s", "-"]]
     for what, call in [
-        ("run_with_cache, ≤ 32 tokens (Attention, Model)",
-         lambda m, t: m.run_with_cache(torch.tensor([t.encode(SENTENCE)[:32]]))),
-        ("next_token_view, 'Every effort moves you' (Sampling)",
-         lambda m, t: next_token_view(m, t, "Every effort moves you", 1.0, 10, 1.0)),
-        ("nearest neighbours of a token in the whole table (Embeddings)",
-         lambda m, t: nearest_neighbours(m.tok_emb.weight.detach(), m.tok_emb.weight[t.encode(" effort")[0]].detach(), 10)),
+        (
+            "run_with_cache, ≤ 32 tokens (Attention, Model)",
+            lambda m, t: m.run_with_cache(torch.tensor([t.encode(SENTENCE)[:32]])),
+        ),
+        (
+            "next_token_view, 'Every effort moves you' (Sampling)",
+            lambda m, t: next_token_view(m, t, "Every effort moves you", 1.0, 10, 1.0),
+        ),
+        (
+            "nearest neighbours of a token in the whole table (Embeddings)",
+            lambda m, t: nearest_neighbours(
+                m.tok_emb.weight.detach(), m.tok_emb.weight[t.encode(" effort")[0]].detach(), 10
+            ),
+        ),
     ]:
         try:
             ours = best(call, repeats, model, tokenizer)
@@ -114,8 +122,9 @@ def page_table(pages: list[str], repeats: int) -> list[list[str]]:
             at.switch_page(path).run()
             first = time.perf_counter() - start
             errors = len(at.exception) + len(at.error)
-            inputs = [w for w in at.text_input if w.value and len(w.value) > 8] + \
-                     [w for w in at.text_area if w.value and len(w.value) > 8]
+            inputs = [w for w in at.text_input if w.value and len(w.value) > 8] + [
+                w for w in at.text_area if w.value and len(w.value) > 8
+            ]
             reruns = []
             for i in range(repeats):
                 if inputs:
@@ -140,14 +149,20 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--pages", default="tokens,embeddings,attention,model,inside,sampling")
     parser.add_argument("--compute-only", action="store_true")
-    parser.add_argument("--browser", action="store_true",
-                        help="also run benchmarks/pages.py (real browser, fragments) with --model hub:gpt2 on this cache")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads (the app's job manager sets 1 per op on a 2-core server)")
+    parser.add_argument(
+        "--browser",
+        action="store_true",
+        help="also run benchmarks/pages.py (real browser, fragments) with --model hub:gpt2 on this cache",
+    )
+    parser.add_argument(
+        "--threads", type=int, default=1, help="torch threads (the app's job manager sets 1 per op on a 2-core server)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU; random GPT-2-124M-shaped weights "
-          f"in a temporary cache ({CACHE})")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU; random GPT-2-124M-shaped weights "
+        f"in a temporary cache ({CACHE})"
+    )
     place_random_gpt2()
     print("\nllmviz calls behind the pages (best of", args.repeats, "runs)\n")
     print_table(["call", "shipped GPT (wall)", "GPT-2 124M shape (wall)", "(CPU time)"], compute_table(args.repeats))
@@ -157,15 +172,39 @@ def main() -> None:
         import subprocess
 
         print("\nbenchmarks/pages.py --model hub:gpt2 (the same random GPT-2-124M-shaped weights)\n", flush=True)
-        subprocess.run([sys.executable, str(ROOT / "benchmarks" / "pages.py"), "--model", "hub:gpt2",
-                        "--pages", args.pages, "--repeats", str(args.repeats)],
-                       env={**os.environ, "HF_HUB_CACHE": str(CACHE), "HF_HUB_OFFLINE": "1",
-                            "LLMVIZ_TORCH_THREADS": str(args.threads)}, check=False)
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "benchmarks" / "pages.py"),
+                "--model",
+                "hub:gpt2",
+                "--pages",
+                args.pages,
+                "--repeats",
+                str(args.repeats),
+            ],
+            env={
+                **os.environ,
+                "HF_HUB_CACHE": str(CACHE),
+                "HF_HUB_OFFLINE": "1",
+                "LLMVIZ_TORCH_THREADS": str(args.threads),
+            },
+            check=False,
+        )
         return
     print("\npages, through app.py (AppTest): first render, then reruns after typing a new sentence\n")
-    print_table(["page", "shipped: first", "shipped: rerun best / median", "errors",
-                 "GPT-2: first", "GPT-2: rerun best / median", "errors"],
-                page_table(args.pages.split(","), args.repeats))
+    print_table(
+        [
+            "page",
+            "shipped: first",
+            "shipped: rerun best / median",
+            "errors",
+            "GPT-2: first",
+            "GPT-2: rerun best / median",
+            "errors",
+        ],
+        page_table(args.pages.split(","), args.repeats),
+    )
 
 
 if __name__ == "__main__":

@@ -71,7 +71,8 @@ NOTE_SHOWN = """(text) => [...document.querySelectorAll('[data-testid="stAlert"]
 NOTE_SHOWN_IS = """([text, shown]) => [...document.querySelectorAll('[data-testid="stAlert"]')].some(
     (box) => box.textContent.includes(text)) === shown"""
 NOTE_FLIPPED = """([text, had]) => {
-    const shown = [...document.querySelectorAll('[data-testid="stAlert"]')].some((box) => box.textContent.includes(text));
+    const shown = [...document.querySelectorAll('[data-testid="stAlert"]')].some((box) =>
+    box.textContent.includes(text));
     const app = document.querySelector('[data-testid="stApp"]');
     return shown !== had && app !== null && app.getAttribute('data-test-script-state') === 'notRunning';
 }"""
@@ -103,11 +104,21 @@ class Row:
 
     def cells(self) -> list[str]:
         s = sorted(self.samples)
-        stats = ([_app.fmt_s(_app.quantile(s, 0.5)), _app.fmt_s(_app.quantile(s, 0.95)), _app.fmt_s(s[-1])]
-                 if s else ["-", "-", "-"])
+        stats = (
+            [_app.fmt_s(_app.quantile(s, 0.5)), _app.fmt_s(_app.quantile(s, 0.95)), _app.fmt_s(s[-1])]
+            if s
+            else ["-", "-", "-"]
+        )
         met = "" if self.check is None else ("yes" if self.check(self) else "**no**")
-        return [self.phase, self.what + (f" ({self.note})" if self.note else ""), str(len(s)), *stats,
-                str(self.errors), self.budget or "-", met]
+        return [
+            self.phase,
+            self.what + (f" ({self.note})" if self.note else ""),
+            str(len(s)),
+            *stats,
+            str(self.errors),
+            self.budget or "-",
+            met,
+        ]
 
 
 HEADER = ["phase", "what (seconds)", "n", "p50", "p95", "max", "errors", "budget", "met"]
@@ -115,8 +126,10 @@ HEADER = ["phase", "what (seconds)", "n", "p50", "p95", "max", "errors", "budget
 
 def p95_within(limit: float, errors_too: bool = False):
     def check(row: Row) -> bool:
-        return bool(row.samples) and _app.quantile(sorted(row.samples), 0.95) <= limit and not (
-            errors_too and row.errors)
+        return (
+            bool(row.samples) and _app.quantile(sorted(row.samples), 0.95) <= limit and not (errors_too and row.errors)
+        )
+
     return check
 
 
@@ -164,8 +177,7 @@ class Session:
     async def settle(self, live: bool = False) -> None:
         """Wait (untimed) until the app has run what the last action asked for."""
         await _app.read_state_async(self.page, self.log)
-        await _app.wait_settled_async(self.page, self.log, started=time.monotonic(), timeout_s=self.wait_s,
-                                      live=live)
+        await _app.wait_settled_async(self.page, self.log, started=time.monotonic(), timeout_s=self.wait_s, live=live)
 
     async def act(self, action, ready=None, live: bool = False) -> float:
         """Do ``action()``; seconds until a new script run has ended (and ``ready(page)``)."""
@@ -175,8 +187,16 @@ class Session:
         await action()
         # every action timed here starts a script run: wait for it however late it is seen (a page that settled
         # before the click is not its answer; with 20 tabs on 2 cores the run can show up after 10 s)
-        end = await _app.wait_settled_async(self.page, self.log, started=start, after=before, timeout_s=self.wait_s,
-                                            live=live, ready=ready, start_bound_s=self.wait_s)
+        end = await _app.wait_settled_async(
+            self.page,
+            self.log,
+            started=start,
+            after=before,
+            timeout_s=self.wait_s,
+            live=live,
+            ready=ready,
+            start_bound_s=self.wait_s,
+        )
         return end - start
 
     async def toggle_mask(self) -> float:
@@ -186,25 +206,31 @@ class Session:
         # the note's state before the click is the switch's (the note may not be drawn yet on a page still drawing)
         switch = self.page.get_by_role("switch", name=MAIN_ATTENTION)
         had_note = await switch.is_checked()
-        await self.page.wait_for_function(NOTE_SHOWN_IS, arg=[MASK_NOTE, had_note], polling=100,
-                                          timeout=self.wait_s * 1000)  # untimed: the page shows its current state
+        await self.page.wait_for_function(
+            NOTE_SHOWN_IS, arg=[MASK_NOTE, had_note], polling=100, timeout=self.wait_s * 1000
+        )  # untimed: the page shows its current state
         start = time.monotonic()
         # a click event on the switch itself: a click at its position could land elsewhere while charts above it
         # are still being laid out (the page moves under the pointer)
         await switch.dispatch_event("click")
         try:
-            await self.page.wait_for_function(NOTE_FLIPPED, arg=[MASK_NOTE, had_note], polling=100,
-                                              timeout=self.wait_s * 1000)
+            await self.page.wait_for_function(
+                NOTE_FLIPPED, arg=[MASK_NOTE, had_note], polling=100, timeout=self.wait_s * 1000
+            )
         except Exception:  # noqa: BLE001 - playwright's timeout, said in our words
-            raise _app.BenchmarkError(f"the causal-mask note did not {'go' if had_note else 'come'} within "
-                                      f"{self.wait_s:.0f} s of the click") from None
+            raise _app.BenchmarkError(
+                f"the causal-mask note did not {'go' if had_note else 'come'} within {self.wait_s:.0f} s of the click"
+            ) from None
         return time.monotonic() - start
 
     async def drawn(self) -> None:
         """Wait (untimed) until the app is not running and this tab has drawn everything: its main thread idle."""
         await self.page.wait_for_function(
             "() => document.querySelector('[data-testid=\"stApp\"]')?.getAttribute('data-test-script-state') "
-            "=== 'notRunning'", polling=200, timeout=self.wait_s * 1000)
+            "=== 'notRunning'",
+            polling=200,
+            timeout=self.wait_s * 1000,
+        )
         await asyncio.wait_for(self.page.evaluate(TAB_DRAWN), timeout=self.wait_s)
 
     async def error_boxes(self, allowed: str | None = None) -> list[str]:
@@ -217,16 +243,21 @@ class Session:
         press that lands while the page is still drawing the slider is lost (no run at all: seen with six sessions
         opening the Training page at once), so a press that starts no run within 20 s is made again, up to three
         times; a late run of an earlier press counts as the answer."""
-        slider = (self.page.locator("[data-testid='stSlider']").filter(has=self.page.get_by_text(label, exact=True))
-                  .get_by_role("slider").first)
+        slider = (
+            self.page.locator("[data-testid='stSlider']")
+            .filter(has=self.page.get_by_text(label, exact=True))
+            .get_by_role("slider")
+            .first
+        )
         await _app.read_state_async(self.page, self.log)
         before = self.log.count
         for _ in range(3):
             await slider.focus()
             start = time.monotonic()
             await self.page.keyboard.press("End")
-            await _app.wait_settled_async(self.page, self.log, started=start, after=before, timeout_s=self.wait_s,
-                                          start_bound_s=20)
+            await _app.wait_settled_async(
+                self.page, self.log, started=start, after=before, timeout_s=self.wait_s, start_bound_s=20
+            )
             if any(state != "notRunning" for state in self.log.changed_since(before)):
                 return
         raise _app.BenchmarkError(f"the {label!r} slider did not move after three presses of End")
@@ -279,8 +310,17 @@ class Benchmark:
     def timing_lines(self) -> int:
         return len(self.app.timings.read_text().splitlines()) if self.app.timings.exists() else 0
 
-    async def attention_visit(self, browser, toggles: int, opens: Row, flips: Row, keep: list | None = None,
-                              via: str = "url", ready: asyncio.Event | None = None, home: list | None = None):
+    async def attention_visit(
+        self,
+        browser,
+        toggles: int,
+        opens: Row,
+        flips: Row,
+        keep: list | None = None,
+        via: str = "url",
+        ready: asyncio.Event | None = None,
+        home: list | None = None,
+    ):
         """A session opens Attention and flips the toggle; errors are counted, not raised.
 
         ``via="url"``: a fresh browser context goes to /attention (it loads all of Streamlit's and Plotly's
@@ -362,10 +402,18 @@ class Benchmark:
     async def phase_class(self, browser) -> None:
         n = self.args.sessions
         start_label = START_PAGES[self.args.start][1]
-        opens = Row("b", f"{n} sessions open Attention at once from the sidebar (the class on {start_label})",
-                    budget="p95 ≤ 15 s, 0 errors", check=p95_within(15, errors_too=True))
-        flips = Row("b", f"{n} sessions: toggle the causal mask", budget="p95 ≤ 3 s, 0 errors",
-                    check=p95_within(3, errors_too=True))
+        opens = Row(
+            "b",
+            f"{n} sessions open Attention at once from the sidebar (the class on {start_label})",
+            budget="p95 ≤ 15 s, 0 errors",
+            check=p95_within(15, errors_too=True),
+        )
+        flips = Row(
+            "b",
+            f"{n} sessions: toggle the causal mask",
+            budget="p95 ≤ 3 s, 0 errors",
+            check=p95_within(3, errors_too=True),
+        )
         home: list[float] = []
         everyone_home = asyncio.Event()
         open_sessions: list[Session] = []
@@ -376,28 +424,53 @@ class Benchmark:
             await asyncio.sleep(2.0)
             everyone_home.set()
 
-        on_page = Row("b", f"{n} sessions on Attention, every tab done drawing: all flip the toggle at once",
-                      budget="p95 ≤ 3 s, 0 errors", check=p95_within(3, errors_too=True))
+        on_page = Row(
+            "b",
+            f"{n} sessions on Attention, every tab done drawing: all flip the toggle at once",
+            budget="p95 ≤ 3 s, 0 errors",
+            check=p95_within(3, errors_too=True),
+        )
         try:  # every tab stays open until the whole class is done, as in a classroom
-            await asyncio.gather(class_ready(), *[
-                self.attention_visit(browser, self.args.toggles, opens, flips, keep=open_sessions, via="sidebar",
-                                     ready=everyone_home, home=home) for _ in range(n)])
+            await asyncio.gather(
+                class_ready(),
+                *[
+                    self.attention_visit(
+                        browser,
+                        self.args.toggles,
+                        opens,
+                        flips,
+                        keep=open_sessions,
+                        via="sidebar",
+                        ready=everyone_home,
+                        home=home,
+                    )
+                    for _ in range(n)
+                ],
+            )
             await self.flip_together([session for session in open_sessions if session.ok], on_page)
         finally:
             for session in open_sessions:
                 await session.close()
-        opens.note = (f"{start_label} opened first, at once too: p50 {_app.fmt_s(_app.quantile(sorted(home), 0.5))}"
-                      if home else "")
+        opens.note = (
+            f"{start_label} opened first, at once too: p50 {_app.fmt_s(_app.quantile(sorted(home), 0.5))}"
+            if home
+            else ""
+        )
         flips.note = "each as soon as its own page opened, while the other tabs still draw theirs"
         self.add(opens)
         self.add(flips)
         self.add(on_page)
-        by_url = Row("b", f"{n} sessions open /attention at once in fresh browsers (each loads Streamlit's and "
-                          "Plotly's JavaScript)", budget="p95 ≤ 15 s, 0 errors", check=p95_within(15, errors_too=True))
+        by_url = Row(
+            "b",
+            f"{n} sessions open /attention at once in fresh browsers (each loads Streamlit's and Plotly's JavaScript)",
+            budget="p95 ≤ 15 s, 0 errors",
+            check=p95_within(15, errors_too=True),
+        )
         open_sessions = []
         try:
-            await asyncio.gather(*[self.attention_visit(browser, 0, by_url, Row("b", ""), keep=open_sessions)
-                                   for _ in range(n)])
+            await asyncio.gather(
+                *[self.attention_visit(browser, 0, by_url, Row("b", ""), keep=open_sessions) for _ in range(n)]
+            )
         finally:
             for session in open_sessions:
                 await session.close()
@@ -415,8 +488,9 @@ class Benchmark:
                 self.problem(f"b: the tabs did not finish drawing Attention: {describe(error)}")
                 return
             await asyncio.sleep(self.args.think)
-            await self.all_at_once(row, [session.toggle_mask() for session in sessions],
-                                   "b: toggling the mask with the class on the page")
+            await self.all_at_once(
+                row, [session.toggle_mask() for session in sessions], "b: toggling the mask with the class on the page"
+            )
 
     async def all_at_once(self, row: Row, actions: list, what: str) -> None:
         """Run the sessions' ``actions`` at the same moment: each one's seconds is a sample of ``row``, each
@@ -438,8 +512,9 @@ class Benchmark:
         with _app.App(str(work / "reference.py"), _app.free_port(self.args.port + 10)) as reference:
             sessions = [Session(browser, reference.url, self.args.wait) for _ in range(n)]
             try:
-                await self.all_at_once(row, [session.open("", "Size") for session in sessions],
-                                       "b: the bare reference page")
+                await self.all_at_once(
+                    row, [session.open("", "Size") for session in sessions], "b: the bare reference page"
+                )
             finally:
                 for session in sessions:
                     await session.close()
@@ -457,13 +532,19 @@ class Benchmark:
 
     async def phase_training(self, browser) -> None:
         trainer_open = Row("c", "Training page open (the 2 trainers, 4 watchers)")
-        fresh = Row("c", f"a new student opens Attention from the sidebar ({START_PAGES[self.args.start][1]} open) "
-                         "while 2 runs train and 6 tabs watch", budget="each ≤ 8 s", check=each_within(8))
+        fresh = Row(
+            "c",
+            f"a new student opens Attention from the sidebar ({START_PAGES[self.args.start][1]} open) "
+            "while 2 runs train and 6 tabs watch",
+            budget="each ≤ 8 s",
+            check=each_within(8),
+        )
         fresh_url = Row("c", "… or opens /attention in a fresh browser", budget="each ≤ 8 s", check=each_within(8))
         fresh_flips = Row("c", "fresh session: toggle the causal mask")
         trainers = [self.session(browser) for _ in range(2)]
         watchers = [self.session(browser) for _ in range(4)]
         try:
+
             async def trainer(session: Session) -> str:
                 trainer_open.samples.append(await session.open("training", TRAINING_MAIN))
                 return await self.start_long_run(session)
@@ -474,8 +555,10 @@ class Benchmark:
                     trainer_open.errors += 1
                     self.problem(f"c: a trainer could not start its run: {describe(result)}")
                 elif "waiting" in result:
-                    self.problem(f"c: a run waits instead of training ({result[:120]}): the server trains fewer "
-                                 "than 2 runs at once (LLMVIZ_MAX_JOBS)")
+                    self.problem(
+                        f"c: a run waits instead of training ({result[:120]}): the server trains fewer "
+                        "than 2 runs at once (LLMVIZ_MAX_JOBS)"
+                    )
             for session in watchers:
                 try:
                     trainer_open.samples.append(await session.open("training", TRAINING_MAIN))
@@ -514,24 +597,31 @@ class Benchmark:
         if not self.app.timings.exists():
             return
         lines = [json.loads(line) for line in self.app.timings.read_text().splitlines()[first_line:] if line.strip()]
-        live = [x for x in lines if x["rerun"] and (x["section"].startswith("training.")
-                                                    or x["section"] == "sidebar.jobs")]
+        live = [
+            x for x in lines if x["rerun"] and (x["section"].startswith("training.") or x["section"] == "sidebar.jobs")
+        ]
         pages = [x for x in lines if x["section"] == "page:training"]
         seconds = sum(x["seconds"] for x in live + pages)
         parts = {}
         for x in live + pages:
             count, total = parts.get(x["section"], (0, 0.0))
             parts[x["section"]] = (count + 1, total + x["seconds"])
-        self.watching = (f"While (c)'s fresh sessions opened Attention ({window_s:.0f} s), the watching tabs cost "
-                         f"{seconds:.1f} s of server time ({seconds / max(window_s, 1e-9):.2f} s per second; wall "
-                         "time inside the script runs, so it includes waiting for the CPU): "
-                         + ", ".join(f"{name} ×{count} ({total:.1f} s)" for name, (count, total) in sorted(parts.items())))
+        self.watching = (
+            f"While (c)'s fresh sessions opened Attention ({window_s:.0f} s), the watching tabs cost "
+            f"{seconds:.1f} s of server time ({seconds / max(window_s, 1e-9):.2f} s per second; wall "
+            "time inside the script runs, so it includes waiting for the CPU): "
+            + ", ".join(f"{name} ×{count} ({total:.1f} s)" for name, (count, total) in sorted(parts.items()))
+        )
         print(self.watching, flush=True)
 
     async def phase_share(self, browser) -> None:
-        row = Row("d", "one session presses Train 3 times: the third is refused with a reason (seconds: the first two "
-                       "presses, until the page settled)",
-                  budget="refused, says why", check=lambda r: r.note.startswith("refused"))
+        row = Row(
+            "d",
+            "one session presses Train 3 times: the third is refused with a reason (seconds: the first two "
+            "presses, until the page settled)",
+            budget="refused, says why",
+            check=lambda r: r.note.startswith("refused"),
+        )
         session = self.session(browser)
         try:
             await session.open("training", TRAINING_MAIN)
@@ -569,13 +659,13 @@ class Benchmark:
 
         async with async_playwright() as playwright:
             try:
-                browser = await playwright.chromium.launch(executable_path=_app.CHROMIUM, headless=True,
-                                                           args=_app.CHROMIUM_ARGS)
+                browser = await playwright.chromium.launch(
+                    executable_path=_app.CHROMIUM, headless=True, args=_app.CHROMIUM_ARGS
+                )
             except Exception as error:  # noqa: BLE001
                 raise _app.launch_failed(error) from None
             try:
-                phases = {"a": self.phase_alone, "b": self.phase_class, "c": self.phase_training,
-                          "d": self.phase_share}
+                phases = {"a": self.phase_alone, "b": self.phase_class, "c": self.phase_training, "d": self.phase_share}
                 for name in self.args.phases:
                     print(f"phase ({name})…", flush=True)
                     await phases[name](browser)
@@ -587,8 +677,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=20, help="sessions opening Attention at once in (b)")
     parser.add_argument("--toggles", type=int, default=2, help="toggle clicks per session in (a) and (b)")
-    parser.add_argument("--from", dest="start", choices=sorted(START_PAGES), default="embeddings",
-                        help="the page the class has open before it opens Attention from the sidebar in (b) and (c)")
+    parser.add_argument(
+        "--from",
+        dest="start",
+        choices=sorted(START_PAGES),
+        default="embeddings",
+        help="the page the class has open before it opens Attention from the sidebar in (b) and (c)",
+    )
     parser.add_argument("--fresh", type=int, default=3, help="fresh sessions opening Attention in (c)")
     parser.add_argument("--think", type=float, default=1.0, help="seconds between two clicks of one student")
     parser.add_argument("--phases", default="abcd", help="which phases, e.g. ab or a,c")
@@ -617,13 +712,17 @@ def main() -> None:
             cut_short = " — interrupted"
         tracebacks = app.server_errors()
     print()
-    print(f"A classroom on one server: server and headless chromium on this machine, one browser context per "
-          f"session{cut_short}.")
+    print(
+        f"A classroom on one server: server and headless chromium on this machine, one browser context per "
+        f"session{cut_short}."
+    )
     for line in _app.machine(load_before):
         print(line)
-    print(f"Settings: LLMVIZ_MAX_JOBS={_env('LLMVIZ_MAX_JOBS', 'CPU cores')}, "
-          f"LLMVIZ_RUNS_PER_SESSION={_env('LLMVIZ_RUNS_PER_SESSION', '1')}; {args.toggles} toggle(s) per session, "
-          f"{args.think:g} s apart; total {time.monotonic() - started:.0f} s.\n")
+    print(
+        f"Settings: LLMVIZ_MAX_JOBS={_env('LLMVIZ_MAX_JOBS', 'CPU cores')}, "
+        f"LLMVIZ_RUNS_PER_SESSION={_env('LLMVIZ_RUNS_PER_SESSION', '1')}; {args.toggles} toggle(s) per session, "
+        f"{args.think:g} s apart; total {time.monotonic() - started:.0f} s.\n"
+    )
     print(_app.table(HEADER, [row.cells() for row in benchmark.rows]))
     if benchmark.watching:
         print("\n" + benchmark.watching)

@@ -48,6 +48,7 @@ import _app  # noqa: E402
 PAGE_MS = 300  # a page open, warm caches, shipped GPT
 SECTION_MS = 150  # a section rerun
 
+
 @dataclass
 class Action:
     """One widget change: what a student does (``do(page, repeat)``: a new value each repeat) and the section
@@ -66,44 +67,58 @@ def main_area(page):
 
 def slider_step(label: str, index: int = 0):
     """Step the slider right on even repeats and left on odd ones (left first when it is at its maximum)."""
+
     def do(page, repeat: int):
-        thumb = (page.locator("[data-testid='stSlider']").filter(has=page.get_by_text(label, exact=True))
-                 .get_by_role("slider").nth(index))
+        thumb = (
+            page.locator("[data-testid='stSlider']")
+            .filter(has=page.get_by_text(label, exact=True))
+            .get_by_role("slider")
+            .nth(index)
+        )
         value, top = thumb.get_attribute("aria-valuenow"), thumb.get_attribute("aria-valuemax")
         at_max = value is not None and top is not None and float(value) >= float(top)
         thumb.focus()
         page.keyboard.press("ArrowLeft" if (repeat % 2 == 0) == at_max else "ArrowRight")
+
     return do
 
 
 def click_text(text: str):
     """Click a toggle's (or checkbox's) label: it flips every time."""
+
     def do(page, repeat: int):
         main_area(page).get_by_text(text, exact=True).first.click()
+
     return do
 
 
 def choose_radio(*options: str):
     """Click ``options[repeat % len(options)]``: list them so that each differs from the one before (the first
     from the default)."""
+
     def do(page, repeat: int):
         main_area(page).get_by_text(options[repeat % len(options)], exact=True).first.click()
+
     return do
 
 
 def fill(label: str, *values: str, area: bool = False):
     """Type ``values[repeat % len(values)]`` into the text box ``label`` and submit it (Ctrl+Enter in a text area)."""
+
     def do(page, repeat: int):
         box = main_area(page).get_by_label(label, exact=True).first
         box.fill(values[repeat % len(values)])
         box.press("Control+Enter" if area else "Enter")
+
     return do
 
 
 def click_button(prefix: str):
     """A button whose every press changes the state (e.g. take one more sampled token)."""
+
     def do(page, repeat: int):
         main_area(page).get_by_role("button", name=re.compile("^" + re.escape(prefix))).first.click()
+
     return do
 
 
@@ -114,8 +129,12 @@ def train_small_bpe(page):
 
 
 def _set_slider(page, label: str, key: str) -> None:
-    thumb = (page.locator("[data-testid='stSlider']").filter(has=page.get_by_text(label, exact=True))
-             .get_by_role("slider").first)
+    thumb = (
+        page.locator("[data-testid='stSlider']")
+        .filter(has=page.get_by_text(label, exact=True))
+        .get_by_role("slider")
+        .first
+    )
     thumb.focus()
     page.keyboard.press(key)
     settle(page)
@@ -154,24 +173,41 @@ ACTIONS: dict[str, list[Action]] = {
         Action("attention.toy", "toggle the causal mask", click_text("Causal mask")),
         Action("attention.head", "layer slider (picked GPT)", slider_step("Layer", 0)),
         # step 0 vs N follows the layer slider above it, and MiniLM runs only once its lazy section is opened
-        Action("attention.sentence", "a new sentence",
-               fill("Sentence", "The cat sat on the mat because it was tired", "A class is a blueprint for objects",
-                    "The loop ends when the condition is false")),
+        Action(
+            "attention.sentence",
+            "a new sentence",
+            fill(
+                "Sentence",
+                "The cat sat on the mat because it was tired",
+                "A class is a blueprint for objects",
+                "The loop ends when the condition is false",
+            ),
+        ),
     ],
     "tokens": [
         Action("tokens.side_by_side", "ids under the tokens on/off", click_text("Show the ids under the tokens")),
         Action("tokens.pairs", "context size slider", slider_step("Context size")),
-        Action("tokens.replay", "replay slider (after training a BPE)", slider_step("Merges applied"),
-               setup=train_small_bpe),
+        Action(
+            "tokens.replay",
+            "replay slider (after training a BPE)",
+            slider_step("Merges applied"),
+            setup=train_small_bpe,
+        ),
     ],
     "embeddings": [
         Action("embeddings.cosine", "compare another pair", choose_radio("v₁ and v₃", "v₁ and v₂")),
         Action("embeddings.projection", "2D/3D PCA", choose_radio("3D PCA", "2D PCA")),
-        Action("embeddings.tokens", "nearest neighbours of a new token",
-               fill("Nearest neighbours of", " class", " def", " import")),
+        Action(
+            "embeddings.tokens",
+            "nearest neighbours of a new token",
+            fill("Nearest neighbours of", " class", " def", " import"),
+        ),
         Action("embeddings.sinusoidal", "positions slider", slider_step("Positions")),
-        Action("embeddings.token_plus_position", "a new sentence",
-               fill("Sentence", "while True: pass", "x = [i for i in range(3)]", "import os")),
+        Action(
+            "embeddings.token_plus_position",
+            "a new sentence",
+            fill("Sentence", "while True: pass", "x = [i for i in range(3)]", "import os"),
+        ),
     ],
     "sampling": [
         Action("sampling.generate", "tokens-to-generate slider", slider_step("Tokens to generate", 0)),
@@ -180,29 +216,64 @@ ACTIONS: dict[str, list[Action]] = {
         Action("sampling.distribution", "temperature", slider_step("Temperature")),
     ],
     "model": [
-        Action("model.inside", "a new sentence",
-               fill("A sentence", "The while statement repeats a block", "Every object has an identity",
-                    "A function returns a value")),
+        Action(
+            "model.inside",
+            "a new sentence",
+            fill(
+                "A sentence",
+                "The while statement repeats a block",
+                "Every object has an identity",
+                "A function returns a value",
+            ),
+        ),
     ],
     "inside": [
-        Action("inside.lens", "logit lens: a new sentence",
-               fill("A sentence", "The for statement iterates over a list", "Every object has a type",
-                    "The return statement leaves the function")),
+        Action(
+            "inside.lens",
+            "logit lens: a new sentence",
+            fill(
+                "A sentence",
+                "The for statement iterates over a list",
+                "Every object has a type",
+                "The return statement leaves the function",
+            ),
+        ),
         Action("inside.heads", "head detector: another detector", choose_radio("previous token", "induction")),
-        Action("inside.loss", "loss on every token: new text",
-               fill("Any text", "Every object has an identity, a type and a value.",
-                    "The if statement is used for conditional execution.",
-                    "A module can contain executable statements.", area=True)),
+        Action(
+            "inside.loss",
+            "loss on every token: new text",
+            fill(
+                "Any text",
+                "Every object has an identity, a type and a value.",
+                "The if statement is used for conditional execution.",
+                "A module can contain executable statements.",
+                area=True,
+            ),
+        ),
     ],
     "training": [
-        Action("page:training", "no run: positions per sequence (a whole-page widget)",
-               slider_step("Positions per sequence")),
-        Action("page:training", "a finished run: open Training from the sidebar", click_training_link,
-               setup=lambda page: (train_short_run(page), reopen_training(page))),
-        Action("training.all_runs", "a finished run: smooth the training curves", slider_step("Smooth the training curves")),
+        Action(
+            "page:training",
+            "no run: positions per sequence (a whole-page widget)",
+            slider_step("Positions per sequence"),
+        ),
+        Action(
+            "page:training",
+            "a finished run: open Training from the sidebar",
+            click_training_link,
+            setup=lambda page: (train_short_run(page), reopen_training(page)),
+        ),
+        Action(
+            "training.all_runs", "a finished run: smooth the training curves", slider_step("Smooth the training curves")
+        ),
         Action("training.all_runs", "a finished run: validation loss on/off", click_text("Show validation loss")),
-        Action("training.all_runs", "a run training: smooth the training curves",
-               slider_step("Smooth the training curves"), setup=start_long_run, live=True),
+        Action(
+            "training.all_runs",
+            "a run training: smooth the training curves",
+            slider_step("Smooth the training curves"),
+            setup=start_long_run,
+            live=True,
+        ),
     ],
 }
 extra_actions: dict[str, list[Action]] = {}  # hook: e.g. extra_actions["attention"].append(Action(...))
@@ -217,8 +288,14 @@ def state_of(page) -> _app.StateLog:
 
 
 def settle(page, live: bool = False, started: float | None = None, after: int | None = None) -> float:
-    return _app.wait_settled(page, _app.read_state(page, state_of(page)), started=started or time.monotonic(),
-                             after=after, live=live, timeout_s=300)
+    return _app.wait_settled(
+        page,
+        _app.read_state(page, state_of(page)),
+        started=started or time.monotonic(),
+        after=after,
+        live=live,
+        timeout_s=300,
+    )
 
 
 def read_log(log: Path) -> list[dict]:
@@ -295,8 +372,17 @@ class Row:
             verdict = f"**no** ({'the whole page reran' if self.kind == 'full' else self.kind})"
         else:
             verdict = "yes" if statistics.median(self.samples) * 1000 <= self.budget_ms else "**no**"
-        return [self.page, self.what, self.change + (f" ({self.note})" if self.note else ""), median, top,
-                str(len(self.samples)), self.kind, f"≤ {self.budget_ms} ms" if self.budget_ms else "-", verdict]
+        return [
+            self.page,
+            self.what,
+            self.change + (f" ({self.note})" if self.note else ""),
+            median,
+            top,
+            str(len(self.samples)),
+            self.kind,
+            f"≤ {self.budget_ms} ms" if self.budget_ms else "-",
+            verdict,
+        ]
 
 
 HEADER = ["page", "what", "change", "server ms (median)", "max", "n", "reran", "budget", "met (median)"]
@@ -326,8 +412,16 @@ def measure_reference(browser, args, rows: list[Row], work: Path) -> None:
         page = new_page(browser)
         try:
             first = timed(page, app.timings, lambda p: p.goto(app.url + "/"))
-            record(rows, Row("reference", "open", "bare page: import torch + one heatmap",
-                             [first[-1]["seconds"]] if first else [], "page"))
+            record(
+                rows,
+                Row(
+                    "reference",
+                    "open",
+                    "bare page: import torch + one heatmap",
+                    [first[-1]["seconds"]] if first else [],
+                    "page",
+                ),
+            )
             step = slider_step("Size")
             reruns = []
             for repeat in range(args.repeats):
@@ -350,8 +444,7 @@ def measure_page(browser, app: _app.App, name: str, args, rows: list[Row], query
         for _ in range(args.repeats):  # a reload is a new browser session: a student opening the page
             lines = timed(page, log, lambda p: p.reload())
             warm += [x["seconds"] for x in lines if x["section"].startswith("page:")][-1:]
-        record(rows, Row(name, "open (warm)", "the page opened again, a new session", warm, "page",
-                         budget_ms=PAGE_MS))
+        record(rows, Row(name, "open (warm)", "the page opened again, a new session", warm, "page", budget_ms=PAGE_MS))
         for action in ACTIONS.get(name, []) + extra_actions.get(name, []):
             budget = PAGE_MS if action.section.startswith("page:") else SECTION_MS
             try:
@@ -360,16 +453,27 @@ def measure_page(browser, app: _app.App, name: str, args, rows: list[Row], query
                     settle(page, live=action.live)
                 samples, kinds = [], set()
                 for repeat in range(args.repeats):
-                    lines = timed(page, log, lambda p, r=repeat, a=action: a.do(p, r),
-                                  expect=action.section, live=action.live)
+                    lines = timed(
+                        page, log, lambda p, r=repeat, a=action: a.do(p, r), expect=action.section, live=action.live
+                    )
                     seconds, kind = describe(lines, action.section, action.live)
                     if seconds is not None:
                         samples.append(seconds)
                     kinds.add(kind)
                 record(rows, Row(name, action.section, action.what, samples, "/".join(sorted(kinds)), budget))
             except Exception as error:  # noqa: BLE001 - a missing widget must not end the whole table
-                record(rows, Row(name, action.section, action.what, [], "-", budget,
-                                 note=f"failed: {type(error).__name__}: {str(error).splitlines()[0][:120]}"))
+                record(
+                    rows,
+                    Row(
+                        name,
+                        action.section,
+                        action.what,
+                        [],
+                        "-",
+                        budget,
+                        note=f"failed: {type(error).__name__}: {str(error).splitlines()[0][:120]}",
+                    ),
+                )
         if name == "training":
             live_costs(page, log, rows)
         for box in errors_on(page):
@@ -388,12 +492,23 @@ def live_costs(page, log: Path, rows: list[Row], watch_s: float = 20.0) -> None:
     lines = read_log(log)[before:]
     for section in sorted({x["section"] for x in lines}):
         runs = [x["seconds"] for x in lines if x["section"] == section and (x["rerun"] or section.startswith("page:"))]
-        what = ("the whole page reruns to follow the run's newest snapshot" if section.startswith("page:")
-                else "a live refresh while a run trains")
+        what = (
+            "the whole page reruns to follow the run's newest snapshot"
+            if section.startswith("page:")
+            else "a live refresh while a run trains"
+        )
         if runs:
-            record(rows, Row("training", section, f"{what} ({len(runs)} in {watch_s:.0f} s, nothing touched)",
-                             runs, "page" if section.startswith("page:") else "fragment",
-                             PAGE_MS if section.startswith("page:") else SECTION_MS))
+            record(
+                rows,
+                Row(
+                    "training",
+                    section,
+                    f"{what} ({len(runs)} in {watch_s:.0f} s, nothing touched)",
+                    runs,
+                    "page" if section.startswith("page:") else "fragment",
+                    PAGE_MS if section.startswith("page:") else SECTION_MS,
+                ),
+            )
     for button in main_area(page).get_by_role("button", name="Stop").all():
         try:
             button.click(timeout=10_000)
@@ -439,12 +554,16 @@ def main() -> None:
         finally:
             browser.close()
 
-    print(f"\nServer time per page open and per widget change, headless chromium, median of {args.repeats} "
-          f"(each repeat sets a new value).")
+    print(
+        f"\nServer time per page open and per widget change, headless chromium, median of {args.repeats} "
+        f"(each repeat sets a new value)."
+    )
     for line in _app.machine(load_before):
         print(line)
-    print(f"Model: {args.model or 'the default (shipped GPT)'}. Budgets (issue 26): a page open ≤ {PAGE_MS} ms "
-          f"(warm caches, shipped GPT), a section rerun ≤ {SECTION_MS} ms.\n")
+    print(
+        f"Model: {args.model or 'the default (shipped GPT)'}. Budgets (issue 26): a page open ≤ {PAGE_MS} ms "
+        f"(warm caches, shipped GPT), a section rerun ≤ {SECTION_MS} ms.\n"
+    )
     print(_app.table(HEADER, [row.cells() for row in rows]))
     if tracebacks:
         print(f"\nThe server printed {len(tracebacks)} traceback(s), e.g. {'; '.join(tracebacks[:3])[:400]}")

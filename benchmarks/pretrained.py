@@ -1,6 +1,6 @@
 """Sentence embeddings per second: llmviz's MiniLM vs sentence-transformers' encode, same sentences, CPU.
 
-    python benchmarks/pretrained.py [--sentences 512] [--batch 64]
+python benchmarks/pretrained.py [--sentences 512] [--batch 64]
 """
 
 import argparse
@@ -48,8 +48,10 @@ def main() -> None:
     print("-" * 60)
     print(f"{'llmviz MiniLM':<34} | {ours_time:8.3f} | {len(sentences) / ours_time:11.1f}")
     print(f"{'sentence-transformers encode':<34} | {reference_time:8.3f} | {len(sentences) / reference_time:11.1f}")
-    print(f"\nllmviz / reference speed = {reference_time / ours_time:.2f}× (target ≥ 0.8×); "
-          f"largest embedding difference {float(difference):.1e}")
+    print(
+        f"\nllmviz / reference speed = {reference_time / ours_time:.2f}× (target ≥ 0.8×); "
+        f"largest embedding difference {float(difference):.1e}"
+    )
 
 
 if __name__ == "__main__":

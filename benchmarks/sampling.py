@@ -25,8 +25,9 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 
 def run(model, ids, tokens, use_cache, temperature):
     start = time.perf_counter()
-    out = [r.token for r in generate(model, ids, tokens, temperature=temperature, top_k=20, seed=0,
-                                     use_kv_cache=use_cache)]
+    out = [
+        r.token for r in generate(model, ids, tokens, temperature=temperature, top_k=20, seed=0, use_kv_cache=use_cache)
+    ]
     return time.perf_counter() - start, out
 
 
@@ -36,10 +37,14 @@ def main() -> None:
     args = parser.parse_args()
     model, tokenizer, _ = load_checkpoint(DATA / "gpt-python-docs")
     ids = tokenizer.encode("The for statement")
-    print(f"shipped GPT: context {model.config.context_length}, prompt {len(ids)} tokens, {args.tokens} new tokens, "
-          f"CPU {torch.get_num_threads()} threads\n")
+    print(
+        f"shipped GPT: context {model.config.context_length}, prompt {len(ids)} tokens, {args.tokens} new tokens, "
+        f"CPU {torch.get_num_threads()} threads\n"
+    )
     inside = model.config.context_length - len(ids)
-    print(f"{'tokens':>6} | {'decoding':<8} | {'no cache (s)':>12} | {'KV cache (s)':>12} | {'speed-up':>8} | identical")
+    print(
+        f"{'tokens':>6} | {'decoding':<8} | {'no cache (s)':>12} | {'KV cache (s)':>12} | {'speed-up':>8} | identical"
+    )
     print("-" * 75)
     for tokens in (args.tokens, inside):
         for temperature in (0.0, 0.8):

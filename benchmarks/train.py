@@ -44,9 +44,19 @@ def sync(device: str) -> None:
 def hf_model(config: GPTConfig):
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    hf_config = GPT2Config(vocab_size=config.vocab_size, n_positions=config.context_length, n_embd=config.d_model,
-                           n_layer=config.n_layers, n_head=config.n_heads, resid_pdrop=0.0, embd_pdrop=0.0,
-                           attn_pdrop=0.0, tie_word_embeddings=False, bos_token_id=0, eos_token_id=0)
+    hf_config = GPT2Config(
+        vocab_size=config.vocab_size,
+        n_positions=config.context_length,
+        n_embd=config.d_model,
+        n_layer=config.n_layers,
+        n_head=config.n_heads,
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        tie_word_embeddings=False,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
     hf_config._attn_implementation = "sdpa"
     return GPT2LMHeadModel(hf_config)
 
@@ -64,8 +74,13 @@ def time_steps(step, batches, device: str) -> float:
 
 def bench(name: str, config: GPTConfig, batch: int, steps: int, device: str, peak: float) -> None:
     torch.manual_seed(0)
-    batches = [(torch.randint(0, config.vocab_size, (batch, config.context_length), device=device),
-                torch.randint(0, config.vocab_size, (batch, config.context_length), device=device)) for _ in range(steps)]
+    batches = [
+        (
+            torch.randint(0, config.vocab_size, (batch, config.context_length), device=device),
+            torch.randint(0, config.vocab_size, (batch, config.context_length), device=device),
+        )
+        for _ in range(steps)
+    ]
     ours = GPT(config).to(device)
     ours_optimizer = torch.optim.AdamW(ours.parameters(), lr=1e-3)
     hf = hf_model(config).to(device)
@@ -93,17 +108,23 @@ def bench(name: str, config: GPTConfig, batch: int, steps: int, device: str, pea
     tokens = batch * config.context_length
     n_params = sum(p.numel() for p in ours.parameters())
     flops = 6 * n_params * tokens + 12 * config.n_layers * config.context_length * config.d_model * tokens
-    rows = [("llmviz GPT (intermediates off)", time_steps(step_ours, batches, device)),
-            ("HF GPT2LMHeadModel (sdpa)", time_steps(step_hf, batches, device)),
-            ("llmviz GPT (every intermediate recorded)", time_steps(step_ours_recording, batches, device))]
+    rows = [
+        ("llmviz GPT (intermediates off)", time_steps(step_ours, batches, device)),
+        ("HF GPT2LMHeadModel (sdpa)", time_steps(step_hf, batches, device)),
+        ("llmviz GPT (every intermediate recorded)", time_steps(step_ours_recording, batches, device)),
+    ]
     print(f"\n{name}: {n_params:,} parameters, {tokens:,} tokens per step, {steps} timed steps on {device}")
     print(f"{'model':<42} | {'ms/step':>8} | {'tokens/s':>10} | {'GFLOP/s':>8} | {'% of peak':>9}")
     print("-" * 90)
     for label, seconds in rows:
         achieved = flops / seconds / 1e9
-        print(f"{label:<42} | {seconds * 1e3:8.1f} | {tokens / seconds:10,.0f} | {achieved:8.1f} | {achieved / peak:8.1%}")
-    print(f"llmviz step rate / HF step rate = {rows[1][1] / rows[0][1]:.2f}×;  "
-          f"recording intermediates costs {rows[2][1] / rows[0][1]:.2f}×")
+        print(
+            f"{label:<42} | {seconds * 1e3:8.1f} | {tokens / seconds:10,.0f} | {achieved:8.1f} | {achieved / peak:8.1%}"
+        )
+    print(
+        f"llmviz step rate / HF step rate = {rows[1][1] / rows[0][1]:.2f}×;  "
+        f"recording intermediates costs {rows[2][1] / rows[0][1]:.2f}×"
+    )
 
 
 def main() -> None:
@@ -113,10 +134,22 @@ def main() -> None:
     args = parser.parse_args()
     peak = matmul_peak_gflops(args.device)
     print(f"float32 matmul peak measured here: {peak:,.1f} GFLOP/s ({torch.get_num_threads()} threads)")
-    bench("L4 H4 d128 T128 B16 V1024", GPTConfig(vocab_size=1024, context_length=128, d_model=128, n_heads=4,
-                                                 n_layers=4, dropout=0.0), 16, args.steps, args.device, peak)
-    bench("char-level L2 H4 d64 T32 B32 V27", GPTConfig(vocab_size=27, context_length=32, d_model=64, n_heads=4,
-                                                        n_layers=2, dropout=0.0), 32, args.steps, args.device, peak)
+    bench(
+        "L4 H4 d128 T128 B16 V1024",
+        GPTConfig(vocab_size=1024, context_length=128, d_model=128, n_heads=4, n_layers=4, dropout=0.0),
+        16,
+        args.steps,
+        args.device,
+        peak,
+    )
+    bench(
+        "char-level L2 H4 d64 T32 B32 V27",
+        GPTConfig(vocab_size=27, context_length=32, d_model=64, n_heads=4, n_layers=2, dropout=0.0),
+        32,
+        args.steps,
+        args.device,
+        peak,
+    )
     print("\nTargets: ≥ 0.95× the HF step rate; ≥ 45 % of the measured peak; recording costs ≤ 1.3×.")
 
 

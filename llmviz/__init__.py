@@ -9,11 +9,11 @@ what it computes):
 - :mod:`llmviz.hub` — GPT-2 and Llama-family weights from Hugging Face;
 - :mod:`llmviz.training` — the trainer, checkpoints, losses, snapshots, several processes;
 - :mod:`llmviz.generation` — sampling, beam search, serving;
-- :mod:`llmviz.interpret.lens` — the logit lens, head detectors, the induction run;
-- :mod:`llmviz.lessons.adapting` — LoRA, quantization, fine-tuning, memory savings;
-- :mod:`llmviz.jobs.manager` — training as background jobs in worker processes;
+- :mod:`llmviz.interpret` — the logit lens, head detectors, the induction run;
+- :mod:`llmviz.adapt` — LoRA, quantization, fine-tuning, memory savings;
+- :mod:`llmviz.jobs` — training as background jobs in worker processes;
 - :mod:`llmviz.lessons` — the numbers each stage of the app draws;
-- :mod:`llmviz.cli.main` — ``python -m llmviz``;
+- :mod:`llmviz.cli` — ``python -m llmviz``;
 - :mod:`llmviz.errors`, :mod:`llmviz.device` — errors a user can read, and where tensors live.
 """
 

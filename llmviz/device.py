@@ -49,12 +49,16 @@ def pick_device(override: str | None = None) -> str:
     if kind not in ("cpu", "cuda", "mps") or (index and (kind != "cuda" or not index.isdigit())):
         raise ConfigError(f"Unknown device {override!r}: use auto, cpu, cuda or mps. {on_this_machine}")
     if kind not in devices:
-        raise ConfigError(f"The device {override!r} is not available here"
-                          f"{' (no CUDA GPU, or a CPU-only build of torch)' if kind == 'cuda' else ''}. "
-                          f"{on_this_machine}")
+        raise ConfigError(
+            f"The device {override!r} is not available here"
+            f"{' (no CUDA GPU, or a CPU-only build of torch)' if kind == 'cuda' else ''}. "
+            f"{on_this_machine}"
+        )
     if index and int(index) >= torch.cuda.device_count():
-        raise ConfigError(f"There is no GPU {override!r}: this machine has {torch.cuda.device_count()} "
-                          f"(cuda:0 to cuda:{torch.cuda.device_count() - 1}).")
+        raise ConfigError(
+            f"There is no GPU {override!r}: this machine has {torch.cuda.device_count()} "
+            f"(cuda:0 to cuda:{torch.cuda.device_count() - 1})."
+        )
     return override
 
 

@@ -7,8 +7,24 @@ page one line to show.
 """
 
 import logging
+import sys
 
-logger = logging.getLogger("llmviz")
+logger = logging.getLogger(__name__)
+
+LOG_FORMAT = "%(asctime)s llmviz %(levelname)s %(name)s: %(message)s"
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """One handler for everything llmviz and its app log (loggers ``llmviz.*`` and ``ui.*``), on stderr; the app and
+    the CLI call this once at start. Calling it again changes nothing."""
+    for name in ("llmviz", "ui"):
+        root = logging.getLogger(name)
+        if not any(getattr(handler, "_llmviz", False) for handler in root.handlers):
+            handler = logging.StreamHandler(sys.stderr)
+            handler.setFormatter(logging.Formatter(LOG_FORMAT))
+            handler._llmviz = True  # type: ignore[attr-defined]
+            root.addHandler(handler)
+        root.setLevel(level)
 
 
 class LlmvizError(Exception):
@@ -51,6 +67,7 @@ def log_failure(where: str, error: BaseException) -> str:
     if isinstance(error, LlmvizError):
         logger.warning("%s failed: %s", where, error)
         return str(error)
-    logger.error("%s failed: %s: %s", where, type(error).__name__, error,
-                 exc_info=(type(error), error, error.__traceback__))
+    logger.error(
+        "%s failed: %s: %s", where, type(error).__name__, error, exc_info=(type(error), error, error.__traceback__)
+    )
     return f"{type(error).__name__}: {error}"

@@ -35,13 +35,16 @@ def main() -> None:
     try:
         with running_app("app.py", port=args.port, env=env, timeout_s=90) as server:
             url = server.url
-            link = "training?" + urllib.parse.urlencode({"train_model": "GPT micro (2 layers, d 64)", "steps": args.steps})
+            link = "training?" + urllib.parse.urlencode(
+                {"train_model": "GPT micro (2 layers, d 64)", "steps": args.steps}
+            )
             with sync_playwright() as playwright:
                 browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
                 page = open_page(browser, f"{url}/{link}", viewport=(1400, 1200))
                 main_area(page).get_by_role("button", name="Train", exact=True).click()
                 main_area(page).get_by_text(f"finished · step {args.steps}/{args.steps}", exact=False).first.wait_for(
-                    timeout=900_000)
+                    timeout=900_000
+                )
                 go(page, "Attention")
                 section = main_area(page).get_by_text("Step 0 vs step N", exact=True).first
                 section.scroll_into_view_if_needed()

@@ -28,8 +28,9 @@ for number, stage in enumerate(ui.PIPELINE):
     muted = "" if stage.exists else "opacity:0.45;"
     # the arrow leads the box it points to: a narrow window wraps whole steps, each row after the first starts
     # with the arrow that continues the flow, and no arrow ever points past the last box
-    arrow = ('<div style="align-self:center;font-size:1.1rem;color:#868e96;padding-right:3px">→</div>'
-             if number > 0 else "")
+    arrow = (
+        '<div style="align-self:center;font-size:1.1rem;color:#868e96;padding-right:3px">→</div>' if number > 0 else ""
+    )
     boxes.append(
         f'<div style="flex:1 1 0;min-width:104px;display:flex;{muted}">{arrow}'
         f'<div style="flex:1;min-width:0;border:2px solid #4c6ef5;border-radius:10px;padding:6px 4px;'
@@ -40,17 +41,21 @@ for number, stage in enumerate(ui.PIPELINE):
     )
 st.markdown(
     '<div style="display:flex;flex-wrap:wrap;gap:4px;align-items:stretch;margin:0.5rem 0 0.75rem 0">'
-    + "".join(boxes) + "</div>",
+    + "".join(boxes)
+    + "</div>",
     unsafe_allow_html=True,
 )
 
 links = list(ui.PIPELINE)
 for start in range(0, len(links), 4):  # four links a row: a label like "Loss & training" is never cut
-    for column, stage in zip(st.columns(4), links[start:start + 4]):
+    for column, stage in zip(st.columns(4), links[start : start + 4]):
         with column:
             if stage.exists:
-                st.page_link(str(ui.ROOT / stage.path), label=stage.title if stage.key != "text" else "Text (here)",
-                             icon=stage.icon)
+                st.page_link(
+                    str(ui.ROOT / stage.path),
+                    label=stage.title if stage.key != "text" else "Text (here)",
+                    icon=stage.icon,
+                )
             else:
                 st.markdown(f"{stage.title}  \n:gray[coming soon]")
 
@@ -74,9 +79,12 @@ with right:
 st.subheader("Corpora")
 # one paragraph per corpus, so that every description is read whole (a table's cells cut long text)
 for entry in corpus.list_corpora():
-    offline = ("built in" if not entry.downloadable else
-               "downloaded" if corpus.is_cached(entry.name) else "needs a download")
-    st.markdown(f"**{literal_markdown(entry.title)}** (`{entry.name}`, {offline}): "
-                f"{literal_markdown(entry.description)}  \n"
-                f":gray[Source: {literal_markdown(entry.source)} · licence: {literal_markdown(entry.licence)}]")
+    offline = (
+        "built in" if not entry.downloadable else "downloaded" if corpus.is_cached(entry.name) else "needs a download"
+    )
+    st.markdown(
+        f"**{literal_markdown(entry.title)}** (`{entry.name}`, {offline}): "
+        f"{literal_markdown(entry.description)}  \n"
+        f":gray[Source: {literal_markdown(entry.source)} · licence: {literal_markdown(entry.licence)}]"
+    )
 st.caption(f"Uploads: plain UTF-8 text up to {corpus.MAX_UPLOAD_BYTES // 2**20} MB (sidebar → Corpus → Your own text).")

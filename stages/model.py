@@ -30,11 +30,16 @@ st.header("1. Size a GPT")
 @sections.section("model.size")
 def size_a_gpt() -> None:
     preset_names = list(PRESETS) + ["custom"]
-    preset = st.selectbox("Preset", preset_names, index=0, **share.bind("preset"),
-                          help="gpt2-124m is GPT-2 small as OpenAI published it (Radford et al., 2019): 12 layers, "
-                          "12 heads, d_model 768, a bias in W_Q, W_K, W_V and the output head tied to the token "
-                          "embedding; llama-style, qwen-style and moe-tiny are small models with the choices of Llama, "
-                          "Qwen2 and Mixtral; smollm2-135m-shapes has the sizes of SmolLM2-135M.")
+    preset = st.selectbox(
+        "Preset",
+        preset_names,
+        index=0,
+        **share.bind("preset"),
+        help="gpt2-124m is GPT-2 small as OpenAI published it (Radford et al., 2019): 12 layers, "
+        "12 heads, d_model 768, a bias in W_Q, W_K, W_V and the output head tied to the token "
+        "embedding; llama-style, qwen-style and moe-tiny are small models with the choices of Llama, "
+        "Qwen2 and Mixtral; smollm2-135m-shapes has the sizes of SmolLM2-135M.",
+    )
     base = model_anatomy.published_config(preset) if preset in PRESETS else PRESETS["gpt-mini"]
     if preset == "custom":
         c1, c2, c3 = st.columns(3)
@@ -50,17 +55,37 @@ def size_a_gpt() -> None:
         positions = s1.selectbox("Positions", POSITIONS, format_func=architectures.POSITION_TITLES.get)
         norm = s2.selectbox("Norm", NORMS, format_func=architectures.NORM_TITLES.get)
         mlp_kind = s3.selectbox("MLP", MLP_KINDS, format_func=architectures.MLP_TITLES.get)
-        n_kv_heads = s4.number_input("Key/value heads", 1, 64, n_heads,
-                                     help="As many as the heads: multi-head; fewer: grouped-query; 1: multi-query.")
+        n_kv_heads = s4.number_input(
+            "Key/value heads",
+            1,
+            64,
+            n_heads,
+            help="As many as the heads: multi-head; fewer: grouped-query; 1: multi-query.",
+        )
         n_experts = s4.number_input("Experts (0 = one dense MLP)", 0, 64, 0)
-        values = dict(vocab_size=int(vocab_size), context_length=int(context_length), d_model=d_model,
-                      n_heads=n_heads, n_layers=n_layers, qkv_bias=qkv_bias, bias=bias, positions=positions,
-                      norm=norm, mlp_kind=mlp_kind, n_kv_heads=int(n_kv_heads), n_experts=int(n_experts))
+        values = dict(
+            vocab_size=int(vocab_size),
+            context_length=int(context_length),
+            d_model=d_model,
+            n_heads=n_heads,
+            n_layers=n_layers,
+            qkv_bias=qkv_bias,
+            bias=bias,
+            positions=positions,
+            norm=norm,
+            mlp_kind=mlp_kind,
+            n_kv_heads=int(n_kv_heads),
+            n_experts=int(n_experts),
+        )
     else:
         values = base.to_dict()
     # each preset opens with its own tying (GPT-2: tied); the toggle shows what the other choice costs
-    tie = st.toggle("Tie the output head to the token embedding (GPT-2 does)", value=base.tie_weights,
-                    help="One matrix serves as the input embedding and the output layer.", key=state.widget("tie_", preset))
+    tie = st.toggle(
+        "Tie the output head to the token embedding (GPT-2 does)",
+        value=base.tie_weights,
+        help="One matrix serves as the input embedding and the output layer.",
+        key=state.widget("tie_", preset),
+    )
 
     config = None
     try:
@@ -69,14 +94,20 @@ def size_a_gpt() -> None:
         st.error(str(error))
 
     if config is not None:
-        if present.enabled():  # a projector: the numbers on the slide of the controls that change them, the diagram next
+        if (
+            present.enabled()
+        ):  # a projector: the numbers on the slide of the controls that change them, the diagram next
             right, left = st.container(), st.container()
         else:
             left, right = st.columns([2, 3])
         with left:
             st.subheader("Architecture")
-            st.markdown(charts.flow([(s.name, "(" + ", ".join(s.shape) + ")", s.detail)
-                                     for s in architectures.architecture(config)]), unsafe_allow_html=True)
+            st.markdown(
+                charts.flow(
+                    [(s.name, "(" + ", ".join(s.shape) + ")", s.detail) for s in architectures.architecture(config)]
+                ),
+                unsafe_allow_html=True,
+            )
         with right:
             if present.enabled():
                 st.markdown("**Parameters, computed from the modules**")
@@ -88,29 +119,40 @@ def size_a_gpt() -> None:
             frame["share"] = (frame["parameters"] / total).map(lambda x: f"{x:.1%}")
             with st.expander("As a table, with each component's share"):
                 st.dataframe(frame.style.format({"parameters": "{:,}"}), hide_index=True, width="stretch")
-            charts.show(charts.bar(frame["component"], frame["parameters"], horizontal=True, height=300),
-                            width="stretch")
+            charts.show(
+                charts.bar(frame["component"], frame["parameters"], horizontal=True, height=300), width="stretch"
+            )
             st.metric("Total parameters", f"{total:,}")
             m2, m3, m4 = st.columns(3)
             m2.metric("Weights in fp32", f"{model_anatomy.memory_bytes(total, 'fp32') / 2**20:,.1f} MiB")
             m3.metric("Weights in bf16", f"{model_anatomy.memory_bytes(total, 'bf16') / 2**20:,.1f} MiB")
-            m4.metric("KV cache per token (bf16)", f"{architectures.kv_cache_bytes(config, 1, 'bf16') / 2**10:,.1f} KiB",
-                      help="Keys and values of every layer kept for each token while generating: "
-                           f"2 × {config.n_layers} layers × {config.kv_heads} key/value heads × {config.head_dim} "
-                           "dims × 2 bytes.")
+            m4.metric(
+                "KV cache per token (bf16)",
+                f"{architectures.kv_cache_bytes(config, 1, 'bf16') / 2**10:,.1f} KiB",
+                help="Keys and values of every layer kept for each token while generating: "
+                f"2 × {config.n_layers} layers × {config.kv_heads} key/value heads × {config.head_dim} "
+                "dims × 2 bytes.",
+            )
             if tie:
                 untied = sum(model_anatomy.parameter_table(config.replace(tie_weights=False)).values())
-                st.caption(f"Untied, the same sizes have {untied:,} parameters: tying saves {untied - total:,} "
-                           f"(the {config.vocab_size:,} × {config.d_model} output matrix).")
+                st.caption(
+                    f"Untied, the same sizes have {untied:,} parameters: tying saves {untied - total:,} "
+                    f"(the {config.vocab_size:,} × {config.d_model} output matrix)."
+                )
             else:
                 tied = sum(model_anatomy.parameter_table(config.replace(tie_weights=True)).values())
-                st.caption(f"Tied, the same sizes have {tied:,} parameters: the separate {config.vocab_size:,} × "
-                           f"{config.d_model} output matrix adds {total - tied:,}.")
-            st.caption("Memory counts the weights only: training also needs gradients, optimizer state "
-                       "(Adam: two more copies) and activations.")
+                st.caption(
+                    f"Tied, the same sizes have {tied:,} parameters: the separate {config.vocab_size:,} × "
+                    f"{config.d_model} output matrix adds {total - tied:,}."
+                )
+            st.caption(
+                "Memory counts the weights only: training also needs gradients, optimizer state "
+                "(Adam: two more copies) and activations."
+            )
 
 
 size_a_gpt()
+
 
 # ------------------------------------------------------------------ look inside
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -123,24 +165,34 @@ def look_inside() -> None:
     view = picker.current()
     model, tokenizer, meta = view.model, view.tokenizer, view.meta
     if view.family != "gpt" or not hasattr(getattr(model, "config", None), "n_layers"):
-        st.info(f"{literal_markdown(view.label)} is not a GPT: this section shows a GPT's residual stream, LayerNorms and MLPs. Pick "
-                "the shipped GPT or a GPT run in the sidebar.")
+        st.info(
+            f"{literal_markdown(view.label)} is not a GPT: this section shows a GPT's residual stream, LayerNorms "
+            f"and MLPs. Pick "
+            "the shipped GPT or a GPT run in the sidebar."
+        )
         return
     final = meta.get("final", {}).get("val_loss")
-    st.caption(f"{literal_markdown(view.label)}: {model.config.n_layers} layers, {model.config.n_heads} heads, d_model "
-               f"{model.config.d_model}, a {tokenizer.vocab_size:,}-token vocabulary"
-               + (f" (final validation loss {final:.2f})." if final is not None else "."))
-    sentence = st.text_input("A sentence", "The for statement is used to iterate over the elements of a sequence",
-                             **share.bind("model_sentence"))
+    st.caption(
+        f"{literal_markdown(view.label)}: {model.config.n_layers} layers, {model.config.n_heads} heads, d_model "
+        f"{model.config.d_model}, a {tokenizer.vocab_size:,}-token vocabulary"
+        + (f" (final validation loss {final:.2f})." if final is not None else ".")
+    )
+    sentence = st.text_input(
+        "A sentence",
+        "The for statement is used to iterate over the elements of a sequence",
+        **share.bind("model_sentence"),
+    )
     share.carried_note("model_sentence")
     ids = views.encode(tokenizer, sentence)
     if not ids:
         st.warning("Type a sentence: there is nothing to run yet.")
         return
     if len(ids) > model.config.context_length:
-        st.warning(f"{len(ids)} tokens do not fit the context of {model.config.context_length}: only the last "
-                   f"{model.config.context_length} are used.")
-        ids = ids[-model.config.context_length:]
+        st.warning(
+            f"{len(ids)} tokens do not fit the context of {model.config.context_length}: only the last "
+            f"{model.config.context_length} are used."
+        )
+        ids = ids[-model.config.context_length :]
     labels = charts.unique_labels([tokenizer.printable(i) for i in ids])
 
     with ui.friendly_errors("the forward pass"):
@@ -148,46 +200,65 @@ def look_inside() -> None:
         config = model.config
         norm_name = architectures.NORM_TITLES[config.norm]
         tab_resid, tab_ln, tab_norms, tab_gelu, tab_mlp = st.tabs(
-            ["Residual stream", f"{norm_name} before/after", "LayerNorm vs RMSNorm", "GELU vs SwiGLU",
-             "Router (mixture of experts)" if config.n_experts else "MLP activations"])
+            [
+                "Residual stream",
+                f"{norm_name} before/after",
+                "LayerNorm vs RMSNorm",
+                "GELU vs SwiGLU",
+                "Router (mixture of experts)" if config.n_experts else "MLP activations",
+            ]
+        )
         with tab_resid:
             norms = model_anatomy.residual_norms(cache, config.n_layers)
             figure = go.Figure(go.Scatter(x=[n for n, _ in norms], y=[v for _, v in norms], mode="lines+markers"))
             figure.update_layout(yaxis_title="mean ‖x‖ per token", height=320, margin=dict(t=10))
             charts.show(figure, width="stretch")
-            st.markdown("Each block **adds** its attention and MLP outputs to the residual stream (the shortcut "
-                        "connections), so its size tends to grow from block to block.")
+            st.markdown(
+                "Each block **adds** its attention and MLP outputs to the residual stream (the shortcut "
+                "connections), so its size tends to grow from block to block."
+            )
         with tab_ln:
             layer = ui.index_slider("Block", config.n_layers, key=state.widget("ln_layer"))
             stats = model_anatomy.layernorm_before_after(cache, layer)
             frame = pd.DataFrame({"token": labels, **{k: v.tolist() for k, v in stats.items()}})
             st.dataframe(tidy_floats(frame).style.format(precision=4), hide_index=True, width="stretch")
             if config.norm == "rmsnorm":
-                st.markdown("This model uses **RMSNorm**: it divides each token's vector by its root mean square and "
-                            "multiplies by a learned scale. It subtracts no mean, so the 'after' means are not 0; "
-                            "the next tab compares it with LayerNorm on this same stream.")
+                st.markdown(
+                    "This model uses **RMSNorm**: it divides each token's vector by its root mean square and "
+                    "multiplies by a learned scale. It subtracts no mean, so the 'after' means are not 0; "
+                    "the next tab compares it with LayerNorm on this same stream."
+                )
                 st.latex(r"\mathrm{RMSNorm}(x) = \gamma \odot \frac{x}{\sqrt{\tfrac{1}{d}\sum_i x_i^2 + \epsilon}}")
             else:
-                st.markdown("Before `ln1` each token's vector has its own mean and variance; LayerNorm rescales it to "
-                            "mean 0 and variance 1, then applies the learned scale and shift — which is why the "
-                            "'after' columns are not exactly 0 and 1.")
+                st.markdown(
+                    "Before `ln1` each token's vector has its own mean and variance; LayerNorm rescales it to "
+                    "mean 0 and variance 1, then applies the learned scale and shift — which is why the "
+                    "'after' columns are not exactly 0 and 1."
+                )
                 st.latex(r"\mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta")
         with tab_norms:
             layer = ui.index_slider("Block", config.n_layers, key=state.widget("norms_layer"))
             compared = architectures.norm_comparison(cache[f"blocks.{layer}.resid_pre"][0], config.norm_eps)
-            frame = pd.DataFrame({"token": labels, "mean before": compared["mean_before"].tolist(),
-                                  "RMS before": compared["rms_before"].tolist(),
-                                  "LayerNorm: mean": compared["mean_layernorm"].tolist(),
-                                  "LayerNorm: RMS": compared["rms_layernorm"].tolist(),
-                                  "RMSNorm: mean": compared["mean_rmsnorm"].tolist(),
-                                  "RMSNorm: RMS": compared["rms_rmsnorm"].tolist(),
-                                  "largest gap": compared["difference"].tolist()})
+            frame = pd.DataFrame(
+                {
+                    "token": labels,
+                    "mean before": compared["mean_before"].tolist(),
+                    "RMS before": compared["rms_before"].tolist(),
+                    "LayerNorm: mean": compared["mean_layernorm"].tolist(),
+                    "LayerNorm: RMS": compared["rms_layernorm"].tolist(),
+                    "RMSNorm: mean": compared["mean_rmsnorm"].tolist(),
+                    "RMSNorm: RMS": compared["rms_rmsnorm"].tolist(),
+                    "largest gap": compared["difference"].tolist(),
+                }
+            )
             st.dataframe(frame.style.format(fixed(4), subset=list(frame.columns[1:])), hide_index=True, width="stretch")
-            st.markdown(f"Both norms, without their learned scale, on block {layer}'s input. Both give every token "
-                        "an RMS of 1; LayerNorm also subtracts the mean first, RMSNorm does not. Where a token's "
-                        "mean is small next to its RMS the two outputs nearly agree (small 'largest gap'), which is "
-                        "why Llama, Qwen and Mistral drop the mean and its shift: one reduction instead of two, "
-                        "half the parameters, and training works as well (Zhang & Sennrich, 2019).")
+            st.markdown(
+                f"Both norms, without their learned scale, on block {layer}'s input. Both give every token "
+                "an RMS of 1; LayerNorm also subtracts the mean first, RMSNorm does not. Where a token's "
+                "mean is small next to its RMS the two outputs nearly agree (small 'largest gap'), which is "
+                "why Llama, Qwen and Mistral drop the mean and its shift: one reduction instead of two, "
+                "half the parameters, and training works as well (Zhang & Sennrich, 2019)."
+            )
         with tab_gelu:
             curves = architectures.activation_curves()
             figure = go.Figure()
@@ -196,52 +267,98 @@ def look_inside() -> None:
                     figure.add_trace(go.Scatter(x=curves["x"].tolist(), y=values_.tolist(), name=name, mode="lines"))
             figure.update_layout(height=320, xaxis_title="x", yaxis_title="activation", margin=dict(t=10))
             charts.show(figure, width="stretch")
-            st.latex(r"\mathrm{GELU\,MLP}(x) = W_2\,\mathrm{GELU}(W_1 x) \qquad "
-                     r"\mathrm{SwiGLU}(x) = W_2\,\big(\mathrm{SiLU}(W_{gate}\,x) \odot W_1 x\big)")
+            st.latex(
+                r"\mathrm{GELU\,MLP}(x) = W_2\,\mathrm{GELU}(W_1 x) \qquad "
+                r"\mathrm{SwiGLU}(x) = W_2\,\big(\mathrm{SiLU}(W_{gate}\,x) \odot W_1 x\big)"
+            )
             layer = ui.index_slider("Block", config.n_layers, key=state.widget("swiglu_layer"))
             token = ui.index_slider("Token", len(ids), key=state.widget("swiglu_token"))
             both = architectures.mlp_comparison(cache[f"blocks.{layer}.resid_mid"][0], hidden=32)
-            frame = pd.DataFrame({"neuron": list(range(32)), "W₁x": both["up"][token].tolist(),
-                                  "GELU(W₁x)": both["gelu"][token].tolist(),
-                                  "gate SiLU(W_gate x)": both["gate"][token].tolist(),
-                                  "SwiGLU: gate × W₁x": both["swiglu"][token].tolist()})
+            frame = pd.DataFrame(
+                {
+                    "neuron": list(range(32)),
+                    "W₁x": both["up"][token].tolist(),
+                    "GELU(W₁x)": both["gelu"][token].tolist(),
+                    "gate SiLU(W_gate x)": both["gate"][token].tolist(),
+                    "SwiGLU: gate × W₁x": both["swiglu"][token].tolist(),
+                }
+            )
             figure = go.Figure([go.Bar(x=frame["neuron"], y=frame[c], name=c) for c in frame.columns[2:]])
             figure.update_layout(height=300, barmode="group", xaxis_title="neuron", margin=dict(t=10))
             charts.show(figure, width="stretch")
-            st.caption(f"The same stream (block {layer}'s input to its MLP, token {labels[token]!r}, normalised) through "
-                       "32 neurons with the same random W₁ and a random gate: GELU decides from W₁x alone whether a "
-                       "neuron passes; SwiGLU lets a second projection open or close it (gate near 0 closes it). "
-                       "SwiGLU has three matrices instead of two, so Llama makes it 8/3 × d_model wide instead of "
-                       "4 × to keep the parameter count.")
+            st.caption(
+                f"The same stream (block {layer}'s input to its MLP, token {labels[token]!r}, normalised) through "
+                "32 neurons with the same random W₁ and a random gate: GELU decides from W₁x alone whether a "
+                "neuron passes; SwiGLU lets a second projection open or close it (gate near 0 closes it). "
+                "SwiGLU has three matrices instead of two, so Llama makes it 8/3 × d_model wide instead of "
+                "4 × to keep the parameter count."
+            )
         with tab_mlp:
             if not getattr(config, "mlp", True):
                 st.info("This model is attention-only: its blocks have no MLP (see Inside the model, section 4).")
             elif config.n_experts:
                 layer = ui.index_slider("Block", config.n_layers, key=state.widget("router_layer"))
                 router = architectures.router_choices(cache, layer)
-                charts.show(charts.heatmap(router.probs, x_labels=[f"expert {e}" for e in range(config.n_experts)],
-                                           y_labels=labels, title="router probability", x_title="expert",
-                                           y_title="token"), width="stretch")
-                chosen = pd.DataFrame({"token": labels, **{
-                    f"choice {rank + 1}": [f"expert {int(e)} ({float(w):.0%})" for e, w in
-                                           zip(router.experts[:, rank], router.weights[:, rank])]
-                    for rank in range(config.experts_top_k)}})
+                charts.show(
+                    charts.heatmap(
+                        router.probs,
+                        x_labels=[f"expert {e}" for e in range(config.n_experts)],
+                        y_labels=labels,
+                        title="router probability",
+                        x_title="expert",
+                        y_title="token",
+                    ),
+                    width="stretch",
+                )
+                chosen = pd.DataFrame(
+                    {
+                        "token": labels,
+                        **{
+                            f"choice {rank + 1}": [
+                                f"expert {int(e)} ({float(w):.0%})"
+                                for e, w in zip(router.experts[:, rank], router.weights[:, rank])
+                            ]
+                            for rank in range(config.experts_top_k)
+                        },
+                    }
+                )
                 st.dataframe(chosen, hide_index=True, width="stretch")
-                charts.show(charts.bar([f"expert {e}" for e in range(config.n_experts)], router.load.tolist(),
-                                       y_title="tokens routed", height=240), width="stretch")
-                st.caption(f"Each token goes through {config.experts_top_k} of the {config.n_experts} expert MLPs, "
-                           "mixed with the router's probabilities renormalised over the chosen ones. Training adds a "
-                           f"load-balancing loss (× {config.router_aux_loss_coef:g}) so that the experts share the "
-                           "tokens instead of a few taking them all.")
+                charts.show(
+                    charts.bar(
+                        [f"expert {e}" for e in range(config.n_experts)],
+                        router.load.tolist(),
+                        y_title="tokens routed",
+                        height=240,
+                    ),
+                    width="stretch",
+                )
+                st.caption(
+                    f"Each token goes through {config.experts_top_k} of the {config.n_experts} expert MLPs, "
+                    "mixed with the router's probabilities renormalised over the chosen ones. Training adds a "
+                    f"load-balancing loss (× {config.router_aux_loss_coef:g}) so that the experts share the "
+                    "tokens instead of a few taking them all."
+                )
             else:
                 layer = ui.index_slider("Block", config.n_layers, key=state.widget("mlp_layer"))
                 hidden = cache[f"blocks.{layer}.mlp.hidden"][0]  # (T, F)
                 neurons = st.slider("Neurons shown", 16, hidden.shape[-1], min(64, hidden.shape[-1]), step=16)
-                charts.show(charts.heatmap(hidden[:, :neurons], x_labels=list(range(neurons)), y_labels=labels,
-                                               colorscale="RdBu", zmid=0.0, text_format=None,
-                                               x_title="neuron", y_title="token"), width="stretch")
+                charts.show(
+                    charts.heatmap(
+                        hidden[:, :neurons],
+                        x_labels=list(range(neurons)),
+                        y_labels=labels,
+                        colorscale="RdBu",
+                        zmid=0.0,
+                        text_format=None,
+                        x_title="neuron",
+                        y_title="token",
+                    ),
+                    width="stretch",
+                )
                 fraction = model_anatomy.positive_fraction(hidden)
-                st.caption(f"{fraction:.0%} of this block's {hidden.shape[-1]} MLP neurons are positive across these tokens.")
+                st.caption(
+                    f"{fraction:.0%} of this block's {hidden.shape[-1]} MLP neurons are positive across these tokens."
+                )
 
 
 st.header("2. Look inside a trained GPT")
@@ -256,30 +373,54 @@ def gpt2_to_llama_rows(kv_heads: int) -> list[architectures.ArchitectureRow]:
 
 @sections.section("model.gpt2_to_llama")
 def gpt2_to_llama() -> None:
-    st.markdown("Start from GPT-2 small and flip one switch at a time, keeping the flips above: what is left at "
-                "the bottom has Llama's design at GPT-2's size (12 layers, d_model 768, 12 heads). Each row is "
-                "counted from the modules llmviz builds; the same switches load real Llama, Qwen2 and SmolLM2 "
-                "checkpoints and give transformers' logits to 1e-5.")
-    quiz_ui.section("gpt2_to_llama", lambda: [architectures.norm_question(PRESETS["gpt2-124m"]),
-                                              architectures.experts_question(PRESETS["moe-tiny"])])
+    st.markdown(
+        "Start from GPT-2 small and flip one switch at a time, keeping the flips above: what is left at "
+        "the bottom has Llama's design at GPT-2's size (12 layers, d_model 768, 12 heads). Each row is "
+        "counted from the modules llmviz builds; the same switches load real Llama, Qwen2 and SmolLM2 "
+        "checkpoints and give transformers' logits to 1e-5."
+    )
+    quiz_ui.section(
+        "gpt2_to_llama",
+        lambda: [
+            architectures.norm_question(PRESETS["gpt2-124m"]),
+            architectures.experts_question(PRESETS["moe-tiny"]),
+        ],
+    )
     kv_heads = st.select_slider("Key/value heads in the last steps", [1, 2, 3, 4, 6, 12], value=4)
     rows = gpt2_to_llama_rows(kv_heads)
-    frame = pd.DataFrame({
-        "step": [row.change for row in rows],
-        "parameters": [row.parameters for row in rows],
-        "change": [float("nan")] + [row.parameters - previous.parameters for row, previous in zip(rows[1:], rows)],
-        "KV cache per token (bf16)": [row.kv_cache_bytes_per_token for row in rows],
-        "KV cache, 1,024 tokens (MiB)": [row.kv_cache_bytes_per_token * 1024 / 2**20 for row in rows],
-    })
-    st.dataframe(frame.style.format({"parameters": "{:,}", "change": "{:+,.0f}", "KV cache per token (bf16)": "{:,} bytes",
-                                     "KV cache, 1,024 tokens (MiB)": "{:,.1f}"}, na_rep="—"), hide_index=True,
-                 width="stretch", placeholder="—")  # the browser draws an empty cell as 'None' whatever na_rep says
-    st.caption("GPT-2 small: learned positions, LayerNorm, GELU MLP 4 × wide, biases, 12 key/value heads for 12 "
-               "query heads, output head tied to the token embedding.")
-    st.caption("RoPE drops the 1,024 × 768 position table; RMSNorm drops the LayerNorm shifts; SwiGLU's three "
-               "matrices at 8/3 × width hold about what GELU's two did at 4 ×; fewer key/value heads shrink W_K, "
-               "W_V and the KV cache; an untied head adds a second 50,257 × 768 matrix. None of these changes what "
-               "a block does to the residual stream's shape.")
+    frame = pd.DataFrame(
+        {
+            "step": [row.change for row in rows],
+            "parameters": [row.parameters for row in rows],
+            "change": [float("nan")] + [row.parameters - previous.parameters for row, previous in zip(rows[1:], rows)],
+            "KV cache per token (bf16)": [row.kv_cache_bytes_per_token for row in rows],
+            "KV cache, 1,024 tokens (MiB)": [row.kv_cache_bytes_per_token * 1024 / 2**20 for row in rows],
+        }
+    )
+    st.dataframe(
+        frame.style.format(
+            {
+                "parameters": "{:,}",
+                "change": "{:+,.0f}",
+                "KV cache per token (bf16)": "{:,} bytes",
+                "KV cache, 1,024 tokens (MiB)": "{:,.1f}",
+            },
+            na_rep="—",
+        ),
+        hide_index=True,
+        width="stretch",
+        placeholder="—",
+    )  # the browser draws an empty cell as 'None' whatever na_rep says
+    st.caption(
+        "GPT-2 small: learned positions, LayerNorm, GELU MLP 4 × wide, biases, 12 key/value heads for 12 "
+        "query heads, output head tied to the token embedding."
+    )
+    st.caption(
+        "RoPE drops the 1,024 × 768 position table; RMSNorm drops the LayerNorm shifts; SwiGLU's three "
+        "matrices at 8/3 × width hold about what GELU's two did at 4 ×; fewer key/value heads shrink W_K, "
+        "W_V and the KV cache; an untied head adds a second 50,257 × 768 matrix. None of these changes what "
+        "a block does to the residual stream's shape."
+    )
 
 
 def start_llama_lab(steps: int) -> None:
@@ -297,9 +438,17 @@ def start_llama_lab(steps: int) -> None:
         tokenizer = CharTokenizer.train(text)
         runners = []
         for number, step in enumerate(architectures.gpt2_to_llama_lab(), start=1):
-            config = TrainConfig(model=step.model, tokenizer="char", context_size=32, batch_size=16, steps=steps,
-                                 architecture=step.switches, eval_interval=max(1, steps // 10), seed=seed,
-                                 device=settings.device)
+            config = TrainConfig(
+                model=step.model,
+                tokenizer="char",
+                context_size=32,
+                batch_size=16,
+                steps=steps,
+                architecture=step.switches,
+                eval_interval=max(1, steps // 10),
+                seed=seed,
+                device=settings.device,
+            )
             label = training.unique_label(f"GPT-2 → Llama {number}/7: {step.change}")
             runners.append((label, Trainer(config, prepare_data(text, config, tokenizer))))
         started = picker.manager().submit_race(picker.session_id(), runners)
@@ -327,40 +476,68 @@ def draw_llama_lab() -> None:
     rows = []
     for step, job in zip(lab, jobs):
         status = job.status()
-        rows.append({"step": step.change, "parameters": job.info.parameters if job.info else None,
-                     "KV cache per token (bf16)": step.kv_cache_bytes_per_token,
-                     "steps trained": status.step, "validation loss": status.last_val_loss,
-                     "state": status.state})
+        rows.append(
+            {
+                "step": step.change,
+                "parameters": job.info.parameters if job.info else None,
+                "KV cache per token (bf16)": step.kv_cache_bytes_per_token,
+                "steps trained": status.step,
+                "validation loss": status.last_val_loss,
+                "state": status.state,
+            }
+        )
     frame = pd.DataFrame(rows)
-    st.dataframe(frame.style.format({"parameters": "{:,.0f}", "KV cache per token (bf16)": "{:,} bytes",
-                                     "validation loss": "{:.4f}"}, na_rep="—"), hide_index=True, width="stretch",
-                 placeholder="—")
+    st.dataframe(
+        frame.style.format(
+            {"parameters": "{:,.0f}", "KV cache per token (bf16)": "{:,} bytes", "validation loss": "{:.4f}"},
+            na_rep="—",
+        ),
+        hide_index=True,
+        width="stretch",
+        placeholder="—",
+    )
     measured = frame.dropna(subset=["validation loss"])
     if len(measured):
-        figure = go.Figure(go.Bar(x=measured["validation loss"], y=measured["step"], orientation="h",
-                                  text=[f"{v:.3f}" for v in measured["validation loss"]], textposition="auto"))
-        figure.update_layout(height=300, margin=dict(t=10, l=10), xaxis_title="validation loss (lower is better)",
-                             yaxis=dict(autorange="reversed"))
+        figure = go.Figure(
+            go.Bar(
+                x=measured["validation loss"],
+                y=measured["step"],
+                orientation="h",
+                text=[f"{v:.3f}" for v in measured["validation loss"]],
+                textposition="auto",
+            )
+        )
+        figure.update_layout(
+            height=300,
+            margin=dict(t=10, l=10),
+            xaxis_title="validation loss (lower is better)",
+            yaxis=dict(autorange="reversed"),
+        )
         charts.show(figure, width="stretch", key=state.widget("llama_lab_chart"))
-    st.caption(f"Each row trained {spec.get('steps', '?')} steps on {literal_markdown(str(spec.get('corpus', '')))} "
-               "(characters, context 32, batch 16), with the same seed and batches. Differences of a few hundredths "
-               "after a short run are within what another seed gives; the races on the Training page show whole "
-               "curves (these runs are listed there too, and in the sidebar).")
+    st.caption(
+        f"Each row trained {spec.get('steps', '?')} steps on {literal_markdown(str(spec.get('corpus', '')))} "
+        "(characters, context 32, batch 16), with the same seed and batches. Differences of a few hundredths "
+        "after a short run are within what another seed gives; the races on the Training page show whole "
+        "curves (these runs are listed there too, and in the sidebar)."
+    )
 
 
 @sections.section("model.gpt2_to_llama_lab")
 def gpt2_to_llama_lab() -> None:
     st.subheader("The same steps, trained on your text")
-    st.markdown("Parameters and cache size are only half of it: does each switch train as well? Each step above, "
-                "at GPT micro's size (2 layers, d_model 64, 4 heads, 2 key/value heads in the last steps), trains "
-                "a short lab run on the corpus in the sidebar; the table gives its parameters, KV cache and "
-                "validation loss.")
+    st.markdown(
+        "Parameters and cache size are only half of it: does each switch train as well? Each step above, "
+        "at GPT micro's size (2 layers, d_model 64, 4 heads, 2 key/value heads in the last steps), trains "
+        "a short lab run on the corpus in the sidebar; the table gives its parameters, KV cache and "
+        "validation loss."
+    )
     c1, c2 = st.columns([2, 1])
     steps = c1.select_slider("Steps per run", [50, 100, 200, 300, 500], value=200, key=state.widget("llama_lab_steps"))
     if c2.button("Train the seven steps", key=state.widget("llama_lab_start")):
         start_llama_lab(int(steps))
-    training.live(draw_llama_lab, active=lambda: any(job.changing for job in llama_lab_jobs()),
-                  name="model.gpt2_to_llama_lab")
+    training.live(
+        draw_llama_lab, active=lambda: any(job.changing for job in llama_lab_jobs()), name="model.gpt2_to_llama_lab"
+    )
 
 
 st.header("3. From GPT-2 to Llama, one switch at a time")

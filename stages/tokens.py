@@ -25,7 +25,8 @@ settings = ui.settings()
 ui.page_header(
     "Tokens: from text to integers",
     "A model reads integers, not letters. A tokenizer cuts text into pieces from a fixed vocabulary "
-    "and gives each piece an id. Byte-pair encoding (BPE) learns its vocabulary by merging the most frequent pair, again and again.",
+    "and gives each piece an id. Byte-pair encoding (BPE) learns its vocabulary by merging the most frequent pair, "
+    "again and again.",
 )
 
 MAX_CHARS = 100_000
@@ -41,12 +42,18 @@ EXAMPLES = {
     "Special token": "The end of one document.<|endoftext|>The start of the next.",
 }
 
-example = st.selectbox("Example", list(EXAMPLES), **share.bind("example"),
-                       on_change=lambda: state.set_value("text", EXAMPLES[state.value("example")]))
+example = st.selectbox(
+    "Example",
+    list(EXAMPLES),
+    **share.bind("example"),
+    on_change=lambda: state.set_value("text", EXAMPLES[state.value("example")]),
+)
 text = st.text_area("Your text", EXAMPLES[example], height=120, **share.bind("text"))
 share.carried_note("text")
-EMPTY_TEXT = ("Your text is empty: type or paste something above to see it tokenized here. (Training a BPE and "
-              "the input–target windows below still work.)")
+EMPTY_TEXT = (
+    "Your text is empty: type or paste something above to see it tokenized here. (Training a BPE and "
+    "the input–target windows below still work.)"
+)
 if len(text) > MAX_CHARS:
     st.warning(f"That is {len(text):,} characters; this page tokenizes the first {MAX_CHARS:,} so it stays responsive.")
     text = text[:MAX_CHARS]
@@ -67,11 +74,17 @@ def corpus_tokenizers(label: str, text: str):
 
 def zipf_verdict(fit) -> str:
     """Say what the fitted log–log line shows, from its R² (never claim a straight line that is not there)."""
-    shape = ("close to a straight line (Zipf's law)" if fit.r_squared >= 0.95 else
-             "roughly a straight line, with clear bends" if fit.r_squared >= 0.85 else
-             "not a straight line: Zipf's law does not describe these tokens well")
-    return (f"The points are {shape}: a line fitted to log count vs log rank has slope {fit.slope:.2f} and "
-            f"R² = {fit.r_squared:.3f} (1 would be a perfect line).")
+    shape = (
+        "close to a straight line (Zipf's law)"
+        if fit.r_squared >= 0.95
+        else "roughly a straight line, with clear bends"
+        if fit.r_squared >= 0.85
+        else "not a straight line: Zipf's law does not describe these tokens well"
+    )
+    return (
+        f"The points are {shape}: a line fitted to log count vs log rank has slope {fit.slope:.2f} and "
+        f"R² = {fit.r_squared:.3f} (1 would be a perfect line)."
+    )
 
 
 def trained_bpe():
@@ -94,8 +107,10 @@ def word_vocabulary_label(tokenizer: char_word.WordTokenizer) -> str:
 
 
 if text:  # the questions are about your text
-    quiz_ui.section("tokens", lambda: quiz.tokens_questions(
-        text, {"GPT-2": reference("gpt2"), "cl100k (GPT-4)": reference("cl100k")}))
+    quiz_ui.section(
+        "tokens",
+        lambda: quiz.tokens_questions(text, {"GPT-2": reference("gpt2"), "cl100k (GPT-4)": reference("cl100k")}),
+    )
 
 # ------------------------------------------------------------------ side by side
 st.header("1. Several tokenizers, side by side")
@@ -103,9 +118,14 @@ char_tok, word_tok = corpus_tokenizers(corpus_label, corpus_text)
 # The options are stable keys with labels that never change (the browser sends a selection back as its labels, and
 # one whose label changed would be dropped): the picked model's tokenizer stays selected when its step, the run or the
 # corpus change. What each one is right now (corpus, vocabulary, model, step) is in its heading and in the table.
-OPTION_LABELS = {"characters": "characters of the corpus", "words": "words of the corpus", "bpe": "your BPE",
-                 "picked": "the model picked in the sidebar", "gpt2": "GPT-2 (50,257)",
-                 "cl100k": "cl100k / GPT-4 (100,277)"}
+OPTION_LABELS = {
+    "characters": "characters of the corpus",
+    "words": "words of the corpus",
+    "bpe": "your BPE",
+    "picked": "the model picked in the sidebar",
+    "gpt2": "GPT-2 (50,257)",
+    "cl100k": "cl100k / GPT-4 (100,277)",
+}
 view = picker.current()
 picked_tokenizer = None if view.family == "minilm" else view.tokenizer  # MiniLM cuts WordPiece pieces, not bytes
 available: dict[str, tuple[str, object]] = {  # key → (what it is now, tokenizer or None for a reference one)
@@ -113,15 +133,19 @@ available: dict[str, tuple[str, object]] = {  # key → (what it is now, tokeniz
     "words": (f"words of {corpus_label} ({word_vocabulary_label(word_tok)})", word_tok),
 }
 if trained_bpe() is not None:
-    available["bpe"] = (f"your BPE ({trained_bpe().vocab_size} tokens, trained on {bpe_origin().get('corpus', '?')})",
-                        trained_bpe())
+    available["bpe"] = (
+        f"your BPE ({trained_bpe().vocab_size} tokens, trained on {bpe_origin().get('corpus', '?')})",
+        trained_bpe(),
+    )
 if picked_tokenizer is not None:
     available["picked"] = (f"the tokenizer of {view.label} (picked in the sidebar)", picked_tokenizer)
 available["gpt2"] = ("GPT-2 (50,257 tokens)", None)
 available["cl100k"] = ("cl100k / GPT-4 (100,277 tokens)", None)
 if picked_tokenizer is None:
-    st.info(f"{literal_markdown(view.label)} splits text into WordPiece pieces (shown on the Embeddings and Attention "
-            "pages); here the tokenizers that make integer ids from bytes are compared.")
+    st.info(
+        f"{literal_markdown(view.label)} splits text into WordPiece pieces (shown on the Embeddings and Attention "
+        "pages); here the tokenizers that make integer ids from bytes are compared."
+    )
 
 
 @sections.section("tokens.side_by_side")
@@ -132,12 +156,16 @@ def side_by_side() -> None:
         state.set_value("tokenizers", [key for key in state.value("tokenizers") if key != "bpe"] + ["bpe"])
     if "bpe" in available:
         state.BPE_LISTED.set(True)
-    chosen = st.multiselect("Tokenizers", list(available), default=[k for k in available if k != "characters"],
-                            format_func=OPTION_LABELS.get, **share.bind("tokenizers"))
+    chosen = st.multiselect(
+        "Tokenizers",
+        list(available),
+        default=[k for k in available if k != "characters"],
+        format_func=OPTION_LABELS.get,
+        **share.bind("tokenizers"),
+    )
     if "bpe" in available and "bpe" not in chosen:
         st.caption("Your BPE is in the list: add it to compare it with the others.")
     show_ids = st.toggle("Show the ids under the tokens", value=True, key=state.widget("tok_show_ids"))
-
 
     def get(key):
         return available[key][1] or reference(key)
@@ -148,43 +176,72 @@ def side_by_side() -> None:
         with ui.friendly_errors(f"the {name} tokenizer"):
             ids = views.encode(tokenizer, text)
             unknown = views.dropped_characters(tokenizer, text)
-            notes = f"{len(unknown)} character(s) not in the vocabulary were dropped: {shown_characters(unknown)}" \
-                if unknown else ""
+            notes = (
+                f"{len(unknown)} character(s) not in the vocabulary were dropped: {shown_characters(unknown)}"
+                if unknown
+                else ""
+            )
             shown = ids[:MAX_CHIPS]  # a browser stays quick with a few thousand chips, not a book's worth
             pieces = [tokenizer.printable(i) for i in shown]
             st.subheader(literal_markdown(name[:1].upper() + name[1:]))
-            st.markdown(charts.token_chips(pieces, shown, [f"id {i} · bytes {tokenizer.token_bytes(i)!r}" for i in shown],
-                                           show_ids=show_ids), unsafe_allow_html=True)
+            st.markdown(
+                charts.token_chips(
+                    pieces, shown, [f"id {i} · bytes {tokenizer.token_bytes(i)!r}" for i in shown], show_ids=show_ids
+                ),
+                unsafe_allow_html=True,
+            )
             if len(ids) > MAX_CHIPS:
-                st.caption(f"The first {MAX_CHIPS:,} of {len(ids):,} tokens are drawn; the counts below are for all "
-                           "of them.")
+                st.caption(
+                    f"The first {MAX_CHIPS:,} of {len(ids):,} tokens are drawn; the counts below are for all of them."
+                )
             if isinstance(tokenizer, char_word.WordTokenizer) and 0 in ids:
                 unknown = [piece for piece, i in zip(tokenizer.split(text), ids) if i == 0]
                 blank = sum(1 for piece in unknown if piece.isspace())
                 words = len(unknown) - blank
-                notes = " ".join(part for part in (
-                    f"{words} word(s) are outside the vocabulary and became [UNK]: the information is lost." if words else "",
-                    f"{blank} run(s) of spaces or line breaks never occur in {literal_markdown(corpus_label)} (its "
-                    "vocabulary has no such "
-                    "whitespace), so they became [UNK] too." if blank else "") if part)
+                notes = " ".join(
+                    part
+                    for part in (
+                        f"{words} word(s) are outside the vocabulary and became [UNK]: the information is lost."
+                        if words
+                        else "",
+                        f"{blank} run(s) of spaces or line breaks never occur in {literal_markdown(corpus_label)} (its "
+                        "vocabulary has no such "
+                        "whitespace), so they became [UNK] too."
+                        if blank
+                        else "",
+                    )
+                    if part
+                )
             if notes:
                 st.warning(notes)
             with st.expander(f"ids ({len(ids):,})"):
-                st.code(str(ids[:MAX_IDS]) + (f"  … the first {MAX_IDS:,} of {len(ids):,}" if len(ids) > MAX_IDS else ""),
-                        language=None, wrap_lines=True)
-            rows.append({"tokenizer": name, "vocabulary": tokenizer.vocab_size, "tokens": len(ids),
-                         "characters per token": round(len(text) / max(1, len(ids)), 2),
-                         "round trip exact": tokenizer.decode(ids) == text})
+                st.code(
+                    str(ids[:MAX_IDS]) + (f"  … the first {MAX_IDS:,} of {len(ids):,}" if len(ids) > MAX_IDS else ""),
+                    language=None,
+                    wrap_lines=True,
+                )
+            rows.append(
+                {
+                    "tokenizer": name,
+                    "vocabulary": tokenizer.vocab_size,
+                    "tokens": len(ids),
+                    "characters per token": round(len(text) / max(1, len(ids)), 2),
+                    "round trip exact": tokenizer.decode(ids) == text,
+                }
+            )
     if rows:
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-        st.caption("Round trip: decode(encode(text)) gives the text back. Byte-level BPE always can; a word "
-                   "vocabulary cannot once a word is [UNK], nor a character vocabulary for characters it never saw.")
+        st.caption(
+            "Round trip: decode(encode(text)) gives the text back. Byte-level BPE always can; a word "
+            "vocabulary cannot once a word is [UNK], nor a character vocabulary for characters it never saw."
+        )
 
 
 if text:
     side_by_side()
 else:
     st.warning(EMPTY_TEXT)
+
 
 # ------------------------------------------------------------------ training BPE
 def train_bpe_controls() -> None:
@@ -193,12 +250,27 @@ def train_bpe_controls() -> None:
         st.info("Pick a corpus in the sidebar (or upload one) to train on.")
     else:
         c1, c2, c3 = st.columns(3)
-        vocab_size = c1.slider("Vocabulary size", 257, 4096, 512, step=1, **share.bind("vocab"),
-                               help="256 byte tokens + 1 special token (<|endoftext|>) + one token per merge.")
-        pattern = c2.selectbox("Pre-split pattern", ["gpt4", "gpt2", None], format_func=lambda p: {
-            "gpt4": "GPT-4 (cl100k) regex", "gpt2": "GPT-2 regex", None: "none (whole text)"}[p], **share.bind("split"))
-        limit = c3.select_slider("Train on the first", [10_000, 50_000, 200_000, 1_000_000, 5_000_000],
-                                 value=200_000, format_func=lambda n: f"{n:,} characters")
+        vocab_size = c1.slider(
+            "Vocabulary size",
+            257,
+            4096,
+            512,
+            step=1,
+            **share.bind("vocab"),
+            help="256 byte tokens + 1 special token (<|endoftext|>) + one token per merge.",
+        )
+        pattern = c2.selectbox(
+            "Pre-split pattern",
+            ["gpt4", "gpt2", None],
+            format_func=lambda p: {"gpt4": "GPT-4 (cl100k) regex", "gpt2": "GPT-2 regex", None: "none (whole text)"}[p],
+            **share.bind("split"),
+        )
+        limit = c3.select_slider(
+            "Train on the first",
+            [10_000, 50_000, 200_000, 1_000_000, 5_000_000],
+            value=200_000,
+            format_func=lambda n: f"{n:,} characters",
+        )
         sample = corpus_text[:limit]
         st.caption(f"{literal_markdown(corpus_label)}: training on {len(sample):,} of {len(corpus_text):,} characters.")
         if st.button("Train BPE", type="primary", key=state.widget("train_bpe")):
@@ -207,23 +279,31 @@ def train_bpe_controls() -> None:
             try:
                 merges_needed = bpe_tokenizer.BPETokenizer.merges_for(vocab_size, [tokenizer_base.ENDOFTEXT])
                 job = picker.manager().submit_task(
-                    picker.session_id(), functools.partial(lab_tasks.bpe_training, text=sample, merges=merges_needed,
-                                                           split_pattern=pattern),
-                    label=f"BPE tokenizer · {vocab_size:,} tokens · {corpus_label}", total=merges_needed,
-                    returns_when_stopped=True)
+                    picker.session_id(),
+                    functools.partial(lab_tasks.bpe_training, text=sample, merges=merges_needed, split_pattern=pattern),
+                    label=f"BPE tokenizer · {vocab_size:,} tokens · {corpus_label}",
+                    total=merges_needed,
+                    returns_when_stopped=True,
+                )
             except LlmvizError as error:
                 st.warning(str(error))
             else:
                 state.BPE_JOB.set(dict(id=job.id, pattern=pattern, vocab_size=vocab_size, corpus=corpus_label))
         spec = state.BPE_JOB.get()
-        ended = training.follow_task(state.BPE_JOB, name="tokens.bpe_job",
-                                     describe=lambda status: f"merge {status.step} of {status.total}"
-                                     if status.step else "Counting pairs…")
+        ended = training.follow_task(
+            state.BPE_JOB,
+            name="tokens.bpe_job",
+            describe=lambda status: f"merge {status.step} of {status.total}" if status.step else "Counting pairs…",
+        )
         if ended is not None:  # finished, or stopped: build from what was learned
             if ended.result is None:
-                st.warning(f"The BPE training ended without a result: {ended.status().error or ended.status().describe()}")
+                st.warning(
+                    f"The BPE training ended without a result: {ended.status().error or ended.status().describe()}"
+                )
             else:
-                tokenizer = bpe_tokenizer.BPETokenizer.from_history(ended.result, spec["pattern"], [tokenizer_base.ENDOFTEXT], keep_history=True)
+                tokenizer = bpe_tokenizer.BPETokenizer.from_history(
+                    ended.result, spec["pattern"], [tokenizer_base.ENDOFTEXT], keep_history=True
+                )
                 state.BPE_TOKENIZER.set(tokenizer)
                 state.BPE_LISTED.pop()  # the new BPE joins section 1's tokenizers
                 state.BPE_ORIGIN.set({key: spec[key] for key in ("pattern", "vocab_size", "corpus")})
@@ -232,8 +312,10 @@ def train_bpe_controls() -> None:
         if bpe_now is not None and origin.get("vocab_size"):
             learned = len(bpe_now.merges)
             if bpe_now.vocab_size < origin["vocab_size"]:
-                st.warning(f"Stopped with {learned} merges (vocabulary {bpe_now.vocab_size} of the {origin['vocab_size']} "
-                           "asked for): either you pressed Stop or the text has no pair left to merge.")
+                st.warning(
+                    f"Stopped with {learned} merges (vocabulary {bpe_now.vocab_size} of the {origin['vocab_size']} "
+                    "asked for): either you pressed Stop or the text has no pair left to merge."
+                )
             else:
                 st.success(f"Learned {learned} merges: a vocabulary of {bpe_now.vocab_size}.")
 
@@ -244,13 +326,20 @@ def replay(bpe: bpe_tokenizer.BPETokenizer, text: str) -> None:
     upto = st.slider("Merges applied", 0, len(bpe.merges), min(len(bpe.merges), 10))
     chunks = bpe.replay(text, upto)
     flat = [i for chunk in chunks for i in chunk]
-    st.markdown(charts.token_chips([bpe.printable(i) for i in flat], flat, show_ids=state.value(state.widget("tok_show_ids"), True)), unsafe_allow_html=True)
+    st.markdown(
+        charts.token_chips(
+            [bpe.printable(i) for i in flat], flat, show_ids=state.value(state.widget("tok_show_ids"), True)
+        ),
+        unsafe_allow_html=True,
+    )
     if upto:
         (a, b), new = bpe.merges[upto - 1]
-        st.caption(f"Merge {upto}: {literal_markdown(repr(bpe.printable(a)))} + {literal_markdown(repr(bpe.printable(b)))} → "
-                   f"{literal_markdown(repr(bpe.printable(new)))} "
-                   f"(id {new}, seen {bpe.merge_counts[upto - 1]:,} times in the training text). "
-                   f"Your text is now {len(flat)} tokens (it was {len(text.encode())} bytes).")
+        st.caption(
+            f"Merge {upto}: {literal_markdown(repr(bpe.printable(a)))} + {literal_markdown(repr(bpe.printable(b)))} → "
+            f"{literal_markdown(repr(bpe.printable(new)))} "
+            f"(id {new}, seen {bpe.merge_counts[upto - 1]:,} times in the training text). "
+            f"Your text is now {len(flat)} tokens (it was {len(text.encode())} bytes)."
+        )
 
 
 st.header("2. Train your own BPE")
@@ -262,20 +351,36 @@ def bpe_views(bpe: bpe_tokenizer.BPETokenizer) -> None:
     origin = bpe_origin()
     patterns = {"gpt4": "the GPT-4 regex", "gpt2": "the GPT-2 regex", None: "no pre-split"}
     st.subheader("Merge table")
-    st.caption(f"Your BPE: {len(bpe.merges)} merges learned from {literal_markdown(origin.get('corpus', '?'))} with "
-               f"{patterns.get(origin.get('pattern'), origin.get('pattern'))}.")
+    st.caption(
+        f"Your BPE: {len(bpe.merges)} merges learned from {literal_markdown(origin.get('corpus', '?'))} with "
+        f"{patterns.get(origin.get('pattern'), origin.get('pattern'))}."
+    )
     if origin.get("corpus") not in (None, corpus_label):
         trained_on, now = literal_markdown(origin["corpus"]), literal_markdown(corpus_label)
-        st.info(f"Your BPE was trained on {trained_on}, but the corpus in the sidebar is now {now}: "
-                f"the charts below measure it on {now}. Train again to get a BPE of {now}.")
-    merges = pd.DataFrame([
-        {"merge": r + 1, "part A": bpe.printable(a), "part B": bpe.printable(b), "new token": bpe.printable(new),
-         "new id": new, "count": bpe.merge_counts[r]}
-        for r, ((a, b), new) in enumerate(bpe.merges)
-    ])  # merges count from 1, as in the replay below: merge n makes token 255 + n
+        st.info(
+            f"Your BPE was trained on {trained_on}, but the corpus in the sidebar is now {now}: "
+            f"the charts below measure it on {now}. Train again to get a BPE of {now}."
+        )
+    merges = pd.DataFrame(
+        [
+            {
+                "merge": r + 1,
+                "part A": bpe.printable(a),
+                "part B": bpe.printable(b),
+                "new token": bpe.printable(new),
+                "new id": new,
+                "count": bpe.merge_counts[r],
+            }
+            for r, ((a, b), new) in enumerate(bpe.merges)
+        ]
+    )  # merges count from 1, as in the replay below: merge n makes token 255 + n
     st.dataframe(merges, hide_index=True, width="stretch", height=260)
-    st.download_button("Download the tokenizer (JSON)", data=__import__("json").dumps(bpe.to_dict(), indent=1, ensure_ascii=False),
-                       file_name="bpe-tokenizer.json", mime="application/json")
+    st.download_button(
+        "Download the tokenizer (JSON)",
+        data=__import__("json").dumps(bpe.to_dict(), indent=1, ensure_ascii=False),
+        file_name="bpe-tokenizer.json",
+        mime="application/json",
+    )
 
     st.subheader("Replay: your text, merge by merge")
     if not text:
@@ -289,8 +394,9 @@ def bpe_views(bpe: bpe_tokenizer.BPETokenizer) -> None:
         with ui.friendly_errors("the compression curve"):
             curve = compression.compression_curve(bpe, corpus_text[:200_000])
             figure = go.Figure(go.Scatter(x=[v for v, _ in curve], y=[c for _, c in curve], mode="lines+markers"))
-            figure.update_layout(xaxis_title="vocabulary size", yaxis_title="characters per token", height=320,
-                                 margin=dict(t=10))
+            figure.update_layout(
+                xaxis_title="vocabulary size", yaxis_title="characters per token", height=320, margin=dict(t=10)
+            )
             charts.show(figure)
             st.caption("Each merge makes a common pair one token: more vocabulary, fewer tokens per character.")
     with right:
@@ -298,14 +404,29 @@ def bpe_views(bpe: bpe_tokenizer.BPETokenizer) -> None:
         fit = zipf.zipf_fit(counts)
         figure = go.Figure(go.Scatter(x=list(range(1, len(counts) + 1)), y=counts, mode="markers", name="tokens"))
         if fit is not None:
-            figure.add_trace(go.Scatter(x=[1, len(counts)], y=[fit.count_at(1), fit.count_at(len(counts))],
-                                        mode="lines", name=f"fitted line (slope {fit.slope:.2f})",
-                                        line=dict(dash="dash", color="#868e96")))
-        figure.update_layout(xaxis_type="log", yaxis_type="log", xaxis_title="rank", yaxis_title="count",
-                             height=320, margin=dict(t=10), legend=dict(orientation="h", y=-0.25))
+            figure.add_trace(
+                go.Scatter(
+                    x=[1, len(counts)],
+                    y=[fit.count_at(1), fit.count_at(len(counts))],
+                    mode="lines",
+                    name=f"fitted line (slope {fit.slope:.2f})",
+                    line=dict(dash="dash", color="#868e96"),
+                )
+            )
+        figure.update_layout(
+            xaxis_type="log",
+            yaxis_type="log",
+            xaxis_title="rank",
+            yaxis_title="count",
+            height=320,
+            margin=dict(t=10),
+            legend=dict(orientation="h", y=-0.25),
+        )
         charts.show(figure)
-        st.caption(f"Token frequency by rank on log–log axes, measured on {literal_markdown(corpus_label)}. "
-                   + (zipf_verdict(fit) if fit is not None else "Too few distinct tokens to fit a line."))
+        st.caption(
+            f"Token frequency by rank on log–log axes, measured on {literal_markdown(corpus_label)}. "
+            + (zipf_verdict(fit) if fit is not None else "Too few distinct tokens to fit a line.")
+        )
 
 
 bpe = trained_bpe()
@@ -317,23 +438,40 @@ if bpe is not None:
 def round_trip(tokenizer) -> list[int]:
     """Section 3: your text encoded and decoded again, and what the special tokens are; returns the ids (section 4
     cuts them into windows)."""
-    st.caption("With " + ("your BPE" if bpe else f"the picked model's tokenizer ({literal_markdown(view.label)})" if picked_tokenizer
-                          else "GPT-2's tokenizer") + ".")
-    allow_special = st.toggle("Read special-token text such as <|endoftext|> as the special token", value=False,
-                              key=state.widget("tok_allow_special"),
-                              help="Off (the default): text a user types stays ordinary text, even if it spells a special "
-                                   "token. On: the program that builds the text asks for the special token on purpose.")
+    st.caption(
+        "With "
+        + (
+            "your BPE"
+            if bpe
+            else f"the picked model's tokenizer ({literal_markdown(view.label)})"
+            if picked_tokenizer
+            else "GPT-2's tokenizer"
+        )
+        + "."
+    )
+    allow_special = st.toggle(
+        "Read special-token text such as <|endoftext|> as the special token",
+        value=False,
+        key=state.widget("tok_allow_special"),
+        help="Off (the default): text a user types stays ordinary text, even if it spells a special "
+        "token. On: the program that builds the text asks for the special token on purpose.",
+    )
     ids = views.encode(tokenizer, text, "all" if allow_special else "none")
     dropped = views.dropped_characters(tokenizer, text)
     typed = [name for name in getattr(tokenizer, "special_tokens", {}) if name in text]
     if typed:
         other = views.encode(tokenizer, text, "none" if allow_special else "all")
         as_special, as_text = (ids, other) if allow_special else (other, ids)
-        st.info(f"Your text spells {', '.join(f'`{name}`' for name in typed)}. As ordinary text it is "
-                f"{len(as_text)} tokens; read as the special token it is {len(as_special)} tokens, with id "
-                f"{', '.join(str(tokenizer.special_tokens[name]) for name in typed)} inside. "
-                + ("The switch is on: the special token is used." if allow_special else
-                   "The switch is off: a student who types it cannot end a document by accident."))
+        st.info(
+            f"Your text spells {', '.join(f'`{name}`' for name in typed)}. As ordinary text it is "
+            f"{len(as_text)} tokens; read as the special token it is {len(as_special)} tokens, with id "
+            f"{', '.join(str(tokenizer.special_tokens[name]) for name in typed)} inside. "
+            + (
+                "The switch is on: the special token is used."
+                if allow_special
+                else "The switch is off: a student who types it cannot end a document by accident."
+            )
+        )
     decoded = tokenizer.decode(ids)
     c1, c2 = st.columns(2)
     c1.code(str(ids[:200]) + (" …" if len(ids) > 200 else ""), language=None, wrap_lines=True)
@@ -341,20 +479,26 @@ def round_trip(tokenizer) -> list[int]:
     if decoded == text:
         st.success(f"decode(encode(text)) == text: all {len(text):,} characters come back.")
     elif dropped:
-        st.warning(f"{len(dropped)} character(s) of your text are not in this {tokenizer.vocab_size}-character vocabulary "
-                   f"({shown_characters(dropped)}): encoding drops them, so decoding gives back the text "
-                   "without them. A byte-level BPE never has this problem: every text is made of bytes.")
+        st.warning(
+            f"{len(dropped)} character(s) of your text are not in this {tokenizer.vocab_size}-character vocabulary "
+            f"({shown_characters(dropped)}): encoding drops them, so decoding gives back the text "
+            "without them. A byte-level BPE never has this problem: every text is made of bytes."
+        )
     else:
         st.error("The round trip changed the text.")
     specials = getattr(tokenizer, "special_tokens", {})
     if specials:
-        st.markdown("Special tokens are single ids that no ordinary text can produce: "
-                    + ", ".join(f"`{name}` → **{token_id}**" for name, token_id in specials.items())
-                    + ". They mark boundaries, such as the end of one document and the start of the next.")
+        st.markdown(
+            "Special tokens are single ids that no ordinary text can produce: "
+            + ", ".join(f"`{name}` → **{token_id}**" for name, token_id in specials.items())
+            + ". They mark boundaries, such as the end of one document and the start of the next."
+        )
     else:
-        st.markdown("This tokenizer has no special tokens: every id stands for a piece of text. Byte-level tokenizers such "
-                    "as GPT-2's add single ids that no ordinary text can produce, such as `<|endoftext|>`, to mark "
-                    "boundaries between documents.")
+        st.markdown(
+            "This tokenizer has no special tokens: every id stands for a piece of text. Byte-level tokenizers such "
+            "as GPT-2's add single ids that no ordinary text can produce, such as `<|endoftext|>`, to mark "
+            "boundaries between documents."
+        )
     return ids
 
 
@@ -368,6 +512,8 @@ else:
 
 # ------------------------------------------------------------------ input-target pairs
 st.header("4. Input–target pairs: what the model trains on")
+
+
 @sections.section("tokens.pairs")
 def input_target_pairs(ids: list[int], tokenizer) -> None:
     c1, c2 = st.columns(2)
@@ -379,19 +525,31 @@ def input_target_pairs(ids: list[int], tokenizer) -> None:
         st.warning(str(error))
     else:
         shown = min(len(inputs), 12)
-        frame = pd.DataFrame({
-            "input ids": [str(r) for r in inputs[:shown].tolist()],
-            "target ids": [str(r) for r in targets[:shown].tolist()],
-            "input text": [tokenizer.decode(r) for r in inputs[:shown].tolist()],
-            "next token": [tokenizer.printable(r[-1]) for r in targets[:shown].tolist()],
-        })
+        frame = pd.DataFrame(
+            {
+                "input ids": [str(r) for r in inputs[:shown].tolist()],
+                "target ids": [str(r) for r in targets[:shown].tolist()],
+                "input text": [tokenizer.decode(r) for r in inputs[:shown].tolist()],
+                "next token": [tokenizer.printable(r[-1]) for r in targets[:shown].tolist()],
+            }
+        )
         st.dataframe(frame, hide_index=True, width="stretch")
-        st.caption(f"{len(inputs)} windows of {context_size} tokens, one every {stride}: each target row is its input "
-                   f"shifted one token to the left, so every position learns to predict the token after it "
-                   f"({len(inputs) * context_size} predictions in all). "
-                   + ("Windows overlap (stride < context)." if stride < context_size else
-                      "" if stride == context_size else f"{stride - context_size} token(s) between windows are never inputs."))
-        charts.latex(rf"\text{{windows}} = \left\lfloor \frac{{{len(ids)} - {context_size} - 1}}{{{stride}}} \right\rfloor + 1 = {len(inputs)}")
+        st.caption(
+            f"{len(inputs)} windows of {context_size} tokens, one every {stride}: each target row is its input "
+            f"shifted one token to the left, so every position learns to predict the token after it "
+            f"({len(inputs) * context_size} predictions in all). "
+            + (
+                "Windows overlap (stride < context)."
+                if stride < context_size
+                else ""
+                if stride == context_size
+                else f"{stride - context_size} token(s) between windows are never inputs."
+            )
+        )
+        charts.latex(
+            rf"\text{{windows}} = \left\lfloor \frac{{{len(ids)} - {context_size} - 1}}{{{stride}}} \right\rfloor + "
+            rf"1 = {len(inputs)}"
+        )
 
 
 if not text:  # the windows need tokens: the corpus's start stands in for the empty text, and the page says so

@@ -32,11 +32,14 @@ ui.page_header(
     "surprised the model is; a uniform guess over V tokens scores ln V. Train on your text and watch it fall.",
 )
 
-GPT_SIZES = {"gpt-nano": "GPT nano (2 layers, d 32)", "gpt-micro": "GPT micro (2 layers, d 64)",
-             "gpt-mini": "GPT mini (4 layers, d 128)",
-             "llama-style": "Llama-style (4 layers, d 128: RoPE, RMSNorm, SwiGLU, grouped-query)",
-             "qwen-style": "Qwen-style (4 layers, d 128: like Llama, biased W_Q/W_K/W_V, tied head)",
-             "moe-tiny": "Mixture of experts (2 layers, d 64, 4 experts, top-2)"}
+GPT_SIZES = {
+    "gpt-nano": "GPT nano (2 layers, d 32)",
+    "gpt-micro": "GPT micro (2 layers, d 64)",
+    "gpt-mini": "GPT mini (4 layers, d 128)",
+    "llama-style": "Llama-style (4 layers, d 128: RoPE, RMSNorm, SwiGLU, grouped-query)",
+    "qwen-style": "Qwen-style (4 layers, d 128: like Llama, biased W_Q/W_K/W_V, tied head)",
+    "moe-tiny": "Mixture of experts (2 layers, d 64, 4 experts, top-2)",
+}
 MODEL_LABELS = GPT_SIZES | {name: f"char · {title}" for name, title in CHAR_MODEL_TITLES.items()}
 LEARNING_RATES = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0]
 
@@ -59,42 +62,69 @@ def server_line() -> None:
     share_line = ""
     if job_manager.runs_per_session:
         mine = job_manager.share(picker.session_id())
-        share_line = (f" Yours: {mine[0]} training, {mine[1]} waiting or paused (each browser session trains "
-                      f"{job_manager.runs_per_session} at a time and keeps {job_manager.runs_per_session} more waiting; "
-                      "a race counts as one).")
-    st.caption(f"On this server: {job_manager.running_count} run(s) training, {job_manager.waiting_count} waiting "
-               f"(at most {job_manager.max_running} train at once; the others wait their turn, in order, each "
-               f"in a worker process of its own).{share_line}")
+        share_line = (
+            f" Yours: {mine[0]} training, {mine[1]} waiting or paused (each browser session trains "
+            f"{job_manager.runs_per_session} at a time and keeps {job_manager.runs_per_session} more waiting; "
+            "a race counts as one)."
+        )
+    st.caption(
+        f"On this server: {job_manager.running_count} run(s) training, {job_manager.waiting_count} waiting "
+        f"(at most {job_manager.max_running} train at once; the others wait their turn, in order, each "
+        f"in a worker process of its own).{share_line}"
+    )
 
 
-st.caption("A run trains in the background: leave this page, look at your model on Attention or Embeddings "
-           "(pick it in the sidebar, drag its step slider) and come back — it keeps training.")
+st.caption(
+    "A run trains in the background: leave this page, look at your model on Attention or Embeddings "
+    "(pick it in the sidebar, drag its step slider) and come back — it keeps training."
+)
 if loaded is None:
     st.stop()
 corpus_label, text = loaded
 c1, c2, c3, c4 = st.columns(4)
-model_name = c1.selectbox("Model", list(MODEL_LABELS), format_func=MODEL_LABELS.get, index=1, **share.bind("train_model"))
-tokenizer_kind = c1.radio("Tokenizer", ["char", "bpe"], horizontal=True,
-                          **ui.keep("tokenizer", index=1 if model_name in GPT_SIZES and settings.corpus != "names" else 0))
+model_name = c1.selectbox(
+    "Model", list(MODEL_LABELS), format_func=MODEL_LABELS.get, index=1, **share.bind("train_model")
+)
+tokenizer_kind = c1.radio(
+    "Tokenizer",
+    ["char", "bpe"],
+    horizontal=True,
+    **ui.keep("tokenizer", index=1 if model_name in GPT_SIZES and settings.corpus != "names" else 0),
+)
 vocab_size = c1.slider("BPE vocabulary", 257, 2048, disabled=tokenizer_kind != "bpe", **ui.keep("vocab", value=512))
-optimizer = c2.selectbox("Optimizer", list(OPTIMIZER_TITLES), format_func=OPTIMIZER_TITLES.get, index=5, **share.bind("optimizer"))
+optimizer = c2.selectbox(
+    "Optimizer", list(OPTIMIZER_TITLES), format_func=OPTIMIZER_TITLES.get, index=5, **share.bind("optimizer")
+)
 lr = c2.select_slider("Learning rate", LEARNING_RATES, value=3e-3, format_func=lambda x: f"{x:g}", **share.bind("lr"))
 clip = c2.toggle("Clip gradients at norm 1", **ui.keep("clip", value=True))
 batch = c3.slider("Batch size", 1, 64, 16, **share.bind("batch"))
 context = c3.slider("Context (tokens)", 4, 128, **ui.keep("context", value=32))
 steps = c4.slider("Steps", 10, 2000, 300, step=10, **share.bind("steps"))
-sample_every = c4.slider("Sample every (steps)", 0, 500, step=10, help="0: no samples while training",
-                         **ui.keep("sample_every", value=100))
+sample_every = c4.slider(
+    "Sample every (steps)", 0, 500, step=10, help="0: no samples while training", **ui.keep("sample_every", value=100)
+)
 
 if st.button("Train", type="primary", key=state.widget("train")):
     try:
-        config = TrainConfig(model=model_name, tokenizer=tokenizer_kind, bpe_vocab_size=vocab_size, context_size=context,
-                             batch_size=batch, steps=steps, optimizer=optimizer, lr=lr, grad_clip=1.0 if clip else None,
-                             eval_interval=max(1, steps // 20), seed=settings.run_seed(), device=settings.device)
+        config = TrainConfig(
+            model=model_name,
+            tokenizer=tokenizer_kind,
+            bpe_vocab_size=vocab_size,
+            context_size=context,
+            batch_size=batch,
+            steps=steps,
+            optimizer=optimizer,
+            lr=lr,
+            grad_clip=1.0 if clip else None,
+            eval_interval=max(1, steps // 20),
+            seed=settings.run_seed(),
+            device=settings.device,
+        )
         tokenizer = cached_tokenizer(corpus_label, text, tokenizer_kind, vocab_size)
         trainer = Trainer(config, prepare_data(text, config, tokenizer))
-        label = training.unique_label(f"{MODEL_LABELS[model_name]} · {OPTIMIZER_TITLES[optimizer]} · lr {lr:g} · "
-                                      f"{corpus_label}")
+        label = training.unique_label(
+            f"{MODEL_LABELS[model_name]} · {OPTIMIZER_TITLES[optimizer]} · lr {lr:g} · {corpus_label}"
+        )
         job = picker.manager().submit_training(picker.session_id(), trainer, label=label, sample_every=sample_every)
     except JobRefused as refused:  # the session's share of the server, or its snapshot room: say why
         st.warning(str(refused))
@@ -108,10 +138,15 @@ if st.button("Train", type="primary", key=state.widget("train")):
 focus = picker.manager().get(picker.session_id(), state.TRAINING_FOCUS.get() or "")
 if focus is not None:
     if focus.info is not None:
-        st.caption(f"{focus.info.parameters:,} parameters · vocabulary {focus.info.vocab_size} · "
-                   f"{focus.info.train_tokens:,} training and {focus.info.val_tokens:,} validation tokens")
-    training.live(lambda: (server_line(), training.draw_run(focus, where="single")), active=lambda: focus.changing,
-                  name="training.run")
+        st.caption(
+            f"{focus.info.parameters:,} parameters · vocabulary {focus.info.vocab_size} · "
+            f"{focus.info.train_tokens:,} training and {focus.info.val_tokens:,} validation tokens"
+        )
+    training.live(
+        lambda: (server_line(), training.draw_run(focus, where="single")),
+        active=lambda: focus.changing,
+        name="training.run",
+    )
 else:
     server_line()
 
@@ -120,16 +155,22 @@ st.header("2. Races: compare runs on one chart")
 race_left, race_right = st.columns(2)
 with race_left:
     race_steps = st.slider("Steps per runner", 50, 1000, step=50, **ui.keep("race_steps", value=300))
-    char_race = st.button("Character-level race on names", help="counts bigram → neural bigram → MLP → WaveNet → RNN → GRU → Transformer")
+    char_race = st.button(
+        "Character-level race on names", help="counts bigram → neural bigram → MLP → WaveNet → RNN → GRU → Transformer"
+    )
 with race_right:
-    race_model = st.selectbox("Optimizer race: model", ["mlp", "gpt-nano", "rnn"], format_func=MODEL_LABELS.get,
-                              **ui.keep("race_model"))
+    race_model = st.selectbox(
+        "Optimizer race: model", ["mlp", "gpt-nano", "rnn"], format_func=MODEL_LABELS.get, **ui.keep("race_model")
+    )
     optimizer_race = st.button("SGD vs momentum vs RMSprop vs Adam")
 switch_left, switch_right = st.columns(2)
-race_switch = switch_left.selectbox("Architecture race: one switch, two GPT micros", list(SWITCH_RACES),
-                                    format_func=SWITCH_RACE_TITLES.get, **ui.keep("race_switch"),
-                                    help="The same GPT micro, the same seed and batches, on the corpus in the sidebar: "
-                                         "only this switch differs.")
+race_switch = switch_left.selectbox(
+    "Architecture race: one switch, two GPT micros",
+    list(SWITCH_RACES),
+    format_func=SWITCH_RACE_TITLES.get,
+    **ui.keep("race_switch"),
+    help="The same GPT micro, the same seed and batches, on the corpus in the sidebar: only this switch differs.",
+)
 switch_race = switch_right.button("Race the two", key=state.widget("switch_race"))
 
 SWITCH_RACE_CONTEXT = 32  # the context an architecture race trains at; its GPT micros read up to 64
@@ -156,12 +197,22 @@ def switch_race_runners() -> list:
     race_seed = settings.run_seed()  # one seed for both runners: only the switch differs
     runners = []
     for title, switches in SWITCH_RACES[race_switch]:
-        config = TrainConfig(model="gpt-micro", tokenizer="char", context_size=SWITCH_RACE_CONTEXT, model_context=64,
-                             batch_size=16, steps=race_steps,
-                             architecture=switches or None, eval_interval=max(1, race_steps // 10), seed=race_seed,
-                             device=settings.device)
+        config = TrainConfig(
+            model="gpt-micro",
+            tokenizer="char",
+            context_size=SWITCH_RACE_CONTEXT,
+            model_context=64,
+            batch_size=16,
+            steps=race_steps,
+            architecture=switches or None,
+            eval_interval=max(1, race_steps // 10),
+            seed=race_seed,
+            device=settings.device,
+        )
         label = training.unique_label(f"switch race: {title}")
-        runners.append((label, Trainer(config, prepare_data(text, config, cached_tokenizer(corpus_label, text, "char", 0)))))
+        runners.append(
+            (label, Trainer(config, prepare_data(text, config, cached_tokenizer(corpus_label, text, "char", 0))))
+        )
     return runners
 
 
@@ -172,25 +223,53 @@ def model_race_runners() -> list:
     if char_race:
         lineup = [(name, "adam", 1e-1 if name == "bigram-neural" else 3e-3) for name in CHAR_MODEL_TITLES]
     else:
-        lineup = [(race_model, "sgd", 0.3), (race_model, "momentum", 0.03), (race_model, "rmsprop", 3e-3),
-                  (race_model, "adam", 3e-3)]
+        lineup = [
+            (race_model, "sgd", 0.3),
+            (race_model, "momentum", 0.03),
+            (race_model, "rmsprop", 3e-3),
+            (race_model, "adam", 3e-3),
+        ]
     race_seed = settings.run_seed()  # one seed for every runner: a fair race
     race = "names race" if char_race else "optimizer race"
     runners = []
     for name, opt, rate in lineup:
-        config = TrainConfig(model=name, tokenizer="char", context_size=16, batch_size=32, steps=race_steps,
-                             optimizer=opt, lr=rate, eval_interval=max(1, race_steps // 10), seed=race_seed,
-                             device=settings.device, warmup_steps=0, schedule="constant")
-        label = training.unique_label(f"{race}: {CHAR_MODEL_TITLES.get(name, name)}" if char_race
-                                      else f"{race}: {OPTIMIZER_TITLES[opt]} (lr {rate:g})")
-        runners.append((label, Trainer(config, prepare_data(names, config, cached_tokenizer("race", names, "char", 0)))))
+        config = TrainConfig(
+            model=name,
+            tokenizer="char",
+            context_size=16,
+            batch_size=32,
+            steps=race_steps,
+            optimizer=opt,
+            lr=rate,
+            eval_interval=max(1, race_steps // 10),
+            seed=race_seed,
+            device=settings.device,
+            warmup_steps=0,
+            schedule="constant",
+        )
+        label = training.unique_label(
+            f"{race}: {CHAR_MODEL_TITLES.get(name, name)}"
+            if char_race
+            else f"{race}: {OPTIMIZER_TITLES[opt]} (lr {rate:g})"
+        )
+        runners.append(
+            (label, Trainer(config, prepare_data(names, config, cached_tokenizer("race", names, "char", 0))))
+        )
     return runners
 
 
 if switch_race:
-    start_race(switch_race_runners, remember=lambda started: state.SWITCH_RACE.set(
-        {"switch": race_switch, "ids": [job.id for job in started], "corpus": corpus_label,
-         "context": SWITCH_RACE_CONTEXT}))
+    start_race(
+        switch_race_runners,
+        remember=lambda started: state.SWITCH_RACE.set(
+            {
+                "switch": race_switch,
+                "ids": [job.id for job in started],
+                "corpus": corpus_label,
+                "context": SWITCH_RACE_CONTEXT,
+            }
+        ),
+    )
 if char_race or optimizer_race:
     start_race(model_race_runners)
 
@@ -212,23 +291,46 @@ def draw_all_runs() -> None:
     labels = {job.id: label for label, job in all_runs.items()}
     offered = state.CHART_OFFERED.setdefault()
     state.set_value(chart_key, training.chart_selection(labels, state.value(chart_key), offered))
-    offered.update(labels)  # a run new to the chart joins it once (so a finished race is on it), then it is the student's
+    offered.update(
+        labels
+    )  # a run new to the chart joins it once (so a finished race is on it), then it is the student's
     chosen = st.multiselect("Runs on the chart", list(all_runs), **chart)
     v1, v2 = st.columns(2)
     show_val = v1.toggle("Show validation loss", value=True, key=state.widget("runs_show_val"))
-    smoothing = v2.slider("Smooth the training curves", 0.0, 0.99, 0.9, 0.01, key=state.widget("runs_smoothing"),
-                          help="Exponential moving average of the training loss (the validation loss is not smoothed).")
-    charts.show(training.loss_figure([(n, statuses[n], training.vocab_of(all_runs[n])) for n in chosen if n in all_runs],
-                                         show_val, height=460, smoothing=smoothing), width="stretch", key=state.widget("runs_chart"))
+    smoothing = v2.slider(
+        "Smooth the training curves",
+        0.0,
+        0.99,
+        0.9,
+        0.01,
+        key=state.widget("runs_smoothing"),
+        help="Exponential moving average of the training loss (the validation loss is not smoothed).",
+    )
+    charts.show(
+        training.loss_figure(
+            [(n, statuses[n], training.vocab_of(all_runs[n])) for n in chosen if n in all_runs],
+            show_val,
+            height=460,
+            smoothing=smoothing,
+        ),
+        width="stretch",
+        key=state.widget("runs_chart"),
+    )
     summary = []
     for name, status in statuses.items():
         last = status.metrics[-1] if status.metrics else None
         val = status.last_val_loss
-        summary.append({"run": name, "steps": status.step, "status": status.state,
-                        "train loss": round(last.train_loss, 4) if last else None,
-                        "validation loss": round(val, 4) if val is not None else None,
-                        "validation perplexity": round(math.exp(val), 2) if val is not None else None,
-                        "snapshots at steps": ", ".join(map(str, status.snapshot_steps))})
+        summary.append(
+            {
+                "run": name,
+                "steps": status.step,
+                "status": status.state,
+                "train loss": round(last.train_loss, 4) if last else None,
+                "validation loss": round(val, 4) if val is not None else None,
+                "validation perplexity": round(math.exp(val), 2) if val is not None else None,
+                "snapshots at steps": ", ".join(map(str, status.snapshot_steps)),
+            }
+        )
     st.dataframe(pd.DataFrame(summary), hide_index=True, width="stretch")
     for name, status in statuses.items():
         if status.state == "stopped":
@@ -245,25 +347,36 @@ def draw_all_runs() -> None:
     index = next((i for i, job in enumerate(all_runs.values()) if job.id == picked), 0)
     pick = d1.selectbox("Download a run", list(all_runs), index=index, key=state.widget("runs_download_", picked))
     picked_status = statuses[pick]
-    d2.download_button("Metrics (CSV)", lambda: csv_text(training.metrics_frame(picked_status)),  # made on click
-                       file_name="metrics.csv", mime="text/csv")
+    d2.download_button(
+        "Metrics (CSV)",
+        lambda: csv_text(training.metrics_frame(picked_status)),  # made on click
+        file_name="metrics.csv",
+        mime="text/csv",
+    )
     if statuses[pick].done and all_runs[pick].checkpoint is not None:
-        d3.download_button("Checkpoint (safetensors)", all_runs[pick].checkpoint,
-                           file_name="llmviz-checkpoint.safetensors", mime="application/octet-stream")
+        d3.download_button(
+            "Checkpoint (safetensors)",
+            all_runs[pick].checkpoint,
+            file_name="llmviz-checkpoint.safetensors",
+            mime="application/octet-stream",
+        )
     elif statuses[pick].done:
         d3.caption("This run ended before it could save a checkpoint.")
     else:
         d3.caption("The checkpoint can be downloaded once the run ends (or press Stop).")
-    st.caption("A downloaded checkpoint samples from the command line: "
-               "`python -m llmviz sample --checkpoint llmviz-checkpoint.safetensors --prompt …`")
+    st.caption(
+        "A downloaded checkpoint samples from the command line: "
+        "`python -m llmviz sample --checkpoint llmviz-checkpoint.safetensors --prompt …`"
+    )
     if st.button("Clear all runs", key=state.widget("runs_clear")):
         for job in all_runs.values():
             picker.manager().remove(picker.session_id(), job.id)
         st.rerun(scope="app")
 
 
-training.live(draw_all_runs, active=lambda: any(job.changing for job in training.runs()), seconds=2.0,
-              name="training.all_runs")
+training.live(
+    draw_all_runs, active=lambda: any(job.changing for job in training.runs()), seconds=2.0, name="training.all_runs"
+)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -274,14 +387,18 @@ def measured_beyond(run_ids: tuple[str, ...], corpus: str, context: int, trained
 @sections.section("training.longer")
 def longer_than_training() -> None:
     """A finished architecture race measured at a longer context than it trained at: does each side extrapolate?"""
-    st.markdown(f"An architecture race trains at a context of {SWITCH_RACE_CONTEXT} tokens, but GPT micro reads up "
-                "to 64. Measure both runners on longer windows of the validation text: at positions beyond "
-                "training, a learned position table reads rows that never received a gradient, while RoPE turns "
-                "queries and keys by angles it has not seen but keeps 'how far apart' the same.")
+    st.markdown(
+        f"An architecture race trains at a context of {SWITCH_RACE_CONTEXT} tokens, but GPT micro reads up "
+        "to 64. Measure both runners on longer windows of the validation text: at positions beyond "
+        "training, a learned position table reads rows that never received a gradient, while RoPE turns "
+        "queries and keys by angles it has not seen but keeps 'how far apart' the same."
+    )
     spec = state.SWITCH_RACE.get()
     if not spec:
-        st.caption("Race an architecture switch above (positions: learned vs RoPE shows it best); once it ends, "
-                   "its two runners are measured here.")
+        st.caption(
+            "Race an architecture switch above (positions: learned vs RoPE shows it best); once it ends, "
+            "its two runners are measured here."
+        )
         return
     jobs = [picker.manager().get(picker.session_id(), job_id) for job_id in spec["ids"]]
     if any(job is None for job in jobs):
@@ -291,30 +408,55 @@ def longer_than_training() -> None:
         st.caption(f"Waiting for the race ({SWITCH_RACE_TITLES[spec['switch']]}) to end.")
         return
     if spec["corpus"] != corpus_label:
-        st.info(f"The race trained on {literal_markdown(spec['corpus'])}: pick that corpus in the sidebar to measure "
-                "it on its own validation text.")
+        st.info(
+            f"The race trained on {literal_markdown(spec['corpus'])}: pick that corpus in the sidebar to measure "
+            "it on its own validation text."
+        )
         return
     limit = min(picker.load(f"run:{job.id}").model.config.context_length for job in jobs)
     trained = int(spec["context"])
-    context = st.select_slider("Measure at a context of", [c for c in (40, 48, 56, 64, 96, 128) if trained < c <= limit],
-                               value=limit, key=state.widget("longer_context"))
+    context = st.select_slider(
+        "Measure at a context of",
+        [c for c in (40, 48, 56, 64, 96, 128) if trained < c <= limit],
+        value=limit,
+        key=state.widget("longer_context"),
+    )
     models = {job.label: picker.load(f"run:{job.id}").model for job in jobs}
     first = jobs[0].info
     ids = prepare_data(text, first.config, first.tokenizer).val_ids
     result = measured_beyond(tuple(spec["ids"]), corpus_label, int(context), trained, models, ids)
-    figure = go.Figure([go.Scatter(x=list(range(1, result.context + 1)), y=curve.tolist(), mode="lines", name=name)
-                        for name, curve in result.by_position.items()])
-    figure.add_vline(x=trained + 0.5, line_dash="dot", annotation_text="trained up to here", annotation_position="top left")
-    figure.update_layout(height=360, margin=dict(t=30), xaxis_title="tokens read so far (position + 1)",
-                         yaxis_title="validation loss at that position")
+    figure = go.Figure(
+        [
+            go.Scatter(x=list(range(1, result.context + 1)), y=curve.tolist(), mode="lines", name=name)
+            for name, curve in result.by_position.items()
+        ]
+    )
+    figure.add_vline(
+        x=trained + 0.5, line_dash="dot", annotation_text="trained up to here", annotation_position="top left"
+    )
+    figure.update_layout(
+        height=360,
+        margin=dict(t=30),
+        xaxis_title="tokens read so far (position + 1)",
+        yaxis_title="validation loss at that position",
+    )
     charts.show(figure, width="stretch", key=state.widget("longer_chart"))
-    st.dataframe(pd.DataFrame({"run": list(result.within),
-                               f"loss, positions 1–{trained}": list(result.within.values()),
-                               f"loss, positions {trained + 1}–{result.context}": list(result.beyond.values())}
-                              ).style.format(precision=4), hide_index=True, width="stretch")
-    st.caption("Each point is the mean loss of predicting the next token at that position, over the same 256 "
-               "windows (or as many as the validation text holds) for every run. Left of the dotted line the models "
-               "read positions they trained on; right of it, positions no training batch ever reached.")
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "run": list(result.within),
+                f"loss, positions 1–{trained}": list(result.within.values()),
+                f"loss, positions {trained + 1}–{result.context}": list(result.beyond.values()),
+            }
+        ).style.format(precision=4),
+        hide_index=True,
+        width="stretch",
+    )
+    st.caption(
+        "Each point is the mean loss of predicting the next token at that position, over the same 256 "
+        "windows (or as many as the validation text holds) for every run. Left of the dotted line the models "
+        "read positions they trained on; right of it, positions no training batch ever reached."
+    )
 
 
 st.subheader("Longer than training: does a race's winner extrapolate?")
@@ -322,8 +464,10 @@ longer_than_training()
 
 # ------------------------------------------------------------------ before and after
 st.header("3. Your model at step 0 and at step N")
-st.caption("The model picker in the sidebar chooses a run and a step. Step 0 is the run's random start; the "
-           "same prompt, the same seed, two sets of weights.")
+st.caption(
+    "The model picker in the sidebar chooses a run and a step. Step 0 is the run's random start; the "
+    "same prompt, the same seed, two sets of weights."
+)
 
 
 def sample_panel(view, column_key: str, prompt: str) -> None:
@@ -331,8 +475,7 @@ def sample_panel(view, column_key: str, prompt: str) -> None:
         st.info(f"{literal_markdown(view.label)} does not generate text.")
         return
     with ui.friendly_errors("sampling"):
-        text = generate_text(view.model, view.tokenizer, prompt, max_new_tokens=60, temperature=0.8,
-                             seed=settings.seed)
+        text = generate_text(view.model, view.tokenizer, prompt, max_new_tokens=60, temperature=0.8, seed=settings.seed)
         st.code(text, language=None, wrap_lines=True)
 
 
@@ -355,14 +498,18 @@ QUIZ_STEPS = 30
 def training_quiz() -> list:
     gpt, gpt_tokenizer, _ = models.shipped_gpt_or_stop()
     quiz_model = model_name if model_name in GPT_SIZES else "gpt-nano"
-    what = (f"A fresh {MODEL_LABELS[quiz_model]} with {OPTIMIZER_TITLES[optimizer]} trains for {QUIZ_STEPS} steps on "
-            f"{literal_markdown(corpus_label)} (batch 8, 16 characters of context, no clipping)")
-    losses = dict(zip((lr, lr * 10), quiz_ui.short_run_losses(text, quiz_model, optimizer, lr, settings.seed,
-                                                               QUIZ_STEPS)))
+    what = (
+        f"A fresh {MODEL_LABELS[quiz_model]} with {OPTIMIZER_TITLES[optimizer]} trains for {QUIZ_STEPS} steps on "
+        f"{literal_markdown(corpus_label)} (batch 8, 16 characters of context, no clipping)"
+    )
+    losses = dict(
+        zip((lr, lr * 10), quiz_ui.short_run_losses(text, quiz_model, optimizer, lr, settings.seed, QUIZ_STEPS))
+    )
     return quiz.training_questions(gpt, gpt_tokenizer, text[:400], losses.__getitem__, lr, what)
 
 
 quiz_ui.section("training", training_quiz)
+
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def shipped_batch_loss(rows: tuple[tuple[int, ...], ...]):
@@ -377,79 +524,114 @@ def shipped_position_gradient(rows: tuple[tuple[int, ...], ...], position: int):
     return position_gradient(model, shipped_batch_loss(rows), position)
 
 
-st.header("4. The loss, step by step, on a real batch")
-gpt, gpt_tokenizer, _ = models.shipped_gpt_or_stop()
-st.caption("The shipped GPT (trained on the Python reference manual) reads two short sequences; each position "
-           "must predict the token after it — the targets are the inputs shifted by one.")
-default_batch = "Every object has an identity, a type and a value.\nThe for statement is used to iterate"
-batch_text = st.text_area("Two lines of text (one sequence each)", default_batch, height=80)
-tokens_per_row = st.slider("Positions per sequence", 1, 8, 3, **share.bind("positions"))
-rows = [line for line in batch_text.splitlines() if line.strip()][:2]
-encoded = [gpt_tokenizer.encode(line)[: tokens_per_row + 1] for line in rows]
-if len(rows) < 1 or any(len(ids) < tokens_per_row + 1 for ids in encoded):
-    st.warning(f"Each line needs at least {tokens_per_row + 1} tokens (inputs plus the next token as target).")
-else:
-    batch = shipped_batch_loss(tuple(tuple(ids) for ids in encoded))
-    inputs, targets, parts = batch.inputs, batch.targets, batch.parts
-    table = []
-    for b in range(inputs.shape[0]):
-        for t in range(inputs.shape[1]):
-            table.append({"sequence": b, "position": t, "input": gpt_tokenizer.printable(int(inputs[b, t])),
-                          "target": gpt_tokenizer.printable(int(targets[b, t])),
-                          "p(target)": float(parts.target_probabilities[b, t]),
-                          "log p(target)": float(parts.log_probabilities[b, t])})
-    st.dataframe(tidy_floats(pd.DataFrame(table)).style.format({"p(target)": "{:.6f}", "log p(target)": "{:.4f}"}),
-                 hide_index=True, width="stretch")
-    logs = parts.log_probabilities.flatten().tolist()
-    n = len(logs)
-    terms = " + ".join(f"({v:.3f})" for v in logs[:6]) + (" + \\dots" if n > 6 else "")
-    charts.latex(rf"\text{{loss}} = -\frac{{1}}{{{n}}}\Big[{terms}\Big] = -({parts.mean_log_probability:.4f}) = {parts.loss:.4f}")
-    m1, m2, m3, m4 = st.columns(4)
-    m1.metric("− mean log p", f"{parts.loss:.4f}")
-    m2.metric("F.cross_entropy", f"{parts.cross_entropy:.4f}")
-    m3.metric("perplexity e^loss", f"{parts.perplexity:,.2f}")
-    m4.metric(f"uniform guess ln {gpt_tokenizer.vocab_size}", f"{parts.uniform_loss:.4f}")
-    gap = abs(parts.loss - parts.cross_entropy)
-    st.caption(f"− mean log p and F.cross_entropy differ by {gap:.1e}: PyTorch's cross-entropy is this recipe "
-               "(softmax, pick the target's probability, log, mean, negate), with the log taken as log-softmax "
-               "(z_target − log Σ e^z) so that a tiny probability never becomes log 0. Perplexity reads as 'as "
-               "unsure as a fair choice among this many tokens'.")
-    if parts.naive_loss != parts.loss and not abs(parts.naive_loss - parts.loss) < 1e-9:
-        st.info(f"Taking the log of the softmax directly gives {parts.naive_loss:.4f} here: a probability "
-                "rounded to 0 has log −∞. Log-softmax avoids that.")
+def loss_step_by_step() -> None:
+    """4. The loss taken apart on a real batch, and 5. backpropagation through the output layer."""
+    st.header("4. The loss, step by step, on a real batch")
+    gpt, gpt_tokenizer, _ = models.shipped_gpt_or_stop()
+    st.caption(
+        "The shipped GPT (trained on the Python reference manual) reads two short sequences; each position "
+        "must predict the token after it — the targets are the inputs shifted by one."
+    )
+    default_batch = "Every object has an identity, a type and a value.\nThe for statement is used to iterate"
+    batch_text = st.text_area("Two lines of text (one sequence each)", default_batch, height=80)
+    tokens_per_row = st.slider("Positions per sequence", 1, 8, 3, **share.bind("positions"))
+    rows = [line for line in batch_text.splitlines() if line.strip()][:2]
+    encoded = [gpt_tokenizer.encode(line)[: tokens_per_row + 1] for line in rows]
+    if len(rows) < 1 or any(len(ids) < tokens_per_row + 1 for ids in encoded):
+        st.warning(f"Each line needs at least {tokens_per_row + 1} tokens (inputs plus the next token as target).")
+    else:
+        batch = shipped_batch_loss(tuple(tuple(ids) for ids in encoded))
+        inputs, targets, parts = batch.inputs, batch.targets, batch.parts
+        table = []
+        for b in range(inputs.shape[0]):
+            for t in range(inputs.shape[1]):
+                table.append(
+                    {
+                        "sequence": b,
+                        "position": t,
+                        "input": gpt_tokenizer.printable(int(inputs[b, t])),
+                        "target": gpt_tokenizer.printable(int(targets[b, t])),
+                        "p(target)": float(parts.target_probabilities[b, t]),
+                        "log p(target)": float(parts.log_probabilities[b, t]),
+                    }
+                )
+        st.dataframe(
+            tidy_floats(pd.DataFrame(table)).style.format({"p(target)": "{:.6f}", "log p(target)": "{:.4f}"}),
+            hide_index=True,
+            width="stretch",
+        )
+        logs = parts.log_probabilities.flatten().tolist()
+        n = len(logs)
+        terms = " + ".join(f"({v:.3f})" for v in logs[:6]) + (" + \\dots" if n > 6 else "")
+        charts.latex(
+            rf"\text{{loss}} = -\frac{{1}}{{{n}}}\Big[{terms}\Big] = "
+            rf"-({parts.mean_log_probability:.4f}) = {parts.loss:.4f}"
+        )
+        m1, m2, m3, m4 = st.columns(4)
+        m1.metric("− mean log p", f"{parts.loss:.4f}")
+        m2.metric("F.cross_entropy", f"{parts.cross_entropy:.4f}")
+        m3.metric("perplexity e^loss", f"{parts.perplexity:,.2f}")
+        m4.metric(f"uniform guess ln {gpt_tokenizer.vocab_size}", f"{parts.uniform_loss:.4f}")
+        gap = abs(parts.loss - parts.cross_entropy)
+        st.caption(
+            f"− mean log p and F.cross_entropy differ by {gap:.1e}: PyTorch's cross-entropy is this recipe "
+            "(softmax, pick the target's probability, log, mean, negate), with the log taken as log-softmax "
+            "(z_target − log Σ e^z) so that a tiny probability never becomes log 0. Perplexity reads as 'as "
+            "unsure as a fair choice among this many tokens'."
+        )
+        if parts.naive_loss != parts.loss and not abs(parts.naive_loss - parts.loss) < 1e-9:
+            st.info(
+                f"Taking the log of the softmax directly gives {parts.naive_loss:.4f} here: a probability "
+                "rounded to 0 has log −∞. Log-softmax avoids that."
+            )
 
-    # ------------------------------------------------------------------ backprop by hand
-    st.header("5. Backpropagation through the output layer")
-    position = ui.index_slider("Position (in sequence 0)", inputs.shape[1])
-    target = int(targets[0, position])
-    grad = shipped_position_gradient(tuple(tuple(ids) for ids in encoded), position)
-    top = torch.topk(grad.probabilities, 9).indices.tolist()
-    shown = [target] + [i for i in top if i != target][:8]
-    labels = charts.unique_labels([gpt_tokenizer.printable(i) + (" (target)" if i == target else "") for i in shown])
-    figure = go.Figure()
-    figure.add_trace(go.Bar(x=labels, y=[float(grad.probabilities[i]) for i in shown], name="p (softmax)"))
-    figure.add_trace(go.Bar(x=labels, y=[float(grad.one_hot[i]) for i in shown], name="y (one-hot target)"))
-    figure.add_trace(go.Bar(x=labels, y=[float(grad.dlogits_by_hand[i]) for i in shown], name="∂L/∂logit = p − y"))
-    figure.update_layout(barmode="group", height=360, margin=dict(t=10))
-    charts.show(figure, width="stretch")
-    p_t = float(grad.probabilities[target])
-    charts.latex(rf"\frac{{\partial L}}{{\partial z_{{\text{{target}}}}}} = p_{{\text{{target}}}} - 1 = {p_t:.4f} - 1 = {p_t - 1:.4f}"
-             rf"\qquad \frac{{\partial L}}{{\partial W}} = (p - y)\,h^\top")
-    st.success(f"By hand vs autograd: the largest difference over all {grad.entries_compared:,} entries of "
-               f"∂L/∂W ({grad.dweight_by_hand.numel():,}) and ∂L/∂z ({grad.dlogits_by_hand.numel():,}) is "
-               f"{grad.max_difference:.2e}.")
-    st.caption("The gradient pushes the target's logit up (p − 1 < 0) and every other logit down in proportion "
-               "to how much probability it took. A gradient-descent step W ← W − lr · ∂L/∂W does both at once.")
+        # ------------------------------------------------------------------ backprop by hand
+        st.header("5. Backpropagation through the output layer")
+        position = ui.index_slider("Position (in sequence 0)", inputs.shape[1])
+        target = int(targets[0, position])
+        grad = shipped_position_gradient(tuple(tuple(ids) for ids in encoded), position)
+        top = torch.topk(grad.probabilities, 9).indices.tolist()
+        shown = [target] + [i for i in top if i != target][:8]
+        labels = charts.unique_labels(
+            [gpt_tokenizer.printable(i) + (" (target)" if i == target else "") for i in shown]
+        )
+        figure = go.Figure()
+        figure.add_trace(go.Bar(x=labels, y=[float(grad.probabilities[i]) for i in shown], name="p (softmax)"))
+        figure.add_trace(go.Bar(x=labels, y=[float(grad.one_hot[i]) for i in shown], name="y (one-hot target)"))
+        figure.add_trace(go.Bar(x=labels, y=[float(grad.dlogits_by_hand[i]) for i in shown], name="∂L/∂logit = p − y"))
+        figure.update_layout(barmode="group", height=360, margin=dict(t=10))
+        charts.show(figure, width="stretch")
+        p_t = float(grad.probabilities[target])
+        charts.latex(
+            rf"\frac{{\partial L}}{{\partial z_{{\text{{target}}}}}} = p_{{\text{{target}}}} - 1 = "
+            rf"{p_t:.4f} - 1 = {p_t - 1:.4f}"
+            rf"\qquad \frac{{\partial L}}{{\partial W}} = (p - y)\,h^\top"
+        )
+        st.success(
+            f"By hand vs autograd: the largest difference over all {grad.entries_compared:,} entries of "
+            f"∂L/∂W ({grad.dweight_by_hand.numel():,}) and ∂L/∂z ({grad.dlogits_by_hand.numel():,}) is "
+            f"{grad.max_difference:.2e}."
+        )
+        st.caption(
+            "The gradient pushes the target's logit up (p − 1 < 0) and every other logit down in proportion "
+            "to how much probability it took. A gradient-descent step W ← W − lr · ∂L/∂W does both at once."
+        )
+
+
+loss_step_by_step()
 
 # ------------------------------------------------------------------ the toy decoder
 st.header("6. The decoder of an encoder–decoder Transformer, on a toy task")
-st.caption("Ten random label sequences of 7 tokens (vocabulary 12); the decoder reads [start] + labels[:-1] and a "
-           "random encoder output, and learns to predict each next label: 6 layers, 8 heads, d_model 32, SGD with momentum.")
+st.caption(
+    "Ten random label sequences of 7 tokens (vocabulary 12); the decoder reads [start] + labels[:-1] and a "
+    "random encoder output, and learns to predict each next label: 6 layers, 8 heads, d_model 32, SGD with momentum."
+)
 if st.button("Train the decoder (200 steps)", key=state.widget("decoder_train")):
     seed = settings.run_seed()
     try:
-        decoder_job = picker.manager().submit_task(picker.session_id(), functools.partial(toy_task_loop, seed=seed),
-                                                   label="toy decoder", total=200)
+        decoder_job = picker.manager().submit_task(
+            picker.session_id(), functools.partial(toy_task_loop, seed=seed), label="toy decoder", total=200
+        )
     except LlmvizError as error:
         st.warning(str(error))
     else:
@@ -471,8 +653,10 @@ def draw_decoder() -> None:
     figure.update_layout(xaxis_title="step", yaxis_title="loss", height=320, margin=dict(t=10))
     charts.show(figure, width="stretch", key=state.widget("decoder_chart"))
     if status.done:
-        st.caption(f"Loss {curve[0][1]:.3f} → {curve[-1][1]:.3f}"
-                   + (": the model memorises the ten sequences." if status.state == "finished" else " (stopped)."))
+        st.caption(
+            f"Loss {curve[0][1]:.3f} → {curve[-1][1]:.3f}"
+            + (": the model memorises the ten sequences." if status.state == "finished" else " (stopped).")
+        )
 
 
 _decoder = picker.manager().get(picker.session_id(), state.DECODER_JOB.get(default=""))

@@ -42,8 +42,21 @@ def free_port() -> int:
 
 def command(script: str | Path, port: int) -> list[str]:
     """The command line: ``streamlit run <script>`` on 127.0.0.1:<port>, headless, without a file watcher."""
-    return [sys.executable, "-m", "streamlit", "run", str(script), "--server.address", "127.0.0.1",
-            "--server.port", str(port), "--server.headless", "true", "--server.fileWatcherType", "none"]
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(script),
+        "--server.address",
+        "127.0.0.1",
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--server.fileWatcherType",
+        "none",
+    ]
 
 
 @dataclass
@@ -81,8 +94,13 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def start_app(script: str | Path = "app.py", port: int | None = None, env: Mapping[str, str] | None = None,
-              log: Path | None = None, timeout_s: float = 120) -> AppServer:
+def start_app(
+    script: str | Path = "app.py",
+    port: int | None = None,
+    env: Mapping[str, str] | None = None,
+    log: Path | None = None,
+    timeout_s: float = 120,
+) -> AppServer:
     """Start ``script`` (relative to the repository root) and return once Streamlit says it is healthy.
 
     ``env`` is added to this process's environment; the output goes to the file ``log`` (else it is dropped).
@@ -90,14 +108,22 @@ def start_app(script: str | Path = "app.py", port: int | None = None, env: Mappi
     """
     port = port or free_port()
     handle = open(log, "wb") if log is not None else None  # noqa: SIM115 - closed by AppServer.stop
-    process = subprocess.Popen(command(script, port), cwd=ROOT, env={**os.environ, **(env or {})},
-                               stdout=handle if handle is not None else subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        command(script, port),
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        stdout=handle if handle is not None else subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
     server = AppServer(f"http://127.0.0.1:{port}", process, log, handle)
     deadline = time.monotonic() + timeout_s
     while not _healthy(server.url):
         if process.poll() is not None or time.monotonic() > deadline:
-            reason = f"exited with code {process.returncode}" if process.poll() is not None else \
-                f"was not healthy after {timeout_s:.0f} s"
+            reason = (
+                f"exited with code {process.returncode}"
+                if process.poll() is not None
+                else f"was not healthy after {timeout_s:.0f} s"
+            )
             server.stop()
             raise AppDidNotStart(f"streamlit run {script} {reason}:\n{server.log_tail()}")
         time.sleep(0.3)

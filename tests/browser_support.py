@@ -31,8 +31,14 @@ ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = ROOT / "screenshots"
 IN_CI = os.environ.get("CI", "").lower() == "true"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 pytestmark = pytest.mark.browser
 
@@ -48,16 +54,22 @@ def app_server(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("app-server")
     hub = folder / "hub"
-    save_as_cached_repo(make_hf_gpt2(vocab_size=50257, n_layer=2, n_embd=32, n_head=2, n_positions=64, seed=7),
-                        hub, "gpt2")
+    save_as_cached_repo(
+        make_hf_gpt2(vocab_size=50257, n_layer=2, n_embd=32, n_head=2, n_positions=64, seed=7), hub, "gpt2"
+    )
     timings = folder / "timings.jsonl"
     (folder / "runs").mkdir()
-    env = {"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(hub), "LLMVIZ_SESSION_TIMEOUT": "3",
-           "LLMVIZ_TIMINGS": str(timings), "LLMVIZ_RUNS_DIR": str(folder / "runs"),
-           "LLMVIZ_CACHE_DIR": str(folder / "cache"),
-           # one server serves every browser test of a worker, one after another: other tests' watching must not
-           # slow this test's refreshes (the adaptive interval itself is tested in tests/test_watch.py)
-           "LLMVIZ_WATCH_BUDGET": "4"}
+    env = {
+        "HF_HUB_OFFLINE": "1",
+        "HF_HUB_CACHE": str(hub),
+        "LLMVIZ_SESSION_TIMEOUT": "3",
+        "LLMVIZ_TIMINGS": str(timings),
+        "LLMVIZ_RUNS_DIR": str(folder / "runs"),
+        "LLMVIZ_CACHE_DIR": str(folder / "cache"),
+        # one server serves every browser test of a worker, one after another: other tests' watching must not
+        # slow this test's refreshes (the adaptive interval itself is tested in tests/test_watch.py)
+        "LLMVIZ_WATCH_BUDGET": "4",
+    }
     try:
         server = start_app("app.py", env=env, log=folder / "server.log")
     except AppDidNotStart as error:
@@ -95,8 +107,13 @@ def browser(tmp_path_factory):
     profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, accept_downloads=True,
-            permissions=["clipboard-read", "clipboard-write"])
+            profile,
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_ARGS,
+            accept_downloads=True,
+            permissions=["clipboard-read", "clipboard-write"],
+        )
         yield context
         context.close()
 
@@ -171,7 +188,8 @@ def eventually(check, timeout_s: float = 120, what: str = "the expected state"):
 
 # What the browser keeps for the app besides Streamlit's own (its theme and sidebar state in localStorage, its XSRF
 # cookie): nothing, so two tabs of one profile are two independent sessions.
-NOT_STREAMLITS = """() => Object.keys(localStorage).concat(Object.keys(sessionStorage)).filter((key) => !key.startsWith('st'))
+NOT_STREAMLITS = """() => Object.keys(localStorage).concat(Object.keys(sessionStorage))
+  .filter((key) => !key.startsWith('st'))
   .concat(document.cookie.split(';').map((c) => c.trim().split('=')[0]).filter((n) => n && n !== '_streamlit_xsrf'))"""
 
 

@@ -31,7 +31,8 @@ def _scan_installed_components_once() -> None:
     from streamlit.components.v2 import manifest_scanner
 
     manifest_scanner.scan_component_manifests = functools.lru_cache(maxsize=1)(
-        manifest_scanner.scan_component_manifests)
+        manifest_scanner.scan_component_manifests
+    )
 
 
 _scan_installed_components_once()
@@ -80,8 +81,14 @@ def _no_runs_left_behind():
 
 
 # The browser tests, longest first (measured with --durations on a 2-core machine); modules not named here follow.
-BROWSER_LONGEST_FIRST = ("test_browser_lab", "test_browser_fixes_pages", "test_browser_pages",
-                         "test_browser_gpt2", "test_browser_inside", "test_browser_classroom")
+BROWSER_LONGEST_FIRST = (
+    "test_browser_lab",
+    "test_browser_fixes_pages",
+    "test_browser_pages",
+    "test_browser_gpt2",
+    "test_browser_inside",
+    "test_browser_classroom",
+)
 
 
 def _browser_rank(item) -> int:

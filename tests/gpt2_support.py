@@ -13,14 +13,22 @@ from pathlib import Path
 import torch
 
 
-def make_hf_gpt2(vocab_size: int = 1000, n_layer: int = 2, n_embd: int = 64, n_head: int = 4,
-                 n_positions: int = 128, seed: int = 0):
+def make_hf_gpt2(
+    vocab_size: int = 1000, n_layer: int = 2, n_embd: int = 64, n_head: int = 4, n_positions: int = 128, seed: int = 0
+):
     """A ``GPT2LMHeadModel`` with every weight random (biases and LayerNorm scales too), in eval mode."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(seed)
-    config = GPT2Config(vocab_size=vocab_size, n_layer=n_layer, n_embd=n_embd, n_head=n_head,
-                        n_positions=n_positions, bos_token_id=vocab_size - 1, eos_token_id=vocab_size - 1)
+    config = GPT2Config(
+        vocab_size=vocab_size,
+        n_layer=n_layer,
+        n_embd=n_embd,
+        n_head=n_head,
+        n_positions=n_positions,
+        bos_token_id=vocab_size - 1,
+        eos_token_id=vocab_size - 1,
+    )
     config._attn_implementation = "eager"  # output_attentions needs the explicit softmax
     model = GPT2LMHeadModel(config).eval()
     generator = torch.Generator().manual_seed(seed)

@@ -176,15 +176,15 @@ def test_the_page_shows_prompting_and_the_fine_tuned_runs_side_by_side():
         assert value * len(held) == pytest.approx(round(value * len(held)), abs=1e-4)  # float32 means
 
 
-
 def test_a_names_run_ends_with_its_checkpoint_file_like_every_run(shipped, manager):
     """The Training page offers a finished run's single-file checkpoint; a names run's GPT is one too (its end
     failed: 'FineTuneTrainer' object has no attribute 'sharded', and no file came back)."""
     import safetensors.torch
 
     model, tokenizer = shipped
-    job = manager.submit_training("owner", adapt.finetune_runs(model, tokenizer, steps=2, seed=1)["last block"],
-                                  label="names")
+    job = manager.submit_training(
+        "owner", adapt.finetune_runs(model, tokenizer, steps=2, seed=1)["last block"], label="names"
+    )
     assert job.wait(120)
     assert job.status().state == "finished"
     assert job.checkpoint is not None
@@ -203,7 +203,9 @@ def test_the_batching_chart_shows_each_requests_wait_and_tokens_per_second(shipp
     at = run_page("stages/adapt.py")
     assert_clean(at)
     charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
-    batching = next(c for c in charts if c["layout"].get("title", {}).get("text", "").startswith("Static vs continuous"))
+    batching = next(
+        c for c in charts if c["layout"].get("title", {}).get("text", "").startswith("Static vs continuous")
+    )
     traces = {trace["name"]: trace for trace in batching["data"]}
     assert batching["layout"]["scattermode"] == "group"
     expected = adapt.batching(model, tokenizer, 2, (24, 4, 16, 6, 10, 4))  # the page's six requests, two slots
@@ -251,9 +253,14 @@ def test_the_memory_table_names_each_steps_autocast():
     assert_clean(at)
     table = next(frame.value for frame in at.dataframe if "saved for backward" in frame.value.columns)
     assert list(zip(table["gradient checkpointing"], table["autocast"], strict=True)) == [
-        ("off", "off"), ("off", "bf16"), ("on", "off"), ("on", "bf16")]  # fp16 rows only where the model is on CUDA
-    assert any(button.label.startswith("Train 3 runs: plain, checkpointing, checkpointing + bf16")
-               for button in at.button)
+        ("off", "off"),
+        ("off", "bf16"),
+        ("on", "off"),
+        ("on", "bf16"),
+    ]  # fp16 rows only where the model is on CUDA
+    assert any(
+        button.label.startswith("Train 3 runs: plain, checkpointing, checkpointing + bf16") for button in at.button
+    )
 
 
 def test_a_lab_run_on_the_page_pauses_resumes_and_stops_like_every_run(fresh_session_jobs):
@@ -291,7 +298,10 @@ def test_a_lab_run_on_the_page_pauses_resumes_and_stops_like_every_run(fresh_ses
     for job in again:
         job.stop()
         assert job.wait(120)
-    curves = next(json.loads(chart.proto.spec) for chart in at.run().get("plotly_chart")
-                  if json.loads(chart.proto.spec)["layout"].get("title", {}).get("text") == "Training loss")
+    curves = next(
+        json.loads(chart.proto.spec)
+        for chart in at.run().get("plotly_chart")
+        if json.loads(chart.proto.spec)["layout"].get("title", {}).get("text") == "Training loss"
+    )
     assert sorted(trace["name"] for trace in curves["data"]) == sorted(job.label for job in jobs + again)
     assert_clean(at)

@@ -28,8 +28,22 @@ def test_lora_writes_a_merged_plain_checkpoint(capsys, tmp_path):
     out = tmp_path / "lora"
     text = tmp_path / "text.txt"
     text.write_text(corpus.load("python-docs")[:20_000])  # a short text: tokenizing it is quick
-    summary = run(capsys, "lora", "--init", SHIPPED, "--out", str(out), "--steps", "3", "--rank", "2",
-                  "--targets", "q,proj", "--corpus", str(text))
+    summary = run(
+        capsys,
+        "lora",
+        "--init",
+        SHIPPED,
+        "--out",
+        str(out),
+        "--steps",
+        "3",
+        "--rank",
+        "2",
+        "--targets",
+        "q,proj",
+        "--corpus",
+        str(text),
+    )
     assert summary["trained_parameters"] == 4 * 2 * 2 * (128 + 128)
     model, _, meta = load_checkpoint(out)  # strict load into an ordinary GPT
     original, _, _ = load_checkpoint(SHIPPED)
@@ -61,8 +75,10 @@ def test_finetune_writes_the_gpt_and_its_head(capsys, tmp_path):
     assert all(torch.equal(v, original.state_dict()[k]) for k, v in model.state_dict().items())  # head only
     head = load_file(str(out / "classifier_head.safetensors"))
     assert head["weight"].shape == (1, 128)
-    assert meta["task"]["accuracy_after"] == summary["accuracy_after"] or \
-        round(meta["task"]["accuracy_after"], 4) == summary["accuracy_after"]
+    assert (
+        meta["task"]["accuracy_after"] == summary["accuracy_after"]
+        or round(meta["task"]["accuracy_after"], 4) == summary["accuracy_after"]
+    )
 
     # read back: the same classifier, so the same held-out accuracy the run reported when it ended
     classifier, tokenizer, task = finetune.load_classifier(out)
@@ -89,8 +105,10 @@ def test_a_checkpoint_without_a_head_or_with_a_wrong_one_is_refused(capsys, tmp_
         finetune.load_classifier(out)
 
 
-@pytest.mark.parametrize("argv", [["lora", "--init", SHIPPED, "--out", "x", "--targets", "w_z"],
-                                  ["lora", "--init", "no/such/folder", "--out", "x"]])
+@pytest.mark.parametrize(
+    "argv",
+    [["lora", "--init", SHIPPED, "--out", "x", "--targets", "w_z"], ["lora", "--init", "no/such/folder", "--out", "x"]],
+)
 def test_bad_input_is_a_clear_error(capsys, argv):
     assert cli.main(argv) == 2
     assert capsys.readouterr().err.startswith("error: ")

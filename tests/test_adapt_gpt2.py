@@ -39,13 +39,13 @@ def tiny(folder):
 def test_quick_views_on_gpt2(tiny):
     model, tokenizer = tiny
     assert model.lm_head.weight is model.tok_emb.weight  # GPT-2 ties its head to the token embedding
-    demo = adapt.lora_demo(model, tokenizer, TEXT, lora.LoRAConfig(rank=2, alpha=4, targets=("q", "v", "mlp")),
-                           steps=2)
+    demo = adapt.lora_demo(model, tokenizer, TEXT, lora.LoRAConfig(rank=2, alpha=4, targets=("q", "v", "mlp")), steps=2)
     assert demo.max_logit_difference <= 1e-5
     assert demo.trained == lora.adapter_count(model, lora.LoRAConfig(rank=2, targets=("q", "v", "mlp")))
 
-    report = adapt.quant_report(model, tokenizer, TEXT, qz.QuantSpec(bits=8, per_channel=True, symmetric=False),
-                                "The for", new_tokens=3)
+    report = adapt.quant_report(
+        model, tokenizer, TEXT, qz.QuantSpec(bits=8, per_channel=True, symmetric=False), "The for", new_tokens=3
+    )
     windows = adapt.held_out_ids(tokenizer, TEXT, model)
     with torch.no_grad():
         reference = F.cross_entropy(model(windows[:, :-1])[0].flatten(0, 1), windows[:, 1:].flatten())
@@ -68,27 +68,32 @@ def test_quick_views_on_gpt2(tiny):
 
 def test_every_lab_run_trains_on_gpt2(tiny):
     model, tokenizer = tiny
-    trainers = {"lora": adapt.lora_run(model, tokenizer, TEXT, lora.LoRAConfig(rank=2), 2, 1),
-                "full": adapt.full_run(model, tokenizer, TEXT, 2, 1),
-                "qat": adapt.qat_run(model, tokenizer, TEXT, qz.QuantSpec(bits=4), 2, 1),
-                "memory": adapt.memory_run(model, tokenizer, TEXT, 2, 1, checkpointing=True, bf16=True),
-                **{f"names {mode}": trainer for mode, trainer in adapt.finetune_runs(model, tokenizer, 2, 1).items()}}
+    trainers = {
+        "lora": adapt.lora_run(model, tokenizer, TEXT, lora.LoRAConfig(rank=2), 2, 1),
+        "full": adapt.full_run(model, tokenizer, TEXT, 2, 1),
+        "qat": adapt.qat_run(model, tokenizer, TEXT, qz.QuantSpec(bits=4), 2, 1),
+        "memory": adapt.memory_run(model, tokenizer, TEXT, 2, 1, checkpointing=True, bf16=True),
+        **{f"names {mode}": trainer for mode, trainer in adapt.finetune_runs(model, tokenizer, 2, 1).items()},
+    }
     for name, trainer in trainers.items():
         losses = [m.train_loss for m in trainer.run()]
         assert len(losses) == 2 and all(math.isfinite(v) for v in losses), name
     assert trainers["names head"].history[-1].val_accuracy is not None
 
 
-def test_cli_verbs_on_gpt2_and_the_shipped_gpt_write_checkpoints_the_picker_lists(folder, tmp_path, monkeypatch,
-                                                                                   capsys):
+def test_cli_verbs_on_gpt2_and_the_shipped_gpt_write_checkpoints_the_picker_lists(
+    folder, tmp_path, monkeypatch, capsys
+):
     text = tmp_path / "text.txt"
     text.write_text(TEXT)
     runs = tmp_path / "runs"
     shipped = str(ROOT / "data" / "gpt-python-docs")
     for init, tag in ((str(folder), "gpt2"), (shipped, "shipped")):
-        for argv in (["lora", "--steps", "2", "--rank", "2", "--corpus", str(text)],
-                     ["finetune", "--steps", "2", "--mode", "last block"],
-                     ["quantize", "--bits", "4", "--corpus", str(text)]):
+        for argv in (
+            ["lora", "--steps", "2", "--rank", "2", "--corpus", str(text)],
+            ["finetune", "--steps", "2", "--mode", "last block"],
+            ["quantize", "--bits", "4", "--corpus", str(text)],
+        ):
             assert cli.main([*argv, "--init", init, "--out", str(runs / f"{tag}-{argv[0]}")]) == 0, capsys.readouterr()
     capsys.readouterr()
 

@@ -87,9 +87,12 @@ def test_pages_make_their_sections_with_ui_sections():
     tests read to prove a widget reruns only its own section), never by st.fragment directly."""
     import re
 
-    offenders = [f"{path.name}:{number}" for path in sorted((ui.ROOT / "stages").glob("*.py"))
-                 for number, line in enumerate(path.read_text().splitlines(), start=1)
-                 if re.search(r"@st\.fragment|st\.fragment\(", line)]
+    offenders = [
+        f"{path.name}:{number}"
+        for path in sorted((ui.ROOT / "stages").glob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if re.search(r"@st\.fragment|st\.fragment\(", line)
+    ]
     assert not offenders, f"use @sections.section(name): {offenders}"
 
 

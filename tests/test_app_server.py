@@ -8,10 +8,13 @@ NOT_YET_CONVERTED: set[str] = set()  # benchmarks start the app through benchmar
 
 
 def test_nothing_else_starts_streamlit_by_hand():
-    starters = sorted(str(path.relative_to(ROOT)) for folder in ("tests", "benchmarks", "scripts")
-                      for path in (ROOT / folder).rglob("*.py")
-                      if path.name not in ("app_server.py", "test_app_server.py")
-                      and "--server.port" in path.read_text(encoding="utf-8"))
+    starters = sorted(
+        str(path.relative_to(ROOT))
+        for folder in ("tests", "benchmarks", "scripts")
+        for path in (ROOT / folder).rglob("*.py")
+        if path.name not in ("app_server.py", "test_app_server.py")
+        and "--server.port" in path.read_text(encoding="utf-8")
+    )
     assert set(starters) <= NOT_YET_CONVERTED, starters
 
 
@@ -19,8 +22,12 @@ def test_the_command_is_headless_on_this_machine_only():
     line = command("app.py", 8660)
     assert line[1:4] == ["-m", "streamlit", "run"] and line[4] == "app.py"
     options = dict(zip(line[5::2], line[6::2]))
-    assert options == {"--server.address": "127.0.0.1", "--server.port": "8660", "--server.headless": "true",
-                       "--server.fileWatcherType": "none"}
+    assert options == {
+        "--server.address": "127.0.0.1",
+        "--server.port": "8660",
+        "--server.headless": "true",
+        "--server.fileWatcherType": "none",
+    }
 
 
 def test_a_server_that_exits_is_reported_with_its_log(tmp_path):

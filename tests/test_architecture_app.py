@@ -20,20 +20,43 @@ COMBINATIONS = {
     # the switches no preset has: sinusoidal positions, multi-query attention, LayerNorm without its shift, GELU
     "sinusoidal-mqa": ("gpt-micro", {"positions": "sinusoidal", "n_kv_heads": 1, "bias": False}),
     # no positions at all, RMSNorm, SwiGLU, an untied head, a mixture of 2 experts routed to 1
-    "nope-moe": ("gpt-micro", {"positions": "none", "norm": "rmsnorm", "mlp_kind": "swiglu", "n_experts": 2,
-                               "experts_top_k": 1, "tie_weights": False}),
+    "nope-moe": (
+        "gpt-micro",
+        {
+            "positions": "none",
+            "norm": "rmsnorm",
+            "mlp_kind": "swiglu",
+            "n_experts": 2,
+            "experts_top_k": 1,
+            "tie_weights": False,
+        },
+    ),
 }
-PAGES = ["stages/embeddings.py", "stages/attention.py", "stages/model.py", "stages/inside.py", "stages/sampling.py",
-         "stages/adapt.py"]
+PAGES = [
+    "stages/embeddings.py",
+    "stages/attention.py",
+    "stages/model.py",
+    "stages/inside.py",
+    "stages/sampling.py",
+    "stages/adapt.py",
+]
 
 
 @pytest.fixture(scope="module")
 def runs_dir(tmp_path_factory):
     folder = tmp_path_factory.mktemp("runs")
     for name, (model, switches) in COMBINATIONS.items():
-        config = TrainConfig(model=model, tokenizer="char", context_size=32, batch_size=2, steps=2, eval_interval=2,
-                             architecture=switches or None, d_model=64 if model != "gpt-micro" else None,
-                             n_layers=2)
+        config = TrainConfig(
+            model=model,
+            tokenizer="char",
+            context_size=32,
+            batch_size=2,
+            steps=2,
+            eval_interval=2,
+            architecture=switches or None,
+            d_model=64 if model != "gpt-micro" else None,
+            n_layers=2,
+        )
         trainer = Trainer.from_text(TEXT, config)
         for _ in trainer.run():
             pass

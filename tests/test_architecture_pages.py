@@ -1,6 +1,7 @@
 """Every page's computations work on a tiny model of every preset (each combination of switches).
 
-The functions the pages call (llmviz.lessons.forward, llmviz.interpret.lens, llmviz.generation.sampling, llmviz.lessons.anatomy,
+The functions the pages call (llmviz.lessons.forward, llmviz.interpret.lens, llmviz.generation.sampling,
+llmviz.lessons.anatomy,
 llmviz.lessons.quiz, llmviz.lessons.architectures) run on each; where a page's number has an independent
 definition it is checked: the logit lens's last row is the model's own prediction (so the final
 norm it applies is the model's RMSNorm or LayerNorm), the token losses average to
@@ -29,8 +30,13 @@ def tiny_of(name: str):
     """The preset's switches at a size that runs in milliseconds (9 heads of SmolLM2 kept: d_model 72)."""
     config = PRESETS[name]
     d_model = 8 * config.n_heads
-    return config.replace(vocab_size=TOKENIZER.vocab_size, context_length=32, d_model=d_model, n_layers=2,
-                          d_mlp=None if config.d_mlp is None else 2 * d_model)
+    return config.replace(
+        vocab_size=TOKENIZER.vocab_size,
+        context_length=32,
+        d_model=d_model,
+        n_layers=2,
+        d_mlp=None if config.d_mlp is None else 2 * d_model,
+    )
 
 
 @pytest.fixture(scope="module", params=list(PRESETS))

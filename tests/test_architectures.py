@@ -49,21 +49,29 @@ def test_default_config_is_the_gpt_of_before():
     names = set(safetensors.torch.load_file("data/gpt-python-docs/model.safetensors"))
     assert set(model.state_dict()) - {"lm_head.weight"} <= names | {"lm_head.weight"}
     assert "positions" not in meta["model"]["config"]  # an old checkpoint: every new field takes its default
-    assert model.config.positions == "learned" and model.config.norm == "layernorm" and model.config.kv_heads == \
-        model.config.n_heads and model.config.n_experts == 0 and model.config.mlp_kind == "gelu"
+    assert (
+        model.config.positions == "learned"
+        and model.config.norm == "layernorm"
+        and model.config.kv_heads == model.config.n_heads
+        and model.config.n_experts == 0
+        and model.config.mlp_kind == "gelu"
+    )
 
 
-@pytest.mark.parametrize("bad, words", [
-    (dict(positions="alibi"), "positions must be one of"),
-    (dict(norm="batchnorm"), "norm must be one of"),
-    (dict(mlp_kind="relu"), "mlp_kind must be one of"),
-    (dict(n_kv_heads=3), "not a multiple of n_kv_heads"),
-    (dict(n_experts=1), "n_experts must be 0"),
-    (dict(n_experts=4, experts_top_k=5), "experts_top_k must be between 1 and"),
-    (dict(n_experts=4, mlp=False), "needs mlp=True"),
-    (dict(rope_theta=0.5), "rope_theta"),
-    (dict(router_aux_loss_coef=-1.0), "router_aux_loss_coef"),
-])
+@pytest.mark.parametrize(
+    "bad, words",
+    [
+        (dict(positions="alibi"), "positions must be one of"),
+        (dict(norm="batchnorm"), "norm must be one of"),
+        (dict(mlp_kind="relu"), "mlp_kind must be one of"),
+        (dict(n_kv_heads=3), "not a multiple of n_kv_heads"),
+        (dict(n_experts=1), "n_experts must be 0"),
+        (dict(n_experts=4, experts_top_k=5), "experts_top_k must be between 1 and"),
+        (dict(n_experts=4, mlp=False), "needs mlp=True"),
+        (dict(rope_theta=0.5), "rope_theta"),
+        (dict(router_aux_loss_coef=-1.0), "router_aux_loss_coef"),
+    ],
+)
 def test_bad_switches_are_refused_with_the_reason(bad, words):
     with pytest.raises(ConfigError, match=words):
         tiny(**bad)
@@ -109,10 +117,16 @@ def test_smollm2_shapes_preset_has_the_parameter_count_of_transformers_llama():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     c = PRESETS["smollm2-135m-shapes"]
-    hf_config = LlamaConfig(vocab_size=c.vocab_size, hidden_size=c.d_model, intermediate_size=c.d_mlp,
-                            num_hidden_layers=c.n_layers, num_attention_heads=c.n_heads,
-                            num_key_value_heads=c.n_kv_heads, max_position_embeddings=c.context_length,
-                            tie_word_embeddings=True)
+    hf_config = LlamaConfig(
+        vocab_size=c.vocab_size,
+        hidden_size=c.d_model,
+        intermediate_size=c.d_mlp,
+        num_hidden_layers=c.n_layers,
+        num_attention_heads=c.n_heads,
+        num_key_value_heads=c.n_kv_heads,
+        max_position_embeddings=c.context_length,
+        tie_word_embeddings=True,
+    )
     with torch.device("meta"):
         reference = LlamaForCausalLM(hf_config)
     assert sum(count_parameters_without_building(c).values()) == reference.num_parameters() == 134_515_008
@@ -150,7 +164,7 @@ def test_rmsnorm_equals_torch_rmsnorm_and_its_steps():
     reference.weight.data.copy_(mine.scale.data)
     torch.testing.assert_close(mine(x), reference(x))
     torch.testing.assert_close(mine.steps(x)["output"], reference(x))
-    hand = x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + 1e-6) * mine.scale
+    hand = x / torch.sqrt((x**2).mean(-1, keepdim=True) + 1e-6) * mine.scale
     torch.testing.assert_close(mine(x), hand)
 
 
@@ -182,7 +196,8 @@ def test_rope_rotates_each_pair_by_position_times_its_frequency():
             a, b = x[0, 0, p, i].item(), x[0, 0, p, i + head_dim // 2].item()
             assert rotated[0, 0, p, i].item() == pytest.approx(a * math.cos(angle) - b * math.sin(angle), abs=1e-5)
             assert rotated[0, 0, p, i + head_dim // 2].item() == pytest.approx(
-                a * math.sin(angle) + b * math.cos(angle), abs=1e-5)
+                a * math.sin(angle) + b * math.cos(angle), abs=1e-5
+            )
     torch.testing.assert_close(rotated.norm(dim=-1), x.norm(dim=-1))  # rotations keep lengths
 
 
@@ -249,8 +264,15 @@ def test_checkpoints_round_trip_the_switches_and_old_ones_still_load(tmp_path):
     from llmviz.training.trainer import TrainConfig, Trainer
 
     text = "the quick brown fox jumps over the lazy dog. " * 60
-    config = TrainConfig(model="moe-tiny", tokenizer="char", context_size=16, batch_size=4, steps=2,
-                         eval_interval=1, architecture={"positions": "sinusoidal", "tie_weights": True})
+    config = TrainConfig(
+        model="moe-tiny",
+        tokenizer="char",
+        context_size=16,
+        batch_size=4,
+        steps=2,
+        eval_interval=1,
+        architecture={"positions": "sinusoidal", "tie_weights": True},
+    )
     trainer = Trainer.from_text(text, config)
     list(trainer.run())
     trainer.save(tmp_path / "new")
@@ -266,8 +288,19 @@ def test_checkpoints_round_trip_the_switches_and_old_ones_still_load(tmp_path):
     trainer.save(tmp_path / "old")
     meta_path = tmp_path / "old" / "checkpoint.json"
     meta = json.loads(meta_path.read_text())
-    for name in ("positions", "rope_theta", "norm", "norm_eps", "mlp_kind", "d_mlp", "n_kv_heads", "n_experts",
-                 "experts_top_k", "router_aux_loss_coef", "bias"):
+    for name in (
+        "positions",
+        "rope_theta",
+        "norm",
+        "norm_eps",
+        "mlp_kind",
+        "d_mlp",
+        "n_kv_heads",
+        "n_experts",
+        "experts_top_k",
+        "router_aux_loss_coef",
+        "bias",
+    ):
         del meta["model"]["config"][name]  # as written before the switches existed
     del meta["train_config"]["architecture"]
     meta_path.write_text(json.dumps(meta))
@@ -293,7 +326,10 @@ def test_cli_parses_switches():
     from llmviz.cli.train import parse_switches
 
     assert parse_switches(["n_experts=4", "tie-weights=yes", "d_mlp=none"]) == {
-        "n_experts": 4, "tie_weights": True, "d_mlp": None}
+        "n_experts": 4,
+        "tie_weights": True,
+        "d_mlp": None,
+    }
     with pytest.raises(ConfigError, match="--arch takes"):
         parse_switches(["colour=blue"])
     with pytest.raises(ConfigError, match="not a value"):
@@ -302,7 +338,8 @@ def test_cli_parses_switches():
     assert args.model == "llama-style" and args.arch == ["positions=learned"]
 
 
-# ---------------------------------------------------------------------------- llmviz.lessons.architectures (what the pages draw)
+# ---------------------------------------------------------------------------- llmviz.lessons.architectures (what the
+# pages draw)
 
 
 def test_rope_scores_are_constant_along_every_diagonal():
@@ -347,16 +384,25 @@ def test_gpt2_to_llama_parameter_counts_equal_transformers():
     with torch.device("meta"):
         gpt2 = GPT2LMHeadModel(GPT2Config())
         last = rows[-1].config
-        llama = LlamaForCausalLM(LlamaConfig(vocab_size=last.vocab_size, hidden_size=last.d_model,
-                                             intermediate_size=last.d_mlp, num_hidden_layers=last.n_layers,
-                                             num_attention_heads=last.n_heads, num_key_value_heads=last.n_kv_heads,
-                                             tie_word_embeddings=False))
+        llama = LlamaForCausalLM(
+            LlamaConfig(
+                vocab_size=last.vocab_size,
+                hidden_size=last.d_model,
+                intermediate_size=last.d_mlp,
+                num_hidden_layers=last.n_layers,
+                num_attention_heads=last.n_heads,
+                num_key_value_heads=last.n_kv_heads,
+                tie_word_embeddings=False,
+            )
+        )
     assert rows[0].parameters == gpt2.num_parameters() == 124_439_808
     assert rows[-1].parameters == llama.num_parameters()
     assert rows[0].kv_cache_bytes_per_token == 2 * 12 * 12 * 64 * 2
     assert rows[-1].kv_cache_bytes_per_token == 2 * 12 * 4 * 64 * 2  # 4 key/value heads instead of 12
-    changed = [sum(a != b for a, b in zip(r1.config.to_dict().values(), r2.config.to_dict().values()))
-               for r1, r2 in zip(rows, rows[1:])]
+    changed = [
+        sum(a != b for a, b in zip(r1.config.to_dict().values(), r2.config.to_dict().values()))
+        for r1, r2 in zip(rows, rows[1:])
+    ]
     assert all(n >= 1 for n in changed)
 
 
@@ -401,8 +447,9 @@ def test_norm_and_experts_questions_match_the_built_models():
 
     config = PRESETS["gpt2-124m"]
     with torch.device("meta"):  # 124 M parameters: shapes only
-        lost = (sum(p.numel() for p in GPT(config).parameters())
-                - sum(p.numel() for p in GPT(config.replace(norm="rmsnorm")).parameters()))
+        lost = sum(p.numel() for p in GPT(config).parameters()) - sum(
+            p.numel() for p in GPT(config.replace(norm="rmsnorm")).parameters()
+        )
     question = norm_question(config)
     assert question.options[question.answer] == f"{lost:,}" == f"{(2 * 12 + 1) * 768:,}"  # 25 shifts of 768
     assert len(set(question.options)) == len(question.options) == 4
@@ -422,17 +469,22 @@ def test_a_trainer_with_switches_pickles_for_a_worker_process():
 
     from llmviz.training.trainer import TrainConfig, Trainer
 
-    config = TrainConfig(model="moe-tiny", tokenizer="char", context_size=8, batch_size=2, steps=1,
-                         architecture={"positions": "none"})
+    config = TrainConfig(
+        model="moe-tiny", tokenizer="char", context_size=8, batch_size=2, steps=1, architecture={"positions": "none"}
+    )
     trainer = Trainer.from_text("abcdefgh ijklmnop " * 30, config)
     copy = pickle.loads(pickle.dumps(trainer))
     assert copy.model.config == trainer.model.config and copy.model.config.positions == "none"
 
 
-@pytest.mark.parametrize("change, words", [({"n_experts": 100_000}, "n_experts = 100000"),
-                                           ({"d_mlp": 10**7}, "d_mlp = 10000000"),
-                                           ({"n_experts": 256, "d_mlp": 65_536, "d_model": 4096, "n_layers": 64},
-                                            "parameters, more than llmviz loads")])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"n_experts": 100_000}, "n_experts = 100000"),
+        ({"d_mlp": 10**7}, "d_mlp = 10000000"),
+        ({"n_experts": 256, "d_mlp": 65_536, "d_model": 4096, "n_layers": 64}, "parameters, more than llmviz loads"),
+    ],
+)
 def test_a_described_mixture_of_experts_too_big_to_load_is_refused(change, words):
     from llmviz.training.checkpoint import _described_shapes
 

@@ -45,8 +45,9 @@ def sdpa_reference(x, heads, mask, kv=None):
 
 def mha_reference(x, heads, mask, kv=None):
     source = x if kv is None else kv
-    module = torch.nn.MultiheadAttention(D, heads, bias=False, batch_first=True, kdim=source.shape[-1],
-                                         vdim=source.shape[-1])
+    module = torch.nn.MultiheadAttention(
+        D, heads, bias=False, batch_first=True, kdim=source.shape[-1], vdim=source.shape[-1]
+    )
     with torch.no_grad():
         module.in_proj_weight.copy_(torch.cat([W["q"].T, W["k"].T, W["v"].T]))  # keys have width D too
         module.out_proj.weight.copy_(W["o"].T)
@@ -62,8 +63,15 @@ def mha_reference(x, heads, mask, kv=None):
 @pytest.mark.parametrize("heads", [1, 2, 4, 8])
 @pytest.mark.parametrize("mask", ["none", "causal", "padding"])
 def test_equals_sdpa_and_multihead_attention(heads, mask):
-    steps = attention_steps(X, W["q"], W["k"], W["v"], num_heads=heads, w_o=W["o"],
-                            **({"padding_mask": PADDING} if mask == "padding" else {"mask": mask}))
+    steps = attention_steps(
+        X,
+        W["q"],
+        W["k"],
+        W["v"],
+        num_heads=heads,
+        w_o=W["o"],
+        **({"padding_mask": PADDING} if mask == "padding" else {"mask": mask}),
+    )
     torch.testing.assert_close(steps["output"], sdpa_reference(X, heads, mask), atol=1e-5, rtol=1e-5)
     expected_out, expected_weights = mha_reference(X, heads, mask)
     torch.testing.assert_close(steps["output"], expected_out, atol=1e-5, rtol=1e-5)
@@ -112,8 +120,15 @@ def test_heads_must_divide_the_width():
 
 def test_toy_example_computed_by_hand():
     x = torch.tensor(TOY_EMBEDDINGS) + torch.tensor(TOY_POSITIONS)
-    steps = attention_steps(x, torch.tensor(TOY_W_Q), torch.tensor(TOY_W_K), torch.tensor(TOY_W_V), num_heads=2,
-                            w_o=torch.tensor(TOY_W_O), mask="causal")
+    steps = attention_steps(
+        x,
+        torch.tensor(TOY_W_Q),
+        torch.tensor(TOY_W_K),
+        torch.tensor(TOY_W_V),
+        num_heads=2,
+        w_o=torch.tensor(TOY_W_O),
+        mask="causal",
+    )
     # Q_The = [0.1, 0.4, 0.5, 0.7] · W_Q, first column: 0.05 + 0.16 + 0.15 + 0.14
     assert float(steps["Q"][0, 0]) == pytest.approx(0.05 + 0.16 + 0.15 + 0.14)
     # the first token sees only itself: its head outputs are its own value vector
@@ -163,7 +178,8 @@ def test_causal_and_padding_combine():
 
 @pytest.mark.parametrize("cell", [None, float("nan"), float("inf"), "abc", pd.NA])
 def test_a_toy_matrix_with_a_cleared_or_bad_cell_is_refused_by_name(cell):
-    """The Attention page's editors: a student who clears a cell (None / NaN / <NA>) gets a message naming the matrix."""
+    """The Attention page's editors: a student who clears a cell (None / NaN / <NA>) gets a message naming the
+    matrix."""
     table = pd.DataFrame(TOY_W_K, columns=[f"c{j}" for j in range(4)]).astype(object)
     table.iloc[2, 1] = cell
     with pytest.raises(ConfigError, match="^W_K has an empty cell"):

@@ -22,26 +22,32 @@ def assert_same(text, num_merges, pattern):
     assert new == old
 
 
-@pytest.mark.parametrize(("name", "characters", "num_merges", "pattern"), [
-    ("python-docs", None, 768, "gpt4"),  # the whole corpus, vocab 1024 + special token
-    ("python-docs", 60_000, 1500, "gpt2"),  # deep into the tail, where ties of count 2-3 are everywhere
-    ("names", None, 700, "gpt4"),
-    ("python-docs", 900, 100, None),  # one long sequence, no pre-split (the previous trainer is slow here)
-    ("names", 700, 100, None),
-])
+@pytest.mark.parametrize(
+    ("name", "characters", "num_merges", "pattern"),
+    [
+        ("python-docs", None, 768, "gpt4"),  # the whole corpus, vocab 1024 + special token
+        ("python-docs", 60_000, 1500, "gpt2"),  # deep into the tail, where ties of count 2-3 are everywhere
+        ("names", None, 700, "gpt4"),
+        ("python-docs", 900, 100, None),  # one long sequence, no pre-split (the previous trainer is slow here)
+        ("names", 700, 100, None),
+    ],
+)
 def test_same_merges_as_the_previous_trainer_on_corpora(name, characters, num_merges, pattern):
     text = corpus.load(name)
     assert_same(text[:characters] if characters else text, num_merges, pattern)
 
 
-@pytest.mark.parametrize("text", [
-    "a" * 57,  # runs: overlapping pairs, merged left to right
-    "ab" * 100 + "ba" * 50,
-    "aaabdaaabac",
-    "the cat sat on the mat. " * 7 + "naïve café 東京 🙂🙂🙂",
-    "x",
-    "",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" * 57,  # runs: overlapping pairs, merged left to right
+        "ab" * 100 + "ba" * 50,
+        "aaabdaaabac",
+        "the cat sat on the mat. " * 7 + "naïve café 東京 🙂🙂🙂",
+        "x",
+        "",
+    ],
+)
 @pytest.mark.parametrize("pattern", ["gpt4", None])
 def test_same_merges_on_edge_cases(text, pattern):
     assert_same(text, 300, pattern)
@@ -59,7 +65,9 @@ def test_same_merges_on_random_small_alphabets():
 @given(st.text(alphabet=st.sampled_from("aab ba\né"), max_size=200), st.sampled_from(["gpt2", None]))
 def test_same_merges_on_generated_texts(text, pattern):
     assert_same(text, 60, pattern)
-    assert [(r.pair, r.new_id) for r in BPETokenizer.train_steps(text, 60, pattern)] == train_naive(text, 256 + 60, pattern)
+    assert [(r.pair, r.new_id) for r in BPETokenizer.train_steps(text, 60, pattern)] == train_naive(
+        text, 256 + 60, pattern
+    )
 
 
 def test_recorded_leaders_are_the_top_counts():
@@ -81,7 +89,9 @@ def test_recorded_leaders_are_the_top_counts():
 # ---------------------------------------------------------------------------- minbpe's rules, written here
 
 # GPT-4's split pattern as minbpe writes it (minbpe/regex.py), copied here rather than imported from llmviz
-MINBPE_GPT4_SPLIT = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
+MINBPE_GPT4_SPLIT = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+"""
+)
 
 
 def _unseen_text() -> str:

@@ -24,10 +24,16 @@ def test_the_seven_gpt2_to_llama_steps_train_from_the_model_page(app_url, browse
     main_area(page).get_by_role("button", name="Train the seven steps").click()
     # the caption under the live table names the steps and the corpus once the runs exist (before: the click was lost
     # to a whole-app rerun, and the section kept saying that no lab runs exist)
-    eventually(lambda: main_area(page).get_by_text(re.compile(r"Each row trained 50 steps on US census")).count(),
-               timeout_s=120, what="the lab table")
-    eventually(lambda: main_area(page).get_by_test_id("stPlotlyChart").filter(has_text="validation loss").count(),
-               timeout_s=300, what="the validation losses")
+    eventually(
+        lambda: main_area(page).get_by_text(re.compile(r"Each row trained 50 steps on US census")).count(),
+        timeout_s=120,
+        what="the lab table",
+    )
+    eventually(
+        lambda: main_area(page).get_by_test_id("stPlotlyChart").filter(has_text="validation loss").count(),
+        timeout_s=300,
+        what="the validation losses",
+    )
     shot(page, "gpt2-to-llama-lab")
     no_error_box(page)
     page.close()

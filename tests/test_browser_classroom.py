@@ -14,8 +14,11 @@ pytestmark = pytest.mark.browser
 
 
 def test_a_hostile_link_falls_back_with_a_notice(app_url, browser):
-    page = open_page(browser, f"{app_url}/sampling?temperature=nan&top_k=1e99&method=%3Cscript%3Ealert(1)%3C/script%3E"
-                              "&prompt=" + "x" * 3000 + "&zoom=3")
+    page = open_page(
+        browser,
+        f"{app_url}/sampling?temperature=nan&top_k=1e99&method=%3Cscript%3Ealert(1)%3C/script%3E"
+        "&prompt=" + "x" * 3000 + "&zoom=3",
+    )
     notice = page.locator('[data-testid="stAlert"]', has_text="This link's settings were partly used").first
     notice.wait_for()
     text = notice.inner_text()
@@ -29,8 +32,12 @@ def test_a_hostile_link_falls_back_with_a_notice(app_url, browser):
 
 def test_figures_download_as_png_svg_csv_and_latex(app_url, browser):
     """Every chart: PNG at twice its size and SVG; every table: CSV; a worked example: its LaTeX source."""
-    page = open_page(browser, f"{app_url}/sampling", viewport=(1400, 900),
-                     before=lambda tab: tab.add_init_script("delete window.showSaveFilePicker;"))  # as in Firefox
+    page = open_page(
+        browser,
+        f"{app_url}/sampling",
+        viewport=(1400, 900),
+        before=lambda tab: tab.add_init_script("delete window.showSaveFilePicker;"),
+    )  # as in Firefox
 
     chart = page.locator('[data-testid="stPlotlyChart"]').first
     chart.hover()

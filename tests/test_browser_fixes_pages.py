@@ -25,14 +25,17 @@ from tests.browser_support import (
 
 pytestmark = pytest.mark.browser
 
-STORY = ("Once upon a time a small robot learned to read. It read every book in the library, "
-         "one token at a time, and it never stopped asking what came next.\n") * 40
+STORY = (
+    "Once upon a time a small robot learned to read. It read every book in the library, "
+    "one token at a time, and it never stopped asking what came next.\n"
+) * 40
 
 
 def upload(page, name: str, data: bytes):
     """Send a file through the real uploader in the sidebar."""
     sidebar(page).locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
-        files=[{"name": name, "mimeType": "text/plain", "buffer": data}])
+        files=[{"name": name, "mimeType": "text/plain", "buffer": data}]
+    )
 
 
 def test_upload_through_the_real_file_uploader(app_url, browser):

@@ -33,20 +33,29 @@ def test_inside_sections_and_the_induction_run(app_url, browser):
     # the induction preset: a regular lab run, in the picker, with Stop
     start = main.get_by_role("button", name=re.compile("^Train it"))
     start.click()
-    main.get_by_text(re.compile(r"(above|below) uniform guessing")).first.wait_for()  # the chart, from the step-0 snapshot
+    main.get_by_text(
+        re.compile(r"(above|below) uniform guessing")
+    ).first.wait_for()  # the chart, from the step-0 snapshot
     sidebar(page).get_by_text(re.compile("Induction heads")).first.wait_for()
+
     # sections 1-3 follow the run's newest snapshot: the sidebar's step and the page's model line advance together
     # (the issue: Inside drew step 0 while the run's progress said 567/600)
     def followed_step():
         values = sidebar(page).get_by_role("slider")
         step = values.first.get_attribute("aria-valuetext") if values.count() else None
-        shown = re.search(r"· step (\d+) \(picked in the sidebar\)", main.get_by_text(re.compile("^Model:")).first.inner_text())
+        shown = re.search(
+            r"· step (\d+) \(picked in the sidebar\)", main.get_by_text(re.compile("^Model:")).first.inner_text()
+        )
         running = main.get_by_text(re.compile(r"running · step \d+/600")).count()  # not after the run: it ended
-        return (int(step) if running and step and step.isdigit() and shown and shown.group(1) == step
-                and int(step) >= 60 else None)
+        return (
+            int(step)
+            if running and step and step.isdigit() and shown and shown.group(1) == step and int(step) >= 60
+            else None
+        )
 
-    eventually(followed_step, what="the page and the sidebar at a snapshot of step 60 or later, together, while the run "
-               "trains")
+    eventually(
+        followed_step, what="the page and the sidebar at a snapshot of step 60 or later, together, while the run trains"
+    )
     stop = main.get_by_role("button", name="Stop", exact=True)
     if stop.count():  # on a busy machine the run may already be over (600 steps)
         try:

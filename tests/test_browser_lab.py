@@ -4,7 +4,8 @@ One story, as in class: Alice trains a GPT on the Python manual; while it trains
 shows her run (step 0 beside step N) and the run keeps training; Bob, in another session (his own tab), never sees
 her run; she pauses it, and the paused run is still picked on every page (a raw websocket client clearing the
 server's caches, issue 19, breaks nothing); the step slider in the sidebar shows her run's initial weights at step 0;
-Resume and Stop act; a run whose tab closes ends by itself. The run trains only while the story needs it to: on 2 cores its
+Resume and Stop act; a run whose tab closes ends by itself. The run trains only while the story needs it to: on 2
+cores its
 training loop would take one core from the rest of the suite."""
 
 import re

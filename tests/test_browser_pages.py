@@ -44,8 +44,10 @@ NUMBERS_JS = """() => {
                         parts.push(e.textContent.trim()); });
   return parts.filter(t => t.length > 0);
 }"""
-BUSY_JS = ("() => document.querySelectorAll('[data-stale=\"true\"], [data-testid=\"stSkeleton\"], "
-           "[data-testid=\"stSpinner\"]').length")
+BUSY_JS = (
+    '() => document.querySelectorAll(\'[data-stale="true"], [data-testid="stSkeleton"], '
+    '[data-testid="stSpinner"]\').length'
+)
 
 
 def numbers(page, settle_s: float = 1.0, timeout_s: float = 120) -> list[str]:
@@ -93,6 +95,7 @@ def copied_link(page) -> str:
 class Step(NamedTuple):
     """One thing a teacher does on a page. ``alone``: the only section it may rerun (a widget inside a section);
     ``within``: a section it reruns, with no whole page run; neither: a page-level setting (a whole run)."""
+
     do: Callable
     alone: str | None = None
     within: str | None = None
@@ -109,8 +112,9 @@ def take(page, log, step: Step) -> None:
     wait_until_idle(page)
     names = {line["section"] for line in script_runs(log)[before:]}
     if step.alone:  # the section, and what is drawn inside it (a live part named "<section>.runs")
-        assert {name for name in names if not name.startswith(step.alone + ".")} == {step.alone}, \
+        assert {name for name in names if not name.startswith(step.alone + ".")} == {step.alone}, (
             f"expected only {step.alone} to rerun, got {names}"
+        )
     if step.within:
         assert step.within in names, names
         assert not any(name.startswith("page:") for name in names), f"a section's widget reran the page: {names}"
@@ -119,45 +123,97 @@ def take(page, log, step: Step) -> None:
 # What a teacher changes on each page (each leaves at least one setting away from its default; every one of them
 # is in the link) ...
 CHANGES = {
-    "text": [Step(lambda p: choose(p, "Corpus", "US census first names")),
-             Step(lambda p: fill(p, '[data-testid="stSidebar"] input[type="number"]', "7"))],
-    "tokens": [Step(lambda p: fill(p, '[data-testid="stTextArea"] textarea', "Hello classroom: 12 tokens, maybe 13?",
-                                   commit="Control+Enter")),
-               Step(lambda p: nudge(p, "Context size", 1), alone="tokens.pairs")],
-    "embeddings": [Step(lambda p: fill(p, 'input[aria-label^="Tokens to compare"]', " print range len"),
-                        within="embeddings.tokens")],
-    "attention": [Step(lambda p: click(p, "Causal mask"), alone="attention.toy"),
-                  Step(lambda p: nudge(p, "Layer", 1), alone="attention.head"),
-                  Step(lambda p: fill(p, 'input[aria-label="Sentence"]', "The function returns a list of values"),
-                       within="attention.sentence")],
-    "model": [Step(lambda p: fill(p, 'input[aria-label="A sentence"]', "A class defines new objects"),
-                   within="model.inside")],
-    "inside": [Step(lambda p: fill(p, 'input[aria-label="A sentence"]', "The while loop repeats a block of code"),
-                    alone="inside.lens")],
+    "text": [
+        Step(lambda p: choose(p, "Corpus", "US census first names")),
+        Step(lambda p: fill(p, '[data-testid="stSidebar"] input[type="number"]', "7")),
+    ],
+    "tokens": [
+        Step(
+            lambda p: fill(
+                p,
+                '[data-testid="stTextArea"] textarea',
+                "Hello classroom: 12 tokens, maybe 13?",
+                commit="Control+Enter",
+            )
+        ),
+        Step(lambda p: nudge(p, "Context size", 1), alone="tokens.pairs"),
+    ],
+    "embeddings": [
+        Step(
+            lambda p: fill(p, 'input[aria-label^="Tokens to compare"]', " print range len"), within="embeddings.tokens"
+        )
+    ],
+    "attention": [
+        Step(lambda p: click(p, "Causal mask"), alone="attention.toy"),
+        Step(lambda p: nudge(p, "Layer", 1), alone="attention.head"),
+        Step(
+            lambda p: fill(p, 'input[aria-label="Sentence"]', "The function returns a list of values"),
+            within="attention.sentence",
+        ),
+    ],
+    "model": [
+        Step(lambda p: fill(p, 'input[aria-label="A sentence"]', "A class defines new objects"), within="model.inside")
+    ],
+    "inside": [
+        Step(
+            lambda p: fill(p, 'input[aria-label="A sentence"]', "The while loop repeats a block of code"),
+            alone="inside.lens",
+        )
+    ],
     "training": [Step(lambda p: nudge(p, "Positions per sequence", 2))],
-    "sampling": [Step(lambda p: fill(p, 'input[aria-label="Prompt"]', PROMPT)),
-                 Step(lambda p: nudge(p, "Temperature", 3))],
-    "adapt": [Step(lambda p: nudge(p, "Rank r", 1), alone="adapt.lora"),
-              Step(lambda p: main_area(p).locator("[data-testid='stRadio']").filter(has_text="Bits").first
-                   .get_by_text("4", exact=True).click(), alone="adapt.quantize")],
+    "sampling": [
+        Step(lambda p: fill(p, 'input[aria-label="Prompt"]', PROMPT)),
+        Step(lambda p: nudge(p, "Temperature", 3)),
+    ],
+    "adapt": [
+        Step(lambda p: nudge(p, "Rank r", 1), alone="adapt.lora"),
+        Step(
+            lambda p: (
+                main_area(p)
+                .locator("[data-testid='stRadio']")
+                .filter(has_text="Bits")
+                .first.get_by_text("4", exact=True)
+                .click()
+            ),
+            alone="adapt.quantize",
+        ),
+    ],
 }
 # ... which the copied link holds (the parameters ui/share.py declares)
-IN_THE_LINK = {"text": {"corpus", "seed"}, "tokens": {"text", "context"}, "embeddings": {"words"},
-               "attention": {"mask", "layer", "sentence"}, "model": {"model_sentence"}, "inside": {"lens_text"},
-               "training": {"positions"}, "sampling": {"prompt", "temperature"}, "adapt": {"lora_rank", "quant_bits"}}
-# Markdown, HTML, $…$ and quotes in a prompt appear as typed, in the page and in the generated text (issue 19; the shipped
+IN_THE_LINK = {
+    "text": {"corpus", "seed"},
+    "tokens": {"text", "context"},
+    "embeddings": {"words"},
+    "attention": {"mask", "layer", "sentence"},
+    "model": {"model_sentence"},
+    "inside": {"lens_text"},
+    "training": {"positions"},
+    "sampling": {"prompt", "temperature"},
+    "adapt": {"lora_rank", "quant_bits"},
+}
+# Markdown, HTML, $…$ and quotes in a prompt appear as typed, in the page and in the generated text (issue 19; the
+# shipped
 # GPT's byte-level BPE keeps every character), and the link carries it to the student unchanged.
 PROMPT = "class Foo: __dict__ **x** $y$ it's </span><b>z</b>"
 # ... and what only this browser session keeps (not in the link), done after copying it.
 SESSION_ONLY = {
-    "embeddings": [Step(lambda p: click(p, "3D PCA"), alone="embeddings.projection"),
-                   Step(lambda p: nudge(p, "Positions", 1), alone="embeddings.sinusoidal")],
-    "adapt": [Step(lambda p: shortest_lora_runs(p), alone="adapt.lora"),
-              Step(lambda p: main_area(p).get_by_role("button", name="Start both runs").click())],
-    "sampling": [Step(lambda p: main_area(p).get_by_role("button", name="Generate", exact=True).click(),
-                      alone="sampling.generate"),
-                 Step(lambda p: main_area(p).get_by_role("button", name=re.compile("^Take the sampled token")).click(),
-                      alone="sampling.step_mode")],
+    "embeddings": [
+        Step(lambda p: click(p, "3D PCA"), alone="embeddings.projection"),
+        Step(lambda p: nudge(p, "Positions", 1), alone="embeddings.sinusoidal"),
+    ],
+    "adapt": [
+        Step(lambda p: shortest_lora_runs(p), alone="adapt.lora"),
+        Step(lambda p: main_area(p).get_by_role("button", name="Start both runs").click()),
+    ],
+    "sampling": [
+        Step(
+            lambda p: main_area(p).get_by_role("button", name="Generate", exact=True).click(), alone="sampling.generate"
+        ),
+        Step(
+            lambda p: main_area(p).get_by_role("button", name=re.compile("^Take the sampled token")).click(),
+            alone="sampling.step_mode",
+        ),
+    ],
 }
 
 
@@ -216,8 +272,11 @@ REOPENED_IN_EVERY_RUN = {"tokens", "attention", "sampling"}
 
 def link_cases():
     for stage in STAGES:
-        yield pytest.param(stage, True, id=stage.key) if stage.key in REOPENED_IN_EVERY_RUN else \
-            pytest.param(stage, False, id=stage.key)
+        yield (
+            pytest.param(stage, True, id=stage.key)
+            if stage.key in REOPENED_IN_EVERY_RUN
+            else pytest.param(stage, False, id=stage.key)
+        )
     for stage in STAGES:
         if stage.key not in REOPENED_IN_EVERY_RUN:
             yield pytest.param(stage, True, id=f"{stage.key}-reopened", marks=pytest.mark.extended)

@@ -42,7 +42,8 @@ SLIDES = """async () => {
       if (!shown(e) || e.querySelector('[data-llmviz-present-on]')) return;
       const b = e.getBoundingClientRect();
       top = Math.min(top, b.top); bottom = Math.max(bottom, b.bottom);
-      if (e.getAttribute('data-testid') === 'stElementContainer' && !e.querySelector('[data-testid="stHeading"]')) content++;
+      if (e.getAttribute('data-testid') === 'stElementContainer' && !e.querySelector('[data-testid="stHeading"]'))
+      content++;
     });
     const covered = [];
     main.querySelectorAll('[data-testid="stPlotlyChart"], [data-testid="stHeading"], [data-testid="stSlider"], '
@@ -82,8 +83,9 @@ def slides_of(browser, url: str) -> tuple[list[dict], object]:
     return found, page
 
 
-@pytest.mark.parametrize("name", [name if name in EVERY_RUN else pytest.param(name, marks=pytest.mark.extended)
-                                  for name in PAGES])
+@pytest.mark.parametrize(
+    "name", [name if name in EVERY_RUN else pytest.param(name, marks=pytest.mark.extended) for name in PAGES]
+)
 def test_every_slide_is_one_idea_on_a_1280x720_screen(app_url, browser, name):
     slides, page = slides_of(browser, f"{app_url}/{name}?present=1")
     for number, slide in enumerate(slides, start=1):

@@ -31,17 +31,24 @@ def test_a_pasted_megabyte_leaves_a_link_that_opens(browser, app_url):
     area = page.get_by_label("Prompt", exact=True)
     area.fill(LONG)
     area.press("Enter")
-    caption = eventually(lambda: page.get_by_text("The link to this view carries the first").count(),
-                         what="the caption about the link")
+    caption = eventually(
+        lambda: page.get_by_text("The link to this view carries the first").count(), what="the caption about the link"
+    )
     assert caption
     wait_until_idle(page)
-    href = eventually(lambda: (lambda h: h if _carried(h, "prompt") == share.link_text(LONG) else None)(
-        page.evaluate("location.href")), what="the address carrying the start of the prompt")
+    href = eventually(
+        lambda: (lambda h: h if _carried(h, "prompt") == share.link_text(LONG) else None)(
+            page.evaluate("location.href")
+        ),
+        what="the address carrying the start of the prompt",
+    )
     assert len(href) < 20_000 and "👩\u200d💻" in _carried(href, "prompt")
     assert _opens(href) == 200
     other = open_page(browser, href)  # the copied link in a fresh browser session
-    eventually(lambda: other.get_by_label("Prompt", exact=True).input_value() == share.link_text(LONG),
-               what="the prompt from the copied link")
+    eventually(
+        lambda: other.get_by_label("Prompt", exact=True).input_value() == share.link_text(LONG),
+        what="the prompt from the copied link",
+    )
     no_error_box(other)
     other.close()
 
@@ -51,8 +58,12 @@ def test_a_pasted_megabyte_leaves_a_link_that_opens(browser, app_url):
     box = page.get_by_label("Sentence", exact=True)
     box.fill("The cat sat. " * 400)
     box.press("Enter")
-    eventually(lambda: len(_carried(page.evaluate("location.href"), "sentence")) == len(share.link_text(
-        "The cat sat. " * 400)), what="the sentence capped in the address")
+    eventually(
+        lambda: (
+            len(_carried(page.evaluate("location.href"), "sentence")) == len(share.link_text("The cat sat. " * 400))
+        ),
+        what="the sentence capped in the address",
+    )
     assert page.get_by_text("The link to this view carries the first").count()
     no_error_box(page)
     page.close()

@@ -15,8 +15,9 @@ from tests.browser_support import main_area, no_error_box, open_page, script_run
 
 pytestmark = pytest.mark.browser
 
-TRAINING = "training?" + urllib.parse.urlencode({"corpus": "names", "train_model": "GPT micro (2 layers, d 64)",
-                                                 "steps": 2000, "batch": 16})  # ≈ 20 s of one core a run
+TRAINING = "training?" + urllib.parse.urlencode(
+    {"corpus": "names", "train_model": "GPT micro (2 layers, d 64)", "steps": 2000, "batch": 16}
+)  # ≈ 20 s of one core a run
 RUNNING = re.compile(r"running · step (\d+)/2000")
 LIVE = ("training.run", "training.all_runs", "sidebar.jobs", "sidebar.step")
 
@@ -36,8 +37,11 @@ def start_runs(browser, app_url, students: int) -> list:
 
 def newest_step(page) -> int:
     values = sidebar(page).get_by_role("slider").first.get_attribute("aria-valuetext")
-    return int(values) if values and values.isdigit() else int(sidebar(page).get_by_role("slider").first.get_attribute(
-        "aria-valuenow"))
+    return (
+        int(values)
+        if values and values.isdigit()
+        else int(sidebar(page).get_by_role("slider").first.get_attribute("aria-valuenow"))
+    )
 
 
 def test_watching_costs_a_bounded_refresh_and_pages_follow_the_run(app_url, browser, timings_log):

@@ -17,8 +17,9 @@ def test_help_names_the_entry_point(capsys):
 
 
 def test_python_dash_m_names_itself():
-    result = subprocess.run([sys.executable, "-m", "llmviz", "--help"], cwd=ROOT, capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "llmviz", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage: python -m llmviz ")
     for command in ("corpus", "train", "sample"):
@@ -70,12 +71,17 @@ def test_tokenize_a_file_with_a_saved_bpe_and_a_checkpoint(capsys, tmp_path):
     bpe = BPETokenizer.train("the cat sat on the mat " * 10, vocab_size=280)
     bpe.save(tmp_path / "bpe.json")
     (tmp_path / "in.txt").write_text("the mat\n", encoding="utf-8")
-    code, out, _ = _tokenize(capsys, "--file", str(tmp_path / "in.txt"), "--tokenizer", str(tmp_path / "bpe.json"),
-                             "--format", "json")
+    code, out, _ = _tokenize(
+        capsys, "--file", str(tmp_path / "in.txt"), "--tokenizer", str(tmp_path / "bpe.json"), "--format", "json"
+    )
     data = json.loads(out)
     assert code == 0 and data["ids"] == bpe.encode("the mat\n") and data["vocab_size"] == bpe.vocab_size
-    code, out, _ = _tokenize(capsys, "for x in", "--tokenizer", str(ROOT / "data" / "gpt-python-docs"), "--format", "ids")
-    shipped = BPETokenizer.from_dict(json.loads((ROOT / "data" / "gpt-python-docs" / "checkpoint.json").read_text())["tokenizer"])
+    code, out, _ = _tokenize(
+        capsys, "for x in", "--tokenizer", str(ROOT / "data" / "gpt-python-docs"), "--format", "ids"
+    )
+    shipped = BPETokenizer.from_dict(
+        json.loads((ROOT / "data" / "gpt-python-docs" / "checkpoint.json").read_text())["tokenizer"]
+    )
     assert code == 0 and [int(i) for i in out.split()] == shipped.encode("for x in")
 
 
@@ -86,13 +92,16 @@ def test_tokenize_char(capsys):
     assert code == 0 and out.split() == ["1", "2"]  # names: "\n" is 0, then a, b, …
 
 
-@pytest.mark.parametrize("argv", [
-    [],  # no text
-    ["text", "--file", "x.txt"],  # both
-    ["text", "--tokenizer", "no-such-tokenizer"],
-    ["--file", "/no/such/file.txt"],
-    ["Zé", "--tokenizer", "char", "--corpus", "names"],  # characters outside the vocabulary
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],  # no text
+        ["text", "--file", "x.txt"],  # both
+        ["text", "--tokenizer", "no-such-tokenizer"],
+        ["--file", "/no/such/file.txt"],
+        ["Zé", "--tokenizer", "char", "--corpus", "names"],  # characters outside the vocabulary
+    ],
+)
 def test_tokenize_bad_input_is_a_clear_error(capsys, argv):
     code, out, err = _tokenize(capsys, *argv)
     assert code == 2 and err.startswith("error: ") and "Traceback" not in err
@@ -118,8 +127,20 @@ def test_an_unavailable_or_unknown_device_is_an_error_naming_the_available_ones(
     from llmviz import device as devices
 
     monkeypatch.setattr(devices, "available_devices", lambda: ["cpu"])  # a CPU-only machine, whatever runs the test
-    code, _, err = _run(capsys, "train", "--corpus", "names", "--model", "bigram-counts", "--steps", "1",
-                        "--device", device, "--out", str(tmp_path / "run"))
+    code, _, err = _run(
+        capsys,
+        "train",
+        "--corpus",
+        "names",
+        "--model",
+        "bigram-counts",
+        "--steps",
+        "1",
+        "--device",
+        device,
+        "--out",
+        str(tmp_path / "run"),
+    )
     assert code == 2 and "Traceback" not in err
     assert f"'{device}'" in err and "On this machine: auto (= cpu), cpu." in err
     assert not (tmp_path / "run").exists()  # nothing trained in silence on the CPU
@@ -146,8 +167,18 @@ def test_gpt2_download_with_hf_hub_offline_says_to_unset_it(capsys, monkeypatch,
 
 
 def test_sample_with_a_vanishing_top_p_prints_text(capsys):
-    code, out, err = _run(capsys, "sample", "--checkpoint", str(ROOT / "data" / "gpt-python-docs"), "--prompt",
-                          "def ", "--tokens", "5", "--top-p", "1e-300")
+    code, out, err = _run(
+        capsys,
+        "sample",
+        "--checkpoint",
+        str(ROOT / "data" / "gpt-python-docs"),
+        "--prompt",
+        "def ",
+        "--tokens",
+        "5",
+        "--top-p",
+        "1e-300",
+    )
     assert code == 0 and out.strip() and "Traceback" not in err
 
 
@@ -166,8 +197,20 @@ def test_training_says_which_device_it_trains_on(capsys, tmp_path):
     takes minutes a step; the student must not wait without a word)."""
     import torch
 
-    code, _, err = _run(capsys, "train", "--corpus", "names", "--model", "bigram-counts", "--steps", "1",
-                        "--device", "cpu", "--out", str(tmp_path / "run"))
+    code, _, err = _run(
+        capsys,
+        "train",
+        "--corpus",
+        "names",
+        "--model",
+        "bigram-counts",
+        "--steps",
+        "1",
+        "--device",
+        "cpu",
+        "--out",
+        str(tmp_path / "run"),
+    )
     threads = torch.get_num_threads()
     assert code == 0 and f"; training on CPU ({threads} thread{'' if threads == 1 else 's'})" in err, err
 

@@ -15,8 +15,12 @@ def _module_files(package: str) -> list[Path]:
 def test_no_module_shadows_the_standard_library():
     """A module named like a standard-library one (llmviz/inspect.py did) breaks `import torch` for anyone who
     runs a script from inside the package folder, since Python puts that folder first on sys.path."""
-    shadowing = [str(path.relative_to(ROOT)) for package in PACKAGES for path in _module_files(package)
-                 if path.stem in sys.stdlib_module_names]
+    shadowing = [
+        str(path.relative_to(ROOT))
+        for package in PACKAGES
+        for path in _module_files(package)
+        if path.stem in sys.stdlib_module_names
+    ]
     assert shadowing == []
 
 
@@ -51,7 +55,7 @@ def import_graph(packages=PACKAGES) -> dict[str, set[str]]:
                 base = node.module or ""
                 if node.level:  # relative: from .x import y
                     anchor = name.split(".") if is_package else name.split(".")[:-1]
-                    anchor = anchor[:len(anchor) - node.level + 1]
+                    anchor = anchor[: len(anchor) - node.level + 1]
                     base = ".".join(anchor + ([base] if base else []))
                 targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in files else base for alias in node.names]
             else:
@@ -107,7 +111,11 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_cycle_finder_sees_a_circle_through_a_lazy_import():
-    graph = {"llmviz.hub.gpt2": {"llmviz.training.trainer"}, "llmviz.training.trainer": {"llmviz.hub.gpt2", "llmviz.errors"}, "llmviz.errors": set()}
+    graph = {
+        "llmviz.hub.gpt2": {"llmviz.training.trainer"},
+        "llmviz.training.trainer": {"llmviz.hub.gpt2", "llmviz.errors"},
+        "llmviz.errors": set(),
+    }
     assert import_cycles(graph) == [["llmviz.hub.gpt2", "llmviz.training.trainer"]]
 
 
@@ -126,19 +134,27 @@ def test_every_function_and_class_in_llmviz_and_ui_is_used_somewhere():
     import re
     from collections import Counter
 
-    sources = {path: path.read_text(encoding="utf-8") for path in ROOT.rglob("*.py")
-               if not {".venv", "node_modules"} & set(path.relative_to(ROOT).parts)}
+    sources = {
+        path: path.read_text(encoding="utf-8")
+        for path in ROOT.rglob("*.py")
+        if not {".venv", "node_modules"} & set(path.relative_to(ROOT).parts)
+    }
     words = Counter(word for text in sources.values() for word in re.findall(r"\w+", text))
     unused = []
     for package in (*PACKAGES, "stages"):
         for path in _module_files(package):
             tree = ast.parse(sources[path])
             defined = [node for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)]
-            defined += [item for node in tree.body if isinstance(node, ast.ClassDef) for item in node.body
-                        if isinstance(item, ast.FunctionDef) and item.name.startswith("_")
-                        and not item.name.startswith("__")]
-            unused += [f"{path.relative_to(ROOT)}:{node.name}" for node in defined
-                       if words[node.name] <= 1]  # only its own def line
+            defined += [
+                item
+                for node in tree.body
+                if isinstance(node, ast.ClassDef)
+                for item in node.body
+                if isinstance(item, ast.FunctionDef) and item.name.startswith("_") and not item.name.startswith("__")
+            ]
+            unused += [
+                f"{path.relative_to(ROOT)}:{node.name}" for node in defined if words[node.name] <= 1
+            ]  # only its own def line
     assert sorted(unused) == []
 
 
@@ -161,8 +177,12 @@ def _project_names_used() -> dict[str, set[str]]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         aliases: dict[str, str] = {}
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
-                    and node.module.split(".")[0] in PACKAGES:
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.level == 0
+                and node.module.split(".")[0] in PACKAGES
+            ):
                 for alias in node.names:
                     if is_module(f"{node.module}.{alias.name}"):
                         aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
@@ -179,8 +199,8 @@ def _project_names_used() -> dict[str, set[str]]:
 
 
 def test_every_name_taken_from_llmviz_or_ui_exists():
-    """Splitting a module (llmviz/tokenizers/__init__.py into llmviz/tokenizers/bpe/ and others, ui/__init__.py into ui/errors.py
-    and others) keeps every name that the pages, tests, benchmarks and scripts import from the old place."""
+    """Every name that the stages, tests, benchmarks and scripts take from llmviz or ui exists there (a module split or
+    moved keeps no name behind)."""
     import importlib
 
     def is_submodule(module: str, name: str) -> bool:
@@ -192,9 +212,12 @@ def test_every_name_taken_from_llmviz_or_ui_exists():
     used = _project_names_used()
     assert {"BPETokenizer"} <= used["llmviz.tokenizers.bpe.tokenizer"]
     assert {"friendly_errors", "settings", "ROOT", "keep"} <= used["ui"]
-    missing = [f"{module}.{name}" for module, names in sorted(used.items()) for name in sorted(names)
-               if not hasattr(importlib.import_module(module), name)
-               and not is_submodule(module, name)]
+    missing = [
+        f"{module}.{name}"
+        for module, names in sorted(used.items())
+        for name in sorted(names)
+        if not hasattr(importlib.import_module(module), name) and not is_submodule(module, name)
+    ]
     assert missing == []
 
 
@@ -217,9 +240,12 @@ def _calls(tree, function: str):
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             called = node.func
-            if (isinstance(called, ast.Attribute) and called.attr == function
-                    and isinstance(called.value, ast.Name) and called.value.id in {"state", "ui"}) or \
-                    (isinstance(called, ast.Name) and called.id == function):
+            if (
+                isinstance(called, ast.Attribute)
+                and called.attr == function
+                and isinstance(called.value, ast.Name)
+                and called.value.id in {"state", "ui"}
+            ) or (isinstance(called, ast.Name) and called.id == function):
                 yield node
 
 
@@ -227,8 +253,13 @@ def test_session_state_is_touched_only_by_the_registry():
     """Every ``st.session_state`` read or write goes through ui/state.py's slots and widget helpers."""
     import ast
 
-    found = [f"{path.relative_to(ROOT)}:{node.lineno}" for path, tree in _app_trees().items() if path != REGISTRY
-             for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "session_state"]
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path, tree in _app_trees().items()
+        if path != REGISTRY
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr == "session_state"
+    ]
     assert found == []
 
 
@@ -239,20 +270,36 @@ def test_every_widget_key_is_declared_once_and_used():
     from ui import state as registry
 
     trees = _app_trees()
-    literal_keys = [f"{path.relative_to(ROOT)}:{node.lineno}" for path, tree in trees.items() if path != REGISTRY
-                    for node in ast.walk(tree) if isinstance(node, ast.keyword) and node.arg == "key"
-                    and isinstance(node.value, ast.Constant | ast.JoinedStr)]
+    literal_keys = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path, tree in trees.items()
+        if path != REGISTRY
+        for node in ast.walk(tree)
+        if isinstance(node, ast.keyword) and node.arg == "key" and isinstance(node.value, ast.Constant | ast.JoinedStr)
+    ]
     assert literal_keys == [], "a widget key is written as a literal: declare it in ui.state.WIDGETS"
 
-    used = {call.args[0].value for tree in trees.values() for call in _calls(tree, "widget")
-            if call.args and isinstance(call.args[0], ast.Constant)}
+    used = {
+        call.args[0].value
+        for tree in trees.values()
+        for call in _calls(tree, "widget")
+        if call.args and isinstance(call.args[0], ast.Constant)
+    }
     assert used - set(registry.WIDGETS) == set()
     assert set(registry.WIDGETS) - used == set(), "declared widget keys nobody uses"
-    kept = {call.args[0].value for tree in trees.values() for call in _calls(tree, "keep")
-            if call.args and isinstance(call.args[0], ast.Constant)}
+    kept = {
+        call.args[0].value
+        for tree in trees.values()
+        for call in _calls(tree, "keep")
+        if call.args and isinstance(call.args[0], ast.Constant)
+    }
     assert kept == set(registry.KEPT)
-    read = {call.args[0].value for tree in trees.values() for call in _calls(tree, "value")
-            if call.args and isinstance(call.args[0], ast.Constant)}
+    read = {
+        call.args[0].value
+        for tree in trees.values()
+        for call in _calls(tree, "value")
+        if call.args and isinstance(call.args[0], ast.Constant)
+    }
     assert read <= set(share.PARAMS), "a widget value read by a literal name that is not a link parameter"
     assert not set(registry.WIDGETS) & set(share.PARAMS), "a key declared twice (link parameter and widget)"
 
@@ -265,8 +312,13 @@ def test_every_slot_is_used_and_names_are_unique():
     slots = list(registry.slots())
     names = [slot.name for slot in slots]
     assert len(names) == len(set(names))
-    attributes = {node.attr for path, tree in _app_trees().items() if path != REGISTRY for node in ast.walk(tree)
-                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "state"}
+    attributes = {
+        node.attr
+        for path, tree in _app_trees().items()
+        if path != REGISTRY
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "state"
+    }
     declared = {name for name, value in vars(registry).items() if isinstance(value, registry.Slot)}
     assert declared - attributes == set(), "slots nobody uses"
     for slot in slots:
@@ -282,9 +334,14 @@ def test_widget_keys_and_slot_families_are_checked():
     assert registry.widget("run_stop_", "single", "ab12") == "run_stop_single_ab12"
     assert registry.kept("vocab") == "keep_vocab"
     assert registry.QUIZ_OPEN.key("tokens") == "quiz_open_tokens"
-    for wrong in (lambda: registry.widget("no_such_widget"), lambda: registry.widget("run_stop_"),
-                  lambda: registry.widget("lora_alpha", 1), lambda: registry.kept("no_such"),
-                  lambda: registry.QUIZ_OPEN.key(), lambda: registry.PICKED.key("x")):
+    for wrong in (
+        lambda: registry.widget("no_such_widget"),
+        lambda: registry.widget("run_stop_"),
+        lambda: registry.widget("lora_alpha", 1),
+        lambda: registry.kept("no_such"),
+        lambda: registry.QUIZ_OPEN.key(),
+        lambda: registry.PICKED.key("x"),
+    ):
         with pytest.raises(KeyError):
             wrong()
 
@@ -299,7 +356,8 @@ def test_pages_keep_their_sections_in_functions():
         lines = 0
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.FunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom) or (
-                    isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+                isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            ):
                 continue
             lines += node.end_lineno - node.lineno + 1
         if lines > 180:
@@ -313,11 +371,21 @@ def test_no_name_in_session_state_can_be_taken_for_another():
     from ui import share
     from ui import state as registry
 
-    names = ({slot.name for slot in registry.slots()} | set(registry.WIDGETS) | set(share.PARAMS)
-             | {registry.KEEP + name for name in registry.KEPT})
+    names = (
+        {slot.name for slot in registry.slots()}
+        | set(registry.WIDGETS)
+        | set(share.PARAMS)
+        | {registry.KEEP + name for name in registry.KEPT}
+    )
     families = {name for name in names if name.endswith("_")} | {registry.KEEP}
-    clashes = sorted((family, name) for family in families for name in names
-                     if name != family and name.startswith(family) and not (family == registry.KEEP and name[len(family):] in registry.KEPT))
+    clashes = sorted(
+        (family, name)
+        for family in families
+        for name in names
+        if name != family
+        and name.startswith(family)
+        and not (family == registry.KEEP and name[len(family) :] in registry.KEPT)
+    )
     assert clashes == []
 
 
@@ -327,10 +395,20 @@ def test_checkpoint_io_lives_in_the_checkpoint_module():
     import ast
 
     tree = ast.parse((ROOT / "llmviz" / "training" / "trainer.py").read_text(encoding="utf-8"))
-    calls = {node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-             for node in ast.walk(tree) if isinstance(node, ast.Call)}
-    assert not calls & {"save_file", "save", "set_state", "set_rng_state", "read_safetensors", "set_model_state_dict",
-                        "set_optimizer_state_dict"}  # files and saved random states are checkpoint.py's
+    calls = {
+        node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+    }
+    assert not calls & {
+        "save_file",
+        "save",
+        "set_state",
+        "set_rng_state",
+        "read_safetensors",
+        "set_model_state_dict",
+        "set_optimizer_state_dict",
+    }  # files and saved random states are checkpoint.py's
 
 
 def test_one_address_per_name():
@@ -349,10 +427,16 @@ def test_one_address_per_name():
                 for alias in node.names:
                     imported[alias.asname or alias.name] = node.module
         used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-        used |= {node.value.id for node in ast.walk(tree)
-                 if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)}
-        offenders += [f"{path.relative_to(ROOT)} re-exports {name} from {module}"
-                      for name, module in imported.items() if name not in used]
+        used |= {
+            node.value.id
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+        }
+        offenders += [
+            f"{path.relative_to(ROOT)} re-exports {name} from {module}"
+            for name, module in imported.items()
+            if name not in used
+        ]
     assert offenders == []
 
 
@@ -368,8 +452,9 @@ def _silent_broad_handlers(source: str, name: str) -> list[str]:
 
     def broad(handler: ast.ExceptHandler) -> bool:
         names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-        return any(name is None or (isinstance(name, ast.Name) and name.id in {"Exception", "BaseException"})
-                   for name in names)
+        return any(
+            name is None or (isinstance(name, ast.Name) and name.id in {"Exception", "BaseException"}) for name in names
+        )
 
     def logs_or_raises(handler: ast.ExceptHandler) -> bool:
         for node in ast.walk(ast.Module(body=handler.body, type_ignores=[])):
@@ -386,8 +471,11 @@ def _silent_broad_handlers(source: str, name: str) -> list[str]:
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ExceptHandler) and broad(node) and not logs_or_raises(node):
             found.append(f"{name}:{node.lineno}")
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "suppress" \
-                and any(isinstance(arg, ast.Name) and arg.id in {"Exception", "BaseException"} for arg in node.args):
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) == "suppress"
+            and any(isinstance(arg, ast.Name) and arg.id in {"Exception", "BaseException"} for arg in node.args)
+        ):
             found.append(f"{name}:{node.lineno} (suppress)")
     return found
 
@@ -415,11 +503,15 @@ def test_every_caught_failure_is_logged_or_raised():
     """A job's, a page's or a helper's unexpected exception reaches the server's log with its traceback
     (llmviz.errors.log_failure, a logger), or is raised again: never swallowed by a broad ``except``."""
     files = [ROOT / "app.py", *sorted((ROOT / "stages").glob("*.py")), *_module_files("ui"), *_module_files("llmviz")]
-    assert [found for path in files for found in _silent_broad_handlers(path.read_text(encoding="utf-8"),
-                                                                        str(path.relative_to(ROOT)))] == []
+    assert [
+        found
+        for path in files
+        for found in _silent_broad_handlers(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+    ] == []
 
 
 # ------------------------------------------------------------------ docs and types
+
 
 def test_ci_checks_types_docstrings_and_complexity_of_the_package():
     """.ci/run runs ruff and mypy; mypy checks all of llmviz/, bodies of unannotated functions included; ruff asks
@@ -432,6 +524,9 @@ def test_ci_checks_types_docstrings_and_complexity_of_the_package():
     assert config["mypy"]["files"] == ["llmviz"] and config["mypy"]["check_untyped_defs"] is True
     assert {"D101", "C901"} <= set(config["ruff"]["lint"]["select"])
     assert config["ruff"]["lint"]["mccabe"]["max-complexity"] <= 24
-    unchecked = [pattern for pattern, rules in config["ruff"]["lint"]["per-file-ignores"].items()
-                 if {"D101", "C901"} & set(rules)]
+    unchecked = [
+        pattern
+        for pattern, rules in config["ruff"]["lint"]["per-file-ignores"].items()
+        if {"D101", "C901"} & set(rules)
+    ]
     assert unchecked and not [pattern for pattern in unchecked if pattern.startswith(("!", "llmviz", "ui"))]

@@ -39,6 +39,7 @@ def _set(path, value):
         for key in path[:-1]:
             target = target[key]
         target[path[-1]] = value
+
     return change
 
 
@@ -94,8 +95,14 @@ for folder in {folders!r}:
 after = peak_kb()
 print(before, after)
 """
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     before_kb, after_kb = map(int, result.stdout.split())
     assert after_kb < 500 * 1024, f"peak {after_kb / 1024:.0f} MB"
@@ -104,8 +111,14 @@ print(before, after)
 
 def test_cli_prints_a_message_not_a_traceback(good, tmp_path):
     folder = craft(good, tmp_path, "cli", ABSURD["layers-10000"])
-    result = subprocess.run([sys.executable, "-m", "llmviz", "sample", "--checkpoint", str(folder)], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    result = subprocess.run(
+        [sys.executable, "-m", "llmviz", "sample", "--checkpoint", str(folder)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and "error:" in result.stderr
     assert "n_layers" in result.stderr
@@ -205,9 +218,14 @@ def test_the_runs_folder_lists_bad_entries_as_unreadable_and_the_rest_as_usual(h
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero and FIFOs (POSIX)")
 def test_the_cli_refuses_a_deeply_nested_checkpoint_without_a_traceback(hostile_runs):
     for name in ("deep", "zero-meta"):
-        result = subprocess.run([sys.executable, "-m", "llmviz", "sample", "--checkpoint", str(hostile_runs / name)],
-                                cwd=ROOT, capture_output=True, text=True, timeout=60,
-                                env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        result = subprocess.run(
+            [sys.executable, "-m", "llmviz", "sample", "--checkpoint", str(hostile_runs / name)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )
         assert result.returncode == 2 and "Traceback" not in result.stderr and "error:" in result.stderr, name
         assert str(hostile_runs) not in result.stderr
 

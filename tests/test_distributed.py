@@ -24,13 +24,39 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.slow
 
 STEPS = 20
-ARGS = ["--model", "gpt-micro", "--tokenizer", "char", "--context", "32", "--batch", "16", "--steps", str(STEPS),
-        "--lr", "3e-3", "--warmup", "5", "--eval-interval", "10", "--seed", "7", "--device", "cpu"]
+ARGS = [
+    "--model",
+    "gpt-micro",
+    "--tokenizer",
+    "char",
+    "--context",
+    "32",
+    "--batch",
+    "16",
+    "--steps",
+    str(STEPS),
+    "--lr",
+    "3e-3",
+    "--warmup",
+    "5",
+    "--eval-interval",
+    "10",
+    "--seed",
+    "7",
+    "--device",
+    "cpu",
+]
 
 
 def _environment() -> dict:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "MASTER_ADDR": "127.0.0.1",
-            "GLOO_SOCKET_IFNAME": "lo", "HF_HUB_OFFLINE": "1"}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "OMP_NUM_THREADS": "1",
+        "MASTER_ADDR": "127.0.0.1",
+        "GLOO_SOCKET_IFNAME": "lo",
+        "HF_HUB_OFFLINE": "1",
+    }
 
 
 def train(*arguments: str, processes: int = 1, torchrun: bool = False) -> dict:
@@ -45,8 +71,16 @@ def train(*arguments: str, processes: int = 1, torchrun: bool = False) -> dict:
     if processes == 1:
         result = subprocess.run(command, cwd=ROOT, env=_environment(), capture_output=True, text=True, timeout=120)
     elif torchrun:
-        command = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={processes}", "--nnodes=1",
-                   "--master_addr=127.0.0.1", f"--master_port={free_port()}", *command[1:]]
+        command = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            f"--nproc_per_node={processes}",
+            "--nnodes=1",
+            "--master_addr=127.0.0.1",
+            f"--master_port={free_port()}",
+            *command[1:],
+        ]
         result = subprocess.run(command, cwd=ROOT, env=_environment(), capture_output=True, text=True, timeout=120)
     else:
         result = _ranks(command, processes)
@@ -62,13 +96,28 @@ def _ranks(command: list[str], processes: int) -> subprocess.CompletedProcess:
     would stop, and the others would wait for it at the next collective."""
     port = free_port()
     with contextlib.ExitStack() as files:
-        outputs = [(files.enter_context(tempfile.TemporaryFile("w+")), files.enter_context(tempfile.TemporaryFile("w+")))
-                   for _ in range(processes)]
-        ranks = [subprocess.Popen(command, cwd=ROOT, text=True, stdout=out, stderr=err,
-                                  env={**_environment(), "MASTER_PORT": str(port), "RANK": str(rank),
-                                       "LOCAL_RANK": str(rank), "WORLD_SIZE": str(processes),
-                                       "LOCAL_WORLD_SIZE": str(processes)})
-                 for rank, (out, err) in enumerate(outputs)]
+        outputs = [
+            (files.enter_context(tempfile.TemporaryFile("w+")), files.enter_context(tempfile.TemporaryFile("w+")))
+            for _ in range(processes)
+        ]
+        ranks = [
+            subprocess.Popen(
+                command,
+                cwd=ROOT,
+                text=True,
+                stdout=out,
+                stderr=err,
+                env={
+                    **_environment(),
+                    "MASTER_PORT": str(port),
+                    "RANK": str(rank),
+                    "LOCAL_RANK": str(rank),
+                    "WORLD_SIZE": str(processes),
+                    "LOCAL_WORLD_SIZE": str(processes),
+                },
+            )
+            for rank, (out, err) in enumerate(outputs)
+        ]
         try:
             deadline = time.monotonic() + 120
             for rank in ranks:
@@ -139,8 +188,7 @@ def test_fsdp_on_two_processes_equals_one(corpus_file, one_process, tmp_path):
     two micro-batches of 4: step by step the same losses as one process on batch 16, the same validation loss,
     and rank 0 saves the full weights and the full optimizer state, equal to the one process's."""
     out = tmp_path / "fsdp"
-    summary = train("--corpus", str(corpus_file), *ARGS, "--micro-batch", "4", "--fsdp", "--out", str(out),
-                    processes=2)
+    summary = train("--corpus", str(corpus_file), *ARGS, "--micro-batch", "4", "--fsdp", "--out", str(out), processes=2)
     single, sharded = losses(one_process), losses(out)
     assert len(single) == len(sharded) == STEPS
     for step, (a, b) in enumerate(zip(single, sharded), start=1):
@@ -173,9 +221,19 @@ def test_a_run_resumes_on_a_different_number_of_processes(corpus_file, one_proce
         pass
     half = save_checkpoint(tmp_path / "half", trainer)
     out = tmp_path / "resumed"
-    train("--corpus", str(corpus_file), "--resume", str(half), "--steps", str(STEPS), "--out", str(out), *sharding,
-          processes=2)
-    assert losses(out)[:STEPS // 2] == losses(half)
+    train(
+        "--corpus",
+        str(corpus_file),
+        "--resume",
+        str(half),
+        "--steps",
+        str(STEPS),
+        "--out",
+        str(out),
+        *sharding,
+        processes=2,
+    )
+    assert losses(out)[: STEPS // 2] == losses(half)
     assert_same_weights(one_process, out)
 
 

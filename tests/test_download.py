@@ -95,8 +95,9 @@ def test_good_file_is_cached_and_loaded(server, pinned, tmp_path):
 
 def test_wrong_checksum_caches_nothing(server, monkeypatch, tmp_path):
     entry = corpus.REGISTRY["tinyshakespeare"]  # the right size, but the real checksum cannot match this body
-    monkeypatch.setitem(corpus.REGISTRY, "tinyshakespeare",
-                        corpus.CorpusInfo(**{**entry.__dict__, "size_bytes": len(BODY)}))
+    monkeypatch.setitem(
+        corpus.REGISTRY, "tinyshakespeare", corpus.CorpusInfo(**{**entry.__dict__, "size_bytes": len(BODY)})
+    )
     with pytest.raises(CorpusUnavailable, match="checksum"):
         corpus.download("tinyshakespeare", url=f"{server}/good.txt", directory=tmp_path)
     assert _leftovers(tmp_path) == []
@@ -161,8 +162,12 @@ def test_a_trickling_server_is_given_up_on_in_bounded_time(server, pinned, tmp_p
 
 def test_progress_is_reported_and_a_cancel_saves_nothing(server, pinned, tmp_path):
     seen = []
-    corpus.download("tinyshakespeare", url=f"{server}/good.txt", directory=tmp_path,
-                    progress=lambda received, total: seen.append((received, total)))
+    corpus.download(
+        "tinyshakespeare",
+        url=f"{server}/good.txt",
+        directory=tmp_path,
+        progress=lambda received, total: seen.append((received, total)),
+    )
     assert seen and seen[-1] == (len(BODY), len(BODY))
     assert [r for r, _ in seen] == sorted(r for r, _ in seen)
 
@@ -193,8 +198,9 @@ def test_a_server_trickling_its_headers_is_given_up_on_at_the_deadline(server, p
     # (the old code waited as long as the server kept trickling: here ~6 s, on a hostile server for ever)
     started = time.monotonic()
     with pytest.raises(CorpusUnavailable, match="too slow"):
-        corpus.download("tinyshakespeare", url=f"{server}/slow-headers.txt", directory=tmp_path,
-                        timeout=1.0, deadline_s=1.0)
+        corpus.download(
+            "tinyshakespeare", url=f"{server}/slow-headers.txt", directory=tmp_path, timeout=1.0, deadline_s=1.0
+        )
     assert time.monotonic() - started < 2.5
     assert _leftovers(tmp_path) == []
 
@@ -208,8 +214,9 @@ def test_cancel_works_while_waiting_for_the_headers(server, pinned, tmp_path):
 
     started = time.monotonic()
     with pytest.raises(corpus.DownloadCancelled):
-        corpus.download("tinyshakespeare", url=f"{server}/slow-headers.txt", directory=tmp_path,
-                        deadline_s=30, progress=cancel)
+        corpus.download(
+            "tinyshakespeare", url=f"{server}/slow-headers.txt", directory=tmp_path, deadline_s=30, progress=cancel
+        )
     assert time.monotonic() - started < 2.0
     assert calls == [(0, len(BODY))]  # asked before any body byte arrived
     assert _leftovers(tmp_path) == []

@@ -116,8 +116,12 @@ def test_word2vec_puts_planted_pairs_nearest():
     import random
 
     rng = random.Random(0)
-    planted = {("cat", "dog"): ("pets", "home"), ("car", "bus"): ("road", "city"),
-               ("apple", "pear"): ("fruit", "eat"), ("red", "blue"): ("colour", "paint")}
+    planted = {
+        ("cat", "dog"): ("pets", "home"),
+        ("car", "bus"): ("road", "city"),
+        ("apple", "pear"): ("fruit", "eat"),
+        ("red", "blue"): ("colour", "paint"),
+    }
     filler = ["the", "of", "and", "to", "in", "is", "it", "was"]
     sentences = []
     for _ in range(3000):

@@ -19,7 +19,7 @@ def test_an_unexpected_error_is_logged_with_its_traceback(caplog):
             line = log_failure("training job run-7", error)
     assert line == "KeyError: 'missing key'"
     (record,) = caplog.records
-    assert record.levelno == logging.ERROR and record.name == "llmviz"
+    assert record.levelno == logging.ERROR and record.name == "llmviz.errors"
     assert "training job run-7" in record.getMessage()
     assert "Traceback (most recent call last)" in caplog.text and "_raise_bug" in caplog.text  # the frame that failed
 
@@ -59,8 +59,9 @@ def test_a_page_error_is_one_friendly_line_and_a_logged_traceback(caplog):
     assert not at.exception
     from ui.text import literal_markdown  # the page escapes Markdown in messages
 
-    assert [e.value for e in at.error] == [f"Something went wrong in the demo step: {literal_markdown(line)}"
-                                           for line in ["KeyError: 'missing key'"]]
+    assert [e.value for e in at.error] == [
+        f"Something went wrong in the demo step: {literal_markdown(line)}" for line in ["KeyError: 'missing key'"]
+    ]
     page_text = " ".join(str(element.value) for element in at.main if hasattr(element, "value"))
     assert "Traceback" not in page_text
     assert "Traceback (most recent call last)" in caplog.text and "the demo step failed" in caplog.text

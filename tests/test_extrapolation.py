@@ -17,8 +17,17 @@ TEXT = "the quick brown fox jumps over the lazy dog\n" * 40
 
 
 def trained(positions: str, steps: int = 20) -> Trainer:
-    config = TrainConfig(model="gpt-micro", tokenizer="char", context_size=16, model_context=64, batch_size=8, steps=steps,
-                         architecture={"positions": positions}, eval_interval=steps, seed=0)
+    config = TrainConfig(
+        model="gpt-micro",
+        tokenizer="char",
+        context_size=16,
+        model_context=64,
+        batch_size=8,
+        steps=steps,
+        architecture={"positions": positions},
+        eval_interval=steps,
+        seed=0,
+    )
     trainer = Trainer.from_text(TEXT, config)
     for _ in trainer.run():
         pass
@@ -33,7 +42,7 @@ def test_loss_by_position_is_the_mean_cross_entropy_of_each_position_over_the_wi
     starts = torch.linspace(0, 300 - 41, 5).long()  # windows spread evenly, from the first token to the last
     expected = torch.zeros(40)
     for start in starts.tolist():
-        x, y = ids[start:start + 40], ids[start + 1:start + 41]
+        x, y = ids[start : start + 40], ids[start + 1 : start + 41]
         with torch.no_grad():
             logits, _ = model(x[None])
         expected += torch.stack([F.cross_entropy(logits[0, p], y[p]) for p in range(40)]) / len(starts)
@@ -43,8 +52,17 @@ def test_loss_by_position_is_the_mean_cross_entropy_of_each_position_over_the_wi
 def test_learned_positions_beyond_the_training_context_are_rows_that_got_no_gradient():
     """What the page says: trained at 16 tokens, a learned table's rows 16–63 only shrink with AdamW's weight decay
     (the same factor for every number: no gradient reached them), while rows 0–15 learned."""
-    config = TrainConfig(model="gpt-micro", tokenizer="char", context_size=16, model_context=64, batch_size=8, steps=20,
-                         architecture={"positions": "learned"}, eval_interval=20, seed=0)
+    config = TrainConfig(
+        model="gpt-micro",
+        tokenizer="char",
+        context_size=16,
+        model_context=64,
+        batch_size=8,
+        steps=20,
+        architecture={"positions": "learned"},
+        eval_interval=20,
+        seed=0,
+    )
     trainer = Trainer.from_text(TEXT, config)
     start = trainer.model.pos_emb.weight.detach().clone()  # (64, 64)
     for _ in trainer.run():

@@ -1,4 +1,5 @@
-"""Fine-tuning for a task: the names data set from the package's own files, BCE against torch, the three modes, prompting."""
+"""Fine-tuning for a task: the names data set from the package's own files, BCE against torch, the three modes,
+prompting."""
 
 import math
 import pickle
@@ -63,10 +64,13 @@ def test_padding_does_not_change_the_last_state(shipped):
     assert torch.allclose(classifier(idx, last)[0], classifier(alone, alone_last)[0], atol=1e-5)
 
 
-@pytest.mark.parametrize("mode,trained_names", [
-    ("head", {"head.weight", "head.bias"}),
-    ("last block", {"head.weight", "head.bias", "backbone.ln_f.scale", "backbone.ln_f.shift"}),
-])
+@pytest.mark.parametrize(
+    "mode,trained_names",
+    [
+        ("head", {"head.weight", "head.bias"}),
+        ("last block", {"head.weight", "head.bias", "backbone.ln_f.scale", "backbone.ln_f.shift"}),
+    ],
+)
 def test_modes_train_what_they_say(shipped, mode, trained_names):
     model, _ = shipped
     classifier = ft.NameClassifier(model)
@@ -132,6 +136,8 @@ def test_prompting_is_measured_on_the_fine_tuned_runs_held_out_names(shipped):
     (zero,) = adapt.prompting(model, tokenizer, shots=(0,))
     for share in (zero.accuracy, zero.female_share):  # shares of all the held-out names (106), not of a part
         assert share * len(held) == pytest.approx(round(share * len(held)), abs=1e-9)
-    said = [pair[1] > pair[0] for pair in ft.label_log_probabilities_batch(
-        model, tokenizer, [ft.few_shot_prompt([], e.text) for e in held])]
+    said = [
+        pair[1] > pair[0]
+        for pair in ft.label_log_probabilities_batch(model, tokenizer, [ft.few_shot_prompt([], e.text) for e in held])
+    ]
     assert zero.accuracy == pytest.approx(sum(s == bool(e.label) for s, e in zip(said, held)) / len(held))

@@ -65,10 +65,10 @@ def test_greedy_generation_equal(pair, use_kv_cache):
     reference, ours, _ = pair
     prompt = [5, 17, 300, 42, 999, 7]
     with torch.no_grad():
-        expected = reference.generate(torch.tensor([prompt]), max_new_tokens=30, do_sample=False,
-                                      eos_token_id=None, pad_token_id=0)[0, len(prompt):].tolist()
-    tokens = [r.token for r in generate(ours, prompt, max_new_tokens=30, temperature=0.0,
-                                        use_kv_cache=use_kv_cache)]
+        expected = reference.generate(
+            torch.tensor([prompt]), max_new_tokens=30, do_sample=False, eos_token_id=None, pad_token_id=0
+        )[0, len(prompt) :].tolist()
+    tokens = [r.token for r in generate(ours, prompt, max_new_tokens=30, temperature=0.0, use_kv_cache=use_kv_cache)]
     assert tokens == expected
     assert len(set(tokens)) > 3  # not one token repeated
 
@@ -120,12 +120,15 @@ def test_pickle_named_safetensors_is_refused(pair, tmp_path):
         gpt2.gpt_from_folder(tmp_path)
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"activation_function": "relu"}, "activation"),
-    ({"layer_norm_epsilon": 1e-6}, "epsilon"),
-    ({"n_inner": 100}, "MLP"),
-    ({"model_type": "llama"}, "not GPT-2"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"activation_function": "relu"}, "activation"),
+        ({"layer_norm_epsilon": 1e-6}, "epsilon"),
+        ({"n_inner": 100}, "MLP"),
+        ({"model_type": "llama"}, "not GPT-2"),
+    ],
+)
 def test_configs_that_differ_from_gpt2_are_refused(change, message):
     with pytest.raises(ConfigError, match=message):
         gpt2.config_from_hf({"n_embd": 64, "n_head": 4, **change})
@@ -172,8 +175,9 @@ def test_loads_from_the_hub_cache(hub_cache):
     prompt = tokenizer.encode("Every effort moves you")
     assert prompt == [6109, 3626, 6100, 345]  # GPT-2's ids for the sentence (tiktoken's gpt2 encoding)
     with torch.no_grad():
-        torch.testing.assert_close(model(torch.tensor([prompt]))[0], reference(torch.tensor([prompt])).logits,
-                                   atol=1e-5, rtol=0)
+        torch.testing.assert_close(
+            model(torch.tensor([prompt]))[0], reference(torch.tensor([prompt])).logits, atol=1e-5, rtol=0
+        )
     assert meta["title"] == "GPT-2 small (124M)" and meta["parameters"] == reference.num_parameters()
     assert gpt2.download("gpt2") == snapshot  # already cached: nothing to fetch, even offline
 
@@ -213,13 +217,18 @@ def cached_gpt2(tiny_cache, monkeypatch):
 def test_cli_sample_gpt2_matches_transformers(cached_gpt2, capsys):
     from llmviz.cli import main as cli
 
-    assert cli.main(["sample", "--model", "gpt2", "--prompt", "Every effort moves you", "--tokens", "8",
-                     "--temperature", "0"]) == 0
+    assert (
+        cli.main(
+            ["sample", "--model", "gpt2", "--prompt", "Every effort moves you", "--tokens", "8", "--temperature", "0"]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out.strip()
     prompt = torch.tensor([[6109, 3626, 6100, 345]])
     with torch.no_grad():
-        expected = cached_gpt2.generate(prompt, max_new_tokens=8, do_sample=False, eos_token_id=None,
-                                        pad_token_id=0)[0, 4:].tolist()
+        expected = cached_gpt2.generate(prompt, max_new_tokens=8, do_sample=False, eos_token_id=None, pad_token_id=0)[
+            0, 4:
+        ].tolist()
     assert printed == "Every effort moves you" + gpt2.gpt2_tokenizer().decode(expected)
 
 
@@ -247,8 +256,30 @@ def test_cli_fine_tunes_gpt2_on_the_users_text(cached_gpt2, tmp_path, capsys):
     corpus = tmp_path / "my.txt"
     corpus.write_text("Every effort moves you forward, and every step counts. " * 40, encoding="utf-8")
     out = tmp_path / "tuned"
-    assert cli.main(["train", "--init", "gpt2", "--corpus", str(corpus), "--steps", "4", "--context", "32",
-                     "--batch", "4", "--lr", "3e-3", "--eval-interval", "2", "--out", str(out)]) == 0
+    assert (
+        cli.main(
+            [
+                "train",
+                "--init",
+                "gpt2",
+                "--corpus",
+                str(corpus),
+                "--steps",
+                "4",
+                "--context",
+                "32",
+                "--batch",
+                "4",
+                "--lr",
+                "3e-3",
+                "--eval-interval",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert report["step"] == 4
     model, tokenizer, meta = load_checkpoint(out)
@@ -273,8 +304,9 @@ def test_fine_tuning_never_changes_the_model_it_starts_from(cached_gpt2):
     list(trainer.run())
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     with pytest.raises(ConfigError, match="longer than the model's context of 64"):
-        Trainer.from_text("Every effort moves you. " * 500, config.replace(context_size=65), tokenizer=tokenizer,
-                          initial_model=model)
+        Trainer.from_text(
+            "Every effort moves you. " * 500, config.replace(context_size=65), tokenizer=tokenizer, initial_model=model
+        )
 
 
 def test_fine_tuning_the_shipped_gpt(tmp_path):

@@ -22,8 +22,9 @@ STAGES = [stage for stage in ui.PIPELINE if stage.exists and stage.key != "text"
 @pytest.fixture(scope="module")
 def tiny_cache(tmp_path_factory):
     root = tmp_path_factory.mktemp("hub")
-    save_as_cached_repo(make_hf_gpt2(vocab_size=50257, n_layer=2, n_embd=32, n_head=2, n_positions=64, seed=5),
-                        root, "gpt2")
+    save_as_cached_repo(
+        make_hf_gpt2(vocab_size=50257, n_layer=2, n_embd=32, n_head=2, n_positions=64, seed=5), root, "gpt2"
+    )
     return root
 
 

@@ -19,13 +19,21 @@ TEXT = "the quick brown fox jumps over the lazy dog\n" * 30
 def test_lab_steps_flip_one_switch_at_a_time_and_build_what_the_table_counts():
     steps = architectures.gpt2_to_llama_lab()
     assert len(steps) == 7
-    expected_changes = [set(), {"positions"}, {"norm"}, {"mlp_kind", "d_mlp"}, {"bias", "qkv_bias"}, {"n_kv_heads"},
-                        {"tie_weights"}]
+    expected_changes = [
+        set(),
+        {"positions"},
+        {"norm"},
+        {"mlp_kind", "d_mlp"},
+        {"bias", "qkv_bias"},
+        {"n_kv_heads"},
+        {"tie_weights"},
+    ]
     for previous, step, expected in zip([None] + steps[:-1], steps, expected_changes):
         if previous is not None:
             assert {name for name in SWITCHES if previous.switches[name] != step.switches[name]} == expected
-        config = TrainConfig(model=step.model, tokenizer="char", context_size=16, batch_size=2, steps=1,
-                             architecture=step.switches)
+        config = TrainConfig(
+            model=step.model, tokenizer="char", context_size=16, batch_size=2, steps=1, architecture=step.switches
+        )
         model = Trainer.from_text(TEXT, config).model
         built = model.config
         assert all(getattr(built, name) == value for name, value in step.switches.items())

@@ -18,8 +18,14 @@ from llmviz.models.gpt import GPT
 from tests.gpt2_support import save_as_cached_repo
 
 VOCAB = 300
-SHAPE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-             max_position_embeddings=64)
+SHAPE = dict(
+    vocab_size=VOCAB,
+    hidden_size=64,
+    intermediate_size=96,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    max_position_embeddings=64,
+)
 FAMILIES = {
     # Llama with grouped-query attention (2 key/value heads for 4 query heads), untied head
     "llama-gqa": ("llama", dict(num_key_value_heads=2, rope_theta=10000.0, rms_norm_eps=1e-5)),
@@ -28,8 +34,10 @@ FAMILIES = {
     # Qwen2: biases in W_Q, W_K, W_V, θ = 1,000,000, ε = 1e-6
     "qwen2": ("qwen2", dict(num_key_value_heads=2, rope_theta=1_000_000.0, rms_norm_eps=1e-6)),
     # Mixtral: 4 experts, each token routed to 2, load-balancing coefficient 0.02
-    "mixtral": ("mixtral", dict(num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
-                                router_aux_loss_coef=0.02)),
+    "mixtral": (
+        "mixtral",
+        dict(num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2, router_aux_loss_coef=0.02),
+    ),
 }
 
 
@@ -115,8 +123,9 @@ def test_mixtral_router_and_load_balancing_loss_equal(mixtral, ids):
         out = reference(ids, labels=ids, output_router_logits=True)
     _, _, cache = ours.run_with_cache(ids)
     for layer in range(2):
-        torch.testing.assert_close(cache[f"blocks.{layer}.mlp.router_logits"].reshape(-1, 4), out.router_logits[layer],
-                                   atol=1e-5, rtol=0)
+        torch.testing.assert_close(
+            cache[f"blocks.{layer}.mlp.router_logits"].reshape(-1, 4), out.router_logits[layer], atol=1e-5, rtol=0
+        )
     torch.testing.assert_close(cache["aux_loss"], out.aux_loss, atol=1e-6, rtol=0)
     ours.train()  # the training loss adds coefficient × balancing loss, as transformers' loss does
     try:
@@ -150,10 +159,10 @@ def test_greedy_generation_equal(pair, use_kv_cache):
     _, reference, ours, _ = pair
     prompt = [5, 17, 200, 42, 299, 7]
     with torch.no_grad():
-        expected = reference.generate(torch.tensor([prompt]), max_new_tokens=20, do_sample=False,
-                                      eos_token_id=None, pad_token_id=0)[0, len(prompt):].tolist()
-    tokens = [r.token for r in generate(ours, prompt, max_new_tokens=20, temperature=0.0,
-                                        use_kv_cache=use_kv_cache)]
+        expected = reference.generate(
+            torch.tensor([prompt]), max_new_tokens=20, do_sample=False, eos_token_id=None, pad_token_id=0
+        )[0, len(prompt) :].tolist()
+    tokens = [r.token for r in generate(ours, prompt, max_new_tokens=20, temperature=0.0, use_kv_cache=use_kv_cache)]
     assert tokens == expected
     assert len(set(tokens)) > 3  # not one token repeated
 
@@ -224,8 +233,12 @@ def write_tokenizer(folder, vocab_size: int = VOCAB) -> None:
     from tokenizers import ByteLevelBPETokenizer
 
     tokenizer = ByteLevelBPETokenizer()
-    tokenizer.train_from_iterator(["Every effort moves you forward, one small step at a time."] * 20,
-                                  vocab_size=vocab_size, min_frequency=1, show_progress=False)
+    tokenizer.train_from_iterator(
+        ["Every effort moves you forward, one small step at a time."] * 20,
+        vocab_size=vocab_size,
+        min_frequency=1,
+        show_progress=False,
+    )
     tokenizer.save(str(folder / "tokenizer.json"))
 
 
@@ -261,8 +274,9 @@ def test_loads_from_the_hub_cache_with_its_tokenizer(hub_cache):
     assert tokenizer.decode(prompt) == text
     assert b"".join(tokenizer.token_bytes(i) for i in prompt) == text.encode()
     with torch.no_grad():
-        torch.testing.assert_close(model(torch.tensor([prompt]))[0], reference(torch.tensor([prompt])).logits,
-                                   atol=1e-5, rtol=0)
+        torch.testing.assert_close(
+            model(torch.tensor([prompt]))[0], reference(torch.tensor([prompt])).logits, atol=1e-5, rtol=0
+        )
     assert meta["title"] == "SmolLM2 135M" and meta["family"] == "llama"
     assert meta["parameters"] == reference.num_parameters()
     assert hf_models.download(hf_models.DEFAULT_MODEL) == snapshot  # already cached: nothing to fetch, even offline

@@ -20,7 +20,7 @@ def test_repeated_lines_hold_one_repeat_within_the_context():
     for _ in range(50):
         line = induction.repeated_line(rng, 32, 8, 16)
         assert len(line) == 32 and set(line) <= set(induction.ALPHABET)
-        assert any(line[i:i + m] == line[i + m:i + 2 * m] for m in range(8, 17) for i in range(0, 33 - 2 * m))
+        assert any(line[i : i + m] == line[i + m : i + 2 * m] for m in range(8, 17) for i in range(0, 33 - 2 * m))
     text = induction.repeated_text(induction.InductionPreset(lines=10))
     assert text.count("\n") == 10 and all(len(line) == 32 for line in text.splitlines())
 
@@ -40,8 +40,9 @@ def test_probe_lines_repeat_a_half_of_distinct_characters():
 
 
 def test_probe_on_a_model_that_knows_nothing():
-    model = GPT(GPTConfig(vocab_size=63, context_length=32, d_model=16, n_heads=2, n_layers=2, dropout=0.0,
-                          mlp=False)).eval()
+    model = GPT(
+        GPTConfig(vocab_size=63, context_length=32, d_model=16, n_heads=2, n_layers=2, dropout=0.0, mlp=False)
+    ).eval()
     with torch.no_grad():
         model.lm_head.weight.zero_()  # every prediction uniform: loss ln 63 on both halves
     result = induction.probe(model, induction.probe_lines(count=2), step=7)
@@ -60,8 +61,13 @@ def test_the_preset_vocabulary_is_62_characters_and_the_newline():
 
 def probe_result(induction_scores, first=4.21, repeated=3.0, step=300) -> induction.ProbeResult:
     values = torch.tensor(induction_scores)
-    return induction.ProbeResult(step, {"induction": values, "previous token": torch.zeros_like(values)},
-                                 first_half_loss=first, repeated_half_loss=repeated, vocab_size=63)
+    return induction.ProbeResult(
+        step,
+        {"induction": values, "previous token": torch.zeros_like(values)},
+        first_half_loss=first,
+        repeated_half_loss=repeated,
+        vocab_size=63,
+    )
 
 
 def test_a_layer_0_head_is_never_named_an_induction_head():
@@ -121,14 +127,20 @@ def test_readme_figures_of_the_induction_run_are_what_the_preset_computes(preset
     from pathlib import Path
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    paragraph = " ".join(readme.split("4. **Watching an induction head form**")[1].split("`tests/test_induction.py`")[0]
-                         .split())
+    paragraph = " ".join(
+        readme.split("4. **Watching an induction head form**")[1].split("`tests/test_induction.py`")[0].split()
+    )
     claims = {  # (what, step) → the figure README prints, in README's sentence
-        ("induction 1.1", 340): "0.13 at step 340", ("induction 1.1", 400): "0.37 at step 400",
-        ("induction 1.1", 500): "0.70 at step 500", ("induction 1.1", 600): "0.71 at step 600",
-        ("previous 0.1", 360): "0.16 at step 360", ("previous 0.1", 500): "0.31 at step",
-        ("previous 0.1", 600): "0.35 at step 600", ("repeated", 340): "3.0 nats (step 340)",
-        ("repeated", 500): "0.69 (step 500)", ("repeated", 600): "0.39 (step 600)",
+        ("induction 1.1", 340): "0.13 at step 340",
+        ("induction 1.1", 400): "0.37 at step 400",
+        ("induction 1.1", 500): "0.70 at step 500",
+        ("induction 1.1", 600): "0.71 at step 600",
+        ("previous 0.1", 360): "0.16 at step 360",
+        ("previous 0.1", 500): "0.31 at step",
+        ("previous 0.1", 600): "0.35 at step 600",
+        ("repeated", 340): "3.0 nats (step 340)",
+        ("repeated", 500): "0.69 (step 500)",
+        ("repeated", 600): "0.39 (step 600)",
     }
     for sentence in claims.values():
         assert sentence in paragraph, sentence

@@ -1,5 +1,5 @@
-"""ui/streamlit_private.py relies on private parts of Streamlit and Plotly: each is checked against what is installed, so
-an upgrade that breaks one fails here, naming it, rather than in a classroom."""
+"""ui/streamlit_private.py relies on private parts of Streamlit and Plotly: each is checked against what is installed,
+so an upgrade that breaks one fails here, naming it, rather than in a classroom."""
 
 import inspect
 import re
@@ -18,9 +18,13 @@ RECHECK = "re-check every item in ui/streamlit_private.py's docstring against th
 
 @pytest.mark.parametrize("package, installed", [("streamlit", streamlit.__version__), ("plotly", plotly.__version__)])
 def test_the_pinned_versions_are_the_installed_ones(package, installed):
-    assert installed == internals.PINNED[package], f"{package} is {installed}, not {internals.PINNED[package]}: {RECHECK}"
+    assert installed == internals.PINNED[package], (
+        f"{package} is {installed}, not {internals.PINNED[package]}: {RECHECK}"
+    )
     pins = dict(re.findall(r"^([\w-]+)==(\S+)", (ROOT / "requirements.txt").read_text(encoding="utf-8"), re.M))
-    assert pins[package] == internals.PINNED[package], "requirements.txt and ui/streamlit_private.py pin different versions"
+    assert pins[package] == internals.PINNED[package], (
+        "requirements.txt and ui/streamlit_private.py pin different versions"
+    )
 
 
 def test_1_a_corrected_initial_value_is_what_streamlit_seeds_widgets_from():
@@ -59,12 +63,27 @@ def test_the_lists_name_everything_the_scripts_use():
 def test_no_other_module_reaches_into_the_private_parts():
     # Plotly's private field is its chart's gd._context.toImageButtonOptions; other ._context names (the
     # standard library's HTTPSHandler._context in llmviz/data/corpus.py) are not Streamlit's or Plotly's
-    fenced = ("_initial_query_params", "data-testid=\"st", "._context.toImageButtonOptions",
-              "modebar", "streamlit.runtime", "get_script_run_ctx", "is_active_session", "set_corrected_value",
-              "_key_id_mapper", "_new_widget_state", "StopException")
-    offenders = [f"{path.relative_to(ROOT)}: {word}" for folder in ("ui", "stages", "llmviz")
-                 for path in (ROOT / folder).rglob("*.py") if path.name != "streamlit_private.py"
-                 for word in fenced if word in path.read_text(encoding="utf-8")]
+    fenced = (
+        "_initial_query_params",
+        'data-testid="st',
+        "._context.toImageButtonOptions",
+        "modebar",
+        "streamlit.runtime",
+        "get_script_run_ctx",
+        "is_active_session",
+        "set_corrected_value",
+        "_key_id_mapper",
+        "_new_widget_state",
+        "StopException",
+    )
+    offenders = [
+        f"{path.relative_to(ROOT)}: {word}"
+        for folder in ("ui", "stages", "llmviz")
+        for path in (ROOT / folder).rglob("*.py")
+        if path.name != "streamlit_private.py"
+        for word in fenced
+        if word in path.read_text(encoding="utf-8")
+    ]
     offenders += [f"app.py: {word}" for word in fenced if word in (ROOT / "app.py").read_text(encoding="utf-8")]
     assert offenders == []
 
@@ -79,8 +98,9 @@ def test_4_the_runtime_parts_are_where_they_were():
     assert internals.script_run_context() is None  # no script run here
     fields = {field.name for field in dataclasses.fields(ScriptRunContext)}
     assert {"session_id", "main_script_path"} <= fields, "ScriptRunContext changed: " + RECHECK
-    assert list(inspect.signature(runtime.Runtime.is_active_session).parameters) == ["self", "session_id"], \
+    assert list(inspect.signature(runtime.Runtime.is_active_session).parameters) == ["self", "session_id"], (
         "Runtime.is_active_session changed: " + RECHECK
+    )
     assert internals.session_is_connected("anyone") is None  # no server here
     from streamlit.runtime.scriptrunner import script_runner
 

@@ -29,8 +29,11 @@ def test_logit_lens_matches_a_hand_computation(tiny):
     lens = lenses.logit_lens(tiny, cache, ids, k=3)
     assert lens.layer_names == ["embedding", "block 0", "block 1"]
     assert lens.top_ids.shape == (3, len(ids), 3) and lens.true_probs.shape == (3, len(ids) - 1)
-    streams = [cache["embed.tok"][0] + cache["embed.pos"], cache["blocks.0.resid_post"][0],
-               cache["blocks.1.resid_post"][0]]
+    streams = [
+        cache["embed.tok"][0] + cache["embed.pos"],
+        cache["blocks.0.resid_post"][0],
+        cache["blocks.1.resid_post"][0],
+    ]
     for row, x in enumerate(streams):
         # final LayerNorm written out: (x − mean) / sqrt(biased var + eps) · scale + shift, then x·W_Uᵀ
         mean = x.sum(-1, keepdim=True) / x.shape[-1]
@@ -44,8 +47,9 @@ def test_logit_lens_matches_a_hand_computation(tiny):
             assert lens.top_ids[row, position].tolist() == best
             assert lens.top_probs[row, position].tolist() == pytest.approx(probs[position, best].tolist(), abs=1e-5)
         for position in range(len(ids) - 1):
-            assert float(lens.true_probs[row, position]) == pytest.approx(float(probs[position, ids[position + 1]].detach()),
-                                                                        abs=1e-6)
+            assert float(lens.true_probs[row, position]) == pytest.approx(
+                float(probs[position, ids[position + 1]].detach()), abs=1e-6
+            )
 
 
 def test_last_lens_row_is_the_models_prediction(tiny):

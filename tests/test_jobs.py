@@ -1,4 +1,5 @@
-"""Background training jobs and weight snapshots (llmviz.jobs.manager, llmviz.training.snapshots): plain pytest, no Streamlit."""
+"""Background training jobs and weight snapshots (llmviz.jobs.manager, llmviz.training.snapshots): plain pytest, no
+Streamlit."""
 
 import threading
 import time
@@ -22,8 +23,17 @@ TEXT = "the quick brown fox jumps over the lazy dog\n" * 40
 
 
 def trainer(steps=30, model="bigram-neural", seed=0, **changes):
-    config = TrainConfig(model=model, tokenizer="char", context_size=8, batch_size=4, steps=steps,
-                         eval_interval=max(1, steps), seed=seed, warmup_steps=0, **changes)
+    config = TrainConfig(
+        model=model,
+        tokenizer="char",
+        context_size=8,
+        batch_size=4,
+        steps=steps,
+        eval_interval=max(1, steps),
+        seed=seed,
+        warmup_steps=0,
+        **changes,
+    )
     return Trainer.from_text(TEXT, config)
 
 
@@ -182,8 +192,10 @@ def test_queue_admits_jobs_in_order():
     manager = JobManager(max_running=1, session_timeout=None)
     try:
         gates = [Gate() for _ in range(4)]
-        submitted = [manager.submit_task(f"s{i}", lambda stop, g=g: g.loop(stop, steps=1), label=f"j{i}", total=1)
-                     for i, g in enumerate(gates)]
+        submitted = [
+            manager.submit_task(f"s{i}", lambda stop, g=g: g.loop(stop, steps=1), label=f"j{i}", total=1)
+            for i, g in enumerate(gates)
+        ]
         wait_for(lambda: submitted[0].status().state == jobs.RUNNING)
         wait_for(lambda: len(manager.queued()) == 3)
         assert [j.status().queue_position for j in submitted] == [None, 1, 2, 3]

@@ -100,12 +100,16 @@ def test_delta_w_has_rank_at_most_r():
     trained_adapters(model)
     after = lora.merged_copy(model).state_dict()
     deltas = lora.delta_weights(before, after)
-    assert set(deltas) == {f"blocks.{i}.{m}.weight" for i in range(4)
-                           for m in ("attn.qkv", "attn.proj", "mlp.fc", "mlp.proj")}
+    assert set(deltas) == {
+        f"blocks.{i}.{m}.weight" for i in range(4) for m in ("attn.qkv", "attn.proj", "mlp.fc", "mlp.proj")
+    }
     proj = lora.singular_values(deltas["blocks.0.attn.proj.weight"])
     # W + ΔW − W carries float32 rounding (~1e-9): the rank counts singular values above that noise
-    assert lora.numerical_rank(proj) == 3 == torch.linalg.matrix_rank(deltas["blocks.0.attn.proj.weight"].double(),
-                                                                       rtol=1e-4)
+    assert (
+        lora.numerical_rank(proj)
+        == 3
+        == torch.linalg.matrix_rank(deltas["blocks.0.attn.proj.weight"].double(), rtol=1e-4)
+    )
     exact = lora.adapters(model)["blocks.0.attn.proj"].delta_weight()
     assert torch.allclose(deltas["blocks.0.attn.proj.weight"], exact, atol=1e-6)
     assert torch.allclose(proj[:3], torch.linalg.svdvals(exact.double()).float()[:3], rtol=1e-3)
@@ -129,8 +133,9 @@ def test_grouped_query_attention_adapts_only_the_chosen_matrix(target):
     """With fewer key/value heads W_K and W_V are narrower than W_Q: an adapter on one of them changes exactly its
     rows of the fused qkv weight, as the attention itself splits it (it used to take d rows each)."""
     torch.manual_seed(0)
-    config = PRESETS["llama-style"].replace(vocab_size=256, context_length=32, d_model=32, n_heads=4, n_layers=2,
-                                            d_mlp=64, n_kv_heads=2)
+    config = PRESETS["llama-style"].replace(
+        vocab_size=256, context_length=32, d_model=32, n_heads=4, n_layers=2, d_mlp=64, n_kv_heads=2
+    )
     model = GPT(config).eval()
     before = [w.clone() for w in model.blocks[0].attn.qkv.weight.split(model.blocks[0].attn.split_sizes())]
     lora.add_adapters(model, lora.LoRAConfig(rank=2, targets=(target,)))
@@ -151,19 +156,33 @@ def test_a_mixture_of_experts_says_its_mlp_cannot_be_adapted():
 def test_lora_run_trains_only_adapters_and_its_model_is_the_merged_gpt():
     torch.manual_seed(0)
     pretrained = GPT(PRESETS["gpt-nano"].replace(vocab_size=64, context_length=16)).eval()
-    config = TrainConfig(model="gpt-nano", tokenizer="char", context_size=16, batch_size=8, steps=12, lr=1e-2,
-                         warmup_steps=2, eval_interval=6, eval_batches=1, seed=3)
+    config = TrainConfig(
+        model="gpt-nano",
+        tokenizer="char",
+        context_size=16,
+        batch_size=8,
+        steps=12,
+        lr=1e-2,
+        warmup_steps=2,
+        eval_interval=6,
+        eval_batches=1,
+        seed=3,
+    )
     dataset = prepare_data(NAMES, config)
     pretrained = GPT(pretrained.config.replace(vocab_size=dataset.vocab_size)).eval()
     frozen = {k: v.clone() for k, v in pretrained.state_dict().items()}
-    trainer = lora.LoRATrainer(config, dataset, initial_model=pretrained, lora=lora.LoRAConfig(rank=2, targets=("q", "v")))
+    trainer = lora.LoRATrainer(
+        config, dataset, initial_model=pretrained, lora=lora.LoRAConfig(rank=2, targets=("q", "v"))
+    )
     history = list(trainer.run())
     assert [m.step for m in history] == list(range(1, 13))
     assert all(torch.equal(v, frozen[k]) for k, v in pretrained.state_dict().items())  # the original is untouched
     changed = {k for k, v in trainer.model.state_dict().items() if not torch.equal(v, frozen[k])}
     assert changed == {"blocks.0.attn.qkv.weight", "blocks.1.attn.qkv.weight"}
     d = pretrained.config.d_model
-    assert torch.equal(trainer.model.state_dict()["blocks.0.attn.qkv.weight"][d:2 * d], frozen["blocks.0.attn.qkv.weight"][d:2 * d])
+    assert torch.equal(
+        trainer.model.state_dict()["blocks.0.attn.qkv.weight"][d : 2 * d], frozen["blocks.0.attn.qkv.weight"][d : 2 * d]
+    )
     idx = dataset.val_ids[:16][None]
     trainer.model.eval()
     trainer.adapted.eval()
@@ -180,9 +199,13 @@ def test_counted_parameters_are_the_adapters_the_model_really_gets(preset, targe
     model = GPT(PRESETS[preset])
     config = lora.LoRAConfig(rank=4, targets=targets)
     counted = lora.memory_comparison(model, config)["LoRA"].trained_parameters
-    by_hand = {"q": (128, 128), "k": (128, model.config.kv_heads * 128 // model.config.n_heads),
-               "v": (128, model.config.kv_heads * 128 // model.config.n_heads), "proj": (128, 128),
-               "mlp": (128, model.config.mlp_width)}
+    by_hand = {
+        "q": (128, 128),
+        "k": (128, model.config.kv_heads * 128 // model.config.n_heads),
+        "v": (128, model.config.kv_heads * 128 // model.config.n_heads),
+        "proj": (128, 128),
+        "mlp": (128, model.config.mlp_width),
+    }
     per_layer = sum(4 * (d_in + d_out) for t, (d_in, d_out) in by_hand.items() if t in targets)
     if "mlp" in targets:
         per_layer += 4 * (model.config.mlp_width + 128)  # the MLP's second layer: d_mlp → d

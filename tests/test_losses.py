@@ -29,8 +29,11 @@ def test_loss_breakdown_equals_cross_entropy_on_random_logits():
     targets = torch.randint(0, 50, (2, 3))
     parts = loss_breakdown(logits, targets)
     # −log softmax by hand: log Σ e^z − z_target, position by position
-    by_hand = [math.log(sum(math.exp(v) for v in logits[b, t].tolist())) - float(logits[b, t, targets[b, t]])
-               for b in range(2) for t in range(3)]
+    by_hand = [
+        math.log(sum(math.exp(v) for v in logits[b, t].tolist())) - float(logits[b, t, targets[b, t]])
+        for b in range(2)
+        for t in range(3)
+    ]
     assert parts.loss == pytest.approx(sum(by_hand) / 6, rel=1e-6)
     assert parts.cross_entropy == pytest.approx(sum(by_hand) / 6, rel=1e-6)
 

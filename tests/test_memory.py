@@ -46,8 +46,9 @@ def test_checkpointing_works_with_rope_and_a_mixture_of_experts(preset):
     """The model passes RoPE's angles and the router's list to every block: a checkpointed block takes them too
     (it raised TypeError), gives the same loss (the experts' balancing loss included) and the same gradients."""
     torch.manual_seed(0)
-    config = PRESETS[preset].replace(vocab_size=256, context_length=32, d_model=32, n_heads=4, n_layers=2,
-                                     d_mlp=64, n_kv_heads=2)
+    config = PRESETS[preset].replace(
+        vocab_size=256, context_length=32, d_model=32, n_heads=4, n_layers=2, d_mlp=64, n_kv_heads=2
+    )
     a = GPT(config)
     b = memory.set_checkpointing(GPT(config), True)
     b.load_state_dict(a.state_dict())
@@ -94,8 +95,10 @@ def test_dropout_does_not_make_the_settings_differ():
     torch.manual_seed(0)
     model = GPT(PRESETS["gpt-nano"].replace(dropout=0.3))
     inputs, targets = batch()
-    assert memory.measure_step(model, inputs, targets).loss == memory.measure_step(
-        model, inputs, targets, checkpointing=True).loss
+    assert (
+        memory.measure_step(model, inputs, targets).loss
+        == memory.measure_step(model, inputs, targets, checkpointing=True).loss
+    )
 
 
 def test_checkpointed_run_trains_exactly_like_the_plain_run_and_bf16_close():
@@ -104,8 +107,18 @@ def test_checkpointed_run_trains_exactly_like_the_plain_run_and_bf16_close():
     from llmviz.data import corpus
     from llmviz.training.trainer import TrainConfig, Trainer, prepare_data
 
-    config = TrainConfig(model="gpt-nano", tokenizer="char", context_size=16, batch_size=8, steps=5, lr=1e-2,
-                         warmup_steps=1, eval_interval=5, eval_batches=1, seed=3)
+    config = TrainConfig(
+        model="gpt-nano",
+        tokenizer="char",
+        context_size=16,
+        batch_size=8,
+        steps=5,
+        lr=1e-2,
+        warmup_steps=1,
+        eval_interval=5,
+        eval_batches=1,
+        seed=3,
+    )
     dataset = prepare_data(corpus.load("names")[:3000], config)
     torch.manual_seed(0)
     start = GPT(PRESETS["gpt-nano"].replace(vocab_size=dataset.vocab_size, context_length=16))
@@ -124,8 +137,19 @@ def _names_run_setup():
     from llmviz.data import corpus
     from llmviz.training.trainer import TrainConfig, prepare_data
 
-    config = TrainConfig(model="gpt-nano", tokenizer="char", context_size=16, batch_size=8, steps=4, lr=1e-2,
-                         warmup_steps=1, eval_interval=4, eval_batches=1, seed=3, dropout=0.0)
+    config = TrainConfig(
+        model="gpt-nano",
+        tokenizer="char",
+        context_size=16,
+        batch_size=8,
+        steps=4,
+        lr=1e-2,
+        warmup_steps=1,
+        eval_interval=4,
+        eval_batches=1,
+        seed=3,
+        dropout=0.0,
+    )
     dataset = prepare_data(corpus.load("names")[:3000], config)
     torch.manual_seed(0)
     return config, dataset, GPT(PRESETS["gpt-nano"].replace(vocab_size=dataset.vocab_size, context_length=16))
@@ -144,9 +168,13 @@ def test_fp16_run_is_torchs_mixed_precision_recipe_step_for_step():
     reference = GPT(trainer.model.config)
     reference.load_state_dict(start.state_dict())
     matrices = [p for p in reference.parameters() if p.dim() >= 2]  # decayed; biases and norms are not
-    optimizer = torch.optim.AdamW([{"params": matrices, "weight_decay": config.weight_decay},
-                                   {"params": [p for p in reference.parameters() if p.dim() < 2],
-                                    "weight_decay": 0.0}], lr=config.lr)
+    optimizer = torch.optim.AdamW(
+        [
+            {"params": matrices, "weight_decay": config.weight_decay},
+            {"params": [p for p in reference.parameters() if p.dim() < 2], "weight_decay": 0.0},
+        ],
+        lr=config.lr,
+    )
     scaler = torch.amp.GradScaler("cpu")
     batches = Trainer(config, dataset, initial_model=start).train_batches  # the same seed: the same batches
     losses = []
@@ -191,7 +219,10 @@ def test_fp16_is_offered_where_the_model_is_on_cuda():
     from llmviz.lessons import adapting as adapt
 
     assert [name for name, *_ in adapt.memory_settings(GPT(PRESETS["gpt-nano"]))] == [
-        "plain", "checkpointing", "checkpointing + bf16"]  # on this CPU
+        "plain",
+        "checkpointing",
+        "checkpointing + bf16",
+    ]  # on this CPU
 
 
 def test_autocasts_weight_copies_are_counted_apart():

@@ -7,8 +7,13 @@ from ui.text import fixed
 
 
 def test_fixed_drops_the_sign_of_a_number_that_shows_as_zero():
-    assert [fixed(4)(v) for v in (-3e-9, -0.0, -0.00016, 0.25, -1.5)] == ["0.0000", "0.0000", "-0.0002", "0.2500",
-                                                                          "-1.5000"]
+    assert [fixed(4)(v) for v in (-3e-9, -0.0, -0.00016, 0.25, -1.5)] == [
+        "0.0000",
+        "0.0000",
+        "-0.0002",
+        "0.2500",
+        "-1.5000",
+    ]
     assert fixed(2)(float("nan")) == "—"
 
 

@@ -19,9 +19,12 @@ def gpt2_params_by_hand(vocab, ctx, d, layers, tied):
     """GPT-2 small, counted by hand from its shapes (qkv without bias, every other Linear with bias)."""
     per_block = (
         3 * d * d  # W_Q, W_K, W_V, no bias
-        + d * d + d  # W_O and its bias
-        + d * 4 * d + 4 * d  # MLP up
-        + 4 * d * d + d  # MLP down
+        + d * d
+        + d  # W_O and its bias
+        + d * 4 * d
+        + 4 * d  # MLP up
+        + 4 * d * d
+        + d  # MLP down
         + 2 * 2 * d  # two LayerNorms, scale and shift
     )
     total = vocab * d + ctx * d + layers * per_block + 2 * d + (0 if tied else vocab * d)
@@ -42,12 +45,15 @@ def test_breakdown_sums_to_module_count():
     assert sum(model.parameter_breakdown().values()) == sum(p.numel() for p in model.parameters())
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"d_model": 30, "n_heads": 4}, "not divisible"),
-    ({"n_layers": 0}, "n_layers"),
-    ({"context_length": 0}, "context_length"),
-    ({"dropout": 1.5}, "dropout"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"d_model": 30, "n_heads": 4}, "not divisible"),
+        ({"n_layers": 0}, "n_layers"),
+        ({"context_length": 0}, "context_length"),
+        ({"dropout": 1.5}, "dropout"),
+    ],
+)
 def test_bad_configs_have_clear_messages(changes, message):
     with pytest.raises(ConfigError, match=message):
         TINY.replace(**changes)
@@ -66,10 +72,24 @@ def test_cache_names_and_shapes_are_pinned():
     expected = ["embed.tok", "embed.pos"]
     for layer in range(2):
         p = f"blocks.{layer}"
-        expected += [f"{p}.resid_pre", f"{p}.ln1", f"{p}.attn.q", f"{p}.attn.k", f"{p}.attn.v",
-                     f"{p}.attn.scores", f"{p}.attn.masked_scores", f"{p}.attn.pattern", f"{p}.attn.z",
-                     f"{p}.attn.out", f"{p}.resid_mid", f"{p}.ln2", f"{p}.mlp.pre", f"{p}.mlp.hidden",
-                     f"{p}.mlp.out", f"{p}.resid_post"]
+        expected += [
+            f"{p}.resid_pre",
+            f"{p}.ln1",
+            f"{p}.attn.q",
+            f"{p}.attn.k",
+            f"{p}.attn.v",
+            f"{p}.attn.scores",
+            f"{p}.attn.masked_scores",
+            f"{p}.attn.pattern",
+            f"{p}.attn.z",
+            f"{p}.attn.out",
+            f"{p}.resid_mid",
+            f"{p}.ln2",
+            f"{p}.mlp.pre",
+            f"{p}.mlp.hidden",
+            f"{p}.mlp.out",
+            f"{p}.resid_post",
+        ]
     expected += ["ln_f", "logits"]
     assert list(cache) == expected == cache_names(TINY)
     assert cache["embed.tok"].shape == (2, 7, 16)
@@ -141,7 +161,7 @@ def test_kv_cache_forward_matches_full_forward():
     logits, past = model.forward_with_kv_cache(idx[:, :5])
     torch.testing.assert_close(logits, full[:, :5], atol=1e-5, rtol=1e-5)
     for t in range(5, 9):
-        step_logits, past = model.forward_with_kv_cache(idx[:, t:t + 1], past)
+        step_logits, past = model.forward_with_kv_cache(idx[:, t : t + 1], past)
         torch.testing.assert_close(step_logits[:, 0], full[:, t], atol=1e-5, rtol=1e-5)
 
 
@@ -163,7 +183,9 @@ def test_gelu_tanh_matches_torch():
     torch.testing.assert_close(gelu_tanh(x), F.gelu(x, approximate="tanh"), atol=1e-6, rtol=1e-6)
     torch.testing.assert_close(GELU()(x), GELU.explicit(x), atol=1e-6, rtol=1e-6)
     # a value derived by hand: x = 1 → 0.5·(1 + tanh(√(2/π)·1.044715))
-    assert float(gelu_tanh(torch.tensor(1.0))) == pytest.approx(0.5 * (1 + math.tanh(math.sqrt(2 / math.pi) * 1.044715)))
+    assert float(gelu_tanh(torch.tensor(1.0))) == pytest.approx(
+        0.5 * (1 + math.tanh(math.sqrt(2 / math.pi) * 1.044715))
+    )
 
 
 def test_decoder_parameter_count_from_the_seed_configuration():

@@ -36,8 +36,11 @@ def test_tokens_huge_paste_is_clamped_and_odd_text_works():
     # every tokenizer draws its first 2,000 tokens as chips and says so; the table counts them all
     table = at.dataframe[0].value
     drawn = [caption.value for caption in at.caption if caption.value.startswith("The first 2,000 of")]
-    assert drawn == [f"The first 2,000 of {count:,} tokens are drawn; the counts below are for all of them."
-                     for count in table["tokens"] if count > 2000]
+    assert drawn == [
+        f"The first 2,000 of {count:,} tokens are drawn; the counts below are for all of them."
+        for count in table["tokens"]
+        if count > 2000
+    ]
     assert drawn and all(chips.value.count('title="id ') <= 2000 for chips in at.markdown)
 
 
@@ -138,8 +141,10 @@ def test_attention_empty_and_long_sentence():
 # ------------------------------------------------------------------ embeddings
 
 
-@pytest.mark.parametrize("v2, message", [("1, 2", "different lengths"), ("0, 0, 0", "undefined"),
-                                         ("0.1, x, 3", "not a number"), ("", "empty")])
+@pytest.mark.parametrize(
+    "v2, message",
+    [("1, 2", "different lengths"), ("0, 0, 0", "undefined"), ("0.1, x, 3", "not a number"), ("", "empty")],
+)
 def test_embeddings_bad_vectors(v2, message):
     at = run_page("stages/embeddings.py")
     by_label(at.text_input, "v₂").set_value(v2).run()
@@ -175,7 +180,9 @@ def test_embeddings_word2vec_and_missing_words():
 # ------------------------------------------------------------------ sampling
 
 
-@pytest.mark.parametrize("temperature, top_k, top_p", [(0.0, 0, 1.0), (2.5, 1024, 0.01), (0.05, 1, 1.0), (1.0, 0, 0.01)])
+@pytest.mark.parametrize(
+    "temperature, top_k, top_p", [(0.0, 0, 1.0), (2.5, 1024, 0.01), (0.05, 1, 1.0), (1.0, 0, 0.01)]
+)
 def test_sampling_slider_extremes(temperature, top_k, top_p):
     at = run_page("stages/sampling.py")
     by_label(at.slider, "Temperature").set_value(temperature)
@@ -244,8 +251,11 @@ def session_jobs(at, kind="train"):
     """The jobs of the AppTest's browser session, each waited for until it ends."""
     from llmviz.jobs.manager import default_manager
 
-    found = [job for job in default_manager().jobs(at.session_state["_llmviz_session_id"])
-             if kind is None or job.kind == kind]
+    found = [
+        job
+        for job in default_manager().jobs(at.session_state["_llmviz_session_id"])
+        if kind is None or job.kind == kind
+    ]
     for job in found:
         assert job.wait(timeout=120), job
     return found

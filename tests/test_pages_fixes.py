@@ -162,7 +162,9 @@ def test_latex_writes_negative_numbers_in_parentheses():
 def test_padding_panel_labels_the_pad_token():
     at = run_page("stages/attention.py")
     # the four masks are one figure of four panels: their subplot titles are its annotations, in panel order
-    masks = next(c for c in charts(at) if any("padding" in a.get("text", "") for a in c["layout"].get("annotations", [])))
+    masks = next(
+        c for c in charts(at) if any("padding" in a.get("text", "") for a in c["layout"].get("annotations", []))
+    )
     titles = [a["text"] for a in masks["layout"]["annotations"]]
     heat = masks["data"][next(i for i, title in enumerate(titles) if title.startswith("padding"))]
     assert heat["x"][-1] == "[PAD]" and heat["y"][-1] == "[PAD]"
@@ -251,8 +253,10 @@ def test_no_page_names_the_project_source_documents(path):
 def test_rendered_pages_never_say_seed_or_lecture(stage):
     at = run_page(stage.path)
     assert_no_error_box(at)
-    shown = " ".join(texts(getattr(at, kind)) for kind in
-                     ("markdown", "caption", "info", "warning", "success", "header", "subheader", "latex", "title"))
+    shown = " ".join(
+        texts(getattr(at, kind))
+        for kind in ("markdown", "caption", "info", "warning", "success", "header", "subheader", "latex", "title")
+    )
     assert not PROJECT_WORDS.search(shown), PROJECT_WORDS.search(shown)
 
 
@@ -266,7 +270,7 @@ def test_run_colours_are_told_apart():
     from ui.panels.runs import COLOURS
 
     def rgb(colour: str) -> tuple[int, int, int]:
-        return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
+        return tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
 
     closest = min(sum((a - b) ** 2 for a, b in zip(rgb(x), rgb(y))) ** 0.5 for x, y in combinations(COLOURS, 2))
     assert closest > 80, closest
@@ -278,8 +282,21 @@ def test_progress_line_names_its_perplexity_and_smooths_tokens_per_second():
     from llmviz.jobs import manager as jobs
 
     steps = [SimpleNamespace(val_loss=None, perplexity=20.0, tokens_per_s=rate) for rate in [33_000.0] * 19 + [200.0]]
-    status = jobs.JobStatus(job_id="x", label="run", kind="train", state=jobs.RUNNING, step=20, total=100, losses=((20, 3.0),), metrics=tuple(steps),
-                            samples=(), queue_position=None, error=None, snapshot_steps=(), elapsed_s=1.0)
+    status = jobs.JobStatus(
+        job_id="x",
+        label="run",
+        kind="train",
+        state=jobs.RUNNING,
+        step=20,
+        total=100,
+        losses=((20, 3.0),),
+        metrics=tuple(steps),
+        samples=(),
+        queue_position=None,
+        error=None,
+        snapshot_steps=(),
+        elapsed_s=1.0,
+    )
     line = status.describe()
     assert "training perplexity 20.0" in line
     # 20 steps of equal size: 20 / (19 / 33,000 + 1 / 200) tokens per second, not the last step's 200

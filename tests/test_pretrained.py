@@ -41,13 +41,15 @@ def test_every_layer_and_pattern_matches_transformers_with_padding(ours, referen
     batch, cache = ours.run_with_cache(SENTENCES)  # different lengths: the short ones are padded
     assert not batch.mask.all()
     with torch.no_grad():
-        out = reference_bert(input_ids=batch.ids, attention_mask=batch.mask.long(),
-                             output_hidden_states=True, output_attentions=True)
+        out = reference_bert(
+            input_ids=batch.ids, attention_mask=batch.mask.long(), output_hidden_states=True, output_attentions=True
+        )
     mask = batch.mask[:, :, None]
     torch.testing.assert_close(cache["embed.out"] * mask, out.hidden_states[0] * mask, atol=1e-4, rtol=0)
     for layer in range(6):
-        torch.testing.assert_close(cache[f"layers.{layer}.hidden"] * mask, out.hidden_states[layer + 1] * mask,
-                                   atol=1e-4, rtol=0)
+        torch.testing.assert_close(
+            cache[f"layers.{layer}.hidden"] * mask, out.hidden_states[layer + 1] * mask, atol=1e-4, rtol=0
+        )
         ours_pattern = cache[f"layers.{layer}.attn.pattern"]  # (B, 12, T, T)
         query_mask = batch.mask[:, None, :, None]
         torch.testing.assert_close(ours_pattern * query_mask, out.attentions[layer] * query_mask, atol=1e-4, rtol=0)

@@ -75,7 +75,9 @@ def test_memory_in_bytes_by_hand():
     assert qz.stored_bytes((10, 6), qz.QuantSpec(bits=8, per_channel=False, symmetric=True)) == 60 + 4
     assert qz.stored_bytes((10, 6), qz.QuantSpec(bits=8, per_channel=True, symmetric=False)) == 60 + 10 * 5
     assert qz.stored_bytes((10, 7), qz.QuantSpec(bits=4, per_channel=False, symmetric=True)) == 35 + 4
-    assert qz.stored_bytes((3, 3), qz.QuantSpec(bits=4, per_channel=False, symmetric=True)) == 5 + 4  # 9 nibbles → 5 bytes
+    assert (
+        qz.stored_bytes((3, 3), qz.QuantSpec(bits=4, per_channel=False, symmetric=True)) == 5 + 4
+    )  # 9 nibbles → 5 bytes
 
 
 def test_quantized_model_account_and_layers():
@@ -124,8 +126,9 @@ def test_fake_quant_linear_is_torch_fake_quant_with_a_straight_through_gradient(
     ours = linear.weight.grad.clone()
     linear.weight.grad = None
     scale, zero_point = qz.quantization_parameters(linear.weight, spec)
-    reference_weight = torch.fake_quantize_per_channel_affine(linear.weight, scale, zero_point.int(), 0,
-                                                              spec.qmin, spec.qmax)
+    reference_weight = torch.fake_quantize_per_channel_affine(
+        linear.weight, scale, zero_point.int(), 0, spec.qmin, spec.qmax
+    )
     expected = F.linear(x, reference_weight, linear.bias)
     assert torch.allclose(fake(x), expected, atol=1e-6)
     expected.sum().backward()  # torch's fake quant passes the gradient straight through inside the range
@@ -134,8 +137,18 @@ def test_fake_quant_linear_is_torch_fake_quant_with_a_straight_through_gradient(
 
 def test_qat_run_keeps_an_ordinary_state_dict_and_trains():
     torch.manual_seed(0)
-    config = TrainConfig(model="gpt-nano", tokenizer="char", context_size=16, batch_size=8, steps=6, lr=1e-2,
-                         warmup_steps=1, eval_interval=3, eval_batches=1, seed=3)
+    config = TrainConfig(
+        model="gpt-nano",
+        tokenizer="char",
+        context_size=16,
+        batch_size=8,
+        steps=6,
+        lr=1e-2,
+        warmup_steps=1,
+        eval_interval=3,
+        eval_batches=1,
+        seed=3,
+    )
     dataset = prepare_data(corpus.load("names")[:3000], config)
     pretrained = GPT(PRESETS["gpt-nano"].replace(vocab_size=dataset.vocab_size, context_length=16)).eval()
     trainer = qz.QATTrainer(config, dataset, initial_model=pretrained, quant=qz.QuantSpec(bits=4))
@@ -162,8 +175,9 @@ def test_scale_and_zero_point_are_torch_ao_min_max_observers(bits, per_channel, 
         scheme = torch.per_channel_symmetric if per_channel else torch.per_tensor_symmetric
     else:
         scheme = torch.per_channel_affine if per_channel else torch.per_tensor_affine
-    options = dict(dtype=torch.qint8 if symmetric else torch.quint8, qscheme=scheme, quant_min=spec.qmin,
-                   quant_max=spec.qmax)
+    options = dict(
+        dtype=torch.qint8 if symmetric else torch.quint8, qscheme=scheme, quant_min=spec.qmin, quant_max=spec.qmax
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         observer = PerChannelMinMaxObserver(ch_axis=0, **options) if per_channel else MinMaxObserver(**options)

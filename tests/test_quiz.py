@@ -126,10 +126,22 @@ NAMES_TEXT = "\n".join(["emma", "olivia", "ava", "isabella", "sophia", "mia", "a
 
 def tiny_trainer(optimizer: str, clip):
     def make(lr: float) -> Trainer:
-        config = TrainConfig(model="gpt-nano", tokenizer="char", context_size=8, batch_size=8, steps=15,
-                             optimizer=optimizer, lr=lr, grad_clip=clip, warmup_steps=0, schedule="constant",
-                             eval_interval=100, seed=3)
+        config = TrainConfig(
+            model="gpt-nano",
+            tokenizer="char",
+            context_size=8,
+            batch_size=8,
+            steps=15,
+            optimizer=optimizer,
+            lr=lr,
+            grad_clip=clip,
+            warmup_steps=0,
+            schedule="constant",
+            eval_interval=100,
+            seed=3,
+        )
         return Trainer(config, prepare_data(NAMES_TEXT, config))
+
     return make
 
 
@@ -215,9 +227,20 @@ def every_question() -> list[quiz.Question]:
 
 def test_no_reveal_shows_a_raw_placeholder():
     questions = every_question()
-    assert {q.kind for q in questions} >= {"token-count", "fewer-tokens", "word-pieces", "most-attended",
-                                           "visible-keys", "focused-head", "lr-times-ten", "uniform-loss",
-                                           "position-loss", "greedy-next", "tokens-kept", "temperature-entropy"}
+    assert {q.kind for q in questions} >= {
+        "token-count",
+        "fewer-tokens",
+        "word-pieces",
+        "most-attended",
+        "visible-keys",
+        "focused-head",
+        "lr-times-ten",
+        "uniform-loss",
+        "position-loss",
+        "greedy-next",
+        "tokens-kept",
+        "temperature-entropy",
+    }
     for question in questions:
         for text in (question.prompt, question.explanation, *question.options):
             assert not UNFILLED.search(text), (question.kind, text)
@@ -234,8 +257,12 @@ def test_no_reveal_of_the_architecture_and_adapt_questions_shows_a_raw_placehold
     from tests.conftest import ROOT
 
     model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
-    questions = [architectures.kv_cache_question(8, 2, 4096), architectures.kv_cache_question(4, 4, 10),
-                 architectures.rope_question(), *adapt.adapt_questions(model, tokenizer, "The while statement")]
+    questions = [
+        architectures.kv_cache_question(8, 2, 4096),
+        architectures.kv_cache_question(4, 4, 10),
+        architectures.rope_question(),
+        *adapt.adapt_questions(model, tokenizer, "The while statement"),
+    ]
     assert {q.kind for q in questions} >= {"kv-cache", "rope-distance", "lora-count", "kv-bytes", "int4-top"}
     for question in questions:
         for text in (question.prompt, question.explanation, *question.options):

@@ -29,7 +29,9 @@ def _commands(text: str) -> list[list[str]]:
 
 def test_the_cpu_torch_line_comes_before_the_requirements_and_the_address_is_given():
     setup = _section("Set up")
-    assert setup.index("--index-url https://download.pytorch.org/whl/cpu") < setup.index("pip install -r requirements.txt")
+    assert setup.index("--index-url https://download.pytorch.org/whl/cpu") < setup.index(
+        "pip install -r requirements.txt"
+    )
     assert "http://localhost:8501" in setup and "headless = true" in setup
     assert "pip check" in setup
 

@@ -16,8 +16,19 @@ from tests.test_train import NAMES
 
 
 def config(seed: int) -> TrainConfig:
-    return TrainConfig(model="gpt-nano", tokenizer="char", context_size=16, batch_size=8, steps=6, lr=1e-2,
-                       warmup_steps=2, eval_interval=100, eval_batches=1, seed=seed, dropout=0.2)
+    return TrainConfig(
+        model="gpt-nano",
+        tokenizer="char",
+        context_size=16,
+        batch_size=8,
+        steps=6,
+        lr=1e-2,
+        warmup_steps=2,
+        eval_interval=100,
+        eval_batches=1,
+        seed=seed,
+        dropout=0.2,
+    )
 
 
 def weights(trainer: Trainer) -> dict[str, torch.Tensor]:
@@ -124,16 +135,25 @@ def test_no_code_the_server_runs_seeds_the_global_generator():
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    files = [root / "app.py", *sorted((root / "stages").glob("*.py")), *sorted((root / "ui").rglob("*.py")),
-             *sorted((root / "llmviz").rglob("*.py"))]
+    files = [
+        root / "app.py",
+        *sorted((root / "stages").glob("*.py")),
+        *sorted((root / "ui").rglob("*.py")),
+        *sorted((root / "llmviz").rglob("*.py")),
+    ]
     found = []
     for path in files:
         for node in ast.walk(ast.parse(path.read_text())):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
                 continue
             owner = ast.unparse(node.func.value)
-            if (owner, node.func.attr) in {("torch", "manual_seed"), ("torch", "seed"), ("torch.random", "manual_seed"),
-                                           ("torch.cuda", "manual_seed"), ("torch.cuda", "manual_seed_all"),
-                                           ("torch.default_generator", "manual_seed")}:
+            if (owner, node.func.attr) in {
+                ("torch", "manual_seed"),
+                ("torch", "seed"),
+                ("torch.random", "manual_seed"),
+                ("torch.cuda", "manual_seed"),
+                ("torch.cuda", "manual_seed_all"),
+                ("torch.default_generator", "manual_seed"),
+            }:
                 found.append(f"{path.relative_to(root)}:{node.lineno}")
     assert [place.split(":")[0] for place in found] == ["llmviz/device.py"], found  # isolated_rng's, inside fork_rng

@@ -86,8 +86,11 @@ def test_lower_temperature_never_raises_entropy():
 
 VOCAB = st.integers(min_value=2, max_value=40)
 SCALES = st.sampled_from([1.0, 1e-3, 1e4, 1e30])  # ordinary, nearly flat, sharp, enormous logits
-TEMPERATURES = st.one_of(st.just(0.0), st.floats(min_value=0.0, max_value=GREEDY_BELOW, exclude_max=True),
-                         st.floats(min_value=GREEDY_BELOW, max_value=1e6))
+TEMPERATURES = st.one_of(
+    st.just(0.0),
+    st.floats(min_value=0.0, max_value=GREEDY_BELOW, exclude_max=True),
+    st.floats(min_value=GREEDY_BELOW, max_value=1e6),
+)
 TOP_PS = st.floats(min_value=1e-12, max_value=1.0)
 
 
@@ -321,7 +324,9 @@ def test_temperatures_below_the_floor_are_greedy(tiny):
     assert torch.isfinite(dist.final_probs).all() and dist.final_probs[LOGITS.argmax()] == 1.0
     m = model()
     tok = CharTokenizer.train("abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLM\n")
-    assert generate_text(m, tok, "abc", 15, temperature=tiny, seed=1) == generate_text(m, tok, "abc", 15, temperature=0.0)
+    assert generate_text(m, tok, "abc", 15, temperature=tiny, seed=1) == generate_text(
+        m, tok, "abc", 15, temperature=0.0
+    )
 
 
 def test_dropped_prompt_characters_are_never_echoed_and_always_reported():
@@ -379,7 +384,8 @@ def test_top_p_keeps_what_transformers_keeps_and_never_nothing(top_p):
 def test_sampling_with_a_vanishing_top_p_writes_the_greedy_text():
     m, tok = model(), CharTokenizer.train("abcdefghijklmnopqrstuvwxyz .,;:!?ABCDE")
     assert generate_text(m, tok, "ab", 8, temperature=1.0, top_p=1e-300, seed=3) == generate_text(
-        m, tok, "ab", 8, temperature=0.0)
+        m, tok, "ab", 8, temperature=0.0
+    )
 
 
 def test_beam_width_is_bounded_with_a_clear_error():

@@ -10,9 +10,27 @@ from ui import share
 TIMEOUT = 180
 
 HOSTILE = [
-    "", "abc", "nan", "NaN", "inf", "-inf", "-1", "1e308", "99999999999999999999999", "3.5", "0x10", "[]", "{}",
-    "<script>alert(1)</script>", "'; DROP TABLE runs; --", "$\\frac{1}{0}$", "**bold**", "x" * 5000, "\u202e\u0000",
-    "../../etc/passwd", "run:someone-elses-run@300",
+    "",
+    "abc",
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "-1",
+    "1e308",
+    "99999999999999999999999",
+    "3.5",
+    "0x10",
+    "[]",
+    "{}",
+    "<script>alert(1)</script>",
+    "'; DROP TABLE runs; --",
+    "$\\frac{1}{0}$",
+    "**bold**",
+    "x" * 5000,
+    "\u202e\u0000",
+    "../../etc/passwd",
+    "run:someone-elses-run@300",
 ]
 
 
@@ -143,11 +161,14 @@ def test_quiz_reveal_and_score_on_the_sampling_page():
 # ------------------------------------------------------------------ what a link carries
 
 
-@pytest.mark.parametrize("text", [
-    "I love llamas 🦙 and 👩‍💻 codes; 👨‍👩‍👧 is one family",  # zero-width joiners build the emoji sequences
-    "می‌خواهم \u200fسلام\u200f به \u200eGPT\u200e",  # Persian: a zero-width non-joiner and direction marks
-    "a\u00adb \u2060 \ufeff",  # soft hyphen, word joiner, BOM-as-ZWNBSP: format characters are text too
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I love llamas 🦙 and 👩‍💻 codes; 👨‍👩‍👧 is one family",  # zero-width joiners build the emoji sequences
+        "می‌خواهم \u200fسلام\u200f به \u200eGPT\u200e",  # Persian: a zero-width non-joiner and direction marks
+        "a\u00adb \u2060 \ufeff",  # soft hyphen, word joiner, BOM-as-ZWNBSP: format characters are text too
+    ],
+)
 def test_a_link_keeps_joiners_and_direction_marks(text):
     assert share.clean("prompt", [text]) == ([text], None)
     assert share.clean("text", ["ab\x00\x1b[31mc"]) == (["ab[31mc"], None)  # control characters still go

@@ -38,7 +38,7 @@ def validation_loss_recomputed(model, tokenizer, text: str, config: TrainConfig)
     else:
         ids = tokenizer.encode(text)
     ids = torch.tensor(ids, dtype=torch.long)
-    val = ids[int(len(ids) * (1 - config.val_fraction)):]
+    val = ids[int(len(ids) * (1 - config.val_fraction)) :]
     context, stride = config.context_size, config.stride or config.context_size
     starts = torch.arange(0, len(val) - context, stride)
     generator = torch.Generator().manual_seed(config.seed + 2)
@@ -98,8 +98,11 @@ def test_data_readme_lists_every_artifact():
         assert f"`{folder.name}`" in readme and f"{meta['final']['val_loss']:.4f}" in readme
 
 
-@pytest.mark.parametrize("folder", [p for p in FOLDERS if p.name != "names-bigram-counts"],
-                         ids=[p.name for p in FOLDERS if p.name != "names-bigram-counts"])
+@pytest.mark.parametrize(
+    "folder",
+    [p for p in FOLDERS if p.name != "names-bigram-counts"],
+    ids=[p.name for p in FOLDERS if p.name != "names-bigram-counts"],
+)
 def test_shipped_models_were_trained_without_decay_on_biases_and_layernorm(folder):
     model, _, meta = load_checkpoint(folder)
     assert meta["train_config"]["optimizer"] == "adamw"
@@ -121,11 +124,17 @@ def test_the_shipped_gpt_has_no_induction_head_as_readme_says():
     _, scores = heads.model_head_scores(model.eval(), half_length=20, seed=0)
     induction = scores["induction"]  # (layers, heads)
     layer, head = divmod(int(induction.argmax()), induction.shape[1])
-    rest = torch.cat([induction.flatten()[: layer * induction.shape[1] + head],
-                      induction.flatten()[layer * induction.shape[1] + head + 1:]])
+    rest = torch.cat(
+        [
+            induction.flatten()[: layer * induction.shape[1] + head],
+            induction.flatten()[layer * induction.shape[1] + head + 1 :],
+        ]
+    )
     even = sum(1 / (query + 1) for query in range(20, 40)) / 20
     readme = (DATA.parent / "README.md").read_text(encoding="utf-8")
-    assert (f"its highest induction score is {float(induction.max()):.3f}\n   (layer {layer} head {head}), every "
-            f"other head's at most {float(rest.max()):.3f}") in readme
+    assert (
+        f"its highest induction score is {float(induction.max()):.3f}\n   (layer {layer} head {head}), every "
+        f"other head's at most {float(rest.max()):.3f}"
+    ) in readme
     assert f"scores {even:.3f}" in readme
     assert float(induction.max()) < 0.1  # no induction head (an induction head scores 0.3 and more)

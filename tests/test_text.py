@@ -5,9 +5,25 @@ import re
 
 from ui.text import literal_html, literal_markdown
 
-HOSTILE = ["__dict__", "**bold**", "$x^2$", "</span><span title=x>", "line one\n\nline two", "`code`", "a\\b",
-           "[link](http://127.0.0.1)", "# heading", "| a | b |", "~~gone~~", "<script>alert(1)</script>", "{x}",
-           "don't", 'say "hi"', "it's #1 & <2>", "&#x27; &amp;"]
+HOSTILE = [
+    "__dict__",
+    "**bold**",
+    "$x^2$",
+    "</span><span title=x>",
+    "line one\n\nline two",
+    "`code`",
+    "a\\b",
+    "[link](http://127.0.0.1)",
+    "# heading",
+    "| a | b |",
+    "~~gone~~",
+    "<script>alert(1)</script>",
+    "{x}",
+    "don't",
+    'say "hi"',
+    "it's #1 & <2>",
+    "&#x27; &amp;",
+]
 
 
 def test_markdown_escape_leaves_no_active_character_unescaped():
@@ -43,14 +59,15 @@ def test_wide_worked_equations_are_broken_into_lines_that_fit_the_page():
     squares = " + ".join(f"({a} - {b})^2" for a, b in [(0.2, 0.1), (0.4, 0.5), (0.9, 0.8)] * 3)
     lines = [
         rf"d(v_1, v_2) = \sqrt{{{squares}}} = 0.1732",
-        r"\text{loss} = -\frac{1}{6}\Big[" + " + ".join(f"({-v:.3f})" for v in (7.766, 6.234, 7.279, 4.231, 7.316,
-                                                                                3.592)) + r"\Big] = -(-6.0697) = 6.0697",
+        r"\text{loss} = -\frac{1}{6}\Big["
+        + " + ".join(f"({-v:.3f})" for v in (7.766, 6.234, 7.279, 4.231, 7.316, 3.592))
+        + r"\Big] = -(-6.0697) = 6.0697",
         r"q \cdot k = " + " + ".join(r"0.5300\cdot0.3000" for _ in range(6)) + r" = 0.5093\;\Rightarrow\; 0.2547",
     ]
     for line in lines:
         fitted = fit_equation(line)
         assert fitted.startswith(r"\begin{aligned}") and fitted.endswith(r"\end{aligned}")
-        rows = fitted[len(r"\begin{aligned}"):-len(r"\end{aligned}")].split(r" \\ ")
+        rows = fitted[len(r"\begin{aligned}") : -len(r"\end{aligned}")].split(r" \\ ")
         assert len(rows) >= 2
         assert rows[-1].strip().endswith(line.rsplit(" ", 1)[-1])  # the result stands on a row of its own line
         for row in rows:  # braces balance in every row: no cut inside \sqrt{…} or \frac{…}{…}

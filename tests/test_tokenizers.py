@@ -309,7 +309,12 @@ def test_gpt2_offline_ids_equal_hugging_face_gpt2_tokenizer(tmp_path):
     shutil.copy(vocab_bpe, tmp_path / "merges.txt")
     hf = GPT2Tokenizer.from_pretrained(str(tmp_path))
     enc = encoding("gpt2")
-    for text in ["Hello, world!", "It's 3.14159 — naïve café 🙂", "def f(x):\n    return x  ", corpus.load("python-docs")[:3000]]:
+    for text in [
+        "Hello, world!",
+        "It's 3.14159 — naïve café 🙂",
+        "def f(x):\n    return x  ",
+        corpus.load("python-docs")[:3000],
+    ]:
         assert enc.encode(text) == hf.encode(text)
 
 
@@ -326,8 +331,11 @@ def test_bpe_tokenizer_with_gpt2_and_cl100k_merges_matches_tiktoken(name):
     reference = encoding(name)
     merges, byte_ids = merges_from_ranks(reference._mergeable_ranks)
     assert len(merges) == len(reference._mergeable_ranks) - 256
-    ours = BPETokenizer(merges=merges, split_pattern=reference._pat_str,
-                        special_tokens={t: reference.encode_single_token(t) for t in reference.special_tokens_set})
+    ours = BPETokenizer(
+        merges=merges,
+        split_pattern=reference._pat_str,
+        special_tokens={t: reference.encode_single_token(t) for t in reference.special_tokens_set},
+    )
     to_tiktoken = lambda ids: [byte_ids[i] if i < 256 else i for i in ids]  # noqa: E731 (bytes are renumbered)
     texts = [topics[key][:3000] for key in ("for", "with", "lambda", "formatstrings", "numbers", "strings")]
     texts.append("naïve café — 東京 🙂 \x00\t  trailing   \n\n" + ENDOFTEXT)

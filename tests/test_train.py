@@ -15,8 +15,18 @@ NAMES = corpus.load("names")[:6000]
 
 
 def small(**changes):
-    base = dict(model="gpt-nano", tokenizer="char", context_size=16, batch_size=8, steps=40, lr=1e-2,
-                warmup_steps=5, eval_interval=10, eval_batches=2, seed=3)
+    base = dict(
+        model="gpt-nano",
+        tokenizer="char",
+        context_size=16,
+        batch_size=8,
+        steps=40,
+        lr=1e-2,
+        warmup_steps=5,
+        eval_interval=10,
+        eval_batches=2,
+        seed=3,
+    )
     return TrainConfig(**{**base, **changes})
 
 
@@ -165,8 +175,26 @@ def test_cli_train_and_sample(tmp_path, capsys):
     from llmviz.cli.main import main
 
     out = tmp_path / "ck"
-    assert main(["train", "--corpus", "names", "--model", "mlp", "--context", "8", "--steps", "5",
-                 "--eval-interval", "5", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--corpus",
+                "names",
+                "--model",
+                "mlp",
+                "--context",
+                "8",
+                "--steps",
+                "5",
+                "--eval-interval",
+                "5",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert (out / "model.safetensors").exists()
     meta = json.loads((out / "checkpoint.json").read_text())  # which text the recorded losses belong to
     assert meta["corpus_sha256"] == hashlib.sha256(corpus.load("names").encode("utf-8")).hexdigest()

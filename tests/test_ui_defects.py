@@ -93,8 +93,12 @@ def test_the_picked_models_tokenizer_stays_selected_when_the_pick_changes():
     assert at.multiselect(key="tokenizers").value == ["picked", "gpt2"]
     assert "names-transformer" in shown(at.subheader)  # the heading says which model it is now
     assert at.multiselect(key="tokenizers").options == [  # labels that never change with the pick or the corpus
-        "characters of the corpus", "words of the corpus", "the model picked in the sidebar", "GPT-2 (50,257)",
-        "cl100k / GPT-4 (100,277)"]
+        "characters of the corpus",
+        "words of the corpus",
+        "the model picked in the sidebar",
+        "GPT-2 (50,257)",
+        "cl100k / GPT-4 (100,277)",
+    ]
 
 
 def test_an_uploaded_files_name_is_escaped_only_where_markdown_is_rendered():
@@ -149,8 +153,7 @@ def transformers_gpt2_parameters(tied: bool) -> int:
     """GPT-2 small's parameter count from Hugging Face's own GPT2LMHeadModel (built on the meta device: no memory)."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    config = GPT2Config(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12,
-                        tie_word_embeddings=tied)
+    config = GPT2Config(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12, tie_word_embeddings=tied)
     with torch.device("meta"):
         model = GPT2LMHeadModel(config)
     return sum(p.numel() for p in model.parameters())  # a tied matrix is one parameter, counted once
@@ -214,8 +217,11 @@ def test_tables_and_csv_hold_the_numbers_the_page_shows():
 
 # ------------------------------------------------------------------ #27.10: the app speaks in its own words
 
-POINTERS = re.compile(r"chapter|\bch\. ?\d|textbook|lecture|\bseed 0\d|bertviz|\bthe book\b|from scratch|write-up|"
-                      r"worked version|as \w+ draws it|homework", re.IGNORECASE)
+POINTERS = re.compile(
+    r"chapter|\bch\. ?\d|textbook|lecture|\bseed 0\d|bertviz|\bthe book\b|from scratch|write-up|"
+    r"worked version|as \w+ draws it|homework",
+    re.IGNORECASE,
+)
 
 
 def shown_strings(path):
@@ -224,9 +230,14 @@ def shown_strings(path):
     import ast
 
     tree = ast.parse(path.read_text())
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body
-                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
             if "github.com/" not in node.value and "://" not in node.value:
@@ -235,10 +246,18 @@ def shown_strings(path):
 
 def test_pages_point_to_no_material_students_never_saw():
     """No "chapter 3" of a book, no "the textbook's arithmetic slips", no "as BertViz draws it": say what is shown."""
-    sources = [*sorted((ui.ROOT / "stages").glob("*.py")), *sorted((ui.ROOT / "ui").rglob("*.py")),
-               *sorted((ui.ROOT / "llmviz").rglob("*.py")), ui.ROOT / "app.py"]
-    found = [f"{path.relative_to(ui.ROOT)}:{line}: {text[:80]!r}" for path in sources
-             for line, text in shown_strings(path) if POINTERS.search(text)]
+    sources = [
+        *sorted((ui.ROOT / "stages").glob("*.py")),
+        *sorted((ui.ROOT / "ui").rglob("*.py")),
+        *sorted((ui.ROOT / "llmviz").rglob("*.py")),
+        ui.ROOT / "app.py",
+    ]
+    found = [
+        f"{path.relative_to(ui.ROOT)}:{line}: {text[:80]!r}"
+        for path in sources
+        for line, text in shown_strings(path)
+        if POINTERS.search(text)
+    ]
     assert not found, "\n".join(found)
     from llmviz.data import corpus
 

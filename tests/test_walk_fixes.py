@@ -26,7 +26,7 @@ def test_home_pipeline_arrows_lead_their_box():
 
     at = run_page()
     diagram = next(m.value for m in at.markdown if "stage 0" in m.value)
-    boxes = diagram.split('min-width:104px')[1:]
+    boxes = diagram.split("min-width:104px")[1:]
     assert len(boxes) == len(ui.PIPELINE)
     assert "→" not in boxes[0]  # the first box has no arrow into it
     assert all(box.index("→") < box.index("stage ") for box in boxes[1:])  # each arrow comes before its box
@@ -125,8 +125,10 @@ def test_induction_probe_says_what_it_was_measured_on():
     lines = induction.probe_lines(count=3)  # (3, 32): 16 characters, repeated
     result = induction.probe(model, lines)
     assert (result.test_lines, result.half_length) == (3, 16)
-    assert "measured on the 3 test lines (16 random characters, repeated), their attention averaged" in \
-        induction.describe(result)
+    assert (
+        "measured on the 3 test lines (16 random characters, repeated), their attention averaged"
+        in induction.describe(result)
+    )
 
 
 def test_inside_says_what_the_head_scores_are_measured_on_and_that_train_it_picks_the_run():

@@ -22,8 +22,17 @@ TEXT = "the quick brown fox jumps over the lazy dog\n" * 40
 
 
 def trainer(steps=30, model="bigram-neural", seed=0, **changes):
-    config = TrainConfig(model=model, tokenizer="char", context_size=8, batch_size=4, steps=steps,
-                         eval_interval=max(1, steps), seed=seed, warmup_steps=0, **changes)
+    config = TrainConfig(
+        model=model,
+        tokenizer="char",
+        context_size=8,
+        batch_size=4,
+        steps=steps,
+        eval_interval=max(1, steps),
+        seed=seed,
+        warmup_steps=0,
+        **changes,
+    )
     return Trainer.from_text(TEXT, config)
 
 
@@ -45,8 +54,9 @@ def dynamo_was_imported(should_stop):
 
 @pytest.fixture(scope="module")
 def processes():
-    manager = JobManager(max_running=2, session_timeout=None, workers="process", runs_per_session=1,
-                         latest_snapshot_s=0.2)
+    manager = JobManager(
+        max_running=2, session_timeout=None, workers="process", runs_per_session=1, latest_snapshot_s=0.2
+    )
     yield manager
     manager.shutdown()
 
@@ -66,7 +76,8 @@ def test_a_run_trains_in_another_process_and_hands_back_what_pages_read(processe
     job = processes.submit_training("alice", t, label="run", sample_every=25, sample_prompt="th")
     assert job.trainer is None  # the server keeps no trainer: the worker has it
     assert job.info.vocab_size == t.dataset.vocab_size and job.info.parameters == sum(
-        p.numel() for p in t.model.parameters())
+        p.numel() for p in t.model.parameters()
+    )
     assert job.wait(60) and job.status().state == jobs.FINISHED, job.status().error
     assert job.worker_pid not in (None, os.getpid())
     status = job.status()
@@ -120,8 +131,14 @@ def test_a_session_cannot_hold_more_than_its_share(processes):
 def test_the_snapshot_cap_holds_at_every_moment_after_20_quick_submissions():
     size = state_bytes(state_of(trainer().model))
     cap_mb = 7 * size / 2**20
-    manager = JobManager(max_running=2, session_timeout=None, workers="process", runs_per_session=2,
-                         snapshot_cap_mb=cap_mb, latest_snapshot_s=0.05)
+    manager = JobManager(
+        max_running=2,
+        session_timeout=None,
+        workers="process",
+        runs_per_session=2,
+        snapshot_cap_mb=cap_mb,
+        latest_snapshot_s=0.05,
+    )
     try:
         accepted, refused = [], 0
         for number in range(20):
@@ -171,8 +188,10 @@ def test_pause_gives_the_slot_back_and_resume_goes_on():
 def test_a_race_is_one_run_of_the_session_with_a_curve_per_runner():
     manager = JobManager(max_running=2, session_timeout=None, workers="process", runs_per_session=1)
     try:
-        runners = [(f"runner {n}", trainer(steps=20, model=model, seed=0))
-                   for n, model in enumerate(["bigram-neural", "mlp", "bigram-counts"])]
+        runners = [
+            (f"runner {n}", trainer(steps=20, model=model, seed=0))
+            for n, model in enumerate(["bigram-neural", "mlp", "bigram-counts"])
+        ]
         race = manager.submit_race("hana", runners)
         assert manager.share("hana")[0] + manager.share("hana")[1] == 1
         solo = manager.submit_training("hana", trainer(steps=5), label="solo")  # the race counted once
@@ -217,7 +236,6 @@ def test_a_failing_runner_logs_its_traceback_once_and_sends_the_page_one_line(ca
     [record] = [r for r in caplog.records if r.name == "llmviz"]
     assert record.levelname == "ERROR" and record.getMessage() == "job runner 0 failed: KeyError: 'missing'"
     assert record.exc_info is not None and "failing_loop" in caplog.text  # the traceback, from the worker
-
 
 
 def test_a_worker_never_runs_the_servers_main_script(tmp_path, monkeypatch):

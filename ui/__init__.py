@@ -20,11 +20,30 @@ from ui.routing import (
     freeze_long_lived_objects,
     page_torch_threads,
     router_run,
+    start_server_once,
 )
 from ui.shared_sidebar import UPLOAD, Settings, corpus_text, settings, sidebar
 from ui.stages import PIPELINE, ROOT, Stage
 from ui.widgets import bounded_slider, index_slider, keep, page_header
 
-__all__ = ["PIPELINE", "ROOT", "RUN_APP_MESSAGE", "UPLOAD", "Settings", "Stage", "corpus_text",
-           "bounded_slider", "ensure_router", "freeze_long_lived_objects", "friendly_errors", "index_slider", "keep", "page_header", "page_torch_threads",
-           "router_run", "settings", "sidebar"]
+__all__ = [
+    "PIPELINE",
+    "ROOT",
+    "RUN_APP_MESSAGE",
+    "UPLOAD",
+    "Settings",
+    "Stage",
+    "corpus_text",
+    "bounded_slider",
+    "ensure_router",
+    "freeze_long_lived_objects",
+    "friendly_errors",
+    "index_slider",
+    "keep",
+    "page_header",
+    "page_torch_threads",
+    "router_run",
+    "start_server_once",
+    "settings",
+    "sidebar",
+]

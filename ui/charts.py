@@ -10,9 +10,20 @@ import plotly.graph_objects as go
 from ui.text import literal_html
 
 
-def heatmap(matrix, x_labels=None, y_labels=None, title: str = "", colorscale: str = "Blues",
-            zmid: float | None = None, text_format: str | None = ".2f", height: int | None = None,
-            x_title: str = "", y_title: str = "", zmin=None, zmax=None) -> go.Figure:
+def heatmap(
+    matrix,
+    x_labels=None,
+    y_labels=None,
+    title: str = "",
+    colorscale: str = "Blues",
+    zmid: float | None = None,
+    text_format: str | None = ".2f",
+    height: int | None = None,
+    x_title: str = "",
+    y_title: str = "",
+    zmin=None,
+    zmax=None,
+) -> go.Figure:
     """A heatmap with every token label readable (rows top to bottom, the values printed in small matrices).
 
     Built in one constructor call from plain dicts: Plotly validates each ``update_layout`` / ``update_xaxes``
@@ -21,9 +32,16 @@ def heatmap(matrix, x_labels=None, y_labels=None, title: str = "", colorscale: s
     rows = len(values)
     columns = len(values[0]) if rows else 0
     show_text = text_format is not None and rows * columns <= 400
-    trace = dict(type="heatmap", z=values, colorscale=colorscale, zmid=zmid, zmin=zmin, zmax=zmax,
-                 texttemplate=f"%{{z:{text_format}}}" if show_text else None,
-                 hovertemplate="row %{y}<br>column %{x}<br>value %{z:.4f}<extra></extra>")
+    trace = dict(
+        type="heatmap",
+        z=values,
+        colorscale=colorscale,
+        zmid=zmid,
+        zmin=zmin,
+        zmax=zmax,
+        texttemplate=f"%{{z:{text_format}}}" if show_text else None,
+        hovertemplate="row %{y}<br>column %{x}<br>value %{z:.4f}<extra></extra>",
+    )
     if x_labels is not None:
         trace["x"] = [_label(s) for s in x_labels]
     if y_labels is not None:
@@ -37,8 +55,13 @@ def heatmap(matrix, x_labels=None, y_labels=None, title: str = "", colorscale: s
             axis.update(dtick=1, tickfont=dict(size=11 if len(labels) <= 24 else 9))
     if x_labels is not None and 16 < len(x_labels) <= 64 and not index_range(x_labels):
         x_axis["tickangle"] = -90
-    layout = dict(title=dict(text=title), height=height or max(260, min(700, 40 * rows + 120)),
-                  margin=dict(l=10, r=10, t=40 if title else 10, b=10), xaxis=x_axis, yaxis=y_axis)
+    layout = dict(
+        title=dict(text=title),
+        height=height or max(260, min(700, 40 * rows + 120)),
+        margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+        xaxis=x_axis,
+        yaxis=y_axis,
+    )
     return go.Figure(data=[{k: v for k, v in trace.items() if v is not None}], layout=layout)
 
 
@@ -83,22 +106,36 @@ def heatmap_panels(panels: list[dict], columns: int, row_height: int = 300, colo
     from plotly.subplots import make_subplots
 
     rows = -(-len(panels) // columns)
-    figure = make_subplots(rows=rows, cols=columns, subplot_titles=[panel.get("title", "") for panel in panels],
-                           horizontal_spacing=0.12 if columns <= 2 else 0.06, vertical_spacing=0.3 / rows)
+    figure = make_subplots(
+        rows=rows,
+        cols=columns,
+        subplot_titles=[panel.get("title", "") for panel in panels],
+        horizontal_spacing=0.12 if columns <= 2 else 0.06,
+        vertical_spacing=0.3 / rows,
+    )
     traces, layout = [], {}
     for number, panel in enumerate(panels):
         values = _matrix_values(panel["matrix"])
         text_format = panel.get("text_format", ".3f")
-        traces.append(go.Heatmap(
-            z=values, x=[_label(s) for s in panel["x_labels"]], y=[_label(s) for s in panel["y_labels"]],
-            colorscale=colorscale, zmin=panel.get("zmin"), zmax=panel.get("zmax"), showscale=False,
-            texttemplate=f"%{{z:{text_format}}}" if text_format else None,
-            hovertemplate="row %{y}<br>column %{x}<br>value %{z:.4f}<extra></extra>"))
+        traces.append(
+            go.Heatmap(
+                z=values,
+                x=[_label(s) for s in panel["x_labels"]],
+                y=[_label(s) for s in panel["y_labels"]],
+                colorscale=colorscale,
+                zmin=panel.get("zmin"),
+                zmax=panel.get("zmax"),
+                showscale=False,
+                texttemplate=f"%{{z:{text_format}}}" if text_format else None,
+                hovertemplate="row %{y}<br>column %{x}<br>value %{z:.4f}<extra></extra>",
+            )
+        )
         suffix = "" if number == 0 else str(number + 1)
         layout[f"xaxis{suffix}"] = dict(type="category", dtick=1, tickfont=dict(size=11))
         layout[f"yaxis{suffix}"] = dict(type="category", dtick=1, tickfont=dict(size=11), autorange="reversed")
-    figure.add_traces(traces, rows=[1 + n // columns for n in range(len(panels))],
-                      cols=[1 + n % columns for n in range(len(panels))])
+    figure.add_traces(
+        traces, rows=[1 + n // columns for n in range(len(panels))], cols=[1 + n % columns for n in range(len(panels))]
+    )
     figure.update_layout(height=row_height * rows, margin=dict(l=10, r=10, t=40, b=10), **layout)
     return figure
 
@@ -137,16 +174,31 @@ def unique_labels(tokens: list[str]) -> list[str]:
     return out
 
 
-def bar(labels, values, title: str = "", x_title: str = "", y_title: str = "", color: str = "#4c6ef5",
-        text_format: str = ",.0f", horizontal: bool = False, height: int = 320) -> go.Figure:
+def bar(
+    labels,
+    values,
+    title: str = "",
+    x_title: str = "",
+    y_title: str = "",
+    color: str = "#4c6ef5",
+    text_format: str = ",.0f",
+    horizontal: bool = False,
+    height: int = 320,
+) -> go.Figure:
     if horizontal:
-        trace = go.Bar(y=list(labels), x=list(values), orientation="h", marker_color=color,
-                       texttemplate=f"%{{x:{text_format}}}")
+        trace = go.Bar(
+            y=list(labels), x=list(values), orientation="h", marker_color=color, texttemplate=f"%{{x:{text_format}}}"
+        )
     else:
         trace = go.Bar(x=list(labels), y=list(values), marker_color=color, texttemplate=f"%{{y:{text_format}}}")
     figure = go.Figure(trace)
-    figure.update_layout(title=title, xaxis_title=x_title, yaxis_title=y_title, height=height,
-                         margin=dict(l=10, r=10, t=40 if title else 10, b=10))
+    figure.update_layout(
+        title=title,
+        xaxis_title=x_title,
+        yaxis_title=y_title,
+        height=height,
+        margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+    )
     return figure
 
 
@@ -158,12 +210,17 @@ def token_chips(pieces: list[str], ids: list[int], tooltips: list[str] | None = 
     chips = []
     for number, (piece, token_id) in enumerate(zip(pieces, ids)):
         tip = literal_html(tooltips[number] if tooltips else f"id {token_id}")
-        chip = (f'<span style="background:{PALETTE[number % len(PALETTE)]};border-radius:4px;padding:1px 3px;'
-                f'font-family:monospace;white-space:pre">{literal_html(piece)}</span>')
-        label = (f'<span style="font-size:0.7rem;color:#495057;font-family:monospace">{token_id}</span>'
-                 if show_ids else "")
-        chips.append(f'<span title="{tip}" style="display:inline-flex;flex-direction:column;align-items:center;'
-                     f'margin:1px;vertical-align:top">{chip}{label}</span>')
+        chip = (
+            f'<span style="background:{PALETTE[number % len(PALETTE)]};border-radius:4px;padding:1px 3px;'
+            f'font-family:monospace;white-space:pre">{literal_html(piece)}</span>'
+        )
+        label = (
+            f'<span style="font-size:0.7rem;color:#495057;font-family:monospace">{token_id}</span>' if show_ids else ""
+        )
+        chips.append(
+            f'<span title="{tip}" style="display:inline-flex;flex-direction:column;align-items:center;'
+            f'margin:1px;vertical-align:top">{chip}{label}</span>'
+        )
     return f'<div style="line-height:{2.6 if show_ids else 1.9}">' + "".join(chips) + "</div>"
 
 
@@ -191,8 +248,10 @@ def export_config(filename: str = "llmviz-chart") -> dict:
     >>> export_config("loss")["toImageButtonOptions"]
     {'format': 'png', 'scale': 2, 'filename': 'loss'}
     """
-    return {"displaylogo": False,
-            "toImageButtonOptions": {"format": "png", "scale": EXPORT_SCALE, "filename": filename}}
+    return {
+        "displaylogo": False,
+        "toImageButtonOptions": {"format": "png", "scale": EXPORT_SCALE, "filename": filename},
+    }
 
 
 def _filename(figure: go.Figure) -> str:
@@ -214,8 +273,12 @@ def show_in(where, figure: go.Figure, width="stretch", **kwargs):
         figure = go.Figure(figure)  # a copy: the caller's figure stays as built
         figure.update_layout(font_size=round(12 * scale))  # type grows; the height stays (a slide fits the screen)
         # every axis label too (Streamlit's theme draws them at 0.75 rem otherwise), a heatmap's token labels included
-        figure.for_each_xaxis(lambda axis: axis.update(tickfont_size=max(14, round((axis.tickfont.size or 12) * scale))))
-        figure.for_each_yaxis(lambda axis: axis.update(tickfont_size=max(14, round((axis.tickfont.size or 12) * scale))))
+        figure.for_each_xaxis(
+            lambda axis: axis.update(tickfont_size=max(14, round((axis.tickfont.size or 12) * scale)))
+        )
+        figure.for_each_yaxis(
+            lambda axis: axis.update(tickfont_size=max(14, round((axis.tickfont.size or 12) * scale)))
+        )
     return where.plotly_chart(figure, width=width, config=export_config(_filename(figure)), **kwargs)
 
 
@@ -248,8 +311,8 @@ def _brace_group(line: str, start: int) -> tuple[str, int]:
         elif line[i] == "}" and line[i - 1] != "\\":
             depth -= 1
             if depth == 0:
-                return line[start + 1:i], i + 1
-    return line[start + 1:], len(line)
+                return line[start + 1 : i], i + 1
+    return line[start + 1 :], len(line)
 
 
 def visible_length(line: str) -> int:
@@ -263,7 +326,7 @@ def visible_length(line: str) -> int:
     """
     while (start := line.find("\\frac{")) >= 0:  # \frac{a}{b} -> the wider of a and b
         numerator, after = _brace_group(line, start + 5)
-        denominator, end = _brace_group(line, after) if line[after:after + 1] == "{" else ("", after)
+        denominator, end = _brace_group(line, after) if line[after : after + 1] == "{" else ("", after)
         wider = max(numerator, denominator, key=visible_length)
         line = line[:start] + wider + line[end:]
     return len(re.sub(r"\\[A-Za-z]+|[{}^_]|\\[,;:! ]", lambda m: "x" if m.group(0)[1:].isalpha() else "", line))
@@ -280,14 +343,20 @@ def _top_level_cuts(line: str, marks: tuple[str, ...], after: bool = False) -> l
     """
     pieces, start, depth, i = [], 0, 0, 0
     while i < len(line):
-        if line.startswith("\\left", i) and not line[i + 5:i + 6].isalpha():
+        if line.startswith("\\left", i) and not line[i + 5 : i + 6].isalpha():
             depth, i = depth + 1, i + 5
             continue
-        if line.startswith("\\right", i) and not line[i + 6:i + 7].isalpha():
+        if line.startswith("\\right", i) and not line[i + 6 : i + 7].isalpha():
             depth, i = depth - 1, i + 6
             continue
-        mark = next((m for m in marks if line.startswith(m, i)
-                     and not (m[-1].isalpha() and line[i + len(m):i + len(m) + 1].isalpha())), None)
+        mark = next(
+            (
+                m
+                for m in marks
+                if line.startswith(m, i) and not (m[-1].isalpha() and line[i + len(m) : i + len(m) + 1].isalpha())
+            ),
+            None,
+        )
         if mark and depth == 0:
             cut = i + len(mark) if after else i
             if cut > start:
@@ -347,7 +416,7 @@ def fit_equation(line: str, width: int = EQUATION_WIDTH) -> str:
     room = max(width // 3, width - visible_length(head))  # every row starts in the column after the left side
     for piece in rest:
         relation = next((m for m in ("=", "\\Rightarrow", "\\approx") if piece.startswith(m)), "")
-        body = piece[len(relation):].strip()
+        body = piece[len(relation) :].strip()
         terms = _top_level_cuts(body, ("+",))
         row, first = "", True
         for term in (t.strip() for t in terms):
@@ -393,8 +462,11 @@ def latex(*lines: str, where=None, label: str = "Copy as LaTeX") -> None:
     for line in lines:
         where.latex(display_math(line))
     with where.popover(label, icon=":material/content_copy:"):
-        source = "\\begin{align*}\n" + " \\\\\n".join(f"  & {line}" for line in lines) + "\n\\end{align*}" \
-            if len(lines) > 1 else f"\\[ {lines[0]} \\]"
+        source = (
+            "\\begin{align*}\n" + " \\\\\n".join(f"  & {line}" for line in lines) + "\n\\end{align*}"
+            if len(lines) > 1
+            else f"\\[ {lines[0]} \\]"
+        )
         st.code(source, language="latex", wrap_lines=True)
 
 
@@ -414,15 +486,36 @@ def head_grid(patterns, height_per_layer: int | None = None) -> go.Figure:
     grid = torch.full((n_layers * cell - gap, n_heads * cell - gap), float("nan"))
     for layer in range(n_layers):
         for head in range(n_heads):
-            grid[layer * cell: layer * cell + tokens, head * cell: head * cell + tokens] = patterns[layer, head]
-    figure = go.Figure(go.Heatmap(z=grid.numpy(), colorscale="Blues", zmin=0, zmax=1, showscale=False,
-                                  hoverongaps=False, hovertemplate="weight %{z:.2f}<extra></extra>"))
+            grid[layer * cell : layer * cell + tokens, head * cell : head * cell + tokens] = patterns[layer, head]
+    figure = go.Figure(
+        go.Heatmap(
+            z=grid.numpy(),
+            colorscale="Blues",
+            zmin=0,
+            zmax=1,
+            showscale=False,
+            hoverongaps=False,
+            hovertemplate="weight %{z:.2f}<extra></extra>",
+        )
+    )
     centres = [i * cell + (tokens - 1) / 2 for i in range(max(n_layers, n_heads))]
-    figure.update_xaxes(tickvals=centres[:n_heads], ticktext=[f"H{h}" for h in range(n_heads)], side="top",
-                        showgrid=False, zeroline=False)
-    figure.update_yaxes(tickvals=centres[:n_layers], ticktext=[f"L{i}" for i in range(n_layers)], autorange="reversed",
-                        showgrid=False, zeroline=False, scaleanchor="x")
+    figure.update_xaxes(
+        tickvals=centres[:n_heads],
+        ticktext=[f"H{h}" for h in range(n_heads)],
+        side="top",
+        showgrid=False,
+        zeroline=False,
+    )
+    figure.update_yaxes(
+        tickvals=centres[:n_layers],
+        ticktext=[f"L{i}" for i in range(n_layers)],
+        autorange="reversed",
+        showgrid=False,
+        zeroline=False,
+        scaleanchor="x",
+    )
     per_layer = height_per_layer or max(60, min(120, 1100 // n_heads))
-    figure.update_layout(height=per_layer * n_layers + 60, margin=dict(l=10, r=10, t=30, b=10),
-                         plot_bgcolor="rgba(0,0,0,0)")
+    figure.update_layout(
+        height=per_layer * n_layers + 60, margin=dict(l=10, r=10, t=30, b=10), plot_bgcolor="rgba(0,0,0,0)"
+    )
     return figure

@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 
 
-def run_label(label: str, created: float, number: int | None = None, step: int | None = None,
-              corpus: str | None = None) -> str:
+def run_label(
+    label: str, created: float, number: int | None = None, step: int | None = None, corpus: str | None = None
+) -> str:
     """How a training run is named: its number in this browser session and the time it started first (what tells
     two runs of the same model apart, where a narrow sidebar still shows it), then its own label (model,
     optimizer, learning rate, corpus), the corpus when the label does not name it, and the step shown.

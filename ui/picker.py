@@ -17,7 +17,6 @@ with gradients off, and is shared between pages and sessions: never mutate it.
 
 from __future__ import annotations
 
-import os
 import re
 import time
 import urllib.parse
@@ -28,6 +27,7 @@ from pathlib import Path
 import streamlit as st
 import torch.nn as nn
 
+from llmviz import settings
 from llmviz.errors import LlmvizError, log_failure
 from llmviz.jobs import manager as jobs
 from llmviz.training.checkpoint import (
@@ -48,7 +48,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "data"
 SHIPPED_GPT = "gpt-python-docs"
 DEFAULT_KEY = f"shipped:{SHIPPED_GPT}"
-
 
 
 # ---------------------------------------------------------------------------- session and jobs
@@ -156,15 +155,27 @@ class MiniLMSource:
             model_folder()
         except PretrainedUnavailable:
             return []
-        return [Entry("pretrained:minilm", "Pretrained MiniLM (sentence encoder)", "minilm",
-                      note="An encoder: it reads both ways and does not generate text.")]
+        return [
+            Entry(
+                "pretrained:minilm",
+                "Pretrained MiniLM (sentence encoder)",
+                "minilm",
+                note="An encoder: it reads both ways and does not generate text.",
+            )
+        ]
 
     def load(self, key: str, step: int | None) -> ModelView:
         if key != "pretrained:minilm":
             raise LlmvizError(f"Unknown pretrained model {key!r}.")
         model = _minilm()
-        return ModelView(key, "Pretrained MiniLM (sentence encoder)", model, model.tokenizer,
-                         {"config": asdict(model.config)}, "minilm")
+        return ModelView(
+            key,
+            "Pretrained MiniLM (sentence encoder)",
+            model,
+            model.tokenizer,
+            {"config": asdict(model.config)},
+            "minilm",
+        )
 
 
 class RunNotReady(LlmvizError):
@@ -181,9 +192,15 @@ class RunSource:
         for number, job in enumerate(my_jobs("train"), start=1):
             steps = tuple(job.snapshots.steps()) if job.snapshots is not None else ()
             if job.info is None or not steps:  # queued or preparing: listed (the Train button picks it at once)
-                out.append(Entry(f"run:{job.id}", run_label(job.label, job.created, number), "pending",
-                                 note="Preparing (tokenizer, first snapshot): pages show the shipped GPT until "
-                                      "its step 0 exists."))
+                out.append(
+                    Entry(
+                        f"run:{job.id}",
+                        run_label(job.label, job.created, number),
+                        "pending",
+                        note="Preparing (tokenizer, first snapshot): pages show the shipped GPT until "
+                        "its step 0 exists.",
+                    )
+                )
                 continue
             family = "gpt" if job.info.description["kind"] == "gpt" else "charlevel"
             label = run_label(job.label, job.created, number)  # the caption shows it whole (the sidebar cuts it)
@@ -200,16 +217,29 @@ class RunSource:
         step, weights = job.snapshots.resolve(step)
         kept = job.snapshots.steps()
         model = _run_model(job.id, step, job.info.description, weights)
-        meta = {"train_config": asdict(job.info.config), "model": model_description(model), "step": step,
-                "label": job.label, "snapshot_steps": kept}
+        meta = {
+            "train_config": asdict(job.info.config),
+            "model": model_description(model),
+            "step": step,
+            "label": job.label,
+            "snapshot_steps": kept,
+        }
         number = next((n for n, mine in enumerate(my_jobs("train"), start=1) if mine.id == job.id), None)
-        return ModelView(f"run:{job.id}@{step}", run_label(job.label, job.created, number, step), model,
-                         job.info.tokenizer, meta, _family(meta), step=step, run_id=job.id)
+        return ModelView(
+            f"run:{job.id}@{step}",
+            run_label(job.label, job.created, number, step),
+            model,
+            job.info.tokenizer,
+            meta,
+            _family(meta),
+            step=step,
+            run_id=job.id,
+        )
 
 
 def runs_dir() -> Path:
     """Where CLI-trained checkpoints are looked for: env ``LLMVIZ_RUNS_DIR``, else ``runs/``."""
-    return Path(os.environ.get("LLMVIZ_RUNS_DIR") or ROOT / "runs")
+    return Path(settings.get("LLMVIZ_RUNS_DIR") or ROOT / "runs")
 
 
 class RunsDirSource:
@@ -225,9 +255,16 @@ class RunsDirSource:
         return {urllib.parse.quote(item.name, safe=""): item.path for item in self.listing() if item.readable}
 
     def entries(self) -> list[Entry]:
-        return [Entry(f"dir:{urllib.parse.quote(item.name, safe='')}", f"Checkpoint {item.name}", "gpt",
-                      note="" if item.readable else f"unreadable: {item.problem}", available=item.readable)
-                for item in self.listing()]
+        return [
+            Entry(
+                f"dir:{urllib.parse.quote(item.name, safe='')}",
+                f"Checkpoint {item.name}",
+                "gpt",
+                note="" if item.readable else f"unreadable: {item.problem}",
+                available=item.readable,
+            )
+            for item in self.listing()
+        ]
 
     def load(self, key: str, step: int | None) -> ModelView:
         name = key.split(":", 1)[1]
@@ -236,8 +273,7 @@ class RunsDirSource:
             raise LlmvizError(f"No readable checkpoint named {urllib.parse.unquote(name)!r} in the runs folder.")
         stamp = (path / "checkpoint.json" if path.is_dir() else path).stat().st_mtime
         model, tokenizer, meta = _checkpoint(str(path), stamp)
-        return ModelView(key, f"Checkpoint {path.name}", model, tokenizer, meta, _family(meta),
-                         step=meta.get("step"))
+        return ModelView(key, f"Checkpoint {path.name}", model, tokenizer, meta, _family(meta), step=meta.get("step"))
 
 
 def checkpoint_folder(view: ModelView) -> Path | None:
@@ -305,8 +341,10 @@ def select(key: str) -> None:
         return
     if parsed is None or parsed[0] not in known:
         state.PICKED.set(DEFAULT_KEY)
-        state.PICKER_NOTICE.set("That model is not available in this browser session (a run lives only in "
-                                     "the session that trained it), so the shipped GPT is shown.")
+        state.PICKER_NOTICE.set(
+            "That model is not available in this browser session (a run lives only in "
+            "the session that trained it), so the shipped GPT is shown."
+        )
     else:
         base, step = parsed
         state.PICKED.set(base)
@@ -346,8 +384,10 @@ def current(mark: bool = True) -> ModelView:
             state.PICKED.set(DEFAULT_KEY)
             state.PICKER_VERSION.set(state.PICKER_VERSION.get() + 1)  # redraw the picker on the default
             if key.startswith("run:"):
-                st.info("The model picked before is gone (a run lives only in its own browser session), so the "
-                        "shipped GPT is shown.")
+                st.info(
+                    "The model picked before is gone (a run lives only in its own browser session), so the "
+                    "shipped GPT is shown."
+                )
             else:  # e.g. GPT-2 could not be downloaded: say why
                 st.info(f"{error} The shipped GPT is shown.")
         return shipped_default()
@@ -358,8 +398,9 @@ def shipped_default() -> ModelView:
     try:
         return load(DEFAULT_KEY)
     except LlmvizError:
-        st.warning(f"The shipped GPT (data/{SHIPPED_GPT}) is missing: run scripts/train_shipped_models.sh "
-                   "to re-create it.")
+        st.warning(
+            f"The shipped GPT (data/{SHIPPED_GPT}) is missing: run scripts/train_shipped_models.sh to re-create it."
+        )
         st.stop()
 
 
@@ -374,8 +415,9 @@ def baseline(view: ModelView | None = None) -> ModelView | None:
         return None
 
 
-def before_after(render: Callable[[ModelView, str], None], *, what: str = "this view",
-                 view: ModelView | None = None) -> None:
+def before_after(
+    render: Callable[[ModelView, str], None], *, what: str = "this view", view: ModelView | None = None
+) -> None:
     """Draw ``render(view, column_key)`` twice, side by side: the run at step 0 and at its step N.
 
     ``view``: the model the page shows (default: the picked one; a page that shows another, e.g. the shipped
@@ -387,8 +429,10 @@ def before_after(render: Callable[[ModelView, str], None], *, what: str = "this 
     left, right = st.columns(2)
     with left:
         if start is None:
-            st.info(f"Train a run on the Training page and pick it in the sidebar to compare {what} at step 0 "
-                    "(random weights) with a later step.")
+            st.info(
+                f"Train a run on the Training page and pick it in the sidebar to compare {what} at step 0 "
+                "(random weights) with a later step."
+            )
         else:
             st.markdown(f"**Step 0** (initial weights) · {literal_markdown(start.label.rsplit(' · ', 1)[0])}")
             render(start, "step0")
@@ -459,10 +503,16 @@ def sidebar() -> None:
     version = state.PICKER_VERSION.get()
     widget_key = _model_widget_key()
     options = list(by_key)
-    st.selectbox("Model shown on every page", options, index=options.index(chosen),
-                 format_func=lambda k: by_key[k].label + (f" — {by_key[k].note}" if not by_key[k].available else ""),
-                 key=widget_key, on_change=_remember_model, args=(widget_key,),
-                 help="Pages show this model: a shipped one, or one of your runs (train one on the Training page).")
+    st.selectbox(
+        "Model shown on every page",
+        options,
+        index=options.index(chosen),
+        format_func=lambda k: by_key[k].label + (f" — {by_key[k].note}" if not by_key[k].available else ""),
+        key=widget_key,
+        on_change=_remember_model,
+        args=(widget_key,),
+        help="Pages show this model: a shipped one, or one of your runs (train one on the Training page).",
+    )
     entry = by_key[chosen]
     if entry.note:
         st.caption(entry.note)
@@ -498,19 +548,24 @@ def _step_slider(chosen: str, version: int) -> None:
     shown[chosen] = steps[-1]
     state.STEP_WIDGET.set(step_key)
     if len(steps) > 1:
-        st.select_slider("Step (snapshot of the run)", steps, value=value, key=step_key,
-                         on_change=_remember_step, args=(step_key, chosen, steps[-1]),
-                         help="The run keeps its weights at steps 0, 1, 2, 5, 10, 20, 50, … and its newest "
-                              "step. The last position follows the run while it trains.")
+        st.select_slider(
+            "Step (snapshot of the run)",
+            steps,
+            value=value,
+            key=step_key,
+            on_change=_remember_step,
+            args=(step_key, chosen, steps[-1]),
+            help="The run keeps its weights at steps 0, 1, 2, 5, 10, 20, 50, … and its newest "
+            "step. The last position follows the run while it trains.",
+        )
     else:
         st.caption("Step 0 (the run has just started).")
     if state.STEP_MOVED.pop(default=False) or (
-            stored is None and page_step is not None and page_step != steps[-1] and state.MODEL_USED.get()):
+        stored is None and page_step is not None and page_step != steps[-1] and state.MODEL_USED.get()
+    ):
         # the student moved the slider, or the followed run has a newer snapshot than the page shows
         state.FOLLOWING.set(stored is None)
         st.rerun(scope="app")
-
-
 
 
 def _jobs_panel_body(in_fragment: bool = False) -> None:
@@ -525,7 +580,9 @@ def _jobs_panel_body(in_fragment: bool = False) -> None:
             st.progress(status.fraction, text=f"{literal_markdown(job.label)}: {status.describe()}")
     finished = state.ACTIVE_JOBS.setdefault()
     now_active = {job.id for job in active}
-    if in_fragment and finished - now_active:  # a run ended since the last look: redraw the page so its last step is pickable
+    if (
+        in_fragment and finished - now_active
+    ):  # a run ended since the last look: redraw the page so its last step is pickable
         state.ACTIVE_JOBS.set(now_active)
         st.rerun(scope="app")
     state.ACTIVE_JOBS.set(now_active)

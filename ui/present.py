@@ -50,9 +50,13 @@ def switch() -> bool:
     """The sidebar switch; returns whether presenter mode is on."""
     if not state.has_value(_STATE):
         state.set_value(_STATE, requested())
-    on = st.toggle("Presenter mode", key=_STATE, on_change=_sync_url,
-                   help="For a projector: bigger type and charts, one section at a time (Next / Back, or the "
-                        "arrow keys), the explanations one step at a time. The address gets ?present=1.")
+    on = st.toggle(
+        "Presenter mode",
+        key=_STATE,
+        on_change=_sync_url,
+        help="For a projector: bigger type and charts, one section at a time (Next / Back, or the "
+        "arrow keys), the explanations one step at a time. The address gets ?present=1.",
+    )
     if on and not requested():
         st.query_params["present"] = "1"
     return on

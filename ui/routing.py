@@ -4,10 +4,13 @@ says how to start the app."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 
 import streamlit as st
 
+from llmviz import settings
+from llmviz.errors import configure_logging
 from ui import state
 
 
@@ -21,8 +24,10 @@ def router_run():
         state.ROUTER_RUNNING.pop()
 
 
-RUN_APP_MESSAGE = ("This page is one stage of llmviz and needs the app around it (the shared sidebar and "
-                   "navigation). Start the app with `streamlit run app.py` and open this page from its menu.")
+RUN_APP_MESSAGE = (
+    "This page is one stage of llmviz and needs the app around it (the shared sidebar and "
+    "navigation). Start the app with `streamlit run app.py` and open this page from its menu."
+)
 
 
 def ensure_router() -> None:
@@ -32,6 +37,20 @@ def ensure_router() -> None:
     if not state.ROUTER_RUNNING.get():
         st.info(RUN_APP_MESSAGE)
         st.stop()
+
+
+_STARTED = False
+
+
+def start_server_once() -> None:
+    """Once per server process: one log handler for llmviz and ui (on stderr, beside Streamlit's), and one warning
+    line for each ``LLMVIZ_*`` variable whose value cannot be used (its default is used instead)."""
+    global _STARTED
+    if not _STARTED:
+        _STARTED = True
+        configure_logging()
+        for problem in settings.problems():
+            logging.getLogger(__name__).warning(problem)
 
 
 _PAGE_THREADS_SET = False
@@ -48,8 +67,7 @@ def page_torch_threads() -> int:
 
     if not _PAGE_THREADS_SET:
         _PAGE_THREADS_SET = True
-        raw = os.environ.get("LLMVIZ_PAGE_TORCH_THREADS", "1").strip()
-        wanted = int(raw) if raw.isdigit() and int(raw) > 0 else 1
+        wanted = settings.get("LLMVIZ_PAGE_TORCH_THREADS")
         torch.set_num_threads(min(wanted, os.cpu_count() or 1))
     return torch.get_num_threads()
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import threading
 import time
 from collections.abc import Callable
 
 import streamlit as st
 
+from llmviz import settings
 from ui import state
 from ui.errors import friendly_errors
 
@@ -31,7 +31,7 @@ _IN_FRAGMENT = threading.local()  # marks fragment reruns (not part of a page ru
 
 
 def _log(name: str, seconds: float, rerun: bool) -> None:
-    path = os.environ.get("LLMVIZ_TIMINGS")
+    path = settings.get("LLMVIZ_TIMINGS")
     if not path:
         return
     with _LOCK, open(path, "a", encoding="utf-8") as out:
@@ -43,7 +43,7 @@ def timed(name: str, function: Callable) -> Callable:
 
     @functools.wraps(function)
     def logged(*args, **kwargs):
-        if not os.environ.get("LLMVIZ_TIMINGS"):
+        if not settings.get("LLMVIZ_TIMINGS"):
             return function(*args, **kwargs)
         rerun = not getattr(_IN_FRAGMENT, "page", False)
         start = time.perf_counter()

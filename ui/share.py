@@ -32,7 +32,8 @@ from llmviz.errors import log_failure
 from ui import picker, state
 from ui import streamlit_private as internals
 
-#: Every URL parameter llmviz reads: its kind (number, text, option, options, flag) and what it sets. Names are unique across pages, because the
+#: Every URL parameter llmviz reads: its kind (number, text, option, options, flag) and what it sets. Names are
+# unique across pages, because the
 #: widget key is the parameter name and Streamlit's session state is shared by all pages.
 PARAMS: dict[str, tuple[str, str]] = {
     # sidebar
@@ -102,7 +103,6 @@ MAX_TEXT = 2_000  #: characters a text parameter may carry (longer text is short
 MAX_TEXT_BYTES = 6_000
 
 
-
 def bind(name: str) -> dict:
     """Keyword arguments that bind a widget to the URL parameter ``name``.
 
@@ -160,8 +160,10 @@ def carried_note(name: str, where=None) -> None:
         _cap_in_link(name)  # a text that came from elsewhere (an example, a link) is checked too
     cut = state.LINK_CUT.get().get(name)
     if cut is not None:
-        (where or st).caption(f"The link to this view carries the first {cut[0]:,} of these {cut[1]:,} characters "
-                              "(an address cannot hold more); the page itself uses all of them.")
+        (where or st).caption(
+            f"The link to this view carries the first {cut[0]:,} of these {cut[1]:,} characters "
+            "(an address cannot hold more); the page itself uses all of them."
+        )
 
 
 def _snapshot() -> dict[str, list[str]]:
@@ -185,8 +187,9 @@ def _same(raw: str, value) -> bool:
     return raw == str(value)
 
 
-def link_notices(initial: dict[str, list[str]], current: dict[str, list[str]], values: dict,
-                 labels: dict | None = None) -> list[str]:
+def link_notices(
+    initial: dict[str, list[str]], current: dict[str, list[str]], values: dict, labels: dict | None = None
+) -> list[str]:
     """What to tell the student about a link's parameters, after the page used what it could.
 
     ``initial``: the URL's parameters when the session started; ``current``: after the page ran
@@ -362,8 +365,11 @@ def links():
                     except Exception as error:  # noqa: BLE001 - the page is drawn; the log says why
                         log_failure(f"removing the unknown parameter {name!r} from the address", error)
             if notices:
-                notice_box.warning("This link's settings were partly used:\n\n"
-                                   + "\n".join(f"- {_escape_markdown(n)}" for n in notices[:8]), icon=":material/link:")
+                notice_box.warning(
+                    "This link's settings were partly used:\n\n"
+                    + "\n".join(f"- {_escape_markdown(n)}" for n in notices[:8]),
+                    icon=":material/link:",
+                )
 
 
 def _escape_markdown(text: str) -> str:
@@ -393,8 +399,10 @@ def restore_model() -> None:
     picker.select(wanted)
     shown = picker.current(mark=False)
     if shown.key != wanted:
-        notice(f"model = “{_short(wanted)}” is not available on this server (a run trained in another "
-               f"session stays there): showing {shown.label}.")
+        notice(
+            f"model = “{_short(wanted)}” is not available on this server (a run trained in another "
+            f"session stays there): showing {shown.label}."
+        )
 
 
 def record_model() -> None:

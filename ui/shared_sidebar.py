@@ -57,8 +57,9 @@ def sidebar() -> Settings:
                     st.info("Download cancelled: nothing was saved.")
                 if st.button("Download it now", key=state.widget("download_corpus")):
                     _download_with_progress(choice)
-        seed = int(st.number_input("Random seed", min_value=0, max_value=2**31 - 1, value=1337, step=1,
-                                **share.bind("seed")))
+        seed = int(
+            st.number_input("Random seed", min_value=0, max_value=2**31 - 1, value=1337, step=1, **share.bind("seed"))
+        )
         deterministic = st.toggle(
             "Deterministic pages",
             value=True,
@@ -118,7 +119,10 @@ def _forget_removed_upload() -> None:
 def _upload_widget() -> None:
     limit_mb = corpus.MAX_UPLOAD_BYTES // 2**20
     uploaded = st.file_uploader(
-        f"A UTF-8 text file (at most {limit_mb} MB)", type=None, key=state.widget("corpus_upload"), on_change=_forget_removed_upload
+        f"A UTF-8 text file (at most {limit_mb} MB)",
+        type=None,
+        key=state.widget("corpus_upload"),
+        on_change=_forget_removed_upload,
     )
     if uploaded is not None:
         try:

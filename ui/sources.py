@@ -53,5 +53,3 @@ SOURCES: dict[str, Source] = {}
 def register_source(source: Source) -> None:
     """Add (or replace) a source; entries are listed in registration order."""
     SOURCES[source.prefix] = source
-
-

@@ -87,24 +87,31 @@ class Slot:
 # ---------------------------------------------------------------------------- slots
 # the picked model (ui.picker)
 PICKED = Slot("_picker_selected", str, "the picked model's base key (no @step); tests set it to pick a model")
-PICKED_STEPS = Slot("_picker_steps", dict, "run key → the step picked on its slider, or None: follow the newest "
-                    "snapshot", default=dict)
-PICKER_VERSION = Slot("_picker_version", int, "bumped when the app changes the pick: the picker is drawn anew",
-                      default=int)
+PICKED_STEPS = Slot(
+    "_picker_steps", dict, "run key → the step picked on its slider, or None: follow the newest snapshot", default=dict
+)
+PICKER_VERSION = Slot(
+    "_picker_version", int, "bumped when the app changes the pick: the picker is drawn anew", default=int
+)
 PICKER_NOTICE = Slot("_picker_notice", str, "why a pick was refused, shown once by the sidebar's next run")
 STEP_WIDGET = Slot("_picker_step_widget", str, "the key of the step slider drawn last (older ones are stale)")
-SHOWN_NEWEST = Slot("_picker_shown_newest", dict, "run key → the newest step the sidebar's slider showed",
-                    default=dict)
+SHOWN_NEWEST = Slot("_picker_shown_newest", dict, "run key → the newest step the sidebar's slider showed", default=dict)
 STEP_MOVED = Slot("_picker_step_moved", bool, "the step slider was moved: its fragment reruns the page")
 MODEL_USED = Slot("_picker_used", bool, "did this page's last run draw the picked model (current() was asked)?")
-FOLLOWING = Slot("_picker_follow_rerun", bool, "this run redraws the page at a run's newer snapshot (app.py times "
-                 "it apart)")
-ACTIVE_JOBS = Slot("_picker_active_jobs", set, "ids of this session's jobs that were running at the sidebar's "
-                   "last look (the page is redrawn when one ends)", default=set)
+FOLLOWING = Slot(
+    "_picker_follow_rerun", bool, "this run redraws the page at a run's newer snapshot (app.py times it apart)"
+)
+ACTIVE_JOBS = Slot(
+    "_picker_active_jobs",
+    set,
+    "ids of this session's jobs that were running at the sidebar's last look (the page is redrawn when one ends)",
+    default=set,
+)
 SESSION_ID = Slot("_llmviz_session_id", str, "this browser session's id, written for tests to find its jobs")
 # the link (ui.share)
-LINK_CUT = Slot("_share_cut", dict, "link parameter → (characters the link carries, characters of the text)",
-                default=dict)
+LINK_CUT = Slot(
+    "_share_cut", dict, "link parameter → (characters the link carries, characters of the text)", default=dict
+)
 LINK_INITIAL = Slot("_share_initial", dict, "the link's parameters as the session first opened it")
 LINK_CHECKED = Slot("_share_checked", bool, "the link's parameters were checked against what the page shows")
 LINK_NOTICES = Slot("_share_notices", list, "notices about the link, shown by the page", default=list)
@@ -121,23 +128,30 @@ UPLOADED_CORPUS = Slot("uploaded_corpus", tuple, "(file name, text) of the corpu
 BPE_JOB = Slot("bpe_job", dict, "the BPE training job of the Tokens page: id, pattern, vocabulary size, corpus")
 BPE_TOKENIZER = Slot("bpe_tokenizer", object, "the BPE tokenizer trained on the Tokens page")
 BPE_LISTED = Slot("bpe_listed", bool, "the trained BPE was added to the Tokens page's tokenizers side by side (once)")
-BPE_ORIGIN = Slot("bpe_origin", dict, "what that tokenizer was trained with (pattern, vocabulary size, corpus)",
-                  default=dict)
+BPE_ORIGIN = Slot(
+    "bpe_origin", dict, "what that tokenizer was trained with (pattern, vocabulary size, corpus)", default=dict
+)
 # Embeddings
 W2V_JOB = Slot("w2v_job", dict, "the word2vec training job of the Embeddings page: id, corpus, steps")
 W2V = Slot("w2v", tuple, "(corpus, the trained word2vec state)")
 W2V_STEPS = Slot("w2v_steps", int, "the steps the word2vec run was asked for")
 # Inside the model
 INDUCTION_JOB = Slot("inside_induction_job", str, "the id of the induction-head run")
-INDUCTION_PREVIOUS = Slot("inside_induction_previous", str, "the model key picked before the induction run took its "
-                          "place (section 4 offers it back)")
+INDUCTION_PREVIOUS = Slot(
+    "inside_induction_previous",
+    str,
+    "the model key picked before the induction run took its place (section 4 offers it back)",
+)
 # Loss & training
 LLAMA_LAB = Slot("llama_lab", dict, "the Model page's GPT-2 → Llama lab runs: job ids, corpus and steps")
-SWITCH_RACE = Slot("switch_race_runs", dict, "the Training page's last architecture race: switch, job ids, corpus, context")
+SWITCH_RACE = Slot(
+    "switch_race_runs", dict, "the Training page's last architecture race: switch, job ids, corpus, context"
+)
 TRAINING_FOCUS = Slot("training_focus", (str, type(None)), "the id of the run the Training page shows first")
 DECODER_JOB = Slot("decoder_job", str, "the id of the encoder–decoder run")
-CHART_OFFERED = Slot("runs_offered", set, "ids of the runs the comparison chart has offered (a new run joins it once)",
-                     default=set)
+CHART_OFFERED = Slot(
+    "runs_offered", set, "ids of the runs the comparison chart has offered (a new run joins it once)", default=set
+)
 # Sampling
 GENERATED = Slot("generated", tuple, "(model key, the generated tokens' records, the prompt as kept)")
 BEAM = Slot("beam", tuple, "(model key, the beam search's result, the prompt's ids)")
@@ -146,7 +160,9 @@ KV_COMPARISON = Slot("kv", tuple, "(model key, generation timed with and without
 STEP_MODE = Slot("step_mode_", dict, "model key → step mode's {sequence, prompt, seed}", family=True)
 # Adapt & serve
 TASK_PROMPTED = Slot("task_prompted", bool, "zero- and few-shot accuracy were asked for")
-MEMORY_MEASURED = Slot("memory_done", bool, "the memory measurement (each checkpointing × autocast setting) was asked for")
+MEMORY_MEASURED = Slot(
+    "memory_done", bool, "the memory measurement (each checkpointing × autocast setting) was asked for"
+)
 BATCHING_SERVED = Slot("batch_done_", bool, "model key → static vs continuous batching was run", family=True)
 
 
@@ -327,8 +343,12 @@ KEEP = "keep_"
 
 
 def _declared(key: str) -> bool:
-    return key in _LINK_WIDGETS or key in WIDGETS or (key.startswith(KEEP) and key[len(KEEP):] in KEPT) or any(
-        key.startswith(name) for name in WIDGETS if name.endswith("_"))
+    return (
+        key in _LINK_WIDGETS
+        or key in WIDGETS
+        or (key.startswith(KEEP) and key[len(KEEP) :] in KEPT)
+        or any(key.startswith(name) for name in WIDGETS if name.endswith("_"))
+    )
 
 
 def value(key: str, default: Any = None) -> Any:

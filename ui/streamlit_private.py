@@ -26,18 +26,34 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-logger = logging.getLogger("llmviz")
+logger = logging.getLogger(__name__)
 
 # The versions every item below was checked on (requirements.txt pins the same). Plotly's JavaScript is the
 # plotly.js that Streamlit bundles in its frontend (streamlit/static/static/js/PlotlyChart.*.js).
 PINNED = {"streamlit": "1.67.0", "plotly": "7.1.0"}
 
 # 2. what presenter mode's CSS and script look for in Streamlit's page
-STREAMLIT_TEST_IDS = ("stMainBlockContainer", "stVerticalBlock", "stElementContainer", "stLayoutWrapper",
-                      "stHeading", "stCaptionContainer", "stMarkdownContainer", "stPlotlyChart", "stDataFrame")
+STREAMLIT_TEST_IDS = (
+    "stMainBlockContainer",
+    "stVerticalBlock",
+    "stElementContainer",
+    "stLayoutWrapper",
+    "stHeading",
+    "stCaptionContainer",
+    "stMarkdownContainer",
+    "stPlotlyChart",
+    "stDataFrame",
+)
 # 3. what the SVG button looks for in Plotly's chart (classes, attributes, the private config field)
-PLOTLY_PRIVATE = ("js-plotly-plot", "modebar-group", "modebar-btn", "data-title", "Download plot",
-                  "_context", "toImageButtonOptions")
+PLOTLY_PRIVATE = (
+    "js-plotly-plot",
+    "modebar-group",
+    "modebar-btn",
+    "data-title",
+    "Download plot",
+    "_context",
+    "toImageButtonOptions",
+)
 
 
 def replace_initial_value(params, name: str, kept: list[str] | None) -> None:
@@ -60,8 +76,12 @@ def reseed_widget_from_link(name: str, kept: list[str] | None) -> None:
         with get_session_state().query_params() as params:
             replace_initial_value(params, name, kept)
     except Exception as error:  # noqa: BLE001 - a link must never break a page; the log tells the maintainer
-        logger.warning("Could not reseed the widget bound to %r from the link (Streamlit's private "
-                       "QueryParams._initial_query_params changed? see ui/streamlit_private.py): %s", name, error)
+        logger.warning(
+            "Could not reseed the widget bound to %r from the link (Streamlit's private "
+            "QueryParams._initial_query_params changed? see ui/streamlit_private.py): %s",
+            name,
+            error,
+        )
 
 
 def script_run_context():
@@ -97,8 +117,12 @@ def write_link_value(name: str, value: str) -> None:
                 return
             params.set_corrected_value(name, value, "string_value")
     except Exception as error:  # noqa: BLE001 - the page goes on; the address keeps the longer text
-        logger.warning("Could not shorten %r in the address (Streamlit's QueryParams.set_corrected_value "
-                       "changed? see ui/streamlit_private.py): %s", name, error)
+        logger.warning(
+            "Could not shorten %r in the address (Streamlit's QueryParams.set_corrected_value "
+            "changed? see ui/streamlit_private.py): %s",
+            name,
+            error,
+        )
 
 
 def as_in_link(name: str, value):
@@ -114,8 +138,12 @@ def as_in_link(name: str, value):
             serialized = metadata.serializer(value)
             return list(serialized) if isinstance(serialized, list | tuple) else serialized
     except Exception as error:  # noqa: BLE001 - a notice then quotes the value itself
-        logger.warning("Could not read how the address writes %r (Streamlit's widget metadata changed? see "
-                       "ui/streamlit_private.py): %s", name, error)
+        logger.warning(
+            "Could not read how the address writes %r (Streamlit's widget metadata changed? see "
+            "ui/streamlit_private.py): %s",
+            name,
+            error,
+        )
     return value
 
 

@@ -19,9 +19,27 @@ _PUNCTUATION = frozenset(string.punctuation)
 
 # characters that mean something to HTML, Markdown or KaTeX, as entities; one table, applied in one pass (escaping
 # HTML first and then "#" would turn the apostrophe's &#x27; into the visible text "&#x27;")
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;",
-             "$": "&#36;", "*": "&#42;", "_": "&#95;", "`": "&#96;", "\\": "&#92;", "~": "&#126;", "[": "&#91;",
-             "]": "&#93;", "#": "&#35;", "|": "&#124;", "\n": "&#10;", "\r": "&#13;", "{": "&#123;", "}": "&#125;"}
+_ENTITIES = {
+    "&": "&amp;",
+    "<": "&lt;",
+    ">": "&gt;",
+    '"': "&quot;",
+    "'": "&#39;",
+    "$": "&#36;",
+    "*": "&#42;",
+    "_": "&#95;",
+    "`": "&#96;",
+    "\\": "&#92;",
+    "~": "&#126;",
+    "[": "&#91;",
+    "]": "&#93;",
+    "#": "&#35;",
+    "|": "&#124;",
+    "\n": "&#10;",
+    "\r": "&#13;",
+    "{": "&#123;",
+    "}": "&#125;",
+}
 _ENTITY_TABLE = str.maketrans(_ENTITIES)
 
 
@@ -66,8 +84,10 @@ def csv_text(frame: pd.DataFrame) -> str:
     shown = frame.copy()
     for column in shown.columns:
         if pd.api.types.is_float_dtype(shown[column]):
-            shown[column] = ["" if math.isnan(value) else shortest_number(float(value))  # empty, as pandas writes NaN
-                             for value in shown[column]]
+            shown[column] = [
+                "" if math.isnan(value) else shortest_number(float(value))  # empty, as pandas writes NaN
+                for value in shown[column]
+            ]
     return shown.to_csv(index=False)
 
 
@@ -100,6 +120,8 @@ def tidy_floats(frame: pd.DataFrame) -> pd.DataFrame:
     shown = frame.copy()
     for column in shown.columns:
         if pd.api.types.is_float_dtype(shown[column]):
-            shown[column] = [value if math.isnan(value) else float(shortest_number(float(value)))
-                             for value in shown[column].astype("float64")]
+            shown[column] = [
+                value if math.isnan(value) else float(shortest_number(float(value)))
+                for value in shown[column].astype("float64")
+            ]
     return shown

@@ -12,15 +12,16 @@ The registry is per server process (shared by all sessions); it holds only timin
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections import deque
 
+from llmviz import settings
+
 FASTEST = 2.0  # seconds between two refreshes of one tab, at best
 SLOWEST = 15.0  # at worst (a progress bar that moves every 15 s is still alive)
 WINDOW = 20.0  # seconds of history that count
-BUDGET = float(os.environ.get("LLMVIZ_WATCH_BUDGET", 0.25))  # server seconds per second for all watching together
+BUDGET = settings.get("LLMVIZ_WATCH_BUDGET")  # server seconds per second for all watching together
 
 _lock = threading.Lock()
 _refreshes: deque[tuple[float, str, str, float]] = deque()  # (monotonic time, session, section, seconds)
@@ -61,8 +62,9 @@ def load(now: float | None = None) -> tuple[int, float]:
     return len(sessions), mean * len(sections) / len(sessions)
 
 
-def interval(watchers: int, cost_per_refresh: float, budget: float = BUDGET, fastest: float = FASTEST,
-             slowest: float = SLOWEST) -> float:
+def interval(
+    watchers: int, cost_per_refresh: float, budget: float = BUDGET, fastest: float = FASTEST, slowest: float = SLOWEST
+) -> float:
     """The refresh interval that keeps ``watchers`` tabs, each costing ``cost_per_refresh`` seconds a refresh,
     within ``budget`` seconds of server time per second.
 

@@ -44,8 +44,11 @@ from llmviz.training.trainer import Dataset, StepMetrics
 
 LABELS = ("male", "female")  # label 0, label 1
 MODES = ("head", "last block", "all")
-MODE_TITLES = {"head": "head only (transfer learning)", "last block": "head + last block",
-               "all": "everything (full fine-tuning)"}
+MODE_TITLES = {
+    "head": "head only (transfer learning)",
+    "last block": "head + last block",
+    "all": "everything (full fine-tuning)",
+}
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,8 @@ def _names_file(kind: str) -> Path:
 
 
 def read_names_list(kind: str) -> dict[str, float]:
-    """One of the package's lists (``male`` or ``female``): name ("Mary") → its frequency in percent, most common first."""
+    """One of the package's lists (``male`` or ``female``): name ("Mary") → its frequency in percent, most common
+    first."""
     lines = _names_file(kind).read_text(encoding="utf-8").splitlines()
     return {line.split()[0].capitalize(): float(line.split()[1]) for line in lines if line.strip()}
 
@@ -224,13 +228,16 @@ def load_classifier(directory: str | Path, device: str = "cpu") -> tuple[NameCla
     from llmviz.training.safetensors_file import read_safetensors, regular_file
 
     if not Path(directory).is_dir():
-        raise CheckpointError(f"{Path(directory).name} is a single file: a fine-tuned classifier is a folder "
-                              f"with {HEAD_FILE} next to the GPT.")
+        raise CheckpointError(
+            f"{Path(directory).name} is a single file: a fine-tuned classifier is a folder "
+            f"with {HEAD_FILE} next to the GPT."
+        )
     model, tokenizer, meta = load_checkpoint(directory, device)
     task = meta.get("task")
     if not isinstance(task, dict) or task.get("head_file") != HEAD_FILE:
-        raise CheckpointError(f"{Path(directory).name} has no classifier head: it was not written by "
-                              "`python -m llmviz finetune`.")
+        raise CheckpointError(
+            f"{Path(directory).name} has no classifier head: it was not written by `python -m llmviz finetune`."
+        )
     if not isinstance(model, GPT):
         raise CheckpointError("A classifier head sits on a GPT; this checkpoint holds another kind of model.")
     d = model.config.d_model
@@ -246,12 +253,17 @@ def load_classifier(directory: str | Path, device: str = "cpu") -> tuple[NameCla
         raise CheckpointError(f"{HEAD_FILE} holds {found}; a head on this GPT needs {expected}.")
     if not all(bool(torch.isfinite(tensor).all()) for tensor in head.values()):
         raise CheckpointError(f"{HEAD_FILE} holds NaN or infinite numbers.")
-    def accuracy_or_none(value) -> float | None:  # what the folder's JSON says: a number in [0, 1], or unknown
-        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1 \
-            else None
 
-    task = {**task, "accuracy_before": accuracy_or_none(task.get("accuracy_before")),
-            "accuracy_after": accuracy_or_none(task.get("accuracy_after"))}
+    def accuracy_or_none(value) -> float | None:  # what the folder's JSON says: a number in [0, 1], or unknown
+        return (
+            float(value) if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1 else None
+        )
+
+    task = {
+        **task,
+        "accuracy_before": accuracy_or_none(task.get("accuracy_before")),
+        "accuracy_after": accuracy_or_none(task.get("accuracy_after")),
+    }
     classifier = NameClassifier(model)
     classifier.head.load_state_dict(head)
     classifier.to(device).eval()
@@ -359,7 +371,9 @@ class FineTuneTrainer:
         self.optimizer.step()
         return loss.item()
 
-    def run(self, steps: int | None = None, should_stop: Callable[[], bool] | None = None) -> Iterator[ClassifierMetrics]:
+    def run(
+        self, steps: int | None = None, should_stop: Callable[[], bool] | None = None
+    ) -> Iterator[ClassifierMetrics]:
         end = self.config.steps if steps is None else self.step + steps
         self.classifier.train()
         start = time.perf_counter()
@@ -373,19 +387,24 @@ class FineTuneTrainer:
                 raise ConfigError(f"The loss became {loss} at step {self.step}: lower the learning rate.")
             measured = self.step % self.config.eval_interval == 0 or self.step == end
             metrics = ClassifierMetrics(
-                step=self.step, train_loss=loss, val_loss=None, perplexity=math.exp(min(loss, 50.0)),
-                lr=self.config.lr, tokens_per_s=self.config.batch_size / max(time.perf_counter() - began, 1e-9),
-                grad_norm=0.0, elapsed_s=time.perf_counter() - start,
+                step=self.step,
+                train_loss=loss,
+                val_loss=None,
+                perplexity=math.exp(min(loss, 50.0)),
+                lr=self.config.lr,
+                tokens_per_s=self.config.batch_size / max(time.perf_counter() - began, 1e-9),
+                grad_norm=0.0,
+                elapsed_s=time.perf_counter() - start,
                 val_accuracy=self.held_out_accuracy() if measured else None,
-                val_accuracy_before=self.accuracy_before if self.step == 1 else None)
+                val_accuracy_before=self.accuracy_before if self.step == 1 else None,
+            )
             self.history.append(metrics)
             yield metrics
 
     def generate_sample(self, prompt: str = "", max_new_tokens: int = 100, **options) -> str:
         from llmviz.generation.sampling import generate_text
 
-        return generate_text(self.model, self.tokenizer, prompt, max_new_tokens=max_new_tokens,
-                             seed=self.config.seed)
+        return generate_text(self.model, self.tokenizer, prompt, max_new_tokens=max_new_tokens, seed=self.config.seed)
 
 
 # ---------------------------------------------------------------------------- prompting instead of training
@@ -412,7 +431,7 @@ def label_log_probabilities(model: GPT, tokenizer: Tokenizer, prompt: str) -> li
     scores = []
     for word in LABELS:
         prompt_ids, word_ids = encode(tokenizer, prompt), encode(tokenizer, " " + word)
-        ids = (prompt_ids + word_ids)[-context - 1:]
+        ids = (prompt_ids + word_ids)[-context - 1 :]
         idx = torch.tensor(ids[:-1])[None]  # (1, T)
         log_probs = F.log_softmax(model(idx)[0][0], -1)  # (T, V)
         positions = range(len(ids) - 1 - len(word_ids), len(ids) - 1)
@@ -421,8 +440,9 @@ def label_log_probabilities(model: GPT, tokenizer: Tokenizer, prompt: str) -> li
 
 
 @torch.no_grad()
-def label_log_probabilities_batch(model: GPT, tokenizer: Tokenizer, prompts: list[str],
-                                  chunk: int = 32) -> list[list[float]]:
+def label_log_probabilities_batch(
+    model: GPT, tokenizer: Tokenizer, prompts: list[str], chunk: int = 32
+) -> list[list[float]]:
     """:func:`label_log_probabilities` for many prompts: each label's text appended to every prompt, padded on the
     right (a causal model's states before the padding do not change), ``chunk`` prompts per forward pass, and the
     output head applied only where a label token is predicted. One ``[male, female]`` pair per prompt."""
@@ -433,7 +453,7 @@ def label_log_probabilities_batch(model: GPT, tokenizer: Tokenizer, prompts: lis
     for column, word in enumerate(LABELS):
         word_ids = encode(tokenizer, " " + word)
         for start in range(0, len(prompts), chunk):
-            rows = [(ids + word_ids)[-context - 1:] for ids in encoded[start:start + chunk]]
+            rows = [(ids + word_ids)[-context - 1 :] for ids in encoded[start : start + chunk]]
             idx = torch.zeros(len(rows), max(len(r) for r in rows) - 1, dtype=torch.long)  # (B, T)
             for row, ids in enumerate(rows):
                 idx[row, : len(ids) - 1] = torch.tensor(ids[:-1])
@@ -441,7 +461,7 @@ def label_log_probabilities_batch(model: GPT, tokenizer: Tokenizer, prompts: lis
             for row, ids in enumerate(rows):
                 positions = torch.arange(len(ids) - 1 - len(word_ids), len(ids) - 1)  # (W,) where a label token is next
                 log_probs = F.log_softmax(model.lm_head(hidden[row, positions.to(device)]).double(), -1)  # (W, V)
-                targets = torch.tensor(ids[-len(word_ids):], device=device)  # (W,)
+                targets = torch.tensor(ids[-len(word_ids) :], device=device)  # (W,)
                 scores[start + row][column] = float(log_probs.gather(1, targets[:, None]).sum())
     return scores
 
@@ -456,8 +476,9 @@ class PromptingResult:
     female_share: float  # how often it answered "female" (1.0 or 0.0: it always gives the same answer)
 
 
-def prompting_accuracy(model: GPT, tokenizer: Tokenizer, shots: int, held: list[Example],
-                       train: list[Example]) -> PromptingResult:
+def prompting_accuracy(
+    model: GPT, tokenizer: Tokenizer, shots: int, held: list[Example], train: list[Example]
+) -> PromptingResult:
     """Accuracy of prompting with ``shots`` labelled examples (alternating labels, from the training names)."""
     males, females = [e for e in train if e.label == 0], [e for e in train if e.label == 1]
     chosen = [(females if i % 2 == 0 else males)[i // 2] for i in range(shots)]
@@ -466,6 +487,6 @@ def prompting_accuracy(model: GPT, tokenizer: Tokenizer, shots: int, held: list[
     for example, (male, female) in zip(held, label_log_probabilities_batch(model, tokenizer, prompts), strict=True):
         right += int((female > male) == bool(example.label))
         females_said += int(female > male)
-    return PromptingResult(shots, right / len(held), few_shot_prompt(chosen, held[0].text if held else "Alex"),
-                           females_said / len(held))
-
+    return PromptingResult(
+        shots, right / len(held), few_shot_prompt(chosen, held[0].text if held else "Alex"), females_said / len(held)
+    )

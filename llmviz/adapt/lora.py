@@ -32,8 +32,13 @@ from llmviz.models.gpt import GPT, MLP
 from llmviz.training.trainer import Trainer, learning_rate
 
 TARGETS = ("q", "k", "v", "proj", "mlp")
-TARGET_TITLES = {"q": "attention W_Q", "k": "attention W_K", "v": "attention W_V", "proj": "attention output W_O",
-                 "mlp": "MLP (both layers)"}
+TARGET_TITLES = {
+    "q": "attention W_Q",
+    "k": "attention W_K",
+    "v": "attention W_V",
+    "proj": "attention output W_O",
+    "mlp": "MLP (both layers)",
+}
 ADAMW_STATES = 2  # AdamW keeps two floats per trained parameter: the running mean and the running square
 FLOAT32_BYTES = 4
 
@@ -72,8 +77,14 @@ class LoRALinear(nn.Module):
     ``.weight`` directly (the GPT's recorded attention path) sees the adapted model too.
     """
 
-    def __init__(self, base: nn.Linear, rank: int, alpha: float, slices: list[tuple[int, int]] | None = None,
-                 generator: torch.Generator | None = None):
+    def __init__(
+        self,
+        base: nn.Linear,
+        rank: int,
+        alpha: float,
+        slices: list[tuple[int, int]] | None = None,
+        generator: torch.Generator | None = None,
+    ):
         super().__init__()
         self.base = base
         for parameter in base.parameters():
@@ -129,8 +140,9 @@ class LoRALinear(nn.Module):
 
     def merged(self) -> nn.Linear:
         """A plain ``nn.Linear`` with W + ΔW: the same outputs, no adapter left."""
-        linear = nn.Linear(self.in_features, self.out_features, bias=self.base.bias is not None,
-                           device=self.base.weight.device)
+        linear = nn.Linear(
+            self.in_features, self.out_features, bias=self.base.bias is not None, device=self.base.weight.device
+        )
         with torch.no_grad():
             linear.weight.copy_(self.weight)
             if self.base.bias is not None:
@@ -163,8 +175,10 @@ def target_modules(model: nn.Module, targets: tuple[str, ...]) -> dict[str, list
             chosen[f"{prefix}.attn.proj"] = [(0, d)]
         if "mlp" in targets and block.mlp is not None:
             if not isinstance(block.mlp, MLP):
-                raise ConfigError("LoRA here adapts a dense MLP; this model's blocks hold a mixture of experts: "
-                                  "choose attention matrices.")
+                raise ConfigError(
+                    "LoRA here adapts a dense MLP; this model's blocks hold a mixture of experts: "
+                    "choose attention matrices."
+                )
             chosen[f"{prefix}.mlp.fc"] = [(0, block.mlp.fc.out_features)]
             chosen[f"{prefix}.mlp.proj"] = [(0, d)]
     if not chosen:
@@ -300,14 +314,16 @@ def memory_comparison(model: GPT, config: LoRAConfig) -> dict[str, TrainingMemor
     The adapters themselves are extra weights (counted in LoRA's weights)."""
     extra = adapter_count(model, config)
     total = model.num_parameters()
-    return {"full fine-tuning": TrainingMemory(total, total),
-            "LoRA": TrainingMemory(total + extra, extra)}
+    return {"full fine-tuning": TrainingMemory(total, total), "LoRA": TrainingMemory(total + extra, extra)}
 
 
 def delta_weights(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """ΔW = W_after − W_before for every matrix that changed (LoRA run: step N minus step 0)."""
-    return {name: after[name] - before[name] for name in after
-            if name in before and after[name].dim() == 2 and not torch.equal(after[name], before[name])}
+    return {
+        name: after[name] - before[name]
+        for name in after
+        if name in before and after[name].dim() == 2 and not torch.equal(after[name], before[name])
+    }
 
 
 def singular_values(matrix: torch.Tensor) -> torch.Tensor:
@@ -348,8 +364,9 @@ class LoRATrainer(Trainer):
             raise ConfigError("LoRA runs here train in one process.")
         adapted = copy.deepcopy(self.model)
         if not isinstance(adapted, GPT):
-            raise ConfigError("LoRA here adapts the GPT's linear layers: pick a GPT (the shipped one, GPT-2 or a "
-                              "GPT run).")
+            raise ConfigError(
+                "LoRA here adapts the GPT's linear layers: pick a GPT (the shipped one, GPT-2 or a GPT run)."
+            )
         self.adapted = adapted
         self.adapted_names = add_adapters(self.adapted, self.lora, seed=self.config.seed)
         self.adapted.train()

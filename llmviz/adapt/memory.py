@@ -34,8 +34,7 @@ from llmviz.training.trainer import Trainer
 class CheckpointedBlock(Block):
     """A GPT block whose forward pass, while training, saves only its input (torch.utils.checkpoint)."""
 
-    def forward(self, x, cache=None, prefix: str = "blocks.0", past=None, rope=None,
-                router_probs: list | None = None):
+    def forward(self, x, cache=None, prefix: str = "blocks.0", past=None, rope=None, router_probs: list | None = None):
         if cache is not None or past is not None or not torch.is_grad_enabled():
             return super().forward(x, cache, prefix, past, rope, router_probs)
         for counter in _ACTIVE:  # checkpoint keeps the block's input itself, outside autograd's saved tensors
@@ -102,8 +101,9 @@ class SavedTensors:
         self.count += 1
         self.keep(tensor)
         if tensor.dtype in (torch.bfloat16, torch.float16) and any(  # autocast's 16-bit copy of a weight
-                torch.equal(tensor, weight.detach().to(tensor.dtype))
-                for weight in self.weights_by_shape.get(tuple(tensor.shape), ())):
+            torch.equal(tensor, weight.detach().to(tensor.dtype))
+            for weight in self.weights_by_shape.get(tuple(tensor.shape), ())
+        ):
             self.cast_weights.add(_storage_key(tensor))
         return tensor
 
@@ -153,8 +153,14 @@ def _autocast(device: torch.device, bf16: bool, fp16: bool) -> contextlib.Abstra
     return contextlib.nullcontext()
 
 
-def measure_step(model: GPT, inputs: torch.Tensor, targets: torch.Tensor, checkpointing: bool = False,
-                 bf16: bool = False, fp16: bool = False) -> StepMeasure:
+def measure_step(
+    model: GPT,
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    checkpointing: bool = False,
+    bf16: bool = False,
+    fp16: bool = False,
+) -> StepMeasure:
     """Run one forward and backward pass of a copy of ``model`` and measure what it saved (``fp16``: the loss
     scaled by a ``GradScaler`` for the backward pass, as a float16 training step does)."""
     copied = GPT(model.config.replace(dropout=0.0))  # no dropout: the four settings see the same computation
@@ -177,8 +183,17 @@ def measure_step(model: GPT, inputs: torch.Tensor, targets: torch.Tensor, checkp
     if cuda:
         torch.cuda.synchronize()
     seconds = time.perf_counter() - start
-    return StepMeasure(checkpointing, bf16, saved.bytes, saved.count, float(loss.detach()), seconds,
-                       torch.cuda.max_memory_allocated() if cuda else None, fp16, saved.cast_weight_bytes)
+    return StepMeasure(
+        checkpointing,
+        bf16,
+        saved.bytes,
+        saved.count,
+        float(loss.detach()),
+        seconds,
+        torch.cuda.max_memory_allocated() if cuda else None,
+        fp16,
+        saved.cast_weight_bytes,
+    )
 
 
 @dataclass
@@ -224,7 +239,9 @@ class ShardBytes:
         return self.parameters + self.gradients + self.optimizer
 
 
-def sharding(parameter_count: int, processes: int, bytes_per_value: int = 4, optimizer_values: int = 2) -> list[ShardBytes]:
+def sharding(
+    parameter_count: int, processes: int, bytes_per_value: int = 4, optimizer_values: int = 2
+) -> list[ShardBytes]:
     """Per process, for each stage (training in float32 with AdamW: 4 + 4 + 2·4 = 16 bytes per parameter unsharded).
 
     >>> [round(s.total) for s in sharding(1000, 4)]   # 16000, then 4000 + 4000 + 8000/4, 4000 + 1000 + 2000, 16000/4
@@ -235,8 +252,12 @@ def sharding(parameter_count: int, processes: int, bytes_per_value: int = 4, opt
     p = parameter_count * bytes_per_value
     o = parameter_count * bytes_per_value * optimizer_values
     n = processes
-    return [ShardBytes(STAGES[0], p, p, o), ShardBytes(STAGES[1], p, p, o / n),
-            ShardBytes(STAGES[2], p, p / n, o / n), ShardBytes(STAGES[3], p / n, p / n, o / n)]
+    return [
+        ShardBytes(STAGES[0], p, p, o),
+        ShardBytes(STAGES[1], p, p, o / n),
+        ShardBytes(STAGES[2], p, p / n, o / n),
+        ShardBytes(STAGES[3], p / n, p / n, o / n),
+    ]
 
 
 def human_bytes(count: float) -> str:

@@ -35,7 +35,8 @@ BITS = (8, 4)
 
 @dataclass(frozen=True)
 class QuantSpec:
-    """How weights are stored: ``bits`` (8 or 4), one scale per tensor or per output channel, with or without a zero point."""
+    """How weights are stored: ``bits`` (8 or 4), one scale per tensor or per output channel, with or without a zero
+    point."""
 
     bits: int = 8
     per_channel: bool = True
@@ -59,8 +60,10 @@ class QuantSpec:
 
     @property
     def title(self) -> str:
-        return (f"int{self.bits}, {'per channel' if self.per_channel else 'per tensor'}, "
-                f"{'symmetric' if self.symmetric else 'zero-point'}")
+        return (
+            f"int{self.bits}, {'per channel' if self.per_channel else 'per tensor'}, "
+            f"{'symmetric' if self.symmetric else 'zero-point'}"
+        )
 
 
 def quantization_parameters(weight: torch.Tensor, spec: QuantSpec) -> tuple[torch.Tensor, torch.Tensor]:
@@ -171,11 +174,17 @@ def quantize_model(model: nn.Module, spec: QuantSpec) -> QuantizedModel:
         restored = round_trip(original, spec)
         parameter.copy_(restored)
         difference = restored - original
-        result.layers.append(LayerError(
-            name=name, shape=tuple(original.shape), float_bytes=original.numel() * 4,
-            quantized_bytes=stored_bytes(tuple(original.shape), spec),
-            rms_error=float(difference.pow(2).mean().sqrt()), max_error=float(difference.abs().max()),
-            relative_error=float(difference.norm() / original.norm().clamp(min=1e-30))))
+        result.layers.append(
+            LayerError(
+                name=name,
+                shape=tuple(original.shape),
+                float_bytes=original.numel() * 4,
+                quantized_bytes=stored_bytes(tuple(original.shape), spec),
+                rms_error=float(difference.pow(2).mean().sqrt()),
+                max_error=float(difference.abs().max()),
+                relative_error=float(difference.norm() / original.norm().clamp(min=1e-30)),
+            )
+        )
     copied.eval()
     return result
 
@@ -236,8 +245,9 @@ class FakeQuantLinear(nn.Linear):
     Its state dict is an ordinary Linear's, so the run's snapshots load into a plain GPT.
     """
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, spec: QuantSpec | None = None,
-                 device=None):
+    def __init__(
+        self, in_features: int, out_features: int, bias: bool = True, spec: QuantSpec | None = None, device=None
+    ):
         super().__init__(in_features, out_features, bias=bias, device=device)
         self.spec = spec or QuantSpec()
 
@@ -251,8 +261,13 @@ class FakeQuantLinear(nn.Linear):
 
     @classmethod
     def from_linear(cls, linear: nn.Linear, spec: QuantSpec) -> FakeQuantLinear:
-        fake = cls(linear.in_features, linear.out_features, bias=linear.bias is not None, spec=spec,
-                   device=linear.weight.device)
+        fake = cls(
+            linear.in_features,
+            linear.out_features,
+            bias=linear.bias is not None,
+            spec=spec,
+            device=linear.weight.device,
+        )
         fake.weight = linear.weight  # the same parameters (tied heads stay tied)
         if linear.bias is not None:
             fake.bias = linear.bias
@@ -265,8 +280,11 @@ def add_fake_quant(model: nn.Module, spec: QuantSpec) -> list[str]:
     for name, module in list(model.named_modules()):
         if type(module) is nn.Linear:
             parent_name, _, child = name.rpartition(".")
-            setattr(model.get_submodule(parent_name) if parent_name else model, child,
-                    FakeQuantLinear.from_linear(module, spec))
+            setattr(
+                model.get_submodule(parent_name) if parent_name else model,
+                child,
+                FakeQuantLinear.from_linear(module, spec),
+            )
             swapped.append(name)
     return swapped
 
@@ -275,8 +293,9 @@ def remove_fake_quant(model: nn.Module) -> nn.Module:
     """Back to plain ``nn.Linear`` s holding the float weights (in place)."""
     for name, module in list(model.named_modules()):
         if isinstance(module, FakeQuantLinear):
-            plain = nn.Linear(module.in_features, module.out_features, bias=module.bias is not None,
-                              device=module.weight.device)
+            plain = nn.Linear(
+                module.in_features, module.out_features, bias=module.bias is not None, device=module.weight.device
+            )
             plain.weight, plain.bias = module.weight, module.bias
             parent_name, _, child = name.rpartition(".")
             setattr(model.get_submodule(parent_name) if parent_name else model, child, plain)
@@ -296,7 +315,9 @@ class QATTrainer(Trainer):
 
     def __post_init__(self, initial_model: nn.Module | None = None):
         if initial_model is None:
-            raise ConfigError("Quantization-aware training fine-tunes a trained model: give it the model to start from.")
+            raise ConfigError(
+                "Quantization-aware training fine-tunes a trained model: give it the model to start from."
+            )
         super().__post_init__(initial_model)
         if not isinstance(self.model, GPT):
             raise ConfigError("Quantization-aware training here works on GPT models.")

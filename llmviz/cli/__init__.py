@@ -1,2 +1,2 @@
-"""``python -m llmviz`` (or ``llmviz``): the parser and the small commands (:mod:`~llmviz.cli.main.main`), training and
-sampling (:mod:`~llmviz.cli.main.train`), adapting (:mod:`~llmviz.cli.main.adapt`)."""
+"""``python -m llmviz`` (or ``llmviz``): the parser and the small commands (:mod:`~llmviz.cli.main`), training
+and sampling (:mod:`~llmviz.cli.train`), adapting (:mod:`~llmviz.cli.adapt`)."""

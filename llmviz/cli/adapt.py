@@ -21,9 +21,13 @@ def add_adapt_commands(commands) -> None:
     from llmviz.adapt import finetune, lora
 
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--init", required=True, metavar="CHECKPOINT",
-                        help="the model to start from: an llmviz checkpoint folder (such as data/gpt-python-docs), "
-                             "a Hugging Face GPT-2 folder, or gpt2 when cached")
+    common.add_argument(
+        "--init",
+        required=True,
+        metavar="CHECKPOINT",
+        help="the model to start from: an llmviz checkpoint folder (such as data/gpt-python-docs), "
+        "a Hugging Face GPT-2 folder, or gpt2 when cached",
+    )
     common.add_argument("--out", required=True, help="output folder for the checkpoint")
     common.add_argument("--seed", type=int, default=1337)
 
@@ -36,21 +40,27 @@ def add_adapt_commands(commands) -> None:
     adapters.add_argument("--lr", type=float, default=3e-3)
     adapters.set_defaults(func=cmd_lora)
 
-    task = commands.add_parser("finetune", parents=[common],
-                               help="fine-tune a classifier: first names → the male or the female list")
+    task = commands.add_parser(
+        "finetune", parents=[common], help="fine-tune a classifier: first names → the male or the female list"
+    )
     task.add_argument("--mode", default="head", choices=finetune.MODES)
     task.add_argument("--steps", type=int, default=150)
     task.add_argument("--lr", type=float, default=None, help="default: 1e-2 for the head only, else 1e-3")
     task.set_defaults(func=cmd_finetune)
 
-    shrink = commands.add_parser("quantize", parents=[common],
-                                 help="quantize every weight matrix to int8 or int4 and save the result")
+    shrink = commands.add_parser(
+        "quantize", parents=[common], help="quantize every weight matrix to int8 or int4 and save the result"
+    )
     shrink.add_argument("--bits", type=int, default=8, choices=[8, 4])
     shrink.add_argument("--per-tensor", action="store_true", help="one scale per matrix (default: per output row)")
     shrink.add_argument("--zero-point", action="store_true", help="asymmetric: unsigned integers and a zero point")
     shrink.add_argument("--corpus", default="python-docs", help="held-out text for the report (and QAT's training)")
-    shrink.add_argument("--qat-steps", type=int, default=0,
-                        help="first fine-tune this many steps with fake quantization in the forward pass (QAT)")
+    shrink.add_argument(
+        "--qat-steps",
+        type=int,
+        default=0,
+        help="first fine-tune this many steps with fake quantization in the forward pass (QAT)",
+    )
     shrink.add_argument("--lr", type=float, default=3e-4, help="QAT's learning rate")
     shrink.set_defaults(func=cmd_quantize)
 
@@ -67,8 +77,9 @@ def _initial(name: str):
     return require_gpt(model), tokenizer
 
 
-def write_checkpoint(directory: str | Path, model, tokenizer, train_config: dict, extra: dict,
-                     metrics: list | None = None, step: int = 0) -> Path:
+def write_checkpoint(
+    directory: str | Path, model, tokenizer, train_config: dict, extra: dict, metrics: list | None = None, step: int = 0
+) -> Path:
     """A checkpoint folder like :func:`llmviz.training.trainer.save_checkpoint` writes (weights and description; no
     optimizer state), for a model that did not come from a :class:`~llmviz.training.trainer.Trainer`."""
     from safetensors.torch import save_file
@@ -79,13 +90,21 @@ def write_checkpoint(directory: str | Path, model, tokenizer, train_config: dict
     directory.mkdir(parents=True, exist_ok=True)
     save_file(model_state(model), str(directory / MODEL_FILE))
     metrics = metrics or []
-    meta = {"format": "llmviz-checkpoint", "version": 1, "step": step, "train_config": train_config,
-            "model": model_description(model), "tokenizer": tokenizer.to_dict(), "optimizer_param_groups": [],
-            "metrics": metrics,
-            "final": {"train_loss": metrics[-1]["train_loss"] if metrics else None,
-                      "val_loss": next((m["val_loss"] for m in reversed(metrics) if m.get("val_loss") is not None),
-                                       None)},
-            **extra}
+    meta = {
+        "format": "llmviz-checkpoint",
+        "version": 1,
+        "step": step,
+        "train_config": train_config,
+        "model": model_description(model),
+        "tokenizer": tokenizer.to_dict(),
+        "optimizer_param_groups": [],
+        "metrics": metrics,
+        "final": {
+            "train_loss": metrics[-1]["train_loss"] if metrics else None,
+            "val_loss": next((m["val_loss"] for m in reversed(metrics) if m.get("val_loss") is not None), None),
+        },
+        **extra,
+    }
     (directory / META_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     return directory
 
@@ -103,16 +122,29 @@ def cmd_lora(args: argparse.Namespace) -> int:
     trainer = adapt.lora_run(model, tokenizer, text, config, args.steps, args.seed, lr=args.lr)
     trainer.config = trainer.config.replace(init=args.init)
     trained = lora.trainable_parameters(trainer.adapted)
-    _say(f"LoRA r={config.rank}, α={config.alpha:g} on {', '.join(config.targets)}: {trained:,} parameters train "
-         f"of {model.num_parameters():,}")
+    _say(
+        f"LoRA r={config.rank}, α={config.alpha:g} on {', '.join(config.targets)}: {trained:,} parameters train "
+        f"of {model.num_parameters():,}"
+    )
     train_blocking(trainer)
-    save_checkpoint(args.out, trainer, trainer_state=False,
-                    extra={"corpus": args.corpus, "lora": {**asdict(config), "trained_parameters": trained,
-                                                           "merged": True}})
+    save_checkpoint(
+        args.out,
+        trainer,
+        trainer_state=False,
+        extra={"corpus": args.corpus, "lora": {**asdict(config), "trained_parameters": trained, "merged": True}},
+    )
     final = trainer.history[-1]
-    print(json.dumps({"out": args.out, "step": trainer.step, "trained_parameters": trained,
-                      "train_loss": round(final.train_loss, 4),
-                      "val_loss": round(final.val_loss, 4) if final.val_loss is not None else None}))
+    print(
+        json.dumps(
+            {
+                "out": args.out,
+                "step": trainer.step,
+                "trained_parameters": trained,
+                "train_loss": round(final.train_loss, 4),
+                "val_loss": round(final.val_loss, 4) if final.val_loss is not None else None,
+            }
+        )
+    )
     return 0
 
 
@@ -125,18 +157,41 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     config = finetune.FineTuneConfig(mode=args.mode, steps=args.steps, lr=lr, seed=args.seed)
     trainer = finetune.FineTuneTrainer(config, tokenizer, model)
     trained, total = trainer.parameter_counts()
-    _say(f"names classifier, {finetune.MODE_TITLES[args.mode]}: {trained:,} of {total:,} parameters train; "
-         f"held-out accuracy before: {trainer.accuracy_before:.3f}")
+    _say(
+        f"names classifier, {finetune.MODE_TITLES[args.mode]}: {trained:,} of {total:,} parameters train; "
+        f"held-out accuracy before: {trainer.accuracy_before:.3f}"
+    )
     train_blocking(trainer)
     after = trainer.held_out_accuracy()
-    write_checkpoint(args.out, trainer.model, tokenizer, {"init": args.init, **asdict(config)},
-                     {"task": {"name": "names: male or female list", "labels": list(finetune.LABELS),
-                               "accuracy_before": trainer.accuracy_before, "accuracy_after": after,
-                               "head_file": finetune.HEAD_FILE}},
-                     metrics=[asdict(m) for m in trainer.history], step=trainer.step)
+    write_checkpoint(
+        args.out,
+        trainer.model,
+        tokenizer,
+        {"init": args.init, **asdict(config)},
+        {
+            "task": {
+                "name": "names: male or female list",
+                "labels": list(finetune.LABELS),
+                "accuracy_before": trainer.accuracy_before,
+                "accuracy_after": after,
+                "head_file": finetune.HEAD_FILE,
+            }
+        },
+        metrics=[asdict(m) for m in trainer.history],
+        step=trainer.step,
+    )
     finetune.save_head(trainer.classifier, args.out)
-    print(json.dumps({"out": args.out, "mode": args.mode, "trained_parameters": trained,
-                      "accuracy_before": round(trainer.accuracy_before, 4), "accuracy_after": round(after, 4)}))
+    print(
+        json.dumps(
+            {
+                "out": args.out,
+                "mode": args.mode,
+                "trained_parameters": trained,
+                "accuracy_before": round(trainer.accuracy_before, 4),
+                "accuracy_after": round(after, 4),
+            }
+        )
+    )
     return 0
 
 
@@ -157,11 +212,20 @@ def cmd_quantize(args: argparse.Namespace) -> int:
         source = qz.remove_fake_quant(trainer.model).eval()
     result = qz.quantize_model(source, spec)
     comparison = qz.compare(model, result.model, adapt.held_out_ids(tokenizer, text, model))
-    report = {"bits": spec.bits, "per_channel": spec.per_channel, "symmetric": spec.symmetric,
-              "qat_steps": args.qat_steps, "float_bytes": result.float_bytes, "quantized_bytes": result.total_bytes,
-              "loss_before": comparison.loss_before, "loss_after": comparison.loss_after, "kl": comparison.kl,
-              "top1_agreement": comparison.top1_agreement}
-    write_checkpoint(args.out, result.model, tokenizer, {"init": args.init}, {"quantization": report,
-                                                                              "corpus": args.corpus})
+    report = {
+        "bits": spec.bits,
+        "per_channel": spec.per_channel,
+        "symmetric": spec.symmetric,
+        "qat_steps": args.qat_steps,
+        "float_bytes": result.float_bytes,
+        "quantized_bytes": result.total_bytes,
+        "loss_before": comparison.loss_before,
+        "loss_after": comparison.loss_after,
+        "kl": comparison.kl,
+        "top1_agreement": comparison.top1_agreement,
+    }
+    write_checkpoint(
+        args.out, result.model, tokenizer, {"init": args.init}, {"quantization": report, "corpus": args.corpus}
+    )
     print(json.dumps({"out": args.out, **{k: round(v, 4) if isinstance(v, float) else v for k, v in report.items()}}))
     return 0

@@ -1,11 +1,14 @@
-"""Command line: ``python -m llmviz corpus list | tokenize … | train … | sample … | lora … | finetune … | quantize …``."""
+"""Command line: ``python -m llmviz corpus list | tokenize … | train … | sample … | lora … | finetune … |
+quantize …``."""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
-from llmviz.errors import LlmvizError
+from llmviz import settings
+from llmviz.errors import LlmvizError, configure_logging
 
 
 def _format_table(header: list[str], rows: list[list[str]]) -> str:
@@ -70,9 +73,11 @@ def load_tokenizer(name: str, text: str, corpus_name: str | None = None):
             what = "checkpoint folder without a checkpoint.json" if path.name == "checkpoint.json" else "file"
             raise base.TokenizerError(
                 f"No tokenizer {what} at {name}: check the path (a BPE saved from the Tokens page is a .json file; "
-                "a checkpoint is a folder such as data/gpt-python-docs).")
+                "a checkpoint is a folder such as data/gpt-python-docs)."
+            )
         raise base.TokenizerError(
-            f"Unknown tokenizer {name!r}: use char, gpt2, cl100k, a tokenizer JSON file or a checkpoint folder.")
+            f"Unknown tokenizer {name!r}: use char, gpt2, cl100k, a tokenizer JSON file or a checkpoint folder."
+        )
     from llmviz.errors import CheckpointError
     from llmviz.training.checkpoint import MAX_META_BYTES, _read_regular_file, parse_description
 
@@ -106,8 +111,10 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
         except OSError as error:
             raise TokenizerError(f"Cannot read {args.file}: {error.strerror or error}.") from None
         except UnicodeDecodeError as error:
-            raise TokenizerError(f"{args.file} is not UTF-8 text: byte {error.object[error.start]:#04x} at offset "
-                                 f"{error.start:,} cannot be decoded. Save it as UTF-8.") from None
+            raise TokenizerError(
+                f"{args.file} is not UTF-8 text: byte {error.object[error.start]:#04x} at offset "
+                f"{error.start:,} cannot be decoded. Save it as UTF-8."
+            ) from None
     else:
         text = args.text
     tokenizer = load_tokenizer(args.tokenizer, text, args.corpus)
@@ -120,12 +127,24 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
     if args.format == "ids":
         print(" ".join(map(str, ids)))
     elif args.format == "json":
-        print(json.dumps({"tokenizer": tokenizer.name, "vocab_size": tokenizer.vocab_size, "ids": ids,
-                          "tokens": [tokenizer.printable(i) for i in ids]}, ensure_ascii=False))
+        print(
+            json.dumps(
+                {
+                    "tokenizer": tokenizer.name,
+                    "vocab_size": tokenizer.vocab_size,
+                    "ids": ids,
+                    "tokens": [tokenizer.printable(i) for i in ids],
+                },
+                ensure_ascii=False,
+            )
+        )
     else:
         rows = [[str(n), str(i), tokenizer.printable(i)] for n, i in enumerate(ids)]
         print(_format_table(["position", "id", "token"], rows))
-        print(f"\n{len(ids):,} tokens for {len(text):,} characters ({tokenizer.name}, vocabulary {tokenizer.vocab_size:,})")
+        print(
+            f"\n{len(ids):,} tokens for {len(text):,} characters ({tokenizer.name}, vocabulary "
+            f"{tokenizer.vocab_size:,})"
+        )
     return 0
 
 
@@ -141,19 +160,30 @@ def build_parser(prog: str = "llmviz") -> argparse.ArgumentParser:
     download.add_argument("name")
     download.set_defaults(func=cmd_corpus_download)
 
-    tokenize = commands.add_parser("tokenize", help="split text into tokens and print their ids",
-                                   description="Tokenize text: prints each token (whitespace made visible) and its id.")
+    tokenize = commands.add_parser(
+        "tokenize",
+        help="split text into tokens and print their ids",
+        description="Tokenize text: prints each token (whitespace made visible) and its id.",
+    )
     tokenize.add_argument("text", nargs="?", help="the text (or use --file)")
     tokenize.add_argument("--file", help="a UTF-8 text file to tokenize ('-' reads standard input)")
-    tokenize.add_argument("--tokenizer", default="gpt2",
-                          help="char, gpt2, cl100k, a BPE JSON file saved by llmviz, or a checkpoint folder "
-                               "such as data/gpt-python-docs (default: gpt2)")
-    tokenize.add_argument("--corpus", default=None,
-                          help="for --tokenizer char: the corpus whose characters are the vocabulary "
-                               "(default: the text's own characters)")
-    tokenize.add_argument("--allow-special", action="store_true",
-                          help="read special-token text such as <|endoftext|> as the special token "
-                               "(default: it is ordinary text)")
+    tokenize.add_argument(
+        "--tokenizer",
+        default="gpt2",
+        help="char, gpt2, cl100k, a BPE JSON file saved by llmviz, or a checkpoint folder "
+        "such as data/gpt-python-docs (default: gpt2)",
+    )
+    tokenize.add_argument(
+        "--corpus",
+        default=None,
+        help="for --tokenizer char: the corpus whose characters are the vocabulary "
+        "(default: the text's own characters)",
+    )
+    tokenize.add_argument(
+        "--allow-special",
+        action="store_true",
+        help="read special-token text such as <|endoftext|> as the special token (default: it is ordinary text)",
+    )
     tokenize.add_argument("--format", choices=["table", "ids", "json"], default="table")
     tokenize.set_defaults(func=cmd_tokenize)
 
@@ -167,6 +197,9 @@ def build_parser(prog: str = "llmviz") -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None, prog: str = "llmviz") -> int:
+    configure_logging(logging.WARNING)
+    for problem in settings.problems():
+        print(f"warning: {problem}", file=sys.stderr)
     parser = build_parser(prog)
     args = parser.parse_args(argv)
     try:

@@ -75,16 +75,28 @@ def add_train_commands(commands) -> None:
     from llmviz.training.trainer import MODEL_CHOICES, OPTIMIZERS
 
     train = commands.add_parser("train", help="train a model on a corpus and save a safetensors checkpoint")
-    train.add_argument("--corpus", default="python-docs", help="a registered corpus name, or a path to a UTF-8 text file")
+    train.add_argument(
+        "--corpus", default="python-docs", help="a registered corpus name, or a path to a UTF-8 text file"
+    )
     train.add_argument("--model", default="gpt-micro", choices=MODEL_CHOICES)
-    train.add_argument("--tokenizer", default=None, choices=["char", "bpe"], help="default: bpe for GPTs, char otherwise")
+    train.add_argument(
+        "--tokenizer", default=None, choices=["char", "bpe"], help="default: bpe for GPTs, char otherwise"
+    )
     train.add_argument("--vocab-size", type=int, default=512, help="BPE vocabulary size")
     train.add_argument("--context", type=int, default=64)
     train.add_argument("--stride", type=int, default=None)
-    train.add_argument("--batch", type=int, default=16,
-                       help="windows per optimizer step, over all processes together (torchrun splits it)")
-    train.add_argument("--micro-batch", type=int, default=None,
-                       help="windows per forward pass in each process; smaller than its share → gradient accumulation")
+    train.add_argument(
+        "--batch",
+        type=int,
+        default=16,
+        help="windows per optimizer step, over all processes together (torchrun splits it)",
+    )
+    train.add_argument(
+        "--micro-batch",
+        type=int,
+        default=None,
+        help="windows per forward pass in each process; smaller than its share → gradient accumulation",
+    )
     train.add_argument("--steps", type=int, default=500)
     train.add_argument("--optimizer", default="adamw", choices=OPTIMIZERS)
     train.add_argument("--lr", type=float, default=None, help="default: 3e-3, or 1e-4 when fine-tuning (--init)")
@@ -94,27 +106,48 @@ def add_train_commands(commands) -> None:
     train.add_argument("--d-model", type=int, default=None)
     train.add_argument("--layers", type=int, default=None)
     train.add_argument("--heads", type=int, default=None)
-    train.add_argument("--arch", action="append", default=[], metavar="SWITCH=VALUE",
-                       help="an architecture switch over the preset's, repeatable: positions=rope, norm=rmsnorm, "
-                            "mlp_kind=swiglu, n_kv_heads=1, n_experts=4, bias=false, tie_weights=true, …")
+    train.add_argument(
+        "--arch",
+        action="append",
+        default=[],
+        metavar="SWITCH=VALUE",
+        help="an architecture switch over the preset's, repeatable: positions=rope, norm=rmsnorm, "
+        "mlp_kind=swiglu, n_kv_heads=1, n_experts=4, bias=false, tie_weights=true, …",
+    )
     train.add_argument("--eval-interval", type=int, default=50)
     train.add_argument("--seed", type=int, default=1337)
-    train.add_argument("--device", default="auto",
-                       help="auto (CUDA, else MPS, else CPU), cuda, cuda:N, mps or cpu; one that is not available "
-                            "here is an error")
-    train.add_argument("--init", default=None, metavar="MODEL",
-                       help="fine-tune instead of starting from random weights: gpt2 (or gpt2-medium, …: downloaded "
-                            "once), a Hugging Face GPT-2 folder, or an llmviz checkpoint folder such as "
-                            "data/gpt-python-docs; the model, its sizes and its tokenizer come from there")
+    train.add_argument(
+        "--device",
+        default="auto",
+        help="auto (CUDA, else MPS, else CPU), cuda, cuda:N, mps or cpu; one that is not available here is an error",
+    )
+    train.add_argument(
+        "--init",
+        default=None,
+        metavar="MODEL",
+        help="fine-tune instead of starting from random weights: gpt2 (or gpt2-medium, …: downloaded "
+        "once), a Hugging Face GPT-2 folder, or an llmviz checkpoint folder such as "
+        "data/gpt-python-docs; the model, its sizes and its tokenizer come from there",
+    )
     train.add_argument("--out", required=True, help="output folder for the checkpoint")
-    train.add_argument("--resume", default=None, metavar="CHECKPOINT",
-                       help="continue a saved run (up to --steps in all; on any number of processes)")
-    train.add_argument("--fsdp", action="store_true",
-                       help="under torchrun, shard the GPT with FSDP (torch.distributed.fsdp.fully_shard) instead of "
-                            "copying it into every process: each keeps 1/N of the parameters, gradients and "
-                            "optimizer states")
-    train.add_argument("--weights-only", action="store_true",
-                       help="leave out the optimizer and RNG state (smaller; the run cannot be resumed)")
+    train.add_argument(
+        "--resume",
+        default=None,
+        metavar="CHECKPOINT",
+        help="continue a saved run (up to --steps in all; on any number of processes)",
+    )
+    train.add_argument(
+        "--fsdp",
+        action="store_true",
+        help="under torchrun, shard the GPT with FSDP (torch.distributed.fsdp.fully_shard) instead of "
+        "copying it into every process: each keeps 1/N of the parameters, gradients and "
+        "optimizer states",
+    )
+    train.add_argument(
+        "--weights-only",
+        action="store_true",
+        help="leave out the optimizer and RNG state (smaller; the run cannot be resumed)",
+    )
     train.set_defaults(func=cmd_train)
 
     sample = commands.add_parser("sample", help="generate text from a checkpoint or GPT-2")
@@ -122,8 +155,12 @@ def add_train_commands(commands) -> None:
     source.add_argument("--checkpoint", help="an llmviz checkpoint folder (or .safetensors file)")
     source.add_argument("--model", help="a Hugging Face GPT-2: gpt2, gpt2-medium, … (downloaded once) or a folder")
     sample.add_argument("--prompt", default="")
-    sample.add_argument("--tokens", type=count_between(1, MAX_SAMPLE_TOKENS), default=100,
-                        help=f"new tokens to generate (1 to {MAX_SAMPLE_TOKENS:,})")
+    sample.add_argument(
+        "--tokens",
+        type=count_between(1, MAX_SAMPLE_TOKENS),
+        default=100,
+        help=f"new tokens to generate (1 to {MAX_SAMPLE_TOKENS:,})",
+    )
     sample.add_argument("--temperature", type=float, default=0.8)
     sample.add_argument("--top-k", type=int, default=0)
     sample.add_argument("--top-p", type=float, default=1.0)
@@ -140,8 +177,12 @@ def add_train_commands(commands) -> None:
     family = commands.add_parser("hf", help="Llama-family models (SmolLM2, Qwen2, …) from the Hugging Face Hub")
     family_commands = family.add_subparsers(dest="hf_command", required=True)
     fetch = family_commands.add_parser("download", help="fetch a model once into huggingface_hub's cache")
-    fetch.add_argument("name", nargs="?", default="HuggingFaceTB/SmolLM2-135M",
-                       help="a Hub id such as HuggingFaceTB/SmolLM2-135M (269 MB)")
+    fetch.add_argument(
+        "name",
+        nargs="?",
+        default="HuggingFaceTB/SmolLM2-135M",
+        help="a Hub id such as HuggingFaceTB/SmolLM2-135M (269 MB)",
+    )
     fetch.set_defaults(func=cmd_hf_download)
 
 
@@ -197,28 +238,50 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
         tokenizer = args.tokenizer or ("bpe" if args.model in PRESETS else "char")
         lr = args.lr if args.lr is not None else (1e-4 if args.init else 3e-3)
         config = TrainConfig(
-            model=args.model, tokenizer=tokenizer, bpe_vocab_size=args.vocab_size, context_size=args.context,
-            stride=args.stride, batch_size=args.batch, micro_batch_size=args.micro_batch, steps=args.steps,
-            optimizer=args.optimizer, lr=lr, warmup_steps=args.warmup, dropout=args.dropout,
-            weight_decay=args.weight_decay, eval_interval=args.eval_interval, seed=args.seed, device=device,
-            d_model=args.d_model, n_layers=args.layers, n_heads=args.heads, init=args.init,
+            model=args.model,
+            tokenizer=tokenizer,
+            bpe_vocab_size=args.vocab_size,
+            context_size=args.context,
+            stride=args.stride,
+            batch_size=args.batch,
+            micro_batch_size=args.micro_batch,
+            steps=args.steps,
+            optimizer=args.optimizer,
+            lr=lr,
+            warmup_steps=args.warmup,
+            dropout=args.dropout,
+            weight_decay=args.weight_decay,
+            eval_interval=args.eval_interval,
+            seed=args.seed,
+            device=device,
+            d_model=args.d_model,
+            n_layers=args.layers,
+            n_heads=args.heads,
+            init=args.init,
             architecture=parse_switches(args.arch) or None,
         )
         initial_model = initial_tokenizer = None
         if args.init:
             say(f"loading {args.init} to fine-tune (learning rate {lr:g}) …")
             initial_model, initial_tokenizer = load_initial(args.init, "cpu")
-        say(f"tokenizing {args.corpus} ({len(text):,} characters) with "
-            f"{'the tokenizer of ' + args.init if args.init else tokenizer} …")
-        trainer = Trainer.from_text(text, config, tokenizer=initial_tokenizer, group=group,
-                                    initial_model=initial_model)
+        say(
+            f"tokenizing {args.corpus} ({len(text):,} characters) with "
+            f"{'the tokenizer of ' + args.init if args.init else tokenizer} …"
+        )
+        trainer = Trainer.from_text(text, config, tokenizer=initial_tokenizer, group=group, initial_model=initial_model)
     parameters = sum(p.numel() for p in trainer.model.parameters())
-    say(f"{trainer.config.init or trainer.config.model}: {parameters:,} parameters, "
+    say(
+        f"{trainer.config.init or trainer.config.model}: {parameters:,} parameters, "
         f"vocabulary {trainer.dataset.vocab_size:,}, {len(trainer.dataset.train_ids):,} training tokens"
-        + (f"; {group.world_size} processes × {trainer.config.batch_size // group.world_size} windows, "
-           f"{trainer.accumulation} micro-batch(es) each" if group.distributed else "")
+        + (
+            f"; {group.world_size} processes × {trainer.config.batch_size // group.world_size} windows, "
+            f"{trainer.accumulation} micro-batch(es) each"
+            if group.distributed
+            else ""
+        )
         + (", the model sharded over them (FSDP)" if group.sharded else "")
-        + f"; training on {describe_device(device)}")  # --device auto on a CPU-only machine: said, not silent
+        + f"; training on {describe_device(device)}"
+    )  # --device auto on a CPU-only machine: said, not silent
     if args.fsdp and not group.distributed:
         say("--fsdp shards the model over the processes torchrun starts; in one process it trains as usual")
     progress = tqdm(total=trainer.config.steps, initial=trainer.step, unit="step", disable=not group.is_main)
@@ -235,14 +298,24 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     trainer.unshard()  # FSDP: every process sends its shards, rank 0 gathers the full weights to save
     if not group.is_main:
         return 0
-    command = "python -m llmviz " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["train"] else None
+    command = (
+        "python -m llmviz " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["train"] else None
+    )
     from llmviz.data.corpus import sha256_hex
 
     _save_with_command(trainer, args, command or "python -m llmviz train …", sha256_hex(text.encode("utf-8")))
     final = trainer.history[-1]
-    print(json.dumps({"out": args.out, "step": trainer.step, "train_loss": round(final.train_loss, 4),
-                      "val_loss": round(final.val_loss, 4) if final.val_loss is not None else None,
-                      "processes": group.world_size}))
+    print(
+        json.dumps(
+            {
+                "out": args.out,
+                "step": trainer.step,
+                "train_loss": round(final.train_loss, 4),
+                "val_loss": round(final.val_loss, 4) if final.val_loss is not None else None,
+                "processes": group.world_size,
+            }
+        )
+    )
     return 0
 
 
@@ -251,8 +324,12 @@ def _save_with_command(trainer, args, command: str, corpus_sha256: str) -> None:
 
     # the corpus digest says which text the recorded losses belong to: a built-in corpus such as python-docs
     # (Python's own manual) differs from one Python release to the next
-    save_checkpoint(args.out, trainer, extra={"corpus": args.corpus, "corpus_sha256": corpus_sha256, "command": command},
-                    trainer_state=not args.weights_only)
+    save_checkpoint(
+        args.out,
+        trainer,
+        extra={"corpus": args.corpus, "corpus_sha256": corpus_sha256, "command": command},
+        trainer_state=not args.weights_only,
+    )
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
@@ -269,8 +346,16 @@ def cmd_sample(args: argparse.Namespace) -> int:
         model, tokenizer, _ = gpt2.load(args.model, allow_download=True)
     else:
         model, tokenizer, _ = load_checkpoint(args.checkpoint)
-    result = generate_from_prompt(model, tokenizer, args.prompt, max_new_tokens=args.tokens,
-                                  temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    result = generate_from_prompt(
+        model,
+        tokenizer,
+        args.prompt,
+        max_new_tokens=args.tokens,
+        temperature=args.temperature,
+        top_k=args.top_k,
+        top_p=args.top_p,
+        seed=args.seed,
+    )
     for note in result.notes():  # dropped characters, a cut prompt: on stderr, so stdout stays the text
         print(f"note: {note}", file=sys.stderr)
     print(result.text)

@@ -25,6 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import cast
 
+from llmviz import settings
 from llmviz.errors import CorpusUnavailable, UploadError
 
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024  # 20 MB; .streamlit/config.toml's maxUploadSize matches
@@ -176,7 +177,7 @@ _BUILTIN = {"python-docs": _python_docs, "names": _names}
 
 def cache_dir() -> Path:
     """Where downloaded corpora live: ``$LLMVIZ_CACHE_DIR`` or ``~/.cache/llmviz``."""
-    root = os.environ.get("LLMVIZ_CACHE_DIR") or os.path.join(
+    root = settings.get("LLMVIZ_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "llmviz"
     )
     return Path(root)
@@ -275,7 +276,7 @@ def _deadline_opener(deadline: float, stall_s: float, poll: Callable[[], None]) 
     return urllib.request.build_opener(Handler, SecureHandler)
 
 
-def download(
+def download(  # noqa: C901 - TODO(layout): split below 15
     name: str,
     *,
     url: str | None = None,
@@ -464,8 +465,7 @@ def validate_upload(filename: str, data: bytes, *, max_bytes: int = MAX_UPLOAD_B
         raise UploadError(f"{label} is empty (0 bytes): there is no text to learn from.")
     if len(data) > max_bytes:
         raise UploadError(
-            f"{label} is {len(data) / 2**20:.1f} MB; the limit is {max_bytes / 2**20:.0f} MB. "
-            "Upload a smaller excerpt."
+            f"{label} is {len(data) / 2**20:.1f} MB; the limit is {max_bytes / 2**20:.0f} MB. Upload a smaller excerpt."
         )
     for signature, kind in _BINARY_SIGNATURES.items():
         if data.startswith(signature):

@@ -165,24 +165,38 @@ class Distribution:
 
     @property
     def entropies(self) -> dict[str, float]:
-        return {"raw softmax": entropy(self.raw_probs), "after temperature": entropy(self.temperature_probs),
-                "after top-k": entropy(self.top_k_probs), "after top-p": entropy(self.final_probs)}
+        return {
+            "raw softmax": entropy(self.raw_probs),
+            "after temperature": entropy(self.temperature_probs),
+            "after top-k": entropy(self.top_k_probs),
+            "after top-p": entropy(self.final_probs),
+        }
 
     @property
     def kept(self) -> int:
         return int((self.final_probs > 0).sum())
 
 
-def next_token_distribution(logits: torch.Tensor, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0) -> Distribution:
+def next_token_distribution(
+    logits: torch.Tensor, temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0
+) -> Distribution:
     """Chain temperature → top-k → top-p on a 1-D logits vector, keeping every intermediate."""
     logits = check_logits(logits.detach().float().cpu())
     scaled = apply_temperature(logits, temperature)
     after_k = top_k_filter(scaled, top_k)
     final = top_p_filter(after_k, top_p)
     return Distribution(
-        logits=logits, raw_probs=softmax(logits), temperature_logits=scaled, temperature_probs=softmax(scaled),
-        top_k_logits=after_k, top_k_probs=softmax(after_k), final_logits=final, final_probs=softmax(final),
-        temperature=float(temperature), top_k=top_k, top_p=float(top_p),
+        logits=logits,
+        raw_probs=softmax(logits),
+        temperature_logits=scaled,
+        temperature_probs=softmax(scaled),
+        top_k_logits=after_k,
+        top_k_probs=softmax(after_k),
+        final_logits=final,
+        final_probs=softmax(final),
+        temperature=float(temperature),
+        top_k=top_k,
+        top_p=float(top_p),
     )
 
 
@@ -215,7 +229,7 @@ def shift_keep(model: nn.Module) -> int:
 
 def crop(ids: list[int], model: nn.Module) -> list[int]:
     """The last tokens the model can see (:func:`visible_tokens`)."""
-    return list(ids)[-visible_tokens(model):]
+    return list(ids)[-visible_tokens(model) :]
 
 
 @dataclass
@@ -327,7 +341,8 @@ def generate(
             if cached:
                 new = window if past is None else window[-1:]
                 logits, past = model.forward_with_kv_cache(  # type: ignore[operator]  # a GPT (checked above)
-                    torch.tensor([new], device=device), past)
+                    torch.tensor([new], device=device), past
+                )
             else:
                 logits, _ = model(torch.tensor([window], device=device))
             distribution = next_token_distribution(logits[0, -1], temperature, top_k, top_p)
@@ -339,8 +354,13 @@ def generate(
             else:
                 token = sample(probs, generator)
             values, indices = torch.topk(probs, min(10, probs.shape[-1]))
-            yield StepRecord(step=step, token=token, probability=float(probs[token]), distribution=distribution,
-                             top=list(zip(indices.tolist(), values.tolist())))
+            yield StepRecord(
+                step=step,
+                token=token,
+                probability=float(probs[token]),
+                distribution=distribution,
+                top=list(zip(indices.tolist(), values.tolist())),
+            )
             sequence.append(token)
     finally:
         model.train(was_training)
@@ -363,32 +383,53 @@ class GeneratedText:
         """What a reader should know about the prompt: dropped characters, a cut, the start token."""
         notes = []
         if self.prompt.dropped:
-            notes.append("The model's vocabulary has no " + ", ".join(repr(c) for c in self.prompt.dropped)
-                         + ": left out of the prompt.")
+            notes.append(
+                "The model's vocabulary has no "
+                + ", ".join(repr(c) for c in self.prompt.dropped)
+                + ": left out of the prompt."
+            )
         if self.prompt.cropped:
-            notes.append(f"The prompt's first {self.prompt.cropped} token(s) were cut: the model sees at most "
-                         f"{len(self.prompt.ids)}.")
+            notes.append(
+                f"The prompt's first {self.prompt.cropped} token(s) were cut: the model sees at most "
+                f"{len(self.prompt.ids)}."
+            )
         if self.prompt.start_token is not None:
             notes.append(f"Nothing of the prompt was left: generation started from {self.prompt.start_token}.")
         return notes
 
 
-def generate_from_prompt(model: nn.Module, tokenizer: Tokenizer, prompt: str = "", max_new_tokens: int = 100,
-                         temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0,
-                         seed: int | None = 0, generator: torch.Generator | None = None) -> GeneratedText:
+def generate_from_prompt(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    prompt: str = "",
+    max_new_tokens: int = 100,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seed: int | None = 0,
+    generator: torch.Generator | None = None,
+) -> GeneratedText:
     """Encode ``prompt`` (:func:`encode_prompt`), generate, and keep both for display."""
     encoded = encode_prompt(tokenizer, prompt, model)
-    records = list(generate(model, encoded.ids, max_new_tokens, temperature, top_k, top_p, seed,
-                            generator=generator))
+    records = list(generate(model, encoded.ids, max_new_tokens, temperature, top_k, top_p, seed, generator=generator))
     return GeneratedText(prompt=encoded, new_text=tokenizer.decode([r.token for r in records]), records=records)
 
 
-def generate_text(model: nn.Module, tokenizer: Tokenizer, prompt: str = "", max_new_tokens: int = 100,
-                  temperature: float = 1.0, top_k: int = 0, top_p: float = 1.0, seed: int | None = 0,
-                  generator: torch.Generator | None = None) -> str:
+def generate_text(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    prompt: str = "",
+    max_new_tokens: int = 100,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seed: int | None = 0,
+    generator: torch.Generator | None = None,
+) -> str:
     """The prompt (without characters the model lacks) and its continuation, as one string."""
-    return generate_from_prompt(model, tokenizer, prompt, max_new_tokens, temperature, top_k, top_p, seed,
-                                generator=generator).text
+    return generate_from_prompt(
+        model, tokenizer, prompt, max_new_tokens, temperature, top_k, top_p, seed, generator=generator
+    ).text
 
 
 @dataclass
@@ -402,8 +443,15 @@ class NextTokenView:
 
 
 @torch.no_grad()
-def next_token_view(model: nn.Module, tokenizer: Tokenizer, prompt: str, temperature: float = 1.0,
-                    top_k: int = 0, top_p: float = 1.0, count: int = 15) -> NextTokenView:
+def next_token_view(
+    model: nn.Module,
+    tokenizer: Tokenizer,
+    prompt: str,
+    temperature: float = 1.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    count: int = 15,
+) -> NextTokenView:
     """One forward pass on the model's own device: the distribution of the token after ``prompt``."""
     encoded = encode_prompt(tokenizer, prompt, model)
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
@@ -451,8 +499,10 @@ def beam_search(model: nn.Module, ids: list[int], width: int = 3, max_new_tokens
     which survived. Width 1 is greedy decoding.
     """
     if not isinstance(width, int) or isinstance(width, bool) or not 1 <= width <= MAX_BEAM_WIDTH:
-        raise SamplingError(f"The beam width must be a whole number from 1 to {MAX_BEAM_WIDTH} (got {width}): "
-                            "every beam costs one forward pass per new token.")
+        raise SamplingError(
+            f"The beam width must be a whole number from 1 to {MAX_BEAM_WIDTH} (got {width}): "
+            "every beam costs one forward pass per new token."
+        )
     was_training = model.training
     model.eval()
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
@@ -516,8 +566,15 @@ class KVCacheComparison:
         return self.seconds_without_cache / max(self.seconds_with_cache, 1e-9)
 
 
-def compare_kv_cache(model: nn.Module, ids: list[int], max_new_tokens: int = 60, temperature: float = 0.0,
-                     top_k: int = 0, top_p: float = 1.0, seed: int | None = 0) -> KVCacheComparison:
+def compare_kv_cache(
+    model: nn.Module,
+    ids: list[int],
+    max_new_tokens: int = 60,
+    temperature: float = 0.0,
+    top_k: int = 0,
+    top_p: float = 1.0,
+    seed: int | None = 0,
+) -> KVCacheComparison:
     """Generate ``max_new_tokens`` after ``ids`` with the KV cache and again without it (same seed).
 
     Without the cache every new token runs the model over the whole window again; with it, only
@@ -529,11 +586,16 @@ def compare_kv_cache(model: nn.Module, ids: list[int], max_new_tokens: int = 60,
     timings, outputs = {}, {}
     for use_cache in (True, False):
         start = time.perf_counter()
-        outputs[use_cache] = [record.token for record in generate(
-            model, ids, max_new_tokens, temperature, top_k, top_p, seed=seed, use_kv_cache=use_cache)]
+        outputs[use_cache] = [
+            record.token
+            for record in generate(
+                model, ids, max_new_tokens, temperature, top_k, top_p, seed=seed, use_kv_cache=use_cache
+            )
+        ]
         timings[use_cache] = time.perf_counter() - start
-    return KVCacheComparison(outputs[True], outputs[False], timings[True], timings[False],
-                             cache_supported=_supports_kv_cache(model))
+    return KVCacheComparison(
+        outputs[True], outputs[False], timings[True], timings[False], cache_supported=_supports_kv_cache(model)
+    )
 
 
 def beam_path(result: BeamResult) -> list[int]:

@@ -147,8 +147,7 @@ class Request:
         """What the request got, once :func:`serve` has finished it."""
         if self.started is None or self.finished is None or self.started_s is None or self.finished_s is None:
             raise RuntimeError(f"request {self.name!r} has not finished")
-        return RequestResult(self.name, self.generated, self.started, self.finished, self.started_s,
-                             self.finished_s)
+        return RequestResult(self.name, self.generated, self.started, self.finished, self.started_s, self.finished_s)
 
 
 @dataclass(frozen=True)
@@ -197,7 +196,7 @@ class ServeResult:
 def _advance(model: GPT, request: Request, device) -> None:
     """One real forward pass for ``request``: its prompt the first time, then its last token."""
     if request.past is None:
-        ids = torch.tensor([request.prompt[-model.config.context_length:]], device=device)
+        ids = torch.tensor([request.prompt[-model.config.context_length :]], device=device)
         logits, request.past = model.forward_with_kv_cache(ids)
     else:
         ids = torch.tensor([[request.generated[-1]]], device=device)
@@ -205,8 +204,9 @@ def _advance(model: GPT, request: Request, device) -> None:
     request.generated.append(int(logits[0, -1].argmax()))
 
 
-def serve(model: GPT, prompts: dict[str, list[int]], new_tokens: dict[str, int], slots: int,
-          policy: str = "continuous") -> ServeResult:
+def serve(  # noqa: C901 - TODO(layout): split below 15
+    model: GPT, prompts: dict[str, list[int]], new_tokens: dict[str, int], slots: int, policy: str = "continuous"
+) -> ServeResult:
     """Generate greedily for every request with ``slots`` slots, under a ``static`` or ``continuous`` policy.
 
     Every engine step runs one real forward pass per occupied slot. In a static batch a finished request
@@ -217,7 +217,7 @@ def serve(model: GPT, prompts: dict[str, list[int]], new_tokens: dict[str, int],
     if slots < 1:
         raise ConfigError("There must be at least one slot.")
     for name, prompt in prompts.items():
-        room = model.config.context_length - len(prompt[-model.config.context_length:])
+        room = model.config.context_length - len(prompt[-model.config.context_length :])
         if not prompt or new_tokens[name] < 1 or new_tokens[name] > room:
             raise ConfigError(f"Request {name}: it needs a prompt and 1 to {room} new tokens.")
     device = next(model.parameters()).device

@@ -71,17 +71,21 @@ class GPT2Unavailable(LlmvizError):
 
 def offline_note(repo_id: str = DEFAULT_MODEL) -> str:
     """What to do when ``HF_HUB_OFFLINE`` stops a download."""
-    return (f"{repo_id} is not in the cache and HF_HUB_OFFLINE is set, which forbids every download: unset it "
-            f"(`unset HF_HUB_OFFLINE`, or run `HF_HUB_OFFLINE=0 python -m llmviz gpt2 download {repo_id}`) while "
-            "online; once the weights are cached, they load with it set.")
+    return (
+        f"{repo_id} is not in the cache and HF_HUB_OFFLINE is set, which forbids every download: unset it "
+        f"(`unset HF_HUB_OFFLINE`, or run `HF_HUB_OFFLINE=0 python -m llmviz gpt2 download {repo_id}`) while "
+        "online; once the weights are cached, they load with it set."
+    )
 
 
 def how_to_get(repo_id: str = DEFAULT_MODEL) -> str:
     """What a person does to get the weights (said wherever they are missing)."""
     hub = HUB_MODELS.get(repo_id)
     size = f" ({hub.download})" if hub else ""
-    return (f"To get it, connect to the internet once and run `python -m llmviz gpt2 download {repo_id}`{size}: "
-            f"huggingface_hub keeps it in its cache ({cache_dir()}), and from then on it loads offline.")
+    return (
+        f"To get it, connect to the internet once and run `python -m llmviz gpt2 download {repo_id}`{size}: "
+        f"huggingface_hub keeps it in its cache ({cache_dir()}), and from then on it loads offline."
+    )
 
 
 # ---------------------------------------------------------------------------- config
@@ -113,19 +117,34 @@ def config_from_hf(hf: dict, dropout: float | None = None) -> GPTConfig:
         raise ConfigError("This checkpoint cannot be loaded into llmviz's GPT exactly: " + "; ".join(problems) + ".")
     if dropout is None:  # GPT-2 uses 0.1 for embeddings, attention and residuals alike
         dropout = float(hf.get("resid_pdrop", 0.1))
-    return GPTConfig(vocab_size=hf.get("vocab_size", 50257), context_length=hf.get("n_positions", 1024),
-                     d_model=width, n_heads=hf.get("n_head", 12), n_layers=hf.get("n_layer", 12), dropout=dropout,
-                     qkv_bias=True, tie_weights=bool(hf.get("tie_word_embeddings", True)))
+    return GPTConfig(
+        vocab_size=hf.get("vocab_size", 50257),
+        context_length=hf.get("n_positions", 1024),
+        d_model=width,
+        n_heads=hf.get("n_head", 12),
+        n_layers=hf.get("n_layer", 12),
+        dropout=dropout,
+        qkv_bias=True,
+        tie_weights=bool(hf.get("tie_word_embeddings", True)),
+    )
 
 
 # ---------------------------------------------------------------------------- weights
 
 _CONV1D = (".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight", ".mlp.c_proj.weight")
 _PREFIXES = [("wte.", "tok_emb."), ("wpe.", "pos_emb."), ("h.", "blocks.")]
-_PARTS = [(".ln_1.weight", ".ln1.scale"), (".ln_1.bias", ".ln1.shift"), (".ln_2.weight", ".ln2.scale"),
-          (".ln_2.bias", ".ln2.shift"), ("ln_f.weight", "ln_f.scale"), ("ln_f.bias", "ln_f.shift"),
-          (".attn.c_attn.", ".attn.qkv."), (".attn.c_proj.", ".attn.proj."), (".mlp.c_fc.", ".mlp.fc."),
-          (".mlp.c_proj.", ".mlp.proj.")]
+_PARTS = [
+    (".ln_1.weight", ".ln1.scale"),
+    (".ln_1.bias", ".ln1.shift"),
+    (".ln_2.weight", ".ln2.scale"),
+    (".ln_2.bias", ".ln2.shift"),
+    ("ln_f.weight", "ln_f.scale"),
+    ("ln_f.bias", "ln_f.shift"),
+    (".attn.c_attn.", ".attn.qkv."),
+    (".attn.c_proj.", ".attn.proj."),
+    (".mlp.c_fc.", ".mlp.fc."),
+    (".mlp.c_proj.", ".mlp.proj."),
+]
 
 
 def hf_name_to_llmviz(name: str) -> str | None:
@@ -143,7 +162,7 @@ def hf_name_to_llmviz(name: str) -> str | None:
         return None
     for old, new in _PREFIXES:
         if name.startswith(old):
-            name = new + name[len(old):]
+            name = new + name[len(old) :]
     for old, new in _PARTS:
         name = name.replace(old, new)
     return name
@@ -178,7 +197,7 @@ def llmviz_state_to_hf(model: GPT) -> dict[str, torch.Tensor]:
             hf = hf.replace(new, old)
         for old, new in _PREFIXES:
             if hf.startswith(new):
-                hf = old + hf[len(new):]
+                hf = old + hf[len(new) :]
         if hf.endswith(_CONV1D):
             tensor = tensor.t()  # Linear (out, in) → Conv1D (in, out)
         inverse["transformer." + hf] = tensor.detach().cpu().contiguous()
@@ -193,11 +212,24 @@ def save_hf_folder(model: GPT, folder: str | Path) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     c = model.config
-    hf_config = {"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": c.vocab_size,
-                 "n_positions": c.context_length, "n_embd": c.d_model, "n_head": c.n_heads, "n_layer": c.n_layers,
-                 "n_inner": None, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5,
-                 "resid_pdrop": c.dropout, "embd_pdrop": c.dropout, "attn_pdrop": c.dropout,
-                 "tie_word_embeddings": True, "bos_token_id": 50256, "eos_token_id": 50256}
+    hf_config = {
+        "architectures": ["GPT2LMHeadModel"],
+        "model_type": "gpt2",
+        "vocab_size": c.vocab_size,
+        "n_positions": c.context_length,
+        "n_embd": c.d_model,
+        "n_head": c.n_heads,
+        "n_layer": c.n_layers,
+        "n_inner": None,
+        "activation_function": "gelu_new",
+        "layer_norm_epsilon": 1e-5,
+        "resid_pdrop": c.dropout,
+        "embd_pdrop": c.dropout,
+        "attn_pdrop": c.dropout,
+        "tie_word_embeddings": True,
+        "bos_token_id": 50256,
+        "eos_token_id": 50256,
+    }
     (folder / CONFIG_FILE).write_text(json.dumps(hf_config, indent=1) + "\n", encoding="utf-8")
     save_file(llmviz_state_to_hf(model), str(folder / SAFETENSORS_FILE), metadata={"format": "pt"})
     return folder
@@ -314,8 +346,10 @@ def _check_repo_id(repo_id: str) -> None:
     try:
         validate_repo_id(repo_id)
     except HFValidationError:
-        raise GPT2Unavailable(f"{repo_id!r} is neither a folder on this computer nor a Hugging Face Hub id "
-                              "(such as gpt2 or openai-community/gpt2-medium).") from None
+        raise GPT2Unavailable(
+            f"{repo_id!r} is neither a folder on this computer nor a Hugging Face Hub id "
+            "(such as gpt2 or openai-community/gpt2-medium)."
+        ) from None
 
 
 def cached_folder(repo_id: str = DEFAULT_MODEL) -> Path | None:
@@ -361,8 +395,10 @@ def download(repo_id: str = DEFAULT_MODEL) -> Path:
     if hub_offline():
         raise GPT2Unavailable(offline_note(repo_id))
     if not hub_reachable():
-        raise GPT2Unavailable(f"{repo_id} is not in the cache and the Hugging Face Hub cannot be reached from here "
-                              f"(offline?). {how_to_get(repo_id)}")
+        raise GPT2Unavailable(
+            f"{repo_id} is not in the cache and the Hugging Face Hub cannot be reached from here "
+            f"(offline?). {how_to_get(repo_id)}"
+        )
     try:
         config = Path(hf_hub_download(repo_id, CONFIG_FILE))
         for name in (SAFETENSORS_FILE, PYTORCH_FILE):
@@ -374,8 +410,10 @@ def download(repo_id: str = DEFAULT_MODEL) -> Path:
     except OfflineModeIsEnabled:
         raise GPT2Unavailable(offline_note(repo_id)) from None
     except (HfHubHTTPError, OSError, ValueError) as error:
-        raise GPT2Unavailable(f"Could not download {repo_id} from the Hugging Face Hub ({type(error).__name__}: "
-                              f"{error}). {how_to_get(repo_id)}") from None
+        raise GPT2Unavailable(
+            f"Could not download {repo_id} from the Hugging Face Hub ({type(error).__name__}: "
+            f"{error}). {how_to_get(repo_id)}"
+        ) from None
     raise GPT2Unavailable(f"{repo_id} on the Hub has neither {SAFETENSORS_FILE} nor {PYTORCH_FILE}.")
 
 
@@ -402,8 +440,9 @@ def gpt2_tokenizer():
     return reference_tokenizer("gpt2")
 
 
-def load(source: str | Path = DEFAULT_MODEL, device: str = "cpu", allow_download: bool = False,
-         dropout: float | None = None):
+def load(
+    source: str | Path = DEFAULT_MODEL, device: str = "cpu", allow_download: bool = False, dropout: float | None = None
+):
     """``(model, tokenizer, meta)`` for a GPT-2 checkpoint: a Hub id (from the cache, or downloaded
     when ``allow_download``) or a local folder. The model is in eval mode.
 
@@ -413,9 +452,17 @@ def load(source: str | Path = DEFAULT_MODEL, device: str = "cpu", allow_download
     model = gpt_from_folder(folder, device, dropout)
     tokenizer = gpt2_tokenizer()
     if model.config.vocab_size != tokenizer.vocab_size:
-        raise CheckpointError(f"{source} has a vocabulary of {model.config.vocab_size:,} tokens, but GPT-2's "
-                              f"tokenizer has {tokenizer.vocab_size:,}: llmviz cannot tokenize text for it.")
+        raise CheckpointError(
+            f"{source} has a vocabulary of {model.config.vocab_size:,} tokens, but GPT-2's "
+            f"tokenizer has {tokenizer.vocab_size:,}: llmviz cannot tokenize text for it."
+        )
     hub = HUB_MODELS.get(str(source))
-    meta = {"source": str(source), "folder": str(folder), "title": hub.title if hub else f"GPT-2 ({source})",
-            "family": "gpt2", "config": model.config.to_dict(), "parameters": model.num_parameters()}
+    meta = {
+        "source": str(source),
+        "folder": str(folder),
+        "title": hub.title if hub else f"GPT-2 ({source})",
+        "family": "gpt2",
+        "config": model.config.to_dict(),
+        "parameters": model.num_parameters(),
+    }
     return model, tokenizer, meta

@@ -65,8 +65,10 @@ class HubModelUnavailable(LlmvizError):
 
 def how_to_get(repo_id: str = DEFAULT_MODEL) -> str:
     size = f" ({HUB_MODELS[repo_id][1]})" if repo_id in HUB_MODELS else ""
-    return (f"To get it, connect to the internet once and run `python -m llmviz hf download {repo_id}`{size}: "
-            f"huggingface_hub keeps it in its cache ({cache_dir()}), and from then on it loads offline.")
+    return (
+        f"To get it, connect to the internet once and run `python -m llmviz hf download {repo_id}`{size}: "
+        f"huggingface_hub keeps it in its cache ({cache_dir()}), and from then on it loads offline."
+    )
 
 
 # ---------------------------------------------------------------------------- config
@@ -94,15 +96,20 @@ def config_from_hf(hf: dict) -> GPTConfig:
     """
     kind = hf.get("model_type")
     if kind not in MODEL_TYPES:
-        raise ConfigError(f"This is a {kind!r} model; llmviz reads {', '.join(MODEL_TYPES)} (and GPT-2 via llmviz.hub.gpt2).")
+        raise ConfigError(
+            f"This is a {kind!r} model; llmviz reads {', '.join(MODEL_TYPES)} (and GPT-2 via llmviz.hub.gpt2)."
+        )
     width, heads = hf.get("hidden_size", 4096), hf.get("num_attention_heads", 32)
     theta, problems = _rope_theta(hf)
     if hf.get("hidden_act", "silu") != "silu":
         problems.append(f"its MLP activation is {hf['hidden_act']!r}; llmviz's SwiGLU uses SiLU")
     if hf.get("head_dim") not in (None, width // heads):
         problems.append(f"its head_dim is {hf['head_dim']}, not hidden_size / heads = {width // heads}")
-    if hf.get("use_sliding_window") or (kind == "mistral" and hf.get("sliding_window") not in (None, 0)
-                                        and hf["sliding_window"] < hf.get("max_position_embeddings", 0)):
+    if hf.get("use_sliding_window") or (
+        kind == "mistral"
+        and hf.get("sliding_window") not in (None, 0)
+        and hf["sliding_window"] < hf.get("max_position_embeddings", 0)
+    ):
         problems.append("it attends within a sliding window; llmviz's GPT attends to the whole context")
     if kind == "qwen2":  # biases in q, k, v only
         qkv_bias, bias = True, False
@@ -115,44 +122,87 @@ def config_from_hf(hf: dict) -> GPTConfig:
         raise ConfigError("This checkpoint cannot be loaded into llmviz's GPT exactly: " + "; ".join(problems) + ".")
     experts = {}
     if kind == "mixtral":
-        experts = dict(n_experts=hf.get("num_local_experts", 8), experts_top_k=hf.get("num_experts_per_tok", 2),
-                       router_aux_loss_coef=float(hf.get("router_aux_loss_coef", 0.001)))
-    return GPTConfig(vocab_size=hf.get("vocab_size", 32000), context_length=hf.get("max_position_embeddings", 2048),
-                     d_model=width, n_heads=heads, n_layers=hf.get("num_hidden_layers", 32), dropout=0.0,
-                     n_kv_heads=hf.get("num_key_value_heads") or heads, positions="rope", rope_theta=theta,
-                     norm="rmsnorm", norm_eps=float(hf.get("rms_norm_eps", 1e-6)), mlp_kind="swiglu",
-                     d_mlp=hf.get("intermediate_size", 4 * width), qkv_bias=qkv_bias, bias=bias,
-                     tie_weights=bool(hf.get("tie_word_embeddings", False)), **experts)
+        experts = dict(
+            n_experts=hf.get("num_local_experts", 8),
+            experts_top_k=hf.get("num_experts_per_tok", 2),
+            router_aux_loss_coef=float(hf.get("router_aux_loss_coef", 0.001)),
+        )
+    return GPTConfig(
+        vocab_size=hf.get("vocab_size", 32000),
+        context_length=hf.get("max_position_embeddings", 2048),
+        d_model=width,
+        n_heads=heads,
+        n_layers=hf.get("num_hidden_layers", 32),
+        dropout=0.0,
+        n_kv_heads=hf.get("num_key_value_heads") or heads,
+        positions="rope",
+        rope_theta=theta,
+        norm="rmsnorm",
+        norm_eps=float(hf.get("rms_norm_eps", 1e-6)),
+        mlp_kind="swiglu",
+        d_mlp=hf.get("intermediate_size", 4 * width),
+        qkv_bias=qkv_bias,
+        bias=bias,
+        tie_weights=bool(hf.get("tie_word_embeddings", False)),
+        **experts,
+    )
 
 
 def config_to_hf(config: GPTConfig) -> dict:
     """The inverse of :func:`config_from_hf`: a transformers config dict (Llama, Qwen2 or Mixtral) for a
     GPT whose switches are all Llama's."""
-    llama_like = (config.positions == "rope" and config.norm == "rmsnorm" and config.mlp_kind == "swiglu"
-                  and config.mlp and (config.bias == config.qkv_bias or (config.qkv_bias and not config.bias)))
+    llama_like = (
+        config.positions == "rope"
+        and config.norm == "rmsnorm"
+        and config.mlp_kind == "swiglu"
+        and config.mlp
+        and (config.bias == config.qkv_bias or (config.qkv_bias and not config.bias))
+    )
     if not llama_like:
         raise ConfigError("Only a GPT with RoPE, RMSNorm and a SwiGLU MLP has a Llama-family twin in transformers.")
     kind = "mixtral" if config.n_experts else ("qwen2" if config.qkv_bias and not config.bias else "llama")
-    hf = {"model_type": kind, "vocab_size": config.vocab_size, "hidden_size": config.d_model,
-          "intermediate_size": config.mlp_width, "num_hidden_layers": config.n_layers,
-          "num_attention_heads": config.n_heads, "num_key_value_heads": config.kv_heads,
-          "max_position_embeddings": config.context_length, "rms_norm_eps": config.norm_eps,
-          "rope_theta": config.rope_theta, "tie_word_embeddings": config.tie_weights, "hidden_act": "silu"}
+    hf = {
+        "model_type": kind,
+        "vocab_size": config.vocab_size,
+        "hidden_size": config.d_model,
+        "intermediate_size": config.mlp_width,
+        "num_hidden_layers": config.n_layers,
+        "num_attention_heads": config.n_heads,
+        "num_key_value_heads": config.kv_heads,
+        "max_position_embeddings": config.context_length,
+        "rms_norm_eps": config.norm_eps,
+        "rope_theta": config.rope_theta,
+        "tie_word_embeddings": config.tie_weights,
+        "hidden_act": "silu",
+    }
     if kind == "llama":
         hf.update(attention_bias=config.bias, mlp_bias=config.bias)
     if kind == "mixtral":
-        hf.update(num_local_experts=config.n_experts, num_experts_per_tok=config.experts_top_k,
-                  router_aux_loss_coef=config.router_aux_loss_coef)
+        hf.update(
+            num_local_experts=config.n_experts,
+            num_experts_per_tok=config.experts_top_k,
+            router_aux_loss_coef=config.router_aux_loss_coef,
+        )
     return hf
 
 
 # ---------------------------------------------------------------------------- weights
 
 _NAMES = [("model.embed_tokens.", "tok_emb."), ("model.norm.", "ln_f."), ("model.layers.", "blocks.")]
-_PARTS = [(".input_layernorm.weight", ".ln1.scale"), (".post_attention_layernorm.weight", ".ln2.scale"),
-          ("ln_f.weight", "ln_f.scale"), (".self_attn.o_proj.", ".attn.proj."), (".mlp.gate_proj.", ".mlp.gate."),
-          (".mlp.up_proj.", ".mlp.fc."), (".mlp.down_proj.", ".mlp.proj."), (".block_sparse_moe.gate.", ".mlp.router."),
-          (".block_sparse_moe.experts.", ".mlp.experts."), (".w1.", ".gate."), (".w3.", ".fc."), (".w2.", ".proj.")]
+_PARTS = [
+    (".input_layernorm.weight", ".ln1.scale"),
+    (".post_attention_layernorm.weight", ".ln2.scale"),
+    ("ln_f.weight", "ln_f.scale"),
+    (".self_attn.o_proj.", ".attn.proj."),
+    (".mlp.gate_proj.", ".mlp.gate."),
+    (".mlp.up_proj.", ".mlp.fc."),
+    (".mlp.down_proj.", ".mlp.proj."),
+    (".block_sparse_moe.gate.", ".mlp.router."),
+    (".block_sparse_moe.experts.", ".mlp.experts."),
+    (".w1.", ".gate."),
+    (".w3.", ".fc."),
+    (".w2.", ".proj."),
+]
 
 
 def hf_name_to_llmviz(name: str) -> str:
@@ -165,7 +215,7 @@ def hf_name_to_llmviz(name: str) -> str:
     """
     for old, new in _NAMES:
         if name.startswith(old):
-            name = new + name[len(old):]
+            name = new + name[len(old) :]
     for old, new in _PARTS:
         name = name.replace(old, new)
     return name
@@ -230,8 +280,9 @@ def load_hf_causal_lm(folder: str | Path, device: str = "cpu") -> GPT:
 @lru_cache(maxsize=1)
 def _byte_decoder() -> dict[str, int]:
     """GPT-2's byte-level alphabet reversed: the printable character that stands for each byte → the byte."""
-    printable = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
+    printable = (
+        list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    )
     characters, extra = printable[:], 0
     for byte in range(256):
         if byte not in printable:
@@ -279,8 +330,9 @@ def _check_repo_id(repo_id: str) -> None:
     try:
         validate_repo_id(repo_id)
     except HFValidationError:
-        raise HubModelUnavailable(f"{repo_id!r} is neither a folder on this computer nor a Hugging Face Hub id "
-                                  f"(such as {DEFAULT_MODEL}).") from None
+        raise HubModelUnavailable(
+            f"{repo_id!r} is neither a folder on this computer nor a Hugging Face Hub id (such as {DEFAULT_MODEL})."
+        ) from None
 
 
 def cached_folder(repo_id: str = DEFAULT_MODEL) -> Path | None:
@@ -317,16 +369,21 @@ def download(repo_id: str = DEFAULT_MODEL) -> Path:
     if hub_offline():
         raise HubModelUnavailable(f"{repo_id} is not in the cache and HF_HUB_OFFLINE is set. {how_to_get(repo_id)}")
     if not hub_reachable():
-        raise HubModelUnavailable(f"{repo_id} is not in the cache and the Hugging Face Hub cannot be reached from "
-                                  f"here (offline?). {how_to_get(repo_id)}")
+        raise HubModelUnavailable(
+            f"{repo_id} is not in the cache and the Hugging Face Hub cannot be reached from "
+            f"here (offline?). {how_to_get(repo_id)}"
+        )
     try:
         snapshot_download(repo_id, allow_patterns=[CONFIG_FILE, TOKENIZER_FILE, "*.safetensors", SAFETENSORS_INDEX])
     except OfflineModeIsEnabled:
-        raise HubModelUnavailable(f"{repo_id} is not in the cache and HF_HUB_OFFLINE is set. "
-                                  f"{how_to_get(repo_id)}") from None
+        raise HubModelUnavailable(
+            f"{repo_id} is not in the cache and HF_HUB_OFFLINE is set. {how_to_get(repo_id)}"
+        ) from None
     except (HfHubHTTPError, OSError, ValueError) as error:
-        raise HubModelUnavailable(f"Could not download {repo_id} from the Hugging Face Hub ({type(error).__name__}: "
-                                  f"{error}). {how_to_get(repo_id)}") from None
+        raise HubModelUnavailable(
+            f"Could not download {repo_id} from the Hugging Face Hub ({type(error).__name__}: "
+            f"{error}). {how_to_get(repo_id)}"
+        ) from None
     folder = cached_folder(repo_id)
     if folder is None:
         raise HubModelUnavailable(f"{repo_id} on the Hub lacks {CONFIG_FILE}, {TOKENIZER_FILE} or safetensors weights.")
@@ -355,9 +412,17 @@ def load(source: str | Path = DEFAULT_MODEL, device: str = "cpu", allow_download
         raise CheckpointError(f"{folder} has no {TOKENIZER_FILE}: llmviz cannot tokenize text for it.")
     tokenizer = HubTokenizer(folder / TOKENIZER_FILE)
     if tokenizer.vocab_size > model.config.vocab_size:
-        raise CheckpointError(f"{source}'s tokenizer has {tokenizer.vocab_size:,} tokens but the model only "
-                              f"{model.config.vocab_size:,} rows of embeddings.")
+        raise CheckpointError(
+            f"{source}'s tokenizer has {tokenizer.vocab_size:,} tokens but the model only "
+            f"{model.config.vocab_size:,} rows of embeddings."
+        )
     title = HUB_MODELS.get(str(source), (str(source),))[0]
-    meta = {"source": str(source), "folder": str(folder), "title": title, "family": read_config(folder)["model_type"],
-            "config": model.config.to_dict(), "parameters": model.num_parameters()}
+    meta = {
+        "source": str(source),
+        "folder": str(folder),
+        "title": title,
+        "family": read_config(folder)["model_type"],
+        "config": model.config.to_dict(),
+        "parameters": model.num_parameters(),
+    }
     return model, tokenizer, meta

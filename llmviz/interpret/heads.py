@@ -19,10 +19,10 @@ DETECTORS = ("previous token", "first token", "duplicate token", "induction")
 DETECTOR_HELP = {
     "previous token": "attention from each token to the token just before it",
     "first token": "attention to the very first token (an 'attention sink': a place to put attention "
-                   "when nothing else is useful), from every position but the first",
+    "when nothing else is useful), from every position but the first",
     "duplicate token": "attention from a token to earlier copies of the same token",
     "induction": "attention from a token to the token that came *after* an earlier copy of it: "
-                 "the head that lets a model continue a repeated pattern ([A][B] … [A] → [B])",
+    "the head that lets a model continue a repeated pattern ([A][B] … [A] → [B])",
 }
 
 
@@ -97,5 +97,3 @@ def model_head_scores(model: GPT, half_length: int = 20, seed: int = 0) -> tuple
     device = next(model.parameters()).device
     _, _, cache = model.run_with_cache(torch.tensor([tokens], device=device))
     return tokens, head_scores(attention_patterns(cache, model.config.n_layers), tokens)
-
-

@@ -60,10 +60,21 @@ class InductionPreset:
 
     def train_config(self) -> TrainConfig:
         """A regular llmviz training configuration: windows are exactly the lines (stride = line length)."""
-        return TrainConfig(model="attn-only-2l", tokenizer="char", context_size=self.context,
-                           stride=self.context + 1, batch_size=self.batch_size, steps=self.steps, lr=self.lr,
-                           schedule="constant", warmup_steps=10, eval_interval=max(1, self.steps // 10),
-                           seed=self.seed, d_model=self.d_model, n_heads=self.n_heads)
+        return TrainConfig(
+            model="attn-only-2l",
+            tokenizer="char",
+            context_size=self.context,
+            stride=self.context + 1,
+            batch_size=self.batch_size,
+            steps=self.steps,
+            lr=self.lr,
+            schedule="constant",
+            warmup_steps=10,
+            eval_interval=max(1, self.steps // 10),
+            seed=self.seed,
+            d_model=self.d_model,
+            n_heads=self.n_heads,
+        )
 
 
 PRESET = InductionPreset()
@@ -83,15 +94,16 @@ def repeated_line(rng: random.Random, context: int, min_repeat: int, max_repeat:
     length = rng.randint(min_repeat, max_repeat)
     start = rng.randint(0, context - 2 * length)
     line = [rng.choice(ALPHABET) for _ in range(context)]
-    line[start + length:start + 2 * length] = line[start:start + length]
+    line[start + length : start + 2 * length] = line[start : start + length]
     return "".join(line)
 
 
 def repeated_text(preset: InductionPreset = PRESET) -> str:
     """The training text: ``preset.lines`` lines of :func:`repeated_line`, each ending in a newline."""
     rng = random.Random(preset.seed)
-    return "".join(repeated_line(rng, preset.context, preset.min_repeat, preset.max_repeat) + "\n"
-                   for _ in range(preset.lines))
+    return "".join(
+        repeated_line(rng, preset.context, preset.min_repeat, preset.max_repeat) + "\n" for _ in range(preset.lines)
+    )
 
 
 def make_trainer(preset: InductionPreset = PRESET) -> Trainer:
@@ -148,18 +160,28 @@ def probe(model: nn.Module, lines: torch.Tensor, step: int = 0) -> ProbeResult:
     model = cast(GPT, model)  # the probe reads GPT's named cache and config (a snapshot comes back as nn.Module)
     half = lines.shape[1] // 2
     _, _, cache = model.run_with_cache(lines)
-    patterns = torch.stack([cache[f"blocks.{layer}.attn.pattern"].mean(0)
-                            for layer in range(model.config.n_layers)])  # (L, H, T, T), mean over lines
+    patterns = torch.stack(
+        [cache[f"blocks.{layer}.attn.pattern"].mean(0) for layer in range(model.config.n_layers)]
+    )  # (L, H, T, T), mean over lines
     scores = heads.head_scores(patterns, lines[0].tolist())  # every line has the same repeat structure
     logits = cache["logits"]  # (B, T, V)
-    losses = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), lines[:, 1:].reshape(-1),
-                             reduction="none").view(lines.shape[0], -1)  # (B, T-1)
-    return ProbeResult(step, scores, float(losses[:, : half - 1].mean()), float(losses[:, half:].mean()),
-                       vocab_size=logits.shape[-1], test_lines=lines.shape[0], half_length=half)
+    losses = F.cross_entropy(
+        logits[:, :-1].reshape(-1, logits.shape[-1]), lines[:, 1:].reshape(-1), reduction="none"
+    ).view(lines.shape[0], -1)  # (B, T-1)
+    return ProbeResult(
+        step,
+        scores,
+        float(losses[:, : half - 1].mean()),
+        float(losses[:, half:].mean()),
+        vocab_size=logits.shape[-1],
+        test_lines=lines.shape[0],
+        half_length=half,
+    )
 
 
-def phase_curve(snapshots: Iterable[tuple[int, nn.Module]], lines: torch.Tensor,
-                progress: Callable[[int], None] | None = None) -> list[ProbeResult]:
+def phase_curve(
+    snapshots: Iterable[tuple[int, nn.Module]], lines: torch.Tensor, progress: Callable[[int], None] | None = None
+) -> list[ProbeResult]:
     """:func:`probe` at every ``(step, model)`` of a run, in step order."""
     results = []
     for step, model in sorted(snapshots, key=lambda pair: pair[0]):
@@ -189,19 +211,24 @@ def describe(result: ProbeResult) -> str:
     if score >= FORMED:
         heads = f"At step {result.step} **layer {layer}, head {head}** is an induction head (score {score:.2f})."
     else:
-        heads = (f"At step {result.step} no head is an induction head yet: the best candidate, layer {layer} "
-                 f"head {head}, scores {score:.2f} (a head counts from {FORMED:.2f}).")
+        heads = (
+            f"At step {result.step} no head is an induction head yet: the best candidate, layer {layer} "
+            f"head {head}, scores {score:.2f} (a head counts from {FORMED:.2f})."
+        )
     uniform = result.uniform_loss
     gap = result.first_half_loss - uniform
     where = "above" if gap >= 0 else "below"
-    return (f"{heads} The loss on the repeated half is {result.repeated_half_loss:.2f} nats; on the first half, "
-            f"where nothing can be copied, {result.first_half_loss:.2f} nats: {abs(gap):.2f} {where} uniform "
-            f"guessing over the model's {result.vocab_size} tokens (ln {result.vocab_size} = {uniform:.2f}). Scores "
-            f"and losses are measured on {result.measured_on}.")
+    return (
+        f"{heads} The loss on the repeated half is {result.repeated_half_loss:.2f} nats; on the first half, "
+        f"where nothing can be copied, {result.first_half_loss:.2f} nats: {abs(gap):.2f} {where} uniform "
+        f"guessing over the model's {result.vocab_size} tokens (ln {result.vocab_size} = {uniform:.2f}). Scores "
+        f"and losses are measured on {result.measured_on}."
+    )
 
 
 def snapshot_models(store, description: dict) -> list[tuple[int, nn.Module]]:
-    """``(step, model)`` for every snapshot a run kept (``store``: its :class:`llmviz.training.snapshots.SnapshotStore`)."""
+    """``(step, model)`` for every snapshot a run kept (``store``: its
+    :class:`llmviz.training.snapshots.SnapshotStore`)."""
     from llmviz.training.checkpoint import model_from_description
     from llmviz.training.snapshots import load_into
 

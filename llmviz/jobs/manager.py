@@ -28,7 +28,8 @@ A :class:`JobManager` owns every job of a process (the Streamlit server has one,
   heartbeat.
 
 >>> from llmviz.training.trainer import TrainConfig, Trainer
->>> config = TrainConfig(model="bigram-neural", tokenizer="char", context_size=8, batch_size=4, steps=5, eval_interval=5)
+>>> config = TrainConfig(model="bigram-neural", tokenizer="char", context_size=8, batch_size=4, steps=5,
+... eval_interval=5)
 >>> manager = JobManager(max_running=1)
 >>> job = manager.submit_training("notebook", Trainer.from_text("hello world\\n" * 20, config), label="demo")
 >>> job.wait(timeout=60), job.status().state, job.status().step, job.snapshots.steps()
@@ -55,6 +56,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from llmviz import settings
 from llmviz.errors import LlmvizError
 from llmviz.jobs.worker import (
     Channel,
@@ -70,7 +72,7 @@ from llmviz.jobs.worker import (
 )
 from llmviz.training.snapshots import SnapshotStore, evict, session_cap_bytes, state_of
 
-log = logging.getLogger("llmviz.jobs.manager")
+log = logging.getLogger(__name__)
 
 # the states a job goes through: queued → running ⇄ paused → finished | stopped | failed
 QUEUED, RUNNING, PAUSED, FINISHED, STOPPED, FAILED = "queued", "running", "paused", "finished", "stopped", "failed"
@@ -117,8 +119,10 @@ class JobStatus:
         """One line for a progress bar: "step 40/300 · loss 2.310 · …"."""
         if self.state == QUEUED:
             if self.waits_for_own_run:
-                return ("waiting: it starts when your run in training ends (each browser session trains one at a "
-                        "time on a shared server)")
+                return (
+                    "waiting: it starts when your run in training ends (each browser session trains one at a "
+                    "time on a shared server)"
+                )
             return f"waiting: number {self.queue_position or 1} in the queue (the server trains a few runs at a time)"
         state = "starting" if self.state == RUNNING and not self.losses else self.state  # the worker is on its way
         text = f"{state} · step {self.step}/{self.total}"
@@ -128,8 +132,9 @@ class JobStatus:
             val = self.last_val_loss
             last = self.metrics[-1]
             # the perplexity here is e^(training loss) of the last step; the run table shows e^(validation loss)
-            text += ((f" · validation {val:.3f}" if val is not None else "")
-                     + f" · training perplexity {last.perplexity:,.1f}")
+            text += (
+                f" · validation {val:.3f}" if val is not None else ""
+            ) + f" · training perplexity {last.perplexity:,.1f}"
             if self.state == RUNNING:
                 text += f" · {smoothed_rate([m.tokens_per_s for m in self.metrics]):,.0f} tokens/s"
         return text
@@ -161,8 +166,17 @@ class Job:
     server): :attr:`trainer` is set only when the worker is a thread of this process.
     """
 
-    def __init__(self, manager: JobManager, group: _Group, index: int, owner: str, label: str, kind: str,
-                 total: int, snapshots: bool = True):
+    def __init__(
+        self,
+        manager: JobManager,
+        group: _Group,
+        index: int,
+        owner: str,
+        label: str,
+        kind: str,
+        total: int,
+        snapshots: bool = True,
+    ):
         self.id = secrets.token_hex(5)  # URL-safe, unguessable
         self.owner = owner
         self.label = label
@@ -263,11 +277,20 @@ class Job:
             state, step, error, version = self._state, self._step, self._error, self._version
         steps = tuple(self.snapshots.steps()) if self.snapshots is not None else ()
         return JobStatus(
-            job_id=self.id, label=self.label, kind=self.kind, state=state, step=step, total=self.total,
-            losses=losses, metrics=metrics, samples=samples,
+            job_id=self.id,
+            label=self.label,
+            kind=self.kind,
+            state=state,
+            step=step,
+            total=self.total,
+            losses=losses,
+            metrics=metrics,
+            samples=samples,
             queue_position=self._manager.queue_position(self) if state == QUEUED else None,
             waits_for_own_run=state == QUEUED and self._manager.share_is_full(self.owner),
-            error=error, snapshot_steps=steps, elapsed_s=elapsed,
+            error=error,
+            snapshot_steps=steps,
+            elapsed_s=elapsed,
             version=version + (self.snapshots.version if self.snapshots is not None else 0),
         )
 
@@ -433,6 +456,7 @@ def _main_module_hidden():
 def warm_up_workers() -> None:
     """Start the worker processes' forkserver now, in the background (it imports torch once, which takes a few
     seconds), so the first student who presses Train gets a worker at once. No-op where there is no forkserver."""
+
     def start() -> None:
         context = _process_context()
         if context.get_start_method() == "forkserver":
@@ -456,12 +480,21 @@ class JobManager:
     and forgotten. ``session_timeout=None`` never reaps (the CLI).
     """
 
-    def __init__(self, max_running: int | None = None, torch_threads: int | None = None,
-                 session_timeout: float | None = None, liveness: Callable[[str], bool | None] | None = None,
-                 snapshot_cap_mb: float | None = None, latest_snapshot_s: float = 2.0, reap_interval: float = 2.0,
-                 workers: str = "thread", runs_per_session: int | None = None, nice: int = 10):
+    def __init__(
+        self,
+        max_running: int | None = None,
+        torch_threads: int | None = None,
+        session_timeout: float | None = None,
+        liveness: Callable[[str], bool | None] | None = None,
+        snapshot_cap_mb: float | None = None,
+        latest_snapshot_s: float = 2.0,
+        reap_interval: float = 2.0,
+        workers: str = "thread",
+        runs_per_session: int | None = None,
+        nice: int = 10,
+    ):
         if max_running is None:
-            max_running = int(os.environ.get("LLMVIZ_MAX_JOBS", 0)) or _cpu_count()
+            max_running = settings.get_or("LLMVIZ_MAX_JOBS", _cpu_count)
         if max_running < 1:
             raise ValueError("max_running must be at least 1")
         if workers not in ("thread", "process"):
@@ -489,10 +522,21 @@ class JobManager:
 
     # ---------------------------------------------------------------- submitting
 
-    def submit_training(self, owner: str, trainer=None, *, build: Callable[[], object] | None = None,
-                        label: str = "run", total: int | None = None, sample_every: int = 0,
-                        sample_prompt: str = "", sample_tokens: int = 80, snapshots: bool = True,
-                        snapshot_every: int = 0, checkpoint: bool = True) -> Job:
+    def submit_training(
+        self,
+        owner: str,
+        trainer=None,
+        *,
+        build: Callable[[], object] | None = None,
+        label: str = "run",
+        total: int | None = None,
+        sample_every: int = 0,
+        sample_prompt: str = "",
+        sample_tokens: int = 80,
+        snapshots: bool = True,
+        snapshot_every: int = 0,
+        checkpoint: bool = True,
+    ) -> Job:
         """Start training ``trainer`` (or the one ``build()`` makes in the worker, e.g. after training a BPE
         tokenizer) for its configured number of steps. ``snapshots=False`` keeps no weights (the CLI: its
         checkpoint is the result). ``snapshot_every`` > 0 keeps every such step too, besides the log-spaced
@@ -501,23 +545,49 @@ class JobManager:
         ``build`` are pickled: they must not hold lambdas or open files."""
         if (trainer is None) == (build is None):
             raise ValueError("give either a trainer or a build function")
-        options = self._options(sample_every=sample_every, sample_prompt=sample_prompt, sample_tokens=sample_tokens,
-                                snapshots=snapshots, snapshot_every=snapshot_every, checkpoint=checkpoint)
+        options = self._options(
+            sample_every=sample_every,
+            sample_prompt=sample_prompt,
+            sample_tokens=sample_tokens,
+            snapshots=snapshots,
+            snapshot_every=snapshot_every,
+            checkpoint=checkpoint,
+        )
         [job] = self._submit(owner, [(label, trainer, build, total)], options)
         return job
 
-    def submit_race(self, owner: str, runners: list[tuple[str, object]], *, sample_every: int = 0,
-                    sample_prompt: str = "", sample_tokens: int = 80, snapshots: bool = True) -> list[Job]:
+    def submit_race(
+        self,
+        owner: str,
+        runners: list[tuple[str, object]],
+        *,
+        sample_every: int = 0,
+        sample_prompt: str = "",
+        sample_tokens: int = 80,
+        snapshots: bool = True,
+    ) -> list[Job]:
         """Train ``(label, trainer)`` runners side by side in one worker (a step of each in turn): one slot and one
         share of the session for the whole race, one :class:`Job` (curve, snapshots, controls) per runner."""
         if not runners:
             raise ValueError("a race needs at least one runner")
-        options = self._options(sample_every=sample_every, sample_prompt=sample_prompt, sample_tokens=sample_tokens,
-                                snapshots=snapshots, snapshot_every=0)
+        options = self._options(
+            sample_every=sample_every,
+            sample_prompt=sample_prompt,
+            sample_tokens=sample_tokens,
+            snapshots=snapshots,
+            snapshot_every=0,
+        )
         return self._submit(owner, [(label, trainer, None, None) for label, trainer in runners], options)
 
-    def submit_task(self, owner: str, loop: Callable[[Callable[[], bool]], Iterator[tuple[int, float]]], *,
-                    label: str, total: int, returns_when_stopped: bool = False) -> Job:
+    def submit_task(
+        self,
+        owner: str,
+        loop: Callable[[Callable[[], bool]], Iterator[tuple[int, float]]],
+        *,
+        label: str,
+        total: int,
+        returns_when_stopped: bool = False,
+    ) -> Job:
         """Run any loop that yields ``(step, loss)`` (a BPE training, word2vec, a toy decoder) as a job; its
         return value becomes :attr:`Job.result`. ``loop(should_stop)`` may check ``should_stop()`` itself, and is
         stopped between yields anyway. With process workers ``loop`` must be picklable (a module-level function
@@ -532,14 +602,19 @@ class JobManager:
         return job
 
     def _options(self, **values) -> WorkerOptions:
-        threads = self.torch_threads or int(os.environ.get("LLMVIZ_TORCH_THREADS", 0))
+        threads = self.torch_threads or settings.get("LLMVIZ_TORCH_THREADS") or 0
         if self.workers == "process" and not threads:
             threads = max(1, _cpu_count() // self.max_running)
-        return WorkerOptions(snapshot_latest_s=self.latest_snapshot_s, torch_threads=threads if self.workers ==
-                             "process" else 0, nice=self.nice if self.workers == "process" else 0, **values)
+        return WorkerOptions(
+            snapshot_latest_s=self.latest_snapshot_s,
+            torch_threads=threads if self.workers == "process" else 0,
+            nice=self.nice if self.workers == "process" else 0,
+            **values,
+        )
 
-    def _submit(self, owner: str, runners: list[tuple[str, Any, Callable | None, int | None]],
-                options: WorkerOptions) -> list[Job]:
+    def _submit(
+        self, owner: str, runners: list[tuple[str, Any, Callable | None, int | None]], options: WorkerOptions
+    ) -> list[Job]:
         group = _Group(owner)
         group.options = options
         for index, (label, trainer, build, total) in enumerate(runners):
@@ -553,8 +628,11 @@ class JobManager:
                 if self.workers == "thread":
                     job.trainer = trainer
             group.jobs.append(job)
-            group.payloads.append(TrainPayload(trainer=trainer, build=build,
-                                               step_zero_kept=trainer is not None and job.snapshots is not None))
+            group.payloads.append(
+                TrainPayload(
+                    trainer=trainer, build=build, step_zero_kept=trainer is not None and job.snapshots is not None
+                )
+            )
         self._enter(group)
         return group.jobs
 
@@ -581,8 +659,9 @@ class JobManager:
             self._ensure_reaper()
         if self.workers == "process":
             group.payloads = []  # what the worker needs travels as bytes; the server keeps no trainer
-        group.thread = threading.Thread(target=self._supervise, args=(group,), daemon=True,
-                                        name=f"llmviz-job-{group.jobs[0].id}")
+        group.thread = threading.Thread(
+            target=self._supervise, args=(group,), daemon=True, name=f"llmviz-job-{group.jobs[0].id}"
+        )
         group.thread.start()
 
     def _groups(self, owner: str) -> list[_Group]:
@@ -642,8 +721,11 @@ class JobManager:
             job.snapshots.add_state(step, state)
             left = evict(stores, self.snapshot_cap)
             if left:
-                log.warning("snapshots of %s are %d bytes above the cap (only step 0 and newest steps are left)",
-                            job.owner, left)
+                log.warning(
+                    "snapshots of %s are %d bytes above the cap (only step 0 and newest steps are left)",
+                    job.owner,
+                    left,
+                )
 
     # ---------------------------------------------------------------- reading (per owner)
 
@@ -756,8 +838,12 @@ class JobManager:
         if self.workers == "process":
             context = _process_context()
             ours, theirs = context.Pipe(duplex=True)
-            process = context.Process(target=process_entry, args=(theirs, group.payload_bytes, group.options),
-                                      name=f"llmviz-worker-{group.jobs[0].id}", daemon=True)
+            process = context.Process(
+                target=process_entry,
+                args=(theirs, group.payload_bytes, group.options),
+                name=f"llmviz-worker-{group.jobs[0].id}",
+                daemon=True,
+            )
             with _main_module_hidden():
                 process.start()
             theirs.close()
@@ -765,8 +851,12 @@ class JobManager:
             group.process = process
             return PipeChannel(ours)
         ours, theirs = thread_channel_pair()
-        threading.Thread(target=_thread_worker, args=(theirs, group.payloads, group.options), daemon=True,
-                         name=f"llmviz-worker-{group.jobs[0].id}").start()
+        threading.Thread(
+            target=_thread_worker,
+            args=(theirs, group.payloads, group.options),
+            daemon=True,
+            name=f"llmviz-worker-{group.jobs[0].id}",
+        ).start()
         return ours
 
     def _forward(self, group: _Group) -> list[Job]:
@@ -780,7 +870,7 @@ class JobManager:
                 resuming.append(job)
         return resuming
 
-    def _supervise(self, group: _Group) -> None:
+    def _supervise(self, group: _Group) -> None:  # noqa: C901 - TODO(jobs)
         channel: Channel | None = None
         holding = False
         try:
@@ -800,8 +890,12 @@ class JobManager:
                 if resuming and group.idle:  # every runner was paused: the slot was given back, so wait for one
                     for job in resuming:
                         job._set_state(QUEUED)
-                    holding = self._acquire(group, give_up=lambda: not any(
-                        not j.paused and not j.stop_requested and not j._done.is_set() for j in group.jobs))
+                    holding = self._acquire(
+                        group,
+                        give_up=lambda: (
+                            not any(not j.paused and not j.stop_requested and not j._done.is_set() for j in group.jobs)
+                        ),
+                    )
                     if holding:
                         group.idle = False
                     resuming = [job for job in resuming if not job.paused and not job.stop_requested]
@@ -858,10 +952,15 @@ class JobManager:
         for job in group.jobs:
             if job._done.is_set():
                 continue
-            kept = f" Its snapshots up to step {job.snapshots.last_step} are kept." if (
-                job.snapshots is not None and job.snapshots.last_step) else ""
-            job._fail(f"The process training this run stopped unexpectedly{how}: it may have run out of memory or "
-                      f"been ended from outside.{kept}")
+            kept = (
+                f" Its snapshots up to step {job.snapshots.last_step} are kept."
+                if (job.snapshots is not None and job.snapshots.last_step)
+                else ""
+            )
+            job._fail(
+                f"The process training this run stopped unexpectedly{how}: it may have run out of memory or "
+                f"been ended from outside.{kept}"
+            )
             job._done.set()
 
     def _handle(self, group: _Group, event: tuple, holding: bool) -> bool:
@@ -945,6 +1044,8 @@ class JobManager:
         self._notify()
         for job in jobs:
             job.wait(timeout)
+
+
 _default: JobManager | None = None
 _default_lock = threading.Lock()
 
@@ -962,13 +1063,17 @@ def default_manager(liveness: Callable[[str], bool | None] | None = None) -> Job
     global _default
     with _default_lock:
         if _default is None:
-            cap = int(os.environ.get("LLMVIZ_MAX_JOBS", 0)) or _cpu_count()
-            threads = int(os.environ.get("LLMVIZ_TORCH_THREADS", 0)) or max(1, _cpu_count() // cap)
-            per_session = int(os.environ.get("LLMVIZ_RUNS_PER_SESSION", 1))
-            _default = JobManager(max_running=cap, torch_threads=threads,
-                                  session_timeout=float(os.environ.get("LLMVIZ_SESSION_TIMEOUT", 30)),
-                                  liveness=liveness, workers=os.environ.get("LLMVIZ_WORKERS", "process"),
-                                  runs_per_session=per_session if per_session > 0 else None)
+            cap = settings.get_or("LLMVIZ_MAX_JOBS", _cpu_count)
+            threads = settings.get_or("LLMVIZ_TORCH_THREADS", lambda: max(1, _cpu_count() // cap))
+            per_session = settings.get("LLMVIZ_RUNS_PER_SESSION")
+            _default = JobManager(
+                max_running=cap,
+                torch_threads=threads,
+                session_timeout=settings.get("LLMVIZ_SESSION_TIMEOUT"),
+                liveness=liveness,
+                workers=settings.get("LLMVIZ_WORKERS"),
+                runs_per_session=per_session if per_session > 0 else None,
+            )
             if _default.workers == "process":
                 warm_up_workers()
         elif liveness is not None and _default.liveness is None:
@@ -976,14 +1081,21 @@ def default_manager(liveness: Callable[[str], bool | None] | None = None) -> Job
         return _default
 
 
-def train_blocking(trainer, on_step: Callable[[JobStatus], None] | None = None, sample_every: int = 0,
-                   manager: JobManager | None = None, poll_s: float = 0.2, snapshots: bool = False) -> Job:
+def train_blocking(
+    trainer,
+    on_step: Callable[[JobStatus], None] | None = None,
+    sample_every: int = 0,
+    manager: JobManager | None = None,
+    poll_s: float = 0.2,
+    snapshots: bool = False,
+) -> Job:
     """Run ``trainer`` as a job and wait for it (the CLI and notebooks): ``on_step(status)`` is called
     as steps go by (at most every ``poll_s`` seconds, and once at the end); Ctrl-C stops the job after
     the current step and keeps what it learned. ``snapshots=True`` keeps log-spaced weights as the app does."""
     manager = manager or JobManager(max_running=1)
-    job = manager.submit_training("cli", trainer, label="cli", sample_every=sample_every, snapshots=snapshots,
-                                  checkpoint=False)  # the CLI writes its own checkpoint folder
+    job = manager.submit_training(
+        "cli", trainer, label="cli", sample_every=sample_every, snapshots=snapshots, checkpoint=False
+    )  # the CLI writes its own checkpoint folder
     seen = -1
     try:
         while not job.wait(poll_s):

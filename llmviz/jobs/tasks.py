@@ -27,8 +27,9 @@ from llmviz.tokenizers.bpe.merging import MergeRecord
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
 
 
-def bpe_training(should_stop: Callable[[], bool], text: str, merges: int,
-                 split_pattern: str | None) -> Generator[tuple[int, float], None, list[MergeRecord]]:
+def bpe_training(
+    should_stop: Callable[[], bool], text: str, merges: int, split_pattern: str | None
+) -> Generator[tuple[int, float], None, list[MergeRecord]]:
     """Learn up to ``merges`` BPE merges of ``text``; returns the :class:`MergeRecord` list (for
     :meth:`BPETokenizer.from_history`), the merges learned so far when stopped."""
     records: list[MergeRecord] = []
@@ -40,8 +41,9 @@ def bpe_training(should_stop: Callable[[], bool], text: str, merges: int,
     return records
 
 
-def word2vec_training(should_stop: Callable[[], bool], text: str, dim: int, window: int, steps: int,
-                      max_vocab: int, seed: int) -> Generator[tuple[int, float], None, Word2VecState | None]:
+def word2vec_training(
+    should_stop: Callable[[], bool], text: str, dim: int, window: int, steps: int, max_vocab: int, seed: int
+) -> Generator[tuple[int, float], None, Word2VecState | None]:
     """Train skip-gram word vectors (:func:`llmviz.lessons.embeddings.train_word2vec`); returns the last
     :class:`Word2VecState` (the vectors learned so far when stopped)."""
     state: Word2VecState | None = None

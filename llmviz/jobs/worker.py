@@ -1,6 +1,7 @@
 """The worker side of a job: the loop that trains (or runs a task) outside the server's interpreter.
 
-:mod:`llmviz.jobs.manager` hands a worker one or more *runners* (a :class:`~llmviz.training.trainer.Trainer`, or a task loop
+:mod:`llmviz.jobs.manager` hands a worker one or more *runners* (a :class:`~llmviz.training.trainer.Trainer`, or a
+task loop
 that yields ``(step, loss)``) and talks to it over a :class:`Channel`: the worker sends events (a step's
 metrics, a snapshot of the weights, "paused", "done", …) and receives controls (``pause``/``resume``/``stop``
 for one runner). A race is one worker with several runners, stepped in turn, so they advance together.
@@ -50,7 +51,7 @@ import torch
 from llmviz.errors import LlmvizError, log_failure
 from llmviz.training.snapshots import is_snapshot_step, state_of
 
-log = logging.getLogger("llmviz.jobs.manager")
+log = logging.getLogger(__name__)
 
 FINISHED, STOPPED, FAILED = "finished", "stopped", "failed"
 
@@ -75,8 +76,8 @@ class WorkerOptions:
 
 @dataclass
 class TrainPayload:
-    """A runner that trains: a ready :class:`~llmviz.training.trainer.Trainer`, or a picklable ``build()`` that makes one
-    in the worker (e.g. after training a tokenizer)."""
+    """A runner that trains: a ready :class:`~llmviz.training.trainer.Trainer`, or a picklable ``build()`` that makes
+    one in the worker (e.g. after training a tokenizer)."""
 
     trainer: Any = None
     build: Callable[[], Any] | None = None
@@ -110,11 +111,16 @@ class RunInfo:
         from llmviz.training.snapshots import state_bytes
 
         dataset = trainer.dataset
-        return cls(description=model_description(trainer.model), config=trainer.config,
-                   tokenizer=dataset.tokenizer, vocab_size=dataset.vocab_size,
-                   parameters=sum(p.numel() for p in trainer.model.parameters()),
-                   train_tokens=len(dataset.train_ids), val_tokens=len(dataset.val_ids),
-                   snapshot_bytes=state_bytes(state_of(trainer.model)))
+        return cls(
+            description=model_description(trainer.model),
+            config=trainer.config,
+            tokenizer=dataset.tokenizer,
+            vocab_size=dataset.vocab_size,
+            parameters=sum(p.numel() for p in trainer.model.parameters()),
+            train_tokens=len(dataset.train_ids),
+            val_tokens=len(dataset.val_ids),
+            snapshot_bytes=state_bytes(state_of(trainer.model)),
+        )
 
 
 # ---------------------------------------------------------------------------- channels
@@ -354,7 +360,7 @@ def _runner(index: int, channel: Channel, options: WorkerOptions, payload) -> _R
 # ---------------------------------------------------------------------------- the loop
 
 
-def worker_main(channel: Channel, payloads: list, options: WorkerOptions) -> None:
+def worker_main(channel: Channel, payloads: list, options: WorkerOptions) -> None:  # noqa: C901 - TODO(jobs)
     """Run ``payloads`` (one runner each) to the end, stepping them in turn, obeying the channel's controls.
 
     Controls: ``("pause", i)``, ``("resume", i)``, ``("stop", i)``; a closed channel stops every runner (the
@@ -408,7 +414,8 @@ def worker_main(channel: Channel, payloads: list, options: WorkerOptions) -> Non
 
 
 def process_entry(connection, payload_bytes: bytes, options: WorkerOptions) -> None:
-    """The entry point of a worker process (started by :class:`llmviz.jobs.manager.JobManager` with ``workers="process"``)."""
+    """The entry point of a worker process (started by :class:`llmviz.jobs.manager.JobManager` with
+    ``workers="process"``)."""
     if options.nice and hasattr(os, "nice"):
         try:
             os.nice(options.nice)
@@ -426,4 +433,3 @@ def process_entry(connection, payload_bytes: bytes, options: WorkerOptions) -> N
         return
     worker_main(channel, payloads, options)
     channel.close()
-

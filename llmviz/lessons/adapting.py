@@ -36,15 +36,26 @@ def require_gpt(model) -> GPT:
 def held_out_ids(tokenizer: Tokenizer, text: str, model: GPT, windows: int = 8) -> torch.Tensor:
     """Windows from the last tenth of the text (the part training runs keep for validation)."""
     text = text[-MAX_TEXT:]
-    ids = encode(tokenizer, text[int(len(text) * 0.9):])  # a character vocabulary skips what it lacks
+    ids = encode(tokenizer, text[int(len(text) * 0.9) :])  # a character vocabulary skips what it lacks
     context = min(model.config.context_length, 128)
     return qz.held_out_windows(ids, min(context, max(1, len(ids) - 1)), windows)
 
 
 def _config(model: GPT, steps: int, lr: float, seed: int, batch_size: int = 8) -> TrainConfig:
-    return TrainConfig(model="gpt-micro", tokenizer="bpe", context_size=min(64, model.config.context_length),
-                       batch_size=batch_size, steps=steps, lr=lr, warmup_steps=max(1, steps // 10),
-                       eval_interval=max(1, steps // 10), eval_batches=2, seed=seed, device="cpu", grad_clip=1.0)
+    return TrainConfig(
+        model="gpt-micro",
+        tokenizer="bpe",
+        context_size=min(64, model.config.context_length),
+        batch_size=batch_size,
+        steps=steps,
+        lr=lr,
+        warmup_steps=max(1, steps // 10),
+        eval_interval=max(1, steps // 10),
+        eval_batches=2,
+        seed=seed,
+        device="cpu",
+        grad_clip=1.0,
+    )
 
 
 # ---------------------------------------------------------------------------- LoRA
@@ -61,34 +72,40 @@ class LoRADemo:
     total: int
 
 
-def lora_demo(model: GPT, tokenizer: Tokenizer, text: str, config: lora.LoRAConfig, steps: int = 20,
-              seed: int = 0) -> LoRADemo:
+def lora_demo(
+    model: GPT, tokenizer: Tokenizer, text: str, config: lora.LoRAConfig, steps: int = 20, seed: int = 0
+) -> LoRADemo:
     """Train adapters for a few steps on ``text`` (a copy of ``model``; the original is not touched)."""
     model = require_gpt(model)
     if model.num_parameters() > QUICK_PARAMETERS:
         raise ConfigError("This model is too large to train on the spot: start a LoRA lab run below instead.")
     # only the training losses are shown: one validation pass at the end, not one every steps // 10 (half the time)
     train_config = _config(model, steps, 3e-3, seed).replace(eval_interval=steps)
-    trainer = lora.LoRATrainer(train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer),
-                               initial_model=model, lora=config)
+    trainer = lora.LoRATrainer(
+        train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer), initial_model=model, lora=config
+    )
     losses = [m.train_loss for m in trainer.run()]
     window = trainer.dataset.val_ids[: train_config.context_size][None]  # (1, T)
     trainer.adapted.eval()
     trainer.model.eval()
     with torch.no_grad():
         difference = (trainer.adapted(window)[0] - lora.merged_copy(trainer.adapted)(window)[0]).abs().max()
-    deltas = {f"{name}.weight": adapter.delta_weight().detach()
-              for name, adapter in lora.adapters(trainer.adapted).items()}
-    return LoRADemo(losses, float(difference), deltas, lora.trainable_parameters(trainer.adapted),
-                    trainer.adapted.num_parameters())
+    deltas = {
+        f"{name}.weight": adapter.delta_weight().detach() for name, adapter in lora.adapters(trainer.adapted).items()
+    }
+    return LoRADemo(
+        losses, float(difference), deltas, lora.trainable_parameters(trainer.adapted), trainer.adapted.num_parameters()
+    )
 
 
-def lora_run(model: GPT, tokenizer: Tokenizer, text: str, config: lora.LoRAConfig, steps: int, seed: int,
-             lr: float = 3e-3) -> lora.LoRATrainer:
+def lora_run(
+    model: GPT, tokenizer: Tokenizer, text: str, config: lora.LoRAConfig, steps: int, seed: int, lr: float = 3e-3
+) -> lora.LoRATrainer:
     """A LoRA lab run on ``text`` (hand it to the job system)."""
     train_config = _config(require_gpt(model), steps, lr, seed)
-    return lora.LoRATrainer(train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer),
-                            initial_model=model, lora=config)
+    return lora.LoRATrainer(
+        train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer), initial_model=model, lora=config
+    )
 
 
 def full_run(model: GPT, tokenizer: Tokenizer, text: str, steps: int, seed: int, lr: float = 3e-4) -> Trainer:
@@ -97,27 +114,47 @@ def full_run(model: GPT, tokenizer: Tokenizer, text: str, steps: int, seed: int,
     return Trainer(train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer), initial_model=model)
 
 
-def qat_run(model: GPT, tokenizer: Tokenizer, text: str, spec: qz.QuantSpec, steps: int, seed: int,
-            lr: float = 3e-4) -> qz.QATTrainer:
+def qat_run(
+    model: GPT, tokenizer: Tokenizer, text: str, spec: qz.QuantSpec, steps: int, seed: int, lr: float = 3e-4
+) -> qz.QATTrainer:
     train_config = _config(require_gpt(model), steps, lr, seed)
-    return qz.QATTrainer(train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer), initial_model=model,
-                         quant=spec)
+    return qz.QATTrainer(
+        train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer), initial_model=model, quant=spec
+    )
 
 
-def memory_run(model: GPT, tokenizer: Tokenizer, text: str, steps: int, seed: int, checkpointing: bool,
-               bf16: bool, lr: float = 3e-4, fp16: bool = False) -> memory.MemoryTrainer:
+def memory_run(
+    model: GPT,
+    tokenizer: Tokenizer,
+    text: str,
+    steps: int,
+    seed: int,
+    checkpointing: bool,
+    bf16: bool,
+    lr: float = 3e-4,
+    fp16: bool = False,
+) -> memory.MemoryTrainer:
     """Fine-tuning on ``text`` with gradient checkpointing and/or bf16 (or fp16) autocast (same data and seed as
     full_run)."""
     train_config = _config(require_gpt(model), steps, lr, seed)
-    return memory.MemoryTrainer(train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer),
-                                initial_model=model, checkpointing=checkpointing, bf16=bf16, fp16=fp16)
+    return memory.MemoryTrainer(
+        train_config,
+        prepare_data(text[:MAX_TEXT], train_config, tokenizer),
+        initial_model=model,
+        checkpointing=checkpointing,
+        bf16=bf16,
+        fp16=fp16,
+    )
 
 
 def memory_settings(model: GPT) -> list[tuple[str, bool, bool, bool]]:
     """The memory switches a run compares here, ``(name, checkpointing, bf16, fp16)``: bf16 autocast everywhere,
     fp16 too where the model is on CUDA (float16 matrix products are fast there, slow on a CPU)."""
-    settings = [("plain", False, False, False), ("checkpointing", True, False, False),
-                ("checkpointing + bf16", True, True, False)]
+    settings = [
+        ("plain", False, False, False),
+        ("checkpointing", True, False, False),
+        ("checkpointing + bf16", True, True, False),
+    ]
     if next(model.parameters()).device.type == "cuda":
         settings.append(("checkpointing + fp16", True, False, True))
     return settings
@@ -145,8 +182,11 @@ class Spectrum:
         >>> Spectrum([3.0, 0.0], rank=1, total=2).title("W_Q")
         'W_Q: singular values of ΔW (numerical rank 1)'
         """
-        shown = (f"the {len(self.values)} largest of {self.total} singular values" if len(self.values) < self.total
-                 else "singular values")
+        shown = (
+            f"the {len(self.values)} largest of {self.total} singular values"
+            if len(self.values) < self.total
+            else "singular values"
+        )
         return f"{name}: {shown} of ΔW (numerical rank {self.rank})"
 
 
@@ -172,8 +212,9 @@ class QuantReport:
     text_after: str
 
 
-def quant_report(model: GPT, tokenizer: Tokenizer, text: str, spec: qz.QuantSpec, prompt: str,
-                 new_tokens: int = 40) -> QuantReport:
+def quant_report(
+    model: GPT, tokenizer: Tokenizer, text: str, spec: qz.QuantSpec, prompt: str, new_tokens: int = 40
+) -> QuantReport:
     model = require_gpt(model)
     result = qz.quantize_model(model, spec)
     comparison = qz.compare(model, result.model, held_out_ids(tokenizer, text, model))
@@ -216,22 +257,29 @@ def weight_histograms(model: GPT, name: str, spec: qz.QuantSpec, bins: int = 200
     if high <= low:  # a constant matrix: one bin around its value
         low, high = low - 0.5, high + 0.5
     edges = torch.linspace(low, high, bins + 1, dtype=torch.float64)  # (bins + 1,)
-    return WeightHistograms(edges, torch.histogram(before.double(), bins=edges).hist,  # (bins,)
-                            torch.histogram(after.double(), bins=edges).hist)
+    return WeightHistograms(
+        edges,
+        torch.histogram(before.double(), bins=edges).hist,  # (bins,)
+        torch.histogram(after.double(), bins=edges).hist,
+    )
 
 
-def ptq_vs_qat(original: GPT, qat_trained: GPT, float_trained: GPT | None, tokenizer: Tokenizer, text: str,
-               spec: qz.QuantSpec) -> dict[str, float]:
+def ptq_vs_qat(
+    original: GPT, qat_trained: GPT, float_trained: GPT | None, tokenizer: Tokenizer, text: str, spec: qz.QuantSpec
+) -> dict[str, float]:
     """Held-out loss: the float model, post-training quantization of it, and quantization after QAT."""
     windows = held_out_ids(tokenizer, text, original)
-    rows = {"float (original)": qz.compare(original, original, windows).loss_before,
-            f"post-training {spec.title}": qz.compare(original, qz.quantize_model(original, spec).model,
-                                                      windows).loss_after,
-            f"QAT, then {spec.title}": qz.compare(original, qz.quantize_model(qat_trained, spec).model,
-                                                  windows).loss_after}
+    rows = {
+        "float (original)": qz.compare(original, original, windows).loss_before,
+        f"post-training {spec.title}": qz.compare(
+            original, qz.quantize_model(original, spec).model, windows
+        ).loss_after,
+        f"QAT, then {spec.title}": qz.compare(original, qz.quantize_model(qat_trained, spec).model, windows).loss_after,
+    }
     if float_trained is not None:
         rows[f"float fine-tuned, then {spec.title}"] = qz.compare(
-            original, qz.quantize_model(float_trained, spec).model, windows).loss_after
+            original, qz.quantize_model(float_trained, spec).model, windows
+        ).loss_after
     return rows
 
 
@@ -263,14 +311,19 @@ def bce_example(model: GPT, tokenizer: Tokenizer, count: int = 6, seed: int = 0)
 def finetune_runs(model: GPT, tokenizer: Tokenizer, steps: int, seed: int) -> dict[str, finetune.FineTuneTrainer]:
     """One run per mode (head, last block, everything), same data, same seed."""
     require_gpt(model)
-    return {mode: finetune.FineTuneTrainer(finetune.FineTuneConfig(mode=mode, steps=steps, seed=seed,
-                                                                   lr=1e-2 if mode == "head" else 1e-3),
-                                           tokenizer, model)
-            for mode in finetune.MODES}
+    return {
+        mode: finetune.FineTuneTrainer(
+            finetune.FineTuneConfig(mode=mode, steps=steps, seed=seed, lr=1e-2 if mode == "head" else 1e-3),
+            tokenizer,
+            model,
+        )
+        for mode in finetune.MODES
+    }
 
 
-def prompting(model: GPT, tokenizer: Tokenizer, shots: tuple[int, ...] = (0, 1, 4),
-              limit: int | None = None) -> list[finetune.PromptingResult]:
+def prompting(
+    model: GPT, tokenizer: Tokenizer, shots: tuple[int, ...] = (0, 1, 4), limit: int | None = None
+) -> list[finetune.PromptingResult]:
     """Zero-/few-shot accuracy on the held-out names the fine-tuned classifiers are measured on (all of them, or
     the first ``limit``)."""
     train, held = finetune.name_examples()
@@ -287,9 +340,12 @@ def memory_table(model: GPT, tokenizer: Tokenizer, text: str, batch: int = 4) ->
     model = require_gpt(model)
     context = min(64, model.config.context_length)
     windows = held_out_ids(tokenizer, text, model, windows=batch)
-    inputs, targets = windows[:, :context], windows[:, 1:context + 1]
-    return [memory.measure_step(model, inputs, targets, checkpointing=c, bf16=b, fp16=f)
-            for c in (False, True) for b, f in memory_precisions(model)]
+    inputs, targets = windows[:, :context], windows[:, 1 : context + 1]
+    return [
+        memory.measure_step(model, inputs, targets, checkpointing=c, bf16=b, fp16=f)
+        for c in (False, True)
+        for b, f in memory_precisions(model)
+    ]
 
 
 def memory_precisions(model: GPT) -> list[tuple[bool, bool]]:
@@ -307,7 +363,7 @@ def batching(model: GPT, tokenizer: Tokenizer, slots: int, lengths: tuple[int, .
     prompts, wanted = {}, {}
     for i, length in enumerate(lengths):
         name = f"request {i + 1}"
-        prompts[name] = encode(tokenizer, f"{held[i].text} is")[-model.config.context_length // 2:]
+        prompts[name] = encode(tokenizer, f"{held[i].text} is")[-model.config.context_length // 2 :]
         wanted[name] = max(1, min(length, model.config.context_length - len(prompts[name])))
     return {policy: serving.serve(model, prompts, wanted, slots, policy) for policy in ("static", "continuous")}
 
@@ -328,38 +384,56 @@ def adapt_questions(model: GPT, tokenizer: Tokenizer, prompt: str) -> list[Quest
     config = lora.LoRAConfig(rank=4, targets=("q", "v"))
     trained = lora.adapter_count(model, config)
     shapes = lora.adapted_matrices(model, config.targets)
-    each = " and ".join(f"{m.title}: A (4 × {m.d_in}) and B ({m.d_out} × 4), 4·({m.d_in} + {m.d_out}) = "
-                        f"{m.adapter_parameters(4):,}" for m in shapes)
-    questions = [_numbers_question(
-        "lora-count", f"LoRA with rank 4 on W_Q and W_V of this model (d_model = {d}, {layers} layers): how many "
-        "parameters train?", trained, [4 * d * layers, 2 * d * d * layers, trained * 2, 4 * 4 * layers],
-        f"Each adapted matrix gets A (4 × d_in) and B (d_out × 4): {each} numbers; in each of {layers} layers: "
-        f"**{trained:,}**, against {model.num_parameters():,} in the whole model "
-        f"({trained / model.num_parameters():.2%}).")]
-    ids = encode(tokenizer, prompt)[-model.config.context_length:] or [0]
+    each = " and ".join(
+        f"{m.title}: A (4 × {m.d_in}) and B ({m.d_out} × 4), 4·({m.d_in} + {m.d_out}) = {m.adapter_parameters(4):,}"
+        for m in shapes
+    )
+    questions = [
+        _numbers_question(
+            "lora-count",
+            f"LoRA with rank 4 on W_Q and W_V of this model (d_model = {d}, {layers} layers): how many "
+            "parameters train?",
+            trained,
+            [4 * d * layers, 2 * d * d * layers, trained * 2, 4 * 4 * layers],
+            f"Each adapted matrix gets A (4 × d_in) and B (d_out × 4): {each} numbers; in each of {layers} layers: "
+            f"**{trained:,}**, against {model.num_parameters():,} in the whole model "
+            f"({trained / model.num_parameters():.2%}).",
+        )
+    ]
+    ids = encode(tokenizer, prompt)[-model.config.context_length :] or [0]
     int4 = qz.quantize_model(model, qz.QuantSpec(bits=4, per_channel=False, symmetric=True)).model
     with torch.no_grad():
         before = model(torch.tensor([ids]))[0][0, -1]
         after = int4(torch.tensor([ids]))[0][0, -1]
     same = int(before.argmax()) == int(after.argmax())
     answer = "the same top token" if same else "a different top token"
-    questions.append(Question(
-        "int4-top", f"Quantize every weight of this model to int4 (one scale per matrix). After the prompt "
-        f"“{prompt[-40:]}”, will it predict the same most likely next token?",
-        ("the same top token", "a different top token"), 0 if same else 1,
-        f"Float32: {tokenizer.printable(int(before.argmax()))!r} (logit {float(before.max()):.3f}); int4: "
-        f"{tokenizer.printable(int(after.argmax()))!r} (logit {float(after.max()):.3f}) — **{answer}**. Sixteen "
-        "levels per matrix move every weight by up to half a step; whether the winner changes depends on how "
-        "close the top two logits were."))
+    questions.append(
+        Question(
+            "int4-top",
+            f"Quantize every weight of this model to int4 (one scale per matrix). After the prompt "
+            f"“{prompt[-40:]}”, will it predict the same most likely next token?",
+            ("the same top token", "a different top token"),
+            0 if same else 1,
+            f"Float32: {tokenizer.printable(int(before.argmax()))!r} (logit {float(before.max()):.3f}); int4: "
+            f"{tokenizer.printable(int(after.argmax()))!r} (logit {float(after.max()):.3f}) — **{answer}**. Sixteen "
+            "levels per matrix move every weight by up to half a step; whether the winner changes depends on how "
+            "close the top two logits were.",
+        )
+    )
     tokens = 100
     per_token = serving.kv_bytes_per_token(model)
     kv_width = model.config.kv_heads * model.config.head_dim  # d_model, or less with grouped-query attention
     size = serving.kv_bytes_per_value(model)
-    questions.append(_numbers_question(
-        "kv-bytes", f"How many bytes does this model's KV cache hold after {tokens} tokens (float32)?",
-        per_token * tokens, [per_token * tokens // 2, per_token * tokens // layers, d * tokens * 4,
-                             per_token * tokens * 2],
-        f"Per token, each of {layers} layers keeps a key and a value of {kv_width} numbers "
-        f"({model.config.kv_heads} key/value heads × {model.config.head_dim}) of {size} bytes: "
-        f"2·{layers}·{kv_width}·{size} = {per_token:,} bytes; after {tokens} tokens **{per_token * tokens:,}** bytes."))
+    questions.append(
+        _numbers_question(
+            "kv-bytes",
+            f"How many bytes does this model's KV cache hold after {tokens} tokens (float32)?",
+            per_token * tokens,
+            [per_token * tokens // 2, per_token * tokens // layers, d * tokens * 4, per_token * tokens * 2],
+            f"Per token, each of {layers} layers keeps a key and a value of {kv_width} numbers "
+            f"({model.config.kv_heads} key/value heads × {model.config.head_dim}) of {size} bytes: "
+            f"2·{layers}·{kv_width}·{size} = {per_token:,} bytes; after {tokens} tokens **{per_token * tokens:,}** "
+            f"bytes.",
+        )
+    )
     return questions

@@ -25,15 +25,22 @@ class ArchitectureStep:
 def architecture(config: GPTConfig, batch: str = "B", tokens: str = "T") -> list[ArchitectureStep]:
     """The forward pass as a list of steps with symbolic and numeric tensor shapes."""
     d, v, h, hd = config.d_model, config.vocab_size, config.n_heads, config.head_dim
-    block = ("LayerNorm → attention → + shortcut → LayerNorm → MLP → + shortcut" if config.mlp
-             else "LayerNorm → attention → + shortcut (attention only: no MLP)")
+    block = (
+        "LayerNorm → attention → + shortcut → LayerNorm → MLP → + shortcut"
+        if config.mlp
+        else "LayerNorm → attention → + shortcut (attention only: no MLP)"
+    )
     steps = [
         ArchitectureStep("token ids", (batch, tokens), f"integers in [0, {v})"),
         ArchitectureStep("token embedding", (batch, tokens, str(d)), f"rows of a {v:,} × {d} table"),
-        ArchitectureStep("+ position embedding", (batch, tokens, str(d)), f"rows of a {config.context_length:,} × {d} table"),
+        ArchitectureStep(
+            "+ position embedding", (batch, tokens, str(d)), f"rows of a {config.context_length:,} × {d} table"
+        ),
         ArchitectureStep(f"{config.n_layers} × transformer block", (batch, tokens, str(d)), block),
         ArchitectureStep("   ↳ Q, K, V per head", (batch, str(h), tokens, str(hd)), f"{h} heads × {hd} dims"),
-        ArchitectureStep("   ↳ attention pattern", (batch, str(h), tokens, tokens), "softmax(QKᵀ/√d_head) with a causal mask"),
+        ArchitectureStep(
+            "   ↳ attention pattern", (batch, str(h), tokens, tokens), "softmax(QKᵀ/√d_head) with a causal mask"
+        ),
         ArchitectureStep("   ↳ MLP hidden", (batch, tokens, str(4 * d)), "Linear → GELU, 4 × wider"),
         ArchitectureStep("final LayerNorm", (batch, tokens, str(d)), ""),
         ArchitectureStep("output head → logits", (batch, tokens, str(v)), "a score for every token of the vocabulary"),
@@ -88,8 +95,10 @@ def layernorm_before_after(cache: dict[str, torch.Tensor], layer: int) -> dict[s
     before = cache[f"blocks.{layer}.resid_pre"][0]  # (T, C)
     after = cache[f"blocks.{layer}.ln1"][0]  # (T, C)
     return {
-        "mean_before": before.mean(-1), "var_before": before.var(-1, unbiased=False),
-        "mean_after": after.mean(-1), "var_after": after.var(-1, unbiased=False),
+        "mean_before": before.mean(-1),
+        "var_before": before.var(-1, unbiased=False),
+        "mean_after": after.mean(-1),
+        "var_after": after.var(-1, unbiased=False),
     }
 
 

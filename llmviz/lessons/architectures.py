@@ -29,8 +29,12 @@ from llmviz.models.layers import apply_rope, gelu_tanh, rope_cos_sin, rope_frequ
 
 # ---------------------------------------------------------------------------- the forward pass, by switches
 
-POSITION_TITLES = {"learned": "learned position table", "sinusoidal": "sinusoidal positions (fixed)",
-                   "rope": "RoPE (rotary positions)", "none": "no positions (NoPE)"}
+POSITION_TITLES = {
+    "learned": "learned position table",
+    "sinusoidal": "sinusoidal positions (fixed)",
+    "rope": "RoPE (rotary positions)",
+    "none": "no positions (NoPE)",
+}
 NORM_TITLES = {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}
 MLP_TITLES = {"gelu": "GELU MLP", "swiglu": "SwiGLU MLP"}
 
@@ -73,31 +77,59 @@ def architecture(config: GPTConfig, batch: str = "B", tokens: str = "T") -> list
         ArchitectureStep("token embedding", (batch, tokens, str(d)), f"rows of a {v:,} × {d} table"),
     ]
     if config.positions == "learned":
-        steps.append(ArchitectureStep("+ position embedding", (batch, tokens, str(d)),
-                                      f"rows of a {config.context_length:,} × {d} table"))
+        steps.append(
+            ArchitectureStep(
+                "+ position embedding", (batch, tokens, str(d)), f"rows of a {config.context_length:,} × {d} table"
+            )
+        )
     elif config.positions == "sinusoidal":
-        steps.append(ArchitectureStep("+ sinusoidal positions", (batch, tokens, str(d)), "sin/cos waves, no parameters"))
+        steps.append(
+            ArchitectureStep("+ sinusoidal positions", (batch, tokens, str(d)), "sin/cos waves, no parameters")
+        )
     steps.append(ArchitectureStep(f"{config.n_layers} × transformer block", (batch, tokens, str(d)), block))
     steps.append(ArchitectureStep("   ↳ Q per head", (batch, str(h), tokens, str(hd)), f"{h} query heads × {hd} dims"))
-    steps.append(ArchitectureStep("   ↳ K, V per head", (batch, str(config.kv_heads), tokens, str(hd)),
-                                  f"{config.kv_heads} key/value heads: {attention_kind(config)}"))
+    steps.append(
+        ArchitectureStep(
+            "   ↳ K, V per head",
+            (batch, str(config.kv_heads), tokens, str(hd)),
+            f"{config.kv_heads} key/value heads: {attention_kind(config)}",
+        )
+    )
     if config.positions == "rope":
-        steps.append(ArchitectureStep("   ↳ rotate Q and K", (batch, str(h), tokens, str(hd)),
-                                      f"RoPE: {hd // 2} pairs turned by position × θ^(−2i/{hd}), θ = {config.rope_theta:g}"))
-    steps.append(ArchitectureStep("   ↳ attention pattern", (batch, str(h), tokens, tokens),
-                                  "softmax(QKᵀ/√d_head) with a causal mask"))
+        steps.append(
+            ArchitectureStep(
+                "   ↳ rotate Q and K",
+                (batch, str(h), tokens, str(hd)),
+                f"RoPE: {hd // 2} pairs turned by position × θ^(−2i/{hd}), θ = {config.rope_theta:g}",
+            )
+        )
+    steps.append(
+        ArchitectureStep(
+            "   ↳ attention pattern", (batch, str(h), tokens, tokens), "softmax(QKᵀ/√d_head) with a causal mask"
+        )
+    )
     if config.mlp and config.n_experts:
-        steps.append(ArchitectureStep("   ↳ router", (batch, tokens, str(config.n_experts)),
-                                      f"softmax over {config.n_experts} experts, keep the top {config.experts_top_k}"))
+        steps.append(
+            ArchitectureStep(
+                "   ↳ router",
+                (batch, tokens, str(config.n_experts)),
+                f"softmax over {config.n_experts} experts, keep the top {config.experts_top_k}",
+            )
+        )
     if config.mlp:
-        detail = ("SiLU(x·W_gate) ⊙ (x·W_up)" if config.mlp_kind == "swiglu" else "Linear → GELU") + \
-            f", {f / d:.3g} × wider" + (" (per expert)" if config.n_experts else "")
+        detail = (
+            ("SiLU(x·W_gate) ⊙ (x·W_up)" if config.mlp_kind == "swiglu" else "Linear → GELU")
+            + f", {f / d:.3g} × wider"
+            + (" (per expert)" if config.n_experts else "")
+        )
         steps.append(ArchitectureStep("   ↳ MLP hidden", (batch, tokens, str(f)), detail))
     steps += [
         ArchitectureStep(f"final {norm}", (batch, tokens, str(d)), ""),
-        ArchitectureStep("output head → logits", (batch, tokens, str(v)),
-                         "the token embedding, reused (tied)" if config.tie_weights
-                         else "a score for every token of the vocabulary"),
+        ArchitectureStep(
+            "output head → logits",
+            (batch, tokens, str(v)),
+            "the token embedding, reused (tied)" if config.tie_weights else "a score for every token of the vocabulary",
+        ),
     ]
     return steps
 
@@ -192,11 +224,17 @@ def norm_comparison(stream: torch.Tensor, eps: float = 1e-5) -> dict[str, torch.
     """
     layer = F.layer_norm(stream, (stream.shape[-1],), eps=eps)  # (T, C)
     rms = F.rms_norm(stream, (stream.shape[-1],), eps=eps)  # (T, C)
-    return {"mean_before": stream.mean(-1), "rms_before": stream.pow(2).mean(-1).sqrt(),
-            "layernorm": layer, "rmsnorm": rms,
-            "mean_layernorm": layer.mean(-1), "rms_layernorm": layer.pow(2).mean(-1).sqrt(),
-            "mean_rmsnorm": rms.mean(-1), "rms_rmsnorm": rms.pow(2).mean(-1).sqrt(),
-            "difference": (layer - rms).abs().amax(-1)}
+    return {
+        "mean_before": stream.mean(-1),
+        "rms_before": stream.pow(2).mean(-1).sqrt(),
+        "layernorm": layer,
+        "rmsnorm": rms,
+        "mean_layernorm": layer.mean(-1),
+        "rms_layernorm": layer.pow(2).mean(-1).sqrt(),
+        "mean_rmsnorm": rms.mean(-1),
+        "rms_rmsnorm": rms.pow(2).mean(-1).sqrt(),
+        "difference": (layer - rms).abs().amax(-1),
+    }
 
 
 def activation_curves(low: float = -4.0, high: float = 4.0, points: int = 401) -> dict[str, torch.Tensor]:
@@ -285,8 +323,10 @@ def gpt2_to_llama(base: GPTConfig | None = None, kv_heads: int | None = None) ->
         (first, {}),
         ("positions: learned table → RoPE", dict(positions="rope")),
         ("norm: LayerNorm → RMSNorm", dict(norm="rmsnorm")),
-        (f"MLP: GELU (4 × d) → SwiGLU ({swiglu_width / config.d_model:.3g} × d)",
-         dict(mlp_kind="swiglu", d_mlp=swiglu_width)),
+        (
+            f"MLP: GELU (4 × d) → SwiGLU ({swiglu_width / config.d_model:.3g} × d)",
+            dict(mlp_kind="swiglu", d_mlp=swiglu_width),
+        ),
         ("biases off", dict(bias=False, qkv_bias=False)),
         (f"attention: {config.n_heads} → {kv_heads} key/value heads", dict(n_kv_heads=kv_heads)),
         ("output head untied", dict(tie_weights=False)),
@@ -294,8 +334,14 @@ def gpt2_to_llama(base: GPTConfig | None = None, kv_heads: int | None = None) ->
     rows = []
     for change, switches in flips:
         config = config.replace(**switches)
-        rows.append(ArchitectureRow(change, config, sum(count_parameters_without_building(config).values()),
-                                    kv_cache_bytes(config, 1, "bf16")))
+        rows.append(
+            ArchitectureRow(
+                change,
+                config,
+                sum(count_parameters_without_building(config).values()),
+                kv_cache_bytes(config, 1, "bf16"),
+            )
+        )
     return rows
 
 
@@ -320,8 +366,10 @@ def gpt2_to_llama_lab(model: str = "gpt-micro", kv_heads: int = 2) -> list[LabSt
     (2, True)
     """
     rows = gpt2_to_llama(PRESETS[model], kv_heads)
-    return [LabStep(row.change, model, {name: getattr(row.config, name) for name in SWITCHES},
-                    row.kv_cache_bytes_per_token) for row in rows]
+    return [
+        LabStep(row.change, model, {name: getattr(row.config, name) for name in SWITCHES}, row.kv_cache_bytes_per_token)
+        for row in rows
+    ]
 
 
 # ---------------------------------------------------------------------------- predict, then reveal
@@ -336,13 +384,19 @@ def kv_cache_question(n_heads: int, n_kv_heads: int, tokens: int, layers: int = 
         return f"{both * layers * kv * head_dim * tokens * 2 / 2**20:,.1f} MiB"
 
     right = mib(n_kv_heads)
-    options = sorted({right, mib(n_heads), mib(1), mib(n_kv_heads, 1), mib(2 * n_kv_heads)},
-                     key=lambda text: float(text.split()[0].replace(",", "")))
-    prompt = (f"A model with {layers} layers, {n_heads} query heads and {n_kv_heads} key/value heads of {head_dim} "
-              f"dimensions generates {tokens:,} tokens in bf16 (2 bytes a number). How big is its KV cache?")
-    explanation = (f"Keys **and** values, for every layer and every key/value head (not every query head): "
-                   f"2 × {layers} × {n_kv_heads} × {head_dim} × {tokens:,} × 2 bytes = {right}. With {n_heads} "
-                   f"key/value heads (multi-head) it would be {mib(n_heads)}.")
+    options = sorted(
+        {right, mib(n_heads), mib(1), mib(n_kv_heads, 1), mib(2 * n_kv_heads)},
+        key=lambda text: float(text.split()[0].replace(",", "")),
+    )
+    prompt = (
+        f"A model with {layers} layers, {n_heads} query heads and {n_kv_heads} key/value heads of {head_dim} "
+        f"dimensions generates {tokens:,} tokens in bf16 (2 bytes a number). How big is its KV cache?"
+    )
+    explanation = (
+        f"Keys **and** values, for every layer and every key/value head (not every query head): "
+        f"2 × {layers} × {n_kv_heads} × {head_dim} × {tokens:,} × 2 bytes = {right}. With {n_heads} "
+        f"key/value heads (multi-head) it would be {mib(n_heads)}."
+    )
     return Question("kv-cache", prompt, tuple(options), options.index(right), explanation)
 
 
@@ -356,12 +410,18 @@ def norm_question(config: GPTConfig):
     after = count_parameters_without_building(layernorm.replace(norm="rmsnorm"))["RMSNorm"]
     norms = 2 * config.n_layers + 1  # two per block, and the final one
     right = f"{before - after:,}"
-    options = sorted({"none", right, f"{before:,}", f"{norms:,}"}, key=lambda t: -1 if t == "none" else int(t.replace(",", "")))
-    prompt = (f"A GPT with {config.n_layers} blocks of width {config.d_model} switches every LayerNorm to RMSNorm, "
-              "as Llama does. How many parameters does it lose?")
-    explanation = (f"LayerNorm learns a scale γ and a shift β, {config.d_model} numbers each; RMSNorm divides by the "
-                   f"root mean square and keeps only the scale. {norms} norms (two per block and the final one) × "
-                   f"{config.d_model} shifts = {right}, out of {before:,}.")
+    options = sorted(
+        {"none", right, f"{before:,}", f"{norms:,}"}, key=lambda t: -1 if t == "none" else int(t.replace(",", ""))
+    )
+    prompt = (
+        f"A GPT with {config.n_layers} blocks of width {config.d_model} switches every LayerNorm to RMSNorm, "
+        "as Llama does. How many parameters does it lose?"
+    )
+    explanation = (
+        f"LayerNorm learns a scale γ and a shift β, {config.d_model} numbers each; RMSNorm divides by the "
+        f"root mean square and keeps only the scale. {norms} norms (two per block and the final one) × "
+        f"{config.d_model} shifts = {right}, out of {before:,}."
+    )
     return Question("rmsnorm-parameters", prompt, tuple(options), options.index(right), explanation)
 
 
@@ -375,13 +435,19 @@ def experts_question(config: GPTConfig):
     per_expert = count_parameters_without_building(config)["MLP"] // (config.n_layers * config.n_experts)
     experts, top_k = config.n_experts, config.experts_top_k
     right = f"{top_k * per_expert:,}"
-    options = sorted({f"{per_expert:,}", right, f"{experts * per_expert:,}", f"{(experts - top_k) * per_expert:,}"},
-                     key=lambda t: int(t.replace(",", "")))
-    prompt = (f"A block holds {experts} expert MLPs of {per_expert:,} parameters each, and its router sends each "
-              f"token to its top {top_k}. How many expert parameters does one token's pass through the block use?")
-    explanation = (f"The router picks {top_k} of the {experts} experts for each token: {top_k} × {per_expert:,} = "
-                   f"{right}. The block holds {experts * per_expert:,}, and every expert learns from the tokens "
-                   "routed to it; a token only pays for the ones it visits (plus the small router).")
+    options = sorted(
+        {f"{per_expert:,}", right, f"{experts * per_expert:,}", f"{(experts - top_k) * per_expert:,}"},
+        key=lambda t: int(t.replace(",", "")),
+    )
+    prompt = (
+        f"A block holds {experts} expert MLPs of {per_expert:,} parameters each, and its router sends each "
+        f"token to its top {top_k}. How many expert parameters does one token's pass through the block use?"
+    )
+    explanation = (
+        f"The router picks {top_k} of the {experts} experts for each token: {top_k} × {per_expert:,} = "
+        f"{right}. The block holds {experts * per_expert:,}, and every expert learns from the tokens "
+        "routed to it; a token only pays for the ones it visits (plus the small router)."
+    )
     return Question("moe-active-parameters", prompt, tuple(options), options.index(right), explanation)
 
 
@@ -391,13 +457,21 @@ def rope_question(head_dim: int = 64, theta: float = 10000.0):
 
     scores = rope_scores(head_dim, theta, positions=31)
     near, far = float(scores.scores[10, 7]), float(scores.scores[30, 27])
-    options = ("the same score", "a smaller score: they are further from the start",
-               "a larger score: later positions turn further", "no way to tell without the words")
-    prompt = (f"With RoPE (head_dim {head_dim}, θ = {theta:,.0f}), the same query vector at position 10 and the same "
-              "key vector at position 7 score q·k = s. Move both 20 positions later (query at 30, key at 27). "
-              "What do they score?")
-    explanation = (f"Both are turned by 20 more positions, so the angle between them is unchanged: "
-                   f"s(10, 7) = {near:.4f} and s(30, 27) = {far:.4f}. Only the distance (3) counts.")
+    options = (
+        "the same score",
+        "a smaller score: they are further from the start",
+        "a larger score: later positions turn further",
+        "no way to tell without the words",
+    )
+    prompt = (
+        f"With RoPE (head_dim {head_dim}, θ = {theta:,.0f}), the same query vector at position 10 and the same "
+        "key vector at position 7 score q·k = s. Move both 20 positions later (query at 30, key at 27). "
+        "What do they score?"
+    )
+    explanation = (
+        f"Both are turned by 20 more positions, so the angle between them is unchanged: "
+        f"s(10, 7) = {near:.4f} and s(30, 27) = {far:.4f}. Only the distance (3) counts."
+    )
     return Question("rope-distance", prompt, options, 0, explanation)
 
 
@@ -420,8 +494,9 @@ def loss_by_position(model: Any, ids: torch.Tensor, context: int, windows: int =
     if not 2 <= context <= limit:
         raise ConfigError(f"The context must be between 2 and the model's context of {limit} tokens (got {context}).")
     if len(ids) < context + 1:
-        raise ConfigError(f"The text has {len(ids)} tokens: measuring at a context of {context} needs at least "
-                          f"{context + 1}.")
+        raise ConfigError(
+            f"The text has {len(ids)} tokens: measuring at a context of {context} needs at least {context + 1}."
+        )
     starts = torch.linspace(0, len(ids) - context - 1, min(windows, len(ids) - context)).long().unique()  # (W,)
     offsets = torch.arange(context)  # (T,)
     x, y = ids[starts[:, None] + offsets], ids[starts[:, None] + offsets + 1]  # (W, T) each
@@ -442,15 +517,20 @@ class Extrapolation:
     beyond: dict[str, float]
 
 
-def extrapolation(models: dict[str, Any], ids: torch.Tensor, trained_context: int, context: int,
-                  windows: int = 64) -> Extrapolation:
+def extrapolation(
+    models: dict[str, Any], ids: torch.Tensor, trained_context: int, context: int, windows: int = 64
+) -> Extrapolation:
     """:func:`loss_by_position` of every model on the same windows, split at the context they were trained at."""
     if not 1 <= trained_context < context:
         raise ConfigError(f"Measure at a context longer than the {trained_context} tokens of training (got {context}).")
     curves = {name: loss_by_position(model, ids, context, windows) for name, model in models.items()}
-    return Extrapolation(trained_context, context, curves,
-                         {name: float(curve[:trained_context].mean()) for name, curve in curves.items()},
-                         {name: float(curve[trained_context:].mean()) for name, curve in curves.items()})
+    return Extrapolation(
+        trained_context,
+        context,
+        curves,
+        {name: float(curve[:trained_context].mean()) for name, curve in curves.items()},
+        {name: float(curve[trained_context:].mean()) for name, curve in curves.items()},
+    )
 
 
 # ---------------------------------------------------------------------------- one switch, raced
@@ -463,15 +543,24 @@ SWITCH_RACES: dict[str, tuple[tuple[str, dict], tuple[str, dict]]] = {
     "mlp": (("GELU MLP", {"mlp_kind": "gelu"}), ("SwiGLU MLP", {"mlp_kind": "swiglu"})),
     "attention": (("multi-head attention", {}), ("grouped-query attention, 2 key/value heads", {"n_kv_heads": 2})),
     "experts": (("dense MLP", {}), ("mixture of 4 experts, top-2", {"n_experts": 4, "experts_top_k": 2})),
-    "sinusoidal": (("learned positions", {"positions": "learned"}), ("sinusoidal positions", {"positions": "sinusoidal"})),
+    "sinusoidal": (
+        ("learned positions", {"positions": "learned"}),
+        ("sinusoidal positions", {"positions": "sinusoidal"}),
+    ),
     "no positions": (("learned positions", {"positions": "learned"}), ("no positions", {"positions": "none"})),
     "multi-query": (("multi-head attention", {}), ("multi-query attention, 1 key/value head", {"n_kv_heads": 1})),
     "biases": (("with biases", {}), ("no biases", {"bias": False})),
     "tying": (("untied output head", {}), ("head tied to the embedding table", {"tie_weights": True})),
 }
-SWITCH_RACE_TITLES = {"positions": "positions: learned vs RoPE", "norm": "LayerNorm vs RMSNorm",
-                      "mlp": "GELU vs SwiGLU", "attention": "multi-head vs grouped-query attention",
-                      "experts": "dense MLP vs mixture of experts",
-                      "sinusoidal": "positions: learned vs sinusoidal", "no positions": "positions: learned vs none",
-                      "multi-query": "multi-head vs multi-query attention", "biases": "biases vs no biases",
-                      "tying": "untied vs tied output head"}
+SWITCH_RACE_TITLES = {
+    "positions": "positions: learned vs RoPE",
+    "norm": "LayerNorm vs RMSNorm",
+    "mlp": "GELU vs SwiGLU",
+    "attention": "multi-head vs grouped-query attention",
+    "experts": "dense MLP vs mixture of experts",
+    "sinusoidal": "positions: learned vs sinusoidal",
+    "no positions": "positions: learned vs none",
+    "multi-query": "multi-head vs multi-query attention",
+    "biases": "biases vs no biases",
+    "tying": "untied vs tied output head",
+}

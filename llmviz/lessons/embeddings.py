@@ -93,8 +93,10 @@ class CosineParts:
 
 def _check_pair(a: torch.Tensor, b: torch.Tensor) -> None:
     if a.shape != b.shape:
-        raise EmbeddingError(f"The vectors have different lengths ({a.numel()} and {b.numel()}): "
-                             "cosine similarity and distance compare vectors of the same size.")
+        raise EmbeddingError(
+            f"The vectors have different lengths ({a.numel()} and {b.numel()}): "
+            "cosine similarity and distance compare vectors of the same size."
+        )
 
 
 def cosine_parts(a: torch.Tensor, b: torch.Tensor) -> CosineParts:
@@ -103,8 +105,10 @@ def cosine_parts(a: torch.Tensor, b: torch.Tensor) -> CosineParts:
     a, b = a.double(), b.double()
     norm_a, norm_b = float(a.norm()), float(b.norm())
     if norm_a == 0 or norm_b == 0:
-        raise EmbeddingError("A zero vector has no direction: its cosine similarity with anything is undefined "
-                             "(0 / 0). Its Euclidean distance is still defined.")
+        raise EmbeddingError(
+            "A zero vector has no direction: its cosine similarity with anything is undefined "
+            "(0 / 0). Its Euclidean distance is still defined."
+        )
     dot = float(a @ b)
     cosine = max(-1.0, min(1.0, dot / (norm_a * norm_b)))
     return CosineParts(dot, norm_a, norm_b, cosine, math.degrees(math.acos(cosine)), float((a - b).norm()))
@@ -130,8 +134,9 @@ def distance_matrix(vectors: torch.Tensor) -> torch.Tensor:
     return squared.sqrt()
 
 
-def nearest_neighbours(matrix: torch.Tensor, query: torch.Tensor, k: int = 10,
-                       exclude: set[int] | None = None) -> list[tuple[int, float]]:
+def nearest_neighbours(
+    matrix: torch.Tensor, query: torch.Tensor, k: int = 10, exclude: set[int] | None = None
+) -> list[tuple[int, float]]:
     """The ``k`` rows most cosine-similar to ``query``: ``[(row, similarity), …]``."""
     norms = matrix.norm(dim=-1).clamp(min=1e-12)
     similarity = (matrix @ query) / (norms * query.norm().clamp(min=1e-12))  # (V,)
@@ -151,8 +156,10 @@ def pca(points: torch.Tensor, dims: int = 2) -> tuple[torch.Tensor, torch.Tensor
     if points.shape[0] < 2:
         raise EmbeddingError("PCA needs at least two points: one point has no spread to find directions in.")
     if not bool(torch.isfinite(points).all()):
-        raise EmbeddingError("Some of these vectors hold NaN or infinite numbers (the model's weights are broken): "
-                             "they have no directions to project onto.")
+        raise EmbeddingError(
+            "Some of these vectors hold NaN or infinite numbers (the model's weights are broken): "
+            "they have no directions to project onto."
+        )
     centred = points.double() - points.double().mean(dim=0)
     _, singular, vh = torch.linalg.svd(centred, full_matrices=False)
     dims = min(dims, vh.shape[0])
@@ -236,9 +243,18 @@ class Word2VecState:
     vocabulary: Vocabulary
 
 
-def train_word2vec(text: str, dim: int = 50, window: int = 2, negatives: int = 5, steps: int = 2000,
-                   batch_size: int = 512, lr: float = 0.01, max_vocab: int = 5000, min_count: int = 2,
-                   seed: int = 0) -> Iterator[Word2VecState]:
+def train_word2vec(
+    text: str,
+    dim: int = 50,
+    window: int = 2,
+    negatives: int = 5,
+    steps: int = 2000,
+    batch_size: int = 512,
+    lr: float = 0.01,
+    max_vocab: int = 5000,
+    min_count: int = 2,
+    seed: int = 0,
+) -> Iterator[Word2VecState]:
     """Yield the model after every step (a page draws it, or stops between steps)."""
     generator = torch.Generator().manual_seed(seed)  # the run's own stream: weights, batches, negatives
     tokens = words(text)

@@ -134,7 +134,8 @@ def input_embeddings(model: nn.Module, ids: list[int]) -> tuple[torch.Tensor, to
     if not hasattr(model, "run_with_cache") or not ids:
         return None
     _, _, cache = model.run_with_cache(  # type: ignore[operator]  # checked above (nn.Module attributes are dynamic)
-        torch.tensor([list(ids)[: context_length(model)]], device=model_device(model)))
+        torch.tensor([list(ids)[: context_length(model)]], device=model_device(model))
+    )
     if "embed.tok" not in cache or "embed.pos" not in cache:
         return None
     return cache["embed.tok"][0], cache["embed.pos"]
@@ -177,7 +178,7 @@ def common_tokens(vocab_size: int, count: int = 400, first_merge: int = 256) -> 
 @torch.no_grad()
 def recorded_pass(model: nn.Module, ids: list[int]) -> dict[str, torch.Tensor]:
     """The named cache of one forward pass of ``ids`` (the last ``context`` tokens), on the CPU."""
-    kept = list(ids)[-context_length(model):]
+    kept = list(ids)[-context_length(model) :]
     _, _, cache = model.run_with_cache(torch.tensor([kept], device=model_device(model)))  # type: ignore[operator]
     return cache
 

@@ -29,9 +29,23 @@ from llmviz.errors import LlmvizError
 from llmviz.generation.sampling import next_token_distribution
 
 __all__ = [
-    "Question", "token_count", "fewer_tokens", "word_pieces", "most_attended", "visible_keys", "focused_head",
-    "learning_rate_times_ten", "uniform_loss", "position_loss", "greedy_next_token", "tokens_kept",
-    "temperature_entropy", "tokens_questions", "attention_questions", "training_questions", "sampling_questions",
+    "Question",
+    "token_count",
+    "fewer_tokens",
+    "word_pieces",
+    "most_attended",
+    "visible_keys",
+    "focused_head",
+    "learning_rate_times_ten",
+    "uniform_loss",
+    "position_loss",
+    "greedy_next_token",
+    "tokens_kept",
+    "temperature_entropy",
+    "tokens_questions",
+    "attention_questions",
+    "training_questions",
+    "sampling_questions",
 ]
 
 
@@ -57,8 +71,9 @@ class Question:
         return choice == self.answer
 
 
-def _question(kind: str, prompt: str, right: str, wrong: Sequence[str], explanation: str,
-              order: str = "shuffle") -> Question:
+def _question(
+    kind: str, prompt: str, right: str, wrong: Sequence[str], explanation: str, order: str = "shuffle"
+) -> Question:
     """Build a question from its right option and distractors (duplicates dropped).
 
     ``order``: "shuffle" (the same shuffle every time for the same question), "sort" (numbers in
@@ -120,9 +135,14 @@ def token_count(text: str, tokenizer, name: str) -> Question:
     words = len(text.split())
     wrong = _count_options(len(ids), [words, len(text), len(text.encode())])
     return _question(
-        "token-count", f"How many tokens will {name} make of your text?", str(len(ids)), wrong,
+        "token-count",
+        f"How many tokens will {name} make of your text?",
+        str(len(ids)),
+        wrong,
         f"{name} cuts your text ({len(text):,} characters, {len(text.encode()):,} bytes, {words:,} words "
-        f"separated by spaces) into **{len(ids):,} tokens**: {_pieces(tokenizer, ids)}", order="sort")
+        f"separated by spaces) into **{len(ids):,} tokens**: {_pieces(tokenizer, ids)}",
+        order="sort",
+    )
 
 
 def fewer_tokens(text: str, first, first_name: str, second, second_name: str) -> Question:
@@ -130,10 +150,14 @@ def fewer_tokens(text: str, first, first_name: str, second, second_name: str) ->
     a, b = len(first.encode(text)), len(second.encode(text))
     right = first_name if a < b else second_name if b < a else "the same number"
     return _question(
-        "fewer-tokens", f"Which tokenizer needs fewer tokens for your text: {first_name} or {second_name}?",
-        right, [first_name, second_name, "the same number"],
+        "fewer-tokens",
+        f"Which tokenizer needs fewer tokens for your text: {first_name} or {second_name}?",
+        right,
+        [first_name, second_name, "the same number"],
         f"{first_name}: **{a:,}** tokens. {second_name}: **{b:,}** tokens. A larger vocabulary holds longer "
-        "pieces (whole words, common word pairs), so each token covers more text.", order="keep")
+        "pieces (whole words, common word pairs), so each token covers more text.",
+        order="keep",
+    )
 
 
 def word_pieces(text: str, tokenizer, name: str) -> Question:
@@ -150,11 +174,15 @@ def word_pieces(text: str, tokenizer, name: str) -> Question:
     ids = tokenizer.encode(piece)
     wrong = _count_options(len(ids), [1, len(word), max(1, len(word) // 3)])
     return _question(
-        "word-pieces", f"Into how many tokens does {name} cut the word {_quote(piece)} from your text?",
-        str(len(ids)), wrong,
+        "word-pieces",
+        f"Into how many tokens does {name} cut the word {_quote(piece)} from your text?",
+        str(len(ids)),
+        wrong,
         f"{name} encodes {_quote(piece)} as **{len(ids)}** token{'s' if len(ids) != 1 else ''}: "
         f"{_pieces(tokenizer, ids)}. Common words are one token; rare or long words are cut into pieces "
-        "that the vocabulary has.", order="sort")
+        "that the vocabulary has.",
+        order="sort",
+    )
 
 
 def tokens_questions(text: str, tokenizers: Mapping[str, object]) -> list[Question]:
@@ -178,8 +206,9 @@ def _pattern(cache: Mapping[str, torch.Tensor], prefix: str, layer: int) -> torc
     return cache[f"{prefix}.{layer}.attn.pattern"][0].detach().float()  # (heads, T, T)
 
 
-def most_attended(cache: Mapping[str, torch.Tensor], labels: Sequence[str], layer: int, head: int,
-                  query: int, prefix: str = "blocks") -> Question:
+def most_attended(
+    cache: Mapping[str, torch.Tensor], labels: Sequence[str], layer: int, head: int, query: int, prefix: str = "blocks"
+) -> Question:
     """Which token does token ``query`` attend to most in ``layer``, ``head``?"""
     row = _pattern(cache, prefix, layer)[head, query]  # (T,)
     order = torch.argsort(row, descending=True, stable=True).tolist()
@@ -190,13 +219,17 @@ def most_attended(cache: Mapping[str, torch.Tensor], labels: Sequence[str], laye
     return _question(
         "most-attended",
         f"In layer {layer}, head {head}: which token will {_quote(labels[query])} (position {query}) attend to most?",
-        names[0], names[1:],
+        names[0],
+        names[1:],
         f"The attention weights of {_quote(labels[query])} in layer {layer}, head {head} (the row of softmax "
         f"weights, largest first): {table}. The largest is **{float(row[choices[0]]):.3f}** on "
-        f"{_quote(labels[choices[0]])}.")
+        f"{_quote(labels[choices[0]])}.",
+    )
 
 
-def visible_keys(cache: Mapping[str, torch.Tensor], labels: Sequence[str], query: int, prefix: str = "blocks") -> Question:
+def visible_keys(
+    cache: Mapping[str, torch.Tensor], labels: Sequence[str], query: int, prefix: str = "blocks"
+) -> Question:
     """How many tokens can token ``query`` attend to? (counted from the pattern: weights above 0)"""
     row = _pattern(cache, prefix, 0)[0, query]
     count = int((row > 0).sum())
@@ -204,42 +237,57 @@ def visible_keys(cache: Mapping[str, torch.Tensor], labels: Sequence[str], query
     wrong = _count_options(count, [total, query, 1])
     return _question(
         "visible-keys",
-        f"Your sentence has {total} tokens. How many of them can {_quote(labels[query])} (position {query}) "
-        "attend to?", str(count), wrong,
+        f"Your sentence has {total} tokens. How many of them can {_quote(labels[query])} (position {query}) attend to?",
+        str(count),
+        wrong,
         f"Counting the weights above zero in its row: **{count}**. "
-        + (f"The causal mask hides the {total - count} tokens after it (their scores are −∞, so softmax "
-           f"gives them weight 0): positions 0 to {query}, itself included."
-           if count == query + 1 and count < total else
-           "Every token is visible: this model's attention is bidirectional (no causal mask)."
-           if count == total else ""), order="sort")
+        + (
+            f"The causal mask hides the {total - count} tokens after it (their scores are −∞, so softmax "
+            f"gives them weight 0): positions 0 to {query}, itself included."
+            if count == query + 1 and count < total
+            else "Every token is visible: this model's attention is bidirectional (no causal mask)."
+            if count == total
+            else ""
+        ),
+        order="sort",
+    )
 
 
-def focused_head(cache: Mapping[str, torch.Tensor], labels: Sequence[str], layer: int, query: int,
-                 prefix: str = "blocks") -> Question:
+def focused_head(
+    cache: Mapping[str, torch.Tensor], labels: Sequence[str], layer: int, query: int, prefix: str = "blocks"
+) -> Question:
     """Which head of ``layer`` puts the largest single weight on one token, for token ``query``?"""
     rows = _pattern(cache, prefix, layer)[:, query]  # (heads, T)
     peaks = rows.max(dim=-1)
     heads = list(range(min(4, rows.shape[0])))
     best = int(torch.argmax(peaks.values[: len(heads)]))
-    lines = "; ".join(f"head {h}: {float(peaks.values[h]):.3f} on {_quote(labels[int(peaks.indices[h])])}"
-                      for h in heads)
+    lines = "; ".join(
+        f"head {h}: {float(peaks.values[h]):.3f} on {_quote(labels[int(peaks.indices[h])])}" for h in heads
+    )
     return _question(
         "focused-head",
         f"Layer {layer}, token {_quote(labels[query])}: which of heads {', '.join(map(str, heads))} is the most "
         "focused (puts the largest weight on a single token)?",
-        f"head {best}", [f"head {h}" for h in heads],
-        f"The largest weight in each head's row: {lines}. Head {best} is the most focused.", order="keep")
+        f"head {best}",
+        [f"head {h}" for h in heads],
+        f"The largest weight in each head's row: {lines}. Head {best} is the most focused.",
+        order="keep",
+    )
 
 
-def attention_questions(cache: Mapping[str, torch.Tensor], labels: Sequence[str], layer: int, head: int,
-                        prefix: str = "blocks") -> list[Question]:
+def attention_questions(
+    cache: Mapping[str, torch.Tensor], labels: Sequence[str], layer: int, head: int, prefix: str = "blocks"
+) -> list[Question]:
     """Questions for the Attention page, about the sentence the student sent through the model."""
     if len(labels) < 2:
         raise LlmvizError("The questions need a sentence of at least two tokens.")
     last = len(labels) - 1
     middle = len(labels) // 2
-    return [most_attended(cache, labels, layer, head, last, prefix), visible_keys(cache, labels, middle, prefix),
-            focused_head(cache, labels, layer, last, prefix)]
+    return [
+        most_attended(cache, labels, layer, head, last, prefix),
+        visible_keys(cache, labels, middle, prefix),
+        focused_head(cache, labels, layer, last, prefix),
+    ]
 
 
 # ---------------------------------------------------------------------------- training
@@ -270,11 +318,13 @@ def learning_rate_times_ten(final_loss: Callable[[float], float], lr: float, wha
         "lr-times-ten",
         f"{what} at learning rate {lr:g}. If the learning rate were {lr * 10:g} (×10) instead, would the loss "
         "at the end be lower or higher?",
-        right, ["lower", "higher", "about the same (within 1%)"],
+        right,
+        ["lower", "higher", "about the same (within 1%)"],
         f"Both runs were just trained from the same initial weights on the same batches. Learning rate "
         f"{lr:g}: loss **{show(base)}**. Learning rate {lr * 10:g}: loss **{show(faster)}**. A larger step "
         "learns faster while the steps stay small enough; past that, each step overshoots and the loss rises.",
-        order="keep")
+        order="keep",
+    )
 
 
 def uniform_loss(vocab_size: int) -> Question:
@@ -289,9 +339,13 @@ def uniform_loss(vocab_size: int) -> Question:
     return _question(
         "uniform-loss",
         f"A model that has learned nothing gives each of its {vocab_size:,} tokens the same probability "
-        f"1/{vocab_size:,}. What is its cross-entropy loss (natural log)?", right, wrong,
+        f"1/{vocab_size:,}. What is its cross-entropy loss (natural log)?",
+        right,
+        wrong,
         f"Every target gets p = 1/{vocab_size:,}, so the loss is −ln(1/{vocab_size:,}) = ln {vocab_size:,} = "
-        f"**{right}**. A freshly initialised model starts near this value.", order="sort")
+        f"**{right}**. A freshly initialised model starts near this value.",
+        order="sort",
+    )
 
 
 def position_loss(probability: float, target: str, context: str) -> Question:
@@ -302,25 +356,35 @@ def position_loss(probability: float, target: str, context: str) -> Question:
     return _question(
         "position-loss",
         f"After {_quote(context)} the model gives the right next token {_quote(target)} probability {p:.4f}. "
-        "What is the loss at this position?", right, wrong[:3],
+        "What is the loss at this position?",
+        right,
+        wrong[:3],
         f"Cross-entropy at one position is −ln p(target) = −ln {p:.4f} = **{right}**. A sure right answer "
-        "(p = 1) costs 0; a tiny p costs a lot.", order="sort")
+        "(p = 1) costs 0; a tiny p costs a lot.",
+        order="sort",
+    )
 
 
-def training_questions(model, tokenizer, text: str, final_loss: Callable[[float], float], lr: float,
-                       what: str) -> list[Question]:
+def training_questions(
+    model, tokenizer, text: str, final_loss: Callable[[float], float], lr: float, what: str
+) -> list[Question]:
     """Questions for the Training page: the ×10 learning rate (from two short runs), the uniform loss,
     and the loss at one position of the student's text under ``model``."""
     questions = [learning_rate_times_ten(final_loss, lr, what), uniform_loss(tokenizer.vocab_size)]
-    ids = tokenizer.encode(text)[: 33]
+    ids = tokenizer.encode(text)[:33]
     if len(ids) >= 2:
         with torch.no_grad():
             logits, _ = model(torch.tensor([ids[:-1]]))  # (1, T, V)
         probabilities = torch.softmax(logits[0].double(), dim=-1)  # (T, V)
         position = len(ids) - 2
         target = ids[position + 1]
-        questions.append(position_loss(float(probabilities[position, target]), tokenizer.printable(target),
-                                       tokenizer.decode(ids[: position + 1])[-40:]))
+        questions.append(
+            position_loss(
+                float(probabilities[position, target]),
+                tokenizer.printable(target),
+                tokenizer.decode(ids[: position + 1])[-40:],
+            )
+        )
     return questions
 
 
@@ -337,13 +401,17 @@ def greedy_next_token(logits: torch.Tensor, names: Sequence[str] | Callable[[int
     top = torch.topk(logits, min(4, logits.shape[0]))
     choices = top.indices.tolist()
     probabilities = torch.softmax(logits, dim=-1)
-    table = ", ".join(f"{_quote(names[i])} logit {float(logits[i]):.3f} (p {float(probabilities[i]):.3f})"
-                      for i in choices)
+    table = ", ".join(
+        f"{_quote(names[i])} logit {float(logits[i]):.3f} (p {float(probabilities[i]):.3f})" for i in choices
+    )
     return _question(
-        "greedy-next", "At temperature 0, which of these tokens comes next?", names[choices[0]],
+        "greedy-next",
+        "At temperature 0, which of these tokens comes next?",
+        names[choices[0]],
         [names[i] for i in choices[1:]],
         f"Temperature 0 means greedy: always the token with the largest logit. The four largest: {table}. "
-        f"So the next token is **{_quote(names[choices[0]])}**, every time.")
+        f"So the next token is **{_quote(names[choices[0]])}**, every time.",
+    )
 
 
 class _Names:
@@ -363,10 +431,14 @@ def tokens_kept(logits: torch.Tensor, temperature: float, top_k: int, top_p: flo
     return _question(
         "tokens-kept",
         f"With temperature {temperature:g}, top-k {top_k or 'off'} and top-p {top_p:g}, how many of the "
-        f"{vocab:,} tokens can still be drawn?", str(kept), wrong,
+        f"{vocab:,} tokens can still be drawn?",
+        str(kept),
+        wrong,
         f"Top-k keeps the {top_k or vocab:,} largest logits; top-p then keeps the most likely tokens until "
         f"their probabilities add up to {top_p:g}. **{kept:,}** token{'s' if kept != 1 else ''} remain"
-        f"{'s' if kept == 1 else ''} with a probability above zero.", order="sort")
+        f"{'s' if kept == 1 else ''} with a probability above zero.",
+        order="sort",
+    )
 
 
 def temperature_entropy(logits: torch.Tensor, temperature: float) -> Question:
@@ -379,17 +451,24 @@ def temperature_entropy(logits: torch.Tensor, temperature: float) -> Question:
     return _question(
         "temperature-entropy",
         f"The temperature goes from {low:g} to {high:g}. Does the entropy (spread) of the next-token "
-        "distribution go up or down?", right, ["up", "down", "it stays the same"],
+        "distribution go up or down?",
+        right,
+        ["up", "down", "it stays the same"],
         f"Entropy −Σ p ln p at T = {low:g}: **{before:.3f}** nats; at T = {high:g}: **{after:.3f}** nats. "
         "Dividing the logits by a larger T brings them closer together, so the distribution flattens.",
-        order="keep")
+        order="keep",
+    )
 
 
-def sampling_questions(logits: torch.Tensor, names: Sequence[str] | Callable[[int], str], temperature: float, top_k: int,
-                       top_p: float) -> list[Question]:
+def sampling_questions(
+    logits: torch.Tensor, names: Sequence[str] | Callable[[int], str], temperature: float, top_k: int, top_p: float
+) -> list[Question]:
     """Questions for the Sampling page, from the model's logits after the student's prompt."""
-    return [greedy_next_token(logits, names), tokens_kept(logits, temperature, top_k, top_p),
-            temperature_entropy(logits, temperature)]
+    return [
+        greedy_next_token(logits, names),
+        tokens_kept(logits, temperature, top_k, top_p),
+        temperature_entropy(logits, temperature),
+    ]
 
 
 def final_loss_after(make_trainer: Callable[[float], Any], steps: int) -> Callable[[float], float]:
@@ -415,9 +494,20 @@ def short_run_trainer(text: str, model: str, optimizer: str, lr: float, seed: in
     """The fresh run the learning-rate question trains: character tokens, batch 8, 16 characters of context."""
     from llmviz.training.trainer import TrainConfig, Trainer, prepare_data
 
-    config = TrainConfig(model=model, tokenizer="char", context_size=16, batch_size=8, steps=steps,
-                         optimizer=optimizer, lr=lr, grad_clip=None, warmup_steps=0, schedule="constant",
-                         eval_interval=steps, seed=seed)
+    config = TrainConfig(
+        model=model,
+        tokenizer="char",
+        context_size=16,
+        batch_size=8,
+        steps=steps,
+        optimizer=optimizer,
+        lr=lr,
+        grad_clip=None,
+        warmup_steps=0,
+        schedule="constant",
+        eval_interval=steps,
+        seed=seed,
+    )
     return Trainer(config, prepare_data(text[:100_000], config))
 
 

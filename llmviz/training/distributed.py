@@ -74,7 +74,7 @@ class ProcessGroup:
                 f"choose a batch size that is a multiple of {self.world_size}."
             )
         per_rank = batch.shape[0] // self.world_size
-        return batch[self.rank * per_rank:(self.rank + 1) * per_rank]  # (B / world_size, ...)
+        return batch[self.rank * per_rank : (self.rank + 1) * per_rank]  # (B / world_size, ...)
 
     def mean(self, value: torch.Tensor) -> torch.Tensor:
         """The mean of ``value`` over all ranks (every rank gets it); the value itself in one process."""
@@ -100,8 +100,9 @@ class ProcessGroup:
 
             blocks = getattr(model, "blocks", None)
             if not isinstance(blocks, nn.ModuleList):
-                raise ConfigError("FSDP shards a transformer block by block; this model has no blocks: train it "
-                                  "without --fsdp.")
+                raise ConfigError(
+                    "FSDP shards a transformer block by block; this model has no blocks: train it without --fsdp."
+                )
             # a block also returns its keys and values (what a KV cache keeps): views of the qkv projection, which
             # training throws away and nothing changes in place, so FSDP's warning about returned views is moot
             warnings.filterwarnings("ignore", message=r"FSDP2-wrapped module \(FSDPBlock\) returned a view tensor")

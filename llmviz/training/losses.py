@@ -55,9 +55,14 @@ def loss_breakdown(logits: torch.Tensor, targets: torch.Tensor) -> LossBreakdown
     naive = float(-probabilities.gather(-1, targets.unsqueeze(-1)).log().mean())
     cross_entropy = float(F.cross_entropy(logits.flatten(0, 1), targets.flatten()))
     return LossBreakdown(
-        probabilities=probabilities, target_probabilities=target_probabilities,
-        log_probabilities=log_probabilities, mean_log_probability=mean_log, loss=-mean_log,
-        cross_entropy=cross_entropy, naive_loss=naive, perplexity=math.exp(-mean_log) if -mean_log < 709 else math.inf,
+        probabilities=probabilities,
+        target_probabilities=target_probabilities,
+        log_probabilities=log_probabilities,
+        mean_log_probability=mean_log,
+        loss=-mean_log,
+        cross_entropy=cross_entropy,
+        naive_loss=naive,
+        perplexity=math.exp(-mean_log) if -mean_log < 709 else math.inf,
         uniform_loss=math.log(logits.shape[-1]),
     )
 
@@ -105,9 +110,16 @@ def output_layer_gradient(hidden: torch.Tensor, head_weight: torch.Tensor, targe
     dlogits = probabilities - one_hot  # (V,)
     dweight = torch.outer(dlogits, h)  # (V, C)
     difference = max(float((dlogits - logits.grad).abs().max()), float((dweight - weight.grad).abs().max()))
-    return OutputGradient(hidden=h, probabilities=probabilities, one_hot=one_hot, dlogits_by_hand=dlogits,
-                          dlogits_autograd=logits.grad.detach(), dweight_by_hand=dweight,
-                          dweight_autograd=weight.grad.detach(), max_difference=difference)
+    return OutputGradient(
+        hidden=h,
+        probabilities=probabilities,
+        one_hot=one_hot,
+        dlogits_by_hand=dlogits,
+        dlogits_autograd=logits.grad.detach(),
+        dweight_by_hand=dweight,
+        dweight_autograd=weight.grad.detach(),
+        max_difference=difference,
+    )
 
 
 @dataclass
@@ -141,8 +153,9 @@ def batch_loss(model, sequences: list[list[int]]) -> BatchLoss:
     inputs = torch.tensor([ids[:-1] for ids in sequences])  # (B, T)
     targets = torch.tensor([ids[1:] for ids in sequences])  # (B, T)
     logits, _, cache = model.run_with_cache(inputs.to(device))  # (B, T, V)
-    return BatchLoss(inputs=inputs, targets=targets, parts=loss_breakdown(logits.cpu(), targets),
-                     final_hidden=cache["ln_f"].cpu())  # (B, T, C)
+    return BatchLoss(
+        inputs=inputs, targets=targets, parts=loss_breakdown(logits.cpu(), targets), final_hidden=cache["ln_f"].cpu()
+    )  # (B, T, C)
 
 
 def position_gradient(model, batch: BatchLoss, position: int, sequence: int = 0) -> OutputGradient:

@@ -1,7 +1,8 @@
 """Reading a safetensors file safely: only a regular file is opened (never a device or a pipe), and a pickle
 (torch.save) file is refused before anything parses it; messages name the file, never the server's folders.
 
-Shared by the trainer's checkpoints (:mod:`llmviz.training.trainer`) and Hugging Face GPT-2 folders (:mod:`llmviz.hub.gpt2`),
+Shared by the trainer's checkpoints (:mod:`llmviz.training.trainer`) and Hugging Face GPT-2 folders
+(:mod:`llmviz.hub.gpt2`),
 so that neither has to import the other.
 """
 
@@ -28,14 +29,17 @@ def regular_file(path: Path) -> os.stat_result:
     try:
         status = path.stat()
     except FileNotFoundError:
-        raise CheckpointError(f"No file {path.name}" + (" (a link to nothing)." if path.is_symlink() else ".")) from None
+        raise CheckpointError(
+            f"No file {path.name}" + (" (a link to nothing)." if path.is_symlink() else ".")
+        ) from None
     except OSError as error:
         raise CheckpointError(f"{path.name} cannot be read ({error.strerror or type(error).__name__}).") from None
     if stat.S_ISDIR(status.st_mode):
         raise CheckpointError(f"{path.name} is a folder, not a file.")
     if not stat.S_ISREG(status.st_mode):
-        raise CheckpointError(f"{path.name} is not a regular file (a device, a pipe or a socket): it cannot hold a "
-                              "checkpoint.")
+        raise CheckpointError(
+            f"{path.name} is not a regular file (a device, a pipe or a socket): it cannot hold a checkpoint."
+        )
     return status
 
 
@@ -63,4 +67,6 @@ def read_safetensors(path: str | Path) -> dict[str, torch.Tensor]:
         return load_file(str(path))
     except (SafetensorError, OSError, ValueError) as error:
         detail = "" if "/" in str(error) or os.sep in str(error) else f": {error}"  # a detail naming a path is left out
-        raise CheckpointError(f"{path.name} is not a valid safetensors file (truncated or corrupted?){detail}") from None
+        raise CheckpointError(
+            f"{path.name} is not a valid safetensors file (truncated or corrupted?){detail}"
+        ) from None

@@ -16,12 +16,13 @@ leaves the smallest gap on a log scale (never step 0 nor the last step of a run)
 from __future__ import annotations
 
 import math
-import os
 import threading
 from collections.abc import Iterable
 
 import torch
 import torch.nn as nn
+
+from llmviz import settings
 
 DEFAULT_SESSION_CAP_MB = 128
 
@@ -33,7 +34,7 @@ def session_cap_bytes(cap_mb: float | None = None) -> int:
     1048576
     """
     if cap_mb is None:
-        cap_mb = float(os.environ.get("LLMVIZ_SNAPSHOT_MB", DEFAULT_SESSION_CAP_MB))
+        cap_mb = float(settings.get("LLMVIZ_SNAPSHOT_MB"))
     return int(cap_mb * 2**20)
 
 

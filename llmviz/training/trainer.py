@@ -3,7 +3,8 @@
 The loop is a generator, so the Streamlit page and the CLI drive the same code and can stop
 it between any two steps:
 
->>> config = TrainConfig(model="bigram-neural", tokenizer="char", context_size=8, batch_size=4, steps=3, eval_interval=1)
+>>> config = TrainConfig(model="bigram-neural", tokenizer="char", context_size=8, batch_size=4, steps=3,
+... eval_interval=1)
 >>> trainer = Trainer.from_text("hello world\\n" * 20, config)
 >>> [m.step for m in trainer.run()]
 [1, 2, 3]
@@ -43,8 +44,14 @@ from llmviz.training.checkpoint import (
 from llmviz.training.distributed import ProcessGroup, accumulation_steps, micro_batches
 
 OPTIMIZERS = ["sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"]
-OPTIMIZER_TITLES = {"sgd": "SGD", "momentum": "SGD with momentum", "adagrad": "Adagrad",
-                    "rmsprop": "RMSprop", "adam": "Adam", "adamw": "AdamW"}
+OPTIMIZER_TITLES = {
+    "sgd": "SGD",
+    "momentum": "SGD with momentum",
+    "adagrad": "Adagrad",
+    "rmsprop": "RMSprop",
+    "adam": "Adam",
+    "adamw": "AdamW",
+}
 MODEL_CHOICES = list(PRESETS) + list(CHAR_MODELS)
 
 
@@ -91,47 +98,65 @@ class TrainConfig:
     init: str | None = None
 
     def __post_init__(self):
+        problems = self._model_problems() + self._loop_problems()
+        if problems:
+            raise ConfigError("This training configuration cannot work: " + "; ".join(problems) + ".")
+
+    def _model_problems(self) -> list[str]:
+        """The model, its architecture switches and its tokenizer."""
         problems = []
         if self.init is not None and (not isinstance(self.init, str) or not self.init.strip()):
             problems.append("init must name a model (such as gpt2) or a checkpoint folder")
         if self.model not in MODEL_CHOICES:
             problems.append(f"model must be one of {', '.join(MODEL_CHOICES)} (got {self.model!r})")
         if self.architecture:
-            unknown = sorted(set(self.architecture) - set(SWITCHES))
-            if unknown:
-                problems.append(f"architecture switches must be among {', '.join(SWITCHES)} (got {', '.join(unknown)})")
-            elif self.model not in PRESETS:
-                problems.append(f"architecture switches apply to the GPT presets, not to {self.model!r}")
-            else:
-                try:
-                    PRESETS[self.model].replace(**self.architecture)
-                except (ConfigError, TypeError) as error:
-                    problems.append(str(error).removeprefix("This GPT configuration cannot work: ").rstrip("."))
+            problems += self._architecture_problems()
         if self.tokenizer not in ("char", "bpe"):
             problems.append("tokenizer must be 'char' or 'bpe'")
+        if self.model_context is not None and (
+            self.model not in PRESETS
+            or not isinstance(self.model_context, int)
+            or self.model_context < self.context_size
+        ):
+            problems.append(
+                f"model_context must be a whole number of at least context_size = {self.context_size}, for a GPT preset"
+            )
+        if not (0.0 <= self.dropout < 1.0):
+            problems.append("dropout must be in [0, 1)")
+        return problems
+
+    def _architecture_problems(self) -> list[str]:
+        switches = self.architecture or {}
+        unknown = sorted(set(switches) - set(SWITCHES))
+        if unknown:
+            return [f"architecture switches must be among {', '.join(SWITCHES)} (got {', '.join(unknown)})"]
+        if self.model not in PRESETS:
+            return [f"architecture switches apply to the GPT presets, not to {self.model!r}"]
+        try:
+            PRESETS[self.model].replace(**switches)
+        except (ConfigError, TypeError) as error:
+            return [str(error).removeprefix("This GPT configuration cannot work: ").rstrip(".")]
+        return []
+
+    def _loop_problems(self) -> list[str]:
+        """The optimizer, the batches and the schedule."""
+        problems = []
         if self.optimizer not in OPTIMIZERS:
             problems.append(f"optimizer must be one of {', '.join(OPTIMIZERS)}")
         for name in ("context_size", "batch_size", "steps", "eval_interval", "eval_batches"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be at least 1")
-        if self.model_context is not None and (self.model not in PRESETS or not isinstance(self.model_context, int)
-                                               or self.model_context < self.context_size):
-            problems.append(f"model_context must be a whole number of at least context_size = {self.context_size}, "
-                            "for a GPT preset")
         if self.micro_batch_size is not None and not 1 <= self.micro_batch_size <= self.batch_size:
             problems.append("micro_batch_size must be between 1 and batch_size")
         if self.stride is not None and self.stride < 1:
             problems.append("stride must be at least 1")
         if not (self.lr > 0 and math.isfinite(self.lr)):
             problems.append(f"the learning rate must be a positive number (got {self.lr})")
-        if not (0.0 <= self.dropout < 1.0):
-            problems.append("dropout must be in [0, 1)")
         if not (0.0 < self.val_fraction < 0.5):
             problems.append("val_fraction must be between 0 and 0.5")
         if self.schedule not in ("cosine", "constant"):
             problems.append("schedule must be 'cosine' or 'constant'")
-        if problems:
-            raise ConfigError("This training configuration cannot work: " + "; ".join(problems) + ".")
+        return problems
 
     def replace(self, **changes) -> TrainConfig:
         return replace(self, **changes)
@@ -189,9 +214,12 @@ def prepare_data(text: str, config: TrainConfig, tokenizer: Tokenizer | None = N
     needed = config.context_size + 1
     if len(train_ids) < needed or len(val_ids) < needed:
         largest = min(len(train_ids), len(val_ids)) - 1  # the longest context whose window fits in both parts
-        remedy = (f"Use a longer text or a context size of at most {largest}." if largest >= 1 else
-                  f"Use a longer text: even a context of 1 token needs 2 tokens in each part, about "
-                  f"{math.ceil(2 / config.val_fraction):,} tokens in all.")
+        remedy = (
+            f"Use a longer text or a context size of at most {largest}."
+            if largest >= 1
+            else f"Use a longer text: even a context of 1 token needs 2 tokens in each part, about "
+            f"{math.ceil(2 / config.val_fraction):,} tokens in all."
+        )
         raise ConfigError(
             f"The text gives {len(ids):,} token{'s' if len(ids) != 1 else ''}: {len(train_ids):,} for training and "
             f"{len(val_ids):,} for validation, but one window needs context size + 1 = {needed} tokens in each "
@@ -222,9 +250,13 @@ class Batches:
 def build_model(config: TrainConfig, vocab_size: int) -> nn.Module:
     if config.model in PRESETS:
         overrides = {k: getattr(config, k) for k in ("d_model", "n_layers", "n_heads") if getattr(config, k)}
-        gpt_config = PRESETS[config.model].replace(vocab_size=vocab_size,
-                                                   context_length=config.model_context or config.context_size,
-                                                   dropout=config.dropout, **(config.architecture or {}), **overrides)
+        gpt_config = PRESETS[config.model].replace(
+            vocab_size=vocab_size,
+            context_length=config.model_context or config.context_size,
+            dropout=config.dropout,
+            **(config.architecture or {}),
+            **overrides,
+        )
         return GPT(gpt_config)
     kwargs = {"context_length": config.context_size} if config.model == "transformer" else {}
     return build_char_model(config.model, vocab_size, **kwargs)
@@ -240,8 +272,10 @@ def weight_decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     [(0.1, [(3, 4)]), (0.0, [(3,), (3,), (3,)])]
     """
     parameters = [p for p in model.parameters() if p.requires_grad]
-    return [{"params": [p for p in parameters if p.dim() >= 2], "weight_decay": weight_decay},
-            {"params": [p for p in parameters if p.dim() < 2], "weight_decay": 0.0}]
+    return [
+        {"params": [p for p in parameters if p.dim() >= 2], "weight_decay": weight_decay},
+        {"params": [p for p in parameters if p.dim() < 2], "weight_decay": 0.0},
+    ]
 
 
 def build_optimizer(config: TrainConfig, model: nn.Module) -> torch.optim.Optimizer | None:
@@ -340,9 +374,11 @@ def fine_tuning_copy(model: nn.Module, config: TrainConfig) -> nn.Module:
     run's dropout; its context must hold the run's windows."""
     if isinstance(model, GPT):
         if config.context_size > model.config.context_length:
-            raise ConfigError(f"The context size {config.context_size} is longer than the model's context of "
-                              f"{model.config.context_length} tokens: use --context {model.config.context_length} "
-                              "or less.")
+            raise ConfigError(
+                f"The context size {config.context_size} is longer than the model's context of "
+                f"{model.config.context_length} tokens: use --context {model.config.context_length} "
+                "or less."
+            )
         copy = GPT(model.config.replace(dropout=config.dropout))
         copy.load_state_dict(model.state_dict())
     else:
@@ -373,7 +409,9 @@ class Trainer:
     def __post_init__(self, initial_model: nn.Module | None = None):
         self.device = torch.device(self.config.device)
         if initial_model is None and self.config.init is not None:
-            raise ConfigError("This run starts from trained weights: create it with Trainer.from_text, which loads them.")
+            raise ConfigError(
+                "This run starts from trained weights: create it with Trainer.from_text, which loads them."
+            )
         # the same seed on every rank: the same initial weights; drawn without moving anyone else's randomness
         with isolated_rng(self.config.seed):
             if initial_model is not None:
@@ -384,10 +422,12 @@ class Trainer:
         # dropout draws from the run's own stream, a different one on every rank (the ranks' slices are different
         # windows; equal masks would correlate them)
         self.dropout_generator = torch.Generator(device=self.device).manual_seed(
-            dropout_seed(self.config.seed, self.group.rank))
+            dropout_seed(self.config.seed, self.group.rank)
+        )
         set_dropout_generator(self.model, self.dropout_generator)
-        self.accumulation = accumulation_steps(self.config.batch_size, self.group.world_size,
-                                               self.config.micro_batch_size)
+        self.accumulation = accumulation_steps(
+            self.config.batch_size, self.group.world_size, self.config.micro_batch_size
+        )
         if self.group.distributed and getattr(self.model, "trained_by_counting", False):
             raise ConfigError("The counting bigram learns by counting, not by gradients: train it in one process.")
         # DistributedDataParallel across processes; with FSDP the model itself is sharded in place (the optimizer
@@ -405,14 +445,25 @@ class Trainer:
         self.grad_scaler: torch.amp.GradScaler | None = None
 
     @classmethod
-    def from_text(cls, text: str, config: TrainConfig, tokenizer: Tokenizer | None = None, progress=None,
-                  group: ProcessGroup | None = None, initial_model: nn.Module | None = None) -> Trainer:
+    def from_text(
+        cls,
+        text: str,
+        config: TrainConfig,
+        tokenizer: Tokenizer | None = None,
+        progress=None,
+        group: ProcessGroup | None = None,
+        initial_model: nn.Module | None = None,
+    ) -> Trainer:
         """Tokenize ``text`` and set up the run; with ``config.init``, the weights and the tokenizer
         come from that model (loaded here unless ``initial_model`` and ``tokenizer`` are given)."""
         if config.init is not None and (initial_model is None or tokenizer is None):
             initial_model, tokenizer = load_initial(config.init)
-        return cls(config, prepare_data(text, config, tokenizer, progress), group=group or ProcessGroup(),
-                   initial_model=initial_model)
+        return cls(
+            config,
+            prepare_data(text, config, tokenizer, progress),
+            group=group or ProcessGroup(),
+            initial_model=initial_model,
+        )
 
     @property
     def counting(self) -> bool:
@@ -431,8 +482,12 @@ class Trainer:
         evaluates its slice of every batch and the slices' losses are averaged, the whole batch's loss."""
         self.model.eval()
         generator = torch.Generator().manual_seed(self.config.seed + 2)
-        fixed = Batches(self.dataset.val_ids, self.train_batches.context_size,
-                        self.config.stride or self.config.context_size, generator)
+        fixed = Batches(
+            self.dataset.val_ids,
+            self.train_batches.context_size,
+            self.config.stride or self.config.context_size,
+            generator,
+        )
         losses = []
         for _ in range(batches or self.config.eval_batches):
             inputs, targets = fixed.sample(self.config.batch_size)  # (B, T)
@@ -484,7 +539,9 @@ class Trainer:
             grad_norm = torch.nn.utils.get_total_norm([p.grad for p in self.model.parameters() if p.grad is not None])
         if self.sharded:  # a DTensor: the norm over all the shards, the same on every process
             grad_norm = cast(Any, grad_norm).full_tensor()
-        if self.grad_scaler is not None:  # float16: the step is skipped (and the scale halved) when a gradient overflowed
+        if (
+            self.grad_scaler is not None
+        ):  # float16: the step is skipped (and the scale halved) when a gradient overflowed
             self.grad_scaler.step(self.optimizer)
             self.grad_scaler.update()
         else:
@@ -513,8 +570,9 @@ class Trainer:
         options = StateDictOptions(full_state_dict=True, cpu_offload=True)  # the whole tensors, on rank 0 only
         assert self.optimizer is not None  # FSDP shards only models trained by gradient
         weights = get_model_state_dict(self.model, options=options)
-        optimizer_state: dict[str, Any] = cast(dict[str, Any], get_optimizer_state_dict(self.model, self.optimizer,
-                                                                                         options=options))
+        optimizer_state: dict[str, Any] = cast(
+            dict[str, Any], get_optimizer_state_dict(self.model, self.optimizer, options=options)
+        )
         if not self.group.is_main:
             return
         with isolated_rng(self.config.seed):
@@ -527,11 +585,15 @@ class Trainer:
             names = {id(p): name for name, p in self.model.named_parameters()}
             order = [names[id(p)] for group in self.optimizer.param_groups for p in group["params"]]
             index = {name: i for i, name in enumerate(order)}
-            self.optimizer.load_state_dict({
-                "state": {index[name]: value for name, value in optimizer_state["state"].items()},
-                "param_groups": [{**saved, "params": [index[name] for name in saved["params"]]}
-                                 for saved in optimizer_state["param_groups"]],
-            })
+            self.optimizer.load_state_dict(
+                {
+                    "state": {index[name]: value for name, value in optimizer_state["state"].items()},
+                    "param_groups": [
+                        {**saved, "params": [index[name] for name in saved["params"]]}
+                        for saved in optimizer_state["param_groups"]
+                    ],
+                }
+            )
         self.group = replace(self.group, fully_sharded=False)
 
     def run(self, steps: int | None = None, should_stop: Callable[[], bool] | None = None) -> Iterator[StepMetrics]:
@@ -555,10 +617,13 @@ class Trainer:
                 val_loss = self.evaluate()
             step_time = time.perf_counter() - step_start
             metrics = StepMetrics(
-                step=self.step, train_loss=train_loss, val_loss=val_loss,
+                step=self.step,
+                train_loss=train_loss,
+                val_loss=val_loss,
                 perplexity=math.exp(min(train_loss, 50.0)),
                 lr=0.0 if self.counting else shown_rate(learning_rate(self.config, self.step - 1)),
-                tokens_per_s=tokens_per_step / max(step_time, 1e-9), grad_norm=grad_norm,
+                tokens_per_s=tokens_per_step / max(step_time, 1e-9),
+                grad_norm=grad_norm,
                 elapsed_s=time.perf_counter() - start_time,
             )
             self.history.append(metrics)
@@ -576,12 +641,25 @@ class Trainer:
 
     # ------------------------------------------------------------------ generation and files
 
-    def generate_sample(self, prompt: str = "", max_new_tokens: int = 100, temperature: float = 0.8,
-                        top_k: int = 0, seed: int | None = None) -> str:
+    def generate_sample(
+        self,
+        prompt: str = "",
+        max_new_tokens: int = 100,
+        temperature: float = 0.8,
+        top_k: int = 0,
+        seed: int | None = None,
+    ) -> str:
         from llmviz.generation.sampling import generate_text
 
-        return generate_text(self.model, self.dataset.tokenizer, prompt, max_new_tokens=max_new_tokens,
-                             temperature=temperature, top_k=top_k, seed=self.config.seed if seed is None else seed)
+        return generate_text(
+            self.model,
+            self.dataset.tokenizer,
+            prompt,
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            top_k=top_k,
+            seed=self.config.seed if seed is None else seed,
+        )
 
     def save(self, directory: str | Path) -> Path:
         return save_checkpoint(directory, self)
@@ -589,14 +667,20 @@ class Trainer:
 
 # ---------------------------------------------------------------------------- checkpoints
 
-def resume(directory: str | Path, text: str, device: str = "cpu", group: ProcessGroup | None = None,
-           **changes) -> Trainer:
+
+def resume(
+    directory: str | Path, text: str, device: str = "cpu", group: ProcessGroup | None = None, **changes
+) -> Trainer:
     """A :class:`Trainer` that continues exactly where the saved one stopped (``changes``: e.g. more ``steps``),
     in one process or several: the checkpoint does not depend on how many processes wrote it."""
     model, tokenizer, meta = load_checkpoint(directory, device)
     config = TrainConfig.from_dict({**meta["train_config"], "device": device, **changes})
-    trainer = Trainer(config, prepare_data(text, config, tokenizer), group=group or ProcessGroup(),
-                      initial_model=model if config.init is not None else None)
+    trainer = Trainer(
+        config,
+        prepare_data(text, config, tokenizer),
+        group=group or ProcessGroup(),
+        initial_model=model if config.init is not None else None,
+    )
     trainer.step = meta["step"]
     trainer.history = [StepMetrics(**m) for m in meta.get("metrics", [])]
     if not restore_training_state(trainer, directory, model, meta):

@@ -44,16 +44,35 @@ class GPT2Source:
         for name, hub in gpt2.HUB_MODELS.items():
             cached = gpt2.is_cached(name)
             if cached:
-                out.append(Entry(f"{PREFIX}:{name}", _label(name), "gpt",
-                                 note=f"OpenAI's pretrained {hub.title}, from the Hugging Face cache."))
+                out.append(
+                    Entry(
+                        f"{PREFIX}:{name}",
+                        _label(name),
+                        "gpt",
+                        note=f"OpenAI's pretrained {hub.title}, from the Hugging Face cache.",
+                    )
+                )
             elif name == gpt2.DEFAULT_MODEL:  # the larger ones appear once downloaded
                 if gpt2.hub_offline() or not gpt2.hub_reachable():
-                    out.append(Entry(f"{PREFIX}:{name}", _label(name), "gpt", available=False,
-                                     note=f"offline, not downloaded: run `python -m llmviz gpt2 download` once "
-                                          f"online ({hub.download})"))
+                    out.append(
+                        Entry(
+                            f"{PREFIX}:{name}",
+                            _label(name),
+                            "gpt",
+                            available=False,
+                            note=f"offline, not downloaded: run `python -m llmviz gpt2 download` once "
+                            f"online ({hub.download})",
+                        )
+                    )
                 else:
-                    out.append(Entry(f"{PREFIX}:{name}", f"{_label(name)} — download {hub.download} once", "gpt",
-                                     note=f"Picking it downloads {hub.download} once from the Hugging Face Hub."))
+                    out.append(
+                        Entry(
+                            f"{PREFIX}:{name}",
+                            f"{_label(name)} — download {hub.download} once",
+                            "gpt",
+                            note=f"Picking it downloads {hub.download} once from the Hugging Face Hub.",
+                        )
+                    )
         return out
 
     def load(self, key: str, step: int | None):
@@ -67,4 +86,3 @@ class GPT2Source:
                 folder = gpt2.download(name)  # raises GPT2Unavailable (an LlmvizError) offline
         model, tokenizer, meta = _load(str(folder), name)
         return ModelView(key, _label(name), model, tokenizer, meta, "gpt")
-

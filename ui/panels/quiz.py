@@ -39,21 +39,36 @@ def ask(question: Question, page: str, number: int) -> None:
     with st.container(border=True):
         st.markdown(f"**Q{number}.** {question.prompt}")
         revealed = question.key in answers
-        choice = st.radio("Your prediction", question.options, index=None, key=widget_key, horizontal=True,
-                          disabled=revealed, label_visibility="collapsed", format_func=markdown_literal)
+        choice = st.radio(
+            "Your prediction",
+            question.options,
+            index=None,
+            key=widget_key,
+            horizontal=True,
+            disabled=revealed,
+            label_visibility="collapsed",
+            format_func=markdown_literal,
+        )
         if not revealed:
-            st.button("Reveal", key=state.widget("quiz_reveal_", page, question.key), disabled=choice is None,
-                      on_click=_reveal, args=(question, page, widget_key),
-                      help="Commit to a guess first: the first answer counts for your score.")
+            st.button(
+                "Reveal",
+                key=state.widget("quiz_reveal_", page, question.key),
+                disabled=choice is None,
+                on_click=_reveal,
+                args=(question, page, widget_key),
+                help="Commit to a guess first: the first answer counts for your score.",
+            )
             return
         _, index, right = answers[question.key]
         truth = question.options[question.answer]
         if right:
             st.success(f"Right: “{markdown_literal(truth)}”.", icon=":material/check_circle:")
         else:
-            st.error(f"Not quite: you said “{markdown_literal(question.options[index])}”; the answer is "
-                     f"“{markdown_literal(truth)}”.",
-                     icon=":material/cancel:")
+            st.error(
+                f"Not quite: you said “{markdown_literal(question.options[index])}”; the answer is "
+                f"“{markdown_literal(truth)}”.",
+                icon=":material/cancel:",
+            )
         st.markdown(question.explanation)
 
 
@@ -64,14 +79,21 @@ def section(page: str, build: Callable[[], list[Question]], title: str = "Predic
     such as two short training runs, costs nothing until then); an LlmvizError becomes a notice.
     """
     right, answered = score()
-    with st.expander(f"{title}: guess before you look", expanded=bool(state.QUIZ_OPEN.get(page)),
-                     icon=":material/quiz:"):
-        st.caption("Each answer is computed from the model and your own settings, right now — never written "
-                   "down in advance. The first answer you reveal counts. "
-                   + (f"Your score this session: **{right} of {answered}**." if answered else ""))
+    with st.expander(
+        f"{title}: guess before you look", expanded=bool(state.QUIZ_OPEN.get(page)), icon=":material/quiz:"
+    ):
+        st.caption(
+            "Each answer is computed from the model and your own settings, right now — never written "
+            "down in advance. The first answer you reveal counts. "
+            + (f"Your score this session: **{right} of {answered}**." if answered else "")
+        )
         if not state.QUIZ_OPEN.get(page):
-            st.button("Ask me", key=state.widget("quiz_ask_", page), type="primary",
-                      on_click=lambda: state.QUIZ_OPEN.set(True, page))
+            st.button(
+                "Ask me",
+                key=state.widget("quiz_ask_", page),
+                type="primary",
+                on_click=lambda: state.QUIZ_OPEN.set(True, page),
+            )
             return
         from ui.errors import friendly_errors  # any other error: a message in the expander, never a traceback
 
@@ -81,8 +103,11 @@ def section(page: str, build: Callable[[], list[Question]], title: str = "Predic
                 questions = build()
             except QuizPending as pending:
                 st.progress(pending.fraction, text=str(pending))
-                st.button("Show the questions", key=state.widget("quiz_pending_", page),
-                          help="The runs train in the background; this looks again.")
+                st.button(
+                    "Show the questions",
+                    key=state.widget("quiz_pending_", page),
+                    help="The runs train in the background; this looks again.",
+                )
             except LlmvizError as error:
                 st.info(str(error))
         for number, question in enumerate(questions or [], start=1):
@@ -117,9 +142,14 @@ def short_run_losses(text: str, model: str, optimizer: str, lr: float, seed: int
     jobs = state.QUIZ_JOBS.setdefault()
     job = manager.get(owner, jobs.get(setting, ""))
     if job is None:
-        job = manager.submit_task(owner, functools.partial(learning_rate_pair, text=text[:100_000], model=model,
-                                                           optimizer=optimizer, lr=lr, seed=seed, steps=steps),
-                                  label="quiz: two short runs", total=2 * steps)
+        job = manager.submit_task(
+            owner,
+            functools.partial(
+                learning_rate_pair, text=text[:100_000], model=model, optimizer=optimizer, lr=lr, seed=seed, steps=steps
+            ),
+            label="quiz: two short runs",
+            total=2 * steps,
+        )
         jobs[setting] = job.id
     status = job.status()
     if status.done:
@@ -127,5 +157,6 @@ def short_run_losses(text: str, model: str, optimizer: str, lr: float, seed: int
             raise LlmvizError(f"The two short runs for this question did not finish ({status.describe()}).")
         _RESULTS[setting] = tuple(job.result)
         return _RESULTS[setting]
-    raise QuizPending(f"Training twice for {steps} steps to answer the learning-rate question: {status.describe()}",
-                      status.fraction)
+    raise QuizPending(
+        f"Training twice for {steps} steps to answer the learning-rate question: {status.describe()}", status.fraction
+    )

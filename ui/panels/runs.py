@@ -92,8 +92,9 @@ def thinned(frame: pd.DataFrame, points: int = MAX_POINTS) -> pd.DataFrame:
     return frame.iloc[picked]
 
 
-def loss_figure(selected: list[tuple[str, jobs.JobStatus, int]], show_val: bool = True, height: int = 380,
-                smoothing: float = 0.0) -> go.Figure:
+def loss_figure(
+    selected: list[tuple[str, jobs.JobStatus, int]], show_val: bool = True, height: int = 380, smoothing: float = 0.0
+) -> go.Figure:
     """Training (and validation) loss of ``(label, status, vocab_size)`` runs on one chart.
 
     Built in one constructor call from plain dicts and numpy arrays (a live chart is rebuilt at every refresh of
@@ -108,25 +109,68 @@ def loss_figure(selected: list[tuple[str, jobs.JobStatus, int]], show_val: bool 
         colour = COLOURS[number % len(COLOURS)]
         train = smooth(full["train_loss"].tolist(), smoothing) if smoothing else full["train_loss"].tolist()
         frame = thinned(full.assign(train_shown=train))
-        traces.append(dict(type="scatter", x=frame["step"].to_numpy(), y=frame["train_shown"].to_numpy(),
-                           mode="lines", name=f"{label} (train)", line=dict(color=colour)))
+        traces.append(
+            dict(
+                type="scatter",
+                x=frame["step"].to_numpy(),
+                y=frame["train_shown"].to_numpy(),
+                mode="lines",
+                name=f"{label} (train)",
+                line=dict(color=colour),
+            )
+        )
         if show_val and full["val_loss"].notna().any():
             val = thinned(full.dropna(subset=["val_loss"]))
-            traces.append(dict(type="scatter", x=val["step"].to_numpy(), y=val["val_loss"].to_numpy(),
-                               mode="lines+markers", line=dict(dash="dot", color=colour),
-                               name=f"{label} (validation)"))
+            traces.append(
+                dict(
+                    type="scatter",
+                    x=val["step"].to_numpy(),
+                    y=val["val_loss"].to_numpy(),
+                    mode="lines+markers",
+                    line=dict(dash="dot", color=colour),
+                    name=f"{label} (validation)",
+                )
+            )
         vocabularies.add(vocab)
     shapes, annotations = [], []
     for vocab in sorted(vocabularies):  # a dashed line across the chart at the loss of a uniform guess
         level = math.log(vocab)
-        shapes.append(dict(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=level, y1=level,
-                           line=dict(dash="dash", color="#adb5bd")))
-        annotations.append(dict(xref="x domain", x=1, yref="y", y=level, showarrow=False, xanchor="right",
-                                yanchor="top", text=f"uniform guess: ln {vocab} = {level:.2f}"))  # below the line: the toolbar sits above the plot
-    return go.Figure(data=traces, layout=dict(
-        xaxis=dict(title=dict(text="step")), yaxis=dict(title=dict(text="cross-entropy loss (nats)")), height=height,
-        margin=dict(t=10, l=10, r=10, b=10), legend=dict(orientation="h", y=-0.2), shapes=shapes,
-        annotations=annotations))
+        shapes.append(
+            dict(
+                type="line",
+                xref="x domain",
+                x0=0,
+                x1=1,
+                yref="y",
+                y0=level,
+                y1=level,
+                line=dict(dash="dash", color="#adb5bd"),
+            )
+        )
+        annotations.append(
+            dict(
+                xref="x domain",
+                x=1,
+                yref="y",
+                y=level,
+                showarrow=False,
+                xanchor="right",
+                yanchor="top",
+                text=f"uniform guess: ln {vocab} = {level:.2f}",
+            )
+        )  # below the line: the toolbar sits above the plot
+    return go.Figure(
+        data=traces,
+        layout=dict(
+            xaxis=dict(title=dict(text="step")),
+            yaxis=dict(title=dict(text="cross-entropy loss (nats)")),
+            height=height,
+            margin=dict(t=10, l=10, r=10, b=10),
+            legend=dict(orientation="h", y=-0.2),
+            shapes=shapes,
+            annotations=annotations,
+        ),
+    )
 
 
 def vocab_of(job: jobs.Job) -> int:
@@ -141,10 +185,15 @@ def controls(job: jobs.Job, status: jobs.JobStatus, where: str) -> None:
     if job.paused:
         if c1.button("Resume", key=state.widget("run_resume_", where, job.id)):
             job.resume()
-    elif c1.button("Pause", key=state.widget("run_pause_", where, job.id), help="Training waits after this step; nothing is lost."):
+    elif c1.button(
+        "Pause", key=state.widget("run_pause_", where, job.id), help="Training waits after this step; nothing is lost."
+    ):
         job.pause()
-    if c2.button("Stop", key=state.widget("run_stop_", where, job.id),
-                 help="Stops at the end of the current step; the run so far is kept."):
+    if c2.button(
+        "Stop",
+        key=state.widget("run_stop_", where, job.id),
+        help="Stops at the end of the current step; the run so far is kept.",
+    ):
         job.stop()
 
 
@@ -161,14 +210,19 @@ def draw_run(job: jobs.Job, where: str = "live") -> None:
     if status.error:
         st.error(status.error)
     if status.metrics and not status.done:
-        charts.show(loss_figure([(job.label, status, vocab_of(job))]), width="stretch",
-                        key=state.widget("run_chart_", where, job.id))
+        charts.show(
+            loss_figure([(job.label, status, vocab_of(job))]),
+            width="stretch",
+            key=state.widget("run_chart_", where, job.id),
+        )
     if status.samples:
         step, text = status.samples[-1]
         st.code(f"step {step}:\n{text}", language=None, wrap_lines=True)
     if status.state == jobs.STOPPED:
-        st.caption(f"Stopped at step {status.step} of {status.total}: everything learned so far is kept, "
-                   "and the run is in the model picker.")
+        st.caption(
+            f"Stopped at step {status.step} of {status.total}: everything learned so far is kept, "
+            "and the run is in the model picker."
+        )
 
 
 def live(draw, *, active: Callable[[], bool], seconds: float | None = None, name: str = "training.live") -> None:
@@ -215,8 +269,11 @@ def follow_task(job_slot: state.Slot, *, describe: Callable[[jobs.JobStatus], st
     def draw() -> None:
         status = job.status()
         st.progress(status.fraction, text=describe(status))
-        if not status.done and st.button("Stop", key=state.widget("run_stop_", name, job.id),
-                                         help="Stops after this step and keeps what was learned so far."):
+        if not status.done and st.button(
+            "Stop",
+            key=state.widget("run_stop_", name, job.id),
+            help="Stops after this step and keeps what was learned so far.",
+        ):
             job.stop()
 
     # a progress bar and a Stop button cost the server about a millisecond: a task (seconds long) refreshes every

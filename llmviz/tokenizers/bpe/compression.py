@@ -12,9 +12,12 @@ def truncated(tokenizer: BPETokenizer, num_merges: int) -> BPETokenizer:
     """The tokenizer a shorter training run would have produced: BPE training is prefix-consistent."""
     specials = list(tokenizer.special_tokens)
     return BPETokenizer.from_history(
-        [MergeRecord(rank, pair, new_id, tokenizer.merge_counts[rank] if rank < len(tokenizer.merge_counts) else 0)
-         for rank, (pair, new_id) in enumerate(tokenizer.merges[:num_merges])],
-        tokenizer.split_pattern, specials,
+        [
+            MergeRecord(rank, pair, new_id, tokenizer.merge_counts[rank] if rank < len(tokenizer.merge_counts) else 0)
+            for rank, (pair, new_id) in enumerate(tokenizer.merges[:num_merges])
+        ],
+        tokenizer.split_pattern,
+        specials,
     )
 
 

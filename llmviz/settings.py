@@ -1,0 +1,187 @@
+"""Every ``LLMVIZ_*`` environment variable, declared once: its type, default, unit and meaning.
+
+The app, the CLI and the library read a variable only through :func:`get`, which parses and validates it. A value
+that cannot be used (``LLMVIZ_RUNS_PER_SESSION=one``) is never a crash: :func:`get` returns the default and
+:func:`problems` says, in one line per variable, what was wrong and what is used instead (the app logs it once; the
+CLI prints it on stderr). ``docs/configuration.md`` is checked against :data:`SETTINGS` by a test.
+
+>>> SETTINGS["LLMVIZ_SNAPSHOT_MB"].parse("64")
+64.0
+>>> get("LLMVIZ_RUNS_PER_SESSION", environ={"LLMVIZ_RUNS_PER_SESSION": "one"})
+1
+>>> problems(environ={"LLMVIZ_RUNS_PER_SESSION": "one"})
+["LLMVIZ_RUNS_PER_SESSION='one' is not a whole number of at least 0; using the default (1)."]
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One environment variable: how to read it, its default (``None``: computed where it is used), and its doc."""
+
+    name: str
+    kind: str  # "int", "float", "path", "choice" or "text": what parse() accepts
+    default: Any
+    unit: str
+    help: str
+    minimum: float | None = None  # for int and float: the smallest value that works
+    choices: tuple[str, ...] = ()  # for "choice"
+
+    def parse(self, raw: str) -> Any:
+        """The value of ``raw`` for this setting; ``ValueError`` with a one-line reason when it cannot be used."""
+        text = raw.strip()
+        if self.kind == "int":
+            if not text.lstrip("-").isdigit() or (self.minimum is not None and int(text) < self.minimum):
+                raise ValueError(f"is not a whole number of at least {self.minimum:g}")
+            return int(text)
+        if self.kind == "float":
+            try:
+                value = float(text)
+            except ValueError:
+                raise ValueError("is not a number") from None
+            if not math.isfinite(value) or (self.minimum is not None and value < self.minimum):
+                raise ValueError(f"is not a number of at least {self.minimum:g}")
+            return value
+        if self.kind == "choice":
+            if text not in self.choices:
+                raise ValueError(f"is not one of {', '.join(self.choices)}")
+            return text
+        if not text:
+            raise ValueError("is empty")
+        return text
+
+
+def _declare(*settings: Setting) -> dict[str, Setting]:
+    return {setting.name: setting for setting in settings}
+
+
+SETTINGS: dict[str, Setting] = _declare(
+    Setting(
+        "LLMVIZ_CACHE_DIR",
+        "path",
+        None,
+        "folder",
+        "where downloaded corpora are kept (default: $XDG_CACHE_HOME/llmviz or ~/.cache/llmviz)",
+    ),
+    Setting(
+        "LLMVIZ_RUNS_DIR",
+        "path",
+        None,
+        "folder",
+        "checkpoints saved here (by `python -m llmviz train --out runs/NAME`) appear in the app's model picker "
+        "(default: runs/ in the repository)",
+    ),
+    Setting(
+        "LLMVIZ_MAX_JOBS",
+        "int",
+        None,
+        "runs",
+        "runs that train at once on the server (default: the CPU cores)",
+        minimum=1,
+    ),
+    Setting(
+        "LLMVIZ_RUNS_PER_SESSION",
+        "int",
+        1,
+        "runs",
+        "runs one student trains at a time, and as many more may wait (0: no limit)",
+        minimum=0,
+    ),
+    Setting(
+        "LLMVIZ_SNAPSHOT_MB", "float", 128.0, "MB", "weight snapshots one student's runs keep, together", minimum=1
+    ),
+    Setting(
+        "LLMVIZ_SESSION_TIMEOUT",
+        "float",
+        30.0,
+        "seconds",
+        "a closed tab's runs stop after this long without a sign of the tab",
+        minimum=1,
+    ),
+    Setting(
+        "LLMVIZ_WORKERS",
+        "choice",
+        "process",
+        "",
+        "`process`: every run trains in a worker process; `thread`: in a thread of the server (debugging)",
+        choices=("process", "thread"),
+    ),
+    Setting(
+        "LLMVIZ_TORCH_THREADS",
+        "int",
+        None,
+        "threads",
+        "torch threads of each training worker (default: the cores shared out among LLMVIZ_MAX_JOBS)",
+        minimum=1,
+    ),
+    Setting("LLMVIZ_PAGE_TORCH_THREADS", "int", 1, "threads", "torch threads the server's page runs use", minimum=1),
+    Setting(
+        "LLMVIZ_WATCH_BUDGET",
+        "float",
+        0.25,
+        "seconds per second",
+        "server time that all tabs watching live runs may cost together",
+        minimum=0.01,
+    ),
+    Setting(
+        "LLMVIZ_TIMINGS",
+        "path",
+        None,
+        "file",
+        "log every page and section run's server time to this file (for benchmarks/pages.py)",
+    ),
+)
+
+
+def _raw(name: str, environ: Mapping[str, str] | None) -> str | None:
+    if name not in SETTINGS:
+        raise KeyError(f"{name} is not an llmviz setting (llmviz/settings.py declares them all)")
+    return (os.environ if environ is None else environ).get(name)
+
+
+def get(name: str, environ: Mapping[str, str] | None = None) -> Any:
+    """The value of setting ``name`` now: parsed from the environment, or its default when unset or unusable."""
+    setting, raw = SETTINGS[name], _raw(name, environ)
+    if raw is None or not raw.strip():
+        return setting.default
+    try:
+        return setting.parse(raw)
+    except ValueError:
+        return setting.default
+
+
+def get_or(name: str, fallback: Callable[[], Any], environ: Mapping[str, str] | None = None) -> Any:
+    """:func:`get`, with ``fallback()`` standing in for a default that depends on the machine (``None`` above)."""
+    value = get(name, environ)
+    return fallback() if value is None else value
+
+
+def problems(environ: Mapping[str, str] | None = None) -> list[str]:
+    """One line per set variable whose value cannot be used, saying what is used instead."""
+    lines = []
+    for name, setting in SETTINGS.items():
+        raw = _raw(name, environ)
+        if raw is None or not raw.strip():
+            continue
+        try:
+            setting.parse(raw)
+        except ValueError as reason:
+            instead = "the default" + (f" ({setting.default})" if setting.default is not None else "")
+            lines.append(f"{name}={raw!r} {reason}; using {instead}.")
+    return lines
+
+
+def markdown_table() -> str:
+    """The table of every setting that ``docs/configuration.md`` holds (a test keeps the two the same)."""
+    rows = ["| variable | default | unit | what it sets |", "| --- | --- | --- | --- |"]
+    for setting in SETTINGS.values():
+        default = "(see text)" if setting.default is None else f"`{setting.default}`"
+        rows.append(f"| `{setting.name}` | {default} | {setting.unit} | {setting.help} |")
+    return "\n".join(rows)
