@@ -95,7 +95,7 @@ def _curves(jobs_by_name: dict, field: str = "train_loss", title: str = "", y_ti
     figure.update_layout(
         title=title,
         height=340,
-        margin=dict(l=10, r=10, t=40, b=10),
+        margin=charts.margins(40),
         xaxis_title="step",
         yaxis_title=y_title,
         legend=dict(orientation="h", y=-0.25),
@@ -126,7 +126,7 @@ def _matrix(
     )
     figure.update_yaxes(autorange="reversed", title_text=y_title)
     figure.update_xaxes(title_text=x_title)
-    figure.update_layout(title=title, height=height, margin=dict(l=10, r=10, t=40, b=10))
+    figure.update_layout(title=title, height=height, margin=charts.margins(40))
     return figure
 
 
@@ -216,7 +216,7 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
         barmode="stack",
         height=300,
         yaxis_title="MiB",
-        margin=dict(l=10, r=10, t=30, b=10),
+        margin=charts.margins(30),
         title="Memory for training (besides activations)",
     )
     charts.show(figure, key=state.widget("lora_memory"))
@@ -254,7 +254,7 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
             height=380,
             xaxis_title="index",
             yaxis_title="σ",
-            margin=dict(l=10, r=10, t=40, b=10),
+            margin=charts.margins(40),
         )
         charts.show_in(right, bars, key=state.widget("lora_spectrum"))
         slices = len([t for t in config.targets if t in ("q", "k", "v")]) if name.endswith("qkv.weight") else 1
@@ -311,7 +311,7 @@ def delta_section(view: picker.ModelView) -> None:
     name = st.selectbox("Matrix", list(deltas), key=state.widget("delta_matrix"))
     spectrum = adapt.spectrum(deltas[name])
     bars = go.Figure(go.Bar(x=list(range(1, len(spectrum.values) + 1)), y=spectrum.values))
-    bars.update_layout(title=spectrum.title(name), height=320, margin=dict(l=10, r=10, t=40, b=10))
+    bars.update_layout(title=spectrum.title(name), height=320, margin=charts.margins(40))
     charts.show(bars, key=state.widget("delta_spectrum"))
 
 
@@ -402,7 +402,7 @@ def quantize_section(view: picker.ModelView, text: str, corpus_label: str) -> No
         st.subheader(f"Rounding error per matrix ({spec.title})")
         error_bars = go.Figure(go.Bar(x=table["matrix"], y=table["relative error"]))
         error_bars.update_layout(
-            title="Rounding error per matrix: ‖ŵ − w‖ / ‖w‖", height=320, margin=dict(l=10, r=10, t=40, b=10)
+            title="Rounding error per matrix: ‖ŵ − w‖ / ‖w‖", height=320, margin=charts.margins(40)
         )
         charts.show(error_bars, key=state.widget("quant_errors"))
         with st.expander("Every matrix"):
@@ -431,7 +431,7 @@ def quantize_section(view: picker.ModelView, text: str, corpus_label: str) -> No
             layout=dict(
                 barmode="overlay",
                 height=320,
-                margin=dict(l=10, r=10, t=30, b=10),
+                margin=charts.margins(30),
                 bargap=0,
                 title=f"{name}: weights before and after",
                 xaxis_title="weight",
@@ -627,7 +627,7 @@ def _prompting_vs_fine_tuning(results: list[finetune.PromptingResult]) -> None:
         title="Held-out accuracy on the same names: prompting vs fine-tuning",
         height=340,
         yaxis=dict(range=[0, 1.1], title="accuracy"),
-        margin=dict(l=10, r=10, t=40, b=10),
+        margin=charts.margins(40),
         legend=dict(orientation="h", y=-0.3),
     )
     charts.show(figure, key=state.widget("task_versus"))
@@ -757,7 +757,7 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
                 title="Activations saved for the backward pass",
                 yaxis_title="MiB",
                 height=300,
-                margin=dict(l=10, r=10, t=40, b=10),
+                margin=charts.margins(40),
             )
             charts.show(bars, key=state.widget("memory_bars"))
             st.caption(
@@ -835,7 +835,7 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
         barmode="stack",
         height=340,
         yaxis_title="MiB per process",
-        margin=dict(l=10, r=10, t=40, b=10),
+        margin=charts.margins(40),
         title=f"{view.model.num_parameters():,} parameters over {processes} processes",
     )
     charts.show(figure, key=state.widget("zero_bars"))
@@ -889,7 +889,7 @@ def serving_section(view: picker.ModelView) -> None:
             xaxis_title="tokens in the cache",
             yaxis_title="bytes",
             height=320,
-            margin=dict(l=10, r=10, t=40, b=10),
+            margin=charts.margins(40),
         )
         charts.show(figure, key=state.widget("kv_growth"))
         st.code(view.tokenizer.decode(growth.generated), language=None, wrap_lines=True)
@@ -1022,7 +1022,7 @@ def serving_section(view: picker.ModelView) -> None:
             height=360,
             barmode="group",
             scattermode="group",  # each policy's dot over its own bar: equal steps no longer hide one
-            margin=dict(l=10, r=10, t=60, b=10),
+            margin=charts.margins(60),
             legend=dict(orientation="h", y=-0.2),
         )
         figure.update_yaxes(title_text="step", row=1, col=1)

@@ -393,7 +393,7 @@ def lines_figure(pattern, labels: list[str], query) -> go.Figure:
         height=max(360, 22 * len(labels) + 40),
         xaxis_visible=False,
         yaxis_visible=False,
-        margin=dict(l=10, r=10, t=10, b=10),
+        margin=charts.margins(10),
         xaxis_range=[-0.5, 1.5],
         yaxis_range=[-len(labels) + 0.4, 1.4],
         annotations=[

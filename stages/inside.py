@@ -430,7 +430,7 @@ def phase_chart(curve: list[induction.ProbeResult], picked_step: int | None) -> 
     figure.update_yaxes(range=[0, 1], title_text="score", row=1, col=1)
     figure.update_yaxes(rangemode="tozero", title_text="nats", row=2, col=1)
     figure.update_xaxes(title_text="training step", row=2, col=1)
-    figure.update_layout(height=620, margin=dict(l=10, r=10, t=40, b=10), legend=dict(orientation="h", y=-0.12))
+    figure.update_layout(height=620, margin=charts.margins(40), legend=dict(orientation="h", y=-0.12))
     return figure
 
 

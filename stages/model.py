@@ -164,12 +164,7 @@ def recorded_pass(model_key: str, ids: tuple[int, ...], _view: picker.ModelView)
 def look_inside() -> None:
     view = picker.current()
     model, tokenizer, meta = view.model, view.tokenizer, view.meta
-    if view.family != "gpt" or not hasattr(getattr(model, "config", None), "n_layers"):
-        st.info(
-            f"{literal_markdown(view.label)} is not a GPT: this section shows a GPT's residual stream, LayerNorms "
-            f"and MLPs. Pick "
-            "the shipped GPT or a GPT run in the sidebar."
-        )
+    if not picker.gpt_or_note(view, "this section shows a GPT's residual stream, LayerNorms and MLPs"):
         return
     final = meta.get("final", {}).get("val_loss")
     st.caption(
@@ -441,7 +436,7 @@ def start_llama_lab(steps: int) -> None:
             config = TrainConfig(
                 model=step.model,
                 tokenizer="char",
-                context_size=32,
+                context_length=32,
                 batch_size=16,
                 steps=steps,
                 architecture=step.switches,

@@ -517,10 +517,10 @@ st.header("4. Input–target pairs: what the model trains on")
 @sections.section("tokens.pairs")
 def input_target_pairs(ids: list[int], tokenizer) -> None:
     c1, c2 = st.columns(2)
-    context_size = c1.slider("Context size", 1, 32, 4, **share.bind("context"))
+    context_length = c1.slider("Context size", 1, 32, 4, **share.bind("context"))
     stride = c2.slider("Stride", 1, 32, 1, **share.bind("stride"))
     try:
-        inputs, targets = windows.sliding_windows(ids, context_size, stride)
+        inputs, targets = windows.sliding_windows(ids, context_length, stride)
     except LlmvizError as error:
         st.warning(str(error))
     else:
@@ -535,19 +535,19 @@ def input_target_pairs(ids: list[int], tokenizer) -> None:
         )
         st.dataframe(frame, hide_index=True, width="stretch")
         st.caption(
-            f"{len(inputs)} windows of {context_size} tokens, one every {stride}: each target row is its input "
+            f"{len(inputs)} windows of {context_length} tokens, one every {stride}: each target row is its input "
             f"shifted one token to the left, so every position learns to predict the token after it "
-            f"({len(inputs) * context_size} predictions in all). "
+            f"({len(inputs) * context_length} predictions in all). "
             + (
                 "Windows overlap (stride < context)."
-                if stride < context_size
+                if stride < context_length
                 else ""
-                if stride == context_size
-                else f"{stride - context_size} token(s) between windows are never inputs."
+                if stride == context_length
+                else f"{stride - context_length} token(s) between windows are never inputs."
             )
         )
         charts.latex(
-            rf"\text{{windows}} = \left\lfloor \frac{{{len(ids)} - {context_size} - 1}}{{{stride}}} \right\rfloor + "
+            rf"\text{{windows}} = \left\lfloor \frac{{{len(ids)} - {context_length} - 1}}{{{stride}}} \right\rfloor + "
             rf"1 = {len(inputs)}"
         )
 

@@ -110,7 +110,7 @@ if st.button("Train", type="primary", key=state.widget("train")):
             model=model_name,
             tokenizer=tokenizer_kind,
             bpe_vocab_size=vocab_size,
-            context_size=context,
+            context_length=context,
             batch_size=batch,
             steps=steps,
             optimizer=optimizer,
@@ -200,7 +200,7 @@ def switch_race_runners() -> list:
         config = TrainConfig(
             model="gpt-micro",
             tokenizer="char",
-            context_size=SWITCH_RACE_CONTEXT,
+            context_length=SWITCH_RACE_CONTEXT,
             model_context=64,
             batch_size=16,
             steps=race_steps,
@@ -236,7 +236,7 @@ def model_race_runners() -> list:
         config = TrainConfig(
             model=name,
             tokenizer="char",
-            context_size=16,
+            context_length=16,
             batch_size=32,
             steps=race_steps,
             optimizer=opt,

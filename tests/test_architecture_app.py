@@ -49,7 +49,7 @@ def runs_dir(tmp_path_factory):
         config = TrainConfig(
             model=model,
             tokenizer="char",
-            context_size=32,
+            context_length=32,
             batch_size=2,
             steps=2,
             eval_interval=2,

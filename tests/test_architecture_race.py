@@ -17,7 +17,7 @@ def test_both_runners_train_and_differ_in_that_switch(switch):
         config = TrainConfig(
             model="gpt-micro",
             tokenizer="char",
-            context_size=16,
+            context_length=16,
             batch_size=4,
             steps=3,
             architecture=switches or None,

@@ -267,7 +267,7 @@ def test_checkpoints_round_trip_the_switches_and_old_ones_still_load(tmp_path):
     config = TrainConfig(
         model="moe-tiny",
         tokenizer="char",
-        context_size=16,
+        context_length=16,
         batch_size=4,
         steps=2,
         eval_interval=1,
@@ -283,7 +283,7 @@ def test_checkpoints_round_trip_the_switches_and_old_ones_still_load(tmp_path):
     trainer.model.eval()
     assert torch.equal(model(idx)[0], trainer.model(idx)[0])
 
-    old = TrainConfig(model="gpt-nano", tokenizer="char", context_size=16, batch_size=4, steps=1, eval_interval=1)
+    old = TrainConfig(model="gpt-nano", tokenizer="char", context_length=16, batch_size=4, steps=1, eval_interval=1)
     trainer = Trainer.from_text(text, old)
     trainer.save(tmp_path / "old")
     meta_path = tmp_path / "old" / "checkpoint.json"
@@ -470,7 +470,7 @@ def test_a_trainer_with_switches_pickles_for_a_worker_process():
     from llmviz.training.trainer import TrainConfig, Trainer
 
     config = TrainConfig(
-        model="moe-tiny", tokenizer="char", context_size=8, batch_size=2, steps=1, architecture={"positions": "none"}
+        model="moe-tiny", tokenizer="char", context_length=8, batch_size=2, steps=1, architecture={"positions": "none"}
     )
     trainer = Trainer.from_text("abcdefgh ijklmnop " * 30, config)
     copy = pickle.loads(pickle.dumps(trainer))

@@ -17,7 +17,7 @@ from tests.conftest import ROOT
 
 @pytest.fixture(scope="module")
 def good(tmp_path_factory):
-    config = TrainConfig(model="gpt-nano", tokenizer="char", context_size=16, batch_size=4, steps=1)
+    config = TrainConfig(model="gpt-nano", tokenizer="char", context_length=16, batch_size=4, steps=1)
     trainer = Trainer.from_text("hello world, hello attention\n" * 40, config)
     return save_checkpoint(tmp_path_factory.mktemp("good") / "run", trainer, trainer_state=False)
 

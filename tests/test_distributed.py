@@ -240,7 +240,7 @@ def test_a_run_resumes_on_a_different_number_of_processes(corpus_file, one_proce
 def test_gradient_accumulation_equals_the_whole_batch(corpus_file):
     """One process, batch 16 as two micro-batches of 8: the same step as one batch of 16."""
     text = corpus_file.read_text(encoding="utf-8")[:8000]
-    config = TrainConfig(model="gpt-micro", tokenizer="char", context_size=16, batch_size=16, steps=3, seed=3)
+    config = TrainConfig(model="gpt-micro", tokenizer="char", context_length=16, batch_size=16, steps=3, seed=3)
     whole = Trainer.from_text(text, config)
     accumulated = Trainer.from_text(text, config.replace(micro_batch_size=8))
     assert accumulated.accumulation == 2

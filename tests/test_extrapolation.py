@@ -20,7 +20,7 @@ def trained(positions: str, steps: int = 20) -> Trainer:
     config = TrainConfig(
         model="gpt-micro",
         tokenizer="char",
-        context_size=16,
+        context_length=16,
         model_context=64,
         batch_size=8,
         steps=steps,
@@ -55,7 +55,7 @@ def test_learned_positions_beyond_the_training_context_are_rows_that_got_no_grad
     config = TrainConfig(
         model="gpt-micro",
         tokenizer="char",
-        context_size=16,
+        context_length=16,
         model_context=64,
         batch_size=8,
         steps=20,
@@ -77,11 +77,11 @@ def test_learned_positions_beyond_the_training_context_are_rows_that_got_no_grad
 def test_model_context_gives_the_gpt_more_positions_than_training_reads():
     trainer = trained("learned", steps=1)
     assert trainer.model.config.context_length == 64 and trainer.model.pos_emb.weight.shape == (64, 64)
-    assert trainer.train_batches.context_size == 16
+    assert trainer.train_batches.context_length == 16
     with pytest.raises(ConfigError, match="model_context"):
-        TrainConfig(model="gpt-micro", context_size=32, model_context=16)
+        TrainConfig(model="gpt-micro", context_length=32, model_context=16)
     with pytest.raises(ConfigError, match="model_context"):
-        TrainConfig(model="rnn", context_size=16, model_context=64)
+        TrainConfig(model="rnn", context_length=16, model_context=64)
 
 
 def test_extrapolation_splits_at_the_training_context_and_refuses_what_cannot_be_measured():

@@ -299,13 +299,16 @@ def test_fine_tuning_never_changes_the_model_it_starts_from(cached_gpt2):
 
     model, tokenizer, _ = gpt2.load("gpt2")
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    config = TrainConfig(init="gpt2", context_size=16, batch_size=2, steps=2, lr=1e-2, eval_interval=2)
+    config = TrainConfig(init="gpt2", context_length=16, batch_size=2, steps=2, lr=1e-2, eval_interval=2)
     trainer = Trainer.from_text("Every effort moves you. " * 50, config, tokenizer=tokenizer, initial_model=model)
     list(trainer.run())
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
     with pytest.raises(ConfigError, match="longer than the model's context of 64"):
         Trainer.from_text(
-            "Every effort moves you. " * 500, config.replace(context_size=65), tokenizer=tokenizer, initial_model=model
+            "Every effort moves you. " * 500,
+            config.replace(context_length=65),
+            tokenizer=tokenizer,
+            initial_model=model,
         )
 
 
@@ -317,7 +320,7 @@ def test_fine_tuning_the_shipped_gpt(tmp_path):
 
     shipped = Path(__file__).resolve().parent.parent / "data" / "gpt-python-docs"
     model, tokenizer, _ = load_checkpoint(shipped)
-    config = TrainConfig(init=str(shipped), context_size=32, batch_size=2, steps=2, eval_interval=2)
+    config = TrainConfig(init=str(shipped), context_length=32, batch_size=2, steps=2, eval_interval=2)
     trainer = Trainer.from_text("def f(x):\n    return x + 1\n" * 60, config)
     assert trainer.dataset.tokenizer.to_dict() == tokenizer.to_dict()
     torch.testing.assert_close(trainer.model.tok_emb.weight, model.tok_emb.weight)  # starts from the shipped weights

@@ -32,7 +32,7 @@ def test_lab_steps_flip_one_switch_at_a_time_and_build_what_the_table_counts():
         if previous is not None:
             assert {name for name in SWITCHES if previous.switches[name] != step.switches[name]} == expected
         config = TrainConfig(
-            model=step.model, tokenizer="char", context_size=16, batch_size=2, steps=1, architecture=step.switches
+            model=step.model, tokenizer="char", context_length=16, batch_size=2, steps=1, architecture=step.switches
         )
         model = Trainer.from_text(TEXT, config).model
         built = model.config

@@ -27,7 +27,7 @@ def test_repeated_lines_hold_one_repeat_within_the_context():
 
 def test_preset_is_a_regular_training_config():
     config = induction.PRESET.train_config()
-    assert config.model == "attn-only-2l" and config.stride == config.context_size + 1
+    assert config.model == "attn-only-2l" and config.stride == config.context_length + 1
     with pytest.raises(ValueError):
         induction.InductionPreset(context=16, max_repeat=12)
 

@@ -26,7 +26,7 @@ def trainer(steps=30, model="bigram-neural", seed=0, **changes):
     config = TrainConfig(
         model=model,
         tokenizer="char",
-        context_size=8,
+        context_length=8,
         batch_size=4,
         steps=steps,
         eval_interval=max(1, steps),

@@ -159,7 +159,7 @@ def test_lora_run_trains_only_adapters_and_its_model_is_the_merged_gpt():
     config = TrainConfig(
         model="gpt-nano",
         tokenizer="char",
-        context_size=16,
+        context_length=16,
         batch_size=8,
         steps=12,
         lr=1e-2,

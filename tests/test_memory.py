@@ -110,7 +110,7 @@ def test_checkpointed_run_trains_exactly_like_the_plain_run_and_bf16_close():
     config = TrainConfig(
         model="gpt-nano",
         tokenizer="char",
-        context_size=16,
+        context_length=16,
         batch_size=8,
         steps=5,
         lr=1e-2,
@@ -140,7 +140,7 @@ def _names_run_setup():
     config = TrainConfig(
         model="gpt-nano",
         tokenizer="char",
-        context_size=16,
+        context_length=16,
         batch_size=8,
         steps=4,
         lr=1e-2,

@@ -10,7 +10,7 @@ from tests.test_app_pages import assert_clean, run_page
 def trained_run(folder, name: str, n_layers: int, n_heads: int):
     """A GPT nano trained for two steps on a short text, saved under ``folder / name``; its vocabulary size."""
     config = TrainConfig(
-        model="gpt-nano", tokenizer="char", context_size=16, batch_size=4, steps=2, n_layers=n_layers, n_heads=n_heads
+        model="gpt-nano", tokenizer="char", context_length=16, batch_size=4, steps=2, n_layers=n_layers, n_heads=n_heads
     )
     trainer = Trainer.from_text("The cat sat on the mat. " * 40, config)
     for _ in trainer.run():

@@ -140,7 +140,7 @@ def test_qat_run_keeps_an_ordinary_state_dict_and_trains():
     config = TrainConfig(
         model="gpt-nano",
         tokenizer="char",
-        context_size=16,
+        context_length=16,
         batch_size=8,
         steps=6,
         lr=1e-2,

@@ -129,7 +129,7 @@ def tiny_trainer(optimizer: str, clip):
         config = TrainConfig(
             model="gpt-nano",
             tokenizer="char",
-            context_size=8,
+            context_length=8,
             batch_size=8,
             steps=15,
             optimizer=optimizer,

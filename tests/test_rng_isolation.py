@@ -19,7 +19,7 @@ def config(seed: int) -> TrainConfig:
     return TrainConfig(
         model="gpt-nano",
         tokenizer="char",
-        context_size=16,
+        context_length=16,
         batch_size=8,
         steps=6,
         lr=1e-2,

@@ -271,8 +271,8 @@ class _WindowSpy(torch.nn.Module):
         self.lengths = []
 
     @property
-    def context_size(self):
-        return self.inner.context_size
+    def context_length(self):
+        return self.inner.context_length
 
     def forward(self, idx, targets=None):
         self.lengths.append(idx.shape[1])

@@ -204,10 +204,10 @@ def test_a_one_character_text_says_it_is_too_short_not_to_use_a_context_below_1(
 
     for text in ("a", "ab", "abc " * 3):
         with pytest.raises(ConfigError) as raised:
-            prepare_data(text, TrainConfig(model="bigram-neural", tokenizer="char", context_size=8))
+            prepare_data(text, TrainConfig(model="bigram-neural", tokenizer="char", context_length=8))
         message = str(raised.value)
         assert "below 1" not in message and "at most 0" not in message
         assert "longer text" in message
     with pytest.raises(ConfigError, match="a context size of at most 4"):  # 45 + 5 tokens: 4 + 1 fit in 5
-        prepare_data("abcdefghij" * 5, TrainConfig(model="bigram-neural", tokenizer="char", context_size=8))
-    prepare_data("abcdefghij" * 5, TrainConfig(model="bigram-neural", tokenizer="char", context_size=4))  # it does
+        prepare_data("abcdefghij" * 5, TrainConfig(model="bigram-neural", tokenizer="char", context_length=8))
+    prepare_data("abcdefghij" * 5, TrainConfig(model="bigram-neural", tokenizer="char", context_length=4))  # it does

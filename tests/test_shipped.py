@@ -39,7 +39,7 @@ def validation_loss_recomputed(model, tokenizer, text: str, config: TrainConfig)
         ids = tokenizer.encode(text)
     ids = torch.tensor(ids, dtype=torch.long)
     val = ids[int(len(ids) * (1 - config.val_fraction)) :]
-    context, stride = config.context_size, config.stride or config.context_size
+    context, stride = config.context_length, config.stride or config.context_length
     starts = torch.arange(0, len(val) - context, stride)
     generator = torch.Generator().manual_seed(config.seed + 2)
     losses = []

@@ -278,7 +278,7 @@ def test_printable():
 
 def test_sliding_windows_shift_by_one():
     ids = list(range(20))
-    inputs, targets = sliding_windows(ids, context_size=4, stride=3)
+    inputs, targets = sliding_windows(ids, context_length=4, stride=3)
     assert inputs.shape == targets.shape
     assert inputs[0].tolist() == [0, 1, 2, 3] and targets[0].tolist() == [1, 2, 3, 4]
     assert inputs[1].tolist() == [3, 4, 5, 6]
@@ -288,7 +288,7 @@ def test_sliding_windows_shift_by_one():
 
 def test_sliding_windows_text_too_short():
     with pytest.raises(TokenizerError, match="needs context size"):
-        sliding_windows([1, 2, 3], context_size=3, stride=1)
+        sliding_windows([1, 2, 3], context_length=3, stride=1)
 
 
 def test_encoding_unknown_name():

@@ -18,7 +18,7 @@ def small(**changes):
     base = dict(
         model="gpt-nano",
         tokenizer="char",
-        context_size=16,
+        context_length=16,
         batch_size=8,
         steps=40,
         lr=1e-2,

@@ -60,7 +60,7 @@ def test_sampling_with_minilm_picked_shows_the_shipped_gpt_everywhere(how):
 def nan_runs(tmp_path_factory):
     """A runs folder with one checkpoint whose weights are all NaN."""
     folder = tmp_path_factory.mktemp("runs")
-    config = TrainConfig(model="gpt-nano", tokenizer="char", context_size=16, batch_size=4, steps=1)
+    config = TrainConfig(model="gpt-nano", tokenizer="char", context_length=16, batch_size=4, steps=1)
     trainer = Trainer.from_text("The cat sat on the mat. " * 40, config)
     with torch.no_grad():
         for parameter in trainer.model.parameters():

@@ -25,7 +25,7 @@ def trainer(steps=30, model="bigram-neural", seed=0, **changes):
     config = TrainConfig(
         model=model,
         tokenizer="char",
-        context_size=8,
+        context_length=8,
         batch_size=4,
         steps=steps,
         eval_interval=max(1, steps),
@@ -233,7 +233,7 @@ def test_a_failing_runner_logs_its_traceback_once_and_sends_the_page_one_line(ca
     failed = [event for event in events if event[0] == "failed"]
     assert failed == [("failed", 0, "KeyError: 'missing'", "")]
     assert events[-1] == ("done", 0, jobs.FAILED)
-    [record] = [r for r in caplog.records if r.name == "llmviz"]
+    [record] = [r for r in caplog.records if r.name == "llmviz.errors"]
     assert record.levelname == "ERROR" and record.getMessage() == "job runner 0 failed: KeyError: 'missing'"
     assert record.exc_info is not None and "failing_loop" in caplog.text  # the traceback, from the worker
 

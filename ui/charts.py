@@ -10,6 +10,15 @@ import plotly.graph_objects as go
 from ui.text import literal_html
 
 
+def margins(top: int = 40, bottom: int = 10, side: int = 10) -> dict:
+    """The tight margins every chart uses (a title needs ``top`` ≈ 40; none: 10).
+
+    >>> margins(10)
+    {'l': 10, 'r': 10, 't': 10, 'b': 10}
+    """
+    return {"l": side, "r": side, "t": top, "b": bottom}
+
+
 def heatmap(
     matrix,
     x_labels=None,
@@ -58,7 +67,7 @@ def heatmap(
     layout = dict(
         title=dict(text=title),
         height=height or max(260, min(700, 40 * rows + 120)),
-        margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+        margin=margins(40 if title else 10),
         xaxis=x_axis,
         yaxis=y_axis,
     )
@@ -136,7 +145,7 @@ def heatmap_panels(panels: list[dict], columns: int, row_height: int = 300, colo
     figure.add_traces(
         traces, rows=[1 + n // columns for n in range(len(panels))], cols=[1 + n % columns for n in range(len(panels))]
     )
-    figure.update_layout(height=row_height * rows, margin=dict(l=10, r=10, t=40, b=10), **layout)
+    figure.update_layout(height=row_height * rows, margin=margins(40), **layout)
     return figure
 
 
@@ -197,7 +206,7 @@ def bar(
         xaxis_title=x_title,
         yaxis_title=y_title,
         height=height,
-        margin=dict(l=10, r=10, t=40 if title else 10, b=10),
+        margin=margins(40 if title else 10),
     )
     return figure
 
@@ -515,7 +524,5 @@ def head_grid(patterns, height_per_layer: int | None = None) -> go.Figure:
         scaleanchor="x",
     )
     per_layer = height_per_layer or max(60, min(120, 1100 // n_heads))
-    figure.update_layout(
-        height=per_layer * n_layers + 60, margin=dict(l=10, r=10, t=30, b=10), plot_bgcolor="rgba(0,0,0,0)"
-    )
+    figure.update_layout(height=per_layer * n_layers + 60, margin=margins(30), plot_bgcolor="rgba(0,0,0,0)")
     return figure

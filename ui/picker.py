@@ -393,6 +393,23 @@ def current(mark: bool = True) -> ModelView:
         return shipped_default()
 
 
+def is_gpt(view: ModelView) -> bool:
+    """Whether the picked model is a GPT (llmviz's GPT: shipped, a run, GPT-2, a Llama-family model)."""
+    return view.family == "gpt" and hasattr(getattr(view.model, "config", None), "n_layers")
+
+
+def gpt_or_note(view: ModelView, needs: str) -> bool:
+    """True when ``view`` is a GPT; otherwise one note saying what this section needs (``needs``: "the logit lens reads
+    a GPT's residual stream") and what to pick instead, and False."""
+    if is_gpt(view):
+        return True
+    st.info(
+        f"{needs[:1].upper() + needs[1:]}; **{literal_markdown(view.label)}** is not a GPT. Pick the shipped GPT or "
+        "one of your GPT runs in the sidebar."
+    )
+    return False
+
+
 def shipped_default() -> ModelView:
     """The shipped GPT, or a warning that ends the page here when data/ lacks it."""
     try:

@@ -241,7 +241,7 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
             model=args.model,
             tokenizer=tokenizer,
             bpe_vocab_size=args.vocab_size,
-            context_size=args.context,
+            context_length=args.context,
             stride=args.stride,
             batch_size=args.batch,
             micro_batch_size=args.micro_batch,

@@ -203,9 +203,9 @@ def next_token_distribution(
 # ---------------------------------------------------------------------------- generation
 
 
-def context_size(model: nn.Module) -> int:
+def context_length(model: nn.Module) -> int:
     """How many tokens the model was built to see (its context length, or window)."""
-    return int(getattr(model, "context_size", 256) or 256)
+    return int(getattr(model, "context_length", 256) or 256)
 
 
 def visible_tokens(model: nn.Module) -> int:
@@ -213,7 +213,7 @@ def visible_tokens(model: nn.Module) -> int:
 
     The one rule for prompts, generation, beam search and the next-token bars.
     """
-    return max(1, min(context_size(model), MAX_VISIBLE_TOKENS))
+    return max(1, min(context_length(model), MAX_VISIBLE_TOKENS))
 
 
 def shift_keep(model: nn.Module) -> int:

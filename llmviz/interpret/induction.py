@@ -63,7 +63,7 @@ class InductionPreset:
         return TrainConfig(
             model="attn-only-2l",
             tokenizer="char",
-            context_size=self.context,
+            context_length=self.context,
             stride=self.context + 1,
             batch_size=self.batch_size,
             steps=self.steps,

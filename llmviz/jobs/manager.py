@@ -28,7 +28,7 @@ A :class:`JobManager` owns every job of a process (the Streamlit server has one,
   heartbeat.
 
 >>> from llmviz.training.trainer import TrainConfig, Trainer
->>> config = TrainConfig(model="bigram-neural", tokenizer="char", context_size=8, batch_size=4, steps=5,
+>>> config = TrainConfig(model="bigram-neural", tokenizer="char", context_length=8, batch_size=4, steps=5,
 ... eval_interval=5)
 >>> manager = JobManager(max_running=1)
 >>> job = manager.submit_training("notebook", Trainer.from_text("hello world\\n" * 20, config), label="demo")

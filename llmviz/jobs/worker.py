@@ -21,7 +21,7 @@ Events, as tuples (``i`` is the runner's index in the worker):
   traceback, through :func:`llmviz.errors.log_failure`, and sends an empty ``traceback_text``); ``("done", i, state)``.
 
 >>> from llmviz.training.trainer import TrainConfig, Trainer
->>> config = TrainConfig(model="bigram-neural", tokenizer="char", context_size=8, batch_size=4, steps=3,
+>>> config = TrainConfig(model="bigram-neural", tokenizer="char", context_length=8, batch_size=4, steps=3,
 ...                      eval_interval=3)
 >>> ours, theirs = thread_channel_pair()
 >>> worker_main(theirs, [TrainPayload(trainer=Trainer.from_text("hello world\\n" * 20, config))],

@@ -45,7 +45,7 @@ def _config(model: GPT, steps: int, lr: float, seed: int, batch_size: int = 8) -
     return TrainConfig(
         model="gpt-micro",
         tokenizer="bpe",
-        context_size=min(64, model.config.context_length),
+        context_length=min(64, model.config.context_length),
         batch_size=batch_size,
         steps=steps,
         lr=lr,
@@ -85,7 +85,7 @@ def lora_demo(
         train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer), initial_model=model, lora=config
     )
     losses = [m.train_loss for m in trainer.run()]
-    window = trainer.dataset.val_ids[: train_config.context_size][None]  # (1, T)
+    window = trainer.dataset.val_ids[: train_config.context_length][None]  # (1, T)
     trainer.adapted.eval()
     trainer.model.eval()
     with torch.no_grad():

@@ -25,7 +25,7 @@ def model_device(model: nn.Module) -> torch.device:
 def context_length(model: nn.Module) -> int:
     """How many tokens the model reads at once (``config.context_length``, or its window)."""
     config = getattr(model, "config", None)
-    return int(getattr(config, "context_length", 0) or getattr(model, "context_size", 0) or 256)
+    return int(getattr(config, "context_length", 0) or getattr(model, "context_length", 0) or 256)
 
 
 @dataclass(frozen=True)

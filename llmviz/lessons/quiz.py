@@ -497,7 +497,7 @@ def short_run_trainer(text: str, model: str, optimizer: str, lr: float, seed: in
     config = TrainConfig(
         model=model,
         tokenizer="char",
-        context_size=16,
+        context_length=16,
         batch_size=8,
         steps=steps,
         optimizer=optimizer,

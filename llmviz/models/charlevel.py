@@ -55,7 +55,7 @@ class CharModel(nn.Module, RecordsIntermediates):
         self.vocab_size = vocab_size
 
     @property
-    def context_size(self) -> int:  # how many earlier characters it can see
+    def context_length(self) -> int:  # how many earlier characters it can see
         return 10**9
 
 
@@ -71,7 +71,7 @@ class BigramCounts(CharModel):
         self.register_buffer("counts", torch.zeros(vocab_size, vocab_size))
 
     @property
-    def context_size(self) -> int:
+    def context_length(self) -> int:
         return 1
 
     @torch.no_grad()
@@ -104,7 +104,7 @@ class NeuralBigram(CharModel):
         self.W = nn.Parameter(torch.randn(vocab_size, vocab_size) * 0.01)
 
     @property
-    def context_size(self) -> int:
+    def context_length(self) -> int:
         return 1
 
     def forward(self, idx, targets=None, cache: Cache | None = None):
@@ -128,7 +128,7 @@ class MLP(CharModel):
             self.output.weight.mul_(0.1)
 
     @property
-    def context_size(self) -> int:
+    def context_length(self) -> int:
         return self.context
 
     def forward(self, idx, targets=None, cache: Cache | None = None):
@@ -161,7 +161,7 @@ class WaveNet(CharModel):
             self.output.weight.mul_(0.1)
 
     @property
-    def context_size(self) -> int:
+    def context_length(self) -> int:
         return self.context
 
     def forward(self, idx, targets=None, cache: Cache | None = None):

@@ -542,7 +542,7 @@ class GPT(nn.Module, RecordsIntermediates):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
 
     @property
-    def context_size(self) -> int:
+    def context_length(self) -> int:
         return self.config.context_length
 
     def embed(self, idx: torch.Tensor, start: int = 0, cache: Cache | None = None):

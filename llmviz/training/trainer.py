@@ -3,7 +3,7 @@
 The loop is a generator, so the Streamlit page and the CLI drive the same code and can stop
 it between any two steps:
 
->>> config = TrainConfig(model="bigram-neural", tokenizer="char", context_size=8, batch_size=4, steps=3,
+>>> config = TrainConfig(model="bigram-neural", tokenizer="char", context_length=8, batch_size=4, steps=3,
 ... eval_interval=1)
 >>> trainer = Trainer.from_text("hello world\\n" * 20, config)
 >>> [m.step for m in trainer.run()]
@@ -64,12 +64,12 @@ class TrainConfig:
     model: str = "gpt-micro"  # a GPT preset (llmviz.models.gpt.PRESETS) or a char-level model name
     tokenizer: str = "bpe"  # "char" or "bpe"
     bpe_vocab_size: int = 512
-    context_size: int = 64
-    # positions a GPT preset can read (its context_length); None = context_size. Longer: the positions past
-    # context_size exist (a learned table has rows for them) but training never reaches them, so a race can be
+    context_length: int = 64
+    # positions a GPT preset can read (its context_length); None = context_length. Longer: the positions past
+    # context_length exist (a learned table has rows for them) but training never reaches them, so a race can be
     # measured beyond its training context (llmviz.lessons.architectures.extrapolation)
     model_context: int | None = None
-    stride: int | None = None  # distance between window starts; None = context_size
+    stride: int | None = None  # distance between window starts; None = context_length
     batch_size: int = 16  # windows per optimizer step, over all processes together
     micro_batch_size: int | None = None  # windows per forward pass; smaller → gradient accumulation
     steps: int = 200
@@ -116,10 +116,11 @@ class TrainConfig:
         if self.model_context is not None and (
             self.model not in PRESETS
             or not isinstance(self.model_context, int)
-            or self.model_context < self.context_size
+            or self.model_context < self.context_length
         ):
             problems.append(
-                f"model_context must be a whole number of at least context_size = {self.context_size}, for a GPT preset"
+                f"model_context must be a whole number of at least context_length = {self.context_length}, "
+                "for a GPT preset"
             )
         if not (0.0 <= self.dropout < 1.0):
             problems.append("dropout must be in [0, 1)")
@@ -143,7 +144,7 @@ class TrainConfig:
         problems = []
         if self.optimizer not in OPTIMIZERS:
             problems.append(f"optimizer must be one of {', '.join(OPTIMIZERS)}")
-        for name in ("context_size", "batch_size", "steps", "eval_interval", "eval_batches"):
+        for name in ("context_length", "batch_size", "steps", "eval_interval", "eval_batches"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be at least 1")
         if self.micro_batch_size is not None and not 1 <= self.micro_batch_size <= self.batch_size:
@@ -163,7 +164,14 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> TrainConfig:
+        """The config a checkpoint saved (``context_size`` is the old name of ``context_length``).
+
+        >>> TrainConfig.from_dict({"model": "mlp", "tokenizer": "char", "context_size": 12}).context_length
+        12
+        """
         known = {f.name for f in fields(cls)}
+        renamed = {"context_size": "context_length"}
+        data = {renamed.get(k, k): v for k, v in data.items()}
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
@@ -211,7 +219,7 @@ def prepare_data(text: str, config: TrainConfig, tokenizer: Tokenizer | None = N
     ids = torch.tensor(tokenizer.encode(text), dtype=torch.long)
     split = int(len(ids) * (1 - config.val_fraction))
     train_ids, val_ids = ids[:split], ids[split:]
-    needed = config.context_size + 1
+    needed = config.context_length + 1
     if len(train_ids) < needed or len(val_ids) < needed:
         largest = min(len(train_ids), len(val_ids)) - 1  # the longest context whose window fits in both parts
         remedy = (
@@ -229,17 +237,17 @@ def prepare_data(text: str, config: TrainConfig, tokenizer: Tokenizer | None = N
 
 
 class Batches:
-    """Random batches of windows (``context_size`` tokens, starting every ``stride``) from one split."""
+    """Random batches of windows (``context_length`` tokens, starting every ``stride``) from one split."""
 
-    def __init__(self, ids: torch.Tensor, context_size: int, stride: int, generator: torch.Generator):
+    def __init__(self, ids: torch.Tensor, context_length: int, stride: int, generator: torch.Generator):
         self.ids = ids
-        self.context_size = context_size
-        self.starts = torch.arange(0, len(ids) - context_size, stride)  # (N,)
+        self.context_length = context_length
+        self.starts = torch.arange(0, len(ids) - context_length, stride)  # (N,)
         self.generator = generator
 
     def sample(self, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
         choice = torch.randint(len(self.starts), (batch_size,), generator=self.generator)
-        offsets = torch.arange(self.context_size)
+        offsets = torch.arange(self.context_length)
         positions = self.starts[choice][:, None] + offsets  # (B, T)
         return self.ids[positions], self.ids[positions + 1]  # inputs, targets shifted by one
 
@@ -252,13 +260,13 @@ def build_model(config: TrainConfig, vocab_size: int) -> nn.Module:
         overrides = {k: getattr(config, k) for k in ("d_model", "n_layers", "n_heads") if getattr(config, k)}
         gpt_config = PRESETS[config.model].replace(
             vocab_size=vocab_size,
-            context_length=config.model_context or config.context_size,
+            context_length=config.model_context or config.context_length,
             dropout=config.dropout,
             **(config.architecture or {}),
             **overrides,
         )
         return GPT(gpt_config)
-    kwargs = {"context_length": config.context_size} if config.model == "transformer" else {}
+    kwargs = {"context_length": config.context_length} if config.model == "transformer" else {}
     return build_char_model(config.model, vocab_size, **kwargs)
 
 
@@ -373,9 +381,9 @@ def fine_tuning_copy(model: nn.Module, config: TrainConfig) -> nn.Module:
     """A trainable copy of ``model`` (the original, perhaps shared, is never changed), with this
     run's dropout; its context must hold the run's windows."""
     if isinstance(model, GPT):
-        if config.context_size > model.config.context_length:
+        if config.context_length > model.config.context_length:
             raise ConfigError(
-                f"The context size {config.context_size} is longer than the model's context of "
+                f"The context size {config.context_length} is longer than the model's context of "
                 f"{model.config.context_length} tokens: use --context {model.config.context_length} "
                 "or less."
             )
@@ -434,11 +442,11 @@ class Trainer:
         # below then holds only this process's shards of the parameters and of their Adam moments)
         self.train_model = self.group.wrap(self.model)
         self.optimizer = build_optimizer(self.config, self.model)
-        stride = self.config.stride or self.config.context_size
+        stride = self.config.stride or self.config.context_length
         self.train_generator = torch.Generator().manual_seed(self.config.seed)
         # checkpoints keep this one's state (rng.val); evaluate() draws from its own fixed stream
         self.val_generator = torch.Generator().manual_seed(self.config.seed + 1)
-        self.train_batches = Batches(self.dataset.train_ids, self.config.context_size, stride, self.train_generator)
+        self.train_batches = Batches(self.dataset.train_ids, self.config.context_length, stride, self.train_generator)
         # mixed precision (set by llmviz.adapt.memory.MemoryTrainer): the forward pass under autocast in this dtype, and
         # float16's loss scaling; None, None: plain float32
         self.autocast_dtype: torch.dtype | None = None
@@ -484,8 +492,8 @@ class Trainer:
         generator = torch.Generator().manual_seed(self.config.seed + 2)
         fixed = Batches(
             self.dataset.val_ids,
-            self.train_batches.context_size,
-            self.config.stride or self.config.context_size,
+            self.train_batches.context_length,
+            self.config.stride or self.config.context_length,
             generator,
         )
         losses = []
@@ -602,7 +610,7 @@ class Trainer:
         self.model.train()
         start_time = time.perf_counter()
         first_loss = None
-        tokens_per_step = self.config.batch_size * self.config.context_size
+        tokens_per_step = self.config.batch_size * self.config.context_length
         while self.step < end:
             if should_stop is not None and should_stop():
                 return

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import plotly.graph_objects as go
 
 from llmviz.interpret.lens import LogitLens
+from ui import charts
 
 WINDOW = 10  #: positions in one view of the grid (about 100 px a cell on a laptop, readable on a projector)
 CELL_FONT = 14  #: px: the top token in each cell
@@ -76,7 +77,7 @@ def grid_figure(
     )
     figure.update_layout(
         height=110 + 44 * len(lens.layer_names),
-        margin=dict(l=10, r=10, t=10, b=10),
+        margin=charts.margins(10),
         xaxis_title="reading this token…",
         yaxis_title="…after",
     )
@@ -129,7 +130,7 @@ def true_token_figure(
         )
     figure.update_layout(
         height=340,
-        margin=dict(l=10, r=10, t=40, b=10),
+        margin=charts.margins(40),
         yaxis_title="p(true next token)",
         title="Probability of the token that really comes next, layer by layer",
         yaxis=dict(range=[0, 1]),
