@@ -227,6 +227,7 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     from llmviz.device import describe_device
     from llmviz.jobs.manager import train_blocking
     from llmviz.models.gpt import PRESETS
+    from llmviz.training.overfitting import overfitting
     from llmviz.training.trainer import TrainConfig, Trainer, load_initial, resume
 
     say = (lambda message: print(message, file=sys.stderr)) if group.is_main else (lambda message: None)
@@ -305,6 +306,9 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
 
     _save_with_command(trainer, args, command or "python -m llmviz train …", sha256_hex(text.encode("utf-8")))
     final = trainer.history[-1]
+    overfits = overfitting(trainer.history, trainer.dataset.vocab_size)
+    if overfits is not None:  # on stderr, beside the progress bar; stdout stays the one line of JSON
+        say(f"warning: {overfits.message(flags=True)}")
     print(
         json.dumps(
             {
@@ -313,6 +317,7 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
                 "train_loss": round(final.train_loss, 4),
                 "val_loss": round(final.val_loss, 4) if final.val_loss is not None else None,
                 "processes": group.world_size,
+                "overfits": overfits is not None,
             }
         )
     )

@@ -212,3 +212,24 @@ def test_the_training_page_measures_a_finished_positions_race_beyond_its_context
     table = tables[-1]
     assert len(table) == 2 and table["loss, positions 33–64"].notna().all()
     assert any("learned positions" in run for run in table["run"]) and any("RoPE" in run for run in table["run"])
+
+
+def test_a_run_that_learns_its_text_by_heart_is_told_it_overfits():
+    """700 characters of the Python manual for 300 steps: the run's panel says it overfits and what to do, the
+    verdict of llmviz.training.overfitting that the CLI prints too."""
+    from llmviz.data import corpus
+    from llmviz.training.overfitting import overfitting
+
+    at = run_page("stages/training.py", corpus="upload")
+    at.session_state["uploaded_corpus"] = ("few.txt", corpus.load("python-docs")[:700])
+    at.run()
+    by_label(at.selectbox, "Model").set_value("gpt-micro")
+    by_label(at.radio, "Tokenizer").set_value("char")
+    at.button(key="train").click().run()
+    [job] = session_jobs(at)
+    at.run()
+    assert_clean(at)
+    found = overfitting(job.status().metrics, job.info.vocab_size)
+    assert found is not None and found.rose, job.status().describe()
+    assert found.message() in [warning.value for warning in at.warning]
+    assert "It is learning its training text by heart" in found.message()

@@ -5,6 +5,9 @@ from streamlit.testing.v1 import AppTest
 import ui
 
 TIMEOUT = 180  # importing torch and building models takes seconds on a small CPU
+# How long a test waits for a job it started to end: a bound that only a hung job reaches. A loaded 2-core machine
+# (a whole suite beside other work) runs a 7-runner race of 50 steps in minutes, not the seconds it takes alone.
+JOB_TIMEOUT = 600
 
 STAGES = [stage for stage in ui.PIPELINE if stage.exists]
 
@@ -22,7 +25,7 @@ def run_page(path: str | None = None, **state) -> AppTest:
     return at
 
 
-def finish_jobs(at: AppTest, timeout: float = 180) -> AppTest:
+def finish_jobs(at: AppTest, timeout: float = JOB_TIMEOUT) -> AppTest:
     """Wait for the jobs this AppTest session started (BPE, word2vec, a run: they train in worker processes,
     outside the script run), then run the page again, as the live section's refresh would."""
     from llmviz.jobs.manager import default_manager
@@ -59,7 +62,7 @@ def session_jobs(at, kind="train"):
         if kind is None or job.kind == kind
     ]
     for job in found:
-        assert job.wait(timeout=120), job
+        assert job.wait(timeout=JOB_TIMEOUT), job
     return found
 
 

@@ -18,6 +18,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from llmviz.jobs import manager as jobs
+from llmviz.training.overfitting import overfitting
 from llmviz.training.trainer import smooth
 from ui import charts, picker, sections, state, watch
 from ui.errors import friendly_errors
@@ -209,6 +210,9 @@ def draw_run(job: jobs.Job, where: str = "live") -> None:
     controls(job, status, where)
     if status.error:
         st.error(status.error)
+    overfits = overfitting(status.metrics, vocab_of(job))  # the same verdict as the CLI's
+    if overfits is not None:
+        st.warning(overfits.message())
     if status.metrics and not status.done:
         charts.show(
             loss_figure([(job.label, status, vocab_of(job))]),

@@ -1,0 +1,138 @@
+"""Does a run overfit? Read from its metrics alone, so the CLI's summary and the Training page say the same.
+
+A run overfits when it learns its training text by heart instead of what carries over to new text. Its
+validation loss (on held-out text the model never trains on) tells, in either of two ways:
+
+- **It rose well above its best** while the training loss went on falling. "Well": by at least
+  ``max(RISE_NATS, RISE_SHARE × best)`` — 0.1 nats, or 5 % of the best when that is more — and in the last two
+  evaluations, not one. llmviz evaluates on the same validation batches every time, so what moves the validation
+  loss is the model, not the draw of batches; a step-to-step wobble of a converging run stays within a few
+  hundredths of a nat, and a single high evaluation (a spike of the learning rate's warmup) is not a trend.
+- **It is worse than guessing**: the last validation loss is above ln V, the loss of a uniform guess over the V
+  tokens of the vocabulary, while the training loss is at least ``GAP_NATS`` (half a nat) below it. A model
+  that learned nothing sits at about ln V on both; one that is worse than a guess on new text, but not on its
+  training text, has memorised it.
+
+>>> from types import SimpleNamespace as M
+>>> history = [M(step=s, train_loss=t, val_loss=v) for s, t, v in [
+...     (50, 4.0, 4.1), (100, 3.0, 3.4), (150, 2.0, 3.3), (200, 1.0, 3.6), (250, 0.5, 4.2)]]
+>>> found = overfitting(history, vocab_size=512)
+>>> found.best_step, found.best_val_loss, found.last_val_loss, round(found.rise, 2)
+(150, 3.3, 4.2, 0.9)
+>>> found.rose, found.worse_than_guessing  # ln 512 = 6.24
+(True, False)
+>>> overfitting(history[:3], vocab_size=512) is None  # still at its best
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+RISE_NATS = 0.1  # a rise of the validation loss above its best that is not noise: at least this many nats …
+RISE_SHARE = 0.05  # … or this share of the best, when that is more
+GAP_NATS = 0.5  # worse than guessing on new text counts when the training loss is this far below
+RECENT_STEPS = 10  # training losses are one batch each: compare means over this many steps
+
+ADVICE = (
+    "train on more text, train for fewer steps, add dropout, or use a smaller model (fewer layers or a narrower one)"
+)
+
+
+@dataclass(frozen=True)
+class Overfitting:
+    """What says a run overfits: its best and last validation loss, the training loss now, ln V, and which of the
+    two signs it shows (:func:`overfitting` decides them)."""
+
+    best_step: int
+    best_val_loss: float
+    last_step: int
+    last_val_loss: float
+    train_loss_now: float  # the mean of the last steps' training losses
+    uniform_loss: float  # ln V: the loss of guessing uniformly over the vocabulary
+    rose: bool  # the validation loss rose well above its best while the training loss fell
+    worse_than_guessing: bool  # above ln V on held-out text, well below it on the training text
+
+    @property
+    def rise(self) -> float:
+        return self.last_val_loss - self.best_val_loss
+
+    def message(self, flags: bool = False) -> str:
+        """What a student reads: what happened, in numbers, then what to do (``flags``: with the ``llmviz train``
+        options that do it)."""
+        what = []
+        if self.rose:
+            what.append(
+                f"its validation loss rose from {self.best_val_loss:.3f} at step {self.best_step} to "
+                f"{self.last_val_loss:.3f} at step {self.last_step} while its training loss fell to "
+                f"{self.train_loss_now:.3f}"
+            )
+        if self.worse_than_guessing:
+            what.append(
+                f"on text it did not train on it does worse ({self.last_val_loss:.3f}) than guessing uniformly over "
+                f"its vocabulary (ln V = {self.uniform_loss:.2f}), while its training loss is {self.train_loss_now:.3f}"
+            )
+        advice = self.advice(flags)
+        return f"This run overfits: {'; and '.join(what)}. It is learning its training text by heart: {advice}."
+
+    def advice(self, flags: bool = False) -> str:
+        """What to do about it.
+
+        >>> found = Overfitting(150, 3.3, 250, 4.2, 0.5, 6.24, rose=True, worse_than_guessing=False)
+        >>> found.advice()
+        'train on more text, train for fewer steps (its best was at step 150), add dropout, or use a smaller model'
+        >>> found.advice(flags=True)  # the options of llmviz train
+        'train on more text, fewer steps (--steps 150), dropout (--dropout 0.1), or a smaller model (--layers, ...)'
+        """
+        if flags:
+            return (
+                f"train on more text, fewer steps (--steps {self.best_step}), dropout (--dropout 0.1), "
+                "or a smaller model (--layers, --d-model)"
+            )
+        return (
+            f"train on more text, train for fewer steps (its best was at step {self.best_step}), add dropout, "
+            "or use a smaller model"
+        )
+
+
+def rise_threshold(best: float) -> float:
+    """How far above its best a validation loss must rise to count: 0.1 nats, or 5 % of the best.
+
+    >>> rise_threshold(1.2), rise_threshold(4.0)
+    (0.1, 0.2)
+    """
+    return max(RISE_NATS, RISE_SHARE * best)
+
+
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
+def overfitting(metrics: Sequence[Any], vocab_size: int) -> Overfitting | None:
+    """An :class:`Overfitting` when a run's ``metrics`` (each with ``step``, ``train_loss`` and ``val_loss``, None
+    on steps without an evaluation: :class:`~llmviz.training.trainer.StepMetrics`) show that it overfits, else
+    None. ``vocab_size``: the V of ln V (0 when unknown). Pure: the CLI and the Training page call it on the same
+    numbers."""
+    evaluated = [m for m in metrics if m.val_loss is not None and math.isfinite(m.val_loss)]
+    trained = [m for m in metrics if math.isfinite(m.train_loss)]
+    if not evaluated or not trained:
+        return None
+    best_index = min(range(len(evaluated)), key=lambda i: (evaluated[i].val_loss, i))
+    best, last = evaluated[best_index], evaluated[-1]
+    train_now = _mean([m.train_loss for m in trained][-RECENT_STEPS:])
+    train_at_best = _mean([m.train_loss for m in trained if m.step <= best.step][-RECENT_STEPS:] or [math.inf])
+    threshold = rise_threshold(best.val_loss)
+    # the last two evaluations are both well above the best, and the training loss went on falling
+    rose = (
+        best_index <= len(evaluated) - 3
+        and min(evaluated[-2].val_loss, last.val_loss) >= best.val_loss + threshold
+        and train_now < train_at_best
+    )
+    uniform = math.log(vocab_size) if vocab_size >= 2 else math.inf  # an unknown vocabulary: no ln V to compare
+    worse = last.val_loss > uniform and last.val_loss - train_now >= GAP_NATS
+    if not (rose or worse):
+        return None
+    return Overfitting(best.step, best.val_loss, last.step, last.val_loss, train_now, uniform, rose, worse)
