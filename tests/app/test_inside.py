@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 import ui
 from llmviz.interpret import lens as lenses
 from llmviz.training.checkpoint import load_checkpoint
-from tests.support.pages import TIMEOUT, assert_clean, run_page
+from tests.support.pages import JOB_TIMEOUT, TIMEOUT, assert_clean, run_page
 from tests.support.paths import DATA
 from ui import charts
 from ui.panels import lens as lens_ui
@@ -72,7 +72,7 @@ def test_induction_run_offers_the_model_picked_before_back():
     at.button(key="induction_start").click().run()
     [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
     try:
-        deadline = time.time() + 120
+        deadline = time.time() + JOB_TIMEOUT
         while job.snapshots is None or not job.snapshots.steps():
             assert time.time() < deadline
             time.sleep(0.2)

@@ -11,7 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 import ui
 from llmviz.data import corpus
-from tests.support.pages import STAGES, TIMEOUT, assert_clean, by_label, run_page, texts
+from tests.support.pages import JOB_TIMEOUT, STAGES, TIMEOUT, assert_clean, by_label, run_page, texts
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 
@@ -89,7 +89,7 @@ def test_every_page_shows_a_run_while_it_trains():
     from llmviz.jobs.manager import default_manager
 
     [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
-    deadline = time.time() + 120
+    deadline = time.time() + JOB_TIMEOUT
     while job.status().step < 2:  # snapshots at steps 0, 1, 2: "step 0 vs step N" has something to compare
         assert time.time() < deadline and not job.status().done, job.status().describe()
         time.sleep(0.1)

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 import ui
 from llmviz.data import corpus
 from llmviz.tokenizers.char_word import WordTokenizer
-from tests.support.pages import TIMEOUT, assert_clean, by_label, finish_jobs, run_page, texts
+from tests.support.pages import JOB_TIMEOUT, TIMEOUT, assert_clean, by_label, finish_jobs, run_page, texts
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 
@@ -90,7 +90,7 @@ def test_bpe_trained_after_a_stopped_run_uses_its_own_settings():
     by_label(at.selectbox, "Pre-split pattern").set_value("gpt2")
     at.button(key="train_bpe").click().run()
     [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + JOB_TIMEOUT
     while job.status().step < 1:  # merging has begun
         assert time.monotonic() < deadline and not job.status().done, job.status().describe()
         time.sleep(0.05)

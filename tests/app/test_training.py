@@ -8,7 +8,16 @@ import re
 
 import pytest
 
-from tests.support.pages import assert_clean, by_label, finish_jobs, run_page, session_jobs, texts, train_on_names
+from tests.support.pages import (
+    JOB_TIMEOUT,
+    assert_clean,
+    by_label,
+    finish_jobs,
+    run_page,
+    session_jobs,
+    texts,
+    train_on_names,
+)
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 
@@ -191,8 +200,10 @@ def test_the_learning_rate_question_trains_as_a_job_then_asks():
     at.button(key="quiz_ask_training").click().run()
     assert_clean(at)
     [job] = [job for job in jobs_of(at) if job.kind == "task"]
-    assert job.label == "quiz: two short runs" and job.worker_pid is not None  # a worker process, as any run
-    assert job.wait(180) and job.status().state == "finished", job.status().describe()
+    assert job.label == "quiz: two short runs"
+    assert job.wait(JOB_TIMEOUT) and job.status().state == "finished", job.status().describe()
+    # a worker process, as any run (its id is known once the worker started: not yet right after submitting)
+    assert job.worker_pid is not None
     at.run()
     assert_clean(at)
     prompts = texts(at.markdown)

@@ -18,6 +18,7 @@ from llmviz.training.snapshots import (
     state_of,
 )
 from llmviz.training.trainer import TrainConfig, Trainer
+from tests.support.waiting import seconds_per_step, wait_for
 
 TEXT = "the quick brown fox jumps over the lazy dog\n" * 40
 
@@ -56,15 +57,6 @@ def manager():
     made = JobManager(max_running=2, session_timeout=None)
     yield made
     made.shutdown()
-
-
-def wait_for(predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.01)
-    raise AssertionError("condition not reached in time")
 
 
 # ---------------------------------------------------------------- snapshots
@@ -163,12 +155,13 @@ def test_pause_resume(manager):
     job = manager.submit_training("alice", t, label="long")
     wait_for(lambda: job.status().step >= 2)
     assert job.changing
+    per_step = seconds_per_step(lambda: job.status().step)
     job.pause()
     wait_for(lambda: job.status().state == jobs.PAUSED)
     assert not job.changing  # pages stop redrawing it
     frozen = job.status().step
     assert job.snapshots.steps()[-1] == frozen == t.step  # a paused run can be looked at where it stopped
-    time.sleep(0.3)
+    time.sleep(max(0.3, 10 * per_step))  # a run that went on would take 10 steps meanwhile, at this machine's pace
     assert job.status().step == frozen and manager.running_count == 0  # a paused job gives its slot back
     job.resume()
     assert job.changing  # at once, before its thread wakes: the page that pressed Resume redraws it again
@@ -250,10 +243,12 @@ def test_job_of_a_closed_session_ends():
 
 
 def test_heartbeat_keeps_a_session_without_liveness():
-    manager = JobManager(max_running=1, session_timeout=0.5, reap_interval=0.05)
+    # heartbeats every 0.1 s for 3 s keep alive a session that times out after 2 s without one (a margin of 1.9 s
+    # for a busy machine to wake this thread)
+    manager = JobManager(max_running=1, session_timeout=2.0, reap_interval=0.05)
     try:
         job = manager.submit_training("carol", trainer(steps=100_000), label="c")
-        for _ in range(10):
+        for _ in range(30):
             time.sleep(0.1)
             manager.heartbeat("carol")
         assert not job.status().done
