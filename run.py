@@ -113,8 +113,8 @@ def setup(kind: str) -> Path:
         return venv_python()
     make_venv()
     say(f"torch: {reason}")
-    if build == "cpu":
-        pip(torch_pin(), "--index-url", CPU_INDEX)
+    if build == "cpu":  # torch alone from PyTorch's index; what it needs comes from PyPI with the requirements below
+        pip(torch_pin(), "--no-deps", "--index-url", CPU_INDEX)
     if kind == "test":
         pip("-r", "requirements-dev.txt")
     else:
