@@ -131,9 +131,14 @@ def setup(kind: str) -> Path:
 
 
 def run(command: list[str]) -> int:
+    """Run ``command`` in the repository: on Linux and macOS this process becomes it (Ctrl-C and a kill reach
+    streamlit or pytest themselves), on Windows it waits for it."""
     say(" ".join(command[2:] if command[1] == "-m" else command))
+    os.chdir(ROOT)
+    if os.name != "nt":
+        os.execv(command[0], command)
     try:
-        return subprocess.call(command, cwd=ROOT)
+        return subprocess.call(command)
     except KeyboardInterrupt:
         return 130
 

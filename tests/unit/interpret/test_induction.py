@@ -123,12 +123,14 @@ def test_an_induction_head_forms_on_a_fixed_seed(preset_run):
 
 @pytest.mark.slow
 def test_readme_figures_of_the_induction_run_are_what_the_preset_computes(preset_run):
-    """README quotes the preset run's curve (probed every 20 steps on the fixed seed): recomputed here from the
-    preset's own run; each figure within 0.01 of what README prints (rounding, and another CPU's arithmetic)."""
+    """docs/pages.md quotes the preset run's curve (probed every 20 steps on the fixed seed): recomputed here from
+    the preset's own run; each figure within 0.01 of what the page prints (rounding, and another CPU's arithmetic)."""
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "pages.md").read_text(encoding="utf-8")
     paragraph = " ".join(
-        readme.split("4. **Watching an induction head form**")[1].split("`tests/test_induction.py`")[0].split()
+        readme.split("4. **Watching an induction head form**")[1]
+        .split("`tests/unit/interpret/test_induction.py`")[0]
+        .split()
     )
     claims = {  # (what, step) → the figure README prints, in README's sentence
         ("induction 1.1", 340): "0.13 at step 340",
