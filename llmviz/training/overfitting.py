@@ -63,20 +63,25 @@ class Overfitting:
     def message(self, flags: bool = False) -> str:
         """What a student reads: what happened, in numbers, then what to do (``flags``: with the ``llmviz train``
         options that do it)."""
-        what = []
         if self.rose:
-            what.append(
+            what = (
                 f"its validation loss rose from {self.best_val_loss:.3f} at step {self.best_step} to "
                 f"{self.last_val_loss:.3f} at step {self.last_step} while its training loss fell to "
                 f"{self.train_loss_now:.3f}"
             )
-        if self.worse_than_guessing:
-            what.append(
-                f"on text it did not train on it does worse ({self.last_val_loss:.3f}) than guessing uniformly over "
-                f"its vocabulary (ln V = {self.uniform_loss:.2f}), while its training loss is {self.train_loss_now:.3f}"
+            if self.worse_than_guessing:
+                what += (
+                    f"; {self.last_val_loss:.3f} is worse than guessing uniformly over its vocabulary "
+                    f"(ln V = {self.uniform_loss:.2f})"
+                )
+        else:
+            what = (
+                f"on text it did not train on, its loss ({self.last_val_loss:.3f}) is worse than guessing uniformly "
+                f"over its vocabulary (ln V = {self.uniform_loss:.2f}), while its training loss is "
+                f"{self.train_loss_now:.3f}"
             )
         advice = self.advice(flags)
-        return f"This run overfits: {'; and '.join(what)}. It is learning its training text by heart: {advice}."
+        return f"This run overfits: {what}. It is learning its training text by heart: {advice}."
 
     def advice(self, flags: bool = False) -> str:
         """What to do about it.
