@@ -48,13 +48,16 @@ def test_watching_costs_a_bounded_refresh_and_pages_follow_the_run(app_url, brow
     students = start_runs(browser, app_url, 2)
     before = len(script_runs(timings_log))
     began = time.monotonic()
-    # a measurement window: both tabs sit on the Training page, watching their runs train
-    deadline = began + 5  # each tab refreshes each live section 2 or 3 times
-    while time.monotonic() < deadline:
+    # a measurement window: both tabs sit on the Training page, watching their runs train. At least 5 s (each tab
+    # refreshes each live section 2 or 3 times), and on a loaded machine as long as it takes to see two refreshes
+    while True:
         students[0].wait_for_timeout(500)
+        runs = script_runs(timings_log)[before:]
+        refreshes = Counter(run["section"] for run in runs if run["section"] in LIVE and run["rerun"])
+        if time.monotonic() - began >= 5 and refreshes["training.all_runs"] >= 2:
+            break
+        assert time.monotonic() - began < 120, f"the watching tabs did not refresh: {refreshes}"
     window = time.monotonic() - began
-    runs = script_runs(timings_log)[before:]
-    refreshes = Counter(run["section"] for run in runs if run["section"] in LIVE and run["rerun"])
     for section, count in refreshes.items():
         # each of the 2 tabs refreshes each live section at most once every 2 s (ui.watch.FASTEST)
         assert count <= 2 * (window / 2.0 + 1), (section, count, window)
