@@ -82,3 +82,22 @@ def test_only_the_browser_folder_drives_chromium():
     outside = [_name(path) for path in _modules() if path.relative_to(TESTS).parts[0] not in ("browser", "support")]
     assert [name for name in outside if _marks_browser(ROOT / name)] == []
     assert all(_marks_browser(path) for path in TESTS.glob("browser/test_*.py"))
+
+
+def test_the_fast_lane_is_the_library_without_its_slow_tests():
+    """``-m unit`` selects tests/unit/'s tests that are not marked slow, and nothing else."""
+    import subprocess
+    import sys
+
+    files = ["tests/unit/training/test_overfitting.py", "tests/app/test_home.py"]
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "--collect-only", "-q", "-m", "unit"]
+        + files,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    selected = [line for line in result.stdout.splitlines() if "::" in line]
+    assert selected and all(line.startswith("tests/unit/training/test_overfitting.py::") for line in selected)
+    assert not [line for line in selected if "llmviz_train_says_so" in line]  # the one marked slow
