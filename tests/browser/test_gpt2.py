@@ -1,8 +1,8 @@
 """GPT-2 in the real browser (issue 17): a shared link with ``?model=hub:gpt2`` opens GPT-2 in the picker, and the
 pages with sections of their own draw it without an error box.
 
-The test server's Hugging Face cache holds a tiny random GPT-2 under the id ``gpt2`` (browser_support); every page
-on it is checked headless in tests/app/test_gpt2.py.
+The test server's Hugging Face cache holds a tiny random GPT-2 under the id ``gpt2`` (tests/support/browser.py);
+every page on it is checked headless in tests/app/test_gpt2.py.
 """
 
 import pytest

@@ -5,8 +5,8 @@ which shares nothing with the first but the link; issue 16; see REOPENED_IN_EVER
 link in every run).
 
 Which runs a change caused is read from the test server's log of every whole page run (``page:<name>``) and
-section run (``LLMVIZ_TIMINGS``, see browser_support). Every wait is on the app's state (the log, the script-run
-state, a text), never a sleep. Each page's default view is saved to ``screenshots/<page>.png``.
+section run (``LLMVIZ_TIMINGS``, see tests/support/browser.py). Every wait is on the app's state (the log, the
+script-run state, a text), never a sleep. Each page's default view is saved to ``screenshots/<page>.png``.
 """
 
 import re
