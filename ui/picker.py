@@ -30,6 +30,7 @@ import torch.nn as nn
 from llmviz import settings
 from llmviz.errors import LlmvizError, log_failure
 from llmviz.jobs import manager as jobs
+from llmviz.jobs.job import Job
 from llmviz.training.checkpoint import (
     ListedCheckpoint,
     list_checkpoints,
@@ -69,7 +70,7 @@ def manager() -> jobs.JobManager:
     return jobs.default_manager(liveness=_session_alive)
 
 
-def my_jobs(kind: str | None = "train") -> list[jobs.Job]:
+def my_jobs(kind: str | None = "train") -> list[Job]:
     found = manager().jobs(session_id())
     return [job for job in found if kind is None or job.kind == kind]
 
