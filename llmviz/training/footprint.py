@@ -12,7 +12,16 @@ A training step's peak, in the worker process that trains:
   float32 (mixed precision keeps float32 master weights);
 - the **activations** the forward pass saves for the backward pass, per token of the batch (batch × context tokens),
   counted per tensor from the GPT's forward pass (:func:`gpt_activation_floats`), and the logits' working copies;
-  bf16 and fp16 autocast halve the matrix products' outputs and add a 16-bit copy of the weights.
+  under bf16 or fp16 autocast the matrix products' outputs take 2 bytes but norms and softmax stay in float32: the
+  activations measured 18-27 % smaller on the GPT presets, counted as 25 % smaller (:data:`AUTOCAST_SCALE`), plus a
+  16-bit copy of the weights;
+- the optimizer step's **working memory**: Adam, AdamW, RMSprop and Adagrad compute a square root of their second
+  moments for every trainable number at once (torch.optim's multi-tensor step), after the backward pass has freed
+  the activations: a step holds the larger of the two;
+- the backward pass's **working memory** besides them: the gradients of the activations flowing back, and blocks
+  the allocator has freed but not yet handed back. Measured at 28-42 % of the saved activations (GPT nano to GPT
+  mini, Llama-style, mixture of experts, batch 16-64 × 32-128: ``benchmarks/worker_memory.py``), counted as half
+  (:data:`WORKING_FRACTION`).
 
 Parameters are counted exactly without building the model: on PyTorch's ``meta`` device, which allocates nothing
 (:func:`llmviz.models.gpt.count_parameters_without_building` does this for the Model page). Worked example, GPT mini
@@ -29,8 +38,8 @@ True
 >>> per_token = 4 * (8 * 128 + 2 * 512 + 4 + 4) + (128 + 2 + 128 + 3 * 1024 + 4)  # gpt_activation_floats
 >>> mini.activation_bytes == 16 * 64 * per_token * 4
 True
->>> size_text(mini.peak_bytes)  # the worker's 320 MB, 17 MB of weights and states, 47 MB of activations
-'381 MB'
+>>> size_text(mini.peak_bytes)  # the worker's 260 MB, 17 MB of weights and states, 45 + 23 MB of activations
+'344 MB'
 
 Tested against reality in ``tests/unit/training/test_footprint.py``: the activation term against the tensors autograd
 really saves (counted with :class:`llmviz.adapt.memory.SavedTensors`), the whole peak against a worker's peak resident
@@ -51,14 +60,18 @@ from llmviz.errors import ConfigError
 MB = 2**20
 GB = 2**30
 
-#: A worker process's own resident memory once torch and llmviz are imported and a first small step has run (its
-#: allocator's arenas, torch's kernels, the optimizer's imports), measured on this project's Linux machine (torch
-#: 2.13, CPU) with ``benchmarks/worker_memory.py``: 318 MB resident, of which 196 MB private (the rest is shared with
-#: the forkserver it was forked from). The resident size counts: it is what the machine loses while the worker lives.
-WORKER_BYTES = 320 * MB
+#: A worker process's own resident memory once torch and llmviz are imported and a first small step has run (torch's
+#: libraries and kernels, the optimizer's imports, its allocator's arenas), measured on this project's Linux machine
+#: (torch 2.13, CPU) with ``benchmarks/worker_memory.py``: 224 MB resident idle, 258 MB after one step of GPT nano, of
+#: which 17 MB private (the rest is shared with the forkserver it was forked from, until it is written to). The
+#: resident size is counted, rounded up: what a worker may come to hold of its own while it lives.
+WORKER_BYTES = 260 * MB
+WORKING_FRACTION = 0.5  # the backward pass's working memory, as a fraction of the saved activations
 TOKENIZING_BYTES_PER_TOKEN = 36  # a Python int (28 bytes) and its list slot (8) per token while the text is encoded
-PRECISIONS = {"float32": 4, "bf16": 2, "fp16": 2}  # bytes of an activation under autocast
+PRECISIONS = {"float32": 4, "bf16": 2, "fp16": 2}  # bytes of a number in the matrix products
+AUTOCAST_SCALE = 0.75  # activations under bf16/fp16 autocast, as a fraction of float32's
 OPTIMIZER_STATES = {"sgd": 0, "momentum": 1, "adagrad": 1, "rmsprop": 1, "adam": 2, "adamw": 2}
+SQUARE_ROOTS = {"adagrad", "rmsprop", "adam", "adamw"}  # their step makes a temporary copy of the second moments
 FLOAT32 = 4
 
 #: What a refusal calls a model.
@@ -108,6 +121,7 @@ class Footprint:
     parameter_bytes: int = 0
     gradient_bytes: int = 0
     optimizer_bytes: int = 0
+    optimizer_step_bytes: int = 0  # the optimizer step's temporary copy of its state
     activation_bytes: int = 0
     data_bytes: int = 0  # the text and its token ids, held while the run trains
     preparing_bytes: int = 0  # held only while the run is built (the text being tokenized, a model being copied)
@@ -130,12 +144,22 @@ class Footprint:
     @property
     def device_bytes(self) -> int:
         """What it needs on the GPU (0 on the CPU)."""
-        return self.model_bytes + self.activation_bytes if self.on_gpu else 0
+        return self.model_bytes + self.peak_step_bytes if self.on_gpu else 0
+
+    @property
+    def step_bytes(self) -> int:
+        """A step's activations at its peak: those saved for the backward pass and its working memory."""
+        return int(self.activation_bytes * (1 + WORKING_FRACTION))
+
+    @property
+    def peak_step_bytes(self) -> int:
+        """A step's peak beyond the model: its activations, or the optimizer's temporary once they are freed."""
+        return max(self.step_bytes, self.optimizer_step_bytes)
 
     @property
     def training_bytes(self) -> int:
         """What a step holds in the worker's own memory, besides the worker itself and the data."""
-        return 0 if self.on_gpu else self.model_bytes + self.activation_bytes
+        return 0 if self.on_gpu else self.model_bytes + self.peak_step_bytes
 
     @property
     def peak_bytes(self) -> int:
@@ -148,13 +172,13 @@ def worker_peak(footprints: Sequence[Footprint]) -> int:
     runner's data and model, and the largest step's activations (one step runs at a time).
 
     >>> a = Footprint("a", parameter_bytes=100, activation_bytes=50, worker_bytes=1000)
-    >>> worker_peak([a, a])
-    1250
+    >>> worker_peak([a, a])  # the worker, two models, one step's 50 saved + 25 working
+    1275
     """
     if not footprints:
         return WORKER_BYTES
     held = sum(f.data_bytes + (0 if f.on_gpu else f.model_bytes) for f in footprints)
-    steps = max(max(f.preparing_bytes, 0 if f.on_gpu else f.activation_bytes) for f in footprints)
+    steps = max(max(f.preparing_bytes, 0 if f.on_gpu else f.peak_step_bytes) for f in footprints)
     return max(f.worker_bytes for f in footprints) + held + steps
 
 
@@ -258,9 +282,9 @@ def of_model(
         floats = gpt_activation_floats(model.config, batch, context)
     else:
         floats = char_activation_floats(model, getattr(model, "vocab_size", 0), batch, context)
-    activation = floats * PRECISIONS[precision]
+    activation = floats * FLOAT32
     if precision != "float32":
-        activation += parameters * PRECISIONS[precision]  # autocast's 16-bit copy of the weights
+        activation = int(activation * AUTOCAST_SCALE) + parameters * PRECISIONS[precision]  # + the 16-bit weights
     vocab = getattr(getattr(model, "config", None), "vocab_size", None) or getattr(model, "vocab_size", 0)
     return Footprint(
         what=what,
@@ -269,6 +293,7 @@ def of_model(
         parameter_bytes=parameters * FLOAT32,
         gradient_bytes=trainable * FLOAT32,
         optimizer_bytes=OPTIMIZER_STATES.get(config.optimizer, 2) * trainable * FLOAT32,
+        optimizer_step_bytes=trainable * FLOAT32 if config.optimizer in SQUARE_ROOTS else 0,
         activation_bytes=activation,
         data_bytes=text_bytes + 8 * tokens,
         preparing_bytes=TOKENIZING_BYTES_PER_TOKEN * tokens if text_bytes else 0,
@@ -378,14 +403,14 @@ def model_title(config) -> str:
 def largest_batch(footprint: Footprint, left: int) -> int | None:
     """The largest batch below the footprint's that fits in ``left`` bytes (activations grow with the batch), or None.
 
-    >>> f = Footprint("f", activation_bytes=800, worker_bytes=1000, config=_Batch(8))
-    >>> largest_batch(f, 1400), largest_batch(f, 1050)
+    >>> f = Footprint("f", activation_bytes=800, worker_bytes=1000, config=_Batch(8))  # 150 bytes a window at peak
+    >>> largest_batch(f, 1700), largest_batch(f, 1100)
     (4, None)
     """
     config = footprint.config
     if config is None or config.batch_size <= 1:
         return None
-    per_window = footprint.activation_bytes / config.batch_size
+    per_window = footprint.step_bytes / config.batch_size
     room = left - (footprint.worker_bytes + footprint.data_bytes + footprint.model_bytes)
     if room < per_window:
         return None
