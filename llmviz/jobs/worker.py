@@ -393,6 +393,11 @@ class _TaskRunner(_Runner):
         super().__init__(index, channel, options)
         self.payload = payload
         self.iterator = payload.loop(lambda: self.stop_requested)
+        self.last_step: int | None = None
+
+    @property
+    def step(self) -> int | None:
+        return self.last_step
 
     def finish(self, state: JobState) -> None:
         if state == JobState.STOPPED and self.payload.returns_when_stopped and not self.done:
@@ -414,6 +419,7 @@ class _TaskRunner(_Runner):
             if end.value is not None:
                 self.channel.send(Result(self.index, end.value))
             raise
+        self.last_step = step
         self.channel.send(Step(self.index, step, float(loss)))
 
 

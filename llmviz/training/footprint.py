@@ -466,6 +466,5 @@ def device_free_bytes(device: str) -> int:
     """Free memory on a CUDA device now (``torch.cuda.mem_get_info``); 0 when there is no such device."""
     if not device.startswith("cuda") or not torch.cuda.is_available():
         return 0
-    index = torch.device(device).index
-    free, _total = torch.cuda.mem_get_info(index if index is not None else torch.cuda.current_device())
+    free, _total = torch.cuda.mem_get_info(torch.device(device).index)  # None: the current device
     return int(free)
