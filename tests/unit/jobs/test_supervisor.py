@@ -58,12 +58,12 @@ def test_a_paused_run_gives_its_process_back_and_resumes_with_identical_losses(m
         pid = paused.worker_pid
         paused.pause()
         wait_for(lambda: paused.status().state == JobState.PAUSED, timeout=60)
-        wait_for(lambda: not alive(pid), timeout=60)  # the worker process has exited: its memory is the machine's
+        wait_for(lambda pid=pid: not alive(pid), timeout=60)  # the worker process has exited: its memory is free
         wait_for(lambda: paused.worker_pid is None and manager.running_count <= 1)  # and its slot is free
         at = paused.status().step
         assert paused.snapshots.steps()[-1] == at  # the step slider shows where it paused
         paused.resume()
-        wait_for(lambda: paused.status().step > at, timeout=120)
+        wait_for(lambda at=at: paused.status().step > at, timeout=120)
         assert paused.worker_pid not in (None, pid)  # a new worker, from the parked state
     assert reference.wait(300) and paused.wait(300)
     assert reference.status().state == paused.status().state == JobState.FINISHED, paused.status().error
