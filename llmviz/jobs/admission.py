@@ -17,6 +17,7 @@ readable line saying why and what would fit) and, whenever a slot or memory free
   started one) goes first, and one client's claims start in the order they came. So one client cannot queue ahead of
   the others, however many tabs it opens.
 
+>>> from llmviz.training.footprint import GB
 >>> ledger = Ledger(Budget(slots=1, runs_per_client=None, memory=10 * GB, client_memory=4 * GB))
 >>> for name, client in [("a1", "ann"), ("a2", "ann"), ("a3", "ann"), ("b1", "bob")]:
 ...     ledger.add(Claim(name, client, memory=GB))
@@ -33,21 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-GB = 2**30
-MB = 2**20
-
-
-def size_text(count: float) -> str:
-    """Bytes for a student: GB with one decimal from 1 GB on, whole MB below.
-
-    >>> size_text(2.1 * GB), size_text(900 * MB), size_text(3 * MB / 4)
-    ('2.1 GB', '900 MB', '0.8 MB')
-    """
-    if count >= GB:
-        return f"{count / GB:.1f} GB"
-    if count >= MB:
-        return f"{count / MB:.0f} MB"
-    return f"{count / MB:.1f} MB"
+from llmviz.training.footprint import MB, size_text
 
 
 class Phase(StrEnum):
@@ -277,6 +264,7 @@ def device_refusal(what: str, needed: int, free: int, reserved: int = 0) -> str 
     """Why a run cannot train on the GPU: ``needed`` bytes there, ``free`` free now, ``reserved`` promised to runs
     that are waiting to start on it; None when it fits.
 
+    >>> from llmviz.training.footprint import GB
     >>> device_refusal("Training GPT-2 (124 M parameters)", 3 * GB, 2 * GB)
     'Training GPT-2 (124 M parameters) needs about 3.0 GB on the GPU, which has 2.0 GB free: lower the batch size or
     the context, or train a smaller model.'

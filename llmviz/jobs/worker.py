@@ -546,10 +546,15 @@ def process_entry(connection, options: WorkerOptions) -> None:
         threading.Thread(target=_beat, args=(channel, options.heartbeat_s, beating), daemon=True).start()
     try:
         payloads = pickle.loads(connection.recv_bytes())
+    except (EOFError, OSError):
+        return  # the server has gone before it sent the work
     except Exception as error:  # noqa: BLE001 - cannot even start: say so once for every runner
         log_failure("a worker process's start", error)
-        channel.send(Failed(0, f"The worker could not start: {type(error).__name__}: {error}"))
-        channel.send(Done(0, JobState.FAILED))
+        try:
+            channel.send(Failed(0, f"The worker could not start: {type(error).__name__}: {error}"))
+            channel.send(Done(0, JobState.FAILED))
+        except WorkerGone:
+            pass  # nobody is left to tell
         return
     worker_main(channel, payloads, options)
     beating.set()

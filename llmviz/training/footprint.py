@@ -91,12 +91,16 @@ SMALLER_GPTS = ("gpt-nano", "gpt-micro", "gpt-mini")
 
 
 def size_text(count: float) -> str:
-    """Bytes for a student: GB with one decimal from 1 GB on, whole MB below.
+    """Bytes for a student: GB with one decimal from 1 GB on, whole MB below (one decimal below 1 MB).
 
-    >>> size_text(2.1 * GB), size_text(900 * MB)
-    ('2.1 GB', '900 MB')
+    >>> size_text(2.1 * GB), size_text(900 * MB), size_text(3 * MB / 4)
+    ('2.1 GB', '900 MB', '0.8 MB')
     """
-    return f"{count / GB:.1f} GB" if count >= GB else f"{count / MB:.0f} MB"
+    if count >= GB:
+        return f"{count / GB:.1f} GB"
+    if count >= MB:
+        return f"{count / MB:.0f} MB"
+    return f"{count / MB:.1f} MB"
 
 
 def parameters_text(count: int) -> str:
@@ -128,7 +132,9 @@ class Footprint:
     extra_bytes: int = 0  # other copies the run holds while it trains (LoRA's adapted copy of the model)
     worker_bytes: int = WORKER_BYTES
     device: str = "cpu"
-    config: Any = None  # the TrainConfig it was estimated from (to say what would fit)
+    config: Any = None  # the TrainConfig it was estimated from, if any (to say which smaller model would fit)
+    batch: int = 0  # windows per step (to say which batch would fit)
+    fine_tuned: bool = False  # it trains a picked model: a smaller one is picked in the sidebar
     vocab_size: int = 0
     precision: str = "float32"
 
@@ -183,9 +189,17 @@ def worker_peak(footprints: Sequence[Footprint]) -> int:
 
 
 def describe(footprints: Sequence[Footprint]) -> str:
-    """How a refusal names what was asked: the run itself, or "A race of 3 runs"."""
+    """How a refusal names what was asked: the run itself, or a race ("A race of 3 runs", on the picked model).
+
+    >>> lora = Footprint("LoRA on the picked model (124 M parameters)", parameters=124_439_808, fine_tuned=True)
+    >>> describe([lora, lora])
+    'A race of 2 runs on the picked model (124 M parameters)'
+    """
     if len(footprints) == 1:
         return footprints[0].what
+    sizes = {f.parameters for f in footprints}
+    if all(f.fine_tuned for f in footprints) and len(sizes) == 1:
+        return f"A race of {len(footprints)} runs on the picked model ({parameters_text(sizes.pop())})"
     return f"A race of {len(footprints)} runs"
 
 
@@ -253,9 +267,30 @@ def _skeleton(config, vocab_size: int) -> torch.nn.Module:
         return build_model(config, vocab_size)
 
 
+@dataclass(frozen=True)
+class Shape:
+    """How a run steps: windows per step, tokens per window, its optimizer and device (a TrainConfig has them all;
+    the names classifier's fine-tuning has no context of its own)."""
+
+    batch_size: int
+    context_length: int
+    optimizer: str = "adamw"
+    device: str = "cpu"
+
+    @classmethod
+    def of(cls, config, context: int | None = None) -> Shape:
+        """The shape of any run's config (``context`` where the config has none)."""
+        return cls(
+            config.batch_size,
+            getattr(config, "context_length", None) or context or 1,
+            getattr(config, "optimizer", "adamw"),
+            str(getattr(config, "device", "cpu")),
+        )
+
+
 def of_model(
     model: torch.nn.Module,
-    config,
+    shape: Shape,
     *,
     what: str,
     trainable: int | None = None,
@@ -263,11 +298,13 @@ def of_model(
     text_bytes: int = 0,
     precision: str = "float32",
     copies: int = 0,
+    config: Any = None,
 ) -> Footprint:
-    """The footprint of training ``model`` (built, or a skeleton on the meta device) as the TrainConfig ``config``
-    says. ``trainable``: parameters that train (default: all that require a gradient; LoRA: the adapters');
-    ``tokens``: the tokens of the text (``text_bytes``: its size, when the worker tokenizes it); ``copies``: other
-    whole copies of the weights the run holds (LoRA keeps the plain model and its adapted copy)."""
+    """The footprint of training ``model`` (built, or a skeleton on the meta device) in steps of ``shape``.
+    ``trainable``: parameters that train (default: all that require a gradient; LoRA: the adapters'); ``tokens``: the
+    tokens of the text (``text_bytes``: its size, when the worker tokenizes it); ``copies``: other whole copies of
+    the weights the run holds (LoRA keeps the plain model and its adapted copy); ``config``: the TrainConfig, to say
+    which smaller model would fit."""
     if precision not in PRECISIONS:
         raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)} (got {precision!r})")
     from llmviz.models.gpt import GPT
@@ -277,7 +314,7 @@ def of_model(
         trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     if getattr(model, "trained_by_counting", False):
         trainable = 0
-    batch, context = config.batch_size, config.context_length
+    batch, context = shape.batch_size, shape.context_length
     if isinstance(model, GPT):
         floats = gpt_activation_floats(model.config, batch, context)
     else:
@@ -292,14 +329,15 @@ def of_model(
         trainable=trainable,
         parameter_bytes=parameters * FLOAT32,
         gradient_bytes=trainable * FLOAT32,
-        optimizer_bytes=OPTIMIZER_STATES.get(config.optimizer, 2) * trainable * FLOAT32,
-        optimizer_step_bytes=trainable * FLOAT32 if config.optimizer in SQUARE_ROOTS else 0,
+        optimizer_bytes=OPTIMIZER_STATES.get(shape.optimizer, 2) * trainable * FLOAT32,
+        optimizer_step_bytes=trainable * FLOAT32 if shape.optimizer in SQUARE_ROOTS else 0,
         activation_bytes=activation,
         data_bytes=text_bytes + 8 * tokens,
         preparing_bytes=TOKENIZING_BYTES_PER_TOKEN * tokens if text_bytes else 0,
         extra_bytes=copies * parameters * FLOAT32,
-        device=str(config.device),
+        device=shape.device,
         config=config,
+        batch=batch,
         vocab_size=int(vocab or 0),
         precision=precision,
     )
@@ -315,7 +353,8 @@ def of_config(
     count = tokens if tokens is not None else text_bytes
     return of_model(
         model,
-        config,
+        Shape.of(config),
+        config=config,
         what=f"Training {model_title(config)} ({parameters_text(sum(p.numel() for p in model.parameters()))})",
         tokens=count,
         text_bytes=text_bytes,
@@ -324,26 +363,31 @@ def of_config(
 
 
 def of_trainer(trainer) -> Footprint:
-    """The footprint of a built :class:`~llmviz.training.trainer.Trainer` (the server had built it): its model as
-    it is, its token ids, and the pickled copy the worker unpacks it from."""
-    model = trainer.model
+    """The footprint of a built trainer (a :class:`~llmviz.training.trainer.Trainer`, or any run the job system
+    drives: its ``model``, ``config`` and ``dataset``), whose model the server has built: its model as it is, its token
+    ids, and the pickled copy the worker unpacks it from."""
+    model, config = trainer.model, trainer.config
     tokens = len(trainer.dataset.train_ids) + len(trainer.dataset.val_ids)
     parameters = sum(p.numel() for p in model.parameters())
-    precision = "bf16" if trainer.autocast_dtype == torch.bfloat16 else "fp16" if trainer.autocast_dtype else "float32"
+    autocast = getattr(trainer, "autocast_dtype", None)
+    precision = "bf16" if autocast == torch.bfloat16 else "fp16" if autocast is not None else "float32"
     adapted = getattr(trainer, "adapted", None)
     trainable = (
         sum(p.numel() for p in adapted.parameters() if p.requires_grad) if adapted is not None else None
     )  # LoRA: the adapters train, the plain model holds the merged weights
+    context = getattr(getattr(model, "config", None), "context_length", None)
+    plain = hasattr(config, "model") and hasattr(config, "replace") and not getattr(config, "init", None)
     found = of_model(
         model,
-        trainer.config,
-        what=f"Training {model_title(trainer.config)} ({parameters_text(parameters)})",
+        Shape.of(config, context),
+        what=f"Training {model_title(config)} ({parameters_text(parameters)})",
         trainable=trainable,
         precision=precision,
         copies=1 if adapted is not None else 0,
+        config=config if plain else None,
     )
     unpacking = found.parameter_bytes + 8 * tokens  # the pickled trainer, while the worker unpacks it
-    return replace(found, data_bytes=8 * tokens, preparing_bytes=unpacking + found.model_bytes)
+    return replace(found, data_bytes=8 * tokens, preparing_bytes=unpacking + found.model_bytes, fine_tuned=not plain)
 
 
 def fine_tuning(
@@ -365,7 +409,7 @@ def fine_tuning(
         model = GPT(gpt_config, initialise=False)
     found = of_model(
         model,
-        config,
+        Shape.of(config, gpt_config.context_length),
         what=what,
         trainable=trainable,
         tokens=text_bytes,
@@ -374,7 +418,7 @@ def fine_tuning(
         copies=copies,
     )
     arriving = 2 * found.parameter_bytes  # the pickled weights and the model unpacked from them, then the copy
-    return replace(found, preparing_bytes=max(found.preparing_bytes, arriving + found.model_bytes))
+    return replace(found, preparing_bytes=max(found.preparing_bytes, arriving + found.model_bytes), fine_tuned=True)
 
 
 def task(what: str, working_bytes: int = 0) -> Footprint:
@@ -392,6 +436,8 @@ def model_title(config) -> str:
 
     if getattr(config, "init", None):
         return f"a model fine-tuned from {config.init}"
+    if not hasattr(config, "model"):
+        return "a fine-tuned model"
     if config.model in CHAR_MODEL_TITLES:
         return f"the character-level {CHAR_MODEL_TITLES[config.model]}"
     return MODEL_TITLES.get(config.model, config.model)
@@ -403,26 +449,18 @@ def model_title(config) -> str:
 def largest_batch(footprint: Footprint, left: int) -> int | None:
     """The largest batch below the footprint's that fits in ``left`` bytes (activations grow with the batch), or None.
 
-    >>> f = Footprint("f", activation_bytes=800, worker_bytes=1000, config=_Batch(8))  # 150 bytes a window at peak
+    >>> f = Footprint("f", activation_bytes=800, worker_bytes=1000, batch=8)  # 150 bytes a window at its peak
     >>> largest_batch(f, 1700), largest_batch(f, 1100)
     (4, None)
     """
-    config = footprint.config
-    if config is None or config.batch_size <= 1:
+    if footprint.batch <= 1:
         return None
-    per_window = footprint.step_bytes / config.batch_size
+    per_window = footprint.step_bytes / footprint.batch
     room = left - (footprint.worker_bytes + footprint.data_bytes + footprint.model_bytes)
     if room < per_window:
         return None
-    batch = min(config.batch_size - 1, int(room // per_window))
+    batch = min(footprint.batch - 1, int(room // per_window))
     return 2 ** int(math.log2(batch)) if batch >= 1 else None
-
-
-@dataclass(frozen=True)
-class _Batch:
-    """A stand-in config for the doctest of :func:`largest_batch`."""
-
-    batch_size: int
 
 
 def suggestion(footprints: Sequence[Footprint], left: int) -> str:
@@ -436,27 +474,36 @@ def suggestion(footprints: Sequence[Footprint], left: int) -> str:
     >>> suggestion([big], 2 * GB)
     ': pick GPT mini, or lower the batch to 4'
     """
-    if len(footprints) != 1 or footprints[0].config is None:
-        return ": stop one of your runs, or train smaller models" if left else ""
-    footprint = footprints[0]
-    config, ideas = footprint.config, []
-    if not getattr(config, "init", None) and footprint.vocab_size:
-        from llmviz.models.gpt import PRESETS
-
-        for name in reversed(SMALLER_GPTS):
-            if name == config.model or name not in PRESETS:
-                continue
-            preset = config.replace(model=name, d_model=None, n_layers=None, n_heads=None, architecture=None)
-            smaller = of_config(preset, footprint.vocab_size)
-            if smaller.parameters < footprint.parameters and smaller.peak_bytes <= left:
-                ideas.append(f"pick {MODEL_TITLES[name]}")
-                break
-    elif getattr(config, "init", None):
+    if len(footprints) != 1:
+        if all(f.fine_tuned for f in footprints):
+            return ": pick a smaller model in the sidebar"
+        return ": stop one of your runs, or race fewer or smaller models" if left else ""
+    footprint, ideas = footprints[0], []
+    if footprint.fine_tuned:
         ideas.append("pick a smaller model in the sidebar")
+    elif footprint.config is not None and footprint.vocab_size:
+        smaller = smaller_model(footprint, left)
+        if smaller:
+            ideas.append(f"pick {MODEL_TITLES[smaller]}")
     batch = largest_batch(footprint, left)
     if batch is not None:
         ideas.append(f"lower the batch to {batch}")
     return ": " + ", or ".join(ideas) if ideas else ""
+
+
+def smaller_model(footprint: Footprint, left: int) -> str | None:
+    """The largest of :data:`SMALLER_GPTS` that is smaller than the footprint's model and fits in ``left`` bytes."""
+    from llmviz.models.gpt import PRESETS
+
+    config = footprint.config
+    for name in reversed(SMALLER_GPTS):
+        if name == config.model or name not in PRESETS:
+            continue
+        preset = config.replace(model=name, d_model=None, n_layers=None, n_heads=None, architecture=None)
+        smaller = of_config(preset, footprint.vocab_size)
+        if smaller.parameters < footprint.parameters and smaller.peak_bytes <= left:
+            return name
+    return None
 
 
 # ---------------------------------------------------------------------------- the GPU

@@ -12,6 +12,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -19,6 +20,7 @@ import streamlit as st
 
 from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job, JobStatus
+from llmviz.jobs.manager import JobRefused
 from llmviz.training.trainer import smooth
 from ui import charts, picker, sections, state, watch
 from ui.errors import friendly_errors
@@ -224,6 +226,27 @@ def draw_run(job: Job, where: str = "live") -> None:
             f"Stopped at step {status.step} of {status.total}: everything learned so far is kept, "
             "and the run is in the model picker."
         )
+
+
+def start(where: str, submit: Callable[[], Any]) -> Any:
+    """Start runs with ``submit()`` (a call of the job manager's ``submit_*``) for the button ``where``; returns what
+    it returns, or None when the server refused them (the student's share of runs or memory, the GPU's room). The
+    reason (what was asked, what it needs, what is left, what would fit) is kept in the session
+    (:data:`ui.state.RUN_REFUSED`) so that :func:`refusal` shows it beside the button, also after the page has rerun,
+    until the button is pressed again. A setting that cannot work raises its error as before."""
+    state.RUN_REFUSED.pop(where)
+    try:
+        return submit()
+    except JobRefused as refused:
+        state.RUN_REFUSED.set(str(refused), where)
+        return None
+
+
+def refusal(where: str) -> None:
+    """Why the last runs asked for at ``where`` were refused, if they were (see :func:`start`)."""
+    said = state.RUN_REFUSED.get(where)
+    if said:
+        st.warning(literal_markdown(said))
 
 
 def live(draw, *, active: Callable[[], bool], seconds: float | None = None, name: str = "training.live") -> None:

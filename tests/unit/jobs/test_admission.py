@@ -2,17 +2,8 @@
 
 import pytest
 
-from llmviz.jobs.admission import (
-    GB,
-    MB,
-    Budget,
-    Claim,
-    Ledger,
-    Phase,
-    device_refusal,
-    size_text,
-    snapshot_refusal,
-)
+from llmviz.jobs.admission import Budget, Claim, Ledger, Phase, device_refusal, snapshot_refusal
+from llmviz.training.footprint import GB, MB, size_text
 
 
 def ledger(**budget) -> Ledger:

@@ -47,7 +47,7 @@ def test_optimizer_state_is_what_pytorch_keeps_after_a_step(optimizer, states):
         for name, value in values.items()
         if name != "step" and isinstance(value, torch.Tensor)
     )
-    found = fp.of_model(trainer.model, config, what="x")
+    found = fp.of_model(trainer.model, fp.Shape.of(config), what="x")
     assert kept == states * found.trainable
     assert found.optimizer_bytes == 4 * kept
 
@@ -82,7 +82,7 @@ def test_autocast_activations_are_not_underestimated(preset):
     ids = torch.randint(config.vocab_size, (batch, tokens))
     saved = measure_step(model, ids, ids, bf16=True).saved_bytes
     train = TrainConfig(model=preset, batch_size=batch, context_length=tokens)
-    found = fp.of_model(model, train, what="x", precision="bf16")
+    found = fp.of_model(model, fp.Shape.of(train), what="x", precision="bf16")
     logits = int(2 * config.vocab_size * batch * tokens * 4 * fp.AUTOCAST_SCALE)
     assert saved <= found.activation_bytes - logits <= 1.25 * saved, (found.activation_bytes - logits, saved)
 
@@ -115,7 +115,7 @@ open("/proc/self/clear_refs", "w").write("5")  # the peak (VmHWM) starts again f
 before = status("VmRSS")
 trainer = Trainer(config, data)
 list(trainer.run())
-found = fp.of_model(trainer.model, config, what="x")
+found = fp.of_model(trainer.model, fp.Shape.of(config), what="x")
 print(json.dumps({"grown": status("VmHWM") - before, "estimate": found.training_bytes}))
 """
 
