@@ -93,9 +93,11 @@ SMALLER_GPTS = ("gpt-nano", "gpt-micro", "gpt-mini")
 def size_text(count: float) -> str:
     """Bytes for a student: GB with one decimal from 1 GB on, whole MB below (one decimal below 1 MB).
 
-    >>> size_text(2.1 * GB), size_text(900 * MB), size_text(3 * MB / 4)
-    ('2.1 GB', '900 MB', '0.8 MB')
+    >>> size_text(2.1 * GB), size_text(900 * MB), size_text(3 * MB / 4), size_text(0)
+    ('2.1 GB', '900 MB', '0.8 MB', '0 MB')
     """
+    if count <= 0:
+        return "0 MB"
     if count >= GB:
         return f"{count / GB:.1f} GB"
     if count >= MB:
@@ -473,7 +475,11 @@ def suggestion(footprints: Sequence[Footprint], left: int) -> str:
     ': pick GPT mini'
     >>> suggestion([big], 2 * GB)
     ': pick GPT mini, or lower the batch to 4'
+    >>> suggestion([big], 100 * MB)  # less than a worker's own memory
+    ': stop one of your runs, or wait until one ends'
     """
+    if footprints and left < max(f.worker_bytes for f in footprints):  # not even a worker's own memory is left
+        return ": stop one of your runs, or wait until one ends"
     if len(footprints) != 1:
         if all(f.fine_tuned for f in footprints):
             return ": pick a smaller model in the sidebar"
