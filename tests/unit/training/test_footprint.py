@@ -162,7 +162,8 @@ def test_what_would_fit_names_a_smaller_model_or_batch():
     smaller = fp.of_config(TrainConfig(model="gpt-mini", batch_size=batch, context_length=128), vocab_size=1024)
     larger = fp.of_config(TrainConfig(model="gpt-mini", batch_size=2 * batch, context_length=128), vocab_size=1024)
     assert smaller.peak_bytes <= left < larger.peak_bytes  # the largest power of two that fits
-    assert fp.suggestion([big], 1) == ""  # nothing fits in a byte
+    assert fp.suggestion([big], 1) == ": stop one of your runs, or wait until one ends"  # not even a worker fits
+    assert fp.suggestion([big], fp.WORKER_BYTES + 1) == ""  # a worker, but no model: nothing simple would fit
 
 
 def test_a_race_holds_one_worker_every_model_and_the_largest_step():
