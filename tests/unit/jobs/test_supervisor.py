@@ -69,6 +69,8 @@ def test_a_paused_run_gives_its_process_back_and_resumes_with_identical_losses(m
     assert reference.status().state == paused.status().state == JobState.FINISHED, paused.status().error
     assert [loss for _, loss in paused.status().losses] == [loss for _, loss in reference.status().losses]
     assert [m.val_loss for m in paused.status().metrics] == [m.val_loss for m in reference.status().metrics]
+    elapsed = [m.elapsed_s for m in paused.status().metrics]
+    assert elapsed == sorted(elapsed)  # its clock goes on from where it paused
     for name, tensor in reference.snapshots.get(200).items():
         assert torch.equal(paused.snapshots.get(200)[name], tensor), name
     assert paused.checkpoint is not None
