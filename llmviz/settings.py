@@ -91,11 +91,45 @@ SETTINGS: dict[str, Setting] = _declare(
         "int",
         1,
         "runs",
-        "runs one student trains at a time, and as many more may wait (0: no limit)",
+        "runs one student (see LLMVIZ_SHARE_BY) trains at a time, and as many more may wait (0: no limit)",
         minimum=0,
     ),
     Setting(
         "LLMVIZ_SNAPSHOT_MB", "float", 128.0, "MB", "weight snapshots one student's runs keep, together", minimum=1
+    ),
+    Setting(
+        "LLMVIZ_MEMORY_MB",
+        "float",
+        None,
+        "MB",
+        "memory the server's training may hold, its workers and paused runs together; a run that does not fit "
+        "waits, one that never could is refused (default: half the machine's memory, less what the server holds)",
+        minimum=64,
+    ),
+    Setting(
+        "LLMVIZ_STUDENT_MEMORY_MB",
+        "float",
+        None,
+        "MB",
+        "one student's share of LLMVIZ_MEMORY_MB, over their runs training, waiting and paused (default: half of it)",
+        minimum=64,
+    ),
+    Setting(
+        "LLMVIZ_SHARE_BY",
+        "choice",
+        "address",
+        "",
+        "`address`: a student's shares count every tab of their computer (by its IP address); `session`: every "
+        "browser tab is a student of its own (a class behind one NAT, or a proxy on the server's machine)",
+        choices=("address", "session"),
+    ),
+    Setting(
+        "LLMVIZ_WORKER_TIMEOUT",
+        "float",
+        120.0,
+        "seconds",
+        "a training worker that sends nothing, not even its heartbeat, for this long is stopped and its run failed",
+        minimum=1,
     ),
     Setting(
         "LLMVIZ_SESSION_TIMEOUT",

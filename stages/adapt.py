@@ -1,5 +1,7 @@
 """The Adapt & serve page: LoRA, quantization, fine-tuning for a task, training in less memory, serving."""
 
+import functools
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -10,7 +12,7 @@ from llmviz.adapt import finetune, lora, memory
 from llmviz.adapt import quantize as qz
 from llmviz.errors import LlmvizError
 from llmviz.generation import serving
-from llmviz.jobs.manager import JobRefused
+from llmviz.jobs.manager import Planned
 from llmviz.lessons import adapting as adapt
 from llmviz.lessons import forward as views
 from ui import charts, picker, sections, share, state
@@ -60,18 +62,14 @@ def _progress(job, where: str) -> None:
         st.warning(f"{job.label} stopped with a problem: {status.error or status.describe()}")
 
 
-def _submit(*runners: tuple[str, object]) -> None:
-    """Start ``(label, trainer)`` runs to compare as one race (one worker, a step of each in turn): the comparison
-    counts once in the session's share of the server. A label this session already has gets a number (" #2"), so
-    a second pair of runs is drawn beside the first, not in its place."""
-    try:
-        picker.manager().submit_race(
-            picker.session_id(), [(training.unique_label(label), trainer) for label, trainer in runners]
-        )
-    except JobRefused as refused:  # this session already trains its share of the server: say why, as a notice
-        st.warning(literal_markdown(str(refused)))
-    except LlmvizError as error:
-        st.error(literal_markdown(str(error)))
+def _submit(where: str, steps: int, *runners: tuple[str, object, object]) -> None:
+    """Start ``(label, build, footprint)`` runs to compare as one race (one worker, a step of each in turn): each is
+    built in the worker by ``build()``, never here (a picked GPT-2 travels with the runs), after the server has
+    checked their ``footprint`` fits. The comparison counts once in the student's share of the server; a refusal is
+    kept beside the button ``where`` (``ui.panels.runs.refusal``). A label this session already has gets a number
+    (" #2"), so a second pair of runs is drawn beside the first, not in its place."""
+    planned = [(training.unique_label(label), Planned(build, needs, steps)) for label, build, needs in runners]
+    training.start(where, lambda: picker.manager().submit_race(picker.session_id(), planned))
 
 
 def _live(name: str, runs_of, draw) -> None:
@@ -268,14 +266,23 @@ def lora_section(view: picker.ModelView, text: str, corpus_label: str) -> None:
     steps = st.slider("Steps", 20, 400, 100, step=20, key=state.widget("lora_steps"))
     if st.button("Start both runs", key=state.widget("lora_start")):
         with ui.friendly_errors("starting the runs"):
+            lab = text[: adapt.MAX_TEXT]  # what the runs read
             _submit(
+                "lora",
+                steps,
                 (
                     f"{RUN_TAG} LoRA r{rank} ({', '.join(config.targets)})",
-                    adapt.lora_run(model, view.tokenizer, text, config, steps, settings.seed),
+                    functools.partial(adapt.lora_run, model, view.tokenizer, lab, config, steps, settings.seed),
+                    adapt.lab_footprint(model, len(lab), steps, "LoRA", trainable=low.trained_parameters, copies=1),
                 ),
-                (f"{RUN_TAG} full fine-tuning", adapt.full_run(model, view.tokenizer, text, steps, settings.seed)),
+                (
+                    f"{RUN_TAG} full fine-tuning",
+                    functools.partial(adapt.full_run, model, view.tokenizer, lab, steps, settings.seed),
+                    adapt.lab_footprint(model, len(lab), steps, "Full fine-tuning"),
+                ),
             )
             st.rerun(scope="app")
+    training.refusal("lora")
 
     def draw_runs(runs: dict) -> None:
         for job in runs.values():
@@ -454,17 +461,23 @@ def qat_section(view: picker.ModelView, text: str) -> None:
     steps = st.slider("Steps", 20, 400, 100, step=20, key=state.widget("qat_steps"))
     if st.button("Start quantization-aware training (and a float run to compare)", key=state.widget("qat_start")):
         with ui.friendly_errors("starting the runs"):
+            lab = text[: adapt.MAX_TEXT]
             _submit(
+                "qat",
+                steps,
                 (
                     f"{RUN_TAG} QAT int{bits}",
-                    adapt.qat_run(view.model, view.tokenizer, text, spec, steps, settings.seed),
+                    functools.partial(adapt.qat_run, view.model, view.tokenizer, lab, spec, steps, settings.seed),
+                    adapt.lab_footprint(view.model, len(lab), steps, "Quantization-aware training", copies=1),
                 ),
                 (
                     f"{RUN_TAG} float for QAT int{bits}",
-                    adapt.full_run(view.model, view.tokenizer, text, steps, settings.seed),
+                    functools.partial(adapt.full_run, view.model, view.tokenizer, lab, steps, settings.seed),
+                    adapt.lab_footprint(view.model, len(lab), steps, "Fine-tuning"),
                 ),
             )
             st.rerun(scope="app")
+    training.refusal("qat")
     qat, plain = _newest(f"{RUN_TAG} QAT int{bits}"), _newest(f"{RUN_TAG} float for QAT int{bits}")
     if qat is None:
         st.caption(
@@ -668,15 +681,32 @@ def task_section(view: picker.ModelView) -> None:
     steps_count = st.slider("Steps per run", 20, 300, 100, step=20, key=state.widget("task_steps"))
     if st.button("Train head only / head + last block / everything (three lab runs)", key=state.widget("task_start")):
         with ui.friendly_errors("starting the runs"):
+            total, width = view.model.num_parameters(), view.model.config.d_model
+            trained = {"head": width + 1, "last block": total // view.model.config.n_layers + width + 1}
             _submit(
+                "task",
+                steps_count,
                 *[
-                    (f"{RUN_TAG} names: {finetune.MODE_TITLES[mode]}", trainer)
-                    for mode, trainer in adapt.finetune_runs(
-                        view.model, view.tokenizer, steps_count, settings.seed
-                    ).items()
-                ]
+                    (
+                        f"{RUN_TAG} names: {finetune.MODE_TITLES[mode]}",
+                        functools.partial(
+                            adapt.finetune_run, view.model, view.tokenizer, steps_count, settings.seed, mode
+                        ),
+                        adapt.lab_footprint(
+                            view.model,
+                            0,
+                            steps_count,
+                            f"Fine-tuning ({finetune.MODE_TITLES[mode]})",
+                            trainable=trained.get(mode, total + width + 1),
+                            batch_size=32,
+                            context=16,  # a name is a few tokens
+                        ),
+                    )
+                    for mode in finetune.MODES
+                ],
             )
             st.rerun(scope="app")
+    training.refusal("task")
     _live(
         "adapt.task.runs",
         lambda: {job.label.removeprefix(f"{RUN_TAG} names: "): job for job in _runs(f"{RUN_TAG} names:")},
@@ -776,18 +806,37 @@ def memory_section(view: picker.ModelView, text: str, corpus_label: str) -> None
         f"Train {len(switches)} runs: {', '.join(name for name, *_ in switches)}", key=state.widget("memory_start")
     ):
         with ui.friendly_errors("starting the runs"):
+            lab = text[: adapt.MAX_TEXT]
             _submit(
+                "memory",
+                steps,
                 *[
                     (
                         f"{RUN_TAG} memory: {name}",
-                        adapt.memory_run(
-                            view.model, view.tokenizer, text, steps, settings.seed, checkpointing, bf16, fp16=fp16
+                        functools.partial(
+                            adapt.memory_run,
+                            view.model,
+                            view.tokenizer,
+                            lab,
+                            steps,
+                            settings.seed,
+                            checkpointing,
+                            bf16,
+                            fp16=fp16,
+                        ),
+                        adapt.lab_footprint(
+                            view.model,
+                            len(lab),
+                            steps,
+                            f"Fine-tuning ({name})",
+                            precision="bf16" if bf16 else "fp16" if fp16 else "float32",
                         ),
                     )
                     for name, checkpointing, bf16, fp16 in switches
-                ]
+                ],
             )
             st.rerun(scope="app")
+    training.refusal("memory")
 
     def draw_runs(runs: dict) -> None:
         for job in runs.values():

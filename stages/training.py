@@ -18,6 +18,7 @@ from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.models.decoder import toy_task_loop
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
 from llmviz.tokenizers.char_word import CharTokenizer
+from llmviz.training import footprint
 from llmviz.training.losses import batch_loss, position_gradient
 from llmviz.training.trainer import OPTIMIZER_TITLES, TrainConfig, Trainer, prepare_data
 from ui import charts, models, picker, sections, share, state
@@ -63,14 +64,21 @@ def server_line() -> None:
     if job_manager.runs_per_session:
         mine = job_manager.share(picker.session_id())
         share_line = (
-            f" Yours: {mine[0]} training, {mine[1]} waiting or paused (each browser session trains "
+            f" Yours: {mine[0]} training, {mine[1]} waiting or paused (each student trains "
             f"{job_manager.runs_per_session} at a time and keeps {job_manager.runs_per_session} more waiting; "
             "a race counts as one)."
         )
+    mine, share, held, budget = job_manager.memory_line(picker.session_id())
+    memory_line = (
+        f" Memory for training: {footprint.size_text(held)} of {footprint.size_text(budget)} in use; your runs "
+        f"count {footprint.size_text(mine)} of your {footprint.size_text(share or budget)}."
+        if budget
+        else ""
+    )
     st.caption(
         f"On this server: {job_manager.running_count} run(s) training, {job_manager.waiting_count} waiting "
-        f"(at most {job_manager.max_running} train at once; the others wait their turn, in order, each "
-        f"in a worker process of its own).{share_line}"
+        f"(at most {job_manager.max_running} train at once; the others wait their turn, students in turn, each "
+        f"in a worker process of its own).{share_line}{memory_line}"
     )
 
 
@@ -104,6 +112,9 @@ sample_every = c4.slider(
     "Sample every (steps)", 0, 500, step=10, help="0: no samples while training", **ui.keep("sample_every", value=100)
 )
 
+SHORT_TEXT = 100_000  # characters: tokenized here too, so that a text too short for one window is said at once
+
+
 if st.button("Train", type="primary", key=state.widget("train")):
     try:
         config = TrainConfig(
@@ -121,19 +132,30 @@ if st.button("Train", type="primary", key=state.widget("train")):
             device=settings.device,
         )
         tokenizer = cached_tokenizer(corpus_label, text, tokenizer_kind, vocab_size)
-        trainer = Trainer(config, prepare_data(text, config, tokenizer))
+        if len(text) < SHORT_TEXT:  # a longer text holds a window of every context this page offers
+            prepare_data(text, config, tokenizer)
         label = training.unique_label(
             f"{MODEL_LABELS[model_name]} · {OPTIMIZER_TITLES[optimizer]} · lr {lr:g} · {corpus_label}"
         )
-        job = picker.manager().submit_training(picker.session_id(), trainer, label=label, sample_every=sample_every)
-    except JobRefused as refused:  # the session's share of the server, or its snapshot room: say why
-        st.warning(str(refused))
+        job = training.start(  # the model is built in its worker, never here; refused first if it cannot fit
+            "train",
+            lambda: picker.manager().submit_training(
+                picker.session_id(),
+                build=functools.partial(Trainer.from_text, text, config, tokenizer),
+                footprint=footprint.of_config(config, tokenizer.vocab_size, text_bytes=len(text.encode())),
+                label=label,
+                total=steps,
+                sample_every=sample_every,
+            ),
+        )
     except LlmvizError as error:
         st.error(str(error))
     else:
-        state.TRAINING_FOCUS.set(job.id)
-        picker.select(f"run:{job.id}")  # every page now shows this run (the sidebar follows on the next rerun)
-        st.rerun()
+        if job is not None:
+            state.TRAINING_FOCUS.set(job.id)
+            picker.select(f"run:{job.id}")  # every page now shows this run (the sidebar follows on the next rerun)
+            st.rerun()
+training.refusal("train")  # the share of runs or memory this run would pass, and what would fit
 
 focus = picker.manager().get(picker.session_id(), state.TRAINING_FOCUS.get() or "")
 if focus is not None:

@@ -30,6 +30,7 @@ import torch.nn as nn
 from llmviz import settings
 from llmviz.errors import LlmvizError, log_failure
 from llmviz.jobs import manager as jobs
+from llmviz.jobs.job import Job
 from llmviz.training.checkpoint import (
     ListedCheckpoint,
     list_checkpoints,
@@ -59,17 +60,31 @@ def session_id() -> str:
     return ctx.session_id if ctx is not None else "no-session"
 
 
+def client_id() -> str:
+    """The student this browser session belongs to, for the server's shares (runs, queue, memory): the address of
+    their computer, so every tab they open shares one share (Streamlit's ``st.context.ip_address``). The session
+    itself where the address is unknown (a browser on the server's own machine, or a proxy there) or where
+    ``LLMVIZ_SHARE_BY=session`` (a class behind one NAT: every tab is then a student of its own)."""
+    if settings.get("LLMVIZ_SHARE_BY") == "session":
+        return session_id()
+    address = st.context.ip_address if internals.script_run_context() is not None else None
+    return f"address {address}" if isinstance(address, str) and address else session_id()  # (AppTest: a mock)
+
+
 def _session_alive(owner: str) -> bool | None:
     """Streamlit's own answer: is this browser session still connected?"""
     return internals.session_is_connected(owner)
 
 
 def manager() -> jobs.JobManager:
-    """The server's job manager (shared by all sessions; each sees only its own jobs)."""
-    return jobs.default_manager(liveness=_session_alive)
+    """The server's job manager (shared by all sessions; each sees only its own jobs), told which student this
+    session belongs to (:func:`client_id`): shares count students, not tabs."""
+    found = jobs.default_manager(liveness=_session_alive)
+    found.bind(session_id(), client_id())
+    return found
 
 
-def my_jobs(kind: str | None = "train") -> list[jobs.Job]:
+def my_jobs(kind: str | None = "train") -> list[Job]:
     found = manager().jobs(session_id())
     return [job for job in found if kind is None or job.kind == kind]
 

@@ -147,6 +147,12 @@ LLAMA_LAB = Slot("llama_lab", dict, "the Model page's GPT-2 → Llama lab runs: 
 SWITCH_RACE = Slot(
     "switch_race_runs", dict, "the Training page's last architecture race: switch, job ids, corpus, context"
 )
+RUN_REFUSED = Slot(
+    "run_refused_",
+    str,
+    "where runs are started (a button) → why the server refused the last ones, shown there until it is pressed again",
+    family=True,
+)
 TRAINING_FOCUS = Slot("training_focus", (str, type(None)), "the id of the run the Training page shows first")
 DECODER_JOB = Slot("decoder_job", str, "the id of the encoder–decoder run")
 CHART_OFFERED = Slot(

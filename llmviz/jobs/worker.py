@@ -1,24 +1,20 @@
 """The worker side of a job: the loop that trains (or runs a task) outside the server's interpreter.
 
-:mod:`llmviz.jobs.manager` hands a worker one or more *runners* (a :class:`~llmviz.training.trainer.Trainer`, or a
-task loop
-that yields ``(step, loss)``) and talks to it over a :class:`Channel`: the worker sends events (a step's
-metrics, a snapshot of the weights, "paused", "done", …) and receives controls (``pause``/``resume``/``stop``
-for one runner). A race is one worker with several runners, stepped in turn, so they advance together.
+:mod:`llmviz.jobs.supervisor` hands a worker one or more *runners* (a :class:`~llmviz.training.trainer.Trainer`, or a
+task loop that yields ``(step, loss)``) and talks to it over a :class:`Channel`: the worker sends events (a step's
+metrics, a snapshot of the weights, "paused", "done", …: :mod:`llmviz.jobs.events`) and receives controls
+(:class:`~llmviz.jobs.events.Pause`, :class:`~llmviz.jobs.events.Resume`, :class:`~llmviz.jobs.events.Stop` for one
+runner). A race is one worker with several runners, stepped in turn, so they advance together.
+
+When every runner still going is paused, a worker of trainers **parks**: it sends each runner's whole state
+(:class:`~llmviz.jobs.events.Parked`: the trainer with its model, optimizer, random streams and step) and exits, so a
+paused run holds no process and no memory but its state; Resume starts a new worker from that state, which goes on
+exactly as if it had never stopped. A worker of tasks waits instead (:class:`~llmviz.jobs.events.Idle`).
 
 The same :func:`worker_main` runs in a worker **process** (the Streamlit server: training then competes
 with page rendering only for the cores, never for the server's interpreter, and runs at a lower OS
-priority) or in a **thread** (the CLI, notebooks and unit tests, where objects need not be pickled).
-
-Events, as tuples (``i`` is the runner's index in the worker):
-
-- ``("info", i, RunInfo)``: the runner's model and data, when the worker built its trainer itself;
-- ``("step", i, step, loss, metrics | None, sample | None)``;
-- ``("snapshot", i, step, state_dict)``: a CPU copy of the weights at ``step``;
-- ``("paused", i, step)`` / ``("idle",)``: a runner waits; every runner waits (the slot can go);
-- ``("result", i, value)``: a task's return value, or a trainer's checkpoint file (bytes);
-- ``("failed", i, message, traceback_text)``: the one line a page shows (a runner logs its own failure, with the
-  traceback, through :func:`llmviz.errors.log_failure`, and sends an empty ``traceback_text``); ``("done", i, state)``.
+priority; a thread of the process sends a :class:`~llmviz.jobs.events.Heartbeat` every few seconds) or in a
+**thread** (the CLI, notebooks and unit tests, where objects need not be pickled).
 
 >>> from llmviz.training.trainer import TrainConfig, Trainer
 >>> config = TrainConfig(model="bigram-neural", tokenizer="char", context_length=8, batch_size=4, steps=3,
@@ -29,10 +25,10 @@ Events, as tuples (``i`` is the runner's index in the worker):
 >>> events = []
 >>> while ours.poll(0):
 ...     events.append(ours.recv())
->>> [(e[0], e[2]) for e in events if e[0] in ("step", "snapshot")]
-[('snapshot', 0), ('step', 1), ('snapshot', 1), ('step', 2), ('snapshot', 2), ('step', 3), ('snapshot', 3)]
+>>> [(type(e).__name__, e.step) for e in events if isinstance(e, (Step, Snapshot))]
+[('Snapshot', 0), ('Step', 1), ('Snapshot', 1), ('Step', 2), ('Snapshot', 2), ('Step', 3), ('Snapshot', 3)]
 >>> events[-1]
-('done', 0, 'finished')
+Done(index=0, state=<JobState.FINISHED: 'finished'>)
 """
 
 from __future__ import annotations
@@ -41,19 +37,36 @@ import logging
 import os
 import pickle
 import queue
+import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
 from llmviz.errors import LlmvizError, log_failure
+from llmviz.jobs.events import (
+    Control,
+    Done,
+    Failed,
+    Heartbeat,
+    Idle,
+    Info,
+    JobState,
+    Parked,
+    Pause,
+    Paused,
+    Result,
+    Resume,
+    RunInfo,
+    Snapshot,
+    Step,
+    Stop,
+)
 from llmviz.training.snapshots import is_snapshot_step, state_of
 
 log = logging.getLogger(__name__)
-
-FINISHED, STOPPED, FAILED = "finished", "stopped", "failed"
 
 
 # ---------------------------------------------------------------------------- what a worker is given
@@ -72,16 +85,34 @@ class WorkerOptions:
     torch_threads: int = 0  # per worker process (0: leave torch's default)
     nice: int = 0  # raise the worker process's niceness by this much (lower OS priority than the pages)
     checkpoint: bool = True  # send a trainer's checkpoint file when it ends (for the Training page's download)
+    park: bool = True  # trainers that are all paused give the worker back (their state is sent, the worker exits)
+    park_as_bytes: bool = False  # a parked state is pickled (a worker process); else the live trainer (a thread)
+    heartbeat_s: float = 0.0  # a worker process says it is alive this often (0: never; threads need not)
 
 
 @dataclass
 class TrainPayload:
     """A runner that trains: a ready :class:`~llmviz.training.trainer.Trainer`, or a picklable ``build()`` that makes
-    one in the worker (e.g. after training a tokenizer)."""
+    one in the worker (e.g. after training a tokenizer). A parked runner's payload also carries where it stopped:
+    the newest step the server has a snapshot of, torch's global random state, and whether it is still paused."""
 
     trainer: Any = None
     build: Callable[[], Any] | None = None
     step_zero_kept: bool = False  # the server already keeps the trainer's first snapshot (it had the trainer)
+    sent_step: int | None = None  # a parked runner: the newest step whose snapshot the server has
+    torch_rng: torch.Tensor | None = None  # a parked runner: torch's global random state when it parked
+    paused: bool = False  # starts paused (a race's runner that was paused when another resumed)
+
+
+@dataclass(frozen=True)
+class ParkedRunner:
+    """A parked runner handed to a new worker: its state (a pickled :class:`TrainPayload` from a worker process, or
+    the payload itself from a thread), whether it starts paused (a race's runner still paused when another resumed)
+    and whether it was stopped while parked (its new worker then only makes its last snapshot and checkpoint)."""
+
+    state: Any
+    paused: bool = False
+    stop: bool = False
 
 
 @dataclass
@@ -90,37 +121,6 @@ class TaskPayload:
 
     loop: Callable[[Callable[[], bool]], Iterator[tuple[int, float]]]
     returns_when_stopped: bool = False  # on Stop, let the loop return what it made so far (it checks should_stop)
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """What a page needs to know about a training run's model and data (the trainer itself stays in the worker)."""
-
-    description: dict  # llmviz.training.trainer.model_description: rebuilds the architecture for a snapshot
-    config: Any  # the TrainConfig
-    tokenizer: Any
-    vocab_size: int
-    parameters: int
-    train_tokens: int
-    val_tokens: int
-    snapshot_bytes: int  # the size of one snapshot of the weights
-
-    @classmethod
-    def of(cls, trainer) -> RunInfo:
-        from llmviz.training.checkpoint import model_description
-        from llmviz.training.snapshots import state_bytes
-
-        dataset = trainer.dataset
-        return cls(
-            description=model_description(trainer.model),
-            config=trainer.config,
-            tokenizer=dataset.tokenizer,
-            vocab_size=dataset.vocab_size,
-            parameters=sum(p.numel() for p in trainer.model.parameters()),
-            train_tokens=len(dataset.train_ids),
-            val_tokens=len(dataset.val_ids),
-            snapshot_bytes=state_bytes(state_of(trainer.model)),
-        )
 
 
 # ---------------------------------------------------------------------------- channels
@@ -187,14 +187,18 @@ def thread_channel_pair() -> tuple[Channel, Channel]:
 
 class PipeChannel(Channel):
     """Between two processes over a ``multiprocessing`` pipe. Messages are pickled by our own code on both
-    ends (never a file from elsewhere); tensors travel as bytes, so no shared-memory handle outlives a message."""
+    ends (never a file from elsewhere); tensors travel as bytes, so no shared-memory handle outlives a message.
+    Several threads may send (a worker's heartbeat thread and its loop): one message at a time goes on the pipe."""
 
     def __init__(self, connection):
         self.connection = connection
+        self._sending = threading.Lock()
 
     def send(self, message) -> None:
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            self.connection.send_bytes(pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL))
+            with self._sending:
+                self.connection.send_bytes(data)
         except (BrokenPipeError, ConnectionError, OSError) as error:
             raise WorkerGone(str(error)) from error
 
@@ -217,8 +221,27 @@ class PipeChannel(Channel):
 # ---------------------------------------------------------------------------- runners
 
 
+def failure_line(error: BaseException, step: int | None, where: str = "a job runner") -> str:
+    """The one line a page shows for a runner's failure: the GPU running out of memory is said plainly (the worker
+    then frees what the run held on the GPU), anything else is :func:`llmviz.errors.log_failure`'s line.
+
+    >>> failure_line(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), 12)[:85]
+    'The GPU ran out of memory at step 12 (CUDA out of memory. Tried to allocate 2.00 GiB)'
+    """
+    if isinstance(error, torch.OutOfMemoryError):
+        where = f" at step {step}" if step is not None else " before the first step"
+        first = str(error).split("\n", 1)[0].split(" (GPU", 1)[0]
+        return (
+            f"The GPU ran out of memory{where} ({first}): this run has ended and its memory is free for the "
+            "others. Lower the batch size or the context, or train a smaller model."
+        )
+    return log_failure(where, error)
+
+
 class _Runner:
     """One runner inside a worker: steps on demand, pauses, stops, and reports through the channel."""
+
+    can_park = False
 
     def __init__(self, index: int, channel: Channel, options: WorkerOptions):
         self.index = index
@@ -226,52 +249,75 @@ class _Runner:
         self.options = options
         self.paused = False
         self.done = False
+        self.started = False
         self.stop_requested = False
 
-    def send(self, kind: str, *values) -> None:
-        self.channel.send((kind, self.index, *values))
+    @property
+    def step(self) -> int | None:
+        return None
 
     def start(self) -> None:
         """Prepare before the first step (may raise: the runner then fails)."""
+        self.started = True
 
     def advance(self) -> None:
         """Take one step; raise StopIteration when there is none left."""
         raise NotImplementedError
 
-    def on_pause(self) -> None:
-        """Called when the runner is paused (a trainer snapshots the step it paused at)."""
+    def pause(self) -> None:
+        """The runner waits after its current step (a trainer snapshots the step it paused at)."""
+        self.paused = True
+        self.channel.send(Paused(self.index, self.step))
 
-    def finish(self, state: str) -> None:
-        """End the runner: what it made is sent, then ``("done", i, state)``."""
+    def park(self, as_bytes: bool) -> None:
+        raise NotImplementedError
+
+    def finish(self, state: JobState) -> None:
+        """End the runner: what it made is sent, then :class:`Done`."""
         if self.done:
             return
         self.done = True
-        self.send("done", state)
+        self.channel.send(Done(self.index, state))
 
     def fail(self, error: BaseException) -> None:
         """Log the failure here, where its traceback is (a worker process's log goes to the server's stderr), and
         send the server the one line its page shows (the server logs that line with the job's id)."""
-        message = log_failure(f"job runner {self.index}", error)
-        self.send("failed", message, "")
-        self.finish(FAILED)
+        message = failure_line(error, self.step, f"job runner {self.index}")
+        if isinstance(error, torch.OutOfMemoryError):
+            log.error("job runner %s ran out of GPU memory: %s", self.index, error)
+        self.channel.send(Failed(self.index, message))
+        self.finish(JobState.FAILED)
 
 
 class _TrainRunner(_Runner):
+    can_park = True
+
     def __init__(self, index: int, channel: Channel, options: WorkerOptions, payload: TrainPayload):
         super().__init__(index, channel, options)
         self.payload = payload
         self.trainer = payload.trainer
+        self.paused = payload.paused
         self.iterator: Iterator | None = None
-        # the newest step whose snapshot was sent (the server keeps step 0 itself when it had the trainer)
-        self.sent_step: int | None = self.trainer.step if payload.step_zero_kept and self.trainer is not None else None
+        # the newest step whose snapshot the server has (it keeps step 0 itself when it had the trainer)
+        self.sent_step: int | None = payload.sent_step
+        if self.sent_step is None and payload.step_zero_kept and self.trainer is not None:
+            self.sent_step = self.trainer.step
         self.sent_at = time.perf_counter()
 
+    @property
+    def step(self) -> int | None:
+        return self.trainer.step if self.trainer is not None else None
+
     def start(self) -> None:
+        super().start()
+        if self.payload.torch_rng is not None:
+            torch.set_rng_state(self.payload.torch_rng)  # where the parked worker left torch's own stream
         if self.trainer is None:
             if self.payload.build is None:
                 raise ValueError("a TrainPayload needs a trainer or a build() that makes one")
             self.trainer = self.payload.build()
-            self.send("info", RunInfo.of(self.trainer))
+            self.payload = replace(self.payload, build=None)  # what it was built from (a picked model) can go
+            self.channel.send(Info(self.index, RunInfo.of(self.trainer)))
         if self.options.snapshots:
             self.snapshot()  # step 0 (or the step a resumed trainer starts at)
         self.iterator = self.trainer.run(should_stop=lambda: self.stop_requested)
@@ -279,7 +325,7 @@ class _TrainRunner(_Runner):
     def snapshot(self) -> None:
         if not self.options.snapshots or self.trainer is None or self.sent_step == self.trainer.step:
             return
-        self.send("snapshot", self.trainer.step, state_of(self.trainer.model))
+        self.channel.send(Snapshot(self.index, self.trainer.step, state_of(self.trainer.model)))
         self.sent_step = self.trainer.step
         self.sent_at = time.perf_counter()
 
@@ -296,28 +342,50 @@ class _TrainRunner(_Runner):
         if every and (metrics.step % every == 0 or metrics.step == self.trainer.config.steps):
             text = self.trainer.generate_sample(self.options.sample_prompt, max_new_tokens=self.options.sample_tokens)
             sample = (metrics.step, text)
-        self.send("step", metrics.step, metrics.train_loss, metrics, sample)
+        self.channel.send(Step(self.index, metrics.step, metrics.train_loss, metrics, sample))
         if self.on_schedule(metrics.step) or time.perf_counter() - self.sent_at > self.options.snapshot_latest_s:
             self.snapshot()
 
-    def on_pause(self) -> None:
-        self.snapshot()  # the weights where it paused, for the step slider (sent before "paused")
+    def pause(self) -> None:
+        if self.started:
+            self.snapshot()  # the weights where it paused, for the step slider (sent before Paused)
+        super().pause()
 
-    def finish(self, state: str) -> None:
+    def park(self, as_bytes: bool) -> None:
+        """Send everything this runner needs to go on in another worker, and let go of it here."""
+        payload = TrainPayload(
+            trainer=self.trainer,
+            build=self.payload.build if self.trainer is None else None,
+            sent_step=self.sent_step,
+            torch_rng=torch.get_rng_state(),
+            paused=True,
+        )
+        state: Any = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL) if as_bytes else payload
+        self.channel.send(Parked(self.index, state, len(state) if as_bytes else 0))
+        self.trainer = self.iterator = None
+        self.done = True  # this worker is finished with it; the server holds what it needs
+
+    def finish(self, state: JobState) -> None:
         if self.done:
             return
         if self.trainer is not None:
             try:
                 self.snapshot()  # the last step is always kept
-                if self.options.checkpoint and state != FAILED:
+                if self.options.checkpoint and state != JobState.FAILED:
                     from llmviz.training.checkpoint import checkpoint_file_bytes
 
-                    self.send("result", checkpoint_file_bytes(self.trainer))
+                    self.channel.send(Result(self.index, checkpoint_file_bytes(self.trainer)))
             except WorkerGone:
                 raise
             except Exception as error:  # noqa: BLE001 - the run itself ended well; say what could not be kept
                 log.warning("could not send the end of run %s: %s", self.index, error)
         super().finish(state)
+
+    def fail(self, error: BaseException) -> None:
+        super().fail(error)
+        self.trainer = self.iterator = None  # a run out of GPU memory frees it for the other runners
+        if isinstance(error, torch.OutOfMemoryError) and torch.cuda.is_available():
+            torch.cuda.empty_cache()
 
 
 class _TaskRunner(_Runner):
@@ -325,9 +393,14 @@ class _TaskRunner(_Runner):
         super().__init__(index, channel, options)
         self.payload = payload
         self.iterator = payload.loop(lambda: self.stop_requested)
+        self.last_step: int | None = None
 
-    def finish(self, state: str) -> None:
-        if state == STOPPED and self.payload.returns_when_stopped and not self.done:
+    @property
+    def step(self) -> int | None:
+        return self.last_step
+
+    def finish(self, state: JobState) -> None:
+        if state == JobState.STOPPED and self.payload.returns_when_stopped and not self.done:
             try:  # the loop sees should_stop() and returns what it made so far
                 while True:
                     self.advance()
@@ -344,12 +417,29 @@ class _TaskRunner(_Runner):
             step, loss = next(self.iterator)
         except StopIteration as end:
             if end.value is not None:
-                self.send("result", end.value)
+                self.channel.send(Result(self.index, end.value))
             raise
-        self.send("step", step, float(loss), None, None)
+        self.last_step = step
+        self.channel.send(Step(self.index, step, float(loss)))
+
+
+class _Ended(_Runner):
+    """The place of a runner that ended before its worker was started again (a parked race's finished runner)."""
+
+    def __init__(self, index: int, channel: Channel, options: WorkerOptions):
+        super().__init__(index, channel, options)
+        self.done = True
 
 
 def _runner(index: int, channel: Channel, options: WorkerOptions, payload) -> _Runner:
+    if payload is None:
+        return _Ended(index, channel, options)
+    if isinstance(payload, ParkedRunner):
+        state = payload.state
+        resumed = pickle.loads(state) if isinstance(state, bytes) else state  # pickled by the worker that parked it
+        runner = _TrainRunner(index, channel, options, replace(resumed, paused=payload.paused))
+        runner.stop_requested = payload.stop
+        return runner
     if isinstance(payload, TrainPayload):
         return _TrainRunner(index, channel, options, payload)
     if isinstance(payload, TaskPayload):
@@ -360,62 +450,89 @@ def _runner(index: int, channel: Channel, options: WorkerOptions, payload) -> _R
 # ---------------------------------------------------------------------------- the loop
 
 
-def worker_main(channel: Channel, payloads: list, options: WorkerOptions) -> None:  # noqa: C901 - TODO(jobs)
-    """Run ``payloads`` (one runner each) to the end, stepping them in turn, obeying the channel's controls.
+class _Worker:
+    """Steps its runners in turn, obeying the controls that arrive between two steps."""
 
-    Controls: ``("pause", i)``, ``("resume", i)``, ``("stop", i)``; a closed channel stops every runner (the
-    server has gone). When every runner still going is paused the worker says ``("idle",)`` and waits.
-    """
-    runners = [_runner(index, channel, options, payload) for index, payload in enumerate(payloads)]
-    started: set[int] = set()
+    def __init__(self, channel: Channel, payloads: list, options: WorkerOptions):
+        self.channel = channel
+        self.options = options
+        self.runners = [_runner(index, channel, options, payload) for index, payload in enumerate(payloads)]
+        payloads.clear()  # the runners hold them now: a built trainer lets go of what built it
 
-    def obey(message) -> None:
-        kind, index = message[0], message[1]
-        runner = runners[index]
+    def run(self) -> None:
+        try:
+            while self.turn():
+                pass
+        except WorkerGone:
+            return  # the server has gone: nothing is left to report to
+
+    def turn(self) -> bool:
+        """One round: the controls that arrived, then a step of every runner that goes. False when it is over."""
+        while self.channel.poll(0):
+            self.obey(self.channel.recv())
+        for runner in self.runners:
+            if runner.stop_requested and not runner.done:  # stopped while parked: keep its end, take no step
+                runner.finish(JobState.STOPPED)
+        going = [runner for runner in self.runners if not runner.done]
+        if not going:
+            return False
+        runnable = [runner for runner in going if not runner.paused]
+        if runnable:
+            for runner in runnable:
+                self.step(runner)
+            return True
+        if self.options.park and all(runner.can_park for runner in going):
+            for runner in going:
+                runner.park(self.options.park_as_bytes)
+            return False
+        self.channel.send(Idle())
+        self.obey(self.channel.recv())  # wait for a control: a resume (the slot is ours again) or a stop
+        return True
+
+    def step(self, runner: _Runner) -> None:
+        try:
+            if not runner.started:
+                runner.start()
+            runner.advance()
+        except StopIteration:
+            runner.finish(JobState.FINISHED)
+        except WorkerGone:
+            raise
+        except Exception as error:  # noqa: BLE001 - logged with its traceback here, its one line sent to the server
+            runner.fail(error)
+
+    def obey(self, control: Control) -> None:
+        runner = self.runners[control.index]
         if runner.done:
             return
-        if kind == "pause" and not runner.paused:
-            runner.paused = True
-            if index in started:
-                runner.on_pause()
-            runner.send("paused", getattr(getattr(runner, "trainer", None), "step", None))
-        elif kind == "resume":
+        if isinstance(control, Pause) and not runner.paused:
+            runner.pause()
+        elif isinstance(control, Resume):
             runner.paused = False
-        elif kind == "stop":
+        elif isinstance(control, Stop):
             runner.stop_requested = True
-            runner.finish(STOPPED)
-
-    try:
-        while True:
-            while channel.poll(0):
-                obey(channel.recv())
-            going = [runner for runner in runners if not runner.done]
-            if not going:
-                return
-            runnable = [runner for runner in going if not runner.paused]
-            if not runnable:
-                channel.send(("idle",))
-                obey(channel.recv())  # wait for a control: a resume (the slot is ours again) or a stop
-                continue
-            for runner in runnable:
-                try:
-                    if runner.index not in started:
-                        started.add(runner.index)
-                        runner.start()
-                    runner.advance()
-                except StopIteration:
-                    runner.finish(FINISHED)
-                except WorkerGone:
-                    raise
-                except Exception as error:  # noqa: BLE001 - logged with its traceback here, its one line sent to the server
-                    runner.fail(error)
-    except WorkerGone:
-        return  # the server has gone: nothing is left to report to
+            runner.finish(JobState.STOPPED)
 
 
-def process_entry(connection, payload_bytes: bytes, options: WorkerOptions) -> None:
-    """The entry point of a worker process (started by :class:`llmviz.jobs.manager.JobManager` with
-    ``workers="process"``)."""
+def worker_main(channel: Channel, payloads: list, options: WorkerOptions) -> None:
+    """Run ``payloads`` (one runner each; None for a runner that has already ended) to the end, stepping them in
+    turn, obeying the channel's controls; a closed channel stops every runner (the server has gone). When every
+    runner still going is paused, trainers park (:class:`Parked`, then the worker returns) and tasks wait
+    (:class:`Idle`, then a control)."""
+    _Worker(channel, payloads, options).run()
+
+
+def _beat(channel: Channel, every: float, stop: threading.Event) -> None:
+    while not stop.wait(every):
+        try:
+            channel.send(Heartbeat())
+        except WorkerGone:
+            return
+
+
+def process_entry(connection, options: WorkerOptions) -> None:
+    """The entry point of a worker process (started by :mod:`llmviz.jobs.processes`): its payloads, pickled, are
+    the first message on the pipe."""
     if options.nice and hasattr(os, "nice"):
         try:
             os.nice(options.nice)
@@ -424,12 +541,26 @@ def process_entry(connection, payload_bytes: bytes, options: WorkerOptions) -> N
     if options.torch_threads:
         torch.set_num_threads(options.torch_threads)
     channel = PipeChannel(connection)
+    beating = threading.Event()
+    if options.heartbeat_s > 0:  # alive whatever a step is doing (a big step can take long)
+        threading.Thread(target=_beat, args=(channel, options.heartbeat_s, beating), daemon=True).start()
     try:
-        payloads = pickle.loads(payload_bytes)
+        payloads = pickle.loads(connection.recv_bytes())
+    except (EOFError, OSError):
+        return  # the server has gone before it sent the work
     except Exception as error:  # noqa: BLE001 - cannot even start: say so once for every runner
         log_failure("a worker process's start", error)
-        channel.send(("failed", 0, f"The worker could not start: {type(error).__name__}: {error}", ""))
-        channel.send(("done", 0, FAILED))
+        try:
+            channel.send(Failed(0, f"The worker could not start: {type(error).__name__}: {error}"))
+            channel.send(Done(0, JobState.FAILED))
+        except WorkerGone:
+            pass  # nobody is left to tell
         return
     worker_main(channel, payloads, options)
+    beating.set()
     channel.close()
+
+
+def thread_options(options: WorkerOptions) -> WorkerOptions:
+    """``options`` for a worker thread: nothing pickled, no heartbeat, no niceness or thread count of its own."""
+    return replace(options, park_as_bytes=False, heartbeat_s=0.0, nice=0, torch_threads=0)

@@ -21,6 +21,7 @@ from llmviz.lessons.forward import encode
 from llmviz.lessons.quiz import Question
 from llmviz.models.gpt import GPT
 from llmviz.tokenizers.base import Tokenizer
+from llmviz.training import footprint
 from llmviz.training.trainer import TrainConfig, Trainer, prepare_data
 
 QUICK_PARAMETERS = 5_000_000  # above this, training demos run as lab runs only
@@ -310,15 +311,44 @@ def bce_example(model: GPT, tokenizer: Tokenizer, count: int = 6, seed: int = 0)
 
 def finetune_runs(model: GPT, tokenizer: Tokenizer, steps: int, seed: int) -> dict[str, finetune.FineTuneTrainer]:
     """One run per mode (head, last block, everything), same data, same seed."""
+    return {mode: finetune_run(model, tokenizer, steps, seed, mode) for mode in finetune.MODES}
+
+
+def finetune_run(model: GPT, tokenizer: Tokenizer, steps: int, seed: int, mode: str) -> finetune.FineTuneTrainer:
+    """The names classifier fine-tuned in one mode (head, last block, everything)."""
     require_gpt(model)
-    return {
-        mode: finetune.FineTuneTrainer(
-            finetune.FineTuneConfig(mode=mode, steps=steps, seed=seed, lr=1e-2 if mode == "head" else 1e-3),
-            tokenizer,
-            model,
-        )
-        for mode in finetune.MODES
-    }
+    config = finetune.FineTuneConfig(mode=mode, steps=steps, seed=seed, lr=1e-2 if mode == "head" else 1e-3)
+    return finetune.FineTuneTrainer(config, tokenizer, model)
+
+
+def lab_footprint(
+    model: GPT,
+    text_bytes: int,
+    steps: int,
+    what: str,
+    *,
+    trainable: int | None = None,
+    copies: int = 0,
+    precision: str = "float32",
+    batch_size: int = 8,
+    context: int | None = None,
+) -> footprint.Footprint:
+    """What a lab run on ``model`` needs in its worker, estimated before it is built: the page sends the picked model
+    with the run, the worker copies it and trains as :func:`lora_run` and the others do (``trainable``: the numbers
+    that train, default all; ``copies``: other copies of the weights it keeps, LoRA's adapted model; ``context``: the
+    tokens a window holds when it is not the lab's 64, the names classifier's short names)."""
+    config = _config(require_gpt(model), steps, 3e-4, 0, batch_size)
+    if context is not None:
+        config = config.replace(context_length=context)
+    return footprint.fine_tuning(
+        model.config,
+        config,
+        what=f"{what} on the picked model ({footprint.parameters_text(model.num_parameters())})",
+        text_bytes=min(text_bytes, 4 * MAX_TEXT),  # the runs read the first MAX_TEXT characters
+        trainable=trainable,
+        copies=copies,
+        precision=precision,
+    )
 
 
 def prompting(

@@ -608,8 +608,9 @@ class Trainer:
         """Train up to ``config.steps`` (or ``steps`` more); yield metrics after every step."""
         end = self.config.steps if steps is None else self.step + steps
         self.model.train()
-        start_time = time.perf_counter()
-        first_loss = None
+        # a run that goes on (resumed, or a paused job in a new worker) keeps counting its time and its first loss
+        start_time = time.perf_counter() - (self.history[-1].elapsed_s if self.history else 0.0)
+        first_loss = self.history[0].train_loss if self.history else None
         tokens_per_step = self.config.batch_size * self.config.context_length
         while self.step < end:
             if should_stop is not None and should_stop():

@@ -102,14 +102,15 @@ def test_run_colours_are_told_apart():
 def test_progress_line_names_its_perplexity_and_smooths_tokens_per_second():
     from types import SimpleNamespace
 
-    from llmviz.jobs import manager as jobs
+    from llmviz.jobs.events import JobState
+    from llmviz.jobs.job import JobStatus
 
     steps = [SimpleNamespace(val_loss=None, perplexity=20.0, tokens_per_s=rate) for rate in [33_000.0] * 19 + [200.0]]
-    status = jobs.JobStatus(
+    status = JobStatus(
         job_id="x",
         label="run",
         kind="train",
-        state=jobs.RUNNING,
+        state=JobState.RUNNING,
         step=20,
         total=100,
         losses=((20, 3.0),),

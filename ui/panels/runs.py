@@ -12,12 +12,15 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from llmviz.jobs import manager as jobs
+from llmviz.jobs.events import JobState
+from llmviz.jobs.job import Job, JobStatus
+from llmviz.jobs.manager import JobRefused
 from llmviz.training.overfitting import overfitting
 from llmviz.training.trainer import smooth
 from ui import charts, picker, sections, state, watch
@@ -28,7 +31,7 @@ from ui.text import literal_markdown
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22"]
 
 
-def runs() -> list[jobs.Job]:
+def runs() -> list[Job]:
     """This session's training runs, oldest first."""
     return picker.my_jobs("train")
 
@@ -67,7 +70,7 @@ _FRAMES_LOCK = threading.Lock()
 MAX_POINTS = 600  # points per curve on a chart: a curve of 2,000 steps loses nothing visible at this width
 
 
-def metrics_frame(status: jobs.JobStatus) -> pd.DataFrame:
+def metrics_frame(status: JobStatus) -> pd.DataFrame:
     """The run's metrics as a table, one row per step; built once per change of the run (every watcher and
     every section that draws this run at this version shares it)."""
     key = (status.job_id, status.version)
@@ -94,7 +97,7 @@ def thinned(frame: pd.DataFrame, points: int = MAX_POINTS) -> pd.DataFrame:
 
 
 def loss_figure(
-    selected: list[tuple[str, jobs.JobStatus, int]], show_val: bool = True, height: int = 380, smoothing: float = 0.0
+    selected: list[tuple[str, JobStatus, int]], show_val: bool = True, height: int = 380, smoothing: float = 0.0
 ) -> go.Figure:
     """Training (and validation) loss of ``(label, status, vocab_size)`` runs on one chart.
 
@@ -174,11 +177,11 @@ def loss_figure(
     )
 
 
-def vocab_of(job: jobs.Job) -> int:
+def vocab_of(job: Job) -> int:
     return job.info.vocab_size if job.info is not None else 0
 
 
-def controls(job: jobs.Job, status: jobs.JobStatus, where: str) -> None:
+def controls(job: Job, status: JobStatus, where: str) -> None:
     """Pause / Resume / Stop buttons for a job that has not ended (``where``: the part of the page, for their keys)."""
     if status.done:
         return
@@ -198,7 +201,7 @@ def controls(job: jobs.Job, status: jobs.JobStatus, where: str) -> None:
         job.stop()
 
 
-def draw_run(job: jobs.Job, where: str = "live") -> None:
+def draw_run(job: Job, where: str = "live") -> None:
     """Progress, controls, loss curve and newest sample of one run (inside a fragment)."""
     status = job.status()
     if status.done:
@@ -222,11 +225,32 @@ def draw_run(job: jobs.Job, where: str = "live") -> None:
     if status.samples:
         step, text = status.samples[-1]
         st.code(f"step {step}:\n{text}", language=None, wrap_lines=True)
-    if status.state == jobs.STOPPED:
+    if status.state == JobState.STOPPED:
         st.caption(
             f"Stopped at step {status.step} of {status.total}: everything learned so far is kept, "
             "and the run is in the model picker."
         )
+
+
+def start(where: str, submit: Callable[[], Any]) -> Any:
+    """Start runs with ``submit()`` (a call of the job manager's ``submit_*``) for the button ``where``; returns what
+    it returns, or None when the server refused them (the student's share of runs or memory, the GPU's room). The
+    reason (what was asked, what it needs, what is left, what would fit) is kept in the session
+    (:data:`ui.state.RUN_REFUSED`) so that :func:`refusal` shows it beside the button, also after the page has rerun,
+    until the button is pressed again. A setting that cannot work raises its error as before."""
+    state.RUN_REFUSED.pop(where)
+    try:
+        return submit()
+    except JobRefused as refused:
+        state.RUN_REFUSED.set(str(refused), where)
+        return None
+
+
+def refusal(where: str) -> None:
+    """Why the last runs asked for at ``where`` were refused, if they were (see :func:`start`)."""
+    said = state.RUN_REFUSED.get(where)
+    if said:
+        st.warning(literal_markdown(said))
 
 
 def live(draw, *, active: Callable[[], bool], seconds: float | None = None, name: str = "training.live") -> None:
@@ -255,10 +279,10 @@ def live(draw, *, active: Callable[[], bool], seconds: float | None = None, name
     st.fragment(sections.timed(name, draw_then_follow), run_every=interval if started else None)()
 
 
-def follow_task(job_slot: state.Slot, *, describe: Callable[[jobs.JobStatus], str], name: str) -> jobs.Job | None:
+def follow_task(job_slot: state.Slot, *, describe: Callable[[JobStatus], str], name: str) -> Job | None:
     """A page's task job (BPE, word2vec, …) whose id is in ``job_slot.get()["id"]``: while it runs,
     draw its progress (``describe(status)``) and a Stop button, live; once it has ended, forget it and return it,
-    so the page can take :attr:`~llmviz.jobs.manager.Job.result` (what was made, also when stopped)."""
+    so the page can take :attr:`~llmviz.jobs.job.Job.result` (what was made, also when stopped)."""
     spec = job_slot.get()
     if not spec:
         return None

@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from llmviz.jobs import manager as jobs
+from llmviz.jobs.events import JobState
 from llmviz.jobs.manager import JobManager, JobRefused, train_blocking
 from llmviz.training.snapshots import (
     SnapshotStore,
@@ -72,7 +72,7 @@ def test_step_zero_equals_initial_weights_and_steps_differ(manager):
     t = trainer(steps=25)
     initial = {k: v.clone() for k, v in t.model.state_dict().items()}  # before any step
     job = manager.submit_training("alice", t, label="run")
-    assert job.wait(60) and job.status().state == jobs.FINISHED
+    assert job.wait(60) and job.status().state == JobState.FINISHED
     assert job.snapshots.steps() == [0, 1, 2, 5, 10, 20, 25]
     step0 = job.snapshots.get(0)
     for name, tensor in initial.items():
@@ -130,7 +130,7 @@ def test_stop_acts_within_one_step_and_keeps_the_run(manager):
     for _ in range(5):
         gate.go.release()  # the loop could take more steps: it must not
     assert job.wait(10)
-    assert job.status().state == jobs.STOPPED
+    assert job.status().state == JobState.STOPPED
     assert gate.steps_taken <= 4 and job.status().step <= 4
     assert [s for s, _ in job.status().losses][:3] == [1, 2, 3]
 
@@ -142,7 +142,7 @@ def test_stop_of_a_training_run_within_one_step(manager):
     step_at_stop = job.status().step
     job.stop()
     assert job.wait(10)
-    assert job.status().state == jobs.STOPPED
+    assert job.status().state == JobState.STOPPED
     # the page's step lags the worker's by the messages in flight (a bigram step takes well under a millisecond),
     # so the bound is loose here; test_stop_acts_within_one_step_and_keeps_the_run counts steps exactly
     assert t.step < step_at_stop + 200
@@ -157,7 +157,7 @@ def test_pause_resume(manager):
     assert job.changing
     per_step = seconds_per_step(lambda: job.status().step)
     job.pause()
-    wait_for(lambda: job.status().state == jobs.PAUSED)
+    wait_for(lambda: job.status().state == JobState.PAUSED)
     assert not job.changing  # pages stop redrawing it
     frozen = job.status().step
     assert job.snapshots.steps()[-1] == frozen == t.step  # a paused run can be looked at where it stopped
@@ -175,9 +175,9 @@ def test_stopping_a_paused_run_counts_as_a_change(manager):
     job = manager.submit_training("alice", trainer(steps=100_000), label="long")
     wait_for(lambda: job.status().step >= 1)
     job.pause()
-    wait_for(lambda: job.status().state == jobs.PAUSED)
+    wait_for(lambda: job.status().state == JobState.PAUSED)
     job.stop()
-    assert job.changing or job.status().state == jobs.STOPPED  # the page redraws it until it shows "stopped"
+    assert job.changing or job.status().state == JobState.STOPPED  # the page redraws it until it shows "stopped"
     assert job.wait(10) and not job.changing
 
 
@@ -189,7 +189,7 @@ def test_queue_admits_jobs_in_order():
             manager.submit_task(f"s{i}", lambda stop, g=g: g.loop(stop, steps=1), label=f"j{i}", total=1)
             for i, g in enumerate(gates)
         ]
-        wait_for(lambda: submitted[0].status().state == jobs.RUNNING)
+        wait_for(lambda: submitted[0].status().state == JobState.RUNNING)
         wait_for(lambda: len(manager.queued()) == 3)
         assert [j.status().queue_position for j in submitted] == [None, 1, 2, 3]
         for gate in gates:
@@ -205,12 +205,12 @@ def test_cap_limits_concurrent_jobs(manager):
     gates = [Gate() for _ in range(3)]
     submitted = [manager.submit_task("alice", g.loop, label=f"j{i}", total=5) for i, g in enumerate(gates)]
     wait_for(lambda: manager.running_count == 2)
-    assert submitted[2].status().state == jobs.QUEUED and submitted[2].status().queue_position == 1
+    assert submitted[2].status().state == JobState.QUEUED and submitted[2].status().queue_position == 1
     submitted[0].stop()
     # the stop reaches the worker only once its channel is up: a step taken before that is followed by another,
     # so open the gate until the run has ended (a real loop never blocks between steps)
-    wait_for(lambda: gates[0].go.release() or submitted[0].status().state in jobs.DONE_STATES)
-    wait_for(lambda: submitted[2].status().state == jobs.RUNNING)
+    wait_for(lambda: gates[0].go.release() or submitted[0].status().state.done)
+    wait_for(lambda: submitted[2].status().state == JobState.RUNNING)
     for job, gate in zip(submitted, gates):
         job.stop()
         gate.go.release()
@@ -235,7 +235,7 @@ def test_job_of_a_closed_session_ends():
         job_b = manager.submit_training("bob", trainer(steps=100_000), label="b")
         wait_for(lambda: job_a.status().step > 0 and job_b.status().step > 0)
         alive["alice"] = False  # alice closed her tab
-        assert job_a.wait(10) and job_a.status().state == jobs.STOPPED
+        assert job_a.wait(10) and job_a.status().state == JobState.STOPPED
         assert manager.jobs("alice") == []  # forgotten with its snapshots
         assert not job_b.status().done  # bob's run goes on
     finally:
@@ -252,7 +252,7 @@ def test_heartbeat_keeps_a_session_without_liveness():
             time.sleep(0.1)
             manager.heartbeat("carol")
         assert not job.status().done
-        assert job.wait(10) and job.status().state == jobs.STOPPED  # no heartbeat: it ends by itself
+        assert job.wait(10) and job.status().state == JobState.STOPPED  # no heartbeat: it ends by itself
     finally:
         manager.shutdown()
 
@@ -260,7 +260,7 @@ def test_heartbeat_keeps_a_session_without_liveness():
 def test_one_loop_per_job_and_blocking_helper():
     seen = []
     job = train_blocking(trainer(steps=12), on_step=lambda status: seen.append(status.step))
-    assert job.loops_started == 1 and job.status().state == jobs.FINISHED and seen[-1] == 12
+    assert job.loops_started == 1 and job.status().state == JobState.FINISHED and seen[-1] == 12
     assert seen == sorted(seen)
 
 
@@ -269,7 +269,7 @@ def test_failed_run_says_why(manager):
     job = manager.submit_training("alice", t, label="boom")
     assert job.wait(60)
     status = job.status()
-    assert status.state == jobs.FAILED and "learning rate" in status.error
+    assert status.state == JobState.FAILED and "learning rate" in status.error
     assert job.snapshots.steps()[0] == 0
 
 
@@ -287,7 +287,7 @@ def test_a_job_that_fails_shows_one_line_and_logs_its_traceback(manager, caplog)
         assert job.wait(60)
         wait_for(lambda: any(record.exc_info for record in caplog.records))
     status = job.status()
-    assert status.state == jobs.FAILED and status.error == "ZeroDivisionError: a bug in the task"
+    assert status.state == JobState.FAILED and status.error == "ZeroDivisionError: a bug in the task"
     assert "\n" not in status.error
     (logged,) = [record for record in caplog.records if record.exc_info]
     assert logged.levelno == logging.ERROR and logged.exc_info[0] is ZeroDivisionError

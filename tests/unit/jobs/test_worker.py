@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from llmviz.jobs import manager as jobs
+from llmviz.jobs.events import JobState
 from llmviz.jobs.manager import JobManager, JobRefused
 from llmviz.training.safetensors_file import read_safetensors
 from llmviz.training.snapshots import state_bytes, state_of
@@ -65,7 +65,7 @@ def test_a_worker_starts_with_what_the_first_optimizer_imports(processes):
     """torch.optim imports torch._dynamo when it builds its first optimizer (~0.9 CPU-s): the workers' forkserver
     imports it once, so a run's worker starts its first step at once (it did so ~1 s late, in every run)."""
     job = processes.submit_task("dora", dynamo_was_imported, label="imports", total=1)
-    assert job.wait(60) and job.status().state == jobs.FINISHED, job.status().error
+    assert job.wait(60) and job.status().state == JobState.FINISHED, job.status().error
     assert job.worker_pid not in (None, os.getpid())
     assert job.result is True
 
@@ -78,7 +78,7 @@ def test_a_run_trains_in_another_process_and_hands_back_what_pages_read(processe
     assert job.info.vocab_size == t.dataset.vocab_size and job.info.parameters == sum(
         p.numel() for p in t.model.parameters()
     )
-    assert job.wait(60) and job.status().state == jobs.FINISHED, job.status().error
+    assert job.wait(60) and job.status().state == JobState.FINISHED, job.status().error
     assert job.worker_pid not in (None, os.getpid())
     status = job.status()
     assert status.step == 25 and [s for s, _ in status.losses] == list(range(1, 26))
@@ -100,10 +100,10 @@ def test_a_killed_worker_fails_its_run_and_the_server_goes_on(processes):
     os.kill(job.worker_pid, signal.SIGKILL)
     assert job.wait(30)
     status = job.status()
-    assert status.state == jobs.FAILED and "stopped unexpectedly" in status.error and "-9" in status.error
+    assert status.state == JobState.FAILED and "stopped unexpectedly" in status.error and "-9" in status.error
     assert job.snapshots.steps()[0] == 0  # what it had is still there
     again = processes.submit_training("bob", trainer(steps=5), label="again")  # the server answers
-    assert again.wait(60) and again.status().state == jobs.FINISHED
+    assert again.wait(60) and again.status().state == JobState.FINISHED
 
 
 def test_a_session_cannot_hold_more_than_its_share(processes):
@@ -114,20 +114,20 @@ def test_a_session_cannot_hold_more_than_its_share(processes):
         processes.submit_training("carol", trainer(steps=5), label="three")
     with pytest.raises(JobRefused):
         processes.submit_task("carol", functools.partial(counting_loop, steps=3), label="task", total=3)
-    wait_for(lambda: first.status().state == jobs.RUNNING)
+    wait_for(lambda: first.status().state == JobState.RUNNING)
     admitting = time.monotonic() - submitted  # how long this machine took to admit a run into a free slot
     time.sleep(min(10.0, max(0.5, 3 * admitting)))
-    assert second.status().state == jobs.QUEUED  # a free slot, but carol already trains her one run
+    assert second.status().state == JobState.QUEUED  # a free slot, but carol already trains her one run
     dave = processes.submit_training("dave", trainer(steps=1_000_000), label="dave")
-    wait_for(lambda: dave.status().state == jobs.RUNNING)  # admitted before carol's second: her share is full
+    wait_for(lambda: dave.status().state == JobState.RUNNING)  # admitted before carol's second: her share is full
     assert processes.share("carol") == (1, 1) and processes.share("dave") == (1, 0)
     first.stop()
-    wait_for(lambda: second.status().state == jobs.RUNNING)
+    wait_for(lambda: second.status().state == JobState.RUNNING)
     for job in (second, dave):
         job.stop()
         assert job.wait(30)
     done = processes.submit_task("carol", functools.partial(counting_loop, steps=4), label="count", total=4)
-    assert done.wait(60) and done.result == 10 and done.status().state == jobs.FINISHED
+    assert done.wait(60) and done.result == 10 and done.status().state == JobState.FINISHED
 
 
 @pytest.mark.slow  # 20 runs in worker processes
@@ -157,7 +157,7 @@ def test_the_snapshot_cap_holds_at_every_moment_after_20_quick_submissions():
             assert peak <= manager.snapshot_cap
             time.sleep(0.005)
         for job in accepted:
-            assert job.status().state == jobs.FINISHED, job.status().error
+            assert job.status().state == JobState.FINISHED, job.status().error
             steps = job.snapshots.steps()
             assert steps[0] == 0 and steps[-1] == 400
     finally:
@@ -171,18 +171,18 @@ def test_pause_gives_the_slot_back_and_resume_goes_on():
         other = manager.submit_training("gina", trainer(steps=1_000_000), label="waits")
         wait_for(lambda: job.status().step >= 2)
         job.pause()
-        wait_for(lambda: job.status().state == jobs.PAUSED)
+        wait_for(lambda: job.status().state == JobState.PAUSED)
         frozen = job.status().step
         assert job.snapshots.steps()[-1] == frozen  # the step slider can show where it paused
-        wait_for(lambda: other.status().state == jobs.RUNNING)  # the slot went to the next in line
+        wait_for(lambda: other.status().state == JobState.RUNNING)  # the slot went to the next in line
         job.resume()
-        assert job.status().state == jobs.QUEUED or job.changing
+        assert job.status().state == JobState.QUEUED or job.changing
         other.stop()
         wait_for(lambda: job.status().step > frozen + 2)
         job.pause()
-        wait_for(lambda: job.status().state == jobs.PAUSED)
+        wait_for(lambda: job.status().state == JobState.PAUSED)
         job.stop()  # stopping a paused run ends it at once
-        assert job.wait(30) and job.status().state == jobs.STOPPED
+        assert job.wait(30) and job.status().state == JobState.STOPPED
         assert job.snapshots.steps()[-1] == job.status().step
     finally:
         manager.shutdown()
@@ -200,7 +200,7 @@ def test_a_race_is_one_run_of_the_session_with_a_curve_per_runner():
         solo = manager.submit_training("hana", trainer(steps=5), label="solo")  # the race counted once
         for job in [*race, solo]:
             assert job.wait(60)
-            assert job.status().state == jobs.FINISHED, job.status().error
+            assert job.status().state == JobState.FINISHED, job.status().error
         assert [job.status().step for job in race] == [20, 20, 20]
         assert race[0].worker_pid == race[2].worker_pid != solo.worker_pid
     finally:
@@ -225,6 +225,7 @@ def failing_loop(should_stop):
 def test_a_failing_runner_logs_its_traceback_once_and_sends_the_page_one_line(caplog):
     """The runner logs the failure where its traceback is (llmviz.errors.log_failure, the same one line as before:
     "KeyError: 'missing'") and sends that line, without a second copy of the traceback for the server to log."""
+    from llmviz.jobs.events import Done, Failed
     from llmviz.jobs.worker import TaskPayload, WorkerOptions, thread_channel_pair, worker_main
 
     ours, theirs = thread_channel_pair()
@@ -233,9 +234,9 @@ def test_a_failing_runner_logs_its_traceback_once_and_sends_the_page_one_line(ca
     events = []
     while ours.poll(0):
         events.append(ours.recv())
-    failed = [event for event in events if event[0] == "failed"]
-    assert failed == [("failed", 0, "KeyError: 'missing'", "")]
-    assert events[-1] == ("done", 0, jobs.FAILED)
+    failed = [event for event in events if isinstance(event, Failed)]
+    assert failed == [Failed(0, "KeyError: 'missing'", "")]
+    assert events[-1] == Done(0, JobState.FAILED)
     [record] = [r for r in caplog.records if r.name == "llmviz.errors"]
     assert record.levelname == "ERROR" and record.getMessage() == "job runner 0 failed: KeyError: 'missing'"
     assert record.exc_info is not None and "failing_loop" in caplog.text  # the traceback, from the worker
@@ -254,7 +255,7 @@ def test_a_worker_never_runs_the_servers_main_script(tmp_path, monkeypatch):
     manager = JobManager(max_running=1, session_timeout=None, workers="process")
     try:
         job = manager.submit_training("jo", trainer(steps=3), label="plain")
-        assert job.wait(60) and job.status().state == jobs.FINISHED, job.status().error
+        assert job.wait(60) and job.status().state == JobState.FINISHED, job.status().error
     finally:
         manager.shutdown()
 
@@ -263,9 +264,9 @@ def test_a_run_waiting_for_its_own_sessions_run_says_so(processes):
     first = processes.submit_training("kim", trainer(steps=1_000_000), label="one")
     second = processes.submit_training("kim", trainer(steps=5), label="two")
     try:
-        wait_for(lambda: first.status().state == jobs.RUNNING)
+        wait_for(lambda: first.status().state == JobState.RUNNING)
         status = second.status()
-        assert status.state == jobs.QUEUED and status.waits_for_own_run
+        assert status.state == JobState.QUEUED and status.waits_for_own_run
         assert "when your run in training ends" in status.describe()
         assert processes.waiting_count >= 1
     finally:

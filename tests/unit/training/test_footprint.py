@@ -1,0 +1,175 @@
+"""The memory estimate of a training run (llmviz.training.footprint) against what PyTorch really allocates.
+
+References, independent of the estimate: the parameters of the model built for real (``sum(p.numel())``), the optimizer
+state PyTorch keeps after a step, the tensors autograd saves for the backward pass (counted by
+``llmviz.adapt.memory.SavedTensors`` through ``torch.autograd.graph.saved_tensors_hooks``), and the resident memory
+the operating system reports for a fresh process that trains (``VmHWM`` of ``/proc/self/status``).
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from llmviz.adapt.memory import measure_step
+from llmviz.models.gpt import GPT, PRESETS
+from llmviz.training import footprint as fp
+from llmviz.training.trainer import TrainConfig, Trainer, build_model
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize(
+    ("model", "vocab"),
+    [("gpt-nano", 256), ("gpt-mini", 1024), ("llama-style", 300), ("moe-tiny", 512), ("mlp", 27), ("gru", 27)],
+)
+def test_parameters_are_counted_without_building_exactly(model, vocab):
+    config = TrainConfig(model=model, tokenizer="char", context_length=32)
+    built = build_model(config, vocab)
+    found = fp.of_config(config, vocab)
+    assert found.parameters == sum(p.numel() for p in built.parameters())
+    assert found.parameter_bytes == 4 * found.parameters
+
+
+@pytest.mark.parametrize(("optimizer", "states"), [("sgd", 0), ("momentum", 1), ("rmsprop", 1), ("adamw", 2)])
+def test_optimizer_state_is_what_pytorch_keeps_after_a_step(optimizer, states):
+    config = TrainConfig(
+        model="gpt-nano", tokenizer="char", context_length=8, batch_size=2, steps=1, optimizer=optimizer
+    )
+    trainer = Trainer.from_text("hello world, said the cat\n" * 20, config)
+    list(trainer.run())
+    kept = sum(
+        value.numel()
+        for values in trainer.optimizer.state.values()
+        for name, value in values.items()
+        if name != "step" and isinstance(value, torch.Tensor)
+    )
+    found = fp.of_model(trainer.model, fp.Shape.of(config), what="x")
+    assert kept == states * found.trainable
+    assert found.optimizer_bytes == 4 * kept
+
+
+@pytest.mark.parametrize(
+    "preset", ["gpt-micro", "gpt-mini", "llama-style", "qwen-style", "attn-only-2l", "moe-tiny", "gpt2-124m"]
+)
+def test_saved_activations_are_counted_from_the_forward_pass(preset):
+    """The activation term less the logits' working copies (2·V a token, not saved tensors) is what autograd saves:
+    to within 0.1 % (the token ids' rounding) for dense GPTs, 1 % for the mixture of experts (its routing is
+    approximated)."""
+    config = PRESETS[preset].replace(dropout=0.0, context_length=32, n_layers=min(PRESETS[preset].n_layers, 2))
+    if preset == "gpt2-124m":
+        config = config.replace(vocab_size=2048)  # its shapes, a smaller table (the term is per token anyway)
+    torch.manual_seed(0)
+    model = GPT(config)
+    batch, tokens = 4, 32
+    inputs = torch.randint(config.vocab_size, (batch, tokens))
+    saved = measure_step(model, inputs, torch.randint(config.vocab_size, (batch, tokens))).saved_bytes
+    estimate = 4 * (fp.gpt_activation_floats(config, batch, tokens) - 2 * config.vocab_size * batch * tokens)
+    tolerance = 0.01 if config.n_experts else 0.001
+    assert abs(estimate - saved) <= tolerance * saved, (estimate, saved)
+
+
+@pytest.mark.parametrize("preset", ["gpt-micro", "llama-style", "moe-tiny"])
+def test_autocast_activations_are_not_underestimated(preset):
+    """bf16 autocast: the estimate less the logits' working copies (activations × 0.75 and a 16-bit copy of every
+    weight) covers what autograd saves, 16-bit weight copies included, and stays within 25 % of it."""
+    config = PRESETS[preset].replace(dropout=0.0)
+    model = GPT(config)
+    batch, tokens = 4, 32
+    ids = torch.randint(config.vocab_size, (batch, tokens))
+    saved = measure_step(model, ids, ids, bf16=True).saved_bytes
+    train = TrainConfig(model=preset, batch_size=batch, context_length=tokens)
+    found = fp.of_model(model, fp.Shape.of(train), what="x", precision="bf16")
+    logits = int(2 * config.vocab_size * batch * tokens * 4 * fp.AUTOCAST_SCALE)
+    assert saved <= found.activation_bytes - logits <= 1.25 * saved, (found.activation_bytes - logits, saved)
+
+
+def test_a_bad_precision_is_refused_in_one_line():
+    with pytest.raises(fp.ConfigError, match="precision must be one of float32, bf16, fp16"):
+        fp.of_config(TrainConfig(model="gpt-nano"), 64, precision="fp8")
+
+
+MEASURE = """
+import json, sys
+import torch
+torch.set_num_threads(1)
+from llmviz.training.trainer import TrainConfig, Trainer, prepare_data, build_tokenizer
+from llmviz.training import footprint as fp
+
+def status(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+
+config = TrainConfig(**json.loads(sys.argv[1]))
+text = "the quick brown fox jumps over the lazy dog, said the cat to the hen.\\n" * 2000
+data = prepare_data(text, config, build_tokenizer(text, "char"))
+warm = Trainer(config.replace(model="gpt-nano", batch_size=1, context_length=8, n_layers=None, d_model=None,
+                              n_heads=None), data)
+list(warm.run())  # torch's kernels and the optimizer's imports, once: the worker's own memory, not this run's
+del warm
+open("/proc/self/clear_refs", "w").write("5")  # the peak (VmHWM) starts again from the resident size now
+before = status("VmRSS")
+trainer = Trainer(config, data)
+list(trainer.run())
+found = fp.of_model(trainer.model, fp.Shape.of(config), what="x")
+print(json.dumps({"grown": status("VmHWM") - before, "estimate": found.training_bytes}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="reads Linux's /proc")
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"model": "gpt-mini", "batch_size": 32, "context_length": 128},
+        {"model": "llama-style", "batch_size": 16, "context_length": 128},
+        {"model": "gpt-micro", "batch_size": 64, "context_length": 64, "optimizer": "sgd"},
+        {"model": "gpt2-124m", "n_layers": 2, "batch_size": 2, "context_length": 64},
+    ],
+)
+def test_a_steps_peak_memory_is_estimated_within_its_tolerance(changes):
+    """A fresh process builds the run and trains 3 steps; its peak resident memory grows by the model, its gradients,
+    its optimizer state and a step's activations (or AdamW's temporary). The estimate must not be below that growth by
+    more than 5 % (the allocator's rounding) and may be above it by up to 35 % (the backward pass's working memory is
+    counted as half the saved activations, it measured 28-42 %; AdamW's temporary as a whole copy of its moments, which
+    the allocator partly fits into the activations freed before it)."""
+    config = {"tokenizer": "char", "steps": 3, "eval_interval": 3, **changes}
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE, json.dumps(config)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        check=True,
+    )
+    measured = json.loads(done.stdout.strip().splitlines()[-1])
+    ratio = measured["estimate"] / measured["grown"]
+    assert 0.95 <= ratio <= 1.35, (changes, measured, ratio)
+
+
+def test_what_would_fit_names_a_smaller_model_or_batch():
+    big = fp.of_config(TrainConfig(model="gpt-mini", batch_size=64, context_length=128), vocab_size=1024)
+    assert big.what == "Training GPT mini (1.1 M parameters)"
+    micro = fp.of_config(TrainConfig(model="gpt-micro", batch_size=64, context_length=128), vocab_size=1024)
+    left = micro.peak_bytes + 1
+    said = fp.suggestion([big], left)
+    assert said.startswith(": pick GPT micro") and "lower the batch to" in said
+    batch = int(said.rsplit(" ", 1)[1])
+    smaller = fp.of_config(TrainConfig(model="gpt-mini", batch_size=batch, context_length=128), vocab_size=1024)
+    larger = fp.of_config(TrainConfig(model="gpt-mini", batch_size=2 * batch, context_length=128), vocab_size=1024)
+    assert smaller.peak_bytes <= left < larger.peak_bytes  # the largest power of two that fits
+    assert fp.suggestion([big], 1) == ": stop one of your runs, or wait until one ends"  # not even a worker fits
+    assert fp.suggestion([big], fp.WORKER_BYTES + 1) == ""  # a worker, but no model: nothing simple would fit
+
+
+def test_a_race_holds_one_worker_every_model_and_the_largest_step():
+    configs = [TrainConfig(model=m, batch_size=8, context_length=32) for m in ("gpt-nano", "gpt-mini")]
+    runs = [fp.of_config(c, 512) for c in configs]
+    assert fp.worker_peak(runs) == fp.WORKER_BYTES + sum(r.data_bytes + r.model_bytes for r in runs) + max(
+        r.peak_step_bytes for r in runs
+    )
+    assert fp.describe(runs) == "A race of 2 runs"
