@@ -28,3 +28,53 @@ def run_label(
     if step is not None:
         parts.append(f"step {step}")
     return " · ".join(parts)
+
+
+# Source Sans at 14 px (the sidebar's select box): each character's width in pixels, rounded up to half a pixel,
+# measured in chromium with a canvas and the box's own font. A character not listed counts as 14 px (a CJK one's).
+_WIDTHS = {
+    **dict.fromkeys(" ", 3.0),
+    **dict.fromkeys("'.,:;·ijlI|!", 4.0),
+    **dict.fromkeys("()[]{}ft-", 4.5),
+    **dict.fromkeys("r/\\", 5.0),
+    **dict.fromkeys('*?sz"', 6.0),
+    **dict.fromkeys("cvxyYJ–", 7.0),
+    **dict.fromkeys("0123456789#$+<=>^_~×akegLFVX", 7.5),
+    **dict.fromkeys("`ahuoATSZEbdpqnRPKC", 8.0),
+    **dict.fromkeys("DG&", 9.0),
+    **dict.fromkeys("HNUOQ→", 9.5),
+    **dict.fromkeys("wM", 10.5),
+    **dict.fromkeys("W—%", 11.5),
+    **dict.fromkeys("m@", 12.0),
+    **dict.fromkeys("…", 13.5),
+}
+PICKER_WIDTH = 184.0  # pixels of text the sidebar's select box shows at its default width (190, less a margin)
+
+
+def text_width(text: str) -> float:
+    """About how wide ``text`` is in the sidebar's select box, in pixels (never less than chromium draws it).
+
+    >>> text_width("Shipped GPT · Python manual")
+    184.0
+    """
+    return sum(_WIDTHS.get(character, 14.0) for character in text)
+
+
+def fit(text: str, width: float = PICKER_WIDTH) -> str:
+    """``text`` cut to fit ``width`` pixels, ending in "…" when it had to be cut (a separator before the cut goes).
+
+    >>> fit("Shipped GPT · Python manual")
+    'Shipped GPT · Python manual'
+    >>> fit("Run 2 · 14:03 · GPT micro (2 layers, d 64) · AdamW · lr 0.003 · Python reference manual")
+    'Run 2 · 14:03 · GPT micro (2…'
+    """
+    if text_width(text) <= width:
+        return text
+    room = width - _WIDTHS["…"]
+    cut, used = "", 0.0
+    for character in text:
+        used += _WIDTHS.get(character, 14.0)
+        if used > room:
+            break
+        cut += character
+    return cut.rstrip(" ·,:(-") + "…"
