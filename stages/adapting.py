@@ -153,7 +153,7 @@ def _lora_config() -> lora.LoRAConfig | None:
         "Matrices that get an adapter",
         list(lora.TARGETS),
         default=["q", "v"],
-        format_func=lambda t: lora.TARGET_TITLES[t],
+        format_func=lambda t: lora.target_title(t, model.config),
         key=state.widget("lora_targets"),
     )
     if not targets:
@@ -230,6 +230,7 @@ def _lora_delta(config: lora.LoRAConfig) -> None:
         ),
         label="Training the adapters for 20 steps",
         total=20,
+        start="Train the adapters for 20 steps",
     )
     if demo is None:
         return

@@ -158,7 +158,8 @@ def focused_run():
         return job
     if (job := job_manager.get(session, state.TRAINING_FOCUS.get() or "")) is not None:
         return job
-    mine = training.runs()
+    raced = {job_id for race in state.LAB_RUNS.get("race", default=[]) for job_id in race.values()}
+    mine = [job for job in training.runs() if job.id not in raced]
     return mine[-1] if mine else None
 
 
@@ -189,7 +190,7 @@ else:
 def start_race(make_runners, remember=None) -> None:
     """Start ``make_runners()`` (``(label, trainer)`` pairs) as one race: one job, its runners side by side in one
     worker, a step of each in turn. A refusal (the session's share of the server) is a notice, a bad setting an error.
-    ``remember(jobs)`` is called with the race's jobs once it started; the tab of every run opens on the race."""
+    ``remember(jobs)`` is called with the race's jobs once it started; the tab Races draws the newest race."""
     try:
         started = picker.manager().submit_race(picker.session_id(), make_runners())
     except JobRefused as refused:
@@ -197,10 +198,10 @@ def start_race(make_runners, remember=None) -> None:
     except LlmvizError as error:
         st.error(str(error))
     else:
-        state.TRAINING_FOCUS.set(started[-1].id)
+        state.TRAINING_FOCUS.set(None)  # the page opens on the race (the tab Races), not on one of its runners
+        state.LAB_RUNS.set([{job.label: job.id for job in started}], "race")
         if remember is not None:
             remember(started)
-        state.set_value("training_part", "Your runs")
         st.rerun()
 
 
@@ -257,6 +258,30 @@ def model_race_runners(char_race: bool, race_model: str, race_steps: int) -> lis
     return runners
 
 
+def race_runs() -> dict:
+    """The newest race's runners (``label → job``), as started."""
+    races = state.LAB_RUNS.get("race", default=[])
+    found = {
+        label: picker.manager().get(picker.session_id(), job_id)
+        for label, job_id in (races[-1] if races else {}).items()
+    }
+    return {label: job for label, job in found.items() if job is not None}
+
+
+def newest_race() -> None:
+    """The newest race, live: each runner's progress, then its final line, and their curves on one chart."""
+    runs = race_runs()
+    if not runs:
+        st.caption("A race's runners train side by side in one worker; they appear here, and under Your runs.")
+        return
+    picker.on_this_page([job.id for job in runs.values()])
+    training.live(
+        lambda: training.lab_panel(race_runs(), "race", chart_key=state.widget("race_chart"), vocab=True),
+        active=lambda: any(job.changing for job in race_runs().values()),
+        name="training.race",
+    )
+
+
 def races_part() -> None:
     """Races: several runs side by side in one worker, on one chart (the tab Your runs)."""
     st.subheader("Races: compare runs on one chart")
@@ -295,7 +320,7 @@ def races_part() -> None:
         )
     if char_race or optimizer_race_pressed:
         start_race(lambda: model_race_runners(char_race, race_model, race_steps))
-    st.caption("A race's runners appear under Your runs, on one chart, as they train.")
+    newest_race()
     st.subheader("Longer than training: does a race's winner extrapolate?")
     longer_than_training()
 

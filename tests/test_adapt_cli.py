@@ -121,7 +121,7 @@ def test_the_adapt_page_reads_a_fine_tuned_head_back(capsys, tmp_path, monkeypat
     runs = tmp_path / "runs"
     run(capsys, "finetune", "--init", SHIPPED, "--out", str(runs / "names-head"), "--steps", "20")
     monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(runs))
-    at = run_page("stages/adapt.py", _picker_selected="dir:names-head")
+    at = run_page("stages/adapting.py", _picker_selected="dir:names-head")
     assert_clean(at)
     table = next(frame.value for frame in at.dataframe if "P(female list)" in frame.value.columns)
     classifier, tokenizer, _ = finetune.load_classifier(runs / "names-head")
@@ -193,7 +193,7 @@ def test_a_missing_oversized_or_broken_head_is_refused_with_a_message(capsys, tm
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.session_state["_picker_selected"] = "dir:names-head"
     at.run()
-    at.switch_page(str(ROOT / "stages" / "adapt.py")).run()
+    at.switch_page(str(ROOT / "stages" / "adapting.py")).run()
     assert_clean(at, errors_expected=True)
     assert [error.value for error in at.error if "is missing" in error.value], [e.value for e in at.error]
     assert len(at.error) == 1

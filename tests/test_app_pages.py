@@ -23,6 +23,14 @@ def run_page(path: str | None = None, **state) -> AppTest:
     return at
 
 
+def open_tab(at: AppTest, param: str, name: str) -> AppTest:
+    """Open the tab ``name`` of a page's lessons (``ui.sections.parts``: ``param`` is its link parameter, which a
+    bound widget reads back from the address after the first run) and run the page."""
+    at.query_params[param] = name
+    at.session_state[param] = name
+    return at.run()
+
+
 def finish_jobs(at: AppTest, timeout: float = 180) -> AppTest:
     """Wait for the jobs this AppTest session started (BPE, word2vec, a run: they train in worker processes,
     outside the script run), then run the page again, as the live section's refresh would."""

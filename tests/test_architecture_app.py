@@ -38,7 +38,8 @@ PAGES = [
     "stages/model.py",
     "stages/inside.py",
     "stages/sampling.py",
-    "stages/adapt.py",
+    "stages/adapting.py",
+    "stages/serving.py",
 ]
 
 

@@ -101,7 +101,7 @@ def test_extrapolation_splits_at_the_training_context_and_refuses_what_cannot_be
 
 
 def test_the_training_page_measures_a_finished_positions_race_beyond_its_context():
-    at = run_page("stages/training.py", corpus="names")
+    at = run_page("stages/training.py", corpus="names", training_part="Races")
     by_label(at.selectbox, "Architecture race: one switch, two GPT micros").set_value("positions")
     by_label(at.slider, "Steps per runner").set_value(50)
     by_label(at.button, "Race the two").click().run()

@@ -5,7 +5,7 @@ import re
 import pytest
 
 import ui
-from tests.test_app_pages import STAGES, assert_clean, finish_jobs, run_page
+from tests.test_app_pages import STAGES, assert_clean, finish_jobs, open_tab, run_page
 
 
 def by_label(widgets, label):
@@ -184,7 +184,7 @@ def test_embeddings_word2vec_and_missing_words():
     "temperature, top_k, top_p", [(0.0, 0, 1.0), (2.5, 1024, 0.01), (0.05, 1, 1.0), (1.0, 0, 0.01)]
 )
 def test_sampling_slider_extremes(temperature, top_k, top_p):
-    at = run_page("stages/sampling.py")
+    at = run_page("stages/sampling.py", sampling_part="Generate")
     by_label(at.slider, "Temperature").set_value(temperature)
     by_label(at.slider, "Top-k").set_value(top_k)
     by_label(at.slider, "Top-p").set_value(top_p).run()
@@ -196,7 +196,7 @@ def test_sampling_slider_extremes(temperature, top_k, top_p):
 
 @pytest.mark.parametrize("method", ["greedy", "beam search"])
 def test_sampling_methods(method):
-    at = run_page("stages/sampling.py")
+    at = run_page("stages/sampling.py", sampling_part="Generate")
     by_label(at.radio, "Method").set_value(method).run()
     by_label(at.button, "Generate").click().run()
     assert_clean(at)
@@ -216,11 +216,12 @@ def test_sampling_names_model_long_prompt_and_unknown_characters():
 
 @pytest.mark.parametrize("shipped", ["names-bigram-counts", "names-bigram-neural", "names-mlp"])
 def test_sampling_generates_from_short_context_models(shipped):
-    at = run_page("stages/sampling.py", _picker_selected=f"shipped:{shipped}")  # the sidebar picker
+    at = run_page("stages/sampling.py", _picker_selected=f"shipped:{shipped}", sampling_part="Generate")
     by_label(at.slider, "Tokens to generate").set_value(30)
     by_label(at.button, "Generate").click().run()
     assert_clean(at)
     assert not at.error, texts(at.error)
+    open_tab(at, "sampling_part", "Three temperatures")  # the next tab
     by_label(at.button, "Generate at these temperatures").click().run()
     assert not at.error and "error" not in " ".join(str(c.value) for c in at.code)
 
@@ -230,6 +231,7 @@ def test_sampling_step_mode_and_three_temperatures():
     by_label(at.button, "Take this one (branch)").click().run()
     assert_clean(at)
     by_label(at.button, "Undo").click().run()
+    open_tab(at, "sampling_part", "Three temperatures")  # the next tab
     by_label(at.button, "Generate at these temperatures").click().run()
     assert_clean(at)
     assert any("T = " in m.value for m in at.markdown)
@@ -319,11 +321,12 @@ def test_every_page_shows_a_run_while_it_trains():
 
 
 def test_training_race_and_decoder():
-    at = run_page("stages/training.py", corpus="names")
+    at = run_page("stages/training.py", corpus="names", training_part="Races")
     by_label(at.slider, "Steps per runner").set_value(50)
     by_label(at.button, "Character-level race on names").click().run()
     assert_clean(at)
     assert len(session_jobs(at)) == 7
+    open_tab(at, "training_part", "The decoder of a Transformer")  # its tab
     by_label(at.button, "Train the decoder (200 steps)").click().run()
     assert_clean(at)
     [decoder] = session_jobs(at, "task")
@@ -366,7 +369,7 @@ def _generated_tokens(at):
 
 @pytest.mark.parametrize("deterministic", [True, False])
 def test_deterministic_switch_decides_whether_generate_repeats(deterministic):
-    at = run_page("stages/sampling.py", deterministic=deterministic)
+    at = run_page("stages/sampling.py", deterministic=deterministic, sampling_part="Generate")
     by_label(at.slider, "Temperature").set_value(1.5)
     by_label(at.slider, "Top-k").set_value(0)
     by_label(at.slider, "Top-p").set_value(1.0)

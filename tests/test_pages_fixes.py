@@ -202,7 +202,7 @@ def test_step_mode_offers_the_raw_top_10_marked_when_filtered():
 
 
 def test_kv_cache_section_generates_the_same_tokens_both_ways():
-    at = run_page("stages/sampling.py")
+    at = run_page("stages/sampling.py", sampling_part="The KV cache")
     at.slider(key="kv_tokens").set_value(20)
     at.button(key="kv_run").click().run()
     assert_no_error_box(at)
@@ -212,7 +212,7 @@ def test_kv_cache_section_generates_the_same_tokens_both_ways():
 
 
 def test_beam_search_tree_marks_the_winning_path():
-    at = run_page("stages/sampling.py")
+    at = run_page("stages/sampling.py", sampling_part="Generate")
     by_label(at.radio, "Method").set_value("beam search").run()
     by_label(at.slider, "Tokens to generate").set_value(4)
     at.button[[b.label for b in at.button].index("Generate")].click().run()

@@ -12,6 +12,7 @@ import ui
 from llmviz.training.checkpoint import save_checkpoint
 from llmviz.training.trainer import TrainConfig, Trainer
 from tests.test_app_pages import TIMEOUT, assert_clean
+from ui.labels import run_label
 
 
 def run_app(path: str, query: dict | None = None, **state) -> AppTest:
@@ -136,14 +137,16 @@ def test_two_runs_of_the_same_model_are_told_apart_and_inside_names_the_model(fr
     at.switch_page(str(ui.ROOT / "stages/inside.py")).run()
     assert_clean(at)
     picker_box = next(box for box in at.sidebar.selectbox if box.label == "Model shown on every page")
-    runs = [option for option in picker_box.options if "US census first names" in option]
+    runs = [option for option in picker_box.options if option.startswith("Run ")]
     assert len(runs) == 2, picker_box.options
-    # what a narrow sidebar shows of each (about 40 characters) tells them apart: the run's number, then its start
+    # what a narrow sidebar shows of each tells them apart: the run's number, then its start (an option fits the box:
+    # the whole label, with the corpus, is under the picker)
     assert runs[0].startswith("Run 1 · ") and runs[1].startswith("Run 2 · "), runs
-    assert all("US census first names" in option for option in runs)
-    assert runs[1] in shown(at.sidebar.caption)  # the whole label under the picker (the box and the list cut it)
+    whole = [run_label(job.label, job.created, number) for number, job in enumerate(jobs, start=1)]
+    assert all("US census first names" in label for label in whole)
+    assert whole[1] in shown(at.sidebar.caption)  # the whole label under the picker (the box and the list cut it)
     caption = shown(at.caption)
-    assert f"Model: {runs[1]} · step 20 (picked in the sidebar)" in caption, caption  # Inside names the model
+    assert f"Model: {whole[1]} · step 20 (picked in the sidebar)" in caption, caption  # Inside names the model
 
 
 # ------------------------------------------------------------------ #27.11: the Model page opens on GPT-2's own count

@@ -47,7 +47,7 @@ def test_backprop_check_counts_both_gradients():
 def test_training_page_states_the_backprop_count_of_the_shipped_head():
     from ui import models
 
-    at = run_page("stages/training.py")
+    at = run_page("stages/training.py", training_part="The loss by hand")
     head = models.shipped_gpt_or_stop()[0].lm_head.weight  # (V, C)
     vocab, width = head.shape
     text = next(s.value for s in at.success if "By hand vs autograd" in s.value)
@@ -70,6 +70,7 @@ def test_chart_selection_adds_new_runs_and_keeps_the_students_choice():
 
 def test_a_finished_race_is_on_the_comparison_chart():
     """Before: the multiselect kept the runs it first showed, so a race trained later was only in the table."""
+    from tests.test_app_pages import open_tab
     from tests.test_page_interactions import by_label, session_jobs, train_on_names
 
     at = train_on_names()
@@ -77,12 +78,13 @@ def test_a_finished_race_is_on_the_comparison_chart():
     at.run()
     chart = by_label(at.multiselect, "Runs on the chart")
     assert chart.value == [first.label]
+    open_tab(at, "training_part", "Races")  # the races are a tab of their own; the chart is under "Your runs"
     by_label(at.slider, "Steps per runner").set_value(50)
     by_label(at.selectbox, "Optimizer race: model").set_value("mlp")
     by_label(at.button, "SGD vs momentum vs RMSprop vs Adam").click().run()
     runners = [job for job in session_jobs(at) if job.id != first.id]
     assert len(runners) == 4
-    at.run()
+    open_tab(at, "training_part", "Your runs")
     assert_clean(at)
     assert by_label(at.multiselect, "Runs on the chart").value == [first.label] + [job.label for job in runners]
 

@@ -46,16 +46,6 @@ from ui.sources import SOURCES, Entry, ModelView, Source, register_source  # noq
 from ui.text import literal_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
-#: The shipped character-level models' names in the picker (short: a picker option must fit the sidebar)
-CHAR_SHORT = {
-    "bigram-counts": "bigram counts",
-    "bigram-neural": "neural bigram",
-    "mlp": "MLP",
-    "wavenet": "WaveNet",
-    "rnn": "RNN",
-    "gru": "GRU",
-    "transformer": "Transformer",
-}
 DATA = ROOT / "data"
 SHIPPED_GPT = "gpt-python-docs"
 DEFAULT_KEY = f"shipped:{SHIPPED_GPT}"
@@ -152,7 +142,7 @@ class ShippedSource:
                 out.append(
                     Entry(
                         f"shipped:{name}",
-                        f"Shipped {CHAR_SHORT.get(kind, kind)} · names",
+                        f"Shipped {name}",
                         "charlevel",
                         note=f"Shipped with llmviz: a character-level {CHAR_MODEL_TITLES.get(kind, kind)} "
                         "trained on first names.",

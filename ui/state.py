@@ -250,6 +250,7 @@ WIDGETS: dict[str, str] = {
     # Loss & training
     "train": "Training: Train",
     "switch_race": "Training: race two runs that differ in one switch",
+    "race_chart": "Training: the newest race's curves",
     "longer_context": "Training: the context at which a finished architecture race is measured",
     "longer_chart": "Training: the loss at every position beyond the training context",
     "runs_show_val": "Training: show the validation loss",

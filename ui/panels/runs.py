@@ -131,9 +131,12 @@ def loss_figure(
         full = metrics_frame(status)
         if field != "train_loss":
             full = _field_frame(status, field)
-        if full.empty:
-            continue
         colour = COLOURS[number % len(COLOURS)]
+        if full.empty:  # no step yet (waiting, or stopped at once): named in the legend all the same
+            traces.append(
+                dict(type="scatter", x=[], y=[], mode="lines", name=label, legendgroup=label, line=dict(color=colour))
+            )
+            continue
         raw = full[field].tolist()
         shown = smooth(raw, smoothing) if smoothing and field == "train_loss" else raw
         frame = thinned(full.assign(shown=shown))
@@ -476,6 +479,7 @@ def computed(
             return None
         state.TASK_JOBS.setdefault()[name] = {"id": job.id, "key": key}
     words = describe or (lambda status: f"{label}: {status.describe()}")
+    picker.on_this_page([job.id])  # its progress is drawn here: the sidebar does not draw it a second time
     follow_task_job(job, describe=words, name=f"task.{name}")
     return None
 
