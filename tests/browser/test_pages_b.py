@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.browser_support import eventually, main_area, no_error_box, open_page, shot, sidebar, wait_until_idle
+from tests.support.browser import eventually, main_area, no_error_box, open_page, shot, sidebar, wait_until_idle
 
 pytestmark = pytest.mark.browser
 
