@@ -19,7 +19,7 @@ from llmviz.errors import CheckpointError
 from llmviz.jobs.manager import default_manager
 from llmviz.lessons import adapting as adapt
 from llmviz.training.checkpoint import load_checkpoint
-from tests.support.pages import assert_clean, finish_jobs, open_tab, run_page
+from tests.support.pages import assert_clean, computed, finish_jobs, open_tab, run_page
 from tests.support.paths import ROOT
 
 SHIPPED = ROOT / "data" / "gpt-python-docs"
@@ -43,8 +43,7 @@ def test_the_page_shows_prompting_and_the_fine_tuned_runs_side_by_side():
     at.slider(key="task_steps").set_value(20).run()
     at.button(key="task_start").click().run()
     finish_jobs(at)
-    at.button(key="task_start_prompting").click().run()  # prompting runs in a worker too
-    finish_jobs(at)
+    at = computed(at, "prompting")  # prompting runs in a worker too
     assert_clean(at)
     charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
     versus = next(c for c in charts if "prompting vs fine-tuning" in c["layout"]["title"]["text"])
@@ -69,11 +68,9 @@ def test_the_pages_formulas_write_thousands_so_math_mode_adds_no_space():
 
 
 def test_the_memory_table_names_each_steps_autocast():
-    from tests.support.pages import assert_clean, finish_jobs, run_page
+    from tests.support.pages import assert_clean, run_page
 
-    at = run_page("stages/adapting.py", adapting_part="Training in less memory")
-    at.button(key="task_start_memory").click().run()  # measured in a worker
-    finish_jobs(at)
+    at = computed(run_page("stages/adapting.py", adapting_part="Training in less memory"), "memory")  # in a worker
     assert_clean(at)
     table = next(frame.value for frame in at.dataframe if "saved for backward" in frame.value.columns)
     assert list(zip(table["gradient checkpointing"], table["autocast"], strict=True)) == [
@@ -202,12 +199,8 @@ def charts(at) -> list[dict]:
     return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
 
 
-def with_lora_demo(at):
-    """The LoRA demo's result: it is computed in a worker once its button is pressed (or found at once, when another
-    session already computed the same thing)."""
-    if [button for button in at.button if button.key == "task_start_lora_demo"]:
-        at.button(key="task_start_lora_demo").click().run()
-    return finish_jobs(at)
+def computed_demo(at):
+    return computed(at, "lora_demo")  # the LoRA demo, in a worker once its button is pressed (or found at once)
 
 
 def lora_losses(at) -> tuple[str, str]:
@@ -226,13 +219,13 @@ def test_results_are_keyed_by_the_texts_content_not_its_name(fresh_session_jobs)
     Python manual saw LoRA loss 9.491 → 1.342, true 2.700 → 2.604, and perplexity 12,808, true 67.20)."""
     other_text = corpus.load("names")  # a real text, not the manual
     first = run_page("stages/adapting.py", corpus="upload", uploaded_corpus=("Python reference manual", other_text))
-    first = with_lora_demo(first)
+    first = computed_demo(first)
     assert_clean(first)
     uploaded = lora_losses(first)
     first = finish_jobs(open_tab(first, "adapting_part", "Quantization"))
     uploaded_perplexity = quantized_perplexity(first)
 
-    second = with_lora_demo(run_page("stages/adapting.py"))  # a fresh session, on the built-in manual
+    second = computed_demo(run_page("stages/adapting.py"))  # a fresh session, on the built-in manual
     assert_clean(second)
     model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
     manual = corpus.load("python-docs")
@@ -245,7 +238,7 @@ def test_results_are_keyed_by_the_texts_content_not_its_name(fresh_session_jobs)
 
 def test_the_rank_the_caption_states_is_the_charts_numerical_rank(fresh_session_jobs):
     """'ΔW has rank ≤ r' sat over a chart showing rank 8 for r = 4 (W_Q and W_V adapted in one fused matrix)."""
-    at = with_lora_demo(run_page("stages/adapting.py"))
+    at = computed_demo(run_page("stages/adapting.py"))
     spectrum = next(c for c in charts(at) if c["layout"]["title"]["text"].startswith("Singular values"))
     rank = int(re.search(r"numerical rank (\d+)", spectrum["layout"]["title"]["text"]).group(1))
     bound = int(re.search(r"has rank at most (\d+)", shown(at.caption)).group(1))
@@ -264,9 +257,7 @@ def test_the_quantization_metrics_keep_their_notes_short(fresh_session_jobs):
 
 def test_step_times_are_shown_as_one_measurement_is_precise(fresh_session_jobs):
     """Step times were printed to 4 decimals (0.0123 s) on a shared server: two significant digits now."""
-    at = run_page("stages/adapting.py", adapting_part="Training in less memory")
-    at.button(key="task_start_memory").click().run()
-    at = finish_jobs(at)
+    at = computed(run_page("stages/adapting.py", adapting_part="Training in less memory"), "memory")
     assert_clean(at)
     table = next(frame.value for frame in at.dataframe if "saved for backward" in frame.value.columns)
     assert all(re.fullmatch(r"\d{1,2}(\.\d)?|\d{3}", t.split()[0]) for t in table["step time"]), list(
