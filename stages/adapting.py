@@ -191,6 +191,10 @@ def _lora_memory(config: lora.LoRAConfig) -> bool:
     )
     left, right = st.columns([3, 2])
     charts.show_in(left, figure, key=state.widget("lora_memory"))
+    right.caption(
+        "LoRA freezes W and learns ΔW = (α / r) · B A with A: r × d_in and B: d_out × r. B starts at zero, so "
+        "training starts from the pretrained model exactly."
+    )
     with right:
         st.metric(
             "parameters trained with LoRA",
@@ -315,10 +319,6 @@ def lora_section() -> None:
 
 def lora_part() -> None:
     st.subheader("LoRA: train a few numbers, not the whole model")
-    st.caption(
-        "LoRA freezes W and learns ΔW = (α / r) · B A with A: r × d_in and B: d_out × r. B starts at zero, so "
-        "training starts from the pretrained model exactly."
-    )
     lora_section()
 
 

@@ -51,6 +51,8 @@ def target_title(target: str, config: GPTConfig) -> str:
     if target == "mlp" and config.mlp_kind == "swiglu":
         return "MLP (up and down; not the SwiGLU gate)"
     return TARGET_TITLES[target]
+
+
 ADAMW_STATES = 2  # AdamW keeps two floats per trained parameter: the running mean and the running square
 FLOAT32_BYTES = 4
 

@@ -395,29 +395,22 @@ class BCEExample:
     torch_value: float  # F.binary_cross_entropy_with_logits on the same logits
 
     def caption(self) -> str:
-        """What the untrained head's mean loss says, against ln 2 (the loss of a head that always answers 50 %).
-
-        Random logits away from 0 are confidently wrong about as often as right, and a confident wrong answer
-        costs more than a confident right one saves (the loss is convex in the logit), so on average the mean
-        sits above ln 2; on a handful of names it can fall below by luck.
+        """What the untrained head's mean loss says, against ln 2 (the loss of a head that always answers 50 %): a
+        name whose random logit leans the wrong way costs more than ln 2, one that leans the right way less.
 
         >>> steps = finetune.bce_steps(torch.tensor([2.0, -1.0]), torch.tensor([0, 0]))  # 2.1269 and 0.3133
-        >>> BCEExample(["Ada", "Bo"], steps, steps.mean).caption()[:91]
-        'The head is untrained (random weights): the mean loss on these 2 names is 1.220, above ln 2'
+        >>> BCEExample(["Ada", "Bo"], steps, steps.mean).caption()
+        'The head is untrained (random weights): the mean loss on these 2 names is 1.220, above ln 2 = 0.693, the \
+loss of a head that always answers 50 % (a coin flip). Its random logits lean the wrong way for 1 of the 2 names: \
+each of those costs more than ln 2, each of the others less.'
         """
         mean, coin = self.steps.mean, math.log(2)
-        start = (
+        wrong = sum(1 for z, y in zip(self.steps.logits, self.steps.labels, strict=True) if (z > 0) != (y == 1))
+        return (
             f"The head is untrained (random weights): the mean loss on these {len(self.names)} names is {mean:.3f}, "
-        )
-        if mean >= coin:
-            return start + (
-                f"above ln 2 = {coin:.3f}, the loss of a head that always answers 50 % (a coin flip). Its random "
-                "logits are confidently wrong as often as right, and a confident wrong answer costs more than a "
-                "confident right one saves."
-            )
-        return start + (
-            f"below ln 2 = {coin:.3f}, the loss of a head that always answers 50 % (a coin flip): on these few "
-            "names its random logits happen to lean the right way more often than not."
+            f"{'above' if mean >= coin else 'below'} ln 2 = {coin:.3f}, the loss of a head that always answers 50 % "
+            f"(a coin flip). Its random logits lean the wrong way for {wrong} of the {len(self.names)} names: each of "
+            "those costs more than ln 2, each of the others less."
         )
 
 
