@@ -145,9 +145,13 @@ def _questions(key: str, _model, _tokenizer) -> list:
 def _lora_config() -> lora.LoRAConfig | None:
     """LoRA's controls; None (after saying why) when the chosen matrices cannot be adapted in this model."""
     c1, c2, c3 = st.columns([1, 1, 2])
-    rank = c1.select_slider("Rank r", [1, 2, 4, 8, 16, 32], value=4, **share.bind("lora_rank"))
+    rank = c1.select_slider("Rank r", [1, 2, 4, 8, 16, 32], value=4, persist_state="page", **share.bind("lora_rank"))
     alpha = c2.select_slider(
-        "α (the update is scaled by α / r)", [1, 2, 4, 8, 16, 32, 64], value=8, key=state.widget("lora_alpha")
+        "α (the update is scaled by α / r)",
+        [1, 2, 4, 8, 16, 32, 64],
+        value=8,
+        key=state.widget("lora_alpha"),
+        persist_state="page",
     )
     targets = c3.multiselect(
         "Matrices that get an adapter",
@@ -155,6 +159,7 @@ def _lora_config() -> lora.LoRAConfig | None:
         default=["q", "v"],
         format_func=lambda t: lora.target_title(t, model.config),
         key=state.widget("lora_targets"),
+        persist_state="page",
     )
     if not targets:
         st.warning("Choose at least one matrix to adapt.")
@@ -242,7 +247,7 @@ def _lora_delta(config: lora.LoRAConfig) -> None:
         f"Loss over the 20 steps: {demo.losses[0]:.3f} → {demo.losses[-1]:.3f}. Merged weights W + ΔW vs "
         f"the adapters: largest logit difference {demo.max_logit_difference:.2e} (the same model)."
     )
-    name = st.selectbox("Matrix", list(demo.deltas), key=state.widget("lora_matrix"))
+    name = st.selectbox("Matrix", list(demo.deltas), key=state.widget("lora_matrix"), persist_state="page")
     delta = demo.deltas[name]
     spectrum = adapt.spectrum(delta)
     left, right = st.columns([3, 2])
@@ -283,7 +288,7 @@ def _lora_delta(config: lora.LoRAConfig) -> None:
 
 def _lora_runs(config: lora.LoRAConfig) -> None:
     st.subheader("LoRA vs full fine-tuning on your text (lab runs)")
-    steps = st.slider("Steps", 20, 400, 100, step=20, key=state.widget("lora_steps"))
+    steps = st.slider("Steps", 20, 400, 100, step=20, key=state.widget("lora_steps"), persist_state="page")
     if st.button("Start both runs", key=state.widget("lora_start")):
         titles = ", ".join(lora.TARGET_TITLES[t].removeprefix("attention ") for t in config.targets)
         with ui.friendly_errors("starting the runs"):
@@ -336,7 +341,7 @@ def delta_section() -> None:
     if not deltas:
         st.caption("No matrix changed between step 0 and this step.")
         return
-    name = st.selectbox("Matrix", list(deltas), key=state.widget("delta_matrix"))
+    name = st.selectbox("Matrix", list(deltas), key=state.widget("delta_matrix"), persist_state="page")
     spectrum = adapt.spectrum(deltas[name])
     bars = go.Figure(go.Bar(x=list(range(1, len(spectrum.values) + 1)), y=spectrum.values))
     bars.update_layout(title=spectrum.title(name), height=320, margin=charts.margins(40))
@@ -404,7 +409,11 @@ def _quant_details(report: adapt.QuantReport, spec: qz.QuantSpec) -> None:
         st.dataframe(table, hide_index=True)
     st.subheader("The weights before and after")
     name = st.selectbox(
-        "Histogram of", list(table["matrix"]), index=min(2, len(table) - 1), key=state.widget("quant_layer")
+        "Histogram of",
+        list(table["matrix"]),
+        index=min(2, len(table) - 1),
+        key=state.widget("quant_layer"),
+        persist_state="page",
     )
     counted = adapt.weight_histograms(model, name, spec)  # every weight, in 200 shared bins
     width = float(counted.edges[1] - counted.edges[0])
@@ -440,16 +449,28 @@ def _quant_details(report: adapt.QuantReport, spec: qz.QuantSpec) -> None:
 @sections.section("adapting.quantize")
 def quantize_section() -> None:
     c1, c2, c3 = st.columns(3)
-    bits = c1.radio("Bits", [8, 4], horizontal=True, **share.bind("quant_bits"))
+    bits = c1.radio("Bits", [8, 4], horizontal=True, persist_state="page", **share.bind("quant_bits"))
     per_channel = (
-        c2.radio("Scale", ["per channel", "per tensor"], horizontal=True, key=state.widget("quant_scale"))
+        c2.radio(
+            "Scale",
+            ["per channel", "per tensor"],
+            horizontal=True,
+            key=state.widget("quant_scale"),
+            persist_state="page",
+        )
         == "per channel"
     )
     symmetric = c3.radio(
-        "Zero point", ["symmetric (z = 0)", "zero-point (asymmetric)"], horizontal=True, key=state.widget("quant_zero")
+        "Zero point",
+        ["symmetric (z = 0)", "zero-point (asymmetric)"],
+        horizontal=True,
+        key=state.widget("quant_zero"),
+        persist_state="page",
     ).startswith("symmetric")
     spec = qz.QuantSpec(int(bits), per_channel, symmetric)
-    prompt = st.text_input("Prompt for the side-by-side text", DEFAULT_PROMPT, key=state.widget("quant_prompt"))
+    prompt = st.text_input(
+        "Prompt for the side-by-side text", DEFAULT_PROMPT, key=state.widget("quant_prompt"), persist_state="page"
+    )
     charts.latex(
         r"q = \operatorname{clamp}\!\left(\operatorname{round}(w / s) + z,\; "
         rf"{charts.tex_number(spec.qmin, 'd')},\; {spec.qmax}\right), \qquad \hat w = (q - z)\, s"
@@ -478,9 +499,9 @@ def quantize_part() -> None:
 
 @sections.section("adapting.qat")
 def qat_section() -> None:
-    bits = st.radio("Bits while training", [4, 8], horizontal=True, key=state.widget("qat_bits"))
+    bits = st.radio("Bits while training", [4, 8], horizontal=True, key=state.widget("qat_bits"), persist_state="page")
     spec = qz.QuantSpec(int(bits), per_channel=False, symmetric=True)
-    steps = st.slider("Steps", 20, 400, 100, step=20, key=state.widget("qat_steps"))
+    steps = st.slider("Steps", 20, 400, 100, step=20, key=state.widget("qat_steps"), persist_state="page")
     if st.button("Start quantization-aware training (and a float run to compare)", key=state.widget("qat_start")):
         with ui.friendly_errors("starting the runs"):
             _submit(
@@ -579,6 +600,7 @@ def _checkpoint_classifier() -> None:
             "Mary, John, Ada, Alan, Grace",
             max_chars=400,
             key=state.widget("task_names"),
+            persist_state="page",
         )
         names = [name.strip() for name in typed.split(",") if name.strip()]
         if not names:
@@ -707,7 +729,9 @@ def task_section() -> None:
         f"{len(train)} names to train on, {len(held)} held out (one in five, by a fixed hash of the name)."
     )
     _bce_worked_example()
-    steps_count = st.slider("Steps per run", 20, 300, 100, step=20, key=state.widget("task_steps"))
+    steps_count = st.slider(
+        "Steps per run", 20, 300, 100, step=20, key=state.widget("task_steps"), persist_state="page"
+    )
     if st.button("Train head only / head + last block / everything (three lab runs)", key=state.widget("task_start")):
         with ui.friendly_errors("starting the runs"):
             _submit(
@@ -796,7 +820,7 @@ def _memory_table() -> None:
 
 def _memory_runs() -> None:
     st.subheader("The switches on a real run (lab runs, same data and seed)")
-    steps = st.slider("Steps", 20, 400, 60, step=20, key=state.widget("memory_steps"))
+    steps = st.slider("Steps", 20, 400, 60, step=20, key=state.widget("memory_steps"), persist_state="page")
     switches = adapt.memory_settings(model)  # fp16 too on CUDA
     if st.button(
         f"Train {len(switches)} runs: {', '.join(name for name, *_ in switches)}", key=state.widget("memory_start")
@@ -826,7 +850,7 @@ def _memory_runs() -> None:
 
 def _zero() -> None:
     st.subheader("Sharding across processes: ZeRO and FSDP")
-    processes = st.slider("Processes (GPUs)", 1, 64, 8, key=state.widget("zero_processes"))
+    processes = st.slider("Processes (GPUs)", 1, 64, 8, key=state.widget("zero_processes"), persist_state="page")
     stages = memory.sharding(model.num_parameters(), processes)
     figure = go.Figure()
     for part in ("parameters", "gradients", "optimizer"):

@@ -246,11 +246,15 @@ def generate_section(view: picker.ModelView, encoded) -> None:
     model, tokenizer, label = view.model, view.tokenizer, view.key
     temperature, top_k, top_p = chosen_settings()
     m1, m2 = st.columns([3, 1])
-    method = m1.radio("Method", ["sampling", "greedy", "beam search"], horizontal=True, **share.bind("method"))
-    width = m2.slider("Beam width", 1, 8, 3, disabled=method != "beam search", **share.bind("beam_width"))
+    method = m1.radio(
+        "Method", ["sampling", "greedy", "beam search"], horizontal=True, persist_state="page", **share.bind("method")
+    )
+    width = m2.slider(
+        "Beam width", 1, 8, 3, disabled=method != "beam search", persist_state="page", **share.bind("beam_width")
+    )
     st.caption("Generate uses the temperature, top-k and top-p set in section 1 when you press it.")
     g1, g2 = st.columns([1, 3])
-    new_tokens = g1.slider("Tokens to generate", 1, 200, 40, **share.bind("new_tokens"))
+    new_tokens = g1.slider("Tokens to generate", 1, 200, 40, persist_state="page", **share.bind("new_tokens"))
     limit, keep = sampling.visible_tokens(model), sampling.shift_keep(model)
     if len(encoded.ids) + new_tokens > limit:
         g1.caption(
@@ -427,6 +431,7 @@ def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, t
             "…or force one of the top 10",
             [t for t, _, _ in candidates],
             key=state.widget("step_forced_", label),
+            persist_state="page",
             format_func=lambda t: f"{tokenizer.printable(t)} (id {t})" + ("" if allowed[t] else " · filtered out"),
         )
         s2.button(
@@ -479,7 +484,9 @@ def kv_cache(view: picker.ModelView, encoded) -> None:
         "values of earlier positions are kept, and only the new position runs. Both must write the same tokens."
     )
     k1, k2 = st.columns([1, 3])
-    kv_tokens = k1.slider("Tokens to generate", 10, 300, 100, step=10, key=state.widget("kv_tokens"))
+    kv_tokens = k1.slider(
+        "Tokens to generate", 10, 300, 100, step=10, key=state.widget("kv_tokens"), persist_state="page"
+    )
     # the button's label whole (in the slider's narrow column it was cut to "Generate with and without the c…")
     if k1.button("Generate both ways", key=state.widget("kv_run"), help="With the KV cache, then without it."):
         with ui.friendly_errors("the KV-cache comparison"):

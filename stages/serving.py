@@ -140,9 +140,14 @@ def _blocks_chart(cache: serving.PagedKVCache) -> go.Figure:
 @sections.section("serving.paged")
 def paged_section() -> None:
     c1, c2 = st.columns([1, 3])
-    block_size = c1.select_slider("Block size (tokens)", [2, 4, 8, 16], value=4, key=state.widget("page_block"))
+    block_size = c1.select_slider(
+        "Block size (tokens)", [2, 4, 8, 16], value=4, key=state.widget("page_block"), persist_state="page"
+    )
     lengths_text = c2.text_input(
-        "Request lengths (tokens, comma-separated)", "13, 5, 22, 9", key=state.widget("page_lengths")
+        "Request lengths (tokens, comma-separated)",
+        "13, 5, 22, 9",
+        key=state.widget("page_lengths"),
+        persist_state="page",
     )
     try:
         lengths = [int(x) for x in lengths_text.replace(" ", "").split(",") if x]
@@ -221,7 +226,7 @@ def _batching_chart(found: adapt.Batching) -> go.Figure:
 
 @sections.section("serving.batching")
 def batching_section() -> None:
-    slots = st.slider("Slots (requests served at once)", 1, 4, 2, key=state.widget("batch_slots"))
+    slots = st.slider("Slots (requests served at once)", 1, 4, 2, key=state.widget("batch_slots"), persist_state="page")
     small = model.num_parameters() <= adapt.QUICK_PARAMETERS
     found = training.computed(
         "batching",

@@ -347,7 +347,7 @@ def draw_all_runs() -> None:
     )  # a run new to the chart joins it once (so a finished race is on it), then it is the student's
     chosen = st.multiselect("Runs on the chart", list(all_runs), **chart)
     v1, v2 = st.columns(2)
-    show_val = v1.toggle("Show validation loss", value=True, key=state.widget("runs_show_val"))
+    show_val = v1.toggle("Show validation loss", value=True, key=state.widget("runs_show_val"), persist_state="page")
     smoothing = v2.slider(
         "Smooth the training curves",
         0.0,
@@ -355,6 +355,7 @@ def draw_all_runs() -> None:
         0.9,
         0.01,
         key=state.widget("runs_smoothing"),
+        persist_state="page",
         help="Exponential moving average of the training loss (the validation loss is not smoothed).",
     )
     charts.show(
@@ -477,6 +478,7 @@ def longer_than_training() -> None:
         [c for c in (40, 48, 56, 64, 96, 128) if trained < c <= limit],
         value=limit,
         key=state.widget("longer_context"),
+        persist_state="page",
     )
     models = {job.label: picker.load(f"run:{job.id}").model for job in jobs}
     first = jobs[0].info
@@ -586,7 +588,7 @@ def loss_step_by_step() -> None:
         "must predict the token after it — the targets are the inputs shifted by one."
     )
     batch_text = st.text_area("Two lines of text (one sequence each)", DEFAULT_BATCH_TEXT, height=80)
-    tokens_per_row = st.slider("Positions per sequence", 1, 8, 3, **share.bind("positions"))
+    tokens_per_row = st.slider("Positions per sequence", 1, 8, 3, persist_state="page", **share.bind("positions"))
     rows = [line for line in batch_text.splitlines() if line.strip()][:2]
     encoded = [gpt_tokenizer.encode(line)[: tokens_per_row + 1] for line in rows]
     if len(rows) < 1 or any(len(ids) < tokens_per_row + 1 for ids in encoded):

@@ -196,7 +196,9 @@ IN_THE_LINK = {
     "inside": {"lens_text"},
     "training": {"positions", "training_part"},
     "sampling": {"prompt", "temperature"},
-    "adapting": {"lora_rank", "quant_bits", "adapting_part"},
+    # the link holds the open tab's settings (LoRA's rank is kept in the session while the Quantization tab is open,
+    # and an old /adapt?lora_rank= link is tested in tests/browser/test_pages_b.py)
+    "adapting": {"quant_bits", "adapting_part"},
     "serving": {"serving_part"},
 }
 # Markdown, HTML, $…$ and quotes in a prompt appear as typed, in the page and in the generated text (issue 19; the
@@ -219,7 +221,7 @@ SESSION_ONLY = {
             lambda p: main_area(p).get_by_role("button", name=re.compile("^Take the sampled token")).click(),
             alone="sampling.step_mode",
         ),
-        Step(lambda p: tab(p, "Generate"), alone="sampling.distribution"),  # its tabs are inside its section
+        Step(lambda p: tab(p, "Generate"), within="sampling.distribution"),  # its tabs are inside its section
         Step(
             lambda p: main_area(p).get_by_role("button", name="Generate", exact=True).click(), alone="sampling.generate"
         ),
