@@ -210,10 +210,7 @@ def distribution_panels(view: picker.ModelView, prompt: str, temperature: float,
         else:
             st.latex(r"T = 0:\; \text{all probability on } \arg\max_i z_i \text{ (greedy)}")
     st.subheader("Step 0 vs step N: the next token, before and after training")
-    st.caption(
-        "The raw softmax's 10 most likely next tokens for the same prompt: at step 0 (random weights) "
-        "the model is nearly uniform over its vocabulary; at the picked step it has learned what follows."
-    )
+    st.caption("The same prompt's 10 most likely next tokens at step 0 (random weights: nearly uniform) and now.")
 
     def render(shown_model: picker.ModelView, column: str) -> None:
         found = distribution_for(shown_model.key, prompt, 1.0, 0, 1.0, shown_model)

@@ -44,7 +44,7 @@ def open_tab(page, name: str) -> None:
 @pytest.mark.parametrize(
     "path, first",
     [
-        ("training", 'button[kind="primary"]'),  # no run yet: the Train button, then the run's curve
+        ("training", ".st-key-train button"),  # no run yet: the Train button, then the run's curve
         ("sampling", '[data-testid="stPlotlyChart"]'),  # the next-token bars
         ("adapting", '[data-testid="stPlotlyChart"]'),  # LoRA's memory, full fine-tuning against LoRA
         ("serving", '[data-testid="stPlotlyChart"]'),  # the KV cache growing
