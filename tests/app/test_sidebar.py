@@ -252,10 +252,22 @@ def test_pages_work_with_a_hostile_runs_folder_and_picking_a_bad_entry_explains(
     assert_clean(at)
     picker = next(box for box in at.selectbox if box.label == "Model shown on every page")
     options = " | ".join(picker.options)
+    # each bad entry is listed as unavailable, in an option that fits the sidebar (they were all cut off): why it is
+    # unavailable is its note, which picking it shows (the link or old pick of "deep" above did)
+    from ui.labels import PICKER_WIDTH, text_width
+    from ui.picker import RunsDirSource
+
+    notes = {entry.label: entry.note for entry in RunsDirSource().entries()}
     for name in BAD:
-        assert f"Checkpoint {name} — unreadable: " in options, options
-    assert "Checkpoint deep — unreadable: checkpoint.json is nested too deeply" in options
+        assert notes[f"Checkpoint {name}"].startswith("unreadable: "), notes
+        option = next(o for o in picker.options if o.startswith(f"Checkpoint {name}"[:24]))
+        assert text_width(option) <= PICKER_WIDTH and ("(unavailable)" in option or option.endswith("…")), option
     assert picker.value == "shipped:gpt-python-docs" and str(hostile_runs) not in options
+    picker.set_value("dir:deep").run()  # picking it says why not
+    assert_clean(at)
+    assert "Checkpoint deep is not available here: unreadable: checkpoint.json is nested too deeply" in texts(
+        at.sidebar.info
+    )
 
 
 def test_a_folder_whose_name_is_not_utf8_is_listed_as_unreadable_and_the_others_stay(good, tmp_path, monkeypatch):
