@@ -8,6 +8,17 @@ import ui
 from ui import charts, picker, present, sections, share, state, watch
 
 
+def _moved(page: st.Page):
+    """A stage that moved (``ui.stages.MOVED``): an old link (``/adapt?lora_rank=8``) opens the stage that shows it
+    now, with the link's parameters."""
+
+    def redirect() -> None:
+        st.switch_page(page, query_params={name: st.query_params.get_all(name) for name in st.query_params})
+
+    redirect.__name__ = f"moved_to_{page.url_path}"
+    return redirect
+
+
 def main() -> None:
     """The whole app: page config, the pages, the shared sidebar, the picked page."""
     st.set_page_config(
@@ -38,6 +49,10 @@ def main() -> None:
         st.switch_page(home)
 
     pages.append(st.Page(_to_home, title="Home", url_path="home", visibility="hidden"))
+    by_key = {stage.key: page for stage, page in zip((s for s in ui.PIPELINE if s.exists), pages)}
+    for old, new in ui.MOVED.items():
+        if new in by_key:
+            pages.append(st.Page(_moved(by_key[new]), title=old, url_path=old, visibility="hidden"))
     following = state.FOLLOWING.pop(default=False)  # this run redraws the page at a run's newer snapshot
     began = time.perf_counter()
     with (

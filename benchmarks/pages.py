@@ -122,6 +122,16 @@ def click_button(prefix: str):
     return do
 
 
+def open_tab(name: str):
+    """Setup: open one of the page's tabs (ui.sections.parts: only the open tab's part runs)."""
+
+    def do(page):
+        main_area(page).get_by_role("tab", name=name, exact=True).click()
+        settle(page)
+
+    return do
+
+
 def train_small_bpe(page):
     main = main_area(page)
     main.get_by_role("button", name="Train BPE").click()
@@ -144,7 +154,7 @@ def train_short_run(page):
     """A 10-step run on the Training page, waited for until it has finished."""
     _set_slider(page, "Steps", "Home")
     main_area(page).get_by_role("button", name="Train", exact=True).click()
-    main_area(page).get_by_text(re.compile(r"finished · step")).first.wait_for(timeout=300_000)
+    main_area(page).get_by_text(re.compile(r"finished after \d+ steps")).first.wait_for(timeout=300_000)
     settle(page, live=True)
 
 
@@ -210,9 +220,24 @@ ACTIONS: dict[str, list[Action]] = {
         ),
     ],
     "sampling": [
-        Action("sampling.generate", "tokens-to-generate slider", slider_step("Tokens to generate", 0)),
-        Action("sampling.step_mode", "take the sampled token", click_button("Take the sampled token")),
-        Action("sampling.kv_cache", "KV tokens slider", slider_step("Tokens to generate", 1)),
+        Action(
+            "sampling.generate",
+            "tokens-to-generate slider",
+            slider_step("Tokens to generate", 0),
+            setup=open_tab("Generate"),
+        ),
+        Action(
+            "sampling.step_mode",
+            "take the sampled token",
+            click_button("Take the sampled token"),
+            setup=open_tab("Step mode"),
+        ),
+        Action(
+            "sampling.kv_cache",
+            "KV tokens slider",
+            slider_step("Tokens to generate", 0),
+            setup=open_tab("The KV cache"),
+        ),
         Action("sampling.distribution", "temperature", slider_step("Temperature")),
     ],
     "model": [
@@ -256,12 +281,13 @@ ACTIONS: dict[str, list[Action]] = {
             "page:training",
             "no run: positions per sequence (a whole-page widget)",
             slider_step("Positions per sequence"),
+            setup=open_tab("The loss by hand"),
         ),
         Action(
             "page:training",
             "a finished run: open Training from the sidebar",
             click_training_link,
-            setup=lambda page: (train_short_run(page), reopen_training(page)),
+            setup=lambda page: (open_tab("Your runs")(page), train_short_run(page), reopen_training(page)),
         ),
         Action(
             "training.all_runs", "a finished run: smooth the training curves", slider_step("Smooth the training curves")

@@ -1,4 +1,8 @@
-"""The Sampling page: temperature, top-k, top-p, greedy and beam search, one token at a time."""
+"""The Sampling page: temperature, top-k, top-p, greedy and beam search, one token at a time.
+
+It opens on the picked model's next-token bars for a prompt, transform by transform; step mode, generation, three
+temperatures and the KV cache are tabs under them (inside the same section: moving a slider redraws the open tab).
+"""
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -8,6 +12,7 @@ import ui
 from llmviz.errors import LlmvizError
 from llmviz.generation import sampling
 from llmviz.lessons import quiz
+from llmviz.lessons.defaults import DEFAULT_PROMPT
 from ui import charts, picker, sections, share, state
 from ui.panels import quiz as quiz_ui
 from ui.text import literal_html, literal_markdown, tidy_floats
@@ -43,8 +48,8 @@ def distribution_for(
     return sampling.next_token_view(_view.model, _view.tokenizer, prompt, temperature, top_k, top_p)
 
 
-st.header("1. The next-token distribution, transform by transform")  # its controls share its slide (presenter mode)
-prompt = st.text_input("Prompt", "" if is_names else "The for statement", **share.bind("prompt"))
+st.subheader("The next token, transform by transform")  # its controls share its slide (presenter mode)
+prompt = st.text_input("Prompt", "" if is_names else DEFAULT_PROMPT, **share.bind("prompt"))
 share.carried_note("prompt")
 TOP_K_DEFAULT = min(10, tokenizer.vocab_size)
 
@@ -125,8 +130,35 @@ def distribution_section(view: picker.ModelView, prompt: str, encoded) -> None:
     slider reruns this section alone."""
     temperature, top_k, top_p = sampler_controls()
     distribution_panels(view, prompt, temperature, top_k, top_p)
-    st.header("2. Step mode: one token at a time, and take a different branch")
+    sections.parts(
+        {
+            "Step mode": lambda: step_mode_part(view, encoded, temperature, top_k, top_p),
+            "Generate": lambda: generate_part(view, encoded),
+            "Three temperatures": lambda: temperatures_part(view, encoded),
+            "The KV cache": lambda: kv_cache_part(view, encoded),
+        },
+        share.bind("sampling_part"),
+    )
+
+
+def step_mode_part(view: picker.ModelView, encoded, temperature: float, top_k: int, top_p: float) -> None:
+    st.subheader("Step mode: one token at a time, and take a different branch")
     step_mode(view, encoded, temperature, top_k, top_p)
+
+
+def generate_part(view: picker.ModelView, encoded) -> None:
+    st.subheader("Generate")
+    generate_section(view, encoded)
+
+
+def temperatures_part(view: picker.ModelView, encoded) -> None:
+    st.subheader("The same prompt at three temperatures")
+    three_temperatures(view, encoded)
+
+
+def kv_cache_part(view: picker.ModelView, encoded) -> None:
+    st.subheader("The KV cache: the same tokens, less work")
+    kv_cache(view, encoded)
 
 
 def distribution_panels(view: picker.ModelView, prompt: str, temperature: float, top_k: int, top_p: float) -> None:
@@ -157,7 +189,7 @@ def distribution_panels(view: picker.ModelView, prompt: str, temperature: float,
                     )
                 )
                 figure.update_layout(
-                    title=title, height=360, margin=dict(l=5, r=5, t=40, b=5), xaxis_range=[0, min(1.0, largest * 1.25)]
+                    title=title, height=360, margin=charts.margins(40, 5, 5), xaxis_range=[0, min(1.0, largest * 1.25)]
                 )
                 figure.update_yaxes(autorange="reversed", type="category", dtick=1)  # every token named, big type too
                 charts.show(figure)
@@ -178,10 +210,7 @@ def distribution_panels(view: picker.ModelView, prompt: str, temperature: float,
         else:
             st.latex(r"T = 0:\; \text{all probability on } \arg\max_i z_i \text{ (greedy)}")
     st.subheader("Step 0 vs step N: the next token, before and after training")
-    st.caption(
-        "The raw softmax's 10 most likely next tokens for the same prompt: at step 0 (random weights) "
-        "the model is nearly uniform over its vocabulary; at the picked step it has learned what follows."
-    )
+    st.caption("The same prompt's 10 most likely next tokens at step 0 (random weights: nearly uniform) and now.")
 
     def render(shown_model: picker.ModelView, column: str) -> None:
         found = distribution_for(shown_model.key, prompt, 1.0, 0, 1.0, shown_model)
@@ -196,7 +225,7 @@ def distribution_panels(view: picker.ModelView, prompt: str, temperature: float,
                 texttemplate="%{x:.3f}",
             )
         )
-        figure.update_layout(height=340, margin=dict(l=5, r=5, t=10, b=5), xaxis_range=[0, 1])
+        figure.update_layout(height=340, margin=charts.margins(10, 5, 5), xaxis_range=[0, 1])
         figure.update_yaxes(autorange="reversed", type="category")
         charts.show(figure, key=state.widget("next_", column))
         st.metric("entropy of the raw softmax", f"{max(0.0, found.distribution.entropies['raw softmax']):.3f} nats")
@@ -214,11 +243,15 @@ def generate_section(view: picker.ModelView, encoded) -> None:
     model, tokenizer, label = view.model, view.tokenizer, view.key
     temperature, top_k, top_p = chosen_settings()
     m1, m2 = st.columns([3, 1])
-    method = m1.radio("Method", ["sampling", "greedy", "beam search"], horizontal=True, **share.bind("method"))
-    width = m2.slider("Beam width", 1, 8, 3, disabled=method != "beam search", **share.bind("beam_width"))
+    method = m1.radio(
+        "Method", ["sampling", "greedy", "beam search"], horizontal=True, persist_state="page", **share.bind("method")
+    )
+    width = m2.slider(
+        "Beam width", 1, 8, 3, disabled=method != "beam search", persist_state="page", **share.bind("beam_width")
+    )
     st.caption("Generate uses the temperature, top-k and top-p set in section 1 when you press it.")
     g1, g2 = st.columns([1, 3])
-    new_tokens = g1.slider("Tokens to generate", 1, 200, 40, **share.bind("new_tokens"))
+    new_tokens = g1.slider("Tokens to generate", 1, 200, 40, persist_state="page", **share.bind("new_tokens"))
     limit, keep = sampling.visible_tokens(model), sampling.shift_keep(model)
     if len(encoded.ids) + new_tokens > limit:
         g1.caption(
@@ -336,7 +369,7 @@ def generate_section(view: picker.ModelView, encoded) -> None:
             height=max(380, 26 * widest + 120),
             xaxis_title="depth (tokens generated)",
             yaxis_visible=False,
-            margin=dict(t=10),
+            margin=charts.margins(10),
             legend=dict(orientation="h", y=-0.15),
             xaxis=dict(dtick=1),
         )
@@ -395,6 +428,7 @@ def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, t
             "…or force one of the top 10",
             [t for t, _, _ in candidates],
             key=state.widget("step_forced_", label),
+            persist_state="page",
             format_func=lambda t: f"{tokenizer.printable(t)} (id {t})" + ("" if allowed[t] else " · filtered out"),
         )
         s2.button(
@@ -403,11 +437,6 @@ def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, t
         )
         s3.button("Undo", disabled=len(sequence) <= len(encoded.ids), on_click=sequence.pop)
 
-
-distribution_section(view, prompt, encoded)
-
-st.header("3. Generate")
-generate_section(view, encoded)
 
 # ------------------------------------------------------------------ three temperatures
 
@@ -439,9 +468,6 @@ def three_temperatures(view: picker.ModelView, encoded) -> None:
         )
 
 
-st.header("4. The same prompt at three temperatures")
-three_temperatures(view, encoded)
-
 # ------------------------------------------------------------------ the KV cache
 
 
@@ -455,8 +481,11 @@ def kv_cache(view: picker.ModelView, encoded) -> None:
         "values of earlier positions are kept, and only the new position runs. Both must write the same tokens."
     )
     k1, k2 = st.columns([1, 3])
-    kv_tokens = k1.slider("Tokens to generate", 10, 300, 100, step=10, key=state.widget("kv_tokens"))
-    if k1.button("Generate with and without the cache", key=state.widget("kv_run")):
+    kv_tokens = k1.slider(
+        "Tokens to generate", 10, 300, 100, step=10, key=state.widget("kv_tokens"), persist_state="page"
+    )
+    # the button's label whole (in the slider's narrow column it was cut to "Generate with and without the c…")
+    if k1.button("Generate both ways", key=state.widget("kv_run"), help="With the KV cache, then without it."):
         with ui.friendly_errors("the KV-cache comparison"):
             t = 0.0 if method == "greedy" else temperature
             state.KV_COMPARISON.set(
@@ -504,5 +533,4 @@ def kv_cache(view: picker.ModelView, encoded) -> None:
         )
 
 
-st.header("5. The KV cache: the same tokens, less work")
-kv_cache(view, encoded)
+distribution_section(view, prompt, encoded)

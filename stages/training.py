@@ -1,4 +1,9 @@
-"""The Training page: train a model live, compare runs, and see the loss and its gradient by hand."""
+"""The Training page: train a model live, compare runs, and see the loss and its gradient by hand.
+
+It opens on the loss curve of a run (the run picked in the sidebar, else the one trained last) under the Train
+button and its settings; the comparison of every run, the races, step 0 vs step N, the loss by hand and the toy
+decoder are tabs.
+"""
 
 import functools
 import math
@@ -14,7 +19,15 @@ from llmviz.generation.sampling import generate_text
 from llmviz.jobs.manager import JobRefused
 from llmviz.lessons import quiz
 from llmviz.lessons.architectures import SWITCH_RACE_TITLES, SWITCH_RACES, extrapolation
-from llmviz.models.charlevel import CHAR_MODEL_TITLES
+from llmviz.lessons.training import (
+    DEFAULT_BATCH_TEXT,
+    GPT_SIZES,
+    LEARNING_RATES,
+    MODEL_LABELS,
+    SWITCH_RACE_CONTEXT,
+    names_race,
+    optimizer_race,
+)
 from llmviz.models.decoder import toy_task_loop
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
 from llmviz.tokenizers.char_word import CharTokenizer
@@ -30,19 +43,8 @@ settings = ui.settings()
 ui.page_header(
     "Loss and training: watch a model learn",
     "Training nudges every parameter to make the next token more likely. The loss (cross-entropy) says how "
-    "surprised the model is; a uniform guess over V tokens scores ln V. Train on your text and watch it fall.",
+    "surprised the model is; a uniform guess over V tokens scores ln V. Press Train and watch it fall.",
 )
-
-GPT_SIZES = {
-    "gpt-nano": "GPT nano (2 layers, d 32)",
-    "gpt-micro": "GPT micro (2 layers, d 64)",
-    "gpt-mini": "GPT mini (4 layers, d 128)",
-    "llama-style": "Llama-style (4 layers, d 128: RoPE, RMSNorm, SwiGLU, grouped-query)",
-    "qwen-style": "Qwen-style (4 layers, d 128: like Llama, biased W_Q/W_K/W_V, tied head)",
-    "moe-tiny": "Mixture of experts (2 layers, d 64, 4 experts, top-2)",
-}
-MODEL_LABELS = GPT_SIZES | {name: f"char · {title}" for name, title in CHAR_MODEL_TITLES.items()}
-LEARNING_RATES = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0]
 
 
 @st.cache_resource(show_spinner="Training the BPE tokenizer for this corpus…", max_entries=6)
@@ -53,9 +55,9 @@ def cached_tokenizer(label: str, text: str, kind: str, vocab_size: int):
 
 
 loaded = ui.corpus_text()
-
-# ------------------------------------------------------------------ one run
-st.header("1. Train a model")
+if loaded is None:
+    st.stop()
+corpus_label, text = loaded
 
 
 def server_line() -> None:
@@ -82,40 +84,50 @@ def server_line() -> None:
     )
 
 
-st.caption(
-    "A run trains in the background: leave this page, look at your model on Attention or Embeddings "
-    "(pick it in the sidebar, drag its step slider) and come back — it keeps training."
-)
-if loaded is None:
-    st.stop()
-corpus_label, text = loaded
-c1, c2, c3, c4 = st.columns(4)
-model_name = c1.selectbox(
-    "Model", list(MODEL_LABELS), format_func=MODEL_LABELS.get, index=1, **share.bind("train_model")
-)
-tokenizer_kind = c1.radio(
-    "Tokenizer",
-    ["char", "bpe"],
-    horizontal=True,
-    **ui.keep("tokenizer", index=1 if model_name in GPT_SIZES and settings.corpus != "names" else 0),
-)
-vocab_size = c1.slider("BPE vocabulary", 257, 2048, disabled=tokenizer_kind != "bpe", **ui.keep("vocab", value=512))
-optimizer = c2.selectbox(
-    "Optimizer", list(OPTIMIZER_TITLES), format_func=OPTIMIZER_TITLES.get, index=5, **share.bind("optimizer")
-)
-lr = c2.select_slider("Learning rate", LEARNING_RATES, value=3e-3, format_func=lambda x: f"{x:g}", **share.bind("lr"))
-clip = c2.toggle("Clip gradients at norm 1", **ui.keep("clip", value=True))
-batch = c3.slider("Batch size", 1, 64, 16, **share.bind("batch"))
-context = c3.slider("Context (tokens)", 4, 128, **ui.keep("context", value=32))
-steps = c4.slider("Steps", 10, 2000, 300, step=10, **share.bind("steps"))
-sample_every = c4.slider(
-    "Sample every (steps)", 0, 500, step=10, help="0: no samples while training", **ui.keep("sample_every", value=100)
+# ------------------------------------------------------------------ Train, its settings, and the run's loss curve
+train_column, settings_column = st.columns([1, 5], vertical_alignment="top")
+train_pressed = train_column.button("Train", type="primary", key=state.widget("train"), width="stretch")
+with settings_column.expander("Settings: the model, its tokenizer, the optimizer, the steps"):
+    c1, c2, c3, c4 = st.columns(4)
+    model_name = c1.selectbox(
+        "Model", list(MODEL_LABELS), format_func=MODEL_LABELS.get, index=1, **share.bind("train_model")
+    )
+    tokenizer_kind = c1.radio(
+        "Tokenizer",
+        ["char", "bpe"],
+        horizontal=True,
+        **ui.keep("tokenizer", index=1 if model_name in GPT_SIZES and settings.corpus != "names" else 0),
+    )
+    vocab_size = c1.slider("BPE vocabulary", 257, 2048, disabled=tokenizer_kind != "bpe", **ui.keep("vocab", value=512))
+    optimizer = c2.selectbox(
+        "Optimizer", list(OPTIMIZER_TITLES), format_func=OPTIMIZER_TITLES.get, index=5, **share.bind("optimizer")
+    )
+    lr = c2.select_slider(
+        "Learning rate", list(LEARNING_RATES), value=3e-3, format_func=lambda x: f"{x:g}", **share.bind("lr")
+    )
+    clip = c2.toggle("Clip gradients at norm 1", **ui.keep("clip", value=True))
+    batch = c3.slider("Batch size", 1, 64, 16, **share.bind("batch"))
+    context = c3.slider("Context (tokens)", 4, 128, **ui.keep("context", value=32))
+    steps = c4.slider("Steps", 10, 2000, 300, step=10, **share.bind("steps"))
+    sample_every = c4.slider(
+        "Sample every (steps)",
+        0,
+        500,
+        step=10,
+        help="0: no samples while training",
+        **ui.keep("sample_every", value=100),
+    )
+settings_column.caption(
+    f"Train: {MODEL_LABELS[model_name]} · {'BPE ' + str(vocab_size) if tokenizer_kind == 'bpe' else 'characters'} · "
+    f"{OPTIMIZER_TITLES[optimizer]}, lr {lr:g} · batch {batch} × context {context} · {steps} steps on "
+    f"{literal_markdown(corpus_label)}. A run trains in the background: look at it on Attention or Embeddings "
+    "(pick it in the sidebar) and come back."
 )
 
 SHORT_TEXT = 100_000  # characters: tokenized here too, so that a text too short for one window is said at once
 
 
-if st.button("Train", type="primary", key=state.widget("train")):
+if train_pressed:
     try:
         config = TrainConfig(
             model=model_name,
@@ -157,51 +169,50 @@ if st.button("Train", type="primary", key=state.widget("train")):
             st.rerun()
 training.refusal("train")  # the share of runs or memory this run would pass, and what would fit
 
-focus = picker.manager().get(picker.session_id(), state.TRAINING_FOCUS.get() or "")
+
+def focused_run():
+    """The run the page opens on: the run picked in the sidebar, else the one trained here last, else the newest.
+    (Read from the picker's key: this page never draws the picked model itself, so a run's new snapshot redraws
+    only its live section, not the page.)"""
+    job_manager, session = picker.manager(), picker.session_id()
+    picked = picker.selected_key().split("@")[0]
+    if picked.startswith("run:") and (job := job_manager.get(session, picked.removeprefix("run:"))) is not None:
+        return job
+    if (job := job_manager.get(session, state.TRAINING_FOCUS.get() or "")) is not None:
+        return job
+    raced = {job_id for race in state.LAB_RUNS.get("race", default=[]) for job_id in race.values()}
+    mine = [job for job in training.runs() if job.id not in raced]
+    return mine[-1] if mine else None
+
+
+focus = focused_run()
 if focus is not None:
+    picker.on_this_page([focus.id], reset=True)
     if focus.info is not None:
         st.caption(
             f"{focus.info.parameters:,} parameters · vocabulary {focus.info.vocab_size} · "
             f"{focus.info.train_tokens:,} training and {focus.info.val_tokens:,} validation tokens"
         )
     training.live(
-        lambda: (server_line(), training.draw_run(focus, where="single")),
+        lambda: (training.draw_run(focus, where="single"), server_line()),
         active=lambda: focus.changing,
         name="training.run",
     )
 else:
+    picker.on_this_page([], reset=True)
+    st.info(
+        "No run yet. Press **Train**: a small GPT starts learning your text, and its loss curve appears here, "
+        "live — from about ln V (a uniform guess over its vocabulary) down."
+    )
     server_line()
 
 # ------------------------------------------------------------------ races
-st.header("2. Races: compare runs on one chart")
-race_left, race_right = st.columns(2)
-with race_left:
-    race_steps = st.slider("Steps per runner", 50, 1000, step=50, **ui.keep("race_steps", value=300))
-    char_race = st.button(
-        "Character-level race on names", help="counts bigram → neural bigram → MLP → WaveNet → RNN → GRU → Transformer"
-    )
-with race_right:
-    race_model = st.selectbox(
-        "Optimizer race: model", ["mlp", "gpt-nano", "rnn"], format_func=MODEL_LABELS.get, **ui.keep("race_model")
-    )
-    optimizer_race = st.button("SGD vs momentum vs RMSprop vs Adam")
-switch_left, switch_right = st.columns(2)
-race_switch = switch_left.selectbox(
-    "Architecture race: one switch, two GPT micros",
-    list(SWITCH_RACES),
-    format_func=SWITCH_RACE_TITLES.get,
-    **ui.keep("race_switch"),
-    help="The same GPT micro, the same seed and batches, on the corpus in the sidebar: only this switch differs.",
-)
-switch_race = switch_right.button("Race the two", key=state.widget("switch_race"))
-
-SWITCH_RACE_CONTEXT = 32  # the context an architecture race trains at; its GPT micros read up to 64
 
 
 def start_race(make_runners, remember=None) -> None:
     """Start ``make_runners()`` (``(label, trainer)`` pairs) as one race: one job, its runners side by side in one
     worker, a step of each in turn. A refusal (the session's share of the server) is a notice, a bad setting an error.
-    ``remember(jobs)`` is called with the race's jobs once it started."""
+    ``remember(jobs)`` is called with the race's jobs once it started; the tab Races draws the newest race."""
     try:
         started = picker.manager().submit_race(picker.session_id(), make_runners())
     except JobRefused as refused:
@@ -209,13 +220,14 @@ def start_race(make_runners, remember=None) -> None:
     except LlmvizError as error:
         st.error(str(error))
     else:
-        state.TRAINING_FOCUS.set(None)
+        state.TRAINING_FOCUS.set(None)  # the page opens on the race (the tab Races), not on one of its runners
+        state.LAB_RUNS.set([{job.label: job.id for job in started}], "race")
         if remember is not None:
             remember(started)
         st.rerun()
 
 
-def switch_race_runners() -> list:
+def switch_race_runners(race_switch: str, race_steps: int) -> list:
     race_seed = settings.run_seed()  # one seed for both runners: only the switch differs
     runners = []
     for title, switches in SWITCH_RACES[race_switch]:
@@ -238,62 +250,101 @@ def switch_race_runners() -> list:
     return runners
 
 
-def model_race_runners() -> list:
+def model_race_runners(char_race: bool, race_model: str, race_steps: int) -> list:
     from llmviz.data import corpus as corpus_module
 
     names = corpus_module.load("names") if char_race else text
-    if char_race:
-        lineup = [(name, "adam", 1e-1 if name == "bigram-neural" else 3e-3) for name in CHAR_MODEL_TITLES]
-    else:
-        lineup = [
-            (race_model, "sgd", 0.3),
-            (race_model, "momentum", 0.03),
-            (race_model, "rmsprop", 3e-3),
-            (race_model, "adam", 3e-3),
-        ]
+    lineup = names_race() if char_race else optimizer_race(race_model)
     race_seed = settings.run_seed()  # one seed for every runner: a fair race
     race = "names race" if char_race else "optimizer race"
     runners = []
-    for name, opt, rate in lineup:
+    for runner in lineup:
         config = TrainConfig(
-            model=name,
+            model=runner.model,
             tokenizer="char",
             context_length=16,
             batch_size=32,
             steps=race_steps,
-            optimizer=opt,
-            lr=rate,
+            optimizer=runner.optimizer,
+            lr=runner.lr,
             eval_interval=max(1, race_steps // 10),
             seed=race_seed,
             device=settings.device,
             warmup_steps=0,
             schedule="constant",
         )
-        label = training.unique_label(
-            f"{race}: {CHAR_MODEL_TITLES.get(name, name)}"
-            if char_race
-            else f"{race}: {OPTIMIZER_TITLES[opt]} (lr {rate:g})"
-        )
+        label = training.unique_label(f"{race}: {runner.title}")
         runners.append(
             (label, Trainer(config, prepare_data(names, config, cached_tokenizer("race", names, "char", 0))))
         )
     return runners
 
 
-if switch_race:
-    start_race(
-        switch_race_runners,
-        remember=lambda started: state.SWITCH_RACE.set(
-            {
-                "switch": race_switch,
-                "ids": [job.id for job in started],
-                "corpus": corpus_label,
-                "context": SWITCH_RACE_CONTEXT,
-            }
-        ),
+def race_runs() -> dict:
+    """The newest race's runners (``label → job``), as started."""
+    races = state.LAB_RUNS.get("race", default=[])
+    found = {
+        label: picker.manager().get(picker.session_id(), job_id)
+        for label, job_id in (races[-1] if races else {}).items()
+    }
+    return {label: job for label, job in found.items() if job is not None}
+
+
+def newest_race() -> None:
+    """The newest race, live: each runner's progress, then its final line, and their curves on one chart."""
+    runs = race_runs()
+    if not runs:
+        st.caption("A race's runners train side by side in one worker; they appear here, and under Your runs.")
+        return
+    picker.on_this_page([job.id for job in runs.values()])
+    training.live(
+        lambda: training.lab_panel(race_runs(), "race", chart_key=state.widget("race_chart"), vocab=True),
+        active=lambda: any(job.changing for job in race_runs().values()),
+        name="training.race",
     )
-if char_race or optimizer_race:
-    start_race(model_race_runners)
+
+
+def races_part() -> None:
+    """Races: several runs side by side in one worker, on one chart (the tab Your runs)."""
+    st.subheader("Races: compare runs on one chart")
+    race_left, race_right = st.columns(2)
+    with race_left:
+        race_steps = st.slider("Steps per runner", 50, 1000, step=50, **ui.keep("race_steps", value=300))
+        char_race = st.button(
+            "Character-level race on names",
+            help="counts bigram → neural bigram → MLP → WaveNet → RNN → GRU → Transformer",
+        )
+    with race_right:
+        race_model = st.selectbox(
+            "Optimizer race: model", ["mlp", "gpt-nano", "rnn"], format_func=MODEL_LABELS.get, **ui.keep("race_model")
+        )
+        optimizer_race_pressed = st.button("SGD vs momentum vs RMSprop vs Adam")
+    switch_left, switch_right = st.columns(2)
+    race_switch = switch_left.selectbox(
+        "Architecture race: one switch, two GPT micros",
+        list(SWITCH_RACES),
+        format_func=SWITCH_RACE_TITLES.get,
+        **ui.keep("race_switch"),
+        help="The same GPT micro, the same seed and batches, on the corpus in the sidebar: only this switch differs.",
+    )
+    switch_race = switch_right.button("Race the two", key=state.widget("switch_race"))
+    if switch_race:
+        start_race(
+            lambda: switch_race_runners(race_switch, race_steps),
+            remember=lambda started: state.SWITCH_RACE.set(
+                {
+                    "switch": race_switch,
+                    "ids": [job.id for job in started],
+                    "corpus": corpus_label,
+                    "context": SWITCH_RACE_CONTEXT,
+                }
+            ),
+        )
+    if char_race or optimizer_race_pressed:
+        start_race(lambda: model_race_runners(char_race, race_model, race_steps))
+    newest_race()
+    st.subheader("Longer than training: does a race's winner extrapolate?")
+    longer_than_training()
 
 
 def draw_all_runs() -> None:
@@ -318,7 +369,7 @@ def draw_all_runs() -> None:
     )  # a run new to the chart joins it once (so a finished race is on it), then it is the student's
     chosen = st.multiselect("Runs on the chart", list(all_runs), **chart)
     v1, v2 = st.columns(2)
-    show_val = v1.toggle("Show validation loss", value=True, key=state.widget("runs_show_val"))
+    show_val = v1.toggle("Show validation loss", value=True, key=state.widget("runs_show_val"), persist_state="page")
     smoothing = v2.slider(
         "Smooth the training curves",
         0.0,
@@ -326,6 +377,7 @@ def draw_all_runs() -> None:
         0.9,
         0.01,
         key=state.widget("runs_smoothing"),
+        persist_state="page",
         help="Exponential moving average of the training loss (the validation loss is not smoothed).",
     )
     charts.show(
@@ -340,15 +392,15 @@ def draw_all_runs() -> None:
     )
     summary = []
     for name, status in statuses.items():
-        last = status.metrics[-1] if status.metrics else None
-        val = status.last_val_loss
+        found = training.result(status)
+        val = found.val_loss
         summary.append(
             {
                 "run": name,
                 "steps": status.step,
                 "status": status.state,
-                "train loss": round(last.train_loss, 4) if last else None,
-                "validation loss": round(val, 4) if val is not None else None,
+                "train loss (last 10 steps)": round(found.train_loss, 3) if found.train_loss is not None else None,
+                "validation loss": round(val, 3) if val is not None else None,
                 "validation perplexity": round(math.exp(val), 2) if val is not None else None,
                 "snapshots at steps": ", ".join(map(str, status.snapshot_steps)),
             }
@@ -396,9 +448,15 @@ def draw_all_runs() -> None:
         st.rerun(scope="app")
 
 
-training.live(
-    draw_all_runs, active=lambda: any(job.changing for job in training.runs()), seconds=2.0, name="training.all_runs"
-)
+def your_runs_part() -> None:
+    st.subheader("Your runs: every run on one chart")
+    picker.on_this_page([job.id for job in training.runs()])
+    training.live(
+        draw_all_runs,
+        active=lambda: any(job.changing for job in training.runs()),
+        seconds=2.0,
+        name="training.all_runs",
+    )
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -442,6 +500,7 @@ def longer_than_training() -> None:
         [c for c in (40, 48, 56, 64, 96, 128) if trained < c <= limit],
         value=limit,
         key=state.widget("longer_context"),
+        persist_state="page",
     )
     models = {job.label: picker.load(f"run:{job.id}").model for job in jobs}
     first = jobs[0].info
@@ -458,7 +517,7 @@ def longer_than_training() -> None:
     )
     figure.update_layout(
         height=360,
-        margin=dict(t=30),
+        margin=charts.margins(30),
         xaxis_title="tokens read so far (position + 1)",
         yaxis_title="validation loss at that position",
     )
@@ -481,15 +540,7 @@ def longer_than_training() -> None:
     )
 
 
-st.subheader("Longer than training: does a race's winner extrapolate?")
-longer_than_training()
-
 # ------------------------------------------------------------------ before and after
-st.header("3. Your model at step 0 and at step N")
-st.caption(
-    "The model picker in the sidebar chooses a run and a step. Step 0 is the run's random start; the "
-    "same prompt, the same seed, two sets of weights."
-)
 
 
 def sample_panel(view, column_key: str, prompt: str) -> None:
@@ -511,7 +562,14 @@ def samples_before_after() -> None:
         picker.before_after(lambda view, column_key: sample_panel(view, column_key, prompt), what="samples")
 
 
-samples_before_after()
+def before_after_part() -> None:
+    st.subheader("Your model at step 0 and at step N")
+    st.caption(
+        "The model picker in the sidebar chooses a run and a step. Step 0 is the run's random start; the "
+        "same prompt, the same seed, two sets of weights."
+    )
+    samples_before_after()
+
 
 # ------------------------------------------------------------------ the loss by hand
 QUIZ_STEPS = 30
@@ -530,9 +588,6 @@ def training_quiz() -> list:
     return quiz.training_questions(gpt, gpt_tokenizer, text[:400], losses.__getitem__, lr, what)
 
 
-quiz_ui.section("training", training_quiz)
-
-
 @st.cache_data(show_spinner=False, max_entries=64)
 def shipped_batch_loss(rows: tuple[tuple[int, ...], ...]):
     """The shipped GPT's loss on ``rows``, taken apart (llmviz.training.losses): the same for every session, cached."""
@@ -547,16 +602,15 @@ def shipped_position_gradient(rows: tuple[tuple[int, ...], ...], position: int):
 
 
 def loss_step_by_step() -> None:
-    """4. The loss taken apart on a real batch, and 5. backpropagation through the output layer."""
-    st.header("4. The loss, step by step, on a real batch")
+    """The loss taken apart on a real batch, and backpropagation through the output layer."""
+    st.subheader("The loss, step by step, on a real batch")
     gpt, gpt_tokenizer, _ = models.shipped_gpt_or_stop()
     st.caption(
         "The shipped GPT (trained on the Python reference manual) reads two short sequences; each position "
         "must predict the token after it — the targets are the inputs shifted by one."
     )
-    default_batch = "Every object has an identity, a type and a value.\nThe for statement is used to iterate"
-    batch_text = st.text_area("Two lines of text (one sequence each)", default_batch, height=80)
-    tokens_per_row = st.slider("Positions per sequence", 1, 8, 3, **share.bind("positions"))
+    batch_text = st.text_area("Two lines of text (one sequence each)", DEFAULT_BATCH_TEXT, height=80)
+    tokens_per_row = st.slider("Positions per sequence", 1, 8, 3, persist_state="page", **share.bind("positions"))
     rows = [line for line in batch_text.splitlines() if line.strip()][:2]
     encoded = [gpt_tokenizer.encode(line)[: tokens_per_row + 1] for line in rows]
     if len(rows) < 1 or any(len(ids) < tokens_per_row + 1 for ids in encoded):
@@ -608,7 +662,7 @@ def loss_step_by_step() -> None:
             )
 
         # ------------------------------------------------------------------ backprop by hand
-        st.header("5. Backpropagation through the output layer")
+        st.subheader("Backpropagation through the output layer")
         position = ui.index_slider("Position (in sequence 0)", inputs.shape[1])
         target = int(targets[0, position])
         grad = shipped_position_gradient(tuple(tuple(ids) for ids in encoded), position)
@@ -621,7 +675,7 @@ def loss_step_by_step() -> None:
         figure.add_trace(go.Bar(x=labels, y=[float(grad.probabilities[i]) for i in shown], name="p (softmax)"))
         figure.add_trace(go.Bar(x=labels, y=[float(grad.one_hot[i]) for i in shown], name="y (one-hot target)"))
         figure.add_trace(go.Bar(x=labels, y=[float(grad.dlogits_by_hand[i]) for i in shown], name="∂L/∂logit = p − y"))
-        figure.update_layout(barmode="group", height=360, margin=dict(t=10))
+        figure.update_layout(barmode="group", height=360, margin=charts.margins(10))
         charts.show(figure, width="stretch")
         p_t = float(grad.probabilities[target])
         charts.latex(
@@ -640,24 +694,7 @@ def loss_step_by_step() -> None:
         )
 
 
-loss_step_by_step()
-
 # ------------------------------------------------------------------ the toy decoder
-st.header("6. The decoder of an encoder–decoder Transformer, on a toy task")
-st.caption(
-    "Ten random label sequences of 7 tokens (vocabulary 12); the decoder reads [start] + labels[:-1] and a "
-    "random encoder output, and learns to predict each next label: 6 layers, 8 heads, d_model 32, SGD with momentum."
-)
-if st.button("Train the decoder (200 steps)", key=state.widget("decoder_train")):
-    seed = settings.run_seed()
-    try:
-        decoder_job = picker.manager().submit_task(
-            picker.session_id(), functools.partial(toy_task_loop, seed=seed), label="toy decoder", total=200
-        )
-    except LlmvizError as error:
-        st.warning(str(error))
-    else:
-        state.DECODER_JOB.set(decoder_job.id)
 
 
 def draw_decoder() -> None:
@@ -665,14 +702,17 @@ def draw_decoder() -> None:
     if job is None:
         return
     status = job.status()
-    st.progress(status.fraction, text=status.describe())
+    if status.done:
+        training.final_line(job.label, status)
+    else:
+        st.progress(status.fraction, text=status.describe())
     training.controls(job, status, where="decoder")
     curve = status.losses
     if not curve:
         return
     figure = go.Figure(go.Scatter(x=[s for s, _ in curve], y=[v for _, v in curve], mode="lines"))
     figure.add_hline(y=math.log(12), line_dash="dash", annotation_text=f"ln 12 = {math.log(12):.2f}")
-    figure.update_layout(xaxis_title="step", yaxis_title="loss", height=320, margin=dict(t=10))
+    figure.update_layout(xaxis_title="step", yaxis_title="loss", height=320, margin=charts.margins(10))
     charts.show(figure, width="stretch", key=state.widget("decoder_chart"))
     if status.done:
         st.caption(
@@ -681,5 +721,36 @@ def draw_decoder() -> None:
         )
 
 
-_decoder = picker.manager().get(picker.session_id(), state.DECODER_JOB.get(default=""))
-training.live(draw_decoder, active=lambda: _decoder is not None and _decoder.changing, name="training.decoder")
+def decoder_part() -> None:
+    st.subheader("The decoder of an encoder–decoder Transformer, on a toy task")
+    st.caption(
+        "Ten random label sequences of 7 tokens (vocabulary 12); the decoder reads [start] + labels[:-1] and a "
+        "random encoder output, and learns to predict each next label: 6 layers, 8 heads, d_model 32, SGD with "
+        "momentum."
+    )
+    if st.button("Train the decoder (200 steps)", key=state.widget("decoder_train")):
+        seed = settings.run_seed()
+        try:
+            decoder_job = picker.manager().submit_task(
+                picker.session_id(), functools.partial(toy_task_loop, seed=seed), label="toy decoder", total=200
+            )
+        except LlmvizError as error:
+            st.warning(str(error))
+        else:
+            state.DECODER_JOB.set(decoder_job.id)
+    decoder = picker.manager().get(picker.session_id(), state.DECODER_JOB.get(default=""))
+    training.live(draw_decoder, active=lambda: decoder is not None and decoder.changing, name="training.decoder")
+
+
+# ------------------------------------------------------------------ the page's tabs
+quiz_ui.section("training", training_quiz)
+sections.parts(
+    {
+        "Your runs": your_runs_part,
+        "Races": races_part,
+        "Step 0 vs step N": before_after_part,
+        "The loss by hand": loss_step_by_step,
+        "The decoder of a Transformer": decoder_part,
+    },
+    share.bind("training_part"),
+)

@@ -23,10 +23,11 @@ from ui.routing import (
     start_server_once,
 )
 from ui.shared_sidebar import UPLOAD, Settings, corpus_text, settings, sidebar
-from ui.stages import PIPELINE, ROOT, Stage
+from ui.stages import MOVED, PIPELINE, ROOT, Stage
 from ui.widgets import bounded_slider, index_slider, keep, page_header
 
 __all__ = [
+    "MOVED",
     "PIPELINE",
     "ROOT",
     "RUN_APP_MESSAGE",

@@ -31,6 +31,7 @@ from llmviz import settings
 from llmviz.errors import LlmvizError, log_failure
 from llmviz.jobs import manager as jobs
 from llmviz.jobs.job import Job
+from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.training.checkpoint import (
     ListedCheckpoint,
     list_checkpoints,
@@ -41,7 +42,7 @@ from llmviz.training.checkpoint import (
 from llmviz.training.snapshots import load_into
 from ui import sections, state, watch
 from ui import streamlit_private as internals
-from ui.labels import run_label
+from ui.labels import fit, run_label
 from ui.sources import SOURCES, Entry, ModelView, Source, register_source  # noqa: F401 - public names of ui.picker
 from ui.text import literal_markdown
 
@@ -143,9 +144,25 @@ class ShippedSource:
         out = []
         for name in self.names():
             if name == SHIPPED_GPT:
-                out.append(Entry(f"shipped:{name}", f"Shipped GPT · {name} (Python manual)", "gpt"))
+                out.append(
+                    Entry(
+                        f"shipped:{name}",
+                        "Shipped GPT · Python manual",
+                        "gpt",
+                        note="Shipped with llmviz: a small GPT trained on the Python reference manual.",
+                    )
+                )
             else:
-                out.append(Entry(f"shipped:{name}", f"Shipped char-level · {name}", "charlevel"))
+                kind = name.removeprefix("names-")
+                out.append(
+                    Entry(
+                        f"shipped:{name}",
+                        f"Shipped {name}",
+                        "charlevel",
+                        note=f"Shipped with llmviz: a character-level {CHAR_MODEL_TITLES.get(kind, kind)} "
+                        "trained on first names.",
+                    )
+                )
         return out
 
     def load(self, key: str, step: int | None) -> ModelView:
@@ -173,9 +190,9 @@ class MiniLMSource:
         return [
             Entry(
                 "pretrained:minilm",
-                "Pretrained MiniLM (sentence encoder)",
+                "MiniLM (pretrained encoder)",
                 "minilm",
-                note="An encoder: it reads both ways and does not generate text.",
+                note="The pretrained sentence encoder all-MiniLM-L6-v2: it reads both ways and does not generate text.",
             )
         ]
 
@@ -185,7 +202,7 @@ class MiniLMSource:
         model = _minilm()
         return ModelView(
             key,
-            "Pretrained MiniLM (sentence encoder)",
+            "MiniLM (pretrained encoder)",
             model,
             model.tokenizer,
             {"config": asdict(model.config)},
@@ -539,13 +556,16 @@ def sidebar() -> None:
         "Model shown on every page",
         options,
         index=options.index(chosen),
-        format_func=lambda k: by_key[k].label + (f" — {by_key[k].note}" if not by_key[k].available else ""),
+        # every option fits the box (its whole label and what it is are in the caption under it)
+        format_func=lambda k: fit(by_key[k].label if by_key[k].available else f"{by_key[k].label} (unavailable)"),
         key=widget_key,
         on_change=_remember_model,
         args=(widget_key,),
         help="Pages show this model: a shipped one, or one of your runs (train one on the Training page).",
     )
     entry = by_key[chosen]
+    if fit(entry.label) != entry.label and entry.note != literal_markdown(entry.label):
+        st.caption(literal_markdown(entry.label))  # the whole label (the box shows its start)
     if entry.note:
         st.caption(entry.note)
     state.MODEL_USED.set(False)  # until a page section asks current()
@@ -600,16 +620,41 @@ def _step_slider(chosen: str, version: int) -> None:
         st.rerun(scope="app")
 
 
+def page_of_this_run() -> str:
+    """The page this script run draws (its script hash): the sidebar leaves a page's own runs to the page."""
+    ctx = internals.script_run_context()
+    return getattr(ctx, "page_script_hash", "") if ctx is not None else ""
+
+
+def on_this_page(job_ids: list[str], reset: bool = False) -> None:
+    """Record the runs this page draws live, so the sidebar does not report them a second time, at other moments
+    (it names them and says their progress is on the page). ``reset``: a page's first call in its run."""
+    page = page_of_this_run()
+    found = state.RUNS_ON_PAGE.get()
+    kept = set(found["ids"]) if found and found["page"] == page and not reset else set()
+    state.RUNS_ON_PAGE.set({"page": page, "ids": kept | set(job_ids)})
+
+
+def shown_on_page() -> set[str]:
+    """The ids of the runs the page drawn now shows live (for the sidebar)."""
+    found = state.RUNS_ON_PAGE.get()
+    return set(found["ids"]) if found and found["page"] == page_of_this_run() else set()
+
+
 def _jobs_panel_body(in_fragment: bool = False) -> None:
     owner = session_id()
     job_manager = manager()
     job_manager.heartbeat(owner)
     active = []
+    on_page = shown_on_page()
     for job in job_manager.jobs(owner):
         status = job.status()  # one status read per run per refresh
         if not status.done:
             active.append(job)
-            st.progress(status.fraction, text=f"{literal_markdown(job.label)}: {status.describe()}")
+            if job.id in on_page:  # the page draws it live: one report of its progress, not two at other moments
+                st.caption(f"{literal_markdown(job.label)}: {status.state}; its progress is on this page.")
+            else:
+                st.progress(status.fraction, text=f"{literal_markdown(job.label)}: {status.describe()}")
     finished = state.ACTIVE_JOBS.setdefault()
     now_active = {job.id for job in active}
     if (

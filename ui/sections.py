@@ -98,6 +98,24 @@ def lazy(label: str, key: str, *, expanded: bool = False, help_text: str | None 
     return None
 
 
+def parts(parts: dict[str, Callable[[], None]], link: dict) -> str:
+    """A page's lessons as tabs, one click away from its key picture: only the open tab's part runs.
+
+        sections.parts({"Quantization": quantize, "Memory": memory}, share.bind("adapting_part"))
+
+    The open tab is a link parameter (``link``: :func:`ui.share.bind` of one declared in :data:`ui.share.PARAMS`): a
+    copied link opens the same tab. Each part draws its own heading (presenter mode starts a slide there). Returns
+    the open tab's name.
+    """
+    tabs = st.tabs(list(parts), on_change="rerun", **link)
+    opened = next((name for name, tab in zip(parts, tabs) if tab.open), next(iter(parts)))
+    for (name, draw), tab in zip(parts.items(), tabs):
+        if name == opened:
+            with tab:
+                draw()
+    return opened
+
+
 class timed_page:
     """Context manager around a whole page's script run (app.py: ``with sections.timed_page() as timer``)."""
 

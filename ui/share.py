@@ -78,6 +78,7 @@ PARAMS: dict[str, tuple[str, str]] = {
     "batch": ("number", "Training: the batch size"),
     "steps": ("number", "Training: the number of steps"),
     "positions": ("number", "Training: positions per sequence in the loss example"),
+    "training_part": ("option", "Training: the open tab (your runs, races, step 0 vs step N, the loss by hand, …)"),
     # Sampling
     "prompt": ("text", "Sampling: the prompt"),
     "temperature": ("number", "Sampling: the temperature"),
@@ -86,9 +87,13 @@ PARAMS: dict[str, tuple[str, str]] = {
     "method": ("option", "Sampling: sampling, greedy or beam search"),
     "beam_width": ("number", "Sampling: the beam width"),
     "new_tokens": ("number", "Sampling: how many tokens to generate"),
-    # Adapt & serve
-    "lora_rank": ("number", "Adapt & serve: the LoRA rank"),
-    "quant_bits": ("number", "Adapt & serve: bits per quantized weight"),
+    "sampling_part": ("option", "Sampling: the open tab (step mode, generate, three temperatures, the KV cache)"),
+    # Adapting (old /adapt links open it, with these)
+    "lora_rank": ("number", "Adapting: the LoRA rank"),
+    "quant_bits": ("number", "Adapting: bits per quantized weight"),
+    "adapting_part": ("option", "Adapting: the open tab (LoRA, quantization, fine-tuning for a task, memory, …)"),
+    # Serving
+    "serving_part": ("option", "Serving: the open tab (the KV cache, paged attention, batching)"),
 }
 state.register_link_widgets(set(PARAMS))  # a bound widget's key is its parameter's name
 

@@ -57,10 +57,20 @@ PIPELINE: list[Stage] = [
     ),
     Stage("sampling", "Sampling", ":material/casino:", "stages/sampling.py", "temperature, top-k, top-p, beams"),
     Stage(
-        "adapt",
-        "Adapt & serve",
+        "adapting",
+        "Adapting",
         ":material/tune:",
-        "stages/adapt.py",
-        "fine-tuning, LoRA, quantization, less memory, serving",
+        "stages/adapting.py",
+        "LoRA, quantization, fine-tuning for a task, less memory",
+    ),
+    Stage(
+        "serving",
+        "Serving",
+        ":material/dns:",
+        "stages/serving.py",
+        "the KV cache, paged attention, batching",
     ),
 ]
+
+#: Addresses of stages that moved: old URL path → the stage that shows it now (its link parameters go along).
+MOVED: dict[str, str] = {"adapt": "adapting"}  # "Adapt & serve" became Adapting and Serving

@@ -108,6 +108,22 @@ ACTIVE_JOBS = Slot(
     default=set,
 )
 SESSION_ID = Slot("_llmviz_session_id", str, "this browser session's id, written for tests to find its jobs")
+# lab runs and computations in workers (ui.panels.runs)
+RUNS_ON_PAGE = Slot(
+    "_runs_on_page", dict, "the page (script hash) and the ids of the runs it draws live: the sidebar leaves them to it"
+)
+TASK_JOBS = Slot(
+    "_task_jobs",
+    dict,
+    "part of a page → the task job computing its result: {id, key of what it computes}",
+    default=dict,
+)
+LAB_RUNS = Slot(
+    "lab_runs_",
+    list,
+    "section → the lab runs it started, oldest first: one dict per start ({label: job id} and what was asked)",
+    family=True,
+)
 # the link (ui.share)
 LINK_CUT = Slot(
     "_share_cut", dict, "link parameter → (characters the link carries, characters of the text)", default=dict
@@ -164,12 +180,6 @@ BEAM = Slot("beam", tuple, "(model key, the beam search's result, the prompt's i
 THREE = Slot("three", tuple, "(model key, the texts at three temperatures)")
 KV_COMPARISON = Slot("kv", tuple, "(model key, generation timed with and without the KV cache)")
 STEP_MODE = Slot("step_mode_", dict, "model key → step mode's {sequence, prompt, seed}", family=True)
-# Adapt & serve
-TASK_PROMPTED = Slot("task_prompted", bool, "zero- and few-shot accuracy were asked for")
-MEMORY_MEASURED = Slot(
-    "memory_done", bool, "the memory measurement (each checkpointing × autocast setting) was asked for"
-)
-BATCHING_SERVED = Slot("batch_done_", bool, "model key → static vs continuous batching was run", family=True)
 
 
 def slots() -> Iterator[Slot]:
@@ -198,6 +208,7 @@ WIDGETS: dict[str, str] = {
     "run_resume_": "A run's Resume button (where, run)",
     "run_stop_": "A run's or a task's Stop button (where, run)",
     "run_chart_": "A run's loss chart (where, run)",
+    "task_start_": "Any page: start a computation in a worker (the part of the page)",
     # Tokens
     "tok_show_ids": "Tokens: show the ids under the tokens",
     "train_bpe": "Tokens: Train BPE",
@@ -245,6 +256,7 @@ WIDGETS: dict[str, str] = {
     # Loss & training
     "train": "Training: Train",
     "switch_race": "Training: race two runs that differ in one switch",
+    "race_chart": "Training: the newest race's curves",
     "longer_context": "Training: the context at which a finished architecture race is measured",
     "longer_chart": "Training: the loss at every position beyond the training context",
     "runs_show_val": "Training: show the validation loss",
@@ -259,48 +271,46 @@ WIDGETS: dict[str, str] = {
     "step_forced_": "Sampling: the token forced in step mode (model)",
     "kv_tokens": "Sampling: tokens to generate with and without the KV cache",
     "kv_run": "Sampling: generate with and without the KV cache",
-    # Adapt & serve
-    "lora_alpha": "Adapt: LoRA's α",
-    "lora_targets": "Adapt: the matrices LoRA adapts",
-    "lora_memory": "Adapt: LoRA's parameters and optimizer memory",
-    "lora_matrix": "Adapt: the matrix whose ΔW is drawn",
-    "lora_heatmap": "Adapt: ΔW = BA as a heatmap",
-    "lora_spectrum": "Adapt: ΔW's singular values",
-    "lora_steps": "Adapt: steps of the LoRA vs full fine-tuning runs",
-    "lora_start": "Adapt: start the LoRA and full fine-tuning runs",
-    "lora_curves": "Adapt: their loss curves",
-    "delta_matrix": "Adapt: the matrix of a picked run's ΔW",
-    "delta_spectrum": "Adapt: its singular values",
-    "quant_scale": "Adapt: per channel or per tensor",
-    "quant_zero": "Adapt: symmetric or with a zero point",
-    "quant_prompt": "Adapt: the prompt of the side-by-side text",
-    "quant_errors": "Adapt: the rounding error per matrix",
-    "quant_layer": "Adapt: the matrix of the histogram",
-    "quant_histogram": "Adapt: the weights before and after rounding",
-    "qat_bits": "Adapt: bits while training (QAT)",
-    "qat_steps": "Adapt: steps of the QAT runs",
-    "qat_start": "Adapt: start the QAT and float runs",
-    "task_steps": "Adapt: steps of the classifier runs",
-    "task_start": "Adapt: start the three classifier runs",
-    "task_loss": "Adapt: the classifier runs' loss",
-    "task_accuracy": "Adapt: the classifier runs' held-out accuracy",
-    "task_names": "Adapt: first names for a fine-tuned checkpoint's classifier",
-    "task_prompting": "Adapt: measure zero- and few-shot accuracy",
-    "task_versus": "Adapt: held-out accuracy of prompting and of the fine-tuning runs, side by side",
-    "memory_run": "Adapt: measure one training step each way (checkpointing × autocast)",
-    "memory_bars": "Adapt: activations saved for the backward pass",
-    "memory_steps": "Adapt: steps of the memory-switch runs",
-    "memory_start": "Adapt: start the memory-switch runs (three, four on CUDA)",
-    "memory_curves": "Adapt: their loss curves",
-    "zero_processes": "Adapt: processes for the ZeRO/FSDP picture",
-    "zero_bars": "Adapt: what each ZeRO stage keeps per process",
-    "kv_growth": "Adapt: the KV cache growing while generating",
-    "page_block": "Adapt: paged attention's block size",
-    "page_lengths": "Adapt: the requests' lengths",
-    "page_blocks": "Adapt: the block tables",
-    "batch_slots": "Adapt: requests served at once",
-    "batch_run": "Adapt: serve the six requests both ways",
-    "batching": "Adapt: static vs continuous batching",
+    # Adapting and Serving
+    "lora_alpha": "Adapting: LoRA's α",
+    "lora_targets": "Adapting: the matrices LoRA adapts",
+    "lora_memory": "Adapting: LoRA's parameters and optimizer memory",
+    "lora_matrix": "Adapting: the matrix whose ΔW is drawn",
+    "lora_heatmap": "Adapting: ΔW = BA as a heatmap",
+    "lora_spectrum": "Adapting: ΔW's singular values",
+    "lora_steps": "Adapting: steps of the LoRA vs full fine-tuning runs",
+    "lora_start": "Adapting: start the LoRA and full fine-tuning runs",
+    "lora_curves": "Adapting: their loss curves",
+    "delta_matrix": "Adapting: the matrix of a picked run's ΔW",
+    "delta_spectrum": "Adapting: its singular values",
+    "quant_scale": "Adapting: per channel or per tensor",
+    "quant_zero": "Adapting: symmetric or with a zero point",
+    "quant_prompt": "Adapting: the prompt of the side-by-side text",
+    "quant_errors": "Adapting: the rounding error per matrix",
+    "quant_layer": "Adapting: the matrix of the histogram",
+    "quant_histogram": "Adapting: the weights before and after rounding",
+    "qat_bits": "Adapting: bits while training (QAT)",
+    "qat_steps": "Adapting: steps of the QAT runs",
+    "qat_start": "Adapting: start the QAT and float runs",
+    "qat_curves": "Adapting: the QAT and float runs' loss curves",
+    "task_steps": "Adapting: steps of the classifier runs",
+    "task_start": "Adapting: start the three classifier runs",
+    "task_loss": "Adapting: the classifier runs' loss",
+    "task_accuracy": "Adapting: the classifier runs' held-out accuracy",
+    "task_names": "Adapting: first names for a fine-tuned checkpoint's classifier",
+    "task_versus": "Adapting: held-out accuracy of prompting and of the fine-tuning runs, side by side",
+    "memory_bars": "Adapting: activations saved for the backward pass",
+    "memory_steps": "Adapting: steps of the memory-switch runs",
+    "memory_start": "Adapting: start the memory-switch runs (three, four on CUDA)",
+    "memory_curves": "Adapting: their loss curves",
+    "zero_processes": "Adapting: processes for the ZeRO/FSDP picture",
+    "zero_bars": "Adapting: what each ZeRO stage keeps per process",
+    "kv_growth": "Serving: the KV cache growing while generating",
+    "page_block": "Serving: paged attention's block size",
+    "page_lengths": "Serving: the requests' lengths",
+    "page_blocks": "Serving: the block tables",
+    "batch_slots": "Serving: requests served at once",
+    "batching": "Serving: static vs continuous batching",
 }
 
 #: Widgets whose value survives navigation (``**ui.keep(name)``: key ``keep_<name>``): the Training page's settings.

@@ -28,7 +28,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from llmviz.errors import ConfigError
-from llmviz.models.gpt import GPT, MLP
+from llmviz.models.gpt import GPT, MLP, GPTConfig
 from llmviz.training.trainer import Trainer, learning_rate
 
 TARGETS = ("q", "k", "v", "proj", "mlp")
@@ -39,6 +39,20 @@ TARGET_TITLES = {
     "proj": "attention output W_O",
     "mlp": "MLP (both layers)",
 }
+
+
+def target_title(target: str, config: GPTConfig) -> str:
+    """What ``target`` adapts in a model of ``config``: a SwiGLU MLP has three matrices, and LoRA here adapts two.
+
+    >>> from llmviz.models.gpt import PRESETS
+    >>> target_title("mlp", PRESETS["gpt-mini"]), target_title("mlp", PRESETS["llama-style"])
+    ('MLP (both layers)', 'MLP (up and down; not the SwiGLU gate)')
+    """
+    if target == "mlp" and config.mlp_kind == "swiglu":
+        return "MLP (up and down; not the SwiGLU gate)"
+    return TARGET_TITLES[target]
+
+
 ADAMW_STATES = 2  # AdamW keeps two floats per trained parameter: the running mean and the running square
 FLOAT32_BYTES = 4
 

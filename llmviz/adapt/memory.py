@@ -260,6 +260,19 @@ def sharding(
     ]
 
 
+def rough_seconds(seconds: float) -> str:
+    """A wall-clock time as precise as one measurement on a shared machine is: two significant digits, in ms below
+    a second.
+
+    >>> rough_seconds(0.012345), rough_seconds(0.1789), rough_seconds(2.345), rough_seconds(0.0004)
+    ('12 ms', '180 ms', '2.3 s', '0.4 ms')
+    """
+    if seconds >= 1:
+        return f"{float(f'{seconds:.2g}'):g} s"
+    milliseconds = float(f"{seconds * 1000:.2g}")
+    return f"{milliseconds:g} ms"
+
+
 def human_bytes(count: float) -> str:
     """
     >>> human_bytes(1536), human_bytes(3 * 2**30)

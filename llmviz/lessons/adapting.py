@@ -8,7 +8,11 @@ as picklable trainers the page hands to the job system.
 from __future__ import annotations
 
 import copy
+import math
+import statistics
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -73,10 +77,18 @@ class LoRADemo:
     total: int
 
 
-def lora_demo(
-    model: GPT, tokenizer: Tokenizer, text: str, config: lora.LoRAConfig, steps: int = 20, seed: int = 0
-) -> LoRADemo:
-    """Train adapters for a few steps on ``text`` (a copy of ``model``; the original is not touched)."""
+def lora_demo_steps(
+    should_stop: Callable[[], bool],
+    model: GPT,
+    tokenizer: Tokenizer,
+    text: str,
+    config: lora.LoRAConfig,
+    steps: int = 20,
+    seed: int = 0,
+) -> Generator[tuple[int, float], None, LoRADemo | None]:
+    """Train adapters for a few steps on ``text`` (a copy of ``model``; the original is not touched), yielding
+    ``(step, loss)``; returns the :class:`LoRADemo` (None when stopped first). A task loop for
+    :meth:`llmviz.jobs.manager.JobManager.submit_task`: the page never trains in its own script run."""
     model = require_gpt(model)
     if model.num_parameters() > QUICK_PARAMETERS:
         raise ConfigError("This model is too large to train on the spot: start a LoRA lab run below instead.")
@@ -85,7 +97,12 @@ def lora_demo(
     trainer = lora.LoRATrainer(
         train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer), initial_model=model, lora=config
     )
-    losses = [m.train_loss for m in trainer.run()]
+    losses = []
+    for metrics in trainer.run():
+        losses.append(metrics.train_loss)
+        yield metrics.step, metrics.train_loss
+        if should_stop():
+            return None
     window = trainer.dataset.val_ids[: train_config.context_length][None]  # (1, T)
     trainer.adapted.eval()
     trainer.model.eval()
@@ -97,6 +114,43 @@ def lora_demo(
     return LoRADemo(
         losses, float(difference), deltas, lora.trainable_parameters(trainer.adapted), trainer.adapted.num_parameters()
     )
+
+
+def run_to_end(loop: Generator[tuple[int, float], None, Any]) -> Any:
+    """Run a task loop in this thread and return what it returns (for the CLI, tests and notebooks).
+
+    >>> def loop():
+    ...     yield 1, 0.5
+    ...     return "made"
+    >>> run_to_end(loop())
+    'made'
+    """
+    while True:
+        try:
+            next(loop)
+        except StopIteration as end:
+            return end.value
+
+
+def lora_demo(
+    model: GPT, tokenizer: Tokenizer, text: str, config: lora.LoRAConfig, steps: int = 20, seed: int = 0
+) -> LoRADemo:
+    """:func:`lora_demo_steps` run to its end in this thread."""
+    return run_to_end(lora_demo_steps(lambda: False, model, tokenizer, text, config, steps, seed))
+
+
+def delta_rank_bound(name: str, config: lora.LoRAConfig) -> int:
+    """The largest rank ΔW of the adapted matrix ``name`` can have: r for each block of rows an adapter of rank r
+    writes. W_Q, W_K and W_V share one fused matrix (``attn.qkv``), and each of them adapted there adds its own
+    r rows of B A: the default W_Q + W_V adapters reach 2r, all three 3r; every other matrix has one adapter.
+
+    >>> config = lora.LoRAConfig(rank=4, targets=("q", "v"))
+    >>> delta_rank_bound("blocks.0.attn.qkv.weight", config), delta_rank_bound("blocks.0.attn.proj.weight", config)
+    (8, 4)
+    """
+    if name.endswith("attn.qkv.weight"):
+        return config.rank * sum(1 for target in ("q", "k", "v") if target in config.targets)
+    return config.rank
 
 
 def lora_run(
@@ -213,15 +267,39 @@ class QuantReport:
     text_after: str
 
 
+def quant_report_steps(
+    should_stop: Callable[[], bool],
+    model: GPT,
+    tokenizer: Tokenizer,
+    text: str,
+    spec: qz.QuantSpec,
+    prompt: str,
+    new_tokens: int = 40,
+) -> Generator[tuple[int, float], None, QuantReport | None]:
+    """:func:`quant_report` as a task loop (four steps: quantize, compare on held-out text, two generations)."""
+    model = require_gpt(model)
+    result = qz.quantize_model(model, spec)
+    yield 1, float("nan")
+    if should_stop():
+        return None
+    comparison = qz.compare(model, result.model, held_out_ids(tokenizer, text, model))
+    yield 2, comparison.loss_after
+    if should_stop():
+        return None
+    before = generate_text(model, tokenizer, prompt, max_new_tokens=new_tokens, temperature=0.0)
+    yield 3, float("nan")
+    after = generate_text(result.model, tokenizer, prompt, max_new_tokens=new_tokens, temperature=0.0)
+    yield 4, float("nan")
+    return QuantReport(spec, result.layers, result.float_bytes, result.total_bytes, comparison, before, after)
+
+
+QUANT_REPORT_STEPS = 4
+
+
 def quant_report(
     model: GPT, tokenizer: Tokenizer, text: str, spec: qz.QuantSpec, prompt: str, new_tokens: int = 40
 ) -> QuantReport:
-    model = require_gpt(model)
-    result = qz.quantize_model(model, spec)
-    comparison = qz.compare(model, result.model, held_out_ids(tokenizer, text, model))
-    before = generate_text(model, tokenizer, prompt, max_new_tokens=new_tokens, temperature=0.0)
-    after = generate_text(result.model, tokenizer, prompt, max_new_tokens=new_tokens, temperature=0.0)
-    return QuantReport(spec, result.layers, result.float_bytes, result.total_bytes, comparison, before, after)
+    return run_to_end(quant_report_steps(lambda: False, model, tokenizer, text, spec, prompt, new_tokens))
 
 
 def layer_values(model: GPT, name: str, spec: qz.QuantSpec) -> tuple[torch.Tensor, torch.Tensor]:
@@ -265,23 +343,45 @@ def weight_histograms(model: GPT, name: str, spec: qz.QuantSpec, bins: int = 200
     )
 
 
+def ptq_vs_qat_steps(
+    should_stop: Callable[[], bool],
+    original: GPT,
+    qat_trained: GPT,
+    float_trained: GPT | None,
+    tokenizer: Tokenizer,
+    text: str,
+    spec: qz.QuantSpec,
+) -> Generator[tuple[int, float], None, dict[str, float] | None]:
+    """Held-out loss: the float model, post-training quantization of it, quantization after QAT and (with
+    ``float_trained``) after the same training in float: a task loop, one model per yield."""
+    windows = held_out_ids(tokenizer, text, original)
+    models = {
+        "float (original)": None,
+        f"post-training {spec.title}": original,
+        f"QAT, then {spec.title}": qat_trained,
+    }
+    if float_trained is not None:
+        models[f"float fine-tuned, then {spec.title}"] = float_trained
+    rows: dict[str, float] = {}
+    for name, trained in models.items():
+        if trained is None:
+            rows[name] = qz.compare(original, original, windows).loss_before
+        else:
+            rows[name] = qz.compare(original, qz.quantize_model(trained, spec).model, windows).loss_after
+        yield len(rows), rows[name]
+        if should_stop():
+            return None
+    return rows
+
+
+PTQ_VS_QAT_STEPS = 4
+
+
 def ptq_vs_qat(
     original: GPT, qat_trained: GPT, float_trained: GPT | None, tokenizer: Tokenizer, text: str, spec: qz.QuantSpec
 ) -> dict[str, float]:
     """Held-out loss: the float model, post-training quantization of it, and quantization after QAT."""
-    windows = held_out_ids(tokenizer, text, original)
-    rows = {
-        "float (original)": qz.compare(original, original, windows).loss_before,
-        f"post-training {spec.title}": qz.compare(
-            original, qz.quantize_model(original, spec).model, windows
-        ).loss_after,
-        f"QAT, then {spec.title}": qz.compare(original, qz.quantize_model(qat_trained, spec).model, windows).loss_after,
-    }
-    if float_trained is not None:
-        rows[f"float fine-tuned, then {spec.title}"] = qz.compare(
-            original, qz.quantize_model(float_trained, spec).model, windows
-        ).loss_after
-    return rows
+    return run_to_end(ptq_vs_qat_steps(lambda: False, original, qat_trained, float_trained, tokenizer, text, spec))
 
 
 # ---------------------------------------------------------------------------- fine-tuning for a task
@@ -294,6 +394,25 @@ class BCEExample:
     names: list[str]
     steps: finetune.BCESteps
     torch_value: float  # F.binary_cross_entropy_with_logits on the same logits
+
+    def caption(self) -> str:
+        """What the untrained head's mean loss says, against ln 2 (the loss of a head that always answers 50 %): a
+        name whose random logit leans the wrong way costs more than ln 2, one that leans the right way less.
+
+        >>> steps = finetune.bce_steps(torch.tensor([2.0, -1.0]), torch.tensor([0, 0]))  # 2.1269 and 0.3133
+        >>> BCEExample(["Ada", "Bo"], steps, steps.mean).caption()
+        'The head is untrained (random weights): the mean loss on these 2 names is 1.220, above ln 2 = 0.693, the \
+loss of a head that always answers 50 % (a coin flip). Its random logits lean the wrong way for 1 of the 2 names: \
+each of those costs more than ln 2, each of the others less.'
+        """
+        mean, coin = self.steps.mean, math.log(2)
+        wrong = sum(1 for z, y in zip(self.steps.logits, self.steps.labels, strict=True) if (z > 0) != (y == 1))
+        return (
+            f"The head is untrained (random weights): the mean loss on these {len(self.names)} names is {mean:.3f}, "
+            f"{'above' if mean >= coin else 'below'} ln 2 = {coin:.3f}, the loss of a head that always answers 50 % "
+            f"(a coin flip). Its random logits lean the wrong way for {wrong} of the {len(self.names)} names: each of "
+            "those costs more than ln 2, each of the others less."
+        )
 
 
 def bce_example(model: GPT, tokenizer: Tokenizer, count: int = 6, seed: int = 0) -> BCEExample:
@@ -351,31 +470,61 @@ def lab_footprint(
     )
 
 
-def prompting(
-    model: GPT, tokenizer: Tokenizer, shots: tuple[int, ...] = (0, 1, 4), limit: int | None = None
-) -> list[finetune.PromptingResult]:
+PROMPTING_SHOTS = (0, 1, 4)
+
+
+def prompting_steps(
+    should_stop: Callable[[], bool],
+    model: GPT,
+    tokenizer: Tokenizer,
+    shots: tuple[int, ...] = PROMPTING_SHOTS,
+    limit: int | None = None,
+) -> Generator[tuple[int, float], None, list[finetune.PromptingResult] | None]:
     """Zero-/few-shot accuracy on the held-out names the fine-tuned classifiers are measured on (all of them, or
-    the first ``limit``)."""
+    the first ``limit``): a task loop, one number of examples per yield."""
     train, held = finetune.name_examples()
     held = held[:limit]
-    return [finetune.prompting_accuracy(require_gpt(model), tokenizer, k, held, train) for k in shots]
+    results = []
+    for k in shots:
+        results.append(finetune.prompting_accuracy(require_gpt(model), tokenizer, k, held, train))
+        yield len(results), float("nan")
+        if should_stop():
+            return None
+    return results
+
+
+def prompting(
+    model: GPT, tokenizer: Tokenizer, shots: tuple[int, ...] = PROMPTING_SHOTS, limit: int | None = None
+) -> list[finetune.PromptingResult]:
+    """:func:`prompting_steps` run to its end in this thread."""
+    return run_to_end(prompting_steps(lambda: False, model, tokenizer, shots, limit))
 
 
 # ---------------------------------------------------------------------------- memory and serving
 
 
-def memory_table(model: GPT, tokenizer: Tokenizer, text: str, batch: int = 4) -> list[memory.StepMeasure]:
+def memory_table_steps(
+    should_stop: Callable[[], bool], model: GPT, tokenizer: Tokenizer, text: str, batch: int = 4
+) -> Generator[tuple[int, float], None, list[memory.StepMeasure] | None]:
     """One training step of the model on held-out windows, with and without checkpointing and bf16 autocast
-    (and fp16 autocast too when the model is on CUDA)."""
+    (and fp16 autocast too when the model is on CUDA): a task loop, one measured step per yield."""
     model = require_gpt(model)
     context = min(64, model.config.context_length)
     windows = held_out_ids(tokenizer, text, model, windows=batch)
     inputs, targets = windows[:, :context], windows[:, 1 : context + 1]
-    return [
-        memory.measure_step(model, inputs, targets, checkpointing=c, bf16=b, fp16=f)
-        for c in (False, True)
-        for b, f in memory_precisions(model)
-    ]
+    measures = []
+    for c in (False, True):
+        for b, f in memory_precisions(model):
+            measures.append(memory.measure_step(model, inputs, targets, checkpointing=c, bf16=b, fp16=f))
+            yield len(measures), measures[-1].loss
+            if should_stop():
+                return None
+    return measures
+
+
+def memory_table(model: GPT, tokenizer: Tokenizer, text: str, batch: int = 4) -> list[memory.StepMeasure]:
+    """:func:`memory_table_steps` run to its end in this thread."""
+    return run_to_end(memory_table_steps(lambda: False, model, tokenizer, text, batch))
 
 
 def memory_precisions(model: GPT) -> list[tuple[bool, bool]]:
@@ -386,8 +535,11 @@ def memory_precisions(model: GPT) -> list[tuple[bool, bool]]:
     return precisions
 
 
-def batching(model: GPT, tokenizer: Tokenizer, slots: int, lengths: tuple[int, ...]) -> dict[str, serving.ServeResult]:
-    """The same requests (prompts from the held-out names, different lengths) under both policies."""
+def batching_requests(
+    model: GPT, tokenizer: Tokenizer, lengths: tuple[int, ...]
+) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """The requests both policies serve: prompts from the held-out names ("Mary is"), and how many tokens each
+    wants (at most what the model's context leaves)."""
     model = require_gpt(model)
     _, held = finetune.name_examples()
     prompts, wanted = {}, {}
@@ -395,7 +547,78 @@ def batching(model: GPT, tokenizer: Tokenizer, slots: int, lengths: tuple[int, .
         name = f"request {i + 1}"
         prompts[name] = encode(tokenizer, f"{held[i].text} is")[-model.config.context_length // 2 :]
         wanted[name] = max(1, min(length, model.config.context_length - len(prompts[name])))
+    return prompts, wanted
+
+
+def batching(model: GPT, tokenizer: Tokenizer, slots: int, lengths: tuple[int, ...]) -> dict[str, serving.ServeResult]:
+    """The same requests (prompts from the held-out names, different lengths) under both policies."""
+    prompts, wanted = batching_requests(model, tokenizer, lengths)
     return {policy: serving.serve(model, prompts, wanted, slots, policy) for policy in ("static", "continuous")}
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A speed measured several times: the median and the spread (lowest, highest) of the repeats."""
+
+    values: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    @property
+    def low(self) -> float:
+        return min(self.values)
+
+    @property
+    def high(self) -> float:
+        return max(self.values)
+
+    def text(self) -> str:
+        """The median with its spread.
+
+        >>> Rate((310.0, 290.0, 305.4)).text()
+        '305 (290–310, 3 runs)'
+        """
+        return f"{self.median:,.0f} ({self.low:,.0f}–{self.high:,.0f}, {len(self.values)} runs)"
+
+
+@dataclass(frozen=True)
+class Batching:
+    """Both policies on the same requests: each policy's first run (its schedule: steps, waits, finishes, the same
+    in every repeat) and its tokens/s over every repeat (wall-clock: it varies from run to run)."""
+
+    results: dict[str, serving.ServeResult]
+    rates: dict[str, Rate]
+    repeats: int
+
+
+BATCHING_REPEATS = 5
+
+
+def batching_steps(
+    should_stop: Callable[[], bool],
+    model: GPT,
+    tokenizer: Tokenizer,
+    slots: int,
+    lengths: tuple[int, ...],
+    repeats: int = BATCHING_REPEATS,
+) -> Generator[tuple[int, float], None, Batching | None]:
+    """Serve the requests under both policies ``repeats`` times, alternating (so a busy moment of the machine
+    slows both alike): a task loop, one repeat per yield. The schedule is the same every time (greedy decoding,
+    the same slots); only the seconds differ, which is why the tokens/s are a median with their spread."""
+    prompts, wanted = batching_requests(model, tokenizer, lengths)
+    first: dict[str, serving.ServeResult] = {}
+    seen: dict[str, list[float]] = {"static": [], "continuous": []}
+    for repeat in range(1, repeats + 1):
+        for policy in ("static", "continuous"):
+            result = serving.serve(model, prompts, wanted, slots, policy)
+            first.setdefault(policy, result)
+            seen[policy].append(result.tokens_per_s)
+        yield repeat, float("nan")
+        if should_stop():
+            return None
+    return Batching(first, {policy: Rate(tuple(values)) for policy, values in seen.items()}, repeats)
 
 
 # ---------------------------------------------------------------------------- predict, then reveal
@@ -431,7 +654,8 @@ def adapt_questions(model: GPT, tokenizer: Tokenizer, prompt: str) -> list[Quest
         )
     ]
     ids = encode(tokenizer, prompt)[-model.config.context_length :] or [0]
-    int4 = qz.quantize_model(model, qz.QuantSpec(bits=4, per_channel=False, symmetric=True)).model
+    int4_spec = qz.QuantSpec(bits=4, per_channel=False, symmetric=True)
+    int4 = qz.quantize_model(model, int4_spec).model
     with torch.no_grad():
         before = model(torch.tensor([ids]))[0][0, -1]
         after = int4(torch.tensor([ids]))[0][0, -1]
@@ -445,9 +669,10 @@ def adapt_questions(model: GPT, tokenizer: Tokenizer, prompt: str) -> list[Quest
             ("the same top token", "a different top token"),
             0 if same else 1,
             f"Float32: {tokenizer.printable(int(before.argmax()))!r} (logit {float(before.max()):.3f}); int4: "
-            f"{tokenizer.printable(int(after.argmax()))!r} (logit {float(after.max()):.3f}) — **{answer}**. Sixteen "
-            "levels per matrix move every weight by up to half a step; whether the winner changes depends on how "
-            "close the top two logits were.",
+            f"{tokenizer.printable(int(after.argmax()))!r} (logit {float(after.max()):.3f}) — **{answer}**. The "
+            f"symmetric int4 grid has {int4_spec.levels} levels per matrix ({int4_spec.qmin} … {int4_spec.qmax}: "
+            "−8 is left out so that the grid is symmetric around 0); rounding moves every weight by up to half "
+            "a step, and whether the winner changes depends on how close the top two logits were.",
         )
     )
     tokens = 100

@@ -39,7 +39,8 @@ PAGES = [
     "stages/model.py",
     "stages/inside.py",
     "stages/sampling.py",
-    "stages/adapt.py",
+    "stages/adapting.py",
+    "stages/serving.py",
 ]
 
 

@@ -64,7 +64,7 @@ def test_the_training_page_refuses_a_run_that_does_not_fit_and_keeps_saying_why(
 def test_the_adapt_pages_refusal_reaches_the_page_after_its_rerun(small_server):
     """The Start button reruns the whole page at once: the refusal is kept in the session and shown after it."""
     server = small_server(share_mb=100)  # less than a worker's own memory: any run is refused
-    at = run_page("stages/adapt.py")
+    at = run_page("stages/adapting.py")
     at.button(key="lora_start").click().run()
     assert_clean(at)
     said = unescaped(texts(at.warning))

@@ -4,10 +4,14 @@ the Deterministic pages switch and the predict-then-reveal quiz."""
 import json
 
 import pytest
+import torch
 from streamlit.testing.v1 import AppTest
 
 import ui
-from tests.support.pages import TIMEOUT, assert_clean, by_label, run_page, texts
+from llmviz.data import corpus
+from llmviz.lessons.defaults import DEFAULT_PROMPT
+from llmviz.training.checkpoint import load_checkpoint
+from tests.support.pages import TIMEOUT, assert_clean, by_label, open_tab, run_page, texts
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 
@@ -16,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
     "temperature, top_k, top_p", [(0.0, 0, 1.0), (2.5, 1024, 0.01), (0.05, 1, 1.0), (1.0, 0, 0.01)]
 )
 def test_sampling_slider_extremes(temperature, top_k, top_p):
-    at = run_page("stages/sampling.py")
+    at = run_page("stages/sampling.py", sampling_part="Generate")  # the tab of the Generate button
     by_label(at.slider, "Temperature").set_value(temperature)
     by_label(at.slider, "Top-k").set_value(top_k)
     by_label(at.slider, "Top-p").set_value(top_p).run()
@@ -28,7 +32,7 @@ def test_sampling_slider_extremes(temperature, top_k, top_p):
 
 @pytest.mark.parametrize("method", ["greedy", "beam search"])
 def test_sampling_methods(method):
-    at = run_page("stages/sampling.py")
+    at = run_page("stages/sampling.py", sampling_part="Generate")
     by_label(at.radio, "Method").set_value(method).run()
     by_label(at.button, "Generate").click().run()
     assert_clean(at)
@@ -48,11 +52,12 @@ def test_sampling_names_model_long_prompt_and_unknown_characters():
 
 @pytest.mark.parametrize("shipped", ["names-bigram-counts", "names-bigram-neural", "names-mlp"])
 def test_sampling_generates_from_short_context_models(shipped):
-    at = run_page("stages/sampling.py", _picker_selected=f"shipped:{shipped}")  # the sidebar picker
+    at = run_page("stages/sampling.py", _picker_selected=f"shipped:{shipped}", sampling_part="Generate")
     by_label(at.slider, "Tokens to generate").set_value(30)
     by_label(at.button, "Generate").click().run()
     assert_clean(at)
     assert not at.error, texts(at.error)
+    open_tab(at, "sampling_part", "Three temperatures")  # the next tab
     by_label(at.button, "Generate at these temperatures").click().run()
     assert not at.error and "error" not in " ".join(str(c.value) for c in at.code)
 
@@ -62,6 +67,7 @@ def test_sampling_step_mode_and_three_temperatures():
     by_label(at.button, "Take this one (branch)").click().run()
     assert_clean(at)
     by_label(at.button, "Undo").click().run()
+    open_tab(at, "sampling_part", "Three temperatures")  # the next tab
     by_label(at.button, "Generate at these temperatures").click().run()
     assert_clean(at)
     assert any("T = " in m.value for m in at.markdown)
@@ -73,7 +79,7 @@ def _generated_tokens(at):
 
 @pytest.mark.parametrize("deterministic", [True, False])
 def test_deterministic_switch_decides_whether_generate_repeats(deterministic):
-    at = run_page("stages/sampling.py", deterministic=deterministic)
+    at = run_page("stages/sampling.py", deterministic=deterministic, sampling_part="Generate")
     by_label(at.slider, "Temperature").set_value(1.5)
     by_label(at.slider, "Top-k").set_value(0)
     by_label(at.slider, "Top-p").set_value(1.0)
@@ -117,7 +123,7 @@ def test_step_mode_offers_the_raw_top_10_marked_when_filtered():
 
 
 def test_kv_cache_section_generates_the_same_tokens_both_ways():
-    at = run_page("stages/sampling.py")
+    at = run_page("stages/sampling.py", sampling_part="The KV cache")
     at.slider(key="kv_tokens").set_value(20)
     at.button(key="kv_run").click().run()
     assert_no_error_box(at)
@@ -127,7 +133,7 @@ def test_kv_cache_section_generates_the_same_tokens_both_ways():
 
 
 def test_beam_search_tree_marks_the_winning_path():
-    at = run_page("stages/sampling.py")
+    at = run_page("stages/sampling.py", sampling_part="Generate")
     by_label(at.radio, "Method").set_value("beam search").run()
     by_label(at.slider, "Tokens to generate").set_value(4)
     at.button[[b.label for b in at.button].index("Generate")].click().run()
@@ -173,3 +179,31 @@ def test_quiz_reveal_and_score_on_the_sampling_page():
     assert len(answers) == 1
     verdicts = [a.value for a in at.success] + [a.value for a in at.error]
     assert any(v.startswith(("Right", "Not quite")) for v in verdicts)
+
+
+def test_the_default_prompt_is_the_manuals_and_its_most_likely_next_token_is_a_word():
+    """'The for statement' (the default) was a heading of the manual: the shipped GPT's most likely next token after
+    it was a newline. The default is a sentence of the manual, and the page's first bar is the model's own top token
+    (torch's argmax on the shipped GPT), a word, not a line break."""
+    assert DEFAULT_PROMPT in corpus.load("python-docs")
+    at = run_page("stages/sampling.py")
+    assert_clean(at)
+    assert at.text_input(key="prompt").value == DEFAULT_PROMPT
+    model, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")
+    with torch.no_grad():
+        logits = model(torch.tensor([tokenizer.encode(DEFAULT_PROMPT)]))[0][0, -1]
+    top = int(logits.argmax())
+    assert "\n" not in tokenizer.decode([top]) and tokenizer.decode([top]).strip()
+    first = json.loads(at.get("plotly_chart")[0].proto.spec)  # the page's first picture: the raw softmax's bars
+    assert first["layout"]["title"]["text"] == "raw softmax"
+    assert first["data"][0]["y"][0] == tokenizer.printable(top)
+    assert abs(first["data"][0]["x"][0] - float(torch.softmax(logits, -1)[top])) < 1e-6
+
+
+def test_the_lessons_are_tabs_and_only_the_open_one_runs():
+    at = run_page("stages/sampling.py")
+    assert [t.label for t in at.tabs] == ["Step mode", "Generate", "Three temperatures", "The KV cache"]
+    assert [h.value for h in at.subheader][-1].startswith("Step mode")
+    assert not [b for b in at.button if b.label == "Generate"]  # the Generate tab has not run
+    at = run_page("stages/sampling.py", sampling_part="The KV cache")  # a link to the tab (?sampling_part=…)
+    assert [b.label for b in at.button if b.key == "kv_run"] == ["Generate both ways"]  # no cut-off label

@@ -19,6 +19,7 @@ from llmviz.training.trainer import TrainConfig, Trainer
 from tests.support.gpt2 import make_hf_gpt2
 from tests.support.pages import TIMEOUT, assert_clean, run_page, texts
 from tests.support.paths import ROOT
+from ui.labels import run_label
 
 
 def test_sidebar_undownloaded_corpus_warns_not_crashes():
@@ -122,14 +123,16 @@ def test_two_runs_of_the_same_model_are_told_apart_and_inside_names_the_model(fr
     at.switch_page(str(ui.ROOT / "stages/inside.py")).run()
     assert_clean(at)
     picker_box = next(box for box in at.sidebar.selectbox if box.label == "Model shown on every page")
-    runs = [option for option in picker_box.options if "US census first names" in option]
+    runs = [option for option in picker_box.options if option.startswith("Run ")]
     assert len(runs) == 2, picker_box.options
-    # what a narrow sidebar shows of each (about 40 characters) tells them apart: the run's number, then its start
+    # what a narrow sidebar shows of each tells them apart: the run's number, then its start (an option fits the box:
+    # the whole label, with the corpus, is under the picker)
     assert runs[0].startswith("Run 1 · ") and runs[1].startswith("Run 2 · "), runs
-    assert all("US census first names" in option for option in runs)
-    assert runs[1] in shown(at.sidebar.caption)  # the whole label under the picker (the box and the list cut it)
+    whole = [run_label(job.label, job.created, number) for number, job in enumerate(jobs, start=1)]
+    assert all("US census first names" in label for label in whole)
+    assert whole[1] in shown(at.sidebar.caption)  # the whole label under the picker (the box and the list cut it)
     caption = shown(at.caption)
-    assert f"Model: {runs[1]} · step 20 (picked in the sidebar)" in caption, caption  # Inside names the model
+    assert f"Model: {whole[1]} · step 20 (picked in the sidebar)" in caption, caption  # Inside names the model
 
 
 TEXT = corpus.load("python-docs")[:20_000]
@@ -249,10 +252,22 @@ def test_pages_work_with_a_hostile_runs_folder_and_picking_a_bad_entry_explains(
     assert_clean(at)
     picker = next(box for box in at.selectbox if box.label == "Model shown on every page")
     options = " | ".join(picker.options)
+    # each bad entry is listed as unavailable, in an option that fits the sidebar (they were all cut off): why it is
+    # unavailable is its note, which picking it shows (the link or old pick of "deep" above did)
+    from ui.labels import PICKER_WIDTH, text_width
+    from ui.picker import RunsDirSource
+
+    notes = {entry.label: entry.note for entry in RunsDirSource().entries()}
     for name in BAD:
-        assert f"Checkpoint {name} — unreadable: " in options, options
-    assert "Checkpoint deep — unreadable: checkpoint.json is nested too deeply" in options
+        assert notes[f"Checkpoint {name}"].startswith("unreadable: "), notes
+        option = next(o for o in picker.options if o.startswith(f"Checkpoint {name}"[:24]))
+        assert text_width(option) <= PICKER_WIDTH and ("(unavailable)" in option or option.endswith("…")), option
     assert picker.value == "shipped:gpt-python-docs" and str(hostile_runs) not in options
+    picker.set_value("dir:deep").run()  # picking it says why not
+    assert_clean(at)
+    assert "Checkpoint deep is not available here: unreadable: checkpoint.json is nested too deeply" in texts(
+        at.sidebar.info
+    )
 
 
 def test_a_folder_whose_name_is_not_utf8_is_listed_as_unreadable_and_the_others_stay(good, tmp_path, monkeypatch):

@@ -4,8 +4,12 @@ past its context."""
 
 from __future__ import annotations
 
+import base64
+import json
+import math
 import re
 
+import numpy as np
 import pytest
 
 from tests.support.pages import (
@@ -13,6 +17,7 @@ from tests.support.pages import (
     assert_clean,
     by_label,
     finish_jobs,
+    open_tab,
     run_page,
     session_jobs,
     texts,
@@ -36,11 +41,12 @@ def test_training_short_run_then_sampling_sees_it():
 
 
 def test_training_race_and_decoder():
-    at = run_page("stages/training.py", corpus="names")
+    at = run_page("stages/training.py", corpus="names", training_part="Races")
     by_label(at.slider, "Steps per runner").set_value(50)
     by_label(at.button, "Character-level race on names").click().run()
     assert_clean(at)
     assert len(session_jobs(at)) == 7
+    open_tab(at, "training_part", "The decoder of a Transformer")  # its tab
     by_label(at.button, "Train the decoder (200 steps)").click().run()
     assert_clean(at)
     [decoder] = session_jobs(at, "task")
@@ -131,7 +137,7 @@ def test_progress_line_names_its_perplexity_and_smooths_tokens_per_second():
 def test_training_page_states_the_backprop_count_of_the_shipped_head():
     from ui import models
 
-    at = run_page("stages/training.py")
+    at = run_page("stages/training.py", training_part="The loss by hand")
     head = models.shipped_gpt_or_stop()[0].lm_head.weight  # (V, C)
     vocab, width = head.shape
     text = next(s.value for s in at.success if "By hand vs autograd" in s.value)
@@ -154,19 +160,18 @@ def test_chart_selection_adds_new_runs_and_keeps_the_students_choice():
 
 def test_a_finished_race_is_on_the_comparison_chart():
     """Before: the multiselect kept the runs it first showed, so a race trained later was only in the table."""
-    from tests.support.pages import by_label, session_jobs, train_on_names
-
     at = train_on_names()
     [first] = session_jobs(at)
     at.run()
     chart = by_label(at.multiselect, "Runs on the chart")
     assert chart.value == [first.label]
+    open_tab(at, "training_part", "Races")  # the races are a tab of their own; the chart is under "Your runs"
     by_label(at.slider, "Steps per runner").set_value(50)
     by_label(at.selectbox, "Optimizer race: model").set_value("mlp")
     by_label(at.button, "SGD vs momentum vs RMSprop vs Adam").click().run()
     runners = [job for job in session_jobs(at) if job.id != first.id]
     assert len(runners) == 4
-    at.run()
+    open_tab(at, "training_part", "Your runs")
     assert_clean(at)
     assert by_label(at.multiselect, "Runs on the chart").value == [first.label] + [job.label for job in runners]
 
@@ -212,7 +217,7 @@ def test_the_learning_rate_question_trains_as_a_job_then_asks():
 
 
 def test_the_training_page_measures_a_finished_positions_race_beyond_its_context():
-    at = run_page("stages/training.py", corpus="names")
+    at = run_page("stages/training.py", corpus="names", training_part="Races")
     by_label(at.selectbox, "Architecture race: one switch, two GPT micros").set_value("positions")
     by_label(at.slider, "Steps per runner").set_value(50)
     by_label(at.button, "Race the two").click().run()
@@ -245,3 +250,48 @@ def test_a_run_that_learns_its_text_by_heart_is_told_it_overfits():
     assert found is not None and found.rose, job.status().describe()
     assert found.message() in [warning.value for warning in at.warning]
     assert "It is learning its training text by heart" in found.message()
+
+
+def values(array) -> list[float]:
+    """A Plotly trace's values as the browser gets them (numpy arrays travel as base64 with their dtype)."""
+    if isinstance(array, dict):
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
+    return list(array)
+
+
+def test_with_no_run_the_page_opens_on_the_train_button():
+    at = run_page("stages/training.py", corpus="names")
+    assert_clean(at)
+    assert at.button(key="train").label == "Train"
+    assert any("No run yet. Press **Train**" in i.value for i in at.info)
+    assert [t.label for t in at.tabs][:2] == ["Your runs", "Races"]
+
+
+def test_it_opens_on_the_picked_runs_curve_and_its_final_line():
+    at = run_page("stages/training.py", corpus="names")
+    at.selectbox(key="train_model").set_value("mlp")
+    at.radio(key="keep_tokenizer").set_value("char")
+    at.slider(key="steps").set_value(30)
+    at.button(key="train").click().run()
+    [job] = jobs_of(at)
+    assert job.wait(120)
+    at.run()
+    assert_clean(at)
+    status = job.status()
+    train = sum(m.train_loss for m in status.metrics[-10:]) / 10  # by hand: the mean of the last 10 steps
+    line = next(re.sub(r"\\(.)", r"\1", m.value) for m in at.markdown if "finished after 30 steps" in str(m.value))
+    assert line.startswith(f"**{job.label}**")
+    assert f"training loss {train:.3f} · validation loss {status.last_val_loss:.3f}" in line
+    assert f"validation perplexity {math.exp(status.last_val_loss):,.2f}" in line
+    curve = json.loads(at.get("plotly_chart")[0].proto.spec)  # the first picture: this run's curve
+    raw, smoothed = curve["data"][0], curve["data"][1]
+    assert raw["line"]["color"].startswith("rgba(") and raw["showlegend"] is False  # the raw loss, faint
+    raw_y, smoothed_y = values(raw["y"]), values(smoothed["y"])
+    assert smoothed["name"] == f"{job.label} (train)" and len(raw_y) == len(smoothed_y) == 30
+    assert raw_y == [m.train_loss for m in status.metrics]
+    # an exponential moving average with TensorBoard's bias correction, by hand (weight 0.8)
+    average, expected = 0.0, []
+    for step, value in enumerate(raw_y, start=1):
+        average = 0.8 * average + 0.2 * value
+        expected.append(average / (1 - 0.8**step))
+    assert all(abs(a - b) < 1e-9 for a, b in zip(smoothed_y, expected, strict=True))

@@ -124,6 +124,7 @@ def test_a_run_trains_in_the_background_while_the_student_looks_around(app_url, 
     go(page, "Loss & training")
 
     # the step slider: step 0 is the run's initial weights (the same text on both sides), a later step differs
+    main_area(page).get_by_role("tab", name="Step 0 vs step N").click()  # its tab
     main_area(page).get_by_text("Your model at step 0 and at step N").first.scroll_into_view_if_needed()
     open_lazy(page, "Generate with both sets of weights")  # generating twice runs only when opened
     step_slider = sidebar(page).get_by_role("slider").first

@@ -82,6 +82,11 @@ def nudge(page, label, presses=2, index=0):
         page.keyboard.press("ArrowRight")
 
 
+def tab(page, name):
+    """Open one of the page's tabs (its lessons: ui.sections.parts)."""
+    main_area(page).get_by_role("tab", name=name, exact=True).click()
+
+
 def click(page, text):
     main_area(page).get_by_text(text, exact=True).first.click()
 
@@ -160,13 +165,15 @@ CHANGES = {
             alone="inside.lens",
         )
     ],
-    "training": [Step(lambda p: nudge(p, "Positions per sequence", 2))],
+    "training": [Step(lambda p: tab(p, "The loss by hand")), Step(lambda p: nudge(p, "Positions per sequence", 2))],
     "sampling": [
         Step(lambda p: fill(p, 'input[aria-label="Prompt"]', PROMPT)),
         Step(lambda p: nudge(p, "Temperature", 3)),
     ],
-    "adapt": [
-        Step(lambda p: nudge(p, "Rank r", 1), alone="adapt.lora"),
+    "adapting": [
+        Step(lambda p: nudge(p, "Rank r", 1), alone="adapting.lora"),
+        Step(lambda p: tab(p, "Quantization")),
+        # int4 is computed in a worker, and its report redraws the page when it is ready: no "alone" here
         Step(
             lambda p: (
                 main_area(p)
@@ -175,9 +182,9 @@ CHANGES = {
                 .first.get_by_text("4", exact=True)
                 .click()
             ),
-            alone="adapt.quantize",
         ),
     ],
+    "serving": [Step(lambda p: tab(p, "Paged attention")), Step(lambda p: nudge(p, "Block size (tokens)", 1))],
 }
 # ... which the copied link holds (the parameters ui/share.py declares)
 IN_THE_LINK = {
@@ -187,9 +194,12 @@ IN_THE_LINK = {
     "attention": {"mask", "layer", "sentence"},
     "model": {"model_sentence"},
     "inside": {"lens_text"},
-    "training": {"positions"},
+    "training": {"positions", "training_part"},
     "sampling": {"prompt", "temperature"},
-    "adapt": {"lora_rank", "quant_bits"},
+    # the link holds the open tab's settings (LoRA's rank is kept in the session while the Quantization tab is open,
+    # and an old /adapt?lora_rank= link is tested in tests/browser/test_pages_b.py)
+    "adapting": {"quant_bits", "adapting_part"},
+    "serving": {"serving_part"},
 }
 # Markdown, HTML, $…$ and quotes in a prompt appear as typed, in the page and in the generated text (issue 19; the
 # shipped
@@ -201,17 +211,19 @@ SESSION_ONLY = {
         Step(lambda p: click(p, "3D PCA"), alone="embeddings.projection"),
         Step(lambda p: nudge(p, "Positions", 1), alone="embeddings.sinusoidal"),
     ],
-    "adapt": [
-        Step(lambda p: shortest_lora_runs(p), alone="adapt.lora"),
+    "adapting": [
+        Step(lambda p: tab(p, "LoRA")),
+        Step(lambda p: shortest_lora_runs(p), alone="adapting.lora"),
         Step(lambda p: main_area(p).get_by_role("button", name="Start both runs").click()),
     ],
     "sampling": [
         Step(
-            lambda p: main_area(p).get_by_role("button", name="Generate", exact=True).click(), alone="sampling.generate"
-        ),
-        Step(
             lambda p: main_area(p).get_by_role("button", name=re.compile("^Take the sampled token")).click(),
             alone="sampling.step_mode",
+        ),
+        Step(lambda p: tab(p, "Generate"), within="sampling.distribution"),  # its tabs are inside its section
+        Step(
+            lambda p: main_area(p).get_by_role("button", name="Generate", exact=True).click(), alone="sampling.generate"
         ),
     ],
 }
@@ -223,6 +235,7 @@ def generated_literally(page, log) -> bool:
     assert main.locator("b", has_text="z").count() == 0  # no HTML was interpreted
     assert "&#" not in main.inner_text()  # and no character was escaped twice (it's, not it&#x27;s)
     assert main.locator(".katex").count() == 0 or "y" not in main.locator(".katex").all_inner_texts()
+    tab(page, "Step mode")
     return main.get_by_role("button", name="Undo").is_enabled()  # and a token was taken in step mode
 
 
@@ -238,21 +251,21 @@ def runs_followed_live(page, log) -> bool:
     log, no click) until both have ended."""
     main = main_area(page)
     main.get_by_text("Each run is in the sidebar's picker", exact=False).first.wait_for()  # the curves are drawn
-    progress = main.locator('[data-testid="stProgress"]').filter(has_text="adapt ")
+    progress = main.locator('[data-testid="stProgress"]').filter(has_text=re.compile(r"LoRA r\d|full fine-tuning"))
     deadline = time.time() + 600  # two short runs: minutes on a loaded 2-core machine, seconds on a quiet one
     while progress.count():  # without a live refresh, the bars drawn at the click would stay forever
         assert time.time() < deadline, "the runs' progress did not move on by itself"
         page.wait_for_timeout(250)
     main.get_by_text("Each run is in the sidebar's picker", exact=False).first.wait_for()  # curves still there
     # (the section refreshes itself only while a run trains: no refresh before the click)
-    refreshes = [run for run in script_runs(log) if run["section"] == "adapt.lora.runs" and run["rerun"]]
+    refreshes = [run for run in script_runs(log) if run["section"] == "adapting.lora.runs" and run["rerun"]]
     assert refreshes, "the runs' section never refreshed on its own"
     return True
 
 
 AFTERWARDS = {  # what the session-only steps must leave on the page
     "sampling": generated_literally,
-    "adapt": runs_followed_live,
+    "adapting": runs_followed_live,
 }
 STAGES = [stage for stage in ui.PIPELINE if stage.exists]
 

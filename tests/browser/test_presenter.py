@@ -20,7 +20,7 @@ pytestmark = pytest.mark.browser
 
 SCREEN = (1280, 720)
 BOUND = 1.5 * SCREEN[1]
-PAGES = ["start", "tokens", "embeddings", "attention", "model", "inside", "training", "sampling", "adapt"]
+PAGES = ["start", "tokens", "embeddings", "attention", "model", "inside", "training", "sampling", "adapting", "serving"]
 # the two pages the classroom found wanting run in every suite; the others with python -m pytest -m extended
 EVERY_RUN = {"attention", "sampling"}
 
@@ -147,7 +147,7 @@ def sampling_controls_share_the_slide_of_the_bars_they_change(slides: list[dict]
 def test_generated_text_wraps_inside_the_page(app_url, browser):
     """200 tokens after a prompt with a long run of no space: every highlighted token stays inside its column
     (a highlighted space at the end of a line hung past the edge, and an unbreakable run overflowed)."""
-    page = open_page(browser, f"{app_url}/sampling?prompt=" + "abcdefghij" * 15, viewport=SCREEN)
+    page = open_page(browser, f"{app_url}/sampling?sampling_part=Generate&prompt=" + "abcdefghij" * 15, viewport=SCREEN)
     generate = slider(page, "Tokens to generate")
     generate.focus()
     generate.press("End")  # 200 tokens (the sidebar's fixed seed: the same text every run)

@@ -25,6 +25,23 @@ def run_page(path: str | None = None, **state) -> AppTest:
     return at
 
 
+def open_tab(at: AppTest, param: str, name: str) -> AppTest:
+    """Open the tab ``name`` of a page's lessons (``ui.sections.parts``: ``param`` is its link parameter, which a
+    bound widget reads back from the address after the first run) and run the page."""
+    at.query_params[param] = name
+    at.session_state[param] = name
+    return at.run()
+
+
+def computed(at: AppTest, name: str) -> AppTest:
+    """The result of a page's computation in a worker (``ui.panels.runs.computed``): its button pressed when it has
+    one (a result another test of this process already computed is shown at once, with no button), then its job
+    waited for."""
+    if [button for button in at.button if button.key == f"task_start_{name}"]:
+        at.button(key=f"task_start_{name}").click().run()
+    return finish_jobs(at)
+
+
 def finish_jobs(at: AppTest, timeout: float = JOB_TIMEOUT) -> AppTest:
     """Wait for the jobs this AppTest session started (BPE, word2vec, a run: they train in worker processes,
     outside the script run), then run the page again, as the live section's refresh would."""

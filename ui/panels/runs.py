@@ -3,6 +3,15 @@
 The page starts a job and returns at once; a fragment that reruns every 2 s draws progress, the
 loss curve and samples, with Pause/Resume/Stop. Leaving the page leaves the job training; coming back
 draws the same job again (no second loop is ever started for it).
+
+Every page that shows lab runs draws them with :func:`lab_panel`: a progress bar and the controls while a run
+trains, its final line once it has ended (steps, final training and validation loss, and the section's own
+measure), and one chart where each run has its colour, its training curve smoothed over the raw one drawn faint.
+A click on Pause, Resume or Stop acts through the button's callback, which Streamlit runs for the click whatever
+the run that carries it draws (a live section's refresh, the whole page, or a section that no longer exists): the
+click is never lost. A page records the runs it draws live (:func:`ui.picker.on_this_page`): the sidebar names them
+without drawing their progress a second time, at other moments. Work a page computes in a worker (a report, a
+short demo) goes through :func:`computed`.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ import streamlit as st
 from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job, JobStatus
 from llmviz.jobs.manager import JobRefused
+from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure
 from llmviz.training.overfitting import overfitting
 from llmviz.training.trainer import smooth
 from ui import charts, picker, sections, state, watch
@@ -96,34 +106,69 @@ def thinned(frame: pd.DataFrame, points: int = MAX_POINTS) -> pd.DataFrame:
     return frame.iloc[picked]
 
 
+def _rgba(colour: str, alpha: float) -> str:
+    """``#1f77b4`` at opacity ``alpha`` (a faint copy of a run's colour)."""
+    red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red},{green},{blue},{alpha})"
+
+
 def loss_figure(
-    selected: list[tuple[str, JobStatus, int]], show_val: bool = True, height: int = 380, smoothing: float = 0.0
+    selected: list[tuple[str, JobStatus, int]],
+    show_val: bool = True,
+    height: int = 380,
+    smoothing: float = 0.0,
+    field: str = "train_loss",
+    y_title: str = "cross-entropy loss (nats)",
 ) -> go.Figure:
     """Training (and validation) loss of ``(label, status, vocab_size)`` runs on one chart.
 
-    Built in one constructor call from plain dicts and numpy arrays (a live chart is rebuilt at every refresh of
-    every watching tab: Plotly's ``add_trace`` / ``add_hline`` / ``update_layout`` validate each call on their
-    own, several times slower)."""
+    Each run has its colour (its legend entry names it); with ``smoothing`` its training curve is an exponential
+    moving average drawn over the raw per-step loss in the same colour, faint; validation is dotted, with markers.
+    ``field``: another metric drawn the same way (``val_accuracy``: a classifier's held-out accuracy), with no
+    validation line and no uniform-guess line. Built in one constructor call from plain dicts and numpy arrays (a
+    live chart is rebuilt at every refresh of every watching tab: Plotly's ``add_trace`` / ``add_hline`` /
+    ``update_layout`` validate each call on their own, several times slower)."""
     traces: list[dict] = []
     vocabularies = set()
     for number, (label, status, vocab) in enumerate(selected):
         full = metrics_frame(status)
-        if full.empty:
-            continue
+        if field != "train_loss":
+            full = _field_frame(status, field)
         colour = COLOURS[number % len(COLOURS)]
-        train = smooth(full["train_loss"].tolist(), smoothing) if smoothing else full["train_loss"].tolist()
-        frame = thinned(full.assign(train_shown=train))
+        if full.empty:  # no step yet (waiting, or stopped at once): named in the legend all the same
+            traces.append(
+                dict(type="scatter", x=[], y=[], mode="lines", name=label, legendgroup=label, line=dict(color=colour))
+            )
+            continue
+        raw = full[field].tolist()
+        shown = smooth(raw, smoothing) if smoothing and field == "train_loss" else raw
+        frame = thinned(full.assign(shown=shown))
+        if shown is not raw:  # the raw loss, faint, under its smoothed curve
+            traces.append(
+                dict(
+                    type="scatter",
+                    x=frame["step"].to_numpy(),
+                    y=frame[field].to_numpy(),
+                    mode="lines",
+                    name=f"{label} (per step)",
+                    legendgroup=label,
+                    showlegend=False,
+                    hoverinfo="skip",
+                    line=dict(color=_rgba(colour, 0.25), width=1),
+                )
+            )
         traces.append(
             dict(
                 type="scatter",
                 x=frame["step"].to_numpy(),
-                y=frame["train_shown"].to_numpy(),
-                mode="lines",
-                name=f"{label} (train)",
-                line=dict(color=colour),
+                y=frame["shown"].to_numpy(),
+                mode="lines" if field == "train_loss" else "lines+markers",
+                name=f"{label} (train)" if field == "train_loss" else label,
+                legendgroup=label,
+                line=dict(color=colour, width=2.5),
             )
         )
-        if show_val and full["val_loss"].notna().any():
+        if field == "train_loss" and show_val and full["val_loss"].notna().any():
             val = thinned(full.dropna(subset=["val_loss"]))
             traces.append(
                 dict(
@@ -132,12 +177,14 @@ def loss_figure(
                     y=val["val_loss"].to_numpy(),
                     mode="lines+markers",
                     line=dict(dash="dot", color=colour),
+                    legendgroup=label,
                     name=f"{label} (validation)",
                 )
             )
-        vocabularies.add(vocab)
+        if vocab:
+            vocabularies.add(vocab)
     shapes, annotations = [], []
-    for vocab in sorted(vocabularies):  # a dashed line across the chart at the loss of a uniform guess
+    for vocab in sorted(vocabularies) if field == "train_loss" else []:  # a dashed line at a uniform guess's loss
         level = math.log(vocab)
         shapes.append(
             dict(
@@ -167,9 +214,9 @@ def loss_figure(
         data=traces,
         layout=dict(
             xaxis=dict(title=dict(text="step")),
-            yaxis=dict(title=dict(text="cross-entropy loss (nats)")),
+            yaxis=dict(title=dict(text=y_title)),
             height=height,
-            margin=dict(t=10, l=10, r=10, b=10),
+            margin=charts.margins(10),
             legend=dict(orientation="h", y=-0.2),
             shapes=shapes,
             annotations=annotations,
@@ -177,48 +224,125 @@ def loss_figure(
     )
 
 
+def _field_frame(status: JobStatus, field: str) -> pd.DataFrame:
+    """The steps at which a run measured ``field`` (held-out accuracy is measured every few steps)."""
+    rows = [(m.step, getattr(m, field)) for m in status.metrics if getattr(m, field, None) is not None]
+    return pd.DataFrame(rows, columns=["step", field])
+
+
 def vocab_of(job: Job) -> int:
     return job.info.vocab_size if job.info is not None else 0
 
 
+def _act(job_id: str, action: str) -> None:
+    """A Pause, Resume or Stop button's callback: Streamlit calls it for the click before the run that carries
+    the click draws anything, whichever run that is (the live section's refresh, the whole page, or one where the
+    section is gone): the click acts even when the button it came from is never drawn again."""
+    job = picker.manager().get(picker.session_id(), job_id)
+    if job is not None:
+        getattr(job, action)()
+
+
 def controls(job: Job, status: JobStatus, where: str) -> None:
-    """Pause / Resume / Stop buttons for a job that has not ended (``where``: the part of the page, for their keys)."""
+    """Pause / Resume / Stop buttons for a job that has not ended (``where``: the part of the page, for their keys).
+
+    Their callbacks act (:func:`_act`), not their return values: a return value is True only in the one run that
+    carries the click, and a click that landed while the section redrew was carried by a run that did not draw
+    the button (the page's, or the refresh after the run ended) and was lost."""
     if status.done:
         return
     c1, c2, _ = st.columns([1, 1, 4])
     if job.paused:
-        if c1.button("Resume", key=state.widget("run_resume_", where, job.id)):
-            job.resume()
-    elif c1.button(
-        "Pause", key=state.widget("run_pause_", where, job.id), help="Training waits after this step; nothing is lost."
-    ):
-        job.pause()
-    if c2.button(
+        c1.button("Resume", key=state.widget("run_resume_", where, job.id), on_click=_act, args=(job.id, "resume"))
+    else:
+        c1.button(
+            "Pause",
+            key=state.widget("run_pause_", where, job.id),
+            help="Training waits after this step; nothing is lost.",
+            on_click=_act,
+            args=(job.id, "pause"),
+        )
+    c2.button(
         "Stop",
         key=state.widget("run_stop_", where, job.id),
         help="Stops at the end of the current step; the run so far is kept.",
-    ):
-        job.stop()
+        on_click=_act,
+        args=(job.id, "stop"),
+    )
 
 
-def draw_run(job: Job, where: str = "live") -> None:
-    """Progress, controls, loss curve and newest sample of one run (inside a fragment)."""
+def result(status: JobStatus, measure: Callable[[JobStatus], str | None] | None = None) -> RunResult:
+    """Where a run ended (or stands): steps, final training loss, last validation loss and ``measure(status)``
+    (default: the validation perplexity)."""
+    losses = [m.train_loss for m in status.metrics] or [loss for _, loss in status.losses]
+    val = status.last_val_loss if status.metrics else None
+    shown = measure(status) if measure is not None else perplexity_measure(val)
+    return RunResult(status.step, status.total, status.state, final_train_loss(losses), val, shown)
+
+
+def final_line(label: str, status: JobStatus, measure=None) -> None:
+    """An ended run's result in one line (a failed run says why)."""
+    if status.state == JobState.FAILED:
+        why = literal_markdown(status.error or status.describe())
+        st.warning(f"**{literal_markdown(label)}** stopped with a problem: {why}")
+        return
+    line = result(status, measure).line(label).removeprefix(label)
+    st.markdown(f"**{literal_markdown(label)}**{literal_markdown(line)}")
+
+
+def lab_panel(
+    runs: dict[str, Job],
+    where: str,
+    *,
+    chart_key: str,
+    measure: Callable[[JobStatus], str | None] | None = None,
+    title: str = "Training loss",
+    vocab: bool = False,
+    accuracy_key: str | None = None,
+) -> None:
+    """A section's lab runs (``label → job``): while one trains, its progress bar and controls; once it has ended,
+    its final line; then one chart of them all (each run in its colour, the training loss smoothed over the raw
+    one, validation dotted). ``accuracy_key``: a second chart of the runs' held-out accuracy (classifiers)."""
+    if not runs:
+        return
+    statuses = {label: job.status() for label, job in runs.items()}
+    for label, job in runs.items():
+        status = statuses[label]
+        if status.done:
+            final_line(label, status, measure)
+        else:
+            st.progress(status.fraction, text=f"**{literal_markdown(label)}** · {status.describe()}")
+            controls(job, status, where)
+    selected = [(label, statuses[label], vocab_of(job) if vocab else 0) for label, job in runs.items()]
+    figure = loss_figure(selected, height=340, smoothing=0.8)
+    figure.update_layout(title=title, margin=charts.margins(40))
+    if accuracy_key is None:
+        charts.show(figure, key=chart_key)
+        return
+    accuracy = loss_figure(selected, height=340, field="val_accuracy", y_title="held-out accuracy")
+    accuracy.update_layout(title="Held-out accuracy", margin=charts.margins(40), yaxis_range=[0, 1.02])
+    left, right = st.columns(2)
+    charts.show_in(left, figure, key=chart_key)
+    charts.show_in(right, accuracy, key=accuracy_key)
+
+
+def draw_run(job: Job, where: str = "live", measure=None) -> None:
+    """Progress, controls, loss curve and newest sample of one run (inside a fragment); once it has ended, its final
+    line above its curves."""
     status = job.status()
     if status.done:
-        # an ended run has no progress bar and no Stop; its curve is on the comparison chart below
-        st.markdown(f"**{literal_markdown(job.label)}** · {status.describe()}")
-        st.caption("Its curves are on the comparison chart of section 2, next to your other runs.")
+        final_line(job.label, status, measure)
     else:
         st.progress(status.fraction, text=f"**{literal_markdown(job.label)}** · {status.describe()}")
     controls(job, status, where)
-    if status.error:
+    if status.error and status.state != JobState.FAILED:
         st.error(status.error)
     overfits = overfitting(status.metrics, vocab_of(job))  # the same verdict as the CLI's
     if overfits is not None:
         st.warning(overfits.message())
-    if status.metrics and not status.done:
+    if status.metrics:
         charts.show(
-            loss_figure([(job.label, status, vocab_of(job))]),
+            loss_figure([(job.label, status, vocab_of(job))], smoothing=0.8),
             width="stretch",
             key=state.widget("run_chart_", where, job.id),
         )
@@ -297,14 +421,109 @@ def follow_task(job_slot: state.Slot, *, describe: Callable[[JobStatus], str], n
     def draw() -> None:
         status = job.status()
         st.progress(status.fraction, text=describe(status))
-        if not status.done and st.button(
-            "Stop",
-            key=state.widget("run_stop_", name, job.id),
-            help="Stops after this step and keeps what was learned so far.",
-        ):
-            job.stop()
+        if not status.done:
+            st.button(
+                "Stop",
+                key=state.widget("run_stop_", name, job.id),
+                help="Stops after this step and keeps what was learned so far.",
+                on_click=_act,
+                args=(job.id, "stop"),
+            )
 
     # a progress bar and a Stop button cost the server about a millisecond: a task (seconds long) refreshes every
     # second, so its Stop can be pressed while it works
     live(draw, active=lambda: not job.status().done, name=name, seconds=1.0)
     return None
+
+
+# ---------------------------------------------------------------------------- work computed in a worker
+
+_RESULTS: OrderedDict[tuple, object] = OrderedDict()
+_RESULTS_LOCK = threading.Lock()
+MAX_RESULTS = 64  # a report is kilobytes (a LoRA demo's ΔW: a few hundred KB on the shipped GPT)
+
+
+def _remembered(key: tuple):
+    with _RESULTS_LOCK:
+        if key in _RESULTS:
+            _RESULTS.move_to_end(key)
+            return _RESULTS[key]
+    return None
+
+
+def _remember(key: tuple, value: object) -> None:
+    with _RESULTS_LOCK:
+        _RESULTS[key] = value
+        while len(_RESULTS) > MAX_RESULTS:
+            _RESULTS.popitem(last=False)
+
+
+def computed(
+    name: str,
+    key: tuple,
+    loop: Callable,
+    *,
+    label: str,
+    total: int,
+    describe: Callable[[JobStatus], str] | None = None,
+    start: str | None = None,
+):
+    """The result of a computation that runs in a worker (a task job of this session), or None while it is not
+    there yet.
+
+    ``key`` names what is computed by its content only — the model's key, a hash of the text, the settings —
+    never by a label a student chooses: a result is shared by every session that asks for the same key (the
+    shipped GPT on the built-in corpus is computed once per server). Without one, the task ``loop`` (see
+    :meth:`~llmviz.jobs.manager.JobManager.submit_task`) is started (at once, or when the button ``start`` is
+    pressed), its progress drawn live with a Stop button, and the page is drawn again with the result when it
+    ends. ``name``: the part of the page (its slot and widget keys)."""
+    found = _remembered(key)
+    if found is not None:
+        return found
+    spec = state.TASK_JOBS.get().get(name)
+    job = picker.manager().get(picker.session_id(), spec["id"]) if spec else None
+    if job is not None and spec["key"] != key:  # the settings changed meanwhile: that job's answer is not wanted
+        job.stop()
+        job = None
+    if job is not None and job.status().done:
+        state.TASK_JOBS.get().pop(name, None)
+        status = job.status()
+        if status.state == JobState.FINISHED and job.result is not None:
+            _remember(key, job.result)
+            return job.result
+        if status.state == JobState.FAILED:
+            st.warning(f"{label}: {status.error or 'it failed'}")
+        job = None
+        if start is None:
+            start = "Compute it again"
+    if job is None:
+        if start is not None and not st.button(start, key=state.widget("task_start_", name)):
+            return None
+        try:
+            job = picker.manager().submit_task(picker.session_id(), loop, label=label, total=total)
+        except JobRefused as refused:
+            st.warning(literal_markdown(str(refused)))
+            return None
+        state.TASK_JOBS.setdefault()[name] = {"id": job.id, "key": key}
+    words = describe or (lambda status: f"{label}: {status.describe()}")
+    picker.on_this_page([job.id])  # its progress is drawn here: the sidebar does not draw it a second time
+    follow_task_job(job, describe=words, name=f"task.{name}")
+    return None
+
+
+def follow_task_job(job: Job, *, describe: Callable[[JobStatus], str], name: str) -> None:
+    """Draw a task job's progress and Stop button, live, until it ends (then the page is drawn again)."""
+
+    def draw() -> None:
+        status = job.status()
+        st.progress(status.fraction, text=describe(status))
+        if not status.done:
+            st.button(
+                "Stop",
+                key=state.widget("run_stop_", name, job.id),
+                help="Stops after this step.",
+                on_click=_act,
+                args=(job.id, "stop"),
+            )
+
+    live(draw, active=lambda: not job.status().done, name=name, seconds=1.0)

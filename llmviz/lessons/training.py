@@ -1,0 +1,165 @@
+"""What the Training page offers: the models a student trains (named from their presets), the learning rates, the
+races' line-ups, and a run's result in one line.
+
+The page only draws these; they are derived here from the presets and the trainer's options, so a preset that
+changes changes its label and no page holds a list of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from llmviz.models.charlevel import CHAR_MODEL_TITLES
+from llmviz.models.gpt import PRESETS, GPTConfig
+from llmviz.training.trainer import OPTIMIZER_TITLES
+
+#: The GPT presets a student trains on the Training page, with the name each goes by.
+GPT_TITLES = {
+    "gpt-nano": "GPT nano",
+    "gpt-micro": "GPT micro",
+    "gpt-mini": "GPT mini",
+    "llama-style": "Llama-style",
+    "qwen-style": "Qwen-style",
+    "moe-tiny": "Mixture of experts",
+}
+LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0)
+SWITCH_RACE_CONTEXT = 32  # the context an architecture race trains at; its GPT micros read up to 64
+DEFAULT_BATCH_TEXT = 'Every object has an identity, a type and a value.\nThe "for" statement is used to iterate'
+
+
+LLAMA = ["RoPE", "RMSNorm", "SwiGLU", "grouped-query"]  # Llama's choices, in the order a label names them
+
+
+def _choices(config: GPTConfig) -> list[str]:
+    """The architecture choices of a preset that differ from GPT-2's, in words."""
+    if config.n_experts:
+        return [f"{config.n_experts} experts", f"top-{config.experts_top_k}"]
+    choices = []
+    if config.positions == "rope":
+        choices.append("RoPE")
+    if config.norm == "rmsnorm":
+        choices.append("RMSNorm")
+    if config.mlp_kind == "swiglu":
+        choices.append("SwiGLU")
+    if config.kv_heads < config.n_heads:
+        choices.append("grouped-query")
+    if config.qkv_bias:
+        choices.append("biased W_Q/W_K/W_V")
+    if config.tie_weights:
+        choices.append("tied head")
+    return choices
+
+
+def preset_label(name: str) -> str:
+    """A preset's name with its size and architecture, from the preset itself.
+
+    >>> preset_label("gpt-micro")
+    'GPT micro (2 layers, d 64)'
+    >>> preset_label("llama-style")
+    'Llama-style (4 layers, d 128: RoPE, RMSNorm, SwiGLU, grouped-query)'
+    >>> preset_label("qwen-style")
+    'Qwen-style (4 layers, d 128: like Llama, biased W_Q/W_K/W_V, tied head)'
+    >>> preset_label("moe-tiny")
+    'Mixture of experts (2 layers, d 64, 4 experts, top-2)'
+    """
+    config = PRESETS[name]
+    size = f"{config.n_layers} layers, d {config.d_model}"
+    choices = _choices(config)
+    if name != "llama-style" and choices[: len(LLAMA)] == LLAMA and len(choices) > len(LLAMA):
+        choices = ["like Llama"] + choices[len(LLAMA) :]
+    if config.n_experts:
+        return f"{GPT_TITLES[name]} ({size}, {', '.join(choices)})"
+    return f"{GPT_TITLES[name]} ({size}{': ' + ', '.join(choices) if choices else ''})"
+
+
+GPT_SIZES = {name: preset_label(name) for name in GPT_TITLES}
+MODEL_LABELS = GPT_SIZES | {name: f"char · {title}" for name, title in CHAR_MODEL_TITLES.items()}
+
+
+@dataclass(frozen=True)
+class Runner:
+    """One runner of a race: its model, optimizer and learning rate, and the name it goes by on the chart."""
+
+    model: str
+    optimizer: str
+    lr: float
+    title: str
+
+
+def names_race() -> list[Runner]:
+    """Every character-level model on the names, with Adam (the neural bigram at a learning rate that lets it
+    reach the count table's loss in a few hundred steps).
+
+    >>> [(r.model, r.lr) for r in names_race()][:3]
+    [('bigram-counts', 0.003), ('bigram-neural', 0.1), ('mlp', 0.003)]
+    """
+    return [
+        Runner(name, "adam", 1e-1 if name == "bigram-neural" else 3e-3, title)
+        for name, title in CHAR_MODEL_TITLES.items()
+    ]
+
+
+def optimizer_race(model: str) -> list[Runner]:
+    """One model trained with SGD, momentum, RMSprop and Adam, each at a learning rate that suits it.
+
+    >>> [r.title for r in optimizer_race("mlp")]
+    ['SGD (lr 0.3)', 'SGD with momentum (lr 0.03)', 'RMSprop (lr 0.003)', 'Adam (lr 0.003)']
+    """
+    rates = (("sgd", 0.3), ("momentum", 0.03), ("rmsprop", 3e-3), ("adam", 3e-3))
+    return [Runner(model, name, lr, f"{OPTIMIZER_TITLES[name]} (lr {lr:g})") for name, lr in rates]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Where a run ended: its steps, its final training loss (the mean of its last steps), its last validation loss
+    and the measure of the section that started it (validation perplexity, held-out accuracy, tokens/s)."""
+
+    steps: int
+    total: int
+    state: str
+    train_loss: float | None
+    val_loss: float | None
+    measure: str | None = None  # "validation perplexity 14.2"
+
+    def line(self, label: str) -> str:
+        """The run's final line.
+
+        >>> RunResult(100, 100, "finished", 2.6041, 2.71, "validation perplexity 15.0").line("LoRA r4")
+        'LoRA r4 · finished after 100 steps · training loss 2.604 · validation loss 2.710 · validation perplexity 15.0'
+        >>> RunResult(40, 100, "stopped", 3.0, None).line("full")
+        'full · stopped at step 40 of 100 · training loss 3.000'
+        """
+        where = f"finished after {self.steps} steps" if self.state == "finished" else f"{self.state} at step"
+        if self.state != "finished":
+            where += f" {self.steps} of {self.total}"
+        parts = [label, where]
+        if self.train_loss is not None:
+            parts.append(f"training loss {self.train_loss:.3f}")
+        if self.val_loss is not None:
+            parts.append(f"validation loss {self.val_loss:.3f}")
+        if self.measure:
+            parts.append(self.measure)
+        return " · ".join(parts)
+
+
+def final_train_loss(losses: Sequence[float], last: int = 10) -> float | None:
+    """The mean training loss of the last ``last`` steps (one step's loss is one batch's: noisy).
+
+    >>> final_train_loss([5.0, 3.0, 2.0, 1.0], last=2)
+    1.5
+    >>> final_train_loss([]) is None
+    True
+    """
+    finite = [value for value in losses[-last:] if math.isfinite(value)]
+    return sum(finite) / len(finite) if finite else None
+
+
+def perplexity_measure(val_loss: float | None) -> str | None:
+    """The language-model measure of a run: e^(validation loss).
+
+    >>> perplexity_measure(math.log(20.0))
+    'validation perplexity 20.00'
+    """
+    return None if val_loss is None else f"validation perplexity {math.exp(val_loss):,.2f}"

@@ -1,0 +1,133 @@
+"""Training, Sampling, Adapting and Serving in chromium at 1400×1000, as a student meets them: each opens on its key
+picture within three screens, nothing is cut off (the sidebar picker's options, a button, the notes under the
+quantization metrics), one click on Pause, Resume or Stop is enough while the section redraws itself, and an old
+/adapt link opens Adapting with its settings."""
+
+import re
+
+import pytest
+
+from tests.support.browser import eventually, main_area, no_error_box, open_page, shot, sidebar, wait_until_idle
+
+pytestmark = pytest.mark.browser
+
+SCREEN = (1400, 1000)
+
+# Above the first picture: how many words of text (headings, paragraphs, captions; not the tabs' names, buttons or
+# the title) a student reads, and where the first picture starts.
+BEFORE_THE_PICTURE = """(first) => {
+  const main = document.querySelector('[data-testid="stMainBlockContainer"]');
+  const picture = main.querySelector(first);
+  if (!picture) return null;
+  const top = picture.getBoundingClientRect().top;
+  let words = 0;
+  main.querySelectorAll('[data-testid="stCaptionContainer"], [data-testid="stMarkdownContainer"] p, h2, h3')
+    .forEach((e) => {
+      if (e.closest('[data-testid="stExpander"]') || e.closest('[role="tablist"]') || e.closest('button')) return;
+      if (e.closest('[data-testid="stWidgetLabel"]') || e.closest('[data-testid="stAlert"]')) return;
+      if (e.getBoundingClientRect().bottom <= top) words += e.innerText.split(/\\s+/).filter(Boolean).length;
+    });
+  return {top: top, words: words};
+}"""
+# Elements whose text is wider than their box (cut off, or hidden behind an ellipsis).
+CUT_OFF = """(selector) => Array.from(document.querySelectorAll(selector))
+  .filter((e) => e.getBoundingClientRect().width > 0 && e.scrollWidth > e.clientWidth + 1)
+  .map((e) => (e.innerText || e.value || '').slice(0, 80))"""
+PAGE_HEIGHT = "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
+
+
+def open_tab(page, name: str) -> None:
+    main_area(page).get_by_role("tab", name=name, exact=True).click()
+    wait_until_idle(page)
+
+
+@pytest.mark.parametrize(
+    "path, first",
+    [
+        ("training", ".st-key-train button"),  # no run yet: the Train button, then the run's curve
+        ("sampling", '[data-testid="stPlotlyChart"]'),  # the next-token bars
+        ("adapting", '[data-testid="stPlotlyChart"]'),  # LoRA's memory, full fine-tuning against LoRA
+        ("serving", '[data-testid="stPlotlyChart"]'),  # the KV cache growing
+    ],
+)
+def test_each_page_opens_on_its_key_picture_within_three_screens(app_url, browser, path, first):
+    page = open_page(browser, f"{app_url}/{path}", viewport=SCREEN)
+    no_error_box(page)
+    found = eventually(lambda: page.evaluate(BEFORE_THE_PICTURE, first), what=f"the first picture of {path}")
+    assert found["top"] < SCREEN[1], f"{path}: the first picture starts below the first screen ({found['top']:.0f})"
+    assert found["words"] <= 70, f"{path}: {found['words']} words before the first picture"
+    height = page.evaluate(PAGE_HEIGHT)
+    assert height <= 3 * SCREEN[1], f"{path} is {height} px tall in its default view"
+    assert main_area(page).get_by_role("tab").count() >= 3  # the lessons, one click away
+    shot(page, f"key-picture-{path}", full_page=True)
+    page.close()
+
+
+def test_nothing_is_cut_off(app_url, browser):
+    """The sidebar picker's value and every option (they were all cut: "Shipped char-level · names-bigram-co"),
+    the KV-cache button ("Generate with and without the c…") and the notes under the quantization metrics ("same top
+    token at 98.8% of positi…") show whole."""
+    page = open_page(browser, f"{app_url}/sampling?sampling_part=The+KV+cache", viewport=SCREEN)
+    box = sidebar(page).get_by_role("combobox", name="Model shown on every page")
+    assert box.evaluate("(e) => e.scrollWidth <= e.clientWidth"), box.input_value()
+    box.click()
+    options = page.get_by_role("option")
+    options.first.wait_for()
+    assert options.count() >= 8  # the shipped GPT and the seven names models at least
+    assert page.evaluate(CUT_OFF, '[role="option"] > div') == []
+    page.keyboard.press("Escape")
+    assert page.evaluate(CUT_OFF, '[data-testid="stMainBlockContainer"] button p') == []
+    assert main_area(page).get_by_role("button", name="Generate both ways").count() == 1
+    page.goto(f"{app_url}/adapting?adapting_part=Quantization")
+    main_area(page).get_by_text("same top token", exact=True).first.wait_for(timeout=120_000)  # (in a worker)
+    wait_until_idle(page)
+    metrics = '[data-testid="stMetricDelta"] div, [data-testid="stMetricValue"] div, [data-testid="stMetricLabel"] p'
+    assert page.evaluate(CUT_OFF, metrics) == []
+    no_error_box(page)
+    page.close()
+
+
+def test_one_click_pauses_resumes_and_stops_a_lab_run_while_it_redraws(app_url, browser):
+    """A click that landed while a live section redrew its button could be lost (the tests pressed twice): each
+    button here is clicked once, while the LoRA and full fine-tuning runs redraw every 2 s; the sidebar leaves their
+    progress to the section (it reported it at other moments)."""
+    page = open_page(browser, f"{app_url}/adapting", viewport=SCREEN)
+    main = main_area(page)
+    steps = page.locator("[data-testid='stSlider']").filter(has_text="Steps").get_by_role("slider").first
+    steps.focus()
+    page.keyboard.press("End")  # 400 steps each: they train through every click below
+    wait_until_idle(page)
+    main.get_by_role("button", name="Start both runs").click()
+    running = re.compile(r"running · step (\d+)/400")
+    main.get_by_text(running).first.wait_for(timeout=120_000)
+    sidebar(page).get_by_text("its progress is on this page", exact=False).first.wait_for()
+    assert sidebar(page).locator('[data-testid="stProgress"]').count() == 0  # one report of the runs: the section's
+
+    def once(button: str, shows: re.Pattern) -> None:
+        main.get_by_role("button", name=button, exact=True).first.click()  # one click, whatever is redrawing
+        main.get_by_text(shows).first.wait_for(timeout=60_000)
+
+    once("Pause", re.compile(r"paused · step \d+/400"))
+    once("Resume", running)
+    once("Stop", re.compile(r"stopped at step \d+ of 400"))
+    main.get_by_role("button", name="Stop", exact=True).first.click()  # the other run
+    main.get_by_text(re.compile(r"stopped at step \d+ of 400")).nth(1).wait_for(timeout=60_000)
+    assert main.get_by_role("button", name="Stop", exact=True).count() == 0
+    # each run ends with its result: steps, final training and validation loss, validation perplexity
+    assert main.get_by_text(re.compile(r"stopped at step \d+ of 400 · training loss \d+\.\d{3}")).count() == 2
+    shot(page, "lab-runs-stopped", full_page=True)
+    no_error_box(page)
+    page.close()
+
+
+def test_an_old_adapt_link_opens_adapting_with_its_settings(app_url, browser):
+    page = open_page(browser, f"{app_url}/adapt?lora_rank=8&quant_bits=4", viewport=SCREEN)
+    eventually(lambda: "/adapting" in page.url, what="the address of the Adapting page")
+    main_area(page).get_by_text("Adapting a model", exact=False).first.wait_for()
+    rank = page.locator("[data-testid='stSlider']").filter(has_text="Rank r").get_by_test_id("stSliderThumbValue")
+    assert rank.first.inner_text().strip() == "8"
+    assert "lora_rank=8" in page.url and "quant_bits=4" in page.url
+    open_tab(page, "Quantization")
+    assert main_area(page).get_by_role("radio", name="4", exact=True).is_checked()
+    no_error_box(page)
+    page.close()
