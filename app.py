@@ -33,11 +33,7 @@ def main() -> None:
     ]
     home = pages[0]
 
-    def _to_home() -> None:
-        """``/home`` (a link people type or share) goes to the home page, which lives at ``/``."""
-        st.switch_page(home)
-
-    pages.append(st.Page(_to_home, title="Home", url_path="home", visibility="hidden"))
+    pages.append(st.Page(ui.to_home_page(home), title="Home", url_path="home", visibility="hidden"))
     following = state.FOLLOWING.pop(default=False)  # this run redraws the page at a run's newer snapshot
     began = time.perf_counter()
     with (
@@ -45,6 +41,8 @@ def main() -> None:
         sections.timed_page() as page_timer,
     ):  # server time per run, logged only for benchmarks/pages.py
         navigation = st.navigation(pages)
+        if navigation.url_path == "home":  # before the sidebar binds its widgets to the link's parameters
+            ui.to_home_page(home)()
         page_timer.name = navigation.url_path or "start"
         share.restore_model()
         ui.sidebar()

@@ -21,6 +21,7 @@ from ui.routing import (
     page_torch_threads,
     router_run,
     start_server_once,
+    to_home_page,
 )
 from ui.shared_sidebar import UPLOAD, Settings, corpus_text, settings, sidebar
 from ui.stages import PIPELINE, ROOT, Stage
@@ -44,6 +45,7 @@ __all__ = [
     "page_torch_threads",
     "router_run",
     "start_server_once",
+    "to_home_page",
     "settings",
     "sidebar",
 ]
