@@ -130,6 +130,78 @@ def parse_description(text: str | bytes, name: str = META_FILE) -> dict:
     return data
 
 
+MAX_STEP = 10**12  #: a step count no run reaches (a billion steps a day for 2,700 years)
+MAX_METRICS = 1_000_000  #: metrics rows a description may hold (one per step at most; the file is under 64 MB)
+_NUMBER = (int, float)
+#: the optional dict-valued parts a checkpoint may carry: its training config, what was adapted, its task
+_DICT_FIELDS = ("train_config", "final", "lora", "task", "quantization")
+_TEXT_FIELDS = ("corpus", "corpus_sha256", "command")
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number_or_none(value) -> bool:
+    return value is None or (isinstance(value, _NUMBER) and not isinstance(value, bool))
+
+
+def _shown(value) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:40] + "…"
+
+
+def description_problem(meta: dict) -> str | None:
+    """What is wrong with a checkpoint description's fields (None: nothing), checked before any is used: a page
+    formats ``final.val_loss`` as a number, the picker reads ``step``, a resumed run reads ``metrics`` and
+    ``optimizer_param_groups``. Unknown extra fields are allowed (nothing reads them).
+
+    >>> description_problem({"model": {"kind": "gpt"}, "tokenizer": {}, "step": 10, "final": {"val_loss": 1.5}})
+    >>> description_problem({"model": {"kind": "gpt"}, "tokenizer": {}, "final": {"val_loss": "low"}})
+    'final.val_loss is "low", not a number'
+    >>> description_problem({"model": {"kind": "gpt"}, "tokenizer": {}, "final": "done"})
+    'final is "done", not a JSON object'
+    >>> description_problem({"model": {"kind": "gpt"}, "tokenizer": {}, "step": -1})
+    'step is -1, not a whole number from 0 to 1,000,000,000,000'
+    """
+    if not isinstance(meta.get("model"), dict) or meta["model"].get("kind") not in ("gpt", "char"):
+        return f"model is {_shown(meta.get('model'))}, not the description of a GPT or a char-level model"
+    if not isinstance(meta.get("tokenizer"), dict):
+        return "the tokenizer is not described"
+    if meta.get("format", "llmviz-checkpoint") != "llmviz-checkpoint" or meta.get("version", 1) != 1:
+        return f"it is in format {_shown(meta.get('format'))} version {_shown(meta.get('version'))}, not llmviz's 1"
+    step = meta.get("step", 0)
+    if not _whole(step) or not 0 <= step <= MAX_STEP:
+        return f"step is {_shown(step)}, not a whole number from 0 to {MAX_STEP:,}"
+    for name in _DICT_FIELDS:
+        if name in meta and not isinstance(meta[name], dict):
+            return f"{name} is {_shown(meta[name])}, not a JSON object"
+    for name in _TEXT_FIELDS:
+        if name in meta and not isinstance(meta[name], str):
+            return f"{name} is {_shown(meta[name])}, not text"
+    for name in ("train_loss", "val_loss"):
+        value = meta.get("final", {}).get(name)
+        if not _number_or_none(value):
+            return f"final.{name} is {_shown(value)}, not a number"
+    groups = meta.get("optimizer_param_groups", [])
+    if not isinstance(groups, list) or not all(isinstance(group, dict) for group in groups):
+        return "optimizer_param_groups is not a list of JSON objects"
+    return _metrics_problem(meta.get("metrics", []))
+
+
+def _metrics_problem(metrics) -> str | None:
+    """What is wrong with a description's ``metrics`` (a list of rows of numbers, each with its step)."""
+    if not isinstance(metrics, list) or len(metrics) > MAX_METRICS:
+        return f"metrics is not a list of at most {MAX_METRICS:,} rows"
+    for number, row in enumerate(metrics):
+        if not isinstance(row, dict) or not _whole(row.get("step")) or not 0 <= row["step"] <= MAX_STEP:
+            return f"metrics row {number} is {_shown(row)}, not a row of numbers with its step"
+        wrong = next((key for key, value in row.items() if not _number_or_none(value)), None)
+        if wrong is not None:
+            return f"metrics row {number}: {_shown(wrong)} is {_shown(row[wrong])}, not a number"
+    return None
+
+
 def _file_metadata(path: Path) -> str:
     """The llmviz description stored in a single-file checkpoint's metadata (reads the header only)."""
     from safetensors import SafetensorError, safe_open
@@ -246,11 +318,12 @@ def inspect_checkpoint(directory: str | Path) -> tuple[dict, Path]:
             raise CheckpointError(f"{label} is not an llmviz checkpoint (no {META_FILE}).")
         weights = directory / MODEL_FILE
         meta = parse_description(_read_regular_file(meta_path, MAX_META_BYTES))
+    problem = description_problem(meta)
+    if problem is not None:
+        raise CheckpointError(f"{META_FILE} in {label} is damaged: {problem}.")
     try:
         # nothing is allocated before the description is known to be sane and to match the file's tensors
         _check_weights_match(weights, _described_shapes(meta["model"]))
-        if not isinstance(meta["tokenizer"], dict):
-            raise TypeError("the tokenizer is not described")
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError, ConfigError, TokenizerError) as error:
         raise CheckpointError(f"{META_FILE} in {label} is damaged: {error}") from None
     return meta, weights

@@ -26,7 +26,7 @@ import torch
 import torch.nn as nn
 
 from llmviz.device import isolated_rng
-from llmviz.errors import ConfigError, TrainingDiverged
+from llmviz.errors import CheckpointError, ConfigError, TrainingDiverged
 from llmviz.models.charlevel import CHAR_MODELS, build_char_model
 from llmviz.models.gpt import GPT, PRESETS, SWITCHES
 from llmviz.models.layers import set_dropout_generator
@@ -681,16 +681,23 @@ def resume(
 ) -> Trainer:
     """A :class:`Trainer` that continues exactly where the saved one stopped (``changes``: e.g. more ``steps``),
     in one process or several: the checkpoint does not depend on how many processes wrote it."""
-    model, tokenizer, meta = load_checkpoint(directory, device)
-    config = TrainConfig.from_dict({**meta["train_config"], "device": device, **changes})
+    model, tokenizer, meta = load_checkpoint(directory, device)  # every field of checkpoint.json checked
+    try:
+        config = TrainConfig.from_dict({**meta["train_config"], "device": device, **changes})
+        history = [StepMetrics(**m) for m in meta.get("metrics", [])]
+    except (KeyError, TypeError) as error:
+        raise CheckpointError(
+            f"{Path(directory).name} cannot be resumed: its training config or metrics are "
+            f"incomplete ({type(error).__name__}: {error})."
+        ) from None
     trainer = Trainer(
         config,
         prepare_data(text, config, tokenizer),
         group=group or ProcessGroup(),
         initial_model=model if config.init is not None else None,
     )
-    trainer.step = meta["step"]
-    trainer.history = [StepMetrics(**m) for m in meta.get("metrics", [])]
+    trainer.step = meta.get("step", 0)
+    trainer.history = history
     if not restore_training_state(trainer, directory, model, meta):
         # the other ranks' dropout streams were not saved: fresh ones, never the first steps' again
         trainer.dropout_generator.manual_seed(dropout_seed(config.seed, trainer.group.rank, trainer.step))
