@@ -342,8 +342,10 @@ def select(key: str) -> None:
     if parsed is None or parsed[0] not in known:
         state.PICKED.set(DEFAULT_KEY)
         state.PICKER_NOTICE.set(
-            "That model is not available in this browser session (a run lives only in "
-            "the session that trained it), so the shipped GPT is shown."
+            "That model is a training run of another browser session (a run lives only in the session that "
+            "trained it), so the shipped GPT is shown."
+            if parsed is not None and parsed[0].startswith("run:")
+            else "That model is not on this server, so the shipped GPT is shown."
         )
     else:
         base, step = parsed

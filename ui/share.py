@@ -451,11 +451,33 @@ def restore_model() -> None:
     wanted = _short(wanted, 200)
     picker.select(wanted)
     shown = picker.current(mark=False)
-    if shown.key != wanted:
-        notice(
-            f"model = “{_short(wanted)}” is not available on this server (a run trained in another "
-            f"session stays there): showing {shown.label}."
-        )
+    text = model_notice(wanted, shown.key, shown.label, {entry.key: entry for entry in picker.entries()})
+    if text:
+        notice(text)
+
+
+def model_notice(wanted: str, shown_key: str, shown_label: str, listed: dict) -> str | None:
+    """What to say when a link's ``model=`` was not what the page shows (None: it is, whatever the step): the
+    reason that holds for that kind of model, never "another session" for a model that is not a run.
+
+    >>> model_notice("dir:lora@3", "dir:lora", "Checkpoint lora", {})  # a checkpoint has one step: it is shown
+    >>> model_notice("run:ab12@50", "shipped:gpt", "Shipped GPT", {})  # doctest: +ELLIPSIS
+    'model = “run:ab12@50” is not available here: it is a training run of another browser session (...): showing...'
+    >>> model_notice("dir:gone", "shipped:gpt", "Shipped GPT", {})
+    'model = “dir:gone” is not available on this server: showing Shipped GPT.'
+    """
+    wanted_base = (picker.parse_key(wanted) or (wanted, None))[0]
+    if wanted_base == (picker.parse_key(shown_key) or (shown_key, None))[0]:
+        return None
+    start = f"model = “{_short(wanted)}”"
+    entry = listed.get(wanted_base)
+    if wanted_base.startswith("run:"):
+        why = "is not available here: it is a training run of another browser session (a run stays there)"
+    elif entry is not None and not entry.available:
+        why = f"is not available here ({_short(entry.note, 160)})"
+    else:
+        why = "is not available on this server"
+    return f"{start} {why}: showing {shown_label}."
 
 
 def record_model() -> None:
