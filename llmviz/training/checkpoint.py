@@ -16,6 +16,7 @@ import json
 import os
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,7 +26,7 @@ import torch.nn as nn
 
 from llmviz.errors import CheckpointError, ConfigError
 from llmviz.models.charlevel import CHAR_MODELS, build_char_model
-from llmviz.models.gpt import GPT, GPTConfig
+from llmviz.models.gpt import GPT, MAX_EXPERTS, SIZE_LIMITS, GPTConfig
 from llmviz.tokenizers.base import Tokenizer, TokenizerError
 from llmviz.tokenizers.saved import tokenizer_from_dict
 from llmviz.training.safetensors_file import read_safetensors, refuse_pickle, regular_file
@@ -220,46 +221,21 @@ def _file_metadata(path: Path) -> str:
     return metadata["llmviz"]
 
 
-MAX_CHECKPOINT_PARAMETERS = 2_000_000_000  # GPT-2 XL has 1.6 billion; beyond this a description is not believed
-_SIZE_LIMITS = {
-    "n_layers": 256,
-    "n_heads": 256,
-    "d_model": 16_384,
-    "context_length": 65_536,
-    "vocab_size": 1_048_576,
-    "n_kv_heads": 256,
-    "d_mlp": 65_536,
-}
-
-
 def _described_shapes(description: dict) -> dict[str, tuple[int, ...]]:
-    """The tensor shapes the description promises, found on the meta device (no memory), after sanity bounds."""
+    """The tensor shapes the description promises, found on the meta device (no memory), after sanity bounds: each
+    size within :data:`llmviz.models.gpt.SIZE_LIMITS`, and a GPT within ``LLMVIZ_MAX_PARAMETERS`` and the machine's
+    memory (``GPTConfig`` checks both from its sizes before anything is built)."""
     sizes = dict(description.get("config", {}))
     sizes.update({k: v for k, v in description.get("kwargs", {}).items()})
     if "vocab_size" in description:
         sizes["vocab_size"] = description["vocab_size"]
-    for name, limit in _SIZE_LIMITS.items():
+    for name, limit in SIZE_LIMITS.items():
         value = sizes.get(name)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit):
             raise ConfigError(f"{name} = {value!r} is outside what llmviz loads (1 to {limit:,})")
     experts = sizes.get("n_experts", 0)
-    if not isinstance(experts, int) or isinstance(experts, bool) or not 0 <= experts <= 256:
-        raise ConfigError(f"n_experts = {experts!r} is outside what llmviz loads (0 to 256)")
-    if (
-        description.get("kind") == "gpt"
-    ):  # a bound before building anything: L·(4d² + 3·d·F·E) for the blocks, V·d and T·d
-        d, layers = sizes["d_model"], sizes["n_layers"]
-        mlp_width, experts = sizes.get("d_mlp") or 4 * d, max(1, sizes.get("n_experts") or 0)
-        estimate = (
-            layers * (4 * d * d + 3 * d * mlp_width * experts)
-            + 2 * sizes["vocab_size"] * d
-            + sizes["context_length"] * d
-        )
-        if estimate > MAX_CHECKPOINT_PARAMETERS:
-            raise ConfigError(
-                f"the described GPT would have about {estimate:,} parameters, more than llmviz loads "
-                f"({MAX_CHECKPOINT_PARAMETERS:,})"
-            )
+    if not isinstance(experts, int) or isinstance(experts, bool) or not 0 <= experts <= MAX_EXPERTS:
+        raise ConfigError(f"n_experts = {experts!r} is outside what llmviz loads (0 to {MAX_EXPERTS})")
     with torch.device("meta"):
         skeleton = model_from_description(description)
     shapes = {name: tuple(tensor.shape) for name, tensor in skeleton.state_dict().items()}
@@ -329,6 +305,23 @@ def inspect_checkpoint(directory: str | Path) -> tuple[dict, Path]:
     return meta, weights
 
 
+def weights_problem(state: dict[str, torch.Tensor]) -> str | None:
+    """What is wrong with a model's weights as numbers (None: nothing): NaN or infinite values, which every number
+    computed from them (a loss, a quantization report, a sample) would carry.
+
+    >>> weights_problem({"w": torch.ones(3)}) is None
+    True
+    >>> weights_problem({"a": torch.ones(2), "b": torch.tensor([1, float("nan")])})
+    'holds 1 NaN or infinite weight (in b)'
+    """
+    bad = {name: int((~torch.isfinite(t)).sum()) for name, t in state.items() if t.is_floating_point()}
+    bad = {name: count for name, count in bad.items() if count}
+    if not bad:
+        return None
+    total = sum(bad.values())
+    return f"holds {total:,} NaN or infinite weight{'s' if total != 1 else ''} (in {', '.join(list(bad)[:3])})"
+
+
 def load_checkpoint(directory: str | Path, device: str = "cpu") -> tuple[nn.Module, Tokenizer, dict]:
     """``(model, tokenizer, metadata)`` from a checkpoint folder (:func:`save_checkpoint`) or a single
     ``.safetensors`` file (:func:`checkpoint_file_bytes`)."""
@@ -340,6 +333,9 @@ def load_checkpoint(directory: str | Path, device: str = "cpu") -> tuple[nn.Modu
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError, ConfigError, TokenizerError) as error:
         raise CheckpointError(f"{META_FILE} in {label} is damaged: {error}") from None
     state = read_safetensors(weights)
+    problem = weights_problem(state)
+    if problem is not None:
+        raise CheckpointError(f"{weights.name} in {label} {problem}: it cannot be used (train it again).")
     if isinstance(model, GPT) and model.config.tie_weights:
         if "tok_emb.weight" in state:
             state.setdefault("lm_head.weight", state["tok_emb.weight"])
@@ -460,6 +456,87 @@ def restore_accelerator_rng_states(state: dict[str, torch.Tensor]) -> None:
 
 
 # ---------------------------------------------------------------------------- writing and resuming a run
+
+
+def _nearest_existing(path: Path) -> Path:
+    """``path``, or its nearest ancestor that exists (where a new folder would be made)."""
+    path = Path(os.path.abspath(path))
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def output_folder_problem(path: str | Path) -> str | None:
+    """Why a checkpoint folder cannot be written at ``path`` (None: it can), checked before a run trains: an
+    existing file or device (``/dev/null``) is not a folder, and a folder that cannot be written fails the run
+    only after all its training otherwise.
+
+    >>> output_folder_problem("/dev/null")
+    '/dev/null exists and is not a folder (a device): a checkpoint is a folder, new or existing'
+    """
+    target = Path(path)
+    if os.path.lexists(target):
+        if not target.is_dir():
+            kind = "a file" if target.is_file() else "a device" if target.exists() else "a broken link"
+            return f"{path} exists and is not a folder ({kind}): a checkpoint is a folder, new or existing"
+        if not os.access(target, os.W_OK | os.X_OK):
+            return f"the folder {path} cannot be written (permissions)"
+        return None
+    parent = _nearest_existing(target)
+    if not parent.is_dir():
+        return f"{parent} is not a folder, so {path} cannot be made in it"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"{path} cannot be made: the folder {parent} cannot be written (permissions)"
+    return None
+
+
+def checkpoint_bytes(parameters: int, state_per_parameter: int = 0, metrics_rows: int = 0, vocab_size: int = 0) -> int:
+    """About how many bytes a checkpoint folder takes: the float32 weights, the optimizer's state (numbers per
+    parameter, 0 without ``trainer.safetensors``), the metrics and the tokenizer in ``checkpoint.json``.
+
+    >>> checkpoint_bytes(1_000_000, 2, 500, 512) // 2**20
+    12
+    """
+    return 4 * parameters * (1 + state_per_parameter) + 300 * metrics_rows + 100 * vocab_size + 2**20
+
+
+def free_space_problem(path: str | Path, needed: int) -> str | None:
+    """Why the disk at ``path`` cannot take ``needed`` more bytes (None: it can)."""
+    import shutil
+
+    where = _nearest_existing(Path(path))
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        return None  # nothing to say before trying
+    if needed > free:
+        return (
+            f"the checkpoint needs about {needed / 2**20:,.0f} MB and the disk of {where} has "
+            f"{free / 2**20:,.0f} MB free"
+        )
+    return None
+
+
+def write_or_keep(out: str | Path, write: Callable[[Path], object]) -> None:
+    """``write(out)``; should the disk refuse (full, or made read-only meanwhile), write to a new temporary folder
+    instead and say where, so that a run that trained for an hour is never lost to its last step."""
+    import tempfile
+
+    try:
+        write(Path(out))
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        try:
+            fallback = Path(tempfile.mkdtemp(prefix="llmviz-unsaved-"))
+            write(fallback)
+        except OSError as second:
+            raise CheckpointError(
+                f"Cannot write the checkpoint to {out} ({reason}), nor to a temporary folder "
+                f"({second.strerror or type(second).__name__}): the run is lost."
+            ) from None
+        raise CheckpointError(
+            f"Cannot write the checkpoint to {out} ({reason}); it was saved to {fallback} instead."
+        ) from None
 
 
 class SavedRun(Protocol):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.test_app_pages import assert_clean, run_page
-from tests.unit.training.test_checkpoint import crafted, setting
+from tests.unit.training.test_checkpoint_fields import crafted, setting
 
 BAD = {"final-done": setting("final", "done"), "val-loss-low": setting("final", "val_loss", "low")}
 
