@@ -9,6 +9,7 @@ import streamlit as st
 import torch
 
 import ui
+from llmviz.data.corpus import text_key
 from llmviz.errors import LlmvizError
 from llmviz.generation.sampling import generate_text
 from llmviz.jobs.manager import JobRefused
@@ -16,10 +17,9 @@ from llmviz.lessons import quiz
 from llmviz.lessons.architectures import SWITCH_RACE_TITLES, SWITCH_RACES, extrapolation
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.models.decoder import toy_task_loop
-from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
 from llmviz.tokenizers.char_word import CharTokenizer
 from llmviz.training.losses import batch_loss, position_gradient
-from llmviz.training.trainer import OPTIMIZER_TITLES, TrainConfig, Trainer, prepare_data
+from llmviz.training.trainer import OPTIMIZER_TITLES, TrainConfig, Trainer, build_trainer, prepare_data
 from ui import charts, models, picker, sections, share, state
 from ui.panels import quiz as quiz_ui
 from ui.panels import runs as training
@@ -44,11 +44,14 @@ MODEL_LABELS = GPT_SIZES | {name: f"char · {title}" for name, title in CHAR_MOD
 LEARNING_RATES = [1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0]
 
 
-@st.cache_resource(show_spinner="Training the BPE tokenizer for this corpus…", max_entries=6)
-def cached_tokenizer(label: str, text: str, kind: str, vocab_size: int):
-    if kind == "char":
-        return CharTokenizer.train(text)
-    return BPETokenizer.train(text[:1_000_000], vocab_size=vocab_size)
+@st.cache_resource(show_spinner=False, max_entries=6)
+def race_tokenizer(content_key: str, _text: str):
+    """The characters of a race's text (at most RACE_CHARS), cached by its content (``text_key``), never a label."""
+    return CharTokenizer.train(_text)
+
+
+RACE_CHARS = 200_000  # a race trains on the first characters of the corpus: its tokenizing stays a tenth of a second
+INLINE_CHARS = 2_000  # a text this short is tokenized in the page at once (milliseconds); a longer one in the worker
 
 
 loaded = ui.corpus_text()
@@ -81,6 +84,8 @@ st.caption(
 if loaded is None:
     st.stop()
 corpus_label, text = loaded
+race_text = text[:RACE_CHARS]
+race_key = text_key(race_text)
 c1, c2, c3, c4 = st.columns(4)
 model_name = c1.selectbox(
     "Model", list(MODEL_LABELS), format_func=MODEL_LABELS.get, index=1, **share.bind("train_model")
@@ -120,12 +125,20 @@ if st.button("Train", type="primary", key=state.widget("train")):
             seed=settings.run_seed(),
             device=settings.device,
         )
-        tokenizer = cached_tokenizer(corpus_label, text, tokenizer_kind, vocab_size)
-        trainer = Trainer(config, prepare_data(text, config, tokenizer))
         label = training.unique_label(
             f"{MODEL_LABELS[model_name]} · {OPTIMIZER_TITLES[optimizer]} · lr {lr:g} · {corpus_label}"
         )
-        job = picker.manager().submit_training(picker.session_id(), trainer, label=label, sample_every=sample_every)
+        # a corpus is tokenized in the run's worker, never in this script run (a 20 MB upload took a minute here);
+        # a text of a few lines takes milliseconds, and a text too short for a window is said at once
+        built = build_trainer(text, config) if len(text) <= INLINE_CHARS else None
+        job = picker.manager().submit_training(
+            picker.session_id(),
+            built,
+            build=None if built is not None else functools.partial(build_trainer, text, config),
+            label=label,
+            total=config.steps,
+            sample_every=sample_every,
+        )
     except JobRefused as refused:  # the session's share of the server, or its snapshot room: say why
         st.warning(str(refused))
     except LlmvizError as error:
@@ -152,6 +165,8 @@ else:
 
 # ------------------------------------------------------------------ races
 st.header("2. Races: compare runs on one chart")
+if len(text) > RACE_CHARS:
+    st.caption(f"Races on the corpus train on its first {RACE_CHARS:,} of {len(text):,} characters.")
 race_left, race_right = st.columns(2)
 with race_left:
     race_steps = st.slider("Steps per runner", 50, 1000, step=50, **ui.keep("race_steps", value=300))
@@ -210,16 +225,14 @@ def switch_race_runners() -> list:
             device=settings.device,
         )
         label = training.unique_label(f"switch race: {title}")
-        runners.append(
-            (label, Trainer(config, prepare_data(text, config, cached_tokenizer(corpus_label, text, "char", 0))))
-        )
+        runners.append((label, Trainer(config, prepare_data(race_text, config, race_tokenizer(race_key, race_text)))))
     return runners
 
 
 def model_race_runners() -> list:
     from llmviz.data import corpus as corpus_module
 
-    names = corpus_module.load("names") if char_race else text
+    names = corpus_module.load("names") if char_race else race_text
     if char_race:
         lineup = [(name, "adam", 1e-1 if name == "bigram-neural" else 3e-3) for name in CHAR_MODEL_TITLES]
     else:
@@ -252,9 +265,7 @@ def model_race_runners() -> list:
             if char_race
             else f"{race}: {OPTIMIZER_TITLES[opt]} (lr {rate:g})"
         )
-        runners.append(
-            (label, Trainer(config, prepare_data(names, config, cached_tokenizer("race", names, "char", 0))))
-        )
+        runners.append((label, Trainer(config, prepare_data(names, config, race_tokenizer(text_key(names), names)))))
     return runners
 
 
@@ -266,6 +277,7 @@ if switch_race:
                 "switch": race_switch,
                 "ids": [job.id for job in started],
                 "corpus": corpus_label,
+                "corpus_key": race_key,
                 "context": SWITCH_RACE_CONTEXT,
             }
         ),
@@ -380,7 +392,7 @@ training.live(
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def measured_beyond(run_ids: tuple[str, ...], corpus: str, context: int, trained: int, _models: dict, _ids):
+def measured_beyond(run_ids: tuple[str, ...], content_key: str, context: int, trained: int, _models: dict, _ids):
     return extrapolation(_models, _ids, trained, context, windows=256)  # 64 windows drew a saw of noise
 
 
@@ -407,7 +419,7 @@ def longer_than_training() -> None:
     if not all(job.status().done for job in jobs) or any(job.info is None for job in jobs):
         st.caption(f"Waiting for the race ({SWITCH_RACE_TITLES[spec['switch']]}) to end.")
         return
-    if spec["corpus"] != corpus_label:
+    if spec.get("corpus_key") != race_key:  # by content: an upload may carry a built-in corpus's name
         st.info(
             f"The race trained on {literal_markdown(spec['corpus'])}: pick that corpus in the sidebar to measure "
             "it on its own validation text."
@@ -423,8 +435,8 @@ def longer_than_training() -> None:
     )
     models = {job.label: picker.load(f"run:{job.id}").model for job in jobs}
     first = jobs[0].info
-    ids = prepare_data(text, first.config, first.tokenizer).val_ids
-    result = measured_beyond(tuple(spec["ids"]), corpus_label, int(context), trained, models, ids)
+    ids = prepare_data(race_text, first.config, first.tokenizer).val_ids  # the text the race trained on
+    result = measured_beyond(tuple(spec["ids"]), race_key, int(context), trained, models, ids)
     figure = go.Figure(
         [
             go.Scatter(x=list(range(1, result.context + 1)), y=curve.tolist(), mode="lines", name=name)

@@ -356,8 +356,9 @@ def _save_with_command(trainer, args, command: str, corpus_sha256: str) -> None:
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
+    from llmviz.errors import CheckpointError
     from llmviz.generation.sampling import generate_from_prompt
-    from llmviz.training.checkpoint import load_checkpoint
+    from llmviz.training.checkpoint import load_checkpoint, weights_problem
 
     if args.model:
         from llmviz.hub import gpt2
@@ -369,6 +370,9 @@ def cmd_sample(args: argparse.Namespace) -> int:
         model, tokenizer, _ = gpt2.load(args.model, allow_download=True)
     else:
         model, tokenizer, _ = load_checkpoint(args.checkpoint)
+    problem = weights_problem(model.state_dict())
+    if problem is not None:  # every probability would be NaN: say why instead of sampling nothing
+        raise CheckpointError(f"The model {args.checkpoint or args.model} {problem}: it cannot be sampled from.")
     result = generate_from_prompt(
         model,
         tokenizer,

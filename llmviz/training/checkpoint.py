@@ -307,7 +307,8 @@ def inspect_checkpoint(directory: str | Path) -> tuple[dict, Path]:
 
 def weights_problem(state: dict[str, torch.Tensor]) -> str | None:
     """What is wrong with a model's weights as numbers (None: nothing): NaN or infinite values, which every number
-    computed from them (a loss, a quantization report, a sample) would carry.
+    computed from them (a loss, a quantization report, a sample) would carry. The command line refuses such a
+    model before it reports on it; the app's pages load it and say "NaN" where a number cannot be computed.
 
     >>> weights_problem({"w": torch.ones(3)}) is None
     True
@@ -333,9 +334,6 @@ def load_checkpoint(directory: str | Path, device: str = "cpu") -> tuple[nn.Modu
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError, ConfigError, TokenizerError) as error:
         raise CheckpointError(f"{META_FILE} in {label} is damaged: {error}") from None
     state = read_safetensors(weights)
-    problem = weights_problem(state)
-    if problem is not None:
-        raise CheckpointError(f"{weights.name} in {label} {problem}: it cannot be used (train it again).")
     if isinstance(model, GPT) and model.config.tie_weights:
         if "tok_emb.weight" in state:
             state.setdefault("lm_head.weight", state["tok_emb.weight"])
@@ -367,8 +365,8 @@ class ListedCheckpoint:
         return self.problem is None
 
 
-def _signature(path: Path) -> tuple:
-    """What changes when an entry (or the files in it) changes: for caching a check."""
+def checkpoint_signature(path: Path) -> tuple:
+    """What changes when a checkpoint entry (or the files in it) changes: for caching a check or a loaded model."""
     parts: list[tuple[int, int, int, int] | None] = []
     for candidate in (path, path / META_FILE, path / MODEL_FILE):
         try:
@@ -417,7 +415,7 @@ def list_checkpoints(folder: str | Path) -> list[ListedCheckpoint]:
         if name != path.name:  # bytes that are not UTF-8: no page, link or message can carry this name
             listed.append(ListedCheckpoint(name, path, "its name is not valid UTF-8: rename it."))
             continue
-        listed.append(ListedCheckpoint(name, path, _problem(str(path), _signature(path))))
+        listed.append(ListedCheckpoint(name, path, _problem(str(path), checkpoint_signature(path))))
     return listed
 
 

@@ -261,6 +261,18 @@ def build_tokenizer(text: str, kind: str, vocab_size: int = 512, progress=None) 
     return BPETokenizer.train(text, vocab_size=vocab_size, progress=progress)
 
 
+BPE_SAMPLE_CHARS = 1_000_000  #: the characters a page's run trains its BPE tokenizer on (the first ones)
+
+
+def build_trainer(text: str, config: TrainConfig) -> Trainer:
+    """A run's :class:`Trainer`, made where it will train: a job's worker process
+    (``JobManager.submit_training(build=functools.partial(build_trainer, text, config))``), so that tokenizing a
+    20 MB upload never runs in the server's script thread. A BPE tokenizer learns from the first
+    :data:`BPE_SAMPLE_CHARS` characters; the whole text is then tokenized and split."""
+    sample = text[:BPE_SAMPLE_CHARS] if config.tokenizer == "bpe" else text
+    return Trainer(config, prepare_data(text, config, build_tokenizer(sample, config.tokenizer, config.bpe_vocab_size)))
+
+
 def prepare_data(text: str, config: TrainConfig, tokenizer: Tokenizer | None = None, progress=None) -> Dataset:
     """Tokenize ``text`` and split it: the first 1 − val_fraction for training, the rest for validation."""
     if not text or not text.strip():

@@ -205,7 +205,7 @@ def nan_checkpoint(tmp_path_factory):
 @pytest.mark.parametrize("command", ["quantize", "lora", "finetune"])
 def test_nan_or_infinite_weights_are_refused_not_reported(capsys, tmp_path, nan_checkpoint, command):
     code, line = refused(capsys, command, "--init", str(nan_checkpoint), "--out", str(tmp_path / "out"))
-    assert code == 2 and "holds 3 NaN or infinite weights (in blocks.0.attn.qkv.weight)" in line
+    assert code == 2 and "holds 3 NaN or infinite weights (in blocks.0.attn.qkv.weight): it cannot be adapted" in line
     assert not (tmp_path / "out").exists()
 
 
