@@ -69,6 +69,7 @@ class Widget:
     value: Any
     fragment_id: str
     query_key: str
+    label: str = ""
 
 
 def widget_from_element(element, fragment_id: str) -> Widget | None:
@@ -80,7 +81,7 @@ def widget_from_element(element, fragment_id: str) -> Widget | None:
     >>> element = Element()
     >>> element.checkbox.id, element.checkbox.default = "$$ID-ab-mask", True
     >>> widget_from_element(element, "f1")
-    Widget(id='$$ID-ab-mask', kind='bool_value', value=True, fragment_id='f1', query_key='')
+    Widget(id='$$ID-ab-mask', kind='bool_value', value=True, fragment_id='f1', query_key='', label='')
     """
     kind = element.WhichOneof("type")
     proto = getattr(element, kind) if kind else None
@@ -98,6 +99,9 @@ def widget_from_element(element, fragment_id: str) -> Widget | None:
     elif kind == "multiselect":
         state = "string_array_value"
         value = list(proto.raw_values) if proto.set_value else [proto.options[i] for i in proto.default]
+    elif kind == "slider" and proto.options:  # a select slider: the labels of its options
+        state = "string_array_value"
+        value = list(proto.raw_value) if proto.set_value else [proto.options[int(i)] for i in proto.default]
     elif kind == "slider":
         state, value = "double_array_value", list(proto.value if proto.set_value else proto.default)
     elif kind == "number_input":
@@ -108,7 +112,7 @@ def widget_from_element(element, fragment_id: str) -> Widget | None:
         state, value = "string_value", proto.value if proto.set_value else proto.default
     else:
         return None
-    return Widget(proto.id, state, value, fragment_id, getattr(proto, "query_param_key", ""))
+    return Widget(proto.id, state, value, fragment_id, getattr(proto, "query_param_key", ""), proto.label)
 
 
 def _state(widget: Widget, value: Any) -> WidgetState:
@@ -148,6 +152,7 @@ class Student:
         self.page_hash = ""
         self.query: dict[str, list[str]] = {}
         self.widgets: dict[str, Widget] = {}  # widget id → widget
+        self.buttons: dict[str, Widget] = {}  # button id → the button (its value is a trigger, sent only on a click)
         self.values: dict[str, Any] = {}  # widget id → the value this session holds for it
 
     async def __aenter__(self) -> Student:
@@ -190,11 +195,47 @@ class Student:
         return await self._run(began, "")
 
     def widget(self, key: str) -> Widget:
-        """The widget whose key is ``key`` (Streamlit ends a keyed widget's id with ``-<key>``)."""
-        found = [w for w in self.widgets.values() if w.id.endswith(f"-{key}")]
+        """The widget whose key is ``key`` (Streamlit ends a keyed widget's id with ``-<key>``), else the one whose
+        label is ``key`` (a widget without a key)."""
+        found = [w for w in self.widgets.values() if w.id.endswith(f"-{key}")] or [
+            w for w in self.widgets.values() if w.label == key
+        ]
         if len(found) != 1:
-            raise KeyError(f"{len(found)} widgets with key {key!r} on this page")
+            raise KeyError(f"{len(found)} widgets with key or label {key!r} on this page")
         return found[0]
+
+    async def click(self, key: str) -> Run:
+        """Press the button whose key (or label) is ``key``, as a click does: a trigger sent once with every widget's
+        value; returns the page's run (after any reruns it asks for, such as ``st.rerun()`` once a run starts)."""
+        found = [b for b in self.buttons.values() if b.id.endswith(f"-{key}")] or [
+            b for b in self.buttons.values() if b.label == key
+        ]
+        if len(found) != 1:
+            raise KeyError(f"{len(found)} buttons with key or label {key!r} on this page")
+        button = found[0]
+        message = BackMsg()
+        rerun = message.rerun_script
+        rerun.query_string = urllib.parse.urlencode(self.query, doseq=True)
+        rerun.page_script_hash = self.page_hash
+        if button.fragment_id:
+            rerun.fragment_id = button.fragment_id
+        rerun.widget_states.widgets.extend(_state(self.widgets[i], v) for i, v in self.values.items())
+        rerun.widget_states.widgets.append(WidgetState(id=button.id, trigger_value=True))
+        for name, field_value in self._context().items():
+            setattr(rerun.context_info, name, field_value)
+        began = time.perf_counter()
+        await self.socket.send(message.SerializeToString())
+        return await self._run(began, "")
+
+    async def drain(self) -> None:
+        """Read (and forget) what the server sends until the socket closes: a session left open on a page whose
+        sections refresh themselves (a run training) must be read, as a browser would."""
+        try:
+            while self.socket is not None:
+                message = ForwardMsg()
+                message.ParseFromString(await self.socket.recv())
+        except Exception:  # noqa: BLE001 - the socket closed: nothing more to read
+            return
 
     async def set_widget(self, key: str, value: Any, whole_page: bool = False, kind: str = "") -> Run:
         """Give the widget ``key`` the value ``value`` as a click or a typed value does; returns the run it causes
@@ -202,7 +243,9 @@ class Student:
         field of the widget state instead of the widget's own (a forged message: tests use it)."""
         widget = self.widget(key)
         if kind:
-            self.widgets[widget.id] = widget = Widget(widget.id, kind, value, widget.fragment_id, widget.query_key)
+            self.widgets[widget.id] = widget = Widget(
+                widget.id, kind, value, widget.fragment_id, widget.query_key, widget.label
+            )
         self.values[widget.id] = value
         if widget.query_key:
             self.query[widget.query_key] = [_in_link(value)]
@@ -239,6 +282,10 @@ class Student:
                 run.alerts.append(element.alert.body)
                 if element.alert.format == ERROR_FORMAT:
                     run.errors.append(element.alert.body[:200])
+            if element_kind == "button":
+                self.buttons[element.button.id] = Widget(
+                    element.button.id, "trigger_value", False, delta.fragment_id, "", element.button.label
+                )
             widget = widget_from_element(element, delta.fragment_id)
             if widget is not None:
                 self.widgets[widget.id] = widget

@@ -23,7 +23,8 @@ Nothing public does these jobs in the pinned versions, so each is kept here, nam
    widget of this session is bound to; Streamlit refuses to set or clear those, so :func:`bound_link_params` lets
    the ``/home`` redirect keep the others.
 8. ``SessionState.on_script_will_rerun`` and ``SessionState.register_widget``
-   (``streamlit.runtime.state.session_state``), with ``WidgetMetadata.value_type`` and ``.deserializer`` and
+   (``streamlit.runtime.state.session_state``), with ``WStates.states`` holding ``Serialized`` values as a browser
+   sent them, ``WidgetMetadata.value_type`` and ``.deserializer`` and
    ``unpack_widget_state_value``: a browser sends every widget's value with each rerun, and a value of the wrong
    kind (a forged message: text for a number) made Streamlit's deserializer raise before the page ran, on that
    rerun and every later one. :func:`guard_widget_states` wraps both methods so that such a value is dropped
@@ -173,15 +174,9 @@ def as_in_link(name: str, value):
 # 8. widget values of the wrong kind
 _TRIGGERS = {"trigger_value", "string_trigger_value", "json_trigger_value", "chat_input_value"}
 #: kinds of value a browser may send for one another (a number input holds a double_value, and chromium sends an
-#: int_value for an integer one); a value of another family is never one its widget can take
-_FAMILIES = {
-    "int_value": "number",
-    "double_value": "number",
-    "double_array_value": "array",
-    "int_array_value": "array",
-    "string_array_value": "array",
-    **{kind: "trigger" for kind in _TRIGGERS},
-}
+#: int_value for an integer one); any other kind than the widget's is never one it can take (a slider's numbers
+#: sent to a select slider, which holds its options' labels, broke the page on the next run)
+_FAMILIES = {"int_value": "number", "double_value": "number", **{kind: "trigger" for kind in _TRIGGERS}}
 _GUARDED: list[Callable[[str, str], None]] = []
 
 
@@ -216,11 +211,11 @@ def guard_widget_states(refused: Callable[[str, str], None]) -> bool:
     try:
         from streamlit.proto.WidgetStates_pb2 import WidgetStates
         from streamlit.runtime.state.common import unpack_widget_state_value  # noqa: F401 - used by the check
-        from streamlit.runtime.state.session_state import SessionState, WStates
+        from streamlit.runtime.state.session_state import Serialized, SessionState, WStates
 
         original_rerun = SessionState.on_script_will_rerun
         original_register = SessionState.register_widget
-        WStates.get_serialized, WStates.states  # noqa: B018 - what the wrappers use: fail here, not in a run
+        WStates.states, Serialized.value  # noqa: B018 - what the wrappers use: fail here, not in a run
     except (ImportError, AttributeError) as error:
         logger.warning(
             "Widget values sent by browsers are not checked (see ui/streamlit_private.py, item 8): %s", error
@@ -244,9 +239,9 @@ def guard_widget_states(refused: Callable[[str, str], None]) -> bool:
 
     @functools.wraps(original_register)
     def register_widget(self, metadata, user_key):
-        stored = self._new_widget_state.get_serialized(metadata.id)
-        if stored is not None:
-            why = widget_value_problem(stored, metadata)
+        stored = self._new_widget_state.states.get(metadata.id)
+        if isinstance(stored, Serialized):  # as a browser sent it, not yet read by its widget
+            why = widget_value_problem(stored.value, metadata)
             if why is not None:
                 self._new_widget_state.states.pop(metadata.id, None)
                 _GUARDED[0](metadata.id, why)

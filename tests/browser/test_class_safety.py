@@ -129,3 +129,24 @@ def test_the_protocol_client_opens_a_page_and_flips_a_toggle_in_a_section(server
     assert mask.fragment_id  # the toggle lives in a section: only that section reruns
     assert flipped.status == "fragment finished" and 0 < flipped.deltas < opened.deltas
     assert flipped.errors == []
+
+
+def test_a_forged_array_of_the_wrong_kind_is_refused_too(server):
+    """A select slider holds its options' labels (strings): numbers sent for it passed Streamlit's deserializer and
+    broke the page when it drew the slider again ("must be real number, not str")."""
+    url, log = server
+
+    async def forge():
+        async with Student(url) as student:
+            await student.open("training")
+            forged = await student.set_widget("lr", [5.0], whole_page=True, kind="double_array_value")
+            student.widgets[student.widget("lr").id].kind = "string_array_value"
+            student.values[student.widget("lr").id] = ["0.003"]
+            again = await student.set_widget("batch", [8.0], whole_page=True)
+            return forged, again
+
+    forged, again = _run(forge())
+    for run in (forged, again):
+        assert run.status == "finished" and run.errors == [] and "exception" not in run.elements
+    assert any("This browser sent a value" in alert for alert in forged.alerts)
+    assert "must be real number" not in _log(log)
