@@ -29,6 +29,10 @@ Nothing public does these jobs in the pinned versions, so each is kept here, nam
    kind (a forged message: text for a number) made Streamlit's deserializer raise before the page ran, on that
    rerun and every later one. :func:`guard_widget_states` wraps both methods so that such a value is dropped
    before Streamlit keeps it (the widget keeps the value it had) and reported once.
+9. Plotly's ``_validate=False`` argument of ``go.Figure`` (``BaseFigure._allow_disable_validation``): a figure
+   built from plain dicts that llmviz's own builders make is not checked property by property again (most of
+   the time a class's page open spent building heatmaps). :func:`unchecked_figure` uses it;
+   ``tests/unit/ui/test_fast_builders.py`` checks every builder's figure against Plotly's checked one.
 """
 
 from __future__ import annotations
@@ -169,6 +173,18 @@ def as_in_link(name: str, value):
             error,
         )
     return value
+
+
+# 9. figures from plain dicts, not checked again
+def unchecked_figure(data: list[dict], layout: dict):
+    """9. ``go.Figure(data=data, layout=layout)`` without Plotly's property-by-property check (the dicts come from
+    llmviz's builders, whose figures the tests compare with checked ones); checked when Plotly no longer offers
+    the switch."""
+    import plotly.graph_objects as go
+
+    if getattr(go.Figure, "_allow_disable_validation", False):
+        return go.Figure(data=data, layout=layout, _validate=False)
+    return go.Figure(data=data, layout=layout)
 
 
 # 8. widget values of the wrong kind

@@ -96,6 +96,28 @@ def estimate_parameters(config: GPTConfig) -> int:
     return config.n_layers * (attention + mlp) + embeddings + positions
 
 
+def size_problem(config: GPTConfig) -> str | None:
+    """Why a GPT of this shape is not built here (None: it can be): more parameters than ``LLMVIZ_MAX_PARAMETERS``,
+    or weights alone that would not fit in this machine's memory. Asked before anything is allocated (training, a
+    checkpoint's description, the GPT itself on a real device); a calculator that only counts a shape on the meta
+    device (the Model page sizing GPT-3) may describe any size.
+    """
+    count = estimate_parameters(config)
+    cap = settings.get("LLMVIZ_MAX_PARAMETERS")
+    if count > cap:
+        return (
+            f"it would have about {count:,} parameters, more than llmviz loads or builds (LLMVIZ_MAX_PARAMETERS = "
+            f"{cap:,})"
+        )
+    memory = machine_memory_bytes()
+    if memory is not None and 4 * count > memory:
+        return (
+            f"it would have about {count:,} parameters, whose weights alone take {4 * count / 2**30:,.1f} GB: "
+            f"more than this machine's {memory / 2**30:,.1f} GB of memory"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class GPTConfig:
     """The shape of a GPT and its architecture switches (module docstring); validated on creation.
@@ -151,7 +173,6 @@ class GPTConfig:
         ]
         if problems:
             return problems
-        problems += self._size_problems()
         if self.d_model % self.n_heads:
             problems.append(
                 f"d_model = {self.d_model} is not divisible by n_heads = {self.n_heads}: each head gets "
@@ -165,26 +186,6 @@ class GPTConfig:
         elif self.positions == "rope" and self.head_dim % 2:
             problems.append(f"RoPE turns pairs of dimensions, so head_dim = {self.head_dim} must be even")
         return problems
-
-    def _size_problems(self) -> list[str]:
-        """A model bigger than ``LLMVIZ_MAX_PARAMETERS``, or whose weights alone would not fit in this machine's
-        memory: refused here, before anything is allocated."""
-        if self.n_experts and not (isinstance(self.n_experts, int) and 2 <= self.n_experts <= MAX_EXPERTS):
-            return []  # said by _expert_problems
-        count = estimate_parameters(self)
-        cap = settings.get("LLMVIZ_MAX_PARAMETERS")
-        if count > cap:
-            return [
-                f"it would have about {count:,} parameters, more than llmviz loads or builds "
-                f"(LLMVIZ_MAX_PARAMETERS = {cap:,})"
-            ]
-        memory = machine_memory_bytes()
-        if memory is not None and 4 * count > memory:
-            return [
-                f"it would have about {count:,} parameters, whose weights alone take {4 * count / 2**30:,.1f} GB: "
-                f"more than this machine's {memory / 2**30:,.1f} GB of memory"
-            ]
-        return []
 
     def _switch_problems(self) -> list[str]:
         """Architecture switches set to something the GPT does not compute."""
@@ -576,6 +577,10 @@ class GPT(nn.Module, RecordsIntermediates):
 
     def __init__(self, config: GPTConfig, initialise: bool = True):
         super().__init__()
+        if torch.empty(0).device.type != "meta":  # a real build: refused before any weight is allocated
+            problem = size_problem(config)
+            if problem is not None:
+                raise ConfigError(f"This GPT cannot be built here: {problem}.")
         self.config = config
         self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
         # only learned positions are parameters; sinusoidal ones are computed, RoPE acts inside attention

@@ -26,7 +26,7 @@ import torch.nn as nn
 
 from llmviz.errors import CheckpointError, ConfigError
 from llmviz.models.charlevel import CHAR_MODELS, build_char_model
-from llmviz.models.gpt import GPT, MAX_EXPERTS, SIZE_LIMITS, GPTConfig
+from llmviz.models.gpt import GPT, MAX_EXPERTS, SIZE_LIMITS, GPTConfig, size_problem
 from llmviz.tokenizers.base import Tokenizer, TokenizerError
 from llmviz.tokenizers.saved import tokenizer_from_dict
 from llmviz.training.safetensors_file import read_safetensors, refuse_pickle, regular_file
@@ -224,7 +224,7 @@ def _file_metadata(path: Path) -> str:
 def _described_shapes(description: dict) -> dict[str, tuple[int, ...]]:
     """The tensor shapes the description promises, found on the meta device (no memory), after sanity bounds: each
     size within :data:`llmviz.models.gpt.SIZE_LIMITS`, and a GPT within ``LLMVIZ_MAX_PARAMETERS`` and the machine's
-    memory (``GPTConfig`` checks both from its sizes before anything is built)."""
+    memory (``llmviz.models.gpt.size_problem``, from its sizes, before anything is built)."""
     sizes = dict(description.get("config", {}))
     sizes.update({k: v for k, v in description.get("kwargs", {}).items()})
     if "vocab_size" in description:
@@ -236,6 +236,10 @@ def _described_shapes(description: dict) -> dict[str, tuple[int, ...]]:
     experts = sizes.get("n_experts", 0)
     if not isinstance(experts, int) or isinstance(experts, bool) or not 0 <= experts <= MAX_EXPERTS:
         raise ConfigError(f"n_experts = {experts!r} is outside what llmviz loads (0 to {MAX_EXPERTS})")
+    if description.get("kind") == "gpt":  # its size, before even the skeleton is made
+        problem = size_problem(GPTConfig(**description.get("config", {})))
+        if problem is not None:
+            raise ConfigError(problem)
     with torch.device("meta"):
         skeleton = model_from_description(description)
     shapes = {name: tuple(tensor.shape) for name, tensor in skeleton.state_dict().items()}

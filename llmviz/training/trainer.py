@@ -28,7 +28,7 @@ import torch.nn as nn
 from llmviz.device import isolated_rng, machine_memory_bytes, seed_problem
 from llmviz.errors import CheckpointError, ConfigError, TrainingDiverged
 from llmviz.models.charlevel import CHAR_MODELS, build_char_model
-from llmviz.models.gpt import GPT, PRESETS, SIZE_LIMITS, SWITCHES, GPTConfig, estimate_parameters
+from llmviz.models.gpt import GPT, PRESETS, SIZE_LIMITS, SWITCHES, GPTConfig, estimate_parameters, size_problem
 from llmviz.models.layers import set_dropout_generator
 from llmviz.tokenizers.base import Tokenizer
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
@@ -148,9 +148,9 @@ class TrainConfig:
         )
 
     def _memory_problems(self, vocab_size: int | None = None) -> list[str]:
-        """A GPT too big for this machine, found from its sizes before anything is allocated: ``GPTConfig`` refuses
-        one whose weights alone would not fit (or beyond ``LLMVIZ_MAX_PARAMETERS``); training also keeps a
-        gradient and the optimizer's state for every weight. ``vocab_size``: the tokenizer's, once known (before:
+        """A GPT too big for this machine, found from its sizes before anything is allocated: one whose weights alone
+        would not fit, or beyond ``LLMVIZ_MAX_PARAMETERS`` (``llmviz.models.gpt.size_problem``); training also keeps
+        a gradient and the optimizer's state for every weight. ``vocab_size``: the tokenizer's, once known (before:
         the BPE vocabulary asked for, or 256 characters)."""
         vocab = vocab_size or (self.bpe_vocab_size if self.tokenizer == "bpe" else 256)
         if not 1 <= self.context_length <= SIZE_LIMITS["context_length"]:
@@ -161,6 +161,9 @@ class TrainConfig:
             return [str(error).removeprefix("This GPT configuration cannot work: ").rstrip(".")]
         except TypeError:
             return []  # an unknown switch: said by _architecture_problems
+        problem = size_problem(gpt)
+        if problem is not None:
+            return [problem]
         count = estimate_parameters(gpt)
         need = (2 + OPTIMIZER_STATE.get(self.optimizer, 2)) * 4 * count
         memory = machine_memory_bytes()

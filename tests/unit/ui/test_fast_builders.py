@@ -94,3 +94,24 @@ def test_heatmap_panels_is_plotlys_subplot_figure(count, columns):
     ours = json.loads(pio.to_json(charts.heatmap_panels(panels, columns), validate=False))
     reference = json.loads(pio.to_json(plotly_panels(panels, columns), validate=False))
     assert ours == reference
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(),
+        dict(colorscale="RdBu", zmid=0.0, text_format=None),
+        dict(colorscale="Twilight", title="angles", x_title="position", y_title="pair"),
+        dict(zmin=0.0, zmax=1.0, height=400, labels=[str(i) for i in range(30)]),
+        dict(labels=[f"token {i}" for i in range(20)]),
+    ],
+)
+def test_heatmap_is_plotlys_checked_figure(options):
+    """``charts.heatmap`` skips Plotly's check: its figure is the one Plotly's checked constructor makes of the same
+    data and layout (a colorscale's name, say, must become its colour stops: plotly.js has others of that name)."""
+    labels = options.pop("labels", ["The", "cat", "sat"])
+    matrix = np.random.default_rng(0).random((len(labels), len(labels)))
+    ours = charts.heatmap(matrix, labels, labels, **options)
+    plain = ours.to_plotly_json()
+    checked = go.Figure(data=plain["data"], layout=plain["layout"])  # the reference: Plotly's own check
+    assert json.loads(pio.to_json(ours, validate=False)) == json.loads(pio.to_json(checked, validate=False))
