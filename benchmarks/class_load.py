@@ -37,12 +37,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import re
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -61,13 +63,17 @@ BUDGETS = {  # (page, students, what) → p95 seconds
 TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def cpu_seconds(pid: int) -> float:
-    """The CPU seconds process ``pid`` has used so far (all its threads): ``utime + stime`` of ``/proc/<pid>/stat``."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / TICKS  # fields 14 and 15 of stat(5), after "pid (comm) state"
+def cpu_seconds(pid: int | list[int]) -> float:
+    """The CPU seconds process ``pid`` (or the processes of a list) have used so far, all their threads:
+    ``utime + stime`` of ``/proc/<pid>/stat`` (NaN for a process that cannot be read, or none given)."""
+    total = float("nan") if not pid else 0.0
+    for one in pid if isinstance(pid, list) else [pid]:
+        try:
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return float("nan")
+        total += (int(fields[11]) + int(fields[12])) / TICKS  # fields 14 and 15 of stat(5), after "pid (comm) state"
+    return total
 
 
 @dataclass
@@ -88,9 +94,11 @@ class Row:
         p95 = _app.quantile(values, 0.95)
         met = "" if budget is None else ("yes" if p95 <= budget and not self.errors else "**no**")
         return [
-            {"reference": "bare Streamlit page (reference)", "app": f"llmviz /{ARGS.page}", "static": "static files"}[
-                self.where
-            ],
+            {
+                "reference": "bare Streamlit page (reference)",
+                "app": f"llmviz /{ARGS.page}" + (f" at {ARGS.url}" if ARGS.url else ""),
+                "static": "static files" + (f" at {ARGS.url}" if ARGS.url else ""),
+            }[self.where],
             self.phase,
             str(self.students),
             self.what,
@@ -125,7 +133,7 @@ def errors_of(outcome) -> list[str]:
     return list(outcome.errors)
 
 
-async def open_all(url: str, path: str, count: int, pid: int) -> tuple[list[Student], Row]:
+async def open_all(url: str, path: str, count: int, pid) -> tuple[list[Student], Row]:
     """``count`` students open ``path`` at the same moment; the row holds each open's seconds and errors."""
     students = [Student(url, timeout_s=ARGS.timeout) for _ in range(count)]
     before = cpu_seconds(pid)
@@ -138,7 +146,7 @@ async def open_all(url: str, path: str, count: int, pid: int) -> tuple[list[Stud
     return students, row
 
 
-async def toggle_all(students: list[Student], key: str, values: list, pid: int) -> Row:
+async def toggle_all(students: list[Student], key: str, values: list, pid) -> Row:
     """Every student flips widget ``key`` through ``values`` (one flip each at the same moment, then the next)."""
     row = Row("", "", len(students), "toggle")
     before = cpu_seconds(pid)
@@ -233,7 +241,7 @@ def fresh_browser(url: str, files: list[str]) -> float:
     return time.perf_counter() - began
 
 
-def fresh_browsers(url: str, files: list[str], count: int, pid: int) -> Row:
+def fresh_browsers(url: str, files: list[str], count: int, pid) -> Row:
     row = Row("static", "quiet", count, "fresh browser")
     before = cpu_seconds(pid)
     with ThreadPoolExecutor(max_workers=count) as pool:
@@ -250,7 +258,7 @@ def fresh_browsers(url: str, files: list[str], count: int, pid: int) -> Row:
 # ---------------------------------------------------------------------------- the run
 
 
-async def measure(app: _app.App, reference: _app.App, rows: list[Row]) -> None:
+async def measure(app_url: str, app_pids: list[int], reference: _app.App, rows: list[Row]) -> None:
     phases = ARGS.phases.split(",")
     for count in ARGS.students:
         students, row = await open_all(reference.url, "", count, reference.process.pid)
@@ -264,14 +272,14 @@ async def measure(app: _app.App, reference: _app.App, rows: list[Row]) -> None:
         report(toggled)
         await close_all(students)
         for phase in phases:
-            trainers = await start_training(app.url) if phase == "training" else []
+            trainers = await start_training(app_url) if phase == "training" else []
             try:
-                students, row = await open_all(app.url, ARGS.page, count, app.process.pid)
+                students, row = await open_all(app_url, ARGS.page, count, app_pids)
                 row.where, row.phase = "app", phase
                 rows.append(row)
                 report(row)
                 values = [flip % 2 == 1 for flip in range(ARGS.toggles)]  # off, on, off, … (it starts on)
-                toggled = await toggle_all(students, ARGS.toggle, values, app.process.pid)
+                toggled = await toggle_all(students, ARGS.toggle, values, app_pids)
                 toggled.where, toggled.phase = "app", phase
                 rows.append(toggled)
                 report(toggled)
@@ -313,24 +321,28 @@ def run_all() -> int:
     began = time.monotonic()
     partial = False
     port = _app.free_port(ARGS.port)
-    with (
-        _app.App("app.py", port=port, env=env) as app,
-        _app.App(str(reference_page), port=_app.free_port(port + 1), timings=True) as reference,
-    ):  # both servers are stopped when this block ends, whatever happens in it
-        print(f"app on {app.url}, reference on {reference.url}; warming both up (one open each)", flush=True)
-        files, source = first_visit_files(app.url, ARGS.page) if ARGS.fresh else ([], "")
+    with contextlib.ExitStack() as servers:  # every server started here is stopped when this block ends
+        if ARGS.url:  # an app already running (behind a proxy, several processes): ARGS.pids are its processes
+            app_url, app_pids, app = ARGS.url.rstrip("/"), ARGS.pids, None
+        else:
+            app = servers.enter_context(_app.App("app.py", port=port, env=env))
+            app_url, app_pids = app.url, [app.process.pid]
+        reference = servers.enter_context(_app.App(str(reference_page), port=_app.free_port(port + 1), timings=True))
+        print(f"app on {app_url}, reference on {reference.url}; warming both up (one open each)", flush=True)
+        files, source = first_visit_files(app_url, ARGS.page) if ARGS.fresh else ([], "")
         if files:
             print(f"a first visit downloads {len(files)} files ({source})", flush=True)
         try:
-            asyncio.run(asyncio.wait_for(warm_up(app.url, reference.url), ARGS.budget))
-            asyncio.run(asyncio.wait_for(measure(app, reference, rows), ARGS.budget - (time.monotonic() - began)))
+            asyncio.run(asyncio.wait_for(warm_up(app_url, reference.url), ARGS.budget))
+            left = ARGS.budget - (time.monotonic() - began)
+            asyncio.run(asyncio.wait_for(measure(app_url, app_pids, reference, rows), left))
         except TimeoutError:
             partial = True
             print(f"--budget ({ARGS.budget:.0f} s) ran out: the table so far", flush=True)
         if ARGS.fresh and not partial and time.monotonic() - began < ARGS.budget:
-            rows.append(fresh_browsers(app.url, files, ARGS.fresh, app.process.pid))
+            rows.append(fresh_browsers(app_url, files, ARGS.fresh, app_pids))
             report(rows[-1])
-        errors = app.server_errors()
+        errors = app.server_errors() if app is not None else []
     if errors:
         print(f"The server printed {len(errors)} traceback(s): {sorted(set(errors))[:3]}")
     return print_table(rows, load_before, partial)
@@ -491,8 +503,17 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--budget", type=float, default=1500, help="seconds the whole benchmark may take")
     parser.add_argument("--record", default=None, help="append the results to this Markdown file")
     parser.add_argument("--validate", action="store_true", help="compare the protocol client with chromium once")
+    parser.add_argument(
+        "--url", default=None, help="measure an app already running here (127.0.0.1: behind a proxy, say)"
+    )
+    parser.add_argument(
+        "--pids", default="", help="with --url: the app's processes, comma-separated (their CPU seconds are reported)"
+    )
     args = parser.parse_args(argv)
     args.students = [int(n) for n in args.students.split(",") if n.strip()]
+    args.pids = [int(n) for n in args.pids.split(",") if n.strip()]
+    if args.url and urllib.parse.urlparse(args.url).hostname not in ("127.0.0.1", "localhost"):
+        parser.error("--url: an app on this machine (127.0.0.1) only")
     if not args.students or max(args.students) > MAX_STUDENTS or min(args.students) < 1:
         parser.error(f"--students: from 1 to {MAX_STUDENTS}")
     if not set(args.phases.split(",")) <= {"quiet", "training"}:
