@@ -435,6 +435,7 @@ def validate() -> int:
             files = len([r for r in requests if r.startswith(app.url) and "/_stcore/" not in r])
             first = len(received)
             first_sent = len(sent)
+            _drawn(page)  # every widget mounted (a browser sends the values of the widgets it has drawn)
             page.get_by_text(client["label"], exact=True).click(timeout=ARGS.timeout * 1000)
             flipped = _browser_run(page, received, first)
             browser_states = {
@@ -458,6 +459,18 @@ def validate() -> int:
     same = all(str(r[1]) == str(r[2]) for r in rows[:5]) and browser_states == client["states"]
     print("The protocol client is what a browser is to the server." if same else "They differ: see above.")
     return 0 if same else 1
+
+
+def _drawn(page, timeout_s: float = 120) -> None:
+    """Wait until chromium has drawn the whole page: its number of elements unchanged for 3 s."""
+    deadline, last, since = time.monotonic() + timeout_s, -1, time.monotonic()
+    while time.monotonic() < deadline:
+        count = page.locator("[data-testid='stElementContainer']").count()
+        if count != last:
+            last, since = count, time.monotonic()
+        elif time.monotonic() - since >= 3:
+            return
+        page.wait_for_timeout(250)
 
 
 def _browser_run(page, received: list, start: int, timeout_s: float = 120) -> tuple[int, int]:
