@@ -70,9 +70,14 @@ corpus_sample, measure_sample = corpus_text[:CORPUS_SAMPLE], corpus_text[:MEASUR
 sample_key, measure_key = corpus.text_key(corpus_sample), corpus.text_key(measure_sample)
 
 
+def sample_note(limit: int) -> str:
+    """What a view reads of a long corpus ("its first 1,000,000 of 3,000,000 characters"; nothing when it fits)."""
+    return f"its first {limit:,} of {len(corpus_text):,} characters" if len(corpus_text) > limit else ""
+
+
 def sampled(limit: int) -> str:
-    """Say that a view reads only the start of a long corpus (nothing for one that fits)."""
-    return f" (its first {limit:,} of {len(corpus_text):,} characters)" if len(corpus_text) > limit else ""
+    """:func:`sample_note` in parentheses after a corpus's name (nothing for a corpus that fits)."""
+    return f" ({sample_note(limit)})" if sample_note(limit) else ""
 
 
 @st.cache_resource(show_spinner=False)
@@ -160,7 +165,12 @@ view = picker.current()
 picked_tokenizer = None if view.family == "minilm" else view.tokenizer  # MiniLM cuts WordPiece pieces, not bytes
 available: dict[str, tuple[str, object]] = {  # key → (what it is now, tokenizer or None for a reference one)
     "characters": (f"characters of {corpus_label}{sampled(CORPUS_SAMPLE)}", char_tok),
-    "words": (f"words of {corpus_label}{sampled(CORPUS_SAMPLE)} ({word_vocabulary_label(word_tok)})", word_tok),
+    "words": (
+        f"words of {corpus_label} ("
+        + "; ".join(part for part in (sample_note(CORPUS_SAMPLE), word_vocabulary_label(word_tok)) if part)
+        + ")",
+        word_tok,
+    ),
 }
 if trained_bpe() is not None:
     available["bpe"] = (
