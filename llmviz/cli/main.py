@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None, prog: str = "llmviz") -> int:
 
 
 def _one_line(text: str) -> str:
-    """A message as one line of stderr (a message may quote a text with newlines in it).
+    r"""A message as one line of stderr (a message may quote a text with newlines in it).
 
     >>> _one_line("two\nlines")
     'two lines'
