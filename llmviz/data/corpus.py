@@ -504,6 +504,23 @@ def normalise_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def check_upload_size(filename: str, size: int, *, max_bytes: int = MAX_UPLOAD_BYTES) -> None:
+    """Refuse an upload by its size alone, before its bytes are read (:class:`UploadError`).
+
+    >>> check_upload_size("big.txt", 30 * 2**20)
+    Traceback (most recent call last):
+    ...
+    llmviz.errors.UploadError: big.txt is 30.0 MB; the limit is 20 MB. Upload a smaller excerpt.
+    """
+    label = filename or "The file"
+    if size == 0:
+        raise UploadError(f"{label} is empty (0 bytes): there is no text to learn from.")
+    if size > max_bytes:
+        raise UploadError(
+            f"{label} is {size / 2**20:.1f} MB; the limit is {max_bytes / 2**20:.0f} MB. Upload a smaller excerpt."
+        )
+
+
 def validate_upload(filename: str, data: bytes, *, max_bytes: int = MAX_UPLOAD_BYTES) -> str:
     r"""Check an uploaded file and return its text, or raise :class:`UploadError`.
 
@@ -515,12 +532,7 @@ def validate_upload(filename: str, data: bytes, *, max_bytes: int = MAX_UPLOAD_B
     'hi\nthere'
     """
     label = filename or "The file"
-    if len(data) == 0:
-        raise UploadError(f"{label} is empty (0 bytes): there is no text to learn from.")
-    if len(data) > max_bytes:
-        raise UploadError(
-            f"{label} is {len(data) / 2**20:.1f} MB; the limit is {max_bytes / 2**20:.0f} MB. Upload a smaller excerpt."
-        )
+    check_upload_size(filename, len(data), max_bytes=max_bytes)
     for signature, kind in _BINARY_SIGNATURES.items():
         if data.startswith(signature):
             raise UploadError(f"{label} is {kind}, not text, whatever its name says. Upload a plain-text file.")
