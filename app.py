@@ -8,17 +8,6 @@ import ui
 from ui import charts, picker, present, sections, share, state, watch
 
 
-def _moved(page: st.Page):
-    """A stage that moved (``ui.stages.MOVED``): an old link (``/adapt?lora_rank=8``) opens the stage that shows it
-    now, with the link's parameters."""
-
-    def redirect() -> None:
-        st.switch_page(page, query_params={name: st.query_params.get_all(name) for name in st.query_params})
-
-    redirect.__name__ = f"moved_to_{page.url_path}"
-    return redirect
-
-
 def main() -> None:
     """The whole app: page config, the pages, the shared sidebar, the picked page."""
     st.set_page_config(
@@ -44,15 +33,10 @@ def main() -> None:
     ]
     home = pages[0]
 
-    def _to_home() -> None:
-        """``/home`` (a link people type or share) goes to the home page, which lives at ``/``."""
-        st.switch_page(home)
-
-    pages.append(st.Page(_to_home, title="Home", url_path="home", visibility="hidden"))
+    redirects = {"home": home}  # hidden pages that go elsewhere, with the link's parameters
     by_key = {stage.key: page for stage, page in zip((s for s in ui.PIPELINE if s.exists), pages)}
-    for old, new in ui.MOVED.items():
-        if new in by_key:
-            pages.append(st.Page(_moved(by_key[new]), title=old, url_path=old, visibility="hidden"))
+    redirects |= {old: by_key[new] for old, new in ui.MOVED.items() if new in by_key}
+    pages += [st.Page(ui.redirect(to), title=old, url_path=old, visibility="hidden") for old, to in redirects.items()]
     following = state.FOLLOWING.pop(default=False)  # this run redraws the page at a run's newer snapshot
     began = time.perf_counter()
     with (
@@ -60,6 +44,8 @@ def main() -> None:
         sections.timed_page() as page_timer,
     ):  # server time per run, logged only for benchmarks/pages.py
         navigation = st.navigation(pages)
+        if navigation.url_path in redirects:  # before the sidebar binds its widgets to the link's parameters
+            ui.redirect(redirects[navigation.url_path])()
         page_timer.name = navigation.url_path or "start"
         share.restore_model()
         ui.sidebar()

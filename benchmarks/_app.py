@@ -1,4 +1,4 @@
-"""Shared by ``benchmarks/load.py`` and ``benchmarks/pages.py``: start the app, drive chromium, wait on the app.
+"""Shared by ``benchmarks/pages.py`` and ``benchmarks/class_load.py``: start the app, drive chromium, wait on the app.
 
 - :func:`require_browser` ends the benchmark with a clear message (not a traceback) when playwright or
   chromium is missing.
@@ -46,7 +46,7 @@ ERROR_BOXES = "[data-testid='stException'], [data-testid='stAlertContentError']"
 
 # The named reference of the page benchmarks: a bare Streamlit page that imports torch and draws one 48 × 48
 # Plotly heatmap under one slider ("Size"), logging its server time like the app (LLMVIZ_TIMINGS). pages.py
-# times its open and its slider rerun; load.py opens it in 20 fresh browsers at once (the floor of that row).
+# times its open and its slider rerun; class_load.py has a class open it and move its slider (the named reference).
 REFERENCE_PAGE = """
 import json, os, time
 _start = time.perf_counter()

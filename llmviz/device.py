@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import secrets
 import threading
 from collections.abc import Iterator
@@ -79,6 +81,41 @@ def describe_device(device: str, threads: int | None = None) -> str:
         return "MPS (Apple GPU)"
     count = torch.get_num_threads() if threads is None else threads
     return f"CPU ({count} thread{'' if count == 1 else 's'})"
+
+
+#: the largest random seed llmviz takes: torch's generators take 64 bits, and a run draws from seed, seed + 1, seed + 2
+MAX_SEED = 2**63 - 1
+
+
+def seed_problem(seed) -> str | None:
+    """Why ``seed`` cannot seed a run (None: it can).
+
+    >>> seed_problem(1337), seed_problem(2**70)
+    (None, 'the seed must be a whole number from 0 to 9,223,372,036,854,775,807 (got 1180591620717411303424)')
+    """
+    if isinstance(seed, int) and not isinstance(seed, bool) and 0 <= seed <= MAX_SEED:
+        return None
+    return f"the seed must be a whole number from 0 to {MAX_SEED:,} (got {seed!r})"
+
+
+@functools.lru_cache(maxsize=1)
+def machine_memory_bytes() -> int | None:
+    """The memory this process may use: the machine's RAM, or less when a cgroup (a container) caps it; None when
+    neither can be read."""
+    found = []
+    try:
+        found.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, OSError, ValueError):
+        pass
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path, encoding="ascii") as handle:
+                text = handle.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 2**60:  # "max", or a huge number: no cap
+            found.append(int(text))
+    return min(found) if found else None
 
 
 _GLOBAL_RNG_LOCK = threading.RLock()

@@ -155,6 +155,15 @@ SETTINGS: dict[str, Setting] = _declare(
         "torch threads of each training worker (default: the cores shared out among LLMVIZ_MAX_JOBS)",
         minimum=1,
     ),
+    Setting(
+        "LLMVIZ_MAX_PARAMETERS",
+        "int",
+        2_000_000_000,
+        "parameters",
+        "the largest model llmviz builds, trains or loads: a bigger one is refused before anything is allocated "
+        "(as is one whose weights alone would not fit in the machine's memory)",
+        minimum=1,
+    ),
     Setting("LLMVIZ_PAGE_TORCH_THREADS", "int", 1, "threads", "torch threads the server's page runs use", minimum=1),
     Setting(
         "LLMVIZ_WATCH_BUDGET",

@@ -316,7 +316,7 @@ st.caption(
 # ------------------------------------------------------------------ 5. the picked model
 @st.cache_data(show_spinner=False, max_entries=64)
 def gpt_patterns(model_key: str, sentence: str, _view: picker.ModelView) -> views.AttentionPatterns | None:
-    """Every pattern of the picked model on the sentence, cached by (model key, sentence)."""
+    """Every pattern of the picked model on the sentence, cached by (its weights id, sentence)."""
     return views.attention_patterns(_view.model, views.encode(_view.tokenizer, sentence))
 
 
@@ -461,7 +461,7 @@ def attention_before_after(sentence: str, layer: int, head: int) -> None:
     head sliders decide which head)."""
 
     def render(shown: picker.ModelView, column: str) -> None:
-        found = gpt_patterns(shown.key, sentence, shown)
+        found = gpt_patterns(shown.content_key, sentence, shown)
         if found is None:
             st.info("This model has no attention to show.")
             return
@@ -497,7 +497,7 @@ def your_sentence() -> None:
         st.info("The picked model is the pretrained MiniLM encoder: its attention is in section 6 below.")
     else:
         with ui.friendly_errors("the attention patterns"):
-            found = gpt_patterns(view.key, sentence, view)
+            found = gpt_patterns(view.content_key, sentence, view)
             if found is None:
                 st.info(
                     f"{literal_markdown(view.label)} has no attention layers (it reads a fixed window of characters "

@@ -166,7 +166,7 @@ def pca_view(
     dims = st.radio("Projection", [2, 3], horizontal=True, format_func=lambda d: f"{d}D PCA")
     population = views.common_tokens(table.shape[0])
     chosen = list(dict.fromkeys(population + ids + query_group + neighbour_ids))
-    projected = projection(view.key, tuple(chosen), dims, table)
+    projected = projection(view.content_key, tuple(chosen), dims, table)
     coords = projected.coords
     # only the picked tokens, the looked-up token and its neighbours get a label; the rest are grey dots
     groups = {
@@ -228,7 +228,7 @@ def neighbours_before_after(query_text: str) -> None:
             st.info("Nothing to compare here.")
             return
         st.dataframe(
-            neighbour_table(shown, neighbours_of(shown.key, query_ids[0], table)),
+            neighbour_table(shown, neighbours_of(shown.content_key, query_ids[0], table)),
             hide_index=True,
             width="stretch",
             key=state.widget("nn_", column),
@@ -316,7 +316,7 @@ def token_embeddings() -> None:
         )
     neighbour_ids: list[int] = []
     if query_ids:
-        found = neighbours_of(view.key, query_ids[0], table)
+        found = neighbours_of(view.content_key, query_ids[0], table)
         neighbour_ids = found.ids
         st.dataframe(neighbour_table(view, found), hide_index=True, width="stretch")
     pca_view(view, table, ids, query_ids[:1], neighbour_ids)
@@ -401,7 +401,7 @@ def token_plus_position() -> None:
     if view.family == "minilm":
         st.info("MiniLM adds a position and a segment vector too; this view shows GPTs' two tables.")
         return
-    sentence_ids, rows = input_rows(view.key, sentence, view)
+    sentence_ids, rows = input_rows(view.content_key, sentence, view)
     if not sentence_ids:
         st.warning("Type a sentence.")
     elif rows is None:

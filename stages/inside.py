@@ -106,7 +106,7 @@ def render_lens(view, column: str) -> None:
         return
     if note:
         st.caption(note)
-    lens = _lens(view.key, tuple(ids), view.model)
+    lens = _lens(view.content_key, tuple(ids), view.model)
     tokens = [label(view, i) for i in ids]
     columns = charts.unique_labels(tokens)
     start = 0
@@ -172,7 +172,7 @@ def lens_section() -> None:
 
 # ------------------------------------------------------------------ 2. head detectors
 def render_heads(view, column: str) -> None:
-    tokens, scores = _heads(view.key, view.model)
+    tokens, scores = _heads(view.content_key, view.model)
     kind = state.value("detector", "induction")
     values = scores[kind]  # (L, H)
     layers, heads = values.shape
@@ -217,7 +217,7 @@ def heads_section() -> None:
         "Detector", heads.DETECTORS, index=heads.DETECTORS.index("induction"), horizontal=True, **share.bind("detector")
     )
     with ui.friendly_errors("the head detectors"):
-        tokens, _ = _heads(view.key, view.model)
+        tokens, _ = _heads(view.content_key, view.model)
         half = len(tokens) // 2
         st.markdown(
             f"**{kind}**: {heads.DETECTOR_HELP[kind]}. Measured on one fixed test input: {half} distinct "
@@ -244,7 +244,7 @@ def render_losses(view, column: str) -> None:
         return
     if note:
         st.caption(note)
-    result = _losses(view.key, tuple(ids), view.model)
+    result = _losses(view.content_key, tuple(ids), view.model)
     tokens = [label(view, i) for i in ids]
     worst = max(float(result.losses.max()), 1e-9)
     chips = [f'<span class="tok" title="the first token: nothing predicts it">{literal_html(tokens[0])}</span>']

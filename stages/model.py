@@ -191,7 +191,7 @@ def look_inside() -> None:
     labels = charts.unique_labels([tokenizer.printable(i) for i in ids])
 
     with ui.friendly_errors("the forward pass"):
-        cache = recorded_pass(view.key, tuple(ids), view)
+        cache = recorded_pass(view.content_key, tuple(ids), view)
         config = model.config
         norm_name = architectures.NORM_TITLES[config.norm]
         tab_resid, tab_ln, tab_norms, tab_gelu, tab_mlp = st.tabs(

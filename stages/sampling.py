@@ -116,7 +116,7 @@ if encoded.start_token:
 quiz_ui.section(
     "sampling",
     lambda: quiz.sampling_questions(
-        distribution_for(view.key, prompt, *chosen_settings(), view).distribution.logits,
+        distribution_for(view.content_key, prompt, *chosen_settings(), view).distribution.logits,
         tokenizer.printable,
         *chosen_settings(),
     ),
@@ -164,7 +164,7 @@ def kv_cache_part(view: picker.ModelView, encoded) -> None:
 def distribution_panels(view: picker.ModelView, prompt: str, temperature: float, top_k: int, top_p: float) -> None:
     tokenizer = view.tokenizer
     with ui.friendly_errors("computing the distribution"):
-        shown_view = distribution_for(view.key, prompt, temperature, top_k, top_p, view)
+        shown_view = distribution_for(view.content_key, prompt, temperature, top_k, top_p, view)
         dist, shown = shown_view.distribution, shown_view.shown
         names = charts.unique_labels([tokenizer.printable(i) for i in shown])
         stages = [
@@ -213,7 +213,7 @@ def distribution_panels(view: picker.ModelView, prompt: str, temperature: float,
     st.caption("The same prompt's 10 most likely next tokens at step 0 (random weights: nearly uniform) and now.")
 
     def render(shown_model: picker.ModelView, column: str) -> None:
-        found = distribution_for(shown_model.key, prompt, 1.0, 0, 1.0, shown_model)
+        found = distribution_for(shown_model.content_key, prompt, 1.0, 0, 1.0, shown_model)
         top = found.shown[:10]
         probs = found.distribution.raw_probs
         figure = go.Figure(

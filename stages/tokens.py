@@ -1,12 +1,14 @@
 """The Tokens page: text → integer ids, with BPE you can train, replay and compare."""
 
 import functools
+import json
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 import ui
+from llmviz.data import corpus
 from llmviz.errors import LlmvizError
 from llmviz.jobs import tasks as lab_tasks
 from llmviz.lessons import forward as views
@@ -60,6 +62,22 @@ if len(text) > MAX_CHARS:
 
 loaded = ui.corpus_text()
 corpus_label, corpus_text = loaded if loaded else ("(no corpus)", "")
+# what this page's script run reads of the corpus: bounded samples, so that a 20 MB upload costs the server half a
+# second once (then it is cached by its content), never seconds on every run; training a BPE is a job
+CORPUS_SAMPLE = 1_000_000  # its characters and words (the built-in corpora are whole)
+MEASURE_SAMPLE = 200_000  # a trained BPE's compression and Zipf charts
+corpus_sample, measure_sample = corpus_text[:CORPUS_SAMPLE], corpus_text[:MEASURE_SAMPLE]
+sample_key, measure_key = corpus.text_key(corpus_sample), corpus.text_key(measure_sample)
+
+
+def sample_note(limit: int) -> str:
+    """What a view reads of a long corpus ("its first 1,000,000 of 3,000,000 characters"; nothing when it fits)."""
+    return f"its first {limit:,} of {len(corpus_text):,} characters" if len(corpus_text) > limit else ""
+
+
+def sampled(limit: int) -> str:
+    """:func:`sample_note` in parentheses after a corpus's name (nothing for a corpus that fits)."""
+    return f" ({sample_note(limit)})" if sample_note(limit) else ""
 
 
 @st.cache_resource(show_spinner=False)
@@ -67,9 +85,26 @@ def reference(name: str):
     return bpe_reference.reference_tokenizer(name)
 
 
-@st.cache_resource(show_spinner="Building the character and word vocabularies…")
-def corpus_tokenizers(label: str, text: str):
-    return char_word.CharTokenizer.train(text or "a"), char_word.WordTokenizer.train(text or "a", max_vocab=WORD_VOCAB)
+@st.cache_resource(show_spinner="Building the character and word vocabularies…", max_entries=16)
+def corpus_tokenizers(content_key: str, _sample: str):
+    """The characters and the words of a corpus sample, cached by the sample's content (``text_key``): shared by
+    every session that has the same text, whatever its name."""
+    return char_word.CharTokenizer.train(_sample or "a"), char_word.WordTokenizer.train(
+        _sample or "a", max_vocab=WORD_VOCAB
+    )
+
+
+@st.cache_data(show_spinner="Measuring your BPE on the corpus…", max_entries=32)
+def bpe_measures(bpe_key: str, content_key: str, _bpe, _sample: str):
+    """The compression curve and the rank–frequency counts of a BPE on a corpus sample, cached by both contents
+    (a BPE's own merges, the sample's text): about a second of the server's time once, not on every run."""
+    curve = compression.compression_curve(_bpe, _sample)
+    return curve, zipf.rank_frequency(_bpe.to_tiktoken().encode(_sample, allowed_special="all"))
+
+
+def bpe_key(bpe) -> str:
+    """The content key of a BPE tokenizer: its merges and special tokens, as its JSON writes them."""
+    return corpus.text_key(json.dumps(bpe.to_dict(), sort_keys=True))
 
 
 def zipf_verdict(fit) -> str:
@@ -114,7 +149,7 @@ if text:  # the questions are about your text
 
 # ------------------------------------------------------------------ side by side
 st.header("1. Several tokenizers, side by side")
-char_tok, word_tok = corpus_tokenizers(corpus_label, corpus_text)
+char_tok, word_tok = corpus_tokenizers(sample_key, corpus_sample)
 # The options are stable keys with labels that never change (the browser sends a selection back as its labels, and
 # one whose label changed would be dropped): the picked model's tokenizer stays selected when its step, the run or the
 # corpus change. What each one is right now (corpus, vocabulary, model, step) is in its heading and in the table.
@@ -129,8 +164,13 @@ OPTION_LABELS = {
 view = picker.current()
 picked_tokenizer = None if view.family == "minilm" else view.tokenizer  # MiniLM cuts WordPiece pieces, not bytes
 available: dict[str, tuple[str, object]] = {  # key → (what it is now, tokenizer or None for a reference one)
-    "characters": (f"characters of {corpus_label}", char_tok),
-    "words": (f"words of {corpus_label} ({word_vocabulary_label(word_tok)})", word_tok),
+    "characters": (f"characters of {corpus_label}{sampled(CORPUS_SAMPLE)}", char_tok),
+    "words": (
+        f"words of {corpus_label} ("
+        + "; ".join(part for part in (sample_note(CORPUS_SAMPLE), word_vocabulary_label(word_tok)) if part)
+        + ")",
+        word_tok,
+    ),
 }
 if trained_bpe() is not None:
     available["bpe"] = (
@@ -288,7 +328,15 @@ def train_bpe_controls() -> None:
             except LlmvizError as error:
                 st.warning(str(error))
             else:
-                state.BPE_JOB.set(dict(id=job.id, pattern=pattern, vocab_size=vocab_size, corpus=corpus_label))
+                state.BPE_JOB.set(
+                    dict(
+                        id=job.id,
+                        pattern=pattern,
+                        vocab_size=vocab_size,
+                        corpus=corpus_label,
+                        corpus_key=sample_key,
+                    )
+                )
         spec = state.BPE_JOB.get()
         ended = training.follow_task(
             state.BPE_JOB,
@@ -306,7 +354,7 @@ def train_bpe_controls() -> None:
                 )
                 state.BPE_TOKENIZER.set(tokenizer)
                 state.BPE_LISTED.pop()  # the new BPE joins section 1's tokenizers
-                state.BPE_ORIGIN.set({key: spec[key] for key in ("pattern", "vocab_size", "corpus")})
+                state.BPE_ORIGIN.set({key: spec.get(key) for key in ("pattern", "vocab_size", "corpus", "corpus_key")})
                 st.rerun()  # section 1 above was drawn before this BPE existed: draw the page again with it
         bpe_now, origin = trained_bpe(), bpe_origin()
         if bpe_now is not None and origin.get("vocab_size"):
@@ -355,7 +403,7 @@ def bpe_views(bpe: bpe_tokenizer.BPETokenizer) -> None:
         f"Your BPE: {len(bpe.merges)} merges learned from {literal_markdown(origin.get('corpus', '?'))} with "
         f"{patterns.get(origin.get('pattern'), origin.get('pattern'))}."
     )
-    if origin.get("corpus") not in (None, corpus_label):
+    if origin.get("corpus_key") not in (None, sample_key):  # by content (the sample): two files may share a name
         trained_on, now = literal_markdown(origin["corpus"]), literal_markdown(corpus_label)
         st.info(
             f"Your BPE was trained on {trained_on}, but the corpus in the sidebar is now {now}: "
@@ -390,17 +438,19 @@ def bpe_views(bpe: bpe_tokenizer.BPETokenizer) -> None:
 
     st.subheader("Compression and frequency")
     left, right = st.columns(2)
+    curve, counts = bpe_measures(bpe_key(bpe), measure_key, bpe, measure_sample)
     with left:
         with ui.friendly_errors("the compression curve"):
-            curve = compression.compression_curve(bpe, corpus_text[:200_000])
             figure = go.Figure(go.Scatter(x=[v for v, _ in curve], y=[c for _, c in curve], mode="lines+markers"))
             figure.update_layout(
                 xaxis_title="vocabulary size", yaxis_title="characters per token", height=320, margin=dict(t=10)
             )
             charts.show(figure)
-            st.caption("Each merge makes a common pair one token: more vocabulary, fewer tokens per character.")
+            st.caption(
+                "Each merge makes a common pair one token: more vocabulary, fewer tokens per character. Measured "
+                f"on {literal_markdown(corpus_label)}{sampled(MEASURE_SAMPLE)}."
+            )
     with right:
-        counts = zipf.rank_frequency(bpe.to_tiktoken().encode(corpus_text[:200_000], allowed_special="all"))
         fit = zipf.zipf_fit(counts)
         figure = go.Figure(go.Scatter(x=list(range(1, len(counts) + 1)), y=counts, mode="markers", name="tokens"))
         if fit is not None:
@@ -424,7 +474,8 @@ def bpe_views(bpe: bpe_tokenizer.BPETokenizer) -> None:
         )
         charts.show(figure)
         st.caption(
-            f"Token frequency by rank on log–log axes, measured on {literal_markdown(corpus_label)}. "
+            f"Token frequency by rank on log–log axes, measured on {literal_markdown(corpus_label)}"
+            f"{sampled(MEASURE_SAMPLE)}. "
             + (zipf_verdict(fit) if fit is not None else "Too few distinct tokens to fit a line.")
         )
 

@@ -14,6 +14,7 @@ import streamlit as st
 import torch
 
 import ui
+from llmviz.data.corpus import text_key
 from llmviz.errors import LlmvizError
 from llmviz.generation.sampling import generate_text
 from llmviz.jobs.manager import JobRefused
@@ -29,11 +30,10 @@ from llmviz.lessons.training import (
     optimizer_race,
 )
 from llmviz.models.decoder import toy_task_loop
-from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
 from llmviz.tokenizers.char_word import CharTokenizer
 from llmviz.training import footprint
 from llmviz.training.losses import batch_loss, position_gradient
-from llmviz.training.trainer import OPTIMIZER_TITLES, TrainConfig, Trainer, prepare_data
+from llmviz.training.trainer import OPTIMIZER_TITLES, TrainConfig, Trainer, build_trainer, prepare_data, vocab_bound
 from ui import charts, models, picker, sections, share, state
 from ui.panels import quiz as quiz_ui
 from ui.panels import runs as training
@@ -47,11 +47,14 @@ ui.page_header(
 )
 
 
-@st.cache_resource(show_spinner="Training the BPE tokenizer for this corpus…", max_entries=6)
-def cached_tokenizer(label: str, text: str, kind: str, vocab_size: int):
-    if kind == "char":
-        return CharTokenizer.train(text)
-    return BPETokenizer.train(text[:1_000_000], vocab_size=vocab_size)
+@st.cache_resource(show_spinner=False, max_entries=6)
+def race_tokenizer(content_key: str, _text: str):
+    """The characters of a race's text (at most RACE_CHARS), cached by its content (``text_key``), never a label."""
+    return CharTokenizer.train(_text)
+
+
+RACE_CHARS = 200_000  # a race trains on the first characters of the corpus: its tokenizing stays a tenth of a second
+INLINE_CHARS = 2_000  # a text this short is tokenized in the page at once (milliseconds); a longer one in the worker
 
 
 loaded = ui.corpus_text()
@@ -123,8 +126,8 @@ settings_column.caption(
     f"{literal_markdown(corpus_label)}. A run trains in the background: look at it on Attention or Embeddings "
     "(pick it in the sidebar) and come back."
 )
-
-SHORT_TEXT = 100_000  # characters: tokenized here too, so that a text too short for one window is said at once
+race_text = text[:RACE_CHARS]  # a race trains on the corpus's first characters
+race_key = text_key(race_text)  # its caches are keyed by this content, never by the corpus's label
 
 
 if train_pressed:
@@ -143,20 +146,22 @@ if train_pressed:
             seed=settings.run_seed(),
             device=settings.device,
         )
-        tokenizer = cached_tokenizer(corpus_label, text, tokenizer_kind, vocab_size)
-        if len(text) < SHORT_TEXT:  # a longer text holds a window of every context this page offers
-            prepare_data(text, config, tokenizer)
         label = training.unique_label(
             f"{MODEL_LABELS[model_name]} · {OPTIMIZER_TITLES[optimizer]} · lr {lr:g} · {corpus_label}"
         )
-        job = training.start(  # the model is built in its worker, never here; refused first if it cannot fit
+        # the corpus is tokenized and the model built in the run's worker, never in this script run (a 20 MB upload
+        # took a minute here); a text of a few lines is split here in milliseconds, so that a text too short for
+        # a window is said at once
+        if len(text) <= INLINE_CHARS:
+            prepare_data(text, config)
+        job = training.start(  # refused first if it cannot fit: the student's share of runs or memory
             "train",
             lambda: picker.manager().submit_training(
                 picker.session_id(),
-                build=functools.partial(Trainer.from_text, text, config, tokenizer),
-                footprint=footprint.of_config(config, tokenizer.vocab_size, text_bytes=len(text.encode())),
+                build=functools.partial(build_trainer, text, config),
+                footprint=footprint.of_config(config, vocab_bound(text, config), text_bytes=len(text.encode())),
                 label=label,
-                total=steps,
+                total=config.steps,
                 sample_every=sample_every,
             ),
         )
@@ -244,16 +249,14 @@ def switch_race_runners(race_switch: str, race_steps: int) -> list:
             device=settings.device,
         )
         label = training.unique_label(f"switch race: {title}")
-        runners.append(
-            (label, Trainer(config, prepare_data(text, config, cached_tokenizer(corpus_label, text, "char", 0))))
-        )
+        runners.append((label, Trainer(config, prepare_data(race_text, config, race_tokenizer(race_key, race_text)))))
     return runners
 
 
 def model_race_runners(char_race: bool, race_model: str, race_steps: int) -> list:
     from llmviz.data import corpus as corpus_module
 
-    names = corpus_module.load("names") if char_race else text
+    names = corpus_module.load("names") if char_race else race_text
     lineup = names_race() if char_race else optimizer_race(race_model)
     race_seed = settings.run_seed()  # one seed for every runner: a fair race
     race = "names race" if char_race else "optimizer race"
@@ -274,9 +277,7 @@ def model_race_runners(char_race: bool, race_model: str, race_steps: int) -> lis
             schedule="constant",
         )
         label = training.unique_label(f"{race}: {runner.title}")
-        runners.append(
-            (label, Trainer(config, prepare_data(names, config, cached_tokenizer("race", names, "char", 0))))
-        )
+        runners.append((label, Trainer(config, prepare_data(names, config, race_tokenizer(text_key(names), names)))))
     return runners
 
 
@@ -307,6 +308,8 @@ def newest_race() -> None:
 def races_part() -> None:
     """Races: several runs side by side in one worker, on one chart (the tab Your runs)."""
     st.subheader("Races: compare runs on one chart")
+    if len(text) > RACE_CHARS:
+        st.caption(f"Races on the corpus train on its first {RACE_CHARS:,} of {len(text):,} characters.")
     race_left, race_right = st.columns(2)
     with race_left:
         race_steps = st.slider("Steps per runner", 50, 1000, step=50, **ui.keep("race_steps", value=300))
@@ -336,6 +339,7 @@ def races_part() -> None:
                     "switch": race_switch,
                     "ids": [job.id for job in started],
                     "corpus": corpus_label,
+                    "corpus_key": race_key,
                     "context": SWITCH_RACE_CONTEXT,
                 }
             ),
@@ -460,7 +464,7 @@ def your_runs_part() -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
-def measured_beyond(run_ids: tuple[str, ...], corpus: str, context: int, trained: int, _models: dict, _ids):
+def measured_beyond(run_ids: tuple[str, ...], content_key: str, context: int, trained: int, _models: dict, _ids):
     return extrapolation(_models, _ids, trained, context, windows=256)  # 64 windows drew a saw of noise
 
 
@@ -487,7 +491,7 @@ def longer_than_training() -> None:
     if not all(job.status().done for job in jobs) or any(job.info is None for job in jobs):
         st.caption(f"Waiting for the race ({SWITCH_RACE_TITLES[spec['switch']]}) to end.")
         return
-    if spec["corpus"] != corpus_label:
+    if spec.get("corpus_key") != race_key:  # by content: an upload may carry a built-in corpus's name
         st.info(
             f"The race trained on {literal_markdown(spec['corpus'])}: pick that corpus in the sidebar to measure "
             "it on its own validation text."
@@ -504,8 +508,8 @@ def longer_than_training() -> None:
     )
     models = {job.label: picker.load(f"run:{job.id}").model for job in jobs}
     first = jobs[0].info
-    ids = prepare_data(text, first.config, first.tokenizer).val_ids
-    result = measured_beyond(tuple(spec["ids"]), corpus_label, int(context), trained, models, ids)
+    ids = prepare_data(race_text, first.config, first.tokenizer).val_ids  # the text the race trained on
+    result = measured_beyond(tuple(spec["ids"]), race_key, int(context), trained, models, ids)
     figure = go.Figure(
         [
             go.Scatter(x=list(range(1, result.context + 1)), y=curve.tolist(), mode="lines", name=name)

@@ -19,6 +19,7 @@ from ui.routing import (
     ensure_router,
     freeze_long_lived_objects,
     page_torch_threads,
+    redirect,
     router_run,
     start_server_once,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "page_torch_threads",
     "router_run",
     "start_server_once",
+    "redirect",
     "settings",
     "sidebar",
 ]

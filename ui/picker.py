@@ -11,12 +11,15 @@ they never load models themselves. Entries come from a registry of *sources* (:f
 A new kind of model (e.g. GPT-2 from the Hugging Face hub) is one more :class:`Source` registered with
 :func:`register_source`: it lists its :class:`Entry`\\ s and loads a key into a :class:`ModelView`.
 
-Every model handed out is cached with ``st.cache_resource`` keyed by (source, step), is in eval mode
-with gradients off, and is shared between pages and sessions: never mutate it.
+Every model handed out is cached with ``st.cache_resource`` keyed by what fixes its weights (a run's id and step, a
+checkpoint's files' signature), is in eval mode with gradients off, and is shared between pages and sessions: never
+mutate it. A page caching anything computed from a model keys it on ``view.content_key``, which changes whenever the
+weights do.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 import urllib.parse
@@ -34,6 +37,7 @@ from llmviz.jobs.job import Job
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.training.checkpoint import (
     ListedCheckpoint,
+    checkpoint_signature,
     list_checkpoints,
     load_checkpoint,
     model_description,
@@ -106,10 +110,20 @@ def _family(meta: dict) -> str:
 
 
 @st.cache_resource(show_spinner="Loading the model…", max_entries=16)
-def _checkpoint(path: str, modified: float):
-    """``(model, tokenizer, meta)`` of a checkpoint folder or file, shared and read-only."""
+def _checkpoint(path: str, signature: tuple):
+    """``(model, tokenizer, meta)`` of a checkpoint folder or file, shared and read-only; ``signature`` (its files'
+    sizes, times and inodes) makes a checkpoint rewritten in place a new entry."""
     model, tokenizer, meta = load_checkpoint(path)
     return _freeze(model), tokenizer, meta
+
+
+def weights_id(signature: tuple) -> str:
+    """A short stable id of a checkpoint's files' signature (``ModelView.weights``).
+
+    >>> weights_id((1, 2)) == weights_id((1, 2)) != weights_id((1, 3))
+    True
+    """
+    return hashlib.sha256(repr(signature).encode()).hexdigest()[:16]
 
 
 @st.cache_resource(show_spinner="Loading this step's weights…", max_entries=48)
@@ -170,9 +184,10 @@ class ShippedSource:
         if name not in self.names():
             raise LlmvizError(f"data/{name} is not a shipped checkpoint.")
         path = DATA / name
-        model, tokenizer, meta = _checkpoint(str(path), (path / "checkpoint.json").stat().st_mtime)
+        signature = checkpoint_signature(path)
+        model, tokenizer, meta = _checkpoint(str(path), signature)
         label = next(e.label for e in self.entries() if e.key == key)
-        return ModelView(key, label, model, tokenizer, meta, _family(meta))
+        return ModelView(key, label, model, tokenizer, meta, _family(meta), weights=weights_id(signature))
 
 
 class MiniLMSource:
@@ -303,9 +318,18 @@ class RunsDirSource:
         path = self.paths().get(name)  # only names found by listing the folder: no path tricks
         if path is None:
             raise LlmvizError(f"No readable checkpoint named {urllib.parse.unquote(name)!r} in the runs folder.")
-        stamp = (path / "checkpoint.json" if path.is_dir() else path).stat().st_mtime
-        model, tokenizer, meta = _checkpoint(str(path), stamp)
-        return ModelView(key, f"Checkpoint {path.name}", model, tokenizer, meta, _family(meta), step=meta.get("step"))
+        signature = checkpoint_signature(path)
+        model, tokenizer, meta = _checkpoint(str(path), signature)
+        return ModelView(
+            key,
+            f"Checkpoint {path.name}",
+            model,
+            tokenizer,
+            meta,
+            _family(meta),
+            step=meta.get("step"),
+            weights=weights_id(signature),
+        )
 
 
 def checkpoint_folder(view: ModelView) -> Path | None:
@@ -374,8 +398,10 @@ def select(key: str) -> None:
     if parsed is None or parsed[0] not in known:
         state.PICKED.set(DEFAULT_KEY)
         state.PICKER_NOTICE.set(
-            "That model is not available in this browser session (a run lives only in "
-            "the session that trained it), so the shipped GPT is shown."
+            "That model is a training run of another browser session (a run lives only in the session that "
+            "trained it), so the shipped GPT is shown."
+            if parsed is not None and parsed[0].startswith("run:")
+            else "That model is not on this server, so the shipped GPT is shown."
         )
     else:
         base, step = parsed

@@ -11,7 +11,8 @@ import streamlit as st
 
 from llmviz import settings
 from llmviz.errors import configure_logging
-from ui import state
+from ui import share, state
+from ui import streamlit_private as internals
 
 
 @contextlib.contextmanager
@@ -39,18 +40,37 @@ def ensure_router() -> None:
         st.stop()
 
 
+def redirect(page):
+    """A hidden page that goes to ``page`` keeping the link's parameters: ``/home`` (a link people type or share) to
+    the home page, which lives at ``/`` (``/home?seed=42`` opens ``/?seed=42``), and a stage that moved
+    (``ui.stages.MOVED``: ``/adapt?lora_rank=8`` opens Adapting with rank 8). app.py calls it before the sidebar
+    draws: Streamlit refuses to clear or set a parameter bound to a widget, and a parameter some widget of this
+    session bound already (a session that was open before) is left to that widget."""
+
+    def _redirect() -> None:
+        bound = internals.bound_link_params()
+        st.switch_page(page, query_params={n: st.query_params.get_all(n) for n in st.query_params if n not in bound})
+
+    _redirect.__name__ = f"redirect_to_{page.url_path or 'home'}"  # each hidden page a function of its own name
+    return _redirect
+
+
 _STARTED = False
 
 
 def start_server_once() -> None:
-    """Once per server process: one log handler for llmviz and ui (on stderr, beside Streamlit's), and one warning
-    line for each ``LLMVIZ_*`` variable whose value cannot be used (its default is used instead)."""
+    """Once per server process: one log handler for llmviz and ui (on stderr, beside Streamlit's), one warning
+    line for each ``LLMVIZ_*`` variable whose value cannot be used (its default is used instead), and the check of
+    the widget values browsers send (``ui.streamlit_private.guard_widget_states``)."""
     global _STARTED
     if not _STARTED:
         _STARTED = True
         configure_logging()
         for problem in settings.problems():
             logging.getLogger(__name__).warning(problem)
+        internals.guard_widget_states(
+            share.refuse_widget_value
+        )  # a widget value of the wrong kind: one line, no traceback
 
 
 _PAGE_THREADS_SET = False

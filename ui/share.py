@@ -21,10 +21,13 @@ Usage on a page::
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import re
+import threading
 import unicodedata
 import urllib.parse
+from collections import OrderedDict
 
 import streamlit as st
 
@@ -101,6 +104,8 @@ state.register_link_widgets(set(PARAMS))  # a bound widget's key is its paramete
 _SPECIAL = {"model", "present"}
 #: Query parameters Streamlit reserves for itself.
 _STREAMLIT = {"embed", "embed_options"}
+
+logger = logging.getLogger(__name__)
 
 MAX_TEXT = 2_000  #: characters a text parameter may carry (longer text is shortened, with a notice)
 #: bytes a text parameter may take in the address once percent-encoded (an emoji is 12): with the other settings,
@@ -340,14 +345,62 @@ def _replace_in_link(name: str, kept: list[str] | None) -> None:
     internals.reseed_widget_from_link(name, kept)
 
 
+# ------------------------------------------------------------------ widget values a browser sent that cannot be used
+_REFUSED: OrderedDict[str, list[str]] = OrderedDict()  # browser session id → what it sent that was dropped
+_REFUSED_LOCK = threading.Lock()
+_REFUSED_SESSIONS = 1_000  #: sessions remembered at most (each is emptied by its next page run)
+
+
+def widget_name(widget_id: str) -> str:
+    """The setting a widget id names, for a notice: its link parameter's description, else its key.
+
+    >>> widget_name("$$ID-0f3a9c-seed")
+    'the random seed in the sidebar'
+    >>> widget_name("$$ID-0f3a9c-picker_model_0")
+    'picker_model_0'
+    """
+    key = widget_id.rsplit("-", 1)[-1] if widget_id.startswith("$$ID-") else widget_id
+    return PARAMS[key][1] if key in PARAMS else _short(key, 40)
+
+
+def refuse_widget_value(widget_id: str, why: str) -> None:
+    """A browser sent a value its widget cannot take (``ui.streamlit_private.guard_widget_states`` dropped it):
+    one line in the server's log, and a notice on this session's page."""
+    context = internals.script_run_context()
+    session = context.session_id if context is not None else ""
+    logger.warning("A browser sent a value %s cannot take (%s): ignored, it keeps its value", widget_id, why)
+    with _REFUSED_LOCK:
+        entries = _REFUSED.setdefault(session, [])
+        if len(entries) < 8:
+            entries.append(widget_name(widget_id))
+        while len(_REFUSED) > _REFUSED_SESSIONS:
+            _REFUSED.popitem(last=False)
+
+
+def refused_values() -> list[str]:
+    """The settings whose values this session's browser sent and could not be used since its last page run."""
+    context = internals.script_run_context()
+    with _REFUSED_LOCK:
+        return _REFUSED.pop(context.session_id if context is not None else "", [])
+
+
 @contextlib.contextmanager
 def links():
-    """Around a page's run (app.py): the copy-link button above the page, notices about the link."""
+    """Around a page's run (app.py): the copy-link button above the page, notices about the link and about values
+    a browser sent that a widget cannot take."""
     stop_exception = internals.stop_exception()
     begin()
     top = st.container()
     with top:
         _copy_button()
+    refused = refused_values()
+    if refused:
+        top.warning(
+            "This browser sent a value that a setting cannot take; the page uses the value it had: "
+            + ", ".join(_escape_markdown(name) for name in dict.fromkeys(refused))
+            + ".",
+            icon=":material/warning:",
+        )
     notice_box = top.empty()
     finished = False
     try:
@@ -403,11 +456,33 @@ def restore_model() -> None:
     wanted = _short(wanted, 200)
     picker.select(wanted)
     shown = picker.current(mark=False)
-    if shown.key != wanted:
-        notice(
-            f"model = “{_short(wanted)}” is not available on this server (a run trained in another "
-            f"session stays there): showing {shown.label}."
-        )
+    text = model_notice(wanted, shown.key, shown.label, {entry.key: entry for entry in picker.entries()})
+    if text:
+        notice(text)
+
+
+def model_notice(wanted: str, shown_key: str, shown_label: str, listed: dict) -> str | None:
+    """What to say when a link's ``model=`` was not what the page shows (None: it is, whatever the step): the
+    reason that holds for that kind of model, never "another session" for a model that is not a run.
+
+    >>> model_notice("dir:lora@3", "dir:lora", "Checkpoint lora", {})  # a checkpoint has one step: it is shown
+    >>> model_notice("run:ab12@50", "shipped:gpt", "Shipped GPT", {})  # doctest: +ELLIPSIS
+    'model = “run:ab12@50” is not available here: it is a training run of another browser session (...): showing...'
+    >>> model_notice("dir:gone", "shipped:gpt", "Shipped GPT", {})
+    'model = “dir:gone” is not available on this server: showing Shipped GPT.'
+    """
+    wanted_base = (picker.parse_key(wanted) or (wanted, None))[0]
+    if wanted_base == (picker.parse_key(shown_key) or (shown_key, None))[0]:
+        return None
+    start = f"model = “{_short(wanted)}”"
+    entry = listed.get(wanted_base)
+    if wanted_base.startswith("run:"):
+        why = "is not available here: it is a training run of another browser session (a run stays there)"
+    elif entry is not None and not entry.available:
+        why = f"is not available here ({_short(entry.note, 160)})"
+    else:
+        why = "is not available on this server"
+    return f"{start} {why}: showing {shown_label}."
 
 
 def record_model() -> None:

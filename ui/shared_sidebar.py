@@ -126,6 +126,7 @@ def _upload_widget() -> None:
     )
     if uploaded is not None:
         try:
+            corpus.check_upload_size(uploaded.name, uploaded.size)  # before its bytes are read
             text = corpus.validate_upload(uploaded.name, uploaded.getvalue())
         except LlmvizError as error:
             st.error(literal_markdown(str(error)))  # the message quotes the file's name

@@ -23,6 +23,22 @@ class ModelView:
     family: str = "gpt"  # "gpt" | "charlevel" | "decoder" | "minilm" | …
     step: int | None = None
     run_id: str | None = None
+    #: what tells these weights apart from any other a key has named (a checkpoint rewritten in place, a download
+    #: of another revision): its files' signature or folder; empty where the key alone fixes the weights (a run's
+    #: "run:<id>@<step>", the pretrained MiniLM)
+    weights: str = ""
+
+    @property
+    def content_key(self) -> str:
+        """The weights id: what a cache of anything computed from this model is keyed on (never its label). It
+        changes whenever the weights do: a run's key holds its step, a checkpoint's its files' signature.
+
+        >>> ModelView("run:ab12@50", "run", None, None).content_key
+        'run:ab12@50'
+        >>> ModelView("dir:lora", "lora", None, None, weights="9f2c").content_key
+        'dir:lora#9f2c'
+        """
+        return f"{self.key}#{self.weights}" if self.weights else self.key
 
 
 @dataclass(frozen=True)

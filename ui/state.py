@@ -141,11 +141,16 @@ QUIZ_JOBS = Slot("_quiz_jobs", dict, "setting → the id of the job computing th
 # the sidebar
 UPLOADED_CORPUS = Slot("uploaded_corpus", tuple, "(file name, text) of the corpus this session uploaded")
 # Tokens
-BPE_JOB = Slot("bpe_job", dict, "the BPE training job of the Tokens page: id, pattern, vocabulary size, corpus")
+BPE_JOB = Slot(
+    "bpe_job", dict, "the BPE training job of the Tokens page: id, pattern, vocabulary size, corpus and its content key"
+)
 BPE_TOKENIZER = Slot("bpe_tokenizer", object, "the BPE tokenizer trained on the Tokens page")
 BPE_LISTED = Slot("bpe_listed", bool, "the trained BPE was added to the Tokens page's tokenizers side by side (once)")
 BPE_ORIGIN = Slot(
-    "bpe_origin", dict, "what that tokenizer was trained with (pattern, vocabulary size, corpus)", default=dict
+    "bpe_origin",
+    dict,
+    "what that tokenizer was trained with (pattern, vocabulary size, corpus and its content key)",
+    default=dict,
 )
 # Embeddings
 W2V_JOB = Slot("w2v_job", dict, "the word2vec training job of the Embeddings page: id, corpus, steps")

@@ -19,11 +19,27 @@ Nothing public does these jobs in the pinned versions, so each is kept here, nam
    long text in the link.
 6. ``SessionState._key_id_mapper`` and ``_new_widget_state.widget_metadata``: a widget's serializer, which
    :func:`as_in_link` uses to write an option widget's value as its label, as the address holds it.
+7. ``QueryParams.is_bound`` (reached through the private ``get_session_state``): the link's parameters that a
+   widget of this session is bound to; Streamlit refuses to set or clear those, so :func:`bound_link_params` lets
+   the ``/home`` redirect keep the others.
+8. ``SessionState.on_script_will_rerun`` and ``SessionState.register_widget``
+   (``streamlit.runtime.state.session_state``), with ``WStates.states`` holding ``Serialized`` values as a browser
+   sent them, ``WidgetMetadata.value_type`` and ``.deserializer`` and
+   ``unpack_widget_state_value``: a browser sends every widget's value with each rerun, and a value of the wrong
+   kind (a forged message: text for a number) made Streamlit's deserializer raise before the page ran, on that
+   rerun and every later one. :func:`guard_widget_states` wraps both methods so that such a value is dropped
+   before Streamlit keeps it (the widget keeps the value it had) and reported once.
+9. Plotly's ``_validate=False`` argument of ``go.Figure`` (``BaseFigure._allow_disable_validation``): a figure
+   built from plain dicts that llmviz's own builders make is not checked property by property again (most of
+   the time a class's page open spent building heatmaps). :func:`unchecked_figure` uses it;
+   ``tests/unit/ui/test_fast_builders.py`` checks every builder's figure against Plotly's checked one.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -125,6 +141,18 @@ def write_link_value(name: str, value: str) -> None:
         )
 
 
+def bound_link_params() -> set[str]:
+    """7. The address's parameters that a widget of this session is bound to (empty when that cannot be read)."""
+    try:
+        from streamlit.runtime.state.session_state_proxy import get_session_state
+
+        with get_session_state().query_params() as params:
+            return {name for name in list(params) if params.is_bound(name)}
+    except Exception as error:  # noqa: BLE001 - the redirect then keeps every parameter and Streamlit decides
+        logger.warning("Could not read which parameters are bound (see ui/streamlit_private.py): %s", error)
+        return set()
+
+
 def as_in_link(name: str, value):
     """6. A bound widget's value as the address writes it: an option widget (selectbox, radio, multiselect) its
     label ("GPT micro (2 layers, d 64)"), a slider its number; the value itself when that cannot be found."""
@@ -145,6 +173,100 @@ def as_in_link(name: str, value):
             error,
         )
     return value
+
+
+# 9. figures from plain dicts, not checked again
+def unchecked_figure(data: list[dict], layout: dict):
+    """9. ``go.Figure(data=data, layout=layout)`` without Plotly's property-by-property check (the dicts come from
+    llmviz's builders, whose figures the tests compare with checked ones); checked when Plotly no longer offers
+    the switch."""
+    import plotly.graph_objects as go
+
+    if getattr(go.Figure, "_allow_disable_validation", False):
+        return go.Figure(data=data, layout=layout, _validate=False)
+    return go.Figure(data=data, layout=layout)
+
+
+# 8. widget values of the wrong kind
+_TRIGGERS = {"trigger_value", "string_trigger_value", "json_trigger_value", "chat_input_value"}
+#: kinds of value a browser may send for one another (a number input holds a double_value, and chromium sends an
+#: int_value for an integer one); any other kind than the widget's is never one it can take (a slider's numbers
+#: sent to a select slider, which holds its options' labels, broke the page on the next run)
+_FAMILIES = {"int_value": "number", "double_value": "number", **{kind: "trigger" for kind in _TRIGGERS}}
+_GUARDED: list[Callable[[str, str], None]] = []
+
+
+def widget_value_problem(widget_state, metadata) -> str | None:
+    """8. Why a widget value a browser sent cannot be used by its widget (None: it can): a value of another kind
+    than the widget holds, or one its deserializer refuses. Triggers and uploads are checked by kind only (their
+    deserializers consume what they read)."""
+    from streamlit.runtime.state.common import unpack_widget_state_value
+
+    sent = widget_state.WhichOneof("value")
+    if sent is None or metadata is None:
+        return None  # a cleared value, or a widget not drawn yet (register_widget checks it then)
+    if _FAMILIES.get(sent, sent) != _FAMILIES.get(metadata.value_type, metadata.value_type):
+        return f"a {sent} for a widget that holds a {metadata.value_type}"
+    if sent in _TRIGGERS or sent == "file_uploader_state_value":
+        return None
+    try:
+        metadata.deserializer(unpack_widget_state_value(widget_state))
+    except Exception as error:  # noqa: BLE001 - any refusal of the deserializer is a value the widget cannot take
+        logger.debug("%s: the deserializer refused the value sent", widget_state.id, exc_info=error)
+        return f"a {sent} its widget refuses ({type(error).__name__})"
+    return None
+
+
+def guard_widget_states(refused: Callable[[str, str], None]) -> bool:
+    """8. Once per server process: drop every widget value a browser sends that its widget cannot take, calling
+    ``refused(widget_id, why)`` for each (in the script run that received it). Returns whether the guard is in
+    place (False, with a warning in the log, should an upgrade have changed what it wraps)."""
+    if _GUARDED:
+        _GUARDED[0] = refused
+        return True
+    try:
+        from streamlit.proto.WidgetStates_pb2 import WidgetStates
+        from streamlit.runtime.state.common import unpack_widget_state_value  # noqa: F401 - used by the check
+        from streamlit.runtime.state.session_state import Serialized, SessionState, WStates
+
+        original_rerun = SessionState.on_script_will_rerun
+        original_register = SessionState.register_widget
+        WStates.states, Serialized.value  # noqa: B018 - what the wrappers use: fail here, not in a run
+    except (ImportError, AttributeError) as error:
+        logger.warning(
+            "Widget values sent by browsers are not checked (see ui/streamlit_private.py, item 8): %s", error
+        )
+        return False
+
+    @functools.wraps(original_rerun)
+    def on_script_will_rerun(self, fresh_widget_states, *args, **kwargs):
+        if fresh_widget_states is not None:
+            known = self._new_widget_state.widget_metadata
+            kept = WidgetStates()
+            for widget_state in fresh_widget_states.widgets:
+                why = widget_value_problem(widget_state, known.get(widget_state.id))
+                if why is None:
+                    kept.widgets.append(widget_state)
+                else:
+                    _GUARDED[0](widget_state.id, why)
+            if len(kept.widgets) != len(fresh_widget_states.widgets):
+                fresh_widget_states = kept
+        return original_rerun(self, fresh_widget_states, *args, **kwargs)
+
+    @functools.wraps(original_register)
+    def register_widget(self, metadata, user_key):
+        stored = self._new_widget_state.states.get(metadata.id)
+        if isinstance(stored, Serialized):  # as a browser sent it, not yet read by its widget
+            why = widget_value_problem(stored.value, metadata)
+            if why is not None:
+                self._new_widget_state.states.pop(metadata.id, None)
+                _GUARDED[0](metadata.id, why)
+        return original_register(self, metadata, user_key)
+
+    SessionState.on_script_will_rerun = on_script_will_rerun
+    SessionState.register_widget = register_widget
+    _GUARDED.append(refused)
+    return True
 
 
 # 2. and 3. The scripts and styles themselves live in ui/static/: presenter mode's CSS and script, the SVG button.

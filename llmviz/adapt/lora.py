@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import torch
 import torch.nn as nn
@@ -208,6 +208,17 @@ def _set_module(model: nn.Module, name: str, module: nn.Module) -> None:
 def add_adapters(model: nn.Module, config: LoRAConfig, seed: int = 0) -> list[str]:
     """Freeze ``model`` and swap the chosen ``nn.Linear`` s for :class:`LoRALinear` (in place); the names swapped."""
     chosen = target_modules(model, config.targets)
+    smallest = min(
+        min(stop - start, cast(nn.Linear, model.get_submodule(name)).in_features)
+        for name, slices in chosen.items()
+        for start, stop in slices
+    )
+    if config.rank > smallest:  # checked before any adapter is allocated: a rank of 1e9 would fill the memory
+        raise ConfigError(
+            f"A LoRA rank of {config.rank:,} is more than the adapted matrices allow: a rank-r update of a "
+            f"d_out × d_in matrix needs r ≤ min(d_out, d_in), and the smallest here is {smallest:,}. Choose a rank "
+            f"from 1 to {smallest:,}."
+        )
     for parameter in model.parameters():
         parameter.requires_grad_(False)
     generator = torch.Generator(device="cpu").manual_seed(seed)

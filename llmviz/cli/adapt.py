@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -19,6 +20,8 @@ from pathlib import Path
 
 def add_adapt_commands(commands) -> None:
     from llmviz.adapt import finetune, lora
+    from llmviz.cli.train import count_between
+    from llmviz.device import MAX_SEED
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
@@ -29,7 +32,7 @@ def add_adapt_commands(commands) -> None:
         "a Hugging Face GPT-2 folder, or gpt2 when cached",
     )
     common.add_argument("--out", required=True, help="output folder for the checkpoint")
-    common.add_argument("--seed", type=int, default=1337)
+    common.add_argument("--seed", type=count_between(0, MAX_SEED), default=1337)
 
     adapters = commands.add_parser("lora", parents=[common], help="train LoRA adapters, merge them, save a checkpoint")
     adapters.add_argument("--corpus", default="python-docs", help="a registered corpus name or a UTF-8 text file")
@@ -70,10 +73,17 @@ def _say(message: str) -> None:
 
 
 def _initial(name: str):
+    """The GPT to adapt and its tokenizer; weights that are NaN or infinite anywhere are refused (every number of
+    the run or the report would be NaN)."""
+    from llmviz.errors import CheckpointError
     from llmviz.lessons.adapting import require_gpt
+    from llmviz.training.checkpoint import weights_problem
     from llmviz.training.trainer import load_initial
 
     model, tokenizer = load_initial(name, "cpu")
+    problem = weights_problem(model.state_dict())
+    if problem is not None:
+        raise CheckpointError(f"The model {name} {problem}: it cannot be adapted.")
     return require_gpt(model), tokenizer
 
 
@@ -111,11 +121,12 @@ def write_checkpoint(
 
 def cmd_lora(args: argparse.Namespace) -> int:
     from llmviz.adapt import lora
-    from llmviz.cli.train import _load_text
+    from llmviz.cli.train import _load_text, check_out
     from llmviz.jobs.manager import train_blocking
     from llmviz.lessons import adapting as adapt
-    from llmviz.training.checkpoint import save_checkpoint
+    from llmviz.training.checkpoint import save_checkpoint, write_or_keep
 
+    check_out(args.out)
     config = lora.LoRAConfig(args.rank, args.alpha, tuple(t.strip() for t in args.targets.split(",") if t.strip()))
     model, tokenizer = _initial(args.init)
     text = _load_text(args.corpus)
@@ -127,11 +138,14 @@ def cmd_lora(args: argparse.Namespace) -> int:
         f"of {model.num_parameters():,}"
     )
     train_blocking(trainer)
-    save_checkpoint(
+    write_or_keep(
         args.out,
-        trainer,
-        trainer_state=False,
-        extra={"corpus": args.corpus, "lora": {**asdict(config), "trained_parameters": trained, "merged": True}},
+        lambda folder: save_checkpoint(
+            folder,
+            trainer,
+            trainer_state=False,
+            extra={"corpus": args.corpus, "lora": {**asdict(config), "trained_parameters": trained, "merged": True}},
+        ),
     )
     final = trainer.history[-1]
     print(
@@ -150,8 +164,11 @@ def cmd_lora(args: argparse.Namespace) -> int:
 
 def cmd_finetune(args: argparse.Namespace) -> int:
     from llmviz.adapt import finetune
+    from llmviz.cli.train import check_out
     from llmviz.jobs.manager import train_blocking
+    from llmviz.training.checkpoint import write_or_keep
 
+    check_out(args.out)
     model, tokenizer = _initial(args.init)
     lr = args.lr if args.lr is not None else (1e-2 if args.mode == "head" else 1e-3)
     config = finetune.FineTuneConfig(mode=args.mode, steps=args.steps, lr=lr, seed=args.seed)
@@ -163,24 +180,28 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     )
     train_blocking(trainer)
     after = trainer.held_out_accuracy()
-    write_checkpoint(
-        args.out,
-        trainer.model,
-        tokenizer,
-        {"init": args.init, **asdict(config)},
-        {
-            "task": {
-                "name": "names: male or female list",
-                "labels": list(finetune.LABELS),
-                "accuracy_before": trainer.accuracy_before,
-                "accuracy_after": after,
-                "head_file": finetune.HEAD_FILE,
-            }
-        },
-        metrics=[asdict(m) for m in trainer.history],
-        step=trainer.step,
-    )
-    finetune.save_head(trainer.classifier, args.out)
+
+    def write(folder: Path) -> None:
+        write_checkpoint(
+            folder,
+            trainer.model,
+            tokenizer,
+            {"init": args.init, **asdict(config)},
+            {
+                "task": {
+                    "name": "names: male or female list",
+                    "labels": list(finetune.LABELS),
+                    "accuracy_before": trainer.accuracy_before,
+                    "accuracy_after": after,
+                    "head_file": finetune.HEAD_FILE,
+                }
+            },
+            metrics=[asdict(m) for m in trainer.history],
+            step=trainer.step,
+        )
+        finetune.save_head(trainer.classifier, folder)
+
+    write_or_keep(args.out, write)
     print(
         json.dumps(
             {
@@ -197,10 +218,13 @@ def cmd_finetune(args: argparse.Namespace) -> int:
 
 def cmd_quantize(args: argparse.Namespace) -> int:
     from llmviz.adapt import quantize as qz
-    from llmviz.cli.train import _load_text
+    from llmviz.cli.train import _load_text, check_out
+    from llmviz.errors import ConfigError
     from llmviz.jobs.manager import train_blocking
     from llmviz.lessons import adapting as adapt
+    from llmviz.training.checkpoint import write_or_keep
 
+    check_out(args.out)
     spec = qz.QuantSpec(args.bits, per_channel=not args.per_tensor, symmetric=not args.zero_point)
     model, tokenizer = _initial(args.init)
     text = _load_text(args.corpus)
@@ -224,8 +248,14 @@ def cmd_quantize(args: argparse.Namespace) -> int:
         "kl": comparison.kl,
         "top1_agreement": comparison.top1_agreement,
     }
-    write_checkpoint(
-        args.out, result.model, tokenizer, {"init": args.init}, {"quantization": report, "corpus": args.corpus}
+    broken = [name for name, value in report.items() if isinstance(value, float) and not math.isfinite(value)]
+    if broken:
+        raise ConfigError(f"The quantization report has no finite value for {', '.join(broken)}: nothing was saved.")
+    write_or_keep(
+        args.out,
+        lambda folder: write_checkpoint(
+            folder, result.model, tokenizer, {"init": args.init}, {"quantization": report, "corpus": args.corpus}
+        ),
     )
     print(json.dumps({"out": args.out, **{k: round(v, 4) if isinstance(v, float) else v for k, v in report.items()}}))
     return 0

@@ -8,7 +8,14 @@ import logging
 import sys
 
 from llmviz import settings
-from llmviz.errors import LlmvizError, configure_logging
+from llmviz.errors import LlmvizError, UploadError, configure_logging
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, with a usage error said in one line on stderr (exit status 2), not the usage block then the error."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def _format_table(header: list[str], rows: list[list[str]]) -> str:
@@ -92,9 +99,24 @@ def load_tokenizer(name: str, text: str, corpus_name: str | None = None):
     return saved.tokenizer_from_dict(data)
 
 
+MAX_TOKENIZE_BYTES = 32 * 2**20  #: the largest text ``tokenize --file`` reads (its table would be millions of lines)
+
+
+def _read_input(name: str) -> bytes:
+    """The bytes of ``--file``: standard input (``-``) or a regular file, at most :data:`MAX_TOKENIZE_BYTES`
+    (a FIFO, a device or an endless stream is refused, never waited on or read until memory runs out)."""
+    from llmviz.data.corpus import read_regular_file
+
+    if name != "-":
+        return read_regular_file(name, MAX_TOKENIZE_BYTES)
+    data = sys.stdin.buffer.read(MAX_TOKENIZE_BYTES + 1)
+    if len(data) > MAX_TOKENIZE_BYTES:
+        raise UploadError(f"Standard input holds more than {MAX_TOKENIZE_BYTES // 2**20} MB: the limit is that.")
+    return data
+
+
 def cmd_tokenize(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
     from llmviz.tokenizers.base import TokenizerError
     from llmviz.tokenizers.char_word import CharTokenizer
@@ -103,13 +125,11 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
         raise TokenizerError("Give the text to tokenize, or --file PATH (one of them).")
     if args.file is not None:
         try:
-            text = sys.stdin.read() if args.file == "-" else Path(args.file).read_bytes().decode("utf-8")
-        except FileNotFoundError:
-            raise TokenizerError(f"No file {args.file}: check the path ('-' reads standard input).") from None
-        except IsADirectoryError:
-            raise TokenizerError(f"{args.file} is a folder, not a text file.") from None
-        except OSError as error:
-            raise TokenizerError(f"Cannot read {args.file}: {error.strerror or error}.") from None
+            text = _read_input(args.file).decode("utf-8")
+        except UploadError as error:
+            raise TokenizerError(
+                str(error).replace("check the path.", "check the path ('-' reads standard input).")
+            ) from None
         except UnicodeDecodeError as error:
             raise TokenizerError(
                 f"{args.file} is not UTF-8 text: byte {error.object[error.start]:#04x} at offset "
@@ -150,7 +170,7 @@ def cmd_tokenize(args: argparse.Namespace) -> int:
 
 def build_parser(prog: str = "llmviz") -> argparse.ArgumentParser:
     """The whole command line; ``prog`` is how the user called it (``llmviz`` or ``python -m llmviz``)."""
-    parser = argparse.ArgumentParser(prog=prog, description="llmviz command line")
+    parser = OneLineParser(prog=prog, description="llmviz command line")
     commands = parser.add_subparsers(dest="command", required=True)
 
     corpus_parser = commands.add_parser("corpus", help="list or download text corpora")
@@ -205,5 +225,21 @@ def main(argv: list[str] | None = None, prog: str = "llmviz") -> int:
     try:
         return args.func(args)
     except LlmvizError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {_one_line(str(error))}", file=sys.stderr)
         return 2
+    except MemoryError:
+        print("error: this machine ran out of memory: try smaller sizes.", file=sys.stderr)
+        return 1
+    except OSError as error:  # a full disk, a folder that cannot be written: the system's reason, in one line
+        where = f" ({error.filename})" if error.filename else ""
+        print(f"error: {_one_line(error.strerror or str(error))}{where}.", file=sys.stderr)
+        return 1
+
+
+def _one_line(text: str) -> str:
+    r"""A message as one line of stderr (a message may quote a text with newlines in it).
+
+    >>> _one_line("two\nlines")
+    'two lines'
+    """
+    return " ".join(text.split("\n"))

@@ -72,6 +72,7 @@ def count_between(low: int, high: int):
 
 
 def add_train_commands(commands) -> None:
+    from llmviz.device import MAX_SEED
     from llmviz.training.trainer import MODEL_CHOICES, OPTIMIZERS
 
     train = commands.add_parser("train", help="train a model on a corpus and save a safetensors checkpoint")
@@ -115,7 +116,7 @@ def add_train_commands(commands) -> None:
         "mlp_kind=swiglu, n_kv_heads=1, n_experts=4, bias=false, tie_weights=true, …",
     )
     train.add_argument("--eval-interval", type=int, default=50)
-    train.add_argument("--seed", type=int, default=1337)
+    train.add_argument("--seed", type=count_between(0, MAX_SEED), default=1337)
     train.add_argument(
         "--device",
         default="auto",
@@ -164,7 +165,7 @@ def add_train_commands(commands) -> None:
     sample.add_argument("--temperature", type=float, default=0.8)
     sample.add_argument("--top-k", type=int, default=0)
     sample.add_argument("--top-p", type=float, default=1.0)
-    sample.add_argument("--seed", type=int, default=0)
+    sample.add_argument("--seed", type=count_between(0, MAX_SEED), default=0)
     sample.set_defaults(func=cmd_sample)
 
     hub = commands.add_parser("gpt2", help="OpenAI's GPT-2 from the Hugging Face Hub: download once, check the cache")
@@ -207,11 +208,23 @@ def _load_text(name: str) -> str:
     return corpus.validate_upload(path.name, data, max_bytes=max(len(data), 1))
 
 
+def check_out(out: str, needed: int = 0) -> None:
+    """``--out`` can take the checkpoint (a folder that can be written, with ``needed`` bytes free on its disk), or a
+    :class:`CheckpointError` that says why, before any training."""
+    from llmviz.errors import CheckpointError
+    from llmviz.training.checkpoint import free_space_problem, output_folder_problem
+
+    problem = output_folder_problem(out) or (free_space_problem(out, needed) if needed else None)
+    if problem is not None:
+        raise CheckpointError(f"--out: {problem}. Nothing was trained.")
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     """Train in this process, or as one rank of a ``torchrun`` job (only rank 0 prints and saves)."""
     from llmviz.device import pick_device
     from llmviz.training import distributed
 
+    check_out(args.out)  # before anything trains: a run is never lost to a folder it cannot be written to
     # an unavailable --device (cuda on a CPU-only machine, a typo) is an error naming the available ones, in
     # every process, before torch.distributed is touched
     group, device = distributed.join(pick_device(args.device), fully_sharded=args.fsdp)
@@ -285,6 +298,12 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     )  # --device auto on a CPU-only machine: said, not silent
     if args.fsdp and not group.distributed:
         say("--fsdp shards the model over the processes torchrun starts; in one process it trains as usual")
+    if group.is_main:  # the disk must hold the checkpoint before the run trains for it
+        from llmviz.training.checkpoint import checkpoint_bytes
+        from llmviz.training.trainer import OPTIMIZER_STATE
+
+        state = 0 if args.weights_only else OPTIMIZER_STATE.get(trainer.config.optimizer, 2)
+        check_out(args.out, checkpoint_bytes(parameters, state, trainer.config.steps, trainer.dataset.vocab_size))
     progress = tqdm(total=trainer.config.steps, initial=trainer.step, unit="step", disable=not group.is_main)
 
     def show(status) -> None:
@@ -325,21 +344,26 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
 
 
 def _save_with_command(trainer, args, command: str, corpus_sha256: str) -> None:
-    from llmviz.training.checkpoint import save_checkpoint
+    from llmviz.training.checkpoint import save_checkpoint, write_or_keep
 
     # the corpus digest says which text the recorded losses belong to: a built-in corpus such as python-docs
-    # (Python's own manual) differs from one Python release to the next
-    save_checkpoint(
+    # (Python's own manual) differs from one Python release to the next; a disk that fills up meanwhile gets the
+    # checkpoint written to a temporary folder instead (write_or_keep says where)
+    write_or_keep(
         args.out,
-        trainer,
-        extra={"corpus": args.corpus, "corpus_sha256": corpus_sha256, "command": command},
-        trainer_state=not args.weights_only,
+        lambda folder: save_checkpoint(
+            folder,
+            trainer,
+            extra={"corpus": args.corpus, "corpus_sha256": corpus_sha256, "command": command},
+            trainer_state=not args.weights_only,
+        ),
     )
 
 
 def cmd_sample(args: argparse.Namespace) -> int:
+    from llmviz.errors import CheckpointError
     from llmviz.generation.sampling import generate_from_prompt
-    from llmviz.training.checkpoint import load_checkpoint
+    from llmviz.training.checkpoint import load_checkpoint, weights_problem
 
     if args.model:
         from llmviz.hub import gpt2
@@ -351,6 +375,9 @@ def cmd_sample(args: argparse.Namespace) -> int:
         model, tokenizer, _ = gpt2.load(args.model, allow_download=True)
     else:
         model, tokenizer, _ = load_checkpoint(args.checkpoint)
+    problem = weights_problem(model.state_dict())
+    if problem is not None:  # every probability would be NaN: say why instead of sampling nothing
+        raise CheckpointError(f"The model {args.checkpoint or args.model} {problem}: it cannot be sampled from.")
     result = generate_from_prompt(
         model,
         tokenizer,

@@ -195,6 +195,60 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def text_key(text: str) -> str:
+    """The content key of a text: what a cache shared between sessions is keyed on, never the text's label (two
+    students may upload different files under one name, or a file under a built-in corpus's name). 32 hex digits
+    of SHA-256 of its UTF-8 bytes.
+
+    >>> text_key("hello")
+    '2cf24dba5fb0a30e26e83b2ac5b9e29e'
+    >>> text_key("hello") == text_key("hello"), text_key("hello") == text_key("hello ")
+    (True, False)
+    """
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def read_regular_file(path: str | Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``, or an :class:`UploadError` that says why not: a
+    folder, a device (``/dev/zero`` would be read until memory runs out), a pipe (a FIFO would block for ever:
+    it is opened without waiting and refused), a missing file, or one larger than the limit (checked before
+    reading, and again while reading, for a file that grows).
+
+    >>> read_regular_file("/dev/zero", 10)
+    Traceback (most recent call last):
+    ...
+    llmviz.errors.UploadError: /dev/zero is a device, not a text file.
+    """
+    import stat
+
+    name = str(path)
+    try:
+        descriptor = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise UploadError(f"No file {name}: check the path.") from None
+    except OSError as error:
+        raise UploadError(f"Cannot read {name}: {error.strerror or type(error).__name__}.") from None
+    status = os.fstat(descriptor)
+    problem = None
+    if stat.S_ISDIR(status.st_mode):
+        problem = f"{name} is a folder, not a text file."
+    elif not stat.S_ISREG(status.st_mode):
+        kind = (
+            "a pipe" if stat.S_ISFIFO(status.st_mode) else "a socket" if stat.S_ISSOCK(status.st_mode) else "a device"
+        )
+        problem = f"{name} is {kind}, not a text file."
+    elif status.st_size > max_bytes:
+        problem = f"{name} is {status.st_size / 2**20:,.1f} MB; the limit is {max_bytes / 2**20:,.0f} MB."
+    if problem is not None:
+        os.close(descriptor)
+        raise UploadError(problem)
+    with os.fdopen(descriptor, "rb") as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise UploadError(f"{name} grew past {max_bytes / 2**20:,.0f} MB while it was read; the limit is that.")
+    return data
+
+
 class DownloadCancelled(CorpusUnavailable):
     """Raised by a ``progress`` callback to stop a download; nothing is saved."""
 
@@ -469,6 +523,23 @@ def normalise_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def check_upload_size(filename: str, size: int, *, max_bytes: int = MAX_UPLOAD_BYTES) -> None:
+    """Refuse an upload by its size alone, before its bytes are read (:class:`UploadError`).
+
+    >>> check_upload_size("big.txt", 30 * 2**20)
+    Traceback (most recent call last):
+    ...
+    llmviz.errors.UploadError: big.txt is 30.0 MB; the limit is 20 MB. Upload a smaller excerpt.
+    """
+    label = filename or "The file"
+    if size == 0:
+        raise UploadError(f"{label} is empty (0 bytes): there is no text to learn from.")
+    if size > max_bytes:
+        raise UploadError(
+            f"{label} is {size / 2**20:.1f} MB; the limit is {max_bytes / 2**20:.0f} MB. Upload a smaller excerpt."
+        )
+
+
 def validate_upload(filename: str, data: bytes, *, max_bytes: int = MAX_UPLOAD_BYTES) -> str:
     r"""Check an uploaded file and return its text, or raise :class:`UploadError`.
 
@@ -480,12 +551,7 @@ def validate_upload(filename: str, data: bytes, *, max_bytes: int = MAX_UPLOAD_B
     'hi\nthere'
     """
     label = filename or "The file"
-    if len(data) == 0:
-        raise UploadError(f"{label} is empty (0 bytes): there is no text to learn from.")
-    if len(data) > max_bytes:
-        raise UploadError(
-            f"{label} is {len(data) / 2**20:.1f} MB; the limit is {max_bytes / 2**20:.0f} MB. Upload a smaller excerpt."
-        )
+    check_upload_size(filename, len(data), max_bytes=max_bytes)
     for signature, kind in _BINARY_SIGNATURES.items():
         if data.startswith(signature):
             raise UploadError(f"{label} is {kind}, not text, whatever its name says. Upload a plain-text file.")

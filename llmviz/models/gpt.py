@@ -30,6 +30,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from llmviz import settings
+from llmviz.device import machine_memory_bytes
 from llmviz.errors import ConfigError
 from llmviz.models.attention import causal_mask, masked_softmax
 from llmviz.models.cache import Cache, RecordsIntermediates, record
@@ -61,6 +63,59 @@ SWITCHES = (
     "qkv_bias",
     "tie_weights",
 )
+
+
+#: the largest size of each kind that llmviz builds or loads: far beyond GPT-2 XL (48 layers, d_model 1,600) and
+#: 8-billion-parameter Llama-family models (32 layers, d_model 4,096, d_mlp 14,336, a 128,256-token vocabulary)
+SIZE_LIMITS = {
+    "vocab_size": 1_048_576,
+    "context_length": 65_536,
+    "d_model": 16_384,
+    "n_heads": 256,
+    "n_layers": 256,
+    "n_kv_heads": 256,
+    "d_mlp": 65_536,
+}
+MAX_EXPERTS = 256
+
+
+def estimate_parameters(config: GPTConfig) -> int:
+    """The parameters of a GPT of this shape, from its sizes alone (no tensor is made): the weight matrices and
+    embeddings; biases and norms (a few per cent of a small model, less of a big one) are left out.
+
+    >>> estimate_parameters(GPTConfig(vocab_size=100, context_length=8, d_model=16, n_heads=2, n_layers=1))
+    6400
+    """
+    d, hidden = config.d_model, config.mlp_width
+    attention = d * (d + 2 * config.kv_heads * config.head_dim) + d * d  # W_Q, W_K, W_V and W_O
+    mlp = (3 if config.mlp_kind == "swiglu" else 2) * d * hidden if config.mlp else 0
+    if config.n_experts:
+        mlp = config.n_experts * mlp + d * config.n_experts  # every expert, and the router
+    embeddings = config.vocab_size * d * (1 if config.tie_weights else 2)  # the token table and the output head
+    positions = config.context_length * d if config.positions == "learned" else 0
+    return config.n_layers * (attention + mlp) + embeddings + positions
+
+
+def size_problem(config: GPTConfig) -> str | None:
+    """Why a GPT of this shape is not built here (None: it can be): more parameters than ``LLMVIZ_MAX_PARAMETERS``,
+    or weights alone that would not fit in this machine's memory. Asked before anything is allocated (training, a
+    checkpoint's description, the GPT itself on a real device); a calculator that only counts a shape on the meta
+    device (the Model page sizing GPT-3) may describe any size.
+    """
+    count = estimate_parameters(config)
+    cap = settings.get("LLMVIZ_MAX_PARAMETERS")
+    if count > cap:
+        return (
+            f"it would have about {count:,} parameters, more than llmviz loads or builds (LLMVIZ_MAX_PARAMETERS = "
+            f"{cap:,})"
+        )
+    memory = machine_memory_bytes()
+    if memory is not None and 4 * count > memory:
+        return (
+            f"it would have about {count:,} parameters, whose weights alone take {4 * count / 2**30:,.1f} GB: "
+            f"more than this machine's {memory / 2**30:,.1f} GB of memory"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -111,6 +166,11 @@ class GPTConfig:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                 problems.append(f"{name} must be a whole number of at least 1, or None (got {value!r})")
+        problems += [
+            f"{name} = {getattr(self, name):,} is more than llmviz builds (at most {limit:,})"
+            for name, limit in SIZE_LIMITS.items()
+            if isinstance(getattr(self, name), int) and getattr(self, name) > limit
+        ]
         if problems:
             return problems
         if self.d_model % self.n_heads:
@@ -146,6 +206,8 @@ class GPTConfig:
         problems = []
         if not isinstance(self.n_experts, int) or self.n_experts < 0 or self.n_experts == 1:
             problems.append(f"n_experts must be 0 (a dense MLP) or at least 2 (got {self.n_experts!r})")
+        elif self.n_experts > MAX_EXPERTS:
+            problems.append(f"n_experts = {self.n_experts:,} is more than llmviz builds (at most {MAX_EXPERTS})")
         elif self.n_experts and not 1 <= self.experts_top_k <= self.n_experts:
             problems.append(
                 f"experts_top_k must be between 1 and n_experts = {self.n_experts} (got {self.experts_top_k})"
@@ -515,6 +577,10 @@ class GPT(nn.Module, RecordsIntermediates):
 
     def __init__(self, config: GPTConfig, initialise: bool = True):
         super().__init__()
+        if torch.empty(0).device.type != "meta":  # a real build: refused before any weight is allocated
+            problem = size_problem(config)
+            if problem is not None:
+                raise ConfigError(f"This GPT cannot be built here: {problem}.")
         self.config = config
         self.tok_emb = nn.Embedding(config.vocab_size, config.d_model)
         # only learned positions are parameters; sinusoidal ones are computed, RoPE acts inside attention

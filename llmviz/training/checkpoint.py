@@ -16,6 +16,7 @@ import json
 import os
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -25,7 +26,7 @@ import torch.nn as nn
 
 from llmviz.errors import CheckpointError, ConfigError
 from llmviz.models.charlevel import CHAR_MODELS, build_char_model
-from llmviz.models.gpt import GPT, GPTConfig
+from llmviz.models.gpt import GPT, MAX_EXPERTS, SIZE_LIMITS, GPTConfig, size_problem
 from llmviz.tokenizers.base import Tokenizer, TokenizerError
 from llmviz.tokenizers.saved import tokenizer_from_dict
 from llmviz.training.safetensors_file import read_safetensors, refuse_pickle, regular_file
@@ -130,6 +131,78 @@ def parse_description(text: str | bytes, name: str = META_FILE) -> dict:
     return data
 
 
+MAX_STEP = 10**12  #: a step count no run reaches (a billion steps a day for 2,700 years)
+MAX_METRICS = 1_000_000  #: metrics rows a description may hold (one per step at most; the file is under 64 MB)
+_NUMBER = (int, float)
+#: the optional dict-valued parts a checkpoint may carry: its training config, what was adapted, its task
+_DICT_FIELDS = ("train_config", "final", "lora", "task", "quantization")
+_TEXT_FIELDS = ("corpus", "corpus_sha256", "command")
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number_or_none(value) -> bool:
+    return value is None or (isinstance(value, _NUMBER) and not isinstance(value, bool))
+
+
+def _shown(value) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:40] + "…"
+
+
+def description_problem(meta: dict) -> str | None:
+    """What is wrong with a checkpoint description's fields (None: nothing), checked before any is used: a page
+    formats ``final.val_loss`` as a number, the picker reads ``step``, a resumed run reads ``metrics`` and
+    ``optimizer_param_groups``. Unknown extra fields are allowed (nothing reads them).
+
+    >>> description_problem({"model": {"kind": "gpt"}, "tokenizer": {}, "step": 10, "final": {"val_loss": 1.5}})
+    >>> description_problem({"model": {"kind": "gpt"}, "tokenizer": {}, "final": {"val_loss": "low"}})
+    'final.val_loss is "low", not a number'
+    >>> description_problem({"model": {"kind": "gpt"}, "tokenizer": {}, "final": "done"})
+    'final is "done", not a JSON object'
+    >>> description_problem({"model": {"kind": "gpt"}, "tokenizer": {}, "step": -1})
+    'step is -1, not a whole number from 0 to 1,000,000,000,000'
+    """
+    if not isinstance(meta.get("model"), dict) or meta["model"].get("kind") not in ("gpt", "char"):
+        return f"model is {_shown(meta.get('model'))}, not the description of a GPT or a char-level model"
+    if not isinstance(meta.get("tokenizer"), dict):
+        return "the tokenizer is not described"
+    if meta.get("format", "llmviz-checkpoint") != "llmviz-checkpoint" or meta.get("version", 1) != 1:
+        return f"it is in format {_shown(meta.get('format'))} version {_shown(meta.get('version'))}, not llmviz's 1"
+    step = meta.get("step", 0)
+    if not _whole(step) or not 0 <= step <= MAX_STEP:
+        return f"step is {_shown(step)}, not a whole number from 0 to {MAX_STEP:,}"
+    for name in _DICT_FIELDS:
+        if name in meta and not isinstance(meta[name], dict):
+            return f"{name} is {_shown(meta[name])}, not a JSON object"
+    for name in _TEXT_FIELDS:
+        if name in meta and not isinstance(meta[name], str):
+            return f"{name} is {_shown(meta[name])}, not text"
+    for name in ("train_loss", "val_loss"):
+        value = meta.get("final", {}).get(name)
+        if not _number_or_none(value):
+            return f"final.{name} is {_shown(value)}, not a number"
+    groups = meta.get("optimizer_param_groups", [])
+    if not isinstance(groups, list) or not all(isinstance(group, dict) for group in groups):
+        return "optimizer_param_groups is not a list of JSON objects"
+    return _metrics_problem(meta.get("metrics", []))
+
+
+def _metrics_problem(metrics) -> str | None:
+    """What is wrong with a description's ``metrics`` (a list of rows of numbers, each with its step)."""
+    if not isinstance(metrics, list) or len(metrics) > MAX_METRICS:
+        return f"metrics is not a list of at most {MAX_METRICS:,} rows"
+    for number, row in enumerate(metrics):
+        if not isinstance(row, dict) or not _whole(row.get("step")) or not 0 <= row["step"] <= MAX_STEP:
+            return f"metrics row {number} is {_shown(row)}, not a row of numbers with its step"
+        wrong = next((key for key, value in row.items() if not _number_or_none(value)), None)
+        if wrong is not None:
+            return f"metrics row {number}: {_shown(wrong)} is {_shown(row[wrong])}, not a number"
+    return None
+
+
 def _file_metadata(path: Path) -> str:
     """The llmviz description stored in a single-file checkpoint's metadata (reads the header only)."""
     from safetensors import SafetensorError, safe_open
@@ -148,46 +221,25 @@ def _file_metadata(path: Path) -> str:
     return metadata["llmviz"]
 
 
-MAX_CHECKPOINT_PARAMETERS = 2_000_000_000  # GPT-2 XL has 1.6 billion; beyond this a description is not believed
-_SIZE_LIMITS = {
-    "n_layers": 256,
-    "n_heads": 256,
-    "d_model": 16_384,
-    "context_length": 65_536,
-    "vocab_size": 1_048_576,
-    "n_kv_heads": 256,
-    "d_mlp": 65_536,
-}
-
-
 def _described_shapes(description: dict) -> dict[str, tuple[int, ...]]:
-    """The tensor shapes the description promises, found on the meta device (no memory), after sanity bounds."""
+    """The tensor shapes the description promises, found on the meta device (no memory), after sanity bounds: each
+    size within :data:`llmviz.models.gpt.SIZE_LIMITS`, and a GPT within ``LLMVIZ_MAX_PARAMETERS`` and the machine's
+    memory (``llmviz.models.gpt.size_problem``, from its sizes, before anything is built)."""
     sizes = dict(description.get("config", {}))
     sizes.update({k: v for k, v in description.get("kwargs", {}).items()})
     if "vocab_size" in description:
         sizes["vocab_size"] = description["vocab_size"]
-    for name, limit in _SIZE_LIMITS.items():
+    for name, limit in SIZE_LIMITS.items():
         value = sizes.get(name)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit):
             raise ConfigError(f"{name} = {value!r} is outside what llmviz loads (1 to {limit:,})")
     experts = sizes.get("n_experts", 0)
-    if not isinstance(experts, int) or isinstance(experts, bool) or not 0 <= experts <= 256:
-        raise ConfigError(f"n_experts = {experts!r} is outside what llmviz loads (0 to 256)")
-    if (
-        description.get("kind") == "gpt"
-    ):  # a bound before building anything: L·(4d² + 3·d·F·E) for the blocks, V·d and T·d
-        d, layers = sizes["d_model"], sizes["n_layers"]
-        mlp_width, experts = sizes.get("d_mlp") or 4 * d, max(1, sizes.get("n_experts") or 0)
-        estimate = (
-            layers * (4 * d * d + 3 * d * mlp_width * experts)
-            + 2 * sizes["vocab_size"] * d
-            + sizes["context_length"] * d
-        )
-        if estimate > MAX_CHECKPOINT_PARAMETERS:
-            raise ConfigError(
-                f"the described GPT would have about {estimate:,} parameters, more than llmviz loads "
-                f"({MAX_CHECKPOINT_PARAMETERS:,})"
-            )
+    if not isinstance(experts, int) or isinstance(experts, bool) or not 0 <= experts <= MAX_EXPERTS:
+        raise ConfigError(f"n_experts = {experts!r} is outside what llmviz loads (0 to {MAX_EXPERTS})")
+    if description.get("kind") == "gpt":  # its size, before even the skeleton is made
+        problem = size_problem(GPTConfig(**description.get("config", {})))
+        if problem is not None:
+            raise ConfigError(problem)
     with torch.device("meta"):
         skeleton = model_from_description(description)
     shapes = {name: tuple(tensor.shape) for name, tensor in skeleton.state_dict().items()}
@@ -246,14 +298,33 @@ def inspect_checkpoint(directory: str | Path) -> tuple[dict, Path]:
             raise CheckpointError(f"{label} is not an llmviz checkpoint (no {META_FILE}).")
         weights = directory / MODEL_FILE
         meta = parse_description(_read_regular_file(meta_path, MAX_META_BYTES))
+    problem = description_problem(meta)
+    if problem is not None:
+        raise CheckpointError(f"{META_FILE} in {label} is damaged: {problem}.")
     try:
         # nothing is allocated before the description is known to be sane and to match the file's tensors
         _check_weights_match(weights, _described_shapes(meta["model"]))
-        if not isinstance(meta["tokenizer"], dict):
-            raise TypeError("the tokenizer is not described")
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError, ConfigError, TokenizerError) as error:
         raise CheckpointError(f"{META_FILE} in {label} is damaged: {error}") from None
     return meta, weights
+
+
+def weights_problem(state: dict[str, torch.Tensor]) -> str | None:
+    """What is wrong with a model's weights as numbers (None: nothing): NaN or infinite values, which every number
+    computed from them (a loss, a quantization report, a sample) would carry. The command line refuses such a
+    model before it reports on it; the app's pages load it and say "NaN" where a number cannot be computed.
+
+    >>> weights_problem({"w": torch.ones(3)}) is None
+    True
+    >>> weights_problem({"a": torch.ones(2), "b": torch.tensor([1, float("nan")])})
+    'holds 1 NaN or infinite weight (in b)'
+    """
+    bad = {name: int((~torch.isfinite(t)).sum()) for name, t in state.items() if t.is_floating_point()}
+    bad = {name: count for name, count in bad.items() if count}
+    if not bad:
+        return None
+    total = sum(bad.values())
+    return f"holds {total:,} NaN or infinite weight{'s' if total != 1 else ''} (in {', '.join(list(bad)[:3])})"
 
 
 def load_checkpoint(directory: str | Path, device: str = "cpu") -> tuple[nn.Module, Tokenizer, dict]:
@@ -298,8 +369,8 @@ class ListedCheckpoint:
         return self.problem is None
 
 
-def _signature(path: Path) -> tuple:
-    """What changes when an entry (or the files in it) changes: for caching a check."""
+def checkpoint_signature(path: Path) -> tuple:
+    """What changes when a checkpoint entry (or the files in it) changes: for caching a check or a loaded model."""
     parts: list[tuple[int, int, int, int] | None] = []
     for candidate in (path, path / META_FILE, path / MODEL_FILE):
         try:
@@ -348,7 +419,7 @@ def list_checkpoints(folder: str | Path) -> list[ListedCheckpoint]:
         if name != path.name:  # bytes that are not UTF-8: no page, link or message can carry this name
             listed.append(ListedCheckpoint(name, path, "its name is not valid UTF-8: rename it."))
             continue
-        listed.append(ListedCheckpoint(name, path, _problem(str(path), _signature(path))))
+        listed.append(ListedCheckpoint(name, path, _problem(str(path), checkpoint_signature(path))))
     return listed
 
 
@@ -387,6 +458,87 @@ def restore_accelerator_rng_states(state: dict[str, torch.Tensor]) -> None:
 
 
 # ---------------------------------------------------------------------------- writing and resuming a run
+
+
+def _nearest_existing(path: Path) -> Path:
+    """``path``, or its nearest ancestor that exists (where a new folder would be made)."""
+    path = Path(os.path.abspath(path))
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def output_folder_problem(path: str | Path) -> str | None:
+    """Why a checkpoint folder cannot be written at ``path`` (None: it can), checked before a run trains: an
+    existing file or device (``/dev/null``) is not a folder, and a folder that cannot be written fails the run
+    only after all its training otherwise.
+
+    >>> output_folder_problem("/dev/null")
+    '/dev/null exists and is not a folder (a device): a checkpoint is a folder, new or existing'
+    """
+    target = Path(path)
+    if os.path.lexists(target):
+        if not target.is_dir():
+            kind = "a file" if target.is_file() else "a device" if target.exists() else "a broken link"
+            return f"{path} exists and is not a folder ({kind}): a checkpoint is a folder, new or existing"
+        if not os.access(target, os.W_OK | os.X_OK):
+            return f"the folder {path} cannot be written (permissions)"
+        return None
+    parent = _nearest_existing(target)
+    if not parent.is_dir():
+        return f"{parent} is not a folder, so {path} cannot be made in it"
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"{path} cannot be made: the folder {parent} cannot be written (permissions)"
+    return None
+
+
+def checkpoint_bytes(parameters: int, state_per_parameter: int = 0, metrics_rows: int = 0, vocab_size: int = 0) -> int:
+    """About how many bytes a checkpoint folder takes: the float32 weights, the optimizer's state (numbers per
+    parameter, 0 without ``trainer.safetensors``), the metrics and the tokenizer in ``checkpoint.json``.
+
+    >>> checkpoint_bytes(1_000_000, 2, 500, 512) // 2**20
+    12
+    """
+    return 4 * parameters * (1 + state_per_parameter) + 300 * metrics_rows + 100 * vocab_size + 2**20
+
+
+def free_space_problem(path: str | Path, needed: int) -> str | None:
+    """Why the disk at ``path`` cannot take ``needed`` more bytes (None: it can)."""
+    import shutil
+
+    where = _nearest_existing(Path(path))
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        return None  # nothing to say before trying
+    if needed > free:
+        return (
+            f"the checkpoint needs about {needed / 2**20:,.0f} MB and the disk of {where} has "
+            f"{free / 2**20:,.0f} MB free"
+        )
+    return None
+
+
+def write_or_keep(out: str | Path, write: Callable[[Path], object]) -> None:
+    """``write(out)``; should the disk refuse (full, or made read-only meanwhile), write to a new temporary folder
+    instead and say where, so that a run that trained for an hour is never lost to its last step."""
+    import tempfile
+
+    try:
+        write(Path(out))
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        try:
+            fallback = Path(tempfile.mkdtemp(prefix="llmviz-unsaved-"))
+            write(fallback)
+        except OSError as second:
+            raise CheckpointError(
+                f"Cannot write the checkpoint to {out} ({reason}), nor to a temporary folder "
+                f"({second.strerror or type(second).__name__}): the run is lost."
+            ) from None
+        raise CheckpointError(
+            f"Cannot write the checkpoint to {out} ({reason}); it was saved to {fallback} instead."
+        ) from None
 
 
 class SavedRun(Protocol):

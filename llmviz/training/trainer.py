@@ -25,10 +25,10 @@ from typing import Any, cast
 import torch
 import torch.nn as nn
 
-from llmviz.device import isolated_rng
-from llmviz.errors import ConfigError, TrainingDiverged
+from llmviz.device import isolated_rng, machine_memory_bytes, seed_problem
+from llmviz.errors import CheckpointError, ConfigError, TrainingDiverged
 from llmviz.models.charlevel import CHAR_MODELS, build_char_model
-from llmviz.models.gpt import GPT, PRESETS, SWITCHES
+from llmviz.models.gpt import GPT, PRESETS, SIZE_LIMITS, SWITCHES, GPTConfig, estimate_parameters, size_problem
 from llmviz.models.layers import set_dropout_generator
 from llmviz.tokenizers.base import Tokenizer
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
@@ -53,6 +53,8 @@ OPTIMIZER_TITLES = {
     "adamw": "AdamW",
 }
 MODEL_CHOICES = list(PRESETS) + list(CHAR_MODELS)
+#: numbers an optimizer keeps per parameter besides the weight and its gradient (momentum, Adam's two moments)
+OPTIMIZER_STATE = {"sgd": 0, "momentum": 1, "adagrad": 1, "rmsprop": 1, "adam": 2, "adamw": 2}
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,12 @@ class TrainConfig:
             problems += self._architecture_problems()
         if self.tokenizer not in ("char", "bpe"):
             problems.append("tokenizer must be 'char' or 'bpe'")
+        for name in ("d_model", "n_layers", "n_heads"):
+            value, limit = getattr(self, name), SIZE_LIMITS[name]
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit):
+                problems.append(f"{name} must be a whole number from 1 to {limit:,}, or unset (got {value!r})")
+        if not isinstance(self.bpe_vocab_size, int) or not 1 <= self.bpe_vocab_size <= SIZE_LIMITS["vocab_size"]:
+            problems.append(f"bpe_vocab_size must be a whole number from 1 to {SIZE_LIMITS['vocab_size']:,}")
         if self.model_context is not None and (
             self.model not in PRESETS
             or not isinstance(self.model_context, int)
@@ -124,7 +132,48 @@ class TrainConfig:
             )
         if not (0.0 <= self.dropout < 1.0):
             problems.append("dropout must be in [0, 1)")
+        if not problems and self.model in PRESETS and self.init is None:
+            problems += self._memory_problems()
         return problems
+
+    def gpt_config(self, vocab_size: int) -> GPTConfig:
+        """The GPT this config builds for a vocabulary of ``vocab_size`` (a GPT preset with its overrides)."""
+        overrides = {k: getattr(self, k) for k in ("d_model", "n_layers", "n_heads") if getattr(self, k)}
+        return PRESETS[self.model].replace(
+            vocab_size=vocab_size,
+            context_length=self.model_context or self.context_length,
+            dropout=self.dropout,
+            **(self.architecture or {}),
+            **overrides,
+        )
+
+    def _memory_problems(self, vocab_size: int | None = None) -> list[str]:
+        """A GPT too big for this machine, found from its sizes before anything is allocated: one whose weights alone
+        would not fit, or beyond ``LLMVIZ_MAX_PARAMETERS`` (``llmviz.models.gpt.size_problem``); training also keeps
+        a gradient and the optimizer's state for every weight. ``vocab_size``: the tokenizer's, once known (before:
+        the BPE vocabulary asked for, or 256 characters)."""
+        vocab = vocab_size or (self.bpe_vocab_size if self.tokenizer == "bpe" else 256)
+        if not 1 <= self.context_length <= SIZE_LIMITS["context_length"]:
+            return [f"context_length must be a whole number from 1 to {SIZE_LIMITS['context_length']:,}"]
+        try:
+            gpt = self.gpt_config(vocab)
+        except ConfigError as error:
+            return [str(error).removeprefix("This GPT configuration cannot work: ").rstrip(".")]
+        except TypeError:
+            return []  # an unknown switch: said by _architecture_problems
+        problem = size_problem(gpt)
+        if problem is not None:
+            return [problem]
+        count = estimate_parameters(gpt)
+        need = (2 + OPTIMIZER_STATE.get(self.optimizer, 2)) * 4 * count
+        memory = machine_memory_bytes()
+        if memory is not None and need > memory:
+            return [
+                f"the model would have about {count:,} parameters; training it takes at least "
+                f"{need / 2**30:,.1f} GB (each weight, its gradient and the optimizer's state, 4 bytes each), more "
+                f"than this machine's {memory / 2**30:,.1f} GB of memory"
+            ]
+        return []
 
     def _architecture_problems(self) -> list[str]:
         switches = self.architecture or {}
@@ -147,6 +196,10 @@ class TrainConfig:
         for name in ("context_length", "batch_size", "steps", "eval_interval", "eval_batches"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be at least 1")
+        if self.warmup_steps < 0:
+            problems.append(f"warmup_steps must be 0 or more (got {self.warmup_steps})")
+        if seed_problem(self.seed):
+            problems.append(str(seed_problem(self.seed)))
         if self.micro_batch_size is not None and not 1 <= self.micro_batch_size <= self.batch_size:
             problems.append("micro_batch_size must be between 1 and batch_size")
         if self.stride is not None and self.stride < 1:
@@ -211,6 +264,30 @@ def build_tokenizer(text: str, kind: str, vocab_size: int = 512, progress=None) 
     return BPETokenizer.train(text, vocab_size=vocab_size, progress=progress)
 
 
+BPE_SAMPLE_CHARS = 1_000_000  #: the characters a page's run trains its BPE tokenizer on (the first ones)
+
+
+def build_trainer(text: str, config: TrainConfig) -> Trainer:
+    """A run's :class:`Trainer`, made where it will train: a job's worker process
+    (``JobManager.submit_training(build=functools.partial(build_trainer, text, config))``), so that tokenizing a
+    20 MB upload never runs in the server's script thread. A BPE tokenizer learns from the first
+    :data:`BPE_SAMPLE_CHARS` characters; the whole text is then tokenized and split."""
+    sample = text[:BPE_SAMPLE_CHARS] if config.tokenizer == "bpe" else text
+    return Trainer(config, prepare_data(text, config, build_tokenizer(sample, config.tokenizer, config.bpe_vocab_size)))
+
+
+def vocab_bound(text: str, config: TrainConfig, sample: int = BPE_SAMPLE_CHARS) -> int:
+    """The vocabulary a run on ``text`` will have, known without tokenizing it (for its memory estimate): a BPE's
+    size, or the distinct characters of the text's first ``sample`` characters (plus one for any later new one).
+
+    >>> vocab_bound("abcab", TrainConfig(model="mlp", tokenizer="char"))
+    4
+    """
+    if config.tokenizer == "bpe":
+        return config.bpe_vocab_size
+    return len(set(text[:sample])) + 1
+
+
 def prepare_data(text: str, config: TrainConfig, tokenizer: Tokenizer | None = None, progress=None) -> Dataset:
     """Tokenize ``text`` and split it: the first 1 − val_fraction for training, the rest for validation."""
     if not text or not text.strip():
@@ -257,15 +334,10 @@ class Batches:
 
 def build_model(config: TrainConfig, vocab_size: int) -> nn.Module:
     if config.model in PRESETS:
-        overrides = {k: getattr(config, k) for k in ("d_model", "n_layers", "n_heads") if getattr(config, k)}
-        gpt_config = PRESETS[config.model].replace(
-            vocab_size=vocab_size,
-            context_length=config.model_context or config.context_length,
-            dropout=config.dropout,
-            **(config.architecture or {}),
-            **overrides,
-        )
-        return GPT(gpt_config)
+        problems = config._memory_problems(vocab_size)  # the tokenizer's vocabulary, now known
+        if problems:
+            raise ConfigError("This training configuration cannot work: " + "; ".join(problems) + ".")
+        return GPT(config.gpt_config(vocab_size))
     kwargs = {"context_length": config.context_length} if config.model == "transformer" else {}
     return build_char_model(config.model, vocab_size, **kwargs)
 
@@ -682,16 +754,23 @@ def resume(
 ) -> Trainer:
     """A :class:`Trainer` that continues exactly where the saved one stopped (``changes``: e.g. more ``steps``),
     in one process or several: the checkpoint does not depend on how many processes wrote it."""
-    model, tokenizer, meta = load_checkpoint(directory, device)
-    config = TrainConfig.from_dict({**meta["train_config"], "device": device, **changes})
+    model, tokenizer, meta = load_checkpoint(directory, device)  # every field of checkpoint.json checked
+    try:
+        config = TrainConfig.from_dict({**meta["train_config"], "device": device, **changes})
+        history = [StepMetrics(**m) for m in meta.get("metrics", [])]
+    except (KeyError, TypeError) as error:
+        raise CheckpointError(
+            f"{Path(directory).name} cannot be resumed: its training config or metrics are "
+            f"incomplete ({type(error).__name__}: {error})."
+        ) from None
     trainer = Trainer(
         config,
         prepare_data(text, config, tokenizer),
         group=group or ProcessGroup(),
         initial_model=model if config.init is not None else None,
     )
-    trainer.step = meta["step"]
-    trainer.history = [StepMetrics(**m) for m in meta.get("metrics", [])]
+    trainer.step = meta.get("step", 0)
+    trainer.history = history
     if not restore_training_state(trainer, directory, model, meta):
         # the other ranks' dropout streams were not saved: fresh ones, never the first steps' again
         trainer.dropout_generator.manual_seed(dropout_seed(config.seed, trainer.group.rank, trainer.step))

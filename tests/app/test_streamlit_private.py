@@ -75,6 +75,9 @@ def test_no_other_module_reaches_into_the_private_parts():
         "_key_id_mapper",
         "_new_widget_state",
         "StopException",
+        "is_bound",
+        "on_script_will_rerun",
+        "register_widget",
     )
     offenders = [
         f"{path.relative_to(ROOT)}: {word}"
@@ -127,3 +130,45 @@ def test_5_and_6_the_link_helpers_work_in_a_real_session():
     assert not at.exception, at.exception
     assert at.markdown[0].value == "'model 2'", "the widget's serializer is not found: " + RECHECK
     assert "'note': 'short'" in at.markdown[1].value, "set_corrected_value did not reach the address: " + RECHECK
+
+
+def test_7_the_parameters_bound_to_widgets_are_known():
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        import streamlit as st
+
+        from ui import streamlit_private as internals
+
+        st.number_input("Seed", value=1, key="seed", bind="query-params")
+        st.write(repr(sorted(internals.bound_link_params())))
+
+    at = AppTest.from_function(script)
+    at.query_params["seed"] = "42"
+    at.query_params["other"] = "x"
+    at.run()
+    assert not at.exception, at.exception
+    assert at.markdown[0].value == "['seed']", "QueryParams.is_bound changed: " + RECHECK
+
+
+def test_8_a_widget_value_of_the_wrong_kind_is_found_and_dropped():
+    from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
+    from streamlit.runtime.state.common import WidgetMetadata
+    from streamlit.runtime.state.session_state import SessionState
+
+    number = WidgetMetadata(id="$$ID-1-seed", deserializer=int, serializer=int, value_type="double_value")
+    assert internals.widget_value_problem(WidgetState(id="$$ID-1-seed", int_value=3), number) is None  # chromium
+    assert internals.widget_value_problem(WidgetState(id="$$ID-1-seed", double_value=3.0), number) is None
+    assert "string_value" in internals.widget_value_problem(WidgetState(id="$$ID-1-seed", string_value="x"), number)
+    refuses = WidgetMetadata(id="$$ID-1-m", deserializer=lambda v: [1, 2][v], serializer=str, value_type="int_value")
+    assert "IndexError" in internals.widget_value_problem(WidgetState(id="$$ID-1-m", int_value=7), refuses)
+
+    refused = []
+    assert internals.guard_widget_states(lambda widget, why: refused.append(widget))
+    state = SessionState()
+    state._new_widget_state.set_widget_metadata(number)
+    sent = WidgetStates()
+    sent.widgets.extend([WidgetState(id="$$ID-1-seed", string_value="x")])
+    state.on_script_will_rerun(sent)  # Streamlit's own method, wrapped: no ValueError from int("x")
+    assert refused == ["$$ID-1-seed"], "SessionState.on_script_will_rerun changed: " + RECHECK
+    assert state._new_widget_state.get_serialized("$$ID-1-seed") is None

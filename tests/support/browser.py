@@ -96,8 +96,8 @@ def browser(tmp_path_factory):
     websocket), and llmviz keeps nothing in the browser (no cookie or web storage of its own: :func:`open_page`
     checks). What the windows share is the browser's disk caches, so Streamlit's JavaScript is compiled once per
     test process, not once per page opened: about 1 s of chromium's CPU less per page on 2 cores, ~40 CPU-s over
-    the browser tests. Clipboard access and downloads are allowed. ``benchmarks/load.py`` still measures fresh
-    browsers, as a class would open them."""
+    the browser tests. Clipboard access and downloads are allowed. ``benchmarks/class_load.py`` measures what fresh
+    browsers cost the server (their static files), as a class would open them."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

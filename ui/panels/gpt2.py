@@ -9,6 +9,8 @@ server into llmviz's own GPT (:mod:`llmviz.hub.gpt2`), shared read-only by every
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from llmviz.errors import LlmvizError
@@ -85,4 +87,4 @@ class GPT2Source:
             with st.spinner(f"Downloading {hub.title} ({hub.download}, once) from the Hugging Face Hub…"):
                 folder = gpt2.download(name)  # raises GPT2Unavailable (an LlmvizError) offline
         model, tokenizer, meta = _load(str(folder), name)
-        return ModelView(key, _label(name), model, tokenizer, meta, "gpt")
+        return ModelView(key, _label(name), model, tokenizer, meta, "gpt", weights=Path(folder).name)  # its revision

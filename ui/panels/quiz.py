@@ -130,12 +130,12 @@ def short_run_losses(text: str, model: str, optimizer: str, lr: float, seed: int
     (a worker process, counted in the session's share of the server like any run); raises :class:`QuizPending`
     while they train. Results are kept per setting for everybody: the same setting never trains twice."""
     import functools
-    import hashlib
 
+    from llmviz.data.corpus import text_key
     from llmviz.lessons.quiz import learning_rate_pair
     from ui import picker
 
-    setting = (hashlib.sha256(text[:100_000].encode()).hexdigest(), model, optimizer, lr, seed, steps)
+    setting = (text_key(text[:100_000]), model, optimizer, lr, seed, steps)  # the text's content, never its name
     if setting in _RESULTS:
         return _RESULTS[setting]
     owner, manager = picker.session_id(), picker.manager()

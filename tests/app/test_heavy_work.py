@@ -1,0 +1,103 @@
+"""A big upload is never tokenized in the server's script thread: the Tokens page reads bounded samples of it (and
+says so), and the Training page hands its tokenizing to the run's worker (a job). A spy in this process (the
+server's, as AppTest runs pages here; the workers are processes of their own) records every text the page's code
+tokenizes or learns a vocabulary from; speed itself is never timed here."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import ui
+from llmviz.tokenizers import char_word
+from llmviz.training import trainer as trainer_module
+from tests.support.pages import TIMEOUT, assert_clean, by_label, open_tab
+
+BIG = 3_000_000  # characters: far over every sample the pages read
+
+
+def run_app(path: str, query: dict | None = None, **state) -> AppTest:
+    """A fresh session (AppTest) that opens ``path`` with these link parameters and session values."""
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    for key, value in state.items():
+        at.session_state[key] = value
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.run()
+    return at.switch_page(str(ui.ROOT / path)).run()
+
+
+@pytest.fixture()
+def big_text():
+    """3,000,000 characters of words, new for each test (nothing cached by an earlier run can answer)."""
+    words = [f"w{random.randrange(10**9)}" for _ in range(2_000)]
+    text = " ".join(random.choice(words) for _ in range(BIG // 6))
+    return (text + " " * BIG)[:BIG]
+
+
+@pytest.fixture()
+def tokenized(monkeypatch):
+    """The lengths of every text this process builds a tokenizer from or tokenizes for a run."""
+    seen: list[int] = []
+
+    def spy(owner, name):
+        real = getattr(owner, name)
+
+        def recorded(text, *args, **kwargs):
+            seen.append(len(text))
+            return real(text, *args, **kwargs)
+
+        monkeypatch.setattr(owner, name, recorded if not isinstance(real, classmethod) else classmethod(recorded))
+
+    for cls in (char_word.CharTokenizer, char_word.WordTokenizer):
+        real_train = cls.train.__func__
+
+        def train(cls_, text, *args, _real=real_train, **kwargs):
+            seen.append(len(text))
+            return _real(cls_, text, *args, **kwargs)
+
+        monkeypatch.setattr(cls, "train", classmethod(train))
+    spy(trainer_module, "prepare_data")
+    spy(trainer_module, "build_tokenizer")
+    return seen
+
+
+def test_the_tokens_page_reads_a_bounded_sample_of_a_big_upload_and_says_so(big_text, tokenized):
+    at = run_app("stages/tokens.py", corpus="upload", uploaded_corpus=("big.txt", big_text))
+    assert_clean(at)
+    assert tokenized and max(tokenized) == 1_000_000  # the characters and the words of the first million
+    at.multiselect(key="tokenizers").set_value(["characters", "words"]).run()
+    table = next(d.value for d in at.dataframe if "tokenizer" in d.value.columns)
+    assert list(table["tokenizer"])[0] == f"characters of big.txt (its first 1,000,000 of {BIG:,} characters)"
+
+
+def test_the_training_page_tokenizes_a_big_upload_in_the_runs_worker(big_text, tokenized, fresh_session_jobs):
+    from llmviz.jobs.manager import default_manager
+
+    at = run_app("stages/training.py", corpus="upload", uploaded_corpus=("big.txt", big_text))
+    by_label(at.selectbox, "Model").set_value("mlp")
+    by_label(at.radio, "Tokenizer").set_value("char")
+    by_label(at.slider, "Steps").set_value(10)
+    at.run()
+    at.button(key="train").click().run()
+    assert_clean(at)
+    assert all(length <= 2_000 for length in tokenized), tokenized  # nothing of the upload was tokenized here
+    [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
+    deadline = time.monotonic() + 180
+    while job.info is None and not job.status().done and time.monotonic() < deadline:
+        job.wait(0.5)
+    assert job.info is not None, job.status().describe()
+    # built in the worker from the whole upload: one token per character with the char tokenizer
+    assert job.info.train_tokens + job.info.val_tokens == BIG
+
+
+def test_a_race_reads_the_first_characters_of_a_big_upload(big_text, tokenized, fresh_session_jobs):
+    at = run_app("stages/training.py", corpus="upload", uploaded_corpus=("big.txt", big_text))
+    open_tab(at, "training_part", "Races")
+    at.button(key="switch_race").click().run()
+    assert_clean(at)
+    assert tokenized and max(tokenized) <= 200_000, tokenized
+    assert any("Races on the corpus train on its first 200,000" in caption.value for caption in at.caption)
