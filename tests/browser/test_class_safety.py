@@ -13,13 +13,12 @@ the server) against a server started for this module, whose log the tests read.
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 from benchmarks._protocol_client import Student
 from tests.support.app_server import AppDidNotStart, start_app
+from tests.support.asyncio_thread import run_coroutine
 
 pytestmark = pytest.mark.browser
 
@@ -45,7 +44,7 @@ def server(tmp_path_factory):
 
 
 def _run(coroutine):
-    return asyncio.run(coroutine)
+    return run_coroutine(coroutine)
 
 
 def _log(path) -> str:

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.browser
 def test_a_hostile_link_falls_back_with_a_notice(app_url, browser):
     page = open_page(
         browser,
-        f"{app_url}/sampling?temperature=nan&top_k=1e99&method=%3Cscript%3Ealert(1)%3C/script%3E"
+        f"{app_url}/sampling?sampling_part=Generate&temperature=nan&top_k=1e99&method=%3Cscript%3Ealert(1)%3C/script%3E"
         "&prompt=" + "x" * 3000 + "&zoom=3",
     )
     notice = page.locator('[data-testid="stAlert"]', has_text="This link's settings were partly used").first

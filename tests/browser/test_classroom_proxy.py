@@ -5,7 +5,6 @@ runs with ``-m extended``."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import subprocess
@@ -18,6 +17,7 @@ import streamlit
 
 from benchmarks._protocol_client import Student
 from tests.support.app_server import free_port, start_app
+from tests.support.asyncio_thread import run_coroutine
 from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.extended]
@@ -80,6 +80,6 @@ def test_the_page_sets_the_sticky_cookie_and_its_websocket_goes_through(proxy):
             flipped = await student.set_widget("mask", False)
             return opened, flipped
 
-    opened, flipped = asyncio.run(visit())
+    opened, flipped = run_coroutine(visit())
     assert opened.status == "finished" and opened.errors == [] and opened.deltas > 50
     assert flipped.status == "fragment finished" and flipped.errors == []
