@@ -30,7 +30,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from llmviz.interpret import heads
-from llmviz.models.gpt import GPT
+from llmviz.models.gpt import GPT, cache_name
 from llmviz.tokenizers.char_word import CharTokenizer
 from llmviz.training.trainer import TrainConfig, Trainer
 
@@ -161,7 +161,7 @@ def probe(model: nn.Module, lines: torch.Tensor, step: int = 0) -> ProbeResult:
     half = lines.shape[1] // 2
     _, _, cache = model.run_with_cache(lines)
     patterns = torch.stack(
-        [cache[f"blocks.{layer}.attn.pattern"].mean(0) for layer in range(model.config.n_layers)]
+        [cache[cache_name(layer, "attn.pattern")].mean(0) for layer in range(model.config.n_layers)]
     )  # (L, H, T, T), mean over lines
     scores = heads.head_scores(patterns, lines[0].tolist())  # every line has the same repeat structure
     logits = cache["logits"]  # (B, T, V)
