@@ -21,10 +21,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING
 
+from llmviz.interpret import ablation, patching
 from llmviz.lessons.embeddings import Word2VecState, train_word2vec
 from llmviz.tokenizers.bpe.merging import MergeRecord
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
+
+if TYPE_CHECKING:
+    from llmviz.models.gpt import GPT
 
 
 def bpe_training(
@@ -52,3 +57,35 @@ def word2vec_training(
         if should_stop():
             break
     return state
+
+
+def head_effects_sweep(
+    should_stop: Callable[[], bool], model: GPT, ids: list[int], mode: str
+) -> Generator[tuple[int, float], None, ablation.HeadEffects | None]:
+    """Knock out every head of ``model`` alone (:func:`llmviz.interpret.ablation.head_effect_steps`): yields
+    ``(heads done, nan)``; returns the grid (NaN for the heads not reached when stopped)."""
+    result = None
+    for result in ablation.head_effect_steps(model, ids, mode):
+        yield result.done, math.nan
+        if should_stop():
+            break
+    return result
+
+
+def patching_sweep(
+    should_stop: Callable[[], bool],
+    model: GPT,
+    clean: list[int],
+    corrupted: list[int],
+    answer: int,
+    wrong: int,
+    component: str,
+) -> Generator[tuple[int, float], None, patching.Patching | None]:
+    """Patch every cell (:func:`llmviz.interpret.patching.patching_steps`): yields ``(cells done, nan)``; returns the
+    sweep (NaN for the cells not reached when stopped)."""
+    result = None
+    for result in patching.patching_steps(model, clean, corrupted, answer, wrong, component):
+        yield result.done, math.nan
+        if should_stop():
+            break
+    return result
