@@ -198,17 +198,19 @@ def knockout(model: nn.Module, lines: torch.Tensor, knocked: list[tuple[int, int
 
 
 def before_phase_change(curve: list[ProbeResult]) -> ProbeResult | None:
-    """The last probed step before the first at which some head is an induction head (score ≥ :data:`FORMED`),
-    or None when no head ever became one (or one was there from the first probe).
+    """The last probed step before the phase change begins — before the first step at which some head's induction
+    score reaches half of :data:`FORMED` (on the preset run: step 340, score 0.13; at 360 it is 0.19 and the
+    loss on the repeated half is already falling) — or None when no head ever gets there (or one was there from
+    the first probe).
 
     >>> scores = lambda value: {"induction": torch.tensor([[0.0, 0.0], [value, 0.0]])}
-    >>> points = [(0, 0.04, 4.2), (20, 0.1, 3.0), (40, 0.5, 1.0)]  # (step, induction score, repeated-half loss)
+    >>> points = [(0, 0.04, 4.2), (20, 0.1, 3.0), (40, 0.2, 2.0), (60, 0.5, 1.0)]  # step, score, repeated-half loss
     >>> curve = [ProbeResult(step, scores(value), 4.2, loss) for step, value, loss in points]
     >>> before_phase_change(curve).step
     20
     """
     for index, point in enumerate(curve):
-        if strongest_induction_head(point)[2] >= FORMED:
+        if strongest_induction_head(point)[2] >= FORMED / 2:
             return curve[index - 1] if index else None
     return None
 

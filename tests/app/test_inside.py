@@ -30,7 +30,7 @@ def test_training_the_induction_run_again_keeps_both_runs_apart(fresh_session_jo
     its runs by label, so the first run vanished from its chart, table and 'Download a run'."""
     from llmviz.jobs.manager import default_manager
 
-    at = run_app("stages/inside.py")
+    at = run_app("stages/inside.py", look="Induction run")  # its tab (the page opens on the logit lens)
     at.button(key="induction_start").click().run()
     manager, owner = default_manager(), at.session_state["_llmviz_session_id"]
     for _ in range(2):
@@ -52,12 +52,13 @@ def test_inside_says_what_the_head_scores_are_measured_on_and_that_train_it_pick
     from tests.support.pages import texts
     from ui import models
 
-    at = run_page("stages/inside.py")
+    at = run_page("stages/inside.py", look="Head detectors")
     config = models.shipped_gpt_or_stop()[0].config
     half = min(20, config.context_length // 2, config.vocab_size)  # model_head_scores' test input: half, twice
     shown = texts(at.markdown)
     assert f"{half} distinct random tokens of this model's vocabulary, repeated twice ({2 * half} tokens" in shown
-    assert "differ a little from section 2's heatmap" in shown
+    at = run_page("stages/inside.py", look="Induction run")  # the sections are tabs now (the page opens on the lens)
+    assert "differ a little from the Head detectors tab's heatmap" in texts(at.markdown)
     assert "becomes the model picked in the sidebar" in texts(at.caption)
 
 
@@ -67,7 +68,7 @@ def test_induction_run_offers_the_model_picked_before_back():
     from llmviz.jobs.manager import default_manager
     from tests.support.pages import by_label
 
-    at = run_page("stages/inside.py")
+    at = run_page("stages/inside.py", look="Induction run")
     before = next(s for s in at.sidebar.selectbox if s.label == "Model shown on every page").value
     at.button(key="induction_start").click().run()
     [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
@@ -144,6 +145,11 @@ def test_inside_page_default_path_has_no_error():
     assert_clean(at)
     assert not at.error, [e.value for e in at.error]
     headers = [h.value for h in at.header]
+    assert any("logit lens" in h for h in headers)  # the page opens on the logit lens, and on it alone
+    for tab in ("Head detectors", "Loss per token"):  # the other sections are tabs, run only when open
+        at = run_page(PAGE, look=tab)
+        assert not at.error, [e.value for e in at.error]
+        headers += [h.value for h in at.header]
     assert any("logit lens" in h for h in headers) and any("Head detectors" in h for h in headers)
     assert any("loss on every token" in h for h in headers)
 
