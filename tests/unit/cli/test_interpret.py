@@ -1,5 +1,5 @@
 """``python -m llmviz interpret …`` on the shipped GPT: each command's numbers against an independent computation
-(plain PyTorch hooks, tests/unit/interpret/references.py); a bad request is one line on stderr, exit status 2."""
+(plain PyTorch hooks, tests/support/interventions.py); a bad request is one line on stderr, exit status 2."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from llmviz.cli.main import main
 from llmviz.interpret.interventions import transformer_lens_name
 from llmviz.models.gpt import cache_names
 from llmviz.training.checkpoint import load_checkpoint
-from tests.unit.interpret import references
+from tests.support import interventions as references
 
 MODEL = "data/gpt-python-docs"
 TEXT = "A list is a sequence of items. The items of a list can be changed."

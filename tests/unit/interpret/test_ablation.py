@@ -1,5 +1,5 @@
 """Head ablation (llmviz.interpret.ablation) against an independent implementation with plain PyTorch forward hooks on
-W_O's input (tests/unit/interpret/references.py), on every attention variant; an ablation of nothing changes nothing,
+W_O's input (tests/support/interventions.py), on every attention variant; an ablation of nothing changes nothing,
 exactly; the layer × head grid is each head knocked out alone."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import torch
 
 from llmviz.errors import ConfigError
 from llmviz.interpret import ablation
-from tests.unit.interpret import references
-from tests.unit.models.test_hooks import ARCHITECTURES, model_of
+from tests.support import interventions as references
+from tests.support.interventions import ARCHITECTURES, model_of
 
 KINDS = ["gpt2", "attention-only", "llama", "qwen", "multi-query", "moe"]
 

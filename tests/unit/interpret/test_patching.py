@@ -1,5 +1,5 @@
 """Activation patching (llmviz.interpret.patching) against an independent implementation with plain PyTorch forward
-hooks (tests/unit/interpret/references.py) for every component, on every attention variant: a patch of an activation
+hooks (tests/support/interventions.py) for every component, on every attention variant: a patch of an activation
 by itself changes nothing, exactly, and patching the residual stream of every layer at once gives the clean run."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import torch
 
 from llmviz.errors import ConfigError
 from llmviz.interpret import patching
-from tests.unit.interpret import references
-from tests.unit.models.test_hooks import ARCHITECTURES, model_of
+from tests.support import interventions as references
+from tests.support.interventions import ARCHITECTURES, model_of
 
 KINDS = ["gpt2", "attention-only", "llama", "moe"]
 

@@ -14,13 +14,13 @@ from llmviz.hub import gpt2 as hub_gpt2
 from llmviz.hub import llama as hub_llama
 from llmviz.interpret import ablation, patching, steering
 from llmviz.models.gpt import cache_name
-from tests.gpt2_support import make_hf_gpt2
-from tests.test_hf_models import make_hf_model
+from tests.support.gpt2 import make_hf_gpt2
+from tests.support.interventions import make_hf_causal_lm
 
 VOCAB = 300
 
 
-@pytest.fixture(scope="module", params=["gpt2", "llama-gqa", "qwen2"])
+@pytest.fixture(scope="module", params=["gpt2", "llama", "qwen2"])
 def pair(request, tmp_path_factory):
     """(transformers model, its decoder layers, the attention output projection of a layer, llmviz's GPT)."""
     folder = tmp_path_factory.mktemp(request.param)
@@ -29,7 +29,7 @@ def pair(request, tmp_path_factory):
         reference.save_pretrained(folder)
         layers = reference.transformer.h
         return reference, layers, lambda layer: layers[layer].attn.c_proj, hub_gpt2.gpt_from_folder(folder)
-    reference = make_hf_model(request.param, seed=3)
+    reference = make_hf_causal_lm(request.param, seed=3)
     reference.save_pretrained(folder)
     layers = reference.model.layers
     return reference, layers, lambda layer: layers[layer].self_attn.o_proj, hub_llama.load_hf_causal_lm(folder)

@@ -10,8 +10,8 @@ import torch
 from llmviz.errors import ConfigError
 from llmviz.interpret import steering
 from llmviz.models.gpt import cache_name
-from tests.unit.interpret import references
-from tests.unit.models.test_hooks import ARCHITECTURES, model_of
+from tests.support import interventions as references
+from tests.support.interventions import ARCHITECTURES, model_of
 
 
 @pytest.fixture(scope="module", params=["gpt2", "llama", "moe"])

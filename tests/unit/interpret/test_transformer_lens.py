@@ -14,7 +14,7 @@ import torch
 
 from llmviz.interpret import ablation, interventions, patching, steering
 from llmviz.models.gpt import GPTConfig, cache_name, cache_names
-from tests.unit.models.test_hooks import model_of
+from tests.support.interventions import model_of
 
 lens = pytest.importorskip("transformer_lens")
 try:

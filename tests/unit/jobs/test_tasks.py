@@ -11,7 +11,7 @@ import torch
 from llmviz.interpret import ablation, patching
 from llmviz.jobs import tasks
 from llmviz.jobs.manager import JobManager
-from tests.unit.models.test_hooks import ARCHITECTURES, model_of
+from tests.support.interventions import ARCHITECTURES, model_of
 
 IDS = [3, 14, 15, 92, 65, 35, 89, 79, 32, 38]
 

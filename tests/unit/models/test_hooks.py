@@ -8,34 +8,8 @@ import pytest
 import torch
 
 from llmviz.errors import ConfigError
-from llmviz.models.gpt import GPT, PRESETS, GPTConfig, block_points, cache_name, cache_names
-
-# every architecture switch: GPT-2 (learned positions, LayerNorm, GELU), sinusoidal and no positions, attention only,
-# Llama (RoPE, RMSNorm, SwiGLU, grouped-query), Qwen (qkv bias, tied), multi-query, a mixture of experts
-SMALL = dict(vocab_size=97, context_length=16, d_model=32, n_heads=4, n_layers=2, dropout=0.0)
-ARCHITECTURES = {
-    "gpt2": GPTConfig(**SMALL),
-    "sinusoidal": GPTConfig(**SMALL, positions="sinusoidal"),
-    "no-positions": GPTConfig(**SMALL, positions="none"),
-    "attention-only": GPTConfig(**SMALL, mlp=False),
-    "llama": PRESETS["llama-style"].replace(**SMALL),
-    "qwen": PRESETS["qwen-style"].replace(**{**SMALL, "n_heads": 8}),
-    "multi-query": PRESETS["llama-style"].replace(**SMALL, n_kv_heads=1),
-    "moe": PRESETS["moe-tiny"].replace(**SMALL),
-}
-
-
-def model_of(config: GPTConfig, seed: int = 0, scale: float = 0.3) -> GPT:
-    torch.manual_seed(seed)
-    model = GPT(config).eval()
-    generator = torch.Generator().manual_seed(seed)
-    with torch.no_grad():  # larger random weights than GPT-2's init: logits far from zero, so checks have teeth
-        for name, parameter in model.named_parameters():
-            if name.endswith(".scale"):
-                parameter.copy_(1.0 + 0.1 * torch.randn(parameter.shape, generator=generator))
-            else:
-                parameter.copy_(scale * torch.randn(parameter.shape, generator=generator))
-    return model
+from llmviz.models.gpt import block_points, cache_name, cache_names
+from tests.support.interventions import ARCHITECTURES, model_of
 
 
 @pytest.fixture(scope="module", params=list(ARCHITECTURES))

@@ -1,6 +1,8 @@
-"""Independent implementations of the interventions, with plain PyTorch forward hooks on the modules (no llmviz hook
-point involved), for the interpret tests to compare against. Each runs the model's ordinary ``forward`` (the fused
-attention kernel), so agreement also shows the hooked path computes the same model."""
+"""What the intervention tests share (tests/unit/models/test_hooks.py, tests/unit/interpret/, tests/unit/cli,
+tests/unit/jobs): small GPTs of every architecture with large random weights, Hugging Face Llama-family models, and
+independent implementations of every intervention with plain PyTorch forward hooks on the modules (no llmviz hook
+point involved). Each reference runs the model's ordinary ``forward`` (the fused attention kernel), so agreement
+also shows the hooked path computes the same model."""
 
 from __future__ import annotations
 
@@ -8,6 +10,35 @@ import contextlib
 
 import torch
 import torch.nn.functional as F
+
+from llmviz.models.gpt import GPT, PRESETS, GPTConfig
+
+# every architecture switch: GPT-2 (learned positions, LayerNorm, GELU), sinusoidal and no positions, attention only,
+# Llama (RoPE, RMSNorm, SwiGLU, grouped-query), Qwen (qkv bias, tied), multi-query, a mixture of experts
+SMALL = dict(vocab_size=97, context_length=16, d_model=32, n_heads=4, n_layers=2, dropout=0.0)
+ARCHITECTURES = {
+    "gpt2": GPTConfig(**SMALL),
+    "sinusoidal": GPTConfig(**SMALL, positions="sinusoidal"),
+    "no-positions": GPTConfig(**SMALL, positions="none"),
+    "attention-only": GPTConfig(**SMALL, mlp=False),
+    "llama": PRESETS["llama-style"].replace(**SMALL),
+    "qwen": PRESETS["qwen-style"].replace(**{**SMALL, "n_heads": 8}),
+    "multi-query": PRESETS["llama-style"].replace(**SMALL, n_kv_heads=1),
+    "moe": PRESETS["moe-tiny"].replace(**SMALL),
+}
+
+
+def model_of(config: GPTConfig, seed: int = 0, scale: float = 0.3) -> GPT:
+    torch.manual_seed(seed)
+    model = GPT(config).eval()
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():  # larger random weights than GPT-2's init: logits far from zero, so checks have teeth
+        for name, parameter in model.named_parameters():
+            if name.endswith(".scale"):
+                parameter.copy_(1.0 + 0.1 * torch.randn(parameter.shape, generator=generator))
+            else:
+                parameter.copy_(scale * torch.randn(parameter.shape, generator=generator))
+    return model
 
 
 @contextlib.contextmanager
@@ -132,3 +163,34 @@ def steered_logits(model, ids: torch.Tensor, layer: int, vector: torch.Tensor) -
     with hooked([model.blocks[layer].register_forward_pre_hook(pre)]), torch.no_grad():
         logits, _ = model(ids)
     return logits
+
+
+LLAMA_SHAPE = dict(
+    vocab_size=300,
+    hidden_size=64,
+    intermediate_size=96,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    max_position_embeddings=64,
+)
+
+
+def make_hf_causal_lm(kind: str, seed: int = 0):
+    """A transformers Llama (grouped-query: 2 key/value heads) or Qwen2 (biases in W_Q, W_K, W_V) with every weight
+    random (norm scales near 1), eager attention: what llmviz.hub.llama loads into its GPT."""
+    import transformers
+
+    config_class, model_class = {
+        "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM),
+        "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
+    }[kind]
+    config = config_class(**LLAMA_SHAPE, num_key_value_heads=2)
+    config._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = model_class(config).eval()
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            noise = torch.randn(parameter.shape, generator=generator)
+            parameter.copy_(1.0 + 0.1 * noise if name.endswith("norm.weight") else 0.15 * noise)
+    return model
