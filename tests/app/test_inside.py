@@ -158,3 +158,114 @@ def test_inside_page_survives_empty_and_odd_text():
     at = run_page(PAGE, lens_text="", loss_text="\x00\x01 ☃")
     assert_clean(at)
     assert not at.error, [e.value for e in at.error]
+
+
+# ------------------------------------------------------------------ the interventions' tabs
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    model, tokenizer, _ = load_checkpoint(DATA / "gpt-python-docs")
+    return model.eval(), tokenizer
+
+
+def test_knock_out_heads_reveals_every_heads_effect_after_a_guess(shipped):
+    """Predict, then reveal: the grid appears when asked for; its numbers (in the caption) are those of plain PyTorch
+    hooks on W_O's input; the guess is ranked; several heads knocked out together give the loss a hook gives."""
+    from tests.support.interventions import ablated_loss
+    from tests.support.pages import texts
+
+    model, tokenizer = shipped
+    at = run_page(PAGE, look="Knock out heads")
+    assert "knocked out one after the other" in texts(at.caption) and not at.get("plotly_chart")
+    at.selectbox(key="ablation_guess").set_value((1, 2)).run()
+    at.button(key="ablation_run").click().run()
+    assert_clean(at)
+    ids = torch.tensor([tokenizer.encode(at.text_area(key="ablate_text").value)])
+    clean = float(ablated_loss(model, ids, [])[0])
+    heads = [(layer, head) for layer in range(model.config.n_layers) for head in range(model.config.n_heads)]
+    effects = {pair: float(ablated_loss(model, ids, [pair])[0]) - clean for pair in heads}
+    ranked = sorted(heads, key=lambda pair: effects[pair], reverse=True)
+    caption = texts(at.caption)
+    assert f"is {clean:.4f} nats with every head" in caption, caption
+    top = ranked[0]
+    assert f"Knocking out layer {top[0]}, head {top[1]} changes it most: {effects[top]:+.4f}" in caption, caption
+    assert f"Your guess, **layer 1, head 2**, comes {ranked.index((1, 2)) + 1} of {len(heads)}" in texts(at.markdown)
+    at.multiselect(key="knocked").set_value(["0.3", "2.1"]).run()
+    assert_clean(at)
+    after = float(ablated_loss(model, ids, [(0, 3), (2, 1)])[0])
+    assert any(f"{after:.4f} - {clean:.4f}" in formula.value for formula in at.latex), [f.value for f in at.latex]
+
+
+def test_patch_activations_draws_the_share_restored(shipped):
+    from tests.support.interventions import patched_logits
+    from tests.support.pages import texts
+
+    model, tokenizer = shipped
+    at = run_page(PAGE, look="Patch activations")
+    at.button(key="patching_run").click().run()
+    assert_clean(at)
+    clean = torch.tensor([tokenizer.encode(at.text_input(key="patch_clean").value)])
+    corrupted = torch.tensor([tokenizer.encode(at.text_input(key="patch_corrupted").value)])
+    with torch.no_grad():
+        clean_logits, corrupted_logits = model(clean)[0][0, -1], model(corrupted)[0][0, -1]
+    answer = int(clean_logits.argmax())  # the clean run's top token; the corrupted run's top other token
+    wrong = next(token for token in corrupted_logits.argsort(descending=True).tolist() if token != answer)
+    d_clean = float(clean_logits[answer] - clean_logits[wrong])
+    d_corrupted = float(corrupted_logits[answer] - corrupted_logits[wrong])
+    assert any(f"{d_clean:.3f} - ({d_corrupted:.3f})" in f.value for f in at.latex), [f.value for f in at.latex]
+    first = next(i for i, (a, b) in enumerate(zip(clean[0].tolist(), corrupted[0].tolist())) if a != b)
+    share = {}
+    for layer in range(model.config.n_layers):
+        for position in range(first + 1, clean.shape[1]):
+            logits = patched_logits(model, clean, corrupted, "resid_pre", layer, position)[0, -1]
+            share[(layer, position)] = (float(logits[answer] - logits[wrong]) - d_corrupted) / (d_clean - d_corrupted)
+    layer, position = max(share, key=share.get)
+    assert f"The most after the changed token: layer {layer}, " in texts(at.caption)
+    assert f"({share[(layer, position)]:.2f})." in texts(at.caption)
+    # a corrupted prompt of another length: one line in the page, nothing else breaks
+    at.text_input(key="patch_corrupted").set_value("The if statement").run()
+    assert not at.exception and any("same number of tokens" in e.value for e in at.error)
+
+
+def test_steering_with_alpha_zero_writes_the_same_text_and_says_how_long_the_direction_is(shipped):
+    from tests.support.interventions import block_inputs
+    from tests.support.pages import texts
+
+    model, tokenizer = shipped
+    at = run_page(PAGE, look="Steer", steer_alpha=0.0)
+    plain, steered = [block.value for block in at.code][-2:]
+    assert plain == steered and plain.startswith(at.text_input(key="steer_prompt").value)
+    at.slider(key="steer_alpha").set_value(2.0).run()
+    assert_clean(at)
+    layer = at.slider(key="steer_layer").value
+
+    def mean(lines):
+        rows = [block_inputs(model, torch.tensor([tokenizer.encode(line)]))[layer][0] for line in lines.splitlines()]
+        return torch.cat(rows).mean(0)
+
+    direction = mean(at.text_area(key="steer_positive").value) - mean(at.text_area(key="steer_negative").value)
+    assert f"|α · direction| = {2.0 * float(direction.norm()):.2f}" in texts(at.caption)
+    at.radio(key="steer_kind").set_value("token").run()
+    at.text_input(key="steer_token").set_value("two tokens here").run()
+    assert not at.exception and any("Type one token" in e.value for e in at.error)
+
+
+def test_a_sweep_too_large_for_the_page_runs_as_a_lab_job(shipped, fresh_session_jobs, monkeypatch):
+    """GPT-2 and larger: the sweep is a job of the session (progress, Stop) and its grid appears when it ends, the
+    same grid the page computes itself for a small model."""
+    from llmviz.interpret import interventions
+    from tests.support.pages import finish_jobs, session_jobs, texts
+
+    at = run_page(PAGE, look="Knock out heads")
+    at.button(key="ablation_run").click().run()
+    in_page = [c for c in texts(at.caption).split(". ") if "nats with every head" in c]
+    monkeypatch.setattr(interventions, "IN_PAGE_WORK", 0.0)  # every sweep is now "too large"
+    at = run_page(PAGE, look="Knock out heads")
+    at.button(key="ablation_run").click().run()
+    [job] = session_jobs(at, kind="task")
+    assert job.label.startswith("Knock out every head")
+    finish_jobs(at)
+    at.run()
+    assert_clean(at)
+    assert in_page and in_page[0] in texts(at.caption)
