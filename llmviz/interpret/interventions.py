@@ -32,7 +32,6 @@ TRANSFORMER_LENS = {
     "attn.v": "attn.hook_v",
     "attn.rot_q": "attn.hook_rot_q",
     "attn.rot_k": "attn.hook_rot_k",
-    "attn.scores": "(none: TransformerLens records the scores after the mask)",
     "attn.masked_scores": "attn.hook_attn_scores",
     "attn.pattern": "attn.hook_pattern",
     "attn.z": "attn.hook_z",
@@ -76,7 +75,9 @@ def transformer_lens_name(name: str) -> str:
     parts = name.split(".", 2)
     if len(parts) == 3 and parts[0] == "blocks" and parts[2] in TRANSFORMER_LENS:
         return f"blocks.{parts[1]}.{TRANSFORMER_LENS[parts[2]]}"
-    raise ConfigError(f"{name} has no TransformerLens name (the router of a mixture of experts has none).")
+    raise ConfigError(
+        f"{name} has no TransformerLens name (it records the scores only after the mask, and has no router)."
+    )
 
 
 def text_rows(ids: list[int], rows: int, device=None) -> torch.Tensor:

@@ -38,9 +38,9 @@ def test_names_lists_every_hook_point_with_transformer_lens_names(capsys, shippe
     rows = json.loads(out)["rows"]
     assert code == 0 and [row["llmviz"] for row in rows] == cache_names(model.config)
     assert {"llmviz": "blocks.1.attn.pattern", "TransformerLens": "blocks.1.attn.hook_pattern"} in rows
-    assert all(
-        row["TransformerLens"] == transformer_lens_name(row["llmviz"]) for row in rows if row["llmviz"] != "logits"
-    )
+    named = [row for row in rows if row["TransformerLens"] != "-"]
+    assert all(row["TransformerLens"] == transformer_lens_name(row["llmviz"]) for row in named)
+    assert len(named) == len(rows) - 1 - model.config.n_layers  # all but the logits and every block's raw scores
 
 
 def test_ablate_heads_equals_hooks_on_w_o(capsys, shipped):
