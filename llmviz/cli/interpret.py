@@ -132,8 +132,6 @@ def parse_heads(text: str) -> list[tuple[int, int]]:
 
 
 def show(header: list[str], rows: list[list], fmt: str, extra: dict | None = None) -> None:
-    from llmviz.cli.main import _format_table
-
     if fmt == "json":
         print(json.dumps({**(extra or {}), "rows": [dict(zip(header, row)) for row in rows]}, ensure_ascii=False))
     elif fmt == "csv":
@@ -143,7 +141,10 @@ def show(header: list[str], rows: list[list], fmt: str, extra: dict | None = Non
         writer.writerow(header)
         writer.writerows(rows)
     else:
-        print(_format_table(header, [[f"{c:.4f}" if isinstance(c, float) else str(c) for c in row] for row in rows]))
+        import pandas as pd
+
+        cells = [[f"{c:.4f}" if isinstance(c, float) else str(c) for c in row] for row in rows]
+        print(pd.DataFrame(cells, columns=header).to_string(index=False))
 
 
 def cmd_names(args: argparse.Namespace) -> int:

@@ -81,10 +81,6 @@ def sweep(
     return ended.result
 
 
-def head_labels(config) -> tuple[list[str], list[str]]:
-    return [f"head {h}" for h in range(config.n_heads)], [f"layer {layer}" for layer in range(config.n_layers)]
-
-
 def effects_figure(effects: ablation.HeadEffects) -> go.Figure:
     """Layer × head: how much the loss rises with that head knocked out (red: the loss rises; blue: it falls)."""
     grid = effects.effects  # (L, H)
