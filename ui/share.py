@@ -74,7 +74,7 @@ PARAMS: dict[str, tuple[str, str]] = {
     "look": ("option", "Inside the model: the tab shown (Logit lens, Head detectors, Knock out heads, …)"),
     "ablate_text": ("text", "Inside the model: the text whose loss the heads are knocked out on"),
     "ablate_mode": ("option", "Inside the model: zero or mean ablation"),
-    "knocked": ("options", "Inside the model: the heads knocked out together, as layer.head (repeat the parameter)"),
+    "knocked": ("options", "Inside the model: the heads knocked out together (repeat the parameter for several)"),
     "patch_clean": ("text", "Inside the model: the clean prompt of activation patching"),
     "patch_corrupted": ("text", "Inside the model: the corrupted prompt of activation patching"),
     "patch_component": ("option", "Inside the model: what is patched (residual stream, attention, MLP, each head)"),
