@@ -269,3 +269,36 @@ def test_a_sweep_too_large_for_the_page_runs_as_a_lab_job(shipped, fresh_session
     at.run()
     assert_clean(at)
     assert in_page and in_page[0] in texts(at.caption)
+
+
+def test_a_character_level_run_says_once_in_the_page_that_it_cannot_read_the_text(fresh_session_jobs, caplog):
+    """The issue: after the induction run the server's console printed 26 lines of "encoding the Inside page's text
+    failed" (its tokenizer knows 62 characters and the newline; the default sentence has quotes and spaces). Now the
+    lens says so in the page, and nothing is logged."""
+    import logging
+    import time
+
+    from llmviz.jobs.manager import default_manager
+    from tests.support.pages import texts
+
+    at = run_page("stages/inside.py", look="Induction run")
+    at.button(key="induction_start").click().run()
+    [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
+    try:
+        deadline = time.time() + 120
+        while job.snapshots is None or not job.snapshots.steps():
+            assert time.time() < deadline
+            time.sleep(0.2)
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            at.session_state["look"] = "Logit lens"  # the first tab: the link then carries no look= at all
+            at.query_params.pop("look", None)
+            at.run()
+            for _ in range(3):  # the page redrawn, as a live refresh would
+                at.run()
+        assert_clean(at)
+        assert "This model's tokenizer cannot read that text" in texts(at.caption)
+        assert not [r for r in caplog.records if "encoding" in r.getMessage()], [r.getMessage() for r in caplog.records]
+    finally:
+        job.stop()
+        assert job.wait(timeout=60)
