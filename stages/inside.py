@@ -400,7 +400,7 @@ def ablation_grid(view, ids: list[int], mode: str) -> ablation.HeadEffects | Non
         label=f"Knock out every head · {view.label}",
         total=len(every),
         job_slot=state.ABLATION_JOB,
-        what="heads",
+        what="heads knocked out",
     )
     if result is not None and guess is not None:
         ranking = [(layer, head) for _effect, layer, head in result.ranked()]
@@ -596,7 +596,7 @@ def patching_section() -> None:
             label=f"Activation patching · {view.label}",
             total=config.n_layers * (config.n_heads if component == "attn.z" else len(clean)),
             job_slot=state.PATCHING_JOB,
-            what="patches",
+            what="patches measured",
         )
         if result is not None:
             draw_patching(view, result, corrupted, clean)
@@ -671,6 +671,48 @@ def _steered(key: str, ids: tuple, layer: int, direction: tuple, alpha: float, t
     return steering.steered_pair(_model, list(ids), layer, torch.tensor(direction), alpha, tokens, 0.8, seed)
 
 
+NEW_TOKENS = 30  # written with and without steering
+
+
+def steered_texts(view, ids: list[int], layer: int, direction, alpha: float, seed: int):
+    """The plain and the steered continuation: written here for a small model, by a lab job (asked for with a button)
+    for a large one; None until there is one."""
+    spec = panels.spec_key(view.key, ids, layer, direction.tolist(), alpha, seed)
+    work = steering.generation_work(view.model.config, len(ids), NEW_TOKENS)
+    fits = work <= interventions.IN_PAGE_WORK
+    if not fits:
+        asked = state.SWEEP_ASKED.setdefault()
+        if st.button("Write both texts", type="primary", key=state.widget("steer_run")):
+            asked["steering"] = spec
+        if asked.get("steering") != spec:
+            st.caption(
+                f"This model is large: writing {NEW_TOKENS} tokens twice runs as a lab job of yours (with its "
+                "progress and a Stop button)."
+            )
+            return None
+    return panels.sweep(
+        "steering",
+        spec,
+        fits,
+        lambda: _steered(view.key, tuple(ids), layer, tuple(direction.tolist()), alpha, NEW_TOKENS, seed, view.model),
+        functools.partial(
+            tasks.steering_generation,
+            model=view.model,
+            ids=ids,
+            layer=layer,
+            direction=direction.tolist(),
+            alpha=alpha,
+            new_tokens=NEW_TOKENS,
+            temperature=0.8,
+            seed=seed,
+        ),
+        label=f"Steering · {view.label}",
+        total=2 * NEW_TOKENS,
+        job_slot=state.STEERING_JOB,
+        what="tokens written",
+    )
+
+
 @sections.section("inside.steering")
 def steering_section() -> None:
     st.header("Steer: add a direction to the residual stream")
@@ -708,7 +750,9 @@ def steering_section() -> None:
         prompt = state.value("steer_prompt", DEFAULT_STEER_PROMPT) or ""
         ids = exact_ids(view, prompt, "prompt") or view.tokenizer.encode("\n")[:1]
         seed = int(state.value("seed") or 0)
-        pair = _steered(view.key, tuple(ids), layer, tuple(direction.tolist()), float(alpha), 30, seed, view.model)
+        pair = steered_texts(view, ids, layer, direction, float(alpha), seed)
+        if pair is None:
+            return
         norm = steering.stream_norm(view.model, ids, layer)
         left, right = st.columns(2)
         left.markdown("**Without steering**")
@@ -717,8 +761,8 @@ def steering_section() -> None:
         right.code(prompt + view.tokenizer.decode(pair.steered), language=None, wrap_lines=True)
         st.caption(
             f"|α · direction| = {abs(alpha) * pair.direction_norm:.2f}, against a residual stream {norm:.2f} long on "
-            f"average entering block {layer}. Both texts sample 30 tokens at temperature 0.8 with the same seed "
-            f"({seed}, the sidebar's): where they differ, the steering did it."
+            f"average entering block {layer}. Both texts sample {NEW_TOKENS} tokens at temperature 0.8 with the same "
+            f"seed ({seed}, the sidebar's): where they differ, the steering did it."
         )
         st.download_button(
             "Download both texts (JSON)",

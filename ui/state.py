@@ -161,7 +161,7 @@ INDUCTION_PREVIOUS = Slot(
 SWEEP_ASKED = Slot(
     "inside_sweep_asked",
     dict,
-    "kind (ablation, patching) → the sweep asked for with its button (a content key)",
+    "kind (ablation, patching, steering) → the sweep asked for with its button (a content key)",
     default=dict,
 )
 SWEEP_RESULTS = Slot(
@@ -169,6 +169,7 @@ SWEEP_RESULTS = Slot(
 )
 ABLATION_JOB = Slot("inside_ablation_job", dict, "the lab job knocking out every head: id and content key")
 PATCHING_JOB = Slot("inside_patching_job", dict, "the lab job patching every cell: id and content key")
+STEERING_JOB = Slot("inside_steering_job", dict, "the lab job writing the plain and steered texts: id and content key")
 # Loss & training
 LLAMA_LAB = Slot("llama_lab", dict, "the Model page's GPT-2 → Llama lab runs: job ids, corpus and steps")
 SWITCH_RACE = Slot(
@@ -273,6 +274,7 @@ WIDGETS: dict[str, str] = {
     "patching_grid": "Inside the model: the share of the logit difference each patch restores",
     "patching_download": "Inside the model: download the patching grid",
     "steer_download": "Inside the model: download the plain and steered texts",
+    "steer_run": "Inside the model: write the plain and steered texts (a lab job, for a large model)",
     # Loss & training
     "train": "Training: Train",
     "switch_race": "Training: race two runs that differ in one switch",

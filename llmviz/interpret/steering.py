@@ -15,6 +15,7 @@ any difference between the two texts is the steering's.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -125,6 +126,37 @@ class SteeredPair:
     steered: list[int]
 
 
+def steered_steps(
+    model: GPT,
+    ids: list[int],
+    layer: int,
+    direction: torch.Tensor,
+    alpha: float,
+    new_tokens: int = 30,
+    temperature: float = 0.8,
+    seed: int = 0,
+) -> Iterator[SteeredPair]:
+    """:func:`steered_pair` one token at a time: yields the pair so far after each generated token (the plain text
+    first, then the steered one), so a lab job shows progress and a Stop keeps what was written."""
+    check_layer(model, layer)
+    check_text(model, ids, least=1)
+    if not 1 <= new_tokens <= MAX_NEW_TOKENS:
+        raise ConfigError(f"Generate between 1 and {MAX_NEW_TOKENS} tokens (got {new_tokens}).")
+    if direction.shape != (model.config.d_model,):
+        raise ConfigError(f"A direction has {model.config.d_model} numbers (the residual width).")
+    if not torch.isfinite(direction).all() or not (alpha == alpha and abs(alpha) < 1e6):
+        raise ConfigError("The direction and α must be finite numbers.")
+    texts: list[list[int]] = [[], []]
+    runs: tuple[dict[str, Hook], ...] = ({}, {cache_name(layer, POINT): steering_hook(direction, alpha)})
+    for which, hooks in enumerate(runs):
+        steps = sampling.generate(
+            Hooked(model, hooks), list(ids), new_tokens, temperature=temperature, seed=seed, use_kv_cache=False
+        )
+        for record in steps:
+            texts[which].append(record.token)
+            yield SteeredPair(layer, float(alpha), float(direction.norm()), list(texts[0]), list(texts[1]))
+
+
 def steered_pair(
     model: GPT,
     ids: list[int],
@@ -137,22 +169,20 @@ def steered_pair(
 ) -> SteeredPair:
     """Generate ``new_tokens`` after ``ids`` plainly and with ``alpha × direction`` added at ``layer``, both from
     the same seed (and through the same hooked path: α = 0 gives the plain text exactly)."""
-    check_layer(model, layer)
-    check_text(model, ids, least=1)
-    if not 1 <= new_tokens <= MAX_NEW_TOKENS:
-        raise ConfigError(f"Generate between 1 and {MAX_NEW_TOKENS} tokens (got {new_tokens}).")
-    if direction.shape != (model.config.d_model,):
-        raise ConfigError(f"A direction has {model.config.d_model} numbers (the residual width).")
-    if not torch.isfinite(direction).all() or not (alpha == alpha and abs(alpha) < 1e6):
-        raise ConfigError("The direction and α must be finite numbers.")
+    *_, last = steered_steps(model, ids, layer, direction, alpha, new_tokens, temperature, seed)
+    return last
 
-    def run(hooks: dict[str, Hook]) -> list[int]:
-        steps = sampling.generate(
-            Hooked(model, hooks), list(ids), new_tokens, temperature=temperature, seed=seed, use_kv_cache=False
-        )
-        return [record.token for record in steps]
 
-    name = cache_name(layer, POINT)
-    plain = run({})
-    steered = run({name: steering_hook(direction, alpha)})
-    return SteeredPair(layer, float(alpha), float(direction.norm()), plain, steered)
+def generation_work(config, prompt: int, new_tokens: int, prompts: int = 0, prompt_tokens: int = 8) -> float:
+    """The multiply-adds of :func:`steered_pair` — two generations without a KV cache, each token reading the whole
+    window so far — and of a mean difference over ``prompts`` prompts of about ``prompt_tokens`` tokens, roughly:
+    what the page compares with its budget (:data:`llmviz.interpret.interventions.IN_PAGE_WORK`).
+
+    >>> from llmviz.models.gpt import PRESETS
+    >>> [f"{generation_work(PRESETS[name], 1, 30, 6):.1e}" for name in ("gpt-mini", "gpt2-124m")]
+    ['1.8e+09', '2.4e+11']
+    """
+    from llmviz.interpret.interventions import forward_work
+
+    windows = [min(prompt + step, config.context_length) for step in range(new_tokens)]
+    return 2 * sum(forward_work(config, window) for window in windows) + prompts * forward_work(config, prompt_tokens)

@@ -23,7 +23,9 @@ import math
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING
 
-from llmviz.interpret import ablation, patching
+import torch
+
+from llmviz.interpret import ablation, patching, steering
 from llmviz.lessons.embeddings import Word2VecState, train_word2vec
 from llmviz.tokenizers.bpe.merging import MergeRecord
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
@@ -89,3 +91,26 @@ def patching_sweep(
         if should_stop():
             break
     return result
+
+
+def steering_generation(
+    should_stop: Callable[[], bool],
+    model: GPT,
+    ids: list[int],
+    layer: int,
+    direction: list[float],
+    alpha: float,
+    new_tokens: int,
+    temperature: float,
+    seed: int,
+) -> Generator[tuple[int, float], None, steering.SteeredPair | None]:
+    """Generate with and without ``alpha × direction`` at ``layer`` (:func:`llmviz.interpret.steering.steered_steps`):
+    yields ``(tokens written, nan)``, the plain text's then the steered one's; returns the pair (cut short when
+    stopped)."""
+    pair = None
+    vector = torch.tensor(direction)
+    for pair in steering.steered_steps(model, ids, layer, vector, alpha, new_tokens, temperature, seed):
+        yield len(pair.plain) + len(pair.steered), math.nan
+        if should_stop():
+            break
+    return pair

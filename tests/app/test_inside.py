@@ -269,6 +269,17 @@ def test_a_sweep_too_large_for_the_page_runs_as_a_lab_job(shipped, fresh_session
     at.run()
     assert_clean(at)
     assert in_page and in_page[0] in texts(at.caption)
+    # steering too: both texts written by a job, the same texts as in the page
+    at = run_page(PAGE, look="Steer")
+    at.button(key="steer_run").click().run()
+    [writer] = [job for job in session_jobs(at, kind="task") if job.label.startswith("Steering")]
+    finish_jobs(at)
+    at.run()
+    assert_clean(at)
+    monkeypatch.undo()
+    written = [block.value for block in at.code][-2:]
+    at = run_page(PAGE, look="Steer")
+    assert [block.value for block in at.code][-2:] == written
 
 
 def test_a_character_level_run_says_once_in_the_page_that_it_cannot_read_the_text(fresh_session_jobs, caplog):

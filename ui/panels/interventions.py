@@ -69,7 +69,7 @@ def sweep(
     ended = training.follow_task(
         job_slot,
         name=f"inside.{kind}_job",
-        describe=lambda status: f"{what}: {status.step} of {status.total} measured (a lab job: this model is large)",
+        describe=lambda status: f"{status.step} of {status.total} {what} (a lab job: this model is large for the page)",
     )
     if ended is None:
         return None

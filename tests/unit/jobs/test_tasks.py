@@ -81,3 +81,19 @@ def test_the_sweep_ends_with_the_whole_grid_when_not_stopped(heads_per_pass, mon
     monkeypatch.setattr(ablation, "rows_per_batch", lambda config, tokens: 1 + heads_per_pass)
     progress, result = drain(tasks.head_effects_sweep(lambda: False, model, IDS, "zero"))
     assert result.complete and progress[-1] == 8 and len(progress) == -(-8 // heads_per_pass)
+
+
+def test_steered_writing_as_a_job_is_the_pair_and_a_stop_keeps_what_was_written():
+    from llmviz.interpret import steering
+
+    model = model_of(ARCHITECTURES["gpt2"], seed=4)
+    direction = steering.token_direction(model, 5)
+    progress, pair = drain(
+        tasks.steering_generation(lambda: False, model, IDS[:3], 1, direction.tolist(), 3.0, 5, 0.8, 2)
+    )
+    expected = steering.steered_pair(model, IDS[:3], 1, direction, 3.0, 5, 0.8, 2)
+    assert progress == list(range(1, 11)) and (pair.plain, pair.steered) == (expected.plain, expected.steered)
+    progress, cut = drain(
+        tasks.steering_generation(lambda: True, model, IDS[:3], 1, direction.tolist(), 3.0, 5, 0.8, 2)
+    )
+    assert progress == [1] and cut.plain == expected.plain[:1] and cut.steered == []
