@@ -833,7 +833,7 @@ def start_induction_run() -> None:
 
 
 def phase_chart(
-    curve: list[induction.ProbeResult], picked_step: int | None, knocked: list[induction.ProbeResult], head: str
+    curve: list[induction.ProbeResult], picked_step: int | None, knocked: list[induction.ProbeResult], knocked_name: str
 ) -> go.Figure:
     steps = [point.step for point in curve]
     layers, count = curve[0].scores["induction"].shape
@@ -875,7 +875,7 @@ def phase_chart(
         ("loss on the repeated half", [p.repeated_half_loss for p in curve], dict(color="#c92a2a", width=3)),
         ("loss on the first half", [p.first_half_loss for p in curve], dict(color="#868e96", dash="dash")),
         (
-            f"repeated half, {head} knocked out",
+            f"repeated half, {knocked_name} knocked out",
             [p.repeated_half_loss for p in knocked],
             dict(color="#c92a2a", dash="dot", width=2),
         ),
