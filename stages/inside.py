@@ -401,6 +401,7 @@ def ablation_grid(view, ids: list[int], mode: str) -> ablation.HeadEffects | Non
         total=len(every),
         job_slot=state.ABLATION_JOB,
         what="heads knocked out",
+        model=view.model,
     )
     if result is not None and guess is not None:
         ranking = [(layer, head) for _effect, layer, head in result.ranked()]
@@ -597,6 +598,7 @@ def patching_section() -> None:
             total=config.n_layers * (config.n_heads if component == "attn.z" else len(clean)),
             job_slot=state.PATCHING_JOB,
             what="patches measured",
+            model=view.model,
         )
         if result is not None:
             draw_patching(view, result, corrupted, clean)
@@ -710,6 +712,7 @@ def steered_texts(view, ids: list[int], layer: int, direction, alpha: float, see
         total=2 * NEW_TOKENS,
         job_slot=state.STEERING_JOB,
         what="tokens written",
+        model=view.model,
     )
 
 

@@ -21,7 +21,8 @@ import streamlit as st
 import torch
 
 from llmviz.errors import LlmvizError
-from llmviz.interpret import ablation, patching
+from llmviz.interpret import ablation, interventions, patching
+from llmviz.training import footprint
 from ui import charts, picker, state
 from ui.panels import runs as training
 
@@ -46,10 +47,12 @@ def sweep(
     total: int,
     job_slot: state.Slot,
     what: str,
+    model=None,
 ) -> Any:
     """The result of the sweep ``spec`` of ``kind`` ("ablation", "patching"): computed here when it ``fits`` (the
     caller's ``compute`` is cached by content), else by a lab job running ``loop`` (started once per spec), whose
-    progress and Stop are drawn live; None while it runs."""
+    progress and Stop are drawn live; None while it runs. ``model``: the model the job gets a copy of (its memory is
+    the job's footprint, with one batch of activations)."""
     if fits:
         return compute()
     done = state.SWEEP_RESULTS.setdefault()
@@ -58,8 +61,16 @@ def sweep(
     running = job_slot.get()
     if running is None or running.get("spec") != spec:
         try:
+            working = interventions.BATCH_BYTES
+            if model is not None:
+                working += sum(p.numel() * p.element_size() for p in model.parameters())
             job = picker.manager().submit_task(
-                picker.session_id(), loop, label=label, total=total, returns_when_stopped=True
+                picker.session_id(),
+                loop,
+                label=label,
+                total=total,
+                returns_when_stopped=True,
+                footprint=footprint.task(label, working_bytes=working),
             )
         except LlmvizError as error:
             st.warning(str(error))
