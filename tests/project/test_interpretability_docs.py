@@ -24,3 +24,23 @@ def test_every_hook_point_is_in_the_table_with_transformer_lens_name():
             assert cell == f"`{prefix}{TRANSFORMER_LENS[point]}`", point
         else:
             assert cell == "—", point
+
+
+def test_the_documented_interpret_commands_parse():
+    """Every ``python -m llmviz interpret …`` line of docs/cli.md and docs/interpretability.md is a command the CLI
+    takes (its options spelled as the parser spells them)."""
+    import re
+    import shlex
+
+    from llmviz.cli.main import build_parser
+
+    found = 0
+    for name in ("cli.md", "interpretability.md"):
+        text = (ROOT / "docs" / name).read_text(encoding="utf-8").replace("\\\n", " ")  # continued lines joined
+        for line in text.splitlines():
+            line = re.split(r"\s#\s", line, maxsplit=1)[0].strip()
+            if line.startswith("python -m llmviz interpret"):
+                args = build_parser().parse_args(shlex.split(line)[3:])
+                assert args.interpret_command in ("names", "ablate", "patch", "steer"), line
+                found += 1
+    assert found >= 10
