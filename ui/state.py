@@ -163,6 +163,18 @@ INDUCTION_PREVIOUS = Slot(
     str,
     "the model key picked before the induction run took its place (section 4 offers it back)",
 )
+SWEEP_ASKED = Slot(
+    "inside_sweep_asked",
+    dict,
+    "kind (ablation, patching, steering) → the sweep asked for with its button (a content key)",
+    default=dict,
+)
+SWEEP_RESULTS = Slot(
+    "inside_sweep_results", dict, "kind → (content key, result) of the last sweep a lab job ran", default=dict
+)
+ABLATION_JOB = Slot("inside_ablation_job", dict, "the lab job knocking out every head: id and content key")
+PATCHING_JOB = Slot("inside_patching_job", dict, "the lab job patching every cell: id and content key")
+STEERING_JOB = Slot("inside_steering_job", dict, "the lab job writing the plain and steered texts: id and content key")
 # Loss & training
 LLAMA_LAB = Slot("llama_lab", dict, "the Model page's GPT-2 → Llama lab runs: job ids, corpus and steps")
 SWITCH_RACE = Slot(
@@ -258,6 +270,16 @@ WIDGETS: dict[str, str] = {
     "induction_pick": "Inside the model: show the induction run on every page",
     "induction_again": "Inside the model: train the induction run again",
     "induction_back": "Inside the model: pick again the model picked before the induction run",
+    "ablation_guess": "Inside the model: the student's guess of the head that matters most",
+    "ablation_run": "Inside the model: knock out each head, one at a time",
+    "ablation_grid": "Inside the model: every head's effect on the loss (layer × head)",
+    "ablation_download": "Inside the model: download the head-ablation grid",
+    "ablation_tokens": "Inside the model: the loss change on every token with the chosen heads knocked out",
+    "patching_run": "Inside the model: patch every cell",
+    "patching_grid": "Inside the model: the share of the logit difference each patch restores",
+    "patching_download": "Inside the model: download the patching grid",
+    "steer_download": "Inside the model: download the plain and steered texts",
+    "steer_run": "Inside the model: write the plain and steered texts (a lab job, for a large model)",
     # Loss & training
     "train": "Training: Train",
     "switch_race": "Training: race two runs that differ in one switch",

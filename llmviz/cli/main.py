@@ -1,5 +1,5 @@
 """Command line: ``python -m llmviz corpus list | tokenize … | train … | sample … | lora … | finetune … |
-quantize …``."""
+quantize … | interpret …``."""
 
 from __future__ import annotations
 
@@ -213,6 +213,9 @@ def build_parser(prog: str = "llmviz") -> argparse.ArgumentParser:
     from llmviz.cli.adapt import add_adapt_commands
 
     add_adapt_commands(commands)
+    from llmviz.cli.interpret import add_interpret_commands
+
+    add_interpret_commands(commands)
     return parser
 
 

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from llmviz.models.gpt import cache_name
+
 if TYPE_CHECKING:
     from llmviz.models.gpt import GPT
 
@@ -86,7 +88,7 @@ def head_scores(patterns: torch.Tensor, tokens: list[int]) -> dict[str, torch.Te
 
 def attention_patterns(cache: dict[str, torch.Tensor], n_layers: int) -> torch.Tensor:
     """(layers, heads, T, T): every block's attention pattern of batch row 0."""
-    return torch.stack([cache[f"blocks.{layer}.attn.pattern"][0] for layer in range(n_layers)])
+    return torch.stack([cache[cache_name(layer, "attn.pattern")][0] for layer in range(n_layers)])
 
 
 @torch.no_grad()

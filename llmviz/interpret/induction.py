@@ -13,7 +13,9 @@ drop in the loss on repeated text: a phase change. This module makes that happen
 - :class:`InductionPreset`: the model and training settings (a regular llmviz training run);
 - :func:`probe`: on fixed test lines (a random half repeated twice) the four head scores of
   :mod:`llmviz.interpret.lens` and the loss on the first and on the repeated half;
-- :func:`phase_curve`: :func:`probe` at every kept snapshot of a run.
+- :func:`phase_curve`: :func:`probe` at every kept snapshot of a run;
+- :func:`knockout`: the two losses with heads knocked out (:mod:`llmviz.interpret.ablation`): without its induction
+  head a trained model is back to the loss on the repeated half it had before the phase change.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from llmviz.interpret import heads
-from llmviz.models.gpt import GPT
+from llmviz.interpret import ablation, heads
+from llmviz.models.gpt import GPT, cache_name
 from llmviz.tokenizers.char_word import CharTokenizer
 from llmviz.training.trainer import TrainConfig, Trainer
 
@@ -158,10 +160,14 @@ def probe(model: nn.Module, lines: torch.Tensor, step: int = 0) -> ProbeResult:
     characters 1 … h − 1 (position h − 1 predicts the start of the copy, which nothing announces).
     """
     model = cast(GPT, model)  # the probe reads GPT's named cache and config (a snapshot comes back as nn.Module)
-    half = lines.shape[1] // 2
     _, _, cache = model.run_with_cache(lines)
+    return _measure(cache, lines, step, model.config.n_layers)
+
+
+def _measure(cache: dict[str, torch.Tensor], lines: torch.Tensor, step: int, n_layers: int) -> ProbeResult:
+    half = lines.shape[1] // 2
     patterns = torch.stack(
-        [cache[f"blocks.{layer}.attn.pattern"].mean(0) for layer in range(model.config.n_layers)]
+        [cache[cache_name(layer, "attn.pattern")].mean(0) for layer in range(n_layers)]
     )  # (L, H, T, T), mean over lines
     scores = heads.head_scores(patterns, lines[0].tolist())  # every line has the same repeat structure
     logits = cache["logits"]  # (B, T, V)
@@ -177,6 +183,36 @@ def probe(model: nn.Module, lines: torch.Tensor, step: int = 0) -> ProbeResult:
         test_lines=lines.shape[0],
         half_length=half,
     )
+
+
+def knockout(model: nn.Module, lines: torch.Tensor, knocked: list[tuple[int, int]], mode: str = "zero") -> ProbeResult:
+    """:func:`probe`'s two losses on ``lines`` with the heads ``knocked`` (layer, head) knocked out together (zero or
+    mean ablation, :mod:`llmviz.interpret.ablation`); its head scores are those of the ablated run."""
+    model = cast(GPT, model)
+    knocked = ablation.check_heads(model, knocked)
+    means = ablation.head_means(model, lines) if mode == "mean" else None
+    hooks = ablation.ablation_hooks(model, [knocked] * lines.shape[0], ablation.check_mode(mode), means)
+    names = [cache_name(layer, "attn.pattern") for layer in range(model.config.n_layers)] + ["logits"]
+    _, _, cache = model.run_with_hooks(lines, hooks=hooks, keep=names)
+    return _measure(cache, lines, 0, model.config.n_layers)
+
+
+def before_phase_change(curve: list[ProbeResult]) -> ProbeResult | None:
+    """The last probed step before the phase change begins — before the first step at which some head's induction
+    score reaches half of :data:`FORMED` (on the preset run: step 340, score 0.13; at 360 it is 0.19 and the
+    loss on the repeated half is already falling) — or None when no head ever gets there (or one was there from
+    the first probe).
+
+    >>> scores = lambda value: {"induction": torch.tensor([[0.0, 0.0], [value, 0.0]])}
+    >>> points = [(0, 0.04, 4.2), (20, 0.1, 3.0), (40, 0.2, 2.0), (60, 0.5, 1.0)]  # step, score, repeated-half loss
+    >>> curve = [ProbeResult(step, scores(value), 4.2, loss) for step, value, loss in points]
+    >>> before_phase_change(curve).step
+    20
+    """
+    for index, point in enumerate(curve):
+        if strongest_induction_head(point)[2] >= FORMED / 2:
+            return curve[index - 1] if index else None
+    return None
 
 
 def phase_curve(

@@ -19,6 +19,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from llmviz.models.gpt import cache_name
+
 if TYPE_CHECKING:
     from llmviz.models.gpt import GPT
 
@@ -33,8 +35,8 @@ def residual_points(cache: dict[str, torch.Tensor], n_layers: int) -> list[tuple
     """
     if n_layers == 0:
         raise ValueError("a model without blocks has no residual stream between blocks to look at")
-    points = [("embedding", cache["blocks.0.resid_pre"])]
-    points += [(f"block {layer}", cache[f"blocks.{layer}.resid_post"]) for layer in range(n_layers)]
+    points = [("embedding", cache[cache_name(0, "resid_pre")])]
+    points += [(f"block {layer}", cache[cache_name(layer, "resid_post")]) for layer in range(n_layers)]
     return points
 
 

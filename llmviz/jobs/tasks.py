@@ -21,10 +21,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING
 
+import torch
+
+from llmviz.interpret import ablation, patching, steering
 from llmviz.lessons.embeddings import Word2VecState, train_word2vec
 from llmviz.tokenizers.bpe.merging import MergeRecord
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
+
+if TYPE_CHECKING:
+    from llmviz.models.gpt import GPT
 
 
 def bpe_training(
@@ -52,3 +59,58 @@ def word2vec_training(
         if should_stop():
             break
     return state
+
+
+def head_effects_sweep(
+    should_stop: Callable[[], bool], model: GPT, ids: list[int], mode: str
+) -> Generator[tuple[int, float], None, ablation.HeadEffects | None]:
+    """Knock out every head of ``model`` alone (:func:`llmviz.interpret.ablation.head_effect_steps`): yields
+    ``(heads done, nan)``; returns the grid (NaN for the heads not reached when stopped)."""
+    result = None
+    for result in ablation.head_effect_steps(model, ids, mode):
+        yield result.done, math.nan
+        if should_stop():
+            break
+    return result
+
+
+def patching_sweep(
+    should_stop: Callable[[], bool],
+    model: GPT,
+    clean: list[int],
+    corrupted: list[int],
+    answer: int,
+    wrong: int,
+    component: str,
+) -> Generator[tuple[int, float], None, patching.Patching | None]:
+    """Patch every cell (:func:`llmviz.interpret.patching.patching_steps`): yields ``(cells done, nan)``; returns the
+    sweep (NaN for the cells not reached when stopped)."""
+    result = None
+    for result in patching.patching_steps(model, clean, corrupted, answer, wrong, component):
+        yield result.done, math.nan
+        if should_stop():
+            break
+    return result
+
+
+def steering_generation(
+    should_stop: Callable[[], bool],
+    model: GPT,
+    ids: list[int],
+    layer: int,
+    direction: list[float],
+    alpha: float,
+    new_tokens: int,
+    temperature: float,
+    seed: int,
+) -> Generator[tuple[int, float], None, steering.SteeredPair | None]:
+    """Generate with and without ``alpha × direction`` at ``layer`` (:func:`llmviz.interpret.steering.steered_steps`):
+    yields ``(tokens written, nan)``, the plain text's then the steered one's; returns the pair (cut short when
+    stopped)."""
+    pair = None
+    vector = torch.tensor(direction)
+    for pair in steering.steered_steps(model, ids, layer, vector, alpha, new_tokens, temperature, seed):
+        yield len(pair.plain) + len(pair.steered), math.nan
+        if should_stop():
+            break
+    return pair

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from llmviz import settings
 from llmviz.device import machine_memory_bytes
 from llmviz.errors import ConfigError
-from llmviz.models.attention import causal_mask, masked_softmax
+from llmviz.models.attention import causal_mask
 from llmviz.models.cache import Cache, RecordsIntermediates, record
 from llmviz.models.layers import (
     GELU,
@@ -397,13 +397,13 @@ class CausalSelfAttention(nn.Module):
         q = q.view(batch, tokens, self.n_heads, self.head_dim).transpose(1, 2)  # (B, H, T, hd)
         k = k.view(batch, tokens, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, H_kv, T, hd)
         v = v.view(batch, tokens, self.n_kv_heads, self.head_dim).transpose(1, 2)  # (B, H_kv, T, hd)
-        record(cache, f"{prefix}.q", q)
-        record(cache, f"{prefix}.k", k)
-        record(cache, f"{prefix}.v", v)
+        q = record(cache, f"{prefix}.q", q)  # every record() is a hook point: it may hand back an edited tensor
+        k = record(cache, f"{prefix}.k", k)
+        v = record(cache, f"{prefix}.v", v)
         if rope is not None:  # RoPE: turn each (q_i, q_{i+hd/2}) pair by position × its frequency
             q, k = apply_rope(q, *rope), apply_rope(k, *rope)  # (B, H, T, hd), (B, H_kv, T, hd)
-            record(cache, f"{prefix}.rot_q", q)
-            record(cache, f"{prefix}.rot_k", k)
+            q = record(cache, f"{prefix}.rot_q", q)
+            k = record(cache, f"{prefix}.rot_k", k)
         if past is not None:
             k = torch.cat([past[0], k], dim=2)  # (B, H_kv, T_past + T, hd)
             v = torch.cat([past[1], v], dim=2)
@@ -427,7 +427,7 @@ class CausalSelfAttention(nn.Module):
                 y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p, enable_gqa=grouped)
         y = y.transpose(1, 2).contiguous().view(batch, tokens, width)  # (B, T, C)
         output = self.resid_dropout(self.proj(y))  # (B, T, C)
-        record(cache, f"{prefix}.out", output)
+        output = record(cache, f"{prefix}.out", output)
         return output, present
 
     def explicit(
@@ -438,13 +438,12 @@ class CausalSelfAttention(nn.Module):
         k = k.repeat_interleave(group, dim=1)  # (B, H, T, hd): key/value head j serves query heads j·group …
         v = v.repeat_interleave(group, dim=1)  # (B, H, T, hd)
         scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, T, T)
-        record(cache, f"{prefix}.scores", scores)
-        allowed = causal_mask(q.shape[2], k.shape[2], device=q.device)  # (T, T)
-        masked_scores, pattern = masked_softmax(scores, allowed)  # (B, H, T, T)
-        record(cache, f"{prefix}.masked_scores", masked_scores)
-        record(cache, f"{prefix}.pattern", pattern)  # softmax rows
+        scores = record(cache, f"{prefix}.scores", scores)
+        allowed = causal_mask(q.shape[2], k.shape[2], device=q.device)  # (T, T): no row is all masked
+        masked_scores = record(cache, f"{prefix}.masked_scores", scores.masked_fill(~allowed, float("-inf")))
+        pattern = record(cache, f"{prefix}.pattern", torch.softmax(masked_scores, dim=-1))  # (B, H, T, T) rows
         z = self.attn_dropout(pattern) @ v if self.training else pattern @ v  # (B, H, T, hd)
-        record(cache, f"{prefix}.z", z)
+        z = record(cache, f"{prefix}.z", z)  # head h's output is z[:, h]: what head ablation and patching edit
         return z
 
 
@@ -462,20 +461,16 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor, cache: Cache | None = None, prefix: str = "mlp") -> torch.Tensor:
         if self.gate is not None:  # SwiGLU
-            pre = self.gate(x)  # (B, T, F): the gate, before SiLU
-            record(cache, f"{prefix}.pre", pre)
-            up = self.fc(x)  # (B, T, F)
-            record(cache, f"{prefix}.up", up)
+            pre = record(cache, f"{prefix}.pre", self.gate(x))  # (B, T, F): the gate, before SiLU
+            up = record(cache, f"{prefix}.up", self.fc(x))  # (B, T, F)
             hidden = F.silu(pre) * up  # (B, T, F)
         else:
             assert self.gelu is not None  # built whenever there is no gate
-            pre = self.fc(x)  # (B, T, 4C)
-            record(cache, f"{prefix}.pre", pre)
+            pre = record(cache, f"{prefix}.pre", self.fc(x))  # (B, T, 4C)
             hidden = self.gelu(pre)  # (B, T, 4C)
-        record(cache, f"{prefix}.hidden", hidden)
+        hidden = record(cache, f"{prefix}.hidden", hidden)
         out = self.dropout(self.proj(hidden))  # (B, T, C)
-        record(cache, f"{prefix}.out", out)
-        return out
+        return record(cache, f"{prefix}.out", out)
 
 
 class MixtureOfExperts(nn.Module):
@@ -494,20 +489,21 @@ class MixtureOfExperts(nn.Module):
         batch, tokens, width = x.shape  # (B, T, C)
         flat = x.reshape(-1, width)  # (N, C), N = B·T
         logits = self.router(flat)  # (N, E)
+        logits = record(cache, f"{prefix}.router_logits", logits.view(batch, tokens, -1)).reshape(flat.shape[0], -1)
         probs = F.softmax(logits.float(), dim=-1)  # (N, E)
+        probs = record(cache, f"{prefix}.router_probs", probs.view(batch, tokens, -1)).reshape(flat.shape[0], -1)
         top_probs, top_experts = probs.topk(self.top_k, dim=-1)  # (N, k)
         top_weights = (top_probs / top_probs.sum(dim=-1, keepdim=True)).to(x.dtype)  # (N, k), rows sum to 1
+        top_experts = record(cache, f"{prefix}.experts", top_experts.view(batch, tokens, -1)).reshape(-1, self.top_k)
+        top_weights = record(cache, f"{prefix}.expert_weights", top_weights.view(batch, tokens, -1)).reshape(
+            -1, self.top_k
+        )  # (N, k)
         out = torch.zeros_like(flat)  # (N, C)
         for index, expert in enumerate(self.experts):
             rows, slot = torch.where(top_experts == index)  # the tokens that chose this expert
             if rows.numel():
                 out.index_add_(0, rows, expert(flat[rows]) * top_weights[rows, slot, None])
-        out = out.view(batch, tokens, width)  # (B, T, C)
-        record(cache, f"{prefix}.router_logits", logits.view(batch, tokens, -1))  # (B, T, E)
-        record(cache, f"{prefix}.router_probs", probs.view(batch, tokens, -1))  # (B, T, E)
-        record(cache, f"{prefix}.experts", top_experts.view(batch, tokens, -1))  # (B, T, k)
-        record(cache, f"{prefix}.expert_weights", top_weights.view(batch, tokens, -1))  # (B, T, k)
-        record(cache, f"{prefix}.out", out)
+        out = record(cache, f"{prefix}.out", out.view(batch, tokens, width))  # (B, T, C)
         if router_probs is not None:
             router_probs.append(probs)
         return out
@@ -552,20 +548,17 @@ class Block(nn.Module):
         rope=None,
         router_probs: list | None = None,
     ):
-        record(cache, f"{prefix}.resid_pre", x)
-        normed = self.ln1(x)
-        record(cache, f"{prefix}.ln1", normed)
+        x = record(cache, f"{prefix}.resid_pre", x)
+        normed = record(cache, f"{prefix}.ln1", self.ln1(x))
         attn_out, present = self.attn(normed, cache, f"{prefix}.attn", past=past, rope=rope)
-        x = x + attn_out  # shortcut (residual) connection
-        record(cache, f"{prefix}.resid_mid", x)
+        x = record(cache, f"{prefix}.resid_mid", x + attn_out)  # shortcut (residual) connection
         if self.mlp is not None and self.ln2 is not None:
-            normed = self.ln2(x)
-            record(cache, f"{prefix}.ln2", normed)
+            normed = record(cache, f"{prefix}.ln2", self.ln2(x))
             if isinstance(self.mlp, MixtureOfExperts):
                 x = x + self.mlp(normed, cache, f"{prefix}.mlp", router_probs=router_probs)
             else:
                 x = x + self.mlp(normed, cache, f"{prefix}.mlp")
-        record(cache, f"{prefix}.resid_post", x)
+        x = record(cache, f"{prefix}.resid_post", x)
         return x, present
 
 
@@ -615,8 +608,7 @@ class GPT(nn.Module, RecordsIntermediates):
         """Token vectors plus (learned or sinusoidal) position vectors for positions start … start+T−1,
         and RoPE's (cos, sin) for those positions when the model rotates instead."""
         positions = torch.arange(start, start + idx.shape[1], device=idx.device)  # (T,)
-        tok = self.tok_emb(idx)  # (B, T, C)
-        record(cache, "embed.tok", tok)
+        tok = record(cache, "embed.tok", self.tok_emb(idx))  # (B, T, C)
         rope = None
         if self.pos_emb is not None:  # learned positions
             pos = self.pos_emb(positions)  # (T, C)
@@ -628,7 +620,7 @@ class GPT(nn.Module, RecordsIntermediates):
                 rope = tuple(
                     t.to(tok.dtype) for t in rope_cos_sin(positions, self.config.head_dim, self.config.rope_theta)
                 )  # 2 × (T, hd)
-        record(cache, "embed.pos", pos)
+        pos = record(cache, "embed.pos", pos)
         return self.drop(tok + pos), rope  # (B, T, C)
 
     def trunk(
@@ -646,19 +638,15 @@ class GPT(nn.Module, RecordsIntermediates):
         x, rope = self.embed(idx, 0, cache)  # (B, T, C)
         for layer, block in enumerate(self.blocks):
             x, _ = block(x, cache, f"blocks.{layer}", rope=rope, router_probs=router_probs)
-        x = self.ln_f(x)  # (B, T, C)
-        record(cache, "ln_f", x)
-        return x
+        return record(cache, "ln_f", self.ln_f(x))  # (B, T, C)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, cache: Cache | None = None):
         router_probs: list[torch.Tensor] | None = [] if self.config.n_experts else None
         x = self.trunk(idx, cache, router_probs)  # (B, T, C)
-        logits = self.lm_head(x)  # (B, T, V): logits for every position
-        record(cache, "logits", logits)
+        logits = record(cache, "logits", self.lm_head(x))  # (B, T, V): logits for every position
         aux_loss = None
         if router_probs:
-            aux_loss = load_balancing_loss(router_probs, self.config.experts_top_k)
-            record(cache, "aux_loss", aux_loss)
+            aux_loss = record(cache, "aux_loss", load_balancing_loss(router_probs, self.config.experts_top_k))
         loss = None
         if targets is not None:
             loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1)
@@ -733,27 +721,93 @@ class GPT(nn.Module, RecordsIntermediates):
         return sum(parameter.numel() for parameter in self.parameters())
 
 
+#: The hook points of one block, in forward order (``cache_name(layer, point)`` names them); a model has those its
+#: switches build (:func:`cache_names`).
+BLOCK_POINTS = (
+    "resid_pre",
+    "ln1",
+    "attn.q",
+    "attn.k",
+    "attn.v",
+    "attn.rot_q",
+    "attn.rot_k",
+    "attn.scores",
+    "attn.masked_scores",
+    "attn.pattern",
+    "attn.z",
+    "attn.out",
+    "resid_mid",
+    "ln2",
+    "mlp.router_logits",
+    "mlp.router_probs",
+    "mlp.experts",
+    "mlp.expert_weights",
+    "mlp.pre",
+    "mlp.up",
+    "mlp.hidden",
+    "mlp.out",
+    "resid_post",
+)
+#: The hook points outside the blocks (``cache_name(None, point)``).
+MODEL_POINTS = ("embed.tok", "embed.pos", "ln_f", "logits", "aux_loss")
+
+
+def cache_name(layer: int | None, point: str) -> str:
+    """The name of one hook point: ``point`` of block ``layer`` (one of :data:`BLOCK_POINTS`), or of the whole model
+    when ``layer`` is None (:data:`MODEL_POINTS`). The one place a name is built: pages and llmviz.interpret ask here.
+
+    >>> cache_name(0, "attn.pattern"), cache_name(3, "resid_post"), cache_name(None, "ln_f")
+    ('blocks.0.attn.pattern', 'blocks.3.resid_post', 'ln_f')
+    >>> cache_name(0, "hook_pattern")
+    Traceback (most recent call last):
+    ...
+    llmviz.errors.ConfigError: No hook point 'hook_pattern' in a block: use one of resid_pre, ln1, attn.q, attn.k, \
+attn.v, attn.rot_q, attn.rot_k, attn.scores, attn.masked_scores, attn.pattern, attn.z, attn.out, resid_mid, ln2, \
+mlp.router_logits, mlp.router_probs, mlp.experts, mlp.expert_weights, mlp.pre, mlp.up, mlp.hidden, mlp.out, \
+resid_post.
+    """
+    if layer is None:
+        if point not in MODEL_POINTS:
+            raise ConfigError(f"No hook point {point!r} outside the blocks: use one of {', '.join(MODEL_POINTS)}.")
+        return point
+    if point not in BLOCK_POINTS:
+        raise ConfigError(f"No hook point {point!r} in a block: use one of {', '.join(BLOCK_POINTS)}.")
+    if isinstance(layer, bool) or not isinstance(layer, int) or layer < 0:
+        raise ConfigError(f"A layer is a whole number from 0 (got {layer!r}).")
+    return f"blocks.{layer}.{point}"
+
+
+def block_points(config: GPTConfig) -> list[str]:
+    """The hook points one block of ``config`` has, in forward order.
+
+    >>> block_points(PRESETS["attn-only-2l"])
+    ['resid_pre', 'ln1', 'attn.q', 'attn.k', 'attn.v', 'attn.scores', 'attn.masked_scores', 'attn.pattern', \
+'attn.z', 'attn.out', 'resid_mid', 'resid_post']
+    """
+    skip = set()
+    if config.positions != "rope":
+        skip |= {"attn.rot_q", "attn.rot_k"}
+    if not config.mlp:
+        skip |= {point for point in BLOCK_POINTS if point == "ln2" or point.startswith("mlp.")}
+    elif config.n_experts:
+        skip |= {"mlp.pre", "mlp.up", "mlp.hidden"}
+    else:
+        skip |= {"mlp.router_logits", "mlp.router_probs", "mlp.experts", "mlp.expert_weights"}
+        if config.mlp_kind != "swiglu":
+            skip.add("mlp.up")
+    return [point for point in BLOCK_POINTS if point not in skip]
+
+
 def cache_names(config: GPTConfig) -> list[str]:
-    """The names ``run_with_cache`` records, in forward order.
+    """The names ``run_with_cache`` records (and ``run_with_hooks`` can edit), in forward order.
 
     >>> [n for n in cache_names(PRESETS["moe-tiny"]) if n.startswith("blocks.0.") and ("rot" in n or "router" in n)]
     ['blocks.0.attn.rot_q', 'blocks.0.attn.rot_k', 'blocks.0.mlp.router_logits', 'blocks.0.mlp.router_probs']
     """
-    names = ["embed.tok", "embed.pos"]
-    rotated = ["rot_q", "rot_k"] if config.positions == "rope" else []
+    names = [cache_name(None, "embed.tok"), cache_name(None, "embed.pos")]
+    points = block_points(config)
     for layer in range(config.n_layers):
-        p = f"blocks.{layer}"
-        names += [f"{p}.resid_pre", f"{p}.ln1"]
-        names += [f"{p}.attn.{n}" for n in ["q", "k", "v", *rotated, "scores", "masked_scores", "pattern", "z", "out"]]
-        names += [f"{p}.resid_mid"]
-        if config.mlp and config.n_experts:
-            names += [f"{p}.ln2"] + [
-                f"{p}.mlp.{n}" for n in ("router_logits", "router_probs", "experts", "expert_weights", "out")
-            ]
-        elif config.mlp:
-            inside = ["pre", "up", "hidden", "out"] if config.mlp_kind == "swiglu" else ["pre", "hidden", "out"]
-            names += [f"{p}.ln2"] + [f"{p}.mlp.{n}" for n in inside]
-        names += [f"{p}.resid_post"]
+        names += [cache_name(layer, point) for point in points]
     return names + ["ln_f", "logits"] + (["aux_loss"] if config.n_experts else [])
 
 

@@ -30,7 +30,7 @@ def test_training_the_induction_run_again_keeps_both_runs_apart(fresh_session_jo
     its runs by label, so the first run vanished from its chart, table and 'Download a run'."""
     from llmviz.jobs.manager import default_manager
 
-    at = run_app("stages/inside.py")
+    at = run_app("stages/inside.py", look="Induction run")  # its tab (the page opens on the logit lens)
     at.button(key="induction_start").click().run()
     manager, owner = default_manager(), at.session_state["_llmviz_session_id"]
     for _ in range(2):
@@ -52,12 +52,13 @@ def test_inside_says_what_the_head_scores_are_measured_on_and_that_train_it_pick
     from tests.support.pages import texts
     from ui import models
 
-    at = run_page("stages/inside.py")
+    at = run_page("stages/inside.py", look="Head detectors")
     config = models.shipped_gpt_or_stop()[0].config
     half = min(20, config.context_length // 2, config.vocab_size)  # model_head_scores' test input: half, twice
     shown = texts(at.markdown)
     assert f"{half} distinct random tokens of this model's vocabulary, repeated twice ({2 * half} tokens" in shown
-    assert "differ a little from section 2's heatmap" in shown
+    at = run_page("stages/inside.py", look="Induction run")  # the sections are tabs now (the page opens on the lens)
+    assert "differ a little from the Head detectors tab's heatmap" in texts(at.markdown)
     assert "becomes the model picked in the sidebar" in texts(at.caption)
 
 
@@ -67,7 +68,7 @@ def test_induction_run_offers_the_model_picked_before_back():
     from llmviz.jobs.manager import default_manager
     from tests.support.pages import by_label
 
-    at = run_page("stages/inside.py")
+    at = run_page("stages/inside.py", look="Induction run")
     before = next(s for s in at.sidebar.selectbox if s.label == "Model shown on every page").value
     at.button(key="induction_start").click().run()
     [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
@@ -144,6 +145,11 @@ def test_inside_page_default_path_has_no_error():
     assert_clean(at)
     assert not at.error, [e.value for e in at.error]
     headers = [h.value for h in at.header]
+    assert any("logit lens" in h for h in headers)  # the page opens on the logit lens, and on it alone
+    for tab in ("Head detectors", "Loss per token"):  # the other sections are tabs, run only when open
+        at = run_page(PAGE, look=tab)
+        assert not at.error, [e.value for e in at.error]
+        headers += [h.value for h in at.header]
     assert any("logit lens" in h for h in headers) and any("Head detectors" in h for h in headers)
     assert any("loss on every token" in h for h in headers)
 
@@ -152,3 +158,158 @@ def test_inside_page_survives_empty_and_odd_text():
     at = run_page(PAGE, lens_text="", loss_text="\x00\x01 ☃")
     assert_clean(at)
     assert not at.error, [e.value for e in at.error]
+
+
+# ------------------------------------------------------------------ the interventions' tabs
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    model, tokenizer, _ = load_checkpoint(DATA / "gpt-python-docs")
+    return model.eval(), tokenizer
+
+
+def test_knock_out_heads_reveals_every_heads_effect_after_a_guess(shipped):
+    """Predict, then reveal: the grid appears when asked for; its numbers (in the caption) are those of plain PyTorch
+    hooks on W_O's input; the guess is ranked; several heads knocked out together give the loss a hook gives."""
+    from tests.support.interventions import ablated_loss
+    from tests.support.pages import texts
+
+    model, tokenizer = shipped
+    at = run_page(PAGE, look="Knock out heads")
+    assert "knocked out one after the other" in texts(at.caption) and not at.get("plotly_chart")
+    at.selectbox(key="ablation_guess").set_value((1, 2)).run()
+    at.button(key="ablation_run").click().run()
+    assert_clean(at)
+    ids = torch.tensor([tokenizer.encode(at.text_area(key="ablate_text").value)])
+    clean = float(ablated_loss(model, ids, [])[0])
+    heads = [(layer, head) for layer in range(model.config.n_layers) for head in range(model.config.n_heads)]
+    effects = {pair: float(ablated_loss(model, ids, [pair])[0]) - clean for pair in heads}
+    ranked = sorted(heads, key=lambda pair: effects[pair], reverse=True)
+    caption = texts(at.caption)
+    assert f"is {clean:.4f} nats with every head" in caption, caption
+    top = ranked[0]
+    assert f"Knocking out layer {top[0]}, head {top[1]} changes it most: {effects[top]:+.4f}" in caption, caption
+    assert f"Your guess, **layer 1, head 2**, comes {ranked.index((1, 2)) + 1} of {len(heads)}" in texts(at.markdown)
+    at.multiselect(key="knocked").set_value(["0.3", "2.1"]).run()
+    assert_clean(at)
+    after = float(ablated_loss(model, ids, [(0, 3), (2, 1)])[0])
+    assert any(f"{after:.4f} - {clean:.4f}" in formula.value for formula in at.latex), [f.value for f in at.latex]
+
+
+def test_patch_activations_draws_the_share_restored(shipped):
+    from tests.support.interventions import patched_logits
+    from tests.support.pages import texts
+
+    model, tokenizer = shipped
+    at = run_page(PAGE, look="Patch activations")
+    at.button(key="patching_run").click().run()
+    assert_clean(at)
+    clean = torch.tensor([tokenizer.encode(at.text_input(key="patch_clean").value)])
+    corrupted = torch.tensor([tokenizer.encode(at.text_input(key="patch_corrupted").value)])
+    with torch.no_grad():
+        clean_logits, corrupted_logits = model(clean)[0][0, -1], model(corrupted)[0][0, -1]
+    answer = int(clean_logits.argmax())  # the clean run's top token; the corrupted run's top other token
+    wrong = next(token for token in corrupted_logits.argsort(descending=True).tolist() if token != answer)
+    d_clean = float(clean_logits[answer] - clean_logits[wrong])
+    d_corrupted = float(corrupted_logits[answer] - corrupted_logits[wrong])
+    assert any(f"{d_clean:.3f} - ({d_corrupted:.3f})" in f.value for f in at.latex), [f.value for f in at.latex]
+    first = next(i for i, (a, b) in enumerate(zip(clean[0].tolist(), corrupted[0].tolist())) if a != b)
+    share = {}
+    for layer in range(model.config.n_layers):
+        for position in range(first + 1, clean.shape[1]):
+            logits = patched_logits(model, clean, corrupted, "resid_pre", layer, position)[0, -1]
+            share[(layer, position)] = (float(logits[answer] - logits[wrong]) - d_corrupted) / (d_clean - d_corrupted)
+    layer, position = max(share, key=share.get)
+    assert f"The most after the changed token: layer {layer}, " in texts(at.caption)
+    assert f"({share[(layer, position)]:.2f})." in texts(at.caption)
+    # a corrupted prompt of another length: one line in the page, nothing else breaks
+    at.text_input(key="patch_corrupted").set_value("The if statement").run()
+    assert not at.exception and any("same number of tokens" in e.value for e in at.error)
+
+
+def test_steering_with_alpha_zero_writes_the_same_text_and_says_how_long_the_direction_is(shipped):
+    from tests.support.interventions import block_inputs
+    from tests.support.pages import texts
+
+    model, tokenizer = shipped
+    at = run_page(PAGE, look="Steer", steer_alpha=0.0)
+    plain, steered = [block.value for block in at.code][-2:]
+    assert plain == steered and plain.startswith(at.text_input(key="steer_prompt").value)
+    at.slider(key="steer_alpha").set_value(2.0).run()
+    assert_clean(at)
+    layer = at.slider(key="steer_layer").value
+
+    def mean(lines):
+        rows = [block_inputs(model, torch.tensor([tokenizer.encode(line)]))[layer][0] for line in lines.splitlines()]
+        return torch.cat(rows).mean(0)
+
+    direction = mean(at.text_area(key="steer_positive").value) - mean(at.text_area(key="steer_negative").value)
+    assert f"|α · direction| = {2.0 * float(direction.norm()):.2f}" in texts(at.caption)
+    at.radio(key="steer_kind").set_value("token").run()
+    at.text_input(key="steer_token").set_value("two tokens here").run()
+    assert not at.exception and any("Type one token" in e.value for e in at.error)
+
+
+def test_a_sweep_too_large_for_the_page_runs_as_a_lab_job(shipped, fresh_session_jobs, monkeypatch):
+    """GPT-2 and larger: the sweep is a job of the session (progress, Stop) and its grid appears when it ends, the
+    same grid the page computes itself for a small model."""
+    from llmviz.interpret import interventions
+    from tests.support.pages import finish_jobs, session_jobs, texts
+
+    at = run_page(PAGE, look="Knock out heads")
+    at.button(key="ablation_run").click().run()
+    in_page = [c for c in texts(at.caption).split(". ") if "nats with every head" in c]
+    monkeypatch.setattr(interventions, "IN_PAGE_WORK", 0.0)  # every sweep is now "too large"
+    at = run_page(PAGE, look="Knock out heads")
+    at.button(key="ablation_run").click().run()
+    [job] = session_jobs(at, kind="task")
+    assert job.label.startswith("Knock out every head")
+    finish_jobs(at)
+    at.run()
+    assert_clean(at)
+    assert in_page and in_page[0] in texts(at.caption)
+    # steering too: both texts written by a job, the same texts as in the page
+    at = run_page(PAGE, look="Steer")
+    at.button(key="steer_run").click().run()
+    [writer] = [job for job in session_jobs(at, kind="task") if job.label.startswith("Steering")]
+    finish_jobs(at)
+    at.run()
+    assert_clean(at)
+    monkeypatch.undo()
+    written = [block.value for block in at.code][-2:]
+    at = run_page(PAGE, look="Steer")
+    assert [block.value for block in at.code][-2:] == written
+
+
+def test_a_character_level_run_says_once_in_the_page_that_it_cannot_read_the_text(fresh_session_jobs, caplog):
+    """The issue: after the induction run the server's console printed 26 lines of "encoding the Inside page's text
+    failed" (its tokenizer knows 62 characters and the newline; the default sentence has quotes and spaces). Now the
+    lens says so in the page, and nothing is logged."""
+    import logging
+    import time
+
+    from llmviz.jobs.manager import default_manager
+    from tests.support.pages import texts
+
+    at = run_page("stages/inside.py", look="Induction run")
+    at.button(key="induction_start").click().run()
+    [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
+    try:
+        deadline = time.time() + 120
+        while job.snapshots is None or not job.snapshots.steps():
+            assert time.time() < deadline
+            time.sleep(0.2)
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            at.session_state["look"] = "Logit lens"  # the first tab: the link then carries no look= at all
+            at.query_params.pop("look", None)
+            at.run()
+            for _ in range(3):  # the page redrawn, as a live refresh would
+                at.run()
+        assert_clean(at)
+        assert "This model's tokenizer cannot read that text" in texts(at.caption)
+        assert not [r for r in caplog.records if "encoding" in r.getMessage()], [r.getMessage() for r in caplog.records]
+    finally:
+        job.stop()
+        assert job.wait(timeout=60)

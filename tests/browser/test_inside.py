@@ -1,4 +1,5 @@
-"""Inside the model in headless chromium: its st.fragment sections, the links to Attention, the induction run."""
+"""Inside the model in headless chromium: its tabs and st.fragment sections, the links to Attention, the induction
+run."""
 
 import re
 
@@ -14,6 +15,8 @@ def test_inside_sections_and_the_induction_run(app_url, browser):
 
     page = open_page(browser, f"{app_url}/inside", viewport=(1400, 2400))
     main = main_area(page)
+    main.get_by_text("Probability of the token that really comes next").first.wait_for()  # it opens on the lens
+    main.get_by_role("tab", name="Head detectors").click()  # each section is a tab: one click away
     main.get_by_text("Highest:").first.wait_for()
     no_error_box(page)
     # the detector radio reruns its fragment: the explanation and the ranking follow the new detector
@@ -23,6 +26,7 @@ def test_inside_sections_and_the_induction_run(app_url, browser):
     link = main.locator("a[href*='attention?']").first
     assert re.search(r"layer=\d+.*head=\d+|head=\d+.*layer=\d+", link.get_attribute("href"))
     # the per-token loss follows new text (its own fragment)
+    main.get_by_role("tab", name="Loss per token").click()
     box = main.get_by_label("Any text")
     box.fill("def f(x):\n    return x + 1")
     box.press("Control+Enter")
@@ -31,6 +35,7 @@ def test_inside_sections_and_the_induction_run(app_url, browser):
     no_error_box(page)
 
     # the induction preset: a regular lab run, in the picker, with Stop
+    main.get_by_role("tab", name="Induction run").click()
     start = main.get_by_role("button", name=re.compile("^Train it"))
     start.click()
     main.get_by_text(

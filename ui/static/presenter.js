@@ -20,7 +20,14 @@
     return testid(el) === 'stElementContainer' &&
       !!el.querySelector('[data-testid="stHeading"] h2, [data-testid="stHeading"] h3');
   }
-  function inner(el) {  // a plain container (an st.fragment, st.container): its vertical block
+  function inner(el) {  // a plain container (an st.fragment, st.container), or st.tabs' open tab: its vertical block
+    if (testid(el) === 'stTabs') {  // the other tabs' panels are marked inactive (or not drawn: lazy tabs)
+      var panels = Array.prototype.filter.call(el.querySelectorAll('[data-testid="stTabPanel"]'), function (panel) {
+        return !panel.hidden && !panel.hasAttribute('data-st-inactive') && panel.closest('[data-testid="stTabs"]') === el;
+      });
+      var block = panels.length ? panels[0].firstElementChild : null;
+      return block && testid(block) === 'stVerticalBlock' ? block : null;
+    }
     if (testid(el) !== 'stLayoutWrapper') return null;
     var first = el.firstElementChild;
     return first && testid(first) === 'stVerticalBlock' ? first : null;

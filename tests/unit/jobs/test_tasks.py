@@ -1,0 +1,99 @@
+"""The interventions' sweeps as lab jobs (llmviz.jobs.tasks): in a worker process they give the grid computed here,
+and a Stop keeps what was measured so far."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+import torch
+
+from llmviz.interpret import ablation, patching
+from llmviz.jobs import tasks
+from llmviz.jobs.manager import JobManager
+from tests.support.interventions import ARCHITECTURES, model_of
+
+IDS = [3, 14, 15, 92, 65, 35, 89, 79, 32, 38]
+
+
+def drain(loop):
+    progress = []
+    while True:
+        try:
+            progress.append(next(loop)[0])
+        except StopIteration as end:
+            return progress, end.value
+
+
+def test_sweeps_run_in_a_worker_process_and_give_the_grid():
+    model = model_of(ARCHITECTURES["llama"], seed=4)
+    corrupted = IDS[:4] + [7] + IDS[5:]
+    answer, wrong = patching.default_answers(model, IDS, corrupted)
+    manager = JobManager(max_running=1, workers="process")
+    try:
+        heads_job = manager.submit_task(
+            "alice",
+            functools.partial(tasks.head_effects_sweep, model=model, ids=IDS, mode="mean"),
+            label="every head",
+            total=8,
+            returns_when_stopped=True,
+        )
+        patch_job = manager.submit_task(
+            "alice",
+            functools.partial(
+                tasks.patching_sweep,
+                model=model,
+                clean=IDS,
+                corrupted=corrupted,
+                answer=answer,
+                wrong=wrong,
+                component="attn.z",
+            ),
+            label="every head patched",
+            total=8,
+            returns_when_stopped=True,
+        )
+        assert heads_job.wait(timeout=300) and patch_job.wait(timeout=300)
+        assert heads_job.status().state == "finished", heads_job.status().error
+        assert patch_job.status().state == "finished", patch_job.status().error
+    finally:
+        manager.shutdown()
+    torch.testing.assert_close(heads_job.result.losses, ablation.head_effects(model, IDS, "mean").losses)
+    expected = patching.patching(model, IDS, corrupted, answer, wrong, "attn.z")
+    torch.testing.assert_close(patch_job.result.differences, expected.differences)
+
+
+def test_a_stopped_sweep_returns_what_it_measured(monkeypatch):
+    model = model_of(ARCHITECTURES["gpt2"], seed=4)
+    monkeypatch.setattr(ablation, "rows_per_batch", lambda config, tokens: 3)  # two heads per forward pass
+    progress, result = drain(tasks.head_effects_sweep(lambda: True, model, IDS, "zero"))
+    assert progress == [2] and result.done == 2 and not result.complete
+    monkeypatch.setattr(patching, "rows_per_batch", lambda config, tokens: 4)
+    corrupted = IDS[:2] + [1] + IDS[3:]
+    progress, found = drain(tasks.patching_sweep(lambda: True, model, IDS, corrupted, 1, 2, "resid_pre"))
+    assert found.done == 2 * 2 + 4  # positions 0 and 1 of both layers are known (the prompts agree) + one batch
+    assert progress == [found.done]
+
+
+@pytest.mark.parametrize("heads_per_pass", [1, 3])
+def test_the_sweep_ends_with_the_whole_grid_when_not_stopped(heads_per_pass, monkeypatch):
+    model = model_of(ARCHITECTURES["gpt2"], seed=4)
+    monkeypatch.setattr(ablation, "rows_per_batch", lambda config, tokens: 1 + heads_per_pass)
+    progress, result = drain(tasks.head_effects_sweep(lambda: False, model, IDS, "zero"))
+    assert result.complete and progress[-1] == 8 and len(progress) == -(-8 // heads_per_pass)
+
+
+def test_steered_writing_as_a_job_is_the_pair_and_a_stop_keeps_what_was_written():
+    from llmviz.interpret import steering
+
+    model = model_of(ARCHITECTURES["gpt2"], seed=4)
+    direction = steering.token_direction(model, 5)
+    progress, pair = drain(
+        tasks.steering_generation(lambda: False, model, IDS[:3], 1, direction.tolist(), 3.0, 5, 0.8, 2)
+    )
+    expected = steering.steered_pair(model, IDS[:3], 1, direction, 3.0, 5, 0.8, 2)
+    assert progress == list(range(1, 11)) and (pair.plain, pair.steered) == (expected.plain, expected.steered)
+    progress, cut = drain(
+        tasks.steering_generation(lambda: True, model, IDS[:3], 1, direction.tolist(), 3.0, 5, 0.8, 2)
+    )
+    assert progress == [1] and cut.plain == expected.plain[:1] and cut.steered == []
