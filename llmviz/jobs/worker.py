@@ -54,6 +54,8 @@ from llmviz.training.snapshots import is_snapshot_step, state_of
 log = logging.getLogger(__name__)
 
 FINISHED, STOPPED, FAILED = "finished", "stopped", "failed"
+# True in a worker process (process_entry): its runs own the process's default generators (Trainer.claim_process)
+_OWN_PROCESS = False
 
 
 # ---------------------------------------------------------------------------- what a worker is given
@@ -272,9 +274,16 @@ class _TrainRunner(_Runner):
                 raise ValueError("a TrainPayload needs a trainer or a build() that makes one")
             self.trainer = self.payload.build()
             self.send("info", RunInfo.of(self.trainer))
+        if _OWN_PROCESS and hasattr(self.trainer, "claim_process"):
+            self.trainer.claim_process()  # fused dropout from the run's own stream (Trainer.claim_process)
         if self.options.snapshots:
             self.snapshot()  # step 0 (or the step a resumed trainer starts at)
-        self.iterator = self.trainer.run(should_stop=lambda: self.stop_requested)
+        # on a GPU the trainer reads its losses back every few steps: it stops at the steps kept or sampled here
+        self.iterator = self.trainer.run(should_stop=lambda: self.stop_requested, report_at=self.reports_at)
+
+    def reports_at(self, step: int) -> bool:
+        every = self.options.sample_every
+        return self.on_schedule(step) or bool(every and step % every == 0)
 
     def snapshot(self) -> None:
         if not self.options.snapshots or self.trainer is None or self.sent_step == self.trainer.step:
@@ -423,6 +432,8 @@ def process_entry(connection, payload_bytes: bytes, options: WorkerOptions) -> N
             pass
     if options.torch_threads:
         torch.set_num_threads(options.torch_threads)
+    global _OWN_PROCESS
+    _OWN_PROCESS = True
     channel = PipeChannel(connection)
     try:
         payloads = pickle.loads(payload_bytes)
