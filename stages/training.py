@@ -19,7 +19,15 @@ from llmviz.models.decoder import toy_task_loop
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
 from llmviz.tokenizers.char_word import CharTokenizer
 from llmviz.training.losses import batch_loss, position_gradient
-from llmviz.training.trainer import OPTIMIZER_TITLES, TrainConfig, Trainer, prepare_data
+from llmviz.training.trainer import (
+    OPTIMIZER_TITLES,
+    PRECISION_TITLES,
+    TrainConfig,
+    Trainer,
+    default_precision,
+    precision_choices,
+    prepare_data,
+)
 from ui import charts, models, picker, sections, share, state
 from ui.panels import quiz as quiz_ui
 from ui.panels import runs as training
@@ -103,6 +111,15 @@ steps = c4.slider("Steps", 10, 2000, 300, step=10, **share.bind("steps"))
 sample_every = c4.slider(
     "Sample every (steps)", 0, 500, step=10, help="0: no samples while training", **ui.keep("sample_every", value=100)
 )
+precisions = precision_choices(settings.device)
+precision = c4.selectbox(
+    "Precision",
+    precisions,
+    format_func=PRECISION_TITLES.get,
+    help="bfloat16 autocast runs the matrix products in 16 bits (8 for the mantissa), with float32 weights and "
+    "optimizer; float16 also scales the loss so that small gradients do not round to zero (CUDA only).",
+    **ui.keep("precision", index=precisions.index(default_precision(settings.device))),
+)
 
 if st.button("Train", type="primary", key=state.widget("train")):
     try:
@@ -119,6 +136,7 @@ if st.button("Train", type="primary", key=state.widget("train")):
             eval_interval=max(1, steps // 20),
             seed=settings.run_seed(),
             device=settings.device,
+            precision=precision if precision in precisions else "auto",
         )
         tokenizer = cached_tokenizer(corpus_label, text, tokenizer_kind, vocab_size)
         trainer = Trainer(config, prepare_data(text, config, tokenizer))
@@ -141,6 +159,11 @@ if focus is not None:
         st.caption(
             f"{focus.info.parameters:,} parameters · vocabulary {focus.info.vocab_size} · "
             f"{focus.info.train_tokens:,} training and {focus.info.val_tokens:,} validation tokens"
+            + (
+                f" · {PRECISION_TITLES[focus.info.config.precision]}"
+                if getattr(focus.info.config, "precision", None) in PRECISION_TITLES
+                else ""
+            )
         )
     training.live(
         lambda: (server_line(), training.draw_run(focus, where="single")),

@@ -58,6 +58,25 @@ AUTOCAST_DTYPES = {"float32": None, "bf16": torch.bfloat16, "fp16": torch.float1
 REPORT_EVERY_ON_ACCELERATORS = 10  # steps between reads of the losses on a GPU (one wait for the device each)
 
 
+PRECISION_TITLES = {
+    "float32": "float32",
+    "bf16": "bfloat16 (autocast)",
+    "fp16": "float16 (autocast + loss scaling)",
+}
+
+
+def precision_choices(device: str) -> list[str]:
+    """The precisions a run can train in on ``device``: float32 and bf16, and fp16 on CUDA (its gradient scaler).
+
+    >>> precision_choices("cpu")
+    ['float32', 'bf16']
+    """
+    choices = ["float32"]
+    if not (device.startswith("cuda") and torch.cuda.is_available() and not torch.cuda.is_bf16_supported()):
+        choices.append("bf16")
+    return choices + (["fp16"] if device.startswith("cuda") else [])
+
+
 def default_precision(device: str) -> str:
     """bf16 on a CUDA GPU that has bfloat16 (Ampere and later), float32 everywhere else.
 
@@ -472,12 +491,12 @@ def compile_message(error: BaseException) -> str:
 
     >>> print(compile_message(RuntimeError("No working C++ compiler found")))  # doctest: +NORMALIZE_WHITESPACE
     torch.compile cannot compile this model here (RuntimeError: No working C++ compiler found): train without
-    --compile (compile=False); it changes the speed, not the result.
+    --compile (compile=False), the same model in eager mode, only slower.
     """
     first_line = (str(error).strip().splitlines() or [""])[0][:200]
     return (
         f"torch.compile cannot compile this model here ({type(error).__name__}: {first_line}): train without "
-        "--compile (compile=False); it changes the speed, not the result."
+        "--compile (compile=False), the same model in eager mode, only slower."
     )
 
 
