@@ -493,6 +493,7 @@ def compile_message(error: BaseException) -> str:
     torch.compile cannot compile this model here (RuntimeError: No working C++ compiler found): train without
     --compile (compile=False), the same model in eager mode, only slower.
     """
+    error = getattr(error, "inner_exception", None) or error  # TorchDynamo wraps what the compiler raised
     first_line = (str(error).strip().splitlines() or [""])[0][:200]
     return (
         f"torch.compile cannot compile this model here ({type(error).__name__}: {first_line}): train without "
