@@ -140,6 +140,8 @@ def hf_step_ms(shape: Shape, device: str, precision: str, steps: int) -> tuple[f
         resid_pdrop=0.0,
         embd_pdrop=0.0,
         attn_pdrop=0.0,
+        bos_token_id=shape.vocab - 1,
+        eos_token_id=shape.vocab - 1,
     )
     config._attn_implementation = "sdpa"
     torch_device = torch.device(device)

@@ -71,10 +71,9 @@ def precision_choices(device: str) -> list[str]:
     >>> precision_choices("cpu")
     ['float32', 'bf16']
     """
-    choices = ["float32"]
-    if not (device.startswith("cuda") and torch.cuda.is_available() and not torch.cuda.is_bf16_supported()):
-        choices.append("bf16")
-    return choices + (["fp16"] if device.startswith("cuda") else [])
+    cuda = device.startswith("cuda")
+    gpu_without_bf16 = cuda and torch.cuda.is_available() and not torch.cuda.is_bf16_supported()
+    return ["float32"] + ([] if gpu_without_bf16 else ["bf16"]) + (["fp16"] if cuda else [])
 
 
 def default_precision(device: str) -> str:
