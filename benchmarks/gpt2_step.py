@@ -89,7 +89,9 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def llmviz_step_ms(shape: Shape, device: str, precision: str, steps: int) -> tuple[float, nn.Module]:
+def llmviz_step_ms(
+    shape: Shape, device: str, precision: str, steps: int, compile_model: bool = False
+) -> tuple[float, nn.Module]:
     generator = torch.Generator().manual_seed(0)
     ids = torch.randint(0, shape.vocab, (200_000,), generator=generator)
     config = TrainConfig(
@@ -107,6 +109,7 @@ def llmviz_step_ms(shape: Shape, device: str, precision: str, steps: int) -> tup
         architecture={"qkv_bias": True, "tie_weights": True},  # GPT-2 itself
         device=device,
         precision=precision,
+        compile=compile_model,
     )
     trainer = Trainer(config, Dataset(_Vocabulary(shape.vocab), ids[:180_000], ids[180_000:]))  # type: ignore[arg-type]
     trainer.claim_process()
@@ -187,22 +190,29 @@ def matmul_peak_tflops(device: str, size: int = 8192, repeats: int = 20) -> floa
     return 2 * size**3 * repeats / (time.perf_counter() - start) / 1e12
 
 
-def measure(device: str = "cuda", smoke: bool = False, steps: int = 20) -> Measure:
+def measure(
+    device: str = "cuda", smoke: bool = False, steps: int = 20, compile_model: bool = False, compare: bool = True
+) -> Measure:
+    """llmviz's step (``compile_model``: torch.compiled) and, with ``compare``, transformers' and the matmul peak."""
     cuda = device.startswith("cuda")
     shape = SMOKE if smoke or not cuda else GPT2_SMALL
     precision = ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if cuda else "float32"
     steps = 3 if smoke else steps
-    ours_ms, ours = llmviz_step_ms(shape, device, precision, steps)
+    ours_ms, ours = llmviz_step_ms(shape, device, precision, steps, compile_model)
     tokens = shape.batch * shape.context
     llmviz_tflops = flops_per_token(ours, shape) * tokens / (ours_ms / 1000) / 1e12
     del ours
+    name = torch.cuda.get_device_name(torch.device(device)) if cuda else "CPU"
+    if compile_model:
+        precision += ", compiled"
+    if not compare:
+        return Measure(name, precision, ours_ms, llmviz_tflops, None, None, None)
     hf = hf_step_ms(shape, device, precision, steps)
     hf_ms = hf_tflops = None
     if hf is not None:
         hf_ms, theirs = hf
         hf_tflops = flops_per_token(theirs, shape) * tokens / (hf_ms / 1000) / 1e12
         del theirs
-    name = torch.cuda.get_device_name(torch.device(device)) if cuda else "CPU"
     peak = matmul_peak_tflops(device) if cuda else None
     return Measure(name, precision, ours_ms, llmviz_tflops, hf_ms, hf_tflops, peak)
 
@@ -211,8 +221,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--compile", action="store_true", help="torch.compile llmviz's model (transformers' is not)")
     args = parser.parse_args(argv)
-    result = measure(args.device, smoke=not args.device.startswith("cuda"), steps=args.steps)
+    result = measure(
+        args.device, smoke=not args.device.startswith("cuda"), steps=args.steps, compile_model=args.compile
+    )
     print(result.summary())
     if result.h100_class:
         ok = result.llmviz_tflops >= 300
