@@ -18,8 +18,8 @@ nanoGPT's get_batch, which llmviz's stride-1 windows draw too), and are measured
 steps. The reference is written here, nanoGPT's model.py and train.py loop in compact form (its own GPT-2
 initialisation, exact GELU, ``nn.functional.scaled_dot_product_attention`` with dropout, fused AdamW on CUDA, the
 loss read back every 10 steps); llmviz trains with its Trainer as the command line does (``claim_process``: fused
-dropout from the run's stream, TF32 on CUDA). The two are stepped in turn, one evaluation interval at a time, so a
-change in the machine's load falls on both.
+dropout from the run's stream, TF32 on CUDA). The two are stepped in turns of 10 steps, the side that goes first
+alternating, so that a change in the machine's load falls on both (each side's process CPU time is printed too).
 
 Throughput: tokens per second of the timed steps, and TFLOP/s with nanoGPT's estimate_mfu count (PaLM, appendix B):
 6 · N + 12 · layers · context · d_model per token, N = the parameters of the matrices the tokens go through (the
@@ -287,7 +287,8 @@ def sync(device: torch.device) -> None:
 @dataclass
 class Side:
     name: str
-    seconds: float = 0.0
+    seconds: float = 0.0  # wall-clock time of its training steps
+    cpu_seconds: float = 0.0  # the process's CPU time during them (steadier than wall time on a loaded machine)
     curve: list[tuple[int, float]] = field(default_factory=list)  # (step, validation loss)
 
     @property
@@ -322,9 +323,10 @@ def compare(
     steps: int | None = None,
     seed: int = 1337,
     compile_model: bool = False,
-    progress=print,
+    progress=lambda line: print(line, flush=True),
 ) -> Result:
-    """Train both sides in turn, one evaluation interval at a time, and measure them."""
+    """Train both sides in turns of ``log_interval`` steps (the side that goes first alternating, so that a change
+    in the machine's load falls on both), measure both at every ``eval_interval``."""
     size = SIZES[size_name]
     if steps is not None:
         size = dataclasses.replace(size, max_iters=steps)
@@ -338,21 +340,26 @@ def compare(
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
     ref_side, ours = Side("nanoGPT-style reference (in the benchmark)"), Side("llmviz Trainer")
     interval = size.eval_interval
-    steps_of_llmviz = trainer.run(report_at=lambda step: step % interval == 0)
+
+    def advance(count: int) -> None:
+        for _ in range(count):
+            next(steps_of_llmviz)
+
+    steps_of_llmviz = trainer.run(report_at=lambda step: step % size.log_interval == 0)
     done = 0
     while done < size.max_iters:
-        chunk = min(interval, size.max_iters - done)
-        sync(torch_device)
-        start = time.perf_counter()
-        reference.train_steps(chunk)
-        sync(torch_device)
-        ref_side.seconds += time.perf_counter() - start
-        start = time.perf_counter()
-        for _ in range(chunk):
-            next(steps_of_llmviz)
-        sync(torch_device)
-        ours.seconds += time.perf_counter() - start
-        done += chunk
+        chunk_end = min(done + interval, size.max_iters)
+        while done < chunk_end:  # turns of log_interval steps, the side that goes first alternating
+            turn = min(size.log_interval, chunk_end - done)
+            sides = [(ref_side, lambda n=turn: reference.train_steps(n)), (ours, lambda n=turn: advance(n))]
+            for side, train in sides if (done // size.log_interval) % 2 == 0 else sides[::-1]:
+                sync(torch_device)
+                start, cpu_start = time.perf_counter(), time.process_time()
+                train()
+                sync(torch_device)
+                side.seconds += time.perf_counter() - start
+                side.cpu_seconds += time.process_time() - cpu_start
+            done += turn
         reference.model.eval()
         ref_side.curve.append((done, validation_loss(reference.model, batches, torch_device, dtype)))
         trainer.model.eval()
@@ -404,15 +411,15 @@ def budgets(result: Result) -> list[tuple[str, bool]]:
 
 def table(result: Result) -> str:
     lines = [
-        "| | best validation loss (at step) | at the last step | tokens/s | TFLOP/s |",
-        "|---|---|---|---|---|",
+        "| | best validation loss (at step) | at the last step | tokens/s | TFLOP/s | CPU-seconds |",
+        "|---|---|---|---|---|---|",
     ]
     for index, side in enumerate(result.sides):
         best, at = side.best
         tokens = result.tokens_per_s(index)
         lines.append(
             f"| {side.name} | {best:.4f} ({at:,}) | {side.curve[-1][1]:.4f} | {tokens:,.0f} | "
-            f"{tokens * result.flops[index] / 1e12:.3g} |"
+            f"{tokens * result.flops[index] / 1e12:.3g} | {side.cpu_seconds:.1f} |"
         )
     return "\n".join(lines)
 
