@@ -33,7 +33,17 @@ from llmviz.models.decoder import toy_task_loop
 from llmviz.tokenizers.char_word import CharTokenizer
 from llmviz.training import footprint
 from llmviz.training.losses import batch_loss, position_gradient
-from llmviz.training.trainer import OPTIMIZER_TITLES, TrainConfig, Trainer, build_trainer, prepare_data, vocab_bound
+from llmviz.training.trainer import (
+    OPTIMIZER_TITLES,
+    PRECISION_TITLES,
+    TrainConfig,
+    Trainer,
+    build_trainer,
+    default_precision,
+    precision_choices,
+    prepare_data,
+    vocab_bound,
+)
 from ui import charts, models, picker, sections, share, state
 from ui.panels import quiz as quiz_ui
 from ui.panels import runs as training
@@ -120,10 +130,20 @@ with settings_column.expander("Settings: the model, its tokenizer, the optimizer
         help="0: no samples while training",
         **ui.keep("sample_every", value=100),
     )
+    precisions = precision_choices(settings.device)
+    precision = c4.selectbox(
+        "Precision",
+        precisions,
+        format_func=PRECISION_TITLES.get,
+        help="bfloat16 autocast runs the matrix products in 16 bits (8 for the mantissa), with float32 weights and "
+        "optimizer; float16 also scales the loss so that small gradients do not round to zero (CUDA only).",
+        **ui.keep("precision", index=precisions.index(default_precision(settings.device))),
+    )
 settings_column.caption(
     f"Train: {MODEL_LABELS[model_name]} · {'BPE ' + str(vocab_size) if tokenizer_kind == 'bpe' else 'characters'} · "
     f"{OPTIMIZER_TITLES[optimizer]}, lr {lr:g} · batch {batch} × context {context} · {steps} steps on "
-    f"{literal_markdown(corpus_label)}. A run trains in the background: look at it on Attention or Embeddings "
+    f"{literal_markdown(corpus_label)} in {PRECISION_TITLES[precision]}. A run trains in the background: look at it "
+    "on Attention or Embeddings "
     "(pick it in the sidebar) and come back."
 )
 race_text = text[:RACE_CHARS]  # a race trains on the corpus's first characters
@@ -145,6 +165,7 @@ if train_pressed:
             eval_interval=max(1, steps // 20),
             seed=settings.run_seed(),
             device=settings.device,
+            precision=precision if precision in precisions else "auto",
         )
         label = training.unique_label(
             f"{MODEL_LABELS[model_name]} · {OPTIMIZER_TITLES[optimizer]} · lr {lr:g} · {corpus_label}"
@@ -197,6 +218,11 @@ if focus is not None:
         st.caption(
             f"{focus.info.parameters:,} parameters · vocabulary {focus.info.vocab_size} · "
             f"{focus.info.train_tokens:,} training and {focus.info.val_tokens:,} validation tokens"
+            + (
+                f" · {PRECISION_TITLES[focus.info.config.precision]}"
+                if getattr(focus.info.config, "precision", None) in PRECISION_TITLES
+                else ""
+            )
         )
     training.live(
         lambda: (training.draw_run(focus, where="single"), server_line()),

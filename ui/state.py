@@ -347,6 +347,7 @@ KEPT: dict[str, str] = {
     "clip": "Training: clip gradients at norm 1",
     "context": "Training: the context",
     "sample_every": "Training: sample every N steps",
+    "precision": "Training: float32, bf16 or fp16",
     "race_steps": "Training: steps per runner of a race",
     "race_model": "Training: the model raced",
     "race_switch": "Training: the architecture switch raced",

@@ -372,7 +372,10 @@ class FineTuneTrainer:
         return loss.item()
 
     def run(
-        self, steps: int | None = None, should_stop: Callable[[], bool] | None = None
+        self,
+        steps: int | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        report_at: Callable[[int], bool] | None = None,  # Trainer.run's: here every step is reported
     ) -> Iterator[ClassifierMetrics]:
         end = self.config.steps if steps is None else self.step + steps
         self.classifier.train()

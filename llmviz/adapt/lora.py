@@ -407,7 +407,7 @@ class LoRATrainer(Trainer):
         for name, adapter in adapters(self.adapted).items():
             self.model.get_parameter(f"{name}.weight").copy_(adapter.weight)
 
-    def train_step(self) -> tuple[float, float]:
+    def train_step(self) -> tuple[torch.Tensor, torch.Tensor]:
         inputs, targets = self.train_batches.sample(self.config.batch_size)
         inputs, targets = inputs.to(self.device), targets.to(self.device)
         optimizer = self.optimizer
@@ -425,4 +425,4 @@ class LoRATrainer(Trainer):
             grad_norm = torch.norm(torch.stack([p.grad.norm() for p in trained if p.grad is not None]))
         optimizer.step()
         self._sync()
-        return loss.item(), float(grad_norm)
+        return loss.detach(), grad_norm.detach()  # read back by Trainer.run, with the other steps

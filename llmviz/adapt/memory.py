@@ -216,7 +216,7 @@ class MemoryTrainer(Trainer):
             raise ConfigError("fp16 runs here train in one process, the whole batch at once.")
         if self.bf16 or self.fp16:  # Trainer.train_step autocasts the forward pass and, for fp16, scales the loss
             self.autocast_dtype = torch.bfloat16 if self.bf16 else torch.float16
-        self.grad_scaler = torch.amp.GradScaler(self.device.type) if self.fp16 else None
+            self.grad_scaler = torch.amp.GradScaler(self.device.type) if self.fp16 else None
         set_checkpointing(self.model, self.checkpointing)
 
 

@@ -85,7 +85,13 @@ def add_train_commands(commands) -> None:
     )
     train.add_argument("--vocab-size", type=int, default=512, help="BPE vocabulary size")
     train.add_argument("--context", type=int, default=64)
-    train.add_argument("--stride", type=int, default=None)
+    train.add_argument(
+        "--stride",
+        type=int,
+        default=1,
+        help="tokens between window starts: 1 (default) = a window at every position; the context size = windows "
+        "side by side, which a long run soon learns by heart",
+    )
     train.add_argument(
         "--batch",
         type=int,
@@ -116,6 +122,19 @@ def add_train_commands(commands) -> None:
         "mlp_kind=swiglu, n_kv_heads=1, n_experts=4, bias=false, tie_weights=true, …",
     )
     train.add_argument("--eval-interval", type=int, default=50)
+    train.add_argument(
+        "--precision",
+        default="auto",
+        choices=["auto", "float32", "bf16", "fp16"],
+        help="auto (default): bf16 autocast on a CUDA GPU that has it, else float32 (TF32 matmuls on CUDA); fp16 "
+        "autocast with a gradient scaler needs CUDA. Saved in the checkpoint",
+    )
+    train.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile the model (off by default: the first steps wait for the compiler, later ones run "
+        "faster; for long runs); where it cannot work here, the run stops with a one-line message",
+    )
     train.add_argument("--seed", type=count_between(0, MAX_SEED), default=1337)
     train.add_argument(
         "--device",
@@ -246,7 +265,8 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     say = (lambda message: print(message, file=sys.stderr)) if group.is_main else (lambda message: None)
     text = _load_text(args.corpus)
     if args.resume:
-        trainer = resume(args.resume, text, device, group=group, steps=args.steps)
+        changes = {"precision": args.precision} if args.precision != "auto" else {}  # else: the saved one
+        trainer = resume(args.resume, text, device, group=group, steps=args.steps, compile=args.compile, **changes)
         say(f"resuming {args.resume} at step {trainer.step} of {trainer.config.steps}")
     else:
         tokenizer = args.tokenizer or ("bpe" if args.model in PRESETS else "char")
@@ -273,6 +293,8 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
             n_heads=args.heads,
             init=args.init,
             architecture=parse_switches(args.arch) or None,
+            precision=args.precision,
+            compile=args.compile,
         )
         initial_model = initial_tokenizer = None
         if args.init:
@@ -283,6 +305,7 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
             f"{'the tokenizer of ' + args.init if args.init else tokenizer} …"
         )
         trainer = Trainer.from_text(text, config, tokenizer=initial_tokenizer, group=group, initial_model=initial_model)
+    trainer.claim_process()  # this process is the run's: fused dropout, TF32 on CUDA (Trainer.claim_process)
     parameters = sum(p.numel() for p in trainer.model.parameters())
     say(
         f"{trainer.config.init or trainer.config.model}: {parameters:,} parameters, "
@@ -294,7 +317,9 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
             else ""
         )
         + (", the model sharded over them (FSDP)" if group.sharded else "")
-        + f"; training on {describe_device(device)}"
+        + f"; training on {describe_device(device)} in {trainer.config.precision}"
+        + (" (TF32 matmuls)" if trainer.config.precision == "float32" and device.startswith("cuda") else "")
+        + (", compiled" if trainer.config.compile else "")
     )  # --device auto on a CPU-only machine: said, not silent
     if args.fsdp and not group.distributed:
         say("--fsdp shards the model over the processes torchrun starts; in one process it trains as usual")

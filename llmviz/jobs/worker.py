@@ -68,6 +68,9 @@ from llmviz.training.snapshots import is_snapshot_step, state_of
 
 log = logging.getLogger(__name__)
 
+# True in a worker process (process_entry): its runs own the process's default generators (Trainer.claim_process)
+_OWN_PROCESS = False
+
 
 # ---------------------------------------------------------------------------- what a worker is given
 
@@ -318,9 +321,16 @@ class _TrainRunner(_Runner):
             self.trainer = self.payload.build()
             self.payload = replace(self.payload, build=None)  # what it was built from (a picked model) can go
             self.channel.send(Info(self.index, RunInfo.of(self.trainer)))
+        if _OWN_PROCESS and hasattr(self.trainer, "claim_process"):
+            self.trainer.claim_process()  # fused dropout from the run's own stream (Trainer.claim_process)
         if self.options.snapshots:
             self.snapshot()  # step 0 (or the step a resumed trainer starts at)
-        self.iterator = self.trainer.run(should_stop=lambda: self.stop_requested)
+        # on a GPU the trainer reads its losses back every few steps: it stops at the steps kept or sampled here
+        self.iterator = self.trainer.run(should_stop=lambda: self.stop_requested, report_at=self.reports_at)
+
+    def reports_at(self, step: int) -> bool:
+        every = self.options.sample_every
+        return self.on_schedule(step) or bool(every and step % every == 0)
 
     def snapshot(self) -> None:
         if not self.options.snapshots or self.trainer is None or self.sent_step == self.trainer.step:
@@ -540,6 +550,8 @@ def process_entry(connection, options: WorkerOptions) -> None:
             pass
     if options.torch_threads:
         torch.set_num_threads(options.torch_threads)
+    global _OWN_PROCESS
+    _OWN_PROCESS = True
     channel = PipeChannel(connection)
     beating = threading.Event()
     if options.heartbeat_s > 0:  # alive whatever a step is doing (a big step can take long)

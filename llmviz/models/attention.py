@@ -150,9 +150,8 @@ def masked_softmax(scores: torch.Tensor, allowed: torch.Tensor | None) -> tuple[
     masked_scores = scores.masked_fill(~allowed, float("-inf"))
     weights = torch.softmax(masked_scores, dim=-1)
     fully_masked = ~allowed.any(dim=-1, keepdim=True)
-    if fully_masked.any():
-        weights = weights.masked_fill(fully_masked, 0.0)
-    return masked_scores, weights
+    # no `if fully_masked.any()`: reading a GPU tensor's value waits for the GPU, in every layer of every step
+    return masked_scores, weights.masked_fill(fully_masked, 0.0)
 
 
 def attention_steps(

@@ -413,7 +413,9 @@ class CausalSelfAttention(nn.Module):
             raise ConfigError("A KV cache is for generation (eval mode), not training with dropout.")
         if cache is not None or own_dropout:
             # written out: it records every step; with dropout, the mask comes from the run's own generator
-            # (the fused kernel would draw it from torch's global one, shared by every session of the server)
+            # (the fused kernel would draw it from torch's global one, shared by every session of the server). A run
+            # that owns its process takes the fused kernel with dropout instead: Trainer.claim_process unsets the
+            # generators and lends the device's default generator the run's stream for each step
             y = self.explicit(q, k, v, cache, prefix)  # (B, H, T, hd)
         else:
             dropout_p = self.dropout if self.training else 0.0

@@ -44,7 +44,9 @@ class Dropout(nn.Module):
 
 
 def set_dropout_generator(model: nn.Module, generator: torch.Generator | None) -> None:
-    """Make every :class:`Dropout` in ``model`` draw its masks from ``generator`` (None: torch's global one)."""
+    """Make every :class:`Dropout` in ``model`` draw its masks from ``generator`` (None: torch's global one, through
+    ``F.dropout``; the GPT's attention then takes the fused kernel with dropout too: what a run that owns its process
+    does, :meth:`llmviz.training.trainer.Trainer.claim_process`)."""
     for module in model.modules():
         if isinstance(module, Dropout):
             module.generator = generator

@@ -588,6 +588,11 @@ def save_checkpoint(
         "rng.torch": torch.get_rng_state(),
         **accelerator_rng_states(),
     }
+    scaler = getattr(trainer, "grad_scaler", None)
+    if scaler is not None:  # fp16: the loss scale the run reached, so a resumed run scales as this one would
+        scaler_state = scaler.state_dict()
+        tensors["amp.scale"] = torch.tensor(scaler_state["scale"], dtype=torch.float64)
+        tensors["amp.growth_tracker"] = torch.tensor(scaler_state["_growth_tracker"], dtype=torch.int64)
     groups = []
     if trainer.optimizer is not None:
         optimizer_state = trainer.optimizer.state_dict()
@@ -660,6 +665,15 @@ def restore_training_state(trainer: SavedRun, directory: str | Path, model: nn.M
             pass
     torch.set_rng_state(state["rng.torch"])
     restore_accelerator_rng_states(state)
+    scaler = getattr(trainer, "grad_scaler", None)
+    if scaler is not None and "amp.scale" in state:
+        scaler.load_state_dict(
+            {
+                **scaler.state_dict(),
+                "scale": float(state["amp.scale"]),
+                "_growth_tracker": int(state["amp.growth_tracker"]),
+            }
+        )
     if trainer.optimizer is not None:
         optimizer_state: dict = {"state": {}, "param_groups": meta["optimizer_param_groups"]}
         for key, value in state.items():

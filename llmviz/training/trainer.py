@@ -25,7 +25,7 @@ from typing import Any, cast
 import torch
 import torch.nn as nn
 
-from llmviz.device import isolated_rng, machine_memory_bytes, seed_problem
+from llmviz.device import default_generator, isolated_rng, machine_memory_bytes, playing, seed_problem
 from llmviz.errors import CheckpointError, ConfigError, TrainingDiverged
 from llmviz.models.charlevel import CHAR_MODELS, build_char_model
 from llmviz.models.gpt import GPT, PRESETS, SIZE_LIMITS, SWITCHES, GPTConfig, estimate_parameters, size_problem
@@ -55,6 +55,38 @@ OPTIMIZER_TITLES = {
 MODEL_CHOICES = list(PRESETS) + list(CHAR_MODELS)
 #: numbers an optimizer keeps per parameter besides the weight and its gradient (momentum, Adam's two moments)
 OPTIMIZER_STATE = {"sgd": 0, "momentum": 1, "adagrad": 1, "rmsprop": 1, "adam": 2, "adamw": 2}
+PRECISIONS = ("auto", "float32", "bf16", "fp16")
+AUTOCAST_DTYPES = {"float32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+REPORT_EVERY_ON_ACCELERATORS = 10  # steps between reads of the losses on a GPU (one wait for the device each)
+
+
+PRECISION_TITLES = {
+    "float32": "float32",
+    "bf16": "bfloat16 (autocast)",
+    "fp16": "float16 (autocast + loss scaling)",
+}
+
+
+def precision_choices(device: str) -> list[str]:
+    """The precisions a run can train in on ``device``: float32 and bf16, and fp16 on CUDA (its gradient scaler).
+
+    >>> precision_choices("cpu")
+    ['float32', 'bf16']
+    """
+    cuda = device.startswith("cuda")
+    gpu_without_bf16 = cuda and torch.cuda.is_available() and not torch.cuda.is_bf16_supported()
+    return ["float32"] + ([] if gpu_without_bf16 else ["bf16"]) + (["fp16"] if cuda else [])
+
+
+def default_precision(device: str) -> str:
+    """bf16 on a CUDA GPU that has bfloat16 (Ampere and later), float32 everywhere else.
+
+    >>> default_precision("cpu")
+    'float32'
+    """
+    if device.startswith("cuda") and torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+        return "bf16"
+    return "float32"
 
 
 @dataclass(frozen=True)
@@ -71,13 +103,18 @@ class TrainConfig:
     # context_length exist (a learned table has rows for them) but training never reaches them, so a race can be
     # measured beyond its training context (llmviz.lessons.architectures.extrapolation)
     model_context: int | None = None
-    stride: int | None = None  # distance between window starts; None = context_length
+    # distance between window starts: 1 = a window at every position, as nanoGPT's get_batch draws them (a 1 MB text
+    # gives ~1 million windows instead of ~4,000 that a run would soon learn by heart); None = context_length
+    # (windows side by side: how runs trained before stride 1 was the default, and what older checkpoints saved)
+    stride: int | None = 1
     batch_size: int = 16  # windows per optimizer step, over all processes together
     micro_batch_size: int | None = None  # windows per forward pass; smaller → gradient accumulation
     steps: int = 200
     optimizer: str = "adamw"
     lr: float = 3e-3
     momentum: float = 0.9
+    beta1: float = 0.9  # Adam/AdamW's β1 and β2 (nanoGPT's shakespeare-char config takes β2 = 0.99)
+    beta2: float = 0.999
     weight_decay: float = 0.01
     warmup_steps: int = 10
     schedule: str = "cosine"  # "cosine" (to lr/10) or "constant"
@@ -87,6 +124,10 @@ class TrainConfig:
     val_fraction: float = 0.1
     seed: int = 1337
     device: str = "cpu"
+    # "float32", "bf16" (the forward pass under bfloat16 autocast) or "fp16" (float16 autocast with a gradient
+    # scaler: CUDA only); "auto" becomes bf16 on a CUDA GPU that has it, float32 elsewhere (default_precision)
+    precision: str = "auto"
+    compile: bool = False  # torch.compile the model for training (long runs; the first steps wait for the compiler)
     dropout: float = 0.0
     d_model: int | None = None  # optional overrides of the preset's sizes
     n_layers: int | None = None
@@ -100,7 +141,9 @@ class TrainConfig:
     init: str | None = None
 
     def __post_init__(self):
-        problems = self._model_problems() + self._loop_problems()
+        if self.precision == "auto":  # a frozen config: the choice is made once, and saved with the run
+            object.__setattr__(self, "precision", default_precision(self.device))
+        problems = self._model_problems() + self._loop_problems() + self._precision_problems()
         if problems:
             raise ConfigError("This training configuration cannot work: " + "; ".join(problems) + ".")
 
@@ -212,6 +255,18 @@ class TrainConfig:
             problems.append("schedule must be 'cosine' or 'constant'")
         return problems
 
+    def _precision_problems(self) -> list[str]:
+        if self.precision not in PRECISIONS:
+            return [f"precision must be one of {', '.join(PRECISIONS)} (got {self.precision!r})"]
+        cuda = self.device.startswith("cuda")
+        if self.precision == "fp16" and not cuda:
+            return [f"fp16 trains with a gradient scaler, which needs a CUDA GPU; on {self.device} use bf16 or float32"]
+        if self.precision == "bf16" and cuda and torch.cuda.is_available() and not torch.cuda.is_bf16_supported():
+            return ["this GPU has no bfloat16: use fp16 (with its gradient scaler) or float32"]
+        if not (0.0 <= self.beta1 < 1.0 and 0.0 <= self.beta2 < 1.0):
+            return ["beta1 and beta2 must be in [0, 1)"]
+        return []
+
     def replace(self, **changes) -> TrainConfig:
         return replace(self, **changes)
 
@@ -225,6 +280,8 @@ class TrainConfig:
         known = {f.name for f in fields(cls)}
         renamed = {"context_size": "context_length"}
         data = {renamed.get(k, k): v for k, v in data.items()}
+        # saved before these existed: such a run trained in float32, on windows side by side
+        data = {"precision": "float32", "stride": None, **data}
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
@@ -314,18 +371,36 @@ def prepare_data(text: str, config: TrainConfig, tokenizer: Tokenizer | None = N
 
 
 class Batches:
-    """Random batches of windows (``context_length`` tokens, starting every ``stride``) from one split."""
+    """Random batches of windows (``context_length`` tokens, starting every ``stride``) from one split.
+
+    The starts are never listed (a 20 MB text would need 160 MB for them at stride 1): window ``i`` starts at
+    ``i · stride``, and a batch draws ``i`` uniformly among the ``⌈(len(ids) − context_length) / stride⌉`` windows
+    whose target (shifted by one) still fits.
+
+    >>> batches = Batches(torch.arange(10), context_length=4, stride=3, generator=torch.Generator().manual_seed(0))
+    >>> batches.count, batches.starts.tolist()
+    (2, [0, 3])
+    >>> inputs, targets = batches.sample(3)  # windows 0, 1, 1; each target row is its input shifted by one
+    >>> inputs.tolist(), targets[:, -1].tolist()
+    ([[0, 1, 2, 3], [3, 4, 5, 6], [3, 4, 5, 6]], [4, 7, 7])
+    """
 
     def __init__(self, ids: torch.Tensor, context_length: int, stride: int, generator: torch.Generator):
         self.ids = ids
         self.context_length = context_length
-        self.starts = torch.arange(0, len(ids) - context_length, stride)  # (N,)
+        self.stride = stride
+        self.count = -(-(len(ids) - context_length) // stride)  # windows whose last target is inside ids
         self.generator = generator
 
+    @property
+    def starts(self) -> torch.Tensor:
+        """Every window's first position, (count,)."""
+        return torch.arange(self.count) * self.stride
+
     def sample(self, batch_size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        choice = torch.randint(len(self.starts), (batch_size,), generator=self.generator)
-        offsets = torch.arange(self.context_length)
-        positions = self.starts[choice][:, None] + offsets  # (B, T)
+        choice = torch.randint(self.count, (batch_size,), generator=self.generator)  # (B,)
+        offsets = torch.arange(self.context_length)  # (T,)
+        positions = (choice * self.stride)[:, None] + offsets  # (B, T)
         return self.ids[positions], self.ids[positions + 1]  # inputs, targets shifted by one
 
 
@@ -358,7 +433,7 @@ def weight_decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     ]
 
 
-def build_optimizer(config: TrainConfig, model: nn.Module) -> torch.optim.Optimizer | None:
+def build_optimizer(config: TrainConfig, model: nn.Module, fused_adam: bool = False) -> torch.optim.Optimizer | None:
     parameters = [p for p in model.parameters() if p.requires_grad]
     if not parameters:
         return None  # the counts bigram learns by counting
@@ -370,9 +445,13 @@ def build_optimizer(config: TrainConfig, model: nn.Module) -> torch.optim.Optimi
         return torch.optim.Adagrad(parameters, lr=config.lr)
     if config.optimizer == "rmsprop":
         return torch.optim.RMSprop(parameters, lr=config.lr)
+    betas = (config.beta1, config.beta2)
+    # one kernel for every parameter on CUDA, as nanoGPT takes it (and the fp16 gradient scaler then skips a step
+    # without reading the overflow flag back to the host); not for FSDP's sharded parameters
+    fused = {"fused": True} if fused_adam else {}
     if config.optimizer == "adam":
-        return torch.optim.Adam(parameters, lr=config.lr)
-    return torch.optim.AdamW(weight_decay_groups(model, config.weight_decay), lr=config.lr)
+        return torch.optim.Adam(parameters, lr=config.lr, betas=betas, **fused)
+    return torch.optim.AdamW(weight_decay_groups(model, config.weight_decay), lr=config.lr, betas=betas, **fused)
 
 
 def learning_rate(config: TrainConfig, step: int) -> float:
@@ -437,6 +516,64 @@ def dropout_seed(seed: int, rank: int = 0, step: int = 0) -> int:
     return int.from_bytes(digest[:8], "little") >> 1  # 63 bits: what torch.Generator.manual_seed takes
 
 
+def compiled(model: nn.Module) -> nn.Module:
+    """``torch.compile(model)``, or a :class:`~llmviz.errors.ConfigError` saying it cannot be used here."""
+    try:
+        return cast(nn.Module, torch.compile(model))
+    except Exception as error:  # noqa: BLE001 - an unsupported platform or Python: said in one line
+        raise CompileUnavailable(compile_message(error)) from error
+
+
+class CompileUnavailable(ConfigError):
+    """torch.compile cannot compile the model on this machine (no C++ compiler, an unsupported platform, …)."""
+
+
+def compile_message(error: BaseException) -> str:
+    """The one line that says why ``--compile`` cannot work here.
+
+    >>> print(compile_message(RuntimeError("No working C++ compiler found")))  # doctest: +NORMALIZE_WHITESPACE
+    torch.compile cannot compile this model here (RuntimeError: No working C++ compiler found): train without
+    --compile (compile=False), the same model in eager mode, only slower.
+    """
+    error = getattr(error, "inner_exception", None) or error  # TorchDynamo wraps what the compiler raised
+    first_line = (str(error).strip().splitlines() or [""])[0][:200]
+    return (
+        f"torch.compile cannot compile this model here ({type(error).__name__}: {first_line}): train without "
+        "--compile (compile=False), the same model in eager mode, only slower."
+    )
+
+
+def is_compile_failure(error: BaseException) -> bool:
+    """An error raised by torch.compile's machinery (TorchDynamo, Inductor) rather than by the model."""
+    return type(error).__module__.startswith(("torch._dynamo", "torch._inductor"))
+
+
+def read_back(values: list) -> list[float]:
+    """Numbers that may still be on the device, read to the host at once: one wait for the device, not one each.
+
+    >>> read_back([torch.tensor(1.5), 2.0, torch.tensor([0.25])])
+    [1.5, 2.0, 0.25]
+    """
+    by_device: dict[torch.device, list[int]] = {}
+    for index, value in enumerate(values):
+        if isinstance(value, torch.Tensor):
+            by_device.setdefault(value.device, []).append(index)
+    read = [value if isinstance(value, torch.Tensor) else float(value) for value in values]
+    for indices in by_device.values():
+        numbers = torch.stack([values[i].detach().float().reshape(()) for i in indices]).tolist()  # (n,): one read
+        for index, number in zip(indices, numbers):
+            read[index] = number
+    return cast(list[float], read)
+
+
+def to_device(batch: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A CPU batch on ``device``: through pinned memory and without waiting for the GPU on CUDA (a plain copy from
+    pageable memory waits until the GPU has finished everything before it)."""
+    if device.type == "cuda":
+        return batch.pin_memory().to(device, non_blocking=True)
+    return batch.to(device)
+
+
 def load_initial(init: str, device: str = "cpu") -> tuple[nn.Module, Tokenizer]:
     """The model and tokenizer to fine-tune: an llmviz checkpoint folder, else a Hugging Face GPT-2
     (a folder, or a Hub id that is downloaded once when not cached)."""
@@ -468,6 +605,25 @@ def fine_tuning_copy(model: nn.Module, config: TrainConfig) -> nn.Module:
     for parameter in copy.parameters():
         parameter.requires_grad_(True)
     return copy
+
+
+class _Clock:
+    """The wall time of the steps between two reports, without the time their consumer took in between."""
+
+    def __init__(self, start: float):
+        self.start = start
+        self.window: float | None = None  # when the first step since the last report began
+
+    def begin(self) -> None:
+        if self.window is None:
+            self.window = time.perf_counter()
+
+    def lap(self, steps: int) -> tuple[float, float]:
+        """(seconds per step since the last report, seconds since the start), and a new window."""
+        now = time.perf_counter()
+        step_time = (now - (self.window if self.window is not None else now)) / steps
+        self.window = None
+        return step_time, now - self.start
 
 
 @dataclass
@@ -513,16 +669,56 @@ class Trainer:
         # DistributedDataParallel across processes; with FSDP the model itself is sharded in place (the optimizer
         # below then holds only this process's shards of the parameters and of their Adam moments)
         self.train_model = self.group.wrap(self.model)
-        self.optimizer = build_optimizer(self.config, self.model)
+        if self.config.compile:
+            self.train_model = compiled(self.train_model)
+        self.optimizer = build_optimizer(
+            self.config, self.model, fused_adam=self.device.type == "cuda" and not self.group.sharded
+        )
         stride = self.config.stride or self.config.context_length
         self.train_generator = torch.Generator().manual_seed(self.config.seed)
         # checkpoints keep this one's state (rng.val); evaluate() draws from its own fixed stream
         self.val_generator = torch.Generator().manual_seed(self.config.seed + 1)
         self.train_batches = Batches(self.dataset.train_ids, self.config.context_length, stride, self.train_generator)
-        # mixed precision (set by llmviz.adapt.memory.MemoryTrainer): the forward pass under autocast in this dtype, and
-        # float16's loss scaling; None, None: plain float32
-        self.autocast_dtype: torch.dtype | None = None
+        # mixed precision (config.precision; llmviz.adapt.memory.MemoryTrainer sets its own): the forward pass under
+        # autocast in this dtype, and float16's loss scaling; None, None: plain float32
+        self.autocast_dtype: torch.dtype | None = AUTOCAST_DTYPES[self.config.precision]
         self.grad_scaler: torch.amp.GradScaler | None = None
+        if self.config.precision == "fp16":
+            if self.group.sharded:
+                raise ConfigError("fp16 with FSDP is not supported here: train in bf16 (no gradient scaler needed).")
+            self.grad_scaler = torch.amp.GradScaler(self.device.type)
+        # whether this run owns its process (claim_process): a worker process or the command line
+        self.owns_process = False
+        # read the losses and norms back every this many steps (each read waits for the device), and whenever a
+        # step is evaluated or asked for; on the CPU reading costs nothing: every step
+        self.report_every = 1 if self.device.type == "cpu" else REPORT_EVERY_ON_ACCELERATORS
+
+    def claim_process(self) -> None:
+        """Say that this run owns its process (a worker process, the command line, a benchmark), so it may use the
+        device's default random generator and the process's matmul settings:
+
+        - dropout, in attention included, runs in PyTorch's fused kernels (``F.dropout``, and
+          ``scaled_dot_product_attention`` with ``dropout_p``), which draw from the device's default generator; for
+          every step that generator is set to the run's own dropout stream and the stream's new state is kept
+          afterwards, so the masks depend only on the run's seed (runners of a race that share a worker process
+          never take each other's draws) and checkpoints keep the stream as before;
+        - on CUDA, float32 matmuls may use TF32 (``torch.set_float32_matmul_precision("high")``).
+
+        Unclaimed (a thread of the Streamlit server, tests, notebooks) a run never touches what other sessions
+        share: its dropout masks come from its own generator in the written-out attention, and float32 stays
+        float32. Both are reproducible from the seed; with dropout they draw different masks."""
+        self.owns_process = True
+        if self.device.type in ("cpu", "cuda"):
+            set_dropout_generator(self.model, None)
+        if self.device.type == "cuda":
+            torch.set_float32_matmul_precision("high")
+
+    def _dropout_stream(self) -> contextlib.AbstractContextManager:
+        """For one step of a run that owns its process: the device's default generator plays the run's dropout
+        stream (see :meth:`claim_process`); nothing otherwise."""
+        if not self.owns_process or self.device.type not in ("cpu", "cuda"):
+            return contextlib.nullcontext()
+        return playing(default_generator(self.device), self.dropout_generator)
 
     @classmethod
     def from_text(
@@ -556,7 +752,7 @@ class Trainer:
 
     @torch.no_grad()
     def evaluate(self, batches: int | None = None) -> float:
-        """Mean validation loss over a fixed set of batches (the same ones every time).
+        """Mean validation loss over a fixed set of batches (the same ones every time), in the run's precision.
 
         With FSDP every process must call it (a forward pass gathers the weights from all of them): each
         evaluates its slice of every batch and the slices' losses are averaged, the whole batch's loss."""
@@ -568,30 +764,40 @@ class Trainer:
             self.config.stride or self.config.context_length,
             generator,
         )
-        losses = []
-        for _ in range(batches or self.config.eval_batches):
+        count = batches or self.config.eval_batches
+        total = torch.zeros((), device=self.device)
+        for _ in range(count):
             inputs, targets = fixed.sample(self.config.batch_size)  # (B, T)
             if self.sharded:
                 inputs, targets = self.group.shard(inputs), self.group.shard(targets)  # (B / world_size, T)
-            _, loss = self.model(inputs.to(self.device), targets.to(self.device))
-            losses.append((self.group.mean(loss) if self.sharded else loss).item())
+            with self._autocast():
+                _, loss = self.model(to_device(inputs, self.device), to_device(targets, self.device))
+            total += (self.group.mean(loss) if self.sharded else loss).detach().float()
         self.model.train()
-        return sum(losses) / len(losses)
+        return total.item() / count  # one read, after the last batch
 
-    def train_step(self) -> tuple[float, float]:
+    def train_step(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """One optimizer step on one batch; returns the batch's mean loss and the gradient norm before clipping, as
+        0-dimensional tensors on the device (reading them waits for the device: :meth:`run` reads them in bulk)."""
         inputs, targets = self.train_batches.sample(self.config.batch_size)  # (B, T): the same on every rank
         inputs, targets = self.group.shard(inputs), self.group.shard(targets)  # (B / world_size, T): this rank's
-        inputs, targets = inputs.to(self.device), targets.to(self.device)
+        inputs, targets = to_device(inputs, self.device), to_device(targets, self.device)
         if self.counting:
             cast(Any, self.model).update_counts(inputs, targets)  # a counting model (bigram, n-gram)
             with torch.no_grad():
                 _, loss = self.model(inputs, targets)
-            return loss.item(), 0.0
+            return loss.detach(), torch.zeros((), device=loss.device)
         assert self.optimizer is not None  # every model but a counting one has an optimizer
         lr = learning_rate(self.config, self.step)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
         self.optimizer.zero_grad(set_to_none=True)
+        with self._dropout_stream():
+            loss = self._forward_backward(inputs, targets)
+        return loss, self._clip_and_step()
+
+    def _forward_backward(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """The gradients of the whole batch, a micro-batch at a time; the batch's mean loss over every process."""
         micro_size = inputs.shape[0] // self.accumulation
         total = torch.zeros((), device=self.device)
         chunks = list(zip(micro_batches(inputs, micro_size), micro_batches(targets, micro_size)))
@@ -606,11 +812,26 @@ class Trainer:
                 syncing = wrapped.no_sync()
             with syncing:
                 with self._autocast():
-                    _, micro_loss = self.train_model(micro_inputs, micro_targets)
+                    micro_loss = self._forward(micro_inputs, micro_targets)
                 share = micro_loss / self.accumulation
                 (self.grad_scaler.scale(share) if self.grad_scaler is not None else share).backward()
-            total += micro_loss.detach()
-        loss = self.group.mean(total / self.accumulation)  # the mean loss over the whole global batch
+            total += micro_loss.detach().float()
+        return self.group.mean(total / self.accumulation)  # the mean loss over the whole global batch
+
+    def _forward(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """The training model's loss; a failure of torch.compile's machinery is said in one line."""
+        if not self.config.compile:
+            return self.train_model(inputs, targets)[1]
+        try:
+            return self.train_model(inputs, targets)[1]
+        except Exception as error:
+            if is_compile_failure(error):
+                raise CompileUnavailable(compile_message(error)) from error
+            raise
+
+    def _clip_and_step(self) -> torch.Tensor:
+        """Unscale (fp16), clip, step; the gradient norm before clipping, left on the device."""
+        assert self.optimizer is not None
         if self.grad_scaler is not None:
             self.grad_scaler.unscale_(self.optimizer)  # true gradients, for the norm and the clipping
         if self.config.grad_clip:
@@ -626,7 +847,7 @@ class Trainer:
             self.grad_scaler.update()
         else:
             self.optimizer.step()
-        return loss.item(), float(grad_norm)
+        return grad_norm.detach()
 
     def _autocast(self) -> contextlib.AbstractContextManager:
         """The forward pass's precision: autocast to :attr:`autocast_dtype` when set, else nothing."""
@@ -659,8 +880,8 @@ class Trainer:
             model = model_from_description(model_description(self.model))
         model.load_state_dict(weights, strict=True)
         self.model = self.train_model = model.to(self.device)
-        set_dropout_generator(self.model, self.dropout_generator)
-        self.optimizer = build_optimizer(self.config, self.model)
+        set_dropout_generator(self.model, None if self.owns_process else self.dropout_generator)
+        self.optimizer = build_optimizer(self.config, self.model, fused_adam=self.device.type == "cuda")
         if self.optimizer is not None:  # FSDP names each parameter's state by its name; torch.optim by its index
             names = {id(p): name for name, p in self.model.named_parameters()}
             order = [names[id(p)] for group in self.optimizer.param_groups for p in group["params"]]
@@ -676,48 +897,85 @@ class Trainer:
             )
         self.group = replace(self.group, fully_sharded=False)
 
-    def run(self, steps: int | None = None, should_stop: Callable[[], bool] | None = None) -> Iterator[StepMetrics]:
-        """Train up to ``config.steps`` (or ``steps`` more); yield metrics after every step."""
+    def run(
+        self,
+        steps: int | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        report_at: Callable[[int], bool] | None = None,
+    ) -> Iterator[StepMetrics]:
+        """Train up to ``config.steps`` (or ``steps`` more); yield metrics for every step.
+
+        The losses and gradient norms stay on the device until a *report step*: every :attr:`report_every` steps
+        (1 on the CPU), an evaluated step, the last step, a stop, and any step ``report_at(step)`` asks for (the
+        job worker asks for the steps it keeps snapshots or samples of). There they are read back at once and the
+        steps since the last report are yielded in order, so :attr:`step` and the weights are those of the last
+        of them; the history always holds every step taken."""
         end = self.config.steps if steps is None else self.step + steps
         self.model.train()
-        # a run that goes on (resumed, or a paused job in a new worker) keeps counting its time and its first loss
-        start_time = time.perf_counter() - (self.history[-1].elapsed_s if self.history else 0.0)
-        first_loss = self.history[0].train_loss if self.history else None
-        tokens_per_step = self.config.batch_size * self.config.context_length
+        # a run that goes on (resumed, or a paused job in a new worker) keeps counting its time and its first loss,
+        # what an explosion is measured against
+        self._first_loss: float | None = self.history[0].train_loss if self.history else None
+        clock = _Clock(time.perf_counter() - (self.history[-1].elapsed_s if self.history else 0.0))
+        pending: list[tuple[int, Any, Any, float | None]] = []
         while self.step < end:
             if should_stop is not None and should_stop():
-                return
-            step_start = time.perf_counter()
-            train_loss, grad_norm = self.train_step()
+                break
+            clock.begin()
+            loss, grad_norm = self.train_step()
             self.step += 1
-            self._check_divergence(train_loss, first_loss)
-            first_loss = train_loss if first_loss is None else first_loss
             val_loss = None
             evaluates = self.group.is_main or self.sharded  # FSDP: every process takes part in the forward passes
             if evaluates and (self.step % self.config.eval_interval == 0 or self.step == end):
                 val_loss = self.evaluate()
-            step_time = time.perf_counter() - step_start
-            metrics = StepMetrics(
-                step=self.step,
-                train_loss=train_loss,
-                val_loss=val_loss,
-                perplexity=math.exp(min(train_loss, 50.0)),
-                lr=0.0 if self.counting else shown_rate(learning_rate(self.config, self.step - 1)),
-                tokens_per_s=tokens_per_step / max(step_time, 1e-9),
-                grad_norm=grad_norm,
-                elapsed_s=time.perf_counter() - start_time,
-            )
-            self.history.append(metrics)
-            yield metrics
+            pending.append((self.step, loss, grad_norm, val_loss))
+            reports = val_loss is not None or self.step == end or self.step % self.report_every == 0
+            if reports or (report_at is not None and report_at(self.step)):
+                yield from self._report(pending, clock)
+                pending = []
+        yield from self._report(pending, clock)
 
-    def _check_divergence(self, loss: float, first_loss: float | None) -> None:
+    def _report(self, pending: list[tuple[int, Any, Any, float | None]], clock: _Clock) -> Iterator[StepMetrics]:
+        """Read the pending steps' numbers back (one wait for the device), check them, record and yield them."""
+        if not pending:
+            return
+        numbers = read_back([loss for _, loss, _, _ in pending] + [norm for _, _, norm, _ in pending])
+        losses, norms = numbers[: len(pending)], numbers[len(pending) :]
+        step_time, elapsed = clock.lap(len(pending))  # the steps since the last report shared the time evenly
+        tokens_per_step = self.config.batch_size * self.config.context_length
+        made: list[StepMetrics] = []
+        for index, ((step, _, _, val_loss), loss, norm) in enumerate(zip(pending, losses, norms)):
+            try:
+                self._check_divergence(loss, step)
+            except TrainingDiverged:
+                self.history.extend(made)
+                raise
+            made.append(
+                StepMetrics(
+                    step=step,
+                    train_loss=loss,
+                    val_loss=val_loss,
+                    perplexity=math.exp(min(loss, 50.0)),
+                    lr=0.0 if self.counting else shown_rate(learning_rate(self.config, step - 1)),
+                    tokens_per_s=tokens_per_step / max(step_time, 1e-9),
+                    grad_norm=norm,
+                    elapsed_s=elapsed - (len(pending) - 1 - index) * step_time,
+                )
+            )
+        self.history.extend(made)  # before yielding: a consumer that stops listening still leaves a whole history
+        yield from made
+
+    def _check_divergence(self, loss: float, step: int) -> None:
+        """NaN or infinity at any step, or (after step 5) more than 3 × the run's first loss and 3 ln V above it."""
         advice = divergence_advice(self.config)
         if not math.isfinite(loss):
-            raise TrainingDiverged(f"The loss became {loss} at step {self.step}: training diverged. {advice}")
-        baseline = math.log(self.dataset.vocab_size)
-        if first_loss is not None and self.step > 5 and loss > max(3 * first_loss, first_loss + 3 * baseline):
+            raise TrainingDiverged(f"The loss became {loss} at step {step}: training diverged. {advice}")
+        first = self._first_loss
+        if first is None:
+            self._first_loss = loss
+            return
+        if step > 5 and loss > max(3 * first, first + 3 * math.log(self.dataset.vocab_size)):
             raise TrainingDiverged(
-                f"The loss exploded at step {self.step} ({loss:.2f}, it started at {first_loss:.2f}). {advice}"
+                f"The loss exploded at step {step} ({loss:.2f}, it started at {first:.2f}). {advice}"
             )
 
     # ------------------------------------------------------------------ generation and files

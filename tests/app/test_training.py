@@ -295,3 +295,22 @@ def test_it_opens_on_the_picked_runs_curve_and_its_final_line():
         average = 0.8 * average + 0.2 * value
         expected.append(average / (1 - 0.8**step))
     assert all(abs(a - b) < 1e-9 for a, b in zip(smoothed_y, expected, strict=True))
+
+
+def test_a_run_trains_in_the_precision_picked_and_the_page_names_it():
+    at = run_page("stages/training.py", corpus="names")
+    precision = by_label(at.selectbox, "Precision")
+    assert precision.options == ["float32", "bfloat16 (autocast)"]  # this server computes on the CPU: no fp16
+    assert precision.value == "float32"  # auto: float32 on a CPU (bf16 on a GPU that has it)
+    precision.set_value("bf16")
+    by_label(at.selectbox, "Model").set_value("gpt-nano")
+    by_label(at.radio, "Tokenizer").set_value("char")
+    by_label(at.slider, "Steps").set_value(10)
+    by_label(at.slider, "Sample every (steps)").set_value(0)
+    at.button(key="train").click().run()
+    assert_clean(at)
+    at = finish_jobs(at)
+    assert_clean(at)
+    [job] = session_jobs(at)
+    assert job.status().state == "finished" and job.info.config.precision == "bf16"
+    assert any("bfloat16 (autocast)" in caption.value for caption in at.caption)

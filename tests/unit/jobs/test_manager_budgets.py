@@ -99,7 +99,9 @@ def test_a_run_for_the_gpu_is_refused_when_the_gpu_has_no_room(monkeypatch):
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (256 * fp.MB, 16 * fp.GB))
     manager = JobManager(max_running=1, session_timeout=None)
     try:
-        config = TrainConfig(model="gpt-mini", tokenizer="char", batch_size=64, context_length=128, device="cuda")
+        config = TrainConfig(
+            model="gpt-mini", tokenizer="char", batch_size=64, context_length=128, device="cuda", precision="float32"
+        )
         needs = fp.of_config(config, 64)
         assert needs.device_bytes > 256 * fp.MB
         with pytest.raises(JobRefused, match="needs about .* on the GPU, which has 256 MB free: lower the batch"):

@@ -1,0 +1,65 @@
+"""``python -m llmviz train``'s options for how a run trains: --stride, --precision and --compile."""
+
+import json
+
+import pytest
+import torch
+
+from llmviz.cli.main import main
+
+TEXT = "the quick brown fox jumps over the lazy dog\n" * 60
+
+
+def train(tmp_path, *options: str) -> int:
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(TEXT)
+    command = ["train", "--corpus", str(corpus), "--model", "gpt-nano", "--tokenizer", "char", "--context", "16"]
+    command += ["--batch", "4", "--steps", "3", "--eval-interval", "3", "--out", str(tmp_path / "ck"), *options]
+    return main(command)
+
+
+def saved_config(tmp_path) -> dict:
+    return json.loads((tmp_path / "ck" / "checkpoint.json").read_text())["train_config"]
+
+
+def test_a_run_trains_on_windows_at_every_position_in_float32_uncompiled_by_default(tmp_path, capsys):
+    assert train(tmp_path) == 0
+    config = saved_config(tmp_path)
+    assert config["stride"] == 1 and config["precision"] == "float32" and config["compile"] is False
+    assert "training on CPU" in capsys.readouterr().err
+
+
+def test_precision_bf16_trains_and_is_saved(tmp_path, capsys):
+    assert train(tmp_path, "--precision", "bf16", "--stride", "16") == 0
+    config = saved_config(tmp_path)
+    assert config["precision"] == "bf16" and config["stride"] == 16
+    assert " in bf16" in capsys.readouterr().err
+
+
+def test_fp16_on_the_cpu_is_one_line_on_stderr_and_a_nonzero_exit(tmp_path, capsys):
+    assert train(tmp_path, "--precision", "fp16") != 0
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "gradient scaler" in err and "CUDA" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "ck").exists()
+
+
+def test_compile_where_it_cannot_work_is_one_line_on_stderr_and_a_nonzero_exit(tmp_path, capsys, monkeypatch):
+    def unsupported(model, *args, **kwargs):
+        raise RuntimeError("Windows not yet supported for torch.compile")
+
+    monkeypatch.setattr(torch, "compile", unsupported)
+    assert train(tmp_path, "--compile") != 0
+    lines = capsys.readouterr().err.strip().splitlines()  # after the progress lines ("tokenizing …"), one error
+    assert [line for line in lines if line.startswith("error: ")] == lines[-1:]
+    assert (
+        lines[-1].startswith("error: torch.compile cannot compile this model here") and "without --compile" in lines[-1]
+    )
+    assert not any("Traceback" in line for line in lines)
+
+
+@pytest.mark.parametrize("option", ["--precision", "--stride"])
+def test_bad_values_are_usage_errors(tmp_path, capsys, option):
+    with pytest.raises(SystemExit) as exited:
+        train(tmp_path, option, "fp8" if option == "--precision" else "one")
+    assert exited.value.code == 2 and "Traceback" not in capsys.readouterr().err
