@@ -234,6 +234,10 @@ def heads_section() -> None:
         with st.expander("The test input"):
             half = len(tokens) // 2
             st.code(" | ".join(label(view, t) for t in tokens[:half]) + "\n(then the same again)", language=None)
+    picker.offer_bigger_model(
+        "Compare these heads with those of a pretrained model, trained on billions of words of web text:",
+        page="inside",
+    )
 
 
 # ------------------------------------------------------------------ 3. loss on every token

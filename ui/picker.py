@@ -41,7 +41,14 @@ from llmviz.training.snapshots import load_into
 from ui import sections, state, watch
 from ui import streamlit_private as internals
 from ui.labels import run_label
-from ui.sources import SOURCES, Entry, ModelView, Source, register_source  # noqa: F401 - public names of ui.picker
+from ui.sources import (  # noqa: F401 - public names of ui.picker
+    SOURCES,
+    Entry,
+    ModelView,
+    NotReady,
+    Source,
+    register_source,
+)
 from ui.text import literal_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -178,7 +185,7 @@ class MiniLMSource:
         )
 
 
-class RunNotReady(LlmvizError):
+class RunNotReady(NotReady):
     """A run of this session that has no snapshot yet (queued or preparing): it stays picked."""
 
 
@@ -283,9 +290,9 @@ def checkpoint_folder(view: ModelView) -> Path | None:
     return RunsDirSource().paths().get(view.key.split(":", 1)[1].split("@", 1)[0])
 
 
-from ui.panels.gpt2 import GPT2Source  # noqa: E402 - OpenAI's GPT-2 from the Hugging Face Hub (hub:gpt2, issue 17)
+from ui.panels import hub  # noqa: E402 - pretrained models from the Hugging Face Hub (hub:gpt2, hub:smollm2-135m, …)
 
-for _source in (ShippedSource(), MiniLMSource(), GPT2Source(), RunSource(), RunsDirSource()):
+for _source in (ShippedSource(), MiniLMSource(), hub.HubSource(), RunSource(), RunsDirSource()):
     register_source(_source)
 
 
@@ -354,6 +361,23 @@ def select(key: str) -> None:
     state.PICKER_VERSION.set(state.PICKER_VERSION.get() + 1)
 
 
+def _pick(key: str | None) -> None:
+    """Pick ``key`` (None: the shipped GPT); the picker is drawn anew on it."""
+    if key is not None:
+        select(key)
+        return
+    state.PICKED.set(DEFAULT_KEY)
+    state.PICKER_VERSION.set(state.PICKER_VERSION.get() + 1)
+
+
+def offer_bigger_model(reason: str, page: str) -> None:
+    """For a page where a bigger pretrained model shows the lesson better than the picked one: ``reason`` in a note,
+    and one button per offered model (GPT-2 small, SmolLM2-135M) that shows it, or downloads it (with its size; the
+    sidebar shows the progress and can cancel it), or, offline, says how to get it. Nothing when one is picked.
+    ``page`` names the page (it keeps the buttons of two pages apart)."""
+    hub.offer(reason, state.PICKED.get(default=DEFAULT_KEY), _pick, page)
+
+
 def selected_key() -> str:
     """The key :func:`current` will resolve (base key plus ``@step`` for runs)."""
     base = state.PICKED.get(default=DEFAULT_KEY)
@@ -376,7 +400,7 @@ def current(mark: bool = True) -> ModelView:
         key = f"{key}@{state.SHOWN_NEWEST.get()[key]}"
     try:
         return load(key)
-    except RunNotReady as error:  # keep the pick: the run appears as soon as its step 0 exists
+    except NotReady as error:  # keep the pick: a run appears once its step 0 exists, a download once it is done
         st.info(f"{error} The shipped GPT is shown until then.")
         return shipped_default()
     except LlmvizError as error:
@@ -533,6 +557,7 @@ def sidebar() -> None:
     entry = by_key[chosen]
     if entry.note:
         st.caption(entry.note)
+    hub.sidebar_progress(chosen, _pick)  # a pretrained model being downloaded: its progress and a Cancel button
     state.MODEL_USED.set(False)  # until a page section asks current()
     if entry.steps:
         job = manager().get(session_id(), chosen.split(":", 1)[1])

@@ -183,6 +183,8 @@ WIDGETS: dict[str, str] = {
     "present_mode": "Sidebar: presenter mode",
     "picker_model_": "Sidebar: the model picker (its version: drawn anew when the app changes the pick)",
     "picker_step_": "Sidebar: the picked run's step slider (run, version, snapshots)",
+    "hub_cancel_": "Sidebar: cancel the download of the picked pretrained model (its name)",
+    "hub_offer_": "A page's offer of a bigger pretrained model: show or download it (page, model)",
     "lazy_": "Any page: an expander whose content runs only while it is open (ui.sections.lazy)",
     "quiz_choice_": "Any page: a question's options (page, question)",
     "quiz_reveal_": "Any page: a question's Reveal button (page, question)",
