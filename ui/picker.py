@@ -401,7 +401,8 @@ def current(mark: bool = True) -> ModelView:
     try:
         return load(key)
     except NotReady as error:  # keep the pick: a run appears once its step 0 exists, a download once it is done
-        st.info(f"{error} The shipped GPT is shown until then.")
+        if mark:  # said where the page draws the model (not where a link only asks for its address)
+            st.info(f"{error} The shipped GPT is shown until then.")
         return shipped_default()
     except LlmvizError as error:
         if key != DEFAULT_KEY:

@@ -155,7 +155,9 @@ def _progress(name: str, pick: Callable[[str | None], None]) -> None:
     st.progress(status.fraction, text=literal_markdown(status.describe(model)))
     if st.button("Cancel the download", key=state.widget("hub_cancel_", name)):
         under_way.release(_session())
-        if not under_way.status().finished:  # another session still waits for it: this one stops waiting
+        if under_way.status().finished:
+            state.PICKER_NOTICE.set(f"Cancelled the download of {model.title}: the shipped GPT is shown.")
+        else:  # another session still waits for it: this one stops waiting
             state.PICKER_NOTICE.set(f"You stopped waiting for {model.title}; another session still downloads it.")
         pick(None)
         st.rerun(scope="app")
