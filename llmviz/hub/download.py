@@ -98,6 +98,26 @@ def by_repo_id(repo_id: str) -> HubModel | None:
     return next((model for model in MODELS.values() if model.repo_id == repo_id), None)
 
 
+def models_table() -> str:
+    """:data:`MODELS` as a Markdown table (``docs/models.md`` holds it; a test keeps the two the same).
+
+    >>> models_table().splitlines()[2]
+    '| `hub:gpt2` | `gpt2` | OpenAI | GPT-2 small (124M) | GPT-2 | 548 MB | in one click |'
+    """
+    rows = [
+        "| picker key | Hub id | maker | model | family | download | offered |",
+        "| --- | --- | --- | --- | --- | ---: | --- |",
+    ]
+    for model in MODELS.values():
+        family = "GPT-2" if model.family == "gpt2" else "Llama family"
+        offered = "in one click" if model.offered else "once in the cache"
+        rows.append(
+            f"| `hub:{model.name}` | `{model.repo_id}` | {model.maker} | {model.title} | {family} | {model.download} | "
+            f"{offered} |"
+        )
+    return "\n".join(rows)
+
+
 # ---------------------------------------------------------------------------- the cache and the network
 
 

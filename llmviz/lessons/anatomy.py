@@ -2,7 +2,6 @@
 
 Every preset is sized as it is named: ``gpt2-124m`` is GPT-2 small as published, so its parameter table is GPT-2's.
 
->>> from llmviz.models.gpt import PRESETS
 >>> sum(parameter_table(PRESETS["gpt2-124m"]).values())  # as transformers' GPT2LMHeadModel counts GPT-2 small
 124439808
 """
@@ -13,7 +12,7 @@ from typing import Literal
 
 import torch
 
-from llmviz.models.gpt import GPTConfig, count_parameters_without_building
+from llmviz.models.gpt import PRESETS, GPTConfig, count_parameters_without_building
 
 Dtype = Literal["fp32", "bf16", "fp16", "int8"]
 BYTES_PER_PARAMETER: dict[Dtype, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 1}
@@ -63,3 +62,29 @@ def positive_fraction(activations: torch.Tensor) -> float:
     0.5
     """
     return float((activations > 0).float().mean())
+
+
+def preset_table() -> str:
+    """The presets as a Markdown table (``docs/models.md`` holds it; a test keeps the two the same): sizes, switches
+    and the parameter count computed from the modules (a tied matrix counted once).
+
+    >>> preset_table().splitlines()[2].split(" | ")[:2]
+    ['| `gpt2-124m`', '768']
+    """
+    rows = [
+        "| preset | d_model | layers | heads (key/value) | vocabulary | context | positions | norm | MLP | head | "
+        "parameters |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- | ---: |",
+    ]
+    for name, config in PRESETS.items():
+        mlp = "none (attention only)" if not config.mlp else f"{config.mlp_kind} {config.mlp_width}"
+        if config.n_experts:
+            mlp += f" × {config.n_experts} experts (top {config.experts_top_k})"
+        heads = f"{config.n_heads}" + (f" ({config.kv_heads})" if config.kv_heads != config.n_heads else "")
+        parameters = sum(parameter_table(config).values())
+        rows.append(
+            f"| `{name}` | {config.d_model} | {config.n_layers} | {heads} | {config.vocab_size:,} | "
+            f"{config.context_length:,} | {config.positions} | {config.norm} | {mlp} | "
+            f"{'tied' if config.tie_weights else 'untied'} | {parameters:,} |"
+        )
+    return "\n".join(rows)

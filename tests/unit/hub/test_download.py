@@ -141,3 +141,10 @@ def test_status_lines():
     assert DownloadStatus("downloading", 0, 0).describe(model) == "Downloading SmolLM2 135M (269 MB)…"
     half = DownloadStatus("downloading", 134_530_276, 269_060_552)
     assert half.describe(model) == "Downloading SmolLM2 135M: 135 MB of 269 MB (50%)" and half.fraction == 0.5
+
+
+def test_docs_hold_the_table_of_hub_models():
+    from pathlib import Path
+
+    docs = Path(__file__).resolve().parents[3] / "docs" / "models.md"
+    assert download.models_table() in docs.read_text(encoding="utf-8")
