@@ -127,3 +127,17 @@ def test_pages_render_on_smollm2(online, path):
     at = run(path, _picker_selected="hub:smollm2-135m")
     assert_clean(at)
     assert at.title
+
+
+def test_a_link_to_a_larger_model_never_downloads_it(online):
+    """Only the two offered models download from the app; a larger one (6.4 GB) is fetched from the command line."""
+    at = run("stages/sampling.py", _picker_selected="hub:gpt2-xl")
+    assert_clean(at)
+    assert running_download(MODELS["gpt2-xl"]) is None
+    assert at.session_state["_picker_selected"] == "shipped:gpt-python-docs"
+    from llmviz.errors import LlmvizError
+    from ui.panels.hub import HubSource
+
+    with pytest.raises(LlmvizError, match="python -m llmviz gpt2 download gpt2-xl"):
+        HubSource().load("hub:gpt2-xl", None)  # asked for directly, too
+    assert running_download(MODELS["gpt2-xl"]) is None

@@ -116,7 +116,7 @@ class HubSource:
             raise LlmvizError(f"{picker_key.split(':', 1)[-1]!r} is not a pretrained model llmviz offers.")
         folder = files(model).cached_folder(model.repo_id)
         if folder is None:
-            if not online():
+            if not model.offered or not online():  # a larger one is downloaded from the command line, never by a link
                 raise LlmvizError(f"{model.title} is not downloaded. {files(model).how_to_get(model.repo_id)}")
             status = start(model).status()
             if status.state in ("failed", "cancelled"):
