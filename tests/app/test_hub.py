@@ -119,14 +119,18 @@ def test_a_cached_model_is_shown_in_one_click(online):
     assert at.session_state["_picker_selected"] == "hub:smollm2-135m"
 
 
-@pytest.mark.parametrize("path", ["stages/attention.py", "stages/model.py", "stages/inside.py"])
-def test_pages_render_on_smollm2(online, path):
+STAGES = [stage for stage in ui.PIPELINE if stage.exists and stage.key != "text"]
+
+
+@pytest.mark.parametrize("stage", STAGES, ids=[stage.key for stage in STAGES])
+def test_every_page_renders_on_smollm2(online, stage):
+    """SmolLM2 (a Llama-family model with its own tokenizer.json) on every page, as test_gpt2_app.py does GPT-2."""
     from llmviz.hub import llama
 
     llama.FILES.download(SMOLLM2.repo_id)
-    at = run(path, _picker_selected="hub:smollm2-135m")
+    at = run(stage.path, _picker_selected="hub:smollm2-135m")
     assert_clean(at)
-    assert at.title
+    assert at.title and at.session_state["_picker_selected"] == "hub:smollm2-135m"  # still on SmolLM2
 
 
 def test_a_link_to_a_larger_model_never_downloads_it(online):
