@@ -355,7 +355,7 @@ class _ByteCounter:
                 kwargs.update(disable=True)
                 kwargs.pop("name", None)
                 super().__init__(*args, **kwargs)
-                self.counted = "downloading bytes" not in str(kwargs.get("desc", ""))
+                self.counted = "downloading bytes" not in str(kwargs.get("desc", "")).lower()
                 if self.counted:
                     counter.opened(id(self), self.total, kwargs.get("initial") or 0)
 

@@ -18,8 +18,8 @@ Hugging Face's ``Conv1D`` stores its weight as (in, out), ``nn.Linear`` as (out,
 the transposes. ``c_attn`` holds W_Q, W_K and W_V side by side, exactly as llmviz's ``qkv``
 does, so the fused matrix needs no splitting. GPT-2's other choices — biases everywhere,
 LayerNorm ε = 1e-5, the tanh GELU ("gelu_new"), tied input/output embeddings — are what
-``GPTConfig(qkv_bias=True, tie_weights=True)`` builds; a checkpoint that differs is refused
-with the reason rather than loaded wrong.
+``GPTConfig(qkv_bias=True, tie_weights=True)`` builds (the ``gpt2-124m`` preset is GPT-2 small's
+config read this way); a checkpoint that differs is refused with the reason rather than loaded wrong.
 
 Weights come from a local folder (``save_pretrained``'s output) or a Hub id such as ``"gpt2"``, fetched once by
 :mod:`llmviz.hub.download` (shared with the Llama family: only :data:`FILES` says what a GPT-2 checkpoint consists of),

@@ -148,3 +148,33 @@ def test_docs_hold_the_table_of_hub_models():
 
     docs = Path(__file__).resolve().parents[3] / "docs" / "models.md"
     assert download.models_table() in docs.read_text(encoding="utf-8")
+
+
+def test_a_xet_download_counts_the_bytes_written_once():
+    """The Hub sends large files through Xet, whose reporter keeps two bars (bytes written, bytes received): the
+    progress is the bytes written, counted once. Fed here with the reports hf_xet gives, as huggingface_hub does."""
+    import logging
+    from types import SimpleNamespace
+
+    from huggingface_hub.utils._xet_progress_reporting import XetDownloadProgressReporter
+
+    heard = []
+    counter = download._ByteCounter(lambda done, total: heard.append((done, total)))
+    with XetDownloadProgressReporter(
+        reconstruction_desc="model.safetensors: reconstructing file",
+        transfer_desc="model.safetensors: downloading bytes",
+        total=1000,
+        log_level=logging.WARNING,
+        tqdm_class=counter.bar_class(),
+    ) as reporter:
+        for written, received in ((0, 300), (400, 700), (1000, 1000)):
+            report = SimpleNamespace(
+                total_bytes_completed=written,
+                total_transfer_bytes_completed=received,
+                total_bytes=1000,
+                total_bytes_completion_rate=None,
+                total_transfer_bytes_completion_rate=None,
+            )
+            reporter.update_progress(report)
+    assert heard[0] == (0, 1000) and heard[-1] == (1000, 1000)
+    assert [done for done, _ in heard] == [0, 400, 1000]
