@@ -117,7 +117,10 @@ class HubSource:
         folder = files(model).cached_folder(model.repo_id)
         if folder is None:
             if not model.offered or not online():  # a larger one is downloaded from the command line, never by a link
-                raise LlmvizError(f"{model.title} is not downloaded. {files(model).how_to_get(model.repo_id)}")
+                raise LlmvizError(
+                    f"{model.title} is not downloaded here: `{files(model).command} {model.repo_id}` fetches it "
+                    f"once ({model.download})."
+                )
             status = start(model).status()
             if status.state in ("failed", "cancelled"):
                 raise LlmvizError(status.message)
@@ -190,8 +193,8 @@ def offer(reason: str, picked: str, pick: Callable[[str | None], None], page: st
         else:
             clicked = False
             column.caption(
-                f"{model.title}: not downloaded, and this server is offline. "
-                f"{literal_markdown(files(model).how_to_get(model.repo_id))}"
+                f"{model.title}: not downloaded, and this server is offline. Online, "
+                f"`{files(model).command} {model.repo_id}` fetches it once ({model.download})."
             )
         if clicked:  # the whole page is drawn again on it (also from inside a section that reruns alone)
             if not files(model).is_cached(model.repo_id):
