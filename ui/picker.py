@@ -401,7 +401,9 @@ def current(mark: bool = True) -> ModelView:
     try:
         return load(key)
     except NotReady as error:  # keep the pick: a run appears once its step 0 exists, a download once it is done
-        if mark:  # said where the page draws the model (not where a link only asks for its address)
+        # said once a page run, by the first section that draws the model (not where a link asks for its address)
+        if mark and state.NOT_READY_SAID.get() != str(error):
+            state.NOT_READY_SAID.set(str(error))
             st.info(f"{error} The shipped GPT is shown until then.")
         return shipped_default()
     except LlmvizError as error:
@@ -527,6 +529,7 @@ def _remember_step(widget_key: str, base: str, last: int) -> None:
 
 def sidebar() -> None:
     """The picker in the shared sidebar (app.py draws it on every page)."""
+    state.NOT_READY_SAID.pop()  # a new page run: a model that is not ready is said again, once
     state.SESSION_ID.set(session_id())  # lets tests find this session's jobs
     listed = [entry for entry in entries()]
     by_key = {entry.key: entry for entry in listed}

@@ -94,6 +94,9 @@ PICKER_VERSION = Slot(
     "_picker_version", int, "bumped when the app changes the pick: the picker is drawn anew", default=int
 )
 PICKER_NOTICE = Slot("_picker_notice", str, "why a pick was refused, shown once by the sidebar's next run")
+NOT_READY_SAID = Slot(
+    "_picker_not_ready_said", str, "the picked model's 'not ready yet' note this page run has shown (said once a run)"
+)
 STEP_WIDGET = Slot("_picker_step_widget", str, "the key of the step slider drawn last (older ones are stale)")
 SHOWN_NEWEST = Slot("_picker_shown_newest", dict, "run key → the newest step the sidebar's slider showed", default=dict)
 STEP_MOVED = Slot("_picker_step_moved", bool, "the step slider was moved: its fragment reruns the page")

@@ -86,9 +86,13 @@ def test_offline_the_picker_lists_both_with_how_to_get_them(empty_cache):
 
 
 def test_picking_smollm2_downloads_it_in_the_background_and_then_shows_it(online):
-    at = run("stages/sampling.py", _picker_selected="hub:smollm2-135m")
+    at = run("stages/inside.py", _picker_selected="hub:smollm2-135m")  # a page whose sections each draw the model
     assert_clean(at)
-    assert any("The shipped GPT is shown until then" in i.value for i in at.info)  # the page does not wait
+    waiting = [i.value for i in at.info if "The shipped GPT is shown until then" in i.value]  # the page does not wait
+    assert waiting == [
+        "SmolLM2 135M is downloading (269 MB, once): the sidebar shows its progress. The shipped GPT is "
+        "shown until then."
+    ]  # said once, not by every section
     wait_for_download(SMOLLM2)
     at.run()
     assert_clean(at)

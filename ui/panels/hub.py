@@ -124,7 +124,9 @@ class HubSource:
             status = start(model).status()
             if status.state in ("failed", "cancelled"):
                 raise LlmvizError(status.message)
-            raise DownloadPending(f"{status.describe(model)} The sidebar shows its progress.")
+            raise DownloadPending(
+                f"{model.title} is downloading ({model.download}, once): the sidebar shows its progress."
+            )
         loaded, tokenizer, meta = _load(str(folder), model.name)
         return ModelView(key(model), label(model), loaded, tokenizer, meta, "gpt")
 
