@@ -30,7 +30,7 @@ def test_the_gpt2_preset_is_gpt2_small_as_published():
 
 def test_the_smollm2_shapes_are_smollm2s():
     """The preset named for SmolLM2-135M's shapes is what llmviz's Llama loader makes of SmolLM2-135M's config.json
-    (written out here from its model card's numbers), and transformers counts the same parameters."""
+    (its config.json's values, written out here), and transformers counts the same parameters."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
