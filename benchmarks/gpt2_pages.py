@@ -53,7 +53,7 @@ def place_random_gpt2(repo_id: str = "gpt2") -> Path:
     gpt2.save_hf_folder(model, repo / "snapshots" / commit)
     (repo / "refs").mkdir(parents=True, exist_ok=True)
     (repo / "refs" / "main").write_text(commit)
-    assert gpt2.is_cached(repo_id)
+    assert gpt2.FILES.is_cached(repo_id)
     return repo / "snapshots" / commit
 
 

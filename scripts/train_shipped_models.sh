@@ -3,11 +3,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=1  # the numbers in data/README.md come from one CPU thread; more threads change the last digits
-# --stride = the context: the shipped models trained on windows side by side (stride 1, a window at every position,
-# became the default later; it trains better models, but not these ones)
-python -m llmviz train --corpus python-docs --model gpt-mini --tokenizer bpe --vocab-size 1024 --context 128 \
-  --stride 128 --batch 16 --steps 1000 --lr 3e-3 --warmup 50 --dropout 0.1 --weight-decay 0.1 --eval-interval 50 --seed 1337 --device cpu --weights-only \
-  --out data/gpt-python-docs
+# the shipped GPT: gpt-mini's shapes with the output head tied to the token embedding, and a 4,096-token BPE, big
+# enough that the manual's common words are one token each; trained on the manual with its paragraphs unwrapped (its
+# hard line breaks every ~70 characters would be learnt as a word boundary like any other: the model would end
+# sentences with a line break). tests/test_shipped.py checks all three. --stride = the context: the shipped models
+# trained on windows side by side (stride 1, a window at every position, became the default later)
+python -c "from llmviz.data.corpus import load, unwrap_paragraphs; import pathlib; \
+pathlib.Path('data/python-manual.txt').write_text(unwrap_paragraphs(load('python-docs')), encoding='utf-8')"
+python -m llmviz train --corpus data/python-manual.txt --model gpt-mini --tokenizer bpe --vocab-size 4096 \
+  --context 128 --stride 128 --arch tie_weights=true --batch 16 --steps 1000 --lr 3e-3 --warmup 50 --dropout 0.2 \
+  --weight-decay 0.1 --eval-interval 50 --seed 1337 --device cpu --weights-only --out data/gpt-python-docs
 for model in bigram-counts bigram-neural mlp wavenet rnn gru transformer; do
   lr=3e-3; [ "$model" = bigram-neural ] && lr=1e-1
   python -m llmviz train --corpus names --model "$model" --tokenizer char --context 16 --stride 16 --batch 32 \

@@ -281,6 +281,10 @@ def heads_section() -> None:
         both(render_heads, "heads", "the head scores")
         with st.expander("The test input"):
             st.code(" | ".join(label(view, t) for t in tokens[:half]) + "\n(then the same again)", language=None)
+    picker.offer_bigger_model(
+        "Compare these heads with those of a pretrained model, trained on billions of words of web text:",
+        page="inside",
+    )
 
 
 # ------------------------------------------------------------------ loss on every token

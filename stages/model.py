@@ -40,7 +40,7 @@ def size_a_gpt() -> None:
         "embedding; llama-style, qwen-style and moe-tiny are small models with the choices of Llama, "
         "Qwen2 and Mixtral; smollm2-135m-shapes has the sizes of SmolLM2-135M.",
     )
-    base = model_anatomy.published_config(preset) if preset in PRESETS else PRESETS["gpt-mini"]
+    base = PRESETS[preset] if preset in PRESETS else PRESETS["gpt-mini"]
     if preset == "custom":
         c1, c2, c3 = st.columns(3)
         vocab_size = c1.number_input("Vocabulary size", 1, 300_000, base.vocab_size, step=256)

@@ -47,7 +47,14 @@ from llmviz.training.snapshots import load_into
 from ui import sections, state, watch
 from ui import streamlit_private as internals
 from ui.labels import fit, run_label
-from ui.sources import SOURCES, Entry, ModelView, Source, register_source  # noqa: F401 - public names of ui.picker
+from ui.sources import (  # noqa: F401 - public names of ui.picker
+    SOURCES,
+    Entry,
+    ModelView,
+    NotReady,
+    Source,
+    register_source,
+)
 from ui.text import literal_markdown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -225,7 +232,7 @@ class MiniLMSource:
         )
 
 
-class RunNotReady(LlmvizError):
+class RunNotReady(NotReady):
     """A run of this session that has no snapshot yet (queued or preparing): it stays picked."""
 
 
@@ -339,9 +346,9 @@ def checkpoint_folder(view: ModelView) -> Path | None:
     return RunsDirSource().paths().get(view.key.split(":", 1)[1].split("@", 1)[0])
 
 
-from ui.panels.gpt2 import GPT2Source  # noqa: E402 - OpenAI's GPT-2 from the Hugging Face Hub (hub:gpt2, issue 17)
+from ui.panels import hub  # noqa: E402 - pretrained models from the Hugging Face Hub (hub:gpt2, hub:smollm2-135m, …)
 
-for _source in (ShippedSource(), MiniLMSource(), GPT2Source(), RunSource(), RunsDirSource()):
+for _source in (ShippedSource(), MiniLMSource(), hub.HubSource(), RunSource(), RunsDirSource()):
     register_source(_source)
 
 
@@ -412,6 +419,23 @@ def select(key: str) -> None:
     state.PICKER_VERSION.set(state.PICKER_VERSION.get() + 1)
 
 
+def _pick(key: str | None) -> None:
+    """Pick ``key`` (None: the shipped GPT); the picker is drawn anew on it."""
+    if key is not None:
+        select(key)
+        return
+    state.PICKED.set(DEFAULT_KEY)
+    state.PICKER_VERSION.set(state.PICKER_VERSION.get() + 1)
+
+
+def offer_bigger_model(reason: str, page: str) -> None:
+    """For a page where a bigger pretrained model shows the lesson better than the picked one: ``reason`` in a note,
+    and one button per offered model (GPT-2 small, SmolLM2-135M) that shows it, or downloads it (with its size; the
+    sidebar shows the progress and can cancel it), or, offline, says how to get it. Nothing when one is picked.
+    ``page`` names the page (it keeps the buttons of two pages apart)."""
+    hub.offer(reason, state.PICKED.get(default=DEFAULT_KEY), _pick, page)
+
+
 def selected_key() -> str:
     """The key :func:`current` will resolve (base key plus ``@step`` for runs)."""
     base = state.PICKED.get(default=DEFAULT_KEY)
@@ -434,8 +458,11 @@ def current(mark: bool = True) -> ModelView:
         key = f"{key}@{state.SHOWN_NEWEST.get()[key]}"
     try:
         return load(key)
-    except RunNotReady as error:  # keep the pick: the run appears as soon as its step 0 exists
-        st.info(f"{error} The shipped GPT is shown until then.")
+    except NotReady as error:  # keep the pick: a run appears once its step 0 exists, a download once it is done
+        # said once a page run, by the first section that draws the model (not where a link asks for its address)
+        if mark and state.NOT_READY_SAID.get() != str(error):
+            state.NOT_READY_SAID.set(str(error))
+            st.info(f"{error} The shipped GPT is shown until then.")
         return shipped_default()
     except LlmvizError as error:
         if key != DEFAULT_KEY:
@@ -560,6 +587,7 @@ def _remember_step(widget_key: str, base: str, last: int) -> None:
 
 def sidebar() -> None:
     """The picker in the shared sidebar (app.py draws it on every page)."""
+    state.NOT_READY_SAID.pop()  # a new page run: a model that is not ready is said again, once
     state.SESSION_ID.set(session_id())  # lets tests find this session's jobs
     listed = [entry for entry in entries()]
     by_key = {entry.key: entry for entry in listed}
@@ -594,6 +622,7 @@ def sidebar() -> None:
         st.caption(literal_markdown(entry.label))  # the whole label (the box shows its start)
     if entry.note:
         st.caption(entry.note)
+    hub.sidebar_progress(chosen, _pick)  # a pretrained model being downloaded: its progress and a Cancel button
     state.MODEL_USED.set(False)  # until a page section asks current()
     if entry.steps:
         job = manager().get(session_id(), chosen.split(":", 1)[1])

@@ -1,7 +1,7 @@
 """What the model picker hands out and where its entries come from: :class:`ModelView`, :class:`Entry`,
 the :class:`Source` protocol and the registry of sources.
 
-Kept apart from :mod:`ui.picker` so that a source defined in its own module (:mod:`ui.panels.gpt2`) can build
+Kept apart from :mod:`ui.picker` so that a source defined in its own module (:mod:`ui.panels.hub`) can build
 entries and views without importing the picker, which imports it to register it.
 """
 
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from llmviz.errors import LlmvizError
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,11 @@ class Entry:
     note: str = ""  # a caption under the picker when chosen, e.g. "download 548 MB once"
     steps: tuple[int, ...] = ()  # for runs: the kept snapshot steps (a step slider is shown)
     available: bool = True  # False: listed with its note, but picking it falls back to the default
+
+
+class NotReady(LlmvizError):
+    """A picked model that is not ready yet (a run still preparing, weights still downloading): it stays picked, and
+    pages show the shipped GPT until it is ready."""
 
 
 class Source(Protocol):

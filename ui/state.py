@@ -94,6 +94,9 @@ PICKER_VERSION = Slot(
     "_picker_version", int, "bumped when the app changes the pick: the picker is drawn anew", default=int
 )
 PICKER_NOTICE = Slot("_picker_notice", str, "why a pick was refused, shown once by the sidebar's next run")
+NOT_READY_SAID = Slot(
+    "_picker_not_ready_said", str, "the picked model's 'not ready yet' note this page run has shown (said once a run)"
+)
 STEP_WIDGET = Slot("_picker_step_widget", str, "the key of the step slider drawn last (older ones are stale)")
 SHOWN_NEWEST = Slot("_picker_shown_newest", dict, "run key → the newest step the sidebar's slider showed", default=dict)
 STEP_MOVED = Slot("_picker_step_moved", bool, "the step slider was moved: its fragment reruns the page")
@@ -216,6 +219,8 @@ WIDGETS: dict[str, str] = {
     "present_mode": "Sidebar: presenter mode",
     "picker_model_": "Sidebar: the model picker (its version: drawn anew when the app changes the pick)",
     "picker_step_": "Sidebar: the picked run's step slider (run, version, snapshots)",
+    "hub_cancel_": "Sidebar: cancel the download of the picked pretrained model (its name)",
+    "hub_offer_": "A page's offer of a bigger pretrained model: show or download it (page, model)",
     "lazy_": "Any page: an expander whose content runs only while it is open (ui.sections.lazy)",
     "quiz_choice_": "Any page: a question's options (page, question)",
     "quiz_reveal_": "Any page: a question's Reveal button (page, question)",

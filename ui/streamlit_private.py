@@ -59,6 +59,8 @@ STREAMLIT_TEST_IDS = (
     "stMarkdownContainer",
     "stPlotlyChart",
     "stDataFrame",
+    "stTabs",
+    "stTabPanel",
 )
 # 3. what the SVG button looks for in Plotly's chart (classes, attributes, the private config field)
 PLOTLY_PRIVATE = (

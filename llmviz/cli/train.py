@@ -260,7 +260,7 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     from llmviz.jobs.manager import train_blocking
     from llmviz.models.gpt import PRESETS
     from llmviz.training.overfitting import overfitting
-    from llmviz.training.trainer import TrainConfig, Trainer, load_initial, resume
+    from llmviz.training.trainer import TokenizerKind, TrainConfig, Trainer, load_initial, resume
 
     say = (lambda message: print(message, file=sys.stderr)) if group.is_main else (lambda message: None)
     text = _load_text(args.corpus)
@@ -269,7 +269,7 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
         trainer = resume(args.resume, text, device, group=group, steps=args.steps, compile=args.compile, **changes)
         say(f"resuming {args.resume} at step {trainer.step} of {trainer.config.steps}")
     else:
-        tokenizer = args.tokenizer or ("bpe" if args.model in PRESETS else "char")
+        tokenizer: TokenizerKind = args.tokenizer or ("bpe" if args.model in PRESETS else "char")
         lr = args.lr if args.lr is not None else (1e-4 if args.init else 3e-3)
         config = TrainConfig(
             model=args.model,
@@ -392,11 +392,12 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
     if args.model:
         from llmviz.hub import gpt2
+        from llmviz.hub.download import HubUnavailable, cache_dir, hub_offline
 
-        if not gpt2.is_cached(args.model) and not Path(args.model).is_dir():
-            if gpt2.hub_offline():
-                raise gpt2.GPT2Unavailable(gpt2.offline_note(args.model))
-            print(f"downloading {args.model} once into {gpt2.cache_dir()} …", file=sys.stderr)
+        if not Path(args.model).is_dir() and not gpt2.FILES.is_cached(args.model):
+            if hub_offline():
+                raise HubUnavailable(gpt2.FILES.offline_note(args.model))
+            print(f"downloading {args.model} once into {cache_dir()} …", file=sys.stderr)
         model, tokenizer, _ = gpt2.load(args.model, allow_download=True)
     else:
         model, tokenizer, _ = load_checkpoint(args.checkpoint)
@@ -419,42 +420,53 @@ def cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
+def _download(files, name: str) -> Path:
+    """Fetch a Hub model into huggingface_hub's cache (once) with a progress bar on stderr; return its folder."""
+    from tqdm import tqdm
+
+    from llmviz.hub.download import HubUnavailable, by_repo_id, cache_dir, hub_offline
+
+    folder = files.cached_folder(name)
+    if folder is not None:
+        print(f"{name} is already in the cache: {folder}")
+        return folder
+    if hub_offline():  # say so before promising a download
+        raise HubUnavailable(files.offline_note(name))
+    hub = by_repo_id(name)
+    print(f"downloading {name}{f' ({hub.download})' if hub else ''} into {cache_dir()} …", file=sys.stderr)
+    with tqdm(unit="B", unit_scale=True, file=sys.stderr) as bar:
+
+        def show(done: int, total: int) -> None:
+            bar.total = total or None
+            bar.update(done - bar.n)
+
+        folder = files.download(name, on_bytes=show)
+    print(f"saved {folder}")
+    return folder
+
+
 def cmd_gpt2_download(args: argparse.Namespace) -> int:
     from llmviz.hub import gpt2
 
-    if gpt2.is_cached(args.name):
-        print(f"{args.name} is already in the cache: {gpt2.cached_folder(args.name)}")
-        return 0
-    if gpt2.hub_offline():  # say so before promising a download
-        raise gpt2.GPT2Unavailable(gpt2.offline_note(args.name))
-    hub = gpt2.HUB_MODELS.get(args.name)
-    print(f"downloading {args.name}{f' ({hub.download})' if hub else ''} into {gpt2.cache_dir()} …", file=sys.stderr)
-    folder = gpt2.download(args.name)
-    gpt2.gpt_from_folder(folder)  # check that it loads
-    print(f"saved {folder}")
+    gpt2.gpt_from_folder(_download(gpt2.FILES, args.name))  # check that it loads
     return 0
 
 
 def cmd_hf_download(args: argparse.Namespace) -> int:
-    from llmviz.hub import llama as hf_models
+    from llmviz.hub import llama
 
-    folder = hf_models.cached_folder(args.name)
-    if folder is not None:
-        print(f"{args.name} is already in the cache: {folder}")
-        return 0
-    print(f"downloading {args.name} into {hf_models.cache_dir()} …", file=sys.stderr)
-    folder = hf_models.download(args.name)
-    hf_models.load(folder)  # check that it loads
-    print(f"saved {folder}")
+    llama.load(_download(llama.FILES, args.name))  # check that it loads
     return 0
 
 
 def cmd_gpt2_status(args: argparse.Namespace) -> int:
     from llmviz.hub import gpt2
+    from llmviz.hub.download import MODELS, hub_offline
 
-    for name, hub in gpt2.HUB_MODELS.items():
-        state = "cached" if gpt2.is_cached(name) else f"not downloaded ({hub.download})"
-        print(f"{name:12} {hub.title:22} {state}")
-    if gpt2.hub_offline():
+    for hub in MODELS.values():
+        if hub.family == "gpt2":
+            state = "cached" if gpt2.FILES.is_cached(hub.repo_id) else f"not downloaded ({hub.download})"
+            print(f"{hub.repo_id:12} {hub.title:22} {state}")
+    if hub_offline():
         print("HF_HUB_OFFLINE is set: nothing will be downloaded.")
     return 0

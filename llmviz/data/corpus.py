@@ -14,6 +14,7 @@ import http.client
 import importlib.util
 import io
 import os
+import re
 import socket
 import tempfile
 import time
@@ -538,6 +539,51 @@ def check_upload_size(filename: str, size: int, *, max_bytes: int = MAX_UPLOAD_B
         raise UploadError(
             f"{label} is {size / 2**20:.1f} MB; the limit is {max_bytes / 2**20:.0f} MB. Upload a smaller excerpt."
         )
+
+
+_UNDERLINE = re.compile(r"([*=\-~^+#])\1{2,}")  # a heading's underline: ****, ====, ----
+_BULLET = re.compile(r"(\* |- |\d+\. )")
+WRAPPED_LINE = 50  # a paragraph whose lines (but its last) are all this long was wrapped; code rarely is
+
+
+def _prose_lines(block: list[str]) -> bool:
+    """Whether a block of lines is one wrapped paragraph: all its lines at one indentation (a bullet's continuation
+    lines at the bullet's text), none a heading's underline, an example (>>>) or a grammar rule (::=), and every line
+    but the last long."""
+    indent = len(block[0]) - len(block[0].lstrip(" "))
+    marker = _BULLET.match(block[0][indent:])
+    rest = indent + (len(marker.group(0)) if marker else 0)
+    for line in block[1:]:
+        if len(line) - len(line.lstrip(" ")) != rest:
+            return False
+    if any(_UNDERLINE.fullmatch(line.strip()) or ">>>" in line or "::=" in line for line in block):
+        return False
+    return all(len(line) >= WRAPPED_LINE for line in block[:-1])
+
+
+def unwrap_paragraphs(text: str) -> str:
+    r"""``text`` with the line breaks inside each wrapped paragraph made spaces: a manual wraps its lines at about
+    70 characters, which a model trained on it learns as a word boundary like any other. Code, examples, grammar
+    rules, headings, short lines and blank lines keep their line breaks (and a paragraph its first line's indent).
+
+    >>> unwrap_paragraphs("A paragraph that an editor wrapped at seventy chars,\nas manuals are.\n\n   x = 1\n   y = 2")
+    'A paragraph that an editor wrapped at seventy chars, as manuals are.\n\n   x = 1\n   y = 2'
+    """
+    out: list[str] = []
+    block: list[str] = []
+    for line in [*text.split("\n"), None]:
+        if line is not None and line.strip():
+            block.append(line)
+            continue
+        if block:
+            if len(block) > 1 and _prose_lines(block):
+                out.append(" ".join([block[0], *(later.strip() for later in block[1:])]))
+            else:
+                out.append("\n".join(block))
+            block = []
+        if line is not None:
+            out.append(line)
+    return "\n".join(out)
 
 
 def validate_upload(filename: str, data: bytes, *, max_bytes: int = MAX_UPLOAD_BYTES) -> str:

@@ -15,11 +15,14 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Literal
 
 import torch
 
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import GPT
+
+Policy = Literal["static", "continuous"]  # how a batch's slots are refilled (serve)
 
 
 def kv_bytes_per_token(model: GPT, bytes_per_value: int | None = None) -> int:
@@ -205,7 +208,7 @@ def _advance(model: GPT, request: Request, device) -> None:
 
 
 def serve(
-    model: GPT, prompts: dict[str, list[int]], new_tokens: dict[str, int], slots: int, policy: str = "continuous"
+    model: GPT, prompts: dict[str, list[int]], new_tokens: dict[str, int], slots: int, policy: Policy = "continuous"
 ) -> ServeResult:
     """Generate greedily for every request with ``slots`` slots, under a ``static`` or ``continuous`` policy.
 

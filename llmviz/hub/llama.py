@@ -21,9 +21,9 @@ Every tensor is an ``nn.Linear`` weight on both sides (out, in): no transposes. 
 dimension i with i + head_dim/2 in both. A checkpoint with anything llmviz's GPT does not
 compute (scaled RoPE, a sliding window, another activation) is refused with the reason.
 
-Weights come from a local folder (``save_pretrained``'s output) or a Hub id such as
-``HuggingFaceTB/SmolLM2-135M``, fetched once with ``huggingface_hub`` into its cache and read
-offline afterwards, exactly as :mod:`llmviz.hub.gpt2` does for GPT-2.
+Weights come from a local folder (``save_pretrained``'s output) or a Hub id such as ``HuggingFaceTB/SmolLM2-135M``,
+fetched once by :mod:`llmviz.hub.download` (shared with GPT-2: only :data:`FILES` says what a checkpoint of the family
+consists of, here with its own ``tokenizer.json``) and read offline afterwards by :mod:`llmviz.hub.folder`.
 """
 
 from __future__ import annotations
@@ -35,40 +35,21 @@ from pathlib import Path
 
 import torch
 
-from llmviz.errors import CheckpointError, ConfigError, LlmvizError
-from llmviz.hub.gpt2 import (
-    CONFIG_FILE,
-    SAFETENSORS_FILE,
-    SAFETENSORS_INDEX,
-    cache_dir,
-    gpt_with_weights,
-    hub_offline,
-    hub_reachable,
-    read_hf_weights,
-)
+from llmviz.errors import CheckpointError, ConfigError
+from llmviz.hub.download import SAFETENSORS_FILE, SAFETENSORS_INDEX, TOKENIZER_FILE, HubFiles, by_repo_id
+from llmviz.hub.folder import gpt_with_weights, read_config, read_hf_weights
 from llmviz.models.gpt import GPT, GPTConfig
 from llmviz.tokenizers.base import Tokenizer
 
 DEFAULT_MODEL = "HuggingFaceTB/SmolLM2-135M"
-TOKENIZER_FILE = "tokenizer.json"
 MODEL_TYPES = ("llama", "mistral", "qwen2", "mixtral")
-HUB_MODELS = {
-    "HuggingFaceTB/SmolLM2-135M": ("SmolLM2 135M", "269 MB"),
-    "HuggingFaceTB/SmolLM2-360M": ("SmolLM2 360M", "724 MB"),
-    "Qwen/Qwen2.5-0.5B": ("Qwen2.5 0.5B", "988 MB"),
-}
-
-
-class HubModelUnavailable(LlmvizError):
-    """The model's files are neither on disk nor downloadable now (offline, or the Hub cannot be reached)."""
-
-
-def how_to_get(repo_id: str = DEFAULT_MODEL) -> str:
-    size = f" ({HUB_MODELS[repo_id][1]})" if repo_id in HUB_MODELS else ""
-    return (
-        f"To get it, connect to the internet once and run `python -m llmviz hf download {repo_id}`{size}: "
-        f"huggingface_hub keeps it in its cache ({cache_dir()}), and from then on it loads offline."
-    )
+#: A Llama-family checkpoint: config.json, its own tokenizer.json and safetensors weights (one file or shards)
+FILES = HubFiles(
+    needs=(TOKENIZER_FILE,),
+    weights=(SAFETENSORS_FILE, SAFETENSORS_INDEX),
+    command="python -m llmviz hf download",
+    example=DEFAULT_MODEL,
+)
 
 
 # ---------------------------------------------------------------------------- config
@@ -258,15 +239,6 @@ def hf_state_to_llmviz(hf_state: dict[str, torch.Tensor], config: GPTConfig) -> 
     return state
 
 
-def read_config(folder: Path) -> dict:
-    if not (folder / CONFIG_FILE).exists():
-        raise CheckpointError(f"{folder} is not a Hugging Face checkpoint (no {CONFIG_FILE}).")
-    try:
-        return json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
-    except ValueError as error:
-        raise CheckpointError(f"{CONFIG_FILE} in {folder} is damaged: {error}") from None
-
-
 def load_hf_causal_lm(folder: str | Path, device: str = "cpu") -> GPT:
     """llmviz's GPT with the weights of a Hugging Face Llama/Mistral/Qwen2/Mixtral folder, in eval mode."""
     folder = Path(folder)
@@ -321,92 +293,10 @@ class HubTokenizer(Tokenizer):
         return token.replace("▁", " ").encode("utf-8")
 
 
-# ---------------------------------------------------------------------------- the Hub cache
-
-
-def _check_repo_id(repo_id: str) -> None:
-    from huggingface_hub.utils import HFValidationError, validate_repo_id
-
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError:
-        raise HubModelUnavailable(
-            f"{repo_id!r} is neither a folder on this computer nor a Hugging Face Hub id (such as {DEFAULT_MODEL})."
-        ) from None
-
-
-def cached_folder(repo_id: str = DEFAULT_MODEL) -> Path | None:
-    """The cache's snapshot folder with ``config.json``, ``tokenizer.json`` and the weights of ``repo_id``,
-    or None. Only the cache is read: no network."""
-    from huggingface_hub import try_to_load_from_cache
-
-    _check_repo_id(repo_id)
-    found = [try_to_load_from_cache(repo_id, name) for name in (CONFIG_FILE, TOKENIZER_FILE)]
-    config_path, tokenizer_path = found
-    if not isinstance(config_path, str) or not isinstance(tokenizer_path, str):
-        return None
-    folder = Path(config_path).parent
-    single = try_to_load_from_cache(repo_id, SAFETENSORS_FILE)
-    if isinstance(single, str):
-        return folder
-    index = try_to_load_from_cache(repo_id, SAFETENSORS_INDEX)
-    if isinstance(index, str):
-        shards = set(json.loads(Path(index).read_text(encoding="utf-8"))["weight_map"].values())
-        if all((folder / shard).exists() for shard in shards):
-            return folder
-    return None
-
-
-def download(repo_id: str = DEFAULT_MODEL) -> Path:
-    """Fetch ``config.json``, ``tokenizer.json`` and the safetensors weights of ``repo_id`` into the cache
-    (once; huggingface_hub resumes and verifies), return the folder."""
-    from huggingface_hub import snapshot_download
-    from huggingface_hub.errors import HfHubHTTPError, OfflineModeIsEnabled
-
-    folder = cached_folder(repo_id)
-    if folder is not None:
-        return folder
-    if hub_offline():
-        raise HubModelUnavailable(f"{repo_id} is not in the cache and HF_HUB_OFFLINE is set. {how_to_get(repo_id)}")
-    if not hub_reachable():
-        raise HubModelUnavailable(
-            f"{repo_id} is not in the cache and the Hugging Face Hub cannot be reached from "
-            f"here (offline?). {how_to_get(repo_id)}"
-        )
-    try:
-        snapshot_download(repo_id, allow_patterns=[CONFIG_FILE, TOKENIZER_FILE, "*.safetensors", SAFETENSORS_INDEX])
-    except OfflineModeIsEnabled:
-        raise HubModelUnavailable(
-            f"{repo_id} is not in the cache and HF_HUB_OFFLINE is set. {how_to_get(repo_id)}"
-        ) from None
-    except (HfHubHTTPError, OSError, ValueError) as error:
-        raise HubModelUnavailable(
-            f"Could not download {repo_id} from the Hugging Face Hub ({type(error).__name__}: "
-            f"{error}). {how_to_get(repo_id)}"
-        ) from None
-    folder = cached_folder(repo_id)
-    if folder is None:
-        raise HubModelUnavailable(f"{repo_id} on the Hub lacks {CONFIG_FILE}, {TOKENIZER_FILE} or safetensors weights.")
-    return folder
-
-
-def resolve(source: str | Path = DEFAULT_MODEL, allow_download: bool = False) -> Path:
-    """The folder to load: ``source`` itself when it is a local folder, else the Hub cache's copy."""
-    path = Path(source)
-    if path.is_dir():
-        return path
-    folder = cached_folder(str(source))
-    if folder is not None:
-        return folder
-    if not allow_download:
-        raise HubModelUnavailable(f"{source} is not downloaded yet. {how_to_get(str(source))}")
-    return download(str(source))
-
-
 def load(source: str | Path = DEFAULT_MODEL, device: str = "cpu", allow_download: bool = False):
     """``(model, tokenizer, meta)`` for a Llama-family checkpoint: a Hub id (from the cache, or downloaded
     when ``allow_download``) or a local folder with ``tokenizer.json``. The model is in eval mode."""
-    folder = resolve(source, allow_download)
+    folder = FILES.resolve(source, allow_download)
     model = load_hf_causal_lm(folder, device)
     if not (folder / TOKENIZER_FILE).exists():
         raise CheckpointError(f"{folder} has no {TOKENIZER_FILE}: llmviz cannot tokenize text for it.")
@@ -416,11 +306,11 @@ def load(source: str | Path = DEFAULT_MODEL, device: str = "cpu", allow_download
             f"{source}'s tokenizer has {tokenizer.vocab_size:,} tokens but the model only "
             f"{model.config.vocab_size:,} rows of embeddings."
         )
-    title = HUB_MODELS.get(str(source), (str(source),))[0]
+    hub = by_repo_id(str(source))
     meta = {
         "source": str(source),
         "folder": str(folder),
-        "title": title,
+        "title": hub.title if hub else str(source),
         "family": read_config(folder)["model_type"],
         "config": model.config.to_dict(),
         "parameters": model.num_parameters(),

@@ -1,68 +1,21 @@
-"""Numbers the Model page shows, computed from configs, modules and recorded caches."""
+"""Numbers the Model page shows, computed from configs, modules and recorded caches.
+
+Every preset is sized as it is named: ``gpt2-124m`` is GPT-2 small as published, so its parameter table is GPT-2's.
+
+>>> sum(parameter_table(PRESETS["gpt2-124m"]).values())  # as transformers' GPT2LMHeadModel counts GPT-2 small
+124439808
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Literal
 
 import torch
-import torch.nn.functional as F
 
 from llmviz.models.gpt import PRESETS, GPTConfig, count_parameters_without_building
-from llmviz.models.layers import gelu_tanh
 
-BYTES_PER_PARAMETER = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 1}
-
-
-@dataclass(frozen=True)
-class ArchitectureStep:
-    """One step of the forward pass: its name, the tensor shape it produces, and a line about it."""
-
-    name: str
-    shape: tuple[str, ...]
-    detail: str
-
-
-def architecture(config: GPTConfig, batch: str = "B", tokens: str = "T") -> list[ArchitectureStep]:
-    """The forward pass as a list of steps with symbolic and numeric tensor shapes."""
-    d, v, h, hd = config.d_model, config.vocab_size, config.n_heads, config.head_dim
-    block = (
-        "LayerNorm → attention → + shortcut → LayerNorm → MLP → + shortcut"
-        if config.mlp
-        else "LayerNorm → attention → + shortcut (attention only: no MLP)"
-    )
-    steps = [
-        ArchitectureStep("token ids", (batch, tokens), f"integers in [0, {v})"),
-        ArchitectureStep("token embedding", (batch, tokens, str(d)), f"rows of a {v:,} × {d} table"),
-        ArchitectureStep(
-            "+ position embedding", (batch, tokens, str(d)), f"rows of a {config.context_length:,} × {d} table"
-        ),
-        ArchitectureStep(f"{config.n_layers} × transformer block", (batch, tokens, str(d)), block),
-        ArchitectureStep("   ↳ Q, K, V per head", (batch, str(h), tokens, str(hd)), f"{h} heads × {hd} dims"),
-        ArchitectureStep(
-            "   ↳ attention pattern", (batch, str(h), tokens, tokens), "softmax(QKᵀ/√d_head) with a causal mask"
-        ),
-        ArchitectureStep("   ↳ MLP hidden", (batch, tokens, str(4 * d)), "Linear → GELU, 4 × wider"),
-        ArchitectureStep("final LayerNorm", (batch, tokens, str(d)), ""),
-        ArchitectureStep("output head → logits", (batch, tokens, str(v)), "a score for every token of the vocabulary"),
-    ]
-    return steps if config.mlp else [step for step in steps if "MLP" not in step.name]
-
-
-#: Presets that size a published model, with that model's own settings: GPT-2 small has a bias in W_Q, W_K, W_V and
-#: ties its output head to the token embedding (124,439,808 parameters, as OpenAI's checkpoint and transformers'
-#: GPT2LMHeadModel count them).
-AS_PUBLISHED = {"gpt2-124m": {"qkv_bias": True, "tie_weights": True}}
-
-
-def published_config(preset: str) -> GPTConfig:
-    """A preset as the Model page opens it: a published model's preset with that model's own bias and tying.
-
-    >>> sum(parameter_table(published_config("gpt2-124m")).values())  # GPT-2 small
-    124439808
-    >>> published_config("gpt-mini") == PRESETS["gpt-mini"]
-    True
-    """
-    return PRESETS[preset].replace(**AS_PUBLISHED.get(preset, {}))
+Dtype = Literal["fp32", "bf16", "fp16", "int8"]
+BYTES_PER_PARAMETER: dict[Dtype, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 1}
 
 
 def parameter_table(config: GPTConfig) -> dict[str, int]:
@@ -70,11 +23,11 @@ def parameter_table(config: GPTConfig) -> dict[str, int]:
     return count_parameters_without_building(config)
 
 
-def memory_bytes(num_parameters: int, dtype: str) -> int:
+def memory_bytes(num_parameters: int, dtype: Dtype) -> int:
     """Bytes to hold the weights alone (no gradients, optimizer state or activations).
 
-    >>> memory_bytes(124_412_160, "fp32")  # 4 bytes each
-    497648640
+    >>> memory_bytes(124_439_808, "fp32")  # GPT-2 small, 4 bytes each
+    497759232
     """
     return num_parameters * BYTES_PER_PARAMETER[dtype]
 
@@ -102,11 +55,6 @@ def layernorm_before_after(cache: dict[str, torch.Tensor], layer: int) -> dict[s
     }
 
 
-def activation_curves(low: float = -4.0, high: float = 4.0, points: int = 401) -> dict[str, torch.Tensor]:
-    x = torch.linspace(low, high, points)
-    return {"x": x, "GELU (tanh approximation)": gelu_tanh(x), "GELU (exact, erf)": F.gelu(x), "ReLU": F.relu(x)}
-
-
 def positive_fraction(activations: torch.Tensor) -> float:
     """The share of activations above zero (how many MLP neurons 'fire').
 
@@ -114,3 +62,29 @@ def positive_fraction(activations: torch.Tensor) -> float:
     0.5
     """
     return float((activations > 0).float().mean())
+
+
+def preset_table() -> str:
+    """The presets as a Markdown table (``docs/models.md`` holds it; a test keeps the two the same): sizes, switches
+    and the parameter count computed from the modules (a tied matrix counted once).
+
+    >>> preset_table().splitlines()[2].split(" | ")[:2]
+    ['| `gpt2-124m`', '768']
+    """
+    rows = [
+        "| preset | d_model | layers | heads (key/value) | vocabulary | context | positions | norm | MLP | head | "
+        "parameters |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- | ---: |",
+    ]
+    for name, config in PRESETS.items():
+        mlp = "none (attention only)" if not config.mlp else f"{config.mlp_kind} {config.mlp_width}"
+        if config.n_experts:
+            mlp += f" × {config.n_experts} experts (top {config.experts_top_k})"
+        heads = f"{config.n_heads}" + (f" ({config.kv_heads})" if config.kv_heads != config.n_heads else "")
+        parameters = sum(parameter_table(config).values())
+        rows.append(
+            f"| `{name}` | {config.d_model} | {config.n_layers} | {heads} | {config.vocab_size:,} | "
+            f"{config.context_length:,} | {config.positions} | {config.norm} | {mlp} | "
+            f"{'tied' if config.tie_weights else 'untied'} | {parameters:,} |"
+        )
+    return "\n".join(rows)

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from llmviz.errors import ConfigError
-from llmviz.models.gpt import PRESETS, SWITCHES, GPTConfig, count_parameters_without_building
+from llmviz.models.gpt import PRESETS, SWITCHES, GPTConfig, PresetName, count_parameters_without_building
 from llmviz.models.layers import apply_rope, gelu_tanh, rope_cos_sin, rope_frequencies, silu
 
 # ---------------------------------------------------------------------------- the forward pass, by switches
@@ -356,7 +356,7 @@ class LabStep:
     kv_cache_bytes_per_token: int  # bf16
 
 
-def gpt2_to_llama_lab(model: str = "gpt-micro", kv_heads: int = 2) -> list[LabStep]:
+def gpt2_to_llama_lab(model: PresetName = "gpt-micro", kv_heads: int = 2) -> list[LabStep]:
     """The steps of :func:`gpt2_to_llama` at the size of the preset ``model``, small enough to train in a minute on
     the student's text: each step's switches for a lab run, so that the runs differ only where the table does.
 

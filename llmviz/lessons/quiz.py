@@ -21,12 +21,15 @@ import random
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
 from llmviz.errors import LlmvizError
 from llmviz.generation.sampling import next_token_distribution
+
+if TYPE_CHECKING:  # the trainer is imported where a run is made
+    from llmviz.training.trainer import ModelName, Optimizer
 
 __all__ = [
     "Question",
@@ -490,7 +493,7 @@ def final_loss_after(make_trainer: Callable[[float], Any], steps: int) -> Callab
     return final_loss
 
 
-def short_run_trainer(text: str, model: str, optimizer: str, lr: float, seed: int, steps: int):
+def short_run_trainer(text: str, model: ModelName, optimizer: Optimizer, lr: float, seed: int, steps: int):
     """The fresh run the learning-rate question trains: character tokens, batch 8, 16 characters of context."""
     from llmviz.training.trainer import TrainConfig, Trainer, prepare_data
 
@@ -511,7 +514,9 @@ def short_run_trainer(text: str, model: str, optimizer: str, lr: float, seed: in
     return Trainer(config, prepare_data(text[:100_000], config))
 
 
-def learning_rate_pair(should_stop, text: str, model: str, optimizer: str, lr: float, seed: int, steps: int):
+def learning_rate_pair(
+    should_stop, text: str, model: ModelName, optimizer: Optimizer, lr: float, seed: int, steps: int
+):
     """The learning-rate question's two short runs (``lr`` and ``10 × lr``) as a job's task loop: yields
     ``(step, loss)`` over both runs (``2 × steps`` in all) and returns ``(loss at lr, loss at 10 lr)``, each the
     mean of the last five steps (``inf`` when the run diverged), as :func:`final_loss_after` computes them.

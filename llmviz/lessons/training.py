@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
-from llmviz.models.gpt import PRESETS, GPTConfig
+from llmviz.models.gpt import PRESETS, GPTConfig, PresetName
 from llmviz.training.trainer import OPTIMIZER_TITLES
 
 #: The GPT presets a student trains on the Training page, with the name each goes by.
@@ -64,7 +65,7 @@ def preset_label(name: str) -> str:
     >>> preset_label("moe-tiny")
     'Mixture of experts (2 layers, d 64, 4 experts, top-2)'
     """
-    config = PRESETS[name]
+    config = PRESETS[cast(PresetName, name)]
     size = f"{config.n_layers} layers, d {config.d_model}"
     choices = _choices(config)
     if name != "llama-style" and choices[: len(LLAMA)] == LLAMA and len(choices) > len(LLAMA):

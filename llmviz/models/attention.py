@@ -22,10 +22,13 @@ tensor([[0.7311, 0.2689],
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import torch
 
 from llmviz.errors import ConfigError
+
+MaskKind = Literal["none", "causal"]  # a mask named by its kind (build_mask)
 
 # the order in which the stages happen; attention_steps returns them in this order
 STAGES = [
@@ -70,7 +73,7 @@ MASK_KINDS = ("none", "causal")
 
 
 def build_mask(
-    mask: str, batch: int, num_queries: int, num_keys: int, *, padding_mask=None, allowed=None, device=None
+    mask: MaskKind, batch: int, num_queries: int, num_keys: int, *, padding_mask=None, allowed=None, device=None
 ) -> torch.Tensor | None:
     """The allowed-positions mask, broadcastable to ``(batch, heads, T_q, T_k)``; None = all allowed.
 
@@ -160,7 +163,7 @@ def attention_steps(
     w_k: torch.Tensor,
     w_v: torch.Tensor,
     num_heads: int = 1,
-    mask: str = "none",
+    mask: MaskKind = "none",
     w_o: torch.Tensor | None = None,
     kv: torch.Tensor | None = None,
     *,

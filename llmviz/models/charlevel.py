@@ -17,6 +17,8 @@ in the names corpus, makemore's '.').
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -253,7 +255,8 @@ class CharTransformer(GPT):
         self.vocab_size = vocab_size
 
 
-CHAR_MODELS: dict[str, type[nn.Module]] = {
+CharModelName = Literal["bigram-counts", "bigram-neural", "mlp", "wavenet", "rnn", "gru", "transformer"]
+CHAR_MODELS: dict[CharModelName, type[nn.Module]] = {
     "bigram-counts": BigramCounts,
     "bigram-neural": NeuralBigram,
     "mlp": MLP,

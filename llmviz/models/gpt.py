@@ -4,20 +4,28 @@ switches on :class:`GPTConfig`, the open models that came after GPT-2 (Llama, Qw
     idx (B, T) ─ token embedding (+ position embedding) ─► n_layers × Block ─► norm ─► lm_head ─► logits (B, T, V)
     Block:  x = x + attn(norm1(x));  x = x + mlp(norm2(x))          (pre-norm residual stream)
 
-    switch            GPT-2 (the default)          Llama / Qwen / SmolLM2 / Mixtral
-    positions         "learned" (a table, added)   "rope": queries and keys rotated inside attention
-    norm              "layernorm"                  "rmsnorm" (no mean, no shift)
-    mlp_kind          "gelu": W2·GELU(W1·x)        "swiglu": W2·(SiLU(W_gate·x) ⊙ W1·x)
-    n_kv_heads        = n_heads (multi-head)       fewer (grouped-query), 1 (multi-query)
-    n_experts         0 (one dense MLP)            Mixtral: 8 MLPs, a router picks experts_top_k per token
-    bias / qkv_bias   True / True                  False / False (Qwen: qkv_bias=True)
-    tie_weights       True (lm_head = tok_emb)     per model
+    switch          field default              GPT-2 (preset gpt2-124m)    Llama / Qwen2 / SmolLM2 / Mixtral
+    positions       "learned"                  "learned" (a table, added)  "rope": queries and keys rotated
+    norm            "layernorm"                "layernorm"                 "rmsnorm" (no mean, no shift)
+    mlp_kind        "gelu"                     "gelu": W2·GELU(W1·x)       "swiglu": W2·(SiLU(W_gate·x) ⊙ W1·x)
+    d_mlp           None (4 × d_model)         4 × d_model                 per model (Llama: about 8/3 × d_model)
+    n_kv_heads      None (= n_heads)           = n_heads (multi-head)      fewer (grouped-query), 1 (multi-query)
+    n_experts       0 (one dense MLP)          0                           Mixtral: 8 MLPs, experts_top_k = 2
+    bias            True                       True                        False
+    qkv_bias        False                      True                        False (Qwen2: True)
+    tie_weights     False                      True (lm_head = tok_emb)    per model (SmolLM2: True)
+
+The field defaults are GPT-2's choices except two: no bias in W_Q, W_K, W_V and an output head of its own (the GPT of
+earlier llmviz versions, whose checkpoints name only the fields they change). The ``gpt2-124m`` preset is GPT-2 small
+as OpenAI published it: 124,439,808 parameters, as ``transformers.GPT2LMHeadModel(GPT2Config())`` counts them (tests
+check the two against each other). The string switches are ``Literal`` types, so the type checker catches a typo in
+code, and :class:`GPTConfig` still checks them when it is built, so a config read from JSON or a link gets a readable
+error.
 
 ``forward(idx, targets=None, cache=None)`` returns ``(logits, loss)``; pass a dict as
 ``cache`` (or call ``run_with_cache``) to record every intermediate under the names listed
 in :func:`cache_names`. Attention takes PyTorch's fused ``scaled_dot_product_attention``
 when nothing is recorded and the explicit softmax(q·kᵀ/√d)·v written out below when it is.
-The default ``GPTConfig`` is the GPT of earlier llmviz versions, parameter for parameter.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import asdict, dataclass, replace
+from typing import Literal, get_args
 
 import torch
 import torch.nn as nn
@@ -45,9 +54,12 @@ from llmviz.models.layers import (
     sinusoidal_positions,
 )
 
-POSITIONS = ("learned", "sinusoidal", "rope", "none")
-NORMS = ("layernorm", "rmsnorm")
-MLP_KINDS = ("gelu", "swiglu")
+Positions = Literal["learned", "sinusoidal", "rope", "none"]
+Norm = Literal["layernorm", "rmsnorm"]
+MlpKind = Literal["gelu", "swiglu"]
+POSITIONS: tuple[Positions, ...] = get_args(Positions)
+NORMS: tuple[Norm, ...] = get_args(Norm)
+MLP_KINDS: tuple[MlpKind, ...] = get_args(MlpKind)
 SWITCHES = (
     "positions",
     "rope_theta",
@@ -136,11 +148,11 @@ class GPTConfig:
     qkv_bias: bool = False  # biases in W_Q, W_K, W_V
     tie_weights: bool = False  # lm_head.weight is tok_emb.weight
     mlp: bool = True  # False: an attention-only transformer (blocks without norm 2 and MLP)
-    positions: str = "learned"  # "learned", "sinusoidal", "rope" or "none"
+    positions: Positions = "learned"  # "learned", "sinusoidal", "rope" or "none"
     rope_theta: float = 10000.0  # RoPE's base θ: pair i turns by θ^(−2i/head_dim) radians per position
-    norm: str = "layernorm"  # "layernorm" or "rmsnorm"
+    norm: Norm = "layernorm"  # "layernorm" or "rmsnorm"
     norm_eps: float = 1e-5
-    mlp_kind: str = "gelu"  # "gelu" or "swiglu"
+    mlp_kind: MlpKind = "gelu"  # "gelu" or "swiglu"
     d_mlp: int | None = None  # the MLP's hidden width; None = 4 × d_model
     n_kv_heads: int | None = None  # key/value heads; None = n_heads (multi-head), 1 = multi-query
     n_experts: int = 0  # 0: one dense MLP per block; n ≥ 2: a mixture of n expert MLPs
@@ -247,10 +259,31 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0 and d <= 64]
 
 
-PRESETS: dict[str, GPTConfig] = {
-    # GPT-2 small's shapes, no bias in W_Q, W_K, W_V, untied: 163,009,536 parameters (124,412,160 tied; GPT-2 itself,
-    # with the bias and tied, has 124,439,808: llmviz.lessons.anatomy.published_config)
-    "gpt2-124m": GPTConfig(vocab_size=50257, context_length=1024, d_model=768, n_heads=12, n_layers=12, dropout=0.1),
+PresetName = Literal[
+    "gpt2-124m",
+    "gpt-mini",
+    "gpt-micro",
+    "gpt-nano",
+    "attn-only-2l",
+    "llama-style",
+    "smollm2-135m-shapes",
+    "qwen-style",
+    "moe-tiny",
+]
+
+PRESETS: dict[PresetName, GPTConfig] = {
+    # GPT-2 small as OpenAI published it (Radford et al., 2019; its config.json): a bias in W_Q, W_K, W_V and the
+    # output head tied to the token embedding, 124,439,808 parameters
+    "gpt2-124m": GPTConfig(
+        vocab_size=50257,
+        context_length=1024,
+        d_model=768,
+        n_heads=12,
+        n_layers=12,
+        dropout=0.1,
+        qkv_bias=True,
+        tie_weights=True,
+    ),
     "gpt-mini": GPTConfig(vocab_size=1024, context_length=128, d_model=128, n_heads=4, n_layers=4, dropout=0.0),
     "gpt-micro": GPTConfig(vocab_size=512, context_length=64, d_model=64, n_heads=4, n_layers=2, dropout=0.0),
     "gpt-nano": GPTConfig(vocab_size=256, context_length=32, d_model=32, n_heads=2, n_layers=2, dropout=0.0),

@@ -20,15 +20,24 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import InitVar, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast, get_args
 
 import torch
 import torch.nn as nn
 
 from llmviz.device import default_generator, isolated_rng, machine_memory_bytes, playing, seed_problem
 from llmviz.errors import CheckpointError, ConfigError, TrainingDiverged
-from llmviz.models.charlevel import CHAR_MODELS, build_char_model
-from llmviz.models.gpt import GPT, PRESETS, SIZE_LIMITS, SWITCHES, GPTConfig, estimate_parameters, size_problem
+from llmviz.models.charlevel import CHAR_MODELS, CharModelName, build_char_model
+from llmviz.models.gpt import (
+    GPT,
+    PRESETS,
+    SIZE_LIMITS,
+    SWITCHES,
+    GPTConfig,
+    PresetName,
+    estimate_parameters,
+    size_problem,
+)
 from llmviz.models.layers import set_dropout_generator
 from llmviz.tokenizers.base import Tokenizer
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
@@ -43,7 +52,11 @@ from llmviz.training.checkpoint import (
 )
 from llmviz.training.distributed import ProcessGroup, accumulation_steps, micro_batches
 
-OPTIMIZERS = ["sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"]
+Optimizer = Literal["sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"]
+OPTIMIZERS: list[Optimizer] = list(get_args(Optimizer))
+ModelName = PresetName | CharModelName  # a GPT preset or a character-level model
+TokenizerKind = Literal["char", "bpe"]
+Schedule = Literal["cosine", "constant"]
 OPTIMIZER_TITLES = {
     "sgd": "SGD",
     "momentum": "SGD with momentum",
@@ -95,8 +108,8 @@ class TrainConfig:
     frozen and validated on creation: a bad value raises :class:`~llmviz.errors.ConfigError` saying what to change.
     Stored in every checkpoint, so a run can be resumed or reproduced from it."""
 
-    model: str = "gpt-micro"  # a GPT preset (llmviz.models.gpt.PRESETS) or a char-level model name
-    tokenizer: str = "bpe"  # "char" or "bpe"
+    model: ModelName = "gpt-micro"  # a GPT preset (llmviz.models.gpt.PRESETS) or a char-level model name
+    tokenizer: TokenizerKind = "bpe"  # "char" or "bpe"
     bpe_vocab_size: int = 512
     context_length: int = 64
     # positions a GPT preset can read (its context_length); None = context_length. Longer: the positions past
@@ -110,14 +123,14 @@ class TrainConfig:
     batch_size: int = 16  # windows per optimizer step, over all processes together
     micro_batch_size: int | None = None  # windows per forward pass; smaller → gradient accumulation
     steps: int = 200
-    optimizer: str = "adamw"
+    optimizer: Optimizer = "adamw"
     lr: float = 3e-3
     momentum: float = 0.9
     beta1: float = 0.9  # Adam/AdamW's β1 and β2 (nanoGPT's shakespeare-char config takes β2 = 0.99)
     beta2: float = 0.999
     weight_decay: float = 0.01
     warmup_steps: int = 10
-    schedule: str = "cosine"  # "cosine" (to lr/10) or "constant"
+    schedule: Schedule = "cosine"  # "cosine" (to lr/10) or "constant"
     grad_clip: float | None = 1.0
     eval_interval: int = 25
     eval_batches: int = 4
@@ -182,7 +195,7 @@ class TrainConfig:
     def gpt_config(self, vocab_size: int) -> GPTConfig:
         """The GPT this config builds for a vocabulary of ``vocab_size`` (a GPT preset with its overrides)."""
         overrides = {k: getattr(self, k) for k in ("d_model", "n_layers", "n_heads") if getattr(self, k)}
-        return PRESETS[self.model].replace(
+        return PRESETS[cast(PresetName, self.model)].replace(
             vocab_size=vocab_size,
             context_length=self.model_context or self.context_length,
             dropout=self.dropout,
@@ -1021,6 +1034,14 @@ def resume(
             f"{Path(directory).name} cannot be resumed: its training config or metrics are "
             f"incomplete ({type(error).__name__}: {error})."
         ) from None
+    if isinstance(model, GPT) and config.model in PRESETS and config.init is None:
+        # a run saved before its preset changed (gpt2-124m had no bias in W_Q, W_K, W_V and an untied head): the
+        # saved weights decide its switches, not today's preset
+        built = PRESETS[config.model].replace(**(config.architecture or {}))
+        differ = {name: getattr(model.config, name) for name in SWITCHES}
+        differ = {name: value for name, value in differ.items() if getattr(built, name) != value}
+        if differ:
+            config = replace(config, architecture={**(config.architecture or {}), **differ})
     trainer = Trainer(
         config,
         prepare_data(text, config, tokenizer),

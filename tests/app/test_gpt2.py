@@ -11,9 +11,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui
-from llmviz.hub import gpt2
+from llmviz.hub import download
 from tests.support.gpt2 import make_hf_gpt2, save_as_cached_repo
-from ui.panels.gpt2 import GPT2Source
+from ui.panels.hub import HubSource
 
 TIMEOUT = 240
 STAGES = [stage for stage in ui.PIPELINE if stage.exists and stage.key != "text"]
@@ -47,19 +47,20 @@ def empty_cache(tmp_path, monkeypatch):
 
 
 def entry(key="hub:gpt2"):
-    return next(e for e in GPT2Source().entries() if e.key == key)
+    return next(e for e in HubSource().entries() if e.key == key)
 
 
 def test_entry_offline_says_so_and_how_to_get_it(empty_cache):
     offline = entry()
     assert not offline.available
     assert "offline" in offline.note and "python -m llmviz gpt2 download" in offline.note
-    assert [e.key for e in GPT2Source().entries()] == ["hub:gpt2"]  # the larger ones only once cached
+    # GPT-2 small and SmolLM2-135M are offered; the larger ones are listed only once cached
+    assert [e.key for e in HubSource().entries()] == ["hub:gpt2", "hub:smollm2-135m"]
 
 
 def test_entry_online_offers_the_download(empty_cache, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    monkeypatch.setattr(gpt2, "hub_reachable", lambda **_: True)
+    monkeypatch.setattr(download, "hub_reachable", lambda **_: True)
     online = entry()
     assert online.available and online.label.endswith("download 548 MB once")
 

@@ -110,14 +110,16 @@ def test_the_window_stays_inside_the_sentence():
 def test_the_grid_shows_a_window_in_14_px_type(shipped_lens):
     lens, tokens, columns, name = shipped_lens
     assert len(tokens) > lens_ui.WINDOW  # before: every one of the 32 positions in one chart, text about 6 px
-    figure = lens_ui.grid_figure(lens, tokens, columns, name, lens_ui.window(len(tokens), 12))
+    shown = lens_ui.window(len(tokens), 12)
+    assert len(shown) == lens_ui.WINDOW and 12 in shown
+    figure = lens_ui.grid_figure(lens, tokens, columns, name, shown)
     heat = figure.data[0]
-    assert list(heat.x) == columns[12:22] and list(heat.y) == lens.layer_names
+    assert list(heat.x) == columns[shown.start : shown.stop] and list(heat.y) == lens.layer_names
     assert heat.textfont.size >= 14 and figure.layout.xaxis.tickfont.size >= 13
     # each cell: the top token after that layer at that position, and its probability as the colour
-    top = lens.top_probs[:, 12:22, 0]
+    top = lens.top_probs[:, shown.start : shown.stop, 0]
     assert torch.tensor(heat.z).allclose(top)
-    last = [name(int(i)) for i in lens.top_ids[-1, 12:22, 0]]
+    last = [name(int(i)) for i in lens.top_ids[-1, shown.start : shown.stop, 0]]
     assert list(heat.text[-1]) == last
 
 

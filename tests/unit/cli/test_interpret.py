@@ -67,7 +67,7 @@ def test_ablate_without_heads_is_the_layer_by_head_table(capsys, shipped):
 
 def test_patch_reports_both_runs_and_the_share_restored(capsys, shipped):
     model, tokenizer = shipped
-    clean, corrupted = "A list is a mutable", "A tuple is a mutable"
+    clean, corrupted = "A list is a", "A tuple is a"  # the two runs predict different tokens
     code, out, _ = run(
         capsys, "patch", "--model", MODEL, "--clean", clean, "--corrupted", corrupted, "--format", "json"
     )

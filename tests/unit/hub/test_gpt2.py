@@ -10,7 +10,8 @@ import torch
 
 from llmviz.errors import CheckpointError, ConfigError
 from llmviz.generation.sampling import generate
-from llmviz.hub import gpt2
+from llmviz.hub import download, gpt2
+from llmviz.hub.download import HubUnavailable
 from llmviz.models.gpt import count_parameters_without_building
 from tests.support.gpt2 import make_hf_gpt2, save_as_cached_repo
 from tests.support.paths import ROOT
@@ -159,19 +160,19 @@ def hub_cache(tmp_path, monkeypatch):
 
 
 def test_not_cached_offline_says_how_to_get_it(hub_cache):
-    assert not gpt2.is_cached("gpt2")
-    assert gpt2.hub_offline()
-    with pytest.raises(gpt2.GPT2Unavailable, match="python -m llmviz gpt2 download gpt2"):
+    assert not gpt2.FILES.is_cached("gpt2")
+    assert download.hub_offline()
+    with pytest.raises(HubUnavailable, match="python -m llmviz gpt2 download gpt2"):
         gpt2.load("gpt2")
-    with pytest.raises(gpt2.GPT2Unavailable, match="HF_HUB_OFFLINE"):
+    with pytest.raises(HubUnavailable, match="HF_HUB_OFFLINE"):
         gpt2.load("gpt2", allow_download=True)
 
 
 def test_loads_from_the_hub_cache(hub_cache):
     reference = make_hf_gpt2(vocab_size=50257, n_embd=32, n_head=2, n_positions=64)
     snapshot = save_as_cached_repo(reference, hub_cache, "gpt2")
-    assert gpt2.is_cached("gpt2") and gpt2.cached_folder("gpt2") == snapshot
-    assert not gpt2.is_cached("gpt2-medium")
+    assert gpt2.FILES.is_cached("gpt2") and gpt2.FILES.cached_folder("gpt2") == snapshot
+    assert not gpt2.FILES.is_cached("gpt2-medium")
     model, tokenizer, meta = gpt2.load("gpt2")
     prompt = tokenizer.encode("Every effort moves you")
     assert prompt == [6109, 3626, 6100, 345]  # GPT-2's ids for the sentence (tiktoken's gpt2 encoding)
@@ -180,7 +181,7 @@ def test_loads_from_the_hub_cache(hub_cache):
             model(torch.tensor([prompt]))[0], reference(torch.tensor([prompt])).logits, atol=1e-5, rtol=0
         )
     assert meta["title"] == "GPT-2 small (124M)" and meta["parameters"] == reference.num_parameters()
-    assert gpt2.download("gpt2") == snapshot  # already cached: nothing to fetch, even offline
+    assert gpt2.FILES.download("gpt2") == snapshot  # already cached: nothing to fetch, even offline
 
 
 def test_a_local_folder_needs_gpt2s_vocabulary(pair):
@@ -190,7 +191,7 @@ def test_a_local_folder_needs_gpt2s_vocabulary(pair):
 
 
 def test_not_a_repo_id_nor_a_folder(hub_cache):
-    with pytest.raises(gpt2.GPT2Unavailable):
+    with pytest.raises(HubUnavailable):
         gpt2.load("/no/such/folder")
 
 
@@ -361,18 +362,18 @@ def test_hub_reachable_is_quick_and_remembered(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(gpt2, "_REACHABLE", {})
+    monkeypatch.setattr(download, "_REACHABLE", {})
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
         port = server.getsockname()[1]
         monkeypatch.setattr(constants, "ENDPOINT", f"http://127.0.0.1:{port}")
-        assert gpt2.hub_reachable() is True
-    assert gpt2.hub_reachable() is True  # remembered
-    monkeypatch.setattr(gpt2, "_REACHABLE", {})
-    assert gpt2.hub_reachable(timeout=1.0) is False  # nothing listens there now
+        assert download.hub_reachable() is True
+    assert download.hub_reachable() is True  # remembered
+    monkeypatch.setattr(download, "_REACHABLE", {})
+    assert download.hub_reachable(timeout=1.0) is False  # nothing listens there now
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    assert gpt2.hub_reachable() is False
+    assert download.hub_reachable() is False
 
 
 def test_download_prefers_safetensors_and_falls_back_to_the_bin(monkeypatch, tmp_path):
@@ -382,7 +383,7 @@ def test_download_prefers_safetensors_and_falls_back_to_the_bin(monkeypatch, tmp
 
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
-    monkeypatch.setattr(gpt2, "hub_reachable", lambda **_: True)
+    monkeypatch.setattr(download, "hub_reachable", lambda **_: True)
     asked = []
 
     def fake_download(repo_id, filename, **_):
@@ -395,12 +396,12 @@ def test_download_prefers_safetensors_and_falls_back_to_the_bin(monkeypatch, tmp
         return str(path)
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
-    assert gpt2.download("someone/old-gpt2") == tmp_path / "files"
+    assert gpt2.FILES.download("someone/old-gpt2") == tmp_path / "files"
     assert asked == ["config.json", "model.safetensors", "pytorch_model.bin"]
 
     def unreachable(repo_id, filename, **_):
         raise OSError("connection reset")
 
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", unreachable)
-    with pytest.raises(gpt2.GPT2Unavailable, match="Could not download"):
-        gpt2.download("gpt2")
+    with pytest.raises(HubUnavailable, match="Could not download"):
+        gpt2.FILES.download("gpt2")

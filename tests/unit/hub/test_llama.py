@@ -14,6 +14,7 @@ import torch
 from llmviz.errors import CheckpointError, ConfigError
 from llmviz.generation.sampling import generate
 from llmviz.hub import llama as hf_models
+from llmviz.hub.download import HubUnavailable
 from llmviz.models.gpt import GPT
 from tests.support.gpt2 import save_as_cached_repo
 
@@ -253,21 +254,21 @@ def hub_cache(tmp_path, monkeypatch):
 
 
 def test_not_cached_offline_says_how_to_get_it(hub_cache):
-    assert hf_models.cached_folder(hf_models.DEFAULT_MODEL) is None
-    with pytest.raises(hf_models.HubModelUnavailable, match="python -m llmviz hf download HuggingFaceTB/SmolLM2-135M"):
+    assert hf_models.FILES.cached_folder(hf_models.DEFAULT_MODEL) is None
+    with pytest.raises(HubUnavailable, match="python -m llmviz hf download HuggingFaceTB/SmolLM2-135M"):
         hf_models.load()
-    with pytest.raises(hf_models.HubModelUnavailable, match="HF_HUB_OFFLINE"):
+    with pytest.raises(HubUnavailable, match="HF_HUB_OFFLINE"):
         hf_models.load(allow_download=True)
-    with pytest.raises(hf_models.HubModelUnavailable, match="neither a folder"):
+    with pytest.raises(HubUnavailable, match="neither a folder"):
         hf_models.load("/no/such/folder")
 
 
 def test_loads_from_the_hub_cache_with_its_tokenizer(hub_cache):
     reference = make_hf_model("llama-mqa-tied", seed=4)
     snapshot = save_as_cached_repo(reference, hub_cache, hf_models.DEFAULT_MODEL)
-    assert hf_models.cached_folder(hf_models.DEFAULT_MODEL) is None  # no tokenizer.json yet
+    assert hf_models.FILES.cached_folder(hf_models.DEFAULT_MODEL) is None  # no tokenizer.json yet
     write_tokenizer(snapshot)
-    assert hf_models.cached_folder(hf_models.DEFAULT_MODEL) == snapshot
+    assert hf_models.FILES.cached_folder(hf_models.DEFAULT_MODEL) == snapshot
     model, tokenizer, meta = hf_models.load()
     text = "Every effort moves you"
     prompt = tokenizer.encode(text)
@@ -279,7 +280,9 @@ def test_loads_from_the_hub_cache_with_its_tokenizer(hub_cache):
         )
     assert meta["title"] == "SmolLM2 135M" and meta["family"] == "llama"
     assert meta["parameters"] == reference.num_parameters()
-    assert hf_models.download(hf_models.DEFAULT_MODEL) == snapshot  # already cached: nothing to fetch, even offline
+    assert (
+        hf_models.FILES.download(hf_models.DEFAULT_MODEL) == snapshot
+    )  # already cached: nothing to fetch, even offline
 
 
 def test_cli_hf_download_offline(hub_cache, capsys):

@@ -49,18 +49,18 @@ manager.shutdown()
 
 @pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss is in KiB on Linux")
 def test_a_run_that_does_not_fit_is_refused_before_anything_is_allocated():
-    """A GPT-2-sized run (162 M parameters untied: 650 MB of weights alone) on a server that trains in 2 GB: refused
+    """A GPT-2-sized run (124 M parameters: 495 MB of weights alone) on a server that trains in 2 GB: refused
     with the numbers and what would fit, and the asking process's peak memory grows by far less than the model (it
     was never built)."""
     done = subprocess.run(
         [sys.executable, "-c", REFUSE], capture_output=True, text=True, timeout=300, cwd=ROOT, check=True
     )
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    weights = 163_009_536 * 4
-    assert found["grown"] < weights / 20, found  # under 33 MB: nothing of the model's size was allocated
+    weights = (124_439_808 - (1024 - 128) * 768) * 4  # GPT-2 small at a context of 128
+    assert found["grown"] < weights / 20, found  # under 25 MB: nothing of the model's size was allocated
     assert found["jobs"] == 0
     message = found["message"]
-    assert message.startswith("Training GPT-2 small's shape (162 M parameters) needs about ")
+    assert message.startswith("Training GPT-2 small's shape (124 M parameters) needs about ")
     assert "; this server trains in at most 2.0 GB at once: pick GPT mini" in message
     assert "\n" not in message
 

@@ -88,6 +88,8 @@ def test_the_untrained_heads_loss_is_compared_with_ln_2_as_it_is(shipped):
     caption = example.caption()
     assert f"{mean:.3f}" in caption and "about log 2" not in caption
     assert ("above ln 2" in caption) == (mean >= math.log(2)) and ("below ln 2" in caption) == (mean < math.log(2))
+    docs = " ".join((Path(__file__).resolve().parents[3] / "docs" / "adapting.md").read_text(encoding="utf-8").split())
+    assert f"({mean:.3f} on the shipped GPT's six names" in docs
     wrong = int(((torch.sigmoid(logits) > 0.5) != labels.bool()).sum())  # names on the wrong side of 50 %
     assert f"lean the wrong way for {wrong} of the {len(logits)} names" in caption
     costs = F.binary_cross_entropy_with_logits(logits, labels, reduction="none")

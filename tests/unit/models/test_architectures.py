@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import pytest
 import torch
@@ -39,7 +40,7 @@ def tiny(**switches) -> GPTConfig:
     return GPTConfig(vocab_size=40, context_length=16, d_model=32, n_heads=4, n_layers=2, dropout=0.0, **switches)
 
 
-def test_default_config_is_the_gpt_of_before():
+def test_default_config_is_the_gpt_of_before(tmp_path):
     """The default switches build exactly the parameters the shipped checkpoint has (no new names)."""
     import safetensors.torch
 
@@ -48,6 +49,14 @@ def test_default_config_is_the_gpt_of_before():
     model, _, meta = load_checkpoint("data/gpt-python-docs")
     names = set(safetensors.torch.load_file("data/gpt-python-docs/model.safetensors"))
     assert set(model.state_dict()) - {"lm_head.weight"} <= names | {"lm_head.weight"}
+    # the shipped GPT as a checkpoint of before the switches existed writes it: the fields of then, no others
+    folder = tmp_path / "old"
+    shutil.copytree("data/gpt-python-docs", folder)
+    old = json.loads((folder / "checkpoint.json").read_text())
+    then = ("vocab_size", "context_length", "d_model", "n_heads", "n_layers", "dropout", "qkv_bias", "tie_weights")
+    old["model"]["config"] = {name: old["model"]["config"][name] for name in then}
+    (folder / "checkpoint.json").write_text(json.dumps(old))
+    model, _, meta = load_checkpoint(folder)
     assert "positions" not in meta["model"]["config"]  # an old checkpoint: every new field takes its default
     assert (
         model.config.positions == "learned"
@@ -56,6 +65,9 @@ def test_default_config_is_the_gpt_of_before():
         and model.config.n_experts == 0
         and model.config.mlp_kind == "gelu"
     )
+    ids = torch.arange(20)[None]
+    with torch.no_grad():
+        torch.testing.assert_close(model.eval()(ids)[0], load_checkpoint("data/gpt-python-docs")[0].eval()(ids)[0])
 
 
 @pytest.mark.parametrize(

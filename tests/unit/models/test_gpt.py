@@ -12,10 +12,12 @@ from llmviz.models.gpt import GPT, PRESETS, GPTConfig, cache_names, count_parame
 TINY = GPTConfig(vocab_size=50, context_length=16, d_model=16, n_heads=4, n_layers=2, dropout=0.0)
 
 
-def gpt2_params_by_hand(vocab, ctx, d, layers, tied):
-    """GPT-2 small, counted by hand from its shapes (qkv without bias, every other Linear with bias)."""
+def gpt2_params_by_hand(vocab, ctx, d, layers, tied, qkv_bias=False):
+    """GPT-2 small's shapes, counted by hand (every Linear but W_Q, W_K, W_V with a bias; those with one when
+    ``qkv_bias``, as GPT-2 has)."""
     per_block = (
-        3 * d * d  # W_Q, W_K, W_V, no bias
+        3 * d * d  # W_Q, W_K, W_V
+        + (3 * d if qkv_bias else 0)  # and their biases
         + d * d
         + d  # W_O and its bias
         + d * 4 * d
@@ -29,9 +31,19 @@ def gpt2_params_by_hand(vocab, ctx, d, layers, tied):
 
 
 def test_gpt2_124m_parameter_counts_are_computed():
+    """The preset is GPT-2 small as published (a bias in W_Q, W_K, W_V, the head tied): transformers' GPT2LMHeadModel
+    counts the same, and so does the hand count; without the bias, tied and untied, the counts by hand too."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
     config = PRESETS["gpt2-124m"]
-    untied = sum(count_parameters_without_building(config).values())
-    tied = sum(count_parameters_without_building(config.replace(tie_weights=True)).values())
+    assert config.qkv_bias and config.tie_weights
+    with torch.device("meta"):  # shapes only
+        reference = GPT2LMHeadModel(GPT2Config()).num_parameters()
+    published = sum(count_parameters_without_building(config).values())
+    assert published == reference == gpt2_params_by_hand(50257, 1024, 768, 12, tied=True, qkv_bias=True)
+    plain = config.replace(qkv_bias=False)
+    untied = sum(count_parameters_without_building(plain.replace(tie_weights=False)).values())
+    tied = sum(count_parameters_without_building(plain).values())
     assert untied == gpt2_params_by_hand(50257, 1024, 768, 12, tied=False)
     assert tied == gpt2_params_by_hand(50257, 1024, 768, 12, tied=True)
     assert (untied, tied) == (163_009_536, 124_412_160)
