@@ -12,8 +12,8 @@ import torch
 
 from llmviz.hub import download, gpt2
 from llmviz.hub.download import MODELS, BackgroundDownload, DownloadStatus, HubUnavailable, start_download
-from tests.support.gpt2 import make_hf_gpt2
 from tests.support.fake_hub import FakeHub
+from tests.support.gpt2 import make_hf_gpt2
 
 
 def wait_for(condition, what: str, timeout_s: float = 180.0) -> None:
