@@ -23,7 +23,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from llmviz import settings
-from ui import state
+from ui import present, state
 from ui.errors import friendly_errors
 
 _LOCK = threading.Lock()
@@ -96,6 +96,34 @@ def lazy(label: str, key: str, *, expanded: bool = False, help_text: str | None 
             box.caption(help_text)
         return box
     return None
+
+
+def lazy_tabs(labels: list[str], binding: dict) -> list:
+    """Tabs whose content runs only while chosen: one container per label, None for the tabs not shown.
+
+        lessons = sections.lazy_tabs(["Masks", "Shapes"], share.bind("attention_tab"))
+        if (box := lessons[0]) is not None:
+            with box:
+                draw_the_masks()
+
+    A page opens on its key picture; its lessons and secondary parts sit under it as tabs, one click away, and
+    only the chosen one costs anything. ``binding`` is ``share.bind(name)`` for a link parameter declared in
+    :data:`ui.share.PARAMS`: the chosen tab is in the address (its label; the first tab leaves it out), so a
+    copied link opens the same tab, and a test picks one by setting that key to a label. In presenter mode
+    every part is drawn, one after another: a class walks through them slide by slide (a slide starts at each
+    heading, which a tab would hide)."""
+    if present.enabled():
+        return [st.container() for _ in labels]
+    tabs = st.tabs(labels, **binding)
+    return [tab if tab.open else None for tab in tabs]
+
+
+def key_picture(page: str):
+    """The container of a page's key picture: what a student sees first, before any lesson.
+
+    ``tests/browser/test_page_size.py`` measures, on every page listed there, the words a student reads before the
+    first picture: this container (for a picture drawn in HTML: token chips, boxes) or the first chart."""
+    return st.container(key=state.widget("picture_", page))
 
 
 class timed_page:

@@ -184,6 +184,7 @@ WIDGETS: dict[str, str] = {
     "picker_model_": "Sidebar: the model picker (its version: drawn anew when the app changes the pick)",
     "picker_step_": "Sidebar: the picked run's step slider (run, version, snapshots)",
     "lazy_": "Any page: an expander whose content runs only while it is open (ui.sections.lazy)",
+    "picture_": "Any page: the container of its key picture, the first thing it shows (ui.sections.key_picture)",
     "quiz_choice_": "Any page: a question's options (page, question)",
     "quiz_reveal_": "Any page: a question's Reveal button (page, question)",
     "quiz_ask_": "Any page: Ask me, which opens the questions (page)",
