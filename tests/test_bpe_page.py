@@ -8,7 +8,7 @@ def _widget(widgets, label):
 
 
 def test_special_token_switch_shows_the_difference():
-    at = run_page("stages/tokens.py")
+    at = run_page("stages/tokens.py", tokens_tab="Encode and decode")  # the lesson's tab under the chips
     _widget(at.selectbox, "Example").set_value("Special token").run()
     assert_clean(at)
     info = " ".join(str(e.value) for e in at.info)

@@ -49,7 +49,7 @@ def test_lab_steps_flip_one_switch_at_a_time_and_build_what_the_table_counts():
 
 @pytest.fixture
 def page_with_lab():
-    at = run_page("stages/model.py", corpus="names")
+    at = run_page("stages/model.py", corpus="names", model_tab="From GPT-2 to Llama")  # the lesson's tab
     by_label(at.select_slider, "Steps per run").set_value(50)
     by_label(at.button, "Train the seven steps").click().run()
     assert_clean(at)
@@ -74,7 +74,7 @@ def test_the_model_page_trains_the_seven_steps_and_shows_their_losses(page_with_
 def test_the_comparison_table_marks_the_first_row_without_a_change():
     """The first row has no change from the row above: a dash, not 'None' (seen in chromium: the browser draws an empty
     cell with the dataframe's placeholder, whatever the Styler's na_rep says)."""
-    at = run_page("stages/model.py")
+    at = run_page("stages/model.py", model_tab="From GPT-2 to Llama")  # the lesson's tab
     [table] = [frame for frame in at.dataframe if "change" in frame.value.columns]
     shown = pa.ipc.open_stream(table.proto.arrow_data.styler.display_values).read_all().to_pandas()
     assert shown["change"].iloc[0] == "—" and shown["change"].iloc[1] == "-786,432", shown["change"].tolist()

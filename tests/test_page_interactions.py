@@ -55,6 +55,7 @@ def test_tokens_train_bpe_then_replay_and_short_text():
     assert "Learned 43 merges" in texts(at.success)
     by_label(at.slider, "Merges applied").set_value(43).run()
     assert_clean(at)
+    at.session_state["tokens_tab"] = "Input–target pairs"  # the windows' tab under the chips
     by_label(at.text_area, "Your text").set_value("hi").run()
     by_label(at.slider, "Context size").set_value(32).run()
     assert_clean(at)
@@ -85,7 +86,7 @@ def test_model_page_empty_and_long_sentence():
 
 
 def test_model_page_untied_gpt2():
-    at = run_page("stages/model.py")  # opens on GPT-2 small, tied (tests/test_ui_defects.py checks the count)
+    at = run_page("stages/model.py", preset="gpt2-124m")  # GPT-2 small, tied (tests/test_ui_defects.py checks it)
     by_label(at.toggle, "Tie the output head to the token embedding (GPT-2 does)").set_value(False).run()
     assert_clean(at)
     assert any(m.value == "163,037,184" for m in at.metric)  # 124,439,808 + a second 50,257 × 768 matrix
@@ -98,7 +99,7 @@ def test_model_page_untied_gpt2():
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("heads", [1, 2])
 def test_attention_toggles(scaled, causal, heads):
-    at = run_page("stages/attention.py")
+    at = run_page("stages/attention.py", attention_tab="Step by step")  # the lesson's tab under your sentence
     by_label(at.toggle, "Scale by √d_k").set_value(scaled)
     by_label(at.toggle, "Causal mask").set_value(causal)
     by_label(at.radio, "Heads").set_value(heads).run()
@@ -107,7 +108,7 @@ def test_attention_toggles(scaled, causal, heads):
 
 
 def test_attention_heads_that_do_not_divide():
-    at = run_page("stages/attention.py")
+    at = run_page("stages/attention.py", attention_tab="Step by step")
     by_label(at.radio, "Heads").set_value(3).run()
     assert_clean(at, errors_expected=True)
     assert "cannot split" in texts(at.error)
@@ -115,8 +116,8 @@ def test_attention_heads_that_do_not_divide():
 
 def test_attention_kv_cache_calculator_opens_lazily_and_counts_bytes():
     at = run_page("stages/attention.py")
-    assert not [w for w in at.select_slider if w.label == "Key/value heads"]  # closed: its content never ran
-    at = run_page("stages/attention.py", lazy_attention_gqa=True)
+    assert not [w for w in at.select_slider if w.label == "Key/value heads"]  # not chosen: its content never ran
+    at = run_page("stages/attention.py", attention_tab="Grouped-query")  # its tab, opened
     by_label(at.select_slider, "Query heads").set_value(8).run()
     by_label(at.select_slider, "Key/value heads").set_value(2)
     by_label(at.select_slider, "Tokens in the cache").set_value(4096).run()
@@ -153,7 +154,7 @@ def test_embeddings_bad_vectors(v2, message):
 
 
 def test_embeddings_single_sentence_and_unknown_tokens():
-    at = run_page("stages/embeddings.py", lazy_embeddings_minilm=True)  # the MiniLM part, opened
+    at = run_page("stages/embeddings.py", embeddings_tab="Sentence embeddings")  # the MiniLM tab, opened
     by_label(at.text_area, "One sentence per line").set_value("☃☃☃").run()
     assert_clean(at)
     assert "at least two sentences" in texts(at.info)
@@ -163,12 +164,12 @@ def test_embeddings_single_sentence_and_unknown_tokens():
 
 
 def test_embeddings_word2vec_and_missing_words():
-    at = run_page("stages/embeddings.py", corpus="names")  # every name occurs once: no word repeats
+    at = run_page("stages/embeddings.py", corpus="names", embeddings_tab="Word2vec")  # every name occurs once
     by_label(at.slider, "Steps").set_value(100)
     finish_jobs(by_label(at.button, "Train word2vec").click().run())
     assert_clean(at, errors_expected=True)
     assert "fewer than two words" in texts(at.error)
-    at = run_page("stages/embeddings.py", corpus="python-docs")
+    at = run_page("stages/embeddings.py", corpus="python-docs", embeddings_tab="Word2vec")
     by_label(at.slider, "Steps").set_value(100)
     finish_jobs(by_label(at.button, "Train word2vec").click().run())
     assert_clean(at)
@@ -394,7 +395,7 @@ def test_training_bigram_with_samples_on(model):
 def test_tokens_round_trip_with_a_character_model_picked():
     """A character-level model's tokenizer: characters it lacks are dropped with a warning that says which (not an
     error box, not a traceback), and it claims no special token (before: GPT-2's `<|endoftext|>` → 50256)."""
-    at = run_page("stages/tokens.py", _picker_selected="shipped:names-transformer")
+    at = run_page("stages/tokens.py", _picker_selected="shipped:names-transformer", tokens_tab="Encode and decode")
     assert_clean(at)
     assert any("are not in this" in w.value and "characters come back" not in w.value for w in at.warning)
     shown = " ".join(m.value for m in at.markdown)
@@ -404,7 +405,7 @@ def test_tokens_round_trip_with_a_character_model_picked():
 def test_dropped_characters_are_shown_as_typed():
     """Characters a vocabulary lacks are quoted and escaped: `$x$` or `*a*` in the text never turns into an equation
     or emphasis in the warning (the raw markdown carries the escapes; Streamlit shows the characters themselves)."""
-    at = run_page("stages/tokens.py", _picker_selected="shipped:names-transformer")
+    at = run_page("stages/tokens.py", _picker_selected="shipped:names-transformer", tokens_tab="Encode and decode")
     at.text_area(key="text").set_value("ab $x$ *c*").run()
     assert_clean(at)
     warnings = [w.value for w in at.warning if "are not in this" in w.value]

@@ -138,7 +138,7 @@ def test_token_ids_show_under_the_chips_with_a_toggle():
 
 @pytest.mark.parametrize("d_model", [2, 4, 6, 8, 10, 12])
 def test_embeddings_small_d_model_keeps_the_page(d_model):
-    at = run_page("stages/embeddings.py")
+    at = run_page("stages/embeddings.py", embeddings_tab="Positions")  # the lesson's tab under the map
     by_label(at.slider, "d_model").set_value(d_model).run()
     assert_no_error_box(at)
     assert by_label(at.multiselect, "Dimensions").value == [d for d in (0, 1, 4, 10) if d < d_model]
@@ -160,7 +160,7 @@ def test_latex_writes_negative_numbers_in_parentheses():
 
 
 def test_padding_panel_labels_the_pad_token():
-    at = run_page("stages/attention.py")
+    at = run_page("stages/attention.py", attention_tab="Masks")  # the lesson's tab under your sentence
     # the four masks are one figure of four panels: their subplot titles are its annotations, in panel order
     masks = next(
         c for c in charts(at) if any("padding" in a.get("text", "") for a in c["layout"].get("annotations", []))

@@ -162,7 +162,7 @@ def transformers_gpt2_parameters(tied: bool) -> int:
 def test_model_page_opens_gpt2_small_with_its_own_tying_and_shows_the_untied_count():
     tied, untied = transformers_gpt2_parameters(True), transformers_gpt2_parameters(False)
     assert tied == 124_439_808  # what README and OpenAI's checkpoint say
-    at = run_app("stages/model.py")
+    at = run_app("stages/model.py", preset="gpt2-124m")  # the page opens on the picked model: GPT-2 small chosen
     assert_clean(at)
     total = next(m.value for m in at.metric if m.label == "Total parameters")
     assert total == f"{tied:,}"
@@ -182,8 +182,18 @@ def test_top_k_goes_up_to_the_vocabulary_and_no_further():
     assert slider.max == tokenizer.vocab_size, (slider.max, tokenizer.vocab_size)  # was vocabulary + 10
 
 
-def test_attention_step_0_vs_n_follows_the_layer_and_head_above_it():
-    at = run_app("stages/attention.py", lazy_attention_before_after=True)  # the comparison, opened
+def test_attention_step_0_vs_n_follows_the_layer_and_head_above_it(fresh_session_jobs):
+    """(Step 0 vs step N is offered only where the picked model has steps: a run, here GPT mini's first steps.)"""
+    from llmviz.jobs.manager import default_manager
+
+    at = run_app("stages/training.py", corpus="names")
+    at.selectbox(key="train_model").set_value("gpt-mini")  # 4 layers, 4 heads
+    at.slider(key="steps").set_value(20)
+    at.button(key="train").click().run()
+    [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
+    assert job.wait(timeout=180), job.status().describe()
+    at.session_state["lazy_attention_before_after"] = True  # the comparison, opened
+    at.switch_page(str(ui.ROOT / "stages/attention.py")).run()
     at.slider(key="layer").set_value(2).run()
     at.slider(key="head").set_value(3).run()
     assert_clean(at)
@@ -191,8 +201,8 @@ def test_attention_step_0_vs_n_follows_the_layer_and_head_above_it():
     import json
 
     titles = [json.loads(chart.proto.spec)["layout"].get("title", {}).get("text") for chart in at.get("plotly_chart")]
-    # the head above, and step N beside step 0 (the picked shipped GPT, not a run: step N alone) shows the same head
-    assert titles.count("layer 2, head 3") == 2, titles
+    # the head above, and step 0 and step N beside each other show the same head
+    assert titles.count("layer 2, head 3") == 3, titles
 
 
 def test_tables_and_csv_hold_the_numbers_the_page_shows():

@@ -123,9 +123,14 @@ def test_tokens_empty_text_warns_and_keeps_bpe_training_and_windows():
     by_label(at.text_area, "Your text").set_value("").run()
     assert_clean(at)
     assert "Your text is empty" in texts(at.warning)
-    headers = [h.value for h in at.header]
-    assert any(h.startswith("2. Train your own BPE") for h in headers) and any(h.startswith("4.") for h in headers)
+    headers = [h.value for h in at.header]  # the BPE lesson: the tab open by default
+    assert any(h.startswith("2. Train your own BPE") for h in headers)
     assert at.button(key="train_bpe")
+    at.session_state["tokens_tab"] = "Input–target pairs"  # the windows' tab
+    at.run()
+    assert_clean(at)
+    headers = [h.value for h in at.header]
+    assert any(h.startswith("4.") for h in headers)
     assert "first 300 characters of US census first names" in texts(at.info).replace("\\", "")
     assert at.dataframe, "the input–target windows are drawn"
 

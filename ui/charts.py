@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import math
 import re
 
 import plotly.graph_objects as go
@@ -149,6 +150,68 @@ def heatmap_panels(panels: list[dict], columns: int, row_height: int = 300, colo
     return figure
 
 
+def spread_labels(
+    xs: list[float],
+    ys: list[float],
+    labels: list[str],
+    width_px: float = 560,
+    height_px: float = 400,
+    char_px: float = 7.0,
+    line_px: float = 16.0,
+    marker_px: float = 6.0,
+) -> list[bool]:
+    """Which point labels a scatter chart draws so that no label covers another label or another point: each label
+    is a box centred above its point (Plotly's ``textposition="top center"``), measured in the pixels of a plot
+    ``width_px`` × ``height_px`` (the smallest the chart is drawn at: drawn wider, the labels only move apart). The
+    points are taken in order, most important first; a label that would cover a label already kept, or any other of
+    the points, is left off (its point keeps its marker and its hover text).
+
+    >>> spread_labels([0.0, 0.001, 1.0], [0.0, 0.0, 1.0], ["one", "two", "three"])  # "two" sits on "one"
+    [True, False, True]
+    >>> spread_labels([0.0, 0.5, 1.0], [0.0, 0.0, 0.0], ["a", "b", "c"])  # far apart on one line: all three
+    [True, True, True]
+    >>> spread_labels([0.0, 0.0, 1.0], [0.0, 0.04, 1.0], ["low", "high", "far"])  # "low" would cover the point above
+    [False, True, True]
+    """
+    if not xs:
+        return []
+    x_low, y_low = min(xs), min(ys)
+    x_span, y_span = (max(xs) - x_low) or 1.0, (max(ys) - y_low) or 1.0
+    points = [((x - x_low) / x_span * width_px, (y - y_low) / y_span * height_px) for x, y in zip(xs, ys)]
+
+    def apart(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+        return a[1] <= b[0] or b[1] <= a[0] or a[3] <= b[2] or b[3] <= a[2]
+
+    markers = [(x - marker_px, x + marker_px, y - marker_px, y + marker_px) for x, y in points]
+    kept: list[tuple[float, float, float, float]] = []
+    shown = []
+    for number, ((x, y), label) in enumerate(zip(points, labels)):
+        half = len(label) * char_px / 2 + 2
+        box = (x - half, x + half, y + marker_px, y + marker_px + line_px)  # above its own marker
+        free = all(apart(box, other) for other in kept) and all(
+            apart(box, marker) for other, marker in enumerate(markers) if other != number
+        )
+        shown.append(free)
+        if free:
+            kept.append(box)
+    return shown
+
+
+def log_axis(high: float, title: str = "") -> dict:
+    """A log axis labelled at the powers of ten only, written out (1, 10, 100, 1,000): Plotly's own labels on a log
+    axis name the 2s and 5s between them too, which read "1 2 5 10 2 5 100 2" on a rank axis.
+
+    >>> log_axis(2345)["tickvals"], log_axis(2345)["ticktext"]
+    ([1, 10, 100, 1000, 10000], ['1', '10', '100', '1,000', '10,000'])
+    >>> log_axis(1)["tickvals"]
+    [1, 10]
+    """
+    powers = [10**k for k in range(max(1, math.ceil(math.log10(max(high, 1))) + 1))]
+    if len(powers) < 2:
+        powers.append(10)
+    return dict(type="log", title=dict(text=title), tickvals=powers, ticktext=[f"{p:,}" for p in powers])
+
+
 def tex_int(value: float) -> str:
     """A whole number with thousands separators for a LaTeX formula: ``{,}`` keeps math mode from putting a
     space after each comma (``8, 192``).
@@ -193,13 +256,19 @@ def bar(
     text_format: str = ",.0f",
     horizontal: bool = False,
     height: int = 320,
+    texts: list[str] | None = None,
 ) -> go.Figure:
+    """Bars with their numbers. ``texts``: a text per bar instead of the number, drawn beside the bar, so that a bar of
+    zero (an empty bar) still says what it is."""
+    shown = dict(text=texts, textposition="outside", cliponaxis=False) if texts is not None else {}
     if horizontal:
         trace = go.Bar(
             y=list(labels), x=list(values), orientation="h", marker_color=color, texttemplate=f"%{{x:{text_format}}}"
         )
     else:
         trace = go.Bar(x=list(labels), y=list(values), marker_color=color, texttemplate=f"%{{y:{text_format}}}")
+    if shown:
+        trace.update(texttemplate=None, **shown)
     figure = go.Figure(trace)
     figure.update_layout(
         title=title,
@@ -208,6 +277,9 @@ def bar(
         height=height,
         margin=margins(40 if title else 10),
     )
+    if texts is not None:  # room beside the longest bar for its text
+        room = [0, 1.5 * max([float(v) for v in values] + [1.0])]
+        figure.update_layout(**{"xaxis_range" if horizontal else "yaxis_range": room})
     return figure
 
 

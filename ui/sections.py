@@ -98,10 +98,10 @@ def lazy(label: str, key: str, *, expanded: bool = False, help_text: str | None 
     return None
 
 
-def lazy_tabs(labels: list[str], binding: dict) -> list:
+def lazy_tabs(labels: list[str], binding: dict, link_params: dict[str, tuple[str, ...]] | None = None) -> list:
     """Tabs whose content runs only while chosen: one container per label, None for the tabs not shown.
 
-        lessons = sections.lazy_tabs(["Masks", "Shapes"], share.bind("attention_tab"))
+        lessons = sections.lazy_tabs(["Masks", "Shapes"], share.bind("attention_tab"), {"Masks": ("mask",)})
         if (box := lessons[0]) is not None:
             with box:
                 draw_the_masks()
@@ -109,11 +109,21 @@ def lazy_tabs(labels: list[str], binding: dict) -> list:
     A page opens on its key picture; its lessons and secondary parts sit under it as tabs, one click away, and
     only the chosen one costs anything. ``binding`` is ``share.bind(name)`` for a link parameter declared in
     :data:`ui.share.PARAMS`: the chosen tab is in the address (its label; the first tab leaves it out), so a
-    copied link opens the same tab, and a test picks one by setting that key to a label. In presenter mode
-    every part is drawn, one after another: a class walks through them slide by slide (a slide starts at each
-    heading, which a tab would hide)."""
+    copied link opens the same tab, and a test picks one by setting that key to a label. ``link_params``: the link
+    parameters each tab's widgets read; a link that carries one of them and names no tab opens that tab (once a
+    session), so an older link (``?query_heads=8``) still opens on what it set. In presenter mode every part is
+    drawn, one after another: a class walks through them slide by slide (a slide starts at each heading, which a
+    tab would hide)."""
     if present.enabled():
         return [st.container() for _ in labels]
+    key = binding["key"]
+    opened = state.LINK_TABS.setdefault()
+    if link_params and key not in opened and not state.has_value(key):
+        carried = state.LINK_INITIAL.get() or {}
+        wanted = [label for label, names in link_params.items() if key not in carried and set(names) & set(carried)]
+        if wanted:
+            state.set_value(key, wanted[0])
+    opened.add(key)
     tabs = st.tabs(labels, **binding)
     return [tab if tab.open else None for tab in tabs]
 

@@ -116,6 +116,9 @@ LINK_INITIAL = Slot("_share_initial", dict, "the link's parameters as the sessio
 LINK_CHECKED = Slot("_share_checked", bool, "the link's parameters were checked against what the page shows")
 LINK_NOTICES = Slot("_share_notices", list, "notices about the link, shown by the page", default=list)
 LINK_MODEL_APPLIED = Slot("_share_model_restored", bool, "the link's model= was given to the picker")
+LINK_TABS = Slot(
+    "_share_tabs", set, "the keys of the lesson tabs drawn once: a link's settings chose their tab then", default=set
+)
 # navigation (ui.routing)
 ROUTER_RUNNING = Slot("_llmviz_router_running", bool, "app.py's router is drawing this run")
 # questions (ui.panels.quiz)
@@ -200,6 +203,7 @@ WIDGETS: dict[str, str] = {
     # Embeddings
     "vec_": "Embeddings: a vector typed for the cosine example (name)",
     "nn_": "Embeddings: the nearest-neighbour table (column)",
+    "embedding_map": "Embeddings: the map of the picked model's tokens (a click on a token looks it up)",
     "gpt_nn": "Embeddings: the word whose neighbours the GPT's embeddings show",
     "w2v_nn": "Embeddings: the word whose neighbours word2vec shows",
     "train_w2v": "Embeddings: Train word2vec",
