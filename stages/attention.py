@@ -22,9 +22,9 @@ ui.page_header(
     "Each token scores every earlier token (query · key), turns the scores into weights with softmax and mixes what "
     "they carry (values).",
 )
-# a sentence of the Python manual the shipped GPT reads word by word, whose repeated words ("the", "value", "of")
-# show heads that look back at an earlier copy
-DEFAULT_SENTENCE = "The return value of the function is the value of the expression."
+# a sentence of the Python manual, every word of it among the manual's 300 most common, which the shipped GPT reads
+# word by word (all but "assigned", two tokens); its repeated words ("object", "the") show heads that look back
+DEFAULT_SENTENCE = "The assigned object should be a sequence object of the same type."
 
 
 num = charts.tex_number

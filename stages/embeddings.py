@@ -185,6 +185,14 @@ GROUPS = {  # the map's layers, the most important last (drawn on top) and label
 }
 
 
+def axis_ranges(coords: torch.Tensor) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The map's axes: every point with a margin of 6% (twice that above, where the labels are)."""
+    x_low, x_high = (float(v) for v in coords[:, 0].aminmax())
+    y_low, y_high = (float(v) for v in coords[:, 1].aminmax())
+    pad_x, pad_y = 0.06 * (x_high - x_low or 1.0), 0.06 * (y_high - y_low or 1.0)
+    return (x_low - pad_x, x_high + pad_x), (y_low - pad_y, y_high + 2 * pad_y)
+
+
 def map_figure(view: picker.ModelView, projected: views.Projection, dims: int, groups: dict[int, str]) -> go.Figure:
     """The tokens as points: grey the common ones, then yours, the looked-up one and its neighbours, labelled where a
     label has room (the others by hovering)."""
@@ -195,10 +203,19 @@ def map_figure(view: picker.ModelView, projected: views.Projection, dims: int, g
     }
     ranked = [r for group in reversed(list(GROUPS)) if group != "common token" for r in rows[group]]
     names = {r: tokenizer.printable(projected.ids[r]) for r in range(len(projected.ids))}
-    keep = charts.spread_labels(
-        [float(coords[r, 0]) for r in ranked], [float(coords[r, 1]) for r in ranked], [names[r] for r in ranked]
+    # the plot is about 610 × 375 px on a screen 1400 px wide: the labels are spread for one of 560 × 340 (a screen of
+    # about 1,300 px; on a smaller one, two labels may touch)
+    x_range, y_range = axis_ranges(coords)
+    places = charts.spread_labels(
+        [float(coords[r, 0]) for r in ranked],
+        [float(coords[r, 1]) for r in ranked],
+        [names[r] for r in ranked],
+        width_px=560,
+        height_px=340,
+        x_range=x_range,
+        y_range=y_range,
     )
-    labelled = {r for r, kept in zip(ranked, keep) if kept}
+    placed = {r: place for r, place in zip(ranked, places) if place}
     figure = go.Figure()
     for group, marker in GROUPS.items():
         if not rows[group]:
@@ -216,8 +233,8 @@ def map_figure(view: picker.ModelView, projected: views.Projection, dims: int, g
                 hoverinfo="text",
                 customdata=[projected.ids[r] for r in rows[group]],
                 mode="markers" if group == "common token" else "markers+text",
-                text=None if group == "common token" else [names[r] if r in labelled else "" for r in rows[group]],
-                textposition="top center",
+                text=None if group == "common token" else [names[r] if r in placed else "" for r in rows[group]],
+                textposition=[placed.get(r, "top center") for r in rows[group]],
             )
         )
     figure.update_layout(
@@ -225,8 +242,12 @@ def map_figure(view: picker.ModelView, projected: views.Projection, dims: int, g
         margin=charts.margins(30),
         legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0),
     )
-    if dims == 2:
-        figure.update_layout(xaxis_title="PC1", yaxis_title="PC2", clickmode="event+select")
+    if dims == 2:  # the axes' ranges fixed (Plotly's own grow with the labels): the labels were spread for them
+        figure.update_layout(
+            xaxis=dict(title=dict(text="PC1"), range=list(x_range)),
+            yaxis=dict(title=dict(text="PC2"), range=list(y_range)),
+            clickmode="event+select",
+        )
     return figure
 
 
@@ -705,15 +726,18 @@ def word2vec_explorer() -> None:
         coords, ratio = emb.pca(vectors_[shown_rows], 2)
         where = {r: n for n, r in enumerate(shown_rows)}
         ranked = list(dict.fromkeys(looked_up + sorted(labelled)))  # which labels have the first claim to room
-        keep = charts.spread_labels(
+        x_range, y_range = axis_ranges(coords)
+        places = charts.spread_labels(  # the plot: about 440 × 450 px on a screen 1400 px wide
             [float(coords[where[r], 0]) for r in ranked],
             [float(coords[where[r], 1]) for r in ranked],
             [vocab.words[r] for r in ranked],
             width_px=380,
-            height_px=440,
+            height_px=400,
             char_px=6.0,
+            x_range=x_range,
+            y_range=y_range,
         )
-        named = {r for r, kept in zip(ranked, keep) if kept}
+        named = {r: place for r, place in zip(ranked, places) if place}
         highlight = set(looked_up)
         figure = go.Figure(
             go.Scatter(
@@ -721,7 +745,7 @@ def word2vec_explorer() -> None:
                 y=coords[:, 1].tolist(),
                 mode="markers+text",
                 text=[vocab.words[r] if r in named else "" for r in shown_rows],
-                textposition="top center",
+                textposition=[named.get(r, "top center") for r in shown_rows],
                 textfont=dict(size=10),
                 hovertext=[vocab.words[r] for r in shown_rows],
                 hoverinfo="text",
@@ -733,7 +757,12 @@ def word2vec_explorer() -> None:
                 ),
             )
         )
-        figure.update_layout(height=520, margin=charts.margins(10), xaxis_title="PC1", yaxis_title="PC2")
+        figure.update_layout(
+            height=520,
+            margin=charts.margins(10),
+            xaxis=dict(title=dict(text="PC1"), range=list(x_range)),
+            yaxis=dict(title=dict(text="PC2"), range=list(y_range)),
+        )
         charts.show(figure, width="stretch")
         st.caption(
             f"The {len(shown_rows)} most common words, PCA to 2D ({float(ratio.sum()):.0%} of the variance): the "

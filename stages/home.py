@@ -14,11 +14,13 @@ BOXES_PER_ROW = 5
 # a stage's box is its link: the page link's area covers the whole box (a pseudo-element stretched over it), so a
 # click anywhere on the box opens the stage, the pointer says so, and hovering lights the box up
 PICTURE = ".st-key-" + state.widget("picture_", "home")  # the class Streamlit gives the keyed container
+BOX = f'{PICTURE} [data-testid="stVerticalBlock"]:has(> [data-testid="stElementContainer"] [data-testid="stPageLink"])'
 BOX_LINK_STYLE = f"""<style>
-{PICTURE} [data-testid="stVerticalBlockBorderWrapper"], {PICTURE} [data-testid="stVerticalBlock"] {{
-  position: relative; }}
-{PICTURE} [data-testid="stPageLink-NavLink"]::after {{ content: ""; position: absolute; inset: 0; }}
-{PICTURE} [data-testid="stVerticalBlockBorderWrapper"]:hover {{ background: #eef3ff; }}
+{PICTURE} [data-testid="stVerticalBlock"] {{ position: relative; }}
+{PICTURE} [data-testid="stElementContainer"]:has([data-testid="stPageLink"]), {PICTURE} [data-testid="stPageLink"],
+{PICTURE} [data-testid="stPageLink"] > div {{ position: static; }}
+{PICTURE} [data-testid="stPageLink-NavLink"]::after {{ content: ""; position: absolute; inset: 0; z-index: 1; }}
+{BOX}:hover {{ background: #eef3ff; }}
 {PICTURE} [data-testid="stPageLink-NavLink"] * {{
   white-space: normal; overflow: visible; text-overflow: clip; word-break: normal; overflow-wrap: normal; }}
 {PICTURE} [data-testid="stPageLink-NavLink"] {{ padding-left: 0.25rem; padding-right: 0.25rem; }}

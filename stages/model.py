@@ -20,8 +20,8 @@ from ui.text import fixed, literal_markdown, tidy_floats
 settings = ui.settings()  # read here: in a section's own rerun (a fragment) ui.settings() reruns the whole app
 ui.page_header(
     "The model: transformer blocks and their parameters",
-    "A GPT is an embedding table, a stack of identical blocks and an output head: here with the shape of every "
-    "tensor and the parameters of every part.",
+    "A GPT is an embedding table, a stack of identical blocks and an output head: every tensor's shape, every "
+    "part's parameters.",
 )
 # a sentence of the Python manual, every word of it one token of the shipped GPT
 DEFAULT_SENTENCE = "The result is then bound to the class name."
@@ -58,8 +58,6 @@ def size_a_gpt() -> None:
         "Qwen2 and Mixtral; smollm2-135m-shapes has the sizes of SmolLM2-135M.",
     )
     base = base_config(preset, view)
-    if preset == PICKED and picker.is_gpt(view):
-        st.caption(f"{literal_markdown(view.label)}, picked in the sidebar.")
     if preset == "custom":
         c1, c2, c3 = st.columns(3)
         vocab_size = c1.number_input("Vocabulary size", 1, 300_000, base.vocab_size, step=256)
@@ -127,6 +125,8 @@ def size_a_gpt() -> None:
                 ),
                 unsafe_allow_html=True,
             )
+        if preset == PICKED and picker.is_gpt(view):
+            st.caption(f"{literal_markdown(view.label)}, picked in the sidebar.")
     with right:
         parameters_view(config)
 

@@ -24,8 +24,7 @@ from ui.text import literal_markdown
 settings = ui.settings()
 ui.page_header(
     "Tokens: from text to integers",
-    "A model reads integers, not letters: a tokenizer cuts text into pieces from a fixed vocabulary and gives each "
-    "piece an id. Type below and compare tokenizers side by side.",
+    "A model reads integers, not letters: a tokenizer cuts text into pieces of a fixed vocabulary, each with an id.",
 )
 
 MAX_CHARS = 100_000
