@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # tests.app_server, the one helper that starts the app
+if str(ROOT) not in sys.path:  # tests.support.app_server, the one helper that starts the app
     sys.path.insert(0, str(ROOT))
 if TYPE_CHECKING:
-    from tests.app_server import AppServer
+    from tests.support.app_server import AppServer
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -172,7 +172,7 @@ class App:
             "LLMVIZ_RUNS_DIR": str(self.folder / "runs"),
             **self.extra_env,
         }
-        from tests.app_server import AppDidNotStart, start_app  # the one way the repository starts the app
+        from tests.support.app_server import AppDidNotStart, start_app  # the one way the repository starts the app
 
         try:
             self.server = start_app(
@@ -188,7 +188,7 @@ class App:
         return False
 
     def stop(self) -> None:
-        """Stop the server and close its log (tests.app_server's own stop)."""
+        """Stop the server and close its log (tests.support.app_server's own stop)."""
         if self.server is not None:
             self.server.stop()
 

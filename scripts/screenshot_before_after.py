@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.app_server import running_app  # noqa: E402
-from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, go, main_area, open_page  # noqa: E402
+from tests.support.app_server import running_app  # noqa: E402
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, go, main_area, open_page  # noqa: E402
 
 
 def main() -> None:

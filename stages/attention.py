@@ -504,7 +504,7 @@ def attention_quiz(view: picker.ModelView, found: views.AttentionPatterns) -> li
 def your_sentence() -> None:
     """The key picture, the pattern of your sentence through the picked model, and the same sentence through MiniLM:
     typing a new sentence re-draws only them."""
-    st.header("1. Your sentence through the model")
+    st.header("1. Your sentence through the model picked in the sidebar")
     sentence = st.text_input("Sentence", DEFAULT_SENTENCE, **share.bind("sentence"))
     share.carried_note("sentence")
     if not sentence.strip():

@@ -1,4 +1,3 @@
-import itertools
 import os
 import sys
 from pathlib import Path
@@ -10,6 +9,8 @@ torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from tests.support.ordering import deal_browser_tests  # noqa: E402 - after the path is set
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # pytest-xdist runs a test process per core, beside streamlit servers and chromium: one torch thread per
@@ -37,7 +38,7 @@ def _scan_installed_components_once() -> None:
 
 _scan_installed_components_once()
 
-pytest_plugins = ["tests.browser_support"]  # app_url and browser fixtures (one server and browser per test process)
+pytest_plugins = ["tests.support.browser"]  # app_url and browser fixtures (one server and browser per test process)
 
 
 @pytest.fixture(autouse=True)
@@ -80,60 +81,21 @@ def _no_runs_left_behind():
         jobs._default.end_session("test session id")
 
 
-# The browser tests, longest first (measured with --durations on a 2-core machine); modules not named here follow.
-BROWSER_LONGEST_FIRST = (
-    "test_browser_lab",
-    "test_browser_fixes_pages",
-    "test_browser_pages",
-    "test_browser_gpt2",
-    "test_browser_inside",
-    "test_browser_classroom",
-)
+UNIT = ROOT / "tests" / "unit"
 
 
-def _browser_rank(item) -> int:
-    module = item.module.__name__.rsplit(".", 1)[-1]
-    return BROWSER_LONGEST_FIRST.index(module) if module in BROWSER_LONGEST_FIRST else len(BROWSER_LONGEST_FIRST)
+def pytest_itemcollected(item):
+    """Everything under tests/unit/ is marked ``unit``, except what is marked ``slow``: ``python -m pytest -m unit``
+    is the fast lane (the library's tests; no Streamlit, no browser)."""
+    if item.path.is_relative_to(UNIT) and not item.get_closest_marker("slow"):
+        item.add_marker(pytest.mark.unit)
 
 
-def worksteal_slices(count: int, workers: int) -> list[int]:
-    """How many tests pytest-xdist's ``worksteal`` scheduler first sends each worker: contiguous slices of the
-    collection, ``pending // workers_left`` each.
-
-    >>> worksteal_slices(783, 2)
-    [391, 392]
-    >>> worksteal_slices(10, 3)
-    [3, 3, 4]
-    """
-    sizes, left = [], count
-    for remaining in range(workers, 0, -1):
-        sizes.append(left // remaining)
-        left -= sizes[-1]
-    return sizes
-
-
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected: the slices are those of the tests that run
 def pytest_collection_modifyitems(config, items):
-    """Share the browser tests out among the test processes.
-
-    ``--dist worksteal`` gives each worker a contiguous slice of the collection, and all browser tests sit next to
-    each other (tests/test_browser_*.py), so one worker got all of them and ran them back to back (~4 minutes) while
-    the other ran out of work. Instead every slice starts with its share of the browser tests, dealt round-robin
-    longest first; the rest keep their order (so module-scoped fixtures are still built once), and stealing evens
-    out the end. Workers only read the order, so every worker must compute the same one: it depends on the
-    collection and the worker count alone."""
-    workers = getattr(config, "workerinput", {}).get("workercount", 1)
-    browser = sorted((item for item in items if item.get_closest_marker("browser")), key=_browser_rank)
-    if workers < 2 or not browser:
-        return
-    chosen = set(map(id, browser))
-    rest = iter([item for item in items if id(item) not in chosen])
-    ordered = []
-    for worker, size in enumerate(worksteal_slices(len(items), workers)):
-        share = browser[worker::workers]
-        ordered += share + list(itertools.islice(rest, max(0, size - len(share))))  # rest may run out first
-    ordered += list(rest)
-    assert len(ordered) == len(items)
-    items[:] = ordered
+    """Every worker's first slice starts with its share of the browser tests, longest first
+    (:func:`tests.support.ordering.deal_browser_tests`)."""
+    deal_browser_tests(items, getattr(config, "workerinput", {}).get("workercount", 1))
 
 
 @pytest.fixture

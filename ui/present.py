@@ -14,7 +14,7 @@ A slide is one idea: a new one starts at every ``st.header`` and ``st.subheader`
 section's ``st.fragment`` (the script opens up a container that holds a heading), and a slide with
 nothing but a heading joins the next one. So a page splits an idea off by giving it a subheader, and
 keeps controls on the slide of the chart they change by drawing them after the same heading.
-``tests/test_browser_presenter.py`` measures every slide of every page at 1280×720.
+``tests/browser/test_presenter.py`` measures every slide of every page at 1280×720.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ and this module declares both, the way :data:`ui.share.PARAMS` declares the link
   :data:`ui.share.PARAMS`, and the values that survive navigation (``**ui.keep("vocab")``: key ``keep_vocab``)
   in :data:`KEPT`.
 
-``tests/test_code_health.py`` reads every file of the app: a ``st.session_state`` access outside this module, a
+``tests/project/test_code_health.py`` reads every file of the app: a ``st.session_state`` access outside this module, a
 literal ``key=``, an undeclared name, a declaration nobody uses, or a name that falls inside another's family
 fails it.
 """

@@ -1,7 +1,7 @@
 """The one module where llmviz relies on Streamlit's and Plotly's private parts, and the versions it was checked on.
 
 Nothing public does these jobs in the pinned versions, so each is kept here, named, and checked by
-``tests/test_internals.py``, which fails with a message naming the item when an upgrade breaks it:
+``tests/app/test_streamlit_private.py``, which fails with a message naming the item when an upgrade breaks it:
 
 1. ``QueryParams._initial_query_params`` (``streamlit.runtime.state.query_params``): the copy of the address as it
    was loaded, from which Streamlit seeds widgets bound to query parameters. When a shared link carries a value

@@ -276,7 +276,7 @@ def _deadline_opener(deadline: float, stall_s: float, poll: Callable[[], None]) 
     return urllib.request.build_opener(Handler, SecureHandler)
 
 
-def download(  # noqa: C901 - TODO(layout): split below 15
+def download(
     name: str,
     *,
     url: str | None = None,
@@ -300,69 +300,90 @@ def download(  # noqa: C901 - TODO(layout): split below 15
     source = url or entry.url
     target = cached_path(name, directory)
     target.parent.mkdir(parents=True, exist_ok=True)
-    started = time.monotonic()
-    chunks: list[bytes] = []
-    received = 0
-    total: int | None = entry.size_bytes
-
-    def poll() -> None:
-        if progress is not None:
-            progress(received, total)
-
-    opener = _deadline_opener(started + deadline_s, timeout, poll)
+    transfer = _Transfer(entry, timeout, deadline_s, progress)
     try:
-        with opener.open(source, timeout=min(timeout, deadline_s)) as response:
+        transfer.fetch(source)
+    except Exception as error:  # noqa: BLE001 - every failure becomes one readable line (or is re-raised)
+        raise transfer.explain(error, source) from None
+    data = b"".join(transfer.chunks)
+    _verify(entry, data)
+    _write_atomically(target, data)
+    return target
+
+
+class _Transfer:
+    """One download's bytes so far, read in chunks within a stall timeout and an overall deadline."""
+
+    def __init__(self, entry: CorpusInfo, timeout: float, deadline_s: float, progress) -> None:
+        self.entry, self.timeout, self.deadline_s, self.progress = entry, timeout, deadline_s, progress
+        self.chunks: list[bytes] = []
+        self.received = 0
+        self.total: int | None = entry.size_bytes
+        self.started = time.monotonic()
+
+    def poll(self) -> None:
+        if self.progress is not None:
+            self.progress(self.received, self.total)
+
+    def fetch(self, source: str) -> None:
+        opener = _deadline_opener(self.started + self.deadline_s, self.timeout, self.poll)
+        with opener.open(source, timeout=min(self.timeout, self.deadline_s)) as response:
             header = response.headers.get("Content-Length")
-            total = int(header) if header is not None and header.isdigit() else entry.size_bytes
-            while True:
-                if time.monotonic() - started > deadline_s:
-                    raise _TooSlow
-                chunk = response.read1(_CHUNK_BYTES)  # returns what one network read gave: never waits for more
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                received += len(chunk)
-                if received > entry.size_bytes:
+            self.total = int(header) if header is not None and header.isdigit() else self.entry.size_bytes
+            while chunk := self._next_chunk(response):
+                self.chunks.append(chunk)
+                self.received += len(chunk)
+                if self.received > (self.entry.size_bytes or 0):
                     raise CorpusUnavailable(
-                        f"The download of {entry.title} is larger than the pinned {entry.size_bytes:,} bytes: the "
-                        "file on the server changed. Nothing was saved."
+                        f"The download of {self.entry.title} is larger than the pinned {self.entry.size_bytes:,} "
+                        "bytes: the file on the server changed. Nothing was saved."
                     )
-                if progress is not None:
-                    progress(received, total)
-    except _TooSlow:
-        raise CorpusUnavailable(
-            f"The download of {entry.title} is too slow: {received:,} of {entry.size_bytes:,} bytes "
-            f"arrived in {deadline_s:.0f} s. Nothing was saved; try again later."
-        ) from None
-    except http.client.IncompleteRead as error:
-        raise CorpusUnavailable(
-            f"The download of {entry.title} was cut off ({received + len(error.partial):,} bytes arrived, "
-            f"{error.expected:,} more were expected). Nothing was saved; try again."
-        ) from None
-    except urllib.error.HTTPError as error:
-        raise CorpusUnavailable(
-            f"Could not download {entry.title}: the server answered {error.code} {error.reason}."
-        ) from None
-    except TimeoutError:
-        raise CorpusUnavailable(
-            f"The download of {entry.title} stalled ({received:,} bytes arrived, then nothing for {timeout:.0f} s). "
-            "Nothing was saved; try again later."
-        ) from None
-    except urllib.error.URLError as error:
-        if isinstance(error.reason, _TooSlow):
-            raise CorpusUnavailable(
-                f"The download of {entry.title} is too slow: the server did not answer within {deadline_s:.0f} s. "
-                "Nothing was saved; try again later."
-            ) from None
-        if isinstance(error.reason, TimeoutError):
-            raise CorpusUnavailable(
-                f"The download of {entry.title} stalled: the server did not answer for {timeout:.0f} s. "
-                "Nothing was saved; try again later."
-            ) from None
-        raise _offline(entry, source, error) from None
-    except (http.client.HTTPException, OSError, ValueError) as error:
-        raise _offline(entry, source, error) from None
-    data = b"".join(chunks)
+                self.poll()
+
+    def _next_chunk(self, response) -> bytes:
+        if time.monotonic() - self.started > self.deadline_s:
+            raise _TooSlow
+        return response.read1(_CHUNK_BYTES)  # returns what one network read gave: never waits for more
+
+    def explain(self, error: Exception, source: str) -> BaseException:
+        """The one line a student reads for ``error`` (an unexpected kind of error is returned unchanged)."""
+        title, received, pinned = self.entry.title, self.received, self.entry.size_bytes or 0
+        retry = "Nothing was saved; try again later."
+        if isinstance(error, CorpusUnavailable | DownloadCancelled) or not isinstance(error, Exception):
+            return error
+        if isinstance(error, _TooSlow):
+            return CorpusUnavailable(
+                f"The download of {title} is too slow: {received:,} of {pinned:,} bytes arrived in "
+                f"{self.deadline_s:.0f} s. {retry}"
+            )
+        if isinstance(error, http.client.IncompleteRead):
+            return CorpusUnavailable(
+                f"The download of {title} was cut off ({received + len(error.partial):,} bytes arrived, "
+                f"{error.expected:,} more were expected). Nothing was saved; try again."
+            )
+        if isinstance(error, urllib.error.HTTPError):
+            return CorpusUnavailable(f"Could not download {title}: the server answered {error.code} {error.reason}.")
+        if isinstance(error, TimeoutError):
+            return CorpusUnavailable(
+                f"The download of {title} stalled ({received:,} bytes arrived, then nothing for "
+                f"{self.timeout:.0f} s). {retry}"
+            )
+        if isinstance(error, urllib.error.URLError) and isinstance(error.reason, _TooSlow):
+            return CorpusUnavailable(
+                f"The download of {title} is too slow: the server did not answer within {self.deadline_s:.0f} s. "
+                + retry
+            )
+        if isinstance(error, urllib.error.URLError) and isinstance(error.reason, TimeoutError):
+            return CorpusUnavailable(
+                f"The download of {title} stalled: the server did not answer for {self.timeout:.0f} s. {retry}"
+            )
+        if isinstance(error, http.client.HTTPException | OSError | ValueError):
+            return _offline(self.entry, source, error)
+        return error
+
+
+def _verify(entry: CorpusInfo, data: bytes) -> None:
+    """The bytes are all there, match the pinned checksum and are UTF-8 text; else one readable line."""
     if len(data) != entry.size_bytes:  # also catches a cut body that came without a Content-Length
         raise CorpusUnavailable(
             f"The download of {entry.title} was cut off ({len(data):,} of {entry.size_bytes:,} bytes). "
@@ -372,15 +393,13 @@ def download(  # noqa: C901 - TODO(layout): split below 15
     if digest != entry.sha256:
         raise CorpusUnavailable(
             f"The download of {entry.title} does not match its pinned checksum "
-            f"(expected sha256 {entry.sha256[:12]}…, got {digest[:12]}…). Nothing was saved: the file "
+            f"(expected sha256 {(entry.sha256 or '')[:12]}…, got {digest[:12]}…). Nothing was saved: the file "
             "on the server changed or the transfer was damaged."
         )
     try:
         data.decode("utf-8")
     except UnicodeDecodeError:
         raise CorpusUnavailable(f"The download of {entry.title} is not UTF-8 text.") from None
-    _write_atomically(target, data)
-    return target
 
 
 def _offline(entry: CorpusInfo, source: str, error: Exception) -> CorpusUnavailable:

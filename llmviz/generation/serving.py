@@ -204,7 +204,7 @@ def _advance(model: GPT, request: Request, device) -> None:
     request.generated.append(int(logits[0, -1].argmax()))
 
 
-def serve(  # noqa: C901 - TODO(layout): split below 15
+def serve(
     model: GPT, prompts: dict[str, list[int]], new_tokens: dict[str, int], slots: int, policy: str = "continuous"
 ) -> ServeResult:
     """Generate greedily for every request with ``slots`` slots, under a ``static`` or ``continuous`` policy.
@@ -212,14 +212,7 @@ def serve(  # noqa: C901 - TODO(layout): split below 15
     Every engine step runs one real forward pass per occupied slot. In a static batch a finished request
     keeps its slot (padding: the batch still computes it) until the whole batch is done.
     """
-    if policy not in ("static", "continuous"):
-        raise ConfigError("policy must be 'static' or 'continuous'")
-    if slots < 1:
-        raise ConfigError("There must be at least one slot.")
-    for name, prompt in prompts.items():
-        room = model.config.context_length - len(prompt[-model.config.context_length :])
-        if not prompt or new_tokens[name] < 1 or new_tokens[name] > room:
-            raise ConfigError(f"Request {name}: it needs a prompt and 1 to {room} new tokens.")
+    _check_requests(model, prompts, new_tokens, slots, policy)
     device = next(model.parameters()).device
     waiting = [Request(name, prompts[name], new_tokens[name]) for name in prompts]
     running: list[Request] = []
@@ -227,14 +220,7 @@ def serve(  # noqa: C901 - TODO(layout): split below 15
     step, busy = 0, 0
     start = time.perf_counter()
     while waiting or running:
-        if policy == "continuous":
-            running = [r for r in running if not r.done]
-            while waiting and len(running) < slots:
-                running.append(waiting.pop(0))
-        elif all(r.done for r in running):
-            running = []
-            while waiting and len(running) < slots:
-                running.append(waiting.pop(0))
+        running = _fill_slots(running, waiting, slots, policy)
         for request in running:
             if request.started is None:
                 request.started, request.started_s = step, time.perf_counter() - start
@@ -247,14 +233,44 @@ def serve(  # noqa: C901 - TODO(layout): split below 15
                 request.finished, request.finished_s = step + 1, time.perf_counter() - start
                 finished.append(request)
         step += 1
-        if policy == "continuous":
-            for request in running:
-                if request.done:
-                    request.past = None  # its cache is freed at once
-            running = [r for r in running if not r.done]
-        elif all(r.done for r in running):
-            running = []  # the whole static batch is done
+        running = _release_slots(running, policy)
     seconds = time.perf_counter() - start
     order = {name: i for i, name in enumerate(prompts)}
     results = [r.result() for r in sorted(finished, key=lambda r: order[r.name])]
     return ServeResult(policy, slots, results, step, busy, seconds, sum(len(r.tokens) for r in results))
+
+
+def _check_requests(model: GPT, prompts: dict[str, list[int]], new_tokens: dict[str, int], slots: int, policy: str):
+    if policy not in ("static", "continuous"):
+        raise ConfigError("policy must be 'static' or 'continuous'")
+    if slots < 1:
+        raise ConfigError("There must be at least one slot.")
+    for name, prompt in prompts.items():
+        room = model.config.context_length - len(prompt[-model.config.context_length :])
+        if not prompt or new_tokens[name] < 1 or new_tokens[name] > room:
+            raise ConfigError(f"Request {name}: it needs a prompt and 1 to {room} new tokens.")
+
+
+def _fill_slots(running: list[Request], waiting: list[Request], slots: int, policy: str) -> list[Request]:
+    """Continuous: a free slot takes the next waiting request at once. Static: a new batch starts only when the whole
+    batch before it is done."""
+    if policy == "continuous":
+        running = [r for r in running if not r.done]
+    elif not all(r.done for r in running):
+        return running
+    elif running:
+        running = []
+    while waiting and len(running) < slots:
+        running.append(waiting.pop(0))
+    return running
+
+
+def _release_slots(running: list[Request], policy: str) -> list[Request]:
+    """After an engine step: continuous batching frees a finished request's slot and its cache at once; a static
+    batch gives its slots back only when every request in it is done."""
+    if policy == "continuous":
+        for request in running:
+            if request.done:
+                request.past = None  # its cache is freed at once
+        return [r for r in running if not r.done]
+    return [] if all(r.done for r in running) else running

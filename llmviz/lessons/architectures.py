@@ -536,7 +536,7 @@ def extrapolation(
 # ---------------------------------------------------------------------------- one switch, raced
 
 # Two runs that differ in one architecture switch (``TrainConfig.architecture``), raced on the Training page;
-# tests/test_architecture_race.py builds and trains both sides of each.
+# tests/unit/lessons/test_architecture_race.py builds and trains both sides of each.
 SWITCH_RACES: dict[str, tuple[tuple[str, dict], tuple[str, dict]]] = {
     "positions": (("learned positions", {"positions": "learned"}), ("RoPE", {"positions": "rope"})),
     "norm": (("LayerNorm", {"norm": "layernorm"}), ("RMSNorm", {"norm": "rmsnorm"})),

@@ -1,11 +1,175 @@
-"""The Model page under AppTest: it opens on the architecture of the model picked in the sidebar, with its parameters
-counted from the modules; byte counts below 1 KiB are bytes; a tied output head says so beside its empty bar."""
+"""The Model page under AppTest: presets, custom switches that do not fit, the norms table, GPT-2's own tying,
+and GPT-2 → Llama one switch at a time as lab runs."""
+
+from __future__ import annotations
 
 import json
+import re
+
+import pyarrow as pa
+import pytest
+import torch
+from streamlit.testing.v1 import AppTest
 
 import ui
 from llmviz.training.checkpoint import load_checkpoint
-from tests.test_app_pages import assert_clean, run_page
+from tests.support.pages import TIMEOUT, assert_clean, by_label, finish_jobs, run_page, texts
+from ui.text import fixed
+
+pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
+
+
+@pytest.mark.parametrize("heads, layers, message", [(7, 4, "not divisible"), (48, 1, "not divisible")])
+def test_model_page_bad_config(heads, layers, message):
+    at = run_page("stages/model.py")
+    by_label(at.selectbox, "Preset").set_value("custom").run()
+    by_label(at.slider, "Heads").set_value(heads)
+    by_label(at.slider, "Layers").set_value(layers).run()
+    assert_clean(at, errors_expected=True)
+    assert message in texts(at.error)
+
+
+def test_model_page_empty_and_long_sentence():
+    at = run_page("stages/model.py")
+    by_label(at.text_input, "A sentence").set_value("").run()
+    assert_clean(at)
+    assert "nothing to run" in texts(at.warning)
+    by_label(at.text_input, "A sentence").set_value("word " * 400).run()
+    assert_clean(at)
+    assert "do not fit the context" in texts(at.warning)
+
+
+def test_model_page_untied_gpt2():
+    # GPT-2 small, tied (test_model_page_opens_gpt2_small_with_its_own_tying_and_shows_the_untied_count)
+    at = run_page("stages/model.py", preset="gpt2-124m")  # the page opens on the picked model: GPT-2 small chosen
+    by_label(at.toggle, "Tie the output head to the token embedding (GPT-2 does)").set_value(False).run()
+    assert_clean(at)
+    assert any(m.value == "163,037,184" for m in at.metric)  # 124,439,808 + a second 50,257 × 768 matrix
+
+
+@pytest.mark.parametrize("preset", ["llama-style", "smollm2-135m-shapes", "qwen-style", "moe-tiny"])
+def test_model_page_modern_presets(preset):
+    at = run_page("stages/model.py")
+    by_label(at.selectbox, "Preset").set_value(preset).run()
+    assert_clean(at)
+    assert not at.error
+    if preset == "smollm2-135m-shapes":  # SmolLM2-135M's published size, tied head
+        assert any(m.value == "134,515,008" for m in at.metric)
+
+
+def test_model_page_custom_switches_that_do_not_fit():
+    at = run_page("stages/model.py")
+    by_label(at.selectbox, "Preset").set_value("custom").run()
+    by_label(at.number_input, "Key/value heads").set_value(3).run()
+    assert_clean(at, errors_expected=True)
+    assert "not a multiple of n_kv_heads" in texts(at.error)
+    by_label(at.number_input, "Key/value heads").set_value(2)
+    by_label(at.number_input, "Experts (0 = one dense MLP)").set_value(1).run()
+    assert "n_experts must be 0" in texts(at.error)
+
+
+def test_model_custom_layers_start_at_one_and_heads_reach_every_suggestion():
+    at = run_page("stages/model.py")
+    by_label(at.selectbox, "Preset").set_value("custom").run()
+    assert by_label(at.slider, "Layers").min == 1
+    assert by_label(at.slider, "Heads").max == 64
+    by_label(at.slider, "Heads").set_value(48).run()
+    error = texts(at.error)
+    suggested = [int(n) for n in re.search(r"Try n_heads in \[([\d, ]+)\]", error).group(1).split(",")]
+    assert max(suggested) <= by_label(at.slider, "Heads").max
+
+
+def run_app(path: str, query: dict | None = None, **state) -> AppTest:
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    for key, value in state.items():
+        at.session_state[key] = value
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page(str(ui.ROOT / path)).run()
+    return at
+
+
+def shown(elements) -> str:
+    """What the browser shows of Markdown elements (their source escapes punctuation)."""
+    return re.sub(r"\\(.)", r"\1", texts(elements))
+
+
+def transformers_gpt2_parameters(tied: bool) -> int:
+    """GPT-2 small's parameter count from Hugging Face's own GPT2LMHeadModel (built on the meta device: no memory)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(vocab_size=50257, n_positions=1024, n_embd=768, n_layer=12, n_head=12, tie_word_embeddings=tied)
+    with torch.device("meta"):
+        model = GPT2LMHeadModel(config)
+    return sum(p.numel() for p in model.parameters())  # a tied matrix is one parameter, counted once
+
+
+def test_model_page_opens_gpt2_small_with_its_own_tying_and_shows_the_untied_count():
+    tied, untied = transformers_gpt2_parameters(True), transformers_gpt2_parameters(False)
+    assert tied == 124_439_808  # what README and OpenAI's checkpoint say
+    at = run_app("stages/model.py", preset="gpt2-124m")  # the page opens on the picked model: GPT-2 small chosen
+    assert_clean(at)
+    total = next(m.value for m in at.metric if m.label == "Total parameters")
+    assert total == f"{tied:,}"
+    assert f"Untied, the same sizes have {untied:,} parameters" in shown(at.caption)
+
+
+@pytest.fixture
+def page_with_lab():
+    at = run_page("stages/model.py", corpus="names", model_tab="From GPT-2 to Llama")  # the lesson's tab
+    by_label(at.select_slider, "Steps per run").set_value(50)
+    by_label(at.button, "Train the seven steps").click().run()
+    assert_clean(at)
+    return finish_jobs(at)
+
+
+def test_the_model_page_trains_the_seven_steps_and_shows_their_losses(page_with_lab):
+    at = page_with_lab
+    assert_clean(at)
+    tables = [frame.value for frame in at.dataframe if "validation loss" in getattr(frame.value, "columns", [])]
+    assert tables, "the lab table"
+    table = tables[-1]
+    assert len(table) == 7 and table["validation loss"].notna().all(), table
+    assert (table["steps trained"] == 50).all()
+    assert table["validation loss"].between(0.5, 5.0).all()  # names: 27 characters, ln 27 ≈ 3.3 at the start
+    assert table["KV cache per token (bf16)"].tolist() == [512] * 5 + [256] * 2
+    # untying adds a second vocabulary × 64 table; dropping the biases removes some
+    assert table["parameters"].iloc[6] > table["parameters"].iloc[5]
+    assert table["parameters"].iloc[4] < table["parameters"].iloc[3]
+
+
+def test_the_comparison_table_marks_the_first_row_without_a_change():
+    """The first row has no change from the row above: a dash, not 'None' (seen in chromium: the browser draws an empty
+    cell with the dataframe's placeholder, whatever the Styler's na_rep says)."""
+    at = run_page("stages/model.py", model_tab="From GPT-2 to Llama")  # the lesson's tab
+    [table] = [frame for frame in at.dataframe if "change" in frame.value.columns]
+    shown = pa.ipc.open_stream(table.proto.arrow_data.styler.display_values).read_all().to_pandas()
+    assert shown["change"].iloc[0] == "—" and shown["change"].iloc[1] == "-786,432", shown["change"].tolist()
+    assert table.proto.placeholder == "—"
+
+
+def test_fixed_drops_the_sign_of_a_number_that_shows_as_zero():
+    assert [fixed(4)(v) for v in (-3e-9, -0.0, -0.00016, 0.25, -1.5)] == [
+        "0.0000",
+        "0.0000",
+        "-0.0002",
+        "0.2500",
+        "-1.5000",
+    ]
+    assert fixed(2)(float("nan")) == "—"
+
+
+def test_norms_table_shows_no_negative_zero():
+    at = run_page("stages/model.py")
+    [table] = [frame for frame in at.dataframe if "LayerNorm: mean" in frame.value.columns]
+    shown = pa.ipc.open_stream(table.proto.arrow_data.styler.display_values).read_all().to_pandas()
+    means = shown["LayerNorm: mean"].tolist()
+    assert means and all(text == "0.0000" for text in means), means  # LayerNorm subtracts the mean: 0 for every token
+    assert any(text.startswith("-") for text in shown["RMSNorm: mean"])  # RMSNorm keeps a negative mean's sign
+
+
+# ------------------------------------------------------------------ the page opens on the picked model's architecture
 
 
 def metric(at, label: str) -> str:

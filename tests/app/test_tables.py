@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from tests.test_app_pages import run_page
+from tests.support.pages import run_page
 
 VIEWS = {  # page → the session state of each view measured (its tabs, its parts that open lazily)
     "stages/tokens.py": [{}, {"tokens_tab": "Encode and decode"}, {"tokens_tab": "Input–target pairs"}],

@@ -1,13 +1,288 @@
-"""The Tokens page under AppTest: it opens on your text as token chips, one card per tokenizer, with the lessons
-(train a BPE, encode and decode, input–target pairs) in tabs under them."""
+"""The Tokens page under AppTest: empty and huge text, training a BPE as a job (and after a Stop), the merges and
+their replay, Zipf, the word vocabulary, token ids, special tokens and the picked model's tokenizer."""
 
 import json
 import re
+import time
 from pydoc_data.topics import topics
 
+import pytest
+from streamlit.testing.v1 import AppTest
+
 import ui
+from llmviz.data import corpus
+from llmviz.tokenizers.char_word import WordTokenizer
 from llmviz.training.checkpoint import load_checkpoint
-from tests.test_app_pages import assert_clean, finish_jobs, run_page
+from tests.support.pages import TIMEOUT, assert_clean, by_label, finish_jobs, run_page, texts
+
+pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
+
+
+def test_tokens_empty_text_warns():
+    at = run_page("stages/tokens.py")
+    by_label(at.text_area, "Your text").set_value("").run()
+    assert_clean(at)
+    assert "empty" in texts(at.warning)
+
+
+def test_tokens_huge_paste_is_clamped_and_odd_text_works():
+    at = run_page("stages/tokens.py")
+    by_label(at.text_area, "Your text").set_value("ab\x00\x07 🙂 東京 " * 90_000).run()
+    assert_clean(at)
+    assert "first 100,000" in texts(at.warning)
+    # every tokenizer draws its first 2,000 tokens as chips and says so; the table counts them all
+    table = at.dataframe[0].value
+    drawn = [caption.value for caption in at.caption if caption.value.startswith("The first 2,000 of")]
+    assert drawn == [
+        f"The first 2,000 of {count:,} tokens are drawn; the counts below are for all of them."
+        for count in table["tokens"]
+        if count > 2000
+    ]
+    assert drawn and all(chips.value.count('title="id ') <= 2000 for chips in at.markdown)
+
+
+def test_tokens_train_bpe_then_replay_and_short_text():
+    at = run_page("stages/tokens.py", corpus="names")
+    by_label(at.slider, "Vocabulary size").set_value(257)  # no merges at all: only the special token
+    finish_jobs(at.button(key="train_bpe").click().run())
+    assert_clean(at)
+    by_label(at.slider, "Vocabulary size").set_value(300)
+    finish_jobs(at.button(key="train_bpe").click().run())
+    assert_clean(at)
+    assert "Learned 43 merges" in texts(at.success)
+    by_label(at.slider, "Merges applied").set_value(43).run()
+    assert_clean(at)
+    at.session_state["tokens_tab"] = "Input–target pairs"  # the windows' tab under the chips
+    by_label(at.text_area, "Your text").set_value("hi").run()
+    by_label(at.slider, "Context size").set_value(32).run()
+    assert_clean(at)
+    assert "one window needs" in texts(at.warning)
+
+
+def test_tokens_round_trip_with_a_character_model_picked():
+    """A character-level model's tokenizer: characters it lacks are dropped with a warning that says which (not an
+    error box, not a traceback), and it claims no special token (before: GPT-2's `<|endoftext|>` → 50256)."""
+    at = run_page("stages/tokens.py", _picker_selected="shipped:names-transformer", tokens_tab="Encode and decode")
+    assert_clean(at)
+    assert any("are not in this" in w.value and "characters come back" not in w.value for w in at.warning)
+    shown = " ".join(m.value for m in at.markdown)
+    assert "This tokenizer has no special tokens" in shown and "50256" not in shown
+
+
+def test_dropped_characters_are_shown_as_typed():
+    """Characters a vocabulary lacks are quoted and escaped: `$x$` or `*a*` in the text never turns into an equation
+    or emphasis in the warning (the raw markdown carries the escapes; Streamlit shows the characters themselves)."""
+    at = run_page("stages/tokens.py", _picker_selected="shipped:names-transformer", tokens_tab="Encode and decode")
+    at.text_area(key="text").set_value("ab $x$ *c*").run()
+    assert_clean(at)
+    warnings = [w.value for w in at.warning if "are not in this" in w.value]
+    # every punctuation character gets a backslash (Markdown's escape), the quotes around each character too
+    assert warnings and r"\'\$\'" in warnings[0] and r"\'\*\'" in warnings[0], warnings
+
+
+def assert_no_error_box(at):
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def test_bpe_trained_after_a_stopped_run_uses_its_own_settings():
+    """A stopped gpt2/4000 run must not lend its settings to the next gpt4/300 run."""
+    from llmviz.jobs.manager import default_manager
+
+    at = run_page("stages/tokens.py", corpus="python-docs")
+    by_label(at.slider, "Vocabulary size").set_value(4000)
+    by_label(at.selectbox, "Pre-split pattern").set_value("gpt2")
+    at.button(key="train_bpe").click().run()
+    [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
+    deadline = time.monotonic() + 120
+    while job.status().step < 1:  # merging has begun
+        assert time.monotonic() < deadline and not job.status().done, job.status().describe()
+        time.sleep(0.05)
+    job.stop()  # the Stop button's action (the button lives in a live section, which AppTest does not rerun)
+    finish_jobs(at)
+    assert_no_error_box(at)
+    assert job.status().state == "stopped"
+    assert re.search(r"Stopped with \d+ merges \(vocabulary \d+ of the 4000 asked for\)", texts(at.warning))
+    assert at.session_state["bpe_tokenizer"].split_pattern == "gpt2"
+    by_label(at.slider, "Vocabulary size").set_value(300)
+    by_label(at.selectbox, "Pre-split pattern").set_value("gpt4")
+    finish_jobs(at.button(key="train_bpe").click().run())
+    assert_no_error_box(at)
+    assert "Learned 43 merges: a vocabulary of 300." in texts(at.success)
+    assert "Stopped" not in texts(at.warning)
+    assert at.session_state["bpe_tokenizer"].split_pattern == "gpt4"
+    # the finished run leaves neither a Stop button nor a full progress bar behind
+    assert not [b for b in at.button if b.label == "Stop"]
+    assert "gpt4" in texts(at.caption) or "GPT-4 regex" in texts(at.caption)
+
+
+def test_your_bpe_names_its_corpus_and_is_flagged_after_a_corpus_change():
+    at = run_page("stages/tokens.py", corpus="names")
+    by_label(at.slider, "Vocabulary size").set_value(270)
+    finish_jobs(at.button(key="train_bpe").click().run())
+    assert_no_error_box(at)
+    assert "your BPE" in by_label(at.multiselect, "Tokenizers").options
+    at.multiselect(key="tokenizers").set_value(["bpe"]).run()
+    headings = re.sub(r"\\(.)", r"\1", texts(at.subheader))  # the Markdown source escapes punctuation
+    assert "trained on US census first names" in headings, headings
+    at.selectbox(key="corpus").set_value("python-docs").run()
+    assert_no_error_box(at)
+    assert "was trained on US census first names" in texts(at.info)
+
+
+def test_merges_count_from_one_in_the_table_and_the_replay():
+    at = run_page("stages/tokens.py", corpus="names")
+    by_label(at.slider, "Vocabulary size").set_value(270)
+    finish_jobs(at.button(key="train_bpe").click().run())
+    table = next(d.value for d in at.dataframe if "merge" in d.value.columns)
+    assert table["merge"].iloc[0] == 1
+    by_label(at.slider, "Merges applied").set_value(1).run()
+    caption = next(c.value for c in at.caption if c.value.startswith("Merge "))
+    shown = re.sub(r"\\(.)", r"\1", caption)  # the Markdown source escapes punctuation; the browser shows it plain
+    first = table.iloc[0]
+    assert shown.startswith(f"Merge 1: {first['part A']!r} + {first['part B']!r}")
+
+
+def test_zipf_caption_reports_the_fit():
+    at = run_page("stages/tokens.py", corpus="names")
+    by_label(at.slider, "Vocabulary size").set_value(300)
+    finish_jobs(at.button(key="train_bpe").click().run())
+    caption = next(c.value for c in at.caption if "log–log" in c.value)
+    assert "R² =" in caption
+    r2 = float(re.search(r"R² = ([0-9.]+)", caption).group(1))
+    # the verdict follows the number, never a fixed claim
+    assert ("close to a straight line" in caption) == (r2 >= 0.95)
+
+
+def test_word_vocabulary_label_tells_its_real_size_and_spaces_are_not_words():
+    at = run_page("stages/tokens.py")  # python-docs: fewer distinct words than the 5,000 asked for
+    words = next(re.sub(r"\\(.)", r"\1", h.value) for h in at.subheader if h.value.startswith("Words of"))
+    expected = WordTokenizer.train(corpus.load("python-docs"), max_vocab=5000).vocab_size - 1  # [UNK] is no word
+    assert "5,000" not in words and f"all {expected:,} of its words" in words, words
+    at = run_page("stages/tokens.py", corpus="names")
+    by_label(at.multiselect, "Tokenizers").set_value(["words"])
+    by_label(at.text_area, "Your text").set_value("emma olivia").run()
+    assert_no_error_box(at)
+    warning = texts(at.warning)
+    assert "1 run(s) of spaces" in warning
+    assert "word(s) are outside" not in warning  # both names are in the names vocabulary
+
+
+def test_token_ids_show_under_the_chips_with_a_toggle():
+    at = run_page("stages/tokens.py")
+    by_label(at.text_area, "Your text").set_value("hello world").run()
+    html = texts(at.markdown)
+    assert "font-size:0.7rem" in html  # the id line under each chip
+    by_label(at.toggle, "Show the ids under the tokens").set_value(False).run()
+    assert "font-size:0.7rem" not in texts(at.markdown)
+
+
+def run_app(path: str, query: dict | None = None, **state) -> AppTest:
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    for key, value in state.items():
+        at.session_state[key] = value
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.run()
+    at.switch_page(str(ui.ROOT / path)).run()
+    return at
+
+
+def shown(elements) -> str:
+    """What the browser shows of Markdown elements (their source escapes punctuation)."""
+    return re.sub(r"\\(.)", r"\1", texts(elements))
+
+
+def test_the_picked_models_tokenizer_stays_selected_when_the_pick_changes():
+    """The option was labelled with the model (and a run's step): a new pick or step dropped it from the selection."""
+    at = run_app("stages/tokens.py")
+    tokenizers = at.multiselect(key="tokenizers")
+    tokenizers.set_value(["picked", "gpt2"]).run()
+    assert "Shipped GPT" in texts(at.subheader)
+    picker_box = next(box for box in at.selectbox if box.key and box.key.startswith("picker_model_"))
+    picker_box.set_value("shipped:names-transformer").run()
+    assert_clean(at)
+    assert at.multiselect(key="tokenizers").value == ["picked", "gpt2"]
+    assert "names-transformer" in shown(at.subheader)  # the heading says which model it is now
+    assert at.multiselect(key="tokenizers").options == [  # labels that never change with the pick or the corpus
+        "characters of the corpus",
+        "words of the corpus",
+        "the model picked in the sidebar",
+        "GPT-2 (50,257)",
+        "cl100k / GPT-4 (100,277)",
+    ]
+
+
+def test_tokens_a_trained_bpe_joins_the_list_and_cl100k_stays():
+    """Before: with a BPE trained, the default list was the first four (words, your BPE, picked, GPT-2): cl100k
+    was silently gone."""
+    from tests.support.pages import by_label, finish_jobs
+
+    at = run_page("stages/tokens.py", corpus="names")
+    assert set(by_label(at.multiselect, "Tokenizers").value) >= {"gpt2", "cl100k"}
+    by_label(at.slider, "Vocabulary size").set_value(300)
+    finish_jobs(at.button(key="train_bpe").click().run())
+    assert_clean(at)
+    assert set(by_label(at.multiselect, "Tokenizers").value) >= {"bpe", "gpt2", "cl100k"}
+
+
+def test_tokens_empty_text_warns_and_keeps_bpe_training_and_windows():
+    """Before: an empty text stopped the page after its warning: no BPE training, no input–target windows."""
+    from tests.support.pages import by_label, texts
+
+    at = run_page("stages/tokens.py", corpus="names")
+    by_label(at.text_area, "Your text").set_value("").run()
+    assert_clean(at)
+    assert "Your text is empty" in texts(at.warning)
+    headers = [h.value for h in at.header]  # the BPE lesson: the tab open by default
+    assert any(h.startswith("2. Train your own BPE") for h in headers)
+    assert at.button(key="train_bpe")
+    at.session_state["tokens_tab"] = "Input–target pairs"  # the windows' tab
+    at.run()
+    assert_clean(at)
+    headers = [h.value for h in at.header]
+    assert any(h.startswith("4.") for h in headers)
+    assert "first 300 characters of US census first names" in texts(at.info).replace("\\", "")
+    assert at.dataframe, "the input–target windows are drawn"
+
+
+def jobs_of(at):
+    from llmviz.jobs.manager import default_manager
+
+    return default_manager().jobs(at.session_state["_llmviz_session_id"])
+
+
+def test_bpe_training_is_a_job_of_the_session():
+    at = run_page("stages/tokens.py")
+    by_label(at.slider, "Vocabulary size").set_value(300)
+    at.button(key="train_bpe").click().run()
+    assert_clean(at)
+    [job] = jobs_of(at)
+    assert job.kind == "task" and job.total == 300 - 257
+    assert job.wait(120) and job.status().state == "finished"
+    at.run()
+    assert_clean(at)
+    assert "Learned 43 merges: a vocabulary of 300." in texts(at.success)
+
+
+def _widget(widgets, label):
+    return next(w for w in widgets if w.label == label)
+
+
+def test_special_token_switch_shows_the_difference():
+    at = run_page("stages/tokens.py", tokens_tab="Encode and decode")  # the lesson's tab under the chips
+    _widget(at.selectbox, "Example").set_value("Special token").run()
+    assert_clean(at)
+    info = " ".join(str(e.value) for e in at.info)
+    assert "<|endoftext|>" in info and "switch is off" in info
+    switch = _widget(at.toggle, "Read special-token text such as <|endoftext|> as the special token")
+    assert switch.value is False
+    switch.set_value(True).run()
+    assert_clean(at)
+    assert "switch is on" in " ".join(str(e.value) for e in at.info)
+
+
+# ------------------------------------------------------------------ the page opens on your text as token chips
 
 
 def charts(at) -> list[dict]:

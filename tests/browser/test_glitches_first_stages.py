@@ -7,8 +7,7 @@ import re
 import pytest
 
 import ui
-from tests.browser.test_page_size import settled
-from tests.browser_support import main_area, no_error_box, open_page, wait_until_idle
+from tests.support.browser import main_area, no_error_box, open_page, settled, wait_until_idle
 
 pytestmark = pytest.mark.browser
 

@@ -9,11 +9,9 @@ visible text before it: the title, captions, headings, widget labels and the "Co
 holds (a text box's text, a select box's choice), nor the names of icons. Page owners: add your page to PAGES.
 """
 
-import time
-
 import pytest
 
-from tests.browser_support import no_error_box, open_page
+from tests.support.browser import no_error_box, open_page, settled
 
 pytestmark = pytest.mark.browser
 
@@ -37,31 +35,15 @@ MEASURE = """() => {
                         + '[data-testid="stMultiSelectTagsContainer"]')) continue;
     before.push(...node.textContent.split(/\\s+/).filter((word) => /\\w/.test(word)));
   }
-  const busy = document.querySelectorAll('[data-stale="true"], [data-testid="stSkeleton"], [data-testid="stSpinner"]');
   const top = first ? first.getBoundingClientRect().top - block.getBoundingClientRect().top : null;
-  return {height: main.scrollHeight, picture: top, words: before, busy: busy.length};
+  return {height: main.scrollHeight, picture: top, words: before};
 }"""
-
-
-def settled(page, timeout_s: float = 120) -> dict:
-    """The page's measures once it has stopped changing (charts draw after the script run): the same for a second,
-    with nothing stale, loading or spinning."""
-    deadline = time.time() + timeout_s
-    last, since = None, time.time()
-    while time.time() < deadline:
-        now = page.evaluate(MEASURE)
-        if now["busy"] or now != last:
-            last, since = now, time.time()
-        elif time.time() - since >= 1.0:
-            return now
-        page.wait_for_timeout(200)
-    raise AssertionError("the page kept changing")
 
 
 @pytest.mark.parametrize("name", PAGES)
 def test_a_page_opens_on_its_picture_within_three_screens(app_url, browser, name):
     page = open_page(browser, f"{app_url}/{'' if name == 'start' else name}", viewport=SCREEN)
-    measured = settled(page)
+    measured = settled(page, MEASURE)
     no_error_box(page)
     assert measured["picture"] is not None, f"{name}: no chart and no key picture"
     assert measured["picture"] < SCREEN[1], f"{name}: the first picture starts {measured['picture']:.0f} px down"

@@ -1,0 +1,129 @@
+"""ui/streamlit_private.py relies on private parts of Streamlit and Plotly: each is checked against what is installed,
+so an upgrade that breaks one fails here, naming it, rather than in a classroom."""
+
+import inspect
+import re
+from pathlib import Path
+
+import plotly
+import pytest
+import streamlit
+
+from tests.support.paths import ROOT
+from ui import streamlit_private as internals
+
+FRONTEND = Path(streamlit.__file__).parent / "static" / "static" / "js"
+RECHECK = "re-check every item in ui/streamlit_private.py's docstring against the new version, then update PINNED"
+
+
+@pytest.mark.parametrize("package, installed", [("streamlit", streamlit.__version__), ("plotly", plotly.__version__)])
+def test_the_pinned_versions_are_the_installed_ones(package, installed):
+    assert installed == internals.PINNED[package], (
+        f"{package} is {installed}, not {internals.PINNED[package]}: {RECHECK}"
+    )
+    pins = dict(re.findall(r"^([\w-]+)==(\S+)", (ROOT / "requirements.txt").read_text(encoding="utf-8"), re.M))
+    assert pins[package] == internals.PINNED[package], (
+        "requirements.txt and ui/streamlit_private.py pin different versions"
+    )
+
+
+def test_1_a_corrected_initial_value_is_what_streamlit_seeds_widgets_from():
+    from streamlit.runtime.state.query_params import QueryParams
+
+    params = QueryParams()
+    params.set_initial_query_params("temperature=99&top_k=5")
+    assert params.get_initial_value("temperature") == "99"
+    internals.replace_initial_value(params, "temperature", ["2.0"])
+    internals.replace_initial_value(params, "top_k", None)
+    assert params.get_initial_value("temperature") == "2.0", "QueryParams._initial_query_params changed: " + RECHECK
+    assert params.get_initial_value("top_k") is None
+
+
+def _bundle() -> str:
+    return "\n".join(path.read_text(encoding="utf-8", errors="replace") for path in FRONTEND.glob("*.js"))
+
+
+def test_2_and_3_the_frontend_still_has_what_the_scripts_look_for():
+    bundle = _bundle()
+    assert len(bundle) > 1_000_000, f"Streamlit's frontend is not where it was ({FRONTEND}): " + RECHECK
+    missing = [name for name in (*internals.STREAMLIT_TEST_IDS, *internals.PLOTLY_PRIVATE) if name not in bundle]
+    assert missing == [], f"Streamlit's or Plotly's frontend no longer has {missing}: " + RECHECK
+
+
+def test_the_lists_name_everything_the_scripts_use():
+    """The lists checked above are the scripts' real dependencies: every data-testid the presenter script and CSS
+    use (in a selector, or compared by the script) is listed (and each listed one is used), and the SVG button uses
+    each listed Plotly name."""
+    presenter = internals.PRESENTER_CSS + internals.PRESENTER_SCRIPT
+    # a data-testid is quoted: in a selector ('[data-testid="stHeading"] h2') or compared ("=== 'stLayoutWrapper'")
+    assert set(re.findall(r"""['"](st[A-Z]\w+)['"]""", presenter)) == set(internals.STREAMLIT_TEST_IDS)
+    assert all(name in internals.SVG_BUTTON_SCRIPT for name in internals.PLOTLY_PRIVATE)
+
+
+def test_no_other_module_reaches_into_the_private_parts():
+    # Plotly's private field is its chart's gd._context.toImageButtonOptions; other ._context names (the
+    # standard library's HTTPSHandler._context in llmviz/data/corpus.py) are not Streamlit's or Plotly's
+    fenced = (
+        "_initial_query_params",
+        'data-testid="st',
+        "._context.toImageButtonOptions",
+        "modebar",
+        "streamlit.runtime",
+        "get_script_run_ctx",
+        "is_active_session",
+        "set_corrected_value",
+        "_key_id_mapper",
+        "_new_widget_state",
+        "StopException",
+    )
+    offenders = [
+        f"{path.relative_to(ROOT)}: {word}"
+        for folder in ("ui", "stages", "llmviz")
+        for path in (ROOT / folder).rglob("*.py")
+        if path.name != "streamlit_private.py"
+        for word in fenced
+        if word in path.read_text(encoding="utf-8")
+    ]
+    offenders += [f"app.py: {word}" for word in fenced if word in (ROOT / "app.py").read_text(encoding="utf-8")]
+    assert offenders == []
+
+
+def test_4_the_runtime_parts_are_where_they_were():
+    import dataclasses
+
+    from streamlit import runtime
+    from streamlit.runtime.scriptrunner import ScriptRunContext
+    from streamlit.runtime.scriptrunner_utils.exceptions import StopException
+
+    assert internals.script_run_context() is None  # no script run here
+    fields = {field.name for field in dataclasses.fields(ScriptRunContext)}
+    assert {"session_id", "main_script_path"} <= fields, "ScriptRunContext changed: " + RECHECK
+    assert list(inspect.signature(runtime.Runtime.is_active_session).parameters) == ["self", "session_id"], (
+        "Runtime.is_active_session changed: " + RECHECK
+    )
+    assert internals.session_is_connected("anyone") is None  # no server here
+    from streamlit.runtime.scriptrunner import script_runner
+
+    assert internals.stop_exception() is StopException
+    assert "raise StopException()" in inspect.getsource(script_runner), "st.stop() ends a run another way: " + RECHECK
+
+
+def test_5_and_6_the_link_helpers_work_in_a_real_session():
+    """Under AppTest (a real session state): a bound option widget's value is written as its label, and a
+    corrected value goes into the address."""
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        import streamlit as st
+
+        from ui import streamlit_private as internals
+
+        st.selectbox("Model", [1, 2], format_func=lambda v: f"model {v}", key="m", bind="query-params")
+        st.write(repr(internals.as_in_link("m", 2)))
+        internals.write_link_value("note", "short")
+        st.write(repr(dict(st.query_params)))
+
+    at = AppTest.from_function(script).run()
+    assert not at.exception, at.exception
+    assert at.markdown[0].value == "'model 2'", "the widget's serializer is not found: " + RECHECK
+    assert "'note': 'short'" in at.markdown[1].value, "set_corrected_value did not reach the address: " + RECHECK

@@ -1,0 +1,214 @@
+"""The Loss & training page under AppTest: runs as jobs (a third one refused), races, the decoder, the
+learning-rate question, divergence advice, the runs' colours and progress line, and a positions race measured
+past its context."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.support.pages import assert_clean, by_label, finish_jobs, run_page, session_jobs, texts, train_on_names
+
+pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
+
+
+def test_training_short_run_then_sampling_sees_it():
+    at = train_on_names()
+    assert_clean(at)
+    [job] = session_jobs(at)
+    assert job.status().state == "finished"
+    at.switch_page(str(__import__("ui").ROOT / "stages/sampling.py")).run()
+    assert_clean(at)
+    shared = next(s for s in at.sidebar.selectbox if s.label == "Model shown on every page")
+    assert shared.value == f"run:{job.id}", "the new run is picked for every page"
+    shown = [re.sub(r"\\(.)", r"\1", c.value) for c in at.caption]  # Markdown source: punctuation is escaped
+    assert any("Model: " in c and job.label in c for c in shown), "Sampling shows the picked run"
+
+
+def test_training_race_and_decoder():
+    at = run_page("stages/training.py", corpus="names")
+    by_label(at.slider, "Steps per runner").set_value(50)
+    by_label(at.button, "Character-level race on names").click().run()
+    assert_clean(at)
+    assert len(session_jobs(at)) == 7
+    by_label(at.button, "Train the decoder (200 steps)").click().run()
+    assert_clean(at)
+    [decoder] = session_jobs(at, "task")
+    assert decoder.status().state == "finished" and decoder.status().step == 200
+    at.run()
+    assert_clean(at)
+
+
+def test_training_text_shorter_than_a_window():
+    at = run_page("stages/training.py", corpus="upload")
+    at.session_state["uploaded_corpus"] = ("tiny.txt", "hello there\n")
+    at.run()
+    at.button(key="train").click().run()
+    assert_clean(at, errors_expected=True)
+    assert "one window needs" in texts(at.error)
+
+
+def test_training_diverging_run_says_what_to_change():
+    at = run_page("stages/training.py", corpus="names")
+    by_label(at.selectbox, "Model").set_value("mlp")
+    by_label(at.radio, "Tokenizer").set_value("char")
+    by_label(at.selectbox, "Optimizer").set_value("rmsprop")
+    by_label(at.select_slider, "Learning rate").set_value(1.0)
+    by_label(at.toggle, "Clip gradients at norm 1").set_value(False)
+    by_label(at.slider, "Steps").set_value(200)
+    at.button(key="train").click().run()
+    [job] = session_jobs(at)
+    at.run()
+    assert_clean(at, errors_expected=True)
+    assert "Lower the learning rate" in texts(at.error), texts(at.error)
+    assert "failed" in [row for row in at.dataframe[0].value["status"]]
+
+
+@pytest.mark.parametrize("model", ["bigram-counts", "bigram-neural"])
+def test_training_bigram_with_samples_on(model):
+    at = train_on_names(model, sample_every=10)
+    [job] = session_jobs(at)
+    at.run()
+    assert_clean(at)
+    assert not at.error, texts(at.error)
+    status = job.status()
+    assert status.state == "finished" and [step for step, _ in status.samples] == [10, 20]
+    assert all(len(sample) > 0 for _, sample in status.samples)
+
+
+def test_run_colours_are_told_apart():
+    """A 7-runner race needs 7 colours that differ (the old list had two near-identical oranges)."""
+    from itertools import combinations
+
+    from ui.panels.runs import COLOURS
+
+    def rgb(colour: str) -> tuple[int, int, int]:
+        return tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
+
+    closest = min(sum((a - b) ** 2 for a, b in zip(rgb(x), rgb(y))) ** 0.5 for x, y in combinations(COLOURS, 2))
+    assert closest > 80, closest
+
+
+def test_progress_line_names_its_perplexity_and_smooths_tokens_per_second():
+    from types import SimpleNamespace
+
+    from llmviz.jobs import manager as jobs
+
+    steps = [SimpleNamespace(val_loss=None, perplexity=20.0, tokens_per_s=rate) for rate in [33_000.0] * 19 + [200.0]]
+    status = jobs.JobStatus(
+        job_id="x",
+        label="run",
+        kind="train",
+        state=jobs.RUNNING,
+        step=20,
+        total=100,
+        losses=((20, 3.0),),
+        metrics=tuple(steps),
+        samples=(),
+        queue_position=None,
+        error=None,
+        snapshot_steps=(),
+        elapsed_s=1.0,
+    )
+    line = status.describe()
+    assert "training perplexity 20.0" in line
+    # 20 steps of equal size: 20 / (19 / 33,000 + 1 / 200) tokens per second, not the last step's 200
+    expected = 20 / (19 / 33_000 + 1 / 200)
+    assert f"{expected:,.0f} tokens/s" in line, line
+
+
+def test_training_page_states_the_backprop_count_of_the_shipped_head():
+    from ui import models
+
+    at = run_page("stages/training.py")
+    head = models.shipped_gpt_or_stop()[0].lm_head.weight  # (V, C)
+    vocab, width = head.shape
+    text = next(s.value for s in at.success if "By hand vs autograd" in s.value)
+    assert f"all {vocab * width + vocab:,} entries" in text, text
+    assert f"∂L/∂W ({vocab * width:,})" in text and f"∂L/∂z ({vocab:,})" in text, text
+
+
+def test_chart_selection_adds_new_runs_and_keeps_the_students_choice():
+    from ui.panels.runs import chart_selection
+
+    runs = {f"id{n}": f"run {n}" for n in range(9)}
+    assert chart_selection(runs, None, set()) == [f"run {n}" for n in range(2, 9)]  # first time: the newest 7
+    # the student took run 5 off and put run 0 on; runs 9 and 10 (a race) just started: they join, nothing else moves
+    chosen = ["run 2", "run 3", "run 4", "run 6", "run 7", "run 8", "run 0"]
+    later = runs | {"id9": "run 9", "id10": "run 10"}
+    assert chart_selection(later, chosen, set(runs)) == chosen + ["run 9", "run 10"]
+    # offered once: taken off again by the student, they stay off
+    assert chart_selection(later, chosen, set(later)) == chosen
+
+
+def test_a_finished_race_is_on_the_comparison_chart():
+    """Before: the multiselect kept the runs it first showed, so a race trained later was only in the table."""
+    from tests.support.pages import by_label, session_jobs, train_on_names
+
+    at = train_on_names()
+    [first] = session_jobs(at)
+    at.run()
+    chart = by_label(at.multiselect, "Runs on the chart")
+    assert chart.value == [first.label]
+    by_label(at.slider, "Steps per runner").set_value(50)
+    by_label(at.selectbox, "Optimizer race: model").set_value("mlp")
+    by_label(at.button, "SGD vs momentum vs RMSprop vs Adam").click().run()
+    runners = [job for job in session_jobs(at) if job.id != first.id]
+    assert len(runners) == 4
+    at.run()
+    assert_clean(at)
+    assert by_label(at.multiselect, "Runs on the chart").value == [first.label] + [job.label for job in runners]
+
+
+def jobs_of(at):
+    from llmviz.jobs.manager import default_manager
+
+    return default_manager().jobs(at.session_state["_llmviz_session_id"])
+
+
+def test_a_third_run_is_refused_with_the_reason():
+    at = run_page("stages/training.py", corpus="names")
+    by_label(at.selectbox, "Model").set_value("mlp")
+    by_label(at.radio, "Tokenizer").set_value("char")
+    by_label(at.slider, "Steps").set_value(2000)
+    for _ in range(2):
+        at.button(key="train").click().run()
+        assert_clean(at)
+    assert len(jobs_of(at)) == 2  # one training, one waiting
+    at.button(key="train").click().run()
+    assert_clean(at)  # a refusal is a warning, not an error box
+    assert "each browser session trains 1 run at a time" in texts(at.warning)
+    assert len(jobs_of(at)) == 2
+    assert any("Yours: " in caption.value for caption in at.caption)
+    for job in jobs_of(at):
+        job.stop()
+        assert job.wait(60)
+
+
+def test_the_learning_rate_question_trains_as_a_job_then_asks():
+    at = run_page("stages/training.py", corpus="names")
+    at.button(key="quiz_ask_training").click().run()
+    assert_clean(at)
+    [job] = [job for job in jobs_of(at) if job.kind == "task"]
+    assert job.label == "quiz: two short runs" and job.worker_pid is not None  # a worker process, as any run
+    assert job.wait(180) and job.status().state == "finished", job.status().describe()
+    at.run()
+    assert_clean(at)
+    prompts = texts(at.markdown)
+    assert "(×10) instead, would the loss" in prompts, "the question is asked once its runs are done"
+
+
+def test_the_training_page_measures_a_finished_positions_race_beyond_its_context():
+    at = run_page("stages/training.py", corpus="names")
+    by_label(at.selectbox, "Architecture race: one switch, two GPT micros").set_value("positions")
+    by_label(at.slider, "Steps per runner").set_value(50)
+    by_label(at.button, "Race the two").click().run()
+    assert_clean(at)
+    at = finish_jobs(at)
+    assert_clean(at)
+    tables = [frame.value for frame in at.dataframe if "loss, positions 1–32" in getattr(frame.value, "columns", [])]
+    assert tables, [m.value for m in at.caption]
+    table = tables[-1]
+    assert len(table) == 2 and table["loss, positions 33–64"].notna().all()
+    assert any("learned positions" in run for run in table["run"]) and any("RoPE" in run for run in table["run"])

@@ -1,0 +1,67 @@
+"""Inside the model in headless chromium: its st.fragment sections, the links to Attention, the induction run."""
+
+import re
+
+import pytest
+
+from tests.support.browser import eventually, main_area, no_error_box, open_page, sidebar, wait_until_idle
+
+pytestmark = pytest.mark.browser
+
+
+def test_inside_sections_and_the_induction_run(app_url, browser):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page = open_page(browser, f"{app_url}/inside", viewport=(1400, 2400))
+    main = main_area(page)
+    main.get_by_text("Highest:").first.wait_for()
+    no_error_box(page)
+    # the detector radio reruns its fragment: the explanation and the ranking follow the new detector
+    main.get_by_text("previous token", exact=True).first.click()
+    main.get_by_text("attention from each token to the token just before it").wait_for()
+    # every top head links to its pattern on the Attention page (layer/head in the URL)
+    link = main.locator("a[href*='attention?']").first
+    assert re.search(r"layer=\d+.*head=\d+|head=\d+.*layer=\d+", link.get_attribute("href"))
+    # the per-token loss follows new text (its own fragment)
+    box = main.get_by_label("Any text")
+    box.fill("def f(x):\n    return x + 1")
+    box.press("Control+Enter")
+    wait_until_idle(page)
+    assert main.locator(".tok").count() >= 5
+    no_error_box(page)
+
+    # the induction preset: a regular lab run, in the picker, with Stop
+    start = main.get_by_role("button", name=re.compile("^Train it"))
+    start.click()
+    main.get_by_text(
+        re.compile(r"(above|below) uniform guessing")
+    ).first.wait_for()  # the chart, from the step-0 snapshot
+    sidebar(page).get_by_text(re.compile("Induction heads")).first.wait_for()
+
+    # sections 1-3 follow the run's newest snapshot: the sidebar's step and the page's model line advance together
+    # (the issue: Inside drew step 0 while the run's progress said 567/600)
+    def followed_step():
+        values = sidebar(page).get_by_role("slider")
+        step = values.first.get_attribute("aria-valuetext") if values.count() else None
+        shown = re.search(
+            r"· step (\d+) \(picked in the sidebar\)", main.get_by_text(re.compile("^Model:")).first.inner_text()
+        )
+        running = main.get_by_text(re.compile(r"running · step \d+/600")).count()  # not after the run: it ended
+        return (
+            int(step)
+            if running and step and step.isdigit() and shown and shown.group(1) == step and int(step) >= 60
+            else None
+        )
+
+    eventually(
+        followed_step, what="the page and the sidebar at a snapshot of step 60 or later, together, while the run trains"
+    )
+    stop = main.get_by_role("button", name="Stop", exact=True)
+    if stop.count():  # on a busy machine the run may already be over (600 steps)
+        try:
+            stop.click(timeout=10_000)
+        except PlaywrightTimeout:  # it ended meanwhile
+            pass
+    main.get_by_role("button", name="Train it again").wait_for()
+    no_error_box(page)
+    page.close()

@@ -1,0 +1,61 @@
+"""The file uploader in a real browser (issues #13 and #19): names shown literally, a binary file refused, removing
+the file, the /home address.
+
+Every wait is on the app's state (a text, a button), never a fixed sleep: the machine may be busy."""
+
+import pytest
+
+from tests.support.browser import (
+    choose,
+    go,
+    main_area,
+    no_error_box,
+    open_page,
+    shot,
+    sidebar,
+    wait_until_idle,
+)
+
+pytestmark = pytest.mark.browser
+
+
+STORY = (
+    "Once upon a time a small robot learned to read. It read every book in the library, "
+    "one token at a time, and it never stopped asking what came next.\n"
+) * 40
+
+
+def upload(page, name: str, data: bytes):
+    """Send a file through the real uploader in the sidebar."""
+    sidebar(page).locator("[data-testid='stFileUploaderDropzoneInput']").set_input_files(
+        files=[{"name": name, "mimeType": "text/plain", "buffer": data}]
+    )
+
+
+def test_upload_through_the_real_file_uploader(app_url, browser):
+    page = open_page(browser, f"{app_url}/home")  # the address people type: opens Home, no "Page not found"
+    assert "llmviz" in page.locator("h1").first.inner_text()
+    assert page.get_by_text("Page not found").count() == 0
+    choose(page, "Corpus", "Your own text (upload)", where=sidebar(page))
+    name = "__init__ $x$ <b>bold</b>.txt"  # shown as typed: no bold, no maths, no HTML
+    upload(page, name, STORY.encode())
+    using = sidebar(page).get_by_text("Using", exact=False).first
+    using.wait_for()
+    wait_until_idle(page)
+    assert name in using.inner_text()
+    assert main_area(page).get_by_text(f"The first lines of {name}", exact=False).count() == 1
+    no_error_box(page)
+    shot(page, "upload-literal-name")
+    go(page, "Tokens")
+    page.get_by_text(f"{name}: training on", exact=False).first.wait_for()
+    no_error_box(page)
+    # a binary file: a clear error in the sidebar, never a traceback
+    upload(page, "noise.bin", bytes(range(256)) * 40)
+    sidebar(page).get_by_test_id("stAlertContentError").first.wait_for()
+    assert page.locator("[data-testid='stException']").count() == 0
+    # removing the file (×) stops using it
+    sidebar(page).get_by_test_id("stFileChipDeleteBtn").first.click()
+    wait_until_idle(page)
+    assert sidebar(page).get_by_text("Using", exact=False).count() == 0
+    assert page.locator("[data-testid='stException']").count() == 0
+    page.close()

@@ -1,0 +1,75 @@
+"""Running the app's pages headless under Streamlit's AppTest, and reading what they show."""
+
+from streamlit.testing.v1 import AppTest
+
+import ui
+
+TIMEOUT = 180  # importing torch and building models takes seconds on a small CPU
+
+STAGES = [stage for stage in ui.PIPELINE if stage.exists]
+
+
+def run_page(path: str | None = None, **state) -> AppTest:
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    if path is not None:
+        at.switch_page(str(ui.ROOT / path)).run()
+    # the default path: no exception, and no error box either (friendly_errors turns any
+    # exception into st.error, so "no exception" alone would pass a broken page)
+    assert_clean(at)
+    return at
+
+
+def finish_jobs(at: AppTest, timeout: float = 180) -> AppTest:
+    """Wait for the jobs this AppTest session started (BPE, word2vec, a run: they train in worker processes,
+    outside the script run), then run the page again, as the live section's refresh would."""
+    from llmviz.jobs.manager import default_manager
+
+    for job in default_manager().jobs(at.session_state["_llmviz_session_id"]):
+        assert job.wait(timeout), job
+    return at.run()
+
+
+def assert_clean(at: AppTest, errors_expected: bool = False):
+    """No exception; and no st.error unless the test provoked one on purpose."""
+    assert not at.exception, [e.value for e in at.exception]
+    if not errors_expected:
+        assert not at.error, [e.value for e in at.error]
+
+
+def by_label(widgets, label):
+    matches = [w for w in widgets if w.label == label]
+    assert matches, f"no widget labelled {label!r}: {[w.label for w in widgets]}"
+    return matches[0]
+
+
+def texts(elements) -> str:
+    return " ".join(str(e.value) for e in elements)
+
+
+def session_jobs(at, kind="train"):
+    """The jobs of the AppTest's browser session, each waited for until it ends."""
+    from llmviz.jobs.manager import default_manager
+
+    found = [
+        job
+        for job in default_manager().jobs(at.session_state["_llmviz_session_id"])
+        if kind is None or job.kind == kind
+    ]
+    for job in found:
+        assert job.wait(timeout=120), job
+    return found
+
+
+def train_on_names(model: str = "mlp", sample_every: int | None = None):
+    """The Training page on the names corpus with a character-level ``model`` trained for 20 steps (Train pressed)."""
+    at = run_page("stages/training.py", corpus="names")
+    by_label(at.selectbox, "Model").set_value(model)
+    by_label(at.radio, "Tokenizer").set_value("char")
+    by_label(at.slider, "Steps").set_value(20)
+    if sample_every is not None:
+        by_label(at.slider, "Sample every (steps)").set_value(sample_every)
+    at.button(key="train").click().run()
+    return at

@@ -1,0 +1,228 @@
+"""Crafted checkpoints are refused before anything big is allocated, and the CLI never prints a traceback."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import save_file
+
+from llmviz.errors import CheckpointError
+from llmviz.training.checkpoint import load_checkpoint, save_checkpoint
+from llmviz.training.trainer import TrainConfig, Trainer
+from tests.support.paths import ROOT
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory):
+    config = TrainConfig(model="gpt-nano", tokenizer="char", context_length=16, batch_size=4, steps=1)
+    trainer = Trainer.from_text("hello world, hello attention\n" * 40, config)
+    return save_checkpoint(tmp_path_factory.mktemp("good") / "run", trainer, trainer_state=False)
+
+
+def craft(good, tmp_path, name, change):
+    """A copy of the good checkpoint whose checkpoint.json was edited by ``change(meta)``."""
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes((good / "model.safetensors").read_bytes())
+    meta = json.loads((good / "checkpoint.json").read_text())
+    change(meta)
+    (folder / "checkpoint.json").write_text(json.dumps(meta))
+    return folder
+
+
+def _set(path, value):
+    def change(meta):
+        target = meta
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+
+    return change
+
+
+ABSURD = {
+    "layers-10000": _set(["model", "config", "n_layers"], 10_000),
+    "d-model-huge": _set(["model", "config", "d_model"], 2**20),
+    "vocab-billion": _set(["model", "config", "vocab_size"], 10**9),
+    "layers-string": _set(["model", "config", "n_layers"], "12"),
+    "layers-negative": _set(["model", "config", "n_layers"], -3),
+    "plausible-but-not-these-weights": _set(["model", "config", "d_model"], 256),
+    "unknown-kind": _set(["model", "kind"], "rnn-from-mars"),
+}
+
+
+@pytest.mark.parametrize("name", list(ABSURD))
+def test_absurd_descriptions_are_refused(good, tmp_path, name):
+    folder = craft(good, tmp_path, name, ABSURD[name])
+    with pytest.raises(CheckpointError):
+        load_checkpoint(folder)
+
+
+def test_header_that_promises_more_than_the_file_holds(good, tmp_path):
+    folder = craft(good, tmp_path, "lying-header", lambda meta: None)
+    data = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(data[: len(data) // 2])  # the header's offsets run past the end
+    with pytest.raises(CheckpointError):
+        load_checkpoint(folder)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak memory from /proc (Linux)")
+def test_memory_stays_small_while_refusing(good, tmp_path):
+    """In a fresh process: refusing every crafted checkpoint grows the peak memory by less than 100 MB."""
+    folders = [str(craft(good, tmp_path, name, change)) for name, change in ABSURD.items()]
+    code = f"""
+import sys
+import torch
+
+def peak_kb():  # VmHWM: this process's peak resident memory (ru_maxrss would include the parent's, after fork)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+
+from llmviz.errors import CheckpointError
+from llmviz.training.trainer import load_checkpoint
+before = peak_kb()
+for folder in {folders!r}:
+    try:
+        load_checkpoint(folder)
+    except CheckpointError:
+        pass
+    else:
+        sys.exit("loaded " + folder)
+after = peak_kb()
+print(before, after)
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    before_kb, after_kb = map(int, result.stdout.split())
+    assert after_kb < 500 * 1024, f"peak {after_kb / 1024:.0f} MB"
+    assert after_kb - before_kb < 100 * 1024, f"grew by {(after_kb - before_kb) / 1024:.0f} MB"
+
+
+def test_cli_prints_a_message_not_a_traceback(good, tmp_path):
+    folder = craft(good, tmp_path, "cli", ABSURD["layers-10000"])
+    result = subprocess.run(
+        [sys.executable, "-m", "llmviz", "sample", "--checkpoint", str(folder)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "error:" in result.stderr
+    assert "n_layers" in result.stderr
+
+
+def test_a_good_checkpoint_still_loads(good):
+    model, tokenizer, _ = load_checkpoint(good)
+    assert torch.isfinite(next(model.parameters())).all() and tokenizer.vocab_size > 0
+
+
+def test_foreign_tensors_with_the_right_names_but_wrong_shapes(good, tmp_path):
+    folder = craft(good, tmp_path, "shapes", lambda meta: None)
+    from safetensors.torch import load_file
+
+    tensors = load_file(str(folder / "model.safetensors"))
+    first = next(iter(tensors))
+    tensors[first] = torch.zeros(3, 3)
+    save_file(tensors, str(folder / "model.safetensors"))
+    with pytest.raises(CheckpointError, match="do not match"):
+        load_checkpoint(folder)
+
+
+def _bounded(call, seconds=10):
+    """``call()``'s exception (or None), failing the test if it does not return within ``seconds`` (a FIFO or
+    /dev/zero would block or fill memory for ever on the old code: the thread is a daemon, so it dies with pytest)."""
+    import threading
+
+    outcome = {}
+
+    def target():
+        try:
+            call()
+        except BaseException as error:  # noqa: BLE001 - the test looks at what it was
+            outcome["error"] = error
+        outcome["done"] = True
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert outcome.get("done"), f"still reading after {seconds} s"
+    return outcome.get("error")
+
+
+@pytest.fixture()
+def hostile_runs(good, tmp_path):
+    import os
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    craft(good, runs, "fine", lambda meta: None)
+    deep = craft(good, runs, "deep", lambda meta: None)
+    (deep / "checkpoint.json").write_text("[" * 200_000 + "]" * 200_000)
+    zero = craft(good, runs, "zero-meta", lambda meta: None)
+    (zero / "checkpoint.json").unlink()
+    (zero / "checkpoint.json").symlink_to("/dev/zero")
+    pipe = craft(good, runs, "pipe-meta", lambda meta: None)
+    (pipe / "checkpoint.json").unlink()
+    os.mkfifo(pipe / "checkpoint.json")
+    weights = craft(good, runs, "zero-weights", lambda meta: None)
+    (weights / "model.safetensors").unlink()
+    (weights / "model.safetensors").symlink_to("/dev/zero")
+    (runs / "null.safetensors").symlink_to("/dev/null")
+    os.mkfifo(runs / "fifo")
+    (runs / "notes.txt").write_text("not a checkpoint")  # other files are not listed
+    return runs
+
+
+BAD = ["deep", "fifo", "null.safetensors", "pipe-meta", "zero-meta", "zero-weights"]
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero and FIFOs (POSIX)")
+def test_each_bad_entry_is_refused_quickly_with_a_reason_and_no_server_path(hostile_runs):
+    for name in BAD:
+        error = _bounded(lambda name=name: load_checkpoint(hostile_runs / name))
+        assert isinstance(error, CheckpointError), (name, repr(error))
+        assert str(hostile_runs) not in str(error) and str(hostile_runs.parent) not in str(error), str(error)
+    assert "nested too deeply" in str(_bounded(lambda: load_checkpoint(hostile_runs / "deep")))
+    assert _bounded(lambda: load_checkpoint(hostile_runs / "fine")) is None
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero and FIFOs (POSIX)")
+def test_the_runs_folder_lists_bad_entries_as_unreadable_and_the_rest_as_usual(hostile_runs):
+    from llmviz.training.checkpoint import list_checkpoints
+
+    listed = {}
+    assert _bounded(lambda: listed.update({item.name: item for item in list_checkpoints(hostile_runs)})) is None
+    assert sorted(listed) == sorted(["fine", *BAD])
+    assert listed["fine"].readable
+    for name in BAD:
+        assert not listed[name].readable and listed[name].problem
+        assert str(hostile_runs) not in listed[name].problem
+
+
+@pytest.mark.slow  # two CLI processes
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero and FIFOs (POSIX)")
+def test_the_cli_refuses_a_deeply_nested_checkpoint_without_a_traceback(hostile_runs):
+    for name in ("deep", "zero-meta"):
+        result = subprocess.run(
+            [sys.executable, "-m", "llmviz", "sample", "--checkpoint", str(hostile_runs / name)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )
+        assert result.returncode == 2 and "Traceback" not in result.stderr and "error:" in result.stderr, name
+        assert str(hostile_runs) not in result.stderr
