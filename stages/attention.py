@@ -359,7 +359,7 @@ def pattern_heatmap(pattern, labels: list[str], title: str):
         y_title="query",
         zmin=0,
         zmax=1,
-        height=max(420, 18 * len(labels) + 200),
+        height=max(400, 18 * len(labels) + 180),
     )
 
 
@@ -409,7 +409,7 @@ def lines_figure(pattern, labels: list[str], query) -> go.Figure:
     )
     figure.update_layout(
         showlegend=False,
-        height=max(360, 22 * len(labels) + 40),
+        height=max(320, 22 * len(labels) + 40),
         xaxis_visible=False,
         yaxis_visible=False,
         margin=charts.margins(10),
@@ -614,6 +614,7 @@ def grouped_query() -> None:
         f"value head. Each "
         "query head still computes its own pattern over the shared keys."
     )
+    st.subheader("The KV cache, counted")  # a slide of its own in presenter mode
     rows = []
     for kv in sorted({n_heads, n_kv_heads, 1}, reverse=True):
         shape = config.replace(n_kv_heads=kv)

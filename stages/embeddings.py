@@ -629,6 +629,7 @@ def rotary_positions() -> None:
             title="rotated q at m · rotated k at n",
             x_title="key position n",
             y_title="query position m",
+            height=420,
         ),
         width="stretch",
     )

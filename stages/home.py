@@ -5,7 +5,7 @@ import streamlit as st
 import ui
 from llmviz.data import corpus
 from llmviz.device import describe_device
-from ui import sections, state
+from ui import present, sections, state
 from ui.text import literal_markdown
 
 settings = ui.settings()
@@ -77,6 +77,8 @@ st.markdown(
     "shows it, at any step you pick in the sidebar."
 )
 
+if present.enabled():  # a slide of its own on a projector (the pipeline fills the first)
+    st.subheader("Where it runs, and on what text")
 left, right = st.columns(2)
 with left:
     st.subheader("Device")

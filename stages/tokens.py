@@ -106,6 +106,24 @@ def word_vocabulary_label(tokenizer: char_word.WordTokenizer) -> str:
 
 
 # ------------------------------------------------------------------ side by side
+def keep_finished_bpe() -> None:
+    """A BPE run that has ended with merges (finished, or stopped: what was learned) becomes the session's BPE before
+    the page draws anything, so the cards show it at once (a rerun from inside the lesson's tab, once the page had
+    been drawn without it, left the next click on the page lost)."""
+    spec = state.BPE_JOB.get()
+    job = picker.manager().get(picker.session_id(), spec["id"]) if spec else None
+    if job is None or not job.status().done or job.result is None:
+        return  # still training, or nothing to keep: the lesson's tab follows it and says so
+    state.BPE_JOB.pop()
+    tokenizer = bpe_tokenizer.BPETokenizer.from_history(
+        job.result, spec["pattern"], [tokenizer_base.ENDOFTEXT], keep_history=True
+    )
+    state.BPE_TOKENIZER.set(tokenizer)
+    state.BPE_LISTED.pop()  # the new BPE joins section 1's tokenizers
+    state.BPE_ORIGIN.set({key: spec[key] for key in ("pattern", "vocab_size", "corpus")})
+
+
+keep_finished_bpe()
 char_tok, word_tok = corpus_tokenizers(corpus_label, corpus_text)
 # The options are stable keys with labels that never change (the browser sends a selection back as its labels, and
 # one whose label changed would be dropped): the picked model's tokenizer stays selected when its step, the run or the
@@ -305,25 +323,13 @@ def train_bpe_controls() -> None:
                 st.warning(str(error))
             else:
                 state.BPE_JOB.set(dict(id=job.id, pattern=pattern, vocab_size=vocab_size, corpus=corpus_label))
-        spec = state.BPE_JOB.get()
         ended = training.follow_task(
             state.BPE_JOB,
             name="tokens.bpe_job",
             describe=lambda status: f"merge {status.step} of {status.total}" if status.step else "Counting pairs…",
         )
-        if ended is not None:  # finished, or stopped: build from what was learned
-            if ended.result is None:
-                st.warning(
-                    f"The BPE training ended without a result: {ended.status().error or ended.status().describe()}"
-                )
-            else:
-                tokenizer = bpe_tokenizer.BPETokenizer.from_history(
-                    ended.result, spec["pattern"], [tokenizer_base.ENDOFTEXT], keep_history=True
-                )
-                state.BPE_TOKENIZER.set(tokenizer)
-                state.BPE_LISTED.pop()  # the new BPE joins section 1's tokenizers
-                state.BPE_ORIGIN.set({key: spec[key] for key in ("pattern", "vocab_size", "corpus")})
-                st.rerun()  # section 1 above was drawn before this BPE existed: draw the page again with it
+        if ended is not None:  # ended without a result (one with a result was kept before the page was drawn)
+            st.warning(f"The BPE training ended without a result: {ended.status().error or ended.status().describe()}")
         bpe_now, origin = trained_bpe(), bpe_origin()
         if bpe_now is not None and origin.get("vocab_size"):
             learned = len(bpe_now.merges)
