@@ -677,7 +677,7 @@ def _prompting_vs_fine_tuning(results: list[finetune.PromptingResult]) -> None:
 
 def _bce_worked_example() -> None:
     with ui.friendly_errors("the classification loss"):
-        example = _bce(view.key, model, tokenizer)
+        example = _bce(view.content_key, model, tokenizer)
         steps = example.steps
         frame = pd.DataFrame(
             {
@@ -951,5 +951,5 @@ PARTS = {
     "Training in less memory": memory_part,
 }
 with ui.friendly_errors("the questions"):
-    quiz_ui.section("adapt", lambda: _questions(view.key, model, tokenizer))
+    quiz_ui.section("adapt", lambda: _questions(view.content_key, model, tokenizer))
 sections.parts(PARTS, share.bind("adapting_part"))

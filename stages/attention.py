@@ -6,6 +6,7 @@ import streamlit as st
 import torch
 
 import ui
+from llmviz.adapt import memory
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.lessons import architectures, quiz
 from llmviz.lessons import forward as views
@@ -18,9 +19,12 @@ from ui.text import literal_markdown, tidy_floats
 ui.settings()
 ui.page_header(
     "Attention: tokens looking at each other",
-    "Each token asks a question (query), offers a label (key) and carries content (value). Attention scores every "
-    "query against every key, turns the scores into weights with softmax, and mixes the values with those weights.",
+    "Each token scores every earlier token (query · key), turns the scores into weights with softmax and mixes what "
+    "they carry (values).",
 )
+# a sentence of the Python manual, every word of it among the manual's 300 most common, which the shipped GPT reads
+# word by word (all but "assigned", two tokens); its repeated words ("object", "the") show heads that look back
+DEFAULT_SENTENCE = "The assigned object should be a sequence object of the same type."
 
 
 num = charts.tex_number
@@ -42,12 +46,7 @@ def show_matrix(where, matrix: torch.Tensor, rows) -> None:
     )
 
 
-# ------------------------------------------------------------------ 1. without weights
-st.header("1. Self-attention without trainable weights")
-st.caption(
-    "Six words, 'Your journey starts with one step', each a hand-picked 3-dimensional embedding: the "
-    "smallest attention there is, with no weights to learn."
-)
+# ------------------------------------------------------------------ without weights
 
 
 @sections.section("attention.without_weights")
@@ -69,7 +68,9 @@ def without_weights() -> None:
         )
     with right:
         st.dataframe(
-            tidy_floats(pd.DataFrame(journey.numpy(), index=att.JOURNEY_TOKENS, columns=["x", "y", "z"])),
+            tidy_floats(pd.DataFrame(journey.numpy(), index=att.JOURNEY_TOKENS, columns=["x", "y", "z"])).style.format(
+                "{:.2f}"
+            ),
             width="stretch",
         )
         st.caption("The embeddings: one 3-dimensional vector per word.")
@@ -96,18 +97,19 @@ def without_weights() -> None:
             rf"z_{{{query}}} = \sum_j \alpha_{{{query},j}}\, x_j = [" + ", ".join(f"{v:.4f}" for v in z.tolist()) + "]",
         )
     with st.expander("All context vectors"):
-        st.dataframe(matrix_table(simple["context"], att.JOURNEY_TOKENS), width="stretch")
+        show_matrix(st, simple["context"], att.JOURNEY_TOKENS)
 
 
-without_weights()
+def without_weights_lesson() -> None:
+    st.header("2. Self-attention without trainable weights")
+    st.caption(
+        "Six words, 'Your journey starts with one step', each a hand-picked 3-dimensional embedding: the "
+        "smallest attention there is, with no weights to learn."
+    )
+    without_weights()
 
-# ------------------------------------------------------------------ 2. the toy example
-st.header("2. Scaled dot-product attention, step by step")
-st.caption(
-    "A toy example small enough to check by hand: 'The cat sat', d_model = 4, embeddings plus small "
-    "positional offsets, and hand-picked W_Q, W_K, W_V and W_O. Edit any matrix: every number below is "
-    "recomputed."
-)
+
+# ------------------------------------------------------------------ the toy example
 toy_x = att.toy_input()
 
 
@@ -246,74 +248,91 @@ def toy_head(steps: dict[str, torch.Tensor], head: int, heads: int, scaled: bool
     show_matrix(st, steps["head_outputs"][head], tokens)
 
 
-toy_example()
-
-# ------------------------------------------------------------------ 3. shapes
-st.header("3. Multi-head attention: the shapes")
-shapes = att.head_split_steps(torch.arange(24, dtype=torch.float32).view(1, 3, 8), num_heads=2)
-small, split, transposed = shapes["input"], shapes["viewed"], shapes["transposed"]
-st.markdown("`(batch, tokens, d_out)` = (1, 3, 8)")  # all eight columns in view: the full width
-st.dataframe(tidy_floats(pd.DataFrame(small[0].numpy(), index=["t0", "t1", "t2"])), width="stretch")
-s2, s3 = st.columns(2)
-s2.markdown("`.view(1, 3, 2, 4)` → (batch, tokens, heads, head_dim)")
-s2.dataframe(
-    pd.DataFrame(
-        {
-            f"head {head}": [str(split[0, t, head].int().tolist()) for t in range(3)]  # a table,
-            for head in range(2)
-        },
-        index=["t0", "t1", "t2"],
-    ),
-    width="stretch",
-)  # no code block to load
-s3.markdown("`.transpose(1, 2)` → (batch, heads, tokens, head_dim)")
-for head in range(2):
-    s3.markdown(f"head {head}")
-    s3.dataframe(tidy_floats(pd.DataFrame(transposed[0, head].numpy(), index=["t0", "t1", "t2"])), width="stretch")
-st.caption(
-    "Each head gets its own slice of the width and attends over all tokens at once; afterwards "
-    "`.transpose(1, 2).contiguous().view(1, 3, 8)` puts the heads side by side again (the concatenation)."
-)
-
-# ------------------------------------------------------------------ 4. masks
-st.header("4. Masks side by side")
-encoder_tokens = ["Le", "chat", "était", "assis"]
-encoder_out = torch.randn(4, 4, generator=torch.Generator().manual_seed(1)) * 0.5  # the page's own stream
-padding = torch.tensor([[True, True, False]])  # the last token is padding
-eye = torch.eye(4)
-x = toy_x
-variants = {
-    "none": att.attention_steps(x, eye, eye, eye),
-    "causal": att.attention_steps(x, eye, eye, eye, mask="causal"),
-    "padding (last is [PAD])": att.attention_steps(x, eye, eye, eye, padding_mask=padding),
-    "cross-attention": att.attention_steps(x, eye, eye, eye, kv=encoder_out),
-}
-mask_panels = []
-for name, steps_ in variants.items():
-    padded = [*att.TOY_TOKENS[:-1], "[PAD]"]  # the padding variant's last token is padding, not "sat"
-    keys = encoder_tokens if name == "cross-attention" else padded if name.startswith("padding") else att.TOY_TOKENS
-    queries = padded if name.startswith("padding") else att.TOY_TOKENS
-    mask_panels.append(
-        dict(
-            matrix=steps_["weights"][0], x_labels=keys, y_labels=queries, title=name, zmin=0, zmax=1, text_format=".2f"
-        )
+def toy_lesson() -> None:
+    st.header("3. Scaled dot-product attention, step by step")
+    st.caption(
+        "A toy example small enough to check by hand: 'The cat sat', d_model = 4, embeddings plus small "
+        "positional offsets, and hand-picked W_Q, W_K, W_V and W_O. Edit any matrix: every number below is "
+        "recomputed."
     )
-charts.show(
-    charts.heatmap_panels(mask_panels, columns=4 if present.enabled() else 2),
-    width="stretch",
-    key=state.widget("masks"),
-)
-st.caption(
-    "These four use the toy example's X with W_Q = W_K = W_V = the identity (no learned weights), so their "
-    "numbers differ from section 2's, which uses its own W_Q, W_K and W_V. "
-    "Causal: no looking ahead (GPT). Padding: nobody attends to padding (batches of unequal length). "
-    "Cross-attention (the decoder of an encoder–decoder Transformer, as in 'Attention Is All You Need'): queries "
-    "from the decoder, keys and values from the encoder's "
-    "output — 3 queries over 4 keys, so the matrix need not be square."
-)
+    toy_example()
 
 
-# ------------------------------------------------------------------ 5. the picked model
+# ------------------------------------------------------------------ shapes
+def shapes_lesson() -> None:
+    st.header("4. Multi-head attention: the shapes")
+    shapes = att.head_split_steps(torch.arange(24, dtype=torch.float32).view(1, 3, 8), num_heads=2)
+    small, split, transposed = shapes["input"], shapes["viewed"], shapes["transposed"]
+    st.markdown("`(batch, tokens, d_out)` = (1, 3, 8)")  # all eight columns in view: the full width
+    st.dataframe(tidy_floats(pd.DataFrame(small[0].numpy(), index=["t0", "t1", "t2"])), width="stretch")
+    s2, s3 = st.columns(2)
+    s2.markdown("`.view(1, 3, 2, 4)` → (batch, tokens, heads, head_dim)")
+    s2.dataframe(
+        pd.DataFrame(
+            {
+                f"head {head}": [str(split[0, t, head].int().tolist()) for t in range(3)]  # a table,
+                for head in range(2)
+            },
+            index=["t0", "t1", "t2"],
+        ),
+        width="stretch",
+    )  # no code block to load
+    s3.markdown("`.transpose(1, 2)` → (batch, heads, tokens, head_dim)")
+    for head in range(2):
+        s3.markdown(f"head {head}")
+        s3.dataframe(tidy_floats(pd.DataFrame(transposed[0, head].numpy(), index=["t0", "t1", "t2"])), width="stretch")
+    st.caption(
+        "Each head gets its own slice of the width and attends over all tokens at once; afterwards "
+        "`.transpose(1, 2).contiguous().view(1, 3, 8)` puts the heads side by side again (the concatenation)."
+    )
+
+
+# ------------------------------------------------------------------ masks
+def masks_lesson() -> None:
+    st.header("5. Masks side by side")
+    encoder_tokens = ["Le", "chat", "était", "assis"]
+    encoder_out = torch.randn(4, 4, generator=torch.Generator().manual_seed(1)) * 0.5  # the page's own stream
+    padding = torch.tensor([[True, True, False]])  # the last token is padding
+    eye = torch.eye(4)
+    x = toy_x
+    variants = {
+        "none": att.attention_steps(x, eye, eye, eye),
+        "causal": att.attention_steps(x, eye, eye, eye, mask="causal"),
+        "padding (last is [PAD])": att.attention_steps(x, eye, eye, eye, padding_mask=padding),
+        "cross-attention": att.attention_steps(x, eye, eye, eye, kv=encoder_out),
+    }
+    mask_panels = []
+    for name, steps_ in variants.items():
+        padded = [*att.TOY_TOKENS[:-1], "[PAD]"]  # the padding variant's last token is padding, not "sat"
+        keys = encoder_tokens if name == "cross-attention" else padded if name.startswith("padding") else att.TOY_TOKENS
+        queries = padded if name.startswith("padding") else att.TOY_TOKENS
+        mask_panels.append(
+            dict(
+                matrix=steps_["weights"][0],
+                x_labels=keys,
+                y_labels=queries,
+                title=name,
+                zmin=0,
+                zmax=1,
+                text_format=".2f",
+            )
+        )
+    charts.show(
+        charts.heatmap_panels(mask_panels, columns=4 if present.enabled() else 2),
+        width="stretch",
+        key=state.widget("masks"),
+    )
+    st.caption(
+        "These four use the toy example's X with W_Q = W_K = W_V = the identity (no learned weights), so their "
+        "numbers differ from section 3's, which uses its own W_Q, W_K and W_V. "
+        "Causal: no looking ahead (GPT). Padding: nobody attends to padding (batches of unequal length). "
+        "Cross-attention (the decoder of an encoder–decoder Transformer, as in 'Attention Is All You Need'): queries "
+        "from the decoder, keys and values from the encoder's "
+        "output — 3 queries over 4 keys, so the matrix need not be square."
+    )
+
+
+# ------------------------------------------------------------------ your sentence through the picked model
 @st.cache_data(show_spinner=False, max_entries=64)
 def gpt_patterns(model_key: str, sentence: str, _view: picker.ModelView) -> views.AttentionPatterns | None:
     """Every pattern of the picked model on the sentence, cached by (its weights id, sentence)."""
@@ -340,7 +359,7 @@ def pattern_heatmap(pattern, labels: list[str], title: str):
         y_title="query",
         zmin=0,
         zmax=1,
-        height=max(420, 18 * len(labels) + 200),
+        height=max(400, 18 * len(labels) + 180),
     )
 
 
@@ -390,7 +409,7 @@ def lines_figure(pattern, labels: list[str], query) -> go.Figure:
     )
     figure.update_layout(
         showlegend=False,
-        height=max(360, 22 * len(labels) + 40),
+        height=max(320, 22 * len(labels) + 40),
         xaxis_visible=False,
         yaxis_visible=False,
         margin=charts.margins(10),
@@ -436,7 +455,7 @@ def attention_views(patterns, labels: list[str], key: str, compare_sentence: str
             "Each line joins a query (left) to a key (right); the thicker and darker the line, the larger "
             "the attention weight."
         )
-    if compare_sentence is not None:
+    if compare_sentence is not None and picker.current().run_id is not None:  # only a run has a step 0
         st.subheader("Step 0 vs step N")
         st.caption(
             f"Layer {layer}, head {head} (the sliders above) before training (random weights: attention "
@@ -483,50 +502,54 @@ def attention_quiz(view: picker.ModelView, found: views.AttentionPatterns) -> li
 
 @sections.section("attention.sentence")
 def your_sentence() -> None:
-    """Sections 5 and 6 share the sentence: typing a new one re-draws only them."""
-    sentence = st.text_input(
-        "Sentence", "The return statement leaves the current function call with a value", **share.bind("sentence")
-    )
+    """The key picture, the pattern of your sentence through the picked model, and the same sentence through MiniLM:
+    typing a new sentence re-draws only them."""
+    st.header("1. Your sentence through the model picked in the sidebar")
+    sentence = st.text_input("Sentence", DEFAULT_SENTENCE, **share.bind("sentence"))
     share.carried_note("sentence")
     if not sentence.strip():
         st.warning("Type a sentence to see its attention patterns.")
         return
     view = picker.current()
-    st.caption(f"Model: {literal_markdown(view.label)} (picked in the sidebar).")
     if view.family == "minilm":
-        st.info("The picked model is the pretrained MiniLM encoder: its attention is in section 6 below.")
+        st.info("The picked model is the pretrained MiniLM encoder: its attention is further down, under MiniLM.")
     else:
         with ui.friendly_errors("the attention patterns"):
-            found = gpt_patterns(view.content_key, sentence, view)
-            if found is None:
-                st.info(
-                    f"{literal_markdown(view.label)} has no attention layers (it reads a fixed window of characters "
-                    f"or keeps a "
-                    "running state): pick a GPT in the sidebar to see attention patterns."
-                )
-            else:
-                quiz_ui.section("attention", lambda: attention_quiz(view, found))
-                total = len(found.ids) + found.cut_to_shown + found.cut_to_context
-                if found.cut_to_context:  # one notice, however many cuts
-                    context = views.context_length(view.model)
-                    st.warning(
-                        f"{total} tokens are more than the context of {context}: the model reads the first "
-                        f"{context}"
-                        + (
-                            f", and the charts show the first {len(found.ids)} of those (more would not be readable)."
-                            if found.cut_to_shown
-                            else "."
-                        )
-                    )
-                elif found.cut_to_shown:
-                    st.info(f"{total} tokens: the charts show the first {len(found.ids)}.")
-                attention_views(found.patterns, token_labels(view, found.ids), "gpt", compare_sentence=sentence)
-                if box := sections.lazy("Every layer × head at a glance", "attention_grid"):
-                    with box:
-                        attention_grid(found.patterns, "gpt")
+            gpt_attention(view, sentence)
+    minilm_attention(sentence)
 
-    # ------------------------------------------------------------------ 6. MiniLM
-    st.header("6. The same sentence through a pretrained encoder (MiniLM)")
+
+def gpt_attention(view: picker.ModelView, sentence: str) -> None:
+    found = gpt_patterns(view.content_key, sentence, view)
+    if found is None:
+        st.info(
+            f"{literal_markdown(view.label)} has no attention layers (it reads a fixed window of characters or keeps a "
+            "running state): pick a GPT in the sidebar to see attention patterns."
+        )
+        return
+    total = len(found.ids) + found.cut_to_shown + found.cut_to_context
+    if found.cut_to_context:  # one notice, however many cuts
+        context = views.context_length(view.model)
+        st.warning(
+            f"{total} tokens are more than the context of {context}: the model reads the first {context}"
+            + (
+                f", and the charts show the first {len(found.ids)} of those (more would not be readable)."
+                if found.cut_to_shown
+                else "."
+            )
+        )
+    elif found.cut_to_shown:
+        st.info(f"{total} tokens: the charts show the first {len(found.ids)}.")
+    attention_views(found.patterns, token_labels(view, found.ids), "gpt", compare_sentence=sentence)
+    st.caption(f"Model: {literal_markdown(view.label)} (picked in the sidebar).")
+    quiz_ui.section("attention", lambda: attention_quiz(view, found))
+    if box := sections.lazy("Every layer × head at a glance", "attention_grid"):
+        with box:
+            attention_grid(found.patterns, "gpt")
+
+
+def minilm_attention(sentence: str) -> None:
+    st.subheader("The same sentence through a pretrained encoder (MiniLM)")
     st.caption(
         "all-MiniLM-L6-v2, a real pretrained BERT-style model (6 layers × 12 heads), implemented in llmviz. "
         "Its attention is bidirectional: every token sees the whole sentence, the future included."
@@ -543,11 +566,7 @@ def your_sentence() -> None:
         attention_grid(encoded.patterns, "minilm")
 
 
-st.header("5. Your sentence through the model picked in the sidebar")
-your_sentence()
-
-
-# ------------------------------------------------------------------ 7. grouped-query attention
+# ------------------------------------------------------------------ grouped-query attention
 @sections.section("attention.grouped_query")
 def grouped_query() -> None:
     st.markdown(
@@ -588,37 +607,28 @@ def grouped_query() -> None:
             showscale=False,
         )
     )
-    figure.update_layout(height=140, margin=dict(t=10, b=10))
+    figure.update_layout(height=140, margin=charts.margins(10))
     charts.show(figure, width="stretch")
     st.caption(
         f"{architectures.attention_kind(config).capitalize()}: query heads of one colour share one key head and one "
         f"value head. Each "
         "query head still computes its own pattern over the shared keys."
     )
+    st.subheader("The KV cache, counted")  # a slide of its own in presenter mode
     rows = []
     for kv in sorted({n_heads, n_kv_heads, 1}, reverse=True):
         shape = config.replace(n_kv_heads=kv)
         rows.append(
             {
                 "attention": architectures.attention_kind(shape) + (" (picked)" if kv == n_kv_heads else ""),
-                "key/value heads": kv,
-                "KV cache per token": architectures.kv_cache_bytes(shape, 1, "bf16"),
-                f"KV cache for {tokens:,} tokens (MiB)": architectures.kv_cache_bytes(shape, tokens, "bf16") / 2**20,
-                "W_K + W_V parameters per layer": 2 * config.d_model * kv * config.head_dim,
+                "K/V heads": kv,
+                "KV cache per token": memory.human_bytes(architectures.kv_cache_bytes(shape, 1, "bf16")),
+                f"for {tokens:,} tokens": memory.human_bytes(architectures.kv_cache_bytes(shape, tokens, "bf16")),
+                "W_K + W_V per layer": f"{2 * config.d_model * kv * config.head_dim:,}",
             }
         )
-    frame = pd.DataFrame(rows)
-    st.dataframe(
-        frame.style.format(
-            {
-                "KV cache per token": "{:,} bytes",
-                f"KV cache for {tokens:,} tokens (MiB)": "{:,.1f}",
-                "W_K + W_V parameters per layer": "{:,}",
-            }
-        ),
-        hide_index=True,
-        width="stretch",
-    )
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.caption("W_K + W_V per layer: the parameters of the key and value projections of one block.")
     saved = 1 - n_kv_heads / n_heads
     charts.equation(
         rf"\text{{KV bytes}} = 2 \times L \times H_{{kv}} \times d_{{head}} \times \text{{tokens}} \times 2"
@@ -632,18 +642,37 @@ def grouped_query() -> None:
         + "Real models: "
         + "; ".join(
             f"{name}: {PRESETS[name].kv_heads} of {PRESETS[name].n_heads} heads, "
-            f"{architectures.kv_cache_bytes(PRESETS[name], 1, 'bf16'):,} bytes per token"
+            f"{memory.human_bytes(architectures.kv_cache_bytes(PRESETS[name], 1, 'bf16'))} per token"
             for name in ("gpt2-124m", "smollm2-135m-shapes")
         )
         + "."
     )
 
 
-st.header("7. Grouped-query attention: heads that share keys and values")
-st.caption(
-    "Modern models (Llama 2 70B, Llama 3, Qwen2) let several query heads share one key head and one value "
-    "head, so that the KV cache kept while generating takes a fraction of the memory."
-)
-if box := sections.lazy("Open the KV-cache calculator: heads, shared heads, bytes", "attention_gqa"):
-    with box:
-        grouped_query()
+def grouped_query_lesson() -> None:
+    st.header("6. Grouped-query attention: heads that share keys and values")
+    st.caption(
+        "Modern models (Llama 2 70B, Llama 3, Qwen2) let several query heads share one key head and one value "
+        "head, so that the KV cache kept while generating takes a fraction of the memory."
+    )
+    grouped_query()
+
+
+# ------------------------------------------------------------------ the page: your sentence first, the lessons under it
+your_sentence()
+LINKED = {  # a link that sets these opens their tab
+    "Without weights": ("query_word",),
+    "Step by step": ("scale", "mask", "heads"),
+    "Grouped-query": ("query_heads",),
+}
+LESSONS = {
+    "Without weights": without_weights_lesson,
+    "Step by step": toy_lesson,
+    "Shapes": shapes_lesson,
+    "Masks": masks_lesson,
+    "Grouped-query": grouped_query_lesson,
+}
+for box, lesson in zip(sections.lazy_tabs(list(LESSONS), share.bind("attention_tab"), LINKED), LESSONS.values()):
+    if box is not None:
+        with box:
+            lesson()

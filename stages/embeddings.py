@@ -22,16 +22,15 @@ from ui.text import literal_markdown, tidy_floats
 settings = ui.settings()
 ui.page_header(
     "Embeddings: tokens become vectors",
-    "Each token id picks one row of a learned table: a vector. Similar tokens end up with vectors that point the "
-    "same way, which cosine similarity measures; the position of a token is added as a vector too.",
+    "Each token id picks one row of a learned table: a vector. Tokens used alike get vectors that point the same way.",
 )
+# tokens of the Python manual the shipped GPT reads whole: function words, modal verbs and Python's nouns, which its
+# table groups (is, are, be; must, can; class, instance; list, tuple)
+DEFAULT_WORDS = " the a is are be must can will class instance function method list tuple value name"
+DEFAULT_QUERY = " is"  # neighbours: are, was, be, then, will, must
 
-# ------------------------------------------------------------------ 1. worked example
-st.header("1. Cosine similarity, worked out")
-st.caption(
-    "Three sentences as made-up 3-dimensional vectors (edit them): 'I love programming', 'I enjoy coding' "
-    "and 'I dislike programming'."
-)
+
+# ------------------------------------------------------------------ worked example
 
 
 @sections.section("embeddings.cosine")
@@ -125,7 +124,7 @@ def cosine_example() -> None:
                     height=300,
                     xaxis=dict(range=[-1.1, 1.3], visible=False),
                     yaxis=dict(range=[-0.2, 1.1], visible=False, scaleanchor="x"),
-                    margin=dict(t=10, b=10),
+                    margin=charts.margins(10),
                     legend=dict(orientation="h"),
                 )
                 charts.show(figure, width="stretch")
@@ -134,7 +133,13 @@ def cosine_example() -> None:
                 )
 
 
-cosine_example()
+def cosine_lesson() -> None:
+    st.header("2. Cosine similarity, worked out")
+    st.caption(
+        "Three sentences as made-up 3-dimensional vectors (edit them): 'I love programming', 'I enjoy coding' "
+        "and 'I dislike programming'."
+    )
+    cosine_example()
 
 
 # ------------------------------------------------------------------ 2. token embeddings of the picked model
@@ -156,64 +161,143 @@ def neighbour_table(view: picker.ModelView, found: views.Neighbours) -> pd.DataF
     )
 
 
-@sections.section("embeddings.projection")
-def pca_view(
-    view: picker.ModelView, table: torch.Tensor, ids: list[int], query_group: list[int], neighbour_ids: list[int]
-) -> None:
-    """The PCA chart: the 2D/3D switch re-draws only this part."""
-    tokenizer = view.tokenizer
-    st.subheader("The whole table, flattened to 2 or 3 dimensions")
-    dims = st.radio("Projection", [2, 3], horizontal=True, format_func=lambda d: f"{d}D PCA")
-    population = views.common_tokens(table.shape[0])
-    chosen = list(dict.fromkeys(population + ids + query_group + neighbour_ids))
-    projected = projection(view.content_key, tuple(chosen), dims, table)
-    coords = projected.coords
-    # only the picked tokens, the looked-up token and its neighbours get a label; the rest are grey dots
-    groups = {
-        "common token": dict(size=5, color="#ced4da"),
-        "your tokens": dict(size=11, color="#e8590c", line=dict(width=1, color="#343a40")),
-        "nearest neighbours": dict(size=9, color="#2b8a3e"),
-        "looked up": dict(size=14, color="#c2255c", symbol="diamond"),
+def show_neighbours(frame: pd.DataFrame, **options) -> None:
+    """A table of nearest neighbours, every cosine to 4 decimals (a column of 0.57 beside 0.4519 read as if the two
+    had been measured differently)."""
+    st.dataframe(frame.style.format({"cosine": "{:.4f}"}), hide_index=True, width="stretch", **options)
+
+
+def look_up_clicked(tokenizer) -> None:
+    """A click on a token of the map: look up its nearest neighbours (the text box above the map takes it)."""
+    chosen = state.value(state.widget("embedding_map")) or {}
+    points = chosen.get("selection", {}).get("points", [])
+    data = points[0].get("customdata") if points else None
+    token = data[0] if isinstance(data, list) and data else data
+    if isinstance(token, int | float):
+        state.set_value(state.widget("gpt_nn"), tokenizer.decode([int(token)]))
+
+
+GROUPS = {  # the map's layers, the most important last (drawn on top) and labelled first
+    "common token": dict(size=5, color="#ced4da"),
+    "your tokens": dict(size=11, color="#e8590c", line=dict(width=1, color="#343a40")),
+    "nearest neighbours": dict(size=9, color="#2b8a3e"),
+    "looked up": dict(size=14, color="#c2255c", symbol="diamond"),
+}
+
+
+def axis_ranges(coords: torch.Tensor) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The map's axes: every point with a margin of 6% (twice that above, where the labels are)."""
+    x_low, x_high = (float(v) for v in coords[:, 0].aminmax())
+    y_low, y_high = (float(v) for v in coords[:, 1].aminmax())
+    pad_x, pad_y = 0.06 * (x_high - x_low or 1.0), 0.06 * (y_high - y_low or 1.0)
+    return (x_low - pad_x, x_high + pad_x), (y_low - pad_y, y_high + 2 * pad_y)
+
+
+def map_figure(view: picker.ModelView, projected: views.Projection, dims: int, groups: dict[int, str]) -> go.Figure:
+    """The tokens as points: grey the common ones, then yours, the looked-up one and its neighbours, labelled where a
+    label has room (the others by hovering)."""
+    tokenizer, coords = view.tokenizer, projected.coords
+    rows = {
+        group: [r for r, token in enumerate(projected.ids) if groups.get(token, "common token") == group]
+        for group in GROUPS
     }
-
-    def group_of(token_id: int) -> str:
-        if token_id in query_group:
-            return "looked up"
-        if token_id in ids:
-            return "your tokens"
-        return "nearest neighbours" if token_id in neighbour_ids else "common token"
-
+    ranked = [r for group in reversed(list(GROUPS)) if group != "common token" for r in rows[group]]
+    names = {r: tokenizer.printable(projected.ids[r]) for r in range(len(projected.ids))}
+    # the plot is about 610 × 375 px on a screen 1400 px wide: the labels are spread for one of 560 × 340 (a screen of
+    # about 1,300 px; on a smaller one, two labels may touch)
+    x_range, y_range = axis_ranges(coords)
+    places = charts.spread_labels(
+        [float(coords[r, 0]) for r in ranked],
+        [float(coords[r, 1]) for r in ranked],
+        [names[r] for r in ranked],
+        width_px=560,
+        height_px=340,
+        x_range=x_range,
+        y_range=y_range,
+    )
+    placed = {r: place for r, place in zip(ranked, places) if place}
     figure = go.Figure()
-    for group, marker in groups.items():
-        rows = [r for r, token_id in enumerate(chosen) if group_of(token_id) == group]
-        if not rows:
+    for group, marker in GROUPS.items():
+        if not rows[group]:
             continue
-        names_ = [tokenizer.printable(chosen[r]) for r in rows]
-        axes = dict(x=coords[rows, 0].tolist(), y=coords[rows, 1].tolist())
+        axes = dict(x=coords[rows[group], 0].tolist(), y=coords[rows[group], 1].tolist())
         if dims == 3:
-            axes["z"] = coords[rows, 2].tolist()
+            axes["z"] = coords[rows[group], 2].tolist()
         trace = go.Scatter3d if dims == 3 else go.Scatter
         figure.add_trace(
             trace(
                 **axes,
                 name=group,
                 marker=marker,
-                hovertext=names_,
+                hovertext=[names[r] for r in rows[group]],
                 hoverinfo="text",
+                customdata=[projected.ids[r] for r in rows[group]],
                 mode="markers" if group == "common token" else "markers+text",
-                text=None if group == "common token" else names_,
-                textposition="top center",
+                text=None if group == "common token" else [names[r] if r in placed else "" for r in rows[group]],
+                textposition=[placed.get(r, "top center") for r in rows[group]],
             )
         )
-    figure.update_layout(height=560 if dims == 3 else 480, margin=dict(t=10), legend=dict(orientation="h"))
-    if dims == 2:
-        figure.update_layout(xaxis_title="PC1", yaxis_title="PC2")
-    charts.show(figure, width="stretch")
+    figure.update_layout(
+        height=560 if dims == 3 else 480,
+        margin=charts.margins(30),
+        legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0),
+    )
+    if dims == 2:  # the axes' ranges fixed (Plotly's own grow with the labels): the labels were spread for them
+        figure.update_layout(
+            xaxis=dict(title=dict(text="PC1"), range=list(x_range)),
+            yaxis=dict(title=dict(text="PC2"), range=list(y_range)),
+            clickmode="event+select",
+        )
+    return figure
+
+
+@sections.section("embeddings.projection")
+def embedding_map(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -> None:
+    """The key picture: the table's tokens as a 2D/3D map, the looked-up token and its nearest neighbours. The map's
+    switch, the looked-up token and a click on the map re-draw only this part."""
+    tokenizer = view.tokenizer
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+    query_text = c1.text_input("Nearest neighbours of", DEFAULT_QUERY, key=state.widget("gpt_nn"))
+    dims = c2.radio("Projection", [2, 3], horizontal=True, format_func=lambda d: f"{d}D PCA")
+    query_ids = views.encode(tokenizer, query_text)
+    found = neighbours_of(view.content_key, query_ids[0], table) if query_ids else None
+    groups = {token: "your tokens" for token in ids}
+    groups |= {token: "nearest neighbours" for token in (found.ids if found else [])}
+    groups |= {token: "looked up" for token in query_ids[:1]}
+    population = views.common_tokens(table.shape[0])
+    projected = projection(view.content_key, tuple(dict.fromkeys(population + list(groups))), dims, table)
+    left, right = st.columns([3, 1])
+    with left:
+        charts.show(
+            map_figure(view, projected, dims, groups),
+            width="stretch",
+            **(
+                dict(
+                    key=state.widget("embedding_map"),
+                    on_select=functools.partial(look_up_clicked, tokenizer),
+                    selection_mode="points",
+                )
+                if dims == 2
+                else {}
+            ),
+        )
+    with right:
+        if len(query_ids) != 1:
+            st.warning(
+                f"{literal_markdown(repr(query_text))} is {len(query_ids)} tokens for this tokenizer; the neighbours "
+                "of its first token are shown."
+                if query_ids
+                else "Type a token to look up."
+            )
+        if found is not None:
+            st.markdown(f"**Nearest to {literal_markdown(repr(tokenizer.printable(query_ids[0])))}**")
+            show_neighbours(neighbour_table(view, found))
     st.caption(
-        f"{len(population)} common tokens (grey) with yours, the looked-up token and its nearest neighbours, "
-        f"projected on the {dims} directions of largest spread ({projected.explained:.0%} of the variance). "
-        "Hover a grey dot for its token. Neighbours by cosine in all "
-        f"{table.shape[1]} dimensions need not look close in {dims}D."
+        f"{literal_markdown(view.label)}: a {table.shape[0]:,} × {table.shape[1]} table, one learned row per token. "
+        f"{len(population)} common tokens (grey), yours, the looked-up token and its nearest neighbours, projected on "
+        f"the {dims} directions of largest spread ({projected.explained:.0%} of the variance)"
+        + (": click a point to look it up, hover a grey one for its token. " if dims == 2 else ". ")
+        + f"Neighbours by cosine in all {table.shape[1]} dimensions need not look close in {dims}D."
     )
 
 
@@ -227,42 +311,18 @@ def neighbours_before_after(query_text: str) -> None:
         if table is None or not query_ids:
             st.info("Nothing to compare here.")
             return
-        st.dataframe(
+        show_neighbours(
             neighbour_table(shown, neighbours_of(shown.content_key, query_ids[0], table)),
-            hide_index=True,
-            width="stretch",
             key=state.widget("nn_", column),
         )
 
     picker.before_after(render, what="the nearest neighbours")
 
 
-@sections.section("embeddings.tokens")
-def token_embeddings() -> None:
-    view = picker.current()
+def token_vectors(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -> None:
+    """Your tokens' rows as numbers, and how alike each two are."""
     tokenizer = view.tokenizer
-    table = views.embedding_table(view.model) if view.family != "minilm" else None
-    if table is None:
-        st.info(
-            f"{literal_markdown(view.label)} has no token-embedding table of its own to show here (it counts pairs "
-            f"or is a "
-            "sentence encoder): pick a GPT or one of your runs in the sidebar. MiniLM's sentence embeddings "
-            "are in section 5."
-        )
-        return
-    st.caption(
-        f"{literal_markdown(view.label)}: a {table.shape[0]:,} × {table.shape[1]} table, one learned row per token."
-    )
-    typed = st.text_input(
-        "Tokens to compare (words are split into the model's tokens)",
-        " def class return True False None int str list",
-        **share.bind("words"),
-    )
-    share.carried_note("words")
-    ids = list(dict.fromkeys(views.encode(tokenizer, typed)))[:24]
-    if len(ids) < 1:
-        st.warning("Type some text: there are no tokens to show.")
-        return
+    st.subheader("Your tokens' vectors")
     labels = charts.unique_labels([tokenizer.printable(i) for i in ids])
     vectors_ = emb.lookup(table, ids)
     one_hot = emb.one_hot_lookup(table, ids)
@@ -283,6 +343,7 @@ def token_embeddings() -> None:
             text_format=None,
             title=f"vectors (first {shown_dims} dimensions)",
             x_title="dimension",
+            height=440,
         ),
         width="stretch",
     )
@@ -298,40 +359,45 @@ def token_embeddings() -> None:
                     zmid=0,
                     title="cosine similarity",
                     text_format=".2f" if len(ids) <= 12 else None,
+                    height=440,
                 ),
                 width="stretch",
             )
         else:
             st.info("Add a second token to compare.")
-    st.subheader("Nearest neighbours in the table")
-    query_text = st.text_input("Nearest neighbours of", " return", key=state.widget("gpt_nn"))
-    query_ids = views.encode(tokenizer, query_text)
-    if len(query_ids) != 1:
-        st.warning(
-            f"{literal_markdown(repr(query_text))} is {len(query_ids)} tokens for this tokenizer; the neighbours of "
-            f"its first token "
-            "are shown."
-            if query_ids
-            else "Type a token to look up."
+
+
+@sections.section("embeddings.tokens")
+def token_embeddings() -> None:
+    view = picker.current()
+    st.header("1. The embedding space of the picked model")
+    table = views.embedding_table(view.model) if view.family != "minilm" else None
+    if table is None:
+        st.info(
+            f"{literal_markdown(view.label)} has no token-embedding table of its own to show here (it counts pairs "
+            "or is a sentence encoder): pick a GPT or one of your runs in the sidebar. MiniLM's sentence embeddings "
+            "are in the tab Sentence embeddings below."
         )
-    neighbour_ids: list[int] = []
-    if query_ids:
-        found = neighbours_of(view.content_key, query_ids[0], table)
-        neighbour_ids = found.ids
-        st.dataframe(neighbour_table(view, found), hide_index=True, width="stretch")
-    pca_view(view, table, ids, query_ids[:1], neighbour_ids)
-    if query_ids:
-        st.subheader(f"Step 0 vs step N: the neighbours of {tokenizer.printable(query_ids[0])!r}")
+        return
+    typed = st.text_input(
+        "Tokens to compare", DEFAULT_WORDS, help="Words are split into the model's tokens.", **share.bind("words")
+    )
+    share.carried_note("words")
+    ids = list(dict.fromkeys(views.encode(view.tokenizer, typed)))[:24]
+    embedding_map(view, table, ids)
+    if not ids:
+        st.warning("Type some text: there are no tokens to compare.")
+    else:
+        token_vectors(view, table, ids)
+    if view.run_id is not None:  # a run has steps: its table at step 0 was random
+        query_text = state.value(state.widget("gpt_nn")) or DEFAULT_QUERY
+        st.subheader("Step 0 vs step N: the nearest neighbours")
         st.caption(
             "At step 0 the table is random, so the neighbours are arbitrary; training pulls tokens used alike together."
         )
         if box := sections.lazy("Compare step 0 with the picked step", "embeddings_before_after"):
             with box:
                 neighbours_before_after(query_text)
-
-
-st.header("2. Token embeddings of the picked model")
-token_embeddings()
 
 
 # ------------------------------------------------------------------ 3. positions
@@ -376,7 +442,7 @@ def sinusoidal() -> None:
                     name=f"dim {dim} ({'sin' if dim % 2 == 0 else 'cos'})",
                 )
             )
-        figure.update_layout(height=360, xaxis_title="position", margin=dict(t=10))
+        figure.update_layout(height=360, xaxis_title="position", margin=charts.margins(10))
         charts.show(figure, width="stretch")
     st.latex(
         r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\quad "
@@ -516,7 +582,7 @@ def rotary_positions() -> None:
             )
         figure.update_layout(
             height=360,
-            margin=dict(t=30),
+            margin=charts.margins(30),
             title="a unit pair turned at positions 0…15 (numbers: pair 0)",
             xaxis=dict(range=[-1.2, 1.2], scaleanchor="y"),
             yaxis=dict(range=[-1.2, 1.2]),
@@ -564,6 +630,7 @@ def rotary_positions() -> None:
             title="rotated q at m · rotated k at n",
             x_title="key position n",
             y_title="query position m",
+            height=420,
         ),
         width="stretch",
     )
@@ -574,7 +641,7 @@ def rotary_positions() -> None:
         )
         figure.update_layout(
             height=360,
-            margin=dict(t=30),
+            margin=charts.margins(30),
             title="score against distance m − n",
             xaxis_title="distance m − n",
             yaxis_title="q·k",
@@ -593,10 +660,11 @@ def rotary_positions() -> None:
     )
 
 
-st.header("3. Positions: sinusoidal, learned and rotary (RoPE)")
-sinusoidal()
-token_plus_position()
-rotary_positions()
+def positions_lesson() -> None:
+    st.header("3. Positions: sinusoidal, learned and rotary (RoPE)")
+    sinusoidal()
+    token_plus_position()
+    rotary_positions()
 
 
 # ------------------------------------------------------------------ 4. word2vec
@@ -618,10 +686,9 @@ def word2vec_explorer() -> None:
     )
     left, right = st.columns(2)
     labelled: set[int] = set(range(min(40, len(vocab.words))))
+    looked_up: list[int] = []  # the looked-up word and its neighbours, in orange and labelled first
     with left:
-        word = st.text_input(
-            "Nearest neighbours of", vocab.words[min(20, len(vocab.words) - 1)], key=state.widget("w2v_nn")
-        )
+        word = st.text_input("Nearest neighbours of", emb.opening_word(vocab.words), key=state.widget("w2v_nn"))
         key = word.strip().lower()
         if key not in vocab.index:
             st.warning(
@@ -630,7 +697,8 @@ def word2vec_explorer() -> None:
             )
         else:
             neighbours = emb.nearest_neighbours(vectors_, vectors_[vocab.index[key]], 10, {vocab.index[key]})
-            labelled |= {vocab.index[key], *(i for i, _ in neighbours)}
+            looked_up = [vocab.index[key], *(i for i, _ in neighbours)]
+            labelled |= set(looked_up)
             st.dataframe(
                 tidy_floats(
                     pd.DataFrame(
@@ -658,14 +726,28 @@ def word2vec_explorer() -> None:
     with right:
         shown_rows = sorted(set(range(min(300, len(vocab.words)))) | labelled)
         coords, ratio = emb.pca(vectors_[shown_rows], 2)
-        highlight = {vocab.index[key], *labelled} - set(range(40)) if key in vocab.index else set()
+        where = {r: n for n, r in enumerate(shown_rows)}
+        ranked = list(dict.fromkeys(looked_up + sorted(labelled)))  # which labels have the first claim to room
+        x_range, y_range = axis_ranges(coords)
+        places = charts.spread_labels(  # the plot: about 440 × 450 px on a screen 1400 px wide
+            [float(coords[where[r], 0]) for r in ranked],
+            [float(coords[where[r], 1]) for r in ranked],
+            [vocab.words[r] for r in ranked],
+            width_px=380,
+            height_px=400,
+            char_px=6.0,
+            x_range=x_range,
+            y_range=y_range,
+        )
+        named = {r: place for r, place in zip(ranked, places) if place}
+        highlight = set(looked_up)
         figure = go.Figure(
             go.Scatter(
                 x=coords[:, 0].tolist(),
                 y=coords[:, 1].tolist(),
                 mode="markers+text",
-                text=[vocab.words[r] if r in labelled else "" for r in shown_rows],
-                textposition="top center",
+                text=[vocab.words[r] if r in named else "" for r in shown_rows],
+                textposition=[named.get(r, "top center") for r in shown_rows],
                 textfont=dict(size=10),
                 hovertext=[vocab.words[r] for r in shown_rows],
                 hoverinfo="text",
@@ -677,18 +759,25 @@ def word2vec_explorer() -> None:
                 ),
             )
         )
-        figure.update_layout(height=520, margin=dict(t=10), xaxis_title="PC1", yaxis_title="PC2")
+        figure.update_layout(
+            height=520,
+            margin=charts.margins(10),
+            xaxis=dict(title=dict(text="PC1"), range=list(x_range)),
+            yaxis=dict(title=dict(text="PC2"), range=list(y_range)),
+        )
         charts.show(figure, width="stretch")
         st.caption(
-            f"The {len(shown_rows)} most common words, PCA to 2D ({float(ratio.sum()):.0%} of the variance): "
-            "the 40 most common are labelled (blue), the looked-up word and its neighbours in orange; "
-            "hover a grey dot for its word."
+            f"The {len(shown_rows)} most common words, PCA to 2D ({float(ratio.sum()):.0%} of the variance): the "
+            "looked-up word and its neighbours in orange, the 40 most common words in blue, each labelled where its "
+            "label does not cover another; hover any dot for its word."
         )
 
 
-st.header("4. Word2vec: learn word vectors live")
-loaded = ui.corpus_text()
-if loaded is not None:
+def word2vec_lesson() -> None:
+    st.header("4. Word2vec: learn word vectors live")
+    loaded = ui.corpus_text()
+    if loaded is None:
+        return
     corpus_label, text = loaded
     c1, c2, c3, c4 = st.columns(4)
     dim = c1.slider("Vector size", 8, 128, 32, step=8)
@@ -735,12 +824,8 @@ if loaded is not None:
     if state.W2V.present():
         word2vec_explorer()
 
+
 # ------------------------------------------------------------------ 5. MiniLM sentence embeddings
-st.header("5. Real sentence embeddings (pretrained MiniLM)")
-st.caption(
-    "all-MiniLM-L6-v2: mean of the token vectors over the sentence, scaled to length 1. Cosine similarity of "
-    "two sentences is then just their dot product."
-)
 
 
 @st.cache_data(show_spinner="Running MiniLM…", max_entries=32)
@@ -756,10 +841,16 @@ def sentence_embeddings() -> None:
         "I love programming\nI enjoy coding\nI dislike programming\nThe weather is lovely today\n"
         "Python is a programming language"
     )
-    if (box := sections.lazy("Run sentences through MiniLM", "embeddings_minilm")) is None:
-        return
-    with box:
-        minilm_sentences(default_sentences)
+    minilm_sentences(default_sentences)
+
+
+def minilm_lesson() -> None:
+    st.header("5. Real sentence embeddings (pretrained MiniLM)")
+    st.caption(
+        "all-MiniLM-L6-v2: mean of the token vectors over the sentence, scaled to length 1. Cosine similarity of "
+        "two sentences is then just their dot product."
+    )
+    sentence_embeddings()
 
 
 def minilm_sentences(default_sentences: str) -> None:
@@ -819,12 +910,12 @@ def minilm_sentences(default_sentences: str) -> None:
                             textposition="top center",
                         )
                     )
-                    figure.update_layout(height=420, margin=dict(t=10), xaxis_title="PC1", yaxis_title="PC2")
+                    figure.update_layout(height=420, margin=charts.margins(10), xaxis_title="PC1", yaxis_title="PC2")
                     charts.show(figure, width="stretch")
             if {"I love programming", "I dislike programming"} <= set(sentences):
                 i, j = sentences.index("I love programming"), sentences.index("I dislike programming")
                 st.markdown(
-                    f"The made-up vectors of section 1 make 'I love programming' and 'I dislike programming' "
+                    f"The made-up vectors of section 2 make 'I love programming' and 'I dislike programming' "
                     "dissimilar; the real model "
                     f"gives them a cosine of **{emb.cosine_parts(vectors_[i], vectors_[j]).cosine:.3f}**: they share "
                     f"a topic and most "
@@ -832,4 +923,16 @@ def minilm_sentences(default_sentences: str) -> None:
                 )
 
 
-sentence_embeddings()
+# ------------------------------------------------------------------ the page: the map first, the lessons one click away
+token_embeddings()
+LINKED = {"Positions": ("head_dim", "rope_theta")}  # a link that sets these opens their tab
+LESSONS = {
+    "Cosine similarity": cosine_lesson,
+    "Positions": positions_lesson,
+    "Word2vec": word2vec_lesson,
+    "Sentence embeddings": minilm_lesson,
+}
+for box, lesson in zip(sections.lazy_tabs(list(LESSONS), share.bind("embeddings_tab"), LINKED), LESSONS.values()):
+    if box is not None:
+        with box:
+            lesson()

@@ -1,64 +1,73 @@
-"""Home: what llmviz teaches, the pipeline as a diagram, the device, and the corpus."""
+"""Home: the pipeline a language model runs, each stage a link to its page; the device and the corpus."""
 
 import streamlit as st
 
 import ui
 from llmviz.data import corpus
 from llmviz.device import describe_device
+from ui import present, sections, state, streamlit_private
 from ui.text import literal_markdown
 
 settings = ui.settings()
 
+BOXES_PER_ROW = 5
+# a stage's box is its link: the page link's area covers the whole box (a pseudo-element stretched over it), so a
+# click anywhere on the box opens the stage, the pointer says so, and hovering lights the box up
+PICTURE = ".st-key-" + state.widget("picture_", "home")  # the class Streamlit gives the keyed container
+BOX_LINK_STYLE = streamlit_private.linked_boxes_style(PICTURE)
+
+
 ui.page_header(
     "llmviz — watch a language model work",
-    "Real models, small enough to run here, built to be read. Every number on these pages is "
-    "computed by PyTorch in front of you.",
+    "Real models, small enough to run here: every number is computed by PyTorch in front of you. "
+    "Click a stage to open it.",
 )
+
+
+def stage_box(number: int, stage: ui.Stage) -> None:
+    """One stage: its link (the whole box) and what it shows; a stage without a page is grey and says so."""
+    with st.container(border=True, height="stretch"):
+        st.caption(f"stage {number}")
+        if stage.exists:
+            st.page_link(
+                str(ui.ROOT / stage.path),
+                label=stage.title if stage.key != "text" else "Text (this page)",
+                icon=stage.icon,
+                width="stretch",
+            )
+        else:
+            st.markdown(f":gray[{stage.title} — coming soon]")
+        st.caption(stage.blurb)
+
+
+def pipeline() -> None:
+    """The stages in the order the data flows, as boxes joined by arrows, five to a row. Every row has the same
+    columns (arrow, box, arrow, box, …) so the boxes line up; an arrow leads the box it points to, so a row after
+    the first starts with the arrow that continues the flow, and no arrow points past the last box."""
+    st.html(BOX_LINK_STYLE)
+    stages = list(enumerate(ui.PIPELINE))
+    for start in range(0, len(stages), BOXES_PER_ROW):
+        columns = st.columns([0.12, 1] * BOXES_PER_ROW, gap="xsmall", vertical_alignment="center")
+        for slot, (number, stage) in enumerate(stages[start : start + BOXES_PER_ROW]):
+            arrow, box = columns[2 * slot], columns[2 * slot + 1]
+            if number > 0:
+                arrow.markdown(":gray[→]")
+            with box:
+                stage_box(number, stage)
+
+
+with sections.key_picture("home"):
+    pipeline()
 
 st.markdown(
-    "A language model turns **text** into **tokens**, tokens into **vectors**, lets the vectors "
-    "**attend** to each other through a stack of **transformer blocks**, and is **trained** to "
-    "make the next token likely; then it writes by **sampling** one token at a time. Each page "
-    "below is one stage of that pipeline, in the order the data flows. Train a model on your own "
-    "text and watch every stage change."
+    "A language model turns **text** into **tokens**, tokens into **vectors**, lets the vectors **attend** to each "
+    "other through a stack of **transformer blocks**, and is **trained** to make the next token likely; then it "
+    "writes by **sampling** one token at a time. Train a model on your own text (Loss & training) and every page "
+    "shows it, at any step you pick in the sidebar."
 )
 
-boxes = []
-for number, stage in enumerate(ui.PIPELINE):
-    muted = "" if stage.exists else "opacity:0.45;"
-    # the arrow leads the box it points to: a narrow window wraps whole steps, each row after the first starts
-    # with the arrow that continues the flow, and no arrow ever points past the last box
-    arrow = (
-        '<div style="align-self:center;font-size:1.1rem;color:#868e96;padding-right:3px">→</div>' if number > 0 else ""
-    )
-    boxes.append(
-        f'<div style="flex:1 1 0;min-width:104px;display:flex;{muted}">{arrow}'
-        f'<div style="flex:1;min-width:0;border:2px solid #4c6ef5;border-radius:10px;padding:6px 4px;'
-        f'background:#eef3ff;text-align:center;overflow-wrap:break-word;hyphens:auto">'
-        f'<div style="font-size:0.7rem;color:#4c6ef5">stage {number}</div>'
-        f'<div style="font-weight:700;font-size:0.92rem;line-height:1.2">{stage.title}</div>'
-        f'<div style="font-size:0.74rem;color:#495057;line-height:1.25">{stage.blurb}</div></div></div>'
-    )
-st.markdown(
-    '<div style="display:flex;flex-wrap:wrap;gap:4px;align-items:stretch;margin:0.5rem 0 0.75rem 0">'
-    + "".join(boxes)
-    + "</div>",
-    unsafe_allow_html=True,
-)
-
-links = list(ui.PIPELINE)
-for start in range(0, len(links), 4):  # four links a row: a label like "Loss & training" is never cut
-    for column, stage in zip(st.columns(4), links[start : start + 4]):
-        with column:
-            if stage.exists:
-                st.page_link(
-                    str(ui.ROOT / stage.path),
-                    label=stage.title if stage.key != "text" else "Text (here)",
-                    icon=stage.icon,
-                )
-            else:
-                st.markdown(f"{stage.title}  \n:gray[coming soon]")
-
+if present.enabled():  # a slide of its own on a projector (the pipeline fills the first)
+    st.subheader("Where it runs, and on what text")
 left, right = st.columns(2)
 with left:
     st.subheader("Device")

@@ -1041,7 +1041,4 @@ SECTIONS = (
     steering_section,
     induction_section,
 )
-for tab, draw in zip(st.tabs(TABS, **share.bind("look")), SECTIONS):
-    with tab:
-        if tab.open:  # only the open tab runs: the others cost nothing until a click
-            draw()
+sections.parts(dict(zip(TABS, SECTIONS)), share.bind("look"))  # only the open tab runs: the others cost nothing

@@ -5,6 +5,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
+from llmviz.adapt import memory
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.jobs.manager import JobRefused
 from llmviz.lessons import anatomy as model_anatomy
@@ -19,28 +20,44 @@ from ui.text import fixed, literal_markdown, tidy_floats
 settings = ui.settings()  # read here: in a section's own rerun (a fragment) ui.settings() reruns the whole app
 ui.page_header(
     "The model: transformer blocks and their parameters",
-    "A GPT is an embedding table, a stack of identical blocks (LayerNorm → attention → shortcut, "
-    "LayerNorm → MLP → shortcut) and an output head. Size one, count its parameters, then look inside a trained one.",
+    "A GPT is an embedding table, a stack of identical blocks and an output head: every tensor's shape, every "
+    "part's parameters.",
 )
+# a sentence of the Python manual, every word of it one token of the shipped GPT
+DEFAULT_SENTENCE = "The result is then bound to the class name."
+PICKED = "picked"  # the Preset choice that shows the model picked in the sidebar
+PRESET_LABELS = {PICKED: "the model picked in the sidebar"}  # the others are the presets' own names
+
+
+def base_config(preset: str, view: picker.ModelView) -> GPTConfig:
+    """The sizes the Preset choice starts from: the picked model's own configuration, a published preset (with that
+    model's bias and tying), or GPT mini's for a custom one. A picked model that is no GPT says so, and GPT-2 small
+    is shown instead."""
+    if preset == PICKED:
+        if picker.gpt_or_note(view, "the architecture drawn here is a GPT's; GPT-2 small is shown instead"):
+            return view.model.config
+        return PRESETS["gpt2-124m"]
+    return PRESETS[preset] if preset in PRESETS else PRESETS["gpt-mini"]
+
 
 # ------------------------------------------------------------------ configuration
-st.header("1. Size a GPT")
-
-
 @sections.section("model.size")
 def size_a_gpt() -> None:
-    preset_names = list(PRESETS) + ["custom"]
+    st.header("1. The model's architecture")
+    view = picker.current()
+    preset_names = [PICKED, *PRESETS, "custom"]
     preset = st.selectbox(
         "Preset",
         preset_names,
         index=0,
+        format_func=lambda name: PRESET_LABELS.get(name, name),
         **share.bind("preset"),
-        help="gpt2-124m is GPT-2 small as OpenAI published it (Radford et al., 2019): 12 layers, "
-        "12 heads, d_model 768, a bias in W_Q, W_K, W_V and the output head tied to the token "
-        "embedding; llama-style, qwen-style and moe-tiny are small models with the choices of Llama, "
+        help="The model picked in the sidebar, or a preset to size: gpt2-124m is GPT-2 small as OpenAI published it "
+        "(Radford et al., 2019): 12 layers, 12 heads, d_model 768, a bias in W_Q, W_K, W_V and the output head tied "
+        "to the token embedding; llama-style, qwen-style and moe-tiny are small models with the choices of Llama, "
         "Qwen2 and Mixtral; smollm2-135m-shapes has the sizes of SmolLM2-135M.",
     )
-    base = PRESETS[preset] if preset in PRESETS else PRESETS["gpt-mini"]
+    base = base_config(preset, view)
     if preset == "custom":
         c1, c2, c3 = st.columns(3)
         vocab_size = c1.number_input("Vocabulary size", 1, 300_000, base.vocab_size, step=256)
@@ -93,65 +110,77 @@ def size_a_gpt() -> None:
     except ConfigError as error:
         st.error(str(error))
 
-    if config is not None:
-        if (
-            present.enabled()
-        ):  # a projector: the numbers on the slide of the controls that change them, the diagram next
-            right, left = st.container(), st.container()
-        else:
-            left, right = st.columns([2, 3])
-        with left:
-            st.subheader("Architecture")
+    if config is None:
+        return
+    if present.enabled():  # a projector: the numbers on the slide of the controls that change them, the diagram next
+        right, left = st.container(), st.container()
+    else:
+        left, right = st.columns([2, 3])
+    with left:
+        st.subheader("Architecture")
+        with sections.key_picture("model"):
             st.markdown(
                 charts.flow(
                     [(s.name, "(" + ", ".join(s.shape) + ")", s.detail) for s in architectures.architecture(config)]
                 ),
                 unsafe_allow_html=True,
             )
-        with right:
-            if present.enabled():
-                st.markdown("**Parameters, computed from the modules**")
-            else:
-                st.subheader("Parameters, computed from the modules")
-            table = model_anatomy.parameter_table(config)
-            total = sum(table.values())
-            frame = pd.DataFrame({"component": list(table), "parameters": list(table.values())})
-            frame["share"] = (frame["parameters"] / total).map(lambda x: f"{x:.1%}")
-            with st.expander("As a table, with each component's share"):
-                st.dataframe(frame.style.format({"parameters": "{:,}"}), hide_index=True, width="stretch")
-            charts.show(
-                charts.bar(frame["component"], frame["parameters"], horizontal=True, height=300), width="stretch"
-            )
-            st.metric("Total parameters", f"{total:,}")
-            m2, m3, m4 = st.columns(3)
-            m2.metric("Weights in fp32", f"{model_anatomy.memory_bytes(total, 'fp32') / 2**20:,.1f} MiB")
-            m3.metric("Weights in bf16", f"{model_anatomy.memory_bytes(total, 'bf16') / 2**20:,.1f} MiB")
-            m4.metric(
-                "KV cache per token (bf16)",
-                f"{architectures.kv_cache_bytes(config, 1, 'bf16') / 2**10:,.1f} KiB",
-                help="Keys and values of every layer kept for each token while generating: "
-                f"2 × {config.n_layers} layers × {config.kv_heads} key/value heads × {config.head_dim} "
-                "dims × 2 bytes.",
-            )
-            if tie:
-                untied = sum(model_anatomy.parameter_table(config.replace(tie_weights=False)).values())
-                st.caption(
-                    f"Untied, the same sizes have {untied:,} parameters: tying saves {untied - total:,} "
-                    f"(the {config.vocab_size:,} × {config.d_model} output matrix)."
-                )
-            else:
-                tied = sum(model_anatomy.parameter_table(config.replace(tie_weights=True)).values())
-                st.caption(
-                    f"Tied, the same sizes have {tied:,} parameters: the separate {config.vocab_size:,} × "
-                    f"{config.d_model} output matrix adds {total - tied:,}."
-                )
-            st.caption(
-                "Memory counts the weights only: training also needs gradients, optimizer state "
-                "(Adam: two more copies) and activations."
-            )
+        if preset == PICKED and picker.is_gpt(view):
+            st.caption(f"{literal_markdown(view.label)}, picked in the sidebar.")
+    with right:
+        parameters_view(config)
 
 
-size_a_gpt()
+def parameter_bars(table: dict[str, int], config: GPTConfig):
+    """Parameters per component as bars, each with its number; a tied output head has no matrix of its own, and its
+    empty bar says so."""
+    texts = [
+        "0: tied, it reuses the token embedding" if name == "output head" and config.tie_weights else f"{count:,}"
+        for name, count in table.items()
+    ]
+    return charts.bar(list(table), list(table.values()), horizontal=True, height=300, texts=texts)
+
+
+def parameters_view(config: GPTConfig) -> None:
+    """The parameters of each part, counted from the modules, their memory and the KV cache a token needs."""
+    if present.enabled():
+        st.markdown("**Parameters, computed from the modules**")
+    else:
+        st.subheader("Parameters, computed from the modules")
+    table = model_anatomy.parameter_table(config)
+    total = sum(table.values())
+    frame = pd.DataFrame({"component": list(table), "parameters": list(table.values())})
+    frame["share"] = (frame["parameters"] / total).map(lambda x: f"{x:.1%}")
+    with st.expander("As a table, with each component's share"):
+        st.dataframe(frame.style.format({"parameters": "{:,}"}), hide_index=True, width="stretch")
+    charts.show(parameter_bars(table, config), width="stretch")
+    st.metric("Total parameters", f"{total:,}")
+    m2, m3, m4 = st.columns(3)
+    m2.metric("Weights in fp32", memory.human_bytes(model_anatomy.memory_bytes(total, "fp32")))
+    m3.metric("Weights in bf16", memory.human_bytes(model_anatomy.memory_bytes(total, "bf16")))
+    m4.metric(
+        "KV cache per token (bf16)",
+        memory.human_bytes(architectures.kv_cache_bytes(config, 1, "bf16")),
+        help="Keys and values of every layer kept for each token while generating: "
+        f"2 × {config.n_layers} layers × {config.kv_heads} key/value heads × {config.head_dim} "
+        "dims × 2 bytes.",
+    )
+    if config.tie_weights:
+        untied = sum(model_anatomy.parameter_table(config.replace(tie_weights=False)).values())
+        st.caption(
+            f"Untied, the same sizes have {untied:,} parameters: tying saves {untied - total:,} "
+            f"(the {config.vocab_size:,} × {config.d_model} output matrix)."
+        )
+    else:
+        tied = sum(model_anatomy.parameter_table(config.replace(tie_weights=True)).values())
+        st.caption(
+            f"Tied, the same sizes have {tied:,} parameters: the separate {config.vocab_size:,} × "
+            f"{config.d_model} output matrix adds {total - tied:,}."
+        )
+    st.caption(
+        "Memory counts the weights only: training also needs gradients, optimizer state "
+        "(Adam: two more copies) and activations."
+    )
 
 
 # ------------------------------------------------------------------ look inside
@@ -174,7 +203,7 @@ def look_inside() -> None:
     )
     sentence = st.text_input(
         "A sentence",
-        "The for statement is used to iterate over the elements of a sequence",
+        DEFAULT_SENTENCE,
         **share.bind("model_sentence"),
     )
     share.carried_note("model_sentence")
@@ -206,7 +235,7 @@ def look_inside() -> None:
         with tab_resid:
             norms = model_anatomy.residual_norms(cache, config.n_layers)
             figure = go.Figure(go.Scatter(x=[n for n, _ in norms], y=[v for _, v in norms], mode="lines+markers"))
-            figure.update_layout(yaxis_title="mean ‖x‖ per token", height=320, margin=dict(t=10))
+            figure.update_layout(yaxis_title="mean ‖x‖ per token", height=320, margin=charts.margins(10))
             charts.show(figure, width="stretch")
             st.markdown(
                 "Each block **adds** its attention and MLP outputs to the residual stream (the shortcut "
@@ -260,7 +289,7 @@ def look_inside() -> None:
             for name, values_ in curves.items():
                 if name != "x":
                     figure.add_trace(go.Scatter(x=curves["x"].tolist(), y=values_.tolist(), name=name, mode="lines"))
-            figure.update_layout(height=320, xaxis_title="x", yaxis_title="activation", margin=dict(t=10))
+            figure.update_layout(height=320, xaxis_title="x", yaxis_title="activation", margin=charts.margins(10))
             charts.show(figure, width="stretch")
             st.latex(
                 r"\mathrm{GELU\,MLP}(x) = W_2\,\mathrm{GELU}(W_1 x) \qquad "
@@ -279,7 +308,7 @@ def look_inside() -> None:
                 }
             )
             figure = go.Figure([go.Bar(x=frame["neuron"], y=frame[c], name=c) for c in frame.columns[2:]])
-            figure.update_layout(height=300, barmode="group", xaxis_title="neuron", margin=dict(t=10))
+            figure.update_layout(height=300, barmode="group", xaxis_title="neuron", margin=charts.margins(10))
             charts.show(figure, width="stretch")
             st.caption(
                 f"The same stream (block {layer}'s input to its MLP, token {labels[token]!r}, normalised) through "
@@ -356,8 +385,9 @@ def look_inside() -> None:
                 )
 
 
-st.header("2. Look inside a trained GPT")
-look_inside()
+def inside_lesson() -> None:
+    st.header("2. Look inside a trained GPT")
+    look_inside()
 
 
 # ------------------------------------------------------------------ GPT-2 → Llama
@@ -504,7 +534,7 @@ def draw_llama_lab() -> None:
         )
         figure.update_layout(
             height=300,
-            margin=dict(t=10, l=10),
+            margin=charts.margins(10),
             xaxis_title="validation loss (lower is better)",
             yaxis=dict(autorange="reversed"),
         )
@@ -535,6 +565,17 @@ def gpt2_to_llama_lab() -> None:
     )
 
 
-st.header("3. From GPT-2 to Llama, one switch at a time")
-gpt2_to_llama()
-gpt2_to_llama_lab()
+def llama_lesson() -> None:
+    st.header("3. From GPT-2 to Llama, one switch at a time")
+    gpt2_to_llama()
+    gpt2_to_llama_lab()
+
+
+# ------------------------------------------------------------------ the page: the architecture, the lessons under it
+size_a_gpt()
+LINKED = {"Inside a trained GPT": ("model_sentence",)}  # a link that sets it opens its tab
+LESSONS = {"Inside a trained GPT": inside_lesson, "From GPT-2 to Llama": llama_lesson}
+for box, lesson in zip(sections.lazy_tabs(list(LESSONS), share.bind("model_tab"), LINKED), LESSONS.values()):
+    if box is not None:
+        with box:
+            lesson()

@@ -52,7 +52,7 @@ def _growth(key: str, prompt: str, new_tokens: int, _model, _tokenizer) -> servi
 def kv_cache_section() -> None:
     per_token = serving.kv_bytes_per_token(model)
     with ui.friendly_errors("generating with the KV cache"):
-        growth = _growth(view.key, DEFAULT_PROMPT, 60, model, tokenizer)
+        growth = _growth(view.content_key, DEFAULT_PROMPT, 60, model, tokenizer)
         figure = go.Figure(
             go.Scatter(
                 x=growth.tokens, y=growth.cache_bytes, mode="lines+markers", name="measured (the cache's tensors)"
@@ -273,5 +273,5 @@ def batching_part() -> None:
 
 PARTS = {"The KV cache": kv_cache_part, "Paged attention": paged_part, "Batching": batching_part}
 with ui.friendly_errors("the questions"):
-    quiz_ui.section("serving", lambda: _questions(view.key, model, tokenizer))
+    quiz_ui.section("serving", lambda: _questions(view.content_key, model, tokenizer))
 sections.parts(PARTS, share.bind("serving_part"))

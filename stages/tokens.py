@@ -18,7 +18,7 @@ from llmviz.tokenizers import char_word, windows, zipf
 from llmviz.tokenizers.bpe import compression
 from llmviz.tokenizers.bpe import reference as bpe_reference
 from llmviz.tokenizers.bpe import tokenizer as bpe_tokenizer
-from ui import charts, picker, sections, share, state
+from ui import charts, picker, present, sections, share, state
 from ui.panels import quiz as quiz_ui
 from ui.panels import runs as training
 from ui.text import literal_markdown
@@ -26,16 +26,15 @@ from ui.text import literal_markdown
 settings = ui.settings()
 ui.page_header(
     "Tokens: from text to integers",
-    "A model reads integers, not letters. A tokenizer cuts text into pieces from a fixed vocabulary "
-    "and gives each piece an id. Byte-pair encoding (BPE) learns its vocabulary by merging the most frequent pair, "
-    "again and again.",
+    "A model reads integers, not letters: a tokenizer cuts text into pieces of a fixed vocabulary, each with an id.",
 )
 
 MAX_CHARS = 100_000
 MAX_CHIPS = 2_000  # tokens drawn as chips per tokenizer
 MAX_IDS = 20_000  # ids listed per tokenizer
 WORD_VOCAB = 5000  # entries of the word vocabulary, [UNK] included
-EXAMPLES = {
+EXAMPLES = {  # the first: sentences of the Python manual, the shipped GPT's corpus, whose words it knows whole
+    "Python manual": "The return value must be a string object. The result is then bound to the class name.",
     "English": "The quick brown fox jumps over the lazy dog. Tokenization isn't magic!",
     "Code": "def fibonacci(n):\n    if n < 2:\n        return n\n    return fibonacci(n - 1) + fibonacci(n - 2)\n",
     "Numbers": "In 2026, 1234567 × 89 = 109876463; π ≈ 3.14159265.",
@@ -50,11 +49,11 @@ example = st.selectbox(
     **share.bind("example"),
     on_change=lambda: state.set_value("text", EXAMPLES[state.value("example")]),
 )
-text = st.text_area("Your text", EXAMPLES[example], height=120, **share.bind("text"))
+text = st.text_area("Your text", EXAMPLES[example], height=90, **share.bind("text"))
 share.carried_note("text")
 EMPTY_TEXT = (
     "Your text is empty: type or paste something above to see it tokenized here. (Training a BPE and "
-    "the input–target windows below still work.)"
+    "the input–target pairs below still work.)"
 )
 if len(text) > MAX_CHARS:
     st.warning(f"That is {len(text):,} characters; this page tokenizes the first {MAX_CHARS:,} so it stays responsive.")
@@ -141,14 +140,25 @@ def word_vocabulary_label(tokenizer: char_word.WordTokenizer) -> str:
     return f"its {words:,} most common words" if tokenizer.vocab_size >= WORD_VOCAB else f"all {words:,} of its words"
 
 
-if text:  # the questions are about your text
-    quiz_ui.section(
-        "tokens",
-        lambda: quiz.tokens_questions(text, {"GPT-2": reference("gpt2"), "cl100k (GPT-4)": reference("cl100k")}),
-    )
-
 # ------------------------------------------------------------------ side by side
-st.header("1. Several tokenizers, side by side")
+def keep_finished_bpe() -> None:
+    """A BPE run that has ended with merges (finished, or stopped: what was learned) becomes the session's BPE before
+    the page draws anything, so the cards show it at once (a rerun from inside the lesson's tab, once the page had
+    been drawn without it, left the next click on the page lost)."""
+    spec = state.BPE_JOB.get()
+    job = picker.manager().get(picker.session_id(), spec["id"]) if spec else None
+    if job is None or not job.status().done or job.result is None:
+        return  # still training, or nothing to keep: the lesson's tab follows it and says so
+    state.BPE_JOB.pop()
+    tokenizer = bpe_tokenizer.BPETokenizer.from_history(
+        job.result, spec["pattern"], [tokenizer_base.ENDOFTEXT], keep_history=True
+    )
+    state.BPE_TOKENIZER.set(tokenizer)
+    state.BPE_LISTED.pop()  # the new BPE joins section 1's tokenizers
+    state.BPE_ORIGIN.set({key: spec.get(key) for key in ("pattern", "vocab_size", "corpus", "corpus_key")})
+
+
+keep_finished_bpe()
 char_tok, word_tok = corpus_tokenizers(sample_key, corpus_sample)
 # The options are stable keys with labels that never change (the browser sends a selection back as its labels, and
 # one whose label changed would be dropped): the picked model's tokenizer stays selected when its step, the run or the
@@ -188,8 +198,70 @@ if picked_tokenizer is None:
     )
 
 
+def unknown_words_note(tokenizer: char_word.WordTokenizer, ids: list[int]) -> str:
+    """What a word vocabulary lost: words outside it, and runs of whitespace its corpus never had (both [UNK])."""
+    unknown = [piece for piece, i in zip(tokenizer.split(text), ids) if i == 0]
+    blank = sum(1 for piece in unknown if piece.isspace())
+    words = len(unknown) - blank
+    return " ".join(
+        part
+        for part in (
+            f"{words} word(s) are outside the vocabulary and became [UNK]: the information is lost." if words else "",
+            f"{blank} run(s) of spaces or line breaks never occur in {literal_markdown(corpus_label)} (its vocabulary "
+            "has no such whitespace), so they became [UNK] too."
+            if blank
+            else "",
+        )
+        if part
+    )
+
+
+def tokenizer_card(name: str, tokenizer, show_ids: bool) -> dict:
+    """One tokenizer's card, as Tiktokenizer draws it: its name, how many tokens, your text as chips (the id under
+    each), what it lost, the ids; returns its row of the table under the cards."""
+    ids = views.encode(tokenizer, text)
+    unknown = views.dropped_characters(tokenizer, text)
+    notes = (
+        f"{len(unknown)} character(s) not in the vocabulary were dropped: {shown_characters(unknown)}"
+        if unknown
+        else ""
+    )
+    if isinstance(tokenizer, char_word.WordTokenizer) and 0 in ids:
+        notes = unknown_words_note(tokenizer, ids)
+    shown = ids[:MAX_CHIPS]  # a browser stays quick with a few thousand chips, not a book's worth
+    st.subheader(literal_markdown(name[:1].upper() + name[1:]))
+    st.caption(f"**{len(ids):,} tokens** · {len(text):,} characters · vocabulary {tokenizer.vocab_size:,}")
+    st.markdown(
+        charts.token_chips(
+            [tokenizer.printable(i) for i in shown],
+            shown,
+            [f"id {i} · bytes {tokenizer.token_bytes(i)!r}" for i in shown],
+            show_ids=show_ids,
+        ),
+        unsafe_allow_html=True,
+    )
+    if len(ids) > MAX_CHIPS:
+        st.caption(f"The first {MAX_CHIPS:,} of {len(ids):,} tokens are drawn; the counts below are for all of them.")
+    if notes:
+        st.warning(notes)
+    with st.expander(f"ids ({len(ids):,})"):
+        st.code(
+            str(ids[:MAX_IDS]) + (f"  … the first {MAX_IDS:,} of {len(ids):,}" if len(ids) > MAX_IDS else ""),
+            language=None,
+            wrap_lines=True,
+        )
+    return {
+        "tokenizer": name,  # (its vocabulary is on its card)
+        "tokens": len(ids),
+        "characters per token": len(text) / max(1, len(ids)),
+        "round trip exact": tokenizer.decode(ids) == text,
+    }
+
+
 @sections.section("tokens.side_by_side")
 def side_by_side() -> None:
+    """The key picture: your text as token chips, one card per tokenizer, side by side (stacked on a projector)."""
+    st.header("1. Several tokenizers, side by side")
     # every tokenizer but the corpus's characters; a BPE trained here joins the list once (next to GPT-2 and
     # cl100k, replacing neither), and taken off by the student it stays off
     if "bpe" in available and not state.BPE_LISTED.get() and state.has_value("tokenizers"):
@@ -203,84 +275,46 @@ def side_by_side() -> None:
         format_func=OPTION_LABELS.get,
         **share.bind("tokenizers"),
     )
+    show_ids = st.toggle("Show the ids under the tokens", value=True, key=state.widget("tok_show_ids"))
     if "bpe" in available and "bpe" not in chosen:
         st.caption("Your BPE is in the list: add it to compare it with the others.")
-    show_ids = st.toggle("Show the ids under the tokens", value=True, key=state.widget("tok_show_ids"))
+    if not text:
+        st.warning(EMPTY_TEXT)
+        return
+    with sections.key_picture("tokens"):
+        cards(chosen, show_ids)
 
-    def get(key):
-        return available[key][1] or reference(key)
 
+def cards(chosen: list[str], show_ids: bool) -> None:
+    """One card per tokenizer, two to a row (on a projector one after another), and the table that compares them."""
     rows = []
-    for key in chosen:
-        name, tokenizer = available[key][0], get(key)
-        with ui.friendly_errors(f"the {name} tokenizer"):
-            ids = views.encode(tokenizer, text)
-            unknown = views.dropped_characters(tokenizer, text)
-            notes = (
-                f"{len(unknown)} character(s) not in the vocabulary were dropped: {shown_characters(unknown)}"
-                if unknown
-                else ""
-            )
-            shown = ids[:MAX_CHIPS]  # a browser stays quick with a few thousand chips, not a book's worth
-            pieces = [tokenizer.printable(i) for i in shown]
-            st.subheader(literal_markdown(name[:1].upper() + name[1:]))
-            st.markdown(
-                charts.token_chips(
-                    pieces, shown, [f"id {i} · bytes {tokenizer.token_bytes(i)!r}" for i in shown], show_ids=show_ids
-                ),
-                unsafe_allow_html=True,
-            )
-            if len(ids) > MAX_CHIPS:
-                st.caption(
-                    f"The first {MAX_CHIPS:,} of {len(ids):,} tokens are drawn; the counts below are for all of them."
-                )
-            if isinstance(tokenizer, char_word.WordTokenizer) and 0 in ids:
-                unknown = [piece for piece, i in zip(tokenizer.split(text), ids) if i == 0]
-                blank = sum(1 for piece in unknown if piece.isspace())
-                words = len(unknown) - blank
-                notes = " ".join(
-                    part
-                    for part in (
-                        f"{words} word(s) are outside the vocabulary and became [UNK]: the information is lost."
-                        if words
-                        else "",
-                        f"{blank} run(s) of spaces or line breaks never occur in {literal_markdown(corpus_label)} (its "
-                        "vocabulary has no such "
-                        "whitespace), so they became [UNK] too."
-                        if blank
-                        else "",
-                    )
-                    if part
-                )
-            if notes:
-                st.warning(notes)
-            with st.expander(f"ids ({len(ids):,})"):
-                st.code(
-                    str(ids[:MAX_IDS]) + (f"  … the first {MAX_IDS:,} of {len(ids):,}" if len(ids) > MAX_IDS else ""),
-                    language=None,
-                    wrap_lines=True,
-                )
-            rows.append(
-                {
-                    "tokenizer": name,
-                    "vocabulary": tokenizer.vocab_size,
-                    "tokens": len(ids),
-                    "characters per token": round(len(text) / max(1, len(ids)), 2),
-                    "round trip exact": tokenizer.decode(ids) == text,
-                }
-            )
+    if present.enabled():  # one after another: each card's heading starts a slide
+        for key in chosen:
+            with ui.friendly_errors(f"the {available[key][0]} tokenizer"):
+                rows.append(tokenizer_card(available[key][0], available[key][1] or reference(key), show_ids))
+    for start in range(0, 0 if present.enabled() else len(chosen), 2):
+        for column, key in zip(st.columns(2), chosen[start : start + 2]):
+            name = available[key][0]
+            with column, st.container(border=True), ui.friendly_errors(f"the {name} tokenizer"):
+                rows.append(tokenizer_card(name, available[key][1] or reference(key), show_ids))
     if rows:
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+        st.dataframe(
+            pd.DataFrame(rows).style.format({"characters per token": "{:.2f}", "tokens": "{:,}"}),
+            hide_index=True,
+            width="stretch",
+        )
         st.caption(
             "Round trip: decode(encode(text)) gives the text back. Byte-level BPE always can; a word "
             "vocabulary cannot once a word is [UNK], nor a character vocabulary for characters it never saw."
         )
 
 
-if text:
-    side_by_side()
-else:
-    st.warning(EMPTY_TEXT)
+side_by_side()
+if text:  # the questions are about your text
+    quiz_ui.section(
+        "tokens",
+        lambda: quiz.tokens_questions(text, {"GPT-2": reference("gpt2"), "cl100k (GPT-4)": reference("cl100k")}),
+    )
 
 
 # ------------------------------------------------------------------ training BPE
@@ -337,25 +371,13 @@ def train_bpe_controls() -> None:
                         corpus_key=sample_key,
                     )
                 )
-        spec = state.BPE_JOB.get()
         ended = training.follow_task(
             state.BPE_JOB,
             name="tokens.bpe_job",
             describe=lambda status: f"merge {status.step} of {status.total}" if status.step else "Counting pairs…",
         )
-        if ended is not None:  # finished, or stopped: build from what was learned
-            if ended.result is None:
-                st.warning(
-                    f"The BPE training ended without a result: {ended.status().error or ended.status().describe()}"
-                )
-            else:
-                tokenizer = bpe_tokenizer.BPETokenizer.from_history(
-                    ended.result, spec["pattern"], [tokenizer_base.ENDOFTEXT], keep_history=True
-                )
-                state.BPE_TOKENIZER.set(tokenizer)
-                state.BPE_LISTED.pop()  # the new BPE joins section 1's tokenizers
-                state.BPE_ORIGIN.set({key: spec.get(key) for key in ("pattern", "vocab_size", "corpus", "corpus_key")})
-                st.rerun()  # section 1 above was drawn before this BPE existed: draw the page again with it
+        if ended is not None:  # ended without a result (one with a result was kept before the page was drawn)
+            st.warning(f"The BPE training ended without a result: {ended.status().error or ended.status().describe()}")
         bpe_now, origin = trained_bpe(), bpe_origin()
         if bpe_now is not None and origin.get("vocab_size"):
             learned = len(bpe_now.merges)
@@ -388,10 +410,6 @@ def replay(bpe: bpe_tokenizer.BPETokenizer, text: str) -> None:
             f"(id {new}, seen {bpe.merge_counts[upto - 1]:,} times in the training text). "
             f"Your text is now {len(flat)} tokens (it was {len(text.encode())} bytes)."
         )
-
-
-st.header("2. Train your own BPE")
-train_bpe_controls()
 
 
 def bpe_views(bpe: bpe_tokenizer.BPETokenizer) -> None:
@@ -443,7 +461,7 @@ def bpe_views(bpe: bpe_tokenizer.BPETokenizer) -> None:
         with ui.friendly_errors("the compression curve"):
             figure = go.Figure(go.Scatter(x=[v for v, _ in curve], y=[c for _, c in curve], mode="lines+markers"))
             figure.update_layout(
-                xaxis_title="vocabulary size", yaxis_title="characters per token", height=320, margin=dict(t=10)
+                xaxis_title="vocabulary size", yaxis_title="characters per token", height=320, margin=charts.margins(10)
             )
             charts.show(figure)
             st.caption(
@@ -464,12 +482,10 @@ def bpe_views(bpe: bpe_tokenizer.BPETokenizer) -> None:
                 )
             )
         figure.update_layout(
-            xaxis_type="log",
-            yaxis_type="log",
-            xaxis_title="rank",
-            yaxis_title="count",
+            xaxis=charts.log_axis(len(counts), "rank"),
+            yaxis=charts.log_axis(max(counts, default=1), "count"),
             height=320,
-            margin=dict(t=10),
+            margin=charts.margins(10),
             legend=dict(orientation="h", y=-0.25),
         )
         charts.show(figure)
@@ -480,20 +496,14 @@ def bpe_views(bpe: bpe_tokenizer.BPETokenizer) -> None:
         )
 
 
-bpe = trained_bpe()
-if bpe is not None:
-    bpe_views(bpe)
-
-
 # ------------------------------------------------------------------ round trip and special tokens
-def round_trip(tokenizer) -> list[int]:
-    """Section 3: your text encoded and decoded again, and what the special tokens are; returns the ids (section 4
-    cuts them into windows)."""
+def round_trip(tokenizer) -> None:
+    """Section 3: your text encoded and decoded again, and what the special tokens are."""
     st.caption(
         "With "
         + (
             "your BPE"
-            if bpe
+            if trained_bpe()
             else f"the picked model's tokenizer ({literal_markdown(view.label)})"
             if picked_tokenizer
             else "GPT-2's tokenizer"
@@ -550,19 +560,6 @@ def round_trip(tokenizer) -> list[int]:
             "as GPT-2's add single ids that no ordinary text can produce, such as `<|endoftext|>`, to mark "
             "boundaries between documents."
         )
-    return ids
-
-
-st.header("3. Encode → decode, and special tokens")
-tokenizer = bpe or picked_tokenizer or reference("gpt2")
-if text:
-    ids = round_trip(tokenizer)
-else:
-    st.warning("Your text is empty: type or paste something above to encode and decode it here.")
-
-
-# ------------------------------------------------------------------ input-target pairs
-st.header("4. Input–target pairs: what the model trains on")
 
 
 @sections.section("tokens.pairs")
@@ -603,9 +600,44 @@ def input_target_pairs(ids: list[int], tokenizer) -> None:
         )
 
 
-if not text:  # the windows need tokens: the corpus's start stands in for the empty text, and the page says so
-    window_text = corpus_text[:300] or EXAMPLES["English"]
-    source = literal_markdown(corpus_label) if corpus_text else "the English example"
-    st.info(f"Your text is empty: these windows cut the first {len(window_text)} characters of {source} instead.")
-    ids = views.encode(tokenizer, window_text)
-input_target_pairs(ids, tokenizer)
+def lesson_tokenizer():
+    """The tokenizer the lessons under the cards use: your BPE once trained, else the picked model's, else GPT-2's."""
+    return trained_bpe() or picked_tokenizer or reference("gpt2")
+
+
+def bpe_lesson() -> None:
+    st.header("2. Train your own BPE")
+    train_bpe_controls()
+    bpe = trained_bpe()
+    if bpe is not None:
+        bpe_views(bpe)
+
+
+def round_trip_lesson() -> None:
+    st.header("3. Encode → decode, and special tokens")
+    if text:
+        round_trip(lesson_tokenizer())
+    else:
+        st.warning("Your text is empty: type or paste something above to encode and decode it here.")
+
+
+def pairs_lesson() -> None:
+    st.header("4. Input–target pairs: what the model trains on")
+    tokenizer = lesson_tokenizer()
+    if text:
+        ids = views.encode(tokenizer, text)
+    else:  # the windows need tokens: the corpus's start stands in for the empty text, and the page says so
+        window_text = corpus_text[:300] or EXAMPLES["English"]
+        source = literal_markdown(corpus_label) if corpus_text else "the English example"
+        st.info(f"Your text is empty: these windows cut the first {len(window_text)} characters of {source} instead.")
+        ids = views.encode(tokenizer, window_text)
+    input_target_pairs(ids, tokenizer)
+
+
+# ------------------------------------------------------------------ the lessons, one click away
+LINKED = {"Train your own BPE": ("vocab", "split"), "Input–target pairs": ("context", "stride")}  # link → tab
+LESSONS = {"Train your own BPE": bpe_lesson, "Encode and decode": round_trip_lesson, "Input–target pairs": pairs_lesson}
+for box, lesson in zip(sections.lazy_tabs(list(LESSONS), share.bind("tokens_tab"), LINKED), LESSONS.values()):
+    if box is not None:
+        with box:
+            lesson()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import html
 import json
+import math
 import re
 
 import plotly.graph_objects as go
@@ -195,6 +196,96 @@ def _panels_layout(rows: int, columns: int, titles: tuple[str, ...]) -> dict:
     return json.loads(_panels_layout_json(rows, columns, titles))
 
 
+LABEL_PLACES = ("top center", "bottom center", "middle right", "middle left")  # Plotly's textposition, tried in order
+
+
+def spread_labels(
+    xs: list[float],
+    ys: list[float],
+    labels: list[str],
+    width_px: float = 560,
+    height_px: float = 400,
+    char_px: float = 7.0,
+    line_px: float = 16.0,
+    marker_px: float = 6.0,
+    x_range: tuple[float, float] | None = None,
+    y_range: tuple[float, float] | None = None,
+) -> list[str | None]:
+    """Where a scatter chart draws each point's label so that no label covers another label or another point, nor
+    crosses the plot's edge: above
+    the point, else below it, else to its right, else to its left (Plotly's ``textposition``), or None, no label (the
+    point keeps its marker and its hover text). Measured in the pixels of a plot ``width_px`` × ``height_px``, the
+    smallest the chart is drawn at (drawn wider, the labels only move apart); ``x_range``, ``y_range``: the axes'
+    ranges (default: the points' own), when the chart holds other points too. The points are taken in order, the most
+    important first.
+
+    >>> room = dict(x_range=(-1.0, 2.0), y_range=(-1.0, 2.0))  # the points in the middle of the plot
+    >>> spread_labels([0.0, 1.0], [0.0, 1.0], ["one", "two"], **room)  # far apart: both above their point
+    ['top center', 'top center']
+    >>> spread_labels([0.0, 0.0, 1.0], [0.0, 0.1, 1.0], ["low", "high", "far"], **room)  # "low" would cover "high"
+    ['bottom center', 'top center', 'top center']
+    >>> spread_labels([0.0, 0.0], [0.0, 0.0], ["one", "two"], **room)  # on one spot: above and below
+    ['top center', 'bottom center']
+    >>> spread_labels([0.0] * 5, [0.0] * 5, ["a", "b", "c", "d", "e"], **room)  # four places around a spot, no fifth
+    ['top center', 'bottom center', 'middle right', 'middle left', None]
+    >>> spread_labels([0.0], [0.0], ["edge"])  # at the plot's corner a label would be cut: none
+    [None]
+    """
+    if not xs:
+        return []
+    x_low, x_high = x_range or (min(xs), max(xs))
+    y_low, y_high = y_range or (min(ys), max(ys))
+    x_span, y_span = (x_high - x_low) or 1.0, (y_high - y_low) or 1.0
+    points = [((x - x_low) / x_span * width_px, (y - y_low) / y_span * height_px) for x, y in zip(xs, ys)]
+
+    def apart(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+        return a[1] <= b[0] or b[1] <= a[0] or a[3] <= b[2] or b[3] <= a[2]
+
+    def boxes(x: float, y: float, wide: float) -> dict[str, tuple[float, float, float, float]]:
+        m, half = marker_px, wide / 2
+        return {
+            "top center": (x - half, x + half, y + m, y + m + line_px),
+            "bottom center": (x - half, x + half, y - m - line_px, y - m),
+            "middle right": (x + m, x + m + wide, y - line_px / 2, y + line_px / 2),
+            "middle left": (x - m - wide, x - m, y - line_px / 2, y + line_px / 2),
+        }
+
+    markers = [(x - marker_px, x + marker_px, y - marker_px, y + marker_px) for x, y in points]
+    kept: list[tuple[float, float, float, float]] = []
+    places: list[str | None] = []
+    for number, ((x, y), label) in enumerate(zip(points, labels)):
+        others = [marker for other, marker in enumerate(markers) if other != number]
+        place = next(
+            (
+                (name, box)
+                for name, box in boxes(x, y, len(label) * char_px + 4).items()
+                if all(apart(box, other) for other in kept + others)
+                and 0 <= box[0] <= box[1] <= width_px  # inside the plot: Plotly cuts a label at its edge
+                and 0 <= box[2] <= box[3] <= height_px
+            ),
+            None,
+        )
+        places.append(place[0] if place else None)
+        if place:
+            kept.append(place[1])
+    return places
+
+
+def log_axis(high: float, title: str = "") -> dict:
+    """A log axis labelled at the powers of ten only, written out (1, 10, 100, 1,000): Plotly's own labels on a log
+    axis name the 2s and 5s between them too, which read "1 2 5 10 2 5 100 2" on a rank axis.
+
+    >>> log_axis(2345)["tickvals"], log_axis(2345)["ticktext"]
+    ([1, 10, 100, 1000, 10000], ['1', '10', '100', '1,000', '10,000'])
+    >>> log_axis(1)["tickvals"]
+    [1, 10]
+    """
+    powers = [10**k for k in range(max(1, math.ceil(math.log10(max(high, 1))) + 1))]
+    if len(powers) < 2:
+        powers.append(10)
+    return dict(type="log", title=dict(text=title), tickvals=powers, ticktext=[f"{p:,}" for p in powers])
+
+
 def tex_int(value: float) -> str:
     """A whole number with thousands separators for a LaTeX formula: ``{,}`` keeps math mode from putting a
     space after each comma (``8, 192``).
@@ -239,13 +330,19 @@ def bar(
     text_format: str = ",.0f",
     horizontal: bool = False,
     height: int = 320,
+    texts: list[str] | None = None,
 ) -> go.Figure:
+    """Bars with their numbers. ``texts``: a text per bar instead of the number, drawn beside the bar, so that a bar of
+    zero (an empty bar) still says what it is."""
+    shown = dict(text=texts, textposition="outside", cliponaxis=False) if texts is not None else {}
     if horizontal:
         trace = go.Bar(
             y=list(labels), x=list(values), orientation="h", marker_color=color, texttemplate=f"%{{x:{text_format}}}"
         )
     else:
         trace = go.Bar(x=list(labels), y=list(values), marker_color=color, texttemplate=f"%{{y:{text_format}}}")
+    if shown:
+        trace.update(texttemplate=None, **shown)
     figure = go.Figure(trace)
     figure.update_layout(
         title=title,
@@ -254,6 +351,9 @@ def bar(
         height=height,
         margin=margins(40 if title else 10),
     )
+    if texts is not None:  # room beside the longest bar for its text
+        room = [0, 1.5 * max([float(v) for v in values] + [1.0])]
+        figure.update_layout(**{"xaxis_range" if horizontal else "yaxis_range": room})
     return figure
 
 
@@ -344,14 +444,19 @@ def show(figure: go.Figure, width="stretch", **kwargs):
     return show_in(st, figure, width=width, **kwargs)
 
 
+# Streamlit draws a display formula in a box that scrolls sideways and clips what rises above or hangs below its line
+# (overflow: auto hidden): the numerator of a fraction lost its top pixels. The box gets room above and below.
+FORMULA_STYLE = "<style>.katex-display { padding: 0.5em 0.1em; }</style>"
+
+
 def install_export() -> None:
-    """Once per run (app.py): the SVG download button on every chart."""
+    """Once per run (app.py): the SVG download button on every chart, and the room every formula needs."""
     import streamlit as st
 
     from ui.streamlit_private import SVG_BUTTON_SCRIPT
 
     # (a leading element: the sanitizer drops a script that comes first)
-    st.html('<span data-llmviz-export="1"></span>' + SVG_BUTTON_SCRIPT, unsafe_allow_javascript=True)
+    st.html('<span data-llmviz-export="1"></span>' + SVG_BUTTON_SCRIPT + FORMULA_STYLE, unsafe_allow_javascript=True)
 
 
 EQUATION_WIDTH = 60  # characters a page's main column shows of a display equation at 1280 px before it scrolls

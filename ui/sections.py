@@ -23,7 +23,7 @@ from collections.abc import Callable
 import streamlit as st
 
 from llmviz import settings
-from ui import state
+from ui import present, state
 from ui.errors import friendly_errors
 
 _LOCK = threading.Lock()
@@ -98,22 +98,67 @@ def lazy(label: str, key: str, *, expanded: bool = False, help_text: str | None 
     return None
 
 
-def parts(parts: dict[str, Callable[[], None]], link: dict) -> str:
-    """A page's lessons as tabs, one click away from its key picture: only the open tab's part runs.
+def lazy_tabs(
+    labels: list[str],
+    binding: dict,
+    link_params: dict[str, tuple[str, ...]] | None = None,
+    presenter_all: bool = True,
+) -> list:
+    """Tabs whose content runs only while chosen: one container per label, None for the tabs not shown.
+
+        lessons = sections.lazy_tabs(["Masks", "Shapes"], share.bind("attention_tab"), {"Masks": ("mask",)})
+        if (box := lessons[0]) is not None:
+            with box:
+                draw_the_masks()
+
+    A page opens on its key picture; its lessons and secondary parts sit under it as tabs, one click away, and
+    only the chosen one costs anything. ``binding`` is ``share.bind(name)`` for a link parameter declared in
+    :data:`ui.share.PARAMS`: the chosen tab is in the address (its label; the first tab leaves it out), so a
+    copied link opens the same tab, and a test picks one by setting that key to a label. ``link_params``: the link
+    parameters each tab's widgets read; a link that carries one of them and names no tab opens that tab (once a
+    session), so an older link (``?query_heads=8``) still opens on what it set. In presenter mode every part is
+    drawn, one after another: a class walks through them slide by slide (a slide starts at each heading, which a
+    tab would hide); ``presenter_all=False`` keeps the tabs there too (presenter mode makes the open tab's
+    headings its slides)."""
+    if presenter_all and present.enabled():
+        return [st.container() for _ in labels]
+    key = binding["key"]
+    opened = state.LINK_TABS.setdefault()
+    if link_params and key not in opened and not state.has_value(key):
+        carried = state.LINK_INITIAL.get() or {}
+        wanted = [label for label, names in link_params.items() if key not in carried and set(names) & set(carried)]
+        if wanted:
+            state.set_value(key, wanted[0])
+    opened.add(key)
+    tabs = st.tabs(labels, **{"on_change": "rerun", **binding})
+    return [tab if tab.open else None for tab in tabs]
+
+
+def key_picture(page: str):
+    """The container of a page's key picture: what a student sees first, before any lesson.
+
+    ``tests/browser/test_page_size.py`` measures, on every page listed there, the words a student reads before the
+    first picture: this container (for a picture drawn in HTML: token chips, boxes) or the first chart."""
+    return st.container(key=state.widget("picture_", page))
+
+
+def parts(
+    parts: dict[str, Callable[[], None]], link: dict, link_params: dict[str, tuple[str, ...]] | None = None
+) -> str:
+    """A page's lessons as tabs, one click away from its key picture: :func:`lazy_tabs` with one function per tab.
 
         sections.parts({"Quantization": quantize, "Memory": memory}, share.bind("adapting_part"))
 
-    The open tab is a link parameter (``link``: :func:`ui.share.bind` of one declared in :data:`ui.share.PARAMS`): a
-    copied link opens the same tab. Each part draws its own heading (presenter mode starts a slide there). Returns
-    the open tab's name.
+    Only the open tab's part runs, in presenter mode too. Each part draws its own heading (presenter mode starts a
+    slide there). Returns the open tab's name.
     """
-    tabs = st.tabs(list(parts), on_change="rerun", **link)
-    opened = next((name for name, tab in zip(parts, tabs) if tab.open), next(iter(parts)))
-    for (name, draw), tab in zip(parts.items(), tabs):
-        if name == opened:
-            with tab:
+    opened = None
+    for (name, draw), box in zip(parts.items(), lazy_tabs(list(parts), link, link_params, presenter_all=False)):
+        if box is not None:
+            with box:
                 draw()
-    return opened
+            opened = opened or name
+    return opened or next(iter(parts))
 
 
 class timed_page:

@@ -52,13 +52,16 @@ PARAMS: dict[str, tuple[str, str]] = {
     "split": ("option", "Tokens: the pre-split pattern"),
     "context": ("number", "Tokens: the context size of the input–target pairs"),
     "stride": ("number", "Tokens: the stride of the input–target pairs"),
+    "tokens_tab": ("option", "Tokens: the lesson open under the token chips (a tab's label)"),
     # Embeddings
     "words": ("text", "Embeddings: the words compared"),
     "head_dim": ("option", "Embeddings: RoPE's head_dim"),
     "rope_theta": ("option", "Embeddings: RoPE's base θ"),
+    "embeddings_tab": ("option", "Embeddings: the lesson open under the map of the tokens (a tab's label)"),
     # Model
     "preset": ("option", "Model: the GPT preset sized (or custom)"),
     "model_sentence": ("text", "Model: the sentence sent through the model"),
+    "model_tab": ("option", "Model: the lesson open under the architecture (a tab's label)"),
     # Attention
     "query_word": ("option", "Attention: the query word of the first example"),
     "scale": ("flag", "Attention: scale the scores by √d_k"),
@@ -70,6 +73,7 @@ PARAMS: dict[str, tuple[str, str]] = {
     "enc_layer": ("number", "Attention: the encoder (MiniLM) layer shown"),
     "enc_head": ("number", "Attention: the encoder (MiniLM) head shown"),
     "query_heads": ("option", "Attention: query heads of the grouped-query calculator"),
+    "attention_tab": ("option", "Attention: the lesson open under the pattern of your sentence (a tab's label)"),
     # Inside the model
     "lens_text": ("text", "Inside the model: the sentence of the logit lens"),
     "detector": ("option", "Inside the model: the head detector shown"),

@@ -135,6 +135,9 @@ LINK_INITIAL = Slot("_share_initial", dict, "the link's parameters as the sessio
 LINK_CHECKED = Slot("_share_checked", bool, "the link's parameters were checked against what the page shows")
 LINK_NOTICES = Slot("_share_notices", list, "notices about the link, shown by the page", default=list)
 LINK_MODEL_APPLIED = Slot("_share_model_restored", bool, "the link's model= was given to the picker")
+LINK_TABS = Slot(
+    "_share_tabs", set, "the keys of the lesson tabs drawn once: a link's settings chose their tab then", default=set
+)
 # navigation (ui.routing)
 ROUTER_RUNNING = Slot("_llmviz_router_running", bool, "app.py's router is drawing this run")
 # questions (ui.panels.quiz)
@@ -222,6 +225,7 @@ WIDGETS: dict[str, str] = {
     "hub_cancel_": "Sidebar: cancel the download of the picked pretrained model (its name)",
     "hub_offer_": "A page's offer of a bigger pretrained model: show or download it (page, model)",
     "lazy_": "Any page: an expander whose content runs only while it is open (ui.sections.lazy)",
+    "picture_": "Any page: the container of its key picture, the first thing it shows (ui.sections.key_picture)",
     "quiz_choice_": "Any page: a question's options (page, question)",
     "quiz_reveal_": "Any page: a question's Reveal button (page, question)",
     "quiz_ask_": "Any page: Ask me, which opens the questions (page)",
@@ -238,6 +242,7 @@ WIDGETS: dict[str, str] = {
     # Embeddings
     "vec_": "Embeddings: a vector typed for the cosine example (name)",
     "nn_": "Embeddings: the nearest-neighbour table (column)",
+    "embedding_map": "Embeddings: the map of the picked model's tokens (a click on a token looks it up)",
     "gpt_nn": "Embeddings: the word whose neighbours the GPT's embeddings show",
     "w2v_nn": "Embeddings: the word whose neighbours word2vec shows",
     "train_w2v": "Embeddings: Train word2vec",

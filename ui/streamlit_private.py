@@ -74,6 +74,26 @@ PLOTLY_PRIVATE = (
 )
 
 
+def linked_boxes_style(picture: str) -> str:
+    """CSS that makes every bordered box inside the container ``picture`` (a CSS selector, ``.st-key-…``) that holds
+    an ``st.page_link`` one link: the link's area is stretched over the whole box (a pseudo-element), the pointer and
+    a hover colour say so, and the label wraps instead of being cut. It relies on Streamlit's DOM: the
+    ``stVerticalBlock``, ``stElementContainer``, ``stPageLink`` and ``stPageLink-NavLink`` test ids."""
+    link = '[data-testid="stElementContainer"] [data-testid="stPageLink"]'
+    box = f'{picture} [data-testid="stVerticalBlock"]:has(> {link})'
+    return f"""<style>
+{picture} [data-testid="stVerticalBlock"] {{ position: relative; }}
+{picture} [data-testid="stElementContainer"]:has([data-testid="stPageLink"]), {picture} [data-testid="stPageLink"],
+{picture} [data-testid="stPageLink"] > div {{ position: static; }}
+{picture} [data-testid="stPageLink-NavLink"]::after {{ content: ""; position: absolute; inset: 0; z-index: 1; }}
+{box}:hover {{ background: #eef3ff; }}
+{picture} [data-testid="stPageLink-NavLink"] * {{
+  white-space: normal; overflow: visible; text-overflow: clip; word-break: normal; overflow-wrap: normal; }}
+{picture} [data-testid="stPageLink-NavLink"] {{ padding-left: 0.25rem; padding-right: 0.25rem; }}
+{picture} [data-testid="stPageLink-NavLink"] p {{ font-weight: 600; }}
+</style>"""
+
+
 def replace_initial_value(params, name: str, kept: list[str] | None) -> None:
     """1. In Streamlit's ``QueryParams``, make widgets bound to ``name`` start from ``kept`` (``None``: from
     their own default) instead of the value the address was loaded with."""

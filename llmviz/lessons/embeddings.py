@@ -194,6 +194,20 @@ def build_vocabulary(tokens: list[str], max_size: int = 5000, min_count: int = 2
     return Vocabulary([w for w, _ in kept], [c for _, c in kept])
 
 
+OPENING_WORDS = ("must", "shall", "will", "should")  # modal verbs: their neighbours are their kin (may, can, could)
+
+
+def opening_word(vocabulary: list[str]) -> str:
+    """The word whose neighbours the word2vec explorer opens on: a modal verb, whose nearest neighbours on an English
+    corpus are its kin (on the Python manual, "must": may, can, should, will, whatever the seed), rather than a
+    function word ("by": again, checking, directly); a corpus without one (first names) opens on its 21st word.
+
+    >>> opening_word(["the", "a", "must", "may"]), opening_word(["emma", "olivia"])
+    ('must', 'olivia')
+    """
+    return next((word for word in OPENING_WORDS if word in vocabulary), vocabulary[min(20, len(vocabulary) - 1)])
+
+
 def skipgram_pairs(ids: list[int], window: int) -> torch.Tensor:
     """(center, context) pairs for every word and every neighbour within ``window``.
 

@@ -2,11 +2,15 @@
 tables, labels and step 0 vs step N show what llmviz computed."""
 
 import json
+import re
+from collections import Counter
+from pydoc_data.topics import topics
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui
+from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import TIMEOUT, assert_clean, by_label, run_page, texts
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
@@ -16,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 @pytest.mark.parametrize("causal", [True, False])
 @pytest.mark.parametrize("heads", [1, 2])
 def test_attention_toggles(scaled, causal, heads):
-    at = run_page("stages/attention.py")
+    at = run_page("stages/attention.py", attention_tab="Step by step")  # the lesson's tab under your sentence
     by_label(at.toggle, "Scale by √d_k").set_value(scaled)
     by_label(at.toggle, "Causal mask").set_value(causal)
     by_label(at.radio, "Heads").set_value(heads).run()
@@ -25,7 +29,7 @@ def test_attention_toggles(scaled, causal, heads):
 
 
 def test_attention_heads_that_do_not_divide():
-    at = run_page("stages/attention.py")
+    at = run_page("stages/attention.py", attention_tab="Step by step")
     by_label(at.radio, "Heads").set_value(3).run()
     assert_clean(at, errors_expected=True)
     assert "cannot split" in texts(at.error)
@@ -33,8 +37,8 @@ def test_attention_heads_that_do_not_divide():
 
 def test_attention_kv_cache_calculator_opens_lazily_and_counts_bytes():
     at = run_page("stages/attention.py")
-    assert not [w for w in at.select_slider if w.label == "Key/value heads"]  # closed: its content never ran
-    at = run_page("stages/attention.py", lazy_attention_gqa=True)
+    assert not [w for w in at.select_slider if w.label == "Key/value heads"]  # not chosen: its content never ran
+    at = run_page("stages/attention.py", attention_tab="Grouped-query")  # its tab, opened
     by_label(at.select_slider, "Query heads").set_value(8).run()
     by_label(at.select_slider, "Key/value heads").set_value(2)
     by_label(at.select_slider, "Tokens in the cache").set_value(4096).run()
@@ -88,7 +92,7 @@ def test_latex_writes_negative_numbers_in_parentheses():
 
 
 def test_padding_panel_labels_the_pad_token():
-    at = run_page("stages/attention.py")
+    at = run_page("stages/attention.py", attention_tab="Masks")  # the lesson's tab under your sentence
     # the four masks are one figure of four panels: their subplot titles are its annotations, in panel order
     masks = next(
         c for c in charts(at) if any("padding" in a.get("text", "") for a in c["layout"].get("annotations", []))
@@ -117,7 +121,17 @@ def run_app(path: str, query: dict | None = None, **state) -> AppTest:
 
 
 def test_attention_step_0_vs_n_follows_the_layer_and_head_above_it():
-    at = run_app("stages/attention.py", lazy_attention_before_after=True)  # the comparison, opened
+    """(Step 0 vs step N is offered only where the picked model has steps: a run, here GPT mini's first steps.)"""
+    from llmviz.jobs.manager import default_manager
+
+    at = run_app("stages/training.py", corpus="names")
+    at.selectbox(key="train_model").set_value("gpt-mini")  # 4 layers, 4 heads
+    at.slider(key="steps").set_value(20)
+    at.button(key="train").click().run()
+    [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
+    assert job.wait(timeout=180), job.status().describe()
+    at.session_state["lazy_attention_before_after"] = True  # the comparison, opened
+    at.switch_page(str(ui.ROOT / "stages/attention.py")).run()
     at.slider(key="layer").set_value(2).run()
     at.slider(key="head").set_value(3).run()
     assert_clean(at)
@@ -125,8 +139,8 @@ def test_attention_step_0_vs_n_follows_the_layer_and_head_above_it():
     import json
 
     titles = [json.loads(chart.proto.spec)["layout"].get("title", {}).get("text") for chart in at.get("plotly_chart")]
-    # the head above, and step N beside step 0 (the picked shipped GPT, not a run: step N alone) shows the same head
-    assert titles.count("layer 2, head 3") == 2, titles
+    # the head above, and step 0 and step N beside each other show the same head
+    assert titles.count("layer 2, head 3") == 3, titles
 
 
 def test_tables_and_csv_hold_the_numbers_the_page_shows():
@@ -147,3 +161,41 @@ def test_tables_and_csv_hold_the_numbers_the_page_shows():
     assert journey.iloc[0].tolist() == [0.43, 0.15, 0.89]
     assert "0.43," in journey.to_csv() and "0000" not in journey.to_csv()
     assert tidy_floats(pd.DataFrame({"x": float32}))["x"].tolist() == [0.43, 0.15, 0.89, 1e-8, 123456.7]
+
+
+# ------------------------------------------------------------ the page opens on your sentence through the picked model
+
+
+def test_the_default_sentence_is_the_python_manual_read_word_by_word():
+    """Before: "The return statement leaves the current function call with a value", which the shipped GPT cut into
+    pieces (␣le a ve s). Now a sentence of its corpus, made of the corpus's common words, nearly all one token each."""
+    at = run_page("stages/attention.py")
+    sentence = at.text_input(key="sentence").value
+    manual = " ".join(" ".join(topics.values()).split())
+    assert sentence in manual  # a sentence of the corpus
+    common = {word for word, _ in Counter(re.findall(r"[a-z]+", manual.lower())).most_common(300)}
+    assert set(re.findall(r"[a-z]+", sentence.lower())) <= common
+    _, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")
+    words = re.findall(r" ?[A-Za-z]+|[.]", sentence)
+    assert sum(len(tokenizer.encode(word)) > 1 for word in words) <= 1
+    heat = json.loads(at.get("plotly_chart")[0].proto.spec)  # the first chart: the pattern, layer 0, head 0
+    assert heat["layout"]["title"]["text"] == "layer 0, head 0"
+    assert len(heat["data"][0]["x"]) == len(tokenizer.encode(sentence))
+
+
+def test_step_0_vs_step_n_is_offered_only_where_the_model_has_steps():
+    """Before: the shipped GPT, which has no steps, offered "Step 0 vs step N … at the step picked in the sidebar".
+    (A run's comparison: tests/test_ui_defects.py.)"""
+    at = run_page("stages/attention.py")
+    assert "Step 0 vs step N" not in [h.value for h in at.subheader]
+    assert not [e for e in at.expander if "step 0" in e.label]
+
+
+def test_the_lessons_are_tabs_and_a_link_opens_the_lesson_it_sets():
+    at = run_page("stages/attention.py")
+    assert [tab.label for tab in at.tabs] == ["Without weights", "Step by step", "Shapes", "Masks", "Grouped-query"]
+    assert [h.value[:2] for h in at.header] == ["1.", "2."]  # your sentence, then the lesson open
+    at = run_app("stages/attention.py", query={"mask": "false"})  # a link that turned the causal mask off
+    assert_clean(at)
+    assert at.toggle(key="mask").value is False
+    assert [h.value[:2] for h in at.header] == ["1.", "3."]  # it opens on the lesson that has the mask

@@ -1,8 +1,13 @@
 """The Embeddings page under AppTest: bad vectors, unknown tokens, word2vec and a small d_model give clear
 messages, never an exception."""
 
-import pytest
+import json
 
+import pytest
+import torch
+
+import ui
+from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import assert_clean, by_label, finish_jobs, run_page, texts
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
@@ -20,7 +25,7 @@ def test_embeddings_bad_vectors(v2, message):
 
 
 def test_embeddings_single_sentence_and_unknown_tokens():
-    at = run_page("stages/embeddings.py", lazy_embeddings_minilm=True)  # the MiniLM part, opened
+    at = run_page("stages/embeddings.py", embeddings_tab="Sentence embeddings")  # the MiniLM tab, opened
     by_label(at.text_area, "One sentence per line").set_value("☃☃☃").run()
     assert_clean(at)
     assert "at least two sentences" in texts(at.info)
@@ -30,12 +35,12 @@ def test_embeddings_single_sentence_and_unknown_tokens():
 
 
 def test_embeddings_word2vec_and_missing_words():
-    at = run_page("stages/embeddings.py", corpus="names")  # every name occurs once: no word repeats
+    at = run_page("stages/embeddings.py", corpus="names", embeddings_tab="Word2vec")  # every name occurs once
     by_label(at.slider, "Steps").set_value(100)
     finish_jobs(by_label(at.button, "Train word2vec").click().run())
     assert_clean(at, errors_expected=True)
     assert "fewer than two words" in texts(at.error)
-    at = run_page("stages/embeddings.py", corpus="python-docs")
+    at = run_page("stages/embeddings.py", corpus="python-docs", embeddings_tab="Word2vec")
     by_label(at.slider, "Steps").set_value(100)
     finish_jobs(by_label(at.button, "Train word2vec").click().run())
     assert_clean(at)
@@ -51,8 +56,44 @@ def assert_no_error_box(at):
 
 @pytest.mark.parametrize("d_model", [2, 4, 6, 8, 10, 12])
 def test_embeddings_small_d_model_keeps_the_page(d_model):
-    at = run_page("stages/embeddings.py")
+    at = run_page("stages/embeddings.py", embeddings_tab="Positions")  # the lesson's tab under the map
     by_label(at.slider, "d_model").set_value(d_model).run()
     assert_no_error_box(at)
     assert by_label(at.multiselect, "Dimensions").value == [d for d in (0, 1, 4, 10) if d < d_model]
     assert any("Token + position" in s.value for s in at.subheader), "the page goes on after the positions chart"
+
+
+# ------------------------------------------------------------ the page opens on the map of the picked model's tokens
+
+
+def test_the_page_opens_on_the_map_and_the_nearest_neighbours_of_a_common_word():
+    at = run_page("stages/embeddings.py")
+    assert_clean(at)
+    model, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")
+    typed = at.text_input(key="words").value
+    assert all(len(tokenizer.encode(" " + word)) == 1 for word in typed.split())  # every word one token
+    looked_up = tokenizer.encode(at.text_input(key="gpt_nn").value)
+    assert len(looked_up) == 1
+    chart = json.loads(at.get("plotly_chart")[0].proto.spec)  # the first chart: the map
+    traces = {trace["name"]: trace for trace in chart["data"]}
+    assert set(traces) == {"common token", "your tokens", "nearest neighbours", "looked up"}
+    assert traces["looked up"]["customdata"] == looked_up
+    # the neighbours, recomputed with PyTorch's own cosine over the whole table
+    table = model.tok_emb.weight.detach()  # the GPT's token-embedding table (V, C)
+    cosines = torch.nn.functional.cosine_similarity(table, table[looked_up[0]].unsqueeze(0), dim=-1)
+    cosines[looked_up[0]] = -2  # the token itself is not its own neighbour
+    expected = cosines.topk(10).indices.tolist()
+    shown = next(d.value for d in at.dataframe if "cosine" in d.value.columns)
+    assert shown["id"].tolist() == expected
+    assert sorted(traces["nearest neighbours"]["customdata"]) == sorted(expected)
+
+
+def test_step_0_vs_step_n_is_offered_only_where_the_model_has_steps():
+    at = run_page("stages/embeddings.py")
+    assert not [h.value for h in at.subheader if h.value.startswith("Step 0 vs step N")]
+
+
+def test_the_lessons_are_tabs_under_the_map():
+    at = run_page("stages/embeddings.py")
+    assert [tab.label for tab in at.tabs] == ["Cosine similarity", "Positions", "Word2vec", "Sentence embeddings"]
+    assert [h.value[:2] for h in at.header] == ["1.", "2."]

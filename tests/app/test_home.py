@@ -22,13 +22,40 @@ def test_home_shows_every_corpus_description_whole():
         assert entry.licence in shown, entry.name
 
 
+def _in_page_order(node) -> list:
+    """Every element under an AppTest node, in the order the page draws them."""
+    found = []
+    for child in getattr(node, "children", {}).values():
+        found.append(child)
+        found += _in_page_order(child)
+    return found
+
+
 def test_home_pipeline_arrows_lead_their_box():
-    """Before: the last box of every row carried an arrow that pointed into the empty space after it."""
+    """Before: the last box of every row carried an arrow that pointed into the empty space after it. (The boxes are
+    now rows of columns, each box a link to its stage; the arrows still lead their box.)"""
 
     at = run_page()
-    diagram = next(m.value for m in at.markdown if "stage 0" in m.value)
-    boxes = diagram.split("min-width:104px")[1:]
-    assert len(boxes) == len(ui.PIPELINE)
-    assert "→" not in boxes[0]  # the first box has no arrow into it
-    assert all(box.index("→") < box.index("stage ") for box in boxes[1:])  # each arrow comes before its box
-    assert "→" not in boxes[-1].split("stage ", 1)[1]  # nothing points past the last box
+    flow = [
+        "arrow" if element.type == "markdown" and element.value == ":gray[→]" else "box"
+        for element in _in_page_order(at.main)
+        if (element.type == "markdown" and element.value == ":gray[→]")
+        or (element.type == "caption" and element.value.startswith("stage "))
+    ]
+    assert flow.count("box") == len(ui.PIPELINE)
+    assert flow[0] == "box"  # the first box has no arrow into it
+    assert all(after == "box" for before, after in zip(flow, flow[1:]) if before == "arrow")  # each arrow leads a box
+    assert flow[-1] == "box"  # nothing points past the last box
+
+
+# ------------------------------------------------------------------ the pipeline's boxes are links
+
+
+def test_every_stage_box_holds_the_link_to_its_page():
+    at = run_page()
+    assert_clean(at)
+    links = at.get("page_link")
+    stages = [stage for stage in ui.PIPELINE if stage.exists]
+    assert [link.proto.label for link in links] == ["Text (this page)"] + [stage.title for stage in stages[1:]]
+    assert [link.proto.page for link in links] == ["" if s.key == "text" else s.key for s in stages]
+    assert [c.value for c in at.caption if c.value.startswith("stage ")] == [f"stage {n}" for n in range(len(stages))]

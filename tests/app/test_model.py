@@ -3,6 +3,7 @@ and GPT-2 → Llama one switch at a time as lab runs."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pyarrow as pa
@@ -11,6 +12,7 @@ import torch
 from streamlit.testing.v1 import AppTest
 
 import ui
+from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import TIMEOUT, assert_clean, by_label, finish_jobs, run_page, texts
 from ui.text import fixed
 
@@ -38,8 +40,8 @@ def test_model_page_empty_and_long_sentence():
 
 
 def test_model_page_untied_gpt2():
-    # opens on GPT-2 small, tied (test_model_page_opens_gpt2_small_with_its_own_tying_and_shows_the_untied_count)
-    at = run_page("stages/model.py")
+    # GPT-2 small, tied (test_model_page_opens_gpt2_small_with_its_own_tying_and_shows_the_untied_count)
+    at = run_page("stages/model.py", preset="gpt2-124m")  # the page opens on the picked model: GPT-2 small chosen
     by_label(at.toggle, "Tie the output head to the token embedding (GPT-2 does)").set_value(False).run()
     assert_clean(at)
     assert any(m.value == "163,037,184" for m in at.metric)  # 124,439,808 + a second 50,257 × 768 matrix
@@ -106,7 +108,7 @@ def transformers_gpt2_parameters(tied: bool) -> int:
 def test_model_page_opens_gpt2_small_with_its_own_tying_and_shows_the_untied_count():
     tied, untied = transformers_gpt2_parameters(True), transformers_gpt2_parameters(False)
     assert tied == 124_439_808  # what README and OpenAI's checkpoint say
-    at = run_app("stages/model.py")
+    at = run_app("stages/model.py", preset="gpt2-124m")  # the page opens on the picked model: GPT-2 small chosen
     assert_clean(at)
     total = next(m.value for m in at.metric if m.label == "Total parameters")
     assert total == f"{tied:,}"
@@ -115,7 +117,7 @@ def test_model_page_opens_gpt2_small_with_its_own_tying_and_shows_the_untied_cou
 
 @pytest.fixture
 def page_with_lab():
-    at = run_page("stages/model.py", corpus="names")
+    at = run_page("stages/model.py", corpus="names", model_tab="From GPT-2 to Llama")  # the lesson's tab
     by_label(at.select_slider, "Steps per run").set_value(50)
     by_label(at.button, "Train the seven steps").click().run()
     assert_clean(at)
@@ -140,7 +142,7 @@ def test_the_model_page_trains_the_seven_steps_and_shows_their_losses(page_with_
 def test_the_comparison_table_marks_the_first_row_without_a_change():
     """The first row has no change from the row above: a dash, not 'None' (seen in chromium: the browser draws an empty
     cell with the dataframe's placeholder, whatever the Styler's na_rep says)."""
-    at = run_page("stages/model.py")
+    at = run_page("stages/model.py", model_tab="From GPT-2 to Llama")  # the lesson's tab
     [table] = [frame for frame in at.dataframe if "change" in frame.value.columns]
     shown = pa.ipc.open_stream(table.proto.arrow_data.styler.display_values).read_all().to_pandas()
     assert shown["change"].iloc[0] == "—" and shown["change"].iloc[1] == "-786,432", shown["change"].tolist()
@@ -165,3 +167,54 @@ def test_norms_table_shows_no_negative_zero():
     means = shown["LayerNorm: mean"].tolist()
     assert means and all(text == "0.0000" for text in means), means  # LayerNorm subtracts the mean: 0 for every token
     assert any(text.startswith("-") for text in shown["RMSNorm: mean"])  # RMSNorm keeps a negative mean's sign
+
+
+# ------------------------------------------------------------------ the page opens on the picked model's architecture
+
+
+def metric(at, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def test_the_page_opens_on_the_picked_models_architecture_and_its_parameters():
+    at = run_page("stages/model.py")
+    assert at.selectbox(key="preset").value == "picked"
+    model, _, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")
+    total = sum(p.numel() for p in model.parameters())  # PyTorch's own count (a tied matrix once)
+    assert metric(at, "Total parameters") == f"{total:,}"
+    flow = next(m.value for m in at.markdown if "token embedding" in m.value and "(B, T" in m.value)
+    config = model.config
+    assert f"rows of a {config.vocab_size:,} × {config.d_model} table" in flow
+    assert f"{config.n_layers} × transformer block" in flow
+    lessons = [tab.label for tab in at.tabs if tab.label in ("Inside a trained GPT", "From GPT-2 to Llama")]
+    assert lessons == ["Inside a trained GPT", "From GPT-2 to Llama"]  # (the first holds tabs of its own)
+
+
+def test_a_kv_cache_of_less_than_a_kib_is_shown_in_bytes():
+    """Before: moe-tiny's 256 bytes a token read "0.2 KiB"."""
+    at = run_page("stages/model.py", preset="moe-tiny")
+    assert_clean(at)
+    # keys and values (2) × 2 layers × 2 key/value heads × head_dim 64 / 4 heads × 2 bytes (bf16), by hand
+    assert 2 * 2 * 2 * (64 // 4) * 2 == 256
+    assert metric(at, "KV cache per token (bf16)") == "256 B"
+
+
+def test_the_tied_output_heads_bar_has_its_text():
+    """Before: GPT-2's tied output head was a bar of zero with no number beside it."""
+    at = run_page("stages/model.py", preset="gpt2-124m")
+    bars = next(
+        json.loads(chart.proto.spec)["data"][0]
+        for chart in at.get("plotly_chart")
+        if json.loads(chart.proto.spec)["data"][0].get("orientation") == "h"
+    )
+    texts = dict(zip(bars["y"], bars["text"]))
+    assert texts["output head"].startswith("0: tied")
+    assert texts["token embedding"] == f"{50257 * 768:,}"  # GPT-2's vocabulary × width
+    assert all(texts.values()) and bars["textposition"] == "outside"
+
+
+def test_a_picked_model_that_is_no_gpt_shows_gpt2_small_and_says_why():
+    at = run_page("stages/model.py", _picker_selected="shipped:names-mlp")
+    assert_clean(at)
+    assert any("is not a GPT" in info.value for info in at.info)
+    assert metric(at, "Total parameters") == "124,439,808"  # GPT-2 small as published (tests/test_ui_defects.py)

@@ -35,16 +35,21 @@ def run_app(path: str, query: dict | None = None, **state) -> AppTest:
     return at.switch_page(str(ui.ROOT / path)).run()
 
 
-def corpus_rows(at) -> dict[str, str]:
+def corpus_rows(at) -> dict[str, dict]:
+    """Each tokenizer card's name (its subheader) and vocabulary (its caption), by kind (characters, words)."""
     at.multiselect(key="tokenizers").set_value(["characters", "words"]).run()
     assert_clean(at)
-    table = next(d.value for d in at.dataframe if "tokenizer" in d.value.columns)
-    return {row["tokenizer"].split(" of ")[0]: row for row in table.to_dict("records")}
+    names = [h.value for h in at.subheader if h.value.startswith(("Characters of", "Words of"))]
+    sizes = [c.value for c in at.caption if " tokens** · " in c.value]
+    assert len(names) == len(sizes) == 2, (names, sizes)
+    return {
+        name.split(" of ")[0].lower(): {"tokenizer": name.replace("\\", ""), "caption": size}
+        for name, size in zip(names, sizes)
+    }
 
 
 def vocabulary(row) -> int:
-    column = next(name for name in row if "vocab" in name.lower())
-    return int(re.sub(r"[^\d]", "", str(row[column])))
+    return int(re.sub(r"[^\d]", "", row["caption"].split("vocabulary")[-1]))
 
 
 def test_an_upload_under_a_built_in_name_and_the_built_in_never_share_numbers():
@@ -54,7 +59,7 @@ def test_an_upload_under_a_built_in_name_and_the_built_in_never_share_numbers():
     text = corpus.load("python-docs")
     for at, source in ((upload, UPLOADED), (built_in, text), (again, UPLOADED)):
         rows = corpus_rows(at)
-        assert rows["characters"]["tokenizer"].startswith(f"characters of {BUILT_IN}")  # the same name, both
+        assert rows["characters"]["tokenizer"].startswith(f"Characters of {BUILT_IN}")  # the same name, both
         assert vocabulary(rows["characters"]) == len(set(source))  # counted here: the distinct characters
         # the upload's words by the page's rule (words, punctuation marks, whitespace runs): alpha, beta, gamma,
         # delta, " " and "\n"; the manual has thousands

@@ -1,8 +1,10 @@
 """The Tokens page under AppTest: empty and huge text, training a BPE as a job (and after a Stop), the merges and
 their replay, Zipf, the word vocabulary, token ids, special tokens and the picked model's tokenizer."""
 
+import json
 import re
 import time
+from pydoc_data.topics import topics
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -10,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 import ui
 from llmviz.data import corpus
 from llmviz.tokenizers.char_word import WordTokenizer
+from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import JOB_TIMEOUT, TIMEOUT, assert_clean, by_label, finish_jobs, run_page, texts
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
@@ -49,6 +52,7 @@ def test_tokens_train_bpe_then_replay_and_short_text():
     assert "Learned 43 merges" in texts(at.success)
     by_label(at.slider, "Merges applied").set_value(43).run()
     assert_clean(at)
+    at.session_state["tokens_tab"] = "Input–target pairs"  # the windows' tab under the chips
     by_label(at.text_area, "Your text").set_value("hi").run()
     by_label(at.slider, "Context size").set_value(32).run()
     assert_clean(at)
@@ -58,7 +62,7 @@ def test_tokens_train_bpe_then_replay_and_short_text():
 def test_tokens_round_trip_with_a_character_model_picked():
     """A character-level model's tokenizer: characters it lacks are dropped with a warning that says which (not an
     error box, not a traceback), and it claims no special token (before: GPT-2's `<|endoftext|>` → 50256)."""
-    at = run_page("stages/tokens.py", _picker_selected="shipped:names-transformer")
+    at = run_page("stages/tokens.py", _picker_selected="shipped:names-transformer", tokens_tab="Encode and decode")
     assert_clean(at)
     assert any("are not in this" in w.value and "characters come back" not in w.value for w in at.warning)
     shown = " ".join(m.value for m in at.markdown)
@@ -68,7 +72,7 @@ def test_tokens_round_trip_with_a_character_model_picked():
 def test_dropped_characters_are_shown_as_typed():
     """Characters a vocabulary lacks are quoted and escaped: `$x$` or `*a*` in the text never turns into an equation
     or emphasis in the warning (the raw markdown carries the escapes; Streamlit shows the characters themselves)."""
-    at = run_page("stages/tokens.py", _picker_selected="shipped:names-transformer")
+    at = run_page("stages/tokens.py", _picker_selected="shipped:names-transformer", tokens_tab="Encode and decode")
     at.text_area(key="text").set_value("ab $x$ *c*").run()
     assert_clean(at)
     warnings = [w.value for w in at.warning if "are not in this" in w.value]
@@ -230,9 +234,14 @@ def test_tokens_empty_text_warns_and_keeps_bpe_training_and_windows():
     by_label(at.text_area, "Your text").set_value("").run()
     assert_clean(at)
     assert "Your text is empty" in texts(at.warning)
-    headers = [h.value for h in at.header]
-    assert any(h.startswith("2. Train your own BPE") for h in headers) and any(h.startswith("4.") for h in headers)
+    headers = [h.value for h in at.header]  # the BPE lesson: the tab open by default
+    assert any(h.startswith("2. Train your own BPE") for h in headers)
     assert at.button(key="train_bpe")
+    at.session_state["tokens_tab"] = "Input–target pairs"  # the windows' tab
+    at.run()
+    assert_clean(at)
+    headers = [h.value for h in at.header]
+    assert any(h.startswith("4.") for h in headers)
     assert "first 300 characters of US census first names" in texts(at.info).replace("\\", "")
     assert at.dataframe, "the input–target windows are drawn"
 
@@ -261,7 +270,7 @@ def _widget(widgets, label):
 
 
 def test_special_token_switch_shows_the_difference():
-    at = run_page("stages/tokens.py")
+    at = run_page("stages/tokens.py", tokens_tab="Encode and decode")  # the lesson's tab under the chips
     _widget(at.selectbox, "Example").set_value("Special token").run()
     assert_clean(at)
     info = " ".join(str(e.value) for e in at.info)
@@ -271,3 +280,50 @@ def test_special_token_switch_shows_the_difference():
     switch.set_value(True).run()
     assert_clean(at)
     assert "switch is on" in " ".join(str(e.value) for e in at.info)
+
+
+# ------------------------------------------------------------------ the page opens on your text as token chips
+
+
+def charts(at) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def test_the_default_text_is_the_python_manual_read_word_by_word():
+    """The shipped GPT was trained on the Python manual: the page opens on sentences of it, each word one token."""
+    at = run_page("stages/tokens.py")
+    assert_clean(at)
+    text = at.text_area(key="text").value
+    manual = " ".join(" ".join(topics.values()).split())  # the corpus, its line breaks as spaces
+    sentences = re.findall(r"[^.]+\.", text)
+    assert len(sentences) == 2 and all(sentence.strip() in manual for sentence in sentences), text
+    _, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")
+    words = re.findall(r" ?[A-Za-z]+", text)
+    assert all(len(tokenizer.encode(word)) == 1 for word in words), [w for w in words if len(tokenizer.encode(w)) > 1]
+
+
+def test_the_lessons_are_tabs_under_the_chips_and_only_the_open_one_runs():
+    at = run_page("stages/tokens.py")
+    assert [tab.label for tab in at.tabs] == ["Train your own BPE", "Encode and decode", "Input–target pairs"]
+    headers = [h.value for h in at.header]
+    assert headers[0].startswith("1.") and headers[1].startswith("2. Train your own BPE") and len(headers) == 2
+    assert not [s for s in at.slider if s.label == "Context size"]  # the pairs' tab is closed: it never ran
+    at = run_page("stages/tokens.py", tokens_tab="Input–target pairs")
+    assert [h.value[:2] for h in at.header] == ["1.", "4."]
+    assert [s for s in at.slider if s.label == "Context size"]
+
+
+def test_zipf_axes_are_labelled_at_the_powers_of_ten_only():
+    """Before: Plotly labelled the log axes "1 2 5 10 2 5 100 2" (the 2s and 5s between the powers of ten)."""
+    at = run_page("stages/tokens.py", corpus="names")
+    at.slider(key="vocab").set_value(300)
+    finish_jobs(at.button(key="train_bpe").click().run())
+    assert_clean(at)
+    zipf = next(c for c in charts(at) if c["layout"].get("xaxis", {}).get("title", {}).get("text") == "rank")
+    ranks = len(zipf["data"][0]["x"])
+    for axis, high in (("xaxis", ranks), ("yaxis", max(zipf["data"][0]["y"]))):
+        shown = zipf["layout"][axis]
+        assert shown["type"] == "log"
+        assert shown["tickvals"][:4] == [1, 10, 100, 1000][: len(shown["tickvals"])]
+        assert shown["ticktext"] == [f"{10**k:,}" for k in range(len(shown["tickvals"]))]  # 1, 10, 100, 1,000
+        assert shown["tickvals"][-1] >= high > shown["tickvals"][-2]  # one power of ten past the data, not more

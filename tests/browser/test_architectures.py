@@ -15,7 +15,8 @@ NAMES = urllib.parse.urlencode({"corpus": "US census first names"})
 
 
 def test_the_seven_gpt2_to_llama_steps_train_from_the_model_page(app_url, browser):
-    page = open_page(browser, f"{app_url}/model?{NAMES}")
+    lesson = urllib.parse.urlencode({"model_tab": "From GPT-2 to Llama"})  # the lesson's tab under the architecture
+    page = open_page(browser, f"{app_url}/model?{NAMES}&{lesson}")
     main_area(page).get_by_text("The same steps, trained on your text").scroll_into_view_if_needed()
     main_area(page).get_by_role("slider").last.focus()
     for _ in range(3):  # 200 → 50 steps per run

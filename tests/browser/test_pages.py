@@ -91,6 +91,11 @@ def click(page, text):
     main_area(page).get_by_text(text, exact=True).first.click()
 
 
+def open_tab(page, label):
+    """A lesson's tab under the page's key picture (a whole page run: only the chosen tab's content runs)."""
+    main_area(page).get_by_role("tab", name=label, exact=True).click()
+
+
 def copied_link(page) -> str:
     page.get_by_role("button", name="Copy link to this view").first.click()
     page.wait_for_function("() => !!window.__llmvizCopiedLink")
@@ -141,6 +146,7 @@ CHANGES = {
                 commit="Control+Enter",
             )
         ),
+        Step(lambda p: open_tab(p, "Input–target pairs")),
         Step(lambda p: nudge(p, "Context size", 1), alone="tokens.pairs"),
     ],
     "embeddings": [
@@ -149,6 +155,7 @@ CHANGES = {
         )
     ],
     "attention": [
+        Step(lambda p: open_tab(p, "Step by step")),
         Step(lambda p: click(p, "Causal mask"), alone="attention.toy"),
         Step(lambda p: nudge(p, "Layer", 1), alone="attention.head"),
         Step(
@@ -189,9 +196,9 @@ CHANGES = {
 # ... which the copied link holds (the parameters ui/share.py declares)
 IN_THE_LINK = {
     "text": {"corpus", "seed"},
-    "tokens": {"text", "context"},
+    "tokens": {"text", "context", "tokens_tab"},
     "embeddings": {"words"},
-    "attention": {"mask", "layer", "sentence"},
+    "attention": {"mask", "layer", "sentence", "attention_tab"},
     "model": {"model_sentence"},
     "inside": {"lens_text"},
     "training": {"positions", "training_part"},
@@ -209,6 +216,7 @@ PROMPT = "class Foo: __dict__ **x** $y$ it's </span><b>z</b>"
 SESSION_ONLY = {
     "embeddings": [
         Step(lambda p: click(p, "3D PCA"), alone="embeddings.projection"),
+        Step(lambda p: open_tab(p, "Positions")),
         Step(lambda p: nudge(p, "Positions", 1), alone="embeddings.sinusoidal"),
     ],
     "adapting": [

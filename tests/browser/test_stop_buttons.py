@@ -95,6 +95,8 @@ def test_bpe_and_word2vec_stop_buttons(app_url, browser):
     shot(page, "fixes-bpe-stop")
 
     go(page, "Embeddings")
+    main.get_by_role("tab", name="Word2vec", exact=True).click()  # the lesson's tab under the map
+    wait_until_idle(page)
     steps = slider(page, "Steps")
     steps.focus()
     page.keyboard.press("End")  # 5,000 steps

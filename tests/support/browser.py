@@ -282,3 +282,25 @@ def shot(page, name: str, full_page: bool = False) -> Path:
 def script_runs(log: Path) -> list[dict]:
     """The lines of the server's timing log: one per page run (``page:<name>``) and section run."""
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+BUSY = """() => document.querySelectorAll('[data-stale="true"], [data-testid="stSkeleton"], [data-testid="stSpinner"]')
+  .length"""
+PAGE_SHAPE = """() => [document.querySelector('[data-testid="stMain"]').scrollHeight,
+  document.querySelectorAll('[data-testid="stPlotlyChart"] .main-svg, .katex-display').length]"""
+
+
+def settled(page, measure: str = PAGE_SHAPE, timeout_s: float = 120):
+    """``page.evaluate(measure)`` once the page has stopped changing (charts and formulas draw after the script run):
+    the same for a second, with nothing stale, loading or spinning. The default measure is the page's height and how
+    many charts and formulas it has drawn."""
+    deadline = time.time() + timeout_s
+    last, since = None, time.time()
+    while time.time() < deadline:
+        now = page.evaluate(measure)
+        if page.evaluate(BUSY) or now != last:
+            last, since = now, time.time()
+        elif time.time() - since >= 1.0:
+            return now
+        page.wait_for_timeout(200)
+    raise AssertionError("the page kept changing")
