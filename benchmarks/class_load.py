@@ -1,6 +1,7 @@
 """A class measured at the server: N students open a page at once, then flip a toggle, over Streamlit's own protocol.
 
     python benchmarks/class_load.py [--students 40,80] [--page attention] [--toggle mask] [--toggles 2]
+        [--query attention_tab=Step+by+step]
                                     [--fresh 20] [--phases quiet,training] [--port 8530] [--budget 1500]
                                     [--record docs/benchmarks/class_load.md]
     python benchmarks/class_load.py --validate     # the protocol client against one real chromium session
@@ -16,7 +17,7 @@ For each number of students (``--students``), in one run, on one machine:
 - **reference**: a bare Streamlit page (``_app.REFERENCE_PAGE``: import torch, one 48 × 48 Plotly heatmap under a
   slider) served by a second server: N students open it at once, then move its slider ``--toggles`` times, all at
   once — what any Streamlit app costs;
-- **app**: N students open ``--page`` (``/attention``) at once, then each flips the ``--toggle`` widget (the causal
+- **app**: N students open ``--page`` (``/attention``, with ``--query``: its "Step by step" tab) at once, then each flips the ``--toggle`` widget (the causal
   mask, inside a section: a fragment rerun) ``--toggles`` times, all at once; in two phases, ``quiet`` (nothing else
   running) and ``training`` (2 more students each pressed Train on the Training page first: their runs train in
   worker processes, and their pages refresh the live sections while the class works);
@@ -133,11 +134,12 @@ def errors_of(outcome) -> list[str]:
     return list(outcome.errors)
 
 
-async def open_all(url: str, path: str, count: int, pid) -> tuple[list[Student], Row]:
-    """``count`` students open ``path`` at the same moment; the row holds each open's seconds and errors."""
+async def open_all(url: str, path: str, count: int, pid, query: str = "") -> tuple[list[Student], Row]:
+    """``count`` students open ``path`` (with the link's ``query``) at the same moment; the row holds each open's
+    seconds and errors."""
     students = [Student(url, timeout_s=ARGS.timeout) for _ in range(count)]
     before = cpu_seconds(pid)
-    outcomes = await asyncio.gather(*(student.open(path) for student in students), return_exceptions=True)
+    outcomes = await asyncio.gather(*(student.open(path, query) for student in students), return_exceptions=True)
     row = Row("", "", count, "open", cpu_per=(cpu_seconds(pid) - before) / count)
     for outcome in outcomes:
         if isinstance(outcome, Run):
@@ -274,7 +276,7 @@ async def measure(app_url: str, app_pids: list[int], reference: _app.App, rows: 
         for phase in phases:
             trainers = await start_training(app_url) if phase == "training" else []
             try:
-                students, row = await open_all(app_url, ARGS.page, count, app_pids)
+                students, row = await open_all(app_url, ARGS.page, count, app_pids, ARGS.query)
                 row.where, row.phase = "app", phase
                 rows.append(row)
                 report(row)
@@ -350,9 +352,9 @@ def run_all() -> int:
 
 async def warm_up(app_url: str, reference_url: str) -> None:
     """One open of each page first: a class opens a page a teacher has already shown (models loaded, code compiled)."""
-    for url, path in ((app_url, ARGS.page), (app_url, "training"), (reference_url, "")):
+    for url, path, query in ((app_url, ARGS.page, ARGS.query), (app_url, "training", ""), (reference_url, "", "")):
         async with Student(url, timeout_s=ARGS.timeout) as student:
-            await student.open(path)
+            await student.open(path, query)
 
 
 def print_table(rows: list[Row], load_before: str, partial: bool = False) -> int:
@@ -430,7 +432,7 @@ def validate() -> int:
             page = browser.new_page()
             page.on("websocket", watch)
             page.on("request", lambda request: requests.append(request.url))
-            page.goto(f"{app.url}/{ARGS.page}")
+            page.goto(f"{app.url}/{ARGS.page}" + (f"?{ARGS.query}" if ARGS.query else ""))
             opened = _browser_run(page, received, 0)
             files = len([r for r in requests if r.startswith(app.url) and "/_stcore/" not in r])
             first = len(received)
@@ -492,7 +494,7 @@ def _browser_run(page, received: list, start: int, timeout_s: float = 120) -> tu
 
 async def _client_session(url: str) -> dict:
     async with Student(url, timeout_s=ARGS.timeout) as student:
-        opened = await student.open(ARGS.page)
+        opened = await student.open(ARGS.page, ARGS.query)
         widget = student.widget(ARGS.toggle)
         flipped = await student.set_widget(ARGS.toggle, not student.values[widget.id])
         states = {w.id: w.kind for w in student.widgets.values() if w.id in student.values}
@@ -507,6 +509,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--students", default="40,80", help="class sizes, comma-separated (at most 120)")
     parser.add_argument("--page", default="attention", help="the page's URL path")
     parser.add_argument("--toggle", default="mask", help="the key of the toggle every student flips")
+    parser.add_argument(
+        "--query",
+        default="attention_tab=Step+by+step",
+        help="the link's parameters for --page (default: the Attention tab that holds the causal-mask toggle)",
+    )
     parser.add_argument("--toggles", type=int, default=2, help="flips per student")
     parser.add_argument("--fresh", type=int, default=20, help="fresh browsers downloading the static files (0: none)")
     parser.add_argument("--phases", default="quiet,training", help="quiet, training, or both")

@@ -62,7 +62,7 @@ def test_entry_online_offers_the_download(empty_cache, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
     monkeypatch.setattr(download, "hub_reachable", lambda **_: True)
     online = entry()
-    assert online.available and online.label.endswith("download 548 MB once")
+    assert online.available and online.label == "GPT-2 small: get 548 MB" and "548 MB once" in online.note
 
 
 def test_entry_when_cached(cached):

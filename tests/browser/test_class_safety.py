@@ -67,13 +67,16 @@ def test_home_route_with_a_bound_parameter_opens_home_with_it(server):
     assert "Cannot clear query parameters" not in _log(log)
 
 
+STEP_BY_STEP = "attention_tab=Step+by+step"  # the Attention tab that holds the causal-mask toggle
+
+
 def test_a_forged_widget_value_is_one_log_line_and_a_notice(server):
     url, log = server
     before = _log(log).count(REFUSED_LINE)
 
     async def forge():
         async with Student(url) as student:
-            await student.open("attention")
+            await student.open("attention", STEP_BY_STEP)
             seed = student.values[student.widget("seed").id]
             forged = await student.set_widget("seed", "not a number", whole_page=True, kind="string_value")
             student.widgets[student.widget("seed").id].kind = "int_value"  # an honest browser again
@@ -104,7 +107,7 @@ def test_a_forged_value_in_the_first_message_is_refused_too(server):
             seed_id = first.widget("seed").id  # a widget's id is the same in every session
         state = WidgetState(id=seed_id, string_value="forty-two")
         async with Student(url) as student:
-            opened = await student.open("attention", states=[state])
+            opened = await student.open("attention", STEP_BY_STEP, states=[state])
             rerun = await student.set_widget("mask", False)
             return opened, rerun
 
@@ -119,7 +122,7 @@ def test_the_protocol_client_opens_a_page_and_flips_a_toggle_in_a_section(server
 
     async def visit():
         async with Student(url) as student:
-            opened = await student.open("attention")
+            opened = await student.open("attention", STEP_BY_STEP)
             flipped = await student.set_widget("mask", False)
             return opened, flipped, student.widget("mask")
 

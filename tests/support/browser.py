@@ -266,9 +266,19 @@ def slider(page, label: str, index: int = 0):
 
 
 def choose(page, label: str, option: str, where=None) -> None:
-    """Open the selectbox labelled ``label`` and pick ``option``."""
-    (where or page).get_by_role("combobox", name=label, exact=True).first.click()
-    page.get_by_role("option", name=option, exact=True).first.click()
+    """Open the selectbox labelled ``label`` and pick ``option``. A rerun that redraws the box while it opens
+    closes its list again (a page that has just finished a job reruns once more): then it is opened again."""
+    box = (where or page).get_by_role("combobox", name=label, exact=True).first
+    wanted = page.get_by_role("option", name=option, exact=True).first
+    for _ in range(3):
+        box.click()
+        try:
+            wanted.wait_for(timeout=15_000)
+            break
+        except Exception:  # noqa: BLE001 - playwright's timeout: the list closed before it showed
+            page.keyboard.press("Escape")
+            wait_until_idle(page)
+    wanted.click()
     wait_until_idle(page)
 
 

@@ -45,6 +45,11 @@ def label(model: HubModel) -> str:
     return f"{model.maker} {model.title}"
 
 
+def short_label(model: HubModel) -> str:
+    """The model's name short enough for the picker's box beside what it costs: "GPT-2 small" (no maker, no size)."""
+    return model.title.split(" (")[0]
+
+
 def key(model: HubModel) -> str:
     return f"{PREFIX}:{model.name}"
 
@@ -103,13 +108,15 @@ class HubSource:
     def _offer(model: HubModel) -> Entry:
         under_way = running_download(model)
         if under_way is not None and not under_way.status().finished:
-            return Entry(key(model), f"{label(model)} — downloading", "gpt", note=under_way.status().describe(model))
+            return Entry(
+                key(model), f"{short_label(model)}: downloading…", "gpt", note=under_way.status().describe(model)
+            )
         if not online():
             command = f"{files(model).command} {model.repo_id}"
             note = f"offline, not downloaded: run `{command}` once online ({model.download})"
             return Entry(key(model), label(model), "gpt", available=False, note=note)
         note = f"Picking it downloads {model.download} once from the Hugging Face Hub, in the background."
-        return Entry(key(model), f"{label(model)} — download {model.download} once", "gpt", note=note)
+        return Entry(key(model), f"{short_label(model)}: get {model.download}", "gpt", note=note)  # fits the box
 
     def load(self, picker_key: str, step: int | None) -> ModelView:
         model = model_of(picker_key)
