@@ -8,7 +8,7 @@ Rows: python-docs (GPT-4 split pattern) at vocabularies 1024, 4096 and 16384, an
 trainer runs with RAYON_NUM_THREADS=1 and its byte-level pre-tokenizer; both times include
 pre-splitting and counting. Encoding: llmviz's pure-Python encoder vs the same merges
 exported to tiktoken. --naive adds the textbook recount-every-merge loop
-(`llmviz.tokenizers.train_naive`) at vocab 1024 (slow).
+(`llmviz.tokenizers.bpe.merging.train_naive`) at vocab 1024 (slow).
 
 Target (issue #20): llmviz / HF ≤ 3× on every row.
 """

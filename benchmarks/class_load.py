@@ -17,10 +17,11 @@ For each number of students (``--students``), in one run, on one machine:
 - **reference**: a bare Streamlit page (``_app.REFERENCE_PAGE``: import torch, one 48 × 48 Plotly heatmap under a
   slider) served by a second server: N students open it at once, then move its slider ``--toggles`` times, all at
   once — what any Streamlit app costs;
-- **app**: N students open ``--page`` (``/attention``, with ``--query``: its "Step by step" tab) at once, then each flips the ``--toggle`` widget (the causal
-  mask, inside a section: a fragment rerun) ``--toggles`` times, all at once; in two phases, ``quiet`` (nothing else
-  running) and ``training`` (2 more students each pressed Train on the Training page first: their runs train in
-  worker processes, and their pages refresh the live sections while the class works);
+- **app**: N students open ``--page`` (``/attention``, with ``--query``: its "Step by step" tab) at once, then
+  each flips the ``--toggle`` widget (the causal mask, inside a section: a fragment rerun) ``--toggles`` times, all
+  at once; in two phases, ``quiet`` (nothing else running) and ``training`` (2 more students each pressed Train on
+  the Training page first: their runs train in worker processes, and their pages refresh the live sections while
+  the class works);
 - **static**: ``--fresh`` browsers with an empty cache at once: each downloads the static files a first visit loads
   (the HTML, then Streamlit's JavaScript, CSS and fonts, gzip-compressed as a browser asks) — Python serves them.
 

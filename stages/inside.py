@@ -1041,4 +1041,19 @@ SECTIONS = (
     steering_section,
     induction_section,
 )
-sections.parts(dict(zip(TABS, SECTIONS)), share.bind("look"))  # only the open tab runs: the others cost nothing
+LINKED = {  # a link that sets these (and names no tab) opens their tab
+    "Head detectors": ("detector",),
+    "Loss per token": ("loss_text",),
+    "Knock out heads": ("ablate_mode", "ablate_text", "knocked"),
+    "Patch activations": ("patch_answer", "patch_clean", "patch_component", "patch_corrupted", "patch_wrong"),
+    "Steer": (
+        "steer_alpha",
+        "steer_kind",
+        "steer_layer",
+        "steer_negative",
+        "steer_positive",
+        "steer_prompt",
+        "steer_token",
+    ),
+}
+sections.parts(dict(zip(TABS, SECTIONS)), share.bind("look"), LINKED)  # only the open tab runs: the others cost nothing

@@ -196,9 +196,6 @@ def _panels_layout(rows: int, columns: int, titles: tuple[str, ...]) -> dict:
     return json.loads(_panels_layout_json(rows, columns, titles))
 
 
-LABEL_PLACES = ("top center", "bottom center", "middle right", "middle left")  # Plotly's textposition, tried in order
-
-
 def spread_labels(
     xs: list[float],
     ys: list[float],

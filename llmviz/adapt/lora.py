@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar, cast
 
 import torch
@@ -384,6 +384,9 @@ class LoRATrainer(Trainer):
     def __post_init__(self, initial_model: nn.Module | None = None):
         if initial_model is None:
             raise ConfigError("A LoRA run adapts a trained model: give it the model to start from.")
+        # its own train_step below trains in float32 on every device: its config (what pages and checkpoints name)
+        # says so, not what "auto" would pick on a GPU
+        self.config = replace(self.config, precision="float32")
         super().__post_init__(initial_model)
         if self.group.distributed:
             raise ConfigError("LoRA runs here train in one process.")

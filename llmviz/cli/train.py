@@ -104,7 +104,9 @@ def add_train_commands(commands) -> None:
         default=None,
         help="windows per forward pass in each process; smaller than its share → gradient accumulation",
     )
-    train.add_argument("--steps", type=int, default=500)
+    train.add_argument(
+        "--steps", type=int, default=None, help="default: 500; with --resume, the saved run's (the total, not more)"
+    )
     train.add_argument("--optimizer", default="adamw", choices=OPTIMIZERS)
     train.add_argument("--lr", type=float, default=None, help="default: 3e-3, or 1e-4 when fine-tuning (--init)")
     train.add_argument("--warmup", type=int, default=20)
@@ -265,8 +267,10 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     say = (lambda message: print(message, file=sys.stderr)) if group.is_main else (lambda message: None)
     text = _load_text(args.corpus)
     if args.resume:
-        changes = {"precision": args.precision} if args.precision != "auto" else {}  # else: the saved one
-        trainer = resume(args.resume, text, device, group=group, steps=args.steps, compile=args.compile, **changes)
+        changes: dict = {"precision": args.precision} if args.precision != "auto" else {}  # else: the saved one
+        changes |= {"steps": args.steps} if args.steps is not None else {}
+        changes |= {"compile": True} if args.compile else {}
+        trainer = resume(args.resume, text, device, group=group, **changes)
         say(f"resuming {args.resume} at step {trainer.step} of {trainer.config.steps}")
     else:
         tokenizer: TokenizerKind = args.tokenizer or ("bpe" if args.model in PRESETS else "char")
@@ -279,7 +283,7 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
             stride=args.stride,
             batch_size=args.batch,
             micro_batch_size=args.micro_batch,
-            steps=args.steps,
+            steps=500 if args.steps is None else args.steps,
             optimizer=args.optimizer,
             lr=lr,
             warmup_steps=args.warmup,

@@ -306,10 +306,27 @@ class _TrainRunner(_Runner):
         if self.sent_step is None and payload.step_zero_kept and self.trainer is not None:
             self.sent_step = self.trainer.step
         self.sent_at = time.perf_counter()
+        # the newest step whose point on the loss curve the server has
+        self.curve_step = self.trainer.step if self.trainer is not None else 0
 
     @property
     def step(self) -> int | None:
         return self.trainer.step if self.trainer is not None else None
+
+    def send_unsent_steps(self) -> None:
+        """The steps the trainer has read back but not yet yielded (on a GPU it reads them every few steps): their
+        points on the loss curve, sent before a pause, a stop or a park, so that the curve reaches the step the
+        snapshot holds."""
+        if self.trainer is None:
+            return
+        unsent = []
+        for metrics in reversed(self.trainer.history):
+            if metrics.step <= self.curve_step:
+                break
+            unsent.append(metrics)
+        for metrics in reversed(unsent):
+            self.channel.send(Step(self.index, metrics.step, metrics.train_loss, metrics, None))
+            self.curve_step = metrics.step
 
     def start(self) -> None:
         super().start()
@@ -319,6 +336,7 @@ class _TrainRunner(_Runner):
             if self.payload.build is None:
                 raise ValueError("a TrainPayload needs a trainer or a build() that makes one")
             self.trainer = self.payload.build()
+            self.curve_step = self.trainer.step
             self.payload = replace(self.payload, build=None)  # what it was built from (a picked model) can go
             self.channel.send(Info(self.index, RunInfo.of(self.trainer)))
         if _OWN_PROCESS and hasattr(self.trainer, "claim_process"):
@@ -353,16 +371,19 @@ class _TrainRunner(_Runner):
             text = self.trainer.generate_sample(self.options.sample_prompt, max_new_tokens=self.options.sample_tokens)
             sample = (metrics.step, text)
         self.channel.send(Step(self.index, metrics.step, metrics.train_loss, metrics, sample))
+        self.curve_step = metrics.step
         if self.on_schedule(metrics.step) or time.perf_counter() - self.sent_at > self.options.snapshot_latest_s:
             self.snapshot()
 
     def pause(self) -> None:
         if self.started:
+            self.send_unsent_steps()
             self.snapshot()  # the weights where it paused, for the step slider (sent before Paused)
         super().pause()
 
     def park(self, as_bytes: bool) -> None:
         """Send everything this runner needs to go on in another worker, and let go of it here."""
+        self.send_unsent_steps()
         payload = TrainPayload(
             trainer=self.trainer,
             build=self.payload.build if self.trainer is None else None,
@@ -380,6 +401,7 @@ class _TrainRunner(_Runner):
             return
         if self.trainer is not None:
             try:
+                self.send_unsent_steps()
                 self.snapshot()  # the last step is always kept
                 if self.options.checkpoint and state != JobState.FAILED:
                     from llmviz.training.checkpoint import checkpoint_file_bytes

@@ -62,6 +62,6 @@ class Tokenizer:
         return printable(self.token_bytes(token_id))
 
     def to_dict(self) -> dict:
-        """The tokenizer as JSON data that :func:`llmviz.tokenizers.tokenizer_from_dict` rebuilds (checkpoints
+        """The tokenizer as JSON data that :func:`llmviz.tokenizers.saved.tokenizer_from_dict` rebuilds (checkpoints
         store it); a tokenizer that cannot be saved says so."""
         raise TokenizerError(f"The {self.name} tokenizer cannot be saved with a checkpoint.")

@@ -37,10 +37,6 @@ RISE_SHARE = 0.05  # … or this share of the best, when that is more
 GAP_NATS = 0.5  # worse than guessing on new text counts when the training loss is this far below
 RECENT_STEPS = 10  # training losses are one batch each: compare means over this many steps
 
-ADVICE = (
-    "train on more text, train for fewer steps, add dropout, or use a smaller model (fewer layers or a narrower one)"
-)
-
 
 @dataclass(frozen=True)
 class Overfitting:

@@ -24,8 +24,6 @@ import torch.nn as nn
 
 from llmviz import settings
 
-DEFAULT_SESSION_CAP_MB = 128
-
 
 def session_cap_bytes(cap_mb: float | None = None) -> int:
     """The snapshot memory cap per browser session: ``cap_mb``, else env ``LLMVIZ_SNAPSHOT_MB``, else 128 MB.

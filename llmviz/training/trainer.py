@@ -266,6 +266,8 @@ class TrainConfig:
             problems.append("val_fraction must be between 0 and 0.5")
         if self.schedule not in ("cosine", "constant"):
             problems.append("schedule must be 'cosine' or 'constant'")
+        if not (0.0 <= self.beta1 < 1.0 and 0.0 <= self.beta2 < 1.0):
+            problems.append("beta1 and beta2 must be in [0, 1)")
         return problems
 
     def _precision_problems(self) -> list[str]:
@@ -276,8 +278,6 @@ class TrainConfig:
             return [f"fp16 trains with a gradient scaler, which needs a CUDA GPU; on {self.device} use bf16 or float32"]
         if self.precision == "bf16" and cuda and torch.cuda.is_available() and not torch.cuda.is_bf16_supported():
             return ["this GPU has no bfloat16: use fp16 (with its gradient scaler) or float32"]
-        if not (0.0 <= self.beta1 < 1.0 and 0.0 <= self.beta2 < 1.0):
-            return ["beta1 and beta2 must be in [0, 1)"]
         return []
 
     def replace(self, **changes) -> TrainConfig:

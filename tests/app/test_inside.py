@@ -315,3 +315,12 @@ def test_a_character_level_run_says_once_in_the_page_that_it_cannot_read_the_tex
     finally:
         job.stop()
         assert job.wait(timeout=60)
+
+
+def test_a_link_with_only_a_tabs_settings_opens_that_tab():
+    """A link made before the tabs (or by hand) carries a section's settings and no ``look``: it opens the tab that
+    reads them, as the other pages' lessons do."""
+    at = run_app(PAGE, query={"patch_clean": "A list is a", "patch_corrupted": "A tuple is a"})
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["look"] == "Patch activations"
+    assert at.text_input(key="patch_clean").value == "A list is a"

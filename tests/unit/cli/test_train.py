@@ -63,3 +63,18 @@ def test_bad_values_are_usage_errors(tmp_path, capsys, option):
     with pytest.raises(SystemExit) as exited:
         train(tmp_path, option, "fp8" if option == "--precision" else "one")
     assert exited.value.code == 2 and "Traceback" not in capsys.readouterr().err
+
+
+def test_resume_goes_on_to_the_steps_asked_and_keeps_the_saved_total_otherwise(tmp_path, capsys):
+    """--resume with --steps N trains to step N in all; without --steps the saved run's total holds (a default of
+    500 used to replace it: a finished 2,000-step run resumed to nothing, a short one trained on to 500)."""
+    corpus = tmp_path / "text.txt"
+    assert train(tmp_path) == 0  # 3 steps
+    folder = str(tmp_path / "ck")
+    assert main(["train", "--corpus", str(corpus), "--resume", folder, "--steps", "5", "--out", folder]) == 0
+    saved = json.loads((tmp_path / "ck" / "checkpoint.json").read_text())
+    assert saved["step"] == 5 and saved["train_config"]["steps"] == 5
+    assert main(["train", "--corpus", str(corpus), "--resume", folder, "--out", folder]) == 0
+    saved = json.loads((tmp_path / "ck" / "checkpoint.json").read_text())
+    assert saved["step"] == 5 and saved["train_config"]["steps"] == 5
+    assert saved["train_config"]["compile"] is False

@@ -272,3 +272,25 @@ def test_a_run_waiting_for_its_own_sessions_run_says_so(processes):
     finally:
         first.stop()
         assert second.wait(60) and first.wait(60)
+
+
+@pytest.mark.parametrize("action", ["stop", "pause"])
+def test_the_curve_reaches_the_step_kept_when_losses_are_read_back_in_bulk(processes, action):
+    """On a GPU the trainer reads its losses back every 10 steps and yields them one by one: a Stop or a Pause that
+    comes between two of them still sends every step trained, so the curve ends at the step its snapshot holds."""
+    bulk = trainer(steps=1_000_000, seed=3)
+    bulk.report_every = 10  # as on an accelerator (the CPU reads every step back)
+    job = processes.submit_training(f"bulk-{action}", bulk, label=action)
+    wait_for(lambda: job.status().step >= 3)
+    getattr(job, action)()
+    if action == "stop":
+        assert job.wait(60)
+    else:
+        wait_for(lambda: job.status().state == JobState.PAUSED)
+    status = job.status()
+    steps = [step for step, _ in status.losses]
+    assert steps == list(range(1, steps[-1] + 1))  # every step, in order
+    wait_for(lambda: job.snapshots.steps()[-1] == steps[-1])  # the snapshot kept is the curve's last step
+    if action == "pause":
+        job.stop()
+        assert job.wait(60)
