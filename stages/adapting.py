@@ -229,11 +229,12 @@ def _lora_delta(config: lora.LoRAConfig) -> None:
         return
     demo = training.computed(
         "lora_demo",
-        ("lora_demo", view.key, TEXT_KEY, config.rank, config.alpha, config.targets),
+        ("lora_demo", view.content_key, TEXT_KEY, config.rank, config.alpha, config.targets),
         functools.partial(
             adapt.lora_demo_steps, model=model, tokenizer=tokenizer, text=text, config=config, steps=20, seed=0
         ),
         label="Training the adapters for 20 steps",
+        footprint=adapt.task_footprint("lora_demo", "the LoRA demo", model),
         total=20,
         start="Train the adapters for 20 steps",
     )
@@ -483,11 +484,12 @@ def quantize_section() -> None:
     st.caption(f"{spec.title}: {spec.levels} levels, from {spec.qmin} to {spec.qmax}.")
     report = training.computed(
         "quantize",
-        ("quantize", view.key, TEXT_KEY, spec.bits, per_channel, symmetric, prompt),
+        ("quantize", view.content_key, TEXT_KEY, spec.bits, per_channel, symmetric, prompt),
         functools.partial(
             adapt.quant_report_steps, model=model, tokenizer=tokenizer, text=text, spec=spec, prompt=prompt
         ),
         label=f"Quantizing the model to {spec.title}",
+        footprint=adapt.task_footprint("quantize", "the quantization report", model),
         total=adapt.QUANT_REPORT_STEPS,
     )
     if report is None:
@@ -557,6 +559,7 @@ def qat_section() -> None:
                 spec=spec,
             ),
             label="Measuring the held-out loss of each model",
+            footprint=adapt.task_footprint("ptq_vs_qat", "PTQ against QAT", start.model),
             total=adapt.PTQ_VS_QAT_STEPS,
         )
         if rows is None:
@@ -705,9 +708,10 @@ def _prompting() -> None:
     st.subheader("No training at all: prompting with 0, 1 or 4 labelled examples")
     results = training.computed(
         "prompting",
-        ("prompting", view.key),
+        ("prompting", view.content_key),
         functools.partial(adapt.prompting_steps, model=model, tokenizer=tokenizer),
         label="Prompting the model for every held-out name",
+        footprint=adapt.task_footprint("prompting", "zero- and few-shot prompting", model),
         total=len(adapt.PROMPTING_SHOTS),
         start="Measure zero- and few-shot accuracy",
     )
@@ -803,9 +807,10 @@ def _memory_table() -> None:
     ways = len(adapt.memory_precisions(model)) * 2  # with and without checkpointing
     measures = training.computed(
         "memory",
-        ("memory", view.key, TEXT_KEY),
+        ("memory", view.content_key, TEXT_KEY),
         functools.partial(adapt.memory_table_steps, model=model, tokenizer=tokenizer, text=text),
         label="Measuring one training step each way",
+        footprint=adapt.task_footprint("memory", "the memory measurement", model),
         total=ways,
         start=f"Measure one training step {ways} ways",
     )

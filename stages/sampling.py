@@ -32,7 +32,7 @@ if view.family == "minilm":
         "shows the shipped GPT instead; pick a GPT or one of your runs in the sidebar."
     )
     view = picker.shipped_default()
-model, tokenizer, meta, label = view.model, view.tokenizer, view.meta, view.key
+model, tokenizer, meta, label = view.model, view.tokenizer, view.meta, view.content_key
 is_names = "names" in label or meta.get("corpus") == "names"
 st.caption(f"Model: {literal_markdown(view.label)} (picked in the sidebar).")
 
@@ -240,7 +240,7 @@ def distribution_panels(view: picker.ModelView, prompt: str, temperature: float,
 
 @sections.section("sampling.generate")
 def generate_section(view: picker.ModelView, encoded) -> None:
-    model, tokenizer, label = view.model, view.tokenizer, view.key
+    model, tokenizer, label = view.model, view.tokenizer, view.content_key
     temperature, top_k, top_p = chosen_settings()
     m1, m2 = st.columns([3, 1])
     method = m1.radio(
@@ -386,7 +386,7 @@ def generate_section(view: picker.ModelView, encoded) -> None:
 
 @sections.section("sampling.step_mode")
 def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, top_p: float) -> None:
-    model, tokenizer, label = view.model, view.tokenizer, view.key
+    model, tokenizer, label = view.model, view.tokenizer, view.content_key
     restart = st.button("Restart from the prompt")
     steps = state.STEP_MODE.get(label)
     if steps is None or restart or steps["prompt"] != list(encoded.ids):
@@ -443,7 +443,7 @@ def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, t
 
 @sections.section("sampling.temperatures")
 def three_temperatures(view: picker.ModelView, encoded) -> None:
-    model, tokenizer, label = view.model, view.tokenizer, view.key
+    model, tokenizer, label = view.model, view.tokenizer, view.content_key
     _, top_k, top_p = chosen_settings()
     temperatures = st.multiselect(
         "Temperatures", [0.0, 0.2, 0.5, 0.8, 1.0, 1.3, 1.8, 2.5], default=[0.2, 1.0, 1.8], max_selections=3
@@ -475,7 +475,7 @@ def three_temperatures(view: picker.ModelView, encoded) -> None:
 def kv_cache(view: picker.ModelView, encoded) -> None:
     temperature, top_k, top_p = chosen_settings()
     method = state.value("method", "sampling")
-    model, tokenizer, label = view.model, view.tokenizer, view.key
+    model, tokenizer, label = view.model, view.tokenizer, view.content_key
     st.caption(
         "Without a cache, every new token runs the model over the whole text again. With a KV cache the keys and "
         "values of earlier positions are kept, and only the new position runs. Both must write the same tokens."

@@ -230,9 +230,10 @@ def batching_section() -> None:
     small = model.num_parameters() <= adapt.QUICK_PARAMETERS
     found = training.computed(
         "batching",
-        ("batching", view.key, int(slots), WANTED, adapt.BATCHING_REPEATS),
+        ("batching", view.content_key, int(slots), WANTED, adapt.BATCHING_REPEATS),
         functools.partial(adapt.batching_steps, model=model, tokenizer=tokenizer, slots=int(slots), lengths=WANTED),
         label=f"Serving the six requests both ways, {adapt.BATCHING_REPEATS} times",
+        footprint=adapt.task_footprint("batching", "the batching comparison", model),
         total=adapt.BATCHING_REPEATS,
         start=None if small else "Serve the six requests both ways",
     )

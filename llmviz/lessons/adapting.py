@@ -29,6 +29,27 @@ from llmviz.training import footprint
 from llmviz.training.trainer import TrainConfig, Trainer, prepare_data
 
 QUICK_PARAMETERS = 5_000_000  # above this, training demos run as lab runs only
+#: what each of the page's computations holds besides the worker's copy of the model, in copies of its weights: a
+#: LoRA demo's adapted copy; a quantized and a dequantized copy; PTQ vs QAT's two models and their copies; a
+#: measured training step's gradients and AdamW's two moments; generation only (prompting, batching)
+TASK_COPIES = {"lora_demo": 2.0, "quantize": 2.0, "ptq_vs_qat": 4.0, "memory": 3.0, "prompting": 0.0, "batching": 0.0}
+
+
+def task_footprint(kind: str, what: str, model: GPT) -> footprint.Footprint:
+    """The memory one of the page's computations (``kind``, a key of :data:`TASK_COPIES`) needs on ``model``: the
+    worker's copy of the model, the copies it makes, and a training step's activations (8 windows of at most 64
+    tokens, as the demos take), admitted before the task starts.
+
+    >>> from llmviz.models.gpt import PRESETS
+    >>> small, big = GPT(PRESETS["gpt-nano"]), GPT(PRESETS["gpt-micro"])
+    >>> task_footprint("memory", "x", small).preparing_bytes < task_footprint("memory", "x", big).preparing_bytes
+    True
+    """
+    config = model.config
+    activations = 4 * footprint.gpt_activation_floats(config, 8, min(64, config.context_length))
+    return footprint.model_task(what, model, TASK_COPIES[kind], activations)
+
+
 MAX_TEXT = 200_000  # characters of the corpus the page's quick views read
 
 

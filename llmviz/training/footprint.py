@@ -428,6 +428,18 @@ def task(what: str, working_bytes: int = 0) -> Footprint:
     return Footprint(what=f"This task ({what})", preparing_bytes=working_bytes)
 
 
+def model_task(what: str, model: torch.nn.Module, copies: float, working_bytes: int = 0) -> Footprint:
+    """A task on a model (a LoRA demo, a quantization report, a memory measurement): the worker receives its own copy
+    of the model, and the task makes ``copies`` more of its weights' size (adapted copies, gradients, an optimizer's
+    moments, quantized copies), plus ``working_bytes`` (activations).
+
+    >>> model_task("a demo", torch.nn.Linear(1000, 1000), copies=2).preparing_bytes  # (1 + 2) × 1,001,000 × 4 bytes
+    12012000
+    """
+    weights = sum(p.numel() * p.element_size() for p in model.parameters())
+    return task(what, int((1 + copies) * weights) + working_bytes)
+
+
 def unknown() -> Footprint:
     """A run built in its worker with no estimate given: the worker's own memory only (the CLI, notebooks)."""
     return Footprint(what="This run")

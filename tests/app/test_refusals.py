@@ -72,3 +72,15 @@ def test_the_adapt_pages_refusal_reaches_the_page_after_its_rerun(small_server):
     assert said.endswith("your share has 100 MB left: stop one of your runs, or wait until one ends.")
     assert "your share has 100 MB left" in said
     assert server.jobs(at.session_state["_llmviz_session_id"]) == []
+
+
+def test_a_computation_on_the_adapting_page_is_admitted_by_its_memory_too(small_server):
+    """The LoRA demo (and every computation the Adapting and Serving pages start in a worker) says what it needs
+    before it starts: a share too small for it refuses it, with the reason, and starts nothing."""
+    server = small_server(share_mb=40)
+    at = run_page("stages/adapting.py")
+    by_label(at.button, "Train the adapters for 20 steps").click().run()
+    assert_clean(at)
+    said = unescaped(texts(at.warning))
+    assert re.search(r"This task \(the LoRA demo\) needs about \d+ MB; your share has 40 MB left", said), said
+    assert server.jobs(at.session_state["_llmviz_session_id"]) == []

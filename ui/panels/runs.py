@@ -31,6 +31,7 @@ from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job, JobStatus
 from llmviz.jobs.manager import JobRefused
 from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure
+from llmviz.training import footprint as fp
 from llmviz.training.overfitting import overfitting
 from llmviz.training.trainer import smooth
 from ui import charts, picker, sections, state, watch
@@ -467,6 +468,7 @@ def computed(
     total: int,
     describe: Callable[[JobStatus], str] | None = None,
     start: str | None = None,
+    footprint: fp.Footprint | None = None,
 ):
     """The result of a computation that runs in a worker (a task job of this session), or None while it is not
     there yet.
@@ -476,7 +478,8 @@ def computed(
     shipped GPT on the built-in corpus is computed once per server). Without one, the task ``loop`` (see
     :meth:`~llmviz.jobs.manager.JobManager.submit_task`) is started (at once, or when the button ``start`` is
     pressed), its progress drawn live with a Stop button, and the page is drawn again with the result when it
-    ends. ``name``: the part of the page (its slot and widget keys)."""
+    ends. ``name``: the part of the page (its slot and widget keys). ``footprint``: the memory the task needs
+    (:func:`llmviz.training.footprint.model_task`), admitted before it starts like any run."""
     found = _remembered(key)
     if found is not None:
         return found
@@ -500,7 +503,7 @@ def computed(
         if start is not None and not st.button(start, key=state.widget("task_start_", name)):
             return None
         try:
-            job = picker.manager().submit_task(picker.session_id(), loop, label=label, total=total)
+            job = picker.manager().submit_task(picker.session_id(), loop, label=label, total=total, footprint=footprint)
         except JobRefused as refused:
             st.warning(literal_markdown(str(refused)))
             return None
