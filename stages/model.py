@@ -25,6 +25,7 @@ ui.page_header(
 )
 # a sentence of the Python manual, every word of it one token of the shipped GPT
 DEFAULT_SENTENCE = "The result is then bound to the class name."
+LAB_CHARS = 200_000  # GPT-2 → Llama trains on the corpus's first characters, as the Training page's races do
 PICKED = "picked"  # the Preset choice that shows the model picked in the sidebar
 PRESET_LABELS = {PICKED: "the model picked in the sidebar"}  # the others are the presets' own names
 
@@ -451,16 +452,15 @@ def gpt2_to_llama() -> None:
 def start_llama_lab(steps: int) -> None:
     """The seven steps of GPT-2 → Llama at GPT micro's size as one race on the sidebar's corpus: one seed, one
     tokenizer, the same batches; only the flipped switches differ."""
-    from llmviz.tokenizers.char_word import CharTokenizer
-    from llmviz.training.trainer import TrainConfig, Trainer, prepare_data
+    from llmviz.training.trainer import TrainConfig
 
     loaded = ui.corpus_text(settings.corpus)
     if loaded is None:
         return
     corpus_label, text = loaded
+    text = text[:LAB_CHARS]  # the corpus's first characters: seven runners tokenize it in their worker
     seed = settings.run_seed()
     try:
-        tokenizer = CharTokenizer.train(text)
         runners = []
         for number, step in enumerate(architectures.gpt2_to_llama_lab(), start=1):
             config = TrainConfig(
@@ -475,7 +475,7 @@ def start_llama_lab(steps: int) -> None:
                 device=settings.device,
             )
             label = training.unique_label(f"GPT-2 → Llama {number}/7: {step.change}")
-            runners.append((label, Trainer(config, prepare_data(text, config, tokenizer))))
+            runners.append((label, training.planned(text, config)))  # built in the race's worker
         started = picker.manager().submit_race(picker.session_id(), runners)
     except JobRefused as refused:
         st.warning(str(refused))
@@ -556,6 +556,9 @@ def gpt2_to_llama_lab() -> None:
         "a short lab run on the corpus in the sidebar; the table gives its parameters, KV cache and "
         "validation loss."
     )
+    loaded = ui.corpus_text(settings.corpus)
+    if loaded is not None and len(loaded[1]) > LAB_CHARS:
+        st.caption(f"The runs train on the corpus's first {LAB_CHARS:,} of {len(loaded[1]):,} characters.")
     c1, c2 = st.columns([2, 1])
     steps = c1.select_slider("Steps per run", [50, 100, 200, 300, 500], value=200, key=state.widget("llama_lab_steps"))
     if c2.button("Train the seven steps", key=state.widget("llama_lab_start")):

@@ -30,14 +30,12 @@ from llmviz.lessons.training import (
     optimizer_race,
 )
 from llmviz.models.decoder import toy_task_loop
-from llmviz.tokenizers.char_word import CharTokenizer
 from llmviz.training import footprint
 from llmviz.training.losses import batch_loss, position_gradient
 from llmviz.training.trainer import (
     OPTIMIZER_TITLES,
     PRECISION_TITLES,
     TrainConfig,
-    Trainer,
     build_trainer,
     default_precision,
     precision_choices,
@@ -55,12 +53,6 @@ ui.page_header(
     "Training nudges every parameter to make the next token more likely. The loss (cross-entropy) says how "
     "surprised the model is; a uniform guess over V tokens scores ln V. Press Train and watch it fall.",
 )
-
-
-@st.cache_resource(show_spinner=False, max_entries=6)
-def race_tokenizer(content_key: str, _text: str):
-    """The characters of a race's text (at most RACE_CHARS), cached by its content (``text_key``), never a label."""
-    return CharTokenizer.train(_text)
 
 
 RACE_CHARS = 200_000  # a race trains on the first characters of the corpus: its tokenizing stays a tenth of a second
@@ -241,9 +233,10 @@ else:
 
 
 def start_race(make_runners, remember=None) -> None:
-    """Start ``make_runners()`` (``(label, trainer)`` pairs) as one race: one job, its runners side by side in one
-    worker, a step of each in turn. A refusal (the session's share of the server) is a notice, a bad setting an error.
-    ``remember(jobs)`` is called with the race's jobs once it started; the tab Races draws the newest race."""
+    """Start ``make_runners()`` (``(label, planned run)`` pairs, built in the worker) as one race: one job, its
+    runners side by side in one worker, a step of each in turn. A refusal (the session's share of the server) is a
+    notice, a bad setting an error. ``remember(jobs)`` is called with the race's jobs once it started; the tab Races
+    draws the newest race."""
     try:
         started = picker.manager().submit_race(picker.session_id(), make_runners())
     except JobRefused as refused:
@@ -275,7 +268,7 @@ def switch_race_runners(race_switch: str, race_steps: int) -> list:
             device=settings.device,
         )
         label = training.unique_label(f"switch race: {title}")
-        runners.append((label, Trainer(config, prepare_data(race_text, config, race_tokenizer(race_key, race_text)))))
+        runners.append((label, training.planned(race_text, config)))  # built in the race's worker
     return runners
 
 
@@ -303,7 +296,7 @@ def model_race_runners(char_race: bool, race_model: str, race_steps: int) -> lis
             schedule="constant",
         )
         label = training.unique_label(f"{race}: {runner.title}")
-        runners.append((label, Trainer(config, prepare_data(names, config, race_tokenizer(text_key(names), names)))))
+        runners.append((label, training.planned(names, config)))
     return runners
 
 

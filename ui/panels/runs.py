@@ -16,6 +16,7 @@ short demo) goes through :func:`computed`.
 
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -29,11 +30,11 @@ import streamlit as st
 
 from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job, JobStatus
-from llmviz.jobs.manager import JobRefused
+from llmviz.jobs.manager import JobRefused, Planned
 from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure
 from llmviz.training import footprint as fp
 from llmviz.training.overfitting import overfitting
-from llmviz.training.trainer import smooth
+from llmviz.training.trainer import TrainConfig, build_trainer, smooth, vocab_bound
 from ui import charts, picker, sections, state, watch
 from ui.errors import friendly_errors
 from ui.text import literal_markdown
@@ -457,6 +458,13 @@ def _remember(key: tuple, value: object) -> None:
         _RESULTS[key] = value
         while len(_RESULTS) > MAX_RESULTS:
             _RESULTS.popitem(last=False)
+
+
+def planned(text: str, config: TrainConfig) -> Planned:
+    """A lab run on ``text`` to be built in its worker (tokenizing included), never in the page's script run, with
+    the memory estimate it is admitted by: a runner for ``JobManager.submit_race`` or ``submit_training``."""
+    needs = fp.of_config(config, vocab_bound(text, config), text_bytes=len(text.encode()))
+    return Planned(functools.partial(build_trainer, text, config), needs, config.steps)
 
 
 def computed(
