@@ -30,8 +30,7 @@ from ui.text import literal_html, literal_markdown, tidy_floats
 ui.settings()
 ui.page_header(
     "Inside the model: what each layer predicts, what each head does",
-    "Read every block's output as a prediction, find what the heads do, then change the model while it runs: "
-    "knock heads out, patch activations from another prompt, steer what it writes.",
+    "Read every block's prediction, then reach in and change the model.",
 )
 st.caption(f"Model: {literal_markdown(picker.current().label)} (picked in the sidebar).")
 
@@ -145,6 +144,7 @@ def render_lens(view, column: str) -> None:
     tokens = [label(view, i) for i in ids]
     columns = charts.unique_labels(tokens)
     start = 0
+    grid = st.container()  # the grid first, the slider that moves it along the sentence under it
     if len(ids) > lens_ui.WINDOW:  # a readable window of the sentence, moved along it
         # keyed by the length: a shorter sentence starts a new slider rather than keep a start past its end
         start = st.slider(
@@ -156,10 +156,17 @@ def render_lens(view, column: str) -> None:
             help=f"The grid shows {lens_ui.WINDOW} positions at a time: slide along the sentence.",
         )
     positions = lens_ui.window(len(ids), start)
-    charts.show(
+    charts.show_in(
+        grid,
         lens_ui.grid_figure(lens, tokens, columns, lambda i: label(view, i), positions),
         width="stretch",
         key=state.widget("lens_grid_", column),
+    )
+    final_norm = "RMSNorm" if getattr(view.model.config, "norm", "") == "rmsnorm" else "LayerNorm"
+    grid.markdown(  # under the grid: the page opens on the picture
+        f"Each row reads the residual stream after that block through the model's **final {final_norm} and output "
+        "head**, $\\text{softmax}(W_U\\,\\mathrm{Norm}_f(x_\\ell))$, as if the later blocks were skipped. The last row "
+        "is the model's own prediction; hover a cell for the top 5."
     )
     st.subheader("Layer by layer: the token that really comes next")
     followed = [p for p in positions if p + 1 < len(ids)]
@@ -183,18 +190,12 @@ def render_lens(view, column: str) -> None:
 
 @sections.section("inside.lens")
 def lens_section() -> None:
-    st.header("The logit lens: a prediction after every block")
+    st.header("The logit lens, block by block")
     view = picker.current()
     if not picker.gpt_or_note(view, "the logit lens reads a GPT's residual stream"):
         return
     st.text_input("A sentence", DEFAULT_SENTENCE, max_chars=2000, **share.bind("lens_text"))
     share.carried_note("lens_text")
-    final_norm = "RMSNorm" if getattr(view.model.config, "norm", "") == "rmsnorm" else "LayerNorm"
-    st.markdown(
-        f"Each row reads the residual stream after that block through the model's **final {final_norm} and output "
-        "head**, $\\text{softmax}(W_U\\,\\mathrm{Norm}_f(x_\\ell))$, as if the later blocks were skipped. The last row "
-        "is the model's own prediction; hover a cell for the top 5."
-    )
     with ui.friendly_errors("the logit lens"):
         both(render_lens, "lens", "the logit lens")
 

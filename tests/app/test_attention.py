@@ -7,11 +7,10 @@ from collections import Counter
 from pydoc_data.topics import topics
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 import ui
 from llmviz.training.checkpoint import load_checkpoint
-from tests.support.pages import TIMEOUT, assert_clean, by_label, run_page, texts
+from tests.support.pages import assert_clean, by_label, run_app, run_page, texts
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 
@@ -107,17 +106,6 @@ def test_gpt_heatmap_shows_every_token_label():
     at = run_page("stages/attention.py")
     heat = next(c for c in charts(at) if "layer 0, head 0" in json.dumps(c["layout"].get("title", "")))
     assert heat["layout"]["xaxis"]["dtick"] == 1 and heat["layout"]["yaxis"]["dtick"] == 1
-
-
-def run_app(path: str, query: dict | None = None, **state) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
-    for key, value in state.items():
-        at.session_state[key] = value
-    for key, value in (query or {}).items():
-        at.query_params[key] = value
-    at.run()
-    at.switch_page(str(ui.ROOT / path)).run()
-    return at
 
 
 def test_attention_step_0_vs_n_follows_the_layer_and_head_above_it():

@@ -9,25 +9,12 @@ import random
 import time
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
-import ui
 from llmviz.tokenizers import char_word
 from llmviz.training import trainer as trainer_module
-from tests.support.pages import TIMEOUT, assert_clean, by_label, open_tab
+from tests.support.pages import assert_clean, by_label, open_tab, run_app
 
 BIG = 3_000_000  # characters: far over every sample the pages read
-
-
-def run_app(path: str, query: dict | None = None, **state) -> AppTest:
-    """A fresh session (AppTest) that opens ``path`` with these link parameters and session values."""
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
-    for key, value in state.items():
-        at.session_state[key] = value
-    for key, value in (query or {}).items():
-        at.query_params[key] = value
-    at.run()
-    return at.switch_page(str(ui.ROOT / path)).run()
 
 
 @pytest.fixture()

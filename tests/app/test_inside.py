@@ -3,26 +3,14 @@ positions, a legend, what the head scores are measured on, and the induction run
 
 import pytest
 import torch
-from streamlit.testing.v1 import AppTest
 
 import ui
 from llmviz.interpret import lens as lenses
 from llmviz.training.checkpoint import load_checkpoint
-from tests.support.pages import JOB_TIMEOUT, TIMEOUT, assert_clean, run_page
+from tests.support.pages import JOB_TIMEOUT, assert_clean, run_app, run_page
 from tests.support.paths import DATA
 from ui import charts
 from ui.panels import lens as lens_ui
-
-
-def run_app(path: str, query: dict | None = None, **state) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
-    for key, value in state.items():
-        at.session_state[key] = value
-    for key, value in (query or {}).items():
-        at.query_params[key] = value
-    at.run()
-    at.switch_page(str(ui.ROOT / path)).run()
-    return at
 
 
 def test_training_the_induction_run_again_keeps_both_runs_apart(fresh_session_jobs):

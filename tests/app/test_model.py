@@ -9,11 +9,10 @@ import re
 import pyarrow as pa
 import pytest
 import torch
-from streamlit.testing.v1 import AppTest
 
 import ui
 from llmviz.training.checkpoint import load_checkpoint
-from tests.support.pages import TIMEOUT, assert_clean, by_label, finish_jobs, run_page, texts
+from tests.support.pages import assert_clean, by_label, finish_jobs, run_app, run_page, texts
 from ui.text import fixed
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
@@ -77,17 +76,6 @@ def test_model_custom_layers_start_at_one_and_heads_reach_every_suggestion():
     error = texts(at.error)
     suggested = [int(n) for n in re.search(r"Try n_heads in \[([\d, ]+)\]", error).group(1).split(",")]
     assert max(suggested) <= by_label(at.slider, "Heads").max
-
-
-def run_app(path: str, query: dict | None = None, **state) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
-    for key, value in state.items():
-        at.session_state[key] = value
-    for key, value in (query or {}).items():
-        at.query_params[key] = value
-    at.run()
-    at.switch_page(str(ui.ROOT / path)).run()
-    return at
 
 
 def shown(elements) -> str:

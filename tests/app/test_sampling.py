@@ -11,7 +11,7 @@ import ui
 from llmviz.data import corpus
 from llmviz.lessons.defaults import DEFAULT_PROMPT
 from llmviz.training.checkpoint import load_checkpoint
-from tests.support.pages import TIMEOUT, assert_clean, by_label, open_tab, run_page, texts
+from tests.support.pages import TIMEOUT, assert_clean, by_label, open_tab, run_app, run_page, texts
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 
@@ -141,17 +141,6 @@ def test_beam_search_tree_marks_the_winning_path():
     tree = next(c for c in charts(at) if any(t.get("name") == "winning path" for t in c["data"]))
     winners = next(t for t in tree["data"] if t.get("name") == "winning path")
     assert len(winners["x"]) == 4 and winners["x"] == [1, 2, 3, 4]
-
-
-def run_app(path: str, query: dict | None = None, **state) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
-    for key, value in state.items():
-        at.session_state[key] = value
-    for key, value in (query or {}).items():
-        at.query_params[key] = value
-    at.run()
-    at.switch_page(str(ui.ROOT / path)).run()
-    return at
 
 
 def test_top_k_goes_up_to_the_vocabulary_and_no_further():

@@ -14,25 +14,12 @@ import json
 import re
 
 import torch
-from streamlit.testing.v1 import AppTest
 
-import ui
 from llmviz.data import corpus
-from tests.support.pages import TIMEOUT, assert_clean
+from tests.support.pages import assert_clean, run_app
 
 BUILT_IN = corpus.info("python-docs").title  # "Python reference manual"
 UPLOADED = "alpha beta gamma delta\nbeta gamma\n" * 40
-
-
-def run_app(path: str, query: dict | None = None, **state) -> AppTest:
-    """A fresh session (AppTest) that opens ``path`` with these link parameters and session values."""
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
-    for key, value in state.items():
-        at.session_state[key] = value
-    for key, value in (query or {}).items():
-        at.query_params[key] = value
-    at.run()
-    return at.switch_page(str(ui.ROOT / path)).run()
 
 
 def corpus_rows(at) -> dict[str, dict]:

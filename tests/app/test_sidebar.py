@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from streamlit.testing.v1 import AppTest
 
 import ui
 from llmviz.adapt import finetune
@@ -16,8 +15,9 @@ from llmviz.data import corpus
 from llmviz.training.checkpoint import save_checkpoint
 from llmviz.training.safetensors_file import read_safetensors
 from llmviz.training.trainer import TrainConfig, Trainer
+from tests.support.checkpoints import bounded, hostile_runs_folder
 from tests.support.gpt2 import make_hf_gpt2
-from tests.support.pages import TIMEOUT, assert_clean, run_page, texts
+from tests.support.pages import assert_clean, run_app, run_page, texts
 from tests.support.paths import ROOT
 from ui.labels import run_label
 
@@ -32,17 +32,6 @@ def test_sidebar_upload_choice_without_file():
     at = run_page(corpus="upload")
     assert_clean(at)
     assert at.info
-
-
-def run_app(path: str, query: dict | None = None, **state) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
-    for key, value in state.items():
-        at.session_state[key] = value
-    for key, value in (query or {}).items():
-        at.query_params[key] = value
-    at.run()
-    at.switch_page(str(ui.ROOT / path)).run()
-    return at
 
 
 def shown(elements) -> str:
@@ -193,49 +182,9 @@ def craft(good, tmp_path, name, change):
     return folder
 
 
-def _bounded(call, seconds=10):
-    """``call()``'s exception (or None), failing the test if it does not return within ``seconds`` (a FIFO or
-    /dev/zero would block or fill memory for ever on the old code: the thread is a daemon, so it dies with pytest)."""
-    import threading
-
-    outcome = {}
-
-    def target():
-        try:
-            call()
-        except BaseException as error:  # noqa: BLE001 - the test looks at what it was
-            outcome["error"] = error
-        outcome["done"] = True
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert outcome.get("done"), f"still reading after {seconds} s"
-    return outcome.get("error")
-
-
 @pytest.fixture()
 def hostile_runs(good, tmp_path):
-    import os
-
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    craft(good, runs, "fine", lambda meta: None)
-    deep = craft(good, runs, "deep", lambda meta: None)
-    (deep / "checkpoint.json").write_text("[" * 200_000 + "]" * 200_000)
-    zero = craft(good, runs, "zero-meta", lambda meta: None)
-    (zero / "checkpoint.json").unlink()
-    (zero / "checkpoint.json").symlink_to("/dev/zero")
-    pipe = craft(good, runs, "pipe-meta", lambda meta: None)
-    (pipe / "checkpoint.json").unlink()
-    os.mkfifo(pipe / "checkpoint.json")
-    weights = craft(good, runs, "zero-weights", lambda meta: None)
-    (weights / "model.safetensors").unlink()
-    (weights / "model.safetensors").symlink_to("/dev/zero")
-    (runs / "null.safetensors").symlink_to("/dev/null")
-    os.mkfifo(runs / "fifo")
-    (runs / "notes.txt").write_text("not a checkpoint")  # other files are not listed
-    return runs
+    return hostile_runs_folder(good, tmp_path)
 
 
 BAD = ["deep", "fifo", "null.safetensors", "pipe-meta", "zero-meta", "zero-weights"]
@@ -285,7 +234,7 @@ def test_a_folder_whose_name_is_not_utf8_is_listed_as_unreadable_and_the_others_
     listed = {item.name: item for item in list_checkpoints(runs)}
     assert listed["fine"].readable
     assert listed["caf\ufffd-latin1"].problem == "its name is not valid UTF-8: rename it."
-    assert str(runs) not in str(_bounded(lambda: read_safetensors(bad / "model.safetensors")))
+    assert str(runs) not in str(bounded(lambda: read_safetensors(bad / "model.safetensors")))
 
     from ui.picker import RunsDirSource
 

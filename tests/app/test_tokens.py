@@ -7,13 +7,12 @@ import time
 from pydoc_data.topics import topics
 
 import pytest
-from streamlit.testing.v1 import AppTest
 
 import ui
 from llmviz.data import corpus
 from llmviz.tokenizers.char_word import WordTokenizer
 from llmviz.training.checkpoint import load_checkpoint
-from tests.support.pages import JOB_TIMEOUT, TIMEOUT, assert_clean, by_label, finish_jobs, run_page, texts
+from tests.support.pages import JOB_TIMEOUT, assert_clean, by_label, finish_jobs, run_app, run_page, texts
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 
@@ -175,17 +174,6 @@ def test_token_ids_show_under_the_chips_with_a_toggle():
     assert "font-size:0.7rem" in html  # the id line under each chip
     by_label(at.toggle, "Show the ids under the tokens").set_value(False).run()
     assert "font-size:0.7rem" not in texts(at.markdown)
-
-
-def run_app(path: str, query: dict | None = None, **state) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
-    for key, value in state.items():
-        at.session_state[key] = value
-    for key, value in (query or {}).items():
-        at.query_params[key] = value
-    at.run()
-    at.switch_page(str(ui.ROOT / path)).run()
-    return at
 
 
 def shown(elements) -> str:

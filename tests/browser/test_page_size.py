@@ -11,14 +11,14 @@ holds (a text box's text, a select box's choice), nor the names of icons. Page o
 
 import pytest
 
-from tests.support.browser import no_error_box, open_page, settled
+from tests.support.browser import main_area, no_error_box, open_page, settled
 
 pytestmark = pytest.mark.browser
 
 SCREEN = (1400, 1000)
 MAX_HEIGHT = 3 * SCREEN[1]  # three screens
 MAX_WORDS = 60  # a short paragraph
-PAGES = ["start", "tokens", "embeddings", "attention", "model"]  # the URL path of each page measured
+PAGES = ["start", "tokens", "embeddings", "attention", "model", "inside"]  # the URL path of each page measured
 
 MEASURE = """() => {
   const main = document.querySelector('[data-testid="stMain"]');
@@ -43,6 +43,8 @@ MEASURE = """() => {
 @pytest.mark.parametrize("name", PAGES)
 def test_a_page_opens_on_its_picture_within_three_screens(app_url, browser, name):
     page = open_page(browser, f"{app_url}/{'' if name == 'start' else name}", viewport=SCREEN)
+    # the first picture may come a moment after the page's text (a section computing it): wait for it, then settle
+    main_area(page).locator('[data-testid="stPlotlyChart"], [class*="st-key-picture_"]').first.wait_for(timeout=120_000)
     measured = settled(page, MEASURE)
     no_error_box(page)
     assert measured["picture"] is not None, f"{name}: no chart and no key picture"

@@ -25,3 +25,60 @@ def setting(*path_and_value):
         target[path[-1]] = value
 
     return change
+
+
+def _copy(good, folder, name, change):
+    """A copy of the good checkpoint's weights under ``folder/name``, its checkpoint.json edited by ``change``."""
+    target = folder / name
+    target.mkdir()
+    (target / "model.safetensors").write_bytes((good / "model.safetensors").read_bytes())
+    meta = json.loads((good / "checkpoint.json").read_text())
+    change(meta)
+    (target / "checkpoint.json").write_text(json.dumps(meta))
+    return target
+
+
+def bounded(call, seconds=10):
+    """``call()``'s exception (or None), failing the test if it does not return within ``seconds`` (a FIFO or
+    /dev/zero would block or fill memory for ever on the old code: the thread is a daemon, so it dies with pytest)."""
+    import threading
+
+    outcome = {}
+
+    def target():
+        try:
+            call()
+        except BaseException as error:  # noqa: BLE001 - the test looks at what it was
+            outcome["error"] = error
+        outcome["done"] = True
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert outcome.get("done"), f"still reading after {seconds} s"
+    return outcome.get("error")
+
+
+def hostile_runs_folder(good, tmp_path):
+    """A runs folder with one good checkpoint and every hostile entry a student could leave there: JSON nested
+    200,000 deep, /dev/zero and FIFOs in place of files, /dev/null as a checkpoint file."""
+    import os
+
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    _copy(good, runs, "fine", lambda meta: None)
+    deep = _copy(good, runs, "deep", lambda meta: None)
+    (deep / "checkpoint.json").write_text("[" * 200_000 + "]" * 200_000)
+    zero = _copy(good, runs, "zero-meta", lambda meta: None)
+    (zero / "checkpoint.json").unlink()
+    (zero / "checkpoint.json").symlink_to("/dev/zero")
+    pipe = _copy(good, runs, "pipe-meta", lambda meta: None)
+    (pipe / "checkpoint.json").unlink()
+    os.mkfifo(pipe / "checkpoint.json")
+    weights = _copy(good, runs, "zero-weights", lambda meta: None)
+    (weights / "model.safetensors").unlink()
+    (weights / "model.safetensors").symlink_to("/dev/zero")
+    (runs / "null.safetensors").symlink_to("/dev/null")
+    os.mkfifo(runs / "fifo")
+    (runs / "notes.txt").write_text("not a checkpoint")  # other files are not listed
+    return runs

@@ -25,6 +25,18 @@ def run_page(path: str | None = None, **state) -> AppTest:
     return at
 
 
+def run_app(path: str, query: dict | None = None, **state) -> AppTest:
+    """A fresh session (AppTest) that opens ``path`` with these link parameters and session values (unlike
+    :func:`run_page`, it asserts nothing: tests of refusals and hostile links look at what went wrong)."""
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    for key, value in state.items():
+        at.session_state[key] = value
+    for key, value in (query or {}).items():
+        at.query_params[key] = value
+    at.run()
+    return at.switch_page(str(ui.ROOT / path)).run()
+
+
 def open_tab(at: AppTest, param: str, name: str) -> AppTest:
     """Open the tab ``name`` of a page's lessons (``ui.sections.parts``: ``param`` is its link parameter, which a
     bound widget reads back from the address after the first run) and run the page."""

@@ -419,22 +419,9 @@ def follow_task(job_slot: state.Slot, *, describe: Callable[[JobStatus], str], n
     if job.status().done:
         job_slot.pop()
         return job
-
-    def draw() -> None:
-        status = job.status()
-        st.progress(status.fraction, text=describe(status))
-        if not status.done:
-            st.button(
-                "Stop",
-                key=state.widget("run_stop_", name, job.id),
-                help="Stops after this step and keeps what was learned so far.",
-                on_click=_act,
-                args=(job.id, "stop"),
-            )
-
-    # a progress bar and a Stop button cost the server about a millisecond: a task (seconds long) refreshes every
-    # second, so its Stop can be pressed while it works
-    live(draw, active=lambda: not job.status().done, name=name, seconds=1.0)
+    follow_task_job(
+        job, describe=describe, name=name, stop_help="Stops after this step and keeps what was learned so far."
+    )
     return None
 
 
@@ -522,7 +509,9 @@ def computed(
     return None
 
 
-def follow_task_job(job: Job, *, describe: Callable[[JobStatus], str], name: str) -> None:
+def follow_task_job(
+    job: Job, *, describe: Callable[[JobStatus], str], name: str, stop_help: str = "Stops after this step."
+) -> None:
     """Draw a task job's progress and Stop button, live, until it ends (then the page is drawn again)."""
 
     def draw() -> None:
@@ -532,9 +521,11 @@ def follow_task_job(job: Job, *, describe: Callable[[JobStatus], str], name: str
             st.button(
                 "Stop",
                 key=state.widget("run_stop_", name, job.id),
-                help="Stops after this step.",
+                help=stop_help,
                 on_click=_act,
                 args=(job.id, "stop"),
             )
 
+    # a progress bar and a Stop button cost the server about a millisecond: a task (seconds long) refreshes every
+    # second, so its Stop can be pressed while it works
     live(draw, active=lambda: not job.status().done, name=name, seconds=1.0)

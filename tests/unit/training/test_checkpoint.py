@@ -12,6 +12,7 @@ from safetensors.torch import save_file
 from llmviz.errors import CheckpointError
 from llmviz.training.checkpoint import load_checkpoint, save_checkpoint
 from llmviz.training.trainer import TrainConfig, Trainer
+from tests.support.checkpoints import bounded, hostile_runs_folder
 from tests.support.paths import ROOT
 
 
@@ -141,49 +142,9 @@ def test_foreign_tensors_with_the_right_names_but_wrong_shapes(good, tmp_path):
         load_checkpoint(folder)
 
 
-def _bounded(call, seconds=10):
-    """``call()``'s exception (or None), failing the test if it does not return within ``seconds`` (a FIFO or
-    /dev/zero would block or fill memory for ever on the old code: the thread is a daemon, so it dies with pytest)."""
-    import threading
-
-    outcome = {}
-
-    def target():
-        try:
-            call()
-        except BaseException as error:  # noqa: BLE001 - the test looks at what it was
-            outcome["error"] = error
-        outcome["done"] = True
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert outcome.get("done"), f"still reading after {seconds} s"
-    return outcome.get("error")
-
-
 @pytest.fixture()
 def hostile_runs(good, tmp_path):
-    import os
-
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    craft(good, runs, "fine", lambda meta: None)
-    deep = craft(good, runs, "deep", lambda meta: None)
-    (deep / "checkpoint.json").write_text("[" * 200_000 + "]" * 200_000)
-    zero = craft(good, runs, "zero-meta", lambda meta: None)
-    (zero / "checkpoint.json").unlink()
-    (zero / "checkpoint.json").symlink_to("/dev/zero")
-    pipe = craft(good, runs, "pipe-meta", lambda meta: None)
-    (pipe / "checkpoint.json").unlink()
-    os.mkfifo(pipe / "checkpoint.json")
-    weights = craft(good, runs, "zero-weights", lambda meta: None)
-    (weights / "model.safetensors").unlink()
-    (weights / "model.safetensors").symlink_to("/dev/zero")
-    (runs / "null.safetensors").symlink_to("/dev/null")
-    os.mkfifo(runs / "fifo")
-    (runs / "notes.txt").write_text("not a checkpoint")  # other files are not listed
-    return runs
+    return hostile_runs_folder(good, tmp_path)
 
 
 BAD = ["deep", "fifo", "null.safetensors", "pipe-meta", "zero-meta", "zero-weights"]
@@ -192,11 +153,11 @@ BAD = ["deep", "fifo", "null.safetensors", "pipe-meta", "zero-meta", "zero-weigh
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero and FIFOs (POSIX)")
 def test_each_bad_entry_is_refused_quickly_with_a_reason_and_no_server_path(hostile_runs):
     for name in BAD:
-        error = _bounded(lambda name=name: load_checkpoint(hostile_runs / name))
+        error = bounded(lambda name=name: load_checkpoint(hostile_runs / name))
         assert isinstance(error, CheckpointError), (name, repr(error))
         assert str(hostile_runs) not in str(error) and str(hostile_runs.parent) not in str(error), str(error)
-    assert "nested too deeply" in str(_bounded(lambda: load_checkpoint(hostile_runs / "deep")))
-    assert _bounded(lambda: load_checkpoint(hostile_runs / "fine")) is None
+    assert "nested too deeply" in str(bounded(lambda: load_checkpoint(hostile_runs / "deep")))
+    assert bounded(lambda: load_checkpoint(hostile_runs / "fine")) is None
 
 
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero and FIFOs (POSIX)")
@@ -204,7 +165,7 @@ def test_the_runs_folder_lists_bad_entries_as_unreadable_and_the_rest_as_usual(h
     from llmviz.training.checkpoint import list_checkpoints
 
     listed = {}
-    assert _bounded(lambda: listed.update({item.name: item for item in list_checkpoints(hostile_runs)})) is None
+    assert bounded(lambda: listed.update({item.name: item for item in list_checkpoints(hostile_runs)})) is None
     assert sorted(listed) == sorted(["fine", *BAD])
     assert listed["fine"].readable
     for name in BAD:
