@@ -358,6 +358,7 @@ def train_bpe_controls() -> None:
                     label=f"BPE tokenizer · {vocab_size:,} tokens · {corpus_label}",
                     total=merges_needed,
                     returns_when_stopped=True,
+                    footprint=lab_tasks.bpe_training_footprint(len(sample)),
                 )
             except LlmvizError as error:
                 st.warning(str(error))

@@ -29,9 +29,25 @@ from llmviz.interpret import ablation, patching, steering
 from llmviz.lessons.embeddings import Word2VecState, train_word2vec
 from llmviz.tokenizers.bpe.merging import MergeRecord
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
+from llmviz.training import footprint as fp
 
 if TYPE_CHECKING:
     from llmviz.models.gpt import GPT
+
+
+#: the memory BPE training holds per character of its text, at most: measured (growth of the process's peak) on 1 MB
+#: of text, 80 bytes a character as one sequence (no pre-split pattern), 69 for a text of unique words split by
+#: GPT-4's pattern, 2 for the Python manual split (its words repeat, and are counted once each)
+BPE_BYTES_PER_CHAR = 100
+
+
+def bpe_training_footprint(chars: int) -> fp.Footprint:
+    """What a BPE training task on ``chars`` characters needs, admitted before it starts.
+
+    >>> bpe_training_footprint(1_000_000).preparing_bytes
+    100000000
+    """
+    return fp.task(f"BPE training on {chars:,} characters", working_bytes=BPE_BYTES_PER_CHAR * chars)
 
 
 def bpe_training(

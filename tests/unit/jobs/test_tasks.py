@@ -4,6 +4,9 @@ and a Stop keeps what was measured so far."""
 from __future__ import annotations
 
 import functools
+import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -12,6 +15,7 @@ from llmviz.interpret import ablation, patching
 from llmviz.jobs import tasks
 from llmviz.jobs.manager import JobManager
 from tests.support.interventions import ARCHITECTURES, model_of
+from tests.support.paths import ROOT
 
 IDS = [3, 14, 15, 92, 65, 35, 89, 79, 32, 38]
 
@@ -97,3 +101,28 @@ def test_steered_writing_as_a_job_is_the_pair_and_a_stop_keeps_what_was_written(
         tasks.steering_generation(lambda: True, model, IDS[:3], 1, direction.tolist(), 3.0, 5, 0.8, 2)
     )
     assert progress == [1] and cut.plain == expected.plain[:1] and cut.steered == []
+
+
+BPE_GROWTH = """
+import json, resource, sys
+from pydoc_data.topics import topics
+from llmviz.jobs import tasks
+text = ("\\n\\n".join(topics.values()) * 3)[: int(sys.argv[1])]
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+for _ in tasks.bpe_training(lambda: False, text=text, merges=20, split_pattern=None):
+    pass
+grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024
+print(json.dumps({"grown": grown, "estimate": tasks.bpe_training_footprint(len(text)).preparing_bytes}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss is in KiB on Linux")
+def test_a_bpe_tasks_memory_estimate_covers_what_it_grows_by():
+    """BPE training on a text taken as one sequence (its costliest way) grows the process by less than the estimate
+    it is admitted with (measured in a fresh process: its peak memory before and after)."""
+    done = subprocess.run(
+        [sys.executable, "-c", BPE_GROWTH, "1000000"], capture_output=True, text=True, timeout=300, cwd=ROOT, check=True
+    )
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert 0 < found["grown"] < found["estimate"], found
