@@ -800,6 +800,7 @@ def word2vec_lesson() -> None:
                 label=f"word2vec · {dim} dimensions · {corpus_label}",
                 total=steps,
                 returns_when_stopped=True,
+                footprint=lab_tasks.word2vec_footprint(len(text[:2_000_000]), window),
             )
         except LlmvizError as error:
             st.warning(str(error))

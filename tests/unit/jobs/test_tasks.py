@@ -126,3 +126,27 @@ def test_a_bpe_tasks_memory_estimate_covers_what_it_grows_by():
     )
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert 0 < found["grown"] < found["estimate"], found
+
+
+W2V_GROWTH = """
+import json, resource, sys
+from pydoc_data.topics import topics
+from llmviz.jobs import tasks
+text = ("\\n\\n".join(topics.values()) * 3)[: int(sys.argv[1])]
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+for _ in tasks.word2vec_training(lambda: False, text=text, dim=128, window=5, steps=50, max_vocab=5000, seed=0):
+    pass
+grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024
+print(json.dumps({"grown": grown, "estimate": tasks.word2vec_footprint(len(text), 5).preparing_bytes}))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss is in KiB on Linux")
+def test_a_word2vec_tasks_memory_estimate_covers_what_it_grows_by():
+    """word2vec at its widest window and largest vocabulary grows a fresh process by less than its estimate."""
+    done = subprocess.run(
+        [sys.executable, "-c", W2V_GROWTH, "1000000"], capture_output=True, text=True, timeout=300, cwd=ROOT, check=True
+    )
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert 0 < found["grown"] < found["estimate"], found
