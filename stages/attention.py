@@ -546,6 +546,11 @@ def gpt_attention(view: picker.ModelView, sentence: str) -> None:
     if box := sections.lazy("Every layer × head at a glance", "attention_grid"):
         with box:
             attention_grid(found.patterns, "gpt")
+    picker.offer_bigger_model(
+        "A model trained on billions of words of web text has heads you can name (one looks at the previous token, "
+        "another finds where a phrase began): compare its patterns on your sentence with this small model's.",
+        page="attention",
+    )
 
 
 def minilm_attention(sentence: str) -> None:

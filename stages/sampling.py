@@ -130,6 +130,11 @@ def distribution_section(view: picker.ModelView, prompt: str, encoded) -> None:
     slider reruns this section alone."""
     temperature, top_k, top_p = sampler_controls()
     distribution_panels(view, prompt, temperature, top_k, top_p)
+    picker.offer_bigger_model(
+        "A model trained on billions of words of web text writes fluent English: compare its next-token "
+        "distribution, and what it writes, with this small model's.",
+        page="sampling",
+    )
     sections.parts(
         {
             "Step mode": lambda: step_mode_part(view, encoded, temperature, top_k, top_p),

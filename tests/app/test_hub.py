@@ -153,3 +153,13 @@ def test_a_link_to_a_larger_model_never_downloads_it(online):
     with pytest.raises(LlmvizError, match="python -m llmviz gpt2 download gpt2-xl"):
         HubSource().load("hub:gpt2-xl", None)  # asked for directly, too
     assert running_download(MODELS["gpt2-xl"]) is None
+
+
+@pytest.mark.parametrize("path", ["stages/attention.py", "stages/sampling.py"])
+def test_attention_and_sampling_offer_the_bigger_models_too(online, path):
+    """Where a model trained on web text shows the lesson better (named heads, fluent text), the page offers it in
+    one click with its download size; once one is picked the offer goes."""
+    at = run(path)
+    assert_clean(at)
+    labels = [b.label for b in at.button]
+    assert "Download GPT-2 small (124M) (548 MB)" in labels and "Download SmolLM2 135M (269 MB)" in labels, labels
