@@ -432,7 +432,12 @@ def offer_bigger_model(reason: str, page: str) -> None:
     """For a page where a bigger pretrained model shows the lesson better than the picked one: ``reason`` in a note,
     and one button per offered model (GPT-2 small, SmolLM2-135M) that shows it, or downloads it (with its size; the
     sidebar shows the progress and can cancel it), or, offline, says how to get it. Nothing when one is picked.
-    ``page`` names the page (it keeps the buttons of two pages apart)."""
+    ``page`` names the page (it keeps the buttons of two pages apart). Not in presenter mode: a slide keeps to its
+    picture (the teacher picks a model in the sidebar)."""
+    from ui import present
+
+    if present.enabled():
+        return
     hub.offer(reason, state.PICKED.get(default=DEFAULT_KEY), _pick, page)
 
 
