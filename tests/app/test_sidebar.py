@@ -1,7 +1,6 @@
 """The shared sidebar under AppTest: corpora and uploads, the model picker (runs told apart, hostile or broken
 checkpoint folders, MiniLM, checkpoints written by the CLI), the step slider and the run seed."""
 
-import json
 import re
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from llmviz.data import corpus
 from llmviz.training.checkpoint import save_checkpoint
 from llmviz.training.safetensors_file import read_safetensors
 from llmviz.training.trainer import TrainConfig, Trainer
-from tests.support.checkpoints import bounded, hostile_runs_folder
+from tests.support.checkpoints import bounded, craft, good_checkpoint, hostile_runs_folder
 from tests.support.gpt2 import make_hf_gpt2
 from tests.support.pages import assert_clean, run_app, run_page, texts
 from tests.support.paths import ROOT
@@ -166,20 +165,7 @@ def test_cli_verbs_on_gpt2_and_the_shipped_gpt_write_checkpoints_the_picker_list
 
 @pytest.fixture(scope="module")
 def good(tmp_path_factory):
-    config = TrainConfig(model="gpt-nano", tokenizer="char", context_length=16, batch_size=4, steps=1)
-    trainer = Trainer.from_text("hello world, hello attention\n" * 40, config)
-    return save_checkpoint(tmp_path_factory.mktemp("good") / "run", trainer, trainer_state=False)
-
-
-def craft(good, tmp_path, name, change):
-    """A copy of the good checkpoint whose checkpoint.json was edited by ``change(meta)``."""
-    folder = tmp_path / name
-    folder.mkdir()
-    (folder / "model.safetensors").write_bytes((good / "model.safetensors").read_bytes())
-    meta = json.loads((good / "checkpoint.json").read_text())
-    change(meta)
-    (folder / "checkpoint.json").write_text(json.dumps(meta))
-    return folder
+    return good_checkpoint(tmp_path_factory.mktemp("good"))
 
 
 @pytest.fixture()

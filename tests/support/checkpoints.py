@@ -27,7 +27,17 @@ def setting(*path_and_value):
     return change
 
 
-def _copy(good, folder, name, change):
+def good_checkpoint(folder):
+    """A small, valid checkpoint folder (a 1-step GPT nano, no trainer state) under ``folder``."""
+    from llmviz.training.checkpoint import save_checkpoint
+    from llmviz.training.trainer import TrainConfig, Trainer
+
+    config = TrainConfig(model="gpt-nano", tokenizer="char", context_length=16, batch_size=4, steps=1)
+    trainer = Trainer.from_text("hello world, hello attention\n" * 40, config)
+    return save_checkpoint(folder / "run", trainer, trainer_state=False)
+
+
+def craft(good, folder, name, change):
     """A copy of the good checkpoint's weights under ``folder/name``, its checkpoint.json edited by ``change``."""
     target = folder / name
     target.mkdir()
@@ -66,16 +76,16 @@ def hostile_runs_folder(good, tmp_path):
 
     runs = tmp_path / "runs"
     runs.mkdir()
-    _copy(good, runs, "fine", lambda meta: None)
-    deep = _copy(good, runs, "deep", lambda meta: None)
+    craft(good, runs, "fine", lambda meta: None)
+    deep = craft(good, runs, "deep", lambda meta: None)
     (deep / "checkpoint.json").write_text("[" * 200_000 + "]" * 200_000)
-    zero = _copy(good, runs, "zero-meta", lambda meta: None)
+    zero = craft(good, runs, "zero-meta", lambda meta: None)
     (zero / "checkpoint.json").unlink()
     (zero / "checkpoint.json").symlink_to("/dev/zero")
-    pipe = _copy(good, runs, "pipe-meta", lambda meta: None)
+    pipe = craft(good, runs, "pipe-meta", lambda meta: None)
     (pipe / "checkpoint.json").unlink()
     os.mkfifo(pipe / "checkpoint.json")
-    weights = _copy(good, runs, "zero-weights", lambda meta: None)
+    weights = craft(good, runs, "zero-weights", lambda meta: None)
     (weights / "model.safetensors").unlink()
     (weights / "model.safetensors").symlink_to("/dev/zero")
     (runs / "null.safetensors").symlink_to("/dev/null")

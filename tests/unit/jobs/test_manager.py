@@ -17,25 +17,8 @@ from llmviz.training.snapshots import (
     state_bytes,
     state_of,
 )
-from llmviz.training.trainer import TrainConfig, Trainer
+from tests.support.jobs import small_trainer as trainer
 from tests.support.waiting import seconds_per_step, wait_for
-
-TEXT = "the quick brown fox jumps over the lazy dog\n" * 40
-
-
-def trainer(steps=30, model="bigram-neural", seed=0, **changes):
-    config = TrainConfig(
-        model=model,
-        tokenizer="char",
-        context_length=8,
-        batch_size=4,
-        steps=steps,
-        eval_interval=max(1, steps),
-        seed=seed,
-        warmup_steps=0,
-        **changes,
-    )
-    return Trainer.from_text(TEXT, config)
 
 
 class Gate:

@@ -1,6 +1,5 @@
 """Crafted checkpoints are refused before anything big is allocated, and the CLI never prints a traceback."""
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -10,28 +9,14 @@ import torch
 from safetensors.torch import save_file
 
 from llmviz.errors import CheckpointError
-from llmviz.training.checkpoint import load_checkpoint, save_checkpoint
-from llmviz.training.trainer import TrainConfig, Trainer
-from tests.support.checkpoints import bounded, hostile_runs_folder
+from llmviz.training.checkpoint import load_checkpoint
+from tests.support.checkpoints import bounded, craft, good_checkpoint, hostile_runs_folder
 from tests.support.paths import ROOT
 
 
 @pytest.fixture(scope="module")
 def good(tmp_path_factory):
-    config = TrainConfig(model="gpt-nano", tokenizer="char", context_length=16, batch_size=4, steps=1)
-    trainer = Trainer.from_text("hello world, hello attention\n" * 40, config)
-    return save_checkpoint(tmp_path_factory.mktemp("good") / "run", trainer, trainer_state=False)
-
-
-def craft(good, tmp_path, name, change):
-    """A copy of the good checkpoint whose checkpoint.json was edited by ``change(meta)``."""
-    folder = tmp_path / name
-    folder.mkdir()
-    (folder / "model.safetensors").write_bytes((good / "model.safetensors").read_bytes())
-    meta = json.loads((good / "checkpoint.json").read_text())
-    change(meta)
-    (folder / "checkpoint.json").write_text(json.dumps(meta))
-    return folder
+    return good_checkpoint(tmp_path_factory.mktemp("good"))
 
 
 def _set(path, value):
