@@ -1,3 +1,4 @@
-"""Page parts that several stages draw: a run's live panel (:mod:`~ui.panels.runs`), predict-then-reveal
-(:mod:`~ui.panels.quiz`), the logit lens (:mod:`~ui.panels.lens`), pretrained models from the Hugging Face Hub
+"""Page parts: each stage's figures and tables in the module of its name (:mod:`~ui.panels.inside` for
+``stages/inside.py``, …), and the parts several stages draw, named for what they are: a run's live panel
+(:mod:`~ui.panels.runs`), predict-then-reveal (:mod:`~ui.panels.quiz`), pretrained models from the Hugging Face Hub
 (:mod:`~ui.panels.hub`)."""
