@@ -1,21 +1,17 @@
-"""The Model page: a GPT's architecture, its parameters, and one sentence traced through it."""
+"""The Model page: a GPT's architecture, its parameters, and one sentence traced through it (the page's sections wired
+together: ui/panels/model.py draws them, llmviz/lessons/model.py computes their numbers)."""
 
-import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from llmviz.adapt import memory
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.jobs.manager import JobRefused
-from llmviz.lessons import anatomy as model_anatomy
-from llmviz.lessons import architectures
-from llmviz.lessons import forward as views
+from llmviz.lessons import architectures, forward
+from llmviz.lessons.model import DEFAULT_SENTENCE, LAB_CHARS
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
 from ui import charts, picker, present, sections, share, state
-from ui.panels import quiz as quiz_ui
-from ui.panels import runs as training
-from ui.text import fixed, literal_markdown, tidy_floats
+from ui.panels import model, quiz, runs
+from ui.text import literal_markdown
 
 settings = ui.settings()  # read here: in a section's own rerun (a fragment) ui.settings() reruns the whole app
 ui.page_header(
@@ -23,9 +19,6 @@ ui.page_header(
     "A GPT is an embedding table, a stack of identical blocks and an output head: every tensor's shape, every "
     "part's parameters.",
 )
-# a sentence of the Python manual, every word of it one token of the shipped GPT
-DEFAULT_SENTENCE = "The result is then bound to the class name."
-LAB_CHARS = 200_000  # GPT-2 → Llama trains on the corpus's first characters, as the Training page's races do
 PICKED = "picked"  # the Preset choice that shows the model picked in the sidebar
 PRESET_LABELS = {PICKED: "the model picked in the sidebar"}  # the others are the presets' own names
 
@@ -129,261 +122,43 @@ def size_a_gpt() -> None:
         if preset == PICKED and picker.is_gpt(view):
             st.caption(f"{literal_markdown(view.label)}, picked in the sidebar.")
     with right:
-        parameters_view(config)
-
-
-def parameter_bars(table: dict[str, int], config: GPTConfig):
-    """Parameters per component as bars, each with its number; a tied output head has no matrix of its own, and its
-    empty bar says so."""
-    texts = [
-        "0: tied, it reuses the token embedding" if name == "output head" and config.tie_weights else f"{count:,}"
-        for name, count in table.items()
-    ]
-    return charts.bar(list(table), list(table.values()), horizontal=True, height=300, texts=texts)
-
-
-def parameters_view(config: GPTConfig) -> None:
-    """The parameters of each part, counted from the modules, their memory and the KV cache a token needs."""
-    if present.enabled():
-        st.markdown("**Parameters, computed from the modules**")
-    else:
-        st.subheader("Parameters, computed from the modules")
-    table = model_anatomy.parameter_table(config)
-    total = sum(table.values())
-    frame = pd.DataFrame({"component": list(table), "parameters": list(table.values())})
-    frame["share"] = (frame["parameters"] / total).map(lambda x: f"{x:.1%}")
-    with st.expander("As a table, with each component's share"):
-        st.dataframe(frame.style.format({"parameters": "{:,}"}), hide_index=True, width="stretch")
-    charts.show(parameter_bars(table, config), width="stretch")
-    st.metric("Total parameters", f"{total:,}")
-    m2, m3, m4 = st.columns(3)
-    m2.metric("Weights in fp32", memory.human_bytes(model_anatomy.memory_bytes(total, "fp32")))
-    m3.metric("Weights in bf16", memory.human_bytes(model_anatomy.memory_bytes(total, "bf16")))
-    m4.metric(
-        "KV cache per token (bf16)",
-        memory.human_bytes(architectures.kv_cache_bytes(config, 1, "bf16")),
-        help="Keys and values of every layer kept for each token while generating: "
-        f"2 × {config.n_layers} layers × {config.kv_heads} key/value heads × {config.head_dim} "
-        "dims × 2 bytes.",
-    )
-    if config.tie_weights:
-        untied = sum(model_anatomy.parameter_table(config.replace(tie_weights=False)).values())
-        st.caption(
-            f"Untied, the same sizes have {untied:,} parameters: tying saves {untied - total:,} "
-            f"(the {config.vocab_size:,} × {config.d_model} output matrix)."
-        )
-    else:
-        tied = sum(model_anatomy.parameter_table(config.replace(tie_weights=True)).values())
-        st.caption(
-            f"Tied, the same sizes have {tied:,} parameters: the separate {config.vocab_size:,} × "
-            f"{config.d_model} output matrix adds {total - tied:,}."
-        )
-    st.caption(
-        "Memory counts the weights only: training also needs gradients, optimizer state "
-        "(Adam: two more copies) and activations."
-    )
+        model.parameters_view(config)
 
 
 # ------------------------------------------------------------------ look inside
-@st.cache_data(show_spinner=False, max_entries=32)
-def recorded_pass(model_key: str, ids: tuple[int, ...], _view: picker.ModelView) -> dict:
-    return views.recorded_pass(_view.model, list(ids))
+def fitted_ids(view: picker.ModelView, sentence: str) -> list[int]:
+    """The sentence's token ids, its last ``context_length`` when it is longer (the page says so)."""
+    context = view.model.config.context_length
+    ids = forward.encode(view.tokenizer, sentence)
+    if len(ids) > context:
+        st.warning(f"{len(ids)} tokens do not fit the context of {context}: only the last {context} are used.")
+    return ids[-context:]
 
 
 @sections.section("model.inside")
 def look_inside() -> None:
     view = picker.current()
-    model, tokenizer, meta = view.model, view.tokenizer, view.meta
     if not picker.gpt_or_note(view, "this section shows a GPT's residual stream, LayerNorms and MLPs"):
         return
-    final = meta.get("final", {}).get("val_loss")
+    config = view.model.config
+    final = view.meta.get("final", {}).get("val_loss")
     st.caption(
-        f"{literal_markdown(view.label)}: {model.config.n_layers} layers, {model.config.n_heads} heads, d_model "
-        f"{model.config.d_model}, a {tokenizer.vocab_size:,}-token vocabulary"
+        f"{literal_markdown(view.label)}: {config.n_layers} layers, {config.n_heads} heads, d_model "
+        f"{config.d_model}, a {view.tokenizer.vocab_size:,}-token vocabulary"
         + (f" (final validation loss {final:.2f})." if final is not None else ".")
     )
-    sentence = st.text_input(
-        "A sentence",
-        DEFAULT_SENTENCE,
-        **share.bind("model_sentence"),
-    )
+    sentence = st.text_input("A sentence", DEFAULT_SENTENCE, **share.bind("model_sentence"))
     share.carried_note("model_sentence")
-    ids = views.encode(tokenizer, sentence)
+    ids = fitted_ids(view, sentence)
     if not ids:
         st.warning("Type a sentence: there is nothing to run yet.")
         return
-    if len(ids) > model.config.context_length:
-        st.warning(
-            f"{len(ids)} tokens do not fit the context of {model.config.context_length}: only the last "
-            f"{model.config.context_length} are used."
-        )
-        ids = ids[-model.config.context_length :]
-    labels = charts.unique_labels([tokenizer.printable(i) for i in ids])
-
+    labels = charts.unique_labels([view.tokenizer.printable(i) for i in ids])
     with ui.friendly_errors("the forward pass"):
-        cache = recorded_pass(view.content_key, tuple(ids), view)
-        config = model.config
-        norm_name = architectures.NORM_TITLES[config.norm]
-        tab_resid, tab_ln, tab_norms, tab_gelu, tab_mlp = st.tabs(
-            [
-                "Residual stream",
-                f"{norm_name} before/after",
-                "LayerNorm vs RMSNorm",
-                "GELU vs SwiGLU",
-                "Router (mixture of experts)" if config.n_experts else "MLP activations",
-            ]
-        )
-        with tab_resid:
-            norms = model_anatomy.residual_norms(cache, config.n_layers)
-            figure = go.Figure(go.Scatter(x=[n for n, _ in norms], y=[v for _, v in norms], mode="lines+markers"))
-            figure.update_layout(yaxis_title="mean ‖x‖ per token", height=320, margin=charts.margins(10))
-            charts.show(figure, width="stretch")
-            st.markdown(
-                "Each block **adds** its attention and MLP outputs to the residual stream (the shortcut "
-                "connections), so its size tends to grow from block to block."
-            )
-        with tab_ln:
-            layer = ui.index_slider("Block", config.n_layers, key=state.widget("ln_layer"))
-            stats = model_anatomy.layernorm_before_after(cache, layer)
-            frame = pd.DataFrame({"token": labels, **{k: v.tolist() for k, v in stats.items()}})
-            st.dataframe(tidy_floats(frame).style.format(precision=4), hide_index=True, width="stretch")
-            if config.norm == "rmsnorm":
-                st.markdown(
-                    "This model uses **RMSNorm**: it divides each token's vector by its root mean square and "
-                    "multiplies by a learned scale. It subtracts no mean, so the 'after' means are not 0; "
-                    "the next tab compares it with LayerNorm on this same stream."
-                )
-                st.latex(r"\mathrm{RMSNorm}(x) = \gamma \odot \frac{x}{\sqrt{\tfrac{1}{d}\sum_i x_i^2 + \epsilon}}")
-            else:
-                st.markdown(
-                    "Before `ln1` each token's vector has its own mean and variance; LayerNorm rescales it to "
-                    "mean 0 and variance 1, then applies the learned scale and shift — which is why the "
-                    "'after' columns are not exactly 0 and 1."
-                )
-                st.latex(r"\mathrm{LN}(x) = \gamma \odot \frac{x - \mu}{\sqrt{\sigma^2 + \epsilon}} + \beta")
-        with tab_norms:
-            layer = ui.index_slider("Block", config.n_layers, key=state.widget("norms_layer"))
-            compared = architectures.norm_comparison(cache[f"blocks.{layer}.resid_pre"][0], config.norm_eps)
-            frame = pd.DataFrame(
-                {
-                    "token": labels,
-                    "mean before": compared["mean_before"].tolist(),
-                    "RMS before": compared["rms_before"].tolist(),
-                    "LayerNorm: mean": compared["mean_layernorm"].tolist(),
-                    "LayerNorm: RMS": compared["rms_layernorm"].tolist(),
-                    "RMSNorm: mean": compared["mean_rmsnorm"].tolist(),
-                    "RMSNorm: RMS": compared["rms_rmsnorm"].tolist(),
-                    "largest gap": compared["difference"].tolist(),
-                }
-            )
-            st.dataframe(frame.style.format(fixed(4), subset=list(frame.columns[1:])), hide_index=True, width="stretch")
-            st.markdown(
-                f"Both norms, without their learned scale, on block {layer}'s input. Both give every token "
-                "an RMS of 1; LayerNorm also subtracts the mean first, RMSNorm does not. Where a token's "
-                "mean is small next to its RMS the two outputs nearly agree (small 'largest gap'), which is "
-                "why Llama, Qwen and Mistral drop the mean and its shift: one reduction instead of two, "
-                "half the parameters, and training works as well (Zhang & Sennrich, 2019)."
-            )
-        with tab_gelu:
-            curves = architectures.activation_curves()
-            figure = go.Figure()
-            for name, values_ in curves.items():
-                if name != "x":
-                    figure.add_trace(go.Scatter(x=curves["x"].tolist(), y=values_.tolist(), name=name, mode="lines"))
-            figure.update_layout(height=320, xaxis_title="x", yaxis_title="activation", margin=charts.margins(10))
-            charts.show(figure, width="stretch")
-            st.latex(
-                r"\mathrm{GELU\,MLP}(x) = W_2\,\mathrm{GELU}(W_1 x) \qquad "
-                r"\mathrm{SwiGLU}(x) = W_2\,\big(\mathrm{SiLU}(W_{gate}\,x) \odot W_1 x\big)"
-            )
-            layer = ui.index_slider("Block", config.n_layers, key=state.widget("swiglu_layer"))
-            token = ui.index_slider("Token", len(ids), key=state.widget("swiglu_token"))
-            both = architectures.mlp_comparison(cache[f"blocks.{layer}.resid_mid"][0], hidden=32)
-            frame = pd.DataFrame(
-                {
-                    "neuron": list(range(32)),
-                    "W₁x": both["up"][token].tolist(),
-                    "GELU(W₁x)": both["gelu"][token].tolist(),
-                    "gate SiLU(W_gate x)": both["gate"][token].tolist(),
-                    "SwiGLU: gate × W₁x": both["swiglu"][token].tolist(),
-                }
-            )
-            figure = go.Figure([go.Bar(x=frame["neuron"], y=frame[c], name=c) for c in frame.columns[2:]])
-            figure.update_layout(height=300, barmode="group", xaxis_title="neuron", margin=charts.margins(10))
-            charts.show(figure, width="stretch")
-            st.caption(
-                f"The same stream (block {layer}'s input to its MLP, token {labels[token]!r}, normalised) through "
-                "32 neurons with the same random W₁ and a random gate: GELU decides from W₁x alone whether a "
-                "neuron passes; SwiGLU lets a second projection open or close it (gate near 0 closes it). "
-                "SwiGLU has three matrices instead of two, so Llama makes it 8/3 × d_model wide instead of "
-                "4 × to keep the parameter count."
-            )
-        with tab_mlp:
-            if not getattr(config, "mlp", True):
-                st.info("This model is attention-only: its blocks have no MLP (see Inside the model, section 4).")
-            elif config.n_experts:
-                layer = ui.index_slider("Block", config.n_layers, key=state.widget("router_layer"))
-                router = architectures.router_choices(cache, layer)
-                charts.show(
-                    charts.heatmap(
-                        router.probs,
-                        x_labels=[f"expert {e}" for e in range(config.n_experts)],
-                        y_labels=labels,
-                        title="router probability",
-                        x_title="expert",
-                        y_title="token",
-                    ),
-                    width="stretch",
-                )
-                chosen = pd.DataFrame(
-                    {
-                        "token": labels,
-                        **{
-                            f"choice {rank + 1}": [
-                                f"expert {int(e)} ({float(w):.0%})"
-                                for e, w in zip(router.experts[:, rank], router.weights[:, rank])
-                            ]
-                            for rank in range(config.experts_top_k)
-                        },
-                    }
-                )
-                st.dataframe(chosen, hide_index=True, width="stretch")
-                charts.show(
-                    charts.bar(
-                        [f"expert {e}" for e in range(config.n_experts)],
-                        router.load.tolist(),
-                        y_title="tokens routed",
-                        height=240,
-                    ),
-                    width="stretch",
-                )
-                st.caption(
-                    f"Each token goes through {config.experts_top_k} of the {config.n_experts} expert MLPs, "
-                    "mixed with the router's probabilities renormalised over the chosen ones. Training adds a "
-                    f"load-balancing loss (× {config.router_aux_loss_coef:g}) so that the experts share the "
-                    "tokens instead of a few taking them all."
-                )
-            else:
-                layer = ui.index_slider("Block", config.n_layers, key=state.widget("mlp_layer"))
-                hidden = cache[f"blocks.{layer}.mlp.hidden"][0]  # (T, F)
-                neurons = st.slider("Neurons shown", 16, hidden.shape[-1], min(64, hidden.shape[-1]), step=16)
-                charts.show(
-                    charts.heatmap(
-                        hidden[:, :neurons],
-                        x_labels=list(range(neurons)),
-                        y_labels=labels,
-                        colorscale="RdBu",
-                        zmid=0.0,
-                        text_format=None,
-                        x_title="neuron",
-                        y_title="token",
-                    ),
-                    width="stretch",
-                )
-                fraction = model_anatomy.positive_fraction(hidden)
-                st.caption(
-                    f"{fraction:.0%} of this block's {hidden.shape[-1]} MLP neurons are positive across these tokens."
-                )
+        cache = model.recorded_pass(view.content_key, tuple(ids), view)
+        for tab, draw in zip(st.tabs(model.tab_titles(config)), model.TABS):
+            with tab:
+                draw(cache, config, labels)
 
 
 def inside_lesson() -> None:
@@ -392,11 +167,6 @@ def inside_lesson() -> None:
 
 
 # ------------------------------------------------------------------ GPT-2 → Llama
-@st.cache_data(show_spinner=False)
-def gpt2_to_llama_rows(kv_heads: int) -> list[architectures.ArchitectureRow]:
-    return architectures.gpt2_to_llama(kv_heads=kv_heads)
-
-
 @sections.section("model.gpt2_to_llama")
 def gpt2_to_llama() -> None:
     st.markdown(
@@ -405,7 +175,7 @@ def gpt2_to_llama() -> None:
         "counted from the modules llmviz builds; the same switches load real Llama, Qwen2 and SmolLM2 "
         "checkpoints and give transformers' logits to 1e-5."
     )
-    quiz_ui.section(
+    quiz.section(
         "gpt2_to_llama",
         lambda: [
             architectures.norm_question(PRESETS["gpt2-124m"]),
@@ -413,30 +183,7 @@ def gpt2_to_llama() -> None:
         ],
     )
     kv_heads = st.select_slider("Key/value heads in the last steps", [1, 2, 3, 4, 6, 12], value=4)
-    rows = gpt2_to_llama_rows(kv_heads)
-    frame = pd.DataFrame(
-        {
-            "step": [row.change for row in rows],
-            "parameters": [row.parameters for row in rows],
-            "change": [float("nan")] + [row.parameters - previous.parameters for row, previous in zip(rows[1:], rows)],
-            "KV cache per token (bf16)": [row.kv_cache_bytes_per_token for row in rows],
-            "KV cache, 1,024 tokens (MiB)": [row.kv_cache_bytes_per_token * 1024 / 2**20 for row in rows],
-        }
-    )
-    st.dataframe(
-        frame.style.format(
-            {
-                "parameters": "{:,}",
-                "change": "{:+,.0f}",
-                "KV cache per token (bf16)": "{:,} bytes",
-                "KV cache, 1,024 tokens (MiB)": "{:,.1f}",
-            },
-            na_rep="—",
-        ),
-        hide_index=True,
-        width="stretch",
-        placeholder="—",
-    )  # the browser draws an empty cell as 'None' whatever na_rep says
+    model.gpt2_to_llama_table(kv_heads)
     st.caption(
         "GPT-2 small: learned positions, LayerNorm, GELU MLP 4 × wide, biases, 12 key/value heads for 12 "
         "query heads, output head tied to the token embedding."
@@ -474,8 +221,8 @@ def start_llama_lab(steps: int) -> None:
                 seed=seed,
                 device=settings.device,
             )
-            label = training.unique_label(f"GPT-2 → Llama {number}/7: {step.change}")
-            runners.append((label, training.planned(text, config)))  # built in the race's worker
+            label = runs.unique_label(f"GPT-2 → Llama {number}/7: {step.change}")
+            runners.append((label, runs.planned(text, config)))  # built in the race's worker
         started = picker.manager().submit_race(picker.session_id(), runners)
     except JobRefused as refused:
         st.warning(str(refused))
@@ -484,67 +231,6 @@ def start_llama_lab(steps: int) -> None:
     else:
         state.LLAMA_LAB.set({"ids": [job.id for job in started], "corpus": corpus_label, "steps": steps})
         st.rerun(scope="app")  # the sidebar lists the new runs
-
-
-def llama_lab_jobs() -> list:
-    spec = state.LLAMA_LAB.get() or {}
-    found = [picker.manager().get(picker.session_id(), job_id) for job_id in spec.get("ids", [])]
-    return [job for job in found if job is not None]
-
-
-def draw_llama_lab() -> None:
-    spec, jobs = state.LLAMA_LAB.get() or {}, llama_lab_jobs()
-    if not jobs:
-        st.caption("No lab runs yet: press the button to train the seven steps.")
-        return
-    lab = architectures.gpt2_to_llama_lab()
-    rows = []
-    for step, job in zip(lab, jobs):
-        status = job.status()
-        rows.append(
-            {
-                "step": step.change,
-                "parameters": job.info.parameters if job.info else None,
-                "KV cache per token (bf16)": step.kv_cache_bytes_per_token,
-                "steps trained": status.step,
-                "validation loss": status.last_val_loss,
-                "state": status.state,
-            }
-        )
-    frame = pd.DataFrame(rows)
-    st.dataframe(
-        frame.style.format(
-            {"parameters": "{:,.0f}", "KV cache per token (bf16)": "{:,} bytes", "validation loss": "{:.4f}"},
-            na_rep="—",
-        ),
-        hide_index=True,
-        width="stretch",
-        placeholder="—",
-    )
-    measured = frame.dropna(subset=["validation loss"])
-    if len(measured):
-        figure = go.Figure(
-            go.Bar(
-                x=measured["validation loss"],
-                y=measured["step"],
-                orientation="h",
-                text=[f"{v:.3f}" for v in measured["validation loss"]],
-                textposition="auto",
-            )
-        )
-        figure.update_layout(
-            height=300,
-            margin=charts.margins(10),
-            xaxis_title="validation loss (lower is better)",
-            yaxis=dict(autorange="reversed"),
-        )
-        charts.show(figure, width="stretch", key=state.widget("llama_lab_chart"))
-    st.caption(
-        f"Each row trained {spec.get('steps', '?')} steps on {literal_markdown(str(spec.get('corpus', '')))} "
-        "(characters, context 32, batch 16), with the same seed and batches. Differences of a few hundredths "
-        "after a short run are within what another seed gives; the races on the Training page show whole "
-        "curves (these runs are listed there too, and in the sidebar)."
-    )
 
 
 @sections.section("model.gpt2_to_llama_lab")
@@ -563,8 +249,10 @@ def gpt2_to_llama_lab() -> None:
     steps = c1.select_slider("Steps per run", [50, 100, 200, 300, 500], value=200, key=state.widget("llama_lab_steps"))
     if c2.button("Train the seven steps", key=state.widget("llama_lab_start")):
         start_llama_lab(int(steps))
-    training.live(
-        draw_llama_lab, active=lambda: any(job.changing for job in llama_lab_jobs()), name="model.gpt2_to_llama_lab"
+    runs.live(
+        model.draw_llama_lab,
+        active=lambda: any(job.changing for job in model.llama_lab_jobs()),
+        name="model.gpt2_to_llama_lab",
     )
 
 

@@ -1,4 +1,6 @@
-"""The numbers each stage of the app draws, computed without Streamlit: forward passes for the pages
-(:mod:`~llmviz.lessons.forward`), embeddings and word2vec (:mod:`~llmviz.lessons.embeddings`), a model's anatomy
-(:mod:`~llmviz.lessons.anatomy`), architecture switches and races (:mod:`~llmviz.lessons.architectures`),
-predict-then-reveal questions (:mod:`~llmviz.lessons.quiz`) and the adapting stage (:mod:`~llmviz.lessons.adapting`)."""
+"""The numbers each stage of the app draws, computed without Streamlit: one module per stage, named as the stage
+(:mod:`~llmviz.lessons.model` for ``stages/model.py``, :mod:`~llmviz.lessons.inside`, :mod:`~llmviz.lessons.sampling`,
+:mod:`~llmviz.lessons.serving`, :mod:`~llmviz.lessons.adapting`, …), and the parts several stages share, named for what
+they are: recorded forward passes (:mod:`~llmviz.lessons.forward`), architecture switches and races
+(:mod:`~llmviz.lessons.architectures`), embeddings and word2vec (:mod:`~llmviz.lessons.embeddings`) and
+predict-then-reveal questions (:mod:`~llmviz.lessons.quiz`)."""

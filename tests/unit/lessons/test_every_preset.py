@@ -1,7 +1,7 @@
 """Every page's computations work on a tiny model of every preset (each combination of switches).
 
 The functions the pages call (llmviz.lessons.forward, llmviz.interpret.lens, llmviz.generation.sampling,
-llmviz.lessons.anatomy,
+llmviz.lessons.model,
 llmviz.lessons.quiz, llmviz.lessons.architectures) run on each; where a page's number has an independent
 definition it is checked: the logit lens's last row is the model's own prediction (so the final
 norm it applies is the model's RMSNorm or LayerNorm), the token losses average to
@@ -14,10 +14,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import llmviz.lessons.model  # the fixture below is named model
 from llmviz.generation import sampling
 from llmviz.interpret import heads
 from llmviz.interpret import lens as lenses
-from llmviz.lessons import anatomy as model_anatomy
 from llmviz.lessons import architectures, quiz
 from llmviz.lessons import forward as views
 from llmviz.models.gpt import GPT, PRESETS
@@ -89,9 +89,9 @@ def test_sampling(model):
 def test_model_page_numbers(model):
     config = model.config
     cache = views.recorded_pass(model, views.encode(TOKENIZER, TEXT))
-    assert len(model_anatomy.residual_norms(cache, config.n_layers)) == config.n_layers + 1
-    assert model_anatomy.layernorm_before_after(cache, 1)["var_after"].shape[0] > 0
-    assert sum(model_anatomy.parameter_table(config).values()) == model.num_parameters()
+    assert len(llmviz.lessons.model.residual_norms(cache, config.n_layers)) == config.n_layers + 1
+    assert llmviz.lessons.model.layernorm_before_after(cache, 1)["var_after"].shape[0] > 0
+    assert sum(llmviz.lessons.model.parameter_table(config).values()) == model.num_parameters()
     steps = architectures.architecture(config)
     assert steps[-1].shape[-1] == str(config.vocab_size)
     router = architectures.router_choices(cache, 0)

@@ -1,4 +1,6 @@
-"""Numbers the Model page shows, computed from configs, modules and recorded caches.
+"""Numbers the Model page shows (``stages/model.py``, drawn by ``ui/panels/model.py``), computed from configs, modules
+and recorded caches. The architecture switches and the GPT-2 → Llama steps it also shows are shared with other pages:
+:mod:`llmviz.lessons.architectures`; the recorded pass is :func:`llmviz.lessons.forward.recorded_pass`.
 
 Every preset is sized as it is named: ``gpt2-124m`` is GPT-2 small as published, so its parameter table is GPT-2's.
 
@@ -12,7 +14,13 @@ from typing import Literal
 
 import torch
 
-from llmviz.models.gpt import PRESETS, GPTConfig, count_parameters_without_building
+from llmviz.lessons import architectures
+from llmviz.models.gpt import PRESETS, GPTConfig, cache_name, count_parameters_without_building
+
+# a sentence of the Python manual, every word of it one token of the shipped GPT
+DEFAULT_SENTENCE = "The result is then bound to the class name."
+LAB_CHARS = 200_000  # GPT-2 → Llama trains on the corpus's first characters, as the Training page's races do
+SWIGLU_NEURONS = 32  # neurons of the GELU vs SwiGLU comparison
 
 Dtype = Literal["fp32", "bf16", "fp16", "int8"]
 BYTES_PER_PARAMETER: dict[Dtype, int] = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 1}
@@ -32,10 +40,20 @@ def memory_bytes(num_parameters: int, dtype: Dtype) -> int:
     return num_parameters * BYTES_PER_PARAMETER[dtype]
 
 
+def other_tying(config: GPTConfig) -> int:
+    """The parameters of the same sizes with the output head's tying flipped (tied ↔ untied).
+
+    >>> config = PRESETS["gpt2-124m"]  # tied: untying adds the 50,257 × 768 output matrix
+    >>> other_tying(config) - sum(parameter_table(config).values()) == 50257 * 768
+    True
+    """
+    return sum(parameter_table(config.replace(tie_weights=not config.tie_weights)).values())
+
+
 def residual_norms(cache: dict[str, torch.Tensor], n_layers: int) -> list[tuple[str, float]]:
     """Mean L2 norm of the residual stream per token, after the embeddings and after each block."""
-    points = [("embeddings", cache["blocks.0.resid_pre"])] if n_layers else []
-    points += [(f"after block {layer}", cache[f"blocks.{layer}.resid_post"]) for layer in range(n_layers)]
+    points = [("embeddings", cache[cache_name(0, "resid_pre")])] if n_layers else []
+    points += [(f"after block {layer}", cache[cache_name(layer, "resid_post")]) for layer in range(n_layers)]
     return [(name, float(tensor.norm(dim=-1).mean())) for name, tensor in points]
 
 
@@ -45,14 +63,50 @@ def layernorm_before_after(cache: dict[str, torch.Tensor], layer: int) -> dict[s
     The LayerNorm makes each token's vector mean 0 and variance 1 *before* its learned
     scale and shift; after them the statistics move again, as the shown numbers tell.
     """
-    before = cache[f"blocks.{layer}.resid_pre"][0]  # (T, C)
-    after = cache[f"blocks.{layer}.ln1"][0]  # (T, C)
+    before = cache[cache_name(layer, "resid_pre")][0]  # (T, C)
+    after = cache[cache_name(layer, "ln1")][0]  # (T, C)
     return {
         "mean_before": before.mean(-1),
         "var_before": before.var(-1, unbiased=False),
         "mean_after": after.mean(-1),
         "var_after": after.var(-1, unbiased=False),
     }
+
+
+def norms_compared(cache: dict[str, torch.Tensor], layer: int, eps: float) -> dict[str, torch.Tensor]:
+    """LayerNorm and RMSNorm (without their learned scale) on block ``layer``'s input, token by token."""
+    return architectures.norm_comparison(cache[cache_name(layer, "resid_pre")][0], eps)  # (T, C) in
+
+
+def mlps_compared(cache: dict[str, torch.Tensor], layer: int) -> dict[str, torch.Tensor]:
+    """GELU and SwiGLU on block ``layer``'s input to its MLP, through :data:`SWIGLU_NEURONS` random neurons."""
+    return architectures.mlp_comparison(cache[cache_name(layer, "resid_mid")][0], hidden=SWIGLU_NEURONS)  # (T, C) in
+
+
+def mlp_hidden(cache: dict[str, torch.Tensor], layer: int) -> torch.Tensor:
+    """Block ``layer``'s MLP neurons after the activation, (T, F)."""
+    return cache[cache_name(layer, "mlp.hidden")][0]  # (T, F)
+
+
+def gpt2_to_llama_table(kv_heads: int) -> list[dict]:
+    """GPT-2 small → Llama one switch at a time: each step's parameters, its change from the step before (None for
+    the first) and its KV cache per token and for 1,024 tokens (MiB, bf16).
+
+    >>> rows = gpt2_to_llama_table(4)
+    >>> rows[0]["change"] is None, rows[1]["change"] == rows[1]["parameters"] - rows[0]["parameters"]
+    (True, True)
+    """
+    rows = architectures.gpt2_to_llama(kv_heads=kv_heads)
+    return [
+        {
+            "step": row.change,
+            "parameters": row.parameters,
+            "change": None if previous is None else row.parameters - previous.parameters,
+            "KV cache per token (bf16)": row.kv_cache_bytes_per_token,
+            "KV cache, 1,024 tokens (MiB)": row.kv_cache_bytes_per_token * 1024 / 2**20,
+        }
+        for row, previous in zip(rows, [None, *rows[:-1]])
+    ]
 
 
 def positive_fraction(activations: torch.Tensor) -> float:
