@@ -1,0 +1,119 @@
+"""The numbers the Serving page shows (``stages/serving.py``, drawn by ``ui/panels/serving.py``): the KV cache growing
+while the model writes, paged attention's block tables and the batching comparison, with the page's own settings,
+from :mod:`llmviz.generation.serving` (batching's repeated runs are :func:`llmviz.lessons.adapting.batching_steps`).
+
+>>> parse_lengths("13, 5, 22")
+[13, 5, 22]
+"""
+
+from __future__ import annotations
+
+from llmviz.generation import serving
+from llmviz.generation.serving import KVGrowth, PagedKVCache
+from llmviz.lessons import adapting
+from llmviz.lessons.forward import encode
+from llmviz.lessons.quiz import Question
+from llmviz.models.gpt import GPT
+
+GROWTH_TOKENS = 60  # written while the KV cache is measured
+WANTED = (24, 4, 16, 6, 10, 4)  # new tokens each of the six requests wants
+BLOCKS_PER_ROW = 16  # physical blocks drawn in one row
+MAX_REQUESTS = 12
+MAX_LENGTH = 4096
+
+
+def questions(model: GPT, tokenizer, prompt: str) -> list[Question]:
+    """The KV-cache question of the adapting questions (the Serving page asks it; the Adapt page the others)."""
+    return [q for q in adapting.adapt_questions(model, tokenizer, prompt) if q.kind == "kv-bytes"]
+
+
+def growth(model: GPT, tokenizer, prompt: str, new_tokens: int = GROWTH_TOKENS) -> KVGrowth:
+    """The KV cache measured after every step of a greedy generation from ``prompt`` (its last half-context)."""
+    ids = encode(tokenizer, prompt) or [0]
+    return serving.kv_growth(model, ids[-model.config.context_length // 2 :], new_tokens)
+
+
+def bytes_per_token(model: GPT) -> int:
+    """2 (key and value) · layers · key/value heads · head size · bytes per number."""
+    return serving.kv_bytes_per_token(model)
+
+
+def bytes_per_value(model: GPT) -> int:
+    return serving.kv_bytes_per_value(model)
+
+
+def parse_lengths(text: str) -> list[int]:
+    """Request lengths typed as comma-separated whole numbers: 1 to :data:`MAX_REQUESTS` of them, each from 1 to
+    :data:`MAX_LENGTH`; anything else is a ValueError.
+
+    >>> parse_lengths("4,0")
+    Traceback (most recent call last):
+    ...
+    ValueError: Give 1 to 12 whole numbers from 1 to 4096, separated by commas.
+    """
+    message = f"Give 1 to {MAX_REQUESTS} whole numbers from 1 to {MAX_LENGTH}, separated by commas."
+    try:
+        lengths = [int(x) for x in text.replace(" ", "").split(",") if x]
+    except ValueError:
+        raise ValueError(message) from None
+    if not lengths or any(n < 1 or n > MAX_LENGTH for n in lengths) or len(lengths) > MAX_REQUESTS:
+        raise ValueError(message)
+    return lengths
+
+
+def paged(lengths: list[int], block_size: int) -> PagedKVCache:
+    """The block tables of requests named "request 1", "request 2", … grown together to ``lengths``."""
+    return serving.paged_tables({f"request {i + 1}": n for i, n in enumerate(lengths)}, block_size)
+
+
+def table_rows(cache: PagedKVCache) -> list[dict]:
+    """Each request's tokens, block table and unused slots (only ever in its last block).
+
+    >>> table_rows(paged([5], 4))
+    [{'request': 'request 1', 'tokens': 5, 'block table': [0, 1], 'unused slots': 3}]
+    """
+    return [
+        {
+            "request": name,
+            "tokens": cache.lengths[name],
+            "block table": table,
+            "unused slots": len(table) * cache.block_size - cache.lengths[name],
+        }
+        for name, table in cache.tables.items()
+    ]
+
+
+def block_grid(cache: PagedKVCache, width: int = BLOCKS_PER_ROW) -> tuple[list[list[int | None]], list[list[str]]]:
+    """The physical blocks ``width`` to a row: the number (1, 2, …) of the request owning each (None: free), and the
+    label written in it.
+
+    >>> grid, labels = block_grid(paged([5, 2], 4), width=4)
+    >>> grid, labels
+    ([[1, 2, 1, None]], [['1', '2', '1', '']])
+    """
+    names = list(cache.tables)
+    owner = {block: names[i] for i, table in enumerate(cache.tables.values()) for block in table}
+    rows = -(-cache.num_blocks // width)
+    blocks = [[r * width + c for c in range(width)] for r in range(rows)]
+    grid = [[names.index(owner[b]) + 1 if b in owner else None for b in row] for row in blocks]
+    labels = [[owner[b].split()[-1] if b in owner else "" for b in row] for row in blocks]
+    return grid, labels
+
+
+def is_quick(model: GPT) -> bool:
+    """A model small enough to serve the six requests in the page's run (a larger one waits for a button)."""
+    return model.num_parameters() <= adapting.QUICK_PARAMETERS
+
+
+def policy_rows(found: adapting.Batching) -> list[dict]:
+    """Each policy's steps, slot use, useful tokens and tokens/s (a median of the repeats, with its spread)."""
+    return [
+        {
+            "policy": policy,
+            "steps": result.steps,
+            "slot use": f"{result.utilisation:.0%}",
+            "tokens": result.useful_tokens,
+            "tokens/s: median (lowest–highest)": found.rates[policy].text(),
+        }
+        for policy, result in found.results.items()
+    ]

@@ -1,0 +1,156 @@
+"""The Serving page's figures and tables (``stages/serving.py`` wires them; ``llmviz/lessons/serving.py`` computes the
+numbers): the KV cache growing, paged attention's physical blocks and block tables, and the batching comparison."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from llmviz.adapt import memory
+from llmviz.generation.serving import KVGrowth, PagedKVCache
+from llmviz.lessons import serving
+from llmviz.lessons.adapting import Batching
+from ui import charts, picker, state
+
+
+@st.cache_data(show_spinner="Computing the answers…", max_entries=16)
+def questions(key: str, prompt: str, _model, _tokenizer) -> list:
+    return serving.questions(_model, _tokenizer, prompt)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def growth(key: str, prompt: str, new_tokens: int, _model, _tokenizer) -> KVGrowth:
+    return serving.growth(_model, _tokenizer, prompt, new_tokens)
+
+
+def kv_growth(view: picker.ModelView, prompt: str) -> None:
+    """The cache's bytes measured while the model writes, against the formula, and what it wrote."""
+    model, tokenizer = view.model, view.tokenizer
+    per_token = serving.bytes_per_token(model)
+    found = growth(view.content_key, prompt, serving.GROWTH_TOKENS, model, tokenizer)
+    figure = go.Figure(
+        go.Scatter(x=found.tokens, y=found.cache_bytes, mode="lines+markers", name="measured (the cache's tensors)")
+    )
+    figure.add_trace(
+        go.Scatter(
+            x=found.tokens,
+            y=[per_token * n for n in found.tokens],
+            mode="lines",
+            line=dict(dash="dot"),
+            name="formula",
+        )
+    )
+    figure.update_layout(
+        title="The KV cache while generating",
+        xaxis_title="tokens in the cache",
+        yaxis_title="bytes",
+        height=340,
+        margin=charts.margins(40),
+        legend=dict(orientation="h", y=-0.25),
+    )
+    charts.show(figure, key=state.widget("kv_growth"))
+    charts.latex(
+        rf"\text{{KV bytes per token}} = 2 \times {model.config.n_layers} \text{{ layers}} \times "
+        rf"({model.config.kv_heads} \text{{ key/value heads}} \times {model.config.head_dim}) \times "
+        rf"{serving.bytes_per_value(model)} \text{{ bytes}} = {charts.tex_int(per_token)}"
+    )
+    st.caption(
+        f"After {found.tokens[-1]} tokens the cache holds {memory.human_bytes(found.cache_bytes[-1])}: each new "
+        "token adds its key and value in every layer, so the next token reads them instead of computing them "
+        "again. What the model wrote:"
+    )
+    st.code(tokenizer.decode(found.generated), language=None, wrap_lines=True)
+
+
+def blocks_chart(cache: PagedKVCache) -> go.Figure:
+    """The physical blocks, 16 to a row, each coloured by the request that owns it (its number written in it)."""
+    width = serving.BLOCKS_PER_ROW
+    grid, labels = serving.block_grid(cache, width)
+    rows = len(grid)
+    figure = go.Figure(
+        go.Heatmap(
+            z=grid,
+            colorscale="Turbo",
+            text=labels,
+            texttemplate="%{text}",
+            customdata=[[r * width + c for c in range(width)] for r in range(rows)],
+            hovertemplate="block %{customdata}: request %{text}<extra></extra>",
+            showscale=False,
+        )
+    )
+    figure.update_xaxes(  # each row names its blocks: a column is "+ n" from the row's first block
+        tickmode="array", tickvals=list(range(width)), ticktext=[f"+{c}" for c in range(width)]
+    )
+    figure.update_yaxes(
+        autorange="reversed",
+        tickmode="array",
+        tickvals=list(range(rows)),
+        ticktext=[f"blocks {width * r}–{width * r + width - 1}" for r in range(rows)],
+    )
+    figure.update_layout(
+        title="Physical blocks: the number is the request that owns it",
+        height=110 + 45 * rows,
+        margin=charts.margins(40),
+    )
+    return figure
+
+
+def block_tables(cache: PagedKVCache) -> None:
+    """The physical blocks, each request's block table, and the slots left unused."""
+    charts.show(blocks_chart(cache), key=state.widget("page_blocks"))
+    st.dataframe(pd.DataFrame(serving.table_rows(cache)), hide_index=True)
+    st.caption(
+        f"Unused slots: {cache.wasted_slots()} of {cache.num_blocks * cache.block_size} — only in each request's "
+        "last block. Reserving every request's longest possible length up front would waste far more."
+    )
+
+
+def batching_chart(found: Batching) -> go.Figure:
+    figure = go.Figure()
+    for (policy, result), colour in zip(found.results.items(), ("#f76707", "#4c6ef5"), strict=True):
+        names = [r.name for r in result.requests]
+        figure.add_trace(
+            go.Bar(
+                x=names,
+                y=[r.wait_steps for r in result.requests],
+                name=f"{policy}: wait",
+                marker_color=colour,
+                legendgroup=policy,
+                offsetgroup=policy,
+            )
+        )
+        figure.add_trace(
+            go.Scatter(
+                x=names,
+                y=[r.finish_step for r in result.requests],
+                mode="markers",
+                marker=dict(size=11, color=colour, line=dict(width=1, color="white")),
+                name=f"{policy}: finished",
+                legendgroup=policy,
+                offsetgroup=policy,
+            )
+        )
+    figure.update_layout(
+        title="Steps each request waited for a slot (bars) and the step it finished (dots)",
+        height=360,
+        barmode="group",
+        scattermode="group",  # each policy's dot over its own bar: equal steps no longer hide one
+        margin=charts.margins(60),
+        legend=dict(orientation="h", y=-0.2),
+        yaxis_title="step",
+    )
+    return figure
+
+
+def batching(found: Batching) -> None:
+    """Both policies' waits and finishes, their steps, slot use and tokens/s."""
+    charts.show(batching_chart(found), key=state.widget("batching"))
+    st.dataframe(pd.DataFrame(serving.policy_rows(found)), hide_index=True)
+    st.caption(
+        f"Requests want {', '.join(map(str, serving.WANTED))} new tokens; all arrive together. A static batch holds "
+        "its slots until its longest request ends (finished slots compute padding); continuous batching hands a "
+        "free slot to the next request at once. Steps are the same in every run; the seconds are not (a shared "
+        f"server), so tokens/s is the median of {found.repeats} runs of each policy, taken in turn, with the "
+        "lowest and highest."
+    )
