@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import ui
-from llmviz.interpret import lens as lenses
+from llmviz.interpret.lens import sequence_logit_lens
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import JOB_TIMEOUT, assert_clean, run_app, run_page
 from tests.support.paths import DATA
@@ -83,7 +83,7 @@ SENTENCE = "The for statement is used to iterate over the elements of a sequence
 def shipped_lens():
     model, tokenizer, _ = load_checkpoint(DATA / "gpt-python-docs")
     ids = tokenizer.encode(SENTENCE)[:32]
-    lens = lenses.sequence_logit_lens(model.eval(), ids, k=5)
+    lens = sequence_logit_lens(model.eval(), ids, k=5)
     tokens = [tokenizer.printable(i) for i in ids]
     return lens, tokens, charts.unique_labels(tokens), tokenizer.printable
 

@@ -976,23 +976,51 @@ def final_line(job, status, last: induction.ProbeResult, knocked: induction.Prob
     return line + "."
 
 
+def offer_induction_run() -> None:
+    """No induction run yet: the button that starts one, and what it will do."""
+    if st.button(
+        f"Train it: {induction.PRESET.steps} steps, about a minute on a laptop CPU",
+        type="primary",
+        key=state.widget("induction_start"),
+    ):
+        start_induction_run()
+        st.rerun(scope="app")  # the sidebar picker now lists (and shows) the run
+    st.caption(
+        f"It trains in the background as one of your runs, and becomes the model picked in the sidebar: "
+        f"the other tabs and every page then show it instead of {literal_markdown(picker.current().label)}. "
+        "It reads lines of random characters, so the logit lens shows single random characters. This tab "
+        "then offers a button to go back to your model."
+    )
+
+
+def induction_links(job, view, layer: int, head: int) -> None:
+    """The strongest head on Attention, and the buttons that show this run on every page or go back."""
+    c1, c2 = st.columns(2)
+    c1.page_link(
+        str(ui.ROOT / "stages/attention.py"),
+        label=f"See layer {layer}, head {head} on Attention",
+        icon=":material/visibility:",
+        query_params={"layer": layer, "head": head},
+    )
+    if view.run_id != job.id and c2.button("Show this run on every page", key=state.widget("induction_pick")):
+        picker.select(f"run:{job.id}")
+        st.rerun(scope="app")
+    previous = state.INDUCTION_PREVIOUS.get()
+    if view.run_id == job.id and previous:
+        st.caption(
+            "This run is the model picked in the sidebar, so the other tabs show it (random characters), not the "
+            "model you had picked."
+        )
+        if c2.button("Back to the model picked before", key=state.widget("induction_back")):
+            state.INDUCTION_PREVIOUS.pop()
+            picker.select(previous)
+            st.rerun(scope="app")
+
+
 def induction_body() -> None:
     job = induction_job()
-    preset = induction.PRESET
     if job is None:
-        if st.button(
-            f"Train it: {preset.steps} steps, about a minute on a laptop CPU",
-            type="primary",
-            key=state.widget("induction_start"),
-        ):
-            start_induction_run()
-            st.rerun(scope="app")  # the sidebar picker now lists (and shows) the run
-        st.caption(
-            f"It trains in the background as one of your runs, and becomes the model picked in the sidebar: "
-            f"the other tabs and every page then show it instead of {literal_markdown(picker.current().label)}. "
-            "It reads lines of random characters, so the logit lens shows single random characters. This tab "
-            "then offers a button to go back to your model."
-        )
+        offer_induction_run()
         return
     status = job.status()
     if not status.done:
@@ -1026,26 +1054,7 @@ def induction_body() -> None:
         )
     if status.done:
         st.markdown(final_line(job, status, last, knocked[-1], name))
-    c1, c2 = st.columns(2)
-    c1.page_link(
-        str(ui.ROOT / "stages/attention.py"),
-        label=f"See layer {layer}, head {head} on Attention",
-        icon=":material/visibility:",
-        query_params={"layer": layer, "head": head},
-    )
-    if view.run_id != job.id and c2.button("Show this run on every page", key=state.widget("induction_pick")):
-        picker.select(f"run:{job.id}")
-        st.rerun(scope="app")
-    previous = state.INDUCTION_PREVIOUS.get()
-    if view.run_id == job.id and previous:
-        st.caption(
-            "This run is the model picked in the sidebar, so the other tabs show it (random characters), not the "
-            "model you had picked."
-        )
-        if c2.button("Back to the model picked before", key=state.widget("induction_back")):
-            state.INDUCTION_PREVIOUS.pop()
-            picker.select(previous)
-            st.rerun(scope="app")
+    induction_links(job, view, layer, head)
     if status.done and st.button("Train it again", key=state.widget("induction_again")):
         start_induction_run()
         st.rerun(scope="app")
