@@ -66,8 +66,6 @@ def both(render, section: str, what: str) -> None:
 
 
 # ------------------------------------------------------------------ the logit lens (the page opens here)
-
-
 @sections.section("inside.lens")
 def lens_section() -> None:
     st.header("The logit lens, block by block")
@@ -81,8 +79,6 @@ def lens_section() -> None:
 
 
 # ------------------------------------------------------------------ head detectors
-
-
 @sections.section("inside.heads")
 def heads_section() -> None:
     st.header("Head detectors: what does each attention head look at?")
@@ -116,8 +112,6 @@ def heads_section() -> None:
 
 
 # ------------------------------------------------------------------ loss on every token
-
-
 @sections.section("inside.loss")
 def loss_section() -> None:
     st.header("The loss on every token")
@@ -136,8 +130,6 @@ def loss_section() -> None:
 
 
 # ------------------------------------------------------------------ knock out heads
-
-
 @sections.section("inside.ablation")
 def ablation_section() -> None:
     st.header("Knock out heads: which ones does the loss need?")
@@ -167,8 +159,6 @@ def ablation_section() -> None:
 
 
 # ------------------------------------------------------------------ patch activations
-
-
 @sections.section("inside.patching")
 def patching_section() -> None:
     st.header("Patch activations: where does the answer live?")
@@ -260,8 +250,6 @@ def steering_section() -> None:
 
 
 # ------------------------------------------------------------------ an induction head forming
-
-
 @sections.section("inside.induction")
 def induction_section() -> None:
     st.header("Watching an induction head form")

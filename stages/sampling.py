@@ -232,8 +232,6 @@ def generate_section(view: picker.ModelView, encoded) -> None:
 
 
 # ------------------------------------------------------------------ step mode
-
-
 @sections.section("sampling.step_mode")
 def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, top_p: float) -> None:
     model, tokenizer, label = view.model, view.tokenizer, view.content_key
@@ -274,8 +272,6 @@ def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, t
 
 
 # ------------------------------------------------------------------ three temperatures
-
-
 @sections.section("sampling.temperatures")
 def three_temperatures(view: picker.ModelView, encoded) -> None:
     _, top_k, top_p = chosen_settings()
@@ -290,8 +286,6 @@ def three_temperatures(view: picker.ModelView, encoded) -> None:
 
 
 # ------------------------------------------------------------------ the KV cache
-
-
 @sections.section("sampling.kv_cache")
 def kv_cache(view: picker.ModelView, encoded) -> None:
     temperature, top_k, top_p = chosen_settings()

@@ -167,8 +167,6 @@ def true_token_figure(
 
 
 # ------------------------------------------------------------------ interventions: sweeps, charts, tables
-
-
 def spec_key(*parts: Any) -> str:
     """A short content key for a request (the model's key, the token ids, the settings).
 
