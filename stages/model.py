@@ -452,7 +452,7 @@ def gpt2_to_llama() -> None:
 def start_llama_lab(steps: int) -> None:
     """The seven steps of GPT-2 → Llama at GPT micro's size as one race on the sidebar's corpus: one seed, one
     tokenizer, the same batches; only the flipped switches differ."""
-    from llmviz.training.trainer import TrainConfig
+    from llmviz.training.config import TrainConfig
 
     loaded = ui.corpus_text(settings.corpus)
     if loaded is None:

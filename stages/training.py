@@ -29,19 +29,12 @@ from llmviz.lessons.training import (
     names_race,
     optimizer_race,
 )
-from llmviz.models.decoder import toy_task_loop
 from llmviz.training import footprint
+from llmviz.training.config import OPTIMIZER_TITLES, PRECISION_TITLES, TrainConfig, default_precision, precision_choices
+from llmviz.training.dataset import prepare_data, vocab_bound
 from llmviz.training.losses import batch_loss, position_gradient
-from llmviz.training.trainer import (
-    OPTIMIZER_TITLES,
-    PRECISION_TITLES,
-    TrainConfig,
-    build_trainer,
-    default_precision,
-    precision_choices,
-    prepare_data,
-    vocab_bound,
-)
+from llmviz.training.toy_decoder import toy_task_loop
+from llmviz.training.trainer import build_trainer
 from ui import charts, models, picker, sections, share, state
 from ui.panels import quiz as quiz_ui
 from ui.panels import runs as training

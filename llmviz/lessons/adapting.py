@@ -26,7 +26,9 @@ from llmviz.lessons.quiz import Question
 from llmviz.models.gpt import GPT
 from llmviz.tokenizers.base import Tokenizer
 from llmviz.training import footprint
-from llmviz.training.trainer import TrainConfig, Trainer, prepare_data
+from llmviz.training.config import TrainConfig
+from llmviz.training.dataset import prepare_data
+from llmviz.training.trainer import Trainer
 
 QUICK_PARAMETERS = 5_000_000  # above this, training demos run as lab runs only
 #: what each of the page's computations holds besides the worker's copy of the model, in copies of its weights: a

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
+from llmviz.errors import ConfigError
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.models.gpt import PRESETS, GPTConfig, PresetName
-from llmviz.training.trainer import OPTIMIZER_TITLES
+from llmviz.training.config import OPTIMIZER_TITLES
 
 #: The GPT presets a student trains on the Training page, with the name each goes by.
 GPT_TITLES = {
@@ -164,3 +165,18 @@ def perplexity_measure(val_loss: float | None) -> str | None:
     'validation perplexity 20.00'
     """
     return None if val_loss is None else f"validation perplexity {math.exp(val_loss):,.2f}"
+
+
+def smooth(values: list[float], weight: float = 0.9) -> list[float]:
+    """Exponential moving average with bias correction (as TensorBoard's smoothing slider).
+
+    >>> smooth([1.0, 3.0], weight=0.5)
+    [1.0, 2.3333333333333335]
+    """
+    if not 0.0 <= weight < 1.0:
+        raise ConfigError("The smoothing weight must be in [0, 1).")
+    out, average = [], 0.0
+    for step, value in enumerate(values, start=1):
+        average = weight * average + (1 - weight) * value
+        out.append(average / (1 - weight**step))
+    return out
