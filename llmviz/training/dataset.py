@@ -3,7 +3,7 @@ random batches of windows drawn from one split (:class:`Batches`).
 
 >>> dataset = prepare_data("hello world\\n" * 20, TrainConfig(model="mlp", tokenizer="char", context_length=8))
 >>> len(dataset.train_ids) + len(dataset.val_ids), dataset.vocab_size
-(240, 8)
+(240, 9)
 """
 
 from __future__ import annotations
