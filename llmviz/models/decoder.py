@@ -20,6 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from llmviz.errors import ConfigError
+from llmviz.models import breakdown
 from llmviz.models.attention import attention_steps
 from llmviz.models.cache import Cache, record
 
@@ -145,22 +146,16 @@ class Decoder(nn.Module):
         return logits, loss, cache
 
     def parameter_breakdown(self) -> dict[str, int]:
-        groups: dict[str, int] = {}
-        for name, parameter in self.named_parameters():
-            if name.startswith("embed"):
-                key = "embedding"
-            elif name.startswith("output"):
-                key = "output layer"
-            elif ".self_attn." in name:
-                key = "masked self-attention"
-            elif ".cross_attn." in name:
-                key = "cross-attention"
-            elif ".ffn." in name:
-                key = "FFN"
-            else:
-                key = "LayerNorm"
-            groups[key] = groups.get(key, 0) + parameter.numel()
-        return groups
+        """Parameters per component (:func:`llmviz.models.breakdown.parameter_breakdown`)."""
+        rules = [
+            (r"^embed", "embedding"),
+            (r"^output", "output layer"),
+            (r"\.self_attn\.", "masked self-attention"),
+            (r"\.cross_attn\.", "cross-attention"),
+            (r"\.ffn\.", "FFN"),
+            (r"\.ln_", "LayerNorm"),
+        ]
+        return breakdown.parameter_breakdown(self, rules)
 
 
 def toy_task(config: DecoderConfig = TOY_CONFIG, batch_size: int = 10, seed: int = 0):
