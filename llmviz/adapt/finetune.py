@@ -37,9 +37,8 @@ import torch.nn.functional as F
 
 from llmviz.device import isolated_rng
 from llmviz.errors import ConfigError
-from llmviz.lessons.forward import encode
 from llmviz.models.gpt import GPT
-from llmviz.tokenizers.base import Tokenizer
+from llmviz.tokenizers.base import Tokenizer, encode
 from llmviz.training.dataset import Dataset
 from llmviz.training.trainer import StepMetrics
 

@@ -21,10 +21,9 @@ from llmviz.adapt import quantize as qz
 from llmviz.errors import ConfigError
 from llmviz.generation import serving
 from llmviz.generation.sampling import generate_text
-from llmviz.lessons.forward import encode
 from llmviz.lessons.quiz import Question
 from llmviz.models.gpt import GPT
-from llmviz.tokenizers.base import Tokenizer
+from llmviz.tokenizers.base import Tokenizer, encode
 from llmviz.training import footprint
 from llmviz.training.config import TrainConfig
 from llmviz.training.dataset import prepare_data
