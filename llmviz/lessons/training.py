@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import cast
 
 from llmviz.errors import ConfigError
+from llmviz.lessons.architectures import SWITCH_RACES
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.models.gpt import PRESETS, GPTConfig, PresetName
-from llmviz.training.config import OPTIMIZER_TITLES
+from llmviz.training.config import OPTIMIZER_TITLES, TrainConfig
 
 #: The GPT presets a student trains on the Training page, with the name each goes by.
 GPT_TITLES = {
@@ -111,6 +112,64 @@ def optimizer_race(model: str) -> list[Runner]:
     """
     rates = (("sgd", 0.3), ("momentum", 0.03), ("rmsprop", 3e-3), ("adam", 3e-3))
     return [Runner(model, name, lr, f"{OPTIMIZER_TITLES[name]} (lr {lr:g})") for name, lr in rates]
+
+
+def switch_race_configs(switch: str, steps: int, seed: int, device: str = "cpu") -> list[tuple[str, TrainConfig]]:
+    """An architecture race's two runners (``(title, config)``): the same GPT micro, seed and batches at a context of
+    :data:`SWITCH_RACE_CONTEXT` (it reads up to 64), differing in one switch (llmviz.lessons.architectures).
+
+    >>> [(title, config.architecture) for title, config in switch_race_configs("positions", 50, seed=1)]
+    [('learned positions', {'positions': 'learned'}), ('RoPE', {'positions': 'rope'})]
+    """
+    return [
+        (
+            title,
+            TrainConfig(
+                model="gpt-micro",
+                tokenizer="char",
+                context_length=SWITCH_RACE_CONTEXT,
+                model_context=64,
+                batch_size=16,
+                steps=steps,
+                architecture=switches or None,
+                eval_interval=max(1, steps // 10),
+                seed=seed,
+                device=device,
+            ),
+        )
+        for title, switches in SWITCH_RACES[switch]
+    ]
+
+
+def lineup_configs(
+    lineup: Sequence[Runner], steps: int, seed: int, device: str = "cpu"
+) -> list[tuple[str, TrainConfig]]:
+    """A names or optimizer race's runners (``(title, config)``): characters, a context of 16, batches of 32 and a
+    constant learning rate without warmup, one seed for every runner (a fair race).
+
+    >>> [(title, config.optimizer, config.lr) for title, config in lineup_configs(names_race()[:1], 50, seed=1)]
+    [('Bigram (count table)', 'adam', 0.003)]
+    """
+    return [
+        (
+            runner.title,
+            TrainConfig(
+                model=runner.model,
+                tokenizer="char",
+                context_length=16,
+                batch_size=32,
+                steps=steps,
+                optimizer=runner.optimizer,
+                lr=runner.lr,
+                eval_interval=max(1, steps // 10),
+                seed=seed,
+                device=device,
+                warmup_steps=0,
+                schedule="constant",
+            ),
+        )
+        for runner in lineup
+    ]
 
 
 @dataclass(frozen=True)
