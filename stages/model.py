@@ -12,6 +12,7 @@ from llmviz.lessons import anatomy as model_anatomy
 from llmviz.lessons import architectures
 from llmviz.lessons import forward as views
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
+from llmviz.tokenizers.ids import encode
 from ui import charts, picker, present, sections, share, state
 from ui.panels import quiz as quiz_ui
 from ui.panels import runs as training
@@ -208,7 +209,7 @@ def look_inside() -> None:
         **share.bind("model_sentence"),
     )
     share.carried_note("model_sentence")
-    ids = views.encode(tokenizer, sentence)
+    ids = encode(tokenizer, sentence)
     if not ids:
         st.warning("Type a sentence: there is nothing to run yet.")
         return

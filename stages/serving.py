@@ -14,8 +14,8 @@ import ui
 from llmviz.adapt import memory
 from llmviz.generation import serving
 from llmviz.lessons import adapting as adapt
-from llmviz.lessons import forward as views
 from llmviz.lessons.defaults import DEFAULT_PROMPT
+from llmviz.tokenizers.ids import encode
 from ui import charts, picker, sections, share, state
 from ui.panels import quiz as quiz_ui
 from ui.panels import runs as training
@@ -43,7 +43,7 @@ def _questions(key: str, _model, _tokenizer) -> list:
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def _growth(key: str, prompt: str, new_tokens: int, _model, _tokenizer) -> serving.KVGrowth:
-    ids = views.encode(_tokenizer, prompt) or [0]
+    ids = encode(_tokenizer, prompt) or [0]
     return serving.kv_growth(_model, ids[-_model.config.context_length // 2 :], new_tokens)
 
 

@@ -38,7 +38,8 @@ import torch.nn.functional as F
 from llmviz.device import isolated_rng
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import GPT
-from llmviz.tokenizers.base import Tokenizer, encode
+from llmviz.tokenizers.base import Tokenizer
+from llmviz.tokenizers.ids import encode
 from llmviz.training.dataset import Dataset
 from llmviz.training.trainer import StepMetrics
 

@@ -23,7 +23,8 @@ from llmviz.generation import serving
 from llmviz.generation.sampling import generate_text
 from llmviz.lessons.quiz import Question
 from llmviz.models.gpt import GPT
-from llmviz.tokenizers.base import Tokenizer, encode
+from llmviz.tokenizers.base import Tokenizer
+from llmviz.tokenizers.ids import encode
 from llmviz.training import footprint
 from llmviz.training.config import TrainConfig
 from llmviz.training.dataset import prepare_data

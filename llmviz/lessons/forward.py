@@ -13,7 +13,6 @@ import torch
 import torch.nn as nn
 
 from llmviz.lessons import embeddings as emb
-from llmviz.tokenizers.base import encode  # noqa: F401 (moved there; the pages still call forward's until they import it)
 
 MAX_ATTENTION_TOKENS = 48  # the attention charts stay readable up to this many tokens
 
@@ -185,8 +184,9 @@ def recorded_pass(model: nn.Module, ids: list[int]) -> dict[str, torch.Tensor]:
 
 
 def dropped_characters(tokenizer, text: str) -> list[str]:
-    """The characters of ``text`` that :func:`llmviz.tokenizers.base.encode` drops: those a character vocabulary lacks, sorted. Byte-level
-    and word tokenizers drop nothing (a word they lack becomes ``[UNK]``, which is still a token).
+    """The characters of ``text`` that :func:`llmviz.tokenizers.ids.encode` drops: those a character vocabulary
+    lacks, sorted. Byte-level and word tokenizers drop nothing (a word they lack becomes ``[UNK]``, which is
+    still a token).
 
     >>> from llmviz.tokenizers.char_word import CharTokenizer
     >>> dropped_characters(CharTokenizer.train("abc"), "abzy a")

@@ -65,25 +65,3 @@ class Tokenizer:
         """The tokenizer as JSON data that :func:`llmviz.tokenizers.saved.tokenizer_from_dict` rebuilds (checkpoints
         store it); a tokenizer that cannot be saved says so."""
         raise TokenizerError(f"The {self.name} tokenizer cannot be saved with a checkpoint.")
-
-
-def encode(tokenizer, text: str, allowed_special: str = "none") -> list[int]:
-    """The ids of ``text`` by any llmviz tokenizer; a character vocabulary skips the characters it lacks instead of
-    failing.
-
-    ``allowed_special`` ("none": special-token text stays ordinary, "all": it becomes the special token) reaches
-    only tokenizers that have special tokens; character and word vocabularies have none.
-
-    >>> from llmviz.tokenizers.char_word import CharTokenizer
-    >>> encode(CharTokenizer.train("abc"), "abz")
-    [0, 1]
-    >>> encode(CharTokenizer.train("<|>"), "<|>", allowed_special="all")
-    [0, 2, 1]
-    """
-    from llmviz.tokenizers.char_word import CharTokenizer
-
-    if isinstance(tokenizer, CharTokenizer):
-        return tokenizer.encode(text, errors="skip")
-    if getattr(tokenizer, "special_tokens", None) is not None:
-        return tokenizer.encode(text, allowed_special=allowed_special)
-    return tokenizer.encode(text)
