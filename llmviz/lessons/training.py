@@ -16,7 +16,7 @@ from llmviz.errors import ConfigError
 from llmviz.lessons.architectures import SWITCH_RACES
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.models.gpt import PRESETS, GPTConfig, PresetName
-from llmviz.training.config import OPTIMIZER_TITLES, TrainConfig
+from llmviz.training.config import OPTIMIZER_TITLES, ModelName, Optimizer, TrainConfig
 
 #: The GPT presets a student trains on the Training page, with the name each goes by.
 GPT_TITLES = {
@@ -154,12 +154,12 @@ def lineup_configs(
         (
             runner.title,
             TrainConfig(
-                model=runner.model,
+                model=cast(ModelName, runner.model),
                 tokenizer="char",
                 context_length=16,
                 batch_size=32,
                 steps=steps,
-                optimizer=runner.optimizer,
+                optimizer=cast(Optimizer, runner.optimizer),
                 lr=runner.lr,
                 eval_interval=max(1, steps // 10),
                 seed=seed,
