@@ -348,7 +348,8 @@ def weight_histograms(model: GPT, name: str, spec: quantize.QuantSpec, bins: int
     (a chart then draws ``bins`` bars, not a million points).
 
     >>> from llmviz.models.gpt import PRESETS
-    >>> h = weight_histograms(GPT(PRESETS["gpt-nano"]), "blocks.0.attn.qkv.weight", quantize.QuantSpec(4, False, True), 10)
+    >>> spec = quantize.QuantSpec(4, False, True)
+    >>> h = weight_histograms(GPT(PRESETS["gpt-nano"]), "blocks.0.attn.qkv.weight", spec, 10)
     >>> int(h.before.sum()) == int(h.after.sum()) == GPT(PRESETS["gpt-nano"]).blocks[0].attn.qkv.weight.numel()
     True
     """
