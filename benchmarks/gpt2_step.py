@@ -25,7 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
-from llmviz.training.trainer import Dataset, TrainConfig, Trainer  # noqa: E402
+from llmviz.training.config import TrainConfig  # noqa: E402
+from llmviz.training.dataset import Dataset  # noqa: E402
+from llmviz.training.trainer import Trainer  # noqa: E402
 
 H100_CLASS = ("H100", "H200", "H800", "GH200", "B200", "B100")
 

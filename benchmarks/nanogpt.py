@@ -55,7 +55,8 @@ import torch.nn.functional as F  # noqa: E402
 
 from llmviz.data import corpus  # noqa: E402
 from llmviz.errors import CorpusUnavailable  # noqa: E402
-from llmviz.training.trainer import TrainConfig, Trainer  # noqa: E402
+from llmviz.training.config import TrainConfig  # noqa: E402
+from llmviz.training.trainer import Trainer  # noqa: E402
 
 RECORD = ROOT / "docs" / "benchmarks" / "nanogpt.md"
 

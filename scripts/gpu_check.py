@@ -56,7 +56,8 @@ import torch  # noqa: E402
 
 from llmviz.data import corpus  # noqa: E402
 from llmviz.models.gpt import GPT, PRESETS  # noqa: E402
-from llmviz.training.trainer import TrainConfig, Trainer, resume  # noqa: E402
+from llmviz.training.config import TrainConfig  # noqa: E402
+from llmviz.training.trainer import Trainer, resume  # noqa: E402
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 

@@ -12,6 +12,7 @@ from llmviz.lessons import architectures, quiz
 from llmviz.lessons import forward as views
 from llmviz.models import attention as att
 from llmviz.models.gpt import PRESETS, GPTConfig
+from llmviz.tokenizers.ids import encode
 from ui import charts, picker, present, sections, share, state
 from ui.panels import quiz as quiz_ui
 from ui.text import literal_markdown, tidy_floats
@@ -336,7 +337,7 @@ def masks_lesson() -> None:
 @st.cache_data(show_spinner=False, max_entries=64)
 def gpt_patterns(model_key: str, sentence: str, _view: picker.ModelView) -> views.AttentionPatterns | None:
     """Every pattern of the picked model on the sentence, cached by (its weights id, sentence)."""
-    return views.attention_patterns(_view.model, views.encode(_view.tokenizer, sentence))
+    return views.attention_patterns(_view.model, encode(_view.tokenizer, sentence))
 
 
 @st.cache_data(show_spinner="Running MiniLM…", max_entries=64)

@@ -14,6 +14,7 @@ from llmviz.jobs import tasks as lab_tasks
 from llmviz.lessons import architectures
 from llmviz.lessons import embeddings as emb
 from llmviz.lessons import forward as views
+from llmviz.tokenizers.ids import encode
 from ui import charts, picker, sections, share, state
 from ui.panels import quiz as quiz_ui
 from ui.panels import runs as training
@@ -259,7 +260,7 @@ def embedding_map(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     query_text = c1.text_input("Nearest neighbours of", DEFAULT_QUERY, key=state.widget("gpt_nn"))
     dims = c2.radio("Projection", [2, 3], horizontal=True, format_func=lambda d: f"{d}D PCA")
-    query_ids = views.encode(tokenizer, query_text)
+    query_ids = encode(tokenizer, query_text)
     found = neighbours_of(view.content_key, query_ids[0], table) if query_ids else None
     groups = {token: "your tokens" for token in ids}
     groups |= {token: "nearest neighbours" for token in (found.ids if found else [])}
@@ -307,7 +308,7 @@ def neighbours_before_after(query_text: str) -> None:
 
     def render(shown: picker.ModelView, column: str) -> None:
         table = views.embedding_table(shown.model)
-        query_ids = views.encode(shown.tokenizer, query_text)
+        query_ids = encode(shown.tokenizer, query_text)
         if table is None or not query_ids:
             st.info("Nothing to compare here.")
             return
@@ -383,7 +384,7 @@ def token_embeddings() -> None:
         "Tokens to compare", DEFAULT_WORDS, help="Words are split into the model's tokens.", **share.bind("words")
     )
     share.carried_note("words")
-    ids = list(dict.fromkeys(views.encode(view.tokenizer, typed)))[:24]
+    ids = list(dict.fromkeys(encode(view.tokenizer, typed)))[:24]
     embedding_map(view, table, ids)
     if not ids:
         st.warning("Type some text: there are no tokens to compare.")
@@ -403,7 +404,7 @@ def token_embeddings() -> None:
 # ------------------------------------------------------------------ 3. positions
 @st.cache_data(show_spinner=False, max_entries=64)
 def input_rows(model_key: str, sentence: str, _view: picker.ModelView):
-    ids = views.encode(_view.tokenizer, sentence)
+    ids = encode(_view.tokenizer, sentence)
     rows = views.input_embeddings(_view.model, ids)
     return ids[: len(rows[0])] if rows else ids, rows
 

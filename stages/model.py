@@ -8,6 +8,7 @@ from llmviz.errors import ConfigError, LlmvizError
 from llmviz.jobs.manager import JobRefused
 from llmviz.lessons import architectures, forward
 from llmviz.lessons.model import DEFAULT_SENTENCE, LAB_CHARS
+from llmviz.tokenizers.ids import encode
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
 from ui import charts, picker, present, sections, share, state
 from ui.panels import model, quiz, runs
@@ -129,7 +130,7 @@ def size_a_gpt() -> None:
 def fitted_ids(view: picker.ModelView, sentence: str) -> list[int]:
     """The sentence's token ids, its last ``context_length`` when it is longer (the page says so)."""
     context = view.model.config.context_length
-    ids = forward.encode(view.tokenizer, sentence)
+    ids = encode(view.tokenizer, sentence)
     if len(ids) > context:
         st.warning(f"{len(ids)} tokens do not fit the context of {context}: only the last {context} are used.")
     return ids[-context:]

@@ -18,6 +18,7 @@ from llmviz.tokenizers import char_word, windows, zipf
 from llmviz.tokenizers.bpe import compression
 from llmviz.tokenizers.bpe import reference as bpe_reference
 from llmviz.tokenizers.bpe import tokenizer as bpe_tokenizer
+from llmviz.tokenizers.ids import encode
 from ui import charts, picker, present, sections, share, state
 from ui.panels import quiz as quiz_ui
 from ui.panels import runs as training
@@ -219,7 +220,7 @@ def unknown_words_note(tokenizer: char_word.WordTokenizer, ids: list[int]) -> st
 def tokenizer_card(name: str, tokenizer, show_ids: bool) -> dict:
     """One tokenizer's card, as Tiktokenizer draws it: its name, how many tokens, your text as chips (the id under
     each), what it lost, the ids; returns its row of the table under the cards."""
-    ids = views.encode(tokenizer, text)
+    ids = encode(tokenizer, text)
     unknown = views.dropped_characters(tokenizer, text)
     notes = (
         f"{len(unknown)} character(s) not in the vocabulary were dropped: {shown_characters(unknown)}"
@@ -518,11 +519,11 @@ def round_trip(tokenizer) -> None:
         help="Off (the default): text a user types stays ordinary text, even if it spells a special "
         "token. On: the program that builds the text asks for the special token on purpose.",
     )
-    ids = views.encode(tokenizer, text, "all" if allow_special else "none")
+    ids = encode(tokenizer, text, "all" if allow_special else "none")
     dropped = views.dropped_characters(tokenizer, text)
     typed = [name for name in getattr(tokenizer, "special_tokens", {}) if name in text]
     if typed:
-        other = views.encode(tokenizer, text, "none" if allow_special else "all")
+        other = encode(tokenizer, text, "none" if allow_special else "all")
         as_special, as_text = (ids, other) if allow_special else (other, ids)
         st.info(
             f"Your text spells {', '.join(f'`{name}`' for name in typed)}. As ordinary text it is "
@@ -626,12 +627,12 @@ def pairs_lesson() -> None:
     st.header("4. Input–target pairs: what the model trains on")
     tokenizer = lesson_tokenizer()
     if text:
-        ids = views.encode(tokenizer, text)
+        ids = encode(tokenizer, text)
     else:  # the windows need tokens: the corpus's start stands in for the empty text, and the page says so
         window_text = corpus_text[:300] or EXAMPLES["English"]
         source = literal_markdown(corpus_label) if corpus_text else "the English example"
         st.info(f"Your text is empty: these windows cut the first {len(window_text)} characters of {source} instead.")
-        ids = views.encode(tokenizer, window_text)
+        ids = encode(tokenizer, window_text)
     input_target_pairs(ids, tokenizer)
 
 

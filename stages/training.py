@@ -6,46 +6,36 @@ decoder are tabs.
 """
 
 import functools
-import math
 
-import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
-import torch
 
 import ui
 from llmviz.data.corpus import text_key
 from llmviz.errors import LlmvizError
 from llmviz.generation.sampling import generate_text
 from llmviz.jobs.manager import JobRefused
-from llmviz.lessons import quiz
 from llmviz.lessons.architectures import SWITCH_RACE_TITLES, SWITCH_RACES, extrapolation
+from llmviz.lessons.quiz import training_questions
 from llmviz.lessons.training import (
     DEFAULT_BATCH_TEXT,
     GPT_SIZES,
     LEARNING_RATES,
     MODEL_LABELS,
     SWITCH_RACE_CONTEXT,
+    lineup_configs,
     names_race,
     optimizer_race,
+    switch_race_configs,
 )
-from llmviz.models.decoder import toy_task_loop
 from llmviz.training import footprint
+from llmviz.training.config import OPTIMIZER_TITLES, PRECISION_TITLES, TrainConfig, default_precision, precision_choices
+from llmviz.training.dataset import prepare_data, vocab_bound
 from llmviz.training.losses import batch_loss, position_gradient
-from llmviz.training.trainer import (
-    OPTIMIZER_TITLES,
-    PRECISION_TITLES,
-    TrainConfig,
-    build_trainer,
-    default_precision,
-    precision_choices,
-    prepare_data,
-    vocab_bound,
-)
-from ui import charts, models, picker, sections, share, state
-from ui.panels import quiz as quiz_ui
-from ui.panels import runs as training
-from ui.text import csv_text, literal_markdown, tidy_floats
+from llmviz.training.toy_decoder import toy_task_loop
+from llmviz.training.trainer import build_trainer
+from ui import models, picker, sections, share, state
+from ui.panels import quiz, runs, training
+from ui.text import literal_markdown
 
 settings = ui.settings()
 ui.page_header(
@@ -63,30 +53,6 @@ loaded = ui.corpus_text()
 if loaded is None:
     st.stop()
 corpus_label, text = loaded
-
-
-def server_line() -> None:
-    job_manager = picker.manager()
-    share_line = ""
-    if job_manager.runs_per_session:
-        mine = job_manager.share(picker.session_id())
-        share_line = (
-            f" Yours: {mine[0]} training, {mine[1]} waiting or paused (each student trains "
-            f"{job_manager.runs_per_session} at a time and keeps {job_manager.runs_per_session} more waiting; "
-            "a race counts as one)."
-        )
-    mine, share, held, budget = job_manager.memory_line(picker.session_id())
-    memory_line = (
-        f" Memory for training: {footprint.size_text(held)} of {footprint.size_text(budget)} in use; your runs "
-        f"count {footprint.size_text(mine)} of your {footprint.size_text(share or budget)}."
-        if budget
-        else ""
-    )
-    st.caption(
-        f"On this server: {job_manager.running_count} run(s) training, {job_manager.waiting_count} waiting "
-        f"(at most {job_manager.max_running} train at once; the others wait their turn, students in turn, each "
-        f"in a worker process of its own).{share_line}{memory_line}"
-    )
 
 
 # ------------------------------------------------------------------ Train, its settings, and the run's loss curve
@@ -159,7 +125,7 @@ if train_pressed:
             device=settings.device,
             precision=precision if precision in precisions else "auto",
         )
-        label = training.unique_label(
+        label = runs.unique_label(
             f"{MODEL_LABELS[model_name]} · {OPTIMIZER_TITLES[optimizer]} · lr {lr:g} · {corpus_label}"
         )
         # the corpus is tokenized and the model built in the run's worker, never in this script run (a 20 MB upload
@@ -167,7 +133,7 @@ if train_pressed:
         # a window is said at once
         if len(text) <= INLINE_CHARS:
             prepare_data(text, config)
-        job = training.start(  # refused first if it cannot fit: the student's share of runs or memory
+        job = runs.start(  # refused first if it cannot fit: the student's share of runs or memory
             "train",
             lambda: picker.manager().submit_training(
                 picker.session_id(),
@@ -185,7 +151,7 @@ if train_pressed:
             state.TRAINING_FOCUS.set(job.id)
             picker.select(f"run:{job.id}")  # every page now shows this run (the sidebar follows on the next rerun)
             st.rerun()
-training.refusal("train")  # the share of runs or memory this run would pass, and what would fit
+runs.refusal("train")  # the share of runs or memory this run would pass, and what would fit
 
 
 def focused_run():
@@ -199,7 +165,7 @@ def focused_run():
     if (job := job_manager.get(session, state.TRAINING_FOCUS.get() or "")) is not None:
         return job
     raced = {job_id for race in state.LAB_RUNS.get("race", default=[]) for job_id in race.values()}
-    mine = [job for job in training.runs() if job.id not in raced]
+    mine = [job for job in runs.runs() if job.id not in raced]
     return mine[-1] if mine else None
 
 
@@ -207,17 +173,9 @@ focus = focused_run()
 if focus is not None:
     picker.on_this_page([focus.id], reset=True)
     if focus.info is not None:
-        st.caption(
-            f"{focus.info.parameters:,} parameters · vocabulary {focus.info.vocab_size} · "
-            f"{focus.info.train_tokens:,} training and {focus.info.val_tokens:,} validation tokens"
-            + (
-                f" · {PRECISION_TITLES[focus.info.config.precision]}"
-                if getattr(focus.info.config, "precision", None) in PRECISION_TITLES
-                else ""
-            )
-        )
-    training.live(
-        lambda: (training.draw_run(focus, where="single"), server_line()),
+        training.run_line(focus.info)
+    runs.live(
+        lambda: (runs.draw_run(focus, where="single"), training.server_line()),
         active=lambda: focus.changing,
         name="training.run",
     )
@@ -227,7 +185,7 @@ else:
         "No run yet. Press **Train**: a small GPT starts learning your text, and its loss curve appears here, "
         "live — from about ln V (a uniform guess over its vocabulary) down."
     )
-    server_line()
+    training.server_line()
 
 # ------------------------------------------------------------------ races
 
@@ -252,52 +210,19 @@ def start_race(make_runners, remember=None) -> None:
 
 
 def switch_race_runners(race_switch: str, race_steps: int) -> list:
-    race_seed = settings.run_seed()  # one seed for both runners: only the switch differs
-    runners = []
-    for title, switches in SWITCH_RACES[race_switch]:
-        config = TrainConfig(
-            model="gpt-micro",
-            tokenizer="char",
-            context_length=SWITCH_RACE_CONTEXT,
-            model_context=64,
-            batch_size=16,
-            steps=race_steps,
-            architecture=switches or None,
-            eval_interval=max(1, race_steps // 10),
-            seed=race_seed,
-            device=settings.device,
-        )
-        label = training.unique_label(f"switch race: {title}")
-        runners.append((label, training.planned(race_text, config)))  # built in the race's worker
-    return runners
+    configs = switch_race_configs(race_switch, race_steps, settings.run_seed(), settings.device)  # one seed for both
+    # built in the race's worker
+    return [(runs.unique_label(f"switch race: {title}"), runs.planned(race_text, config)) for title, config in configs]
 
 
 def model_race_runners(char_race: bool, race_model: str, race_steps: int) -> list:
-    from llmviz.data import corpus as corpus_module
+    from llmviz.data import corpus
 
-    names = corpus_module.load("names") if char_race else race_text
+    names = corpus.load("names") if char_race else race_text
     lineup = names_race() if char_race else optimizer_race(race_model)
-    race_seed = settings.run_seed()  # one seed for every runner: a fair race
     race = "names race" if char_race else "optimizer race"
-    runners = []
-    for runner in lineup:
-        config = TrainConfig(
-            model=runner.model,
-            tokenizer="char",
-            context_length=16,
-            batch_size=32,
-            steps=race_steps,
-            optimizer=runner.optimizer,
-            lr=runner.lr,
-            eval_interval=max(1, race_steps // 10),
-            seed=race_seed,
-            device=settings.device,
-            warmup_steps=0,
-            schedule="constant",
-        )
-        label = training.unique_label(f"{race}: {runner.title}")
-        runners.append((label, training.planned(names, config)))
-    return runners
+    configs = lineup_configs(lineup, race_steps, settings.run_seed(), settings.device)  # one seed: a fair race
+    return [(runs.unique_label(f"{race}: {title}"), runs.planned(names, config)) for title, config in configs]
 
 
 def race_runs() -> dict:
@@ -312,13 +237,13 @@ def race_runs() -> dict:
 
 def newest_race() -> None:
     """The newest race, live: each runner's progress, then its final line, and their curves on one chart."""
-    runs = race_runs()
-    if not runs:
+    racers = race_runs()
+    if not racers:
         st.caption("A race's runners train side by side in one worker; they appear here, and under Your runs.")
         return
-    picker.on_this_page([job.id for job in runs.values()])
-    training.live(
-        lambda: training.lab_panel(race_runs(), "race", chart_key=state.widget("race_chart"), vocab=True),
+    picker.on_this_page([job.id for job in racers.values()])
+    runs.live(
+        lambda: runs.lab_panel(race_runs(), "race", chart_key=state.widget("race_chart"), vocab=True),
         active=lambda: any(job.changing for job in race_runs().values()),
         name="training.race",
     )
@@ -370,113 +295,12 @@ def races_part() -> None:
     longer_than_training()
 
 
-def draw_all_runs() -> None:
-    """The comparison chart, table, controls and downloads of every run of this session (live)."""
-    all_runs = {job.label: job for job in training.runs()}
-    if not all_runs:
-        st.info("No runs yet: train a model above or start a race.")
-        return
-    statuses = {label: job.status() for label, job in all_runs.items()}
-    focus_id = state.TRAINING_FOCUS.get()
-    for label, job in all_runs.items():
-        if not statuses[label].done and job.id != focus_id:  # the focused run has its controls above
-            st.progress(statuses[label].fraction, text=f"{literal_markdown(label)}: {statuses[label].describe()}")
-            training.controls(job, statuses[label], where="all")
-    chart = ui.keep("runs_on_chart")  # kept across pages: the student's choice survives a visit elsewhere
-    chart_key = chart["key"]
-    labels = {job.id: label for label, job in all_runs.items()}
-    offered = state.CHART_OFFERED.setdefault()
-    state.set_value(chart_key, training.chart_selection(labels, state.value(chart_key), offered))
-    offered.update(
-        labels
-    )  # a run new to the chart joins it once (so a finished race is on it), then it is the student's
-    chosen = st.multiselect("Runs on the chart", list(all_runs), **chart)
-    v1, v2 = st.columns(2)
-    show_val = v1.toggle("Show validation loss", value=True, key=state.widget("runs_show_val"), persist_state="page")
-    smoothing = v2.slider(
-        "Smooth the training curves",
-        0.0,
-        0.99,
-        0.9,
-        0.01,
-        key=state.widget("runs_smoothing"),
-        persist_state="page",
-        help="Exponential moving average of the training loss (the validation loss is not smoothed).",
-    )
-    charts.show(
-        training.loss_figure(
-            [(n, statuses[n], training.vocab_of(all_runs[n])) for n in chosen if n in all_runs],
-            show_val,
-            height=460,
-            smoothing=smoothing,
-        ),
-        width="stretch",
-        key=state.widget("runs_chart"),
-    )
-    summary = []
-    for name, status in statuses.items():
-        found = training.result(status)
-        val = found.val_loss
-        summary.append(
-            {
-                "run": name,
-                "steps": status.step,
-                "status": status.state,
-                "train loss (last 10 steps)": round(found.train_loss, 3) if found.train_loss is not None else None,
-                "validation loss": round(val, 3) if val is not None else None,
-                "validation perplexity": round(math.exp(val), 2) if val is not None else None,
-                "snapshots at steps": ", ".join(map(str, status.snapshot_steps)),
-            }
-        )
-    st.dataframe(pd.DataFrame(summary), hide_index=True, width="stretch")
-    for name, status in statuses.items():
-        if status.state == "stopped":
-            st.caption(f"{name}: stopped at step {status.step} of {status.total} (everything learned so far is kept).")
-        if status.error:
-            st.error(f"{name}: {status.error}")
-    for name, status in statuses.items():
-        if status.samples:
-            with st.expander(f"Samples from {name}"):
-                for step, sample in status.samples:
-                    st.code(f"step {step}:\n{sample}", language=None, wrap_lines=True)
-    d1, d2, d3 = st.columns([2, 1, 1])
-    picked = picker.selected_key().split("@")[0].removeprefix("run:")  # the run picked in the sidebar, if one
-    index = next((i for i, job in enumerate(all_runs.values()) if job.id == picked), 0)
-    pick = d1.selectbox("Download a run", list(all_runs), index=index, key=state.widget("runs_download_", picked))
-    picked_status = statuses[pick]
-    d2.download_button(
-        "Metrics (CSV)",
-        lambda: csv_text(training.metrics_frame(picked_status)),  # made on click
-        file_name="metrics.csv",
-        mime="text/csv",
-    )
-    if statuses[pick].done and all_runs[pick].checkpoint is not None:
-        d3.download_button(
-            "Checkpoint (safetensors)",
-            all_runs[pick].checkpoint,
-            file_name="llmviz-checkpoint.safetensors",
-            mime="application/octet-stream",
-        )
-    elif statuses[pick].done:
-        d3.caption("This run ended before it could save a checkpoint.")
-    else:
-        d3.caption("The checkpoint can be downloaded once the run ends (or press Stop).")
-    st.caption(
-        "A downloaded checkpoint samples from the command line: "
-        "`python -m llmviz sample --checkpoint llmviz-checkpoint.safetensors --prompt …`"
-    )
-    if st.button("Clear all runs", key=state.widget("runs_clear")):
-        for job in all_runs.values():
-            picker.manager().remove(picker.session_id(), job.id)
-        st.rerun(scope="app")
-
-
 def your_runs_part() -> None:
     st.subheader("Your runs: every run on one chart")
-    picker.on_this_page([job.id for job in training.runs()])
-    training.live(
-        draw_all_runs,
-        active=lambda: any(job.changing for job in training.runs()),
+    picker.on_this_page([job.id for job in runs.runs()])
+    runs.live(
+        training.all_runs,
+        active=lambda: any(job.changing for job in runs.runs()),
         seconds=2.0,
         name="training.all_runs",
     )
@@ -529,38 +353,7 @@ def longer_than_training() -> None:
     first = jobs[0].info
     ids = prepare_data(race_text, first.config, first.tokenizer).val_ids  # the text the race trained on
     result = measured_beyond(tuple(spec["ids"]), race_key, int(context), trained, models, ids)
-    figure = go.Figure(
-        [
-            go.Scatter(x=list(range(1, result.context + 1)), y=curve.tolist(), mode="lines", name=name)
-            for name, curve in result.by_position.items()
-        ]
-    )
-    figure.add_vline(
-        x=trained + 0.5, line_dash="dot", annotation_text="trained up to here", annotation_position="top left"
-    )
-    figure.update_layout(
-        height=360,
-        margin=charts.margins(30),
-        xaxis_title="tokens read so far (position + 1)",
-        yaxis_title="validation loss at that position",
-    )
-    charts.show(figure, width="stretch", key=state.widget("longer_chart"))
-    st.dataframe(
-        pd.DataFrame(
-            {
-                "run": list(result.within),
-                f"loss, positions 1–{trained}": list(result.within.values()),
-                f"loss, positions {trained + 1}–{result.context}": list(result.beyond.values()),
-            }
-        ).style.format(precision=4),
-        hide_index=True,
-        width="stretch",
-    )
-    st.caption(
-        "Each point is the mean loss of predicting the next token at that position, over the same 256 "
-        "windows (or as many as the validation text holds) for every run. Left of the dotted line the models "
-        "read positions they trained on; right of it, positions no training batch ever reached."
-    )
+    training.extrapolation(result, trained)
 
 
 # ------------------------------------------------------------------ before and after
@@ -605,10 +398,8 @@ def training_quiz() -> list:
         f"A fresh {MODEL_LABELS[quiz_model]} with {OPTIMIZER_TITLES[optimizer]} trains for {QUIZ_STEPS} steps on "
         f"{literal_markdown(corpus_label)} (batch 8, 16 characters of context, no clipping)"
     )
-    losses = dict(
-        zip((lr, lr * 10), quiz_ui.short_run_losses(text, quiz_model, optimizer, lr, settings.seed, QUIZ_STEPS))
-    )
-    return quiz.training_questions(gpt, gpt_tokenizer, text[:400], losses.__getitem__, lr, what)
+    losses = dict(zip((lr, lr * 10), quiz.short_run_losses(text, quiz_model, optimizer, lr, settings.seed, QUIZ_STEPS)))
+    return training_questions(gpt, gpt_tokenizer, text[:400], losses.__getitem__, lr, what)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -641,80 +432,15 @@ def loss_step_by_step() -> None:
     else:
         batch = shipped_batch_loss(tuple(tuple(ids) for ids in encoded))
         inputs, targets, parts = batch.inputs, batch.targets, batch.parts
-        table = []
-        for b in range(inputs.shape[0]):
-            for t in range(inputs.shape[1]):
-                table.append(
-                    {
-                        "sequence": b,
-                        "position": t,
-                        "input": gpt_tokenizer.printable(int(inputs[b, t])),
-                        "target": gpt_tokenizer.printable(int(targets[b, t])),
-                        "p(target)": float(parts.target_probabilities[b, t]),
-                        "log p(target)": float(parts.log_probabilities[b, t]),
-                    }
-                )
-        st.dataframe(
-            tidy_floats(pd.DataFrame(table)).style.format({"p(target)": "{:.6f}", "log p(target)": "{:.4f}"}),
-            hide_index=True,
-            width="stretch",
-        )
-        logs = parts.log_probabilities.flatten().tolist()
-        n = len(logs)
-        terms = " + ".join(f"({v:.3f})" for v in logs[:6]) + (" + \\dots" if n > 6 else "")
-        charts.latex(
-            rf"\text{{loss}} = -\frac{{1}}{{{n}}}\Big[{terms}\Big] = "
-            rf"-({parts.mean_log_probability:.4f}) = {parts.loss:.4f}"
-        )
-        m1, m2, m3, m4 = st.columns(4)
-        m1.metric("− mean log p", f"{parts.loss:.4f}")
-        m2.metric("F.cross_entropy", f"{parts.cross_entropy:.4f}")
-        m3.metric("perplexity e^loss", f"{parts.perplexity:,.2f}")
-        m4.metric(f"uniform guess ln {gpt_tokenizer.vocab_size}", f"{parts.uniform_loss:.4f}")
-        gap = abs(parts.loss - parts.cross_entropy)
-        st.caption(
-            f"− mean log p and F.cross_entropy differ by {gap:.1e}: PyTorch's cross-entropy is this recipe "
-            "(softmax, pick the target's probability, log, mean, negate), with the log taken as log-softmax "
-            "(z_target − log Σ e^z) so that a tiny probability never becomes log 0. Perplexity reads as 'as "
-            "unsure as a fair choice among this many tokens'."
-        )
-        if parts.naive_loss != parts.loss and not abs(parts.naive_loss - parts.loss) < 1e-9:
-            st.info(
-                f"Taking the log of the softmax directly gives {parts.naive_loss:.4f} here: a probability "
-                "rounded to 0 has log −∞. Log-softmax avoids that."
-            )
+        training.batch_table(gpt_tokenizer, inputs, targets, parts)
+        training.loss_formula(parts, gpt_tokenizer.vocab_size)
 
         # ------------------------------------------------------------------ backprop by hand
         st.subheader("Backpropagation through the output layer")
         position = ui.index_slider("Position (in sequence 0)", inputs.shape[1])
         target = int(targets[0, position])
         grad = shipped_position_gradient(tuple(tuple(ids) for ids in encoded), position)
-        top = torch.topk(grad.probabilities, 9).indices.tolist()
-        shown = [target] + [i for i in top if i != target][:8]
-        labels = charts.unique_labels(
-            [gpt_tokenizer.printable(i) + (" (target)" if i == target else "") for i in shown]
-        )
-        figure = go.Figure()
-        figure.add_trace(go.Bar(x=labels, y=[float(grad.probabilities[i]) for i in shown], name="p (softmax)"))
-        figure.add_trace(go.Bar(x=labels, y=[float(grad.one_hot[i]) for i in shown], name="y (one-hot target)"))
-        figure.add_trace(go.Bar(x=labels, y=[float(grad.dlogits_by_hand[i]) for i in shown], name="∂L/∂logit = p − y"))
-        figure.update_layout(barmode="group", height=360, margin=charts.margins(10))
-        charts.show(figure, width="stretch")
-        p_t = float(grad.probabilities[target])
-        charts.latex(
-            rf"\frac{{\partial L}}{{\partial z_{{\text{{target}}}}}} = p_{{\text{{target}}}} - 1 = "
-            rf"{p_t:.4f} - 1 = {p_t - 1:.4f}"
-            rf"\qquad \frac{{\partial L}}{{\partial W}} = (p - y)\,h^\top"
-        )
-        st.success(
-            f"By hand vs autograd: the largest difference over all {grad.entries_compared:,} entries of "
-            f"∂L/∂W ({grad.dweight_by_hand.numel():,}) and ∂L/∂z ({grad.dlogits_by_hand.numel():,}) is "
-            f"{grad.max_difference:.2e}."
-        )
-        st.caption(
-            "The gradient pushes the target's logit up (p − 1 < 0) and every other logit down in proportion "
-            "to how much probability it took. A gradient-descent step W ← W − lr · ∂L/∂W does both at once."
-        )
+        training.backprop(gpt_tokenizer, grad, target)
 
 
 # ------------------------------------------------------------------ the toy decoder
@@ -726,22 +452,12 @@ def draw_decoder() -> None:
         return
     status = job.status()
     if status.done:
-        training.final_line(job.label, status)
+        runs.final_line(job.label, status)
     else:
         st.progress(status.fraction, text=status.describe())
-    training.controls(job, status, where="decoder")
-    curve = status.losses
-    if not curve:
-        return
-    figure = go.Figure(go.Scatter(x=[s for s, _ in curve], y=[v for _, v in curve], mode="lines"))
-    figure.add_hline(y=math.log(12), line_dash="dash", annotation_text=f"ln 12 = {math.log(12):.2f}")
-    figure.update_layout(xaxis_title="step", yaxis_title="loss", height=320, margin=charts.margins(10))
-    charts.show(figure, width="stretch", key=state.widget("decoder_chart"))
-    if status.done:
-        st.caption(
-            f"Loss {curve[0][1]:.3f} → {curve[-1][1]:.3f}"
-            + (": the model memorises the ten sequences." if status.state == "finished" else " (stopped).")
-        )
+    runs.controls(job, status, where="decoder")
+    if status.losses:
+        training.decoder_curve(status)
 
 
 def decoder_part() -> None:
@@ -762,11 +478,11 @@ def decoder_part() -> None:
         else:
             state.DECODER_JOB.set(decoder_job.id)
     decoder = picker.manager().get(picker.session_id(), state.DECODER_JOB.get(default=""))
-    training.live(draw_decoder, active=lambda: decoder is not None and decoder.changing, name="training.decoder")
+    runs.live(draw_decoder, active=lambda: decoder is not None and decoder.changing, name="training.decoder")
 
 
 # ------------------------------------------------------------------ the page's tabs
-quiz_ui.section("training", training_quiz)
+quiz.section("training", training_quiz)
 sections.parts(
     {
         "Your runs": your_runs_part,

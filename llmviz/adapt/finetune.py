@@ -37,10 +37,11 @@ import torch.nn.functional as F
 
 from llmviz.device import isolated_rng
 from llmviz.errors import ConfigError
-from llmviz.lessons.forward import encode
 from llmviz.models.gpt import GPT
 from llmviz.tokenizers.base import Tokenizer
-from llmviz.training.trainer import Dataset, StepMetrics
+from llmviz.tokenizers.ids import encode
+from llmviz.training.dataset import Dataset
+from llmviz.training.trainer import StepMetrics
 
 LABELS = ("male", "female")  # label 0, label 1
 MODES = ("head", "last block", "all")

@@ -76,9 +76,9 @@ def _initial(name: str):
     """The GPT to adapt and its tokenizer; weights that are NaN or infinite anywhere are refused (every number of
     the run or the report would be NaN)."""
     from llmviz.errors import CheckpointError
+    from llmviz.hub.initial import load_initial
     from llmviz.lessons.adapting import require_gpt
     from llmviz.training.checkpoint import weights_problem
-    from llmviz.training.trainer import load_initial
 
     model, tokenizer = load_initial(name, "cpu")
     problem = weights_problem(model.state_dict())
@@ -90,7 +90,7 @@ def _initial(name: str):
 def write_checkpoint(
     directory: str | Path, model, tokenizer, train_config: dict, extra: dict, metrics: list | None = None, step: int = 0
 ) -> Path:
-    """A checkpoint folder like :func:`llmviz.training.trainer.save_checkpoint` writes (weights and description; no
+    """A checkpoint folder like :func:`llmviz.training.checkpoint.save_checkpoint` writes (weights and description; no
     optimizer state), for a model that did not come from a :class:`~llmviz.training.trainer.Trainer`."""
     from safetensors.torch import save_file
 

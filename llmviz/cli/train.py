@@ -73,7 +73,7 @@ def count_between(low: int, high: int):
 
 def add_train_commands(commands) -> None:
     from llmviz.device import MAX_SEED
-    from llmviz.training.trainer import MODEL_CHOICES, OPTIMIZERS
+    from llmviz.training.config import MODEL_CHOICES, OPTIMIZERS
 
     train = commands.add_parser("train", help="train a model on a corpus and save a safetensors checkpoint")
     train.add_argument(
@@ -259,10 +259,12 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     from tqdm import tqdm
 
     from llmviz.device import describe_device
+    from llmviz.hub.initial import load_initial
     from llmviz.jobs.manager import train_blocking
     from llmviz.models.gpt import PRESETS
+    from llmviz.training.config import TokenizerKind, TrainConfig
     from llmviz.training.overfitting import overfitting
-    from llmviz.training.trainer import TokenizerKind, TrainConfig, Trainer, load_initial, resume
+    from llmviz.training.trainer import Trainer, resume
 
     say = (lambda message: print(message, file=sys.stderr)) if group.is_main else (lambda message: None)
     text = _load_text(args.corpus)
@@ -329,7 +331,7 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
         say("--fsdp shards the model over the processes torchrun starts; in one process it trains as usual")
     if group.is_main:  # the disk must hold the checkpoint before the run trains for it
         from llmviz.training.checkpoint import checkpoint_bytes
-        from llmviz.training.trainer import OPTIMIZER_STATE
+        from llmviz.training.config import OPTIMIZER_STATE
 
         state = 0 if args.weights_only else OPTIMIZER_STATE.get(trainer.config.optimizer, 2)
         check_out(args.out, checkpoint_bytes(parameters, state, trainer.config.steps, trainer.dataset.vocab_size))

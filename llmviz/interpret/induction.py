@@ -34,7 +34,8 @@ import torch.nn.functional as F
 from llmviz.interpret import ablation, heads
 from llmviz.models.gpt import GPT, cache_name
 from llmviz.tokenizers.char_word import CharTokenizer
-from llmviz.training.trainer import TrainConfig, Trainer
+from llmviz.training.config import TrainConfig
+from llmviz.training.trainer import Trainer
 
 ALPHABET = string.ascii_letters + string.digits  # 62 characters; "\n" ends every line (63 tokens in all)
 FORMED = 0.3  # an induction score from which a head counts as an induction head (attention spread evenly: 0.04)

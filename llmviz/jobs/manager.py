@@ -41,7 +41,8 @@ What the manager promises:
   reaper asks a ``liveness`` function (the Streamlit runtime's session check) and, failing that, the last
   heartbeat.
 
->>> from llmviz.training.trainer import TrainConfig, Trainer
+>>> from llmviz.training.config import TrainConfig
+>>> from llmviz.training.trainer import Trainer
 >>> config = TrainConfig(model="bigram-neural", tokenizer="char", context_length=8, batch_size=4, steps=5,
 ... eval_interval=5)
 >>> manager = JobManager(max_running=1)

@@ -16,7 +16,8 @@ with page rendering only for the cores, never for the server's interpreter, and 
 priority; a thread of the process sends a :class:`~llmviz.jobs.events.Heartbeat` every few seconds) or in a
 **thread** (the CLI, notebooks and unit tests, where objects need not be pickled).
 
->>> from llmviz.training.trainer import TrainConfig, Trainer
+>>> from llmviz.training.config import TrainConfig
+>>> from llmviz.training.trainer import Trainer
 >>> config = TrainConfig(model="bigram-neural", tokenizer="char", context_length=8, batch_size=4, steps=3,
 ...                      eval_interval=3)
 >>> ours, theirs = thread_channel_pair()

@@ -24,7 +24,14 @@ import torch
 import torch.nn.functional as F
 
 from llmviz.errors import ConfigError
-from llmviz.models.gpt import PRESETS, SWITCHES, GPTConfig, PresetName, count_parameters_without_building
+from llmviz.models.gpt import (
+    PRESETS,
+    SWITCHES,
+    GPTConfig,
+    PresetName,
+    cache_name,
+    count_parameters_without_building,
+)
 from llmviz.models.layers import apply_rope, gelu_tanh, rope_cos_sin, rope_frequencies, silu
 
 # ---------------------------------------------------------------------------- the forward pass, by switches
@@ -286,12 +293,11 @@ class RouterChoices:
 
 def router_choices(cache: dict[str, torch.Tensor], layer: int) -> RouterChoices | None:
     """The router's choices in block ``layer`` for batch row 0 of a recorded cache; None for a dense block."""
-    prefix = f"blocks.{layer}.mlp"
-    if f"{prefix}.router_probs" not in cache:
+    if cache_name(layer, "mlp.router_probs") not in cache:
         return None
-    probs, experts = cache[f"{prefix}.router_probs"][0], cache[f"{prefix}.experts"][0]
+    probs, experts = cache[cache_name(layer, "mlp.router_probs")][0], cache[cache_name(layer, "mlp.experts")][0]
     load = torch.bincount(experts.reshape(-1), minlength=probs.shape[-1])
-    return RouterChoices(probs, experts, cache[f"{prefix}.expert_weights"][0], load)
+    return RouterChoices(probs, experts, cache[cache_name(layer, "mlp.expert_weights")][0], load)
 
 
 # ---------------------------------------------------------------------------- GPT-2 → Llama, one switch at a time

@@ -184,8 +184,9 @@ def recorded_pass(model: nn.Module, ids: list[int]) -> dict[str, torch.Tensor]:
 
 
 def dropped_characters(tokenizer, text: str) -> list[str]:
-    """The characters of ``text`` that :func:`encode` drops: those a character vocabulary lacks, sorted. Byte-level
-    and word tokenizers drop nothing (a word they lack becomes ``[UNK]``, which is still a token).
+    """The characters of ``text`` that :func:`llmviz.tokenizers.ids.encode` drops: those a character vocabulary
+    lacks, sorted. Byte-level and word tokenizers drop nothing (a word they lack becomes ``[UNK]``, which is
+    still a token).
 
     >>> from llmviz.tokenizers.char_word import CharTokenizer
     >>> dropped_characters(CharTokenizer.train("abc"), "abzy a")
@@ -194,24 +195,3 @@ def dropped_characters(tokenizer, text: str) -> list[str]:
     from llmviz.tokenizers.char_word import CharTokenizer
 
     return tokenizer.unknown_characters(text) if isinstance(tokenizer, CharTokenizer) else []
-
-
-def encode(tokenizer, text: str, allowed_special: str = "none") -> list[int]:
-    """The ids of ``text``; a character vocabulary skips the characters it lacks instead of failing.
-
-    ``allowed_special`` ("none": special-token text stays ordinary, "all": it becomes the special token) reaches
-    only tokenizers that have special tokens; character and word vocabularies have none.
-
-    >>> from llmviz.tokenizers.char_word import CharTokenizer
-    >>> encode(CharTokenizer.train("abc"), "abz")
-    [0, 1]
-    >>> encode(CharTokenizer.train("<|>"), "<|>", allowed_special="all")
-    [0, 2, 1]
-    """
-    from llmviz.tokenizers.char_word import CharTokenizer
-
-    if isinstance(tokenizer, CharTokenizer):
-        return tokenizer.encode(text, errors="skip")
-    if getattr(tokenizer, "special_tokens", None) is not None:
-        return tokenizer.encode(text, allowed_special=allowed_special)
-    return tokenizer.encode(text)

@@ -29,7 +29,7 @@ from llmviz.errors import LlmvizError
 from llmviz.generation.sampling import next_token_distribution
 
 if TYPE_CHECKING:  # the trainer is imported where a run is made
-    from llmviz.training.trainer import ModelName, Optimizer
+    from llmviz.training.config import ModelName, Optimizer
 
 __all__ = [
     "Question",
@@ -495,7 +495,9 @@ def final_loss_after(make_trainer: Callable[[float], Any], steps: int) -> Callab
 
 def short_run_trainer(text: str, model: ModelName, optimizer: Optimizer, lr: float, seed: int, steps: int):
     """The fresh run the learning-rate question trains: character tokens, batch 8, 16 characters of context."""
-    from llmviz.training.trainer import TrainConfig, Trainer, prepare_data
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.dataset import prepare_data
+    from llmviz.training.trainer import Trainer
 
     config = TrainConfig(
         model=model,

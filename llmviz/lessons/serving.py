@@ -11,7 +11,7 @@ from __future__ import annotations
 from llmviz.generation import serving
 from llmviz.generation.serving import KVGrowth, PagedKVCache
 from llmviz.lessons import adapting
-from llmviz.lessons.forward import encode
+from llmviz.tokenizers.ids import encode
 from llmviz.lessons.quiz import Question
 from llmviz.models.gpt import GPT
 

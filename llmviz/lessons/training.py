@@ -12,9 +12,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
+from llmviz.errors import ConfigError
+from llmviz.lessons.architectures import SWITCH_RACES
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.models.gpt import PRESETS, GPTConfig, PresetName
-from llmviz.training.trainer import OPTIMIZER_TITLES
+from llmviz.training.config import OPTIMIZER_TITLES, ModelName, Optimizer, TrainConfig
 
 #: The GPT presets a student trains on the Training page, with the name each goes by.
 GPT_TITLES = {
@@ -112,6 +114,64 @@ def optimizer_race(model: str) -> list[Runner]:
     return [Runner(model, name, lr, f"{OPTIMIZER_TITLES[name]} (lr {lr:g})") for name, lr in rates]
 
 
+def switch_race_configs(switch: str, steps: int, seed: int, device: str = "cpu") -> list[tuple[str, TrainConfig]]:
+    """An architecture race's two runners (``(title, config)``): the same GPT micro, seed and batches at a context of
+    :data:`SWITCH_RACE_CONTEXT` (it reads up to 64), differing in one switch (llmviz.lessons.architectures).
+
+    >>> [(title, config.architecture) for title, config in switch_race_configs("positions", 50, seed=1)]
+    [('learned positions', {'positions': 'learned'}), ('RoPE', {'positions': 'rope'})]
+    """
+    return [
+        (
+            title,
+            TrainConfig(
+                model="gpt-micro",
+                tokenizer="char",
+                context_length=SWITCH_RACE_CONTEXT,
+                model_context=64,
+                batch_size=16,
+                steps=steps,
+                architecture=switches or None,
+                eval_interval=max(1, steps // 10),
+                seed=seed,
+                device=device,
+            ),
+        )
+        for title, switches in SWITCH_RACES[switch]
+    ]
+
+
+def lineup_configs(
+    lineup: Sequence[Runner], steps: int, seed: int, device: str = "cpu"
+) -> list[tuple[str, TrainConfig]]:
+    """A names or optimizer race's runners (``(title, config)``): characters, a context of 16, batches of 32 and a
+    constant learning rate without warmup, one seed for every runner (a fair race).
+
+    >>> [(title, config.optimizer, config.lr) for title, config in lineup_configs(names_race()[:1], 50, seed=1)]
+    [('Bigram (count table)', 'adam', 0.003)]
+    """
+    return [
+        (
+            runner.title,
+            TrainConfig(
+                model=cast(ModelName, runner.model),
+                tokenizer="char",
+                context_length=16,
+                batch_size=32,
+                steps=steps,
+                optimizer=cast(Optimizer, runner.optimizer),
+                lr=runner.lr,
+                eval_interval=max(1, steps // 10),
+                seed=seed,
+                device=device,
+                warmup_steps=0,
+                schedule="constant",
+            ),
+        )
+        for runner in lineup
+    ]
+
+
 @dataclass(frozen=True)
 class RunResult:
     """Where a run ended: its steps, its final training loss (the mean of its last steps), its last validation loss
@@ -164,3 +224,18 @@ def perplexity_measure(val_loss: float | None) -> str | None:
     'validation perplexity 20.00'
     """
     return None if val_loss is None else f"validation perplexity {math.exp(val_loss):,.2f}"
+
+
+def smooth(values: list[float], weight: float = 0.9) -> list[float]:
+    """Exponential moving average with bias correction (as TensorBoard's smoothing slider).
+
+    >>> smooth([1.0, 3.0], weight=0.5)
+    [1.0, 2.3333333333333335]
+    """
+    if not 0.0 <= weight < 1.0:
+        raise ConfigError("The smoothing weight must be in [0, 1).")
+    out, average = [], 0.0
+    for step, value in enumerate(values, start=1):
+        average = weight * average + (1 - weight) * value
+        out.append(average / (1 - weight**step))
+    return out

@@ -116,7 +116,7 @@ class RecordsIntermediates:
         logits, loss = cast(nn.Module, self)(idx, targets, cache=points, **kwargs)
         unknown = points.missing()
         if unknown:
-            example = next((name for name in points.reached if ".attn." in name), "blocks.0.attn.pattern")
+            example = next((name for name in points.reached if ".attn." in name), next(iter(points.reached), "logits"))
             raise ConfigError(
                 f"This model has no intermediate named {', '.join(unknown)}: its names look like {example} "
                 "(llmviz.models.gpt.cache_names lists them all)."

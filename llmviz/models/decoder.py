@@ -20,6 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from llmviz.errors import ConfigError
+from llmviz.models import breakdown
 from llmviz.models.attention import attention_steps
 from llmviz.models.cache import Cache, record
 
@@ -145,22 +146,16 @@ class Decoder(nn.Module):
         return logits, loss, cache
 
     def parameter_breakdown(self) -> dict[str, int]:
-        groups: dict[str, int] = {}
-        for name, parameter in self.named_parameters():
-            if name.startswith("embed"):
-                key = "embedding"
-            elif name.startswith("output"):
-                key = "output layer"
-            elif ".self_attn." in name:
-                key = "masked self-attention"
-            elif ".cross_attn." in name:
-                key = "cross-attention"
-            elif ".ffn." in name:
-                key = "FFN"
-            else:
-                key = "LayerNorm"
-            groups[key] = groups.get(key, 0) + parameter.numel()
-        return groups
+        """Parameters per component (:func:`llmviz.models.breakdown.parameter_breakdown`)."""
+        rules = [
+            (r"^embed", "embedding"),
+            (r"^output", "output layer"),
+            (r"\.self_attn\.", "masked self-attention"),
+            (r"\.cross_attn\.", "cross-attention"),
+            (r"\.ffn\.", "FFN"),
+            (r"\.ln_", "LayerNorm"),
+        ]
+        return breakdown.parameter_breakdown(self, rules)
 
 
 def toy_task(config: DecoderConfig = TOY_CONFIG, batch_size: int = 10, seed: int = 0):
@@ -177,26 +172,3 @@ def toy_task(config: DecoderConfig = TOY_CONFIG, batch_size: int = 10, seed: int
     targets = token_ids[:, 1:]  # (B, seq_len − 1), = labels
     encoder_output = torch.randn(batch_size, config.seq_len, config.d_model, generator=generator)
     return inputs, targets, encoder_output
-
-
-def train_toy(steps: int = 200, lr: float = 1e-2, seed: int = 0, config: DecoderConfig = TOY_CONFIG):
-    """Train the decoder on :func:`toy_task` with SGD (momentum); yields (step, loss)."""
-    from llmviz.device import isolated_rng
-
-    with isolated_rng(seed):  # the same weights for a seed, and no other session's randomness moves
-        model = Decoder(config)
-    inputs, targets, encoder_output = toy_task(config, seed=seed)
-    optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
-    for step in range(steps):
-        _, loss = model(inputs, encoder_output, targets)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        yield step, loss.item()
-
-
-def toy_task_loop(should_stop=None, steps: int = 200, seed: int = 0):
-    """:func:`train_toy` as a job's task loop (picklable with ``functools.partial``): yields ``(step, loss)``
-    with steps counted from 1."""
-    for step, loss in train_toy(steps=steps, seed=seed):
-        yield step + 1, loss

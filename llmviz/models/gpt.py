@@ -42,6 +42,7 @@ import torch.nn.functional as F
 from llmviz import settings
 from llmviz.device import machine_memory_bytes
 from llmviz.errors import ConfigError
+from llmviz.models import breakdown
 from llmviz.models.attention import causal_mask
 from llmviz.models.cache import Cache, RecordsIntermediates, record
 from llmviz.models.layers import (
@@ -719,38 +720,19 @@ class GPT(nn.Module, RecordsIntermediates):
     def parameter_breakdown(self) -> dict[str, int]:
         """Parameters per component, computed from the modules (a tied matrix counts once)."""
         norm = "RMSNorm" if self.config.norm == "rmsnorm" else "LayerNorm"
-        groups = {
-            "token embedding": 0,
-            "position embedding": 0,
-            "attention W_Q, W_K, W_V": 0,
-            "attention output W_O": 0,
-            "MLP": 0,
-            norm: 0,
-            "output head": 0,
-        }
-        if self.config.n_experts:
-            groups["MoE router"] = 0
-        for name, parameter in self.named_parameters():  # shared parameters are listed once
-            if name.startswith("tok_emb"):
-                key = "token embedding"
-            elif name.startswith("pos_emb"):
-                key = "position embedding"
-            elif ".attn.qkv" in name:
-                key = "attention W_Q, W_K, W_V"
-            elif ".attn.proj" in name:
-                key = "attention output W_O"
-            elif ".mlp.router" in name:
-                key = "MoE router"
-            elif ".mlp." in name:
-                key = "MLP"
-            elif ".ln" in name or name.startswith("ln_f"):
-                key = norm
-            elif name.startswith("lm_head"):
-                key = "output head"
-            else:
-                raise AssertionError(f"unclassified parameter {name}")
-            groups[key] += parameter.numel()
-        return groups
+        first = ["token embedding", "position embedding", "attention W_Q, W_K, W_V", "attention output W_O", "MLP"]
+        first += [norm, "output head"] + (["MoE router"] if self.config.n_experts else [])
+        rules = [
+            (r"^tok_emb", "token embedding"),
+            (r"^pos_emb", "position embedding"),
+            (r"\.attn\.qkv", "attention W_Q, W_K, W_V"),
+            (r"\.attn\.proj", "attention output W_O"),
+            (r"\.mlp\.router", "MoE router"),
+            (r"\.mlp\.", "MLP"),
+            (r"\.ln|^ln_f", norm),
+            (r"^lm_head", "output head"),
+        ]
+        return breakdown.parameter_breakdown(self, rules, first)
 
     def num_parameters(self) -> int:
         return sum(parameter.numel() for parameter in self.parameters())

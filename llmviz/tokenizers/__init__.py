@@ -7,6 +7,7 @@ One interface for all (:mod:`llmviz.tokenizers.base`): ``encode(text) -> list[in
 - :mod:`llmviz.tokenizers.bpe` — byte-level BPE: merging, the fast trainer, GPT-2's and cl100k's encodings,
   compression;
 - :mod:`llmviz.tokenizers.saved` — a tokenizer rebuilt from its saved form;
+- :mod:`llmviz.tokenizers.ids` — the ids of any text by any of them (:func:`~llmviz.tokenizers.ids.encode`);
 - :mod:`llmviz.tokenizers.windows` — (input, target) windows for next-token prediction;
 - :mod:`llmviz.tokenizers.zipf` — counts by rank and Zipf's line.
 """

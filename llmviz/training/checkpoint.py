@@ -6,7 +6,7 @@ states). Reading one never unpickles anything: the description is plain JSON, ch
 implies) before any tensor is allocated, and the weights are read as safetensors only.
 
 Writing a run's checkpoint and putting a resumed run back (:func:`save_checkpoint`, :func:`restore_training_state`)
-live here too. Split out of :mod:`llmviz.training.trainer`, which still exports every name here.
+live here too. Split out of :mod:`llmviz.training.trainer`, which imports it.
 """
 
 from __future__ import annotations
@@ -63,6 +63,16 @@ def model_from_description(description: dict) -> nn.Module:
 MODEL_FILE = "model.safetensors"
 STATE_FILE = "trainer.safetensors"
 META_FILE = "checkpoint.json"
+
+
+def is_checkpoint(path: str | Path) -> bool:
+    """Whether ``path`` names an llmviz checkpoint (a folder with :data:`META_FILE`, or a ``.safetensors`` file)
+    rather than a Hugging Face model.
+
+    >>> is_checkpoint("gpt2"), is_checkpoint("run/model.safetensors")
+    (False, True)
+    """
+    return os.path.lexists(Path(path) / META_FILE) or Path(path).suffix == ".safetensors"
 
 
 def model_state(model: nn.Module) -> dict[str, torch.Tensor]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from llmviz.training.checkpoint import save_checkpoint
-from llmviz.training.trainer import TrainConfig, Trainer
+from llmviz.training.config import TrainConfig
+from llmviz.training.trainer import Trainer
 from tests.support.pages import assert_clean, run_page
 
 TEXT = "for x in range(10): print(x)\nThe cat sat on the mat. " * 40

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from llmviz.tokenizers import char_word
-from llmviz.training import trainer as trainer_module
+from llmviz.training import dataset, trainer
 from tests.support.pages import assert_clean, by_label, open_tab, run_app
 from tests.support.waiting import wait_for
 
@@ -48,8 +48,9 @@ def tokenized(monkeypatch):
             return _real(cls_, text, *args, **kwargs)
 
         monkeypatch.setattr(cls, "train", classmethod(train))
-    spy(trainer_module, "prepare_data")
-    spy(trainer_module, "build_tokenizer")
+    for module in (trainer, dataset):  # build_trainer calls both by trainer's names; prepare_data by dataset's
+        spy(module, "prepare_data")
+        spy(module, "build_tokenizer")
     return seen
 
 

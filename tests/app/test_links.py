@@ -215,7 +215,8 @@ def test_a_notice_names_the_label_a_link_must_use_not_the_value_behind_it():
 
 def test_a_one_character_text_says_it_is_too_short_not_to_use_a_context_below_1():
     from llmviz.errors import ConfigError
-    from llmviz.training.trainer import TrainConfig, prepare_data
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.dataset import prepare_data
 
     for text in ("a", "ab", "abc " * 3):
         with pytest.raises(ConfigError) as raised:

@@ -16,7 +16,8 @@ BAD = {"final-done": setting("final", "done"), "val-loss-low": setting("final", 
 @pytest.fixture()
 def runs(tmp_path, monkeypatch):
     from llmviz.training.checkpoint import save_checkpoint
-    from llmviz.training.trainer import TrainConfig, Trainer
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.trainer import Trainer
 
     trainer = Trainer.from_text(
         "hello world, hello attention\n" * 40,

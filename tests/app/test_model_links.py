@@ -14,7 +14,8 @@ from tests.support.pages import TIMEOUT, assert_clean
 @pytest.fixture()
 def runs(tmp_path, monkeypatch):
     from llmviz.training.checkpoint import save_checkpoint
-    from llmviz.training.trainer import TrainConfig, Trainer
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.trainer import Trainer
 
     trainer = Trainer.from_text(
         "hello world, hello attention\n" * 40,

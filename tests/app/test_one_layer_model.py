@@ -3,7 +3,8 @@
 import pytest
 
 from llmviz.training.checkpoint import save_checkpoint
-from llmviz.training.trainer import TrainConfig, Trainer
+from llmviz.training.config import TrainConfig
+from llmviz.training.trainer import Trainer
 from tests.support.pages import assert_clean, run_page
 
 

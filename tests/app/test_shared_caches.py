@@ -56,7 +56,8 @@ def test_an_upload_under_a_built_in_name_and_the_built_in_never_share_numbers():
 
 def test_a_checkpoint_rewritten_in_place_is_never_served_from_the_old_weights(tmp_path, monkeypatch):
     from llmviz.training.checkpoint import save_checkpoint
-    from llmviz.training.trainer import TrainConfig, Trainer
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.trainer import Trainer
 
     def write(steps: int) -> float:
         config = TrainConfig(model="gpt-nano", tokenizer="char", context_length=8, steps=steps, lr=1e-2)

@@ -12,8 +12,9 @@ from llmviz.adapt import finetune
 from llmviz.cli import main as cli
 from llmviz.data import corpus
 from llmviz.training.checkpoint import save_checkpoint
+from llmviz.training.config import TrainConfig
 from llmviz.training.safetensors_file import read_safetensors
-from llmviz.training.trainer import TrainConfig, Trainer
+from llmviz.training.trainer import Trainer
 from tests.support.checkpoints import bounded, craft, good_checkpoint, hostile_runs_folder
 from tests.support.gpt2 import make_hf_gpt2
 from tests.support.pages import assert_clean, run_app, run_page, texts

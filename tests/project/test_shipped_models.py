@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from llmviz.data import corpus
 from llmviz.generation.sampling import generate_from_prompt, generate_text
 from llmviz.training.checkpoint import load_checkpoint
-from llmviz.training.trainer import TrainConfig
+from llmviz.training.config import TrainConfig
 from tests.support.paths import DATA
 
 FOLDERS = sorted(p for p in DATA.iterdir() if (p / "checkpoint.json").exists())

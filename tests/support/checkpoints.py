@@ -30,7 +30,8 @@ def setting(*path_and_value):
 def good_checkpoint(folder):
     """A small, valid checkpoint folder (a 1-step GPT nano, no trainer state) under ``folder``."""
     from llmviz.training.checkpoint import save_checkpoint
-    from llmviz.training.trainer import TrainConfig, Trainer
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.trainer import Trainer
 
     config = TrainConfig(model="gpt-nano", tokenizer="char", context_length=16, batch_size=4, steps=1)
     trainer = Trainer.from_text("hello world, hello attention\n" * 40, config)

@@ -1,6 +1,7 @@
 """A small run for the job tests: a character-level model on a short text, quick to train in a worker."""
 
-from llmviz.training.trainer import TrainConfig, Trainer
+from llmviz.training.config import TrainConfig
+from llmviz.training.trainer import Trainer
 
 TEXT = "the quick brown fox jumps over the lazy dog\n" * 40
 

@@ -10,8 +10,9 @@ from llmviz.data import corpus
 from llmviz.generation.sampling import generate
 from llmviz.models.gpt import GPT, GPTConfig
 from llmviz.models.layers import Dropout
+from llmviz.training.config import TrainConfig
 from llmviz.training.distributed import ProcessGroup
-from llmviz.training.trainer import TrainConfig, Trainer
+from llmviz.training.trainer import Trainer
 from tests.support.paths import ROOT
 
 NAMES = corpus.load("names")[:6000]

@@ -31,10 +31,12 @@ import streamlit as st
 from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job, JobStatus
 from llmviz.jobs.manager import JobRefused, Planned
-from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure
+from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure, smooth
 from llmviz.training import footprint as fp
+from llmviz.training.config import TrainConfig
+from llmviz.training.dataset import vocab_bound
 from llmviz.training.overfitting import overfitting
-from llmviz.training.trainer import TrainConfig, build_trainer, smooth, vocab_bound
+from llmviz.training.trainer import build_trainer
 from ui import charts, picker, sections, state, watch
 from ui.errors import friendly_errors
 from ui.text import literal_markdown

@@ -10,7 +10,8 @@ from llmviz.adapt import lora
 from llmviz.data import corpus
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import GPT, PRESETS
-from llmviz.training.trainer import TrainConfig, prepare_data
+from llmviz.training.config import TrainConfig
+from llmviz.training.dataset import prepare_data
 
 NAMES = corpus.load("names")[:4000]
 

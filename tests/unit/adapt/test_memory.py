@@ -105,7 +105,9 @@ def test_checkpointed_run_trains_exactly_like_the_plain_run_and_bf16_close():
     import pickle
 
     from llmviz.data import corpus
-    from llmviz.training.trainer import TrainConfig, Trainer, prepare_data
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.dataset import prepare_data
+    from llmviz.training.trainer import Trainer
 
     config = TrainConfig(
         model="gpt-nano",
@@ -135,7 +137,8 @@ def test_checkpointed_run_trains_exactly_like_the_plain_run_and_bf16_close():
 
 def _names_run_setup():
     from llmviz.data import corpus
-    from llmviz.training.trainer import TrainConfig, prepare_data
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.dataset import prepare_data
 
     config = TrainConfig(
         model="gpt-nano",

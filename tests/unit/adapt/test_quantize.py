@@ -13,7 +13,8 @@ from llmviz.adapt import quantize as qz
 from llmviz.data import corpus
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import GPT, PRESETS
-from llmviz.training.trainer import TrainConfig, prepare_data
+from llmviz.training.config import TrainConfig
+from llmviz.training.dataset import prepare_data
 
 WEIGHT = torch.randn(6, 10, generator=torch.Generator().manual_seed(0)) * 0.3 + 0.05
 

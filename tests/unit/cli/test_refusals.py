@@ -90,9 +90,9 @@ def test_a_model_whose_weights_alone_exceed_the_memory_is_refused(capsys, tmp_pa
 
 def test_a_model_that_fits_but_cannot_train_in_the_memory_is_refused(capsys, tmp_path, monkeypatch):
     from llmviz.models import gpt
-    from llmviz.training import trainer
+    from llmviz.training import config
 
-    for module in (gpt, trainer):
+    for module in (gpt, config):
         monkeypatch.setattr(module, "machine_memory_bytes", lambda: 2**30)
     # 6·(4·1024² + 2·1024·4096) + 2·300·1024 + 64·1024 = 76,177,408 parameters: 0.28 GB of weights fit in 1 GB,
     # but AdamW keeps a gradient and two moments beside each: 16 bytes a parameter, 1.14 GB
@@ -192,7 +192,8 @@ def nan_checkpoint(tmp_path_factory):
     from safetensors.torch import load_file, save_file
 
     from llmviz.training.checkpoint import save_checkpoint
-    from llmviz.training.trainer import TrainConfig, Trainer
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.trainer import Trainer
 
     trainer = Trainer.from_text("the cat sat on the mat\n" * 40, TrainConfig(model="gpt-nano", tokenizer="char"))
     folder = save_checkpoint(tmp_path_factory.mktemp("nan") / "run", trainer, trainer_state=False)

@@ -297,7 +297,8 @@ def test_cli_fine_tunes_gpt2_on_the_users_text(cached_gpt2, tmp_path, capsys):
 
 
 def test_fine_tuning_never_changes_the_model_it_starts_from(cached_gpt2):
-    from llmviz.training.trainer import TrainConfig, Trainer
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.trainer import Trainer
 
     model, tokenizer, _ = gpt2.load("gpt2")
     before = {k: v.clone() for k, v in model.state_dict().items()}
@@ -317,7 +318,8 @@ def test_fine_tuning_never_changes_the_model_it_starts_from(cached_gpt2):
 def test_fine_tuning_the_shipped_gpt(tmp_path):
 
     from llmviz.training.checkpoint import load_checkpoint
-    from llmviz.training.trainer import TrainConfig, Trainer
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.trainer import Trainer
 
     shipped = ROOT / "data" / "gpt-python-docs"
     model, tokenizer, _ = load_checkpoint(shipped)

@@ -2,7 +2,8 @@
 
 from llmviz.jobs.events import JobState
 from llmviz.jobs.manager import JobManager
-from llmviz.training.trainer import TrainConfig, Trainer
+from llmviz.training.config import TrainConfig
+from llmviz.training.trainer import Trainer
 
 TEXT = "the quick brown fox jumps over the lazy dog\n" * 40
 

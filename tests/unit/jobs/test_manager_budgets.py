@@ -14,7 +14,7 @@ import torch
 from llmviz.jobs.events import JobState
 from llmviz.jobs.manager import JobManager, JobRefused
 from llmviz.training import footprint as fp
-from llmviz.training.trainer import TrainConfig
+from llmviz.training.config import TrainConfig
 from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[3]

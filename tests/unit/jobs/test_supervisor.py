@@ -11,7 +11,8 @@ import torch
 
 from llmviz.jobs.events import JobState
 from llmviz.jobs.manager import JobManager
-from llmviz.training.trainer import TrainConfig, Trainer
+from llmviz.training.config import TrainConfig
+from llmviz.training.trainer import Trainer
 from tests.support.waiting import wait_for
 
 TEXT = "the quick brown fox jumps over the lazy dog, said the cat to the hen\n" * 60

@@ -5,7 +5,8 @@ import pytest
 from llmviz.jobs.manager import JobManager
 from llmviz.lessons.architectures import SWITCH_RACE_TITLES, SWITCH_RACES
 from llmviz.models.gpt import PRESETS
-from llmviz.training.trainer import TrainConfig, Trainer
+from llmviz.training.config import TrainConfig
+from llmviz.training.trainer import Trainer
 
 TEXT = "the quick brown fox jumps over the lazy dog\n" * 30
 

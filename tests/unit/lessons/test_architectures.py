@@ -6,7 +6,8 @@ import torch
 
 from llmviz.lessons import architectures
 from llmviz.models.gpt import PRESETS, SWITCHES
-from llmviz.training.trainer import TrainConfig, Trainer
+from llmviz.training.config import TrainConfig
+from llmviz.training.trainer import Trainer
 
 TEXT = "the quick brown fox jumps over the lazy dog\n" * 30
 

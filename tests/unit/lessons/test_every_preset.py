@@ -22,6 +22,7 @@ from llmviz.lessons import architectures, quiz
 from llmviz.lessons import forward as views
 from llmviz.models.gpt import GPT, PRESETS
 from llmviz.tokenizers.char_word import CharTokenizer
+from llmviz.tokenizers.ids import encode
 
 TOKENIZER = CharTokenizer.train("abcdefghijklmnopqrstuvwxyz .,:()=\n")
 
@@ -49,7 +50,7 @@ TEXT = "for x in range(10): print(x)"
 
 
 def test_views(model):
-    ids = views.encode(TOKENIZER, TEXT)
+    ids = encode(TOKENIZER, TEXT)
     found = views.attention_patterns(model, ids)
     assert found.patterns.shape == (2, model.config.n_heads, len(ids), len(ids))
     torch.testing.assert_close(found.patterns.sum(-1), torch.ones(2, model.config.n_heads, len(ids)))
@@ -62,7 +63,7 @@ def test_views(model):
 
 
 def test_interpret(model):
-    ids = views.encode(TOKENIZER, TEXT)
+    ids = encode(TOKENIZER, TEXT)
     lens = lenses.sequence_logit_lens(model, ids, k=3)
     with torch.no_grad():
         logits, _ = model(torch.tensor([ids]))
@@ -76,7 +77,7 @@ def test_interpret(model):
 
 
 def test_sampling(model):
-    ids = views.encode(TOKENIZER, TEXT)[:10]
+    ids = encode(TOKENIZER, TEXT)[:10]
     with_cache = [r.token for r in sampling.generate(model, ids, 30, temperature=0.0, use_kv_cache=True)]
     without = [r.token for r in sampling.generate(model, ids, 30, temperature=0.0, use_kv_cache=False)]
     assert with_cache == without  # 40 tokens > the context of 32: the context shift is exercised too
@@ -88,7 +89,7 @@ def test_sampling(model):
 
 def test_model_page_numbers(model):
     config = model.config
-    cache = views.recorded_pass(model, views.encode(TOKENIZER, TEXT))
+    cache = views.recorded_pass(model, encode(TOKENIZER, TEXT))
     assert len(llmviz.lessons.model.residual_norms(cache, config.n_layers)) == config.n_layers + 1
     assert llmviz.lessons.model.layernorm_before_after(cache, 1)["var_after"].shape[0] > 0
     assert sum(llmviz.lessons.model.parameter_table(config).values()) == model.num_parameters()
@@ -102,7 +103,7 @@ def test_model_page_numbers(model):
 
 
 def test_attention_quiz(model):
-    ids = views.encode(TOKENIZER, TEXT)[:12]
+    ids = encode(TOKENIZER, TEXT)[:12]
     cache = views.recorded_pass(model, ids)
     questions = quiz.attention_questions(cache, [TOKENIZER.printable(i) for i in ids], 1, 0)
     assert questions

@@ -10,7 +10,8 @@ import torch.nn.functional as F
 
 from llmviz.errors import ConfigError
 from llmviz.lessons import architectures
-from llmviz.training.trainer import TrainConfig, Trainer
+from llmviz.training.config import TrainConfig
+from llmviz.training.trainer import Trainer
 
 TEXT = "the quick brown fox jumps over the lazy dog\n" * 40
 

@@ -9,7 +9,9 @@ from torch import nn
 from llmviz.errors import LlmvizError
 from llmviz.lessons import quiz
 from llmviz.tokenizers.char_word import CharTokenizer, WordTokenizer
-from llmviz.training.trainer import TrainConfig, Trainer, prepare_data
+from llmviz.training.config import TrainConfig
+from llmviz.training.dataset import prepare_data
+from llmviz.training.trainer import Trainer
 
 
 def answer(question: quiz.Question) -> str:

@@ -8,7 +8,7 @@ import pytest
 from llmviz.lessons import training
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.models.gpt import PRESETS
-from llmviz.training.trainer import OPTIMIZER_TITLES
+from llmviz.training.config import OPTIMIZER_TITLES
 
 
 @pytest.mark.parametrize("name", list(training.GPT_TITLES))

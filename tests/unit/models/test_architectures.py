@@ -273,7 +273,8 @@ def test_parameter_breakdown_counts_every_parameter_once():
 
 def test_checkpoints_round_trip_the_switches_and_old_ones_still_load(tmp_path):
     from llmviz.training.checkpoint import load_checkpoint
-    from llmviz.training.trainer import TrainConfig, Trainer
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.trainer import Trainer
 
     text = "the quick brown fox jumps over the lazy dog. " * 60
     config = TrainConfig(
@@ -321,7 +322,8 @@ def test_checkpoints_round_trip_the_switches_and_old_ones_still_load(tmp_path):
 
 
 def test_train_config_carries_switches_and_refuses_bad_ones():
-    from llmviz.training.trainer import TrainConfig, build_model
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.trainer import build_model
 
     model = build_model(TrainConfig(model="gpt-micro", architecture={"positions": "rope", "n_kv_heads": 2}), 30)
     assert model.config.positions == "rope" and model.config.kv_heads == 2 and model.config.vocab_size == 30
@@ -479,7 +481,8 @@ def test_norm_and_experts_questions_match_the_built_models():
 def test_a_trainer_with_switches_pickles_for_a_worker_process():
     import pickle
 
-    from llmviz.training.trainer import TrainConfig, Trainer
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.trainer import Trainer
 
     config = TrainConfig(
         model="moe-tiny", tokenizer="char", context_length=8, batch_size=2, steps=1, architecture={"positions": "none"}

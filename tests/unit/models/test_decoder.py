@@ -2,7 +2,8 @@
 
 import torch
 
-from llmviz.models.decoder import Decoder, DecoderConfig, toy_task, train_toy
+from llmviz.models.decoder import Decoder, DecoderConfig, toy_task
+from llmviz.training.toy_decoder import train_toy
 
 
 def test_decoder_parameter_count_from_the_seed_configuration():

@@ -69,7 +69,7 @@ def peak_kb():  # VmHWM: this process's peak resident memory (ru_maxrss would in
             return int(line.split()[1])
 
 from llmviz.errors import CheckpointError
-from llmviz.training.trainer import load_checkpoint
+from llmviz.training.checkpoint import load_checkpoint
 before = peak_kb()
 for folder in {folders!r}:
     try:

@@ -8,7 +8,8 @@ import pytest
 
 from llmviz.errors import CheckpointError
 from llmviz.training.checkpoint import list_checkpoints, load_checkpoint, save_checkpoint
-from llmviz.training.trainer import TrainConfig, Trainer, resume
+from llmviz.training.config import TrainConfig
+from llmviz.training.trainer import Trainer, resume
 from tests.support.checkpoints import crafted, setting
 
 TEXT = "hello world, hello attention\n" * 40

@@ -17,7 +17,8 @@ import torch
 from safetensors.torch import load_file
 
 from llmviz.training.checkpoint import save_checkpoint
-from llmviz.training.trainer import TrainConfig, Trainer
+from llmviz.training.config import TrainConfig
+from llmviz.training.trainer import Trainer
 from tests.support.app_server import free_port
 from tests.support.paths import ROOT
 

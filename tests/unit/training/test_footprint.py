@@ -17,7 +17,8 @@ import torch
 from llmviz.adapt.memory import measure_step
 from llmviz.models.gpt import GPT, PRESETS
 from llmviz.training import footprint as fp
-from llmviz.training.trainer import TrainConfig, Trainer, build_model
+from llmviz.training.config import TrainConfig
+from llmviz.training.trainer import Trainer, build_model
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -96,7 +97,9 @@ MEASURE = """
 import json, sys
 import torch
 torch.set_num_threads(1)
-from llmviz.training.trainer import TrainConfig, Trainer, prepare_data, build_tokenizer
+from llmviz.training.config import TrainConfig
+from llmviz.training.dataset import build_tokenizer, prepare_data
+from llmviz.training.trainer import Trainer
 from llmviz.training import footprint as fp
 
 def status(field):

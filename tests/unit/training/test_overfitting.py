@@ -5,8 +5,9 @@ import math
 
 import pytest
 
+from llmviz.training.config import TrainConfig
 from llmviz.training.overfitting import overfitting
-from llmviz.training.trainer import StepMetrics, TrainConfig, Trainer
+from llmviz.training.trainer import StepMetrics, Trainer
 
 
 def curve(points, train_between=None):

@@ -12,7 +12,8 @@ from llmviz.errors import ConfigError
 from llmviz.models.charlevel import CHAR_MODELS
 from llmviz.models.gpt import GPT, PRESETS
 from llmviz.training.checkpoint import load_checkpoint, save_checkpoint
-from llmviz.training.trainer import OPTIMIZERS, TrainConfig, Trainer, resume
+from llmviz.training.config import OPTIMIZERS, TrainConfig
+from llmviz.training.trainer import Trainer, resume
 
 TEXT = "the cat sat on the mat. the dog sat on the log. " * 40
 

@@ -11,8 +11,9 @@ import torch
 from llmviz.data import corpus
 from llmviz.errors import CheckpointError, ConfigError, TrainingDiverged
 from llmviz.training.checkpoint import load_checkpoint
+from llmviz.training.config import TrainConfig
 from llmviz.training.safetensors_file import read_safetensors
-from llmviz.training.trainer import TrainConfig, Trainer, learning_rate, resume
+from llmviz.training.trainer import Trainer, learning_rate, resume
 from tests.support.paths import ROOT
 
 NAMES = corpus.load("names")[:6000]

@@ -13,15 +13,10 @@ from llmviz.adapt.memory import MemoryTrainer
 from llmviz.data import corpus
 from llmviz.errors import ConfigError
 from llmviz.training.checkpoint import load_checkpoint, restore_training_state
+from llmviz.training.config import TrainConfig, default_precision
+from llmviz.training.dataset import Batches
 from llmviz.training.safetensors_file import read_safetensors
-from llmviz.training.trainer import (
-    Batches,
-    CompileUnavailable,
-    TrainConfig,
-    Trainer,
-    default_precision,
-    resume,
-)
+from llmviz.training.trainer import CompileUnavailable, Trainer, resume
 
 NAMES = corpus.load("names")[:6000]
 

@@ -1,0 +1,57 @@
+"""The library's layers point one way: ``llmviz/lessons/`` (a page's numbers) builds on the library, never the other
+way round, and the trainer never reaches the Hugging Face Hub. Front ends sit above the lessons: the pages
+(``stages/``, ``ui/``) and the command line (``llmviz/cli/``, which prints the same lessons)."""
+
+import ast
+
+from tests.support.paths import ROOT
+
+FRONT_ENDS = ("llmviz/cli/", "llmviz/__main__.py", "llmviz/lessons/")
+#: Known arrows up, each with where it should go (not this lane's files; remove the entry when it moves).
+KNOWN = {
+    # word2vec (Word2Vec, train_word2vec, its Vocabulary and EmbeddingError) belongs in the library
+    # (llmviz/models/word2vec.py); the lab's task runs it
+    "llmviz/jobs/tasks.py": {"llmviz.lessons.embeddings"},
+}
+
+
+def imported_modules(path) -> set[str]:
+    """Every module ``path`` imports, at its top or inside a function (``from a import b`` names ``a`` and
+    ``a.b``)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_the_import_reader_sees_a_lazy_import(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from llmviz import lessons\n    import llmviz.hub.gpt2\n")
+    assert {"llmviz", "llmviz.lessons", "llmviz.hub.gpt2"} <= imported_modules(module)
+
+
+def test_no_library_module_imports_the_lessons():
+    arrows = {}
+    for path in sorted((ROOT / "llmviz").rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        if name.startswith(FRONT_ENDS):
+            continue
+        up = {m for m in imported_modules(path) if m == "llmviz.lessons" or m.startswith("llmviz.lessons.")}
+        known = KNOWN.get(name, set())
+        up = {m for m in up if not any(m == k or m.startswith(k + ".") for k in known)}
+        if up:
+            arrows[name] = sorted(up)
+    assert arrows == {}
+
+
+def test_the_trainer_does_not_reach_the_hub():
+    training = ROOT / "llmviz" / "training"
+    reaching = {
+        path.name: sorted(m for m in imported_modules(path) if m.startswith("llmviz.hub"))
+        for path in training.glob("*.py")
+    }
+    assert {name: hub for name, hub in reaching.items() if hub} == {}

@@ -1,0 +1,288 @@
+"""The Training page's figures and tables (stages/training.py wires them): the server's line, every run of the session
+on one chart, a race measured beyond its training context, the loss and its gradient taken apart by hand, and the toy
+decoder's curve. The numbers come from llmviz (llmviz.lessons.training, llmviz.training.losses,
+llmviz.lessons.architectures); the lab's runs are drawn by ui.panels.runs."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+import ui
+from llmviz.training import footprint
+from llmviz.training.config import PRECISION_TITLES
+from ui import charts, picker, state
+from ui.panels import runs
+from ui.text import csv_text, literal_markdown, tidy_floats
+
+
+def server_line() -> None:
+    job_manager = picker.manager()
+    share_line = ""
+    if job_manager.runs_per_session:
+        mine = job_manager.share(picker.session_id())
+        share_line = (
+            f" Yours: {mine[0]} training, {mine[1]} waiting or paused (each student trains "
+            f"{job_manager.runs_per_session} at a time and keeps {job_manager.runs_per_session} more waiting; "
+            "a race counts as one)."
+        )
+    mine, share, held, budget = job_manager.memory_line(picker.session_id())
+    memory_line = (
+        f" Memory for training: {footprint.size_text(held)} of {footprint.size_text(budget)} in use; your runs "
+        f"count {footprint.size_text(mine)} of your {footprint.size_text(share or budget)}."
+        if budget
+        else ""
+    )
+    st.caption(
+        f"On this server: {job_manager.running_count} run(s) training, {job_manager.waiting_count} waiting "
+        f"(at most {job_manager.max_running} train at once; the others wait their turn, students in turn, each "
+        f"in a worker process of its own).{share_line}{memory_line}"
+    )
+
+
+def run_line(info) -> None:
+    """A run's sizes in one line: parameters, vocabulary, training and validation tokens, and its precision."""
+    st.caption(
+        f"{info.parameters:,} parameters · vocabulary {info.vocab_size} · "
+        f"{info.train_tokens:,} training and {info.val_tokens:,} validation tokens"
+        + (
+            f" · {PRECISION_TITLES[info.config.precision]}"
+            if getattr(info.config, "precision", None) in PRECISION_TITLES
+            else ""
+        )
+    )
+
+
+def all_runs() -> None:
+    """The comparison chart, table, controls and downloads of every run of this session (live)."""
+    all_runs = {job.label: job for job in runs.runs()}
+    if not all_runs:
+        st.info("No runs yet: train a model above or start a race.")
+        return
+    statuses = {label: job.status() for label, job in all_runs.items()}
+    focus_id = state.TRAINING_FOCUS.get()
+    for label, job in all_runs.items():
+        if not statuses[label].done and job.id != focus_id:  # the focused run has its controls above
+            st.progress(statuses[label].fraction, text=f"{literal_markdown(label)}: {statuses[label].describe()}")
+            runs.controls(job, statuses[label], where="all")
+    chart = ui.keep("runs_on_chart")  # kept across pages: the student's choice survives a visit elsewhere
+    chart_key = chart["key"]
+    labels = {job.id: label for label, job in all_runs.items()}
+    offered = state.CHART_OFFERED.setdefault()
+    state.set_value(chart_key, runs.chart_selection(labels, state.value(chart_key), offered))
+    offered.update(
+        labels
+    )  # a run new to the chart joins it once (so a finished race is on it), then it is the student's
+    chosen = st.multiselect("Runs on the chart", list(all_runs), **chart)
+    v1, v2 = st.columns(2)
+    show_val = v1.toggle("Show validation loss", value=True, key=state.widget("runs_show_val"), persist_state="page")
+    smoothing = v2.slider(
+        "Smooth the training curves",
+        0.0,
+        0.99,
+        0.9,
+        0.01,
+        key=state.widget("runs_smoothing"),
+        persist_state="page",
+        help="Exponential moving average of the training loss (the validation loss is not smoothed).",
+    )
+    charts.show(
+        runs.loss_figure(
+            [(n, statuses[n], runs.vocab_of(all_runs[n])) for n in chosen if n in all_runs],
+            show_val,
+            height=460,
+            smoothing=smoothing,
+        ),
+        width="stretch",
+        key=state.widget("runs_chart"),
+    )
+    summary = []
+    for name, status in statuses.items():
+        found = runs.result(status)
+        val = found.val_loss
+        summary.append(
+            {
+                "run": name,
+                "steps": status.step,
+                "status": status.state,
+                "train loss (last 10 steps)": round(found.train_loss, 3) if found.train_loss is not None else None,
+                "validation loss": round(val, 3) if val is not None else None,
+                "validation perplexity": round(math.exp(val), 2) if val is not None else None,
+                "snapshots at steps": ", ".join(map(str, status.snapshot_steps)),
+            }
+        )
+    st.dataframe(pd.DataFrame(summary), hide_index=True, width="stretch")
+    for name, status in statuses.items():
+        if status.state == "stopped":
+            st.caption(f"{name}: stopped at step {status.step} of {status.total} (everything learned so far is kept).")
+        if status.error:
+            st.error(f"{name}: {status.error}")
+    for name, status in statuses.items():
+        if status.samples:
+            with st.expander(f"Samples from {name}"):
+                for step, sample in status.samples:
+                    st.code(f"step {step}:\n{sample}", language=None, wrap_lines=True)
+    d1, d2, d3 = st.columns([2, 1, 1])
+    picked = picker.selected_key().split("@")[0].removeprefix("run:")  # the run picked in the sidebar, if one
+    index = next((i for i, job in enumerate(all_runs.values()) if job.id == picked), 0)
+    pick = d1.selectbox("Download a run", list(all_runs), index=index, key=state.widget("runs_download_", picked))
+    picked_status = statuses[pick]
+    d2.download_button(
+        "Metrics (CSV)",
+        lambda: csv_text(runs.metrics_frame(picked_status)),  # made on click
+        file_name="metrics.csv",
+        mime="text/csv",
+    )
+    if statuses[pick].done and all_runs[pick].checkpoint is not None:
+        d3.download_button(
+            "Checkpoint (safetensors)",
+            all_runs[pick].checkpoint,
+            file_name="llmviz-checkpoint.safetensors",
+            mime="application/octet-stream",
+        )
+    elif statuses[pick].done:
+        d3.caption("This run ended before it could save a checkpoint.")
+    else:
+        d3.caption("The checkpoint can be downloaded once the run ends (or press Stop).")
+    st.caption(
+        "A downloaded checkpoint samples from the command line: "
+        "`python -m llmviz sample --checkpoint llmviz-checkpoint.safetensors --prompt …`"
+    )
+    if st.button("Clear all runs", key=state.widget("runs_clear")):
+        for job in all_runs.values():
+            picker.manager().remove(picker.session_id(), job.id)
+        st.rerun(scope="app")
+
+
+def extrapolation(result, trained: int) -> None:
+    """A race's runners measured beyond the context they trained at (llmviz.lessons.architectures.extrapolation): the
+    loss at each position, a dotted line where training stopped, and the mean loss on each side."""
+    figure = go.Figure(
+        [
+            go.Scatter(x=list(range(1, result.context + 1)), y=curve.tolist(), mode="lines", name=name)
+            for name, curve in result.by_position.items()
+        ]
+    )
+    figure.add_vline(
+        x=trained + 0.5, line_dash="dot", annotation_text="trained up to here", annotation_position="top left"
+    )
+    figure.update_layout(
+        height=360,
+        margin=charts.margins(30),
+        xaxis_title="tokens read so far (position + 1)",
+        yaxis_title="validation loss at that position",
+    )
+    charts.show(figure, width="stretch", key=state.widget("longer_chart"))
+    st.dataframe(
+        pd.DataFrame(
+            {
+                "run": list(result.within),
+                f"loss, positions 1–{trained}": list(result.within.values()),
+                f"loss, positions {trained + 1}–{result.context}": list(result.beyond.values()),
+            }
+        ).style.format(precision=4),
+        hide_index=True,
+        width="stretch",
+    )
+    st.caption(
+        "Each point is the mean loss of predicting the next token at that position, over the same 256 "
+        "windows (or as many as the validation text holds) for every run. Left of the dotted line the models "
+        "read positions they trained on; right of it, positions no training batch ever reached."
+    )
+
+
+def batch_table(tokenizer, inputs: torch.Tensor, targets: torch.Tensor, parts) -> None:
+    """Every position of a batch: its input, its target, and the target's probability and log-probability."""
+    table = []
+    for b in range(inputs.shape[0]):
+        for t in range(inputs.shape[1]):
+            table.append(
+                {
+                    "sequence": b,
+                    "position": t,
+                    "input": tokenizer.printable(int(inputs[b, t])),
+                    "target": tokenizer.printable(int(targets[b, t])),
+                    "p(target)": float(parts.target_probabilities[b, t]),
+                    "log p(target)": float(parts.log_probabilities[b, t]),
+                }
+            )
+    st.dataframe(
+        tidy_floats(pd.DataFrame(table)).style.format({"p(target)": "{:.6f}", "log p(target)": "{:.4f}"}),
+        hide_index=True,
+        width="stretch",
+    )
+
+
+def loss_formula(parts, vocab_size: int) -> None:
+    """The loss written out from the batch's log-probabilities, beside F.cross_entropy, perplexity and ln V."""
+    logs = parts.log_probabilities.flatten().tolist()
+    n = len(logs)
+    terms = " + ".join(f"({v:.3f})" for v in logs[:6]) + (" + \\dots" if n > 6 else "")
+    charts.latex(
+        rf"\text{{loss}} = -\frac{{1}}{{{n}}}\Big[{terms}\Big] = "
+        rf"-({parts.mean_log_probability:.4f}) = {parts.loss:.4f}"
+    )
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("− mean log p", f"{parts.loss:.4f}")
+    m2.metric("F.cross_entropy", f"{parts.cross_entropy:.4f}")
+    m3.metric("perplexity e^loss", f"{parts.perplexity:,.2f}")
+    m4.metric(f"uniform guess ln {vocab_size}", f"{parts.uniform_loss:.4f}")
+    gap = abs(parts.loss - parts.cross_entropy)
+    st.caption(
+        f"− mean log p and F.cross_entropy differ by {gap:.1e}: PyTorch's cross-entropy is this recipe "
+        "(softmax, pick the target's probability, log, mean, negate), with the log taken as log-softmax "
+        "(z_target − log Σ e^z) so that a tiny probability never becomes log 0. Perplexity reads as 'as "
+        "unsure as a fair choice among this many tokens'."
+    )
+    if parts.naive_loss != parts.loss and not abs(parts.naive_loss - parts.loss) < 1e-9:
+        st.info(
+            f"Taking the log of the softmax directly gives {parts.naive_loss:.4f} here: a probability "
+            "rounded to 0 has log −∞. Log-softmax avoids that."
+        )
+
+
+def backprop(tokenizer, grad, target: int) -> None:
+    """Backpropagation through the output layer at one position: p, the one-hot y and p − y for the target and the
+    eight likeliest other tokens, and by hand vs autograd."""
+    top = torch.topk(grad.probabilities, 9).indices.tolist()
+    shown = [target] + [i for i in top if i != target][:8]
+    labels = charts.unique_labels([tokenizer.printable(i) + (" (target)" if i == target else "") for i in shown])
+    figure = go.Figure()
+    figure.add_trace(go.Bar(x=labels, y=[float(grad.probabilities[i]) for i in shown], name="p (softmax)"))
+    figure.add_trace(go.Bar(x=labels, y=[float(grad.one_hot[i]) for i in shown], name="y (one-hot target)"))
+    figure.add_trace(go.Bar(x=labels, y=[float(grad.dlogits_by_hand[i]) for i in shown], name="∂L/∂logit = p − y"))
+    figure.update_layout(barmode="group", height=360, margin=charts.margins(10))
+    charts.show(figure, width="stretch")
+    p_t = float(grad.probabilities[target])
+    charts.latex(
+        rf"\frac{{\partial L}}{{\partial z_{{\text{{target}}}}}} = p_{{\text{{target}}}} - 1 = "
+        rf"{p_t:.4f} - 1 = {p_t - 1:.4f}"
+        rf"\qquad \frac{{\partial L}}{{\partial W}} = (p - y)\,h^\top"
+    )
+    st.success(
+        f"By hand vs autograd: the largest difference over all {grad.entries_compared:,} entries of "
+        f"∂L/∂W ({grad.dweight_by_hand.numel():,}) and ∂L/∂z ({grad.dlogits_by_hand.numel():,}) is "
+        f"{grad.max_difference:.2e}."
+    )
+    st.caption(
+        "The gradient pushes the target's logit up (p − 1 < 0) and every other logit down in proportion "
+        "to how much probability it took. A gradient-descent step W ← W − lr · ∂L/∂W does both at once."
+    )
+
+
+def decoder_curve(status) -> None:
+    """The toy decoder's loss curve, against ln 12 (a uniform guess over its 12 tokens)."""
+    curve = status.losses
+    figure = go.Figure(go.Scatter(x=[s for s, _ in curve], y=[v for _, v in curve], mode="lines"))
+    figure.add_hline(y=math.log(12), line_dash="dash", annotation_text=f"ln 12 = {math.log(12):.2f}")
+    figure.update_layout(xaxis_title="step", yaxis_title="loss", height=320, margin=charts.margins(10))
+    charts.show(figure, width="stretch", key=state.widget("decoder_chart"))
+    if status.done:
+        st.caption(
+            f"Loss {curve[0][1]:.3f} → {curve[-1][1]:.3f}"
+            + (": the model memorises the ten sequences." if status.state == "finished" else " (stopped).")
+        )
