@@ -10,13 +10,10 @@ import torch
 
 import ui
 from llmviz.errors import LlmvizError
-from llmviz.jobs import tasks as lab_tasks
-from llmviz.lessons import architectures
-from llmviz.lessons import embeddings as emb
-from llmviz.lessons import forward as views
+from llmviz.jobs import tasks
+from llmviz.lessons import architectures, embeddings, forward
 from ui import charts, picker, sections, share, state
-from ui.panels import quiz as quiz_ui
-from ui.panels import runs as training
+from ui.panels import quiz, runs
 from ui.text import literal_markdown, tidy_floats
 
 settings = ui.settings()
@@ -42,7 +39,7 @@ def cosine_example() -> None:
     for column, name, default in zip(columns, names, defaults):
         raw = column.text_input(name, default, key=state.widget("vec_", name))
         try:
-            vectors[name] = emb.parse_vector(raw)
+            vectors[name] = embeddings.parse_vector(raw)
         except LlmvizError as error:
             column.error(str(error))
     pair = st.radio(
@@ -55,11 +52,11 @@ def cosine_example() -> None:
     if a_name in vectors and b_name in vectors:
         a, b = vectors[a_name], vectors[b_name]
         try:
-            parts = emb.cosine_parts(a, b)
+            parts = embeddings.cosine_parts(a, b)
         except LlmvizError as error:
             st.error(str(error))
             if a.shape == b.shape:
-                st.metric("Euclidean distance", f"{emb.euclidean(a, b):.4f}")
+                st.metric("Euclidean distance", f"{embeddings.euclidean(a, b):.4f}")
         else:
             num = charts.tex_number
             products = " + ".join(f"({x:g})({y:g})" for x, y in zip(a.tolist(), b.tolist()))
@@ -144,16 +141,16 @@ def cosine_lesson() -> None:
 
 # ------------------------------------------------------------------ 2. token embeddings of the picked model
 @st.cache_data(show_spinner=False, max_entries=128)
-def neighbours_of(model_key: str, token: int, _table: torch.Tensor) -> views.Neighbours:
-    return views.neighbours(_table, token, k=10)
+def neighbours_of(model_key: str, token: int, _table: torch.Tensor) -> forward.Neighbours:
+    return forward.neighbours(_table, token, k=10)
 
 
 @st.cache_data(show_spinner="Projecting the table…", max_entries=64)
-def projection(model_key: str, ids: tuple[int, ...], dims: int, _table: torch.Tensor) -> views.Projection:
-    return views.project(_table, list(ids), dims)
+def projection(model_key: str, ids: tuple[int, ...], dims: int, _table: torch.Tensor) -> forward.Projection:
+    return forward.project(_table, list(ids), dims)
 
 
-def neighbour_table(view: picker.ModelView, found: views.Neighbours) -> pd.DataFrame:
+def neighbour_table(view: picker.ModelView, found: forward.Neighbours) -> pd.DataFrame:
     return tidy_floats(
         pd.DataFrame(
             {"token": [view.tokenizer.printable(i) for i in found.ids], "id": found.ids, "cosine": found.cosines}
@@ -193,7 +190,7 @@ def axis_ranges(coords: torch.Tensor) -> tuple[tuple[float, float], tuple[float,
     return (x_low - pad_x, x_high + pad_x), (y_low - pad_y, y_high + 2 * pad_y)
 
 
-def map_figure(view: picker.ModelView, projected: views.Projection, dims: int, groups: dict[int, str]) -> go.Figure:
+def map_figure(view: picker.ModelView, projected: forward.Projection, dims: int, groups: dict[int, str]) -> go.Figure:
     """The tokens as points: grey the common ones, then yours, the looked-up one and its neighbours, labelled where a
     label has room (the others by hovering)."""
     tokenizer, coords = view.tokenizer, projected.coords
@@ -259,12 +256,12 @@ def embedding_map(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     query_text = c1.text_input("Nearest neighbours of", DEFAULT_QUERY, key=state.widget("gpt_nn"))
     dims = c2.radio("Projection", [2, 3], horizontal=True, format_func=lambda d: f"{d}D PCA")
-    query_ids = views.encode(tokenizer, query_text)
+    query_ids = forward.encode(tokenizer, query_text)
     found = neighbours_of(view.content_key, query_ids[0], table) if query_ids else None
     groups = {token: "your tokens" for token in ids}
     groups |= {token: "nearest neighbours" for token in (found.ids if found else [])}
     groups |= {token: "looked up" for token in query_ids[:1]}
-    population = views.common_tokens(table.shape[0])
+    population = forward.common_tokens(table.shape[0])
     projected = projection(view.content_key, tuple(dict.fromkeys(population + list(groups))), dims, table)
     left, right = st.columns([3, 1])
     with left:
@@ -306,8 +303,8 @@ def neighbours_before_after(query_text: str) -> None:
     """The nearest neighbours of one token at step 0 and at the picked step."""
 
     def render(shown: picker.ModelView, column: str) -> None:
-        table = views.embedding_table(shown.model)
-        query_ids = views.encode(shown.tokenizer, query_text)
+        table = forward.embedding_table(shown.model)
+        query_ids = forward.encode(shown.tokenizer, query_text)
         if table is None or not query_ids:
             st.info("Nothing to compare here.")
             return
@@ -324,8 +321,8 @@ def token_vectors(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -
     tokenizer = view.tokenizer
     st.subheader("Your tokens' vectors")
     labels = charts.unique_labels([tokenizer.printable(i) for i in ids])
-    vectors_ = emb.lookup(table, ids)
-    one_hot = emb.one_hot_lookup(table, ids)
+    vectors_ = embeddings.lookup(table, ids)
+    one_hot = embeddings.one_hot_lookup(table, ids)
     st.markdown(
         f"Lookup two ways — `table[ids]` and `one_hot(ids) @ table` — largest difference: "
         f"**{float((one_hot - vectors_).abs().max()):.1e}** (the same rows)."
@@ -352,7 +349,7 @@ def token_vectors(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -
             charts.show_in(
                 right,
                 charts.heatmap(
-                    emb.cosine_matrix(vectors_),
+                    embeddings.cosine_matrix(vectors_),
                     labels,
                     labels,
                     colorscale="RdBu",
@@ -371,7 +368,7 @@ def token_vectors(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -
 def token_embeddings() -> None:
     view = picker.current()
     st.header("1. The embedding space of the picked model")
-    table = views.embedding_table(view.model) if view.family != "minilm" else None
+    table = forward.embedding_table(view.model) if view.family != "minilm" else None
     if table is None:
         st.info(
             f"{literal_markdown(view.label)} has no token-embedding table of its own to show here (it counts pairs "
@@ -383,7 +380,7 @@ def token_embeddings() -> None:
         "Tokens to compare", DEFAULT_WORDS, help="Words are split into the model's tokens.", **share.bind("words")
     )
     share.carried_note("words")
-    ids = list(dict.fromkeys(views.encode(view.tokenizer, typed)))[:24]
+    ids = list(dict.fromkeys(forward.encode(view.tokenizer, typed)))[:24]
     embedding_map(view, table, ids)
     if not ids:
         st.warning("Type some text: there are no tokens to compare.")
@@ -403,8 +400,8 @@ def token_embeddings() -> None:
 # ------------------------------------------------------------------ 3. positions
 @st.cache_data(show_spinner=False, max_entries=64)
 def input_rows(model_key: str, sentence: str, _view: picker.ModelView):
-    ids = views.encode(_view.tokenizer, sentence)
-    rows = views.input_embeddings(_view.model, ids)
+    ids = forward.encode(_view.tokenizer, sentence)
+    rows = forward.input_embeddings(_view.model, ids)
     return ids[: len(rows[0])] if rows else ids, rows
 
 
@@ -413,7 +410,7 @@ def sinusoidal() -> None:
     c1, c2 = st.columns(2)
     positions = c1.slider("Positions", 2, 256, 64)
     d_model = c2.slider("d_model", 2, 256, 64, step=2)
-    encoding = emb.sinusoidal_encoding(positions, d_model)
+    encoding = embeddings.sinusoidal_encoding(positions, d_model)
     left, right = st.columns(2)
     charts.show_in(
         left,
@@ -609,7 +606,7 @@ def rotary_positions() -> None:
         rf"\text{{angle}}(3, {pair}) = 3 \cdot {theta:,.0f}^{{-{2 * pair}/{head_dim}}} "
         rf"= {3 * float(angles.frequencies[pair]):.4f}\ \text{{radians}}"
     )
-    quiz_ui.section("rope", lambda: [architectures.rope_question(head_dim, theta)])
+    quiz.section("rope", lambda: [architectures.rope_question(head_dim, theta)])
     st.subheader("The score depends only on how far apart")
     st.markdown(
         "Put the **same** query and key at every pair of positions (m for the query, n for the key) and "
@@ -688,7 +685,7 @@ def word2vec_explorer() -> None:
     labelled: set[int] = set(range(min(40, len(vocab.words))))
     looked_up: list[int] = []  # the looked-up word and its neighbours, in orange and labelled first
     with left:
-        word = st.text_input("Nearest neighbours of", emb.opening_word(vocab.words), key=state.widget("w2v_nn"))
+        word = st.text_input("Nearest neighbours of", embeddings.opening_word(vocab.words), key=state.widget("w2v_nn"))
         key = word.strip().lower()
         if key not in vocab.index:
             st.warning(
@@ -696,7 +693,7 @@ def word2vec_explorer() -> None:
                 f"words are)."
             )
         else:
-            neighbours = emb.nearest_neighbours(vectors_, vectors_[vocab.index[key]], 10, {vocab.index[key]})
+            neighbours = embeddings.nearest_neighbours(vectors_, vectors_[vocab.index[key]], 10, {vocab.index[key]})
             looked_up = [vocab.index[key], *(i for i, _ in neighbours)]
             labelled |= set(looked_up)
             st.dataframe(
@@ -718,14 +715,16 @@ def word2vec_explorer() -> None:
             i, j, k = (vocab.index[w.strip().lower()] for w in words)
             st.dataframe(
                 tidy_floats(
-                    pd.DataFrame([{"word": vocab.words[r], "cosine": s} for r, s in emb.analogy(vectors_, i, j, k)])
+                    pd.DataFrame(
+                        [{"word": vocab.words[r], "cosine": s} for r, s in embeddings.analogy(vectors_, i, j, k)]
+                    )
                 ),
                 hide_index=True,
                 width="stretch",
             )
     with right:
         shown_rows = sorted(set(range(min(300, len(vocab.words)))) | labelled)
-        coords, ratio = emb.pca(vectors_[shown_rows], 2)
+        coords, ratio = embeddings.pca(vectors_[shown_rows], 2)
         where = {r: n for n, r in enumerate(shown_rows)}
         ranked = list(dict.fromkeys(looked_up + sorted(labelled)))  # which labels have the first claim to room
         x_range, y_range = axis_ranges(coords)
@@ -789,7 +788,7 @@ def word2vec_lesson() -> None:
             job = picker.manager().submit_task(
                 picker.session_id(),
                 functools.partial(
-                    lab_tasks.word2vec_training,
+                    tasks.word2vec_training,
                     text=text[:2_000_000],
                     dim=dim,
                     window=window,
@@ -800,14 +799,14 @@ def word2vec_lesson() -> None:
                 label=f"word2vec · {dim} dimensions · {corpus_label}",
                 total=steps,
                 returns_when_stopped=True,
-                footprint=lab_tasks.word2vec_footprint(len(text[:2_000_000]), window),
+                footprint=tasks.word2vec_footprint(len(text[:2_000_000]), window),
             )
         except LlmvizError as error:
             st.warning(str(error))
         else:
             state.W2V_JOB.set(dict(id=job.id, corpus=corpus_label, steps=steps))
     spec = state.W2V_JOB.get()
-    ended = training.follow_task(
+    ended = runs.follow_task(
         state.W2V_JOB,
         name="embeddings.w2v_job",
         describe=lambda status: (
@@ -883,7 +882,7 @@ def minilm_sentences(default_sentences: str) -> None:
             charts.show_in(
                 left,
                 charts.heatmap(
-                    emb.cosine_matrix(vectors_),
+                    embeddings.cosine_matrix(vectors_),
                     numbered,
                     [f"S{n + 1} · {s}" for n, s in enumerate(short)],
                     colorscale="RdBu",
@@ -899,7 +898,7 @@ def minilm_sentences(default_sentences: str) -> None:
                 if len(sentences) < 2:
                     st.info("A projection needs at least two sentences.")
                 else:
-                    coords, _ = emb.pca(vectors_, 2)
+                    coords, _ = embeddings.pca(vectors_, 2)
                     figure = go.Figure(
                         go.Scatter(
                             x=coords[:, 0].tolist(),
@@ -918,7 +917,8 @@ def minilm_sentences(default_sentences: str) -> None:
                 st.markdown(
                     f"The made-up vectors of section 2 make 'I love programming' and 'I dislike programming' "
                     "dissimilar; the real model "
-                    f"gives them a cosine of **{emb.cosine_parts(vectors_[i], vectors_[j]).cosine:.3f}**: they share "
+                    "gives them a cosine of "
+                    f"**{embeddings.cosine_parts(vectors_[i], vectors_[j]).cosine:.3f}**: they share "
                     f"a topic and most "
                     "words, and this model was trained to match topics more than sentiment."
                 )

@@ -16,8 +16,7 @@ from typing import Any
 
 import torch
 
-from llmviz.adapt import finetune, lora, memory
-from llmviz.adapt import quantize as qz
+from llmviz.adapt import finetune, lora, memory, quantize
 from llmviz.errors import ConfigError
 from llmviz.generation import serving
 from llmviz.generation.sampling import generate_text
@@ -64,7 +63,7 @@ def held_out_ids(tokenizer: Tokenizer, text: str, model: GPT, windows: int = 8) 
     text = text[-MAX_TEXT:]
     ids = encode(tokenizer, text[int(len(text) * 0.9) :])  # a character vocabulary skips what it lacks
     context = min(model.config.context_length, 128)
-    return qz.held_out_windows(ids, min(context, max(1, len(ids) - 1)), windows)
+    return quantize.held_out_windows(ids, min(context, max(1, len(ids) - 1)), windows)
 
 
 def _config(model: GPT, steps: int, lr: float, seed: int, batch_size: int = 8) -> TrainConfig:
@@ -191,10 +190,10 @@ def full_run(model: GPT, tokenizer: Tokenizer, text: str, steps: int, seed: int,
 
 
 def qat_run(
-    model: GPT, tokenizer: Tokenizer, text: str, spec: qz.QuantSpec, steps: int, seed: int, lr: float = 3e-4
-) -> qz.QATTrainer:
+    model: GPT, tokenizer: Tokenizer, text: str, spec: quantize.QuantSpec, steps: int, seed: int, lr: float = 3e-4
+) -> quantize.QATTrainer:
     train_config = _config(require_gpt(model), steps, lr, seed)
-    return qz.QATTrainer(
+    return quantize.QATTrainer(
         train_config, prepare_data(text[:MAX_TEXT], train_config, tokenizer), initial_model=model, quant=spec
     )
 
@@ -279,11 +278,11 @@ class QuantReport:
     """A model quantized with one spec: each layer's error, the bytes before and after, the loss comparison on
     held-out text, and a prompt's greedy continuation from both models."""
 
-    spec: qz.QuantSpec
-    layers: list[qz.LayerError]
+    spec: quantize.QuantSpec
+    layers: list[quantize.LayerError]
     float_bytes: int
     quantized_bytes: int
-    comparison: qz.Comparison
+    comparison: quantize.Comparison
     text_before: str
     text_after: str
 
@@ -293,17 +292,17 @@ def quant_report_steps(
     model: GPT,
     tokenizer: Tokenizer,
     text: str,
-    spec: qz.QuantSpec,
+    spec: quantize.QuantSpec,
     prompt: str,
     new_tokens: int = 40,
 ) -> Generator[tuple[int, float], None, QuantReport | None]:
     """:func:`quant_report` as a task loop (four steps: quantize, compare on held-out text, two generations)."""
     model = require_gpt(model)
-    result = qz.quantize_model(model, spec)
+    result = quantize.quantize_model(model, spec)
     yield 1, float("nan")
     if should_stop():
         return None
-    comparison = qz.compare(model, result.model, held_out_ids(tokenizer, text, model))
+    comparison = quantize.compare(model, result.model, held_out_ids(tokenizer, text, model))
     yield 2, comparison.loss_after
     if should_stop():
         return None
@@ -318,15 +317,15 @@ QUANT_REPORT_STEPS = 4
 
 
 def quant_report(
-    model: GPT, tokenizer: Tokenizer, text: str, spec: qz.QuantSpec, prompt: str, new_tokens: int = 40
+    model: GPT, tokenizer: Tokenizer, text: str, spec: quantize.QuantSpec, prompt: str, new_tokens: int = 40
 ) -> QuantReport:
     return run_to_end(quant_report_steps(lambda: False, model, tokenizer, text, spec, prompt, new_tokens))
 
 
-def layer_values(model: GPT, name: str, spec: qz.QuantSpec) -> tuple[torch.Tensor, torch.Tensor]:
+def layer_values(model: GPT, name: str, spec: quantize.QuantSpec) -> tuple[torch.Tensor, torch.Tensor]:
     """One matrix's weights before and after quantization (for the histograms)."""
     weight = dict(require_gpt(model).named_parameters())[name].detach()
-    return weight.flatten(), qz.round_trip(weight, spec).flatten()
+    return weight.flatten(), quantize.round_trip(weight, spec).flatten()
 
 
 @dataclass(frozen=True)
@@ -342,7 +341,7 @@ class WeightHistograms:
         return (self.edges[:-1] + self.edges[1:]) / 2  # (bins,)
 
 
-def weight_histograms(model: GPT, name: str, spec: qz.QuantSpec, bins: int = 200) -> WeightHistograms:
+def weight_histograms(model: GPT, name: str, spec: quantize.QuantSpec, bins: int = 200) -> WeightHistograms:
     """Histograms of one matrix before and after quantization, over the range both cover, every weight counted
     (a chart then draws ``bins`` bars, not a million points).
 
@@ -371,7 +370,7 @@ def ptq_vs_qat_steps(
     float_trained: GPT | None,
     tokenizer: Tokenizer,
     text: str,
-    spec: qz.QuantSpec,
+    spec: quantize.QuantSpec,
 ) -> Generator[tuple[int, float], None, dict[str, float] | None]:
     """Held-out loss: the float model, post-training quantization of it, quantization after QAT and (with
     ``float_trained``) after the same training in float: a task loop, one model per yield."""
@@ -386,9 +385,9 @@ def ptq_vs_qat_steps(
     rows: dict[str, float] = {}
     for name, trained in models.items():
         if trained is None:
-            rows[name] = qz.compare(original, original, windows).loss_before
+            rows[name] = quantize.compare(original, original, windows).loss_before
         else:
-            rows[name] = qz.compare(original, qz.quantize_model(trained, spec).model, windows).loss_after
+            rows[name] = quantize.compare(original, quantize.quantize_model(trained, spec).model, windows).loss_after
         yield len(rows), rows[name]
         if should_stop():
             return None
@@ -399,7 +398,12 @@ PTQ_VS_QAT_STEPS = 4
 
 
 def ptq_vs_qat(
-    original: GPT, qat_trained: GPT, float_trained: GPT | None, tokenizer: Tokenizer, text: str, spec: qz.QuantSpec
+    original: GPT,
+    qat_trained: GPT,
+    float_trained: GPT | None,
+    tokenizer: Tokenizer,
+    text: str,
+    spec: quantize.QuantSpec,
 ) -> dict[str, float]:
     """Held-out loss: the float model, post-training quantization of it, and quantization after QAT."""
     return run_to_end(ptq_vs_qat_steps(lambda: False, original, qat_trained, float_trained, tokenizer, text, spec))
@@ -675,8 +679,8 @@ def adapt_questions(model: GPT, tokenizer: Tokenizer, prompt: str) -> list[Quest
         )
     ]
     ids = encode(tokenizer, prompt)[-model.config.context_length :] or [0]
-    int4_spec = qz.QuantSpec(bits=4, per_channel=False, symmetric=True)
-    int4 = qz.quantize_model(model, int4_spec).model
+    int4_spec = quantize.QuantSpec(bits=4, per_channel=False, symmetric=True)
+    int4 = quantize.quantize_model(model, int4_spec).model
     with torch.no_grad():
         before = model(torch.tensor([ids]))[0][0, -1]
         after = int4(torch.tensor([ids]))[0][0, -1]

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from llmviz.tokenizers import char_word
-from llmviz.training import trainer as trainer_module
+from llmviz.training import trainer
 from tests.support.pages import assert_clean, by_label, open_tab, run_app
 from tests.support.waiting import wait_for
 
@@ -48,8 +48,8 @@ def tokenized(monkeypatch):
             return _real(cls_, text, *args, **kwargs)
 
         monkeypatch.setattr(cls, "train", classmethod(train))
-    spy(trainer_module, "prepare_data")
-    spy(trainer_module, "build_tokenizer")
+    spy(trainer, "prepare_data")
+    spy(trainer, "build_tokenizer")
     return seen
 
 

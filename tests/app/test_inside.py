@@ -5,12 +5,12 @@ import pytest
 import torch
 
 import ui
-from llmviz.interpret import lens as lenses
+from llmviz.interpret.lens import sequence_logit_lens
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import JOB_TIMEOUT, assert_clean, run_app, run_page
 from tests.support.paths import DATA
 from ui import charts
-from ui.panels import lens as lens_ui
+from ui.panels.lens import WINDOW, grid_figure, true_token_figure, window
 
 
 def test_training_the_induction_run_again_keeps_both_runs_apart(fresh_session_jobs):
@@ -83,24 +83,24 @@ SENTENCE = "The for statement is used to iterate over the elements of a sequence
 def shipped_lens():
     model, tokenizer, _ = load_checkpoint(DATA / "gpt-python-docs")
     ids = tokenizer.encode(SENTENCE)[:32]
-    lens = lenses.sequence_logit_lens(model.eval(), ids, k=5)
+    lens = sequence_logit_lens(model.eval(), ids, k=5)
     tokens = [tokenizer.printable(i) for i in ids]
     return lens, tokens, charts.unique_labels(tokens), tokenizer.printable
 
 
 def test_the_window_stays_inside_the_sentence():
-    assert lens_ui.window(32, 0) == range(0, 10)
-    assert lens_ui.window(32, 40) == range(22, 32)
-    assert lens_ui.window(4, 2) == range(0, 4)
-    assert lens_ui.window(32, -3) == range(0, 10)
+    assert window(32, 0) == range(0, 10)
+    assert window(32, 40) == range(22, 32)
+    assert window(4, 2) == range(0, 4)
+    assert window(32, -3) == range(0, 10)
 
 
 def test_the_grid_shows_a_window_in_14_px_type(shipped_lens):
     lens, tokens, columns, name = shipped_lens
-    assert len(tokens) > lens_ui.WINDOW  # before: every one of the 32 positions in one chart, text about 6 px
-    shown = lens_ui.window(len(tokens), 12)
-    assert len(shown) == lens_ui.WINDOW and 12 in shown
-    figure = lens_ui.grid_figure(lens, tokens, columns, name, shown)
+    assert len(tokens) > WINDOW  # before: every one of the 32 positions in one chart, text about 6 px
+    shown = window(len(tokens), 12)
+    assert len(shown) == WINDOW and 12 in shown
+    figure = grid_figure(lens, tokens, columns, name, shown)
     heat = figure.data[0]
     assert list(heat.x) == columns[shown.start : shown.stop] and list(heat.y) == lens.layer_names
     assert heat.textfont.size >= 14 and figure.layout.xaxis.tickfont.size >= 13
@@ -113,8 +113,8 @@ def test_the_grid_shows_a_window_in_14_px_type(shipped_lens):
 
 def test_the_per_layer_chart_has_a_legend_and_one_position_in_colour(shipped_lens):
     lens, tokens, columns, _ = shipped_lens
-    positions = lens_ui.window(len(tokens), 0)
-    figure = lens_ui.true_token_figure(lens, tokens, columns, positions, picked=3)
+    positions = window(len(tokens), 0)
+    figure = true_token_figure(lens, tokens, columns, positions, picked=3)
     assert figure.layout.showlegend is True
     named = [trace for trace in figure.data if trace.showlegend is not False]
     assert len(named) == 3  # the other positions (one entry), the mean, the picked one

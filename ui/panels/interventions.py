@@ -24,7 +24,7 @@ from llmviz.errors import LlmvizError
 from llmviz.interpret import ablation, interventions, patching
 from llmviz.training import footprint
 from ui import charts, picker, state
-from ui.panels import runs as training
+from ui.panels import runs
 
 
 def spec_key(*parts: Any) -> str:
@@ -77,7 +77,7 @@ def sweep(
             state.SWEEP_ASKED.setdefault().pop(kind, None)
             return None
         job_slot.set({"id": job.id, "spec": spec})
-    ended = training.follow_task(
+    ended = runs.follow_task(
         job_slot,
         name=f"inside.{kind}_job",
         describe=lambda status: f"{status.step} of {status.total} {what} (a lab job: this model is large for the page)",

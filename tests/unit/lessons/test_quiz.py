@@ -252,8 +252,7 @@ def test_no_reveal_shows_a_raw_placeholder():
 def test_no_reveal_of_the_architecture_and_adapt_questions_shows_a_raw_placeholder():
     """The predict-then-reveal questions built outside llmviz.lessons.quiz (Attention's KV cache, Embeddings' RoPE,
     Adapt & serve's) are checked for unfilled braces too."""
-    from llmviz.lessons import adapting as adapt
-    from llmviz.lessons import architectures
+    from llmviz.lessons import adapting, architectures
     from llmviz.training.checkpoint import load_checkpoint
     from tests.support.paths import ROOT
 
@@ -262,7 +261,7 @@ def test_no_reveal_of_the_architecture_and_adapt_questions_shows_a_raw_placehold
         architectures.kv_cache_question(8, 2, 4096),
         architectures.kv_cache_question(4, 4, 10),
         architectures.rope_question(),
-        *adapt.adapt_questions(model, tokenizer, "The while statement"),
+        *adapting.adapt_questions(model, tokenizer, "The while statement"),
     ]
     assert {q.kind for q in questions} >= {"kv-cache", "rope-distance", "lora-count", "kv-bytes", "int4-top"}
     for question in questions:
