@@ -98,7 +98,7 @@ def test_focused_head():
 def test_attention_questions_on_the_shipped_gpt():
     from tests.support.paths import DATA
 
-    SHIPPED_GPT = "gpt-python-docs"  # ui.models.SHIPPED_GPT
+    SHIPPED_GPT = "gpt-python-docs"  # ui.picker.SHIPPED_GPT
     if not (DATA / SHIPPED_GPT).exists():
         pytest.skip("the shipped GPT is missing")
     from llmviz.training.checkpoint import load_checkpoint
