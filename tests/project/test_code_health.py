@@ -522,13 +522,75 @@ def test_ci_checks_types_docstrings_and_complexity_of_the_package():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
     assert config["mypy"]["files"] == ["llmviz"] and config["mypy"]["check_untyped_defs"] is True
     assert {"D101", "C901"} <= set(config["ruff"]["lint"]["select"])
-    assert config["ruff"]["lint"]["mccabe"]["max-complexity"] <= 24
+    assert config["ruff"]["lint"]["mccabe"]["max-complexity"] <= 15
     unchecked = [
         pattern
         for pattern, rules in config["ruff"]["lint"]["per-file-ignores"].items()
         if {"D101", "C901"} & set(rules)
     ]
     assert unchecked and not [pattern for pattern in unchecked if pattern.startswith(("!", "llmviz", "ui"))]
+    # issue 48: the pages' functions are bounded too (stages/ may skip class docstrings, never the complexity bound)
+    assert not [
+        pattern
+        for pattern, rules in config["ruff"]["lint"]["per-file-ignores"].items()
+        if "C901" in rules and pattern.startswith(("stages", "app"))
+    ]
+
+
+def test_no_function_of_the_package_the_ui_or_the_pages_is_over_complexity_15():
+    """ruff's C901 (mccabe) at pyproject's bound, 15, over llmviz/, ui/ and stages/ (issue 48: the pages had no bound
+    in practice: stages/sampling.py's generate_section scored 39 in radon's count). The one named exception in the
+    code is BPETokenizer.train_steps (``noqa: C901``, the fast BPE trainer's one loop)."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--select",
+            "C901",
+            "--output-format",
+            "concise",
+            "llmviz",
+            "ui",
+            "stages",
+            "app.py",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+
+
+PAGE_LINES = 500
+
+
+def test_every_page_wires_its_sections_in_at_most_500_lines_and_builds_no_figure():
+    """Issue 48's rule: stages/<stage>.py wires the page's sections (at most 500 lines); ui/panels/<stage>.py draws
+    its figures and tables (no Plotly in a page); llmviz/lessons/<stage>.py computes its numbers."""
+    pages = sorted((ROOT / "stages").glob("*.py"))
+    assert len(pages) >= 10
+    too_long = {
+        page.name: n for page in pages if (n := len(page.read_text(encoding="utf-8").splitlines())) > PAGE_LINES
+    }
+    assert too_long == {}
+    drawing = [page.name for page in pages if "plotly" in _imported_modules(page)]
+    assert drawing == []
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """The top-level names of every module a file imports (``import plotly.graph_objects as go`` gives plotly)."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
 
 
 PROJECT_ROOTS = ("llmviz", "ui", "stages", "tests", "benchmarks", "scripts")
