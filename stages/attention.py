@@ -5,6 +5,7 @@ import streamlit as st
 import torch
 
 import llmviz.lessons.attention
+import llmviz.lessons.quiz
 import ui
 import ui.panels.attention
 from llmviz.errors import ConfigError, LlmvizError
@@ -431,7 +432,7 @@ def grouped_query() -> None:
     except ConfigError as error:
         st.error(str(error))
         return
-    quiz.section("gqa", lambda: [architectures.kv_cache_question(n_heads, n_kv_heads, tokens)])
+    quiz.section("gqa", lambda: [llmviz.lessons.quiz.kv_cache_question(n_heads, n_kv_heads, tokens)])
     charts.show(ui.panels.attention.kv_heads_figure(llmviz.lessons.attention.kv_owner(config)), width="stretch")
     st.caption(
         f"{architectures.attention_kind(config).capitalize()}: query heads of one colour share one key head and one "

@@ -5,6 +5,7 @@ import functools
 import streamlit as st
 import torch
 
+import llmviz.lessons.quiz
 import ui
 import ui.panels.embeddings
 from llmviz.errors import LlmvizError
@@ -312,7 +313,7 @@ def rotary_positions() -> None:
         rf"\text{{angle}}(3, {pair}) = 3 \cdot {theta:,.0f}^{{-{2 * pair}/{head_dim}}} "
         rf"= {3 * float(angles.frequencies[pair]):.4f}\ \text{{radians}}"
     )
-    quiz.section("rope", lambda: [architectures.rope_question(head_dim, theta)])
+    quiz.section("rope", lambda: [llmviz.lessons.quiz.rope_question(head_dim, theta)])
     st.subheader("The score depends only on how far apart")
     st.markdown(
         "Put the **same** query and key at every pair of positions (m for the query, n for the key) and "

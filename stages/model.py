@@ -4,6 +4,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+import llmviz.lessons.quiz
 import ui
 from llmviz.adapt import memory
 from llmviz.errors import ConfigError, LlmvizError
@@ -408,8 +409,8 @@ def gpt2_to_llama() -> None:
     quiz_ui.section(
         "gpt2_to_llama",
         lambda: [
-            architectures.norm_question(PRESETS["gpt2-124m"]),
-            architectures.experts_question(PRESETS["moe-tiny"]),
+            llmviz.lessons.quiz.norm_question(PRESETS["gpt2-124m"]),
+            llmviz.lessons.quiz.experts_question(PRESETS["moe-tiny"]),
         ],
     )
     kv_heads = st.select_slider("Key/value heads in the last steps", [1, 2, 3, 4, 6, 12], value=4)

@@ -628,8 +628,7 @@ def shipped_position_gradient(rows: tuple[tuple[int, ...], ...], position: int):
 def loss_step_by_step() -> None:
     """The loss taken apart on a real batch, and backpropagation through the output layer."""
     st.subheader("The loss, step by step, on a real batch")
-    shipped = picker.shipped_default()
-    gpt, gpt_tokenizer = shipped.model, shipped.tokenizer
+    gpt_tokenizer = picker.shipped_default().tokenizer
     st.caption(
         "The shipped GPT (trained on the Python reference manual) reads two short sequences; each position "
         "must predict the token after it — the targets are the inputs shifted by one."
