@@ -134,6 +134,12 @@ def toy_example() -> None:
     )
     for head in range(heads):
         toy_head(steps, head, heads, scaled=scaled, causal=causal)
+    toy_output(steps, heads, scaled, causal)
+
+
+def toy_output(steps: dict[str, torch.Tensor], heads: int, scaled: bool, causal: bool) -> None:
+    """After the heads: their concatenation projected with W_O (more than one head), and what the switches did."""
+    tokens = TOY_TOKENS
     if heads > 1:
         st.subheader("Concatenate the heads, then project with W_O")
         c1, c2 = st.columns(2)
