@@ -132,14 +132,16 @@ def _map_trace(group: str, rows: list[int], projected: forward.Projection, dims:
     )
 
 
+def _map_rows(ids: list[int], groups: dict[int, str]) -> dict[str, list[int]]:
+    """The rows of the projection in each of the map's groups (a token not in ``groups`` is a common token)."""
+    return {group: [r for r, token in enumerate(ids) if groups.get(token, "common token") == group] for group in GROUPS}
+
+
 def map_figure(tokenizer, projected: forward.Projection, dims: int, groups: dict[int, str]) -> go.Figure:
     """The tokens as points: grey the common ones, then yours, the looked-up one and its neighbours, labelled where a
     label has room (the others by hovering)."""
     coords = projected.coords
-    rows = {
-        group: [r for r, token in enumerate(projected.ids) if groups.get(token, "common token") == group]
-        for group in GROUPS
-    }
+    rows = _map_rows(projected.ids, groups)
     ranked = [r for group in reversed(list(GROUPS)) if group != "common token" for r in rows[group]]
     names = {r: tokenizer.printable(projected.ids[r]) for r in range(len(projected.ids))}
     # the plot is about 610 × 375 px on a screen 1400 px wide: the labels are spread for one of 560 × 340 (a screen of
@@ -265,6 +267,14 @@ def rope_distance_figure(by_distance: dict[int, tuple[float, float]]) -> go.Figu
     return figure
 
 
+def _word_markers(shown_rows: list[int], highlight: set[int], labelled) -> dict:
+    """Orange and larger for the looked-up word and its neighbours, blue for the labelled ones, grey the rest."""
+    return dict(
+        size=[10 if r in highlight else 6 for r in shown_rows],
+        color=["#e8590c" if r in highlight else "#4c6ef5" if r in labelled else "#ced4da" for r in shown_rows],
+    )
+
+
 def word2vec_map(coords: torch.Tensor, shown_rows: list[int], words: list[str], looked_up: list[int], labelled):
     """The most common words in 2D: the looked-up word and its neighbours in orange, the labelled ones in blue."""
     where = {r: n for n, r in enumerate(shown_rows)}
@@ -292,10 +302,7 @@ def word2vec_map(coords: torch.Tensor, shown_rows: list[int], words: list[str], 
             textfont=dict(size=10),
             hovertext=[words[r] for r in shown_rows],
             hoverinfo="text",
-            marker=dict(
-                size=[10 if r in highlight else 6 for r in shown_rows],
-                color=["#e8590c" if r in highlight else "#4c6ef5" if r in labelled else "#ced4da" for r in shown_rows],
-            ),
+            marker=_word_markers(shown_rows, highlight, labelled),
         )
     )
     figure.update_layout(
