@@ -25,10 +25,10 @@ import torch  # noqa: E402
 from llmviz.adapt import (
     lora,
     memory,  # noqa: E402
+    quantize,  # noqa: E402
 )
-from llmviz.adapt import quantize as qz  # noqa: E402
 from llmviz.data import corpus
-from llmviz.lessons import adapting as adapt
+from llmviz.lessons import adapting
 from llmviz.training.checkpoint import load_checkpoint  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -59,8 +59,8 @@ def main() -> None:
 
     print("1. LoRA (r = 4, α = 8, W_Q and W_V) vs full fine-tuning, batch 8 × 64, median step time")
     config = lora.LoRAConfig(rank=4, alpha=8, targets=("q", "v"))
-    full = adapt.full_run(model, tokenizer, text, args.steps, seed=0)
-    low = adapt.lora_run(model, tokenizer, text, config, args.steps, seed=0)
+    full = adapting.full_run(model, tokenizer, text, args.steps, seed=0)
+    low = adapting.lora_run(model, tokenizer, text, config, args.steps, seed=0)
     step_times(full, 3), step_times(low, 3)  # warm-up
     full_ms = statistics.median(step_times(full, args.steps)) * 1e3
     low_ms = statistics.median(step_times(low, args.steps)) * 1e3
@@ -75,23 +75,23 @@ def main() -> None:
         )
 
     print("\n2. Post-training quantization, held-out perplexity on the last tenth of python-docs")
-    windows = adapt.held_out_ids(tokenizer, text, model, windows=16)
+    windows = adapting.held_out_ids(tokenizer, text, model, windows=16)
     print(f"{'':34} | {'bytes':>10} | {'size':>6} | {'perplexity':>10} | {'KL (nats)':>9} | same top-1")
     print("-" * 92)
-    float_ppl = qz.compare(model, model, windows).perplexity_before
+    float_ppl = quantize.compare(model, model, windows).perplexity_before
     print(f"{'float32':34} | {4 * model.num_parameters():10,} | {'1.00×':>6} | {float_ppl:10.3f} | {0:9.4f} | 100.0 %")
     for bits in (8, 4):
         for per_channel in (True, False):
-            spec = qz.QuantSpec(bits, per_channel=per_channel, symmetric=True)
-            result = qz.quantize_model(model, spec)
-            c = qz.compare(model, result.model, windows)
+            spec = quantize.QuantSpec(bits, per_channel=per_channel, symmetric=True)
+            result = quantize.quantize_model(model, spec)
+            c = quantize.compare(model, result.model, windows)
             print(
                 f"{spec.title:34} | {result.total_bytes:10,} | {result.total_bytes / result.float_bytes:5.2f}× | "
                 f"{c.perplexity_after:10.3f} | {c.kl:9.4f} | {c.top1_agreement:6.1%}"
             )
 
     print("\n3. One training step, batch 8 × 64: activations saved for backward (exact) and time (median of 5)")
-    batch = adapt.held_out_ids(tokenizer, text, model, windows=8)
+    batch = adapting.held_out_ids(tokenizer, text, model, windows=8)
     inputs, targets = batch[:, :64], batch[:, 1:65]
     print(f"{'checkpointing':>13} | {'bf16':>4} | {'saved':>10} | {'vs plain':>8} | {'ms/step':>8} | loss")
     print("-" * 66)

@@ -19,10 +19,8 @@ import platform
 import sys
 
 from llmviz.jobs.manager import JobManager
-from llmviz.training import footprint as fp
-from llmviz.training.config import TrainConfig
-from llmviz.training.dataset import build_tokenizer, prepare_data
-from llmviz.training.trainer import Trainer
+from llmviz.training import footprint
+from llmviz.training.trainer import TrainConfig, Trainer, build_tokenizer, prepare_data
 
 TEXT = "the quick brown fox jumps over the lazy dog, said the cat to the hen.\n" * 4000
 
@@ -72,7 +70,7 @@ def main() -> None:
 
     probe = worker_memory.probe
     manager = JobManager(max_running=1, workers="process")
-    mb = fp.MB
+    mb = footprint.MB
     print(f"# worker memory · {datetime.date.today()} · {platform.platform()} · Python {sys.version.split()[0]}\n")
     idle = manager.submit_task("bench", probe, label="idle", total=1)
     idle.wait(300)
@@ -88,7 +86,7 @@ def main() -> None:
             print(f"| {title} | failed: {job.status().error} | | |")
             continue
         _, after = job.result
-        estimate = fp.of_config(config, vocab, text_bytes=len(TEXT.encode())).peak_bytes
+        estimate = footprint.of_config(config, vocab, text_bytes=len(TEXT.encode())).peak_bytes
         print(f"| {title} | {estimate / mb:.0f} | {after['VmHWM'] / mb:.0f} | {estimate / after['VmHWM']:.2f} |")
         if title.startswith("GPT nano"):
             resident, private = after["VmRSS"] / mb, _private(after) / mb

@@ -232,10 +232,10 @@ def check_checkpoint(setting: Setting) -> tuple[str, str]:
 
 
 def check_worker(setting: Setting) -> tuple[str, str]:
-    from llmviz.jobs import manager as jobs
     from llmviz.jobs.events import JobState
+    from llmviz.jobs.manager import JobManager
 
-    manager = jobs.JobManager(max_running=1, session_timeout=None, workers="process")
+    manager = JobManager(max_running=1, session_timeout=None, workers="process")
     try:
         trainer = Trainer.from_text(setting.text, small_config(setting, precision="auto", steps=30, dropout=0.1))
         job = manager.submit_training("gpu-check", trainer, label="gpu check")

@@ -6,7 +6,7 @@ export OMP_NUM_THREADS=1  # the numbers in data/README.md come from one CPU thre
 # the shipped GPT: gpt-mini's shapes with the output head tied to the token embedding, and a 4,096-token BPE, big
 # enough that the manual's common words are one token each; trained on the manual with its paragraphs unwrapped (its
 # hard line breaks every ~70 characters would be learnt as a word boundary like any other: the model would end
-# sentences with a line break). tests/test_shipped.py checks all three. --stride = the context: the shipped models
+# sentences with a line break). tests/project/test_shipped_models.py checks all three. --stride = the context: the shipped models
 # trained on windows side by side (stride 1, a window at every position, became the default later)
 python -c "from llmviz.data.corpus import load, unwrap_paragraphs; import pathlib; \
 pathlib.Path('data/python-manual.txt').write_text(unwrap_paragraphs(load('python-docs')), encoding='utf-8')"

@@ -1,21 +1,32 @@
 """The Attention page: from dot products to multi-head attention in real models."""
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 import torch
 
+import llmviz.lessons.attention
+import llmviz.lessons.quiz
 import ui
-from llmviz.adapt import memory
+import ui.panels.attention
 from llmviz.errors import ConfigError, LlmvizError
-from llmviz.lessons import architectures, quiz
-from llmviz.lessons import forward as views
-from llmviz.models import attention as att
-from llmviz.models.gpt import PRESETS, GPTConfig
-from llmviz.tokenizers.ids import encode
+from llmviz.lessons import architectures, forward
+from llmviz.models.attention import (
+    JOURNEY_EMBEDDINGS,
+    JOURNEY_TOKENS,
+    TOY_TOKENS,
+    TOY_W_K,
+    TOY_W_O,
+    TOY_W_Q,
+    TOY_W_V,
+    attention_steps,
+    simple_self_attention,
+    toy_input,
+    toy_matrices,
+)
+from llmviz.models.gpt import GPTConfig
 from ui import charts, picker, present, sections, share, state
-from ui.panels import quiz as quiz_ui
-from ui.text import literal_markdown, tidy_floats
+from ui.panels import quiz
+from ui.text import literal_markdown
 
 ui.settings()
 ui.page_header(
@@ -31,74 +42,27 @@ DEFAULT_SENTENCE = "The assigned object should be a sequence object of the same 
 num = charts.tex_number
 
 
-def matrix_table(matrix: torch.Tensor, rows, columns=None) -> pd.DataFrame:
-    values = matrix.detach().numpy()
-    columns = columns or [f"d{j}" for j in range(values.shape[1])]
-    return tidy_floats(pd.DataFrame(values, index=list(rows), columns=list(columns)))
-
-
-def show_matrix(where, matrix: torch.Tensor, rows) -> None:
-    """A small matrix as a table, every number to 4 decimals (a column format: no pandas Styler to render)."""
-    frame = matrix_table(matrix, rows)
-    where.dataframe(
-        frame,
-        width="stretch",
-        column_config={name: st.column_config.NumberColumn(format="%.4f") for name in frame.columns},
-    )
-
-
 # ------------------------------------------------------------------ without weights
 
 
 @sections.section("attention.without_weights")
 def without_weights() -> None:
-    journey = torch.tensor(att.JOURNEY_EMBEDDINGS)
-    simple = att.simple_self_attention(journey)
+    journey = torch.tensor(JOURNEY_EMBEDDINGS)
+    simple = simple_self_attention(journey)
     left, right = st.columns([3, 2])
     with left:
-        charts.show(
-            charts.heatmap(
-                simple["weights"],
-                att.JOURNEY_TOKENS,
-                att.JOURNEY_TOKENS,
-                title="attention weights = softmax(x_i · x_j) per row",
-                x_title="key",
-                y_title="query",
-            ),
-            width="stretch",
-        )
+        charts.show(ui.panels.attention.journey_heatmap(simple["weights"], JOURNEY_TOKENS), width="stretch")
     with right:
-        st.dataframe(
-            tidy_floats(pd.DataFrame(journey.numpy(), index=att.JOURNEY_TOKENS, columns=["x", "y", "z"])).style.format(
-                "{:.2f}"
-            ),
-            width="stretch",
-        )
+        st.dataframe(ui.panels.attention.embeddings_table(journey, JOURNEY_TOKENS), width="stretch")
         st.caption("The embeddings: one 3-dimensional vector per word.")
     st.subheader("One row of the weights, worked out")  # the query picker with the sums it changes (one slide)
     query = st.selectbox(
-        "Query word", range(6), index=1, format_func=lambda i: att.JOURNEY_TOKENS[i], **share.bind("query_word")
+        "Query word", range(6), index=1, format_func=lambda i: JOURNEY_TOKENS[i], **share.bind("query_word")
     )
     with st.container():
-        x_q = journey[query]
-        dots = " + ".join(f"{num(a, '.2f')}\\cdot{num(b, '.2f')}" for a, b in zip(x_q.tolist(), journey[0].tolist()))
-        scores = simple["scores"][query]
-        total = float(simple["softmax_denominators"][query])
-        z = simple["context"][query]
-        charts.latex(
-            rf"\omega_{{{query},0}} = x_{{{query}}} \cdot x_0 = {dots} = {float(simple['scores'][query, 0]):.4f}",
-            r"\omega_{" + str(query) + r"} = [" + ", ".join(f"{v:.4f}" for v in scores.tolist()) + "]",
-            rf"\alpha_{{{query},j}} = \frac{{e^{{\omega_{{{query},j}}}}}}{{\sum_k e^{{\omega_{{{query},k}}}}}},\quad "
-            rf"\textstyle\sum_k e^{{\omega_{{{query},k}}}} = {total:.4f}",
-            r"\alpha_{"
-            + str(query)
-            + r"} = ["
-            + ", ".join(f"{v:.4f}" for v in simple["weights"][query].tolist())
-            + "]",
-            rf"z_{{{query}}} = \sum_j \alpha_{{{query},j}}\, x_j = [" + ", ".join(f"{v:.4f}" for v in z.tolist()) + "]",
-        )
+        charts.latex(*ui.panels.attention.worked_row(journey, simple, query))
     with st.expander("All context vectors"):
-        show_matrix(st, simple["context"], att.JOURNEY_TOKENS)
+        ui.panels.attention.show_matrix(st, simple["context"], JOURNEY_TOKENS)
 
 
 def without_weights_lesson() -> None:
@@ -111,7 +75,7 @@ def without_weights_lesson() -> None:
 
 
 # ------------------------------------------------------------------ the toy example
-toy_x = att.toy_input()
+toy_x = toy_input()
 
 
 @sections.section("attention.toy")
@@ -119,14 +83,14 @@ def toy_example() -> None:
     editors = {}
     grid_cells = [cell for row in (st.columns(2), st.columns(2)) for cell in row]
     for column, (name, default) in zip(
-        grid_cells, [("X", toy_x.tolist()), ("W_Q", att.TOY_W_Q), ("W_K", att.TOY_W_K), ("W_V", att.TOY_W_V)]
+        grid_cells, [("X", toy_x.tolist()), ("W_Q", TOY_W_Q), ("W_K", TOY_W_K), ("W_V", TOY_W_V)]
     ):
         with column:
             st.markdown(f"**{name}**")
             frame = pd.DataFrame(
                 default,
                 columns=[f"c{j}" for j in range(4)],
-                index=att.TOY_TOKENS if name == "X" else [f"r{i}" for i in range(4)],
+                index=TOY_TOKENS if name == "X" else [f"r{i}" for i in range(4)],
             )
             editors[name] = st.data_editor(frame, key=state.widget("edit_", name), num_rows="fixed")
     t1, t2, t3 = st.columns(3)
@@ -140,10 +104,10 @@ def toy_example() -> None:
         "halves of W_Q, W_K, W_V. 3 heads cannot split a width of 4.",
         **share.bind("heads"),
     )
-    w_o = torch.tensor(att.TOY_W_O) if heads > 1 else None
+    w_o = torch.tensor(TOY_W_O) if heads > 1 else None
     try:  # a cleared cell, or 3 heads for a width of 4: a message that names the problem
-        matrices = att.toy_matrices({name: frame.to_numpy(dtype=object) for name, frame in editors.items()})
-        steps = att.attention_steps(
+        matrices = toy_matrices({name: frame.to_numpy(dtype=object) for name, frame in editors.items()})
+        steps = attention_steps(
             matrices["X"],
             matrices["W_Q"],
             matrices["W_K"],
@@ -156,12 +120,12 @@ def toy_example() -> None:
     except LlmvizError as error:
         st.error(str(error))
         return
-    tokens = att.TOY_TOKENS
+    tokens = TOY_TOKENS
     st.subheader("Q = X W_Q, K = X W_K, V = X W_V")
     q1, q2, q3 = st.columns(3)
     for column, name in zip((q1, q2, q3), ("Q", "K", "V")):
         column.markdown(f"**{name}**")
-        show_matrix(column, steps[name], tokens)
+        ui.panels.attention.show_matrix(column, steps[name], tokens)
     x0, wq = matrices["X"][0], matrices["W_Q"][:, 0]
     charts.latex(
         r"Q_{\text{The},0} = "
@@ -170,13 +134,19 @@ def toy_example() -> None:
     )
     for head in range(heads):
         toy_head(steps, head, heads, scaled=scaled, causal=causal)
+    toy_output(steps, heads, scaled, causal)
+
+
+def toy_output(steps: dict[str, torch.Tensor], heads: int, scaled: bool, causal: bool) -> None:
+    """After the heads: their concatenation projected with W_O (more than one head), and what the switches did."""
+    tokens = TOY_TOKENS
     if heads > 1:
         st.subheader("Concatenate the heads, then project with W_O")
         c1, c2 = st.columns(2)
         c1.markdown("**Concat**")
-        show_matrix(c1, steps["concat"], tokens)
+        ui.panels.attention.show_matrix(c1, steps["concat"], tokens)
         c2.markdown("**Concat · W_O** (the example's W_O)")
-        show_matrix(c2, steps["output"], tokens)
+        ui.panels.attention.show_matrix(c2, steps["output"], tokens)
     if causal:
         st.info(
             "Under the causal mask the first token ('The') can only attend to itself: its weight on "
@@ -193,39 +163,14 @@ def toy_example() -> None:
 def toy_head(steps: dict[str, torch.Tensor], head: int, heads: int, scaled: bool, causal: bool) -> None:
     """One head of the toy example: its four steps in one figure, the weight of 'cat' on 'The' worked out, and
     its output (everything computed by :func:`llmviz.models.attention.attention_steps`)."""
-    tokens = att.TOY_TOKENS
+    tokens = TOY_TOKENS
     d_k = steps["Q_heads"].shape[-1]
     st.subheader(f"Head {head + 1}" if heads > 1 else "Scores, mask, softmax, output")
     q_h, k_h = steps["Q_heads"][head], steps["K_heads"][head]
-    masked = steps["masked_scores"][head].clone()
-    # one figure of four panels (a browser draws it far faster than four); a projector's slide holds
-    # the four steps in one row, a page two rows of two
+    # a projector's slide holds the four steps in one row, a page two rows of two
     charts.show(
-        charts.heatmap_panels(
-            [
-                dict(matrix=steps["scores"][head], x_labels=tokens, y_labels=tokens, title="Q Kᵀ"),
-                dict(
-                    matrix=steps["scaled_scores"][head],
-                    x_labels=tokens,
-                    y_labels=tokens,
-                    title=f"÷ √{d_k}" if scaled else "not scaled",
-                ),
-                dict(
-                    matrix=masked.masked_fill(~torch.isfinite(masked), float("nan")),
-                    x_labels=tokens,
-                    y_labels=tokens,
-                    title="masked (blank = −∞)" if causal else "no mask",
-                ),
-                dict(
-                    matrix=steps["weights"][head],
-                    x_labels=tokens,
-                    y_labels=tokens,
-                    title="softmax weights",
-                    zmin=0,
-                    zmax=1,
-                ),
-            ],
-            columns=4 if present.enabled() else 2,
+        ui.panels.attention.toy_steps_figure(
+            steps, head, tokens, scaled, causal, columns=4 if present.enabled() else 2
         ),
         width="stretch",
         key=state.widget("attention_steps_", head),
@@ -246,7 +191,7 @@ def toy_head(steps: dict[str, torch.Tensor], head: int, heads: int, scaled: bool
         rf" = {float(weights_row[0]):.4f}",
     )
     st.markdown(f"**Output of {'head ' + str(head + 1) if heads > 1 else 'attention'}** (weights × V)")
-    show_matrix(st, steps["head_outputs"][head], tokens)
+    ui.panels.attention.show_matrix(st, steps["head_outputs"][head], tokens)
 
 
 def toy_lesson() -> None:
@@ -262,26 +207,16 @@ def toy_lesson() -> None:
 # ------------------------------------------------------------------ shapes
 def shapes_lesson() -> None:
     st.header("4. Multi-head attention: the shapes")
-    shapes = att.head_split_steps(torch.arange(24, dtype=torch.float32).view(1, 3, 8), num_heads=2)
-    small, split, transposed = shapes["input"], shapes["viewed"], shapes["transposed"]
+    small, viewed, heads = ui.panels.attention.head_split_tables(llmviz.lessons.attention.head_split_example())
     st.markdown("`(batch, tokens, d_out)` = (1, 3, 8)")  # all eight columns in view: the full width
-    st.dataframe(tidy_floats(pd.DataFrame(small[0].numpy(), index=["t0", "t1", "t2"])), width="stretch")
+    st.dataframe(small, width="stretch")
     s2, s3 = st.columns(2)
     s2.markdown("`.view(1, 3, 2, 4)` → (batch, tokens, heads, head_dim)")
-    s2.dataframe(
-        pd.DataFrame(
-            {
-                f"head {head}": [str(split[0, t, head].int().tolist()) for t in range(3)]  # a table,
-                for head in range(2)
-            },
-            index=["t0", "t1", "t2"],
-        ),
-        width="stretch",
-    )  # no code block to load
+    s2.dataframe(viewed, width="stretch")  # a table, no code block to load
     s3.markdown("`.transpose(1, 2)` → (batch, heads, tokens, head_dim)")
-    for head in range(2):
+    for head, table in enumerate(heads):
         s3.markdown(f"head {head}")
-        s3.dataframe(tidy_floats(pd.DataFrame(transposed[0, head].numpy(), index=["t0", "t1", "t2"])), width="stretch")
+        s3.dataframe(table, width="stretch")
     st.caption(
         "Each head gets its own slice of the width and attends over all tokens at once; afterwards "
         "`.transpose(1, 2).contiguous().view(1, 3, 8)` puts the heads side by side again (the concatenation)."
@@ -291,35 +226,10 @@ def shapes_lesson() -> None:
 # ------------------------------------------------------------------ masks
 def masks_lesson() -> None:
     st.header("5. Masks side by side")
-    encoder_tokens = ["Le", "chat", "était", "assis"]
-    encoder_out = torch.randn(4, 4, generator=torch.Generator().manual_seed(1)) * 0.5  # the page's own stream
-    padding = torch.tensor([[True, True, False]])  # the last token is padding
-    eye = torch.eye(4)
-    x = toy_x
-    variants = {
-        "none": att.attention_steps(x, eye, eye, eye),
-        "causal": att.attention_steps(x, eye, eye, eye, mask="causal"),
-        "padding (last is [PAD])": att.attention_steps(x, eye, eye, eye, padding_mask=padding),
-        "cross-attention": att.attention_steps(x, eye, eye, eye, kv=encoder_out),
-    }
-    mask_panels = []
-    for name, steps_ in variants.items():
-        padded = [*att.TOY_TOKENS[:-1], "[PAD]"]  # the padding variant's last token is padding, not "sat"
-        keys = encoder_tokens if name == "cross-attention" else padded if name.startswith("padding") else att.TOY_TOKENS
-        queries = padded if name.startswith("padding") else att.TOY_TOKENS
-        mask_panels.append(
-            dict(
-                matrix=steps_["weights"][0],
-                x_labels=keys,
-                y_labels=queries,
-                title=name,
-                zmin=0,
-                zmax=1,
-                text_format=".2f",
-            )
-        )
     charts.show(
-        charts.heatmap_panels(mask_panels, columns=4 if present.enabled() else 2),
+        ui.panels.attention.masks_figure(
+            llmviz.lessons.attention.mask_variants(), columns=4 if present.enabled() else 2
+        ),
         width="stretch",
         key=state.widget("masks"),
     )
@@ -335,93 +245,14 @@ def masks_lesson() -> None:
 
 # ------------------------------------------------------------------ your sentence through the picked model
 @st.cache_data(show_spinner=False, max_entries=64)
-def gpt_patterns(model_key: str, sentence: str, _view: picker.ModelView) -> views.AttentionPatterns | None:
+def gpt_patterns(model_key: str, sentence: str, _view: picker.ModelView) -> forward.AttentionPatterns | None:
     """Every pattern of the picked model on the sentence, cached by (its weights id, sentence)."""
-    return views.attention_patterns(_view.model, encode(_view.tokenizer, sentence))
+    return llmviz.lessons.attention.patterns_for(_view.model, _view.tokenizer, sentence)
 
 
 @st.cache_data(show_spinner="Running MiniLM…", max_entries=64)
-def minilm_patterns(sentence: str) -> views.EncoderAttention:
-    return views.encoder_attention(picker.load("pretrained:minilm").model, sentence)
-
-
-def token_labels(view: picker.ModelView, ids: list[int]) -> list[str]:
-    return charts.unique_labels([view.tokenizer.printable(i) for i in ids])
-
-
-def pattern_heatmap(pattern, labels: list[str], title: str):
-    return charts.heatmap(
-        pattern,
-        labels,
-        labels,
-        title=title,
-        text_format=None,
-        x_title="key (attended to)",
-        y_title="query",
-        zmin=0,
-        zmax=1,
-        height=max(400, 18 * len(labels) + 180),
-    )
-
-
-def lines_figure(pattern, labels: list[str], query) -> go.Figure:
-    figure = go.Figure()
-    queries = range(len(labels)) if query == "all" else [query]
-    buckets: dict[int, tuple[list, list]] = {}  # lines of similar weight share one trace (fast to build and draw)
-    for i in queries:
-        for j in range(len(labels)):
-            weight = float(pattern[i, j])
-            if weight > 0.02:
-                xs, ys = buckets.setdefault(min(10, round(weight * 10)), ([], []))
-                xs += [0, 1, None]
-                ys += [-i, -j, None]
-    for bucket, (xs, ys) in sorted(buckets.items()):
-        weight = bucket / 10
-        figure.add_trace(
-            go.Scatter(
-                x=xs,
-                y=ys,
-                mode="lines",
-                hoverinfo="skip",
-                line=dict(width=1 + 8 * weight, color=f"rgba(76,110,245,{min(1, 0.2 + weight)})"),
-            )
-        )
-    picked = set(queries)
-    figure.add_trace(
-        go.Scatter(
-            x=[-0.02] * len(labels),
-            y=[-i for i in range(len(labels))],
-            text=labels,
-            mode="text",
-            textposition="middle left",
-            hoverinfo="skip",
-            textfont=dict(color=["#212529" if i in picked else "#adb5bd" for i in range(len(labels))]),
-        )
-    )
-    figure.add_trace(
-        go.Scatter(
-            x=[1.02] * len(labels),
-            y=[-i for i in range(len(labels))],
-            text=labels,
-            mode="text",
-            textposition="middle right",
-            hoverinfo="skip",
-        )
-    )
-    figure.update_layout(
-        showlegend=False,
-        height=max(320, 22 * len(labels) + 40),
-        xaxis_visible=False,
-        yaxis_visible=False,
-        margin=charts.margins(10),
-        xaxis_range=[-0.5, 1.5],
-        yaxis_range=[-len(labels) + 0.4, 1.4],
-        annotations=[
-            dict(x=0, y=0.9, text="<b>query</b>", showarrow=False, xanchor="right"),
-            dict(x=1, y=0.9, text="<b>key</b>", showarrow=False, xanchor="left"),
-        ],
-    )
-    return figure
+def minilm_patterns(sentence: str) -> forward.EncoderAttention:
+    return forward.encoder_attention(picker.load("pretrained:minilm").model, sentence)
 
 
 @sections.section("attention.head")
@@ -440,7 +271,7 @@ def attention_views(patterns, labels: list[str], key: str, compare_sentence: str
     left, right = st.columns([1, 1])
     charts.show_in(
         left,
-        pattern_heatmap(pattern, labels, f"layer {layer}, head {head}"),
+        ui.panels.attention.pattern_heatmap(pattern, labels, f"layer {layer}, head {head}"),
         width="stretch",
         key=state.widget("attention_heat_", key),
     )
@@ -451,7 +282,11 @@ def attention_views(patterns, labels: list[str], key: str, compare_sentence: str
             key=state.widget("attention_query_", key),
             format_func=lambda i: "all tokens" if i == "all" else labels[i],
         )
-        charts.show(lines_figure(pattern, labels, query), width="stretch", key=state.widget("attention_lines_", key))
+        charts.show(
+            ui.panels.attention.lines_figure(pattern, labels, query),
+            width="stretch",
+            key=state.widget("attention_lines_", key),
+        )
         st.caption(
             "Each line joins a query (left) to a key (right); the thicker and darker the line, the larger "
             "the attention weight."
@@ -486,7 +321,11 @@ def attention_before_after(sentence: str, layer: int, head: int) -> None:
             st.info("This model has no attention to show.")
             return
         charts.show(
-            pattern_heatmap(found.patterns[layer, head], token_labels(shown, found.ids), f"layer {layer}, head {head}"),
+            ui.panels.attention.pattern_heatmap(
+                found.patterns[layer, head],
+                ui.panels.attention.token_labels(shown.tokenizer, found.ids),
+                f"layer {layer}, head {head}",
+            ),
             width="stretch",
             key=state.widget("attention_before_after_", column),
         )
@@ -494,11 +333,9 @@ def attention_before_after(sentence: str, layer: int, head: int) -> None:
     picker.before_after(render, what="the attention patterns")
 
 
-def attention_quiz(view: picker.ModelView, found: views.AttentionPatterns) -> list:
-    cache = {f"blocks.{layer}.attn.pattern": found.patterns[layer : layer + 1] for layer in range(found.n_layers)}
-    layer = min(int(state.value("layer", 0)), found.n_layers - 1)
-    head = min(int(state.value("head", 0)), found.n_heads - 1)
-    return quiz.attention_questions(cache, [view.tokenizer.printable(i) for i in found.ids], layer, head)
+def attention_quiz(view: picker.ModelView, found: forward.AttentionPatterns) -> list:
+    layer, head = int(state.value("layer", 0)), int(state.value("head", 0))
+    return llmviz.lessons.attention.quiz_questions(view.model, view.tokenizer, found, layer, head)
 
 
 @sections.section("attention.sentence")
@@ -530,7 +367,7 @@ def gpt_attention(view: picker.ModelView, sentence: str) -> None:
         return
     total = len(found.ids) + found.cut_to_shown + found.cut_to_context
     if found.cut_to_context:  # one notice, however many cuts
-        context = views.context_length(view.model)
+        context = forward.context_length(view.model)
         st.warning(
             f"{total} tokens are more than the context of {context}: the model reads the first {context}"
             + (
@@ -541,9 +378,11 @@ def gpt_attention(view: picker.ModelView, sentence: str) -> None:
         )
     elif found.cut_to_shown:
         st.info(f"{total} tokens: the charts show the first {len(found.ids)}.")
-    attention_views(found.patterns, token_labels(view, found.ids), "gpt", compare_sentence=sentence)
+    attention_views(
+        found.patterns, ui.panels.attention.token_labels(view.tokenizer, found.ids), "gpt", compare_sentence=sentence
+    )
     st.caption(f"Model: {literal_markdown(view.label)} (picked in the sidebar).")
-    quiz_ui.section("attention", lambda: attention_quiz(view, found))
+    quiz.section("attention", lambda: attention_quiz(view, found))
     if box := sections.lazy("Every layer × head at a glance", "attention_grid"):
         with box:
             attention_grid(found.patterns, "gpt")
@@ -599,41 +438,15 @@ def grouped_query() -> None:
     except ConfigError as error:
         st.error(str(error))
         return
-    quiz_ui.section("gqa", lambda: [architectures.kv_cache_question(n_heads, n_kv_heads, tokens)])
-    groups = architectures.kv_groups(config)
-    owner = [[j for j, heads in enumerate(groups) if h in heads][0] for h in range(n_heads)]
-    figure = go.Figure(
-        go.Heatmap(
-            z=[owner],
-            x=[f"Q{h}" for h in range(n_heads)],
-            y=["reads K/V head"],
-            text=[[f"K{j} V{j}" for j in owner]],
-            texttemplate="%{text}",
-            colorscale="Viridis",
-            showscale=False,
-        )
-    )
-    figure.update_layout(height=140, margin=charts.margins(10))
-    charts.show(figure, width="stretch")
+    quiz.section("gqa", lambda: [llmviz.lessons.quiz.kv_cache_question(n_heads, n_kv_heads, tokens)])
+    charts.show(ui.panels.attention.kv_heads_figure(llmviz.lessons.attention.kv_owner(config)), width="stretch")
     st.caption(
         f"{architectures.attention_kind(config).capitalize()}: query heads of one colour share one key head and one "
         f"value head. Each "
         "query head still computes its own pattern over the shared keys."
     )
     st.subheader("The KV cache, counted")  # a slide of its own in presenter mode
-    rows = []
-    for kv in sorted({n_heads, n_kv_heads, 1}, reverse=True):
-        shape = config.replace(n_kv_heads=kv)
-        rows.append(
-            {
-                "attention": architectures.attention_kind(shape) + (" (picked)" if kv == n_kv_heads else ""),
-                "K/V heads": kv,
-                "KV cache per token": memory.human_bytes(architectures.kv_cache_bytes(shape, 1, "bf16")),
-                f"for {tokens:,} tokens": memory.human_bytes(architectures.kv_cache_bytes(shape, tokens, "bf16")),
-                "W_K + W_V per layer": f"{2 * config.d_model * kv * config.head_dim:,}",
-            }
-        )
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    st.dataframe(pd.DataFrame(llmviz.lessons.attention.kv_cache_rows(config, tokens)), hide_index=True, width="stretch")
     st.caption("W_K + W_V per layer: the parameters of the key and value projections of one block.")
     saved = 1 - n_kv_heads / n_heads
     charts.equation(
@@ -646,11 +459,7 @@ def grouped_query() -> None:
         f"instead of {n_heads} keep {saved:.0%} less in the cache"
         + (". " if saved else " (none saved: this is multi-head attention). ")
         + "Real models: "
-        + "; ".join(
-            f"{name}: {PRESETS[name].kv_heads} of {PRESETS[name].n_heads} heads, "
-            f"{memory.human_bytes(architectures.kv_cache_bytes(PRESETS[name], 1, 'bf16'))} per token"
-            for name in ("gpt2-124m", "smollm2-135m-shapes")
-        )
+        + llmviz.lessons.attention.real_models_kv()
         + "."
     )
 

@@ -1,24 +1,20 @@
 """The Embeddings page: token vectors, positions, cosine similarity, projections, word2vec, real sentence embeddings."""
 
 import functools
-import math
 
-import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 import torch
 
+import llmviz.lessons.quiz
 import ui
+import ui.panels.embeddings
 from llmviz.errors import LlmvizError
-from llmviz.jobs import tasks as lab_tasks
-from llmviz.lessons import architectures
-from llmviz.lessons import embeddings as emb
-from llmviz.lessons import forward as views
+from llmviz.jobs import tasks
+from llmviz.lessons import architectures, embeddings, forward
 from llmviz.tokenizers.ids import encode
 from ui import charts, picker, sections, share, state
-from ui.panels import quiz as quiz_ui
-from ui.panels import runs as training
-from ui.text import literal_markdown, tidy_floats
+from ui.panels import quiz, runs
+from ui.text import literal_markdown
 
 settings = ui.settings()
 ui.page_header(
@@ -43,7 +39,7 @@ def cosine_example() -> None:
     for column, name, default in zip(columns, names, defaults):
         raw = column.text_input(name, default, key=state.widget("vec_", name))
         try:
-            vectors[name] = emb.parse_vector(raw)
+            vectors[name] = embeddings.parse_vector(raw)
         except LlmvizError as error:
             column.error(str(error))
     pair = st.radio(
@@ -56,82 +52,13 @@ def cosine_example() -> None:
     if a_name in vectors and b_name in vectors:
         a, b = vectors[a_name], vectors[b_name]
         try:
-            parts = emb.cosine_parts(a, b)
+            parts = embeddings.cosine_parts(a, b)
         except LlmvizError as error:
             st.error(str(error))
             if a.shape == b.shape:
-                st.metric("Euclidean distance", f"{emb.euclidean(a, b):.4f}")
+                st.metric("Euclidean distance", f"{embeddings.euclidean(a, b):.4f}")
         else:
-            num = charts.tex_number
-            products = " + ".join(f"({x:g})({y:g})" for x, y in zip(a.tolist(), b.tolist()))
-            squares_a = " + ".join(f"{num(x)}^2" for x in a.tolist())
-            squares_b = " + ".join(f"{num(y)}^2" for y in b.tolist())
-            left, right = st.columns([3, 2])
-            with left:
-                distance_terms = " + ".join(f"({num(x)} - {num(y)})^2" for x, y in zip(a.tolist(), b.tolist()))
-                charts.latex(
-                    rf"{a_name} \cdot {b_name} = {products} = {parts.dot:.4f}",
-                    rf"\lVert {a_name} \rVert = \sqrt{{{squares_a}}} = \sqrt{{{parts.norm_a**2:.4f}}} = "
-                    rf"{parts.norm_a:.4f}",
-                    rf"\lVert {b_name} \rVert = \sqrt{{{squares_b}}} = \sqrt{{{parts.norm_b**2:.4f}}} = "
-                    rf"{parts.norm_b:.4f}",
-                    rf"\cos\theta = \frac{{{parts.dot:.4f}}}{{{parts.norm_a:.4f} \times {parts.norm_b:.4f}}} = "
-                    rf"{parts.cosine:.4f}"
-                    rf"\quad\Rightarrow\quad \theta = {parts.angle_degrees:.1f}^\circ",
-                    rf"d({a_name}, {b_name}) = \sqrt{{{distance_terms}}} = {parts.euclidean:.4f}",
-                )
-                if [round(x, 6) for x in a.tolist()] == [0.2, 0.4, 0.9] and a_name == "v₁":
-                    st.info(
-                        "Check the squares by hand: 0.2² = 0.04 (not 0.2), so ‖v₁‖² = 0.04 + 0.16 + 0.81 = 1.01. "
-                        "Forgetting to square the 0.2 gives 1.17, and cosines that come out too low. Every number "
-                        "above is computed."
-                    )
-            with right:
-                theta = math.radians(parts.angle_degrees)
-                figure = go.Figure()
-                figure.add_trace(
-                    go.Scatter(
-                        x=[0, 1],
-                        y=[0, 0],
-                        mode="lines+text",
-                        text=["", a_name],
-                        name=a_name,
-                        textposition="middle right",
-                        line=dict(width=4),
-                    )
-                )
-                figure.add_trace(
-                    go.Scatter(
-                        x=[0, math.cos(theta)],
-                        y=[0, math.sin(theta)],
-                        mode="lines+text",
-                        text=["", b_name],
-                        textposition="top center",
-                        name=b_name,
-                        line=dict(width=4),
-                    )
-                )
-                arc = [i / 40 * theta for i in range(41)]
-                figure.add_trace(
-                    go.Scatter(
-                        x=[0.3 * math.cos(t) for t in arc],
-                        y=[0.3 * math.sin(t) for t in arc],
-                        mode="lines",
-                        name=f"θ = {parts.angle_degrees:.1f}°",
-                        line=dict(dash="dot"),
-                    )
-                )
-                figure.update_layout(
-                    height=300,
-                    xaxis=dict(range=[-1.1, 1.3], visible=False),
-                    yaxis=dict(range=[-0.2, 1.1], visible=False, scaleanchor="x"),
-                    margin=charts.margins(10),
-                    legend=dict(orientation="h"),
-                )
-                charts.show(figure, width="stretch")
-                st.caption(
-                    "The two directions, drawn in the plane they span (unit length): cosine only cares about the angle."
-                )
+            ui.panels.embeddings.cosine_view(a, b, a_name, b_name, parts)
 
 
 def cosine_lesson() -> None:
@@ -145,27 +72,13 @@ def cosine_lesson() -> None:
 
 # ------------------------------------------------------------------ 2. token embeddings of the picked model
 @st.cache_data(show_spinner=False, max_entries=128)
-def neighbours_of(model_key: str, token: int, _table: torch.Tensor) -> views.Neighbours:
-    return views.neighbours(_table, token, k=10)
+def neighbours_of(model_key: str, token: int, _table: torch.Tensor) -> forward.Neighbours:
+    return forward.neighbours(_table, token, k=10)
 
 
 @st.cache_data(show_spinner="Projecting the table…", max_entries=64)
-def projection(model_key: str, ids: tuple[int, ...], dims: int, _table: torch.Tensor) -> views.Projection:
-    return views.project(_table, list(ids), dims)
-
-
-def neighbour_table(view: picker.ModelView, found: views.Neighbours) -> pd.DataFrame:
-    return tidy_floats(
-        pd.DataFrame(
-            {"token": [view.tokenizer.printable(i) for i in found.ids], "id": found.ids, "cosine": found.cosines}
-        )
-    )
-
-
-def show_neighbours(frame: pd.DataFrame, **options) -> None:
-    """A table of nearest neighbours, every cosine to 4 decimals (a column of 0.57 beside 0.4519 read as if the two
-    had been measured differently)."""
-    st.dataframe(frame.style.format({"cosine": "{:.4f}"}), hide_index=True, width="stretch", **options)
+def projection(model_key: str, ids: tuple[int, ...], dims: int, _table: torch.Tensor) -> forward.Projection:
+    return forward.project(_table, list(ids), dims)
 
 
 def look_up_clicked(tokenizer) -> None:
@@ -176,80 +89,6 @@ def look_up_clicked(tokenizer) -> None:
     token = data[0] if isinstance(data, list) and data else data
     if isinstance(token, int | float):
         state.set_value(state.widget("gpt_nn"), tokenizer.decode([int(token)]))
-
-
-GROUPS = {  # the map's layers, the most important last (drawn on top) and labelled first
-    "common token": dict(size=5, color="#ced4da"),
-    "your tokens": dict(size=11, color="#e8590c", line=dict(width=1, color="#343a40")),
-    "nearest neighbours": dict(size=9, color="#2b8a3e"),
-    "looked up": dict(size=14, color="#c2255c", symbol="diamond"),
-}
-
-
-def axis_ranges(coords: torch.Tensor) -> tuple[tuple[float, float], tuple[float, float]]:
-    """The map's axes: every point with a margin of 6% (twice that above, where the labels are)."""
-    x_low, x_high = (float(v) for v in coords[:, 0].aminmax())
-    y_low, y_high = (float(v) for v in coords[:, 1].aminmax())
-    pad_x, pad_y = 0.06 * (x_high - x_low or 1.0), 0.06 * (y_high - y_low or 1.0)
-    return (x_low - pad_x, x_high + pad_x), (y_low - pad_y, y_high + 2 * pad_y)
-
-
-def map_figure(view: picker.ModelView, projected: views.Projection, dims: int, groups: dict[int, str]) -> go.Figure:
-    """The tokens as points: grey the common ones, then yours, the looked-up one and its neighbours, labelled where a
-    label has room (the others by hovering)."""
-    tokenizer, coords = view.tokenizer, projected.coords
-    rows = {
-        group: [r for r, token in enumerate(projected.ids) if groups.get(token, "common token") == group]
-        for group in GROUPS
-    }
-    ranked = [r for group in reversed(list(GROUPS)) if group != "common token" for r in rows[group]]
-    names = {r: tokenizer.printable(projected.ids[r]) for r in range(len(projected.ids))}
-    # the plot is about 610 × 375 px on a screen 1400 px wide: the labels are spread for one of 560 × 340 (a screen of
-    # about 1,300 px; on a smaller one, two labels may touch)
-    x_range, y_range = axis_ranges(coords)
-    places = charts.spread_labels(
-        [float(coords[r, 0]) for r in ranked],
-        [float(coords[r, 1]) for r in ranked],
-        [names[r] for r in ranked],
-        width_px=560,
-        height_px=340,
-        x_range=x_range,
-        y_range=y_range,
-    )
-    placed = {r: place for r, place in zip(ranked, places) if place}
-    figure = go.Figure()
-    for group, marker in GROUPS.items():
-        if not rows[group]:
-            continue
-        axes = dict(x=coords[rows[group], 0].tolist(), y=coords[rows[group], 1].tolist())
-        if dims == 3:
-            axes["z"] = coords[rows[group], 2].tolist()
-        trace = go.Scatter3d if dims == 3 else go.Scatter
-        figure.add_trace(
-            trace(
-                **axes,
-                name=group,
-                marker=marker,
-                hovertext=[names[r] for r in rows[group]],
-                hoverinfo="text",
-                customdata=[projected.ids[r] for r in rows[group]],
-                mode="markers" if group == "common token" else "markers+text",
-                text=None if group == "common token" else [names[r] if r in placed else "" for r in rows[group]],
-                textposition=[placed.get(r, "top center") for r in rows[group]],
-            )
-        )
-    figure.update_layout(
-        height=560 if dims == 3 else 480,
-        margin=charts.margins(30),
-        legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0),
-    )
-    if dims == 2:  # the axes' ranges fixed (Plotly's own grow with the labels): the labels were spread for them
-        figure.update_layout(
-            xaxis=dict(title=dict(text="PC1"), range=list(x_range)),
-            yaxis=dict(title=dict(text="PC2"), range=list(y_range)),
-            clickmode="event+select",
-        )
-    return figure
 
 
 @sections.section("embeddings.projection")
@@ -265,12 +104,12 @@ def embedding_map(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -
     groups = {token: "your tokens" for token in ids}
     groups |= {token: "nearest neighbours" for token in (found.ids if found else [])}
     groups |= {token: "looked up" for token in query_ids[:1]}
-    population = views.common_tokens(table.shape[0])
+    population = forward.common_tokens(table.shape[0])
     projected = projection(view.content_key, tuple(dict.fromkeys(population + list(groups))), dims, table)
     left, right = st.columns([3, 1])
     with left:
         charts.show(
-            map_figure(view, projected, dims, groups),
+            ui.panels.embeddings.map_figure(view.tokenizer, projected, dims, groups),
             width="stretch",
             **(
                 dict(
@@ -292,7 +131,7 @@ def embedding_map(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -
             )
         if found is not None:
             st.markdown(f"**Nearest to {literal_markdown(repr(tokenizer.printable(query_ids[0])))}**")
-            show_neighbours(neighbour_table(view, found))
+            ui.panels.embeddings.show_neighbours(ui.panels.embeddings.neighbour_table(tokenizer, found))
     st.caption(
         f"{literal_markdown(view.label)}: a {table.shape[0]:,} × {table.shape[1]} table, one learned row per token. "
         f"{len(population)} common tokens (grey), yours, the looked-up token and its nearest neighbours, projected on "
@@ -307,72 +146,25 @@ def neighbours_before_after(query_text: str) -> None:
     """The nearest neighbours of one token at step 0 and at the picked step."""
 
     def render(shown: picker.ModelView, column: str) -> None:
-        table = views.embedding_table(shown.model)
+        table = forward.embedding_table(shown.model)
         query_ids = encode(shown.tokenizer, query_text)
         if table is None or not query_ids:
             st.info("Nothing to compare here.")
             return
-        show_neighbours(
-            neighbour_table(shown, neighbours_of(shown.content_key, query_ids[0], table)),
+        found = neighbours_of(shown.content_key, query_ids[0], table)
+        ui.panels.embeddings.show_neighbours(
+            ui.panels.embeddings.neighbour_table(shown.tokenizer, found),
             key=state.widget("nn_", column),
         )
 
     picker.before_after(render, what="the nearest neighbours")
 
 
-def token_vectors(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -> None:
-    """Your tokens' rows as numbers, and how alike each two are."""
-    tokenizer = view.tokenizer
-    st.subheader("Your tokens' vectors")
-    labels = charts.unique_labels([tokenizer.printable(i) for i in ids])
-    vectors_ = emb.lookup(table, ids)
-    one_hot = emb.one_hot_lookup(table, ids)
-    st.markdown(
-        f"Lookup two ways — `table[ids]` and `one_hot(ids) @ table` — largest difference: "
-        f"**{float((one_hot - vectors_).abs().max()):.1e}** (the same rows)."
-    )
-    shown_dims = min(48, table.shape[1])
-    left, right = st.columns(2)
-    charts.show_in(
-        left,
-        charts.heatmap(
-            vectors_[:, :shown_dims],
-            list(range(shown_dims)),
-            labels,
-            colorscale="RdBu",
-            zmid=0,
-            text_format=None,
-            title=f"vectors (first {shown_dims} dimensions)",
-            x_title="dimension",
-            height=440,
-        ),
-        width="stretch",
-    )
-    with right:
-        if len(ids) >= 2:
-            charts.show_in(
-                right,
-                charts.heatmap(
-                    emb.cosine_matrix(vectors_),
-                    labels,
-                    labels,
-                    colorscale="RdBu",
-                    zmid=0,
-                    title="cosine similarity",
-                    text_format=".2f" if len(ids) <= 12 else None,
-                    height=440,
-                ),
-                width="stretch",
-            )
-        else:
-            st.info("Add a second token to compare.")
-
-
 @sections.section("embeddings.tokens")
 def token_embeddings() -> None:
     view = picker.current()
     st.header("1. The embedding space of the picked model")
-    table = views.embedding_table(view.model) if view.family != "minilm" else None
+    table = forward.embedding_table(view.model) if view.family != "minilm" else None
     if table is None:
         st.info(
             f"{literal_markdown(view.label)} has no token-embedding table of its own to show here (it counts pairs "
@@ -389,7 +181,7 @@ def token_embeddings() -> None:
     if not ids:
         st.warning("Type some text: there are no tokens to compare.")
     else:
-        token_vectors(view, table, ids)
+        ui.panels.embeddings.token_vectors(view.tokenizer, table, ids)
     if view.run_id is not None:  # a run has steps: its table at step 0 was random
         query_text = state.value(state.widget("gpt_nn")) or DEFAULT_QUERY
         st.subheader("Step 0 vs step N: the nearest neighbours")
@@ -405,7 +197,7 @@ def token_embeddings() -> None:
 @st.cache_data(show_spinner=False, max_entries=64)
 def input_rows(model_key: str, sentence: str, _view: picker.ModelView):
     ids = encode(_view.tokenizer, sentence)
-    rows = views.input_embeddings(_view.model, ids)
+    rows = forward.input_embeddings(_view.model, ids)
     return ids[: len(rows[0])] if rows else ids, rows
 
 
@@ -414,18 +206,15 @@ def sinusoidal() -> None:
     c1, c2 = st.columns(2)
     positions = c1.slider("Positions", 2, 256, 64)
     d_model = c2.slider("d_model", 2, 256, 64, step=2)
-    encoding = emb.sinusoidal_encoding(positions, d_model)
+    encoding = embeddings.sinusoidal_encoding(positions, d_model)
     left, right = st.columns(2)
     charts.show_in(
         left,
-        charts.heatmap(
+        ui.panels.embeddings.signed_heatmap(
             encoding,
             list(range(d_model)),
             list(range(positions)),
-            colorscale="RdBu",
-            zmid=0,
-            text_format=None,
-            title="PE[pos, i]",
+            "PE[pos, i]",
             x_title="dimension i",
             y_title="position",
         ),
@@ -433,18 +222,7 @@ def sinusoidal() -> None:
     )
     with right:
         shown = st.multiselect("Dimensions", list(range(d_model)), default=[d for d in (0, 1, 4, 10) if d < d_model])
-        figure = go.Figure()
-        for dim in shown:
-            figure.add_trace(
-                go.Scatter(
-                    x=list(range(positions)),
-                    y=encoding[:, dim].tolist(),
-                    mode="lines",
-                    name=f"dim {dim} ({'sin' if dim % 2 == 0 else 'cos'})",
-                )
-            )
-        figure.update_layout(height=360, xaxis_title="position", margin=charts.margins(10))
-        charts.show(figure, width="stretch")
+        charts.show(ui.panels.embeddings.sinusoidal_lines(encoding, shown), width="stretch")
     st.latex(
         r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\quad "
         r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)"
@@ -489,34 +267,9 @@ def token_plus_position() -> None:
         )
     else:
         tok, pos = rows
-        width = min(32, tok.shape[1])
         labels = charts.unique_labels([view.tokenizer.printable(i) for i in sentence_ids])
-        panels = st.columns(3)
-        for panel, (title, matrix) in zip(
-            panels, [("token embedding", tok), ("+ position embedding", pos), ("= input to block 0", tok + pos)]
-        ):
-            charts.show_in(
-                panel,
-                charts.heatmap(
-                    matrix[:, :width],
-                    list(range(width)),
-                    labels,
-                    colorscale="RdBu",
-                    zmid=0,
-                    text_format=None,
-                    title=title,
-                ),
-                width="stretch",
-            )
         learned = getattr(getattr(view.model, "config", None), "positions", "learned") == "learned"
-        st.caption(
-            (
-                "GPT learns its position table instead of using sines"
-                if learned
-                else f"{view.label} adds the sinusoidal table above"
-            )
-            + f"; the first {width} of {tok.shape[1]} dimensions are shown."
-        )
+        ui.panels.embeddings.token_plus_position(tok, pos, labels, view.label, learned)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
@@ -549,116 +302,26 @@ def rotary_positions() -> None:
     positions = c3.slider("Positions", 8, 256, 64, step=8)
     angles, scores = rope_numbers(head_dim, theta, positions)
     left, right = st.columns(2)
-    wrapped = torch.remainder(angles.angles, 2 * math.pi)
-    charts.show_in(
-        left,
-        charts.heatmap(
-            wrapped,
-            list(range(head_dim // 2)),
-            list(range(positions)),
-            colorscale="Twilight",
-            text_format=None,
-            zmin=0,
-            zmax=2 * math.pi,
-            title="angle of pair i at position p (mod 2π)",
-            x_title="pair i",
-            y_title="position p",
-        ),
-        width="stretch",
-    )
+    charts.show_in(left, ui.panels.embeddings.rope_angles_heatmap(angles.angles), width="stretch")
     pairs = sorted({0, 1, head_dim // 8, head_dim // 2 - 1})
     with right:
-        figure = go.Figure()
-        for pair in pairs:
-            turned = angles.angles[: min(positions, 16), pair]
-            figure.add_trace(
-                go.Scatter(
-                    x=torch.cos(turned).tolist(),
-                    y=torch.sin(turned).tolist(),
-                    mode="lines+markers+text" if pair == 0 else "lines+markers",
-                    name=f"pair {pair}",
-                    text=[str(p) for p in range(len(turned))],
-                    textposition="top right",
-                )
-            )
-        figure.update_layout(
-            height=360,
-            margin=charts.margins(30),
-            title="a unit pair turned at positions 0…15 (numbers: pair 0)",
-            xaxis=dict(range=[-1.2, 1.2], scaleanchor="y"),
-            yaxis=dict(range=[-1.2, 1.2]),
-        )
-        charts.show(figure, width="stretch")
+        charts.show(ui.panels.embeddings.rope_circle(angles.angles, pairs), width="stretch")
     st.subheader("Each pair turns at its own speed")  # a slide of its own in presenter mode
-    frame = pd.DataFrame(
-        {
-            "pair i": pairs,
-            "dimensions": [f"{i} and {i + head_dim // 2}" for i in pairs],
-            "radians per position": [float(angles.frequencies[i]) for i in pairs],
-            "positions per full turn": [float(angles.wavelengths[i]) for i in pairs],
-        }
-    )
-    st.dataframe(
-        frame.style.format({"radians per position": "{:.6f}", "positions per full turn": "{:,.1f}"}),
-        hide_index=True,
-        width="stretch",
-    )
-    num = charts.tex_number
+    st.dataframe(ui.panels.embeddings.rope_pairs_table(angles, pairs, head_dim), hide_index=True, width="stretch")
     pair = pairs[1]
     charts.equation(
         rf"\text{{angle}}(p, i) = p \cdot \theta^{{-2i/d_{{head}}}}:\quad "
         rf"\text{{angle}}(3, {pair}) = 3 \cdot {theta:,.0f}^{{-{2 * pair}/{head_dim}}} "
         rf"= {3 * float(angles.frequencies[pair]):.4f}\ \text{{radians}}"
     )
-    quiz_ui.section("rope", lambda: [architectures.rope_question(head_dim, theta)])
+    quiz.section("rope", lambda: [llmviz.lessons.quiz.rope_question(head_dim, theta)])
     st.subheader("The score depends only on how far apart")
     st.markdown(
         "Put the **same** query and key at every pair of positions (m for the query, n for the key) and "
         "take their dot product after rotating: every diagonal (the same distance m − n) holds one number, "
         "because turning both by m and n leaves only the turn by m − n between them."
     )
-    left, right = st.columns(2)
-    shown = scores.scores.shape[0]
-    charts.show_in(
-        left,
-        charts.heatmap(
-            scores.scores,
-            list(range(shown)),
-            list(range(shown)),
-            colorscale="RdBu",
-            zmid=0,
-            text_format=None,
-            title="rotated q at m · rotated k at n",
-            x_title="key position n",
-            y_title="query position m",
-            height=420,
-        ),
-        width="stretch",
-    )
-    with right:
-        distances = list(scores.by_distance)
-        figure = go.Figure(
-            go.Scatter(x=distances, y=[scores.by_distance[d][0] for d in distances], mode="lines+markers")
-        )
-        figure.update_layout(
-            height=360,
-            margin=charts.margins(30),
-            title="score against distance m − n",
-            xaxis_title="distance m − n",
-            yaxis_title="q·k",
-        )
-        charts.show(figure, width="stretch")
-    low = scores.by_distance[3][0]
-    spread = max(high - low_ for low_, high in scores.by_distance.values())
-    charts.equation(
-        rf"(R_m q)^\top (R_n k) = q^\top R_{{n-m}}\, k:\quad "
-        rf"s(3, 0) = s(10, 7) = s({shown - 1}, {shown - 4}) = {num(low, '.4f')}"
-        rf"\qquad \text{{unrotated: }} q \cdot k = {num(scores.plain, '.4f')}"
-    )
-    st.caption(
-        f"The largest spread along any diagonal is {spread:.1e} (float32 rounding). Learned positions give "
-        "each position its own vector, so nothing forces this; with RoPE 'how far apart' is built in."
-    )
+    ui.panels.embeddings.rope_scores(scores)
 
 
 def positions_lesson() -> None:
@@ -689,7 +352,7 @@ def word2vec_explorer() -> None:
     labelled: set[int] = set(range(min(40, len(vocab.words))))
     looked_up: list[int] = []  # the looked-up word and its neighbours, in orange and labelled first
     with left:
-        word = st.text_input("Nearest neighbours of", emb.opening_word(vocab.words), key=state.widget("w2v_nn"))
+        word = st.text_input("Nearest neighbours of", embeddings.opening_word(vocab.words), key=state.widget("w2v_nn"))
         key = word.strip().lower()
         if key not in vocab.index:
             st.warning(
@@ -697,18 +360,11 @@ def word2vec_explorer() -> None:
                 f"words are)."
             )
         else:
-            neighbours = emb.nearest_neighbours(vectors_, vectors_[vocab.index[key]], 10, {vocab.index[key]})
+            neighbours = embeddings.nearest_neighbours(vectors_, vectors_[vocab.index[key]], 10, {vocab.index[key]})
             looked_up = [vocab.index[key], *(i for i, _ in neighbours)]
             labelled |= set(looked_up)
-            st.dataframe(
-                tidy_floats(
-                    pd.DataFrame(
-                        {"word": [vocab.words[i] for i, _ in neighbours], "cosine": [s for _, s in neighbours]}
-                    )
-                ),
-                hide_index=True,
-                width="stretch",
-            )
+            rows = [(vocab.words[i], cosine) for i, cosine in neighbours]
+            st.dataframe(ui.panels.embeddings.words_table(rows), hide_index=True, width="stretch")
         st.markdown("**Analogy** a − b + c")
         a1, a2, a3 = st.columns(3)
         words = [a1.text_input("a", "function"), a2.text_input("b", "functions"), a3.text_input("c", "methods")]
@@ -717,61 +373,10 @@ def word2vec_explorer() -> None:
             st.warning(f"Not in the vocabulary: {literal_markdown(', '.join(missing))}.")
         else:
             i, j, k = (vocab.index[w.strip().lower()] for w in words)
-            st.dataframe(
-                tidy_floats(
-                    pd.DataFrame([{"word": vocab.words[r], "cosine": s} for r, s in emb.analogy(vectors_, i, j, k)])
-                ),
-                hide_index=True,
-                width="stretch",
-            )
+            rows = [(vocab.words[r], cosine) for r, cosine in embeddings.analogy(vectors_, i, j, k)]
+            st.dataframe(ui.panels.embeddings.words_table(rows), hide_index=True, width="stretch")
     with right:
-        shown_rows = sorted(set(range(min(300, len(vocab.words)))) | labelled)
-        coords, ratio = emb.pca(vectors_[shown_rows], 2)
-        where = {r: n for n, r in enumerate(shown_rows)}
-        ranked = list(dict.fromkeys(looked_up + sorted(labelled)))  # which labels have the first claim to room
-        x_range, y_range = axis_ranges(coords)
-        places = charts.spread_labels(  # the plot: about 440 × 450 px on a screen 1400 px wide
-            [float(coords[where[r], 0]) for r in ranked],
-            [float(coords[where[r], 1]) for r in ranked],
-            [vocab.words[r] for r in ranked],
-            width_px=380,
-            height_px=400,
-            char_px=6.0,
-            x_range=x_range,
-            y_range=y_range,
-        )
-        named = {r: place for r, place in zip(ranked, places) if place}
-        highlight = set(looked_up)
-        figure = go.Figure(
-            go.Scatter(
-                x=coords[:, 0].tolist(),
-                y=coords[:, 1].tolist(),
-                mode="markers+text",
-                text=[vocab.words[r] if r in named else "" for r in shown_rows],
-                textposition=[named.get(r, "top center") for r in shown_rows],
-                textfont=dict(size=10),
-                hovertext=[vocab.words[r] for r in shown_rows],
-                hoverinfo="text",
-                marker=dict(
-                    size=[10 if r in highlight else 6 for r in shown_rows],
-                    color=[
-                        "#e8590c" if r in highlight else "#4c6ef5" if r in labelled else "#ced4da" for r in shown_rows
-                    ],
-                ),
-            )
-        )
-        figure.update_layout(
-            height=520,
-            margin=charts.margins(10),
-            xaxis=dict(title=dict(text="PC1"), range=list(x_range)),
-            yaxis=dict(title=dict(text="PC2"), range=list(y_range)),
-        )
-        charts.show(figure, width="stretch")
-        st.caption(
-            f"The {len(shown_rows)} most common words, PCA to 2D ({float(ratio.sum()):.0%} of the variance): the "
-            "looked-up word and its neighbours in orange, the 40 most common words in blue, each labelled where its "
-            "label does not cover another; hover any dot for its word."
-        )
+        ui.panels.embeddings.word2vec_map_view(vectors_, vocab.words, looked_up, labelled)
 
 
 def word2vec_lesson() -> None:
@@ -790,7 +395,7 @@ def word2vec_lesson() -> None:
             job = picker.manager().submit_task(
                 picker.session_id(),
                 functools.partial(
-                    lab_tasks.word2vec_training,
+                    tasks.word2vec_training,
                     text=text[:2_000_000],
                     dim=dim,
                     window=window,
@@ -801,14 +406,14 @@ def word2vec_lesson() -> None:
                 label=f"word2vec · {dim} dimensions · {corpus_label}",
                 total=steps,
                 returns_when_stopped=True,
-                footprint=lab_tasks.word2vec_footprint(len(text[:2_000_000]), window),
+                footprint=tasks.word2vec_footprint(len(text[:2_000_000]), window),
             )
         except LlmvizError as error:
             st.warning(str(error))
         else:
             state.W2V_JOB.set(dict(id=job.id, corpus=corpus_label, steps=steps))
     spec = state.W2V_JOB.get()
-    ended = training.follow_task(
+    ended = runs.follow_task(
         state.W2V_JOB,
         name="embeddings.w2v_job",
         describe=lambda status: (
@@ -877,52 +482,7 @@ def minilm_sentences(default_sentences: str) -> None:
                         f"{literal_markdown(repr(sentence[:40]))} has {unknown} piece(s) outside the vocabulary: "
                         f"they became [UNK]."
                     )
-            short = charts.unique_labels([s if len(s) <= 30 else s[:28] + "…" for s in sentences])
-            numbered = [f"S{n + 1}" for n in range(len(sentences))]
-            left, right = st.columns(2)
-            # rows carry the sentence, columns its number: long labels on both axes squash the matrix to nothing
-            charts.show_in(
-                left,
-                charts.heatmap(
-                    emb.cosine_matrix(vectors_),
-                    numbered,
-                    [f"S{n + 1} · {s}" for n, s in enumerate(short)],
-                    colorscale="RdBu",
-                    zmid=0,
-                    zmin=-1,
-                    zmax=1,
-                    title="cosine similarity",
-                    height=max(320, 34 * len(sentences) + 140),
-                ),
-                width="stretch",
-            )
-            with right:
-                if len(sentences) < 2:
-                    st.info("A projection needs at least two sentences.")
-                else:
-                    coords, _ = emb.pca(vectors_, 2)
-                    figure = go.Figure(
-                        go.Scatter(
-                            x=coords[:, 0].tolist(),
-                            y=coords[:, 1].tolist(),
-                            mode="markers+text",
-                            text=numbered,
-                            hovertext=short,
-                            hoverinfo="text",
-                            textposition="top center",
-                        )
-                    )
-                    figure.update_layout(height=420, margin=charts.margins(10), xaxis_title="PC1", yaxis_title="PC2")
-                    charts.show(figure, width="stretch")
-            if {"I love programming", "I dislike programming"} <= set(sentences):
-                i, j = sentences.index("I love programming"), sentences.index("I dislike programming")
-                st.markdown(
-                    f"The made-up vectors of section 2 make 'I love programming' and 'I dislike programming' "
-                    "dissimilar; the real model "
-                    f"gives them a cosine of **{emb.cosine_parts(vectors_[i], vectors_[j]).cosine:.3f}**: they share "
-                    f"a topic and most "
-                    "words, and this model was trained to match topics more than sentiment."
-                )
+            ui.panels.embeddings.sentences_view(sentences, vectors_)
 
 
 # ------------------------------------------------------------------ the page: the map first, the lessons one click away

@@ -3,13 +3,14 @@ together: ui/panels/model.py draws them, llmviz/lessons/model.py computes their 
 
 import streamlit as st
 
+import llmviz.lessons.quiz
 import ui
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.jobs.manager import JobRefused
-from llmviz.lessons import architectures, forward
+from llmviz.lessons import architectures
 from llmviz.lessons.model import DEFAULT_SENTENCE, LAB_CHARS
-from llmviz.tokenizers.ids import encode
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
+from llmviz.tokenizers.ids import encode
 from ui import charts, picker, present, sections, share, state
 from ui.panels import model, quiz, runs
 from ui.text import literal_markdown
@@ -179,8 +180,8 @@ def gpt2_to_llama() -> None:
     quiz.section(
         "gpt2_to_llama",
         lambda: [
-            architectures.norm_question(PRESETS["gpt2-124m"]),
-            architectures.experts_question(PRESETS["moe-tiny"]),
+            llmviz.lessons.quiz.norm_question(PRESETS["gpt2-124m"]),
+            llmviz.lessons.quiz.experts_question(PRESETS["moe-tiny"]),
         ],
     )
     kv_heads = st.select_slider("Key/value heads in the last steps", [1, 2, 3, 4, 6, 12], value=4)
@@ -200,7 +201,7 @@ def gpt2_to_llama() -> None:
 def start_llama_lab(steps: int) -> None:
     """The seven steps of GPT-2 → Llama at GPT micro's size as one race on the sidebar's corpus: one seed, one
     tokenizer, the same batches; only the flipped switches differ."""
-    from llmviz.training.trainer import TrainConfig
+    from llmviz.training.config import TrainConfig
 
     loaded = ui.corpus_text(settings.corpus)
     if loaded is None:

@@ -1,27 +1,21 @@
 """The Tokens page: text → integer ids, with BPE you can train, replay and compare."""
 
-import functools
 import json
 
-import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
+import llmviz.lessons.quiz
+import llmviz.lessons.tokens
 import ui
+import ui.panels.tokens
 from llmviz.data import corpus
 from llmviz.errors import LlmvizError
-from llmviz.jobs import tasks as lab_tasks
-from llmviz.lessons import forward as views
-from llmviz.lessons import quiz
-from llmviz.tokenizers import base as tokenizer_base
-from llmviz.tokenizers import char_word, windows, zipf
-from llmviz.tokenizers.bpe import compression
-from llmviz.tokenizers.bpe import reference as bpe_reference
-from llmviz.tokenizers.bpe import tokenizer as bpe_tokenizer
+from llmviz.lessons import forward
+from llmviz.tokenizers import windows, zipf
+from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
 from llmviz.tokenizers.ids import encode
 from ui import charts, picker, present, sections, share, state
-from ui.panels import quiz as quiz_ui
-from ui.panels import runs as training
+from ui.panels import quiz, runs
 from ui.text import literal_markdown
 
 settings = ui.settings()
@@ -31,9 +25,6 @@ ui.page_header(
 )
 
 MAX_CHARS = 100_000
-MAX_CHIPS = 2_000  # tokens drawn as chips per tokenizer
-MAX_IDS = 20_000  # ids listed per tokenizer
-WORD_VOCAB = 5000  # entries of the word vocabulary, [UNK] included
 EXAMPLES = {  # the first: sentences of the Python manual, the shipped GPT's corpus, whose words it knows whole
     "Python manual": "The return value must be a string object. The result is then bound to the class name.",
     "English": "The quick brown fox jumps over the lazy dog. Tokenization isn't magic!",
@@ -82,44 +73,21 @@ def sampled(limit: int) -> str:
 
 @st.cache_resource(show_spinner=False)
 def reference(name: str):
-    return bpe_reference.reference_tokenizer(name)
+    return llmviz.lessons.tokens.reference(name)
 
 
 @st.cache_resource(show_spinner="Building the character and word vocabularies…", max_entries=16)
 def corpus_tokenizers(content_key: str, _sample: str):
     """The characters and the words of a corpus sample, cached by the sample's content (``text_key``): shared by
     every session that has the same text, whatever its name."""
-    return char_word.CharTokenizer.train(_sample or "a"), char_word.WordTokenizer.train(
-        _sample or "a", max_vocab=WORD_VOCAB
-    )
+    return llmviz.lessons.tokens.corpus_tokenizers(_sample)
 
 
 @st.cache_data(show_spinner="Measuring your BPE on the corpus…", max_entries=32)
 def bpe_measures(bpe_key: str, content_key: str, _bpe, _sample: str):
     """The compression curve and the rank–frequency counts of a BPE on a corpus sample, cached by both contents
     (a BPE's own merges, the sample's text): about a second of the server's time once, not on every run."""
-    curve = compression.compression_curve(_bpe, _sample)
-    return curve, zipf.rank_frequency(_bpe.to_tiktoken().encode(_sample, allowed_special="all"))
-
-
-def bpe_key(bpe) -> str:
-    """The content key of a BPE tokenizer: its merges and special tokens, as its JSON writes them."""
-    return corpus.text_key(json.dumps(bpe.to_dict(), sort_keys=True))
-
-
-def zipf_verdict(fit) -> str:
-    """Say what the fitted log–log line shows, from its R² (never claim a straight line that is not there)."""
-    shape = (
-        "close to a straight line (Zipf's law)"
-        if fit.r_squared >= 0.95
-        else "roughly a straight line, with clear bends"
-        if fit.r_squared >= 0.85
-        else "not a straight line: Zipf's law does not describe these tokens well"
-    )
-    return (
-        f"The points are {shape}: a line fitted to log count vs log rank has slope {fit.slope:.2f} and "
-        f"R² = {fit.r_squared:.3f} (1 would be a perfect line)."
-    )
+    return llmviz.lessons.tokens.bpe_measures(_bpe, _sample)
 
 
 def trained_bpe():
@@ -129,16 +97,6 @@ def trained_bpe():
 def bpe_origin() -> dict:
     """What the session's BPE was trained on and with (corpus, pattern, vocabulary asked for)."""
     return state.BPE_ORIGIN.get()
-
-
-def shown_characters(characters: list[str], limit: int = 20) -> str:
-    """Characters as a student can read them in Markdown: quoted (a space or a newline stays visible), escaped."""
-    return literal_markdown(" ".join(repr(c) for c in characters[:limit])) + (" …" if len(characters) > limit else "")
-
-
-def word_vocabulary_label(tokenizer: char_word.WordTokenizer) -> str:
-    words = tokenizer.vocab_size - 1  # [UNK] is not a word of the corpus
-    return f"its {words:,} most common words" if tokenizer.vocab_size >= WORD_VOCAB else f"all {words:,} of its words"
 
 
 # ------------------------------------------------------------------ side by side
@@ -151,10 +109,7 @@ def keep_finished_bpe() -> None:
     if job is None or not job.status().done or job.result is None:
         return  # still training, or nothing to keep: the lesson's tab follows it and says so
     state.BPE_JOB.pop()
-    tokenizer = bpe_tokenizer.BPETokenizer.from_history(
-        job.result, spec["pattern"], [tokenizer_base.ENDOFTEXT], keep_history=True
-    )
-    state.BPE_TOKENIZER.set(tokenizer)
+    state.BPE_TOKENIZER.set(llmviz.lessons.tokens.bpe_from_job(job.result, spec["pattern"]))
     state.BPE_LISTED.pop()  # the new BPE joins section 1's tokenizers
     state.BPE_ORIGIN.set({key: spec.get(key) for key in ("pattern", "vocab_size", "corpus", "corpus_key")})
 
@@ -178,7 +133,9 @@ available: dict[str, tuple[str, object]] = {  # key → (what it is now, tokeniz
     "characters": (f"characters of {corpus_label}{sampled(CORPUS_SAMPLE)}", char_tok),
     "words": (
         f"words of {corpus_label} ("
-        + "; ".join(part for part in (sample_note(CORPUS_SAMPLE), word_vocabulary_label(word_tok)) if part)
+        + "; ".join(
+            part for part in (sample_note(CORPUS_SAMPLE), ui.panels.tokens.word_vocabulary_label(word_tok)) if part
+        )
         + ")",
         word_tok,
     ),
@@ -197,66 +154,6 @@ if picked_tokenizer is None:
         f"{literal_markdown(view.label)} splits text into WordPiece pieces (shown on the Embeddings and Attention "
         "pages); here the tokenizers that make integer ids from bytes are compared."
     )
-
-
-def unknown_words_note(tokenizer: char_word.WordTokenizer, ids: list[int]) -> str:
-    """What a word vocabulary lost: words outside it, and runs of whitespace its corpus never had (both [UNK])."""
-    unknown = [piece for piece, i in zip(tokenizer.split(text), ids) if i == 0]
-    blank = sum(1 for piece in unknown if piece.isspace())
-    words = len(unknown) - blank
-    return " ".join(
-        part
-        for part in (
-            f"{words} word(s) are outside the vocabulary and became [UNK]: the information is lost." if words else "",
-            f"{blank} run(s) of spaces or line breaks never occur in {literal_markdown(corpus_label)} (its vocabulary "
-            "has no such whitespace), so they became [UNK] too."
-            if blank
-            else "",
-        )
-        if part
-    )
-
-
-def tokenizer_card(name: str, tokenizer, show_ids: bool) -> dict:
-    """One tokenizer's card, as Tiktokenizer draws it: its name, how many tokens, your text as chips (the id under
-    each), what it lost, the ids; returns its row of the table under the cards."""
-    ids = encode(tokenizer, text)
-    unknown = views.dropped_characters(tokenizer, text)
-    notes = (
-        f"{len(unknown)} character(s) not in the vocabulary were dropped: {shown_characters(unknown)}"
-        if unknown
-        else ""
-    )
-    if isinstance(tokenizer, char_word.WordTokenizer) and 0 in ids:
-        notes = unknown_words_note(tokenizer, ids)
-    shown = ids[:MAX_CHIPS]  # a browser stays quick with a few thousand chips, not a book's worth
-    st.subheader(literal_markdown(name[:1].upper() + name[1:]))
-    st.caption(f"**{len(ids):,} tokens** · {len(text):,} characters · vocabulary {tokenizer.vocab_size:,}")
-    st.markdown(
-        charts.token_chips(
-            [tokenizer.printable(i) for i in shown],
-            shown,
-            [f"id {i} · bytes {tokenizer.token_bytes(i)!r}" for i in shown],
-            show_ids=show_ids,
-        ),
-        unsafe_allow_html=True,
-    )
-    if len(ids) > MAX_CHIPS:
-        st.caption(f"The first {MAX_CHIPS:,} of {len(ids):,} tokens are drawn; the counts below are for all of them.")
-    if notes:
-        st.warning(notes)
-    with st.expander(f"ids ({len(ids):,})"):
-        st.code(
-            str(ids[:MAX_IDS]) + (f"  … the first {MAX_IDS:,} of {len(ids):,}" if len(ids) > MAX_IDS else ""),
-            language=None,
-            wrap_lines=True,
-        )
-    return {
-        "tokenizer": name,  # (its vocabulary is on its card)
-        "tokens": len(ids),
-        "characters per token": len(text) / max(1, len(ids)),
-        "round trip exact": tokenizer.decode(ids) == text,
-    }
 
 
 @sections.section("tokens.side_by_side")
@@ -292,15 +189,17 @@ def cards(chosen: list[str], show_ids: bool) -> None:
     if present.enabled():  # one after another: each card's heading starts a slide
         for key in chosen:
             with ui.friendly_errors(f"the {available[key][0]} tokenizer"):
-                rows.append(tokenizer_card(available[key][0], available[key][1] or reference(key), show_ids))
+                tokenizer = available[key][1] or reference(key)
+                rows.append(ui.panels.tokens.tokenizer_card(available[key][0], tokenizer, text, corpus_label, show_ids))
     for start in range(0, 0 if present.enabled() else len(chosen), 2):
         for column, key in zip(st.columns(2), chosen[start : start + 2]):
             name = available[key][0]
             with column, st.container(border=True), ui.friendly_errors(f"the {name} tokenizer"):
-                rows.append(tokenizer_card(name, available[key][1] or reference(key), show_ids))
+                tokenizer = available[key][1] or reference(key)
+                rows.append(ui.panels.tokens.tokenizer_card(name, tokenizer, text, corpus_label, show_ids))
     if rows:
         st.dataframe(
-            pd.DataFrame(rows).style.format({"characters per token": "{:.2f}", "tokens": "{:,}"}),
+            ui.panels.tokens.comparison_table(rows),
             hide_index=True,
             width="stretch",
         )
@@ -312,9 +211,11 @@ def cards(chosen: list[str], show_ids: bool) -> None:
 
 side_by_side()
 if text:  # the questions are about your text
-    quiz_ui.section(
+    quiz.section(
         "tokens",
-        lambda: quiz.tokens_questions(text, {"GPT-2": reference("gpt2"), "cl100k (GPT-4)": reference("cl100k")}),
+        lambda: llmviz.lessons.quiz.tokens_questions(
+            text, {"GPT-2": reference("gpt2"), "cl100k (GPT-4)": reference("cl100k")}
+        ),
     )
 
 
@@ -352,14 +253,14 @@ def train_bpe_controls() -> None:
             # the run trains as a job of this session (a worker process); its own settings travel with it, so an
             # earlier stopped run can never mix its settings into this one
             try:
-                merges_needed = bpe_tokenizer.BPETokenizer.merges_for(vocab_size, [tokenizer_base.ENDOFTEXT])
+                task, merges_needed, footprint = llmviz.lessons.tokens.bpe_training(sample, vocab_size, pattern)
                 job = picker.manager().submit_task(
                     picker.session_id(),
-                    functools.partial(lab_tasks.bpe_training, text=sample, merges=merges_needed, split_pattern=pattern),
+                    task,
                     label=f"BPE tokenizer · {vocab_size:,} tokens · {corpus_label}",
                     total=merges_needed,
                     returns_when_stopped=True,
-                    footprint=lab_tasks.bpe_training_footprint(len(sample)),
+                    footprint=footprint,
                 )
             except LlmvizError as error:
                 st.warning(str(error))
@@ -373,7 +274,7 @@ def train_bpe_controls() -> None:
                         corpus_key=sample_key,
                     )
                 )
-        ended = training.follow_task(
+        ended = runs.follow_task(
             state.BPE_JOB,
             name="tokens.bpe_job",
             describe=lambda status: f"merge {status.step} of {status.total}" if status.step else "Counting pairs…",
@@ -393,7 +294,7 @@ def train_bpe_controls() -> None:
 
 
 @sections.section("tokens.replay")
-def replay(bpe: bpe_tokenizer.BPETokenizer, text: str) -> None:
+def replay(bpe: BPETokenizer, text: str) -> None:
     """The replay slider re-draws only this part."""
     upto = st.slider("Merges applied", 0, len(bpe.merges), min(len(bpe.merges), 10))
     chunks = bpe.replay(text, upto)
@@ -414,7 +315,7 @@ def replay(bpe: bpe_tokenizer.BPETokenizer, text: str) -> None:
         )
 
 
-def bpe_views(bpe: bpe_tokenizer.BPETokenizer) -> None:
+def bpe_views(bpe: BPETokenizer) -> None:
     """What a trained BPE is: its merge table, a replay of your text merge by merge, compression and Zipf."""
     origin = bpe_origin()
     patterns = {"gpt4": "the GPT-4 regex", "gpt2": "the GPT-2 regex", None: "no pre-split"}
@@ -429,23 +330,11 @@ def bpe_views(bpe: bpe_tokenizer.BPETokenizer) -> None:
             f"Your BPE was trained on {trained_on}, but the corpus in the sidebar is now {now}: "
             f"the charts below measure it on {now}. Train again to get a BPE of {now}."
         )
-    merges = pd.DataFrame(
-        [
-            {
-                "merge": r + 1,
-                "part A": bpe.printable(a),
-                "part B": bpe.printable(b),
-                "new token": bpe.printable(new),
-                "new id": new,
-                "count": bpe.merge_counts[r],
-            }
-            for r, ((a, b), new) in enumerate(bpe.merges)
-        ]
-    )  # merges count from 1, as in the replay below: merge n makes token 255 + n
+    merges = ui.panels.tokens.merge_table(bpe)  # merges count from 1, as in the replay below
     st.dataframe(merges, hide_index=True, width="stretch", height=260)
     st.download_button(
         "Download the tokenizer (JSON)",
-        data=__import__("json").dumps(bpe.to_dict(), indent=1, ensure_ascii=False),
+        data=json.dumps(bpe.to_dict(), indent=1, ensure_ascii=False),
         file_name="bpe-tokenizer.json",
         mime="application/json",
     )
@@ -458,43 +347,21 @@ def bpe_views(bpe: bpe_tokenizer.BPETokenizer) -> None:
 
     st.subheader("Compression and frequency")
     left, right = st.columns(2)
-    curve, counts = bpe_measures(bpe_key(bpe), measure_key, bpe, measure_sample)
+    curve, counts = bpe_measures(llmviz.lessons.tokens.bpe_key(bpe), measure_key, bpe, measure_sample)
     with left:
         with ui.friendly_errors("the compression curve"):
-            figure = go.Figure(go.Scatter(x=[v for v, _ in curve], y=[c for _, c in curve], mode="lines+markers"))
-            figure.update_layout(
-                xaxis_title="vocabulary size", yaxis_title="characters per token", height=320, margin=charts.margins(10)
-            )
-            charts.show(figure)
+            charts.show(ui.panels.tokens.compression_figure(curve))
             st.caption(
                 "Each merge makes a common pair one token: more vocabulary, fewer tokens per character. Measured "
                 f"on {literal_markdown(corpus_label)}{sampled(MEASURE_SAMPLE)}."
             )
     with right:
         fit = zipf.zipf_fit(counts)
-        figure = go.Figure(go.Scatter(x=list(range(1, len(counts) + 1)), y=counts, mode="markers", name="tokens"))
-        if fit is not None:
-            figure.add_trace(
-                go.Scatter(
-                    x=[1, len(counts)],
-                    y=[fit.count_at(1), fit.count_at(len(counts))],
-                    mode="lines",
-                    name=f"fitted line (slope {fit.slope:.2f})",
-                    line=dict(dash="dash", color="#868e96"),
-                )
-            )
-        figure.update_layout(
-            xaxis=charts.log_axis(len(counts), "rank"),
-            yaxis=charts.log_axis(max(counts, default=1), "count"),
-            height=320,
-            margin=charts.margins(10),
-            legend=dict(orientation="h", y=-0.25),
-        )
-        charts.show(figure)
+        charts.show(ui.panels.tokens.zipf_figure(counts, fit))
         st.caption(
             f"Token frequency by rank on log–log axes, measured on {literal_markdown(corpus_label)}"
             f"{sampled(MEASURE_SAMPLE)}. "
-            + (zipf_verdict(fit) if fit is not None else "Too few distinct tokens to fit a line.")
+            + (llmviz.lessons.tokens.zipf_verdict(fit) if fit is not None else "Too few distinct tokens to fit a line.")
         )
 
 
@@ -520,7 +387,7 @@ def round_trip(tokenizer) -> None:
         "token. On: the program that builds the text asks for the special token on purpose.",
     )
     ids = encode(tokenizer, text, "all" if allow_special else "none")
-    dropped = views.dropped_characters(tokenizer, text)
+    dropped = forward.dropped_characters(tokenizer, text)
     typed = [name for name in getattr(tokenizer, "special_tokens", {}) if name in text]
     if typed:
         other = encode(tokenizer, text, "none" if allow_special else "all")
@@ -544,24 +411,12 @@ def round_trip(tokenizer) -> None:
     elif dropped:
         st.warning(
             f"{len(dropped)} character(s) of your text are not in this {tokenizer.vocab_size}-character vocabulary "
-            f"({shown_characters(dropped)}): encoding drops them, so decoding gives back the text "
+            f"({ui.panels.tokens.shown_characters(dropped)}): encoding drops them, so decoding gives back the text "
             "without them. A byte-level BPE never has this problem: every text is made of bytes."
         )
     else:
         st.error("The round trip changed the text.")
-    specials = getattr(tokenizer, "special_tokens", {})
-    if specials:
-        st.markdown(
-            "Special tokens are single ids that no ordinary text can produce: "
-            + ", ".join(f"`{name}` → **{token_id}**" for name, token_id in specials.items())
-            + ". They mark boundaries, such as the end of one document and the start of the next."
-        )
-    else:
-        st.markdown(
-            "This tokenizer has no special tokens: every id stands for a piece of text. Byte-level tokenizers such "
-            "as GPT-2's add single ids that no ordinary text can produce, such as `<|endoftext|>`, to mark "
-            "boundaries between documents."
-        )
+    st.markdown(ui.panels.tokens.special_tokens_note(getattr(tokenizer, "special_tokens", {})))
 
 
 @sections.section("tokens.pairs")
@@ -574,15 +429,7 @@ def input_target_pairs(ids: list[int], tokenizer) -> None:
     except LlmvizError as error:
         st.warning(str(error))
     else:
-        shown = min(len(inputs), 12)
-        frame = pd.DataFrame(
-            {
-                "input ids": [str(r) for r in inputs[:shown].tolist()],
-                "target ids": [str(r) for r in targets[:shown].tolist()],
-                "input text": [tokenizer.decode(r) for r in inputs[:shown].tolist()],
-                "next token": [tokenizer.printable(r[-1]) for r in targets[:shown].tolist()],
-            }
-        )
+        frame = ui.panels.tokens.pairs_table(inputs, targets, tokenizer)
         st.dataframe(frame, hide_index=True, width="stretch")
         st.caption(
             f"{len(inputs)} windows of {context_length} tokens, one every {stride}: each target row is its input "

@@ -33,7 +33,7 @@ from llmviz.training.dataset import prepare_data, vocab_bound
 from llmviz.training.losses import batch_loss, position_gradient
 from llmviz.training.toy_decoder import toy_task_loop
 from llmviz.training.trainer import build_trainer
-from ui import models, picker, sections, share, state
+from ui import picker, sections, share, state
 from ui.panels import quiz, runs, training
 from ui.text import literal_markdown
 
@@ -392,7 +392,8 @@ QUIZ_STEPS = 30
 
 
 def training_quiz() -> list:
-    gpt, gpt_tokenizer, _ = models.shipped_gpt_or_stop()
+    shipped = picker.shipped_default()
+    gpt, gpt_tokenizer = shipped.model, shipped.tokenizer
     quiz_model = model_name if model_name in GPT_SIZES else "gpt-nano"
     what = (
         f"A fresh {MODEL_LABELS[quiz_model]} with {OPTIMIZER_TITLES[optimizer]} trains for {QUIZ_STEPS} steps on "
@@ -405,20 +406,20 @@ def training_quiz() -> list:
 @st.cache_data(show_spinner=False, max_entries=64)
 def shipped_batch_loss(rows: tuple[tuple[int, ...], ...]):
     """The shipped GPT's loss on ``rows``, taken apart (llmviz.training.losses): the same for every session, cached."""
-    model, _, _ = models.shipped_gpt_or_stop()
+    model = picker.shipped_default().model
     return batch_loss(model, [list(ids) for ids in rows])
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def shipped_position_gradient(rows: tuple[tuple[int, ...], ...], position: int):
-    model, _, _ = models.shipped_gpt_or_stop()
+    model = picker.shipped_default().model
     return position_gradient(model, shipped_batch_loss(rows), position)
 
 
 def loss_step_by_step() -> None:
     """The loss taken apart on a real batch, and backpropagation through the output layer."""
     st.subheader("The loss, step by step, on a real batch")
-    gpt, gpt_tokenizer, _ = models.shipped_gpt_or_stop()
+    gpt_tokenizer = picker.shipped_default().tokenizer
     st.caption(
         "The shipped GPT (trained on the Python reference manual) reads two short sequences; each position "
         "must predict the token after it — the targets are the inputs shifted by one."

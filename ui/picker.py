@@ -32,8 +32,8 @@ import torch.nn as nn
 
 from llmviz import settings
 from llmviz.errors import LlmvizError, log_failure
-from llmviz.jobs import manager as jobs
 from llmviz.jobs.job import Job
+from llmviz.jobs.manager import JobManager, default_manager
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.training.checkpoint import (
     ListedCheckpoint,
@@ -44,8 +44,7 @@ from llmviz.training.checkpoint import (
     model_from_description,
 )
 from llmviz.training.snapshots import load_into
-from ui import sections, state, watch
-from ui import streamlit_private as internals
+from ui import sections, state, streamlit_private, watch
 from ui.labels import fit, run_label
 from ui.sources import (  # noqa: F401 - public names of ui.picker
     SOURCES,
@@ -68,7 +67,7 @@ DEFAULT_KEY = f"shipped:{SHIPPED_GPT}"
 
 def session_id() -> str:
     """The browser session this script run belongs to (the owner of its jobs)."""
-    ctx = internals.script_run_context()
+    ctx = streamlit_private.script_run_context()
     return ctx.session_id if ctx is not None else "no-session"
 
 
@@ -79,19 +78,19 @@ def client_id() -> str:
     ``LLMVIZ_SHARE_BY=session`` (a class behind one NAT: every tab is then a student of its own)."""
     if settings.get("LLMVIZ_SHARE_BY") == "session":
         return session_id()
-    address = st.context.ip_address if internals.script_run_context() is not None else None
+    address = st.context.ip_address if streamlit_private.script_run_context() is not None else None
     return f"address {address}" if isinstance(address, str) and address else session_id()  # (AppTest: a mock)
 
 
 def _session_alive(owner: str) -> bool | None:
     """Streamlit's own answer: is this browser session still connected?"""
-    return internals.session_is_connected(owner)
+    return streamlit_private.session_is_connected(owner)
 
 
-def manager() -> jobs.JobManager:
+def manager() -> JobManager:
     """The server's job manager (shared by all sessions; each sees only its own jobs), told which student this
     session belongs to (:func:`client_id`): shares count students, not tabs."""
-    found = jobs.default_manager(liveness=_session_alive)
+    found = default_manager(liveness=_session_alive)
     found.bind(session_id(), client_id())
     return found
 
@@ -682,7 +681,7 @@ def _step_slider(chosen: str, version: int) -> None:
 
 def page_of_this_run() -> str:
     """The page this script run draws (its script hash): the sidebar leaves a page's own runs to the page."""
-    ctx = internals.script_run_context()
+    ctx = streamlit_private.script_run_context()
     return getattr(ctx, "page_script_hash", "") if ctx is not None else ""
 
 

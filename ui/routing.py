@@ -11,8 +11,7 @@ import streamlit as st
 
 from llmviz import settings
 from llmviz.errors import configure_logging
-from ui import share, state
-from ui import streamlit_private as internals
+from ui import share, state, streamlit_private
 
 
 @contextlib.contextmanager
@@ -48,7 +47,7 @@ def redirect(page):
     session bound already (a session that was open before) is left to that widget."""
 
     def _redirect() -> None:
-        bound = internals.bound_link_params()
+        bound = streamlit_private.bound_link_params()
         st.switch_page(page, query_params={n: st.query_params.get_all(n) for n in st.query_params if n not in bound})
 
     _redirect.__name__ = f"redirect_to_{page.url_path or 'home'}"  # each hidden page a function of its own name
@@ -68,7 +67,7 @@ def start_server_once() -> None:
         configure_logging()
         for problem in settings.problems():
             logging.getLogger(__name__).warning(problem)
-        internals.guard_widget_states(
+        streamlit_private.guard_widget_states(
             share.refuse_widget_value
         )  # a widget value of the wrong kind: one line, no traceback
 

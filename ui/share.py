@@ -32,8 +32,7 @@ from collections import OrderedDict
 import streamlit as st
 
 from llmviz.errors import log_failure
-from ui import picker, state
-from ui import streamlit_private as internals
+from ui import picker, state, streamlit_private
 
 #: Every URL parameter llmviz reads: its kind (number, text, option, options, flag) and what it sets. Names are
 # unique across pages, because the
@@ -181,7 +180,7 @@ def _cap_in_link(name: str) -> None:
         return
     carried = link_text(text)
     cut[name] = (len(carried), len(text))
-    internals.write_link_value(name, carried)
+    streamlit_private.write_link_value(name, carried)
 
 
 def carried_note(name: str, where=None) -> None:
@@ -362,7 +361,7 @@ def _replace_in_link(name: str, kept: list[str] | None) -> None:
     except Exception as error:  # noqa: BLE001 - a link must never break a page; the server's log says why
         log_failure(f"correcting {name!r} in the address", error)
     # Streamlit seeds bound widgets from its copy of the address as it was loaded (private: ui/streamlit_private.py)
-    internals.reseed_widget_from_link(name, kept)
+    streamlit_private.reseed_widget_from_link(name, kept)
 
 
 # ------------------------------------------------------------------ widget values a browser sent that cannot be used
@@ -386,7 +385,7 @@ def widget_name(widget_id: str) -> str:
 def refuse_widget_value(widget_id: str, why: str) -> None:
     """A browser sent a value its widget cannot take (``ui.streamlit_private.guard_widget_states`` dropped it):
     one line in the server's log, and a notice on this session's page."""
-    context = internals.script_run_context()
+    context = streamlit_private.script_run_context()
     session = context.session_id if context is not None else ""
     logger.warning("A browser sent a value %s cannot take (%s): ignored, it keeps its value", widget_id, why)
     with _REFUSED_LOCK:
@@ -399,7 +398,7 @@ def refuse_widget_value(widget_id: str, why: str) -> None:
 
 def refused_values() -> list[str]:
     """The settings whose values this session's browser sent and could not be used since its last page run."""
-    context = internals.script_run_context()
+    context = streamlit_private.script_run_context()
     with _REFUSED_LOCK:
         return _REFUSED.pop(context.session_id if context is not None else "", [])
 
@@ -408,7 +407,7 @@ def refused_values() -> list[str]:
 def links():
     """Around a page's run (app.py): the copy-link button above the page, notices about the link and about values
     a browser sent that a widget cannot take."""
-    stop_exception = internals.stop_exception()
+    stop_exception = streamlit_private.stop_exception()
     begin()
     top = st.container()
     with top:
@@ -434,7 +433,7 @@ def links():
             state.LINK_CHECKED.set(True)
             initial = state.LINK_INITIAL.get()
             values = {name: state.value(name) for name in initial if name in PARAMS and state.has_value(name)}
-            labels = {name: internals.as_in_link(name, value) for name, value in values.items()}
+            labels = {name: streamlit_private.as_in_link(name, value) for name, value in values.items()}
             notices = list(state.LINK_NOTICES.pop(default=[])) + link_notices(initial, _snapshot(), values, labels)
             for name in initial:
                 if name not in PARAMS and name not in _STREAMLIT:

@@ -32,7 +32,7 @@ Nothing public does these jobs in the pinned versions, so each is kept here, nam
 9. Plotly's ``_validate=False`` argument of ``go.Figure`` (``BaseFigure._allow_disable_validation``): a figure
    built from plain dicts that llmviz's own builders make is not checked property by property again (most of
    the time a class's page open spent building heatmaps). :func:`unchecked_figure` uses it;
-   ``tests/unit/ui/test_fast_builders.py`` checks every builder's figure against Plotly's checked one.
+   ``tests/app/test_ui_builders.py`` checks every builder's figure against Plotly's checked one.
 """
 
 from __future__ import annotations

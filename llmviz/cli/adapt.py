@@ -123,14 +123,14 @@ def cmd_lora(args: argparse.Namespace) -> int:
     from llmviz.adapt import lora
     from llmviz.cli.train import _load_text, check_out
     from llmviz.jobs.manager import train_blocking
-    from llmviz.lessons import adapting as adapt
+    from llmviz.lessons import adapting
     from llmviz.training.checkpoint import save_checkpoint, write_or_keep
 
     check_out(args.out)
     config = lora.LoRAConfig(args.rank, args.alpha, tuple(t.strip() for t in args.targets.split(",") if t.strip()))
     model, tokenizer = _initial(args.init)
     text = _load_text(args.corpus)
-    trainer = adapt.lora_run(model, tokenizer, text, config, args.steps, args.seed, lr=args.lr)
+    trainer = adapting.lora_run(model, tokenizer, text, config, args.steps, args.seed, lr=args.lr)
     trainer.config = trainer.config.replace(init=args.init)
     trained = lora.trainable_parameters(trainer.adapted)
     _say(
@@ -217,25 +217,25 @@ def cmd_finetune(args: argparse.Namespace) -> int:
 
 
 def cmd_quantize(args: argparse.Namespace) -> int:
-    from llmviz.adapt import quantize as qz
+    from llmviz.adapt import quantize
     from llmviz.cli.train import _load_text, check_out
     from llmviz.errors import ConfigError
     from llmviz.jobs.manager import train_blocking
-    from llmviz.lessons import adapting as adapt
+    from llmviz.lessons import adapting
     from llmviz.training.checkpoint import write_or_keep
 
     check_out(args.out)
-    spec = qz.QuantSpec(args.bits, per_channel=not args.per_tensor, symmetric=not args.zero_point)
+    spec = quantize.QuantSpec(args.bits, per_channel=not args.per_tensor, symmetric=not args.zero_point)
     model, tokenizer = _initial(args.init)
     text = _load_text(args.corpus)
     source = model
     if args.qat_steps > 0:
-        trainer = adapt.qat_run(model, tokenizer, text, spec, args.qat_steps, args.seed, lr=args.lr)
+        trainer = adapting.qat_run(model, tokenizer, text, spec, args.qat_steps, args.seed, lr=args.lr)
         _say(f"quantization-aware training, {spec.title}: {args.qat_steps} steps …")
         train_blocking(trainer)
-        source = qz.remove_fake_quant(trainer.model).eval()
-    result = qz.quantize_model(source, spec)
-    comparison = qz.compare(model, result.model, adapt.held_out_ids(tokenizer, text, model))
+        source = quantize.remove_fake_quant(trainer.model).eval()
+    result = quantize.quantize_model(source, spec)
+    comparison = quantize.compare(model, result.model, adapting.held_out_ids(tokenizer, text, model))
     report = {
         "bits": spec.bits,
         "per_channel": spec.per_channel,

@@ -71,7 +71,9 @@ from llmviz.jobs.events import JobState, RunInfo
 from llmviz.jobs.job import Group, Job, JobStatus
 from llmviz.jobs.supervisor import Supervisor
 from llmviz.jobs.worker import TaskPayload, TrainPayload, WorkerOptions
-from llmviz.training import footprint as fp
+from llmviz.training.footprint import MB, Footprint, describe, device_free_bytes, of_trainer, suggestion, worker_peak
+from llmviz.training.footprint import task as task_footprint
+from llmviz.training.footprint import unknown as unknown_footprint
 from llmviz.training.snapshots import SnapshotStore, evict, session_cap_bytes, state_of
 
 log = logging.getLogger(__name__)
@@ -88,7 +90,7 @@ class Planned:
     it (:mod:`llmviz.training.footprint`); ``steps`` its length."""
 
     build: Callable[[], Any]
-    footprint: fp.Footprint
+    footprint: Footprint
     steps: int
 
 
@@ -149,8 +151,8 @@ class JobManager:
             Budget(
                 slots=max_running,
                 runs_per_client=runs_per_session,
-                memory=int(memory_mb * fp.MB) if memory_mb is not None else None,
-                client_memory=int(client_memory_mb * fp.MB) if client_memory_mb is not None else None,
+                memory=int(memory_mb * MB) if memory_mb is not None else None,
+                client_memory=int(client_memory_mb * MB) if client_memory_mb is not None else None,
             )
         )
         self._lock = threading.RLock()
@@ -205,7 +207,7 @@ class JobManager:
         trainer=None,
         *,
         build: Callable[[], object] | None = None,
-        footprint: fp.Footprint | None = None,
+        footprint: Footprint | None = None,
         label: str = "run",
         total: int | None = None,
         sample_every: int = 0,
@@ -233,7 +235,7 @@ class JobManager:
         )
         if build is not None:
             steps = total or 0
-            runner: Any = Planned(build, footprint or fp.unknown(), steps)
+            runner: Any = Planned(build, footprint or unknown_footprint(), steps)
         else:
             runner = trainer
         [job] = self._submit(owner, [(label, runner)], options, total)
@@ -271,7 +273,7 @@ class JobManager:
         label: str,
         total: int,
         returns_when_stopped: bool = False,
-        footprint: fp.Footprint | None = None,
+        footprint: Footprint | None = None,
     ) -> Job:
         """Run any loop that yields ``(step, loss)`` (a BPE training, word2vec, a toy decoder) as a job; its
         return value becomes :attr:`Job.result`. ``loop(should_stop)`` may check ``should_stop()`` itself, and is
@@ -283,7 +285,7 @@ class JobManager:
         job = Job(self, group, 0, label, "task", total)
         group.jobs.append(job)
         group.payloads.append(TaskPayload(loop, returns_when_stopped))
-        self._enter(group, [footprint or fp.task(label)])
+        self._enter(group, [footprint or task_footprint(label)])
         return job
 
     def _options(self, **values) -> WorkerOptions:
@@ -323,14 +325,14 @@ class JobManager:
                     step_zero_kept=trainer is not None and job.snapshots is not None,
                 )
             )
-            footprints.append(planned.footprint if planned else fp.of_trainer(trainer))
+            footprints.append(planned.footprint if planned else of_trainer(trainer))
         self._enter(group, footprints)
         return group.jobs
 
-    def _enter(self, group: Group, footprints: list[fp.Footprint]) -> None:
+    def _enter(self, group: Group, footprints: list[Footprint]) -> None:
         """Admit the group (its client's share of runs and memory, the GPU, snapshot room) before anything is sent
         to a worker, keep the step 0 it already has, and start its supervisor."""
-        claim = Claim(group.id, group.client, memory=fp.worker_peak(footprints), what=fp.describe(footprints))
+        claim = Claim(group.id, group.client, memory=worker_peak(footprints), what=describe(footprints))
         with self._lock:
             self._admit(group, claim, footprints)
             session = self._sessions.setdefault(group.owner, _Session())
@@ -357,17 +359,17 @@ class JobManager:
         )
         group.thread.start()
 
-    def _admit(self, group: Group, claim: Claim, footprints: list[fp.Footprint]) -> None:
+    def _admit(self, group: Group, claim: Claim, footprints: list[Footprint]) -> None:
         """Refuse the group (:class:`JobRefused`, one line) or enter its claim; under the lock."""
         if self._closed.is_set():
             raise JobRefused("The job manager has shut down.")
         refused = self.ledger.refusal(
-            claim, tabs=group.client == group.owner, suggest=lambda left: fp.suggestion(footprints, left)
+            claim, tabs=group.client == group.owner, suggest=lambda left: suggestion(footprints, left)
         )
         device = sum(f.device_bytes for f in footprints)
         if not refused and device:
             reserved = sum(self._device_needs.get(c.group, 0) for c in self.ledger.waiting())
-            refused = device_refusal(claim.what, device, fp.device_free_bytes(footprints[0].device), reserved)
+            refused = device_refusal(claim.what, device, device_free_bytes(footprints[0].device), reserved)
         if not refused:
             refused = self.snapshot_refusal(group.owner, group.jobs)
         if refused:
@@ -616,7 +618,7 @@ def default_memory_mb() -> float:
     machine = processes.machine_memory_bytes()
     if not machine:
         return 4096.0
-    return max(512.0, (machine / 2 - processes.resident_bytes()) / fp.MB)
+    return max(512.0, (machine / 2 - processes.resident_bytes()) / MB)
 
 
 def default_manager(liveness: Callable[[str], bool | None] | None = None) -> JobManager:

@@ -29,7 +29,7 @@ from llmviz.interpret import ablation, patching, steering
 from llmviz.lessons.embeddings import Word2VecState, train_word2vec
 from llmviz.tokenizers.bpe.merging import MergeRecord
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
-from llmviz.training import footprint as fp
+from llmviz.training import footprint
 
 if TYPE_CHECKING:
     from llmviz.models.gpt import GPT
@@ -41,13 +41,13 @@ if TYPE_CHECKING:
 BPE_BYTES_PER_CHAR = 100
 
 
-def bpe_training_footprint(chars: int) -> fp.Footprint:
+def bpe_training_footprint(chars: int) -> footprint.Footprint:
     """What a BPE training task on ``chars`` characters needs, admitted before it starts.
 
     >>> bpe_training_footprint(1_000_000).preparing_bytes
     100000000
     """
-    return fp.task(f"BPE training on {chars:,} characters", working_bytes=BPE_BYTES_PER_CHAR * chars)
+    return footprint.task(f"BPE training on {chars:,} characters", working_bytes=BPE_BYTES_PER_CHAR * chars)
 
 
 def bpe_training(
@@ -64,7 +64,7 @@ def bpe_training(
     return records
 
 
-def word2vec_footprint(chars: int, window: int) -> fp.Footprint:
+def word2vec_footprint(chars: int, window: int) -> footprint.Footprint:
     """What word2vec training on ``chars`` characters with a ``window`` needs, admitted before it starts: 60 + 20 ×
     window bytes a character (measured on 2,000,000 characters of the manual, 128 dimensions, 5,000 words: 70 bytes
     a character at window 1, 103 at 4, 127 at 5: its (centre, context) pairs grow with the window).
@@ -72,7 +72,7 @@ def word2vec_footprint(chars: int, window: int) -> fp.Footprint:
     >>> word2vec_footprint(1_000_000, window=2).preparing_bytes
     100000000
     """
-    return fp.task(f"word2vec on {chars:,} characters", working_bytes=(60 + 20 * window) * chars)
+    return footprint.task(f"word2vec on {chars:,} characters", working_bytes=(60 + 20 * window) * chars)
 
 
 def word2vec_training(

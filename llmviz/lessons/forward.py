@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from llmviz.lessons import embeddings as emb
+from llmviz.lessons import embeddings
 
 MAX_ATTENTION_TOKENS = 48  # the attention charts stay readable up to this many tokens
 
@@ -109,7 +109,7 @@ def neighbours(table: torch.Tensor, token: int, k: int = 10) -> Neighbours:
     >>> neighbours(table, 0, k=2).ids
     [1, 2]
     """
-    found = emb.nearest_neighbours(table, table[token], k=k, exclude={token})
+    found = embeddings.nearest_neighbours(table, table[token], k=k, exclude={token})
     return Neighbours(token, [i for i, _ in found], [float(s) for _, s in found])
 
 
@@ -124,7 +124,7 @@ class Projection:
 
 def project(table: torch.Tensor, ids: list[int], dims: int = 2) -> Projection:
     """PCA of the rows ``ids`` of ``table`` to ``dims`` axes."""
-    coords, ratio = emb.pca(table[ids], dims)
+    coords, ratio = embeddings.pca(table[ids], dims)
     return Projection(list(ids), coords, float(ratio.sum()))
 
 

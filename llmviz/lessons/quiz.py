@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
-from llmviz.errors import LlmvizError
+from llmviz.errors import ConfigError, LlmvizError
 from llmviz.generation.sampling import next_token_distribution
+from llmviz.lessons.architectures import rope_scores
+from llmviz.models.gpt import GPTConfig, count_parameters_without_building
 
 if TYPE_CHECKING:  # the trainer is imported where a run is made
     from llmviz.training.config import ModelName, Optimizer
@@ -47,6 +49,10 @@ __all__ = [
     "temperature_entropy",
     "tokens_questions",
     "attention_questions",
+    "kv_cache_question",
+    "norm_question",
+    "experts_question",
+    "rope_question",
     "training_questions",
     "sampling_questions",
 ]
@@ -548,3 +554,99 @@ def learning_rate_pair(
         value = sum(tail) / len(tail) if tail else math.inf
         results.append(value if math.isfinite(value) else math.inf)
     return tuple(results)
+
+
+# ------------------------------------------------------------------- architectures (Attention, Embeddings, Model)
+
+
+def kv_cache_question(n_heads: int, n_kv_heads: int, tokens: int, layers: int = 24, head_dim: int = 64):
+    """How many MiB does the KV cache hold? (distractors: as many key/value heads as query heads, one, and the
+    keys alone)."""
+
+    def mib(kv: int, both: int = 2) -> str:
+        return f"{both * layers * kv * head_dim * tokens * 2 / 2**20:,.1f} MiB"
+
+    right = mib(n_kv_heads)
+    options = sorted(
+        {right, mib(n_heads), mib(1), mib(n_kv_heads, 1), mib(2 * n_kv_heads)},
+        key=lambda text: float(text.split()[0].replace(",", "")),
+    )
+    prompt = (
+        f"A model with {layers} layers, {n_heads} query heads and {n_kv_heads} key/value heads of {head_dim} "
+        f"dimensions generates {tokens:,} tokens in bf16 (2 bytes a number). How big is its KV cache?"
+    )
+    explanation = (
+        f"Keys **and** values, for every layer and every key/value head (not every query head): "
+        f"2 × {layers} × {n_kv_heads} × {head_dim} × {tokens:,} × 2 bytes = {right}. With {n_heads} "
+        f"key/value heads (multi-head) it would be {mib(n_heads)}."
+    )
+    return Question("kv-cache", prompt, tuple(options), options.index(right), explanation)
+
+
+def norm_question(config: GPTConfig):
+    """Every LayerNorm of ``config`` becomes an RMSNorm: how many parameters go? (distractors: none, all the
+    norms' parameters, one per norm)."""
+    layernorm = config.replace(norm="layernorm")
+    before = count_parameters_without_building(layernorm)["LayerNorm"]
+    after = count_parameters_without_building(layernorm.replace(norm="rmsnorm"))["RMSNorm"]
+    norms = 2 * config.n_layers + 1  # two per block, and the final one
+    right = f"{before - after:,}"
+    options = sorted(
+        {"none", right, f"{before:,}", f"{norms:,}"}, key=lambda t: -1 if t == "none" else int(t.replace(",", ""))
+    )
+    prompt = (
+        f"A GPT with {config.n_layers} blocks of width {config.d_model} switches every LayerNorm to RMSNorm, "
+        "as Llama does. How many parameters does it lose?"
+    )
+    explanation = (
+        f"LayerNorm learns a scale γ and a shift β, {config.d_model} numbers each; RMSNorm divides by the "
+        f"root mean square and keeps only the scale. {norms} norms (two per block and the final one) × "
+        f"{config.d_model} shifts = {right}, out of {before:,}."
+    )
+    return Question("rmsnorm-parameters", prompt, tuple(options), options.index(right), explanation)
+
+
+def experts_question(config: GPTConfig):
+    """In a mixture-of-experts block, how many expert parameters does one token's pass use? (distractors: one
+    expert, every expert, the experts it skips)."""
+    if not config.n_experts:
+        raise ConfigError("This question needs a mixture-of-experts configuration (n_experts > 0).")
+    per_expert = count_parameters_without_building(config)["MLP"] // (config.n_layers * config.n_experts)
+    experts, top_k = config.n_experts, config.experts_top_k
+    right = f"{top_k * per_expert:,}"
+    options = sorted(
+        {f"{per_expert:,}", right, f"{experts * per_expert:,}", f"{(experts - top_k) * per_expert:,}"},
+        key=lambda t: int(t.replace(",", "")),
+    )
+    prompt = (
+        f"A block holds {experts} expert MLPs of {per_expert:,} parameters each, and its router sends each "
+        f"token to its top {top_k}. How many expert parameters does one token's pass through the block use?"
+    )
+    explanation = (
+        f"The router picks {top_k} of the {experts} experts for each token: {top_k} × {per_expert:,} = "
+        f"{right}. The block holds {experts * per_expert:,}, and every expert learns from the tokens "
+        "routed to it; a token only pays for the ones it visits (plus the small router)."
+    )
+    return Question("moe-active-parameters", prompt, tuple(options), options.index(right), explanation)
+
+
+def rope_question(head_dim: int = 64, theta: float = 10000.0):
+    """With RoPE, a query at 10 and a key at 7 give some score; what do the same vectors give at 30 and 27?"""
+    scores = rope_scores(head_dim, theta, positions=31)
+    near, far = float(scores.scores[10, 7]), float(scores.scores[30, 27])
+    options = (
+        "the same score",
+        "a smaller score: they are further from the start",
+        "a larger score: later positions turn further",
+        "no way to tell without the words",
+    )
+    prompt = (
+        f"With RoPE (head_dim {head_dim}, θ = {theta:,.0f}), the same query vector at position 10 and the same "
+        "key vector at position 7 score q·k = s. Move both 20 positions later (query at 30, key at 27). "
+        "What do they score?"
+    )
+    explanation = (
+        f"Both are turned by 20 more positions, so the angle between them is unchanged: "
+        f"s(10, 7) = {near:.4f} and s(30, 27) = {far:.4f}. Only the distance (3) counts."
+    )
+    return Question("rope-distance", prompt, options, 0, explanation)

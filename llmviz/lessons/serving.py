@@ -11,9 +11,9 @@ from __future__ import annotations
 from llmviz.generation import serving
 from llmviz.generation.serving import KVGrowth, PagedKVCache
 from llmviz.lessons import adapting
-from llmviz.tokenizers.ids import encode
 from llmviz.lessons.quiz import Question
 from llmviz.models.gpt import GPT
+from llmviz.tokenizers.ids import encode
 
 GROWTH_TOKENS = 60  # written while the KV cache is measured
 WANTED = (24, 4, 16, 6, 10, 4)  # new tokens each of the six requests wants

@@ -27,7 +27,7 @@ Parameters are counted exactly without building the model: on PyTorch's ``meta``
 (:func:`llmviz.models.gpt.count_parameters_without_building` does this for the Model page). Worked example, GPT mini
 on a 1,024-token vocabulary, AdamW, batch 16 × 64 tokens:
 
->>> from llmviz.training.trainer import TrainConfig
+>>> from llmviz.training.config import TrainConfig
 >>> mini = of_config(TrainConfig(model="gpt-mini", batch_size=16, context_length=64), vocab_size=1024)
 >>> embeddings = 1024 * 128 + 64 * 128  # tokens, and the 64 positions of the run's context
 >>> layer = 2 * 128 + 128 * 384 + (128 * 128 + 128) + 2 * 128 + (128 * 512 + 512) + (512 * 128 + 128)
@@ -481,7 +481,7 @@ def suggestion(footprints: Sequence[Footprint], left: int) -> str:
     """What would fit in ``left`` bytes instead, as the end of a refusal: ": pick GPT mini, or lower the batch to 4";
     "" when nothing simple would.
 
-    >>> from llmviz.training.trainer import TrainConfig
+    >>> from llmviz.training.config import TrainConfig
     >>> big = of_config(TrainConfig(model="gpt2-124m", batch_size=8, context_length=128), vocab_size=512)
     >>> suggestion([big], 500 * MB)  # its weights and AdamW states alone are 1.4 GB: no batch makes it fit
     ': pick GPT mini'

@@ -11,13 +11,12 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
-from llmviz.adapt import finetune, lora
-from llmviz.adapt import quantize as qz
-from llmviz.cli import main as cli
+from llmviz.adapt import finetune, lora, quantize
+from llmviz.cli import main
 from llmviz.data import corpus
 from llmviz.errors import CheckpointError
 from llmviz.jobs.manager import default_manager
-from llmviz.lessons import adapting as adapt
+from llmviz.lessons import adapting
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import assert_clean, computed, finish_jobs, open_tab, run_page
 from tests.support.paths import ROOT
@@ -133,7 +132,7 @@ SHIPPED_PATH = str(ROOT / "data" / "gpt-python-docs")
 
 
 def run(capsys, *argv):
-    code = cli.main(list(argv))
+    code = main.main(list(argv))
     captured = capsys.readouterr()
     assert code == 0, captured.err
     return json.loads(captured.out.strip().splitlines()[-1])
@@ -229,10 +228,10 @@ def test_results_are_keyed_by_the_texts_content_not_its_name(fresh_session_jobs)
     assert_clean(second)
     model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
     manual = corpus.load("python-docs")
-    demo = adapt.lora_demo(model, tokenizer, manual, lora.LoRAConfig(4, 8.0, ("q", "v")), steps=20)
+    demo = adapting.lora_demo(model, tokenizer, manual, lora.LoRAConfig(4, 8.0, ("q", "v")), steps=20)
     assert lora_losses(second) == (f"{demo.losses[0]:.3f}", f"{demo.losses[-1]:.3f}") != uploaded
     second = finish_jobs(open_tab(second, "adapting_part", "Quantization"))
-    report = adapt.quant_report(model, tokenizer, manual, qz.QuantSpec(8, True, True), "x", new_tokens=1)
+    report = adapting.quant_report(model, tokenizer, manual, quantize.QuantSpec(8, True, True), "x", new_tokens=1)
     assert quantized_perplexity(second) == f"{report.comparison.perplexity_after:.2f}" != uploaded_perplexity
 
 
@@ -291,7 +290,7 @@ def test_lab_runs_are_the_sections_own_and_end_with_their_result(fresh_session_j
     session = at.session_state["_llmviz_session_id"]
     model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
     impostor = default_manager().submit_training(  # a run named like the page's old labels, started elsewhere
-        session, adapt.full_run(model, tokenizer, corpus.load("python-docs"), 20, 1), label="adapt LoRA r4 (q, v)"
+        session, adapting.full_run(model, tokenizer, corpus.load("python-docs"), 20, 1), label="adapt LoRA r4 (q, v)"
     )
     at.slider(key="lora_steps").set_value(20)
     at.button(key="lora_start").click().run()

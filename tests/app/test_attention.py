@@ -173,7 +173,7 @@ def test_the_default_sentence_is_the_python_manual_read_word_by_word():
 
 def test_step_0_vs_step_n_is_offered_only_where_the_model_has_steps():
     """Before: the shipped GPT, which has no steps, offered "Step 0 vs step N … at the step picked in the sidebar".
-    (A run's comparison: tests/test_ui_defects.py.)"""
+    (A run's comparison: tests/app/test_pages.py.)"""
     at = run_page("stages/attention.py")
     assert "Step 0 vs step N" not in [h.value for h in at.subheader]
     assert not [e for e in at.expander if "step 0" in e.label]

@@ -38,10 +38,10 @@ def test_training_the_induction_run_again_keeps_both_runs_apart(fresh_session_jo
 
 def test_inside_says_what_the_head_scores_are_measured_on_and_that_train_it_picks_the_run():
     from tests.support.pages import texts
-    from ui import models
+    from ui import picker
 
     at = run_page("stages/inside.py", look="Head detectors")
-    config = models.shipped_gpt_or_stop()[0].config
+    config = picker.shipped_default().model.config
     half = min(20, config.context_length // 2, config.vocab_size)  # model_head_scores' test input: half, twice
     shown = texts(at.markdown)
     assert f"{half} distinct random tokens of this model's vocabulary, repeated twice ({2 * half} tokens" in shown

@@ -205,4 +205,5 @@ def test_a_picked_model_that_is_no_gpt_shows_gpt2_small_and_says_why():
     at = run_page("stages/model.py", _picker_selected="shipped:names-mlp")
     assert_clean(at)
     assert any("is not a GPT" in info.value for info in at.info)
-    assert metric(at, "Total parameters") == "124,439,808"  # GPT-2 small as published (tests/test_ui_defects.py)
+    # GPT-2 small as published (test_model_page_opens_gpt2_small_with_its_own_tying_and_shows_the_untied_count)
+    assert metric(at, "Total parameters") == "124,439,808"

@@ -227,7 +227,7 @@ def _page_with_a_broken_section():
     import streamlit as st
 
     from ui import sections
-    from ui.panels import quiz as quiz_ui
+    from ui.panels import quiz
 
     @sections.section("demo.broken")
     def broken() -> None:
@@ -235,7 +235,7 @@ def _page_with_a_broken_section():
         raise TypeError("'tokenizers.Encoding' object is not iterable")
 
     st.session_state["quiz_open_demo"] = True
-    quiz_ui.section("demo", lambda: [][1])  # a question builder that fails
+    quiz.section("demo", lambda: [][1])  # a question builder that fails
     broken()
     st.write("the rest of the page")
 

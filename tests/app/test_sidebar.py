@@ -9,7 +9,7 @@ import torch
 
 import ui
 from llmviz.adapt import finetune
-from llmviz.cli import main as cli
+from llmviz.cli import main
 from llmviz.data import corpus
 from llmviz.training.checkpoint import save_checkpoint
 from llmviz.training.config import TrainConfig
@@ -147,7 +147,7 @@ def test_cli_verbs_on_gpt2_and_the_shipped_gpt_write_checkpoints_the_picker_list
             ["finetune", "--steps", "2", "--mode", "last block"],
             ["quantize", "--bits", "4", "--corpus", str(text)],
         ):
-            assert cli.main([*argv, "--init", init, "--out", str(runs / f"{tag}-{argv[0]}")]) == 0, capsys.readouterr()
+            assert main.main([*argv, "--init", init, "--out", str(runs / f"{tag}-{argv[0]}")]) == 0, capsys.readouterr()
     capsys.readouterr()
 
     from ui.picker import RunsDirSource

@@ -10,7 +10,7 @@ import pytest
 import streamlit
 
 from tests.support.paths import ROOT
-from ui import streamlit_private as internals
+from ui import streamlit_private
 
 FRONTEND = Path(streamlit.__file__).parent / "static" / "static" / "js"
 RECHECK = "re-check every item in ui/streamlit_private.py's docstring against the new version, then update PINNED"
@@ -18,11 +18,11 @@ RECHECK = "re-check every item in ui/streamlit_private.py's docstring against th
 
 @pytest.mark.parametrize("package, installed", [("streamlit", streamlit.__version__), ("plotly", plotly.__version__)])
 def test_the_pinned_versions_are_the_installed_ones(package, installed):
-    assert installed == internals.PINNED[package], (
-        f"{package} is {installed}, not {internals.PINNED[package]}: {RECHECK}"
+    assert installed == streamlit_private.PINNED[package], (
+        f"{package} is {installed}, not {streamlit_private.PINNED[package]}: {RECHECK}"
     )
     pins = dict(re.findall(r"^([\w-]+)==(\S+)", (ROOT / "requirements.txt").read_text(encoding="utf-8"), re.M))
-    assert pins[package] == internals.PINNED[package], (
+    assert pins[package] == streamlit_private.PINNED[package], (
         "requirements.txt and ui/streamlit_private.py pin different versions"
     )
 
@@ -33,8 +33,8 @@ def test_1_a_corrected_initial_value_is_what_streamlit_seeds_widgets_from():
     params = QueryParams()
     params.set_initial_query_params("temperature=99&top_k=5")
     assert params.get_initial_value("temperature") == "99"
-    internals.replace_initial_value(params, "temperature", ["2.0"])
-    internals.replace_initial_value(params, "top_k", None)
+    streamlit_private.replace_initial_value(params, "temperature", ["2.0"])
+    streamlit_private.replace_initial_value(params, "top_k", None)
     assert params.get_initial_value("temperature") == "2.0", "QueryParams._initial_query_params changed: " + RECHECK
     assert params.get_initial_value("top_k") is None
 
@@ -46,7 +46,11 @@ def _bundle() -> str:
 def test_2_and_3_the_frontend_still_has_what_the_scripts_look_for():
     bundle = _bundle()
     assert len(bundle) > 1_000_000, f"Streamlit's frontend is not where it was ({FRONTEND}): " + RECHECK
-    missing = [name for name in (*internals.STREAMLIT_TEST_IDS, *internals.PLOTLY_PRIVATE) if name not in bundle]
+    missing = [
+        name
+        for name in (*streamlit_private.STREAMLIT_TEST_IDS, *streamlit_private.PLOTLY_PRIVATE)
+        if name not in bundle
+    ]
     assert missing == [], f"Streamlit's or Plotly's frontend no longer has {missing}: " + RECHECK
 
 
@@ -54,10 +58,10 @@ def test_the_lists_name_everything_the_scripts_use():
     """The lists checked above are the scripts' real dependencies: every data-testid the presenter script and CSS
     use (in a selector, or compared by the script) is listed (and each listed one is used), and the SVG button uses
     each listed Plotly name."""
-    presenter = internals.PRESENTER_CSS + internals.PRESENTER_SCRIPT
+    presenter = streamlit_private.PRESENTER_CSS + streamlit_private.PRESENTER_SCRIPT
     # a data-testid is quoted: in a selector ('[data-testid="stHeading"] h2') or compared ("=== 'stLayoutWrapper'")
-    assert set(re.findall(r"""['"](st[A-Z]\w+)['"]""", presenter)) == set(internals.STREAMLIT_TEST_IDS)
-    assert all(name in internals.SVG_BUTTON_SCRIPT for name in internals.PLOTLY_PRIVATE)
+    assert set(re.findall(r"""['"](st[A-Z]\w+)['"]""", presenter)) == set(streamlit_private.STREAMLIT_TEST_IDS)
+    assert all(name in streamlit_private.SVG_BUTTON_SCRIPT for name in streamlit_private.PLOTLY_PRIVATE)
 
 
 def test_no_other_module_reaches_into_the_private_parts():
@@ -98,16 +102,16 @@ def test_4_the_runtime_parts_are_where_they_were():
     from streamlit.runtime.scriptrunner import ScriptRunContext
     from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
-    assert internals.script_run_context() is None  # no script run here
+    assert streamlit_private.script_run_context() is None  # no script run here
     fields = {field.name for field in dataclasses.fields(ScriptRunContext)}
     assert {"session_id", "main_script_path"} <= fields, "ScriptRunContext changed: " + RECHECK
     assert list(inspect.signature(runtime.Runtime.is_active_session).parameters) == ["self", "session_id"], (
         "Runtime.is_active_session changed: " + RECHECK
     )
-    assert internals.session_is_connected("anyone") is None  # no server here
+    assert streamlit_private.session_is_connected("anyone") is None  # no server here
     from streamlit.runtime.scriptrunner import script_runner
 
-    assert internals.stop_exception() is StopException
+    assert streamlit_private.stop_exception() is StopException
     assert "raise StopException()" in inspect.getsource(script_runner), "st.stop() ends a run another way: " + RECHECK
 
 
@@ -119,11 +123,11 @@ def test_5_and_6_the_link_helpers_work_in_a_real_session():
     def script():
         import streamlit as st
 
-        from ui import streamlit_private as internals
+        from ui import streamlit_private
 
         st.selectbox("Model", [1, 2], format_func=lambda v: f"model {v}", key="m", bind="query-params")
-        st.write(repr(internals.as_in_link("m", 2)))
-        internals.write_link_value("note", "short")
+        st.write(repr(streamlit_private.as_in_link("m", 2)))
+        streamlit_private.write_link_value("note", "short")
         st.write(repr(dict(st.query_params)))
 
     at = AppTest.from_function(script).run()
@@ -138,10 +142,10 @@ def test_7_the_parameters_bound_to_widgets_are_known():
     def script():
         import streamlit as st
 
-        from ui import streamlit_private as internals
+        from ui import streamlit_private
 
         st.number_input("Seed", value=1, key="seed", bind="query-params")
-        st.write(repr(sorted(internals.bound_link_params())))
+        st.write(repr(sorted(streamlit_private.bound_link_params())))
 
     at = AppTest.from_function(script)
     at.query_params["seed"] = "42"
@@ -157,14 +161,18 @@ def test_8_a_widget_value_of_the_wrong_kind_is_found_and_dropped():
     from streamlit.runtime.state.session_state import SessionState
 
     number = WidgetMetadata(id="$$ID-1-seed", deserializer=int, serializer=int, value_type="double_value")
-    assert internals.widget_value_problem(WidgetState(id="$$ID-1-seed", int_value=3), number) is None  # chromium
-    assert internals.widget_value_problem(WidgetState(id="$$ID-1-seed", double_value=3.0), number) is None
-    assert "string_value" in internals.widget_value_problem(WidgetState(id="$$ID-1-seed", string_value="x"), number)
+    assert (
+        streamlit_private.widget_value_problem(WidgetState(id="$$ID-1-seed", int_value=3), number) is None
+    )  # chromium
+    assert streamlit_private.widget_value_problem(WidgetState(id="$$ID-1-seed", double_value=3.0), number) is None
+    assert "string_value" in streamlit_private.widget_value_problem(
+        WidgetState(id="$$ID-1-seed", string_value="x"), number
+    )
     refuses = WidgetMetadata(id="$$ID-1-m", deserializer=lambda v: [1, 2][v], serializer=str, value_type="int_value")
-    assert "IndexError" in internals.widget_value_problem(WidgetState(id="$$ID-1-m", int_value=7), refuses)
+    assert "IndexError" in streamlit_private.widget_value_problem(WidgetState(id="$$ID-1-m", int_value=7), refuses)
 
     refused = []
-    assert internals.guard_widget_states(lambda widget, why: refused.append(widget))
+    assert streamlit_private.guard_widget_states(lambda widget, why: refused.append(widget))
     state = SessionState()
     state._new_widget_state.set_widget_metadata(number)
     sent = WidgetStates()

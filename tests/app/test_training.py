@@ -135,10 +135,10 @@ def test_progress_line_names_its_perplexity_and_smooths_tokens_per_second():
 
 
 def test_training_page_states_the_backprop_count_of_the_shipped_head():
-    from ui import models
+    from ui import picker
 
     at = run_page("stages/training.py", training_part="The loss by hand")
-    head = models.shipped_gpt_or_stop()[0].lm_head.weight  # (V, C)
+    head = picker.shipped_default().model.lm_head.weight  # (V, C)
     vocab, width = head.shape
     text = next(s.value for s in at.success if "By hand vs autograd" in s.value)
     assert f"all {vocab * width + vocab:,} entries" in text, text

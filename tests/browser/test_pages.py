@@ -204,7 +204,7 @@ IN_THE_LINK = {
     "training": {"positions", "training_part"},
     "sampling": {"prompt", "temperature"},
     # the link holds the open tab's settings (LoRA's rank is kept in the session while the Quantization tab is open,
-    # and an old /adapt?lora_rank= link is tested in tests/browser/test_pages_b.py)
+    # and an old /adapt?lora_rank= link is tested in tests/browser/test_key_pictures.py)
     "adapting": {"quant_bits", "adapting_part"},
     "serving": {"serving_part"},
 }

@@ -267,8 +267,7 @@ def test_session_state_is_touched_only_by_the_registry():
 def test_every_widget_key_is_declared_once_and_used():
     import ast
 
-    from ui import share
-    from ui import state as registry
+    from ui import share, state
 
     trees = _app_trees()
     literal_keys = [
@@ -286,15 +285,15 @@ def test_every_widget_key_is_declared_once_and_used():
         for call in _calls(tree, "widget")
         if call.args and isinstance(call.args[0], ast.Constant)
     }
-    assert used - set(registry.WIDGETS) == set()
-    assert set(registry.WIDGETS) - used == set(), "declared widget keys nobody uses"
+    assert used - set(state.WIDGETS) == set()
+    assert set(state.WIDGETS) - used == set(), "declared widget keys nobody uses"
     kept = {
         call.args[0].value
         for tree in trees.values()
         for call in _calls(tree, "keep")
         if call.args and isinstance(call.args[0], ast.Constant)
     }
-    assert kept == set(registry.KEPT)
+    assert kept == set(state.KEPT)
     read = {
         call.args[0].value
         for tree in trees.values()
@@ -302,15 +301,15 @@ def test_every_widget_key_is_declared_once_and_used():
         if call.args and isinstance(call.args[0], ast.Constant)
     }
     assert read <= set(share.PARAMS), "a widget value read by a literal name that is not a link parameter"
-    assert not set(registry.WIDGETS) & set(share.PARAMS), "a key declared twice (link parameter and widget)"
+    assert not set(state.WIDGETS) & set(share.PARAMS), "a key declared twice (link parameter and widget)"
 
 
 def test_every_slot_is_used_and_names_are_unique():
     import ast
 
-    from ui import state as registry
+    from ui import state
 
-    slots = list(registry.slots())
+    slots = list(state.slots())
     names = [slot.name for slot in slots]
     assert len(names) == len(set(names))
     attributes = {
@@ -320,7 +319,7 @@ def test_every_slot_is_used_and_names_are_unique():
         for node in ast.walk(tree)
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "state"
     }
-    declared = {name for name, value in vars(registry).items() if isinstance(value, registry.Slot)}
+    declared = {name for name, value in vars(state).items() if isinstance(value, state.Slot)}
     assert declared - attributes == set(), "slots nobody uses"
     for slot in slots:
         assert slot.doc and slot.holds, slot.name
@@ -329,19 +328,19 @@ def test_every_slot_is_used_and_names_are_unique():
 def test_widget_keys_and_slot_families_are_checked():
     import pytest
 
-    from ui import state as registry
+    from ui import state
 
-    assert registry.widget("lora_alpha") == "lora_alpha"
-    assert registry.widget("run_stop_", "single", "ab12") == "run_stop_single_ab12"
-    assert registry.kept("vocab") == "keep_vocab"
-    assert registry.QUIZ_OPEN.key("tokens") == "quiz_open_tokens"
+    assert state.widget("lora_alpha") == "lora_alpha"
+    assert state.widget("run_stop_", "single", "ab12") == "run_stop_single_ab12"
+    assert state.kept("vocab") == "keep_vocab"
+    assert state.QUIZ_OPEN.key("tokens") == "quiz_open_tokens"
     for wrong in (
-        lambda: registry.widget("no_such_widget"),
-        lambda: registry.widget("run_stop_"),
-        lambda: registry.widget("lora_alpha", 1),
-        lambda: registry.kept("no_such"),
-        lambda: registry.QUIZ_OPEN.key(),
-        lambda: registry.PICKED.key("x"),
+        lambda: state.widget("no_such_widget"),
+        lambda: state.widget("run_stop_"),
+        lambda: state.widget("lora_alpha", 1),
+        lambda: state.kept("no_such"),
+        lambda: state.QUIZ_OPEN.key(),
+        lambda: state.PICKED.key("x"),
     ):
         with pytest.raises(KeyError):
             wrong()
@@ -369,23 +368,22 @@ def test_pages_keep_their_sections_in_functions():
 def test_no_name_in_session_state_can_be_taken_for_another():
     """A family (a name ending in "_") owns every key that starts with it: no other slot, widget, kept value or link
     parameter may start with a family's name, or two parts of the app could write the same key."""
-    from ui import share
-    from ui import state as registry
+    from ui import share, state
 
     names = (
-        {slot.name for slot in registry.slots()}
-        | set(registry.WIDGETS)
+        {slot.name for slot in state.slots()}
+        | set(state.WIDGETS)
         | set(share.PARAMS)
-        | {registry.KEEP + name for name in registry.KEPT}
+        | {state.KEEP + name for name in state.KEPT}
     )
-    families = {name for name in names if name.endswith("_")} | {registry.KEEP}
+    families = {name for name in names if name.endswith("_")} | {state.KEEP}
     clashes = sorted(
         (family, name)
         for family in families
         for name in names
         if name != family
         and name.startswith(family)
-        and not (family == registry.KEEP and name[len(family) :] in registry.KEPT)
+        and not (family == state.KEEP and name[len(family) :] in state.KEPT)
     )
     assert clashes == []
 
@@ -524,10 +522,114 @@ def test_ci_checks_types_docstrings_and_complexity_of_the_package():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]
     assert config["mypy"]["files"] == ["llmviz"] and config["mypy"]["check_untyped_defs"] is True
     assert {"D101", "C901"} <= set(config["ruff"]["lint"]["select"])
-    assert config["ruff"]["lint"]["mccabe"]["max-complexity"] <= 24
+    assert config["ruff"]["lint"]["mccabe"]["max-complexity"] <= 15
     unchecked = [
         pattern
         for pattern, rules in config["ruff"]["lint"]["per-file-ignores"].items()
         if {"D101", "C901"} & set(rules)
     ]
     assert unchecked and not [pattern for pattern in unchecked if pattern.startswith(("!", "llmviz", "ui"))]
+    # issue 48: the pages' functions are bounded too (stages/ may skip class docstrings, never the complexity bound)
+    assert not [
+        pattern
+        for pattern, rules in config["ruff"]["lint"]["per-file-ignores"].items()
+        if "C901" in rules and pattern.startswith(("stages", "app"))
+    ]
+
+
+def test_no_function_of_the_package_the_ui_or_the_pages_is_over_complexity_15():
+    """ruff's C901 (mccabe) at pyproject's bound, 15, over llmviz/, ui/ and stages/ (issue 48: the pages had no bound
+    in practice: stages/sampling.py's generate_section scored 39 in radon's count). The one named exception in the
+    code is BPETokenizer.train_steps (``noqa: C901``, the fast BPE trainer's one loop)."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--select",
+            "C901",
+            "--output-format",
+            "concise",
+            "llmviz",
+            "ui",
+            "stages",
+            "app.py",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+
+
+PAGE_LINES = 500
+
+
+def test_every_page_wires_its_sections_in_at_most_500_lines_and_builds_no_figure():
+    """Issue 48's rule: stages/<stage>.py wires the page's sections (at most 500 lines); ui/panels/<stage>.py draws
+    its figures and tables (no Plotly in a page); llmviz/lessons/<stage>.py computes its numbers."""
+    pages = sorted((ROOT / "stages").glob("*.py"))
+    assert len(pages) >= 10
+    too_long = {
+        page.name: n for page in pages if (n := len(page.read_text(encoding="utf-8").splitlines())) > PAGE_LINES
+    }
+    assert too_long == {}
+    drawing = [page.name for page in pages if "plotly" in _imported_modules(page)]
+    assert drawing == []
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """The top-level names of every module a file imports (``import plotly.graph_objects as go`` gives plotly)."""
+    import ast
+
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+PROJECT_ROOTS = ("llmviz", "ui", "stages", "tests", "benchmarks", "scripts")
+
+
+def module_aliases(path: Path) -> list[str]:
+    """The ``import a.b as c`` / ``from a import b as c`` lines of a file that rename a project module (a name of
+    the project imported as itself, ``from a import b``, or a function or class renamed, is fine).
+
+    >>> import tempfile
+    >>> f = Path(tempfile.mkstemp(suffix=".py")[1])
+    >>> _ = f.write_text("from ui.panels import runs as training\\nfrom ui import quiz\\nimport ui.charts as c\\n")
+    >>> module_aliases(f)
+    ['1: ui.panels.runs as training', '3: ui.charts as c']
+    """
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            pairs = [(alias.name, alias.asname) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            pairs = [(f"{node.module}.{alias.name}", alias.asname) for alias in node.names]
+        else:
+            continue
+        for dotted, asname in pairs:
+            if not asname or asname == dotted.rpartition(".")[2] or dotted.split(".")[0] not in PROJECT_ROOTS:
+                continue
+            target = ROOT.joinpath(*dotted.split("."))
+            if target.with_suffix(".py").is_file() or (target / "__init__.py").is_file():
+                found.append(f"{node.lineno}: {dotted} as {asname}")
+    return found
+
+
+def test_no_project_module_is_imported_under_another_name():
+    """Issue 48: `from ui.panels import runs as training` made `training.start(...)` the lab's runs panel in a page
+    that also imports the llmviz.training package. A module is imported under its own name; where two share a name
+    (a stage's lesson and its panel), a file imports them by their dotted path (`import ui.panels.attention`) or
+    imports the functions it needs."""
+    files = [ROOT / "app.py", ROOT / "run.py"] + [path for folder in PROJECT_ROOTS for path in _module_files(folder)]
+    aliased = {str(path.relative_to(ROOT)): found for path in files if (found := module_aliases(path))}
+    assert aliased == {}

@@ -101,3 +101,26 @@ def test_the_fast_lane_is_the_library_without_its_slow_tests():
     selected = [line for line in result.stdout.splitlines() if "::" in line]
     assert selected and all(line.startswith("tests/unit/training/test_overfitting.py::") for line in selected)
     assert not [line for line in selected if "llmviz_train_says_so" in line]  # the one marked slow
+
+
+# words that tell when or how a test came to be, not what it checks
+HISTORY_WORDS = {"glitches", "glitch", "defects", "fixes", "bugs", "regressions", "wave", "round", "new", "old", "misc"}
+
+
+def history_words(name: str) -> set[str]:
+    """The words of a test file's name that date it instead of naming its subject (a trailing letter, `_b`, too).
+
+    >>> sorted(history_words("test_glitches_first_stages.py")), sorted(history_words("test_pages_b.py"))
+    (['glitches'], ['b'])
+    >>> history_words("test_layout.py")
+    set()
+    """
+    words = name.removesuffix(".py").split("_")[1:]
+    return {word for word in words if word in HISTORY_WORDS or len(word) == 1}
+
+
+def test_every_test_file_is_named_for_its_subject():
+    """Issue 48: the browser tests of layout (test_layout.py) and of each page's key picture (test_key_pictures.py)
+    were named by their history (test_glitches_first_stages.py, test_pages_b.py)."""
+    named = {_name(path): found for path in _modules() if (found := history_words(path.name))}
+    assert named == {}

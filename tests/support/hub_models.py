@@ -1,5 +1,5 @@
 """Small random pretrained models as the Hugging Face Hub holds them (``save_pretrained``'s folder), for tests that
-download, cache or load them: GPT-2 with GPT-2's vocabulary (tests/gpt2_support.py builds it), and a Llama-family
+download, cache or load them: GPT-2 with GPT-2's vocabulary (tests/support/gpt2.py builds it), and a Llama-family
 model with its own tokenizer.json, under SmolLM2-135M's id."""
 
 from __future__ import annotations

@@ -22,8 +22,7 @@ import streamlit as st
 from llmviz.errors import LlmvizError
 from llmviz.hub import download, gpt2, llama
 from llmviz.hub.download import MODELS, BackgroundDownload, HubFiles, HubModel, running_download, start_download
-from ui import state
-from ui import streamlit_private as internals
+from ui import state, streamlit_private
 from ui.sources import Entry, ModelView, NotReady
 from ui.text import literal_markdown
 
@@ -76,12 +75,12 @@ def _load(folder: str, name: str):
 
 
 def _session() -> str:
-    context = internals.script_run_context()
+    context = streamlit_private.script_run_context()
     return context.session_id if context is not None else "no-session"
 
 
 def _liveness(owner: str) -> bool | None:
-    return internals.session_is_connected(owner)
+    return streamlit_private.session_is_connected(owner)
 
 
 def start(model: HubModel) -> BackgroundDownload:

@@ -32,9 +32,9 @@ from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job, JobStatus
 from llmviz.jobs.manager import JobRefused, Planned
 from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure, smooth
-from llmviz.training import footprint as fp
 from llmviz.training.config import TrainConfig
 from llmviz.training.dataset import vocab_bound
+from llmviz.training.footprint import Footprint, of_config
 from llmviz.training.overfitting import overfitting
 from llmviz.training.trainer import build_trainer
 from ui import charts, picker, sections, state, watch
@@ -452,7 +452,7 @@ def _remember(key: tuple, value: object) -> None:
 def planned(text: str, config: TrainConfig) -> Planned:
     """A lab run on ``text`` to be built in its worker (tokenizing included), never in the page's script run, with
     the memory estimate it is admitted by: a runner for ``JobManager.submit_race`` or ``submit_training``."""
-    needs = fp.of_config(config, vocab_bound(text, config), text_bytes=len(text.encode()))
+    needs = of_config(config, vocab_bound(text, config), text_bytes=len(text.encode()))
     return Planned(functools.partial(build_trainer, text, config), needs, config.steps)
 
 
@@ -465,7 +465,7 @@ def computed(
     total: int,
     describe: Callable[[JobStatus], str] | None = None,
     start: str | None = None,
-    footprint: fp.Footprint | None = None,
+    footprint: Footprint | None = None,
 ):
     """The result of a computation that runs in a worker (a task job of this session), or None while it is not
     there yet.

@@ -8,12 +8,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llmviz.adapt import lora
-from llmviz.adapt import quantize as qz
+from llmviz.adapt import lora, quantize
 from llmviz.data import corpus
 from llmviz.generation import serving
 from llmviz.hub import gpt2
-from llmviz.lessons import adapting as adapt
+from llmviz.lessons import adapting
 from tests.support.gpt2 import make_hf_gpt2
 
 pytestmark = pytest.mark.slow  # transformers writes a GPT-2, and every lab run trains on it in a worker
@@ -39,14 +38,16 @@ def tiny(folder):
 def test_quick_views_on_gpt2(tiny):
     model, tokenizer = tiny
     assert model.lm_head.weight is model.tok_emb.weight  # GPT-2 ties its head to the token embedding
-    demo = adapt.lora_demo(model, tokenizer, TEXT, lora.LoRAConfig(rank=2, alpha=4, targets=("q", "v", "mlp")), steps=2)
+    demo = adapting.lora_demo(
+        model, tokenizer, TEXT, lora.LoRAConfig(rank=2, alpha=4, targets=("q", "v", "mlp")), steps=2
+    )
     assert demo.max_logit_difference <= 1e-5
     assert demo.trained == lora.adapter_count(model, lora.LoRAConfig(rank=2, targets=("q", "v", "mlp")))
 
-    report = adapt.quant_report(
-        model, tokenizer, TEXT, qz.QuantSpec(bits=8, per_channel=True, symmetric=False), "The for", new_tokens=3
+    report = adapting.quant_report(
+        model, tokenizer, TEXT, quantize.QuantSpec(bits=8, per_channel=True, symmetric=False), "The for", new_tokens=3
     )
-    windows = adapt.held_out_ids(tokenizer, TEXT, model)
+    windows = adapting.held_out_ids(tokenizer, TEXT, model)
     with torch.no_grad():
         reference = F.cross_entropy(model(windows[:, :-1])[0].flatten(0, 1), windows[:, 1:].flatten())
     assert report.comparison.loss_before == pytest.approx(float(reference), rel=1e-5)
@@ -54,26 +55,26 @@ def test_quick_views_on_gpt2(tiny):
     assert [layer.name for layer in report.layers].count("tok_emb.weight") == 1
     assert "lm_head.weight" not in [layer.name for layer in report.layers]
 
-    example = adapt.bce_example(model, tokenizer)
+    example = adapting.bce_example(model, tokenizer)
     assert example.steps.mean == pytest.approx(example.torch_value, rel=1e-6)
-    results = adapt.prompting(model, tokenizer, shots=(0, 1), limit=4)
+    results = adapting.prompting(model, tokenizer, shots=(0, 1), limit=4)
     assert all(r.accuracy in (0.0, 0.25, 0.5, 0.75, 1.0) for r in results)
 
     growth = serving.kv_growth(model, tokenizer.encode("The for"), 3)
     assert growth.cache_bytes == [2 * 2 * 32 * 4 * n for n in growth.tokens]
-    served = adapt.batching(model, tokenizer, 2, (3, 1, 2))
+    served = adapting.batching(model, tokenizer, 2, (3, 1, 2))
     assert served["static"].useful_tokens == served["continuous"].useful_tokens == 6
-    assert len(adapt.adapt_questions(model, tokenizer, "The for statement")) == 3
+    assert len(adapting.adapt_questions(model, tokenizer, "The for statement")) == 3
 
 
 def test_every_lab_run_trains_on_gpt2(tiny):
     model, tokenizer = tiny
     trainers = {
-        "lora": adapt.lora_run(model, tokenizer, TEXT, lora.LoRAConfig(rank=2), 2, 1),
-        "full": adapt.full_run(model, tokenizer, TEXT, 2, 1),
-        "qat": adapt.qat_run(model, tokenizer, TEXT, qz.QuantSpec(bits=4), 2, 1),
-        "memory": adapt.memory_run(model, tokenizer, TEXT, 2, 1, checkpointing=True, bf16=True),
-        **{f"names {mode}": trainer for mode, trainer in adapt.finetune_runs(model, tokenizer, 2, 1).items()},
+        "lora": adapting.lora_run(model, tokenizer, TEXT, lora.LoRAConfig(rank=2), 2, 1),
+        "full": adapting.full_run(model, tokenizer, TEXT, 2, 1),
+        "qat": adapting.qat_run(model, tokenizer, TEXT, quantize.QuantSpec(bits=4), 2, 1),
+        "memory": adapting.memory_run(model, tokenizer, TEXT, 2, 1, checkpointing=True, bf16=True),
+        **{f"names {mode}": trainer for mode, trainer in adapting.finetune_runs(model, tokenizer, 2, 1).items()},
     }
     for name, trainer in trainers.items():
         losses = [m.train_loss for m in trainer.run()]

@@ -219,9 +219,9 @@ def test_fp16_step_saves_less_and_one_precision_at_a_time():
 
 
 def test_fp16_is_offered_where_the_model_is_on_cuda():
-    from llmviz.lessons import adapting as adapt
+    from llmviz.lessons import adapting
 
-    assert [name for name, *_ in adapt.memory_settings(GPT(PRESETS["gpt-nano"]))] == [
+    assert [name for name, *_ in adapting.memory_settings(GPT(PRESETS["gpt-nano"]))] == [
         "plain",
         "checkpointing",
         "checkpointing + bf16",

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from llmviz.adapt import quantize as qz
+from llmviz.adapt import quantize
 from llmviz.training.checkpoint import load_checkpoint
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _differences(spec: qz.QuantSpec) -> tuple[int, int, list[float]]:
+def _differences(spec: quantize.QuantSpec) -> tuple[int, int, list[float]]:
     """(integers that differ from torch's, integers in all, how far each differing w/s + z sits from a half)."""
     model, _, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
     total, differ, distances = 0, 0, []
@@ -23,8 +23,8 @@ def _differences(spec: qz.QuantSpec) -> tuple[int, int, list[float]]:
         if weight.dim() != 2:
             continue
         w = weight.detach()
-        scale, zero_point = qz.quantization_parameters(w, spec)
-        ours = qz.quantize(w, scale, zero_point, spec)
+        scale, zero_point = quantize.quantization_parameters(w, spec)
+        ours = quantize.quantize(w, scale, zero_point, spec)
         dtype = torch.qint8 if spec.symmetric else torch.quint8
         with warnings.catch_warnings():  # torch marks its quantized tensors deprecated; they are still the reference
             warnings.simplefilter("ignore", UserWarning)
@@ -43,15 +43,15 @@ def _differences(spec: qz.QuantSpec) -> tuple[int, int, list[float]]:
 
 @pytest.mark.parametrize("per_channel", [False, True])
 def test_symmetric_int8_is_torchs_and_zero_point_int8_differs_only_at_ties(per_channel):
-    differ, total, _ = _differences(qz.QuantSpec(8, per_channel, symmetric=True))
+    differ, total, _ = _differences(quantize.QuantSpec(8, per_channel, symmetric=True))
     assert differ == 0
-    differ, total, distances = _differences(qz.QuantSpec(8, per_channel, symmetric=False))
+    differ, total, distances = _differences(quantize.QuantSpec(8, per_channel, symmetric=False))
     assert 0 < differ < total / 100_000
     assert max(distances) < 1e-4  # each one a rounding tie: w / s is a half, give or take float error
 
 
 def test_the_docs_say_how_many_integers_differ():
-    differ, total, _ = _differences(qz.QuantSpec(8, per_channel=False, symmetric=False))
+    differ, total, _ = _differences(quantize.QuantSpec(8, per_channel=False, symmetric=False))
     text = (ROOT / "docs" / "adapting.md").read_text(encoding="utf-8")
     claim = re.search(r"(\d[\d,]*)\s+of\s+([\d,]+)\s+integers", text)
     assert claim, "docs/adapting.md states how many integers differ from torch's"

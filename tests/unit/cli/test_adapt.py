@@ -6,9 +6,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from llmviz.adapt import finetune
-from llmviz.adapt import quantize as qz
-from llmviz.cli import main as cli
+from llmviz.adapt import finetune, quantize
+from llmviz.cli import main
 from llmviz.data import corpus
 from llmviz.errors import CheckpointError
 from llmviz.training.checkpoint import load_checkpoint
@@ -18,7 +17,7 @@ SHIPPED_PATH = str(ROOT / "data" / "gpt-python-docs")
 
 
 def run(capsys, *argv):
-    code = cli.main(list(argv))
+    code = main.main(list(argv))
     captured = capsys.readouterr()
     assert code == 0, captured.err
     return json.loads(captured.out.strip().splitlines()[-1])
@@ -60,7 +59,7 @@ def test_quantize_writes_the_dequantized_weights(capsys, tmp_path):
     summary = run(capsys, "quantize", "--init", SHIPPED_PATH, "--out", str(out), "--bits", "4", "--per-tensor")
     model, _, meta = load_checkpoint(out)
     original, _, _ = load_checkpoint(SHIPPED_PATH)
-    expected = qz.round_trip(original.blocks[1].mlp.fc.weight.detach(), qz.QuantSpec(4, per_channel=False))
+    expected = quantize.round_trip(original.blocks[1].mlp.fc.weight.detach(), quantize.QuantSpec(4, per_channel=False))
     assert torch.equal(model.blocks[1].mlp.fc.weight, expected)
     assert len(torch.unique(model.blocks[1].mlp.fc.weight)) <= 15  # symmetric int4: −7 … 7
     assert meta["quantization"]["bits"] == 4 and summary["quantized_bytes"] < summary["float_bytes"] / 6
@@ -113,7 +112,7 @@ def test_a_checkpoint_without_a_head_or_with_a_wrong_one_is_refused(capsys, tmp_
     ],
 )
 def test_bad_input_is_a_clear_error(capsys, argv):
-    assert cli.main(argv) == 2
+    assert main.main(argv) == 2
     assert capsys.readouterr().err.startswith("error: ")
 
 

@@ -14,7 +14,7 @@ from llmviz.cli.main import main
 from llmviz.interpret.interventions import transformer_lens_name
 from llmviz.models.gpt import cache_names
 from llmviz.training.checkpoint import load_checkpoint
-from tests.support import interventions as references
+from tests.support import interventions
 
 MODEL = "data/gpt-python-docs"
 TEXT = "A list is a sequence of items. The items of a list can be changed."
@@ -49,8 +49,10 @@ def test_ablate_heads_equals_hooks_on_w_o(capsys, shipped):
     [row] = json.loads(out)["rows"]
     ids = torch.tensor([tokenizer.encode(TEXT)])
     assert code == 0 and row["heads"] == "1.0 3.2"
-    assert row["loss after"] == pytest.approx(float(references.ablated_loss(model, ids, [(1, 0), (3, 2)])[0]), abs=1e-5)
-    assert row["loss before"] == pytest.approx(float(references.ablated_loss(model, ids, [])[0]), abs=1e-5)
+    assert row["loss after"] == pytest.approx(
+        float(interventions.ablated_loss(model, ids, [(1, 0), (3, 2)])[0]), abs=1e-5
+    )
+    assert row["loss before"] == pytest.approx(float(interventions.ablated_loss(model, ids, [])[0]), abs=1e-5)
 
 
 def test_ablate_without_heads_is_the_layer_by_head_table(capsys, shipped):
@@ -61,7 +63,7 @@ def test_ablate_without_heads_is_the_layer_by_head_table(capsys, shipped):
     ids = torch.tensor([tokenizer.encode(TEXT)])
     third = rows[6]  # layer 1, head 2 of 4
     assert (third["layer"], third["head"]) == ("1", "2")
-    expected = float(references.ablated_loss(model, ids, [(1, 2)], mode="mean")[0])
+    expected = float(interventions.ablated_loss(model, ids, [(1, 2)], mode="mean")[0])
     assert float(third["loss without it"]) == pytest.approx(expected, abs=1e-5)
 
 
@@ -79,7 +81,7 @@ def test_patch_reports_both_runs_and_the_share_restored(capsys, shipped):
     answer, wrong = int(clean_logits.argmax()), int(corrupted_logits.argmax())
     assert result["answer"] == tokenizer.printable(answer) and result["wrong"] == tokenizer.printable(wrong)
     assert result["clean_difference"] == pytest.approx(float(clean_logits[answer] - clean_logits[wrong]), abs=1e-5)
-    expected = references.patched_logits(
+    expected = interventions.patched_logits(
         model, torch.tensor([tokenizer.encode(clean)]), torch.tensor([tokenizer.encode(corrupted)]), "resid_pre", 0, 1
     )
     first_swap = [row for row in result["rows"] if row["layer"] == 0][1]  # position 1: the swapped word

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from llmviz.cli import main as cli
+from llmviz.cli import main
 from tests.support.paths import ROOT
 
 
 def test_help_names_the_entry_point(capsys):
     with pytest.raises(SystemExit):
-        cli.main(["--help"])
+        main.main(["--help"])
     assert capsys.readouterr().out.startswith("usage: llmviz ")
 
 
@@ -30,14 +30,14 @@ def test_python_dash_m_names_itself():
 def test_a_broken_training_module_is_not_hidden(monkeypatch):
     monkeypatch.setitem(sys.modules, "llmviz.cli.train", None)  # importing it now raises ImportError
     with pytest.raises(ImportError):
-        cli.build_parser()
+        main.build_parser()
 
 
 # ------------------------------------------------------------------ python -m llmviz tokenize
 
 
 def _tokenize(capsys, *argv):
-    code = cli.main(["tokenize", *argv])
+    code = main.main(["tokenize", *argv])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -118,16 +118,18 @@ def test_tokenize_binary_file_is_a_clear_error(capsys, tmp_path):
 
 
 def _run(capsys, *argv):
-    code = cli.main(list(argv))
+    code = main.main(list(argv))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
 
 @pytest.mark.parametrize("device", ["cuda", "cuda:0", "mps", "gpu", "cdua"])
 def test_an_unavailable_or_unknown_device_is_an_error_naming_the_available_ones(capsys, monkeypatch, tmp_path, device):
-    from llmviz import device as devices
+    import llmviz.device
 
-    monkeypatch.setattr(devices, "available_devices", lambda: ["cpu"])  # a CPU-only machine, whatever runs the test
+    monkeypatch.setattr(
+        llmviz.device, "available_devices", lambda: ["cpu"]
+    )  # a CPU-only machine, whatever runs the test
     code, _, err = _run(
         capsys,
         "train",

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from llmviz.cli import main as cli
+from llmviz.cli import main
 from tests.support.paths import ROOT
 
 SHIPPED = str(ROOT / "data" / "gpt-python-docs")
@@ -30,7 +30,7 @@ def refused(capsys, *argv, alone: bool = True) -> tuple[int, str]:
     """``main(argv)``'s exit status and its one error line; no traceback. ``alone``: stderr holds nothing else (a
     refusal after the run was set up follows its progress lines, which go to stderr too)."""
     try:
-        code = cli.main(list(argv))
+        code = main.main(list(argv))
     except SystemExit as exit_:  # argparse's usage errors
         code = exit_.code
     err = capsys.readouterr().err
@@ -177,7 +177,7 @@ def test_tokenize_refuses_devices_and_folders(capsys, path, words):
 
 
 def test_tokenize_refuses_a_file_or_a_stream_over_its_cap(capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr(cli, "MAX_TOKENIZE_BYTES", 2**20)
+    monkeypatch.setattr(main, "MAX_TOKENIZE_BYTES", 2**20)
     big = tmp_path / "big.txt"
     big.write_bytes(b"a" * (2**20 + 1))
     code, line = refused(capsys, "tokenize", "--file", str(big))
@@ -230,6 +230,6 @@ def test_the_whole_program_says_one_line(tmp_path):
 
 
 def test_a_good_quantize_still_writes_finite_numbers(capsys, tmp_path):
-    code = cli.main(["quantize", "--init", SHIPPED, "--out", str(tmp_path / "q"), "--corpus", "names"])
+    code = main.main(["quantize", "--init", SHIPPED, "--out", str(tmp_path / "q"), "--corpus", "names"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and all(not isinstance(v, float) or v == v for v in report.values())

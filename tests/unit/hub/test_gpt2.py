@@ -217,10 +217,10 @@ def cached_gpt2(tiny_cache, monkeypatch):
 
 
 def test_cli_sample_gpt2_matches_transformers(cached_gpt2, capsys):
-    from llmviz.cli import main as cli
+    from llmviz.cli import main
 
     assert (
-        cli.main(
+        main.main(
             ["sample", "--model", "gpt2", "--prompt", "Every effort moves you", "--tokens", "8", "--temperature", "0"]
         )
         == 0
@@ -237,29 +237,29 @@ def test_cli_sample_gpt2_matches_transformers(cached_gpt2, capsys):
 def test_cli_gpt2_status_and_download_offline(cached_gpt2, capsys, monkeypatch, tmp_path):
     from huggingface_hub import constants
 
-    from llmviz.cli import main as cli
+    from llmviz.cli import main
 
-    assert cli.main(["gpt2", "status"]) == 0
+    assert main.main(["gpt2", "status"]) == 0
     out = capsys.readouterr().out
     assert "gpt2 " in out and "cached" in out and "not downloaded (1.5 GB)" in out and "HF_HUB_OFFLINE" in out
-    assert cli.main(["gpt2", "download"]) == 0
+    assert main.main(["gpt2", "download"]) == 0
     assert "already in the cache" in capsys.readouterr().out
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))  # an empty cache, offline
-    assert cli.main(["gpt2", "download", "gpt2"]) == 2
+    assert main.main(["gpt2", "download", "gpt2"]) == 2
     assert "HF_HUB_OFFLINE" in capsys.readouterr().err
 
 
 def test_cli_fine_tunes_gpt2_on_the_users_text(cached_gpt2, tmp_path, capsys):
     import json
 
-    from llmviz.cli import main as cli
+    from llmviz.cli import main
     from llmviz.training.checkpoint import load_checkpoint
 
     corpus = tmp_path / "my.txt"
     corpus.write_text("Every effort moves you forward, and every step counts. " * 40, encoding="utf-8")
     out = tmp_path / "tuned"
     assert (
-        cli.main(
+        main.main(
             [
                 "train",
                 "--init",
@@ -293,7 +293,7 @@ def test_cli_fine_tunes_gpt2_on_the_users_text(cached_gpt2, tmp_path, capsys):
     assert model.lm_head.weight is model.tok_emb.weight  # … and still tied
     history = meta["metrics"]
     assert history[-1]["train_loss"] < history[0]["train_loss"]
-    assert cli.main(["sample", "--checkpoint", str(out), "--prompt", "Every effort", "--tokens", "3"]) == 0
+    assert main.main(["sample", "--checkpoint", str(out), "--prompt", "Every effort", "--tokens", "3"]) == 0
 
 
 def test_fine_tuning_never_changes_the_model_it_starts_from(cached_gpt2):

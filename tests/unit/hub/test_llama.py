@@ -13,7 +13,7 @@ import torch
 
 from llmviz.errors import CheckpointError, ConfigError
 from llmviz.generation.sampling import generate
-from llmviz.hub import llama as hf_models
+from llmviz.hub import llama
 from llmviz.hub.download import HubUnavailable
 from llmviz.models.gpt import GPT
 from tests.support.gpt2 import save_as_cached_repo
@@ -74,7 +74,7 @@ def pair(request, tmp_path_factory):
     reference = make_hf_model(request.param)
     folder = tmp_path_factory.mktemp(request.param)
     reference.save_pretrained(folder)
-    return request.param, reference, hf_models.load_hf_causal_lm(folder), folder
+    return request.param, reference, llama.load_hf_causal_lm(folder), folder
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +115,7 @@ def mixtral(tmp_path_factory):
     reference = make_hf_model("mixtral")
     folder = tmp_path_factory.mktemp("mixtral")
     reference.save_pretrained(folder)
-    return reference, hf_models.load_hf_causal_lm(folder)
+    return reference, llama.load_hf_causal_lm(folder)
 
 
 def test_mixtral_router_and_load_balancing_loss_equal(mixtral, ids):
@@ -186,22 +186,22 @@ def test_parameter_count_equal(pair):
 
 def test_config_round_trip(pair):
     _, reference, ours, folder = pair
-    again = hf_models.config_from_hf(hf_models.config_to_hf(ours.config))
+    again = llama.config_from_hf(llama.config_to_hf(ours.config))
     assert again == ours.config
 
 
 def test_unsupported_checkpoints_are_refused_with_the_reason(tmp_path):
     base = {"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}
     with pytest.raises(ConfigError, match="'bert' model"):
-        hf_models.config_from_hf({"model_type": "bert"})
+        llama.config_from_hf({"model_type": "bert"})
     with pytest.raises(ConfigError, match="'linear'-scaled"):
-        hf_models.config_from_hf({**base, "rope_scaling": {"type": "linear", "factor": 2.0}})
+        llama.config_from_hf({**base, "rope_scaling": {"type": "linear", "factor": 2.0}})
     with pytest.raises(ConfigError, match="activation is 'gelu'"):
-        hf_models.config_from_hf({**base, "hidden_act": "gelu"})
+        llama.config_from_hf({**base, "hidden_act": "gelu"})
     with pytest.raises(ConfigError, match="head_dim is 32"):
-        hf_models.config_from_hf({**base, "head_dim": 32})
+        llama.config_from_hf({**base, "head_dim": 32})
     with pytest.raises(CheckpointError, match="no config.json"):
-        hf_models.load_hf_causal_lm(tmp_path)
+        llama.load_hf_causal_lm(tmp_path)
 
 
 def test_missing_weights_are_a_clear_error(tmp_path):
@@ -212,7 +212,7 @@ def test_missing_weights_are_a_clear_error(tmp_path):
     del state["model.layers.1.self_attn.k_proj.weight"]
     save_file(state, tmp_path / "model.safetensors")
     with pytest.raises(CheckpointError, match="lacks one of q_proj, k_proj, v_proj"):
-        hf_models.load_hf_causal_lm(tmp_path)
+        llama.load_hf_causal_lm(tmp_path)
 
 
 def test_fused_expert_tensors_are_split_per_expert():
@@ -220,8 +220,8 @@ def test_fused_expert_tensors_are_split_per_expert():
     reference = make_hf_model("mixtral")
     fused = reference.state_dict()  # in memory: model.layers.i.mlp.experts.gate_up_proj etc.
     assert any(name.endswith("mlp.experts.gate_up_proj") for name in fused)
-    ours = GPT(hf_models.config_from_hf(reference.config.to_dict()))
-    ours.load_state_dict(hf_models.hf_state_to_llmviz(fused, ours.config))
+    ours = GPT(llama.config_from_hf(reference.config.to_dict()))
+    ours.load_state_dict(llama.hf_state_to_llmviz(fused, ours.config))
     ids = torch.randint(0, VOCAB, (1, 12), generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         torch.testing.assert_close(ours.eval()(ids)[0], reference(ids).logits, atol=1e-5, rtol=0)
@@ -254,22 +254,22 @@ def hub_cache(tmp_path, monkeypatch):
 
 
 def test_not_cached_offline_says_how_to_get_it(hub_cache):
-    assert hf_models.FILES.cached_folder(hf_models.DEFAULT_MODEL) is None
+    assert llama.FILES.cached_folder(llama.DEFAULT_MODEL) is None
     with pytest.raises(HubUnavailable, match="python -m llmviz hf download HuggingFaceTB/SmolLM2-135M"):
-        hf_models.load()
+        llama.load()
     with pytest.raises(HubUnavailable, match="HF_HUB_OFFLINE"):
-        hf_models.load(allow_download=True)
+        llama.load(allow_download=True)
     with pytest.raises(HubUnavailable, match="neither a folder"):
-        hf_models.load("/no/such/folder")
+        llama.load("/no/such/folder")
 
 
 def test_loads_from_the_hub_cache_with_its_tokenizer(hub_cache):
     reference = make_hf_model("llama-mqa-tied", seed=4)
-    snapshot = save_as_cached_repo(reference, hub_cache, hf_models.DEFAULT_MODEL)
-    assert hf_models.FILES.cached_folder(hf_models.DEFAULT_MODEL) is None  # no tokenizer.json yet
+    snapshot = save_as_cached_repo(reference, hub_cache, llama.DEFAULT_MODEL)
+    assert llama.FILES.cached_folder(llama.DEFAULT_MODEL) is None  # no tokenizer.json yet
     write_tokenizer(snapshot)
-    assert hf_models.FILES.cached_folder(hf_models.DEFAULT_MODEL) == snapshot
-    model, tokenizer, meta = hf_models.load()
+    assert llama.FILES.cached_folder(llama.DEFAULT_MODEL) == snapshot
+    model, tokenizer, meta = llama.load()
     text = "Every effort moves you"
     prompt = tokenizer.encode(text)
     assert tokenizer.decode(prompt) == text
@@ -280,9 +280,7 @@ def test_loads_from_the_hub_cache_with_its_tokenizer(hub_cache):
         )
     assert meta["title"] == "SmolLM2 135M" and meta["family"] == "llama"
     assert meta["parameters"] == reference.num_parameters()
-    assert (
-        hf_models.FILES.download(hf_models.DEFAULT_MODEL) == snapshot
-    )  # already cached: nothing to fetch, even offline
+    assert llama.FILES.download(llama.DEFAULT_MODEL) == snapshot  # already cached: nothing to fetch, even offline
 
 
 def test_cli_hf_download_offline(hub_cache, capsys):

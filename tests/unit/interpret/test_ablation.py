@@ -9,7 +9,7 @@ import torch
 
 from llmviz.errors import ConfigError
 from llmviz.interpret import ablation
-from tests.support import interventions as references
+from tests.support import interventions
 from tests.support.interventions import ARCHITECTURES, model_of
 
 KINDS = ["gpt2", "attention-only", "llama", "qwen", "multi-query", "moe"]
@@ -30,8 +30,8 @@ def test_ablating_heads_equals_pytorch_hooks_on_w_o(model, ids, mode):
     heads = [(0, 1), (1, 0), (1, 3)]
     result = ablation.ablate(model, ids, heads, mode)
     row = torch.tensor([ids])
-    expected_after = float(references.ablated_loss(model, row, heads, mode)[0])
-    expected_before = float(references.ablated_loss(model, row, [], mode)[0])
+    expected_after = float(interventions.ablated_loss(model, row, heads, mode)[0])
+    expected_before = float(interventions.ablated_loss(model, row, [], mode)[0])
     assert result.loss_after == pytest.approx(expected_after, abs=1e-5)
     assert result.loss_before == pytest.approx(expected_before, abs=1e-5)
     assert abs(result.change) > 1e-3  # random weights: knocking three heads out does change the loss
@@ -55,14 +55,14 @@ def test_the_head_grid_is_each_head_knocked_out_alone(model, ids):
         expected = torch.tensor(
             [
                 [
-                    float(references.ablated_loss(model, row, [(layer, head)], mode)[0])
+                    float(interventions.ablated_loss(model, row, [(layer, head)], mode)[0])
                     for head in range(grid.losses.shape[1])
                 ]
                 for layer in range(grid.losses.shape[0])
             ]
         )
         torch.testing.assert_close(grid.losses, expected, atol=1e-5, rtol=0)
-        assert grid.clean_loss == pytest.approx(float(references.ablated_loss(model, row, [], mode)[0]), abs=1e-5)
+        assert grid.clean_loss == pytest.approx(float(interventions.ablated_loss(model, row, [], mode)[0]), abs=1e-5)
         effect, layer, head = grid.ranked()[0]
         assert effect == pytest.approx(float(grid.effects.max()), abs=0) and grid.effects[layer, head] == effect
 

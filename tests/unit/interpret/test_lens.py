@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llmviz.interpret import lens as lenses
+from llmviz.interpret.lens import logit_lens, sequence_logit_lens, token_losses, token_losses_from_logits
 from llmviz.models.gpt import GPT, GPTConfig, cache_names
 
 TINY = GPTConfig(vocab_size=37, context_length=16, d_model=24, n_heads=3, n_layers=2, dropout=0.0)
@@ -26,7 +26,7 @@ def tiny():
 def test_logit_lens_matches_a_hand_computation(tiny):
     ids = [3, 14, 15, 9, 26, 5, 35, 8]
     _, _, cache = tiny.run_with_cache(torch.tensor([ids]))
-    lens = lenses.logit_lens(tiny, cache, ids, k=3)
+    lens = logit_lens(tiny, cache, ids, k=3)
     assert lens.layer_names == ["embedding", "block 0", "block 1"]
     assert lens.top_ids.shape == (3, len(ids), 3) and lens.true_probs.shape == (3, len(ids) - 1)
     streams = [
@@ -55,21 +55,21 @@ def test_logit_lens_matches_a_hand_computation(tiny):
 def test_last_lens_row_is_the_models_prediction(tiny):
     ids = [1, 2, 3, 4, 5]
     logits, _, cache = tiny.run_with_cache(torch.tensor([ids]))
-    lens = lenses.logit_lens(tiny, cache, ids, k=1)
+    lens = logit_lens(tiny, cache, ids, k=1)
     assert lens.top_ids[-1, :, 0].tolist() == logits[0].argmax(-1).tolist()
 
 
 def test_sequence_logit_lens_runs_the_model_itself(tiny):
     ids = [4, 8, 15, 16, 23]
     _, _, cache = tiny.run_with_cache(torch.tensor([ids]))
-    expected = lenses.logit_lens(tiny, cache, ids, k=2)
-    lens = lenses.sequence_logit_lens(tiny, ids, k=2)
+    expected = logit_lens(tiny, cache, ids, k=2)
+    lens = sequence_logit_lens(tiny, ids, k=2)
     assert torch.equal(lens.top_ids, expected.top_ids) and torch.allclose(lens.true_probs, expected.true_probs)
 
 
 def test_token_losses_match_cross_entropy(tiny):
     ids = [5, 9, 2, 33, 7, 7, 1, 30, 12]
-    result = lenses.token_losses(tiny, ids, k=5)
+    result = token_losses(tiny, ids, k=5)
     logits, loss = tiny(torch.tensor([ids[:-1]]), torch.tensor([ids[1:]]))
     reference = F.cross_entropy(logits[0], torch.tensor(ids[1:]), reduction="none")
     assert result.losses.tolist() == pytest.approx(reference.tolist(), abs=1e-5)
@@ -82,12 +82,12 @@ def test_token_losses_match_cross_entropy(tiny):
 
 def test_token_losses_need_two_tokens(tiny):
     with pytest.raises(ValueError, match="at least two"):
-        lenses.token_losses(tiny, [3])
+        token_losses(tiny, [3])
 
 
 def test_uniform_model_loss_is_log_vocab():
     logits = torch.zeros(4, 10)
-    assert lenses.token_losses_from_logits(logits, [1, 2, 3, 4]).mean == pytest.approx(math.log(10))
+    assert token_losses_from_logits(logits, [1, 2, 3, 4]).mean == pytest.approx(math.log(10))
 
 
 def test_attention_only_gpt_has_no_mlp():

@@ -9,7 +9,7 @@ import torch
 
 from llmviz.errors import ConfigError
 from llmviz.interpret import patching
-from tests.support import interventions as references
+from tests.support import interventions
 from tests.support.interventions import ARCHITECTURES, model_of
 
 KINDS = ["gpt2", "attention-only", "llama", "moe"]
@@ -50,7 +50,7 @@ def test_every_patch_equals_pytorch_hooks(model, prompts):
                 [
                     float(
                         patching.logit_difference(
-                            references.patched_logits(model, clean_row, corrupted_row, component, layer, index),
+                            interventions.patched_logits(model, clean_row, corrupted_row, component, layer, index),
                             answer,
                             wrong,
                         )

@@ -10,8 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llmviz.hub import gpt2 as hub_gpt2
-from llmviz.hub import llama as hub_llama
+from llmviz.hub import gpt2, llama
 from llmviz.interpret import ablation, patching, steering
 from llmviz.models.gpt import cache_name
 from tests.support.gpt2 import make_hf_gpt2
@@ -28,11 +27,11 @@ def pair(request, tmp_path_factory):
         reference = make_hf_gpt2(vocab_size=VOCAB, n_layer=2, n_embd=64, n_head=4, n_positions=64, seed=3)
         reference.save_pretrained(folder)
         layers = reference.transformer.h
-        return reference, layers, lambda layer: layers[layer].attn.c_proj, hub_gpt2.gpt_from_folder(folder)
+        return reference, layers, lambda layer: layers[layer].attn.c_proj, gpt2.gpt_from_folder(folder)
     reference = make_hf_causal_lm(request.param, seed=3)
     reference.save_pretrained(folder)
     layers = reference.model.layers
-    return reference, layers, lambda layer: layers[layer].self_attn.o_proj, hub_llama.load_hf_causal_lm(folder)
+    return reference, layers, lambda layer: layers[layer].self_attn.o_proj, llama.load_hf_causal_lm(folder)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import torch
 from llmviz.errors import ConfigError
 from llmviz.interpret import steering
 from llmviz.models.gpt import cache_name
-from tests.support import interventions as references
+from tests.support import interventions
 from tests.support.interventions import ARCHITECTURES, model_of
 
 
@@ -29,7 +29,7 @@ def test_the_mean_difference_is_the_difference_of_the_block_inputs_means(model):
     found = steering.mean_difference(model, positive, negative, layer=1)
 
     def mean(group):
-        rows = [references.block_inputs(model, torch.tensor([ids]))[1][0] for ids in group]  # each (T, C)
+        rows = [interventions.block_inputs(model, torch.tensor([ids]))[1][0] for ids in group]  # each (T, C)
         return torch.cat(rows).mean(0)  # every position of every prompt counts once
 
     torch.testing.assert_close(found, mean(positive) - mean(negative), atol=1e-5, rtol=0)
@@ -42,7 +42,7 @@ def test_adding_a_direction_equals_a_pytorch_pre_hook(model):
     for layer in range(model.config.n_layers):
         hooks = {cache_name(layer, "resid_pre"): steering.steering_hook(direction, 4.0)}
         ours, _, _ = model.run_with_hooks(ids, hooks=hooks)
-        expected = references.steered_logits(model, ids, layer, 4.0 * direction)
+        expected = interventions.steered_logits(model, ids, layer, 4.0 * direction)
         torch.testing.assert_close(ours, expected, atol=1e-5, rtol=0)
         plain, _, _ = model.run_with_hooks(ids)
         assert not torch.allclose(ours, plain)
@@ -63,7 +63,7 @@ def test_greedy_steered_generation_equals_a_loop_with_the_pre_hook(model):
     pair = steering.steered_pair(model, start, 1, direction, 6.0, new_tokens=6, temperature=0.0)
     sequence = list(start)
     for _ in range(6):
-        logits = references.steered_logits(model, torch.tensor([sequence]), 1, 6.0 * direction)
+        logits = interventions.steered_logits(model, torch.tensor([sequence]), 1, 6.0 * direction)
         sequence.append(int(logits[0, -1].argmax()))
     assert pair.steered == sequence[len(start) :]
     plain = list(start)
@@ -77,7 +77,7 @@ def test_greedy_steered_generation_equals_a_loop_with_the_pre_hook(model):
 
 def test_the_stream_norm_is_the_mean_length_of_the_block_input(model):
     ids = prompts(6)[1]
-    inputs = references.block_inputs(model, torch.tensor([ids]))[1][0]  # (T, C)
+    inputs = interventions.block_inputs(model, torch.tensor([ids]))[1][0]  # (T, C)
     assert steering.stream_norm(model, ids, 1) == pytest.approx(float(inputs.norm(dim=-1).mean()), abs=1e-5)
 
 

@@ -13,7 +13,7 @@ import torch
 
 from llmviz.jobs.events import JobState
 from llmviz.jobs.manager import JobManager, JobRefused
-from llmviz.training import footprint as fp
+from llmviz.training import footprint
 from llmviz.training.config import TrainConfig
 from tests.support.waiting import wait_for
 
@@ -23,7 +23,8 @@ REFUSE = """
 import functools, json, resource
 from llmviz.jobs.manager import JobManager, JobRefused
 from llmviz.training import footprint as fp
-from llmviz.training.trainer import TrainConfig, Trainer
+from llmviz.training.config import TrainConfig
+from llmviz.training.trainer import Trainer
 
 def build_gpt2_sized(text):  # never called: the run is refused before its worker exists
     config = TrainConfig(model="gpt2-124m", tokenizer="char", batch_size=8, context_length=256)
@@ -75,18 +76,18 @@ def test_the_share_refuses_what_would_pass_it_and_says_what_is_left():
     manager = JobManager(max_running=1, session_timeout=None, memory_mb=4096, client_memory_mb=1024)
     try:
         config = TrainConfig(model="gpt-mini", tokenizer="char", batch_size=64, context_length=128)
-        first = fp.of_config(config, 64)
+        first = footprint.of_config(config, 64)
         gate = threading.Event()
         job = manager.submit_task("ann", functools.partial(gated, gate), label="one", total=1, footprint=first)
-        left = 1024 * fp.MB - fp.worker_peak([first])
-        second = fp.of_config(config.replace(batch_size=128), 64)
+        left = 1024 * footprint.MB - footprint.worker_peak([first])
+        second = footprint.of_config(config.replace(batch_size=128), 64)
         with pytest.raises(JobRefused) as refused:
             manager.submit_task("ann", functools.partial(gated, gate), label="two", total=1, footprint=second)
         assert str(refused.value) == (
-            f"{second.what} needs about {fp.size_text(fp.worker_peak([second]))}; your share has "
-            f"{fp.size_text(left)} left{fp.suggestion([second], left)}."
+            f"{second.what} needs about {footprint.size_text(footprint.worker_peak([second]))}; your share has "
+            f"{footprint.size_text(left)} left{footprint.suggestion([second], left)}."
         )
-        assert manager.memory_line("ann")[0] == fp.worker_peak([first])
+        assert manager.memory_line("ann")[0] == footprint.worker_peak([first])
         gate.set()
         assert job.wait(30)
         wait_for(lambda: manager.memory_line("ann")[0] == 0)  # an ended run counts nothing
@@ -96,18 +97,18 @@ def test_the_share_refuses_what_would_pass_it_and_says_what_is_left():
 
 def test_a_run_for_the_gpu_is_refused_when_the_gpu_has_no_room(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (256 * fp.MB, 16 * fp.GB))
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (256 * footprint.MB, 16 * footprint.GB))
     manager = JobManager(max_running=1, session_timeout=None)
     try:
         config = TrainConfig(
             model="gpt-mini", tokenizer="char", batch_size=64, context_length=128, device="cuda", precision="float32"
         )
-        needs = fp.of_config(config, 64)
-        assert needs.device_bytes > 256 * fp.MB
+        needs = footprint.of_config(config, 64)
+        assert needs.device_bytes > 256 * footprint.MB
         with pytest.raises(JobRefused, match="needs about .* on the GPU, which has 256 MB free: lower the batch"):
             manager.submit_training("ann", build=functools.partial(print, "never"), footprint=needs, label="cuda")
-        small = fp.of_config(config.replace(model="gpt-nano", batch_size=2, context_length=16), 64)
-        assert small.device_bytes < 256 * fp.MB and fp.worker_peak([small]) == small.peak_bytes
+        small = footprint.of_config(config.replace(model="gpt-nano", batch_size=2, context_length=16), 64)
+        assert small.device_bytes < 256 * footprint.MB and footprint.worker_peak([small]) == small.peak_bytes
         gate = threading.Event()
         gate.set()
         job = manager.submit_task("ann", functools.partial(gated, gate), label="fits", total=1, footprint=small)
@@ -175,7 +176,7 @@ def test_a_run_that_fits_later_waits_for_memory_and_says_so():
     manager = JobManager(max_running=2, session_timeout=None, memory_mb=1024, client_memory_mb=1024)
     gate = threading.Event()
     try:
-        big = fp.Footprint("a big task", preparing_bytes=600 * fp.MB, worker_bytes=100 * fp.MB)
+        big = footprint.Footprint("a big task", preparing_bytes=600 * footprint.MB, worker_bytes=100 * footprint.MB)
         first = manager.submit_task("ann", functools.partial(gated, gate), label="a", total=1, footprint=big)
         wait_for(lambda: first.status().state == JobState.RUNNING)
         second = manager.submit_task("bob", functools.partial(gated, gate), label="b", total=1, footprint=big)

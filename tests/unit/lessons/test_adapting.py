@@ -4,11 +4,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llmviz.adapt import finetune, lora
-from llmviz.adapt import quantize as qz
+from llmviz.adapt import finetune, lora, quantize
 from llmviz.data import corpus
 from llmviz.jobs.manager import JobManager
-from llmviz.lessons import adapting as adapt
+from llmviz.lessons import adapting
 from llmviz.training.checkpoint import load_checkpoint, model_description, model_from_description
 from llmviz.training.snapshots import load_into
 from tests.support.paths import ROOT
@@ -36,27 +35,27 @@ def manager():
 
 def test_lora_demo_merges_exactly_and_delta_rank_is_at_most_r(shipped):
     model, tokenizer = shipped
-    demo = adapt.lora_demo(model, tokenizer, TEXT, lora.LoRAConfig(rank=2, alpha=4, targets=("q", "proj")), steps=3)
+    demo = adapting.lora_demo(model, tokenizer, TEXT, lora.LoRAConfig(rank=2, alpha=4, targets=("q", "proj")), steps=3)
     assert demo.max_logit_difference <= 1e-5
     assert len(demo.losses) == 3
     assert demo.trained == model.config.n_layers * 2 * 2 * (128 + 128)
-    proj = adapt.spectrum(demo.deltas["blocks.0.attn.proj.weight"])
+    proj = adapting.spectrum(demo.deltas["blocks.0.attn.proj.weight"])
     assert proj.rank <= 2
-    assert adapt.spectrum(demo.deltas["blocks.0.attn.qkv.weight"]).rank <= 2  # q only: one slice
+    assert adapting.spectrum(demo.deltas["blocks.0.attn.qkv.weight"]).rank <= 2  # q only: one slice
 
 
 def test_quant_report_numbers(shipped):
     model, tokenizer = shipped
-    spec = qz.QuantSpec(bits=4, per_channel=True, symmetric=False)
-    report = adapt.quant_report(model, tokenizer, TEXT, spec, "The for", new_tokens=5)
-    windows = adapt.held_out_ids(tokenizer, TEXT, model)
+    spec = quantize.QuantSpec(bits=4, per_channel=True, symmetric=False)
+    report = adapting.quant_report(model, tokenizer, TEXT, spec, "The for", new_tokens=5)
+    windows = adapting.held_out_ids(tokenizer, TEXT, model)
     with torch.no_grad():
         reference = F.cross_entropy(model(windows[:, :-1])[0].flatten(0, 1), windows[:, 1:].flatten())
     assert report.comparison.loss_before == pytest.approx(float(reference), rel=1e-5)
     assert report.float_bytes == 4 * model.num_parameters()
     assert report.quantized_bytes < report.float_bytes / 4
     assert report.text_before.startswith("The for")
-    before, after = adapt.layer_values(model, "blocks.0.attn.qkv.weight", spec)
+    before, after = adapting.layer_values(model, "blocks.0.attn.qkv.weight", spec)
     assert len(torch.unique(after[:128])) <= 16  # one row: 16 levels at most
 
 
@@ -64,9 +63,9 @@ def test_weight_histograms_count_every_weight_in_shared_bins(shipped):
     import numpy as np
 
     model, _ = shipped
-    spec = qz.QuantSpec(bits=4, per_channel=False, symmetric=True)
-    counted = adapt.weight_histograms(model, "blocks.0.attn.qkv.weight", spec, bins=50)
-    before, after = adapt.layer_values(model, "blocks.0.attn.qkv.weight", spec)
+    spec = quantize.QuantSpec(bits=4, per_channel=False, symmetric=True)
+    counted = adapting.weight_histograms(model, "blocks.0.attn.qkv.weight", spec, bins=50)
+    before, after = adapting.layer_values(model, "blocks.0.attn.qkv.weight", spec)
     edges = counted.edges.numpy()
     assert edges[0] == pytest.approx(min(float(before.min()), float(after.min())))
     assert edges[-1] == pytest.approx(max(float(before.max()), float(after.max())))
@@ -79,18 +78,18 @@ def test_weight_histograms_count_every_weight_in_shared_bins(shipped):
 
 def test_bce_example_equals_torch(shipped):
     model, tokenizer = shipped
-    example = adapt.bce_example(model, tokenizer)
+    example = adapting.bce_example(model, tokenizer)
     assert example.steps.mean == pytest.approx(example.torch_value, rel=1e-6)
     assert len(example.names) == 6
 
 
 def test_questions_are_computed(shipped):
     model, tokenizer = shipped
-    questions = adapt.adapt_questions(model, tokenizer, "The for statement")
+    questions = adapting.adapt_questions(model, tokenizer, "The for statement")
     count, top, kv = questions
     assert count.options[count.answer] == f"{4 * 4 * (128 + 128) * 2:,}"
     assert kv.options[kv.answer] == f"{2 * 4 * 128 * 4 * 100:,}"
-    int4 = qz.quantize_model(model, qz.QuantSpec(bits=4, per_channel=False, symmetric=True)).model
+    int4 = quantize.quantize_model(model, quantize.QuantSpec(bits=4, per_channel=False, symmetric=True)).model
     ids = torch.tensor([tokenizer.encode("The for statement")])
     with torch.no_grad():
         same = int(model(ids)[0][0, -1].argmax()) == int(int4(ids)[0][0, -1].argmax())
@@ -99,7 +98,7 @@ def test_questions_are_computed(shipped):
 
 def test_batching_uses_the_held_out_names(shipped):
     model, tokenizer = shipped
-    results = adapt.batching(model, tokenizer, 2, (3, 1, 2))
+    results = adapting.batching(model, tokenizer, 2, (3, 1, 2))
     assert results["static"].useful_tokens == results["continuous"].useful_tokens == 6
     assert results["continuous"].steps <= results["static"].steps
 
@@ -113,9 +112,9 @@ def _snapshot_model(job):
 def test_lab_runs_go_through_the_job_system(shipped, manager):
     model, tokenizer = shipped
     runs = {
-        "lora": adapt.lora_run(model, tokenizer, TEXT, lora.LoRAConfig(rank=2), steps=4, seed=1),
-        "qat": adapt.qat_run(model, tokenizer, TEXT, qz.QuantSpec(bits=4), steps=4, seed=1),
-        "names": adapt.finetune_runs(model, tokenizer, steps=4, seed=1)["last block"],
+        "lora": adapting.lora_run(model, tokenizer, TEXT, lora.LoRAConfig(rank=2), steps=4, seed=1),
+        "qat": adapting.qat_run(model, tokenizer, TEXT, quantize.QuantSpec(bits=4), steps=4, seed=1),
+        "names": adapting.finetune_runs(model, tokenizer, steps=4, seed=1)["last block"],
     }
     jobs = {name: manager.submit_training("owner", trainer, label=name) for name, trainer in runs.items()}
     for name, job in jobs.items():
@@ -130,15 +129,15 @@ def test_lab_runs_go_through_the_job_system(shipped, manager):
     # the LoRA run's snapshot is the merged model: ΔW from step 0 has rank ≤ 2 in every changed matrix
     lora_job = jobs["lora"]
     start = load_into(model_from_description(model_description(model)), lora_job.snapshots.get(0))
-    deltas = adapt.delta_between(start, _snapshot_model(lora_job))
-    assert deltas and all(adapt.spectrum(d).rank <= 2 * 2 for d in deltas.values())  # q and v slices of qkv
-    rows = adapt.ptq_vs_qat(start, _snapshot_model(jobs["qat"]), None, tokenizer, TEXT, qz.QuantSpec(bits=4))
+    deltas = adapting.delta_between(start, _snapshot_model(lora_job))
+    assert deltas and all(adapting.spectrum(d).rank <= 2 * 2 for d in deltas.values())  # q and v slices of qkv
+    rows = adapting.ptq_vs_qat(start, _snapshot_model(jobs["qat"]), None, tokenizer, TEXT, quantize.QuantSpec(bits=4))
     assert len(rows) == 3 and all(v > 0 for v in rows.values())
 
 
 def test_prompting_accuracy_is_a_share_of_the_held_out_names(shipped):
     model, tokenizer = shipped
-    results = adapt.prompting(model, tokenizer, shots=(0, 2), limit=6)
+    results = adapting.prompting(model, tokenizer, shots=(0, 2), limit=6)
     assert [r.shots for r in results] == [0, 2]
     assert all(r.accuracy in {i / 6 for i in range(7)} for r in results)
     assert finetune.few_shot_prompt([], "Ann") == "Name: Ann\nGender:"
@@ -151,7 +150,7 @@ def test_questions_count_from_the_models_real_shapes_with_grouped_query_attentio
     _, tokenizer = shipped  # the shipped BPE: 1,024 tokens, as the preset
     torch.manual_seed(0)
     model = GPT(PRESETS["llama-style"]).eval()
-    count, _, kv = adapt.adapt_questions(model, tokenizer, "The for statement")
+    count, _, kv = adapting.adapt_questions(model, tokenizer, "The for statement")
     assert count.options[count.answer] == f"{4 * 4 * ((128 + 128) + (128 + 64)):,}"  # W_Q 128 rows, W_V 64
     assert kv.options[kv.answer] == f"{2 * 4 * 64 * 4 * 100:,}"
 
@@ -164,7 +163,7 @@ def test_a_names_run_ends_with_its_checkpoint_file_like_every_run(shipped, manag
 
     model, tokenizer = shipped
     job = manager.submit_training(
-        "owner", adapt.finetune_runs(model, tokenizer, steps=2, seed=1)["last block"], label="names"
+        "owner", adapting.finetune_runs(model, tokenizer, steps=2, seed=1)["last block"], label="names"
     )
     assert job.wait(120)
     assert job.status().state == "finished"

@@ -8,10 +8,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from llmviz.adapt import lora
-from llmviz.adapt import quantize as qz
+from llmviz.adapt import lora, quantize
 from llmviz.data import corpus
-from llmviz.lessons import adapting as adapt
+from llmviz.lessons import adapting
 from llmviz.models.gpt import GPT, PRESETS
 from llmviz.training.checkpoint import load_checkpoint
 
@@ -40,7 +39,7 @@ def test_the_rank_bound_is_r_per_adapter_writing_into_the_matrix(targets, qkv_bo
             parameter.data = torch.randn(parameter.shape, generator=generator)
     deltas = {f"{name}.weight": adapter.delta_weight().detach() for name, adapter in lora.adapters(model).items()}
     for name, delta in deltas.items():
-        bound = adapt.delta_rank_bound(name, config)
+        bound = adapting.delta_rank_bound(name, config)
         assert int(torch.linalg.matrix_rank(delta)) == bound, name
         assert bound == (qkv_bound if name.endswith("qkv.weight") else 4)
 
@@ -49,20 +48,20 @@ def test_the_spectrum_the_chart_draws_shows_that_rank(shipped):
     """The chart's 'numerical rank' of the page's own demo (r = 4 on W_Q and W_V) is the caption's bound, 2r = 8."""
     model, tokenizer = shipped
     config = lora.LoRAConfig(rank=4, alpha=8.0, targets=("q", "v"))
-    demo = adapt.lora_demo(model, tokenizer, corpus.load("python-docs")[:40_000], config, steps=3)
+    demo = adapting.lora_demo(model, tokenizer, corpus.load("python-docs")[:40_000], config, steps=3)
     qkv = next(name for name in demo.deltas if name.endswith("qkv.weight"))
-    assert adapt.spectrum(demo.deltas[qkv]).rank == adapt.delta_rank_bound(qkv, config) == 8
+    assert adapting.spectrum(demo.deltas[qkv]).rank == adapting.delta_rank_bound(qkv, config) == 8
     assert int(torch.linalg.matrix_rank(demo.deltas[qkv])) == 8  # torch's own tolerance for float32
 
 
 def test_the_int4_question_counts_the_symmetric_grids_levels(shipped):
     """A quiz said 'sixteen levels' for symmetric int4: its grid is −7 … 7, 15 levels."""
     model, tokenizer = shipped
-    spec = qz.QuantSpec(bits=4, per_channel=False, symmetric=True)
+    spec = quantize.QuantSpec(bits=4, per_channel=False, symmetric=True)
     weight = torch.linspace(-1, 1, 1001)
-    levels = torch.unique(qz.round_trip(weight[None], spec)).numel()
+    levels = torch.unique(quantize.round_trip(weight[None], spec)).numel()
     assert levels == len(range(-7, 8)) == 15
-    question = next(q for q in adapt.adapt_questions(model, tokenizer, "The for") if q.kind == "int4-top")
+    question = next(q for q in adapting.adapt_questions(model, tokenizer, "The for") if q.kind == "int4-top")
     assert "15 levels" in question.explanation and "ixteen" not in question.explanation
 
 
@@ -81,7 +80,7 @@ def test_the_untrained_heads_loss_is_compared_with_ln_2_as_it_is(shipped):
     """'The loss is about log 2 = 0.693' sat under a mean of 0.766: the caption states the mean torch computes,
     and says on which side of ln 2 it is."""
     model, tokenizer = shipped
-    example = adapt.bce_example(model, tokenizer)
+    example = adapting.bce_example(model, tokenizer)
     logits = torch.tensor(example.steps.logits)
     labels = torch.tensor(example.steps.labels, dtype=torch.float64)
     mean = float(F.binary_cross_entropy_with_logits(logits, labels))
@@ -100,8 +99,8 @@ def test_batching_repeats_give_a_median_and_a_spread(shipped):
     """Measured speeds vary from run to run: the page shows each policy's tokens/s as the median of several runs with
     the lowest and highest; the schedule (steps, waits) is the same in every run."""
     model, tokenizer = shipped
-    found = adapt.run_to_end(adapt.batching_steps(lambda: False, model, tokenizer, 2, (3, 1, 2), repeats=3))
-    again = adapt.batching(model, tokenizer, 2, (3, 1, 2))
+    found = adapting.run_to_end(adapting.batching_steps(lambda: False, model, tokenizer, 2, (3, 1, 2), repeats=3))
+    again = adapting.batching(model, tokenizer, 2, (3, 1, 2))
     for policy, result in found.results.items():
         assert [r.finish_step for r in result.requests] == [r.finish_step for r in again[policy].requests]
         rate = found.rates[policy]

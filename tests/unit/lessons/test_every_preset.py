@@ -14,12 +14,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import llmviz.lessons.model  # the fixture below is named model
 from llmviz.generation import sampling
 from llmviz.interpret import heads
-from llmviz.interpret import lens as lenses
-from llmviz.lessons import architectures, quiz
-from llmviz.lessons import forward as views
+from llmviz.interpret.lens import sequence_logit_lens, token_losses
+from llmviz.lessons import anatomy, architectures, forward, quiz
 from llmviz.models.gpt import GPT, PRESETS
 from llmviz.tokenizers.char_word import CharTokenizer
 from llmviz.tokenizers.ids import encode
@@ -51,27 +49,27 @@ TEXT = "for x in range(10): print(x)"
 
 def test_views(model):
     ids = encode(TOKENIZER, TEXT)
-    found = views.attention_patterns(model, ids)
+    found = forward.attention_patterns(model, ids)
     assert found.patterns.shape == (2, model.config.n_heads, len(ids), len(ids))
     torch.testing.assert_close(found.patterns.sum(-1), torch.ones(2, model.config.n_heads, len(ids)))
-    assert views.embedding_table(model).shape == (TOKENIZER.vocab_size, model.config.d_model)
-    tokens, positions = views.input_embeddings(model, ids)
+    assert forward.embedding_table(model).shape == (TOKENIZER.vocab_size, model.config.d_model)
+    tokens, positions = forward.input_embeddings(model, ids)
     assert tokens.shape == positions.shape == (len(ids), model.config.d_model)
     if model.config.positions in ("rope", "none"):
         assert not positions.any()  # nothing is added to the token vectors
-    assert "logits" in views.recorded_pass(model, ids)
+    assert "logits" in forward.recorded_pass(model, ids)
 
 
 def test_interpret(model):
     ids = encode(TOKENIZER, TEXT)
-    lens = lenses.sequence_logit_lens(model, ids, k=3)
+    lens = sequence_logit_lens(model, ids, k=3)
     with torch.no_grad():
         logits, _ = model(torch.tensor([ids]))
     torch.testing.assert_close(lens.top_probs[-1, :, 0], logits[0].softmax(-1).max(-1).values, atol=1e-5, rtol=0)
     assert lens.top_ids[-1, :, 0].tolist() == logits[0].argmax(-1).tolist()
     tokens, scores = heads.model_head_scores(model, half_length=8)
     assert scores["induction"].shape == (2, model.config.n_heads)
-    losses = lenses.token_losses(model, ids)
+    losses = token_losses(model, ids)
     expected = F.cross_entropy(logits[0, :-1], torch.tensor(ids[1:]))
     assert losses.mean == pytest.approx(float(expected), abs=1e-5)
 
@@ -89,10 +87,10 @@ def test_sampling(model):
 
 def test_model_page_numbers(model):
     config = model.config
-    cache = views.recorded_pass(model, encode(TOKENIZER, TEXT))
-    assert len(llmviz.lessons.model.residual_norms(cache, config.n_layers)) == config.n_layers + 1
-    assert llmviz.lessons.model.layernorm_before_after(cache, 1)["var_after"].shape[0] > 0
-    assert sum(llmviz.lessons.model.parameter_table(config).values()) == model.num_parameters()
+    cache = forward.recorded_pass(model, encode(TOKENIZER, TEXT))
+    assert len(anatomy.residual_norms(cache, config.n_layers)) == config.n_layers + 1
+    assert anatomy.layernorm_before_after(cache, 1)["var_after"].shape[0] > 0
+    assert sum(anatomy.parameter_table(config).values()) == model.num_parameters()
     steps = architectures.architecture(config)
     assert steps[-1].shape[-1] == str(config.vocab_size)
     router = architectures.router_choices(cache, 0)
@@ -104,6 +102,6 @@ def test_model_page_numbers(model):
 
 def test_attention_quiz(model):
     ids = encode(TOKENIZER, TEXT)[:12]
-    cache = views.recorded_pass(model, ids)
+    cache = forward.recorded_pass(model, ids)
     questions = quiz.attention_questions(cache, [TOKENIZER.printable(i) for i in ids], 1, 0)
     assert questions

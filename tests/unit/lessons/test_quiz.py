@@ -100,7 +100,7 @@ def test_focused_head():
 def test_attention_questions_on_the_shipped_gpt():
     from tests.support.paths import DATA
 
-    SHIPPED_GPT = "gpt-python-docs"  # ui.models.SHIPPED_GPT
+    SHIPPED_GPT = "gpt-python-docs"  # ui.picker.SHIPPED_GPT
     if not (DATA / SHIPPED_GPT).exists():
         pytest.skip("the shipped GPT is missing")
     from llmviz.training.checkpoint import load_checkpoint
@@ -252,19 +252,18 @@ def test_no_reveal_shows_a_raw_placeholder():
 
 
 def test_no_reveal_of_the_architecture_and_adapt_questions_shows_a_raw_placeholder():
-    """The predict-then-reveal questions built outside llmviz.lessons.quiz (Attention's KV cache, Embeddings' RoPE,
-    Adapt & serve's) are checked for unfilled braces too."""
-    from llmviz.lessons import adapting as adapt
-    from llmviz.lessons import architectures
+    """The predict-then-reveal questions of the architectures (Attention's KV cache, Embeddings' RoPE, now in
+    llmviz.lessons.quiz) and those built outside it (Adapt & serve's) are checked for unfilled braces too."""
+    from llmviz.lessons import adapting
     from llmviz.training.checkpoint import load_checkpoint
     from tests.support.paths import ROOT
 
     model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
     questions = [
-        architectures.kv_cache_question(8, 2, 4096),
-        architectures.kv_cache_question(4, 4, 10),
-        architectures.rope_question(),
-        *adapt.adapt_questions(model, tokenizer, "The while statement"),
+        quiz.kv_cache_question(8, 2, 4096),
+        quiz.kv_cache_question(4, 4, 10),
+        quiz.rope_question(),
+        *adapting.adapt_questions(model, tokenizer, "The while statement"),
     ]
     assert {q.kind for q in questions} >= {"kv-cache", "rope-distance", "lora-count", "kv-bytes", "int4-top"}
     for question in questions:

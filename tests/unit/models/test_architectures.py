@@ -444,7 +444,7 @@ def test_mlp_comparison_formulas():
 
 
 def test_predict_then_reveal_questions_compute_their_answers():
-    from llmviz.lessons.architectures import kv_cache_question, rope_question
+    from llmviz.lessons.quiz import kv_cache_question, rope_question
 
     question = kv_cache_question(12, 4, 8192)
     assert question.options[question.answer] == f"{2 * 24 * 4 * 64 * 8192 * 2 / 2**20:,.1f} MiB" == "192.0 MiB"
@@ -457,7 +457,7 @@ def test_predict_then_reveal_questions_compute_their_answers():
 
 def test_norm_and_experts_questions_match_the_built_models():
     """The Model page's two questions, against models built here: parameters counted from the modules."""
-    from llmviz.lessons.architectures import experts_question, norm_question
+    from llmviz.lessons.quiz import experts_question, norm_question
 
     config = PRESETS["gpt2-124m"]
     with torch.device("meta"):  # 124 M parameters: shapes only

@@ -43,10 +43,10 @@ def test_gpt2_hashes_are_tiktoken_s_own():
 
     from tiktoken_ext import openai_public
 
-    from llmviz.tokenizers.bpe import reference as bpe_reference
+    from llmviz.tokenizers.bpe.reference import GPT2_ENCODER_JSON_SHA256, GPT2_VOCAB_BPE_SHA256
 
     source = inspect.getsource(openai_public.gpt2)
-    assert bpe_reference.GPT2_VOCAB_BPE_SHA256 in source and bpe_reference.GPT2_ENCODER_JSON_SHA256 in source
+    assert GPT2_VOCAB_BPE_SHA256 in source and GPT2_ENCODER_JSON_SHA256 in source
 
 
 def test_cl100k_offline():

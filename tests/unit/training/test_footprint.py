@@ -16,9 +16,8 @@ import torch
 
 from llmviz.adapt.memory import measure_step
 from llmviz.models.gpt import GPT, PRESETS
-from llmviz.training import footprint as fp
-from llmviz.training.config import TrainConfig
-from llmviz.training.trainer import Trainer, build_model
+from llmviz.training import footprint
+from llmviz.training.trainer import TrainConfig, Trainer, build_model
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -30,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_parameters_are_counted_without_building_exactly(model, vocab):
     config = TrainConfig(model=model, tokenizer="char", context_length=32)
     built = build_model(config, vocab)
-    found = fp.of_config(config, vocab)
+    found = footprint.of_config(config, vocab)
     assert found.parameters == sum(p.numel() for p in built.parameters())
     assert found.parameter_bytes == 4 * found.parameters
 
@@ -48,7 +47,7 @@ def test_optimizer_state_is_what_pytorch_keeps_after_a_step(optimizer, states):
         for name, value in values.items()
         if name != "step" and isinstance(value, torch.Tensor)
     )
-    found = fp.of_model(trainer.model, fp.Shape.of(config), what="x")
+    found = footprint.of_model(trainer.model, footprint.Shape.of(config), what="x")
     assert kept == states * found.trainable
     assert found.optimizer_bytes == 4 * kept
 
@@ -68,7 +67,7 @@ def test_saved_activations_are_counted_from_the_forward_pass(preset):
     batch, tokens = 4, 32
     inputs = torch.randint(config.vocab_size, (batch, tokens))
     saved = measure_step(model, inputs, torch.randint(config.vocab_size, (batch, tokens))).saved_bytes
-    estimate = 4 * (fp.gpt_activation_floats(config, batch, tokens) - 2 * config.vocab_size * batch * tokens)
+    estimate = 4 * (footprint.gpt_activation_floats(config, batch, tokens) - 2 * config.vocab_size * batch * tokens)
     tolerance = 0.01 if config.n_experts else 0.001
     assert abs(estimate - saved) <= tolerance * saved, (estimate, saved)
 
@@ -83,14 +82,14 @@ def test_autocast_activations_are_not_underestimated(preset):
     ids = torch.randint(config.vocab_size, (batch, tokens))
     saved = measure_step(model, ids, ids, bf16=True).saved_bytes
     train = TrainConfig(model=preset, batch_size=batch, context_length=tokens)
-    found = fp.of_model(model, fp.Shape.of(train), what="x", precision="bf16")
-    logits = int(2 * config.vocab_size * batch * tokens * 4 * fp.AUTOCAST_SCALE)
+    found = footprint.of_model(model, footprint.Shape.of(train), what="x", precision="bf16")
+    logits = int(2 * config.vocab_size * batch * tokens * 4 * footprint.AUTOCAST_SCALE)
     assert saved <= found.activation_bytes - logits <= 1.25 * saved, (found.activation_bytes - logits, saved)
 
 
 def test_a_bad_precision_is_refused_in_one_line():
-    with pytest.raises(fp.ConfigError, match="precision must be one of float32, bf16, fp16"):
-        fp.of_config(TrainConfig(model="gpt-nano"), 64, precision="fp8")
+    with pytest.raises(footprint.ConfigError, match="precision must be one of float32, bf16, fp16"):
+        footprint.of_config(TrainConfig(model="gpt-nano"), 64, precision="fp8")
 
 
 MEASURE = """
@@ -156,24 +155,28 @@ def test_a_steps_peak_memory_is_estimated_within_its_tolerance(changes):
 
 
 def test_what_would_fit_names_a_smaller_model_or_batch():
-    big = fp.of_config(TrainConfig(model="gpt-mini", batch_size=64, context_length=128), vocab_size=1024)
+    big = footprint.of_config(TrainConfig(model="gpt-mini", batch_size=64, context_length=128), vocab_size=1024)
     assert big.what == "Training GPT mini (1.1 M parameters)"
-    micro = fp.of_config(TrainConfig(model="gpt-micro", batch_size=64, context_length=128), vocab_size=1024)
+    micro = footprint.of_config(TrainConfig(model="gpt-micro", batch_size=64, context_length=128), vocab_size=1024)
     left = micro.peak_bytes + 1
-    said = fp.suggestion([big], left)
+    said = footprint.suggestion([big], left)
     assert said.startswith(": pick GPT micro") and "lower the batch to" in said
     batch = int(said.rsplit(" ", 1)[1])
-    smaller = fp.of_config(TrainConfig(model="gpt-mini", batch_size=batch, context_length=128), vocab_size=1024)
-    larger = fp.of_config(TrainConfig(model="gpt-mini", batch_size=2 * batch, context_length=128), vocab_size=1024)
+    smaller = footprint.of_config(TrainConfig(model="gpt-mini", batch_size=batch, context_length=128), vocab_size=1024)
+    larger = footprint.of_config(
+        TrainConfig(model="gpt-mini", batch_size=2 * batch, context_length=128), vocab_size=1024
+    )
     assert smaller.peak_bytes <= left < larger.peak_bytes  # the largest power of two that fits
-    assert fp.suggestion([big], 1) == ": stop one of your runs, or wait until one ends"  # not even a worker fits
-    assert fp.suggestion([big], fp.WORKER_BYTES + 1) == ""  # a worker, but no model: nothing simple would fit
+    assert footprint.suggestion([big], 1) == ": stop one of your runs, or wait until one ends"  # not even a worker fits
+    assert (
+        footprint.suggestion([big], footprint.WORKER_BYTES + 1) == ""
+    )  # a worker, but no model: nothing simple would fit
 
 
 def test_a_race_holds_one_worker_every_model_and_the_largest_step():
     configs = [TrainConfig(model=m, batch_size=8, context_length=32) for m in ("gpt-nano", "gpt-mini")]
-    runs = [fp.of_config(c, 512) for c in configs]
-    assert fp.worker_peak(runs) == fp.WORKER_BYTES + sum(r.data_bytes + r.model_bytes for r in runs) + max(
-        r.peak_step_bytes for r in runs
-    )
-    assert fp.describe(runs) == "A race of 2 runs"
+    runs = [footprint.of_config(c, 512) for c in configs]
+    assert footprint.worker_peak(runs) == footprint.WORKER_BYTES + sum(
+        r.data_bytes + r.model_bytes for r in runs
+    ) + max(r.peak_step_bytes for r in runs)
+    assert footprint.describe(runs) == "A race of 2 runs"

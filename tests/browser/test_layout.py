@@ -1,4 +1,4 @@
-"""What a student saw wrong on Home, Tokens, Embeddings, Attention and Model, in chromium at 1400×1000, each with a
+"""The layout of Home, Tokens, Embeddings, Attention and Model, in chromium at 1400×1000, each with a
 test that failed before its fix: text that is cut or clipped (measured: an element scrolls no wider and no taller than
 it is), labels drawn over each other, boxes that looked like links and were not, a bar with no number."""
 

@@ -1,0 +1,108 @@
+"""The Attention page's numbers (stages/attention.py wires them, ui/panels/attention.py draws them): the patterns of
+a sentence through a model, the quiz on them, the masks side by side and the KV cache of grouped-query attention.
+
+No streamlit here: every function takes plain values and returns tensors, rows or questions.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from llmviz.adapt import memory
+from llmviz.lessons import architectures, forward, quiz
+from llmviz.models import attention
+from llmviz.models.gpt import PRESETS, GPTConfig
+from llmviz.tokenizers.ids import encode
+
+# the masks lesson's encoder output: 4 tokens of a made-up French sentence, the page's own (seeded) numbers
+ENCODER_TOKENS = ["Le", "chat", "était", "assis"]
+
+
+def patterns_for(model: nn.Module, tokenizer, sentence: str) -> forward.AttentionPatterns | None:
+    """Every attention pattern of ``model`` on ``sentence`` (None for a model without attention)."""
+    return forward.attention_patterns(model, encode(tokenizer, sentence))
+
+
+def quiz_questions(
+    model: nn.Module, tokenizer, found: forward.AttentionPatterns, layer: int, head: int
+) -> list[quiz.Question]:
+    """The Attention quiz on the sentence of ``found``, read from the model's own cache of one recorded forward pass
+    (its names are the model's, ``cache_name(layer, "attn.pattern")``); layer and head are clamped to the model's."""
+    with torch.no_grad():
+        cache = forward.recorded_pass(model, found.ids)
+    labels = [tokenizer.printable(i) for i in found.ids]
+    return quiz.attention_questions(cache, labels, min(layer, found.n_layers - 1), min(head, found.n_heads - 1))
+
+
+def head_split_example() -> dict[str, torch.Tensor]:
+    """A (1, 3, 8) input split into 2 heads: ``input``, ``viewed`` (1, 3, 2, 4) and ``transposed`` (1, 2, 3, 4).
+
+    >>> tuple(head_split_example()["transposed"].shape)
+    (1, 2, 3, 4)
+    """
+    return attention.head_split_steps(torch.arange(24, dtype=torch.float32).view(1, 3, 8), num_heads=2)
+
+
+def mask_variants() -> dict[str, tuple[torch.Tensor, list[str], list[str]]]:
+    """The toy example's X with W_Q = W_K = W_V = the identity under four masks: name → (weights (T_q, T_k), key
+    labels, query labels).
+
+    >>> {name: tuple(w.shape) for name, (w, _, _) in mask_variants().items()}["cross-attention"]
+    (3, 4)
+    """
+    x = attention.toy_input()
+    encoder_out = torch.randn(4, 4, generator=torch.Generator().manual_seed(1)) * 0.5  # the page's own stream
+    padding = torch.tensor([[True, True, False]])  # the last token is padding
+    eye = torch.eye(4)
+    padded = [*attention.TOY_TOKENS[:-1], "[PAD]"]  # the padding variant's last token is padding, not "sat"
+    tokens = list(attention.TOY_TOKENS)
+    variants = {
+        "none": (attention.attention_steps(x, eye, eye, eye), tokens, tokens),
+        "causal": (attention.attention_steps(x, eye, eye, eye, mask="causal"), tokens, tokens),
+        "padding (last is [PAD])": (attention.attention_steps(x, eye, eye, eye, padding_mask=padding), padded, padded),
+        "cross-attention": (attention.attention_steps(x, eye, eye, eye, kv=encoder_out), ENCODER_TOKENS, tokens),
+    }
+    return {name: (steps["weights"][0], keys, queries) for name, (steps, keys, queries) in variants.items()}
+
+
+def kv_owner(config: GPTConfig) -> list[int]:
+    """For each query head, the key/value head it reads.
+
+    >>> kv_owner(GPTConfig(d_model=64 * 4, n_heads=4, n_kv_heads=2, n_layers=1))
+    [0, 0, 1, 1]
+    """
+    groups = architectures.kv_groups(config)
+    return [[j for j, heads in enumerate(groups) if h in heads][0] for h in range(config.n_heads)]
+
+
+def kv_cache_rows(config: GPTConfig, tokens: int) -> list[dict[str, object]]:
+    """The KV cache of ``config``'s shape with as many key/value heads as query heads, with its own, and with one:
+    the table of the Grouped-query lesson (bf16)."""
+    rows = []
+    n_heads, n_kv_heads = config.n_heads, config.kv_heads
+    for kv in sorted({n_heads, n_kv_heads, 1}, reverse=True):
+        shape = config.replace(n_kv_heads=kv)
+        rows.append(
+            {
+                "attention": architectures.attention_kind(shape) + (" (picked)" if kv == n_kv_heads else ""),
+                "K/V heads": kv,
+                "KV cache per token": memory.human_bytes(architectures.kv_cache_bytes(shape, 1, "bf16")),
+                f"for {tokens:,} tokens": memory.human_bytes(architectures.kv_cache_bytes(shape, tokens, "bf16")),
+                "W_K + W_V per layer": f"{2 * config.d_model * kv * config.head_dim:,}",
+            }
+        )
+    return rows
+
+
+def real_models_kv(names: tuple[str, ...] = ("gpt2-124m", "smollm2-135m-shapes")) -> str:
+    """Real models' key/value heads and their KV cache per token (bf16).
+
+    >>> real_models_kv(("gpt2-124m",))
+    'gpt2-124m: 12 of 12 heads, 36.0 KiB per token'
+    """
+    return "; ".join(
+        f"{name}: {PRESETS[name].kv_heads} of {PRESETS[name].n_heads} heads, "
+        f"{memory.human_bytes(architectures.kv_cache_bytes(PRESETS[name], 1, 'bf16'))} per token"
+        for name in names
+    )

@@ -1,0 +1,74 @@
+"""The Tokens page's numbers (stages/tokens.py wires them, ui/panels/tokens.py draws them): the tokenizers it
+compares, a trained BPE's compression and Zipf counts, the BPE training task and the input–target windows.
+
+No streamlit here.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+from llmviz.data import corpus
+from llmviz.jobs import tasks
+from llmviz.tokenizers import base, char_word, zipf
+from llmviz.tokenizers.bpe import compression
+from llmviz.tokenizers.bpe.reference import reference_tokenizer
+from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
+
+WORD_VOCAB = 5000  # entries of the word vocabulary, [UNK] included
+
+
+def reference(name: str):
+    """A reference tokenizer (``gpt2`` or ``cl100k``), tiktoken's files."""
+    return reference_tokenizer(name)
+
+
+def corpus_tokenizers(sample: str) -> tuple[char_word.CharTokenizer, char_word.WordTokenizer]:
+    """The characters and the :data:`WORD_VOCAB` most common words of a corpus sample (of "a" when it is empty).
+
+    >>> chars, words = corpus_tokenizers("to be or not to be")
+    >>> chars.vocab_size, words.vocab_size
+    (7, 6)
+    """
+    return char_word.CharTokenizer.train(sample or "a"), char_word.WordTokenizer.train(
+        sample or "a", max_vocab=WORD_VOCAB
+    )
+
+
+def bpe_measures(bpe: BPETokenizer, sample: str):
+    """The compression curve of a BPE on a sample and the rank–frequency counts of its tokens there."""
+    curve = compression.compression_curve(bpe, sample)
+    return curve, zipf.rank_frequency(bpe.to_tiktoken().encode(sample, allowed_special="all"))
+
+
+def bpe_key(bpe: BPETokenizer) -> str:
+    """The content key of a BPE tokenizer: its merges and special tokens, as its JSON writes them."""
+    return corpus.text_key(json.dumps(bpe.to_dict(), sort_keys=True))
+
+
+def zipf_verdict(fit) -> str:
+    """Say what the fitted log–log line shows, from its R² (never claim a straight line that is not there)."""
+    shape = (
+        "close to a straight line (Zipf's law)"
+        if fit.r_squared >= 0.95
+        else "roughly a straight line, with clear bends"
+        if fit.r_squared >= 0.85
+        else "not a straight line: Zipf's law does not describe these tokens well"
+    )
+    return (
+        f"The points are {shape}: a line fitted to log count vs log rank has slope {fit.slope:.2f} and "
+        f"R² = {fit.r_squared:.3f} (1 would be a perfect line)."
+    )
+
+
+def bpe_training(sample: str, vocab_size: int, pattern: str | None):
+    """The BPE training task for the lab (a job): (its function, how many merges, its memory footprint)."""
+    merges = BPETokenizer.merges_for(vocab_size, [base.ENDOFTEXT])
+    task = functools.partial(tasks.bpe_training, text=sample, merges=merges, split_pattern=pattern)
+    return task, merges, tasks.bpe_training_footprint(len(sample))
+
+
+def bpe_from_job(history, pattern: str | None) -> BPETokenizer:
+    """The BPE a finished (or stopped) training job learned, its history kept for the replay."""
+    return BPETokenizer.from_history(history, pattern, [base.ENDOFTEXT], keep_history=True)

@@ -1,0 +1,497 @@
+"""The Embeddings page's figures and tables (stages/embeddings.py wires them; llmviz/lessons/embeddings.py and
+llmviz/lessons/forward.py compute their numbers): the cosine worked out, the map of the token table, the vectors,
+positions (sinusoidal, learned, rotary), word2vec's map and MiniLM's sentences."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+import torch
+
+from llmviz.lessons import embeddings, forward
+from ui import charts
+from ui.text import tidy_floats
+
+
+def cosine_latex(a: torch.Tensor, b: torch.Tensor, a_name: str, b_name: str, parts) -> list[str]:
+    """The dot product, both lengths, the cosine, the angle and the distance of two vectors, worked out."""
+    num = charts.tex_number
+    products = " + ".join(f"({x:g})({y:g})" for x, y in zip(a.tolist(), b.tolist()))
+    squares_a = " + ".join(f"{num(x)}^2" for x in a.tolist())
+    squares_b = " + ".join(f"{num(y)}^2" for y in b.tolist())
+    distance_terms = " + ".join(f"({num(x)} - {num(y)})^2" for x, y in zip(a.tolist(), b.tolist()))
+    return [
+        rf"{a_name} \cdot {b_name} = {products} = {parts.dot:.4f}",
+        rf"\lVert {a_name} \rVert = \sqrt{{{squares_a}}} = \sqrt{{{parts.norm_a**2:.4f}}} = {parts.norm_a:.4f}",
+        rf"\lVert {b_name} \rVert = \sqrt{{{squares_b}}} = \sqrt{{{parts.norm_b**2:.4f}}} = {parts.norm_b:.4f}",
+        rf"\cos\theta = \frac{{{parts.dot:.4f}}}{{{parts.norm_a:.4f} \times {parts.norm_b:.4f}}} = "
+        rf"{parts.cosine:.4f}"
+        rf"\quad\Rightarrow\quad \theta = {parts.angle_degrees:.1f}^\circ",
+        rf"d({a_name}, {b_name}) = \sqrt{{{distance_terms}}} = {parts.euclidean:.4f}",
+    ]
+
+
+def angle_figure(angle_degrees: float, a_name: str, b_name: str) -> go.Figure:
+    """The two directions, drawn in the plane they span (unit length), and the angle between them."""
+    theta = math.radians(angle_degrees)
+    figure = go.Figure()
+    figure.add_trace(
+        go.Scatter(
+            x=[0, 1],
+            y=[0, 0],
+            mode="lines+text",
+            text=["", a_name],
+            name=a_name,
+            textposition="middle right",
+            line=dict(width=4),
+        )
+    )
+    figure.add_trace(
+        go.Scatter(
+            x=[0, math.cos(theta)],
+            y=[0, math.sin(theta)],
+            mode="lines+text",
+            text=["", b_name],
+            textposition="top center",
+            name=b_name,
+            line=dict(width=4),
+        )
+    )
+    arc = [i / 40 * theta for i in range(41)]
+    figure.add_trace(
+        go.Scatter(
+            x=[0.3 * math.cos(t) for t in arc],
+            y=[0.3 * math.sin(t) for t in arc],
+            mode="lines",
+            name=f"θ = {angle_degrees:.1f}°",
+            line=dict(dash="dot"),
+        )
+    )
+    figure.update_layout(
+        height=300,
+        xaxis=dict(range=[-1.1, 1.3], visible=False),
+        yaxis=dict(range=[-0.2, 1.1], visible=False, scaleanchor="x"),
+        margin=charts.margins(10),
+        legend=dict(orientation="h"),
+    )
+    return figure
+
+
+def neighbour_table(tokenizer, found: forward.Neighbours) -> pd.DataFrame:
+    return tidy_floats(
+        pd.DataFrame({"token": [tokenizer.printable(i) for i in found.ids], "id": found.ids, "cosine": found.cosines})
+    )
+
+
+def show_neighbours(frame: pd.DataFrame, **options) -> None:
+    """A table of nearest neighbours, every cosine to 4 decimals (a column of 0.57 beside 0.4519 read as if the two
+    had been measured differently)."""
+    st.dataframe(frame.style.format({"cosine": "{:.4f}"}), hide_index=True, width="stretch", **options)
+
+
+def words_table(rows: list[tuple[str, float]]) -> pd.DataFrame:
+    """(word, cosine) rows as a table."""
+    return tidy_floats(pd.DataFrame([{"word": word, "cosine": cosine} for word, cosine in rows]))
+
+
+GROUPS = {  # the map's layers, the most important last (drawn on top) and labelled first
+    "common token": dict(size=5, color="#ced4da"),
+    "your tokens": dict(size=11, color="#e8590c", line=dict(width=1, color="#343a40")),
+    "nearest neighbours": dict(size=9, color="#2b8a3e"),
+    "looked up": dict(size=14, color="#c2255c", symbol="diamond"),
+}
+
+
+def axis_ranges(coords: torch.Tensor) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The map's axes: every point with a margin of 6% (twice that above, where the labels are)."""
+    x_low, x_high = (float(v) for v in coords[:, 0].aminmax())
+    y_low, y_high = (float(v) for v in coords[:, 1].aminmax())
+    pad_x, pad_y = 0.06 * (x_high - x_low or 1.0), 0.06 * (y_high - y_low or 1.0)
+    return (x_low - pad_x, x_high + pad_x), (y_low - pad_y, y_high + 2 * pad_y)
+
+
+def _map_trace(group: str, rows: list[int], projected: forward.Projection, dims: int, names, placed):
+    coords = projected.coords
+    axes = dict(x=coords[rows, 0].tolist(), y=coords[rows, 1].tolist())
+    if dims == 3:
+        axes["z"] = coords[rows, 2].tolist()
+    trace = go.Scatter3d if dims == 3 else go.Scatter
+    return trace(
+        **axes,
+        name=group,
+        marker=GROUPS[group],
+        hovertext=[names[r] for r in rows],
+        hoverinfo="text",
+        customdata=[projected.ids[r] for r in rows],
+        mode="markers" if group == "common token" else "markers+text",
+        text=None if group == "common token" else [names[r] if r in placed else "" for r in rows],
+        textposition=[placed.get(r, "top center") for r in rows],
+    )
+
+
+def _map_rows(ids: list[int], groups: dict[int, str]) -> dict[str, list[int]]:
+    """The rows of the projection in each of the map's groups (a token not in ``groups`` is a common token)."""
+    return {group: [r for r, token in enumerate(ids) if groups.get(token, "common token") == group] for group in GROUPS}
+
+
+def map_figure(tokenizer, projected: forward.Projection, dims: int, groups: dict[int, str]) -> go.Figure:
+    """The tokens as points: grey the common ones, then yours, the looked-up one and its neighbours, labelled where a
+    label has room (the others by hovering)."""
+    coords = projected.coords
+    rows = _map_rows(projected.ids, groups)
+    ranked = [r for group in reversed(list(GROUPS)) if group != "common token" for r in rows[group]]
+    names = {r: tokenizer.printable(projected.ids[r]) for r in range(len(projected.ids))}
+    # the plot is about 610 × 375 px on a screen 1400 px wide: the labels are spread for one of 560 × 340 (a screen of
+    # about 1,300 px; on a smaller one, two labels may touch)
+    x_range, y_range = axis_ranges(coords)
+    places = charts.spread_labels(
+        [float(coords[r, 0]) for r in ranked],
+        [float(coords[r, 1]) for r in ranked],
+        [names[r] for r in ranked],
+        width_px=560,
+        height_px=340,
+        x_range=x_range,
+        y_range=y_range,
+    )
+    placed = {r: place for r, place in zip(ranked, places) if place}
+    figure = go.Figure()
+    for group in GROUPS:
+        if rows[group]:
+            figure.add_trace(_map_trace(group, rows[group], projected, dims, names, placed))
+    figure.update_layout(
+        height=560 if dims == 3 else 480,
+        margin=charts.margins(30),
+        legend=dict(orientation="h", y=1.0, yanchor="bottom", x=0),
+    )
+    if dims == 2:  # the axes' ranges fixed (Plotly's own grow with the labels): the labels were spread for them
+        figure.update_layout(
+            xaxis=dict(title=dict(text="PC1"), range=list(x_range)),
+            yaxis=dict(title=dict(text="PC2"), range=list(y_range)),
+            clickmode="event+select",
+        )
+    return figure
+
+
+def signed_heatmap(matrix, x_labels, y_labels, title: str, **options) -> go.Figure:
+    """A heatmap of signed numbers: red below zero, blue above (no numbers written unless asked)."""
+    return charts.heatmap(
+        matrix, x_labels, y_labels, colorscale="RdBu", zmid=0, title=title, **{"text_format": None, **options}
+    )
+
+
+def sinusoidal_lines(encoding: torch.Tensor, shown: list[int]) -> go.Figure:
+    """Chosen dimensions of the sinusoidal encoding along the positions."""
+    figure = go.Figure()
+    for dim in shown:
+        figure.add_trace(
+            go.Scatter(
+                x=list(range(encoding.shape[0])),
+                y=encoding[:, dim].tolist(),
+                mode="lines",
+                name=f"dim {dim} ({'sin' if dim % 2 == 0 else 'cos'})",
+            )
+        )
+    figure.update_layout(height=360, xaxis_title="position", margin=charts.margins(10))
+    return figure
+
+
+def rope_angles_heatmap(angles: torch.Tensor) -> go.Figure:
+    """The angle of every pair at every position, wrapped to [0, 2π)."""
+    positions, half = angles.shape
+    return charts.heatmap(
+        torch.remainder(angles, 2 * math.pi),
+        list(range(half)),
+        list(range(positions)),
+        colorscale="Twilight",
+        text_format=None,
+        zmin=0,
+        zmax=2 * math.pi,
+        title="angle of pair i at position p (mod 2π)",
+        x_title="pair i",
+        y_title="position p",
+    )
+
+
+def rope_circle(angles: torch.Tensor, pairs: list[int]) -> go.Figure:
+    """A unit pair turned at positions 0…15, one line per pair."""
+    figure = go.Figure()
+    for pair in pairs:
+        turned = angles[: min(angles.shape[0], 16), pair]
+        figure.add_trace(
+            go.Scatter(
+                x=torch.cos(turned).tolist(),
+                y=torch.sin(turned).tolist(),
+                mode="lines+markers+text" if pair == 0 else "lines+markers",
+                name=f"pair {pair}",
+                text=[str(p) for p in range(len(turned))],
+                textposition="top right",
+            )
+        )
+    figure.update_layout(
+        height=360,
+        margin=charts.margins(30),
+        title="a unit pair turned at positions 0…15 (numbers: pair 0)",
+        xaxis=dict(range=[-1.2, 1.2], scaleanchor="y"),
+        yaxis=dict(range=[-1.2, 1.2]),
+    )
+    return figure
+
+
+def rope_pairs_table(angles, pairs: list[int], head_dim: int):
+    """Each shown pair's dimensions, speed and wavelength."""
+    frame = pd.DataFrame(
+        {
+            "pair i": pairs,
+            "dimensions": [f"{i} and {i + head_dim // 2}" for i in pairs],
+            "radians per position": [float(angles.frequencies[i]) for i in pairs],
+            "positions per full turn": [float(angles.wavelengths[i]) for i in pairs],
+        }
+    )
+    return frame.style.format({"radians per position": "{:.6f}", "positions per full turn": "{:,.1f}"})
+
+
+def rope_distance_figure(by_distance: dict[int, tuple[float, float]]) -> go.Figure:
+    """The rotated score against the distance m − n."""
+    distances = list(by_distance)
+    figure = go.Figure(go.Scatter(x=distances, y=[by_distance[d][0] for d in distances], mode="lines+markers"))
+    figure.update_layout(
+        height=360,
+        margin=charts.margins(30),
+        title="score against distance m − n",
+        xaxis_title="distance m − n",
+        yaxis_title="q·k",
+    )
+    return figure
+
+
+def _word_markers(shown_rows: list[int], highlight: set[int], labelled) -> dict:
+    """Orange and larger for the looked-up word and its neighbours, blue for the labelled ones, grey the rest."""
+    return dict(
+        size=[10 if r in highlight else 6 for r in shown_rows],
+        color=["#e8590c" if r in highlight else "#4c6ef5" if r in labelled else "#ced4da" for r in shown_rows],
+    )
+
+
+def word2vec_map(coords: torch.Tensor, shown_rows: list[int], words: list[str], looked_up: list[int], labelled):
+    """The most common words in 2D: the looked-up word and its neighbours in orange, the labelled ones in blue."""
+    where = {r: n for n, r in enumerate(shown_rows)}
+    ranked = list(dict.fromkeys(looked_up + sorted(labelled)))  # which labels have the first claim to room
+    x_range, y_range = axis_ranges(coords)
+    places = charts.spread_labels(  # the plot: about 440 × 450 px on a screen 1400 px wide
+        [float(coords[where[r], 0]) for r in ranked],
+        [float(coords[where[r], 1]) for r in ranked],
+        [words[r] for r in ranked],
+        width_px=380,
+        height_px=400,
+        char_px=6.0,
+        x_range=x_range,
+        y_range=y_range,
+    )
+    named = {r: place for r, place in zip(ranked, places) if place}
+    highlight = set(looked_up)
+    figure = go.Figure(
+        go.Scatter(
+            x=coords[:, 0].tolist(),
+            y=coords[:, 1].tolist(),
+            mode="markers+text",
+            text=[words[r] if r in named else "" for r in shown_rows],
+            textposition=[named.get(r, "top center") for r in shown_rows],
+            textfont=dict(size=10),
+            hovertext=[words[r] for r in shown_rows],
+            hoverinfo="text",
+            marker=_word_markers(shown_rows, highlight, labelled),
+        )
+    )
+    figure.update_layout(
+        height=520,
+        margin=charts.margins(10),
+        xaxis=dict(title=dict(text="PC1"), range=list(x_range)),
+        yaxis=dict(title=dict(text="PC2"), range=list(y_range)),
+    )
+    return figure
+
+
+def sentences_map(coords: torch.Tensor, numbered: list[str], short: list[str]) -> go.Figure:
+    """Sentences in 2D (PCA), labelled by number, their text on hover."""
+    figure = go.Figure(
+        go.Scatter(
+            x=coords[:, 0].tolist(),
+            y=coords[:, 1].tolist(),
+            mode="markers+text",
+            text=numbered,
+            hovertext=short,
+            hoverinfo="text",
+            textposition="top center",
+        )
+    )
+    figure.update_layout(height=420, margin=charts.margins(10), xaxis_title="PC1", yaxis_title="PC2")
+    return figure
+
+
+def cosine_view(a: torch.Tensor, b: torch.Tensor, a_name: str, b_name: str, parts) -> None:
+    """Two vectors' cosine worked out (left) and their angle drawn (right)."""
+    left, right = st.columns([3, 2])
+    with left:
+        charts.latex(*cosine_latex(a, b, a_name, b_name, parts))
+        if [round(x, 6) for x in a.tolist()] == [0.2, 0.4, 0.9] and a_name == "v₁":
+            st.info(
+                "Check the squares by hand: 0.2² = 0.04 (not 0.2), so ‖v₁‖² = 0.04 + 0.16 + 0.81 = 1.01. "
+                "Forgetting to square the 0.2 gives 1.17, and cosines that come out too low. Every number "
+                "above is computed."
+            )
+    with right:
+        charts.show(angle_figure(parts.angle_degrees, a_name, b_name), width="stretch")
+        st.caption("The two directions, drawn in the plane they span (unit length): cosine only cares about the angle.")
+
+
+def token_vectors(tokenizer, table: torch.Tensor, ids: list[int]) -> None:
+    """Your tokens' rows as numbers, and how alike each two are."""
+    st.subheader("Your tokens' vectors")
+    labels = charts.unique_labels([tokenizer.printable(i) for i in ids])
+    vectors_ = embeddings.lookup(table, ids)
+    one_hot = embeddings.one_hot_lookup(table, ids)
+    st.markdown(
+        f"Lookup two ways — `table[ids]` and `one_hot(ids) @ table` — largest difference: "
+        f"**{float((one_hot - vectors_).abs().max()):.1e}** (the same rows)."
+    )
+    shown_dims = min(48, table.shape[1])
+    left, right = st.columns(2)
+    charts.show_in(
+        left,
+        signed_heatmap(
+            vectors_[:, :shown_dims],
+            list(range(shown_dims)),
+            labels,
+            f"vectors (first {shown_dims} dimensions)",
+            x_title="dimension",
+            height=440,
+        ),
+        width="stretch",
+    )
+    with right:
+        if len(ids) >= 2:
+            charts.show_in(
+                right,
+                signed_heatmap(
+                    embeddings.cosine_matrix(vectors_),
+                    labels,
+                    labels,
+                    "cosine similarity",
+                    text_format=".2f" if len(ids) <= 12 else None,
+                    height=440,
+                ),
+                width="stretch",
+            )
+        else:
+            st.info("Add a second token to compare.")
+
+
+def token_plus_position(
+    tok: torch.Tensor, pos: torch.Tensor, labels: list[str], model_label: str, learned: bool
+) -> None:
+    """The token rows, the position rows and their sum, side by side (the first 32 dimensions)."""
+    width = min(32, tok.shape[1])
+    panels = st.columns(3)
+    for panel, (title, matrix) in zip(
+        panels, [("token embedding", tok), ("+ position embedding", pos), ("= input to block 0", tok + pos)]
+    ):
+        charts.show_in(
+            panel,
+            signed_heatmap(matrix[:, :width], list(range(width)), labels, title),
+            width="stretch",
+        )
+    st.caption(
+        (
+            "GPT learns its position table instead of using sines"
+            if learned
+            else f"{model_label} adds the sinusoidal table above"
+        )
+        + f"; the first {width} of {tok.shape[1]} dimensions are shown."
+    )
+
+
+def rope_scores(scores) -> None:
+    """The rotated scores at every (m, n), against the distance m − n, and the equation that says why."""
+    num = charts.tex_number
+    left, right = st.columns(2)
+    shown = scores.scores.shape[0]
+    charts.show_in(
+        left,
+        signed_heatmap(
+            scores.scores,
+            list(range(shown)),
+            list(range(shown)),
+            "rotated q at m · rotated k at n",
+            x_title="key position n",
+            y_title="query position m",
+            height=420,
+        ),
+        width="stretch",
+    )
+    with right:
+        charts.show(rope_distance_figure(scores.by_distance), width="stretch")
+    low = scores.by_distance[3][0]
+    spread = max(high - low_ for low_, high in scores.by_distance.values())
+    charts.equation(
+        rf"(R_m q)^\top (R_n k) = q^\top R_{{n-m}}\, k:\quad "
+        rf"s(3, 0) = s(10, 7) = s({shown - 1}, {shown - 4}) = {num(low, '.4f')}"
+        rf"\qquad \text{{unrotated: }} q \cdot k = {num(scores.plain, '.4f')}"
+    )
+    st.caption(
+        f"The largest spread along any diagonal is {spread:.1e} (float32 rounding). Learned positions give "
+        "each position its own vector, so nothing forces this; with RoPE 'how far apart' is built in."
+    )
+
+
+def word2vec_map_view(vectors_: torch.Tensor, words: list[str], looked_up: list[int], labelled: set[int]) -> None:
+    """The 300 most common words (and the labelled ones) in 2D, with the share of the variance it keeps."""
+    shown_rows = sorted(set(range(min(300, len(words)))) | labelled)
+    coords, ratio = embeddings.pca(vectors_[shown_rows], 2)
+    figure = word2vec_map(coords, shown_rows, words, looked_up, labelled)
+    charts.show(figure, width="stretch")
+    st.caption(
+        f"The {len(shown_rows)} most common words, PCA to 2D ({float(ratio.sum()):.0%} of the variance): the "
+        "looked-up word and its neighbours in orange, the 40 most common words in blue, each labelled where its "
+        "label does not cover another; hover any dot for its word."
+    )
+
+
+def sentences_view(sentences: list[str], vectors_: torch.Tensor) -> None:
+    """MiniLM's sentences: their cosines, a 2D map, and what it says of love and dislike."""
+    short = charts.unique_labels([s if len(s) <= 30 else s[:28] + "…" for s in sentences])
+    numbered = [f"S{n + 1}" for n in range(len(sentences))]
+    left, right = st.columns(2)
+    # rows carry the sentence, columns its number: long labels on both axes squash the matrix to nothing
+    charts.show_in(
+        left,
+        signed_heatmap(
+            embeddings.cosine_matrix(vectors_),
+            numbered,
+            [f"S{n + 1} · {s}" for n, s in enumerate(short)],
+            "cosine similarity",
+            text_format=".2f",
+            zmin=-1,
+            zmax=1,
+            height=max(320, 34 * len(sentences) + 140),
+        ),
+        width="stretch",
+    )
+    with right:
+        if len(sentences) < 2:
+            st.info("A projection needs at least two sentences.")
+        else:
+            coords, _ = embeddings.pca(vectors_, 2)
+            charts.show(sentences_map(coords, numbered, short), width="stretch")
+    if {"I love programming", "I dislike programming"} <= set(sentences):
+        i, j = sentences.index("I love programming"), sentences.index("I dislike programming")
+        st.markdown(
+            f"The made-up vectors of section 2 make 'I love programming' and 'I dislike programming' "
+            "dissimilar; the real model "
+            "gives them a cosine of "
+            f"**{embeddings.cosine_parts(vectors_[i], vectors_[j]).cosine:.3f}**: they share "
+            f"a topic and most "
+            "words, and this model was trained to match topics more than sentiment."
+        )
