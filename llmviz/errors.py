@@ -71,3 +71,7 @@ def log_failure(where: str, error: BaseException) -> str:
         "%s failed: %s: %s", where, type(error).__name__, error, exc_info=(type(error), error, error.__traceback__)
     )
     return f"{type(error).__name__}: {error}"
+
+
+class EmbeddingError(LlmvizError, ValueError):
+    """Vectors that cannot be compared or projected, or a text too small for word2vec."""

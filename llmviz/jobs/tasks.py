@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from llmviz.interpret import ablation, patching, steering
-from llmviz.lessons.embeddings import Word2VecState, train_word2vec
+from llmviz.models.word2vec import Word2VecState, train_word2vec
 from llmviz.tokenizers.bpe.merging import MergeRecord
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
 from llmviz.training import footprint

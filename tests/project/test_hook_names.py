@@ -11,7 +11,7 @@ from tests.support.paths import ROOT
 
 DEFINED_IN = "llmviz/models/gpt.py"
 #: Pages of other lanes of issue 48 that still write names by hand (fixed on their branches; empty at merge).
-PENDING = {"stages/model.py", "stages/attention.py", "llmviz/lessons/anatomy.py"}
+PENDING: set[str] = set()
 
 
 def _names_a_hook_point(rest: str) -> bool:

@@ -8,11 +8,7 @@ from tests.support.paths import ROOT
 
 FRONT_ENDS = ("llmviz/cli/", "llmviz/__main__.py", "llmviz/lessons/")
 #: Known arrows up, each with where it should go (not this lane's files; remove the entry when it moves).
-KNOWN = {
-    # word2vec (Word2Vec, train_word2vec, its Vocabulary and EmbeddingError) belongs in the library
-    # (llmviz/models/word2vec.py); the lab's task runs it
-    "llmviz/jobs/tasks.py": {"llmviz.lessons.embeddings"},
-}
+KNOWN: dict[str, set[str]] = {}
 
 
 def imported_modules(path) -> set[str]:

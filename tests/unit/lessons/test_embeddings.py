@@ -17,8 +17,8 @@ from llmviz.lessons.embeddings import (
     parse_vector,
     pca,
     sinusoidal_encoding,
-    train_word2vec,
 )
+from llmviz.models.word2vec import train_word2vec
 
 SEED_VECTORS = [torch.tensor([0.2, 0.4, 0.9]), torch.tensor([0.1, 0.5, 0.8]), torch.tensor([0.7, 0.2, 0.1])]
 

@@ -14,10 +14,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import llmviz.lessons.model  # the fixture below is named model
 from llmviz.generation import sampling
 from llmviz.interpret import heads
 from llmviz.interpret.lens import sequence_logit_lens, token_losses
-from llmviz.lessons import anatomy, architectures, forward, quiz
+from llmviz.lessons import architectures, forward, quiz
 from llmviz.models.gpt import GPT, PRESETS
 from llmviz.tokenizers.char_word import CharTokenizer
 from llmviz.tokenizers.ids import encode
@@ -88,9 +89,9 @@ def test_sampling(model):
 def test_model_page_numbers(model):
     config = model.config
     cache = forward.recorded_pass(model, encode(TOKENIZER, TEXT))
-    assert len(anatomy.residual_norms(cache, config.n_layers)) == config.n_layers + 1
-    assert anatomy.layernorm_before_after(cache, 1)["var_after"].shape[0] > 0
-    assert sum(anatomy.parameter_table(config).values()) == model.num_parameters()
+    assert len(llmviz.lessons.model.residual_norms(cache, config.n_layers)) == config.n_layers + 1
+    assert llmviz.lessons.model.layernorm_before_after(cache, 1)["var_after"].shape[0] > 0
+    assert sum(llmviz.lessons.model.parameter_table(config).values()) == model.num_parameters()
     steps = architectures.architecture(config)
     assert steps[-1].shape[-1] == str(config.vocab_size)
     router = architectures.router_choices(cache, 0)
