@@ -55,7 +55,13 @@ wait_for() {  # wait_for WHAT URL: up to 3 minutes
 }
 
 # 1. PostgreSQL: a cluster of the hall's own (as the postgres user when this is root, which initdb refuses)
-if [ "$(id -u)" -eq 0 ]; then as_pg=(runuser -u postgres --); fi
+if [ "$(id -u)" -eq 0 ]; then
+  as_pg=(runuser -u postgres --)
+  if ! runuser -u postgres -- test -x "$HALL_DIR"; then
+    echo "the postgres user cannot reach $HALL_DIR: choose a HALL_DIR every user may enter (e.g. under /tmp)" >&2
+    exit 1
+  fi
+fi
 if [ ! -d "$HALL_DIR/pg" ]; then
   mkdir -p "$HALL_DIR/pg"
   [ "$(id -u)" -eq 0 ] && chown postgres: "$HALL_DIR/pg"

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from http.cookies import SimpleCookie
@@ -41,7 +42,7 @@ def backend_cookie(url: str) -> str:
 
 
 @pytest.fixture
-def hall(tmp_path):
+def hall():
     missing = [
         name
         for name, ok in [("caddy", shutil.which("caddy")), ("postgresql", postgres_bin()), ("ray", ray_installed())]
@@ -51,10 +52,11 @@ def hall(tmp_path):
         if os.environ.get("CI"):
             pytest.fail(f"CI must test the hall's example: install {', '.join(missing)}")
         pytest.skip(f"not installed: {', '.join(missing)}")
+    folder = tempfile.mkdtemp(prefix="llmviz-hall-", dir="/tmp")  # one the postgres user may enter (pytest's: not)
     ports = {name: free_port() for name in ("listen", "app1", "app2", "pg", "ray")}
     env = {
         **os.environ,
-        "HALL_DIR": str(tmp_path / "hall"),
+        "HALL_DIR": str(folder),
         "HALL_LISTEN": f"127.0.0.1:{ports['listen']}",
         "HALL_APP_PORTS": f"{ports['app1']} {ports['app2']}",
         "HALL_PG_PORT": str(ports["pg"]),
@@ -66,10 +68,14 @@ def hall(tmp_path):
         [str(ROOT / "examples/hall/start.sh")], env=env, stdout=subprocess.PIPE, text=True, start_new_session=True
     )
     line = script.stdout.readline()  # the script says so once every part answers
-    assert line.startswith("The hall answers on"), f"start.sh: {line!r} (logs: {tmp_path / 'hall' / 'logs'})"
-    yield script, ports
-    if script.poll() is None:
-        os.killpg(script.pid, signal.SIGKILL)
+    try:
+        assert line.startswith("The hall answers on"), f"start.sh: {line!r} (logs: {folder}/logs)"
+        yield script, ports
+    finally:
+        if script.poll() is None:
+            script.send_signal(signal.SIGTERM)
+            script.wait(120)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def test_the_hall_starts_answers_through_caddy_from_both_app_processes_and_stops(hall):
