@@ -35,14 +35,14 @@ import pickle
 import threading
 from typing import Any
 
-from llmviz.errors import LlmvizError
+from llmviz.errors import LlmvizError, log_failure
 from llmviz.jobs.worker import (
     Channel,
     WorkerGone,
     WorkerOptions,
     claim_process,
+    send_start_failure,
     serve,
-    start_failed,
     thread_channel_pair,
 )
 
@@ -154,7 +154,8 @@ class RayWorker:
         try:
             payloads = pickle.loads(payload_bytes)
         except Exception as error:  # noqa: BLE001 - cannot even start: say so once for every runner
-            start_failed(self.theirs, error)
+            log_failure("a Ray worker's start", error)
+            send_start_failure(self.theirs, error)
             self.theirs.close()
             return 1
         del payload_bytes

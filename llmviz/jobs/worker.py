@@ -589,9 +589,8 @@ def serve(channel: Channel, payloads: list, options: WorkerOptions) -> None:
         channel.close()
 
 
-def start_failed(channel: Channel, error: BaseException) -> None:
+def send_start_failure(channel: Channel, error: BaseException) -> None:
     """A worker that cannot even start says so once (its first runner fails with the reason)."""
-    log_failure("a worker process's start", error)
     try:
         channel.send(Failed(0, f"The worker could not start: {type(error).__name__}: {error}"))
         channel.send(Done(0, JobState.FAILED))
@@ -609,7 +608,8 @@ def process_entry(connection, options: WorkerOptions) -> None:
     except (EOFError, OSError):
         return  # the server has gone before it sent the work
     except Exception as error:  # noqa: BLE001 - cannot even start: say so once for every runner
-        start_failed(channel, error)
+        log_failure("a worker process's start", error)
+        send_start_failure(channel, error)
         return
     serve(channel, payloads, options)
 
