@@ -137,7 +137,7 @@ def disconnect() -> None:
         ray.shutdown()
 
 
-@pytest.fixture(params=["process", "ray"])
+@pytest.fixture(params=["process", pytest.param("ray", marks=pytest.mark.slow)])  # Ray: out of the fast lane
 def backend(request) -> dict:
     """A ``JobManager``'s worker arguments: local worker processes, then the Ray backend on ``ray_address``."""
     if request.param == "ray":

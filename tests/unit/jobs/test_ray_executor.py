@@ -15,6 +15,8 @@ from llmviz.training.trainer import TrainConfig
 from tests.support.jobs import small_trainer as trainer
 from tests.support.waiting import wait_for
 
+pytestmark = pytest.mark.slow  # a Ray head and actors that import torch: not the fast lane
+
 
 def counting_loop(should_stop, steps=5):
     """A picklable task: counts to ``steps`` and returns the total (the job's result)."""
