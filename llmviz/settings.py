@@ -148,6 +148,14 @@ SETTINGS: dict[str, Setting] = _declare(
         choices=("process", "thread"),
     ),
     Setting(
+        "LLMVIZ_RAY_ADDRESS",
+        "text",
+        None,
+        "address",
+        "a Ray cluster's head (`host:6379`): every run, race and worker task then trains as Ray work on that cluster "
+        "(needs the hall extras, `pip install -r requirements-hall.txt`); unset: in worker processes of this machine",
+    ),
+    Setting(
         "LLMVIZ_TORCH_THREADS",
         "int",
         None,

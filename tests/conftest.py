@@ -38,7 +38,9 @@ def _scan_installed_components_once() -> None:
 
 _scan_installed_components_once()
 
-pytest_plugins = ["tests.support.browser"]  # app_url and browser fixtures (one server and browser per test process)
+# app_url and browser fixtures (one server and browser per test process); database_url and postgres_url (a real
+# PostgreSQL); ray_address and backend (a real Ray head)
+pytest_plugins = ["tests.support.browser", "tests.support.postgres", "tests.support.ray_cluster"]
 
 
 @pytest.fixture(autouse=True)

@@ -394,7 +394,8 @@ class Group:
         self.jobs: list[Job] = []
         self.payloads: list[Any] = []  # objects (thread workers) until the worker starts
         self.payload_bytes: bytes | None = None  # process workers: pickled at submit time
-        self.process: Any = None  # a multiprocessing.Process with process workers
+        self.process: Any = None  # a multiprocessing.Process with process workers (a RayWorkerHandle with Ray)
+        self.ray_wanted: dict[str, int] = {}  # Ray workers: the resources its actor asks for (ray_executor)
         self.idle = False  # every runner is paused, the worker waits (tasks) and the slot was given back
         self.thread: threading.Thread | None = None
         self.channel: Channel | None = None  # set while a worker runs

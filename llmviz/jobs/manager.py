@@ -65,7 +65,7 @@ from typing import Any
 
 from llmviz import settings
 from llmviz.errors import LlmvizError
-from llmviz.jobs import processes
+from llmviz.jobs import processes, ray_executor
 from llmviz.jobs.admission import Budget, Claim, Ledger, Phase, device_refusal, snapshot_refusal
 from llmviz.jobs.events import JobState, RunInfo
 from llmviz.jobs.job import Group, Job, JobStatus
@@ -127,13 +127,14 @@ class JobManager:
         memory_mb: float | None = None,
         client_memory_mb: float | None = None,
         worker_timeout: float | None = None,
+        ray_address: str | None = None,
     ):
         if max_running is None:
             max_running = settings.get_or("LLMVIZ_MAX_JOBS", processes.cpu_count)
         if max_running < 1:
             raise ValueError("max_running must be at least 1")
-        if workers not in ("thread", "process"):
-            raise ValueError("workers must be 'thread' or 'process'")
+        if workers not in ("thread", "process", "ray"):
+            raise ValueError("workers must be 'thread', 'process' or 'ray'")
         if runs_per_session is not None and runs_per_session < 1:
             raise ValueError("runs_per_session must be at least 1 (or None: no limit)")
         self.max_running = max_running
@@ -144,6 +145,9 @@ class JobManager:
         self.latest_snapshot_s = latest_snapshot_s
         self.reap_interval = reap_interval
         self.workers = workers
+        self.ray_address = ray_address or settings.get("LLMVIZ_RAY_ADDRESS")
+        if workers == "ray":
+            ray_executor.connect(self.ray_address)
         self.runs_per_session = runs_per_session
         self.nice = nice
         self.worker_timeout = float(worker_timeout or settings.get("LLMVIZ_WORKER_TIMEOUT"))
@@ -290,7 +294,7 @@ class JobManager:
 
     def _options(self, **values) -> WorkerOptions:
         threads = self.torch_threads or settings.get("LLMVIZ_TORCH_THREADS") or 0
-        process = self.workers == "process"
+        process = self.workers in ("process", "ray")  # a Ray worker is a process of the cluster's
         if process and not threads:
             threads = max(1, processes.cpu_count() // self.max_running)
         return WorkerOptions(
@@ -344,7 +348,7 @@ class JobManager:
                     # step 0 exists at once, so pages can show the run while it waits
                     self.keep_snapshot(job, payload.trainer.step, state_of(payload.trainer.model))
             self._ensure_reaper()
-        if self.workers == "process":
+        if self.workers in ("process", "ray"):
             try:  # what the worker needs travels as bytes; the server keeps no trainer
                 group.payload_bytes = pickle.dumps(group.payloads, protocol=pickle.HIGHEST_PROTOCOL)
             except (pickle.PicklingError, AttributeError, TypeError) as error:
@@ -367,6 +371,12 @@ class JobManager:
             claim, tabs=group.client == group.owner, suggest=lambda left: suggestion(footprints, left)
         )
         device = sum(f.device_bytes for f in footprints)
+        if self.workers == "ray":
+            group.ray_wanted = ray_executor.ray_resources(
+                group.options.torch_threads, claim.memory, any(f.on_gpu for f in footprints)
+            )
+            refused = refused or ray_executor.resource_refusal(group.ray_wanted, self.ray_address or "")
+            device = 0  # the cluster's GPUs, not this server's: Ray places the run on a node that has one
         if not refused and device:
             reserved = sum(self._device_needs.get(c.group, 0) for c in self.ledger.waiting())
             refused = device_refusal(claim.what, device, device_free_bytes(footprints[0].device), reserved)
@@ -640,11 +650,12 @@ def default_manager(liveness: Callable[[str], bool | None] | None = None) -> Job
                 torch_threads=threads,
                 session_timeout=settings.get("LLMVIZ_SESSION_TIMEOUT"),
                 liveness=liveness,
-                workers=settings.get("LLMVIZ_WORKERS"),
+                workers="ray" if settings.get("LLMVIZ_RAY_ADDRESS") else settings.get("LLMVIZ_WORKERS"),
                 runs_per_session=per_session if per_session > 0 else None,
                 memory_mb=memory,
                 client_memory_mb=min(memory, settings.get_or("LLMVIZ_STUDENT_MEMORY_MB", lambda: memory / 2)),
                 worker_timeout=settings.get("LLMVIZ_WORKER_TIMEOUT"),
+                ray_address=settings.get("LLMVIZ_RAY_ADDRESS"),
             )
             if _default.workers == "process":
                 processes.warm_up_workers()

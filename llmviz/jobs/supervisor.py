@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from llmviz.jobs import processes
+from llmviz.jobs import processes, ray_executor
 from llmviz.jobs.admission import Phase
 from llmviz.jobs.events import (
     Done,
@@ -148,10 +148,13 @@ class Supervisor:
     def launch(self) -> Channel:
         group = self.group
         name = f"llmviz-worker-{group.jobs[0].id}"
-        if self.manager.workers == "process":
+        if self.manager.workers in ("process", "ray"):
             payload_bytes = group.payload_bytes or pickle.dumps(group.payloads, protocol=pickle.HIGHEST_PROTOCOL)
             group.payload_bytes, group.payloads = None, []  # the worker has them now: the server keeps none
-            group.process, channel = processes.start_process(payload_bytes, group.options, name)
+            if self.manager.workers == "ray":
+                group.process, channel = ray_executor.start_actor(payload_bytes, group.options, name, group.ray_wanted)
+            else:
+                group.process, channel = processes.start_process(payload_bytes, group.options, name)
             return channel
         payloads, group.payloads = group.payloads, []
         return processes.start_thread(payloads, thread_options(group.options), name)
@@ -314,6 +317,9 @@ class Supervisor:
             return
         if not process.is_alive() and not channel.poll(0):
             raise WorkerGone(f"exit code {process.exitcode}")
+        if getattr(process, "starting", False):  # a Ray actor waiting for its node: silence counts once it runs
+            self.heard = time.monotonic()
+            return
         silent = time.monotonic() - self.heard
         if silent > self.manager.worker_timeout:
             self.kill(

@@ -563,9 +563,9 @@ def _beat(channel: Channel, every: float, stop: threading.Event) -> None:
             return
 
 
-def process_entry(connection, options: WorkerOptions) -> None:
-    """The entry point of a worker process (started by :mod:`llmviz.jobs.processes`): its payloads, pickled, are
-    the first message on the pipe."""
+def claim_process(options: WorkerOptions) -> None:
+    """Make this process a worker's own (a worker process, or a Ray actor's process): its niceness, its torch
+    threads, and its runs own the process's default random generators."""
     if options.nice and hasattr(os, "nice"):
         try:
             os.nice(options.nice)
@@ -575,25 +575,44 @@ def process_entry(connection, options: WorkerOptions) -> None:
         torch.set_num_threads(options.torch_threads)
     global _OWN_PROCESS
     _OWN_PROCESS = True
-    channel = PipeChannel(connection)
+
+
+def serve(channel: Channel, payloads: list, options: WorkerOptions) -> None:
+    """:func:`worker_main` with a heartbeat every ``options.heartbeat_s`` from a thread of its own (alive whatever a
+    step is doing: a big step can take long), then the channel closed."""
     beating = threading.Event()
-    if options.heartbeat_s > 0:  # alive whatever a step is doing (a big step can take long)
+    if options.heartbeat_s > 0:
         threading.Thread(target=_beat, args=(channel, options.heartbeat_s, beating), daemon=True).start()
+    try:
+        worker_main(channel, payloads, options)
+    finally:
+        beating.set()
+        channel.close()
+
+
+def send_start_failure(channel: Channel, error: BaseException) -> None:
+    """A worker that cannot even start says so once (its first runner fails with the reason)."""
+    try:
+        channel.send(Failed(0, f"The worker could not start: {type(error).__name__}: {error}"))
+        channel.send(Done(0, JobState.FAILED))
+    except WorkerGone:
+        pass  # nobody is left to tell
+
+
+def process_entry(connection, options: WorkerOptions) -> None:
+    """The entry point of a worker process (started by :mod:`llmviz.jobs.processes`): its payloads, pickled, are
+    the first message on the pipe."""
+    claim_process(options)
+    channel = PipeChannel(connection)
     try:
         payloads = pickle.loads(connection.recv_bytes())
     except (EOFError, OSError):
         return  # the server has gone before it sent the work
     except Exception as error:  # noqa: BLE001 - cannot even start: say so once for every runner
         log_failure("a worker process's start", error)
-        try:
-            channel.send(Failed(0, f"The worker could not start: {type(error).__name__}: {error}"))
-            channel.send(Done(0, JobState.FAILED))
-        except WorkerGone:
-            pass  # nobody is left to tell
+        send_start_failure(channel, error)
         return
-    worker_main(channel, payloads, options)
-    beating.set()
-    channel.close()
+    serve(channel, payloads, options)
 
 
 def thread_options(options: WorkerOptions) -> WorkerOptions:

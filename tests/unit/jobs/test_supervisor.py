@@ -1,4 +1,5 @@
-"""A worker's life as its supervisor runs it (llmviz.jobs.supervisor), in real worker processes: a paused run gives its
+"""A worker's life as its supervisor runs it (llmviz.jobs.supervisor), in real worker processes and in Ray actors
+of a real Ray head (the ``backend`` fixture: every test runs on both): a paused run gives its
 process back and resumes exactly; a worker that stops answering is killed and its run failed with the reason; Stop and
 a closed tab end a hung worker; a run out of GPU memory fails clearly and its process exits."""
 
@@ -44,8 +45,8 @@ def alive(pid: int) -> bool:
 
 
 @pytest.fixture
-def manager():
-    made = JobManager(max_running=2, session_timeout=None, workers="process", latest_snapshot_s=0.2)
+def manager(backend):
+    made = JobManager(max_running=2, session_timeout=None, latest_snapshot_s=0.2, **backend)
     yield made
     made.shutdown()
 
@@ -101,8 +102,8 @@ def test_a_closed_tab_drops_a_paused_run_without_starting_a_worker(manager):
 
 
 @pytest.mark.slow
-def test_a_worker_that_stops_answering_is_killed_and_its_run_failed_with_the_reason():
-    manager = JobManager(max_running=1, session_timeout=None, workers="process", worker_timeout=3)
+def test_a_worker_that_stops_answering_is_killed_and_its_run_failed_with_the_reason(backend):
+    manager = JobManager(max_running=1, session_timeout=None, worker_timeout=3, **backend)
     try:
         job = manager.submit_training("eve", trainer(steps=1_000_000), label="hangs")
         wait_for(lambda: job.status().step >= 2 and job.snapshots.last_step, timeout=120)
@@ -122,10 +123,10 @@ def test_a_worker_that_stops_answering_is_killed_and_its_run_failed_with_the_rea
 
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["stop", "closed tab"])
-def test_stop_or_a_closed_tab_ends_a_hung_worker(how):
+def test_stop_or_a_closed_tab_ends_a_hung_worker(how, backend):
     """The timeout is far off (120 s): Stop (or the end of the tab's session) kills a worker that has gone silent
     within the stop grace (10 s), and the run ends stopped, as asked."""
-    manager = JobManager(max_running=1, session_timeout=None, workers="process", worker_timeout=120)
+    manager = JobManager(max_running=1, session_timeout=None, worker_timeout=120, **backend)
     try:
         job = manager.submit_training("fay", trainer(steps=1_000_000), label="hung")
         wait_for(lambda: job.status().step >= 2, timeout=120)

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The whole lecture hall on one machine, on loopback (docs/classroom.md, "A lecture hall"): a PostgreSQL server (the
+# lab's registry), a Ray head (where every run trains), two app processes that share nothing but those and the runs
+# folder, and Caddy in front. The same pieces a department spreads over several machines; every setting is an
+# environment variable. Runs in the foreground; Ctrl-C (or SIGTERM) stops everything it started, and only that.
+#
+#   source .venv/bin/activate && pip install -r requirements-hall.txt && examples/hall/start.sh
+#
+# Settings (all optional):
+#   HALL_DIR        where the hall keeps its data and logs (default: a new folder under /tmp)
+#   HALL_LISTEN     where students connect (default 127.0.0.1:8080)
+#   HALL_APP_PORTS  the app processes' ports (default "8501 8502"; one process per core you give to pages)
+#   HALL_PG_PORT    PostgreSQL's port (default 55432)      HALL_RAY_PORT  the Ray head's port (default 6379)
+#   HALL_RAY_CPUS   CPUs the Ray head offers to runs (default: all cores)
+#   PYTHON          the Python with llmviz's requirements and the hall's extras (default: python3)
+# What the app processes get: LLMVIZ_RAY_ADDRESS, LLMVIZ_DATABASE_URL, LLMVIZ_RUNS_DIR (shared by both) and one
+# STREAMLIT_SERVER_COOKIE_SECRET; any other LLMVIZ_* variable set here passes through (docs/configuration.md).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+HALL_DIR=${HALL_DIR:-$(mktemp -d /tmp/llmviz-hall.XXXXXX)}
+HALL_LISTEN=${HALL_LISTEN:-127.0.0.1:8080}
+HALL_APP_PORTS=${HALL_APP_PORTS:-"8501 8502"}
+HALL_PG_PORT=${HALL_PG_PORT:-55432}
+HALL_RAY_PORT=${HALL_RAY_PORT:-6379}
+HALL_RAY_CPUS=${HALL_RAY_CPUS:-$(nproc)}
+PYTHON=${PYTHON:-python3}
+RAY=$(dirname "$(command -v "$PYTHON")")/ray
+[ -x "$RAY" ] || RAY=ray
+mkdir -p "$HALL_DIR/runs" "$HALL_DIR/logs"
+chmod 755 "$HALL_DIR"
+
+pids=()
+ray_head=""
+as_pg=()
+pg_bin=$(dirname "$(compgen -G "/usr/lib/postgresql/*/bin/initdb" | sort -V | tail -1)")
+stop_hall() {
+  trap - EXIT INT TERM
+  echo "stopping the hall" >&2
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  [ -n "$ray_head" ] && kill -TERM -- "-$ray_head" 2>/dev/null || true  # the head's process group only
+  "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$HALL_DIR/pg" -m fast -w stop >/dev/null 2>&1 || true
+  wait 2>/dev/null || true
+}
+trap stop_hall EXIT
+trap 'exit 0' INT TERM
+
+answers() {  # answers URL: true once URL answers (Streamlit's and Caddy's health checks)
+  "$PYTHON" -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)" "$1" 2>/dev/null
+}
+wait_for() {  # wait_for WHAT URL: up to 3 minutes
+  for _ in $(seq 360); do answers "$2" && return 0; sleep 0.5; done
+  echo "$1 did not answer at $2 within 3 minutes (logs: $HALL_DIR/logs)" >&2
+  exit 1
+}
+
+# 1. PostgreSQL: a cluster of the hall's own (as the postgres user when this is root, which initdb refuses)
+if [ "$(id -u)" -eq 0 ]; then
+  as_pg=(runuser -u postgres --)
+  if ! runuser -u postgres -- test -x "$HALL_DIR"; then
+    echo "the postgres user cannot reach $HALL_DIR: choose a HALL_DIR every user may enter (e.g. under /tmp)" >&2
+    exit 1
+  fi
+fi
+if [ ! -d "$HALL_DIR/pg" ]; then
+  mkdir -p "$HALL_DIR/pg"
+  [ "$(id -u)" -eq 0 ] && chown postgres: "$HALL_DIR/pg"
+  "${as_pg[@]}" "$pg_bin/initdb" -D "$HALL_DIR/pg" -U postgres -A trust >/dev/null
+fi
+"${as_pg[@]}" "$pg_bin/pg_ctl" -D "$HALL_DIR/pg" -l "$HALL_DIR/pg/server.log" -w start \
+  -o "-c listen_addresses=127.0.0.1 -p $HALL_PG_PORT -k $HALL_DIR/pg" >/dev/null
+"${as_pg[@]}" "$pg_bin/createdb" -h 127.0.0.1 -p "$HALL_PG_PORT" -U postgres llmviz 2>/dev/null || true
+export LLMVIZ_DATABASE_URL="postgresql+psycopg://postgres@127.0.0.1:$HALL_PG_PORT/llmviz"
+
+# 2. The Ray head (no dashboard, a small object store): its workers import llmviz from this repository
+PYTHONPATH=$PWD RAY_USAGE_STATS_ENABLED=0 setsid "$RAY" start --head --block --port="$HALL_RAY_PORT" \
+  --node-ip-address=127.0.0.1 --include-dashboard=false --object-store-memory=200000000 \
+  --num-cpus="$HALL_RAY_CPUS" --temp-dir="$HALL_DIR/ray" --disable-usage-stats >"$HALL_DIR/logs/ray.log" 2>&1 &
+ray_head=$!
+for _ in $(seq 240); do
+  "$PYTHON" -c "import socket; socket.create_connection(('127.0.0.1', $HALL_RAY_PORT), timeout=1)" 2>/dev/null && break
+  sleep 0.5
+done
+export LLMVIZ_RAY_ADDRESS="127.0.0.1:$HALL_RAY_PORT"
+
+# 3. The app processes: the same settings, the same cookie secret, the same runs folder
+export LLMVIZ_RUNS_DIR="$HALL_DIR/runs"
+export STREAMLIT_SERVER_COOKIE_SECRET=${STREAMLIT_SERVER_COOKIE_SECRET:-$("$PYTHON" -c 'import secrets; print(secrets.token_hex(32))')}
+backends=""
+for port in $HALL_APP_PORTS; do
+  "$PYTHON" -m streamlit run app.py --server.address 127.0.0.1 --server.port "$port" --server.headless true \
+    --server.fileWatcherType none --browser.gatherUsageStats false >"$HALL_DIR/logs/app-$port.log" 2>&1 &
+  pids+=($!)
+  backends="$backends 127.0.0.1:$port"
+done
+for port in $HALL_APP_PORTS; do wait_for "the app process on port $port" "http://127.0.0.1:$port/_stcore/health"; done
+
+# 4. Caddy in front
+STREAMLIT_STATIC=$("$PYTHON" -c "import streamlit, os; print(os.path.join(os.path.dirname(streamlit.__file__), 'static'))") \
+  LLMVIZ_LISTEN="$HALL_LISTEN" LLMVIZ_BACKENDS="${backends# }" \
+  caddy run --config examples/hall/Caddyfile --adapter caddyfile >"$HALL_DIR/logs/caddy.log" 2>&1 &
+pids+=($!)
+wait_for "Caddy" "http://$HALL_LISTEN/_stcore/health"
+
+echo "The hall answers on http://$HALL_LISTEN (data and logs: $HALL_DIR)"
+wait -n "${pids[@]}" "$ray_head"  # until one of them ends (or Ctrl-C): then everything stops
+echo "a part of the hall ended: see $HALL_DIR/logs" >&2
+exit 1
