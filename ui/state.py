@@ -243,8 +243,6 @@ WIDGETS: dict[str, str] = {
     "vec_": "Embeddings: a vector typed for the cosine example (name)",
     "nn_": "Embeddings: the nearest-neighbour table (column)",
     "embedding_map": "Embeddings: the map of the picked model's tokens (a click on a token looks it up)",
-    "gpt_nn": "Embeddings: the word whose neighbours the GPT's embeddings show",
-    "w2v_nn": "Embeddings: the word whose neighbours word2vec shows",
     "train_w2v": "Embeddings: Train word2vec",
     # Model
     "tie_": "Model: tie the input and output embeddings (preset)",

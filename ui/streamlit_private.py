@@ -33,6 +33,10 @@ Nothing public does these jobs in the pinned versions, so each is kept here, nam
    built from plain dicts that llmviz's own builders make is not checked property by property again (most of
    the time a class's page open spent building heatmaps). :func:`unchecked_figure` uses it;
    ``tests/unit/ui/test_fast_builders.py`` checks every builder's figure against Plotly's checked one.
+10. ``QueryParams._bindings_by_param`` with ``WidgetMetadata.deserializer(None)`` and ``.serializer``: the widgets
+   of this session bound to the link and their defaults; :func:`link_values` writes the link as the browser does
+   (a bound widget's value, unless it equals the widget's default), so a test can check that the link alone
+   reproduces every setting.
 """
 
 from __future__ import annotations
@@ -195,6 +199,32 @@ def as_in_link(name: str, value):
             error,
         )
     return value
+
+
+def link_values(session_state=None) -> dict[str, str | list[str]]:
+    """10. The link's parameters for the widgets this session has bound to it, as the browser writes them: each
+    bound widget's serialized value, left out when it equals the widget's default (Streamlit's frontend leaves
+    those out of the address). ``session_state``: Streamlit's internal ``SessionState`` (default: this run's)."""
+    if session_state is None:
+        from streamlit.runtime.state.session_state_proxy import get_session_state
+
+        session_state = get_session_state()._state
+    from streamlit.runtime.state.query_params import _coerce_value_for_query_url
+
+    link: dict[str, str | list[str]] = {}
+    params = session_state.query_params
+    metadata_of = session_state._new_widget_state.widget_metadata
+    for name, binding in list(params._bindings_by_param.items()):
+        metadata = metadata_of.get(binding.widget_id)
+        if metadata is None or name not in session_state:
+            continue
+        value = session_state[name]
+        if value == metadata.deserializer(None):
+            continue
+        link[name] = _coerce_value_for_query_url(metadata.serializer(value), metadata.value_type)
+        if isinstance(link[name], list) and len(link[name]) == 1:
+            link[name] = link[name][0]  # a slider's one value, as the address writes it
+    return link
 
 
 # 9. figures from plain dicts, not checked again
