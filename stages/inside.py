@@ -753,8 +753,14 @@ def steering_section() -> None:
         st.text_input("Token", " list", max_chars=50, **share.bind("steer_token"))
     else:
         a, b = st.columns(2)
-        a.text_area("Towards these prompts (one a line)", DEFAULT_POSITIVE, height=90, **share.bind("steer_positive"))
-        b.text_area("Away from these", DEFAULT_NEGATIVE, height=90, **share.bind("steer_negative"))
+        a.text_area(
+            "Towards these prompts (one a line)",
+            DEFAULT_POSITIVE,
+            height=90,
+            max_chars=2000,
+            **share.bind("steer_positive"),
+        )
+        b.text_area("Away from these", DEFAULT_NEGATIVE, height=90, max_chars=2000, **share.bind("steer_negative"))
     with ui.friendly_errors("steering"):
         direction, what = steering_direction(view, kind, layer)
         prompt = state.value("steer_prompt", DEFAULT_STEER_PROMPT) or ""

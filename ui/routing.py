@@ -68,9 +68,8 @@ def start_server_once() -> None:
         configure_logging()
         for problem in settings.problems():
             logging.getLogger(__name__).warning(problem)
-        internals.guard_widget_states(
-            share.refuse_widget_value
-        )  # a widget value of the wrong kind: one line, no traceback
+        # a widget value of the wrong kind, or a text longer than its widget takes: one line, no traceback
+        internals.guard_widget_states(share.refuse_widget_value, state.MAX_WIDGET_TEXT)
 
 
 _PAGE_THREADS_SET = False

@@ -363,6 +363,11 @@ KEPT: dict[str, str] = {
     "before_prompt": "Training: the prompt of the before/after samples",
 }
 
+#: characters any text widget takes (a smaller ``max_chars`` of its own wins). ui.routing has every value a browser
+#: sends checked against it before a page reads it: a longer (forged) text is refused with a one-line notice, so
+#: no page tokenizes 20 MB in the server's script thread. The Tokens page reads the first 100,000 characters too.
+MAX_WIDGET_TEXT = 100_000
+
 _LINK_WIDGETS: set[str] = set()  # ui.share.PARAMS's names: those widgets' keys (registered by ui.share)
 
 

@@ -248,6 +248,31 @@ _FAMILIES = {"int_value": "number", "double_value": "number", **{kind: "trigger"
 _GUARDED: list[Callable[[str, str], None]] = []
 
 
+#: characters any text a browser sends may hold (its widget's max_chars when smaller): set by guard_widget_states
+_LARGEST_TEXT: list[int] = [100_000]
+
+
+def text_bound(metadata) -> int:
+    """8. The characters a text widget takes: its ``max_chars`` (kept by Streamlit's text serde, the deserializer's
+    object), else the largest text the guard allows."""
+    max_chars = getattr(getattr(metadata.deserializer, "__self__", None), "max_chars", None)
+    return min(max_chars, _LARGEST_TEXT[0]) if isinstance(max_chars, int) and max_chars > 0 else _LARGEST_TEXT[0]
+
+
+def text_problem(widget_state, sent: str, metadata) -> str | None:
+    """8. A text longer than its widget takes (a browser never sends one: its box stops at ``max_chars``; a forged
+    message of 20 MB was tokenized in the server's script thread): refused before anything reads it."""
+    if sent == "string_value":
+        length, bound = len(widget_state.string_value), text_bound(metadata)
+    elif sent == "string_array_value":
+        length, bound = sum(len(text) for text in widget_state.string_array_value.data), _LARGEST_TEXT[0]
+    else:
+        return None
+    if length > bound:
+        return f"a text of {length:,} characters for a widget that takes at most {bound:,}"
+    return None
+
+
 def widget_value_problem(widget_state, metadata) -> str | None:
     """8. Why a widget value a browser sent cannot be used by its widget (None: it can): a value of another kind
     than the widget holds, or one its deserializer refuses. Triggers and uploads are checked by kind only (their
@@ -257,6 +282,9 @@ def widget_value_problem(widget_state, metadata) -> str | None:
     sent = widget_state.WhichOneof("value")
     if sent is None or metadata is None:
         return None  # a cleared value, or a widget not drawn yet (register_widget checks it then)
+    too_long = text_problem(widget_state, sent, metadata)
+    if too_long is not None:
+        return too_long
     if _FAMILIES.get(sent, sent) != _FAMILIES.get(metadata.value_type, metadata.value_type):
         return f"a {sent} for a widget that holds a {metadata.value_type}"
     if sent in _TRIGGERS or sent == "file_uploader_state_value":
@@ -269,10 +297,13 @@ def widget_value_problem(widget_state, metadata) -> str | None:
     return None
 
 
-def guard_widget_states(refused: Callable[[str, str], None]) -> bool:
+def guard_widget_states(refused: Callable[[str, str], None], largest_text: int | None = None) -> bool:
     """8. Once per server process: drop every widget value a browser sends that its widget cannot take, calling
-    ``refused(widget_id, why)`` for each (in the script run that received it). Returns whether the guard is in
-    place (False, with a warning in the log, should an upgrade have changed what it wraps)."""
+    ``refused(widget_id, why)`` for each (in the script run that received it); a text longer than its widget's
+    ``max_chars`` or ``largest_text`` characters is one. Returns whether the guard is in place (False, with a
+    warning in the log, should an upgrade have changed what it wraps)."""
+    if largest_text is not None:
+        _LARGEST_TEXT[0] = largest_text
     if _GUARDED:
         _GUARDED[0] = refused
         return True
