@@ -569,6 +569,8 @@ def _remember_model(widget_key: str) -> None:
         # the page menu right after Train) sends its old value, which must not undo the new pick
         return
     key = state.value(widget_key)
+    if not isinstance(key, str):  # no choice (the box emptied: a client's clear_cache): keep the current pick
+        return
     listed = entries()
     entry = next((e for e in listed if e.key == key), None)
     if entry is None:  # the browser sent a label it saw before (labels can change between runs): map it back
@@ -586,6 +588,8 @@ def _remember_step(widget_key: str, base: str, last: int) -> None:
     if widget_key != state.STEP_WIDGET.get():
         return  # an older step slider (the run has grown since): its value is stale
     value = state.value(widget_key)
+    if not isinstance(value, int):  # no value: keep the step picked
+        return
     state.PICKED_STEPS.setdefault()[base] = None if value >= last else value
     state.STEP_MOVED.set(True)  # the slider's fragment redraws the whole page with this step
 

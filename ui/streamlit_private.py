@@ -277,8 +277,10 @@ def widget_value_problem(widget_state, metadata) -> str | None:
     """8. Why a widget value a browser sent cannot be used by its widget (None: it can): a value of another kind
     than the widget holds, or one its deserializer refuses. Triggers and uploads are checked by kind only (their
     deserializers consume what they read)."""
-    from streamlit.runtime.state.common import unpack_widget_state_value
+    from streamlit.runtime.state.common import is_element_id, unpack_widget_state_value
 
+    if not is_element_id(widget_state.id):  # a bare name ("steer_token"): Streamlit's KeyError broke the page
+        return "a value for no widget (a widget's id starts with $$ID-)"
     sent = widget_state.WhichOneof("value")
     if sent is None or metadata is None:
         return None  # a cleared value, or a widget not drawn yet (register_widget checks it then)
