@@ -76,10 +76,13 @@ def client_id() -> str:
     """The student this browser session belongs to, for the server's shares (runs, queue, memory): the address of
     their computer, so every tab they open shares one share (Streamlit's ``st.context.ip_address``). The session
     itself where the address is unknown (a browser on the server's own machine, or a proxy there) or where
-    ``LLMVIZ_SHARE_BY=session`` (a class behind one NAT: every tab is then a student of its own)."""
+    ``LLMVIZ_SHARE_BY=session`` (a class behind one NAT: every tab is then a student of its own). A forwarded
+    address (``X-Forwarded-For``) counts only from a proxy named in ``LLMVIZ_TRUSTED_PROXIES``."""
     if settings.get("LLMVIZ_SHARE_BY") == "session":
         return session_id()
     address = st.context.ip_address if internals.script_run_context() is not None else None
+    if not internals.address_believed(session_id()):  # connected before the app said whom to trust (ui.routing)
+        address = None
     return f"address {address}" if isinstance(address, str) and address else session_id()  # (AppTest: a mock)
 
 

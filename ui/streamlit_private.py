@@ -37,6 +37,10 @@ Nothing public does these jobs in the pinned versions, so each is kept here, nam
    of this session bound to the link and their defaults; :func:`link_values` writes the link as the browser does
    (a bound widget's value, unless it equals the widget's default), so a test can check that the link alone
    reproduces every setting.
+11. uvicorn's ``ProxyHeadersMiddleware.trusted_hosts`` (uvicorn serves Streamlit's pages and websocket): uvicorn
+   believes ``X-Forwarded-For`` from 127.0.0.1 by default, so one client on the server's machine could name itself
+   five students. :func:`trust_forwarded_only_from` gives the running middleware the configured proxies instead
+   (``LLMVIZ_TRUSTED_PROXIES``); with them it takes the right-most address of the header that is not one of them.
 """
 
 from __future__ import annotations
@@ -225,6 +229,51 @@ def link_values(session_state=None) -> dict[str, str | list[str]]:
         if isinstance(link[name], list) and len(link[name]) == 1:
             link[name] = link[name][0]  # a slider's one value, as the address writes it
     return link
+
+
+def trust_forwarded_only_from(proxies: tuple[str, ...] | list[str]) -> int:
+    """11. Believe ``X-Forwarded-For`` only on connections from ``proxies`` (addresses or networks; none: never).
+
+    Sets uvicorn's middleware of this process (found among the live objects: Streamlit builds it before any page
+    runs) and ``FORWARDED_ALLOW_IPS`` (read by a server made later, and by ``run.py app`` before it starts one).
+    Returns how many middlewares were set (0: none found, the log says so)."""
+    import gc
+    import os
+
+    os.environ["FORWARDED_ALLOW_IPS"] = ",".join(proxies)
+    try:
+        from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware, _TrustedHosts
+    except ImportError as error:
+        logger.warning("X-Forwarded-For: uvicorn's proxy middleware is not where it was (see item 11): %s", error)
+        return 0
+    found = [thing for thing in gc.get_objects() if isinstance(thing, ProxyHeadersMiddleware)]
+    for middleware in found:
+        middleware.trusted_hosts = _TrustedHosts(list(proxies))
+    _CONNECTED_BEFORE_TRUST.update(_session_ids())
+    return len(found)
+
+
+_CONNECTED_BEFORE_TRUST: set[str] = set()  # sessions whose address uvicorn read before it was told whom to trust
+
+
+def _session_ids() -> set[str]:
+    """4. The ids of the sessions this server has now (empty without a server: tests)."""
+    from streamlit.runtime import Runtime
+
+    if not Runtime.exists():
+        return set()
+    try:
+        return {info.session.id for info in Runtime.instance()._session_mgr.list_sessions()}
+    except Exception as error:  # noqa: BLE001 - then every session's address is used as uvicorn gave it
+        logger.warning("Could not list the server's sessions (see item 11): %s", error)
+        return set()
+
+
+def address_believed(session_id: str) -> bool:
+    """11. Was this session's address read under :func:`trust_forwarded_only_from`'s rule? The sessions that
+    connected before the first page run set it (a server started by ``streamlit run`` without
+    ``FORWARDED_ALLOW_IPS``) may carry a forwarded address uvicorn believed by default: they count as themselves."""
+    return session_id not in _CONNECTED_BEFORE_TRUST
 
 
 # 9. figures from plain dicts, not checked again
