@@ -246,7 +246,8 @@ def trust_forwarded_only_from(proxies: tuple[str, ...] | list[str]) -> int:
     except ImportError as error:
         logger.warning("X-Forwarded-For: uvicorn's proxy middleware is not where it was (see item 11): %s", error)
         return 0
-    found = [thing for thing in gc.get_objects() if isinstance(thing, ProxyHeadersMiddleware)]
+    # type(), not isinstance(): a lazy module among the objects warns when its __class__ is read
+    found = [thing for thing in gc.get_objects() if type(thing) is ProxyHeadersMiddleware]
     for middleware in found:
         middleware.trusted_hosts = _TrustedHosts(list(proxies))
     _CONNECTED_BEFORE_TRUST.update(_session_ids())
