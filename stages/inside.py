@@ -264,9 +264,9 @@ def heads_section() -> None:
         return
     with ui.friendly_errors("the head detectors"):
         tokens, scores = _heads(view.content_key, view.model)
-        if not state.has_value("detector"):  # open on the detector that shows a head on this model
-            state.set_value("detector", clearest_detector(scores, tokens))
-        kind = st.radio("Detector", heads.DETECTORS, horizontal=True, **share.bind("detector"))
+        # open on the detector that shows a head on this model: its default, so a link that leaves it out opens it
+        clearest = heads.DETECTORS.index(clearest_detector(scores, tokens))
+        kind = st.radio("Detector", heads.DETECTORS, index=clearest, horizontal=True, **share.bind("detector"))
         half = len(tokens) // 2
         st.markdown(
             f"**{kind}**: {heads.DETECTOR_HELP[kind]}. Measured on one fixed test input: {half} distinct "

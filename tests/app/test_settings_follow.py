@@ -61,7 +61,7 @@ def another_value(widget):
     if kind in ("Checkbox", "Toggle"):
         return not value
     if kind in ("TextInput", "TextArea"):
-        return (value or "") + " cat"
+        return value + " cat" if value else None  # empty means "the page chooses" (patching's answer token)
     if kind == "Slider":
         if isinstance(value, tuple):
             return None
@@ -73,15 +73,19 @@ def another_value(widget):
         others = [index for index in range(len(widget.options)) if index != widget.index]
         return ("index", others[-1]) if others else None
     if kind == "SelectSlider":
-        labels = list(widget.options)
-        others = [label for label in labels if label != str(value)]
-        return type(value)(others[-1]) if others and not isinstance(value, str) else (others[-1] if others else None)
+        if isinstance(value, tuple | list):
+            return None
+        others = [index for index, label in enumerate(widget.options) if label != widget.format_func(value)]
+        return ("label", others[-1]) if others else None
     if kind == "Multiselect":
-        return value[:1] if len(value) > 1 else None
+        return ("labels", widget.options[:1]) if not value else value[:1] if len(value) > 1 else None
+    if kind == "Radio":
+        others = [index for index in range(len(widget.options)) if index != widget.index]
+        return ("radio", others[0]) if others else None
     return None
 
 
-def option_value(at: AppTest, widget, label: str):
+def option_value(at: AppTest, widget, label: str | list[str]):
     """The value behind an option's label (AppTest knows only the labels)."""
     metadata = at.session_state._state._state._new_widget_state.widget_metadata[widget.id]
     return metadata.deserializer(label)
@@ -100,19 +104,23 @@ def shown(at: AppTest, key: str):
     return next(widget.value for widget in _all_widgets(at) if getattr(widget, "key", None) == key)
 
 
-@pytest.mark.parametrize("stage", STAGES, ids=[stage.key for stage in STAGES])
-def test_every_bound_setting_is_in_the_link_after_a_visit_elsewhere_and_the_link_alone_reproduces_it(stage):
-    at = open_page(stage.path, OPENS_WITH.get(stage.path, {}))
+def walk(path: str, opens_with: dict) -> set[str]:
+    """Open ``path`` with ``opens_with``, give every bound setting drawn another value, visit another page and come
+    back (the values stay), then open the link alone in a new session (the same values). Returns the settings
+    walked."""
+    at = open_page(path, opens_with)
     assert_clean(at)
     changed = {}
     for widget in bound_widgets(at):
-        if widget.key in ("corpus", "seed"):  # the sidebar: another corpus retrains nothing here but reloads data
-            continue
-        if widget.key in SKIPPED:
-            continue
+        if getattr(widget, "disabled", False):
+            continue  # a browser cannot change it (beam width while sampling)
+        if widget.key in ("corpus", "seed") or widget.key in SKIPPED or widget.key in opens_with:
+            continue  # the sidebar's corpus reloads every page's data; what the page was opened with stays
         new = another_value(widget)
         if isinstance(new, tuple):  # an option's label: the value behind it, as Streamlit reads the label
-            new = option_value(at, widget, widget.options[new[1]])
+            how, which = new
+            label = which if how == "labels" else widget.options[which]
+            new = option_value(at, widget, [label] if how == "label" else label)
             widget.set_value(new)
         elif new is not None:
             widget.set_value(new)
@@ -120,17 +128,45 @@ def test_every_bound_setting_is_in_the_link_after_a_visit_elsewhere_and_the_link
             changed[widget.key] = new
     at.run()
     assert_clean(at)
-    wanted = {key: shown(at, key) for key in changed}
-    other = "stages/tokens.py" if stage.path != "stages/tokens.py" else "stages/sampling.py"
+    drawn = {getattr(widget, "key", None) for widget in _all_widgets(at)}
+    wanted = {key: shown(at, key) for key in changed if key in drawn}  # one choice may hide another's widget
+    changed = {key: changed[key] for key in wanted}
+    other = "stages/tokens.py" if path != "stages/tokens.py" else "stages/sampling.py"
     at.switch_page(str(ui.ROOT / other)).run()
-    at.switch_page(str(ui.ROOT / stage.path)).run()
+    at.switch_page(str(ui.ROOT / path)).run()
     assert_clean(at)
     again = {key: shown(at, key) for key in changed}
     assert again == wanted, "a page visited again opens with the student's last settings"
     link = link_of(at)  # a value equal to its default is left out (a derived default: key/value heads = heads)
-    fresh = open_page(stage.path, link)
+    fresh = open_page(path, link)
     assert_clean(fresh)
     assert {key: shown(fresh, key) for key in changed} == wanted, f"the link {link} alone opens another view"
+    return set(changed)
+
+
+def tabs_of(at: AppTest) -> dict[str, list[str]]:
+    """The page's lesson tabs (``ui.sections.lazy_tabs``): link parameter → the labels it may name."""
+    bound = set(at.session_state._state._state.query_params._bindings_by_param) & set(share.PARAMS)
+    drawn = {getattr(widget, "key", None) for widget in _all_widgets(at)}
+    labels = [tab.label for tab in at.tabs]
+    return {name: labels for name in sorted(bound - drawn)}
+
+
+@pytest.mark.parametrize("stage", STAGES, ids=[stage.key for stage in STAGES])
+def test_every_bound_setting_is_in_the_link_after_a_visit_elsewhere_and_the_link_alone_reproduces_it(stage):
+    """Every tab of the page too: the settings of each lesson are walked with that tab open."""
+    opens_with = OPENS_WITH.get(stage.path, {})
+    walked = walk(stage.path, opens_with)
+    at = open_page(stage.path, opens_with)
+    for name, labels in tabs_of(at).items():
+        for label in labels:
+            tab = {**opens_with, name: label}
+            if open_page(stage.path, tab).session_state[name] == label:  # a label of this tab group
+                walked |= walk(stage.path, tab)
+    WALKED.update(walked)
+
+
+WALKED: set[str] = set()
 
 
 def test_sampling_keeps_top_k_0_in_the_link_after_a_visit_elsewhere():
