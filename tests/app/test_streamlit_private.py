@@ -214,7 +214,8 @@ def test_10_the_link_a_browser_writes_is_read_from_the_bound_widgets():
     assert link["temperature"] == "1.5", "QueryParams._bindings_by_param or widget metadata changed: " + RECHECK
 
 
-def test_11_uvicorn_believes_x_forwarded_for_only_from_the_hosts_it_is_given():
+def test_11_uvicorn_believes_x_forwarded_for_only_from_the_hosts_it_is_given(monkeypatch):
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", "")  # restored after the test (trust_forwarded_only_from sets it)
     from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware, _TrustedHosts
 
     middleware = ProxyHeadersMiddleware(app=None)
