@@ -157,6 +157,8 @@ def main(argv: list[str]) -> int:
     if verb == "app":
         python = setup("app")
         say("the app is at http://localhost:8501 (open it in a browser; Ctrl-C stops it)")
+        # X-Forwarded-For only from LLMVIZ_TRUSTED_PROXIES, from the first connection on (uvicorn reads it at start)
+        os.environ["FORWARDED_ALLOW_IPS"] = os.environ.get("LLMVIZ_TRUSTED_PROXIES", "").replace(" ", ",")
         return run([str(python), "-m", "streamlit", "run", "app.py", *rest])
     if verb == "test":
         python = setup("test")

@@ -140,13 +140,14 @@ class ProtocolError(RuntimeError):
 class Student:
     """One browser session, simulated: one websocket, the page's widgets and the address it is on."""
 
-    def __init__(self, url: str, timeout_s: float = 120) -> None:
+    def __init__(self, url: str, timeout_s: float = 120, headers: dict[str, str] | None = None) -> None:
         parsed = urllib.parse.urlparse(url)
         if parsed.hostname not in ("127.0.0.1", "localhost"):
             raise ValueError("the protocol client only talks to a server on this machine (127.0.0.1)")
         self.base = url.rstrip("/")
         self.stream = f"ws://{parsed.netloc}/_stcore/stream"
         self.timeout_s = timeout_s
+        self.headers = dict(headers or {})  # sent with the websocket's handshake (tests forge X-Forwarded-For)
         self.socket = None
         self.page_name = ""
         self.page_hash = ""
@@ -182,7 +183,11 @@ class Student:
         self.query = urllib.parse.parse_qs(query, keep_blank_values=True)
         began = time.perf_counter()
         self.socket = await websockets.connect(
-            self.stream, subprotocols=["streamlit"], max_size=None, open_timeout=self.timeout_s
+            self.stream,
+            subprotocols=["streamlit"],
+            max_size=None,
+            open_timeout=self.timeout_s,
+            additional_headers=self.headers or None,
         )
         message = BackMsg()
         message.rerun_script.query_string = urllib.parse.urlencode(self.query, doseq=True)

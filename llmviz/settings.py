@@ -27,7 +27,7 @@ class Setting:
     """One environment variable: how to read it, its default (``None``: computed where it is used), and its doc."""
 
     name: str
-    kind: str  # "int", "float", "path", "choice" or "text": what parse() accepts
+    kind: str  # "int", "float", "path", "choice", "addresses" or "text": what parse() accepts
     default: Any
     unit: str
     help: str
@@ -49,6 +49,8 @@ class Setting:
             if not math.isfinite(value) or (self.minimum is not None and value < self.minimum):
                 raise ValueError(f"is not a number of at least {self.minimum:g}")
             return value
+        if self.kind == "addresses":
+            return parse_addresses(text)
         if self.kind == "choice":
             if text not in self.choices:
                 raise ValueError(f"is not one of {', '.join(self.choices)}")
@@ -56,6 +58,26 @@ class Setting:
         if not text:
             raise ValueError("is empty")
         return text
+
+
+def parse_addresses(text: str) -> tuple[str, ...]:
+    """IP addresses and networks, separated by commas or spaces; ``ValueError`` names the first that is neither.
+
+    >>> parse_addresses("127.0.0.1, ::1 10.0.0.0/8")
+    ('127.0.0.1', '::1', '10.0.0.0/8')
+    >>> parse_addresses("caddy")
+    Traceback (most recent call last):
+    ValueError: 'caddy' is not an IP address or network
+    """
+    import ipaddress
+
+    found = tuple(item for item in text.replace(",", " ").split() if item)
+    for item in found:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ValueError(f"{item!r} is not an IP address or network") from None
+    return found
 
 
 def _declare(*settings: Setting) -> dict[str, Setting]:
@@ -122,6 +144,15 @@ SETTINGS: dict[str, Setting] = _declare(
         "`address`: a student's shares count every tab of their computer (by its IP address); `session`: every "
         "browser tab is a student of its own (a class behind one NAT, or a proxy on the server's machine)",
         choices=("address", "session"),
+    ),
+    Setting(
+        "LLMVIZ_TRUSTED_PROXIES",
+        "addresses",
+        None,
+        "addresses",
+        "the proxies (IP addresses or networks, comma-separated: `127.0.0.1` for Caddy on the same machine) whose "
+        "X-Forwarded-For header names the student's address; from any other connection the header is ignored "
+        "(default: none, so no header is trusted)",
     ),
     Setting(
         "LLMVIZ_WORKER_TIMEOUT",

@@ -88,7 +88,7 @@ def look_up_clicked(tokenizer) -> None:
     data = points[0].get("customdata") if points else None
     token = data[0] if isinstance(data, list) and data else data
     if isinstance(token, int | float):
-        state.set_value(state.widget("gpt_nn"), tokenizer.decode([int(token)]))
+        state.set_value("gpt_nn", tokenizer.decode([int(token)]))
 
 
 @sections.section("embeddings.projection")
@@ -97,7 +97,7 @@ def embedding_map(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -
     switch, the looked-up token and a click on the map re-draw only this part."""
     tokenizer = view.tokenizer
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-    query_text = c1.text_input("Nearest neighbours of", DEFAULT_QUERY, key=state.widget("gpt_nn"))
+    query_text = c1.text_input("Nearest neighbours of", DEFAULT_QUERY, **share.bind("gpt_nn"))
     dims = c2.radio("Projection", [2, 3], horizontal=True, format_func=lambda d: f"{d}D PCA")
     query_ids = encode(tokenizer, query_text)
     found = neighbours_of(view.content_key, query_ids[0], table) if query_ids else None
@@ -183,7 +183,7 @@ def token_embeddings() -> None:
     else:
         ui.panels.embeddings.token_vectors(view.tokenizer, table, ids)
     if view.run_id is not None:  # a run has steps: its table at step 0 was random
-        query_text = state.value(state.widget("gpt_nn")) or DEFAULT_QUERY
+        query_text = state.value("gpt_nn") or DEFAULT_QUERY
         st.subheader("Step 0 vs step N: the nearest neighbours")
         st.caption(
             "At step 0 the table is random, so the neighbours are arbitrary; training pulls tokens used alike together."
@@ -352,7 +352,7 @@ def word2vec_explorer() -> None:
     labelled: set[int] = set(range(min(40, len(vocab.words))))
     looked_up: list[int] = []  # the looked-up word and its neighbours, in orange and labelled first
     with left:
-        word = st.text_input("Nearest neighbours of", embeddings.opening_word(vocab.words), key=state.widget("w2v_nn"))
+        word = st.text_input("Nearest neighbours of", embeddings.opening_word(vocab.words), **share.bind("w2v_nn"))
         key = word.strip().lower()
         if key not in vocab.index:
             st.warning(

@@ -87,9 +87,9 @@ def heads_section() -> None:
         return
     with ui.friendly_errors("the head detectors"):
         tokens, scores = inside.cached_head_scores(view.content_key, view.model)
-        if not state.has_value("detector"):  # open on the detector that shows a head on this model
-            state.set_value("detector", clearest_detector(scores, tokens))
-        kind = st.radio("Detector", heads.DETECTORS, horizontal=True, **share.bind("detector"))
+        # open on the detector that shows a head on this model: its default, so a link that leaves it out opens it
+        clearest = heads.DETECTORS.index(clearest_detector(scores, tokens))
+        kind = st.radio("Detector", heads.DETECTORS, index=clearest, horizontal=True, **share.bind("detector"))
         half = len(tokens) // 2
         st.markdown(
             f"**{kind}**: {heads.DETECTOR_HELP[kind]}. Measured on one fixed test input: {half} distinct "
@@ -236,8 +236,14 @@ def steering_section() -> None:
         st.text_input("Token", " list", max_chars=50, **share.bind("steer_token"))
     else:
         a, b = st.columns(2)
-        a.text_area("Towards these prompts (one a line)", DEFAULT_POSITIVE, height=90, **share.bind("steer_positive"))
-        b.text_area("Away from these", DEFAULT_NEGATIVE, height=90, **share.bind("steer_negative"))
+        a.text_area(
+            "Towards these prompts (one a line)",
+            DEFAULT_POSITIVE,
+            height=90,
+            max_chars=2000,
+            **share.bind("steer_positive"),
+        )
+        b.text_area("Away from these", DEFAULT_NEGATIVE, height=90, max_chars=2000, **share.bind("steer_negative"))
     with ui.friendly_errors("steering"):
         direction, what = inside.steering_direction(view, kind, layer)
         prompt = state.value("steer_prompt", DEFAULT_STEER_PROMPT) or ""

@@ -56,26 +56,33 @@ def size_a_gpt() -> None:
     base = base_config(preset, view)
     if preset == "custom":
         c1, c2, c3 = st.columns(3)
-        vocab_size = c1.number_input("Vocabulary size", 1, 300_000, base.vocab_size, step=256)
-        context_length = c1.number_input("Context length (positions)", 1, 32_768, base.context_length, step=64)
-        d_model = c2.slider("d_model (width)", 8, 2048, base.d_model, step=8)
+        vocab_size = c1.number_input(
+            "Vocabulary size", 1, 300_000, base.vocab_size, step=256, **share.bind("vocab_size")
+        )
+        context_length = c1.number_input(
+            "Context length (positions)", 1, 32_768, base.context_length, step=64, **share.bind("context_length")
+        )
+        d_model = c2.slider("d_model (width)", 8, 2048, base.d_model, step=8, **share.bind("d_model"))
         # up to 64 heads, the most the configuration's advice ever suggests; a GPT needs at least one block
-        n_heads = c2.slider("Heads", 1, 64, base.n_heads)
-        n_layers = c3.slider("Layers", 1, 48, base.n_layers)
-        qkv_bias = c3.toggle("Bias in W_Q, W_K, W_V", value=False)
-        bias = c3.toggle("Biases in W_O, the MLP and LayerNorm", value=True)
+        n_heads = c2.slider("Heads", 1, 64, base.n_heads, **share.bind("n_heads"))
+        n_layers = c3.slider("Layers", 1, 48, base.n_layers, **share.bind("n_layers"))
+        qkv_bias = c3.toggle("Bias in W_Q, W_K, W_V", value=False, **share.bind("qkv_bias"))
+        bias = c3.toggle("Biases in W_O, the MLP and LayerNorm", value=True, **share.bind("bias"))
         s1, s2, s3, s4 = st.columns(4)
-        positions = s1.selectbox("Positions", POSITIONS, format_func=architectures.POSITION_TITLES.get)
-        norm = s2.selectbox("Norm", NORMS, format_func=architectures.NORM_TITLES.get)
-        mlp_kind = s3.selectbox("MLP", MLP_KINDS, format_func=architectures.MLP_TITLES.get)
+        positions = s1.selectbox(
+            "Positions", POSITIONS, format_func=architectures.POSITION_TITLES.get, **share.bind("positions_kind")
+        )
+        norm = s2.selectbox("Norm", NORMS, format_func=architectures.NORM_TITLES.get, **share.bind("norm"))
+        mlp_kind = s3.selectbox("MLP", MLP_KINDS, format_func=architectures.MLP_TITLES.get, **share.bind("mlp"))
         n_kv_heads = s4.number_input(
             "Key/value heads",
             1,
             64,
             n_heads,
             help="As many as the heads: multi-head; fewer: grouped-query; 1: multi-query.",
+            **share.bind("kv_heads"),
         )
-        n_experts = s4.number_input("Experts (0 = one dense MLP)", 0, 64, 0)
+        n_experts = s4.number_input("Experts (0 = one dense MLP)", 0, 64, 0, **share.bind("experts"))
         values = dict(
             vocab_size=int(vocab_size),
             context_length=int(context_length),

@@ -237,10 +237,13 @@ def train_bpe_controls() -> None:
         )
         pattern = c2.selectbox(
             "Pre-split pattern",
-            ["gpt4", "gpt2", None],
-            format_func=lambda p: {"gpt4": "GPT-4 (cl100k) regex", "gpt2": "GPT-2 regex", None: "none (whole text)"}[p],
+            ["gpt4", "gpt2", "none"],  # "none", not None: a link cannot carry None (it left the link)
+            format_func=lambda p: {"gpt4": "GPT-4 (cl100k) regex", "gpt2": "GPT-2 regex", "none": "none (whole text)"}[
+                p
+            ],
             **share.bind("split"),
         )
+        pattern = None if pattern == "none" else pattern
         limit = c3.select_slider(
             "Train on the first",
             [10_000, 50_000, 200_000, 1_000_000, 5_000_000],

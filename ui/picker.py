@@ -75,10 +75,13 @@ def client_id() -> str:
     """The student this browser session belongs to, for the server's shares (runs, queue, memory): the address of
     their computer, so every tab they open shares one share (Streamlit's ``st.context.ip_address``). The session
     itself where the address is unknown (a browser on the server's own machine, or a proxy there) or where
-    ``LLMVIZ_SHARE_BY=session`` (a class behind one NAT: every tab is then a student of its own)."""
+    ``LLMVIZ_SHARE_BY=session`` (a class behind one NAT: every tab is then a student of its own). A forwarded
+    address (``X-Forwarded-For``) counts only from a proxy named in ``LLMVIZ_TRUSTED_PROXIES``."""
     if settings.get("LLMVIZ_SHARE_BY") == "session":
         return session_id()
     address = st.context.ip_address if streamlit_private.script_run_context() is not None else None
+    if not streamlit_private.address_believed(session_id()):  # connected before the app said whom to trust (ui.routing)
+        address = None
     return f"address {address}" if isinstance(address, str) and address else session_id()  # (AppTest: a mock)
 
 
@@ -568,6 +571,8 @@ def _remember_model(widget_key: str) -> None:
         # the page menu right after Train) sends its old value, which must not undo the new pick
         return
     key = state.value(widget_key)
+    if not isinstance(key, str):  # no choice (the box emptied: a client's clear_cache): keep the current pick
+        return
     listed = entries()
     entry = next((e for e in listed if e.key == key), None)
     if entry is None:  # the browser sent a label it saw before (labels can change between runs): map it back
@@ -585,6 +590,8 @@ def _remember_step(widget_key: str, base: str, last: int) -> None:
     if widget_key != state.STEP_WIDGET.get():
         return  # an older step slider (the run has grown since): its value is stale
     value = state.value(widget_key)
+    if not isinstance(value, int):  # no value: keep the step picked
+        return
     state.PICKED_STEPS.setdefault()[base] = None if value >= last else value
     state.STEP_MOVED.set(True)  # the slider's fragment redraws the whole page with this step
 

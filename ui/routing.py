@@ -59,17 +59,19 @@ _STARTED = False
 
 def start_server_once() -> None:
     """Once per server process: one log handler for llmviz and ui (on stderr, beside Streamlit's), one warning
-    line for each ``LLMVIZ_*`` variable whose value cannot be used (its default is used instead), and the check of
-    the widget values browsers send (``ui.streamlit_private.guard_widget_states``)."""
+    line for each ``LLMVIZ_*`` variable whose value cannot be used (its default is used instead), the check of
+    the widget values browsers send (``ui.streamlit_private.guard_widget_states``), and the proxies whose
+    ``X-Forwarded-For`` is believed (``LLMVIZ_TRUSTED_PROXIES``: none by default)."""
     global _STARTED
     if not _STARTED:
         _STARTED = True
         configure_logging()
         for problem in settings.problems():
             logging.getLogger(__name__).warning(problem)
-        streamlit_private.guard_widget_states(
-            share.refuse_widget_value
-        )  # a widget value of the wrong kind: one line, no traceback
+        # a widget value of the wrong kind, or a text longer than its widget takes: one line, no traceback
+        streamlit_private.guard_widget_states(share.refuse_widget_value, state.MAX_WIDGET_TEXT)
+        # a forwarded address only from a configured proxy: a client on this machine cannot name itself N students
+        streamlit_private.trust_forwarded_only_from(settings.get("LLMVIZ_TRUSTED_PROXIES") or ())
 
 
 _PAGE_THREADS_SET = False

@@ -243,8 +243,6 @@ WIDGETS: dict[str, str] = {
     "vec_": "Embeddings: a vector typed for the cosine example (name)",
     "nn_": "Embeddings: the nearest-neighbour table (column)",
     "embedding_map": "Embeddings: the map of the picked model's tokens (a click on a token looks it up)",
-    "gpt_nn": "Embeddings: the word whose neighbours the GPT's embeddings show",
-    "w2v_nn": "Embeddings: the word whose neighbours word2vec shows",
     "train_w2v": "Embeddings: Train word2vec",
     # Model
     "tie_": "Model: tie the input and output embeddings (preset)",
@@ -364,6 +362,11 @@ KEPT: dict[str, str] = {
     "runs_on_chart": "Training: the runs on the comparison chart",
     "before_prompt": "Training: the prompt of the before/after samples",
 }
+
+#: characters any text widget takes (a smaller ``max_chars`` of its own wins). ui.routing has every value a browser
+#: sends checked against it before a page reads it: a longer (forged) text is refused with a one-line notice, so
+#: no page tokenizes 20 MB in the server's script thread. The Tokens page reads the first 100,000 characters too.
+MAX_WIDGET_TEXT = 100_000
 
 _LINK_WIDGETS: set[str] = set()  # ui.share.PARAMS's names: those widgets' keys (registered by ui.share)
 

@@ -33,6 +33,14 @@ Nothing public does these jobs in the pinned versions, so each is kept here, nam
    built from plain dicts that llmviz's own builders make is not checked property by property again (most of
    the time a class's page open spent building heatmaps). :func:`unchecked_figure` uses it;
    ``tests/app/test_ui_builders.py`` checks every builder's figure against Plotly's checked one.
+10. ``QueryParams._bindings_by_param`` with ``WidgetMetadata.deserializer(None)`` and ``.serializer``: the widgets
+   of this session bound to the link and their defaults; :func:`link_values` writes the link as the browser does
+   (a bound widget's value, unless it equals the widget's default), so a test can check that the link alone
+   reproduces every setting.
+11. uvicorn's ``ProxyHeadersMiddleware.trusted_hosts`` (uvicorn serves Streamlit's pages and websocket): uvicorn
+   believes ``X-Forwarded-For`` from 127.0.0.1 by default, so one client on the server's machine could name itself
+   five students. :func:`trust_forwarded_only_from` gives the running middleware the configured proxies instead
+   (``LLMVIZ_TRUSTED_PROXIES``); with them it takes the right-most address of the header that is not one of them.
 """
 
 from __future__ import annotations
@@ -197,6 +205,78 @@ def as_in_link(name: str, value):
     return value
 
 
+def link_values(session_state=None) -> dict[str, str | list[str]]:
+    """10. The link's parameters for the widgets this session has bound to it, as the browser writes them: each
+    bound widget's serialized value, left out when it equals the widget's default (Streamlit's frontend leaves
+    those out of the address). ``session_state``: Streamlit's internal ``SessionState`` (default: this run's)."""
+    if session_state is None:
+        from streamlit.runtime.state.session_state_proxy import get_session_state
+
+        session_state = get_session_state()._state
+    from streamlit.runtime.state.query_params import _coerce_value_for_query_url
+
+    link: dict[str, str | list[str]] = {}
+    params = session_state.query_params
+    metadata_of = session_state._new_widget_state.widget_metadata
+    for name, binding in list(params._bindings_by_param.items()):
+        metadata = metadata_of.get(binding.widget_id)
+        if metadata is None or name not in session_state:
+            continue
+        value = session_state[name]
+        if value == metadata.deserializer(None):
+            continue
+        link[name] = _coerce_value_for_query_url(metadata.serializer(value), metadata.value_type)
+        if isinstance(link[name], list) and len(link[name]) == 1:
+            link[name] = link[name][0]  # a slider's one value, as the address writes it
+    return link
+
+
+def trust_forwarded_only_from(proxies: tuple[str, ...] | list[str]) -> int:
+    """11. Believe ``X-Forwarded-For`` only on connections from ``proxies`` (addresses or networks; none: never).
+
+    Sets uvicorn's middleware of this process (found among the live objects: Streamlit builds it before any page
+    runs) and ``FORWARDED_ALLOW_IPS`` (read by a server made later, and by ``run.py app`` before it starts one).
+    Returns how many middlewares were set (0: none found, the log says so)."""
+    import gc
+    import os
+
+    os.environ["FORWARDED_ALLOW_IPS"] = ",".join(proxies)
+    try:
+        from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware, _TrustedHosts
+    except ImportError as error:
+        logger.warning("X-Forwarded-For: uvicorn's proxy middleware is not where it was (see item 11): %s", error)
+        return 0
+    # type(), not isinstance(): a lazy module among the objects warns when its __class__ is read
+    found = [thing for thing in gc.get_objects() if type(thing) is ProxyHeadersMiddleware]
+    for middleware in found:
+        middleware.trusted_hosts = _TrustedHosts(list(proxies))
+    _CONNECTED_BEFORE_TRUST.update(_session_ids())
+    return len(found)
+
+
+_CONNECTED_BEFORE_TRUST: set[str] = set()  # sessions whose address uvicorn read before it was told whom to trust
+
+
+def _session_ids() -> set[str]:
+    """4. The ids of the sessions this server has now (empty without a server: tests)."""
+    from streamlit.runtime import Runtime
+
+    if not Runtime.exists():
+        return set()
+    try:
+        return {info.session.id for info in Runtime.instance()._session_mgr.list_sessions()}
+    except Exception as error:  # noqa: BLE001 - then every session's address is used as uvicorn gave it
+        logger.warning("Could not list the server's sessions (see item 11): %s", error)
+        return set()
+
+
+def address_believed(session_id: str) -> bool:
+    """11. Was this session's address read under :func:`trust_forwarded_only_from`'s rule? The sessions that
+    connected before the first page run set it (a server started by ``streamlit run`` without
+    ``FORWARDED_ALLOW_IPS``) may carry a forwarded address uvicorn believed by default: they count as themselves."""
+    return session_id not in _CONNECTED_BEFORE_TRUST
+
+
 # 9. figures from plain dicts, not checked again
 def unchecked_figure(data: list[dict], layout: dict):
     """9. ``go.Figure(data=data, layout=layout)`` without Plotly's property-by-property check (the dicts come from
@@ -218,15 +298,45 @@ _FAMILIES = {"int_value": "number", "double_value": "number", **{kind: "trigger"
 _GUARDED: list[Callable[[str, str], None]] = []
 
 
+#: characters any text a browser sends may hold (its widget's max_chars when smaller): set by guard_widget_states
+_LARGEST_TEXT: list[int] = [100_000]
+
+
+def text_bound(metadata) -> int:
+    """8. The characters a text widget takes: its ``max_chars`` (kept by Streamlit's text serde, the deserializer's
+    object), else the largest text the guard allows."""
+    max_chars = getattr(getattr(metadata.deserializer, "__self__", None), "max_chars", None)
+    return min(max_chars, _LARGEST_TEXT[0]) if isinstance(max_chars, int) and max_chars > 0 else _LARGEST_TEXT[0]
+
+
+def text_problem(widget_state, sent: str, metadata) -> str | None:
+    """8. A text longer than its widget takes (a browser never sends one: its box stops at ``max_chars``; a forged
+    message of 20 MB was tokenized in the server's script thread): refused before anything reads it."""
+    if sent == "string_value":
+        length, bound = len(widget_state.string_value), text_bound(metadata)
+    elif sent == "string_array_value":
+        length, bound = sum(len(text) for text in widget_state.string_array_value.data), _LARGEST_TEXT[0]
+    else:
+        return None
+    if length > bound:
+        return f"a text of {length:,} characters for a widget that takes at most {bound:,}"
+    return None
+
+
 def widget_value_problem(widget_state, metadata) -> str | None:
     """8. Why a widget value a browser sent cannot be used by its widget (None: it can): a value of another kind
     than the widget holds, or one its deserializer refuses. Triggers and uploads are checked by kind only (their
     deserializers consume what they read)."""
-    from streamlit.runtime.state.common import unpack_widget_state_value
+    from streamlit.runtime.state.common import is_element_id, unpack_widget_state_value
 
+    if not is_element_id(widget_state.id):  # a bare name ("steer_token"): Streamlit's KeyError broke the page
+        return "a value for no widget (a widget's id starts with $$ID-)"
     sent = widget_state.WhichOneof("value")
     if sent is None or metadata is None:
         return None  # a cleared value, or a widget not drawn yet (register_widget checks it then)
+    too_long = text_problem(widget_state, sent, metadata)
+    if too_long is not None:
+        return too_long
     if _FAMILIES.get(sent, sent) != _FAMILIES.get(metadata.value_type, metadata.value_type):
         return f"a {sent} for a widget that holds a {metadata.value_type}"
     if sent in _TRIGGERS or sent == "file_uploader_state_value":
@@ -239,10 +349,13 @@ def widget_value_problem(widget_state, metadata) -> str | None:
     return None
 
 
-def guard_widget_states(refused: Callable[[str, str], None]) -> bool:
+def guard_widget_states(refused: Callable[[str, str], None], largest_text: int | None = None) -> bool:
     """8. Once per server process: drop every widget value a browser sends that its widget cannot take, calling
-    ``refused(widget_id, why)`` for each (in the script run that received it). Returns whether the guard is in
-    place (False, with a warning in the log, should an upgrade have changed what it wraps)."""
+    ``refused(widget_id, why)`` for each (in the script run that received it); a text longer than its widget's
+    ``max_chars`` or ``largest_text`` characters is one. Returns whether the guard is in place (False, with a
+    warning in the log, should an upgrade have changed what it wraps)."""
+    if largest_text is not None:
+        _LARGEST_TEXT[0] = largest_text
     if _GUARDED:
         _GUARDED[0] = refused
         return True

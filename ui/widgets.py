@@ -39,12 +39,16 @@ def bounded_slider(label: str, low, high, default, key: str | None = None, where
     The value a student left at layer 3, head 11 or top-k 50,257 stays in the session (and in the address);
     pick a model with 2 layers, 4 heads or 27 tokens and Streamlit refuses the kept value with
     ``StreamlitValueAboveMaxError``, which broke the section. The kept value moves to the nearest end of the new
-    range instead. The default is passed only while the widget has no value (as :func:`keep` does): Streamlit
-    warns when a widget gets a default and a value set in session state."""
+    range instead.
+
+    The default is passed on every run, kept value or not: a widget bound to the link leaves out of the address
+    the value equal to its default, so a default that changed between runs (it was left out once the widget had
+    a value, and Streamlit then took the range's low end) dropped top-k 0 from the link, which a fresh browser
+    then opened at top-k 10."""
     where = where or st
-    if key is None or not state.has_value(key):
-        return where.slider(label, low, high, default, key=key, **options)
-    kept = state.value(key)
-    if isinstance(kept, int | float) and not isinstance(kept, bool) and not low <= kept <= high:
-        state.set_value(key, type(kept)(min(max(kept, low), high)))
-    return where.slider(label, low, high, key=key, **options)
+    default = type(default)(min(max(default, low), high)) if isinstance(default, int | float) else default
+    if key is not None and state.has_value(key):
+        kept = state.value(key)
+        if isinstance(kept, int | float) and not isinstance(kept, bool) and not low <= kept <= high:
+            state.set_value(key, type(kept)(min(max(kept, low), high)))
+    return where.slider(label, low, high, default, key=key, **options)

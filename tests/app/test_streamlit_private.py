@@ -180,3 +180,60 @@ def test_8_a_widget_value_of_the_wrong_kind_is_found_and_dropped():
     state.on_script_will_rerun(sent)  # Streamlit's own method, wrapped: no ValueError from int("x")
     assert refused == ["$$ID-1-seed"], "SessionState.on_script_will_rerun changed: " + RECHECK
     assert state._new_widget_state.get_serialized("$$ID-1-seed") is None
+
+
+def test_8_a_text_longer_than_its_widget_takes_and_a_bare_key_are_refused():
+    from streamlit.elements.widgets.text_widgets import TextAreaSerde, TextInputSerde
+    from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
+    from streamlit.runtime.state.common import WidgetMetadata
+    from streamlit.runtime.state.session_state import SessionState
+
+    for serde, bound in ((TextInputSerde("", 50), 50), (TextAreaSerde("", None), streamlit_private._LARGEST_TEXT[0])):
+        text = WidgetMetadata(
+            id="$$ID-1-t", deserializer=serde.deserialize, serializer=serde.serialize, value_type="string_value"
+        )
+        assert streamlit_private.text_bound(text) == bound, "Streamlit's text serde lost max_chars: " + RECHECK
+        assert (
+            streamlit_private.widget_value_problem(WidgetState(id="$$ID-1-t", string_value="x" * bound), text) is None
+        )
+        too_long = streamlit_private.widget_value_problem(
+            WidgetState(id="$$ID-1-t", string_value="x" * (bound + 1)), text
+        )
+        assert f"at most {bound:,}" in too_long
+
+    refused = []
+    assert streamlit_private.guard_widget_states(lambda widget, why: refused.append(widget))
+    state = SessionState()
+    sent = WidgetStates()
+    sent.widgets.extend([WidgetState(id="steer_token", string_value="x")])
+    state.on_script_will_rerun(sent)
+    assert refused == ["steer_token"]
+    assert dict(state.filtered_state) == {}  # Streamlit's KeyError came from here
+
+
+def test_10_the_link_a_browser_writes_is_read_from_the_bound_widgets():
+    from streamlit.testing.v1 import AppTest
+
+    import ui
+    from tests.support.pages import TIMEOUT, by_label
+
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.run()
+    at.switch_page(str(ui.ROOT / "stages/sampling.py")).run()
+    assert "temperature" not in streamlit_private.link_values(at.session_state._state._state)  # the default: left out
+    by_label(at.slider, "Temperature").set_value(1.5).run()
+    link = streamlit_private.link_values(at.session_state._state._state)
+    assert link["temperature"] == "1.5", "QueryParams._bindings_by_param or widget metadata changed: " + RECHECK
+
+
+def test_11_uvicorn_believes_x_forwarded_for_only_from_the_hosts_it_is_given(monkeypatch):
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", "")  # restored after the test (trust_forwarded_only_from sets it)
+    from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware, _TrustedHosts
+
+    middleware = ProxyHeadersMiddleware(app=None)
+    assert isinstance(middleware.trusted_hosts, _TrustedHosts), "uvicorn's proxy middleware changed: " + RECHECK
+    assert streamlit_private.trust_forwarded_only_from(["10.9.0.0/16"]) >= 1
+    assert "127.0.0.1" not in middleware.trusted_hosts and "10.9.3.4" in middleware.trusted_hosts
+    assert middleware.trusted_hosts.get_trusted_client_address("6.6.6.6, 10.1.2.3, 10.9.0.7")[0] == "10.1.2.3"
+    streamlit_private.trust_forwarded_only_from([])
+    assert "10.9.3.4" not in middleware.trusted_hosts

@@ -152,3 +152,66 @@ def test_a_forged_array_of_the_wrong_kind_is_refused_too(server):
         assert run.status == "finished" and run.errors == [] and "exception" not in run.elements
     assert any("This browser sent a value" in alert for alert in forged.alerts)
     assert "must be real number" not in _log(log)
+
+
+def test_clear_cache_from_a_client_then_a_widget_change_keeps_the_page(server):
+    """A client's ``clear_cache`` emptied the model picker's value: the next widget change crashed the page in
+    ``ui.picker._remember_model`` ('NoneType' object has no attribute 'startswith')."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    url, log = server
+
+    async def clear_then_change():
+        async with Student(url) as student:
+            await student.open("sampling")
+            message = BackMsg()
+            message.clear_cache = True
+            await student.socket.send(message.SerializeToString())
+            changed = await student.set_widget("temperature", [1.5], whole_page=True)
+            again = await student.set_widget("top_p", [1.0], whole_page=True)
+            return changed, again
+
+    for run in _run(clear_then_change()):
+        assert run.status == "finished" and run.errors == [] and "exception" not in run.elements
+    assert "startswith" not in _log(log)
+
+
+def test_a_forged_widget_state_named_like_a_bare_key_is_refused(server):
+    """A widget state whose id is a bare key (``steer_token``, not Streamlit's ``$$ID-…``) made Streamlit raise
+    KeyError on the page's first read of its session state: a 55-line traceback and a broken page."""
+    url, log = server
+    before = _log(log).count(REFUSED_LINE)
+
+    async def forge():
+        async with Student(url) as student:
+            opened = await student.open("inside", states=[WidgetState(id="steer_token", string_value="x")])
+            rerun = await student.set_widget("seed", 7, whole_page=True)
+            return opened, rerun
+
+    opened, rerun = _run(forge())
+    for run in (opened, rerun):
+        assert run.status == "finished" and run.errors == [] and "exception" not in run.elements
+    text = _log(log)
+    assert text.count(REFUSED_LINE) == before + 1 and "Traceback" not in text
+
+
+def test_a_forged_megabyte_of_text_is_refused_before_any_page_reads_it(server):
+    """Inside › Steer's text areas had no max_chars: a forged 20 MB value was tokenized in the script thread (4-6 s a
+    rerun; here 1 MB, under the websocket's own message limit). Every text a browser sends is checked against its
+    widget's bound first (``ui.state.MAX_WIDGET_TEXT`` when the widget has no max_chars), whatever the page."""
+    url, log = server
+
+    async def forge():
+        async with Student(url) as student:
+            await student.open("sampling")
+            kept = student.values[student.widget("prompt").id]
+            forged = await student.set_widget("prompt", "x" * 1_000_000, whole_page=True)
+            student.values[student.widget("prompt").id] = kept  # an honest browser again
+            again = await student.set_widget("top_p", [1.0], whole_page=True)
+            return forged, again
+
+    forged, again = _run(forge())
+    assert forged.status == "finished" and forged.errors == [] and forged.seconds < 30
+    assert any("This browser sent a value" in alert and "Sampling: the prompt" in alert for alert in forged.alerts)
+    assert again.errors == [] and not any("This browser sent a value" in alert for alert in again.alerts)
+    assert "1,000,000 characters" in _log(log)

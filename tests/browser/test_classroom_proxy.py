@@ -29,7 +29,12 @@ def proxy(tmp_path_factory):
     if shutil.which("caddy") is None:
         pytest.skip("caddy is not installed (apt install caddy)")
     folder = tmp_path_factory.mktemp("classroom")
-    env = {"STREAMLIT_SERVER_COOKIE_SECRET": "the same for every process", "LLMVIZ_RUNS_DIR": str(folder)}
+    env = {
+        "STREAMLIT_SERVER_COOKIE_SECRET": "the same for every process",
+        "LLMVIZ_RUNS_DIR": str(folder),
+        "LLMVIZ_TRUSTED_PROXIES": "127.0.0.1",  # as docs/classroom.md sets it: Caddy runs on this machine
+        "FORWARDED_ALLOW_IPS": "127.0.0.1",
+    }
     apps = [start_app("app.py", env=env, log=folder / f"app{n}.log") for n in range(2)]
     port = free_port()
     caddy = subprocess.Popen(
@@ -76,7 +81,7 @@ def test_the_page_sets_the_sticky_cookie_and_its_websocket_goes_through(proxy):
 
     async def visit():
         async with Student(proxy) as student:
-            opened = await student.open("attention")
+            opened = await student.open("attention", "attention_tab=Step+by+step")  # the tab with the mask toggle
             flipped = await student.set_widget("mask", False)
             return opened, flipped
 

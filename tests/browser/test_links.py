@@ -6,7 +6,7 @@ import urllib.request
 
 import pytest
 
-from tests.support.browser import eventually, no_error_box, open_page, wait_until_idle
+from tests.support.browser import eventually, go, no_error_box, open_page, slider, wait_until_idle
 from ui import share
 
 pytestmark = pytest.mark.browser
@@ -66,4 +66,67 @@ def test_a_pasted_megabyte_leaves_a_link_that_opens(browser, app_url):
     )
     assert page.get_by_text("The link to this view carries the first").count()
     no_error_box(page)
+    page.close()
+
+
+def _values(page, labels) -> list[str]:
+    """What each slider shows (its value, then its range's ends)."""
+    return [
+        [line.strip() for line in slider_box.inner_text().splitlines() if line.strip()][1]
+        for slider_box in (page.locator("[data-testid='stSlider']").filter(has_text=label).first for label in labels)
+    ]
+
+
+def test_settings_follow_the_student_and_the_link_alone_reopens_them(browser, app_url):
+    """Issue 49 §4: Sampling at temperature 1.5, top-k 0 → another page → back through the sidebar keeps both, the
+    address and Copy link say so, and that link opened in a new session shows them; the same for Attention's layer
+    and head, and for a custom model's sizes on the Model page."""
+    page = open_page(browser, f"{app_url}/sampling")
+    slider(page, "Top-k").focus()
+    page.keyboard.press("Home")  # top-k 0: off
+    wait_until_idle(page)
+    slider(page, "Temperature").focus()
+    for _ in range(14):  # 0.8 → 1.5 in steps of 0.05
+        page.keyboard.press("ArrowRight")
+    wait_until_idle(page)
+    go(page, "Tokens")
+    go(page, "Sampling")
+    assert _values(page, ["Temperature", "Top-k"]) == ["1.50", "0"]
+    page.get_by_text("Copy link to this view").first.click()
+    copied = eventually(lambda: page.evaluate("window.__llmvizCopiedLink"), what="the copied link")
+    assert _carried(copied, "temperature") == "1.5" and _carried(copied, "top_k") == "0", copied
+    fresh = open_page(browser, copied)
+    assert _values(fresh, ["Temperature", "Top-k"]) == ["1.50", "0"]
+    no_error_box(fresh)
+    fresh.close()
+
+    go(page, "Attention")
+    for name in ("Layer", "Head"):
+        slider(page, name).focus()
+        page.keyboard.press("End")
+        wait_until_idle(page)
+    shown = _values(page, ["Layer", "Head"])
+    go(page, "Tokens")
+    go(page, "Attention")
+    assert _values(page, ["Layer", "Head"]) == shown
+    fresh = open_page(browser, page.evaluate("location.href"))
+    assert _values(fresh, ["Layer", "Head"]) == shown
+    fresh.close()
+
+    page.goto(f"{app_url}/model?preset=custom")
+    wait_until_idle(page)
+    for name in ("d_model (width)", "Layers"):
+        slider(page, name).focus()
+        page.keyboard.press("ArrowRight")  # d_model 128 → 144 (steps of 8), layers 4 → 6
+        page.keyboard.press("ArrowRight")
+        wait_until_idle(page)
+    href = eventually(
+        lambda: (lambda h: h if _carried(h, "n_layers") == "6" else None)(page.evaluate("location.href")),
+        what="the custom sizes in the address",
+    )
+    assert _carried(href, "d_model") == "144"
+    fresh = open_page(browser, href)
+    assert _values(fresh, ["d_model (width)", "Layers"]) == ["144", "6"]
+    assert fresh.get_by_text("1,815,264").count()
+    no_error_box(fresh)
     page.close()
