@@ -66,6 +66,10 @@ GB = 2**30
 #: which 17 MB private (the rest is shared with the forkserver it was forked from, until it is written to). The
 #: resident size is counted, rounded up: what a worker may come to hold of its own while it lives.
 WORKER_BYTES = 260 * MB
+#: A process's first backward pass and optimizer step, for a task that trains in a worker that may not have trained
+#: yet (word vectors): autograd's engine and its threads' arenas, the optimizer's lazy imports (800 modules). 95 MB
+#: measured in a fresh process here (2 threads), some 15 MB more on a many-core AMD EPYC; counted as 128 MB.
+FIRST_STEP_BYTES = 128 * MB
 WORKING_FRACTION = 0.5  # the backward pass's working memory, as a fraction of the saved activations
 TOKENIZING_BYTES_PER_TOKEN = 36  # a Python int (28 bytes) and its list slot (8) per token while the text is encoded
 PRECISIONS = {"float32": 4, "bf16": 2, "fp16": 2}  # bytes of a number in the matrix products
