@@ -129,7 +129,7 @@ def add_train_commands(commands) -> None:
         default="auto",
         choices=["auto", "float32", "bf16", "fp16"],
         help="auto (default): bf16 autocast on a CUDA GPU that has it, else float32 (TF32 matmuls on CUDA); fp16 "
-        "autocast with a gradient scaler needs CUDA. Saved in the checkpoint",
+        "autocast with a gradient scaler is for CUDA (slow on CPUs: docs/training.md). Saved in the checkpoint",
     )
     train.add_argument(
         "--compile",

@@ -101,6 +101,9 @@ def test_fp16_on_the_cpu_is_refused_with_a_clear_message():
     message = str(refused.value)
     assert "gradient scaler" in message and "CUDA" in message and "bf16 or float32" in message
     assert "\n" not in message
+    # the true reason: torch has a CPU gradient scaler; float16 matrix products are what is slow on a CPU
+    assert "needs a CUDA GPU" not in message and "slow path" in message
+    assert torch.amp.GradScaler("cpu").is_enabled()
     with pytest.raises(ConfigError, match="precision must be one of"):
         TrainConfig(precision="fp8")
 
