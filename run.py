@@ -143,6 +143,28 @@ def run(command: list[str]) -> int:
         return 130
 
 
+def app_address(args: list[str], environ: dict | None = None) -> str:
+    """Where ``streamlit run app.py ARGS`` serves the app: ``--server.port``/``--server.address`` given (``--flag N``
+    or ``--flag=N``), else ``STREAMLIT_SERVER_PORT``/``STREAMLIT_SERVER_ADDRESS``, else Streamlit's 8501 on localhost.
+
+    >>> app_address(["--server.port", "8600"], {}), app_address(["--server.port=9000"], {})
+    ('http://localhost:8600', 'http://localhost:9000')
+    >>> app_address([], {"STREAMLIT_SERVER_PORT": "8080"}), app_address([], {})
+    ('http://localhost:8080', 'http://localhost:8501')
+    """
+    environ = os.environ if environ is None else environ
+    given = {"port": environ.get("STREAMLIT_SERVER_PORT"), "address": environ.get("STREAMLIT_SERVER_ADDRESS")}
+    for index, arg in enumerate(args):
+        for name in given:
+            flag = f"--server.{name}"
+            if arg == flag and index + 1 < len(args):
+                given[name] = args[index + 1]
+            elif arg.startswith(flag + "="):
+                given[name] = arg.split("=", 1)[1]
+    address = given["address"] if given["address"] not in (None, "", "0.0.0.0") else "localhost"
+    return f"http://{address}:{given['port'] or 8501}"
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(USAGE)
@@ -156,7 +178,7 @@ def main(argv: list[str]) -> int:
         return 0
     if verb == "app":
         python = setup("app")
-        say("the app is at http://localhost:8501 (open it in a browser; Ctrl-C stops it)")
+        say(f"the app is at {app_address(rest)} (open it in a browser; Ctrl-C stops it)")
         # X-Forwarded-For only from LLMVIZ_TRUSTED_PROXIES, from the first connection on (uvicorn reads it at start)
         os.environ["FORWARDED_ALLOW_IPS"] = os.environ.get("LLMVIZ_TRUSTED_PROXIES", "").replace(" ", ",")
         return run([str(python), "-m", "streamlit", "run", "app.py", *rest])

@@ -17,6 +17,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+MAX_QAT_STEPS = 100_000  # quantization-aware fine-tuning steps: a bound well past any run worth waiting for
+
 
 def add_adapt_commands(commands) -> None:
     from llmviz.adapt import finetune, lora
@@ -32,6 +34,9 @@ def add_adapt_commands(commands) -> None:
         "a Hugging Face GPT-2 folder, or gpt2 when cached",
     )
     common.add_argument("--out", required=True, help="output folder for the checkpoint")
+    common.add_argument(
+        "--overwrite", action="store_true", help="replace the run already saved in --out (refused otherwise)"
+    )
     common.add_argument("--seed", type=count_between(0, MAX_SEED), default=1337)
 
     adapters = commands.add_parser("lora", parents=[common], help="train LoRA adapters, merge them, save a checkpoint")
@@ -60,7 +65,7 @@ def add_adapt_commands(commands) -> None:
     shrink.add_argument("--corpus", default="python-docs", help="held-out text for the report (and QAT's training)")
     shrink.add_argument(
         "--qat-steps",
-        type=int,
+        type=count_between(0, MAX_QAT_STEPS),
         default=0,
         help="first fine-tune this many steps with fake quantization in the forward pass (QAT)",
     )
@@ -126,7 +131,7 @@ def cmd_lora(args: argparse.Namespace) -> int:
     from llmviz.lessons import adapting
     from llmviz.training.checkpoint import save_checkpoint, write_or_keep
 
-    check_out(args.out)
+    check_out(args.out, overwrite=args.overwrite)
     config = lora.LoRAConfig(args.rank, args.alpha, tuple(t.strip() for t in args.targets.split(",") if t.strip()))
     model, tokenizer = _initial(args.init)
     text = _load_text(args.corpus)
@@ -168,7 +173,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     from llmviz.jobs.manager import train_blocking
     from llmviz.training.checkpoint import write_or_keep
 
-    check_out(args.out)
+    check_out(args.out, overwrite=args.overwrite)
     model, tokenizer = _initial(args.init)
     lr = args.lr if args.lr is not None else (1e-2 if args.mode == "head" else 1e-3)
     config = finetune.FineTuneConfig(mode=args.mode, steps=args.steps, lr=lr, seed=args.seed)
@@ -224,7 +229,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     from llmviz.lessons import adapting
     from llmviz.training.checkpoint import write_or_keep
 
-    check_out(args.out)
+    check_out(args.out, overwrite=args.overwrite)
     spec = quantize.QuantSpec(args.bits, per_channel=not args.per_tensor, symmetric=not args.zero_point)
     model, tokenizer = _initial(args.init)
     text = _load_text(args.corpus)

@@ -23,6 +23,8 @@ from llmviz.errors import ConfigError
 
 
 def add_interpret_commands(commands) -> None:
+    from llmviz.cli.train import count_between
+    from llmviz.device import MAX_SEED
     from llmviz.interpret import ablation, patching
 
     group = commands.add_parser(
@@ -75,7 +77,7 @@ def add_interpret_commands(commands) -> None:
     steer.add_argument("--token", default=None, help="steer along this token's embedding instead (one token)")
     steer.add_argument("--tokens", type=int, default=30, help="tokens to generate (default: 30)")
     steer.add_argument("--temperature", type=float, default=0.8)
-    steer.add_argument("--seed", type=int, default=0)
+    steer.add_argument("--seed", type=count_between(0, MAX_SEED), default=0)
     steer.set_defaults(func=cmd_steer)
 
 
@@ -98,9 +100,14 @@ def load_model(name: str):
         raise ConfigError(f"{name} is not a GPT: the interventions read a GPT's attention heads.") from None
 
 
+MAX_PROMPT_CHARS = 20_000  # a prompt longer than any context a model here has, refused before it is tokenized
+
+
 def encode(tokenizer, text: str, what: str) -> list[int]:
     from llmviz.tokenizers.char_word import CharTokenizer
 
+    if len(text) > MAX_PROMPT_CHARS:
+        raise ConfigError(f"The {what} is {len(text):,} characters; at most {MAX_PROMPT_CHARS:,} are read.")
     if isinstance(tokenizer, CharTokenizer):
         unknown = tokenizer.unknown_characters(text)
         if unknown:
@@ -241,6 +248,11 @@ def cmd_steer(args: argparse.Namespace) -> int:
         direction = steering.token_direction(model, one_token(tokenizer, args.token, "token"))
         kind = f"the direction of token {args.token!r}"
     elif args.positive and args.negative:
+        if max(len(args.positive), len(args.negative)) > steering.MAX_PROMPTS:  # before anything is tokenized
+            raise ConfigError(
+                f"Give at most {steering.MAX_PROMPTS} --positive and {steering.MAX_PROMPTS} --negative prompts "
+                f"(got {len(args.positive):,} and {len(args.negative):,})."
+            )
         positive = [encode(tokenizer, text, "positive prompt") for text in args.positive]
         negative = [encode(tokenizer, text, "negative prompt") for text in args.negative]
         direction = steering.mean_difference(model, positive, negative, args.layer)

@@ -129,7 +129,7 @@ def add_train_commands(commands) -> None:
         default="auto",
         choices=["auto", "float32", "bf16", "fp16"],
         help="auto (default): bf16 autocast on a CUDA GPU that has it, else float32 (TF32 matmuls on CUDA); fp16 "
-        "autocast with a gradient scaler needs CUDA. Saved in the checkpoint",
+        "autocast with a gradient scaler is for CUDA (slow on CPUs: docs/training.md). Saved in the checkpoint",
     )
     train.add_argument(
         "--compile",
@@ -152,6 +152,9 @@ def add_train_commands(commands) -> None:
         "data/gpt-python-docs; the model, its sizes and its tokenizer come from there",
     )
     train.add_argument("--out", required=True, help="output folder for the checkpoint")
+    train.add_argument(
+        "--overwrite", action="store_true", help="replace the run already saved in --out (refused otherwise)"
+    )
     train.add_argument(
         "--resume",
         default=None,
@@ -229,15 +232,30 @@ def _load_text(name: str) -> str:
     return corpus.validate_upload(path.name, data, max_bytes=max(len(data), 1))
 
 
-def check_out(out: str, needed: int = 0) -> None:
-    """``--out`` can take the checkpoint (a folder that can be written, with ``needed`` bytes free on its disk), or a
-    :class:`CheckpointError` that says why, before any training."""
+def check_out(out: str, needed: int = 0, overwrite: bool = False, continuing: str | None = None) -> None:
+    """``--out`` can take the checkpoint (a folder that can be written, with ``needed`` bytes free on its disk, that
+    holds no earlier run unless ``overwrite`` or it is the run being ``continuing``-ed), or a :class:`CheckpointError`
+    that says why, before any training."""
     from llmviz.errors import CheckpointError
     from llmviz.training.checkpoint import free_space_problem, output_folder_problem
 
     problem = output_folder_problem(out) or (free_space_problem(out, needed) if needed else None)
+    if problem is None and not overwrite and earlier_run(out, continuing):
+        problem = f"{out} already holds a run (its checkpoint.json); give another folder, or --overwrite to replace it"
     if problem is not None:
         raise CheckpointError(f"--out: {problem}. Nothing was trained.")
+
+
+def earlier_run(out: str, continuing: str | None = None) -> bool:
+    """Whether the folder ``out`` holds a saved run other than ``continuing`` (the run a --resume continues in place).
+
+    >>> earlier_run("/no/such/folder")
+    False
+    """
+    folder = Path(out)
+    if not (folder / "checkpoint.json").is_file():
+        return False
+    return continuing is None or folder.resolve() != Path(continuing).resolve()
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -245,7 +263,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from llmviz.device import pick_device
     from llmviz.training import distributed
 
-    check_out(args.out)  # before anything trains: a run is never lost to a folder it cannot be written to
+    # before anything trains: a run is never lost to a folder it cannot be written to, nor an earlier run to this one
+    check_out(args.out, overwrite=args.overwrite, continuing=args.resume)
     # an unavailable --device (cuda on a CPU-only machine, a typo) is an error naming the available ones, in
     # every process, before torch.distributed is touched
     group, device = distributed.join(pick_device(args.device), fully_sharded=args.fsdp)
@@ -259,6 +278,7 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     from tqdm import tqdm
 
     from llmviz.device import describe_device
+    from llmviz.errors import ConfigError
     from llmviz.hub.initial import load_initial
     from llmviz.jobs.manager import train_blocking
     from llmviz.models.gpt import PRESETS
@@ -275,6 +295,11 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
         trainer = resume(args.resume, text, device, group=group, **changes)
         say(f"resuming {args.resume} at step {trainer.step} of {trainer.config.steps}")
     else:
+        if args.stride > args.context:  # one window, or tokens no window ever sees
+            raise ConfigError(
+                f"--stride {args.stride:,} is longer than the context ({args.context:,} tokens): the tokens between "
+                "windows would never be trained on. Give at most the context (the context: windows side by side)."
+            )
         tokenizer: TokenizerKind = args.tokenizer or ("bpe" if args.model in PRESETS else "char")
         lr = args.lr if args.lr is not None else (1e-4 if args.init else 3e-3)
         config = TrainConfig(
@@ -334,7 +359,8 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
         from llmviz.training.config import OPTIMIZER_STATE
 
         state = 0 if args.weights_only else OPTIMIZER_STATE.get(trainer.config.optimizer, 2)
-        check_out(args.out, checkpoint_bytes(parameters, state, trainer.config.steps, trainer.dataset.vocab_size))
+        needed = checkpoint_bytes(parameters, state, trainer.config.steps, trainer.dataset.vocab_size)
+        check_out(args.out, needed, overwrite=args.overwrite, continuing=args.resume)
     progress = tqdm(total=trainer.config.steps, initial=trainer.step, unit="step", disable=not group.is_main)
 
     def show(status) -> None:

@@ -283,9 +283,31 @@ class StepRecord:
 
     step: int
     token: int
-    probability: float  # of the chosen token under the final distribution
+    probability: float  # of the chosen token under the model's own distribution (softmax of the logits, T = 1)
     distribution: Distribution
-    top: list[tuple[int, float]]  # the 10 most likely tokens under the final distribution
+    top: list[tuple[int, float]]  # the model's 10 most likely tokens (T = 1), those of ≥ TOP_FLOOR probability
+    drawn_probability: float = 1.0  # of the chosen token under the final distribution it was drawn from
+
+    @property
+    def runner_ups(self) -> list[tuple[int, float]]:
+        """The model's most likely tokens other than the chosen one (``top`` less the token itself)."""
+        return [(token, p) for token, p in self.top if token != self.token]
+
+
+TOP_FLOOR = 0.005  # a runner-up shown beside a token has at least this probability (it rounds to 0.01, not 0.00)
+
+
+def most_likely(probabilities: torch.Tensor, count: int = 10, floor: float = TOP_FLOOR) -> list[tuple[int, float]]:
+    """The ``count`` most likely tokens of a (V,) distribution with at least ``floor`` probability: greedy decoding
+    once listed control bytes at p = 0.00 as "top alternatives".
+
+    >>> most_likely(torch.tensor([0.5, 0.001, 0.3, 0.199]), count=3)
+    [(0, 0.5), (2, 0.30000001192092896), (3, 0.19900000095367432)]
+    >>> most_likely(torch.tensor([0.998, 0.001, 0.001]))
+    [(0, 0.9980000257492065)]
+    """
+    values, indices = torch.topk(probabilities, min(count, probabilities.shape[-1]))
+    return [(token, p) for token, p in zip(indices.tolist(), values.tolist()) if p >= floor]
 
 
 def _supports_kv_cache(model: nn.Module) -> bool:
@@ -353,13 +375,14 @@ def generate(
                 token = greedy(probs)
             else:
                 token = sample(probs, generator)
-            values, indices = torch.topk(probs, min(10, probs.shape[-1]))
+            model_probs = distribution.raw_probs  # (V,) the model's own distribution, whatever was drawn from
             yield StepRecord(
                 step=step,
                 token=token,
-                probability=float(probs[token]),
+                probability=float(model_probs[token]),
                 distribution=distribution,
-                top=list(zip(indices.tolist(), values.tolist())),
+                top=most_likely(model_probs),
+                drawn_probability=float(probs[token]),
             )
             sequence.append(token)
     finally:

@@ -88,16 +88,51 @@ def logit_difference(logits: torch.Tensor, answer: int, wrong: int) -> torch.Ten
     return last[:, answer] - last[:, wrong]
 
 
+#: The lesson's default pair: on the shipped GPT (data/gpt-python-docs) the clean prompt's most likely next token is
+#: " function" and the corrupted one's is ' "': the corruption changes the answer, so a patch has something to bring
+#: back (the earlier "for"/"if" pair predicted ' "' from both, and its shares taught nothing).
+DEFAULT_CLEAN = 'The "def" statement defines a'
+DEFAULT_CORRUPTED = 'The "class" statement defines a'
+
+
+@dataclass(frozen=True)
+class Answers:
+    """The two tokens a logit difference compares: ``answer``, the clean run's most likely next token, and ``wrong``,
+    the corrupted run's; ``changed`` is False when both runs' most likely token is the same (``wrong`` is then the
+    corrupted run's second choice, and :attr:`problem` says there is no clean answer to bring back)."""
+
+    answer: int
+    wrong: int
+    changed: bool
+
+    @property
+    def problem(self) -> str | None:
+        if self.changed:
+            return None
+        return (
+            "Both prompts make the same token the most likely next one: the corruption does not change the answer, "
+            "so patching has no clean answer to bring back. Change a word of the corrupted prompt so that its most "
+            "likely next token differs."
+        )
+
+
 @torch.no_grad()
-def default_answers(model: GPT, clean: list[int], corrupted: list[int]) -> tuple[int, int]:
-    """``(answer, wrong)``: the clean run's most likely next token, and the corrupted run's (its second most likely
-    when both runs agree)."""
+def answers(model: GPT, clean: list[int], corrupted: list[int]) -> Answers:
+    """:class:`Answers` of a prompt pair: the clean and the corrupted run's most likely next tokens, and whether the
+    corruption changed it."""
     device = next(model.parameters()).device
     logits, _, _ = model.run_with_hooks(torch.tensor([list(clean), list(corrupted)], device=device))
     answer = int(logits[0, -1].argmax())
     ranked = logits[1, -1].argsort(descending=True).tolist()
-    wrong = ranked[0] if ranked[0] != answer else ranked[1]
-    return answer, int(wrong)
+    changed = ranked[0] != answer
+    return Answers(answer, int(ranked[0] if changed else ranked[1]), changed)
+
+
+def default_answers(model: GPT, clean: list[int], corrupted: list[int]) -> tuple[int, int]:
+    """``(answer, wrong)``: the clean run's most likely next token, and the corrupted run's (its second most likely
+    when both runs agree: :func:`answers` says whether they do)."""
+    found = answers(model, clean, corrupted)
+    return found.answer, found.wrong
 
 
 def patch_hook(rows: dict[int, list[int]], clean: torch.Tensor) -> Hook:
@@ -160,6 +195,20 @@ class Patching:
     corrupted_difference: float
     differences: torch.Tensor
     first_difference: int  # positions before it are the same in both prompts: patching them restores nothing
+
+    @property
+    def problem(self) -> str | None:
+        """Why no share can be read from this sweep (None: they can): the corrupted run must prefer ``answer`` over
+        ``wrong`` less than the clean run does, or "the share of the difference brought back" has no meaning (a
+        corruption that keeps the answer gave shares of 2.88 and −0.65)."""
+        if self.clean_difference - self.corrupted_difference > 1e-6:
+            return None
+        return (
+            f"The corrupted prompt prefers the answer as much as the clean one does (logit difference "
+            f"{self.corrupted_difference:.3f} against {self.clean_difference:.3f}): the corruption does not change the "
+            "answer, so no share of it can be brought back. Change a word of the corrupted prompt so that its most "
+            "likely next token differs."
+        )
 
     @property
     def restored(self) -> torch.Tensor:

@@ -29,6 +29,7 @@ from llmviz.models.gpt import GPT, cache_name
 
 POINT = "resid_pre"  # where a direction is measured and added
 MAX_NEW_TOKENS = 200
+MAX_PROMPTS = 20  # prompts on each side of a mean difference (each is one forward pass)
 
 
 def check_layer(model: GPT, layer: int) -> int:
@@ -43,6 +44,8 @@ def mean_activation(model: GPT, prompts: list[list[int]], layer: int) -> torch.T
     check_layer(model, layer)
     if not prompts:
         raise ConfigError("Give at least one prompt for each side of the difference.")
+    if len(prompts) > MAX_PROMPTS:
+        raise ConfigError(f"Give at most {MAX_PROMPTS} prompts on each side of the difference (got {len(prompts):,}).")
     device = next(model.parameters()).device
     name = cache_name(layer, POINT)
     total, count = torch.zeros(model.config.d_model), 0

@@ -64,15 +64,30 @@ def bpe_training(
     return records
 
 
-def word2vec_footprint(chars: int, window: int) -> footprint.Footprint:
-    """What word2vec training on ``chars`` characters with a ``window`` needs, admitted before it starts: 60 + 20 ×
-    window bytes a character (measured on 2,000,000 characters of the manual, 128 dimensions, 5,000 words: 70 bytes
-    a character at window 1, 103 at 4, 127 at 5: its (centre, context) pairs grow with the window).
+#: word2vec's words per character at most, for an estimate made before the text is split (the Python manual has 0.14,
+#: English prose about 0.18: 5-6 characters a word with its space; a quarter covers texts of short words)
+WORD2VEC_WORDS_PER_CHAR = 0.25
 
-    >>> word2vec_footprint(1_000_000, window=2).preparing_bytes
-    100000000
+
+def word2vec_footprint(chars: int, window: int) -> footprint.Footprint:
+    """What word2vec training on ``chars`` characters with a ``window`` needs, admitted before it starts: a process's
+    first training step (:data:`~llmviz.training.footprint.FIRST_STEP_BYTES`) and, per word, what
+    :func:`~llmviz.models.word2vec.train_word2vec` holds at once while it builds its pairs: the word's string
+    (about 56 bytes) and its list slots in the words and the ids (8 + 8), and for each of its 2 × window (centre,
+    context) pairs a Python tuple and its list slot (56 + 8, the list over-allocating by an eighth: 72) and the pair in
+    the tensor (16). Words are counted as a quarter of the characters (:data:`WORD2VEC_WORDS_PER_CHAR`).
+
+    Measured (fresh process, 128 dimensions, 5,000 words, the manual) 97 MB on 20,000 characters, 153 MB on 1,000,000
+    at window 5 here (2 cores) and 168 MB on a many-core AMD EPYC: the old 60 + 20 × window bytes a character
+    (160 MB) had no room for the first step, which differs by machine. This counts 128 MB + 1,000,000 × 0.25 × (72 +
+    10 × 88) bytes = 372 MB there.
+
+    >>> word2vec_footprint(1_000_000, window=5).preparing_bytes
+    372217728
     """
-    return footprint.task(f"word2vec on {chars:,} characters", working_bytes=(60 + 20 * window) * chars)
+    per_word = 72 + 2 * window * 88
+    working = footprint.FIRST_STEP_BYTES + int(WORD2VEC_WORDS_PER_CHAR * chars * per_word)
+    return footprint.task(f"word2vec on {chars:,} characters", working_bytes=working)
 
 
 def word2vec_training(

@@ -52,6 +52,16 @@ PRECISION_TITLES = {
 }
 
 
+#: Why fp16 is refused off CUDA. Not the gradient scaler (``torch.amp.GradScaler("cpu")`` works): float16 matrix
+#: products have no fast kernel on CPUs without float16 instructions, so fp16 costs time and saves nothing bf16 does not
+#: (benchmarks/cpu_precision.py, docs/benchmarks/cpu_precision.md).
+FP16_ON_CPU = (
+    "fp16 is for CUDA GPUs: on {device} torch runs float16 autocast with a CPU gradient scaler, but CPUs without "
+    "float16 instructions multiply float16 matrices on a slow path (an AMD EPYC: a training step 3.3× float32's time, "
+    "one matrix product 50×); use bf16 or float32 (bf16 saves the same memory and needs no loss scaling)"
+)
+
+
 def precision_choices(device: str) -> list[str]:
     """The precisions a run can train in on ``device``: float32 and bf16, and fp16 on CUDA (its gradient scaler).
 
@@ -247,7 +257,7 @@ class TrainConfig:
             return [f"precision must be one of {', '.join(PRECISIONS)} (got {self.precision!r})"]
         cuda = self.device.startswith("cuda")
         if self.precision == "fp16" and not cuda:
-            return [f"fp16 trains with a gradient scaler, which needs a CUDA GPU; on {self.device} use bf16 or float32"]
+            return [FP16_ON_CPU.format(device=self.device)]
         if self.precision == "bf16" and cuda and torch.cuda.is_available() and not torch.cuda.is_bf16_supported():
             return ["this GPU has no bfloat16: use fp16 (with its gradient scaler) or float32"]
         return []

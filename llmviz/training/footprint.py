@@ -66,6 +66,10 @@ GB = 2**30
 #: which 17 MB private (the rest is shared with the forkserver it was forked from, until it is written to). The
 #: resident size is counted, rounded up: what a worker may come to hold of its own while it lives.
 WORKER_BYTES = 260 * MB
+#: A process's first backward pass and optimizer step, for a task that trains in a worker that may not have trained
+#: yet (word vectors): autograd's engine and its threads' arenas, the optimizer's lazy imports (800 modules). 95 MB
+#: measured in a fresh process here (2 threads), some 15 MB more on a many-core AMD EPYC; counted as 128 MB.
+FIRST_STEP_BYTES = 128 * MB
 WORKING_FRACTION = 0.5  # the backward pass's working memory, as a fraction of the saved activations
 TOKENIZING_BYTES_PER_TOKEN = 36  # a Python int (28 bytes) and its list slot (8) per token while the text is encoded
 PRECISIONS = {"float32": 4, "bf16": 2, "fp16": 2}  # bytes of a number in the matrix products
@@ -210,8 +214,8 @@ def describe(footprints: Sequence[Footprint]) -> str:
 
 def gpt_activation_floats(config, batch: int, tokens: int) -> int:
     """The numbers a GPT's training step keeps for its backward pass (float32 without autocast), counted from its
-    forward pass (:class:`llmviz.models.gpt.GPT`, attention by ``F.scaled_dot_product_attention`` with no dropout),
-    per token of the batch:
+    forward pass (:class:`llmviz.models.gpt.GPT`, attention by ``F.scaled_dot_product_attention``), per token of the
+    batch, and with dropout what its masks and the written-out attention weights add (:func:`dropout_bytes`):
 
     - each block's attention: its norm's input (and RMSNorm's normalised copy) and statistics, the norm's output
       (W_Q, W_K, W_V's input), their output (d + 2·kv dimensions), RoPE's rotated queries and keys, the attention's
@@ -247,7 +251,41 @@ def gpt_activation_floats(config, batch: int, tokens: int) -> int:
     head = norm + d + config.vocab_size + 4 + 2 * config.vocab_size
     per_token = config.n_layers * (attention + mlp) + head
     fixed = 2 * tokens * config.head_dim if rope else 0  # RoPE's cos and sin
-    return batch * tokens * per_token + fixed
+    return batch * tokens * per_token + fixed + -(-dropout_bytes(config, batch, tokens) // FLOAT32)
+
+
+#: With dropout, bytes per attention weight (batch × heads × context × context, each layer): a worker's run takes
+#: ``scaled_dot_product_attention`` with ``dropout_p``, which on the CPU has no fused kernel and writes the weights out:
+#: the softmax, its dropout mask and the dropped weights are saved (the fused kernel without dropout saves one
+#: log-sum-exp a row). Measured in a fresh process (gpt-micro's width, context 256, batch 16, 1 to 4 layers): 15.6
+#: bytes a weight a layer saved and 7.9 more while one layer's backward runs; counted as 11 and 6, which the step's
+#: working fraction (×1.5) makes 16.5 and 9.
+DROPOUT_WEIGHT_BYTES_PER_LAYER = 11
+DROPOUT_WEIGHT_BYTES_WORKING = 6
+
+
+def dropout_bytes(config, batch: int, tokens: int) -> int:
+    """What dropout adds to a GPT's training step (0 without): the attention weights it makes the step keep
+    (:data:`DROPOUT_WEIGHT_BYTES_PER_LAYER`, :data:`DROPOUT_WEIGHT_BYTES_WORKING`) and one byte a number for the
+    masks of the embeddings' dropout and each block's two residual dropouts (batch × tokens × d_model each).
+
+    nanoGPT's Shakespeare config (6 layers, 6 heads, d 384, context 256, batch 64, dropout 0.2): 25 M attention
+    weights a layer, 2.7 GB with the step's working fraction (measured 2.1-2.6 GB more than without dropout):
+
+    >>> from llmviz.models.gpt import GPTConfig
+    >>> nano = GPTConfig(vocab_size=65, context_length=256, d_model=384, n_heads=6, n_layers=6, dropout=0.2)
+    >>> weights = 64 * 6 * 256 * 256
+    >>> dropout_bytes(nano, 64, 256) == weights * (11 * 6 + 6) + 64 * 256 * 384 * (2 * 6 + 1)
+    True
+    >>> dropout_bytes(nano.replace(dropout=0.0), 64, 256)
+    0
+    """
+    if not config.dropout:
+        return 0
+    weights = batch * config.n_heads * tokens * tokens  # (B, H, T, T) a layer
+    attention = weights * (DROPOUT_WEIGHT_BYTES_PER_LAYER * config.n_layers + DROPOUT_WEIGHT_BYTES_WORKING)
+    masks = batch * tokens * config.d_model * (2 * config.n_layers + 1)  # bool masks of the (B, T, C) dropouts
+    return attention + masks
 
 
 def char_activation_floats(model: torch.nn.Module, vocab_size: int, batch: int, tokens: int) -> int:

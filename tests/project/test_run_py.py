@@ -106,3 +106,27 @@ def test_usage(run_py, capsys):
         run_py.main(["serve"])
     with pytest.raises(SystemExit, match=r"setup \[app\|test\]"):
         run_py.main(["setup", "everything"])
+
+
+@pytest.mark.parametrize(
+    ("args", "environ", "address"),
+    [
+        ([], {}, "http://localhost:8501"),
+        (["--server.port", "8765"], {}, "http://localhost:8765"),
+        (["--server.port=8766", "--server.address", "127.0.0.1"], {}, "http://127.0.0.1:8766"),
+        ([], {"STREAMLIT_SERVER_PORT": "8767"}, "http://localhost:8767"),
+        (["--server.port", "8768"], {"STREAMLIT_SERVER_PORT": "8767"}, "http://localhost:8768"),
+    ],
+)
+def test_the_app_command_prints_the_port_the_app_is_served_on(run_py, capsys, monkeypatch, args, environ, address):
+    """It printed http://localhost:8501 whatever port was passed."""
+    for name in ("STREAMLIT_SERVER_PORT", "STREAMLIT_SERVER_ADDRESS"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(run_py, "setup", lambda kind: run_py.venv_python())
+    started = []
+    monkeypatch.setattr(run_py, "run", lambda command: started.append(command) or 0)
+    assert run_py.main(["app", *args]) == 0
+    assert f"the app is at {address} " in capsys.readouterr().err
+    assert started == [[str(run_py.venv_python()), "-m", "streamlit", "run", "app.py", *args]]

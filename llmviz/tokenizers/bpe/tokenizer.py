@@ -342,9 +342,15 @@ class BPETokenizer(Tokenizer):
         if data.get("type") != "byte-bpe":
             raise TokenizerError("Not a byte-level BPE tokenizer file.")
         merges = [(tuple(m["pair"]), m["new_id"]) for m in data["merges"]]
-        for rank, (_, new_id) in enumerate(merges):
+        for rank, (pair, new_id) in enumerate(merges):
             if new_id != 256 + rank:
                 raise TokenizerError(f"Merge {rank} creates id {new_id}; expected {256 + rank}.")
+            if len(pair) != 2 or not all(type(part) is int and 0 <= part < new_id for part in pair):
+                shown = ", ".join(map(str, pair))
+                raise TokenizerError(
+                    f"Merge {rank} joins tokens {shown}: a merge joins two tokens that exist before it "
+                    f"(ids 0 to {new_id - 1:,})."
+                )
         return cls(
             merges=merges,
             split_pattern=data.get("split_pattern"),

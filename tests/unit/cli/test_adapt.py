@@ -1,6 +1,7 @@
 """``python -m llmviz lora | finetune | quantize`` write ordinary checkpoints that load like any other."""
 
 import json
+import math
 
 import pytest
 import torch
@@ -125,7 +126,13 @@ def test_final_hidden_is_the_cached_final_norm_and_classifying_is_thread_safe(tm
     ids = torch.tensor([tokenizer.encode(" The for statement")])
     _, _, cache = model.run_with_cache(ids)
     with torch.no_grad():
-        torch.testing.assert_close(model.final_hidden(ids), cache["ln_f"], rtol=0, atol=1e-6)
+        # The same sums by two attention kernels (fused and written out), added in another order: float32 rounding
+        # of a sum of d_model terms is about sqrt(d_model) units in the last place of the largest value, on any CPU
+        # (an AMD EPYC differs by 1.43e-6 = 3 ulps of 7.08; a fixed 1e-6 held only on some CPUs).
+        scale = float(cache["ln_f"].abs().max())
+        tolerance = math.sqrt(model.config.d_model) * torch.finfo(torch.float32).eps * scale  # 128, 7.08 → 9.6e-6
+        torch.testing.assert_close(model.final_hidden(ids), cache["ln_f"], rtol=0, atol=tolerance)
+        assert tolerance < 1e-3 * scale  # still far below a real difference (a wrong norm or a missing layer)
 
     classifier = finetune.NameClassifier(model, seed=3).eval()
     groups = [["Mary", "Ada", "Grace"], ["John", "Alan", "Christopher", "Bob"]]

@@ -233,3 +233,46 @@ def test_a_good_quantize_still_writes_finite_numbers(capsys, tmp_path):
     code = main.main(["quantize", "--init", SHIPPED, "--out", str(tmp_path / "q"), "--corpus", "names"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and all(not isinstance(v, float) or v == v for v in report.values())
+
+
+@pytest.mark.parametrize("seed", [str(2**70), "-1"])
+def test_a_steering_seed_beyond_what_torch_takes_is_a_usage_error(capsys, seed):
+    steer = ["interpret", "steer", "--model", SHIPPED, "--prompt", "def", "--layer", "1", "--alpha", "2"]
+    code, line = refused(capsys, *steer, "--token", " list", "--seed", seed)
+    assert code == 2 and "argument --seed" in line and "from 0 to 9,223,372,036,854,775,807" in line
+
+
+def test_steering_takes_at_most_twenty_prompts_a_side_as_the_page_does(capsys):
+    steer = ["interpret", "steer", "--model", SHIPPED, "--prompt", "def", "--layer", "1", "--alpha", "2"]
+    pairs = [flag for _ in range(2000) for flag in ("--positive", "for x in y", "--negative", "while x")]
+    code, line = refused(capsys, *steer, *pairs)
+    assert code == 2 and "at most 20 --positive and 20 --negative prompts (got 2,000 and 2,000)" in line
+    code, line = refused(capsys, *steer, "--token", " list", "--prompt", "x" * 20_001)
+    assert code == 2 and "at most 20,000 are read" in line
+
+
+def test_a_negative_number_of_qat_steps_is_a_usage_error(capsys, tmp_path):
+    out = str(tmp_path / "q")
+    code, line = refused(capsys, "quantize", "--init", SHIPPED, "--out", out, "--qat-steps", "-1")
+    assert code == 2 and "argument --qat-steps" in line and "from 0 to 100,000" in line
+
+
+def test_a_stride_longer_than_the_context_is_refused(capsys, tmp_path):
+    out = str(tmp_path / "run")
+    code, line = refused(capsys, "train", *TINY, "--out", out, "--stride", "1000000000000", alone=False)
+    assert code == 2 and "--stride 1,000,000,000,000 is longer than the context (64 tokens)" in line
+    assert not (tmp_path / "run").exists()
+
+
+def test_training_into_a_folder_that_holds_a_run_is_refused_unless_overwrite(capsys, tmp_path):
+    out = tmp_path / "run"
+    assert cli.main(["train", *TINY, "--out", str(out)]) == 0
+    saved = (out / "checkpoint.json").read_bytes()
+    capsys.readouterr()
+    code, line = refused(capsys, "train", *TINY, "--out", str(out), "--seed", "7")
+    assert code == 2 and "already holds a run" in line and "--overwrite" in line
+    assert (out / "checkpoint.json").read_bytes() == saved  # untouched
+    code, line = refused(capsys, "lora", "--init", SHIPPED, "--out", str(out), "--steps", "1")
+    assert "already holds a run" in line
+    assert cli.main(["train", *TINY, "--out", str(out), "--seed", "7", "--overwrite"]) == 0
+    assert json.loads((out / "checkpoint.json").read_text())["train_config"]["seed"] == 7

@@ -395,3 +395,31 @@ def test_beam_width_is_bounded_with_a_clear_error():
         with pytest.raises(SamplingError, match="beam width"):
             beam_search(model(), [5, 6], width=bad, max_new_tokens=2)
     assert beam_search(model(), [5, 6], width=MAX_BEAM_WIDTH, max_new_tokens=1).tokens
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.7])
+def test_each_token_records_the_models_own_probability_and_real_runner_ups(temperature):
+    """Greedy generation coloured every token at p = 1.000 (the one-hot distribution it picked from) and listed
+    control bytes at 0.00 as "top alternatives": a token's p is the model's softmax of its logits (T = 1), recomputed
+    here from a plain forward pass of the whole text, and its runner-ups are the model's next most likely tokens."""
+    from llmviz.generation.sampling import TOP_FLOOR, generate
+    from llmviz.training.checkpoint import load_checkpoint
+    from tests.support.paths import ROOT
+
+    model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
+    prompt = tokenizer.encode("The for statement")
+    records = list(generate(model, prompt, max_new_tokens=8, temperature=temperature, seed=0))
+    tokens = prompt + [r.token for r in records]
+    with torch.no_grad():
+        logits, _ = model(torch.tensor([tokens]))
+    for index, record in enumerate(records):
+        expected = torch.softmax(logits[0, len(prompt) - 1 + index].double(), dim=-1)  # (V,)
+        assert record.probability == pytest.approx(float(expected[record.token]), abs=1e-5)
+        ranked = [t for t in expected.argsort(descending=True).tolist()[:10] if expected[t] >= TOP_FLOOR]
+        assert [t for t, _ in record.top] == ranked[: len(record.top)] and len(record.top) >= len(ranked) - 1
+        for token, p in record.top:
+            assert p == pytest.approx(float(expected[token]), abs=1e-5) and p >= TOP_FLOOR
+        assert record.token not in {t for t, _ in record.runner_ups}
+        if temperature == 0.0:
+            assert record.drawn_probability == 1.0 and record.token == int(expected.argmax())
+    assert any(record.probability < 0.999 for record in records)  # not 1.000 everywhere

@@ -115,3 +115,30 @@ def test_bad_pairs_are_refused(prompts):
         patching.patching(model, clean, corrupted, 1, 1)
     with pytest.raises(ConfigError, match="Patch one of"):
         patching.patching(model, clean, corrupted, 1, 2, "embed")
+
+
+def test_the_default_pair_changes_the_shipped_gpts_answer_and_a_pair_that_does_not_is_named():
+    """The lesson's old default ("for"/"if") predicted the same token from both prompts: its "wrong" answer was the
+    corrupted run's second choice, d_clean 1.105 < d_corrupted 1.304, and the page drew shares of 2.88 and −0.65."""
+    from llmviz.training.checkpoint import load_checkpoint
+    from tests.support.paths import ROOT
+
+    model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
+    clean, corrupted = tokenizer.encode(patching.DEFAULT_CLEAN), tokenizer.encode(patching.DEFAULT_CORRUPTED)
+    with torch.no_grad():
+        probabilities = torch.softmax(model(torch.tensor([clean, corrupted]))[0][:, -1], dim=-1)  # (2, V)
+    found = patching.answers(model, clean, corrupted)
+    assert found.answer == int(probabilities[0].argmax()) and found.wrong == int(probabilities[1].argmax())
+    assert found.changed and found.problem is None and found.answer != found.wrong
+    sweep = patching.patching(model, clean, corrupted, found.answer, found.wrong, "resid_pre")
+    assert sweep.problem is None and sweep.clean_difference > 0 > sweep.corrupted_difference
+    restored = sweep.restored[0, sweep.first_difference]  # the stream entering block 0 where the prompts differ
+    assert abs(float(restored) - 1.0) < 1e-4  # is the whole difference: all of it comes back
+
+    old_clean = tokenizer.encode('The "for" statement is used to iterate over the elements of a')
+    old_corrupted = tokenizer.encode('The "if" statement is used to iterate over the elements of a')
+    kept = patching.answers(model, old_clean, old_corrupted)
+    assert not kept.changed and "does not change the answer" in kept.problem
+    assert (kept.answer, kept.wrong) == patching.default_answers(model, old_clean, old_corrupted)
+    old = patching.patching(model, old_clean, old_corrupted, kept.answer, kept.wrong, "resid_pre")
+    assert old.clean_difference <= old.corrupted_difference and "does not change the answer" in old.problem

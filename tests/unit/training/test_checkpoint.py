@@ -172,3 +172,36 @@ def test_the_cli_refuses_a_deeply_nested_checkpoint_without_a_traceback(hostile_
         )
         assert result.returncode == 2 and "Traceback" not in result.stderr and "error:" in result.stderr, name
         assert str(hostile_runs) not in result.stderr
+
+
+def test_a_checkpoint_whose_tokenizer_is_damaged_is_listed_as_unreadable_with_the_reason_in_words(tmp_path):
+    """It was listed as a normal choice and, picked, showed raw exception text ("… is damaged: 999999")."""
+    import json
+
+    from llmviz.training.checkpoint import list_checkpoints
+
+    shipped = ROOT / "data" / "gpt-python-docs"
+    runs = tmp_path / "runs"
+    runs.mkdir()
+
+    def unknown_token(meta):
+        meta["tokenizer"]["merges"][0]["pair"] = [32, 999999]
+
+    def fewer_tokens(meta):
+        meta["tokenizer"]["merges"] = meta["tokenizer"]["merges"][:-1]
+
+    craft(shipped, runs, "unknown-token", unknown_token)
+    craft(shipped, runs, "fewer-tokens", fewer_tokens)
+    craft(shipped, runs, "good", lambda meta: None)
+    listed = {item.name: item for item in list_checkpoints(runs)}
+    assert listed["good"].readable
+    merge = listed["unknown-token"].problem
+    assert merge == (
+        "The tokenizer in unknown-token's checkpoint.json is damaged: Merge 0 joins tokens 32, 999999: a merge joins "
+        "two tokens that exist before it (ids 0 to 255)."
+    )
+    vocabulary = json.loads((shipped / "checkpoint.json").read_text())["model"]["config"]["vocab_size"]
+    assert listed["fewer-tokens"].problem.endswith(f"it has {vocabulary - 1:,} tokens, the model {vocabulary:,}.")
+    with pytest.raises(CheckpointError) as raised:
+        load_checkpoint(runs / "unknown-token")
+    assert str(raised.value) == merge  # picked anyway (by a link): the same words

@@ -3,12 +3,14 @@ dropout where the run owns its process, losses read back in bulk, and an optiona
 
 import json
 import math
+import os
 import sys
 
 import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
+import llmviz
 from llmviz.adapt.memory import MemoryTrainer
 from llmviz.data import corpus
 from llmviz.errors import ConfigError
@@ -94,6 +96,9 @@ def test_fp16_on_the_cpu_is_refused_with_a_clear_message():
     message = str(refused.value)
     assert "gradient scaler" in message and "CUDA" in message and "bf16 or float32" in message
     assert "\n" not in message
+    # the true reason: torch has a CPU gradient scaler; float16 matrix products are what is slow on a CPU
+    assert "needs a CUDA GPU" not in message and "slow path" in message
+    assert torch.amp.GradScaler("cpu").is_enabled()
     with pytest.raises(ConfigError, match="precision must be one of"):
         TrainConfig(precision="fp8")
 
@@ -180,6 +185,19 @@ def test_without_dropout_the_fused_and_written_out_paths_train_alike():
 
 
 READS = {"item", "tolist", "__float__", "__bool__", "__int__", "__index__", "cpu", "numpy"}
+# The package's own folder, not any path with "llmviz" in it: a clone in a folder named llmviz has torch under
+# <clone>/.venv/..., which a substring test took for the project's code.
+PACKAGE = os.path.realpath(os.path.dirname(llmviz.__file__)) + os.sep
+
+
+def own_file(filename: str) -> str | None:
+    """The path inside the llmviz package of a frame's file, or None for anyone else's (torch, the tests).
+
+    >>> own_file(PACKAGE + "training/trainer.py")
+    'training/trainer.py'
+    """
+    real = os.path.realpath(filename)
+    return real[len(PACKAGE) :] if real.startswith(PACKAGE) else None
 
 
 class HostReads(TorchFunctionMode):
@@ -192,8 +210,9 @@ class HostReads(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if getattr(func, "__name__", "") in READS:
             caller = sys._getframe(1)
-            if "/llmviz/" in caller.f_code.co_filename:
-                self.places.append(f"{caller.f_code.co_filename.split('/llmviz/')[1]}:{caller.f_lineno}")
+            place = own_file(caller.f_code.co_filename)
+            if place is not None:
+                self.places.append(f"{place}:{caller.f_lineno}")
         return func(*args, **(kwargs or {}))
 
 
@@ -287,3 +306,10 @@ def test_a_compiler_failure_at_the_first_step_is_a_one_line_message(monkeypatch)
     assert "\n" not in message and "without --compile" in message
     assert "(RuntimeError: No working C++ compiler found)" in message  # what the compiler said, not TorchDynamo
     assert trainer.history == []
+
+
+def test_only_the_packages_own_files_count_as_llmviz_code_whatever_the_clone_is_called():
+    clone = os.path.dirname(PACKAGE.rstrip(os.sep))  # a clone named llmviz: <...>/llmviz/.venv/.../torch
+    assert own_file(os.path.join(clone, ".venv/lib/python3.11/site-packages/torch/_tensor.py")) is None
+    assert own_file("/home/student/llmviz/.venv/lib/python3.11/site-packages/torch/_tensor.py") is None
+    assert own_file(os.path.join(PACKAGE, "training", "trainer.py")) == os.path.join("training", "trainer.py")

@@ -1,0 +1,63 @@
+"""The figures the docs quote are what the docs' commands print today: the cheap commands are run here and their
+numbers compared with the text (issue 50 §4: a retrained shipped GPT left docs/cli.md and docs/interpretability.md
+quoting figures of the model before, and README rounded a 0.73× benchmark row down to 0.7×)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from tests.support.paths import ROOT
+
+
+def text(path: str) -> str:
+    """A doc's text with its line breaks and repeated spaces folded (a figure may be split over two lines)."""
+    return " ".join((ROOT / path).read_text(encoding="utf-8").split())
+
+
+def test_the_steering_lengths_in_interpretability_md_are_the_shipped_gpts():
+    from llmviz.interpret import steering
+    from llmviz.training.checkpoint import load_checkpoint
+
+    docs = text("docs/interpretability.md")
+    quoted = re.search(r"mean difference of length ([\d.]+) is a large push on a stream ([\d.]+) long", docs)
+    assert quoted, "the steering example's figures are gone from docs/interpretability.md"
+    model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
+    towards = [tokenizer.encode(t) for t in ['The "for" statement', 'The "while" statement']]  # the doc's example
+    away = [tokenizer.encode(t) for t in ["Lists are mutable sequences", "Tuples are immutable sequences"]]
+    assert "['The \"for\" statement', 'The \"while\" statement']" in docs
+    length = float(steering.mean_difference(model, towards, away, layer=2).norm())
+    stream = steering.stream_norm(model, tokenizer.encode("The"), 2)
+    assert (quoted.group(1), quoted.group(2)) == (f"{length:.1f}", f"{stream:.1f}")
+
+
+def test_readmes_bpe_speed_is_the_worst_row_of_its_benchmark():
+    bpe = text("docs/benchmarks/bpe.md")
+    row = re.findall(r"llmviz / HF = (.*?)\(target", bpe)[-1]  # the latest measurement
+    worst = max(float(ratio) for ratio in re.findall(r"([\d.]+)×", row) if float(ratio) < 3)
+    assert f"worst row {worst:.2f}×" in row
+    assert f"BPE training takes at most {worst:.2f}× the time" in text("README.md")
+
+
+@pytest.mark.slow
+def test_the_shipped_gpts_40_step_fine_tune_in_cli_md_ends_where_the_doc_says(tmp_path):
+    """docs/cli.md's own command (its --out moved to a temporary folder): 27 s on the 2-core machine."""
+    docs = text("docs/cli.md")
+    command = re.search(r"(python -m llmviz train --init data/gpt-python-docs [^\n`]*?--out runs/shipped-notes)", docs)
+    assert command, "the shipped GPT's fine-tune command is gone from docs/cli.md"
+    argv = shlex.split(command.group(1))[3:-1] + [str(tmp_path / "run")]
+    quoted = re.search(
+        r"`--steps 40` ends at a validation loss of ([\d.]+) \(training loss ([\d.]+)\), no warning", docs
+    )
+    assert quoted, "the fine-tune's figures are gone from docs/cli.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "llmviz", *argv], cwd=ROOT, capture_output=True, text=True, timeout=600, check=True
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert (quoted.group(1), quoted.group(2)) == (f"{result['val_loss']:.2f}", f"{result['train_loss']:.2f}")
+    assert result["overfits"] is False and "warning:" not in done.stderr
