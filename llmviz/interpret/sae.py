@@ -234,6 +234,7 @@ def variance_explained(x: torch.Tensor, recon: torch.Tensor) -> float:
     >>> variance_explained(x, torch.tensor([[1.5, 0.0], [2.5, 0.0]]))  # error 0.5, variance 2
     0.75
     """
+    x, recon = x.detach(), recon.detach()
     error = (x - recon).pow(2).sum()
     total = (x - x.mean(0)).pow(2).sum().clamp_min(1e-12)
     return float(1 - error / total)

@@ -292,3 +292,26 @@ def test_knocking_a_feature_out_and_steering_with_it(lm):
     assert plain.plain == plain.steered
     pushed = features.steer(lm, ours, hook, ids[:4], loud, alpha=50.0, new_tokens=5, temperature=0)
     assert len(pushed.steered) == 5 and pushed.direction_norm == pytest.approx(1.0, abs=1e-5)
+
+
+# ---------------------------------------------------------------------------- the shipped autoencoder
+
+SHIPPED = "data/gpt-python-docs-sae"
+SHIPPED_VARIANCE_EXPLAINED = 0.898  # docs/interpretability.md and data/README.md say so
+
+
+def test_the_shipped_autoencoder_loads_for_the_shipped_gpt_and_explains_what_the_docs_say():
+    from llmviz.training.checkpoint import load_checkpoint
+
+    model, tokenizer, _ = load_checkpoint("data/gpt-python-docs")
+    loaded = sae.load(SHIPPED, model.eval())
+    assert loaded.hook == "blocks.2.resid_post" and loaded.sae.d_sae == 1024 and loaded.config.k == 16
+    with open("data/python-manual.txt", encoding="utf-8") as file:
+        ids = tokenizer.encode(file.read()[:200_000])
+    windows = sae.corpus_windows(ids, model.config.context_length, 8192)  # the corpus's first 8,192 tokens
+    acts = sae.gather_activations(model, windows, loaded.hook).reshape(-1, loaded.sae.d_in)  # (N, D)
+    recon, f = loaded.sae(acts)
+    assert sae.variance_explained(acts, recon) == pytest.approx(SHIPPED_VARIANCE_EXPLAINED, abs=5e-3)
+    assert float((f > 0).sum(-1).float().mean()) == 16
+    last = loaded.meta["history"][-1]
+    assert last["spliced"]["spliced"] < last["spliced"]["zeroed"]
