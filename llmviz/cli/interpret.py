@@ -1,4 +1,5 @@
-"""``python -m llmviz interpret names | ablate | patch | steer | sae``: the Inside page's interventions on any GPT checkpoint.
+"""``python -m llmviz interpret names | ablate | patch | steer | sae``: the Inside page's interventions on any GPT
+checkpoint.
 
 - ``names``: every hook point of the model, with TransformerLens's name for it;
 - ``ablate``: the loss on a text with heads knocked out (``--heads 1.0,3.2``), or every head alone (the layer × head

@@ -313,7 +313,9 @@ def cmd_steer(args: argparse.Namespace) -> int:
         print(json.dumps({"plain": plain, "steered": steered, "feature": args.feature, "alpha": args.alpha}))
         return 0
     print(f"without steering:\n{args.prompt}{plain}\n")
-    print(f"with α = {args.alpha:g} × feature {args.feature}'s direction added at {loaded.hook}:\n{args.prompt}{steered}")
+    print(
+        f"with α = {args.alpha:g} × feature {args.feature}'s direction added at {loaded.hook}:\n{args.prompt}{steered}"
+    )
     return 0
 
 
@@ -326,7 +328,9 @@ def cmd_knockout(args: argparse.Namespace) -> int:
     try:
         numbers = [int(part) for part in args.features.split(",")]
     except ValueError:
-        raise ConfigError(f"Give features as numbers separated by commas, such as 3,17 (got {args.features!r}).") from None
+        raise ConfigError(
+            f"Give features as numbers separated by commas, such as 3,17 (got {args.features!r})."
+        ) from None
     result = features.knock_out(model, loaded.sae, loaded.hook, ids, numbers, args.mode)
     rows = [
         [position + 1, tokenizer.printable(ids[position + 1]), float(b), float(a), float(a - b)]

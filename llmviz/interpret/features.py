@@ -23,6 +23,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -155,7 +156,8 @@ def residual_direction(model: GPT, sae: SparseAutoencoder, hook: str, feature: i
     if not hook.endswith("mlp.hidden"):
         return row
     layer = int(hook.split(".")[1])
-    return model.blocks[layer].mlp.proj.weight.detach().float() @ row  # (C, F) @ (F,) → (C,)
+    mlp: Any = model.blocks[layer].mlp  # an MLP: input_width refused mlp.hidden for a mixture of experts
+    return mlp.proj.weight.detach().float() @ row  # (C, F) @ (F,) → (C,)
 
 
 @dataclass(frozen=True)

@@ -610,6 +610,8 @@ def check_for_model(meta: dict, model: GPT) -> None:
 
 @dataclass(frozen=True)
 class LoadedSae:
+    """A saved autoencoder read back: its weights, config, everything in sae.json, and its features' labels."""
+
     sae: SparseAutoencoder
     config: SaeConfig
     meta: dict

@@ -62,8 +62,18 @@ def test_one_feature_search_and_labels(trained, shipped, capsys):
     assert code == 0 and [list(p) for p in json.loads(out)["overall"]] == [list(p) for p in expected.overall]
     feature = expected.overall[0][0]
     code, out, _ = run(
-        capsys, "features", "--sae", str(trained), "--feature", str(feature), "--tokens", "512", "--format", "json",
-        "--label", f"{feature}=starts a list",
+        capsys,
+        "features",
+        "--sae",
+        str(trained),
+        "--feature",
+        str(feature),
+        "--tokens",
+        "512",
+        "--format",
+        "json",
+        "--label",
+        f"{feature}=starts a list",
     )
     shown = json.loads(out)
     assert code == 0 and shown["label"] == "starts a list" and sae.load(trained).labels[feature] == "starts a list"
@@ -75,12 +85,28 @@ def test_steer_and_knockout(trained, shipped, capsys):
     model, tokenizer = shipped
     loaded = sae.load(trained, model)
     code, out, _ = run(
-        capsys, "steer", "--sae", str(trained), "--prompt", TEXT, "--feature", "0", "--alpha", "0", "--tokens", "5",
-        "--temperature", "0", "--format", "json",
+        capsys,
+        "steer",
+        "--sae",
+        str(trained),
+        "--prompt",
+        TEXT,
+        "--feature",
+        "0",
+        "--alpha",
+        "0",
+        "--tokens",
+        "5",
+        "--temperature",
+        "0",
+        "--format",
+        "json",
     )
     shown = json.loads(out)
     assert code == 0 and shown["plain"] == shown["steered"]
-    code, out, _ = run(capsys, "knockout", "--sae", str(trained), "--text", TEXT, "--features", "0,1", "--format", "json")
+    code, out, _ = run(
+        capsys, "knockout", "--sae", str(trained), "--text", TEXT, "--features", "0,1", "--format", "json"
+    )
     result = features.knock_out(model, loaded.sae, loaded.hook, tokenizer.encode(TEXT), [0, 1])
     assert code == 0 and json.loads(out)["after"] == pytest.approx(float(result.after.mean()))
 
