@@ -16,8 +16,8 @@
 >>> with torch.no_grad():
 ...     _ = sae.W_enc.copy_(torch.eye(2, 3)); _ = sae.W_dec.copy_(torch.eye(3, 2))
 >>> index = feature_index(sae, torch.tensor([[1.0, 0.0], [2.0, 0.0], [0.0, 3.0]]), top=2)
->>> index.frequency.tolist(), index.order[:2], index.top_positions[0].tolist()
-([0.6666666865348877, 0.3333333432558658, 0.0], [0, 1], [1, 0])
+>>> [round(v, 4) for v in index.frequency.tolist()], index.order[:2], index.top_positions[0].tolist()
+([0.6667, 0.3333, 0.0], [0, 1], [1, 0])
 """
 
 from __future__ import annotations

@@ -61,10 +61,10 @@ def test_encode_decode_and_loss_equal_sae_lens_with_the_same_weights(k):
     step = TrainStepInput(x, {"l1": l1}, torch.zeros(ours.d_sae, dtype=torch.bool), 0, False)
     out = theirs.training_forward_pass(step)
     mine = ours.losses(x, l1)
-    assert float(mine["mse"].detach()) == pytest.approx(float(out.losses["mse_loss"]), rel=1e-5)
-    assert float(mine["loss"].detach()) == pytest.approx(float(out.loss), rel=1e-5)
+    assert float(mine["mse"].detach()) == pytest.approx(float(out.losses["mse_loss"].detach()), rel=1e-5)
+    assert float(mine["loss"].detach()) == pytest.approx(float(out.loss.detach()), rel=1e-5)
     if not k:
-        assert float(mine["l1"].detach()) == pytest.approx(float(out.losses["l1_loss"]), rel=1e-5)
+        assert float(mine["l1"].detach()) == pytest.approx(float(out.losses["l1_loss"].detach()), rel=1e-5)
 
 
 def test_the_spliced_in_loss_equals_a_forward_pass_written_out_with_the_reconstruction():
