@@ -38,7 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 from llmviz.jobs.events import JobState  # noqa: E402
 from llmviz.jobs.manager import JobManager  # noqa: E402
-from llmviz.training.trainer import TrainConfig, Trainer  # noqa: E402
+from llmviz.training.config import TrainConfig  # noqa: E402
+from llmviz.training.trainer import Trainer  # noqa: E402
 
 TEXT = "the quick brown fox jumps over the lazy dog, said the cat to the hen\n" * 60
 ENDED = {JobState.FINISHED, JobState.FAILED, JobState.STOPPED}

@@ -20,7 +20,9 @@ import sys
 
 from llmviz.jobs.manager import JobManager
 from llmviz.training import footprint
-from llmviz.training.trainer import TrainConfig, Trainer, build_tokenizer, prepare_data
+from llmviz.training.config import TrainConfig
+from llmviz.training.dataset import build_tokenizer, prepare_data
+from llmviz.training.trainer import Trainer
 
 TEXT = "the quick brown fox jumps over the lazy dog, said the cat to the hen.\n" * 4000
 

@@ -1,11 +1,13 @@
-"""``python -m llmviz interpret names | ablate | patch | steer``: the Inside page's interventions on any GPT checkpoint.
+"""``python -m llmviz interpret names | ablate | patch | steer | sae``: the Inside page's interventions on any GPT
+checkpoint.
 
 - ``names``: every hook point of the model, with TransformerLens's name for it;
 - ``ablate``: the loss on a text with heads knocked out (``--heads 1.0,3.2``), or every head alone (the layer × head
   table, without ``--heads``);
 - ``patch``: activation patching from a clean into a corrupted prompt: the share of the logit difference each patch
   restores, layer × position (or layer × head for ``--component attn.z``);
-- ``steer``: a continuation with and without α × a direction added to the residual stream at a layer.
+- ``steer``: a continuation with and without α × a direction added to the residual stream at a layer;
+- ``sae train | features | steer | knockout``: sparse autoencoders (:mod:`llmviz.cli.sae`).
 
 ``--model`` is an llmviz checkpoint folder (such as data/gpt-python-docs), a Hugging Face GPT-2 or Llama-family folder,
 or ``gpt2`` when cached. Tables go to standard output (``--format table``, ``csv`` or ``json``); a bad request is one
@@ -79,6 +81,10 @@ def add_interpret_commands(commands) -> None:
     steer.add_argument("--temperature", type=float, default=0.8)
     steer.add_argument("--seed", type=count_between(0, MAX_SEED), default=0)
     steer.set_defaults(func=cmd_steer)
+
+    from llmviz.cli.sae import add_sae_commands
+
+    add_sae_commands(sub, common)
 
 
 def load_model(name: str):

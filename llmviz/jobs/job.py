@@ -78,7 +78,9 @@ class JobStatus:
         text = f"{state} · step {self.step}/{self.total}"
         if self.losses and math.isfinite(self.losses[-1][1]):
             text += f" · loss {self.losses[-1][1]:.3f}"
-        if self.metrics:
+        if self.metrics and hasattr(self.metrics[-1], "summary"):  # a run that words its own progress
+            text += f" · {self.metrics[-1].summary()}"
+        elif self.metrics:
             val = self.last_val_loss
             last = self.metrics[-1]
             # the perplexity here is e^(training loss) of the last step; the run table shows e^(validation loss)

@@ -406,6 +406,8 @@ def of_trainer(trainer) -> Footprint:
     """The footprint of a built trainer (a :class:`~llmviz.training.trainer.Trainer`, or any run the job system
     drives: its ``model``, ``config`` and ``dataset``), whose model the server has built: its model as it is, its token
     ids, and the pickled copy the worker unpacks it from."""
+    if hasattr(trainer, "footprint"):  # a run that knows its own (a sparse autoencoder's)
+        return trainer.footprint()
     model, config = trainer.model, trainer.config
     tokens = len(trainer.dataset.train_ids) + len(trainer.dataset.val_ids)
     parameters = sum(p.numel() for p in model.parameters())
@@ -476,6 +478,41 @@ def model_task(what: str, model: torch.nn.Module, copies: float, working_bytes: 
     """
     weights = sum(p.numel() * p.element_size() for p in model.parameters())
     return task(what, int((1 + copies) * weights) + working_bytes)
+
+
+def sparse_autoencoder(model_config, config, d_in: int) -> Footprint:
+    """A sparse autoencoder run (:class:`llmviz.interpret.sae.SaeConfig` ``config``) reading ``d_in`` numbers of a
+    GPT of ``model_config``: the autoencoder's weights, gradients and Adam's two moments, a batch's activations
+    (pre-activations, features, their gradients), the gathered activations (float32), and the model it reads (for
+    the spliced-in loss). Gathering runs the model over windows of 16 rows (``preparing``).
+
+    >>> from llmviz.models.gpt import PRESETS
+    >>> from llmviz.interpret.sae import SaeConfig
+    >>> found = sparse_autoencoder(PRESETS["gpt-mini"], SaeConfig(d_sae=1024, k=16, tokens=65_536), 128)
+    >>> found.parameters, found.data_bytes // MB
+    (263296, 36)
+    """
+    parameters = 2 * d_in * config.d_sae + config.d_sae + d_in
+    weights = 4 * parameters
+    from llmviz.models.gpt import GPT
+
+    with torch.device("meta"):
+        model_bytes = 4 * sum(p.numel() for p in GPT(model_config, initialise=False).parameters())
+    data = activation_floats = 4 * config.tokens * d_in
+    step = 4 * config.batch * (6 * config.d_sae + 4 * d_in)  # pre, f, their grads, topk's copies; x, x̂, errors
+    rows = 16 * model_config.context_length  # one gathering pass: the model's activations for 16 windows
+    gathering = 4 * rows * (12 * model_config.d_model + 2 * model_config.mlp_width) + activation_floats
+    return Footprint(
+        what=f"A sparse autoencoder of {config.d_sae:,} features on {d_in} numbers at {config.hook}",
+        parameters=parameters,
+        trainable=parameters,
+        parameter_bytes=weights,
+        gradient_bytes=weights,
+        optimizer_bytes=2 * weights,
+        activation_bytes=int(step / (1 + WORKING_FRACTION)),
+        data_bytes=data + model_bytes,
+        preparing_bytes=gathering,
+    )
 
 
 def unknown() -> Footprint:

@@ -266,7 +266,7 @@ def test_a_stride_longer_than_the_context_is_refused(capsys, tmp_path):
 
 def test_training_into_a_folder_that_holds_a_run_is_refused_unless_overwrite(capsys, tmp_path):
     out = tmp_path / "run"
-    assert cli.main(["train", *TINY, "--out", str(out)]) == 0
+    assert main.main(["train", *TINY, "--out", str(out)]) == 0
     saved = (out / "checkpoint.json").read_bytes()
     capsys.readouterr()
     code, line = refused(capsys, "train", *TINY, "--out", str(out), "--seed", "7")
@@ -274,5 +274,5 @@ def test_training_into_a_folder_that_holds_a_run_is_refused_unless_overwrite(cap
     assert (out / "checkpoint.json").read_bytes() == saved  # untouched
     code, line = refused(capsys, "lora", "--init", SHIPPED, "--out", str(out), "--steps", "1")
     assert "already holds a run" in line
-    assert cli.main(["train", *TINY, "--out", str(out), "--seed", "7", "--overwrite"]) == 0
+    assert main.main(["train", *TINY, "--out", str(out), "--seed", "7", "--overwrite"]) == 0
     assert json.loads((out / "checkpoint.json").read_text())["train_config"]["seed"] == 7

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[3]
 REFUSE = """
 import functools, json, resource
 from llmviz.jobs.manager import JobManager, JobRefused
-from llmviz.training import footprint as fp
+from llmviz.training import footprint
 from llmviz.training.config import TrainConfig
 from llmviz.training.trainer import Trainer
 
@@ -32,13 +32,13 @@ def build_gpt2_sized(text):  # never called: the run is refused before its worke
 
 manager = JobManager(max_running=1, workers="process", memory_mb=2048, client_memory_mb=1024)
 config = TrainConfig(model="gpt2-124m", tokenizer="bpe", bpe_vocab_size=50257, batch_size=4, context_length=128)
-fp.of_config(config.replace(model="gpt-nano"), 50257)  # the code that estimates, imported and run once
+footprint.of_config(config.replace(model="gpt-nano"), 50257)  # the code that estimates, imported and run once
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 message = None
 try:
     manager.submit_training(
         "student", build=functools.partial(build_gpt2_sized, "some text " * 100),
-        footprint=fp.of_config(config, 50257), label="too big",
+        footprint=footprint.of_config(config, 50257), label="too big",
     )
 except JobRefused as refused:
     message = str(refused)

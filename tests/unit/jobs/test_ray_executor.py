@@ -11,7 +11,7 @@ import pytest
 from llmviz.jobs.events import JobState
 from llmviz.jobs.manager import JobManager, JobRefused
 from llmviz.training import footprint
-from llmviz.training.trainer import TrainConfig
+from llmviz.training.config import TrainConfig
 from tests.support.jobs import small_trainer as trainer
 from tests.support.waiting import wait_for
 

@@ -17,7 +17,8 @@ import torch
 from llmviz.adapt.memory import measure_step
 from llmviz.models.gpt import GPT, PRESETS
 from llmviz.training import footprint
-from llmviz.training.trainer import TrainConfig, Trainer, build_model
+from llmviz.training.config import TrainConfig
+from llmviz.training.trainer import Trainer, build_model
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -99,7 +100,7 @@ torch.set_num_threads(1)
 from llmviz.training.config import TrainConfig
 from llmviz.training.dataset import build_tokenizer, prepare_data
 from llmviz.training.trainer import Trainer
-from llmviz.training import footprint as fp
+from llmviz.training import footprint
 
 def status(field):
     for line in open("/proc/self/status"):
@@ -122,7 +123,7 @@ trainer = Trainer(config, data)
 if claimed:
     trainer.claim_process()
 list(trainer.run())
-found = fp.of_model(trainer.model, fp.Shape.of(config), what="x")
+found = footprint.of_model(trainer.model, footprint.Shape.of(config), what="x")
 print(json.dumps({"grown": status("VmHWM") - before, "estimate": found.training_bytes}))
 """
 
@@ -186,10 +187,10 @@ def test_dropout_adds_its_masks_and_attention_weights_to_the_estimate():
     """nanoGPT's Shakespeare config: the estimate grows by dropout's term (measured 2.1-2.6 GB more with dropout 0.2)
     and covers the measured peaks (3,440 MB without, 6,125 MB with)."""
     nanogpt = TrainConfig(model="gpt-micro", n_layers=6, d_model=384, n_heads=6, context_length=256, batch_size=64)
-    without = fp.of_config(nanogpt, vocab_size=65)
-    with_dropout = fp.of_config(nanogpt.replace(dropout=0.2), vocab_size=65)
-    assert without.peak_bytes >= 3_440 * fp.MB and with_dropout.peak_bytes >= 6_125 * fp.MB
-    assert with_dropout.peak_bytes - without.peak_bytes >= 2_100 * fp.MB
+    without = footprint.of_config(nanogpt, vocab_size=65)
+    with_dropout = footprint.of_config(nanogpt.replace(dropout=0.2), vocab_size=65)
+    assert without.peak_bytes >= 3_440 * footprint.MB and with_dropout.peak_bytes >= 6_125 * footprint.MB
+    assert with_dropout.peak_bytes - without.peak_bytes >= 2_100 * footprint.MB
 
 
 def test_what_would_fit_names_a_smaller_model_or_batch():

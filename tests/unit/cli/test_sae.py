@@ -1,0 +1,142 @@
+"""``python -m llmviz interpret sae …`` on the shipped GPT: train a small autoencoder with the CLI, browse, search,
+label, steer and knock out with it, each number checked against the library called directly; bad requests are one
+line on stderr, exit status 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llmviz.cli.main import main
+from llmviz.interpret import features, sae
+from llmviz.training.checkpoint import load_checkpoint
+
+MODEL = "data/gpt-python-docs"
+TEXT = "A list is a sequence of items."
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    code = main(["interpret", "sae", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    model, tokenizer, _ = load_checkpoint(MODEL)
+    return model.eval(), tokenizer
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sae")
+    argv = ["train", "--model", MODEL, "--layer", "1", "--d-sae", "64", "--k", "4", "--steps", "6", "--batch", "64"]
+    argv += ["--tokens", "1024", "--eval-every", "3", "--out", str(out), "--format", "json"]
+    assert main(["interpret", "sae", *argv]) == 0
+    return out
+
+
+def test_train_saves_an_autoencoder_whose_numbers_are_its_curves(trained, shipped, capsys):
+    model, _ = shipped
+    loaded = sae.load(trained, model)
+    history = loaded.meta["history"]
+    assert [m["step"] for m in history] == [1, 2, 3, 4, 5, 6]
+    assert [m["step"] for m in history if m["spliced"]] == [3, 6]
+    assert loaded.hook == "blocks.1.resid_post" and loaded.meta["model"]["name"] == MODEL
+
+
+def test_features_lists_the_most_frequent_first(trained, shipped, capsys):
+    code, out, _ = run(capsys, "features", "--sae", str(trained), "--tokens", "512", "--top", "5", "--format", "json")
+    rows = json.loads(out)["rows"]
+    frequencies = [row["frequency"] for row in rows]
+    assert code == 0 and frequencies == sorted(frequencies, reverse=True) and len(rows) == 5
+
+
+def test_one_feature_search_and_labels(trained, shipped, capsys):
+    model, tokenizer = shipped
+    loaded = sae.load(trained, model)
+    code, out, _ = run(capsys, "features", "--sae", str(trained), "--search", TEXT, "--format", "json")
+    ids = tokenizer.encode(TEXT)
+    expected = features.search(model, loaded.sae, loaded.hook, ids)
+    assert code == 0 and [list(p) for p in json.loads(out)["overall"]] == [list(p) for p in expected.overall]
+    feature = expected.overall[0][0]
+    code, out, _ = run(
+        capsys,
+        "features",
+        "--sae",
+        str(trained),
+        "--feature",
+        str(feature),
+        "--tokens",
+        "512",
+        "--format",
+        "json",
+        "--label",
+        f"{feature}=starts a list",
+    )
+    shown = json.loads(out)
+    assert code == 0 and shown["label"] == "starts a list" and sae.load(trained).labels[feature] == "starts a list"
+    effects = features.logit_effects(model, loaded.sae, loaded.hook, feature)
+    assert [v for _, v in shown["promoted"]] == pytest.approx([v for _, v in effects.promoted])
+
+
+def test_steer_and_knockout(trained, shipped, capsys):
+    model, tokenizer = shipped
+    loaded = sae.load(trained, model)
+    code, out, _ = run(
+        capsys,
+        "steer",
+        "--sae",
+        str(trained),
+        "--prompt",
+        TEXT,
+        "--feature",
+        "0",
+        "--alpha",
+        "0",
+        "--tokens",
+        "5",
+        "--temperature",
+        "0",
+        "--format",
+        "json",
+    )
+    shown = json.loads(out)
+    assert code == 0 and shown["plain"] == shown["steered"]
+    code, out, _ = run(
+        capsys, "knockout", "--sae", str(trained), "--text", TEXT, "--features", "0,1", "--format", "json"
+    )
+    result = features.knock_out(model, loaded.sae, loaded.hook, tokenizer.encode(TEXT), [0, 1])
+    assert code == 0 and json.loads(out)["after"] == pytest.approx(float(result.after.mean()))
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["train", "--d-sae", "8", "--k", "9", "--out", "x"], "k = 9"),
+        (["train", "--layer", "7", "--out", "x"], "Layer 7 does not exist"),
+        (["train", "--d-sae", "65536", "--batch", "65536", "--tokens", "4000000", "--out", "x"], "share"),
+        (["train", "--corpus", "no-such-file.txt", "--out", "x"], "No corpus file"),
+        (["features", "--sae", "no-such-folder"], "not a saved autoencoder"),
+        (["knockout", "--sae", "{trained}", "--text", TEXT, "--features", "a,b"], "numbers separated"),
+        (["features", "--sae", "{trained}", "--label", "nothing"], "N=TEXT"),
+    ],
+)
+def test_bad_requests_are_one_line(argv, message, trained, capsys, monkeypatch):
+    import psutil
+
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: type("M", (), {"available": 8 * 2**30})())
+    code, out, err = run(capsys, *[a.replace("{trained}", str(trained)) for a in argv])
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_an_autoencoder_for_another_model_is_refused(trained, capsys, tmp_path):
+    meta = json.loads((trained / sae.CONFIG_FILE).read_text())
+    meta["model"]["fingerprint"] = "0" * 16
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / sae.CONFIG_FILE).write_text(json.dumps(meta))
+    (other / sae.WEIGHTS_FILE).write_bytes((trained / sae.WEIGHTS_FILE).read_bytes())
+    code, _, err = run(capsys, "steer", "--sae", str(other), "--prompt", TEXT, "--feature", "0", "--alpha", "1")
+    assert code == 2 and "trained on" in err
