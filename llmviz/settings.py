@@ -174,6 +174,39 @@ SETTINGS: dict[str, Setting] = _declare(
         minimum=0.01,
     ),
     Setting(
+        "LLMVIZ_DATABASE_URL",
+        "text",
+        None,
+        "URL",
+        "the lab's registry of students and runs, as an SQLAlchemy URL: every app process of the machine (or hall) "
+        "that names the same one shares one lab (default: sqlite:///<runs folder>/lab.db)",
+    ),
+    Setting(
+        "LLMVIZ_STUDENT_DISK_MB",
+        "float",
+        512.0,
+        "MB",
+        "disk one student's kept runs (snapshots, curves) and uploads may take; past it the oldest snapshots are "
+        "thinned first",
+        minimum=1,
+    ),
+    Setting(
+        "LLMVIZ_KEEP_DAYS",
+        "float",
+        30.0,
+        "days",
+        "a kept run nobody has opened for this long is deleted with its snapshots",
+        minimum=0.01,
+    ),
+    Setting(
+        "LLMVIZ_TEACHER_KEY",
+        "text",
+        None,
+        "secret",
+        "the key that opens the class view (`/classroom?teacher=KEY` once; the browser is then the teacher's); "
+        "unset: there is no class view",
+    ),
+    Setting(
         "LLMVIZ_TIMINGS",
         "path",
         None,
