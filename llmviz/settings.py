@@ -117,11 +117,12 @@ SETTINGS: dict[str, Setting] = _declare(
     Setting(
         "LLMVIZ_SHARE_BY",
         "choice",
-        "address",
+        "student",
         "",
-        "`address`: a student's shares count every tab of their computer (by its IP address); `session`: every "
-        "browser tab is a student of its own (a class behind one NAT, or a proxy on the server's machine)",
-        choices=("address", "session"),
+        "`student`: a student's shares (runs, queue, memory) count every tab, reload and link of theirs (their "
+        "browser's identity, or their login); `address`: every browser of one computer (by its IP address) shares "
+        "one share; `session`: the old name of `student`",
+        choices=("student", "address", "session"),
     ),
     Setting(
         "LLMVIZ_WORKER_TIMEOUT",

@@ -44,7 +44,7 @@ from llmviz.training.checkpoint import (
     model_from_description,
 )
 from llmviz.training.snapshots import load_into
-from ui import sections, state, watch
+from ui import identity, sections, state, watch
 from ui import streamlit_private as internals
 from ui.labels import fit, run_label
 from ui.sources import (  # noqa: F401 - public names of ui.picker
@@ -66,26 +66,36 @@ DEFAULT_KEY = f"shipped:{SHIPPED_GPT}"
 # ---------------------------------------------------------------------------- session and jobs
 
 
-def session_id() -> str:
-    """The browser session this script run belongs to (the owner of its jobs)."""
+def tab_id() -> str:
+    """The browser tab (Streamlit session) this script run belongs to."""
     ctx = internals.script_run_context()
     return ctx.session_id if ctx is not None else "no-session"
 
 
+def session_id() -> str:
+    """The owner of this page run's jobs: the *student* (:mod:`ui.identity`: the browser's secret, or the logged-in
+    user), so every tab, reload and link of one student shows the same runs, and a restarted server too (the lab,
+    :mod:`llmviz.lab`, keeps them)."""
+    if internals.script_run_context() is None:
+        return "no-session"
+    student = identity.student_id()
+    identity.register_tab(student, tab_id())
+    return student
+
+
 def client_id() -> str:
-    """The student this browser session belongs to, for the server's shares (runs, queue, memory): the address of
-    their computer, so every tab they open shares one share (Streamlit's ``st.context.ip_address``). The session
-    itself where the address is unknown (a browser on the server's own machine, or a proxy there) or where
-    ``LLMVIZ_SHARE_BY=session`` (a class behind one NAT: every tab is then a student of its own)."""
-    if settings.get("LLMVIZ_SHARE_BY") == "session":
+    """Whose shares (runs, queue, memory) this page run counts in: the student (``LLMVIZ_SHARE_BY=student``, the
+    default; ``session`` is its old name), or the address of their computer (``address``: every browser of one
+    computer shares one share, Streamlit's ``st.context.ip_address``; the student where the address is unknown)."""
+    if settings.get("LLMVIZ_SHARE_BY") != "address":
         return session_id()
     address = st.context.ip_address if internals.script_run_context() is not None else None
     return f"address {address}" if isinstance(address, str) and address else session_id()  # (AppTest: a mock)
 
 
 def _session_alive(owner: str) -> bool | None:
-    """Streamlit's own answer: is this browser session still connected?"""
-    return internals.session_is_connected(owner)
+    """Has the student ``owner`` a tab connected to this server (Streamlit's own answer for each of their tabs)?"""
+    return identity.student_alive(owner)
 
 
 def manager() -> jobs.JobManager:
@@ -259,13 +269,24 @@ class RunSource:
             family = "gpt" if job.info.description["kind"] == "gpt" else "charlevel"
             label = run_label(job.label, job.created, number)  # the caption shows it whole (the sidebar cuts it)
             out.append(Entry(f"run:{job.id}", label, family, note=literal_markdown(label), steps=steps))
+        live = {job.id for job in my_jobs(None)}
+        job_manager, kept_list = manager(), kept_runs()
+        by_run = job_manager.keeper.lab.registry.steps_by_run(job_manager.student(session_id())) if kept_list else {}
+        for number, kept in enumerate(kept_list, start=len(out) + 1):
+            steps = tuple(by_run.get(kept.id, ()))
+            if kept.id in live or not steps:
+                continue
+            family = "gpt" if kept.model == "gpt" else "charlevel"
+            label = run_label(kept.label, kept.created, number)
+            note = literal_markdown(label) + f" ({KEPT_STATES.get(kept.state, kept.state)})"
+            out.append(Entry(f"run:{kept.id}", label, family, note=note, steps=steps))
         return out
 
     def load(self, key: str, step: int | None) -> ModelView:
         run_id = key.split(":", 1)[1]
-        job = manager().get(session_id(), run_id)  # only this session's runs resolve
+        job = manager().get(session_id(), run_id)  # only this student's runs resolve
         if job is None:
-            raise LlmvizError("That run is not one of this browser session's runs.")
+            return load_kept(run_id, step)
         if job.info is None or job.snapshots is None or not job.snapshots.steps():
             raise RunNotReady(f"{job.label} is still preparing (its step 0 does not exist yet).")
         step, weights = job.snapshots.resolve(step)
@@ -289,6 +310,74 @@ class RunSource:
             step=step,
             run_id=job.id,
         )
+
+
+KEPT_STATES = {
+    "finished": "finished",
+    "stopped": "stopped",
+    "failed": "failed",
+    "parked": "parked: it stopped when you left; its snapshots are kept",
+    "interrupted": "interrupted: the server stopped while it trained; its snapshots are kept",
+    "running": "training in another app process",
+    "queued": "waiting in another app process",
+    "paused": "paused in another app process",
+}
+
+
+def kept_runs() -> list:
+    """This student's training runs as the lab keeps them (:mod:`llmviz.lab`): every app process's, and those of
+    earlier servers."""
+    return manager().kept_runs(session_id())
+
+
+def kept_steps(run_id: str) -> tuple[int, ...]:
+    """The snapshot steps the lab keeps of this student's run ``run_id`` (() when it is not theirs)."""
+    job_manager = manager()
+    if job_manager.keeper is None or job_manager.kept_run(session_id(), run_id) is None:
+        return ()
+    return tuple(step for step, *_ in job_manager.keeper.lab.registry.snapshots(run_id))
+
+
+@st.cache_resource(show_spinner="Loading this step's weights…", max_entries=32)
+def _kept_model(path: str, nbytes: int):
+    """``(model, tokenizer, meta)`` of a kept snapshot file (safetensors: no pickle), shared and read-only."""
+    from llmviz.tokenizers.saved import tokenizer_from_dict
+
+    state_dict, meta = manager().keeper.lab.storage.read_snapshot(path)
+    model = load_into(model_from_description(meta["model"]), state_dict)
+    return _freeze(model), tokenizer_from_dict(meta["tokenizer"]), meta
+
+
+def load_kept(run_id: str, step: int | None) -> ModelView:
+    """This student's kept run ``run_id`` at ``step`` (its nearest kept snapshot at or before it; the last one when
+    ``step`` is None), read from the lab's files."""
+    job_manager = manager()
+    kept = job_manager.kept_run(session_id(), run_id)
+    if kept is None or job_manager.keeper is None:
+        raise LlmvizError("That run is not one of your runs.")
+    files = job_manager.keeper.lab.registry.snapshots(run_id)
+    if not files:
+        raise RunNotReady(f"{kept.label} has no snapshot kept yet.")
+    chosen = files[-1] if step is None else next((f for f in reversed(files) if f[0] <= step), files[0])
+    model, tokenizer, file_meta = _kept_model(chosen[1], chosen[2])
+    kept_steps_list = [f[0] for f in files]
+    meta = {
+        "train_config": file_meta.get("train_config", {}),
+        "model": file_meta["model"],
+        "step": chosen[0],
+        "label": kept.label,
+        "snapshot_steps": kept_steps_list,
+    }
+    return ModelView(
+        f"run:{run_id}@{chosen[0]}",
+        run_label(kept.label, kept.created, None, chosen[0]),
+        model,
+        tokenizer,
+        meta,
+        _family(meta),
+        step=chosen[0],
+        run_id=run_id,
+    )
 
 
 def runs_dir() -> Path:
@@ -594,6 +683,7 @@ def sidebar() -> None:
     """The picker in the shared sidebar (app.py draws it on every page)."""
     state.NOT_READY_SAID.pop()  # a new page run: a model that is not ready is said again, once
     state.SESSION_ID.set(session_id())  # lets tests find this session's jobs
+    identity.keep_cookie()  # the browser keeps its student identity (a cookie, set on the first visit)
     listed = [entry for entry in entries()]
     by_key = {entry.key: entry for entry in listed}
     chosen = state.PICKED.get(default=DEFAULT_KEY)

@@ -301,6 +301,8 @@ WIDGETS: dict[str, str] = {
     "runs_chart": "Training: every run's curves",
     "runs_download_": "Training: the run to download (the picked run)",
     "runs_clear": "Training: clear all runs",
+    "kept_delete_choice": "Training: which kept run to delete (llmviz.lab)",
+    "kept_delete": "Training: delete the chosen kept run",
     "decoder_train": "Training: train the encoder–decoder",
     "decoder_chart": "Training: the encoder–decoder's loss",
     # Sampling

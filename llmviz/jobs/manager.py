@@ -68,8 +68,10 @@ from llmviz.jobs import processes
 from llmviz.jobs.admission import Budget, Claim, Ledger, Phase, device_refusal, snapshot_refusal
 from llmviz.jobs.events import JobState, RunInfo
 from llmviz.jobs.job import Group, Job, JobStatus
+from llmviz.jobs.keeping import Keeper, student_key
 from llmviz.jobs.supervisor import Supervisor
 from llmviz.jobs.worker import TaskPayload, TrainPayload, WorkerOptions
+from llmviz.lab import Lab, RunRecord, default_lab
 from llmviz.training import footprint as fp
 from llmviz.training.snapshots import SnapshotStore, evict, session_cap_bytes, state_of
 
@@ -124,6 +126,7 @@ class JobManager:
         memory_mb: float | None = None,
         client_memory_mb: float | None = None,
         worker_timeout: float | None = None,
+        lab: Lab | None = None,
     ):
         if max_running is None:
             max_running = settings.get_or("LLMVIZ_MAX_JOBS", processes.cpu_count)
@@ -159,6 +162,8 @@ class JobManager:
         self._reaper: threading.Thread | None = None
         self._closed = threading.Event()
         self.admitted: list[str] = []  # job ids in the order they got a slot (tests read it)
+        # the lab (llmviz.lab) this manager keeps its runs in, and shares the machine's slots and memory through
+        self.keeper = Keeper(lab) if lab is not None else None
 
     @property
     def memory_budget(self) -> int | None:
@@ -341,6 +346,8 @@ class JobManager:
                     # step 0 exists at once, so pages can show the run while it waits
                     self.keep_snapshot(job, payload.trainer.step, state_of(payload.trainer.model))
             self._ensure_reaper()
+        if self.keeper is not None:
+            self.keeper.enter(group.jobs)
         if self.workers == "process":
             try:  # what the worker needs travels as bytes; the server keeps no trainer
                 group.payload_bytes = pickle.dumps(group.payloads, protocol=pickle.HIGHEST_PROTOCOL)
@@ -452,7 +459,7 @@ class JobManager:
             try:
                 while not give_up() and not self._closed.is_set():
                     chosen = self.ledger.next()
-                    if chosen is claim:
+                    if chosen is claim and self._machine_slot(group, claim):
                         self.ledger.start(group.id)
                         self._device_needs.pop(group.id, None)
                         self.admitted.extend(job.id for job in group.jobs)
@@ -466,8 +473,30 @@ class JobManager:
             finally:
                 self._slots.notify_all()
 
+    def _machine_slot(self, group: Group, claim: Claim) -> bool:
+        """With a lab: one of the machine's slots (and its memory) for ``group``, counted over every app process
+        in the lab's registry; without one, this process's ledger is the whole story."""
+        if self.keeper is None:
+            return True
+        try:
+            return self.keeper.lab.registry.claim_slot(
+                group.jobs[0].id, self.max_running, claim.memory, self.memory_budget
+            )
+        except Exception:  # noqa: BLE001 - the database is unreachable: this process's own limits still hold
+            log.exception("could not claim a slot in the lab's registry")
+            return True
+
+    def _free_machine_slot(self, group: Group) -> None:
+        if self.keeper is not None:
+            try:
+                self.keeper.lab.registry.free_slot(group.jobs[0].id)
+            except Exception:  # noqa: BLE001
+                log.exception("could not free a slot in the lab's registry")
+
     def release(self, group: Group, idle: bool = False) -> None:
         """The group's slot is free (``idle``: its worker still waits, holding its memory)."""
+        if not idle:
+            self._free_machine_slot(group)
         with self._slots:
             if idle and group.id in self.ledger.claims:
                 self.ledger.idle(group.id)
@@ -475,12 +504,14 @@ class JobManager:
 
     def parked(self, group: Group, held: int) -> None:
         """The group's worker has gone; the server holds ``held`` bytes of its state."""
+        self._free_machine_slot(group)
         with self._slots:
             if group.id in self.ledger.claims:
                 self.ledger.park(group.id, held)
             self._slots.notify_all()
 
     def ended(self, group: Group) -> None:
+        self._free_machine_slot(group)
         with self._slots:
             self.ledger.end(group.id)
             self._device_needs.pop(group.id, None)
@@ -549,6 +580,27 @@ class JobManager:
             job = session.jobs.pop(job_id, None) if session else None
         if job is not None:
             job.discard()
+        if self.keeper is not None:
+            self.keeper.forget(job_id)
+            self.keeper.lab.delete_run(student_key(owner), job_id)
+
+    @staticmethod
+    def student(owner: str) -> str:
+        """The name ``owner``'s runs are kept under in the lab (:func:`llmviz.jobs.keeping.student_key`)."""
+        return student_key(owner)
+
+    def kept_runs(self, owner: str) -> list[RunRecord]:
+        """``owner``'s training runs as the lab keeps them (every app process's, and those of earlier servers),
+        oldest first; ``[]`` without a lab."""
+        if self.keeper is None:
+            return []
+        return [run for run in self.keeper.lab.registry.runs(student_key(owner)) if run.kind == "train"]
+
+    def kept_run(self, owner: str, run_id: str) -> RunRecord | None:
+        """``owner``'s kept run ``run_id`` (None when it is not theirs: a run id alone opens nothing)."""
+        if self.keeper is None:
+            return None
+        return self.keeper.lab.registry.run(student_key(owner), run_id)
 
     def heartbeat(self, owner: str) -> None:
         with self._lock:
@@ -588,8 +640,23 @@ class JobManager:
             if now - session.heartbeat > (self.session_timeout or math.inf):
                 gone.append(owner)
         for owner in gone:
-            self.end_session(owner)
+            if self.keeper is not None:
+                self.park_session(owner)
+            else:
+                self.end_session(owner)
         return gone
+
+    def park_session(self, owner: str) -> None:
+        """``owner`` has gone (no tab for ``session_timeout``): their runs still training stop after this step and
+        are kept as *parked* in the lab (snapshots and curve), their workers and memory freed; the manager forgets
+        them (the lab lists them)."""
+        with self._lock:
+            session = self._sessions.pop(owner, None)
+        for job in session.jobs.values() if session else ():
+            if not job.ended and self.keeper is not None:
+                self.keeper.park(job)
+            job.stop()
+            job.group.wake()
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop every job and wait for the workers (tests, notebooks)."""
@@ -603,6 +670,8 @@ class JobManager:
             self._slots.notify_all()
         for job in jobs:
             job.wait(timeout)
+        if self.keeper is not None:
+            self.keeper.close()
 
 
 _default: JobManager | None = None
@@ -642,6 +711,7 @@ def default_manager(liveness: Callable[[str], bool | None] | None = None) -> Job
                 memory_mb=memory,
                 client_memory_mb=min(memory, settings.get_or("LLMVIZ_STUDENT_MEMORY_MB", lambda: memory / 2)),
                 worker_timeout=settings.get("LLMVIZ_WORKER_TIMEOUT"),
+                lab=default_lab(),
             )
             if _default.workers == "process":
                 processes.warm_up_workers()

@@ -443,6 +443,20 @@ class Registry:
             )
             return [tuple(row) for row in db.execute(query)]
 
+    def steps_by_run(self, student: str) -> dict[str, list[int]]:
+        """The kept snapshot steps of each of ``student``'s runs, in one query (the picker lists them)."""
+        out: dict[str, list[int]] = {}
+        with self.engine.connect() as db:
+            query = (
+                sa.select(snapshots.c.run, snapshots.c.step)
+                .join(runs, runs.c.id == snapshots.c.run)
+                .where(runs.c.student == student)
+                .order_by(snapshots.c.run, snapshots.c.step)
+            )
+            for run_id, step in db.execute(query):
+                out.setdefault(run_id, []).append(step)
+        return out
+
     def student_snapshots(self, student: str) -> list[tuple[str, int, str, int, float]]:
         """``(run, step, path, bytes, run created)`` of every snapshot of ``student``, oldest run first."""
         with self.engine.connect() as db:

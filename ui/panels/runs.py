@@ -529,3 +529,54 @@ def follow_task_job(
     # a progress bar and a Stop button cost the server about a millisecond: a task (seconds long) refreshes every
     # second, so its Stop can be pressed while it works
     live(draw, active=lambda: not job.status().done, name=name, seconds=1.0)
+
+
+# ---------------------------------------------------------------------------- kept runs (llmviz.lab)
+
+KEPT_COLUMNS = ("run", "state", "steps", "best validation loss", "snapshots kept")
+
+
+def kept_rows(records: list, steps_by_run: dict[str, list[int]], live: set[str]) -> list[dict]:
+    """The table of a student's kept runs that no tab of this server trains now (those are drawn live above).
+
+    >>> from llmviz.lab.registry import RunRecord
+    >>> rows = kept_rows([RunRecord("a", "s", "train", "GPT micro", "interrupted", total=300, step=120,
+    ...                             best_val_loss=2.4567)], {"a": [0, 100, 120]}, set())
+    >>> rows[0]["state"], rows[0]["steps"], rows[0]["best validation loss"], rows[0]["snapshots kept"]
+    ('interrupted: the server stopped while it trained; its snapshots are kept', '120 of 300', 2.457, '0, 100, 120')
+    """
+    rows = []
+    for record in records:
+        if record.id in live:
+            continue
+        best = record.best_val_loss
+        rows.append(
+            {
+                "run": record.label,
+                "state": picker.KEPT_STATES.get(record.state, record.state),
+                "steps": f"{record.step} of {record.total}",
+                "best validation loss": round(best, 3) if best is not None else None,
+                "snapshots kept": ", ".join(map(str, steps_by_run.get(record.id, []))),
+            }
+        )
+    return rows
+
+
+def kept_runs_panel() -> None:
+    """The student's runs the lab keeps that no tab of this server trains now: earlier servers', other app
+    processes', parked ones. Each is in the sidebar's picker at its kept steps; the student may delete one."""
+    job_manager = picker.manager()
+    records = picker.kept_runs()
+    live = {job.id for job in picker.my_jobs(None)}
+    others = [record for record in records if record.id not in live]
+    if not others:
+        return
+    steps = job_manager.keeper.lab.registry.steps_by_run(job_manager.student(picker.session_id()))
+    st.markdown("**Kept runs**: earlier runs of yours (the sidebar's picker shows each at its kept steps).")
+    st.dataframe(pd.DataFrame(kept_rows(others, steps, live), columns=list(KEPT_COLUMNS)), hide_index=True)
+    d1, d2 = st.columns([3, 1])
+    by_label = {f"{record.label} · {record.id}": record.id for record in others}
+    chosen = d1.selectbox("Delete a kept run", list(by_label), key=state.widget("kept_delete_choice"))
+    if d2.button("Delete it", key=state.widget("kept_delete")) and chosen in by_label:
+        job_manager.remove(picker.session_id(), by_label[chosen])
+        st.rerun(scope="app")

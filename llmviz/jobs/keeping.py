@@ -1,0 +1,197 @@
+"""Keeping a manager's runs in the lab (:mod:`llmviz.lab`): the registry's rows and the snapshot files follow the
+jobs in memory, so a reload, another tab, another app process of the machine and a restarted server list the same
+runs at the same steps.
+
+One :class:`Keeper` per :class:`~llmviz.jobs.manager.JobManager`: the manager tells it of every new group
+(:meth:`Keeper.enter`), and its thread writes what changed once a second (new curve points, samples, the step and
+state, snapshots not on disk yet), so training never waits for the database. It also says the process is alive
+(:meth:`Registry.beat`) and marks runs of processes that have gone as interrupted.
+
+A run whose student has gone is *parked*: the manager stops it (its last step is snapshotted) and the keeper writes
+``parked`` instead of ``stopped``. A run is kept on disk with its log-spaced snapshots and its last one; the
+"latest" snapshots a live run makes every few seconds replace each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from dataclasses import asdict, dataclass, field, is_dataclass
+
+from llmviz.jobs.events import JobState
+from llmviz.lab import Lab
+from llmviz.lab.registry import RunRecord, config_json, this_holder
+from llmviz.lab.storage import safe_name
+from llmviz.training.snapshots import is_snapshot_step
+
+log = logging.getLogger(__name__)
+
+
+def student_key(owner: str) -> str:
+    """The folder-safe name under which ``owner``'s runs are kept: the owner itself when it is one (a student id),
+    else a hash of it.
+
+    >>> student_key("3f2a-b1"), student_key("address 10.0.0.7")
+    ('3f2a-b1', 'o-b133130630af203cdf7aa6f9')
+    """
+    try:
+        return safe_name(owner)
+    except ValueError:
+        return "o-" + hashlib.sha256(owner.encode()).hexdigest()[:24]
+
+
+@dataclass
+class _Kept:
+    job: object  # llmviz.jobs.job.Job
+    student: str
+    points: int = 0  # curve rows written
+    samples: int = 0
+    metrics: int = 0
+    version: int = -1
+    on_disk: dict[int, str] = field(default_factory=dict)  # step → path
+    meta: dict | None = None
+    parked: bool = False  # its student had gone: it ends as "parked"
+
+
+def snapshot_meta(info, label: str) -> dict:
+    """A snapshot file's metadata: the single-file checkpoint format (model, tokenizer, config), so
+    :func:`llmviz.training.checkpoint.load_checkpoint` reads it too."""
+    config = asdict(info.config) if is_dataclass(info.config) else {}
+    return {
+        "format": "llmviz-checkpoint",
+        "version": 1,
+        "model": info.description,
+        "tokenizer": info.tokenizer.to_dict(),
+        "train_config": config_json(config),
+        "label": label,
+    }
+
+
+class Keeper:
+    """Writes a manager's runs into ``lab`` (see the module's docstring)."""
+
+    def __init__(self, lab: Lab, interval: float = 1.0):
+        self.lab = lab
+        self.interval = interval
+        self.holder = this_holder()
+        self._kept: dict[str, _Kept] = {}
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self.interrupted = lab.registry.interrupt_orphans()
+        self._thread = threading.Thread(target=self._forever, name="llmviz-lab-keeper", daemon=True)
+        self._thread.start()
+
+    def enter(self, jobs: list) -> None:
+        """Record new jobs (a group's) in the registry."""
+        for job in jobs:
+            student = student_key(job.owner)
+            self.lab.registry.ensure_student(student)
+            model = job.info.description.get("kind", "") if job.info is not None else ""
+            config = config_json(job.info.config) if job.info is not None else {}
+            self.lab.registry.add_run(
+                RunRecord(
+                    id=job.id,
+                    student=student,
+                    kind=job.kind,
+                    label=job.label,
+                    state="queued",
+                    total=job.total,
+                    model=str(model),
+                    config=config,
+                    created=job.created,
+                    holder=self.holder,
+                )
+            )
+            with self._lock:
+                self._kept[job.id] = _Kept(job, student)
+
+    def park(self, job) -> None:
+        """``job``'s student has gone: it ends as parked (resumable), not stopped."""
+        with self._lock:
+            kept = self._kept.get(job.id)
+            if kept is not None:
+                kept.parked = True
+
+    def forget(self, job_id: str) -> None:
+        with self._lock:
+            self._kept.pop(job_id, None)
+
+    def flush(self) -> None:
+        """Write what changed since the last flush (the keeper's thread calls it every ``interval`` seconds)."""
+        with self._lock:
+            kept = list(self._kept.values())
+        for entry in kept:
+            try:
+                done = self._flush_one(entry)
+            except Exception:  # noqa: BLE001 - a full disk or a busy database: try again next time
+                log.exception("could not keep run %s", entry.job.id)
+                continue
+            if done:
+                self.forget(entry.job.id)
+
+    def _flush_one(self, entry: _Kept) -> bool:
+        job = entry.job
+        ended = job.ended
+        if job.version == entry.version and not ended:
+            return False
+        status = job.status()
+        entry.version = status.version
+        registry = self.lab.registry
+        vals = {m.step: m.val_loss for m in status.metrics if getattr(m, "val_loss", None) is not None}
+        new = status.losses[entry.points :]
+        registry.add_points(job.id, [(step, loss, vals.get(step)) for step, loss in new])
+        entry.points = len(status.losses)
+        for step, text in status.samples[entry.samples :]:
+            registry.add_sample(job.id, step, text)
+        entry.samples = len(status.samples)
+        self._flush_snapshots(entry)
+        state = status.state.value
+        if ended and entry.parked and status.state == JobState.STOPPED:
+            state = "parked"
+        values = {"state": state, "step": status.step, "error": status.error}
+        if job.info is not None:
+            values["model"] = str(job.info.description.get("kind", ""))
+        registry.update_run(job.id, **values)
+        if ended:
+            registry.free_slot(job.id)
+            self.lab.thin(entry.student)
+        return ended
+
+    def _flush_snapshots(self, entry: _Kept) -> None:
+        job = entry.job
+        if job.snapshots is None or job.info is None or job.discarded:
+            return
+        if entry.meta is None:
+            entry.meta = snapshot_meta(job.info, job.label)
+        steps = job.snapshots.steps()
+        last = steps[-1] if steps else None
+        for step in steps:
+            if step in entry.on_disk:
+                continue
+            try:
+                state = job.snapshots.get(step)
+            except KeyError:
+                continue  # evicted meanwhile
+            path, nbytes = self.lab.storage.write_snapshot(entry.student, job.id, step, state, entry.meta)
+            self.lab.registry.add_snapshot(job.id, step, path, nbytes)
+            entry.on_disk[step] = path
+        for step in [s for s in entry.on_disk if s != last and not is_snapshot_step(s) and s not in steps]:
+            self.lab.storage.delete_file(entry.on_disk.pop(step))  # a "latest" snapshot a newer one replaced
+            self.lab.registry.drop_snapshot(job.id, step)
+
+    def _forever(self) -> None:
+        beats = 0
+        while not self._closed.wait(self.interval):
+            self.flush()
+            beats += 1
+            if beats % 10 == 0:
+                try:
+                    self.lab.registry.beat(self.holder)
+                    self.lab.registry.interrupt_orphans()
+                except Exception:  # noqa: BLE001
+                    log.exception("could not reach the lab's registry")
+
+    def close(self) -> None:
+        self.flush()
+        self._closed.set()
