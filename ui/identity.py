@@ -26,6 +26,7 @@ from collections.abc import Mapping
 import streamlit as st
 
 from llmviz import settings
+from llmviz.lab import default_lab
 from ui import streamlit_private as internals
 
 COOKIE = "llmviz_student"
@@ -175,11 +176,35 @@ def is_teacher_key(given: object) -> bool:
 
 
 def take_teacher_key() -> bool:
-    """A ``?teacher=KEY`` in the address makes this browser the teacher's (the key is taken out of the address at
-    once, right or wrong); returns whether this session is the teacher's."""
-    if "teacher" in st.query_params:
+    """A ``?teacher=KEY`` in the address makes this browser the teacher's (the key leaves the address in the same
+    page run, right or wrong: :func:`ui.share.links` drops every parameter that is not a setting; the lab's registry remembers the student id as the teacher's, so later visits and
+    restarts need no key); returns whether this session is the teacher's."""
+    if "teacher" in st.query_params:  # ui.share takes every parameter it does not know out of the address
         given = st.query_params.get("teacher")
-        del st.query_params["teacher"]
         if is_teacher_key(given):
             st.session_state[_TEACHER_KEY] = True
-    return bool(st.session_state.get(_TEACHER_KEY))
+            default_lab().registry.ensure_student(student_id(), teacher=True)
+    return is_teacher()
+
+
+def is_teacher() -> bool:
+    """Is this page run the teacher's? Only while a teacher key is set (``LLMVIZ_TEACHER_KEY``): unsetting it ends
+    every teacher's rights."""
+    if not settings.get("LLMVIZ_TEACHER_KEY"):
+        return False
+    if _TEACHER_KEY not in st.session_state:
+        found = default_lab().registry.student(student_id())
+        st.session_state[_TEACHER_KEY] = bool(found and found["teacher"])
+    return bool(st.session_state[_TEACHER_KEY])
+
+
+def display_name() -> str:
+    """The name this student typed ("" when none)."""
+    found = default_lab().registry.student(student_id())
+    return str(found["name"]) if found else ""
+
+
+def set_display_name(name: str) -> None:
+    """Keep the name the student typed (at most 40 characters, one line), shown in the teacher's class view."""
+    clean = " ".join(str(name).split())[:40]
+    default_lab().registry.ensure_student(student_id(), name=clean)

@@ -348,11 +348,11 @@ def _kept_model(path: str, nbytes: int):
     return _freeze(model), tokenizer_from_dict(meta["tokenizer"]), meta
 
 
-def load_kept(run_id: str, step: int | None) -> ModelView:
+def load_kept(run_id: str, step: int | None, kept=None, prefix: str = "run") -> ModelView:
     """This student's kept run ``run_id`` at ``step`` (its nearest kept snapshot at or before it; the last one when
-    ``step`` is None), read from the lab's files."""
+    ``step`` is None), read from the lab's files. ``kept``: the run's record, already checked (the teacher's)."""
     job_manager = manager()
-    kept = job_manager.kept_run(session_id(), run_id)
+    kept = kept or job_manager.kept_run(session_id(), run_id)
     if kept is None or job_manager.keeper is None:
         raise LlmvizError("That run is not one of your runs.")
     files = job_manager.keeper.lab.registry.snapshots(run_id)
@@ -369,7 +369,7 @@ def load_kept(run_id: str, step: int | None) -> ModelView:
         "snapshot_steps": kept_steps_list,
     }
     return ModelView(
-        f"run:{run_id}@{chosen[0]}",
+        f"{prefix}:{run_id}@{chosen[0]}",
         run_label(kept.label, kept.created, None, chosen[0]),
         model,
         tokenizer,
@@ -378,6 +378,45 @@ def load_kept(run_id: str, step: int | None) -> ModelView:
         step=chosen[0],
         run_id=run_id,
     )
+
+
+class ClassSource:
+    """The run the teacher puts on the projector (the class view's "Show on the projector"): any student's kept run,
+    for the teacher's browser only; nobody else's picker lists or loads a ``class:`` key."""
+
+    prefix = "class"
+
+    def entries(self) -> list[Entry]:
+        run_id = st.session_state.get(PROJECTED)
+        job_manager = manager()
+        if not run_id or not identity.is_teacher() or job_manager.keeper is None:
+            return []
+        registry = job_manager.keeper.lab.registry
+        found = [run for run in registry.all_runs() if run.id == run_id]
+        steps = tuple(step for step, *_ in registry.snapshots(run_id))
+        if not found or not steps:
+            return []
+        label = f"On the projector · {found[0].label}"
+        return [Entry(f"class:{run_id}", label, "gpt" if found[0].model == "gpt" else "charlevel", steps=steps)]
+
+    def load(self, key: str, step: int | None) -> ModelView:
+        run_id = key.split(":", 1)[1]
+        job_manager = manager()
+        if not identity.is_teacher() or job_manager.keeper is None:
+            raise LlmvizError("Only the teacher's browser opens another student's run.")
+        found = [run for run in job_manager.keeper.lab.registry.all_runs() if run.id == run_id]
+        if not found:
+            raise LlmvizError("That run is no longer kept.")
+        return load_kept(run_id, step, kept=found[0], prefix="class")
+
+
+PROJECTED = "_llmviz_projected_run"
+
+
+def project(run_id: str, step: int | None) -> None:
+    """The teacher's picker shows ``run_id`` at ``step`` on every page (the class view's button)."""
+    st.session_state[PROJECTED] = run_id
+    select(f"class:{run_id}" + (f"@{step}" if step is not None else ""))
 
 
 def runs_dir() -> Path:
@@ -437,7 +476,7 @@ def checkpoint_folder(view: ModelView) -> Path | None:
 
 from ui.panels import hub  # noqa: E402 - pretrained models from the Hugging Face Hub (hub:gpt2, hub:smollm2-135m, …)
 
-for _source in (ShippedSource(), MiniLMSource(), hub.HubSource(), RunSource(), RunsDirSource()):
+for _source in (ShippedSource(), MiniLMSource(), hub.HubSource(), RunSource(), RunsDirSource(), ClassSource()):
     register_source(_source)
 
 
@@ -494,15 +533,15 @@ def select(key: str) -> None:
     if parsed is None or parsed[0] not in known:
         state.PICKED.set(DEFAULT_KEY)
         state.PICKER_NOTICE.set(
-            "That model is a training run of another browser session (a run lives only in the session that "
-            "trained it), so the shipped GPT is shown."
+            "That model is a training run of another student (a run opens only for the student who trained it), "
+            "so the shipped GPT is shown."
             if parsed is not None and parsed[0].startswith("run:")
             else "That model is not on this server, so the shipped GPT is shown."
         )
     else:
         base, step = parsed
         state.PICKED.set(base)
-        if base.startswith("run:"):
+        if base.startswith(("run:", "class:")):
             steps = known[base].steps
             state.PICKED_STEPS.setdefault()[base] = None if step is None or step >= steps[-1] else step
     state.PICKER_VERSION.set(state.PICKER_VERSION.get() + 1)
@@ -533,7 +572,7 @@ def offer_bigger_model(reason: str, page: str) -> None:
 def selected_key() -> str:
     """The key :func:`current` will resolve (base key plus ``@step`` for runs)."""
     base = state.PICKED.get(default=DEFAULT_KEY)
-    if base.startswith("run:"):
+    if base.startswith(("run:", "class:")):
         step = state.PICKED_STEPS.get().get(base)
         return base if step is None else f"{base}@{step}"
     return base

@@ -180,9 +180,28 @@ class Keeper:
             self.lab.storage.delete_file(entry.on_disk.pop(step))  # a "latest" snapshot a newer one replaced
             self.lab.registry.drop_snapshot(job.id, step)
 
+    def act_on_requests(self) -> list[str]:
+        """Stop or park the runs of this process the teacher asked about (from any app process, through the
+        registry); returns their ids."""
+        acted = []
+        for run_id, action in self.lab.registry.take_requests(self.holder):
+            with self._lock:
+                kept = self._kept.get(run_id)
+            if kept is None or kept.job.ended:
+                continue
+            if action == "park":
+                kept.parked = True
+            kept.job.stop()
+            acted.append(run_id)
+        return acted
+
     def _forever(self) -> None:
         beats = 0
         while not self._closed.wait(self.interval):
+            try:
+                self.act_on_requests()
+            except Exception:  # noqa: BLE001
+                log.exception("could not read the lab's requests")
             self.flush()
             beats += 1
             if beats % 10 == 0:

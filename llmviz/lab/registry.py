@@ -71,6 +71,7 @@ runs = sa.Table(
     sa.Column("heartbeat", sa.Float, nullable=True),
     sa.Column("training", sa.Boolean, nullable=False, default=False),  # holds one of the machine's slots
     sa.Column("memory", sa.BigInteger, nullable=False, default=0),  # bytes it counts in the memory budget
+    sa.Column("wanted", sa.String(8), nullable=True),  # "stop" or "park": asked by the teacher, done by its holder
     sa.Index("lab_runs_student", "student"),
 )
 
@@ -133,6 +134,7 @@ class RunRecord:
     heartbeat: float | None = None
     training: bool = False
     memory: int = 0
+    wanted: str | None = None
 
     @property
     def resumable(self) -> bool:
@@ -335,6 +337,30 @@ class Registry:
                     .values(state="interrupted", training=False, memory=0, updated=now)
                 )
         return gone
+
+    def request(self, run_id: str, action: str) -> bool:
+        """Ask the process that holds ``run_id`` to ``"stop"`` or ``"park"`` it (the teacher's class view: any app
+        process may ask, the holder acts on its next flush); False when the run is not live."""
+        if action not in ("stop", "park"):
+            raise ValueError("a run can be asked to stop or to park")
+        with self.engine.begin() as db:
+            changed = db.execute(
+                sa.update(runs).where(runs.c.id == run_id, runs.c.state.in_(LIVE_STATES)).values(wanted=action)
+            ).rowcount
+        return bool(changed)
+
+    def take_requests(self, holder: str) -> list[tuple[str, str]]:
+        """The ``(run id, action)`` asked of the runs ``holder`` holds, cleared as they are taken."""
+        with self.engine.begin() as db:
+            found = [
+                (run_id, action)
+                for run_id, action in db.execute(
+                    sa.select(runs.c.id, runs.c.wanted).where(runs.c.holder == holder, runs.c.wanted.is_not(None))
+                )
+            ]
+            if found:
+                db.execute(sa.update(runs).where(runs.c.id.in_([run_id for run_id, _ in found])).values(wanted=None))
+        return found
 
     # ------------------------------------------------------------------ the machine's slots and memory
 

@@ -35,7 +35,7 @@ from llmviz.lessons.training import RunResult, final_train_loss, perplexity_meas
 from llmviz.training import footprint as fp
 from llmviz.training.overfitting import overfitting
 from llmviz.training.trainer import TrainConfig, build_trainer, smooth, vocab_bound
-from ui import charts, picker, sections, state, watch
+from ui import charts, identity, picker, sections, state, watch
 from ui.errors import friendly_errors
 from ui.text import literal_markdown
 
@@ -566,6 +566,19 @@ def kept_runs_panel() -> None:
     """The student's runs the lab keeps that no tab of this server trains now: earlier servers', other app
     processes', parked ones. Each is in the sidebar's picker at its kept steps; the student may delete one."""
     job_manager = picker.manager()
+    if job_manager.keeper is None:
+        return
+    name = identity.display_name()
+    typed = st.text_input(
+        "Your name for the teacher's class view (optional)",
+        value=name,
+        max_chars=40,
+        key=state.widget("student_name"),
+        help="Your runs are kept for this browser (or your login) whatever you type; the name only tells the "
+        "teacher whose runs they are.",
+    )
+    if typed != name:
+        identity.set_display_name(typed)
     records = picker.kept_runs()
     live = {job.id for job in picker.my_jobs(None)}
     others = [record for record in records if record.id not in live]
