@@ -9,6 +9,7 @@ import secrets
 import threading
 from collections.abc import Iterator
 
+import psutil
 import torch
 
 from llmviz.errors import ConfigError
@@ -105,10 +106,8 @@ def machine_memory_bytes() -> int | None:
     manager's memory budget, :func:`llmviz.jobs.manager.default_memory_mb`)."""
     found = []
     try:
-        import psutil
-
         found.append(int(psutil.virtual_memory().total))
-    except Exception:  # noqa: BLE001 - psutil missing or the OS does not say: the page count, then the cgroup
+    except (OSError, RuntimeError):  # the OS does not say: the page count, then the cgroup
         try:
             found.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
         except (AttributeError, OSError, ValueError):

@@ -44,10 +44,10 @@ pytest_plugins = ["tests.support.browser"]  # app_url and browser fixtures (one 
 @pytest.fixture(autouse=True, scope="session")
 def _lab_in_a_temporary_folder(tmp_path_factory):
     """The app's lab (llmviz.lab: kept runs, their registry) lives in a temporary folder, never in the clone's runs/."""
-    import llmviz.lab
+    import llmviz.lab.service
 
-    if llmviz.lab._default is None:
-        llmviz.lab._default = llmviz.lab.Lab.at(tmp_path_factory.mktemp("lab"))
+    if llmviz.lab.service._default is None:
+        llmviz.lab.service._default = llmviz.lab.service.Lab.at(tmp_path_factory.mktemp("lab"))
     yield
 
 

@@ -26,15 +26,13 @@ from collections.abc import Mapping
 import streamlit as st
 
 from llmviz import settings
-from llmviz.lab import default_lab
+from llmviz.lab.service import default_lab
+from ui import state
 from ui import streamlit_private as internals
 
 COOKIE = "llmviz_student"
 MAX_AGE_S = 365 * 86400
 _SECRET = re.compile(r"^[A-Za-z0-9_-]{32,64}$")  # token_urlsafe(24) is 32 characters: 192 bits
-_KEY = "_llmviz_student_secret"
-_ID_KEY = "_llmviz_student_id"
-_TEACHER_KEY = "_llmviz_teacher"
 
 _tabs: dict[str, set[str]] = {}  # student id → the tab (session) ids that have shown them a page
 _tabs_lock = threading.Lock()
@@ -107,31 +105,31 @@ def _logged_in_user() -> dict | None:
     try:
         user = st.user
         return dict(user.to_dict()) if hasattr(user, "to_dict") else dict(user)
-    except Exception:  # noqa: BLE001 - no login configured (or no Streamlit runtime): the browser secret decides
+    except (AttributeError, KeyError, RuntimeError, TypeError):  # no login configured: the browser secret decides
         return None
 
 
 def _secret() -> str:
     """This browser's secret: kept in the session, read from the cookie, or made now (and the cookie set)."""
-    secret = st.session_state.get(_KEY)
+    secret = state.STUDENT_SECRET.get()
     if valid_secret(secret):
         return secret
     cookies = st.context.cookies if internals.script_run_context() is not None else {}
     found = cookies.get(COOKIE) if cookies else None
     secret = found if valid_secret(found) else new_secret()
-    st.session_state[_KEY] = secret
-    st.session_state["_llmviz_cookie_to_set"] = secret != found
+    state.STUDENT_SECRET.set(secret)
+    state.COOKIE_TO_SET.set(secret != found)
     return secret
 
 
 def student_id() -> str:
     """The student this page run is for (see the module's docstring). Cheap: cached in the session."""
-    known = st.session_state.get(_ID_KEY)
+    known = state.STUDENT_ID.get()
     if isinstance(known, str):
         return known
     user = _logged_in_user()
     student = (student_from_user(user) if user else None) or student_from_secret(_secret())
-    st.session_state[_ID_KEY] = student
+    state.STUDENT_ID.set(student)
     return student
 
 
@@ -139,10 +137,11 @@ def keep_cookie() -> None:
     """Set the cookie in a browser that opened this session without one, on the session's first page run only (a
     later run of an old tab never puts its secret back into a browser whose cookie was cleared meanwhile)."""
     student_id()
-    if st.session_state.get("_llmviz_cookie_to_set") and valid_secret(st.session_state.get(_KEY)):
-        st.session_state["_llmviz_cookie_to_set"] = False
+    secret = state.STUDENT_SECRET.get()
+    if state.COOKIE_TO_SET.get() and valid_secret(secret):
+        state.COOKIE_TO_SET.set(False)
         secure = str(st.context.url or "").startswith("https://") if internals.script_run_context() else False
-        st.html(cookie_script(st.session_state[_KEY], secure), unsafe_allow_javascript=True)
+        st.html(cookie_script(secret, secure), unsafe_allow_javascript=True)
 
 
 def register_tab(student: str, tab: str) -> None:
@@ -177,12 +176,13 @@ def is_teacher_key(given: object) -> bool:
 
 def take_teacher_key() -> bool:
     """A ``?teacher=KEY`` in the address makes this browser the teacher's (the key leaves the address in the same
-    page run, right or wrong: :func:`ui.share.links` drops every parameter that is not a setting; the lab's registry remembers the student id as the teacher's, so later visits and
-    restarts need no key); returns whether this session is the teacher's."""
+    page run, right or wrong: :func:`ui.share.links` drops every parameter that is not a setting; the lab's registry
+    remembers the student id as the teacher's, so later visits and restarts need no key); returns whether this
+    session is the teacher's."""
     if "teacher" in st.query_params:  # ui.share takes every parameter it does not know out of the address
         given = st.query_params.get("teacher")
         if is_teacher_key(given):
-            st.session_state[_TEACHER_KEY] = True
+            state.TEACHER.set(True)
             default_lab().registry.ensure_student(student_id(), teacher=True)
     return is_teacher()
 
@@ -192,10 +192,10 @@ def is_teacher() -> bool:
     every teacher's rights."""
     if not settings.get("LLMVIZ_TEACHER_KEY"):
         return False
-    if _TEACHER_KEY not in st.session_state:
+    if state.TEACHER.get() is None:
         found = default_lab().registry.student(student_id())
-        st.session_state[_TEACHER_KEY] = bool(found and found["teacher"])
-    return bool(st.session_state[_TEACHER_KEY])
+        state.TEACHER.set(bool(found and found["teacher"]))
+    return bool(state.TEACHER.get())
 
 
 def display_name() -> str:
@@ -208,3 +208,23 @@ def set_display_name(name: str) -> None:
     """Keep the name the student typed (at most 40 characters, one line), shown in the teacher's class view."""
     clean = " ".join(str(name).split())[:40]
     default_lab().registry.ensure_student(student_id(), name=clean)
+
+
+def login_configured() -> bool:
+    """Has the teacher configured a login provider (``[auth]`` in ``.streamlit/secrets.toml``)?"""
+    try:
+        return st.secrets.load_if_toml_exists() and "auth" in st.secrets
+    except FileNotFoundError:  # no secrets file at all
+        return False
+
+
+def login_offer() -> None:
+    """A **Log in** button where a login provider is configured and nobody is logged in yet (the logged-in user is
+    then the student, on any browser)."""
+    if not login_configured():
+        return
+    user = _logged_in_user()
+    if user and user.get("is_logged_in"):
+        return
+    if st.button("Log in", key=state.widget("login"), help="Log in to keep your runs under your account, anywhere."):
+        st.login()

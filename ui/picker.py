@@ -330,14 +330,6 @@ def kept_runs() -> list:
     return manager().kept_runs(session_id())
 
 
-def kept_steps(run_id: str) -> tuple[int, ...]:
-    """The snapshot steps the lab keeps of this student's run ``run_id`` (() when it is not theirs)."""
-    job_manager = manager()
-    if job_manager.keeper is None or job_manager.kept_run(session_id(), run_id) is None:
-        return ()
-    return tuple(step for step, *_ in job_manager.keeper.lab.registry.snapshots(run_id))
-
-
 @st.cache_resource(show_spinner="Loading this step's weights…", max_entries=32)
 def _kept_model(path: str, nbytes: int):
     """``(model, tokenizer, meta)`` of a kept snapshot file (safetensors: no pickle), shared and read-only."""
@@ -387,7 +379,7 @@ class ClassSource:
     prefix = "class"
 
     def entries(self) -> list[Entry]:
-        run_id = st.session_state.get(PROJECTED)
+        run_id = state.PROJECTED.get()
         job_manager = manager()
         if not run_id or not identity.is_teacher() or job_manager.keeper is None:
             return []
@@ -410,12 +402,9 @@ class ClassSource:
         return load_kept(run_id, step, kept=found[0], prefix="class")
 
 
-PROJECTED = "_llmviz_projected_run"
-
-
 def project(run_id: str, step: int | None) -> None:
     """The teacher's picker shows ``run_id`` at ``step`` on every page (the class view's button)."""
-    st.session_state[PROJECTED] = run_id
+    state.PROJECTED.set(run_id)
     select(f"class:{run_id}" + (f"@{step}" if step is not None else ""))
 
 
@@ -723,6 +712,7 @@ def sidebar() -> None:
     state.NOT_READY_SAID.pop()  # a new page run: a model that is not ready is said again, once
     state.SESSION_ID.set(session_id())  # lets tests find this session's jobs
     identity.keep_cookie()  # the browser keeps its student identity (a cookie, set on the first visit)
+    identity.login_offer()  # a Log in button where the teacher configured a login provider
     listed = [entry for entry in entries()]
     by_key = {entry.key: entry for entry in listed}
     chosen = state.PICKED.get(default=DEFAULT_KEY)

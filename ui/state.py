@@ -85,6 +85,12 @@ class Slot:
 
 
 # ---------------------------------------------------------------------------- slots
+# who the student is (ui.identity)
+STUDENT_SECRET = Slot("_llmviz_student_secret", str, "this browser's identity secret (its cookie's value)")
+STUDENT_ID = Slot("_llmviz_student_id", str, "the student this session is (a hash of the secret, or of the login)")
+COOKIE_TO_SET = Slot("_llmviz_cookie_to_set", bool, "the browser has no identity cookie yet: set it once", default=bool)
+TEACHER = Slot("_llmviz_teacher", bool, "this session is the teacher's (the teacher key, or the registry says so)")
+PROJECTED = Slot("_llmviz_projected_run", str, "the run the teacher put on the projector (the class view)")
 # the picked model (ui.picker)
 PICKED = Slot("_picker_selected", str, "the picked model's base key (no @step); tests set it to pick a model")
 PICKED_STEPS = Slot(
@@ -303,6 +309,7 @@ WIDGETS: dict[str, str] = {
     "runs_clear": "Training: clear all runs",
     "kept_delete_choice": "Training: which kept run to delete (llmviz.lab)",
     "kept_delete": "Training: delete the chosen kept run",
+    "login": "Sidebar: log in (where a login provider is configured)",
     "student_name": "Training: the student's name for the class view",
     "class_sort": "Class view: sort the runs by",
     "class_log_x": "Class view: log-scale steps",

@@ -17,11 +17,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import dataclass, field
 
 from llmviz.jobs.events import JobState
-from llmviz.lab import Lab
+from llmviz.jobs.job import Job
 from llmviz.lab.registry import RunRecord, config_json, this_holder
+from llmviz.lab.service import Lab
 from llmviz.lab.storage import safe_name
 from llmviz.training.snapshots import is_snapshot_step
 
@@ -43,7 +44,7 @@ def student_key(owner: str) -> str:
 
 @dataclass
 class _Kept:
-    job: object  # llmviz.jobs.job.Job
+    job: Job
     student: str
     points: int = 0  # curve rows written
     samples: int = 0
@@ -57,13 +58,12 @@ class _Kept:
 def snapshot_meta(info, label: str) -> dict:
     """A snapshot file's metadata: the single-file checkpoint format (model, tokenizer, config), so
     :func:`llmviz.training.checkpoint.load_checkpoint` reads it too."""
-    config = asdict(info.config) if is_dataclass(info.config) else {}
     return {
         "format": "llmviz-checkpoint",
         "version": 1,
         "model": info.description,
         "tokenizer": info.tokenizer.to_dict(),
-        "train_config": config_json(config),
+        "train_config": config_json(info.config),
         "label": label,
     }
 
@@ -208,6 +208,8 @@ class Keeper:
                 try:
                     self.lab.registry.beat(self.holder)
                     self.lab.registry.interrupt_orphans()
+                    if beats % 600 == 10:  # soon after the start, then every ten minutes: the retention time
+                        self.lab.expire()
                 except Exception:  # noqa: BLE001
                     log.exception("could not reach the lab's registry")
 

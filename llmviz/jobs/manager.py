@@ -71,7 +71,8 @@ from llmviz.jobs.job import Group, Job, JobStatus
 from llmviz.jobs.keeping import Keeper, student_key
 from llmviz.jobs.supervisor import Supervisor
 from llmviz.jobs.worker import TaskPayload, TrainPayload, WorkerOptions
-from llmviz.lab import Lab, RunRecord, default_lab
+from llmviz.lab.registry import RunRecord
+from llmviz.lab.service import Lab, default_lab
 from llmviz.training import footprint as fp
 from llmviz.training.snapshots import SnapshotStore, evict, session_cap_bytes, state_of
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import llmviz.lab
+import llmviz.lab.service
 from llmviz.jobs.events import RunInfo
 from llmviz.jobs.keeping import snapshot_meta
 from llmviz.lab.registry import RunRecord
@@ -18,7 +18,7 @@ KEY = "a-teacher-key-for-tests"
 
 
 def _kept_run(student: str, run_id: str, name: str, best: float) -> None:
-    lab = llmviz.lab.default_lab()
+    lab = llmviz.lab.service.default_lab()
     lab.registry.ensure_student(student, name=name)
     trainer = small_trainer(steps=5)
     lab.registry.add_run(

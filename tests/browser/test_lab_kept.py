@@ -27,6 +27,7 @@ pytestmark = pytest.mark.browser
 TRAINING = "training?" + urllib.parse.urlencode({"steps": 60})
 FINISHED = "finished after 60 steps"
 YOUR_RUN = re.compile(r"Run \d+ · \d\d:\d\d · ")  # how the picker names a run (ui.labels.run_label)
+TEACHER_KEY = "a-long-random-teacher-key-for-this-test"
 PORT = 8741  # this test's own server (the lab helper's ports, 8740-8749)
 
 
@@ -48,6 +49,7 @@ def _server(tmp_path):
         "LLMVIZ_CACHE_DIR": str(tmp_path / "cache"),
         "LLMVIZ_SESSION_TIMEOUT": "600",
         "LLMVIZ_WATCH_BUDGET": "4",
+        "LLMVIZ_TEACHER_KEY": TEACHER_KEY,
     }
     try:
         return start_app("app.py", port=PORT, env=env, log=tmp_path / "server.log")
@@ -92,5 +94,17 @@ def test_a_run_survives_a_reload_a_second_tab_and_a_restart(browser, tmp_path):
         bob = open_page(browser, f"{server.url}/training")  # another browser: another student
         assert her_runs(bob) == []
         no_error_box(bob)
+
+        teacher = open_page(browser, f"{server.url}/classroom?teacher={TEACHER_KEY}")  # the teacher's browser
+        main_area(teacher).get_by_text("1 students · 1 runs").first.wait_for()
+        assert "teacher" not in teacher.url  # the key leaves the address
+        table = main_area(teacher).get_by_test_id("stDataFrame").first
+        eventually(lambda: table.is_visible(), what="the class table")
+        teacher.get_by_role("button", name="Show on the projector").click()
+        wait_until_idle(teacher)
+        picked = sidebar(teacher).get_by_role("combobox", name="Model shown on every page").input_value()
+        assert picked.startswith("On the projector · GPT micro")
+        shot(teacher, "lab-class-view")
+        no_error_box(teacher)
     finally:
         server.stop()

@@ -10,7 +10,7 @@ import time
 import torch
 
 from llmviz.jobs.manager import JobManager
-from llmviz.lab import Lab
+from llmviz.lab.service import Lab
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.jobs import small_trainer
 
@@ -66,7 +66,7 @@ def test_a_run_of_a_student_who_has_gone_is_parked_not_lost(tmp_path):
 CHILD = """
 import sys, time
 from llmviz.jobs.manager import JobManager
-from llmviz.lab import Lab
+from llmviz.lab.service import Lab
 from tests.support.jobs import small_trainer
 manager = JobManager(max_running=1, lab=Lab.at(sys.argv[1]))
 job = manager.submit_training("student-1", small_trainer(steps=int(sys.argv[2])), label="from the other process")

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from llmviz.errors import CheckpointError
-from llmviz.lab import Lab
 from llmviz.lab.registry import Registry, RunRecord, holder_alive
+from llmviz.lab.service import Lab
 from llmviz.lab.storage import Storage
 
 
