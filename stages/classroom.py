@@ -58,5 +58,5 @@ if rows:
     st.caption(
         "Show on the projector: your picker (the sidebar) switches to this run at its newest kept step, on every "
         "page; its step slider moves through its kept steps. Stop keeps what it learned; Park frees its worker "
-        "and memory, and keeps it resumable."
+        "and memory and keeps its snapshots."
     )

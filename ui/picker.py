@@ -752,23 +752,24 @@ def sidebar() -> None:
         job = manager().get(session_id(), chosen.split(":", 1)[1])
         following = job is not None and job.changing and state.PICKED_STEPS.get().get(chosen) is None
         interval = watch.refresh_seconds(session_id()) if following else None
-        st.fragment(_step_slider_timed, run_every=interval)(chosen, version)
+        st.fragment(_step_slider_timed, run_every=interval)(chosen, version, entry.steps)
 
 
-def _step_slider_timed(chosen: str, version: int) -> None:
+def _step_slider_timed(chosen: str, version: int, listed: tuple[int, ...] = ()) -> None:
     begin = time.perf_counter()
     try:  # it reruns on its own: a bug there is a message (sections.guarded), never a traceback
-        sections.timed("sidebar.step", sections.guarded(_step_slider, "the step slider"))(chosen, version)
+        sections.timed("sidebar.step", sections.guarded(_step_slider, "the step slider"))(chosen, version, listed)
     finally:
         watch.record(session_id(), "sidebar.step", time.perf_counter() - begin)
 
 
-def _step_slider(chosen: str, version: int) -> None:
+def _step_slider(chosen: str, version: int, listed: tuple[int, ...] = ()) -> None:
     """The picked run's step slider. While the run trains and the slider follows its newest snapshot, this part
     of the sidebar refreshes on its own (cheap), and the page is drawn again only when it shows the picked model
-    and a newer snapshot exists."""
-    job = manager().get(session_id(), chosen.split(":", 1)[1])
-    steps = list(job.snapshots.steps()) if job is not None and job.snapshots is not None else []
+    and a newer snapshot exists. A kept run (no job in this process: an earlier server's, another process's, the
+    teacher's projector) slides over the ``listed`` steps the lab keeps."""
+    job = manager().get(session_id(), chosen.split(":", 1)[1]) if chosen.startswith("run:") else None
+    steps = list(job.snapshots.steps()) if job is not None and job.snapshots is not None else list(listed)
     if not steps:
         return
     stored = state.PICKED_STEPS.get().get(chosen)

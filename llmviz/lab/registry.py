@@ -138,7 +138,8 @@ class RunRecord:
 
     @property
     def resumable(self) -> bool:
-        """Parked or interrupted: it goes on from its last snapshot when its student asks."""
+        """Parked or interrupted: it ended before its last step, with its snapshots, curve and settings kept (a run
+        that could go on from its last snapshot)."""
         return self.state in ("parked", "interrupted")
 
 

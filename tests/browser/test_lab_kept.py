@@ -104,6 +104,7 @@ def test_a_run_survives_a_reload_a_second_tab_and_a_restart(browser, tmp_path):
         wait_until_idle(teacher)
         picked = sidebar(teacher).get_by_role("combobox", name="Model shown on every page").input_value()
         assert picked.startswith("On the projector · GPT micro")
+        sidebar(teacher).get_by_role("slider").first.wait_for()  # its kept steps, on the sidebar's slider
         shot(teacher, "lab-class-view")
         no_error_box(teacher)
     finally:
