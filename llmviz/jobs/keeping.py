@@ -53,6 +53,7 @@ class _Kept:
     on_disk: dict[int, str] = field(default_factory=dict)  # step → path
     meta: dict | None = None
     parked: bool = False  # its student had gone: it ends as "parked"
+    described: bool = False  # its model and config are in the registry
 
 
 def snapshot_meta(info, label: str) -> dict:
@@ -149,9 +150,11 @@ class Keeper:
         state = status.state.value
         if ended and entry.parked and status.state == JobState.STOPPED:
             state = "parked"
-        values = {"state": state, "step": status.step, "error": status.error}
-        if job.info is not None:
+        values: dict = {"state": state, "step": status.step, "error": status.error}
+        if job.info is not None and not entry.described:  # a run built in its worker says what it is once built
             values["model"] = str(job.info.description.get("kind", ""))
+            values["config"] = config_json(job.info.config)
+            entry.described = True
         registry.update_run(job.id, **values)
         if ended:
             registry.free_slot(job.id)

@@ -34,6 +34,7 @@ def test_a_finished_run_is_kept_with_its_curve_and_snapshots(tmp_path):
     restarted = JobManager(max_running=1, lab=Lab.at(tmp_path))  # a new server on the same runs folder
     [kept] = restarted.kept_runs("student-1")
     assert (kept.id, kept.label, kept.state, kept.step, kept.total) == (job.id, "Run 1", "finished", 20, 20)
+    assert kept.config["steps"] == 20 and kept.config["model"] == "bigram-neural" and kept.model == "char"
     assert restarted.kept_runs("student-2") == [] and restarted.kept_run("student-2", job.id) is None
     registry = restarted.keeper.lab.registry
     assert [(step, loss) for step, loss, _ in registry.curve(job.id)] == list(status.losses)
