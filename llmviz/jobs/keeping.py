@@ -54,6 +54,7 @@ class _Kept:
     meta: dict | None = None
     parked: bool = False  # its student had gone: it ends as "parked"
     described: bool = False  # its model and config are in the registry
+    text_sha256: str | None = None  # the text it trains on, kept once per content (resuming needs it)
 
 
 def snapshot_meta(info, label: str) -> dict:
@@ -83,13 +84,15 @@ class Keeper:
         self._thread = threading.Thread(target=self._forever, name="llmviz-lab-keeper", daemon=True)
         self._thread.start()
 
-    def enter(self, jobs: list) -> None:
-        """Record new jobs (a group's) in the registry."""
-        for job in jobs:
+    def enter(self, jobs: list, texts: list[str | None] | None = None) -> None:
+        """Record new jobs (a group's) in the registry; ``texts``: the text each trains on, where known (kept by
+        content hash within the student's quota, so the run can be resumed)."""
+        for job, text in zip(jobs, texts or [None] * len(jobs), strict=True):
             student = student_key(job.owner)
             self.lab.registry.ensure_student(student)
             model = job.info.description.get("kind", "") if job.info is not None else ""
-            config = config_json(job.info.config) if job.info is not None else {}
+            digest = self._keep_text(student, job.label, text)
+            config = {**(config_json(job.info.config) if job.info is not None else {}), **_text_field(digest)}
             self.lab.registry.add_run(
                 RunRecord(
                     id=job.id,
@@ -105,7 +108,15 @@ class Keeper:
                 )
             )
             with self._lock:
-                self._kept[job.id] = _Kept(job, student)
+                self._kept[job.id] = _Kept(job, student, text_sha256=digest)
+
+    def _keep_text(self, student: str, label: str, text: str | None) -> str | None:
+        if text is None:
+            return None
+        data = text.encode()
+        digest, _ = self.lab.storage.write_upload(student, data)
+        self.lab.registry.add_upload(student, digest, f"the text of {label}", len(data))
+        return digest
 
     def park(self, job) -> None:
         """``job``'s student has gone: it ends as parked (resumable), not stopped."""
@@ -153,7 +164,7 @@ class Keeper:
         values: dict = {"state": state, "step": status.step, "error": status.error}
         if job.info is not None and not entry.described:  # a run built in its worker says what it is once built
             values["model"] = str(job.info.description.get("kind", ""))
-            values["config"] = config_json(job.info.config)
+            values["config"] = {**config_json(job.info.config), **_text_field(entry.text_sha256)}
             entry.described = True
         registry.update_run(job.id, **values)
         if ended:
@@ -219,3 +230,39 @@ class Keeper:
     def close(self) -> None:
         self.flush()
         self._closed.set()
+
+
+TEXT_FIELD = "text_sha256"  # the run's config in the registry names its text by content hash (llmviz.lab.storage)
+
+
+def _text_field(digest: str | None) -> dict:
+    return {TEXT_FIELD: digest} if digest else {}
+
+
+def recipe_text(build: object) -> str | None:
+    """The text a run built in its worker trains on, when ``build`` is ``functools.partial(build_trainer, text,
+    config)`` (the pages' runs: :func:`ui.panels.runs.planned`) or a resumed run's; None otherwise."""
+    import functools
+
+    from llmviz.training.trainer import build_trainer
+
+    if isinstance(build, functools.partial) and build.func in (build_trainer, resumed_trainer) and build.args:
+        text = build.args[0]
+        return text if isinstance(text, str) else None
+    return None
+
+
+def resumed_trainer(text: str, snapshot_path: str):
+    """A Trainer that goes on from a kept snapshot (made in the resumed run's worker): the snapshot's weights,
+    tokenizer, config and step; the optimizer's state starts afresh (a snapshot keeps the weights only), the
+    learning-rate schedule goes on from the step."""
+    from llmviz.training.checkpoint import load_checkpoint
+    from llmviz.training.trainer import TrainConfig, Trainer, dropout_seed, prepare_data
+
+    model, tokenizer, meta = load_checkpoint(snapshot_path)
+    config = TrainConfig.from_dict(meta["train_config"])
+    trainer = Trainer(config, prepare_data(text, config, tokenizer))
+    trainer.model.load_state_dict(model.state_dict())
+    trainer.step = int(meta["step"])
+    trainer.dropout_generator.manual_seed(dropout_seed(config.seed, 0, trainer.step))
+    return trainer

@@ -68,7 +68,7 @@ from llmviz.jobs import processes
 from llmviz.jobs.admission import Budget, Claim, Ledger, Phase, device_refusal, snapshot_refusal
 from llmviz.jobs.events import JobState, RunInfo
 from llmviz.jobs.job import Group, Job, JobStatus
-from llmviz.jobs.keeping import Keeper, student_key
+from llmviz.jobs.keeping import TEXT_FIELD, Keeper, recipe_text, resumed_trainer, student_key
 from llmviz.jobs.supervisor import Supervisor
 from llmviz.jobs.worker import TaskPayload, TrainPayload, WorkerOptions
 from llmviz.lab.registry import RunRecord
@@ -308,6 +308,7 @@ class JobManager:
     def _submit(self, owner: str, runners: list[tuple[str, Any]], options: WorkerOptions, total: int | None):
         group = Group(owner, self.client_of(owner), options)
         footprints = []
+        texts: list[str | None] = []
         for index, (label, runner) in enumerate(runners):
             planned = runner if isinstance(runner, Planned) else None
             trainer: Any = None if planned is not None else runner
@@ -329,10 +330,11 @@ class JobManager:
                 )
             )
             footprints.append(planned.footprint if planned else fp.of_trainer(trainer))
-        self._enter(group, footprints)
+            texts.append(recipe_text(planned.build) if planned else None)
+        self._enter(group, footprints, texts)
         return group.jobs
 
-    def _enter(self, group: Group, footprints: list[fp.Footprint]) -> None:
+    def _enter(self, group: Group, footprints: list[fp.Footprint], texts: list[str | None] | None = None) -> None:
         """Admit the group (its client's share of runs and memory, the GPU, snapshot room) before anything is sent
         to a worker, keep the step 0 it already has, and start its supervisor."""
         claim = Claim(group.id, group.client, memory=fp.worker_peak(footprints), what=fp.describe(footprints))
@@ -348,7 +350,7 @@ class JobManager:
                     self.keep_snapshot(job, payload.trainer.step, state_of(payload.trainer.model))
             self._ensure_reaper()
         if self.keeper is not None:
-            self.keeper.enter(group.jobs)
+            self.keeper.enter(group.jobs, texts)
         if self.workers == "process":
             try:  # what the worker needs travels as bytes; the server keeps no trainer
                 group.payload_bytes = pickle.dumps(group.payloads, protocol=pickle.HIGHEST_PROTOCOL)
@@ -596,6 +598,34 @@ class JobManager:
         if self.keeper is None:
             return []
         return [run for run in self.keeper.lab.registry.runs(student_key(owner)) if run.kind == "train"]
+
+    def resume_kept(self, owner: str, run_id: str) -> Job:
+        """Train ``owner``'s kept run ``run_id`` on from its last kept snapshot (a parked, interrupted or stopped run
+        whose text the lab keeps), as a new run labelled "· resumed": the same weights, tokenizer, config and step;
+        the optimizer's state starts afresh. :class:`JobRefused` (one line) when it cannot."""
+        import functools
+
+        from llmviz.training.trainer import TrainConfig, vocab_bound
+
+        kept = self.kept_run(owner, run_id)
+        if kept is None or self.keeper is None:
+            raise JobRefused("That run is not one of your kept runs.")
+        files = self.keeper.lab.registry.snapshots(run_id)
+        digest = kept.config.get(TEXT_FIELD)
+        if kept.state not in ("parked", "interrupted", "stopped") or not files or not digest:
+            raise JobRefused(
+                f"{kept.label} cannot be resumed (it has no kept text or snapshot, or it is {kept.state})."
+            )
+        try:
+            text = self.keeper.lab.storage.read_upload(student_key(owner), digest).decode()
+        except (OSError, ValueError) as error:
+            raise JobRefused(f"The text of {kept.label} is no longer kept ({error}).") from None
+        config = TrainConfig.from_dict({k: v for k, v in kept.config.items() if k != TEXT_FIELD})
+        needs = fp.of_config(config, vocab_bound(text, config), text_bytes=len(text.encode()))
+        build = functools.partial(resumed_trainer, text, files[-1][1])
+        return self.submit_training(
+            owner, build=build, footprint=needs, label=f"{kept.label} · resumed", total=config.steps
+        )
 
     def kept_run(self, owner: str, run_id: str) -> RunRecord | None:
         """``owner``'s kept run ``run_id`` (None when it is not theirs: a run id alone opens nothing)."""

@@ -138,8 +138,8 @@ class RunRecord:
 
     @property
     def resumable(self) -> bool:
-        """Parked or interrupted: it ended before its last step, with its snapshots, curve and settings kept (a run
-        that could go on from its last snapshot)."""
+        """Parked or interrupted: it ended before its last step, with its snapshots, curve and settings kept; it can
+        go on from its last snapshot (:meth:`llmviz.jobs.manager.JobManager.resume_kept`)."""
         return self.state in ("parked", "interrupted")
 
 

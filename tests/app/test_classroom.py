@@ -74,3 +74,37 @@ def test_the_class_view_is_the_teachers_only(monkeypatch):
 def test_no_key_set_means_no_teacher(given, monkeypatch):
     monkeypatch.delenv("LLMVIZ_TEACHER_KEY", raising=False)
     assert not identity.is_teacher_key(given)
+
+
+def test_a_parked_run_is_listed_and_resumed_on_the_training_page(fresh_session_jobs):
+    from llmviz.jobs.manager import default_manager
+    from tests.support.jobs import TEXT
+    from tests.support.pages import JOB_TIMEOUT
+
+    at = run_app("stages/training.py")
+    student = at.session_state["_llmviz_session_id"]
+    lab = llmviz.lab.service.default_lab()
+    lab.registry.ensure_student(student)
+    trainer = small_trainer(steps=30)
+    for _ in trainer.run(steps=10):
+        pass
+    digest, _ = lab.storage.write_upload(student, TEXT.encode())
+    lab.registry.add_upload(student, digest, "text", len(TEXT))
+    config = {**trainer.config.__dict__, "text_sha256": digest}
+    lab.registry.add_run(
+        RunRecord("parked1", student, "train", "parked run", "parked", total=30, step=10, config=config)
+    )
+    path, nbytes = lab.storage.write_snapshot(
+        student, "parked1", 10, state_of(trainer.model), snapshot_meta(RunInfo.of(trainer), "x")
+    )
+    lab.registry.add_snapshot("parked1", 10, path, nbytes)
+    at.run()
+    assert_clean(at)
+    [kept_table] = [frame.value for frame in at.dataframe if "snapshots kept" in frame.value.columns]
+    assert kept_table["state"].tolist()[0].startswith("parked")
+    at.button(key="kept_resume").click().run()
+    assert_clean(at)
+    [job] = [job for job in default_manager().jobs(student) if job.label == "parked run · resumed"]
+    assert job.wait(JOB_TIMEOUT)
+    status = job.status()
+    assert status.state.value == "finished" and status.step == 30 and status.losses[0][0] == 11

@@ -587,9 +587,21 @@ def kept_runs_panel() -> None:
     steps = job_manager.keeper.lab.registry.steps_by_run(job_manager.student(picker.session_id()))
     st.markdown("**Kept runs**: earlier runs of yours (the sidebar's picker shows each at its kept steps).")
     st.dataframe(pd.DataFrame(kept_rows(others, steps, live), columns=list(KEPT_COLUMNS)), hide_index=True)
-    d1, d2 = st.columns([3, 1])
-    by_label = {f"{record.label} · {record.id}": record.id for record in others}
-    chosen = d1.selectbox("Delete a kept run", list(by_label), key=state.widget("kept_delete_choice"))
-    if d2.button("Delete it", key=state.widget("kept_delete")) and chosen in by_label:
-        job_manager.remove(picker.session_id(), by_label[chosen])
+    d1, d2, d3 = st.columns([3, 1, 1], vertical_alignment="bottom")
+    by_label = {f"{record.label} · {record.id}": record for record in others}
+    chosen = d1.selectbox("A kept run", list(by_label), key=state.widget("kept_delete_choice"))
+    record = by_label.get(chosen)
+    if record is not None and record.resumable and d2.button("Resume it", key=state.widget("kept_resume")):
+        try:
+            job_manager.resume_kept(picker.session_id(), record.id)
+        except JobRefused as refused:
+            st.warning(str(refused))
+        else:
+            st.rerun(scope="app")
+    if d3.button("Delete it", key=state.widget("kept_delete")) and record is not None:
+        job_manager.remove(picker.session_id(), record.id)
         st.rerun(scope="app")
+    st.caption(
+        "Resume trains a parked or interrupted run on from its last kept step, as a new run (the same weights, "
+        "tokenizer and settings; the optimizer's running averages start afresh)."
+    )

@@ -118,3 +118,42 @@ def test_a_run_training_when_its_server_died_is_interrupted(tmp_path):
     assert restarted.keeper.lab.registry.training_count() == 0  # its slot is the machine's again
     assert restarted.keeper.lab.registry.snapshots(run_id)[0][0] == 0
     restarted.shutdown()
+
+
+def test_a_parked_run_resumes_from_its_last_snapshot(tmp_path):
+    import functools
+
+    from llmviz.jobs.keeping import resumed_trainer
+    from llmviz.training import footprint as fp
+    from llmviz.training.trainer import TrainConfig, build_trainer, vocab_bound
+    from tests.support.jobs import TEXT
+
+    config = TrainConfig(
+        model="bigram-neural", tokenizer="char", context_length=8, batch_size=4, steps=5000, eval_interval=50
+    )
+    needs = fp.of_config(config, vocab_bound(TEXT, config), text_bytes=len(TEXT))
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path), session_timeout=0.01, reap_interval=3600)
+    job = manager.submit_training("student-1", build=functools.partial(build_trainer, TEXT, config), footprint=needs)
+    assert _wait_for(lambda: job.status().step >= 5)
+    manager.reap()  # the student has gone: parked
+    assert job.wait(60)
+    manager.keeper.flush()
+    [kept] = manager.kept_runs("student-1")
+    assert kept.state == "parked" and kept.config["text_sha256"]
+    [(digest, _, size)] = manager.keeper.lab.registry.uploads(manager.student("student-1"))
+    assert digest == kept.config["text_sha256"] and size == len(TEXT)  # the text, kept once by content
+    parked_at = kept.step
+    resumed = manager.resume_kept("student-1", kept.id)
+    assert _wait_for(lambda: resumed.status().step >= parked_at + 3)
+    resumed.stop()
+    assert resumed.wait(60)
+    status = resumed.status()
+    assert status.losses[0][0] == parked_at + 1  # it goes on from the parked step
+    path = manager.keeper.lab.registry.snapshots(kept.id)[-1][1]
+    kept_state, _ = manager.keeper.lab.storage.read_snapshot(path)
+    again = resumed_trainer(TEXT, path)  # what the resumed run's worker built: the parked weights, exactly
+    assert again.step == parked_at
+    for name, tensor in again.model.state_dict().items():
+        assert torch.equal(tensor, kept_state[name])
+    assert resumed.label.endswith("· resumed")
+    manager.shutdown()
