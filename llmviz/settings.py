@@ -137,7 +137,8 @@ SETTINGS: dict[str, Setting] = _declare(
         "float",
         30.0,
         "seconds",
-        "a closed tab's runs stop after this long without a sign of the tab",
+        "when a student's last tab has been closed this long, their runs still training are parked (stopped, kept, "
+        "resumable)",
         minimum=1,
     ),
     Setting(

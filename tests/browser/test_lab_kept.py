@@ -1,5 +1,6 @@
 """Runs are kept (issue 49): in real chromium, a student's run survives a reload, shows in a second tab of theirs,
-and is still listed, at its steps, after the server is stopped and started again; another student never sees it.
+is still listed, at its steps, after the server is stopped and started again and in a second app process on the same
+runs folder; another student never sees it; the teacher's class view lists it and puts it on the projector.
 
 The server is this test's own (its runs folder is a temporary one, so the restart reads the same lab)."""
 
@@ -42,7 +43,7 @@ def her_runs(page) -> list[str]:
     return [option for option in sidebar_options(page) if YOUR_RUN.match(option)]
 
 
-def _server(tmp_path):
+def _server(tmp_path, port: int = PORT):
     env = {
         "HF_HUB_OFFLINE": "1",
         "LLMVIZ_RUNS_DIR": str(tmp_path / "runs"),
@@ -52,7 +53,7 @@ def _server(tmp_path):
         "LLMVIZ_TEACHER_KEY": TEACHER_KEY,
     }
     try:
-        return start_app("app.py", port=PORT, env=env, log=tmp_path / "server.log")
+        return start_app("app.py", port=port, env=env, log=tmp_path / f"server-{port}.log")
     except AppDidNotStart as error:
         pytest.fail(str(error))
 
@@ -90,6 +91,15 @@ def test_a_run_survives_a_reload_a_second_tab_and_a_restart(browser, tmp_path):
         eventually(lambda: "60 of 60" in table.inner_text() or table.get_attribute("data-testid"), what="table")
         shot(page, "lab-kept-after-restart")
         no_error_box(page)
+
+        other_process = _server(tmp_path, PORT + 1)  # a second app process on the same runs folder (one lab)
+        try:
+            elsewhere = open_page(browser, f"{other_process.url}/attention", same_student=True)
+            assert [option.split(" · ", 2)[2] for option in her_runs(elsewhere)] == [run.split(" · ", 2)[2]]
+            no_error_box(elsewhere)
+            elsewhere.close()
+        finally:
+            other_process.stop()
 
         bob = open_page(browser, f"{server.url}/training")  # another browser: another student
         assert her_runs(bob) == []
