@@ -718,6 +718,16 @@ def default_memory_mb() -> float:
     return max(512.0, (machine / 2 - processes.resident_bytes()) / fp.MB)
 
 
+def _lab_or_none() -> Lab | None:
+    """The process's lab, or None (logged) when its database or folder cannot be opened: the server then trains as
+    before, keeping nothing, rather than failing every page."""
+    try:
+        return default_lab()
+    except Exception:  # noqa: BLE001 - a read-only runs folder, an unreachable database: one log line, no lab
+        log.exception("the lab (LLMVIZ_DATABASE_URL, LLMVIZ_RUNS_DIR) cannot be opened: runs are not kept")
+        return None
+
+
 def default_manager(liveness: Callable[[str], bool | None] | None = None) -> JobManager:
     """The process's manager (the Streamlit server shares one between all sessions), from the settings
     (``llmviz/settings.py``; docs/configuration.md): ``LLMVIZ_WORKERS``, ``LLMVIZ_MAX_JOBS``,
@@ -742,7 +752,7 @@ def default_manager(liveness: Callable[[str], bool | None] | None = None) -> Job
                 memory_mb=memory,
                 client_memory_mb=min(memory, settings.get_or("LLMVIZ_STUDENT_MEMORY_MB", lambda: memory / 2)),
                 worker_timeout=settings.get("LLMVIZ_WORKER_TIMEOUT"),
-                lab=default_lab(),
+                lab=_lab_or_none(),
             )
             if _default.workers == "process":
                 processes.warm_up_workers()
