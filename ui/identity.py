@@ -27,8 +27,7 @@ import streamlit as st
 
 from llmviz import settings
 from llmviz.lab.service import default_lab
-from ui import state
-from ui import streamlit_private as internals
+from ui import state, streamlit_private
 
 COOKIE = "llmviz_student"
 MAX_AGE_S = 365 * 86400
@@ -114,7 +113,7 @@ def _secret() -> str:
     secret = state.STUDENT_SECRET.get()
     if valid_secret(secret):
         return secret
-    cookies = st.context.cookies if internals.script_run_context() is not None else {}
+    cookies = st.context.cookies if streamlit_private.script_run_context() is not None else {}
     found = cookies.get(COOKIE) if cookies else None
     secret = found if valid_secret(found) else new_secret()
     state.STUDENT_SECRET.set(secret)
@@ -140,7 +139,7 @@ def keep_cookie() -> None:
     secret = state.STUDENT_SECRET.get()
     if state.COOKIE_TO_SET.get() and valid_secret(secret):
         state.COOKIE_TO_SET.set(False)
-        secure = str(st.context.url or "").startswith("https://") if internals.script_run_context() else False
+        secure = str(st.context.url or "").startswith("https://") if streamlit_private.script_run_context() else False
         st.html(cookie_script(secret, secure), unsafe_allow_javascript=True)
 
 
@@ -154,7 +153,7 @@ def student_alive(student: str) -> bool | None:
     """Has ``student`` a tab connected to this server? None when nothing can tell (no Streamlit runtime: tests)."""
     with _tabs_lock:
         tabs = list(_tabs.get(student, ()))
-    answers = [internals.session_is_connected(tab) for tab in tabs]
+    answers = [streamlit_private.session_is_connected(tab) for tab in tabs]
     if any(answers):
         return True
     if any(answer is None for answer in answers) or not answers:

@@ -44,8 +44,7 @@ from llmviz.training.checkpoint import (
     model_from_description,
 )
 from llmviz.training.snapshots import load_into
-from ui import identity, sections, state, watch
-from ui import streamlit_private as internals
+from ui import identity, sections, state, streamlit_private, watch
 from ui.labels import fit, run_label
 from ui.sources import (  # noqa: F401 - public names of ui.picker
     SOURCES,
@@ -68,7 +67,7 @@ DEFAULT_KEY = f"shipped:{SHIPPED_GPT}"
 
 def tab_id() -> str:
     """The browser tab (Streamlit session) this script run belongs to."""
-    ctx = internals.script_run_context()
+    ctx = streamlit_private.script_run_context()
     return ctx.session_id if ctx is not None else "no-session"
 
 
@@ -76,7 +75,7 @@ def session_id() -> str:
     """The owner of this page run's jobs: the *student* (:mod:`ui.identity`: the browser's secret, or the logged-in
     user), so every tab, reload and link of one student shows the same runs, and a restarted server too (the lab,
     :mod:`llmviz.lab`, keeps them)."""
-    if internals.script_run_context() is None:
+    if streamlit_private.script_run_context() is None:
         return "no-session"
     student = identity.student_id()
     identity.register_tab(student, tab_id())
@@ -89,7 +88,7 @@ def client_id() -> str:
     computer shares one share, Streamlit's ``st.context.ip_address``; the student where the address is unknown)."""
     if settings.get("LLMVIZ_SHARE_BY") != "address":
         return session_id()
-    address = st.context.ip_address if internals.script_run_context() is not None else None
+    address = st.context.ip_address if streamlit_private.script_run_context() is not None else None
     return f"address {address}" if isinstance(address, str) and address else session_id()  # (AppTest: a mock)
 
 
@@ -802,7 +801,7 @@ def _step_slider(chosen: str, version: int, listed: tuple[int, ...] = ()) -> Non
 
 def page_of_this_run() -> str:
     """The page this script run draws (its script hash): the sidebar leaves a page's own runs to the page."""
-    ctx = internals.script_run_context()
+    ctx = streamlit_private.script_run_context()
     return getattr(ctx, "page_script_hash", "") if ctx is not None else ""
 
 

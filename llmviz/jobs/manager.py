@@ -605,6 +605,7 @@ class JobManager:
         the optimizer's state starts afresh. :class:`JobRefused` (one line) when it cannot."""
         import functools
 
+        from llmviz.training.footprint import of_config
         from llmviz.training.trainer import TrainConfig, vocab_bound
 
         kept = self.kept_run(owner, run_id)
@@ -621,7 +622,7 @@ class JobManager:
         except (OSError, ValueError) as error:
             raise JobRefused(f"The text of {kept.label} is no longer kept ({error}).") from None
         config = TrainConfig.from_dict({k: v for k, v in kept.config.items() if k != TEXT_FIELD})
-        needs = fp.of_config(config, vocab_bound(text, config), text_bytes=len(text.encode()))
+        needs = of_config(config, vocab_bound(text, config), text_bytes=len(text.encode()))
         build = functools.partial(resumed_trainer, text, files[-1][1])
         return self.submit_training(
             owner, build=build, footprint=needs, label=f"{kept.label} · resumed", total=config.steps
