@@ -5,7 +5,7 @@ import time
 import streamlit as st
 
 import ui
-from ui import charts, picker, present, sections, share, state, watch
+from ui import charts, identity, picker, present, sections, share, state, watch
 
 
 def main() -> None:
@@ -32,6 +32,16 @@ def main() -> None:
         if stage.exists
     ]
     home = pages[0]
+    teacher = identity.take_teacher_key()  # ?teacher=KEY once makes this browser the teacher's (docs/classroom.md)
+    pages.append(
+        st.Page(
+            str(ui.ROOT / "stages/classroom.py"),
+            title="The class",
+            icon=":material/groups:",
+            url_path="classroom",
+            visibility="visible" if teacher else "hidden",
+        )
+    )
 
     redirects = {"home": home}  # hidden pages that go elsewhere, with the link's parameters
     by_key = {stage.key: page for stage, page in zip((s for s in ui.PIPELINE if s.exists), pages)}

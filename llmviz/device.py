@@ -9,6 +9,7 @@ import secrets
 import threading
 from collections.abc import Iterator
 
+import psutil
 import torch
 
 from llmviz.errors import ConfigError
@@ -100,13 +101,17 @@ def seed_problem(seed) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def machine_memory_bytes() -> int | None:
-    """The memory this process may use: the machine's RAM, or less when a cgroup (a container) caps it; None when
-    neither can be read."""
+    """The memory this process may use: the machine's RAM (psutil), or less when a cgroup (a container) caps it;
+    None when neither can be read. The one answer for every part of llmviz (the models' size checks and the job
+    manager's memory budget, :func:`llmviz.jobs.manager.default_memory_mb`)."""
     found = []
     try:
-        found.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, OSError, ValueError):
-        pass
+        found.append(int(psutil.virtual_memory().total))
+    except (OSError, RuntimeError):  # the OS does not say: the page count, then the cgroup
+        try:
+            found.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (AttributeError, OSError, ValueError):
+            pass
     for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
         try:
             with open(path, encoding="ascii") as handle:

@@ -139,11 +139,12 @@ SETTINGS: dict[str, Setting] = _declare(
     Setting(
         "LLMVIZ_SHARE_BY",
         "choice",
-        "address",
+        "student",
         "",
-        "`address`: a student's shares count every tab of their computer (by its IP address); `session`: every "
-        "browser tab is a student of its own (a class behind one NAT, or a proxy on the server's machine)",
-        choices=("address", "session"),
+        "`student`: a student's shares (runs, queue, memory) count every tab, reload and link of theirs (their "
+        "browser's identity, or their login); `address`: every browser of one computer (by its IP address) shares "
+        "one share; `session`: the old name of `student`",
+        choices=("student", "address", "session"),
     ),
     Setting(
         "LLMVIZ_TRUSTED_PROXIES",
@@ -167,7 +168,8 @@ SETTINGS: dict[str, Setting] = _declare(
         "float",
         30.0,
         "seconds",
-        "a closed tab's runs stop after this long without a sign of the tab",
+        "when a student's last tab has been closed this long, their runs still training are parked (stopped, kept, "
+        "resumable)",
         minimum=1,
     ),
     Setting(
@@ -211,6 +213,39 @@ SETTINGS: dict[str, Setting] = _declare(
         "seconds per second",
         "server time that all tabs watching live runs may cost together",
         minimum=0.01,
+    ),
+    Setting(
+        "LLMVIZ_DATABASE_URL",
+        "text",
+        None,
+        "URL",
+        "the lab's registry of students and runs, as an SQLAlchemy URL: every app process of the machine (or hall) "
+        "that names the same one shares one lab (default: sqlite:///<runs folder>/lab.db)",
+    ),
+    Setting(
+        "LLMVIZ_STUDENT_DISK_MB",
+        "float",
+        512.0,
+        "MB",
+        "disk one student's kept runs (snapshots, curves) and uploads may take; past it the oldest snapshots are "
+        "thinned first",
+        minimum=1,
+    ),
+    Setting(
+        "LLMVIZ_KEEP_DAYS",
+        "float",
+        30.0,
+        "days",
+        "a kept run nobody has opened for this long is deleted with its snapshots",
+        minimum=0.01,
+    ),
+    Setting(
+        "LLMVIZ_TEACHER_KEY",
+        "text",
+        None,
+        "secret",
+        "the key that opens the class view (`/classroom?teacher=KEY` once; the browser is then the teacher's); "
+        "unset: there is no class view",
     ),
     Setting(
         "LLMVIZ_TIMINGS",

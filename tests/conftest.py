@@ -43,6 +43,16 @@ _scan_installed_components_once()
 pytest_plugins = ["tests.support.browser", "tests.support.postgres", "tests.support.ray_cluster"]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _lab_in_a_temporary_folder(tmp_path_factory):
+    """The app's lab (llmviz.lab: kept runs, their registry) lives in a temporary folder, never in the clone's runs/."""
+    import llmviz.lab.service
+
+    if llmviz.lab.service._default is None:
+        llmviz.lab.service._default = llmviz.lab.service.Lab.at(tmp_path_factory.mktemp("lab"))
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Downloads in tests never touch the user's real cache."""

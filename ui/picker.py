@@ -44,7 +44,7 @@ from llmviz.training.checkpoint import (
     model_from_description,
 )
 from llmviz.training.snapshots import load_into
-from ui import sections, state, streamlit_private, watch
+from ui import identity, sections, state, streamlit_private, watch
 from ui.labels import fit, run_label
 from ui.sources import (  # noqa: F401 - public names of ui.picker
     SOURCES,
@@ -65,29 +65,38 @@ DEFAULT_KEY = f"shipped:{SHIPPED_GPT}"
 # ---------------------------------------------------------------------------- session and jobs
 
 
-def session_id() -> str:
-    """The browser session this script run belongs to (the owner of its jobs)."""
+def tab_id() -> str:
+    """The browser tab (Streamlit session) this script run belongs to."""
     ctx = streamlit_private.script_run_context()
     return ctx.session_id if ctx is not None else "no-session"
 
 
+def session_id() -> str:
+    """The owner of this page run's jobs: the *student* (:mod:`ui.identity`: the browser's secret, or the logged-in
+    user), so every tab, reload and link of one student shows the same runs, and a restarted server too (the lab,
+    :mod:`llmviz.lab`, keeps them)."""
+    if streamlit_private.script_run_context() is None:
+        return "no-session"
+    student = identity.student_id()
+    identity.register_tab(student, tab_id())
+    return student
+
+
 def client_id() -> str:
-    """The student this browser session belongs to, for the server's shares (runs, queue, memory): the address of
-    their computer, so every tab they open shares one share (Streamlit's ``st.context.ip_address``). The session
-    itself where the address is unknown (a browser on the server's own machine, or a proxy there) or where
-    ``LLMVIZ_SHARE_BY=session`` (a class behind one NAT: every tab is then a student of its own). A forwarded
-    address (``X-Forwarded-For``) counts only from a proxy named in ``LLMVIZ_TRUSTED_PROXIES``."""
-    if settings.get("LLMVIZ_SHARE_BY") == "session":
+    """Whose shares (runs, queue, memory) this page run counts in: the student (``LLMVIZ_SHARE_BY=student``, the
+    default; ``session`` is its old name), or the address of their computer (``address``: every browser of one
+    computer shares one share, Streamlit's ``st.context.ip_address``; the student where the address is unknown)."""
+    if settings.get("LLMVIZ_SHARE_BY") != "address":
         return session_id()
     address = st.context.ip_address if streamlit_private.script_run_context() is not None else None
-    if not streamlit_private.address_believed(session_id()):  # connected before the app said whom to trust (ui.routing)
+    if not streamlit_private.address_believed(tab_id()):  # connected before the app said whom to trust (ui.routing)
         address = None
     return f"address {address}" if isinstance(address, str) and address else session_id()  # (AppTest: a mock)
 
 
 def _session_alive(owner: str) -> bool | None:
-    """Streamlit's own answer: is this browser session still connected?"""
-    return streamlit_private.session_is_connected(owner)
+    """Has the student ``owner`` a tab connected to this server (Streamlit's own answer for each of their tabs)?"""
+    return identity.student_alive(owner)
 
 
 def manager() -> JobManager:
@@ -261,13 +270,24 @@ class RunSource:
             family = "gpt" if job.info.description["kind"] == "gpt" else "charlevel"
             label = run_label(job.label, job.created, number)  # the caption shows it whole (the sidebar cuts it)
             out.append(Entry(f"run:{job.id}", label, family, note=literal_markdown(label), steps=steps))
+        live = {job.id for job in my_jobs(None)}
+        job_manager, kept_list = manager(), kept_runs()
+        by_run = job_manager.keeper.lab.registry.steps_by_run(job_manager.student(session_id())) if kept_list else {}
+        for number, kept in enumerate(kept_list, start=len(out) + 1):
+            steps = tuple(by_run.get(kept.id, ()))
+            if kept.id in live or not steps:
+                continue
+            family = "gpt" if kept.model == "gpt" else "charlevel"
+            label = run_label(kept.label, kept.created, number)
+            note = literal_markdown(label) + f" ({KEPT_STATES.get(kept.state, kept.state)})"
+            out.append(Entry(f"run:{kept.id}", label, family, note=note, steps=steps))
         return out
 
     def load(self, key: str, step: int | None) -> ModelView:
         run_id = key.split(":", 1)[1]
-        job = manager().get(session_id(), run_id)  # only this session's runs resolve
+        job = manager().get(session_id(), run_id)  # only this student's runs resolve
         if job is None:
-            raise LlmvizError("That run is not one of this browser session's runs.")
+            return load_kept(run_id, step)
         if job.info is None or job.snapshots is None or not job.snapshots.steps():
             raise RunNotReady(f"{job.label} is still preparing (its step 0 does not exist yet).")
         step, weights = job.snapshots.resolve(step)
@@ -291,6 +311,102 @@ class RunSource:
             step=step,
             run_id=job.id,
         )
+
+
+KEPT_STATES = {
+    "finished": "finished",
+    "stopped": "stopped",
+    "failed": "failed",
+    "parked": "parked: it stopped when you left; its snapshots are kept",
+    "interrupted": "interrupted: the server stopped while it trained; its snapshots are kept",
+    "running": "training in another app process",
+    "queued": "waiting in another app process",
+    "paused": "paused in another app process",
+}
+
+
+def kept_runs() -> list:
+    """This student's training runs as the lab keeps them (:mod:`llmviz.lab`): every app process's, and those of
+    earlier servers."""
+    return manager().kept_runs(session_id())
+
+
+@st.cache_resource(show_spinner="Loading this step's weights…", max_entries=32)
+def _kept_model(path: str, nbytes: int):
+    """``(model, tokenizer, meta)`` of a kept snapshot file (safetensors: no pickle), shared and read-only."""
+    from llmviz.tokenizers.saved import tokenizer_from_dict
+
+    state_dict, meta = manager().keeper.lab.storage.read_snapshot(path)
+    model = load_into(model_from_description(meta["model"]), state_dict)
+    return _freeze(model), tokenizer_from_dict(meta["tokenizer"]), meta
+
+
+def load_kept(run_id: str, step: int | None, kept=None, prefix: str = "run") -> ModelView:
+    """This student's kept run ``run_id`` at ``step`` (its nearest kept snapshot at or before it; the last one when
+    ``step`` is None), read from the lab's files. ``kept``: the run's record, already checked (the teacher's)."""
+    job_manager = manager()
+    kept = kept or job_manager.kept_run(session_id(), run_id)
+    if kept is None or job_manager.keeper is None:
+        raise LlmvizError("That run is not one of your runs.")
+    files = job_manager.keeper.lab.registry.snapshots(run_id)
+    if not files:
+        raise RunNotReady(f"{kept.label} has no snapshot kept yet.")
+    chosen = files[-1] if step is None else next((f for f in reversed(files) if f[0] <= step), files[0])
+    model, tokenizer, file_meta = _kept_model(chosen[1], chosen[2])
+    kept_steps_list = [f[0] for f in files]
+    meta = {
+        "train_config": file_meta.get("train_config", {}),
+        "model": file_meta["model"],
+        "step": chosen[0],
+        "label": kept.label,
+        "snapshot_steps": kept_steps_list,
+    }
+    return ModelView(
+        f"{prefix}:{run_id}@{chosen[0]}",
+        run_label(kept.label, kept.created, None, chosen[0]),
+        model,
+        tokenizer,
+        meta,
+        _family(meta),
+        step=chosen[0],
+        run_id=run_id,
+    )
+
+
+class ClassSource:
+    """The run the teacher puts on the projector (the class view's "Show on the projector"): any student's kept run,
+    for the teacher's browser only; nobody else's picker lists or loads a ``class:`` key."""
+
+    prefix = "class"
+
+    def entries(self) -> list[Entry]:
+        run_id = state.PROJECTED.get()
+        job_manager = manager()
+        if not run_id or not identity.is_teacher() or job_manager.keeper is None:
+            return []
+        registry = job_manager.keeper.lab.registry
+        found = [run for run in registry.all_runs() if run.id == run_id]
+        steps = tuple(step for step, *_ in registry.snapshots(run_id))
+        if not found or not steps:
+            return []
+        label = f"On the projector · {found[0].label}"
+        return [Entry(f"class:{run_id}", label, "gpt" if found[0].model == "gpt" else "charlevel", steps=steps)]
+
+    def load(self, key: str, step: int | None) -> ModelView:
+        run_id = key.split(":", 1)[1]
+        job_manager = manager()
+        if not identity.is_teacher() or job_manager.keeper is None:
+            raise LlmvizError("Only the teacher's browser opens another student's run.")
+        found = [run for run in job_manager.keeper.lab.registry.all_runs() if run.id == run_id]
+        if not found:
+            raise LlmvizError("That run is no longer kept.")
+        return load_kept(run_id, step, kept=found[0], prefix="class")
+
+
+def project(run_id: str, step: int | None) -> None:
+    """The teacher's picker shows ``run_id`` at ``step`` on every page (the class view's button)."""
+    state.PROJECTED.set(run_id)
+    select(f"class:{run_id}" + (f"@{step}" if step is not None else ""))
 
 
 def runs_dir() -> Path:
@@ -350,7 +466,7 @@ def checkpoint_folder(view: ModelView) -> Path | None:
 
 from ui.panels import hub  # noqa: E402 - pretrained models from the Hugging Face Hub (hub:gpt2, hub:smollm2-135m, …)
 
-for _source in (ShippedSource(), MiniLMSource(), hub.HubSource(), RunSource(), RunsDirSource()):
+for _source in (ShippedSource(), MiniLMSource(), hub.HubSource(), RunSource(), RunsDirSource(), ClassSource()):
     register_source(_source)
 
 
@@ -407,15 +523,15 @@ def select(key: str) -> None:
     if parsed is None or parsed[0] not in known:
         state.PICKED.set(DEFAULT_KEY)
         state.PICKER_NOTICE.set(
-            "That model is a training run of another browser session (a run lives only in the session that "
-            "trained it), so the shipped GPT is shown."
+            "That model is a training run of another student (a run opens only for the student who trained it), "
+            "so the shipped GPT is shown."
             if parsed is not None and parsed[0].startswith("run:")
             else "That model is not on this server, so the shipped GPT is shown."
         )
     else:
         base, step = parsed
         state.PICKED.set(base)
-        if base.startswith("run:"):
+        if base.startswith(("run:", "class:")):
             steps = known[base].steps
             state.PICKED_STEPS.setdefault()[base] = None if step is None or step >= steps[-1] else step
     state.PICKER_VERSION.set(state.PICKER_VERSION.get() + 1)
@@ -446,7 +562,7 @@ def offer_bigger_model(reason: str, page: str) -> None:
 def selected_key() -> str:
     """The key :func:`current` will resolve (base key plus ``@step`` for runs)."""
     base = state.PICKED.get(default=DEFAULT_KEY)
-    if base.startswith("run:"):
+    if base.startswith(("run:", "class:")):
         step = state.PICKED_STEPS.get().get(base)
         return base if step is None else f"{base}@{step}"
     return base
@@ -600,6 +716,8 @@ def sidebar() -> None:
     """The picker in the shared sidebar (app.py draws it on every page)."""
     state.NOT_READY_SAID.pop()  # a new page run: a model that is not ready is said again, once
     state.SESSION_ID.set(session_id())  # lets tests find this session's jobs
+    identity.keep_cookie()  # the browser keeps its student identity (a cookie, set on the first visit)
+    identity.login_offer()  # a Log in button where the teacher configured a login provider
     listed = [entry for entry in entries()]
     by_key = {entry.key: entry for entry in listed}
     chosen = state.PICKED.get(default=DEFAULT_KEY)
@@ -639,23 +757,24 @@ def sidebar() -> None:
         job = manager().get(session_id(), chosen.split(":", 1)[1])
         following = job is not None and job.changing and state.PICKED_STEPS.get().get(chosen) is None
         interval = watch.refresh_seconds(session_id()) if following else None
-        st.fragment(_step_slider_timed, run_every=interval)(chosen, version)
+        st.fragment(_step_slider_timed, run_every=interval)(chosen, version, entry.steps)
 
 
-def _step_slider_timed(chosen: str, version: int) -> None:
+def _step_slider_timed(chosen: str, version: int, listed: tuple[int, ...] = ()) -> None:
     begin = time.perf_counter()
     try:  # it reruns on its own: a bug there is a message (sections.guarded), never a traceback
-        sections.timed("sidebar.step", sections.guarded(_step_slider, "the step slider"))(chosen, version)
+        sections.timed("sidebar.step", sections.guarded(_step_slider, "the step slider"))(chosen, version, listed)
     finally:
         watch.record(session_id(), "sidebar.step", time.perf_counter() - begin)
 
 
-def _step_slider(chosen: str, version: int) -> None:
+def _step_slider(chosen: str, version: int, listed: tuple[int, ...] = ()) -> None:
     """The picked run's step slider. While the run trains and the slider follows its newest snapshot, this part
     of the sidebar refreshes on its own (cheap), and the page is drawn again only when it shows the picked model
-    and a newer snapshot exists."""
-    job = manager().get(session_id(), chosen.split(":", 1)[1])
-    steps = list(job.snapshots.steps()) if job is not None and job.snapshots is not None else []
+    and a newer snapshot exists. A kept run (no job in this process: an earlier server's, another process's, the
+    teacher's projector) slides over the ``listed`` steps the lab keeps."""
+    job = manager().get(session_id(), chosen.split(":", 1)[1]) if chosen.startswith("run:") else None
+    steps = list(job.snapshots.steps()) if job is not None and job.snapshots is not None else list(listed)
     if not steps:
         return
     stored = state.PICKED_STEPS.get().get(chosen)

@@ -85,6 +85,12 @@ class Slot:
 
 
 # ---------------------------------------------------------------------------- slots
+# who the student is (ui.identity)
+STUDENT_SECRET = Slot("_llmviz_student_secret", str, "this browser's identity secret (its cookie's value)")
+STUDENT_ID = Slot("_llmviz_student_id", str, "the student this session is (a hash of the secret, or of the login)")
+COOKIE_TO_SET = Slot("_llmviz_cookie_to_set", bool, "the browser has no identity cookie yet: set it once", default=bool)
+TEACHER = Slot("_llmviz_teacher", bool, "this session is the teacher's (the teacher key, or the registry says so)")
+PROJECTED = Slot("_llmviz_projected_run", str, "the run the teacher put on the projector (the class view)")
 # the picked model (ui.picker)
 PICKED = Slot("_picker_selected", str, "the picked model's base key (no @step); tests set it to pick a model")
 PICKED_STEPS = Slot(
@@ -299,6 +305,19 @@ WIDGETS: dict[str, str] = {
     "runs_chart": "Training: every run's curves",
     "runs_download_": "Training: the run to download (the picked run)",
     "runs_clear": "Training: clear all runs",
+    "kept_delete_choice": "Training: which kept run to resume or delete (llmviz.lab)",
+    "kept_delete": "Training: delete the chosen kept run",
+    "kept_resume": "Training: resume the chosen kept run from its last snapshot",
+    "login": "Sidebar: log in (where a login provider is configured)",
+    "student_name": "Training: the student's name for the class view",
+    "class_sort": "Class view: sort the runs by",
+    "class_log_x": "Class view: log-scale steps",
+    "class_validation": "Class view: validation loss on the chart",
+    "class_chart": "Class view: every run's curve",
+    "class_run": "Class view: the run to act on",
+    "class_project": "Class view: show the run on the projector",
+    "class_stop": "Class view: stop the run",
+    "class_park": "Class view: park the run",
     "decoder_train": "Training: train the encoder–decoder",
     "decoder_chart": "Training: the encoder–decoder's loss",
     # Sampling

@@ -69,8 +69,11 @@ from llmviz.jobs import processes, ray_executor
 from llmviz.jobs.admission import Budget, Claim, Ledger, Phase, device_refusal, snapshot_refusal
 from llmviz.jobs.events import JobState, RunInfo
 from llmviz.jobs.job import Group, Job, JobStatus
+from llmviz.jobs.keeping import TEXT_FIELD, Keeper, recipe_text, resumed_trainer, student_key
 from llmviz.jobs.supervisor import Supervisor
 from llmviz.jobs.worker import TaskPayload, TrainPayload, WorkerOptions
+from llmviz.lab.registry import RunRecord
+from llmviz.lab.service import Lab, default_lab
 from llmviz.training.footprint import MB, Footprint, describe, device_free_bytes, of_trainer, suggestion, worker_peak
 from llmviz.training.footprint import task as task_footprint
 from llmviz.training.footprint import unknown as unknown_footprint
@@ -128,6 +131,7 @@ class JobManager:
         client_memory_mb: float | None = None,
         worker_timeout: float | None = None,
         ray_address: str | None = None,
+        lab: Lab | None = None,
     ):
         if max_running is None:
             max_running = settings.get_or("LLMVIZ_MAX_JOBS", processes.cpu_count)
@@ -166,6 +170,8 @@ class JobManager:
         self._reaper: threading.Thread | None = None
         self._closed = threading.Event()
         self.admitted: list[str] = []  # job ids in the order they got a slot (tests read it)
+        # the lab (llmviz.lab) this manager keeps its runs in, and shares the machine's slots and memory through
+        self.keeper = Keeper(lab) if lab is not None else None
 
     @property
     def memory_budget(self) -> int | None:
@@ -309,6 +315,7 @@ class JobManager:
     def _submit(self, owner: str, runners: list[tuple[str, Any]], options: WorkerOptions, total: int | None):
         group = Group(owner, self.client_of(owner), options)
         footprints = []
+        texts: list[str | None] = []
         for index, (label, runner) in enumerate(runners):
             planned = runner if isinstance(runner, Planned) else None
             trainer: Any = None if planned is not None else runner
@@ -330,10 +337,11 @@ class JobManager:
                 )
             )
             footprints.append(planned.footprint if planned else of_trainer(trainer))
-        self._enter(group, footprints)
+            texts.append(recipe_text(planned.build) if planned else None)
+        self._enter(group, footprints, texts)
         return group.jobs
 
-    def _enter(self, group: Group, footprints: list[Footprint]) -> None:
+    def _enter(self, group: Group, footprints: list[Footprint], texts: list[str | None] | None = None) -> None:
         """Admit the group (its client's share of runs and memory, the GPU, snapshot room) before anything is sent
         to a worker, keep the step 0 it already has, and start its supervisor."""
         claim = Claim(group.id, group.client, memory=worker_peak(footprints), what=describe(footprints))
@@ -348,6 +356,8 @@ class JobManager:
                     # step 0 exists at once, so pages can show the run while it waits
                     self.keep_snapshot(job, payload.trainer.step, state_of(payload.trainer.model))
             self._ensure_reaper()
+        if self.keeper is not None:
+            self.keeper.enter(group.jobs, texts)
         if self.workers in ("process", "ray"):
             try:  # what the worker needs travels as bytes; the server keeps no trainer
                 group.payload_bytes = pickle.dumps(group.payloads, protocol=pickle.HIGHEST_PROTOCOL)
@@ -465,7 +475,7 @@ class JobManager:
             try:
                 while not give_up() and not self._closed.is_set():
                     chosen = self.ledger.next()
-                    if chosen is claim:
+                    if chosen is claim and self._machine_slot(group, claim):
                         self.ledger.start(group.id)
                         self._device_needs.pop(group.id, None)
                         self.admitted.extend(job.id for job in group.jobs)
@@ -479,8 +489,30 @@ class JobManager:
             finally:
                 self._slots.notify_all()
 
+    def _machine_slot(self, group: Group, claim: Claim) -> bool:
+        """With a lab: one of the machine's slots (and its memory) for ``group``, counted over every app process
+        in the lab's registry; without one, this process's ledger is the whole story."""
+        if self.keeper is None:
+            return True
+        try:
+            return self.keeper.lab.registry.claim_slot(
+                group.jobs[0].id, self.max_running, claim.memory, self.memory_budget
+            )
+        except Exception:  # noqa: BLE001 - the database is unreachable: this process's own limits still hold
+            log.exception("could not claim a slot in the lab's registry")
+            return True
+
+    def _free_machine_slot(self, group: Group) -> None:
+        if self.keeper is not None:
+            try:
+                self.keeper.lab.registry.free_slot(group.jobs[0].id)
+            except Exception:  # noqa: BLE001
+                log.exception("could not free a slot in the lab's registry")
+
     def release(self, group: Group, idle: bool = False) -> None:
         """The group's slot is free (``idle``: its worker still waits, holding its memory)."""
+        if not idle:
+            self._free_machine_slot(group)
         with self._slots:
             if idle and group.id in self.ledger.claims:
                 self.ledger.idle(group.id)
@@ -488,12 +520,14 @@ class JobManager:
 
     def parked(self, group: Group, held: int) -> None:
         """The group's worker has gone; the server holds ``held`` bytes of its state."""
+        self._free_machine_slot(group)
         with self._slots:
             if group.id in self.ledger.claims:
                 self.ledger.park(group.id, held)
             self._slots.notify_all()
 
     def ended(self, group: Group) -> None:
+        self._free_machine_slot(group)
         with self._slots:
             self.ledger.end(group.id)
             self._device_needs.pop(group.id, None)
@@ -562,6 +596,56 @@ class JobManager:
             job = session.jobs.pop(job_id, None) if session else None
         if job is not None:
             job.discard()
+        if self.keeper is not None:
+            self.keeper.forget(job_id)
+            self.keeper.lab.delete_run(student_key(owner), job_id)
+
+    @staticmethod
+    def student(owner: str) -> str:
+        """The name ``owner``'s runs are kept under in the lab (:func:`llmviz.jobs.keeping.student_key`)."""
+        return student_key(owner)
+
+    def kept_runs(self, owner: str) -> list[RunRecord]:
+        """``owner``'s training runs as the lab keeps them (every app process's, and those of earlier servers),
+        oldest first; ``[]`` without a lab."""
+        if self.keeper is None:
+            return []
+        return [run for run in self.keeper.lab.registry.runs(student_key(owner)) if run.kind == "train"]
+
+    def resume_kept(self, owner: str, run_id: str) -> Job:
+        """Train ``owner``'s kept run ``run_id`` on from its last kept snapshot (a parked, interrupted or stopped run
+        whose text the lab keeps), as a new run labelled "· resumed": the same weights, tokenizer, config and step;
+        the optimizer's state starts afresh. :class:`JobRefused` (one line) when it cannot."""
+        import functools
+
+        from llmviz.training.footprint import of_config
+        from llmviz.training.trainer import TrainConfig, vocab_bound
+
+        kept = self.kept_run(owner, run_id)
+        if kept is None or self.keeper is None:
+            raise JobRefused("That run is not one of your kept runs.")
+        files = self.keeper.lab.registry.snapshots(run_id)
+        digest = kept.config.get(TEXT_FIELD)
+        if kept.state not in ("parked", "interrupted", "stopped") or not files or not digest:
+            raise JobRefused(
+                f"{kept.label} cannot be resumed (it has no kept text or snapshot, or it is {kept.state})."
+            )
+        try:
+            text = self.keeper.lab.storage.read_upload(student_key(owner), digest).decode()
+        except (OSError, ValueError) as error:
+            raise JobRefused(f"The text of {kept.label} is no longer kept ({error}).") from None
+        config = TrainConfig.from_dict({k: v for k, v in kept.config.items() if k != TEXT_FIELD})
+        needs = of_config(config, vocab_bound(text, config), text_bytes=len(text.encode()))
+        build = functools.partial(resumed_trainer, text, files[-1][1])
+        return self.submit_training(
+            owner, build=build, footprint=needs, label=f"{kept.label} · resumed", total=config.steps
+        )
+
+    def kept_run(self, owner: str, run_id: str) -> RunRecord | None:
+        """``owner``'s kept run ``run_id`` (None when it is not theirs: a run id alone opens nothing)."""
+        if self.keeper is None:
+            return None
+        return self.keeper.lab.registry.run(student_key(owner), run_id)
 
     def heartbeat(self, owner: str) -> None:
         with self._lock:
@@ -601,8 +685,23 @@ class JobManager:
             if now - session.heartbeat > (self.session_timeout or math.inf):
                 gone.append(owner)
         for owner in gone:
-            self.end_session(owner)
+            if self.keeper is not None:
+                self.park_session(owner)
+            else:
+                self.end_session(owner)
         return gone
+
+    def park_session(self, owner: str) -> None:
+        """``owner`` has gone (no tab for ``session_timeout``): their runs still training stop after this step and
+        are kept as *parked* in the lab (snapshots and curve), their workers and memory freed; the manager forgets
+        them (the lab lists them)."""
+        with self._lock:
+            session = self._sessions.pop(owner, None)
+        for job in session.jobs.values() if session else ():
+            if not job.ended and self.keeper is not None:
+                self.keeper.park(job)
+            job.stop()
+            job.group.wake()
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop every job and wait for the workers (tests, notebooks)."""
@@ -616,6 +715,8 @@ class JobManager:
             self._slots.notify_all()
         for job in jobs:
             job.wait(timeout)
+        if self.keeper is not None:
+            self.keeper.close()
 
 
 _default: JobManager | None = None
@@ -629,6 +730,16 @@ def default_memory_mb() -> float:
     if not machine:
         return 4096.0
     return max(512.0, (machine / 2 - processes.resident_bytes()) / MB)
+
+
+def _lab_or_none() -> Lab | None:
+    """The process's lab, or None (logged) when its database or folder cannot be opened: the server then trains as
+    before, keeping nothing, rather than failing every page."""
+    try:
+        return default_lab()
+    except Exception:  # noqa: BLE001 - a read-only runs folder, an unreachable database: one log line, no lab
+        log.exception("the lab (LLMVIZ_DATABASE_URL, LLMVIZ_RUNS_DIR) cannot be opened: runs are not kept")
+        return None
 
 
 def default_manager(liveness: Callable[[str], bool | None] | None = None) -> JobManager:
@@ -656,6 +767,7 @@ def default_manager(liveness: Callable[[str], bool | None] | None = None) -> Job
                 client_memory_mb=min(memory, settings.get_or("LLMVIZ_STUDENT_MEMORY_MB", lambda: memory / 2)),
                 worker_timeout=settings.get("LLMVIZ_WORKER_TIMEOUT"),
                 ray_address=settings.get("LLMVIZ_RAY_ADDRESS"),
+                lab=_lab_or_none(),
             )
             if _default.workers == "process":
                 processes.warm_up_workers()

@@ -7,8 +7,9 @@ machine's memory is.
 - **``__main__`` hidden.** multiprocessing would also import the parent's ``__main__`` in every worker (and in the
   forkserver); in a Streamlit server that is whichever page script ran last, in a test a temporary script. A worker
   needs only llmviz, so :func:`main_module_hidden` hides it while a worker (or the forkserver) starts.
-- **Memory.** :func:`machine_memory_bytes` and :func:`resident_bytes` read what the operating system says (Linux's
-  ``/proc``; ``resource`` elsewhere), for the memory budget of :mod:`llmviz.jobs.admission`.
+- **Memory.** :func:`machine_memory_bytes` (the container's limit where there is one) and :func:`resident_bytes`
+  read what the operating system says (Linux's ``/proc``; ``resource`` elsewhere), for the memory budget of
+  :mod:`llmviz.jobs.admission`.
 """
 
 from __future__ import annotations
@@ -133,11 +134,11 @@ def cpu_count() -> int:
 
 
 def machine_memory_bytes() -> int:
-    """The machine's physical memory (0 where the operating system does not say)."""
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):
-        return 0
+    """The memory the server's training may count on: the machine's, or its container's limit where a cgroup sets
+    one (:func:`llmviz.device.machine_memory_bytes`, the one function llmviz reads it with); 0 where nothing says."""
+    from llmviz.device import machine_memory_bytes as limit
+
+    return limit() or 0
 
 
 def _status_kib(pid: int | str, field: str) -> int | None:

@@ -190,7 +190,9 @@ def eventually(check, timeout_s: float = 120, what: str = "the expected state"):
 # cookie): nothing, so two tabs of one profile are two independent sessions.
 NOT_STREAMLITS = """() => Object.keys(localStorage).concat(Object.keys(sessionStorage))
   .filter((key) => !key.startsWith('st'))
-  .concat(document.cookie.split(';').map((c) => c.trim().split('=')[0]).filter((n) => n && n !== '_streamlit_xsrf'))"""
+  .concat(document.cookie.split(';').map((c) => c.trim().split('=')[0])
+    .filter((n) => n && n !== '_streamlit_xsrf' && n !== 'llmviz_student'))"""
+STUDENT_COOKIE = "llmviz_student"  # ui.identity.COOKIE: who the student is (a random secret)
 
 
 def new_window(browser):
@@ -211,9 +213,15 @@ def new_window(browser):
     return opened.value
 
 
-def open_page(browser, url: str, viewport=(1400, 1200), before=None):
+def open_page(browser, url: str, viewport=(1400, 1200), before=None, same_student: bool = False):
     """A new window at ``url`` (a new session of the app, as a student opening a link), once its first script run
-    has ended. ``before(page)`` runs before the address loads (say, ``page.add_init_script``)."""
+    has ended. ``before(page)`` runs before the address loads (say, ``page.add_init_script``).
+
+    Every window is a new student (as a new browser would be): the student cookie of the windows before is cleared
+    first (their open tabs keep their student: a session reads it once). ``same_student=True``: the window is
+    another tab of the last window's student (the cookie is kept)."""
+    if not same_student:
+        browser.clear_cookies(name=STUDENT_COOKIE)
     page = new_window(browser)
     page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
     page.set_default_timeout(120_000)  # a loaded 2-core machine can take a while to draw a page
@@ -221,7 +229,7 @@ def open_page(browser, url: str, viewport=(1400, 1200), before=None):
         before(page)
     page.goto(url, timeout=120_000)
     wait_until_idle(page)
-    assert page.evaluate(NOT_STREAMLITS) == [], "llmviz keeps nothing in the browser: windows are separate sessions"
+    assert page.evaluate(NOT_STREAMLITS) == [], "llmviz keeps nothing else in the browser"
     return page
 
 

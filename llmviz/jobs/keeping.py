@@ -1,0 +1,268 @@
+"""Keeping a manager's runs in the lab (:mod:`llmviz.lab`): the registry's rows and the snapshot files follow the
+jobs in memory, so a reload, another tab, another app process of the machine and a restarted server list the same
+runs at the same steps.
+
+One :class:`Keeper` per :class:`~llmviz.jobs.manager.JobManager`: the manager tells it of every new group
+(:meth:`Keeper.enter`), and its thread writes what changed once a second (new curve points, samples, the step and
+state, snapshots not on disk yet), so training never waits for the database. It also says the process is alive
+(:meth:`Registry.beat`) and marks runs of processes that have gone as interrupted.
+
+A run whose student has gone is *parked*: the manager stops it (its last step is snapshotted) and the keeper writes
+``parked`` instead of ``stopped``. A run is kept on disk with its log-spaced snapshots and its last one; the
+"latest" snapshots a live run makes every few seconds replace each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from llmviz.jobs.events import JobState
+from llmviz.jobs.job import Job
+from llmviz.lab.registry import RunRecord, config_json, this_holder
+from llmviz.lab.service import Lab
+from llmviz.lab.storage import safe_name
+from llmviz.training.snapshots import is_snapshot_step
+
+log = logging.getLogger(__name__)
+
+
+def student_key(owner: str) -> str:
+    """The folder-safe name under which ``owner``'s runs are kept: the owner itself when it is one (a student id),
+    else a hash of it.
+
+    >>> student_key("3f2a-b1"), student_key("address 10.0.0.7")
+    ('3f2a-b1', 'o-b133130630af203cdf7aa6f9')
+    """
+    try:
+        return safe_name(owner)
+    except ValueError:
+        return "o-" + hashlib.sha256(owner.encode()).hexdigest()[:24]
+
+
+@dataclass
+class _Kept:
+    job: Job
+    student: str
+    points: int = 0  # curve rows written
+    samples: int = 0
+    metrics: int = 0
+    version: int = -1
+    on_disk: dict[int, str] = field(default_factory=dict)  # step → path
+    meta: dict | None = None
+    parked: bool = False  # its student had gone: it ends as "parked"
+    described: bool = False  # its model and config are in the registry
+    text_sha256: str | None = None  # the text it trains on, kept once per content (resuming needs it)
+
+
+def snapshot_meta(info, label: str) -> dict:
+    """A snapshot file's metadata: the single-file checkpoint format (model, tokenizer, config), so
+    :func:`llmviz.training.checkpoint.load_checkpoint` reads it too."""
+    return {
+        "format": "llmviz-checkpoint",
+        "version": 1,
+        "model": info.description,
+        "tokenizer": info.tokenizer.to_dict(),
+        "train_config": config_json(info.config),
+        "label": label,
+    }
+
+
+class Keeper:
+    """Writes a manager's runs into ``lab`` (see the module's docstring)."""
+
+    def __init__(self, lab: Lab, interval: float = 1.0):
+        self.lab = lab
+        self.interval = interval
+        self.holder = this_holder()
+        self._kept: dict[str, _Kept] = {}
+        self._lock = threading.Lock()
+        self._closed = threading.Event()
+        self.interrupted = lab.registry.interrupt_orphans()
+        self._thread = threading.Thread(target=self._forever, name="llmviz-lab-keeper", daemon=True)
+        self._thread.start()
+
+    def enter(self, jobs: list, texts: list[str | None] | None = None) -> None:
+        """Record new jobs (a group's) in the registry; ``texts``: the text each trains on, where known (kept by
+        content hash within the student's quota, so the run can be resumed)."""
+        for job, text in zip(jobs, texts or [None] * len(jobs), strict=True):
+            student = student_key(job.owner)
+            self.lab.registry.ensure_student(student)
+            model = job.info.description.get("kind", "") if job.info is not None else ""
+            digest = self._keep_text(student, job.label, text)
+            config = {**(config_json(job.info.config) if job.info is not None else {}), **_text_field(digest)}
+            self.lab.registry.add_run(
+                RunRecord(
+                    id=job.id,
+                    student=student,
+                    kind=job.kind,
+                    label=job.label,
+                    state="queued",
+                    total=job.total,
+                    model=str(model),
+                    config=config,
+                    created=job.created,
+                    holder=self.holder,
+                )
+            )
+            with self._lock:
+                self._kept[job.id] = _Kept(job, student, text_sha256=digest)
+
+    def _keep_text(self, student: str, label: str, text: str | None) -> str | None:
+        if text is None:
+            return None
+        data = text.encode()
+        digest, _ = self.lab.storage.write_upload(student, data)
+        self.lab.registry.add_upload(student, digest, f"the text of {label}", len(data))
+        return digest
+
+    def park(self, job) -> None:
+        """``job``'s student has gone: it ends as parked (resumable), not stopped."""
+        with self._lock:
+            kept = self._kept.get(job.id)
+            if kept is not None:
+                kept.parked = True
+
+    def forget(self, job_id: str) -> None:
+        with self._lock:
+            self._kept.pop(job_id, None)
+
+    def flush(self) -> None:
+        """Write what changed since the last flush (the keeper's thread calls it every ``interval`` seconds)."""
+        with self._lock:
+            kept = list(self._kept.values())
+        for entry in kept:
+            try:
+                done = self._flush_one(entry)
+            except Exception:  # noqa: BLE001 - a full disk or a busy database: try again next time
+                log.exception("could not keep run %s", entry.job.id)
+                continue
+            if done:
+                self.forget(entry.job.id)
+
+    def _flush_one(self, entry: _Kept) -> bool:
+        job = entry.job
+        ended = job.ended
+        if job.version == entry.version and not ended:
+            return False
+        status = job.status()
+        entry.version = status.version
+        registry = self.lab.registry
+        vals = {m.step: m.val_loss for m in status.metrics if getattr(m, "val_loss", None) is not None}
+        new = status.losses[entry.points :]
+        registry.add_points(job.id, [(step, loss, vals.get(step)) for step, loss in new])
+        entry.points = len(status.losses)
+        for step, text in status.samples[entry.samples :]:
+            registry.add_sample(job.id, step, text)
+        entry.samples = len(status.samples)
+        self._flush_snapshots(entry)
+        state = status.state.value
+        if ended and entry.parked and status.state == JobState.STOPPED:
+            state = "parked"
+        values: dict = {"state": state, "step": status.step, "error": status.error}
+        if job.info is not None and not entry.described:  # a run built in its worker says what it is once built
+            values["model"] = str(job.info.description.get("kind", ""))
+            values["config"] = {**config_json(job.info.config), **_text_field(entry.text_sha256)}
+            entry.described = True
+        registry.update_run(job.id, **values)
+        if ended:
+            registry.free_slot(job.id)
+            self.lab.thin(entry.student)
+        return ended
+
+    def _flush_snapshots(self, entry: _Kept) -> None:
+        job = entry.job
+        if job.snapshots is None or job.info is None or job.discarded:
+            return
+        if entry.meta is None:
+            entry.meta = snapshot_meta(job.info, job.label)
+        steps = job.snapshots.steps()
+        last = steps[-1] if steps else None
+        for step in steps:
+            if step in entry.on_disk:
+                continue
+            try:
+                state = job.snapshots.get(step)
+            except KeyError:
+                continue  # evicted meanwhile
+            path, nbytes = self.lab.storage.write_snapshot(entry.student, job.id, step, state, entry.meta)
+            self.lab.registry.add_snapshot(job.id, step, path, nbytes)
+            entry.on_disk[step] = path
+        for step in [s for s in entry.on_disk if s != last and not is_snapshot_step(s) and s not in steps]:
+            self.lab.storage.delete_file(entry.on_disk.pop(step))  # a "latest" snapshot a newer one replaced
+            self.lab.registry.drop_snapshot(job.id, step)
+
+    def act_on_requests(self) -> list[str]:
+        """Stop or park the runs of this process the teacher asked about (from any app process, through the
+        registry); returns their ids."""
+        acted = []
+        for run_id, action in self.lab.registry.take_requests(self.holder):
+            with self._lock:
+                kept = self._kept.get(run_id)
+            if kept is None or kept.job.ended:
+                continue
+            if action == "park":
+                kept.parked = True
+            kept.job.stop()
+            acted.append(run_id)
+        return acted
+
+    def _forever(self) -> None:
+        beats = 0
+        while not self._closed.wait(self.interval):
+            try:
+                self.act_on_requests()
+            except Exception:  # noqa: BLE001
+                log.exception("could not read the lab's requests")
+            self.flush()
+            beats += 1
+            if beats % 10 == 0:
+                try:
+                    self.lab.registry.beat(self.holder)
+                    self.lab.registry.interrupt_orphans()
+                    if beats % 600 == 10:  # soon after the start, then every ten minutes: the retention time
+                        self.lab.expire()
+                except Exception:  # noqa: BLE001
+                    log.exception("could not reach the lab's registry")
+
+    def close(self) -> None:
+        self.flush()
+        self._closed.set()
+
+
+TEXT_FIELD = "text_sha256"  # the run's config in the registry names its text by content hash (llmviz.lab.storage)
+
+
+def _text_field(digest: str | None) -> dict:
+    return {TEXT_FIELD: digest} if digest else {}
+
+
+def recipe_text(build: object) -> str | None:
+    """The text a run built in its worker trains on, when ``build`` is ``functools.partial(build_trainer, text,
+    config)`` (the pages' runs: :func:`ui.panels.runs.planned`) or a resumed run's; None otherwise."""
+    import functools
+
+    from llmviz.training.trainer import build_trainer
+
+    if isinstance(build, functools.partial) and build.func in (build_trainer, resumed_trainer) and build.args:
+        text = build.args[0]
+        return text if isinstance(text, str) else None
+    return None
+
+
+def resumed_trainer(text: str, snapshot_path: str):
+    """A Trainer that goes on from a kept snapshot (made in the resumed run's worker): the snapshot's weights,
+    tokenizer, config and step; the optimizer's state starts afresh (a snapshot keeps the weights only), the
+    learning-rate schedule goes on from the step."""
+    from llmviz.training.checkpoint import load_checkpoint
+    from llmviz.training.trainer import TrainConfig, Trainer, dropout_seed, prepare_data
+
+    model, tokenizer, meta = load_checkpoint(snapshot_path)
+    config = TrainConfig.from_dict(meta["train_config"])
+    trainer = Trainer(config, prepare_data(text, config, tokenizer))
+    trainer.model.load_state_dict(model.state_dict())
+    trainer.step = int(meta["step"])
+    trainer.dropout_generator.manual_seed(dropout_seed(config.seed, 0, trainer.step))
+    return trainer

@@ -1,0 +1,166 @@
+"""The lab's files: each student's runs under ``<root>/<student>/<run>/``, every snapshot one self-contained
+``step-<N>.safetensors`` (the weights, with the model's description and tokenizer in its metadata: the single-file
+checkpoint format, so :func:`llmviz.training.checkpoint.load_checkpoint` reads one back too).
+
+Written atomically (a temporary file, then a rename: a reader sees the old file or the new one, never half), read
+back with safetensors only (no pickle). Paths go through fsspec, so the root may be a local folder (the default:
+``<runs folder>/lab``) or any filesystem fsspec speaks that every process of a hall can reach.
+
+>>> import tempfile, torch
+>>> storage = Storage(tempfile.mkdtemp())
+>>> path, nbytes = storage.write_snapshot("s1", "r1", 5, {"w": torch.ones(2, 2)}, {"step": 5})
+>>> state, meta = storage.read_snapshot(path)
+>>> state["w"].tolist(), meta["step"], storage.usage("s1") == nbytes
+([[1.0, 1.0], [1.0, 1.0]], 5, True)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+
+import fsspec
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load as load_bytes
+from safetensors.torch import save as save_bytes
+
+from llmviz.errors import CheckpointError
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MAX_SNAPSHOT_BYTES = 8 * 2**30  # no snapshot file read back is bigger (a damaged or planted file is refused)
+
+
+def safe_name(name: str) -> str:
+    """``name`` if it can be one folder name (letters, digits, ``-``, ``_``), else ValueError: a student or run id
+    never walks out of its folder.
+
+    >>> safe_name("abc-1")
+    'abc-1'
+    >>> safe_name("../x")
+    Traceback (most recent call last):
+    ...
+    ValueError: '../x' is not a safe folder name
+    """
+    if not _NAME.match(name):
+        raise ValueError(f"{name!r} is not a safe folder name")
+    return name
+
+
+def content_hash(data: bytes) -> str:
+    """The SHA-256 of ``data`` (uploads are kept once per content).
+
+    >>> content_hash(b"")[:12]
+    'e3b0c44298fc'
+    """
+    return hashlib.sha256(data).hexdigest()
+
+
+class Storage:
+    """A folder (or fsspec URL) of students' runs and uploads."""
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = os.fspath(root)
+        self.fs, self.base = fsspec.core.url_to_fs(self.root)
+
+    def run_folder(self, student: str, run_id: str) -> str:
+        return f"{self.base.rstrip('/')}/{safe_name(student)}/{safe_name(run_id)}"
+
+    def _write_atomic(self, path: str, data: bytes) -> None:
+        folder = path.rsplit("/", 1)[0]
+        self.fs.makedirs(folder, exist_ok=True)
+        temporary = f"{folder}/.{secrets.token_hex(6)}.part"
+        with self.fs.open(temporary, "wb") as out:
+            out.write(data)
+        self.fs.mv(temporary, path)
+
+    # ------------------------------------------------------------------ snapshots
+
+    def write_snapshot(
+        self, student: str, run_id: str, step: int, state: dict[str, torch.Tensor], meta: dict
+    ) -> tuple[str, int]:
+        """Write one snapshot; returns its path and size. Tied tensors are written once (safetensors refuses shared
+        memory): a second name for the same tensor is kept in the metadata's ``tied`` map."""
+        unique: dict[str, torch.Tensor] = {}
+        tied: dict[str, str] = {}
+        seen: dict[int, str] = {}
+        for name, tensor in state.items():
+            key = tensor.data_ptr() if tensor.numel() else id(tensor)
+            if key in seen:
+                tied[name] = seen[key]
+                continue
+            seen[key] = name
+            unique[name] = tensor.detach().to("cpu").contiguous()
+        data = save_bytes(unique, metadata={"llmviz": json.dumps({**meta, "step": step, "tied": tied})})
+        path = f"{self.run_folder(student, run_id)}/step-{step:09d}.safetensors"
+        self._write_atomic(path, data)
+        return path, len(data)
+
+    def read_snapshot(self, path: str) -> tuple[dict[str, torch.Tensor], dict]:
+        """The weights and metadata of a snapshot file (safetensors only: never unpickled)."""
+        try:
+            if self.fs.size(path) > MAX_SNAPSHOT_BYTES:
+                raise CheckpointError(f"{path} is bigger than any snapshot llmviz writes")
+            with self.fs.open(path, "rb") as source:
+                data = source.read()
+            state = load_bytes(data)
+            header_length = int.from_bytes(data[:8], "little")
+            header = json.loads(data[8 : 8 + header_length])
+            meta = json.loads(header.get("__metadata__", {}).get("llmviz", "{}"))
+        except (OSError, ValueError, SafetensorError) as error:
+            raise CheckpointError(f"The snapshot {path} cannot be read: {error}") from None
+        for name, original in dict(meta.get("tied", {})).items():
+            if original in state:
+                state[name] = state[original]
+        return state, meta
+
+    def delete_file(self, path: str) -> None:
+        try:
+            self.fs.rm(path)
+        except FileNotFoundError:
+            pass
+
+    def delete_run(self, student: str, run_id: str) -> None:
+        folder = self.run_folder(student, run_id)
+        if self.fs.exists(folder):
+            self.fs.rm(folder, recursive=True)
+
+    # ------------------------------------------------------------------ uploads
+
+    def write_upload(self, student: str, data: bytes) -> tuple[str, str]:
+        """Keep ``data`` once per content: returns ``(sha256, path)``."""
+        digest = content_hash(data)
+        path = f"{self.base.rstrip('/')}/{safe_name(student)}/uploads/{digest}"
+        if not self.fs.exists(path):
+            self._write_atomic(path, data)
+        return digest, path
+
+    def read_upload(self, student: str, digest: str) -> bytes:
+        if not re.fullmatch(r"[0-9a-f]{64}", digest):
+            raise ValueError("not a content hash")
+        with self.fs.open(f"{self.base.rstrip('/')}/{safe_name(student)}/uploads/{digest}", "rb") as source:
+            return source.read()
+
+    def usage(self, student: str) -> int:
+        """Bytes under ``student``'s folder."""
+        folder = f"{self.base.rstrip('/')}/{safe_name(student)}"
+        if not self.fs.exists(folder):
+            return 0
+        return int(sum(info["size"] for info in self.fs.find(folder, detail=True).values()))
+
+
+def thinning_order(kept: list[tuple[str, int, int]], last_steps: dict[str, int]) -> list[tuple[str, int]]:
+    """Which snapshots go first when a student is over their disk quota: ``kept`` is ``(run, step, bytes)`` with the
+    oldest run first; the snapshots between a run's step 0 and its last step go first (oldest run first, earliest
+    step first), then the oldest runs' step 0. A run's last step is never thinned: it is the run.
+
+    >>> thinning_order([("a", 0, 1), ("a", 10, 1), ("a", 20, 1), ("a", 50, 1), ("b", 0, 1), ("b", 5, 1)],
+    ...                {"a": 50, "b": 5})
+    [('a', 10), ('a', 20), ('a', 0), ('b', 0)]
+    """
+    middle = [(run, step) for run, step, _ in kept if step != 0 and step != last_steps.get(run)]
+    firsts = [(run, step) for run, step, _ in kept if step == 0 and step != last_steps.get(run)]
+    return middle + firsts

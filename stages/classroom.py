@@ -1,0 +1,62 @@
+"""The class view: the teacher's page (behind LLMVIZ_TEACHER_KEY). Every student's runs, live, from the lab's
+registry: a table, their curves on one chart, "show on the projector", stop or park a run. Wiring only: the numbers
+are llmviz.lab.classroom's, the figures ui.panels.classroom's."""
+
+import streamlit as st
+
+from llmviz.lab.classroom import SORTS, class_rows, thin_curve
+from ui import identity, picker, state
+from ui.panels import classroom
+
+st.title("The class")
+if not identity.is_teacher():
+    st.info(
+        "This page is the teacher's: open any page once with `?teacher=` and the teacher key "
+        "(`LLMVIZ_TEACHER_KEY`, docs/classroom.md) in this browser."
+    )
+    st.stop()
+
+c1, c2, c3 = st.columns(3)
+sort = c1.selectbox("Sort by", SORTS, key=state.widget("class_sort"))
+log_x = c2.toggle("Log-scale steps", value=False, key=state.widget("class_log_x"))
+validation = c3.toggle("Validation loss", value=False, key=state.widget("class_validation"))
+
+
+def class_now() -> None:
+    registry = picker.manager().keeper.lab.registry
+    rows = class_rows(registry, sort)
+    if not rows:
+        st.info("No student has trained a run yet.")
+        return
+    live = sum(row.state == "running" for row in rows)
+    st.caption(f"{len({row.student for row in rows})} students · {len(rows)} runs · {live} training now")
+    st.dataframe(classroom.class_table(rows), hide_index=True, width="stretch")
+    shown = rows[:20]  # the chart keeps to the best 20 (in the chosen order)
+    curves = {run_id: thin_curve(points) for run_id, points in registry.curves([r.run_id for r in shown]).items()}
+    st.plotly_chart(classroom.curves_figure(shown, curves, log_x, validation), key=state.widget("class_chart"))
+
+
+picker_manager = picker.manager()
+if picker_manager.keeper is None:
+    st.warning("This server keeps no lab (its job manager has none), so there is no class to show.")
+    st.stop()
+st.fragment(class_now, run_every=5.0)()
+
+st.subheader("One run")
+rows = class_rows(picker_manager.keeper.lab.registry, sort)
+if rows:
+    by_name = {f"{row.name} · {row.label} · {row.run_id}": row for row in rows}
+    chosen = by_name[st.selectbox("Run", list(by_name), key=state.widget("class_run"))]
+    d1, d2, d3 = st.columns(3)
+    if d1.button("Show on the projector", key=state.widget("class_project"), type="primary"):
+        picker.project(chosen.run_id, None)
+        st.rerun()
+    if d2.button("Stop it", key=state.widget("class_stop")):
+        st.toast("Asked to stop." if picker_manager.keeper.lab.registry.request(chosen.run_id, "stop") else "Not live.")
+    if d3.button("Park it", key=state.widget("class_park")):
+        st.toast("Asked to park." if picker_manager.keeper.lab.registry.request(chosen.run_id, "park") else "Not live.")
+    st.caption(
+        "Show on the projector: your picker (the sidebar) switches to this run at its newest kept step, on every "
+        "page; its step slider moves through its kept steps. Stop keeps what it learned; Park frees its worker "
+        "and memory and keeps its snapshots."
+    )

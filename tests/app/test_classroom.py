@@ -1,0 +1,110 @@
+"""Identity and the class view, headless: the logged-in user is the student; the teacher key opens the class view,
+which lists every student's kept runs (from the lab's registry) and puts one on the teacher's projector."""
+
+from __future__ import annotations
+
+import pytest
+
+import llmviz.lab.service
+from llmviz.jobs.events import RunInfo
+from llmviz.jobs.keeping import snapshot_meta
+from llmviz.lab.registry import RunRecord
+from llmviz.training.snapshots import state_of
+from tests.support.jobs import small_trainer
+from tests.support.pages import assert_clean, run_app
+from ui import identity
+
+KEY = "a-teacher-key-for-tests"
+
+
+def _kept_run(student: str, run_id: str, name: str, best: float) -> None:
+    lab = llmviz.lab.service.default_lab()
+    lab.registry.ensure_student(student, name=name)
+    trainer = small_trainer(steps=5)
+    lab.registry.add_run(
+        RunRecord(run_id, student, "train", f"run of {name}", "finished", total=5, step=5, model="char")
+    )
+    lab.registry.add_points(run_id, [(0, 3.3, 3.4), (5, 2.9, best)])
+    meta = snapshot_meta(RunInfo.of(trainer), "run")
+    path, nbytes = lab.storage.write_snapshot(student, run_id, 5, state_of(trainer.model), meta)
+    lab.registry.add_snapshot(run_id, 5, path, nbytes)
+
+
+def test_the_logged_in_user_is_the_student(monkeypatch):
+    user = {"is_logged_in": True, "iss": "https://idp.example", "sub": "alice", "email": "a@example"}
+    monkeypatch.setattr(identity, "_logged_in_user", lambda: user)
+    at = run_app("stages/tokens.py")
+    assert_clean(at)
+    assert at.session_state["_llmviz_session_id"] == identity.student_from_user(user)  # the jobs' owner
+    assert identity.student_from_user(user).startswith("u-")
+    assert identity.student_from_user({**user, "sub": "bob"}) != identity.student_from_user(user)
+
+
+def test_without_a_login_each_browser_is_a_random_student():
+    first, second = run_app("stages/tokens.py"), run_app("stages/tokens.py")
+    ids = {at.session_state["_llmviz_session_id"] for at in (first, second)}
+    assert len(ids) == 2 and all(i.startswith("s-") for i in ids)
+    assert identity.valid_secret(first.session_state["_llmviz_student_secret"])
+    assert first.session_state["_llmviz_student_secret"] not in first.session_state["_llmviz_session_id"]
+
+
+def test_the_class_view_is_the_teachers_only(monkeypatch):
+    monkeypatch.setenv("LLMVIZ_TEACHER_KEY", KEY)
+    _kept_run("s-classtest1", "ctrun1", "Ada", 2.5)
+    _kept_run("s-classtest2", "ctrun2", "Grace", 2.1)
+    student = run_app("stages/classroom.py", query={"teacher": "wrong"})
+    assert any("is the teacher's" in info.value for info in student.info)
+    assert not student.dataframe
+    teacher = run_app("stages/classroom.py", query={"teacher": KEY})
+    assert_clean(teacher)
+    assert "teacher" not in teacher.query_params  # the key leaves the address at once
+    table = teacher.dataframe[0].value
+    mine = table[table["student"].isin(["Ada", "Grace"])]
+    assert mine["student"].tolist() == ["Grace", "Ada"]  # by best validation loss
+    assert mine["best validation loss"].tolist() == [2.1, 2.5]
+    teacher.selectbox(key="class_run").set_value(
+        next(o for o in teacher.selectbox(key="class_run").options if o.endswith("ctrun1"))
+    ).run()
+    teacher.button(key="class_project").click().run()
+    assert_clean(teacher)
+    assert teacher.session_state["_picker_selected"] == "class:ctrun1"
+
+
+@pytest.mark.parametrize("given", ["", "x", None])
+def test_no_key_set_means_no_teacher(given, monkeypatch):
+    monkeypatch.delenv("LLMVIZ_TEACHER_KEY", raising=False)
+    assert not identity.is_teacher_key(given)
+
+
+def test_a_parked_run_is_listed_and_resumed_on_the_training_page(fresh_session_jobs):
+    from llmviz.jobs.manager import default_manager
+    from tests.support.jobs import TEXT
+    from tests.support.pages import JOB_TIMEOUT
+
+    at = run_app("stages/training.py")
+    student = at.session_state["_llmviz_session_id"]
+    lab = llmviz.lab.service.default_lab()
+    lab.registry.ensure_student(student)
+    trainer = small_trainer(steps=30)
+    for _ in trainer.run(steps=10):
+        pass
+    digest, _ = lab.storage.write_upload(student, TEXT.encode())
+    lab.registry.add_upload(student, digest, "text", len(TEXT))
+    config = {**trainer.config.__dict__, "text_sha256": digest}
+    lab.registry.add_run(
+        RunRecord("parked1", student, "train", "parked run", "parked", total=30, step=10, config=config)
+    )
+    path, nbytes = lab.storage.write_snapshot(
+        student, "parked1", 10, state_of(trainer.model), snapshot_meta(RunInfo.of(trainer), "x")
+    )
+    lab.registry.add_snapshot("parked1", 10, path, nbytes)
+    at.run()
+    assert_clean(at)
+    [kept_table] = [frame.value for frame in at.dataframe if "snapshots kept" in frame.value.columns]
+    assert kept_table["state"].tolist()[0].startswith("parked")
+    at.button(key="kept_resume").click().run()
+    assert_clean(at)
+    [job] = [job for job in default_manager().jobs(student) if job.label == "parked run · resumed"]
+    assert job.wait(JOB_TIMEOUT)
+    status = job.status()
+    assert status.state.value == "finished" and status.step == 30 and status.losses[0][0] == 11

@@ -1,0 +1,159 @@
+"""A manager keeps its runs in the lab: rows, curves and snapshot files on a real SQLite file, read back by another
+manager (a restarted server) and by another real process; the machine's slots are shared through the registry."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import torch
+
+from llmviz.jobs.manager import JobManager
+from llmviz.lab.service import Lab
+from llmviz.training.checkpoint import load_checkpoint
+from tests.support.jobs import small_trainer
+
+
+def _wait_for(predicate, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_finished_run_is_kept_with_its_curve_and_snapshots(tmp_path):
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path))
+    trainer = small_trainer(steps=20)
+    job = manager.submit_training("student-1", trainer, label="Run 1")
+    assert job.wait(120)
+    manager.shutdown()  # flushes what is left
+    status = job.status()
+    restarted = JobManager(max_running=1, lab=Lab.at(tmp_path))  # a new server on the same runs folder
+    [kept] = restarted.kept_runs("student-1")
+    assert (kept.id, kept.label, kept.state, kept.step, kept.total) == (job.id, "Run 1", "finished", 20, 20)
+    assert kept.config["steps"] == 20 and kept.config["model"] == "bigram-neural" and kept.model == "char"
+    assert restarted.kept_runs("student-2") == [] and restarted.kept_run("student-2", job.id) is None
+    registry = restarted.keeper.lab.registry
+    assert [(step, loss) for step, loss, _ in registry.curve(job.id)] == list(status.losses)
+    assert kept.best_val_loss == min(m.val_loss for m in status.metrics if m.val_loss is not None)
+    steps = [step for step, *_ in registry.snapshots(job.id)]
+    assert steps[0] == 0 and steps[-1] == 20 and set(steps) <= set(job.snapshots.steps()) | {0, 1, 2, 5, 10, 20}
+    path = registry.snapshots(job.id)[-1][1]
+    model, tokenizer, meta = load_checkpoint(path)  # the single-file checkpoint format, no pickle
+    for name, tensor in job.snapshots.get(20).items():
+        assert torch.equal(model.state_dict()[name], tensor)
+    assert tokenizer.vocab_size == trainer.dataset.tokenizer.vocab_size and meta["step"] == 20
+    restarted.remove("student-1", job.id)  # the student deletes it
+    assert restarted.kept_runs("student-1") == [] and not (tmp_path / "lab" / "student-1" / job.id).exists()
+    restarted.shutdown()
+
+
+def test_a_run_of_a_student_who_has_gone_is_parked_not_lost(tmp_path):
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path), session_timeout=0.01, reap_interval=3600)
+    job = manager.submit_training("student-1", small_trainer(steps=100_000), label="long")
+    assert _wait_for(lambda: job.status().step >= 5)
+    assert manager.reap() == ["student-1"]
+    assert job.wait(60) and manager.jobs("student-1") == []
+    manager.keeper.flush()
+    [kept] = manager.kept_runs("student-1")
+    assert kept.state == "parked" and kept.resumable and kept.step == job.status().step
+    assert manager.keeper.lab.registry.snapshots(job.id)[-1][0] == kept.step  # its last step is on disk
+    manager.shutdown()
+
+
+CHILD = """
+import sys, time
+from llmviz.jobs.manager import JobManager
+from llmviz.lab.service import Lab
+from tests.support.jobs import small_trainer
+manager = JobManager(max_running=1, lab=Lab.at(sys.argv[1]))
+job = manager.submit_training("student-1", small_trainer(steps=int(sys.argv[2])), label="from the other process")
+while job.status().step < 3:
+    time.sleep(0.05)
+print(job.id, flush=True)
+job.wait(600)
+manager.shutdown()
+"""
+
+
+def test_two_processes_share_one_lab_and_one_slot(tmp_path):
+    """The machine trains max_running=1 run at once, however many processes: a run of this process waits while
+    the other process's run trains, and lists the other process's run for the same student."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tmp_path), "400"], stdout=subprocess.PIPE, text=True, cwd="."
+    )
+    try:
+        other_id = child.stdout.readline().strip()
+        manager = JobManager(max_running=1, lab=Lab.at(tmp_path))
+        job = manager.submit_training("student-2", small_trainer(steps=10), label="mine")
+        time.sleep(1.5)
+        if child.poll() is None and manager.keeper.lab.registry.run("student-1", other_id).state == "running":
+            assert job.status().state.value == "queued"  # the machine's one slot is the other process's
+        assert job.wait(300)
+        assert child.wait(300) == 0
+        assert job.status().step == 10
+        [theirs] = manager.kept_runs("student-1")
+        assert (theirs.id, theirs.state, theirs.step) == (other_id, "finished", 400)
+        assert manager.admitted == [job.id]
+        manager.shutdown()
+    finally:
+        child.kill()
+
+
+def test_a_run_training_when_its_server_died_is_interrupted(tmp_path):
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tmp_path), "1000000"], stdout=subprocess.PIPE, text=True, cwd="."
+    )
+    run_id = child.stdout.readline().strip()
+    time.sleep(1.5)  # a flush or two
+    child.kill()  # the server stops with no goodbye
+    child.wait()
+    restarted = JobManager(max_running=1, lab=Lab.at(tmp_path))
+    assert run_id in restarted.keeper.interrupted
+    [kept] = restarted.kept_runs("student-1")
+    assert kept.state == "interrupted" and kept.step >= 3 and kept.resumable
+    assert restarted.keeper.lab.registry.training_count() == 0  # its slot is the machine's again
+    assert restarted.keeper.lab.registry.snapshots(run_id)[0][0] == 0
+    restarted.shutdown()
+
+
+def test_a_parked_run_resumes_from_its_last_snapshot(tmp_path):
+    import functools
+
+    from llmviz.jobs.keeping import resumed_trainer
+    from llmviz.training import footprint as fp
+    from llmviz.training.trainer import TrainConfig, build_trainer, vocab_bound
+    from tests.support.jobs import TEXT
+
+    config = TrainConfig(
+        model="bigram-neural", tokenizer="char", context_length=8, batch_size=4, steps=5000, eval_interval=50
+    )
+    needs = fp.of_config(config, vocab_bound(TEXT, config), text_bytes=len(TEXT))
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path), session_timeout=0.01, reap_interval=3600)
+    job = manager.submit_training("student-1", build=functools.partial(build_trainer, TEXT, config), footprint=needs)
+    assert _wait_for(lambda: job.status().step >= 5)
+    manager.reap()  # the student has gone: parked
+    assert job.wait(60)
+    manager.keeper.flush()
+    [kept] = manager.kept_runs("student-1")
+    assert kept.state == "parked" and kept.config["text_sha256"]
+    [(digest, _, size)] = manager.keeper.lab.registry.uploads(manager.student("student-1"))
+    assert digest == kept.config["text_sha256"] and size == len(TEXT)  # the text, kept once by content
+    parked_at = kept.step
+    resumed = manager.resume_kept("student-1", kept.id)
+    assert _wait_for(lambda: resumed.status().step >= parked_at + 3)
+    resumed.stop()
+    assert resumed.wait(60)
+    status = resumed.status()
+    assert status.losses[0][0] == parked_at + 1  # it goes on from the parked step
+    path = manager.keeper.lab.registry.snapshots(kept.id)[-1][1]
+    kept_state, _ = manager.keeper.lab.storage.read_snapshot(path)
+    again = resumed_trainer(TEXT, path)  # what the resumed run's worker built: the parked weights, exactly
+    assert again.step == parked_at
+    for name, tensor in again.model.state_dict().items():
+        assert torch.equal(tensor, kept_state[name])
+    assert resumed.label.endswith("· resumed")
+    manager.shutdown()

@@ -1,0 +1,175 @@
+"""The lab's registry and storage on a real SQLite file, with real processes."""
+
+from __future__ import annotations
+
+import multiprocessing
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from llmviz.errors import CheckpointError
+from llmviz.lab.registry import Registry, RunRecord, holder_alive
+from llmviz.lab.service import Lab
+from llmviz.lab.storage import Storage
+
+
+def _run(run_id: str, student: str = "s1", state: str = "queued", **values) -> RunRecord:
+    return RunRecord(id=run_id, student=student, kind="train", label=f"Run {run_id}", state=state, total=100, **values)
+
+
+def test_rows_outlive_the_registry_object(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    first = Registry(url)
+    first.ensure_student("s1", name="Ada")
+    first.add_run(_run("r1", config={"steps": 100}))
+    first.update_run("r1", state="running", step=30)
+    first.add_points("r1", [(10, 3.0, None), (20, 2.5, 2.8), (30, 2.2, 2.6)])
+    first.add_sample("r1", 20, "hello")
+    first.dispose()
+    second = Registry(url)  # a new process (or a restarted server) opening the same file
+    [record] = second.runs("s1")
+    assert (record.state, record.step, record.config, record.best_val_loss, record.last_loss) == (
+        "running",
+        30,
+        {"steps": 100},
+        2.6,
+        2.2,
+    )
+    assert second.curve("r1") == [(10, 3.0, None), (20, 2.5, 2.8), (30, 2.2, 2.6)]
+    assert second.samples("r1") == [(20, "hello")]
+    assert second.student("s1")["name"] == "Ada"
+    assert (tmp_path / "lab.db-wal").exists() or second.engine.dialect.name == "sqlite"
+
+
+def test_a_run_id_alone_opens_nothing_of_another_student(tmp_path):
+    registry = Registry(f"sqlite:///{tmp_path / 'lab.db'}")
+    registry.ensure_student("s1")
+    registry.ensure_student("s2")
+    registry.add_run(_run("r1"))
+    assert registry.run("s2", "r1") is None
+    assert registry.delete_run("s2", "r1") is False
+    assert [r.id for r in registry.runs("s1")] == ["r1"]
+    assert registry.delete_run("s1", "r1") is True
+    assert registry.runs("s1") == []
+
+
+def _child_adds_running_run(url: str) -> None:
+    registry = Registry(url)
+    registry.ensure_student("s1")
+    registry.add_run(_run("orphan"))
+    registry.update_run("orphan", state="running", step=7)
+
+
+def test_a_run_whose_process_has_gone_is_interrupted(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    child = multiprocessing.get_context("spawn").Process(target=_child_adds_running_run, args=(url,))
+    child.start()
+    child.join(60)
+    registry = Registry(url)
+    registry.add_run(_run("mine"))  # held by this process: alive
+    record = registry.run("s1", "orphan")
+    assert holder_alive(record.holder) is False
+    assert registry.interrupt_orphans() == ["orphan"]
+    states = {r.id: (r.state, r.step) for r in registry.runs("s1")}
+    assert states == {"orphan": ("interrupted", 7), "mine": ("queued", 0)}
+
+
+CLAIM = """
+import sys
+from llmviz.lab.registry import Registry
+registry = Registry(sys.argv[1])
+got = [run for run in sys.argv[2:] if registry.claim_slot(run, max_running=3)]
+print(len(got))
+"""
+
+
+def test_slots_are_counted_once_for_every_process(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    registry = Registry(url)
+    registry.ensure_student("s1")
+    ids = [f"r{i}" for i in range(8)]
+    for run_id in ids:
+        registry.add_run(_run(run_id))
+    children = [
+        subprocess.Popen([sys.executable, "-c", CLAIM, url, *ids[i::2]], stdout=subprocess.PIPE, text=True)
+        for i in range(2)
+    ]
+    got = [int(child.communicate(timeout=120)[0]) for child in children]
+    assert sum(got) == 3 == registry.training_count()
+    registry.free_slot(next(r.id for r in registry.runs("s1") if r.training))
+    assert registry.claim_slot("r7", max_running=3) or registry.run("s1", "r7").training
+
+
+def test_memory_budget_is_one_for_the_machine(tmp_path):
+    registry = Registry(f"sqlite:///{tmp_path / 'lab.db'}")
+    registry.ensure_student("s1")
+    for run_id in ("a", "b"):
+        registry.add_run(_run(run_id))
+    assert registry.claim_slot("a", 4, memory=600, budget=1000)
+    assert not registry.claim_slot("b", 4, memory=600, budget=1000)
+    registry.free_slot("a")
+    assert registry.claim_slot("b", 4, memory=600, budget=1000)
+
+
+def test_snapshots_round_trip_without_pickle_and_tied_weights_stay_tied(tmp_path):
+    storage = Storage(tmp_path / "lab")
+    shared = torch.randn(5, 3)
+    path, nbytes = storage.write_snapshot("s1", "r1", 20, {"emb": shared, "head": shared, "b": torch.zeros(3)}, {})
+    state, meta = storage.read_snapshot(path)
+    assert torch.equal(state["emb"], shared) and state["head"] is state["emb"]
+    assert meta == {"step": 20, "tied": {"head": "emb"}}
+    assert nbytes < 2 * shared.numel() * 4 + 1024  # the tied matrix is written once
+    assert not list((tmp_path / "lab" / "s1" / "r1").glob(".*.part"))  # nothing half-written left
+    planted = tmp_path / "lab" / "s1" / "r1" / "step-000000030.safetensors"
+    planted.write_bytes(b"\x80\x04\x95pickle")
+    with pytest.raises(CheckpointError):
+        storage.read_snapshot(str(planted))
+    with pytest.raises(ValueError):
+        storage.run_folder("../s2", "r1")
+
+
+def test_quota_thins_the_oldest_snapshots_first_and_keeps_each_last_step(tmp_path):
+    lab = Lab.at(tmp_path, quota=10_000)
+    lab.registry.ensure_student("s1")
+    weights = {"w": torch.zeros(500)}  # about 2 kB a file
+    for run_id, created in (("old", 1.0), ("new", 2.0)):
+        lab.registry.add_run(_run(run_id, created=created))
+        for step in (0, 10, 20, 50):
+            path, nbytes = lab.storage.write_snapshot("s1", run_id, step, weights, {})
+            lab.registry.add_snapshot(run_id, step, path, nbytes)
+    dropped = lab.thin("s1")
+    assert dropped[:2] == [("old", 10), ("old", 20)]
+    assert lab.registry.disk_bytes("s1") <= 10_000
+    assert lab.storage.usage("s1") == lab.registry.disk_bytes("s1")
+    kept = {(run, step) for run, step, *_ in lab.registry.student_snapshots("s1")}
+    assert {("old", 50), ("new", 50)} <= kept
+
+
+def test_delete_run_removes_its_files_and_uploads_are_kept_once(tmp_path):
+    lab = Lab.at(tmp_path)
+    lab.registry.ensure_student("s1")
+    lab.registry.add_run(_run("r1"))
+    path, nbytes = lab.storage.write_snapshot("s1", "r1", 0, {"w": torch.ones(3)}, {})
+    lab.registry.add_snapshot("r1", 0, path, nbytes)
+    assert not lab.delete_run("s2", "r1")
+    assert lab.delete_run("s1", "r1")
+    assert not (tmp_path / "lab" / "s1" / "r1").exists() and lab.registry.snapshots("r1") == []
+    digest, _ = lab.storage.write_upload("s1", b"some text")
+    assert lab.registry.add_upload("s1", digest, "a.txt", 9)
+    assert not lab.registry.add_upload("s1", digest, "copy.txt", 9)
+    assert lab.storage.read_upload("s1", digest) == b"some text"
+    assert lab.registry.disk_bytes("s1") == 9
+
+
+def test_retention_deletes_runs_nobody_touched(tmp_path):
+    lab = Lab.at(tmp_path, keep_s=60)
+    lab.registry.ensure_student("s1")
+    lab.registry.add_run(_run("old", state="finished"))
+    lab.registry.add_run(_run("live", state="running"))
+    with lab.registry.engine.begin() as db:
+        from llmviz.lab.registry import runs
+
+        db.execute(runs.update().values(updated=0.0))
+    assert lab.expire() == ["old"]
