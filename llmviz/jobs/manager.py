@@ -618,8 +618,9 @@ class JobManager:
         the optimizer's state starts afresh. :class:`JobRefused` (one line) when it cannot."""
         import functools
 
+        from llmviz.training.config import TrainConfig
+        from llmviz.training.dataset import vocab_bound
         from llmviz.training.footprint import of_config
-        from llmviz.training.trainer import TrainConfig, vocab_bound
 
         kept = self.kept_run(owner, run_id)
         if kept is None or self.keeper is None:

@@ -12,7 +12,7 @@ from torch import nn
 from llmviz.adapt import memory
 from llmviz.lessons import architectures, forward, quiz
 from llmviz.models import attention
-from llmviz.models.gpt import PRESETS, GPTConfig
+from llmviz.models.gpt import PRESETS, GPTConfig, PresetName
 from llmviz.tokenizers.ids import encode
 
 # the masks lesson's encoder output: 4 tokens of a made-up French sentence, the page's own (seeded) numbers
@@ -95,7 +95,7 @@ def kv_cache_rows(config: GPTConfig, tokens: int) -> list[dict[str, object]]:
     return rows
 
 
-def real_models_kv(names: tuple[str, ...] = ("gpt2-124m", "smollm2-135m-shapes")) -> str:
+def real_models_kv(names: tuple[PresetName, ...] = ("gpt2-124m", "smollm2-135m-shapes")) -> str:
     """Real models' key/value heads and their KV cache per token (bf16).
 
     >>> real_models_kv(("gpt2-124m",))
