@@ -5,7 +5,7 @@ are llmviz.lab.classroom's, the figures ui.panels.classroom's."""
 import streamlit as st
 
 from llmviz.lab.classroom import SORTS, class_rows, thin_curve
-from ui import identity, picker, state
+from ui import charts, identity, picker, sections, state, watch
 from ui.panels import classroom
 
 st.title("The class")
@@ -22,6 +22,7 @@ log_x = c2.toggle("Log-scale steps", value=False, key=state.widget("class_log_x"
 validation = c3.toggle("Validation loss", value=False, key=state.widget("class_validation"))
 
 
+@sections.section("classroom.now", run_every=watch.refresh_seconds(picker.session_id()))
 def class_now() -> None:
     registry = picker.manager().keeper.lab.registry
     rows = class_rows(registry, sort)
@@ -33,14 +34,14 @@ def class_now() -> None:
     st.dataframe(classroom.class_table(rows), hide_index=True, width="stretch")
     shown = rows[:20]  # the chart keeps to the best 20 (in the chosen order)
     curves = {run_id: thin_curve(points) for run_id, points in registry.curves([r.run_id for r in shown]).items()}
-    st.plotly_chart(classroom.curves_figure(shown, curves, log_x, validation), key=state.widget("class_chart"))
+    charts.show(classroom.curves_figure(shown, curves, log_x, validation), key=state.widget("class_chart"))
 
 
 picker_manager = picker.manager()
 if picker_manager.keeper is None:
     st.warning("This server keeps no lab (its job manager has none), so there is no class to show.")
     st.stop()
-st.fragment(class_now, run_every=5.0)()
+class_now()
 
 st.subheader("One run")
 rows = class_rows(picker_manager.keeper.lab.registry, sort)

@@ -37,7 +37,7 @@ def cosine_example() -> None:
     columns = st.columns(3)
     vectors = {}
     for column, name, default in zip(columns, names, defaults):
-        raw = column.text_input(name, default, key=state.widget("vec_", name))
+        raw = column.text_input(name, default, max_chars=500, key=state.widget("vec_", name))
         try:
             vectors[name] = embeddings.parse_vector(raw)
         except LlmvizError as error:
@@ -97,7 +97,7 @@ def embedding_map(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -
     switch, the looked-up token and a click on the map re-draw only this part."""
     tokenizer = view.tokenizer
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-    query_text = c1.text_input("Nearest neighbours of", DEFAULT_QUERY, **share.bind("gpt_nn"))
+    query_text = c1.text_input("Nearest neighbours of", DEFAULT_QUERY, max_chars=100, **share.bind("gpt_nn"))
     dims = c2.radio("Projection", [2, 3], horizontal=True, format_func=lambda d: f"{d}D PCA")
     query_ids = encode(tokenizer, query_text)
     found = neighbours_of(view.content_key, query_ids[0], table) if query_ids else None
@@ -242,7 +242,7 @@ def token_plus_position() -> None:
         f"Token + position = input, for your sentence ({literal_markdown(view.label)}"
         + (f"'s {tables})" if tables else ")")
     )
-    sentence = st.text_input("Sentence", "for x in range(10):")
+    sentence = st.text_input("Sentence", "for x in range(10):", max_chars=500)
     if view.family == "minilm":
         st.info("MiniLM adds a position and a segment vector too; this view shows GPTs' two tables.")
         return
@@ -352,7 +352,9 @@ def word2vec_explorer() -> None:
     labelled: set[int] = set(range(min(40, len(vocab.words))))
     looked_up: list[int] = []  # the looked-up word and its neighbours, in orange and labelled first
     with left:
-        word = st.text_input("Nearest neighbours of", embeddings.opening_word(vocab.words), **share.bind("w2v_nn"))
+        word = st.text_input(
+            "Nearest neighbours of", embeddings.opening_word(vocab.words), max_chars=100, **share.bind("w2v_nn")
+        )
         key = word.strip().lower()
         if key not in vocab.index:
             st.warning(
@@ -367,7 +369,11 @@ def word2vec_explorer() -> None:
             st.dataframe(ui.panels.embeddings.words_table(rows), hide_index=True, width="stretch")
         st.markdown("**Analogy** a − b + c")
         a1, a2, a3 = st.columns(3)
-        words = [a1.text_input("a", "function"), a2.text_input("b", "functions"), a3.text_input("c", "methods")]
+        words = [
+            a1.text_input("a", "function", max_chars=100),
+            a2.text_input("b", "functions", max_chars=100),
+            a3.text_input("c", "methods", max_chars=100),
+        ]
         missing = [w for w in words if w.strip().lower() not in vocab.index]
         if missing:
             st.warning(f"Not in the vocabulary: {literal_markdown(', '.join(missing))}.")
@@ -461,7 +467,7 @@ def minilm_lesson() -> None:
 
 
 def minilm_sentences(default_sentences: str) -> None:
-    typed = st.text_area("One sentence per line", default_sentences, height=140)
+    typed = st.text_area("One sentence per line", default_sentences, height=140, max_chars=5000)
     sentences = [line.strip() for line in typed.splitlines()]
     empty = sum(1 for s in sentences if not s)
     sentences = [s for s in sentences if s][:30]

@@ -52,7 +52,7 @@ st.caption(f"Model: {literal_markdown(view.label)} (picked in the sidebar).")
 
 
 st.subheader("The next token, transform by transform")  # its controls share its slide (presenter mode)
-prompt = st.text_input("Prompt", "" if is_names else DEFAULT_PROMPT, **share.bind("prompt"))
+prompt = st.text_input("Prompt", "" if is_names else DEFAULT_PROMPT, max_chars=2000, **share.bind("prompt"))
 share.carried_note("prompt")
 TOP_K_DEFAULT = top_k_default(tokenizer.vocab_size)
 

@@ -54,6 +54,7 @@ def paged_section() -> None:
     lengths_text = c2.text_input(
         "Request lengths (tokens, comma-separated)",
         "13, 5, 22, 9",
+        max_chars=500,
         key=state.widget("page_lengths"),
         persist_state="page",
     )

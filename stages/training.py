@@ -304,7 +304,7 @@ def your_runs_part() -> None:
         seconds=2.0,
         name="training.all_runs",
     )
-    training.kept_runs_panel()  # runs of earlier servers, other app processes, parked ones (llmviz.lab)
+    runs.kept_runs_panel()  # runs of earlier servers, other app processes, parked ones (llmviz.lab)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -375,7 +375,9 @@ def samples_before_after() -> None:
     if (box := sections.lazy("Generate with both sets of weights", "training_before_after")) is None:
         return
     with box:
-        prompt = st.text_input("Prompt", help="Empty: start from nothing.", **ui.keep("before_prompt", value=""))
+        prompt = st.text_input(
+            "Prompt", help="Empty: start from nothing.", max_chars=2000, **ui.keep("before_prompt", value="")
+        )
         picker.before_after(lambda view, column_key: sample_panel(view, column_key, prompt), what="samples")
 
 
@@ -425,7 +427,7 @@ def loss_step_by_step() -> None:
         "The shipped GPT (trained on the Python reference manual) reads two short sequences; each position "
         "must predict the token after it — the targets are the inputs shifted by one."
     )
-    batch_text = st.text_area("Two lines of text (one sequence each)", DEFAULT_BATCH_TEXT, height=80)
+    batch_text = st.text_area("Two lines of text (one sequence each)", DEFAULT_BATCH_TEXT, height=80, max_chars=2000)
     tokens_per_row = st.slider("Positions per sequence", 1, 8, 3, persist_state="page", **share.bind("positions"))
     rows = [line for line in batch_text.splitlines() if line.strip()][:2]
     encoded = [gpt_tokenizer.encode(line)[: tokens_per_row + 1] for line in rows]

@@ -66,8 +66,9 @@ def guarded(function: Callable, what: str = "this section") -> Callable:
     return safe
 
 
-def section(name: str, what: str = "this section") -> Callable[[Callable], Callable]:
-    """Decorator: the function becomes an ``st.fragment`` named ``name`` (for the timing log).
+def section(name: str, what: str = "this section", run_every: float | None = None) -> Callable[[Callable], Callable]:
+    """Decorator: the function becomes an ``st.fragment`` named ``name`` (for the timing log), rerun by itself every
+    ``run_every`` seconds when given (a live section: :func:`ui.watch.refresh_seconds` picks the interval).
 
     An error in the section (its first run inside the page's run, or a rerun of its own) is shown in the
     section by :func:`ui.friendly_errors`, ``what`` naming the step: the rest of the page keeps working and
@@ -75,7 +76,7 @@ def section(name: str, what: str = "this section") -> Callable[[Callable], Calla
     """
 
     def wrap(function: Callable) -> Callable:
-        return st.fragment(timed(name, guarded(function, what)))
+        return st.fragment(timed(name, guarded(function, what)), run_every=run_every)
 
     return wrap
 

@@ -384,8 +384,9 @@ KEPT: dict[str, str] = {
 
 #: characters any text widget takes (a smaller ``max_chars`` of its own wins). ui.routing has every value a browser
 #: sends checked against it before a page reads it: a longer (forged) text is refused with a one-line notice, so
-#: no page tokenizes 20 MB in the server's script thread. The Tokens page reads the first 100,000 characters too.
-MAX_WIDGET_TEXT = 100_000
+#: no page tokenizes 20 MB in the server's script thread. A real paste up to this size (a book chapter) reaches its
+#: page, which bounds what it tokenizes itself: the Tokens page reads the first 100,000 characters and says so.
+MAX_WIDGET_TEXT = 2_000_000
 
 _LINK_WIDGETS: set[str] = set()  # ui.share.PARAMS's names: those widgets' keys (registered by ui.share)
 

@@ -24,7 +24,8 @@ from pathlib import Path
 from llmviz.errors import ConfigError
 
 
-def add_interpret_commands(commands) -> None:
+def add_interpret_commands(commands) -> tuple:
+    """The ``interpret`` commands; returns its subcommands and their common options, for ``interpret sae``."""
     from llmviz.cli.train import count_between
     from llmviz.device import MAX_SEED
     from llmviz.interpret import ablation, patching
@@ -82,9 +83,7 @@ def add_interpret_commands(commands) -> None:
     steer.add_argument("--seed", type=count_between(0, MAX_SEED), default=0)
     steer.set_defaults(func=cmd_steer)
 
-    from llmviz.cli.sae import add_sae_commands
-
-    add_sae_commands(sub, common)
+    return sub, common
 
 
 def load_model(name: str):
@@ -109,11 +108,11 @@ def load_model(name: str):
 MAX_PROMPT_CHARS = 20_000  # a prompt longer than any context a model here has, refused before it is tokenized
 
 
-def encode(tokenizer, text: str, what: str) -> list[int]:
+def encode(tokenizer, text: str, what: str, limit: int = MAX_PROMPT_CHARS) -> list[int]:
     from llmviz.tokenizers.char_word import CharTokenizer
 
-    if len(text) > MAX_PROMPT_CHARS:
-        raise ConfigError(f"The {what} is {len(text):,} characters; at most {MAX_PROMPT_CHARS:,} are read.")
+    if len(text) > limit:
+        raise ConfigError(f"The {what} is {len(text):,} characters; at most {limit:,} are read.")
     if isinstance(tokenizer, CharTokenizer):
         unknown = tokenizer.unknown_characters(text)
         if unknown:

@@ -214,8 +214,10 @@ def build_parser(prog: str = "llmviz") -> argparse.ArgumentParser:
 
     add_adapt_commands(commands)
     from llmviz.cli.interpret import add_interpret_commands
+    from llmviz.cli.sae import add_sae_commands
 
-    add_interpret_commands(commands)
+    interpret_commands, common = add_interpret_commands(commands)
+    add_sae_commands(interpret_commands, common)
     return parser
 
 

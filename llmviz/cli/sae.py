@@ -99,7 +99,8 @@ def corpus_ids(tokenizer, path: str, tokens: int) -> list[int]:
     from llmviz.cli.interpret import encode
 
     text = read_corpus(path)
-    return encode(tokenizer, text[: 8 * tokens + 8192], "corpus")
+    corpus = text[: 8 * tokens + 8192]  # bounded by the tokens asked for (SaeConfig: at most MAX_TOKENS)
+    return encode(tokenizer, corpus, "corpus", limit=len(corpus))
 
 
 def check_memory(model, config) -> None:

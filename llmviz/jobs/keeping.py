@@ -257,7 +257,9 @@ def resumed_trainer(text: str, snapshot_path: str):
     tokenizer, config and step; the optimizer's state starts afresh (a snapshot keeps the weights only), the
     learning-rate schedule goes on from the step."""
     from llmviz.training.checkpoint import load_checkpoint
-    from llmviz.training.trainer import TrainConfig, Trainer, dropout_seed, prepare_data
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.dataset import prepare_data
+    from llmviz.training.trainer import Trainer, dropout_seed
 
     model, tokenizer, meta = load_checkpoint(snapshot_path)
     config = TrainConfig.from_dict(meta["train_config"])

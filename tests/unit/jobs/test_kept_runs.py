@@ -124,14 +124,16 @@ def test_a_parked_run_resumes_from_its_last_snapshot(tmp_path):
     import functools
 
     from llmviz.jobs.keeping import resumed_trainer
-    from llmviz.training import footprint as fp
-    from llmviz.training.trainer import TrainConfig, build_trainer, vocab_bound
+    from llmviz.training import footprint
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.dataset import vocab_bound
+    from llmviz.training.trainer import build_trainer
     from tests.support.jobs import TEXT
 
     config = TrainConfig(
         model="bigram-neural", tokenizer="char", context_length=8, batch_size=4, steps=5000, eval_interval=50
     )
-    needs = fp.of_config(config, vocab_bound(TEXT, config), text_bytes=len(TEXT))
+    needs = footprint.of_config(config, vocab_bound(TEXT, config), text_bytes=len(TEXT))
     manager = JobManager(max_running=1, lab=Lab.at(tmp_path), session_timeout=0.01, reap_interval=3600)
     job = manager.submit_training("student-1", build=functools.partial(build_trainer, TEXT, config), footprint=needs)
     assert _wait_for(lambda: job.status().step >= 5)
