@@ -343,7 +343,7 @@ def your_sentence() -> None:
     """The key picture, the pattern of your sentence through the picked model, and the same sentence through MiniLM:
     typing a new sentence re-draws only them."""
     st.header("1. Your sentence through the model picked in the sidebar")
-    sentence = st.text_input("Sentence", DEFAULT_SENTENCE, max_chars=500, **share.bind("sentence"))
+    sentence = st.text_input("Sentence", DEFAULT_SENTENCE, max_chars=5000, **share.bind("sentence"))
     share.carried_note("sentence")
     if not sentence.strip():
         st.warning("Type a sentence to see its attention patterns.")

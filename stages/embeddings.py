@@ -352,9 +352,7 @@ def word2vec_explorer() -> None:
     labelled: set[int] = set(range(min(40, len(vocab.words))))
     looked_up: list[int] = []  # the looked-up word and its neighbours, in orange and labelled first
     with left:
-        word = st.text_input(
-            "Nearest neighbours of", embeddings.opening_word(vocab.words), max_chars=100, **share.bind("w2v_nn")
-        )
+        word = st.text_input("Nearest neighbours of", embeddings.opening_word(vocab.words), **share.bind("w2v_nn"))
         key = word.strip().lower()
         if key not in vocab.index:
             st.warning(
@@ -369,11 +367,7 @@ def word2vec_explorer() -> None:
             st.dataframe(ui.panels.embeddings.words_table(rows), hide_index=True, width="stretch")
         st.markdown("**Analogy** a − b + c")
         a1, a2, a3 = st.columns(3)
-        words = [
-            a1.text_input("a", "function", max_chars=100),
-            a2.text_input("b", "functions", max_chars=100),
-            a3.text_input("c", "methods", max_chars=100),
-        ]
+        words = [a1.text_input("a", "function"), a2.text_input("b", "functions"), a3.text_input("c", "methods")]
         missing = [w for w in words if w.strip().lower() not in vocab.index]
         if missing:
             st.warning(f"Not in the vocabulary: {literal_markdown(', '.join(missing))}.")

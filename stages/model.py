@@ -156,7 +156,7 @@ def look_inside() -> None:
         f"{config.d_model}, a {view.tokenizer.vocab_size:,}-token vocabulary"
         + (f" (final validation loss {final:.2f})." if final is not None else ".")
     )
-    sentence = st.text_input("A sentence", DEFAULT_SENTENCE, max_chars=500, **share.bind("model_sentence"))
+    sentence = st.text_input("A sentence", DEFAULT_SENTENCE, max_chars=5000, **share.bind("model_sentence"))
     share.carried_note("model_sentence")
     ids = fitted_ids(view, sentence)
     if not ids:

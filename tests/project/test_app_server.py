@@ -7,6 +7,8 @@ from tests.support.paths import ROOT
 
 # benchmarks start the app through benchmarks/_app.py, which uses tests.support.app_server
 NOT_YET_CONVERTED: set[str] = set()
+#: files that only read the command line run.py builds (they start nothing)
+READ_THE_COMMAND = {"tests/project/test_run_py.py"}
 
 
 def test_nothing_else_starts_streamlit_by_hand():
@@ -15,10 +17,9 @@ def test_nothing_else_starts_streamlit_by_hand():
         for folder in ("tests", "benchmarks", "scripts")
         for path in (ROOT / folder).rglob("*.py")
         if path.name not in ("app_server.py", "test_app_server.py")
-        and "--server.port" in (source := path.read_text(encoding="utf-8"))
-        and '"streamlit"' in source  # a command line that runs streamlit, not one that only reads the port
+        and "--server.port" in path.read_text(encoding="utf-8")
     )
-    assert set(starters) <= NOT_YET_CONVERTED, starters
+    assert set(starters) <= NOT_YET_CONVERTED | READ_THE_COMMAND, starters
 
 
 def test_the_command_is_headless_on_this_machine_only():
