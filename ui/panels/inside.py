@@ -20,6 +20,7 @@ import hashlib
 import html
 import json
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -1276,23 +1277,30 @@ def draw_feature_card(browser: Browser, feature: int) -> None:
     right.caption("Its decoder direction through the unembedding: the logits it raises and lowers per unit.")
 
 
+def _keep_label(sae_id: str, feature: int, key: str) -> None:
+    """The label typed (a callback: kept before the table is drawn again, so the table shows it at once)."""
+    labels = state.SAE_LABELS.setdefault().setdefault(sae_id, {})
+    typed = (st.session_state.get(key) or "").strip()
+    if typed:
+        labels[feature] = typed[:200]
+    else:
+        labels.pop(feature, None)
+
+
 def label_box(browser: Browser, feature: int) -> None:
     """The student's name for the feature, kept in their session beside the autoencoder (the shipped one's files
     are never written: download the labels to keep them, and give them to ``interpret sae features --label``)."""
-    labels = state.SAE_LABELS.setdefault().setdefault(browser.sae_id, {})
-    typed = st.text_input(
+    key = state.widget("feature_label_", re.sub(r"\W", "_", browser.sae_id), feature)
+    st.text_input(
         f"Your label for feature {feature}",
-        labels.get(feature, browser.loaded.labels.get(feature, "")),
+        browser.labels().get(feature, ""),
         max_chars=200,
-        key=state.widget(
-            "feature_label_", browser.sae_id.replace(":", "_").replace("#", "_").replace("@", "_"), feature
-        ),
+        key=key,
+        on_change=_keep_label,
+        args=(browser.sae_id, feature, key),
         placeholder="What does it fire on? e.g. the keyword after a quote",
     )
-    if typed.strip():
-        labels[feature] = typed.strip()
-    else:
-        labels.pop(feature, None)
+    labels = state.SAE_LABELS.setdefault().get(browser.sae_id, {})
     if labels:
         st.download_button(
             "Download your labels (labels.json)",
@@ -1303,7 +1311,7 @@ def label_box(browser: Browser, feature: int) -> None:
         )
     st.caption(
         "Your labels are kept with this autoencoder in your session (the shipped autoencoder is read-only, so they "
-        "are never written into it)."
+        "are never written into it): download them to keep them."
     )
 
 
