@@ -429,3 +429,6 @@ def test_an_autoencoder_trained_in_the_features_tab_is_a_lab_run_and_the_browser
     models = next(s for s in at.sidebar.selectbox if s.label == "Model shown on every page")
     assert not any("SAE" in str(option) for option in models.options), models.options  # not a model to pick
     assert len(job.status().metrics) == 50 and job.status().metrics[-1].spliced is not None
+    at.switch_page(str(ui.ROOT / "stages/training.py")).run()  # the Training page lists models' runs only
+    assert_clean(at)
+    assert not any(box.label == "Download a run" and box.options for box in at.selectbox)
