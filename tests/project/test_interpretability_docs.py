@@ -41,6 +41,6 @@ def test_the_documented_interpret_commands_parse():
             line = re.split(r"\s#\s", line, maxsplit=1)[0].strip()
             if line.startswith("python -m llmviz interpret"):
                 args = build_parser().parse_args(shlex.split(line)[3:])
-                assert args.interpret_command in ("names", "ablate", "patch", "steer"), line
+                assert args.interpret_command in ("names", "ablate", "patch", "steer", "sae"), line
                 found += 1
     assert found >= 10

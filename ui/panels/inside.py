@@ -1159,11 +1159,12 @@ class Browser:
     def __init__(self, view, sae_id: str, loaded: sae.LoadedSae):
         self.view, self.sae_id, self.loaded = view, sae_id, loaded
         self.sae, self.hook = loaded.sae, loaded.hook
+        self.label_key = sae_id.split("@")[0]  # a run's labels stay with it from step to step
         self.corpus = _feature_corpus(view.content_key, sae_id, view.model, view.tokenizer, self.sae, self.hook)
 
     def labels(self) -> dict[int, str]:
         """The shipped labels (if any) under the student's own, kept in their session for this autoencoder."""
-        return {**self.loaded.labels, **state.SAE_LABELS.setdefault().get(self.sae_id, {})}
+        return {**self.loaded.labels, **state.SAE_LABELS.setdefault().get(self.label_key, {})}
 
     def card(self, feature: int) -> inside.FeatureCard:
         view = self.view
@@ -1212,7 +1213,7 @@ def draw_feature_table(browser: Browser) -> None:
 
 def _table_pick(features: list[int]) -> None:
     """A row clicked in the table: show that feature."""
-    picked = st.session_state[state.widget("feature_table")].selection.rows
+    picked = state.value(state.widget("feature_table")).selection.rows
     if picked:
         state.set_value("feature", features[picked[0]])
 
@@ -1280,7 +1281,7 @@ def draw_feature_card(browser: Browser, feature: int) -> None:
 def _keep_label(sae_id: str, feature: int, key: str) -> None:
     """The label typed (a callback: kept before the table is drawn again, so the table shows it at once)."""
     labels = state.SAE_LABELS.setdefault().setdefault(sae_id, {})
-    typed = (st.session_state.get(key) or "").strip()
+    typed = (state.value(key) or "").strip()
     if typed:
         labels[feature] = typed[:200]
     else:
@@ -1290,17 +1291,17 @@ def _keep_label(sae_id: str, feature: int, key: str) -> None:
 def label_box(browser: Browser, feature: int) -> None:
     """The student's name for the feature, kept in their session beside the autoencoder (the shipped one's files
     are never written: download the labels to keep them, and give them to ``interpret sae features --label``)."""
-    key = state.widget("feature_label_", re.sub(r"\W", "_", browser.sae_id), feature)
+    key = state.widget("feature_label_", re.sub(r"\W", "_", browser.label_key), feature)
     st.text_input(
         f"Your label for feature {feature}",
         browser.labels().get(feature, ""),
         max_chars=200,
         key=key,
         on_change=_keep_label,
-        args=(browser.sae_id, feature, key),
+        args=(browser.label_key, feature, key),
         placeholder="What does it fire on? e.g. the keyword after a quote",
     )
-    labels = state.SAE_LABELS.setdefault().get(browser.sae_id, {})
+    labels = state.SAE_LABELS.setdefault().get(browser.label_key, {})
     if labels:
         st.download_button(
             "Download your labels (labels.json)",
