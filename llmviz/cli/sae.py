@@ -96,10 +96,13 @@ def bounded(text: str, what: str) -> str:
 
 def corpus_ids(tokenizer, path: str, tokens: int) -> list[int]:
     """The corpus's token ids; only about as much text as ``tokens`` needs is tokenized (≤ 8 characters a token)."""
-    from llmviz.cli.interpret import encode
+    from llmviz.tokenizers.char_word import CharTokenizer
 
-    text = read_corpus(path)
-    return encode(tokenizer, text[: 8 * tokens + 8192], "corpus")
+    text = read_corpus(path)[: 8 * tokens + 8192]  # bounded by the tokens asked for, not by a prompt's length
+    if isinstance(tokenizer, CharTokenizer) and tokenizer.unknown_characters(text):
+        unknown = "".join(tokenizer.unknown_characters(text)[:10])
+        raise ConfigError(f"The corpus has characters this model never saw: {unknown!r}.")
+    return tokenizer.encode(text)
 
 
 def check_memory(model, config) -> None:
