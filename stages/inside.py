@@ -368,7 +368,7 @@ def train_own(view) -> None:
             layer, point = points[hook]
             config = sae_config(layer, point, int(size), int(k), float(l1), int(steps))
             st.caption(
-                f"{config.tokens:,} activations at {config.hook} gathered from the Python manual, then "
+                f"{config.tokens:,} activations at {config.hook} gathered from the sidebar's corpus, then "
                 f"{config.steps} steps of {config.batch} tokens ({config.sparsity}); the spliced-in loss every "
                 f"{config.eval_every} steps. It runs in a lab worker of yours: Pause and Stop below."
             )

@@ -290,11 +290,32 @@ def sae_config(layer: int, point: str, d_sae: int, k: int, l1: float, steps: int
     )
 
 
+def corpus_chars(model_config, config: SaeConfig) -> int:
+    """The corpus characters an autoencoder run reads: about 8 a token for its tokens and its held-out windows.
+
+    >>> from types import SimpleNamespace
+    >>> corpus_chars(SimpleNamespace(context_length=128), SaeConfig(tokens=16_384, eval_windows=4))
+    143360
+    """
+    return 8 * (config.tokens + config.eval_windows * model_config.context_length) + 8192
+
+
+def readable(tokenizer, text: str) -> str:
+    """``text`` without the characters a character-level tokenizer never saw (any other tokenizer reads it all).
+
+    >>> readable(CharTokenizer.train("ab "), "a cab!")
+    'a ab'
+    """
+    if not isinstance(tokenizer, CharTokenizer):
+        return text
+    unknown = set(tokenizer.unknown_characters(text))
+    return "".join(ch for ch in text if ch not in unknown) if unknown else text
+
+
 def build_sae_trainer(model, tokenizer, text: str, config: SaeConfig, name: str):
     """The autoencoder run, built in its lab worker: the corpus tokenized (only what the run reads), the activations
     gathered (:func:`llmviz.interpret.sae.build_trainer`)."""
-    context = model.config.context_length
-    ids = tokenizer.encode(text[: 8 * (config.tokens + config.eval_windows * context) + 8192])
+    ids = tokenizer.encode(text[: corpus_chars(model.config, config)])
     return build_trainer(model, ids, config, model_identity(model, name), tokenizer)
 
 

@@ -31,6 +31,7 @@ import torch
 from plotly.subplots import make_subplots
 
 import ui
+from llmviz.data.corpus import text_key
 from llmviz.errors import LlmvizError
 from llmviz.interpret import ablation, induction, interventions, patching, sae, steering
 from llmviz.interpret.lens import LogitLens
@@ -1125,12 +1126,21 @@ def model_fingerprint(key: str, _model) -> str:
     return sae.model_fingerprint(_model)
 
 
+def features_corpus() -> tuple[str, str] | None:
+    """``(label, text)`` of the corpus the tab reads: the sidebar's, where the Python manual is the file the shipped
+    GPT and its autoencoder were trained on (``data/python-manual.txt``, its paragraphs unwrapped); None after
+    saying why there is none."""
+    if ui.settings().corpus == "python-docs" and CORPUS_FILE.is_file():
+        return "the Python manual", CORPUS_FILE.read_text(encoding="utf-8")
+    return ui.corpus_text()
+
+
 @st.cache_resource(show_spinner="Reading the corpus through the autoencoder…", max_entries=6)
-def _feature_corpus(key: str, sae_id: str, _model, _tokenizer, _sae, hook: str) -> inside.FeatureCorpus:
-    """The browser's corpus index, keyed by the model's weights id and the autoencoder's (read-only, shared only
-    between students who picked the same shipped weights and autoencoder)."""
-    text = CORPUS_FILE.read_text(encoding="utf-8")[: inside.MAX_CORPUS_CHARS]
-    return inside.feature_corpus(_model, _sae, hook, inside.feature_corpus_ids(_tokenizer, text))
+def _feature_corpus(key: str, sae_id: str, text_id: str, _text: str, _model, _tokenizer, _sae, hook: str):
+    """The browser's corpus index, keyed by the model's weights id, the autoencoder's and the corpus's content
+    (read-only, shared only between students who picked the same weights, autoencoder and text)."""
+    ids = inside.feature_corpus_ids(_tokenizer, inside.readable(_tokenizer, _text[: inside.MAX_CORPUS_CHARS]))
+    return inside.feature_corpus(_model, _sae, hook, ids)
 
 
 @st.cache_data(show_spinner="Reading the feature…", max_entries=128)
@@ -1156,11 +1166,14 @@ def _feature_knockout(key: str, sae_id: str, ids: tuple, knocked: tuple, mode: s
 class Browser:
     """What the Features tab reads: the picked model, the picked autoencoder and its corpus index."""
 
-    def __init__(self, view, sae_id: str, loaded: sae.LoadedSae):
+    def __init__(self, view, sae_id: str, loaded: sae.LoadedSae, text: tuple[str, str]):
         self.view, self.sae_id, self.loaded = view, sae_id, loaded
         self.sae, self.hook = loaded.sae, loaded.hook
         self.label_key = sae_id.split("@")[0]  # a run's labels stay with it from step to step
-        self.corpus = _feature_corpus(view.content_key, sae_id, view.model, view.tokenizer, self.sae, self.hook)
+        self.corpus_label, content = text
+        self.corpus = _feature_corpus(
+            view.content_key, sae_id, text_key(content), content, view.model, view.tokenizer, self.sae, self.hook
+        )
 
     def labels(self) -> dict[int, str]:
         """The shipped labels (if any) under the student's own, kept in their session for this autoencoder."""
@@ -1183,7 +1196,8 @@ def open_browser(view, choice: str) -> Browser | None:
     if why:
         st.warning(f"{why} Pick the model it was trained on in the sidebar, or train one for this model below.")
         return None
-    return Browser(view, sae_id, loaded)
+    text = features_corpus()
+    return Browser(view, sae_id, loaded, text) if text is not None else None
 
 
 def draw_feature_table(browser: Browser) -> None:
@@ -1206,7 +1220,8 @@ def draw_feature_table(browser: Browser) -> None:
     )
     index = browser.corpus.index
     st.caption(
-        f"{browser.sae.d_sae:,} features at {browser.hook}, read on {index.tokens:,} tokens of the Python manual; "
+        f"{browser.sae.d_sae:,} features at {browser.hook}, read on {index.tokens:,} tokens of "
+        f"{literal_markdown(browser.corpus_label)}; "
         f"{index.dead} never fired there. Click a row to show that feature."
     )
 
@@ -1404,7 +1419,10 @@ def submit_sae_run(view, config: sae.SaeConfig):
     """Start an autoencoder run for the picked model as a lab run of this session (admitted by its footprint)."""
     d_in = sae.input_width(view.model, config)
     model_id = {"name": view.label, "fingerprint": model_fingerprint(view.content_key, view.model)}
-    text = CORPUS_FILE.read_text(encoding="utf-8")
+    found = features_corpus()
+    if found is None:
+        return None
+    text = inside.readable(view.tokenizer, found[1][: inside.corpus_chars(view.model.config, config)])
     build = functools.partial(inside.build_sae_trainer, view.model, view.tokenizer, text, config, view.label)
     label = runs.unique_label(f"SAE {config.hook} · {config.d_sae} · {config.sparsity}")
     job = runs.start(
