@@ -444,3 +444,16 @@ def test_the_features_tab_reads_the_corpus_picked_in_the_sidebar():
     index = feature_corpus(model, loaded.sae, loaded.hook, feature_corpus_ids(tokenizer, corpus.load("names"))).index
     assert f"read on {index.tokens:,} tokens of {corpus.info('names').title}" in texts(at.caption)
     assert at.dataframe[0].value["feature"].tolist()[:5] == index.order[:5]
+
+
+def test_a_hostile_features_link_is_bounded_not_a_traceback():
+    """A feature beyond the dictionary opens the browser on its opening feature; a search text longer than the box
+    is cut to 2,000 characters by the link, and one longer than the context is read up to the context with a note
+    (it was an error box: "The search text is 500 tokens long")."""
+    from tests.support.pages import by_label, texts
+
+    at = run_app("stages/inside.py", query={"look": "Features", "feature": "5000", "feature_search": "x" * 2500})
+    assert_clean(at)
+    assert 0 <= by_label(at.number_input, "Feature").value < 1024
+    assert len(by_label(at.text_input, "Text").value) == 2000
+    assert "Only the first 128 of its 500 tokens are shown." in texts(at.caption)

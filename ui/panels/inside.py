@@ -1334,9 +1334,14 @@ def label_box(browser: Browser, feature: int) -> None:
 def draw_search(browser: Browser, text: str) -> None:
     """Which features fire on a text: the strongest over the text, and the features at every token."""
     view = browser.view
-    ids = view_ids(view, inside.bounded_text(text, "search text"), "search text")
+    config = view.model.config
+    ids, note = inside.tokens_of(
+        view.tokenizer, config, inside.bounded_text(text, "search text"), config.context_length
+    )
     if not ids:
         return
+    if note:
+        st.caption(note)
     found = _feature_search(view.content_key, browser.sae_id, tuple(ids), view.model, browser.sae, browser.hook)
     labels = browser.labels()
     strongest = ", ".join(
