@@ -435,14 +435,14 @@ def test_an_autoencoder_trained_in_the_features_tab_is_a_lab_run_and_the_browser
 
 
 def test_the_features_tab_reads_the_corpus_picked_in_the_sidebar():
-    from llmviz.data import corpus
+    from llmviz.data.corpus import info, load
     from llmviz.lessons.inside import feature_corpus, feature_corpus_ids
     from tests.support.pages import texts
 
     model, tokenizer, loaded, _ = shipped_browser()
     at = run_page("stages/inside.py", look="Features", corpus="names")
-    index = feature_corpus(model, loaded.sae, loaded.hook, feature_corpus_ids(tokenizer, corpus.load("names"))).index
-    assert f"read on {index.tokens:,} tokens of {corpus.info('names').title}" in texts(at.caption)
+    index = feature_corpus(model, loaded.sae, loaded.hook, feature_corpus_ids(tokenizer, load("names"))).index
+    assert f"read on {index.tokens:,} tokens of {info('names').title}" in texts(at.caption)
     assert at.dataframe[0].value["feature"].tolist()[:5] == index.order[:5]
 
 
