@@ -9,21 +9,29 @@ bound to the link as ``look``), and each section is an st.fragment, so a widget 
 import streamlit as st
 
 import ui
-from llmviz.interpret import ablation, heads, interventions, patching
+from llmviz.interpret import ablation, features, heads, interventions, patching
 from llmviz.lessons.inside import (
     DEFAULT_ABLATION_TEXT,
     DEFAULT_CLEAN,
     DEFAULT_CORRUPTED,
+    DEFAULT_FEATURE_PROMPT,
+    DEFAULT_FEATURE_SEARCH,
     DEFAULT_LOSS_TEXT,
     DEFAULT_NEGATIVE,
     DEFAULT_POSITIVE,
     DEFAULT_SENTENCE,
     DEFAULT_STEER_PROMPT,
+    MAX_FEATURE_TEXT,
+    SAE_SIZES,
+    SAE_TRAIN_STEPS,
     clearest_detector,
+    clearest_feature,
+    hook_points,
+    sae_config,
 )
 from llmviz.tokenizers.base import TokenizerError
 from ui import picker, sections, share, state
-from ui.panels import inside
+from ui.panels import inside, runs
 from ui.text import literal_markdown
 
 ui.settings()
@@ -40,6 +48,7 @@ TABS = (
     "Knock out heads",
     "Patch activations",
     "Steer",
+    "Features",
     "Induction run",
 )
 
@@ -255,6 +264,125 @@ def steering_section() -> None:
         inside.draw_steered(view, prompt, ids, pair, layer, float(alpha), what, seed)
 
 
+# ------------------------------------------------------------------ features: a sparse autoencoder's dictionary
+@sections.section("inside.features")
+def features_section() -> None:
+    st.header("Features: the directions a sparse autoencoder finds")
+    view = picker.current()
+    if not picker.gpt_or_note(view, "a sparse autoencoder reads a GPT's activations"):
+        return
+    st.markdown(
+        "A **sparse autoencoder** writes each activation vector as a sum of a few directions out of a large "
+        "dictionary, $\\hat x = \\sum_i f_i W_{\\text{dec},i} + b_{\\text{dec}}$ with most $f_i = 0$; each direction "
+        "that fires on one kind of token is a **feature** (Anthropic, *Towards Monosemanticity*, 2023). Pick one: "
+        "where it fires most in the corpus, how strongly, and which next tokens it pushes up."
+    )
+    with ui.friendly_errors("the feature browser"):
+        choices = inside.sae_choices()
+        newest = inside.newest_finished_run()
+        if newest is not None:
+            state.set_value(state.widget("sae_pick"), newest)  # a run that has just finished: browse it
+        picked = st.selectbox("Autoencoder", list(choices), format_func=choices.get, key=state.widget("sae_pick"))
+        browser = inside.open_browser(view, picked) if picked else None
+        if browser is not None:
+            browse(browser)
+            use_feature(browser)
+    train_own(view)
+
+
+def browse(browser) -> None:
+    """The features by frequency beside the picked one, its label, and the search."""
+    size, opening = browser.sae.d_sae, clearest_feature(browser.corpus.index, browser.corpus.ids)
+    if not 0 <= int(state.value("feature", opening) or 0) < size:
+        state.set_value("feature", opening)  # a feature of a larger autoencoder, or a hand-made link
+    left, right = st.columns([2, 3])
+    with left:
+        inside.draw_feature_table(browser)
+    with right:
+        feature = int(
+            st.number_input(
+                "Feature",
+                0,
+                size - 1,
+                opening,
+                1,
+                help="Type any feature's number: the table lists the most frequent ones first.",
+                **share.bind("feature"),
+            )
+        )
+        inside.draw_feature_card(browser, feature)
+        inside.label_box(browser, feature)
+    st.subheader("Which features fire on this text?")
+    st.text_input("Text", DEFAULT_FEATURE_SEARCH, max_chars=MAX_FEATURE_TEXT, **share.bind("feature_search"))
+    share.carried_note("feature_search")
+    inside.draw_search(browser, state.value("feature_search", DEFAULT_FEATURE_SEARCH) or "")
+
+
+def use_feature(browser) -> None:
+    """Steer with the picked feature's direction; knock features out and see the loss on every token change."""
+    feature = int(state.value("feature", 0) or 0)
+    if box := sections.lazy(f"Steer with feature {feature}", "feature_steer"):
+        with box:
+            left, right = st.columns([3, 1])
+            left.text_input("Prompt", DEFAULT_FEATURE_PROMPT, max_chars=500, **share.bind("feature_prompt"))
+            alpha = right.slider("α", -40.0, 40.0, 10.0, 1.0, **share.bind("feature_alpha"))
+            prompt = state.value("feature_prompt", DEFAULT_FEATURE_PROMPT) or ""
+            inside.draw_feature_steer(browser, feature, prompt, float(alpha), int(state.value("seed") or 0))
+    if box := sections.lazy("Knock features out: the loss on every token", "feature_knockout"):
+        with box:
+            st.text_area("Text", DEFAULT_LOSS_TEXT, max_chars=MAX_FEATURE_TEXT, height=70, **share.bind("feature_text"))
+            knocked = st.multiselect(
+                "Features knocked out",
+                range(browser.sae.d_sae),
+                default=[feature],
+                key=state.widget("feature_knocked"),
+            )
+            mode = st.radio(
+                "Knock a feature out by",
+                features.MODES,
+                horizontal=True,
+                key=state.widget("feature_knock_mode"),
+                format_func=lambda m: {
+                    "subtract": "subtracting its contribution from the activation",
+                    "reconstruction": "setting it to 0 in the reconstruction",
+                }[m],
+            )
+            if knocked:
+                text = state.value("feature_text", DEFAULT_LOSS_TEXT) or ""
+                inside.draw_feature_knockout(browser, text, list(knocked), mode)
+
+
+def train_own(view) -> None:
+    """Pick a hook point, a dictionary size and a sparsity: the autoencoder trains as a lab run of yours."""
+    box = sections.lazy("Train your own autoencoder on this model", "sae_train")
+    if box is not None:
+        with box, ui.friendly_errors("the autoencoder run"):
+            points = hook_points(view.model.config)
+            c1, c2, c3 = st.columns(3)
+            hook = c1.selectbox("Hook point", list(points), index=0, key=state.widget("sae_hook"))
+            size = c2.select_slider("Dictionary size", SAE_SIZES, 512, key=state.widget("sae_size"))
+            steps = c3.slider("Steps", 50, 2000, SAE_TRAIN_STEPS, 50, key=state.widget("sae_steps"))
+            kind = c1.radio("Sparsity", ("TopK", "L1"), horizontal=True, key=state.widget("sae_sparsity"))
+            k = c2.slider("k (features per token)", 1, 64, 16, key=state.widget("sae_k")) if kind == "TopK" else 0
+            l1 = c3.number_input("L1 coefficient", 1e-5, 10.0, 1e-2, format="%.5f", key=state.widget("sae_l1"))
+            layer, point = points[hook]
+            config = sae_config(layer, point, int(size), int(k), float(l1), int(steps))
+            st.caption(
+                f"{config.tokens:,} activations at {config.hook} gathered from the sidebar's corpus, then "
+                f"{config.steps} steps of {config.batch} tokens ({config.sparsity}); the spliced-in loss every "
+                f"{config.eval_every} steps. It runs in a lab worker of yours: Pause and Stop below."
+            )
+            if st.button("Train the autoencoder", type="primary", key=state.widget("sae_train")):
+                inside.submit_sae_run(view, config)
+            runs.refusal("sae_train")
+    if inside.sae_runs():
+        runs.live(
+            inside.draw_sae_runs,
+            active=lambda: any(job.changing for job in inside.sae_runs()),
+            name="inside.features.live",
+        )
+
+
 # ------------------------------------------------------------------ an induction head forming
 @sections.section("inside.induction")
 def induction_section() -> None:
@@ -287,6 +415,7 @@ SECTIONS = (
     ablation_section,
     patching_section,
     steering_section,
+    features_section,
     induction_section,
 )
 LINKED = {  # a link that sets these (and names no tab) opens their tab
@@ -303,5 +432,6 @@ LINKED = {  # a link that sets these (and names no tab) opens their tab
         "steer_prompt",
         "steer_token",
     ),
+    "Features": ("feature", "feature_alpha", "feature_prompt", "feature_search", "feature_text"),
 }
 sections.parts(dict(zip(TABS, SECTIONS)), share.bind("look"), LINKED)  # only the open tab runs: the others cost nothing

@@ -254,7 +254,10 @@ class RunSource:
 
     def entries(self) -> list[Entry]:
         out = []
+        autoencoders = state.SAE_RUNS.setdefault()  # a sparse autoencoder's run is not a model to pick
         for number, job in enumerate(my_jobs("train"), start=1):
+            if job.id in autoencoders or (job.info is not None and job.info.description.get("kind") == "sae"):
+                continue
             steps = tuple(job.snapshots.steps()) if job.snapshots is not None else ()
             if job.info is None or not steps:  # queued or preparing: listed (the Train button picks it at once)
                 out.append(

@@ -107,6 +107,11 @@ PARAMS: dict[str, tuple[str, str]] = {
     "steer_token": ("text", "Inside the model: the token whose direction is added"),
     "steer_positive": ("text", "Inside the model: the prompts steered towards, one a line"),
     "steer_negative": ("text", "Inside the model: the prompts steered away from, one a line"),
+    "feature": ("number", "Inside the model: the autoencoder feature shown in the Features tab"),
+    "feature_search": ("text", "Inside the model: the text searched for the features that fire on it"),
+    "feature_prompt": ("text", "Inside the model: the prompt continued with and without a feature's direction"),
+    "feature_alpha": ("number", "Inside the model: α, how much of the feature's direction is added"),
+    "feature_text": ("text", "Inside the model: the text whose loss the features are knocked out on"),
     # Training
     "train_model": ("option", "Training: the model to train"),
     "optimizer": ("option", "Training: the optimizer"),

@@ -187,6 +187,18 @@ SWEEP_RESULTS = Slot(
 ABLATION_JOB = Slot("inside_ablation_job", dict, "the lab job knocking out every head: id and content key")
 PATCHING_JOB = Slot("inside_patching_job", dict, "the lab job patching every cell: id and content key")
 STEERING_JOB = Slot("inside_steering_job", dict, "the lab job writing the plain and steered texts: id and content key")
+SAE_RUNS = Slot(
+    "inside_sae_runs",
+    dict,
+    "this session's autoencoder runs: job id → the model it reads (name, weights fingerprint) and whether shown",
+    default=dict,
+)
+SAE_LABELS = Slot(
+    "inside_sae_labels",
+    dict,
+    "autoencoder content id → {feature: the student's label} (kept in the session)",
+    default=dict,
+)
 # Loss & training
 LLAMA_LAB = Slot("llama_lab", dict, "the Model page's GPT-2 → Llama lab runs: job ids, corpus and steps")
 SWITCH_RACE = Slot(
@@ -294,6 +306,22 @@ WIDGETS: dict[str, str] = {
     "patching_download": "Inside the model: download the patching grid",
     "steer_download": "Inside the model: download the plain and steered texts",
     "steer_run": "Inside the model: write the plain and steered texts (a lab job, for a large model)",
+    "sae_pick": "Inside the model: the autoencoder browsed (the shipped one or a run of yours)",
+    "feature_table": "Inside the model: the features, most frequent first",
+    "feature_histogram": "Inside the model: the picked feature's activation histogram",
+    "feature_label_": "Inside the model: the student's label of a feature (per autoencoder and feature)",
+    "feature_labels_download": "Inside the model: download the student's feature labels",
+    "feature_knock_tokens": "Inside the model: the loss change on every token with features knocked out",
+    "feature_knocked": "Inside the model: the features knocked out",
+    "feature_knock_mode": "Inside the model: knock a feature out by subtracting it or from the reconstruction",
+    "sae_hook": "Inside the model: the hook point an autoencoder is trained at",
+    "sae_size": "Inside the model: the autoencoder's dictionary size",
+    "sae_sparsity": "Inside the model: TopK or L1",
+    "sae_k": "Inside the model: TopK's k",
+    "sae_l1": "Inside the model: the L1 coefficient",
+    "sae_steps": "Inside the model: the autoencoder's training steps",
+    "sae_train": "Inside the model: train the autoencoder (a lab run)",
+    "sae_curves_": "Inside the model: an autoencoder run's curves (per run)",
     # Loss & training
     "train": "Training: Train",
     "switch_race": "Training: race two runs that differ in one switch",

@@ -1,6 +1,7 @@
 """The numbers the Inside-the-model page shows (``stages/inside.py``, drawn by ``ui/panels/inside.py``): the texts it
 opens on, the token ids it reads, and the logit lens, head scores, per-token losses and steering it asks
-``llmviz.interpret`` for with the page's own settings (top 5, a 20-token test input, temperature 0.8).
+``llmviz.interpret`` for with the page's own settings (top 5, a 20-token test input, temperature 0.8), and the
+Features tab's numbers: a sparse autoencoder's features over the corpus (``llmviz.interpret.features``).
 
 >>> head_name((1, 3))
 'layer 1, head 3'
@@ -8,9 +9,21 @@ opens on, the token ids it reads, and the logit lens, head scores, per-token los
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from llmviz.interpret import heads, lens, steering
+from llmviz.interpret import features, heads, lens, steering
+from llmviz.interpret.sae import (
+    POINTS,
+    SaeConfig,
+    SparseAutoencoder,
+    build_trainer,
+    corpus_windows,
+    gather_activations,
+    model_identity,
+)
+from llmviz.models.gpt import block_points, cache_name
 from llmviz.tokenizers.base import TokenizerError
 from llmviz.tokenizers.char_word import CharTokenizer
 
@@ -150,3 +163,200 @@ def mean_difference(model, positive: list[list[int]], negative: list[list[int]],
 def steered_pair(model, ids: list[int], layer: int, direction: torch.Tensor, alpha: float, seed: int):
     """:data:`NEW_TOKENS` written with and without ``alpha`` × ``direction`` added, the same seed for both."""
     return steering.steered_pair(model, list(ids), layer, direction, alpha, NEW_TOKENS, STEER_TEMPERATURE, seed)
+
+
+# ------------------------------------------------------------------ features: a sparse autoencoder's dictionary
+FEATURE_TOKENS = 8_192  # corpus tokens the feature browser reads (64 windows of the shipped GPT's 128)
+FEATURE_TOP = 10  # the corpus windows kept per feature (its top activations)
+FEATURE_CONTEXTS = 6  # shown for the picked feature
+FEATURE_ROWS = 40  # features listed, most frequent first
+FEATURE_BINS = 30
+FEATURE_LOGITS = 8  # tokens promoted and suppressed
+MAX_CORPUS_CHARS = 8 * FEATURE_TOKENS + 8192  # the corpus text tokenized (≤ 8 characters a token, as the CLI reads)
+MAX_FEATURE_TEXT = 2000  # the search text and the knock-out text, in characters
+DEFAULT_FEATURE_SEARCH = 'The "for" statement is used to iterate over the elements of a sequence'
+DEFAULT_FEATURE_PROMPT = "The"
+# what a student's own autoencoder is trained with from the page (the CLI's defaults, shorter)
+SAE_SIZES = (256, 512, 1024, 2048, 4096)
+SAE_TRAIN_TOKENS = 16_384
+SAE_TRAIN_STEPS = 300
+
+
+def feature_corpus_ids(tokenizer, text: str) -> list[int]:
+    """The corpus's token ids for the browser: only its first :data:`MAX_CORPUS_CHARS` characters are tokenized.
+
+    >>> feature_corpus_ids(CharTokenizer.train("ab"), "ab" * 10**6)[:3], MAX_CORPUS_CHARS
+    ([0, 1, 0], 73728)
+    """
+    return tokenizer.encode(text[:MAX_CORPUS_CHARS])
+
+
+@dataclass(frozen=True)
+class FeatureCorpus:
+    """The corpus tokens the browser reads: ``ids`` (N,), the activations at the hook ``acts`` (N, d_in), and every
+    feature's :class:`llmviz.interpret.features.FeatureIndex` over them."""
+
+    ids: torch.Tensor
+    acts: torch.Tensor
+    index: features.FeatureIndex
+
+
+def feature_corpus(model, sae: SparseAutoencoder, hook: str, ids: list[int], tokens: int = FEATURE_TOKENS):
+    """Whole windows of the corpus (:func:`llmviz.interpret.sae.corpus_windows`), their activations at ``hook`` and
+    the index of ``sae``'s features over them: what ``interpret sae features --tokens 8192`` reads."""
+    windows = corpus_windows(ids, model.config.context_length, tokens)  # (W, T)
+    acts = gather_activations(model, windows, hook).reshape(-1, sae.d_in)  # (N, D)
+    return FeatureCorpus(windows.reshape(-1), acts, features.feature_index(sae, acts, top=FEATURE_TOP))
+
+
+def feature_rows(index: features.FeatureIndex, labels: dict[int, str], count: int = FEATURE_ROWS) -> list[dict]:
+    """The ``count`` most frequent features: number, the share of tokens it fires on, its mean activation there,
+    its largest activation, and the student's label."""
+    return [
+        {
+            "feature": f,
+            "fires on": float(index.frequency[f]),
+            "mean when firing": float(index.mean[f]),
+            "max": float(index.top_values[f, 0]),
+            "label": labels.get(f, ""),
+        }
+        for f in index.order[:count]
+    ]
+
+
+@dataclass(frozen=True)
+class FeatureCard:
+    """One feature as the browser shows it: where it fires most, its histogram, the tokens it writes towards."""
+
+    feature: int
+    frequency: float
+    contexts: list[features.Context]
+    counts: torch.Tensor  # (bins,) tokens per bin, where it fires
+    edges: torch.Tensor  # (bins + 1,)
+    effects: features.LogitEffects
+
+
+def feature_card(model, sae: SparseAutoencoder, hook: str, corpus: FeatureCorpus, feature: int) -> FeatureCard:
+    found = features.contexts(sae, corpus.acts, corpus.ids, corpus.index, feature, count=FEATURE_CONTEXTS)
+    values = features.feature_values(sae, corpus.acts, feature)  # (N,)
+    counts, edges = features.histogram(values, bins=FEATURE_BINS)
+    effects = features.logit_effects(model, sae, hook, feature, top=FEATURE_LOGITS)
+    return FeatureCard(feature, float(corpus.index.frequency[feature]), found, counts, edges, effects)
+
+
+def bounded_text(text: str, what: str) -> str:
+    """A text the tab reads, refused above :data:`MAX_FEATURE_TEXT` characters (before it is tokenized).
+
+    >>> bounded_text("abc", "search text")
+    'abc'
+    """
+    if len(text or "") > MAX_FEATURE_TEXT:
+        raise TokenizerError(f"The {what} is longer than {MAX_FEATURE_TEXT:,} characters: shorten it.")
+    return text or ""
+
+
+def feature_search(model, sae: SparseAutoencoder, hook: str, ids: list[int]) -> features.Search:
+    """Which features fire on ``ids``: the 5 strongest at every token, and the strongest over the text."""
+    return features.search(model, sae, hook, list(ids), top=TOP)
+
+
+def feature_steer(model, sae: SparseAutoencoder, hook: str, ids: list[int], feature: int, alpha: float, seed: int):
+    """:data:`NEW_TOKENS` written with and without α × the feature's decoder row added at its hook point."""
+    return features.steer(model, sae, hook, list(ids), feature, alpha, NEW_TOKENS, STEER_TEMPERATURE, seed)
+
+
+def feature_knockout(model, sae: SparseAutoencoder, hook: str, ids: list[int], knocked: list[int], mode: str):
+    """The loss on every next token of ``ids`` before and after knocking the ``knocked`` features out."""
+    return features.knock_out(model, sae, hook, list(ids), list(knocked), mode)
+
+
+def hook_points(config) -> dict[str, tuple[int, str]]:
+    """Every hook point an autoencoder can read in a GPT of ``config``: its name (``cache_name``) → (layer, point).
+
+    >>> from llmviz.models.gpt import PRESETS
+    >>> list(hook_points(PRESETS["gpt-nano"]))[:5]
+    ['blocks.0.resid_pre', 'blocks.0.resid_mid', 'blocks.0.resid_post', 'blocks.0.mlp.hidden', 'blocks.1.resid_pre']
+    """
+    points = [p for p in POINTS if p in block_points(config)]
+    if config.n_experts:
+        points = [p for p in points if p != "mlp.hidden"]
+    return {cache_name(layer, point): (layer, point) for layer in range(config.n_layers) for point in points}
+
+
+def sae_config(layer: int, point: str, d_sae: int, k: int, l1: float, steps: int = SAE_TRAIN_STEPS) -> SaeConfig:
+    """The page's autoencoder run: the student's hook point, size and sparsity, :data:`SAE_TRAIN_TOKENS` tokens."""
+    return SaeConfig(
+        layer=layer, point=point, d_sae=d_sae, k=k, l1=0.0 if k else l1, steps=steps, tokens=SAE_TRAIN_TOKENS
+    )
+
+
+def corpus_chars(model_config, config: SaeConfig) -> int:
+    """The corpus characters an autoencoder run reads: about 8 a token for its tokens and its held-out windows.
+
+    >>> from types import SimpleNamespace
+    >>> corpus_chars(SimpleNamespace(context_length=128), SaeConfig(tokens=16_384, eval_windows=4))
+    143360
+    """
+    return 8 * (config.tokens + config.eval_windows * model_config.context_length) + 8192
+
+
+def readable(tokenizer, text: str) -> str:
+    """``text`` without the characters a character-level tokenizer never saw (any other tokenizer reads it all).
+
+    >>> readable(CharTokenizer.train("ab "), "a cab!")
+    'a ab'
+    """
+    if not isinstance(tokenizer, CharTokenizer):
+        return text
+    unknown = set(tokenizer.unknown_characters(text))
+    return "".join(ch for ch in text if ch not in unknown) if unknown else text
+
+
+def build_sae_trainer(model, tokenizer, text: str, config: SaeConfig, name: str):
+    """The autoencoder run, built in its lab worker: the corpus tokenized (only what the run reads), the activations
+    gathered (:func:`llmviz.interpret.sae.build_trainer`)."""
+    ids = tokenizer.encode(text[: corpus_chars(model.config, config)])
+    return build_trainer(model, ids, config, model_identity(model, name), tokenizer)
+
+
+def sae_curves(history) -> list[dict]:
+    """One row per step of an autoencoder run (its :class:`llmviz.interpret.sae.SaeMetrics`): variance explained,
+    L0, dead features, and the model's loss clean / spliced / zeroed where it was measured."""
+    rows = []
+    for m in history:
+        spliced = m.spliced
+        rows.append(
+            {
+                "step": m.step,
+                "variance explained": m.variance_explained,
+                "L0": m.l0,
+                "dead": m.dead,
+                "mse": m.mse,
+                "clean loss": spliced.clean if spliced else None,
+                "spliced-in loss": spliced.spliced if spliced else None,
+                "zeroed loss": spliced.zeroed if spliced else None,
+            }
+        )
+    return rows
+
+
+def clearest_feature(index: features.FeatureIndex, ids: torch.Tensor, agree: float = 0.8) -> int:
+    """The feature the browser opens on: the most frequent one whose top activations (``index.top_positions``) sit
+    on one and the same token at least ``agree`` of the time (a feature a student can name at a glance); the most
+    frequent feature if none does.
+
+    >>> index = features.FeatureIndex(torch.tensor([0.5, 0.2]), torch.ones(2), torch.ones(2, 2),
+    ...                               torch.tensor([[0, 1], [2, 3]]), 4)
+    >>> clearest_feature(index, torch.tensor([7, 8, 9, 9]))  # feature 0 fires on 7 and 8; feature 1 twice on 9
+    1
+    """
+    order = index.order
+    for feature in order:
+        positions = index.top_positions[feature]
+        positions = positions[positions >= 0]  # (n,)
+        if len(positions) < 2:
+            continue
+        tokens = ids[positions]  # (n,)
+        if int((tokens == tokens.mode().values).sum()) >= agree * len(positions):
+            return feature
+    return order[0]

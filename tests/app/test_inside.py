@@ -312,3 +312,148 @@ def test_a_link_with_only_a_tabs_settings_opens_that_tab():
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["look"] == "Patch activations"
     assert at.text_input(key="patch_clean").value == "A list is a"
+
+
+# ------------------------------------------------------------------ the Features tab (a sparse autoencoder's)
+def shipped_browser():
+    """The shipped GPT, its shipped autoencoder and the browser's corpus index, computed here with the library."""
+    from llmviz.interpret import sae
+    from llmviz.lessons.inside import feature_corpus, feature_corpus_ids
+
+    model, tokenizer, _ = load_checkpoint(DATA / "gpt-python-docs")
+    loaded = sae.load(DATA / "gpt-python-docs-sae", model)
+    ids = feature_corpus_ids(tokenizer, (DATA / "python-manual.txt").read_text(encoding="utf-8"))
+    return model, tokenizer, loaded, feature_corpus(model, loaded.sae, loaded.hook, ids)
+
+
+def test_the_features_tab_opens_on_the_shipped_autoencoders_browser_and_a_picked_feature_shows_its_contexts():
+    from llmviz.interpret import features
+    from llmviz.lessons.inside import clearest_feature
+    from tests.support.pages import by_label, texts
+
+    model, tokenizer, loaded, corpus = shipped_browser()
+    opening = clearest_feature(corpus.index, corpus.ids)
+    at = run_page("stages/inside.py", look="Features")
+    assert by_label(at.selectbox, "Autoencoder").value == "shipped"
+    assert by_label(at.number_input, "Feature").value == opening
+    shown = texts(at.markdown)
+    assert (
+        f"**Feature {opening}** fires on {float(corpus.index.frequency[opening]):.2%} of the corpus's tokens" in shown
+    )
+    assert f"1,024 features at blocks.2.resid_post, read on {corpus.index.tokens:,} tokens" in texts(at.caption)
+    table = at.dataframe[0].value
+    assert table["feature"].tolist()[:5] == corpus.index.order[:5]
+    # another feature picked: its own top contexts, with the activation of each token as the chip's title
+    other = corpus.index.order[3]
+    by_label(at.number_input, "Feature").set_value(other).run()
+    assert_clean(at)
+    top = features.contexts(loaded.sae, corpus.acts, corpus.ids, corpus.index, other, count=1)[0]
+    shown = texts(at.markdown)
+    assert f"**Feature {other}** fires on" in shown
+    assert f'title="activation {top.values[top.peak]:.3f}">' in shown
+
+
+def test_the_features_tab_searches_a_text_and_keeps_a_label_out_of_the_shipped_files():
+    from llmviz.interpret import features
+    from tests.support.pages import by_label, texts
+
+    model, tokenizer, loaded, _ = shipped_browser()
+    at = run_page("stages/inside.py", look="Features")
+    text = 'The "while" statement'
+    by_label(at.text_input, "Text").set_value(text).run()
+    assert_clean(at)
+    found = features.search(model, loaded.sae, loaded.hook, tokenizer.encode(text), top=5)
+    assert f"Strongest on this text: **{found.overall[0][0]}** {found.overall[0][1]:.2f}" in texts(at.markdown)
+    feature = by_label(at.number_input, "Feature").value
+    box = next(t for t in at.text_input if t.label == f"Your label for feature {feature}")
+    box.set_value("a keyword").run()
+    assert_clean(at)
+    row = at.dataframe[0].value.set_index("feature")
+    assert feature not in row.index or row.loc[feature, "label"] == "a keyword"
+    assert not (DATA / "gpt-python-docs-sae" / "labels.json").exists()  # the shipped autoencoder is read-only
+
+
+def test_the_features_tab_refuses_an_autoencoder_for_another_model_with_the_librarys_reason(tmp_path, monkeypatch):
+    from llmviz.training.checkpoint import save_checkpoint
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.trainer import Trainer
+    from tests.support.pages import texts
+
+    trainer = Trainer.from_text(
+        "hello world\n" * 40,
+        TrainConfig(model="gpt-nano", tokenizer="char", context_length=16, batch_size=4, steps=1),
+    )
+    for _ in trainer.run():
+        pass
+    folder = tmp_path / "runs"
+    save_checkpoint(folder / "tiny", trainer)
+    monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(folder))
+    at = run_page("stages/inside.py", look="Features", _picker_selected="dir:tiny")
+    warned = texts(at.warning)
+    assert "This autoencoder is for another model: Layer 2 does not exist" in warned, warned
+    assert not at.dataframe  # no browser drawn for it
+
+
+def test_steering_and_knocking_out_a_feature_in_the_features_tab():
+    from llmviz.lessons.inside import DEFAULT_LOSS_TEXT, feature_knockout
+    from tests.support.pages import texts
+
+    model, tokenizer, loaded, _ = shipped_browser()
+    at = run_page("stages/inside.py", look="Features", lazy_feature_steer=True, lazy_feature_knockout=True)
+    feature = next(n for n in at.number_input if n.label == "Feature").value
+    assert f"With α = 10 × feature {feature}'s direction at blocks.2.resid_post" in texts(at.markdown)
+    result = feature_knockout(
+        model, loaded.sae, loaded.hook, tokenizer.encode(DEFAULT_LOSS_TEXT), [feature], "subtract"
+    )
+    before, after = float(result.before.mean()), float(result.after.mean())
+    assert f"{after:.4f} - {before:.4f} = {after - before:+.4f}" in texts(at.latex)
+
+
+def test_an_autoencoder_trained_in_the_features_tab_is_a_lab_run_and_the_browser_opens_on_it(fresh_session_jobs):
+    from llmviz.jobs.manager import default_manager
+    from tests.support.pages import by_label, texts
+
+    at = run_page("stages/inside.py", look="Features", lazy_sae_train=True)
+    by_label(at.selectbox, "Hook point").set_value("blocks.1.resid_post")
+    by_label(at.select_slider, "Dictionary size").set_value(256)
+    by_label(at.slider, "Steps").set_value(50)
+    at.run()
+    at.button(key="sae_train").click().run()
+    assert_clean(at)
+    [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
+    assert job.wait(timeout=JOB_TIMEOUT) and job.status().state.value == "finished", job.status().describe()
+    at.run()
+    assert_clean(at)
+    assert by_label(at.selectbox, "Autoencoder").value == f"run:{job.id}"  # the browser shows it once it ends
+    assert "256 features at blocks.1.resid_post" in texts(at.caption)
+    models = next(s for s in at.sidebar.selectbox if s.label == "Model shown on every page")
+    assert not any("SAE" in str(option) for option in models.options), models.options  # not a model to pick
+    assert len(job.status().metrics) == 50 and job.status().metrics[-1].spliced is not None
+    at.switch_page(str(ui.ROOT / "stages/training.py")).run()  # the Training page lists models' runs only
+    assert_clean(at)
+    assert not any(box.label == "Download a run" and box.options for box in at.selectbox)
+
+
+def test_the_features_tab_reads_the_corpus_picked_in_the_sidebar():
+    from llmviz.data.corpus import info, load
+    from llmviz.lessons.inside import feature_corpus, feature_corpus_ids
+    from tests.support.pages import texts
+
+    model, tokenizer, loaded, _ = shipped_browser()
+    at = run_page("stages/inside.py", look="Features", corpus="names")
+    index = feature_corpus(model, loaded.sae, loaded.hook, feature_corpus_ids(tokenizer, load("names"))).index
+    assert f"read on {index.tokens:,} tokens of {info('names').title}" in texts(at.caption)
+    assert at.dataframe[0].value["feature"].tolist()[:5] == index.order[:5]
+
+
+def test_a_hostile_features_link_is_bounded_not_a_traceback():
+    """A feature beyond the dictionary opens the browser on its opening feature; a search text longer than the box
+    is cut to 2,000 characters by the link, and one longer than the context is read up to the context with a note
+    (it was an error box: "The search text is 500 tokens long")."""
+    from tests.support.pages import by_label, texts
+
+    at = run_app("stages/inside.py", query={"look": "Features", "feature": "5000", "feature_search": "x" * 2500})
+    assert_clean(at)
+    assert 0 <= by_label(at.number_input, "Feature").value < 1024
+    assert len(by_label(at.text_input, "Text").value) == 2000
+    assert "Only the first 128 of its 500 tokens are shown." in texts(at.caption)

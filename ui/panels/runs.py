@@ -46,8 +46,10 @@ COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 
 
 def runs() -> list[Job]:
-    """This session's training runs, oldest first."""
-    return picker.my_jobs("train")
+    """This session's training runs of models, oldest first (its sparse autoencoder runs live on Inside's Features
+    tab)."""
+    autoencoders = state.SAE_RUNS.setdefault()
+    return [job for job in picker.my_jobs("train") if job.id not in autoencoders]
 
 
 def unique_label(base: str) -> str:

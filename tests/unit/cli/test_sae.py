@@ -140,3 +140,22 @@ def test_an_autoencoder_for_another_model_is_refused(trained, capsys, tmp_path):
     (other / sae.WEIGHTS_FILE).write_bytes((trained / sae.WEIGHTS_FILE).read_bytes())
     code, _, err = run(capsys, "steer", "--sae", str(other), "--prompt", TEXT, "--feature", "0", "--alpha", "1")
     assert code == 2 and "trained on" in err
+
+
+def test_features_of_the_shipped_autoencoder_read_more_than_a_prompts_worth_of_corpus(capsys):
+    """``features --tokens 8192`` tokenizes 73,728 characters of the corpus: the prompt's 20,000-character bound
+    refused it ("The corpus is 73,728 characters"), so the documented command and the page's numbers could not be
+    reproduced. Its frequencies are the Features tab's (llmviz.lessons.inside.feature_corpus)."""
+    from llmviz.lessons import inside
+
+    argv = ["features", "--model", MODEL, "--sae", "data/gpt-python-docs-sae", "--tokens", "8192", "--top", "3"]
+    code, out, err = run(capsys, *argv, "--format", "json")
+    assert code == 0, err
+    model, tokenizer, _ = load_checkpoint(MODEL)
+    loaded = sae.load("data/gpt-python-docs-sae", model)
+    text = open("data/python-manual.txt", encoding="utf-8").read()
+    corpus = inside.feature_corpus(model, loaded.sae, loaded.hook, inside.feature_corpus_ids(tokenizer, text))
+    rows = json.loads(out)["rows"]
+    assert [row["feature"] for row in rows] == corpus.index.order[:3]
+    expected = [float(corpus.index.frequency[row["feature"]]) for row in rows]
+    assert [row["frequency"] for row in rows] == pytest.approx(expected, abs=1e-7)
