@@ -96,6 +96,7 @@ def bounded(text: str, what: str) -> str:
 
 def corpus_ids(tokenizer, path: str, tokens: int) -> list[int]:
     """The corpus's token ids; only about as much text as ``tokens`` needs is tokenized (≤ 8 characters a token)."""
+    from llmviz.cli.interpret import encode
 
     text = read_corpus(path)
     corpus = text[: 8 * tokens + 8192]  # bounded by the tokens asked for (SaeConfig: at most MAX_TOKENS)
