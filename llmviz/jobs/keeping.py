@@ -195,8 +195,8 @@ class Keeper:
             self.lab.registry.drop_snapshot(job.id, step)
 
     def act_on_requests(self) -> list[str]:
-        """Stop or park the runs of this process the teacher asked about (from any app process, through the
-        registry); returns their ids."""
+        """Pause, resume, stop or park the runs of this process that another process asked about through the
+        registry (the student's tab served by another app process, the teacher's class view); returns their ids."""
         acted = []
         for run_id, action in self.lab.registry.take_requests(self.holder):
             with self._lock:
@@ -205,7 +205,10 @@ class Keeper:
                 continue
             if action == "park":
                 kept.parked = True
-            kept.job.stop()
+            if action in ("park", "stop"):
+                kept.job.stop()
+            else:
+                getattr(kept.job, action)()  # pause or resume
             acted.append(run_id)
         return acted
 
@@ -257,7 +260,9 @@ def resumed_trainer(text: str, snapshot_path: str):
     tokenizer, config and step; the optimizer's state starts afresh (a snapshot keeps the weights only), the
     learning-rate schedule goes on from the step."""
     from llmviz.training.checkpoint import load_checkpoint
-    from llmviz.training.trainer import TrainConfig, Trainer, dropout_seed, prepare_data
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.dataset import prepare_data
+    from llmviz.training.trainer import Trainer, dropout_seed
 
     model, tokenizer, meta = load_checkpoint(snapshot_path)
     config = TrainConfig.from_dict(meta["train_config"])
