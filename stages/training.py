@@ -304,7 +304,7 @@ def your_runs_part() -> None:
         seconds=2.0,
         name="training.all_runs",
     )
-    training.kept_runs_panel()  # runs of earlier servers, other app processes, parked ones (llmviz.lab)
+    runs.kept_runs_panel()  # runs of earlier servers, other app processes, parked ones (llmviz.lab)
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
