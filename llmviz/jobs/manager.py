@@ -656,6 +656,13 @@ class JobManager:
                 found = [run for run in registry.runs(student) if run.kind == "train"]
         return found
 
+    def keep_upload(self, owner: str, name: str, data: bytes) -> str | None:
+        """Keep ``owner``'s uploaded file in the lab when it is uploaded (:meth:`llmviz.lab.service.Lab.keep_upload`:
+        once per content, within their quota, else :class:`~llmviz.errors.UploadError`); None without a lab."""
+        if self.keeper is None:
+            return None
+        return self.keeper.lab.keep_upload(student_key(owner), name, data)
+
     def control(self, owner: str, run_id: str, action: str) -> bool:
         """``"pause"``, ``"resume"`` or ``"stop"`` ``owner``'s run ``run_id``, wherever it trains: at once when this
         process holds it, else through the lab's registry (the process that holds it acts within a second). False

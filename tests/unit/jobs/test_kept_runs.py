@@ -170,3 +170,19 @@ def test_a_parked_run_resumes_from_its_last_snapshot(tmp_path, database_url):
         assert torch.equal(tensor, kept_state[name])
     assert resumed.label.endswith("· resumed")
     manager.shutdown()
+
+
+def test_an_upload_kept_at_upload_time_is_the_text_its_runs_name(tmp_path, database_url):
+    from tests.support.jobs import TEXT
+    from tests.support.lab_process import submit
+
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path, url=database_url))
+    digest = manager.keep_upload("student-1", "notes.txt", TEXT.encode())  # the sidebar's uploader, at once
+    registry = manager.keeper.lab.registry
+    assert registry.uploads("student-1") == [(digest, "notes.txt", len(TEXT))]
+    job = submit(manager, "student-1", 5)  # a run on that text: kept once, under the name it was uploaded as
+    assert job.wait(120)
+    manager.shutdown()
+    [kept] = Lab.at(tmp_path, url=database_url).registry.runs("student-1")
+    assert kept.config["text_sha256"] == digest and registry.uploads("student-1") == [(digest, "notes.txt", len(TEXT))]
+    assert JobManager(max_running=1).keep_upload("student-1", "x", b"y") is None  # no lab: nothing kept

@@ -175,3 +175,27 @@ def test_retention_deletes_runs_nobody_touched(tmp_path, database_url):
 
         db.execute(runs.update().values(updated=0.0))
     assert lab.expire() == ["old"]
+
+
+def test_an_upload_is_kept_when_uploaded_once_per_content_within_the_quota(tmp_path, database_url):
+    from llmviz.errors import UploadError
+    from llmviz.lab.storage import content_hash
+
+    lab = Lab.at(tmp_path, url=database_url, quota=10_000)
+    text = b"a student's own text\n" * 100  # 2,100 bytes
+    digest = lab.keep_upload("s1", "mine.txt", text)
+    assert digest == content_hash(text) and lab.storage.read_upload("s1", digest) == text
+    assert lab.keep_upload("s1", "same, renamed.txt", text) == digest  # once per content
+    assert lab.registry.uploads("s1") == [(digest, "mine.txt", len(text))] and lab.registry.disk_bytes("s1") == 2100
+    lab.registry.add_run(_run("r1"))
+    for step in (0, 10, 20, 50):  # about 2 kB each: 8.1 kB with the upload, under the quota
+        path, nbytes = lab.storage.write_snapshot("s1", "r1", step, {"w": torch.zeros(500)}, {})
+        lab.registry.add_snapshot("r1", step, path, nbytes)
+    second = b"another text\n" * 300  # 3,900 bytes: fits once the oldest snapshots are thinned
+    lab.keep_upload("s1", "second.txt", second)
+    assert [step for step, *_ in lab.registry.snapshots("r1")][-1] == 50  # the run's last step stays
+    assert lab.registry.disk_bytes("s1") <= 10_000 == lab.quota
+    with pytest.raises(UploadError, match="big.txt .* is not kept"):
+        lab.keep_upload("s1", "big.txt", b"x" * 9_000)  # cannot fit beside the uploads and the last step
+    assert len(lab.registry.uploads("s1")) == 2 and lab.storage.usage("s1") == lab.registry.disk_bytes("s1")
+    assert lab.keep_upload("s2", "mine.txt", text) == digest and lab.registry.disk_bytes("s2") == 2100  # s2's own
