@@ -324,7 +324,7 @@ class Registry:
         only theirs (a page listing a student's runs checks them, so a killed app process's runs show as
         interrupted at once on the other)."""
         now = time.time()
-        where = [runs.c.state.in_(LIVE_STATES)]
+        where: list[sa.ColumnElement[bool]] = [runs.c.state.in_(LIVE_STATES)]
         if student is not None:
             where.append(runs.c.student == student)
         with self.engine.connect() as db:
@@ -350,7 +350,7 @@ class Registry:
         when the run is not live (or not theirs); a later request replaces one not yet taken."""
         if action not in REQUESTS:
             raise ValueError(f"a run can be asked to {', '.join(REQUESTS)}")
-        where = [runs.c.id == run_id, runs.c.state.in_(LIVE_STATES)]
+        where: list[sa.ColumnElement[bool]] = [runs.c.id == run_id, runs.c.state.in_(LIVE_STATES)]
         if student is not None:
             where.append(runs.c.student == student)
         with self.engine.begin() as db:
