@@ -569,13 +569,10 @@ def _kept_controls(record) -> None:
     through the lab's registry (:meth:`llmviz.jobs.manager.JobManager.control`); its row shows the change within
     a few seconds."""
     c1, c2, _ = st.columns([1, 1, 4])
-    paused = record.state == "paused"
-    c1.button(
-        "Resume" if paused else "Pause",
-        key=state.widget("kept_resume_run" if paused else "kept_pause_run"),
-        on_click=_act,
-        args=(record.id, "resume" if paused else "pause"),
-    )
+    if record.state == "paused":
+        c1.button("Resume", key=state.widget("kept_resume_run"), on_click=_act, args=(record.id, "resume"))
+    else:
+        c1.button("Pause", key=state.widget("kept_pause_run"), on_click=_act, args=(record.id, "pause"))
     c2.button("Stop", key=state.widget("kept_stop_run"), on_click=_act, args=(record.id, "stop"))
     st.caption(f"{record.label} trains in another of this class's app processes: these buttons act on it there.")
 

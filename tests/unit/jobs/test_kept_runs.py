@@ -133,7 +133,7 @@ def test_a_parked_run_resumes_from_its_last_snapshot(tmp_path, database_url):
     import functools
 
     from llmviz.jobs.keeping import resumed_trainer
-    from llmviz.training import footprint as fp
+    from llmviz.training import footprint
     from llmviz.training.config import TrainConfig
     from llmviz.training.dataset import vocab_bound
     from llmviz.training.trainer import build_trainer
@@ -142,7 +142,7 @@ def test_a_parked_run_resumes_from_its_last_snapshot(tmp_path, database_url):
     config = TrainConfig(
         model="bigram-neural", tokenizer="char", context_length=8, batch_size=4, steps=5000, eval_interval=50
     )
-    needs = fp.of_config(config, vocab_bound(TEXT, config), text_bytes=len(TEXT))
+    needs = footprint.of_config(config, vocab_bound(TEXT, config), text_bytes=len(TEXT))
     manager = JobManager(
         max_running=1, lab=Lab.at(tmp_path, url=database_url), session_timeout=0.01, reap_interval=3600
     )
