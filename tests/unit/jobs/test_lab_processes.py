@@ -60,7 +60,9 @@ def test_a_restart_lists_every_run_at_its_steps_and_the_live_ones_resumable(tmp_
             [kept] = restarted.kept_runs(student)
             curve = registry.curve(run_id)
             assert kept.id == run_id and kept.step >= before[student] >= READY_STEPS
-            assert curve[-1][0] == kept.step and [step for step, *_ in curve] == list(range(1, kept.step + 1))
+            # every step's loss, none missing; the curve is written just before the step (a SIGKILL between the
+            # two writes leaves the curve at most one flush ahead)
+            assert [step for step, *_ in curve] == list(range(1, len(curve) + 1)) and curve[-1][0] >= kept.step
             assert registry.snapshots(run_id)[0][0] == 0 and registry.snapshots(run_id)[-1][0] <= kept.step
         states = {student: restarted.kept_runs(student)[0] for student in ids}
         assert (states["ann"].state, states["ann"].resumable) == ("interrupted", True)
