@@ -5,6 +5,8 @@
                                     [--fresh 20] [--phases quiet,training] [--port 8530] [--budget 1500]
                                     [--record docs/benchmarks/class_load.md]
     python benchmarks/class_load.py --validate     # the protocol client against one real chromium session
+    python benchmarks/class_load.py --registry sqlite,postgresql [--students 80] [--record …]
+                                    # the database's cost per open: the lab's registry calls a page open makes
 
 Each student's laptop draws their own page; the server only runs the page script and sends what it drew. So a class
 is measured at the server with a client that speaks the browser's protocol (``benchmarks/_protocol_client.py``: one
@@ -33,6 +35,12 @@ students open the page p95 ≤ 3 s, 80 students ≤ 6 s, 80 students flip the to
 training, 0 errors. Bounded: at most 120 students, 127.0.0.1 only, ``--budget`` seconds in all (the table so far is
 printed if it runs out); the servers are stopped at the end whatever happens. Run it on a quiet machine: other work
 on the CPU inflates every number, so the load average is printed beside them.
+
+``--registry``: the database's cost per page open, alone (:func:`registry_cost`). A lab of N students with 3 kept
+runs each (300 curve points and 6 snapshot rows a run) on a fresh SQLite file and/or a throwaway PostgreSQL cluster
+(Debian's; ``tests/support/postgres.py``), then every student opens a page: the registry calls an open makes
+(the sidebar's picker: the student's runs with the orphan check, and their kept snapshot steps; the teacher flag),
+timed one student after the other and with 8 at once (threads, as Streamlit serves sessions).
 """
 
 from __future__ import annotations
@@ -525,6 +533,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--record", default=None, help="append the results to this Markdown file")
     parser.add_argument("--validate", action="store_true", help="compare the protocol client with chromium once")
     parser.add_argument(
+        "--registry", default="", help="sqlite, postgresql or both: time the lab's registry calls of one page open"
+    )
+    parser.add_argument(
         "--url", default=None, help="measure an app already running here (127.0.0.1: behind a proxy, say)"
     )
     parser.add_argument(
@@ -544,8 +555,84 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def registry_cost(kind: str, students: int, port: int) -> list[str]:
+    """Time the registry calls one page open makes, for ``students`` students on a ``kind`` database (``sqlite`` or
+    ``postgresql``): table rows ``| database | students | mode | p50 ms | p95 ms | max ms | CPU ms each |``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from llmviz.jobs.manager import JobManager
+    from llmviz.lab.registry import RunRecord
+    from llmviz.lab.service import Lab
+    from tests.support.postgres import fresh_database, local_cluster, postgres_bin
+
+    with contextlib.ExitStack() as stack:
+        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="llmviz-registry-"))
+        url = None
+        if kind == "postgresql":
+            url = stack.enter_context(fresh_database(stack.enter_context(local_cluster(postgres_bin(), port))))
+        lab = Lab.at(folder, url=url)
+        names = [f"student-{i:03d}" for i in range(students)]
+        for name in names:
+            lab.registry.ensure_student(name, name=name)
+            for r in range(3):
+                run_id = f"{name[-3:]}r{r}"
+                lab.registry.add_run(RunRecord(run_id, name, "train", f"Run {r}", "finished", total=300, step=300))
+                lab.registry.add_points(run_id, [(step, 3.0 - step / 200, None) for step in range(1, 301)])
+                for step in (0, 1, 10, 100, 200, 300):
+                    lab.registry.add_snapshot(run_id, step, f"{folder}/{run_id}-{step}", 1000)
+        manager = JobManager(max_running=1, lab=lab)
+
+        def page_open(name: str) -> tuple[float, float]:
+            wall, cpu = time.perf_counter(), time.thread_time()
+            kept = manager.kept_runs(name)  # the picker: the student's runs (and the orphan check)
+            if kept:
+                lab.registry.steps_by_run(name)  # their kept snapshot steps
+            lab.registry.student(name)  # the teacher flag / display name
+            return time.perf_counter() - wall, time.thread_time() - cpu
+
+        for name in names[:5]:
+            page_open(name)  # connections made, statements prepared
+        rows = []
+        for mode, workers in (("one at a time", 1), ("8 at once", 8)):
+            with ThreadPoolExecutor(workers) as pool:
+                timed = list(pool.map(page_open, names * 2))
+            walls = [w * 1000 for w, _ in timed]
+            cpu = sum(c for _, c in timed) / len(timed) * 1000
+            p50, p95 = _app.quantile(walls, 0.5), _app.quantile(walls, 0.95)
+            rows.append(f"| {kind} | {students} | {mode} | {p50:.2f} | {p95:.2f} | {max(walls):.2f} | {cpu:.2f} |")
+        manager.shutdown()
+        lab.registry.dispose()
+        return rows
+
+
+def run_registry(kinds: list[str]) -> int:
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    lines = [
+        "| database | students | opens | p50 ms | p95 ms | max ms | CPU ms each |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for kind in kinds:
+        lines += registry_cost(kind, max(ARGS.students), 55495)
+    text = "\n".join(lines)
+    print(text)
+    if ARGS.record:
+        stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        with open(ARGS.record, "a") as out:
+            out.write(
+                f"\n## {stamp}: the database's cost per open (the lab's registry)\n\n"
+                f"Commit {commit()}; `python benchmarks/class_load.py --registry {','.join(kinds)} --students "
+                f"{','.join(map(str, ARGS.students))}`. Each student has 3 kept runs (300 curve points, 6 snapshot "
+                "rows each); an open is the registry calls the sidebar's picker makes (the student's runs with the "
+                "orphan check, their snapshot steps, their row), each student twice.\n"
+                f"Load average before starting: {load} (1 / 5 / 15 min), on this shared 2-core machine.\n\n"
+                f"{text}\n"
+            )
+    return 0
+
+
 ARGS = parse([])
 
 if __name__ == "__main__":
     ARGS = parse()
+    if ARGS.registry:
+        sys.exit(run_registry([kind for kind in ARGS.registry.split(",") if kind in ("sqlite", "postgresql")]))
     sys.exit(validate() if ARGS.validate else run_all())

@@ -10,8 +10,8 @@ unknown option). This module adds what a class needs around it:
 * :func:`links`: wraps the page run in app.py: a "Copy link to this view" button on every page,
   and a short notice when the link carried values that could not be used (they fall back to
   the defaults: never an error).
-* the model in the URL (``?model=…``) goes through ``ui.picker.select``: a run that exists only
-  in another session falls back to the shipped model with a notice.
+* the model in the URL (``?model=…``) goes through ``ui.picker.select``: a run that is not one of this
+  student's (runs belong to the student, in every tab of theirs) falls back to the shipped model with a notice.
 
 Usage on a page::
 
@@ -501,11 +501,11 @@ def restore_model() -> None:
 
 def model_notice(wanted: str, shown_key: str, shown_label: str, listed: dict) -> str | None:
     """What to say when a link's ``model=`` was not what the page shows (None: it is, whatever the step): the
-    reason that holds for that kind of model, never "another session" for a model that is not a run.
+    reason that holds for that kind of model, never "another student's run" for a model that is not a run.
 
     >>> model_notice("dir:lora@3", "dir:lora", "Checkpoint lora", {})  # a checkpoint has one step: it is shown
     >>> model_notice("run:ab12@50", "shipped:gpt", "Shipped GPT", {})  # doctest: +ELLIPSIS
-    'model = “run:ab12@50” is not available here: it is a training run of another browser session (...): showing...'
+    'model = “run:ab12@50” is not available here: a training run opens only for the student who trained it...'
     >>> model_notice("dir:gone", "shipped:gpt", "Shipped GPT", {})
     'model = “dir:gone” is not available on this server: showing Shipped GPT.'
     """
@@ -515,7 +515,10 @@ def model_notice(wanted: str, shown_key: str, shown_label: str, listed: dict) ->
     start = f"model = “{_short(wanted)}”"
     entry = listed.get(wanted_base)
     if wanted_base.startswith("run:"):
-        why = "is not available here: it is a training run of another browser session (a run stays there)"
+        why = (
+            "is not available here: a training run opens only for the student who trained it (in any tab of "
+            "theirs), and it is not one of your runs"
+        )
     elif entry is not None and not entry.available:
         why = f"is not available here ({_short(entry.note, 160)})"
     else:

@@ -9,8 +9,8 @@ import streamlit as st
 
 from llmviz.data import corpus
 from llmviz.device import available_devices, fresh_seed, pick_device
-from llmviz.errors import LlmvizError
-from ui import present, share, state
+from llmviz.errors import LlmvizError, UploadError
+from ui import picker, present, share, state
 from ui.routing import ensure_router
 from ui.text import literal_markdown
 
@@ -116,6 +116,15 @@ def _forget_removed_upload() -> None:
         state.UPLOADED_CORPUS.pop()
 
 
+def _keep_upload(name: str, text: str) -> None:
+    """Keep a new upload in the student's lab at once (by content hash, within their quota): a run on it can be
+    resumed after a restart. Over the quota, one line says so; the file is still used in this tab."""
+    try:
+        picker.manager().keep_upload(picker.session_id(), name, text.encode())
+    except UploadError as refused:
+        st.warning(literal_markdown(str(refused)))
+
+
 def _upload_widget() -> None:
     limit_mb = corpus.MAX_UPLOAD_BYTES // 2**20
     uploaded = st.file_uploader(
@@ -131,6 +140,8 @@ def _upload_widget() -> None:
         except LlmvizError as error:
             st.error(literal_markdown(str(error)))  # the message quotes the file's name
         else:
+            if not state.UPLOADED_CORPUS.present() or state.UPLOADED_CORPUS.get() != (uploaded.name, text):
+                _keep_upload(uploaded.name, text)
             state.UPLOADED_CORPUS.set((uploaded.name, text))
     if state.UPLOADED_CORPUS.present():
         name, text = state.UPLOADED_CORPUS.get()

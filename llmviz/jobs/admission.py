@@ -200,12 +200,15 @@ class Ledger:
         claim.arrival, claim.phase = self._arrivals, Phase.WAITING
         self.claims[claim.group] = claim
 
-    def next(self) -> Claim | None:
+    def next(self, full: frozenset[str] = frozenset()) -> Claim | None:
         """The waiting claim that starts now: the first in :meth:`order` whose client has room in its share and
-        whose memory fits; None when no slot is free or nothing may start."""
+        whose memory fits; None when no slot is free or nothing may start. ``full``: clients whose share is full
+        elsewhere (their runs on another app process of the lab), passed over like a full share here."""
         if self.running() >= self.budget.slots:
             return None
-        return next((c for c in self.order() if not self.share_full(c.client) and self.fits(c)), None)
+        return next(
+            (c for c in self.order() if c.client not in full and not self.share_full(c.client) and self.fits(c)), None
+        )
 
     def start(self, group: str) -> None:
         """The claim got a slot (its worker now holds its memory; the server no longer holds its payload)."""

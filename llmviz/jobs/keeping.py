@@ -19,6 +19,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
+from llmviz.errors import UploadError
 from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job
 from llmviz.lab.registry import RunRecord, config_json, this_holder
@@ -113,10 +114,11 @@ class Keeper:
     def _keep_text(self, student: str, label: str, text: str | None) -> str | None:
         if text is None:
             return None
-        data = text.encode()
-        digest, _ = self.lab.storage.write_upload(student, data)
-        self.lab.registry.add_upload(student, digest, f"the text of {label}", len(data))
-        return digest
+        try:  # kept at upload time already, most often: then this only finds it
+            return self.lab.keep_upload(student, f"the text of {label}", text.encode())
+        except UploadError as refused:  # over the student's quota: the run trains, but cannot be resumed
+            log.info("%s", refused)
+            return None
 
     def park(self, job) -> None:
         """``job``'s student has gone: it ends as parked (resumable), not stopped."""
@@ -195,8 +197,8 @@ class Keeper:
             self.lab.registry.drop_snapshot(job.id, step)
 
     def act_on_requests(self) -> list[str]:
-        """Stop or park the runs of this process the teacher asked about (from any app process, through the
-        registry); returns their ids."""
+        """Pause, resume, stop or park the runs of this process that another process asked about through the
+        registry (the student's tab served by another app process, the teacher's class view); returns their ids."""
         acted = []
         for run_id, action in self.lab.registry.take_requests(self.holder):
             with self._lock:
@@ -205,7 +207,10 @@ class Keeper:
                 continue
             if action == "park":
                 kept.parked = True
-            kept.job.stop()
+            if action in ("park", "stop"):
+                kept.job.stop()
+            else:
+                getattr(kept.job, action)()  # pause or resume
             acted.append(run_id)
         return acted
 

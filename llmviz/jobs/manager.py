@@ -54,6 +54,7 @@ What the manager promises:
 
 from __future__ import annotations
 
+import atexit
 import logging
 import math
 import pickle
@@ -72,7 +73,7 @@ from llmviz.jobs.job import Group, Job, JobStatus
 from llmviz.jobs.keeping import TEXT_FIELD, Keeper, recipe_text, resumed_trainer, student_key
 from llmviz.jobs.supervisor import Supervisor
 from llmviz.jobs.worker import TaskPayload, TrainPayload, WorkerOptions
-from llmviz.lab.registry import RunRecord
+from llmviz.lab.registry import LIVE_STATES, RunRecord
 from llmviz.lab.service import Lab, default_lab
 from llmviz.training.footprint import MB, Footprint, describe, device_free_bytes, of_trainer, suggestion, worker_peak
 from llmviz.training.footprint import task as task_footprint
@@ -170,6 +171,7 @@ class JobManager:
         self._reaper: threading.Thread | None = None
         self._closed = threading.Event()
         self.admitted: list[str] = []  # job ids in the order they got a slot (tests read it)
+        self._full_students: dict[str, float] = {}  # client → when its share was found full in other processes
         # the lab (llmviz.lab) this manager keeps its runs in, and shares the machine's slots and memory through
         self.keeper = Keeper(lab) if lab is not None else None
 
@@ -391,12 +393,33 @@ class JobManager:
             reserved = sum(self._device_needs.get(c.group, 0) for c in self.ledger.waiting())
             refused = device_refusal(claim.what, device, device_free_bytes(footprints[0].device), reserved)
         if not refused:
-            refused = self.snapshot_refusal(group.owner, group.jobs)
+            refused = self.snapshot_refusal(group.owner, group.jobs) or self._lab_runs_refusal(group)
         if refused:
             raise JobRefused(refused)
         self.ledger.add(claim)
         if device:
             self._device_needs[group.id] = device
+
+    def _lab_runs_refusal(self, group: Group) -> str | None:
+        """With a lab: the student's share counts their runs in every app process (a tab on the other process
+        counts too); under the lock."""
+        limit = self.runs_per_session
+        if self.keeper is None or limit is None:
+            return None
+        try:
+            elsewhere = self.keeper.lab.registry.live_elsewhere(student_key(group.owner), self.keeper.holder)
+        except Exception:  # noqa: BLE001 - the database is unreachable: this process's own share still holds
+            log.exception("could not count the student's runs in the lab's registry")
+            return None
+        here = len([c for c in self.ledger.of(group.client) if not c.stopping])
+        if not elsewhere or here + elsewhere < 2 * limit:
+            return None
+        return (
+            f"You already have {here + elsewhere} runs going (training, waiting or paused), {elsewhere} of them "
+            f"served by another of this class's app processes. This server is shared: each student trains {limit} "
+            f"{'run' if limit == 1 else 'runs'} at a time and keeps {limit} more waiting. Stop one of yours, or let "
+            "it finish, before starting another."
+        )
 
     def _forget(self, group: Group) -> None:
         with self._lock:
@@ -474,7 +497,7 @@ class JobManager:
                 self.ledger.wait(group.id)
             try:
                 while not give_up() and not self._closed.is_set():
-                    chosen = self.ledger.next()
+                    chosen = self.ledger.next(self._full_elsewhere())
                     if chosen is claim and self._machine_slot(group, claim):
                         self.ledger.start(group.id)
                         self._device_needs.pop(group.id, None)
@@ -491,16 +514,31 @@ class JobManager:
 
     def _machine_slot(self, group: Group, claim: Claim) -> bool:
         """With a lab: one of the machine's slots (and its memory) for ``group``, counted over every app process
-        in the lab's registry; without one, this process's ledger is the whole story."""
+        in the lab's registry, within its student's share there; without one, this process's ledger is the whole
+        story. A student whose share is full elsewhere is passed over for a moment (:meth:`_full_elsewhere`), so
+        the runs of others behind theirs start."""
         if self.keeper is None:
             return True
+        registry, run_id = self.keeper.lab.registry, group.jobs[0].id
         try:
-            return self.keeper.lab.registry.claim_slot(
-                group.jobs[0].id, self.max_running, claim.memory, self.memory_budget
+            got = registry.claim_slot(
+                run_id, self.max_running, claim.memory, self.memory_budget, per_student=self.runs_per_session
             )
+            if not got and self.runs_per_session is not None:
+                if registry.student_training(student_key(group.owner)) >= self.runs_per_session:
+                    self._full_students[claim.client] = time.monotonic()
+            return got
         except Exception:  # noqa: BLE001 - the database is unreachable: this process's own limits still hold
             log.exception("could not claim a slot in the lab's registry")
             return True
+
+    def _full_elsewhere(self, hold_s: float = 2.0) -> frozenset[str]:
+        """Clients whose student trained their whole share (in other app processes) when last asked, less than
+        ``hold_s`` seconds ago: under the lock."""
+        now = time.monotonic()
+        for client in [c for c, t in self._full_students.items() if now - t > hold_s]:
+            del self._full_students[client]
+        return frozenset(self._full_students)
 
     def _free_machine_slot(self, group: Group) -> None:
         if self.keeper is not None:
@@ -607,10 +645,35 @@ class JobManager:
 
     def kept_runs(self, owner: str) -> list[RunRecord]:
         """``owner``'s training runs as the lab keeps them (every app process's, and those of earlier servers),
-        oldest first; ``[]`` without a lab."""
+        oldest first; ``[]`` without a lab. A live run held by a process that has gone (an app process killed) is
+        marked interrupted first, so the student sees it resumable at once."""
         if self.keeper is None:
             return []
-        return [run for run in self.keeper.lab.registry.runs(student_key(owner)) if run.kind == "train"]
+        registry, student = self.keeper.lab.registry, student_key(owner)
+        found = [run for run in registry.runs(student) if run.kind == "train"]
+        if any(run.state in LIVE_STATES and run.holder != self.keeper.holder for run in found):
+            if registry.interrupt_orphans(student=student):
+                found = [run for run in registry.runs(student) if run.kind == "train"]
+        return found
+
+    def keep_upload(self, owner: str, name: str, data: bytes) -> str | None:
+        """Keep ``owner``'s uploaded file in the lab when it is uploaded (:meth:`llmviz.lab.service.Lab.keep_upload`:
+        once per content, within their quota, else :class:`~llmviz.errors.UploadError`); None without a lab."""
+        if self.keeper is None:
+            return None
+        return self.keeper.lab.keep_upload(student_key(owner), name, data)
+
+    def control(self, owner: str, run_id: str, action: str) -> bool:
+        """``"pause"``, ``"resume"`` or ``"stop"`` ``owner``'s run ``run_id``, wherever it trains: at once when this
+        process holds it, else through the lab's registry (the process that holds it acts within a second). False
+        when it is not the owner's live run."""
+        job = self.get(owner, run_id)
+        if job is not None:
+            getattr(job, action)()
+            return True
+        if self.keeper is None:
+            return False
+        return self.keeper.lab.registry.request(run_id, action, student=student_key(owner))
 
     def resume_kept(self, owner: str, run_id: str) -> Job:
         """Train ``owner``'s kept run ``run_id`` on from its last kept snapshot (a parked, interrupted or stopped run
@@ -772,6 +835,8 @@ def default_manager(liveness: Callable[[str], bool | None] | None = None) -> Job
             )
             if _default.workers == "process":
                 processes.warm_up_workers()
+            if _default.keeper is not None:  # a server stopped in order (SIGTERM) writes its runs' last steps
+                atexit.register(_default.keeper.close)
         elif liveness is not None and _default.liveness is None:
             _default.liveness = liveness
         return _default

@@ -37,6 +37,7 @@ import sqlalchemy as sa
 LIVE_STATES = ("queued", "running", "paused")
 STATES = (*LIVE_STATES, "finished", "stopped", "failed", "parked", "interrupted")
 MAX_TEXT = 4000  # the longest sample or label kept
+REQUESTS = ("pause", "resume", "stop", "park")  # what any process may ask of a run's holder (Registry.request)
 
 metadata = sa.MetaData()
 
@@ -317,14 +318,17 @@ class Registry:
         with self.engine.begin() as db:
             db.execute(sa.update(runs).where(runs.c.holder == holder).values(heartbeat=time.time()))
 
-    def interrupt_orphans(self, stale_s: float = 60.0) -> list[str]:
+    def interrupt_orphans(self, stale_s: float = 60.0, student: str | None = None) -> list[str]:
         """Runs that were queued, training or paused in a process that has gone (or has not said it is alive for
-        ``stale_s`` seconds, where it runs on another host) become *interrupted*; returns their ids."""
+        ``stale_s`` seconds, where it runs on another host) become *interrupted*; returns their ids. ``student``:
+        only theirs (a page listing a student's runs checks them, so a killed app process's runs show as
+        interrupted at once on the other)."""
         now = time.time()
+        where: list[sa.ColumnElement[bool]] = [runs.c.state.in_(LIVE_STATES)]
+        if student is not None:
+            where.append(runs.c.student == student)
         with self.engine.connect() as db:
-            rows = db.execute(
-                sa.select(runs.c.id, runs.c.holder, runs.c.heartbeat).where(runs.c.state.in_(LIVE_STATES))
-            ).all()
+            rows = db.execute(sa.select(runs.c.id, runs.c.holder, runs.c.heartbeat).where(*where)).all()
         gone = []
         for run_id, holder, heartbeat in rows:
             alive = holder_alive(holder)
@@ -339,15 +343,18 @@ class Registry:
                 )
         return gone
 
-    def request(self, run_id: str, action: str) -> bool:
-        """Ask the process that holds ``run_id`` to ``"stop"`` or ``"park"`` it (the teacher's class view: any app
-        process may ask, the holder acts on its next flush); False when the run is not live."""
-        if action not in ("stop", "park"):
-            raise ValueError("a run can be asked to stop or to park")
+    def request(self, run_id: str, action: str, student: str | None = None) -> bool:
+        """Ask the process that holds ``run_id`` to ``"pause"``, ``"resume"``, ``"stop"`` or ``"park"`` it: any app
+        process may ask (the student's tab on another process, the teacher's class view), the holder acts within a
+        second (:meth:`llmviz.jobs.keeping.Keeper.act_on_requests`). ``student``: only if the run is theirs. False
+        when the run is not live (or not theirs); a later request replaces one not yet taken."""
+        if action not in REQUESTS:
+            raise ValueError(f"a run can be asked to {', '.join(REQUESTS)}")
+        where: list[sa.ColumnElement[bool]] = [runs.c.id == run_id, runs.c.state.in_(LIVE_STATES)]
+        if student is not None:
+            where.append(runs.c.student == student)
         with self.engine.begin() as db:
-            changed = db.execute(
-                sa.update(runs).where(runs.c.id == run_id, runs.c.state.in_(LIVE_STATES)).values(wanted=action)
-            ).rowcount
+            changed = db.execute(sa.update(runs).where(*where).values(wanted=action)).rowcount
         return bool(changed)
 
     def take_requests(self, holder: str) -> list[tuple[str, str]]:
@@ -365,9 +372,12 @@ class Registry:
 
     # ------------------------------------------------------------------ the machine's slots and memory
 
-    def claim_slot(self, run_id: str, max_running: int, memory: int = 0, budget: int | None = None) -> bool:
+    def claim_slot(
+        self, run_id: str, max_running: int, memory: int = 0, budget: int | None = None, per_student: int | None = None
+    ) -> bool:
         """Take one of the machine's ``max_running`` training slots (and ``memory`` bytes of ``budget``) for
-        ``run_id``, in one transaction with every other process: True when it got them."""
+        ``run_id``, in one transaction with every other process: True when it got them. ``per_student``: the run's
+        student may train at most that many runs at once, whichever process trains them (one share per student)."""
         with self.engine.begin() as db:
             if db.dialect.name == "postgresql":
                 db.execute(sa.text("LOCK TABLE lab_runs IN SHARE ROW EXCLUSIVE MODE"))
@@ -380,12 +390,40 @@ class Registry:
             ).one()
             if busy[0] >= max_running or (budget is not None and busy[1] + memory > budget):
                 return False
+            if per_student is not None:
+                student = sa.select(runs.c.student).where(runs.c.id == run_id).scalar_subquery()
+                theirs = db.execute(
+                    sa.select(sa.func.count()).where(
+                        runs.c.training.is_(True), runs.c.id != run_id, runs.c.student == student
+                    )
+                ).scalar_one()
+                if theirs >= per_student:
+                    return False
             db.execute(sa.update(runs).where(runs.c.id == run_id).values(training=True, memory=memory))
             return True
 
     def free_slot(self, run_id: str) -> None:
         with self.engine.begin() as db:
             db.execute(sa.update(runs).where(runs.c.id == run_id).values(training=False, memory=0))
+
+    def student_training(self, student: str) -> int:
+        """``student``'s runs holding a training slot now, in every process."""
+        with self.engine.connect() as db:
+            return db.execute(
+                sa.select(sa.func.count()).where(runs.c.student == student, runs.c.training.is_(True))
+            ).scalar_one()
+
+    def live_elsewhere(self, student: str, holder: str) -> int:
+        """``student``'s runs queued, training or paused in processes other than ``holder`` (their share's other
+        half: a student's runs count once, whichever app process their tabs are served by)."""
+        with self.engine.connect() as db:
+            return db.execute(
+                sa.select(sa.func.count()).where(
+                    runs.c.student == student,
+                    runs.c.state.in_(LIVE_STATES),
+                    sa.or_(runs.c.holder.is_(None), runs.c.holder != holder),
+                )
+            ).scalar_one()
 
     def training_count(self) -> int:
         with self.engine.connect() as db:

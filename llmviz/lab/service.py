@@ -14,8 +14,9 @@ import threading
 from pathlib import Path
 
 from llmviz import settings
+from llmviz.errors import UploadError
 from llmviz.lab.registry import Registry, default_url
-from llmviz.lab.storage import Storage, thinning_order
+from llmviz.lab.storage import Storage, content_hash, thinning_order
 
 ROOT = Path(__file__).resolve().parent.parent.parent  # the repository
 
@@ -40,10 +41,10 @@ class Lab:
         ``<folder>/lab``."""
         return cls(Registry(url or default_url(folder)), Storage(os.path.join(os.fspath(folder), "lab")), **limits)
 
-    def thin(self, student: str) -> list[tuple[str, int]]:
-        """Delete ``student``'s oldest snapshots (:func:`thinning_order`) until their files fit the quota; returns
-        the ``(run, step)`` deleted."""
-        used = self.registry.disk_bytes(student)
+    def thin(self, student: str, room: int = 0) -> list[tuple[str, int]]:
+        """Delete ``student``'s oldest snapshots (:func:`thinning_order`) until their files fit the quota with
+        ``room`` bytes to spare; returns the ``(run, step)`` deleted."""
+        used = self.registry.disk_bytes(student) + room
         if used <= self.quota:
             return []
         kept = self.registry.student_snapshots(student)
@@ -61,6 +62,27 @@ class Lab:
             used -= nbytes
             dropped.append((run, step))
         return dropped
+
+    def keep_upload(self, student: str, name: str, data: bytes) -> str:
+        """Keep an uploaded file of ``student`` once per content, when it is uploaded (so a later run on it can be
+        resumed, and a restarted server still has it): its SHA-256. Within the student's quota: their oldest
+        snapshots are thinned to make room (:meth:`thin`), and a file that still does not fit is refused
+        (:class:`~llmviz.errors.UploadError`, one line; nothing is written)."""
+        digest = content_hash(data)
+        if any(have == digest for have, _, _ in self.registry.uploads(student)):
+            return digest  # kept already: once per content
+        self.registry.ensure_student(student)
+        self.thin(student, room=len(data))
+        used = self.registry.disk_bytes(student)
+        if used + len(data) > self.quota:
+            raise UploadError(
+                f"{name} ({len(data) / 2**20:.1f} MB) is not kept: your kept runs and files already take "
+                f"{used / 2**20:.1f} of your {self.quota / 2**20:.0f} MB. It is used until you leave; delete a kept "
+                "run to keep it."
+            )
+        self.storage.write_upload(student, data)
+        self.registry.add_upload(student, digest, name, len(data))
+        return digest
 
     def delete_run(self, student: str, run_id: str) -> bool:
         """Delete ``student``'s run with its files; False when it is not theirs."""

@@ -108,3 +108,45 @@ def test_a_parked_run_is_listed_and_resumed_on_the_training_page(fresh_session_j
     assert job.wait(JOB_TIMEOUT)
     status = job.status()
     assert status.state.value == "finished" and status.step == 30 and status.losses[0][0] == 11
+
+
+def test_a_run_another_app_process_trains_is_paused_and_stopped_from_this_one(fresh_session_jobs):
+    """The student's second tab lands on this process: the run their first tab's process trains (a live process
+    holds it) gets Pause/Resume/Stop here, asked through the lab's registry (tests/unit/jobs/test_lab_processes.py
+    shows the holder acting on them)."""
+    import subprocess
+    import sys
+
+    import psutil
+
+    from llmviz.lab.registry import this_holder
+
+    at = run_app("stages/training.py")
+    student = at.session_state["_llmviz_session_id"]
+    lab = llmviz.lab.service.default_lab()
+    lab.registry.ensure_student(student)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])  # the other app process
+    try:
+        started = int(psutil.Process(other.pid).create_time())
+        holder = f"{this_holder().split(':')[0]}:{other.pid}:{started}"
+        lab.registry.add_run(
+            RunRecord("elsewhere1", student, "train", "other tab's run", "running", 300, 40, holder=holder)
+        )
+        at.run()
+        assert_clean(at)
+        at.selectbox(key="kept_delete_choice").set_value("other tab's run · elsewhere1").run()
+        at.button(key="kept_pause_run").click().run()
+        assert_clean(at)
+        assert lab.registry.take_requests(holder) == [("elsewhere1", "pause")]
+        lab.registry.update_run("elsewhere1", state="paused")
+        at.run()
+        at.button(key="kept_resume_run").click().run()
+        assert lab.registry.take_requests(holder) == [("elsewhere1", "resume")]
+        at.button(key="kept_stop_run").click().run()
+        assert lab.registry.take_requests(holder) == [("elsewhere1", "stop")]
+    finally:
+        other.kill()
+        other.wait()
+    at.run()  # its process gone: the run shows interrupted, resumable, with no buttons for a live run
+    assert lab.registry.run(student, "elsewhere1").state == "interrupted"
+    assert not [b for b in at.button if b.key == "kept_pause_run"]

@@ -1,6 +1,7 @@
 """A link's ``model=`` is checked for what it names: a checkpoint or the pretrained MiniLM that the page shows gives no
-notice (a valid link said "a run trained in another session" while showing the model), a run of another session
-says so, and a model this server lacks says that instead."""
+notice (a valid link said "a run trained in another session" while showing the model), a run that is not the
+student's says that a run opens only for the student who trained it, and a model this server lacks says that
+instead."""
 
 from __future__ import annotations
 
@@ -62,12 +63,13 @@ def test_a_minilm_link_shows_it_without_a_notice():
     assert link_notices(at) == ""
 
 
-def test_a_run_link_says_the_run_stays_in_its_session():
+def test_a_run_link_says_a_run_opens_only_for_its_student():
     at = open_link("run:0123456789ab@40")
     assert picked(at) == "shipped:gpt-python-docs"
-    assert "is not available here: it is a training run of another browser session" in link_notices(at).replace(
-        "\\", ""
-    )
+    assert "is not available here: a training run opens only for the student who trained it" in link_notices(
+        at
+    ).replace("\\", "")
+    assert "another browser session" not in link_notices(at)  # runs belong to the student, not the tab
 
 
 def test_a_model_this_server_lacks_says_so_and_not_another_session(runs):

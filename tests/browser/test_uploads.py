@@ -1,7 +1,9 @@
 """The file uploader in a real browser (issues #13 and #19): names shown literally, a binary file refused, removing
-the file, the /home address.
+the file, the /home address; the upload kept in the student's lab (runs folder) when it is uploaded.
 
 Every wait is on the app's state (a text, a button), never a fixed sleep: the machine may be busy."""
+
+import hashlib
 
 import pytest
 
@@ -32,7 +34,7 @@ def upload(page, name: str, data: bytes):
     )
 
 
-def test_upload_through_the_real_file_uploader(app_url, browser):
+def test_upload_through_the_real_file_uploader(app_url, browser, timings_log):
     page = open_page(browser, f"{app_url}/home")  # the address people type: opens Home, no "Page not found"
     assert "llmviz" in page.locator("h1").first.inner_text()
     assert page.get_by_text("Page not found").count() == 0
@@ -45,6 +47,9 @@ def test_upload_through_the_real_file_uploader(app_url, browser):
     assert name in using.inner_text()
     assert main_area(page).get_by_text(f"The first lines of {name}", exact=False).count() == 1
     no_error_box(page)
+    digest = hashlib.sha256(STORY.encode()).hexdigest()  # kept in the student's lab when uploaded, by its content
+    [kept] = list((timings_log.parent / "runs" / "lab").glob(f"*/uploads/{digest}"))
+    assert kept.read_bytes() == STORY.encode()
     shot(page, "upload-literal-name")
     go(page, "Tokens")
     page.get_by_text(f"{name}: training on", exact=False).first.wait_for()

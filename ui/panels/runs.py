@@ -31,6 +31,7 @@ import streamlit as st
 from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job, JobStatus
 from llmviz.jobs.manager import JobRefused, Planned
+from llmviz.lab.registry import LIVE_STATES
 from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure, smooth
 from llmviz.training.config import TrainConfig
 from llmviz.training.dataset import vocab_bound
@@ -243,10 +244,9 @@ def vocab_of(job: Job) -> int:
 def _act(job_id: str, action: str) -> None:
     """A Pause, Resume or Stop button's callback: Streamlit calls it for the click before the run that carries
     the click draws anything, whichever run that is (the live section's refresh, the whole page, or one where the
-    section is gone): the click acts even when the button it came from is never drawn again."""
-    job = picker.manager().get(picker.session_id(), job_id)
-    if job is not None:
-        getattr(job, action)()
+    section is gone): the click acts even when the button it came from is never drawn again. A run another app
+    process trains (the student's other tab) is asked through the lab's registry and acts within a second."""
+    picker.manager().control(picker.session_id(), job_id, action)  # here, or through the lab: any app process
 
 
 def controls(job: Job, status: JobStatus, where: str) -> None:
@@ -566,6 +566,19 @@ def kept_rows(records: list, steps_by_run: dict[str, list[int]], live: set[str])
     return rows
 
 
+def _kept_controls(record) -> None:
+    """Pause / Resume / Stop for the student's run that another app process trains (their other tab): asked
+    through the lab's registry (:meth:`llmviz.jobs.manager.JobManager.control`); its row shows the change within
+    a few seconds."""
+    c1, c2, _ = st.columns([1, 1, 4])
+    if record.state == "paused":
+        c1.button("Resume", key=state.widget("kept_resume_run"), on_click=_act, args=(record.id, "resume"))
+    else:
+        c1.button("Pause", key=state.widget("kept_pause_run"), on_click=_act, args=(record.id, "pause"))
+    c2.button("Stop", key=state.widget("kept_stop_run"), on_click=_act, args=(record.id, "stop"))
+    st.caption(f"{record.label} trains in another of this class's app processes: these buttons act on it there.")
+
+
 def kept_runs_panel() -> None:
     """The student's runs the lab keeps that no tab of this server trains now: earlier servers', other app
     processes', parked ones. Each is in the sidebar's picker at its kept steps; the student may delete one."""
@@ -602,6 +615,8 @@ def kept_runs_panel() -> None:
             st.warning(str(refused))
         else:
             st.rerun(scope="app")
+    if record is not None and record.state in LIVE_STATES:
+        _kept_controls(record)
     if d3.button("Delete it", key=state.widget("kept_delete")) and record is not None:
         job_manager.remove(picker.session_id(), record.id)
         st.rerun(scope="app")

@@ -1,4 +1,5 @@
-"""A manager keeps its runs in the lab: rows, curves and snapshot files on a real SQLite file, read back by another
+"""A manager keeps its runs in the lab: rows, curves and snapshot files on a real SQLite file and on a real
+PostgreSQL server (the ``database_url`` fixture), read back by another
 manager (a restarted server) and by another real process; the machine's slots are shared through the registry."""
 
 from __future__ import annotations
@@ -24,14 +25,16 @@ def _wait_for(predicate, timeout=60.0):
     return False
 
 
-def test_a_finished_run_is_kept_with_its_curve_and_snapshots(tmp_path):
-    manager = JobManager(max_running=1, lab=Lab.at(tmp_path))
+def test_a_finished_run_is_kept_with_its_curve_and_snapshots(tmp_path, database_url):
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path, url=database_url))
     trainer = small_trainer(steps=20)
     job = manager.submit_training("student-1", trainer, label="Run 1")
     assert job.wait(120)
     manager.shutdown()  # flushes what is left
     status = job.status()
-    restarted = JobManager(max_running=1, lab=Lab.at(tmp_path))  # a new server on the same runs folder
+    restarted = JobManager(
+        max_running=1, lab=Lab.at(tmp_path, url=database_url)
+    )  # a new server on the same runs folder
     [kept] = restarted.kept_runs("student-1")
     assert (kept.id, kept.label, kept.state, kept.step, kept.total) == (job.id, "Run 1", "finished", 20, 20)
     assert kept.config["steps"] == 20 and kept.config["model"] == "bigram-neural" and kept.model == "char"
@@ -51,8 +54,10 @@ def test_a_finished_run_is_kept_with_its_curve_and_snapshots(tmp_path):
     restarted.shutdown()
 
 
-def test_a_run_of_a_student_who_has_gone_is_parked_not_lost(tmp_path):
-    manager = JobManager(max_running=1, lab=Lab.at(tmp_path), session_timeout=0.01, reap_interval=3600)
+def test_a_run_of_a_student_who_has_gone_is_parked_not_lost(tmp_path, database_url):
+    manager = JobManager(
+        max_running=1, lab=Lab.at(tmp_path, url=database_url), session_timeout=0.01, reap_interval=3600
+    )
     job = manager.submit_training("student-1", small_trainer(steps=100_000), label="long")
     assert _wait_for(lambda: job.status().step >= 5)
     assert manager.reap() == ["student-1"]
@@ -69,7 +74,7 @@ import sys, time
 from llmviz.jobs.manager import JobManager
 from llmviz.lab.service import Lab
 from tests.support.jobs import small_trainer
-manager = JobManager(max_running=1, lab=Lab.at(sys.argv[1]))
+manager = JobManager(max_running=1, lab=Lab.at(sys.argv[1], url=sys.argv[3]))
 job = manager.submit_training("student-1", small_trainer(steps=int(sys.argv[2])), label="from the other process")
 while job.status().step < 3:
     time.sleep(0.05)
@@ -79,19 +84,22 @@ manager.shutdown()
 """
 
 
-def test_two_processes_share_one_lab_and_one_slot(tmp_path):
+def test_two_processes_share_one_lab_and_one_slot(tmp_path, database_url):
     """The machine trains max_running=1 run at once, however many processes: a run of this process waits while
-    the other process's run trains, and lists the other process's run for the same student."""
+    the other process's run trains, and lists the other process's run for the same student (on a SQLite file and
+    on PostgreSQL)."""
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(tmp_path), "400"], stdout=subprocess.PIPE, text=True, cwd="."
+        [sys.executable, "-c", CHILD, str(tmp_path), "400", database_url], stdout=subprocess.PIPE, text=True, cwd="."
     )
     try:
         other_id = child.stdout.readline().strip()
-        manager = JobManager(max_running=1, lab=Lab.at(tmp_path))
+        manager = JobManager(max_running=1, lab=Lab.at(tmp_path, url=database_url))
         job = manager.submit_training("student-2", small_trainer(steps=10), label="mine")
-        time.sleep(1.5)
-        if child.poll() is None and manager.keeper.lab.registry.run("student-1", other_id).state == "running":
-            assert job.status().state.value == "queued"  # the machine's one slot is the other process's
+        deadline = time.monotonic() + 1.5
+        while time.monotonic() < deadline:  # never both at once: ours read first, then theirs (the row's state
+            ours = job.status().state.value  # is written once a second, its slot at once: the slot is the truth)
+            assert not (ours == "running" and manager.keeper.lab.registry.run("student-1", other_id).training)
+            time.sleep(0.05)
         assert job.wait(300)
         assert child.wait(300) == 0
         assert job.status().step == 10
@@ -103,15 +111,18 @@ def test_two_processes_share_one_lab_and_one_slot(tmp_path):
         child.kill()
 
 
-def test_a_run_training_when_its_server_died_is_interrupted(tmp_path):
+def test_a_run_training_when_its_server_died_is_interrupted(tmp_path, database_url):
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(tmp_path), "1000000"], stdout=subprocess.PIPE, text=True, cwd="."
+        [sys.executable, "-c", CHILD, str(tmp_path), "1000000", database_url],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=".",
     )
     run_id = child.stdout.readline().strip()
     time.sleep(1.5)  # a flush or two
     child.kill()  # the server stops with no goodbye
     child.wait()
-    restarted = JobManager(max_running=1, lab=Lab.at(tmp_path))
+    restarted = JobManager(max_running=1, lab=Lab.at(tmp_path, url=database_url))
     assert run_id in restarted.keeper.interrupted
     [kept] = restarted.kept_runs("student-1")
     assert kept.state == "interrupted" and kept.step >= 3 and kept.resumable
@@ -120,7 +131,7 @@ def test_a_run_training_when_its_server_died_is_interrupted(tmp_path):
     restarted.shutdown()
 
 
-def test_a_parked_run_resumes_from_its_last_snapshot(tmp_path):
+def test_a_parked_run_resumes_from_its_last_snapshot(tmp_path, database_url):
     import functools
 
     from llmviz.jobs.keeping import resumed_trainer
@@ -134,7 +145,9 @@ def test_a_parked_run_resumes_from_its_last_snapshot(tmp_path):
         model="bigram-neural", tokenizer="char", context_length=8, batch_size=4, steps=5000, eval_interval=50
     )
     needs = footprint.of_config(config, vocab_bound(TEXT, config), text_bytes=len(TEXT))
-    manager = JobManager(max_running=1, lab=Lab.at(tmp_path), session_timeout=0.01, reap_interval=3600)
+    manager = JobManager(
+        max_running=1, lab=Lab.at(tmp_path, url=database_url), session_timeout=0.01, reap_interval=3600
+    )
     job = manager.submit_training("student-1", build=functools.partial(build_trainer, TEXT, config), footprint=needs)
     assert _wait_for(lambda: job.status().step >= 5)
     manager.reap()  # the student has gone: parked
@@ -159,3 +172,19 @@ def test_a_parked_run_resumes_from_its_last_snapshot(tmp_path):
         assert torch.equal(tensor, kept_state[name])
     assert resumed.label.endswith("· resumed")
     manager.shutdown()
+
+
+def test_an_upload_kept_at_upload_time_is_the_text_its_runs_name(tmp_path, database_url):
+    from tests.support.jobs import TEXT
+    from tests.support.lab_process import submit
+
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path, url=database_url))
+    digest = manager.keep_upload("student-1", "notes.txt", TEXT.encode())  # the sidebar's uploader, at once
+    registry = manager.keeper.lab.registry
+    assert registry.uploads("student-1") == [(digest, "notes.txt", len(TEXT))]
+    job = submit(manager, "student-1", 5)  # a run on that text: kept once, under the name it was uploaded as
+    assert job.wait(120)
+    manager.shutdown()
+    [kept] = Lab.at(tmp_path, url=database_url).registry.runs("student-1")
+    assert kept.config["text_sha256"] == digest and registry.uploads("student-1") == [(digest, "notes.txt", len(TEXT))]
+    assert JobManager(max_running=1).keep_upload("student-1", "x", b"y") is None  # no lab: nothing kept

@@ -1,4 +1,5 @@
-"""The lab's registry and storage on a real SQLite file, with real processes."""
+"""The lab's registry and storage on both databases it runs on (a real SQLite file and a real PostgreSQL server:
+the ``database_url`` fixture, tests/support/postgres.py), with real processes."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ def _run(run_id: str, student: str = "s1", state: str = "queued", **values) -> R
     return RunRecord(id=run_id, student=student, kind="train", label=f"Run {run_id}", state=state, total=100, **values)
 
 
-def test_rows_outlive_the_registry_object(tmp_path):
-    url = f"sqlite:///{tmp_path / 'lab.db'}"
+def test_rows_outlive_the_registry_object(database_url):
+    url = database_url
     first = Registry(url)
     first.ensure_student("s1", name="Ada")
     first.add_run(_run("r1", config={"steps": 100}))
@@ -40,11 +41,12 @@ def test_rows_outlive_the_registry_object(tmp_path):
     assert second.curve("r1") == [(10, 3.0, None), (20, 2.5, 2.8), (30, 2.2, 2.6)]
     assert second.samples("r1") == [(20, "hello")]
     assert second.student("s1")["name"] == "Ada"
-    assert (tmp_path / "lab.db-wal").exists() or second.engine.dialect.name == "sqlite"
+    assert second.engine.dialect.name == ("postgresql" if url.startswith("postgresql") else "sqlite")
+    second.dispose()
 
 
-def test_a_run_id_alone_opens_nothing_of_another_student(tmp_path):
-    registry = Registry(f"sqlite:///{tmp_path / 'lab.db'}")
+def test_a_run_id_alone_opens_nothing_of_another_student(database_url):
+    registry = Registry(database_url)
     registry.ensure_student("s1")
     registry.ensure_student("s2")
     registry.add_run(_run("r1"))
@@ -62,8 +64,8 @@ def _child_adds_running_run(url: str) -> None:
     registry.update_run("orphan", state="running", step=7)
 
 
-def test_a_run_whose_process_has_gone_is_interrupted(tmp_path):
-    url = f"sqlite:///{tmp_path / 'lab.db'}"
+def test_a_run_whose_process_has_gone_is_interrupted(database_url):
+    url = database_url
     child = multiprocessing.get_context("spawn").Process(target=_child_adds_running_run, args=(url,))
     child.start()
     child.join(60)
@@ -85,8 +87,8 @@ print(len(got))
 """
 
 
-def test_slots_are_counted_once_for_every_process(tmp_path):
-    url = f"sqlite:///{tmp_path / 'lab.db'}"
+def test_slots_are_counted_once_for_every_process(database_url):
+    url = database_url
     registry = Registry(url)
     registry.ensure_student("s1")
     ids = [f"r{i}" for i in range(8)]
@@ -102,8 +104,8 @@ def test_slots_are_counted_once_for_every_process(tmp_path):
     assert registry.claim_slot("r7", max_running=3) or registry.run("s1", "r7").training
 
 
-def test_memory_budget_is_one_for_the_machine(tmp_path):
-    registry = Registry(f"sqlite:///{tmp_path / 'lab.db'}")
+def test_memory_budget_is_one_for_the_machine(database_url):
+    registry = Registry(database_url)
     registry.ensure_student("s1")
     for run_id in ("a", "b"):
         registry.add_run(_run(run_id))
@@ -130,8 +132,8 @@ def test_snapshots_round_trip_without_pickle_and_tied_weights_stay_tied(tmp_path
         storage.run_folder("../s2", "r1")
 
 
-def test_quota_thins_the_oldest_snapshots_first_and_keeps_each_last_step(tmp_path):
-    lab = Lab.at(tmp_path, quota=10_000)
+def test_quota_thins_the_oldest_snapshots_first_and_keeps_each_last_step(tmp_path, database_url):
+    lab = Lab.at(tmp_path, url=database_url, quota=10_000)
     lab.registry.ensure_student("s1")
     weights = {"w": torch.zeros(500)}  # about 2 kB a file
     for run_id, created in (("old", 1.0), ("new", 2.0)):
@@ -147,8 +149,8 @@ def test_quota_thins_the_oldest_snapshots_first_and_keeps_each_last_step(tmp_pat
     assert {("old", 50), ("new", 50)} <= kept
 
 
-def test_delete_run_removes_its_files_and_uploads_are_kept_once(tmp_path):
-    lab = Lab.at(tmp_path)
+def test_delete_run_removes_its_files_and_uploads_are_kept_once(tmp_path, database_url):
+    lab = Lab.at(tmp_path, url=database_url)
     lab.registry.ensure_student("s1")
     lab.registry.add_run(_run("r1"))
     path, nbytes = lab.storage.write_snapshot("s1", "r1", 0, {"w": torch.ones(3)}, {})
@@ -163,8 +165,8 @@ def test_delete_run_removes_its_files_and_uploads_are_kept_once(tmp_path):
     assert lab.registry.disk_bytes("s1") == 9
 
 
-def test_retention_deletes_runs_nobody_touched(tmp_path):
-    lab = Lab.at(tmp_path, keep_s=60)
+def test_retention_deletes_runs_nobody_touched(tmp_path, database_url):
+    lab = Lab.at(tmp_path, url=database_url, keep_s=60)
     lab.registry.ensure_student("s1")
     lab.registry.add_run(_run("old", state="finished"))
     lab.registry.add_run(_run("live", state="running"))
@@ -173,3 +175,27 @@ def test_retention_deletes_runs_nobody_touched(tmp_path):
 
         db.execute(runs.update().values(updated=0.0))
     assert lab.expire() == ["old"]
+
+
+def test_an_upload_is_kept_when_uploaded_once_per_content_within_the_quota(tmp_path, database_url):
+    from llmviz.errors import UploadError
+    from llmviz.lab.storage import content_hash
+
+    lab = Lab.at(tmp_path, url=database_url, quota=10_000)
+    text = b"a student's own text\n" * 100  # 2,100 bytes
+    digest = lab.keep_upload("s1", "mine.txt", text)
+    assert digest == content_hash(text) and lab.storage.read_upload("s1", digest) == text
+    assert lab.keep_upload("s1", "same, renamed.txt", text) == digest  # once per content
+    assert lab.registry.uploads("s1") == [(digest, "mine.txt", len(text))] and lab.registry.disk_bytes("s1") == 2100
+    lab.registry.add_run(_run("r1"))
+    for step in (0, 10, 20, 50):  # about 2 kB each: 8.1 kB with the upload, under the quota
+        path, nbytes = lab.storage.write_snapshot("s1", "r1", step, {"w": torch.zeros(500)}, {})
+        lab.registry.add_snapshot("r1", step, path, nbytes)
+    second = b"another text\n" * 300  # 3,900 bytes: fits once the oldest snapshots are thinned
+    lab.keep_upload("s1", "second.txt", second)
+    assert [step for step, *_ in lab.registry.snapshots("r1")][-1] == 50  # the run's last step stays
+    assert lab.registry.disk_bytes("s1") <= 10_000 == lab.quota
+    with pytest.raises(UploadError, match="big.txt .* is not kept"):
+        lab.keep_upload("s1", "big.txt", b"x" * 9_000)  # cannot fit beside the uploads and the last step
+    assert len(lab.registry.uploads("s1")) == 2 and lab.storage.usage("s1") == lab.registry.disk_bytes("s1")
+    assert lab.keep_upload("s2", "mine.txt", text) == digest and lab.registry.disk_bytes("s2") == 2100  # s2's own
