@@ -12,7 +12,7 @@ import streamlit as st
 import ui
 from llmviz.lessons import adapting
 from llmviz.lessons.defaults import DEFAULT_PROMPT
-from llmviz.lessons.serving import WANTED, is_quick, paged, parse_lengths
+from llmviz.lessons.serving import BATCHING_REPEATS, WANTED, batching_steps, is_quick, paged, parse_lengths
 from ui import picker, sections, share, state
 from ui.panels import quiz, runs, serving
 from ui.text import literal_markdown
@@ -78,11 +78,11 @@ def batching_section() -> None:
     small = is_quick(model)
     found = runs.computed(
         "batching",
-        ("batching", view.content_key, int(slots), WANTED, adapting.BATCHING_REPEATS),
-        functools.partial(adapting.batching_steps, model=model, tokenizer=tokenizer, slots=int(slots), lengths=WANTED),
-        label=f"Serving the six requests both ways, {adapting.BATCHING_REPEATS} times",
+        ("batching", view.content_key, int(slots), WANTED, BATCHING_REPEATS),
+        functools.partial(batching_steps, model=model, tokenizer=tokenizer, slots=int(slots), lengths=WANTED),
+        label=f"Serving the six requests both ways, {BATCHING_REPEATS} times",
         footprint=adapting.task_footprint("batching", "the batching comparison", model),
-        total=adapting.BATCHING_REPEATS,
+        total=BATCHING_REPEATS,
         start=None if small else "Serve the six requests both ways",
     )
     if found is None:

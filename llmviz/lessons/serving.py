@@ -1,6 +1,6 @@
 """The numbers the Serving page shows (``stages/serving.py``, drawn by ``ui/panels/serving.py``): the KV cache growing
 while the model writes, paged attention's block tables and the batching comparison, with the page's own settings,
-from :mod:`llmviz.generation.serving` (batching's repeated runs are :func:`llmviz.lessons.adapting.batching_steps`).
+from :mod:`llmviz.generation.serving` (batching's repeated runs: :func:`batching_steps`, a lab task).
 
 >>> parse_lengths("13, 5, 22")
 [13, 5, 22]
@@ -8,11 +8,17 @@ from :mod:`llmviz.generation.serving` (batching's repeated runs are :func:`llmvi
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+
+from llmviz.adapt import finetune
 from llmviz.generation import serving
 from llmviz.generation.serving import KVGrowth, PagedKVCache
 from llmviz.lessons import adapting
 from llmviz.lessons.quiz import Question
 from llmviz.models.gpt import GPT
+from llmviz.tokenizers.base import Tokenizer
 from llmviz.tokenizers.ids import encode
 
 GROWTH_TOKENS = 60  # written while the KV cache is measured
@@ -105,7 +111,7 @@ def is_quick(model: GPT) -> bool:
     return model.num_parameters() <= adapting.QUICK_PARAMETERS
 
 
-def policy_rows(found: adapting.Batching) -> list[dict]:
+def policy_rows(found: Batching) -> list[dict]:
     """Each policy's steps, slot use, useful tokens and tokens/s (a median of the repeats, with its spread)."""
     return [
         {
@@ -117,3 +123,92 @@ def policy_rows(found: adapting.Batching) -> list[dict]:
         }
         for policy, result in found.results.items()
     ]
+
+
+# ---------------------------------------------------------------------------- batching, measured
+
+
+def batching_requests(
+    model: GPT, tokenizer: Tokenizer, lengths: tuple[int, ...]
+) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """The requests both policies serve: prompts from the held-out names ("Mary is"), and how many tokens each
+    wants (at most what the model's context leaves)."""
+    model = adapting.require_gpt(model)
+    _, held = finetune.name_examples()
+    prompts, wanted = {}, {}
+    for i, length in enumerate(lengths):
+        name = f"request {i + 1}"
+        prompts[name] = encode(tokenizer, f"{held[i].text} is")[-model.config.context_length // 2 :]
+        wanted[name] = max(1, min(length, model.config.context_length - len(prompts[name])))
+    return prompts, wanted
+
+
+def batching(model: GPT, tokenizer: Tokenizer, slots: int, lengths: tuple[int, ...]) -> dict[str, serving.ServeResult]:
+    """The same requests (prompts from the held-out names, different lengths) under both policies."""
+    prompts, wanted = batching_requests(model, tokenizer, lengths)
+    return {policy: serving.serve(model, prompts, wanted, slots, policy) for policy in ("static", "continuous")}
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A speed measured several times: the median and the spread (lowest, highest) of the repeats."""
+
+    values: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    @property
+    def low(self) -> float:
+        return min(self.values)
+
+    @property
+    def high(self) -> float:
+        return max(self.values)
+
+    def text(self) -> str:
+        """The median with its spread.
+
+        >>> Rate((310.0, 290.0, 305.4)).text()
+        '305 (290–310, 3 runs)'
+        """
+        return f"{self.median:,.0f} ({self.low:,.0f}–{self.high:,.0f}, {len(self.values)} runs)"
+
+
+@dataclass(frozen=True)
+class Batching:
+    """Both policies on the same requests: each policy's first run (its schedule: steps, waits, finishes, the same
+    in every repeat) and its tokens/s over every repeat (wall-clock: it varies from run to run)."""
+
+    results: dict[str, serving.ServeResult]
+    rates: dict[str, Rate]
+    repeats: int
+
+
+BATCHING_REPEATS = 5
+
+
+def batching_steps(
+    should_stop: Callable[[], bool],
+    model: GPT,
+    tokenizer: Tokenizer,
+    slots: int,
+    lengths: tuple[int, ...],
+    repeats: int = BATCHING_REPEATS,
+) -> Generator[tuple[int, float], None, Batching | None]:
+    """Serve the requests under both policies ``repeats`` times, alternating (so a busy moment of the machine
+    slows both alike): a task loop, one repeat per yield. The schedule is the same every time (greedy decoding,
+    the same slots); only the seconds differ, which is why the tokens/s are a median with their spread."""
+    prompts, wanted = batching_requests(model, tokenizer, lengths)
+    first: dict[str, serving.ServeResult] = {}
+    seen: dict[str, list[float]] = {"static": [], "continuous": []}
+    for repeat in range(1, repeats + 1):
+        for policy in ("static", "continuous"):
+            result = serving.serve(model, prompts, wanted, slots, policy)
+            first.setdefault(policy, result)
+            seen[policy].append(result.tokens_per_s)
+        yield repeat, float("nan")
+        if should_stop():
+            return None
+    return Batching(first, {policy: Rate(tuple(values)) for policy, values in seen.items()}, repeats)

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from llmviz.lessons import adapting
+import llmviz.lessons.serving
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import assert_clean, finish_jobs, run_page
 from tests.support.paths import ROOT
@@ -32,7 +32,9 @@ def test_the_batching_chart_shows_each_requests_wait_and_its_speed_as_a_median_o
     batching = next(c for c in charts if c["layout"].get("title", {}).get("text", "").startswith("Steps each request"))
     traces = {trace["name"]: trace for trace in batching["data"]}
     assert batching["layout"]["scattermode"] == "group"
-    expected = adapting.batching(model, tokenizer, 2, (24, 4, 16, 6, 10, 4))  # the page's six requests, two slots
+    expected = llmviz.lessons.serving.batching(
+        model, tokenizer, 2, (24, 4, 16, 6, 10, 4)
+    )  # the page's six requests, two slots
     for policy, result in expected.items():
         assert traces[f"{policy}: wait"]["y"] == [r.wait_steps for r in result.requests]
         assert traces[f"{policy}: finished"]["y"] == [r.finish_step for r in result.requests]
@@ -43,8 +45,8 @@ def test_the_batching_chart_shows_each_requests_wait_and_its_speed_as_a_median_o
     for shown in table["tokens/s: median (lowest–highest)"]:
         median, low, high, runs = re.fullmatch(r"([\d,]+) \(([\d,]+)–([\d,]+), (\d+) runs\)", shown).groups()
         number = [float(value.replace(",", "")) for value in (median, low, high)]
-        assert int(runs) == adapting.BATCHING_REPEATS >= 3 and number[1] <= number[0] <= number[2], shown
-    rate = adapting.Rate((3.0, 9.0, 4.0, 100.0, 5.0))  # the median and the extremes, by hand
+        assert int(runs) == llmviz.lessons.serving.BATCHING_REPEATS >= 3 and number[1] <= number[0] <= number[2], shown
+    rate = llmviz.lessons.serving.Rate((3.0, 9.0, 4.0, 100.0, 5.0))  # the median and the extremes, by hand
     assert (rate.median, rate.low, rate.high) == (statistics.median([3, 4, 5, 9, 100]), 3.0, 100.0) == (5, 3, 100)
 
 

@@ -10,7 +10,6 @@ import streamlit as st
 from llmviz.adapt import memory
 from llmviz.generation.serving import KVGrowth, PagedKVCache
 from llmviz.lessons import serving
-from llmviz.lessons.adapting import Batching
 from ui import charts, picker, state
 
 
@@ -106,7 +105,7 @@ def block_tables(cache: PagedKVCache) -> None:
     )
 
 
-def batching_chart(found: Batching) -> go.Figure:
+def batching_chart(found: serving.Batching) -> go.Figure:
     figure = go.Figure()
     for (policy, result), colour in zip(found.results.items(), ("#f76707", "#4c6ef5"), strict=True):
         names = [r.name for r in result.requests]
@@ -143,7 +142,7 @@ def batching_chart(found: Batching) -> go.Figure:
     return figure
 
 
-def batching(found: Batching) -> None:
+def batching(found: serving.Batching) -> None:
     """Both policies' waits and finishes, their steps, slot use and tokens/s."""
     charts.show(batching_chart(found), key=state.widget("batching"))
     st.dataframe(pd.DataFrame(serving.policy_rows(found)), hide_index=True)

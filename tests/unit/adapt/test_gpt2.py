@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import llmviz.lessons.serving
 from llmviz.adapt import lora, quantize
 from llmviz.data import corpus
 from llmviz.generation import serving
@@ -62,7 +63,7 @@ def test_quick_views_on_gpt2(tiny):
 
     growth = serving.kv_growth(model, tokenizer.encode("The for"), 3)
     assert growth.cache_bytes == [2 * 2 * 32 * 4 * n for n in growth.tokens]
-    served = adapting.batching(model, tokenizer, 2, (3, 1, 2))
+    served = llmviz.lessons.serving.batching(model, tokenizer, 2, (3, 1, 2))
     assert served["static"].useful_tokens == served["continuous"].useful_tokens == 6
     assert len(adapting.adapt_questions(model, tokenizer, "The for statement")) == 3
 

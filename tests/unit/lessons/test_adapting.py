@@ -4,6 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import llmviz.lessons.serving
 from llmviz.adapt import finetune, lora, quantize
 from llmviz.data import corpus
 from llmviz.jobs.manager import JobManager
@@ -98,7 +99,7 @@ def test_questions_are_computed(shipped):
 
 def test_batching_uses_the_held_out_names(shipped):
     model, tokenizer = shipped
-    results = adapting.batching(model, tokenizer, 2, (3, 1, 2))
+    results = llmviz.lessons.serving.batching(model, tokenizer, 2, (3, 1, 2))
     assert results["static"].useful_tokens == results["continuous"].useful_tokens == 6
     assert results["continuous"].steps <= results["static"].steps
 

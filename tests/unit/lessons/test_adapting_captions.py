@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import llmviz.lessons.serving
 from llmviz.adapt import lora, quantize
 from llmviz.data import corpus
 from llmviz.lessons import adapting
@@ -99,8 +100,10 @@ def test_batching_repeats_give_a_median_and_a_spread(shipped):
     """Measured speeds vary from run to run: the page shows each policy's tokens/s as the median of several runs with
     the lowest and highest; the schedule (steps, waits) is the same in every run."""
     model, tokenizer = shipped
-    found = adapting.run_to_end(adapting.batching_steps(lambda: False, model, tokenizer, 2, (3, 1, 2), repeats=3))
-    again = adapting.batching(model, tokenizer, 2, (3, 1, 2))
+    found = adapting.run_to_end(
+        llmviz.lessons.serving.batching_steps(lambda: False, model, tokenizer, 2, (3, 1, 2), repeats=3)
+    )
+    again = llmviz.lessons.serving.batching(model, tokenizer, 2, (3, 1, 2))
     for policy, result in found.results.items():
         assert [r.finish_step for r in result.requests] == [r.finish_step for r in again[policy].requests]
         rate = found.rates[policy]
