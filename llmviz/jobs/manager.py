@@ -148,6 +148,7 @@ class JobManager:
         self.ray_address = ray_address or settings.get("LLMVIZ_RAY_ADDRESS")
         if workers == "ray":
             ray_executor.connect(self.ray_address)
+            ray_executor.warm_pool().fill()  # the first runs admitted find actors that have imported torch
         self.runs_per_session = runs_per_session
         self.nice = nice
         self.worker_timeout = float(worker_timeout or settings.get("LLMVIZ_WORKER_TIMEOUT"))
