@@ -31,6 +31,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import gc
+import importlib
 import logging
 import os
 import pickle
@@ -42,10 +43,12 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import cachetools
 import torch
 
 from llmviz import settings
 from llmviz.errors import LlmvizError, log_failure
+from llmviz.jobs import processes
 from llmviz.jobs.worker import (
     Channel,
     WorkerGone,
@@ -138,11 +141,50 @@ def refusal_for(wanted: dict[str, int], nodes: list[dict[str, float]], address: 
     return None
 
 
+def alive_nodes() -> list[dict[str, float]]:
+    """The resources of each node of the connected cluster that is alive now (``ray.nodes()``)."""
+    return [node.get("Resources", {}) for node in ray_module().nodes() if node.get("Alive")]
+
+
+@cachetools.cached(cachetools.TTLCache(maxsize=1, ttl=5.0), lock=threading.Lock())
+def nodes_for_pages() -> list[dict[str, float]]:
+    """:func:`alive_nodes`, at most 5 s old (every rerun of the Training page asks; admission asks afresh)."""
+    return alive_nodes()
+
+
 def resource_refusal(wanted: dict[str, int], address: str) -> str | None:
     """:func:`refusal_for` on the nodes of the connected cluster that are alive now."""
-    ray = ray_module()
-    nodes = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
-    return refusal_for(wanted, nodes, address)
+    return refusal_for(wanted, alive_nodes(), address)
+
+
+def offered_devices(nodes: list[dict[str, float]]) -> list[str]:
+    """The devices a run may ask of a cluster whose alive nodes have these resources, best first: ``cuda`` where a
+    node has a GPU, and ``cpu`` (the pages offer these, not the web server's own).
+
+    >>> offered_devices([{"CPU": 2.0, "memory": 4e9}])
+    ['cpu']
+    >>> offered_devices([{"CPU": 8.0, "GPU": 1.0}, {"CPU": 2.0}])
+    ['cuda', 'cpu']
+    """
+    return (["cuda"] if any(node.get("GPU", 0.0) >= 1 for node in nodes) else []) + ["cpu"]
+
+
+def offer_line(nodes: list[dict[str, float]], address: str) -> str:
+    """What the cluster offers a run, in one line for the Training page.
+
+    >>> offer_line([{"CPU": 2.0, "memory": 4 * 2**30}], "127.0.0.1:6390")[49:]
+    '2 CPUs and no GPU on 1 node (4.0 GiB on the largest), so a run on the GPU would be refused.'
+    >>> offer_line([{"CPU": 8.0, "GPU": 2.0, "memory": 2**34}, {"CPU": 4.0, "memory": 2**33}], "head:6379")
+    'Runs train on the Ray cluster at head:6379: 12 CPUs and 2 GPUs on 2 nodes (16.0 GiB on the largest).'
+    """
+    cpus = sum(node.get("CPU", 0.0) for node in nodes)
+    gpus = sum(node.get("GPU", 0.0) for node in nodes)
+    largest = max((node.get("memory", 0.0) for node in nodes), default=0.0)
+    line = (
+        f"Runs train on the Ray cluster at {address}: {cpus:g} CPUs and {f'{gpus:g} GPUs' if gpus else 'no GPU'} on "
+        f"{len(nodes)} node{'s' if len(nodes) != 1 else ''} ({largest / 2**30:.1f} GiB on the largest)"
+    )
+    return line + (", so a run on the GPU would be refused." if not gpus else ".")
 
 
 # ---------------------------------------------------------------------------- the actor (in the cluster)
@@ -212,6 +254,8 @@ class RayWorker:
     'closed' and are otherwise ignored."""
 
     def __init__(self) -> None:
+        for name in processes.PRELOAD:  # what a local worker's forkserver has imported (the trainer, torch._dynamo)
+            importlib.import_module(name)
         self.baseline = Baseline.now()
         self.lock = threading.Lock()
         self.leases: dict[str, _Ends] = {}
@@ -348,23 +392,35 @@ class WarmPool:
                 actor = actor.remote()
                 self.idle.append(_Warm(actor, actor.warm.remote()))
 
-    def claim(self, node: str) -> _Warm | None:
-        """A warm actor on ``node`` that answers now (None when there is none: the caller starts a fresh one)."""
+    def _ready(self, warm: _Warm) -> bool:
+        """Whether ``warm`` has started (its node then known); an actor that died before it was used leaves."""
+        ray = ray_module()
+        if warm.node is None and ray.wait([warm.ready], timeout=0)[0]:
+            try:
+                warm.node = ray.get(warm.ready)[1]
+            except ray.exceptions.RayError:
+                self.idle.remove(warm)
+                return False
+        return warm.node is not None
+
+    def _pick(self, node: str, one_node: bool) -> _Warm | None:
+        """A started actor on ``node``; else, on a one-node cluster, one still starting (it is further on than a
+        new one would be). Under the lock."""
+        started = [warm for warm in list(self.idle) if self._ready(warm)]
+        picked = next((warm for warm in started if warm.node == node), None)
+        if picked is None and one_node:
+            picked = next((warm for warm in self.idle if warm.node is None), None)
+        if picked is not None:
+            self.idle.remove(picked)
+        return picked
+
+    def claim(self, node: str, one_node: bool = False) -> _Warm | None:
+        """A warm actor for a job whose resources Ray reserved on ``node`` (None when there is none: the caller
+        starts a fresh one); the pool then makes a new one in its place."""
         ray = ray_module()
         with self.lock:
-            for warm in list(self.idle):
-                if warm.node is None and ray.wait([warm.ready], timeout=0)[0]:
-                    try:
-                        warm.node = ray.get(warm.ready)[1]
-                    except ray.exceptions.RayError:
-                        self.idle.remove(warm)  # it died before it was used
-                        continue
-                if warm.node == node:
-                    self.idle.remove(warm)
-                    break
-            else:
-                warm = None
-        if warm is not None:
+            warm = self._pick(node, one_node)
+        if warm is not None and warm.node is not None:
             try:  # it may have died while it waited (its node went away)
                 ray.get(warm.actor.pid.remote(), timeout=5)
             except (ray.exceptions.RayError, TimeoutError):
@@ -373,13 +429,21 @@ class WarmPool:
         return warm
 
     def give_back(self, warm: _Warm, clean: bool) -> None:
-        """An actor whose job has ended: kept for the next job when its job ended ``clean`` and it has room."""
+        """An actor whose job has ended: kept for the next job when its job ended ``clean`` (in place of an actor
+        still starting, when the pool is full: this one has started)."""
         warm.jobs += 1
+        surplus = None
         with self.lock:
-            if clean and warm.jobs < self.MAX_JOBS and len(self.idle) < self.target():
+            keep = clean and warm.jobs < self.MAX_JOBS and self.target() > 0
+            if keep and len(self.idle) >= self.target():
+                surplus = next((other for other in self.idle if other.node is None), None)
+                keep = surplus is not None
+                if keep:
+                    self.idle.remove(surplus)
+            if keep:
                 self.idle.append(warm)
-                return
-        end_actor(warm.actor)
+        for ended in ([surplus] if surplus is not None else []) + ([] if keep else [warm]):
+            end_actor(ended.actor)
 
     def close(self) -> None:
         with self.lock:
@@ -444,7 +508,8 @@ class RayWorkerHandle:
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         node = ray.util.placement_group_table(self.group).get("bundles_to_node_id", {}).get(0)
-        self.warm = self.pool.claim(node) if self.pool is not None and node else None
+        one_node = len(nodes_for_pages()) == 1
+        self.warm = self.pool.claim(node, one_node) if self.pool is not None and node else None
         if self.warm is not None:
             self.actor = self.warm.actor
         else:

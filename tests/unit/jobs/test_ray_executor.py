@@ -155,3 +155,13 @@ def test_a_warm_actor_carries_nothing_of_its_previous_job_into_the_next(ray_addr
             job[2] != 1234 and job[3] != torch.rand(3, generator=torch.Generator().manual_seed(1234)).tolist()
         )  # reseeded
         assert job[7] != random.Random(5).random()  # Python's generator reseeded from the OS, not left at seed 5
+
+
+def test_the_training_page_offers_the_cpu_only_cluster_s_devices_not_the_server_s(hall, ray_address):
+    import ray
+
+    assert hall.run_devices() == ["cpu"]  # the head has no GPU, whatever this machine has
+    cpus = ray.cluster_resources()["CPU"]
+    line = hall.where_runs_train()
+    assert line.startswith(f"Runs train on the Ray cluster at {ray_address}: {cpus:g} CPUs and no GPU on 1 node")
+    assert line.endswith("so a run on the GPU would be refused.")
