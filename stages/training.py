@@ -88,13 +88,7 @@ with settings_column.expander("Settings: the model, its tokenizer, the optimizer
         help="0: no samples while training",
         **ui.keep("sample_every", value=100),
     )
-    where = picker.manager().where_runs_train()  # None: runs train on this machine, on the sidebar's device
-    run_device = settings.device
-    if where is not None:  # a Ray cluster trains them: its devices are offered, not this server's
-        run_device = c4.selectbox(
-            "Train on", picker.manager().run_devices(), key=state.widget("run_device"), help=where
-        )
-        st.caption(where)
+    run_device = training.run_device(c4, settings.device)  # with a Ray cluster: its devices, not this server's
     precisions = precision_choices(run_device)
     precision = c4.selectbox(
         "Precision",

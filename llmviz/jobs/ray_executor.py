@@ -29,7 +29,6 @@ cluster with no GPU, more memory than its largest node has), with the reason.
 from __future__ import annotations
 
 import collections
-import contextlib
 import gc
 import importlib
 import logging
@@ -589,8 +588,11 @@ class RayWorkerHandle:
             self.pool.give_back(self.warm, clean)
         elif self.actor is not None:
             end_actor(self.actor)
-        with contextlib.suppress(Exception):  # a group already removed (its node gone)
-            ray_module().util.remove_placement_group(self.group)
+        ray = ray_module()
+        try:
+            ray.util.remove_placement_group(self.group)
+        except (ValueError, ray.exceptions.RayError) as error:  # a group already removed (its node gone)
+            log.info("the reservation of lease %s was gone already: %s", self.lease, error)
 
 
 def bundle_of(wanted: dict[str, int]) -> dict[str, float]:

@@ -10,7 +10,7 @@ import pytest
 
 from llmviz.jobs.events import JobState
 from llmviz.jobs.manager import JobManager, JobRefused
-from llmviz.training import footprint as fp
+from llmviz.training import footprint
 from llmviz.training.trainer import TrainConfig
 from tests.support.jobs import small_trainer as trainer
 from tests.support.waiting import wait_for
@@ -77,7 +77,7 @@ def test_a_killed_ray_actor_fails_its_run_with_snapshots_kept_and_the_others_go_
 
 def test_a_run_for_the_gpu_on_a_cpu_only_cluster_is_refused_with_the_reason(hall, ray_address):
     config = TrainConfig(model="gpt-nano", tokenizer="char", batch_size=4, context_length=16, device="cuda")
-    needs = fp.of_config(config, 64)
+    needs = footprint.of_config(config, 64)
     assert needs.on_gpu
     with pytest.raises(JobRefused, match=f"asks for a GPU, but the Ray cluster at {ray_address} has none"):
         hall.submit_training("fay", build=functools.partial(print, "never"), footprint=needs, label="cuda")
