@@ -48,6 +48,7 @@ import torch
 from llmviz import settings
 from llmviz.errors import LlmvizError, log_failure
 from llmviz.jobs import processes
+from llmviz.jobs.events import Done, Failed, JobState, Parked
 from llmviz.jobs.worker import (
     Channel,
     WorkerGone,
@@ -233,6 +234,30 @@ def fresh_job(baseline: Baseline, options: WorkerOptions) -> None:
     claim_process(replace(options, nice=max(0, rise)))
 
 
+class _Watched(Channel):
+    """The worker's end of a job's channel, noting whether the job ended as a warm actor may be reused after: a
+    runner that parked (its memory must go back to the node: the process ends) or failed (the process's state is
+    not trusted: a GPU out of memory, a crash in a library) makes the actor end with its job."""
+
+    def __init__(self, inner: Channel):
+        self.inner = inner
+        self.spent = False
+
+    def send(self, message) -> None:
+        if isinstance(message, Parked | Failed) or (isinstance(message, Done) and message.state == JobState.FAILED):
+            self.spent = True
+        self.inner.send(message)
+
+    def poll(self, timeout: float = 0.0) -> bool:
+        return self.inner.poll(timeout)
+
+    def recv(self):
+        return self.inner.recv()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 @dataclass
 class _Ends:
     """Both ends of one job's thread channel in an actor, and the order of the controls it has been sent."""
@@ -285,8 +310,9 @@ class RayWorker:
                 self.leases[lease] = _Ends(*thread_channel_pair())
             return self.leases[lease]
 
-    def run(self, lease: str, payload_bytes: bytes, options: WorkerOptions) -> int:
-        """One job's whole life, as in a worker process (:func:`llmviz.jobs.worker.process_entry`)."""
+    def run(self, lease: str, payload_bytes: bytes, options: WorkerOptions) -> tuple[int, bool]:
+        """One job's whole life, as in a worker process (:func:`llmviz.jobs.worker.process_entry`); its exit code,
+        and whether the actor may serve another job (every runner finished or stopped: see :class:`_Watched`)."""
         with self.lock:  # the leases before this one have ended: their calls are answered 'closed' from now on
             for old in [key for key in self.leases if key != lease]:
                 self.retired.add(old)
@@ -301,13 +327,14 @@ class RayWorker:
             send_start_failure(ends.theirs, error)
             ends.begun.set()
             ends.theirs.close()
-            return 1
+            return 1, False
         del payload_bytes
         ends.begun.set()
-        serve(ends.theirs, payloads, options)
+        watched = _Watched(ends.theirs)
+        serve(watched, payloads, options)
         del payloads
         gc.collect()
-        return 0
+        return 0, not watched.spent
 
     def push(self, lease: str, number: int, control: bytes) -> None:
         """A control from the supervisor, passed on in the order they were sent (``number`` counts from 0)."""
@@ -366,8 +393,9 @@ class WarmPool:
     A warm actor holds no resources of the cluster (``num_cpus=0``): a job's resources are reserved by a placement
     group (:func:`start_actor`), and a warm actor on the node Ray reserved them on runs the job, so Ray's ledger of
     CPUs, memory and GPUs is what admits it, as for a fresh actor. The pool keeps ``size`` actors, at most one per
-    CPU of the cluster, and makes a new one for each it hands out; an actor comes back only from a job that ended
-    normally (a failed, killed or stopped-by-force job's actor is ended), and retires after ``MAX_JOBS`` jobs."""
+    CPU of the cluster, and makes a new one for each it hands out; an actor comes back only from a job whose
+    runners all finished or stopped (a parked job's actor ends, so its memory goes back to the node, as does a
+    failed, killed or hung job's), and retires after ``MAX_JOBS`` jobs."""
 
     MAX_JOBS = 50
 
@@ -495,6 +523,7 @@ class RayWorkerHandle:
         self._pid: int | None = None
         self._outcome: tuple[int | None] | None = None  # (exit code,) once the job has ended
         self._released = False
+        self.reusable = False  # the job ended so that its warm actor may serve the next (RayWorker.run)
 
     def advance(self) -> None:
         """Once the cluster has reserved the job's resources: a warm actor on that node (or a fresh one in the
@@ -550,7 +579,8 @@ class RayWorkerHandle:
             if not ready:
                 return False
             try:
-                self._outcome = (int(ray.get(ready[0])),)
+                code, self.reusable = ray.get(ready[0])
+                self._outcome = (int(code),)
             except ray.exceptions.RayError as error:  # the actor died: killed, its node gone, out of memory
                 log.warning("the Ray worker actor ended: %s", str(error).split("\n", 1)[0])
                 self._outcome = (None,)
@@ -572,7 +602,7 @@ class RayWorkerHandle:
         """Wait for the job to return (at most ``timeout`` s), then give its actor back (warm, to the pool) and its
         reservation back to the cluster."""
         if self._ended(timeout):
-            self.release(clean=self._outcome == (0,))
+            self.release(clean=self._outcome == (0,) and self.reusable)
 
     def kill(self) -> None:
         if self._outcome is None and self.run_ref is None:
