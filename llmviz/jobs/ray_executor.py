@@ -459,17 +459,18 @@ class WarmPool:
         """An actor whose job has ended: kept for the next job when its job ended ``clean`` (in place of an actor
         still starting, when the pool is full: this one has started)."""
         warm.jobs += 1
-        surplus = None
+        ending = [warm]
         with self.lock:
-            keep = clean and warm.jobs < self.MAX_JOBS and self.target() > 0
-            if keep and len(self.idle) >= self.target():
-                surplus = next((other for other in self.idle if other.node is None), None)
-                keep = surplus is not None
-                if keep:
-                    self.idle.remove(surplus)
-            if keep:
-                self.idle.append(warm)
-        for ended in ([surplus] if surplus is not None else []) + ([] if keep else [warm]):
+            if clean and warm.jobs < self.MAX_JOBS and self.target() > 0:
+                starting = [other for other in self.idle if other.node is None]
+                if len(self.idle) < self.target():
+                    ending = []
+                elif starting:
+                    ending = starting[:1]
+                    self.idle.remove(starting[0])
+                if warm not in ending:
+                    self.idle.append(warm)
+        for ended in ending:
             end_actor(ended.actor)
 
     def close(self) -> None:
