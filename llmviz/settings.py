@@ -189,6 +189,15 @@ SETTINGS: dict[str, Setting] = _declare(
         "(needs the hall extras, `pip install -r requirements-hall.txt`); unset: in worker processes of this machine",
     ),
     Setting(
+        "LLMVIZ_RAY_WARM_WORKERS",
+        "int",
+        4,
+        "actors",
+        "with LLMVIZ_RAY_ADDRESS: Ray actors each app process keeps warm (torch imported, no resources held), at most "
+        "one per CPU of the cluster, so a CPU run admitted on the cluster starts at once; 0: a fresh actor per run",
+        minimum=0,
+    ),
+    Setting(
         "LLMVIZ_TORCH_THREADS",
         "int",
         None,

@@ -88,14 +88,15 @@ with settings_column.expander("Settings: the model, its tokenizer, the optimizer
         help="0: no samples while training",
         **ui.keep("sample_every", value=100),
     )
-    precisions = precision_choices(settings.device)
+    run_device = training.run_device(c4, settings.device)  # with a Ray cluster: its devices, not this server's
+    precisions = precision_choices(run_device)
     precision = c4.selectbox(
         "Precision",
         precisions,
         format_func=PRECISION_TITLES.get,
         help="bfloat16 autocast runs the matrix products in 16 bits (8 for the mantissa), with float32 weights and "
         "optimizer; float16 also scales the loss so that small gradients do not round to zero (CUDA only).",
-        **ui.keep("precision", index=precisions.index(default_precision(settings.device))),
+        **ui.keep("precision", index=precisions.index(default_precision(run_device))),
     )
 settings_column.caption(
     f"Train: {MODEL_LABELS[model_name]} · {'BPE ' + str(vocab_size) if tokenizer_kind == 'bpe' else 'characters'} · "
@@ -122,7 +123,7 @@ if train_pressed:
             grad_clip=1.0 if clip else None,
             eval_interval=max(1, steps // 20),
             seed=settings.run_seed(),
-            device=settings.device,
+            device=run_device,
             precision=precision if precision in precisions else "auto",
         )
         label = runs.unique_label(
@@ -210,7 +211,7 @@ def start_race(make_runners, remember=None) -> None:
 
 
 def switch_race_runners(race_switch: str, race_steps: int) -> list:
-    configs = switch_race_configs(race_switch, race_steps, settings.run_seed(), settings.device)  # one seed for both
+    configs = switch_race_configs(race_switch, race_steps, settings.run_seed(), run_device)  # one seed for both
     # built in the race's worker
     return [(runs.unique_label(f"switch race: {title}"), runs.planned(race_text, config)) for title, config in configs]
 
@@ -221,7 +222,7 @@ def model_race_runners(char_race: bool, race_model: str, race_steps: int) -> lis
     names = corpus.load("names") if char_race else race_text
     lineup = names_race() if char_race else optimizer_race(race_model)
     race = "names race" if char_race else "optimizer race"
-    configs = lineup_configs(lineup, race_steps, settings.run_seed(), settings.device)  # one seed: a fair race
+    configs = lineup_configs(lineup, race_steps, settings.run_seed(), run_device)  # one seed: a fair race
     return [(runs.unique_label(f"{race}: {title}"), runs.planned(names, config)) for title, config in configs]
 
 

@@ -324,6 +324,7 @@ WIDGETS: dict[str, str] = {
     "sae_curves_": "Inside the model: an autoencoder run's curves (per run)",
     # Loss & training
     "train": "Training: Train",
+    "run_device": "Training: the device of the Ray cluster a run trains on (with LLMVIZ_RAY_ADDRESS)",
     "switch_race": "Training: race two runs that differ in one switch",
     "race_chart": "Training: the newest race's curves",
     "longer_context": "Training: the context at which a finished architecture race is measured",

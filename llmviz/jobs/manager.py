@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmviz import settings
+from llmviz.device import available_devices
 from llmviz.errors import LlmvizError
 from llmviz.jobs import processes, ray_executor
 from llmviz.jobs.admission import Budget, Claim, Ledger, Phase, device_refusal, snapshot_refusal
@@ -153,6 +154,7 @@ class JobManager:
         self.ray_address = ray_address or settings.get("LLMVIZ_RAY_ADDRESS")
         if workers == "ray":
             ray_executor.connect(self.ray_address)
+            ray_executor.warm_pool().fill()  # the first runs admitted find actors that have imported torch
         self.runs_per_session = runs_per_session
         self.nice = nice
         self.worker_timeout = float(worker_timeout or settings.get("LLMVIZ_WORKER_TIMEOUT"))
@@ -299,6 +301,19 @@ class JobManager:
         group.payloads.append(TaskPayload(loop, returns_when_stopped))
         self._enter(group, [footprint or task_footprint(label)])
         return job
+
+    def run_devices(self) -> list[str]:
+        """The devices a run may train on, best first: the Ray cluster's (``LLMVIZ_RAY_ADDRESS``: a GPU only where a
+        node has one) or this machine's."""
+        if self.workers == "ray":
+            return ray_executor.offered_devices(ray_executor.nodes_for_pages())
+        return available_devices()
+
+    def where_runs_train(self) -> str | None:
+        """One line on the cluster that trains the runs (its CPUs, GPUs, nodes); None when runs train here."""
+        if self.workers != "ray":
+            return None
+        return ray_executor.offer_line(ray_executor.nodes_for_pages(), self.ray_address or "")
 
     def _options(self, **values) -> WorkerOptions:
         threads = self.torch_threads or settings.get("LLMVIZ_TORCH_THREADS") or 0

@@ -20,6 +20,17 @@ from ui.panels import runs
 from ui.text import csv_text, literal_markdown, tidy_floats
 
 
+def run_device(column, device: str) -> str:
+    """The device a run trains on: the sidebar's ``device`` when runs train on this machine; with a Ray cluster
+    (``LLMVIZ_RAY_ADDRESS``) a *Train on* choice in ``column`` of the cluster's devices, and a line on what it has."""
+    where = picker.manager().where_runs_train()
+    if where is None:
+        return device
+    chosen = column.selectbox("Train on", picker.manager().run_devices(), key=state.widget("run_device"), help=where)
+    st.caption(where)
+    return chosen
+
+
 def server_line() -> None:
     job_manager = picker.manager()
     share_line = ""

@@ -82,3 +82,86 @@ def test_a_run_for_the_gpu_on_a_cpu_only_cluster_is_refused_with_the_reason(hall
     with pytest.raises(JobRefused, match=f"asks for a GPU, but the Ray cluster at {ray_address} has none"):
         hall.submit_training("fay", build=functools.partial(print, "never"), footprint=needs, label="cuda")
     assert hall.share("fay") == (0, 0)  # nothing was entered
+
+
+def leaving_state_behind(should_stop):
+    """A picklable task: what its worker process offers when it starts (process id, torch threads, torch's seed and
+    first draw, default dtype, grad mode, matmul precision, Python's first draw), then it changes all of it."""
+    import random
+
+    import torch
+
+    seen = (
+        os.getpid(),
+        torch.get_num_threads(),
+        torch.initial_seed(),
+        torch.rand(3).tolist(),
+        torch.get_default_dtype(),
+        torch.is_grad_enabled(),
+        torch.get_float32_matmul_precision(),
+        random.random(),
+    )
+    torch.manual_seed(1234)
+    torch.set_num_threads(3)
+    torch.set_default_dtype(torch.float64)
+    torch.set_grad_enabled(False)
+    torch.set_float32_matmul_precision("medium")
+    random.seed(5)
+    yield 1, 1.0
+    return seen
+
+
+FRESH_PROCESS = (
+    "import torch; print(repr((str(torch.get_default_dtype()), torch.is_grad_enabled(), "
+    "torch.get_float32_matmul_precision())))"
+)
+
+
+def test_a_warm_actor_carries_nothing_of_its_previous_job_into_the_next(ray_address, monkeypatch):
+    import ast
+    import random
+    import subprocess
+    import sys
+
+    import torch
+
+    from llmviz.jobs import ray_executor
+
+    manager = JobManager(max_running=1, session_timeout=None, workers="ray", ray_address=ray_address, torch_threads=2)
+    pool = ray_executor.WarmPool(1)  # one warm actor, and no new one: the second job gets the first one's back
+    pool.fill()
+    ray_executor.ray_module().get(pool.idle[0].ready, timeout=120)  # warm: started, torch imported
+    monkeypatch.setattr(pool, "fill", lambda: None)
+    monkeypatch.setattr(ray_executor, "_pool", pool)
+    try:
+        seen = []
+        for owner in ("gus", "hal"):
+            task = manager.submit_task(owner, leaving_state_behind, label="dirty", total=1)
+            assert task.wait(120) and task.status().state == JobState.FINISHED, task.status().error
+            seen.append(task.result)
+    finally:
+        manager.shutdown()
+        pool.close()
+    first, second = seen
+    assert first[0] == second[0]  # the same warm actor's process served both jobs
+    fresh = ast.literal_eval(
+        subprocess.run([sys.executable, "-c", FRESH_PROCESS], capture_output=True, text=True, check=True).stdout
+    )
+    assert first[2] != second[2] and first[3] != second[3]  # torch's generator: a seed of its own per job
+    for job in (first, second):  # each starts as a fresh Python process does, whatever the job before it did
+        assert job[1] == 2  # the job's own torch threads, not the 3 its predecessor set
+        assert (str(job[4]), job[5], job[6]) == fresh
+        assert (
+            job[2] != 1234 and job[3] != torch.rand(3, generator=torch.Generator().manual_seed(1234)).tolist()
+        )  # reseeded
+        assert job[7] != random.Random(5).random()  # Python's generator reseeded from the OS, not left at seed 5
+
+
+def test_the_training_page_offers_the_cpu_only_cluster_s_devices_not_the_server_s(hall, ray_address):
+    import ray
+
+    assert hall.run_devices() == ["cpu"]  # the head has no GPU, whatever this machine has
+    cpus = ray.cluster_resources()["CPU"]
+    line = hall.where_runs_train()
+    assert line.startswith(f"Runs train on the Ray cluster at {ray_address}: {cpus:g} CPUs and no GPU on 1 node")
+    assert line.endswith("so a run on the GPU would be refused.")

@@ -116,7 +116,7 @@ def test_a_worker_that_stops_answering_is_killed_and_its_run_failed_with_the_rea
         assert f"Its snapshots up to step {job.snapshots.last_step} are kept." in status.error
         wait_for(lambda: not alive(pid), timeout=30)
         again = manager.submit_training("eve", trainer(steps=3), label="after")  # its slot is free again
-        assert again.wait(120) and again.status().state == JobState.FINISHED
+        assert again.wait(120) and again.status().state == JobState.FINISHED, again.status().error
     finally:
         manager.shutdown()
 
