@@ -100,6 +100,21 @@ def planted_source(seed=0, d_in=24, planted=12, tokens=6144, active=2):
     return directions, weights @ directions  # (P, D), (N, D)
 
 
+def test_the_initialisation_is_sae_lens_topk_trainings_in_effect():
+    """SAELens's TopKTrainingSAE starts W_dec's rows at norm 0.1 (``decoder_init_norm``) and W_enc as their
+    transpose; ours keeps W_dec's rows at unit length and starts W_enc as 0.1 × the transpose: the same encoder
+    norms, and the same directions in encoder and decoder."""
+    from sae_lens.saes.topk_sae import TopKTrainingSAE, TopKTrainingSAEConfig
+
+    torch.manual_seed(0)
+    theirs = TopKTrainingSAE(TopKTrainingSAEConfig(d_in=12, d_sae=40, k=3))
+    ours = sae.SparseAutoencoder(12, 40, k=3, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(ours.W_enc.norm(dim=0), theirs.W_enc.detach().norm(dim=0))
+    torch.testing.assert_close(theirs.W_dec.detach().norm(dim=1), torch.full((40,), 0.1))
+    torch.testing.assert_close(ours.W_dec.norm(dim=1), torch.ones(40))
+    torch.testing.assert_close(ours.W_enc.t() / ours.W_enc.norm(dim=0)[:, None], ours.W_dec.detach())
+
+
 def test_a_small_autoencoder_recovers_planted_features():
     directions, acts = planted_source()
     config = sae.SaeConfig(d_sae=24, k=2, lr=1e-2, steps=800, batch=256, tokens=len(acts), seed=0)
