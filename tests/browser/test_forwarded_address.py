@@ -16,7 +16,8 @@ pytestmark = pytest.mark.browser
 
 def _server(tmp_path_factory, name: str, proxies: str | None):
     folder = tmp_path_factory.mktemp(name)
-    env = {"LLMVIZ_RUNS_DIR": str(folder), "LLMVIZ_CACHE_DIR": str(folder / "cache")}
+    # shares by address (a class's choice: LLMVIZ_SHARE_BY=address), the setting in which a forwarded address counts
+    env = {"LLMVIZ_RUNS_DIR": str(folder), "LLMVIZ_CACHE_DIR": str(folder / "cache"), "LLMVIZ_SHARE_BY": "address"}
     if proxies is not None:
         env["LLMVIZ_TRUSTED_PROXIES"] = proxies
     try:
