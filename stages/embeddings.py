@@ -98,7 +98,7 @@ def embedding_map(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -
     tokenizer = view.tokenizer
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     query_text = c1.text_input("Nearest neighbours of", DEFAULT_QUERY, max_chars=100, **share.bind("gpt_nn"))
-    dims = c2.radio("Projection", [2, 3], horizontal=True, format_func=lambda d: f"{d}D PCA")
+    dims = c2.radio("Projection", [2, 3], horizontal=True, format_func=lambda d: f"{d}D PCA", **share.bind("pca_dims"))
     query_ids = encode(tokenizer, query_text)
     found = neighbours_of(view.content_key, query_ids[0], table) if query_ids else None
     groups = {token: "your tokens" for token in ids}
@@ -204,8 +204,8 @@ def input_rows(model_key: str, sentence: str, _view: picker.ModelView):
 @sections.section("embeddings.sinusoidal")
 def sinusoidal() -> None:
     c1, c2 = st.columns(2)
-    positions = c1.slider("Positions", 2, 256, 64)
-    d_model = c2.slider("d_model", 2, 256, 64, step=2)
+    positions = c1.slider("Positions", 2, 256, 64, **share.bind("sin_positions"))
+    d_model = c2.slider("d_model", 2, 256, 64, step=2, **share.bind("sin_d_model"))
     encoding = embeddings.sinusoidal_encoding(positions, d_model)
     left, right = st.columns(2)
     charts.show_in(
@@ -299,7 +299,7 @@ def rotary_positions() -> None:
         help="10,000 in the RoPE paper and Llama 2, 100,000 in SmolLM2, 500,000 in Llama 3, "
         "1,000,000 in Qwen2: a larger base turns the slow pairs slower still.",
     )
-    positions = c3.slider("Positions", 8, 256, 64, step=8)
+    positions = c3.slider("Positions", 8, 256, 64, step=8, **share.bind("rope_positions"))
     angles, scores = rope_numbers(head_dim, theta, positions)
     left, right = st.columns(2)
     charts.show_in(left, ui.panels.embeddings.rope_angles_heatmap(angles.angles), width="stretch")
