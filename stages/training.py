@@ -67,18 +67,21 @@ with settings_column.expander("Settings: the model, its tokenizer, the optimizer
         "Tokenizer",
         ["char", "bpe"],
         horizontal=True,
-        **ui.keep("tokenizer", index=1 if model_name in GPT_SIZES and settings.corpus != "names" else 0),
+        index=1 if model_name in GPT_SIZES and settings.corpus != "names" else 0,
+        **share.bind("train_tokenizer"),
     )
-    vocab_size = c1.slider("BPE vocabulary", 257, 2048, disabled=tokenizer_kind != "bpe", **ui.keep("vocab", value=512))
+    vocab_size = c1.slider(
+        "BPE vocabulary", 257, 2048, disabled=tokenizer_kind != "bpe", value=512, **share.bind("train_vocab")
+    )
     optimizer = c2.selectbox(
         "Optimizer", list(OPTIMIZER_TITLES), format_func=OPTIMIZER_TITLES.get, index=5, **share.bind("optimizer")
     )
     lr = c2.select_slider(
         "Learning rate", list(LEARNING_RATES), value=3e-3, format_func=lambda x: f"{x:g}", **share.bind("lr")
     )
-    clip = c2.toggle("Clip gradients at norm 1", **ui.keep("clip", value=True))
+    clip = c2.toggle("Clip gradients at norm 1", value=True, **share.bind("clip"))
     batch = c3.slider("Batch size", 1, 64, 16, **share.bind("batch"))
-    context = c3.slider("Context (tokens)", 4, 128, **ui.keep("context", value=32))
+    context = c3.slider("Context (tokens)", 4, 128, value=32, **share.bind("train_context"))
     steps = c4.slider("Steps", 10, 2000, 300, step=10, **share.bind("steps"))
     sample_every = c4.slider(
         "Sample every (steps)",
@@ -86,7 +89,8 @@ with settings_column.expander("Settings: the model, its tokenizer, the optimizer
         500,
         step=10,
         help="0: no samples while training",
-        **ui.keep("sample_every", value=100),
+        value=100,
+        **share.bind("sample_every"),
     )
     precisions = precision_choices(settings.device)
     precision = c4.selectbox(
@@ -95,7 +99,8 @@ with settings_column.expander("Settings: the model, its tokenizer, the optimizer
         format_func=PRECISION_TITLES.get,
         help="bfloat16 autocast runs the matrix products in 16 bits (8 for the mantissa), with float32 weights and "
         "optimizer; float16 also scales the loss so that small gradients do not round to zero (CUDA only).",
-        **ui.keep("precision", index=precisions.index(default_precision(settings.device))),
+        index=precisions.index(default_precision(settings.device)),
+        **share.bind("precision"),
     )
 settings_column.caption(
     f"Train: {MODEL_LABELS[model_name]} · {'BPE ' + str(vocab_size) if tokenizer_kind == 'bpe' else 'characters'} · "
@@ -256,14 +261,17 @@ def races_part() -> None:
         st.caption(f"Races on the corpus train on its first {RACE_CHARS:,} of {len(text):,} characters.")
     race_left, race_right = st.columns(2)
     with race_left:
-        race_steps = st.slider("Steps per runner", 50, 1000, step=50, **ui.keep("race_steps", value=300))
+        race_steps = st.slider("Steps per runner", 50, 1000, step=50, value=300, **share.bind("race_steps"))
         char_race = st.button(
             "Character-level race on names",
             help="counts bigram → neural bigram → MLP → WaveNet → RNN → GRU → Transformer",
         )
     with race_right:
         race_model = st.selectbox(
-            "Optimizer race: model", ["mlp", "gpt-nano", "rnn"], format_func=MODEL_LABELS.get, **ui.keep("race_model")
+            "Optimizer race: model",
+            ["mlp", "gpt-nano", "rnn"],
+            format_func=MODEL_LABELS.get,
+            **share.bind("race_model"),
         )
         optimizer_race_pressed = st.button("SGD vs momentum vs RMSprop vs Adam")
     switch_left, switch_right = st.columns(2)
@@ -271,7 +279,7 @@ def races_part() -> None:
         "Architecture race: one switch, two GPT micros",
         list(SWITCH_RACES),
         format_func=SWITCH_RACE_TITLES.get,
-        **ui.keep("race_switch"),
+        **share.bind("race_switch"),
         help="The same GPT micro, the same seed and batches, on the corpus in the sidebar: only this switch differs.",
     )
     switch_race = switch_right.button("Race the two", key=state.widget("switch_race"))
@@ -376,7 +384,7 @@ def samples_before_after() -> None:
         return
     with box:
         prompt = st.text_input(
-            "Prompt", help="Empty: start from nothing.", max_chars=2000, **ui.keep("before_prompt", value="")
+            "Prompt", help="Empty: start from nothing.", max_chars=2000, value="", **share.bind("before_prompt")
         )
         picker.before_after(lambda view, column_key: sample_panel(view, column_key, prompt), what="samples")
 

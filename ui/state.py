@@ -14,8 +14,8 @@ and this module declares both, the way :data:`ui.share.PARAMS` declares the link
   ``key=state.widget("lora_heatmap")``; a family (a name ending in ``_``) takes the parts that make it unique:
   ``state.widget("edit_", name)`` → ``"edit_<name>"``. A widget's value is read with :func:`value`. Widgets
   bound to the link (``**share.bind("layer")``: the key is the parameter's name) are declared in
-  :data:`ui.share.PARAMS`, and the values that survive navigation (``**ui.keep("vocab")``: key ``keep_vocab``)
-  in :data:`KEPT`.
+  :data:`ui.share.PARAMS`, and the values that survive navigation
+  (``**ui.keep("runs_on_chart")``: key ``keep_runs_on_chart``) in :data:`KEPT`.
 
 ``tests/project/test_code_health.py`` reads every file of the app: a ``st.session_state`` access outside this module, a
 literal ``key=``, an undeclared name, a declaration nobody uses, or a name that falls inside another's family
@@ -376,17 +376,7 @@ WIDGETS: dict[str, str] = {
 
 #: Widgets whose value survives navigation (``**ui.keep(name)``: key ``keep_<name>``): the Training page's settings.
 KEPT: dict[str, str] = {
-    "tokenizer": "Training: char or BPE",
-    "vocab": "Training: the BPE vocabulary",
-    "clip": "Training: clip gradients at norm 1",
-    "context": "Training: the context",
-    "sample_every": "Training: sample every N steps",
-    "precision": "Training: float32, bf16 or fp16",
-    "race_steps": "Training: steps per runner of a race",
-    "race_model": "Training: the model raced",
-    "race_switch": "Training: the architecture switch raced",
     "runs_on_chart": "Training: the runs on the comparison chart",
-    "before_prompt": "Training: the prompt of the before/after samples",
 }
 
 #: characters any text widget takes (a smaller ``max_chars`` of its own wins). ui.routing has every value a browser
