@@ -242,7 +242,7 @@ def token_plus_position() -> None:
         f"Token + position = input, for your sentence ({literal_markdown(view.label)}"
         + (f"'s {tables})" if tables else ")")
     )
-    sentence = st.text_input("Sentence", "for x in range(10):", max_chars=500)
+    sentence = st.text_input("Sentence", "for x in range(10):", max_chars=500, **share.bind("positions_text"))
     if view.family == "minilm":
         st.info("MiniLM adds a position and a segment vector too; this view shows GPTs' two tables.")
         return
@@ -386,10 +386,10 @@ def word2vec_lesson() -> None:
         return
     corpus_label, text = loaded
     c1, c2, c3, c4 = st.columns(4)
-    dim = c1.slider("Vector size", 8, 128, 32, step=8)
-    window = c2.slider("Window", 1, 5, 2)
-    steps = c3.slider("Steps", 100, 5000, 1500, step=100)
-    vocab_size = c4.slider("Vocabulary (most common words)", 200, 5000, 2000, step=100)
+    dim = c1.slider("Vector size", 8, 128, 32, step=8, **share.bind("w2v_dim"))
+    window = c2.slider("Window", 1, 5, 2, **share.bind("w2v_window"))
+    steps = c3.slider("Steps", 100, 5000, 1500, step=100, **share.bind("w2v_train_steps"))
+    vocab_size = c4.slider("Vocabulary (most common words)", 200, 5000, 2000, step=100, **share.bind("w2v_vocab"))
     if st.button("Train word2vec", type="primary", key=state.widget("train_w2v")):
         try:  # trains as a job of this session (a worker process), like every run
             job = picker.manager().submit_task(

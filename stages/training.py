@@ -435,7 +435,13 @@ def loss_step_by_step() -> None:
         "The shipped GPT (trained on the Python reference manual) reads two short sequences; each position "
         "must predict the token after it — the targets are the inputs shifted by one."
     )
-    batch_text = st.text_area("Two lines of text (one sequence each)", DEFAULT_BATCH_TEXT, height=80, max_chars=2000)
+    batch_text = st.text_area(
+        "Two lines of text (one sequence each)",
+        DEFAULT_BATCH_TEXT,
+        height=80,
+        max_chars=2000,
+        **share.bind("batch_text"),
+    )
     tokens_per_row = st.slider("Positions per sequence", 1, 8, 3, persist_state="page", **share.bind("positions"))
     rows = [line for line in batch_text.splitlines() if line.strip()][:2]
     encoded = [gpt_tokenizer.encode(line)[: tokens_per_row + 1] for line in rows]
@@ -449,7 +455,7 @@ def loss_step_by_step() -> None:
 
         # ------------------------------------------------------------------ backprop by hand
         st.subheader("Backpropagation through the output layer")
-        position = ui.index_slider("Position (in sequence 0)", inputs.shape[1])
+        position = ui.index_slider("Position (in sequence 0)", inputs.shape[1], **share.bind("loss_position"))
         target = int(targets[0, position])
         grad = shipped_position_gradient(tuple(tuple(ids) for ids in encoded), position)
         training.backprop(gpt_tokenizer, grad, target)

@@ -8,6 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui
+from llmviz.lessons.training import DEFAULT_BATCH_TEXT
 from tests.support.pages import STAGES, TIMEOUT, assert_clean, by_label
 from ui import share, streamlit_private
 
@@ -21,6 +22,7 @@ OPENS_WITH = {
 #: more views walked (without their tabs): a setting only one choice draws (the beam width, a steering token)
 EXTRA_WALKS = {
     "stages/sampling.py": [{"sampling_part": "Generate", "method": "beam search"}],
+    "stages/training.py": [{"training_part": "The loss by hand", "batch_text": DEFAULT_BATCH_TEXT, "positions": "3"}],
     "stages/inside.py": [
         {"look": "Steer", "steer_kind": "a token's direction"},
         {"look": "Steer", "steer_kind": "the mean difference of two sets of prompts"},
@@ -79,14 +81,7 @@ NOT_LINKED = {
     "vec_": "Embeddings: the three typed vectors, not yet in the link",
     "stages/embeddings.py: Compare": "its options are pairs (tuples), not yet in the link",
     "stages/embeddings.py: Dimensions": "its options follow d_model, not yet in the link",
-    "stages/embeddings.py: Sentence": "not yet in the link",
-    "stages/embeddings.py: Vector size": "word2vec's settings: not yet in the link",
-    "stages/embeddings.py: Window": "word2vec's settings: not yet in the link",
-    "stages/embeddings.py: Steps": "word2vec's settings: not yet in the link",
-    "stages/embeddings.py: Vocabulary (most common words)": "word2vec's settings: not yet in the link",
     "stages/embeddings.py: One sentence per line": "not yet in the link",
-    "stages/training.py: Position (in sequence 0)": "not yet in the link",
-    "stages/training.py: Two lines of text (one sequence each)": "not yet in the link",
 }
 
 
