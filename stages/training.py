@@ -63,15 +63,12 @@ with settings_column.expander("Settings: the model, its tokenizer, the optimizer
     model_name = c1.selectbox(
         "Model", list(MODEL_LABELS), format_func=MODEL_LABELS.get, index=1, **share.bind("train_model")
     )
+    tokenizer_index = 1 if model_name in GPT_SIZES and settings.corpus != "names" else 0
     tokenizer_kind = c1.radio(
-        "Tokenizer",
-        ["char", "bpe"],
-        horizontal=True,
-        index=1 if model_name in GPT_SIZES and settings.corpus != "names" else 0,
-        **share.bind("train_tokenizer"),
+        "Tokenizer", ["char", "bpe"], tokenizer_index, horizontal=True, **share.bind("train_tokenizer")
     )
     vocab_size = c1.slider(
-        "BPE vocabulary", 257, 2048, disabled=tokenizer_kind != "bpe", value=512, **share.bind("train_vocab")
+        "BPE vocabulary", 257, 2048, 512, disabled=tokenizer_kind != "bpe", **share.bind("train_vocab")
     )
     optimizer = c2.selectbox(
         "Optimizer", list(OPTIMIZER_TITLES), format_func=OPTIMIZER_TITLES.get, index=5, **share.bind("optimizer")
@@ -84,13 +81,7 @@ with settings_column.expander("Settings: the model, its tokenizer, the optimizer
     context = c3.slider("Context (tokens)", 4, 128, value=32, **share.bind("train_context"))
     steps = c4.slider("Steps", 10, 2000, 300, step=10, **share.bind("steps"))
     sample_every = c4.slider(
-        "Sample every (steps)",
-        0,
-        500,
-        step=10,
-        help="0: no samples while training",
-        value=100,
-        **share.bind("sample_every"),
+        "Sample every (steps)", 0, 500, 100, step=10, help="0: no samples while training", **share.bind("sample_every")
     )
     precisions = precision_choices(settings.device)
     precision = c4.selectbox(
@@ -268,10 +259,7 @@ def races_part() -> None:
         )
     with race_right:
         race_model = st.selectbox(
-            "Optimizer race: model",
-            ["mlp", "gpt-nano", "rnn"],
-            format_func=MODEL_LABELS.get,
-            **share.bind("race_model"),
+            "Optimizer race: model", ["mlp", "gpt-nano", "rnn"], format_func=MODEL_LABELS.get, **share.bind("race_net")
         )
         optimizer_race_pressed = st.button("SGD vs momentum vs RMSprop vs Adam")
     switch_left, switch_right = st.columns(2)
@@ -436,11 +424,7 @@ def loss_step_by_step() -> None:
         "must predict the token after it — the targets are the inputs shifted by one."
     )
     batch_text = st.text_area(
-        "Two lines of text (one sequence each)",
-        DEFAULT_BATCH_TEXT,
-        height=80,
-        max_chars=2000,
-        **share.bind("batch_text"),
+        "Two lines of text (one sequence each)", DEFAULT_BATCH_TEXT, height=80, max_chars=2000, **share.bind("by_hand")
     )
     tokens_per_row = st.slider("Positions per sequence", 1, 8, 3, persist_state="page", **share.bind("positions"))
     rows = [line for line in batch_text.splitlines() if line.strip()][:2]

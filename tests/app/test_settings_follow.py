@@ -22,7 +22,7 @@ OPENS_WITH = {
 #: more views walked (without their tabs): a setting only one choice draws (the beam width, a steering token)
 EXTRA_WALKS = {
     "stages/sampling.py": [{"sampling_part": "Generate", "method": "beam search"}],
-    "stages/training.py": [{"training_part": "The loss by hand", "batch_text": DEFAULT_BATCH_TEXT, "positions": "3"}],
+    "stages/training.py": [{"training_part": "The loss by hand", "by_hand": DEFAULT_BATCH_TEXT, "positions": "3"}],
     "stages/inside.py": [
         {"look": "Steer", "steer_kind": "a token's direction"},
         {"look": "Steer", "steer_kind": "the mean difference of two sets of prompts"},
