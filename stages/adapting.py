@@ -141,7 +141,7 @@ def _lora_delta(config: lora.LoRAConfig) -> None:
 
 def _lora_runs(config: lora.LoRAConfig) -> None:
     st.subheader("LoRA vs full fine-tuning on your text (lab runs)")
-    steps = st.slider("Steps", 20, 400, 100, step=20, key=state.widget("lora_steps"), persist_state="page")
+    steps = st.slider("Steps", 20, 400, 100, step=20, **share.bind("lora_steps"), persist_state="page")
     if st.button("Start both runs", key=state.widget("lora_start")):
         titles = ", ".join(lora.TARGET_TITLES[t].removeprefix("attention ") for t in config.targets)
         with ui.friendly_errors("starting the runs"):
@@ -243,9 +243,9 @@ def quantize_part() -> None:
 
 @sections.section("adapting.qat")
 def qat_section() -> None:
-    bits = st.radio("Bits while training", [4, 8], horizontal=True, key=state.widget("qat_bits"), persist_state="page")
+    bits = st.radio("Bits while training", [4, 8], horizontal=True, **share.bind("qat_bits"), persist_state="page")
     spec = quantize.QuantSpec(int(bits), per_channel=False, symmetric=True)
-    steps = st.slider("Steps", 20, 400, 100, step=20, key=state.widget("qat_steps"), persist_state="page")
+    steps = st.slider("Steps", 20, 400, 100, step=20, **share.bind("qat_steps"), persist_state="page")
     if st.button("Start quantization-aware training (and a float run to compare)", key=state.widget("qat_start")):
         with ui.friendly_errors("starting the runs"):
             lab = text[: adapting.MAX_TEXT]
@@ -344,9 +344,7 @@ def task_section() -> None:
         f"{len(train)} names to train on, {len(held)} held out (one in five, by a fixed hash of the name)."
     )
     bce_worked_example(view)
-    steps_count = st.slider(
-        "Steps per run", 20, 300, 100, step=20, key=state.widget("task_steps"), persist_state="page"
-    )
+    steps_count = st.slider("Steps per run", 20, 300, 100, step=20, **share.bind("task_steps"), persist_state="page")
     if st.button("Train head only / head + last block / everything (three lab runs)", key=state.widget("task_start")):
         with ui.friendly_errors("starting the runs"):
             total, width = model.num_parameters(), model.config.d_model
@@ -414,7 +412,7 @@ def _memory_table() -> None:
 
 def _memory_runs() -> None:
     st.subheader("The switches on a real run (lab runs, same data and seed)")
-    steps = st.slider("Steps", 20, 400, 60, step=20, key=state.widget("memory_steps"), persist_state="page")
+    steps = st.slider("Steps", 20, 400, 60, step=20, **share.bind("memory_steps"), persist_state="page")
     switches = adapting.memory_settings(model)  # fp16 too on CUDA
     if st.button(
         f"Train {len(switches)} runs: {', '.join(name for name, *_ in switches)}", key=state.widget("memory_start")

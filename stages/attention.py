@@ -429,9 +429,14 @@ def grouped_query() -> None:
         value=kv_choices[len(kv_choices) // 2],
         help="As many as the query heads: multi-head (GPT-2). Fewer: grouped-query "
         "(Llama 2 70B, Llama 3, Qwen2, SmolLM2). One: multi-query.",
+        **share.bind("gqa_kv_heads"),
     )
     tokens = c3.select_slider(
-        "Tokens in the cache", [1024, 2048, 4096, 8192, 32768, 131072], value=8192, format_func=lambda t: f"{t:,}"
+        "Tokens in the cache",
+        [1024, 2048, 4096, 8192, 32768, 131072],
+        value=8192,
+        format_func=lambda t: f"{t:,}",
+        **share.bind("gqa_tokens"),
     )
     try:
         config = GPTConfig(d_model=64 * n_heads, n_heads=n_heads, n_kv_heads=n_kv_heads, n_layers=24, dropout=0.0)

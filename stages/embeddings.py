@@ -98,7 +98,7 @@ def embedding_map(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -
     tokenizer = view.tokenizer
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
     query_text = c1.text_input("Nearest neighbours of", DEFAULT_QUERY, max_chars=100, **share.bind("gpt_nn"))
-    dims = c2.radio("Projection", [2, 3], horizontal=True, format_func=lambda d: f"{d}D PCA")
+    dims = c2.radio("Projection", [2, 3], horizontal=True, format_func=lambda d: f"{d}D PCA", **share.bind("pca_dims"))
     query_ids = encode(tokenizer, query_text)
     found = neighbours_of(view.content_key, query_ids[0], table) if query_ids else None
     groups = {token: "your tokens" for token in ids}
@@ -204,8 +204,8 @@ def input_rows(model_key: str, sentence: str, _view: picker.ModelView):
 @sections.section("embeddings.sinusoidal")
 def sinusoidal() -> None:
     c1, c2 = st.columns(2)
-    positions = c1.slider("Positions", 2, 256, 64)
-    d_model = c2.slider("d_model", 2, 256, 64, step=2)
+    positions = c1.slider("Positions", 2, 256, 64, **share.bind("sin_positions"))
+    d_model = c2.slider("d_model", 2, 256, 64, step=2, **share.bind("sin_d_model"))
     encoding = embeddings.sinusoidal_encoding(positions, d_model)
     left, right = st.columns(2)
     charts.show_in(
@@ -242,7 +242,7 @@ def token_plus_position() -> None:
         f"Token + position = input, for your sentence ({literal_markdown(view.label)}"
         + (f"'s {tables})" if tables else ")")
     )
-    sentence = st.text_input("Sentence", "for x in range(10):", max_chars=500)
+    sentence = st.text_input("Sentence", "for x in range(10):", max_chars=500, **share.bind("positions_text"))
     if view.family == "minilm":
         st.info("MiniLM adds a position and a segment vector too; this view shows GPTs' two tables.")
         return
@@ -299,7 +299,7 @@ def rotary_positions() -> None:
         help="10,000 in the RoPE paper and Llama 2, 100,000 in SmolLM2, 500,000 in Llama 3, "
         "1,000,000 in Qwen2: a larger base turns the slow pairs slower still.",
     )
-    positions = c3.slider("Positions", 8, 256, 64, step=8)
+    positions = c3.slider("Positions", 8, 256, 64, step=8, **share.bind("rope_positions"))
     angles, scores = rope_numbers(head_dim, theta, positions)
     left, right = st.columns(2)
     charts.show_in(left, ui.panels.embeddings.rope_angles_heatmap(angles.angles), width="stretch")
@@ -386,10 +386,10 @@ def word2vec_lesson() -> None:
         return
     corpus_label, text = loaded
     c1, c2, c3, c4 = st.columns(4)
-    dim = c1.slider("Vector size", 8, 128, 32, step=8)
-    window = c2.slider("Window", 1, 5, 2)
-    steps = c3.slider("Steps", 100, 5000, 1500, step=100)
-    vocab_size = c4.slider("Vocabulary (most common words)", 200, 5000, 2000, step=100)
+    dim = c1.slider("Vector size", 8, 128, 32, step=8, **share.bind("w2v_dim"))
+    window = c2.slider("Window", 1, 5, 2, **share.bind("w2v_window"))
+    steps = c3.slider("Steps", 100, 5000, 1500, step=100, **share.bind("w2v_train_steps"))
+    vocab_size = c4.slider("Vocabulary (most common words)", 200, 5000, 2000, step=100, **share.bind("w2v_vocab"))
     if st.button("Train word2vec", type="primary", key=state.widget("train_w2v")):
         try:  # trains as a job of this session (a worker process), like every run
             job = picker.manager().submit_task(

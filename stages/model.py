@@ -191,7 +191,9 @@ def gpt2_to_llama() -> None:
             llmviz.lessons.quiz.experts_question(PRESETS["moe-tiny"]),
         ],
     )
-    kv_heads = st.select_slider("Key/value heads in the last steps", [1, 2, 3, 4, 6, 12], value=4)
+    kv_heads = st.select_slider(
+        "Key/value heads in the last steps", [1, 2, 3, 4, 6, 12], value=4, **share.bind("llama_kv_heads")
+    )
     model.gpt2_to_llama_table(kv_heads)
     st.caption(
         "GPT-2 small: learned positions, LayerNorm, GELU MLP 4 × wide, biases, 12 key/value heads for 12 "
@@ -255,7 +257,7 @@ def gpt2_to_llama_lab() -> None:
     if loaded is not None and len(loaded[1]) > LAB_CHARS:
         st.caption(f"The runs train on the corpus's first {LAB_CHARS:,} of {len(loaded[1]):,} characters.")
     c1, c2 = st.columns([2, 1])
-    steps = c1.select_slider("Steps per run", [50, 100, 200, 300, 500], value=200, key=state.widget("llama_lab_steps"))
+    steps = c1.select_slider("Steps per run", [50, 100, 200, 300, 500], value=200, **share.bind("llama_lab_steps"))
     if c2.button("Train the seven steps", key=state.widget("llama_lab_start")):
         start_llama_lab(int(steps))
     runs.live(

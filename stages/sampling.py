@@ -276,7 +276,11 @@ def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, t
 def three_temperatures(view: picker.ModelView, encoded) -> None:
     _, top_k, top_p = chosen_settings()
     temperatures = st.multiselect(
-        "Temperatures", [0.0, 0.2, 0.5, 0.8, 1.0, 1.3, 1.8, 2.5], default=[0.2, 1.0, 1.8], max_selections=3
+        "Temperatures",
+        [0.0, 0.2, 0.5, 0.8, 1.0, 1.3, 1.8, 2.5],
+        default=[0.2, 1.0, 1.8],
+        max_selections=3,
+        **share.bind("temperatures"),
     )
     if st.button("Generate at these temperatures"):
         outputs = at_temperatures(view.model, view.tokenizer, prompt, temperatures, top_k, top_p, settings.run_seed())
@@ -295,9 +299,7 @@ def kv_cache(view: picker.ModelView, encoded) -> None:
         "values of earlier positions are kept, and only the new position runs. Both must write the same tokens."
     )
     k1, k2 = st.columns([1, 3])
-    kv_tokens = k1.slider(
-        "Tokens to generate", 10, 300, 100, step=10, key=state.widget("kv_tokens"), persist_state="page"
-    )
+    kv_tokens = k1.slider("Tokens to generate", 10, 300, 100, step=10, **share.bind("kv_tokens"), persist_state="page")
     # the button's label whole (in the slider's narrow column it was cut to "Generate with and without the c…")
     if k1.button("Generate both ways", key=state.widget("kv_run"), help="With the KV cache, then without it."):
         with ui.friendly_errors("the KV-cache comparison"):

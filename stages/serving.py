@@ -13,7 +13,7 @@ import ui
 from llmviz.lessons import adapting
 from llmviz.lessons.defaults import DEFAULT_PROMPT
 from llmviz.lessons.serving import BATCHING_REPEATS, WANTED, batching_steps, is_quick, paged, parse_lengths
-from ui import picker, sections, share, state
+from ui import picker, sections, share
 from ui.panels import quiz, runs, serving
 from ui.text import literal_markdown
 
@@ -49,13 +49,13 @@ def kv_cache_part() -> None:
 def paged_section() -> None:
     c1, c2 = st.columns([1, 3])
     block_size = c1.select_slider(
-        "Block size (tokens)", [2, 4, 8, 16], value=4, key=state.widget("page_block"), persist_state="page"
+        "Block size (tokens)", [2, 4, 8, 16], value=4, **share.bind("page_block"), persist_state="page"
     )
     lengths_text = c2.text_input(
         "Request lengths (tokens, comma-separated)",
         "13, 5, 22, 9",
         max_chars=500,
-        key=state.widget("page_lengths"),
+        **share.bind("page_lengths"),
         persist_state="page",
     )
     try:
@@ -74,7 +74,7 @@ def paged_part() -> None:
 # ------------------------------------------------------------------ batching
 @sections.section("serving.batching")
 def batching_section() -> None:
-    slots = st.slider("Slots (requests served at once)", 1, 4, 2, key=state.widget("batch_slots"), persist_state="page")
+    slots = st.slider("Slots (requests served at once)", 1, 4, 2, **share.bind("batch_slots"), persist_state="page")
     small = is_quick(model)
     found = runs.computed(
         "batching",

@@ -173,7 +173,7 @@ def side_by_side() -> None:
         format_func=OPTION_LABELS.get,
         **share.bind("tokenizers"),
     )
-    show_ids = st.toggle("Show the ids under the tokens", value=True, key=state.widget("tok_show_ids"))
+    show_ids = st.toggle("Show the ids under the tokens", value=True, **share.bind("show_ids"))
     if "bpe" in available and "bpe" not in chosen:
         st.caption("Your BPE is in the list: add it to compare it with the others.")
     if not text:
@@ -249,6 +249,7 @@ def train_bpe_controls() -> None:
             [10_000, 50_000, 200_000, 1_000_000, 5_000_000],
             value=200_000,
             format_func=lambda n: f"{n:,} characters",
+            **share.bind("bpe_chars"),
         )
         sample = corpus_text[:limit]
         st.caption(f"{literal_markdown(corpus_label)}: training on {len(sample):,} of {len(corpus_text):,} characters.")
@@ -303,9 +304,7 @@ def replay(bpe: BPETokenizer, text: str) -> None:
     chunks = bpe.replay(text, upto)
     flat = [i for chunk in chunks for i in chunk]
     st.markdown(
-        charts.token_chips(
-            [bpe.printable(i) for i in flat], flat, show_ids=state.value(state.widget("tok_show_ids"), True)
-        ),
+        charts.token_chips([bpe.printable(i) for i in flat], flat, show_ids=state.value("show_ids", True)),
         unsafe_allow_html=True,
     )
     if upto:
@@ -385,7 +384,7 @@ def round_trip(tokenizer) -> None:
     allow_special = st.toggle(
         "Read special-token text such as <|endoftext|> as the special token",
         value=False,
-        key=state.widget("tok_allow_special"),
+        **share.bind("allow_special"),
         help="Off (the default): text a user types stays ordinary text, even if it spells a special "
         "token. On: the program that builds the text asks for the special token on purpose.",
     )

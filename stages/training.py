@@ -63,30 +63,25 @@ with settings_column.expander("Settings: the model, its tokenizer, the optimizer
     model_name = c1.selectbox(
         "Model", list(MODEL_LABELS), format_func=MODEL_LABELS.get, index=1, **share.bind("train_model")
     )
+    tokenizer_index = 1 if model_name in GPT_SIZES and settings.corpus != "names" else 0
     tokenizer_kind = c1.radio(
-        "Tokenizer",
-        ["char", "bpe"],
-        horizontal=True,
-        **ui.keep("tokenizer", index=1 if model_name in GPT_SIZES and settings.corpus != "names" else 0),
+        "Tokenizer", ["char", "bpe"], tokenizer_index, horizontal=True, **share.bind("train_tokenizer")
     )
-    vocab_size = c1.slider("BPE vocabulary", 257, 2048, disabled=tokenizer_kind != "bpe", **ui.keep("vocab", value=512))
+    vocab_size = c1.slider(
+        "BPE vocabulary", 257, 2048, 512, disabled=tokenizer_kind != "bpe", **share.bind("train_vocab")
+    )
     optimizer = c2.selectbox(
         "Optimizer", list(OPTIMIZER_TITLES), format_func=OPTIMIZER_TITLES.get, index=5, **share.bind("optimizer")
     )
     lr = c2.select_slider(
         "Learning rate", list(LEARNING_RATES), value=3e-3, format_func=lambda x: f"{x:g}", **share.bind("lr")
     )
-    clip = c2.toggle("Clip gradients at norm 1", **ui.keep("clip", value=True))
+    clip = c2.toggle("Clip gradients at norm 1", value=True, **share.bind("clip"))
     batch = c3.slider("Batch size", 1, 64, 16, **share.bind("batch"))
-    context = c3.slider("Context (tokens)", 4, 128, **ui.keep("context", value=32))
+    context = c3.slider("Context (tokens)", 4, 128, value=32, **share.bind("train_context"))
     steps = c4.slider("Steps", 10, 2000, 300, step=10, **share.bind("steps"))
     sample_every = c4.slider(
-        "Sample every (steps)",
-        0,
-        500,
-        step=10,
-        help="0: no samples while training",
-        **ui.keep("sample_every", value=100),
+        "Sample every (steps)", 0, 500, 100, step=10, help="0: no samples while training", **share.bind("sample_every")
     )
     run_device = training.run_device(c4, settings.device)  # with a Ray cluster: its devices, not this server's
     precisions = precision_choices(run_device)
@@ -96,7 +91,8 @@ with settings_column.expander("Settings: the model, its tokenizer, the optimizer
         format_func=PRECISION_TITLES.get,
         help="bfloat16 autocast runs the matrix products in 16 bits (8 for the mantissa), with float32 weights and "
         "optimizer; float16 also scales the loss so that small gradients do not round to zero (CUDA only).",
-        **ui.keep("precision", index=precisions.index(default_precision(run_device))),
+        index=precisions.index(default_precision(run_device)),
+        **share.bind("precision"),
     )
 settings_column.caption(
     f"Train: {MODEL_LABELS[model_name]} · {'BPE ' + str(vocab_size) if tokenizer_kind == 'bpe' else 'characters'} · "
@@ -257,14 +253,14 @@ def races_part() -> None:
         st.caption(f"Races on the corpus train on its first {RACE_CHARS:,} of {len(text):,} characters.")
     race_left, race_right = st.columns(2)
     with race_left:
-        race_steps = st.slider("Steps per runner", 50, 1000, step=50, **ui.keep("race_steps", value=300))
+        race_steps = st.slider("Steps per runner", 50, 1000, step=50, value=300, **share.bind("race_steps"))
         char_race = st.button(
             "Character-level race on names",
             help="counts bigram → neural bigram → MLP → WaveNet → RNN → GRU → Transformer",
         )
     with race_right:
         race_model = st.selectbox(
-            "Optimizer race: model", ["mlp", "gpt-nano", "rnn"], format_func=MODEL_LABELS.get, **ui.keep("race_model")
+            "Optimizer race: model", ["mlp", "gpt-nano", "rnn"], format_func=MODEL_LABELS.get, **share.bind("race_net")
         )
         optimizer_race_pressed = st.button("SGD vs momentum vs RMSprop vs Adam")
     switch_left, switch_right = st.columns(2)
@@ -272,7 +268,7 @@ def races_part() -> None:
         "Architecture race: one switch, two GPT micros",
         list(SWITCH_RACES),
         format_func=SWITCH_RACE_TITLES.get,
-        **ui.keep("race_switch"),
+        **share.bind("race_switch"),
         help="The same GPT micro, the same seed and batches, on the corpus in the sidebar: only this switch differs.",
     )
     switch_race = switch_right.button("Race the two", key=state.widget("switch_race"))
@@ -377,7 +373,7 @@ def samples_before_after() -> None:
         return
     with box:
         prompt = st.text_input(
-            "Prompt", help="Empty: start from nothing.", max_chars=2000, **ui.keep("before_prompt", value="")
+            "Prompt", help="Empty: start from nothing.", max_chars=2000, value="", **share.bind("before_prompt")
         )
         picker.before_after(lambda view, column_key: sample_panel(view, column_key, prompt), what="samples")
 
@@ -428,7 +424,9 @@ def loss_step_by_step() -> None:
         "The shipped GPT (trained on the Python reference manual) reads two short sequences; each position "
         "must predict the token after it — the targets are the inputs shifted by one."
     )
-    batch_text = st.text_area("Two lines of text (one sequence each)", DEFAULT_BATCH_TEXT, height=80, max_chars=2000)
+    batch_text = st.text_area(
+        "Two lines of text (one sequence each)", DEFAULT_BATCH_TEXT, height=80, max_chars=2000, **share.bind("by_hand")
+    )
     tokens_per_row = st.slider("Positions per sequence", 1, 8, 3, persist_state="page", **share.bind("positions"))
     rows = [line for line in batch_text.splitlines() if line.strip()][:2]
     encoded = [gpt_tokenizer.encode(line)[: tokens_per_row + 1] for line in rows]
@@ -442,7 +440,7 @@ def loss_step_by_step() -> None:
 
         # ------------------------------------------------------------------ backprop by hand
         st.subheader("Backpropagation through the output layer")
-        position = ui.index_slider("Position (in sequence 0)", inputs.shape[1])
+        position = ui.index_slider("Position (in sequence 0)", inputs.shape[1], **share.bind("loss_position"))
         target = int(targets[0, position])
         grad = shipped_position_gradient(tuple(tuple(ids) for ids in encoded), position)
         training.backprop(gpt_tokenizer, grad, target)

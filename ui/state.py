@@ -11,11 +11,11 @@ and this module declares both, the way :data:`ui.share.PARAMS` declares the link
       state.QUIZ_OPEN.set(True, "attention")      # a family: one entry per page, "quiz_open_attention"
 
 - **widget keys** — the ``key=`` of every widget and chart, in :data:`WIDGETS` (name → what it is), used as
-  ``key=state.widget("lora_alpha")``; a family (a name ending in ``_``) takes the parts that make it unique:
+  ``key=state.widget("lora_heatmap")``; a family (a name ending in ``_``) takes the parts that make it unique:
   ``state.widget("edit_", name)`` → ``"edit_<name>"``. A widget's value is read with :func:`value`. Widgets
   bound to the link (``**share.bind("layer")``: the key is the parameter's name) are declared in
-  :data:`ui.share.PARAMS`, and the values that survive navigation (``**ui.keep("vocab")``: key ``keep_vocab``)
-  in :data:`KEPT`.
+  :data:`ui.share.PARAMS`, and the values that survive navigation
+  (``**ui.keep("runs_on_chart")``: key ``keep_runs_on_chart``) in :data:`KEPT`.
 
 ``tests/project/test_code_health.py`` reads every file of the app: a ``st.session_state`` access outside this module, a
 literal ``key=``, an undeclared name, a declaration nobody uses, or a name that falls inside another's family
@@ -254,9 +254,7 @@ WIDGETS: dict[str, str] = {
     "run_chart_": "A run's loss chart (where, run)",
     "task_start_": "Any page: start a computation in a worker (the part of the page)",
     # Tokens
-    "tok_show_ids": "Tokens: show the ids under the tokens",
     "train_bpe": "Tokens: Train BPE",
-    "tok_allow_special": "Tokens: let the text name special tokens",
     # Embeddings
     "vec_": "Embeddings: a vector typed for the cosine example (name)",
     "nn_": "Embeddings: the nearest-neighbour table (column)",
@@ -264,13 +262,6 @@ WIDGETS: dict[str, str] = {
     "train_w2v": "Embeddings: Train word2vec",
     # Model
     "tie_": "Model: tie the input and output embeddings (preset)",
-    "ln_layer": "Model: the block of the LayerNorm view",
-    "norms_layer": "Model: the block of the RMSNorm vs LayerNorm view",
-    "swiglu_layer": "Model: the block of the SwiGLU view",
-    "swiglu_token": "Model: the token of the SwiGLU view",
-    "router_layer": "Model: the block of the mixture-of-experts router",
-    "mlp_layer": "Model: the block of the MLP view",
-    "llama_lab_steps": "Model: steps of each GPT-2 → Llama lab run",
     "llama_lab_start": "Model: train the GPT-2 → Llama steps on the corpus",
     "llama_lab_chart": "Model: the GPT-2 → Llama lab runs' validation losses",
     # Attention
@@ -355,63 +346,38 @@ WIDGETS: dict[str, str] = {
     # Sampling
     "next_": "Sampling: the next-token bars (column)",
     "step_forced_": "Sampling: the token forced in step mode (model)",
-    "kv_tokens": "Sampling: tokens to generate with and without the KV cache",
     "kv_run": "Sampling: generate with and without the KV cache",
     # Adapting and Serving
-    "lora_alpha": "Adapting: LoRA's α",
-    "lora_targets": "Adapting: the matrices LoRA adapts",
     "lora_memory": "Adapting: LoRA's parameters and optimizer memory",
     "lora_matrix": "Adapting: the matrix whose ΔW is drawn",
     "lora_heatmap": "Adapting: ΔW = BA as a heatmap",
     "lora_spectrum": "Adapting: ΔW's singular values",
-    "lora_steps": "Adapting: steps of the LoRA vs full fine-tuning runs",
     "lora_start": "Adapting: start the LoRA and full fine-tuning runs",
     "lora_curves": "Adapting: their loss curves",
     "delta_matrix": "Adapting: the matrix of a picked run's ΔW",
     "delta_spectrum": "Adapting: its singular values",
-    "quant_scale": "Adapting: per channel or per tensor",
-    "quant_zero": "Adapting: symmetric or with a zero point",
-    "quant_prompt": "Adapting: the prompt of the side-by-side text",
     "quant_errors": "Adapting: the rounding error per matrix",
     "quant_layer": "Adapting: the matrix of the histogram",
     "quant_histogram": "Adapting: the weights before and after rounding",
-    "qat_bits": "Adapting: bits while training (QAT)",
-    "qat_steps": "Adapting: steps of the QAT runs",
     "qat_start": "Adapting: start the QAT and float runs",
     "qat_curves": "Adapting: the QAT and float runs' loss curves",
-    "task_steps": "Adapting: steps of the classifier runs",
     "task_start": "Adapting: start the three classifier runs",
     "task_loss": "Adapting: the classifier runs' loss",
     "task_accuracy": "Adapting: the classifier runs' held-out accuracy",
     "task_names": "Adapting: first names for a fine-tuned checkpoint's classifier",
     "task_versus": "Adapting: held-out accuracy of prompting and of the fine-tuning runs, side by side",
     "memory_bars": "Adapting: activations saved for the backward pass",
-    "memory_steps": "Adapting: steps of the memory-switch runs",
     "memory_start": "Adapting: start the memory-switch runs (three, four on CUDA)",
     "memory_curves": "Adapting: their loss curves",
-    "zero_processes": "Adapting: processes for the ZeRO/FSDP picture",
     "zero_bars": "Adapting: what each ZeRO stage keeps per process",
     "kv_growth": "Serving: the KV cache growing while generating",
-    "page_block": "Serving: paged attention's block size",
-    "page_lengths": "Serving: the requests' lengths",
     "page_blocks": "Serving: the block tables",
-    "batch_slots": "Serving: requests served at once",
     "batching": "Serving: static vs continuous batching",
 }
 
 #: Widgets whose value survives navigation (``**ui.keep(name)``: key ``keep_<name>``): the Training page's settings.
 KEPT: dict[str, str] = {
-    "tokenizer": "Training: char or BPE",
-    "vocab": "Training: the BPE vocabulary",
-    "clip": "Training: clip gradients at norm 1",
-    "context": "Training: the context",
-    "sample_every": "Training: sample every N steps",
-    "precision": "Training: float32, bf16 or fp16",
-    "race_steps": "Training: steps per runner of a race",
-    "race_model": "Training: the model raced",
-    "race_switch": "Training: the architecture switch raced",
     "runs_on_chart": "Training: the runs on the comparison chart",
-    "before_prompt": "Training: the prompt of the before/after samples",
 }
 
 #: characters any text widget takes (a smaller ``max_chars`` of its own wins). ui.routing has every value a browser
@@ -431,8 +397,8 @@ def register_link_widgets(names: set[str]) -> None:
 def widget(name: str, *parts: object) -> str:
     """The key of the declared widget ``name``; a family's key joins ``parts`` to it with ``_``.
 
-    >>> widget("lora_alpha"), widget("edit_", "Q"), widget("run_stop_", "single", "ab12")
-    ('lora_alpha', 'edit_Q', 'run_stop_single_ab12')
+    >>> widget("lora_heatmap"), widget("edit_", "Q"), widget("run_stop_", "single", "ab12")
+    ('lora_heatmap', 'edit_Q', 'run_stop_single_ab12')
     """
     if name not in WIDGETS:
         raise KeyError(f"{name!r} is not a declared widget key: add it to ui.state.WIDGETS")

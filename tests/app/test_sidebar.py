@@ -99,7 +99,7 @@ def test_two_runs_of_the_same_model_are_told_apart_and_inside_names_the_model(fr
 
     at = run_app("stages/training.py", corpus="names")
     at.selectbox(key="train_model").set_value("mlp")
-    at.radio(key="keep_tokenizer").set_value("char")
+    at.radio(key="train_tokenizer").set_value("char")
     at.slider(key="steps").set_value(20)
     at.button(key="train").click().run()
     at.button(key="train").click().run()  # the same settings again

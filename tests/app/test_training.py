@@ -270,7 +270,7 @@ def test_with_no_run_the_page_opens_on_the_train_button():
 def test_it_opens_on_the_picked_runs_curve_and_its_final_line():
     at = run_page("stages/training.py", corpus="names")
     at.selectbox(key="train_model").set_value("mlp")
-    at.radio(key="keep_tokenizer").set_value("char")
+    at.radio(key="train_tokenizer").set_value("char")
     at.slider(key="steps").set_value(30)
     at.button(key="train").click().run()
     [job] = jobs_of(at)

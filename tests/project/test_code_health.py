@@ -330,14 +330,14 @@ def test_widget_keys_and_slot_families_are_checked():
 
     from ui import state
 
-    assert state.widget("lora_alpha") == "lora_alpha"
+    assert state.widget("lora_heatmap") == "lora_heatmap"
     assert state.widget("run_stop_", "single", "ab12") == "run_stop_single_ab12"
-    assert state.kept("vocab") == "keep_vocab"
+    assert state.kept("runs_on_chart") == "keep_runs_on_chart"
     assert state.QUIZ_OPEN.key("tokens") == "quiz_open_tokens"
     for wrong in (
         lambda: state.widget("no_such_widget"),
         lambda: state.widget("run_stop_"),
-        lambda: state.widget("lora_alpha", 1),
+        lambda: state.widget("lora_heatmap", 1),
         lambda: state.kept("no_such"),
         lambda: state.QUIZ_OPEN.key(),
         lambda: state.PICKED.key("x"),

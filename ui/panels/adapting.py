@@ -34,7 +34,7 @@ def lora_config(model) -> lora.LoRAConfig | None:
         "α (the update is scaled by α / r)",
         [1, 2, 4, 8, 16, 32, 64],
         value=8,
-        key=state.widget("lora_alpha"),
+        **share.bind("lora_alpha"),
         persist_state="page",
     )
     targets = c3.multiselect(
@@ -42,7 +42,7 @@ def lora_config(model) -> lora.LoRAConfig | None:
         list(lora.TARGETS),
         default=["q", "v"],
         format_func=lambda t: lora.target_title(t, model.config),
-        key=state.widget("lora_targets"),
+        **share.bind("lora_targets"),
         persist_state="page",
     )
     if not targets:
@@ -334,7 +334,7 @@ def tokens_per_s(status) -> str | None:
 
 def zero(model) -> None:
     st.subheader("Sharding across processes: ZeRO and FSDP")
-    processes = st.slider("Processes (GPUs)", 1, 64, 8, key=state.widget("zero_processes"), persist_state="page")
+    processes = st.slider("Processes (GPUs)", 1, 64, 8, **share.bind("zero_processes"), persist_state="page")
     stages = memory.sharding(model.num_parameters(), processes)
     figure = go.Figure()
     for part in ("parameters", "gradients", "optimizer"):
@@ -477,7 +477,7 @@ def quant_controls() -> tuple[quantize.QuantSpec, str]:
             "Scale",
             ["per channel", "per tensor"],
             horizontal=True,
-            key=state.widget("quant_scale"),
+            **share.bind("quant_scale"),
             persist_state="page",
         )
         == "per channel"
@@ -486,12 +486,12 @@ def quant_controls() -> tuple[quantize.QuantSpec, str]:
         "Zero point",
         ["symmetric (z = 0)", "zero-point (asymmetric)"],
         horizontal=True,
-        key=state.widget("quant_zero"),
+        **share.bind("quant_zero"),
         persist_state="page",
     ).startswith("symmetric")
     spec = quantize.QuantSpec(int(bits), per_channel, symmetric)
     prompt = st.text_input(
-        "Prompt for the side-by-side text", DEFAULT_PROMPT, key=state.widget("quant_prompt"), persist_state="page"
+        "Prompt for the side-by-side text", DEFAULT_PROMPT, **share.bind("quant_prompt"), persist_state="page"
     )
     charts.latex(
         r"q = \operatorname{clamp}\!\left(\operatorname{round}(w / s) + z,\; "
