@@ -25,6 +25,7 @@ from llmviz.lessons.training import (
     lineup_configs,
     names_race,
     optimizer_race,
+    recorded_curve,
     switch_race_configs,
 )
 from llmviz.training import footprint
@@ -40,8 +41,7 @@ from ui.text import literal_markdown
 settings = ui.settings()
 ui.page_header(
     "Loss and training: watch a model learn",
-    "Training nudges every parameter to make the next token more likely. The loss (cross-entropy) says how "
-    "surprised the model is; a uniform guess over V tokens scores ln V. Press Train and watch it fall.",
+    "Training nudges every parameter to make the next token more likely; the loss says how surprised the model is.",
 )
 
 
@@ -97,7 +97,7 @@ with settings_column.expander("Settings: the model, its tokenizer, the optimizer
         "optimizer; float16 also scales the loss so that small gradients do not round to zero (CUDA only).",
         **ui.keep("precision", index=precisions.index(default_precision(settings.device))),
     )
-settings_column.caption(
+planned_run = (  # said under the picture: the words before it stay few (issue 50 §9)
     f"Train: {MODEL_LABELS[model_name]} · {'BPE ' + str(vocab_size) if tokenizer_kind == 'bpe' else 'characters'} · "
     f"{OPTIMIZER_TITLES[optimizer]}, lr {lr:g} · batch {batch} × context {context} · {steps} steps on "
     f"{literal_markdown(corpus_label)} in {PRECISION_TITLES[precision]}. A run trains in the background: look at it "
@@ -179,13 +179,17 @@ if focus is not None:
         active=lambda: focus.changing,
         name="training.run",
     )
-else:
+else:  # no run yet: the page opens on how the shipped GPT learned (its recorded losses)
     picker.on_this_page([], reset=True)
+    shipped = picker.shipped_default()
+    if (curve := recorded_curve(shipped.meta)) is not None:
+        training.recorded_curve(curve, literal_markdown(shipped.label))
     st.info(
-        "No run yet. Press **Train**: a small GPT starts learning your text, and its loss curve appears here, "
-        "live — from about ln V (a uniform guess over its vocabulary) down."
+        "No run of yours yet. Press **Train**: a small GPT starts learning your text, and its own loss curve "
+        "replaces this one, live — from about ln V (a uniform guess over its vocabulary) down."
     )
     training.server_line()
+st.caption(planned_run)
 
 # ------------------------------------------------------------------ races
 

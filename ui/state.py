@@ -292,6 +292,7 @@ WIDGETS: dict[str, str] = {
     "steer_run": "Inside the model: write the plain and steered texts (a lab job, for a large model)",
     # Loss & training
     "train": "Training: Train",
+    "recorded_curve": "Training: how the shipped GPT learned (the page's picture before a run)",
     "switch_race": "Training: race two runs that differ in one switch",
     "race_chart": "Training: the newest race's curves",
     "longer_context": "Training: the context at which a finished architecture race is measured",
@@ -343,6 +344,8 @@ WIDGETS: dict[str, str] = {
     "zero_processes": "Adapting: processes for the ZeRO/FSDP picture",
     "zero_bars": "Adapting: what each ZeRO stage keeps per process",
     "kv_growth": "Serving: the KV cache growing while generating",
+    "kv_growth_tokens": "Serving: how many tokens the model writes while its KV cache is measured",
+    "kv_variants": "Serving: the other ways to store the cache drawn beside it",
     "page_block": "Serving: paged attention's block size",
     "page_lengths": "Serving: the requests' lengths",
     "page_blocks": "Serving: the block tables",

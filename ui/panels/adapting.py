@@ -46,7 +46,7 @@ def lora_config(model) -> lora.LoRAConfig | None:
         persist_state="page",
     )
     if not targets:
-        st.warning("Choose at least one matrix to adapting.")
+        st.warning("Choose at least one matrix to adapt.")
         return None
     if "mlp" in targets and not model.config.mlp:
         st.warning("This model has no MLP (attention only): leave the MLP out.")

@@ -13,6 +13,7 @@ import streamlit as st
 import torch
 
 import ui
+from llmviz.lessons.training import smooth
 from llmviz.training import footprint
 from llmviz.training.config import PRECISION_TITLES
 from ui import charts, picker, state
@@ -42,6 +43,58 @@ def server_line() -> None:
         f"(at most {job_manager.max_running} train at once; the others wait their turn, students in turn, each "
         f"in a worker process of its own).{share_line}{memory_line}"
     )
+
+
+def recorded_curve(curve, label: str) -> None:
+    """A checkpoint's recorded training (``llmviz.lessons.training.recorded_curve``): the Training page's picture
+    before the student has a run of their own: its loss per step (faint), smoothed, its validation loss, ln V."""
+    smoothed = smooth(curve.train_loss, 0.9)
+    figure = go.Figure(
+        [
+            go.Scatter(
+                x=curve.steps,
+                y=curve.train_loss,
+                mode="lines",
+                line=dict(color="rgba(31,119,180,0.25)", width=1),
+                name="training loss (each step)",
+            ),
+            go.Scatter(
+                x=curve.steps,
+                y=smoothed,
+                mode="lines",
+                line=dict(color="#1f77b4", width=2.5),
+                name="training loss (smoothed)",
+            ),
+            go.Scatter(
+                x=curve.val_steps,
+                y=curve.val_loss,
+                mode="lines+markers",
+                line=dict(color="#ff7f0e", dash="dot"),
+                name="validation loss",
+            ),
+        ]
+    )
+    if curve.vocab_size > 1:
+        level = math.log(curve.vocab_size)
+        figure.add_hline(y=level, line_dash="dash", line_color="#adb5bd")
+        figure.add_annotation(
+            xref="x domain",
+            x=1,
+            y=level,
+            showarrow=False,
+            xanchor="right",
+            yanchor="top",
+            text=f"uniform guess: ln {curve.vocab_size:,} = {level:.2f}",
+        )
+    figure.update_layout(
+        title=f"How {label} learned (recorded when it was trained)",
+        xaxis_title="step",
+        yaxis_title="cross-entropy loss (nats)",
+        height=380,
+        margin=charts.margins(40),
+        legend=dict(orientation="h", y=-0.2),
+    )
+    charts.show(figure, key=state.widget("recorded_curve"))
 
 
 def run_line(info) -> None:
