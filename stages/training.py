@@ -185,7 +185,7 @@ else:  # no run yet: the page opens on how the shipped GPT learned (its recorded
     if (curve := recorded_curve(shipped.meta)) is not None:
         training.recorded_curve(curve, literal_markdown(shipped.label))
     st.info(
-        "No run of yours yet. Press **Train**: a small GPT starts learning your text, and its own loss curve "
+        "No run yet. Press **Train**: a small GPT starts learning your text, and its own loss curve "
         "replaces this one, live — from about ln V (a uniform guess over its vocabulary) down."
     )
     training.server_line()

@@ -23,6 +23,7 @@ from tests.support.pages import (
     texts,
     train_on_names,
 )
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 
@@ -314,3 +315,22 @@ def test_a_run_trains_in_the_precision_picked_and_the_page_names_it():
     [job] = session_jobs(at)
     assert job.status().state == "finished" and job.info.config.precision == "bf16"
     assert any("bfloat16 (autocast)" in caption.value for caption in at.caption)
+
+
+def test_with_no_run_the_page_opens_on_the_shipped_gpts_recorded_curve():
+    """Issue 50 §9: with no run the page opened on 248 words and no picture. It opens on how the shipped GPT learned:
+    the losses its checkpoint recorded (read here from checkpoint.json), its validation loss, and ln V."""
+    recorded = json.loads((ROOT / "data" / "gpt-python-docs" / "checkpoint.json").read_text())
+    at = run_page("stages/training.py")
+    assert_clean(at)
+    charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    curve = next(c for c in charts if c["layout"]["title"]["text"].startswith("How Shipped GPT"))
+    traces = {trace["name"]: trace for trace in curve["data"]}
+    steps = [m["step"] for m in recorded["metrics"]]
+    assert traces["training loss (each step)"]["x"] == steps
+    assert np.allclose(traces["training loss (each step)"]["y"], [m["train_loss"] for m in recorded["metrics"]])
+    measured = [m for m in recorded["metrics"] if m["val_loss"] is not None]
+    assert np.allclose(traces["validation loss"]["y"], [m["val_loss"] for m in measured])
+    assert traces["validation loss"]["y"][-1] == pytest.approx(recorded["final"]["val_loss"])
+    vocab = recorded["model"]["config"]["vocab_size"]
+    assert curve["layout"]["shapes"][0]["y0"] == pytest.approx(math.log(vocab))
