@@ -17,6 +17,30 @@ import torch
 from llmviz.lessons import architectures
 from llmviz.models.gpt import PRESETS, GPTConfig, cache_name, count_parameters_without_building
 
+#: Each preset's name for a student (its code id, such as ``attn-only-2l``, is what a link carries).
+PRESET_NAMES = {
+    "gpt2-124m": "GPT-2 small",
+    "gpt-mini": "GPT mini",
+    "gpt-micro": "GPT micro",
+    "gpt-nano": "GPT nano",
+    "attn-only-2l": "Attention only (no MLP)",
+    "llama-style": "Llama-style",
+    "smollm2-135m-shapes": "SmolLM2-135M's sizes",
+    "qwen-style": "Qwen-style",
+    "moe-tiny": "Mixture of experts",
+}
+
+
+def preset_title(name: str) -> str:
+    """A preset as the Model page lists it: its name for a student and its size, from the preset itself.
+
+    >>> preset_title("attn-only-2l"), preset_title("gpt2-124m")
+    ('Attention only (no MLP): 2 layers, d 64', 'GPT-2 small: 12 layers, d 768')
+    """
+    config = PRESETS[name]  # type: ignore[index]
+    return f"{PRESET_NAMES[name]}: {config.n_layers} layers, d {config.d_model}"
+
+
 # a sentence of the Python manual, every word of it one token of the shipped GPT
 DEFAULT_SENTENCE = "The result is then bound to the class name."
 LAB_CHARS = 200_000  # GPT-2 → Llama trains on the corpus's first characters, as the Training page's races do
