@@ -8,7 +8,7 @@ import ui
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.jobs.manager import JobRefused
 from llmviz.lessons import architectures
-from llmviz.lessons.model import DEFAULT_SENTENCE, LAB_CHARS, preset_title
+from llmviz.lessons.model import DEFAULT_SENTENCE, LAB_CHARS, preset_title, validation_note
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
 from llmviz.tokenizers.ids import encode
 from ui import charts, picker, present, sections, share, state
@@ -144,11 +144,11 @@ def look_inside() -> None:
     if not picker.gpt_or_note(view, "this section shows a GPT's residual stream, LayerNorms and MLPs"):
         return
     config = view.model.config
-    final = view.meta.get("final", {}).get("val_loss")
+    validation = validation_note(view.meta)  # which text it was measured on (Adapting measures other windows)
     st.caption(
         f"{literal_markdown(view.label)}: {config.n_layers} layers, {config.n_heads} heads, d_model "
         f"{config.d_model}, a {view.tokenizer.vocab_size:,}-token vocabulary"
-        + (f" (final validation loss {final:.2f})." if final is not None else ".")
+        + (f" ({validation})." if validation else ".")
     )
     sentence = st.text_input("A sentence", DEFAULT_SENTENCE, **share.bind("model_sentence"))
     share.carried_note("model_sentence")

@@ -41,6 +41,29 @@ def preset_title(name: str) -> str:
     return f"{PRESET_NAMES[name]}: {config.n_layers} layers, d {config.d_model}"
 
 
+def validation_note(meta: dict) -> str:
+    """Which text a checkpoint's final validation loss was measured on (the Adapting page measures another: its
+    held-out windows), from what the checkpoint recorded; empty when it recorded no validation loss.
+
+    >>> validation_note({"final": {"val_loss": 5.2588}, "train_config": {"eval_batches": 4, "batch_size": 16,
+    ...                  "context_length": 128, "val_fraction": 0.1}}).split(": ")[1]
+    '4 random batches of 16 × 128 tokens from the last 10% of its corpus, kept out of training'
+    """
+    final = (meta.get("final") or {}).get("val_loss")
+    if final is None:
+        return ""
+    config = meta.get("train_config") or {}
+    sample = (
+        f"{config['eval_batches']} random batches of {config['batch_size']} × {config['context_length']} tokens "
+        if {"eval_batches", "batch_size", "context_length"} <= set(config)
+        else "windows "
+    )
+    return (
+        f"final validation loss {final:.2f}: {sample}from the last {config.get('val_fraction', 0.1):.0%} of its "
+        "corpus, kept out of training"
+    )
+
+
 # a sentence of the Python manual, every word of it one token of the shipped GPT
 DEFAULT_SENTENCE = "The result is then bound to the class name."
 LAB_CHARS = 200_000  # GPT-2 → Llama trains on the corpus's first characters, as the Training page's races do
