@@ -95,6 +95,22 @@ def logit_lens(model, ids: list[int]) -> lens.LogitLens:
     return lens.sequence_logit_lens(model, list(ids), k=TOP)
 
 
+def echoes_itself(found: lens.LogitLens, ids: list[int]) -> tuple[float, float]:
+    """The embedding row of the lens: the share of positions whose top prediction is the token itself, and the mean
+    probability it gives it there. With a tied head (W_U = the embedding table) a token's vector scores highest
+    against its own row, so that row mostly "predicts" the token it reads.
+
+    >>> top, probs = torch.tensor([[[7], [3]]]), torch.tensor([[[0.75], [0.5]]])  # (1 row, 2 positions, top 1)
+    >>> found = lens.LogitLens(["embed"], top, probs, torch.zeros(1, 1))
+    >>> echoes_itself(found, [7, 4])
+    (0.5, 0.75)
+    """
+    top, probs = found.top_ids[0, :, 0], found.top_probs[0, :, 0]  # (T,), (T,)
+    itself = top == torch.tensor(ids)  # (T,)
+    share = float(itself.float().mean())
+    return share, float(probs[itself].mean()) if bool(itself.any()) else 0.0
+
+
 def head_scores(model) -> tuple[list[int], dict]:
     """The test input (:data:`HALF_LENGTH` random tokens, twice) and every detector's (L, H) scores on it."""
     return heads.model_head_scores(model, half_length=HALF_LENGTH, seed=0)

@@ -312,3 +312,31 @@ def test_a_link_with_only_a_tabs_settings_opens_that_tab():
     assert not at.exception, [e.value for e in at.exception]
     assert at.session_state["look"] == "Patch activations"
     assert at.text_input(key="patch_clean").value == "A list is a"
+
+
+def test_the_lens_says_why_its_embedding_row_predicts_the_token_it_reads():
+    """Issue 50 §10: the logit lens's first row predicted each token itself at p ≈ 1, unexplained. By hand: the
+    embedding (token + position) through the final LayerNorm and the tied head, softmax; the page says how often that
+    row echoes the token, and why (the head is the embedding table)."""
+    from llmviz.lessons.inside import DEFAULT_SENTENCE
+
+    model, tokenizer, _ = load_checkpoint(DATA / "gpt-python-docs")
+    model.eval()
+    ids = tokenizer.encode(DEFAULT_SENTENCE)[:32]
+    with torch.no_grad():
+        x = model.tok_emb.weight[ids] + model.pos_emb.weight[: len(ids)]  # (T, d)
+        probs = torch.softmax(
+            torch.nn.functional.layer_norm(x, (x.shape[-1],), model.ln_f.scale, model.ln_f.shift, model.ln_f.eps)
+            @ model.tok_emb.weight.T,
+            dim=-1,
+        )
+    top = probs.argmax(dim=-1)  # (T,)
+    itself = top == torch.tensor(ids)
+    assert model.lm_head.weight is model.tok_emb.weight and bool(itself.float().mean() >= 0.5)
+    at = run_page("stages/inside.py")
+    assert_clean(at)
+    lens_text = " ".join(m.value for m in at.markdown)
+    share = float(itself.float().mean())
+    assert f"predicts the token it reads at {share:.0%} of positions" in lens_text, lens_text[:600]
+    assert f"(p ≈ {float(probs[itself, top[itself]].mean()):.2f})" in lens_text
+    assert "**tied** to its embedding" in lens_text

@@ -364,6 +364,24 @@ def _losses(key: str, ids: tuple[int, ...], _model):
     return inside.token_losses(_model, list(ids))
 
 
+def tied_head_note(view, found: LogitLens, ids: list[int]) -> str:
+    """Why the embedding row predicts the token it reads (a tied head), when it mostly does."""
+    share, probability = inside.echoes_itself(found, ids)
+    if share < 0.5:
+        return ""
+    tied = bool(getattr(view.model.config, "tie_weights", False))
+    return (
+        f" The first row (the embedding) predicts the token it reads at {share:.0%} of positions "
+        f"(p ≈ {probability:.2f}): "
+        + (
+            "this model's output head is **tied** to its embedding ($W_U = W_E^\top$), and a token's own vector "
+            "scores highest against its own row. It says nothing yet about the next token."
+            if tied
+            else "a token's vector has not yet been moved towards what comes next."
+        )
+    )
+
+
 def render_lens(view, column: str) -> None:
     ids, note = inside.tokens_of(
         view.tokenizer, view.model.config, state.value("lens_text", inside.DEFAULT_SENTENCE), 32
@@ -399,7 +417,7 @@ def render_lens(view, column: str) -> None:
     grid.markdown(  # under the grid: the page opens on the picture
         f"Each row reads the residual stream after that block through the model's **final {final_norm} and output "
         "head**, $\\text{softmax}(W_U\\,\\mathrm{Norm}_f(x_\\ell))$, as if the later blocks were skipped. The last row "
-        "is the model's own prediction; hover a cell for the top 5."
+        "is the model's own prediction; hover a cell for the top 5." + tied_head_note(view, lens, ids)
     )
     st.subheader("Layer by layer: the token that really comes next")
     followed = [p for p in positions if p + 1 < len(ids)]
