@@ -244,6 +244,8 @@ WIDGETS: dict[str, str] = {
     "nn_": "Embeddings: the nearest-neighbour table (column)",
     "embedding_map": "Embeddings: the map of the picked model's tokens (a click on a token looks it up)",
     "gpt_nn": "Embeddings: the word whose neighbours the GPT's embeddings show",
+    "cos_a": "Embeddings: the first of two of your tokens whose cosine is worked out",
+    "cos_b": "Embeddings: the second of two of your tokens whose cosine is worked out",
     "w2v_nn": "Embeddings: the word whose neighbours word2vec shows",
     "train_w2v": "Embeddings: Train word2vec",
     # Model

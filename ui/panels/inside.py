@@ -374,7 +374,7 @@ def tied_head_note(view, found: LogitLens, ids: list[int]) -> str:
         f" The first row (the embedding) predicts the token it reads at {share:.0%} of positions "
         f"(p ≈ {probability:.2f}): "
         + (
-            "this model's output head is **tied** to its embedding ($W_U = W_E^\top$), and a token's own vector "
+            "this model's output head is **tied** to its embedding ($W_U = W_E^\\top$), and a token's own vector "
             "scores highest against its own row. It says nothing yet about the next token."
             if tied
             else "a token's vector has not yet been moved towards what comes next."
