@@ -110,6 +110,17 @@ def run_line(info) -> None:
     )
 
 
+def snapshots_cell(steps: list[int]) -> str:
+    """A run's snapshots in a table cell: how many, from which step to which.
+
+    >>> snapshots_cell([0, 50, 100, 300]), snapshots_cell([0]), snapshots_cell([])
+    ('4 (steps 0–300)', '1 (step 0)', 'none')
+    """
+    if not steps:
+        return "none"
+    return f"{len(steps)} (step {steps[0]})" if len(steps) == 1 else f"{len(steps)} (steps {steps[0]}–{steps[-1]})"
+
+
 def all_runs() -> None:
     """The comparison chart, table, controls and downloads of every run of this session (live)."""
     all_runs = {job.label: job for job in runs.runs()}
@@ -165,7 +176,8 @@ def all_runs() -> None:
                 "train loss (last 10 steps)": round(found.train_loss, 3) if found.train_loss is not None else None,
                 "validation loss": round(val, 3) if val is not None else None,
                 "validation perplexity": round(math.exp(val), 2) if val is not None else None,
-                "snapshots at steps": ", ".join(map(str, status.snapshot_steps)),
+                # a count and a range: the list of every step ran past the table's edge and cut its last column
+                "snapshots": snapshots_cell(status.snapshot_steps),
             }
         )
     st.dataframe(pd.DataFrame(summary), hide_index=True, width="stretch")
