@@ -401,7 +401,8 @@ def token_vectors(tokenizer, table: torch.Tensor, ids: list[int]) -> None:
                 ),
                 width="stretch",
             )
-            worked_pair(vectors_, labels)
+            with st.expander("Work out one cell: two of your tokens' cosine"):
+                worked_pair(vectors_, labels)
         else:
             st.info("Add a second token to compare.")
 
