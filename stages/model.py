@@ -22,7 +22,7 @@ ui.page_header(
     "part's parameters.",
 )
 PICKED = "picked"  # the Preset choice that shows the model picked in the sidebar
-PRESET_LABELS = {PICKED: "the model picked in the sidebar", "custom": "Custom: set every size yourself"}
+PRESET_LABELS = {PICKED: "the model picked in the sidebar", "custom": "custom"}  # link values as they were
 
 
 def base_config(preset: str, view: picker.ModelView) -> GPTConfig:

@@ -334,6 +334,20 @@ def clean(name: str, values: list[str]) -> tuple[list[str] | None, str | None]:
     return values, None
 
 
+def aliased(name: str, values: list[str] | None) -> list[str] | None:
+    """A link's value written the short way, as the widget shows it: a Model preset by its id (``preset=gpt2-124m``,
+    as the CLI and older links name it) becomes the name the Preset box shows (a bound select box reads its label).
+
+    >>> aliased("preset", ["attn-only-2l"]), aliased("preset", ["custom"]), aliased("corpus", ["names"])
+    (['Attention only (no MLP): 2 layers, d 64'], ['custom'], ['names'])
+    """
+    from llmviz.lessons.model import PRESET_NAMES, preset_title
+
+    if name == "preset" and values and values[-1] in PRESET_NAMES:
+        return [preset_title(values[-1])]
+    return values
+
+
 def begin() -> None:
     """First thing in app.py: check the link's parameters and remember them before any widget reads them."""
     if state.LINK_INITIAL.present():
@@ -347,6 +361,7 @@ def begin() -> None:
         if text:
             notice(text)
             initial[name] = kept if kept is not None else []  # the notice is given: no second one
+        kept = aliased(name, kept)
         if kept != values:
             _replace_in_link(name, kept)
 
