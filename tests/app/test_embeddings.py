@@ -122,3 +122,12 @@ def test_two_of_your_tokens_are_worked_out_and_the_map_names_what_you_asked_abou
         labels = traces[group]["text"]
         assert all(labels), (group, labels)
         assert labels == [tokenizer.printable(i) for i in traces[group]["customdata"]]
+
+
+def test_a_label_by_the_maps_edge_points_inward():
+    """The looked-up token and its neighbours are always named: by the plot's edge the label points inward."""
+    from ui.panels.embeddings import inward_place
+
+    box = ((0.0, 1.0), (0.0, 1.0))
+    assert inward_place(0.95, 0.5, *box) == "top left" and inward_place(0.02, 0.97, *box) == "bottom right"
+    assert inward_place(0.5, 0.5, *box) == "top center"

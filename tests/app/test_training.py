@@ -334,3 +334,22 @@ def test_with_no_run_the_page_opens_on_the_shipped_gpts_recorded_curve():
     assert traces["validation loss"]["y"][-1] == pytest.approx(recorded["final"]["val_loss"])
     vocab = recorded["model"]["config"]["vocab_size"]
     assert curve["layout"]["shapes"][0]["y0"] == pytest.approx(math.log(vocab))
+
+
+def test_a_loss_spike_stays_on_the_chart_and_the_runs_table_keeps_its_last_column():
+    """Issue 50 §10: the chart drew every n-th step (a spike between two was dropped) and the runs table's last column,
+    every snapshot step in a list, ran past the table's edge. The drawn rows keep each stretch's lowest and highest
+    loss; the snapshots are a count and a range."""
+    import pandas as pd
+
+    from ui.panels.runs import thinned
+    from ui.panels.training import snapshots_cell
+
+    losses = [5.0 - i / 2000 for i in range(2000)]
+    losses[1001] = 12.0  # one spike, on a step the old stride (every 4th) skipped
+    frame = pd.DataFrame({"step": range(1, 2001), "train_loss": losses})
+    drawn = thinned(frame, points=500)
+    assert len(drawn) <= 502 and 12.0 in drawn["train_loss"].tolist()
+    assert drawn["step"].iloc[0] == 1 and drawn["step"].iloc[-1] == 2000
+    assert min(drawn["train_loss"]) == min(losses)
+    assert snapshots_cell(list(range(0, 2001, 50))) == "41 (steps 0–2000)"
