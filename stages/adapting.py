@@ -40,15 +40,14 @@ from ui.text import literal_markdown
 settings = ui.settings()
 ui.page_header(
     "Adapting a model: train a little, store it small",
-    "A pretrained model is a starting point. LoRA trains a few numbers beside frozen weights; quantization "
-    "stores every weight in 8 or 4 bits; fine-tuning teaches it a task. Here on the model picked in the sidebar.",
+    "LoRA trains a few numbers; quantization stores weights in fewer bits.",
 )
 
 view = picker.current()
 if not picker.gpt_or_note(view, "this page adapts a GPT's matrices"):
     view = picker.shipped_default()
 model, tokenizer = view.model, view.tokenizer
-st.caption(f"Shown here: {literal_markdown(view.label)} · {model.num_parameters():,} parameters.")
+st.caption(f"{literal_markdown(view.label)} · {model.num_parameters():,} parameters.")
 corpus = ui.corpus_text()
 if corpus is None:
     st.stop()
@@ -177,15 +176,18 @@ def _lora_runs(config: lora.LoRAConfig) -> None:
 
 @sections.section("adapting.lora")
 def lora_section() -> None:
+    picture = st.container()  # the key picture first, LoRA's controls under it (the words before it stay few)
     config = lora_config(model)
-    if config is None or not lora_memory(model, config):
+    with picture:
+        drawn = config is not None and lora_memory(model, config)
+    if not drawn:
         return
     _lora_delta(config)
     _lora_runs(config)
 
 
 def lora_part() -> None:
-    st.subheader("LoRA: train a few numbers, not the whole model")
+    st.subheader("LoRA: train a few numbers")
     lora_section()
 
 

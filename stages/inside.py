@@ -192,7 +192,10 @@ def patching_section() -> None:
         inside.pair_chips(view, clean, corrupted)
         patching.check_pair(view.model, clean, corrupted)
         patching.check_component(view.model, component)
-        top_clean, top_corrupted = inside.cached_answers(view.content_key, tuple(clean), tuple(corrupted), view.model)
+        found = inside.cached_answers(view.content_key, tuple(clean), tuple(corrupted), view.model)
+        top_clean, top_corrupted = found.answer, found.wrong
+        if found.problem and not (state.value("patch_answer") or state.value("patch_wrong")):
+            st.warning(found.problem)  # said before any share is drawn (issue 50 §6)
         with st.expander("The two tokens compared (default: each run's most likely next token)"):
             a, b = st.columns(2)
             a.text_input(

@@ -8,7 +8,7 @@ import ui
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.jobs.manager import JobRefused
 from llmviz.lessons import architectures
-from llmviz.lessons.model import DEFAULT_SENTENCE, LAB_CHARS
+from llmviz.lessons.model import DEFAULT_SENTENCE, LAB_CHARS, preset_title, validation_note
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
 from llmviz.tokenizers.ids import encode
 from ui import charts, picker, present, sections, share, state
@@ -22,7 +22,7 @@ ui.page_header(
     "part's parameters.",
 )
 PICKED = "picked"  # the Preset choice that shows the model picked in the sidebar
-PRESET_LABELS = {PICKED: "the model picked in the sidebar"}  # the others are the presets' own names
+PRESET_LABELS = {PICKED: "the model picked in the sidebar", "custom": "custom"}  # link values as they were
 
 
 def base_config(preset: str, view: picker.ModelView) -> GPTConfig:
@@ -46,12 +46,13 @@ def size_a_gpt() -> None:
         "Preset",
         preset_names,
         index=0,
-        format_func=lambda name: PRESET_LABELS.get(name, name),
+        format_func=lambda name: PRESET_LABELS[name] if name in PRESET_LABELS else preset_title(name),
         **share.bind("preset"),
-        help="The model picked in the sidebar, or a preset to size: gpt2-124m is GPT-2 small as OpenAI published it "
+        help="The model picked in the sidebar, or a preset to size: GPT-2 small as OpenAI published it "
         "(Radford et al., 2019): 12 layers, 12 heads, d_model 768, a bias in W_Q, W_K, W_V and the output head tied "
-        "to the token embedding; llama-style, qwen-style and moe-tiny are small models with the choices of Llama, "
-        "Qwen2 and Mixtral; smollm2-135m-shapes has the sizes of SmolLM2-135M.",
+        "to the token embedding; Llama-style, Qwen-style and Mixture of experts are small models with the choices "
+        "of Llama, Qwen2 and Mixtral; SmolLM2-135M's sizes are SmolLM2-135M's. (A link names a preset by its id, "
+        "such as preset=gpt2-124m.)",
     )
     base = base_config(preset, view)
     if preset == "custom":
@@ -150,11 +151,11 @@ def look_inside() -> None:
     if not picker.gpt_or_note(view, "this section shows a GPT's residual stream, LayerNorms and MLPs"):
         return
     config = view.model.config
-    final = view.meta.get("final", {}).get("val_loss")
+    validation = validation_note(view.meta)  # which text it was measured on (Adapting measures other windows)
     st.caption(
         f"{literal_markdown(view.label)}: {config.n_layers} layers, {config.n_heads} heads, d_model "
         f"{config.d_model}, a {view.tokenizer.vocab_size:,}-token vocabulary"
-        + (f" (final validation loss {final:.2f})." if final is not None else ".")
+        + (f" ({validation})." if validation else ".")
     )
     sentence = st.text_input("A sentence", DEFAULT_SENTENCE, max_chars=5000, **share.bind("model_sentence"))
     share.carried_note("model_sentence")

@@ -34,8 +34,7 @@ from ui.text import literal_markdown
 settings = ui.settings()
 ui.page_header(
     "Sampling: how a model writes",
-    "The model only gives a score (logit) to every token of its vocabulary. Turning scores into one chosen "
-    "token is a choice of its own: softmax, then temperature, top-k and top-p reshape the distribution.",
+    "The model scores every token; softmax, temperature, top-k and top-p turn scores into one choice.",
 )
 
 view = picker.current()
@@ -48,10 +47,10 @@ if view.family == "minilm":
     view = picker.shipped_default()
 model, tokenizer, meta, label = view.model, view.tokenizer, view.meta, view.content_key
 is_names = "names" in label or meta.get("corpus") == "names"
-st.caption(f"Model: {literal_markdown(view.label)} (picked in the sidebar).")
+st.caption(f"Model: {literal_markdown(view.label)}, from the sidebar.")
 
 
-st.subheader("The next token, transform by transform")  # its controls share its slide (presenter mode)
+st.subheader("Next token: transform by transform")  # its controls share its slide (presenter mode)
 prompt = st.text_input("Prompt", "" if is_names else DEFAULT_PROMPT, max_chars=2000, **share.bind("prompt"))
 share.carried_note("prompt")
 TOP_K_DEFAULT = top_k_default(tokenizer.vocab_size)

@@ -20,15 +20,14 @@ from ui.text import literal_markdown
 ui.settings()
 ui.page_header(
     "Serving a model: many requests, one GPU",
-    "A served model writes one token at a time for many people at once. The KV cache keeps what each request has "
-    "read, paged attention stores those caches in blocks, and batching keeps every slot busy.",
+    "Each request keeps a KV cache of what it has read; paged attention and batching share one GPU among many.",
 )
 
 view = picker.current()
 if not picker.gpt_or_note(view, "this page serves a GPT"):
     view = picker.shipped_default()
 model, tokenizer = view.model, view.tokenizer
-st.caption(f"Shown here: {literal_markdown(view.label)} · {model.num_parameters():,} parameters.")
+st.caption(f"{literal_markdown(view.label)} · {model.num_parameters():,} parameters.")
 picker.on_this_page([], reset=True)
 
 

@@ -25,6 +25,7 @@ from llmviz.lessons.training import (
     lineup_configs,
     names_race,
     optimizer_race,
+    recorded_curve,
     switch_race_configs,
 )
 from llmviz.training import footprint
@@ -40,8 +41,7 @@ from ui.text import literal_markdown
 settings = ui.settings()
 ui.page_header(
     "Loss and training: watch a model learn",
-    "Training nudges every parameter to make the next token more likely. The loss (cross-entropy) says how "
-    "surprised the model is; a uniform guess over V tokens scores ln V. Press Train and watch it fall.",
+    "Training nudges every parameter to make the next token more likely; the loss says how surprised the model is.",
 )
 
 
@@ -94,7 +94,7 @@ with settings_column.expander("Settings: the model, its tokenizer, the optimizer
         index=precisions.index(default_precision(run_device)),
         **share.bind("precision"),
     )
-settings_column.caption(
+planned_run = (  # said under the picture: the words before it stay few (issue 50 §9)
     f"Train: {MODEL_LABELS[model_name]} · {'BPE ' + str(vocab_size) if tokenizer_kind == 'bpe' else 'characters'} · "
     f"{OPTIMIZER_TITLES[optimizer]}, lr {lr:g} · batch {batch} × context {context} · {steps} steps on "
     f"{literal_markdown(corpus_label)} in {PRECISION_TITLES[precision]}. A run trains in the background: look at it "
@@ -176,13 +176,13 @@ if focus is not None:
         active=lambda: focus.changing,
         name="training.run",
     )
-else:
+else:  # no run yet: the page opens on how the shipped GPT learned (its recorded losses)
     picker.on_this_page([], reset=True)
-    st.info(
-        "No run yet. Press **Train**: a small GPT starts learning your text, and its loss curve appears here, "
-        "live — from about ln V (a uniform guess over its vocabulary) down."
-    )
+    if (curve := recorded_curve((shipped := picker.shipped_default()).meta)) is not None:
+        training.recorded_curve(curve, literal_markdown(shipped.label))
+    st.info("No run yet. Press **Train**: a small GPT learns your text, its own live loss curve replaces this one.")
     training.server_line()
+st.caption(planned_run)
 
 # ------------------------------------------------------------------ races
 

@@ -414,16 +414,22 @@ def _filename(figure: go.Figure) -> str:
     return f"llmviz-{slug[:40]}" if slug else "llmviz-chart"
 
 
+PRESENTER_HEIGHT = 300  # px: the tallest chart in presenter mode (a 1280×720 slide holds it under its heading)
+
+
 def show_in(where, figure: go.Figure, width="stretch", **kwargs):
     """Draw a Plotly figure in ``where`` (``st``, a column, a container) the way every llmviz chart is drawn:
     downloadable as PNG at 2× and as SVG, and with bigger type in presenter mode (every label 14 px or more;
-    the height stays, so that a slide keeps its chart and controls on one 1280×720 screen)."""
+    the height stays, at most :data:`PRESENTER_HEIGHT`, so that a slide keeps its chart and controls on one 1280×720
+    screen)."""
     from ui import present
 
     scale = present.chart_scale()
     if scale != 1.0:
         figure = go.Figure(figure)  # a copy: the caller's figure stays as built
         figure.update_layout(font_size=round(12 * scale))  # type grows; the height stays (a slide fits the screen)
+        if (figure.layout.height or 0) > PRESENTER_HEIGHT:  # a tall chart fits a 720-px screen under its controls
+            figure.update_layout(height=PRESENTER_HEIGHT)
         # every axis label too (Streamlit's theme draws them at 0.75 rem otherwise), a heatmap's token labels included
         figure.for_each_xaxis(
             lambda axis: axis.update(tickfont_size=max(14, round((axis.tickfont.size or 12) * scale)))

@@ -61,6 +61,8 @@ PARAMS: dict[str, tuple[str, str]] = {
     "rope_theta": ("option", "Embeddings: RoPE's base θ"),
     "embeddings_tab": ("option", "Embeddings: the lesson open under the map of the tokens (a tab's label)"),
     "gpt_nn": ("text", "Embeddings: the word whose neighbours the picked model's embeddings show"),
+    "cos_a": ("option", "Embeddings: the first of two of your tokens whose cosine is worked out"),
+    "cos_b": ("option", "Embeddings: the second of two of your tokens whose cosine is worked out"),
     "w2v_nn": ("text", "Embeddings: the word whose neighbours word2vec shows"),
     "positions_text": ("text", "Embeddings: the sentence whose token and position vectors are added"),
     "w2v_dim": ("number", "Embeddings: word2vec's vector size"),
@@ -183,6 +185,8 @@ PARAMS: dict[str, tuple[str, str]] = {
     "adapting_part": ("option", "Adapting: the open tab (LoRA, quantization, fine-tuning for a task, memory, …)"),
     # Serving
     "serving_part": ("option", "Serving: the open tab (the KV cache, paged attention, batching)"),
+    "kv_growth_tokens": ("number", "Serving: how many tokens the model writes while its KV cache is measured"),
+    "kv_variants": ("options", "Serving: the other ways to store the cache drawn beside it"),
     "page_block": ("option", "Serving: paged attention's block size"),
     "page_lengths": ("text", "Serving: the requests' lengths (comma-separated)"),
     "batch_slots": ("number", "Serving: requests served at once"),
@@ -404,6 +408,20 @@ def clean(name: str, values: list[str]) -> tuple[list[str] | None, str | None]:
     return values, None
 
 
+def aliased(name: str, values: list[str] | None) -> list[str] | None:
+    """A link's value written the short way, as the widget shows it: a Model preset by its id (``preset=gpt2-124m``,
+    as the CLI and older links name it) becomes the name the Preset box shows (a bound select box reads its label).
+
+    >>> aliased("preset", ["attn-only-2l"]), aliased("preset", ["custom"]), aliased("corpus", ["names"])
+    (['Attention only (no MLP): 2 layers, d 64'], ['custom'], ['names'])
+    """
+    from llmviz.lessons.model import PRESET_NAMES, preset_title
+
+    if name == "preset" and values and values[-1] in PRESET_NAMES:
+        return [preset_title(values[-1])]
+    return values
+
+
 def begin() -> None:
     """First thing in app.py: check the link's parameters and remember them before any widget reads them."""
     if state.LINK_INITIAL.present():
@@ -417,6 +435,7 @@ def begin() -> None:
         if text:
             notice(text)
             initial[name] = kept if kept is not None else []  # the notice is given: no second one
+        kept = aliased(name, kept)
         if kept != values:
             _replace_in_link(name, kept)
 

@@ -316,6 +316,7 @@ WIDGETS: dict[str, str] = {
     # Loss & training
     "train": "Training: Train",
     "run_device": "Training: the device of the Ray cluster a run trains on (with LLMVIZ_RAY_ADDRESS)",
+    "recorded_curve": "Training: how the shipped GPT learned (the page's picture before a run)",
     "switch_race": "Training: race two runs that differ in one switch",
     "race_chart": "Training: the newest race's curves",
     "longer_context": "Training: the context at which a finished architecture race is measured",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from llmviz.interpret import features, heads, lens, steering
+from llmviz.interpret import features, heads, lens, patching, steering
 from llmviz.interpret.sae import (
     POINTS,
     SaeConfig,
@@ -34,8 +34,8 @@ DEFAULT_LOSS_TEXT = (
     "degree of similarity will vary by application)."
 )
 DEFAULT_ABLATION_TEXT = 'The "while" statement is used for repeated execution as long as an expression is true.'
-DEFAULT_CLEAN = 'The "for" statement is used to iterate over the elements of a'
-DEFAULT_CORRUPTED = 'The "if" statement is used to iterate over the elements of a'
+DEFAULT_CLEAN = patching.DEFAULT_CLEAN  # the library's pair: its corruption changes the shipped GPT's answer
+DEFAULT_CORRUPTED = patching.DEFAULT_CORRUPTED
 DEFAULT_STEER_PROMPT = "The"
 DEFAULT_POSITIVE = 'The "for" statement\nThe "while" statement\nThe "if" statement'
 DEFAULT_NEGATIVE = "Lists are mutable sequences\nTuples are immutable sequences\nStrings are immutable sequences"
@@ -106,6 +106,22 @@ def head_name(pair: tuple[int, int]) -> str:
 def logit_lens(model, ids: list[int]) -> lens.LogitLens:
     """Every block's prediction at every position, with the top :data:`TOP`."""
     return lens.sequence_logit_lens(model, list(ids), k=TOP)
+
+
+def echoes_itself(found: lens.LogitLens, ids: list[int]) -> tuple[float, float]:
+    """The embedding row of the lens: the share of positions whose top prediction is the token itself, and the mean
+    probability it gives it there. With a tied head (W_U = the embedding table) a token's vector scores highest
+    against its own row, so that row mostly "predicts" the token it reads.
+
+    >>> top, probs = torch.tensor([[[7], [3]]]), torch.tensor([[[0.75], [0.5]]])  # (1 row, 2 positions, top 1)
+    >>> found = lens.LogitLens(["embed"], top, probs, torch.zeros(1, 1))
+    >>> echoes_itself(found, [7, 4])
+    (0.5, 0.75)
+    """
+    top, probs = found.top_ids[0, :, 0], found.top_probs[0, :, 0]  # (T,), (T,)
+    itself = top == torch.tensor(ids)  # (T,)
+    share = float(itself.float().mean())
+    return share, float(probs[itself].mean()) if bool(itself.any()) else 0.0
 
 
 def head_scores(model) -> tuple[list[int], dict]:

@@ -17,6 +17,53 @@ import torch
 from llmviz.lessons import architectures
 from llmviz.models.gpt import PRESETS, GPTConfig, cache_name, count_parameters_without_building
 
+#: Each preset's name for a student (its code id, such as ``attn-only-2l``, is what a link carries).
+PRESET_NAMES = {
+    "gpt2-124m": "GPT-2 small",
+    "gpt-mini": "GPT mini",
+    "gpt-micro": "GPT micro",
+    "gpt-nano": "GPT nano",
+    "attn-only-2l": "Attention only (no MLP)",
+    "llama-style": "Llama-style",
+    "smollm2-135m-shapes": "SmolLM2-135M's sizes",
+    "qwen-style": "Qwen-style",
+    "moe-tiny": "Mixture of experts",
+}
+
+
+def preset_title(name: str) -> str:
+    """A preset as the Model page lists it: its name for a student and its size, from the preset itself.
+
+    >>> preset_title("attn-only-2l"), preset_title("gpt2-124m")
+    ('Attention only (no MLP): 2 layers, d 64', 'GPT-2 small: 12 layers, d 768')
+    """
+    config = PRESETS[name]  # type: ignore[index]
+    return f"{PRESET_NAMES[name]}: {config.n_layers} layers, d {config.d_model}"
+
+
+def validation_note(meta: dict) -> str:
+    """Which text a checkpoint's final validation loss was measured on (the Adapting page measures another: its
+    held-out windows), from what the checkpoint recorded; empty when it recorded no validation loss.
+
+    >>> validation_note({"final": {"val_loss": 5.2588}, "train_config": {"eval_batches": 4, "batch_size": 16,
+    ...                  "context_length": 128, "val_fraction": 0.1}}).split(": ")[1]
+    '4 random batches of 16 × 128 tokens from the last 10% of its corpus, kept out of training'
+    """
+    final = (meta.get("final") or {}).get("val_loss")
+    if final is None:
+        return ""
+    config = meta.get("train_config") or {}
+    sample = (
+        f"{config['eval_batches']} random batches of {config['batch_size']} × {config['context_length']} tokens "
+        if {"eval_batches", "batch_size", "context_length"} <= set(config)
+        else "windows "
+    )
+    return (
+        f"final validation loss {final:.2f}: {sample}from the last {config.get('val_fraction', 0.1):.0%} of its "
+        "corpus, kept out of training"
+    )
+
+
 # a sentence of the Python manual, every word of it one token of the shipped GPT
 DEFAULT_SENTENCE = "The result is then bound to the class name."
 LAB_CHARS = 200_000  # GPT-2 → Llama trains on the corpus's first characters, as the Training page's races do

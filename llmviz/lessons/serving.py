@@ -48,6 +48,31 @@ def bytes_per_value(model: GPT) -> int:
     return serving.kv_bytes_per_value(model)
 
 
+GROWTH_RANGE = (10, 120)  # tokens a student may have the model write while the cache is measured
+#: Other ways to store the same cache, drawn beside the measured one: what each would keep per token.
+VARIANTS = {
+    "bf16": "bfloat16 (2 bytes a number)",
+    "mqa": "one key/value head (multi-query)",
+}
+
+
+def variant_bytes_per_token(model: GPT, variant: str) -> int:
+    """What the KV cache of ``model`` would keep per token stored another way (:data:`VARIANTS`): 2 · layers ·
+    key/value heads · head size · bytes per number, with one factor changed.
+
+    >>> from llmviz.models.gpt import GPT, GPTConfig
+    >>> model = GPT(GPTConfig(vocab_size=10, context_length=8, d_model=16, n_heads=4, n_layers=2))
+    >>> bytes_per_token(model), variant_bytes_per_token(model, "bf16"), variant_bytes_per_token(model, "mqa")
+    (256, 128, 64)
+    """
+    config = model.config
+    if variant == "bf16":
+        return 2 * config.n_layers * config.kv_heads * config.head_dim * 2
+    if variant == "mqa":
+        return 2 * config.n_layers * 1 * config.head_dim * bytes_per_value(model)
+    raise ValueError(f"no such variant: {variant!r} (one of {', '.join(VARIANTS)})")
+
+
 def parse_lengths(text: str) -> list[int]:
     """Request lengths typed as comma-separated whole numbers: 1 to :data:`MAX_REQUESTS` of them, each from 1 to
     :data:`MAX_LENGTH`; anything else is a ValueError.

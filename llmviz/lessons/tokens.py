@@ -72,3 +72,41 @@ def bpe_training(sample: str, vocab_size: int, pattern: str | None):
 def bpe_from_job(history, pattern: str | None) -> BPETokenizer:
     """The BPE a finished (or stopped) training job learned, its history kept for the replay."""
     return BPETokenizer.from_history(history, pattern, [base.ENDOFTEXT], keep_history=True)
+
+
+def split_characters(token_bytes: list[bytes], text: str) -> tuple[int, int, str] | None:
+    """How many tokens hold only part of a character (bytes that are no UTF-8 text on their own), the first of them,
+    and a character of
+    ``text`` that UTF-8 writes in several bytes, for the note under a tokenizer's chips; None when every token is
+    whole text.
+
+    >>> split_characters([b"caf", b"\\xc3", b"\\xa9"], "café")
+    (2, 1, 'é')
+    >>> split_characters([b"na", b"\\xc3\\xafve", b" \\xe6", b"\\x97", b"\\xa5"], "naïve 日")  # GPT-2's pieces
+    (3, 2, '日')
+    >>> split_characters([b"caf", b"\\xc3\\xa9"], "café") is None
+    True
+    """
+
+    def whole(piece: bytes) -> bool:
+        try:
+            piece.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return True
+
+    partial = [i for i, piece in enumerate(token_bytes) if not whole(piece)]
+    if not partial:
+        return None
+    several = [c for c in text if len(c.encode("utf-8")) > 1]
+    cut = [c for c in several if not any(c.encode("utf-8") in piece for piece in token_bytes)]  # in no token whole
+    return len(partial), partial[0], (cut or several or ["é"])[0]
+
+
+def utf8_bytes(character: str) -> str:
+    r"""A character's UTF-8 bytes as the chips write them.
+
+    >>> utf8_bytes("é")
+    '\\xc3\\xa9'
+    """
+    return "".join(f"\\x{byte:02x}" for byte in character.encode("utf-8"))

@@ -239,3 +239,37 @@ def smooth(values: list[float], weight: float = 0.9) -> list[float]:
         average = weight * average + (1 - weight) * value
         out.append(average / (1 - weight**step))
     return out
+
+
+@dataclass(frozen=True)
+class RecordedCurve:
+    """A checkpoint's recorded losses (what its training wrote down): every step's training loss, the validation
+    loss where it was measured, and the vocabulary a uniform guess spreads over."""
+
+    steps: list[int]
+    train_loss: list[float]
+    val_steps: list[int]
+    val_loss: list[float]
+    vocab_size: int
+
+
+def recorded_curve(meta: dict) -> RecordedCurve | None:
+    """The losses a checkpoint recorded while it trained (its ``metrics``), or None when it kept none.
+
+    >>> meta = {"metrics": [{"step": 1, "train_loss": 8.3, "val_loss": None}, {"step": 2, "train_loss": 7.9,
+    ...         "val_loss": 8.0}], "model": {"config": {"vocab_size": 4096}}}
+    >>> curve = recorded_curve(meta)
+    >>> curve.steps, curve.val_steps, curve.val_loss, curve.vocab_size
+    ([1, 2], [2], [8.0], 4096)
+    """
+    metrics = [m for m in meta.get("metrics") or [] if isinstance(m, dict) and m.get("train_loss") is not None]
+    if not metrics:
+        return None
+    measured = [m for m in metrics if m.get("val_loss") is not None]
+    return RecordedCurve(
+        steps=[int(m["step"]) for m in metrics],
+        train_loss=[float(m["train_loss"]) for m in metrics],
+        val_steps=[int(m["step"]) for m in measured],
+        val_loss=[float(m["val_loss"]) for m in measured],
+        vocab_size=int(meta.get("model", {}).get("config", {}).get("vocab_size", 0)),
+    )

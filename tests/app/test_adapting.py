@@ -308,3 +308,22 @@ def test_lab_runs_are_the_sections_own_and_end_with_their_result(fresh_session_j
         line = re.sub(r"\\(.)", r"\1", line)
         assert f"training loss {train:.3f} · validation loss {val:.3f}" in line, line
         assert f"validation perplexity {math.exp(val):,.2f}" in line, line
+
+
+def test_the_held_out_loss_and_the_models_validation_loss_say_which_text_each_is(fresh_session_jobs):
+    """Issue 50 §10: Adapting's held-out loss (3.4) beside the Model page's "final validation loss 5.26" with no word
+    on why. Each says what it was measured on: the checkpoint's recorded eval (checkpoint.json's settings), and the
+    Adapting page's consecutive windows from the end of the text."""
+    recorded = json.loads((ROOT / "data" / "gpt-python-docs" / "checkpoint.json").read_text())
+    config = recorded["train_config"]
+    model_page = run_page("stages/model.py")
+    assert_clean(model_page)
+    captions = " ".join(c.value for c in model_page.caption)
+    assert (
+        f"final validation loss {recorded['final']['val_loss']:.2f}: {config['eval_batches']} random batches of "
+        f"{config['batch_size']} × {config['context_length']} tokens from the last {config['val_fraction']:.0%}"
+    ) in captions, captions
+    at = finish_jobs(run_page("stages/adapting.py", adapting_part="Quantization"))
+    assert_clean(at)
+    note = next(c.value for c in at.caption if "held-out tokens" in c.value)
+    assert f"last {adapting.MAX_TEXT:,} characters" in note and "Another sample than" in note, note

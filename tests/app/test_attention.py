@@ -187,3 +187,37 @@ def test_the_lessons_are_tabs_and_a_link_opens_the_lesson_it_sets():
     assert_clean(at)
     assert at.toggle(key="mask").value is False
     assert [h.value[:2] for h in at.header] == ["1.", "3."]  # it opens on the lesson that has the mask
+
+
+def test_the_softmax_weights_are_shown_with_the_digits_of_the_worked_alpha():
+    """Issue 50 §10: the softmax panel wrote 0.500 / 0.499 / 0.000 (summing to 0.999) beside α = 0.5005 worked out
+    under it. It writes each weight to 4 decimals, as α is, and 'cat''s row as shown sums to 1 (PyTorch's softmax of
+    the scaled scores the page draws)."""
+    import base64
+
+    import numpy as np
+    import torch
+
+    at = run_page("stages/attention.py", attention_tab="Step by step")
+    assert_clean(at)
+    steps = next(
+        json.loads(chart.proto.spec)
+        for chart in at.get("plotly_chart")
+        if "softmax weights" in json.dumps(json.loads(chart.proto.spec)["layout"].get("annotations", []))
+    )
+    panel = next(trace for trace in steps["data"] if trace.get("zmax") == 1)  # the softmax panel (0 … 1)
+    assert panel["texttemplate"] == "%{z:.4f}"
+
+    def matrix(z):  # plotly writes a numpy array as base64 bytes (bdata), or as lists
+        if isinstance(z, dict):
+            shape = [int(n) for n in str(z["shape"]).split(",")]
+            return np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape).astype(float)
+        return np.array([[np.nan if v is None else v for v in row] for row in z], dtype=float)
+
+    scaled = torch.tensor(matrix(steps["data"][1]["z"]))
+    cat = torch.softmax(scaled[1, :2], dim=-1)  # 'cat' sees 'The' and itself (causal)
+    shown = [round(float(v), 4) for v in np.nan_to_num(matrix(panel["z"])[1])]
+    assert shown[:2] == pytest.approx([round(v, 4) for v in cat.tolist()], abs=1e-4)
+    assert sum(shown) == pytest.approx(1.0, abs=1e-4)
+    alpha = re.search(r"\\alpha_\{\\text\{cat\},\\text\{The\}\}.* = (0\.\d{4})", texts(at.latex) if at.latex else "")
+    assert alpha is None or float(alpha.group(1)) == pytest.approx(shown[0], abs=1e-4)

@@ -97,3 +97,37 @@ def test_the_lessons_are_tabs_under_the_map():
     at = run_page("stages/embeddings.py")
     assert [tab.label for tab in at.tabs] == ["Cosine similarity", "Positions", "Word2vec", "Sentence embeddings"]
     assert [h.value[:2] for h in at.header] == ["1.", "2."]
+
+
+def test_two_of_your_tokens_are_worked_out_and_the_map_names_what_you_asked_about():
+    """Issue 50 §10: two chosen words got no worked arithmetic, and the looked-up word and a neighbour had no label
+    on the map. A cell of the cosine matrix is worked out (PyTorch's cosine of the two table rows), and every
+    looked-up and neighbour point carries its label."""
+    at = run_page("stages/embeddings.py")
+    assert_clean(at)
+    model, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")
+    table = model.tok_emb.weight.detach().double()  # (V, C)
+    ids = list(dict.fromkeys(tokenizer.encode(at.text_input(key="words").value)))[:24]
+    at.selectbox(key="cos_a").set_value(2)
+    at.selectbox(key="cos_b").set_value(5).run()
+    assert_clean(at)
+    cosine = float(torch.nn.functional.cosine_similarity(table[ids[2]], table[ids[5]], dim=0))
+    dot = float(table[ids[2]] @ table[ids[5]])
+    worked = texts(at.latex)
+    assert f"= {dot:.4f}" in worked and f"= {cosine:.4f}" in worked, worked
+    assert f"{table.shape[1]} terms" in worked  # the sum runs over every dimension
+    chart = json.loads(at.get("plotly_chart")[0].proto.spec)  # the map
+    traces = {trace["name"]: trace for trace in chart["data"]}
+    for group in ("looked up", "nearest neighbours"):
+        labels = traces[group]["text"]
+        assert all(labels), (group, labels)
+        assert labels == [tokenizer.printable(i) for i in traces[group]["customdata"]]
+
+
+def test_a_label_by_the_maps_edge_points_inward():
+    """The looked-up token and its neighbours are always named: by the plot's edge the label points inward."""
+    from ui.panels.embeddings import inward_place
+
+    box = ((0.0, 1.0), (0.0, 1.0))
+    assert inward_place(0.95, 0.5, *box) == "top left" and inward_place(0.02, 0.97, *box) == "bottom right"
+    assert inward_place(0.5, 0.5, *box) == "top center"

@@ -457,3 +457,58 @@ def test_a_hostile_features_link_is_bounded_not_a_traceback():
     assert 0 <= by_label(at.number_input, "Feature").value < 1024
     assert len(by_label(at.text_input, "Text").value) == 2000
     assert "Only the first 128 of its 500 tokens are shown." in texts(at.caption)
+
+
+def test_the_lens_says_why_its_embedding_row_predicts_the_token_it_reads():
+    """Issue 50 §10: the logit lens's first row predicted each token itself at p ≈ 1, unexplained. By hand: the
+    embedding (token + position) through the final LayerNorm and the tied head, softmax; the page says how often that
+    row echoes the token, and why (the head is the embedding table)."""
+    from llmviz.lessons.inside import DEFAULT_SENTENCE
+
+    model, tokenizer, _ = load_checkpoint(DATA / "gpt-python-docs")
+    model.eval()
+    ids = tokenizer.encode(DEFAULT_SENTENCE)[:32]
+    with torch.no_grad():
+        x = model.tok_emb.weight[ids] + model.pos_emb.weight[: len(ids)]  # (T, d)
+        probs = torch.softmax(
+            torch.nn.functional.layer_norm(x, (x.shape[-1],), model.ln_f.scale, model.ln_f.shift, model.ln_f.eps)
+            @ model.tok_emb.weight.T,
+            dim=-1,
+        )
+    top = probs.argmax(dim=-1)  # (T,)
+    itself = top == torch.tensor(ids)
+    assert model.lm_head.weight is model.tok_emb.weight and bool(itself.float().mean() >= 0.5)
+    at = run_page("stages/inside.py")
+    assert_clean(at)
+    lens_text = " ".join(m.value for m in at.markdown)
+    share = float(itself.float().mean())
+    assert f"predicts the token it reads at {share:.0%} of positions" in lens_text, lens_text[:600]
+    assert f"(p ≈ {float(probs[itself, top[itself]].mean()):.2f})" in lens_text
+    assert "**tied** to its embedding" in lens_text
+
+
+def test_a_pair_whose_corruption_keeps_the_answer_is_said_in_words_not_drawn(shipped):
+    """Issue 50 §6: the default pair ('for' / 'if') made the same token most likely after both prompts (a plain
+    forward pass says so), and the page drew shares of 2.88 and −0.65 under "1 = brings the clean answer back". Such
+    a pair is now said in words, with no grid; the default pair's corruption changes the answer."""
+    from llmviz.lessons.inside import DEFAULT_CLEAN, DEFAULT_CORRUPTED
+
+    model, tokenizer = shipped
+
+    def top(text: str) -> int:
+        with torch.no_grad():
+            return int(model(torch.tensor([tokenizer.encode(text)]))[0][0, -1].argmax())
+
+    old_clean, old_corrupted = (
+        'The "for" statement is used to iterate over the elements of a',
+        'The "if" statement is used to iterate over the elements of a',
+    )
+    assert top(old_clean) == top(old_corrupted) and top(DEFAULT_CLEAN) != top(DEFAULT_CORRUPTED)
+    at = run_app(PAGE, query={"look": "Patch activations", "patch_clean": old_clean, "patch_corrupted": old_corrupted})
+    assert any("does not change the answer" in w.value for w in at.warning), [w.value for w in at.warning]
+    at.button(key="patching_run").click().run()
+    assert_clean(at)
+    assert not [c for c in at.get("plotly_chart") if "restored" in c.proto.spec]  # no shares drawn
+    assert any("does not change the answer" in w.value for w in at.warning)
+    default = run_page(PAGE, look="Patch activations")
+    assert not [w for w in default.warning if "does not change the answer" in w.value]

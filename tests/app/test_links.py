@@ -227,3 +227,14 @@ def test_a_one_character_text_says_it_is_too_short_not_to_use_a_context_below_1(
     with pytest.raises(ConfigError, match="a context size of at most 4"):  # 45 + 5 tokens: 4 + 1 fit in 5
         prepare_data("abcdefghij" * 5, TrainConfig(model="bigram-neural", tokenizer="char", context_length=8))
     prepare_data("abcdefghij" * 5, TrainConfig(model="bigram-neural", tokenizer="char", context_length=4))  # it does
+
+
+def test_a_preset_linked_by_its_id_opens_under_its_name():
+    """Issue 50 §10: the Preset box shows names ("Attention only (no MLP): 2 layers, d 64"); a link keeps naming a
+    preset by its id, as the CLI does (``ui.share.aliased``)."""
+    from ui.share import aliased
+
+    assert aliased("preset", ["attn-only-2l"]) == ["Attention only (no MLP): 2 layers, d 64"]
+    assert aliased("preset", ["custom"]) == ["custom"] and aliased("corpus", ["names"]) == ["names"]
+    at = open_with_link("stages/model.py", {"preset": "attn-only-2l"})
+    assert by_label(at.selectbox, "Preset").value == "attn-only-2l"

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import ui
+from llmviz.models.gpt import PRESETS
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import assert_clean, by_label, finish_jobs, run_app, run_page, texts
 from ui.text import fixed
@@ -207,3 +208,19 @@ def test_a_picked_model_that_is_no_gpt_shows_gpt2_small_and_says_why():
     assert any("is not a GPT" in info.value for info in at.info)
     # GPT-2 small as published (test_model_page_opens_gpt2_small_with_its_own_tying_and_shows_the_untied_count)
     assert metric(at, "Total parameters") == "124,439,808"
+
+
+def test_presets_are_listed_by_their_names_not_their_code_ids():
+    """Issue 50 §10: the Preset box listed ``attn-only-2l`` and ``smollm2-135m-shapes``; it lists each preset by its
+    name and its size (read from the preset), while a link keeps the id."""
+    at = run_page("stages/model.py")
+    assert_clean(at)
+    box = by_label(at.selectbox, "Preset")
+    shown = box.options
+    assert not [option for option in shown if re.fullmatch(r"[a-z0-9-]+", option) and option != "custom"], shown
+    for name, config in PRESETS.items():
+        assert any(option.endswith(f": {config.n_layers} layers, d {config.d_model}") for option in shown), name
+    assert "Attention only (no MLP): 2 layers, d 64" in shown and "SmolLM2-135M's sizes: 30 layers, d 576" in shown
+    box.set_value("attn-only-2l").run()
+    assert_clean(at)
+    assert at.selectbox(key="preset").value == "attn-only-2l"

@@ -196,3 +196,27 @@ def test_the_lessons_are_tabs_and_only_the_open_one_runs():
     assert not [b for b in at.button if b.label == "Generate"]  # the Generate tab has not run
     at = run_page("stages/sampling.py", sampling_part="The KV cache")  # a link to the tab (?sampling_part=…)
     assert [b.label for b in at.button if b.key == "kv_run"] == ["Generate both ways"]  # no cut-off label
+
+
+def test_greedy_generation_shows_the_models_probabilities_and_real_runner_ups():
+    """Issue 50 §7: greedy coloured every token at p = 1.000 and listed control bytes at 0.00 as alternatives. The
+    first generated token's p is the model's softmax at the prompt (a plain forward pass), its runner-ups the next
+    most likely tokens, none under 0.005."""
+    import html
+    import re
+
+    model, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")
+    model.eval()
+    at = run_page("stages/sampling.py", sampling_part="Generate")
+    by_label(at.radio, "Method").set_value("greedy").run()
+    by_label(at.button, "Generate").click().run()
+    assert_clean(at)
+    shown = next(m.value for m in at.markdown if "llmviz-generated" in m.value)
+    titles = [html.unescape(t) for t in re.findall(r"title='([^']*)'", shown)]
+    with torch.no_grad():
+        probs = torch.softmax(model(torch.tensor([tokenizer.encode(DEFAULT_PROMPT)]))[0][0, -1], dim=-1)  # (V,)
+    p, runners = titles[0].split(" · runner-ups: ")
+    assert p == f"p = {float(probs.max()):.3f}" and float(probs.max()) < 0.999
+    ranked = [t for t in probs.argsort(descending=True).tolist()[1:6] if probs[t] >= 0.005]
+    assert runners.split(" | ")[0] == f"{tokenizer.printable(ranked[0])} {float(probs[ranked[0]]):.2f}"
+    assert " 0.00" not in runners

@@ -74,3 +74,35 @@ def test_it_opens_on_the_kv_cache_and_asks_about_its_bytes():
     at.button(key="quiz_ask_serving").click().run()
     assert_clean(at)
     assert any("KV cache" in m.value for m in at.markdown)
+
+
+def test_the_kv_cache_picture_has_controls_and_lines_for_other_ways_to_store_it(shipped):
+    """Issue 50 §9: Serving opened on a straight line with no control. Under the picture: how many tokens to write,
+    and the same cache in bfloat16 and with one key/value head, their bytes a token by hand
+    (2 · layers · key/value heads · head size · bytes a number)."""
+    model, _ = shipped
+    config = model.config
+    at = run_page("stages/serving.py")
+    assert_clean(at)
+
+    def kv_chart():
+        charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+        return next(c for c in charts if c["layout"]["title"]["text"] == "The KV cache while generating")
+
+    traces = {trace["name"].split(":")[0]: trace for trace in kv_chart()["data"]}
+    by_hand = {
+        "bfloat16 (2 bytes a number)": 2 * config.n_layers * config.kv_heads * config.head_dim * 2,
+        "one key/value head (multi-query)": 2 * config.n_layers * 1 * config.head_dim * 4,
+    }
+    assert model.lm_head.weight.dtype.itemsize == 4  # the shipped GPT keeps float32
+    for name, per_token in by_hand.items():
+        assert traces[name]["y"] == [per_token * n for n in traces[name]["x"]], name
+    measured = traces["measured (the cache's tensors)"]
+    assert measured["y"][-1] == 2 * config.n_layers * config.kv_heads * config.head_dim * 4 * measured["x"][-1]
+    written = measured["x"][-1] - measured["x"][0]
+    at.slider(key="kv_growth_tokens").set_value(120).run()
+    assert_clean(at)
+    longer = {trace["name"]: trace for trace in kv_chart()["data"]}["measured (the cache's tensors)"]
+    assert longer["x"][-1] - longer["x"][0] == written + 60  # 60 tokens more written (none stopped early)
+    at.multiselect(key="kv_variants").set_value([]).run()
+    assert [t["name"] for t in kv_chart()["data"]] == ["measured (the cache's tensors)", "formula"]

@@ -315,3 +315,22 @@ def test_zipf_axes_are_labelled_at_the_powers_of_ten_only():
         assert shown["tickvals"][:4] == [1, 10, 100, 1000][: len(shown["tickvals"])]
         assert shown["ticktext"] == [f"{10**k:,}" for k in range(len(shown["tickvals"]))]  # 1, 10, 100, 1,000
         assert shown["tickvals"][-1] >= high > shown["tickvals"][-2]  # one power of ten past the data, not more
+
+
+def test_byte_chips_and_the_word_vocabulary_are_explained():
+    """Issue 50 §10: chips such as ``\\xe6`` stood unexplained, and "all 4,277 of its words" sat beside "vocabulary
+    4,278". GPT-2's BPE cuts 日 (UTF-8 e6 97 a5) into byte tokens (tiktoken says so): the card says what such a chip
+    is; the word tokenizer's vocabulary is its words and [UNK]."""
+    from llmviz.tokenizers.bpe.reference import encoding  # tiktoken's Encoding, from its offline files
+
+    text = "naïve 日本"
+    gpt2 = encoding("gpt2")
+    pieces = [gpt2.decode_single_token_bytes(t) for t in gpt2.encode(text)]
+    assert b"\xe6" in b"".join(pieces) and not any("日".encode() in piece for piece in pieces)  # 日 is cut
+    at = run_page("stages/tokens.py")
+    by_label(at.text_area, "Your text").set_value(text).run()
+    assert_clean(at)
+    notes = [c.value for c in at.caption if "hold bytes of a character, not a whole one" in c.value]
+    assert any("`日` is `\\xe6\\x97\\xa5`" in note for note in notes), notes  # GPT-2's card names the cut 日
+    words = WordTokenizer.train(corpus.load("python-docs"), max_vocab=5000).vocab_size
+    assert f"vocabulary {words:,} ({words - 1:,} words and [UNK]" in texts(at.caption), texts(at.caption)

@@ -23,6 +23,7 @@ from tests.support.pages import (
     texts,
     train_on_names,
 )
+from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 
@@ -314,3 +315,41 @@ def test_a_run_trains_in_the_precision_picked_and_the_page_names_it():
     [job] = session_jobs(at)
     assert job.status().state == "finished" and job.info.config.precision == "bf16"
     assert any("bfloat16 (autocast)" in caption.value for caption in at.caption)
+
+
+def test_with_no_run_the_page_opens_on_the_shipped_gpts_recorded_curve():
+    """Issue 50 §9: with no run the page opened on 248 words and no picture. It opens on how the shipped GPT learned:
+    the losses its checkpoint recorded (read here from checkpoint.json), its validation loss, and ln V."""
+    recorded = json.loads((ROOT / "data" / "gpt-python-docs" / "checkpoint.json").read_text())
+    at = run_page("stages/training.py")
+    assert_clean(at)
+    charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    curve = next(c for c in charts if c["layout"]["title"]["text"].startswith("How Shipped GPT"))
+    traces = {trace["name"]: trace for trace in curve["data"]}
+    steps = [m["step"] for m in recorded["metrics"]]
+    assert traces["training loss (each step)"]["x"] == steps
+    assert np.allclose(traces["training loss (each step)"]["y"], [m["train_loss"] for m in recorded["metrics"]])
+    measured = [m for m in recorded["metrics"] if m["val_loss"] is not None]
+    assert np.allclose(traces["validation loss"]["y"], [m["val_loss"] for m in measured])
+    assert traces["validation loss"]["y"][-1] == pytest.approx(recorded["final"]["val_loss"])
+    vocab = recorded["model"]["config"]["vocab_size"]
+    assert curve["layout"]["shapes"][0]["y0"] == pytest.approx(math.log(vocab))
+
+
+def test_a_loss_spike_stays_on_the_chart_and_the_runs_table_keeps_its_last_column():
+    """Issue 50 §10: the chart drew every n-th step (a spike between two was dropped) and the runs table's last column,
+    every snapshot step in a list, ran past the table's edge. The drawn rows keep each stretch's lowest and highest
+    loss; the snapshots are a count and a range."""
+    import pandas as pd
+
+    from ui.panels.runs import thinned
+    from ui.panels.training import snapshots_cell
+
+    losses = [5.0 - i / 2000 for i in range(2000)]
+    losses[1001] = 12.0  # one spike, on a step the old stride (every 4th) skipped
+    frame = pd.DataFrame({"step": range(1, 2001), "train_loss": losses})
+    drawn = thinned(frame, points=500)
+    assert len(drawn) <= 502 and 12.0 in drawn["train_loss"].tolist()
+    assert drawn["step"].iloc[0] == 1 and drawn["step"].iloc[-1] == 2000
+    assert min(drawn["train_loss"]) == min(losses)
+    assert snapshots_cell(list(range(0, 2001, 50))) == "41 (steps 0–2000)"

@@ -6,7 +6,7 @@ default view is at most three screens (3,000 px) tall, its lessons one click awa
 The first picture is the page's first chart, or the container ``ui.sections.key_picture(page)`` for a picture drawn
 in HTML (token chips, the pipeline's boxes, the architecture's boxes). The words counted are the main column's
 visible text before it: the title, captions, headings, widget labels and the "Copy link" button; not what a widget
-holds (a text box's text, a select box's choice), nor the names of icons. Page owners: add your page to PAGES.
+holds (a text box's text, a select box's choice), nor the names of icons. Every page is in PAGES.
 """
 
 import pytest
@@ -18,7 +18,18 @@ pytestmark = pytest.mark.browser
 SCREEN = (1400, 1000)
 MAX_HEIGHT = 3 * SCREEN[1]  # three screens
 MAX_WORDS = 60  # a short paragraph
-PAGES = ["start", "tokens", "embeddings", "attention", "model", "inside"]  # the URL path of each page measured
+PAGES = [  # the URL path of each page measured: all ten (issue 50 §9)
+    "start",
+    "tokens",
+    "embeddings",
+    "attention",
+    "model",
+    "inside",
+    "training",
+    "sampling",
+    "adapting",
+    "serving",
+]
 
 MEASURE = """() => {
   const main = document.querySelector('[data-testid="stMain"]');

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from tests.support.browser import no_error_box, open_page, shot, slider, wait_until_idle
+from tests.support.browser import no_error_box, open_page, settled, shot, slider, wait_until_idle
 
 pytestmark = pytest.mark.browser
 
@@ -87,7 +87,7 @@ def slides_of(browser, url: str) -> tuple[list[dict], object]:
     "name", [name if name in EVERY_RUN else pytest.param(name, marks=pytest.mark.extended) for name in PAGES]
 )
 def test_every_slide_is_one_idea_on_a_1280x720_screen(app_url, browser, name):
-    slides, page = slides_of(browser, f"{app_url}/{name}?present=1")
+    slides, page = slides_of(browser, f"{app_url}/{'' if name == 'start' else name}?present=1")
     for number, slide in enumerate(slides, start=1):
         where = f"{name} slide {number} {slide['headings'][:2]}"
         assert slide["content"] >= 1, f"{where} is a heading alone"
@@ -99,6 +99,52 @@ def test_every_slide_is_one_idea_on_a_1280x720_screen(app_url, browser, name):
         sampling_controls_share_the_slide_of_the_bars_they_change(slides)
     if name == "attention":
         back_next_and_the_keyboard_walk_the_sections(page)
+    page.close()
+
+
+# The first slide as a class sees it when the page opens (nothing revealed yet): the title (in the bar), and the
+# page's key picture (its first chart, or ui.sections.key_picture's container) on the first screen.
+FIRST_SLIDE = """() => {
+  const main = document.querySelector('[data-testid="stMainBlockContainer"]');
+  const shown = (e) => { const b = e.getBoundingClientRect(); return b.width > 0 && b.height > 0; };
+  const picture = Array.from(main.querySelectorAll('[data-testid="stPlotlyChart"], [class*="st-key-picture_"]'))
+    .filter(shown)[0];
+  return {
+    title: document.getElementById('llmviz-title').innerText.trim(),
+    picture: picture ? [picture.getBoundingClientRect().top, picture.getBoundingClientRect().bottom] : null,
+    chart: picture ? picture.getAttribute('data-testid') === 'stPlotlyChart' : null,
+    where: document.getElementById('llmviz-where').innerText,
+    hint: document.getElementById('llmviz-where').title,
+  };
+}"""
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_the_first_slide_opens_on_the_pages_picture_and_fits_the_screen(app_url, browser, name):
+    """Issue 50 §8: the first slide of every page was its bare title; it opens on the page's picture, under its title,
+    within one 1280×720 screen; the bar's "· N more" says what Next does."""
+    page = open_page(browser, f"{app_url}/{'' if name == 'start' else name}?present=1", viewport=SCREEN)
+    page.locator("#llmviz-present-bar").wait_for()
+    page.wait_for_function(  # a picture on screen (the later slides' charts are drawn too, hidden)
+        """() => Array.from(document.querySelectorAll(
+            '[data-testid="stMainBlockContainer"] [data-testid="stPlotlyChart"],'
+            + '[data-testid="stMainBlockContainer"] [class*="st-key-picture_"]'))
+          .some((e) => e.getBoundingClientRect().height > 0)""",
+        timeout=180_000,
+    )
+    first = settled(page, FIRST_SLIDE)
+    shot(page, f"presenter-first-{name}")
+    no_error_box(page)
+    assert first["where"].startswith("section 1 of "), first["where"]
+    assert first["title"], f"{name}: the first slide has no title (in the bar)"
+    assert first["picture"] is not None, f"{name}: the first slide shows no picture"
+    top, bottom = first["picture"]
+    if first["chart"]:  # a chart is whole on the screen
+        assert bottom <= SCREEN[1], f"{name}: the picture's chart ends {bottom:.0f} px down"
+    else:  # a picture drawn in HTML (rows of token chips, boxes): its first rows are
+        assert top + 120 <= SCREEN[1], f"{name}: the picture starts {top:.0f} px down"
+    if "more" in first["where"]:
+        assert "Next shows" in first["where"] and "explanations" in first["hint"], first["where"]
     page.close()
 
 
@@ -117,18 +163,20 @@ def back_next_and_the_keyboard_walk_the_sections(page) -> None:
     def visible_headers():
         return [h.inner_text() for h in page.locator('[data-testid="stMainBlockContainer"] h2').all() if h.is_visible()]
 
-    assert visible_headers() == []  # section 1: the title and the introduction
+    # section 1: the title (in the bar) with the first section's picture (issue 50 §8: it was the title alone)
+    assert len(visible_headers()) == 1 and visible_headers()[0].startswith("1.")
+    assert page.locator("#llmviz-title").inner_text().startswith("Attention")
     page.locator("#llmviz-next").click()
     deadline = time.time() + 120  # a bound only a broken Next reaches: a loaded machine answers clicks slowly
     while not where.inner_text().startswith("section 2") and time.time() < deadline:
         page.locator("#llmviz-next").click()  # first the explanations, one step at a time
-    assert len(visible_headers()) == 1 and visible_headers()[0].startswith("1.")
+    assert not [h for h in visible_headers() if h.startswith("1.")]  # the first slide's section is away
     font = page.evaluate("() => getComputedStyle(document.documentElement).fontSize")
     assert font == "18px"  # body text 21.6 px: 3% of a 720-px screen
-    page.keyboard.press("ArrowRight")
-    page.keyboard.press("ArrowRight")
-    page.keyboard.press("ArrowLeft")
-    assert len(visible_headers()) == 1
+    while not where.inner_text().startswith("section 3") and time.time() < deadline:
+        page.keyboard.press("ArrowRight")  # the notes, then the next section
+    page.keyboard.press("ArrowLeft")  # back from a section's start: the section before, every note shown
+    assert where.inner_text().startswith("section 2 of ")
     shot(page, "presenter")
     no_error_box(page)
 

@@ -46,7 +46,7 @@ def lora_config(model) -> lora.LoRAConfig | None:
         persist_state="page",
     )
     if not targets:
-        st.warning("Choose at least one matrix to adapting.")
+        st.warning("Choose at least one matrix to adapt.")
         return None
     if "mlp" in targets and not model.config.mlp:
         st.warning("This model has no MLP (attention only): leave the MLP out.")
@@ -135,9 +135,11 @@ def quant_metrics(report: adapting.QuantReport, corpus_label: str) -> None:
         help="Share of held-out positions whose most likely next token is the same with both models.",
     )
     st.caption(
-        f"On {c.tokens:,} held-out tokens of {literal_markdown(corpus_label)} (float32: "
-        f"{memory.human_bytes(report.float_bytes)}, loss {c.loss_before:.4f}). KL divergence: how far the next-token "
-        "distribution moved, averaged over positions."
+        f"On {c.tokens:,} held-out tokens of {literal_markdown(corpus_label)}: consecutive windows from the start of "
+        f"the last tenth of its last {adapting.MAX_TEXT:,} characters (float32: "
+        f"{memory.human_bytes(report.float_bytes)}, loss {c.loss_before:.4f}). Another sample than a checkpoint's "
+        "final validation loss on the Model page (random batches of its whole validation split), so another number. "
+        "KL divergence: how far the next-token distribution moved, averaged over positions."
     )
 
 

@@ -86,8 +86,15 @@ def toy_steps_figure(
                 y_labels=tokens,
                 title="masked (blank = −∞)" if causal else "no mask",
             ),
-            dict(
-                matrix=steps["weights"][head], x_labels=tokens, y_labels=tokens, title="softmax weights", zmin=0, zmax=1
+            dict(  # as many digits as the worked α under the chart: a row's shown weights sum to 1 (0.500 + 0.499
+                # + 0.000 did not, beside α = 0.5005)
+                matrix=steps["weights"][head],
+                x_labels=tokens,
+                y_labels=tokens,
+                title="softmax weights (rows sum to 1)",
+                zmin=0,
+                zmax=1,
+                text_format=".4f",
             ),
         ],
         columns=columns,

@@ -12,8 +12,8 @@ import streamlit as st
 import torch
 
 from llmviz.lessons import embeddings, forward
-from ui import charts
-from ui.text import tidy_floats
+from ui import charts, share
+from ui.text import literal_markdown, tidy_floats
 
 
 def cosine_latex(a: torch.Tensor, b: torch.Tensor, a_name: str, b_name: str, parts) -> list[str]:
@@ -113,6 +113,19 @@ def axis_ranges(coords: torch.Tensor) -> tuple[tuple[float, float], tuple[float,
     return (x_low - pad_x, x_high + pad_x), (y_low - pad_y, y_high + 2 * pad_y)
 
 
+def inward_place(x: float, y: float, x_range: tuple[float, float], y_range: tuple[float, float]) -> str:
+    """A label's place that points into the plot from a point near its edge (Plotly's ``textposition``).
+
+    >>> inward_place(0.95, 0.5, (0.0, 1.0), (0.0, 1.0)), inward_place(0.02, 0.97, (0.0, 1.0), (0.0, 1.0))
+    ('top left', 'bottom right')
+    """
+    across = (x - x_range[0]) / ((x_range[1] - x_range[0]) or 1.0)
+    up = (y - y_range[0]) / ((y_range[1] - y_range[0]) or 1.0)
+    vertical = "bottom" if up > 0.85 else "top"
+    horizontal = "left" if across > 0.85 else "right" if across < 0.15 else "center"
+    return f"{vertical} {horizontal}"
+
+
 def _map_trace(group: str, rows: list[int], projected: forward.Projection, dims: int, names, placed):
     coords = projected.coords
     axes = dict(x=coords[rows, 0].tolist(), y=coords[rows, 1].tolist())
@@ -157,6 +170,9 @@ def map_figure(tokenizer, projected: forward.Projection, dims: int, groups: dict
         y_range=y_range,
     )
     placed = {r: place for r, place in zip(ranked, places) if place}
+    for r in rows["looked up"] + rows["nearest neighbours"]:  # what the student asked about is always named, even
+        # where its label touches another or sits by the plot's edge (it is placed inward there)
+        placed.setdefault(r, inward_place(float(coords[r, 0]), float(coords[r, 1]), x_range, y_range))
     figure = go.Figure()
     for group in GROUPS:
         if rows[group]:
@@ -385,8 +401,28 @@ def token_vectors(tokenizer, table: torch.Tensor, ids: list[int]) -> None:
                 ),
                 width="stretch",
             )
+            with st.expander("Work out one cell: two of your tokens' cosine"):
+                worked_pair(vectors_, labels)
         else:
             st.info("Add a second token to compare.")
+
+
+def worked_pair(vectors_: torch.Tensor, labels: list[str]) -> None:
+    """One cell of the cosine matrix worked out: two of the student's tokens (the first two unless chosen), their dot
+    product over every dimension, both lengths and the cosine (the cell's number)."""
+    c1, c2 = st.columns(2)
+    first = c1.selectbox("Work out", range(len(labels)), 0, format_func=labels.__getitem__, **share.bind("cos_a"))
+    second = c2.selectbox("and", range(len(labels)), 1, format_func=labels.__getitem__, **share.bind("cos_b"))
+    a, b = vectors_[first].double(), vectors_[second].double()  # (d,), (d,)
+    parts = embeddings.cosine_parts(a, b)
+    shown = 3  # the first terms of each sum, then its total over all d dimensions
+    products = " + ".join(f"({x:.3f})({y:.3f})" for x, y in zip(a[:shown].tolist(), b[:shown].tolist()))
+    charts.latex(
+        rf"a \cdot b = {products} + \dots \;(\text{{{len(a)} terms}}) = {parts.dot:.4f}",
+        rf"\lVert a \rVert = {parts.norm_a:.4f},\quad \lVert b \rVert = {parts.norm_b:.4f}",
+        rf"\cos\theta = \frac{{{parts.dot:.4f}}}{{{parts.norm_a:.4f} \times {parts.norm_b:.4f}}} = {parts.cosine:.4f}",
+    )
+    st.caption(f"a = {literal_markdown(labels[first])}, b = {literal_markdown(labels[second])}: their cell above.")
 
 
 def token_plus_position(

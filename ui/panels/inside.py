@@ -286,14 +286,16 @@ def patching_figure(result: patching.Patching, columns: list[str]) -> go.Figure:
     """Layer × position (or × head): the share of the logit difference each patch restores."""
     restored = result.restored  # (L, columns)
     layers = restored.shape[0]
+    finite = restored[~restored.isnan()].abs()  # the scale holds every share (1 at least: the clean answer)
+    bound = max(1.0, float(finite.max())) if finite.numel() else 1.0
     figure = charts.heatmap(
         [[None if math.isnan(v) else v for v in row] for row in restored.tolist()],
         x_labels=columns,
         y_labels=[f"layer {layer}" for layer in range(layers)],
         colorscale="RdBu_r",
         zmid=0.0,
-        zmin=-1.0,
-        zmax=1.0,
+        zmin=-bound,
+        zmax=bound,
         text_format=".2f",
         x_title="head patched" if result.component == "attn.z" else "position patched",
         y_title="layer",
@@ -351,6 +353,24 @@ def _losses(key: str, ids: tuple[int, ...], _model):
     return inside.token_losses(_model, list(ids))
 
 
+def tied_head_note(view, found: LogitLens, ids: list[int]) -> str:
+    """Why the embedding row predicts the token it reads (a tied head), when it mostly does."""
+    share, probability = inside.echoes_itself(found, ids)
+    if share < 0.5:
+        return ""
+    tied = bool(getattr(view.model.config, "tie_weights", False))
+    return (
+        f" The first row (the embedding) predicts the token it reads at {share:.0%} of positions "
+        f"(p ≈ {probability:.2f}): "
+        + (
+            "this model's output head is **tied** to its embedding ($W_U = W_E^\\top$), and a token's own vector "
+            "scores highest against its own row. It says nothing yet about the next token."
+            if tied
+            else "a token's vector has not yet been moved towards what comes next."
+        )
+    )
+
+
 def render_lens(view, column: str) -> None:
     ids, note = inside.tokens_of(
         view.tokenizer, view.model.config, state.value("lens_text", inside.DEFAULT_SENTENCE), 32
@@ -386,7 +406,7 @@ def render_lens(view, column: str) -> None:
     grid.markdown(  # under the grid: the page opens on the picture
         f"Each row reads the residual stream after that block through the model's **final {final_norm} and output "
         "head**, $\\text{softmax}(W_U\\,\\mathrm{Norm}_f(x_\\ell))$, as if the later blocks were skipped. The last row "
-        "is the model's own prediction; hover a cell for the top 5."
+        "is the model's own prediction; hover a cell for the top 5." + tied_head_note(view, lens, ids)
     )
     st.subheader("Layer by layer: the token that really comes next")
     followed = [p for p in positions if p + 1 < len(ids)]
@@ -615,8 +635,8 @@ def cached_patching(key: str, clean: tuple, corrupted: tuple, answer: int, wrong
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def cached_answers(key: str, clean: tuple, corrupted: tuple, _model) -> tuple[int, int]:
-    return patching.default_answers(_model, list(clean), list(corrupted))
+def cached_answers(key: str, clean: tuple, corrupted: tuple, _model) -> patching.Answers:
+    return patching.answers(_model, list(clean), list(corrupted))
 
 
 def answer_token(view, name: str, fallback: int, what: str) -> int:
@@ -681,6 +701,9 @@ def patching_grid(view, clean: list[int], corrupted: list[int], answer: int, wro
 
 
 def draw_patching(view, result: patching.Patching, corrupted: list[int], clean: list[int]) -> None:
+    if result.problem is not None:  # no share has a meaning: said in words, nothing drawn (issue 50 §6)
+        st.warning(result.problem)
+        return
     if result.component == "attn.z":
         columns = [f"head {h}" for h in range(result.differences.shape[1])]
     else:
@@ -708,7 +731,8 @@ def draw_patching(view, result: patching.Patching, corrupted: list[int], clean: 
         after = "" if result.component == "attn.z" else " after the changed token"
         where = f" The most{after}: layer {layer}, {columns[index]} ({best:.2f})."
     st.caption(
-        "1 = that activation alone brings the clean answer back; 0 = it carries none of the difference."
+        "1 = that activation alone brings the clean answer back; 0 = it carries none of the difference; below 0 it "
+        "pushes towards the wrong token, above 1 past the clean run."
         f"{where}{measured}"
     )
     st.download_button(

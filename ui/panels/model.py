@@ -36,9 +36,9 @@ def parameters_view(config: GPTConfig) -> None:
     total = sum(table.values())
     frame = pd.DataFrame({"component": list(table), "parameters": list(table.values())})
     frame["share"] = (frame["parameters"] / total).map(lambda x: f"{x:.1%}")
+    charts.show(parameter_bars(table, config), width="stretch")  # the page's picture first, its table under it
     with st.expander("As a table, with each component's share"):
         st.dataframe(frame.style.format({"parameters": "{:,}"}), hide_index=True, width="stretch")
-    charts.show(parameter_bars(table, config), width="stretch")
     st.metric("Total parameters", f"{total:,}")
     m2, m3, m4 = st.columns(3)
     m2.metric("Weights in fp32", memory.human_bytes(model.memory_bytes(total, "fp32")))

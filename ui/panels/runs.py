@@ -104,13 +104,28 @@ def metrics_frame(status: JobStatus) -> pd.DataFrame:
     return frame
 
 
-def thinned(frame: pd.DataFrame, points: int = MAX_POINTS) -> pd.DataFrame:
-    """At most ``points`` rows, evenly spread, the last row always kept (for drawing, never for downloads)."""
+def thinned(frame: pd.DataFrame, points: int = MAX_POINTS, field: str = "train_loss") -> pd.DataFrame:
+    """At most about ``points`` rows for drawing (never for downloads): in each run of consecutive rows, the lowest
+    and the highest ``field`` (a loss spike between two drawn rows was dropped, and the chart hid it), the first and
+    the last row always kept.
+
+    >>> frame = pd.DataFrame({"step": range(1, 11), "train_loss": [5, 5, 5, 9, 5, 5, 5, 5, 5, 4]})
+    >>> thinned(frame, points=4)["train_loss"].tolist()  # the spike at step 4 and the last step stay
+    [5, 9, 5, 4]
+    """
     if len(frame) <= points:
         return frame
-    stride = -(-len(frame) // points)
-    picked = list(range(0, len(frame) - 1, stride)) + [len(frame) - 1]
-    return frame.iloc[picked]
+    if field not in frame or frame[field].isna().all():
+        stride = -(-len(frame) // points)
+        return frame.iloc[list(range(0, len(frame) - 1, stride)) + [len(frame) - 1]]
+    stride = -(-2 * len(frame) // points)  # two rows kept per run of ``stride``
+    values = frame[field].reset_index(drop=True)
+    kept = {0, len(frame) - 1}
+    for start in range(0, len(frame), stride):
+        run = values.iloc[start : start + stride].dropna()
+        if len(run):
+            kept |= {int(run.idxmin()), int(run.idxmax())}
+    return frame.iloc[sorted(kept)]
 
 
 def _rgba(colour: str, alpha: float) -> str:

@@ -94,10 +94,10 @@ def generated_text(tokenizer, records: list[StepRecord], shown_prompt: str) -> N
     spans = [f"<span style='color:#868e96'>{literal_html(shown_prompt)}</span>"]
     for record in records:
         piece = tokenizer.decode([record.token])
-        alternatives = " | ".join(f"{tokenizer.printable(t)} {p:.2f}" for t, p in record.top[:5])
+        alternatives = " | ".join(f"{tokenizer.printable(t)} {p:.2f}" for t, p in record.runner_ups[:5]) or "none"
         alpha = 0.15 + 0.85 * record.probability
         spans.append(
-            f"<span title='p = {record.probability:.3f} · top: {literal_html(alternatives)}' "
+            f"<span title='p = {record.probability:.3f} · runner-ups: {literal_html(alternatives)}' "
             f"style='background: rgba(76,110,245,{alpha:.2f}); white-space: "
             f"break-spaces'>{literal_html(piece)}</span>"
         )
@@ -108,7 +108,10 @@ def generated_text(tokenizer, records: list[StepRecord], shown_prompt: str) -> N
         "overflow-wrap:anywhere;word-break:break-word'>" + "".join(spans) + "</div>",
         unsafe_allow_html=True,
     )
-    st.caption("Darker = the token had a higher probability when it was chosen. Hover for the top alternatives.")
+    st.caption(
+        "Darker = the model gave the token a higher probability (softmax of its logits, before temperature, top-k "
+        "and top-p: greedy picks the most likely, it does not make it certain). Hover for the model's runner-ups."
+    )
 
 
 def beam_tree(tokenizer, result: BeamResult, prompt_ids: list[int], width: int) -> None:

@@ -10,7 +10,7 @@ import streamlit as st
 from llmviz.adapt import memory
 from llmviz.generation.serving import KVGrowth, PagedKVCache
 from llmviz.lessons import serving
-from ui import charts, picker, state
+from ui import charts, picker, share, state
 
 
 @st.cache_data(show_spinner="Computing the answers…", max_entries=16)
@@ -24,10 +24,41 @@ def growth(key: str, prompt: str, new_tokens: int, _model, _tokenizer) -> KVGrow
 
 
 def kv_growth(view: picker.ModelView, prompt: str) -> None:
-    """The cache's bytes measured while the model writes, against the formula, and what it wrote."""
+    """The cache's bytes measured while the model writes, against the formula, beside the same cache stored other
+    ways (the controls under the chart pick how many tokens and which), and what it wrote."""
     model, tokenizer = view.model, view.tokenizer
     per_token = serving.bytes_per_token(model)
-    found = growth(view.content_key, prompt, serving.GROWTH_TOKENS, model, tokenizer)
+    picture = st.container()  # the chart first: its controls under it (the page's words before its picture stay few)
+    c1, c2 = st.columns([1, 2])
+    new_tokens = c1.slider(
+        "Tokens to write",
+        *serving.GROWTH_RANGE,
+        serving.GROWTH_TOKENS,
+        step=10,
+        **share.bind("kv_growth_tokens"),
+        persist_state="page",
+    )
+    variants = c2.multiselect(
+        "Beside it, the same cache stored as",
+        list(serving.VARIANTS),
+        default=list(serving.VARIANTS),
+        format_func=serving.VARIANTS.get,
+        **share.bind("kv_variants"),
+        persist_state="page",
+    )
+    found = growth(view.content_key, prompt, int(new_tokens), model, tokenizer)
+    with picture:
+        charts.show(
+            growth_chart(
+                found, per_token, {serving.VARIANTS[v]: serving.variant_bytes_per_token(model, v) for v in variants}
+            ),
+            key=state.widget("kv_growth"),
+        )
+    explain_growth(view, found, per_token)
+
+
+def growth_chart(found: KVGrowth, per_token: int, others: dict[str, int]) -> go.Figure:
+    """Measured bytes against tokens, the formula's line, and a dashed line per other way to store the cache."""
     figure = go.Figure(
         go.Scatter(x=found.tokens, y=found.cache_bytes, mode="lines+markers", name="measured (the cache's tensors)")
     )
@@ -48,7 +79,22 @@ def kv_growth(view: picker.ModelView, prompt: str) -> None:
         margin=charts.margins(40),
         legend=dict(orientation="h", y=-0.25),
     )
-    charts.show(figure, key=state.widget("kv_growth"))
+    for name, bytes_each in others.items():
+        figure.add_trace(
+            go.Scatter(
+                x=found.tokens,
+                y=[bytes_each * n for n in found.tokens],
+                mode="lines",
+                line=dict(dash="dash"),
+                name=f"{name}: {bytes_each:,} B a token",
+            )
+        )
+    return figure
+
+
+def explain_growth(view: picker.ModelView, found: KVGrowth, per_token: int) -> None:
+    """The formula with the model's numbers, what the cache holds at the end, and the text the model wrote."""
+    model, tokenizer = view.model, view.tokenizer
     charts.latex(
         rf"\text{{KV bytes per token}} = 2 \times {model.config.n_layers} \text{{ layers}} \times "
         rf"({model.config.kv_heads} \text{{ key/value heads}} \times {model.config.head_dim}) \times "

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from llmviz.lessons import forward
-from llmviz.lessons.tokens import WORD_VOCAB
+from llmviz.lessons.tokens import WORD_VOCAB, split_characters, utf8_bytes
 from llmviz.tokenizers import char_word
 from llmviz.tokenizers.ids import encode
 from ui import charts
@@ -56,7 +56,10 @@ def tokenizer_card(name: str, tokenizer, text: str, corpus_label: str, show_ids:
         notes = unknown_words_note(tokenizer, ids, text, corpus_label)
     shown = ids[:MAX_CHIPS]  # a browser stays quick with a few thousand chips, not a book's worth
     st.subheader(literal_markdown(name[:1].upper() + name[1:]))
-    st.caption(f"**{len(ids):,} tokens** · {len(text):,} characters · vocabulary {tokenizer.vocab_size:,}")
+    vocabulary = f"vocabulary {tokenizer.vocab_size:,}"
+    if isinstance(tokenizer, char_word.WordTokenizer):  # its words and [UNK] (the id of every other word)
+        vocabulary += f" ({tokenizer.vocab_size - 1:,} words and [UNK], the id of any other word)"
+    st.caption(f"**{len(ids):,} tokens** · {len(text):,} characters · {vocabulary}")
     st.markdown(
         charts.token_chips(
             [tokenizer.printable(i) for i in shown],
@@ -66,6 +69,15 @@ def tokenizer_card(name: str, tokenizer, text: str, corpus_label: str, show_ids:
         ),
         unsafe_allow_html=True,
     )
+    split = split_characters([tokenizer.token_bytes(i) for i in shown], text)
+    if split is not None:
+        count, first, character = split
+        st.caption(
+            f"{count} chip(s) such as `{tokenizer.printable(shown[first]).replace('`', '')}` hold bytes of a "
+            f"character, not a whole one: UTF-8 writes a character outside ASCII in 2 to 4 bytes (`{character}` is "
+            f"`{utf8_bytes(character)}`), and this tokenizer works on bytes, so it may cut a character between "
+            "tokens. Joined, they decode to it."
+        )
     if len(ids) > MAX_CHIPS:
         st.caption(f"The first {MAX_CHIPS:,} of {len(ids):,} tokens are drawn; the counts below are for all of them.")
     if notes:

@@ -13,6 +13,7 @@ import streamlit as st
 import torch
 
 import ui
+from llmviz.lessons.training import smooth
 from llmviz.training import footprint
 from llmviz.training.config import PRECISION_TITLES
 from ui import charts, picker, state
@@ -55,6 +56,58 @@ def server_line() -> None:
     )
 
 
+def recorded_curve(curve, label: str) -> None:
+    """A checkpoint's recorded training (``llmviz.lessons.training.recorded_curve``): the Training page's picture
+    before the student has a run of their own: its loss per step (faint), smoothed, its validation loss, ln V."""
+    smoothed = smooth(curve.train_loss, 0.9)
+    figure = go.Figure(
+        [
+            go.Scatter(
+                x=curve.steps,
+                y=curve.train_loss,
+                mode="lines",
+                line=dict(color="rgba(31,119,180,0.25)", width=1),
+                name="training loss (each step)",
+            ),
+            go.Scatter(
+                x=curve.steps,
+                y=smoothed,
+                mode="lines",
+                line=dict(color="#1f77b4", width=2.5),
+                name="training loss (smoothed)",
+            ),
+            go.Scatter(
+                x=curve.val_steps,
+                y=curve.val_loss,
+                mode="lines+markers",
+                line=dict(color="#ff7f0e", dash="dot"),
+                name="validation loss",
+            ),
+        ]
+    )
+    if curve.vocab_size > 1:
+        level = math.log(curve.vocab_size)
+        figure.add_hline(y=level, line_dash="dash", line_color="#adb5bd")
+        figure.add_annotation(
+            xref="x domain",
+            x=1,
+            y=level,
+            showarrow=False,
+            xanchor="right",
+            yanchor="top",
+            text=f"uniform guess: ln {curve.vocab_size:,} = {level:.2f}",
+        )
+    figure.update_layout(
+        title=f"How {label} learned (recorded when it was trained)",
+        xaxis_title="step",
+        yaxis_title="cross-entropy loss (nats)",
+        height=380,
+        margin=charts.margins(40),
+        legend=dict(orientation="h", y=-0.2),
+    )
+    charts.show(figure, key=state.widget("recorded_curve"))
+
+
 def run_line(info) -> None:
     """A run's sizes in one line: parameters, vocabulary, training and validation tokens, and its precision."""
     st.caption(
@@ -66,6 +119,17 @@ def run_line(info) -> None:
             else ""
         )
     )
+
+
+def snapshots_cell(steps: list[int]) -> str:
+    """A run's snapshots in a table cell: how many, from which step to which.
+
+    >>> snapshots_cell([0, 50, 100, 300]), snapshots_cell([0]), snapshots_cell([])
+    ('4 (steps 0–300)', '1 (step 0)', 'none')
+    """
+    if not steps:
+        return "none"
+    return f"{len(steps)} (step {steps[0]})" if len(steps) == 1 else f"{len(steps)} (steps {steps[0]}–{steps[-1]})"
 
 
 def all_runs() -> None:
@@ -123,7 +187,8 @@ def all_runs() -> None:
                 "train loss (last 10 steps)": round(found.train_loss, 3) if found.train_loss is not None else None,
                 "validation loss": round(val, 3) if val is not None else None,
                 "validation perplexity": round(math.exp(val), 2) if val is not None else None,
-                "snapshots at steps": ", ".join(map(str, status.snapshot_steps)),
+                # a count and a range: the list of every step ran past the table's edge and cut its last column
+                "snapshots": snapshots_cell(status.snapshot_steps),
             }
         )
     st.dataframe(pd.DataFrame(summary), hide_index=True, width="stretch")

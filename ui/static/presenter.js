@@ -1,5 +1,5 @@
-// Presenter mode (ui/present.py): groups the main column's blocks into slides; everything before the first heading
-// (title, intro) is slide 0. Shows one slide; within it, reveals the text blocks (markdown paragraphs, captions,
+// Presenter mode (ui/present.py): groups the main column's blocks into slides; slide 0 is the title and introduction
+// with the slide of the page's key picture (its first chart, or ui.sections.key_picture). Shows one slide; within it, reveals the text blocks (markdown paragraphs, captions,
 // equations) one Next at a time. P.count() and P.goto(i) serve the tests.
 // No '<' before a letter anywhere in this file: Streamlit's HTML sanitizer would drop it.
 (function () {
@@ -36,6 +36,10 @@
     var block = inner(el); if (!block) return false;
     return Array.prototype.some.call(block.children, function (c) { return isHeading(c) || holdsHeading(c); });
   }
+  function isQuiz(el) {  // the page's "Predict, then reveal" expander (ui/panels/quiz.py, its icon named quiz)
+    var icon = el.querySelector('[data-testid="stExpander"] summary [data-testid="stIconMaterial"]');
+    return !!icon && icon.textContent.trim() === 'quiz';
+  }
   function leaves(block, wrappers) {  // the blocks a slide is made of: a section's fragment is opened up
     var out = [];
     Array.prototype.forEach.call(block.children, function (child) {
@@ -53,12 +57,16 @@
   }
   // Slides: a new one at every st.header and st.subheader (one idea each), the title and introduction
   // first; a slide holding nothing but headings joins the next one (no lone heading on the screen).
+  var PICTURE = '[data-testid="stPlotlyChart"], [class*="st-key-picture_"]';  // a page's key picture
   function layout() {
     var r = root(); if (!r) return { groups: [], wrappers: [] };
     var wrappers = [];
     var groups = [[]];
-    leaves(r, wrappers).forEach(function (leaf) {
-      if (isHeading(leaf) && groups[groups.length - 1].length) groups.push([]);
+    var all = leaves(r, wrappers);
+    // the questions are the last slide (a class checks itself at the end): the first opens on the picture
+    var quiz = all.filter(isQuiz);
+    all.filter(function (leaf) { return !isQuiz(leaf); }).concat(quiz).forEach(function (leaf) {
+      if ((isHeading(leaf) || (isQuiz(leaf) && leaf === quiz[0])) && groups[groups.length - 1].length) groups.push([]);
       groups[groups.length - 1].push(leaf);
     });
     var merged = [];
@@ -70,13 +78,20 @@
     if (merged.length > 1 && !merged[merged.length - 1].some(substantive)) {
       var tail = merged.pop(); merged[merged.length - 1] = merged[merged.length - 1].concat(tail);
     }
+    // the first slide opens on the page's picture: the title and introduction join the slide that holds it
+    var first = -1;
+    merged.some(function (group, i) {
+      if (group.some(function (leaf) { return !!(leaf.querySelector(PICTURE) || leaf.closest(PICTURE)); })) first = i;
+      return first >= 0;
+    });
+    if (first > 0) merged.splice(0, first + 1, [].concat.apply([], merged.slice(0, first + 1)));
     return { groups: merged, wrappers: wrappers };
   }
   function sections() { return layout().groups; }
   function steps(group) {  // text blocks revealed one at a time (not the first: the section's heading)
     var out = [];
     group.forEach(function (block, i) {
-      if (i === 0 || isHeading(block)) return;
+      if (i === 0 || isHeading(block) || block.querySelector(PICTURE) || block.closest(PICTURE)) return;  // the picture stays
       var text = block.querySelector('[data-testid="stCaptionContainer"], [data-testid="stMarkdownContainer"] p, .katex-display');
       var widget = block.querySelector('[data-testid="stPlotlyChart"], [data-testid="stDataFrame"], input, textarea, button');
       if (text && !widget) out.push(block);
@@ -89,10 +104,11 @@
     b = document.createElement('div'); b.id = 'llmviz-present-bar';
     var back = document.createElement('button'); back.id = 'llmviz-back'; back.type = 'button';
     back.textContent = '\u25c0 Back';
+    var title = document.createElement('span'); title.id = 'llmviz-title';  // the page's title (its h1 is hidden)
     var where = document.createElement('span'); where.id = 'llmviz-where';
     var next = document.createElement('button'); next.id = 'llmviz-next'; next.type = 'button';
     next.textContent = 'Next \u25b6';
-    b.appendChild(back); b.appendChild(where); b.appendChild(next);
+    b.appendChild(title); b.appendChild(back); b.appendChild(where); b.appendChild(next);
     document.body.appendChild(b);
     b.querySelector('#llmviz-back').addEventListener('click', function () { P.back(); });
     b.querySelector('#llmviz-next').addEventListener('click', function () { P.next(); });
@@ -121,8 +137,12 @@
       if (marked.indexOf(e) < 0) e.removeAttribute('data-llmviz-hidden');
     });
     var b = bar();
+    var h1 = document.querySelector('[data-testid="stMainBlockContainer"] h1');
+    b.querySelector('#llmviz-title').textContent = h1 ? h1.textContent.trim() : '';
     b.querySelector('#llmviz-where').textContent = 'section ' + (P.section + 1) + ' of ' + groups.length +
-      (P.revealed < hidden.length ? ' · ' + (hidden.length - P.revealed) + ' more' : '');
+      (P.revealed < hidden.length ? ' · Next shows ' + (hidden.length - P.revealed) + ' more ' +
+      (hidden.length - P.revealed === 1 ? 'note' : 'notes') + ' first' : '');
+    b.querySelector('#llmviz-where').title = 'Next reveals this slide\'s explanations one at a time, then moves on';
     b.querySelector('#llmviz-back').disabled = P.section === 0 && P.revealed === 0;
     b.querySelector('#llmviz-next').disabled = P.section === groups.length - 1 && P.revealed >= hidden.length;
   };
