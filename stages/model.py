@@ -195,17 +195,7 @@ def gpt2_to_llama() -> None:
     kv_heads = st.select_slider(
         "Key/value heads in the last steps", [1, 2, 3, 4, 6, 12], value=4, **share.bind("llama_kv_heads")
     )
-    model.gpt2_to_llama_table(kv_heads)
-    st.caption(
-        "GPT-2 small: learned positions, LayerNorm, GELU MLP 4 × wide, biases, 12 key/value heads for 12 "
-        "query heads, output head tied to the token embedding."
-    )
-    st.caption(
-        "RoPE drops the 1,024 × 768 position table; RMSNorm drops the LayerNorm shifts; SwiGLU's three "
-        "matrices at 8/3 × width hold about what GELU's two did at 4 ×; fewer key/value heads shrink W_K, "
-        "W_V and the KV cache; an untied head adds a second 50,257 × 768 matrix. None of these changes what "
-        "a block does to the residual stream's shape."
-    )
+    model.gpt2_to_llama_table(kv_heads)  # with its two captions
 
 
 def start_llama_lab(steps: int) -> None:
