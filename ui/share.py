@@ -182,6 +182,8 @@ PARAMS: dict[str, tuple[str, str]] = {
     "task_steps": ("number", "Adapting: steps of the classifier runs"),
     "memory_steps": ("number", "Adapting: steps of the memory-switch runs"),
     "zero_processes": ("number", "Adapting: processes for the ZeRO/FSDP picture"),
+    "lora_matrix": ("option", "Adapting: the matrix whose ΔW is drawn"),
+    "quant_layer": ("option", "Adapting: the matrix of the quantization histogram"),
     "adapting_part": ("option", "Adapting: the open tab (LoRA, quantization, fine-tuning for a task, memory, …)"),
     # Serving
     "serving_part": ("option", "Serving: the open tab (the KV cache, paged attention, batching)"),

@@ -350,7 +350,6 @@ WIDGETS: dict[str, str] = {
     "kv_run": "Sampling: generate with and without the KV cache",
     # Adapting and Serving
     "lora_memory": "Adapting: LoRA's parameters and optimizer memory",
-    "lora_matrix": "Adapting: the matrix whose ΔW is drawn",
     "lora_heatmap": "Adapting: ΔW = BA as a heatmap",
     "lora_spectrum": "Adapting: ΔW's singular values",
     "lora_start": "Adapting: start the LoRA and full fine-tuning runs",
@@ -358,7 +357,6 @@ WIDGETS: dict[str, str] = {
     "delta_matrix": "Adapting: the matrix of a picked run's ΔW",
     "delta_spectrum": "Adapting: its singular values",
     "quant_errors": "Adapting: the rounding error per matrix",
-    "quant_layer": "Adapting: the matrix of the histogram",
     "quant_histogram": "Adapting: the weights before and after rounding",
     "qat_start": "Adapting: start the QAT and float runs",
     "qat_curves": "Adapting: the QAT and float runs' loss curves",

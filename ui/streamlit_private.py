@@ -69,6 +69,8 @@ STREAMLIT_TEST_IDS = (
     "stDataFrame",
     "stTabs",
     "stTabPanel",
+    "stExpander",
+    "stIconMaterial",
 )
 # 3. what the SVG button looks for in Plotly's chart (classes, attributes, the private config field)
 PLOTLY_PRIVATE = (

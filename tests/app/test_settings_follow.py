@@ -50,6 +50,8 @@ NOT_WALKED = {
     "enc_layer": "drawn only once MiniLM (a download) runs in an expander the student opens",
     "enc_head": "drawn only once MiniLM (a download) runs in an expander the student opens",
     "w2v_nn": "drawn only after Train word2vec is pressed (a lab run)",
+    "lora_matrix": "drawn only once the LoRA demo's lab run has finished",
+    "quant_layer": "drawn only once the quantization lab run has finished",
     "router_layer": "drawn only for a mixture-of-experts model",
     "before_prompt": "in an expander that runs only once the student opens it (ui.sections.lazy)",
     "feature_prompt": "in an expander that runs only once the student opens it (ui.sections.lazy)",

@@ -113,7 +113,10 @@ def test_a_sweep_too_large_for_the_page_runs_as_a_lab_job(app_url, browser, timi
     main.get_by_role("button", name="Patch every one").wait_for()
     before = len(script_runs(timings_log))
     main.get_by_role("button", name="Patch every one").click()
-    main.get_by_text(re.compile(r"1 = that activation alone brings the clean answer back")).wait_for(timeout=300_000)
+    # the grid, or (a random model's pair may keep its answer) the words that say no share can be read from it
+    main.get_by_text(
+        re.compile(r"1 = that activation alone brings the clean answer back|prefers the answer as much as the clean")
+    ).first.wait_for(timeout=300_000)
     names = {line["section"] for line in script_runs(timings_log)[before:]}
     assert "inside.patching_job" in names, names  # the job's progress and Stop were drawn while it ran
     no_error_box(page)

@@ -169,7 +169,7 @@ def quant_details(model, report: adapting.QuantReport, spec: quantize.QuantSpec)
         "Histogram of",
         list(table["matrix"]),
         index=min(2, len(table) - 1),
-        key=state.widget("quant_layer"),
+        **share.bind("quant_layer"),
         persist_state="page",
     )
     counted = adapting.weight_histograms(model, name, spec)  # every weight, in 200 shared bins
@@ -376,7 +376,7 @@ def lora_delta(demo, config: lora.LoRAConfig) -> None:
         f"Loss over the 20 steps: {demo.losses[0]:.3f} → {demo.losses[-1]:.3f}. Merged weights W + ΔW vs "
         f"the adapters: largest logit difference {demo.max_logit_difference:.2e} (the same model)."
     )
-    name = st.selectbox("Matrix", list(demo.deltas), key=state.widget("lora_matrix"), persist_state="page")
+    name = st.selectbox("Matrix", list(demo.deltas), **share.bind("lora_matrix"), persist_state="page")
     delta = demo.deltas[name]
     spectrum = adapting.spectrum(delta)
     left, right = st.columns([3, 2])

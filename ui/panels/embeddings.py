@@ -170,8 +170,8 @@ def map_figure(tokenizer, projected: forward.Projection, dims: int, groups: dict
         y_range=y_range,
     )
     placed = {r: place for r, place in zip(ranked, places) if place}
-    for r in rows["looked up"] + rows["nearest neighbours"]:  # what the student asked about is always named, even
-        # where its label touches another or sits by the plot's edge (it is placed inward there)
+    for r in rows["looked up"] + rows["nearest neighbours"][:1]:  # the token asked about and its nearest neighbour
+        # are always named, even by the plot's edge (placed inward there); the other neighbours where a label has room
         placed.setdefault(r, inward_place(float(coords[r, 0]), float(coords[r, 1]), x_range, y_range))
     figure = go.Figure()
     for group in GROUPS:
