@@ -147,16 +147,7 @@ def test_a_steps_peak_memory_is_estimated_within_its_tolerance(changes):
     saved activations, it measured 28-42 %; AdamW's temporary as a whole copy of its moments, which the
     allocator partly fits into the activations freed before it)."""
     config = {"tokenizer": "char", "steps": 3, "eval_interval": 3, **changes}
-    done = subprocess.run(
-        [sys.executable, "-c", MEASURE, json.dumps(config)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        check=True,
-    )
-    measured = json.loads(done.stdout.strip().splitlines()[-1])
-    ratio = measured["estimate"] / measured["grown"]
+    measured, ratio = _estimate_over_growth(config)
     assert 0.9 <= ratio <= 1.35, (changes, measured, ratio)
 
 
@@ -170,8 +161,14 @@ def test_a_worker_steps_peak_with_and_without_dropout_is_estimated_within_its_to
     narrow model, so the attention weights are most of the step; same bounds as above."""
     config = {"tokenizer": "char", "steps": 3, "eval_interval": 3, "model": "gpt-micro", "n_layers": 2}
     config |= {"context_length": 256, "batch_size": 16, "dropout": dropout}
+    measured, ratio = _estimate_over_growth(config, "claimed")
+    assert 0.9 <= ratio <= 1.35, (dropout, measured, ratio)
+
+
+def _estimate_over_growth(config: dict, *options: str) -> tuple[dict, float]:
+    """A fresh process trains ``config`` (:data:`MEASURE`): what it measured, and the estimate over its growth."""
     done = subprocess.run(
-        [sys.executable, "-c", MEASURE, json.dumps(config), "claimed"],
+        [sys.executable, "-c", MEASURE, json.dumps(config), *options],
         capture_output=True,
         text=True,
         timeout=300,
@@ -179,8 +176,7 @@ def test_a_worker_steps_peak_with_and_without_dropout_is_estimated_within_its_to
         check=True,
     )
     measured = json.loads(done.stdout.strip().splitlines()[-1])
-    ratio = measured["estimate"] / measured["grown"]
-    assert 0.9 <= ratio <= 1.35, (dropout, measured, ratio)
+    return measured, measured["estimate"] / measured["grown"]
 
 
 def test_dropout_adds_its_masks_and_attention_weights_to_the_estimate():
