@@ -11,7 +11,7 @@ import urllib.parse
 
 import pytest
 
-from tests.support.app_server import AppDidNotStart, start_app
+from tests.support.app_server import AppDidNotStart, free_port, start_app
 from tests.support.browser import (
     STUDENT_COOKIE,
     eventually,
@@ -29,7 +29,6 @@ TRAINING = "training?" + urllib.parse.urlencode({"steps": 60})
 FINISHED = "finished after 60 steps"
 YOUR_RUN = re.compile(r"Run \d+ · \d\d:\d\d · ")  # how the picker names a run (ui.labels.run_label)
 TEACHER_KEY = "a-long-random-teacher-key-for-this-test"
-PORT = 8741  # this test's own server (the lab helper's ports, 8740-8749)
 
 
 def sidebar_options(page) -> list[str]:
@@ -43,7 +42,7 @@ def her_runs(page) -> list[str]:
     return [option for option in sidebar_options(page) if YOUR_RUN.match(option)]
 
 
-def _server(tmp_path, port: int = PORT):
+def _server(tmp_path, port: int):
     env = {
         "HF_HUB_OFFLINE": "1",
         "LLMVIZ_RUNS_DIR": str(tmp_path / "runs"),
@@ -60,7 +59,8 @@ def _server(tmp_path, port: int = PORT):
 
 def test_a_run_survives_a_reload_a_second_tab_and_a_restart(browser, tmp_path):
     (tmp_path / "runs").mkdir()
-    server = _server(tmp_path)
+    port = free_port()  # the system picks it; the restart reuses it (a cookie is the host's, whatever the port)
+    server = _server(tmp_path, port)
     try:
         page = open_page(browser, f"{server.url}/{TRAINING}")  # Alice's browser
         main_area(page).get_by_role("button", name="Train", exact=True).click()
@@ -81,7 +81,7 @@ def test_a_run_survives_a_reload_a_second_tab_and_a_restart(browser, tmp_path):
         second.close()
 
         server.stop()  # the server stops and starts again on the same runs folder
-        server = _server(tmp_path)
+        server = _server(tmp_path, port)
         page.goto(f"{server.url}/training")
         wait_until_idle(page)
         [kept] = eventually(lambda: her_runs(page), what="her run listed after the restart")
@@ -92,7 +92,7 @@ def test_a_run_survives_a_reload_a_second_tab_and_a_restart(browser, tmp_path):
         shot(page, "lab-kept-after-restart")
         no_error_box(page)
 
-        other_process = _server(tmp_path, PORT + 1)  # a second app process on the same runs folder (one lab)
+        other_process = _server(tmp_path, free_port())  # a second app process on the same runs folder (one lab)
         try:
             elsewhere = open_page(browser, f"{other_process.url}/attention", same_student=True)
             assert [option.split(" · ", 2)[2] for option in her_runs(elsewhere)] == [run.split(" · ", 2)[2]]
