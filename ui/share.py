@@ -475,6 +475,8 @@ def begin() -> None:
         kept = aliased(name, kept)
         if kept != values:
             _replace_in_link(name, kept)
+            if kept is not None:
+                initial[name] = kept  # a value written the short way (preset=gpt2-124m) is that value: no notice
 
 
 def _replace_in_link(name: str, kept: list[str] | None) -> None:

@@ -294,6 +294,17 @@ def test_a_custom_model_is_in_the_link():
     assert any(metric.value == "1,815,264" for metric in fresh.metric), [m.value for m in fresh.metric]
 
 
+def test_a_preset_linked_by_its_id_opens_without_a_notice():
+    """preset=gpt2-124m is GPT-2 small written the short way: the link is used as it is, nothing to tell."""
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params["preset"] = "gpt2-124m"
+    at.query_params["tie_gpt2-124m"] = "false"
+    at.run()
+    assert not [warning.value for warning in at.warning if "link" in warning.value]
+    at.switch_page(str(ui.ROOT / "stages/model.py")).run()
+    assert shown(at, "preset") == "gpt2-124m" and shown(at, "tie_gpt2-124m") is False
+
+
 @pytest.mark.parametrize("preset", ["picked", *PRESET_NAMES, "custom"])
 def test_each_presets_tying_is_in_the_link(preset):
     """Each Preset choice has its own tying toggle (GPT-2 small opens tied): the other choice is in the link as
@@ -326,7 +337,16 @@ def test_each_presets_tying_is_in_the_link(preset):
     ids=["pair-plain", "pair-reversed", "pair-tuple-long-vector", "dims-beyond", "dims-none", "sentences-long"],
 )
 def test_a_forged_or_stale_embeddings_link_falls_back_to_the_defaults(query, shown_values):
-    at = open_page("stages/embeddings.py", query)
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()  # the link's texts are checked on the first run (a widget checks its value where it is drawn)
+    notices = [warning.value for warning in at.warning if "link" in warning.value]
+    if query.get("cos_pair") == "v1-v3":
+        assert not notices, "v1-v3 is a pair, written plainly: nothing to tell"
+    if any(len(value) > 500 for value in query.values() if isinstance(value, str)):
+        assert notices and "more than its box takes" in notices[0], notices
+    at.switch_page(str(ui.ROOT / "stages/embeddings.py")).run()
     assert_clean(at)
     for key, value in shown_values.items():
         assert shown(at, key) == value if value is not None else shown(at, key).startswith("I love programming")
