@@ -78,8 +78,11 @@ def pair_from_link(text: str) -> str | None:
     found = regex.fullmatch(r"\s*v([1-9])\s*(?:and|[-,;\s])\s*v([1-9])\s*", text[:40].translate(_SUBSCRIPTS))
     if found is None:
         return None
-    pair = tuple(VECTOR_NAMES[int(digit) - 1] if int(digit) <= len(VECTOR_NAMES) else "" for digit in found.groups())
-    return pair_label(pair) if pair in PAIRS else None  # type: ignore[arg-type]
+    first, second = (int(digit) - 1 for digit in found.groups())
+    if max(first, second) >= len(VECTOR_NAMES):
+        return None
+    pair = (VECTOR_NAMES[first], VECTOR_NAMES[second])
+    return pair_label(pair) if pair in PAIRS else None
 
 
 def parse_vector(text: str) -> torch.Tensor:
