@@ -33,20 +33,16 @@ DEFAULT_QUERY = " is"  # neighbours: are, was, be, then, will, must
 @sections.section("embeddings.cosine")
 def cosine_example() -> None:
     defaults = ["0.2, 0.4, 0.9", "0.1, 0.5, 0.8", "0.7, 0.2, 0.1"]
-    names = ["v₁", "v₂", "v₃"]
-    columns = st.columns(3)
     vectors = {}
-    for column, name, default in zip(columns, names, defaults):
-        raw = column.text_input(name, default, max_chars=500, key=state.widget("vec_", name))
+    for number, (column, name, default) in enumerate(zip(st.columns(3), embeddings.VECTOR_NAMES, defaults), start=1):
+        param = f"vec_{number}"  # the link's vec_1, vec_2, vec_3
+        raw = column.text_input(name, default, **share.bind(param))  # at most 500 characters (share.MAX_CHARS)
         try:
             vectors[name] = embeddings.parse_vector(raw)
         except LlmvizError as error:
             column.error(str(error))
     pair = st.radio(
-        "Compare",
-        [("v₁", "v₂"), ("v₁", "v₃"), ("v₂", "v₃")],
-        horizontal=True,
-        format_func=lambda p: f"{p[0]} and {p[1]}",
+        "Compare", embeddings.PAIRS, horizontal=True, format_func=embeddings.pair_label, **share.bind("cos_pair")
     )
     a_name, b_name = pair
     if a_name in vectors and b_name in vectors:
@@ -221,7 +217,8 @@ def sinusoidal() -> None:
         width="stretch",
     )
     with right:
-        shown = st.multiselect("Dimensions", list(range(d_model)), default=[d for d in (0, 1, 4, 10) if d < d_model])
+        default = [d for d in (0, 1, 4, 10) if d < d_model]
+        shown = st.multiselect("Dimensions", list(range(d_model)), default=default, **share.bind("sin_dims"))
         charts.show(ui.panels.embeddings.sinusoidal_lines(encoding, shown), width="stretch")
     st.latex(
         r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\quad "
@@ -461,7 +458,8 @@ def minilm_lesson() -> None:
 
 
 def minilm_sentences(default_sentences: str) -> None:
-    typed = st.text_area("One sentence per line", default_sentences, height=140, max_chars=5000)
+    typed = st.text_area("One sentence per line", default_sentences, height=140, **share.bind("sentences"))
+    share.carried_note("sentences")
     sentences = [line.strip() for line in typed.splitlines()]
     empty = sum(1 for s in sentences if not s)
     sentences = [s for s in sentences if s][:30]
@@ -487,7 +485,7 @@ def minilm_sentences(default_sentences: str) -> None:
 
 # ------------------------------------------------------------------ the page: the map first, the lessons one click away
 token_embeddings()
-LINKED = {"Positions": ("head_dim", "rope_theta")}  # a link that sets these opens their tab
+LINKED = {"Positions": ("head_dim", "rope_theta", "sin_dims"), "Sentence embeddings": ("sentences",)}  # open their tab
 LESSONS = {
     "Cosine similarity": cosine_lesson,
     "Positions": positions_lesson,

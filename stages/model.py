@@ -105,7 +105,7 @@ def size_a_gpt() -> None:
         "Tie the output head to the token embedding (GPT-2 does)",
         value=base.tie_weights,
         help="One matrix serves as the input embedding and the output layer.",
-        key=state.widget("tie_", preset),
+        **share.bind(f"tie_{preset}"),  # the link's tie_gpt2-124m, tie_custom, …
     )
 
     config = None

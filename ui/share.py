@@ -32,6 +32,8 @@ from collections import OrderedDict
 import streamlit as st
 
 from llmviz.errors import log_failure
+from llmviz.lessons.embeddings import pair_from_link
+from llmviz.lessons.model import PRESET_NAMES
 from ui import picker, state, streamlit_private
 
 #: Every URL parameter llmviz reads: its kind (number, text, option, options, flag) and what it sets. Names are
@@ -73,6 +75,12 @@ PARAMS: dict[str, tuple[str, str]] = {
     "sin_positions": ("number", "Embeddings: the positions of the sinusoidal encoding"),
     "sin_d_model": ("number", "Embeddings: d_model of the sinusoidal encoding"),
     "rope_positions": ("number", "Embeddings: the positions of RoPE's scores"),
+    "vec_1": ("text", "Embeddings: the vector v₁ of the cosine example (numbers separated by commas)"),
+    "vec_2": ("text", "Embeddings: the vector v₂ of the cosine example"),
+    "vec_3": ("text", "Embeddings: the vector v₃ of the cosine example"),
+    "cos_pair": ("option", "Embeddings: the two vectors compared (v₁ and v₃; a link may write v1-v3)"),
+    "sin_dims": ("options", "Embeddings: the sinusoidal encoding's dimensions drawn as lines (repeat the parameter)"),
+    "sentences": ("text", "Embeddings: MiniLM's sentences, one a line"),
     # Model
     "preset": ("option", "Model: the GPT preset sized (or custom)"),
     "model_sentence": ("text", "Model: the sentence sent through the model"),
@@ -98,6 +106,11 @@ PARAMS: dict[str, tuple[str, str]] = {
     "mlp_neurons": ("number", "Model: the neurons shown in the MLP view"),
     "llama_kv_heads": ("option", "Model: key/value heads in the last steps of GPT-2 → Llama"),
     "llama_lab_steps": ("option", "Model: steps of each GPT-2 → Llama lab run"),
+    # Model: the tying toggle, one per Preset choice (each preset opens with its own tying): tie_gpt2-124m=false
+    **{
+        f"tie_{preset}": ("flag", f"Model: tie the output head to the token embedding (preset {preset})")
+        for preset in ("picked", *PRESET_NAMES, "custom")
+    },
     # Attention
     "query_word": ("option", "Attention: the query word of the first example"),
     "scale": ("flag", "Attention: scale the scores by √d_k"),
@@ -206,6 +219,9 @@ MAX_TEXT = 2_000  #: characters a text parameter may carry (longer text is short
 #: bytes a text parameter may take in the address once percent-encoded (an emoji is 12): with the other settings,
 #: an address stays far below the 64 KB a server (Tornado) or the 8 KB a proxy accepts, so every link opens
 MAX_TEXT_BYTES = 6_000
+#: text parameters whose box takes at most this many characters (:func:`bind` gives the box this ``max_chars``): a
+#: longer text in a link is no text the box could hold, so it falls back to the box's default, with a notice
+MAX_CHARS = {"vec_1": 500, "vec_2": 500, "vec_3": 500, "sentences": 5_000}
 
 
 def bind(name: str) -> dict:
@@ -214,13 +230,18 @@ def bind(name: str) -> dict:
     A text parameter also caps what the address carries (:func:`link_text`) each time the text changes; pair
     the widget with :func:`carried_note` so the page says so.
 
+    A text parameter in :data:`MAX_CHARS` gives its box that ``max_chars`` too (a link checks the same bound).
+
     >>> bind("temperature")
     {'key': 'temperature', 'bind': 'query-params'}
+    >>> bind("vec_1")["max_chars"]
+    500
     """
     if name not in PARAMS or name in _SPECIAL:
         raise KeyError(f"{name!r} is not a declared URL parameter: add it to ui.share.PARAMS")
     if PARAMS[name][0] == "text":
-        return {"key": name, "bind": "query-params", "on_change": _cap_in_link, "args": (name,)}
+        limit = {"max_chars": MAX_CHARS[name]} if name in MAX_CHARS else {}
+        return {"key": name, "bind": "query-params", "on_change": _cap_in_link, "args": (name,), **limit}
     return {"key": name, "bind": "query-params"}
 
 
@@ -386,6 +407,8 @@ def clean(name: str, values: list[str]) -> tuple[list[str] | None, str | None]:
     (['👩\u200d💻 \u200fسلام\u200c'], None)
     >>> clean("text", ["x" * 3000])[1]
     'text was 3,000 characters long: shortened to 2,000.'
+    >>> clean("vec_1", ["1, " * 200])  # v₁'s box takes 500 characters
+    (None, 'vec_1 is 600 characters long, more than its box takes (500): showing the default.')
     """
     kind = PARAMS[name][0]
     raw = values[-1] if values else ""
@@ -401,6 +424,11 @@ def clean(name: str, values: list[str]) -> tuple[list[str] | None, str | None]:
         # drop control characters (NUL, escape codes) and lone surrogates; keep format characters: a zero-width
         # joiner builds an emoji sequence, direction marks and non-joiners are part of Persian or Arabic text
         text = "".join(ch for ch in raw if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cs"))
+        if len(text) > MAX_CHARS.get(name, len(text)):
+            return None, (
+                f"{name} is {len(text):,} characters long, more than its box takes ({MAX_CHARS[name]:,}): "
+                "showing the default."
+            )
         carried = link_text(text)
         if carried != text:
             return [carried], f"{name} was {len(text):,} characters long: shortened to {len(carried):,}."
@@ -416,11 +444,18 @@ def aliased(name: str, values: list[str] | None) -> list[str] | None:
 
     >>> aliased("preset", ["attn-only-2l"]), aliased("preset", ["custom"]), aliased("corpus", ["names"])
     (['Attention only (no MLP): 2 layers, d 64'], ['custom'], ['names'])
+
+    Embeddings' pair of vectors compared, typed without subscripts (``cos_pair=v1-v3``), is its label too:
+
+    >>> aliased("cos_pair", ["v1-v3"]), aliased("cos_pair", ["v3 and v1"])  # not an option: Streamlit drops it
+    (['v₁ and v₃'], ['v3 and v1'])
     """
-    from llmviz.lessons.model import PRESET_NAMES, preset_title
+    from llmviz.lessons.model import preset_title
 
     if name == "preset" and values and values[-1] in PRESET_NAMES:
         return [preset_title(values[-1])]
+    if name == "cos_pair" and values and pair_from_link(values[-1]):
+        return [pair_from_link(values[-1])]
     return values
 
 
@@ -440,6 +475,8 @@ def begin() -> None:
         kept = aliased(name, kept)
         if kept != values:
             _replace_in_link(name, kept)
+            if kept is not None:
+                initial[name] = kept  # a value written the short way (preset=gpt2-124m) is that value: no notice
 
 
 def _replace_in_link(name: str, kept: list[str] | None) -> None:
@@ -468,8 +505,10 @@ def widget_name(widget_id: str) -> str:
     'the random seed in the sidebar'
     >>> widget_name("$$ID-0f3a9c-picker_model_0")
     'picker_model_0'
+    >>> widget_name("$$ID-0f3a9c-tie_gpt2-124m")  # a key may hold a hyphen (a preset's id)
+    'Model: tie the output head to the token embedding (preset gpt2-124m)'
     """
-    key = widget_id.rsplit("-", 1)[-1] if widget_id.startswith("$$ID-") else widget_id
+    key = widget_id.split("-", 2)[-1] if widget_id.startswith("$$ID-") else widget_id
     return PARAMS[key][1] if key in PARAMS else _short(key, 40)
 
 

@@ -256,12 +256,10 @@ WIDGETS: dict[str, str] = {
     # Tokens
     "train_bpe": "Tokens: Train BPE",
     # Embeddings
-    "vec_": "Embeddings: a vector typed for the cosine example (name)",
     "nn_": "Embeddings: the nearest-neighbour table (column)",
     "embedding_map": "Embeddings: the map of the picked model's tokens (a click on a token looks it up)",
     "train_w2v": "Embeddings: Train word2vec",
     # Model
-    "tie_": "Model: tie the input and output embeddings (preset)",
     "llama_lab_start": "Model: train the GPT-2 → Llama steps on the corpus",
     "llama_lab_chart": "Model: the GPT-2 → Llama lab runs' validation losses",
     # Attention

@@ -53,6 +53,38 @@ def sinusoidal_encoding(positions: int, d_model: int, base: float = 10000.0) -> 
 # ---------------------------------------------------------------------------- similarity
 
 
+#: the cosine example's three typed vectors, and the pairs of them it compares (the Compare choice's options)
+VECTOR_NAMES = ("v₁", "v₂", "v₃")
+PAIRS = (("v₁", "v₂"), ("v₁", "v₃"), ("v₂", "v₃"))
+_SUBSCRIPTS = str.maketrans("₁₂₃", "123")
+
+
+def pair_label(pair: tuple[str, str]) -> str:
+    """A pair of vectors as the Compare choice shows it, and as a link writes it.
+
+    >>> pair_label(("v₁", "v₃"))
+    'v₁ and v₃'
+    """
+    return f"{pair[0]} and {pair[1]}"
+
+
+def pair_from_link(text: str) -> str | None:
+    """The label of the pair a link names, written with or without subscripts (``v1-v3``, ``v1,v3``, ``v₁ and v₃``);
+    None for anything that is not one of :data:`PAIRS` (a forged or stale link).
+
+    >>> pair_from_link("v1-v3"), pair_from_link("v₂ and v₃"), pair_from_link("v1-v1"), pair_from_link("v4-v1")
+    ('v₁ and v₃', 'v₂ and v₃', None, None)
+    """
+    found = regex.fullmatch(r"\s*v([1-9])\s*(?:and|[-,;\s])\s*v([1-9])\s*", text[:40].translate(_SUBSCRIPTS))
+    if found is None:
+        return None
+    first, second = (int(digit) - 1 for digit in found.groups())
+    if max(first, second) >= len(VECTOR_NAMES):
+        return None
+    pair = (VECTOR_NAMES[first], VECTOR_NAMES[second])
+    return pair_label(pair) if pair in PAIRS else None
+
+
 def parse_vector(text: str) -> torch.Tensor:
     """``"0.2, 0.4, 0.9"`` → a tensor; a clear error for anything that is not a number."""
     parts = [p for p in regex.split(r"[,\s;]+", text.strip().strip("[]()")) if p]

@@ -8,6 +8,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import ui
+from llmviz.lessons.model import PRESET_NAMES
 from llmviz.lessons.training import DEFAULT_BATCH_TEXT
 from tests.support.pages import STAGES, TIMEOUT, assert_clean, by_label
 from ui import share, streamlit_private
@@ -31,6 +32,8 @@ EXTRA_WALKS = {
 
 #: texts that take one token (an empty one means "the page chooses"): the walk types this token instead
 ONE_TOKEN = {"patch_answer": " the", "patch_wrong": " a", "steer_token": " the"}
+#: texts the page reads as numbers (Embeddings' typed vectors): the walk types these instead
+NUMBERS = {"vec_1": "1, 0, 0", "vec_2": "0, 1, 0", "vec_3": "1, 1, 0"}
 
 #: the first word of a page's settings in ui.share.PARAMS (each one is walked, or listed in NOT_WALKED)
 PAGE_PREFIX = {
@@ -57,6 +60,12 @@ NOT_WALKED = {
     "feature_prompt": "in an expander that runs only once the student opens it (ui.sections.lazy)",
     "feature_alpha": "in an expander that runs only once the student opens it (ui.sections.lazy)",
     "feature_text": "in an expander that runs only once the student opens it (ui.sections.lazy)",
+    # the Model page draws the tying toggle of the preset chosen: the walk opens custom (tie_custom); the others
+    **{
+        name: "drawn only for its preset: test_each_presets_tying_is_in_the_link sets each one"
+        for name in share.PARAMS
+        if name.startswith("tie_") and name != "tie_custom"
+    },
 }
 
 #: every widget a page draws that is NOT bound to the link, with the reason (a key, a family's key ending in "_",
@@ -78,12 +87,6 @@ NOT_LINKED = {
     "keep_runs_on_chart": "Training: its options are the student's own runs (a link carries the model, ?model=)",
     "attention_query_": "its options are the tokens of the sentence (a new sentence, other options)",
     "stages/home.py: The first lines of Python reference manual": "shows the corpus (disabled), sets nothing",
-    # not linked yet (a follow-up): listed so that a new unlinked widget still fails the walk
-    "tie_": "Model: one toggle per preset (each preset opens with its own tying), not yet in the link",
-    "vec_": "Embeddings: the three typed vectors, not yet in the link",
-    "stages/embeddings.py: Compare": "its options are pairs (tuples), not yet in the link",
-    "stages/embeddings.py: Dimensions": "its options follow d_model, not yet in the link",
-    "stages/embeddings.py: One sentence per line": "not yet in the link",
 }
 
 
@@ -142,8 +145,9 @@ def another_value(widget):
     if kind in ("Checkbox", "Toggle"):
         return not value
     if kind in ("TextInput", "TextArea"):
-        if widget.key in ONE_TOKEN:
-            return ONE_TOKEN[widget.key] if value != ONE_TOKEN[widget.key] else None
+        typed = {**ONE_TOKEN, **NUMBERS}
+        if widget.key in typed:
+            return typed[widget.key] if value != typed[widget.key] else None
         return value + " cat" if value else None
     if kind == "Slider":
         if isinstance(value, tuple):
@@ -288,6 +292,64 @@ def test_a_custom_model_is_in_the_link():
     fresh = open_page("stages/model.py", link)
     assert by_label(fresh.slider, "d_model (width)").value == 144 and by_label(fresh.slider, "Layers").value == 6
     assert any(metric.value == "1,815,264" for metric in fresh.metric), [m.value for m in fresh.metric]
+
+
+def test_a_preset_linked_by_its_id_opens_without_a_notice():
+    """preset=gpt2-124m is GPT-2 small written the short way: the link is used as it is, nothing to tell."""
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.query_params["preset"] = "gpt2-124m"
+    at.query_params["tie_gpt2-124m"] = "false"
+    at.run()
+    assert not [warning.value for warning in at.warning if "link" in warning.value]
+    at.switch_page(str(ui.ROOT / "stages/model.py")).run()
+    assert shown(at, "preset") == "gpt2-124m" and shown(at, "tie_gpt2-124m") is False
+
+
+@pytest.mark.parametrize("preset", ["picked", *PRESET_NAMES, "custom"])
+def test_each_presets_tying_is_in_the_link(preset):
+    """Each Preset choice has its own tying toggle (GPT-2 small opens tied): the other choice is in the link as
+    tie_<preset>, and the link alone opens the same toggle and the same parameter count."""
+    name = f"tie_{preset}"
+    at = open_page("stages/model.py", {} if preset == "picked" else {"preset": preset})  # picked: the first choice
+    toggle = next(widget for widget in at.toggle if widget.key == name)
+    tied = toggle.value
+    toggle.set_value(not tied).run()
+    assert_clean(at)
+    counts = [metric.value for metric in at.metric]
+    link = link_of(at)
+    assert link[name] == str(not tied).lower(), link
+    fresh = open_page("stages/model.py", link)
+    assert_clean(fresh)
+    assert shown(fresh, name) is (not tied)
+    assert [metric.value for metric in fresh.metric] == counts
+
+
+@pytest.mark.parametrize(
+    ("query", "shown_values"),
+    [
+        ({"cos_pair": "v1-v3", "vec_3": "3, 4, 0"}, {"cos_pair": ("v₁", "v₃"), "vec_3": "3, 4, 0"}),  # typed plainly
+        ({"cos_pair": "v₃ and v₁"}, {"cos_pair": ("v₁", "v₂")}),  # not one of the pairs: the default
+        ({"cos_pair": "('v₁', 'v₃')", "vec_1": "1, " * 300}, {"cos_pair": ("v₁", "v₂"), "vec_1": "0.2, 0.4, 0.9"}),
+        ({"sin_d_model": "8", "sin_dims": ["2", "9", "300"]}, {"sin_dims": [2]}),  # beyond d_model: dropped
+        ({"sin_d_model": "8", "sin_dims": ["-1", "x"]}, {"sin_dims": [0, 1, 4]}),  # none usable: the default
+        ({"sentences": "x" * 5_001}, {"sentences": None}),  # longer than the box takes: the default
+    ],
+    ids=["pair-plain", "pair-reversed", "pair-tuple-long-vector", "dims-beyond", "dims-none", "sentences-long"],
+)
+def test_a_forged_or_stale_embeddings_link_falls_back_to_the_defaults(query, shown_values):
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()  # the link's texts are checked on the first run (a widget checks its value where it is drawn)
+    notices = [warning.value for warning in at.warning if "link" in warning.value]
+    if query.get("cos_pair") == "v1-v3":
+        assert not notices, "v1-v3 is a pair, written plainly: nothing to tell"
+    if any(len(value) > 500 for value in query.values() if isinstance(value, str)):
+        assert notices and "more than its box takes" in notices[0], notices
+    at.switch_page(str(ui.ROOT / "stages/embeddings.py")).run()
+    assert_clean(at)
+    for key, value in shown_values.items():
+        assert shown(at, key) == value if value is not None else shown(at, key).startswith("I love programming")
 
 
 # ------------------------------------------------------------------ every text bounded before use (issue 50 §11)
