@@ -155,6 +155,7 @@ class Student:
         self.widgets: dict[str, Widget] = {}  # widget id → widget
         self.buttons: dict[str, Widget] = {}  # button id → the button (its value is a trigger, sent only on a click)
         self.values: dict[str, Any] = {}  # widget id → the value this session holds for it
+        self.refreshes = 0  # script runs (a live section's refreshes) finished while drain read the socket
 
     async def __aenter__(self) -> Student:
         return self
@@ -239,6 +240,7 @@ class Student:
             while self.socket is not None:
                 message = ForwardMsg()
                 message.ParseFromString(await self.socket.recv())
+                self.refreshes += message.WhichOneof("type") == "script_finished"
         except Exception:  # noqa: BLE001 - the socket closed: nothing more to read
             return
 
