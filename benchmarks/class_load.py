@@ -997,11 +997,12 @@ def run_registry(kinds: list[str]) -> int:
         with open(ARGS.record, "a") as out:
             out.write(
                 f"\n## {stamp}: the database's cost per open (the lab's registry)\n\n"
-                f"Commit {commit()}; `python benchmarks/class_load.py --registry {','.join(kinds)} --students "
-                f"{','.join(map(str, ARGS.students))}`. Each student has 3 kept runs (300 curve points, 6 snapshot "
+                f"Commit {commit()}; `python benchmarks/class_load.py {' '.join(sys.argv[1:])}`"
+                + (", after the class above, in the same invocation" if ARGS.setup == "two-process" else "")
+                + ". Each student has 3 kept runs (300 curve points, 6 snapshot "
                 "rows each); an open is the registry calls the sidebar's picker makes (the student's runs with the "
                 "orphan check, their snapshot steps, their row), each student twice.\n"
-                f"Load average before starting: {load} (1 / 5 / 15 min), on this shared 2-core machine.\n\n"
+                f"Load average before starting: {load} (1 / 5 / 15 min).\n\n"
                 f"{text}\n"
             )
     return 0
