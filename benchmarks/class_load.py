@@ -339,7 +339,7 @@ async def start_training(url: str) -> tuple[list[Student], list[str]]:
         if clicked.errors:
             raise ProtocolError(f"Train did not start a run: {clicked.errors[:1]}")
     for student in trainers:
-        student.reader = asyncio.ensure_future(student.drain())
+        student.reader = asyncio.ensure_future(student.live())
     return trainers, [student_of(secret) for secret in chosen]
 
 
@@ -410,7 +410,7 @@ async def open_teacher(url: str) -> Student:
     refused = [alert for alert in opened.alerts if "This page is the teacher's" in alert]
     if opened.errors or refused:
         raise ProtocolError(f"the class view did not open for the teacher: {(opened.errors + refused)[:1]}")
-    teacher.reader = asyncio.ensure_future(teacher.drain())
+    teacher.reader = asyncio.ensure_future(teacher.live())
     return teacher
 
 
@@ -488,15 +488,14 @@ def fresh_browsers(url: str, files: list[str], count: int, pid) -> Row:
 # ---------------------------------------------------------------------------- the run
 
 
-async def app_phase(phase: str, count: int, rows: list[Row]) -> None:
-    """One phase of the app for ``count`` students: the others there (2 training, the teacher's class view), the
-    class opens the page at once and flips its toggle; in the training phase, whether both runs trained meanwhile."""
-    others, trainer_ids = await start_training(SETUP.url) if phase == "training" else ([], [])
-    if SETUP.teacher_key:
-        others.append(await open_teacher(SETUP.url))
-    teacher_since = time.monotonic()
+async def app_phase(phase: str, count: int, rows: list[Row], teacher: Student | None) -> None:
+    """One phase of the app for ``count`` students, the teacher's class view open (``teacher``): in the training
+    phase 2 students train first; the class opens the page at once and flips its toggle; then whether both runs
+    trained meanwhile, and how often the teacher's and the trainers' live sections refreshed."""
+    trainers, trainer_ids = await start_training(SETUP.url) if phase == "training" else ([], [])
     try:
         before = await first_steps(trainer_ids) if trainer_ids else {}
+        began, seen = time.monotonic(), [s.refreshes for s in [*trainers, *([teacher] if teacher else [])]]
         students, row = await open_all(SETUP.url, ARGS.page, count, SETUP.pids, ARGS.query)
         row.where, row.phase = "app", phase
         rows.append(row)
@@ -504,23 +503,28 @@ async def app_phase(phase: str, count: int, rows: list[Row]) -> None:
         toggled = await toggle_all(students, ARGS.toggle, values, SETUP.pids)
         toggled.where, toggled.phase = "app", phase
         rows.append(toggled)
+        refreshed = [s.refreshes - n for s, n in zip([*trainers, *([teacher] if teacher else [])], seen)]
+        took = f"{time.monotonic() - began:.0f} s"
         if trainer_ids:
             line, errors = check_training(before, await later_steps(trainer_ids, before))
             if SETUP.runs is not None:
                 row.errors += errors
-                SETUP.notes.append(f"{count} students, training phase: {line}.")
+                SETUP.notes.append(
+                    f"{count} students, training phase: {line}; the trainers' pages refreshed "
+                    f"{refreshed[0]} and {refreshed[1]} times in the phase's {took}."
+                )
         if SETUP.backends:
             SETUP.notes.append(f"{count} students, {phase} phase, students per app process: {spread(students)}.")
-        if SETUP.teacher_key:
+        if teacher is not None:
             SETUP.notes.append(
-                f"{count} students, {phase} phase: the teacher's class view refreshed {others[-1].refreshes} times "
-                f"in the {time.monotonic() - teacher_since:.0f} s it was open."
+                f"{count} students, {phase} phase: the teacher's class view refreshed {refreshed[-1]} times in the "
+                f"phase's {took} ({teacher.refreshes} since it opened)."
             )
         report(row)
         report(toggled)
         await close_all(students)
     finally:
-        await close_all(others)
+        await close_all(trainers)
         await asyncio.sleep(0)  # the readers see their sockets closed
     if trainer_ids:  # the runs are parked once their students' tabs have gone (LLMVIZ_SESSION_TIMEOUT); wait for it
         await asyncio.sleep(float(ARGS.session_timeout) + 2)
@@ -539,8 +543,12 @@ async def measure(reference: _app.App, rows: list[Row]) -> None:
         rows.append(toggled)
         report(toggled)
         await close_all(students)
-        for phase in phases:
-            await app_phase(phase, count, rows)
+        teacher = await open_teacher(SETUP.url) if SETUP.teacher_key else None  # open through every app phase
+        try:
+            for phase in phases:
+                await app_phase(phase, count, rows, teacher)
+        finally:
+            await close_all([teacher] if teacher else [])
 
 
 def report(row: Row) -> None:
