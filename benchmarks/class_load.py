@@ -26,7 +26,8 @@ For each number of students (``--students``), in one run, on one machine:
   each flips the ``--toggle`` widget (the causal mask, inside a section: a fragment rerun) ``--toggles`` times, all
   at once; in two phases, ``quiet`` (nothing else running) and ``training`` (2 more students each pressed Train on
   the Training page first: their runs train in worker processes, and their pages refresh the live sections while
-  the class works);
+  the class works, as a browser's timer reruns each ``run_every`` section: ``Student.live``); every student is a
+  browser of its own (a fresh identity secret in its ``llmviz_student`` cookie), so shares count per student;
 - **static**: ``--fresh`` browsers with an empty cache at once: each downloads the static files a first visit loads
   (the HTML, then Streamlit's JavaScript, CSS and fonts, gzip-compressed as a browser asks) — Python serves them.
 
@@ -35,18 +36,18 @@ bigger class", step by step), started here and stopped at the end: two ``streaml
 cookie secret, one runs folder and one lab database (SQLite ``runs/lab.db``; ``--database postgresql``: a throwaway
 PostgreSQL cluster, ``tests/support/postgres.py``), ``LLMVIZ_MAX_JOBS`` (``--max-jobs``, 2) runs training at once on
 the machine, ``LLMVIZ_TRUSTED_PROXIES=127.0.0.1``, a teacher key; and Caddy in front with
-``examples/classroom/Caddyfile`` (static files from disk, the sticky cookie ``llmviz_backend``). Every student is a
-browser of its own: a fresh identity secret in its ``llmviz_student`` cookie (so shares count per student), and, as a
-browser's first request does, a GET of the page's HTML through Caddy before the (timed) websocket open, whose cookies
-(Caddy's sticky one: the process it lands on) go with the websocket; the notes under the table say how the class
-spread over the two processes. In every app phase the teacher (its own browser, given the teacher key once) has the
-class view (``/classroom``) open through Caddy, its live section refreshing; in the training phase the class starts
-once both runs have taken a step, and the notes give each run's steps at the class's start and end (an error of the
-open row if one did not advance). Warm-up opens the pages in each process directly. Server CPU is both app processes
-summed; Caddy's CPU is its own column. **The database's cost per open**: each app process logs, per page run, the
-time its thread spent in database statements (``ui/sections.py`` with ``LLMVIZ_TIMINGS``), reported as p50 / p95 ms
-per ``--page`` run; with ``--registry sqlite`` the same invocation then also times the registry calls of an open for
-students with 3 kept runs each (below).
+``examples/classroom/Caddyfile`` (static files from disk, the sticky cookie ``llmviz_backend``). Every student
+first does what a browser's first request does, a GET of the page's HTML through Caddy (with its identity cookie,
+before the timed websocket open), and sends the cookies it got (Caddy's sticky one: the process it lands on) with its
+websocket; the notes under the table say how the class spread over the two processes. The teacher (its own browser,
+given the teacher key once) has the class view (``/classroom``) open through Caddy from before the quiet phase to
+the end of the training phase, its live section refreshing (the notes say how often); in the training phase the
+class starts once both runs have taken a step, and the notes give each run's steps at the class's start and end (an
+error of the open row if one did not advance). Warm-up opens the pages in each process directly. Server CPU is both
+app processes summed; Caddy's CPU is its own column. **The database's cost per open**: each app process logs, per
+page run, the time its thread spent in database statements (``ui/sections.py`` with ``LLMVIZ_TIMINGS``), reported
+as p50 / p95 ms per ``--page`` run; with ``--registry sqlite`` the same invocation then also times the registry
+calls of an open for students with 3 kept runs each (below).
 
 Reported: p50 / p95 / max seconds (``_app.quantile``: ``statistics.quantiles(method="inclusive")``), errors (a run that
 failed, timed out, or drew an exception or an error box), and the server's CPU seconds per open or per flip: the
