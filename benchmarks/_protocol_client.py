@@ -155,6 +155,8 @@ class Student:
         self.widgets: dict[str, Widget] = {}  # widget id → widget
         self.buttons: dict[str, Widget] = {}  # button id → the button (its value is a trigger, sent only on a click)
         self.values: dict[str, Any] = {}  # widget id → the value this session holds for it
+        self.refreshes = 0  # script runs (a live section's refreshes) finished while :meth:`live` ran
+        self.auto_reruns: dict[str, float] = {}  # fragment id → seconds: the page's run_every sections
 
     async def __aenter__(self) -> Student:
         return self
@@ -232,15 +234,47 @@ class Student:
         await self.socket.send(message.SerializeToString())
         return await self._run(began, "")
 
-    async def drain(self) -> None:
-        """Read (and forget) what the server sends until the socket closes: a session left open on a page whose
-        sections refresh themselves (a run training) must be read, as a browser would."""
+    async def live(self) -> None:
+        """Stay on the page as an open browser tab does, until the socket closes: read what the server sends, and
+        rerun each section the page drew with ``run_every`` (the server announces it with an ``auto_rerun`` message;
+        the browser, not the server, keeps the timer) every ``interval`` seconds, as Streamlit's frontend does
+        (``setInterval``: a fragment rerun with every widget's value, marked ``is_auto_rerun``, whether or not the
+        last one has finished). Counts the runs that finished in :attr:`refreshes`."""
+        due: dict[str, float] = {}
         try:
             while self.socket is not None:
+                now = time.monotonic()
+                for fragment_id, interval in list(self.auto_reruns.items()):
+                    if now >= due.setdefault(fragment_id, now + interval):
+                        due[fragment_id] = now + interval
+                        await self.socket.send(self._rerun_message(fragment_id, auto=True).SerializeToString())
+                for gone in set(due) - set(self.auto_reruns):
+                    del due[gone]
+                wait = min([*due.values(), now + 1.0]) - now
+                try:
+                    data = await asyncio.wait_for(self.socket.recv(), timeout=max(0.02, wait))
+                except TimeoutError:
+                    continue
                 message = ForwardMsg()
-                message.ParseFromString(await self.socket.recv())
+                message.ParseFromString(data)
+                self._seen(message, Run(0.0, 0, [], ""))
+                self.refreshes += message.WhichOneof("type") == "script_finished"
         except Exception:  # noqa: BLE001 - the socket closed: nothing more to read
             return
+
+    def _rerun_message(self, fragment_id: str = "", auto: bool = False) -> BackMsg:
+        """A rerun as the browser sends it: the address, the page, every widget's value, the fragment (if any)."""
+        message = BackMsg()
+        rerun = message.rerun_script
+        rerun.query_string = urllib.parse.urlencode(self.query, doseq=True)
+        rerun.page_script_hash = self.page_hash
+        if fragment_id:
+            rerun.fragment_id = fragment_id
+        rerun.is_auto_rerun = auto
+        rerun.widget_states.widgets.extend(_state(self.widgets[i], v) for i, v in self.values.items())
+        for name, field_value in self._context().items():
+            setattr(rerun.context_info, name, field_value)
+        return message
 
     async def set_widget(self, key: str, value: Any, whole_page: bool = False, kind: str = "") -> Run:
         """Give the widget ``key`` the value ``value`` as a click or a typed value does; returns the run it causes
@@ -271,6 +305,11 @@ class Student:
         kind = message.WhichOneof("type")
         if kind == "navigation":  # the page this run drew (a browser sends its hash with each later rerun)
             self.page_hash = message.navigation.page_script_hash
+        elif kind == "auto_rerun" and message.auto_rerun.fragment_id:  # a run_every section: the browser's timer
+            self.auto_reruns[message.auto_rerun.fragment_id] = max(0.1, message.auto_rerun.interval)
+        elif kind == "stop_auto_rerun":
+            for fragment_id in message.stop_auto_rerun.fragment_ids:
+                self.auto_reruns.pop(fragment_id, None)
         elif kind == "page_info_changed":
             self.query = urllib.parse.parse_qs(message.page_info_changed.query_string, keep_blank_values=True)
         elif kind == "delta":

@@ -3,7 +3,10 @@
     python benchmarks/class_load.py [--students 40,80] [--page attention] [--toggle mask] [--toggles 2]
         [--query attention_tab=Step+by+step]
                                     [--fresh 20] [--phases quiet,training] [--port 8530] [--budget 1500]
-                                    [--record docs/benchmarks/class_load.md]
+                                    [--setup one-process|two-process] [--database sqlite|postgresql]
+                                    [--registry sqlite] [--record docs/benchmarks/class_load.md]
+    python benchmarks/class_load.py --setup two-process --students 40,80 --registry sqlite --record …
+                                    # the documented class set-up: 2 app processes behind Caddy, one lab
     python benchmarks/class_load.py --validate     # the protocol client against one real chromium session
     python benchmarks/class_load.py --registry sqlite,postgresql [--students 80] [--record …]
                                     # the database's cost per open: the lab's registry calls a page open makes
@@ -23,9 +26,28 @@ For each number of students (``--students``), in one run, on one machine:
   each flips the ``--toggle`` widget (the causal mask, inside a section: a fragment rerun) ``--toggles`` times, all
   at once; in two phases, ``quiet`` (nothing else running) and ``training`` (2 more students each pressed Train on
   the Training page first: their runs train in worker processes, and their pages refresh the live sections while
-  the class works);
+  the class works, as a browser's timer reruns each ``run_every`` section: ``Student.live``); every student is a
+  browser of its own (a fresh identity secret in its ``llmviz_student`` cookie), so shares count per student;
 - **static**: ``--fresh`` browsers with an empty cache at once: each downloads the static files a first visit loads
   (the HTML, then Streamlit's JavaScript, CSS and fonts, gzip-compressed as a browser asks) — Python serves them.
+
+``--setup two-process`` measures the set-up docs/classroom.md documents for a class on one machine ("Serving a
+bigger class", step by step), started here and stopped at the end: two ``streamlit run app.py`` processes with one
+cookie secret, one runs folder and one lab database (SQLite ``runs/lab.db``; ``--database postgresql``: a throwaway
+PostgreSQL cluster, ``tests/support/postgres.py``), ``LLMVIZ_MAX_JOBS`` (``--max-jobs``, 2) runs training at once on
+the machine, ``LLMVIZ_TRUSTED_PROXIES=127.0.0.1``, a teacher key; and Caddy in front with
+``examples/classroom/Caddyfile`` (static files from disk, the sticky cookie ``llmviz_backend``). Every student
+first does what a browser's first request does, a GET of the page's HTML through Caddy (with its identity cookie,
+before the timed websocket open), and sends the cookies it got (Caddy's sticky one: the process it lands on) with its
+websocket; the notes under the table say how the class spread over the two processes. The teacher (its own browser,
+given the teacher key once) has the class view (``/classroom``) open through Caddy from before the quiet phase to
+the end of the training phase, its live section refreshing (the notes say how often); in the training phase the
+class starts once both runs have taken a step, and the notes give each run's steps at the class's start and end (an
+error of the open row if one did not advance). Warm-up opens the pages in each process directly. Server CPU is both
+app processes summed; Caddy's CPU is its own column. **The database's cost per open**: each app process logs, per
+page run, the time its thread spent in database statements (``ui/sections.py`` with ``LLMVIZ_TIMINGS``), reported
+as p50 / p95 ms per ``--page`` run; with ``--registry sqlite`` the same invocation then also times the registry
+calls of an open for students with 3 kept runs each (below).
 
 Reported: p50 / p95 / max seconds (``_app.quantile``: ``statistics.quantiles(method="inclusive")``), errors (a run that
 failed, timed out, or drew an exception or an error box), and the server's CPU seconds per open or per flip: the
@@ -48,8 +70,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
+import hmac
+import json
 import os
 import re
+import secrets
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -97,18 +124,24 @@ class Row:
     seconds: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     cpu_per: float = float("nan")
+    proxy_cpu_per: float = float("nan")  # Caddy's CPU seconds per sample (the two-process set-up)
+    db_ms: list[float] = field(default_factory=list)  # database time of each page open, in the app (ms)
 
     def cells(self) -> list[str]:
         values = self.seconds or [float("nan")]
         budget = BUDGETS.get((self.where, self.students, self.what))
         p95 = _app.quantile(values, 0.95)
         met = "" if budget is None else ("yes" if p95 <= budget and not self.errors else "**no**")
+        database = (
+            f"{_app.quantile(self.db_ms, 0.5):.1f} / {_app.quantile(self.db_ms, 0.95):.1f}" if self.db_ms else "—"
+        )
         return [
             {
                 "reference": "bare Streamlit page (reference)",
                 "app": f"llmviz /{ARGS.page}" + (f" at {ARGS.url}" if ARGS.url else ""),
                 "static": "static files" + (f" at {ARGS.url}" if ARGS.url else ""),
             }[self.where],
+            "1 process" if self.where == "reference" else SETUP_NAME.get(ARGS.setup, ARGS.setup),
             self.phase,
             str(self.students),
             self.what,
@@ -117,6 +150,8 @@ class Row:
             _app.fmt_s(max(values)),
             str(len(self.errors)),
             _app.fmt_s(self.cpu_per, 3),
+            _app.fmt_s(self.proxy_cpu_per, 4) if ARGS.setup == "two-process" and self.where != "reference" else "—",
+            database,
             "—" if budget is None else f"≤ {budget:g} s",
             met,
         ]
@@ -124,6 +159,7 @@ class Row:
 
 HEADER = [
     "page",
+    "set-up",
     "phase",
     "students",
     "action",
@@ -132,6 +168,8 @@ HEADER = [
     "max s",
     "errors",
     "server CPU-s each",
+    "Caddy CPU-s each",
+    "DB ms per open p50 / p95",
     "budget",
     "met",
 ]
@@ -143,13 +181,122 @@ def errors_of(outcome) -> list[str]:
     return list(outcome.errors)
 
 
+COOKIE = "llmviz_student"  # ui/identity.py: the browser's secret, which makes it one student
+STICKY = "llmviz_backend"  # examples/classroom/Caddyfile: the cookie that keeps a browser on one app process
+SETUP_NAME = {"one-process": "1 process", "two-process": "2 processes + Caddy"}
+
+
+@dataclass
+class Setup:
+    """What is being measured: where students connect, the app processes (their CPU, their timing logs), Caddy,
+    the runs folder and database they share, and the teacher key (the two-process set-up)."""
+
+    url: str
+    pids: list[int]
+    timings: list[Path]
+    runs: Path | None = None
+    database: str | None = None  # LLMVIZ_DATABASE_URL; None: SQLite under the runs folder
+    proxy_pid: int | None = None
+    backends: dict[str, str] = field(default_factory=dict)  # Caddy's sticky cookie value → "process :port"
+    teacher_key: str = ""
+    apps: list[_app.App] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # lines printed under the table
+
+
+SETUP = Setup("", [], [])
+
+
+def student_of(secret: str) -> str:
+    """The student id the app makes of a browser secret (``ui.identity.student_from_secret``; the benchmark does
+    not import the app's ``ui`` package).
+
+    >>> student_of("A" * 32)
+    's-b0cf14dd25766605c6177d345c848518'
+    """
+    return "s-" + hashlib.sha256(f"llmviz-student:{secret}".encode()).hexdigest()[:32]
+
+
+def sticky_value(dial: str) -> str:
+    """The value Caddy's ``lb_policy cookie`` gives a browser it sends to upstream ``dial`` (an HMAC-SHA256 of the
+    address, with the policy's secret, empty here): how the benchmark tells which process a student landed on."""
+    return hmac.new(b"", dial.encode(), hashlib.sha256).hexdigest()
+
+
+def landing(url: str, path: str, secret: str) -> str:
+    """A browser's first request: the page's HTML, with the student's identity cookie. Returns the cookies the
+    browser then sends with its websocket: the identity, and what the answer set (Caddy's sticky cookie, which
+    picks the app process; Streamlit's XSRF cookie)."""
+    request = urllib.request.Request(f"{url}/{path}", headers={"Cookie": f"{COOKIE}={secret}"})
+    with urllib.request.urlopen(request, timeout=ARGS.timeout) as answer:
+        answer.read()
+        set_cookies = answer.headers.get_all("Set-Cookie") or []
+    jar = {COOKIE: secret}
+    for line in set_cookies:
+        name, _, value = line.split(";", 1)[0].partition("=")
+        jar[name.strip()] = value.strip()
+    return "; ".join(f"{name}={value}" for name, value in jar.items())
+
+
+async def enrol(url: str, path: str, count: int) -> tuple[list[Student], list[str]]:
+    """``count`` new students, each a browser of its own: a fresh identity secret in its cookie (so the app counts
+    each one's shares apart), and behind a proxy the cookies of its first request (the process it sticks to).
+    Returns the students and their secrets."""
+    chosen = [secrets.token_urlsafe(24) for _ in range(count)]
+    if ARGS.setup == "two-process" or ARGS.url:
+        cookies = await asyncio.gather(*(asyncio.to_thread(landing, url, path, secret) for secret in chosen))
+    else:
+        cookies = [f"{COOKIE}={secret}" for secret in chosen]
+    students = [Student(url, timeout_s=ARGS.timeout, headers={"Cookie": cookie}) for cookie in cookies]
+    return students, chosen
+
+
+def spread(students: list[Student]) -> str:
+    """How many students each app process serves (by Caddy's sticky cookie): "process :8731 41, process :8732 39"."""
+    counts: dict[str, int] = {}
+    for student in students:
+        jar = dict(part.split("=", 1) for part in student.headers.get("Cookie", "").split("; ") if "=" in part)
+        where = SETUP.backends.get(jar.get(STICKY, ""), "no sticky cookie" if STICKY not in jar else "unknown")
+        counts[where] = counts.get(where, 0) + 1
+    return ", ".join(f"{where} {n}" for where, n in sorted(counts.items()))
+
+
+def timing_marks() -> list[int]:
+    """Where each app process's timing log ends now (LLMVIZ_TIMINGS)."""
+    return [path.stat().st_size if path.exists() else 0 for path in SETUP.timings]
+
+
+def database_ms(marks: list[int], page: str) -> list[float]:
+    """The database time (ms) of each run of ``page`` the app processes logged since ``marks``: the lab's registry
+    statements on the page run's own thread (``ui/sections.py``: ``db_seconds``)."""
+    found = []
+    for path, mark in zip(SETUP.timings, marks):
+        if not path.exists():
+            continue
+        with path.open("rb") as log:
+            log.seek(mark)
+            for line in log.read().decode(errors="replace").splitlines():
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                if entry.get("section") == f"page:{page}" and "db_seconds" in entry:
+                    found.append(entry["db_seconds"] * 1000)
+    return found
+
+
 async def open_all(url: str, path: str, count: int, pid, query: str = "") -> tuple[list[Student], Row]:
     """``count`` students open ``path`` (with the link's ``query``) at the same moment; the row holds each open's
-    seconds and errors."""
-    students = [Student(url, timeout_s=ARGS.timeout) for _ in range(count)]
-    before = cpu_seconds(pid)
+    seconds and errors, the server's (and Caddy's) CPU seconds per open and the database time of each page run."""
+    students, _ = await enrol(url, path, count)
+    proxy = SETUP.proxy_pid if pid == SETUP.pids else None
+    marks = timing_marks() if pid == SETUP.pids else []
+    before, proxy_before = cpu_seconds(pid), cpu_seconds(proxy) if proxy else float("nan")
     outcomes = await asyncio.gather(*(student.open(path, query) for student in students), return_exceptions=True)
     row = Row("", "", count, "open", cpu_per=(cpu_seconds(pid) - before) / count)
+    if proxy:
+        row.proxy_cpu_per = (cpu_seconds(proxy) - proxy_before) / count
+    if marks:
+        row.db_ms = database_ms(marks, path)
     for outcome in outcomes:
         if isinstance(outcome, Run):
             row.seconds.append(outcome.seconds)
@@ -160,7 +307,8 @@ async def open_all(url: str, path: str, count: int, pid, query: str = "") -> tup
 async def toggle_all(students: list[Student], key: str, values: list, pid) -> Row:
     """Every student flips widget ``key`` through ``values`` (one flip each at the same moment, then the next)."""
     row = Row("", "", len(students), "toggle")
-    before = cpu_seconds(pid)
+    proxy = SETUP.proxy_pid if pid == SETUP.pids else None
+    before, proxy_before = cpu_seconds(pid), cpu_seconds(proxy) if proxy else float("nan")
     live = [student for student in students if student.socket is not None and student.widgets]
     for value in values:
         outcomes = await asyncio.gather(*(s.set_widget(key, value) for s in live), return_exceptions=True)
@@ -170,6 +318,8 @@ async def toggle_all(students: list[Student], key: str, values: list, pid) -> Ro
             row.errors += errors_of(outcome)
     row.errors += [f"never opened ({len(students) - len(live)} students)"] if len(live) < len(students) else []
     row.cpu_per = (cpu_seconds(pid) - before) / max(1, len(live) * len(values))
+    if proxy:
+        row.proxy_cpu_per = (cpu_seconds(proxy) - proxy_before) / max(1, len(live) * len(values))
     return row
 
 
@@ -177,22 +327,92 @@ async def close_all(students: list[Student]) -> None:
     await asyncio.gather(*(student.close() for student in students), return_exceptions=True)
 
 
-async def start_training(url: str) -> list[Student]:
+async def start_training(url: str) -> tuple[list[Student], list[str]]:
     """Two students each press Train on the Training page (GPT micro, 2,000 steps, batch 32: longer than the phase)
-    and stay on it, their live sections refreshing, as a student watching a run does."""
-    trainers = []
-    for _ in range(2):
-        student = Student(url, timeout_s=ARGS.timeout)
+    and stay on it, their live sections refreshing, as a student watching a run does. Returns them and their
+    student ids."""
+    trainers, chosen = await enrol(url, "training", 2)
+    for student in trainers:
         opened = await student.open("training", "steps=2000&batch=32")
         if opened.errors:
             raise ProtocolError(f"the Training page did not open cleanly: {opened.errors[:1]}")
         clicked = await student.click("train")
         if clicked.errors:
             raise ProtocolError(f"Train did not start a run: {clicked.errors[:1]}")
-        trainers.append(student)
     for student in trainers:
-        student.reader = asyncio.ensure_future(student.drain())
-    return trainers
+        student.reader = asyncio.ensure_future(student.live())
+    return trainers, [student_of(secret) for secret in chosen]
+
+
+def training_steps(students: list[str]) -> dict[str, tuple[str, int]]:
+    """The runs of ``students`` in the lab's registry (the database the app processes share): run id → (state,
+    step). Empty when the set-up's registry is not known (``--url``)."""
+    if SETUP.runs is None:
+        return {}
+    from llmviz.lab.classroom import class_rows
+    from llmviz.lab.registry import Registry, default_url
+
+    registry = Registry(SETUP.database or default_url(SETUP.runs))
+    try:
+        return {row.run_id: (row.state, row.step) for row in class_rows(registry) if row.student in students}
+    finally:
+        registry.dispose()
+
+
+async def first_steps(students: list[str], timeout_s: float = 180) -> dict[str, tuple[str, int]]:
+    """Wait until both runs of ``students`` have taken a step (a worker process starts first), at most
+    ``timeout_s``; returns their steps then (the phase's start)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = training_steps(students)
+        if SETUP.runs is None or (len(found) >= 2 and all(step >= 1 for _, step in found.values())):
+            return found
+        if time.monotonic() > deadline:
+            return found  # check_training reports it
+        await asyncio.sleep(0.5)
+
+
+async def later_steps(students: list[str], before: dict[str, tuple[str, int]], wait_s: float = 3.0):
+    """The steps of the runs of ``students`` now; a short class may end within the second the app writes steps in
+    (the lab's keeper writes once a second), so wait up to ``wait_s`` for them to pass ``before``."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = training_steps(students)
+        advanced = all(step > before.get(run, ("", 0))[1] for run, (_, step) in found.items())
+        if (found and advanced) or time.monotonic() > deadline:
+            return found
+        await asyncio.sleep(0.5)
+
+
+def check_training(before: dict[str, tuple[str, int]], after: dict[str, tuple[str, int]]) -> tuple[str, list[str]]:
+    """A line saying how far each run trained during the phase, and an error for each of the 2 that did not.
+
+    >>> check_training({"a": ("running", 3)}, {"a": ("running", 90), "b": ("running", 40)})
+    ('runs trained during the phase: a 3 → 90 (running), b 0 → 40 (running)', [])
+    >>> check_training({}, {"a": ("queued", 0)})[1]
+    ['a run did not train during the phase: a 0 → 0 (queued)', 'only 1 of 2 runs in the registry']
+    """
+    parts, errors = [], []
+    for run_id, (state, step) in sorted(after.items()):
+        first = before.get(run_id, ("", 0))[1]
+        parts.append(f"{run_id} {first} → {step} ({state})")
+        if step <= first:
+            errors.append(f"a run did not train during the phase: {parts[-1]}")
+    if len(after) < 2:
+        errors.append(f"only {len(after)} of 2 runs in the registry")
+    return "runs trained during the phase: " + (", ".join(parts) or "none"), errors
+
+
+async def open_teacher(url: str) -> Student:
+    """The teacher (a browser of its own, given the teacher key once) opens the class view and keeps it open, its
+    live section refreshing, read as a browser reads it."""
+    [teacher], _ = await enrol(url, "classroom", 1)
+    opened = await teacher.open("classroom", urllib.parse.urlencode({"teacher": SETUP.teacher_key}))
+    refused = [alert for alert in opened.alerts if "This page is the teacher's" in alert]
+    if opened.errors or refused:
+        raise ProtocolError(f"the class view did not open for the teacher: {(opened.errors + refused)[:1]}")
+    teacher.reader = asyncio.ensure_future(teacher.live())
+    return teacher
 
 
 # ---------------------------------------------------------------------------- static files (a fresh browser)
@@ -269,7 +489,49 @@ def fresh_browsers(url: str, files: list[str], count: int, pid) -> Row:
 # ---------------------------------------------------------------------------- the run
 
 
-async def measure(app_url: str, app_pids: list[int], reference: _app.App, rows: list[Row]) -> None:
+async def app_phase(phase: str, count: int, rows: list[Row], teacher: Student | None) -> None:
+    """One phase of the app for ``count`` students, the teacher's class view open (``teacher``): in the training
+    phase 2 students train first; the class opens the page at once and flips its toggle; then whether both runs
+    trained meanwhile, and how often the teacher's and the trainers' live sections refreshed."""
+    trainers, trainer_ids = await start_training(SETUP.url) if phase == "training" else ([], [])
+    try:
+        before = await first_steps(trainer_ids) if trainer_ids else {}
+        began, seen = time.monotonic(), [s.refreshes for s in [*trainers, *([teacher] if teacher else [])]]
+        students, row = await open_all(SETUP.url, ARGS.page, count, SETUP.pids, ARGS.query)
+        row.where, row.phase = "app", phase
+        rows.append(row)
+        values = [flip % 2 == 1 for flip in range(ARGS.toggles)]  # off, on, off, … (it starts on)
+        toggled = await toggle_all(students, ARGS.toggle, values, SETUP.pids)
+        toggled.where, toggled.phase = "app", phase
+        rows.append(toggled)
+        refreshed = [s.refreshes - n for s, n in zip([*trainers, *([teacher] if teacher else [])], seen)]
+        took = f"{time.monotonic() - began:.0f} s"
+        if trainer_ids:
+            line, errors = check_training(before, await later_steps(trainer_ids, before))
+            if SETUP.runs is not None:
+                row.errors += errors
+                SETUP.notes.append(
+                    f"{count} students, training phase: {line}; the trainers' pages refreshed "
+                    f"{refreshed[0]} and {refreshed[1]} times in the phase's {took}."
+                )
+        if SETUP.backends:
+            SETUP.notes.append(f"{count} students, {phase} phase, students per app process: {spread(students)}.")
+        if teacher is not None:
+            SETUP.notes.append(
+                f"{count} students, {phase} phase: the teacher's class view refreshed {refreshed[-1]} times in the "
+                f"phase's {took} ({teacher.refreshes} since it opened)."
+            )
+        report(row)
+        report(toggled)
+        await close_all(students)
+    finally:
+        await close_all(trainers)
+        await asyncio.sleep(0)  # the readers see their sockets closed
+    if trainer_ids:  # the runs are parked once their students' tabs have gone (LLMVIZ_SESSION_TIMEOUT); wait for it
+        await asyncio.sleep(float(ARGS.session_timeout) + 2)
+
+
+async def measure(reference: _app.App, rows: list[Row]) -> None:
     phases = ARGS.phases.split(",")
     for count in ARGS.students:
         students, row = await open_all(reference.url, "", count, reference.process.pid)
@@ -282,31 +544,21 @@ async def measure(app_url: str, app_pids: list[int], reference: _app.App, rows: 
         rows.append(toggled)
         report(toggled)
         await close_all(students)
-        for phase in phases:
-            trainers = await start_training(app_url) if phase == "training" else []
-            try:
-                students, row = await open_all(app_url, ARGS.page, count, app_pids, ARGS.query)
-                row.where, row.phase = "app", phase
-                rows.append(row)
-                report(row)
-                values = [flip % 2 == 1 for flip in range(ARGS.toggles)]  # off, on, off, … (it starts on)
-                toggled = await toggle_all(students, ARGS.toggle, values, app_pids)
-                toggled.where, toggled.phase = "app", phase
-                rows.append(toggled)
-                report(toggled)
-                await close_all(students)
-            finally:
-                await close_all(trainers)
-                await asyncio.sleep(0)  # the readers see their sockets closed
-            if trainers:  # the runs stop with their sessions (LLMVIZ_SESSION_TIMEOUT); wait for it
-                await asyncio.sleep(float(ARGS.session_timeout) + 2)
+        teacher = await open_teacher(SETUP.url) if SETUP.teacher_key else None  # open through every app phase
+        try:
+            for phase in phases:
+                await app_phase(phase, count, rows, teacher)
+        finally:
+            await close_all([teacher] if teacher else [])
 
 
 def report(row: Row) -> None:
-    cells = row.cells()
+    cells = dict(zip(HEADER, row.cells()))
     print(
-        f"  {cells[0]}, {row.phase}, {row.students} students, {row.what}: p50 {cells[4]}, p95 {cells[5]}, "
-        f"max {cells[6]}, {cells[7]} errors, server CPU-s each {cells[8]}",
+        f"  {cells['page']}, {cells['set-up']}, {row.phase}, {row.students} students, {row.what}: "
+        f"p50 {cells['p50 s']}, p95 {cells['p95 s']}, max {cells['max s']}, {cells['errors']} errors, "
+        f"server CPU-s each {cells['server CPU-s each']}, Caddy {cells['Caddy CPU-s each']}, "
+        f"DB ms per page run p50 / p95 {cells['DB ms per open p50 / p95']}",
         flush=True,
     )
     for error in sorted(set(row.errors))[:3]:
@@ -322,7 +574,112 @@ def commit() -> str:
         return "unknown"
 
 
+def stop_process(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def wait_healthy(url: str, process: subprocess.Popen, log: Path, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
+                if answer.read().strip() == b"ok":
+                    return
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            tail = log.read_text(errors="replace")[-1500:] if log.exists() else ""
+            raise SystemExit(f"Caddy did not answer at {url} within {timeout_s:.0f} s:\n{tail}")
+        time.sleep(0.3)
+
+
+def two_processes(servers: contextlib.ExitStack, env: dict[str, str], port: int) -> Setup:
+    """The documented set-up (docs/classroom.md, "Serving a bigger class", step by step): two ``streamlit run
+    app.py`` processes with one cookie secret, one runs folder and one database (SQLite under the runs folder, or
+    ``--database postgresql``: a throwaway cluster, tests/support/postgres.py), trusting Caddy's forwarded address,
+    behind Caddy with examples/classroom/Caddyfile (static files from disk, a sticky cookie per browser); and a
+    teacher key."""
+    if shutil.which("caddy") is None:
+        raise SystemExit("--setup two-process needs Caddy on PATH (Debian: sudo apt-get install -y caddy)")
+    import streamlit
+
+    folder = Path(tempfile.mkdtemp(prefix="llmviz-class-two-"))
+    runs = folder / "runs"
+    runs.mkdir()
+    database = None
+    if ARGS.database == "postgresql":
+        from tests.support.postgres import fresh_database, local_cluster, postgres_bin
+
+        found = postgres_bin()
+        if found is None:
+            raise SystemExit("--database postgresql needs Debian's postgresql (sudo apt-get install -y postgresql)")
+        admin = servers.enter_context(local_cluster(found, _app.free_port(port + 10)))
+        database = servers.enter_context(fresh_database(admin))
+    key = secrets.token_urlsafe(24)
+    shared = {
+        **env,
+        "LLMVIZ_RUNS_DIR": str(runs),
+        "STREAMLIT_SERVER_COOKIE_SECRET": secrets.token_hex(32),
+        "LLMVIZ_TRUSTED_PROXIES": "127.0.0.1",
+        "FORWARDED_ALLOW_IPS": "127.0.0.1",
+        "LLMVIZ_MAX_JOBS": str(ARGS.max_jobs),
+        "LLMVIZ_TEACHER_KEY": key,
+        **({"LLMVIZ_DATABASE_URL": database} if database else {}),
+    }
+    apps: list[_app.App] = []
+    for n in range(2):
+        chosen = _app.free_port(port if n == 0 else apps[-1].port + 1)
+        apps.append(servers.enter_context(_app.App("app.py", port=chosen, env=shared)))
+    listen = f"127.0.0.1:{_app.free_port(apps[-1].port + 1)}"
+    dials = [app.url.removeprefix("http://") for app in apps]
+    log = folder / "caddy.log"
+    with log.open("wb") as out:
+        caddy = subprocess.Popen(
+            ["caddy", "run", "--config", str(_app.ROOT / "examples/classroom/Caddyfile"), "--adapter", "caddyfile"],
+            env={
+                **os.environ,
+                "STREAMLIT_STATIC": str(Path(streamlit.__file__).parent / "static"),
+                "LLMVIZ_LISTEN": listen,
+                "LLMVIZ_BACKENDS": " ".join(dials),
+            },
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    servers.callback(stop_process, caddy)
+    wait_healthy(f"http://{listen}", caddy, log)
+    return Setup(
+        url=f"http://{listen}",
+        pids=[app.process.pid for app in apps],
+        timings=[app.timings for app in apps],
+        runs=runs,
+        database=database,
+        proxy_pid=caddy.pid,
+        backends={sticky_value(dial): f"process :{dial.rsplit(':', 1)[1]}" for dial in dials},
+        teacher_key=key,
+        apps=apps,
+    )
+
+
+def start_setup(servers: contextlib.ExitStack, env: dict[str, str], port: int) -> Setup:
+    """The app as ``--setup`` (or ``--url``) says, stopped when ``servers`` closes."""
+    if ARGS.url:  # an app already running (behind a proxy, several processes): ARGS.pids are its processes
+        return Setup(ARGS.url.rstrip("/"), ARGS.pids, [])
+    if ARGS.setup == "two-process":
+        return two_processes(servers, env, port)
+    if ARGS.database == "postgresql":
+        raise SystemExit("--database postgresql: with --setup two-process")
+    app = servers.enter_context(_app.App("app.py", port=port, env=env))
+    return Setup(app.url, [app.process.pid], [app.timings], runs=app.folder / "runs", apps=[app])
+
+
 def run_all() -> int:
+    global SETUP
     load_before = _app.load_average()
     rows: list[Row] = []
     folder = Path(tempfile.mkdtemp(prefix="llmviz-class-load-"))
@@ -333,37 +690,54 @@ def run_all() -> int:
     partial = False
     port = _app.free_port(ARGS.port)
     with contextlib.ExitStack() as servers:  # every server started here is stopped when this block ends
-        if ARGS.url:  # an app already running (behind a proxy, several processes): ARGS.pids are its processes
-            app_url, app_pids, app = ARGS.url.rstrip("/"), ARGS.pids, None
-        else:
-            app = servers.enter_context(_app.App("app.py", port=port, env=env))
-            app_url, app_pids = app.url, [app.process.pid]
-        reference = servers.enter_context(_app.App(str(reference_page), port=_app.free_port(port + 1), timings=True))
-        print(f"app on {app_url}, reference on {reference.url}; warming both up (one open each)", flush=True)
-        files, source = first_visit_files(app_url, ARGS.page) if ARGS.fresh else ([], "")
+        SETUP = start_setup(servers, env, port)
+        after = max([port, *(int(u.rsplit(":", 1)[1]) for u in [SETUP.url, *(a.url for a in SETUP.apps)])])
+        reference = servers.enter_context(_app.App(str(reference_page), port=_app.free_port(after + 1), timings=True))
+        print(f"app on {SETUP.url}, reference on {reference.url}; warming both up", flush=True)
+        files, source = first_visit_files(SETUP.url, ARGS.page) if ARGS.fresh else ([], "")
         if files:
             print(f"a first visit downloads {len(files)} files ({source})", flush=True)
         try:
-            asyncio.run(asyncio.wait_for(warm_up(app_url, reference.url), ARGS.budget))
+            asyncio.run(asyncio.wait_for(warm_up(reference.url), ARGS.budget))
             left = ARGS.budget - (time.monotonic() - began)
-            asyncio.run(asyncio.wait_for(measure(app_url, app_pids, reference, rows), left))
+            asyncio.run(asyncio.wait_for(measure(reference, rows), left))
         except TimeoutError:
             partial = True
             print(f"--budget ({ARGS.budget:.0f} s) ran out: the table so far", flush=True)
         if ARGS.fresh and not partial and time.monotonic() - began < ARGS.budget:
-            rows.append(fresh_browsers(app_url, files, ARGS.fresh, app_pids))
+            rows.append(fresh_browsers(SETUP.url, files, ARGS.fresh, SETUP.pids))
             report(rows[-1])
-        errors = app.server_errors() if app is not None else []
+        errors = [error for app in SETUP.apps for error in app.server_errors()]
     if errors:
         print(f"The server printed {len(errors)} traceback(s): {sorted(set(errors))[:3]}")
     return print_table(rows, load_before, partial)
 
 
-async def warm_up(app_url: str, reference_url: str) -> None:
-    """One open of each page first: a class opens a page a teacher has already shown (models loaded, code compiled)."""
-    for url, path, query in ((app_url, ARGS.page, ARGS.query), (app_url, "training", ""), (reference_url, "", "")):
+async def warm_up(reference_url: str) -> None:
+    """One open of each page first, in every app process: a class opens a page a teacher has already shown
+    (models loaded, code compiled)."""
+    urls = [app.url for app in SETUP.apps] or [SETUP.url]
+    for url, path, query in [
+        *((u, p, q) for u in urls for p, q in ((ARGS.page, ARGS.query), ("training", ""))),
+        (reference_url, "", ""),
+    ]:
         async with Student(url, timeout_s=ARGS.timeout) as student:
             await student.open(path, query)
+
+
+def setup_line() -> str:
+    """One sentence on the set-up measured."""
+    if ARGS.setup == "one-process":
+        return "Set-up: one `streamlit run app.py` process, its lab in SQLite under its runs folder."
+    database = "a throwaway PostgreSQL cluster" if ARGS.database == "postgresql" else "SQLite (`runs/lab.db`)"
+    return (
+        "Set-up: docs/classroom.md's two app processes behind Caddy (examples/classroom/Caddyfile: static files from "
+        f"disk, a sticky cookie per browser), sharing one runs folder and one database, {database}; "
+        f"LLMVIZ_MAX_JOBS={ARGS.max_jobs}, LLMVIZ_TRUSTED_PROXIES=127.0.0.1; in every app phase the teacher (the "
+        "teacher key) has the class view open through Caddy. Every student is a browser of its own (an identity "
+        "cookie). Server CPU: both app processes summed; Caddy's apart. DB ms: the database statements of each "
+        f"/{ARGS.page} page run, on its own thread (LLMVIZ_TIMINGS)."
+    )
 
 
 def print_table(rows: list[Row], load_before: str, partial: bool = False) -> int:
@@ -375,9 +749,12 @@ def print_table(rows: list[Row], load_before: str, partial: bool = False) -> int
         "",
         f"Commit {commit()}; `python benchmarks/class_load.py {' '.join(sys.argv[1:])}`.",
         *_app.machine(load_before),
+        *([setup_line()] if not ARGS.url else []),
         "",
         _app.table(HEADER, [row.cells() for row in rows]),
         "",
+        *(f"- {note}" for note in SETUP.notes),
+        *([""] if SETUP.notes else []),
     ]
     text = "\n".join(lines)
     print(text)
@@ -527,6 +904,16 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--fresh", type=int, default=20, help="fresh browsers downloading the static files (0: none)")
     parser.add_argument("--phases", default="quiet,training", help="quiet, training, or both")
     parser.add_argument("--port", type=int, default=8530)
+    parser.add_argument(
+        "--setup",
+        default="one-process",
+        choices=["one-process", "two-process"],
+        help="one app process, or docs/classroom.md's two processes behind Caddy sharing one runs folder and database",
+    )
+    parser.add_argument(
+        "--database", default="sqlite", choices=["sqlite", "postgresql"], help="the lab's database (two-process)"
+    )
+    parser.add_argument("--max-jobs", type=int, default=2, help="LLMVIZ_MAX_JOBS of the two-process set-up")
     parser.add_argument("--timeout", type=float, default=120, help="seconds one open or flip may take")
     parser.add_argument("--session-timeout", type=float, default=5, help="LLMVIZ_SESSION_TIMEOUT of the app")
     parser.add_argument("--budget", type=float, default=1500, help="seconds the whole benchmark may take")
@@ -619,11 +1006,12 @@ def run_registry(kinds: list[str]) -> int:
         with open(ARGS.record, "a") as out:
             out.write(
                 f"\n## {stamp}: the database's cost per open (the lab's registry)\n\n"
-                f"Commit {commit()}; `python benchmarks/class_load.py --registry {','.join(kinds)} --students "
-                f"{','.join(map(str, ARGS.students))}`. Each student has 3 kept runs (300 curve points, 6 snapshot "
+                f"Commit {commit()}; `python benchmarks/class_load.py {' '.join(sys.argv[1:])}`"
+                + (", after the class above, in the same invocation" if ARGS.setup == "two-process" else "")
+                + ". Each student has 3 kept runs (300 curve points, 6 snapshot "
                 "rows each); an open is the registry calls the sidebar's picker makes (the student's runs with the "
                 "orphan check, their snapshot steps, their row), each student twice.\n"
-                f"Load average before starting: {load} (1 / 5 / 15 min), on this shared 2-core machine.\n\n"
+                f"Load average before starting: {load} (1 / 5 / 15 min).\n\n"
                 f"{text}\n"
             )
     return 0
@@ -633,6 +1021,10 @@ ARGS = parse([])
 
 if __name__ == "__main__":
     ARGS = parse()
-    if ARGS.registry:
-        sys.exit(run_registry([kind for kind in ARGS.registry.split(",") if kind in ("sqlite", "postgresql")]))
-    sys.exit(validate() if ARGS.validate else run_all())
+    kinds = [kind for kind in ARGS.registry.split(",") if kind in ("sqlite", "postgresql")]
+    if ARGS.registry and ARGS.setup == "one-process":
+        sys.exit(run_registry(kinds))
+    if ARGS.validate:
+        sys.exit(validate())
+    code = run_all()  # the two-process set-up: the class, then (with --registry) the registry alone, in one run
+    sys.exit(max(code, run_registry(kinds)) if kinds else code)

@@ -8,8 +8,11 @@
 With the environment variable ``LLMVIZ_TIMINGS=<file>`` set, every run of a section (the first,
 inside the page's run, and each rerun of its own) appends one JSON line ``{"section", "seconds",
 "rerun"}`` to that file, and :func:`timed_page` does the same for a whole page's script run: that
-is how ``benchmarks/pages.py`` reads server time from a real browser session. Without the variable
-nothing is measured or written.
+is how ``benchmarks/pages.py`` reads server time from a real browser session. A page's line also holds
+``db_seconds`` and ``db_statements``: the time its own thread spent in database statements (the lab's
+registry; SQLAlchemy's cursor events on every engine) and their number, which is how
+``benchmarks/class_load.py`` reports the database's cost per open. Without the variable nothing is
+measured or written.
 """
 
 from __future__ import annotations
@@ -28,14 +31,40 @@ from ui.errors import friendly_errors
 
 _LOCK = threading.Lock()
 _IN_FRAGMENT = threading.local()  # marks fragment reruns (not part of a page run)
+_DATABASE = threading.local()  # per thread: [seconds, statements] of database work since the page run began
+_DATABASE_HOOKED: list[bool] = []
 
 
-def _log(name: str, seconds: float, rerun: bool) -> None:
+def _log(name: str, seconds: float, rerun: bool, **more: float) -> None:
     path = settings.get("LLMVIZ_TIMINGS")
     if not path:
         return
     with _LOCK, open(path, "a", encoding="utf-8") as out:
-        out.write(json.dumps({"section": name, "seconds": round(seconds, 5), "rerun": rerun}) + "\n")
+        out.write(json.dumps({"section": name, "seconds": round(seconds, 5), "rerun": rerun, **more}) + "\n")
+
+
+def _before_statement(conn, cursor, statement, parameters, context, executemany) -> None:
+    _DATABASE.began = time.perf_counter()
+
+
+def _after_statement(conn, cursor, statement, parameters, context, executemany) -> None:
+    totals, began = getattr(_DATABASE, "totals", None), getattr(_DATABASE, "began", None)
+    if totals is not None and began is not None:
+        totals[0] += time.perf_counter() - began
+        totals[1] += 1
+
+
+def _count_database_time() -> None:
+    """Once per process, while ``LLMVIZ_TIMINGS`` is set: time every database statement of every engine (the lab's
+    registry), per thread, for :class:`timed_page`."""
+    with _LOCK:
+        if _DATABASE_HOOKED:
+            return
+        import sqlalchemy as sa
+
+        sa.event.listen(sa.Engine, "before_cursor_execute", _before_statement)
+        sa.event.listen(sa.Engine, "after_cursor_execute", _after_statement)
+        _DATABASE_HOOKED.append(True)
 
 
 def timed(name: str, function: Callable) -> Callable:
@@ -169,11 +198,22 @@ class timed_page:
         self.name = name
 
     def __enter__(self):
+        if settings.get("LLMVIZ_TIMINGS"):
+            _count_database_time()
+        _DATABASE.totals = [0.0, 0]
         self.start = time.perf_counter()
         _IN_FRAGMENT.page = True
         return self
 
     def __exit__(self, *exc):
         _IN_FRAGMENT.page = False
-        _log(f"page:{self.name}", time.perf_counter() - self.start, False)
+        database, statements = _DATABASE.totals
+        _DATABASE.totals = None
+        _log(
+            f"page:{self.name}",
+            time.perf_counter() - self.start,
+            False,
+            db_seconds=round(database, 6),
+            db_statements=statements,
+        )
         return False

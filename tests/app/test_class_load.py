@@ -1,0 +1,95 @@
+"""benchmarks/class_load.py measures what it says: the student id it derives from a browser secret is the app's, its
+training check and Caddy's sticky value are right (its doctests), a page run logs the time its own thread spent in
+database statements (``ui/sections.py``, a real SQLite file), and, with ``-m extended``, ``--setup two-process``
+runs end to end with a tiny class: two real app processes behind a real Caddy, one lab database, the teacher's class
+view open, both runs training (issue 49 §6)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+import threading
+
+import pytest
+import sqlalchemy as sa
+
+from tests.support.app_server import free_port
+from tests.support.paths import ROOT
+
+
+def _class_load():
+    spec = importlib.util.spec_from_file_location("class_load_under_test", ROOT / "benchmarks" / "class_load.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while they are made
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_benchmarks_student_is_the_apps_student_and_its_checks_hold():
+    from ui.identity import new_secret, student_from_secret
+
+    class_load = _class_load()
+    assert doctest.testmod(class_load).failed == 0
+    secret = new_secret()
+    assert class_load.student_of(secret) == student_from_secret(secret)
+
+
+def test_a_page_run_logs_the_time_its_own_thread_spent_in_the_database(tmp_path, monkeypatch):
+    from ui import sections
+
+    log = tmp_path / "timings.jsonl"
+    monkeypatch.setenv("LLMVIZ_TIMINGS", str(log))
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'lab.db'}")
+
+    def elsewhere():  # another thread (the lab's keeper): not this page run's
+        with engine.connect() as db:
+            db.execute(sa.text("SELECT 3"))
+
+    with sections.timed_page("attention"):
+        with engine.connect() as db:
+            db.execute(sa.text("SELECT 1"))
+            db.execute(sa.text("SELECT 2"))
+        other = threading.Thread(target=elsewhere)
+        other.start()
+        other.join()
+    with sections.timed_page("training"):
+        pass
+    engine.dispose()
+    first, second = [json.loads(line) for line in log.read_text().splitlines()]
+    assert first["section"] == "page:attention" and first["db_statements"] == 2
+    assert 0 < first["db_seconds"] < first["seconds"]
+    assert second["section"] == "page:training" and second["db_statements"] == 0 and second["db_seconds"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.extended
+def test_the_two_process_set_up_runs_end_to_end_with_a_tiny_class():
+    if shutil.which("caddy") is None:
+        pytest.skip("caddy is not installed (apt install caddy)")
+    command = [sys.executable, "benchmarks/class_load.py", "--setup", "two-process", "--students", "2"]
+    command += ["--toggles", "1", "--fresh", "0", "--port", str(free_port()), "--budget", "600"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in done.stdout.splitlines()
+        if line.startswith("| llmviz /attention | 2 processes + Caddy |")
+    ]
+    assert [(row[2], row[4]) for row in rows] == [
+        ("quiet", "open"),
+        ("quiet", "toggle"),
+        ("training", "open"),
+        ("training", "toggle"),
+    ]
+    assert all(row[8] == "0" for row in rows), rows  # no errors: every open and flip finished, both runs trained
+    assert all(row[11] != "—" for row in rows if row[4] == "open"), rows  # the database's time per page run
+    notes = [line for line in done.stdout.splitlines() if line.startswith("- 2 students")]
+    trained = next(note for note in notes if "runs trained during the phase" in note)
+    assert trained.count("→") == 2, trained
+    spreads = [note for note in notes if "students per app process" in note]
+    assert len(spreads) == 2 and all("process :" in n and "unknown" not in n and "no sticky" not in n for n in spreads)
+    assert sum("the teacher's class view refreshed" in note for note in notes) == 2
