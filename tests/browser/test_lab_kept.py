@@ -57,7 +57,22 @@ def _server(tmp_path, port: int):
         pytest.fail(str(error))
 
 
+def server_logs(tmp_path) -> str:
+    """The last lines of every server's log of this test: what a failure on a loaded machine needs to be read."""
+    return "\n".join(
+        f"--- {log.name}\n" + "\n".join(log.read_text().splitlines()[-40:])
+        for log in sorted(tmp_path.glob("server-*.log"))
+    )
+
+
 def test_a_run_survives_a_reload_a_second_tab_and_a_restart(browser, tmp_path):
+    try:
+        the_story(browser, tmp_path)
+    except Exception as error:
+        raise AssertionError(f"{error}\n{server_logs(tmp_path)}") from error
+
+
+def the_story(browser, tmp_path):
     (tmp_path / "runs").mkdir()
     port = free_port()  # the system picks it; the restart reuses it (a cookie is the host's, whatever the port)
     server = _server(tmp_path, port)
@@ -95,6 +110,7 @@ def test_a_run_survives_a_reload_a_second_tab_and_a_restart(browser, tmp_path):
         other_process = _server(tmp_path, free_port())  # a second app process on the same runs folder (one lab)
         try:
             elsewhere = open_page(browser, f"{other_process.url}/attention", same_student=True)
+            shot(elsewhere, "lab-kept-other-process")
             assert [option.split(" · ", 2)[2] for option in her_runs(elsewhere)] == [run.split(" · ", 2)[2]]
             no_error_box(elsewhere)
             elsewhere.close()

@@ -26,6 +26,7 @@ from llmviz.training.trainer import build_trainer
 from tests.support.jobs import TEXT
 
 READY_STEPS = 5
+READY_TIMEOUT = 600.0  # seconds
 
 
 def config(steps: int) -> TrainConfig:
@@ -60,10 +61,14 @@ def main(folder: str, url: str, *specs: str) -> None:
         student, steps, *pause = spec.split(":")
         name = student if student not in jobs else f"{student}#{len(jobs)}"  # a student's second run
         job = jobs[name] = submit(manager, student, int(steps))
-        wait_for(lambda job=job: job.ended or job.status().step >= READY_STEPS)
+        # generous: on a loaded 2-core machine a worker's start (torch's import) can take minutes; a run that never
+        # gets there ends this process with the reason, never a silent "queued" that a test then misreads
+        if not wait_for(lambda job=job: job.ended or job.status().step >= READY_STEPS, READY_TIMEOUT):
+            sys.exit(f"{name}'s run did not train {READY_STEPS} steps in {READY_TIMEOUT:.0f} s: {job.status()}")
         if pause:
             job.pause()
-            wait_for(lambda job=job: job.status().state.value == "paused")
+            if not wait_for(lambda job=job: job.status().state.value == "paused", READY_TIMEOUT):
+                sys.exit(f"{name}'s run did not pause in {READY_TIMEOUT:.0f} s: {job.status()}")
     manager.keeper.flush()
     print(json.dumps({student: job.id for student, job in jobs.items()}), flush=True)
     while not all(job.ended for job in jobs.values()) or any(int(s.split(":")[1]) > 1000 for s in specs):

@@ -24,15 +24,18 @@ LONG = 10_000_000  # steps: trains until its process is stopped
 
 def start(folder, url, *specs) -> tuple[subprocess.Popen, dict[str, str]]:
     """A lab process training ``specs`` (``student:steps[:pause]``); the run ids once each has trained a little."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.lab_process", str(folder), url, *specs],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    errors = folder / "lab_process.err"  # a file, not a pipe: a long run never fills it
+    with errors.open("a") as stderr:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.lab_process", str(folder), url, *specs],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
     line = child.stdout.readline()
     if not line:
         child.kill()
-        pytest.fail(f"the lab process ended early (exit {child.wait()})")
+        pytest.fail(f"the lab process ended early (exit {child.wait()}): {errors.read_text()[-2000:]}")
     return child, json.loads(line)
 
 
