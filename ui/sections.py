@@ -167,8 +167,9 @@ def lazy_tabs(
 def key_picture(page: str):
     """The container of a page's key picture: what a student sees first, before any lesson.
 
-    ``tests/browser/test_page_size.py`` measures, on every page listed there, the words a student reads before the
-    first picture: this container (for a picture drawn in HTML: token chips, boxes) or the first chart."""
+    ``tests/support/page_size.py`` measures, on every page (``tests/browser/test_pages.py``), the words a student
+    reads before the first picture: this container (for a picture drawn in HTML: token chips, boxes) or the first
+    chart."""
     return st.container(key=state.widget("picture_", page))
 
 

@@ -1,7 +1,7 @@
-"""Training, Sampling, Adapting and Serving in chromium at 1400×1000, as a student meets them: each opens on its key
-picture within three screens, nothing is cut off (the sidebar picker's options, a button, the notes under the
-quantization metrics), one click on Pause, Resume or Stop is enough while the section redraws itself, and an old
-/adapt link opens Adapting with its settings."""
+"""Training, Sampling, Adapting and Serving in chromium at 1400×1000, as a student meets them: nothing is cut off (the
+sidebar picker's options, a button, the notes under the quantization metrics), one click on Pause, Resume or Stop is
+enough while the section redraws itself, and an old /adapt link opens Adapting with its settings. (That every page
+opens on its key picture within three screens is measured in tests/browser/test_pages.py.)"""
 
 import re
 
@@ -13,54 +13,15 @@ pytestmark = pytest.mark.browser
 
 SCREEN = (1400, 1000)
 
-# Above the first picture: how many words of text (headings, paragraphs, captions; not the tabs' names, buttons or
-# the title) a student reads, and where the first picture starts.
-BEFORE_THE_PICTURE = """(first) => {
-  const main = document.querySelector('[data-testid="stMainBlockContainer"]');
-  const picture = main.querySelector(first);
-  if (!picture) return null;
-  const top = picture.getBoundingClientRect().top;
-  let words = 0;
-  main.querySelectorAll('[data-testid="stCaptionContainer"], [data-testid="stMarkdownContainer"] p, h2, h3')
-    .forEach((e) => {
-      if (e.closest('[data-testid="stExpander"]') || e.closest('[role="tablist"]') || e.closest('button')) return;
-      if (e.closest('[data-testid="stWidgetLabel"]') || e.closest('[data-testid="stAlert"]')) return;
-      if (e.getBoundingClientRect().bottom <= top) words += e.innerText.split(/\\s+/).filter(Boolean).length;
-    });
-  return {top: top, words: words};
-}"""
 # Elements whose text is wider than their box (cut off, or hidden behind an ellipsis).
 CUT_OFF = """(selector) => Array.from(document.querySelectorAll(selector))
   .filter((e) => e.getBoundingClientRect().width > 0 && e.scrollWidth > e.clientWidth + 1)
   .map((e) => (e.innerText || e.value || '').slice(0, 80))"""
-PAGE_HEIGHT = "() => document.querySelector('[data-testid=\"stMain\"]').scrollHeight"
 
 
 def open_tab(page, name: str) -> None:
     main_area(page).get_by_role("tab", name=name, exact=True).click()
     wait_until_idle(page)
-
-
-@pytest.mark.parametrize(
-    "path, first",
-    [
-        ("training", ".st-key-train button"),  # no run yet: the Train button, then the run's curve
-        ("sampling", '[data-testid="stPlotlyChart"]'),  # the next-token bars
-        ("adapting", '[data-testid="stPlotlyChart"]'),  # LoRA's memory, full fine-tuning against LoRA
-        ("serving", '[data-testid="stPlotlyChart"]'),  # the KV cache growing
-    ],
-)
-def test_each_page_opens_on_its_key_picture_within_three_screens(app_url, browser, path, first):
-    page = open_page(browser, f"{app_url}/{path}", viewport=SCREEN)
-    no_error_box(page)
-    found = eventually(lambda: page.evaluate(BEFORE_THE_PICTURE, first), what=f"the first picture of {path}")
-    assert found["top"] < SCREEN[1], f"{path}: the first picture starts below the first screen ({found['top']:.0f})"
-    assert found["words"] <= 70, f"{path}: {found['words']} words before the first picture"
-    height = page.evaluate(PAGE_HEIGHT)
-    assert height <= 3 * SCREEN[1], f"{path} is {height} px tall in its default view"
-    assert main_area(page).get_by_role("tab").count() >= 3  # the lessons, one click away
-    shot(page, f"key-picture-{path}", full_page=True)
-    page.close()
 
 
 def test_nothing_is_cut_off(app_url, browser):

@@ -6,7 +6,9 @@ link in every run).
 
 Which runs a change caused is read from the test server's log of every whole page run (``page:<name>``) and
 section run (``LLMVIZ_TIMINGS``, see tests/support/browser.py). Every wait is on the app's state (the log, the
-script-run state, a text), never a sleep. Each page's default view is saved to ``screenshots/<page>.png``.
+script-run state, a text), never a sleep. Each page's default view is saved to ``screenshots/<page>.png``, and
+measured as it opens: its picture within the first screen, at most 60 words before it, at most three screens tall
+(tests/support/page_size.py).
 """
 
 import re
@@ -18,6 +20,7 @@ from typing import NamedTuple
 import pytest
 
 import ui
+from tests.support import page_size
 from tests.support.browser import (
     SCRIPT_STATE,
     choose,
@@ -289,6 +292,7 @@ def test_every_page_is_covered():
 # their links are copied with the settings in them, and ``python -m pytest -m extended`` opens them too (a new
 # session costs chromium 4–7 CPU-seconds, drawing the page again).
 REOPENED_IN_EVERY_RUN = {"tokens", "attention", "sampling"}
+LESSONS_IN_TABS = {"training", "sampling", "adapting", "serving"}  # under the picture, one click away
 
 
 def link_cases():
@@ -306,9 +310,12 @@ def link_cases():
 @pytest.mark.parametrize(("stage", "reopen"), link_cases())
 def test_page_opens_and_its_link_reproduces_the_view(app_url, browser, timings_log, stage, reopen):
     path = "" if stage.key == "text" else stage.key
-    page = open_page(browser, f"{app_url}/{path}", viewport=(1400, 1000))  # the teacher's tab
+    page = open_page(browser, f"{app_url}/{path}", viewport=page_size.SCREEN)  # the teacher's tab
     title = page.locator("h1").first
     assert title.inner_text().strip(), "every page has a title"
+    page_size.check_first_screen(page, stage.key)  # it opens on its picture (tests/support/page_size.py)
+    if stage.key in LESSONS_IN_TABS:
+        assert main_area(page).get_by_role("tab").count() >= 3  # the lessons, one click away
     no_error_box(page)
     default_numbers = numbers(page)
     shot(page, stage.key)

@@ -6,31 +6,15 @@ default view is at most three screens (3,000 px) tall, its lessons one click awa
 The first picture is the page's first chart, or the container ``ui.sections.key_picture(page)`` for a picture drawn
 in HTML (token chips, the pipeline's boxes, the architecture's boxes). The words counted are the main column's
 visible text before it: the title, captions, headings, widget labels and the "Copy link" button; not what a widget
-holds (a text box's text, a select box's choice), nor the names of icons. Every page is in PAGES.
+holds (a text box's text, a select box's choice), nor the names of icons. ``tests/browser/test_pages.py`` measures
+every page with :func:`check_first_screen` as it opens it (one opening of each page, not two).
 """
 
-import pytest
-
-from tests.support.browser import main_area, no_error_box, open_page, settled
-
-pytestmark = pytest.mark.browser
+from tests.support.browser import main_area, settled
 
 SCREEN = (1400, 1000)
 MAX_HEIGHT = 3 * SCREEN[1]  # three screens
 MAX_WORDS = 60  # a short paragraph
-PAGES = [  # the URL path of each page measured: all ten (issue 50 §9)
-    "start",
-    "tokens",
-    "embeddings",
-    "attention",
-    "model",
-    "inside",
-    "training",
-    "sampling",
-    "adapting",
-    "serving",
-]
-
 MEASURE = """() => {
   const main = document.querySelector('[data-testid="stMain"]');
   const block = document.querySelector('[data-testid="stMainBlockContainer"]');
@@ -51,16 +35,14 @@ MEASURE = """() => {
 }"""
 
 
-@pytest.mark.parametrize("name", PAGES)
-def test_a_page_opens_on_its_picture_within_three_screens(app_url, browser, name):
-    page = open_page(browser, f"{app_url}/{'' if name == 'start' else name}", viewport=SCREEN)
+def check_first_screen(page, name: str) -> None:
+    """The page just opened at ``SCREEN`` starts with its picture within the first screen, after at most
+    ``MAX_WORDS`` words, and is at most three screens tall."""
     # the first picture may come a moment after the page's text (a section computing it): wait for it, then settle
     main_area(page).locator('[data-testid="stPlotlyChart"], [class*="st-key-picture_"]').first.wait_for(timeout=120_000)
     measured = settled(page, MEASURE)
-    no_error_box(page)
     assert measured["picture"] is not None, f"{name}: no chart and no key picture"
     assert measured["picture"] < SCREEN[1], f"{name}: the first picture starts {measured['picture']:.0f} px down"
     words = measured["words"]
     assert len(words) <= MAX_WORDS, f"{name}: {len(words)} words before the first picture: {' '.join(words)}"
     assert measured["height"] <= MAX_HEIGHT, f"{name} is {measured['height']} px tall"
-    page.close()
