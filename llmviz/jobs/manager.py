@@ -810,7 +810,7 @@ class JobManager:
             job.stop()
             job.group.wake()
 
-    def close_for_restart(self, timeout: float = 3.0) -> None:
+    def close_for_restart(self, timeout: float = 5.0) -> None:
         """The server is stopping in order (SIGTERM; :func:`default_manager` registers this at exit): every run that
         trains is asked to pause, so its worker sends its resume state at the step it reached (within ``timeout``
         seconds), then the lab's last rows are written. After the restart those runs are interrupted, and resume
