@@ -81,6 +81,7 @@ class Keeper:
         self.holder = this_holder()
         self._kept: dict[str, _Kept] = {}
         self._lock = threading.Lock()
+        self._flushing = threading.Lock()  # one flush at a time: the thread's and close()'s would write rows twice
         self._closed = threading.Event()
         self.interrupted = lab.registry.interrupt_orphans()
         self._thread = threading.Thread(target=self._forever, name="llmviz-lab-keeper", daemon=True)
@@ -133,7 +134,12 @@ class Keeper:
             self._kept.pop(job_id, None)
 
     def flush(self) -> None:
-        """Write what changed since the last flush (the keeper's thread calls it every ``interval`` seconds)."""
+        """Write what changed since the last flush (the keeper's thread calls it every ``interval`` seconds; one
+        flush at a time)."""
+        with self._flushing:
+            self._flush_all()
+
+    def _flush_all(self) -> None:
         with self._lock:
             kept = list(self._kept.values())
         for entry in kept:
