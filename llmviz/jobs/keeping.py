@@ -9,7 +9,10 @@ state, snapshots not on disk yet), so training never waits for the database. It 
 
 A run whose student has gone is *parked*: the manager stops it (its last step is snapshotted) and the keeper writes
 ``parked`` instead of ``stopped``. A run is kept on disk with its log-spaced snapshots and its last one; the
-"latest" snapshots a live run makes every few seconds replace each other.
+"latest" snapshots a live run makes every few seconds replace each other. A run the lab can resume (its text is kept)
+also keeps one *resume state* (:meth:`llmviz.training.trainer.Trainer.training_state`: the optimizer's moments, the
+random streams, the metrics so far) beside the snapshot of its step, replaced as newer ones arrive and dropped when
+the run finishes, so that :func:`resumed_trainer` goes on exactly as if it had never stopped.
 """
 
 from __future__ import annotations
