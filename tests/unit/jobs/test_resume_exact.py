@@ -19,6 +19,8 @@ from llmviz.training.trainer import build_trainer
 from tests.support.jobs import TEXT
 from tests.support.lab_process import wait_for
 
+pytestmark = pytest.mark.slow  # worker processes training three runs of 150 steps: about 10 CPU-s
+
 STEPS = 150
 # a GPT with dropout, AdamW (decayed and undecayed groups), warmup then cosine decay, evaluation every 10 steps:
 # everything that resuming must carry on
