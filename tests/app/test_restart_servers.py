@@ -5,8 +5,8 @@ with SIGTERM and a new one started on the same runs folder and database; each st
 only theirs, at its steps; the one that was training shows interrupted and Resume continues it with its optimizer's
 state. Then that server is killed (SIGKILL) while the resumed run trains, and a third one still lists every run.
 
-No browser: Streamlit's own protocol over a websocket (``benchmarks/_protocol_client.py``), so the test costs the
-servers' page runs and a few seconds of training (see the report's CPU-seconds in docs/classroom.md)."""
+No browser: Streamlit's own protocol over a websocket (``benchmarks/_protocol_client.py``), so the test costs three
+servers' starts and page runs and a few seconds of training: about 35 CPU-s (40 s on a 2-core machine)."""
 
 from __future__ import annotations
 
