@@ -91,11 +91,13 @@ class Step:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """A CPU copy of the weights at ``step``."""
+    """A CPU copy of the weights at ``step``; ``training``: the run's resume state at that step too (``(tensors,
+    scalars)``: :meth:`llmviz.training.trainer.Trainer.training_state`), when the lab keeps one (None otherwise)."""
 
     index: int
     step: int
     state: dict
+    training: tuple[dict, dict] | None = None
 
 
 @dataclass(frozen=True)

@@ -151,6 +151,7 @@ class Job:
         self._discarded = False  # its session has gone: nothing is kept, a parked state is dropped
         self._parked: Any = None  # every runner was paused: the state a new worker resumes from
         self._parked_bytes = 0
+        self._resume: tuple[int, dict, dict, dict] | None = None  # (step, weights, tensors, scalars) for the lab
         self._done = threading.Event()
         self._started_at: float | None = None
         self._elapsed = 0.0
@@ -363,6 +364,18 @@ class Job:
         with self._lock:
             state, self._parked, self._parked_bytes = self._parked, None, 0
             return state
+
+    def offer_resume_state(self, step: int, weights: dict, training: tuple[dict, dict]) -> None:
+        """The worker sent the run's resume state at ``step`` (with that step's weights): held until the lab's keeper
+        takes it (:meth:`take_resume_state`, within a second), a newer one replacing it."""
+        with self._lock:
+            self._resume = (step, weights, *training)
+
+    def take_resume_state(self) -> tuple[int, dict, dict, dict] | None:
+        """``(step, weights, tensors, scalars)`` of the newest resume state not yet taken (the job lets go of it)."""
+        with self._lock:
+            taken, self._resume = self._resume, None
+            return taken
 
     def relaunched(self) -> None:
         """A new worker has this job's state, told whether it is paused and whether it was stopped."""

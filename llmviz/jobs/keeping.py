@@ -9,7 +9,10 @@ state, snapshots not on disk yet), so training never waits for the database. It 
 
 A run whose student has gone is *parked*: the manager stops it (its last step is snapshotted) and the keeper writes
 ``parked`` instead of ``stopped``. A run is kept on disk with its log-spaced snapshots and its last one; the
-"latest" snapshots a live run makes every few seconds replace each other.
+"latest" snapshots a live run makes every few seconds replace each other. A run the lab can resume (its text is kept)
+also keeps one *resume state* (:meth:`llmviz.training.trainer.Trainer.training_state`: the optimizer's moments, the
+random streams, the metrics so far) beside the snapshot of its step, replaced as newer ones arrive and dropped when
+the run finishes, so that :func:`resumed_trainer` goes on exactly as if it had never stopped.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job
 from llmviz.lab.registry import RunRecord, config_json, this_holder
 from llmviz.lab.service import Lab
-from llmviz.lab.storage import safe_name
+from llmviz.lab.storage import read_kept_file, safe_name
 from llmviz.training.snapshots import is_snapshot_step
 
 log = logging.getLogger(__name__)
@@ -56,6 +59,7 @@ class _Kept:
     parked: bool = False  # its student had gone: it ends as "parked"
     described: bool = False  # its model and config are in the registry
     text_sha256: str | None = None  # the text it trains on, kept once per content (resuming needs it)
+    resume_step: int | None = None  # the step of its resume state on disk (that step's snapshot stays with it)
 
 
 def snapshot_meta(info, label: str) -> dict:
@@ -80,6 +84,7 @@ class Keeper:
         self.holder = this_holder()
         self._kept: dict[str, _Kept] = {}
         self._lock = threading.Lock()
+        self._flushing = threading.Lock()  # one flush at a time: the thread's and close()'s would write rows twice
         self._closed = threading.Event()
         self.interrupted = lab.registry.interrupt_orphans()
         self._thread = threading.Thread(target=self._forever, name="llmviz-lab-keeper", daemon=True)
@@ -132,7 +137,12 @@ class Keeper:
             self._kept.pop(job_id, None)
 
     def flush(self) -> None:
-        """Write what changed since the last flush (the keeper's thread calls it every ``interval`` seconds)."""
+        """Write what changed since the last flush (the keeper's thread calls it every ``interval`` seconds; one
+        flush at a time)."""
+        with self._flushing:
+            self._flush_all()
+
+    def _flush_all(self) -> None:
         with self._lock:
             kept = list(self._kept.values())
         for entry in kept:
@@ -159,6 +169,12 @@ class Keeper:
         for step, text in status.samples[entry.samples :]:
             registry.add_sample(job.id, step, text)
         entry.samples = len(status.samples)
+        if ended and status.state in (JobState.FINISHED, JobState.FAILED):
+            job.take_resume_state()  # it will not be resumed: its optimizer state leaves the quota
+            self.lab.drop_resume(job.id)
+            entry.resume_step = None
+        else:
+            self._flush_resume(entry)
         self._flush_snapshots(entry)
         state = status.state.value
         if ended and entry.parked and status.state == JobState.STOPPED:
@@ -173,6 +189,27 @@ class Keeper:
             registry.free_slot(job.id)
             self.lab.thin(entry.student)
         return ended
+
+    def _flush_resume(self, entry: _Kept) -> None:
+        """Write the run's newest resume state (its optimizer's moments, random streams and metrics so far) beside
+        the snapshot of its step, replacing its older one: only for a run the lab can resume (its text is kept)."""
+        job = entry.job
+        taken = job.take_resume_state()
+        if taken is None or job.info is None or job.discarded or entry.text_sha256 is None:
+            return
+        step, weights, tensors, scalars = taken
+        if entry.meta is None:
+            entry.meta = snapshot_meta(job.info, job.label)
+        storage, registry = self.lab.storage, self.lab.registry
+        if step not in entry.on_disk:
+            path, nbytes = storage.write_snapshot(entry.student, job.id, step, weights, entry.meta)
+            registry.add_snapshot(job.id, step, path, nbytes)
+            entry.on_disk[step] = path
+        path, nbytes = storage.write_resume(entry.student, job.id, step, tensors, scalars)
+        older = registry.set_resume(job.id, step, path, nbytes)
+        if older:
+            storage.delete_file(older)
+        entry.resume_step = step
 
     def _flush_snapshots(self, entry: _Kept) -> None:
         job = entry.job
@@ -192,7 +229,8 @@ class Keeper:
             path, nbytes = self.lab.storage.write_snapshot(entry.student, job.id, step, state, entry.meta)
             self.lab.registry.add_snapshot(job.id, step, path, nbytes)
             entry.on_disk[step] = path
-        for step in [s for s in entry.on_disk if s != last and not is_snapshot_step(s) and s not in steps]:
+        replaced = [s for s in entry.on_disk if s not in (last, entry.resume_step) and not is_snapshot_step(s)]
+        for step in [s for s in replaced if s not in steps]:
             self.lab.storage.delete_file(entry.on_disk.pop(step))  # a "latest" snapshot a newer one replaced
             self.lab.registry.drop_snapshot(job.id, step)
 
@@ -257,10 +295,56 @@ def recipe_text(build: object) -> str | None:
     return None
 
 
-def resumed_trainer(text: str, snapshot_path: str):
+def resume_point(
+    snapshots: list[tuple[int, str, int]], resume: tuple[int, str, int] | None
+) -> tuple[int | None, str | None, str | None]:
+    """Where a kept run goes on from: ``(step, snapshot path, resume state path)``, from the registry's ``(step,
+    path, bytes)`` of its snapshots and of its resume state. The resume state's step when its snapshot is kept (the
+    optimizer goes on), else the last snapshot with no resume state (weights only: the optimizer starts afresh).
+
+    >>> resume_point([(0, "s0", 1), (40, "s40", 1), (42, "s42", 1)], (40, "r40", 2))
+    (40, 's40', 'r40')
+    >>> resume_point([(0, "s0", 1), (42, "s42", 1)], None)
+    (42, 's42', None)
+    """
+    by_step = {step: path for step, path, _ in snapshots}
+    if resume is not None and resume[0] in by_step:
+        return resume[0], by_step[resume[0]], resume[1]
+    if not snapshots:
+        return None, None, None
+    return snapshots[-1][0], snapshots[-1][1], None
+
+
+def resume_line(step: int | None, exact: bool) -> str:
+    """What Resume does with a kept run, in words (the Training page shows it beside the button).
+
+    >>> print(resume_line(40, True)[:68])
+    Resume trains it on from step 40 with its optimizer's state, exactly
+    >>> "the optimizer starts afresh" in resume_line(42, False)
+    True
+    """
+    if step is None:
+        return "It has no kept snapshot to resume from."
+    if exact:
+        return (
+            f"Resume trains it on from step {step} with its optimizer's state, exactly as if it had never stopped "
+            "(the same weights, Adam's running averages, learning-rate step, batches and dropout), as a new run."
+        )
+    return (
+        f"Resume trains it on from step {step} with its weights only: this run's optimizer state is not kept (it "
+        "was kept before optimizer states were, or its state was thinned for the disk quota), so the optimizer "
+        "starts afresh (Adam's running averages rebuilt from zero), as a new run."
+    )
+
+
+def resumed_trainer(text: str, snapshot_path: str, resume_path: str | None = None):
     """A Trainer that goes on from a kept snapshot (made in the resumed run's worker): the snapshot's weights,
-    tokenizer, config and step; the optimizer's state starts afresh (a snapshot keeps the weights only), the
-    learning-rate schedule goes on from the step."""
+    tokenizer, config and step, and with ``resume_path`` (the run's resume state at that step:
+    :meth:`~llmviz.training.trainer.Trainer.training_state`, a safetensors file) its optimizer's moments and step
+    counts, random streams and metrics so far, so that it goes on exactly as if it had never stopped. Without one (a
+    run kept before resume states were) the optimizer's state starts afresh and the learning-rate schedule goes on
+    from the step."""
+    from llmviz.errors import CheckpointError
     from llmviz.training.checkpoint import load_checkpoint
     from llmviz.training.config import TrainConfig
     from llmviz.training.dataset import prepare_data
@@ -271,5 +355,11 @@ def resumed_trainer(text: str, snapshot_path: str):
     trainer = Trainer(config, prepare_data(text, config, tokenizer))
     trainer.model.load_state_dict(model.state_dict())
     trainer.step = int(meta["step"])
-    trainer.dropout_generator.manual_seed(dropout_seed(config.seed, 0, trainer.step))
+    if resume_path is None:
+        trainer.dropout_generator.manual_seed(dropout_seed(config.seed, 0, trainer.step))
+        return trainer
+    tensors, scalars = read_kept_file(None, resume_path)
+    if scalars.get("step") != trainer.step:
+        raise CheckpointError(f"The run's kept optimizer state is of step {scalars.get('step')}, not {trainer.step}.")
+    trainer.load_training_state(tensors, scalars)
     return trainer

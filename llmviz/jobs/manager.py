@@ -61,7 +61,7 @@ import pickle
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from llmviz import settings
@@ -71,7 +71,15 @@ from llmviz.jobs import processes, ray_executor
 from llmviz.jobs.admission import Budget, Claim, Ledger, Phase, device_refusal, snapshot_refusal
 from llmviz.jobs.events import JobState, RunInfo
 from llmviz.jobs.job import Group, Job, JobStatus
-from llmviz.jobs.keeping import TEXT_FIELD, Keeper, recipe_text, resumed_trainer, student_key
+from llmviz.jobs.keeping import (
+    TEXT_FIELD,
+    Keeper,
+    recipe_text,
+    resume_line,
+    resume_point,
+    resumed_trainer,
+    student_key,
+)
 from llmviz.jobs.supervisor import Supervisor
 from llmviz.jobs.worker import TaskPayload, TrainPayload, WorkerOptions
 from llmviz.lab.registry import LIVE_STATES, RunRecord
@@ -330,6 +338,10 @@ class JobManager:
         )
 
     def _submit(self, owner: str, runners: list[tuple[str, Any]], options: WorkerOptions, total: int | None):
+        if self.keeper is not None and any(
+            isinstance(runner, Planned) and recipe_text(runner.build) is not None for _, runner in runners
+        ):  # a run the lab can resume (its text is kept): its worker sends what resuming exactly needs
+            options = replace(options, resume_state=True)
         group = Group(owner, self.client_of(owner), options)
         footprints = []
         texts: list[str | None] = []
@@ -611,11 +623,14 @@ class JobManager:
                     held += max(reserved, other.snapshots.protected_bytes())
             return snapshot_refusal(sum(job.reserved_snapshot_bytes for job in new), held, self.snapshot_cap)
 
-    def keep_snapshot(self, job: Job, step: int, state: dict) -> None:
+    def keep_snapshot(self, job: Job, step: int, state: dict, training: tuple[dict, dict] | None = None) -> None:
         """Keep ``state`` as ``job``'s snapshot at ``step``, evicting the client's others first: under the manager's
-        lock, so nobody ever sees the client above the cap."""
+        lock, so nobody ever sees the client above the cap. ``training``: the run's resume state at that step, held
+        for the lab's keeper (which writes it beside that step's weights)."""
         if job.snapshots is None:
             return
+        if training is not None and self.keeper is not None:
+            job.offer_resume_state(step, state, training)
         with self._lock:
             stores = [j.snapshots for j in self._client_jobs(self.client_of(job.owner)) if j.snapshots is not None]
             if job.snapshots not in stores:
@@ -691,9 +706,12 @@ class JobManager:
         return self.keeper.lab.registry.request(run_id, action, student=student_key(owner))
 
     def resume_kept(self, owner: str, run_id: str) -> Job:
-        """Train ``owner``'s kept run ``run_id`` on from its last kept snapshot (a parked, interrupted or stopped run
-        whose text the lab keeps), as a new run labelled "· resumed": the same weights, tokenizer, config and step;
-        the optimizer's state starts afresh. :class:`JobRefused` (one line) when it cannot."""
+        """Train ``owner``'s kept run ``run_id`` on (a parked, interrupted or stopped run whose text the lab keeps), as
+        a new run labelled "· resumed": from its kept resume state, exactly as if it had never stopped (the weights,
+        the optimizer's moments and step counts, the learning rate's step, the batches' and dropout's random streams,
+        the metrics so far); a run kept before resume states were (or whose state was thinned) goes on from its last
+        kept snapshot with its weights only, and its optimizer starts afresh (labelled so:
+        :func:`llmviz.jobs.keeping.resume_line`). :class:`JobRefused` (one line) when it cannot."""
         import functools
 
         from llmviz.training.config import TrainConfig
@@ -715,10 +733,20 @@ class JobManager:
             raise JobRefused(f"The text of {kept.label} is no longer kept ({error}).") from None
         config = TrainConfig.from_dict({k: v for k, v in kept.config.items() if k != TEXT_FIELD})
         needs = of_config(config, vocab_bound(text, config), text_bytes=len(text.encode()))
-        build = functools.partial(resumed_trainer, text, files[-1][1])
-        return self.submit_training(
-            owner, build=build, footprint=needs, label=f"{kept.label} · resumed", total=config.steps
-        )
+        _, snapshot, state = resume_point(files, self.keeper.lab.registry.resume_state(run_id))
+        assert snapshot is not None  # it has snapshots
+        build = functools.partial(resumed_trainer, text, snapshot, state)
+        label = f"{kept.label} · resumed" + ("" if state else " (optimizer afresh)")
+        return self.submit_training(owner, build=build, footprint=needs, label=label, total=config.steps)
+
+    def resume_line(self, owner: str, run_id: str) -> str:
+        """What Resume will do with ``owner``'s kept run, in words (:func:`llmviz.jobs.keeping.resume_line`)."""
+        kept = self.kept_run(owner, run_id)
+        if kept is None or self.keeper is None:
+            return ""
+        registry = self.keeper.lab.registry
+        step, _, state = resume_point(registry.snapshots(run_id), registry.resume_state(run_id))
+        return resume_line(step, state is not None)
 
     def kept_run(self, owner: str, run_id: str) -> RunRecord | None:
         """``owner``'s kept run ``run_id`` (None when it is not theirs: a run id alone opens nothing)."""
@@ -781,6 +809,24 @@ class JobManager:
                 self.keeper.park(job)
             job.stop()
             job.group.wake()
+
+    def close_for_restart(self, timeout: float = 5.0) -> None:
+        """The server is stopping in order (SIGTERM; :func:`default_manager` registers this at exit): every run that
+        trains is asked to pause, so its worker sends its resume state at the step it reached (within ``timeout``
+        seconds), then the lab's last rows are written. After the restart those runs are interrupted, and resume
+        exactly from that step (a server killed outright resumes them from their newest resume state, at most
+        ``WorkerOptions.resume_every_s`` older)."""
+        if self.keeper is None:
+            return
+        with self._lock:
+            jobs = [job for session in self._sessions.values() for job in session.jobs.values()]
+        training = [job for job in jobs if job.state == JobState.RUNNING]
+        for job in training:
+            job.pause()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(job.state == JobState.RUNNING for job in training):
+            time.sleep(0.05)
+        self.keeper.close()
 
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop every job and wait for the workers (tests, notebooks)."""
@@ -850,8 +896,8 @@ def default_manager(liveness: Callable[[str], bool | None] | None = None) -> Job
             )
             if _default.workers == "process":
                 processes.warm_up_workers()
-            if _default.keeper is not None:  # a server stopped in order (SIGTERM) writes its runs' last steps
-                atexit.register(_default.keeper.close)
+            if _default.keeper is not None:  # a server stopped in order (SIGTERM) keeps its runs' last steps
+                atexit.register(_default.close_for_restart)
         elif liveness is not None and _default.liveness is None:
             _default.liveness = liveness
         return _default

@@ -63,7 +63,7 @@ class Slots(Protocol):
 
     def ended(self, group: Group) -> None: ...
 
-    def keep_snapshot(self, job: Job, step: int, state: dict) -> None: ...
+    def keep_snapshot(self, job: Job, step: int, state: dict, training: tuple[dict, dict] | None = None) -> None: ...
 
     def snapshot_refusal(self, owner: str, new: list[Job]) -> str | None: ...
 
@@ -264,7 +264,7 @@ class Supervisor:
         self.group.jobs[event.index].record(event.step, event.loss, event.metrics, event.sample)
 
     def on_snapshot(self, event: Snapshot) -> None:
-        self.manager.keep_snapshot(self.group.jobs[event.index], event.step, event.state)
+        self.manager.keep_snapshot(self.group.jobs[event.index], event.step, event.state, event.training)
 
     def on_info(self, event: Info) -> None:
         job = self.group.jobs[event.index]

@@ -92,6 +92,10 @@ class WorkerOptions:
     park: bool = True  # trainers that are all paused give the worker back (their state is sent, the worker exits)
     park_as_bytes: bool = False  # a parked state is pickled (a worker process); else the live trainer (a thread)
     heartbeat_s: float = 0.0  # a worker process says it is alive this often (0: never; threads need not)
+    # send a trainer's resume state (optimizer moments, random streams, metrics: Trainer.training_state) with its
+    # first snapshot, the one it pauses or stops at, and the newest at most every resume_every_s (the lab keeps it)
+    resume_state: bool = False
+    resume_every_s: float = 10.0
 
 
 @dataclass
@@ -307,6 +311,8 @@ class _TrainRunner(_Runner):
         if self.sent_step is None and payload.step_zero_kept and self.trainer is not None:
             self.sent_step = self.trainer.step
         self.sent_at = time.perf_counter()
+        self.resume_step: int | None = None  # the newest step whose resume state the server has
+        self.resume_at = 0.0
         # the newest step whose point on the loss curve the server has
         self.curve_step = self.trainer.step if self.trainer is not None else 0
 
@@ -343,7 +349,7 @@ class _TrainRunner(_Runner):
         if _OWN_PROCESS and hasattr(self.trainer, "claim_process"):
             self.trainer.claim_process()  # fused dropout from the run's own stream (Trainer.claim_process)
         if self.options.snapshots:
-            self.snapshot()  # step 0 (or the step a resumed trainer starts at)
+            self.snapshot(resumable=True)  # step 0 (or the step a resumed trainer starts at)
         # on a GPU the trainer reads its losses back every few steps: it stops at the steps kept or sampled here
         self.iterator = self.trainer.run(should_stop=lambda: self.stop_requested, report_at=self.reports_at)
 
@@ -351,12 +357,24 @@ class _TrainRunner(_Runner):
         every = self.options.sample_every
         return self.on_schedule(step) or bool(every and step % every == 0)
 
-    def snapshot(self) -> None:
-        if not self.options.snapshots or self.trainer is None or self.sent_step == self.trainer.step:
+    def snapshot(self, resumable: bool = False) -> None:
+        """Send the weights at this step (once per step); ``resumable``: with the run's resume state, when the lab
+        keeps one (:attr:`WorkerOptions.resume_state`), even if this step's weights were sent already."""
+        if not self.options.snapshots or self.trainer is None:
             return
-        self.channel.send(Snapshot(self.index, self.trainer.step, state_of(self.trainer.model)))
-        self.sent_step = self.trainer.step
+        step = self.trainer.step
+        resumable = resumable and self.options.resume_state and hasattr(self.trainer, "training_state")
+        if self.sent_step == step and not (resumable and self.resume_step != step):
+            return
+        training = self.trainer.training_state() if resumable else None
+        self.channel.send(Snapshot(self.index, step, state_of(self.trainer.model), training))
+        self.sent_step = step
         self.sent_at = time.perf_counter()
+        if resumable:
+            self.resume_step, self.resume_at = step, self.sent_at
+
+    def resume_due(self) -> bool:
+        return time.perf_counter() - self.resume_at >= self.options.resume_every_s
 
     def on_schedule(self, step: int) -> bool:
         every = self.options.snapshot_every
@@ -374,12 +392,12 @@ class _TrainRunner(_Runner):
         self.channel.send(Step(self.index, metrics.step, metrics.train_loss, metrics, sample))
         self.curve_step = metrics.step
         if self.on_schedule(metrics.step) or time.perf_counter() - self.sent_at > self.options.snapshot_latest_s:
-            self.snapshot()
+            self.snapshot(resumable=self.resume_due())
 
     def pause(self) -> None:
         if self.started:
             self.send_unsent_steps()
-            self.snapshot()  # the weights where it paused, for the step slider (sent before Paused)
+            self.snapshot(resumable=True)  # the weights where it paused, for the step slider (sent before Paused)
         super().pause()
 
     def park(self, as_bytes: bool) -> None:
@@ -403,7 +421,8 @@ class _TrainRunner(_Runner):
         if self.trainer is not None:
             try:
                 self.send_unsent_steps()
-                self.snapshot()  # the last step is always kept
+                # the last step is always kept; a stopped (or parked) run with what resuming it needs
+                self.snapshot(resumable=state == JobState.STOPPED)
                 if self.options.checkpoint and state != JobState.FAILED:
                     from llmviz.training.checkpoint import checkpoint_file_bytes
 

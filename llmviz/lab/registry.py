@@ -102,6 +102,17 @@ snapshots = sa.Table(
     sa.Column("nbytes", sa.BigInteger, nullable=False),
 )
 
+# a run's resume state (its optimizer's moments, random streams and metrics so far: Trainer.training_state), one per
+# run, beside the snapshot of the same step; a table of its own, so that a registry made before it gains it as it opens
+resumes = sa.Table(
+    "lab_resumes",
+    metadata,
+    sa.Column("run", sa.String(32), sa.ForeignKey("lab_runs.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("step", sa.Integer, nullable=False),
+    sa.Column("path", sa.String(500), nullable=False),
+    sa.Column("nbytes", sa.BigInteger, nullable=False),
+)
+
 uploads = sa.Table(
     "lab_uploads",
     metadata,
@@ -308,7 +319,7 @@ class Registry:
     def delete_run(self, student: str, run_id: str) -> bool:
         """Forget ``student``'s run ``run_id`` with its curve, samples and snapshot rows; False if not theirs."""
         with self.engine.begin() as db:
-            for table in (points, samples, snapshots):
+            for table in (points, samples, snapshots, resumes):
                 owned = sa.select(runs.c.id).where(runs.c.id == run_id, runs.c.student == student)
                 db.execute(sa.delete(table).where(table.c.run.in_(owned)))
             return bool(db.execute(sa.delete(runs).where(runs.c.id == run_id, runs.c.student == student)).rowcount)
@@ -508,6 +519,41 @@ class Registry:
             )
             return [tuple(row) for row in db.execute(query)]
 
+    def set_resume(self, run_id: str, step: int, path: str, nbytes: int) -> str | None:
+        """Keep ``run_id``'s resume state at ``step`` (one per run: it replaces the run's older one, whose path is
+        returned for the caller to delete when it is another file)."""
+        with self.engine.begin() as db:
+            old = db.execute(sa.select(resumes.c.path).where(resumes.c.run == run_id)).scalar()
+            db.execute(sa.delete(resumes).where(resumes.c.run == run_id))
+            db.execute(sa.insert(resumes).values(run=run_id, step=step, path=path, nbytes=nbytes))
+        return old if old != path else None
+
+    def resume_state(self, run_id: str) -> tuple[int, str, int] | None:
+        """``(step, path, bytes)`` of ``run_id``'s kept resume state, or None (a run kept before resume states were,
+        a finished run, or one whose state was thinned: it resumes with its weights only)."""
+        with self.engine.connect() as db:
+            row = db.execute(sa.select(resumes.c.step, resumes.c.path, resumes.c.nbytes).where(resumes.c.run == run_id))
+            found = row.first()
+        return (int(found[0]), str(found[1]), int(found[2])) if found else None
+
+    def drop_resume(self, run_id: str) -> str | None:
+        """Forget ``run_id``'s resume state; returns its path (for the caller to delete the file)."""
+        with self.engine.begin() as db:
+            old = db.execute(sa.select(resumes.c.path).where(resumes.c.run == run_id)).scalar()
+            db.execute(sa.delete(resumes).where(resumes.c.run == run_id))
+        return old
+
+    def student_resumes(self, student: str) -> list[tuple[str, int, str, int]]:
+        """``(run, step, path, bytes)`` of every resume state of ``student``, oldest run first."""
+        with self.engine.connect() as db:
+            query = (
+                sa.select(resumes.c.run, resumes.c.step, resumes.c.path, resumes.c.nbytes)
+                .join(runs, runs.c.id == resumes.c.run)
+                .where(runs.c.student == student)
+                .order_by(runs.c.created, resumes.c.run)
+            )
+            return [(str(run), int(step), str(path), int(nbytes)) for run, step, path, nbytes in db.execute(query)]
+
     def steps_by_run(self, student: str) -> dict[str, list[int]]:
         """The kept snapshot steps of each of ``student``'s runs, in one query (the picker lists them)."""
         out: dict[str, list[int]] = {}
@@ -556,11 +602,17 @@ class Registry:
             return [tuple(row) for row in db.execute(query.order_by(uploads.c.created))]
 
     def disk_bytes(self, student: str) -> int:
-        """Bytes ``student``'s snapshots and uploads take."""
+        """Bytes ``student``'s snapshots, resume states (the optimizer's moments: about twice the weights) and uploads
+        take."""
         with self.engine.connect() as db:
             kept = db.execute(
                 sa.select(sa.func.coalesce(sa.func.sum(snapshots.c.nbytes), 0))
                 .join(runs, runs.c.id == snapshots.c.run)
+                .where(runs.c.student == student)
+            ).scalar_one()
+            kept += db.execute(
+                sa.select(sa.func.coalesce(sa.func.sum(resumes.c.nbytes), 0))
+                .join(runs, runs.c.id == resumes.c.run)
                 .where(runs.c.student == student)
             ).scalar_one()
             uploaded = db.execute(

@@ -43,7 +43,8 @@ class Lab:
 
     def thin(self, student: str, room: int = 0) -> list[tuple[str, int]]:
         """Delete ``student``'s oldest snapshots (:func:`thinning_order`) until their files fit the quota with
-        ``room`` bytes to spare; returns the ``(run, step)`` deleted."""
+        ``room`` bytes to spare, then, if still over, their oldest runs' resume states (such a run then resumes with
+        its weights only: the optimizer starts afresh); returns the ``(run, step)`` of the snapshots deleted."""
         used = self.registry.disk_bytes(student) + room
         if used <= self.quota:
             return []
@@ -51,9 +52,13 @@ class Lab:
         last: dict[str, int] = {}
         for run, step, *_ in kept:
             last[run] = max(step, last.get(run, step))
+        held = self.registry.student_resumes(student)
         sizes = {(run, step): (path, nbytes) for run, step, path, nbytes, _ in kept}
         dropped = []
-        for run, step in thinning_order([(run, step, nbytes) for run, step, _, nbytes, _ in kept], last):
+        order = thinning_order(
+            [(run, step, nbytes) for run, step, _, nbytes, _ in kept], last, {r: s for r, s, *_ in held}
+        )
+        for run, step in order:
             if used <= self.quota:
                 break
             path, nbytes = sizes[(run, step)]
@@ -61,7 +66,18 @@ class Lab:
             self.registry.drop_snapshot(run, step)
             used -= nbytes
             dropped.append((run, step))
+        for run, _, _, nbytes in held:
+            if used <= self.quota:
+                break
+            self.drop_resume(run)
+            used -= nbytes
         return dropped
+
+    def drop_resume(self, run_id: str) -> None:
+        """Delete ``run_id``'s resume state (a finished run needs none; a thinned one resumes with weights only)."""
+        path = self.registry.drop_resume(run_id)
+        if path:
+            self.storage.delete_file(path)
 
     def keep_upload(self, student: str, name: str, data: bytes) -> str:
         """Keep an uploaded file of ``student`` once per content, when it is uploaded (so a later run on it can be

@@ -101,21 +101,25 @@ class Storage:
 
     def read_snapshot(self, path: str) -> tuple[dict[str, torch.Tensor], dict]:
         """The weights and metadata of a snapshot file (safetensors only: never unpickled)."""
-        try:
-            if self.fs.size(path) > MAX_SNAPSHOT_BYTES:
-                raise CheckpointError(f"{path} is bigger than any snapshot llmviz writes")
-            with self.fs.open(path, "rb") as source:
-                data = source.read()
-            state = load_bytes(data)
-            header_length = int.from_bytes(data[:8], "little")
-            header = json.loads(data[8 : 8 + header_length])
-            meta = json.loads(header.get("__metadata__", {}).get("llmviz", "{}"))
-        except (OSError, ValueError, SafetensorError) as error:
-            raise CheckpointError(f"The snapshot {path} cannot be read: {error}") from None
-        for name, original in dict(meta.get("tied", {})).items():
-            if original in state:
-                state[name] = state[original]
-        return state, meta
+        return read_kept_file(self.fs, path)
+
+    # ------------------------------------------------------------------ resume states
+
+    def write_resume(
+        self, student: str, run_id: str, step: int, tensors: dict[str, torch.Tensor], scalars: dict
+    ) -> tuple[str, int]:
+        """Write a run's resume state at ``step`` (:meth:`llmviz.training.trainer.Trainer.training_state`: the
+        optimizer's moments and the random streams as named tensors, the scalars as JSON in the file's metadata)
+        beside the snapshot of that step: ``resume-<step>.safetensors``; returns its path and size."""
+        unique = {name: tensor.detach().to("cpu").contiguous() for name, tensor in tensors.items()}
+        data = save_bytes(unique, metadata={"llmviz": json.dumps({**scalars, "step": step})})
+        path = f"{self.run_folder(student, run_id)}/resume-{step:09d}.safetensors"
+        self._write_atomic(path, data)
+        return path, len(data)
+
+    def read_resume(self, path: str) -> tuple[dict[str, torch.Tensor], dict]:
+        """A resume state's tensors and scalars (safetensors only: never unpickled)."""
+        return read_kept_file(self.fs, path)
 
     def delete_file(self, path: str) -> None:
         try:
@@ -152,15 +156,43 @@ class Storage:
         return int(sum(info["size"] for info in self.fs.find(folder, detail=True).values()))
 
 
-def thinning_order(kept: list[tuple[str, int, int]], last_steps: dict[str, int]) -> list[tuple[str, int]]:
+def read_kept_file(fs, path: str) -> tuple[dict[str, torch.Tensor], dict]:
+    """The tensors and the ``llmviz`` metadata of a file the lab wrote (a snapshot or a resume state) on the fsspec
+    filesystem ``fs`` (None: the one ``path`` names): safetensors only, never unpickled, and no bigger than
+    :data:`MAX_SNAPSHOT_BYTES`."""
+    if fs is None:
+        fs, path = fsspec.core.url_to_fs(path)
+    try:
+        if fs.size(path) > MAX_SNAPSHOT_BYTES:
+            raise CheckpointError(f"{path} is bigger than any file the lab writes")
+        with fs.open(path, "rb") as source:
+            data = source.read()
+        state = load_bytes(data)
+        header_length = int.from_bytes(data[:8], "little")
+        header = json.loads(data[8 : 8 + header_length])
+        meta = json.loads(header.get("__metadata__", {}).get("llmviz", "{}"))
+    except (OSError, ValueError, SafetensorError) as error:
+        raise CheckpointError(f"The kept file {path} cannot be read: {error}") from None
+    for name, original in dict(meta.get("tied", {})).items():
+        if original in state:
+            state[name] = state[original]
+    return state, meta
+
+
+def thinning_order(
+    kept: list[tuple[str, int, int]], last_steps: dict[str, int], resumes: dict[str, int] | None = None
+) -> list[tuple[str, int]]:
     """Which snapshots go first when a student is over their disk quota: ``kept`` is ``(run, step, bytes)`` with the
     oldest run first; the snapshots between a run's step 0 and its last step go first (oldest run first, earliest
-    step first), then the oldest runs' step 0. A run's last step is never thinned: it is the run.
+    step first), then the oldest runs' step 0. A run's last step is never thinned: it is the run; nor the step
+    whose resume state is kept (``resumes``: run → step), which resuming needs (the lab drops the resume state
+    itself only after every snapshot it may drop: :meth:`llmviz.lab.service.Lab.thin`).
 
     >>> thinning_order([("a", 0, 1), ("a", 10, 1), ("a", 20, 1), ("a", 50, 1), ("b", 0, 1), ("b", 5, 1)],
-    ...                {"a": 50, "b": 5})
-    [('a', 10), ('a', 20), ('a', 0), ('b', 0)]
+    ...                {"a": 50, "b": 5}, {"a": 20})
+    [('a', 10), ('a', 0), ('b', 0)]
     """
-    middle = [(run, step) for run, step, _ in kept if step != 0 and step != last_steps.get(run)]
-    firsts = [(run, step) for run, step, _ in kept if step == 0 and step != last_steps.get(run)]
-    return middle + firsts
+    resumes = resumes or {}
+    kept_always = {(run, step) for run, step in last_steps.items()} | set(resumes.items())
+    going = [(run, step) for run, step, _ in kept if (run, step) not in kept_always]
+    return [item for item in going if item[1] != 0] + [item for item in going if item[1] == 0]

@@ -605,17 +605,12 @@ class SavedRun(Protocol):
     def sharded(self) -> bool: ...
 
 
-def save_checkpoint(
-    directory: str | Path, trainer: SavedRun, extra: dict | None = None, trainer_state: bool = True
-) -> Path:
-    """``model.safetensors`` (weights), ``trainer.safetensors`` (optimizer and RNG state) and
-    ``checkpoint.json`` (configs, tokenizer, metrics): no pickle anywhere."""
-    from safetensors.torch import save_file
-
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    save_file(model_state(trainer.model), str(directory / MODEL_FILE))
-
+def training_tensors(trainer: SavedRun) -> tuple[dict[str, torch.Tensor], list]:
+    """What a run needs besides its weights to go on exactly, as named CPU tensors, and the optimizer's parameter
+    groups (plain JSON: learning rate, betas, weight decay, …): the random streams of its batches (``rng.train``,
+    ``rng.val``), of its dropout (``rng.dropout``, rank 0's) and of torch (``rng.torch``, and CUDA's or MPS's),
+    fp16's loss scale, and every optimizer state as ``optimizer.<parameter index>.<name>`` (AdamW: ``exp_avg``,
+    ``exp_avg_sq`` and ``step``)."""
     tensors = {
         "rng.train": trainer.train_generator.get_state(),
         "rng.val": trainer.val_generator.get_state(),
@@ -628,13 +623,28 @@ def save_checkpoint(
         scaler_state = scaler.state_dict()
         tensors["amp.scale"] = torch.tensor(scaler_state["scale"], dtype=torch.float64)
         tensors["amp.growth_tracker"] = torch.tensor(scaler_state["_growth_tracker"], dtype=torch.int64)
-    groups = []
+    groups: list = []
     if trainer.optimizer is not None:
         optimizer_state = trainer.optimizer.state_dict()
         for index, values in optimizer_state["state"].items():
             for key, value in values.items():
                 tensors[f"optimizer.{index}.{key}"] = torch.as_tensor(value).detach().clone().cpu()
         groups = optimizer_state["param_groups"]
+    return tensors, groups
+
+
+def save_checkpoint(
+    directory: str | Path, trainer: SavedRun, extra: dict | None = None, trainer_state: bool = True
+) -> Path:
+    """``model.safetensors`` (weights), ``trainer.safetensors`` (optimizer and RNG state) and
+    ``checkpoint.json`` (configs, tokenizer, metrics): no pickle anywhere."""
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    save_file(model_state(trainer.model), str(directory / MODEL_FILE))
+
+    tensors, groups = training_tensors(trainer)
     if trainer_state:  # shipped artifacts leave it out: they are for using, not resuming
         save_file(tensors, str(directory / STATE_FILE))
 
@@ -688,7 +698,15 @@ def restore_training_state(trainer: SavedRun, directory: str | Path, model: nn.M
         set_model_state_dict(trainer.model, model.state_dict(), options=StateDictOptions(full_state_dict=True))
     else:
         trainer.model.load_state_dict(model.state_dict())
-    state = read_safetensors(Path(directory) / STATE_FILE)
+    return restore_training_tensors(
+        trainer, read_safetensors(Path(directory) / STATE_FILE), meta["optimizer_param_groups"]
+    )
+
+
+def restore_training_tensors(trainer: SavedRun, state: dict[str, torch.Tensor], groups: list) -> bool:
+    """Put back what :func:`training_tensors` took (the weights are the caller's), in one process or sharded over
+    several; ``groups``: the optimizer's parameter groups it returned. Returns whether this process's dropout stream
+    was restored (only rank 0's is saved, and a CPU's cannot go to a GPU): the caller seeds it afresh otherwise."""
     trainer.train_generator.set_state(state["rng.train"])
     trainer.val_generator.set_state(state["rng.val"])
     dropout_restored = False
@@ -710,7 +728,7 @@ def restore_training_state(trainer: SavedRun, directory: str | Path, model: nn.M
             }
         )
     if trainer.optimizer is not None:
-        optimizer_state: dict = {"state": {}, "param_groups": meta["optimizer_param_groups"]}
+        optimizer_state: dict = {"state": {}, "param_groups": groups}
         for key, value in state.items():
             if key.startswith("optimizer."):
                 _, index, name = key.split(".", 2)
@@ -733,3 +751,90 @@ def restore_training_state(trainer: SavedRun, directory: str | Path, model: nn.M
         else:
             trainer.optimizer.load_state_dict(optimizer_state)
     return dropout_restored
+
+
+# ---------------------------------------------------------------------------- a kept run's resume state (the lab)
+
+RESUME_FORMAT = "llmviz-resume"
+HISTORY_COLUMNS = ("step", "train_loss", "val_loss", "perplexity", "lr", "tokens_per_s", "grad_norm", "elapsed_s")
+
+
+def history_tensor(history: list) -> torch.Tensor:
+    """A run's metrics so far as one float64 tensor, (steps, 8) in :data:`HISTORY_COLUMNS`' order (a step without
+    a validation loss: NaN); float64 holds every Python float and step exactly.
+
+    >>> from types import SimpleNamespace as Row
+    >>> history_tensor([Row(step=1, train_loss=2.5, val_loss=None, perplexity=12.2, lr=0.1, tokens_per_s=9.0,
+    ...                     grad_norm=0.5, elapsed_s=0.25)]).tolist()
+    [[1.0, 2.5, nan, 12.2, 0.1, 9.0, 0.5, 0.25]]
+    """
+    rows = [[float("nan") if getattr(m, c) is None else float(getattr(m, c)) for c in HISTORY_COLUMNS] for m in history]
+    return torch.tensor(rows, dtype=torch.float64).reshape(len(rows), len(HISTORY_COLUMNS))  # (steps, 8)
+
+
+def history_rows(table: torch.Tensor) -> list[dict]:
+    """:func:`history_tensor` read back: one dict of StepMetrics' fields per step.
+
+    >>> history_rows(torch.tensor([[3.0, 2.5, float("nan"), 12.2, 0.1, 9.0, 0.5, 0.25]], dtype=torch.float64))
+    [{'step': 3, 'train_loss': 2.5, 'val_loss': None, 'perplexity': 12.2, 'lr': 0.1, 'tokens_per_s': 9.0, \
+'grad_norm': 0.5, 'elapsed_s': 0.25}]
+    """
+    if table.dim() != 2 or table.shape[1] != len(HISTORY_COLUMNS) or table.dtype != torch.float64:
+        raise CheckpointError(f"A resume state's history has the wrong shape {tuple(table.shape)} or type.")
+    rows = []
+    for values in table.tolist():
+        row = dict(zip(HISTORY_COLUMNS, values))
+        row["step"] = int(row["step"])
+        row["val_loss"] = None if row["val_loss"] != row["val_loss"] else row["val_loss"]
+        rows.append(row)
+    return rows
+
+
+def training_state(trainer: SavedRun) -> tuple[dict[str, torch.Tensor], dict]:
+    """Everything a run needs besides its weights to go on as if it had never stopped, for the lab to keep beside
+    a snapshot: ``(tensors, scalars)``, the tensors for a safetensors file (:func:`training_tensors`: the optimizer's
+    moments and step counts, the random streams of the batches and the dropout, and ``history``: the metrics so far,
+    :func:`history_tensor`) and the scalars plain JSON (the step, the optimizer's parameter groups). The learning
+    rate schedule is a function of the step (:func:`llmviz.training.trainer.learning_rate`): the step is its
+    position."""
+    tensors, groups = training_tensors(trainer)
+    tensors["history"] = history_tensor(trainer.history)
+    scalars = {
+        "format": RESUME_FORMAT,
+        "version": 1,
+        "step": int(trainer.step),
+        "optimizer_param_groups": groups,
+        "history_columns": list(HISTORY_COLUMNS),
+    }
+    return tensors, scalars
+
+
+def resume_state_problem(tensors: dict[str, torch.Tensor], scalars: dict) -> str | None:
+    """Why ``(tensors, scalars)`` is not a resume state :func:`training_state` wrote (None: it is one).
+
+    >>> resume_state_problem({}, {"format": "something else"})
+    'it is not an llmviz resume state'
+    """
+    if not isinstance(scalars, dict) or scalars.get("format") != RESUME_FORMAT or scalars.get("version") != 1:
+        return "it is not an llmviz resume state"
+    if not _whole(scalars.get("step")) or scalars["step"] < 0:
+        return "its step is not a whole number ≥ 0"
+    if not isinstance(scalars.get("optimizer_param_groups"), list):
+        return "its optimizer's parameter groups are missing"
+    missing = [name for name in ("rng.train", "rng.val", "rng.torch", "history") if name not in tensors]
+    if missing:
+        return f"it lacks {', '.join(missing)}"
+    return None
+
+
+def load_training_state(trainer: SavedRun, tensors: dict[str, torch.Tensor], scalars: dict) -> tuple[list[dict], bool]:
+    """Put :func:`training_state`'s ``(tensors, scalars)`` back into a freshly built run that has the weights of that
+    step already: its step, random streams and optimizer state. Returns the history's rows (the caller makes its
+    metrics of them) and whether the dropout stream was restored (a CPU's cannot go to a GPU: the caller then seeds
+    it afresh from the step)."""
+    problem = resume_state_problem(tensors, scalars)
+    if problem:
+        raise CheckpointError(f"The run's kept optimizer state cannot be used: {problem}.")
+    rows = history_rows(tensors["history"])
+    trainer.step = int(scalars["step"])
+    return rows, restore_training_tensors(trainer, tensors, scalars["optimizer_param_groups"])

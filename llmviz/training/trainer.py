@@ -33,10 +33,12 @@ from llmviz.tokenizers.base import Tokenizer
 from llmviz.training.checkpoint import (
     is_checkpoint,
     load_checkpoint,
+    load_training_state,
     model_description,
     model_from_description,
     restore_training_state,
     save_checkpoint,
+    training_state,
 )
 from llmviz.training.config import OPTIMIZER_TITLES, TrainConfig
 from llmviz.training.dataset import BPE_SAMPLE_CHARS, Batches, Dataset, build_tokenizer, prepare_data
@@ -661,6 +663,21 @@ class Trainer:
 
     def save(self, directory: str | Path) -> Path:
         return save_checkpoint(directory, self)
+
+    # ------------------------------------------------------------------ the lab's resume state
+
+    def training_state(self) -> tuple[dict[str, torch.Tensor], dict]:
+        """Everything but the weights this run needs to go on as if it had never stopped: ``(tensors, scalars)``
+        (:func:`llmviz.training.checkpoint.training_state`: optimizer moments, random streams, the metrics so far;
+        the step and the optimizer's groups as JSON). The lab keeps it beside a snapshot of the weights."""
+        return training_state(self)
+
+    def load_training_state(self, tensors: dict[str, torch.Tensor], scalars: dict) -> None:
+        """Go on from :meth:`training_state`'s ``(tensors, scalars)``; the weights of that step are loaded already."""
+        rows, dropout_restored = load_training_state(self, tensors, scalars)
+        self.history = [StepMetrics(**row) for row in rows]
+        if not dropout_restored:  # a CPU's stream on a GPU: a fresh one, never the first steps' again
+            self.dropout_generator.manual_seed(dropout_seed(self.config.seed, self.group.rank, self.step))
 
 
 # ---------------------------------------------------------------------------- checkpoints

@@ -102,9 +102,11 @@ def test_a_parked_run_is_listed_and_resumed_on_the_training_page(fresh_session_j
     assert_clean(at)
     [kept_table] = [frame.value for frame in at.dataframe if "snapshots kept" in frame.value.columns]
     assert kept_table["state"].tolist()[0].startswith("parked")
+    # kept with its snapshots only (as runs were before resume states): it resumes, and the page says how
+    assert any("with its weights only" in c.value and "the optimizer starts afresh" in c.value for c in at.caption)
     at.button(key="kept_resume").click().run()
     assert_clean(at)
-    [job] = [job for job in default_manager().jobs(student) if job.label == "parked run · resumed"]
+    [job] = [j for j in default_manager().jobs(student) if j.label == "parked run · resumed (optimizer afresh)"]
     assert job.wait(JOB_TIMEOUT)
     status = job.status()
     assert status.state.value == "finished" and status.step == 30 and status.losses[0][0] == 11

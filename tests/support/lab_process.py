@@ -6,7 +6,8 @@ the pages' way (built in the worker from their text, so the lab keeps the text a
 ``student:steps:pause`` (pause it once it has trained a few steps). It prints one JSON line ``{"student": run id}``
 (a student's second run: ``"student#N"``) once every run has trained ``READY_STEPS`` steps (paused ones paused and
 written), then keeps serving until it is killed, or until every run has ended when all are short. SIGTERM ends it
-in order, as Streamlit's server does (its exit handlers run: the keeper writes the runs' last steps)."""
+in order, as Streamlit's server does (its exit handlers run: the runs that train pause, sending their resume
+state, and the keeper writes the runs' last steps)."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def wait_for(predicate, timeout: float = 120.0) -> bool:
 def main(folder: str, url: str, *specs: str) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     manager = JobManager(max_running=4, lab=Lab.at(folder, url=url), runs_per_session=2)
-    atexit.register(manager.keeper.close)
+    atexit.register(manager.close_for_restart)  # as default_manager does
     jobs = {}
     for spec in specs:
         student, steps, *pause = spec.split(":")

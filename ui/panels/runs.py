@@ -635,7 +635,10 @@ def kept_runs_panel() -> None:
     if d3.button("Delete it", key=state.widget("kept_delete")) and record is not None:
         job_manager.remove(picker.session_id(), record.id)
         st.rerun(scope="app")
-    st.caption(
-        "Resume trains a parked or interrupted run on from its last kept step, as a new run (the same weights, "
-        "tokenizer and settings; the optimizer's running averages start afresh)."
-    )
+    if record is not None and record.resumable:  # with its optimizer's state, or (a run kept before) weights only
+        st.caption(job_manager.resume_line(picker.session_id(), record.id))
+    else:
+        st.caption(
+            "Resume trains a parked or interrupted run on from its kept step, as a new run, with its optimizer's "
+            "state where it is kept (exactly as if it had never stopped)."
+        )

@@ -72,10 +72,16 @@ def test_a_restart_lists_every_run_at_its_steps_and_the_live_ones_resumable(tmp_
         assert (states["bob"].state, states["bob"].resumable) == ("interrupted", True)
         assert (states["cy"].state, states["cy"].step) == ("finished", 30)
         assert registry.training_count() == 0  # their slots are the machine's again
-        resumed = restarted.resume_kept("ann", ids["ann"])
         last = registry.snapshots(ids["ann"])[-1][0]
-        assert wait_for(lambda: resumed.status().step >= last + 3)
-        assert resumed.status().losses[0][0] == last + 1  # on from its last kept snapshot
+        at = {student: registry.resume_state(run_id) for student, run_id in ids.items()}
+        assert at["bob"][0] == registry.snapshots(ids["bob"])[-1][0] == states["bob"].step  # paused: resumable there
+        assert at["cy"] is None  # finished: no optimizer state kept
+        if how == signal.SIGTERM:  # stopped in order: the training run paused at exit, its resume state is its last
+            assert at["ann"][0] == last
+        resumed = restarted.resume_kept("ann", ids["ann"])
+        assert resumed.label == "ann's run · resumed"  # with its optimizer's state (test_resume_exact.py)
+        assert wait_for(lambda: resumed.status().step >= at["ann"][0] + 3)
+        assert resumed.status().losses[0][0] == at["ann"][0] + 1  # on from its kept resume state
     finally:
         restarted.shutdown()
 

@@ -199,3 +199,41 @@ def test_an_upload_is_kept_when_uploaded_once_per_content_within_the_quota(tmp_p
         lab.keep_upload("s1", "big.txt", b"x" * 9_000)  # cannot fit beside the uploads and the last step
     assert len(lab.registry.uploads("s1")) == 2 and lab.storage.usage("s1") == lab.registry.disk_bytes("s1")
     assert lab.keep_upload("s2", "mine.txt", text) == digest and lab.registry.disk_bytes("s2") == 2100  # s2's own
+
+
+def test_resume_states_count_in_the_quota_and_are_thinned_after_every_snapshot_that_may_go(tmp_path, database_url):
+    """One resume state per run (a newer one replaces the older, file included), counted in the student's disk;
+    over the quota the snapshots go first (never the one a resume state goes with), then the oldest run's state."""
+    lab = Lab.at(tmp_path, url=database_url, quota=14_000)
+    lab.registry.ensure_student("s1")
+    weights, moments = {"w": torch.zeros(500)}, {"m": torch.zeros(1000)}  # about 2 and 4 kB a file
+    for run_id, created in (("old", 1.0), ("new", 2.0)):
+        lab.registry.add_run(_run(run_id, created=created))
+        for step in (0, 10, 20):
+            path, nbytes = lab.storage.write_snapshot("s1", run_id, step, weights, {})
+            lab.registry.add_snapshot(run_id, step, path, nbytes)
+        for step in (10, 20) if run_id == "new" else (10,):
+            path, nbytes = lab.storage.write_resume("s1", run_id, step, moments, {"format": "x"})
+            older = lab.registry.set_resume(run_id, step, path, nbytes)
+            if older:
+                lab.storage.delete_file(older)
+    assert lab.registry.resume_state("new")[0] == 20 and lab.storage.usage("s1") == lab.registry.disk_bytes("s1")
+    tensors, scalars = lab.storage.read_resume(lab.registry.resume_state("new")[1])
+    assert torch.equal(tensors["m"], moments["m"]) and scalars == {"format": "x", "step": 20}
+    dropped = lab.thin("s1")
+    # old's state is at step 10: that snapshot stays, as each run's last step does
+    assert dropped == [("new", 10), ("old", 0), ("new", 0)]
+    assert lab.registry.resume_state("old") is None and lab.registry.resume_state("new") is not None
+    assert lab.registry.disk_bytes("s1") <= 14_000 and lab.storage.usage("s1") == lab.registry.disk_bytes("s1")
+    assert lab.delete_run("s1", "new") and lab.registry.resume_state("new") is None
+
+
+def test_a_registry_made_before_resume_states_gains_their_table(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    first = Registry(url)
+    first.ensure_student("s1")
+    first.add_run(_run("r1"))
+    with Registry(url).engine.begin() as db:  # as the registry was before resume states
+        db.exec_driver_sql("DROP TABLE lab_resumes")
+    again = Registry(url)
+    assert [run.id for run in again.runs("s1")] == ["r1"] and again.resume_state("r1") is None

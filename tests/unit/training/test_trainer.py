@@ -71,6 +71,33 @@ def test_resumed_run_continues_exactly(tmp_path):
     assert rest == full[15:]
 
 
+def test_a_run_goes_on_exactly_from_its_training_state_kept_as_safetensors_and_json(tmp_path):
+    """Trainer.training_state / load_training_state (what the lab keeps beside a snapshot, llmviz.lab.storage):
+    written and read back, a fresh trainer with the snapshot's weights takes the same steps as the run that never
+    stopped (dropout, AdamW, warmup and cosine), with its metrics so far; one that did not load it does not."""
+    from llmviz.lab.storage import Storage
+    from llmviz.training.snapshots import state_of
+
+    config = small(steps=30, dropout=0.1)
+    full = list(Trainer.from_text(NAMES, config).run())
+    first = Trainer.from_text(NAMES, config)
+    list(first.run(steps=12))
+    storage = Storage(tmp_path)
+    weights = state_of(first.model)
+    path, _ = storage.write_resume("s1", "r1", 12, *first.training_state())
+    tensors, scalars = storage.read_resume(path)
+    assert scalars["step"] == 12 and any(name.endswith(".exp_avg_sq") for name in tensors)
+    resumed = Trainer.from_text(NAMES, config)
+    resumed.model.load_state_dict(weights)
+    resumed.load_training_state(tensors, scalars)
+    assert resumed.step == 12 and resumed.history == first.history  # every field, times included
+    assert list(resumed.run()) != [] and [m.train_loss for m in resumed.history] == [m.train_loss for m in full]
+    weights_only = Trainer.from_text(NAMES, config)  # the old resume: the weights, the step, nothing else
+    weights_only.model.load_state_dict(weights)
+    weights_only.step = 12
+    assert [m.train_loss for m in weights_only.run()] != [m.train_loss for m in full[12:]]
+
+
 def test_checkpoint_round_trip(tmp_path):
     trainer = Trainer.from_text(NAMES, small(steps=5))
     list(trainer.run())
