@@ -72,6 +72,11 @@ SLIDES = """async () => {
 def slides_of(browser, url: str) -> tuple[list[dict], object]:
     """Every slide of the page at ``url``, measured, and the page (back on its first slide)."""
     page = open_page(browser, url, viewport=SCREEN)
+    return measured_slides(page), page
+
+
+def measured_slides(page) -> list[dict]:
+    """Every slide of the open page, measured (the page back on its first slide)."""
     page.wait_for_function("() => window.__llmvizPresent && window.__llmvizPresent.count() > 1")
     counts = [0, -1]
     while counts[-1] != counts[-2]:  # every section drawn: the number of slides holds for half a second
@@ -79,15 +84,22 @@ def slides_of(browser, url: str) -> tuple[list[dict], object]:
         counts.append(page.evaluate("() => window.__llmvizPresent.count()"))
         page.wait_for_timeout(500)
     no_error_box(page)
-    found = page.evaluate(SLIDES)
-    return found, page
+    return page.evaluate(SLIDES)
 
 
-@pytest.mark.parametrize(
-    "name", [name if name in EVERY_RUN else pytest.param(name, marks=pytest.mark.extended) for name in PAGES]
-)
+# Every run walks the slides of EVERY_RUN's pages in test_the_first_slide_… (on the page it opened already);
+# ``-m extended`` walks the other pages' too.
+@pytest.mark.extended
+@pytest.mark.parametrize("name", [name for name in PAGES if name not in EVERY_RUN])
 def test_every_slide_is_one_idea_on_a_1280x720_screen(app_url, browser, name):
     slides, page = slides_of(browser, f"{app_url}/{'' if name == 'start' else name}?present=1")
+    check_every_slide(slides, page, name)
+    page.close()
+
+
+def check_every_slide(slides: list[dict], page, name: str) -> None:
+    """Each slide one idea on a 1280×720 screen: content under its heading, at most 1.5 screens, not under the bar,
+    chart labels ≥ 14 px."""
     for number, slide in enumerate(slides, start=1):
         where = f"{name} slide {number} {slide['headings'][:2]}"
         assert slide["content"] >= 1, f"{where} is a heading alone"
@@ -99,7 +111,6 @@ def test_every_slide_is_one_idea_on_a_1280x720_screen(app_url, browser, name):
         sampling_controls_share_the_slide_of_the_bars_they_change(slides)
     if name == "attention":
         back_next_and_the_keyboard_walk_the_sections(page)
-    page.close()
 
 
 # The first slide as a class sees it when the page opens (nothing revealed yet): the title (in the bar), and the
@@ -145,6 +156,8 @@ def test_the_first_slide_opens_on_the_pages_picture_and_fits_the_screen(app_url,
         assert top + 120 <= SCREEN[1], f"{name}: the picture starts {top:.0f} px down"
     if "more" in first["where"]:
         assert "Next shows" in first["where"] and "explanations" in first["hint"], first["where"]
+    if name in EVERY_RUN:  # every slide, on the page already open (the others with -m extended, above)
+        check_every_slide(measured_slides(page), page, name)
     page.close()
 
 
