@@ -61,3 +61,59 @@ def test_the_shipped_gpts_40_step_fine_tune_in_cli_md_ends_where_the_doc_says(tm
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert (quoted.group(1), quoted.group(2)) == (f"{result['val_loss']:.2f}", f"{result['train_loss']:.2f}")
     assert result["overfits"] is False and "warning:" not in done.stderr
+
+
+WARNING = re.compile(
+    r"```text (warning: This run overfits: its validation loss rose from ([\d.]+) at step (\d+) to ([\d.]+) at step "
+    r"(\d+) while its training loss fell to ([\d.]+)[.;].*?) ``` That is what `(python -m llmviz train [^`]*)` printed"
+)
+
+
+def test_cli_mds_overfitting_warning_is_the_text_train_writes_for_its_figures():
+    """The quoted warning, word for word, is what ``llmviz.training.overfitting`` writes for the quoted numbers (a
+    rise; the ln V clause exactly when the last loss is worse than a uniform guess over the command's vocabulary)."""
+    import math
+
+    from llmviz.training.overfitting import GAP_NATS, Overfitting
+
+    quoted = WARNING.search(text("docs/cli.md"))
+    assert quoted, "the overfitting warning and its command are gone from docs/cli.md"
+    best, best_step, last, last_step, train_now = (float(quoted.group(i)) for i in range(2, 7))
+    vocab = int(re.search(r"--vocab-size (\d+)", quoted.group(7)).group(1))
+    uniform = math.log(vocab)
+    worse = last > uniform and last - train_now >= GAP_NATS  # the rule's second sign, by hand
+    found = Overfitting(int(best_step), best, int(last_step), last, train_now, uniform, True, worse)
+    assert quoted.group(1) == f"warning: {found.message(flags=True)}"
+
+
+@pytest.mark.slow
+@pytest.mark.extended
+def test_cli_mds_overfitting_warning_is_what_its_command_prints(tmp_path):
+    """docs/cli.md's command, run (its --out a temporary folder): 3 min on the shared 2-core machine, so it is left
+    out of the default run (``python -m pytest -m extended`` runs it)."""
+    quoted = WARNING.search(text("docs/cli.md"))
+    assert quoted, "the overfitting warning and its command are gone from docs/cli.md"
+    argv = shlex.split(quoted.group(7))[3:] + ["--out", str(tmp_path / "run")]
+    done = subprocess.run(
+        [sys.executable, "-m", "llmviz", *argv], cwd=ROOT, capture_output=True, text=True, timeout=1800, check=True
+    )
+    printed = [line for line in done.stderr.splitlines() if line.startswith("warning: This run overfits")]
+    assert printed == [quoted.group(1)]
+    assert json.loads(done.stdout.strip().splitlines()[-1])["overfits"] is True
+
+
+def test_classroom_mds_memory_figures_are_the_latest_worker_memory_entry():
+    """docs/classroom.md quotes how far the estimates sat from the measured peaks, and a worker's size after its first
+    step, from docs/benchmarks/worker_memory.md's latest entry (``python benchmarks/worker_memory.py``)."""
+    from llmviz.training.footprint import MB, WORKER_BYTES
+
+    latest = (ROOT / "docs" / "benchmarks" / "worker_memory.md").read_text(encoding="utf-8").split("\n## ")[-1]
+    rows = re.findall(r"^\| (.+?) \| (\d+) \| (\d+) \| [\d.]+ \|$", latest, flags=re.M)
+    shares = {title: (int(estimate) - int(peak)) / int(peak) * 100 for title, estimate, peak in rows}
+    after_step = int(re.search(r"worker after one step: resident (\d+) MB", latest).group(1))
+    under = [-share for share in shares.values() if share < 0]
+    over = [share for share in shares.values() if share >= 0.5]
+    docs = text("docs/classroom.md")
+    assert f"{min(over):.0f}-{max(over):.0f} % above the measured peak" in docs
+    assert f"0-{max(under):.0f} % below it for the two smallest" in docs and len(under) == 2
+    assert f"a worker now holds {after_step} MB after its first step, more than the {WORKER_BYTES // MB} MB" in docs
