@@ -117,3 +117,23 @@ def test_classroom_mds_memory_figures_are_the_latest_worker_memory_entry():
     assert f"{min(over):.0f}-{max(over):.0f} % above the measured peak" in docs
     assert f"0-{max(under):.0f} % below it for the two smallest" in docs and len(under) == 2
     assert f"a worker now holds {after_step} MB after its first step, more than the {WORKER_BYTES // MB} MB" in docs
+
+
+def test_readme_and_install_md_give_the_latest_set_up_times_and_sizes():
+    """README's "How long" and docs/install.md quote the first set-up's times, wheels and disk sizes as
+    docs/benchmarks/setup.md's latest entry measured them."""
+    latest = (ROOT / "docs" / "benchmarks" / "setup.md").read_text(encoding="utf-8").split("\n## ")[-1]
+    rows = re.findall(
+        r"^\| (?:then )?`python3 run\.py setup(?: test)?`.*?\| (\d+ min \d+ s) \(.*?\| (\d+) s .*?\| \d+, (\d+) MB",
+        latest,
+        re.M,
+    )
+    (app_time, app_cpu, app_mb), (test_time, _, test_mb) = rows
+    sizes = re.findall(r"\| (\d+\.\d)G \|$", latest, flags=re.M)
+    readme, install = text("README.md"), text("docs/install.md")
+    wheels_app, wheels_all = f"{int(app_mb) / 1000:.2f} GB", f"{(int(app_mb) + int(test_mb)) / 1000:.2f} GB"
+    for doc in (readme, install):
+        assert app_time in doc and test_time in doc and f"{app_cpu} s of" in doc
+        assert wheels_app in doc and wheels_all in doc
+    assert f"installs {sizes[0]} GB ({sizes[1]} GB)" in readme
+    assert f"**{sizes[0]} GB** after `python run.py setup app`" in install and f"**{sizes[1]} GB**" in install
