@@ -137,3 +137,47 @@ def test_readme_and_install_md_give_the_latest_set_up_times_and_sizes():
         assert wheels_app in doc and wheels_all in doc
     assert f"installs {sizes[0]} GB ({sizes[1]} GB)" in readme
     assert f"**{sizes[0]} GB** after `python run.py setup app`" in install and f"**{sizes[1]} GB**" in install
+
+
+def documented_patch_pairs() -> list[tuple[str, str, str | None, str | None]]:
+    """``(clean, corrupted, answer, wrong)`` of every ``interpret patch`` command in docs/cli.md and
+    docs/interpretability.md, and of interpretability.md's Python example (answer and wrong None: the defaults)."""
+    from llmviz.cli.main import build_parser
+
+    pairs = []
+    for name in ("cli.md", "interpretability.md"):
+        raw = (ROOT / "docs" / name).read_text(encoding="utf-8")
+        for line in raw.replace("\\\n", " ").splitlines():
+            line = re.split(r"\s#\s", line, maxsplit=1)[0].strip()
+            if line.startswith("python -m llmviz interpret patch"):
+                args = build_parser().parse_args(shlex.split(line)[3:])
+                pairs.append((args.clean, args.corrupted, args.answer, args.wrong))
+    example = re.search(
+        r"clean = tokenizer\.encode\('(.+?)'\)\ncorrupted = tokenizer\.encode\('(.+?)'\)",
+        (ROOT / "docs" / "interpretability.md").read_text(encoding="utf-8"),
+    )
+    return [*pairs, (example.group(1), example.group(2), None, None)]
+
+
+def test_the_documented_patching_pairs_have_a_clean_answer_to_bring_back():
+    """Issue 50 §6: with the "for"/"if" pair both prompts predicted the same token, so d_clean (1.105) < d_corrupted
+    (1.304) and the shares taught nothing. Every pair the docs patch changes the shipped GPT's answer, and where a
+    command names its tokens the clean run prefers the answer more than the corrupted run does."""
+    import torch
+
+    from llmviz.interpret import patching
+    from llmviz.training.checkpoint import load_checkpoint
+
+    model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
+    pairs = documented_patch_pairs()
+    assert len(pairs) >= 4
+    for clean, corrupted, answer, wrong in pairs:
+        ids = [tokenizer.encode(clean), tokenizer.encode(corrupted)]
+        found = patching.answers(model, *ids)
+        assert found.changed, (clean, corrupted)
+        if answer is not None:
+            (a,), (w,) = tokenizer.encode(answer), tokenizer.encode(wrong)
+            with torch.no_grad():
+                logits, _ = model.eval()(torch.tensor(ids))  # (2, T, V)
+            d_clean, d_corrupted = (float(logits[row, -1, a] - logits[row, -1, w]) for row in (0, 1))
+            assert d_clean > d_corrupted, (clean, corrupted, answer, wrong, d_clean, d_corrupted)
