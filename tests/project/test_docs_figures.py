@@ -89,7 +89,7 @@ def test_cli_mds_overfitting_warning_is_the_text_train_writes_for_its_figures():
 @pytest.mark.slow
 @pytest.mark.extended
 def test_cli_mds_overfitting_warning_is_what_its_command_prints(tmp_path):
-    """docs/cli.md's command, run (its --out a temporary folder): 3 min on the shared 2-core machine, so it is left
+    """docs/cli.md's command, run (its --out a temporary folder): 1-3 min on the shared 2-core machine, so it is left
     out of the default run (``python -m pytest -m extended`` runs it)."""
     quoted = WARNING.search(text("docs/cli.md"))
     assert quoted, "the overfitting warning and its command are gone from docs/cli.md"
