@@ -8,13 +8,15 @@ process forked from the preloaded forkserver) and reads, in each, its resident m
    (:data:`llmviz.training.footprint.WORKER_BYTES`);
 2. for a few runs, the worker's peak after 3 steps next to :func:`llmviz.training.footprint.of_config`'s estimate.
 
-The table goes to stdout; dated results are kept in ``docs/benchmarks/worker_memory.md``.
+The table goes to stdout, with the load average before and after (memory does not depend on the load, but a busy
+machine's other processes can leave less of it); dated results are kept in ``docs/benchmarks/worker_memory.md``.
 """
 
 from __future__ import annotations
 
 import datetime
 import functools
+import os
 import platform
 import sys
 
@@ -73,7 +75,8 @@ def main() -> None:
     probe = worker_memory.probe
     manager = JobManager(max_running=1, workers="process")
     mb = footprint.MB
-    print(f"# worker memory · {datetime.date.today()} · {platform.platform()} · Python {sys.version.split()[0]}\n")
+    print(f"# worker memory · {datetime.date.today()} · {platform.platform()} · Python {sys.version.split()[0]}")
+    print(f"load average before: {load_average()}\n")
     idle = manager.submit_task("bench", probe, label="idle", total=1)
     idle.wait(300)
     before, after = idle.result
@@ -94,6 +97,16 @@ def main() -> None:
             resident, private = after["VmRSS"] / mb, _private(after) / mb
             print(f"|   (worker after one step: resident {resident:.0f} MB, private {private:.0f} MB) | | | |")
     manager.shutdown()
+    print(f"\nload average after: {load_average()}")
+
+
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages (``"0.52 / 0.61 / 0.70 (1 / 5 / 15 min)"``), or ``"unknown"``."""
+    try:
+        one, five, fifteen = os.getloadavg()
+    except OSError:
+        return "unknown"
+    return f"{one:.2f} / {five:.2f} / {fifteen:.2f} (1 / 5 / 15 min)"
 
 
 def _private(memory: dict[str, int]) -> int:

@@ -61,3 +61,123 @@ def test_the_shipped_gpts_40_step_fine_tune_in_cli_md_ends_where_the_doc_says(tm
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert (quoted.group(1), quoted.group(2)) == (f"{result['val_loss']:.2f}", f"{result['train_loss']:.2f}")
     assert result["overfits"] is False and "warning:" not in done.stderr
+
+
+WARNING = re.compile(
+    r"```text (warning: This run overfits: its validation loss rose from ([\d.]+) at step (\d+) to ([\d.]+) at step "
+    r"(\d+) while its training loss fell to ([\d.]+)[.;].*?) ``` That is what `(python -m llmviz train [^`]*)` printed"
+)
+
+
+def test_cli_mds_overfitting_warning_is_the_text_train_writes_for_its_figures():
+    """The quoted warning, word for word, is what ``llmviz.training.overfitting`` writes for the quoted numbers (a
+    rise; the ln V clause exactly when the last loss is worse than a uniform guess over the command's vocabulary)."""
+    import math
+
+    from llmviz.training.overfitting import GAP_NATS, Overfitting
+
+    quoted = WARNING.search(text("docs/cli.md"))
+    assert quoted, "the overfitting warning and its command are gone from docs/cli.md"
+    best, best_step, last, last_step, train_now = (float(quoted.group(i)) for i in range(2, 7))
+    vocab = int(re.search(r"--vocab-size (\d+)", quoted.group(7)).group(1))
+    uniform = math.log(vocab)
+    worse = last > uniform and last - train_now >= GAP_NATS  # the rule's second sign, by hand
+    found = Overfitting(int(best_step), best, int(last_step), last, train_now, uniform, True, worse)
+    assert quoted.group(1) == f"warning: {found.message(flags=True)}"
+
+
+@pytest.mark.slow
+@pytest.mark.extended
+def test_cli_mds_overfitting_warning_is_what_its_command_prints(tmp_path):
+    """docs/cli.md's command, run (its --out a temporary folder): 1-3 min on the shared 2-core machine, so it is left
+    out of the default run (``python -m pytest -m extended`` runs it)."""
+    quoted = WARNING.search(text("docs/cli.md"))
+    assert quoted, "the overfitting warning and its command are gone from docs/cli.md"
+    argv = shlex.split(quoted.group(7))[3:] + ["--out", str(tmp_path / "run")]
+    done = subprocess.run(
+        [sys.executable, "-m", "llmviz", *argv], cwd=ROOT, capture_output=True, text=True, timeout=1800, check=True
+    )
+    printed = [line for line in done.stderr.splitlines() if line.startswith("warning: This run overfits")]
+    assert printed == [quoted.group(1)]
+    assert json.loads(done.stdout.strip().splitlines()[-1])["overfits"] is True
+
+
+def test_classroom_mds_memory_figures_are_the_latest_worker_memory_entry():
+    """docs/classroom.md quotes how far the estimates sat from the measured peaks, and a worker's size after its first
+    step, from docs/benchmarks/worker_memory.md's latest entry (``python benchmarks/worker_memory.py``)."""
+    from llmviz.training.footprint import MB, WORKER_BYTES
+
+    latest = (ROOT / "docs" / "benchmarks" / "worker_memory.md").read_text(encoding="utf-8").split("\n## ")[-1]
+    rows = re.findall(r"^\| (.+?) \| (\d+) \| (\d+) \| [\d.]+ \|$", latest, flags=re.M)
+    shares = {title: (int(estimate) - int(peak)) / int(peak) * 100 for title, estimate, peak in rows}
+    after_step = int(re.search(r"worker after one step: resident (\d+) MB", latest).group(1))
+    under = [-share for share in shares.values() if share < 0]
+    over = [share for share in shares.values() if share >= 0.5]
+    docs = text("docs/classroom.md")
+    assert f"{min(over):.0f}-{max(over):.0f} % above the measured peak" in docs
+    assert f"0-{max(under):.0f} % below it for the two smallest" in docs and len(under) == 2
+    assert f"a worker now holds {after_step} MB after its first step, more than the {WORKER_BYTES // MB} MB" in docs
+
+
+def test_readme_and_install_md_give_the_latest_set_up_times_and_sizes():
+    """README's "How long" and docs/install.md quote the first set-up's times, wheels and disk sizes as
+    docs/benchmarks/setup.md's latest entry measured them."""
+    latest = (ROOT / "docs" / "benchmarks" / "setup.md").read_text(encoding="utf-8").split("\n## ")[-1]
+    rows = re.findall(
+        r"^\| (?:then )?`python3 run\.py setup(?: test)?`.*?\| (\d+ min \d+ s) \(.*?\| (\d+) s .*?\| \d+, (\d+) MB",
+        latest,
+        re.M,
+    )
+    (app_time, app_cpu, app_mb), (test_time, _, test_mb) = rows
+    sizes = re.findall(r"\| (\d+\.\d)G \|$", latest, flags=re.M)
+    readme, install = text("README.md"), text("docs/install.md")
+    wheels_app, wheels_all = f"{int(app_mb) / 1000:.2f} GB", f"{(int(app_mb) + int(test_mb)) / 1000:.2f} GB"
+    for doc in (readme, install):
+        assert app_time in doc and test_time in doc and f"{app_cpu} s of" in doc
+        assert wheels_app in doc and wheels_all in doc
+    assert f"installs {sizes[0]} GB ({sizes[1]} GB)" in readme
+    assert f"**{sizes[0]} GB** after `python run.py setup app`" in install and f"**{sizes[1]} GB**" in install
+
+
+def documented_patch_pairs() -> list[tuple[str, str, str | None, str | None]]:
+    """``(clean, corrupted, answer, wrong)`` of every ``interpret patch`` command in docs/cli.md and
+    docs/interpretability.md, and of interpretability.md's Python example (answer and wrong None: the defaults)."""
+    from llmviz.cli.main import build_parser
+
+    pairs = []
+    for name in ("cli.md", "interpretability.md"):
+        raw = (ROOT / "docs" / name).read_text(encoding="utf-8")
+        for line in raw.replace("\\\n", " ").splitlines():
+            line = re.split(r"\s#\s", line, maxsplit=1)[0].strip()
+            if line.startswith("python -m llmviz interpret patch"):
+                args = build_parser().parse_args(shlex.split(line)[3:])
+                pairs.append((args.clean, args.corrupted, args.answer, args.wrong))
+    example = re.search(
+        r"clean = tokenizer\.encode\('(.+?)'\)\ncorrupted = tokenizer\.encode\('(.+?)'\)",
+        (ROOT / "docs" / "interpretability.md").read_text(encoding="utf-8"),
+    )
+    return [*pairs, (example.group(1), example.group(2), None, None)]
+
+
+def test_the_documented_patching_pairs_have_a_clean_answer_to_bring_back():
+    """Issue 50 §6: with the "for"/"if" pair both prompts predicted the same token, so d_clean (1.105) < d_corrupted
+    (1.304) and the shares taught nothing. Every pair the docs patch changes the shipped GPT's answer, and where a
+    command names its tokens the clean run prefers the answer more than the corrupted run does."""
+    import torch
+
+    from llmviz.interpret import patching
+    from llmviz.training.checkpoint import load_checkpoint
+
+    model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
+    pairs = documented_patch_pairs()
+    assert len(pairs) >= 4
+    for clean, corrupted, answer, wrong in pairs:
+        ids = [tokenizer.encode(clean), tokenizer.encode(corrupted)]
+        found = patching.answers(model, *ids)
+        assert found.changed, (clean, corrupted)
+        if answer is not None:
+            (a,), (w,) = tokenizer.encode(answer), tokenizer.encode(wrong)
+            with torch.no_grad():
+                logits, _ = model.eval()(torch.tensor(ids))  # (2, T, V)
+            d_clean, d_corrupted = (float(logits[row, -1, a] - logits[row, -1, w]) for row in (0, 1))
+            assert d_clean > d_corrupted, (clean, corrupted, answer, wrong, d_clean, d_corrupted)
