@@ -103,20 +103,19 @@ def test_cli_mds_overfitting_warning_is_what_its_command_prints(tmp_path):
 
 
 def test_classroom_mds_memory_figures_are_the_latest_worker_memory_entry():
-    """docs/classroom.md quotes how far the estimates sat from the measured peaks, and a worker's size after its first
-    step, from docs/benchmarks/worker_memory.md's latest entry (``python benchmarks/worker_memory.py``)."""
+    """docs/classroom.md quotes how far the estimates sat above the measured peaks (every one above: an estimate must
+    cover its peak), and a worker's size after its first step, from docs/benchmarks/worker_memory.md's latest entry
+    (``python benchmarks/worker_memory.py``)."""
     from llmviz.training.footprint import MB, WORKER_BYTES
 
     latest = (ROOT / "docs" / "benchmarks" / "worker_memory.md").read_text(encoding="utf-8").split("\n## ")[-1]
     rows = re.findall(r"^\| (.+?) \| (\d+) \| (\d+) \| [\d.]+ \|$", latest, flags=re.M)
     shares = {title: (int(estimate) - int(peak)) / int(peak) * 100 for title, estimate, peak in rows}
     after_step = int(re.search(r"worker after one step: resident (\d+) MB", latest).group(1))
-    under = [-share for share in shares.values() if share < 0]
-    over = [share for share in shares.values() if share >= 0.5]
+    assert all(share >= 0 for share in shares.values()), f"an estimate under its measured peak: {shares}"
     docs = text("docs/classroom.md")
-    assert f"{min(over):.0f}-{max(over):.0f} % above the measured peak" in docs
-    assert f"0-{max(under):.0f} % below it for the two smallest" in docs and len(under) == 2
-    assert f"a worker now holds {after_step} MB after its first step, more than the {WORKER_BYTES // MB} MB" in docs
+    assert f"every estimate {min(shares.values()):.0f}-{max(shares.values()):.0f} % above the measured peak" in docs
+    assert f"a worker holds {after_step} MB after its first step, and {WORKER_BYTES // MB} MB are counted" in docs
 
 
 def test_readme_and_install_md_give_the_latest_set_up_times_and_sizes():
