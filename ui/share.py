@@ -209,7 +209,7 @@ PARAMS: dict[str, tuple[str, str]] = {
 state.register_link_widgets(set(PARAMS))  # a bound widget's key is its parameter's name
 
 #: Parameters that are not widget bindings (read by llmviz itself).
-_SPECIAL = {"model", "present"}
+_SPECIAL = {"model", "present", "teacher"}  # ui.picker, ui.present, ui.identity (the teacher key)
 #: Query parameters Streamlit reserves for itself.
 _STREAMLIT = {"embed", "embed_options"}
 

@@ -70,6 +70,17 @@ def test_the_class_view_is_the_teachers_only(monkeypatch):
     assert teacher.session_state["_picker_selected"] == "class:ctrun1"
 
 
+def test_the_teacher_key_in_an_address_is_not_called_an_unknown_setting():
+    """``?teacher=KEY`` opened the class view under "This link's settings were partly used: teacher is not a setting
+    llmviz knows: ignored" (seen in chromium): the key is ui.identity's, like ``model`` and ``present``."""
+    from ui import share
+
+    assert share.link_notices({"teacher": [KEY]}, {}, {}) == []
+    assert share.link_notices({"teacher": [KEY], "zoom": ["3"]}, {}, {}) == [
+        "zoom is not a setting llmviz knows: ignored."
+    ]
+
+
 @pytest.mark.parametrize("given", ["", "x", None])
 def test_no_key_set_means_no_teacher(given, monkeypatch):
     monkeypatch.delenv("LLMVIZ_TEACHER_KEY", raising=False)
