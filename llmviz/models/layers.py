@@ -52,6 +52,21 @@ def set_dropout_generator(model: nn.Module, generator: torch.Generator | None) -
             module.generator = generator
 
 
+def draws_dropout(model: nn.Module) -> bool:
+    """Whether a training step of ``model`` draws random numbers: a dropout layer (llmviz's or torch's) or an
+    attention's fused dropout with p > 0. Without one, a run that owns its process has no stream to lend the device's
+    generator (:meth:`llmviz.training.trainer.Trainer.claim_process`).
+
+    >>> draws_dropout(nn.Sequential(nn.Linear(2, 2), Dropout(0.0))), draws_dropout(nn.Sequential(nn.Dropout(0.1)))
+    (False, True)
+    """
+    for module in model.modules():
+        p = module.p if isinstance(module, (Dropout, nn.Dropout)) else getattr(module, "dropout", None)
+        if isinstance(p, float) and p > 0.0:
+            return True
+    return False
+
+
 class LayerNorm(nn.Module):
     """y = scale · (x − mean) / sqrt(var + eps) + shift, over the last axis (biased variance).
 
