@@ -18,8 +18,13 @@ nanoGPT's get_batch, which llmviz's stride-1 windows draw too), and are measured
 steps. The reference is written here, nanoGPT's model.py and train.py loop in compact form (its own GPT-2
 initialisation, exact GELU, ``nn.functional.scaled_dot_product_attention`` with dropout, fused AdamW on CUDA, the
 loss read back every 10 steps); llmviz trains with its Trainer as the command line does (``claim_process``: fused
-dropout from the run's stream, TF32 on CUDA). The two are stepped in turns of 10 steps, the side that goes first
-alternating, so that a change in the machine's load falls on both (each side's process CPU time is printed too).
+dropout from the run's stream, TF32 on CUDA), its GPT switched to nanoGPT's model: no biases, a tied head and the
+exact GELU (``gelu="exact"``, nanoGPT's ``nn.GELU()``; llmviz's default is GPT-2's tanh approximation, a different
+function whose CPU kernel costs about 2.3 times as much, some 6 % of a CPU-size step). The two are stepped in turns
+of 10 steps, the side that goes first alternating, so that a change in the machine's load falls on both (each side's
+process CPU time is printed too). Both sides time the same work: the Trainer's own validation loss (one batch at its
+last step, which its loop always takes) is timed apart and left out of its training time, as the reference's
+training time has no evaluation in it.
 
 Throughput: tokens per second of the timed steps, and TFLOP/s with nanoGPT's estimate_mfu count (PaLM, appendix B):
 6 · N + 12 · layers · context · d_model per token, N = the parameters of the matrices the tokens go through (the
@@ -219,7 +224,7 @@ class Reference:
 
 
 def llmviz_trainer(size: Size, text: str, device: str, precision: str, seed: int, compile_model: bool) -> Trainer:
-    """llmviz's Trainer with nanoGPT's settings (its GPT by switches: no biases, a tied head)."""
+    """llmviz's Trainer with nanoGPT's settings (its GPT by switches: no biases, a tied head, the exact GELU)."""
     config = TrainConfig(
         model="gpt-mini",
         tokenizer="char",
@@ -237,8 +242,8 @@ def llmviz_trainer(size: Size, text: str, device: str, precision: str, seed: int
         d_model=size.n_embd,
         n_layers=size.n_layer,
         n_heads=size.n_head,
-        architecture={"bias": False, "tie_weights": True},
-        eval_interval=size.max_iters,  # its own evaluation: once, at the end, one batch (timed with its steps)
+        architecture={"bias": False, "tie_weights": True, "gelu": "exact"},  # nanoGPT's model.py: nn.GELU()
+        eval_interval=size.max_iters,  # its own evaluation: once, at the end, one batch (timed apart: compare)
         eval_batches=1,
         val_fraction=0.1,
         seed=seed,
@@ -298,6 +303,25 @@ class Side:
         return loss, step
 
 
+def timed_apart(trainer: Trainer, device: torch.device) -> Side:
+    """Time the Trainer's own evaluations (its loop evaluates at its last step) on a side of their own, so that
+    they can be left out of its training time: the reference's training time has no evaluation in it."""
+    evaluations = Side("llmviz's own evaluation")
+    evaluate = trainer.evaluate
+
+    def evaluate_timed(*args, **kwargs) -> float:
+        sync(device)
+        start, cpu_start = time.perf_counter(), time.process_time()
+        loss = evaluate(*args, **kwargs)
+        sync(device)
+        evaluations.seconds += time.perf_counter() - start
+        evaluations.cpu_seconds += time.process_time() - cpu_start
+        return loss
+
+    trainer.evaluate = evaluate_timed  # type: ignore[method-assign]
+    return evaluations
+
+
 @dataclass
 class Result:
     size_name: str
@@ -340,6 +364,7 @@ def compare(
     torch_device = torch.device(device)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
     ref_side, ours = Side("nanoGPT-style reference (in the benchmark)"), Side("llmviz Trainer")
+    evaluations = timed_apart(trainer, torch_device)
     interval = size.eval_interval
 
     def advance(count: int) -> None:
@@ -354,12 +379,14 @@ def compare(
             turn = min(size.log_interval, chunk_end - done)
             sides = [(ref_side, lambda n=turn: reference.train_steps(n)), (ours, lambda n=turn: advance(n))]
             for side, train in sides if (done // size.log_interval) % 2 == 0 else sides[::-1]:
+                apart, cpu_apart = evaluations.seconds, evaluations.cpu_seconds
                 sync(torch_device)
                 start, cpu_start = time.perf_counter(), time.process_time()
                 train()
                 sync(torch_device)
-                side.seconds += time.perf_counter() - start
-                side.cpu_seconds += time.process_time() - cpu_start
+                # the training steps' time, without the Trainer's own evaluation (none in the reference's turns)
+                side.seconds += time.perf_counter() - start - (evaluations.seconds - apart)
+                side.cpu_seconds += time.process_time() - cpu_start - (evaluations.cpu_seconds - cpu_apart)
             done += turn
         reference.model.eval()
         ref_side.curve.append((done, validation_loss(reference.model, batches, torch_device, dtype)))

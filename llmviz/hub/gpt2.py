@@ -19,7 +19,8 @@ the transposes. ``c_attn`` holds W_Q, W_K and W_V side by side, exactly as llmvi
 does, so the fused matrix needs no splitting. GPT-2's other choices — biases everywhere,
 LayerNorm ε = 1e-5, the tanh GELU ("gelu_new"), tied input/output embeddings — are what
 ``GPTConfig(qkv_bias=True, tie_weights=True)`` builds (the ``gpt2-124m`` preset is GPT-2 small's
-config read this way); a checkpoint that differs is refused with the reason rather than loaded wrong.
+config read this way; a config whose activation is "gelu", the exact GELU, gives ``gelu="exact"``); a checkpoint
+that differs otherwise is refused with the reason rather than loaded wrong.
 
 Weights come from a local folder (``save_pretrained``'s output) or a Hub id such as ``"gpt2"``, fetched once by
 :mod:`llmviz.hub.download` (shared with the Llama family: only :data:`FILES` says what a GPT-2 checkpoint consists of),
@@ -37,7 +38,7 @@ import torch
 from llmviz.errors import CheckpointError, ConfigError
 from llmviz.hub.download import CONFIG_FILE, PYTORCH_FILE, SAFETENSORS_FILE, HubFiles, by_repo_id
 from llmviz.hub.folder import gpt_with_weights, read_config, read_hf_weights
-from llmviz.models.gpt import GPT, GPTConfig
+from llmviz.models.gpt import GPT, GeluForm, GPTConfig
 
 DEFAULT_MODEL = "gpt2"
 #: A GPT-2 checkpoint: config.json and model.safetensors (an old repository: pytorch_model.bin); the tokenizer is
@@ -53,6 +54,10 @@ FILES = HubFiles(
 # ---------------------------------------------------------------------------- config
 
 
+#: Hugging Face's names (``activation_function``) of the GELUs llmviz's GPT computes, and its own (GPTConfig.gelu)
+HF_GELUS: dict[str, GeluForm] = {"gelu_new": "tanh", "gelu_pytorch_tanh": "tanh", "gelu": "exact"}
+
+
 def config_from_hf(hf: dict, dropout: float | None = None) -> GPTConfig:
     """The :class:`GPTConfig` that computes what a Hugging Face ``GPT2Config`` (as a dict) computes.
 
@@ -64,8 +69,9 @@ def config_from_hf(hf: dict, dropout: float | None = None) -> GPTConfig:
     problems = []
     if hf.get("model_type", "gpt2") != "gpt2":
         problems.append(f"it is a {hf.get('model_type')!r} model, not GPT-2")
-    if hf.get("activation_function", "gelu_new") not in ("gelu_new", "gelu_pytorch_tanh"):
-        problems.append(f"its activation is {hf['activation_function']!r}; llmviz's GPT uses the tanh GELU")
+    activation = hf.get("activation_function", "gelu_new")
+    if activation not in HF_GELUS:
+        problems.append(f"its activation is {activation!r}; llmviz's GPT uses the tanh GELU or the exact one")
     if float(hf.get("layer_norm_epsilon", 1e-5)) != 1e-5:
         problems.append(f"its LayerNorm epsilon is {hf['layer_norm_epsilon']}; llmviz's GPT uses 1e-5")
     width = hf.get("n_embd", 768)
@@ -88,6 +94,7 @@ def config_from_hf(hf: dict, dropout: float | None = None) -> GPTConfig:
         dropout=dropout,
         qkv_bias=True,
         tie_weights=bool(hf.get("tie_word_embeddings", True)),
+        gelu=HF_GELUS.get(activation, "tanh"),
     )
 
 
@@ -183,7 +190,7 @@ def save_hf_folder(model: GPT, folder: str | Path) -> Path:
         "n_head": c.n_heads,
         "n_layer": c.n_layers,
         "n_inner": None,
-        "activation_function": "gelu_new",
+        "activation_function": "gelu_new" if c.gelu == "tanh" else "gelu",
         "layer_norm_epsilon": 1e-5,
         "resid_pdrop": c.dropout,
         "embd_pdrop": c.dropout,

@@ -8,6 +8,7 @@ switches on :class:`GPTConfig`, the open models that came after GPT-2 (Llama, Qw
     positions       "learned"                  "learned" (a table, added)  "rope": queries and keys rotated
     norm            "layernorm"                "layernorm"                 "rmsnorm" (no mean, no shift)
     mlp_kind        "gelu"                     "gelu": W2·GELU(W1·x)       "swiglu": W2·(SiLU(W_gate·x) ⊙ W1·x)
+    gelu            "tanh" (an approximation)  "tanh"                      none in SwiGLU (nanoGPT's model.py: "exact")
     d_mlp           None (4 × d_model)         4 × d_model                 per model (Llama: about 8/3 × d_model)
     n_kv_heads      None (= n_heads)           = n_heads (multi-head)      fewer (grouped-query), 1 (multi-query)
     n_experts       0 (one dense MLP)          0                           Mixtral: 8 MLPs, experts_top_k = 2
@@ -58,15 +59,18 @@ from llmviz.models.layers import (
 Positions = Literal["learned", "sinusoidal", "rope", "none"]
 Norm = Literal["layernorm", "rmsnorm"]
 MlpKind = Literal["gelu", "swiglu"]
+GeluForm = Literal["tanh", "exact"]
 POSITIONS: tuple[Positions, ...] = get_args(Positions)
 NORMS: tuple[Norm, ...] = get_args(Norm)
 MLP_KINDS: tuple[MlpKind, ...] = get_args(MlpKind)
+GELU_FORMS: tuple[GeluForm, ...] = get_args(GeluForm)
 SWITCHES = (
     "positions",
     "rope_theta",
     "norm",
     "norm_eps",
     "mlp_kind",
+    "gelu",
     "d_mlp",
     "n_kv_heads",
     "n_experts",
@@ -154,6 +158,7 @@ class GPTConfig:
     norm: Norm = "layernorm"  # "layernorm" or "rmsnorm"
     norm_eps: float = 1e-5
     mlp_kind: MlpKind = "gelu"  # "gelu" or "swiglu"
+    gelu: GeluForm = "tanh"  # the GELU MLP's activation: "tanh" (GPT-2's approximation) or "exact" (x·Φ(x), nanoGPT's)
     d_mlp: int | None = None  # the MLP's hidden width; None = 4 × d_model
     n_kv_heads: int | None = None  # key/value heads; None = n_heads (multi-head), 1 = multi-query
     n_experts: int = 0  # 0: one dense MLP per block; n ≥ 2: a mixture of n expert MLPs
@@ -205,7 +210,7 @@ class GPTConfig:
         problems = []
         if not (0.0 <= self.dropout < 1.0):
             problems.append(f"dropout must be in [0, 1) (got {self.dropout})")
-        for name, allowed in (("positions", POSITIONS), ("norm", NORMS), ("mlp_kind", MLP_KINDS)):
+        for name, allowed in (("positions", POSITIONS), ("norm", NORMS), ("mlp_kind", MLP_KINDS), ("gelu", GELU_FORMS)):
             if getattr(self, name) not in allowed:
                 problems.append(f"{name} must be one of {', '.join(allowed)} (got {getattr(self, name)!r})")
         if not (self.rope_theta > 1.0 and math.isfinite(self.rope_theta)):
@@ -491,7 +496,7 @@ class MLP(nn.Module):
         self.swiglu = config.mlp_kind == "swiglu"
         self.gate = nn.Linear(config.d_model, config.mlp_width, bias=config.bias) if self.swiglu else None
         self.fc = nn.Linear(config.d_model, config.mlp_width, bias=config.bias)  # SwiGLU's "up" projection
-        self.gelu = None if self.swiglu else GELU()
+        self.gelu = None if self.swiglu else GELU(config.gelu)
         self.proj = nn.Linear(config.mlp_width, config.d_model, bias=config.bias)  # "down"
         self.dropout = Dropout(config.dropout)
 

@@ -28,7 +28,7 @@ from llmviz.device import default_generator, isolated_rng, playing
 from llmviz.errors import CheckpointError, ConfigError, TrainingDiverged
 from llmviz.models.charlevel import build_char_model
 from llmviz.models.gpt import GPT, PRESETS, SWITCHES
-from llmviz.models.layers import set_dropout_generator
+from llmviz.models.layers import draws_dropout, set_dropout_generator
 from llmviz.tokenizers.base import Tokenizer
 from llmviz.training.checkpoint import (
     is_checkpoint,
@@ -363,6 +363,8 @@ class Trainer:
         share: its dropout masks come from its own generator in the written-out attention, and float32 stays
         float32. Both are reproducible from the seed; with dropout they draw different masks."""
         self.owns_process = True
+        # whether its steps draw dropout masks at all (no dropout: no stream to lend the default generator)
+        self.draws_dropout = draws_dropout(self.model)
         if self.device.type in ("cpu", "cuda"):
             set_dropout_generator(self.model, None)
         if self.device.type == "cuda":
@@ -371,8 +373,8 @@ class Trainer:
     def _dropout_stream(self) -> contextlib.AbstractContextManager:
         """For one step of a run that owns its process: the device's default generator plays the run's dropout
         stream (see :meth:`claim_process`); nothing otherwise."""
-        if not self.owns_process or self.device.type not in ("cpu", "cuda"):
-            return contextlib.nullcontext()
+        if not self.owns_process or not self.draws_dropout or self.device.type not in ("cpu", "cuda"):
+            return contextlib.nullcontext()  # (with no dropout the step draws nothing: both streams stay as they are)
         return playing(default_generator(self.device), self.dropout_generator)
 
     @classmethod
@@ -459,6 +461,13 @@ class Trainer:
 
     def _forward_backward(self, inputs: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         """The gradients of the whole batch, a micro-batch at a time; the batch's mean loss over every process."""
+        if self.accumulation == 1 and not self.group.distributed:
+            # one micro-batch in one process: the same numbers as below (a share of 1, a mean over 1) without the
+            # bookkeeping's extra operations and autograd node in every step
+            with self._autocast():
+                loss = self._forward(inputs, targets)
+            (self.grad_scaler.scale(loss) if self.grad_scaler is not None else loss).backward()
+            return loss.detach().float()
         micro_size = inputs.shape[0] // self.accumulation
         total = torch.zeros((), device=self.device)
         chunks = list(zip(micro_batches(inputs, micro_size), micro_batches(targets, micro_size)))
@@ -627,14 +636,15 @@ class Trainer:
 
     def _check_divergence(self, loss: float, step: int) -> None:
         """NaN or infinity at any step, or (after step 5) more than 3 × the run's first loss and 3 ln V above it."""
-        advice = divergence_advice(self.config)
         if not math.isfinite(loss):
+            advice = divergence_advice(self.config)
             raise TrainingDiverged(f"The loss became {loss} at step {step}: training diverged. {advice}")
         first = self._first_loss
         if first is None:
             self._first_loss = loss
             return
         if step > 5 and loss > max(3 * first, first + 3 * math.log(self.dataset.vocab_size)):
+            advice = divergence_advice(self.config)
             raise TrainingDiverged(
                 f"The loss exploded at step {step} ({loss:.2f}, it started at {first:.2f}). {advice}"
             )

@@ -407,3 +407,26 @@ def test_download_prefers_safetensors_and_falls_back_to_the_bin(monkeypatch, tmp
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", unreachable)
     with pytest.raises(HubUnavailable, match="Could not download"):
         gpt2.FILES.download("gpt2")
+
+
+def test_exact_gelu_round_trips_as_transformers_gelu(tmp_path):
+    """A GPT with the exact GELU (nanoGPT's) exports as activation "gelu", which transformers computes the same."""
+    from transformers import GPT2LMHeadModel
+
+    from llmviz.models.gpt import GPT
+
+    hf = {"vocab_size": 300, "n_positions": 32, "n_embd": 48, "n_head": 3, "n_layer": 2, "activation_function": "gelu"}
+    ours = GPT(gpt2.config_from_hf(hf))
+    assert ours.config.gelu == "exact" and gpt2.config_from_hf({**hf, "activation_function": "gelu_new"}).gelu == "tanh"
+    for parameter in ours.parameters():
+        torch.nn.init.normal_(parameter, std=0.2)
+    ours.eval()
+    gpt2.save_hf_folder(ours, tmp_path)
+    reference = GPT2LMHeadModel.from_pretrained(tmp_path).eval()
+    assert reference.config.activation_function == "gelu"
+    ids = torch.randint(0, 300, (2, 20), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        torch.testing.assert_close(reference(ids).logits, ours(ids)[0], atol=1e-5, rtol=0)
+        tanh = GPT(ours.config.replace(gelu="tanh"))
+        tanh.load_state_dict(ours.state_dict())
+        assert not torch.allclose(tanh(ids)[0], ours(ids)[0], atol=1e-5, rtol=0)  # the form is not ignored

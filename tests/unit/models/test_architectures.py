@@ -32,6 +32,7 @@ TINY_SWITCHES = {
     "mqa": dict(n_kv_heads=1),
     "moe": dict(n_experts=3, experts_top_k=2, d_mlp=32),
     "no-bias": dict(bias=False, qkv_bias=False),
+    "exact-gelu": dict(gelu="exact"),
     "llama": dict(positions="rope", norm="rmsnorm", mlp_kind="swiglu", n_kv_heads=2, bias=False, tie_weights=False),
 }
 
@@ -64,6 +65,7 @@ def test_default_config_is_the_gpt_of_before(tmp_path):
         and model.config.kv_heads == model.config.n_heads
         and model.config.n_experts == 0
         and model.config.mlp_kind == "gelu"
+        and model.config.gelu == "tanh"
     )
     ids = torch.arange(20)[None]
     with torch.no_grad():
@@ -76,6 +78,7 @@ def test_default_config_is_the_gpt_of_before(tmp_path):
         (dict(positions="alibi"), "positions must be one of"),
         (dict(norm="batchnorm"), "norm must be one of"),
         (dict(mlp_kind="relu"), "mlp_kind must be one of"),
+        (dict(gelu="erf"), "gelu must be one of"),
         (dict(n_kv_heads=3), "not a multiple of n_kv_heads"),
         (dict(n_experts=1), "n_experts must be 0"),
         (dict(n_experts=4, experts_top_k=5), "experts_top_k must be between 1 and"),
@@ -87,6 +90,21 @@ def test_default_config_is_the_gpt_of_before(tmp_path):
 def test_bad_switches_are_refused_with_the_reason(bad, words):
     with pytest.raises(ConfigError, match=words):
         tiny(**bad)
+
+
+def test_the_gelu_switch_picks_the_mlps_activation():
+    """gelu="tanh" (GPT-2's, the default) and gelu="exact" (nanoGPT's nn.GELU) on the same weights: each MLP's
+    hidden layer is its own form of GELU of its pre-activation, as torch computes it."""
+    tanh, exact = GPT(tiny()), GPT(tiny(gelu="exact"))
+    exact.load_state_dict(tanh.state_dict())  # the same parameters: the switch adds none
+    ids = torch.randint(0, 40, (2, 16), generator=torch.Generator().manual_seed(0))
+    for model, approximate in ((tanh, "tanh"), (exact, "none")):
+        _, _, cache = model.eval().run_with_cache(ids)
+        pre, hidden = cache["blocks.1.mlp.pre"], cache["blocks.1.mlp.hidden"]
+        torch.testing.assert_close(hidden, F.gelu(pre, approximate=approximate), atol=0, rtol=0)
+        with torch.no_grad():  # the fast path computes what the recorded one does
+            torch.testing.assert_close(model(ids)[0], cache["logits"], atol=1e-6, rtol=1e-5)
+    assert not torch.equal(tanh(ids)[0], exact(ids)[0])
 
 
 def test_rope_needs_an_even_head_dim():

@@ -173,6 +173,26 @@ def test_a_run_that_owns_its_process_repeats_and_leaves_everyone_elses_randomnes
     assert unclaimed != expected  # reproducible too, but other masks: the two paths draw differently
 
 
+def test_a_run_without_dropout_lends_no_stream_and_draws_nothing():
+    """claim_process on a model without dropout: no step draws a random number, so the global generator is never
+    set to the run's stream (nothing to lend) and both streams end where they started; the losses are the same as a
+    run with the lending forced."""
+    config = small(steps=4)
+    claimed = Trainer.from_text(NAMES, config)
+    claimed.claim_process()
+    assert not claimed.draws_dropout and claimed.model.config.dropout == 0.0
+    stream, state = claimed.dropout_generator.get_state(), torch.get_rng_state()
+    got = losses(claimed)
+    assert torch.equal(claimed.dropout_generator.get_state(), stream) and torch.equal(torch.get_rng_state(), state)
+    lent = Trainer.from_text(NAMES, config)
+    lent.claim_process()
+    lent.draws_dropout = True  # the stream lent every step, as before there was a check
+    assert losses(lent) == got
+    with_dropout = Trainer.from_text(NAMES, small(dropout=0.1))
+    with_dropout.claim_process()
+    assert with_dropout.draws_dropout
+
+
 def test_without_dropout_the_fused_and_written_out_paths_train_alike():
     written_out = losses(Trainer.from_text(NAMES, small()))
     claimed = Trainer.from_text(NAMES, small())
