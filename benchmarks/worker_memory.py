@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import datetime
 import functools
-import os
 import platform
 import sys
+
+from _app import load_average  # this folder is on sys.path (the class benchmark's helpers)
 
 from llmviz.jobs.manager import JobManager
 from llmviz.training import footprint
@@ -98,15 +99,6 @@ def main() -> None:
             print(f"|   (worker after one step: resident {resident:.0f} MB, private {private:.0f} MB) | | | |")
     manager.shutdown()
     print(f"\nload average after: {load_average()}")
-
-
-def load_average() -> str:
-    """The 1, 5 and 15 minute load averages (``"0.52 / 0.61 / 0.70 (1 / 5 / 15 min)"``), or ``"unknown"``."""
-    try:
-        one, five, fifteen = os.getloadavg()
-    except OSError:
-        return "unknown"
-    return f"{one:.2f} / {five:.2f} / {fifteen:.2f} (1 / 5 / 15 min)"
 
 
 def _private(memory: dict[str, int]) -> int:
