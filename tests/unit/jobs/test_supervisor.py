@@ -10,6 +10,7 @@ import signal
 import pytest
 import torch
 
+from llmviz.jobs import supervisor
 from llmviz.jobs.events import JobState
 from llmviz.jobs.manager import JobManager
 from llmviz.training.config import TrainConfig
@@ -123,9 +124,11 @@ def test_a_worker_that_stops_answering_is_killed_and_its_run_failed_with_the_rea
 
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["stop", "closed tab"])
-def test_stop_or_a_closed_tab_ends_a_hung_worker(how, backend):
+def test_stop_or_a_closed_tab_ends_a_hung_worker(how, backend, monkeypatch):
     """The timeout is far off (120 s): Stop (or the end of the tab's session) kills a worker that has gone silent
-    within the stop grace (10 s), and the run ends stopped, as asked."""
+    within the stop grace (10 s; 2 s here, so that the test does not sit through it), and the run ends stopped, as
+    asked."""
+    monkeypatch.setattr(supervisor, "STOP_GRACE_S", 2.0)
     manager = JobManager(max_running=1, session_timeout=None, worker_timeout=120, **backend)
     try:
         job = manager.submit_training("fay", trainer(steps=1_000_000), label="hung")
