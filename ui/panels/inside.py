@@ -813,14 +813,20 @@ def steered_texts(view, ids: list[int], layer: int, direction, alpha: float, see
     )
 
 
-def draw_steered(view, prompt: str, ids: list[int], pair, layer: int, alpha: float, what: str, seed: int) -> None:
-    """The plain and the steered text side by side, how long the added vector is, and both as JSON."""
-    norm = steering.stream_norm(view.model, ids, layer)
+def plain_and_steered(view, prompt: str, pair, heading: str) -> None:
+    """The text written without steering beside the text written with it (a direction or a feature's), one column
+    each; ``heading`` says what was added."""
     left, right = st.columns(2)
     left.markdown("**Without steering**")
     left.code(prompt + view.tokenizer.decode(pair.plain), language=None, wrap_lines=True)
-    right.markdown(f"**With α = {alpha:g} × {literal_markdown(what)}, at layer {layer}**")
+    right.markdown(f"**{heading}**")
     right.code(prompt + view.tokenizer.decode(pair.steered), language=None, wrap_lines=True)
+
+
+def draw_steered(view, prompt: str, ids: list[int], pair, layer: int, alpha: float, what: str, seed: int) -> None:
+    """The plain and the steered text side by side, how long the added vector is, and both as JSON."""
+    norm = steering.stream_norm(view.model, ids, layer)
+    plain_and_steered(view, prompt, pair, f"With α = {alpha:g} × {literal_markdown(what)}, at layer {layer}")
     st.caption(
         f"|α · direction| = {abs(alpha) * pair.direction_norm:.2f}, against a residual stream {norm:.2f} long on "
         f"average entering block {layer}. Both texts sample {inside.NEW_TOKENS} tokens at temperature "
@@ -1388,11 +1394,7 @@ def draw_feature_steer(browser: Browser, feature: int, prompt: str, alpha: float
     pair = _feature_steer(
         view.content_key, browser.sae_id, tuple(ids), feature, alpha, seed, view.model, browser.sae, browser.hook
     )
-    left, right = st.columns(2)
-    left.markdown("**Without steering**")
-    left.code(prompt + view.tokenizer.decode(pair.plain), language=None, wrap_lines=True)
-    right.markdown(f"**With α = {alpha:g} × feature {feature}'s direction at {browser.hook}**")
-    right.code(prompt + view.tokenizer.decode(pair.steered), language=None, wrap_lines=True)
+    plain_and_steered(view, prompt, pair, f"With α = {alpha:g} × feature {feature}'s direction at {browser.hook}")
     st.caption(
         f"The feature's decoder row (unit length) times α is added at every position while the model writes "
         f"{inside.NEW_TOKENS} tokens at temperature {inside.STEER_TEMPERATURE:g}; both texts use the same seed "
