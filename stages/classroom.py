@@ -43,9 +43,9 @@ if picker_manager.keeper is None:
     st.stop()
 class_now()
 
-st.subheader("One run")
 rows = class_rows(picker_manager.keeper.lab.registry, sort)
-if rows:
+if rows:  # (no heading over nothing: the live section above says no student has trained yet)
+    st.subheader("One run")
     by_name = {f"{row.name} · {row.label} · {row.run_id}": row for row in rows}
     chosen = by_name[st.selectbox("Run", list(by_name), key=state.widget("class_run"))]
     d1, d2, d3 = st.columns(3)
