@@ -12,14 +12,14 @@ from llmviz.lessons.model import DEFAULT_SENTENCE, LAB_CHARS, preset_title, vali
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
 from llmviz.tokenizers.ids import encode
 from ui import charts, picker, present, sections, share, state
-from ui.panels import model, quiz, runs
+from ui.panels import flow, model, quiz, runs
 from ui.text import literal_markdown
 
 settings = ui.settings()  # read here: in a section's own rerun (a fragment) ui.settings() reruns the whole app
 ui.page_header(
-    "The model: transformer blocks and their parameters",
-    "A GPT is an embedding table, a stack of identical blocks and an output head: every tensor's shape, every "
-    "part's parameters.",
+    "The model: one forward pass, block by block",
+    "Your sentence through the model picked in the sidebar: hover a token to light its path, click a block to open "
+    "its heads, press Play to watch each stage compute.",
 )
 PICKED = "picked"  # the Preset choice that shows the model picked in the sidebar
 PRESET_LABELS = {PICKED: "the model picked in the sidebar", "custom": "custom"}  # link values as they were
@@ -36,10 +36,32 @@ def base_config(preset: str, view: picker.ModelView) -> GPTConfig:
     return PRESETS[preset] if preset in PRESETS else PRESETS["gpt-mini"]
 
 
+# ------------------------------------------------------------------ the flow: one forward pass, animated
+@sections.section("model.flow", "the forward pass")
+def the_flow() -> None:
+    view = picker.current()
+    sentence = st.text_input(
+        "Your sentence", DEFAULT_SENTENCE, **share.bind("flow_sentence"), label_visibility="collapsed"
+    )
+    share.carried_note("flow_sentence")
+    ids = encode(view.tokenizer, sentence) if hasattr(view.model, "run_with_cache") else []
+    if not hasattr(view.model, "run_with_cache"):
+        st.info(f"{literal_markdown(view.label)} records no forward pass to draw: pick a GPT in the sidebar.")
+        return
+    if not ids:
+        st.warning("Type a sentence: there is nothing to run yet.")
+        return
+    with sections.key_picture("model"):
+        drawn = flow.draw(view, ids, key="model_flow")
+    notes = [flow.steps_note(view), flow.cut_note(drawn)]
+    if any(notes):
+        st.caption(" ".join(note for note in notes if note))
+
+
 # ------------------------------------------------------------------ configuration
 @sections.section("model.size")
 def size_a_gpt() -> None:
-    st.header("1. The model's architecture")
+    st.header("The model's architecture")
     view = picker.current()
     preset_names = [PICKED, *PRESETS, "custom"]
     preset = st.selectbox(
@@ -122,7 +144,7 @@ def size_a_gpt() -> None:
         left, right = st.columns([2, 3])
     with left:
         st.subheader("Architecture")
-        with sections.key_picture("model"):
+        with st.container():
             st.markdown(
                 charts.flow(
                     [(s.name, "(" + ", ".join(s.shape) + ")", s.detail) for s in architectures.architecture(config)]
@@ -172,7 +194,7 @@ def look_inside() -> None:
 
 
 def inside_lesson() -> None:
-    st.header("2. Look inside a trained GPT")
+    st.header("Look inside a trained GPT")
     look_inside()
 
 
@@ -259,15 +281,15 @@ def gpt2_to_llama_lab() -> None:
 
 
 def llama_lesson() -> None:
-    st.header("3. From GPT-2 to Llama, one switch at a time")
+    st.header("From GPT-2 to Llama, one switch at a time")
     gpt2_to_llama()
     gpt2_to_llama_lab()
 
 
 # ------------------------------------------------------------------ the page: the architecture, the lessons under it
-size_a_gpt()
+the_flow()
 LINKED = {"Inside a trained GPT": ("model_sentence",)}  # a link that sets it opens its tab
-LESSONS = {"Inside a trained GPT": inside_lesson, "From GPT-2 to Llama": llama_lesson}
+LESSONS = {"Architecture": size_a_gpt, "Inside a trained GPT": inside_lesson, "From GPT-2 to Llama": llama_lesson}
 for box, lesson in zip(sections.lazy_tabs(list(LESSONS), share.bind("model_tab"), LINKED), LESSONS.values()):
     if box is not None:
         with box:

@@ -84,6 +84,7 @@ PARAMS: dict[str, tuple[str, str]] = {
     # Model
     "preset": ("option", "Model: the GPT preset sized (or custom)"),
     "model_sentence": ("text", "Model: the sentence sent through the model"),
+    "flow_sentence": ("text", "Model: the sentence the flow (one forward pass) draws"),
     "vocab_size": ("number", "Model: a custom model's vocabulary size"),
     "context_length": ("number", "Model: a custom model's context length"),
     "d_model": ("number", "Model: a custom model's width d_model"),
@@ -221,7 +222,7 @@ MAX_TEXT = 2_000  #: characters a text parameter may carry (longer text is short
 MAX_TEXT_BYTES = 6_000
 #: text parameters whose box takes at most this many characters (:func:`bind` gives the box this ``max_chars``): a
 #: longer text in a link is no text the box could hold, so it falls back to the box's default, with a notice
-MAX_CHARS = {"vec_1": 500, "vec_2": 500, "vec_3": 500, "sentences": 5_000}
+MAX_CHARS = {"vec_1": 500, "vec_2": 500, "vec_3": 500, "sentences": 5_000, "flow_sentence": 2_000}
 
 
 def bind(name: str) -> dict:

@@ -1,0 +1,66 @@
+"""The flow: one forward pass of the picked model as an animated, interactive picture (the Model page's key picture,
+small on Home). A Streamlit Custom Components v2 component (no iframe): its JavaScript and CSS are the plain files in
+``ui/components/flow/``; its numbers come from :func:`llmviz.lessons.flow.flow_payload` (the model's own
+``run_with_cache``). Hover, Play/Step and the sampling sliders run in the browser; opening a block sends its number
+back (state ``block``), which keeps it open when the page redraws."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from llmviz.lessons import flow
+from ui import picker
+
+HERE = Path(__file__).resolve().parent.parent / "components" / "flow"
+JS = (HERE / "flow.js").read_text(encoding="utf-8")
+CSS = (HERE / "flow.css").read_text(encoding="utf-8")
+# isolate_styles=False: the picture lives in the page's DOM (every rule of flow.css is under .lvf), so the page's
+# own measures (words before the first picture, screenshots, the browser tests) see it as they see any element
+COMPONENT = st.components.v2.component("llmviz_flow", js=JS, css=CSS, isolate_styles=False)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def payload(model_key: str, ids: tuple[int, ...], _view: picker.ModelView) -> dict:
+    """The flow's numbers for ``ids`` through the picked model, cached by its weights id and the ids."""
+    return flow.flow_payload(_view.model, _view.tokenizer, list(ids), step=_view.step)
+
+
+def steps_note(view: picker.ModelView) -> str | None:
+    """What the sidebar's step slider does here: replay the sentence at another snapshot of the run (None for a
+    model without snapshots, such as the shipped ones)."""
+    steps = view.meta.get("snapshot_steps") or []
+    if view.step is None or len(steps) < 2:
+        return None
+    return (
+        f"Step {view.step} of this run ({len(steps)} snapshots, steps {steps[0]}–{steps[-1]}): move the sidebar's "
+        "step slider to replay this sentence at another step and watch attention sharpen."
+    )
+
+
+def cut_note(drawn: dict) -> str | None:
+    """A caption when the sentence was cut to the tokens the flow draws (its last ones)."""
+    if not drawn["cut"]:
+        return None
+    return f"Only the last {len(drawn['ids'])} tokens are drawn ({drawn['cut']} earlier ones left out)."
+
+
+def open_block(key: str) -> int | None:
+    """The block the student opened in the flow (its component state), kept open when the flow is drawn again."""
+    value = st.session_state.get(key)
+    block = value.get("block") if hasattr(value, "get") else getattr(value, "block", None)
+    return block if isinstance(block, int) and not isinstance(block, bool) else None
+
+
+def draw(view: picker.ModelView, ids: list[int], key: str) -> dict:
+    """Mount the flow for ``ids`` through ``view``'s model; returns the payload drawn (tests read it back)."""
+    data = payload(view.content_key, tuple(ids), view)
+    block = open_block(key)
+    COMPONENT(
+        key=key,
+        data={"sig": f"{view.content_key}|{','.join(map(str, data['ids']))}", "payload": data, "open": block},
+        default={"block": None},
+        on_block_change=lambda: None,
+    )
+    return data
