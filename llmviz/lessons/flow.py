@@ -159,7 +159,7 @@ def gpt_stages(cache: dict[str, torch.Tensor], facts: dict) -> tuple[list[dict],
     d = facts["d_model"]
     rope = facts["positions"] == "rope"
     norm = "RMSNorm" if facts["norm"] == "rmsnorm" else "LayerNorm"
-    stages = [
+    stages: list[dict] = [
         {
             "id": "embed",
             "kind": "embed",
@@ -170,7 +170,7 @@ def gpt_stages(cache: dict[str, torch.Tensor], facts: dict) -> tuple[list[dict],
             "pos": None if rope or facts["positions"] == "none" else vector_summary(cache["embed.pos"]),
         }
     ]
-    blocks = []
+    blocks: list[dict] = []
     for layer in range(facts["layers"]):
         pattern = cache[cache_name(layer, "attn.pattern")][0]  # (H, T, T)
         stages.append(
@@ -186,7 +186,7 @@ def gpt_stages(cache: dict[str, torch.Tensor], facts: dict) -> tuple[list[dict],
                 "norm": norm,
             }
         )
-        block = {"patterns": [lower_rows(head) for head in pattern]}
+        block: dict = {"patterns": [lower_rows(head) for head in pattern]}
         if facts["mlp"]:
             stages.append(
                 {
@@ -218,7 +218,7 @@ def gpt_stages(cache: dict[str, torch.Tensor], facts: dict) -> tuple[list[dict],
 def other_stages(cache: dict[str, torch.Tensor]) -> list[dict]:
     """A model that is no GPT (the character-level bigram, MLP, RNN, GRU, WaveNet): one stage per recorded tensor
     with a row per token, in the order the model recorded them."""
-    stages = []
+    stages: list[dict] = []
     for name, tensor in cache.items():
         if name == "logits" or tensor.dim() < 3 or tensor.shape[0] != 1:
             continue

@@ -1,0 +1,152 @@
+"""The flow's payload (llmviz/lessons/flow.py) against independent references: the model's own run_with_cache read
+here with plain torch, transformers' GPT-2 for a converted checkpoint, and the JSON size the browser receives."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from llmviz.errors import ConfigError
+from llmviz.lessons import flow
+from llmviz.models.gpt import GPT, PRESETS
+from llmviz.tokenizers.char_word import CharTokenizer
+from llmviz.tokenizers.ids import encode
+from llmviz.training.checkpoint import load_checkpoint
+
+DATA = Path(__file__).resolve().parents[3] / "data"
+# 20 tokens of the shipped GPT (a sentence of the Python manual)
+SENTENCE = "The result is then bound to the class name. The assigned object should be a sequence object of the"
+
+
+def f32_equal(sent, reference: torch.Tensor) -> None:
+    """What was sent reads back (as the browser's Math.fround does) as exactly the cache's float32 values."""
+    np.testing.assert_array_equal(np.asarray(sent, dtype=np.float32), reference.detach().float().numpy())
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    model, tokenizer, _ = load_checkpoint(DATA / "gpt-python-docs")[:3]
+    ids = encode(tokenizer, SENTENCE)
+    assert len(ids) == 20
+    return model.eval(), tokenizer, ids
+
+
+def test_the_shipped_gpt_payload_is_its_cache_to_float32_precision(shipped):
+    model, tokenizer, ids = shipped
+    payload = flow.flow_payload(model, tokenizer, ids)
+    with torch.no_grad():
+        logits, _, cache = model.run_with_cache(torch.tensor([ids]))
+    config = model.config
+    assert [s["id"] for s in payload["stages"]] == ["tokens", "embed"] + [
+        f"{part}{layer}" for layer in range(config.n_layers) for part in ("attn", "mlp")
+    ] + ["final", "logits", "probs"]
+    assert payload["ids"] == ids and payload["tokens"] == [tokenizer.printable(i) for i in ids]
+    stages = {s["id"]: s for s in payload["stages"]}
+    for layer in range(config.n_layers):
+        pattern = cache[f"blocks.{layer}.attn.pattern"][0]  # (H, T, T)
+        for head in range(config.n_heads):
+            for i, row in enumerate(payload["blocks"][layer]["patterns"][head]):
+                f32_equal(row, pattern[head, i, : i + 1])
+        resid = cache[f"blocks.{layer}.resid_post"][0]  # (T, C)
+        f32_equal(stages[f"mlp{layer}"]["main"]["norm"], torch.linalg.vector_norm(resid, dim=-1))
+        f32_equal(stages[f"mlp{layer}"]["main"]["first"], resid[:, : flow.FIRST_ENTRIES])
+        f32_equal(stages[f"attn{layer}"]["add"]["first"], cache[f"blocks.{layer}.attn.out"][0][:, : flow.FIRST_ENTRIES])
+        hidden = cache[f"blocks.{layer}.mlp.hidden"][0]
+        f32_equal(payload["blocks"][layer]["mlp"]["active"], (hidden > 0).float().mean(-1))
+    f32_equal(stages["embed"]["tok"]["norm"], torch.linalg.vector_norm(cache["embed.tok"][0], dim=-1))
+    f32_equal(stages["embed"]["pos"]["first"], cache["embed.pos"][:, : flow.FIRST_ENTRIES])
+    f32_equal(stages["final"]["main"]["norm"], torch.linalg.vector_norm(cache["ln_f"][0], dim=-1))
+    # the last position's logits, all of them, sorted: what temperature, top-k and top-p reshape in the browser
+    last = logits[0, -1]
+    f32_equal(payload["last"]["logits"], torch.sort(last, descending=True).values)
+    assert payload["last"]["ids"] == torch.topk(last, flow.BARS).indices.tolist() and payload["last"]["omitted"] == 0
+    # each position's five most likely next tokens, as torch's softmax gives them
+    probs = torch.softmax(logits[0].double(), dim=-1).float()
+    f32_equal(payload["next"]["probs"], torch.topk(probs, flow.TOP_PER_POSITION).values)
+
+
+def test_the_payload_for_twenty_tokens_of_the_shipped_gpt_is_at_most_300_kb(shipped):
+    model, tokenizer, ids = shipped
+    payload = flow.flow_payload(model, tokenizer, ids)
+    size = len(json.dumps(payload, separators=(",", ":")).encode())
+    assert size == flow.payload_bytes(payload)
+    assert size <= 300_000, size
+    json.loads(json.dumps(payload, allow_nan=False))  # JSON-able, no NaN or infinity
+
+
+def test_a_long_text_is_cut_to_its_last_tokens_and_nothing_is_refused(shipped):
+    model, tokenizer, ids = shipped
+    payload = flow.flow_payload(model, tokenizer, ids * 3)
+    assert payload["ids"] == (ids * 3)[-flow.MAX_FLOW_TOKENS :] and payload["cut"] == 60 - flow.MAX_FLOW_TOKENS
+    with pytest.raises(ConfigError, match="nothing to run"):
+        flow.flow_payload(model, tokenizer, [])
+
+
+@pytest.mark.parametrize("preset", ["llama-style", "moe-tiny", "attn-only-2l"])
+def test_llama_style_presets_draw_what_they_have(preset):
+    """RoPE instead of a position table, grouped K/V heads, RMSNorm, SwiGLU, experts with the router's choice."""
+    tokenizer = CharTokenizer.train("abcdefghij ")
+    config = PRESETS[preset].replace(vocab_size=tokenizer.vocab_size, context_length=16, n_layers=2)
+    torch.manual_seed(0)
+    model = GPT(config).eval()
+    ids = encode(tokenizer, "abc defg hij")
+    payload = flow.flow_payload(model, tokenizer, ids)
+    with torch.no_grad():
+        _, _, cache = model.run_with_cache(torch.tensor([ids]))
+    facts = payload["model"]
+    assert (facts["positions"], facts["norm"], facts["kv_heads"]) == (config.positions, config.norm, config.kv_heads)
+    embed = next(s for s in payload["stages"] if s["id"] == "embed")
+    assert (embed["pos"] is None) == (config.positions in ("rope", "none"))
+    kinds = [s["kind"] for s in payload["stages"]]
+    assert kinds.count("mlp") == (config.n_layers if config.mlp else 0)
+    if config.n_experts:
+        mlp = payload["blocks"][1]["mlp"]
+        assert mlp["experts"] == cache["blocks.1.mlp.experts"][0].tolist()
+        f32_equal(mlp["weights"], cache["blocks.1.mlp.expert_weights"][0])
+        f32_equal(mlp["router"], cache["blocks.1.mlp.router_probs"][0])
+
+
+@pytest.mark.parametrize(
+    "name", ["names-bigram-counts", "names-bigram-neural", "names-mlp", "names-rnn", "names-gru", "names-wavenet"]
+)
+def test_every_shipped_character_model_is_drawn_from_its_cache(name):
+    model, tokenizer, _ = load_checkpoint(DATA / name)[:3]
+    ids = encode(tokenizer, "emma.olivia")
+    payload = flow.flow_payload(model.eval(), tokenizer, ids)
+    with torch.no_grad():
+        logits, _, cache = model.run_with_cache(torch.tensor([payload["ids"]]))
+    assert payload["model"]["kind"] == "other" and payload["stages"][0]["id"] == "tokens"
+    hidden = [s for s in payload["stages"] if s["kind"] == "hidden"]
+    assert [s["title"] for s in hidden] == [n for n, t in cache.items() if n != "logits" and t.dim() >= 3]
+    first = cache[hidden[0]["title"]][0].reshape(len(payload["ids"]), -1)
+    f32_equal(hidden[0]["main"]["norm"], torch.linalg.vector_norm(first, dim=-1))
+    f32_equal(payload["last"]["logits"], torch.sort(logits[0, -1], descending=True).values)
+
+
+def test_gpt2_converted_from_transformers_matches_transformers_own_pass(tmp_path):
+    """GPT-2's 50,257-token vocabulary: the top 8,192 logits are sent, and they are transformers' own."""
+    from llmviz.hub import gpt2
+    from tests.support.gpt2 import make_hf_gpt2
+
+    hf = make_hf_gpt2(vocab_size=50257, n_layer=2, n_embd=32, n_head=2, n_positions=64, seed=7)
+    hf.save_pretrained(tmp_path)
+    model, tokenizer, _ = gpt2.load(tmp_path)
+    ids = encode(tokenizer, "Hello world, hello attention")
+    payload = flow.flow_payload(model, tokenizer, ids)
+    with torch.no_grad():
+        out = hf(torch.tensor([ids]), output_attentions=True)
+    reference = torch.sort(out.logits[0, -1], descending=True).values
+    np.testing.assert_allclose(payload["last"]["logits"], reference[: flow.MAX_LOGITS].numpy(), atol=2e-4)
+    assert payload["last"]["omitted"] == 50257 - flow.MAX_LOGITS
+    rest = torch.softmax(out.logits[0, -1].double(), -1).sort(descending=True).values[flow.MAX_LOGITS :].sum()
+    assert payload["last"]["omitted_share"] == pytest.approx(float(rest), abs=1e-6)
+    for layer, attentions in enumerate(out.attentions):
+        for i, row in enumerate(payload["blocks"][layer]["patterns"][1]):
+            np.testing.assert_allclose(row, attentions[0, 1, i, : i + 1].numpy(), atol=1e-5)
+
+
+def test_a_model_without_a_cache_is_refused_in_one_sentence():
+    with pytest.raises(ConfigError, match="records no cache"):
+        flow.flow_payload(torch.nn.Linear(2, 2), None, [1])
