@@ -5,7 +5,10 @@ import streamlit as st
 import ui
 from llmviz.data import corpus
 from llmviz.device import describe_device
-from ui import present, sections, state, streamlit_private
+from llmviz.lessons.model import DEFAULT_SENTENCE
+from llmviz.tokenizers.ids import encode
+from ui import picker, present, sections, state, streamlit_private
+from ui.panels import flow
 from ui.text import literal_markdown
 
 settings = ui.settings()
@@ -65,6 +68,18 @@ st.markdown(
     "writes by **sampling** one token at a time. Train a model on your own text (Loss & training) and every page "
     "shows it, at any step you pick in the sidebar."
 )
+
+
+@sections.section("home.flow", "the forward pass")
+def one_forward_pass() -> None:
+    """The Model page's flow, small: one sentence through the shipped GPT (whatever the sidebar picks)."""
+    st.subheader("One sentence through the shipped GPT")
+    view = picker.load(picker.DEFAULT_KEY)
+    flow.draw(view, encode(view.tokenizer, DEFAULT_SENTENCE), key="home_flow", compact=True)
+    st.page_link(str(ui.ROOT / "stages" / "model.py"), label="Open it on the Model page, with your own sentence")
+
+
+one_forward_pass()
 
 if present.enabled():  # a slide of its own on a projector (the pipeline fills the first)
     st.subheader("Where it runs, and on what text")

@@ -30,7 +30,7 @@ def test_model_page_bad_config(heads, layers, message):
 
 
 def test_model_page_empty_and_long_sentence():
-    at = run_page("stages/model.py")
+    at = run_page("stages/model.py", model_tab="Inside a trained GPT")
     by_label(at.text_input, "A sentence").set_value("").run()
     assert_clean(at)
     assert "nothing to run" in texts(at.warning)
@@ -150,7 +150,7 @@ def test_fixed_drops_the_sign_of_a_number_that_shows_as_zero():
 
 
 def test_norms_table_shows_no_negative_zero():
-    at = run_page("stages/model.py")
+    at = run_page("stages/model.py", model_tab="Inside a trained GPT")
     [table] = [frame for frame in at.dataframe if "LayerNorm: mean" in frame.value.columns]
     shown = pa.ipc.open_stream(table.proto.arrow_data.styler.display_values).read_all().to_pandas()
     means = shown["LayerNorm: mean"].tolist()
@@ -224,3 +224,59 @@ def test_presets_are_listed_by_their_names_not_their_code_ids():
     box.set_value("attn-only-2l").run()
     assert_clean(at)
     assert at.selectbox(key="preset").value == "attn-only-2l"
+
+
+# ------------------------------------------------------------------ the flow: the page's key picture
+def flows(at) -> list[dict]:
+    """The data of every flow the page mounted (Custom Components v2 elements named llmviz_flow), in page order."""
+    found = []
+
+    def walk(node):
+        for child in getattr(node, "children", {}).values():
+            proto = getattr(child, "proto", None)
+            if getattr(child, "type", None) == "bidi_component" and proto.component_name == "llmviz_flow":
+                found.append(json.loads(proto.json))
+            walk(child)
+
+    walk(at._tree)
+    return found
+
+
+def test_the_page_opens_on_the_flow_of_the_shipped_gpt_with_its_own_numbers():
+    from llmviz.lessons.model import DEFAULT_SENTENCE
+    from llmviz.tokenizers.ids import encode
+
+    at = run_page("stages/model.py")
+    assert_clean(at)
+    (data,) = flows(at)
+    payload = data["payload"]
+    model, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")[:3]
+    ids = encode(tokenizer, DEFAULT_SENTENCE)
+    assert payload["ids"] == ids and data["open"] is None
+    with torch.no_grad():
+        logits, _ = model.eval()(torch.tensor([ids]))  # a plain forward pass (fused attention), no cache
+    sent = torch.tensor(payload["last"]["logits"], dtype=torch.float32)
+    torch.testing.assert_close(sent, torch.sort(logits[0, -1], descending=True).values, rtol=1e-5, atol=1e-5)
+    # the flow comes before the lessons: the Architecture tab is under it
+    assert [tab.label for tab in at.tabs][:1] == ["Architecture"]
+
+
+def test_the_flow_follows_the_sentence_and_says_what_it_cut():
+    at = run_page("stages/model.py")
+    by_label(at.text_input, "Your sentence").set_value("").run()
+    assert_clean(at)
+    assert "nothing to run" in texts(at.warning) and not flows(at)
+    by_label(at.text_input, "Your sentence").set_value("the class " * 40).run()
+    assert_clean(at)
+    (data,) = flows(at)
+    assert len(data["payload"]["ids"]) == 32 and "Only the last 32 tokens are drawn" in texts(at.caption)
+
+
+@pytest.mark.parametrize("name", ["names-transformer", "names-gru", "names-bigram-counts", "names-wavenet"])
+def test_the_flow_draws_every_shipped_model(name):
+    at = run_page("stages/model.py", _picker_selected=f"shipped:{name}")
+    assert_clean(at)
+    (data,) = flows(at)
+    kinds = [stage["kind"] for stage in data["payload"]["stages"]]
+    assert kinds[0] == "tokens" and kinds[-2:] == ["logits", "probs"]
+    assert ("attn" in kinds) == (name == "names-transformer")

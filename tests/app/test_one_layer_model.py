@@ -30,7 +30,8 @@ def runs_dir(tmp_path_factory):
 @pytest.mark.parametrize("path", ["stages/attention.py", "stages/model.py", "stages/inside.py"])
 def test_one_layer_one_head_model(runs_dir, monkeypatch, path):
     monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(runs_dir))
-    at = run_page(path, _picker_selected="dir:one")
+    inside = {"model_tab": "Inside a trained GPT"} if path.endswith("model.py") else {}  # the tab under the flow
+    at = run_page(path, _picker_selected="dir:one", **inside)
     assert_clean(at)
     assert any("the only one" in caption.value for caption in at.caption) or path.endswith("inside.py")
 

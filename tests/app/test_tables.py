@@ -25,7 +25,12 @@ VIEWS = {  # page → the session state of each view measured (its tabs, its par
         {"attention_tab": "Shapes"},
         {"attention_tab": "Grouped-query"},
     ],
-    "stages/model.py": [{}, {"model_tab": "From GPT-2 to Llama"}, {"preset": "moe-tiny"}],
+    "stages/model.py": [
+        {},
+        {"model_tab": "Inside a trained GPT"},
+        {"model_tab": "From GPT-2 to Llama"},
+        {"preset": "moe-tiny"},
+    ],
 }
 
 

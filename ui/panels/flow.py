@@ -53,13 +53,19 @@ def open_block(key: str) -> int | None:
     return block if isinstance(block, int) and not isinstance(block, bool) else None
 
 
-def draw(view: picker.ModelView, ids: list[int], key: str) -> dict:
-    """Mount the flow for ``ids`` through ``view``'s model; returns the payload drawn (tests read it back)."""
+def draw(view: picker.ModelView, ids: list[int], key: str, compact: bool = False) -> dict:
+    """Mount the flow for ``ids`` through ``view``'s model; returns the payload drawn (tests read it back).
+    ``compact``: Home's small copy (no sampling sliders, no block opened under it)."""
     data = payload(view.content_key, tuple(ids), view)
     block = open_block(key)
     COMPONENT(
         key=key,
-        data={"sig": f"{view.content_key}|{','.join(map(str, data['ids']))}", "payload": data, "open": block},
+        data={
+            "sig": f"{view.content_key}|{','.join(map(str, data['ids']))}",
+            "payload": data,
+            "open": block,
+            "compact": compact,
+        },
         default={"block": None},
         on_block_change=lambda: None,
     )

@@ -96,6 +96,7 @@ class Flow {
     this.sig = data ? data.sig : null;
     this.data = data ? data.payload : null;
     this.open = data && data.open !== undefined && data.open !== null ? data.open : null;
+    this.compact = Boolean(data && data.compact);
     this.stage = null;
     this.hot = null;
     this.draw();
@@ -326,7 +327,7 @@ class Flow {
     const d = this.data;
     this.barTitle = text("div", "", { class: "lvf-bartitle" }, side);
     this.bars = el("div", { class: "lvf-bars" }, side);
-    const controls = el("div", { class: "lvf-sampling" }, side);
+    const controls = el("div", { class: "lvf-sampling" + (this.compact ? " lvf-hidden" : "") }, side);
     const last = d.last;
     this.temperature = 1;
     this.topK = 0;
@@ -391,7 +392,7 @@ class Flow {
     box.replaceChildren();
     const d = this.data;
     if (this.open === null || !d.blocks[this.open]) {
-      if (d.model.kind === "gpt") text("div", "Click a block's column (or focus it and press Enter) to open it into its heads and its MLP.", { class: "lvf-note" }, box);
+      if (d.model.kind === "gpt" && !this.compact) text("div", "Click a block's column (or focus it and press Enter) to open it into its heads and its MLP.", { class: "lvf-note" }, box);
       return;
     }
     const layer = this.open;
