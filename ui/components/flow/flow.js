@@ -87,6 +87,7 @@ class Flow {
     this.raf = null;
     this.pulse = null;
     this.sig = null;
+    this.visited = []; // every stage Play/Step showed, in order (the browser tests read it)
   }
 
   update(data) {
@@ -99,6 +100,7 @@ class Flow {
     this.compact = Boolean(data && data.compact);
     this.stage = null;
     this.hot = null;
+    this.visited = [];
     this.draw();
   }
 
@@ -532,6 +534,7 @@ class Flow {
     const s = k === null ? null : this.data.stages[k];
     this.stageLabel.textContent = k === null ? `All ${n} stages` : `Stage ${k + 1}/${n}: ${s.title} ${s.shape}`;
     this.root.dataset.stage = k === null ? "" : String(k);
+    if (k !== null) this.visited.push(k);
     if (s) this.tipStage(s);
   }
 

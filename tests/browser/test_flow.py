@@ -1,0 +1,180 @@
+"""The flow (ui/components/flow/) in headless chromium, as a student uses it: hover a token and see which paths light,
+open a block, press Play and watch the stages advance in order, drag temperature without a server rerun (the bars
+equal torch's sampling transforms of the logits the page holds), and move the sidebar's step slider over a run's
+snapshots (the bars equal that snapshot's own logits). Screenshots at 1400×1000 and, in presenter mode, 1280×720."""
+
+import re
+import urllib.parse
+
+import pytest
+import torch
+
+from llmviz.generation import sampling
+from tests.support.browser import (
+    eventually,
+    go,
+    main_area,
+    no_error_box,
+    open_page,
+    script_runs,
+    shot,
+    sidebar,
+    wait_until_idle,
+)
+
+pytestmark = pytest.mark.browser
+
+FLOW = ".lvf[data-ready='1']"
+DATA = "() => document.querySelector('.lvf').lvf.data"
+VIEW = "(expr) => { const v = document.querySelector('.lvf').lvf; return eval(expr); }"
+
+
+def flow_state(page, expr: str):
+    """``expr`` evaluated with ``v``, the page's first flow (its Flow object)."""
+    return page.evaluate(VIEW, expr)
+
+
+def reference_bars(logits: list[float], temperature: float, top_k: int, top_p: float, bars: int) -> torch.Tensor:
+    """What llmviz.generation.sampling gives for the sent logits: temperature, then top-k, then top-p."""
+    row = torch.tensor(logits, dtype=torch.float64)
+    kept = sampling.top_p_filter(sampling.top_k_filter(sampling.apply_temperature(row, temperature), top_k), top_p)
+    return torch.softmax(kept, dim=-1)[:bars]
+
+
+def test_hover_open_play_and_temperature_in_the_browser(app_url, browser, timings_log):
+    page = open_page(browser, f"{app_url}/model", viewport=(1400, 1000))
+    page.wait_for_selector(FLOW)
+    no_error_box(page)
+    data = page.evaluate(DATA)
+    stages = data["stages"]
+    tokens = len(data["tokens"])
+    shot(page, "flow-model-1400x1000")
+    runs_before = len(script_runs(timings_log))
+
+    # hover a token: its residual line, one dot a stage and its attention lines (to tokens before it) light up
+    token = 4
+    page.locator(f".lvf-token[data-token='{token}']").hover()
+    hot = page.evaluate(
+        "() => [...document.querySelectorAll('.lvf .lvf-hot')].map(n => [n.tagName, n.dataset.stage ?? null, "
+        "n.dataset.query ?? n.dataset.token ?? null, n.dataset.key ?? null])"
+    )
+    lines = [h for h in hot if h[0] == "path"]
+    assert lines and all(int(q) == token and int(k) <= token for _, _, q, k in lines)
+    expected = {
+        (k, j)
+        for k, s in enumerate(stages)
+        if s["kind"] == "attn"
+        for j in range(token + 1)
+        if sum(head[token][j] for head in data["blocks"][s["layer"]]["patterns"]) / len(data["blocks"][0]["patterns"])
+        >= 0.02
+    }
+    assert {(int(s), int(k)) for _, s, _, k in lines} == expected  # every line it reads, no other token's
+    dots = {int(s) for tag, s, t, _ in hot if tag == "circle"}
+    assert dots == {k for k, s in enumerate(stages) if s["kind"] in ("embed", "attn", "mlp", "final")}
+    assert page.locator(".lvf-bartitle").inner_text() == f"What position {token} predicts"
+    shot(page, "flow-hover")
+
+    # keyboard: focus moves down the tokens with the arrow keys, and lights the focused one
+    page.locator(f".lvf-token[data-token='{token}']").focus()
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate("() => document.querySelector('.lvf').dataset.hot") == str(token + 1)
+
+    # open a block: its heads' patterns and its MLP
+    attn1 = next(k for k, s in enumerate(stages) if s["kind"] == "attn" and s["layer"] == 1)
+    page.locator(f".lvf-col[data-stage='{attn1}'] .lvf-coltitle").click()
+    grid = page.locator(".lvf-headgrid[data-block='1']")
+    grid.wait_for()
+    assert grid.locator(".lvf-head").count() == data["model"]["heads"]
+    assert page.locator(".lvf-mlp[data-block='1'] .lvf-bar").count() == tokens
+    shot(page, "flow-block-open")
+    wait_until_idle(page)  # opening a block tells Python (its state): the flow's section reruns, the block stays open
+    assert page.locator(".lvf-headgrid[data-block='1']").count() == 1
+
+    # Play at 4× speed: from the stage picked (block 1's attention) on, in order, then it stops on the last one
+    runs_before = len(script_runs(timings_log))
+    page.locator(".lvf-speed input").fill("4")
+    seen = len(flow_state(page, "v.visited"))
+    page.locator(".lvf-btn[data-act='play']").click()
+    last = "!v.playing && v.stage === v.data.stages.length - 1"
+    eventually(lambda: flow_state(page, last), what="the last stage")
+    assert flow_state(page, "v.visited")[seen:] == list(range(attn1 + 1, len(stages)))
+    # Show all, then Play: every stage from the tokens to the probabilities
+    page.locator(".lvf-btn[data-act='all']").click()
+    seen = len(flow_state(page, "v.visited"))
+    page.locator(".lvf-btn[data-act='play']").click()
+    eventually(lambda: flow_state(page, last), what="the last stage")
+    assert flow_state(page, "v.visited")[seen:] == list(range(len(stages)))
+    # Step and Back stop on any stage
+    page.locator(".lvf-btn[data-act='back']").click()
+    page.locator(".lvf-btn[data-act='back']").click()
+    assert page.evaluate("() => document.querySelector('.lvf').dataset.stage") == str(len(stages) - 3)
+    assert page.locator(".lvf-stage").inner_text().startswith(f"Stage {len(stages) - 2}/{len(stages)}")
+
+    # temperature, top-k and top-p reshape the bars in the browser: torch's transforms of the same logits
+    page.mouse.move(5, 5)  # no token lit: the bars are the last position's
+    logits = data["last"]["logits"]
+    bars = len(data["last"]["tokens"])
+    shown = torch.tensor(flow_state(page, "v.shown"), dtype=torch.float64)
+    torch.testing.assert_close(shown, reference_bars(logits, 1.0, 0, 1.0, bars), rtol=1e-6, atol=1e-7)
+    temperature = page.locator("input[data-control='Temperature']")
+    temperature.focus()
+    for _ in range(6):
+        page.keyboard.press("ArrowLeft")  # 1.00 → 0.70
+    page.locator("input[data-control='Top-k']").fill("5")
+    page.locator("input[data-control='Top-k']").dispatch_event("input")
+    page.locator("input[data-control='Top-p']").fill("0.9")
+    page.locator("input[data-control='Top-p']").dispatch_event("input")
+    reshaped = torch.tensor(flow_state(page, "v.shown"), dtype=torch.float64)
+    assert flow_state(page, "[v.temperature, v.topK, v.topP]") == [0.7, 5, 0.9]
+    torch.testing.assert_close(reshaped, reference_bars(logits, 0.7, 5, 0.9, bars), rtol=1e-6, atol=1e-7)
+    assert not torch.allclose(reshaped, shown)
+    shot(page, "flow-temperature")
+    assert len(script_runs(timings_log)) == runs_before, "hover, Play and the sliders ran nothing on the server"
+    no_error_box(page)
+
+
+def test_presenter_mode_opens_on_the_flow(app_url, browser):
+    page = open_page(browser, f"{app_url}/model?present=1", viewport=(1280, 720))
+    page.wait_for_selector(FLOW)
+    box = page.locator(".lvf").bounding_box()
+    assert box["y"] + 200 < 720, "the flow is on the first slide"
+    shot(page, "flow-presenter-1280x720")
+    no_error_box(page)
+
+
+def test_the_step_slider_replays_the_sentence_at_each_snapshot(app_url, browser, timings_log):
+    from llmviz.tokenizers.ids import encode
+    from llmviz.training.checkpoint import load_checkpoint
+
+    training = "training?" + urllib.parse.urlencode({"steps": 60})
+    page = open_page(browser, f"{app_url}/{training}", viewport=(1400, 1000))
+    main_area(page).get_by_role("button", name="Train", exact=True).click()
+    main_area(page).get_by_text("finished after 60 steps").first.wait_for(timeout=300_000)
+    go(page, "Model")
+    page.wait_for_selector(FLOW)
+    assert page.evaluate(DATA)["model"]["step"] == 60
+    assert main_area(page).get_by_text(re.compile(r"Step 60 of this run \(\d+ snapshots")).count() == 1
+    step_slider = sidebar(page).get_by_role("slider").first
+    step_slider.focus()
+    page.keyboard.press("ArrowLeft")  # the snapshot before the last
+
+    def earlier():
+        data = page.evaluate(DATA) if page.locator(FLOW).count() else None
+        return data if data and data["model"]["step"] not in (None, 60) else None
+
+    data = eventually(earlier, what="the flow at an earlier snapshot")
+    step = data["model"]["step"]
+    wait_until_idle(page)
+    # the snapshot's own weights, read here from the lab's file, give the bars the page draws
+    lab = timings_log.parent / "runs"
+    [path] = [p for p in lab.rglob(f"step-{step}.safetensors")]
+    model, tokenizer, _ = load_checkpoint(path)[:3]
+    ids = data["ids"]
+    with torch.no_grad():
+        logits, _ = model.eval()(torch.tensor([ids]))
+    probs = torch.softmax(logits[0, -1].double(), dim=-1).sort(descending=True).values[: len(data["last"]["tokens"])]
+    shown = torch.tensor(flow_state(page, "v.shown"), dtype=torch.float64)
+    torch.testing.assert_close(shown, probs, rtol=1e-5, atol=1e-6)
+    assert ids == encode(tokenizer, "The result is then bound to the class name.")[-len(ids) :]
+    shot(page, "flow-earlier-step")
+    no_error_box(page)
