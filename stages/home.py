@@ -76,7 +76,7 @@ def one_forward_pass() -> None:
     st.subheader("One sentence through the shipped GPT")
     view = picker.load(picker.DEFAULT_KEY)
     flow.draw(view, encode(view.tokenizer, DEFAULT_SENTENCE), key="home_flow", compact=True)
-    st.page_link(str(ui.ROOT / "stages" / "model.py"), label="Open it on the Model page, with your own sentence")
+    st.caption("The Model page (stage 4) draws it for your own sentence, through the model picked in the sidebar.")
 
 
 one_forward_pass()

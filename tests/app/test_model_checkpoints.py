@@ -49,6 +49,6 @@ def test_a_corrupted_checkpoint_is_listed_unreadable_and_never_drawn(runs, name)
 
 
 def test_the_good_checkpoint_beside_them_is_drawn(runs):
-    at = run_page("stages/model.py", _picker_selected="dir:fine")
+    at = run_page("stages/model.py", _picker_selected="dir:fine", model_tab="Inside a trained GPT")
     assert_clean(at)
     assert any("final validation loss" in caption.value for caption in at.caption)
