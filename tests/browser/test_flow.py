@@ -143,8 +143,11 @@ def test_presenter_mode_opens_on_the_flow(app_url, browser):
 
 
 def test_the_step_slider_replays_the_sentence_at_each_snapshot(app_url, browser, timings_log):
+    from llmviz.lab.storage import Storage
     from llmviz.tokenizers.ids import encode
-    from llmviz.training.checkpoint import load_checkpoint
+    from llmviz.tokenizers.saved import tokenizer_from_dict
+    from llmviz.training.checkpoint import model_from_description
+    from llmviz.training.snapshots import load_into
 
     training = "training?" + urllib.parse.urlencode({"steps": 60})
     page = open_page(browser, f"{app_url}/{training}", viewport=(1400, 1000))
@@ -166,9 +169,11 @@ def test_the_step_slider_replays_the_sentence_at_each_snapshot(app_url, browser,
     step = data["model"]["step"]
     wait_until_idle(page)
     # the snapshot's own weights, read here from the lab's file, give the bars the page draws
-    lab = timings_log.parent / "runs"
-    [path] = [p for p in lab.rglob(f"step-{step}.safetensors")]
-    model, tokenizer, _ = load_checkpoint(path)[:3]
+    lab = timings_log.parent / "runs" / "lab"
+    [path] = list(lab.rglob(f"step-{step:09d}.safetensors"))
+    state, meta = Storage(lab).read_snapshot(str(path))
+    model = load_into(model_from_description(meta["model"]), state)
+    tokenizer = tokenizer_from_dict(meta["tokenizer"])
     ids = data["ids"]
     with torch.no_grad():
         logits, _ = model.eval()(torch.tensor([ids]))

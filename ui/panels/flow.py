@@ -14,7 +14,7 @@ from llmviz.lessons import flow
 from ui import picker
 
 HERE = Path(__file__).resolve().parent.parent / "components" / "flow"
-JS = (HERE / "flow.js").read_text(encoding="utf-8")
+JS = "\n".join((HERE / name).read_text(encoding="utf-8") for name in ("sampling.js", "flow.js"))  # one module
 CSS = (HERE / "flow.css").read_text(encoding="utf-8")
 # isolate_styles=False: the picture lives in the page's DOM (every rule of flow.css is under .lvf), so the page's
 # own measures (words before the first picture, screenshots, the browser tests) see it as they see any element

@@ -3,10 +3,10 @@
 // Components v2 module (ui/panels/flow.py mounts it). What it computes itself is only the sampling transforms
 // (temperature, top-k, top-p) of the last position's logits, which the payload holds in full and sorted.
 //
-// Student text (the tokens) is only ever set with textContent, never as HTML.
+// Student text (the tokens) is only ever set with textContent, never as HTML. ui/panels/flow.py joins sampling.js
+// (the sampling transforms) and this file into one module.
 
 const SVG = "http://www.w3.org/2000/svg";
-const GREEDY_BELOW = 1e-3; // llmviz.generation.sampling.GREEDY_BELOW
 
 function el(tag, attrs, parent, svg) {
   const node = svg ? document.createElementNS(SVG, tag) : document.createElement(tag);
@@ -19,46 +19,6 @@ function text(tag, value, attrs, parent, svg) {
   const node = el(tag, attrs, parent, svg);
   node.textContent = value;
   return node;
-}
-
-// Temperature, then top-k, then top-p, as llmviz.generation.sampling applies them, on logits sorted from the
-// largest. Returns the probabilities in the same order (0 for a token cut) and how many tokens are kept.
-export function sampled(sortedLogits, temperature, topK, topP) {
-  const n = sortedLogits.length;
-  let kept = n;
-  if (topK > 0 && topK < n) {
-    const kth = sortedLogits[topK - 1];
-    kept = topK;
-    while (kept < n && sortedLogits[kept] >= kth) kept += 1; // tokens tied with the k-th stay
-  }
-  const probs = new Float64Array(n);
-  if (temperature < GREEDY_BELOW) {
-    probs[0] = 1;
-    return { probs, kept: 1 };
-  }
-  const top = sortedLogits[0] / temperature;
-  let sum = 0;
-  for (let i = 0; i < kept; i += 1) {
-    probs[i] = Math.exp(sortedLogits[i] / temperature - top);
-    sum += probs[i];
-  }
-  for (let i = 0; i < kept; i += 1) probs[i] /= sum;
-  if (topP < 1) {
-    let before = 0;
-    let last = kept;
-    for (let i = 0; i < kept; i += 1) {
-      if (i > 0 && before >= topP) {
-        last = i;
-        break;
-      }
-      before += probs[i];
-    }
-    let mass = 0;
-    for (let i = 0; i < last; i += 1) mass += probs[i];
-    for (let i = 0; i < n; i += 1) probs[i] = i < last ? probs[i] / mass : 0;
-    kept = last;
-  }
-  return { probs, kept };
 }
 
 function fmt(x, digits) {
@@ -101,7 +61,11 @@ class Flow {
     this.stage = null;
     this.hot = null;
     this.visited = [];
+    const started = performance.now(); // the data is here: the server's forward pass is done
     this.draw();
+    requestAnimationFrame(() => {
+      this.firstFrameMs = performance.now() - started; // the benchmark reads it (benchmarks/flow.py)
+    });
   }
 
   // ------------------------------------------------------------------ drawing
