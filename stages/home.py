@@ -75,7 +75,7 @@ def one_forward_pass() -> None:
     """The Model page's flow, small: one sentence through the shipped GPT (whatever the sidebar picks)."""
     st.subheader("One sentence through the shipped GPT")
     view = picker.load(picker.DEFAULT_KEY)
-    flow.draw(view, encode(view.tokenizer, DEFAULT_SENTENCE), key="home_flow", compact=True)
+    flow.draw(view, encode(view.tokenizer, DEFAULT_SENTENCE), key=state.widget("forward_pass_", "home"), compact=True)
     st.caption("The Model page (stage 4) draws it for your own sentence, through the model picked in the sidebar.")
 
 

@@ -52,7 +52,7 @@ def the_flow() -> None:
         st.warning("Type a sentence: there is nothing to run yet.")
         return
     with sections.key_picture("model"):
-        drawn = flow.draw(view, ids, key="model_flow")
+        drawn = flow.draw(view, ids, key=state.widget("forward_pass_", "model"))
     notes = [flow.steps_note(view), flow.cut_note(drawn)]
     if any(notes):
         st.caption(" ".join(note for note in notes if note))

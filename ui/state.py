@@ -243,6 +243,7 @@ WIDGETS: dict[str, str] = {
     "hub_cancel_": "Sidebar: cancel the download of the picked pretrained model (its name)",
     "hub_offer_": "A page's offer of a bigger pretrained model: show or download it (page, model)",
     "lazy_": "Any page: an expander whose content runs only while it is open (ui.sections.lazy)",
+    "forward_pass_": "Model and Home: the flow, one forward pass animated (its state: the block opened), by page",
     "picture_": "Any page: the container of its key picture, the first thing it shows (ui.sections.key_picture)",
     "quiz_choice_": "Any page: a question's options (page, question)",
     "quiz_reveal_": "Any page: a question's Reveal button (page, question)",

@@ -11,7 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 from llmviz.lessons import flow
-from ui import picker
+from ui import picker, state
 
 HERE = Path(__file__).resolve().parent.parent / "components" / "flow"
 JS = "\n".join((HERE / name).read_text(encoding="utf-8") for name in ("sampling.js", "flow.js"))  # one module
@@ -48,7 +48,7 @@ def cut_note(drawn: dict) -> str | None:
 
 def open_block(key: str) -> int | None:
     """The block the student opened in the flow (its component state), kept open when the flow is drawn again."""
-    value = st.session_state.get(key)
+    value = state.value(key)
     block = value.get("block") if hasattr(value, "get") else getattr(value, "block", None)
     return block if isinstance(block, int) and not isinstance(block, bool) else None
 
