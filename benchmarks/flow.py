@@ -78,7 +78,11 @@ def frame_stats(times: list[float]) -> str:
     ordered = sorted(times)
     median = statistics.median(ordered)
     p95 = ordered[int(0.95 * (len(ordered) - 1))]
-    return f"{median:.1f} ms ({1000 / median:.0f} fps); p95 {p95:.1f} ms ({1000 / p95:.0f} fps); {len(times)} frames"
+    mean = statistics.fmean(ordered)
+    return (
+        f"median {median:.1f} ms ({1000 / median:.0f} fps); mean {mean:.1f} ms ({1000 / mean:.0f} fps); "
+        f"p95 {p95:.1f} ms ({1000 / p95:.0f} fps); {len(times)} frames"
+    )
 
 
 def browser_round(app: App, page) -> dict:

@@ -183,3 +183,41 @@ def test_the_step_slider_replays_the_sentence_at_each_snapshot(app_url, browser,
     assert ids == encode(tokenizer, "The result is then bound to the class name.")[-len(ids) :]
     shot(page, "flow-earlier-step")
     no_error_box(page)
+
+
+@pytest.mark.parametrize("preset", ["llama-style", "moe-tiny"])
+def test_the_component_draws_what_a_llama_style_model_has(browser, preset):
+    """The component alone (ui/panels/flow.py's module, in a blank page): RoPE instead of a position table, grouped
+    key/value heads under each head's pattern, the router's experts per token when a block opens."""
+    from llmviz.lessons import flow
+    from llmviz.models.gpt import GPT, PRESETS
+    from llmviz.tokenizers.char_word import CharTokenizer
+    from llmviz.tokenizers.ids import encode
+    from ui.panels.flow import CSS, JS
+
+    tokenizer = CharTokenizer.train("abcdefghij ")
+    config = PRESETS[preset].replace(vocab_size=tokenizer.vocab_size, context_length=16, n_layers=2)
+    torch.manual_seed(0)
+    payload = flow.flow_payload(GPT(config).eval(), tokenizer, encode(tokenizer, "abc defg hij"))
+    page = browser.new_page()
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.set_content(f"<style>{CSS}</style><div id='host' style='width:1300px'></div>")
+    module = JS.replace("export default function", "window.lvfMount = function").replace("export function", "function")
+    page.add_script_tag(content=module)
+    page.evaluate(
+        "(data) => window.lvfMount({data, parentElement: document.getElementById('host'), setStateValue: () => {}})",
+        {"sig": preset, "payload": payload, "open": None},
+    )
+    page.wait_for_selector(FLOW)
+    assert page.locator(".lvf-col[data-stage='1'] .lvf-colsub").text_content() == "+RoPE"
+    assert "RMSNorm" in page.locator(".lvf-facts").inner_text()
+    attn1 = next(k for k, s in enumerate(payload["stages"]) if s["kind"] == "attn" and s["layer"] == 1)
+    page.locator(f".lvf-col[data-stage='{attn1}'] .lvf-coltitle").click()
+    captions = page.locator(".lvf-head figcaption").all_inner_texts()
+    group = config.n_heads // config.kv_heads
+    assert captions == [f"head {h}" + (f" · K/V {h // group}" if group > 1 else "") for h in range(config.n_heads)]
+    if config.n_experts:
+        chosen = page.locator(".lvf-experts .lvf-chosen").count()
+        assert chosen == len(payload["tokens"]) * config.experts_top_k
+    shot(page, f"flow-component-{preset}")
+    page.close()
