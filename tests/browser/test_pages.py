@@ -167,7 +167,7 @@ CHANGES = {
         ),
     ],
     "model": [
-        Step(lambda p: fill(p, 'input[aria-label="A sentence"]', "A class defines new objects"), within="model.inside")
+        Step(lambda p: fill(p, 'input[aria-label="Your sentence"]', "A class defines new objects"), within="model.flow")
     ],
     "inside": [
         Step(
@@ -202,7 +202,7 @@ IN_THE_LINK = {
     "tokens": {"text", "context", "tokens_tab"},
     "embeddings": {"words"},
     "attention": {"mask", "layer", "sentence", "attention_tab"},
-    "model": {"model_sentence"},
+    "model": {"flow_sentence"},
     "inside": {"lens_text"},
     "training": {"positions", "training_part"},
     "sampling": {"prompt", "temperature"},
