@@ -42,7 +42,7 @@ NUMBERS_JS = """() => {
   const parts = [];
   main.querySelectorAll('[data-testid="stMetricValue"], [data-testid="stCaptionContainer"], '
                         + '[data-testid="stMarkdownContainer"], .katex-mathml annotation, [data-testid="stCode"] code, '
-                        + '.js-plotly-plot .main-svg text')
+                        + '.js-plotly-plot .main-svg text, .lvf-token, .lvf-pred')  // .lvf: the flow (Model, Home)
       .forEach(e => { if (!e.closest('[data-testid="stAlert"]') && !e.closest('[data-testid="stExpanderDetails"]'))
                         parts.push(e.textContent.trim()); });
   return parts.filter(t => t.length > 0);
