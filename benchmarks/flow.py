@@ -30,6 +30,9 @@ from _app import CHROMIUM, CHROMIUM_ARGS, ROOT, App, fmt_s, free_port, load_aver
 
 SENTENCE = "The result is then bound to the class name. The assigned object should be a sequence object of the"
 FLOW = ".lvf[data-ready='1']"
+IDLE = (
+    """() => document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') === 'notRunning'"""
+)
 HOVER = """async (seconds) => {
   const v = document.querySelector('.lvf').lvf;
   const labels = [...document.querySelectorAll('.lvf-token')];
@@ -94,7 +97,8 @@ def browser_round(app: App, page) -> dict:
     open_to_frame = time.monotonic() - opened
     first_frame = page.evaluate("() => document.querySelector('.lvf').lvf.firstFrameMs") / 1000
     tokens = page.evaluate("() => document.querySelector('.lvf').lvf.data.tokens.length")
-    time.sleep(2)  # the page's script run ends; then count what hover and Play run
+    page.wait_for_function(IDLE, timeout=180_000)  # the page's script run has ended: then count what hover and Play run
+    time.sleep(1)
     runs = len(app.timings.read_text().splitlines()) if app.timings.exists() else 0
     hover = page.evaluate(HOVER, 3)
     play = page.evaluate(PLAY)

@@ -293,6 +293,7 @@ class Flow {
     const d = this.data;
     this.barTitle = text("div", "", { class: "lvf-bartitle" }, side);
     this.bars = el("div", { class: "lvf-bars" }, side);
+    this.barRows = [];
     const controls = el("div", { class: "lvf-sampling" + (this.compact ? " lvf-hidden" : "") }, side);
     const last = d.last;
     this.temperature = 1;
@@ -340,14 +341,24 @@ class Flow {
       note = `After “${d.tokens[position]}” (position ${position}), at temperature 1. Temperature, top-k and top-p reshape the last position's bars.`;
     }
     this.barTitle.textContent = isLast ? "Next token" : `What position ${position} predicts`;
-    this.bars.replaceChildren();
+    // the rows are made once and updated in place: a hover each frame changes texts and widths, nothing else
+    this.barRows = this.barRows || [];
+    while (this.barRows.length < rows.length) {
+      const row = el("div", { class: "lvf-bar" }, this.bars);
+      const tok = text("span", "", { class: "lvf-bartok" }, row);
+      const fill = el("span", { class: "lvf-fill" }, el("span", { class: "lvf-track" }, row));
+      const pct = text("span", "", { class: "lvf-pct" }, row);
+      this.barRows.push({ row, tok, fill, pct });
+    }
     const max = Math.max(...rows.map((r) => r[1]), 1e-9);
-    rows.forEach(([tok, p]) => {
-      const row = el("div", { class: "lvf-bar" + (p === 0 ? " lvf-cut" : "") }, this.bars);
-      text("span", tok, { class: "lvf-bartok" }, row);
-      const track = el("span", { class: "lvf-track" }, row);
-      el("span", { class: "lvf-fill", style: `width:${(100 * p) / max}%` }, track);
-      text("span", p === 0 ? "cut" : `${fmt(100 * p, 1)}%`, { class: "lvf-pct" }, row);
+    this.barRows.forEach((bar, r) => {
+      bar.row.style.display = r >= rows.length ? "none" : "";
+      if (r >= rows.length) return;
+      const [tok, p] = rows[r];
+      bar.row.classList.toggle("lvf-cut", p === 0);
+      if (bar.tok.textContent !== tok) bar.tok.textContent = tok;
+      bar.fill.style.width = `${(100 * p) / max}%`;
+      bar.pct.textContent = p === 0 ? "cut" : `${fmt(100 * p, 1)}%`;
     });
     this.sideNote.textContent = note;
   }
