@@ -221,3 +221,22 @@ def test_the_component_draws_what_a_llama_style_model_has(browser, preset):
         assert chosen == len(payload["tokens"]) * config.experts_top_k
     shot(page, f"flow-component-{preset}")
     page.close()
+
+
+@pytest.mark.parametrize("model", ["hub:gpt2", "shipped:names-gru"])
+def test_the_flow_draws_gpt2_and_a_character_model(app_url, browser, model):
+    """GPT-2 (the server's tiny random one, GPT-2's 50,257-token vocabulary: its top 8,192 logits are sent, the bars
+    say so) and a character-level GRU (no blocks: its recorded stages)."""
+    page = open_page(browser, f"{app_url}/model?" + urllib.parse.urlencode({"model": model}), viewport=(1400, 1000))
+    page.wait_for_selector(FLOW)
+    no_error_box(page)
+    data = page.evaluate(DATA)
+    if model == "hub:gpt2":
+        assert data["model"]["vocab"] == 50257 and data["last"]["omitted"] == 50257 - 8192
+        assert "lowest logits are not sent" in page.locator(".lvf-side .lvf-note").inner_text()
+    else:
+        assert data["model"]["kind"] == "other"
+        assert [s["title"] for s in data["stages"] if s["kind"] == "hidden"][:2] == ["embed.tok", "rnn.hidden"]
+    page.locator(".lvf-token").last.hover()
+    assert page.locator(".lvf-node.lvf-hot").count() >= 2  # its path lights through the stages it has
+    shot(page, "flow-" + model.replace(":", "-"))
