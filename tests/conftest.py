@@ -25,8 +25,8 @@ os.environ.setdefault("LLMVIZ_SESSION_TIMEOUT", "600")
 def _scan_installed_components_once() -> None:
     """Every AppTest run asks Streamlit to look for custom components in every installed package's metadata
     (~0.35 s with the test dependencies installed; more than the page's own run). The packages do not change
-    while the tests run: look once per test process. llmviz uses no custom component, so the answer is the
-    same list every time."""
+    while the tests run: look once per test process. llmviz's one custom component (the flow, ui/panels/flow.py) is
+    registered inline, not by a package manifest, so the answer is the same list every time."""
     import functools
 
     from streamlit.components.v2 import manifest_scanner
