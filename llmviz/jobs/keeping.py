@@ -26,8 +26,8 @@ from llmviz.errors import UploadError
 from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job
 from llmviz.lab import faults
-from llmviz.lab.records import AUTOENCODER, TASK, TRAINING
-from llmviz.lab.registry import RunRecord, config_json, this_holder
+from llmviz.lab.holders import this_holder
+from llmviz.lab.records import AUTOENCODER, TASK, TRAINING, RunRecord, config_json
 from llmviz.lab.service import Lab
 from llmviz.lab.slots import CLAIM_WAIT_S
 from llmviz.lab.storage import read_kept_file, safe_name
@@ -134,7 +134,11 @@ class Keeper:
         self._flushing = threading.Lock()  # one flush at a time: the thread's and close()'s would write rows twice
         self._closed = threading.Event()
         self._unfreed: set[str] = set()  # runs whose slot could not be freed yet (the database was locked)
-        self.interrupted = lab.registry.interrupt_orphans()
+        self.interrupted: list[str] = []
+        try:  # the runs of processes that have gone (a locked database: the thread's next pass marks them)
+            self.interrupted = lab.registry.interrupt_orphans()
+        except Exception as error:  # noqa: BLE001 - logged once; the server starts all the same
+            self.lab.faults.fail("mark the runs of processes that have gone", error)
         self._thread = threading.Thread(target=self._forever, name="llmviz-lab-keeper", daemon=True)
         self._thread.start()
 
@@ -219,6 +223,11 @@ class Keeper:
             if kept is not None:
                 kept.by = by
 
+    def holds(self, job_id: str) -> bool:
+        """Is ``job_id`` still being written (its last steps not yet in the registry)?"""
+        with self._lock:
+            return job_id in self._kept
+
     def forget(self, job_id: str) -> None:
         with self._lock:
             self._kept.pop(job_id, None)
@@ -239,7 +248,7 @@ class Keeper:
                 if not faults.is_database_fault(error):
                     log.exception("could not keep run %s", entry.job.id)
                 else:  # logged once while the fault lasts (with a count when it clears), not every second
-                    self.lab.faults.failed("keep a run's steps", error)
+                    self.lab.faults.fail("keep a run's steps", error)
                     if self._row_gone(entry):
                         entry.job.discard()  # deleted (from another process) while it trained
                         self.forget(entry.job.id)
@@ -251,7 +260,8 @@ class Keeper:
     def _row_gone(self, entry: _Kept) -> bool:
         try:
             return self.lab.registry.run(entry.student, entry.job.id) is None
-        except Exception:  # noqa: BLE001 - the database still cannot answer
+        except Exception:  # noqa: BLE001 - the database still cannot answer (its fault is logged already)
+            log.debug("could not tell whether run %s is still recorded", entry.job.id)
             return False
 
     def _flush_one(self, entry: _Kept) -> bool:
@@ -378,7 +388,7 @@ class Keeper:
         try:
             self.lab.registry.free_slot(run_id, wait_s=CLAIM_WAIT_S)
         except Exception as error:  # noqa: BLE001 - locked or unreachable: the keeper's thread tries again
-            self.lab.faults.failed("free a training slot", error)
+            self.lab.faults.fail("free a training slot", error)
             with self._lock:
                 self._unfreed.add(run_id)
 
@@ -395,7 +405,7 @@ class Keeper:
                 self.act_on_requests()
                 self._free_later()
             except Exception as error:  # noqa: BLE001 - logged once while the fault lasts
-                self._fault("read the lab's requests", error)
+                self.lab.faults.fail("read the lab's requests", error)
             self.flush()
             beats += 1
             if beats % 10 == 0:
@@ -405,13 +415,7 @@ class Keeper:
                     if beats % 600 == 10:  # soon after the start, then every ten minutes: the retention time
                         self.lab.expire()
                 except Exception as error:  # noqa: BLE001
-                    self._fault("say this process is alive", error)
-
-    def _fault(self, what: str, error: BaseException) -> None:
-        if faults.is_database_fault(error):
-            self.lab.faults.failed(what, error)
-        else:
-            log.exception("the lab's keeper could not %s", what)
+                    self.lab.faults.fail("say this process is alive", error)
 
     def close(self) -> None:
         self.flush()

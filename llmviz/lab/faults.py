@@ -92,7 +92,7 @@ class FaultLog:
 
     >>> faults = FaultLog("sqlite://")
     >>> for _ in range(3):
-    ...     faults.failed("list runs", sqlite3.OperationalError("database is locked"))
+    ...     faults.fail("list runs", sqlite3.OperationalError("database is locked"))
     >>> faults.current, faults.count
     ('locked', 3)
     >>> faults.cleared(); faults.current
@@ -105,7 +105,12 @@ class FaultLog:
         self.since = 0.0
         self._lock = threading.Lock()
 
-    def failed(self, what: str, error: BaseException) -> None:
+    def fail(self, what: str, error: BaseException) -> None:
+        """``what`` failed with ``error``: a database fault is logged when it starts (then counted); anything else
+        is a bug, logged with its traceback every time (call this in the ``except`` block)."""
+        if not is_database_fault(error):
+            log.exception("the lab could not %s", what)
+            return
         kind = kind_of(error, self.url)
         with self._lock:
             first = kind != self.current

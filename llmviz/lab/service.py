@@ -90,6 +90,16 @@ __all__ = [
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent.parent  # the repository
 ACTIONS = ("pause", "resume", "stop", "park", "delete")  # what Lab.control takes
+KIND_WORDS = {  # what each kind of run is called on a page
+    TRAINING: "training run",
+    RACE: "race",
+    FINETUNE: "fine-tuning run",
+    LORA: "LoRA run",
+    AUTOENCODER: "sparse autoencoder",
+    SFT: "instruction-tuning run (SFT)",
+    DPO: "preference-tuning run (DPO)",
+    TASK: "task",
+}
 
 
 class LabUnavailable(LlmvizError):
@@ -160,6 +170,11 @@ class RunView:
             training=bool(record.training),
             holder=record.holder,
         )
+
+    @property
+    def kind_words(self) -> str:
+        """What the run is, in words ("sparse autoencoder")."""
+        return KIND_WORDS.get(self.kind, self.kind)
 
     @property
     def live(self) -> bool:
@@ -285,7 +300,7 @@ class Lab:
         except Exception as error:  # noqa: BLE001 - the driver's errors (SQLAlchemy's, OSError): one sentence
             if not faults.is_database_fault(error):
                 raise
-            self.faults.failed(what, error)
+            self.faults.fail(what, error)
             raise LabUnavailable(faults.sentence(error, self.registry.url)) from None
         self.faults.cleared(writes)
 
@@ -294,6 +309,8 @@ class Lab:
     def runs(self, student: str, kinds: tuple[str, ...] | list[str] | None = None) -> list[RunView]:
         """``student``'s runs, kept and live alike, newest first; ``kinds``: only those kinds (a page lists the runs
         it can use). A live run whose process has gone is marked interrupted first (resumable at once)."""
+        if kinds is not None and not set(kinds) <= set(KINDS):
+            raise ValueError(f"a run's kind is one of {', '.join(KINDS)}")
         with self.guard("list a student's runs"):
             found = self.registry.runs(student)
         if any(run.state in LIVE_STATES for run in found) and self._interrupt_orphans(student):
@@ -310,7 +327,7 @@ class Lab:
         except Exception as error:  # noqa: BLE001 - a database fault: logged once; reading goes on
             if not faults.is_database_fault(error):
                 raise
-            self.faults.failed("mark runs of a process that has gone", error)
+            self.faults.fail("mark runs of a process that has gone", error)
             return []
 
     def run(self, student: str, run_id: str) -> RunView | None:

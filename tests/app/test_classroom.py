@@ -8,7 +8,7 @@ import pytest
 import llmviz.lab.service
 from llmviz.jobs.events import RunInfo
 from llmviz.jobs.keeping import snapshot_meta
-from llmviz.lab.registry import RunRecord
+from llmviz.lab.records import RunRecord
 from llmviz.training.snapshots import state_of
 from tests.support.jobs import small_trainer
 from tests.support.pages import assert_clean, run_app
@@ -132,7 +132,7 @@ def test_a_run_another_app_process_trains_is_paused_and_stopped_from_this_one(fr
 
     import psutil
 
-    from llmviz.lab.registry import this_holder
+    from llmviz.lab.holders import this_holder
 
     at = run_app("stages/training.py")
     student = at.session_state["_llmviz_session_id"]

@@ -16,8 +16,8 @@ import textwrap
 import pytest
 import torch
 
+import llmviz.lab.registry
 from llmviz.jobs.manager import JobManager, JobRefused
-from llmviz.lab import registry as registry_module
 from llmviz.lab.faults import SENTENCES
 from llmviz.lab.records import AUTOENCODER, TRAINING
 from llmviz.lab.service import Lab, LabUnavailable
@@ -178,7 +178,7 @@ def _release(locker: subprocess.Popen) -> None:
 def test_a_database_locked_past_its_timeout_refuses_in_one_sentence_leaves_no_ghost_and_never_freezes(
     tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(registry_module, "BUSY_TIMEOUT_S", 1.0)  # past it in a second (the app waits 10 s)
+    monkeypatch.setattr(llmviz.lab.registry, "BUSY_TIMEOUT_S", 1.0)  # past it in a second (the app waits 10 s)
     manager = JobManager(max_running=2, lab=Lab.at(tmp_path))
     try:
         cy = submit(manager, "cy", LONG)  # a run that trains through the lock
@@ -283,3 +283,25 @@ def test_the_quota_is_a_limit_runs_thin_their_snapshots_and_one_that_cannot_fit_
         assert tiny.lab.runs("bob") == [] and tiny.jobs("bob") == []  # refused before it wrote
     finally:
         tiny.shutdown()
+
+
+def test_a_run_stopped_on_this_process_resumes_as_the_same_run_through_the_door(tmp_path):
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path))
+    try:
+        job = submit(manager, "ann", 400)
+        assert wait_for(lambda: job.status().step >= 5, 120)
+        assert manager.lab.control("ann", job.id, "stop") == "ann's run stops after its current step."
+        assert job.wait(120)
+        assert wait_for(lambda: not manager.keeper.holds(job.id), 60)  # its last steps are in the registry
+        stopped = manager.lab.run("ann", job.id)
+        assert stopped.state_line == f"stopped by you at step {stopped.step}" and stopped.resumable
+        said = manager.lab.control("ann", job.id, "resume")
+        assert said == f"ann's run goes on from step {stopped.step}: the same run, its curve and snapshots kept."
+        [again] = manager.jobs("ann")
+        assert again.id == job.id and again is not job
+        assert again.wait(180) and wait_for(lambda: manager.lab.run("ann", job.id).state == "finished", 60)
+        [view] = manager.lab.runs("ann")
+        assert (view.id, view.step, view.resumes) == (job.id, 400, (stopped.step,))
+        assert manager.lab.curve("ann", job.id).steps == list(range(1, 401))  # one curve, every step once
+    finally:
+        manager.shutdown()
