@@ -309,7 +309,7 @@ class Keeper:
             entry.resume_step = None
         else:
             self._flush_resume(entry)
-        self._flush_snapshots(entry)
+        self._flush_snapshots(entry, status.step)
         state = status.state.value
         if ended and entry.parked and status.state == JobState.STOPPED:
             state = "parked"
@@ -324,13 +324,27 @@ class Keeper:
                 values["total"] = int(getattr(job.info.config, "steps", 0) or 0)
             values["config"] = {**config_json(job.info.config), **_text_field(entry.text_sha256)}
             entry.described = True
-        if ended or entry.wrote:  # before its state says it ended: a reader then finds it within the quota
-            self.lab.thin(entry.student)  # the quota is a limit: the student's oldest snapshots go first
-            entry.wrote = False
-        registry.update_run(job.id, **values)
+        if ended:  # before its state says it ended: a reader then finds it within the quota
+            self._thin(entry)
+        registry.update_run(job.id, **values)  # right after its snapshots' rows: its step is never long behind them
+        if entry.wrote:
+            self._thin(entry)
+        if "state_by" in values or ended:  # its state changed: its folder's run.json says so too
+            self._write_run_record(entry)
         if ended:
             registry.free_slot(job.id)
         return ended
+
+    def _thin(self, entry: _Kept) -> None:
+        """The quota is a limit: the student's oldest snapshots go first (:meth:`llmviz.lab.service.Lab.thin`)."""
+        self.lab.thin(entry.student)
+        entry.wrote = False
+
+    def _write_run_record(self, entry: _Kept) -> None:
+        found = self.lab.registry.run(entry.student, entry.job.id)
+        if found is not None:
+            record = {name: getattr(found, name) for name in RUN_JSON_FIELDS}
+            self.lab.storage.write_run_record(entry.student, entry.job.id, record)
 
     def _flush_resume(self, entry: _Kept) -> None:
         """Write the run's newest resume state (its optimizer's moments, random streams and metrics so far) beside
@@ -353,13 +367,14 @@ class Keeper:
             storage.delete_file(older)
         entry.resume_step = step
 
-    def _flush_snapshots(self, entry: _Kept) -> None:
+    def _flush_snapshots(self, entry: _Kept, upto: int) -> None:
+        """Write the run's snapshots not on disk yet, up to step ``upto`` (the step its row says: never beyond)."""
         job = entry.job
         if job.snapshots is None or job.info is None or job.discarded:
             return
         if entry.meta is None:
             entry.meta = snapshot_meta(job.info, job.label)
-        steps = job.snapshots.steps()
+        steps = [step for step in job.snapshots.steps() if step <= upto]
         last = steps[-1] if steps else None
         for step in steps:
             if step in entry.on_disk:
@@ -446,6 +461,26 @@ class Keeper:
         self._closed.set()
 
 
+# what a run folder's run.json keeps of its row (llmviz.lab.storage.Storage.write_run_record): not where it runs now
+RUN_JSON_FIELDS = (
+    "id",
+    "student",
+    "kind",
+    "label",
+    "state",
+    "state_by",
+    "state_step",
+    "step",
+    "total",
+    "model",
+    "config",
+    "created",
+    "updated",
+    "resumes",
+    "best_val_loss",
+    "last_loss",
+    "error",
+)
 TEXT_FIELD = "text_sha256"  # the run's config in the registry names its text by content hash (llmviz.lab.storage)
 
 

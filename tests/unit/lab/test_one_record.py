@@ -69,6 +69,8 @@ def test_a_run_trained_by_a_process_that_has_gone_is_read_whole_through_the_door
     assert meta["step"] == 40 and state  # the weights of its last step
     usage = lab.disk("ann")
     assert usage.used >= sum(s.nbytes for s in kept) and usage.quota == lab.quota
+    record = lab.storage.read_run_record("ann", view.id)  # the run folder says what its row says
+    assert (record["id"], record["kind"], record["state"], record["step"]) == (view.id, TRAINING, "finished", 40)
 
 
 def test_a_damaged_snapshot_refuses_in_one_sentence_without_its_path(tmp_path):
@@ -132,7 +134,9 @@ def test_the_teachers_park_reaches_the_student_as_the_teachers_and_resume_contin
     try:
         said = here.lab.control("ann", run_id, "resume")
         assert said.startswith("ann's run goes on from step")
-        assert wait_for(lambda: here.lab.run("ann", run_id).step >= parked.step + 3, 120)
+        assert wait_for(
+            lambda: (found := here.lab.run("ann", run_id)).step >= parked.step + 3 and found.state == "running", 120
+        )
         [view] = here.lab.runs("ann")  # one run, one history
         assert (view.id, view.label, view.state) == (run_id, "ann's run", "running")
         resumed_at = lab.registry.resume_state(run_id)
@@ -272,7 +276,8 @@ def test_the_quota_is_a_limit_runs_thin_their_snapshots_and_one_that_cannot_fit_
             assert wait_for(lambda job=job: manager.lab.run("ann", job.id).state == "finished", 60)
             usage = manager.lab.disk("ann")
             assert usage.quota == quota and usage.used <= quota  # within it after every run
-            assert sum(int(f.stat().st_size) for f in (tmp_path / "lab" / "ann").rglob("*") if f.is_file()) <= quota
+            files = [f for f in (tmp_path / "lab" / "ann").rglob("*") if f.is_file() and f.name != "run.json"]
+            assert sum(int(f.stat().st_size) for f in files) <= quota  # its weights, states and text (run.json aside)
         assert all(manager.lab.snapshots("ann", v.id)[-1].step == 200 for v in manager.lab.runs("ann"))  # last kept
     finally:
         manager.shutdown()
