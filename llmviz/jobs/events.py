@@ -49,11 +49,10 @@ class RunInfo:
 
     @classmethod
     def of(cls, trainer) -> RunInfo:
+        """A model's Trainer's facts (any runner's: :func:`llmviz.jobs.runners.facts`)."""
         from llmviz.training.checkpoint import model_description
         from llmviz.training.snapshots import state_bytes, state_of
 
-        if hasattr(trainer, "run_info"):  # a run that describes itself (a sparse autoencoder's)
-            return trainer.run_info()
         dataset = trainer.dataset
         return cls(
             description=model_description(trainer.model),

@@ -120,11 +120,14 @@ class Job:
     The methods under "used by the supervisor" are the only way the manager and the supervisor change a job.
     """
 
-    def __init__(self, manager: Board, group: Group, index: int, label: str, kind: str, total: int):
-        self.id = secrets.token_hex(5)  # URL-safe, unguessable
+    def __init__(
+        self, manager: Board, group: Group, index: int, label: str, kind: str, total: int, run_id: str | None = None
+    ):
+        self.id = run_id or secrets.token_hex(5)  # URL-safe, unguessable; a resumed run keeps its id
         self.owner = group.owner
         self.label = label
         self.kind = kind
+        self.run_kind: str | None = None  # what the lab keeps it as (llmviz.lab.records.KINDS); None: inferred
         self.total = total
         self.created = time.time()
         self.info: RunInfo | None = None  # the model and data of a training run (once built)

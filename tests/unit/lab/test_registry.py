@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from llmviz.errors import CheckpointError
-from llmviz.lab.registry import Registry, RunRecord, holder_alive
+from llmviz.lab.holders import holder_alive
+from llmviz.lab.records import RunRecord
+from llmviz.lab.registry import Registry
 from llmviz.lab.service import Lab
 from llmviz.lab.storage import Storage
 
@@ -171,7 +173,7 @@ def test_retention_deletes_runs_nobody_touched(tmp_path, database_url):
     lab.registry.add_run(_run("old", state="finished"))
     lab.registry.add_run(_run("live", state="running"))
     with lab.registry.engine.begin() as db:
-        from llmviz.lab.registry import runs
+        from llmviz.lab.records import runs
 
         db.execute(runs.update().values(updated=0.0))
     assert lab.expire() == ["old"]
@@ -233,7 +235,8 @@ def test_a_registry_made_before_resume_states_gains_their_table(tmp_path):
     first = Registry(url)
     first.ensure_student("s1")
     first.add_run(_run("r1"))
-    with Registry(url).engine.begin() as db:  # as the registry was before resume states
+    with Registry(url).engine.begin() as db:  # as the registry was before resume states (and schema revisions)
         db.exec_driver_sql("DROP TABLE lab_resumes")
+        db.exec_driver_sql("DROP TABLE lab_alembic_version")
     again = Registry(url)
     assert [run.id for run in again.runs("s1")] == ["r1"] and again.resume_state("r1") is None
