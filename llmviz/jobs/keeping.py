@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from llmviz.errors import UploadError
 from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job
+from llmviz.lab.health import LabUnavailable
+from llmviz.lab.rebuild import Guard
 from llmviz.lab.registry import RunRecord, config_json, this_holder
 from llmviz.lab.service import Lab
 from llmviz.lab.storage import read_kept_file, safe_name
@@ -86,7 +88,12 @@ class Keeper:
         self._lock = threading.Lock()
         self._flushing = threading.Lock()  # one flush at a time: the thread's and close()'s would write rows twice
         self._closed = threading.Event()
-        self.interrupted = lab.registry.interrupt_orphans()
+        self.guard = Guard(lab, on_rebuilt=self.restate)  # run.json in each run folder; a lost database rebuilt
+        try:
+            self.guard.start()
+            self.interrupted = lab.registry.interrupt_orphans()
+        except LabUnavailable:  # said once by the lab's watch; the guard tries again every second
+            self.interrupted = []
         self._thread = threading.Thread(target=self._forever, name="llmviz-lab-keeper", daemon=True)
         self._thread.start()
 
@@ -148,6 +155,8 @@ class Keeper:
         for entry in kept:
             try:
                 done = self._flush_one(entry)
+            except LabUnavailable:
+                return  # said once by the lab's watch: written when the database answers again
             except Exception:  # noqa: BLE001 - a full disk or a busy database: try again next time
                 log.exception("could not keep run %s", entry.job.id)
                 continue
@@ -252,14 +261,26 @@ class Keeper:
             acted.append(run_id)
         return acted
 
+    def restate(self) -> None:
+        """The database was rebuilt from the run folders: write every live run's curve and samples afresh (what the
+        folders did not have yet is added; what they had is left alone)."""
+        with self._lock:
+            for entry in self._kept.values():
+                entry.points = entry.samples = 0
+                entry.version = -1
+                entry.described = False
+
     def _forever(self) -> None:
         beats = 0
         while not self._closed.wait(self.interval):
+            if not self.guard.tick():
+                continue  # the database is out: said once; nothing is lost (the jobs keep their steps)
             try:
                 self.act_on_requests()
             except Exception:  # noqa: BLE001
                 log.exception("could not read the lab's requests")
             self.flush()
+            self.guard.sync()
             beats += 1
             if beats % 10 == 0:
                 try:
@@ -272,6 +293,7 @@ class Keeper:
 
     def close(self) -> None:
         self.flush()
+        self.guard.sync()
         self._closed.set()
 
 

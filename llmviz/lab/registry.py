@@ -33,6 +33,8 @@ from typing import Any
 import psutil
 import sqlalchemy as sa
 
+from llmviz.lab import health
+
 # states a run's row can be in; the first four are a job's own (llmviz.jobs.events.JobState)
 LIVE_STATES = ("queued", "running", "paused")
 STATES = (*LIVE_STATES, "finished", "stopped", "failed", "parked", "interrupted")
@@ -214,7 +216,8 @@ def make_engine(url: str) -> sa.Engine:
         engine = sa.create_engine(url, connect_args={"timeout": 10, "check_same_thread": False})
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return sa.create_engine(url, pool_pre_ping=True)
+    # a stopped or unreachable server is said within seconds (llmviz.lab.health), not after TCP's minutes
+    return sa.create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": health.CONNECT_TIMEOUT_S})
 
 
 def _clip(text: str | None, limit: int = MAX_TEXT) -> str | None:
@@ -231,7 +234,11 @@ class Registry:
     def __init__(self, url: str, engine: sa.Engine | None = None):
         self.url = url
         self.engine = engine or make_engine(url)
-        metadata.create_all(self.engine)
+        health.install(self.engine, url)  # an outage is one sentence, said once, never a wait on every page
+        try:
+            metadata.create_all(self.engine)
+        except health.LabUnavailable:
+            pass  # said once; the keeper's guard makes the tables once the database answers (llmviz.lab.rebuild)
 
     def dispose(self) -> None:
         self.engine.dispose()
