@@ -152,16 +152,23 @@ class Keeper:
     def _flush_all(self) -> None:
         with self._lock:
             kept = list(self._kept.values())
+        full = False
         for entry in kept:
             try:
                 done = self._flush_one(entry)
             except LabUnavailable:
                 return  # said once by the lab's watch: written when the database answers again
+            except OSError as error:  # a full disk: said once, tried again every second (the job keeps its steps)
+                self.guard.say_once(error)
+                full = True
+                continue
             except Exception:  # noqa: BLE001 - a full disk or a busy database: try again next time
                 log.exception("could not keep run %s", entry.job.id)
                 continue
             if done:
                 self.forget(entry.job.id)
+        if not full:
+            self.guard.written()
 
     def _flush_one(self, entry: _Kept) -> bool:
         job = entry.job

@@ -119,6 +119,18 @@ def sqlite_path(url: str) -> str | None:
     return os.path.abspath(database) if database and database != ":memory:" else None
 
 
+def drop_stale_journal(path: str) -> None:
+    """A SQLite file that is gone leaves its ``-wal`` and ``-shm`` behind while connections to it live: a new file
+    of that name must not read them as its own (it would be damaged or "missing" tables)."""
+    if os.path.exists(path):
+        return
+    for extra in ("-wal", "-shm"):
+        try:
+            os.remove(path + extra)
+        except FileNotFoundError:
+            pass
+
+
 class Watch:
     """The outage state of one engine (see the module's docstring)."""
 

@@ -308,10 +308,18 @@ class Guard:
         self.on_rebuilt = on_rebuilt  # called after a rebuild (the keeper writes its live runs afresh)
         self._mirrored: dict[str, float] = {}
         self._students: dict[str, tuple] = {}
+        self._said: set[int] = set()  # the file errors said already (each once)
         self._schema = not self.watch.down  # the tables made (a database out at start gets them once it answers)
 
     def start(self) -> Rebuilt | None:
-        """At the app's start: a database with no students beside run folders is rebuilt from them."""
+        """At the app's start: a damaged SQLite file is put aside, and a database with no students beside run folders
+        is rebuilt from them."""
+        if self.watch.path is not None and self.watch.reason == "damaged":
+            try:
+                return self.recover()
+            except Exception:  # noqa: BLE001
+                log.warning("The lab's database could not be rebuilt yet; it tries again.", exc_info=True)
+                return None
         try:
             if self.lab.registry.students() or not has_run_files(self.lab):
                 return None
@@ -358,10 +366,7 @@ class Guard:
                 what = f"was damaged (kept aside as {os.path.basename(aside)})"
             else:
                 what = "was deleted or replaced while the app ran"
-            if not os.path.exists(watch.path):
-                for extra in ("-wal", "-shm"):  # the old file's journal must not be read as the new file's
-                    with contextlib.suppress(FileNotFoundError):
-                        os.remove(watch.path + extra)
+            health.drop_stale_journal(watch.path)  # the old file's journal must not be read as the new file's
             watch.clear()
             ensure_schema(registry)
             done = rebuild(self.lab)
@@ -371,6 +376,21 @@ class Guard:
         if self.on_rebuilt is not None:
             self.on_rebuilt()
         return done
+
+    def say_once(self, error: OSError) -> None:
+        """A file the keeper could not write (a full disk, a folder it may not write): one sentence per kind of
+        error until the writes go through again (:meth:`written`)."""
+        key = error.errno or 0
+        if key not in self._said:
+            self._said.add(key)
+            log.warning(
+                "The lab cannot write a run's files (%s): it tries again every second.", error.strerror or error
+            )
+
+    def written(self) -> None:
+        if self._said:
+            self._said.clear()
+            log.warning("The lab writes its runs' files again.")
 
     def sync(self) -> int:
         """Write ``run.json`` for every run whose row changed since it was last written (and ``student.json`` for
@@ -390,4 +410,8 @@ class Guard:
                     self._students[student["id"]] = key
         except health.LabUnavailable:
             pass  # said once by the watch; written when the database answers again
+        except OSError as error:  # a full disk: said once; written when there is room again
+            self.say_once(error)
+        except Exception:  # noqa: BLE001 - the keeper's thread goes on whatever happens here
+            log.exception("could not write the lab's run files")
         return written

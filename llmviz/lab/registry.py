@@ -213,6 +213,7 @@ def make_engine(url: str) -> sa.Engine:
         path = sa.engine.make_url(url).database
         if path and path != ":memory:":
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            health.drop_stale_journal(os.path.abspath(path))  # a deleted file's -wal is not the new file's
         engine = sa.create_engine(url, connect_args={"timeout": 10, "check_same_thread": False})
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
