@@ -56,12 +56,20 @@ REASONS = {
 }
 
 
+_KINDS = {"missing": "gone"}  # llmviz.lab.faults' name of the same fault
+
+
 def sentence(reason: str) -> str:
     """What a student or teacher reads while the lab's database is out.
 
-    >>> print(sentence("damaged")[:74])
-    The lab's database is damaged: kept runs cannot be listed or saved for now
+    >>> print(sentence("damaged")[:30])
+    The lab's database is damaged:
     """
+    from llmviz.lab import faults  # the fault model's sentences, one wording for each fault
+
+    found = faults.SENTENCES.get(_KINDS.get(reason, reason))
+    if found:
+        return found
     return (
         f"The lab's database {REASONS.get(reason, REASONS['unreachable'])}: kept runs cannot be listed or saved for "
         "now (the app tries again by itself, and everything else works)."

@@ -292,11 +292,12 @@ def _rebuild_lock(path: str | None):
 
 def ensure_schema(registry) -> None:
     """Make the registry's tables where they are missing (a new or rebuilt file)."""
-    upgrade = getattr(registry, "ensure_schema", None)
-    if callable(upgrade):
-        upgrade()
-    else:
+    try:
+        from llmviz.lab import migrations
+    except ImportError:  # a registry before schema revisions
         metadata.create_all(registry.engine)
+    else:
+        registry.revision = migrations.upgrade(registry.engine)
 
 
 class Guard:
