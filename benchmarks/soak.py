@@ -17,7 +17,8 @@ over: opens (reloads) the Training page, presses **Train** (``--steps`` steps) w
 
 The class's log: every run a student made (a run of theirs that appeared in the lab after their Train or Resume)
 and the highest step seen of it. At the end the students stop, the runs still training finish (or are stopped), and
-the lab is checked against the log: **nothing lost** (every run logged is in the lab, at least at the step seen),
+the lab is checked against the log: **no page error** (a fault is an alert's sentence, never the generic error),
+**nothing lost** (every run logged is in the lab, at least at the step seen),
 **no ghost** (no run stuck queued or training with nothing to show for it, no run of nobody), **every curve
 complete** (one point per step from its first to its last). Reported: the counts, page opens p50/p95 and errors, the
 load average before and after (the machine's other work slows everything; the checks do not depend on speed).
@@ -283,6 +284,8 @@ async def soak(args: argparse.Namespace) -> int:
             app.stop()
     final = read_lab(database) or {}
     failures, counts = check(final, log, class_ids)
+    if log.page_errors:  # a fault must be one sentence, never the generic error or a traceback
+        failures.append(f"{len(log.page_errors)} page(s) drew an error instead of a sentence")
     try:
         rebuilt = rebuild_check(runs, final, class_ids)
     except Exception as error:  # noqa: BLE001 - said as a failure of the check, the rest still reported
