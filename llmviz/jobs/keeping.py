@@ -406,8 +406,18 @@ def resumed_trainer(text: str, snapshot_path: str, resume_path: str | None = Non
     if resume_path is None:
         trainer.dropout_generator.manual_seed(dropout_seed(config.seed, 0, trainer.step))
         return trainer
-    tensors, scalars = read_kept_file(None, resume_path)
-    if scalars.get("step") != trainer.step:
-        raise CheckpointError(f"The run's kept optimizer state is of step {scalars.get('step')}, not {trainer.step}.")
+    try:
+        tensors, scalars = read_kept_file(None, resume_path)
+        if scalars.get("step") != trainer.step:
+            raise CheckpointError(f"its step is {scalars.get('step')}, not {trainer.step}")
+    except CheckpointError:  # a damaged resume file: the intact weights go on (logged once, no server path)
+        log.warning(
+            "The run's kept optimizer state (%s) cannot be read: it resumes from its weights at step %d, and the "
+            "optimizer starts afresh.",
+            resume_path.rsplit("/", 1)[-1],
+            trainer.step,
+        )
+        trainer.dropout_generator.manual_seed(dropout_seed(config.seed, 0, trainer.step))
+        return trainer
     trainer.load_training_state(tensors, scalars)
     return trainer

@@ -169,3 +169,36 @@ def test_the_watch_notices_a_deleted_database_and_the_guard_rebuilds_it(tmp_path
     ]
     assert [r.id for r in lab.registry.runs("bo")] == ["r1"] and len(lab.registry.curve("r1")) == 2
     assert not guard.watch.replaced() and guard.tick()
+
+
+def test_a_damaged_resume_file_falls_back_to_the_intact_weights(tmp_path, caplog):
+    import torch
+
+    from llmviz.jobs.keeping import resumed_trainer
+    from llmviz.lab.registry import config_json
+    from llmviz.training.checkpoint import model_description
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.dataset import prepare_data
+    from llmviz.training.trainer import Trainer
+    from tests.support.jobs import TEXT
+
+    config = TrainConfig(model="bigram-neural", tokenizer="char", context_length=8, batch_size=4, steps=20)
+    trainer = Trainer(config, prepare_data(TEXT, config))
+    for _ in range(3):
+        trainer.train_step()
+    trainer.step = 3
+    lab = Lab.at(tmp_path)
+    meta = {"format": "llmviz-checkpoint", "version": 1, "model": model_description(trainer.model)}
+    meta |= {"tokenizer": trainer.dataset.tokenizer.to_dict(), "train_config": config_json(config)}
+    path, _ = lab.storage.write_snapshot("bo", "r1", trainer.step, trainer.model.state_dict(), meta)
+    tensors, scalars = trainer.training_state()
+    resume, _ = lab.storage.write_resume("bo", "r1", trainer.step, tensors, scalars)
+    with open(resume, "r+b") as damaged:
+        damaged.write(b"\xff" * 64)
+    with caplog.at_level("WARNING", logger="llmviz.jobs.keeping"):
+        again = resumed_trainer(TEXT, path, resume)
+    assert again.step == 3
+    for name, tensor in again.model.state_dict().items():
+        assert torch.equal(tensor, trainer.model.state_dict()[name])
+    [said] = [r.getMessage() for r in caplog.records]
+    assert said.endswith("at step 3, and the optimizer starts afresh.") and str(tmp_path) not in said
