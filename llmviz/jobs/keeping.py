@@ -63,6 +63,7 @@ class _Kept:
     described: bool = False  # its model and config are in the registry
     text_sha256: str | None = None  # the text it trains on, kept once per content (resuming needs it)
     resume_step: int | None = None  # the step of its resume state on disk (that step's snapshot stays with it)
+    record: RunRecord | None = None  # its first row (a database rebuilt before its run.json was written gets it again)
 
 
 def run_kind(job: Job) -> str:
@@ -124,22 +125,21 @@ class Keeper:
             model = job.info.description.get("kind", "") if job.info is not None else ""
             digest = self._keep_text(student, job.label, text)
             config = {**(config_json(job.info.config) if job.info is not None else {}), **_text_field(digest)}
-            self.lab.registry.add_run(
-                RunRecord(
-                    id=job.id,
-                    student=student,
-                    kind=run_kind(job),
-                    label=job.label,
-                    state="queued",
-                    total=job.total,
-                    model=str(model),
-                    config=config,
-                    created=job.created,
-                    holder=self.holder,
-                )
+            record = RunRecord(
+                id=job.id,
+                student=student,
+                kind=run_kind(job),
+                label=job.label,
+                state="queued",
+                total=job.total,
+                model=str(model),
+                config=config,
+                created=job.created,
+                holder=self.holder,
             )
+            self.lab.registry.add_run(record)
             with self._lock:
-                self._kept[job.id] = _Kept(job, student, text_sha256=digest)
+                self._kept[job.id] = _Kept(job, student, text_sha256=digest, record=record)
 
     def _keep_text(self, student: str, label: str, text: str | None) -> str | None:
         if text is None:
@@ -291,10 +291,17 @@ class Keeper:
         """The database was rebuilt from the run folders: write every live run's curve and samples afresh (what the
         folders did not have yet is added; what they had is left alone)."""
         with self._lock:
-            for entry in self._kept.values():
-                entry.points = entry.samples = 0
-                entry.version = -1
-                entry.described = False
+            kept = list(self._kept.values())
+        registry = self.lab.registry
+        for entry in kept:
+            entry.points = entry.samples = 0
+            entry.version = -1
+            entry.described = False
+            if entry.record is not None and registry.run(entry.student, entry.job.id) is None:
+                registry.ensure_student(entry.student)  # a run younger than its run.json: its rows again
+                registry.add_run(entry.record)
+                for step, path in sorted(entry.on_disk.items()):
+                    registry.add_snapshot(entry.job.id, step, path, int(self.lab.storage.fs.size(path)))
 
     def _forever(self) -> None:
         beats = 0
