@@ -7,6 +7,7 @@ import streamlit as st
 from llmviz.lab.classroom import SORTS, class_rows, thin_curve
 from ui import charts, identity, picker, sections, state, watch
 from ui.panels import classroom
+from ui.text import literal_markdown
 
 st.title("The class")
 if not identity.is_teacher():
@@ -53,9 +54,13 @@ if rows:  # (no heading over nothing: the live section above says no student has
         picker.project(chosen.run_id, None)
         st.rerun()
     if d2.button("Stop it", key=state.widget("class_stop")):
-        st.toast("Asked to stop." if picker_manager.keeper.lab.registry.request(chosen.run_id, "stop") else "Not live.")
+        st.toast(
+            literal_markdown(picker_manager.keeper.lab.control(chosen.student, chosen.run_id, "stop", by="teacher"))
+        )
     if d3.button("Park it", key=state.widget("class_park")):
-        st.toast("Asked to park." if picker_manager.keeper.lab.registry.request(chosen.run_id, "park") else "Not live.")
+        st.toast(
+            literal_markdown(picker_manager.keeper.lab.control(chosen.student, chosen.run_id, "park", by="teacher"))
+        )
     st.caption(
         "Show on the projector: your picker (the sidebar) switches to this run at its newest kept step, on every "
         "page; its step slider moves through its kept steps. Stop keeps what it learned; Park frees its worker "

@@ -81,9 +81,13 @@ def sentence(error: BaseException, url: str | None = None) -> str:
 
 def is_database_fault(error: BaseException) -> bool:
     """Is ``error`` the database's (or the disk's) fault, not a bug?"""
-    return isinstance(
-        error, sa.exc.OperationalError | sa.exc.DatabaseError | sa.exc.InterfaceError | sqlite3.Error
-    ) or (isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO))
+    from llmviz.lab.health import LabUnavailable  # the engine's watch refused it (llmviz.lab.health)
+
+    return (
+        isinstance(error, LabUnavailable)
+        or isinstance(error, sa.exc.OperationalError | sa.exc.DatabaseError | sa.exc.InterfaceError | sqlite3.Error)
+        or (isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO))
+    )
 
 
 class FaultLog:
@@ -92,7 +96,7 @@ class FaultLog:
 
     >>> faults = FaultLog("sqlite://")
     >>> for _ in range(3):
-    ...     faults.failed("list runs", sqlite3.OperationalError("database is locked"))
+    ...     faults.fail("list runs", sqlite3.OperationalError("database is locked"))
     >>> faults.current, faults.count
     ('locked', 3)
     >>> faults.cleared(); faults.current
@@ -105,7 +109,12 @@ class FaultLog:
         self.since = 0.0
         self._lock = threading.Lock()
 
-    def failed(self, what: str, error: BaseException) -> None:
+    def fail(self, what: str, error: BaseException) -> None:
+        """``what`` failed with ``error``: a database fault is logged when it starts (then counted); anything else
+        is a bug, logged with its traceback every time (call this in the ``except`` block)."""
+        if not is_database_fault(error):
+            log.exception("the lab could not %s", what)
+            return
         kind = kind_of(error, self.url)
         with self._lock:
             first = kind != self.current
@@ -115,8 +124,9 @@ class FaultLog:
         if first:
             log.warning("the lab's database fault (%s) began as it tried to %s: %s", kind, what, error)
 
-    def cleared(self) -> None:
-        if self.current is None:
+    def cleared(self, wrote: bool = True) -> None:
+        """A call succeeded (``wrote``: a write): the fault has cleared (a lock only once a write succeeds)."""
+        if self.current is None or (self.current == "locked" and not wrote):
             return
         with self._lock:
             kind, count, since = self.current, self.count, self.since

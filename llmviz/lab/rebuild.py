@@ -13,7 +13,7 @@
   already is left alone, so it can be run again, and by two processes at once, safely.
 
 >>> import tempfile
->>> from llmviz.lab.registry import RunRecord
+>>> from llmviz.lab.records import RunRecord
 >>> from llmviz.lab.service import Lab
 >>> folder = tempfile.mkdtemp()
 >>> lab = Lab.at(folder)
@@ -41,7 +41,8 @@ import time
 from dataclasses import dataclass, fields
 
 from llmviz.lab import health
-from llmviz.lab.registry import LIVE_STATES, RunRecord, holder_alive, metadata
+from llmviz.lab.holders import holder_alive
+from llmviz.lab.records import LIVE_STATES, RunRecord, metadata
 from llmviz.lab.storage import safe_name
 
 log = logging.getLogger(__name__)
@@ -293,11 +294,11 @@ def _rebuild_lock(path: str | None):
 def ensure_schema(registry) -> None:
     """Make the registry's tables where they are missing (a new or rebuilt file)."""
     try:
-        from llmviz.lab import migrations
+        from llmviz.lab.migrations import schema
     except ImportError:  # a registry before schema revisions
         metadata.create_all(registry.engine)
     else:
-        registry.revision = migrations.upgrade(registry.engine)
+        registry.revision = schema.upgrade(registry.engine)
 
 
 class Guard:

@@ -8,7 +8,7 @@ import pytest
 import llmviz.lab.service
 from llmviz.jobs.events import RunInfo
 from llmviz.jobs.keeping import snapshot_meta
-from llmviz.lab.registry import RunRecord
+from llmviz.lab.records import RunRecord
 from llmviz.training.snapshots import state_of
 from tests.support.jobs import small_trainer
 from tests.support.pages import assert_clean, run_app
@@ -117,7 +117,7 @@ def test_a_parked_run_is_listed_and_resumed_on_the_training_page(fresh_session_j
     assert any("with its weights only" in c.value and "the optimizer starts afresh" in c.value for c in at.caption)
     at.button(key="kept_resume").click().run()
     assert_clean(at)
-    [job] = [j for j in default_manager().jobs(student) if j.label == "parked run · resumed (optimizer afresh)"]
+    [job] = [j for j in default_manager().jobs(student) if j.id == "parked1"]  # the same run goes on
     assert job.wait(JOB_TIMEOUT)
     status = job.status()
     assert status.state.value == "finished" and status.step == 30 and status.losses[0][0] == 11
@@ -132,7 +132,7 @@ def test_a_run_another_app_process_trains_is_paused_and_stopped_from_this_one(fr
 
     import psutil
 
-    from llmviz.lab.registry import this_holder
+    from llmviz.lab.holders import this_holder
 
     at = run_app("stages/training.py")
     student = at.session_state["_llmviz_session_id"]

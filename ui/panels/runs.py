@@ -32,7 +32,7 @@ from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job, JobStatus
 from llmviz.jobs.manager import JobRefused, Planned
 from llmviz.lab.health import LabUnavailable
-from llmviz.lab.registry import LIVE_STATES
+from llmviz.lab.records import LIVE_STATES
 from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure, smooth
 from llmviz.training.config import TrainConfig
 from llmviz.training.dataset import vocab_bound
@@ -559,7 +559,7 @@ KEPT_COLUMNS = ("run", "state", "steps", "best validation loss", "snapshots kept
 def kept_rows(records: list, steps_by_run: dict[str, list[int]], live: set[str]) -> list[dict]:
     """The table of a student's kept runs that no tab of this server trains now (those are drawn live above).
 
-    >>> from llmviz.lab.registry import RunRecord
+    >>> from llmviz.lab.records import RunRecord
     >>> rows = kept_rows([RunRecord("a", "s", "train", "GPT micro", "interrupted", total=300, step=120,
     ...                             best_val_loss=2.4567)], {"a": [0, 100, 120]}, set())
     >>> rows[0]["state"], rows[0]["steps"], rows[0]["best validation loss"], rows[0]["snapshots kept"]

@@ -173,7 +173,9 @@ def test_postgresql_stopped_mid_run_is_said_once_and_the_run_goes_on(tmp_path):
         finally:
             _stop(process)
         state, step, steps = _pg_run(url, run_id)
-    assert state in ("paused", "parked", "stopped") and _complete(steps, step), f"{state}, {len(steps)} points, step {step}"
+    assert state in ("paused", "parked", "stopped") and _complete(steps, step), (
+        f"{state}, {len(steps)} points, step {step}"
+    )
     said = log.read_text()
     assert said.count("cannot be reached") == 1, said
     assert said.count("The lab's database answers again.") == 1
@@ -203,7 +205,9 @@ def test_a_full_disk_is_said_once_and_the_run_is_written_when_there_is_room(tmp_
         finally:
             _stop(process)
         state, step, steps = _sqlite_run(database, run_id)
-        assert state in ("paused", "parked", "stopped") and _complete(steps, step), f"{state}, {len(steps)} pts, step {step}"
+        assert state in ("paused", "parked", "stopped") and _complete(steps, step), (
+            f"{state}, {len(steps)} pts, step {step}"
+        )
         said = log.read_text()
         assert said.count("The server's disk is full") + said.count("cannot write a run's files") <= 2, said
         assert "Traceback" not in said
