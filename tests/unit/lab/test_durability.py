@@ -25,8 +25,9 @@ pytestmark = pytest.mark.slow  # real processes that import torch: not the fast 
 TIMEOUT = 600.0  # a bound only a hang reaches on a loaded 2-core machine
 
 
-def _start(folder: Path, url: str, *specs: str) -> tuple[subprocess.Popen, Path]:
-    log = folder / f"process-{len(list(folder.glob('process-*.log')))}.log"
+def _start(folder: Path, url: str, *specs: str, logs: Path | None = None) -> tuple[subprocess.Popen, Path]:
+    logs = logs or folder  # the process's stderr (never on the disk a test fills)
+    log = logs / f"process-{len(list(logs.glob('process-*.log')))}.log"
     process = subprocess.Popen(
         [sys.executable, "-m", "tests.support.lab_process", str(folder), url, *specs],
         stdout=subprocess.PIPE,
@@ -189,7 +190,7 @@ def test_a_full_disk_is_said_once_and_the_run_is_written_when_there_is_room(tmp_
         pytest.skip(f"a tmpfs cannot be mounted here: {mounted.stderr.decode().strip()}")
     try:
         database = disk / "lab.db"
-        process, log = _start(disk, f"sqlite:///{database}", "ada:100000")
+        process, log = _start(disk, f"sqlite:///{database}", "ada:100000", logs=tmp_path)
         try:
             run_id = _ids(process)["ada"]
             wait_for(lambda: (_sqlite_run(database, run_id) or ("", 0, []))[1] >= 5, TIMEOUT)
