@@ -105,6 +105,7 @@ class FaultLog:
     def __init__(self, url: str):
         self.url = url
         self.current: str | None = None
+        self._watched = False  # the current fault is the engine watch's (it logs its start and end itself)
         self.count = 0
         self.since = 0.0
         self._lock = threading.Lock()
@@ -120,8 +121,10 @@ class FaultLog:
             first = kind != self.current
             if first:
                 self.current, self.count, self.since = kind, 0, time.monotonic()
+                # the engine's watch (llmviz.lab.health) said it already, and says when it answers again
+                self._watched = type(error).__name__ == "LabUnavailable"
             self.count += 1
-        if first:
+        if first and not self._watched:
             log.warning("the lab's database fault (%s) began as it tried to %s: %s", kind, what, error)
 
     def cleared(self, wrote: bool = True) -> None:
@@ -131,7 +134,7 @@ class FaultLog:
         with self._lock:
             kind, count, since = self.current, self.count, self.since
             self.current, self.count = None, 0
-        if kind is not None:
+        if kind is not None and not self._watched:
             log.warning(
                 "the lab's database fault (%s) cleared after %d failed calls in %.0f s",
                 kind,

@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -116,8 +117,7 @@ def _own_postgres(folder: Path, port: int = 55483):
     if found is None:
         pytest.skip("PostgreSQL is not installed")
     user = as_user()
-    base = folder / "pg"
-    base.mkdir()
+    base = Path(tempfile.mkdtemp(prefix="llmviz-pg-"))  # a folder the postgres user reaches (pytest's are root's)
     if user:
         shutil.chown(base, "postgres", "postgres")
     quiet = dict(check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
@@ -141,6 +141,7 @@ def _own_postgres(folder: Path, port: int = 55483):
     finally:
         with contextlib.suppress(subprocess.CalledProcessError):
             stop()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def _pg_run(url: str, run_id: str) -> tuple[str, int, list[int]] | None:
