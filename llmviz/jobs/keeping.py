@@ -22,7 +22,7 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from llmviz.errors import UploadError
+from llmviz.errors import LlmvizError, UploadError
 from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job
 from llmviz.lab import faults
@@ -67,6 +67,7 @@ class _Kept:
     state: str = ""  # the state last written
     by: str | None = None  # who asked for its next change of state ("student", "teacher", "server")
     wrote: bool = False  # snapshots written since the quota was last checked
+    generation: int = 0  # the lab's database file it was recorded in (Lab.generation)
 
 
 def kept_bytes(footprint, resumable: bool) -> int:
@@ -175,7 +176,14 @@ class Keeper:
             on_disk = {step: path for step, path, _ in self.lab.registry.snapshots(jobs[0].id)} if resumed else {}
         with self._lock:
             for job, digest in zip(jobs, digests, strict=True):
-                self._kept[job.id] = _Kept(job, student, text_sha256=digest, on_disk=dict(on_disk), state="queued")
+                self._kept[job.id] = _Kept(
+                    job,
+                    student,
+                    text_sha256=digest,
+                    on_disk=dict(on_disk),
+                    state="queued",
+                    generation=self.lab.generation,
+                )
 
     def _record(self, job, student: str, digest: str | None) -> RunRecord:
         model = job.info.description.get("kind", "") if job.info is not None else ""
@@ -244,8 +252,14 @@ class Keeper:
     def _flush_all(self) -> None:
         with self._lock:
             kept = list(self._kept.values())
+        try:
+            self.lab.check_database()
+        except LlmvizError:  # the database file was removed: nothing is written until it is back (logged once)
+            return
         for entry in kept:
             try:
+                if entry.generation != self.lab.generation:
+                    self._record_again(entry)
                 done = self._flush_one(entry)
             except Exception as error:  # noqa: BLE001 - a full disk or a busy database: try again next time
                 if not faults.is_database_fault(error):
@@ -259,6 +273,16 @@ class Keeper:
             self.lab.faults.cleared()
             if done:
                 self.forget(entry.job.id)
+
+    def _record_again(self, entry: _Kept) -> None:
+        """The database file was replaced (restored or rebuilt) while ``entry`` trained: where its row is missing,
+        it is recorded again and its curve, samples and snapshots written from the start (nothing is lost)."""
+        if self.lab.registry.run(entry.student, entry.job.id) is None:
+            self.lab.registry.ensure_student(entry.student)
+            self.lab.registry.add_run(self._record(entry.job, entry.student, entry.text_sha256))
+            entry.points = entry.samples = 0
+            entry.on_disk, entry.resume_step, entry.state, entry.version = {}, None, "", -1
+        entry.generation = self.lab.generation
 
     def _row_gone(self, entry: _Kept) -> bool:
         try:
@@ -473,7 +497,6 @@ def resume_plan(lab: Lab, student: str, run_id: str):
     or snapshot no longer kept."""
     import functools
 
-    from llmviz.errors import LlmvizError
     from llmviz.training.config import TrainConfig
     from llmviz.training.dataset import vocab_bound
     from llmviz.training.footprint import of_config

@@ -74,6 +74,19 @@ def _sqlite_file_exists(url: str) -> bool:
     return not path or path == ":memory:" or os.path.exists(path)
 
 
+def file_identity(url: str) -> tuple[int, int] | None:
+    """``(device, inode)`` of a SQLite URL's database file (None: not there, or not a file database): a file removed
+    or replaced under a running app is noticed by a change of it (:meth:`llmviz.lab.service.Lab.check_database`)."""
+    path = sa.engine.make_url(url).database if url.startswith("sqlite") else None
+    if not path or path == ":memory:":
+        return None
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino)
+
+
 def sentence(error: BaseException, url: str | None = None) -> str:
     """The one sentence a student reads for ``error``."""
     return SENTENCES[kind_of(error, url)]

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sqlite3
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ from llmviz.errors import CheckpointError, LlmvizError, UploadError
 from llmviz.lab import faults
 from llmviz.lab.classroom import ClassRow, class_rows
 from llmviz.lab.health import LabUnavailable
+from llmviz.lab.migrations import schema
 from llmviz.lab.records import (
     AUTOENCODER,
     DPO,
@@ -273,6 +275,30 @@ class Lab:
         self.keep_s = keep_s if keep_s is not None else float(settings.get("LLMVIZ_KEEP_DAYS")) * 86400
         self.controller: Controller | None = None  # this process's trainer of runs, when it has one (attach)
         self.faults = faults.FaultLog(self.registry.url)
+        self._file = faults.file_identity(self.registry.url)  # a SQLite file's identity (None: not a file)
+        self._reopening = threading.Lock()
+        self.generation = 0  # how many times the database file was replaced under this lab (and reopened)
+
+    def check_database(self) -> None:
+        """A SQLite file removed under the running app refuses every call (:class:`LabUnavailable`: nothing is
+        written to a file nobody will read); one replaced (restored from a backup, rebuilt) is reopened and upgraded,
+        and :attr:`generation` counts it (the keeper then records its live runs again where they are missing)."""
+        if self._file is None:
+            return
+        now = faults.file_identity(self.registry.url)
+        if now == self._file:
+            return
+        if now is None:
+            self.faults.fail("find its database file", sqlite3.OperationalError("the database file was removed"))
+            raise LabUnavailable(faults.SENTENCES["gone"])
+        with self._reopening:
+            if self._file == now:
+                return  # another thread reopened it meanwhile
+            log.warning("the lab's database file was replaced: it is reopened")
+            self.registry.engine.dispose()
+            schema.upgrade(self.registry.engine)
+            self._file, self.generation = now, self.generation + 1
+        self.faults.cleared()
 
     @classmethod
     def at(cls, folder: str | os.PathLike, url: str | None = None, **limits) -> Lab:
@@ -294,6 +320,7 @@ class Lab:
         """Turn a database fault during ``what`` into :class:`LabUnavailable` (one sentence), logged once per
         fault (:class:`llmviz.lab.faults.FaultLog`); a success after a fault logs that it cleared (a lock clears
         only when a write (``writes``) succeeds: reads go on under another process's write lock)."""
+        self.check_database()
         try:
             yield
         except LlmvizError:

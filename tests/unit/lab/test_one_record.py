@@ -305,3 +305,32 @@ def test_a_run_stopped_on_this_process_resumes_as_the_same_run_through_the_door(
         assert manager.lab.curve("ann", job.id).steps == list(range(1, 401))  # one curve, every step once
     finally:
         manager.shutdown()
+
+
+def test_a_database_file_removed_under_the_app_refuses_and_a_restored_one_is_reopened_with_nothing_lost(tmp_path):
+    import sqlite3
+
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path))
+    try:
+        job = submit(manager, "ann", LONG)
+        assert wait_for(lambda: (manager.lab.run("ann", job.id) or job).step > 5, 120)  # recorded, training
+        database = tmp_path / "lab.db"
+        backup = tmp_path / "backup.db"
+        with sqlite3.connect(database) as source, sqlite3.connect(backup) as copy:
+            source.backup(copy)  # the teacher's backup (SQLite's online backup)
+        for suffix in ("", "-wal", "-shm"):
+            (tmp_path / f"lab.db{suffix}").unlink(missing_ok=True)  # the database removed while the app runs
+        with pytest.raises(LabUnavailable) as refused:
+            manager.lab.runs("ann")
+        assert str(refused.value) == SENTENCES["gone"]
+        before = job.status().step
+        assert wait_for(lambda: job.status().step > before + 20, 120)  # training goes on meanwhile
+        backup.rename(database)  # restored
+        assert wait_for(lambda: manager.lab.run("ann", job.id).step > before + 20, 120)  # reopened: written again
+        job.stop()
+        assert job.wait(120) and wait_for(lambda: not manager.keeper.holds(job.id), 60)
+        [view] = manager.lab.runs("ann")
+        assert view.state == "stopped" and view.step == job.status().step
+        assert manager.lab.curve("ann", job.id).steps == list(range(1, view.step + 1))  # every point
+    finally:
+        manager.shutdown()
