@@ -5,9 +5,11 @@ it):
 
 - an error that means the database is not usable now (SQLite locked past its busy timeout, a damaged or missing
   file, PostgreSQL stopped or unreachable) becomes :class:`LabUnavailable`, one sentence, logged once per outage;
-- for a while after (:data:`PAUSE_S`; :data:`LOCKED_PAUSE_S` for a lock) every new statement is refused at once with
-  the same sentence, so a page run never waits on the database again ("unavailable until T"); the first statement
-  after that tries for real, and its success is logged once ("answers again");
+- a server that does not answer (PostgreSQL stopped or unreachable: each try costs the connect timeout): for
+  :data:`PAUSE_S` after, every new statement is refused at once with the same sentence, so a page run never waits on
+  it again ("unavailable until T"); the first statement after that tries for real. The other faults fail fast by
+  themselves and are tried every time (so the lab goes on the moment a lock is released or space is freed); the
+  first success after any fault is logged once ("answers again");
 - a SQLite file's identity (device and inode) is remembered, so :meth:`Watch.replaced` tells that the file was
   deleted or replaced while the app ran (the keeper then rebuilds it: :class:`llmviz.lab.rebuild.Guard`).
 
@@ -38,8 +40,7 @@ from llmviz.errors import LlmvizError
 
 log = logging.getLogger(__name__)
 
-PAUSE_S = 15.0  # after an outage, statements are refused at once for this long before the database is tried again
-LOCKED_PAUSE_S = 3.0  # the same for a lock held past the busy timeout (it is most often over soon)
+PAUSE_S = 5.0  # after a server did not answer, statements are refused at once for this long before it is tried again
 CONNECT_TIMEOUT_S = 3  # PostgreSQL's connect timeout: a stopped or unreachable server is said within seconds
 
 
@@ -178,7 +179,8 @@ class Watch:
         with self._lock:
             first = self.reason is None
             self.reason = reason
-            self.until = self.clock() + (LOCKED_PAUSE_S if reason == "locked" else PAUSE_S)
+            if reason == "unreachable":  # only a server that does not answer costs a wait per call: refused at once
+                self.until = self.clock() + PAUSE_S
         if first:
             log.warning("%s", sentence(reason))
 
