@@ -94,10 +94,8 @@ def sentence(error: BaseException, url: str | None = None) -> str:
 
 def is_database_fault(error: BaseException) -> bool:
     """Is ``error`` the database's (or the disk's) fault, not a bug?"""
-    from llmviz.lab.health import LabUnavailable  # the engine's watch refused it (llmviz.lab.health)
-
     return (
-        isinstance(error, LabUnavailable)
+        type(error).__name__ == "LabUnavailable"  # the engine's watch refused it (llmviz.lab.health: not imported)
         or isinstance(error, sa.exc.OperationalError | sa.exc.DatabaseError | sa.exc.InterfaceError | sqlite3.Error)
         or (isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO))
     )
