@@ -5,6 +5,7 @@ import time
 import streamlit as st
 
 import ui
+from llmviz.lab.health import LabUnavailable
 from ui import charts, identity, picker, present, sections, share, state, watch
 
 
@@ -66,6 +67,8 @@ def main() -> None:
         try:
             with share.links():
                 navigation.run()
+        except LabUnavailable as out:  # the lab's database is out: one sentence, not the generic error (issue 56)
+            st.info(str(out))
         finally:  # also when the page stops or reruns itself
             ui.freeze_long_lived_objects()  # once per server process: see ui/routing.py
     if following:  # following a training run costs a page run per refresh: it counts in the watching budget

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import re
@@ -26,6 +27,7 @@ from collections.abc import Mapping
 import streamlit as st
 
 from llmviz import settings
+from llmviz.lab.health import LabUnavailable
 from llmviz.lab.service import default_lab
 from ui import state, streamlit_private
 
@@ -182,7 +184,8 @@ def take_teacher_key() -> bool:
         given = st.query_params.get("teacher")
         if is_teacher_key(given):
             state.TEACHER.set(True)
-            default_lab().registry.ensure_student(student_id(), teacher=True)
+            with contextlib.suppress(LabUnavailable):  # the lab's database is out: this session is the teacher's
+                default_lab().registry.ensure_student(student_id(), teacher=True)
     return is_teacher()
 
 
@@ -192,14 +195,20 @@ def is_teacher() -> bool:
     if not settings.get("LLMVIZ_TEACHER_KEY"):
         return False
     if state.TEACHER.get() is None:
-        found = default_lab().registry.student(student_id())
+        try:
+            found = default_lab().registry.student(student_id())
+        except LabUnavailable:  # the lab's database is out (said once): not the teacher's until it answers
+            return False
         state.TEACHER.set(bool(found and found["teacher"]))
     return bool(state.TEACHER.get())
 
 
 def display_name() -> str:
-    """The name this student typed ("" when none)."""
-    found = default_lab().registry.student(student_id())
+    """The name this student typed ("" when none, or while the lab's database is out)."""
+    try:
+        found = default_lab().registry.student(student_id())
+    except LabUnavailable:
+        return ""
     return str(found["name"]) if found else ""
 
 

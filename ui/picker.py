@@ -34,6 +34,7 @@ from llmviz import settings
 from llmviz.errors import LlmvizError, log_failure
 from llmviz.jobs.job import Job
 from llmviz.jobs.manager import JobManager, default_manager
+from llmviz.lab.health import LabUnavailable
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.training.checkpoint import (
     ListedCheckpoint,
@@ -274,8 +275,14 @@ class RunSource:
             label = run_label(job.label, job.created, number)  # the caption shows it whole (the sidebar cuts it)
             out.append(Entry(f"run:{job.id}", label, family, note=literal_markdown(label), steps=steps))
         live = {job.id for job in my_jobs(None)}
-        job_manager, kept_list = manager(), kept_runs()
-        by_run = job_manager.keeper.lab.registry.steps_by_run(job_manager.student(session_id())) if kept_list else {}
+        job_manager = manager()
+        try:
+            kept_list = kept_runs()
+            by_run = (
+                job_manager.keeper.lab.registry.steps_by_run(job_manager.student(session_id())) if kept_list else {}
+            )
+        except LabUnavailable:  # the lab's database is out (said once in the log): the live runs are listed
+            kept_list, by_run = [], {}
         for number, kept in enumerate(kept_list, start=len(out) + 1):
             steps = tuple(by_run.get(kept.id, ()))
             if kept.id in live or not steps:

@@ -218,6 +218,9 @@ def build_parser(prog: str = "llmviz") -> argparse.ArgumentParser:
 
     interpret_commands, common = add_interpret_commands(commands)
     add_sae_commands(interpret_commands, common)
+    from llmviz.cli.lab import add_lab_commands
+
+    add_lab_commands(commands)
     return parser
 
 

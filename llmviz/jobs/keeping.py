@@ -27,6 +27,7 @@ from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job
 from llmviz.lab import faults
 from llmviz.lab.holders import this_holder
+from llmviz.lab.rebuild import Guard
 from llmviz.lab.records import AUTOENCODER, TASK, TRAINING, RunRecord, config_json
 from llmviz.lab.service import Lab
 from llmviz.lab.slots import CLAIM_WAIT_S
@@ -136,6 +137,8 @@ class Keeper:
         self._closed = threading.Event()
         self._unfreed: set[str] = set()  # runs whose slot could not be freed yet (the database was locked)
         self.interrupted: list[str] = []
+        self.guard = Guard(lab, on_rebuilt=self.restate)  # run.json in each run folder; a lost database rebuilt
+        self.guard.start()
         try:  # the runs of processes that have gone (a locked database: the thread's next pass marks them)
             self.interrupted = lab.registry.interrupt_orphans()
         except Exception as error:  # noqa: BLE001 - logged once; the server starts all the same
@@ -437,15 +440,35 @@ class Keeper:
         for run_id in pending:
             self.free_slot(run_id)
 
+    def restate(self) -> None:
+        """The database was rebuilt from the run folders: write every live run's curve and samples afresh (what the
+        folders did not have yet is added; what they had is left alone); a run younger than its run.json gets its
+        rows again."""
+        with self._lock:
+            kept = list(self._kept.values())
+        registry = self.lab.registry
+        for entry in kept:
+            entry.points = entry.samples = 0
+            entry.version = -1
+            entry.described = False
+            if registry.run(entry.student, entry.job.id) is None:
+                registry.ensure_student(entry.student)
+                registry.add_runs([self._record(entry.job, entry.student, entry.text_sha256)])
+                for step, path in sorted(entry.on_disk.items()):
+                    registry.add_snapshot(entry.job.id, step, path, int(self.lab.storage.fs.size(path)))
+
     def _forever(self) -> None:
         beats = 0
         while not self._closed.wait(self.interval):
+            if not self.guard.tick():
+                continue  # the database is out: said once; nothing is lost (the jobs keep their steps)
             try:
                 self.act_on_requests()
                 self._free_later()
             except Exception as error:  # noqa: BLE001 - logged once while the fault lasts
                 self.lab.faults.fail("read the lab's requests", error)
             self.flush()
+            self.guard.sync()
             beats += 1
             if beats % 10 == 0:
                 try:
@@ -458,6 +481,7 @@ class Keeper:
 
     def close(self) -> None:
         self.flush()
+        self.guard.sync()
         self._closed.set()
 
 

@@ -7,8 +7,8 @@ fault                     what happens
 locked past the timeout   the action is refused (:class:`~llmviz.lab.service.LabUnavailable`); training goes on
                           (the keeper writes later, a slot claim waits a fraction of a second and tries again)
 disk full                 the action is refused before anything is recorded; nothing half-written (transactions)
-damaged database          refused; the teacher rebuilds it from the run folders
-database file removed     refused; the teacher rebuilds it from the run folders
+damaged database          refused; the app puts it aside and rebuilds it from the run folders (llmviz.lab.rebuild)
+database file removed     refused; the app rebuilds it from the run folders (llmviz.lab.rebuild)
 unreachable (PostgreSQL)  refused; the lab answers again as soon as the database is back
 ========================  =======================================================================================
 
@@ -38,12 +38,12 @@ SENTENCES = {
     ),
     "full": "The server's disk is full: nothing new can be kept until space is freed; your kept runs are safe.",
     "damaged": (
-        "The lab's database is damaged: your runs cannot be listed until the teacher restores it "
-        "(python -m llmviz lab rebuild)."
+        "The lab's database is damaged: the app is rebuilding it from the run folders; your runs are listed again "
+        "in a moment."
     ),
     "gone": (
-        "The lab's database file was removed: your runs cannot be listed until the teacher restores it "
-        "(python -m llmviz lab rebuild)."
+        "The lab's database file was removed: the app is rebuilding it from the run folders; your runs are listed "
+        "again in a moment."
     ),
     "unreachable": (
         "The lab's database cannot be reached: nothing was changed; your runs are kept and this works again once "
@@ -94,9 +94,11 @@ def sentence(error: BaseException, url: str | None = None) -> str:
 
 def is_database_fault(error: BaseException) -> bool:
     """Is ``error`` the database's (or the disk's) fault, not a bug?"""
-    return isinstance(
-        error, sa.exc.OperationalError | sa.exc.DatabaseError | sa.exc.InterfaceError | sqlite3.Error
-    ) or (isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO))
+    return (
+        type(error).__name__ == "LabUnavailable"  # the engine's watch refused it (llmviz.lab.health: not imported)
+        or isinstance(error, sa.exc.OperationalError | sa.exc.DatabaseError | sa.exc.InterfaceError | sqlite3.Error)
+        or (isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO))
+    )
 
 
 class FaultLog:
@@ -114,6 +116,7 @@ class FaultLog:
     def __init__(self, url: str):
         self.url = url
         self.current: str | None = None
+        self._watched = False  # the current fault is the engine watch's (it logs its start and end itself)
         self.count = 0
         self.since = 0.0
         self._lock = threading.Lock()
@@ -129,8 +132,10 @@ class FaultLog:
             first = kind != self.current
             if first:
                 self.current, self.count, self.since = kind, 0, time.monotonic()
+                # the engine's watch (llmviz.lab.health) said it already, and says when it answers again
+                self._watched = type(error).__name__ == "LabUnavailable"
             self.count += 1
-        if first:
+        if first and not self._watched:
             log.warning("the lab's database fault (%s) began as it tried to %s: %s", kind, what, error)
 
     def cleared(self, wrote: bool = True) -> None:
@@ -140,7 +145,7 @@ class FaultLog:
         with self._lock:
             kind, count, since = self.current, self.count, self.since
             self.current, self.count = None, 0
-        if kind is not None:
+        if kind is not None and not self._watched:
             log.warning(
                 "the lab's database fault (%s) cleared after %d failed calls in %.0f s",
                 kind,

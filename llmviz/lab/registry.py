@@ -30,6 +30,7 @@ import os
 
 import sqlalchemy as sa
 
+from llmviz.lab import health
 from llmviz.lab.inbox import Mailbox
 from llmviz.lab.liveness import Liveness
 from llmviz.lab.migrations import schema
@@ -63,10 +64,12 @@ def make_engine(url: str) -> sa.Engine:
         path = sa.engine.make_url(url).database
         if path and path != ":memory:":
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            health.drop_stale_journal(os.path.abspath(path))  # a deleted file's -wal is not the new file's
         engine = sa.create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False})
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return sa.create_engine(url, pool_pre_ping=True)
+    # a stopped or unreachable server is said within seconds (llmviz.lab.health), not after TCP's minutes
+    return sa.create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": health.CONNECT_TIMEOUT_S})
 
 
 class Registry(Records, Slots, Mailbox, Liveness):
@@ -76,7 +79,11 @@ class Registry(Records, Slots, Mailbox, Liveness):
     def __init__(self, url: str, engine: sa.Engine | None = None):
         self.url = url
         self.engine = engine or make_engine(url)
-        self.revision = schema.upgrade(self.engine)
+        health.install(self.engine, url)  # an outage is one sentence, said once, never a wait on every page
+        try:
+            self.revision: str | None = schema.upgrade(self.engine)
+        except health.LabUnavailable:  # said once; the keeper's guard upgrades it once it answers (lab.rebuild)
+            self.revision = None
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -47,6 +47,7 @@ from llmviz import settings
 from llmviz.errors import CheckpointError, LlmvizError, UploadError
 from llmviz.lab import faults
 from llmviz.lab.classroom import ClassRow, class_rows
+from llmviz.lab.health import LabUnavailable
 from llmviz.lab.migrations import schema
 from llmviz.lab.records import (
     AUTOENCODER,
@@ -104,9 +105,9 @@ KIND_WORDS = {  # what each kind of run is called on a page
 }
 
 
-class LabUnavailable(LlmvizError):
-    """The lab's database cannot answer (locked past its timeout, full, damaged, deleted or unreachable): the
-    message is one sentence for the student; nothing was half-written."""
+# LabUnavailable: the lab's database cannot answer (locked past its timeout, full, damaged, deleted or unreachable):
+# the message is one sentence for the student; nothing was half-written. Defined in llmviz.lab.health (the engine's
+# watch raises it too), one class for both.
 
 
 class SnapshotDamaged(LlmvizError):

@@ -31,6 +31,7 @@ import streamlit as st
 from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job, JobStatus
 from llmviz.jobs.manager import JobRefused, Planned
+from llmviz.lab.health import LabUnavailable
 from llmviz.lab.records import LIVE_STATES
 from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure, smooth
 from llmviz.training.config import TrainConfig
@@ -611,7 +612,11 @@ def kept_runs_panel() -> None:
     )
     if typed != name:
         identity.set_display_name(typed)
-    records = picker.kept_runs()
+    try:
+        records = picker.kept_runs()
+    except LabUnavailable as out:  # the lab's database is out: one sentence; the live runs above go on
+        st.info(str(out))
+        return
     live = {job.id for job in picker.my_jobs(None)}
     others = [record for record in records if record.id not in live]
     if not others:

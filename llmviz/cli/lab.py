@@ -1,0 +1,73 @@
+"""``python -m llmviz lab rebuild | backup``: the lab's database and its run folders (docs/classroom.md, Backups).
+
+- ``rebuild``: restores every student's runs from the run folders (each keeps a ``run.json``:
+  :mod:`llmviz.lab.rebuild`) into the lab's database, a new one or the one there (what it has already is left
+  alone, so it can run twice);
+- ``backup OUT``: a consistent copy of the SQLite database while the app runs (:mod:`llmviz.lab.backup`).
+
+``--runs-dir`` and ``--database`` default to ``LLMVIZ_RUNS_DIR`` and ``LLMVIZ_DATABASE_URL`` (as the app's). Bad
+input is one line on standard error and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from llmviz.errors import LlmvizError
+
+
+def add_lab_commands(sub) -> None:
+    group = sub.add_parser("lab", help="the lab's database: rebuild it from the run folders, back it up")
+    commands = group.add_subparsers(dest="lab_command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--runs-dir", default=None, help="the runs folder (default: LLMVIZ_RUNS_DIR, else runs/)")
+    common.add_argument(
+        "--database", default=None, help="the lab's database URL (default: LLMVIZ_DATABASE_URL, else <runs>/lab.db)"
+    )
+    rebuild = commands.add_parser(
+        "rebuild", parents=[common], help="restore every student's runs from the run folders into the database"
+    )
+    rebuild.set_defaults(func=cmd_rebuild)
+    backup = commands.add_parser("backup", parents=[common], help="a consistent copy of the SQLite database")
+    backup.add_argument("out", help="the new file the copy is written to")
+    backup.set_defaults(func=cmd_backup)
+
+
+def _where(args: argparse.Namespace) -> tuple[str, str | None]:
+    from llmviz import settings
+    from llmviz.lab.service import runs_folder
+
+    folder = args.runs_dir or os.fspath(runs_folder())
+    url = args.database or settings.get("LLMVIZ_DATABASE_URL") or None
+    return folder, url
+
+
+def cmd_rebuild(args: argparse.Namespace) -> int:
+    from llmviz.lab.health import LabUnavailable
+    from llmviz.lab.rebuild import ensure_schema, rebuild
+    from llmviz.lab.service import Lab
+
+    folder, url = _where(args)
+    if not os.path.isdir(os.path.join(folder, "lab")):
+        raise LlmvizError(f"{folder} has no run folders (no {os.path.join(folder, 'lab')}): nothing to rebuild from.")
+    try:
+        lab = Lab.at(folder, url)
+        ensure_schema(lab.registry)
+        done = rebuild(lab)
+    except LabUnavailable as error:
+        raise LlmvizError(str(error)) from None
+    print(done.line())
+    for skipped in done.skipped:
+        print(f"  not readable: {skipped}/run.json")
+    return 0
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    from llmviz.lab.backup import backup_sqlite
+    from llmviz.lab.registry import default_url
+
+    folder, url = _where(args)
+    path = backup_sqlite(url or default_url(folder), args.out)
+    print(f"saved {path} ({os.path.getsize(path) / 2**20:.1f} MB)")
+    return 0

@@ -1,0 +1,234 @@
+"""The lab's database, watched: a fault is one sentence, said once, and never a wait on every page.
+
+:class:`Watch` sits on the registry's engine (SQLAlchemy events, so every statement of every module goes through
+it):
+
+- an error that means the database is not usable now (SQLite locked past its busy timeout, a damaged or missing
+  file, PostgreSQL stopped or unreachable) becomes :class:`LabUnavailable`, one sentence, logged once per outage;
+- a server that does not answer (PostgreSQL stopped or unreachable: each try costs the connect timeout): for
+  :data:`PAUSE_S` after, every new statement is refused at once with the same sentence, so a page run never waits on
+  it again ("unavailable until T"); the first statement after that tries for real. The other faults fail fast by
+  themselves and are tried every time (so the lab goes on the moment a lock is released or space is freed); the
+  first success after any fault is logged once ("answers again");
+- a SQLite file's identity (device and inode) is remembered, so :meth:`Watch.replaced` tells that the file was
+  deleted or replaced while the app ran (the keeper then rebuilds it: :class:`llmviz.lab.rebuild.Guard`).
+
+>>> import sqlalchemy as sa, tempfile, os
+>>> path = os.path.join(tempfile.mkdtemp(), "lab.db")
+>>> engine = sa.create_engine(f"sqlite:///{path}")
+>>> watch = Watch.install(engine, f"sqlite:///{path}")
+>>> with engine.connect() as db:
+...     db.execute(sa.text("select 1")).scalar()
+1
+>>> watch.replaced()
+False
+>>> os.remove(path)
+>>> watch.replaced()
+True
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+
+import sqlalchemy as sa
+
+from llmviz.errors import LlmvizError
+
+log = logging.getLogger(__name__)
+
+PAUSE_S = 5.0  # after a server did not answer, statements are refused at once for this long before it is tried again
+CONNECT_TIMEOUT_S = 3  # PostgreSQL's connect timeout: a stopped or unreachable server is said within seconds
+
+
+class LabUnavailable(LlmvizError):
+    """The lab's database cannot be used now (the message says why, in one sentence, with no server path)."""
+
+
+REASONS = {
+    "locked": "is busy (another program holds it locked)",
+    "damaged": "is damaged",
+    "missing": "is missing",
+    "unreachable": "cannot be reached",
+    "full": "cannot be written (the disk is full)",
+}
+
+
+_KINDS = {"missing": "gone"}  # llmviz.lab.faults' name of the same fault
+
+
+def sentence(reason: str) -> str:
+    """What a student or teacher reads while the lab's database is out.
+
+    >>> print(sentence("damaged")[:30])
+    The lab's database is damaged:
+    """
+    from llmviz.lab import faults  # the fault model's sentences, one wording for each fault
+
+    found = faults.SENTENCES.get(_KINDS.get(reason, reason))
+    if found:
+        return found
+    return (
+        f"The lab's database {REASONS.get(reason, REASONS['unreachable'])}: kept runs cannot be listed or saved for "
+        "now (the app tries again by itself, and everything else works)."
+    )
+
+
+def classify(error: BaseException) -> str | None:
+    """Which outage ``error`` (a DB-API error) is, or None when it is not one (a constraint, a bad statement).
+
+    >>> import sqlite3
+    >>> classify(sqlite3.OperationalError("database is locked"))
+    'locked'
+    >>> classify(sqlite3.DatabaseError("file is not a database"))
+    'damaged'
+    >>> classify(sqlite3.OperationalError("no such table: lab_runs")), classify(sqlite3.IntegrityError("UNIQUE"))
+    ('missing', None)
+    """
+    text = str(error).lower()
+    name = type(error).__name__
+    if "integrity" in name.lower() or "programming" in name.lower() and "no such table" not in text:
+        return None
+    if "locked" in text or "busy" in text:
+        return "locked"
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return "damaged"
+    if "no such table" in text or "unable to open" in text or "disk i/o" in text or "readonly" in text:
+        return "missing"
+    if "full" in text or "no space" in text:
+        return "full"
+    if name in ("OperationalError", "InterfaceError") or "connect" in text or "server" in text:
+        return "unreachable"
+    return None
+
+
+def file_identity(path: str | None) -> tuple[int, int] | None:
+    """``(device, inode)`` of a file, or None when it is not there."""
+    if not path:
+        return None
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def sqlite_path(url: str) -> str | None:
+    """The file of a SQLite URL (None for another database or an in-memory one).
+
+    >>> sqlite_path("sqlite:////srv/runs/lab.db"), sqlite_path("sqlite://"), sqlite_path("postgresql://h/db")
+    ('/srv/runs/lab.db', None, None)
+    """
+    if not url.startswith("sqlite"):
+        return None
+    database = sa.engine.make_url(url).database
+    return os.path.abspath(database) if database and database != ":memory:" else None
+
+
+def drop_stale_journal(path: str) -> None:
+    """A SQLite file that is gone leaves its ``-wal`` and ``-shm`` behind while connections to it live: a new file
+    of that name must not read them as its own (it would be damaged or "missing" tables)."""
+    if os.path.exists(path):
+        return
+    for extra in ("-wal", "-shm"):
+        try:
+            os.remove(path + extra)
+        except FileNotFoundError:
+            pass
+
+
+class Watch:
+    """The outage state of one engine (see the module's docstring)."""
+
+    def __init__(self, url: str, clock=time.monotonic):
+        self.url = url
+        self.path = sqlite_path(url)
+        self.identity = file_identity(self.path)
+        self.clock = clock
+        self.until = 0.0
+        self.reason: str | None = None  # the outage now, None while the database answers
+        self._lock = threading.Lock()
+
+    @classmethod
+    def install(cls, engine: sa.Engine, url: str) -> Watch:
+        watch = cls(url)
+        sa.event.listen(engine, "engine_connect", watch._gate)
+        sa.event.listen(engine, "handle_error", watch._failed)
+        sa.event.listen(engine, "after_cursor_execute", watch._answered)
+        return watch
+
+    @property
+    def down(self) -> bool:
+        return self.reason is not None
+
+    def remember_file(self) -> None:
+        """The SQLite file as it is now is the lab's (after a start or a rebuild)."""
+        self.identity = file_identity(self.path)
+
+    def replaced(self) -> bool:
+        """Was the SQLite file deleted or replaced since :meth:`remember_file`? (False for PostgreSQL.)"""
+        if self.path is None:
+            return False
+        return file_identity(self.path) != self.identity
+
+    def trip(self, reason: str) -> None:
+        """The database is out for ``reason``: refuse at once for a while; log it once per outage."""
+        with self._lock:
+            first = self.reason is None
+            self.reason = reason
+            if reason == "unreachable":  # only a server that does not answer costs a wait per call: refused at once
+                self.until = self.clock() + PAUSE_S
+        if first:
+            log.warning("%s", sentence(reason))
+
+    def clear(self) -> None:
+        with self._lock:
+            was, self.reason, self.until = self.reason, None, 0.0
+        if was is not None:
+            log.warning("The lab's database answers again.")
+
+    def refusal(self) -> LabUnavailable | None:
+        """The refusal to raise now, or None when the database may be tried."""
+        if self.reason is not None and self.clock() < self.until:
+            return LabUnavailable(sentence(self.reason))
+        return None
+
+    # ------------------------------------------------------------------ the engine's events
+
+    def _gate(self, connection) -> None:
+        refused = self.refusal()
+        if refused is not None:
+            connection.close()
+            raise refused
+
+    def _failed(self, context) -> None:
+        if getattr(context, "is_pre_ping", False):
+            return
+        reason = classify(context.original_exception)
+        if reason is None:
+            return
+        self.trip(reason)
+        raise LabUnavailable(sentence(reason)) from context.original_exception
+
+    def _answered(self, *_args) -> None:
+        if self.identity is None and self.path is not None:  # the file made by the first statement is the lab's
+            self.identity = file_identity(self.path)
+        if self.reason is not None:
+            self.clear()
+
+
+def watch_of(engine: sa.Engine) -> Watch | None:
+    """The :class:`Watch` installed on ``engine`` (see :func:`install`), or None."""
+    return getattr(engine, "_llmviz_watch", None)
+
+
+def install(engine: sa.Engine, url: str) -> Watch:
+    """Put a :class:`Watch` on ``engine`` (once)."""
+    found = watch_of(engine)
+    if found is None:
+        found = Watch.install(engine, url)
+        engine._llmviz_watch = found  # type: ignore[attr-defined]
+    return found

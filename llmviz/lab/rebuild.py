@@ -1,0 +1,419 @@
+"""Each run folder carries its own record, so a lost, damaged or replaced database costs nothing.
+
+- :func:`write_run_file`: ``<runs folder>/lab/<student>/<run>/run.json`` (written atomically: a temporary file, then a
+  rename), beside the run's snapshots and resume state: the run's row (kind, label, model, settings, state, step,
+  totals), its curve points and samples, and the steps of its snapshot and resume files; ``<student>/student.json``
+  keeps the student's name and teacher flag, and the names of their kept texts.
+- :class:`Guard` (the keeper's thread calls :meth:`Guard.tick` every second): notices that the database file was
+  deleted, replaced or damaged (:mod:`llmviz.lab.health`), says so in one sentence, rebuilds it from the folders and
+  lets the keeper write its live runs afresh; then mirrors every row that changed into its folder
+  (:meth:`Guard.sync`). At start, a new database with run folders beside it is rebuilt the same way.
+- :func:`rebuild`: merges every folder's record into the registry (``python -m llmviz lab rebuild``): runs and
+  students missing are added, a curve's missing points and a run's missing snapshot rows too; what the database has
+  already is left alone, so it can be run again, and by two processes at once, safely.
+
+>>> import tempfile
+>>> from llmviz.lab.records import RunRecord
+>>> from llmviz.lab.service import Lab
+>>> folder = tempfile.mkdtemp()
+>>> lab = Lab.at(folder)
+>>> lab.registry.ensure_student("s1", name="Ada")
+>>> lab.registry.add_run(RunRecord(id="r1", student="s1", kind="train", label="Run 1", total=60, state="finished"))
+>>> lab.registry.add_points("r1", [(0, 4.2, 4.3), (10, 3.9, None)])
+>>> Guard(lab).sync()
+1
+>>> fresh = Lab.at(folder, url="sqlite://")  # a new, empty database beside the same folders
+>>> rebuild(fresh).runs
+1
+>>> [(r.id, r.state, r.label) for r in fresh.registry.runs("s1")], fresh.registry.curve("r1")
+([('r1', 'finished', 'Run 1')], [(0, 4.2, 4.3), (10, 3.9, None)])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import re
+import time
+from dataclasses import dataclass, fields
+
+from llmviz.lab import health
+from llmviz.lab.holders import holder_alive
+from llmviz.lab.records import LIVE_STATES, RunRecord, metadata
+from llmviz.lab.storage import safe_name
+
+log = logging.getLogger(__name__)
+
+RUN_FILE = "run.json"
+STUDENT_FILE = "student.json"
+FORMAT = "llmviz-run"
+MAX_RECORD_BYTES = 64 * 2**20  # no run.json read back is bigger (a planted file is refused)
+_VOLATILE = {"training", "memory", "wanted", "heartbeat"}  # what a process holds now, never restored
+_STEP_FILE = re.compile(r"^(step|resume)-(\d{1,12})\.safetensors$")
+
+
+@dataclass
+class Rebuilt:
+    """What :func:`rebuild` added."""
+
+    students: int = 0
+    runs: int = 0
+    points: int = 0
+    snapshots: int = 0
+    skipped: list[str] = dataclasses.field(default_factory=list)  # folders whose record could not be read
+
+    def line(self) -> str:
+        """One line for the CLI and the log.
+
+        >>> Rebuilt(2, 3, 120, 9).line()
+        'rebuilt 3 run(s) of 2 student(s): 120 curve point(s), 9 snapshot(s)'
+        """
+        return (
+            f"rebuilt {self.runs} run(s) of {self.students} student(s): {self.points} curve point(s), "
+            f"{self.snapshots} snapshot(s)" + (f"; {len(self.skipped)} folder(s) unreadable" if self.skipped else "")
+        )
+
+
+# ---------------------------------------------------------------------------------------------------- writing
+
+
+def _write_atomic(storage, path: str, data: bytes) -> None:
+    """``data`` into ``path``: a temporary file beside it, then a rename (``os.replace`` on a local folder)."""
+    folder = path.rsplit("/", 1)[0]
+    storage.fs.makedirs(folder, exist_ok=True)
+    temporary = f"{folder}/.{os.getpid()}-{time.monotonic_ns()}.part"
+    with storage.fs.open(temporary, "wb") as out:
+        out.write(data)
+    if "file" in storage.fs.protocol:
+        os.replace(temporary, path)
+    else:
+        storage.fs.mv(temporary, path)
+
+
+def run_record(lab, record: RunRecord) -> dict:
+    """What ``run.json`` holds for ``record`` (read from the registry now)."""
+    registry = lab.registry
+    row = {name: value for name, value in dataclasses.asdict(record).items() if name not in _VOLATILE}
+    resume = registry.resume_state(record.id)
+    return {
+        "format": FORMAT,
+        "version": 1,
+        "run": row,
+        "points": [list(point) for point in registry.curve(record.id)],
+        "samples": [list(sample) for sample in registry.samples(record.id)],
+        "snapshots": [int(step) for step, _, _ in registry.snapshots(record.id)],
+        "resume": int(resume[0]) if resume else None,
+        "written": time.time(),
+    }
+
+
+def write_run_file(lab, record: RunRecord) -> str:
+    """Write ``record``'s ``run.json`` in its folder; returns its path. A run deleted meanwhile leaves none."""
+    folder = lab.storage.run_folder(record.student, record.id)
+    path = f"{folder}/{RUN_FILE}"
+    data = json.dumps(run_record(lab, record), separators=(",", ":"), allow_nan=False, default=str).encode()
+    _write_atomic(lab.storage, path, data)
+    if lab.registry.run(record.student, record.id) is None:  # deleted while it was written: no ghost
+        lab.storage.delete_run(record.student, record.id)
+    return path
+
+
+def write_student_file(lab, student: dict) -> None:
+    uploads = {digest: name for digest, name, _ in lab.registry.uploads(student["id"])}
+    data = {"id": student["id"], "name": student["name"], "teacher": bool(student["teacher"]), "uploads": uploads}
+    folder = f"{lab.storage.base.rstrip('/')}/{safe_name(student['id'])}"
+    _write_atomic(lab.storage, f"{folder}/{STUDENT_FILE}", json.dumps(data).encode())
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+
+
+def _read_json(fs, path: str) -> dict | None:
+    try:
+        if fs.size(path) > MAX_RECORD_BYTES:
+            return None
+        with fs.open(path, "rb") as source:
+            found = json.loads(source.read())
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _files(fs, folder: str) -> dict[str, dict[int, tuple[str, int]]]:
+    """The snapshot and resume files of a run folder: kind → step → (path, bytes)."""
+    out: dict[str, dict[int, tuple[str, int]]] = {"step": {}, "resume": {}}
+    for info in fs.ls(folder, detail=True):
+        name = info["name"].rsplit("/", 1)[-1]
+        matched = _STEP_FILE.match(name)
+        if matched and info.get("type") == "file" and info.get("size", 0) > 0:
+            out[matched.group(1)][int(matched.group(2))] = (info["name"], int(info["size"]))
+    return out
+
+
+def _record_of(data: dict, student: str, run_id: str) -> RunRecord | None:
+    """The RunRecord in a run file, if it is one and names its own folder's student and run."""
+    row = data.get("run")
+    if data.get("format") != FORMAT or not isinstance(row, dict):
+        return None
+    if row.get("id") != run_id or row.get("student") != student:
+        return None  # a file copied or planted into another student's folder opens nothing
+    known = {f.name for f in fields(RunRecord)} - _VOLATILE
+    values = {name: value for name, value in row.items() if name in known}
+    try:
+        record = RunRecord(**values)
+    except TypeError:
+        return None
+    if record.state in LIVE_STATES and holder_alive(record.holder) is not True:
+        record = dataclasses.replace(record, state="interrupted")  # its process has gone: it resumes, it is not lost
+    return record
+
+
+def _points(data: dict) -> list[tuple[int, float | None, float | None]]:
+    out = []
+    for point in data.get("points") or []:
+        if isinstance(point, list) and len(point) == 3 and isinstance(point[0], int):
+            out.append((point[0], point[1], point[2]))
+    return out
+
+
+def _merge_run(lab, student: str, run_id: str, folder: str, data: dict, done: Rebuilt) -> None:
+    registry = lab.registry
+    record = _record_of(data, student, run_id)
+    if record is None:
+        done.skipped.append(f"{student}/{run_id}")
+        return
+    have = registry.run(student, run_id)
+    if have is None:
+        registry.add_run(record)
+        done.runs += 1
+    elif have.step < record.step and have.state not in LIVE_STATES:
+        registry.update_run(run_id, state=record.state, step=record.step, error=record.error)
+    points = _points(data)
+    before = len(registry.curve(run_id)) if points else 0
+    registry.add_points(run_id, points)
+    done.points += len(registry.curve(run_id)) - before if points else 0
+    have_samples = {step for step, _ in registry.samples(run_id)}
+    for sample in data.get("samples") or []:
+        if isinstance(sample, list) and len(sample) == 2 and sample[0] not in have_samples:
+            registry.add_sample(run_id, int(sample[0]), str(sample[1]))
+    files = _files(lab.storage.fs, folder)
+    kept = {step for step, _, _ in registry.snapshots(run_id)}
+    for step, (path, nbytes) in sorted(files["step"].items()):
+        if step not in kept:
+            registry.add_snapshot(run_id, step, path, nbytes)
+            done.snapshots += 1
+    if registry.resume_state(run_id) is None:
+        usable = [step for step in files["resume"] if step in files["step"]]
+        wanted = data.get("resume")
+        chosen = wanted if wanted in usable else max(usable, default=None)
+        if chosen is not None:
+            path, nbytes = files["resume"][chosen]
+            registry.set_resume(run_id, chosen, path, nbytes)
+
+
+def _merge_student(lab, student: str, folder: str, done: Rebuilt) -> None:
+    fs, registry = lab.storage.fs, lab.registry
+    about = _read_json(fs, f"{folder}/{STUDENT_FILE}") or {}
+    runs = [
+        info["name"]
+        for info in fs.ls(folder, detail=True)
+        if info.get("type") == "directory" and fs.exists(f"{info['name']}/{RUN_FILE}")
+    ]
+    if not runs and not about:
+        return
+    fresh = registry.student(student) is None
+    name = about.get("name") if isinstance(about.get("name"), str) else None
+    teacher = True if about.get("teacher") is True else None
+    registry.ensure_student(student, name=name if fresh else None, teacher=teacher if fresh else None)
+    done.students += fresh
+    names: dict = about["uploads"] if isinstance(about.get("uploads"), dict) else {}
+    if fs.exists(f"{folder}/uploads"):
+        for info in fs.ls(f"{folder}/uploads", detail=True):
+            digest = info["name"].rsplit("/", 1)[-1]
+            if re.fullmatch(r"[0-9a-f]{64}", digest):
+                registry.add_upload(student, digest, str(names.get(digest, "a kept text")), int(info["size"]))
+    for run_folder in sorted(runs):
+        run_id = run_folder.rsplit("/", 1)[-1]
+        data = _read_json(fs, f"{run_folder}/{RUN_FILE}")
+        if data is None:
+            done.skipped.append(f"{student}/{run_id}")
+            continue
+        try:
+            safe_name(run_id)
+        except ValueError:
+            continue
+        _merge_run(lab, student, run_id, run_folder, data, done)
+
+
+def rebuild(lab) -> Rebuilt:
+    """Merge every run folder's record into ``lab``'s registry (see the module's docstring); what it added."""
+    done = Rebuilt()
+    fs, base = lab.storage.fs, lab.storage.base.rstrip("/")
+    if not fs.exists(base):
+        return done
+    for info in sorted(fs.ls(base, detail=True), key=lambda info: info["name"]):
+        student = info["name"].rsplit("/", 1)[-1]
+        if info.get("type") != "directory":
+            continue
+        try:
+            safe_name(student)
+        except ValueError:
+            continue
+        _merge_student(lab, student, info["name"], done)
+    return done
+
+
+def has_run_files(lab) -> bool:
+    """Is there at least one ``run.json`` under the lab's folder?"""
+    fs, base = lab.storage.fs, lab.storage.base.rstrip("/")
+    return bool(fs.exists(base) and fs.glob(f"{base}/*/*/{RUN_FILE}"))
+
+
+# ---------------------------------------------------------------------------------------------------- the guard
+
+
+@contextlib.contextmanager
+def _rebuild_lock(path: str | None):
+    """One process at a time rebuilds a SQLite file (an advisory lock on a file beside it)."""
+    if path is None:
+        yield
+        return
+    import fcntl
+
+    with open(f"{path}.rebuild-lock", "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def ensure_schema(registry) -> None:
+    """Make the registry's tables where they are missing (a new or rebuilt file)."""
+    try:
+        from llmviz.lab.migrations import schema
+    except ImportError:  # a registry before schema revisions
+        metadata.create_all(registry.engine)
+    else:
+        registry.revision = schema.upgrade(registry.engine)
+
+
+class Guard:
+    """Keeps ``lab``'s database and its run folders in step (see the module's docstring)."""
+
+    def __init__(self, lab, on_rebuilt=None):
+        self.lab = lab
+        self.watch = health.install(lab.registry.engine, lab.registry.url)
+        self.on_rebuilt = on_rebuilt  # called after a rebuild (the keeper writes its live runs afresh)
+        self._mirrored: dict[str, float] = {}
+        self._students: dict[str, tuple] = {}
+        self._said: set[int] = set()  # the file errors said already (each once)
+        self._schema = not self.watch.down  # the tables made (a database out at start gets them once it answers)
+
+    def start(self) -> Rebuilt | None:
+        """At the app's start: a damaged SQLite file is put aside, and a database with no students beside run folders
+        is rebuilt from them."""
+        if self.watch.path is not None and self.watch.reason == "damaged":
+            try:
+                return self.recover()
+            except Exception:  # noqa: BLE001
+                log.warning("The lab's database could not be rebuilt yet; it tries again.", exc_info=True)
+                return None
+        try:
+            if self.lab.registry.students() or not has_run_files(self.lab):
+                return None
+            done = rebuild(self.lab)
+        except health.LabUnavailable:
+            self._schema = False  # tried again (tables, then this) once the database answers
+            return None
+        except Exception:  # noqa: BLE001 - the tick tries again; the fault was said once
+            log.warning("The lab could not be rebuilt from its run folders at start; it tries again.", exc_info=True)
+            return None
+        log.warning("The lab's database was new: %s from the run folders.", done.line())
+        return done
+
+    def tick(self) -> bool:
+        """Once a second: recover a deleted, replaced or damaged database; True when the database may be written."""
+        watch = self.watch
+        if watch.path is not None and (watch.replaced() or watch.reason == "damaged"):
+            try:
+                self.recover()
+            except Exception:  # noqa: BLE001
+                log.warning("The lab's database could not be rebuilt yet; it tries again.", exc_info=True)
+                return False
+        if watch.refusal() is not None:
+            return False
+        if not self._schema:
+            try:
+                ensure_schema(self.lab.registry)
+                self._schema = True
+                self.start()
+            except health.LabUnavailable:
+                return False
+        return True
+
+    def recover(self) -> Rebuilt:
+        """The SQLite file was deleted, replaced or is damaged: (move a damaged one aside,) rebuild from the folders."""
+        watch, registry = self.watch, self.lab.registry
+        with _rebuild_lock(watch.path):
+            registry.engine.dispose()  # connections to the old file go
+            assert watch.path is not None
+            damaged = watch.reason == "damaged" and not watch.replaced()
+            if damaged:
+                aside = f"{watch.path}.damaged-{time.strftime('%Y%m%d-%H%M%S')}"
+                os.replace(watch.path, aside)
+                what = f"was damaged (kept aside as {os.path.basename(aside)})"
+            else:
+                what = "was deleted or replaced while the app ran"
+            health.drop_stale_journal(watch.path)  # the old file's journal must not be read as the new file's
+            watch.clear()
+            ensure_schema(registry)
+            done = rebuild(self.lab)
+            watch.remember_file()
+        self._mirrored.clear()
+        log.warning("The lab's database %s: it was rebuilt from the run folders (%s).", what, done.line())
+        if self.on_rebuilt is not None:
+            self.on_rebuilt()
+        return done
+
+    def say_once(self, error: OSError) -> None:
+        """A file the keeper could not write (a full disk, a folder it may not write): one sentence per kind of
+        error until the writes go through again (:meth:`written`)."""
+        key = error.errno or 0
+        if key not in self._said:
+            self._said.add(key)
+            log.warning(
+                "The lab cannot write a run's files (%s): it tries again every second.", error.strerror or error
+            )
+
+    def written(self) -> None:
+        if self._said:
+            self._said.clear()
+            log.warning("The lab writes its runs' files again.")
+
+    def sync(self) -> int:
+        """Write ``run.json`` for every run whose row changed since it was last written (and ``student.json`` for
+        every named student or teacher whose row changed); returns how many run files were written."""
+        registry, written = self.lab.registry, 0
+        try:
+            for record in registry.all_runs():
+                if self._mirrored.get(record.id) == record.updated:
+                    continue
+                write_run_file(self.lab, record)
+                self._mirrored[record.id] = record.updated
+                written += 1
+            for student in registry.students():
+                key = (student["name"], bool(student["teacher"]))
+                if (student["name"] or student["teacher"]) and self._students.get(student["id"]) != key:
+                    write_student_file(self.lab, student)
+                    self._students[student["id"]] = key
+        except health.LabUnavailable:
+            pass  # said once by the watch; written when the database answers again
+        except OSError as error:  # a full disk: said once; written when there is room again
+            self.say_once(error)
+        except Exception:  # noqa: BLE001 - the keeper's thread goes on whatever happens here
+            log.exception("could not write the lab's run files")
+        return written

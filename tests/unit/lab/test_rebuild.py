@@ -1,0 +1,202 @@
+"""Each run folder carries its own record (run.json): a lost database is rebuilt from the folders, by the CLI and by
+the app at start; ``lab backup`` copies a live SQLite database; the lab's watch turns an outage into one sentence,
+said once, refused at once for a while, and notices a deleted file. Real SQLite files, a real JobManager training
+the pages' way, the CLI in a real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from llmviz.jobs.manager import JobManager
+from llmviz.lab import health
+from llmviz.lab.rebuild import RUN_FILE, Guard, rebuild
+from llmviz.lab.records import TRAINING, RunRecord
+from llmviz.lab.service import Lab
+from tests.support.lab_process import submit
+
+
+def _cli(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "llmviz", "lab", *arguments], capture_output=True, text=True, timeout=300
+    )
+
+
+def _trained(folder) -> tuple[str, list, list, tuple | None]:
+    """A run trained the pages' way to its end and kept; its id, curve, snapshot steps and resume state."""
+    manager = JobManager(max_running=1, lab=Lab.at(folder))
+    manager.keeper.lab.registry.ensure_student("ada", name="Ada <b>")
+    job = submit(manager, "ada", 30)
+    assert job.wait(300)
+    manager.shutdown()
+    registry = Lab.at(folder).registry
+    curve = registry.curve(job.id)
+    steps = [step for step, *_ in registry.snapshots(job.id)]
+    return job.id, curve, steps, registry.resume_state(job.id)
+
+
+def test_a_lost_database_is_rebuilt_from_the_run_folders_by_the_cli(tmp_path):
+    run_id, curve, steps, _ = _trained(tmp_path)
+    record = json.loads((tmp_path / "lab" / "ada" / run_id / RUN_FILE).read_text())
+    assert record["run"]["state"] == "finished" and [tuple(p) for p in record["points"]] == curve
+    assert [p[0] for p in curve] == list(range(1, 31)) and record["snapshots"] == steps
+    os.remove(tmp_path / "lab.db")
+    done = _cli("rebuild", "--runs-dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("rebuilt 1 run(s) of 1 student(s): 30 curve point(s)")
+    registry = Lab.at(tmp_path).registry
+    [kept] = registry.runs("ada")
+    assert (kept.id, kept.state, kept.step, kept.kind) == (run_id, "finished", 30, TRAINING)
+    assert registry.curve(run_id) == curve and [s for s, *_ in registry.snapshots(run_id)] == steps
+    assert registry.student("ada")["name"] == "Ada <b>"
+    assert registry.uploads("ada")  # the run's text, so it can be resumed
+    again = _cli("rebuild", "--runs-dir", str(tmp_path))  # twice: nothing is added twice
+    assert again.returncode == 0 and again.stdout.startswith("rebuilt 0 run(s) of 0 student(s): 0 curve point(s)")
+    assert Lab.at(tmp_path).registry.curve(run_id) == curve
+
+
+def test_the_app_rebuilds_a_new_database_at_start(tmp_path):
+    run_id, curve, _, _ = _trained(tmp_path)
+    os.remove(tmp_path / "lab.db")
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path))  # the app's start, on a new database
+    [kept] = manager.kept_runs("ada")
+    assert kept.id == run_id and manager.keeper.lab.registry.curve(run_id) == curve
+    manager.shutdown()
+
+
+def test_an_interrupted_run_is_rebuilt_resumable_with_its_resume_state(tmp_path):
+    lab = Lab.at(tmp_path)
+    lab.registry.ensure_student("bo")
+    lab.registry.add_run(
+        RunRecord(id="r1", student="bo", kind="train", label="x", state="running", holder="elsewhere:1:1")
+    )
+    path, nbytes = lab.storage.write_snapshot("bo", "r1", 4, {}, {})
+    lab.registry.add_snapshot("r1", 4, path, nbytes)
+    resume, size = lab.storage.write_resume("bo", "r1", 4, {}, {})
+    lab.registry.set_resume("r1", 4, resume, size)
+    lab.registry.add_points("r1", [(s, 1.0, None) for s in range(5)])
+    Guard(lab).sync()
+    fresh = Lab.at(tmp_path, url=f"sqlite:///{tmp_path / 'new.db'}")
+    assert rebuild(fresh).runs == 1
+    [kept] = fresh.registry.runs("bo")
+    assert kept.state == "interrupted" and kept.resumable  # its process has gone
+    assert fresh.registry.resume_state("r1") == (4, resume, size)
+
+
+def test_a_deleted_run_leaves_no_run_file_and_a_planted_one_opens_nothing(tmp_path):
+    lab = Lab.at(tmp_path)
+    lab.registry.ensure_student("bo")
+    lab.registry.add_run(RunRecord(id="r1", student="bo", kind="train", label="x", state="finished"))
+    guard = Guard(lab)
+    guard.sync()
+    assert lab.delete_run("bo", "r1")
+    guard.sync()
+    assert not (tmp_path / "lab" / "bo" / "r1").exists()
+    planted = tmp_path / "lab" / "eve" / "r2"
+    planted.mkdir(parents=True)  # bo's run file, copied into eve's folder
+    record = {"format": "llmviz-run", "run": {"id": "r2", "student": "bo", "kind": "train", "label": "x"}}
+    (planted / RUN_FILE).write_text(json.dumps({**record, "run": {**record["run"], "state": "finished"}}))
+    done = rebuild(Lab.at(tmp_path, url="sqlite://"))
+    assert done.runs == 0 and done.skipped == ["eve/r2"]
+
+
+def test_lab_commands_refuse_bad_arguments_in_one_line(tmp_path):
+    for arguments in (
+        ["rebuild", "--runs-dir", str(tmp_path / "nowhere")],
+        ["backup", str(tmp_path / "copy.db"), "--database", "postgresql+psycopg://x@127.0.0.1:1/db"],
+        ["backup", str(tmp_path / "copy.db"), "--runs-dir", str(tmp_path / "nowhere")],
+        ["backup"],
+        ["nonsense"],
+    ):
+        done = _cli(*arguments)
+        assert done.returncode != 0 and done.stdout == ""
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_lab_backup_copies_a_database_while_it_is_written(tmp_path):
+    lab = Lab.at(tmp_path)
+    lab.registry.ensure_student("bo")
+    lab.registry.add_run(RunRecord(id="r1", student="bo", kind="train", label="x", state="running"))
+    writer = sqlite3.connect(tmp_path / "lab.db", isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # another process is writing, its transaction not yet committed
+    writer.execute("update lab_runs set step = 99")
+    done = _cli("backup", str(tmp_path / "copy.db"), "--runs-dir", str(tmp_path))
+    writer.execute("COMMIT")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"saved {tmp_path / 'copy.db'}")
+    copy = sqlite3.connect(tmp_path / "copy.db")
+    assert copy.execute("select id, step from lab_runs").fetchall() == [("r1", 0)]  # whole, as it was committed
+    refused = _cli("backup", str(tmp_path / "copy.db"), "--runs-dir", str(tmp_path))
+    assert refused.returncode != 0 and "exists already" in refused.stderr
+
+
+def test_an_outage_is_one_sentence_said_once(tmp_path, caplog):
+    now = [0.0]
+    registry = Lab.at(tmp_path).registry
+    watch = health.watch_of(registry.engine)
+    watch.clock = lambda: now[0]
+    registry.engine.dispose()
+    with caplog.at_level("WARNING", logger="llmviz.lab.health"):
+        (tmp_path / "lab.db").write_bytes(b"not a database" * 100)  # damaged under the app
+        for _ in range(3):
+            with pytest.raises(health.LabUnavailable, match="^The lab's database is damaged: "):
+                registry.runs("bo")
+    assert [r.message for r in caplog.records].count(health.sentence("damaged")) == 1
+    assert watch.reason == "damaged" and watch.replaced() is False  # written in place: the same file
+
+
+def test_the_watch_notices_a_deleted_database_and_the_guard_rebuilds_it(tmp_path, caplog):
+    lab = Lab.at(tmp_path)
+    lab.registry.ensure_student("bo")
+    lab.registry.add_run(RunRecord(id="r1", student="bo", kind="train", label="x", state="finished"))
+    lab.registry.add_points("r1", [(0, 2.0, None), (1, 1.5, None)])
+    guard = Guard(lab)
+    guard.sync()
+    os.remove(tmp_path / "lab.db")
+    assert guard.watch.replaced()
+    with caplog.at_level("WARNING", logger="llmviz.lab.rebuild"):
+        assert guard.tick()
+    assert [r.message for r in caplog.records if "deleted or replaced" in r.message] == [
+        "The lab's database was deleted or replaced while the app ran: it was rebuilt from the run folders "
+        "(rebuilt 1 run(s) of 1 student(s): 2 curve point(s), 0 snapshot(s))."
+    ]
+    assert [r.id for r in lab.registry.runs("bo")] == ["r1"] and len(lab.registry.curve("r1")) == 2
+    assert not guard.watch.replaced() and guard.tick()
+
+
+def test_a_damaged_resume_file_falls_back_to_the_intact_weights(tmp_path, caplog):
+    import torch
+
+    from llmviz.jobs.keeping import resumed_trainer
+    from llmviz.lab.records import config_json
+    from llmviz.training.checkpoint import model_description
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.dataset import prepare_data
+    from llmviz.training.trainer import Trainer
+    from tests.support.jobs import TEXT
+
+    config = TrainConfig(model="bigram-neural", tokenizer="char", context_length=8, batch_size=4, steps=20)
+    trainer = Trainer(config, prepare_data(TEXT, config))
+    for _ in range(3):
+        trainer.train_step()
+    trainer.step = 3
+    lab = Lab.at(tmp_path)
+    meta = {"format": "llmviz-checkpoint", "version": 1, "model": model_description(trainer.model)}
+    meta |= {"tokenizer": trainer.dataset.tokenizer.to_dict(), "train_config": config_json(config)}
+    path, _ = lab.storage.write_snapshot("bo", "r1", trainer.step, trainer.model.state_dict(), meta)
+    tensors, scalars = trainer.training_state()
+    resume, _ = lab.storage.write_resume("bo", "r1", trainer.step, tensors, scalars)
+    with open(resume, "r+b") as damaged:
+        damaged.write(b"\xff" * 64)
+    with caplog.at_level("WARNING", logger="llmviz.jobs.keeping"):
+        again = resumed_trainer(TEXT, path, resume)
+    assert again.step == 3
+    for name, tensor in again.model.state_dict().items():
+        assert torch.equal(tensor, trainer.model.state_dict()[name])
+    assert len([r for r in caplog.records if "resume" in r.getMessage()]) == 1  # said once, in the server's log
