@@ -531,7 +531,7 @@ def record(result: Result, budget_lines: list[tuple[str, bool]]) -> None:
             "compared and how).\n\n"
         )
     with RECORD.open("a") as file:
-        file.write("\n".join(entry) + "\n")
+        file.write("\n" + "\n".join(entry) + "\n")  # a blank line after the previous entry's notes
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,7 +43,8 @@ True
 
 Tested against reality in ``tests/unit/training/test_footprint.py``: the activation term against the tensors autograd
 really saves (counted with :class:`llmviz.adapt.memory.SavedTensors`), the whole peak against a worker's peak resident
-memory after a training step.
+memory after a training step, and each page's estimate against the peak of a worker started as the lab starts it
+(forked from the forkserver) and of one started afresh (spawn), per model family (``tests/support/worker_peak.py``).
 """
 
 from __future__ import annotations
