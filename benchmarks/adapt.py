@@ -3,7 +3,9 @@
     python benchmarks/adapt.py [--model data/gpt-python-docs] [--steps 30]
 
 1. LoRA (r = 4 on W_Q and W_V) vs full fine-tuning of the same model on the same batches: step time
-   (median of the steps), parameters trained and the AdamW state they need. Reference: full fine-tuning.
+   (median of the steps, the two stepping in alternating rounds of one step each, with the median per-round ratio
+   and its spread: ``benchmarks/_rounds.py``), parameters trained and the AdamW state they need. Reference: full
+   fine-tuning.
 2. Post-training quantization: bytes and held-out perplexity of int8 and int4 (per channel and per tensor,
    symmetric) vs float32, with the next-token KL divergence. Reference: float32.
 3. Activations saved for the backward pass (counted exactly with saved_tensors_hooks) with and without
@@ -21,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
+from _rounds import Rounds, load_average  # noqa: E402 - this folder is on sys.path
 
 from llmviz.adapt import (
     lora,
@@ -62,8 +65,11 @@ def main() -> None:
     full = adapting.full_run(model, tokenizer, text, args.steps, seed=0)
     low = adapting.lora_run(model, tokenizer, text, config, args.steps, seed=0)
     step_times(full, 3), step_times(low, 3)  # warm-up
-    full_ms = statistics.median(step_times(full, args.steps)) * 1e3
-    low_ms = statistics.median(step_times(low, args.steps)) * 1e3
+    rounds = Rounds()  # one step of each a round, the side that goes first alternating
+    for index in range(args.steps):
+        for name, trainer in (("full", full), ("LoRA", low)) if index % 2 == 0 else (("LoRA", low), ("full", full)):
+            rounds.add(name, step_times(trainer, 1)[0])
+    full_ms, low_ms = (statistics.median(rounds.seconds[name]) * 1e3 for name in ("full", "LoRA"))
     counts = lora.memory_comparison(model, config)
     print(f"{'':18} | {'ms/step':>8} | {'trained params':>14} | {'AdamW states':>12} | vs full")
     print("-" * 70)
@@ -73,6 +79,8 @@ def main() -> None:
             f"{name:18} | {ms:8.1f} | {c.trained_parameters:14,} | {memory.human_bytes(c.optimizer_bytes):>12} | "
             f"{ms / full_ms:.2f}× time"
         )
+    print(f"LoRA's step time over full fine-tuning's, per round: {rounds.summary('LoRA', 'full')}")
+    print(f"load average now: {load_average()}")
 
     print("\n2. Post-training quantization, held-out perplexity on the last tenth of python-docs")
     windows = adapting.held_out_ids(tokenizer, text, model, windows=16)

@@ -7,7 +7,9 @@ flipped at a time (each row keeps the flips above, as the Model page's "GPT-2 â†
 then Qwen2's and Mixtral's choices. Where transformers has the same architecture the row also
 times it: GPT2LMHeadModel for GPT-2, LlamaForCausalLM for the Llama-shaped rows,
 Qwen2ForCausalLM and MixtralForCausalLM (all with SDPA attention). A step is forward, loss,
-backward and an AdamW update on the same batches; the median of the steps is reported.
+backward and an AdamW update on the same batches. The two sides of a row step in rounds of one step each, the side
+that goes first alternating (``benchmarks/_rounds.py``): ms/step is each side's median step, the ratio (llmviz's time
+over transformers') the median per-round ratio, printed with its spread, and the load average at the end.
 """
 
 import argparse
@@ -23,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
+from _rounds import Rounds, load_average  # noqa: E402 - this folder is on sys.path
 
 from llmviz.hub.llama import config_to_hf  # noqa: E402
 from llmviz.models.gpt import GPT, GPTConfig  # noqa: E402
@@ -91,11 +94,14 @@ def hf_twin(config: GPTConfig):
     return model_class(hf)
 
 
-def median_step_ms(model, batches, hf: bool) -> float:
+def stepper(model, batches, hf: bool):
+    """A function that takes the model's next training step on ``batches`` and returns its seconds."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     model.train()
-    times = []
-    for index, (inputs, targets) in enumerate(batches):
+    steps = iter(batches)
+
+    def step() -> float:
+        inputs, targets = next(steps)
         start = time.perf_counter()
         if hf:
             loss = model(input_ids=inputs, labels=targets).loss
@@ -104,9 +110,21 @@ def median_step_ms(model, batches, hf: bool) -> float:
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
-        if index >= 3:  # the first steps warm up
-            times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
+        return time.perf_counter() - start
+
+    return step
+
+
+def rounds_of(sides: dict, count: int) -> Rounds:
+    """Each side's steps in rounds of one step each, the side that goes first alternating, after 3 warm-up steps."""
+    for step in sides.values():
+        for _ in range(3):
+            step()
+    found = Rounds()
+    for index in range(count):
+        for name in list(sides) if index % 2 == 0 else list(sides)[::-1]:
+            found.add(name, sides[name]())
+    return found
 
 
 def main() -> None:
@@ -135,17 +153,24 @@ def main() -> None:
         config = config.replace(**switches)
         torch.manual_seed(0)
         ours = GPT(config)
-        ours_ms = median_step_ms(ours, ours_batches, hf=False)
+        sides = {"llmviz": stepper(ours, ours_batches, hf=False)}
         twin = hf_twin(config)
         if twin is not None:
             assert twin.num_parameters() == ours.num_parameters(), title
-            hf_ms = median_step_ms(twin, hf_batches, hf=True)
+            sides["transformers"] = stepper(twin, hf_batches, hf=True)
+        rounds = rounds_of(sides, args.steps)
+        ours_ms = 1000 * statistics.median(rounds.seconds["llmviz"])
+        if twin is not None:
+            hf_ms = 1000 * statistics.median(rounds.seconds["transformers"])
+            ratio = rounds.median("llmviz", "transformers")  # llmviz's time over transformers', per round
             print(
-                f"{title:30} {ours.num_parameters():>11,} {ours_ms:>15.1f} {hf_ms:>21.1f} {ours_ms / hf_ms:>6.2f}",
+                f"{title:30} {ours.num_parameters():>11,} {ours_ms:>15.1f} {hf_ms:>21.1f} {ratio:>6.2f}"
+                f"   {rounds.summary('llmviz', 'transformers')}",
                 flush=True,
             )
         else:
             print(f"{title:30} {ours.num_parameters():>11,} {ours_ms:>15.1f} {'â€”':>21} {'':>6}", flush=True)
+    print(f"load average at the end: {load_average()}")
 
 
 if __name__ == "__main__":

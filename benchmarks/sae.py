@@ -1,18 +1,22 @@
 """Sparse autoencoder training: llmviz's SaeTrainer vs SAELens's own SAETrainer on the same activations, in one run.
 
 The activations are gathered once (the shipped GPT's ``blocks.2.resid_post`` over the Python manual, as the shipped
-autoencoder's); then each trainer runs in a child process of its own (so each one's peak memory is its own: the child
+autoencoder's); then each trainer lives in a child process of its own (so each one's peak memory is its own: the child
 loads the activations, then resets its peak resident memory before training, through /proc/self/clear_refs), on the
 same activations, with the same size (1,024 features, TopK k = 16), batch, learning rate, steps and sampler (random
-tokens, seeded).
+tokens, seeded). The two train in alternating rounds (``--round-steps`` steps each, the side that goes first
+alternating: ``benchmarks/_rounds.py``), one side at a time, so that a change in the machine's load falls on both; the
+speed is the median of the per-round ratios, with its spread, beside the load average (run one after the other, the
+same code once gave 1.26× and then 1.69×).
 SAELens: ``TopKTrainingSAE`` with its defaults (decoder-norm rescaling, the AuxK loss for dead features) and
-``SAETrainer.fit()`` (constant learning rate, Adam). llmviz: :class:`llmviz.interpret.sae.SaeTrainer` without the
-spliced-in loss (SAELens measures none while training).
+``SAETrainer.fit()``'s loop, a round's steps at a time (constant learning rate, Adam). llmviz:
+:class:`llmviz.interpret.sae.SaeTrainer` without the spliced-in loss (SAELens measures none while training).
 
-Columns: tokens/s (activations trained on per second of training), peak (the child's peak resident memory above its
-size when training began), variance explained on every gathered activation at the end.
+Columns: tokens/s (activations trained on per second of training, over the compared rounds: all but the first,
+which holds each side's first steps), peak (the child's peak resident memory above its size when training began),
+variance explained on every gathered activation at the end.
 
-    python benchmarks/sae.py [--steps 400] [--tokens 32768]
+    python benchmarks/sae.py [--steps 400] [--tokens 32768] [--round-steps 20]
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import time
 from pathlib import Path
 
 import torch
+from _rounds import Rounds, load_average  # this folder is on sys.path (the benchmarks' shared helpers)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -54,53 +59,66 @@ def batches(acts: torch.Tensor, batch: int, seed: int):
         yield acts[torch.randint(len(acts), (batch,), generator=generator)]  # (B, D)
 
 
-def train_ours(acts: torch.Tensor, args) -> tuple[float, float]:
+def ours(acts: torch.Tensor, args):
+    """llmviz's trainer, and a function that trains it ``n`` more steps."""
     from llmviz.interpret import sae
 
     config = sae.SaeConfig(
         d_sae=args.d_sae, k=args.k, lr=args.lr, steps=args.steps, batch=args.batch, tokens=len(acts), eval_every=0
     )
     trainer = sae.SaeTrainer(config, acts, None, torch.zeros(0, 2, dtype=torch.long))
-    started = time.perf_counter()
-    trainer.train()
-    seconds = time.perf_counter() - started
-    with torch.no_grad():
-        recon, _ = trainer.model(acts)
-    return seconds, sae.variance_explained(acts, recon)
+    steps = trainer.run()
+
+    def train(n: int) -> None:
+        for _ in range(n):
+            next(steps)
+
+    return trainer.model, train
 
 
-def train_theirs(acts: torch.Tensor, args) -> tuple[float, float]:
+def theirs(acts: torch.Tensor, args):
+    """SAELens's SAETrainer, and a function that trains it ``n`` more steps as its ``fit()`` loop does (fit's own
+    set-up, a no-op here, and its progress bar left out)."""
     from sae_lens.config import SAETrainerConfig
     from sae_lens.saes.topk_sae import TopKTrainingSAE, TopKTrainingSAEConfig
     from sae_lens.training.sae_trainer import SAETrainer
-
-    from llmviz.interpret.sae import variance_explained
 
     torch.manual_seed(0)
     model = TopKTrainingSAE(TopKTrainingSAEConfig(d_in=acts.shape[1], d_sae=args.d_sae, k=args.k))
     config = SAETrainerConfig(
         total_training_samples=args.steps * args.batch, train_batch_size_samples=args.batch, lr=args.lr, lr_end=args.lr
     )
-    trainer = SAETrainer(config, model, batches(acts, args.batch, 0))
-    started = time.perf_counter()
-    trainer.fit()
-    seconds = time.perf_counter() - started
-    with torch.no_grad():
-        recon = model.decode(model.encode(acts))
-    return seconds, variance_explained(acts, recon)
+    provider = batches(acts, args.batch, 0)
+    trainer = SAETrainer(config, model, provider)
+
+    def train(n: int) -> None:
+        for _ in range(n):
+            trainer.maybe_reset_sparsity()
+            trainer.step(next(provider))
+            trainer.n_training_steps += 1
+
+    return model, train
 
 
-def child(which: str, path: str, args, results) -> None:
+def child(which: str, path: str, args, connection) -> None:
+    """One side in a process of its own: builds its trainer, then trains as many steps as each message says and
+    answers each with the round's wall-clock and CPU seconds; at ``None``, its peak memory and variance explained."""
     import sae_lens.training.sae_trainer  # noqa: F401 - both libraries' imports before the peak is reset
     from safetensors.torch import load_file
 
-    import llmviz.interpret.sae  # noqa: F401
+    from llmviz.interpret.sae import variance_explained
 
     torch.set_num_threads(args.threads)
     acts = load_file(path)["acts"]
     before = reset_peak()
-    seconds, explained = (train_ours if which == "llmviz" else train_theirs)(acts, args)
-    results.put((which, seconds, _status("VmHWM") - before, explained))
+    model, train = (ours if which == "llmviz" else theirs)(acts, args)
+    while (count := connection.recv()) is not None:
+        start, cpu = time.perf_counter(), time.process_time()
+        train(count)
+        connection.send((time.perf_counter() - start, time.process_time() - cpu))
+    with torch.no_grad():
+        recon = model.decode(model.encode(acts))
+    connection.send((_status("VmHWM") - before, variance_explained(acts, recon)))
 
 
 def gather(args) -> torch.Tensor:
@@ -123,37 +141,60 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=16)
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--threads", type=int, default=1, help="torch threads per trainer (default 1: a shared CPU)")
+    parser.add_argument("--round-steps", type=int, default=20, help="steps of each side in one round")
     args = parser.parse_args()
     from safetensors.torch import save_file
 
     acts = gather(args)
+    load_before = load_average()
     context = multiprocessing.get_context("spawn")  # a forked child of a process that ran torch's threads can hang
-    results = context.Queue()
-    rows = {}
+    sides = ("SAELens", "llmviz")
+    wall, cpu, ends = Rounds(), Rounds(), {}
     with tempfile.TemporaryDirectory() as folder:
         path = str(Path(folder) / "acts.safetensors")
         save_file({"acts": acts}, path)
-        for which in ("SAELens", "llmviz"):
-            process = context.Process(target=child, args=(which, path, args, results))
+        pipes = {name: context.Pipe() for name in sides}
+        processes = [context.Process(target=child, args=(name, path, args, pipes[name][1])) for name in sides]
+        for process in processes:
             process.start()
-            name, seconds, peak, explained = results.get(timeout=900)
+        done = 0
+        while done < args.steps:  # rounds: both sides train the same steps, the side that goes first alternating
+            count = min(args.round_steps, args.steps - done)
+            for name in sides if (done // args.round_steps) % 2 == 0 else sides[::-1]:
+                pipes[name][0].send(count)
+                seconds, cpu_seconds = pipes[name][0].recv()
+                if done:  # the first round (each side's first steps: lazy imports, first arenas) is not compared
+                    wall.add(name, seconds)
+                    cpu.add(name, cpu_seconds)
+            done += count
+        for name in sides:
+            pipes[name][0].send(None)
+            ends[name] = pipes[name][0].recv()
+        for process in processes:
             process.join()
-            rows[name] = (args.steps * args.batch / seconds, peak, explained)
-    load = os.getloadavg()[0]
+    tokens = (args.steps - min(args.round_steps, args.steps)) * args.batch  # the compared rounds'
     print(
         f"{datetime.date.today()} · {platform.machine()} · {os.cpu_count()} cores · torch {torch.__version__}, "
-        f"{args.threads} threads · load average {load:.1f} · {len(acts):,} activations of {acts.shape[1]} "
+        f"{args.threads} threads · {len(acts):,} activations of {acts.shape[1]} "
         f"(shipped GPT, blocks.2.resid_post) · {args.d_sae} features, TopK k={args.k}, batch {args.batch}, "
-        f"{args.steps} steps, lr {args.lr:g}\n"
+        f"{args.steps} steps in rounds of {args.round_steps}, lr {args.lr:g}\n"
+        f"load average: {load_before} before, {load_average()} after\n"
     )
     print(f"{'trainer':<10}| {'tokens/s':>10} | {'peak (MB)':>10} | {'variance explained':>18}")
     print("-" * 58)
-    for name, (rate, peak, explained) in rows.items():
-        print(f"{name:<10}| {rate:>10,.0f} | {peak / 2**20:>10.1f} | {explained:>18.4f}")
-    ours, theirs = rows["llmviz"], rows["SAELens"]
+    for name in sides:
+        peak, share = ends[name]
+        print(f"{name:<10}| {tokens / sum(wall.seconds[name]):>10,.0f} | {peak / 2**20:>10.1f} | {share:>18.4f}")
+    speed = wall.median("SAELens", "llmviz")
+    peak_ratio = ends["llmviz"][0] / max(ends["SAELens"][0], 1)
+    explained = ends["llmviz"][1] - ends["SAELens"][1]
+    passed = speed >= 1 and peak_ratio <= 1 and abs(explained) <= 0.01
     print(
-        f"\nllmviz / SAELens: {ours[0] / theirs[0]:.2f}× the tokens/s, {ours[1] / max(theirs[1], 1):.2f}× the peak "
-        f"memory, variance explained {ours[2] - theirs[2]:+.4f} (budget: ≥ 1× tokens/s, ≤ 1× peak, within 0.01)"
+        f"\nllmviz / SAELens tokens/s, per round (SAELens's seconds over llmviz's): {wall.summary('SAELens', 'llmviz')}"
+        f"\n  by CPU time: {cpu.summary('SAELens', 'llmviz')}"
+        f"\nllmviz / SAELens: {peak_ratio:.2f}× the peak memory, variance explained {explained:+.4f}"
+        f"\nbudget (≥ 1× tokens/s by the median round, ≤ 1× peak, variance explained within 0.01): "
+        f"{'PASS' if passed else 'FAIL'}"
     )
 
 

@@ -6,11 +6,14 @@ Configs: L4 H4 d128 T128 B16 V1024 (the shipped GPT's shape) and a character-lev
 transformer (L2 H4 d64 T32 B32 V27). Rows: llmviz with intermediates off (the fast path),
 Hugging Face, and llmviz recording every intermediate (run_with_cache-style forward +
 backward). GFLOP/s use the usual estimate 6·N·tokens + 12·L·T·d·tokens for a training step
-(forward and backward), against a float32 matmul peak measured in the same run.
+(forward and backward), against a float32 matmul peak measured in the same run. The rows step in rounds of one step
+each on the same batches, the order reversed every other round (``benchmarks/_rounds.py``): ms/step is each row's
+median step, the ratios the median per-round ratio with its spread, beside the load average.
 """
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -19,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
+from _rounds import Rounds, alternate, load_average  # noqa: E402 - this folder is on sys.path
 
 from llmviz.models.gpt import GPT, GPTConfig  # noqa: E402
 
@@ -61,15 +65,21 @@ def hf_model(config: GPTConfig):
     return GPT2LMHeadModel(hf_config)
 
 
-def time_steps(step, batches, device: str) -> float:
-    for inputs, targets in batches[:3]:  # warm-up
-        step(inputs, targets)
+def time_rounds(steps: dict, batches, device: str) -> Rounds:
+    """Each side's step on the same batches, in rounds of one step of each (the order reversed every other round),
+    after 3 warm-up steps each."""
+    for step in steps.values():
+        for inputs, targets in batches[:3]:
+            step(inputs, targets)
     sync(device)
-    start = time.perf_counter()
-    for inputs, targets in batches:
-        step(inputs, targets)
-    sync(device)
-    return (time.perf_counter() - start) / len(batches)
+    done = dict.fromkeys(steps, 0)
+
+    def one(name: str) -> None:
+        steps[name](*batches[done[name]])
+        sync(device)
+        done[name] += 1
+
+    return alternate({name: lambda name=name: one(name) for name in steps}, len(batches))
 
 
 def bench(name: str, config: GPTConfig, batch: int, steps: int, device: str, peak: float) -> None:
@@ -108,11 +118,9 @@ def bench(name: str, config: GPTConfig, batch: int, steps: int, device: str, pea
     tokens = batch * config.context_length
     n_params = sum(p.numel() for p in ours.parameters())
     flops = 6 * n_params * tokens + 12 * config.n_layers * config.context_length * config.d_model * tokens
-    rows = [
-        ("llmviz GPT (intermediates off)", time_steps(step_ours, batches, device)),
-        ("HF GPT2LMHeadModel (sdpa)", time_steps(step_hf, batches, device)),
-        ("llmviz GPT (every intermediate recorded)", time_steps(step_ours_recording, batches, device)),
-    ]
+    labels = ("llmviz GPT (intermediates off)", "HF GPT2LMHeadModel (sdpa)", "llmviz GPT (every intermediate recorded)")
+    rounds = time_rounds(dict(zip(labels, (step_ours, step_hf, step_ours_recording), strict=True)), batches, device)
+    rows = [(label, statistics.median(rounds.seconds[label])) for label in labels]
     print(f"\n{name}: {n_params:,} parameters, {tokens:,} tokens per step, {steps} timed steps on {device}")
     print(f"{'model':<42} | {'ms/step':>8} | {'tokens/s':>10} | {'GFLOP/s':>8} | {'% of peak':>9}")
     print("-" * 90)
@@ -122,8 +130,9 @@ def bench(name: str, config: GPTConfig, batch: int, steps: int, device: str, pea
             f"{label:<42} | {seconds * 1e3:8.1f} | {tokens / seconds:10,.0f} | {achieved:8.1f} | {achieved / peak:8.1%}"
         )
     print(
-        f"llmviz step rate / HF step rate = {rows[1][1] / rows[0][1]:.2f}×;  "
-        f"recording intermediates costs {rows[2][1] / rows[0][1]:.2f}×"
+        f"llmviz step rate / HF step rate, per round: {rounds.summary(labels[1], labels[0])}\n"
+        f"recording intermediates costs, per round: {rounds.summary(labels[2], labels[0])}\n"
+        f"load average: {load_average()}"
     )
 
 

@@ -635,8 +635,111 @@ def load(directory: str | Path, model: GPT | None = None) -> LoadedSae:
     shapes = {name: tuple(t.shape) for name, t in sae.state_dict().items()}
     found = {name: tuple(t.shape) for name, t in state.items()}
     _check(found == shapes, f"{directory}/{WEIGHTS_FILE} holds {found}, not the shapes its config says ({shapes}).")
-    sae.load_state_dict(state)
+    sae.load_state_dict(unit_decoder(state, config.k, f"{directory}/{WEIGHTS_FILE}"))
     return LoadedSae(sae.eval(), config, meta, load_labels(directory))
+
+
+#: how far a decoder row's length may be from 1 and still count as unit length (float32 rounding after training)
+UNIT_TOLERANCE = 1e-4
+
+
+def fold_decoder_norms(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The decoder's rows divided by their lengths n_i, the encoder's columns and biases multiplied by them
+    (SAELens's ``fold_W_dec_norm``): every pre-activation is then n_i times larger and every feature's direction unit
+    length, so f_i·W_dec,i is unchanged wherever σ(n·a) = n·σ(a) (ReLU; a TopK that already chose by n_i·a_i).
+
+    >>> state = {"W_enc": torch.ones(2, 2), "b_enc": torch.ones(2), "W_dec": torch.tensor([[3.0, 4.0], [0.0, 2.0]]),
+    ...          "b_dec": torch.zeros(2)}
+    >>> folded = fold_decoder_norms(state)
+    >>> folded["W_dec"].round(decimals=4).tolist(), folded["W_enc"].tolist(), folded["b_enc"].tolist()
+    ([[0.6000000238418579, 0.800000011920929], [0.0, 1.0]], [[5.0, 2.0], [5.0, 2.0]], [5.0, 2.0])
+    """
+    norms = state["W_dec"].norm(dim=1).clamp_min(1e-8)  # (S,)
+    return {
+        **state,
+        "W_dec": state["W_dec"] / norms[:, None],  # (S, D)
+        "W_enc": state["W_enc"] * norms[None, :],  # (D, S)
+        "b_enc": state["b_enc"] * norms,  # (S,)
+    }
+
+
+def unit_decoder(state: dict[str, torch.Tensor], k: int, where: str) -> dict[str, torch.Tensor]:
+    """``state`` with unit-length decoder rows, as llmviz's autoencoders keep them (a feature's direction, its logit
+    effects and its steering vector all read W_dec's row): a ReLU autoencoder whose rows are not unit length (a raw
+    SAELens ``StandardTrainingSAE``) has its norms folded into the encoder, which changes no reconstruction; a TopK
+    one is refused with the reason, since its weights alone do not say whether it chose its k features by the
+    pre-activations or by them times the rows' lengths (SAELens's ``rescale_acts_by_decoder_norm``, on by default in
+    ``TopKTrainingSAE``): :func:`from_sae_lens` converts it from SAELens's config, which does."""
+    norms = state["W_dec"].float().norm(dim=1)  # (S,)
+    if bool(((norms - 1).abs() <= UNIT_TOLERANCE).all()):
+        return state
+    low, high = float(norms.min()), float(norms.max())
+    _check(
+        not k,
+        f"{where}: its decoder rows are {low:.3g} to {high:.3g} long, not unit length, so it was not saved by llmviz "
+        "(a raw SAELens TopK state dict?), and its weights do not say whether its TopK chose by the pre-activations "
+        "or by them times the rows' lengths: convert it with llmviz.interpret.sae.from_sae_lens(state, cfg), which "
+        "reads that from SAELens's config.",
+    )
+    return fold_decoder_norms(state)
+
+
+#: SAELens architectures (``cfg["architecture"]``) whose forward pass llmviz's autoencoder computes
+SAE_LENS_ARCHITECTURES = {"topk": "TopK", "standard": "ReLU"}
+
+
+def from_sae_lens(state: dict[str, torch.Tensor], cfg: dict) -> SparseAutoencoder:
+    """An llmviz autoencoder computing what a SAELens autoencoder computes, from its state dict (``sae.state_dict()``,
+    or ``sae_weights.safetensors``) and its config (``sae.cfg.to_dict()``, or ``cfg.json``), as SAELens's own helpers
+    would make it: the decoder's rows unit length with their norms folded into the encoder (``fold_W_dec_norm``; for
+    TopK only where it ranked by them, ``rescale_acts_by_decoder_norm``), and with ``apply_b_dec_to_input`` off, the
+    encoder's bias shifted by b_dec·W_enc (llmviz always subtracts b_dec first). Reconstructions equal SAELens's to
+    float32 rounding; a ReLU autoencoder's feature activations come out n_i times SAELens's (as after its fold).
+    Refused in one line: another architecture (JumpReLU's thresholds, gated, BatchTopK's batch-wide choice, …),
+    activations normalised by a factor not in the state dict, or a TopK that ranked by unnormalised pre-activations
+    with rows not unit length (no unit-length decoder picks the same k features)."""
+    architecture = str(cfg.get("architecture", ""))
+    _check(
+        architecture in SAE_LENS_ARCHITECTURES,
+        f"A SAELens {architecture or 'unnamed'} autoencoder cannot be converted: llmviz's computes "
+        f"{' or '.join(f'{v} ({k})' for k, v in SAE_LENS_ARCHITECTURES.items())} only.",
+    )
+    normalize = cfg.get("normalize_activations", "none")
+    _check(
+        normalize in (None, "none"),
+        f"This autoencoder normalises its input ({normalize}) by a factor its weights do not hold: fold it first "
+        "(SAELens's fold_activation_norm_scaling_factor).",
+    )
+    wanted = {"W_enc", "b_enc", "W_dec", "b_dec"}
+    _check(
+        set(state) == wanted,
+        f"A {architecture} autoencoder's state dict holds {', '.join(sorted(wanted))}; this one holds "
+        f"{', '.join(sorted(state))}.",
+    )
+    weights = {name: tensor.detach().float().clone() for name, tensor in state.items()}
+    d_in, d_sae = weights["W_enc"].shape
+    _check(
+        weights["W_dec"].shape == (d_sae, d_in)
+        and weights["b_enc"].shape == (d_sae,)
+        and weights["b_dec"].shape == (d_in,),
+        f"Its weights' shapes do not fit together: { ({n: tuple(t.shape) for n, t in weights.items()}) }.",
+    )
+    if not cfg.get("apply_b_dec_to_input", True):  # x·W_enc + b_enc = (x − b_dec)·W_enc + (b_enc + b_dec·W_enc)
+        weights["b_enc"] = weights["b_enc"] + weights["b_dec"] @ weights["W_enc"]  # (S,)
+    k = int(cfg.get("k", 0)) if architecture == "topk" else 0
+    _check(architecture != "topk" or 0 < k <= d_sae, f"A TopK autoencoder's k must be 1 to {d_sae} (got {k}).")
+    if architecture == "standard" or cfg.get("rescale_acts_by_decoder_norm", False):
+        weights = fold_decoder_norms(weights)
+    norms = weights["W_dec"].norm(dim=1)  # (S,)
+    _check(
+        bool(((norms - 1).abs() <= UNIT_TOLERANCE).all()),
+        f"This TopK autoencoder ranks its pre-activations as they are (rescale_acts_by_decoder_norm off) and its "
+        f"decoder rows are {float(norms.min()):.3g} to {float(norms.max()):.3g} long, not unit length: no unit-length "
+        "decoder picks the same k features.",
+    )
+    sae = SparseAutoencoder(d_in, d_sae, k)
+    sae.load_state_dict(weights)
+    return sae.eval()
 
 
 def save_labels(directory: str | Path, labels: dict[int, str]) -> None:

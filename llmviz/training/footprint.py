@@ -3,8 +3,8 @@ start (:mod:`llmviz.jobs.admission`).
 
 A training step's peak, in the worker process that trains:
 
-- the **worker**'s own memory (:data:`WORKER_BYTES`: torch and llmviz imported, measured on this project's Linux
-  machine: see below);
+- the **worker**'s own memory (:data:`WORKER_BYTES`: torch and llmviz imported and a first step taken, as a fresh
+  interpreter holds them, measured on this project's Linux machine, with a margin: see below);
 - the **data**: the text and its token ids (8 bytes a token), and, while the text is tokenized, Python's list of ids
   (:data:`TOKENIZING_BYTES_PER_TOKEN`);
 - **parameters**, their **gradients** (trainable ones only) and the **optimizer's state** (:data:`OPTIMIZER_STATES`
@@ -38,12 +38,13 @@ True
 >>> per_token = 4 * (8 * 128 + 2 * 512 + 4 + 4) + (128 + 2 + 128 + 3 * 1024 + 4)  # gpt_activation_floats
 >>> mini.activation_bytes == 16 * 64 * per_token * 4
 True
->>> size_text(mini.peak_bytes)  # the worker's 320 MB, 17 MB of weights and states, 45 + 23 MB of activations
-'404 MB'
+>>> size_text(mini.peak_bytes)  # the worker's 384 MB, 17 MB of weights and states, 45 + 23 MB of activations
+'468 MB'
 
 Tested against reality in ``tests/unit/training/test_footprint.py``: the activation term against the tensors autograd
 really saves (counted with :class:`llmviz.adapt.memory.SavedTensors`), the whole peak against a worker's peak resident
-memory after a training step.
+memory after a training step, and each page's estimate against the peak of a worker started as the lab starts it
+(forked from the forkserver) and of one started afresh (spawn), per model family (``tests/support/worker_peak.py``).
 """
 
 from __future__ import annotations
@@ -60,14 +61,22 @@ from llmviz.errors import ConfigError
 MB = 2**20
 GB = 2**30
 
-#: A worker process's own resident memory once torch and llmviz are imported and a first small step has run (torch's
-#: libraries and kernels, the optimizer's imports, its allocator's arenas), measured on this project's Linux machine
-#: (torch 2.13, CPU) with ``benchmarks/worker_memory.py``: 239 MB resident idle, 273 MB after one step of GPT nano, of
-#: which 45 MB private (the rest is shared with the forkserver it was forked from, until it is written to; it grew
-#: from 258 MB as the lab, Ray's executor and the autoencoders were added). The resident size is counted with a
-#: margin of about a fifth (another machine's libraries and allocator, the next feature's imports): what a worker may
-#: come to hold of its own while it lives. 260 MB, its size rounded up before, fell under the measured peak.
-WORKER_BYTES = 320 * MB
+#: A fresh interpreter's resident memory once it has imported what a worker imports (the forkserver's preload,
+#: :data:`llmviz.jobs.processes.PRELOAD`: torch 219 MB, llmviz's trainer 6 MB, torch._dynamo 71 MB), measured on this
+#: project's Linux machine (torch 2.13, CPU, Python 3.11) with ``benchmarks/worker_memory.py``.
+WORKER_IMPORTS_BYTES = 295 * MB
+#: What a process's first backward pass and optimizer step add beyond the run's own tensors, torch._dynamo already
+#: imported: autograd's engine and its threads, the allocator's first arenas (16-22 MB measured, GPT nano, 1-2 threads).
+WORKER_FIRST_STEP_BYTES = 22 * MB
+#: The margin on the worker's own memory: another machine's libraries and allocator, the next feature's imports.
+WORKER_MARGIN = 0.2
+#: A worker process's own memory while it trains: its imports and its first step's, counted as a *fresh* interpreter
+#: holds them, with :data:`WORKER_MARGIN` (317 MB measured, counted 384 MB). A worker forked from the preloaded
+#: forkserver (how the server starts them) shows less, 271 MB after a first step, because a forked process's resident
+#: size counts only the library pages it touched since the fork; a worker that starts afresh (a Ray worker, spawn on a
+#: platform without a forkserver) counts them all. This once was the forked worker's size plus a fifth (320 MB), which
+#: the fresh worker's peak exceeded for small runs (GPT micro 424 MB against 368 estimated in the audit, issue 57).
+WORKER_BYTES = 8 * MB * math.ceil((WORKER_IMPORTS_BYTES + WORKER_FIRST_STEP_BYTES) * (1 + WORKER_MARGIN) / (8 * MB))
 #: A process's first backward pass and optimizer step, for a task that trains in a worker that may not have trained
 #: yet (word vectors): autograd's engine and its threads' arenas, the optimizer's lazy imports (800 modules). 95 MB
 #: measured in a fresh process here (2 threads), some 15 MB more on a many-core AMD EPYC; counted as 128 MB.

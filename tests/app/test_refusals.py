@@ -15,10 +15,10 @@ from ui.panels import runs
 
 @pytest.fixture
 def small_server(monkeypatch):
-    """The server's manager with 2 GB to train in, and a share of ``share_mb`` per student (400 MB unless changed)."""
+    """The server's manager with 2 GB to train in, and a share of ``share_mb`` per student (500 MB unless changed)."""
     made: list[JobManager] = []
 
-    def make(share_mb: float = 400) -> JobManager:
+    def make(share_mb: float = 500) -> JobManager:
         made.append(
             JobManager(
                 max_running=2, session_timeout=None, workers="process", memory_mb=2048, client_memory_mb=share_mb
@@ -47,12 +47,12 @@ def test_the_training_page_refuses_a_run_that_does_not_fit_and_keeps_saying_why(
     assert_clean(at)
     said = unescaped(texts(at.warning))
     assert re.search(
-        r"Training GPT mini \([\d.,]+ (M )?parameters\) needs about \d+ MB; your share has 400 MB left", said
+        r"Training GPT mini \([\d.,]+ (M )?parameters\) needs about \d+ MB; your share has 500 MB left", said
     )
     assert "lower the batch to" in said, said
     assert server.jobs(at.session_state["_llmviz_session_id"]) == []  # nothing was started
     at.run()  # any rerun (a live section's refresh, another widget): the reason stays beside the button
-    assert "your share has 400 MB left" in unescaped(texts(at.warning))
+    assert "your share has 500 MB left" in unescaped(texts(at.warning))
     by_label(at.slider, "Batch size").set_value(2)
     by_label(at.slider, "Context (tokens)").set_value(16)
     at.button(key="train").click().run()  # pressed again, with what fits: the old reason goes

@@ -3,6 +3,7 @@ dated entry to it (its docstring's example runs here: pytest leaves benchmarks/ 
 
 import doctest
 import importlib.util
+import sys
 
 from tests.support.paths import ROOT
 
@@ -38,3 +39,15 @@ def test_an_unknown_benchmark_records_nothing(monkeypatch, capsys):
     monkeypatch.setattr("sys.argv", ["record.py", "no_such_benchmark"])
     assert record.main() == 2
     assert "no benchmark benchmarks/no_such_benchmark.py" in capsys.readouterr().err
+
+
+def test_the_rounds_helper_pairs_each_round_and_reports_the_median_ratio():
+    """benchmarks/_rounds.py (pytest leaves benchmarks/ out of its doctests): its examples, and a burst of load on one
+    round moves the median per-round ratio no more than that round."""
+    spec = importlib.util.spec_from_file_location("rounds_under_test", ROOT / "benchmarks" / "_rounds.py")
+    rounds = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = rounds  # its dataclass looks its module up
+    spec.loader.exec_module(rounds)
+    assert doctest.testmod(rounds).failed == 0
+    found = rounds.Rounds({"reference": [2.0, 2.0, 20.0, 2.0], "ours": [1.0, 1.0, 1.0, 1.0]})
+    assert found.median("reference", "ours") == 2.0  # a total-time ratio would say 6.5

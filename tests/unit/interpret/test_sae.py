@@ -330,3 +330,113 @@ def test_the_shipped_autoencoder_loads_for_the_shipped_gpt_and_explains_what_the
     assert float((f > 0).sum(-1).float().mean()) == 16
     last = loaded.meta["history"][-1]
     assert last["spliced"]["spliced"] < last["spliced"]["zeroed"]
+
+
+# ---------------------------------------------------------------------------- SAELens's own autoencoders, converted
+
+
+def sae_lens_model(architecture: str, *, rescale: bool | None = None, apply_b_dec: bool = True, seed: int = 3):
+    """A SAELens autoencoder with every weight random and decoder rows 0.05 to 2 long (as training leaves them)."""
+    from sae_lens.saes.jumprelu_sae import JumpReLUSAE, JumpReLUSAEConfig
+    from sae_lens.saes.standard_sae import (
+        StandardSAE,
+        StandardSAEConfig,
+        StandardTrainingSAE,
+        StandardTrainingSAEConfig,
+    )
+    from sae_lens.saes.topk_sae import TopKSAE, TopKSAEConfig, TopKTrainingSAE, TopKTrainingSAEConfig
+
+    size = {"d_in": 12, "d_sae": 40}
+    made = {
+        "topk-training": lambda: TopKTrainingSAE(TopKTrainingSAEConfig(k=5, **size)),  # rescales by default
+        "topk": lambda: TopKSAE(TopKSAEConfig(k=5, rescale_acts_by_decoder_norm=bool(rescale), **size)),
+        "standard-training": lambda: StandardTrainingSAE(
+            StandardTrainingSAEConfig(apply_b_dec_to_input=apply_b_dec, **size)
+        ),
+        "standard": lambda: StandardSAE(StandardSAEConfig(apply_b_dec_to_input=apply_b_dec, **size)),
+        "jumprelu": lambda: JumpReLUSAE(JumpReLUSAEConfig(**size)),
+    }[architecture]()
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        made.W_enc.copy_(torch.randn(made.W_enc.shape, generator=generator) / 3)
+        made.b_enc.copy_(0.3 * torch.randn(made.b_enc.shape, generator=generator))
+        made.b_dec.copy_(0.5 * torch.randn(made.b_dec.shape, generator=generator))
+        rows = torch.randn(made.W_dec.shape, generator=generator)
+        lengths = 0.05 + 1.95 * torch.rand(rows.shape[0], 1, generator=generator)
+        made.W_dec.copy_(rows / rows.norm(dim=1, keepdim=True) * lengths)
+    return made.eval()
+
+
+def their_reconstruction(theirs, x: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return theirs.decode(theirs.encode(x))
+
+
+@pytest.mark.parametrize(
+    ("architecture", "options"),
+    [
+        ("topk-training", {}),
+        ("topk", {"rescale": True}),
+        ("standard-training", {}),
+        ("standard", {}),
+        ("standard", {"apply_b_dec": False}),
+    ],
+)
+def test_a_sae_lens_autoencoder_converts_to_the_same_reconstructions_and_features(architecture, options):
+    """SAELens's own forward pass on random inputs is the reference (1e-5); the features are SAELens's after its own
+    ``fold_W_dec_norm`` (a ReLU's come out n_i times larger when the norms are folded; a rescaling TopK's are
+    unchanged)."""
+    theirs = sae_lens_model(architecture, **options)
+    ours = sae.from_sae_lens(dict(theirs.state_dict()), theirs.cfg.to_dict())
+    x = 2 * torch.randn(256, 12, generator=torch.Generator().manual_seed(9))
+    recon, f = ours(x)
+    torch.testing.assert_close(recon, their_reconstruction(theirs, x), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ours.W_dec.norm(dim=1), torch.ones(40))
+    theirs.fold_W_dec_norm()
+    with torch.no_grad():
+        torch.testing.assert_close(f, theirs.encode(x), atol=1e-5, rtol=1e-5)
+    if ours.k:
+        assert int((f > 0).sum(-1).max()) <= ours.k
+
+
+def test_a_raw_topk_state_dict_in_an_autoencoder_folder_is_refused_with_the_reason(tmp_path):
+    """The audit's case: a TopKTrainingSAE's state dict (decoder rows 0.05-2 long, rescaling on) saved as an llmviz
+    autoencoder loaded with no error and reconstructed differently (max |Δ| 0.064). Its weights alone cannot say how
+    it chose its k features: refused, naming the conversion, which reads SAELens's config and gets it right."""
+    from safetensors.torch import save_file
+
+    theirs = sae_lens_model("topk-training")
+    sae.save(sae.SparseAutoencoder(12, 40, 5), sae.SaeConfig(d_sae=40, k=5), tmp_path, {"name": "x"})
+    save_file({n: t.detach().contiguous() for n, t in theirs.state_dict().items()}, str(tmp_path / sae.WEIGHTS_FILE))
+    with pytest.raises(ConfigError, match="not unit length.*from_sae_lens") as refused:
+        sae.load(tmp_path)
+    assert "\n" not in str(refused.value)
+
+
+def test_a_raw_relu_state_dict_in_an_autoencoder_folder_loads_folded_and_reconstructs_the_same(tmp_path):
+    from safetensors.torch import save_file
+
+    theirs = sae_lens_model("standard-training")
+    sae.save(sae.SparseAutoencoder(12, 40, 0), sae.SaeConfig(d_sae=40, k=0, l1=1.0), tmp_path, {"name": "x"})
+    save_file({n: t.detach().contiguous() for n, t in theirs.state_dict().items()}, str(tmp_path / sae.WEIGHTS_FILE))
+    loaded = sae.load(tmp_path).sae
+    x = torch.randn(64, 12, generator=torch.Generator().manual_seed(4))
+    torch.testing.assert_close(loaded(x)[0], their_reconstruction(theirs, x), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(loaded.W_dec.norm(dim=1), torch.ones(40))
+
+
+@pytest.mark.parametrize(
+    ("architecture", "options", "says"),
+    [
+        ("jumprelu", {}, "jumprelu autoencoder cannot be converted"),
+        ("topk", {"rescale": False}, "not unit length"),  # no unit decoder picks the same k features
+    ],
+)
+def test_what_cannot_be_converted_is_refused_in_one_line(architecture, options, says):
+    theirs = sae_lens_model(architecture, **options)
+    with pytest.raises(ConfigError, match=says) as refused:
+        sae.from_sae_lens(dict(theirs.state_dict()), theirs.cfg.to_dict())
+    assert "\n" not in str(refused.value)
+    topk = sae_lens_model("topk-training")
+    with pytest.raises(ConfigError, match="normalises its input"):
+        sae.from_sae_lens(dict(topk.state_dict()), {**topk.cfg.to_dict(), "normalize_activations": "layer_norm"})
