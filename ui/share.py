@@ -208,6 +208,14 @@ PARAMS: dict[str, tuple[str, str]] = {
 }
 state.register_link_widgets(set(PARAMS))  # a bound widget's key is its parameter's name
 
+#: Link parameters published under another name before: a link copied then still opens the same view. A name in
+#: :data:`PARAMS` is a promise; renaming one adds its old name here (``tests/project/test_link_names.py`` keeps every
+#: name ever published answered).
+RENAMED: dict[str, str] = {
+    "race_model": "race_net",  # Training: the race's model (renamed in 36b69b5)
+    "batch_text": "by_hand",  # Training: the loss-by-hand text (renamed in 36b69b5)
+}
+
 #: Parameters that are not widget bindings (read by llmviz itself).
 _SPECIAL = {"model", "present", "teacher"}  # ui.picker, ui.present, ui.identity (the teacher key)
 #: Query parameters Streamlit reserves for itself.
@@ -459,12 +467,31 @@ def aliased(name: str, values: list[str] | None) -> list[str] | None:
     return values
 
 
+def renamed(params: dict[str, list[str]]) -> dict[str, list[str]]:
+    """A link's parameters under today's names (:data:`RENAMED`); a value given under both names is the new one's.
+
+    >>> renamed({"race_model": ["gpt-micro"], "seed": ["3"]})
+    {'seed': ['3'], 'race_net': ['gpt-micro']}
+    >>> renamed({"race_model": ["gru"], "race_net": ["gpt-micro"]})
+    {'race_net': ['gpt-micro']}
+    """
+    now = {name: values for name, values in params.items() if name not in RENAMED}
+    for old, new in RENAMED.items():
+        if old in params:
+            now.setdefault(new, params[old])
+    return now
+
+
 def begin() -> None:
     """First thing in app.py: check the link's parameters and remember them before any widget reads them."""
     if state.LINK_INITIAL.present():
         return
-    initial = _snapshot()
+    initial = renamed(_snapshot())
     state.LINK_INITIAL.set(initial)
+    for old, new in RENAMED.items():
+        if old in st.query_params:
+            _replace_in_link(old, None)
+            _replace_in_link(new, initial[new])
     for name, values in initial.items():
         if name not in PARAMS or name in _SPECIAL:
             continue
