@@ -467,7 +467,7 @@ def checkpoint_folder(view: ModelView) -> Path | None:
     return RunsDirSource().paths().get(view.key.split(":", 1)[1].split("@", 1)[0])
 
 
-from ui.panels import hub  # noqa: E402 - pretrained models from the Hugging Face Hub (hub:gpt2, hub:smollm2-135m, …)
+from ui import hub  # noqa: E402 - pretrained models from the Hugging Face Hub (hub:gpt2, hub:smollm2-135m, …)
 
 for _source in (ShippedSource(), MiniLMSource(), hub.HubSource(), RunSource(), RunsDirSource(), ClassSource()):
     register_source(_source)
