@@ -35,6 +35,7 @@ from llmviz.errors import LlmvizError, log_failure
 from llmviz.jobs.job import Job
 from llmviz.jobs.manager import JobManager, default_manager
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
+from llmviz.paths import DATA, runs_folder
 from llmviz.training.checkpoint import (
     ListedCheckpoint,
     checkpoint_signature,
@@ -56,8 +57,6 @@ from ui.sources import (  # noqa: F401 - public names of ui.picker
 )
 from ui.text import literal_markdown
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "data"
 SHIPPED_GPT = "gpt-python-docs"
 DEFAULT_KEY = f"shipped:{SHIPPED_GPT}"
 
@@ -412,11 +411,6 @@ def project(run_id: str, step: int | None) -> None:
     select(f"class:{run_id}" + (f"@{step}" if step is not None else ""))
 
 
-def runs_dir() -> Path:
-    """Where CLI-trained checkpoints are looked for: env ``LLMVIZ_RUNS_DIR``, else ``runs/``."""
-    return Path(settings.get("LLMVIZ_RUNS_DIR") or ROOT / "runs")
-
-
 class RunsDirSource:
     """Checkpoints trained with ``python -m llmviz train --out runs/<name>`` (or in ``LLMVIZ_RUNS_DIR``)."""
 
@@ -424,7 +418,7 @@ class RunsDirSource:
 
     def listing(self) -> list[ListedCheckpoint]:
         """Every entry of the runs folder, each checked by llmviz (a bad one is listed with its problem)."""
-        return list_checkpoints(runs_dir())
+        return list_checkpoints(runs_folder())
 
     def paths(self) -> dict[str, Path]:
         return {urllib.parse.quote(item.name, safe=""): item.path for item in self.listing() if item.readable}
