@@ -14,6 +14,7 @@ from llmviz.jobs.manager import JobManager
 from llmviz.lab.service import Lab
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.jobs import small_trainer
+from tests.support.waiting import wait_for
 
 
 def _wait_for(predicate, timeout=60.0):
@@ -74,6 +75,7 @@ import sys, time
 from llmviz.jobs.manager import JobManager
 from llmviz.lab.service import Lab
 from tests.support.jobs import small_trainer
+from tests.support.waiting import wait_for
 manager = JobManager(max_running=1, lab=Lab.at(sys.argv[1], url=sys.argv[3]))
 job = manager.submit_training("student-1", small_trainer(steps=int(sys.argv[2])), label="from the other process")
 while job.status().step < 3:
@@ -119,7 +121,11 @@ def test_a_run_training_when_its_server_died_is_interrupted(tmp_path, database_u
         cwd=".",
     )
     run_id = child.stdout.readline().strip()
-    time.sleep(1.5)  # a flush or two
+    watching = Lab.at(tmp_path, url=database_url).registry  # what another process reads: the flushed rows
+    wait_for(
+        lambda: (run := watching.run("student-1", run_id)) is not None and run.step >= 3 and watching.snapshots(run_id)
+    )
+    watching.dispose()
     child.kill()  # the server stops with no goodbye
     child.wait()
     restarted = JobManager(max_running=1, lab=Lab.at(tmp_path, url=database_url))
