@@ -9,7 +9,8 @@ torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests.support.ordering import deal_browser_tests  # noqa: E402 - after the path is set
+from tests.support.jobs import end_every_session  # noqa: E402 - after the path is set
+from tests.support.ordering import deal_browser_tests  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -85,12 +86,11 @@ def _no_network(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _no_runs_left_behind():
-    """AppTest gives every app run the same session id: end its training runs after each test, so no test
-    sees another test's runs (the browser's sessions are real and separate)."""
+    """End every training run a test's app runs started, after the test, so no test sees another test's runs
+    (AppTest's runs all belong to one browser identity of the process's job manager; the browser's sessions are
+    real and separate). It ended nothing while it named a fixed session id that owners no longer were."""
     yield
-    jobs = sys.modules.get("llmviz.jobs.manager")
-    if jobs is not None and jobs._default is not None:
-        jobs._default.end_session("test session id")
+    end_every_session()
 
 
 UNIT = ROOT / "tests" / "unit"
@@ -115,8 +115,7 @@ def fresh_session_jobs():
     """AppTest gives every test the same session id: forget the jobs earlier tests left behind, and this test's."""
     from llmviz.jobs.manager import default_manager
 
-    for owner in list(default_manager()._sessions):
-        default_manager().end_session(owner)
+    default_manager()
+    end_every_session()
     yield
-    for owner in list(default_manager()._sessions):
-        default_manager().end_session(owner)
+    end_every_session()
