@@ -255,7 +255,8 @@ def _check_weights(
     """Refuse weights that do not fit ``x`` (queries) and ``source`` (keys and values), or a head count that does
     not split their width, with what to change.
 
-    >>> _check_weights(torch.ones(1, 3, 4), torch.ones(1, 3, 4), torch.ones(4, 6), torch.ones(4, 6), torch.ones(4, 6), 4)
+    >>> x, w = torch.ones(1, 3, 4), torch.ones(4, 6)
+    >>> _check_weights(x, x, w, w, w, num_heads=4)
     Traceback (most recent call last):
     ...
     llmviz.errors.ConfigError: 4 heads cannot split a width of 6: the width must be a multiple of the head count.
