@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from tests.support.jobs import end_every_session  # noqa: E402 - after the path is set
 from tests.support.ordering import deal_browser_tests  # noqa: E402
+from tests.support.processes import mark_service_tests  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -41,7 +42,12 @@ _scan_installed_components_once()
 
 # app_url and browser fixtures (one server and browser per test process); database_url and postgres_url (a real
 # PostgreSQL); ray_address and backend (a real Ray head)
-pytest_plugins = ["tests.support.browser", "tests.support.postgres", "tests.support.ray_cluster"]
+pytest_plugins = [
+    "tests.support.browser",
+    "tests.support.postgres",
+    "tests.support.ray_cluster",
+    "tests.support.processes",
+]
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -97,9 +103,15 @@ UNIT = ROOT / "tests" / "unit"
 
 
 def pytest_itemcollected(item):
-    """Everything under tests/unit/ is marked ``unit``, except what is marked ``slow``: ``python -m pytest -m unit``
-    is the fast lane (the library's tests; no Streamlit, no browser)."""
-    if item.path.is_relative_to(UNIT) and not item.get_closest_marker("slow"):
+    """Everything under tests/unit/ is marked ``unit``, except what is marked ``slow`` or ``processes``
+    (tests/support/processes.py): ``python -m pytest -m unit`` is the fast lane (the library's tests; no Streamlit,
+    no browser, no process started)."""
+    mark_service_tests(item)
+    if (
+        item.path.is_relative_to(UNIT)
+        and not item.get_closest_marker("slow")
+        and not item.get_closest_marker("processes")
+    ):
         item.add_marker(pytest.mark.unit)
 
 
