@@ -112,6 +112,17 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
+def _rose_since_best(val_losses: Sequence[float], best_index: int) -> bool:
+    """Whether the last two validation losses both stand well above the best (:func:`rise_threshold`), two or more
+    evaluations after it.
+
+    >>> _rose_since_best([2.0, 1.5, 1.7, 1.8], 1), _rose_since_best([2.0, 1.5, 1.7, 1.55], 1)
+    (True, False)
+    """
+    best = val_losses[best_index]
+    return best_index <= len(val_losses) - 3 and min(val_losses[-2:]) >= best + rise_threshold(best)
+
+
 def overfitting(metrics: Sequence[Any], vocab_size: int) -> Overfitting | None:
     """An :class:`Overfitting` when a run's ``metrics`` (each with ``step``, ``train_loss`` and ``val_loss``, None
     on steps without an evaluation: :class:`~llmviz.training.trainer.StepMetrics`) show that it overfits, else
@@ -125,13 +136,8 @@ def overfitting(metrics: Sequence[Any], vocab_size: int) -> Overfitting | None:
     best, last = evaluated[best_index], evaluated[-1]
     train_now = _mean([m.train_loss for m in trained][-RECENT_STEPS:])
     train_at_best = _mean([m.train_loss for m in trained if m.step <= best.step][-RECENT_STEPS:] or [math.inf])
-    threshold = rise_threshold(best.val_loss)
     # the last two evaluations are both well above the best, and the training loss went on falling
-    rose = (
-        best_index <= len(evaluated) - 3
-        and min(evaluated[-2].val_loss, last.val_loss) >= best.val_loss + threshold
-        and train_now < train_at_best
-    )
+    rose = _rose_since_best([m.val_loss for m in evaluated], best_index) and train_now < train_at_best
     uniform = math.log(vocab_size) if vocab_size >= 2 else math.inf  # an unknown vocabulary: no ln V to compare
     worse = last.val_loss > uniform and last.val_loss - train_now >= GAP_NATS
     if not (rose or worse):
