@@ -59,23 +59,31 @@ def heatmap(
         trace["x"] = [_label(s) for s in x_labels]
     if y_labels is not None:
         trace["y"] = [_label(s) for s in y_labels]
-    x_axis: dict = dict(title=dict(text=x_title), type="category")
-    y_axis: dict = dict(title=dict(text=y_title), autorange="reversed", type="category")
-    # Plotly hides every other category label when they crowd; tokens must all stay readable (an index
-    # range — dimensions, positions — may be thinned: 64 labels forced onto one axis overlapped)
-    for labels, axis in ((x_labels, x_axis), (y_labels, y_axis)):
-        if labels is not None and len(labels) <= 64 and not index_range(labels):
-            axis.update(dtick=1, tickfont=dict(size=11 if len(labels) <= 24 else 9))
-    if x_labels is not None and 16 < len(x_labels) <= 64 and not index_range(x_labels):
-        x_axis["tickangle"] = -90
     layout = dict(
         title=dict(text=title),
         height=height or max(260, min(700, 40 * rows + 120)),
         margin=margins(40 if title else 10),
-        xaxis=x_axis,
-        yaxis=y_axis,
+        xaxis=_token_axis(x_labels, title=x_title, vertical_past=16),
+        yaxis=_token_axis(y_labels, title=y_title, autorange="reversed"),
     )
     return unchecked_figure([{k: v for k, v in trace.items() if v is not None}], layout)
+
+
+def _token_axis(labels, title: str, vertical_past: int | None = None, **extra) -> dict:
+    """A heatmap axis of categories on which every token label stays readable: Plotly hides every other category
+    label when they crowd, so up to 64 labels each get a tick (an index range — dimensions, positions — may be
+    thinned: 64 labels forced onto one axis overlapped), turned upright past ``vertical_past`` of them.
+
+    >>> _token_axis(["The", "cat"], "keys")["dtick"], "dtick" in _token_axis(range(64), "dimension")
+    (1, False)
+    """
+    axis: dict = dict(title=dict(text=title), type="category", **extra)
+    if labels is None or len(labels) > 64 or index_range(labels):
+        return axis
+    axis.update(dtick=1, tickfont=dict(size=11 if len(labels) <= 24 else 9))
+    if vertical_past is not None and len(labels) > vertical_past:
+        axis["tickangle"] = -90
+    return axis
 
 
 @functools.lru_cache(maxsize=32)
@@ -196,6 +204,46 @@ def _panels_layout(rows: int, columns: int, titles: tuple[str, ...]) -> dict:
     return json.loads(_panels_layout_json(rows, columns, titles))
 
 
+Box = tuple[float, float, float, float]  #: a label's or a marker's box in pixels: (left, right, bottom, top)
+
+
+def _apart(a: Box, b: Box) -> bool:
+    """Do two boxes not overlap? (touching is apart)
+
+    >>> _apart((0, 1, 0, 1), (1, 2, 0, 1)), _apart((0, 2, 0, 2), (1, 3, 1, 3))
+    (True, False)
+    """
+    return a[1] <= b[0] or b[1] <= a[0] or a[3] <= b[2] or b[3] <= a[2]
+
+
+def _inside(box: Box, width_px: float, height_px: float) -> bool:
+    """Is the box inside the plot? (Plotly cuts a label at its edge)"""
+    return 0 <= box[0] <= box[1] <= width_px and 0 <= box[2] <= box[3] <= height_px
+
+
+def _label_boxes(x: float, y: float, wide: float, marker_px: float, line_px: float) -> dict[str, Box]:
+    """The four places a label ``wide`` pixels wide can take around the point (x, y), by Plotly's names."""
+    m, half = marker_px, wide / 2
+    return {
+        "top center": (x - half, x + half, y + m, y + m + line_px),
+        "bottom center": (x - half, x + half, y - m - line_px, y - m),
+        "middle right": (x + m, x + m + wide, y - line_px / 2, y + line_px / 2),
+        "middle left": (x - m - wide, x - m, y - line_px / 2, y + line_px / 2),
+    }
+
+
+def _free_place(boxes: dict[str, Box], taken: list[Box], width_px: float, height_px: float) -> tuple[str, Box] | None:
+    """The first of ``boxes`` inside the plot that overlaps none of ``taken``: its name and box (None: none)."""
+    return next(
+        (
+            (name, box)
+            for name, box in boxes.items()
+            if _inside(box, width_px, height_px) and all(_apart(box, other) for other in taken)
+        ),
+        None,
+    )
+
+
 def spread_labels(
     xs: list[float],
     ys: list[float],
@@ -235,33 +283,13 @@ def spread_labels(
     x_span, y_span = (x_high - x_low) or 1.0, (y_high - y_low) or 1.0
     points = [((x - x_low) / x_span * width_px, (y - y_low) / y_span * height_px) for x, y in zip(xs, ys)]
 
-    def apart(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
-        return a[1] <= b[0] or b[1] <= a[0] or a[3] <= b[2] or b[3] <= a[2]
-
-    def boxes(x: float, y: float, wide: float) -> dict[str, tuple[float, float, float, float]]:
-        m, half = marker_px, wide / 2
-        return {
-            "top center": (x - half, x + half, y + m, y + m + line_px),
-            "bottom center": (x - half, x + half, y - m - line_px, y - m),
-            "middle right": (x + m, x + m + wide, y - line_px / 2, y + line_px / 2),
-            "middle left": (x - m - wide, x - m, y - line_px / 2, y + line_px / 2),
-        }
-
     markers = [(x - marker_px, x + marker_px, y - marker_px, y + marker_px) for x, y in points]
-    kept: list[tuple[float, float, float, float]] = []
+    kept: list[Box] = []
     places: list[str | None] = []
     for number, ((x, y), label) in enumerate(zip(points, labels)):
         others = [marker for other, marker in enumerate(markers) if other != number]
-        place = next(
-            (
-                (name, box)
-                for name, box in boxes(x, y, len(label) * char_px + 4).items()
-                if all(apart(box, other) for other in kept + others)
-                and 0 <= box[0] <= box[1] <= width_px  # inside the plot: Plotly cuts a label at its edge
-                and 0 <= box[2] <= box[3] <= height_px
-            ),
-            None,
-        )
+        boxes = _label_boxes(x, y, len(label) * char_px + 4, marker_px, line_px)
+        place = _free_place(boxes, kept + others, width_px, height_px)
         places.append(place[0] if place else None)
         if place:
             kept.append(place[1])
@@ -495,6 +523,16 @@ def visible_length(line: str) -> int:
     return len(re.sub(r"\\[A-Za-z]+|[{}^_]|\\[,;:! ]", lambda m: "x" if m.group(0)[1:].isalpha() else "", line))
 
 
+def _command_at(line: str, i: int, text: str) -> bool:
+    """Does ``text`` stand at ``line[i]`` as a whole: a command ending in a letter is not the start of a longer one?
+
+    >>> _command_at(r"\\left(", 0, r"\\left"), _command_at(r"\\leftarrow", 0, r"\\left"), _command_at("a=b", 1, "=")
+    (True, False, True)
+    """
+    end = i + len(text)
+    return line.startswith(text, i) and not (text[-1].isalpha() and line[end : end + 1].isalpha())
+
+
 def _top_level_cuts(line: str, marks: tuple[str, ...], after: bool = False) -> list[str]:
     """``line`` cut at each of ``marks`` that stands outside every brace and ``\\left … \\right`` pair: before the
     mark (``after``: behind it, the mark ending its piece).
@@ -506,21 +544,14 @@ def _top_level_cuts(line: str, marks: tuple[str, ...], after: bool = False) -> l
     """
     pieces, start, depth, i = [], 0, 0, 0
     while i < len(line):
-        if line.startswith("\\left", i) and not line[i + 5 : i + 6].isalpha():
+        if _command_at(line, i, "\\left"):
             depth, i = depth + 1, i + 5
             continue
-        if line.startswith("\\right", i) and not line[i + 6 : i + 7].isalpha():
+        if _command_at(line, i, "\\right"):
             depth, i = depth - 1, i + 6
             continue
-        mark = next(
-            (
-                m
-                for m in marks
-                if line.startswith(m, i) and not (m[-1].isalpha() and line[i + len(m) : i + len(m) + 1].isalpha())
-            ),
-            None,
-        )
-        if mark and depth == 0:
+        mark = next((m for m in marks if _command_at(line, i, m)), None) if depth == 0 else None
+        if mark:
             cut = i + len(mark) if after else i
             if cut > start:
                 pieces.append(line[start:cut])
@@ -561,36 +592,49 @@ def fit_equation(line: str, width: int = EQUATION_WIDTH) -> str:
         return line
     statements = [piece for piece in _top_level_cuts(line, STATEMENT_BREAKS, after=True) if piece.strip()]
     if len(statements) > 1:  # pack whole statements into rows; a statement too wide on its own is fitted alone
-        rows: list[str] = []
-        for statement in statements:
-            joined = statement if not rows else rows[-1] + " " + statement.strip()
-            if rows and visible_length(joined) <= width:
-                rows[-1] = joined
-            else:
-                rows.append(statement.strip())
+        rows = _packed([statement.strip() for statement in statements], width)
         return "\\begin{gathered}" + " \\\\ ".join(fit_equation(row, width) for row in rows) + "\\end{gathered}"
-    pieces = _top_level_cuts(line, ("=", "\\Rightarrow", "\\approx"))
+    pieces = _top_level_cuts(line, RELATIONS)
     if len(pieces) < 2 and len(_top_level_cuts(line, ("+",))) < 2:
         return line
     head, rest = pieces[0].rstrip(), [piece.strip() for piece in pieces[1:]]
     if not rest:  # no relation to align on: the whole line is the right-hand side of an empty left
         head, rest = "", [pieces[0].strip()]
-    chain: list[str] = []
     room = max(width // 3, width - visible_length(head))  # every row starts in the column after the left side
-    for piece in rest:
-        relation = next((m for m in ("=", "\\Rightarrow", "\\approx") if piece.startswith(m)), "")
-        body = piece[len(relation) :].strip()
-        terms = _top_level_cuts(body, ("+",))
-        row, first = "", True
-        for term in (t.strip() for t in terms):
-            joined = term if not row else f"{row} {term}"
-            if row and visible_length(joined) > room:
-                chain.append(("&" + relation + " " if first else "&\\quad ") + row)
-                row, first = term, False
-            else:
-                row = joined
-        chain.append(("&" + relation + " " if first else "&\\quad ") + row)
+    chain = [row for piece in rest for row in _aligned_rows(piece, room)]
     return "\\begin{aligned}" + head + " " + " \\\\ ".join(chain) + "\\end{aligned}"
+
+
+RELATIONS = ("=", "\\Rightarrow", "\\approx")  # where a long chain is aligned
+
+
+def _packed(parts: list[str], width: int, joiner: str = " ") -> list[str]:
+    """``parts`` packed into as few rows as fit ``width`` (a part too wide alone is a row of its own).
+
+    >>> _packed(["a = 1,", "b = 2,", "c = 3"], 13)
+    ['a = 1, b = 2,', 'c = 3']
+    """
+    rows: list[str] = []
+    for part in parts:
+        joined = part if not rows else rows[-1] + joiner + part
+        if rows and visible_length(joined) <= width:
+            rows[-1] = joined
+        else:
+            rows.append(part)
+    return rows
+
+
+def _aligned_rows(piece: str, room: int) -> list[str]:
+    """One relation of a chain (``= a + b + c``) as aligned rows: the relation on the first, then ``\\quad +`` rows,
+    each at most ``room`` wide, cut at top-level ``+``.
+
+    >>> _aligned_rows("= 1 + 2 + 3", 6)
+    ['&= 1 + 2', '&\\\\quad + 3']
+    """
+    relation = next((m for m in RELATIONS if piece.startswith(m)), "")
+    terms = [term.strip() for term in _top_level_cuts(piece[len(relation) :].strip(), ("+",))]
+    rows = _packed(terms, room)
+    return [("&" + relation + " " if number == 0 else "&\\quad ") + row for number, row in enumerate(rows)]
 
 
 def tex_thousands(line: str) -> str:

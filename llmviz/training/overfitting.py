@@ -108,8 +108,14 @@ def rise_threshold(best: float) -> float:
     return max(RISE_NATS, RISE_SHARE * best)
 
 
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values)
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def _recent_mean(trained: Sequence[Any], until: float) -> float:
+    """The mean training loss of the last :data:`RECENT_STEPS` steps up to step ``until`` (inf: none)."""
+    recent = [m.train_loss for m in trained if m.step <= until][-RECENT_STEPS:]
+    return sum(recent) / len(recent) if recent else math.inf
 
 
 def _rose_since_best(val_losses: Sequence[float], best_index: int) -> bool:
@@ -128,14 +134,14 @@ def overfitting(metrics: Sequence[Any], vocab_size: int) -> Overfitting | None:
     on steps without an evaluation: :class:`~llmviz.training.trainer.StepMetrics`) show that it overfits, else
     None. ``vocab_size``: the V of ln V (0 when unknown). Pure: the CLI and the Training page call it on the same
     numbers."""
-    evaluated = [m for m in metrics if m.val_loss is not None and math.isfinite(m.val_loss)]
+    evaluated = [m for m in metrics if _finite(m.val_loss)]
     trained = [m for m in metrics if math.isfinite(m.train_loss)]
     if not evaluated or not trained:
         return None
     best_index = min(range(len(evaluated)), key=lambda i: (evaluated[i].val_loss, i))
     best, last = evaluated[best_index], evaluated[-1]
-    train_now = _mean([m.train_loss for m in trained][-RECENT_STEPS:])
-    train_at_best = _mean([m.train_loss for m in trained if m.step <= best.step][-RECENT_STEPS:] or [math.inf])
+    train_now = _recent_mean(trained, math.inf)
+    train_at_best = _recent_mean(trained, best.step)
     # the last two evaluations are both well above the best, and the training loss went on falling
     rose = _rose_since_best([m.val_loss for m in evaluated], best_index) and train_now < train_at_best
     uniform = math.log(vocab_size) if vocab_size >= 2 else math.inf  # an unknown vocabulary: no ln V to compare
