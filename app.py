@@ -9,6 +9,37 @@ from llmviz.lab.health import LabUnavailable
 from ui import charts, identity, picker, present, sections, share, state, watch
 
 
+def navigation_pages(teacher: bool) -> tuple[list, dict]:
+    """Every page of the navigation: the stages in the order data flows (Home first, at ``/``), the class view
+    (listed for the teacher only), and the hidden pages that send an old address to its page; and those redirects
+    by their address."""
+    stages = [stage for stage in ui.PIPELINE if stage.exists]
+    pages = [
+        st.Page(
+            str(ui.ROOT / stage.path),
+            title=stage.title if stage.key != "text" else "Home",
+            icon=stage.icon,
+            url_path=stage.key if stage.key != "text" else "start",
+            default=stage.key == "text",
+        )
+        for stage in stages
+    ]
+    by_key = {stage.key: page for stage, page in zip(stages, pages)}
+    pages.append(
+        st.Page(
+            str(ui.ROOT / "stages/classroom.py"),
+            title="The class",
+            icon=":material/groups:",
+            url_path="classroom",
+            visibility="visible" if teacher else "hidden",
+        )
+    )
+    redirects = {"home": pages[0]}  # hidden pages that go elsewhere, with the link's parameters
+    redirects |= {old: by_key[new] for old, new in ui.MOVED.items() if new in by_key}
+    pages += [st.Page(ui.redirect(to), title=old, url_path=old, visibility="hidden") for old, to in redirects.items()]
+    return pages, redirects
+
+
 def main() -> None:
     """The whole app: page config, the pages, the shared sidebar, the picked page."""
     st.set_page_config(
@@ -21,33 +52,8 @@ def main() -> None:
     ui.start_server_once()  # once per server process: the log's handler, and a line for each unusable LLMVIZ_* value
     ui.page_torch_threads()  # once per server process: one torch thread per page run (LLMVIZ_PAGE_TORCH_THREADS)
     share.begin()
-    pages = [
-        st.Page(
-            str(ui.ROOT / stage.path),
-            title=stage.title if stage.key != "text" else "Home",
-            icon=stage.icon,
-            url_path=stage.key if stage.key != "text" else "start",
-            default=stage.key == "text",
-        )
-        for stage in ui.PIPELINE
-        if stage.exists
-    ]
-    home = pages[0]
     teacher = identity.take_teacher_key()  # ?teacher=KEY once makes this browser the teacher's (docs/classroom.md)
-    pages.append(
-        st.Page(
-            str(ui.ROOT / "stages/classroom.py"),
-            title="The class",
-            icon=":material/groups:",
-            url_path="classroom",
-            visibility="visible" if teacher else "hidden",
-        )
-    )
-
-    redirects = {"home": home}  # hidden pages that go elsewhere, with the link's parameters
-    by_key = {stage.key: page for stage, page in zip((s for s in ui.PIPELINE if s.exists), pages)}
-    redirects |= {old: by_key[new] for old, new in ui.MOVED.items() if new in by_key}
-    pages += [st.Page(ui.redirect(to), title=old, url_path=old, visibility="hidden") for old, to in redirects.items()]
+    pages, redirects = navigation_pages(teacher)
     following = state.FOLLOWING.pop(default=False)  # this run redraws the page at a run's newer snapshot
     began = time.perf_counter()
     with (

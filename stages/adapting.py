@@ -279,8 +279,13 @@ def qat_section() -> None:
     _live("qat", lambda started_runs: runs.lab_panel(pair, "qat", chart_key=state.widget("qat_curves")))
     qat = next((job for label, job in pair.items() if label.startswith("QAT")), None)
     plain = next((job for label, job in pair.items() if not label.startswith("QAT")), None)
-    if qat is None or not qat.status().done or (plain is not None and not plain.status().done):
-        return
+    if qat is not None and qat.status().done and (plain is None or plain.status().done):
+        ptq_against_qat(qat, plain, spec)
+
+
+def ptq_against_qat(qat, plain, spec) -> None:
+    """The QAT run and its float run (``plain``) have ended: post-training quantization against QAT, on held-out
+    text."""
     with ui.friendly_errors("comparing QAT with post-training quantization"):
         trained = picker.load(f"run:{qat.id}@{qat.status().snapshot_steps[-1]}")
         start = picker.load(f"run:{qat.id}@0")

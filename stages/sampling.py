@@ -10,6 +10,7 @@ from typing import Any
 import streamlit as st
 
 import ui
+from llmviz.generation.sampling import compare_kv_cache, encode_prompt, generate, visible_tokens
 from llmviz.lessons.defaults import DEFAULT_PROMPT
 from llmviz.lessons.quiz import sampling_questions
 from llmviz.lessons.sampling import (
@@ -17,14 +18,10 @@ from llmviz.lessons.sampling import (
     METHODS,
     at_temperatures,
     beam,
-    compare_kv_cache,
-    encode,
-    generate,
     method_temperature,
     next_step,
     top_candidates,
     top_k_default,
-    visible_tokens,
     window_note,
 )
 from ui import picker, sections, share, state
@@ -98,7 +95,7 @@ def sampler_controls() -> tuple[float, int, float]:
     return temperature, top_k, top_p
 
 
-encoded = encode(tokenizer, prompt, model)
+encoded = encode_prompt(tokenizer, prompt, model)
 if encoded.dropped:
     st.warning(
         f"This model's vocabulary has no {literal_markdown(', '.join(repr(c) for c in encoded.dropped))}: "
@@ -212,7 +209,7 @@ def run_generation(view: picker.ModelView, encoded, method: str, width: int, new
             state.BEAM.set((view.content_key, result, list(encoded.ids)))
         else:
             t = method_temperature(method, temperature)
-            records = generate(view.model, encoded.ids, new_tokens, t, top_k, top_p, settings.run_seed())
+            records = list(generate(view.model, encoded.ids, new_tokens, t, top_k, top_p, seed=settings.run_seed()))
             state.GENERATED.set((view.content_key, records, encoded.kept_text))
 
 
@@ -303,7 +300,7 @@ def kv_cache(view: picker.ModelView, encoded) -> None:
     if k1.button("Generate both ways", key=state.widget("kv_run"), help="With the KV cache, then without it."):
         with ui.friendly_errors("the KV-cache comparison"):
             t = method_temperature(method, temperature)
-            comparison = compare_kv_cache(view.model, encoded.ids, kv_tokens, t, top_k, top_p, settings.run_seed())
+            comparison = compare_kv_cache(view.model, encoded.ids, kv_tokens, t, top_k, top_p, seed=settings.run_seed())
             state.KV_COMPARISON.set((view.content_key, comparison))
     if state.KV_COMPARISON.get(default=(None,))[0] == view.content_key:
         sampling.kv_comparison(view.tokenizer, state.KV_COMPARISON.get()[1], k2)

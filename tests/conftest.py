@@ -9,7 +9,9 @@ torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tests.support.ordering import deal_browser_tests  # noqa: E402 - after the path is set
+from tests.support.jobs import end_every_session  # noqa: E402 - after the path is set
+from tests.support.ordering import deal_browser_tests  # noqa: E402
+from tests.support.processes import mark_service_tests  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -40,7 +42,12 @@ _scan_installed_components_once()
 
 # app_url and browser fixtures (one server and browser per test process); database_url and postgres_url (a real
 # PostgreSQL); ray_address and backend (a real Ray head)
-pytest_plugins = ["tests.support.browser", "tests.support.postgres", "tests.support.ray_cluster"]
+pytest_plugins = [
+    "tests.support.browser",
+    "tests.support.postgres",
+    "tests.support.ray_cluster",
+    "tests.support.processes",
+]
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -85,21 +92,26 @@ def _no_network(monkeypatch):
 
 @pytest.fixture(autouse=True)
 def _no_runs_left_behind():
-    """AppTest gives every app run the same session id: end its training runs after each test, so no test
-    sees another test's runs (the browser's sessions are real and separate)."""
+    """End every training run a test's app runs started, after the test, so no test sees another test's runs
+    (AppTest's runs all belong to one browser identity of the process's job manager; the browser's sessions are
+    real and separate). It ended nothing while it named a fixed session id that owners no longer were."""
     yield
-    jobs = sys.modules.get("llmviz.jobs.manager")
-    if jobs is not None and jobs._default is not None:
-        jobs._default.end_session("test session id")
+    end_every_session()
 
 
 UNIT = ROOT / "tests" / "unit"
 
 
 def pytest_itemcollected(item):
-    """Everything under tests/unit/ is marked ``unit``, except what is marked ``slow``: ``python -m pytest -m unit``
-    is the fast lane (the library's tests; no Streamlit, no browser)."""
-    if item.path.is_relative_to(UNIT) and not item.get_closest_marker("slow"):
+    """Everything under tests/unit/ is marked ``unit``, except what is marked ``slow`` or ``processes``
+    (tests/support/processes.py): ``python -m pytest -m unit`` is the fast lane (the library's tests; no Streamlit,
+    no browser, no process started)."""
+    mark_service_tests(item)
+    if (
+        item.path.is_relative_to(UNIT)
+        and not item.get_closest_marker("slow")
+        and not item.get_closest_marker("processes")
+    ):
         item.add_marker(pytest.mark.unit)
 
 
@@ -115,8 +127,7 @@ def fresh_session_jobs():
     """AppTest gives every test the same session id: forget the jobs earlier tests left behind, and this test's."""
     from llmviz.jobs.manager import default_manager
 
-    for owner in list(default_manager()._sessions):
-        default_manager().end_session(owner)
+    default_manager()
+    end_every_session()
     yield
-    for owner in list(default_manager()._sessions):
-        default_manager().end_session(owner)
+    end_every_session()

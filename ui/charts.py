@@ -6,10 +6,10 @@ import functools
 import html
 import json
 import math
-import re
 
 import plotly.graph_objects as go
 
+from ui.equations import display_math
 from ui.streamlit_private import unchecked_figure
 from ui.text import literal_html
 
@@ -59,23 +59,31 @@ def heatmap(
         trace["x"] = [_label(s) for s in x_labels]
     if y_labels is not None:
         trace["y"] = [_label(s) for s in y_labels]
-    x_axis: dict = dict(title=dict(text=x_title), type="category")
-    y_axis: dict = dict(title=dict(text=y_title), autorange="reversed", type="category")
-    # Plotly hides every other category label when they crowd; tokens must all stay readable (an index
-    # range — dimensions, positions — may be thinned: 64 labels forced onto one axis overlapped)
-    for labels, axis in ((x_labels, x_axis), (y_labels, y_axis)):
-        if labels is not None and len(labels) <= 64 and not index_range(labels):
-            axis.update(dtick=1, tickfont=dict(size=11 if len(labels) <= 24 else 9))
-    if x_labels is not None and 16 < len(x_labels) <= 64 and not index_range(x_labels):
-        x_axis["tickangle"] = -90
     layout = dict(
         title=dict(text=title),
         height=height or max(260, min(700, 40 * rows + 120)),
         margin=margins(40 if title else 10),
-        xaxis=x_axis,
-        yaxis=y_axis,
+        xaxis=_token_axis(x_labels, title=x_title, vertical_past=16),
+        yaxis=_token_axis(y_labels, title=y_title, autorange="reversed"),
     )
     return unchecked_figure([{k: v for k, v in trace.items() if v is not None}], layout)
+
+
+def _token_axis(labels, title: str, vertical_past: int | None = None, **extra) -> dict:
+    """A heatmap axis of categories on which every token label stays readable: Plotly hides every other category
+    label when they crowd, so up to 64 labels each get a tick (an index range — dimensions, positions — may be
+    thinned: 64 labels forced onto one axis overlapped), turned upright past ``vertical_past`` of them.
+
+    >>> _token_axis(["The", "cat"], "keys")["dtick"], "dtick" in _token_axis(range(64), "dimension")
+    (1, False)
+    """
+    axis: dict = dict(title=dict(text=title), type="category", **extra)
+    if labels is None or len(labels) > 64 or index_range(labels):
+        return axis
+    axis.update(dtick=1, tickfont=dict(size=11 if len(labels) <= 24 else 9))
+    if vertical_past is not None and len(labels) > vertical_past:
+        axis["tickangle"] = -90
+    return axis
 
 
 @functools.lru_cache(maxsize=32)
@@ -196,6 +204,46 @@ def _panels_layout(rows: int, columns: int, titles: tuple[str, ...]) -> dict:
     return json.loads(_panels_layout_json(rows, columns, titles))
 
 
+Box = tuple[float, float, float, float]  #: a label's or a marker's box in pixels: (left, right, bottom, top)
+
+
+def _apart(a: Box, b: Box) -> bool:
+    """Do two boxes not overlap? (touching is apart)
+
+    >>> _apart((0, 1, 0, 1), (1, 2, 0, 1)), _apart((0, 2, 0, 2), (1, 3, 1, 3))
+    (True, False)
+    """
+    return a[1] <= b[0] or b[1] <= a[0] or a[3] <= b[2] or b[3] <= a[2]
+
+
+def _inside(box: Box, width_px: float, height_px: float) -> bool:
+    """Is the box inside the plot? (Plotly cuts a label at its edge)"""
+    return 0 <= box[0] <= box[1] <= width_px and 0 <= box[2] <= box[3] <= height_px
+
+
+def _label_boxes(x: float, y: float, wide: float, marker_px: float, line_px: float) -> dict[str, Box]:
+    """The four places a label ``wide`` pixels wide can take around the point (x, y), by Plotly's names."""
+    m, half = marker_px, wide / 2
+    return {
+        "top center": (x - half, x + half, y + m, y + m + line_px),
+        "bottom center": (x - half, x + half, y - m - line_px, y - m),
+        "middle right": (x + m, x + m + wide, y - line_px / 2, y + line_px / 2),
+        "middle left": (x - m - wide, x - m, y - line_px / 2, y + line_px / 2),
+    }
+
+
+def _free_place(boxes: dict[str, Box], taken: list[Box], width_px: float, height_px: float) -> tuple[str, Box] | None:
+    """The first of ``boxes`` inside the plot that overlaps none of ``taken``: its name and box (None: none)."""
+    return next(
+        (
+            (name, box)
+            for name, box in boxes.items()
+            if _inside(box, width_px, height_px) and all(_apart(box, other) for other in taken)
+        ),
+        None,
+    )
+
+
 def spread_labels(
     xs: list[float],
     ys: list[float],
@@ -235,33 +283,13 @@ def spread_labels(
     x_span, y_span = (x_high - x_low) or 1.0, (y_high - y_low) or 1.0
     points = [((x - x_low) / x_span * width_px, (y - y_low) / y_span * height_px) for x, y in zip(xs, ys)]
 
-    def apart(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
-        return a[1] <= b[0] or b[1] <= a[0] or a[3] <= b[2] or b[3] <= a[2]
-
-    def boxes(x: float, y: float, wide: float) -> dict[str, tuple[float, float, float, float]]:
-        m, half = marker_px, wide / 2
-        return {
-            "top center": (x - half, x + half, y + m, y + m + line_px),
-            "bottom center": (x - half, x + half, y - m - line_px, y - m),
-            "middle right": (x + m, x + m + wide, y - line_px / 2, y + line_px / 2),
-            "middle left": (x - m - wide, x - m, y - line_px / 2, y + line_px / 2),
-        }
-
     markers = [(x - marker_px, x + marker_px, y - marker_px, y + marker_px) for x, y in points]
-    kept: list[tuple[float, float, float, float]] = []
+    kept: list[Box] = []
     places: list[str | None] = []
     for number, ((x, y), label) in enumerate(zip(points, labels)):
         others = [marker for other, marker in enumerate(markers) if other != number]
-        place = next(
-            (
-                (name, box)
-                for name, box in boxes(x, y, len(label) * char_px + 4).items()
-                if all(apart(box, other) for other in kept + others)
-                and 0 <= box[0] <= box[1] <= width_px  # inside the plot: Plotly cuts a label at its edge
-                and 0 <= box[2] <= box[3] <= height_px
-            ),
-            None,
-        )
+        boxes = _label_boxes(x, y, len(label) * char_px + 4, marker_px, line_px)
+        place = _free_place(boxes, kept + others, width_px, height_px)
         places.append(place[0] if place else None)
         if place:
             kept.append(place[1])
@@ -462,155 +490,8 @@ def install_export() -> None:
     st.html('<span data-llmviz-export="1"></span>' + SVG_BUTTON_SCRIPT + FORMULA_STYLE, unsafe_allow_javascript=True)
 
 
-EQUATION_WIDTH = 60  # characters a page's main column shows of a display equation at 1280 px before it scrolls
-
-
-def _brace_group(line: str, start: int) -> tuple[str, int]:
-    """The content of the brace group opening at ``line[start]`` and the index after it."""
-    depth = 0
-    for i in range(start, len(line)):
-        if line[i] == "{" and (i == 0 or line[i - 1] != "\\"):
-            depth += 1
-        elif line[i] == "}" and line[i - 1] != "\\":
-            depth -= 1
-            if depth == 0:
-                return line[start + 1 : i], i + 1
-    return line[start + 1 :], len(line)
-
-
-def visible_length(line: str) -> int:
-    """About how many characters KaTeX draws for ``line`` side by side: commands count as one symbol, braces and
-    scripts' markers as nothing, a fraction as the wider of its two parts (they are stacked).
-
-    >>> visible_length(r"\\alpha_{1} = \\frac{e^{2}}{3}")
-    7
-    >>> visible_length(r"p = \\frac{e^{z_i/T}}{\\sum_j e^{z_j/T}}")  # 'p = ' and the denominator, 8 wide
-    12
-    """
-    while (start := line.find("\\frac{")) >= 0:  # \frac{a}{b} -> the wider of a and b
-        numerator, after = _brace_group(line, start + 5)
-        denominator, end = _brace_group(line, after) if line[after : after + 1] == "{" else ("", after)
-        wider = max(numerator, denominator, key=visible_length)
-        line = line[:start] + wider + line[end:]
-    return len(re.sub(r"\\[A-Za-z]+|[{}^_]|\\[,;:! ]", lambda m: "x" if m.group(0)[1:].isalpha() else "", line))
-
-
-def _top_level_cuts(line: str, marks: tuple[str, ...], after: bool = False) -> list[str]:
-    """``line`` cut at each of ``marks`` that stands outside every brace and ``\\left … \\right`` pair: before the
-    mark (``after``: behind it, the mark ending its piece).
-
-    >>> _top_level_cuts(r"a = \\frac{b = c}{2} = d", ("=",))
-    ['a ', '= \\\\frac{b = c}{2} ', '= d']
-    >>> _top_level_cuts(r"a = 1,\\; b = 2", (r",\\;",), after=True)
-    ['a = 1,\\\\;', ' b = 2']
-    """
-    pieces, start, depth, i = [], 0, 0, 0
-    while i < len(line):
-        if line.startswith("\\left", i) and not line[i + 5 : i + 6].isalpha():
-            depth, i = depth + 1, i + 5
-            continue
-        if line.startswith("\\right", i) and not line[i + 6 : i + 7].isalpha():
-            depth, i = depth - 1, i + 6
-            continue
-        mark = next(
-            (
-                m
-                for m in marks
-                if line.startswith(m, i) and not (m[-1].isalpha() and line[i + len(m) : i + len(m) + 1].isalpha())
-            ),
-            None,
-        )
-        if mark and depth == 0:
-            cut = i + len(mark) if after else i
-            if cut > start:
-                pieces.append(line[start:cut])
-                start = cut
-            i += len(mark)
-            continue
-        if line[i] == "\\":  # an escaped character or a command that is no mark
-            i += 2
-            continue
-        depth += {"{": 1, "}": -1}.get(line[i], 0)
-        i += 1
-    if line[start:] or not pieces:
-        pieces.append(line[start:])
-    return pieces
-
-
-STATEMENT_BREAKS = (r"\qquad", r"\quad", r",\;", r";\;")  # between two statements of one line
-
-
-def fit_equation(line: str, width: int = EQUATION_WIDTH) -> str:
-    """A worked equation too wide for the page, broken into lines. A line of several statements (``a = 1,\\;
-    b = 2``) is packed statement by statement, never cut inside one; one long chain is aligned at its top-level
-    ``=`` (and ``\\Rightarrow``, ``\\approx``), then a piece still too wide at its top-level ``+``. A wide
-    equation scrolled sideways inside its box, so a student read ``d = 0`` where the page said ``d = … = 0.1732``.
-
-    >>> fit_equation("a = b")
-    'a = b'
-    >>> print(fit_equation("x = 1.25 + 2.5 + 3.75 = 7.5", width=20))
-    \\begin{aligned}x &= 1.25 + 2.5 + 3.75 \\\\ &= 7.5\\end{aligned}
-    >>> print(fit_equation("s = 1.25 + 2.5 + 3.75 + 5.0", width=13))
-    \\begin{aligned}s &= 1.25 + 2.5 \\\\ &\\quad + 3.75 + 5.0\\end{aligned}
-    >>> fit_equation(r"y = \\left(a + b + c + d + e\\right) + f", width=6)  # never inside a \\left … \\right
-    '\\\\begin{aligned}y &= \\\\left(a + b + c + d + e\\\\right) \\\\\\\\ &\\\\quad + f\\\\end{aligned}'
-    >>> print(fit_equation(r"a = 1.25,\\; b = 2.50,\\; c = 3.75", width=20))  # statements: packed, not chained
-    \\begin{gathered}a = 1.25,\\; b = 2.50,\\; \\\\ c = 3.75\\end{gathered}
-    """
-    if visible_length(line) <= width or "\\begin" in line or "\\\\" in line:
-        return line
-    statements = [piece for piece in _top_level_cuts(line, STATEMENT_BREAKS, after=True) if piece.strip()]
-    if len(statements) > 1:  # pack whole statements into rows; a statement too wide on its own is fitted alone
-        rows: list[str] = []
-        for statement in statements:
-            joined = statement if not rows else rows[-1] + " " + statement.strip()
-            if rows and visible_length(joined) <= width:
-                rows[-1] = joined
-            else:
-                rows.append(statement.strip())
-        return "\\begin{gathered}" + " \\\\ ".join(fit_equation(row, width) for row in rows) + "\\end{gathered}"
-    pieces = _top_level_cuts(line, ("=", "\\Rightarrow", "\\approx"))
-    if len(pieces) < 2 and len(_top_level_cuts(line, ("+",))) < 2:
-        return line
-    head, rest = pieces[0].rstrip(), [piece.strip() for piece in pieces[1:]]
-    if not rest:  # no relation to align on: the whole line is the right-hand side of an empty left
-        head, rest = "", [pieces[0].strip()]
-    chain: list[str] = []
-    room = max(width // 3, width - visible_length(head))  # every row starts in the column after the left side
-    for piece in rest:
-        relation = next((m for m in ("=", "\\Rightarrow", "\\approx") if piece.startswith(m)), "")
-        body = piece[len(relation) :].strip()
-        terms = _top_level_cuts(body, ("+",))
-        row, first = "", True
-        for term in (t.strip() for t in terms):
-            joined = term if not row else f"{row} {term}"
-            if row and visible_length(joined) > room:
-                chain.append(("&" + relation + " " if first else "&\\quad ") + row)
-                row, first = term, False
-            else:
-                row = joined
-        chain.append(("&" + relation + " " if first else "&\\quad ") + row)
-    return "\\begin{aligned}" + head + " " + " \\\\ ".join(chain) + "\\end{aligned}"
-
-
-def tex_thousands(line: str) -> str:
-    """Thousands separators of a formula as ``{,}``: math mode puts a space after a bare comma (``10, 000``). Only a
-    comma between a digit and exactly three digits is one; ``\\omega_{1,0}`` and ``(0.2, 0.4)`` stay.
-
-    >>> tex_thousands(r"2 \\times 24 \\times 8,192 = 1,048,576\\ \\text{bytes},\\ \\omega_{1,0}")
-    '2 \\\\times 24 \\\\times 8{,}192 = 1{,}048{,}576\\\\ \\\\text{bytes},\\\\ \\\\omega_{1,0}'
-    """
-    return re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "{,}", line)
-
-
-def display_math(line: str) -> str:
-    """What a page shows of a formula: thousands separators that math mode leaves alone, then broken into aligned
-    lines when wider than the page."""
-    return fit_equation(tex_thousands(line))
-
-
 def equation(line: str, where=None) -> None:
-    """One display equation (:func:`display_math`)."""
+    """One display equation (:func:`ui.equations.display_math`)."""
     import streamlit as st
 
     (where or st).latex(display_math(line))

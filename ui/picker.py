@@ -36,6 +36,7 @@ from llmviz.jobs.job import Job
 from llmviz.jobs.manager import JobManager, default_manager
 from llmviz.lab.health import LabUnavailable
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
+from llmviz.paths import DATA, runs_folder
 from llmviz.training.checkpoint import (
     ListedCheckpoint,
     checkpoint_signature,
@@ -57,8 +58,6 @@ from ui.sources import (  # noqa: F401 - public names of ui.picker
 )
 from ui.text import literal_markdown
 
-ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "data"
 SHIPPED_GPT = "gpt-python-docs"
 DEFAULT_KEY = f"shipped:{SHIPPED_GPT}"
 
@@ -419,11 +418,6 @@ def project(run_id: str, step: int | None) -> None:
     select(f"class:{run_id}" + (f"@{step}" if step is not None else ""))
 
 
-def runs_dir() -> Path:
-    """Where CLI-trained checkpoints are looked for: env ``LLMVIZ_RUNS_DIR``, else ``runs/``."""
-    return Path(settings.get("LLMVIZ_RUNS_DIR") or ROOT / "runs")
-
-
 class RunsDirSource:
     """Checkpoints trained with ``python -m llmviz train --out runs/<name>`` (or in ``LLMVIZ_RUNS_DIR``)."""
 
@@ -431,7 +425,7 @@ class RunsDirSource:
 
     def listing(self) -> list[ListedCheckpoint]:
         """Every entry of the runs folder, each checked by llmviz (a bad one is listed with its problem)."""
-        return list_checkpoints(runs_dir())
+        return list_checkpoints(runs_folder())
 
     def paths(self) -> dict[str, Path]:
         return {urllib.parse.quote(item.name, safe=""): item.path for item in self.listing() if item.readable}
@@ -474,7 +468,7 @@ def checkpoint_folder(view: ModelView) -> Path | None:
     return RunsDirSource().paths().get(view.key.split(":", 1)[1].split("@", 1)[0])
 
 
-from ui.panels import hub  # noqa: E402 - pretrained models from the Hugging Face Hub (hub:gpt2, hub:smollm2-135m, …)
+from ui import hub  # noqa: E402 - pretrained models from the Hugging Face Hub (hub:gpt2, hub:smollm2-135m, …)
 
 for _source in (ShippedSource(), MiniLMSource(), hub.HubSource(), RunSource(), RunsDirSource(), ClassSource()):
     register_source(_source)

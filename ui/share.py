@@ -209,6 +209,14 @@ PARAMS: dict[str, tuple[str, str]] = {
 }
 state.register_link_widgets(set(PARAMS))  # a bound widget's key is its parameter's name
 
+#: Link parameters published under another name before: a link copied then still opens the same view. A name in
+#: :data:`PARAMS` is a promise; renaming one adds its old name here (``tests/project/test_link_names.py`` keeps every
+#: name ever published answered).
+RENAMED: dict[str, str] = {
+    "race_model": "race_net",  # Training: the race's model (renamed in 36b69b5)
+    "batch_text": "by_hand",  # Training: the loss-by-hand text (renamed in 36b69b5)
+}
+
 #: Parameters that are not widget bindings (read by llmviz itself).
 _SPECIAL = {"model", "present", "teacher"}  # ui.picker, ui.present, ui.identity (the teacher key)
 #: Query parameters Streamlit reserves for itself.
@@ -333,29 +341,35 @@ def link_notices(
     """
     notices = []
     for name, raw_values in initial.items():
-        raw = raw_values[-1] if raw_values else ""
         if name in _STREAMLIT or name in _SPECIAL:
             continue
         if name not in PARAMS:
             notices.append(f"{_short(name, 30)} is not a setting llmviz knows: ignored.")
-            continue
-        if not raw_values:
-            continue  # already reported by the first check
-        now = current.get(name)
-        if now == raw_values:
-            continue
-        value = values.get(name)
-        if now is None and len(raw_values) == 1 and _same(raw, value):
-            continue  # the link named the default value: Streamlit only tidied the URL
-        label = labels.get(name, value) if labels else value  # what a link writes (an option's label)
-        if now is None and len(raw_values) == 1 and _same(raw, label):
-            continue
-        shown = ", ".join(_short(str(v), 30) for v in label) if isinstance(label, list) else _short(str(label), 40)
-        if now is None:
-            notices.append(f"{name} = “{_short(raw)}” could not be used here: showing {shown or 'the default'}.")
-        else:
-            notices.append(f"{name} = “{_short(raw)}” was adjusted to what this page allows: {shown}.")
+        elif raw_values and current.get(name) != raw_values:  # an empty value was reported by the first check
+            value = values.get(name)
+            label = labels.get(name, value) if labels else value  # what a link writes (an option's label)
+            notice = _changed_notice(name, raw_values, current.get(name), value, label)
+            notices += [notice] if notice else []
     return notices
+
+
+def _changed_notice(name: str, raw_values: list[str], now: list[str] | None, value, label) -> str | None:
+    """The notice for a parameter the page changed: ``raw_values`` from the link, ``now`` in the address after the
+    page ran (None: removed), ``value`` the widget's, ``label`` the same as a link writes it. None when the link
+    named the default value (Streamlit only tidied the address).
+
+    >>> _changed_notice("top_k", ["0.5"], ["1"], 1, 1)
+    'top_k = “0.5” was adjusted to what this page allows: 1.'
+    >>> _changed_notice("top_k", ["10"], None, 10, 10) is None
+    True
+    """
+    raw = raw_values[-1]
+    if now is None and len(raw_values) == 1 and (_same(raw, value) or _same(raw, label)):
+        return None
+    shown = ", ".join(_short(str(v), 30) for v in label) if isinstance(label, list) else _short(str(label), 40)
+    if now is None:
+        return f"{name} = “{_short(raw)}” could not be used here: showing {shown or 'the default'}."
+    return f"{name} = “{_short(raw)}” was adjusted to what this page allows: {shown}."
 
 
 def _copy_button() -> None:
@@ -460,12 +474,31 @@ def aliased(name: str, values: list[str] | None) -> list[str] | None:
     return values
 
 
+def renamed(params: dict[str, list[str]]) -> dict[str, list[str]]:
+    """A link's parameters under today's names (:data:`RENAMED`); a value given under both names is the new one's.
+
+    >>> renamed({"race_model": ["gpt-micro"], "seed": ["3"]})
+    {'seed': ['3'], 'race_net': ['gpt-micro']}
+    >>> renamed({"race_model": ["gru"], "race_net": ["gpt-micro"]})
+    {'race_net': ['gpt-micro']}
+    """
+    now = {name: values for name, values in params.items() if name not in RENAMED}
+    for old, new in RENAMED.items():
+        if old in params:
+            now.setdefault(new, params[old])
+    return now
+
+
 def begin() -> None:
     """First thing in app.py: check the link's parameters and remember them before any widget reads them."""
     if state.LINK_INITIAL.present():
         return
-    initial = _snapshot()
+    initial = renamed(_snapshot())
     state.LINK_INITIAL.set(initial)
+    for old, new in RENAMED.items():
+        if old in st.query_params:
+            _replace_in_link(old, None)
+            _replace_in_link(new, initial[new])
     for name, values in initial.items():
         if name not in PARAMS or name in _SPECIAL:
             continue
@@ -562,22 +595,27 @@ def links():
     finally:
         if finished and not state.LINK_CHECKED.get():
             state.LINK_CHECKED.set(True)
-            initial = state.LINK_INITIAL.get()
-            values = {name: state.value(name) for name in initial if name in PARAMS and state.has_value(name)}
-            labels = {name: streamlit_private.as_in_link(name, value) for name, value in values.items()}
-            notices = list(state.LINK_NOTICES.pop(default=[])) + link_notices(initial, _snapshot(), values, labels)
-            for name in initial:
-                if name not in PARAMS and name not in _STREAMLIT:
-                    try:
-                        del st.query_params[name]
-                    except Exception as error:  # noqa: BLE001 - the page is drawn; the log says why
-                        log_failure(f"removing the unknown parameter {name!r} from the address", error)
-            if notices:
-                notice_box.warning(
-                    "This link's settings were partly used:\n\n"
-                    + "\n".join(f"- {_escape_markdown(n)}" for n in notices[:8]),
-                    icon=":material/link:",
-                )
+            _after_the_first_run(notice_box)
+
+
+def _after_the_first_run(notice_box) -> None:
+    """Once the session's first page run has used what it could of the link: say what it could not use, and drop
+    the parameters llmviz does not know from the address."""
+    initial = state.LINK_INITIAL.get()
+    values = {name: state.value(name) for name in initial if name in PARAMS and state.has_value(name)}
+    labels = {name: streamlit_private.as_in_link(name, value) for name, value in values.items()}
+    notices = list(state.LINK_NOTICES.pop(default=[])) + link_notices(initial, _snapshot(), values, labels)
+    for name in initial:
+        if name not in PARAMS and name not in _STREAMLIT:
+            try:
+                del st.query_params[name]
+            except Exception as error:  # noqa: BLE001 - the page is drawn; the log says why
+                log_failure(f"removing the unknown parameter {name!r} from the address", error)
+    if notices:
+        notice_box.warning(
+            "This link's settings were partly used:\n\n" + "\n".join(f"- {_escape_markdown(n)}" for n in notices[:8]),
+            icon=":material/link:",
+        )
 
 
 def _escape_markdown(text: str) -> str:

@@ -1,7 +1,7 @@
 """What the model picker hands out and where its entries come from: :class:`ModelView`, :class:`Entry`,
 the :class:`Source` protocol and the registry of sources.
 
-Kept apart from :mod:`ui.picker` so that a source defined in its own module (:mod:`ui.panels.hub`) can build
+Kept apart from :mod:`ui.picker` so that a source defined in its own module (:mod:`ui.hub`) can build
 entries and views without importing the picker, which imports it to register it.
 """
 

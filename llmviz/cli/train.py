@@ -277,14 +277,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace, group, device: str) -> int:
     from tqdm import tqdm
 
-    from llmviz.device import describe_device
-    from llmviz.errors import ConfigError
-    from llmviz.hub.initial import load_initial
     from llmviz.jobs.blocking import train_blocking
-    from llmviz.models.gpt import PRESETS
-    from llmviz.training.config import TokenizerKind, TrainConfig
-    from llmviz.training.overfitting import overfitting
-    from llmviz.training.trainer import Trainer, resume
+    from llmviz.training.trainer import resume
 
     say = (lambda message: print(message, file=sys.stderr)) if group.is_main else (lambda message: None)
     text = _load_text(args.corpus)
@@ -295,63 +289,10 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
         trainer = resume(args.resume, text, device, group=group, **changes)
         say(f"resuming {args.resume} at step {trainer.step} of {trainer.config.steps}")
     else:
-        if args.stride > args.context:  # one window, or tokens no window ever sees
-            raise ConfigError(
-                f"--stride {args.stride:,} is longer than the context ({args.context:,} tokens): the tokens between "
-                "windows would never be trained on. Give at most the context (the context: windows side by side)."
-            )
-        tokenizer: TokenizerKind = args.tokenizer or ("bpe" if args.model in PRESETS else "char")
-        lr = args.lr if args.lr is not None else (1e-4 if args.init else 3e-3)
-        config = TrainConfig(
-            model=args.model,
-            tokenizer=tokenizer,
-            bpe_vocab_size=args.vocab_size,
-            context_length=args.context,
-            stride=args.stride,
-            batch_size=args.batch,
-            micro_batch_size=args.micro_batch,
-            steps=500 if args.steps is None else args.steps,
-            optimizer=args.optimizer,
-            lr=lr,
-            warmup_steps=args.warmup,
-            dropout=args.dropout,
-            weight_decay=args.weight_decay,
-            eval_interval=args.eval_interval,
-            seed=args.seed,
-            device=device,
-            d_model=args.d_model,
-            n_layers=args.layers,
-            n_heads=args.heads,
-            init=args.init,
-            architecture=parse_switches(args.arch) or None,
-            precision=args.precision,
-            compile=args.compile,
-        )
-        initial_model = initial_tokenizer = None
-        if args.init:
-            say(f"loading {args.init} to fine-tune (learning rate {lr:g}) …")
-            initial_model, initial_tokenizer = load_initial(args.init, "cpu")
-        say(
-            f"tokenizing {args.corpus} ({len(text):,} characters) with "
-            f"{'the tokenizer of ' + args.init if args.init else tokenizer} …"
-        )
-        trainer = Trainer.from_text(text, config, tokenizer=initial_tokenizer, group=group, initial_model=initial_model)
+        trainer = _new_trainer(args, text, group, device, say)
     trainer.claim_process()  # this process is the run's: fused dropout, TF32 on CUDA (Trainer.claim_process)
     parameters = sum(p.numel() for p in trainer.model.parameters())
-    say(
-        f"{trainer.config.init or trainer.config.model}: {parameters:,} parameters, "
-        f"vocabulary {trainer.dataset.vocab_size:,}, {len(trainer.dataset.train_ids):,} training tokens"
-        + (
-            f"; {group.world_size} processes × {trainer.config.batch_size // group.world_size} windows, "
-            f"{trainer.accumulation} micro-batch(es) each"
-            if group.distributed
-            else ""
-        )
-        + (", the model sharded over them (FSDP)" if group.sharded else "")
-        + f"; training on {describe_device(device)} in {trainer.config.precision}"
-        + (" (TF32 matmuls)" if trainer.config.precision == "float32" and device.startswith("cuda") else "")
-        + (", compiled" if trainer.config.compile else "")
-    )  # --device auto on a CPU-only machine: said, not silent
+    say(_describe_run(trainer, parameters, group, device))  # --device auto on a CPU-only machine: said, not silent
     if args.fsdp and not group.distributed:
         say("--fsdp shards the model over the processes torchrun starts; in one process it trains as usual")
     if group.is_main:  # the disk must hold the checkpoint before the run trains for it
@@ -373,13 +314,93 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     train_blocking(trainer, on_step=show)  # the same job API as the app; Ctrl-C stops after this step
     progress.close()
     trainer.unshard()  # FSDP: every process sends its shards, rank 0 gathers the full weights to save
-    if not group.is_main:
-        return 0
+    if group.is_main:
+        _save_and_report(trainer, args, text, group, say)
+    return 0
+
+
+def _new_trainer(args: argparse.Namespace, text: str, group, device: str, say):
+    """A run from the command line's settings (``--init``: starting from that model and its tokenizer)."""
+    from llmviz.errors import ConfigError
+    from llmviz.hub.initial import load_initial
+    from llmviz.models.gpt import PRESETS
+    from llmviz.training.config import TokenizerKind, TrainConfig
+    from llmviz.training.trainer import Trainer
+
+    if args.stride > args.context:  # one window, or tokens no window ever sees
+        raise ConfigError(
+            f"--stride {args.stride:,} is longer than the context ({args.context:,} tokens): the tokens between "
+            "windows would never be trained on. Give at most the context (the context: windows side by side)."
+        )
+    tokenizer: TokenizerKind = args.tokenizer or ("bpe" if args.model in PRESETS else "char")
+    lr = args.lr if args.lr is not None else (1e-4 if args.init else 3e-3)
+    config = TrainConfig(
+        model=args.model,
+        tokenizer=tokenizer,
+        bpe_vocab_size=args.vocab_size,
+        context_length=args.context,
+        stride=args.stride,
+        batch_size=args.batch,
+        micro_batch_size=args.micro_batch,
+        steps=500 if args.steps is None else args.steps,
+        optimizer=args.optimizer,
+        lr=lr,
+        warmup_steps=args.warmup,
+        dropout=args.dropout,
+        weight_decay=args.weight_decay,
+        eval_interval=args.eval_interval,
+        seed=args.seed,
+        device=device,
+        d_model=args.d_model,
+        n_layers=args.layers,
+        n_heads=args.heads,
+        init=args.init,
+        architecture=parse_switches(args.arch) or None,
+        precision=args.precision,
+        compile=args.compile,
+    )
+    initial_model = initial_tokenizer = None
+    if args.init:
+        say(f"loading {args.init} to fine-tune (learning rate {lr:g}) …")
+        initial_model, initial_tokenizer = load_initial(args.init, "cpu")
+    say(
+        f"tokenizing {args.corpus} ({len(text):,} characters) with "
+        f"{'the tokenizer of ' + args.init if args.init else tokenizer} …"
+    )
+    return Trainer.from_text(text, config, tokenizer=initial_tokenizer, group=group, initial_model=initial_model)
+
+
+def _describe_run(trainer, parameters: int, group, device: str) -> str:
+    """The line said before training: the model, its data, the processes and the device and precision."""
+    from llmviz.device import describe_device
+
+    processes = (
+        f"; {group.world_size} processes × {trainer.config.batch_size // group.world_size} windows, "
+        f"{trainer.accumulation} micro-batch(es) each"
+        if group.distributed
+        else ""
+    )
+    tf32 = trainer.config.precision == "float32" and device.startswith("cuda")
+    return (
+        f"{trainer.config.init or trainer.config.model}: {parameters:,} parameters, "
+        f"vocabulary {trainer.dataset.vocab_size:,}, {len(trainer.dataset.train_ids):,} training tokens"
+        + processes
+        + (", the model sharded over them (FSDP)" if group.sharded else "")
+        + f"; training on {describe_device(device)} in {trainer.config.precision}"
+        + (" (TF32 matmuls)" if tf32 else "")
+        + (", compiled" if trainer.config.compile else "")
+    )
+
+
+def _save_and_report(trainer, args: argparse.Namespace, text: str, group, say) -> None:
+    """Save the checkpoint (with the command that made it), warn when the run overfits, print its one line of
+    JSON."""
+    from llmviz.data.corpus import sha256_hex
+    from llmviz.training.overfitting import overfitting
+
     command = (
         "python -m llmviz " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["train"] else None
     )
-    from llmviz.data.corpus import sha256_hex
-
     _save_with_command(trainer, args, command or "python -m llmviz train …", sha256_hex(text.encode("utf-8")))
     final = trainer.history[-1]
     overfits = overfitting(trainer.history, trainer.dataset.vocab_size)
@@ -397,7 +418,6 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
             }
         )
     )
-    return 0
 
 
 def _save_with_command(trainer, args, command: str, corpus_sha256: str) -> None:

@@ -202,6 +202,24 @@ def hf_name_to_llmviz(name: str) -> str:
     return name
 
 
+def _renamed(name: str, tensor: torch.Tensor, config: GPTConfig) -> dict[str, torch.Tensor]:
+    """One Hugging Face tensor (not W_Q, W_K, W_V) under llmviz's name(s): fused expert tensors (transformers 5's
+    ``mlp.experts.gate_up_proj`` and ``down_proj``) split per expert, the router renamed."""
+    if name.endswith(".mlp.experts.gate_up_proj"):  # (E, 2F, C): gate rows, then up rows
+        prefix = hf_name_to_llmviz(name).removesuffix("gate_up_proj")
+        out = {}
+        for expert, matrix in enumerate(tensor):
+            gate, up = matrix.chunk(2, dim=0)  # (F, C) each
+            out[f"{prefix}{expert}.gate.weight"], out[f"{prefix}{expert}.fc.weight"] = gate, up
+        return out
+    if name.endswith(".mlp.experts.down_proj"):  # (E, C, F)
+        prefix = hf_name_to_llmviz(name).removesuffix("down_proj")
+        return {f"{prefix}{expert}.proj.weight": matrix for expert, matrix in enumerate(tensor)}
+    if name.endswith(".mlp.gate.weight") and config.n_experts:  # transformers 5's router name
+        return {hf_name_to_llmviz(name).replace(".mlp.gate.", ".mlp.router."): tensor}
+    return {hf_name_to_llmviz(name): tensor}
+
+
 def hf_state_to_llmviz(hf_state: dict[str, torch.Tensor], config: GPTConfig) -> dict[str, torch.Tensor]:
     """Rename a Hugging Face state dict into llmviz's GPT state dict: W_Q, W_K, W_V stacked into ``qkv``,
     fused expert tensors (transformers 5's ``mlp.experts.gate_up_proj``) split per expert."""
@@ -214,19 +232,7 @@ def hf_state_to_llmviz(hf_state: dict[str, torch.Tensor], config: GPTConfig) -> 
                 pieces[(layer, kind, which)] = tensor
                 break
         else:
-            if name.endswith(".mlp.experts.gate_up_proj"):  # (E, 2F, C): gate rows, then up rows
-                prefix = hf_name_to_llmviz(name).removesuffix("gate_up_proj")
-                for expert, matrix in enumerate(tensor):
-                    gate, up = matrix.chunk(2, dim=0)
-                    state[f"{prefix}{expert}.gate.weight"], state[f"{prefix}{expert}.fc.weight"] = gate, up
-            elif name.endswith(".mlp.experts.down_proj"):  # (E, C, F)
-                prefix = hf_name_to_llmviz(name).removesuffix("down_proj")
-                for expert, matrix in enumerate(tensor):
-                    state[f"{prefix}{expert}.proj.weight"] = matrix
-            elif name.endswith(".mlp.gate.weight") and config.n_experts:  # transformers 5's router name
-                state[hf_name_to_llmviz(name).replace(".mlp.gate.", ".mlp.router.")] = tensor
-            else:
-                state[hf_name_to_llmviz(name)] = tensor
+            state.update(_renamed(name, tensor, config))
     for layer, kind in sorted({(layer, kind) for layer, kind, _ in pieces}):
         try:
             parts = [pieces[(layer, kind, which)] for which in ("q", "k", "v")]

@@ -7,12 +7,17 @@ pure functions of their inputs, so the app caches them by (model key, inputs).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 
 from llmviz.lessons import embeddings
+from llmviz.models import minilm
+from llmviz.models.gpt import cache_name
+
+HookName = Callable[[int, str], str]  #: a model's hook names: (layer, point) → name
 
 MAX_ATTENTION_TOKENS = 48  # the attention charts stay readable up to this many tokens
 
@@ -46,16 +51,17 @@ class AttentionPatterns:
         return self.patterns.shape[1]
 
 
-def stack_patterns(cache: dict[str, torch.Tensor], prefix: str = "blocks") -> torch.Tensor | None:
-    """``cache["<prefix>.<l>.attn.pattern"]`` (1, H, T, T) for every layer l → one (L, H, T, T) tensor.
+def stack_patterns(cache: dict[str, torch.Tensor], name: HookName = cache_name) -> torch.Tensor | None:
+    """``cache[name(l, "attn.pattern")]`` (1, H, T, T) for every layer l → one (L, H, T, T) tensor (``name``: the
+    model's hook names, GPT's :func:`~llmviz.models.gpt.cache_name` or the encoder's).
 
     >>> cache = {"blocks.0.attn.pattern": torch.ones(1, 2, 3, 3), "blocks.1.attn.pattern": torch.zeros(1, 2, 3, 3)}
     >>> tuple(stack_patterns(cache).shape), stack_patterns({}) is None
     ((2, 2, 3, 3), True)
     """
     layers: list[torch.Tensor] = []
-    while f"{prefix}.{len(layers)}.attn.pattern" in cache:
-        layers.append(cache[f"{prefix}.{len(layers)}.attn.pattern"][0])  # (H, T, T)
+    while name(len(layers), "attn.pattern") in cache:
+        layers.append(cache[name(len(layers), "attn.pattern")][0])  # (H, T, T)
     return torch.stack(layers) if layers else None
 
 
@@ -156,7 +162,7 @@ class EncoderAttention:
 def encoder_attention(encoder, sentence: str, shown: int = MAX_ATTENTION_TOKENS) -> EncoderAttention:
     """MiniLM's (``llmviz.models.minilm.MiniLM``) patterns for one sentence, cut to ``shown`` wordpieces."""
     batch, cache = encoder.run_with_cache([sentence])
-    stacked = stack_patterns(cache, "layers")
+    stacked = stack_patterns(cache, minilm.cache_name)
     assert stacked is not None  # the encoder records every layer's pattern
     patterns = stacked[..., :shown, :shown]
     pieces = list(batch.tokens[0])

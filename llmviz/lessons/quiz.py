@@ -28,7 +28,7 @@ import torch
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.generation.sampling import next_token_distribution
 from llmviz.lessons.architectures import rope_scores
-from llmviz.models.gpt import GPTConfig, count_parameters_without_building
+from llmviz.models.gpt import GPTConfig, cache_name, count_parameters_without_building
 
 if TYPE_CHECKING:  # the trainer is imported where a run is made
     from llmviz.training.config import ModelName, Optimizer
@@ -211,15 +211,23 @@ def tokens_questions(text: str, tokenizers: Mapping[str, object]) -> list[Questi
 # ---------------------------------------------------------------------------- attention
 
 
-def _pattern(cache: Mapping[str, torch.Tensor], prefix: str, layer: int) -> torch.Tensor:
-    return cache[f"{prefix}.{layer}.attn.pattern"][0].detach().float()  # (heads, T, T)
+HookName = Callable[[int, str], str]  #: a model's hook names: (layer, point) → name (GPT's cache_name, the encoder's)
+
+
+def _pattern(cache: Mapping[str, torch.Tensor], name: HookName, layer: int) -> torch.Tensor:
+    return cache[name(layer, "attn.pattern")][0].detach().float()  # (heads, T, T)
 
 
 def most_attended(
-    cache: Mapping[str, torch.Tensor], labels: Sequence[str], layer: int, head: int, query: int, prefix: str = "blocks"
+    cache: Mapping[str, torch.Tensor],
+    labels: Sequence[str],
+    layer: int,
+    head: int,
+    query: int,
+    name: HookName = cache_name,
 ) -> Question:
     """Which token does token ``query`` attend to most in ``layer``, ``head``?"""
-    row = _pattern(cache, prefix, layer)[head, query]  # (T,)
+    row = _pattern(cache, name, layer)[head, query]  # (T,)
     order = torch.argsort(row, descending=True, stable=True).tolist()
     visible = [j for j in order if row[j] > 0] or order
     choices = visible[:4] if len(visible) >= 2 else order[:4]
@@ -237,10 +245,10 @@ def most_attended(
 
 
 def visible_keys(
-    cache: Mapping[str, torch.Tensor], labels: Sequence[str], query: int, prefix: str = "blocks"
+    cache: Mapping[str, torch.Tensor], labels: Sequence[str], query: int, name: HookName = cache_name
 ) -> Question:
     """How many tokens can token ``query`` attend to? (counted from the pattern: weights above 0)"""
-    row = _pattern(cache, prefix, 0)[0, query]
+    row = _pattern(cache, name, 0)[0, query]
     count = int((row > 0).sum())
     total = row.shape[0]
     wrong = _count_options(count, [total, query, 1])
@@ -263,10 +271,10 @@ def visible_keys(
 
 
 def focused_head(
-    cache: Mapping[str, torch.Tensor], labels: Sequence[str], layer: int, query: int, prefix: str = "blocks"
+    cache: Mapping[str, torch.Tensor], labels: Sequence[str], layer: int, query: int, name: HookName = cache_name
 ) -> Question:
     """Which head of ``layer`` puts the largest single weight on one token, for token ``query``?"""
-    rows = _pattern(cache, prefix, layer)[:, query]  # (heads, T)
+    rows = _pattern(cache, name, layer)[:, query]  # (heads, T)
     peaks = rows.max(dim=-1)
     heads = list(range(min(4, rows.shape[0])))
     best = int(torch.argmax(peaks.values[: len(heads)]))
@@ -285,7 +293,7 @@ def focused_head(
 
 
 def attention_questions(
-    cache: Mapping[str, torch.Tensor], labels: Sequence[str], layer: int, head: int, prefix: str = "blocks"
+    cache: Mapping[str, torch.Tensor], labels: Sequence[str], layer: int, head: int, name: HookName = cache_name
 ) -> list[Question]:
     """Questions for the Attention page, about the sentence the student sent through the model."""
     if len(labels) < 2:
@@ -293,9 +301,9 @@ def attention_questions(
     last = len(labels) - 1
     middle = len(labels) // 2
     return [
-        most_attended(cache, labels, layer, head, last, prefix),
-        visible_keys(cache, labels, middle, prefix),
-        focused_head(cache, labels, layer, last, prefix),
+        most_attended(cache, labels, layer, head, last, name),
+        visible_keys(cache, labels, middle, name),
+        focused_head(cache, labels, layer, last, name),
     ]
 
 

@@ -1,6 +1,7 @@
 """The numbers the Sampling page shows (``stages/sampling.py``, drawn by ``ui/panels/sampling.py``): the next-token
-distribution transform by transform, generation by sampling, greedy or beam search, one step at a time, three
-temperatures, and the KV cache, each with the page's own settings, from :mod:`llmviz.generation.sampling`.
+distribution transform by transform, beam search's tree, one step at a time, three temperatures, each with the
+page's own settings. What :mod:`llmviz.generation.sampling` gives as the page needs it (the next-token view,
+generation, the KV-cache comparison) the page imports from there: a lesson adds numbers, never a forward.
 
 >>> method_temperature("greedy", 0.8), method_temperature("sampling", 0.8)
 (0.0, 0.8)
@@ -14,7 +15,7 @@ import torch.nn as nn
 
 from llmviz.errors import LlmvizError
 from llmviz.generation import sampling
-from llmviz.generation.sampling import BeamResult, Distribution, KVCacheComparison, PromptEncoding, StepRecord
+from llmviz.generation.sampling import BeamResult, Distribution, StepRecord
 
 BEAM_TOKENS = 12  # the depth of the beam-search tree the page draws
 CANDIDATES = 10  # the raw model's top tokens step mode lists
@@ -36,11 +37,6 @@ def method_temperature(method: str, temperature: float) -> float:
     return 0.0 if method == "greedy" else temperature
 
 
-def next_token(model: nn.Module, tokenizer, prompt: str, temperature: float, top_k: int, top_p: float):
-    """The next-token distribution after ``prompt``, raw and after each transform, and the tokens to show."""
-    return sampling.next_token_view(model, tokenizer, prompt, temperature, top_k, top_p)
-
-
 def transforms(distribution: Distribution, temperature: float, top_k: int, top_p: float) -> list[tuple[str, object]]:
     """The four panels: each transform's title and the probabilities after it, in the order they apply."""
     return [
@@ -49,20 +45,6 @@ def transforms(distribution: Distribution, temperature: float, top_k: int, top_p
         (f"top-k {top_k or 'off'}", distribution.top_k_probs),
         (f"top-p {top_p:g}", distribution.final_probs),
     ]
-
-
-def encode(tokenizer, prompt: str, model: nn.Module) -> PromptEncoding:
-    """The prompt's ids as the model sees them: characters it lacks dropped, the front cut to its window."""
-    return sampling.encode_prompt(tokenizer, prompt, model)
-
-
-def is_greedy(temperature: float) -> bool:
-    return sampling.is_greedy(temperature)
-
-
-def visible_tokens(model: nn.Module) -> int:
-    """How many tokens the model sees at once."""
-    return sampling.visible_tokens(model)
 
 
 def window_note(model: nn.Module, prompt_tokens: int, new_tokens: int) -> str | None:
@@ -74,13 +56,6 @@ def window_note(model: nn.Module, prompt_tokens: int, new_tokens: int) -> str | 
         f"This model sees at most {limit} tokens: when the text outgrows that, the window keeps its last "
         f"{keep} and goes on" + (" (a context shift)." if keep < limit else " (it slides by one token).")
     )
-
-
-def generate(
-    model: nn.Module, ids: list[int], new_tokens: int, temperature: float, top_k: int, top_p: float, seed: int
-) -> list[StepRecord]:
-    """``new_tokens`` written after ``ids``, each with the distribution it was drawn from."""
-    return list(sampling.generate(model, ids, new_tokens, temperature, top_k, top_p, seed=seed))
 
 
 def beam(model: nn.Module, ids: list[int], width: int, new_tokens: int) -> BeamResult:
@@ -140,13 +115,6 @@ def at_temperatures(
         except LlmvizError as error:
             outputs[t] = f"(error: {error})"
     return outputs
-
-
-def compare_kv_cache(
-    model: nn.Module, ids: list[int], new_tokens: int, temperature: float, top_k: int, top_p: float, seed: int
-) -> KVCacheComparison:
-    """The same tokens written with and without the KV cache, each timed."""
-    return sampling.compare_kv_cache(model, ids, new_tokens, temperature, top_k, top_p, seed=seed)
 
 
 def first_difference(a: list[int], b: list[int]) -> int | None:

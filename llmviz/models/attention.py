@@ -193,30 +193,13 @@ def attention_steps(
     source = x if kv is None else kv
     if source.dim() == 2:
         source = source[None].expand(x.shape[0], -1, -1)
-    d_out = w_q.shape[1]
-    if w_q.shape[0] != x.shape[-1] or w_k.shape[0] != source.shape[-1] or w_v.shape[0] != source.shape[-1]:
-        raise ConfigError(
-            f"W_Q must have {x.shape[-1]} rows (the width of X) and W_K, W_V {source.shape[-1]} rows; "
-            f"got {tuple(w_q.shape)}, {tuple(w_k.shape)}, {tuple(w_v.shape)}."
-        )
-    if w_k.shape[1] != d_out:
-        raise ConfigError(f"W_Q and W_K must have the same number of columns; got {d_out} and {w_k.shape[1]}.")
-    if num_heads < 1 or d_out % num_heads or w_v.shape[1] % num_heads:
-        raise ConfigError(
-            f"{num_heads} heads cannot split a width of {d_out}: the width must be a multiple of the head count."
-        )
+    _check_weights(x, source, w_q, w_k, w_v, num_heads)
     batch, num_queries, _ = x.shape
     num_keys = source.shape[1]
 
-    queries = x @ w_q  # (B, T_q, d_out)
-    keys = source @ w_k  # (B, T_k, d_out)
-    values = source @ w_v  # (B, T_k, d_v)
-    if b_q is not None:
-        queries = queries + b_q
-    if b_k is not None:
-        keys = keys + b_k
-    if b_v is not None:
-        values = values + b_v
+    queries = _project(x, w_q, b_q)  # (B, T_q, d_out)
+    keys = _project(source, w_k, b_k)  # (B, T_k, d_out)
+    values = _project(source, w_v, b_v)  # (B, T_k, d_v)
     q_heads = split_heads(queries, num_heads)  # (B, H, T_q, head_dim)
     k_heads = split_heads(keys, num_heads)  # (B, H, T_k, head_dim)
     v_heads = split_heads(values, num_heads)  # (B, H, T_k, head_dim_v)
@@ -232,8 +215,8 @@ def attention_steps(
         weights = dropout(weights)
     head_outputs = weights @ v_heads  # (B, H, T_q, head_dim_v)
     concat = merge_heads(head_outputs)  # (B, T_q, H * head_dim_v)
-    output = concat if w_o is None else concat @ w_o  # (B, T_q, d_model)
-    if b_o is not None:
+    output = concat if w_o is None else _project(concat, w_o, b_o)  # (B, T_q, d_model)
+    if w_o is None and b_o is not None:
         output = output + b_o
 
     full_mask = (
@@ -263,11 +246,39 @@ def attention_steps(
         "W_O": w_o if w_o is not None else torch.eye(concat.shape[-1]),
         "output": output,
     }
-    if squeeze:
-        for name, value in steps.items():
-            if not name.startswith("W_"):
-                steps[name] = value[0]
-    return steps
+    return {name: value if name.startswith("W_") else value[0] for name, value in steps.items()} if squeeze else steps
+
+
+def _check_weights(
+    x: torch.Tensor, source: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor, num_heads: int
+) -> None:
+    """Refuse weights that do not fit ``x`` (queries) and ``source`` (keys and values), or a head count that does
+    not split their width, with what to change.
+
+    >>> x, w = torch.ones(1, 3, 4), torch.ones(4, 6)
+    >>> _check_weights(x, x, w, w, w, num_heads=4)
+    Traceback (most recent call last):
+    ...
+    llmviz.errors.ConfigError: 4 heads cannot split a width of 6: the width must be a multiple of the head count.
+    """
+    d_out = w_q.shape[1]
+    if w_q.shape[0] != x.shape[-1] or w_k.shape[0] != source.shape[-1] or w_v.shape[0] != source.shape[-1]:
+        raise ConfigError(
+            f"W_Q must have {x.shape[-1]} rows (the width of X) and W_K, W_V {source.shape[-1]} rows; "
+            f"got {tuple(w_q.shape)}, {tuple(w_k.shape)}, {tuple(w_v.shape)}."
+        )
+    if w_k.shape[1] != d_out:
+        raise ConfigError(f"W_Q and W_K must have the same number of columns; got {d_out} and {w_k.shape[1]}.")
+    if num_heads < 1 or d_out % num_heads or w_v.shape[1] % num_heads:
+        raise ConfigError(
+            f"{num_heads} heads cannot split a width of {d_out}: the width must be a multiple of the head count."
+        )
+
+
+def _project(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """``x @ weight`` (+ ``bias``): one of attention's linear maps, written as the lesson writes it."""
+    y = x @ weight  # (..., d_in) @ (d_in, d_out) -> (..., d_out)
+    return y if bias is None else y + bias
 
 
 def simple_self_attention(x: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -135,6 +135,15 @@ def size_problem(config: GPTConfig) -> str | None:
     return None
 
 
+def _whole_at_least_1(value) -> bool:
+    """A size: an int (not a bool) of at least 1.
+
+    >>> _whole_at_least_1(3), _whole_at_least_1(True), _whole_at_least_1(2.0), _whole_at_least_1(0)
+    (True, False, False, False)
+    """
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
 @dataclass(frozen=True)
 class GPTConfig:
     """The shape of a GPT and its architecture switches (module docstring); validated on creation.
@@ -178,32 +187,34 @@ class GPTConfig:
         problems = []
         for name in ("vocab_size", "context_length", "d_model", "n_heads", "n_layers"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            if not _whole_at_least_1(value):
                 problems.append(f"{name} must be a whole number of at least 1 (got {value!r})")
         for name in ("n_kv_heads", "d_mlp"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            if value is not None and not _whole_at_least_1(value):
                 problems.append(f"{name} must be a whole number of at least 1, or None (got {value!r})")
         problems += [
             f"{name} = {getattr(self, name):,} is more than llmviz builds (at most {limit:,})"
             for name, limit in SIZE_LIMITS.items()
             if isinstance(getattr(self, name), int) and getattr(self, name) > limit
         ]
-        if problems:
-            return problems
+        return problems or self._head_problems()
+
+    def _head_problems(self) -> list[str]:
+        """Heads that do not divide the width, key/value heads that do not divide the heads, an odd RoPE head."""
         if self.d_model % self.n_heads:
-            problems.append(
+            return [
                 f"d_model = {self.d_model} is not divisible by n_heads = {self.n_heads}: each head gets "
                 f"d_model / n_heads dimensions. Try n_heads in {divisors(self.d_model)}."
-            )
-        elif self.n_heads % self.kv_heads:
-            problems.append(
+            ]
+        if self.n_heads % self.kv_heads:
+            return [
                 f"n_heads = {self.n_heads} is not a multiple of n_kv_heads = {self.n_kv_heads}: each key/value "
                 f"head serves the same number of query heads. Try n_kv_heads in {divisors(self.n_heads)}."
-            )
-        elif self.positions == "rope" and self.head_dim % 2:
-            problems.append(f"RoPE turns pairs of dimensions, so head_dim = {self.head_dim} must be even")
-        return problems
+            ]
+        if self.positions == "rope" and self.head_dim % 2:
+            return [f"RoPE turns pairs of dimensions, so head_dim = {self.head_dim} must be even"]
+        return []
 
     def _switch_problems(self) -> list[str]:
         """Architecture switches set to something the GPT does not compute."""

@@ -100,6 +100,16 @@ class Embeddings(nn.Module):
         return out
 
 
+def cache_name(layer: int, point: str) -> str:
+    """The name of hook point ``point`` of encoder layer ``layer`` (the encoder's own names, beside GPT's
+    :func:`llmviz.models.gpt.cache_name`): the one place they are built.
+
+    >>> cache_name(0, "attn.pattern"), cache_name(5, "hidden")
+    ('layers.0.attn.pattern', 'layers.5.hidden')
+    """
+    return f"layers.{layer}.{point}"
+
+
 class EncoderLayer(nn.Module):
     """One encoder layer: bidirectional multi-head attention and a GELU feed-forward network, each with a residual
     connection and a post-LayerNorm."""
@@ -145,14 +155,14 @@ class EncoderLayer(nn.Module):
         y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :])  # (B, H, T, hd)
         return y.transpose(1, 2).reshape(batch, tokens, width)
 
-    def forward(self, x, mask, cache: Cache | None = None, prefix: str = "layers.0"):
-        attended = self.attn_out(self.attention(x, mask, cache, f"{prefix}.attn"))  # (B, T, C)
-        record(cache, f"{prefix}.attn.out", attended)
+    def forward(self, x, mask, cache: Cache | None = None, number: int = 0):
+        attended = self.attn_out(self.attention(x, mask, cache, cache_name(number, "attn")))  # (B, T, C)
+        record(cache, cache_name(number, "attn.out"), attended)
         x = self.attn_ln(x + attended)  # post-LayerNorm residual
         hidden = F.gelu(self.ffn_in(x))  # (B, T, 4C), exact (erf) GELU as BERT uses
-        record(cache, f"{prefix}.mlp.hidden", hidden)
+        record(cache, cache_name(number, "mlp.hidden"), hidden)
         x = self.ffn_ln(x + self.ffn_out(hidden))
-        record(cache, f"{prefix}.hidden", x)
+        record(cache, cache_name(number, "hidden"), x)
         return x
 
 
@@ -170,7 +180,7 @@ class Encoder(nn.Module):
         mask = mask.bool()
         x = self.embed(ids, cache)
         for number, layer in enumerate(self.layers):
-            x = layer(x, mask, cache, f"layers.{number}")
+            x = layer(x, mask, cache, number)
         return x
 
 

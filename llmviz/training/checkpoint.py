@@ -184,6 +184,16 @@ def description_problem(meta: dict) -> str | None:
     step = meta.get("step", 0)
     if not _whole(step) or not 0 <= step <= MAX_STEP:
         return f"step is {_shown(step)}, not a whole number from 0 to {MAX_STEP:,}"
+    return _fields_problem(meta) or _metrics_problem(meta.get("metrics", []))
+
+
+def _fields_problem(meta: dict) -> str | None:
+    """What is wrong with a description's objects, texts, final losses and optimizer groups (None: nothing).
+
+    >>> _fields_problem({"final": {"val_loss": 1.5}, "optimizer_param_groups": [{}]})
+    >>> _fields_problem({"optimizer_param_groups": [1]})
+    'optimizer_param_groups is not a list of JSON objects'
+    """
     for name in _DICT_FIELDS:
         if name in meta and not isinstance(meta[name], dict):
             return f"{name} is {_shown(meta[name])}, not a JSON object"
@@ -197,7 +207,7 @@ def description_problem(meta: dict) -> str | None:
     groups = meta.get("optimizer_param_groups", [])
     if not isinstance(groups, list) or not all(isinstance(group, dict) for group in groups):
         return "optimizer_param_groups is not a list of JSON objects"
-    return _metrics_problem(meta.get("metrics", []))
+    return None
 
 
 def _metrics_problem(metrics) -> str | None:
@@ -231,6 +241,24 @@ def _file_metadata(path: Path) -> str:
     return metadata["llmviz"]
 
 
+def _check_sizes(sizes: dict) -> None:
+    """Refuse a described size outside what llmviz loads (:data:`llmviz.models.gpt.SIZE_LIMITS`, the experts).
+
+    >>> _check_sizes({"d_model": 64, "n_experts": 0})
+    >>> _check_sizes({"d_model": True})
+    Traceback (most recent call last):
+    ...
+    llmviz.errors.ConfigError: d_model = True is outside what llmviz loads (1 to 16,384)
+    """
+    for name, limit in SIZE_LIMITS.items():
+        value = sizes.get(name)
+        if value is not None and (not _whole(value) or not 1 <= value <= limit):
+            raise ConfigError(f"{name} = {value!r} is outside what llmviz loads (1 to {limit:,})")
+    experts = sizes.get("n_experts", 0)
+    if not _whole(experts) or not 0 <= experts <= MAX_EXPERTS:
+        raise ConfigError(f"n_experts = {experts!r} is outside what llmviz loads (0 to {MAX_EXPERTS})")
+
+
 def _described_shapes(description: dict) -> dict[str, tuple[int, ...]]:
     """The tensor shapes the description promises, found on the meta device (no memory), after sanity bounds: each
     size within :data:`llmviz.models.gpt.SIZE_LIMITS`, and a GPT within ``LLMVIZ_MAX_PARAMETERS`` and the machine's
@@ -239,13 +267,7 @@ def _described_shapes(description: dict) -> dict[str, tuple[int, ...]]:
     sizes.update({k: v for k, v in description.get("kwargs", {}).items()})
     if "vocab_size" in description:
         sizes["vocab_size"] = description["vocab_size"]
-    for name, limit in SIZE_LIMITS.items():
-        value = sizes.get(name)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit):
-            raise ConfigError(f"{name} = {value!r} is outside what llmviz loads (1 to {limit:,})")
-    experts = sizes.get("n_experts", 0)
-    if not isinstance(experts, int) or isinstance(experts, bool) or not 0 <= experts <= MAX_EXPERTS:
-        raise ConfigError(f"n_experts = {experts!r} is outside what llmviz loads (0 to {MAX_EXPERTS})")
+    _check_sizes(sizes)
     if description.get("kind") == "gpt":  # its size, before even the skeleton is made
         problem = size_problem(GPTConfig(**description.get("config", {})))
         if problem is not None:
@@ -709,13 +731,7 @@ def restore_training_tensors(trainer: SavedRun, state: dict[str, torch.Tensor], 
     was restored (only rank 0's is saved, and a CPU's cannot go to a GPU): the caller seeds it afresh otherwise."""
     trainer.train_generator.set_state(state["rng.train"])
     trainer.val_generator.set_state(state["rng.val"])
-    dropout_restored = False
-    if trainer.group.is_main and "rng.dropout" in state:
-        try:  # saved on a CPU or a GPU: the two states differ in form, and one cannot take the other
-            trainer.dropout_generator.set_state(state["rng.dropout"])
-            dropout_restored = True
-        except RuntimeError:
-            pass
+    dropout_restored = _restore_dropout_stream(trainer, state)
     torch.set_rng_state(state["rng.torch"])
     restore_accelerator_rng_states(state)
     scaler = getattr(trainer, "grad_scaler", None)
@@ -728,29 +744,46 @@ def restore_training_tensors(trainer: SavedRun, state: dict[str, torch.Tensor], 
             }
         )
     if trainer.optimizer is not None:
-        optimizer_state: dict = {"state": {}, "param_groups": groups}
-        for key, value in state.items():
-            if key.startswith("optimizer."):
-                _, index, name = key.split(".", 2)
-                optimizer_state["state"].setdefault(int(index), {})[name] = value
-        if trainer.sharded:  # FSDP names each parameter's state by the parameter's name, and shards it
-            from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
-
-            names = {id(p): name for name, p in trainer.model.named_parameters()}
-            order = [names[id(p)] for group in trainer.optimizer.param_groups for p in group["params"]]
-            optimizer_state = {
-                "state": {order[i]: value for i, value in optimizer_state["state"].items()},
-                "param_groups": [
-                    {**saved, "params": [order[i] for i in saved["params"]]}
-                    for saved in optimizer_state["param_groups"]
-                ],
-            }
-            set_optimizer_state_dict(
-                trainer.model, trainer.optimizer, optimizer_state, options=StateDictOptions(full_state_dict=True)
-            )
-        else:
-            trainer.optimizer.load_state_dict(optimizer_state)
+        _restore_optimizer(trainer, state, groups)
     return dropout_restored
+
+
+def _restore_dropout_stream(trainer: SavedRun, state: dict[str, torch.Tensor]) -> bool:
+    """Rank 0's dropout stream, where it was saved and this device can take it (a CPU's state cannot go to a GPU)."""
+    if not trainer.group.is_main or "rng.dropout" not in state:
+        return False
+    try:  # saved on a CPU or a GPU: the two states differ in form, and one cannot take the other
+        trainer.dropout_generator.set_state(state["rng.dropout"])
+    except RuntimeError:
+        return False
+    return True
+
+
+def _restore_optimizer(trainer: SavedRun, state: dict[str, torch.Tensor], groups: list) -> None:
+    """The optimizer's moments and step counts (``optimizer.<index>.<name>``) with its parameter groups; sharded
+    (FSDP) by each parameter's name."""
+    optimizer = trainer.optimizer
+    assert optimizer is not None  # the caller's check
+    optimizer_state: dict = {"state": {}, "param_groups": groups}
+    for key, value in state.items():
+        if key.startswith("optimizer."):
+            _, index, name = key.split(".", 2)
+            optimizer_state["state"].setdefault(int(index), {})[name] = value
+    if not trainer.sharded:
+        optimizer.load_state_dict(optimizer_state)
+        return
+    # FSDP names each parameter's state by the parameter's name, and shards it
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+    names = {id(p): name for name, p in trainer.model.named_parameters()}
+    order = [names[id(p)] for group in optimizer.param_groups for p in group["params"]]
+    optimizer_state = {
+        "state": {order[i]: value for i, value in optimizer_state["state"].items()},
+        "param_groups": [
+            {**saved, "params": [order[i] for i in saved["params"]]} for saved in optimizer_state["param_groups"]
+        ],
+    }
+    set_optimizer_state_dict(trainer.model, optimizer, optimizer_state, options=StateDictOptions(full_state_dict=True))
 
 
 # ---------------------------------------------------------------------------- a kept run's resume state (the lab)

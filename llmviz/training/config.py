@@ -153,6 +153,16 @@ class TrainConfig:
             problems += self._architecture_problems()
         if self.tokenizer not in ("char", "bpe"):
             problems.append("tokenizer must be 'char' or 'bpe'")
+        problems += self._size_problems()
+        if not (0.0 <= self.dropout < 1.0):
+            problems.append("dropout must be in [0, 1)")
+        if not problems and self.model in PRESETS and self.init is None:
+            problems += self._memory_problems()
+        return problems
+
+    def _size_problems(self) -> list[str]:
+        """The model's sizes: its width, layers and heads, the BPE vocabulary and a preset's own context."""
+        problems = []
         for name in ("d_model", "n_layers", "n_heads"):
             value, limit = getattr(self, name), SIZE_LIMITS[name]
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= limit):
@@ -168,10 +178,6 @@ class TrainConfig:
                 f"model_context must be a whole number of at least context_length = {self.context_length}, "
                 "for a GPT preset"
             )
-        if not (0.0 <= self.dropout < 1.0):
-            problems.append("dropout must be in [0, 1)")
-        if not problems and self.model in PRESETS and self.init is None:
-            problems += self._memory_problems()
         return problems
 
     def gpt_config(self, vocab_size: int) -> GPTConfig:
@@ -227,25 +233,30 @@ class TrainConfig:
         return []
 
     def _loop_problems(self) -> list[str]:
-        """The optimizer, the batches and the schedule."""
+        """The optimizer and the batches."""
         problems = []
         if self.optimizer not in OPTIMIZERS:
             problems.append(f"optimizer must be one of {', '.join(OPTIMIZERS)}")
         for name in ("context_length", "batch_size", "steps", "eval_interval", "eval_batches"):
             if getattr(self, name) < 1:
                 problems.append(f"{name} must be at least 1")
-        if self.warmup_steps < 0:
-            problems.append(f"warmup_steps must be 0 or more (got {self.warmup_steps})")
         if seed_problem(self.seed):
             problems.append(str(seed_problem(self.seed)))
         if self.micro_batch_size is not None and not 1 <= self.micro_batch_size <= self.batch_size:
             problems.append("micro_batch_size must be between 1 and batch_size")
         if self.stride is not None and self.stride < 1:
             problems.append("stride must be at least 1")
-        if not (self.lr > 0 and math.isfinite(self.lr)):
-            problems.append(f"the learning rate must be a positive number (got {self.lr})")
         if not (0.0 < self.val_fraction < 0.5):
             problems.append("val_fraction must be between 0 and 0.5")
+        return problems + self._schedule_problems()
+
+    def _schedule_problems(self) -> list[str]:
+        """The learning rate, its schedule and warm-up, and Adam's betas."""
+        problems = []
+        if self.warmup_steps < 0:
+            problems.append(f"warmup_steps must be 0 or more (got {self.warmup_steps})")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            problems.append(f"the learning rate must be a positive number (got {self.lr})")
         if self.schedule not in ("cosine", "constant"):
             problems.append("schedule must be 'cosine' or 'constant'")
         if not (0.0 <= self.beta1 < 1.0 and 0.0 <= self.beta2 < 1.0):

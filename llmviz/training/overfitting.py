@@ -108,8 +108,25 @@ def rise_threshold(best: float) -> float:
     return max(RISE_NATS, RISE_SHARE * best)
 
 
-def _mean(values: Sequence[float]) -> float:
-    return sum(values) / len(values)
+def _finite(value: float | None) -> bool:
+    return value is not None and math.isfinite(value)
+
+
+def _recent_mean(trained: Sequence[Any], until: float) -> float:
+    """The mean training loss of the last :data:`RECENT_STEPS` steps up to step ``until`` (inf: none)."""
+    recent = [m.train_loss for m in trained if m.step <= until][-RECENT_STEPS:]
+    return sum(recent) / len(recent) if recent else math.inf
+
+
+def _rose_since_best(val_losses: Sequence[float], best_index: int) -> bool:
+    """Whether the last two validation losses both stand well above the best (:func:`rise_threshold`), two or more
+    evaluations after it.
+
+    >>> _rose_since_best([2.0, 1.5, 1.7, 1.8], 1), _rose_since_best([2.0, 1.5, 1.7, 1.55], 1)
+    (True, False)
+    """
+    best = val_losses[best_index]
+    return best_index <= len(val_losses) - 3 and min(val_losses[-2:]) >= best + rise_threshold(best)
 
 
 def overfitting(metrics: Sequence[Any], vocab_size: int) -> Overfitting | None:
@@ -117,21 +134,16 @@ def overfitting(metrics: Sequence[Any], vocab_size: int) -> Overfitting | None:
     on steps without an evaluation: :class:`~llmviz.training.trainer.StepMetrics`) show that it overfits, else
     None. ``vocab_size``: the V of ln V (0 when unknown). Pure: the CLI and the Training page call it on the same
     numbers."""
-    evaluated = [m for m in metrics if m.val_loss is not None and math.isfinite(m.val_loss)]
+    evaluated = [m for m in metrics if _finite(m.val_loss)]
     trained = [m for m in metrics if math.isfinite(m.train_loss)]
     if not evaluated or not trained:
         return None
     best_index = min(range(len(evaluated)), key=lambda i: (evaluated[i].val_loss, i))
     best, last = evaluated[best_index], evaluated[-1]
-    train_now = _mean([m.train_loss for m in trained][-RECENT_STEPS:])
-    train_at_best = _mean([m.train_loss for m in trained if m.step <= best.step][-RECENT_STEPS:] or [math.inf])
-    threshold = rise_threshold(best.val_loss)
+    train_now = _recent_mean(trained, math.inf)
+    train_at_best = _recent_mean(trained, best.step)
     # the last two evaluations are both well above the best, and the training loss went on falling
-    rose = (
-        best_index <= len(evaluated) - 3
-        and min(evaluated[-2].val_loss, last.val_loss) >= best.val_loss + threshold
-        and train_now < train_at_best
-    )
+    rose = _rose_since_best([m.val_loss for m in evaluated], best_index) and train_now < train_at_best
     uniform = math.log(vocab_size) if vocab_size >= 2 else math.inf  # an unknown vocabulary: no ln V to compare
     worse = last.val_loss > uniform and last.val_loss - train_now >= GAP_NATS
     if not (rose or worse):

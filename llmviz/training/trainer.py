@@ -593,16 +593,24 @@ class Trainer:
             clock.begin()
             loss, grad_norm = self.train_step()
             self.step += 1
-            val_loss = None
-            evaluates = self.group.is_main or self.sharded  # FSDP: every process takes part in the forward passes
-            if evaluates and (self.step % self.config.eval_interval == 0 or self.step == end):
-                val_loss = self.evaluate()
+            val_loss = self.evaluate() if self._evaluates_at(end) else None
             pending.append((self.step, loss, grad_norm, val_loss))
-            reports = val_loss is not None or self.step == end or self.step % self.report_every == 0
-            if reports or (report_at is not None and report_at(self.step)):
+            if self._reports_at(end, val_loss, report_at):
                 yield from self._report(pending, clock)
                 pending = []
         yield from self._report(pending, clock)
+
+    def _evaluates_at(self, end: int) -> bool:
+        """Whether this step is evaluated: every ``eval_interval`` steps and the last, in the process(es) that
+        evaluate (FSDP: every process takes part in the forward passes)."""
+        evaluates = self.group.is_main or self.sharded
+        return evaluates and (self.step % self.config.eval_interval == 0 or self.step == end)
+
+    def _reports_at(self, end: int, val_loss: float | None, report_at: Callable[[int], bool] | None) -> bool:
+        """Whether this step is a report step (see :meth:`run`)."""
+        if val_loss is not None or self.step == end or self.step % self.report_every == 0:
+            return True
+        return report_at is not None and report_at(self.step)
 
     def _report(self, pending: list[tuple[int, Any, Any, float | None]], clock: _Clock) -> Iterator[StepMetrics]:
         """Read the pending steps' numbers back (one wait for the device), check them, record and yield them."""

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 import ui
 from llmviz.hub import download
 from tests.support.gpt2 import make_hf_gpt2, save_as_cached_repo
-from ui.panels.hub import HubSource
+from ui.hub import HubSource
 
 TIMEOUT = 240
 STAGES = [stage for stage in ui.PIPELINE if stage.exists and stage.key != "text"]

@@ -1,4 +1,4 @@
-"""Pretrained models from the Hub in the app (ui/panels/hub.py): the picker offers GPT-2 small and SmolLM2-135M, a
+"""Pretrained models from the Hub in the app (ui/hub.py): the picker offers GPT-2 small and SmolLM2-135M, a
 pick downloads in the background (a fake Hub on 127.0.0.1: tests/support/fake_hub.py) while pages show the shipped
 GPT, and the Inside page's offer of a bigger model shows, downloads, or says how to get it offline."""
 
@@ -148,7 +148,7 @@ def test_a_link_to_a_larger_model_never_downloads_it(online):
     assert running_download(MODELS["gpt2-xl"]) is None
     assert at.session_state["_picker_selected"] == "shipped:gpt-python-docs"
     from llmviz.errors import LlmvizError
-    from ui.panels.hub import HubSource
+    from ui.hub import HubSource
 
     with pytest.raises(LlmvizError, match="python -m llmviz gpt2 download gpt2-xl"):
         HubSource().load("hub:gpt2-xl", None)  # asked for directly, too

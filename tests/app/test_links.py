@@ -238,3 +238,19 @@ def test_a_preset_linked_by_its_id_opens_under_its_name():
     assert aliased("preset", ["custom"]) == ["custom"] and aliased("corpus", ["names"]) == ["names"]
     at = open_with_link("stages/model.py", {"preset": "attn-only-2l"})
     assert by_label(at.selectbox, "Preset").value == "attn-only-2l"
+
+
+@pytest.mark.parametrize(
+    ("old", "value", "part", "label", "shown"),
+    [
+        ("race_model", "char · RNN", "Races", "Optimizer race: model", "rnn"),  # a link holds the option's label
+        ("batch_text", "ab\ncd", "The loss by hand", "Two lines of text (one sequence each)", "ab\ncd"),
+    ],
+)
+def test_a_link_made_with_a_renamed_parameter_still_opens_its_view(old, value, part, label, shown):
+    """Links students copied before a parameter was renamed (ui.share.RENAMED) open the same view, without a notice."""
+    at = open_with_link("stages/training.py", {"training_part": part, old: value})
+    widget = by_label(at.selectbox, label) if old == "race_model" else by_label(at.text_area, label)
+    assert widget.value == shown
+    assert share.RENAMED[old] in at.query_params and old not in at.query_params
+    assert not [w.value for w in at.warning if "not a setting" in w.value]

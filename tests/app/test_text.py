@@ -50,11 +50,11 @@ def test_plain_words_are_unchanged():
 
 def test_wide_worked_equations_are_broken_into_lines_that_fit_the_page():
     """A worked equation wider than the page scrolled sideways in its box: a student read 'd = 0' for
-    'd = √(…) = 0.1732'. ui.charts.fit_equation breaks it at its top-level '=' (then '+') into aligned rows,
+    'd = √(…) = 0.1732'. ui.equations.fit_equation breaks it at its top-level '=' (then '+') into aligned rows,
     never inside braces or a \\left … \\right pair, and keeps every symbol of the original in order."""
     import re
 
-    from ui.charts import EQUATION_WIDTH, _top_level_cuts, fit_equation, visible_length
+    from ui.equations import EQUATION_WIDTH, _top_level_cuts, fit_equation, visible_length
 
     squares = " + ".join(f"({a} - {b})^2" for a, b in [(0.2, 0.1), (0.4, 0.5), (0.9, 0.8)] * 3)
     lines = [

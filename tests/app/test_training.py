@@ -28,6 +28,19 @@ from tests.support.paths import ROOT
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 
 
+def test_the_runs_a_test_leaves_are_ended_after_it():
+    """tests/conftest.py's _no_runs_left_behind ends what a test's app runs started (it once named an owner that
+    no run had, and ended nothing)."""
+    from llmviz.jobs.manager import default_manager
+    from tests.support.jobs import end_every_session
+
+    at = train_on_names()
+    owner = at.session_state["_llmviz_session_id"]
+    assert default_manager().jobs(owner)
+    assert end_every_session() >= 1
+    assert default_manager().jobs(owner) == []
+
+
 def test_training_short_run_then_sampling_sees_it():
     at = train_on_names()
     assert_clean(at)

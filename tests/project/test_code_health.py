@@ -633,3 +633,73 @@ def test_no_project_module_is_imported_under_another_name():
     files = [ROOT / "app.py", ROOT / "run.py"] + [path for folder in PROJECT_ROOTS for path in _module_files(folder)]
     aliased = {str(path.relative_to(ROOT)): found for path in files if (found := module_aliases(path))}
     assert aliased == {}
+
+
+#: Functions still over the bound, each in a file another lane of this round is changing (emptied at merge).
+COMPLEXITY_PENDING: set[str] = {
+    "llmviz/jobs/manager.py:JobManager._submit",
+    "llmviz/jobs/worker.py:_Worker.turn",
+    "ui/panels/inside.py:induction_body",
+    "ui/panels/runs.py:computed",
+    "ui/panels/runs.py:kept_runs_panel",
+    "ui/panels/sampling.py:beam_tree",
+    "ui/panels/training.py:all_runs",
+    "ui/picker.py:sidebar",
+}
+#: The one function allowed past the bound, by design: the fast BPE trainer's one loop (its state lives in local
+#: variables for speed; split, it would pass a dozen of them around on every merge).
+COMPLEXITY_EXCEPTIONS = {"llmviz/tokenizers/bpe/tokenizer.py:BPETokenizer.train_steps"}
+
+
+def over_complexity(paths, bound: int = 15) -> dict[str, int]:
+    """Every function and method of ``paths`` whose cyclomatic complexity in radon's count (which, unlike ruff's
+    mccabe, counts each ``and``/``or`` and each comprehension's ``if``) is over ``bound``: ``{"file:qualname": n}``.
+
+    >>> import tempfile
+    >>> f = Path(tempfile.mkstemp(suffix=".py")[1])
+    >>> _ = f.write_text("def f(a, b, c):\\n    return a and b and c\\n")
+    >>> over_complexity([f], bound=2) == {f"{f.as_posix()}:f": 3}
+    True
+    """
+    from radon.complexity import cc_visit
+
+    found = {}
+    for path in paths:
+        name = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.as_posix()
+        for block in cc_visit(path.read_text(encoding="utf-8")):  # functions, methods (and classes, not counted)
+            if hasattr(block, "is_method") and block.complexity > bound:
+                found[f"{name}:{block.fullname}"] = block.complexity
+    return found
+
+
+def test_no_function_is_over_complexity_15_in_radons_count():
+    """Issue 60: ruff's mccabe does not count boolean operators, so 28 functions radon scored over 15 passed the gate
+    above; the same bound in radon's count, over the package, the app's shared parts, its panels and its pages."""
+    paths = [p for folder in ("llmviz", "ui", "stages") for p in sorted((ROOT / folder).rglob("*.py"))]
+    over = over_complexity([*paths, ROOT / "app.py"])
+    assert {name: n for name, n in over.items() if name not in COMPLEXITY_EXCEPTIONS | COMPLEXITY_PENDING} == {}
+
+
+#: ui/ files still over 600 lines, each being split by another lane of this round (emptied at merge).
+LINES_PENDING = {"ui/panels/inside.py", "ui/panels/runs.py", "ui/picker.py", "ui/share.py"}
+UI_LINES = 600
+
+
+def test_no_file_of_the_app_is_over_600_lines_or_its_pages_over_300_statements():
+    """Issue 60: the page cap (500 lines) moved the weight into ui/panels/ instead of dividing it. Every module of ui/
+    (panels included) stays under 600 lines, and a page under 300 statements as well as 500 lines: a bound on what
+    the code does, not only on how it is laid out."""
+    import ast
+
+    long = {
+        p.relative_to(ROOT).as_posix(): n
+        for p in sorted((ROOT / "ui").rglob("*.py"))
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > UI_LINES
+    }
+    assert {name: n for name, n in long.items() if name not in LINES_PENDING} == {}
+    statements = {
+        p.name: n
+        for p in sorted((ROOT / "stages").glob("*.py"))
+        if (n := sum(isinstance(node, ast.stmt) for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))) > 300
+    }
+    assert statements == {}

@@ -26,6 +26,11 @@ def hand_written_names(source: str) -> list[str]:
     ['blocks.{}.attn.pattern', 'blocks.{}.mlp', 'blocks.0.ln1']
     >>> hand_written_names('w = state[f"blocks.{i}.attn.qkv.weight"]; p = f"blocks.{i}"')
     []
+
+    A name whose folder is a variable (``f"{prefix}.{layer}.attn.pattern"``) is written by hand too:
+
+    >>> hand_written_names('p = cache[f"{prefix}.{layer}.attn.pattern"]')
+    ['{}.{}.attn.pattern']
     """
     tree = ast.parse(source)
     docstrings = {
@@ -46,7 +51,7 @@ def hand_written_names(source: str) -> list[str]:
             text = node.value
         else:
             continue
-        match = re.fullmatch(r"blocks\.(\d+|\{\})\.(.+)", text)
+        match = re.fullmatch(r"(?:blocks|\{\})\.(\d+|\{\})\.(.+)", text)
         if match and _names_a_hook_point(match.group(2)):
             found.append(text)
     return found

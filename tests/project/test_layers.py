@@ -44,6 +44,33 @@ def test_no_library_module_imports_the_lessons():
     assert arrows == {}
 
 
+#: Arrows that point up, each forbidden: (the importing modules' folder or file prefix, the module prefix they must
+#: not import). The shared parts of the app (``ui/*.py``) sit below the pages' panels; the library's interpretability
+#: tools sit below the jobs layer that runs them (a runner interface, llmviz.jobs.runners, goes the other way).
+FORBIDDEN = [
+    ("ui/", "ui.panels"),
+]
+
+
+def test_no_arrow_points_up():
+    arrows = {}
+    for folder, above in FORBIDDEN:
+        for path in sorted(ROOT.glob(folder + "*.py")):
+            name = path.relative_to(ROOT).as_posix()
+            up = {m for m in imported_modules(path) if m == above or m.startswith(above + ".")}
+            if up:
+                arrows[name] = sorted(up)
+    assert arrows == {}
+
+
+def test_the_arrow_check_finds_a_forbidden_import(tmp_path, monkeypatch):
+    (tmp_path / "ui").mkdir()
+    (tmp_path / "ui" / "picker.py").write_text("from ui.panels import hub\n")
+    monkeypatch.setattr("tests.project.test_layers.ROOT", tmp_path)
+    with __import__("pytest").raises(AssertionError):
+        test_no_arrow_points_up()
+
+
 def test_the_trainer_does_not_reach_the_hub():
     training = ROOT / "llmviz" / "training"
     reaching = {

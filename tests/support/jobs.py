@@ -1,4 +1,7 @@
-"""A small run for the job tests: a character-level model on a short text, quick to train in a worker."""
+"""A small run for the job tests: a character-level model on a short text, quick to train in a worker; and the end
+of every run a test left behind."""
+
+import sys
 
 from llmviz.training.config import TrainConfig
 from llmviz.training.trainer import Trainer
@@ -20,3 +23,15 @@ def small_trainer(steps=30, model="bigram-neural", seed=0, **changes) -> Trainer
         **changes,
     )
     return Trainer.from_text(TEXT, config)
+
+
+def end_every_session() -> int:
+    """End the jobs of every owner the process's job manager holds, if it made one (``tests/conftest.py`` does after
+    every test): how many owners had jobs."""
+    jobs = sys.modules.get("llmviz.jobs.manager")
+    if jobs is None or jobs._default is None:
+        return 0
+    owners = [owner for owner in list(jobs._default._sessions) if jobs._default.jobs(owner)]
+    for owner in list(jobs._default._sessions):
+        jobs._default.end_session(owner)
+    return len(owners)

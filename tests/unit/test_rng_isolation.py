@@ -4,6 +4,7 @@ dropout masks."""
 
 import threading
 
+import pytest
 import torch
 
 from llmviz.data import corpus
@@ -121,6 +122,7 @@ def test_starting_a_fine_tuning_run_leaves_the_global_generator_alone():
     assert torch.equal(trainer.classifier.head.weight, again.classifier.head.weight)  # the run's seed still decides
 
 
+@pytest.mark.slow  # trains and samples every kind of run the server starts: ~6 s quiet
 def test_no_code_the_server_runs_seeds_the_global_generator():
     """Static: torch.manual_seed / torch.seed / default_generator.manual_seed appear only inside
     device.isolated_rng (which puts the state back) and in doctest examples."""

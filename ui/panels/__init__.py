@@ -1,4 +1,4 @@
 """Page parts: each stage's figures and tables in the module of its name (:mod:`~ui.panels.inside` for
 ``stages/inside.py``, …), and the parts several stages draw, named for what they are: a run's live panel
-(:mod:`~ui.panels.runs`), predict-then-reveal (:mod:`~ui.panels.quiz`), pretrained models from the Hugging Face Hub
-(:mod:`~ui.panels.hub`)."""
+(:mod:`~ui.panels.runs`), predict-then-reveal (:mod:`~ui.panels.quiz`). Panels build on :mod:`ui`'s shared modules,
+never the other way round (``tests/project/test_layers.py``)."""

@@ -9,7 +9,14 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from llmviz.generation.sampling import BeamResult, KVCacheComparison, NextTokenView, StepRecord
+from llmviz.generation.sampling import (
+    BeamResult,
+    KVCacheComparison,
+    NextTokenView,
+    StepRecord,
+    is_greedy,
+    next_token_view,
+)
 from llmviz.lessons import sampling
 from ui import charts, picker, state
 from ui.text import literal_html, tidy_floats
@@ -20,7 +27,7 @@ def distribution_for(
     model_key: str, prompt: str, temperature: float, top_k: int, top_p: float, _view: picker.ModelView
 ) -> NextTokenView:
     """The next-token view, cached by (model, prompt, settings): one forward pass per new input."""
-    return sampling.next_token(_view.model, _view.tokenizer, prompt, temperature, top_k, top_p)
+    return next_token_view(_view.model, _view.tokenizer, prompt, temperature, top_k, top_p)
 
 
 def distribution_panels(view: picker.ModelView, prompt: str, temperature: float, top_k: int, top_p: float) -> None:
@@ -60,7 +67,7 @@ def distribution_panels(view: picker.ModelView, prompt: str, temperature: float,
         )
         best = shown[0]
         z = float(dist.logits[best])
-        if not sampling.is_greedy(temperature):
+        if not is_greedy(temperature):
             charts.latex(
                 rf"p_i = \frac{{e^{{z_i/T}}}}{{\sum_j e^{{z_j/T}}}}:\quad z_{{\text{{top}}}} = {z:.3f},\; "
                 rf"z/T = {z / temperature:.3f},\; p = {float(dist.temperature_probs[best]):.4f}"

@@ -151,6 +151,7 @@ def test_a_checkpoint_the_disk_refuses_after_training_is_kept_elsewhere(capsys, 
         shutil.rmtree(kept)
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
 def test_tokenize_refuses_a_fifo_at_once(tmp_path):
     """A FIFO nobody writes to blocked ``tokenize --file`` for ever: it is refused without waiting (a subprocess,
@@ -215,6 +216,7 @@ def test_sample_refuses_them_too(capsys, nan_checkpoint):
     assert code == 2 and "NaN or infinite" in line
 
 
+@pytest.mark.processes
 def test_the_whole_program_says_one_line(tmp_path):
     for argv in (["train", "--out", str(tmp_path / "o"), "--seed", str(2**70)], ["train", "--out", "/dev/null"]):
         result = subprocess.run(

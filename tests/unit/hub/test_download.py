@@ -78,6 +78,7 @@ def test_too_little_disk_space_is_said_before_the_weights_are_written(hub, repo,
     assert written and max(written.values()) < 10_000, written  # config.json; not one byte of the weights
 
 
+@pytest.mark.processes
 def test_a_background_download_runs_in_a_child_process(hub, repo):
     running = start_download(MODELS["gpt2"], gpt2.FILES, owner="alice")
     assert start_download(MODELS["gpt2"], gpt2.FILES, owner="bob") is running  # one download per model
@@ -89,6 +90,7 @@ def test_a_background_download_runs_in_a_child_process(hub, repo):
     assert same_model(repo[1])
 
 
+@pytest.mark.processes
 def test_cancelled_by_its_last_owner_it_stops_and_leaves_nothing_behind(hub, repo, tmp_path):
     hub.bytes_per_s = 2e6  # ~14 s for the weights: time to cancel on the way
     first = start_download(MODELS["gpt2"], gpt2.FILES, owner="alice")
@@ -111,6 +113,7 @@ def test_cancelled_by_its_last_owner_it_stops_and_leaves_nothing_behind(hub, rep
     assert same_model(repo[1])
 
 
+@pytest.mark.processes
 def test_a_download_whose_sessions_have_ended_is_cancelled(hub, repo):
     hub.bytes_per_s = 1e6
     ended: set[str] = set()
@@ -123,6 +126,7 @@ def test_a_download_whose_sessions_have_ended_is_cancelled(hub, repo):
     assert running.status().state == "cancelled" and "ended" in running.status().message
 
 
+@pytest.mark.processes
 def test_offline_the_child_says_how_to_get_it(hub, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     running = start_download(

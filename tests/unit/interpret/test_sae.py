@@ -115,6 +115,7 @@ def test_the_initialisation_is_sae_lens_topk_trainings_in_effect():
     torch.testing.assert_close(ours.W_enc.t() / ours.W_enc.norm(dim=0)[:, None], ours.W_dec.detach())
 
 
+@pytest.mark.slow  # trains an autoencoder to convergence: ~8 s quiet
 def test_a_small_autoencoder_recovers_planted_features():
     directions, acts = planted_source()
     config = sae.SaeConfig(d_sae=24, k=2, lr=1e-2, steps=800, batch=256, tokens=len(acts), seed=0)

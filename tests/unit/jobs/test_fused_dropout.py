@@ -1,5 +1,7 @@
 """A worker process owns its runs: their dropout runs in the fused kernels, from each run's own stream."""
 
+import pytest
+
 from llmviz.jobs.events import JobState
 from llmviz.jobs.manager import JobManager
 from llmviz.training.config import TrainConfig
@@ -24,6 +26,7 @@ def with_dropout(seed: int = 5) -> Trainer:
     return Trainer.from_text(TEXT, config)
 
 
+@pytest.mark.processes
 def test_a_run_with_dropout_repeats_in_worker_processes_and_racers_never_take_each_others_draws():
     """Two runners of one race share a worker process and are stepped in turn, each drawing its dropout masks from
     the process's generator: with the same seed they train exactly as a run alone in another worker process."""

@@ -9,6 +9,7 @@ import sys
 import time
 from types import SimpleNamespace
 
+import pytest
 import torch
 
 from llmviz.jobs.manager import JobManager
@@ -87,6 +88,7 @@ manager.shutdown()
 """
 
 
+@pytest.mark.processes
 def test_two_processes_share_one_lab_and_one_slot(tmp_path, database_url):
     """The machine trains max_running=1 run at once, however many processes: a run of this process waits while
     the other process's run trains, and lists the other process's run for the same student (on a SQLite file and
@@ -114,6 +116,7 @@ def test_two_processes_share_one_lab_and_one_slot(tmp_path, database_url):
         child.kill()
 
 
+@pytest.mark.processes
 def test_a_run_training_when_its_server_died_is_interrupted(tmp_path, database_url):
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(tmp_path), "1000000", database_url],

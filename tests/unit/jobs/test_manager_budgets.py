@@ -48,6 +48,7 @@ manager.shutdown()
 """
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss is in KiB on Linux")
 def test_a_run_that_does_not_fit_is_refused_before_anything_is_allocated():
     """A GPT-2-sized run (124 M parameters: 495 MB of weights alone) on a server that trains in 2 GB: refused

@@ -79,6 +79,7 @@ def test_a_paused_run_gives_its_process_back_and_resumes_with_identical_losses(m
     assert paused.checkpoint is not None
 
 
+@pytest.mark.processes
 def test_stopping_a_paused_run_keeps_its_end_without_another_step(manager):
     job = manager.submit_training("cy", trainer(steps=100_000), label="stopped while paused")
     wait_for(lambda: job.status().step >= 3, timeout=120)
@@ -91,6 +92,7 @@ def test_stopping_a_paused_run_keeps_its_end_without_another_step(manager):
     assert job.checkpoint is not None  # the download of the stopped run
 
 
+@pytest.mark.processes
 def test_a_closed_tab_drops_a_paused_run_without_starting_a_worker(manager):
     job = manager.submit_training("dee", trainer(steps=100_000), label="paused")
     wait_for(lambda: job.status().step >= 2, timeout=120)
@@ -152,6 +154,7 @@ def out_of_gpu_memory(should_stop):
     raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.77 GiB total capacity)")
 
 
+@pytest.mark.processes
 def test_a_run_out_of_gpu_memory_fails_clearly_and_its_process_exits(manager):
     job = manager.submit_task("gus", functools.partial(out_of_gpu_memory), label="oom", total=3)
     assert job.wait(60)

@@ -29,6 +29,7 @@ def drain(loop):
             return progress, end.value
 
 
+@pytest.mark.processes
 def test_sweeps_run_in_a_worker_process_and_give_the_grid():
     model = model_of(ARCHITECTURES["llama"], seed=4)
     corrupted = IDS[:4] + [7] + IDS[5:]

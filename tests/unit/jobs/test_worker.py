@@ -44,6 +44,7 @@ def processes():
     manager.shutdown()
 
 
+@pytest.mark.processes
 def test_a_worker_starts_with_what_the_first_optimizer_imports(processes):
     """torch.optim imports torch._dynamo when it builds its first optimizer (~0.9 CPU-s): the workers' forkserver
     imports it once, so a run's worker starts its first step at once (it did so ~1 s late, in every run)."""
@@ -53,6 +54,7 @@ def test_a_worker_starts_with_what_the_first_optimizer_imports(processes):
     assert job.result is True
 
 
+@pytest.mark.processes
 def test_a_run_trains_in_another_process_and_hands_back_what_pages_read(processes):
     t = trainer(steps=25)
     initial = {name: tensor.clone() for name, tensor in t.model.state_dict().items()}
@@ -77,6 +79,7 @@ def test_a_run_trains_in_another_process_and_hands_back_what_pages_read(processe
     assert job.checkpoint is not None and job.checkpoint[:8]  # the Training page's download
 
 
+@pytest.mark.processes
 def test_a_killed_worker_fails_its_run_and_the_server_goes_on(processes):
     job = processes.submit_training("bob", trainer(steps=1_000_000), label="doomed")
     wait_for(lambda: job.status().step >= 3)
@@ -89,6 +92,7 @@ def test_a_killed_worker_fails_its_run_and_the_server_goes_on(processes):
     assert again.wait(60) and again.status().state == JobState.FINISHED
 
 
+@pytest.mark.processes
 def test_a_session_cannot_hold_more_than_its_share(processes):
     submitted = time.monotonic()
     first = processes.submit_training("carol", trainer(steps=1_000_000), label="one")
@@ -147,6 +151,7 @@ def test_the_snapshot_cap_holds_at_every_moment_after_20_quick_submissions():
         manager.shutdown()
 
 
+@pytest.mark.processes
 def test_pause_gives_the_slot_back_and_resume_goes_on():
     manager = JobManager(max_running=1, session_timeout=None, workers="process", latest_snapshot_s=0.2)
     try:
@@ -171,6 +176,7 @@ def test_pause_gives_the_slot_back_and_resume_goes_on():
         manager.shutdown()
 
 
+@pytest.mark.processes
 def test_a_race_is_one_run_of_the_session_with_a_curve_per_runner():
     manager = JobManager(max_running=2, session_timeout=None, workers="process", runs_per_session=1)
     try:
@@ -190,6 +196,7 @@ def test_a_race_is_one_run_of_the_session_with_a_curve_per_runner():
         manager.shutdown()
 
 
+@pytest.mark.processes
 def test_a_checkpoint_from_the_worker_is_an_ordinary_safetensors_file(processes, tmp_path):
     job = processes.submit_training("ida", trainer(steps=3), label="small")
     assert job.wait(60)
@@ -225,6 +232,7 @@ def test_a_failing_runner_logs_its_traceback_once_and_sends_the_page_one_line(ca
     assert record.exc_info is not None and "failing_loop" in caplog.text  # the traceback, from the worker
 
 
+@pytest.mark.processes
 def test_a_worker_never_runs_the_servers_main_script(tmp_path, monkeypatch):
     """multiprocessing imports the parent's __main__ in every worker; in a Streamlit server that is a page script
     (a test's AppTest installs a temporary one). The workers must not run it: here it would fail the worker."""
@@ -243,6 +251,7 @@ def test_a_worker_never_runs_the_servers_main_script(tmp_path, monkeypatch):
         manager.shutdown()
 
 
+@pytest.mark.processes
 def test_a_run_waiting_for_its_own_sessions_run_says_so(processes):
     first = processes.submit_training("kim", trainer(steps=1_000_000), label="one")
     second = processes.submit_training("kim", trainer(steps=5), label="two")
@@ -257,6 +266,7 @@ def test_a_run_waiting_for_its_own_sessions_run_says_so(processes):
         assert second.wait(60) and first.wait(60)
 
 
+@pytest.mark.processes
 @pytest.mark.parametrize("action", ["stop", "pause"])
 def test_the_curve_reaches_the_step_kept_when_losses_are_read_back_in_bulk(processes, action):
     """On a GPU the trainer reads its losses back every 10 steps and yields them one by one: a Stop or a Pause that

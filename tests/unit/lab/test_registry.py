@@ -66,6 +66,7 @@ def _child_adds_running_run(url: str) -> None:
     registry.update_run("orphan", state="running", step=7)
 
 
+@pytest.mark.processes
 def test_a_run_whose_process_has_gone_is_interrupted(database_url):
     url = database_url
     child = multiprocessing.get_context("spawn").Process(target=_child_adds_running_run, args=(url,))
@@ -89,6 +90,7 @@ print(len(got))
 """
 
 
+@pytest.mark.processes
 def test_slots_are_counted_once_for_every_process(database_url):
     url = database_url
     registry = Registry(url)

@@ -8,6 +8,7 @@ from torch import nn
 
 from llmviz.errors import LlmvizError
 from llmviz.lessons import quiz
+from llmviz.models import minilm
 from llmviz.tokenizers.char_word import CharTokenizer, WordTokenizer
 from llmviz.training.config import TrainConfig
 from llmviz.training.dataset import prepare_data
@@ -90,7 +91,7 @@ def test_most_attended_is_the_largest_weight():
 def test_visible_keys_under_a_causal_mask_and_without():
     assert answer(quiz.visible_keys(causal_cache(), LABELS, query=2)) == "3"  # positions 0, 1, 2
     full = {"layers.0.attn.pattern": torch.full((1, 1, 4, 4), 0.25)}
-    assert answer(quiz.visible_keys(full, LABELS, query=1, prefix="layers")) == "4"
+    assert answer(quiz.visible_keys(full, LABELS, query=1, name=minilm.cache_name)) == "4"
 
 
 def test_focused_head():
@@ -219,7 +220,7 @@ def every_question() -> list[quiz.Question]:
         *quiz.attention_questions(causal, LABELS, layer=1, head=0),
         quiz.visible_keys(causal, LABELS, query=1),  # the causal-mask branch
         quiz.visible_keys(causal, LABELS, query=3),  # the last token sees everything
-        quiz.visible_keys(full, LABELS, query=1, prefix="layers"),  # the bidirectional branch
+        quiz.visible_keys(full, LABELS, query=1, name=minilm.cache_name),  # the bidirectional branch
         *quiz.training_questions(FixedLogits([0.0, 0.0, 0.0, 0.0]), tokenizer, "abcd", lambda lr: 1.0, 0.1, "x"),
         quiz.learning_rate_times_ten(lambda lr: math.inf if lr > 1 else 1.0, 0.5, "x"),
         *quiz.sampling_questions(logits, list("abcd"), 0.8, 2, 0.9),

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 import torch
 
-from llmviz.generation.sampling import next_token_distribution
+from llmviz.generation.sampling import generate, next_token_distribution
 from llmviz.lessons import sampling
 from llmviz.models.gpt import GPT, GPTConfig
 
@@ -31,7 +31,7 @@ def test_the_four_panels_are_the_transforms_in_order():
 
 def test_greedy_generation_is_the_argmax_of_each_forward_pass(gpt):
     ids = [1, 2, 3]
-    records = sampling.generate(gpt, ids, 5, sampling.method_temperature("greedy", 0.8), 0, 1.0, seed=0)
+    records = list(generate(gpt, ids, 5, sampling.method_temperature("greedy", 0.8), 0, 1.0, seed=0))
     sequence = list(ids)
     with torch.no_grad():
         for _ in range(5):

@@ -19,7 +19,10 @@ SHAPES = {
 }
 
 
-@pytest.mark.parametrize("name", list(SHAPES))
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.slow) if n == "smollm2-135m-shapes" else n for n in SHAPES],  # 135 M weights
+)
 def test_the_estimate_is_pytorchs_count_less_the_biases_and_norms(name):
     config = SHAPES[name]
     counted = GPT(config).num_parameters()  # the reference: every tensor PyTorch allocated

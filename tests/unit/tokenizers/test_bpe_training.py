@@ -25,8 +25,8 @@ def assert_same(text, num_merges, pattern):
 @pytest.mark.parametrize(
     ("name", "characters", "num_merges", "pattern"),
     [
-        ("python-docs", None, 768, "gpt4"),  # the whole corpus, vocab 1024 + special token
-        ("python-docs", 60_000, 1500, "gpt2"),  # deep into the tail, where ties of count 2-3 are everywhere
+        pytest.param("python-docs", None, 768, "gpt4", marks=pytest.mark.slow),  # the whole corpus: ~7 s quiet
+        pytest.param("python-docs", 60_000, 1500, "gpt2", marks=pytest.mark.slow),  # the tail's ties: ~8 s quiet
         ("names", None, 700, "gpt4"),
         ("python-docs", 900, 100, None),  # one long sequence, no pre-split (the previous trainer is slow here)
         pytest.param("names", 700, 100, None, marks=pytest.mark.slow),  # the previous trainer takes ~15 s here

@@ -8,6 +8,7 @@ from llmviz.tokenizers.base import TokenizerError
 from llmviz.tokenizers.char_word import CharTokenizer, WordTokenizer
 
 
+@pytest.mark.slow  # hypothesis: 200 texts
 @settings(max_examples=200, deadline=None)
 @given(st.text(min_size=1))
 def test_char_round_trip(text):
@@ -15,6 +16,7 @@ def test_char_round_trip(text):
     assert tok.decode(tok.encode(text)) == text
 
 
+@pytest.mark.slow  # hypothesis: 200 texts
 @settings(max_examples=200, deadline=None)
 @given(st.text(min_size=1).filter(lambda s: s.strip()))
 def test_word_round_trip(text):

@@ -55,6 +55,7 @@ def test_header_that_promises_more_than_the_file_holds(good, tmp_path):
         load_checkpoint(folder)
 
 
+@pytest.mark.processes
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak memory from /proc (Linux)")
 def test_memory_stays_small_while_refusing(good, tmp_path):
     """In a fresh process: refusing every crafted checkpoint grows the peak memory by less than 100 MB."""
@@ -95,6 +96,7 @@ print(before, after)
     assert after_kb - before_kb < 100 * 1024, f"grew by {(after_kb - before_kb) / 1024:.0f} MB"
 
 
+@pytest.mark.processes
 def test_cli_prints_a_message_not_a_traceback(good, tmp_path):
     folder = craft(good, tmp_path, "cli", ABSURD["layers-10000"])
     result = subprocess.run(
