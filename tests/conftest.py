@@ -11,7 +11,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from tests.support.jobs import end_every_session  # noqa: E402 - after the path is set
 from tests.support.ordering import deal_browser_tests  # noqa: E402
-from tests.support.processes import mark_service_tests  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -106,6 +105,8 @@ def pytest_itemcollected(item):
     """Everything under tests/unit/ is marked ``unit``, except what is marked ``slow`` or ``processes``
     (tests/support/processes.py): ``python -m pytest -m unit`` is the fast lane (the library's tests; no Streamlit,
     no browser, no process started)."""
+    from tests.support.processes import mark_service_tests  # a plugin (pytest_plugins): loaded by now
+
     mark_service_tests(item)
     if (
         item.path.is_relative_to(UNIT)

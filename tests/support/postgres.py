@@ -123,3 +123,39 @@ def database_url(request, tmp_path) -> Iterator[str]:
         return
     with fresh_database(request.getfixturevalue("postgres_url")) as url:
         yield url
+
+
+@contextlib.contextmanager
+def own_postgres(folder: Path, port: int | None = None):
+    """A PostgreSQL server of the test's own on ``port`` (default: a free one) that the test can stop and start
+    again: yields (its URL, start, stop)."""
+    port = port or free_port()
+    found = postgres_bin()
+    if found is None:
+        pytest.skip("PostgreSQL is not installed")
+    user = as_user()
+    base = Path(tempfile.mkdtemp(prefix="llmviz-pg-"))  # a folder the postgres user reaches (pytest's are root's)
+    if user:
+        shutil.chown(base, "postgres", "postgres")
+    quiet = dict(check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    subprocess.run([*user, str(found / "initdb"), "-D", str(base / "data"), "-U", "postgres", "-A", "trust"], **quiet)
+    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {base} -c fsync=off"
+
+    def start():
+        subprocess.run(
+            [*user, str(found / "pg_ctl"), "-D", str(base / "data"), "-l", str(base / "log"), "-o", options, "-w",
+             "start"],
+            **quiet,
+        )  # fmt: skip
+        wait_until_accepting(port)
+
+    def stop():
+        subprocess.run([*user, str(found / "pg_ctl"), "-D", str(base / "data"), "-m", "fast", "-w", "stop"], **quiet)
+
+    start()
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres", start, stop
+    finally:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            stop()
+        shutil.rmtree(base, ignore_errors=True)

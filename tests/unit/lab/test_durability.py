@@ -8,17 +8,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
 
-from tests.support.postgres import as_user, postgres_bin, wait_until_accepting
+from tests.support.postgres import own_postgres
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow  # real processes that import torch: not the fast lane
@@ -109,41 +107,6 @@ def test_a_damaged_database_is_put_aside_and_rebuilt_at_start(tmp_path):
     assert len(list(tmp_path.glob("lab.db.damaged-*"))) == 1
 
 
-@contextlib.contextmanager
-def _own_postgres(folder: Path, port: int = 55483):
-    """A PostgreSQL server of this test's own on ``port`` that the test can stop and start again: yields (its URL,
-    start, stop)."""
-    found = postgres_bin()
-    if found is None:
-        pytest.skip("PostgreSQL is not installed")
-    user = as_user()
-    base = Path(tempfile.mkdtemp(prefix="llmviz-pg-"))  # a folder the postgres user reaches (pytest's are root's)
-    if user:
-        shutil.chown(base, "postgres", "postgres")
-    quiet = dict(check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    subprocess.run([*user, str(found / "initdb"), "-D", str(base / "data"), "-U", "postgres", "-A", "trust"], **quiet)
-    options = f"-c listen_addresses=127.0.0.1 -p {port} -k {base} -c fsync=off"
-
-    def start():
-        subprocess.run(
-            [*user, str(found / "pg_ctl"), "-D", str(base / "data"), "-l", str(base / "log"), "-o", options, "-w",
-             "start"],
-            **quiet,
-        )  # fmt: skip
-        wait_until_accepting(port)
-
-    def stop():
-        subprocess.run([*user, str(found / "pg_ctl"), "-D", str(base / "data"), "-m", "fast", "-w", "stop"], **quiet)
-
-    start()
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres", start, stop
-    finally:
-        with contextlib.suppress(subprocess.CalledProcessError):
-            stop()
-        shutil.rmtree(base, ignore_errors=True)
-
-
 def _pg_run(url: str, run_id: str) -> tuple[str, int, list[int]] | None:
     import sqlalchemy as sa
 
@@ -161,7 +124,7 @@ def _pg_run(url: str, run_id: str) -> tuple[str, int, list[int]] | None:
 
 
 def test_postgresql_stopped_mid_run_is_said_once_and_the_run_goes_on(tmp_path):
-    with _own_postgres(tmp_path) as (url, start, stop):
+    with own_postgres(tmp_path) as (url, start, stop):
         process, log = _start(tmp_path, url, "ada:100000")
         try:
             run_id = _ids(process)["ada"]
