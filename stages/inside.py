@@ -25,7 +25,6 @@ from llmviz.lessons.inside import (
     SAE_SIZES,
     SAE_TRAIN_STEPS,
     clearest_detector,
-    clearest_feature,
     hook_points,
     sae_config,
 )
@@ -294,8 +293,8 @@ def features_section() -> None:
 
 
 def browse(browser) -> None:
-    """The features by frequency beside the picked one, its label, and the search."""
-    size, opening = browser.sae.d_sae, clearest_feature(browser.corpus.index, browser.corpus.ids)
+    """The features, the most readable first, beside the picked one, its label, and the search."""
+    size, opening = browser.sae.d_sae, browser.corpus.order[0]
     if not 0 <= int(state.value("feature", opening) or 0) < size:
         state.set_value("feature", opening)  # a feature of a larger autoencoder, or a hand-made link
     left, right = st.columns([2, 3])
@@ -309,7 +308,8 @@ def browse(browser) -> None:
                 size - 1,
                 opening,
                 1,
-                help="Type any feature's number: the table lists the most frequent ones first.",
+                help="Type any feature's number: the table lists the most readable ones first (those whose strongest "
+                "places in the corpus sit on one token).",
                 **share.bind("feature"),
             )
         )
@@ -337,7 +337,7 @@ def use_feature(browser) -> None:
             knocked = st.multiselect(
                 "Features knocked out",
                 range(browser.sae.d_sae),
-                default=[feature],
+                default=[inside.knockout_default(browser)],
                 key=state.widget("feature_knocked"),
             )
             mode = st.radio(

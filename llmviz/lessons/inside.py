@@ -183,9 +183,9 @@ def steered_pair(model, ids: list[int], layer: int, direction: torch.Tensor, alp
 
 # ------------------------------------------------------------------ features: a sparse autoencoder's dictionary
 FEATURE_TOKENS = 8_192  # corpus tokens the feature browser reads (64 windows of the shipped GPT's 128)
-FEATURE_TOP = 10  # the corpus windows kept per feature (its top activations)
+FEATURE_TOP = 24  # top activations kept per feature: the distinct places (features.places) are picked from them
 FEATURE_CONTEXTS = 6  # shown for the picked feature
-FEATURE_ROWS = 40  # features listed, most frequent first
+FEATURE_ROWS = 40  # features listed, the most readable first (features.readable_order)
 FEATURE_BINS = 30
 FEATURE_LOGITS = 8  # tokens promoted and suppressed
 MAX_CORPUS_CHARS = 8 * FEATURE_TOKENS + 8192  # the corpus text tokenized (≤ 8 characters a token, as the CLI reads)
@@ -209,12 +209,15 @@ def feature_corpus_ids(tokenizer, text: str) -> list[int]:
 
 @dataclass(frozen=True)
 class FeatureCorpus:
-    """The corpus tokens the browser reads: ``ids`` (N,), the activations at the hook ``acts`` (N, d_in), and every
-    feature's :class:`llmviz.interpret.features.FeatureIndex` over them."""
+    """The corpus tokens the browser reads: ``ids`` (N,), whole windows of ``window`` tokens laid end to end, the
+    activations at the hook ``acts`` (N, d_in), every feature's :class:`llmviz.interpret.features.FeatureIndex` over
+    them, and the features in the order the browser lists them (:func:`llmviz.interpret.features.readable_order`)."""
 
     ids: torch.Tensor
     acts: torch.Tensor
     index: features.FeatureIndex
+    window: int
+    order: list[int]
 
 
 def feature_corpus(model, sae: SparseAutoencoder, hook: str, ids: list[int], tokens: int = FEATURE_TOKENS):
@@ -222,12 +225,15 @@ def feature_corpus(model, sae: SparseAutoencoder, hook: str, ids: list[int], tok
     the index of ``sae``'s features over them: what ``interpret sae features --tokens 8192`` reads."""
     windows = corpus_windows(ids, model.config.context_length, tokens)  # (W, T)
     acts = gather_activations(model, windows, hook).reshape(-1, sae.d_in)  # (N, D)
-    return FeatureCorpus(windows.reshape(-1), acts, features.feature_index(sae, acts, top=FEATURE_TOP))
+    flat, window = windows.reshape(-1), windows.shape[1]  # (N,)
+    index = features.feature_index(sae, acts, top=FEATURE_TOP)
+    return FeatureCorpus(flat, acts, index, window, features.readable_order(index, flat, window=window))
 
 
-def feature_rows(index: features.FeatureIndex, labels: dict[int, str], count: int = FEATURE_ROWS) -> list[dict]:
-    """The ``count`` most frequent features: number, the share of tokens it fires on, its mean activation there,
-    its largest activation, and the student's label."""
+def feature_rows(corpus: FeatureCorpus, labels: dict[int, str], count: int = FEATURE_ROWS) -> list[dict]:
+    """The first ``count`` features of the browser's order (the most readable first): number, the share of tokens it
+    fires on, its mean activation there, its largest activation, and the student's label."""
+    index = corpus.index
     return [
         {
             "feature": f,
@@ -236,7 +242,7 @@ def feature_rows(index: features.FeatureIndex, labels: dict[int, str], count: in
             "max": float(index.top_values[f, 0]),
             "label": labels.get(f, ""),
         }
-        for f in index.order[:count]
+        for f in corpus.order[:count]
     ]
 
 
@@ -253,7 +259,9 @@ class FeatureCard:
 
 
 def feature_card(model, sae: SparseAutoencoder, hook: str, corpus: FeatureCorpus, feature: int) -> FeatureCard:
-    found = features.contexts(sae, corpus.acts, corpus.ids, corpus.index, feature, count=FEATURE_CONTEXTS)
+    found = features.contexts(
+        sae, corpus.acts, corpus.ids, corpus.index, feature, count=FEATURE_CONTEXTS, window=corpus.window
+    )
     values = features.feature_values(sae, corpus.acts, feature)  # (N,)
     counts, edges = features.histogram(values, bins=FEATURE_BINS)
     effects = features.logit_effects(model, sae, hook, feature, top=FEATURE_LOGITS)
@@ -356,23 +364,13 @@ def sae_curves(history) -> list[dict]:
     return rows
 
 
-def clearest_feature(index: features.FeatureIndex, ids: torch.Tensor, agree: float = 0.8) -> int:
-    """The feature the browser opens on: the most frequent one whose top activations (``index.top_positions``) sit
-    on one and the same token at least ``agree`` of the time (a feature a student can name at a glance); the most
-    frequent feature if none does.
+def knockout_default(model, sae: SparseAutoencoder, hook: str, ids: list[int]) -> int:
+    """The feature the knock-out opens on: the one with the largest total activation over the text ``ids`` (summed
+    over its tokens), so that knocking it out changes the loss (a feature silent on the text changes nothing)."""
+    from llmviz.interpret.interventions import check_text
+    from llmviz.interpret.sae import activations_at
 
-    >>> index = features.FeatureIndex(torch.tensor([0.5, 0.2]), torch.ones(2), torch.ones(2, 2),
-    ...                               torch.tensor([[0, 1], [2, 3]]), 4)
-    >>> clearest_feature(index, torch.tensor([7, 8, 9, 9]))  # feature 0 fires on 7 and 8; feature 1 twice on 9
-    1
-    """
-    order = index.order
-    for feature in order:
-        positions = index.top_positions[feature]
-        positions = positions[positions >= 0]  # (n,)
-        if len(positions) < 2:
-            continue
-        tokens = ids[positions]  # (n,)
-        if int((tokens == tokens.mode().values).sum()) >= agree * len(positions):
-            return feature
-    return order[0]
+    check_text(model, ids, least=1)
+    acts = activations_at(model, torch.tensor([list(ids)], device=next(model.parameters()).device), hook)[0]  # (T, D)
+    with torch.no_grad():
+        return int(sae.encode(acts.float().cpu()).sum(0).argmax())  # (T, S) → (S,)

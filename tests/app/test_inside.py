@@ -328,11 +328,10 @@ def shipped_browser():
 
 def test_the_features_tab_opens_on_the_shipped_autoencoders_browser_and_a_picked_feature_shows_its_contexts():
     from llmviz.interpret import features
-    from llmviz.lessons.inside import clearest_feature
     from tests.support.pages import by_label, texts
 
     model, tokenizer, loaded, corpus = shipped_browser()
-    opening = clearest_feature(corpus.index, corpus.ids)
+    opening = corpus.order[0]  # the most readable feature (tests/unit/lessons/test_inside_features.py)
     at = run_page("stages/inside.py", look="Features")
     assert by_label(at.selectbox, "Autoencoder").value == "shipped"
     assert by_label(at.number_input, "Feature").value == opening
@@ -342,9 +341,9 @@ def test_the_features_tab_opens_on_the_shipped_autoencoders_browser_and_a_picked
     )
     assert f"1,024 features at blocks.2.resid_post, read on {corpus.index.tokens:,} tokens" in texts(at.caption)
     table = at.dataframe[0].value
-    assert table["feature"].tolist()[:5] == corpus.index.order[:5]
+    assert table["feature"].tolist()[:5] == corpus.order[:5]
     # another feature picked: its own top contexts, with the activation of each token as the chip's title
-    other = corpus.index.order[3]
+    other = corpus.order[3]
     by_label(at.number_input, "Feature").set_value(other).run()
     assert_clean(at)
     top = features.contexts(loaded.sae, corpus.acts, corpus.ids, corpus.index, other, count=1)[0]

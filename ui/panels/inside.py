@@ -1231,8 +1231,9 @@ def open_browser(view, choice: str) -> Browser | None:
 
 
 def draw_feature_table(browser: Browser) -> None:
-    """The most frequent features as a compact table, the share of tokens each fires on as a bar."""
-    rows = inside.feature_rows(browser.corpus.index, browser.labels())
+    """The most readable features as a compact table (``inside.feature_rows``), the share of tokens each fires on as a
+    bar."""
+    rows = inside.feature_rows(browser.corpus, browser.labels())
     frame = pd.DataFrame(rows)
     st.dataframe(
         frame,
@@ -1252,7 +1253,8 @@ def draw_feature_table(browser: Browser) -> None:
     st.caption(
         f"{browser.sae.d_sae:,} features at {browser.hook}, read on {index.tokens:,} tokens of "
         f"{literal_markdown(browser.corpus_label)}; "
-        f"{index.dead} never fired there. Click a row to show that feature."
+        f"{index.dead} never fired there. The most readable first: those whose strongest places sit on one token "
+        "(then the more frequent first). Click a row to show that feature."
     )
 
 
@@ -1419,6 +1421,18 @@ def change_figure(change: list[float], tokens: list[str]) -> go.Figure:
         xaxis=dict(type="category", tickangle=-60 if len(tokens) > 16 else 0),
     )
     return figure
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _knockout_default(key: str, sae_id: str, ids: tuple, _model, _sae, hook: str) -> int:
+    return inside.knockout_default(_model, _sae, hook, list(ids))
+
+
+def knockout_default(browser: Browser) -> int:
+    """The feature the knock-out opens on: the strongest one on the default text (the same for everyone)."""
+    view = browser.view
+    ids = view_ids(view, inside.DEFAULT_LOSS_TEXT, "text")
+    return _knockout_default(view.content_key, browser.sae_id, tuple(ids), view.model, browser.sae, browser.hook)
 
 
 def draw_feature_knockout(browser: Browser, text: str, knocked: list[int], mode: str) -> None:
