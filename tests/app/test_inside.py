@@ -394,16 +394,16 @@ def test_the_features_tab_refuses_an_autoencoder_for_another_model_with_the_libr
 
 
 def test_steering_and_knocking_out_a_feature_in_the_features_tab():
-    from llmviz.lessons.inside import DEFAULT_LOSS_TEXT, feature_knockout
+    from llmviz.lessons.inside import DEFAULT_LOSS_TEXT, feature_knockout, knockout_default
     from tests.support.pages import texts
 
     model, tokenizer, loaded, _ = shipped_browser()
     at = run_page("stages/inside.py", look="Features", lazy_feature_steer=True, lazy_feature_knockout=True)
     feature = next(n for n in at.number_input if n.label == "Feature").value
     assert f"With α = 10 × feature {feature}'s direction at blocks.2.resid_post" in texts(at.markdown)
-    result = feature_knockout(
-        model, loaded.sae, loaded.hook, tokenizer.encode(DEFAULT_LOSS_TEXT), [feature], "subtract"
-    )
+    ids = tokenizer.encode(DEFAULT_LOSS_TEXT)
+    knocked = knockout_default(model, loaded.sae, loaded.hook, ids)  # the strongest feature on the text
+    result = feature_knockout(model, loaded.sae, loaded.hook, ids, [knocked], "subtract")
     before, after = float(result.before.mean()), float(result.after.mean())
     assert f"{after:.4f} - {before:.4f} = {after - before:+.4f}" in texts(at.latex)
 
@@ -440,9 +440,10 @@ def test_the_features_tab_reads_the_corpus_picked_in_the_sidebar():
 
     model, tokenizer, loaded, _ = shipped_browser()
     at = run_page("stages/inside.py", look="Features", corpus="names")
-    index = feature_corpus(model, loaded.sae, loaded.hook, feature_corpus_ids(tokenizer, load("names"))).index
+    corpus = feature_corpus(model, loaded.sae, loaded.hook, feature_corpus_ids(tokenizer, load("names")))
+    index = corpus.index
     assert f"read on {index.tokens:,} tokens of {info('names').title}" in texts(at.caption)
-    assert at.dataframe[0].value["feature"].tolist()[:5] == index.order[:5]
+    assert at.dataframe[0].value["feature"].tolist()[:5] == corpus.order[:5]
 
 
 def test_a_hostile_features_link_is_bounded_not_a_traceback():
