@@ -214,7 +214,13 @@ def patching_section() -> None:
             f"**{literal_markdown(inside.label(view, answer))}**, "
             f"wrong **{literal_markdown(inside.label(view, wrong))}**."
         )
-        inside.patching_grid(view, clean, corrupted, answer, wrong, component)
+        as_opened = (
+            (state.value("patch_clean", DEFAULT_CLEAN), state.value("patch_corrupted", DEFAULT_CORRUPTED))
+            == (DEFAULT_CLEAN, DEFAULT_CORRUPTED)
+            and component == patching.COMPONENTS[0]
+            and not (state.value("patch_answer") or state.value("patch_wrong"))
+        )  # the default pair's picture is drawn at once (the same for everyone with this model: cached)
+        inside.patching_grid(view, clean, corrupted, answer, wrong, component, drawn_at_once=as_opened)
 
 
 @sections.section("inside.steering")

@@ -34,8 +34,11 @@ DEFAULT_LOSS_TEXT = (
     "degree of similarity will vary by application)."
 )
 DEFAULT_ABLATION_TEXT = 'The "while" statement is used for repeated execution as long as an expression is true.'
-DEFAULT_CLEAN = patching.DEFAULT_CLEAN  # the library's pair: its corruption changes the shipped GPT's answer
-DEFAULT_CORRUPTED = patching.DEFAULT_CORRUPTED
+# the patching pair: on the shipped GPT the clean prompt's most likely next token is " function" and the corrupted
+# one's " coroutine" (two words a student reads: the library's pair, "class", answers with a quote mark), and the
+# picture shows the answer move from the keyword at layer 0 to the last position by the last layer
+DEFAULT_CLEAN = patching.DEFAULT_CLEAN
+DEFAULT_CORRUPTED = 'The "yield" statement defines a'
 DEFAULT_STEER_PROMPT = "The"
 DEFAULT_POSITIVE = 'The "for" statement\nThe "while" statement\nThe "if" statement'
 DEFAULT_NEGATIVE = "Lists are mutable sequences\nTuples are immutable sequences\nStrings are immutable sequences"

@@ -192,8 +192,7 @@ def test_patch_activations_draws_the_share_restored(shipped):
     from tests.support.pages import texts
 
     model, tokenizer = shipped
-    at = run_page(PAGE, look="Patch activations")
-    at.button(key="patching_run").click().run()
+    at = run_page(PAGE, look="Patch activations")  # the default pair's picture is drawn at once: no button pressed
     assert_clean(at)
     clean = torch.tensor([tokenizer.encode(at.text_input(key="patch_clean").value)])
     corrupted = torch.tensor([tokenizer.encode(at.text_input(key="patch_corrupted").value)])
@@ -201,6 +200,8 @@ def test_patch_activations_draws_the_share_restored(shipped):
         clean_logits, corrupted_logits = model(clean)[0][0, -1], model(corrupted)[0][0, -1]
     answer = int(clean_logits.argmax())  # the clean run's top token; the corrupted run's top other token
     wrong = next(token for token in corrupted_logits.argsort(descending=True).tolist() if token != answer)
+    assert wrong == int(corrupted_logits.argmax())  # the corruption changes the answer
+    assert [tokenizer.decode([t]) for t in (answer, wrong)] == [" function", " coroutine"]  # words, not a quote mark
     d_clean = float(clean_logits[answer] - clean_logits[wrong])
     d_corrupted = float(corrupted_logits[answer] - corrupted_logits[wrong])
     assert any(f"{d_clean:.3f} - ({d_corrupted:.3f})" in f.value for f in at.latex), [f.value for f in at.latex]
@@ -213,6 +214,9 @@ def test_patch_activations_draws_the_share_restored(shipped):
     layer, position = max(share, key=share.get)
     assert f"The most after the changed token: layer {layer}, " in texts(at.caption)
     assert f"({share[(layer, position)]:.2f})." in texts(at.caption)
+    # another component: the student guesses first, the button draws it
+    at.radio(key="patch_component").set_value("mlp.out").run()
+    assert "Before you press: where do you expect the answer to be?" in texts(at.caption)
     # a corrupted prompt of another length: one line in the page, nothing else breaks
     at.text_input(key="patch_corrupted").set_value("The if statement").run()
     assert not at.exception and any("same number of tokens" in e.value for e in at.error)

@@ -663,9 +663,12 @@ def pair_chips(view, clean: list[int], corrupted: list[int]) -> None:
         )
 
 
-def patching_grid(view, clean: list[int], corrupted: list[int], answer: int, wrong: int, component: str) -> None:
+def patching_grid(
+    view, clean: list[int], corrupted: list[int], answer: int, wrong: int, component: str, drawn_at_once: bool = False
+) -> None:
     """Every layer × position (or head) patched: asked for with the button (after a guess), in the page or as a lab
-    job, then drawn."""
+    job, then drawn. ``drawn_at_once``: the page's default pair, drawn without the button when it fits in the page
+    (computed once for everyone with this model: ``cached_patching`` is keyed by the model's content and the pair)."""
     config = view.model.config
     cells = len(patching.cells_of(view.model, component, len(clean), patching.first_difference(clean, corrupted)))
     spec = spec_key(view.content_key, clean, corrupted, answer, wrong, component)
@@ -673,13 +676,14 @@ def patching_grid(view, clean: list[int], corrupted: list[int], answer: int, wro
     asked = state.SWEEP_ASKED.setdefault()
     if st.button("Patch every one", type="primary", key=state.widget("patching_run")):
         asked["patching"] = spec
-    if asked.get("patching") != spec:
+    fits = interventions.fits_in_page(config, len(clean), cells)
+    if asked.get("patching") != spec and not (drawn_at_once and fits):
         st.caption(f"Before you press: where do you expect the answer to be? ({cells} patched runs.)")
         return
     result = sweep(
         "patching",
         spec,
-        interventions.fits_in_page(config, len(clean), cells),
+        fits,
         lambda: cached_patching(view.content_key, tuple(clean), tuple(corrupted), answer, wrong, component, view.model),
         functools.partial(
             tasks.patching_sweep,
