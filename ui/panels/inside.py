@@ -383,18 +383,8 @@ def render_lens(view, column: str) -> None:
     lens = _lens(view.content_key, tuple(ids), view.model)
     tokens = [label(view, i) for i in ids]
     columns = charts.unique_labels(tokens)
-    start = 0
     grid = st.container()  # the grid first, the slider that moves it along the sentence under it
-    if len(ids) > WINDOW:  # a readable window of the sentence, moved along it
-        # keyed by the length: a shorter sentence starts a new slider rather than keep a start past its end
-        start = st.slider(
-            "Positions shown, from",
-            0,
-            len(ids) - WINDOW,
-            0,
-            key=state.widget("lens_start_", column, len(ids)),
-            help=f"The grid shows {WINDOW} positions at a time: slide along the sentence.",
-        )
+    start = lens_start(len(ids), column)
     positions = window(len(ids), start)
     charts.show_in(
         grid,
@@ -411,20 +401,52 @@ def render_lens(view, column: str) -> None:
     st.subheader("Layer by layer: the token that really comes next")
     followed = [p for p in positions if p + 1 < len(ids)]
     # first the position the model gets most right in the end: its line climbs layer by layer
-    best = max(range(len(followed)), key=lambda i: float(lens.true_probs[-1, followed[i]]))
-    # keyed by the tokens and the window: a new sentence (or a link to one) starts from its own best position
+    best = max(followed, key=lambda p: float(lens.true_probs[-1, p]))
     picked = st.selectbox(
         "Follow one position",
         followed,
-        index=best,
-        key=state.widget("lens_follow_", column, hash((tuple(ids), start))),
+        index=followed.index(best),
         format_func=lambda p: f"{columns[p]} → {tokens[p + 1]}",
         help="Its line is drawn in colour; the other positions of the grid in grey.",
+        **lens_binding(
+            "lens_follow", column, state.widget("lens_follow_", column, hash((tuple(ids), start))), followed, best
+        ),
     )
     charts.show(
         true_token_figure(lens, tokens, columns, positions, picked),
         width="stretch",
         key=state.widget("lens_true_", column),
+    )
+
+
+LINKED_COLUMN = "stepN"  # the picked model's column (alone, or step N beside step 0): its lens settings are in the link
+
+
+def lens_binding(name: str, column: str, own_key: str, allowed, fallback) -> dict:
+    """The widget arguments of a logit-lens setting: the link parameter ``name`` for the picked model's column (kept
+    when the student switches tabs and back, and in a copied link; a value the new sentence has no room for goes
+    back to ``fallback``), ``own_key`` for step 0's."""
+    if column != LINKED_COLUMN:
+        return {"key": own_key}
+    if state.has_value(name) and state.value(name) not in allowed:
+        state.set_value(name, fallback)
+    return share.bind(name)
+
+
+def lens_start(length: int, column: str) -> int:
+    """The first position the grid shows: 0 for a sentence that fits, else the slider's (drawn under the grid)."""
+    if length <= WINDOW:
+        return 0
+    last = length - WINDOW  # a readable window of the sentence, moved along it
+    return int(
+        st.slider(
+            "Positions shown, from",
+            0,
+            last,
+            0,
+            help=f"The grid shows {WINDOW} positions at a time: slide along the sentence.",
+            **lens_binding("lens_from", column, state.widget("lens_from_", column, length), range(last + 1), 0),
+        )
     )
 
 
