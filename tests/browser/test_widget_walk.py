@@ -91,7 +91,7 @@ WIDGETS = (  # the kinds operated, as Streamlit marks them (data-testid)
     "stFormSubmitButton",
     "stChatInput",
 )
-FIND_WIDGETS = """(kinds) => {
+FIND_WIDGETS = """([kinds, pageTabs]) => {
   const main = document.querySelector('[data-testid="stMainBlockContainer"]') || document;
   const seen = {};
   const ofKind = {};
@@ -112,6 +112,19 @@ FIND_WIDGETS = """(kinds) => {
       && kind !== 'stExpander' && kind !== 'stButtonGroup';
     found.push({kind, label, rank, index, hidden, disabled,
                 open: kind === 'stExpander' ? node.querySelector('details')?.open ?? false : null});
+  }
+  // the tabs inside a lesson (a lesson's own tabs, not the page's: the first tab list is the page's when it has one)
+  const lists = [...main.querySelectorAll('[role="tablist"]')].slice(pageTabs ? 1 : 0);
+  const allTabs = [...main.querySelectorAll('[role="tab"]')];
+  for (const list of lists) {
+    for (const tab of list.querySelectorAll('[role="tab"]')) {
+      const label = tab.innerText.trim().slice(0, 80);
+      const name = 'tab:' + label;
+      const rank = seen[name] = (seen[name] || 0) + 1;
+      const box = tab.getBoundingClientRect();
+      found.push({kind: 'tab', label, rank, index: allTabs.indexOf(tab), hidden: box.width === 0 && box.height === 0,
+                  disabled: tab.getAttribute('aria-selected') === 'true', open: null});
+    }
   }
   return found;
 }"""
@@ -168,8 +181,11 @@ def heading(page) -> str:
 def operate(page, found: dict, second: bool = False, long_work: bool = False) -> str | None:
     """Operate one widget as a student would; returns what was done (None: left alone)."""
     kind, label = found["kind"], found["label"]
-    node = widget(page, found)
+    node = widget(page, found) if kind != "tab" else main_area(page).get_by_role("tab").nth(found["index"])
     node.scroll_into_view_if_needed(timeout=30_000)
+    if kind == "tab":
+        main_area(page).get_by_role("tab").nth(found["index"]).click()
+        return "opened"
     if kind == "stExpander":
         node.locator("summary").first.click()
         return "opened"
@@ -246,15 +262,18 @@ def operate(page, found: dict, second: bool = False, long_work: bool = False) ->
     return None
 
 
-def walk(page, url: str, second: bool = False, long_work: bool = False, most: int = MOST_WIDGETS) -> list[str]:
-    """Operate every widget of the open page once (opening expanders first as they come); returns what was done.
+def walk(
+    page, url: str, page_tabs: bool, second: bool = False, long_work: bool = False, most: int = MOST_WIDGETS
+) -> list[str]:
+    """Operate every widget of the open page once (opening expanders first as they come; ``page_tabs``: the first
+    tab list is the page's own, left to the parametrization); returns what was done.
     Fails at the first widget after which the page shows a crash or loses its tab's heading."""
     done: list[str] = []
     visited: set[tuple[str, str, int]] = set()
     title = heading(page)
     path = page.url.split("?")[0]
     while len(done) < most:
-        found = page.evaluate(FIND_WIDGETS, list(WIDGETS))
+        found = page.evaluate(FIND_WIDGETS, [list(WIDGETS), page_tabs])
         todo = [
             w
             for w in found
@@ -298,7 +317,7 @@ def open_case(browser, app_url: str, case: Case):
     problem = crashed(page)
     assert problem is None, problem
     if case.tab is not None:
-        tabs = main_area(page).get_by_role("tab")
+        tabs = main_area(page).locator("[data-testid='stTabs']").first.get_by_role("tablist").first.get_by_role("tab")
         assert tuple(t.inner_text().strip() for t in tabs.all()) == PAGES[case.path][1], (
             "the page's tabs changed: update PAGES"
         )
@@ -309,7 +328,7 @@ def open_case(browser, app_url: str, case: Case):
 def test_every_widget_once(app_url, browser, case):
     url = f"{app_url}/{case.path}{case.query}"
     page = open_case(browser, app_url, case)
-    done = walk(page, url)
+    done = walk(page, url, case.tab is not None)
     print(f"{case.name}: {len(done)} widgets", *done, sep="\n  ")  # with -s: what the walk did
     assert done or case.path == "", "the walk found no widget: FIND_WIDGETS no longer finds them"  # Home has none
     page.close()
@@ -334,7 +353,7 @@ def test_every_sidebar_widget_once(app_url, browser):
                 node.get_by_role("combobox").click()
                 options = page.get_by_role("option")
                 options.first.wait_for(timeout=15_000)
-                options.nth(options.count() - 1).click()
+                options.nth(1).click()  # the second: a shipped model, a shipped corpus, the CPU (nothing downloaded)
             wait_until_idle(page)
             problem = crashed(page)
             assert problem is None, f"after the sidebar's {label!r}: {problem}"
@@ -349,8 +368,8 @@ def test_every_widget_twice_and_the_long_work(app_url, browser, case):
     start long work (and stops them)."""
     url = f"{app_url}/{case.path}{case.query}"
     page = open_case(browser, app_url, case)
-    walk(page, url, long_work=True, most=200)
-    walk(page, url, second=True, most=200)
+    walk(page, url, case.tab is not None, long_work=True, most=200)
+    walk(page, url, case.tab is not None, second=True, most=200)
     page.close()
 
 
@@ -370,7 +389,7 @@ def test_the_class_view_every_widget_once(browser, tmp_path):
         page = open_page(browser, f"{server.url}/classroom?teacher={TEACHER_KEY}", viewport=(1400, 1000))
         assert crashed(page) is None
         started = time.monotonic()
-        walk(page, f"{server.url}/classroom")
+        walk(page, f"{server.url}/classroom", False)
         assert time.monotonic() - started < 600
         page.close()
     finally:
