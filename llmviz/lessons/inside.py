@@ -174,11 +174,6 @@ def prompt_lines(text: str) -> list[str]:
     return [line for line in (text or "").splitlines() if line.strip()][:STEER_PROMPTS]
 
 
-def mean_difference(model, positive: list[list[int]], negative: list[list[int]], layer: int) -> torch.Tensor:
-    """The steering direction: the mean residual stream of ``positive`` minus that of ``negative`` at ``layer``."""
-    return steering.mean_difference(model, positive, negative, layer)
-
-
 def steered_pair(model, ids: list[int], layer: int, direction: torch.Tensor, alpha: float, seed: int):
     """:data:`NEW_TOKENS` written with and without ``alpha`` × ``direction`` added, the same seed for both."""
     return steering.steered_pair(model, list(ids), layer, direction, alpha, NEW_TOKENS, STEER_TEMPERATURE, seed)
@@ -290,11 +285,6 @@ def feature_search(model, sae: SparseAutoencoder, hook: str, ids: list[int]) -> 
 def feature_steer(model, sae: SparseAutoencoder, hook: str, ids: list[int], feature: int, alpha: float, seed: int):
     """:data:`NEW_TOKENS` written with and without α × the feature's decoder row added at its hook point."""
     return features.steer(model, sae, hook, list(ids), feature, alpha, NEW_TOKENS, STEER_TEMPERATURE, seed)
-
-
-def feature_knockout(model, sae: SparseAutoencoder, hook: str, ids: list[int], knocked: list[int], mode: str):
-    """The loss on every next token of ``ids`` before and after knocking the ``knocked`` features out."""
-    return features.knock_out(model, sae, hook, list(ids), list(knocked), mode)
 
 
 def hook_points(config) -> dict[str, tuple[int, str]]:

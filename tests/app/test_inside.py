@@ -10,7 +10,7 @@ from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import JOB_TIMEOUT, assert_clean, run_app, run_page
 from tests.support.paths import DATA
 from ui import charts
-from ui.panels import inside
+from ui.panels import inside_lens
 
 
 def test_training_the_induction_run_again_keeps_both_runs_apart(fresh_session_jobs):
@@ -89,18 +89,18 @@ def shipped_lens():
 
 
 def test_the_window_stays_inside_the_sentence():
-    assert inside.window(32, 0) == range(0, 10)
-    assert inside.window(32, 40) == range(22, 32)
-    assert inside.window(4, 2) == range(0, 4)
-    assert inside.window(32, -3) == range(0, 10)
+    assert inside_lens.window(32, 0) == range(0, 10)
+    assert inside_lens.window(32, 40) == range(22, 32)
+    assert inside_lens.window(4, 2) == range(0, 4)
+    assert inside_lens.window(32, -3) == range(0, 10)
 
 
 def test_the_grid_shows_a_window_in_14_px_type(shipped_lens):
     lens, tokens, columns, name = shipped_lens
-    assert len(tokens) > inside.WINDOW  # before: every one of the 32 positions in one chart, text about 6 px
-    shown = inside.window(len(tokens), 12)
-    assert len(shown) == inside.WINDOW and 12 in shown
-    figure = inside.grid_figure(lens, tokens, columns, name, shown)
+    assert len(tokens) > inside_lens.WINDOW  # before: every one of the 32 positions in one chart, text about 6 px
+    shown = inside_lens.window(len(tokens), 12)
+    assert len(shown) == inside_lens.WINDOW and 12 in shown
+    figure = inside_lens.grid_figure(lens, tokens, columns, name, shown)
     heat = figure.data[0]
     assert list(heat.x) == columns[shown.start : shown.stop] and list(heat.y) == lens.layer_names
     assert heat.textfont.size >= 14 and figure.layout.xaxis.tickfont.size >= 13
@@ -113,8 +113,8 @@ def test_the_grid_shows_a_window_in_14_px_type(shipped_lens):
 
 def test_the_per_layer_chart_has_a_legend_and_one_position_in_colour(shipped_lens):
     lens, tokens, columns, _ = shipped_lens
-    positions = inside.window(len(tokens), 0)
-    figure = inside.true_token_figure(lens, tokens, columns, positions, picked=3)
+    positions = inside_lens.window(len(tokens), 0)
+    figure = inside_lens.true_token_figure(lens, tokens, columns, positions, picked=3)
     assert figure.layout.showlegend is True
     named = [trace for trace in figure.data if trace.showlegend is not False]
     assert len(named) == 3  # the other positions (one entry), the mean, the picked one
@@ -398,7 +398,8 @@ def test_the_features_tab_refuses_an_autoencoder_for_another_model_with_the_libr
 
 
 def test_steering_and_knocking_out_a_feature_in_the_features_tab():
-    from llmviz.lessons.inside import DEFAULT_LOSS_TEXT, feature_knockout, knockout_default
+    from llmviz.interpret.features import knock_out
+    from llmviz.lessons.inside import DEFAULT_LOSS_TEXT, knockout_default
     from tests.support.pages import texts
 
     model, tokenizer, loaded, _ = shipped_browser()
@@ -407,7 +408,7 @@ def test_steering_and_knocking_out_a_feature_in_the_features_tab():
     assert f"With α = 10 × feature {feature}'s direction at blocks.2.resid_post" in texts(at.markdown)
     ids = tokenizer.encode(DEFAULT_LOSS_TEXT)
     knocked = knockout_default(model, loaded.sae, loaded.hook, ids)  # the strongest feature on the text
-    result = feature_knockout(model, loaded.sae, loaded.hook, ids, [knocked], "subtract")
+    result = knock_out(model, loaded.sae, loaded.hook, ids, [knocked], "subtract")
     before, after = float(result.before.mean()), float(result.after.mean())
     assert f"{after:.4f} - {before:.4f} = {after - before:+.4f}" in texts(at.latex)
 

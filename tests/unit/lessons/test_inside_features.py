@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from llmviz.interpret import sae
+from llmviz.interpret import features, sae
 from llmviz.lessons import inside
 from llmviz.models.gpt import GPTConfig, cache_name
 from llmviz.tokenizers.base import TokenizerError
@@ -131,7 +131,7 @@ def test_the_knock_out_opens_on_the_strongest_feature_of_its_text_and_changes_it
         total = loaded.sae.encode(captured["x"][0].float()).sum(0)  # (S,): each feature summed over the text
     feature = inside.knockout_default(model, loaded.sae, loaded.hook, ids)
     assert feature == int(total.argmax()) and float(total[feature]) > 0
-    result = inside.feature_knockout(model, loaded.sae, loaded.hook, ids, [feature], "subtract")
+    result = features.knock_out(model, loaded.sae, loaded.hook, ids, [feature], "subtract")
     assert abs(float(result.after.mean() - result.before.mean())) >= 1e-3  # shown with 4 decimals: not +0.0000
 
 
@@ -158,7 +158,7 @@ def test_knocking_a_feature_out_is_the_model_with_its_contribution_subtracted_by
     ids = tokenizer.encode(inside.DEFAULT_LOSS_TEXT)
     search = inside.feature_search(model, loaded.sae, loaded.hook, ids)
     feature = search.overall[0][0]
-    result = inside.feature_knockout(model, loaded.sae, loaded.hook, ids, [feature], "subtract")
+    result = features.knock_out(model, loaded.sae, loaded.hook, ids, [feature], "subtract")
     rows = torch.tensor([ids])
 
     def subtract(x, name):
