@@ -113,33 +113,41 @@ def places(
     """``(position, lo, hi)`` of up to ``count`` of ``feature``'s top activations, strongest first, each with the
     stretch ``ids[lo:hi]`` around it (``before`` tokens before, ``after`` after, inside its window of ``window``
     tokens when the corpus is windows laid end to end), keeping only distinct places: a top token inside a stretch
-    already kept (its neighbour fired too) is skipped, and so is a stretch whose tokens repeat one kept (the corpus
-    holds the same passage twice).
+    already kept (its neighbour fired too) is skipped, and so is a stretch that repeats one kept around its top token
+    (the corpus holds the same passage twice; one copy may be cut shorter by the start or end of its window).
 
     >>> index = FeatureIndex(torch.ones(1), torch.ones(1), torch.ones(1, 4), torch.tensor([[1, 2, 6, 9]]), 10)
     >>> ids = torch.tensor([5, 6, 7, 0, 0, 5, 6, 7, 0, 1])
     >>> places(index, ids, 0, before=1, after=1)  # 2 sits in 1's stretch; 6's stretch repeats 1's tokens
     [(1, 0, 3), (9, 8, 10)]
-    >>> places(index, ids, 0, before=1, after=1, window=5)  # windows of 5: 9's stretch starts at its window
+    >>> places(index, ids, 0, before=1, after=1, window=5)  # windows of 5: 6's stretch, cut to 6 7, repeats too
     [(1, 0, 3), (9, 8, 10)]
     """
+    flat = ids.tolist()
     kept: list[tuple[int, int, int]] = []
-    seen: set[tuple[int, ...]] = set()
     for position in index.top_positions[feature].tolist():
         if len(kept) == count or position < 0:
             break
         if any(lo <= position < hi for _, lo, hi in kept):
             continue
-        start, end = (
-            (0, len(ids)) if window is None else (position - position % window, position - position % window + window)
-        )
-        lo, hi = max(start, position - before), min(end, len(ids), position + after + 1)
-        tokens = tuple(ids[lo:hi].tolist())
-        if tokens in seen:
+        start = 0 if window is None else position - position % window
+        end = len(flat) if window is None else start + window
+        lo, hi = max(start, position - before), min(end, len(flat), position + after + 1)
+        if any(_same_around(flat, (position, lo, hi), other) for other in kept):
             continue
-        seen.add(tokens)
         kept.append((position, lo, hi))
     return kept
+
+
+def _same_around(ids: list[int], one: tuple[int, int, int], other: tuple[int, int, int]) -> bool:
+    """Do two stretches ``(top, lo, hi)`` hold the same tokens around their top tokens, as far as both reach?
+
+    >>> _same_around([1, 2, 3, 9, 2, 3], (1, 0, 3), (4, 4, 6))  # 2 3 is in both, at their tops
+    True
+    """
+    left = min(one[0] - one[1], other[0] - other[1])
+    right = min(one[2] - one[0], other[2] - other[0])
+    return ids[one[0] - left : one[0] + right] == ids[other[0] - left : other[0] + right]
 
 
 @torch.no_grad()

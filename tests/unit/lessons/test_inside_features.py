@@ -51,8 +51,8 @@ def test_the_corpus_is_whole_windows_and_its_activations_are_the_hook_point(ship
 def distinct_places(corpus, feature: int, before: int = 12, after: int = 4) -> list[tuple[int, int, int]]:
     """The rule of the browser's contexts, written again here: the feature's kept top activations in order, each
     with the stretch [lo, hi) around it inside its window of the corpus, skipping a top token inside a stretch kept
-    and a stretch whose tokens repeat one kept."""
-    window, ids, kept, texts = corpus.window, corpus.ids.tolist(), [], []
+    and a stretch whose tokens, aligned at the top token, equal a kept one's wherever both have tokens."""
+    window, ids, kept = corpus.window, corpus.ids.tolist(), []
     for position in corpus.index.top_positions[feature].tolist():
         if position < 0:
             break
@@ -60,9 +60,9 @@ def distinct_places(corpus, feature: int, before: int = 12, after: int = 4) -> l
             continue
         start = position // window * window
         lo, hi = max(start, position - before), min(start + window, position + after + 1)
-        if ids[lo:hi] in texts:
+        mine = {offset - position: ids[offset] for offset in range(lo, hi)}
+        if any(all(mine[d] == ids[top + d] for d in mine if k_lo <= top + d < k_hi) for top, k_lo, k_hi in kept):
             continue
-        texts.append(ids[lo:hi])
         kept.append((position, lo, hi))
     return kept
 
@@ -106,6 +106,8 @@ def test_a_feature_card_is_its_distinct_top_contexts_histogram_and_unembedding(s
     assert len(card.contexts) == inside.FEATURE_CONTEXTS == len(places)
     texts = [tuple(c.ids) for c in card.contexts]
     assert len(set(texts)) == len(texts)  # no window shown twice
+    tails = [tuple(c.ids[c.peak : c.peak + 3]) + tuple(c.ids[max(0, c.peak - 3) : c.peak]) for c in card.contexts]
+    assert len(set(tails)) == len(tails)  # nor the same passage cut shorter
     for context, (position, lo, hi) in zip(card.contexts, places):
         assert context.ids == corpus.ids[lo:hi].tolist() and context.ids[context.peak] == int(corpus.ids[position])
         assert context.values == pytest.approx(f[lo:hi, feature].tolist(), rel=1e-5, abs=1e-6)
