@@ -25,13 +25,12 @@ from llmviz.lessons.inside import (
     SAE_SIZES,
     SAE_TRAIN_STEPS,
     clearest_detector,
-    clearest_feature,
     hook_points,
     sae_config,
 )
 from llmviz.tokenizers.base import TokenizerError
 from ui import picker, sections, share, state
-from ui.panels import inside, runs
+from ui.panels import inside, inside_features, inside_induction, inside_interventions, inside_lens, runs
 from ui.text import literal_markdown
 
 ui.settings()
@@ -84,7 +83,7 @@ def lens_section() -> None:
     st.text_input("A sentence", DEFAULT_SENTENCE, max_chars=2000, **share.bind("lens_text"))
     share.carried_note("lens_text")
     with ui.friendly_errors("the logit lens"):
-        both(inside.render_lens, "lens", "the logit lens")
+        both(inside_lens.render_lens, "lens", "the logit lens")
 
 
 # ------------------------------------------------------------------ head detectors
@@ -95,7 +94,7 @@ def heads_section() -> None:
     if not picker.gpt_or_note(view, "the detectors read a GPT's attention patterns"):
         return
     with ui.friendly_errors("the head detectors"):
-        tokens, scores = inside.cached_head_scores(view.content_key, view.model)
+        tokens, scores = inside_lens.cached_head_scores(view.content_key, view.model)
         # open on the detector that shows a head on this model: its default, so a link that leaves it out opens it
         clearest = heads.DETECTORS.index(clearest_detector(scores, tokens))
         kind = st.radio("Detector", heads.DETECTORS, index=clearest, horizontal=True, **share.bind("detector"))
@@ -106,12 +105,12 @@ def heads_section() -> None:
             "score of 1 means the head puts all its attention where the detector says, at every position it "
             "applies to."
         )
-        if view.run_id is not None and view.run_id == getattr(inside.induction_job(), "id", None):
+        if view.run_id is not None and view.run_id == getattr(inside_induction.induction_job(), "id", None):
             st.caption(
                 "This is the induction run, which scores its heads on other inputs (its test lines, their "
                 "attention averaged): the same head's score differs a little between the two."
             )
-        both(inside.render_heads, "heads", "the head scores")
+        both(inside_lens.render_heads, "heads", "the head scores")
         with st.expander("The test input"):
             st.code(" | ".join(inside.label(view, t) for t in tokens[:half]) + "\n(then the same again)", language=None)
     picker.offer_bigger_model(
@@ -135,7 +134,7 @@ def loss_section() -> None:
         "is the model's loss on this text."
     )
     with ui.friendly_errors("the per-token loss"):
-        both(inside.render_losses, "loss", "the per-token loss")
+        both(inside_lens.render_losses, "loss", "the per-token loss")
 
 
 # ------------------------------------------------------------------ knock out heads
@@ -161,10 +160,10 @@ def ablation_section() -> None:
     with ui.friendly_errors("knocking out heads"):
         ids = inside.view_ids(view, state.value("ablate_text", DEFAULT_ABLATION_TEXT), "text")
         interventions.check_text(view.model, ids)
-        result = inside.ablation_grid(view, ids, mode)
+        result = inside_interventions.ablation_grid(view, ids, mode)
         if result is not None:
-            inside.draw_effects(view, result, ids)
-        inside.draw_knockout(view, ids, mode)
+            inside_interventions.draw_effects(view, result, ids)
+        inside_interventions.draw_knockout(view, ids, mode)
 
 
 # ------------------------------------------------------------------ patch activations
@@ -189,10 +188,10 @@ def patching_section() -> None:
     with ui.friendly_errors("activation patching"):
         clean = inside.view_ids(view, state.value("patch_clean", DEFAULT_CLEAN), "clean prompt")
         corrupted = inside.view_ids(view, state.value("patch_corrupted", DEFAULT_CORRUPTED), "corrupted prompt")
-        inside.pair_chips(view, clean, corrupted)
+        inside_interventions.pair_chips(view, clean, corrupted)
         patching.check_pair(view.model, clean, corrupted)
         patching.check_component(view.model, component)
-        found = inside.cached_answers(view.content_key, tuple(clean), tuple(corrupted), view.model)
+        found = inside_interventions.cached_answers(view.content_key, tuple(clean), tuple(corrupted), view.model)
         top_clean, top_corrupted = found.answer, found.wrong
         if found.problem and not (state.value("patch_answer") or state.value("patch_wrong")):
             st.warning(found.problem)  # said before any share is drawn (issue 50 §6)
@@ -204,8 +203,8 @@ def patching_section() -> None:
             b.text_input(
                 "Wrong", "", max_chars=100, **share.bind("patch_wrong"), placeholder=inside.label(view, top_corrupted)
             )
-        answer = inside.answer_token(view, "patch_answer", top_clean, "answer")
-        wrong = inside.answer_token(view, "patch_wrong", top_corrupted, "wrong token")
+        answer = inside_interventions.answer_token(view, "patch_answer", top_clean, "answer")
+        wrong = inside_interventions.answer_token(view, "patch_wrong", top_corrupted, "wrong token")
         if answer == wrong:
             raise TokenizerError("The answer and the wrong token are the same token: pick two different ones.")
         st.markdown(
@@ -215,7 +214,13 @@ def patching_section() -> None:
             f"**{literal_markdown(inside.label(view, answer))}**, "
             f"wrong **{literal_markdown(inside.label(view, wrong))}**."
         )
-        inside.patching_grid(view, clean, corrupted, answer, wrong, component)
+        as_opened = (
+            (state.value("patch_clean", DEFAULT_CLEAN), state.value("patch_corrupted", DEFAULT_CORRUPTED))
+            == (DEFAULT_CLEAN, DEFAULT_CORRUPTED)
+            and component == patching.COMPONENTS[0]
+            and not (state.value("patch_answer") or state.value("patch_wrong"))
+        )  # the default pair's picture is drawn at once (the same for everyone with this model: cached)
+        inside_interventions.patching_grid(view, clean, corrupted, answer, wrong, component, drawn_at_once=as_opened)
 
 
 @sections.section("inside.steering")
@@ -257,14 +262,14 @@ def steering_section() -> None:
         )
         b.text_area("Away from these", DEFAULT_NEGATIVE, height=90, max_chars=2000, **share.bind("steer_negative"))
     with ui.friendly_errors("steering"):
-        direction, what = inside.steering_direction(view, kind, layer)
+        direction, what = inside_interventions.steering_direction(view, kind, layer)
         prompt = state.value("steer_prompt", DEFAULT_STEER_PROMPT) or ""
         ids = inside.view_ids(view, prompt, "prompt") or view.tokenizer.encode("\n")[:1]
         seed = int(state.value("seed") or 0)
-        pair = inside.steered_texts(view, ids, layer, direction, float(alpha), seed)
+        pair = inside_interventions.steered_texts(view, ids, layer, direction, float(alpha), seed)
         if pair is None:
             return
-        inside.draw_steered(view, prompt, ids, pair, layer, float(alpha), what, seed)
+        inside_interventions.draw_steered(view, prompt, ids, pair, layer, float(alpha), what, seed)
 
 
 # ------------------------------------------------------------------ features: a sparse autoencoder's dictionary
@@ -281,12 +286,12 @@ def features_section() -> None:
         "where it fires most in the corpus, how strongly, and which next tokens it pushes up."
     )
     with ui.friendly_errors("the feature browser"):
-        choices = inside.sae_choices()
-        newest = inside.newest_finished_run()
+        choices = inside_features.sae_choices()
+        newest = inside_features.newest_finished_run()
         if newest is not None:
             state.set_value(state.widget("sae_pick"), newest)  # a run that has just finished: browse it
         picked = st.selectbox("Autoencoder", list(choices), format_func=choices.get, key=state.widget("sae_pick"))
-        browser = inside.open_browser(view, picked) if picked else None
+        browser = inside_features.open_browser(view, picked) if picked else None
         if browser is not None:
             browse(browser)
             use_feature(browser)
@@ -294,13 +299,13 @@ def features_section() -> None:
 
 
 def browse(browser) -> None:
-    """The features by frequency beside the picked one, its label, and the search."""
-    size, opening = browser.sae.d_sae, clearest_feature(browser.corpus.index, browser.corpus.ids)
+    """The features, the most readable first, beside the picked one, its label, and the search."""
+    size, opening = browser.sae.d_sae, browser.corpus.order[0]
     if not 0 <= int(state.value("feature", opening) or 0) < size:
         state.set_value("feature", opening)  # a feature of a larger autoencoder, or a hand-made link
     left, right = st.columns([2, 3])
     with left:
-        inside.draw_feature_table(browser)
+        inside_features.draw_feature_table(browser)
     with right:
         feature = int(
             st.number_input(
@@ -309,16 +314,17 @@ def browse(browser) -> None:
                 size - 1,
                 opening,
                 1,
-                help="Type any feature's number: the table lists the most frequent ones first.",
+                help="Type any feature's number: the table lists the most readable ones first (those whose strongest "
+                "places in the corpus sit on one token).",
                 **share.bind("feature"),
             )
         )
-        inside.draw_feature_card(browser, feature)
-        inside.label_box(browser, feature)
+        inside_features.draw_feature_card(browser, feature)
+        inside_features.label_box(browser, feature)
     st.subheader("Which features fire on this text?")
     st.text_input("Text", DEFAULT_FEATURE_SEARCH, max_chars=MAX_FEATURE_TEXT, **share.bind("feature_search"))
     share.carried_note("feature_search")
-    inside.draw_search(browser, state.value("feature_search", DEFAULT_FEATURE_SEARCH) or "")
+    inside_features.draw_search(browser, state.value("feature_search", DEFAULT_FEATURE_SEARCH) or "")
 
 
 def use_feature(browser) -> None:
@@ -330,14 +336,14 @@ def use_feature(browser) -> None:
             left.text_input("Prompt", DEFAULT_FEATURE_PROMPT, max_chars=500, **share.bind("feature_prompt"))
             alpha = right.slider("α", -40.0, 40.0, 10.0, 1.0, **share.bind("feature_alpha"))
             prompt = state.value("feature_prompt", DEFAULT_FEATURE_PROMPT) or ""
-            inside.draw_feature_steer(browser, feature, prompt, float(alpha), int(state.value("seed") or 0))
+            inside_features.draw_feature_steer(browser, feature, prompt, float(alpha), int(state.value("seed") or 0))
     if box := sections.lazy("Knock features out: the loss on every token", "feature_knockout"):
         with box:
             st.text_area("Text", DEFAULT_LOSS_TEXT, max_chars=MAX_FEATURE_TEXT, height=70, **share.bind("feature_text"))
             knocked = st.multiselect(
                 "Features knocked out",
                 range(browser.sae.d_sae),
-                default=[feature],
+                default=[inside_features.knockout_default(browser)],
                 key=state.widget("feature_knocked"),
             )
             mode = st.radio(
@@ -352,7 +358,7 @@ def use_feature(browser) -> None:
             )
             if knocked:
                 text = state.value("feature_text", DEFAULT_LOSS_TEXT) or ""
-                inside.draw_feature_knockout(browser, text, list(knocked), mode)
+                inside_features.draw_feature_knockout(browser, text, list(knocked), mode)
 
 
 def train_own(view) -> None:
@@ -376,12 +382,12 @@ def train_own(view) -> None:
                 f"{config.eval_every} steps. It runs in a lab worker of yours: Pause and Stop below."
             )
             if st.button("Train the autoencoder", type="primary", key=state.widget("sae_train")):
-                inside.submit_sae_run(view, config)
+                inside_features.submit_sae_run(view, config)
             runs.refusal("sae_train")
-    if inside.sae_runs():
+    if inside_features.sae_runs():
         runs.live(
-            inside.draw_sae_runs,
-            active=lambda: any(job.changing for job in inside.sae_runs()),
+            inside_features.draw_sae_runs,
+            active=lambda: any(job.changing for job in inside_features.sae_runs()),
             name="inside.features.live",
         )
 
@@ -404,8 +410,8 @@ def induction_section() -> None:
     )
     with ui.friendly_errors("the induction run"):
         # redrawn every 4 s while the run trains; still while it is paused or over
-        inside.live_induction(
-            active=lambda: (job := inside.induction_job()) is not None and job.changing,
+        inside_induction.live_induction(
+            active=lambda: (job := inside_induction.induction_job()) is not None and job.changing,
             seconds=4.0,
             name="inside.induction.live",
         )

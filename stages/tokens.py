@@ -35,13 +35,15 @@ EXAMPLES = {  # the first: sentences of the Python manual, the shipped GPT's cor
     "Special token": "The end of one document.<|endoftext|>The start of the next.",
 }
 
-example = st.selectbox(
+# presenter mode: the example beside the text, so that the first slide reaches the chips (issue 57 item 9)
+example_box, text_box = st.columns([1, 3]) if present.enabled() else (st, st)
+example = example_box.selectbox(
     "Example",
     list(EXAMPLES),
     **share.bind("example"),
     on_change=lambda: state.set_value("text", EXAMPLES[state.value("example")]),
 )
-text = st.text_area("Your text", EXAMPLES[example], height=90, **share.bind("text"))
+text = text_box.text_area("Your text", EXAMPLES[example], height=90, **share.bind("text"))
 share.carried_note("text")
 EMPTY_TEXT = (
     "Your text is empty: type or paste something above to see it tokenized here. (Training a BPE and "
@@ -166,14 +168,15 @@ def side_by_side() -> None:
         state.set_value("tokenizers", [key for key in state.value("tokenizers") if key != "bpe"] + ["bpe"])
     if "bpe" in available:
         state.BPE_LISTED.set(True)
-    chosen = st.multiselect(
+    pick_box, ids_box = st.columns([2, 1], vertical_alignment="bottom") if present.enabled() else (st, st)
+    chosen = pick_box.multiselect(
         "Tokenizers",
         list(available),
         default=[k for k in available if k != "characters"],
         format_func=OPTION_LABELS.get,
         **share.bind("tokenizers"),
     )
-    show_ids = st.toggle("Show the ids under the tokens", value=True, **share.bind("show_ids"))
+    show_ids = ids_box.toggle("Show the ids under the tokens", value=True, **share.bind("show_ids"))
     if "bpe" in available and "bpe" not in chosen:
         st.caption("Your BPE is in the list: add it to compare it with the others.")
     if not text:
@@ -187,10 +190,11 @@ def cards(chosen: list[str], show_ids: bool) -> None:
     """One card per tokenizer, two to a row (on a projector one after another), and the table that compares them."""
     rows = []
     if present.enabled():  # one after another: each card's heading starts a slide
-        for key in chosen:
+        for number, key in enumerate(chosen):  # the first card stays on the slide of its controls
             with ui.friendly_errors(f"the {available[key][0]} tokenizer"):
                 tokenizer = available[key][1] or reference(key)
-                rows.append(ui.panels.tokens.tokenizer_card(available[key][0], tokenizer, text, corpus_label, show_ids))
+                card = ui.panels.tokens.tokenizer_card
+                rows.append(card(available[key][0], tokenizer, text, corpus_label, show_ids, heading=number > 0))
     for start in range(0, 0 if present.enabled() else len(chosen), 2):
         for column, key in zip(st.columns(2), chosen[start : start + 2]):
             name = available[key][0]

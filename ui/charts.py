@@ -456,6 +456,11 @@ def show_in(where, figure: go.Figure, width="stretch", **kwargs):
     if scale != 1.0:
         figure = go.Figure(figure)  # a copy: the caller's figure stays as built
         figure.update_layout(font_size=round(12 * scale))  # type grows; the height stays (a slide fits the screen)
+        # a bar's number and a legend's entries too: Plotly shrinks a bar's text to the bar (9 px on Sampling's bars)
+        figure.update_layout(
+            uniformtext=dict(minsize=14, mode="show"),
+            legend_font_size=max(14, round((figure.layout.legend.font.size or 12) * scale)),
+        )
         if (figure.layout.height or 0) > PRESENTER_HEIGHT:  # a tall chart fits a 720-px screen under its controls
             figure.update_layout(height=PRESENTER_HEIGHT)
         # every axis label too (Streamlit's theme draws them at 0.75 rem otherwise), a heatmap's token labels included

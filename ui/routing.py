@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from pathlib import Path
 
 import streamlit as st
 
@@ -30,11 +31,37 @@ RUN_APP_MESSAGE = (
 )
 
 
+def routed() -> bool:
+    """Is this script run app.py's? A whole run marks itself (:func:`router_run`). A section's own rerun (an
+    ``st.fragment``: a widget inside it changed) runs only that section's function, not app.py, so the mark is not
+    there: it is app.py's when the server's main script is app.py (``streamlit run app.py``; a stage started on its
+    own has itself as its main script)."""
+    if state.ROUTER_RUNNING.get():
+        return True
+    main_script = streamlit_private.fragment_rerun_main_script()
+    return main_script is not None and _is_app_script(main_script)
+
+
+def _is_app_script(path: str) -> bool:
+    """Is ``path`` this repository's app.py?
+
+    >>> from ui.stages import ROOT
+    >>> _is_app_script(str(ROOT / "app.py")), _is_app_script(str(ROOT / "stages" / "home.py"))
+    (True, False)
+    """
+    from ui.stages import ROOT
+
+    try:
+        return Path(path).resolve() == (ROOT / "app.py").resolve()
+    except (OSError, ValueError):
+        return False
+
+
 def ensure_router() -> None:
     """A stage script started on its own (``streamlit run stages/home.py``) has no app.py around it: say how to
     start the app and stop. Under app.py (every visit, also straight to ``/tokens``: ``st.navigation`` is the only
-    router) this does nothing."""
-    if not state.ROUTER_RUNNING.get():
+    router), and in a section's own rerun of a page app.py drew (:func:`routed`), this does nothing."""
+    if not routed():
         st.info(RUN_APP_MESSAGE)
         st.stop()
 

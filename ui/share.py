@@ -128,6 +128,11 @@ PARAMS: dict[str, tuple[str, str]] = {
     "attention_tab": ("option", "Attention: the lesson open under the pattern of your sentence (a tab's label)"),
     # Inside the model
     "lens_text": ("text", "Inside the model: the sentence of the logit lens"),
+    "lens_from": ("number", "Inside the model: the first position the logit lens's grid shows (a long sentence)"),
+    "lens_follow": (
+        "option",
+        "Inside the model: the position followed through the layers (its label: 'for → statement')",
+    ),
     "detector": ("option", "Inside the model: the head detector shown"),
     "loss_text": ("text", "Inside the model: the text scored token by token"),
     "look": ("option", "Inside the model: the tab shown (Logit lens, Head detectors, Knock out heads, …)"),

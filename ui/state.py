@@ -274,9 +274,9 @@ WIDGETS: dict[str, str] = {
     "attention_before_after_": "Attention: step 0 vs the picked step (column)",
     # Inside the model
     "compare_": "Inside the model: step 0 vs this step, side by side (section)",
-    "lens_start_": "Inside the model: the first position of the logit lens (column, length)",
+    "lens_from_": "Inside the model: the first position of the logit lens in step 0's column (column, length)",
     "lens_grid_": "Inside the model: the logit lens grid (column)",
-    "lens_follow_": "Inside the model: the position followed through the layers (column, text)",
+    "lens_follow_": "Inside the model: the position followed in step 0's column (column, text)",
     "lens_true_": "Inside the model: the true next token's probability per layer (column)",
     "heads_": "Inside the model: every head's score (column)",
     "loss_table_": "Inside the model: the loss on each token (column)",

@@ -11,7 +11,8 @@ Nothing public does these jobs in the pinned versions, so each is kept here, nam
 3. Plotly's DOM and a private field: the modebar classes and ``gd._context.toImageButtonOptions`` in
    :data:`PLOTLY_PRIVATE`, which the SVG button (:data:`SVG_BUTTON_SCRIPT`) uses to reuse Plotly's own download.
 4. ``streamlit.runtime`` (not in Streamlit's API reference, stable for years): the script run's context
-   (:func:`script_run_context`: the browser session's id, the main script's path), whether a session is still
+   (:func:`script_run_context`: the browser session's id, the main script's path; :func:`fragment_rerun_main_script`:
+   whether this run is a section's own rerun, ``fragment_ids_this_run``), whether a session is still
    connected (:func:`session_is_connected`, ``Runtime.is_active_session``), and the exception ``st.stop()``
    raises (:func:`stop_exception`).
 5. ``QueryParams.set_corrected_value`` (reached through the private ``get_session_state``): Streamlit's own path
@@ -137,6 +138,15 @@ def script_run_context():
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     return get_script_run_ctx()
+
+
+def fragment_rerun_main_script() -> str | None:
+    """4. In a section's own rerun (an ``st.fragment`` rerun: only that function runs, not the main script), the
+    path of the server's main script; None in a whole run or outside a run."""
+    ctx = script_run_context()
+    if ctx is None or not getattr(ctx, "fragment_ids_this_run", None):
+        return None
+    return str(ctx.main_script_path)
 
 
 def session_is_connected(session_id: str) -> bool | None:

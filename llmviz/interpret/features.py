@@ -3,7 +3,9 @@
 - :func:`feature_index`: one pass over the corpus's activations gives every feature's firing frequency, its
   top-activating tokens (for the contexts) and the largest activation (for the histogram's range);
 - :func:`contexts`: the texts around a feature's top tokens, each token with the feature's activation (for
-  colouring, like the loss-per-token view);
+  colouring, like the loss-per-token view), at distinct places (:func:`places`);
+- :func:`readable_order`: the features a student can read first (:func:`selectivity`: the share of a feature's top
+  places on one token), the densest ones no longer first;
 - :func:`histogram`: a feature's non-zero activations over the corpus, binned;
 - :func:`logit_effects`: the feature's decoder direction read through the unembedding (through the MLP's output
   weights first, for an MLP-hidden autoencoder): the tokens it promotes and suppresses (Neuronpedia's logit table);
@@ -99,6 +101,55 @@ class Context:
     peak: int
 
 
+def places(
+    index: FeatureIndex,
+    ids: torch.Tensor,
+    feature: int,
+    before: int = 12,
+    after: int = 4,
+    count: int = 8,
+    window: int | None = None,
+) -> list[tuple[int, int, int]]:
+    """``(position, lo, hi)`` of up to ``count`` of ``feature``'s top activations, strongest first, each with the
+    stretch ``ids[lo:hi]`` around it (``before`` tokens before, ``after`` after, inside its window of ``window``
+    tokens when the corpus is windows laid end to end), keeping only distinct places: a top token inside a stretch
+    already kept (its neighbour fired too) is skipped, and so is a stretch that repeats one kept around its top token
+    (the corpus holds the same passage twice; one copy may be cut shorter by the start or end of its window).
+
+    >>> index = FeatureIndex(torch.ones(1), torch.ones(1), torch.ones(1, 4), torch.tensor([[1, 2, 6, 9]]), 10)
+    >>> ids = torch.tensor([5, 6, 7, 0, 0, 5, 6, 7, 0, 1])
+    >>> places(index, ids, 0, before=1, after=1)  # 2 sits in 1's stretch; 6's stretch repeats 1's tokens
+    [(1, 0, 3), (9, 8, 10)]
+    >>> places(index, ids, 0, before=1, after=1, window=5)  # windows of 5: 6's stretch, cut to 6 7, repeats too
+    [(1, 0, 3), (9, 8, 10)]
+    """
+    flat = ids.tolist()
+    kept: list[tuple[int, int, int]] = []
+    for position in index.top_positions[feature].tolist():
+        if len(kept) == count or position < 0:
+            break
+        if any(lo <= position < hi for _, lo, hi in kept):
+            continue
+        start = 0 if window is None else position - position % window
+        end = len(flat) if window is None else start + window
+        lo, hi = max(start, position - before), min(end, len(flat), position + after + 1)
+        if any(_same_around(flat, (position, lo, hi), other) for other in kept):
+            continue
+        kept.append((position, lo, hi))
+    return kept
+
+
+def _same_around(ids: list[int], one: tuple[int, int, int], other: tuple[int, int, int]) -> bool:
+    """Do two stretches ``(top, lo, hi)`` hold the same tokens around their top tokens, as far as both reach?
+
+    >>> _same_around([1, 2, 3, 9, 2, 3], (1, 0, 3), (4, 4, 6))  # 2 3 is in both, at their tops
+    True
+    """
+    left = min(one[0] - one[1], other[0] - other[1])
+    right = min(one[2] - one[0], other[2] - other[0])
+    return ids[one[0] - left : one[0] + right] == ids[other[0] - left : other[0] + right]
+
+
 @torch.no_grad()
 def contexts(
     sae: SparseAutoencoder,
@@ -109,19 +160,55 @@ def contexts(
     before: int = 12,
     after: int = 4,
     count: int = 8,
+    window: int | None = None,
 ) -> list[Context]:
-    """The ``count`` corpus windows where ``feature`` fires most: ``acts`` (N, d_in) and ``ids`` (N,) the same flat
-    tokens the index was made from; each window ``before`` tokens before the top token and ``after`` after (within
-    the corpus)."""
+    """The ``count`` distinct corpus stretches where ``feature`` fires most (:func:`places`): ``acts`` (N, d_in) and
+    ``ids`` (N,) the same flat tokens the index was made from; each stretch ``before`` tokens before the top token
+    and ``after`` after (within its window of ``window`` tokens, when given)."""
     check_feature(sae, feature)
     result = []
-    for position in index.top_positions[feature][:count].tolist():
-        if position < 0:
-            break
-        lo, hi = max(0, position - before), min(len(ids), position + after + 1)
+    for position, lo, hi in places(index, ids, feature, before, after, count, window):
         values = sae.encode(acts[lo:hi].float())[:, feature]  # (w,)
         result.append(Context(ids[lo:hi].tolist(), [float(v) for v in values], position - lo))
     return result
+
+
+LEAST_PLACES = 6  # a feature with fewer distinct top places is listed after every other one
+
+
+def selectivity(index: FeatureIndex, ids: torch.Tensor, feature: int, window: int | None = None) -> tuple[float, int]:
+    """``(share, places)``: of ``feature``'s distinct top places (:func:`places`, all its kept top activations), the
+    share whose top token is its most common one there, and how many places there are (0, 0 for a dead feature).
+    A feature whose strongest places all sit on one token is one a student names at a glance.
+
+    >>> index = FeatureIndex(torch.ones(1), torch.ones(1), torch.ones(1, 3), torch.tensor([[0, 4, 8]]), 9)
+    >>> selectivity(index, torch.tensor([7, 0, 0, 0, 7, 1, 1, 1, 9]), 0, window=3)
+    (0.6667, 3)
+    """
+    found = places(index, ids, feature, count=index.top_positions.shape[1], window=window)
+    if not found:
+        return 0.0, 0
+    tokens = torch.tensor([int(ids[position]) for position, _, _ in found])  # (n,)
+    return round(int((tokens == tokens.mode().values).sum()) / len(tokens), 4), len(found)
+
+
+def readable_order(index: FeatureIndex, ids: torch.Tensor, least: int = LEAST_PLACES, window: int | None = None):
+    """Every feature, the most readable first: by :func:`selectivity` (the share of its distinct top places on one
+    token), then by how often it fires (more examples); a feature with fewer than ``least`` distinct top places
+    (too few to read) after all those, by frequency, and the dead ones last. The densest features, firing on a
+    fifth of all tokens with no one meaning, are not first any more.
+
+    >>> index = FeatureIndex(torch.tensor([0.5, 0.2, 0.1]), torch.ones(3), torch.ones(3, 2),
+    ...                      torch.tensor([[0, 2], [1, 3], [4, -1]]), 6)
+    >>> readable_order(index, torch.tensor([7, 9, 8, 9, 5, 5]), least=2, window=2)  # 1: twice on 9; 2: one place
+    [1, 0, 2]
+    """
+
+    def key(feature: int) -> tuple:
+        share, found = selectivity(index, ids, feature, window)
+        return (found >= least, share if found >= least else 0.0, float(index.frequency[feature]))
+
+    return sorted(range(len(index.frequency)), key=key, reverse=True)
 
 
 @torch.no_grad()

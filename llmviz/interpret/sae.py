@@ -624,19 +624,26 @@ def load(directory: str | Path, model: GPT | None = None) -> LoadedSae:
     from safetensors.torch import load_file
 
     meta = read_meta(directory)
-    config = SaeConfig.from_dict(meta["config"])
     if model is not None:
         check_for_model(meta, model)
     try:
         state = load_file(str(Path(directory) / WEIGHTS_FILE))
     except (OSError, SafetensorError) as error:
         raise ConfigError(f"{directory}/{WEIGHTS_FILE} cannot be read ({error}).") from None
+    return from_state(meta, state, f"{directory}/{WEIGHTS_FILE}", load_labels(directory))
+
+
+def from_state(meta: dict, state: dict[str, torch.Tensor], where: str, labels: dict[int, str] | None = None):
+    """The :class:`LoadedSae` of weights ``state`` described by ``meta`` (``config``, ``d_in``: what :func:`save` writes
+    beside them, or a run's snapshot and description), its shapes checked against its config (``where`` names the
+    weights in the message)."""
+    config = SaeConfig.from_dict(meta["config"])
     sae = SparseAutoencoder(int(meta["d_in"]), config.d_sae, config.k)
     shapes = {name: tuple(t.shape) for name, t in sae.state_dict().items()}
     found = {name: tuple(t.shape) for name, t in state.items()}
-    _check(found == shapes, f"{directory}/{WEIGHTS_FILE} holds {found}, not the shapes its config says ({shapes}).")
-    sae.load_state_dict(unit_decoder(state, config.k, f"{directory}/{WEIGHTS_FILE}"))
-    return LoadedSae(sae.eval(), config, meta, load_labels(directory))
+    _check(found == shapes, f"{where} holds {found}, not the shapes its config says ({shapes}).")
+    sae.load_state_dict(unit_decoder(state, config.k, where))
+    return LoadedSae(sae.eval(), config, meta, labels or {})
 
 
 #: how far a decoder row's length may be from 1 and still count as unit length (float32 rounding after training)

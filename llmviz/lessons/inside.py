@@ -34,8 +34,11 @@ DEFAULT_LOSS_TEXT = (
     "degree of similarity will vary by application)."
 )
 DEFAULT_ABLATION_TEXT = 'The "while" statement is used for repeated execution as long as an expression is true.'
-DEFAULT_CLEAN = patching.DEFAULT_CLEAN  # the library's pair: its corruption changes the shipped GPT's answer
-DEFAULT_CORRUPTED = patching.DEFAULT_CORRUPTED
+# the patching pair: on the shipped GPT the clean prompt's most likely next token is " function" and the corrupted
+# one's " coroutine" (two words a student reads: the library's pair, "class", answers with a quote mark), and the
+# picture shows the answer move from the keyword at layer 0 to the last position by the last layer
+DEFAULT_CLEAN = patching.DEFAULT_CLEAN
+DEFAULT_CORRUPTED = 'The "yield" statement defines a'
 DEFAULT_STEER_PROMPT = "The"
 DEFAULT_POSITIVE = 'The "for" statement\nThe "while" statement\nThe "if" statement'
 DEFAULT_NEGATIVE = "Lists are mutable sequences\nTuples are immutable sequences\nStrings are immutable sequences"
@@ -171,11 +174,6 @@ def prompt_lines(text: str) -> list[str]:
     return [line for line in (text or "").splitlines() if line.strip()][:STEER_PROMPTS]
 
 
-def mean_difference(model, positive: list[list[int]], negative: list[list[int]], layer: int) -> torch.Tensor:
-    """The steering direction: the mean residual stream of ``positive`` minus that of ``negative`` at ``layer``."""
-    return steering.mean_difference(model, positive, negative, layer)
-
-
 def steered_pair(model, ids: list[int], layer: int, direction: torch.Tensor, alpha: float, seed: int):
     """:data:`NEW_TOKENS` written with and without ``alpha`` × ``direction`` added, the same seed for both."""
     return steering.steered_pair(model, list(ids), layer, direction, alpha, NEW_TOKENS, STEER_TEMPERATURE, seed)
@@ -183,9 +181,9 @@ def steered_pair(model, ids: list[int], layer: int, direction: torch.Tensor, alp
 
 # ------------------------------------------------------------------ features: a sparse autoencoder's dictionary
 FEATURE_TOKENS = 8_192  # corpus tokens the feature browser reads (64 windows of the shipped GPT's 128)
-FEATURE_TOP = 10  # the corpus windows kept per feature (its top activations)
+FEATURE_TOP = 24  # top activations kept per feature: the distinct places (features.places) are picked from them
 FEATURE_CONTEXTS = 6  # shown for the picked feature
-FEATURE_ROWS = 40  # features listed, most frequent first
+FEATURE_ROWS = 40  # features listed, the most readable first (features.readable_order)
 FEATURE_BINS = 30
 FEATURE_LOGITS = 8  # tokens promoted and suppressed
 MAX_CORPUS_CHARS = 8 * FEATURE_TOKENS + 8192  # the corpus text tokenized (≤ 8 characters a token, as the CLI reads)
@@ -209,12 +207,15 @@ def feature_corpus_ids(tokenizer, text: str) -> list[int]:
 
 @dataclass(frozen=True)
 class FeatureCorpus:
-    """The corpus tokens the browser reads: ``ids`` (N,), the activations at the hook ``acts`` (N, d_in), and every
-    feature's :class:`llmviz.interpret.features.FeatureIndex` over them."""
+    """The corpus tokens the browser reads: ``ids`` (N,), whole windows of ``window`` tokens laid end to end, the
+    activations at the hook ``acts`` (N, d_in), every feature's :class:`llmviz.interpret.features.FeatureIndex` over
+    them, and the features in the order the browser lists them (:func:`llmviz.interpret.features.readable_order`)."""
 
     ids: torch.Tensor
     acts: torch.Tensor
     index: features.FeatureIndex
+    window: int
+    order: list[int]
 
 
 def feature_corpus(model, sae: SparseAutoencoder, hook: str, ids: list[int], tokens: int = FEATURE_TOKENS):
@@ -222,12 +223,15 @@ def feature_corpus(model, sae: SparseAutoencoder, hook: str, ids: list[int], tok
     the index of ``sae``'s features over them: what ``interpret sae features --tokens 8192`` reads."""
     windows = corpus_windows(ids, model.config.context_length, tokens)  # (W, T)
     acts = gather_activations(model, windows, hook).reshape(-1, sae.d_in)  # (N, D)
-    return FeatureCorpus(windows.reshape(-1), acts, features.feature_index(sae, acts, top=FEATURE_TOP))
+    flat, window = windows.reshape(-1), windows.shape[1]  # (N,)
+    index = features.feature_index(sae, acts, top=FEATURE_TOP)
+    return FeatureCorpus(flat, acts, index, window, features.readable_order(index, flat, window=window))
 
 
-def feature_rows(index: features.FeatureIndex, labels: dict[int, str], count: int = FEATURE_ROWS) -> list[dict]:
-    """The ``count`` most frequent features: number, the share of tokens it fires on, its mean activation there,
-    its largest activation, and the student's label."""
+def feature_rows(corpus: FeatureCorpus, labels: dict[int, str], count: int = FEATURE_ROWS) -> list[dict]:
+    """The first ``count`` features of the browser's order (the most readable first): number, the share of tokens it
+    fires on, its mean activation there, its largest activation, and the student's label."""
+    index = corpus.index
     return [
         {
             "feature": f,
@@ -236,7 +240,7 @@ def feature_rows(index: features.FeatureIndex, labels: dict[int, str], count: in
             "max": float(index.top_values[f, 0]),
             "label": labels.get(f, ""),
         }
-        for f in index.order[:count]
+        for f in corpus.order[:count]
     ]
 
 
@@ -253,7 +257,9 @@ class FeatureCard:
 
 
 def feature_card(model, sae: SparseAutoencoder, hook: str, corpus: FeatureCorpus, feature: int) -> FeatureCard:
-    found = features.contexts(sae, corpus.acts, corpus.ids, corpus.index, feature, count=FEATURE_CONTEXTS)
+    found = features.contexts(
+        sae, corpus.acts, corpus.ids, corpus.index, feature, count=FEATURE_CONTEXTS, window=corpus.window
+    )
     values = features.feature_values(sae, corpus.acts, feature)  # (N,)
     counts, edges = features.histogram(values, bins=FEATURE_BINS)
     effects = features.logit_effects(model, sae, hook, feature, top=FEATURE_LOGITS)
@@ -279,11 +285,6 @@ def feature_search(model, sae: SparseAutoencoder, hook: str, ids: list[int]) -> 
 def feature_steer(model, sae: SparseAutoencoder, hook: str, ids: list[int], feature: int, alpha: float, seed: int):
     """:data:`NEW_TOKENS` written with and without α × the feature's decoder row added at its hook point."""
     return features.steer(model, sae, hook, list(ids), feature, alpha, NEW_TOKENS, STEER_TEMPERATURE, seed)
-
-
-def feature_knockout(model, sae: SparseAutoencoder, hook: str, ids: list[int], knocked: list[int], mode: str):
-    """The loss on every next token of ``ids`` before and after knocking the ``knocked`` features out."""
-    return features.knock_out(model, sae, hook, list(ids), list(knocked), mode)
 
 
 def hook_points(config) -> dict[str, tuple[int, str]]:
@@ -356,23 +357,13 @@ def sae_curves(history) -> list[dict]:
     return rows
 
 
-def clearest_feature(index: features.FeatureIndex, ids: torch.Tensor, agree: float = 0.8) -> int:
-    """The feature the browser opens on: the most frequent one whose top activations (``index.top_positions``) sit
-    on one and the same token at least ``agree`` of the time (a feature a student can name at a glance); the most
-    frequent feature if none does.
+def knockout_default(model, sae: SparseAutoencoder, hook: str, ids: list[int]) -> int:
+    """The feature the knock-out opens on: the one with the largest total activation over the text ``ids`` (summed
+    over its tokens), so that knocking it out changes the loss (a feature silent on the text changes nothing)."""
+    from llmviz.interpret.interventions import check_text
+    from llmviz.interpret.sae import activations_at
 
-    >>> index = features.FeatureIndex(torch.tensor([0.5, 0.2]), torch.ones(2), torch.ones(2, 2),
-    ...                               torch.tensor([[0, 1], [2, 3]]), 4)
-    >>> clearest_feature(index, torch.tensor([7, 8, 9, 9]))  # feature 0 fires on 7 and 8; feature 1 twice on 9
-    1
-    """
-    order = index.order
-    for feature in order:
-        positions = index.top_positions[feature]
-        positions = positions[positions >= 0]  # (n,)
-        if len(positions) < 2:
-            continue
-        tokens = ids[positions]  # (n,)
-        if int((tokens == tokens.mode().values).sum()) >= agree * len(positions):
-            return feature
-    return order[0]
+    check_text(model, ids, least=1)
+    acts = activations_at(model, torch.tensor([list(ids)], device=next(model.parameters()).device), hook)[0]  # (T, D)
+    with torch.no_grad():
+        return int(sae.encode(acts.float().cpu()).sum(0).argmax())  # (T, S) → (S,)

@@ -10,7 +10,7 @@ from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import JOB_TIMEOUT, assert_clean, run_app, run_page
 from tests.support.paths import DATA
 from ui import charts
-from ui.panels import inside
+from ui.panels import inside_lens
 
 
 def test_training_the_induction_run_again_keeps_both_runs_apart(fresh_session_jobs):
@@ -89,18 +89,18 @@ def shipped_lens():
 
 
 def test_the_window_stays_inside_the_sentence():
-    assert inside.window(32, 0) == range(0, 10)
-    assert inside.window(32, 40) == range(22, 32)
-    assert inside.window(4, 2) == range(0, 4)
-    assert inside.window(32, -3) == range(0, 10)
+    assert inside_lens.window(32, 0) == range(0, 10)
+    assert inside_lens.window(32, 40) == range(22, 32)
+    assert inside_lens.window(4, 2) == range(0, 4)
+    assert inside_lens.window(32, -3) == range(0, 10)
 
 
 def test_the_grid_shows_a_window_in_14_px_type(shipped_lens):
     lens, tokens, columns, name = shipped_lens
-    assert len(tokens) > inside.WINDOW  # before: every one of the 32 positions in one chart, text about 6 px
-    shown = inside.window(len(tokens), 12)
-    assert len(shown) == inside.WINDOW and 12 in shown
-    figure = inside.grid_figure(lens, tokens, columns, name, shown)
+    assert len(tokens) > inside_lens.WINDOW  # before: every one of the 32 positions in one chart, text about 6 px
+    shown = inside_lens.window(len(tokens), 12)
+    assert len(shown) == inside_lens.WINDOW and 12 in shown
+    figure = inside_lens.grid_figure(lens, tokens, columns, name, shown)
     heat = figure.data[0]
     assert list(heat.x) == columns[shown.start : shown.stop] and list(heat.y) == lens.layer_names
     assert heat.textfont.size >= 14 and figure.layout.xaxis.tickfont.size >= 13
@@ -113,8 +113,8 @@ def test_the_grid_shows_a_window_in_14_px_type(shipped_lens):
 
 def test_the_per_layer_chart_has_a_legend_and_one_position_in_colour(shipped_lens):
     lens, tokens, columns, _ = shipped_lens
-    positions = inside.window(len(tokens), 0)
-    figure = inside.true_token_figure(lens, tokens, columns, positions, picked=3)
+    positions = inside_lens.window(len(tokens), 0)
+    figure = inside_lens.true_token_figure(lens, tokens, columns, positions, picked=3)
     assert figure.layout.showlegend is True
     named = [trace for trace in figure.data if trace.showlegend is not False]
     assert len(named) == 3  # the other positions (one entry), the mean, the picked one
@@ -192,8 +192,7 @@ def test_patch_activations_draws_the_share_restored(shipped):
     from tests.support.pages import texts
 
     model, tokenizer = shipped
-    at = run_page(PAGE, look="Patch activations")
-    at.button(key="patching_run").click().run()
+    at = run_page(PAGE, look="Patch activations")  # the default pair's picture is drawn at once: no button pressed
     assert_clean(at)
     clean = torch.tensor([tokenizer.encode(at.text_input(key="patch_clean").value)])
     corrupted = torch.tensor([tokenizer.encode(at.text_input(key="patch_corrupted").value)])
@@ -201,6 +200,8 @@ def test_patch_activations_draws_the_share_restored(shipped):
         clean_logits, corrupted_logits = model(clean)[0][0, -1], model(corrupted)[0][0, -1]
     answer = int(clean_logits.argmax())  # the clean run's top token; the corrupted run's top other token
     wrong = next(token for token in corrupted_logits.argsort(descending=True).tolist() if token != answer)
+    assert wrong == int(corrupted_logits.argmax())  # the corruption changes the answer
+    assert [tokenizer.decode([t]) for t in (answer, wrong)] == [" function", " coroutine"]  # words, not a quote mark
     d_clean = float(clean_logits[answer] - clean_logits[wrong])
     d_corrupted = float(corrupted_logits[answer] - corrupted_logits[wrong])
     assert any(f"{d_clean:.3f} - ({d_corrupted:.3f})" in f.value for f in at.latex), [f.value for f in at.latex]
@@ -213,6 +214,9 @@ def test_patch_activations_draws_the_share_restored(shipped):
     layer, position = max(share, key=share.get)
     assert f"The most after the changed token: layer {layer}, " in texts(at.caption)
     assert f"({share[(layer, position)]:.2f})." in texts(at.caption)
+    # another component: the student guesses first, the button draws it
+    at.radio(key="patch_component").set_value("mlp.out").run()
+    assert "Before you press: where do you expect the answer to be?" in texts(at.caption)
     # a corrupted prompt of another length: one line in the page, nothing else breaks
     at.text_input(key="patch_corrupted").set_value("The if statement").run()
     assert not at.exception and any("same number of tokens" in e.value for e in at.error)
@@ -328,11 +332,10 @@ def shipped_browser():
 
 def test_the_features_tab_opens_on_the_shipped_autoencoders_browser_and_a_picked_feature_shows_its_contexts():
     from llmviz.interpret import features
-    from llmviz.lessons.inside import clearest_feature
     from tests.support.pages import by_label, texts
 
     model, tokenizer, loaded, corpus = shipped_browser()
-    opening = clearest_feature(corpus.index, corpus.ids)
+    opening = corpus.order[0]  # the most readable feature (tests/unit/lessons/test_inside_features.py)
     at = run_page("stages/inside.py", look="Features")
     assert by_label(at.selectbox, "Autoencoder").value == "shipped"
     assert by_label(at.number_input, "Feature").value == opening
@@ -342,9 +345,9 @@ def test_the_features_tab_opens_on_the_shipped_autoencoders_browser_and_a_picked
     )
     assert f"1,024 features at blocks.2.resid_post, read on {corpus.index.tokens:,} tokens" in texts(at.caption)
     table = at.dataframe[0].value
-    assert table["feature"].tolist()[:5] == corpus.index.order[:5]
+    assert table["feature"].tolist()[:5] == corpus.order[:5]
     # another feature picked: its own top contexts, with the activation of each token as the chip's title
-    other = corpus.index.order[3]
+    other = corpus.order[3]
     by_label(at.number_input, "Feature").set_value(other).run()
     assert_clean(at)
     top = features.contexts(loaded.sae, corpus.acts, corpus.ids, corpus.index, other, count=1)[0]
@@ -395,16 +398,17 @@ def test_the_features_tab_refuses_an_autoencoder_for_another_model_with_the_libr
 
 
 def test_steering_and_knocking_out_a_feature_in_the_features_tab():
-    from llmviz.lessons.inside import DEFAULT_LOSS_TEXT, feature_knockout
+    from llmviz.interpret.features import knock_out
+    from llmviz.lessons.inside import DEFAULT_LOSS_TEXT, knockout_default
     from tests.support.pages import texts
 
     model, tokenizer, loaded, _ = shipped_browser()
     at = run_page("stages/inside.py", look="Features", lazy_feature_steer=True, lazy_feature_knockout=True)
     feature = next(n for n in at.number_input if n.label == "Feature").value
     assert f"With α = 10 × feature {feature}'s direction at blocks.2.resid_post" in texts(at.markdown)
-    result = feature_knockout(
-        model, loaded.sae, loaded.hook, tokenizer.encode(DEFAULT_LOSS_TEXT), [feature], "subtract"
-    )
+    ids = tokenizer.encode(DEFAULT_LOSS_TEXT)
+    knocked = knockout_default(model, loaded.sae, loaded.hook, ids)  # the strongest feature on the text
+    result = knock_out(model, loaded.sae, loaded.hook, ids, [knocked], "subtract")
     before, after = float(result.before.mean()), float(result.after.mean())
     assert f"{after:.4f} - {before:.4f} = {after - before:+.4f}" in texts(at.latex)
 
@@ -441,9 +445,10 @@ def test_the_features_tab_reads_the_corpus_picked_in_the_sidebar():
 
     model, tokenizer, loaded, _ = shipped_browser()
     at = run_page("stages/inside.py", look="Features", corpus="names")
-    index = feature_corpus(model, loaded.sae, loaded.hook, feature_corpus_ids(tokenizer, load("names"))).index
+    corpus = feature_corpus(model, loaded.sae, loaded.hook, feature_corpus_ids(tokenizer, load("names")))
+    index = corpus.index
     assert f"read on {index.tokens:,} tokens of {info('names').title}" in texts(at.caption)
-    assert at.dataframe[0].value["feature"].tolist()[:5] == index.order[:5]
+    assert at.dataframe[0].value["feature"].tolist()[:5] == corpus.order[:5]
 
 
 def test_a_hostile_features_link_is_bounded_not_a_traceback():

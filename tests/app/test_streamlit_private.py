@@ -103,8 +103,9 @@ def test_4_the_runtime_parts_are_where_they_were():
     from streamlit.runtime.scriptrunner_utils.exceptions import StopException
 
     assert streamlit_private.script_run_context() is None  # no script run here
+    assert streamlit_private.fragment_rerun_main_script() is None  # nor a section's rerun
     fields = {field.name for field in dataclasses.fields(ScriptRunContext)}
-    assert {"session_id", "main_script_path"} <= fields, "ScriptRunContext changed: " + RECHECK
+    assert {"session_id", "main_script_path", "fragment_ids_this_run"} <= fields, "ScriptRunContext changed: " + RECHECK
     assert list(inspect.signature(runtime.Runtime.is_active_session).parameters) == ["self", "session_id"], (
         "Runtime.is_active_session changed: " + RECHECK
     )

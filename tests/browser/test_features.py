@@ -57,3 +57,50 @@ def test_the_features_tab_opens_on_the_feature_browser_in_the_first_screen(app_u
     assert first_screen_top(page, "span.tok") < 720 * 1.5  # the slide's picture: within a screen and a half
     shot(page, "inside-features-presenter")
     page.close()
+
+
+def test_every_interaction_of_the_features_tab_keeps_the_section_and_train_submits_a_run(app_url, browser):
+    """Issue 57 item 5: typing a feature number, its +, the search text, opening Steer / Knock out / Train and typing a
+    label each replaced the section with "needs the app around it", and "Train the autoencoder" submitted nothing.
+    Each is done here in turn; the section stays drawn and the run is listed with its status (then stopped)."""
+    from tests.support.browser import open_lazy
+
+    page = open_page(browser, f"{app_url}/inside?look=Features", viewport=(1400, 1000))
+    main = main_area(page)
+    main.get_by_text(re.compile(r"Feature \d+ fires on")).first.wait_for()
+
+    def still_drawn() -> None:
+        wait_until_idle(page)
+        text = main.inner_text()
+        assert "needs the app around it" not in text and "Something went wrong" not in text, text[:1500]
+        assert re.search(r"Feature \d+ fires on", text), "the feature browser is gone"
+
+    number = main.get_by_role("spinbutton", name="Feature")
+    number.fill("12")
+    number.press("Enter")
+    still_drawn()
+    main.get_by_text("Feature 12 fires on").first.wait_for()
+    main.get_by_test_id("stNumberInput").filter(has_text="Feature").get_by_test_id("stNumberInputStepUp").click()
+    still_drawn()
+    main.get_by_text("Feature 13 fires on").first.wait_for()
+    label = main.get_by_role("textbox", name="Your label for feature 13")
+    label.fill("my label")
+    label.press("Enter")
+    still_drawn()
+    search = main.get_by_role("textbox", name="Text", exact=True).first
+    search.fill('The "while" statement')
+    search.press("Enter")
+    still_drawn()
+    for section in ("Steer with feature 13", "Knock features out", "Train your own autoencoder"):
+        open_lazy(page, section)
+        still_drawn()
+    no_error_box(page)
+    main.get_by_role("button", name="Train the autoencoder").click()
+    still_drawn()
+    main.get_by_text(re.compile(r"SAE blocks\.\d\.\w+ · 512 · TopK")).first.wait_for()  # the run, with its status
+    stop = main.get_by_role("button", name="Stop", exact=True)
+    if stop.count():
+        stop.first.click()
+        wait_until_idle(page)
+    no_error_box(page)
+    page.close()

@@ -70,3 +70,48 @@ def test_inside_sections_and_the_induction_run(app_url, browser):
     main.get_by_role("button", name="Train it again").wait_for()
     no_error_box(page)
     page.close()
+
+
+def test_the_logit_lens_keeps_its_window_and_followed_position_in_the_link_and_across_tabs(app_url, browser):
+    """Issue 57 item 8: "Positions shown, from" and "Follow one position" are link parameters (lens_from,
+    lens_follow) of the picked model's lens: a copied link opens them, and switching tabs and back keeps them."""
+    import urllib.parse
+
+    from tests.support.browser import choose, slider
+
+    page = open_page(browser, f"{app_url}/inside", viewport=(1400, 1400))
+    main = main_area(page)
+    handle = slider(page, "Positions shown, from")
+    handle.focus()
+    for _ in range(2):
+        page.keyboard.press("ArrowRight")
+    wait_until_idle(page)
+    eventually(lambda: "lens_from=2" in page.url, what="lens_from=2 in the address")
+    box = main.get_by_role("combobox", name="Follow one position")
+    options = []
+    box.click()
+    page.get_by_role("option").first.wait_for()
+    options = [o.inner_text() for o in page.get_by_role("option").all()]
+    page.keyboard.press("Escape")
+    wanted = next(o for o in options if o != box.input_value() and o != options[0])
+    choose(page, "Follow one position", wanted, where=main)
+    eventually(lambda: "lens_follow=" in page.url, what="lens_follow in the address")
+    link = page.url
+    assert urllib.parse.parse_qs(urllib.parse.urlparse(link).query)["lens_follow"] == [wanted]
+
+    def kept(view) -> bool:
+        return (
+            slider(view, "Positions shown, from").input_value() == "2"
+            and main_area(view).get_by_role("combobox", name="Follow one position").input_value() == wanted
+        )
+
+    main.get_by_role("tab", name="Head detectors").click()
+    main.get_by_text("Highest:").first.wait_for()
+    main.get_by_role("tab", name="Logit lens").click()
+    wait_until_idle(page)
+    assert eventually(lambda: kept(page), what="the lens's window and position after a tab switch")
+    no_error_box(page)
+    again = open_page(browser, link, viewport=(1400, 1400))  # the copied link, in a new session
+    assert eventually(lambda: kept(again), what="the lens's window and position from the link")
+    again.close()
+    page.close()

@@ -42,9 +42,10 @@ def unknown_words_note(tokenizer: char_word.WordTokenizer, ids: list[int], text:
     )
 
 
-def tokenizer_card(name: str, tokenizer, text: str, corpus_label: str, show_ids: bool) -> dict:
+def tokenizer_card(name: str, tokenizer, text: str, corpus_label: str, show_ids: bool, heading: bool = True) -> dict:
     """One tokenizer's card, as Tiktokenizer draws it: its name, how many tokens, your text as chips (the id under
-    each), what it lost, the ids; returns its row of the table under the cards."""
+    each), what it lost, the ids; returns its row of the table under the cards. ``heading=False``: its name in bold,
+    not a subheading (presenter mode starts a slide at each subheading: the first card stays on its controls' slide)."""
     ids = encode(tokenizer, text)
     unknown = forward.dropped_characters(tokenizer, text)
     notes = (
@@ -55,7 +56,8 @@ def tokenizer_card(name: str, tokenizer, text: str, corpus_label: str, show_ids:
     if isinstance(tokenizer, char_word.WordTokenizer) and 0 in ids:
         notes = unknown_words_note(tokenizer, ids, text, corpus_label)
     shown = ids[:MAX_CHIPS]  # a browser stays quick with a few thousand chips, not a book's worth
-    st.subheader(literal_markdown(name[:1].upper() + name[1:]))
+    title = literal_markdown(name[:1].upper() + name[1:])
+    st.subheader(title) if heading else st.markdown(f"**{title}**")
     vocabulary = f"vocabulary {tokenizer.vocab_size:,}"
     if isinstance(tokenizer, char_word.WordTokenizer):  # its words and [UNK] (the id of every other word)
         vocabulary += f" ({tokenizer.vocab_size - 1:,} words and [UNK], the id of any other word)"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from llmviz.interpret import sae
+from llmviz.interpret import features, sae
 from llmviz.lessons import inside
 from llmviz.models.gpt import GPTConfig, cache_name
 from llmviz.tokenizers.base import TokenizerError
@@ -48,14 +48,47 @@ def test_the_corpus_is_whole_windows_and_its_activations_are_the_hook_point(ship
     assert inside.feature_corpus_ids(tokenizer, "x" * 10**6) == tokenizer.encode("x" * inside.MAX_CORPUS_CHARS)
 
 
-def test_the_table_is_the_features_by_frequency_with_the_students_labels(shipped):
+def distinct_places(corpus, feature: int, before: int = 12, after: int = 4) -> list[tuple[int, int, int]]:
+    """The rule of the browser's contexts, written again here: the feature's kept top activations in order, each
+    with the stretch [lo, hi) around it inside its window of the corpus, skipping a top token inside a stretch kept
+    and a stretch whose tokens, aligned at the top token, equal a kept one's wherever both have tokens."""
+    window, ids, kept = corpus.window, corpus.ids.tolist(), []
+    for position in corpus.index.top_positions[feature].tolist():
+        if position < 0:
+            break
+        if any(lo <= position < hi for _, lo, hi in kept):
+            continue
+        start = position // window * window
+        lo, hi = max(start, position - before), min(start + window, position + after + 1)
+        mine = {offset - position: ids[offset] for offset in range(lo, hi)}
+        if any(all(mine[d] == ids[top + d] for d in mine if k_lo <= top + d < k_hi) for top, k_lo, k_hi in kept):
+            continue
+        kept.append((position, lo, hi))
+    return kept
+
+
+def readability(corpus, feature: int) -> tuple:
+    """The browser's stated order, written again: (≥ 6 distinct places, the share of them on the most common top
+    token, how often the feature fires)."""
+    tokens = [int(corpus.ids[position]) for position, _, _ in distinct_places(corpus, feature)]
+    enough = len(tokens) >= 6
+    share = round(max(tokens.count(t) for t in tokens) / len(tokens), 4) if enough else 0.0
+    return enough, share, float(corpus.index.frequency[feature])
+
+
+def test_the_table_lists_the_most_readable_features_first_with_the_students_labels(shipped):
     _, _, loaded, corpus = shipped
     f = all_features(loaded, corpus)  # (N, S)
     fired = (f > 0).float()
     frequency = fired.mean(0)  # (S,)
-    rows = inside.feature_rows(corpus.index, {int(frequency.argmax()): "the commonest"}, count=10)
-    assert [r["feature"] for r in rows] == torch.argsort(frequency, descending=True, stable=True)[:10].tolist()
-    assert rows[0]["label"] == "the commonest" and rows[1]["label"] == ""
+    keys = [readability(corpus, feature) for feature in range(loaded.sae.d_sae)]
+    first = max(range(loaded.sae.d_sae), key=lambda g: (keys[g], -g))
+    rows = inside.feature_rows(corpus, {first: "the clearest"}, count=10)
+    assert rows[0]["feature"] == first and rows[0]["label"] == "the clearest" and rows[1]["label"] == ""
+    listed = [keys[r["feature"]] for r in rows]
+    assert listed == sorted(listed, reverse=True)  # the stated order
+    assert keys[first][:2] == (True, 1.0)  # every distinct top place of the first feature on one token
+    assert frequency[first] < frequency.max()  # the densest feature is not the first any more
     for row in rows:
         feature = row["feature"]
         assert row["fires on"] == pytest.approx(float(frequency[feature]), abs=1e-7)
@@ -64,30 +97,23 @@ def test_the_table_is_the_features_by_frequency_with_the_students_labels(shipped
         assert row["max"] == pytest.approx(float(f[:, feature].max()), rel=1e-5)
 
 
-def test_the_browser_opens_on_the_most_frequent_feature_whose_top_tokens_agree(shipped):
-    _, _, loaded, corpus = shipped
-    f = all_features(loaded, corpus)  # (N, S)
-    opening = inside.clearest_feature(corpus.index, corpus.ids)
-
-    def agrees(feature: int) -> bool:
-        values, positions = f[:, feature].topk(inside.FEATURE_TOP)
-        tokens = corpus.ids[positions[values > 0]].tolist()
-        return len(tokens) >= 2 and max(tokens.count(t) for t in tokens) >= 0.8 * len(tokens)
-
-    assert agrees(opening)
-    frequency = (f > 0).float().mean(0)
-    assert not any(agrees(g) for g in range(loaded.sae.d_sae) if frequency[g] > frequency[opening])
-
-
-def test_a_feature_card_is_its_top_contexts_histogram_and_unembedding(shipped):
+def test_a_feature_card_is_its_distinct_top_contexts_histogram_and_unembedding(shipped):
     model, _, loaded, corpus = shipped
     f = all_features(loaded, corpus)  # (N, S)
-    feature = inside.clearest_feature(corpus.index, corpus.ids)
+    feature = corpus.order[0]
     card = inside.feature_card(model, loaded.sae, loaded.hook, corpus, feature)
-    values, positions = f[:, feature].topk(inside.FEATURE_CONTEXTS)
-    assert [c.values[c.peak] for c in card.contexts] == pytest.approx(values.tolist(), rel=1e-5)
-    for context, position in zip(card.contexts, positions.tolist()):
-        assert context.ids[context.peak] == int(corpus.ids[position])
+    places = distinct_places(corpus, feature)[: inside.FEATURE_CONTEXTS]
+    assert len(card.contexts) == inside.FEATURE_CONTEXTS == len(places)
+    texts = [tuple(c.ids) for c in card.contexts]
+    assert len(set(texts)) == len(texts)  # no window shown twice
+    tails = [tuple(c.ids[c.peak : c.peak + 3]) + tuple(c.ids[max(0, c.peak - 3) : c.peak]) for c in card.contexts]
+    assert len(set(tails)) == len(tails)  # nor the same passage cut shorter
+    for context, (position, lo, hi) in zip(card.contexts, places):
+        assert context.ids == corpus.ids[lo:hi].tolist() and context.ids[context.peak] == int(corpus.ids[position])
+        assert context.values == pytest.approx(f[lo:hi, feature].tolist(), rel=1e-5, abs=1e-6)
+        assert lo // corpus.window == (hi - 1) // corpus.window  # inside one window of the corpus
+    peaks = [c.values[c.peak] for c in card.contexts]
+    assert peaks == sorted(peaks, reverse=True) and peaks[0] == pytest.approx(float(f[:, feature].max()), rel=1e-5)
     firing = f[:, feature][f[:, feature] > 0]
     assert int(card.counts.sum()) == len(firing) and card.frequency == pytest.approx(len(firing) / TOKENS)
     assert float(card.edges[0]) == pytest.approx(float(firing.min())) and len(card.edges) == inside.FEATURE_BINS + 1
@@ -96,6 +122,19 @@ def test_a_feature_card_is_its_top_contexts_histogram_and_unembedding(shipped):
     assert [t for t, _ in card.effects.promoted] == top.indices.tolist()
     assert [v for _, v in card.effects.promoted] == pytest.approx(top.values.tolist(), rel=1e-5)
     assert [t for t, _ in card.effects.suppressed] == (-logits).topk(inside.FEATURE_LOGITS).indices.tolist()
+
+
+def test_the_knock_out_opens_on_the_strongest_feature_of_its_text_and_changes_its_loss(shipped):
+    model, tokenizer, loaded, _ = shipped
+    ids = tokenizer.encode(inside.DEFAULT_LOSS_TEXT)
+    captured = {}
+    with torch.no_grad():
+        model.run_with_hooks(torch.tensor([ids]), hooks={loaded.hook: lambda x, name: captured.update(x=x)})
+        total = loaded.sae.encode(captured["x"][0].float()).sum(0)  # (S,): each feature summed over the text
+    feature = inside.knockout_default(model, loaded.sae, loaded.hook, ids)
+    assert feature == int(total.argmax()) and float(total[feature]) > 0
+    result = features.knock_out(model, loaded.sae, loaded.hook, ids, [feature], "subtract")
+    assert abs(float(result.after.mean() - result.before.mean())) >= 1e-3  # shown with 4 decimals: not +0.0000
 
 
 def test_search_lists_the_features_that_fire_at_every_token(shipped):
@@ -121,7 +160,7 @@ def test_knocking_a_feature_out_is_the_model_with_its_contribution_subtracted_by
     ids = tokenizer.encode(inside.DEFAULT_LOSS_TEXT)
     search = inside.feature_search(model, loaded.sae, loaded.hook, ids)
     feature = search.overall[0][0]
-    result = inside.feature_knockout(model, loaded.sae, loaded.hook, ids, [feature], "subtract")
+    result = features.knock_out(model, loaded.sae, loaded.hook, ids, [feature], "subtract")
     rows = torch.tensor([ids])
 
     def subtract(x, name):
