@@ -61,7 +61,7 @@ def test_the_class_view_is_the_teachers_only(monkeypatch):
     table = teacher.dataframe[0].value
     mine = table[table["student"].isin(["Ada", "Grace"])]
     assert mine["student"].tolist() == ["Grace", "Ada"]  # by best validation loss
-    assert mine["best validation loss"].tolist() == [2.1, 2.5]
+    assert mine["best validation loss"].tolist() == ["2.100", "2.500"]  # as text: a loss not measured yet is "–"
     teacher.selectbox(key="class_run").set_value(
         next(o for o in teacher.selectbox(key="class_run").options if o.endswith("ctrun1"))
     ).run()
@@ -115,7 +115,7 @@ def test_a_parked_run_is_listed_and_resumed_on_the_training_page(fresh_session_j
     assert kept_table["state"].tolist()[0].startswith("parked")
     # kept with its snapshots only (as runs were before resume states): it resumes, and the page says how
     assert any("with its weights only" in c.value and "the optimizer starts afresh" in c.value for c in at.caption)
-    at.button(key="kept_resume").click().run()
+    at.button(key="kept_resume_chosen_parked1").click().run()
     assert_clean(at)
     [job] = [j for j in default_manager().jobs(student) if j.label == "parked run · resumed (optimizer afresh)"]
     assert job.wait(JOB_TIMEOUT)
@@ -148,18 +148,57 @@ def test_a_run_another_app_process_trains_is_paused_and_stopped_from_this_one(fr
         at.run()
         assert_clean(at)
         at.selectbox(key="kept_delete_choice").set_value("other tab's run · elsewhere1").run()
-        at.button(key="kept_pause_run").click().run()
+        at.button(key="kept_pause_chosen_elsewhere1").click().run()
         assert_clean(at)
         assert lab.registry.take_requests(holder) == [("elsewhere1", "pause")]
         lab.registry.update_run("elsewhere1", state="paused")
         at.run()
-        at.button(key="kept_resume_run").click().run()
+        at.button(key="kept_resume_chosen_elsewhere1").click().run()
         assert lab.registry.take_requests(holder) == [("elsewhere1", "resume")]
-        at.button(key="kept_stop_run").click().run()
+        at.button(key="kept_stop_chosen_elsewhere1").click().run()
         assert lab.registry.take_requests(holder) == [("elsewhere1", "stop")]
     finally:
         other.kill()
         other.wait()
     at.run()  # its process gone: the run shows interrupted, resumable, with no buttons for a live run
     assert lab.registry.run(student, "elsewhere1").state == "interrupted"
-    assert not [b for b in at.button if b.key == "kept_pause_run"]
+    assert not [b for b in at.button if b.key == "kept_pause_chosen_elsewhere1"]
+
+
+def test_the_class_legend_names_student_run_and_model_escaped_and_the_table_shows_no_none(monkeypatch):
+    """Issue 56: a display name was drawn as HTML in the class chart (an <a> became a link, a <span style> covered
+    the chart), four of one student's runs read the same cut text, and the table showed a raw None."""
+    import html
+    import json
+
+    monkeypatch.setenv("LLMVIZ_TEACHER_KEY", KEY)
+    hostile = '<a href="https://evil.example/x">Ada</a>'
+    lab = llmviz.lab.service.default_lab()
+    lab.registry.ensure_student("s-classtest3", name=hostile)
+    label = "GPT micro (2 layers, d 64) · AdamW · lr 0.003 · Python reference manual"
+    for number in range(4):
+        run_id = f"ctlegend{number}"
+        lab.registry.add_run(
+            RunRecord(
+                run_id,
+                "s-classtest3",
+                "train",
+                label + (f" #{number + 1}" if number else ""),
+                "running",
+                300,
+                model="gpt",
+            )
+        )
+        lab.registry.add_points(run_id, [(1, 3.0 - number / 10, None), (2, 2.9 - number / 10, None)])
+    teacher = run_app("stages/classroom.py", query={"teacher": KEY})
+    assert_clean(teacher)
+    table = teacher.dataframe[0].value
+    theirs = table[table["student"] == hostile]  # a table cell is text: the name as typed
+    assert len(theirs) == 4 and "None" not in theirs.to_string() and set(theirs["best validation loss"]) == {"–"}
+    chart = json.loads(teacher.get("plotly_chart")[0].proto.spec)
+    names = [trace["name"] for trace in chart["data"] if "Ada&lt;/a&gt;" in trace["name"]]
+    assert len(names) == 4 == len(set(names))  # four runs, four legend texts
+    for name in names:
+        assert "<" not in name and ">" not in name  # Plotly draws no tag from it
+        student, _, model = html.unescape(name).split(" · ")[0], None, html.unescape(name).rsplit(" · ", 1)[1]
+        assert student.startswith('<a href="') and student.endswith("Ada</a>") and model == "GPT"

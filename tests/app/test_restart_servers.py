@@ -11,10 +11,13 @@ servers' starts and page runs and a few seconds of training: about 35 CPU-s (40 
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import signal
 import time
 import urllib.parse
 
+import numpy as np
 import pyarrow
 import pytest
 
@@ -48,6 +51,7 @@ class Tab(Student):
         self.options: dict[str, list[str]] = {}
         self.tables: list[list[dict]] = []
         self.texts: list[str] = []
+        self.charts: list[dict] = []
 
     def _seen(self, message, run) -> None:
         super()._seen(message, run)
@@ -61,6 +65,10 @@ class Tab(Student):
             self.tables.append(pyarrow.ipc.open_stream(element.dataframe.arrow_data.data).read_all().to_pylist())
         elif kind == "markdown":
             self.texts.append(element.markdown.body)
+        elif kind == "alert":
+            self.texts.append(element.alert.body)
+        elif kind == "plotly_chart":
+            self.charts.append(json.loads(element.plotly_chart.spec))
 
     async def press(self, label: str):
         """Click the (first) button labelled ``label``; returns once its run (its fragment's, if it lives in one)
@@ -89,6 +97,13 @@ class Tab(Student):
         for name, value in self._context().items():
             setattr(rerun.context_info, name, value)
         return message
+
+
+def values(array) -> list[float]:
+    """A Plotly trace's values as the browser gets them (numpy arrays travel as base64 with their dtype)."""
+    if isinstance(array, dict):
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
+    return list(array)
 
 
 def server(folder) -> AppServer:
@@ -188,7 +203,7 @@ def test_three_students_find_their_runs_after_the_server_is_stopped_and_started(
             tabs[name] = await kept_page(url, secret)
             await tabs[name].close()
         ann = await kept_page(url, secrets["ann"])  # ann presses Resume
-        resumed = await ann.press("Resume it")
+        resumed = await ann.press("Resume")  # under the run the page opens on
         assert resumed.errors == [], resumed.errors
         await ann.close()
         return tabs
@@ -201,7 +216,13 @@ def test_three_students_find_their_runs_after_the_server_is_stopped_and_started(
             assert choice.endswith(f" · {ids[name]}")
             [row] = kept_rows(tab)
             assert row["steps"] == f"{steps[name]} of {2000 if name != 'cy' else 10}"
-        assert kept_rows(tabs["cy"])[0]["state"] == "finished"
+        assert kept_rows(tabs["cy"])[0]["state"] == "finished after 10 steps"
+        for name in students:  # the Training page opens on the run the lab keeps, with every point of its curve
+            assert not [text for text in tabs[name].texts if "No run yet" in text], name
+            [raw] = [t for c in tabs[name].charts for t in c["data"] if t.get("name", "").endswith("(per step)")]
+            kept = registry.curve(ids[name])
+            assert len(kept) == steps[name] and values(raw["x"]) == [step for step, *_ in kept], name
+            assert values(raw["y"]) == pytest.approx([loss for _, loss, _ in kept], rel=1e-6), name
         for name in ("ann", "bob"):  # training or paused when the server stopped: interrupted, resumable
             assert kept_rows(tabs[name])[0]["state"].startswith("interrupted")
             assert registry.resume_state(ids[name])[0] == steps[name]  # its optimizer's state at its last step

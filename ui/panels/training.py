@@ -16,7 +16,7 @@ import ui
 from llmviz.lessons.training import smooth
 from llmviz.training import footprint
 from llmviz.training.config import PRECISION_TITLES
-from ui import charts, picker, state
+from ui import charts, lab, picker, state
 from ui.panels import runs
 from ui.text import csv_text, literal_markdown, tidy_floats
 
@@ -49,8 +49,10 @@ def server_line() -> None:
         if budget
         else ""
     )
+    training_now = lab.training_count()  # every app process's (the lab's record), else this process's own
+    training_now = job_manager.running_count if training_now is None else training_now
     st.caption(
-        f"On this server: {job_manager.running_count} run(s) training, {job_manager.waiting_count} waiting "
+        f"On this server: {training_now} run(s) training, {job_manager.waiting_count} waiting "
         f"(at most {job_manager.max_running} train at once; the others wait their turn, students in turn, each "
         f"in a worker process of its own).{share_line}{memory_line}"
     )
