@@ -38,7 +38,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.nn as nn
@@ -398,19 +398,12 @@ class SaeMetrics:
 
 
 @dataclass
-class SaeDataset:
-    """What the job system asks of a run's data: its token counts (the activations are its training data)."""
-
-    train_ids: torch.Tensor
-    val_ids: torch.Tensor
-    tokenizer: Any = None
-    vocab_size: int = 0
-
-
-@dataclass
 class SaeTrainer:
-    """Trains a :class:`SparseAutoencoder` on gathered activations (N, d_in): a lab run the job worker steps like a
-    model's Trainer (``run``, ``step``, ``history``, ``model`` for snapshots, ``config.steps``)."""
+    """Trains a :class:`SparseAutoencoder` on gathered activations (N, d_in): a runner of the jobs layer's interface
+    (:mod:`llmviz.jobs.runners`: ``kind``, ``run``, ``step``, ``history``, ``model`` for snapshots, ``config.steps``,
+    ``describe``), kept in the lab as an ``"autoencoder"`` run."""
+
+    kind: ClassVar[str] = "autoencoder"
 
     config: SaeConfig
     activations: torch.Tensor  # (N, D), float32
@@ -423,33 +416,26 @@ class SaeTrainer:
 
     def __post_init__(self) -> None:
         generator = torch.Generator().manual_seed(self.config.seed)
-        count, width = self.activations.shape
+        _, width = self.activations.shape
         self.model = SparseAutoencoder(width, self.config.d_sae, self.config.k, generator)
         with torch.no_grad():  # b_dec starts at the mean activation (a cheap geometric-median stand-in)
             self.model.b_dec.copy_(self.activations.mean(0))
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.config.lr)
         self.rng_state = generator.get_state()
         self.since_fired = torch.zeros(self.config.d_sae, dtype=torch.long)  # (S,) tokens since each last fired
-        self.dataset = SaeDataset(
-            torch.empty(count, dtype=torch.long), torch.empty(0, dtype=torch.long), self.tokenizer, width
-        )
         if self.lm is not None:
             self.lm.eval()
 
-    def run_info(self):
-        from llmviz.jobs.events import RunInfo
-        from llmviz.training.snapshots import state_bytes, state_of
-
-        return RunInfo(
-            description={"kind": "sae", "config": self.config.to_dict(), "d_in": self.model.d_in},
-            config=self.config,
-            tokenizer=self.tokenizer,
-            vocab_size=self.lm.config.vocab_size if self.lm is not None else 0,
-            parameters=sum(p.numel() for p in self.model.parameters()),
-            train_tokens=len(self.activations),
-            val_tokens=int(self.eval_windows.numel()),
-            snapshot_bytes=state_bytes(state_of(self.model)),
-        )
+    def describe(self) -> dict:
+        """What a page knows about this run before opening a snapshot (the runner interface's ``describe``)."""
+        return {
+            "description": {"kind": "sae", "config": self.config.to_dict(), "d_in": self.model.d_in},
+            "config": self.config,
+            "tokenizer": self.tokenizer,
+            "vocab_size": self.lm.config.vocab_size if self.lm is not None else 0,
+            "train_tokens": len(self.activations),
+            "val_tokens": int(self.eval_windows.numel()),
+        }
 
     def footprint(self):
         from llmviz.training import footprint

@@ -52,8 +52,10 @@ class RunInfo:
         from llmviz.training.checkpoint import model_description
         from llmviz.training.snapshots import state_bytes, state_of
 
-        if hasattr(trainer, "run_info"):  # a run that describes itself (a sparse autoencoder's)
-            return trainer.run_info()
+        if hasattr(trainer, "describe"):  # a runner that describes itself (llmviz.jobs.runners)
+            from llmviz.jobs.runners import facts
+
+            return facts(trainer)
         dataset = trainer.dataset
         return cls(
             description=model_description(trainer.model),

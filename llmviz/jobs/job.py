@@ -125,6 +125,7 @@ class Job:
         self.owner = group.owner
         self.label = label
         self.kind = kind
+        self.run_kind: str | None = None  # what the lab keeps it as (llmviz.lab.records.KINDS); None: inferred
         self.total = total
         self.created = time.time()
         self.info: RunInfo | None = None  # the model and data of a training run (once built)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from llmviz.errors import UploadError
 from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job
+from llmviz.lab.records import AUTOENCODER, TASK, TRAINING
 from llmviz.lab.registry import RunRecord, config_json, this_holder
 from llmviz.lab.service import Lab
 from llmviz.lab.storage import read_kept_file, safe_name
@@ -60,6 +61,23 @@ class _Kept:
     described: bool = False  # its model and config are in the registry
     text_sha256: str | None = None  # the text it trains on, kept once per content (resuming needs it)
     resume_step: int | None = None  # the step of its resume state on disk (that step's snapshot stays with it)
+
+
+def run_kind(job: Job) -> str:
+    """What ``job`` is, as the lab keeps it (:data:`llmviz.lab.records.KINDS`): the kind it was submitted as, else
+    its model's (an autoencoder describes itself as one), else a training run (or a task).
+
+    >>> from types import SimpleNamespace as Fake
+    >>> run_kind(Fake(run_kind=None, kind="train", info=Fake(description={"kind": "sae"})))
+    'autoencoder'
+    >>> run_kind(Fake(run_kind=None, kind="task", info=None)), run_kind(Fake(run_kind="race", kind="train", info=None))
+    ('task', 'race')
+    """
+    if getattr(job, "run_kind", None):
+        return str(job.run_kind)
+    if job.info is not None and job.info.description.get("kind") == "sae":
+        return AUTOENCODER
+    return TRAINING if job.kind == "train" else TASK
 
 
 def snapshot_meta(info, label: str) -> dict:
@@ -103,7 +121,7 @@ class Keeper:
                 RunRecord(
                     id=job.id,
                     student=student,
-                    kind=job.kind,
+                    kind=run_kind(job),
                     label=job.label,
                     state="queued",
                     total=job.total,
@@ -182,6 +200,7 @@ class Keeper:
         values: dict = {"state": state, "step": status.step, "error": status.error}
         if job.info is not None and not entry.described:  # a run built in its worker says what it is once built
             values["model"] = str(job.info.description.get("kind", ""))
+            values["kind"] = run_kind(job)
             values["config"] = {**config_json(job.info.config), **_text_field(entry.text_sha256)}
             entry.described = True
         registry.update_run(job.id, **values)

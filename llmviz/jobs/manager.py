@@ -69,7 +69,7 @@ from llmviz.device import available_devices
 from llmviz.errors import LlmvizError
 from llmviz.jobs import processes, ray_executor
 from llmviz.jobs.admission import Budget, Claim, Ledger, Phase, device_refusal, snapshot_refusal
-from llmviz.jobs.events import JobState, RunInfo
+from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Group, Job, JobStatus
 from llmviz.jobs.keeping import (
     TEXT_FIELD,
@@ -80,8 +80,10 @@ from llmviz.jobs.keeping import (
     resumed_trainer,
     student_key,
 )
+from llmviz.jobs.runners import facts as runner_facts
 from llmviz.jobs.supervisor import Supervisor
 from llmviz.jobs.worker import TaskPayload, TrainPayload, WorkerOptions
+from llmviz.lab.records import MODEL_KINDS
 from llmviz.lab.registry import LIVE_STATES, RunRecord
 from llmviz.lab.service import Lab, default_lab
 from llmviz.training.footprint import MB, Footprint, describe, device_free_bytes, of_trainer, suggestion, worker_peak
@@ -353,7 +355,7 @@ class JobManager:
             if options.snapshots:
                 job.snapshots = SnapshotStore(every=max(0, int(options.snapshot_every)))
             if trainer is not None:
-                job.info = RunInfo.of(trainer)
+                job.info = runner_facts(trainer)
                 job.reserved_snapshot_bytes = 2 * job.info.snapshot_bytes if job.snapshots is not None else 0
                 if self.workers == "thread":
                     job.trainer = trainer
@@ -680,10 +682,10 @@ class JobManager:
         if self.keeper is None:
             return []
         registry, student = self.keeper.lab.registry, student_key(owner)
-        found = [run for run in registry.runs(student) if run.kind == "train"]
+        found = [run for run in registry.runs(student) if run.kind in MODEL_KINDS]
         if any(run.state in LIVE_STATES and run.holder != self.keeper.holder for run in found):
             if registry.interrupt_orphans(student=student):
-                found = [run for run in registry.runs(student) if run.kind == "train"]
+                found = [run for run in registry.runs(student) if run.kind in MODEL_KINDS]
         return found
 
     def keep_upload(self, owner: str, name: str, data: bytes) -> str | None:

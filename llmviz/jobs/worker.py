@@ -47,6 +47,7 @@ from typing import Any
 import torch
 
 from llmviz.errors import LlmvizError, log_failure
+from llmviz.jobs import runners
 from llmviz.jobs.events import (
     Control,
     Done,
@@ -60,7 +61,6 @@ from llmviz.jobs.events import (
     Paused,
     Result,
     Resume,
-    RunInfo,
     Snapshot,
     Step,
     Stop,
@@ -345,7 +345,7 @@ class _TrainRunner(_Runner):
             self.trainer = self.payload.build()
             self.curve_step = self.trainer.step
             self.payload = replace(self.payload, build=None)  # what it was built from (a picked model) can go
-            self.channel.send(Info(self.index, RunInfo.of(self.trainer)))
+            self.channel.send(Info(self.index, runners.facts(self.trainer)))
         if _OWN_PROCESS and hasattr(self.trainer, "claim_process"):
             self.trainer.claim_process()  # fused dropout from the run's own stream (Trainer.claim_process)
         if self.options.snapshots:

@@ -4,8 +4,8 @@
 >>> registry = Registry("sqlite://")
 >>> for student, name in (("s1", "Ada"), ("s2", "")):
 ...     registry.ensure_student(student, name=name)
->>> registry.add_run(RunRecord("r1", "s1", "train", "GPT micro", "running", total=300, step=120, best_val_loss=2.5))
->>> registry.add_run(RunRecord("r2", "s2", "train", "GPT mini", "finished", total=300, step=300, best_val_loss=2.1))
+>>> registry.add_run(RunRecord("r1", "s1", "training", "GPT micro", "running", total=300, step=120, best_val_loss=2.5))
+>>> registry.add_run(RunRecord("r2", "s2", "training", "GPT mini", "finished", total=300, step=300, best_val_loss=2.1))
 >>> [(row.name, row.run_id, row.best_val_loss) for row in class_rows(registry)]
 [('student 2', 'r2', 2.1), ('Ada', 'r1', 2.5)]
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from llmviz.lab.records import MODEL_KINDS
 from llmviz.lab.registry import Registry
 
 SORTS = ("best validation loss", "newest", "student")
@@ -37,9 +38,12 @@ class ClassRow:
     created: float
 
 
-def class_rows(registry: Registry, sort: str = "best validation loss") -> list[ClassRow]:
-    """Every student's training runs, sorted by ``sort`` (one of :data:`SORTS`; runs with no validation loss yet
-    last when sorting by it). Two queries, whatever the class's size."""
+def class_rows(
+    registry: Registry, sort: str = "best validation loss", kinds: tuple[str, ...] = MODEL_KINDS
+) -> list[ClassRow]:
+    """Every student's runs of ``kinds`` (language models, by default), sorted by ``sort`` (one of
+    :data:`SORTS`; runs with no validation loss yet last when sorting by it). Two queries, whatever the class's
+    size."""
     names = {}
     for number, student in enumerate(registry.students(), start=1):
         names[student["id"]] = student["name"] or f"student {number}"
@@ -58,7 +62,7 @@ def class_rows(registry: Registry, sort: str = "best validation loss") -> list[C
             run.created,
         )
         for run in registry.all_runs()
-        if run.kind == "train"
+        if run.kind in kinds
     ]
     if sort == "newest":
         return sorted(rows, key=lambda row: -row.created)

@@ -1,24 +1,108 @@
-"""The lab: a registry (:mod:`llmviz.lab.registry`) and a storage (:mod:`llmviz.lab.storage`) together, with the
-per-student disk quota and the retention time (:meth:`Lab.thin`, :meth:`Lab.expire`), and the process's default lab.
+"""The lab as one door: every question a page, the picker, the class view or the CLI asks about a student's runs,
+and every control, goes through :class:`Lab` (no Streamlit here). The registry (:mod:`llmviz.lab.registry`) and the
+run files (:mod:`llmviz.lab.storage`) are the only truth: a live run's worker writes through them (the jobs layer's
+keeper), and nothing a page needs is read from a job in memory.
+
+What the door answers (``student`` is always the run's owner; a run id alone opens nothing):
+
+- :meth:`Lab.runs` / :meth:`Lab.run`: :class:`RunView` rows, kept and live alike, newest first;
+- :meth:`Lab.curve`, :meth:`Lab.samples`, :meth:`Lab.snapshots`, :meth:`Lab.open_snapshot`;
+- :meth:`Lab.control`: pause, resume, stop, park, delete, from any app process, by the student, the teacher or the
+  server; it returns the one sentence to show;
+- :meth:`Lab.disk`: the student's disk use against their quota (:meth:`Lab.thin` keeps them within it);
+- :meth:`Lab.class_runs`, :meth:`Lab.class_curves`: the teacher's class view.
+
+Faults are refusals: a database locked past its busy timeout, full, damaged, deleted or unreachable makes every
+method raise :class:`LabUnavailable` with one sentence for the student (logged once per fault, with a count, and
+once more when it clears: :mod:`llmviz.lab.faults`). A damaged snapshot raises :class:`SnapshotDamaged` (one
+sentence, never a path).
 
 >>> import tempfile
 >>> lab = Lab.at(tempfile.mkdtemp())
 >>> lab.registry.url.endswith("lab.db"), lab.storage.root.endswith("lab")
 (True, True)
+>>> lab.registry.ensure_student("s1")
+>>> lab.registry.add_run(RunRecord("r1", "s1", TRAINING, "Run 1", "parked", total=300, step=120, state_by="teacher",
+...                                state_step=120))
+>>> view = lab.run("s1", "r1")
+>>> view.kind, view.state_line, lab.run("s2", "r1")
+('training', 'parked by the teacher at step 120', None)
+>>> lab.disk("s1").used
+0
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from llmviz import settings
-from llmviz.errors import UploadError
+from llmviz.errors import CheckpointError, LlmvizError, UploadError
+from llmviz.lab import faults
+from llmviz.lab.classroom import ClassRow, class_rows
+from llmviz.lab.records import (
+    AUTOENCODER,
+    DPO,
+    FINETUNE,
+    KINDS,
+    LIVE_STATES,
+    LORA,
+    MODEL_KINDS,
+    RACE,
+    SFT,
+    TASK,
+    TRAINING,
+    RunRecord,
+)
 from llmviz.lab.registry import Registry, default_url
 from llmviz.lab.storage import Storage, content_hash, thinning_order
 
+__all__ = [
+    "AUTOENCODER",
+    "ACTIONS",
+    "DPO",
+    "FINETUNE",
+    "KINDS",
+    "LORA",
+    "MODEL_KINDS",
+    "RACE",
+    "SFT",
+    "TASK",
+    "TRAINING",
+    "Curve",
+    "Lab",
+    "LabUnavailable",
+    "QuotaExceeded",
+    "RunView",
+    "Snapshot",
+    "SnapshotDamaged",
+    "Usage",
+    "default_lab",
+    "runs_folder",
+]
+
+log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent.parent  # the repository
+ACTIONS = ("pause", "resume", "stop", "park", "delete")  # what Lab.control takes
+
+
+class LabUnavailable(LlmvizError):
+    """The lab's database cannot answer (locked past its timeout, full, damaged, deleted or unreachable): the
+    message is one sentence for the student; nothing was half-written."""
+
+
+class SnapshotDamaged(LlmvizError):
+    """A kept snapshot file cannot be read (the message says so in one sentence, without its path)."""
+
+
+class QuotaExceeded(LlmvizError):
+    """A run or file would pass the student's disk quota even after thinning their snapshots."""
 
 
 def runs_folder() -> Path:
@@ -26,20 +110,305 @@ def runs_folder() -> Path:
     return Path(settings.get("LLMVIZ_RUNS_DIR") or ROOT / "runs")
 
 
+# ---------------------------------------------------------------------------- what the door hands out
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One run as every page sees it, from the registry alone (kept and live alike)."""
+
+    id: str
+    student: str
+    kind: str
+    label: str
+    state: str
+    state_by: str | None  # "student", "teacher", "server" or None (not known)
+    state_step: int | None  # the step at which its state last changed
+    step: int
+    total: int
+    model: str
+    config: dict
+    created: float
+    updated: float
+    resumes: tuple[int, ...]  # the steps at which it was resumed, in order
+    best_val_loss: float | None
+    last_loss: float | None
+    error: str | None
+    training: bool  # holds one of the machine's training slots now
+    holder: str | None = None
+
+    @classmethod
+    def of(cls, record: RunRecord) -> RunView:
+        return cls(
+            id=record.id,
+            student=record.student,
+            kind=record.kind,
+            label=record.label,
+            state=record.state,
+            state_by=record.state_by,
+            state_step=record.state_step,
+            step=record.step,
+            total=record.total,
+            model=record.model,
+            config=dict(record.config or {}),
+            created=record.created,
+            updated=record.updated,
+            resumes=tuple(int(step) for step in record.resumes or ()),
+            best_val_loss=record.best_val_loss,
+            last_loss=record.last_loss,
+            error=record.error,
+            training=bool(record.training),
+            holder=record.holder,
+        )
+
+    @property
+    def live(self) -> bool:
+        """Queued, running or paused in some app process."""
+        return self.state in LIVE_STATES
+
+    @property
+    def resumable(self) -> bool:
+        """Parked, interrupted or stopped before its last step: Resume goes on with the same run."""
+        return self.state in ("parked", "interrupted") or (self.state == "stopped" and self.step < self.total)
+
+    @property
+    def state_line(self) -> str:
+        """The state in words, with who changed it and at which step.
+
+        >>> RunView.of(RunRecord("r", "s", "training", "Run", "parked", step=401, state_by="teacher",
+        ...                      state_step=401)).state_line
+        'parked by the teacher at step 401'
+        >>> RunView.of(RunRecord("r", "s", "training", "Run", "running", step=3)).state_line
+        'running'
+        """
+        who = {"student": "you", "teacher": "the teacher", "server": "the server"}.get(self.state_by or "")
+        if self.state in LIVE_STATES and self.state != "paused":
+            return self.state
+        line = self.state
+        if who:
+            line += f" by {who}"
+        if self.state_step is not None:
+            line += f" at step {self.state_step}"
+        return line
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A run's points from the registry: ``(step, training loss, validation loss)`` by step, and the steps at which
+    it was resumed (a chart marks them)."""
+
+    run_id: str
+    points: tuple[tuple[int, float | None, float | None], ...]
+    resumes: tuple[int, ...] = ()
+
+    @property
+    def steps(self) -> list[int]:
+        return [point[0] for point in self.points]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A kept snapshot of a run: its step and its size on disk."""
+
+    step: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Usage:
+    """A student's disk use (bytes) against their quota.
+
+    >>> Usage(3 * 2**20, 50 * 2**20).line
+    '3.0 MB of your 50 MB'
+    """
+
+    used: int
+    quota: int
+
+    @property
+    def line(self) -> str:
+        return f"{self.used / 2**20:.1f} MB of your {self.quota / 2**20:.0f} MB"
+
+    @property
+    def left(self) -> int:
+        return max(0, self.quota - self.used)
+
+
+class Controller(Protocol):
+    """What a process that trains runs (the jobs layer's manager) offers the lab: acting on a run it holds at once,
+    and resuming a kept run (the same run id) in itself."""
+
+    def act(self, student: str, run_id: str, action: str, by: str) -> bool: ...
+
+    def resume_run(self, student: str, run_id: str, by: str) -> Any: ...
+
+
+# ---------------------------------------------------------------------------- the door
+
+
 class Lab:
-    """A registry and a storage, with the per-student quota (bytes) and retention (seconds)."""
+    """A registry and a storage, with the per-student quota (bytes) and retention (seconds): the one door to the
+    students' runs (see the module's docstring)."""
 
     def __init__(self, registry: Registry, storage: Storage, quota: int | None = None, keep_s: float | None = None):
         self.registry = registry
         self.storage = storage
         self.quota = quota if quota is not None else int(settings.get("LLMVIZ_STUDENT_DISK_MB") * 2**20)
         self.keep_s = keep_s if keep_s is not None else float(settings.get("LLMVIZ_KEEP_DAYS")) * 86400
+        self.controller: Controller | None = None  # this process's trainer of runs, when it has one (attach)
+        self.faults = faults.FaultLog(self.registry.url)
 
     @classmethod
     def at(cls, folder: str | os.PathLike, url: str | None = None, **limits) -> Lab:
         """The lab of runs folder ``folder``: its database ``url`` (default ``<folder>/lab.db``), files in
-        ``<folder>/lab``."""
-        return cls(Registry(url or default_url(folder)), Storage(os.path.join(os.fspath(folder), "lab")), **limits)
+        ``<folder>/lab``. :class:`LabUnavailable` when the database cannot be opened."""
+        try:
+            registry = Registry(url or default_url(folder))
+        except Exception as error:  # noqa: BLE001 - whatever the driver says: one sentence
+            raise LabUnavailable(faults.sentence(error)) from error
+        return cls(registry, Storage(os.path.join(os.fspath(folder), "lab")), **limits)
+
+    def attach(self, controller: Controller) -> None:
+        """This process trains runs (its job manager): controls of runs it holds act at once, and Resume of a kept
+        run trains it on here."""
+        self.controller = controller
+
+    @contextlib.contextmanager
+    def guard(self, what: str) -> Iterator[None]:
+        """Turn a database fault during ``what`` into :class:`LabUnavailable` (one sentence), logged once per
+        fault (:class:`llmviz.lab.faults.FaultLog`); a success after a fault logs that it cleared."""
+        try:
+            yield
+        except LlmvizError:
+            raise
+        except Exception as error:  # noqa: BLE001 - the driver's errors (SQLAlchemy's, OSError): one sentence
+            if not faults.is_database_fault(error):
+                raise
+            self.faults.failed(what, error)
+            raise LabUnavailable(faults.sentence(error, self.registry.url)) from None
+        self.faults.cleared()
+
+    # ------------------------------------------------------------------ reading
+
+    def runs(self, student: str, kinds: tuple[str, ...] | list[str] | None = None) -> list[RunView]:
+        """``student``'s runs, kept and live alike, newest first; ``kinds``: only those kinds (a page lists the runs
+        it can use). A live run whose process has gone is marked interrupted first (resumable at once)."""
+        with self.guard("list a student's runs"):
+            found = self.registry.runs(student)
+            if any(run.state in LIVE_STATES for run in found) and self.registry.interrupt_orphans(student=student):
+                found = self.registry.runs(student)
+        views = [RunView.of(run) for run in found if kinds is None or run.kind in kinds]
+        return sorted(views, key=lambda view: (-view.created, view.id))
+
+    def run(self, student: str, run_id: str) -> RunView | None:
+        """``student``'s run ``run_id`` (None when it is not theirs or does not exist)."""
+        with self.guard("read a run"):
+            found = self.registry.run(student, run_id)
+        return RunView.of(found) if found is not None else None
+
+    def curve(self, student: str, run_id: str, since_step: int = 0) -> Curve:
+        """``student``'s run's points from ``since_step`` on (live or kept), with its resume steps; an empty curve
+        when the run is not theirs."""
+        with self.guard("read a run's curve"):
+            found = self.registry.run(student, run_id)
+            if found is None:
+                return Curve(run_id, ())
+            points = self.registry.curve(run_id, since_step)
+        return Curve(run_id, tuple(points), tuple(int(step) for step in found.resumes or ()))
+
+    def samples(self, student: str, run_id: str) -> list[tuple[int, str]]:
+        """The text samples a run wrote as it trained, ``(step, text)`` by step (none when not theirs)."""
+        with self.guard("read a run's samples"):
+            if self.registry.run(student, run_id) is None:
+                return []
+            return self.registry.samples(run_id)
+
+    def snapshots(self, student: str, run_id: str) -> list[Snapshot]:
+        """A run's kept snapshots, by step (none when not theirs)."""
+        with self.guard("list a run's snapshots"):
+            if self.registry.run(student, run_id) is None:
+                return []
+            return [Snapshot(step, nbytes) for step, _, nbytes in self.registry.snapshots(run_id)]
+
+    def snapshot_steps(self, student: str) -> dict[str, list[int]]:
+        """The kept snapshot steps of each of ``student``'s runs, in one query (the picker lists them)."""
+        with self.guard("list a student's snapshots"):
+            return self.registry.steps_by_run(student)
+
+    def open_snapshot(self, student: str, run_id: str, step: int) -> tuple[dict, dict]:
+        """The weights (a state dict) and metadata of ``student``'s run's snapshot at ``step``. A snapshot that is
+        not kept (or not theirs) or a damaged file raises :class:`SnapshotDamaged` in one sentence (the path goes to
+        the server's log only)."""
+        with self.guard("open a snapshot"):
+            found = self.registry.run(student, run_id)
+            files = {kept_step: path for kept_step, path, _ in self.registry.snapshots(run_id)} if found else {}
+        if found is None or step not in files:
+            raise SnapshotDamaged(f"Step {step} of that run is not kept (it was thinned or deleted).")
+        try:
+            return self.storage.read_snapshot(files[step])
+        except CheckpointError as error:
+            log.warning("a kept snapshot cannot be read: %s", error)
+            raise SnapshotDamaged(
+                f"The snapshot of {found.label} at step {step} is damaged and cannot be opened; its other steps "
+                "are still kept."
+            ) from None
+
+    def disk(self, student: str) -> Usage:
+        """``student``'s disk use (snapshots, resume states, uploads) against their quota."""
+        with self.guard("count a student's disk use"):
+            return Usage(self.registry.disk_bytes(student), self.quota)
+
+    def class_runs(self, sort: str = "best validation loss", kinds: tuple[str, ...] = MODEL_KINDS) -> list[ClassRow]:
+        """Every student's runs of ``kinds`` for the teacher's class view (:func:`llmviz.lab.classroom.class_rows`)."""
+        with self.guard("list the class's runs"):
+            return class_rows(self.registry, sort, kinds)
+
+    def class_curves(self, run_ids: list[str]) -> dict[str, list[tuple[int, float | None, float | None]]]:
+        """Many runs' curves in one query (the class view: the teacher sees every student's)."""
+        with self.guard("read the class's curves"):
+            return self.registry.curves(run_ids)
+
+    # ------------------------------------------------------------------ controls
+
+    def control(self, student: str, run_id: str, action: str, by: str = "student") -> str:
+        """``action`` (one of :data:`ACTIONS`) on ``student``'s run ``run_id``, from any app process, by ``by``
+        (``"student"``, ``"teacher"``, ``"server"``); returns the sentence to show. A live run held by this
+        process acts at once; one held by another process is asked through the registry (it acts within a
+        second); Resume of a parked, interrupted or stopped run trains the same run on in this process."""
+        if action not in ACTIONS:
+            raise ValueError(f"a run's controls are {', '.join(ACTIONS)}")
+        found = self.run(student, run_id)
+        if found is None:
+            return "That run is not one of yours any more (it was deleted)."
+        if action == "delete":
+            return self._delete(found, by)
+        if action == "resume" and not found.live:
+            return self._resume_kept(found, by)
+        if not found.live:
+            return f"{found.label} is not training ({found.state_line}): there is nothing to {action}."
+        if self.controller is not None and self.controller.act(student, run_id, action, by):
+            return _asked(found.label, action, at_once=True)
+        with self.guard(f"ask for a {action}"):
+            asked = self.registry.request(run_id, action, student=student, by=by)
+        return _asked(found.label, action, at_once=False) if asked else f"{found.label} has just ended."
+
+    def _resume_kept(self, found: RunView, by: str) -> str:
+        if not found.resumable:
+            return f"{found.label} cannot be resumed: it is {found.state_line}."
+        if self.controller is None:
+            return "Runs are resumed from the app (this process does not train runs)."
+        self.controller.resume_run(found.student, found.id, by)  # LlmvizError: its refusal, one sentence
+        return f"{found.label} goes on from step {found.step}: the same run, its curve and snapshots kept."
+
+    def _delete(self, found: RunView, by: str) -> str:
+        if found.live:
+            if self.controller is None or not self.controller.act(found.student, found.id, "stop", by):
+                with self.guard("ask for a stop"):
+                    self.registry.request(found.id, "stop", student=found.student, by=by)
+        self.delete_run(found.student, found.id)
+        return f"{found.label} is deleted, with its curve and snapshots."
+
+    # ------------------------------------------------------------------ the quota
 
     def thin(self, student: str, room: int = 0) -> list[tuple[str, int]]:
         """Delete ``student``'s oldest snapshots (:func:`thinning_order`) until their files fit the quota with
@@ -62,8 +431,8 @@ class Lab:
             if used <= self.quota:
                 break
             path, nbytes = sizes[(run, step)]
+            self.registry.drop_snapshot(run, step)  # the row first: a row never names a missing file
             self.storage.delete_file(path)
-            self.registry.drop_snapshot(run, step)
             used -= nbytes
             dropped.append((run, step))
         for run, _, _, nbytes in held:
@@ -72,6 +441,17 @@ class Lab:
             self.drop_resume(run)
             used -= nbytes
         return dropped
+
+    def make_room(self, student: str, nbytes: int, what: str) -> None:
+        """Before writing ``nbytes`` for ``student``: thin their snapshots to make room, and refuse
+        (:class:`QuotaExceeded`, one sentence) when it still would not fit. Nothing is written here."""
+        self.thin(student, room=nbytes)
+        used = self.registry.disk_bytes(student)
+        if used + nbytes > self.quota:
+            raise QuotaExceeded(
+                f"{what} ({nbytes / 2**20:.1f} MB) is not kept: your kept runs and files already take "
+                f"{used / 2**20:.1f} of your {self.quota / 2**20:.0f} MB. Delete a kept run to make room."
+            )
 
     def drop_resume(self, run_id: str) -> None:
         """Delete ``run_id``'s resume state (a finished run needs none; a thinned one resumes with weights only)."""
@@ -88,14 +468,15 @@ class Lab:
         if any(have == digest for have, _, _ in self.registry.uploads(student)):
             return digest  # kept already: once per content
         self.registry.ensure_student(student)
-        self.thin(student, room=len(data))
-        used = self.registry.disk_bytes(student)
-        if used + len(data) > self.quota:
+        try:
+            self.make_room(student, len(data), name)
+        except QuotaExceeded:
+            used = self.registry.disk_bytes(student)
             raise UploadError(
                 f"{name} ({len(data) / 2**20:.1f} MB) is not kept: your kept runs and files already take "
                 f"{used / 2**20:.1f} of your {self.quota / 2**20:.0f} MB. It is used until you leave; delete a kept "
                 "run to keep it."
-            )
+            ) from None
         self.storage.write_upload(student, data)
         self.registry.add_upload(student, digest, name, len(data))
         return digest
@@ -117,12 +498,25 @@ class Lab:
         return gone
 
 
+def _asked(label: str, action: str, at_once: bool) -> str:
+    """The sentence a control shows.
+
+    >>> _asked("Run 1", "park", at_once=False)
+    'Run 1 is asked to park: its process parks it after its current step.'
+    """
+    done = {"pause": "pauses", "resume": "goes on", "stop": "stops", "park": "parks"}[action]
+    if at_once:
+        return f"{label} {done} after its current step."
+    return f"{label} is asked to {action}: its process {done.replace('goes on', 'resumes')} it after its current step."
+
+
 _default: Lab | None = None
 _default_lock = threading.Lock()
 
 
 def default_lab() -> Lab:
-    """The process's lab, from the settings (``LLMVIZ_DATABASE_URL``, ``LLMVIZ_RUNS_DIR``, the quota and retention)."""
+    """The process's lab, from the settings (``LLMVIZ_DATABASE_URL``, ``LLMVIZ_RUNS_DIR``, the quota and retention).
+    :class:`LabUnavailable` when its database cannot be opened (asked again on the next call)."""
     global _default
     with _default_lock:
         if _default is None:

@@ -1,0 +1,130 @@
+"""The lab's fault model: what each database fault is, the one sentence a student reads for it, and a log that
+says each fault once (with a count when it clears), not every second.
+
+========================  =======================================================================================
+fault                     what happens
+========================  =======================================================================================
+locked past the timeout   the action is refused (:class:`~llmviz.lab.service.LabUnavailable`); training goes on
+                          (the keeper writes later, a slot claim waits a fraction of a second and tries again)
+disk full                 the action is refused before anything is recorded; nothing half-written (transactions)
+damaged database          refused; the teacher rebuilds it from the run folders
+database file removed     refused; the teacher rebuilds it from the run folders
+unreachable (PostgreSQL)  refused; the lab answers again as soon as the database is back
+========================  =======================================================================================
+
+>>> import sqlite3
+>>> sentence(sqlite3.OperationalError("database is locked"))[:33]
+"The lab's records are busy (anoth"
+>>> kind_of(sqlite3.OperationalError("database or disk is full")), kind_of(OSError(28, "No space left on device"))
+('full', 'full')
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import sqlite3
+import threading
+import time
+
+import sqlalchemy as sa
+
+log = logging.getLogger(__name__)
+
+SENTENCES = {
+    "locked": (
+        "The lab's records are busy (another process holds the database): nothing was changed; try again in a moment."
+    ),
+    "full": "The server's disk is full: nothing new can be kept until space is freed; your kept runs are safe.",
+    "damaged": (
+        "The lab's database is damaged: your runs cannot be listed until the teacher restores it "
+        "(python -m llmviz lab rebuild)."
+    ),
+    "gone": (
+        "The lab's database file was removed: your runs cannot be listed until the teacher restores it "
+        "(python -m llmviz lab rebuild)."
+    ),
+    "unreachable": (
+        "The lab's database cannot be reached: nothing was changed; your runs are kept and this works again once "
+        "it is back."
+    ),
+}
+
+
+def kind_of(error: BaseException, url: str | None = None) -> str:
+    """Which fault ``error`` is: ``locked``, ``full``, ``damaged``, ``gone`` or ``unreachable``."""
+    original = getattr(error, "orig", None) or error
+    text = str(original).lower()
+    if isinstance(original, OSError) and original.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        return "full"
+    if "disk is full" in text or "no space left" in text or "file too large" in text or "disk i/o" in text:
+        return "full"
+    if "locked" in text or getattr(original, "sqlstate", None) == "55P03":
+        return "locked"
+    if url and url.startswith("sqlite:///") and not _sqlite_file_exists(url):
+        return "gone"
+    if "not a database" in text or "malformed" in text or "corrupt" in text or "no such table" in text:
+        return "damaged"
+    return "unreachable"
+
+
+def _sqlite_file_exists(url: str) -> bool:
+    path = sa.engine.make_url(url).database
+    return not path or path == ":memory:" or os.path.exists(path)
+
+
+def sentence(error: BaseException, url: str | None = None) -> str:
+    """The one sentence a student reads for ``error``."""
+    return SENTENCES[kind_of(error, url)]
+
+
+def is_database_fault(error: BaseException) -> bool:
+    """Is ``error`` the database's (or the disk's) fault, not a bug?"""
+    return isinstance(
+        error, sa.exc.OperationalError | sa.exc.DatabaseError | sa.exc.InterfaceError | sqlite3.Error
+    ) or (isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EIO))
+
+
+class FaultLog:
+    """Logs a fault once when it starts (a warning with its one sentence), counts what failed while it lasts, and
+    logs once more when a later call succeeds ("cleared after N failures").
+
+    >>> faults = FaultLog("sqlite://")
+    >>> for _ in range(3):
+    ...     faults.failed("list runs", sqlite3.OperationalError("database is locked"))
+    >>> faults.current, faults.count
+    ('locked', 3)
+    >>> faults.cleared(); faults.current
+    """
+
+    def __init__(self, url: str):
+        self.url = url
+        self.current: str | None = None
+        self.count = 0
+        self.since = 0.0
+        self._lock = threading.Lock()
+
+    def failed(self, what: str, error: BaseException) -> None:
+        kind = kind_of(error, self.url)
+        with self._lock:
+            first = kind != self.current
+            if first:
+                self.current, self.count, self.since = kind, 0, time.monotonic()
+            self.count += 1
+        if first:
+            log.warning("the lab's database fault (%s) began as it tried to %s: %s", kind, what, error)
+
+    def cleared(self) -> None:
+        if self.current is None:
+            return
+        with self._lock:
+            kind, count, since = self.current, self.count, self.since
+            self.current, self.count = None, 0
+        if kind is not None:
+            log.warning(
+                "the lab's database fault (%s) cleared after %d failed calls in %.0f s",
+                kind,
+                count,
+                time.monotonic() - since,
+            )

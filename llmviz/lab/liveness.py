@@ -1,0 +1,80 @@
+"""Process liveness: which process holds which run, and whether it is still there. A run's row names its holder
+(``"host:pid:started"``) and when that process last said it was alive (``heartbeat``): a run whose holder has gone
+while it trained is *interrupted*, not lost (it resumes from its last resume state).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+import psutil
+import sqlalchemy as sa
+
+from llmviz.lab.records import LIVE_STATES, runs
+
+
+def this_holder() -> str:
+    """``"host:pid:started"`` for this process: names it uniquely even after its process id is reused.
+
+    >>> this_holder().split(":")[1] == str(os.getpid())
+    True
+    """
+    started = int(psutil.Process().create_time())
+    return f"{socket.gethostname()[:60]}:{os.getpid()}:{started}"
+
+
+def holder_alive(holder: str | None) -> bool | None:
+    """Is the process ``holder`` names still running? None where it cannot be told (another host).
+
+    >>> holder_alive(this_holder()), holder_alive(None)
+    (True, False)
+    """
+    if not holder:
+        return False
+    host, _, rest = holder.partition(":")
+    pid, _, started = rest.partition(":")
+    if host != socket.gethostname()[:60]:
+        return None
+    try:
+        process = psutil.Process(int(pid))
+        return int(process.create_time()) == int(started)
+    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
+        return False
+
+
+class Liveness:
+    """Heartbeats and orphaned runs (a part of :class:`llmviz.lab.registry.Registry`)."""
+
+    engine: sa.Engine
+
+    def beat(self, holder: str) -> None:
+        """The process ``holder`` is alive: every run it holds says so."""
+        with self.engine.begin() as db:
+            db.execute(sa.update(runs).where(runs.c.holder == holder).values(heartbeat=time.time()))
+
+    def interrupt_orphans(self, stale_s: float = 60.0, student: str | None = None) -> list[str]:
+        """Runs that were queued, training or paused in a process that has gone (or has not said it is alive for
+        ``stale_s`` seconds, where it runs on another host) become *interrupted*; returns their ids. ``student``:
+        only theirs (a page listing a student's runs checks them, so a killed app process's runs show as
+        interrupted at once on the other)."""
+        now = time.time()
+        where: list[sa.ColumnElement[bool]] = [runs.c.state.in_(LIVE_STATES)]
+        if student is not None:
+            where.append(runs.c.student == student)
+        with self.engine.connect() as db:
+            rows = db.execute(sa.select(runs.c.id, runs.c.holder, runs.c.heartbeat).where(*where)).all()
+        gone = []
+        for run_id, holder, heartbeat in rows:
+            alive = holder_alive(holder)
+            if alive is False or (alive is None and now - (heartbeat or 0) > stale_s):
+                gone.append(run_id)
+        if gone:
+            with self.engine.begin() as db:
+                db.execute(
+                    sa.update(runs)
+                    .where(runs.c.id.in_(gone), runs.c.state.in_(LIVE_STATES))
+                    .values(state="interrupted", training=False, memory=0, updated=now)
+                )
+        return gone
