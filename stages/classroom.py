@@ -38,9 +38,9 @@ def class_now() -> None:
     charts.show(classroom.curves_figure(shown, curves, log_x, validation), key=state.widget("class_chart"))
 
 
-def ask(run_id: str, action: str) -> None:
+def ask(student: str, run_id: str, action: str) -> None:
     """Stop's or Park's callback: asked through the lab, whichever app process trains the run."""
-    st.toast(lab.control(run_id, action, by="teacher"))
+    st.toast(lab.control(run_id, action, by="teacher", owner=student))
 
 
 class_now()
@@ -54,8 +54,8 @@ if rows:  # (no heading over nothing: the live section above says no student has
     if d1.button("Show on the projector", key=state.widget("class_project"), type="primary"):
         picker.project(chosen.run_id, None)
         st.rerun()
-    d2.button("Stop it", key=state.widget("class_stop"), on_click=ask, args=(chosen.run_id, "stop"))
-    d3.button("Park it", key=state.widget("class_park"), on_click=ask, args=(chosen.run_id, "park"))
+    d2.button("Stop it", key=state.widget("class_stop"), on_click=ask, args=(chosen.student, chosen.run_id, "stop"))
+    d3.button("Park it", key=state.widget("class_park"), on_click=ask, args=(chosen.student, chosen.run_id, "park"))
     st.caption(
         "Show on the projector: your picker (the sidebar) switches to this run at its newest kept step, on every "
         "page; its step slider moves through its kept steps. Stop keeps what it learned; Park frees its worker "

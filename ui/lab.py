@@ -12,99 +12,39 @@ a sparse autoencoder's runs are Inside › Features' own (:func:`autoencoder_run
 
 from __future__ import annotations
 
-import logging
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TypeVar
-
 import streamlit as st
 
 from llmviz.jobs.keeping import student_key
 from llmviz.jobs.manager import default_manager
-from llmviz.lab.classroom import class_rows
-from llmviz.lab.registry import LIVE_STATES
-from llmviz.lab.service import Lab, default_lab
+from llmviz.lab.classroom import ClassRow
+from llmviz.lab.service import (
+    AUTOENCODER,
+    MODEL_KINDS,
+    Lab,
+    LabUnavailable,
+    RunView,
+    Snapshot,
+    Usage,
+    default_lab,
+)
 from ui import identity, state, streamlit_private
 
-log = logging.getLogger(__name__)
-T = TypeVar("T")
 
-MODEL_KINDS = ("training", "race", "finetune", "lora", "sft", "dpo")  # runs whose snapshots are models to pick
-AUTOENCODER = "autoencoder"
-RESUMABLE = ("parked", "interrupted")
-UNAVAILABLE = (
-    "Your kept runs cannot be read just now ({why}); what needs no kept run goes on, and they are back as soon as "
-    "the lab is."
-)
-
-
-@dataclass(frozen=True)
-class RunView:
-    """One run as the lab keeps it (the fields :class:`llmviz.lab.service.RunView` has)."""
-
-    id: str
-    student: str
-    kind: str
-    label: str
-    state: str
-    step: int = 0
-    total: int = 0
-    model: str = ""
-    config: dict = field(default_factory=dict)
-    created: float = 0.0
-    updated: float = 0.0
-    best_val_loss: float | None = None
-    last_loss: float | None = None
-    error: str | None = None
-    training: bool = False
-    state_by: str | None = None  # who set the state: "student", "teacher", "server"
-    state_step: int | None = None  # the step it was at when that happened
-    resumes: tuple[int, ...] = ()  # the steps it was resumed at
-
-    @property
-    def live(self) -> bool:
-        return self.state in LIVE_STATES
-
-    @property
-    def resumable(self) -> bool:
-        return self.state in RESUMABLE
-
-
-@dataclass(frozen=True)
-class Usage:
-    """A student's disk use (snapshots, resume states, uploads) against their quota, in bytes."""
-
-    used: int
-    quota: int
-
-
-def _lab() -> Lab:
-    return default_lab()
-
-
-_LOGGED: dict[str, float] = {}
-
-
-def _ask(read: Callable[[Lab], T], otherwise: T) -> T:
-    """``read(lab)``, or ``otherwise`` when the lab cannot be read: then said once per page run in one sentence, and
-    logged once a minute at most (a fault is not logged every second by every watching tab)."""
+def _ask(read, otherwise):
+    """``read(lab, student)``, or ``otherwise`` when the lab cannot be read (:class:`LabUnavailable`: the lab logs the
+    fault once): then said once per page run, in the lab's one sentence; the rest of the page goes on."""
     try:
-        return read(_lab())
-    except Exception as error:  # noqa: BLE001 - an unreadable lab: one sentence, the page goes on
-        why = str(error).split("\n", 1)[0][:160] or type(error).__name__
-        if time.monotonic() - _LOGGED.get(why, -1e9) > 60:
-            _LOGGED[why] = time.monotonic()
-            log.warning("the lab cannot be read: %s", why, exc_info=error)
+        return read(default_lab(), student())
+    except LabUnavailable as fault:
         if streamlit_private.script_run_context() is not None and not state.LAB_FAULT_SAID.get():
             state.LAB_FAULT_SAID.set(True)
-            st.warning(UNAVAILABLE.format(why=why))
+            st.warning(f"{fault} What needs no kept run goes on; your runs are back as soon as the lab is.")
         return otherwise
 
 
 def service() -> Lab | None:
     """The process's lab, or None when it cannot be read (said once in the page)."""
-    return _ask(lambda lab: lab, None)
+    return _ask(lambda lab, _: lab, None)
 
 
 def student() -> str:
@@ -114,40 +54,9 @@ def student() -> str:
     return student_key(identity.student_id())
 
 
-_KINDS = {"train": "training"}  # the registry's kind names before kinds were stored apart
-
-
-def _view(record) -> RunView:
-    return RunView(
-        id=record.id,
-        student=record.student,
-        kind=_KINDS.get(record.kind, record.kind),
-        label=record.label,
-        state=record.state,
-        step=record.step,
-        total=record.total,
-        model=record.model,
-        config=dict(record.config or {}),
-        created=record.created,
-        updated=record.updated,
-        best_val_loss=record.best_val_loss,
-        last_loss=record.last_loss,
-        error=record.error,
-        training=record.training,
-    )
-
-
-def _records(lab: Lab, who: str) -> list:
-    found = lab.registry.runs(who)
-    if any(record.state in LIVE_STATES for record in found) and lab.registry.interrupt_orphans(student=who):
-        found = lab.registry.runs(who)  # a run whose app process has gone shows interrupted at once
-    return found
-
-
 def runs(kinds: tuple[str, ...] | None = MODEL_KINDS) -> list[RunView]:
     """This student's runs of ``kinds`` (None: every kind), newest first; [] when the lab cannot be read."""
-    views = [_view(record) for record in reversed(_ask(lambda lab: _records(lab, student()), []))]
-    return [view for view in views if kinds is None or view.kind in kinds]
+    return _ask(lambda lab, who: lab.runs(who, kinds), [])
 
 
 def autoencoder_runs() -> list[RunView]:
@@ -157,111 +66,99 @@ def autoencoder_runs() -> list[RunView]:
 
 def run(run_id: str) -> RunView | None:
     """This student's run ``run_id`` (None when it is not theirs, or the lab cannot be read)."""
-    record = _ask(lambda lab: lab.registry.run(student(), run_id), None) if run_id else None
-    return _view(record) if record is not None else None
+    return _ask(lambda lab, who: lab.run(who, run_id), None) if run_id else None
 
 
-def teacher_run(run_id: str) -> RunView | None:
+def teacher_run(run_id: str) -> ClassRow | None:
     """Any student's run ``run_id``, for the teacher's browser only (the projector); None for anyone else."""
-    if not identity.is_teacher():
+    if not _ask(lambda lab, who: identity.is_teacher(), False):
         return None
-    found = _ask(lambda lab: [record for record in lab.registry.all_runs() if record.id == run_id], [])
-    return _view(found[0]) if found else None
+    return next((row for row in class_runs("newest") or [] if row.run_id == run_id), None)
 
 
 def curve(run_id: str, since_step: int = 0) -> list[tuple[int, float | None, float | None]]:
     """``(step, training loss, validation loss)`` of this student's run, every point the lab keeps, by step."""
-    if run(run_id) is None:
-        return []
-    return [point for point in _ask(lambda lab: lab.registry.curve(run_id), []) if point[0] >= since_step]
+    return list(_ask(lambda lab, who: lab.curve(who, run_id, since_step).points, ()))
 
 
 def samples(run_id: str) -> list[tuple[int, str]]:
     """``(step, text)`` of the samples this student's run wrote, by step."""
-    return _ask(lambda lab: list(lab.registry.samples(run_id)), []) if run(run_id) is not None else []
+    return _ask(lambda lab, who: lab.samples(who, run_id), [])
 
 
-def _files(run_id: str, teacher: bool) -> list[tuple[int, str, int]]:
-    if not (teacher and identity.is_teacher()) and run(run_id) is None:
-        return []
-    return _ask(lambda lab: list(lab.registry.snapshots(run_id)), [])
-
-
-def snapshots(run_id: str, teacher: bool = False) -> list[int]:
-    """The kept snapshot steps of this student's run (``teacher``: of any student's run, for the projector)."""
-    return [step for step, *_ in _files(run_id, teacher)]
+def snapshots(run_id: str, owner: str | None = None) -> list[Snapshot]:
+    """The kept snapshots (step, bytes) of this student's run (``owner``: another student's, for the teacher's
+    projector), by step."""
+    return _ask(lambda lab, who: lab.snapshots(owner or who, run_id), [])
 
 
 def snapshots_by_run() -> dict[str, list[int]]:
     """The kept snapshot steps of each of this student's runs (one query: the picker lists them)."""
-    return _ask(lambda lab: lab.registry.steps_by_run(student()), {})
+    return _ask(lambda lab, who: lab.snapshot_steps(who), {})
 
 
-def snapshot_file(run_id: str, step: int | None, teacher: bool = False) -> tuple[int, str, int] | None:
-    """``(step, path, bytes)`` of the run's kept snapshot at ``step`` (its nearest at or before it; the last when
-    None), for :func:`open_snapshot`."""
-    files = _files(run_id, teacher)
-    if not files:
-        return None
-    return files[-1] if step is None else next((f for f in reversed(files) if f[0] <= step), files[0])
-
-
-def open_snapshot(path: str):
-    """The weights and metadata of a kept snapshot file (safetensors: never unpickled)."""
-    return _lab().storage.read_snapshot(path)
+def open_snapshot(run_id: str, step: int, owner: str | None = None) -> tuple[dict, dict]:
+    """The weights and metadata of this student's (``owner``'s) run's kept snapshot at ``step``; a damaged one raises
+    :class:`~llmviz.lab.service.SnapshotDamaged` (one sentence)."""
+    return default_lab().open_snapshot(owner or student(), run_id, step)
 
 
 def disk() -> Usage | None:
     """This student's disk use against their quota (None when the lab cannot be read)."""
-    return _ask(lambda lab: Usage(lab.registry.disk_bytes(student()), lab.quota), None)
+    return _ask(lambda lab, who: lab.disk(who), None)
 
 
 def training_count() -> int | None:
     """Runs training now on every app process of this machine or hall (None when the lab cannot be read)."""
-    return _ask(lambda lab: lab.registry.training_count(), None)
+    return _ask(lambda lab, _: lab.registry.training_count(), None)  # (a count the service has no door for yet)
 
 
-def control(run_id: str, action: str, by: str = "student") -> str:
-    """Pause, resume, stop, park or delete this student's run (``by="teacher"``: any student's run, from the class
-    view), wherever it trains; one sentence saying what was done. A refusal raises
+def control(run_id: str, action: str, by: str = "student", owner: str | None = None) -> str:
+    """Pause, resume, stop, park or delete this student's run (``by="teacher"`` with its ``owner``: any student's run,
+    from the class view), wherever it trains; one sentence saying what was done. A refusal raises
     :class:`~llmviz.jobs.manager.JobRefused` (one line)."""
-    if by == "teacher":
-        if not identity.is_teacher():
-            return "Only the teacher's browser acts on another student's run."
-        asked = _ask(lambda lab: lab.registry.request(run_id, action), None)
-        return f"Asked to {action} it: its app process does so within a second." if asked else "It is not training."
-    manager, owner = default_manager(), identity.student_id()
-    view = run(run_id)
-    if view is None:
-        return "That run is not one of yours."
-    if action == "delete":
-        manager.remove(owner, run_id)
-        return f"{view.label} is deleted."
-    if view.resumable and action == "resume":
-        return f"{manager.resume_kept(owner, run_id).label} trains on."
-    return "Done." if manager.control(owner, run_id, action) else "It is not training: nothing to do."
+    if by == "teacher" and not _ask(lambda lab, who: identity.is_teacher(), False):
+        return "Only the teacher's browser acts on another student's run."
+    view = run(run_id) if by != "teacher" else None
+    manager, tab_owner = default_manager(), identity.student_id()
+    if by != "teacher" and view is None:
+        return "That run is not one of yours any more (it was deleted)."
+    if action == "delete":  # the job manager stops it where it trains here, and deletes it through the lab
+        manager.remove(tab_owner, run_id)
+        return f"{view.label} is deleted, with its curve and snapshots."
+    lab = service()
+    if lab is None:
+        return "The lab cannot be reached just now: nothing was changed."
+    if action == "resume" and view is not None and view.resumable and lab.controller is None:
+        return f"{manager.resume_kept(tab_owner, run_id).label} trains on."  # (until the manager trains it on itself)
+    if by != "teacher" and manager.get(tab_owner, run_id) is not None:
+        manager.control(tab_owner, run_id, action)  # this process trains it: at once
+        return "Done."
+    return _ask(lambda lab, who: lab.control(owner or who, run_id, action, by=by), "Nothing was changed.")
 
 
-def class_runs(sort: str):
-    """Every student's runs with their names, in ``sort`` order, for the teacher's class view
-    (:func:`llmviz.lab.classroom.class_rows`); None when the lab cannot be read."""
-    return _ask(lambda lab: class_rows(lab.registry, sort), None)
+def class_runs(sort: str) -> list[ClassRow] | None:
+    """Every student's runs of a model with their names, in ``sort`` order, for the teacher's class view; None when
+    the lab cannot be read."""
+    return _ask(lambda lab, _: lab.class_runs(sort), None)
 
 
 def class_curves(run_ids: list[str]) -> dict[str, list[tuple]]:
     """Many runs' curves in one query (the class chart)."""
-    return _ask(lambda lab: lab.registry.curves(run_ids), {})
+    return _ask(lambda lab, _: lab.class_curves(run_ids), {})
 
 
 def state_text(view: RunView) -> str:
     """A run's state in words, with who changed it and at which step (the lab's record says both).
 
-    >>> view = RunView("r", "s", "training", "GPT micro", "parked", step=401, total=2000, state_by="teacher")
-    >>> state_text(view)
+    >>> from llmviz.lab.records import RunRecord
+    >>> def view(state, step, total, by=None):
+    ...     return RunView.of(RunRecord("r", "s", "training", "x", state, total, step, state_by=by, state_step=step))
+    >>> state_text(view("parked", 401, 2000, by="teacher"))
     'parked by the teacher at step 401 of 2000: its snapshots are kept; Resume trains it on'
-    >>> state_text(RunView("r", "s", "training", "x", "interrupted", step=178, total=2000))
+    >>> state_text(view("interrupted", 178, 2000))
     'interrupted at step 178 of 2000: the server stopped while it trained; its snapshots are kept; Resume trains it on'
-    >>> state_text(RunView("r", "s", "training", "x", "finished", step=60, total=60))
+    >>> state_text(view("finished", 60, 60))
     'finished after 60 steps'
     """
     step = view.state_step if view.state_step is not None else view.step

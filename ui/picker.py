@@ -320,45 +320,46 @@ class RunSource:
 
 
 @st.cache_resource(show_spinner="Loading this step's weights…", max_entries=32)
-def _kept_model(path: str, nbytes: int):
-    """``(model, tokenizer, meta)`` of a kept snapshot file (safetensors: no pickle), shared and read-only."""
+def _kept_model(owner: str, run_id: str, step: int, nbytes: int):
+    """``(model, tokenizer, meta)`` of a kept snapshot (safetensors: no pickle), shared and read-only."""
     from llmviz.tokenizers.saved import tokenizer_from_dict
 
-    state_dict, meta = lab.open_snapshot(path)
+    state_dict, meta = lab.open_snapshot(run_id, step, owner)
     model = load_into(model_from_description(meta["model"]), state_dict)
     return _freeze(model), tokenizer_from_dict(meta["tokenizer"]), meta
 
 
 def load_kept(run_id: str, step: int | None, kept=None, prefix: str = "run") -> ModelView:
     """This student's kept run ``run_id`` at ``step`` (its nearest kept snapshot at or before it; the last one when
-    ``step`` is None), read from the lab's files. ``kept``: the run's record, already checked (the teacher's)."""
+    ``step`` is None), read through the lab. ``kept``: the teacher's class row of another student's run."""
+    owner = kept.student if kept is not None else lab.student()
     kept = kept or lab.run(run_id)
     if kept is None:
         raise LlmvizError("That run is not one of your runs.")
-    steps = lab.snapshots(run_id, teacher=prefix == "class")
-    chosen = lab.snapshot_file(run_id, step, teacher=prefix == "class")
-    if chosen is None:
+    files = lab.snapshots(run_id, owner)
+    if not files:
         raise RunNotReady(f"{kept.label} has no snapshot kept yet.")
+    chosen = files[-1] if step is None else next((f for f in reversed(files) if f.step <= step), files[0])
     try:
-        model, tokenizer, file_meta = _kept_model(chosen[1], chosen[2])
-    except (OSError, ValueError, KeyError, LlmvizError) as error:
-        log_failure(f"reading the snapshot at step {chosen[0]} of run {run_id}", error)
-        raise LlmvizError(f"The snapshot at step {chosen[0]} of {kept.label} cannot be read (it is damaged).") from None
+        model, tokenizer, file_meta = _kept_model(owner, run_id, chosen.step, chosen.nbytes)
+    except (KeyError, ValueError) as error:  # a snapshot whose metadata is not a model's
+        log_failure(f"reading step {chosen.step} of run {run_id}", error)
+        raise LlmvizError(f"The snapshot at step {chosen.step} of {kept.label} is not a model to show.") from None
     meta = {
         "train_config": file_meta.get("train_config", {}),
         "model": file_meta["model"],
-        "step": chosen[0],
+        "step": chosen.step,
         "label": kept.label,
-        "snapshot_steps": steps,
+        "snapshot_steps": [f.step for f in files],
     }
     return ModelView(
-        f"{prefix}:{run_id}@{chosen[0]}",
-        run_label(kept.label, kept.created, None, chosen[0]),
+        f"{prefix}:{run_id}@{chosen.step}",
+        run_label(kept.label, kept.created, None, chosen.step),
         model,
         tokenizer,
         meta,
         _family(meta),
-        step=chosen[0],
+        step=chosen.step,
         run_id=run_id,
     )
 
@@ -374,7 +375,7 @@ class ClassSource:
         if not run_id or not identity.is_teacher():
             return []
         found = lab.teacher_run(run_id)
-        steps = tuple(lab.snapshots(run_id, teacher=True)) if found is not None else ()
+        steps = tuple(f.step for f in lab.snapshots(run_id, found.student)) if found is not None else ()
         if not steps:
             return []
         label = f"On the projector · {found.label}"

@@ -22,7 +22,7 @@ def _kept_run(student: str, run_id: str, name: str, best: float) -> None:
     lab.registry.ensure_student(student, name=name)
     trainer = small_trainer(steps=5)
     lab.registry.add_run(
-        RunRecord(run_id, student, "train", f"run of {name}", "finished", total=5, step=5, model="char")
+        RunRecord(run_id, student, "training", f"run of {name}", "finished", total=5, step=5, model="char")
     )
     lab.registry.add_points(run_id, [(0, 3.3, 3.4), (5, 2.9, best)])
     meta = snapshot_meta(RunInfo.of(trainer), "run")
@@ -103,7 +103,7 @@ def test_a_parked_run_is_listed_and_resumed_on_the_training_page(fresh_session_j
     lab.registry.add_upload(student, digest, "text", len(TEXT))
     config = {**trainer.config.__dict__, "text_sha256": digest}
     lab.registry.add_run(
-        RunRecord("parked1", student, "train", "parked run", "parked", total=30, step=10, config=config)
+        RunRecord("parked1", student, "training", "parked run", "parked", total=30, step=10, config=config)
     )
     path, nbytes = lab.storage.write_snapshot(
         student, "parked1", 10, state_of(trainer.model), snapshot_meta(RunInfo.of(trainer), "x")
@@ -143,7 +143,7 @@ def test_a_run_another_app_process_trains_is_paused_and_stopped_from_this_one(fr
         started = int(psutil.Process(other.pid).create_time())
         holder = f"{this_holder().split(':')[0]}:{other.pid}:{started}"
         lab.registry.add_run(
-            RunRecord("elsewhere1", student, "train", "other tab's run", "running", 300, 40, holder=holder)
+            RunRecord("elsewhere1", student, "training", "other tab's run", "running", 300, 40, holder=holder)
         )
         at.run()
         assert_clean(at)
@@ -182,7 +182,7 @@ def test_the_class_legend_names_student_run_and_model_escaped_and_the_table_show
             RunRecord(
                 run_id,
                 "s-classtest3",
-                "train",
+                "training",
                 label + (f" #{number + 1}" if number else ""),
                 "running",
                 300,

@@ -27,7 +27,7 @@ def fill(lab: Lab) -> None:
         for number in range(count):
             run_id = f"{student[-1]}run{number}"
             label = LABEL + (f" #{number + 1}" if number else "")
-            lab.registry.add_run(RunRecord(run_id, student, "train", label, "finished", 40, 40, model="gpt"))
+            lab.registry.add_run(RunRecord(run_id, student, "training", label, "finished", 40, 40, model="gpt"))
             lab.registry.add_points(run_id, [(step, 4.0 - step / 20 - number / 10, None) for step in range(1, 41)])
 
 
@@ -50,7 +50,10 @@ def class_server(tmp_path):
 
 
 def test_names_in_the_class_chart_are_text_and_each_run_reads_apart(browser, class_server):
-    for viewport, suffix, name in (((1400, 1000), "", "class-view-names"), ((1280, 720), "&present=1", "class-present")):
+    for viewport, suffix, name in (
+        ((1400, 1000), "", "class-view-names"),
+        ((1280, 720), "&present=1", "class-present"),
+    ):
         page = open_page(browser, f"{class_server.url}/classroom?teacher={TEACHER_KEY}{suffix}", viewport=viewport)
         chart = main_area(page).locator(".js-plotly-plot").first
         chart.locator(".legendtext").first.wait_for(timeout=120_000)

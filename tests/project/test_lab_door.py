@@ -8,8 +8,10 @@ import re
 from tests.support.paths import ROOT
 
 REACHING = re.compile(r"\.registry\b|keeper\.lab|\.keeper\b|\.storage\b")
-# ui/identity.py: the student's cookie and name (another change moves them behind the service); ui/lab.py: the door
-ALLOWED = {"ui/identity.py", "ui/lab.py"}
+# ui/identity.py: the student's cookie and name (another change moves them behind the service)
+ALLOWED = {"ui/identity.py"}
+# the machine's count of runs training, which the service has no door for yet (one line of ui/lab.py)
+ALLOWED_LINES = ("lab.registry.training_count()",)
 
 
 def test_no_page_panel_or_picker_reaches_past_the_lab_door():
@@ -19,6 +21,6 @@ def test_no_page_panel_or_picker_reaches_past_the_lab_door():
         for path in sorted((ROOT / folder).rglob("*.py"))
         if str(path.relative_to(ROOT)) not in ALLOWED
         for number, line in enumerate(path.read_text().splitlines(), start=1)
-        if REACHING.search(line)
+        if REACHING.search(line) and not any(allowed in line for allowed in ALLOWED_LINES)
     ]
     assert reaching == [], "ask ui.lab (the lab's service) instead:\n" + "\n".join(reaching)
