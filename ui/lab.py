@@ -20,6 +20,7 @@ from llmviz.lab.classroom import ClassRow
 from llmviz.lab.service import (
     AUTOENCODER,
     MODEL_KINDS,
+    Curve,
     Lab,
     LabUnavailable,
     RunView,
@@ -76,9 +77,10 @@ def teacher_run(run_id: str) -> ClassRow | None:
     return next((row for row in class_runs("newest") or [] if row.run_id == run_id), None)
 
 
-def curve(run_id: str, since_step: int = 0) -> list[tuple[int, float | None, float | None]]:
-    """``(step, training loss, validation loss)`` of this student's run, every point the lab keeps, by step."""
-    return list(_ask(lambda lab, who: lab.curve(who, run_id, since_step).points, ()))
+def curve(run_id: str, since_step: int = 0) -> Curve:
+    """This student's run's curve: ``points`` (step, training loss, validation loss), every one the lab keeps, by
+    step, and the steps it was ``resumes``-d at (empty when not theirs, or the lab cannot be read)."""
+    return _ask(lambda lab, who: lab.curve(who, run_id, since_step), Curve(run_id, ()))
 
 
 def samples(run_id: str) -> list[tuple[int, str]]:

@@ -3,6 +3,10 @@ which lists every student's kept runs (from the lab's registry) and puts one on 
 
 from __future__ import annotations
 
+import base64
+import json
+
+import numpy as np
 import pytest
 
 import llmviz.lab.service
@@ -15,6 +19,13 @@ from tests.support.pages import assert_clean, run_app
 from ui import identity
 
 KEY = "a-teacher-key-for-tests"
+
+
+def values(array) -> list[float]:
+    """A Plotly trace's values as the browser gets them (numpy arrays travel as base64 with their dtype)."""
+    if isinstance(array, dict):
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
+    return list(array)
 
 
 def _kept_run(student: str, run_id: str, name: str, best: float) -> None:
@@ -169,7 +180,6 @@ def test_the_class_legend_names_student_run_and_model_escaped_and_the_table_show
     """Issue 56: a display name was drawn as HTML in the class chart (an <a> became a link, a <span style> covered
     the chart), four of one student's runs read the same cut text, and the table showed a raw None."""
     import html
-    import json
 
     monkeypatch.setenv("LLMVIZ_TEACHER_KEY", KEY)
     hostile = '<a href="https://evil.example/x">Ada</a>'
@@ -202,3 +212,63 @@ def test_the_class_legend_names_student_run_and_model_escaped_and_the_table_show
         assert "<" not in name and ">" not in name  # Plotly draws no tag from it
         student, _, model = html.unescape(name).split(" · ")[0], None, html.unescape(name).rsplit(" · ", 1)[1]
         assert student.startswith('<a href="') and student.endswith("Ada</a>") and model == "GPT"
+
+
+def test_a_run_the_teacher_parked_opens_the_training_page_with_its_curve_and_who_parked_it(fresh_session_jobs):
+    """Issue 56: after a park (or a restart) the Training page said "No run yet" above the run's own row, and a
+    teacher's park read "stopped at step 401 of 2000". It opens on the run as the lab keeps it: its state with who
+    parked it and at which step, and every point of its curve."""
+    at = run_app("stages/training.py")
+    student = at.session_state["_llmviz_session_id"]
+    lab = llmviz.lab.service.default_lab()
+    lab.registry.ensure_student(student)
+    lab.registry.add_run(
+        RunRecord(
+            "parkedbyt",
+            student,
+            "training",
+            "GPT micro · AdamW",
+            "parked",
+            2000,
+            401,
+            state_by="teacher",
+            state_step=401,
+        )
+    )
+    points = [(step, 4.0 - step / 1000, 4.1 - step / 1000 if step % 100 == 0 else None) for step in range(1, 402)]
+    lab.registry.add_points("parkedbyt", points)
+    at.run()
+    assert_clean(at)
+    said = [info.value for info in at.info]
+    assert not [text for text in said if "No run yet" in text]
+    assert any("parked by the teacher at step 401 of 2000" in text for text in said), said
+    chart = json.loads(at.get("plotly_chart")[0].proto.spec)  # the page's first picture: this run's curve
+    [raw] = [trace for trace in chart["data"] if trace["name"].endswith("(per step)")]
+    steps = values(raw["x"])
+    assert steps[0] == 1 and steps[-1] == 401  # thinned for drawing (at most 600 rows): the ends always stay
+    [validation] = [trace for trace in chart["data"] if trace["name"].endswith("(validation)")]
+    assert values(validation["x"]) == [step for step, _, val in points if val is not None]  # every measured point
+    assert at.button(key="kept_resume_single_parkedbyt").label == "Resume"
+
+
+def test_with_the_lab_unreadable_the_pages_go_on_and_say_so_once(monkeypatch):
+    """Issue 56: with the registry unreadable every page showed the generic error after 6-19 s. A page that needs a
+    kept run says so in one sentence; the rest of it, and the pages that need none, go on."""
+    from llmviz.lab.service import LabUnavailable
+    from ui import lab
+
+    def unreadable():
+        raise LabUnavailable("The lab's database cannot be read (it is damaged).")
+
+    monkeypatch.setattr(lab, "default_lab", unreadable)
+    for page in ("stages/training.py", "stages/attention.py", "stages/sampling.py"):
+        at = run_app(page)
+        assert not at.exception, page
+        sentences = [w.value for w in at.warning if "cannot be read" in w.value]
+        assert len(sentences) <= 1, sentences  # once per page run, not once per question
+    training = run_app("stages/training.py")
+    assert [w.value for w in training.warning if "cannot be read" in w.value] == [
+        "The lab's database cannot be read (it is damaged). What needs no kept run goes on; your runs are back as soon "
+        "as the lab is."
+    ]
+    assert any("No run yet" in info.value for info in training.info)  # the page itself goes on

@@ -174,7 +174,7 @@ def test_three_students_find_their_runs_after_the_server_is_stopped_and_started(
     registry = Lab.at(tmp_path / "runs").registry  # the test reads the lab's database beside the servers
 
     def run_of(name: str):
-        found = [run for run in registry.runs(students[name]) if run.kind == "train"]
+        found = [run for run in registry.runs(students[name]) if run.kind == "training"]
         return found[-1] if found else None
 
     async def before_the_restart(url: str) -> None:
@@ -219,7 +219,8 @@ def test_three_students_find_their_runs_after_the_server_is_stopped_and_started(
         assert kept_rows(tabs["cy"])[0]["state"] == "finished after 10 steps"
         for name in students:  # the Training page opens on the run the lab keeps, with every point of its curve
             assert not [text for text in tabs[name].texts if "No run yet" in text], name
-            [raw] = [t for c in tabs[name].charts for t in c["data"] if t.get("name", "").endswith("(per step)")]
+            first = tabs[name].charts[0]  # the page's first picture: the run it opens on
+            [raw] = [t for t in first["data"] if t.get("name", "").endswith("(per step)")]
             kept = registry.curve(ids[name])
             assert len(kept) == steps[name] and values(raw["x"]) == [step for step, *_ in kept], name
             assert values(raw["y"]) == pytest.approx([loss for _, loss, _ in kept], rel=1e-6), name

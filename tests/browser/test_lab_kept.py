@@ -117,6 +117,10 @@ def the_story(browser, tmp_path):
             shot(elsewhere, "lab-kept-other-process")
             assert [option.split(" · ", 2)[2] for option in her_runs(elsewhere)] == [run.split(" · ", 2)[2]]
             no_error_box(elsewhere)
+            elsewhere.goto(f"{other_process.url}/training")  # its Training page opens on her run, from the lab
+            main_area(elsewhere).get_by_text(FINISHED).first.wait_for()
+            assert main_area(elsewhere).get_by_text("No run yet").count() == 0
+            no_error_box(elsewhere)
             elsewhere.close()
         finally:
             other_process.stop()

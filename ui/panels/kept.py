@@ -48,7 +48,8 @@ def result_line(view: RunView, points: list[tuple]) -> str:
 
 def draw_kept(view: RunView, where: str = "kept") -> None:
     """One kept run, as the lab keeps it: its state in words, its controls, its whole curve and its newest sample."""
-    points = lab.curve(view.id)
+    kept = lab.curve(view.id)
+    points = list(kept.points)
     label = literal_markdown(view.label)
     if view.live:
         st.progress(min(1.0, view.step / max(view.total, 1)), text=f"**{label}** · {state_text(view)}")
@@ -60,11 +61,10 @@ def draw_kept(view: RunView, where: str = "kept") -> None:
         st.info(f"**{label}** · {literal_markdown(state_text(view))}")
     kept_controls(view, where)
     if points:
-        charts.show(
-            runs.loss_figure([(view.label, curve_frame(points), 0)], smoothing=0.8),
-            width="stretch",
-            key=state.widget("kept_chart_", where, view.id),
-        )
+        figure = runs.loss_figure([(view.label, curve_frame(points), 0)], smoothing=0.8)
+        for step in kept.resumes:  # one run, one curve: where it went on after a stop is marked
+            figure.add_vline(x=step, line_dash="dot", line_color="#6c757d", annotation_text=f"resumed at {step}")
+        charts.show(figure, width="stretch", key=state.widget("kept_chart_", where, view.id))
     found = lab.samples(view.id)
     if found:
         step, text = found[-1]
