@@ -20,12 +20,13 @@ MODELS = {"gpt": "GPT", "char": "character-level"}  # a run's model family, as t
 
 
 def plotly_text(text: str) -> str:
-    """``text`` as Plotly draws it, tags and all: HTML-escaped (Plotly reads ``&lt;`` back as ``<``).
+    """``text`` as Plotly draws it, tags and all: ``&``, ``<`` and ``>`` escaped (Plotly reads ``&lt;`` back as
+    ``<``; it shows ``&quot;`` as typed, and a quote outside a tag is harmless, so quotes stay).
 
     >>> plotly_text('<a href="https://evil.example/x">Ada</a>')
-    '&lt;a href=&quot;https://evil.example/x&quot;&gt;Ada&lt;/a&gt;'
+    '&lt;a href="https://evil.example/x"&gt;Ada&lt;/a&gt;'
     """
-    return html.escape(str(text), quote=True)
+    return html.escape(str(text), quote=False)
 
 
 def middle_cut(text: str, most: int) -> str:
