@@ -272,3 +272,25 @@ def test_with_the_lab_unreadable_the_pages_go_on_and_say_so_once(monkeypatch):
         "as the lab is."
     ]
     assert any("No run yet" in info.value for info in training.info)  # the page itself goes on
+
+
+def test_the_server_line_counts_the_runs_every_app_process_trains(fresh_session_jobs):
+    """Issue 56: with two processes, "On this server: N run(s) training" counted only its own. It counts the runs
+    holding one of the machine's slots in the lab's registry, whichever process trains them."""
+    from llmviz.lab.registry import this_holder
+
+    at = run_app("stages/training.py")
+    lab = llmviz.lab.service.default_lab()
+    before = lab.registry.training_count()
+    lab.registry.ensure_student("s-elsewhere-1")
+    lab.registry.add_run(  # trained by another app process (a live holder: this test's own process stands in for it)
+        RunRecord("slot1", "s-elsewhere-1", "training", "run elsewhere", "running", 300, 40, holder=this_holder())
+    )
+    assert lab.registry.claim_slot("slot1", max_running=8)
+    try:
+        at.run()
+        assert_clean(at)
+        line = next(c.value for c in at.caption if c.value.startswith("On this server:"))
+        assert line.startswith(f"On this server: {before + 1} run(s) training"), line
+    finally:
+        lab.registry.free_slot("slot1")

@@ -142,8 +142,8 @@ def the_story(browser, tmp_path):
         shot(teacher, "lab-class-view")
         no_error_box(teacher)
 
-        page.goto(f"{server.url}/training?training_part=Your+runs")  # Alice deletes her run: Delete asks once
-        wait_until_idle(page)
+        # Alice (her window is still open on Training: a new page would now carry the teacher's cookie) deletes her
+        # run: Delete asks once
         main_area(page).get_by_text("your kept runs and files take", exact=False).first.wait_for()  # against the quota
         main_area(page).get_by_role("button", name="Delete it").click()
         wait_until_idle(page)

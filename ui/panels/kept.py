@@ -41,8 +41,7 @@ def result_line(view: RunView, points: list[tuple]) -> str:
     losses = [loss for _, loss, _ in points if loss is not None]
     vals = [val for _, _, val in points if val is not None]
     val = vals[-1] if vals else None
-    state_word = view.state if view.state in ("finished", "stopped") else view.state
-    found = RunResult(view.step, view.total, state_word, final_train_loss(losses), val, perplexity_measure(val))
+    found = RunResult(view.step, view.total, view.state, final_train_loss(losses), val, perplexity_measure(val))
     return found.line(view.label).removeprefix(view.label)
 
 
@@ -181,7 +180,7 @@ def kept_runs_panel() -> None:
         return
     asked = state.DELETE_ASKED.get() == chosen.id
     d2.button(
-        f"Yes, delete {chosen.label[:30]}" if asked else "Delete it",
+        "Yes, delete it" if asked else "Delete it",
         key=state.widget("kept_delete"),
         type="primary" if asked else "secondary",
         on_click=_delete,
