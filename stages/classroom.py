@@ -7,6 +7,7 @@ import streamlit as st
 from llmviz.lab.classroom import SORTS, thin_curve
 from ui import charts, identity, lab, picker, sections, state, watch
 from ui.panels import classroom
+from ui.text import literal_markdown
 
 st.title("The class")
 if not identity.is_teacher():
@@ -40,7 +41,7 @@ def class_now() -> None:
 
 def ask(student: str, run_id: str, action: str) -> None:
     """Stop's or Park's callback: asked through the lab, whichever app process trains the run."""
-    st.toast(lab.control(run_id, action, by="teacher", owner=student))
+    st.toast(literal_markdown(lab.control(run_id, action, by="teacher", owner=student)))
 
 
 class_now()

@@ -117,25 +117,17 @@ def training_count() -> int | None:
 
 def control(run_id: str, action: str, by: str = "student", owner: str | None = None) -> str:
     """Pause, resume, stop, park or delete this student's run (``by="teacher"`` with its ``owner``: any student's run,
-    from the class view), wherever it trains; one sentence saying what was done. A refusal raises
-    :class:`~llmviz.jobs.manager.JobRefused` (one line)."""
+    from the class view), wherever it trains: through :meth:`llmviz.lab.service.Lab.control` (this process's job
+    manager acts at once on the runs it holds, and Resume trains a kept run on as the same run); one sentence saying
+    what was done. A refusal raises :class:`~llmviz.errors.LlmvizError` (one line)."""
     if by == "teacher" and not _ask(lambda lab, who: identity.is_teacher(), False):
         return "Only the teacher's browser acts on another student's run."
-    view = run(run_id) if by != "teacher" else None
-    manager, tab_owner = default_manager(), identity.student_id()
-    if by != "teacher" and view is None:
-        return "That run is not one of yours any more (it was deleted)."
-    if action == "delete":  # the job manager stops it where it trains here, and deletes it through the lab
-        manager.remove(tab_owner, run_id)
+    if action == "delete" and by != "teacher":
+        view = run(run_id)
+        if view is None:
+            return "That run is not one of yours any more (it was deleted)."
+        default_manager().remove(identity.student_id(), run_id)  # stopped where it trains here, then deleted
         return f"{view.label} is deleted, with its curve and snapshots."
-    lab = service()
-    if lab is None:
-        return "The lab cannot be reached just now: nothing was changed."
-    if action == "resume" and view is not None and view.resumable and lab.controller is None:
-        return f"{manager.resume_kept(tab_owner, run_id).label} trains on."  # (until the manager trains it on itself)
-    if by != "teacher" and manager.get(tab_owner, run_id) is not None:
-        manager.control(tab_owner, run_id, action)  # this process trains it: at once
-        return "Done."
     return _ask(lambda lab, who: lab.control(owner or who, run_id, action, by=by), "Nothing was changed.")
 
 

@@ -127,7 +127,7 @@ def write_checkpoint(
 def cmd_lora(args: argparse.Namespace) -> int:
     from llmviz.adapt import lora
     from llmviz.cli.train import _load_text, check_out
-    from llmviz.jobs.manager import train_blocking
+    from llmviz.jobs.blocking import train_blocking
     from llmviz.lessons import adapting
     from llmviz.training.checkpoint import save_checkpoint, write_or_keep
 
@@ -170,7 +170,7 @@ def cmd_lora(args: argparse.Namespace) -> int:
 def cmd_finetune(args: argparse.Namespace) -> int:
     from llmviz.adapt import finetune
     from llmviz.cli.train import check_out
-    from llmviz.jobs.manager import train_blocking
+    from llmviz.jobs.blocking import train_blocking
     from llmviz.training.checkpoint import write_or_keep
 
     check_out(args.out, overwrite=args.overwrite)
@@ -225,7 +225,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     from llmviz.adapt import quantize
     from llmviz.cli.train import _load_text, check_out
     from llmviz.errors import ConfigError
-    from llmviz.jobs.manager import train_blocking
+    from llmviz.jobs.blocking import train_blocking
     from llmviz.lessons import adapting
     from llmviz.training.checkpoint import write_or_keep
 

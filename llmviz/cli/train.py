@@ -280,7 +280,7 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     from llmviz.device import describe_device
     from llmviz.errors import ConfigError
     from llmviz.hub.initial import load_initial
-    from llmviz.jobs.manager import train_blocking
+    from llmviz.jobs.blocking import train_blocking
     from llmviz.models.gpt import PRESETS
     from llmviz.training.config import TokenizerKind, TrainConfig
     from llmviz.training.overfitting import overfitting

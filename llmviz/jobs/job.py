@@ -120,8 +120,10 @@ class Job:
     The methods under "used by the supervisor" are the only way the manager and the supervisor change a job.
     """
 
-    def __init__(self, manager: Board, group: Group, index: int, label: str, kind: str, total: int):
-        self.id = secrets.token_hex(5)  # URL-safe, unguessable
+    def __init__(
+        self, manager: Board, group: Group, index: int, label: str, kind: str, total: int, run_id: str | None = None
+    ):
+        self.id = run_id or secrets.token_hex(5)  # URL-safe, unguessable; a resumed run keeps its id
         self.owner = group.owner
         self.label = label
         self.kind = kind

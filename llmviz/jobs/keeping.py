@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 from llmviz.errors import UploadError
 from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job
+from llmviz.lab import faults
 from llmviz.lab.records import AUTOENCODER, TASK, TRAINING
 from llmviz.lab.registry import RunRecord, config_json, this_holder
 from llmviz.lab.service import Lab
+from llmviz.lab.slots import CLAIM_WAIT_S
 from llmviz.lab.storage import read_kept_file, safe_name
 from llmviz.training.snapshots import is_snapshot_step
 
@@ -61,6 +63,33 @@ class _Kept:
     described: bool = False  # its model and config are in the registry
     text_sha256: str | None = None  # the text it trains on, kept once per content (resuming needs it)
     resume_step: int | None = None  # the step of its resume state on disk (that step's snapshot stays with it)
+    state: str = ""  # the state last written
+    by: str | None = None  # who asked for its next change of state ("student", "teacher", "server")
+    wrote: bool = False  # snapshots written since the quota was last checked
+
+
+def kept_bytes(footprint, resumable: bool) -> int:
+    """The least a run keeps on disk (the quota is checked against it before it is recorded): its last snapshot,
+    and, when it can be resumed, the snapshot of its resume step with the resume state (the optimizer's moments).
+
+    >>> from llmviz.training.footprint import Footprint
+    >>> kept_bytes(Footprint("x", parameter_bytes=100, optimizer_bytes=200), True)
+    400
+    """
+    weights = int(getattr(footprint, "parameter_bytes", 0))
+    return 2 * weights + int(getattr(footprint, "optimizer_bytes", 0)) if resumable else weights
+
+
+def _who(state: str, by: str | None) -> str | None:
+    """Who changed a run to ``state``: the one who asked (``by``), else the student for a pause or a stop, the
+    server for a park (their tab had gone) or an interruption, nobody for a run that finished or failed by itself.
+
+    >>> _who("parked", "teacher"), _who("parked", None), _who("paused", None), _who("finished", None)
+    ('teacher', 'server', 'student', None)
+    """
+    if by is not None:
+        return by
+    return {"paused": "student", "stopped": "student", "parked": "server", "interrupted": "server"}.get(state)
 
 
 def run_kind(job: Job) -> str:
@@ -87,7 +116,7 @@ def snapshot_meta(info, label: str) -> dict:
         "format": "llmviz-checkpoint",
         "version": 1,
         "model": info.description,
-        "tokenizer": info.tokenizer.to_dict(),
+        "tokenizer": info.tokenizer.to_dict() if hasattr(info.tokenizer, "to_dict") else None,
         "train_config": config_json(info.config),
         "label": label,
     }
@@ -104,35 +133,67 @@ class Keeper:
         self._lock = threading.Lock()
         self._flushing = threading.Lock()  # one flush at a time: the thread's and close()'s would write rows twice
         self._closed = threading.Event()
+        self._unfreed: set[str] = set()  # runs whose slot could not be freed yet (the database was locked)
         self.interrupted = lab.registry.interrupt_orphans()
         self._thread = threading.Thread(target=self._forever, name="llmviz-lab-keeper", daemon=True)
         self._thread.start()
 
-    def enter(self, jobs: list, texts: list[str | None] | None = None) -> None:
-        """Record new jobs (a group's) in the registry; ``texts``: the text each trains on, where known (kept by
-        content hash within the student's quota, so the run can be resumed)."""
-        for job, text in zip(jobs, texts or [None] * len(jobs), strict=True):
-            student = student_key(job.owner)
+    def enter(
+        self,
+        jobs: list,
+        texts: list[str | None] | None = None,
+        needs: list[int] | None = None,
+        resumed: tuple[int, str] | None = None,
+    ) -> None:
+        """Record new jobs (a group's) in the registry, before any is queued: their rows in one transaction, so a
+        fault leaves none. ``texts``: the text each trains on, where known (kept by content hash within the
+        student's quota, so the run can be resumed); ``needs``: the bytes each must keep at least (its last snapshot,
+        and its resume state): the student's older snapshots are thinned to make room, and a run that still would
+        not fit is refused (:class:`~llmviz.lab.service.QuotaExceeded`) before anything is written. ``resumed``:
+        ``(step, by)`` for a kept run going on (the same run: its row is queued again, the step recorded).
+        :class:`~llmviz.lab.service.LabUnavailable` (one sentence) when the database cannot record them."""
+        texts = texts or [None] * len(jobs)
+        needs = needs or [0] * len(jobs)
+        student = student_key(jobs[0].owner)
+        with self.lab.guard("record a new run", writes=True):
             self.lab.registry.ensure_student(student)
-            model = job.info.description.get("kind", "") if job.info is not None else ""
-            digest = self._keep_text(student, job.label, text)
-            config = {**(config_json(job.info.config) if job.info is not None else {}), **_text_field(digest)}
-            self.lab.registry.add_run(
-                RunRecord(
-                    id=job.id,
-                    student=student,
-                    kind=run_kind(job),
-                    label=job.label,
-                    state="queued",
-                    total=job.total,
-                    model=str(model),
-                    config=config,
-                    created=job.created,
-                    holder=self.holder,
+            self.lab.make_room(student, sum(needs), jobs[0].label)
+            digests = [self._keep_text(student, job.label, text) for job, text in zip(jobs, texts, strict=True)]
+            if resumed is not None:
+                self.lab.registry.mark_resumed(jobs[0].id, resumed[0], self.holder, by=resumed[1])
+            else:
+                self.lab.registry.add_runs(
+                    [self._record(job, student, d) for job, d in zip(jobs, digests, strict=True)]
                 )
-            )
-            with self._lock:
-                self._kept[job.id] = _Kept(job, student, text_sha256=digest)
+            on_disk = {step: path for step, path, _ in self.lab.registry.snapshots(jobs[0].id)} if resumed else {}
+        with self._lock:
+            for job, digest in zip(jobs, digests, strict=True):
+                self._kept[job.id] = _Kept(job, student, text_sha256=digest, on_disk=dict(on_disk), state="queued")
+
+    def _record(self, job, student: str, digest: str | None) -> RunRecord:
+        model = job.info.description.get("kind", "") if job.info is not None else ""
+        config = {**(config_json(job.info.config) if job.info is not None else {}), **_text_field(digest)}
+        return RunRecord(
+            id=job.id,
+            student=student,
+            kind=run_kind(job),
+            label=job.label,
+            state="queued",
+            total=job.total,
+            model=str(model),
+            config=config,
+            created=job.created,
+            holder=self.holder,
+        )
+
+    def discard(self, jobs: list) -> None:
+        """Forget jobs just recorded that were refused after all (their rows and files go)."""
+        for job in jobs:
+            self.forget(job.id)
+            try:
+                self.lab.delete_run(student_key(job.owner), job.id)
+            except Exception:  # noqa: BLE001 - the database went away meanwhile: the run shows as interrupted
+                log.warning("could not remove the refused run %s from the lab", job.id)
 
     def _keep_text(self, student: str, label: str, text: str | None) -> str | None:
         if text is None:
@@ -143,12 +204,20 @@ class Keeper:
             log.info("%s", refused)
             return None
 
-    def park(self, job) -> None:
-        """``job``'s student has gone: it ends as parked (resumable), not stopped."""
+    def park(self, job, by: str = "server") -> None:
+        """``job`` ends as parked (resumable), not stopped: its student has gone (``by`` the server), or the teacher
+        parked it."""
         with self._lock:
             kept = self._kept.get(job.id)
             if kept is not None:
-                kept.parked = True
+                kept.parked, kept.by = True, by
+
+    def changed_by(self, job_id: str, by: str) -> None:
+        """Who asked for ``job_id``'s next change of state (written with it)."""
+        with self._lock:
+            kept = self._kept.get(job_id)
+            if kept is not None:
+                kept.by = by
 
     def forget(self, job_id: str) -> None:
         with self._lock:
@@ -166,11 +235,24 @@ class Keeper:
         for entry in kept:
             try:
                 done = self._flush_one(entry)
-            except Exception:  # noqa: BLE001 - a full disk or a busy database: try again next time
-                log.exception("could not keep run %s", entry.job.id)
+            except Exception as error:  # noqa: BLE001 - a full disk or a busy database: try again next time
+                if not faults.is_database_fault(error):
+                    log.exception("could not keep run %s", entry.job.id)
+                else:  # logged once while the fault lasts (with a count when it clears), not every second
+                    self.lab.faults.failed("keep a run's steps", error)
+                    if self._row_gone(entry):
+                        entry.job.discard()  # deleted (from another process) while it trained
+                        self.forget(entry.job.id)
                 continue
+            self.lab.faults.cleared()
             if done:
                 self.forget(entry.job.id)
+
+    def _row_gone(self, entry: _Kept) -> bool:
+        try:
+            return self.lab.registry.run(entry.student, entry.job.id) is None
+        except Exception:  # noqa: BLE001 - the database still cannot answer
+            return False
 
     def _flush_one(self, entry: _Kept) -> bool:
         job = entry.job
@@ -198,15 +280,22 @@ class Keeper:
         if ended and entry.parked and status.state == JobState.STOPPED:
             state = "parked"
         values: dict = {"state": state, "step": status.step, "error": status.error}
+        if state != entry.state:
+            values.update(state_by=_who(state, entry.by), state_step=status.step)
+            entry.state, entry.by = state, None
         if job.info is not None and not entry.described:  # a run built in its worker says what it is once built
             values["model"] = str(job.info.description.get("kind", ""))
             values["kind"] = run_kind(job)
+            if not job.total:  # a run built in its worker says its length once built
+                values["total"] = int(getattr(job.info.config, "steps", 0) or 0)
             values["config"] = {**config_json(job.info.config), **_text_field(entry.text_sha256)}
             entry.described = True
+        if ended or entry.wrote:  # before its state says it ended: a reader then finds it within the quota
+            self.lab.thin(entry.student)  # the quota is a limit: the student's oldest snapshots go first
+            entry.wrote = False
         registry.update_run(job.id, **values)
         if ended:
             registry.free_slot(job.id)
-            self.lab.thin(entry.student)
         return ended
 
     def _flush_resume(self, entry: _Kept) -> None:
@@ -246,8 +335,13 @@ class Keeper:
             except KeyError:
                 continue  # evicted meanwhile
             path, nbytes = self.lab.storage.write_snapshot(entry.student, job.id, step, state, entry.meta)
-            self.lab.registry.add_snapshot(job.id, step, path, nbytes)
+            try:
+                self.lab.registry.add_snapshot(job.id, step, path, nbytes)
+            except Exception:
+                self.lab.storage.delete_file(path)  # no file that no row names
+                raise
             entry.on_disk[step] = path
+            entry.wrote = True
         replaced = [s for s in entry.on_disk if s not in (last, entry.resume_step) and not is_snapshot_step(s)]
         for step in [s for s in replaced if s not in steps]:
             self.lab.storage.delete_file(entry.on_disk.pop(step))  # a "latest" snapshot a newer one replaced
@@ -257,27 +351,51 @@ class Keeper:
         """Pause, resume, stop or park the runs of this process that another process asked about through the
         registry (the student's tab served by another app process, the teacher's class view); returns their ids."""
         acted = []
-        for run_id, action in self.lab.registry.take_requests(self.holder):
-            with self._lock:
-                kept = self._kept.get(run_id)
-            if kept is None or kept.job.ended:
-                continue
-            if action == "park":
-                kept.parked = True
-            if action in ("park", "stop"):
-                kept.job.stop()
-            else:
-                getattr(kept.job, action)()  # pause or resume
-            acted.append(run_id)
+        for run_id, action, by in self.lab.registry.take_requests_by(self.holder):
+            if self.act(run_id, action, by):
+                acted.append(run_id)
         return acted
+
+    def act(self, run_id: str, action: str, by: str) -> bool:
+        """Pause, resume, stop or park this process's run ``run_id`` now (``by`` whom: written with its state);
+        False when this process does not hold it live."""
+        with self._lock:
+            kept = self._kept.get(run_id)
+        if kept is None or kept.job.ended:
+            return False
+        kept.by = by
+        if action == "park":
+            kept.parked = True
+        if action in ("park", "stop"):
+            kept.job.stop()
+        else:
+            getattr(kept.job, action)()  # pause or resume
+        return True
+
+    def free_slot(self, run_id: str) -> None:
+        """Give ``run_id``'s machine slot back (at once, or by the keeper's thread when the database is locked: the
+        caller, a run's supervisor, never waits for another process's lock)."""
+        try:
+            self.lab.registry.free_slot(run_id, wait_s=CLAIM_WAIT_S)
+        except Exception as error:  # noqa: BLE001 - locked or unreachable: the keeper's thread tries again
+            self.lab.faults.failed("free a training slot", error)
+            with self._lock:
+                self._unfreed.add(run_id)
+
+    def _free_later(self) -> None:
+        with self._lock:
+            pending, self._unfreed = set(self._unfreed), set()
+        for run_id in pending:
+            self.free_slot(run_id)
 
     def _forever(self) -> None:
         beats = 0
         while not self._closed.wait(self.interval):
             try:
                 self.act_on_requests()
-            except Exception:  # noqa: BLE001
-                log.exception("could not read the lab's requests")
+                self._free_later()
+            except Exception as error:  # noqa: BLE001 - logged once while the fault lasts
+                self._fault("read the lab's requests", error)
             self.flush()
             beats += 1
             if beats % 10 == 0:
@@ -286,8 +404,14 @@ class Keeper:
                     self.lab.registry.interrupt_orphans()
                     if beats % 600 == 10:  # soon after the start, then every ten minutes: the retention time
                         self.lab.expire()
-                except Exception:  # noqa: BLE001
-                    log.exception("could not reach the lab's registry")
+                except Exception as error:  # noqa: BLE001
+                    self._fault("say this process is alive", error)
+
+    def _fault(self, what: str, error: BaseException) -> None:
+        if faults.is_database_fault(error):
+            self.lab.faults.failed(what, error)
+        else:
+            log.exception("the lab's keeper could not %s", what)
 
     def close(self) -> None:
         self.flush()
@@ -312,6 +436,38 @@ def recipe_text(build: object) -> str | None:
         text = build.args[0]
         return text if isinstance(text, str) else None
     return None
+
+
+def resume_plan(lab: Lab, student: str, run_id: str):
+    """How ``student``'s kept run ``run_id`` goes on: ``(build, footprint, step, record)`` — a picklable ``build()``
+    that makes its trainer in the worker (:func:`resumed_trainer`), its memory estimate, the step it goes on from,
+    and its row. :class:`~llmviz.errors.LlmvizError` (one line) when it cannot: not theirs, not resumable, its text
+    or snapshot no longer kept."""
+    import functools
+
+    from llmviz.errors import LlmvizError
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.dataset import vocab_bound
+    from llmviz.training.footprint import of_config
+
+    with lab.guard("read a kept run"):
+        kept = lab.registry.run(student, run_id)
+        files = lab.registry.snapshots(run_id) if kept is not None else []
+        resume = lab.registry.resume_state(run_id) if kept is not None else None
+    if kept is None:
+        raise LlmvizError("That run is not one of your kept runs.")
+    digest = kept.config.get(TEXT_FIELD)
+    if kept.state not in ("parked", "interrupted", "stopped") or not files or not digest:
+        raise LlmvizError(f"{kept.label} cannot be resumed (it has no kept text or snapshot, or it is {kept.state}).")
+    try:
+        text = lab.storage.read_upload(student, digest).decode()
+    except (OSError, ValueError):
+        raise LlmvizError(f"The text of {kept.label} is no longer kept, so it cannot be resumed.") from None
+    config = TrainConfig.from_dict({k: v for k, v in kept.config.items() if k != TEXT_FIELD})
+    needs = of_config(config, vocab_bound(text, config), text_bytes=len(text.encode()))
+    step, snapshot, state = resume_point(files, resume)
+    assert snapshot is not None and step is not None  # it has snapshots
+    return functools.partial(resumed_trainer, text, snapshot, state), needs, step, kept
 
 
 def resume_point(
@@ -347,12 +503,13 @@ def resume_line(step: int | None, exact: bool) -> str:
     if exact:
         return (
             f"Resume trains it on from step {step} with its optimizer's state, exactly as if it had never stopped "
-            "(the same weights, Adam's running averages, learning-rate step, batches and dropout), as a new run."
+            "(the same weights, Adam's running averages, learning-rate step, batches and dropout): the same run "
+            "goes on."
         )
     return (
         f"Resume trains it on from step {step} with its weights only: this run's optimizer state is not kept (it "
         "was kept before optimizer states were, or its state was thinned for the disk quota), so the optimizer "
-        "starts afresh (Adam's running averages rebuilt from zero), as a new run."
+        "starts afresh (Adam's running averages rebuilt from zero); the same run goes on."
     )
 
 
@@ -369,16 +526,24 @@ def resumed_trainer(text: str, snapshot_path: str, resume_path: str | None = Non
     from llmviz.training.dataset import prepare_data
     from llmviz.training.trainer import Trainer, dropout_seed
 
-    model, tokenizer, meta = load_checkpoint(snapshot_path)
+    try:
+        model, tokenizer, meta = load_checkpoint(snapshot_path)
+    except CheckpointError:
+        log.warning("the kept snapshot %s cannot be read", snapshot_path)
+        raise CheckpointError("The run's kept snapshot is damaged, so it cannot be resumed.") from None
     config = TrainConfig.from_dict(meta["train_config"])
     trainer = Trainer(config, prepare_data(text, config, tokenizer))
     trainer.model.load_state_dict(model.state_dict())
     trainer.step = int(meta["step"])
-    if resume_path is None:
+    scalars: dict = {}
+    if resume_path is not None:
+        try:
+            tensors, scalars = read_kept_file(None, resume_path)
+        except CheckpointError:  # damaged: it goes on from the intact weights, its optimizer afresh
+            log.warning("the kept resume state %s cannot be read: resuming with the weights only", resume_path)
+            resume_path = None
+    if resume_path is None or scalars.get("step") != trainer.step:
         trainer.dropout_generator.manual_seed(dropout_seed(config.seed, 0, trainer.step))
         return trainer
-    tensors, scalars = read_kept_file(None, resume_path)
-    if scalars.get("step") != trainer.step:
-        raise CheckpointError(f"The run's kept optimizer state is of step {scalars.get('step')}, not {trainer.step}.")
     trainer.load_training_state(tensors, scalars)
     return trainer

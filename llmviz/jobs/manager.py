@@ -1,45 +1,29 @@
 """Training jobs: runs that train outside any page's script run, in worker processes on a server.
 
-A :class:`JobManager` owns every job of a process (the Streamlit server has one, see
-:func:`default_manager`; the CLI and notebooks make their own or use :func:`train_blocking`). The package's parts:
+A :class:`JobManager` owns every job of a process (the Streamlit server has one, see :func:`default_manager`; the
+CLI and notebooks make their own or use :func:`~llmviz.jobs.blocking.train_blocking`). Its parts, one module each:
+:mod:`~llmviz.jobs.admission` (who may train and who goes next, pure logic), :mod:`~llmviz.jobs.shares` (reading the
+shares and keeping snapshots within the cap), :mod:`~llmviz.jobs.lab_side` (the lab: slots shared by every process,
+controls from any process, Resume of a kept run), :mod:`~llmviz.jobs.supervisor` (a thread per job group),
+:mod:`~llmviz.jobs.worker` (the loop in the worker, over :mod:`~llmviz.jobs.runners`' interface),
+:mod:`~llmviz.jobs.events` (what the two say), :mod:`~llmviz.jobs.processes` (starting worker processes) and
+:mod:`~llmviz.jobs.keeping` (writing every run through the lab).
 
-- :mod:`~llmviz.jobs.admission`: who may train and who goes next (shares, memory, the fair queue), as pure logic;
-- :mod:`~llmviz.jobs.supervisor`: one thread per job group that runs its worker and records what it sends;
-- :mod:`~llmviz.jobs.worker`: the loop in the worker; :mod:`~llmviz.jobs.events`: what the two say to each other;
-- :mod:`~llmviz.jobs.processes`: starting worker processes (forkserver, preload, ``__main__`` hidden).
+What the manager promises (docs/architecture.md says more):
 
-What the manager promises:
-
-- **Where the work runs.** ``workers="process"`` (the server's default): each job trains in a worker process of
-  its own, at a lower OS priority than page rendering, with its own torch threads; the worker hands back metrics
-  and snapshots of the weights over a pipe, so every page still reads any step. A worker that dies, or stops
-  answering for ``worker_timeout`` seconds (env ``LLMVIZ_WORKER_TIMEOUT``), gives its run a clear *failed* state and
-  the server lives on. ``workers="thread"`` (the default for notebooks, the CLI and tests) runs the same worker loop
-  in a thread of this process.
-- **Owners and clients.** A job belongs to one owner (a browser session id, or ``"cli"``); an owner only ever sees its
-  own jobs. Shares count per *client*: every session :meth:`JobManager.bind`\\ s to one (the server: the student's
-  address, or the session itself, env ``LLMVIZ_SHARE_BY``); an owner never bound is its own client.
-- **Fair share.** At most ``max_running`` jobs train at once (default: the number of CPU cores, env
-  ``LLMVIZ_MAX_JOBS``). With ``runs_per_session=R`` (env ``LLMVIZ_RUNS_PER_SESSION``) a client trains at most R at
-  once and keeps at most R more waiting or paused; asking for more raises :class:`JobRefused` with the reason.
-  Waiting jobs start in turns between clients (round-robin), first come first served within one.
-- **Memory.** With ``memory_mb`` (env ``LLMVIZ_MEMORY_MB``) every run is estimated before anything is built
-  (:mod:`llmviz.training.footprint`) and the server's workers stay within the budget; ``client_memory_mb`` (env
-  ``LLMVIZ_STUDENT_MEMORY_MB``) is one client's share of it. A run that cannot fit is refused with the reason and what
-  would fit; one that fits later waits. A run for the GPU is also checked against the GPU's free memory.
-- **Races.** :meth:`JobManager.submit_race` trains several runners in one worker, a step of each in turn: one
-  job slot, one share of the client, a curve per runner.
-- **Control.** Pause, Resume and Stop act between two steps. A paused run gives its worker back: its state is kept
-  in the server and a Resume starts a new worker from it, which goes on exactly as if it had not paused. A stopped
-  run keeps everything it learned.
-- **Reading.** Progress, loss, samples and snapshots can be read from any thread at any time
-  (:meth:`Job.status` is cached between changes, so many watchers cost little).
-- **Snapshots** stay within the client's memory cap (env ``LLMVIZ_SNAPSHOT_MB``) at every moment: a run is
-  admitted only if its step 0 and newest snapshot fit beside the client's other runs, and the others are
-  evicted (log-spaced) before a new one is kept.
-- **Sessions that end.** A job whose owner has gone (its browser tab closed) stops by itself: the manager's
-  reaper asks a ``liveness`` function (the Streamlit runtime's session check) and, failing that, the last
-  heartbeat.
+- **Where the work runs.** ``workers="process"`` (the server's default): each job trains in a worker process of its
+  own, at a lower OS priority than page rendering; a worker that dies or stops answering for ``worker_timeout``
+  seconds gives its run a clear *failed* state. ``workers="thread"`` (notebooks, the CLI, tests) runs the same loop in
+  a thread; ``workers="ray"`` on a Ray cluster (:mod:`~llmviz.jobs.ray_executor`).
+- **Owners and clients.** A job belongs to one owner (a student id, or ``"cli"``) and only it sees its jobs; shares
+  count per *client* (:meth:`JobManager.bind`).
+- **Fair share and memory.** At most ``max_running`` jobs train at once; a client trains at most
+  ``runs_per_session`` at once and keeps as many waiting; with ``memory_mb`` every run is estimated before anything
+  is built (:mod:`llmviz.training.footprint`) and refused (:class:`JobRefused`, one line) when it cannot fit.
+- **One record.** With a lab, a run is recorded before it is queued (a fault refuses it in one sentence, leaving no
+  ghost), its steps are written through the lab, and Resume continues the same run (:meth:`JobManager.resume_kept`).
+- **Control.** Pause, Resume and Stop act between two steps; a paused run gives its worker back and resumes exactly.
+- **Sessions that end.** A job whose owner has gone stops by itself (parked in the lab).
 
 >>> from llmviz.training.config import TrainConfig
 >>> from llmviz.training.trainer import Trainer
@@ -68,34 +52,23 @@ from llmviz import settings
 from llmviz.device import available_devices
 from llmviz.errors import LlmvizError
 from llmviz.jobs import processes, ray_executor
-from llmviz.jobs.admission import Budget, Claim, Ledger, Phase, device_refusal, snapshot_refusal
+from llmviz.jobs.admission import Budget, Claim, Ledger, Phase, device_refusal
 from llmviz.jobs.events import JobState
-from llmviz.jobs.job import Group, Job, JobStatus
-from llmviz.jobs.keeping import (
-    TEXT_FIELD,
-    Keeper,
-    recipe_text,
-    resume_line,
-    resume_point,
-    resumed_trainer,
-    student_key,
-)
+from llmviz.jobs.job import Group, Job
+from llmviz.jobs.keeping import Keeper, kept_bytes, recipe_text, student_key
+from llmviz.jobs.lab_side import JobRefused, LabSide
 from llmviz.jobs.runners import facts as runner_facts
+from llmviz.jobs.shares import Shares
 from llmviz.jobs.supervisor import Supervisor
 from llmviz.jobs.worker import TaskPayload, TrainPayload, WorkerOptions
-from llmviz.lab.records import MODEL_KINDS
-from llmviz.lab.registry import LIVE_STATES, RunRecord
+from llmviz.lab.records import RACE
 from llmviz.lab.service import Lab, default_lab
 from llmviz.training.footprint import MB, Footprint, describe, device_free_bytes, of_trainer, suggestion, worker_peak
 from llmviz.training.footprint import task as task_footprint
 from llmviz.training.footprint import unknown as unknown_footprint
-from llmviz.training.snapshots import SnapshotStore, evict, session_cap_bytes, state_of
+from llmviz.training.snapshots import SnapshotStore, session_cap_bytes, state_of
 
 log = logging.getLogger(__name__)
-
-
-class JobRefused(LlmvizError):
-    """A job cannot start: the student already trains their share, its memory or its snapshots would not fit."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +89,7 @@ class _Session:
     client: str | None = None  # None: the session is its own client
 
 
-class JobManager:
+class JobManager(Shares, LabSide):
     """Runs jobs in workers (processes or threads): a fair queue in front of ``max_running`` slots, per-owner
     job lists, per-client shares of runs and memory, snapshot caps, and a reaper that stops the jobs of owners that
     have gone.
@@ -186,6 +159,8 @@ class JobManager:
         self._full_students: dict[str, float] = {}  # client → when its share was found full in other processes
         # the lab (llmviz.lab) this manager keeps its runs in, and shares the machine's slots and memory through
         self.keeper = Keeper(lab) if lab is not None else None
+        if lab is not None:
+            lab.attach(self)  # the lab's controls act at once on the runs this process holds
 
     @property
     def memory_budget(self) -> int | None:
@@ -240,13 +215,18 @@ class JobManager:
         snapshots: bool = True,
         snapshot_every: int = 0,
         checkpoint: bool = True,
+        kind: str | None = None,
+        resuming: tuple[str, int, str] | None = None,
     ) -> Job:
         """Start training ``trainer`` (or the one ``build()`` makes in the worker, e.g. after training a BPE
         tokenizer: give its ``footprint`` so it is admitted before anything is built) for its configured number of
         steps. ``snapshots=False`` keeps no weights (the CLI: its checkpoint is the result). ``snapshot_every`` > 0
         keeps every such step too, besides the log-spaced series (for charts over training, e.g. an induction head
         forming). ``checkpoint=False``: no single-file checkpoint is made when the run ends (the CLI saves its own).
-        With process workers ``trainer`` and ``build`` are pickled: they must not hold lambdas or open files."""
+        ``kind``: what the lab keeps it as (:data:`llmviz.lab.records.KINDS`; default: what the runner says it is, else
+        ``"training"``). ``resuming``: ``(run id, step, by)`` of a kept run this one goes on with (the same run:
+        :meth:`resume_kept`). With process workers ``trainer`` and ``build`` are pickled: they must not hold lambdas
+        or open files."""
         if (trainer is None) == (build is None):
             raise ValueError("give either a trainer or a build function")
         options = self._options(
@@ -262,7 +242,7 @@ class JobManager:
             runner: Any = Planned(build, footprint or unknown_footprint(), steps)
         else:
             runner = trainer
-        [job] = self._submit(owner, [(label, runner)], options, total)
+        [job] = self._submit(owner, [(label, runner)], options, total, kind, resuming)
         return job
 
     def submit_race(
@@ -274,6 +254,7 @@ class JobManager:
         sample_prompt: str = "",
         sample_tokens: int = 80,
         snapshots: bool = True,
+        kind: str | None = None,
     ) -> list[Job]:
         """Train ``(label, trainer)`` runners side by side in one worker (a step of each in turn): one slot and one
         share of the client for the whole race, one :class:`Job` (curve, snapshots, controls) per runner. A runner
@@ -287,7 +268,7 @@ class JobManager:
             snapshots=snapshots,
             snapshot_every=0,
         )
-        return self._submit(owner, runners, options, None)
+        return self._submit(owner, runners, options, None, kind)
 
     def submit_task(
         self,
@@ -339,7 +320,15 @@ class JobManager:
             **values,
         )
 
-    def _submit(self, owner: str, runners: list[tuple[str, Any]], options: WorkerOptions, total: int | None):
+    def _submit(
+        self,
+        owner: str,
+        runners: list[tuple[str, Any]],
+        options: WorkerOptions,
+        total: int | None,
+        kind: str | None = None,
+        resuming: tuple[str, int, str] | None = None,
+    ):
         if self.keeper is not None and any(
             isinstance(runner, Planned) and recipe_text(runner.build) is not None for _, runner in runners
         ):  # a run the lab can resume (its text is kept): its worker sends what resuming exactly needs
@@ -351,7 +340,8 @@ class JobManager:
             planned = runner if isinstance(runner, Planned) else None
             trainer: Any = None if planned is not None else runner
             steps = total if total is not None else (planned.steps if planned is not None else trainer.config.steps)
-            job = Job(self, group, index, label, "train", steps)
+            job = Job(self, group, index, label, "train", steps, run_id=resuming[0] if resuming else None)
+            job.run_kind = kind or (RACE if len(runners) > 1 else getattr(trainer, "kind", None))
             if options.snapshots:
                 job.snapshots = SnapshotStore(every=max(0, int(options.snapshot_every)))
             if trainer is not None:
@@ -369,15 +359,36 @@ class JobManager:
             )
             footprints.append(planned.footprint if planned else of_trainer(trainer))
             texts.append(recipe_text(planned.build) if planned else None)
-        self._enter(group, footprints, texts)
+        self._enter(group, footprints, texts, resuming)
         return group.jobs
 
-    def _enter(self, group: Group, footprints: list[Footprint], texts: list[str | None] | None = None) -> None:
-        """Admit the group (its client's share of runs and memory, the GPU, snapshot room) before anything is sent
-        to a worker, keep the step 0 it already has, and start its supervisor."""
+    def _enter(
+        self,
+        group: Group,
+        footprints: list[Footprint],
+        texts: list[str | None] | None = None,
+        resuming: tuple[str, int, str] | None = None,
+    ) -> None:
+        """Admit the group (its client's share of runs and memory, the GPU, snapshot room), record it in the lab
+        (a run is queued only once it is recorded: a fault refuses it in one sentence and leaves no ghost in the
+        queue), keep the step 0 it already has, and start its supervisor."""
         claim = Claim(group.id, group.client, memory=worker_peak(footprints), what=describe(footprints))
         with self._lock:
-            self._admit(group, claim, footprints)
+            self._refuse_if_needed(group, claim, footprints)  # nothing entered yet
+        if self.keeper is not None:
+            needs = [kept_bytes(f, group.options.resume_state) for f in footprints]
+            by = (resuming[1], resuming[2]) if resuming else None
+            try:
+                self.keeper.enter(group.jobs, texts, needs, by)
+            except LlmvizError as refused:  # the database cannot record it, or the quota: nothing was queued
+                raise JobRefused(str(refused)) from None
+        with self._lock:
+            try:
+                self._admit(group, claim, footprints)
+            except JobRefused:
+                if self.keeper is not None and resuming is None:
+                    self.keeper.discard(group.jobs)  # refused meanwhile (another tab's run took the share)
+                raise
             session = self._sessions.setdefault(group.owner, _Session())
             for job in group.jobs:
                 session.jobs[job.id] = job
@@ -387,13 +398,13 @@ class JobManager:
                     # step 0 exists at once, so pages can show the run while it waits
                     self.keep_snapshot(job, payload.trainer.step, state_of(payload.trainer.model))
             self._ensure_reaper()
-        if self.keeper is not None:
-            self.keeper.enter(group.jobs, texts)
         if self.workers in ("process", "ray"):
             try:  # what the worker needs travels as bytes; the server keeps no trainer
                 group.payload_bytes = pickle.dumps(group.payloads, protocol=pickle.HIGHEST_PROTOCOL)
             except (pickle.PicklingError, AttributeError, TypeError) as error:
                 self._forget(group)
+                if self.keeper is not None and resuming is None:
+                    self.keeper.discard(group.jobs)  # recorded, never queued: its row goes too
                 raise JobRefused(f"This job cannot be sent to a worker process ({error}).") from error
             group.payloads = []
             with self._lock:
@@ -406,6 +417,13 @@ class JobManager:
 
     def _admit(self, group: Group, claim: Claim, footprints: list[Footprint]) -> None:
         """Refuse the group (:class:`JobRefused`, one line) or enter its claim; under the lock."""
+        device = self._refuse_if_needed(group, claim, footprints)
+        self.ledger.add(claim)
+        if device:
+            self._device_needs[group.id] = device
+
+    def _refuse_if_needed(self, group: Group, claim: Claim, footprints: list[Footprint]) -> int:
+        """Refuse the group (:class:`JobRefused`, one line), else the GPU bytes it needs; under the lock."""
         if self._closed.is_set():
             raise JobRefused("The job manager has shut down.")
         refused = self.ledger.refusal(
@@ -425,30 +443,7 @@ class JobManager:
             refused = self.snapshot_refusal(group.owner, group.jobs) or self._lab_runs_refusal(group)
         if refused:
             raise JobRefused(refused)
-        self.ledger.add(claim)
-        if device:
-            self._device_needs[group.id] = device
-
-    def _lab_runs_refusal(self, group: Group) -> str | None:
-        """With a lab: the student's share counts their runs in every app process (a tab on the other process
-        counts too); under the lock."""
-        limit = self.runs_per_session
-        if self.keeper is None or limit is None:
-            return None
-        try:
-            elsewhere = self.keeper.lab.registry.live_elsewhere(student_key(group.owner), self.keeper.holder)
-        except Exception:  # noqa: BLE001 - the database is unreachable: this process's own share still holds
-            log.exception("could not count the student's runs in the lab's registry")
-            return None
-        here = len([c for c in self.ledger.of(group.client) if not c.stopping])
-        if not elsewhere or here + elsewhere < 2 * limit:
-            return None
-        return (
-            f"You already have {here + elsewhere} runs going (training, waiting or paused), {elsewhere} of them "
-            f"served by another of this class's app processes. This server is shared: each student trains {limit} "
-            f"{'run' if limit == 1 else 'runs'} at a time and keeps {limit} more waiting. Stop one of yours, or let "
-            "it finish, before starting another."
-        )
+        return device
 
     def _forget(self, group: Group) -> None:
         with self._lock:
@@ -459,59 +454,6 @@ class JobManager:
                 if session is not None:
                     session.jobs.pop(job.id, None)
                 job.end(JobState.FAILED)
-
-    # ---------------------------------------------------------------- shares
-
-    def share(self, owner: str) -> tuple[int, int]:
-        """``(training now, waiting or paused)`` runs of ``owner``'s client (a race counts once)."""
-        with self._lock:
-            claims = self.ledger.of(self.client_of(owner))
-            running = sum(1 for claim in claims if claim.phase == Phase.RUNNING)
-            return running, len(claims) - running
-
-    def share_is_full(self, owner: str) -> bool:
-        """Does ``owner``'s client already train as many runs as it may (so its waiting runs wait for its own)?"""
-        with self._lock:
-            return self.ledger.share_full(self.client_of(owner))
-
-    def memory_line(self, owner: str) -> tuple[int, int | None, int, int | None]:
-        """``(bytes owner's client counts, its share or None, bytes the server's training holds, the budget or
-        None)``: for a page's line about the server."""
-        with self._lock:
-            client = self.client_of(owner)
-            return (
-                self.ledger.client_bytes(client),
-                self.client_memory,
-                self.ledger.server_bytes(),
-                self.memory_budget,
-            )
-
-    def queue_position(self, job: Job) -> int | None:
-        with self._lock:
-            return self.ledger.position(job.group.id)
-
-    def waits_for(self, group: Group) -> str | None:
-        with self._lock:
-            return self.ledger.waits_for(group.id)
-
-    @property
-    def waiting_count(self) -> int:
-        """Runs waiting for a slot, all owners together (a race counts once)."""
-        with self._lock:
-            return len(self.ledger.waiting())
-
-    def queued(self) -> list[Job]:
-        """Every job waiting for a slot, in the order they would start (all owners: for "N waiting" lines)."""
-        with self._lock:
-            order = [claim.group for claim in self.ledger.order()]
-            groups = {job.group.id: job.group for session in self._sessions.values() for job in session.jobs.values()}
-            return [job for group_id in order if group_id in groups for job in groups[group_id].jobs]
-
-    @property
-    def running_count(self) -> int:
-        """Runs training now, all owners together (a race counts once: it holds one slot)."""
-        with self._lock:
-            return self.ledger.running()
 
     # ---------------------------------------------------------------- slots (used by the supervisors)
 
@@ -540,41 +482,6 @@ class JobManager:
                 return False
             finally:
                 self._slots.notify_all()
-
-    def _machine_slot(self, group: Group, claim: Claim) -> bool:
-        """With a lab: one of the machine's slots (and its memory) for ``group``, counted over every app process
-        in the lab's registry, within its student's share there; without one, this process's ledger is the whole
-        story. A student whose share is full elsewhere is passed over for a moment (:meth:`_full_elsewhere`), so
-        the runs of others behind theirs start."""
-        if self.keeper is None:
-            return True
-        registry, run_id = self.keeper.lab.registry, group.jobs[0].id
-        try:
-            got = registry.claim_slot(
-                run_id, self.max_running, claim.memory, self.memory_budget, per_student=self.runs_per_session
-            )
-            if not got and self.runs_per_session is not None:
-                if registry.student_training(student_key(group.owner)) >= self.runs_per_session:
-                    self._full_students[claim.client] = time.monotonic()
-            return got
-        except Exception:  # noqa: BLE001 - the database is unreachable: this process's own limits still hold
-            log.exception("could not claim a slot in the lab's registry")
-            return True
-
-    def _full_elsewhere(self, hold_s: float = 2.0) -> frozenset[str]:
-        """Clients whose student trained their whole share (in other app processes) when last asked, less than
-        ``hold_s`` seconds ago: under the lock."""
-        now = time.monotonic()
-        for client in [c for c, t in self._full_students.items() if now - t > hold_s]:
-            del self._full_students[client]
-        return frozenset(self._full_students)
-
-    def _free_machine_slot(self, group: Group) -> None:
-        if self.keeper is not None:
-            try:
-                self.keeper.lab.registry.free_slot(group.jobs[0].id)
-            except Exception:  # noqa: BLE001
-                log.exception("could not free a slot in the lab's registry")
 
     def release(self, group: Group, idle: bool = False) -> None:
         """The group's slot is free (``idle``: its worker still waits, holding its memory)."""
@@ -607,45 +514,6 @@ class JobManager:
                 self.ledger.stopping(group.id)
             self._slots.notify_all()
 
-    # ---------------------------------------------------------------- snapshots
-
-    def snapshot_bytes(self, owner: str) -> int:
-        """Bytes of snapshots ``owner``'s client keeps (every session of it)."""
-        with self._lock:
-            jobs = self._client_jobs(self.client_of(owner))
-            return sum(job.snapshots.nbytes for job in jobs if job.snapshots is not None)
-
-    def snapshot_refusal(self, owner: str, new: list[Job]) -> str | None:
-        """Why runs whose step 0 and newest snapshot would not fit beside the client's other runs are refused."""
-        with self._lock:
-            held = 0
-            for other in self._client_jobs(self.client_of(owner)):
-                if other.snapshots is not None and all(other is not job for job in new):
-                    reserved = other.reserved_snapshot_bytes if not other.ended else 0
-                    held += max(reserved, other.snapshots.protected_bytes())
-            return snapshot_refusal(sum(job.reserved_snapshot_bytes for job in new), held, self.snapshot_cap)
-
-    def keep_snapshot(self, job: Job, step: int, state: dict, training: tuple[dict, dict] | None = None) -> None:
-        """Keep ``state`` as ``job``'s snapshot at ``step``, evicting the client's others first: under the manager's
-        lock, so nobody ever sees the client above the cap. ``training``: the run's resume state at that step, held
-        for the lab's keeper (which writes it beside that step's weights)."""
-        if job.snapshots is None:
-            return
-        if training is not None and self.keeper is not None:
-            job.offer_resume_state(step, state, training)
-        with self._lock:
-            stores = [j.snapshots for j in self._client_jobs(self.client_of(job.owner)) if j.snapshots is not None]
-            if job.snapshots not in stores:
-                stores.append(job.snapshots)
-            job.snapshots.add_state(step, state)
-            left = evict(stores, self.snapshot_cap)
-            if left:
-                log.warning(
-                    "snapshots of %s are %d bytes above the cap (only step 0 and newest steps are left)",
-                    job.owner,
-                    left,
-                )
-
     # ---------------------------------------------------------------- reading (per owner)
 
     def jobs(self, owner: str) -> list[Job]:
@@ -669,92 +537,6 @@ class JobManager:
         if self.keeper is not None:
             self.keeper.forget(job_id)
             self.keeper.lab.delete_run(student_key(owner), job_id)
-
-    @staticmethod
-    def student(owner: str) -> str:
-        """The name ``owner``'s runs are kept under in the lab (:func:`llmviz.jobs.keeping.student_key`)."""
-        return student_key(owner)
-
-    def kept_runs(self, owner: str) -> list[RunRecord]:
-        """``owner``'s training runs as the lab keeps them (every app process's, and those of earlier servers),
-        oldest first; ``[]`` without a lab. A live run held by a process that has gone (an app process killed) is
-        marked interrupted first, so the student sees it resumable at once."""
-        if self.keeper is None:
-            return []
-        registry, student = self.keeper.lab.registry, student_key(owner)
-        found = [run for run in registry.runs(student) if run.kind in MODEL_KINDS]
-        if any(run.state in LIVE_STATES and run.holder != self.keeper.holder for run in found):
-            if registry.interrupt_orphans(student=student):
-                found = [run for run in registry.runs(student) if run.kind in MODEL_KINDS]
-        return found
-
-    def keep_upload(self, owner: str, name: str, data: bytes) -> str | None:
-        """Keep ``owner``'s uploaded file in the lab when it is uploaded (:meth:`llmviz.lab.service.Lab.keep_upload`:
-        once per content, within their quota, else :class:`~llmviz.errors.UploadError`); None without a lab."""
-        if self.keeper is None:
-            return None
-        return self.keeper.lab.keep_upload(student_key(owner), name, data)
-
-    def control(self, owner: str, run_id: str, action: str) -> bool:
-        """``"pause"``, ``"resume"`` or ``"stop"`` ``owner``'s run ``run_id``, wherever it trains: at once when this
-        process holds it, else through the lab's registry (the process that holds it acts within a second). False
-        when it is not the owner's live run."""
-        job = self.get(owner, run_id)
-        if job is not None:
-            getattr(job, action)()
-            return True
-        if self.keeper is None:
-            return False
-        return self.keeper.lab.registry.request(run_id, action, student=student_key(owner))
-
-    def resume_kept(self, owner: str, run_id: str) -> Job:
-        """Train ``owner``'s kept run ``run_id`` on (a parked, interrupted or stopped run whose text the lab keeps), as
-        a new run labelled "· resumed": from its kept resume state, exactly as if it had never stopped (the weights,
-        the optimizer's moments and step counts, the learning rate's step, the batches' and dropout's random streams,
-        the metrics so far); a run kept before resume states were (or whose state was thinned) goes on from its last
-        kept snapshot with its weights only, and its optimizer starts afresh (labelled so:
-        :func:`llmviz.jobs.keeping.resume_line`). :class:`JobRefused` (one line) when it cannot."""
-        import functools
-
-        from llmviz.training.config import TrainConfig
-        from llmviz.training.dataset import vocab_bound
-        from llmviz.training.footprint import of_config
-
-        kept = self.kept_run(owner, run_id)
-        if kept is None or self.keeper is None:
-            raise JobRefused("That run is not one of your kept runs.")
-        files = self.keeper.lab.registry.snapshots(run_id)
-        digest = kept.config.get(TEXT_FIELD)
-        if kept.state not in ("parked", "interrupted", "stopped") or not files or not digest:
-            raise JobRefused(
-                f"{kept.label} cannot be resumed (it has no kept text or snapshot, or it is {kept.state})."
-            )
-        try:
-            text = self.keeper.lab.storage.read_upload(student_key(owner), digest).decode()
-        except (OSError, ValueError) as error:
-            raise JobRefused(f"The text of {kept.label} is no longer kept ({error}).") from None
-        config = TrainConfig.from_dict({k: v for k, v in kept.config.items() if k != TEXT_FIELD})
-        needs = of_config(config, vocab_bound(text, config), text_bytes=len(text.encode()))
-        _, snapshot, state = resume_point(files, self.keeper.lab.registry.resume_state(run_id))
-        assert snapshot is not None  # it has snapshots
-        build = functools.partial(resumed_trainer, text, snapshot, state)
-        label = f"{kept.label} · resumed" + ("" if state else " (optimizer afresh)")
-        return self.submit_training(owner, build=build, footprint=needs, label=label, total=config.steps)
-
-    def resume_line(self, owner: str, run_id: str) -> str:
-        """What Resume will do with ``owner``'s kept run, in words (:func:`llmviz.jobs.keeping.resume_line`)."""
-        kept = self.kept_run(owner, run_id)
-        if kept is None or self.keeper is None:
-            return ""
-        registry = self.keeper.lab.registry
-        step, _, state = resume_point(registry.snapshots(run_id), registry.resume_state(run_id))
-        return resume_line(step, state is not None)
-
-    def kept_run(self, owner: str, run_id: str) -> RunRecord | None:
-        """``owner``'s kept run ``run_id`` (None when it is not theirs: a run id alone opens nothing)."""
-        if self.keeper is None:
-            return None
-        return self.keeper.lab.registry.run(student_key(owner), run_id)
 
     def heartbeat(self, owner: str) -> None:
         with self._lock:
@@ -808,7 +590,7 @@ class JobManager:
             session = self._sessions.pop(owner, None)
         for job in session.jobs.values() if session else ():
             if not job.ended and self.keeper is not None:
-                self.keeper.park(job)
+                self.keeper.park(job, "server")
             job.stop()
             job.group.wake()
 
@@ -903,36 +685,3 @@ def default_manager(liveness: Callable[[str], bool | None] | None = None) -> Job
         elif liveness is not None and _default.liveness is None:
             _default.liveness = liveness
         return _default
-
-
-def train_blocking(
-    trainer,
-    on_step: Callable[[JobStatus], None] | None = None,
-    sample_every: int = 0,
-    manager: JobManager | None = None,
-    poll_s: float = 0.2,
-    snapshots: bool = False,
-) -> Job:
-    """Run ``trainer`` as a job and wait for it (the CLI and notebooks): ``on_step(status)`` is called
-    as steps go by (at most every ``poll_s`` seconds, and once at the end); Ctrl-C stops the job after
-    the current step and keeps what it learned. ``snapshots=True`` keeps log-spaced weights as the app does."""
-    manager = manager or JobManager(max_running=1)
-    job = manager.submit_training(
-        "cli", trainer, label="cli", sample_every=sample_every, snapshots=snapshots, checkpoint=False
-    )  # the CLI writes its own checkpoint folder
-    seen = -1
-    try:
-        while not job.wait(poll_s):
-            status = job.status()
-            if on_step is not None and status.step != seen:
-                seen = status.step
-                on_step(status)
-    except KeyboardInterrupt:
-        job.stop()
-        job.wait()
-    status = job.status()
-    if on_step is not None and status.step != seen:
-        on_step(status)
-    if status.state == JobState.FAILED:
-        raise LlmvizError(status.error or "training failed")
-    return job

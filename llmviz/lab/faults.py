@@ -115,8 +115,9 @@ class FaultLog:
         if first:
             log.warning("the lab's database fault (%s) began as it tried to %s: %s", kind, what, error)
 
-    def cleared(self) -> None:
-        if self.current is None:
+    def cleared(self, wrote: bool = True) -> None:
+        """A call succeeded (``wrote``: a write): the fault has cleared (a lock only once a write succeeds)."""
+        if self.current is None or (self.current == "locked" and not wrote):
             return
         with self._lock:
             kind, count, since = self.current, self.count, self.since

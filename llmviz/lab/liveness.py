@@ -5,43 +5,14 @@ while it trained is *interrupted*, not lost (it resumes from its last resume sta
 
 from __future__ import annotations
 
-import os
-import socket
 import time
 
-import psutil
 import sqlalchemy as sa
 
+from llmviz.lab.holders import holder_alive, this_holder
 from llmviz.lab.records import LIVE_STATES, runs
 
-
-def this_holder() -> str:
-    """``"host:pid:started"`` for this process: names it uniquely even after its process id is reused.
-
-    >>> this_holder().split(":")[1] == str(os.getpid())
-    True
-    """
-    started = int(psutil.Process().create_time())
-    return f"{socket.gethostname()[:60]}:{os.getpid()}:{started}"
-
-
-def holder_alive(holder: str | None) -> bool | None:
-    """Is the process ``holder`` names still running? None where it cannot be told (another host).
-
-    >>> holder_alive(this_holder()), holder_alive(None)
-    (True, False)
-    """
-    if not holder:
-        return False
-    host, _, rest = holder.partition(":")
-    pid, _, started = rest.partition(":")
-    if host != socket.gethostname()[:60]:
-        return None
-    try:
-        process = psutil.Process(int(pid))
-        return int(process.create_time()) == int(started)
-    except (psutil.NoSuchProcess, psutil.AccessDenied, ValueError):
-        return False
+__all__ = ["Liveness", "holder_alive", "this_holder"]
 
 
 class Liveness:
@@ -75,6 +46,13 @@ class Liveness:
                 db.execute(
                     sa.update(runs)
                     .where(runs.c.id.in_(gone), runs.c.state.in_(LIVE_STATES))
-                    .values(state="interrupted", training=False, memory=0, updated=now)
+                    .values(
+                        state="interrupted",
+                        state_by="server",
+                        state_step=runs.c.step,
+                        training=False,
+                        memory=0,
+                        updated=now,
+                    )
                 )
         return gone

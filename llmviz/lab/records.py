@@ -16,6 +16,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from llmviz.lab.holders import this_holder
+
 # states a run's row can be in; the first three are a job's own while it lives (llmviz.jobs.events.JobState)
 LIVE_STATES = ("queued", "running", "paused")
 STATES = (*LIVE_STATES, "finished", "stopped", "failed", "parked", "interrupted")
@@ -215,17 +217,13 @@ class Records:
     # ------------------------------------------------------------------ runs
 
     def add_run(self, record: RunRecord) -> None:
-        now = time.time()
-        values = {name: getattr(record, name) for name in _RUN_FIELDS}
-        values.update(
-            label=_clip(record.label, 200),
-            created=record.created or now,
-            updated=now,
-            holder=record.holder or _this_holder(),
-            heartbeat=now,
-        )
+        self.add_runs([record])
+
+    def add_runs(self, records: list[RunRecord]) -> None:
+        """Add runs' rows in one transaction (a race's runs: all of them or none)."""
         with self.engine.begin() as db:
-            db.execute(sa.insert(runs).values(**values))
+            for record in records:
+                db.execute(sa.insert(runs).values(**_row(record)))
 
     def update_run(self, run_id: str, **values: Any) -> None:
         unknown = set(values) - _RUN_FIELDS
@@ -479,10 +477,20 @@ class Records:
         return self._runs(sa.and_(runs.c.updated < cutoff, runs.c.state.not_in(LIVE_STATES)))
 
 
-def _this_holder() -> str:
-    from llmviz.lab.liveness import this_holder
-
-    return this_holder()
+def _row(record: RunRecord) -> dict:
+    """A run's row from its record (the kind "train" is kept as "training"; the holder is this process)."""
+    now = time.time()
+    values = {name: getattr(record, name) for name in _RUN_FIELDS}
+    values.update(
+        kind=TRAINING if record.kind == "train" else record.kind,  # the name kept before kinds were
+        label=_clip(record.label, 200),
+        created=record.created or now,
+        updated=now,
+        holder=record.holder or this_holder(),
+        heartbeat=now,
+        resumes=list(record.resumes or []),
+    )
+    return values
 
 
 def config_json(config: Any) -> dict:

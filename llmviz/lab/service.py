@@ -274,9 +274,10 @@ class Lab:
         self.controller = controller
 
     @contextlib.contextmanager
-    def guard(self, what: str) -> Iterator[None]:
+    def guard(self, what: str, writes: bool = False) -> Iterator[None]:
         """Turn a database fault during ``what`` into :class:`LabUnavailable` (one sentence), logged once per
-        fault (:class:`llmviz.lab.faults.FaultLog`); a success after a fault logs that it cleared."""
+        fault (:class:`llmviz.lab.faults.FaultLog`); a success after a fault logs that it cleared (a lock clears
+        only when a write (``writes``) succeeds: reads go on under another process's write lock)."""
         try:
             yield
         except LlmvizError:
@@ -286,7 +287,7 @@ class Lab:
                 raise
             self.faults.failed(what, error)
             raise LabUnavailable(faults.sentence(error, self.registry.url)) from None
-        self.faults.cleared()
+        self.faults.cleared(writes)
 
     # ------------------------------------------------------------------ reading
 
@@ -295,10 +296,22 @@ class Lab:
         it can use). A live run whose process has gone is marked interrupted first (resumable at once)."""
         with self.guard("list a student's runs"):
             found = self.registry.runs(student)
-            if any(run.state in LIVE_STATES for run in found) and self.registry.interrupt_orphans(student=student):
+        if any(run.state in LIVE_STATES for run in found) and self._interrupt_orphans(student):
+            with self.guard("list a student's runs"):
                 found = self.registry.runs(student)
         views = [RunView.of(run) for run in found if kinds is None or run.kind in kinds]
         return sorted(views, key=lambda view: (-view.created, view.id))
+
+    def _interrupt_orphans(self, student: str) -> list[str]:
+        """Mark ``student``'s live runs whose process has gone as interrupted (a write: under another process's
+        lock it waits for the next call, and the runs are listed as they are)."""
+        try:
+            return self.registry.interrupt_orphans(student=student)
+        except Exception as error:  # noqa: BLE001 - a database fault: logged once; reading goes on
+            if not faults.is_database_fault(error):
+                raise
+            self.faults.failed("mark runs of a process that has gone", error)
+            return []
 
     def run(self, student: str, run_id: str) -> RunView | None:
         """``student``'s run ``run_id`` (None when it is not theirs or does not exist)."""
@@ -388,7 +401,7 @@ class Lab:
             return f"{found.label} is not training ({found.state_line}): there is nothing to {action}."
         if self.controller is not None and self.controller.act(student, run_id, action, by):
             return _asked(found.label, action, at_once=True)
-        with self.guard(f"ask for a {action}"):
+        with self.guard(f"ask for a {action}", writes=True):
             asked = self.registry.request(run_id, action, student=student, by=by)
         return _asked(found.label, action, at_once=False) if asked else f"{found.label} has just ended."
 
@@ -403,9 +416,10 @@ class Lab:
     def _delete(self, found: RunView, by: str) -> str:
         if found.live:
             if self.controller is None or not self.controller.act(found.student, found.id, "stop", by):
-                with self.guard("ask for a stop"):
+                with self.guard("ask for a stop", writes=True):
                     self.registry.request(found.id, "stop", student=found.student, by=by)
-        self.delete_run(found.student, found.id)
+        with self.guard("delete a run", writes=True):
+            self.delete_run(found.student, found.id)
         return f"{found.label} is deleted, with its curve and snapshots."
 
     # ------------------------------------------------------------------ the quota

@@ -88,7 +88,13 @@ class Slots:
             db.execute(sa.update(runs).where(runs.c.id == run_id).values(training=True, memory=memory))
             return True
 
-    def free_slot(self, run_id: str) -> None:
+    def free_slot(self, run_id: str, wait_s: float | None = None) -> None:
+        """Give ``run_id``'s slot back; ``wait_s``: wait at most that long for another process's lock (else the
+        database's busy timeout), then raise."""
+        if wait_s is not None:
+            with self.engine.begin() as db, short_wait(db, wait_s):
+                db.execute(sa.update(runs).where(runs.c.id == run_id).values(training=False, memory=0))
+            return
         with self.engine.begin() as db:
             db.execute(sa.update(runs).where(runs.c.id == run_id).values(training=False, memory=0))
 

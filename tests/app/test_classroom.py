@@ -128,7 +128,7 @@ def test_a_parked_run_is_listed_and_resumed_on_the_training_page(fresh_session_j
     assert any("with its weights only" in c.value and "the optimizer starts afresh" in c.value for c in at.caption)
     at.button(key="kept_resume_chosen_parked1").click().run()
     assert_clean(at)
-    [job] = [j for j in default_manager().jobs(student) if j.label == "parked run · resumed (optimizer afresh)"]
+    [job] = [j for j in default_manager().jobs(student) if j.id == "parked1"]  # the same run goes on
     assert job.wait(JOB_TIMEOUT)
     status = job.status()
     assert status.state.value == "finished" and status.step == 30 and status.losses[0][0] == 11

@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import torch
 
@@ -14,6 +15,8 @@ from llmviz.jobs.manager import JobManager
 from llmviz.lab.service import Lab
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.jobs import small_trainer
+
+_NONE = SimpleNamespace(step=-1)  # a run not recorded yet
 
 
 def _wait_for(predicate, timeout=60.0):
@@ -119,7 +122,9 @@ def test_a_run_training_when_its_server_died_is_interrupted(tmp_path, database_u
         cwd=".",
     )
     run_id = child.stdout.readline().strip()
-    time.sleep(1.5)  # a flush or two
+    watcher = Lab.at(tmp_path, url=database_url)  # a flush or two: a few steps written (no fixed sleep)
+    assert _wait_for(lambda: (watcher.registry.run("student-1", run_id) or _NONE).step >= 3, 300)
+    watcher.registry.dispose()
     child.kill()  # the server stops with no goodbye
     child.wait()
     restarted = JobManager(max_running=1, lab=Lab.at(tmp_path, url=database_url))
@@ -170,7 +175,7 @@ def test_a_parked_run_resumes_from_its_last_snapshot(tmp_path, database_url):
     assert again.step == parked_at
     for name, tensor in again.model.state_dict().items():
         assert torch.equal(tensor, kept_state[name])
-    assert resumed.label.endswith("· resumed")
+    assert (resumed.id, resumed.label) == (kept.id, kept.label)  # the same run goes on: one history
     manager.shutdown()
 
 

@@ -79,9 +79,16 @@ def test_a_restart_lists_every_run_at_its_steps_and_the_live_ones_resumable(tmp_
         if how == signal.SIGTERM:  # stopped in order: the training run paused at exit, its resume state is its last
             assert at["ann"][0] == last
         resumed = restarted.resume_kept("ann", ids["ann"])
-        assert resumed.label == "ann's run · resumed"  # with its optimizer's state (test_resume_exact.py)
+        # one run, one history: the same id and label, its resume step recorded (with its optimizer's state:
+        # test_resume_exact.py)
+        assert (resumed.id, resumed.label) == (ids["ann"], "ann's run")
         assert wait_for(lambda: resumed.status().step >= at["ann"][0] + 3)
         assert resumed.status().losses[0][0] == at["ann"][0] + 1  # on from its kept resume state
+        assert wait_for(lambda: registry.run("ann", ids["ann"]).step >= at["ann"][0] + 3)
+        [again] = restarted.kept_runs("ann")
+        assert again.id == ids["ann"] and again.resumes == [at["ann"][0]]
+        steps = [step for step, *_ in registry.curve(ids["ann"])]
+        assert steps == list(range(1, len(steps) + 1))  # one curve from the first step, none missing
     finally:
         restarted.shutdown()
 

@@ -7,8 +7,9 @@ import time
 import pytest
 import torch
 
+from llmviz.jobs.blocking import train_blocking
 from llmviz.jobs.events import JobState
-from llmviz.jobs.manager import JobManager, JobRefused, train_blocking
+from llmviz.jobs.manager import JobManager, JobRefused
 from llmviz.training.snapshots import (
     SnapshotStore,
     evict,

@@ -66,8 +66,8 @@ def uninterrupted(tmp_path_factory) -> dict[int, tuple]:
         jobs.shutdown()
 
 
-@pytest.fixture(scope="module")
-def parked(tmp_path_factory):
+@pytest.fixture
+def parked(tmp_path_factory):  # one per test: resuming it continues that very run (one run, one history)
     """The same run, paused after a few steps, its student gone (parked: its worker and memory freed), its server
     shut down; returns the runs folder, the run's id and the step it was parked at."""
     folder = tmp_path_factory.mktemp("parked")
@@ -110,7 +110,7 @@ def test_a_parked_run_resumed_by_a_new_server_goes_on_exactly_as_if_never_stoppe
     assert registry.disk_bytes("ann") >= nbytes + weights  # in the student's quota
     job, line, _ = resume(folder, run_id)
     assert line.startswith(f"Resume trains it on from step {step} with its optimizer's state")
-    assert job.label == "Run 1 · resumed"
+    assert (job.id, job.label) == (run_id, "Run 1")  # the same run goes on
     resumed = curve(job)
     assert sorted(resumed) == list(range(step + 1, STEPS + 1))  # on from the parked step, to the end
     assert resumed == {s: uninterrupted[s] for s in resumed}  # every loss, norm and rate equal
@@ -122,7 +122,7 @@ def test_a_run_kept_without_its_optimizer_state_resumes_with_its_weights_and_say
     folder, run_id, step = parked
     job, line, _ = resume(folder, run_id, drop_state=True)
     assert f"from step {step} with its weights only" in line and "the optimizer starts afresh" in line
-    assert job.label == "Run 1 · resumed (optimizer afresh)"
+    assert (job.id, job.label) == (run_id, "Run 1")
     resumed = curve(job)
     assert sorted(resumed) == list(range(step + 1, STEPS + 1))
     differ = [s for s in resumed if resumed[s][0] != uninterrupted[s][0]]

@@ -1,0 +1,47 @@
+"""Training a run and waiting for it (the CLI and notebooks): :func:`train_blocking`, over a
+:class:`~llmviz.jobs.manager.JobManager` like the app's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from llmviz.errors import LlmvizError
+from llmviz.jobs.events import JobState
+from llmviz.jobs.manager import JobManager
+
+if TYPE_CHECKING:
+    from llmviz.jobs.job import Job, JobStatus
+
+
+def train_blocking(
+    trainer,
+    on_step: Callable[[JobStatus], None] | None = None,
+    sample_every: int = 0,
+    manager: JobManager | None = None,
+    poll_s: float = 0.2,
+    snapshots: bool = False,
+) -> Job:
+    """Run ``trainer`` as a job and wait for it (the CLI and notebooks): ``on_step(status)`` is called
+    as steps go by (at most every ``poll_s`` seconds, and once at the end); Ctrl-C stops the job after
+    the current step and keeps what it learned. ``snapshots=True`` keeps log-spaced weights as the app does."""
+    manager = manager or JobManager(max_running=1)
+    job = manager.submit_training(
+        "cli", trainer, label="cli", sample_every=sample_every, snapshots=snapshots, checkpoint=False
+    )  # the CLI writes its own checkpoint folder
+    seen = -1
+    try:
+        while not job.wait(poll_s):
+            status = job.status()
+            if on_step is not None and status.step != seen:
+                seen = status.step
+                on_step(status)
+    except KeyboardInterrupt:
+        job.stop()
+        job.wait()
+    status = job.status()
+    if on_step is not None and status.step != seen:
+        on_step(status)
+    if status.state == JobState.FAILED:
+        raise LlmvizError(status.error or "training failed")
+    return job

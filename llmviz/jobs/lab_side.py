@@ -1,0 +1,207 @@
+"""The job manager's side that faces the lab (:mod:`llmviz.lab`): a mixin of :class:`~llmviz.jobs.manager.JobManager`
+that shares the machine's slots with every app process through the registry, counts a student's runs in every
+process, acts on the lab's controls (:class:`llmviz.lab.service.Controller`: pause, resume, stop, park a run this
+process holds; Resume of a kept run trains the same run on here) and keeps the pages' older calls
+(``kept_runs``, ``resume_kept``, ``control``) as thin doors onto :class:`llmviz.lab.service.Lab`.
+
+The registry's answers never block a training loop: a slot claim waits a fraction of a second for another process's
+lock (:data:`llmviz.lab.slots.CLAIM_WAIT_S`) and tries again later, a slot is freed by the keeper's thread when the
+database is locked, and a database that cannot answer leaves this process's own limits in charge.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from llmviz.errors import LlmvizError
+from llmviz.jobs.keeping import resume_line, resume_plan, resume_point, student_key
+from llmviz.lab.records import MODEL_KINDS
+from llmviz.lab.registry import RunRecord
+
+if TYPE_CHECKING:
+    from llmviz.jobs.admission import Claim, Ledger
+    from llmviz.jobs.job import Group, Job
+    from llmviz.jobs.keeping import Keeper
+    from llmviz.lab.service import Lab
+
+log = logging.getLogger(__name__)
+
+
+class JobRefused(LlmvizError):
+    """A job cannot start: the student already trains their share, its memory or its snapshots would not fit."""
+
+
+class LabSide:
+    """What :class:`~llmviz.jobs.manager.JobManager` does with the lab (see the module's docstring)."""
+
+    keeper: Keeper | None
+    ledger: Ledger
+    runs_per_session: int | None
+    max_running: int
+    _full_students: dict[str, float]
+    _lock: Any
+    _sessions: dict[str, Any]
+
+    if TYPE_CHECKING:  # the manager's own
+
+        @property
+        def memory_budget(self) -> int | None: ...
+
+        def get(self, owner: str, job_id: str) -> Job | None: ...
+
+        submit_training: Any
+
+    def _machine_slot(self, group: Group, claim: Claim) -> bool:
+        """With a lab: one of the machine's slots (and its memory) for ``group``, counted over every app process
+        in the lab's registry, within its student's share there; without one, this process's ledger is the whole
+        story. A student whose share is full elsewhere is passed over for a moment (:meth:`_full_elsewhere`), so
+        the runs of others behind theirs start."""
+        if self.keeper is None:
+            return True
+        registry, run_id = self.keeper.lab.registry, group.jobs[0].id
+        try:
+            got = registry.claim_slot(
+                run_id, self.max_running, claim.memory, self.memory_budget, per_student=self.runs_per_session
+            )
+            if not got and self.runs_per_session is not None:
+                if registry.student_training(student_key(group.owner)) >= self.runs_per_session:
+                    self._full_students[claim.client] = time.monotonic()
+            return got
+        except Exception:  # noqa: BLE001 - the database is unreachable: this process's own limits still hold
+            log.exception("could not claim a slot in the lab's registry")
+            return True
+
+    def _full_elsewhere(self, hold_s: float = 2.0) -> frozenset[str]:
+        """Clients whose student trained their whole share (in other app processes) when last asked, less than
+        ``hold_s`` seconds ago: under the lock."""
+        now = time.monotonic()
+        for client in [c for c, t in self._full_students.items() if now - t > hold_s]:
+            del self._full_students[client]
+        return frozenset(self._full_students)
+
+    def _free_machine_slot(self, group: Group) -> None:
+        if self.keeper is not None:  # never waits for another process's lock: the keeper frees it later then
+            self.keeper.free_slot(group.jobs[0].id)
+
+    @staticmethod
+    def student(owner: str) -> str:
+        """The name ``owner``'s runs are kept under in the lab (:func:`llmviz.jobs.keeping.student_key`)."""
+        return student_key(owner)
+
+    @property
+    def lab(self) -> Lab | None:
+        """The lab this manager keeps its runs in (the one door: :class:`llmviz.lab.service.Lab`), or None."""
+        return self.keeper.lab if self.keeper is not None else None
+
+    def kept_runs(self, owner: str) -> list[RunRecord]:
+        """``owner``'s language-model runs as the lab keeps them (every app process's, and those of earlier
+        servers), oldest first; ``[]`` without a lab. Kept for the pages: :meth:`llmviz.lab.service.Lab.runs` is the
+        door (a live run whose process has gone is marked interrupted there first)."""
+        if self.keeper is None:
+            return []
+        views = self.keeper.lab.runs(student_key(owner), MODEL_KINDS)
+        return sorted(
+            (found for found in (self.keeper.lab.registry.run(v.student, v.id) for v in views) if found),
+            key=lambda run: (run.created, run.id),
+        )
+
+    def keep_upload(self, owner: str, name: str, data: bytes) -> str | None:
+        """Keep ``owner``'s uploaded file in the lab when it is uploaded (:meth:`llmviz.lab.service.Lab.keep_upload`:
+        once per content, within their quota, else :class:`~llmviz.errors.UploadError`); None without a lab."""
+        if self.keeper is None:
+            return None
+        return self.keeper.lab.keep_upload(student_key(owner), name, data)
+
+    def control(self, owner: str, run_id: str, action: str, by: str = "student") -> bool:
+        """``"pause"``, ``"resume"`` or ``"stop"`` ``owner``'s run ``run_id``, wherever it trains: at once when this
+        process holds it, else through the lab's registry (the process that holds it acts within a second). False
+        when it is not the owner's live run."""
+        if self.act(student_key(owner), run_id, action, by, owner=owner):
+            return True
+        if self.keeper is None:
+            return False
+        return self.keeper.lab.registry.request(run_id, action, student=student_key(owner), by=by)
+
+    def act(self, student: str, run_id: str, action: str, by: str, owner: str | None = None) -> bool:
+        """Pause, resume, stop or park ``student``'s run ``run_id`` now when this process holds it live (the lab's
+        :class:`~llmviz.lab.service.Controller`); False otherwise."""
+        job = self.get(owner, run_id) if owner is not None else self._job_of(student, run_id)
+        if job is None or job.ended:
+            return False
+        if self.keeper is not None:
+            if action == "park":
+                self.keeper.park(job, by)
+            else:
+                self.keeper.changed_by(run_id, by)
+        getattr(job, "stop" if action == "park" else action)()
+        return True
+
+    def _job_of(self, student: str, run_id: str) -> Job | None:
+        with self._lock:
+            for owner, session in self._sessions.items():
+                if student_key(owner) == student and run_id in session.jobs:
+                    return session.jobs[run_id]
+        return None
+
+    def resume_run(self, student: str, run_id: str, by: str = "student") -> Job:
+        """The lab's :class:`~llmviz.lab.service.Controller`: train ``student``'s kept run on here (the owner is the
+        student: the server's sessions are named by student id)."""
+        return self.resume_kept(student, run_id, by)
+
+    def resume_kept(self, owner: str, run_id: str, by: str = "student") -> Job:
+        """Train ``owner``'s kept run ``run_id`` on (a parked, interrupted or stopped run whose text the lab keeps):
+        the same run (its id, label, curve and snapshots), its resume step recorded. From its kept resume state,
+        exactly as if it had never stopped (the weights, the optimizer's moments and step counts, the learning rate's
+        step, the batches' and dropout's random streams, the metrics so far); a run kept before resume states were
+        (or whose state was thinned) goes on from its last kept snapshot with its weights only, and its optimizer
+        starts afresh (:func:`llmviz.jobs.keeping.resume_line`). :class:`JobRefused` (one line) when it cannot."""
+        if self.keeper is None:
+            raise JobRefused("That run is not one of your kept runs.")
+        if self._job_of(student_key(owner), run_id) is not None:
+            raise JobRefused("That run is already going in this server.")
+        try:
+            build, needs, step, kept = resume_plan(self.keeper.lab, student_key(owner), run_id)
+        except LlmvizError as refused:
+            raise JobRefused(str(refused)) from None
+        return self.submit_training(
+            owner, build=build, footprint=needs, label=kept.label, total=kept.total, resuming=(run_id, step, by),
+            kind=kept.kind,
+        )  # fmt: skip
+
+    def resume_line(self, owner: str, run_id: str) -> str:
+        """What Resume will do with ``owner``'s kept run, in words (:func:`llmviz.jobs.keeping.resume_line`)."""
+        kept = self.kept_run(owner, run_id)
+        if kept is None or self.keeper is None:
+            return ""
+        registry = self.keeper.lab.registry
+        step, _, state = resume_point(registry.snapshots(run_id), registry.resume_state(run_id))
+        return resume_line(step, state is not None)
+
+    def kept_run(self, owner: str, run_id: str) -> RunRecord | None:
+        """``owner``'s kept run ``run_id`` (None when it is not theirs: a run id alone opens nothing)."""
+        if self.keeper is None:
+            return None
+        return self.keeper.lab.registry.run(student_key(owner), run_id)
+
+    def _lab_runs_refusal(self, group: Group) -> str | None:
+        """With a lab: the student's share counts their runs in every app process (a tab on the other process
+        counts too); under the lock."""
+        limit = self.runs_per_session
+        if self.keeper is None or limit is None:
+            return None
+        try:
+            elsewhere = self.keeper.lab.registry.live_elsewhere(student_key(group.owner), self.keeper.holder)
+        except Exception:  # noqa: BLE001 - the database is unreachable: this process's own share still holds
+            log.exception("could not count the student's runs in the lab's registry")
+            return None
+        here = len([c for c in self.ledger.of(group.client) if not c.stopping])
+        if not elsewhere or here + elsewhere < 2 * limit:
+            return None
+        return (
+            f"You already have {here + elsewhere} runs going (training, waiting or paused), {elsewhere} of them "
+            f"served by another of this class's app processes. This server is shared: each student trains {limit} "
+            f"{'run' if limit == 1 else 'runs'} at a time and keeps {limit} more waiting. Stop one of yours, or let "
+            "it finish, before starting another."
+        )
