@@ -32,8 +32,8 @@ from ui import identity, state, streamlit_private
 
 
 def _ask(read, otherwise):
-    """``read(lab, student)``, or ``otherwise`` when the lab cannot be read (:class:`LabUnavailable`: the lab logs the
-    fault once): then said once per page run, in the lab's one sentence; the rest of the page goes on."""
+    """``read(the lab, the student)``, or ``otherwise`` when the lab cannot be read (:class:`LabUnavailable`: the lab
+    logs the fault once): then said once per page run, in the lab's one sentence; the rest of the page goes on."""
     try:
         return read(default_lab(), student())
     except LabUnavailable as fault:
@@ -45,7 +45,7 @@ def _ask(read, otherwise):
 
 def service() -> Lab | None:
     """The process's lab, or None when it cannot be read (said once in the page)."""
-    return _ask(lambda lab, _: lab, None)
+    return _ask(lambda door, _: door, None)
 
 
 def student() -> str:
@@ -57,7 +57,7 @@ def student() -> str:
 
 def runs(kinds: tuple[str, ...] | None = MODEL_KINDS) -> list[RunView]:
     """This student's runs of ``kinds`` (None: every kind), newest first; [] when the lab cannot be read."""
-    return _ask(lambda lab, who: lab.runs(who, kinds), [])
+    return _ask(lambda door, who: door.runs(who, kinds), [])
 
 
 def autoencoder_runs() -> list[RunView]:
@@ -67,12 +67,12 @@ def autoencoder_runs() -> list[RunView]:
 
 def run(run_id: str) -> RunView | None:
     """This student's run ``run_id`` (None when it is not theirs, or the lab cannot be read)."""
-    return _ask(lambda lab, who: lab.run(who, run_id), None) if run_id else None
+    return _ask(lambda door, who: door.run(who, run_id), None) if run_id else None
 
 
 def teacher_run(run_id: str) -> ClassRow | None:
     """Any student's run ``run_id``, for the teacher's browser only (the projector); None for anyone else."""
-    if not _ask(lambda lab, who: identity.is_teacher(), False):
+    if not _ask(lambda door, who: identity.is_teacher(), False):
         return None
     return next((row for row in class_runs("newest") or [] if row.run_id == run_id), None)
 
@@ -80,23 +80,23 @@ def teacher_run(run_id: str) -> ClassRow | None:
 def curve(run_id: str, since_step: int = 0) -> Curve:
     """This student's run's curve: ``points`` (step, training loss, validation loss), every one the lab keeps, by
     step, and the steps it was ``resumes``-d at (empty when not theirs, or the lab cannot be read)."""
-    return _ask(lambda lab, who: lab.curve(who, run_id, since_step), Curve(run_id, ()))
+    return _ask(lambda door, who: door.curve(who, run_id, since_step), Curve(run_id, ()))
 
 
 def samples(run_id: str) -> list[tuple[int, str]]:
     """``(step, text)`` of the samples this student's run wrote, by step."""
-    return _ask(lambda lab, who: lab.samples(who, run_id), [])
+    return _ask(lambda door, who: door.samples(who, run_id), [])
 
 
 def snapshots(run_id: str, owner: str | None = None) -> list[Snapshot]:
     """The kept snapshots (step, bytes) of this student's run (``owner``: another student's, for the teacher's
     projector), by step."""
-    return _ask(lambda lab, who: lab.snapshots(owner or who, run_id), [])
+    return _ask(lambda door, who: door.snapshots(owner or who, run_id), [])
 
 
 def snapshots_by_run() -> dict[str, list[int]]:
     """The kept snapshot steps of each of this student's runs (one query: the picker lists them)."""
-    return _ask(lambda lab, who: lab.snapshot_steps(who), {})
+    return _ask(lambda door, who: door.snapshot_steps(who), {})
 
 
 def open_snapshot(run_id: str, step: int, owner: str | None = None) -> tuple[dict, dict]:
@@ -107,12 +107,12 @@ def open_snapshot(run_id: str, step: int, owner: str | None = None) -> tuple[dic
 
 def disk() -> Usage | None:
     """This student's disk use against their quota (None when the lab cannot be read)."""
-    return _ask(lambda lab, who: lab.disk(who), None)
+    return _ask(lambda door, who: door.disk(who), None)
 
 
 def training_count() -> int | None:
     """Runs training now on every app process of this machine or hall (None when the lab cannot be read)."""
-    return _ask(lambda lab, _: lab.registry.training_count(), None)  # (a count the service has no door for yet)
+    return _ask(lambda door, _: door.registry.training_count(), None)  # (a count the service has no door for yet)
 
 
 def control(run_id: str, action: str, by: str = "student", owner: str | None = None) -> str:
@@ -120,7 +120,7 @@ def control(run_id: str, action: str, by: str = "student", owner: str | None = N
     from the class view), wherever it trains: through :meth:`llmviz.lab.service.Lab.control` (this process's job
     manager acts at once on the runs it holds, and Resume trains a kept run on as the same run); one sentence saying
     what was done. A refusal raises :class:`~llmviz.errors.LlmvizError` (one line)."""
-    if by == "teacher" and not _ask(lambda lab, who: identity.is_teacher(), False):
+    if by == "teacher" and not _ask(lambda door, who: identity.is_teacher(), False):
         return "Only the teacher's browser acts on another student's run."
     if action == "delete" and by != "teacher":
         view = run(run_id)
@@ -128,18 +128,18 @@ def control(run_id: str, action: str, by: str = "student", owner: str | None = N
             return "That run is not one of yours any more (it was deleted)."
         default_manager().remove(identity.student_id(), run_id)  # stopped where it trains here, then deleted
         return f"{view.label} is deleted, with its curve and snapshots."
-    return _ask(lambda lab, who: lab.control(owner or who, run_id, action, by=by), "Nothing was changed.")
+    return _ask(lambda door, who: door.control(owner or who, run_id, action, by=by), "Nothing was changed.")
 
 
 def class_runs(sort: str) -> list[ClassRow] | None:
     """Every student's runs of a model with their names, in ``sort`` order, for the teacher's class view; None when
     the lab cannot be read."""
-    return _ask(lambda lab, _: lab.class_runs(sort), None)
+    return _ask(lambda door, _: door.class_runs(sort), None)
 
 
 def class_curves(run_ids: list[str]) -> dict[str, list[tuple]]:
     """Many runs' curves in one query (the class chart)."""
-    return _ask(lambda lab, _: lab.class_curves(run_ids), {})
+    return _ask(lambda door, _: door.class_curves(run_ids), {})
 
 
 def state_text(view: RunView) -> str:

@@ -255,12 +255,11 @@ def test_with_the_lab_unreadable_the_pages_go_on_and_say_so_once(monkeypatch):
     """Issue 56: with the registry unreadable every page showed the generic error after 6-19 s. A page that needs a
     kept run says so in one sentence; the rest of it, and the pages that need none, go on."""
     from llmviz.lab.service import LabUnavailable
-    from ui import lab
 
     def unreadable():
         raise LabUnavailable("The lab's database cannot be read (it is damaged).")
 
-    monkeypatch.setattr(lab, "default_lab", unreadable)
+    monkeypatch.setattr("ui.lab.default_lab", unreadable)
     for page in ("stages/training.py", "stages/attention.py", "stages/sampling.py"):
         at = run_app(page)
         assert not at.exception, page

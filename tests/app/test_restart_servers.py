@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow
 import pytest
 
-from benchmarks._protocol_client import Student
+from benchmarks._protocol_client import FINISHED, Run, Student
 from llmviz.lab.service import Lab
 from tests.support.app_server import AppDidNotStart, AppServer, start_app
 from tests.support.asyncio_thread import run_coroutine
@@ -79,7 +79,26 @@ class Tab(Student):
         message = self._click_message(button)
         began = time.perf_counter()
         await self.socket.send(message.SerializeToString())
-        return await self._run(began, button.fragment_id)
+        return await self._fragment_or_page(began, button.fragment_id)
+
+    async def _fragment_or_page(self, began: float, fragment_id: str) -> Run:
+        """Read messages until the fragment's run finished, or the whole page's run it asked for (a live section whose
+        run starts or ends reruns the page: :func:`ui.panels.runs.live`)."""
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        run = Run(0.0, 0, [], "")
+        while True:
+            data = await asyncio.wait_for(
+                self.socket.recv(), timeout=max(1.0, began + self.timeout_s - time.perf_counter())
+            )
+            message = ForwardMsg()
+            message.ParseFromString(data)
+            self._seen(message, run)
+            if message.WhichOneof("type") == "script_finished" and message.script_finished in FINISHED:
+                whole = message.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY
+                if whole or fragment_id in message.metadata.run.fragment_ids:
+                    run.seconds, run.status = time.perf_counter() - began, FINISHED[message.script_finished]
+                    return run
 
     def _click_message(self, button):
         from streamlit.proto.BackMsg_pb2 import BackMsg

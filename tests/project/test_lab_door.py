@@ -11,7 +11,7 @@ REACHING = re.compile(r"\.registry\b|keeper\.lab|\.keeper\b|\.storage\b")
 # ui/identity.py: the student's cookie and name (another change moves them behind the service)
 ALLOWED = {"ui/identity.py"}
 # the machine's count of runs training, which the service has no door for yet (one line of ui/lab.py)
-ALLOWED_LINES = ("lab.registry.training_count()",)
+ALLOWED_LINES = ("door.registry.training_count()",)
 
 
 def test_no_page_panel_or_picker_reaches_past_the_lab_door():
