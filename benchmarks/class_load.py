@@ -947,7 +947,7 @@ def registry_cost(kind: str, students: int, port: int) -> list[str]:
     ``postgresql``): table rows ``| database | students | mode | p50 ms | p95 ms | max ms | CPU ms each |``."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from llmviz.jobs.manager import JobManager
-    from llmviz.lab.registry import RunRecord
+    from llmviz.lab.records import RunRecord
     from llmviz.lab.service import Lab
     from tests.support.postgres import fresh_database, local_cluster, postgres_bin
 

@@ -49,13 +49,10 @@ class RunInfo:
 
     @classmethod
     def of(cls, trainer) -> RunInfo:
+        """A model's Trainer's facts (any runner's: :func:`llmviz.jobs.runners.facts`)."""
         from llmviz.training.checkpoint import model_description
         from llmviz.training.snapshots import state_bytes, state_of
 
-        if hasattr(trainer, "describe"):  # a runner that describes itself (llmviz.jobs.runners)
-            from llmviz.jobs.runners import facts
-
-            return facts(trainer)
         dataset = trainer.dataset
         return cls(
             description=model_description(trainer.model),

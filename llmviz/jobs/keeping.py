@@ -22,12 +22,12 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from llmviz.errors import UploadError
+from llmviz.errors import LlmvizError, UploadError
 from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job
 from llmviz.lab import faults
-from llmviz.lab.records import AUTOENCODER, TASK, TRAINING
-from llmviz.lab.registry import RunRecord, config_json, this_holder
+from llmviz.lab.holders import this_holder
+from llmviz.lab.records import AUTOENCODER, TASK, TRAINING, RunRecord, config_json
 from llmviz.lab.service import Lab
 from llmviz.lab.slots import CLAIM_WAIT_S
 from llmviz.lab.storage import read_kept_file, safe_name
@@ -66,6 +66,7 @@ class _Kept:
     state: str = ""  # the state last written
     by: str | None = None  # who asked for its next change of state ("student", "teacher", "server")
     wrote: bool = False  # snapshots written since the quota was last checked
+    generation: int = 0  # the lab's database file it was recorded in (Lab.generation)
 
 
 def kept_bytes(footprint, resumable: bool) -> int:
@@ -134,7 +135,11 @@ class Keeper:
         self._flushing = threading.Lock()  # one flush at a time: the thread's and close()'s would write rows twice
         self._closed = threading.Event()
         self._unfreed: set[str] = set()  # runs whose slot could not be freed yet (the database was locked)
-        self.interrupted = lab.registry.interrupt_orphans()
+        self.interrupted: list[str] = []
+        try:  # the runs of processes that have gone (a locked database: the thread's next pass marks them)
+            self.interrupted = lab.registry.interrupt_orphans()
+        except Exception as error:  # noqa: BLE001 - logged once; the server starts all the same
+            self.lab.faults.fail("mark the runs of processes that have gone", error)
         self._thread = threading.Thread(target=self._forever, name="llmviz-lab-keeper", daemon=True)
         self._thread.start()
 
@@ -168,7 +173,14 @@ class Keeper:
             on_disk = {step: path for step, path, _ in self.lab.registry.snapshots(jobs[0].id)} if resumed else {}
         with self._lock:
             for job, digest in zip(jobs, digests, strict=True):
-                self._kept[job.id] = _Kept(job, student, text_sha256=digest, on_disk=dict(on_disk), state="queued")
+                self._kept[job.id] = _Kept(
+                    job,
+                    student,
+                    text_sha256=digest,
+                    on_disk=dict(on_disk),
+                    state="queued",
+                    generation=self.lab.generation,
+                )
 
     def _record(self, job, student: str, digest: str | None) -> RunRecord:
         model = job.info.description.get("kind", "") if job.info is not None else ""
@@ -219,6 +231,11 @@ class Keeper:
             if kept is not None:
                 kept.by = by
 
+    def holds(self, job_id: str) -> bool:
+        """Is ``job_id`` still being written (its last steps not yet in the registry)?"""
+        with self._lock:
+            return job_id in self._kept
+
     def forget(self, job_id: str) -> None:
         with self._lock:
             self._kept.pop(job_id, None)
@@ -232,14 +249,20 @@ class Keeper:
     def _flush_all(self) -> None:
         with self._lock:
             kept = list(self._kept.values())
+        try:
+            self.lab.check_database()
+        except LlmvizError:  # the database file was removed: nothing is written until it is back (logged once)
+            return
         for entry in kept:
             try:
+                if entry.generation != self.lab.generation:
+                    self._record_again(entry)
                 done = self._flush_one(entry)
             except Exception as error:  # noqa: BLE001 - a full disk or a busy database: try again next time
                 if not faults.is_database_fault(error):
                     log.exception("could not keep run %s", entry.job.id)
                 else:  # logged once while the fault lasts (with a count when it clears), not every second
-                    self.lab.faults.failed("keep a run's steps", error)
+                    self.lab.faults.fail("keep a run's steps", error)
                     if self._row_gone(entry):
                         entry.job.discard()  # deleted (from another process) while it trained
                         self.forget(entry.job.id)
@@ -248,10 +271,21 @@ class Keeper:
             if done:
                 self.forget(entry.job.id)
 
+    def _record_again(self, entry: _Kept) -> None:
+        """The database file was replaced (restored or rebuilt) while ``entry`` trained: where its row is missing,
+        it is recorded again and its curve, samples and snapshots written from the start (nothing is lost)."""
+        if self.lab.registry.run(entry.student, entry.job.id) is None:
+            self.lab.registry.ensure_student(entry.student)
+            self.lab.registry.add_run(self._record(entry.job, entry.student, entry.text_sha256))
+            entry.points = entry.samples = 0
+            entry.on_disk, entry.resume_step, entry.state, entry.version = {}, None, "", -1
+        entry.generation = self.lab.generation
+
     def _row_gone(self, entry: _Kept) -> bool:
         try:
             return self.lab.registry.run(entry.student, entry.job.id) is None
-        except Exception:  # noqa: BLE001 - the database still cannot answer
+        except Exception:  # noqa: BLE001 - the database still cannot answer (its fault is logged already)
+            log.debug("could not tell whether run %s is still recorded", entry.job.id)
             return False
 
     def _flush_one(self, entry: _Kept) -> bool:
@@ -275,7 +309,7 @@ class Keeper:
             entry.resume_step = None
         else:
             self._flush_resume(entry)
-        self._flush_snapshots(entry)
+        self._flush_snapshots(entry, status.step)
         state = status.state.value
         if ended and entry.parked and status.state == JobState.STOPPED:
             state = "parked"
@@ -290,13 +324,27 @@ class Keeper:
                 values["total"] = int(getattr(job.info.config, "steps", 0) or 0)
             values["config"] = {**config_json(job.info.config), **_text_field(entry.text_sha256)}
             entry.described = True
-        if ended or entry.wrote:  # before its state says it ended: a reader then finds it within the quota
-            self.lab.thin(entry.student)  # the quota is a limit: the student's oldest snapshots go first
-            entry.wrote = False
-        registry.update_run(job.id, **values)
+        if ended:  # before its state says it ended: a reader then finds it within the quota
+            self._thin(entry)
+        registry.update_run(job.id, **values)  # right after its snapshots' rows: its step is never long behind them
+        if entry.wrote:
+            self._thin(entry)
+        if "state_by" in values or ended:  # its state changed: its folder's run.json says so too
+            self._write_run_record(entry)
         if ended:
             registry.free_slot(job.id)
         return ended
+
+    def _thin(self, entry: _Kept) -> None:
+        """The quota is a limit: the student's oldest snapshots go first (:meth:`llmviz.lab.service.Lab.thin`)."""
+        self.lab.thin(entry.student)
+        entry.wrote = False
+
+    def _write_run_record(self, entry: _Kept) -> None:
+        found = self.lab.registry.run(entry.student, entry.job.id)
+        if found is not None:
+            record = {name: getattr(found, name) for name in RUN_JSON_FIELDS}
+            self.lab.storage.write_run_record(entry.student, entry.job.id, record)
 
     def _flush_resume(self, entry: _Kept) -> None:
         """Write the run's newest resume state (its optimizer's moments, random streams and metrics so far) beside
@@ -319,13 +367,14 @@ class Keeper:
             storage.delete_file(older)
         entry.resume_step = step
 
-    def _flush_snapshots(self, entry: _Kept) -> None:
+    def _flush_snapshots(self, entry: _Kept, upto: int) -> None:
+        """Write the run's snapshots not on disk yet, up to step ``upto`` (the step its row says: never beyond)."""
         job = entry.job
         if job.snapshots is None or job.info is None or job.discarded:
             return
         if entry.meta is None:
             entry.meta = snapshot_meta(job.info, job.label)
-        steps = job.snapshots.steps()
+        steps = [step for step in job.snapshots.steps() if step <= upto]
         last = steps[-1] if steps else None
         for step in steps:
             if step in entry.on_disk:
@@ -378,7 +427,7 @@ class Keeper:
         try:
             self.lab.registry.free_slot(run_id, wait_s=CLAIM_WAIT_S)
         except Exception as error:  # noqa: BLE001 - locked or unreachable: the keeper's thread tries again
-            self.lab.faults.failed("free a training slot", error)
+            self.lab.faults.fail("free a training slot", error)
             with self._lock:
                 self._unfreed.add(run_id)
 
@@ -395,7 +444,7 @@ class Keeper:
                 self.act_on_requests()
                 self._free_later()
             except Exception as error:  # noqa: BLE001 - logged once while the fault lasts
-                self._fault("read the lab's requests", error)
+                self.lab.faults.fail("read the lab's requests", error)
             self.flush()
             beats += 1
             if beats % 10 == 0:
@@ -405,19 +454,33 @@ class Keeper:
                     if beats % 600 == 10:  # soon after the start, then every ten minutes: the retention time
                         self.lab.expire()
                 except Exception as error:  # noqa: BLE001
-                    self._fault("say this process is alive", error)
-
-    def _fault(self, what: str, error: BaseException) -> None:
-        if faults.is_database_fault(error):
-            self.lab.faults.failed(what, error)
-        else:
-            log.exception("the lab's keeper could not %s", what)
+                    self.lab.faults.fail("say this process is alive", error)
 
     def close(self) -> None:
         self.flush()
         self._closed.set()
 
 
+# what a run folder's run.json keeps of its row (llmviz.lab.storage.Storage.write_run_record): not where it runs now
+RUN_JSON_FIELDS = (
+    "id",
+    "student",
+    "kind",
+    "label",
+    "state",
+    "state_by",
+    "state_step",
+    "step",
+    "total",
+    "model",
+    "config",
+    "created",
+    "updated",
+    "resumes",
+    "best_val_loss",
+    "last_loss",
+    "error",
+)
 TEXT_FIELD = "text_sha256"  # the run's config in the registry names its text by content hash (llmviz.lab.storage)
 
 
@@ -445,7 +508,6 @@ def resume_plan(lab: Lab, student: str, run_id: str):
     or snapshot no longer kept."""
     import functools
 
-    from llmviz.errors import LlmvizError
     from llmviz.training.config import TrainConfig
     from llmviz.training.dataset import vocab_bound
     from llmviz.training.footprint import of_config

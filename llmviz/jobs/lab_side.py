@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from llmviz.errors import LlmvizError
 from llmviz.jobs.keeping import resume_line, resume_plan, resume_point, student_key
-from llmviz.lab.records import MODEL_KINDS
-from llmviz.lab.registry import RunRecord
+from llmviz.lab.records import MODEL_KINDS, RunRecord
 
 if TYPE_CHECKING:
     from llmviz.jobs.admission import Claim, Ledger
@@ -159,8 +158,9 @@ class LabSide:
         starts afresh (:func:`llmviz.jobs.keeping.resume_line`). :class:`JobRefused` (one line) when it cannot."""
         if self.keeper is None:
             raise JobRefused("That run is not one of your kept runs.")
-        if self._job_of(student_key(owner), run_id) is not None:
-            raise JobRefused("That run is already going in this server.")
+        existing = self._job_of(student_key(owner), run_id)
+        if existing is not None and (not existing.ended or self.keeper.holds(run_id)):
+            raise JobRefused("That run is still going (or just ending) on this server: try again in a moment.")
         try:
             build, needs, step, kept = resume_plan(self.keeper.lab, student_key(owner), run_id)
         except LlmvizError as refused:

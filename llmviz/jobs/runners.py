@@ -96,7 +96,7 @@ def facts(runner: Any) -> RunInfo:
     dataset."""
     from llmviz.training.snapshots import state_bytes, state_of
 
-    if hasattr(runner, "describe"):
+    if hasattr(runner, "describe"):  # a runner that describes itself
         given = dict(runner.describe())
         weights = state_of(runner.model)
         return RunInfo(

@@ -1,6 +1,7 @@
 """The class view's numbers: every student's runs, live, from the lab's registry (no worker is asked anything).
 
->>> from llmviz.lab.registry import Registry, RunRecord
+>>> from llmviz.lab.records import RunRecord
+>>> from llmviz.lab.registry import Registry
 >>> registry = Registry("sqlite://")
 >>> for student, name in (("s1", "Ada"), ("s2", "")):
 ...     registry.ensure_student(student, name=name)

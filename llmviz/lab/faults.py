@@ -74,6 +74,19 @@ def _sqlite_file_exists(url: str) -> bool:
     return not path or path == ":memory:" or os.path.exists(path)
 
 
+def file_identity(url: str) -> tuple[int, int] | None:
+    """``(device, inode)`` of a SQLite URL's database file (None: not there, or not a file database): a file removed
+    or replaced under a running app is noticed by a change of it (:meth:`llmviz.lab.service.Lab.check_database`)."""
+    path = sa.engine.make_url(url).database if url.startswith("sqlite") else None
+    if not path or path == ":memory:":
+        return None
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino)
+
+
 def sentence(error: BaseException, url: str | None = None) -> str:
     """The one sentence a student reads for ``error``."""
     return SENTENCES[kind_of(error, url)]
@@ -92,7 +105,7 @@ class FaultLog:
 
     >>> faults = FaultLog("sqlite://")
     >>> for _ in range(3):
-    ...     faults.failed("list runs", sqlite3.OperationalError("database is locked"))
+    ...     faults.fail("list runs", sqlite3.OperationalError("database is locked"))
     >>> faults.current, faults.count
     ('locked', 3)
     >>> faults.cleared(); faults.current
@@ -105,7 +118,12 @@ class FaultLog:
         self.since = 0.0
         self._lock = threading.Lock()
 
-    def failed(self, what: str, error: BaseException) -> None:
+    def fail(self, what: str, error: BaseException) -> None:
+        """``what`` failed with ``error``: a database fault is logged when it starts (then counted); anything else
+        is a bug, logged with its traceback every time (call this in the ``except`` block)."""
+        if not is_database_fault(error):
+            log.exception("the lab could not %s", what)
+            return
         kind = kind_of(error, self.url)
         with self._lock:
             first = kind != self.current

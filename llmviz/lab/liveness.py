@@ -9,10 +9,8 @@ import time
 
 import sqlalchemy as sa
 
-from llmviz.lab.holders import holder_alive, this_holder
+from llmviz.lab.holders import holder_alive
 from llmviz.lab.records import LIVE_STATES, runs
-
-__all__ = ["Liveness", "holder_alive", "this_holder"]
 
 
 class Liveness:

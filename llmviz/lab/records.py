@@ -264,10 +264,13 @@ class Records:
 
     # ------------------------------------------------------------------ curves, samples, snapshots
 
-    def add_points(self, run_id: str, rows: Iterable[tuple[int, float | None, float | None]]) -> None:
+    def add_points(
+        self, run_id: str, rows: Iterable[tuple[int, float | None, float | None]], step: int | None = None
+    ) -> None:
         """Add ``(step, training loss, validation loss)`` rows (steps already there are left alone); keeps the
-        run's best validation loss and last loss up to date."""
-        rows = [(int(step), _finite(loss), _finite(val)) for step, loss, val in rows]
+        run's best validation loss and last loss up to date, and its ``step`` when given (in the same transaction:
+        the row never says a step behind its curve)."""
+        rows = [(int(at), _finite(loss), _finite(val)) for at, loss, val in rows]
         if not rows:
             return
         with self.engine.begin() as db:
@@ -282,6 +285,8 @@ class Records:
             vals = [val for _, _, val in rows if val is not None]
             best = db.execute(sa.select(runs.c.best_val_loss).where(runs.c.id == run_id)).scalar()
             values: dict[str, Any] = {"last_loss": rows[-1][1], "updated": time.time()}
+            if step is not None:
+                values["step"] = int(step)
             if vals and (best is None or min(vals) < best):
                 values["best_val_loss"] = min(vals)
             db.execute(sa.update(runs).where(runs.c.id == run_id).values(**values))

@@ -7,10 +7,12 @@ No SQLite pragmas outside :func:`_sqlite_pragmas`. Its rooms, one module each:
 
 - :mod:`llmviz.lab.records`: the rows (students, runs, curves, samples, snapshot and resume files, uploads);
 - :mod:`llmviz.lab.slots`: the machine's training slots, shared by every process;
-- :mod:`llmviz.lab.mailbox`: requests between processes (pause, resume, stop, park a run another process holds);
+- :mod:`llmviz.lab.inbox`: the mailbox of requests between processes (pause, resume, stop, park a run another
+  process holds);
 - :mod:`llmviz.lab.liveness`: which process holds which run, and which have gone;
 - :mod:`llmviz.lab.migrations`: the schema's Alembic revisions, applied as the registry opens.
 
+>>> from llmviz.lab.records import RunRecord
 >>> registry = Registry("sqlite://")
 >>> registry.ensure_student("s1", name="Ada")
 >>> registry.add_run(RunRecord(id="r1", student="s1", kind="training", label="Run 1", total=300, state="queued"))
@@ -28,52 +30,11 @@ import os
 
 import sqlalchemy as sa
 
-from llmviz.lab import migrations
-from llmviz.lab.liveness import Liveness, holder_alive, this_holder
-from llmviz.lab.mailbox import REQUESTS, Mailbox
-from llmviz.lab.records import (
-    BY,
-    KINDS,
-    LIVE_STATES,
-    MAX_TEXT,
-    STATES,
-    Records,
-    RunRecord,
-    config_json,
-    metadata,
-    points,
-    resumes,
-    runs,
-    samples,
-    snapshots,
-    students,
-    uploads,
-)
+from llmviz.lab.inbox import Mailbox
+from llmviz.lab.liveness import Liveness
+from llmviz.lab.migrations import schema
+from llmviz.lab.records import Records
 from llmviz.lab.slots import Slots
-
-__all__ = [
-    "BY",
-    "KINDS",
-    "LIVE_STATES",
-    "MAX_TEXT",
-    "REQUESTS",
-    "STATES",
-    "Registry",
-    "RunRecord",
-    "config_json",
-    "default_url",
-    "holder_alive",
-    "make_engine",
-    "metadata",
-    "points",
-    "resumes",
-    "runs",
-    "samples",
-    "snapshots",
-    "students",
-    "this_holder",
-    "uploads",
-]
 
 BUSY_TIMEOUT_S = 10.0  # how long a write waits for another process's lock before it is refused
 
@@ -110,12 +71,12 @@ def make_engine(url: str) -> sa.Engine:
 
 class Registry(Records, Slots, Mailbox, Liveness):
     """Students, runs, curves, samples, snapshots and uploads in one database (see the module's docstring): the
-    database is upgraded to the newest schema revision as it opens (:func:`llmviz.lab.migrations.upgrade`)."""
+    database is upgraded to the newest schema revision as it opens (:func:`llmviz.lab.migrations.schema.upgrade`)."""
 
     def __init__(self, url: str, engine: sa.Engine | None = None):
         self.url = url
         self.engine = engine or make_engine(url)
-        self.revision = migrations.upgrade(self.engine)
+        self.revision = schema.upgrade(self.engine)
 
     def dispose(self) -> None:
         self.engine.dispose()

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sqlite3
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ from llmviz import settings
 from llmviz.errors import CheckpointError, LlmvizError, UploadError
 from llmviz.lab import faults
 from llmviz.lab.classroom import ClassRow, class_rows
+from llmviz.lab.migrations import schema
 from llmviz.lab.records import (
     AUTOENCODER,
     DPO,
@@ -90,6 +92,16 @@ __all__ = [
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent.parent  # the repository
 ACTIONS = ("pause", "resume", "stop", "park", "delete")  # what Lab.control takes
+KIND_WORDS = {  # what each kind of run is called on a page
+    TRAINING: "training run",
+    RACE: "race",
+    FINETUNE: "fine-tuning run",
+    LORA: "LoRA run",
+    AUTOENCODER: "sparse autoencoder",
+    SFT: "instruction-tuning run (SFT)",
+    DPO: "preference-tuning run (DPO)",
+    TASK: "task",
+}
 
 
 class LabUnavailable(LlmvizError):
@@ -160,6 +172,11 @@ class RunView:
             training=bool(record.training),
             holder=record.holder,
         )
+
+    @property
+    def kind_words(self) -> str:
+        """What the run is, in words ("sparse autoencoder")."""
+        return KIND_WORDS.get(self.kind, self.kind)
 
     @property
     def live(self) -> bool:
@@ -257,6 +274,30 @@ class Lab:
         self.keep_s = keep_s if keep_s is not None else float(settings.get("LLMVIZ_KEEP_DAYS")) * 86400
         self.controller: Controller | None = None  # this process's trainer of runs, when it has one (attach)
         self.faults = faults.FaultLog(self.registry.url)
+        self._file = faults.file_identity(self.registry.url)  # a SQLite file's identity (None: not a file)
+        self._reopening = threading.Lock()
+        self.generation = 0  # how many times the database file was replaced under this lab (and reopened)
+
+    def check_database(self) -> None:
+        """A SQLite file removed under the running app refuses every call (:class:`LabUnavailable`: nothing is
+        written to a file nobody will read); one replaced (restored from a backup, rebuilt) is reopened and upgraded,
+        and :attr:`generation` counts it (the keeper then records its live runs again where they are missing)."""
+        if self._file is None:
+            return
+        now = faults.file_identity(self.registry.url)
+        if now == self._file:
+            return
+        if now is None:
+            self.faults.fail("find its database file", sqlite3.OperationalError("the database file was removed"))
+            raise LabUnavailable(faults.SENTENCES["gone"])
+        with self._reopening:
+            if self._file == now:
+                return  # another thread reopened it meanwhile
+            log.warning("the lab's database file was replaced: it is reopened")
+            self.registry.engine.dispose()
+            schema.upgrade(self.registry.engine)
+            self._file, self.generation = now, self.generation + 1
+        self.faults.cleared()
 
     @classmethod
     def at(cls, folder: str | os.PathLike, url: str | None = None, **limits) -> Lab:
@@ -278,6 +319,7 @@ class Lab:
         """Turn a database fault during ``what`` into :class:`LabUnavailable` (one sentence), logged once per
         fault (:class:`llmviz.lab.faults.FaultLog`); a success after a fault logs that it cleared (a lock clears
         only when a write (``writes``) succeeds: reads go on under another process's write lock)."""
+        self.check_database()
         try:
             yield
         except LlmvizError:
@@ -285,7 +327,7 @@ class Lab:
         except Exception as error:  # noqa: BLE001 - the driver's errors (SQLAlchemy's, OSError): one sentence
             if not faults.is_database_fault(error):
                 raise
-            self.faults.failed(what, error)
+            self.faults.fail(what, error)
             raise LabUnavailable(faults.sentence(error, self.registry.url)) from None
         self.faults.cleared(writes)
 
@@ -294,6 +336,8 @@ class Lab:
     def runs(self, student: str, kinds: tuple[str, ...] | list[str] | None = None) -> list[RunView]:
         """``student``'s runs, kept and live alike, newest first; ``kinds``: only those kinds (a page lists the runs
         it can use). A live run whose process has gone is marked interrupted first (resumable at once)."""
+        if kinds is not None and not set(kinds) <= set(KINDS):
+            raise ValueError(f"a run's kind is one of {', '.join(KINDS)}")
         with self.guard("list a student's runs"):
             found = self.registry.runs(student)
         if any(run.state in LIVE_STATES for run in found) and self._interrupt_orphans(student):
@@ -310,7 +354,7 @@ class Lab:
         except Exception as error:  # noqa: BLE001 - a database fault: logged once; reading goes on
             if not faults.is_database_fault(error):
                 raise
-            self.faults.failed("mark runs of a process that has gone", error)
+            self.faults.fail("mark runs of a process that has gone", error)
             return []
 
     def run(self, student: str, run_id: str) -> RunView | None:

@@ -12,7 +12,7 @@ import pytest
 import llmviz.lab.service
 from llmviz.jobs.events import RunInfo
 from llmviz.jobs.keeping import snapshot_meta
-from llmviz.lab.registry import RunRecord
+from llmviz.lab.records import RunRecord
 from llmviz.training.snapshots import state_of
 from tests.support.jobs import small_trainer
 from tests.support.pages import assert_clean, run_app
@@ -143,7 +143,7 @@ def test_a_run_another_app_process_trains_is_paused_and_stopped_from_this_one(fr
 
     import psutil
 
-    from llmviz.lab.registry import this_holder
+    from llmviz.lab.holders import this_holder
 
     at = run_app("stages/training.py")
     student = at.session_state["_llmviz_session_id"]
@@ -276,7 +276,7 @@ def test_with_the_lab_unreadable_the_pages_go_on_and_say_so_once(monkeypatch):
 def test_the_server_line_counts_the_runs_every_app_process_trains(fresh_session_jobs):
     """Issue 56: with two processes, "On this server: N run(s) training" counted only its own. It counts the runs
     holding one of the machine's slots in the lab's registry, whichever process trains them."""
-    from llmviz.lab.registry import this_holder
+    from llmviz.lab.holders import this_holder
 
     at = run_app("stages/training.py")
     lab = llmviz.lab.service.default_lab()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmviz.lab.registry import RunRecord
+from llmviz.lab.records import RunRecord
 from llmviz.lab.service import Lab
 from tests.support.app_server import AppDidNotStart, start_app
 from tests.support.browser import main_area, no_error_box, open_page, shot

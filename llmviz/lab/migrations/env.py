@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from alembic import context
 
-from llmviz.lab.migrations import VERSION_TABLE
+from llmviz.lab.migrations.schema import VERSION_TABLE
 from llmviz.lab.records import metadata
 
 

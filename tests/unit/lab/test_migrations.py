@@ -10,7 +10,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from llmviz.lab import migrations
+from llmviz.lab.migrations import schema
 from llmviz.lab.records import TRAINING
 from llmviz.lab.registry import Registry
 from llmviz.lab.service import Lab
@@ -60,7 +60,7 @@ def _insert(db, url: str, table: str, values: dict) -> None:
 def test_a_database_made_by_main_is_upgraded_and_every_run_is_found(database_url, tmp_path):
     made = _make_main_database(database_url)
     registry = Registry(database_url)
-    assert registry.revision == migrations.head()
+    assert registry.revision == schema.head()
     lab = Lab(registry, Storage(tmp_path / "lab"))
     for student, run_ids in made.items():
         views = lab.runs(student)
@@ -72,7 +72,7 @@ def test_a_database_made_by_main_is_upgraded_and_every_run_is_found(database_url
     parked = lab.run("s0", "r0x1")
     assert parked is not None and parked.state == "parked" and parked.state_by is None
     again = Registry(database_url)  # a second open finds it at the head and changes nothing
-    assert again.revision == migrations.head() and len(again.all_runs()) == 6
+    assert again.revision == schema.head() and len(again.all_runs()) == 6
     registry.dispose()
     again.dispose()
 
@@ -81,7 +81,7 @@ def test_a_new_database_gets_every_table_at_the_head(tmp_path):
     url = f"sqlite:///{tmp_path / 'lab.db'}"
     registry = Registry(url)
     with registry.engine.connect() as db:
-        assert migrations.current(db) == migrations.head()
+        assert schema.current(db) == schema.head()
         columns = {column["name"] for column in sa.inspect(db).get_columns("lab_runs")}
     assert {"state_by", "state_step", "resumes", "wanted_by"} <= columns
     registry.dispose()

@@ -16,8 +16,8 @@ import textwrap
 import pytest
 import torch
 
+import llmviz.lab.registry
 from llmviz.jobs.manager import JobManager, JobRefused
-from llmviz.lab import registry as registry_module
 from llmviz.lab.faults import SENTENCES
 from llmviz.lab.records import AUTOENCODER, TRAINING
 from llmviz.lab.service import Lab, LabUnavailable
@@ -69,6 +69,8 @@ def test_a_run_trained_by_a_process_that_has_gone_is_read_whole_through_the_door
     assert meta["step"] == 40 and state  # the weights of its last step
     usage = lab.disk("ann")
     assert usage.used >= sum(s.nbytes for s in kept) and usage.quota == lab.quota
+    record = lab.storage.read_run_record("ann", view.id)  # the run folder says what its row says
+    assert (record["id"], record["kind"], record["state"], record["step"]) == (view.id, TRAINING, "finished", 40)
 
 
 def test_a_damaged_snapshot_refuses_in_one_sentence_without_its_path(tmp_path):
@@ -132,7 +134,9 @@ def test_the_teachers_park_reaches_the_student_as_the_teachers_and_resume_contin
     try:
         said = here.lab.control("ann", run_id, "resume")
         assert said.startswith("ann's run goes on from step")
-        assert wait_for(lambda: here.lab.run("ann", run_id).step >= parked.step + 3, 120)
+        assert wait_for(
+            lambda: (found := here.lab.run("ann", run_id)).step >= parked.step + 3 and found.state == "running", 120
+        )
         [view] = here.lab.runs("ann")  # one run, one history
         assert (view.id, view.label, view.state) == (run_id, "ann's run", "running")
         resumed_at = lab.registry.resume_state(run_id)
@@ -178,7 +182,7 @@ def _release(locker: subprocess.Popen) -> None:
 def test_a_database_locked_past_its_timeout_refuses_in_one_sentence_leaves_no_ghost_and_never_freezes(
     tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(registry_module, "BUSY_TIMEOUT_S", 1.0)  # past it in a second (the app waits 10 s)
+    monkeypatch.setattr(llmviz.lab.registry, "BUSY_TIMEOUT_S", 1.0)  # past it in a second (the app waits 10 s)
     manager = JobManager(max_running=2, lab=Lab.at(tmp_path))
     try:
         cy = submit(manager, "cy", LONG)  # a run that trains through the lock
@@ -272,7 +276,8 @@ def test_the_quota_is_a_limit_runs_thin_their_snapshots_and_one_that_cannot_fit_
             assert wait_for(lambda job=job: manager.lab.run("ann", job.id).state == "finished", 60)
             usage = manager.lab.disk("ann")
             assert usage.quota == quota and usage.used <= quota  # within it after every run
-            assert sum(int(f.stat().st_size) for f in (tmp_path / "lab" / "ann").rglob("*") if f.is_file()) <= quota
+            files = [f for f in (tmp_path / "lab" / "ann").rglob("*") if f.is_file() and f.name != "run.json"]
+            assert sum(int(f.stat().st_size) for f in files) <= quota  # its weights, states and text (run.json aside)
         assert all(manager.lab.snapshots("ann", v.id)[-1].step == 200 for v in manager.lab.runs("ann"))  # last kept
     finally:
         manager.shutdown()
@@ -283,3 +288,54 @@ def test_the_quota_is_a_limit_runs_thin_their_snapshots_and_one_that_cannot_fit_
         assert tiny.lab.runs("bob") == [] and tiny.jobs("bob") == []  # refused before it wrote
     finally:
         tiny.shutdown()
+
+
+def test_a_run_stopped_on_this_process_resumes_as_the_same_run_through_the_door(tmp_path):
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path))
+    try:
+        job = submit(manager, "ann", 400)
+        assert wait_for(lambda: job.status().step >= 5, 120)
+        assert manager.lab.control("ann", job.id, "stop") == "ann's run stops after its current step."
+        assert job.wait(120)
+        assert wait_for(lambda: not manager.keeper.holds(job.id), 60)  # its last steps are in the registry
+        stopped = manager.lab.run("ann", job.id)
+        assert stopped.state_line == f"stopped by you at step {stopped.step}" and stopped.resumable
+        said = manager.lab.control("ann", job.id, "resume")
+        assert said == f"ann's run goes on from step {stopped.step}: the same run, its curve and snapshots kept."
+        [again] = manager.jobs("ann")
+        assert again.id == job.id and again is not job
+        assert again.wait(180) and wait_for(lambda: manager.lab.run("ann", job.id).state == "finished", 60)
+        [view] = manager.lab.runs("ann")
+        assert (view.id, view.step, view.resumes) == (job.id, 400, (stopped.step,))
+        assert manager.lab.curve("ann", job.id).steps == list(range(1, 401))  # one curve, every step once
+    finally:
+        manager.shutdown()
+
+
+def test_a_database_file_removed_under_the_app_refuses_and_a_restored_one_is_reopened_with_nothing_lost(tmp_path):
+    import sqlite3
+
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path))
+    try:
+        job = submit(manager, "ann", LONG)
+        assert wait_for(lambda: (manager.lab.run("ann", job.id) or job).step > 5, 120)  # recorded, training
+        database = tmp_path / "lab.db"
+        backup = tmp_path / "backup.db"
+        with sqlite3.connect(database) as source, sqlite3.connect(backup) as copy:
+            source.backup(copy)  # the teacher's backup (SQLite's online backup)
+        for suffix in ("", "-wal", "-shm"):
+            (tmp_path / f"lab.db{suffix}").unlink(missing_ok=True)  # the database removed while the app runs
+        with pytest.raises(LabUnavailable) as refused:
+            manager.lab.runs("ann")
+        assert str(refused.value) == SENTENCES["gone"]
+        before = job.status().step
+        assert wait_for(lambda: job.status().step > before + 20, 120)  # training goes on meanwhile
+        backup.rename(database)  # restored
+        assert wait_for(lambda: manager.lab.run("ann", job.id).step > before + 20, 120)  # reopened: written again
+        job.stop()
+        assert job.wait(120) and wait_for(lambda: not manager.keeper.holds(job.id), 60)
+        [view] = manager.lab.runs("ann")
+        assert view.state == "stopped" and view.step == job.status().step
+        assert manager.lab.curve("ann", job.id).steps == list(range(1, view.step + 1))  # every point
+    finally:
+        manager.shutdown()

@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from llmviz.errors import CheckpointError
-from llmviz.lab.registry import Registry, RunRecord, holder_alive
+from llmviz.lab.holders import holder_alive
+from llmviz.lab.records import RunRecord
+from llmviz.lab.registry import Registry
 from llmviz.lab.service import Lab
 from llmviz.lab.storage import Storage
 
@@ -171,7 +173,7 @@ def test_retention_deletes_runs_nobody_touched(tmp_path, database_url):
     lab.registry.add_run(_run("old", state="finished"))
     lab.registry.add_run(_run("live", state="running"))
     with lab.registry.engine.begin() as db:
-        from llmviz.lab.registry import runs
+        from llmviz.lab.records import runs
 
         db.execute(runs.update().values(updated=0.0))
     assert lab.expire() == ["old"]
