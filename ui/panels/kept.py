@@ -35,6 +35,7 @@ def result_line(view: RunView, points: list[tuple]) -> str:
     """An ended run's line from its kept curve: steps, final training loss (the mean of its last 10 steps), last
     validation loss and perplexity (the same as a live run's :func:`ui.panels.runs.final_line`).
 
+    >>> from llmviz.lab.records import RunRecord
     >>> result_line(RunView.of(RunRecord("r", "s", "training", "x", "finished", 2, 2)), [(1, 3.0, None), (2, 2.0, 2.5)])
     ' · finished after 2 steps · training loss 2.500 · validation loss 2.500 · validation perplexity 12.18'
     """
@@ -103,6 +104,7 @@ def kept_controls(view: RunView, where: str) -> None:
 def kept_rows(views: list[RunView], steps_by_run: dict[str, list[int]]) -> list[dict]:
     """The table of a student's kept runs.
 
+    >>> from llmviz.lab.records import RunRecord
     >>> rows = kept_rows([RunView.of(RunRecord("a", "s", "training", "GPT micro", "interrupted", total=300, step=120,
     ...                                        best_val_loss=2.4567))], {"a": [0, 100, 120]})
     >>> rows[0]["state"][:37], rows[0]["steps"], rows[0]["best validation loss"], rows[0]["snapshots kept"]
