@@ -4,8 +4,8 @@ are llmviz.lab.classroom's, the figures ui.panels.classroom's."""
 
 import streamlit as st
 
-from llmviz.lab.classroom import SORTS, class_rows, thin_curve
-from ui import charts, identity, picker, sections, state, watch
+from llmviz.lab.classroom import SORTS, thin_curve
+from ui import charts, identity, lab, picker, sections, state, watch
 from ui.panels import classroom
 from ui.text import literal_markdown
 
@@ -25,8 +25,9 @@ validation = c3.toggle("Validation loss", value=False, key=state.widget("class_v
 
 @sections.section("classroom.now", run_every=watch.refresh_seconds(picker.session_id()))
 def class_now() -> None:
-    registry = picker.manager().keeper.lab.registry
-    rows = class_rows(registry, sort)
+    rows = lab.class_runs(sort)
+    if rows is None:  # the lab cannot be read: said in one sentence (ui.lab)
+        return
     if not rows:
         st.info("No student has trained a run yet.")
         return
@@ -34,17 +35,18 @@ def class_now() -> None:
     st.caption(f"{len({row.student for row in rows})} students · {len(rows)} runs · {live} training now")
     st.dataframe(classroom.class_table(rows), hide_index=True, width="stretch")
     shown = rows[:20]  # the chart keeps to the best 20 (in the chosen order)
-    curves = {run_id: thin_curve(points) for run_id, points in registry.curves([r.run_id for r in shown]).items()}
+    curves = {run_id: thin_curve(points) for run_id, points in lab.class_curves([r.run_id for r in shown]).items()}
     charts.show(classroom.curves_figure(shown, curves, log_x, validation), key=state.widget("class_chart"))
 
 
-picker_manager = picker.manager()
-if picker_manager.keeper is None:
-    st.warning("This server keeps no lab (its job manager has none), so there is no class to show.")
-    st.stop()
+def ask(student: str, run_id: str, action: str) -> None:
+    """Stop's or Park's callback: asked through the lab, whichever app process trains the run."""
+    st.toast(literal_markdown(lab.control(run_id, action, by="teacher", owner=student)))
+
+
 class_now()
 
-rows = class_rows(picker_manager.keeper.lab.registry, sort)
+rows = lab.class_runs(sort) or []
 if rows:  # (no heading over nothing: the live section above says no student has trained yet)
     st.subheader("One run")
     by_name = {f"{row.name} · {row.label} · {row.run_id}": row for row in rows}
@@ -53,16 +55,10 @@ if rows:  # (no heading over nothing: the live section above says no student has
     if d1.button("Show on the projector", key=state.widget("class_project"), type="primary"):
         picker.project(chosen.run_id, None)
         st.rerun()
-    if d2.button("Stop it", key=state.widget("class_stop")):
-        st.toast(
-            literal_markdown(picker_manager.keeper.lab.control(chosen.student, chosen.run_id, "stop", by="teacher"))
-        )
-    if d3.button("Park it", key=state.widget("class_park")):
-        st.toast(
-            literal_markdown(picker_manager.keeper.lab.control(chosen.student, chosen.run_id, "park", by="teacher"))
-        )
+    d2.button("Stop it", key=state.widget("class_stop"), on_click=ask, args=(chosen.student, chosen.run_id, "stop"))
+    d3.button("Park it", key=state.widget("class_park"), on_click=ask, args=(chosen.student, chosen.run_id, "park"))
     st.caption(
         "Show on the projector: your picker (the sidebar) switches to this run at its newest kept step, on every "
         "page; its step slider moves through its kept steps. Stop keeps what it learned; Park frees its worker "
-        "and memory and keeps its snapshots."
+        "and memory and keeps its snapshots; the student reads that you parked it, and Resume trains it on."
     )

@@ -35,7 +35,7 @@ from llmviz.training.losses import batch_loss, position_gradient
 from llmviz.training.toy_decoder import toy_task_loop
 from llmviz.training.trainer import build_trainer
 from ui import picker, sections, share, state
-from ui.panels import quiz, runs, training
+from ui.panels import kept, quiz, runs, training
 from ui.text import literal_markdown
 
 settings = ui.settings()
@@ -151,24 +151,11 @@ if train_pressed:
 runs.refusal("train")  # the share of runs or memory this run would pass, and what would fit
 
 
-def focused_run():
-    """The run the page opens on: the run picked in the sidebar, else the one trained here last, else the newest.
-    (Read from the picker's key: this page never draws the picked model itself, so a run's new snapshot redraws
-    only its live section, not the page.)"""
-    job_manager, session = picker.manager(), picker.session_id()
-    picked = picker.selected_key().split("@")[0]
-    if picked.startswith("run:") and (job := job_manager.get(session, picked.removeprefix("run:"))) is not None:
-        return job
-    if (job := job_manager.get(session, state.TRAINING_FOCUS.get() or "")) is not None:
-        return job
-    raced = {job_id for race in state.LAB_RUNS.get("race", default=[]) for job_id in race.values()}
-    mine = [job for job in runs.runs() if job.id not in raced]
-    return mine[-1] if mine else None
-
-
-focus = focused_run()
-if focus is not None:
-    picker.on_this_page([focus.id], reset=True)
+raced = {job_id for race in state.LAB_RUNS.get("race", default=[]) for job_id in race.values()}
+focus_id = kept.focused_id(raced)  # as the lab keeps it: also after a restart, a park, or from another process
+focus = picker.manager().get(picker.session_id(), focus_id or "")
+picker.on_this_page([focus_id] if focus_id else [], reset=True)
+if focus is not None:  # trained by this process: drawn live from its job
     if focus.info is not None:
         training.run_line(focus.info)
     runs.live(
@@ -176,8 +163,9 @@ if focus is not None:
         active=lambda: focus.changing,
         name="training.run",
     )
+elif focus_id is not None:  # an earlier server's, another process's, a parked one: drawn from the lab's record
+    kept.live_kept(focus_id, after=training.server_line)
 else:  # no run yet: the page opens on how the shipped GPT learned (its recorded losses)
-    picker.on_this_page([], reset=True)
     if (curve := recorded_curve((shipped := picker.shipped_default()).meta)) is not None:
         training.recorded_curve(curve, literal_markdown(shipped.label))
     st.info("No run yet. Press **Train**: a small GPT learns your text, its own live loss curve replaces this one.")
@@ -301,7 +289,7 @@ def your_runs_part() -> None:
         seconds=2.0,
         name="training.all_runs",
     )
-    runs.kept_runs_panel()  # runs of earlier servers, other app processes, parked ones (llmviz.lab)
+    kept.kept_runs_panel()  # every run the lab keeps: earlier servers', other app processes', parked ones
 
 
 @st.cache_data(show_spinner=False, max_entries=8)

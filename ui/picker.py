@@ -34,7 +34,6 @@ from llmviz import settings
 from llmviz.errors import LlmvizError, log_failure
 from llmviz.jobs.job import Job
 from llmviz.jobs.manager import JobManager, default_manager
-from llmviz.lab.health import LabUnavailable
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.paths import DATA, runs_folder
 from llmviz.training.checkpoint import (
@@ -46,7 +45,7 @@ from llmviz.training.checkpoint import (
     model_from_description,
 )
 from llmviz.training.snapshots import load_into
-from ui import identity, sections, state, streamlit_private, watch
+from ui import identity, lab, sections, state, streamlit_private, watch
 from ui.labels import fit, run_label
 from ui.sources import (  # noqa: F401 - public names of ui.picker
     SOURCES,
@@ -247,58 +246,55 @@ class RunNotReady(NotReady):
     """A run of this session that has no snapshot yet (queued or preparing): it stays picked."""
 
 
+def _run_entry(view, number: int, job: Job | None, kept: list[int]) -> Entry:
+    """One run in the picker: ``view`` (the lab's record, None without a lab), its live ``job`` in this process
+    (None: another's, or ended), its ``kept`` snapshot steps; listed without steps while none exists."""
+    label = run_label(view.label if view else job.label, view.created if view else job.created, number)
+    memory = job.snapshots.steps() if job is not None and job.snapshots is not None and job.info is not None else []
+    steps = tuple(sorted({*kept, *memory}))
+    if not steps:  # queued, preparing, or no snapshot kept yet: listed (the Train button picks it at once)
+        step = view.step if view is not None else 0
+        note = (
+            "Preparing (tokenizer, first snapshot): pages show the shipped GPT until its step 0 exists."
+            if step == 0
+            else f"No snapshot of it is kept yet (it is at step {step}): pages show the shipped GPT until one is."
+        )
+        return Entry(f"run:{(view or job).id}", label, "pending", note=note)
+    kind = view.model if view is not None else job.info.description["kind"]
+    note = literal_markdown(label) + (f" ({lab.state_text(view)})" if view is not None and job is None else "")
+    return Entry(f"run:{(view or job).id}", label, "gpt" if kind == "gpt" else "charlevel", note=note, steps=steps)
+
+
 class RunSource:
     """This session's training runs (jobs), at any of their snapshot steps."""
 
     prefix = "run"
 
     def entries(self) -> list[Entry]:
-        out = []
+        """The student's runs of a model as the lab keeps them (every app process's, earlier servers'), numbered
+        oldest first, at their kept steps (a run this process trains: at its newest snapshots too); with no lab,
+        this process's runs."""
         autoencoders = state.SAE_RUNS.setdefault()  # a sparse autoencoder's run is not a model to pick
-        for number, job in enumerate(my_jobs("train"), start=1):
-            if job.id in autoencoders or (job.info is not None and job.info.description.get("kind") == "sae"):
+        views = [view for view in lab.runs() if view.id not in autoencoders and view.model != "sae"][::-1]
+        by_run = lab.snapshots_by_run() if views else {}
+        jobs = {job.id: job for job in my_jobs(None)}
+        out = [
+            _run_entry(view, number, jobs.get(view.id), by_run.get(view.id, []))
+            for number, view in enumerate(views, start=1)
+        ]
+        listed = {view.id for view in views}
+        for number, job in enumerate(my_jobs("train"), start=len(out) + 1):  # the lab cannot be read: this process's
+            if job.id in listed or job.id in autoencoders or (job.info and job.info.description.get("kind") == "sae"):
                 continue
-            steps = tuple(job.snapshots.steps()) if job.snapshots is not None else ()
-            if job.info is None or not steps:  # queued or preparing: listed (the Train button picks it at once)
-                out.append(
-                    Entry(
-                        f"run:{job.id}",
-                        run_label(job.label, job.created, number),
-                        "pending",
-                        note="Preparing (tokenizer, first snapshot): pages show the shipped GPT until "
-                        "its step 0 exists.",
-                    )
-                )
-                continue
-            family = "gpt" if job.info.description["kind"] == "gpt" else "charlevel"
-            label = run_label(job.label, job.created, number)  # the caption shows it whole (the sidebar cuts it)
-            out.append(Entry(f"run:{job.id}", label, family, note=literal_markdown(label), steps=steps))
-        live = {job.id for job in my_jobs(None)}
-        job_manager = manager()
-        try:
-            kept_list = kept_runs()
-            by_run = (
-                job_manager.keeper.lab.registry.steps_by_run(job_manager.student(session_id())) if kept_list else {}
-            )
-        except LabUnavailable:  # the lab's database is out (said once in the log): the live runs are listed
-            kept_list, by_run = [], {}
-        for number, kept in enumerate(kept_list, start=len(out) + 1):
-            steps = tuple(by_run.get(kept.id, ()))
-            if kept.id in live or not steps:
-                continue
-            family = "gpt" if kept.model == "gpt" else "charlevel"
-            label = run_label(kept.label, kept.created, number)
-            note = literal_markdown(label) + f" ({KEPT_STATES.get(kept.state, kept.state)})"
-            out.append(Entry(f"run:{kept.id}", label, family, note=note, steps=steps))
+            out.append(_run_entry(None, number, job, []))
         return out
 
     def load(self, key: str, step: int | None) -> ModelView:
         run_id = key.split(":", 1)[1]
         job = manager().get(session_id(), run_id)  # only this student's runs resolve
-        if job is None:
-            return load_kept(run_id, step)
-        if job.info is None or job.snapshots is None or not job.snapshots.steps():
-            raise RunNotReady(f"{job.label} is still preparing (its step 0 does not exist yet).")
+        in_memory = job.snapshots.steps() if job is not None and job.snapshots is not None else []
+        if job is None or job.info is None or not in_memory or (step is not None and step < in_memory[0]):
+            return load_kept(run_id, step)  # as the lab keeps it (a resumed run's earlier steps too)
         step, weights = job.snapshots.resolve(step)
         kept = job.snapshots.steps()
         model = _run_model(job.id, step, job.info.description, weights)
@@ -322,62 +318,47 @@ class RunSource:
         )
 
 
-KEPT_STATES = {
-    "finished": "finished",
-    "stopped": "stopped",
-    "failed": "failed",
-    "parked": "parked: it stopped when you left; its snapshots are kept",
-    "interrupted": "interrupted: the server stopped while it trained; its snapshots are kept",
-    "running": "training in another app process",
-    "queued": "waiting in another app process",
-    "paused": "paused in another app process",
-}
-
-
-def kept_runs() -> list:
-    """This student's training runs as the lab keeps them (:mod:`llmviz.lab`): every app process's, and those of
-    earlier servers."""
-    return manager().kept_runs(session_id())
-
-
 @st.cache_resource(show_spinner="Loading this step's weights…", max_entries=32)
-def _kept_model(path: str, nbytes: int):
-    """``(model, tokenizer, meta)`` of a kept snapshot file (safetensors: no pickle), shared and read-only."""
+def _kept_model(owner: str, run_id: str, step: int, nbytes: int):
+    """``(model, tokenizer, meta)`` of a kept snapshot (safetensors: no pickle), shared and read-only."""
     from llmviz.tokenizers.saved import tokenizer_from_dict
 
-    state_dict, meta = manager().keeper.lab.storage.read_snapshot(path)
+    state_dict, meta = lab.open_snapshot(run_id, step, owner)
     model = load_into(model_from_description(meta["model"]), state_dict)
     return _freeze(model), tokenizer_from_dict(meta["tokenizer"]), meta
 
 
 def load_kept(run_id: str, step: int | None, kept=None, prefix: str = "run") -> ModelView:
     """This student's kept run ``run_id`` at ``step`` (its nearest kept snapshot at or before it; the last one when
-    ``step`` is None), read from the lab's files. ``kept``: the run's record, already checked (the teacher's)."""
-    job_manager = manager()
-    kept = kept or job_manager.kept_run(session_id(), run_id)
-    if kept is None or job_manager.keeper is None:
+    ``step`` is None), read through the lab. ``kept``: the teacher's class row of another student's run."""
+    owner = kept.student if kept is not None else lab.student()
+    kept = kept or lab.run(run_id)
+    if kept is None:
         raise LlmvizError("That run is not one of your runs.")
-    files = job_manager.keeper.lab.registry.snapshots(run_id)
+    files = lab.snapshots(run_id, owner)
     if not files:
         raise RunNotReady(f"{kept.label} has no snapshot kept yet.")
-    chosen = files[-1] if step is None else next((f for f in reversed(files) if f[0] <= step), files[0])
-    model, tokenizer, file_meta = _kept_model(chosen[1], chosen[2])
-    kept_steps_list = [f[0] for f in files]
+    chosen = files[-1] if step is None else next((f for f in reversed(files) if f.step <= step), files[0])
+    try:
+        model, tokenizer, file_meta = _kept_model(owner, run_id, chosen.step, chosen.nbytes)
+    except (KeyError, ValueError) as error:  # a snapshot whose metadata is not a model's
+        log_failure(f"reading step {chosen.step} of run {run_id}", error)
+        raise LlmvizError(f"The snapshot at step {chosen.step} of {kept.label} is not a model to show.") from None
     meta = {
         "train_config": file_meta.get("train_config", {}),
         "model": file_meta["model"],
-        "step": chosen[0],
+        "step": chosen.step,
         "label": kept.label,
-        "snapshot_steps": kept_steps_list,
+        "snapshot_steps": [f.step for f in files],
     }
     return ModelView(
-        f"{prefix}:{run_id}@{chosen[0]}",
-        run_label(kept.label, kept.created, None, chosen[0]),
+        f"{prefix}:{run_id}@{chosen.step}",
+        run_label(kept.label, kept.created, None, chosen.step),
         model,
         tokenizer,
         meta,
         _family(meta),
-        step=chosen[0],
+        step=chosen.step,
         run_id=run_id,
     )
 
@@ -390,26 +371,23 @@ class ClassSource:
 
     def entries(self) -> list[Entry]:
         run_id = state.PROJECTED.get()
-        job_manager = manager()
-        if not run_id or not identity.is_teacher() or job_manager.keeper is None:
+        if not run_id or not identity.is_teacher():
             return []
-        registry = job_manager.keeper.lab.registry
-        found = [run for run in registry.all_runs() if run.id == run_id]
-        steps = tuple(step for step, *_ in registry.snapshots(run_id))
-        if not found or not steps:
+        found = lab.teacher_run(run_id)
+        steps = tuple(f.step for f in lab.snapshots(run_id, found.student)) if found is not None else ()
+        if not steps:
             return []
-        label = f"On the projector · {found[0].label}"
-        return [Entry(f"class:{run_id}", label, "gpt" if found[0].model == "gpt" else "charlevel", steps=steps)]
+        label = f"On the projector · {found.label}"
+        return [Entry(f"class:{run_id}", label, "gpt" if found.model == "gpt" else "charlevel", steps=steps)]
 
     def load(self, key: str, step: int | None) -> ModelView:
         run_id = key.split(":", 1)[1]
-        job_manager = manager()
-        if not identity.is_teacher() or job_manager.keeper is None:
+        if not identity.is_teacher():
             raise LlmvizError("Only the teacher's browser opens another student's run.")
-        found = [run for run in job_manager.keeper.lab.registry.all_runs() if run.id == run_id]
-        if not found:
+        found = lab.teacher_run(run_id)
+        if found is None:
             raise LlmvizError("That run is no longer kept.")
-        return load_kept(run_id, step, kept=found[0], prefix="class")
+        return load_kept(run_id, step, kept=found, prefix="class")
 
 
 def project(run_id: str, step: int | None) -> None:
@@ -595,13 +573,7 @@ def current(mark: bool = True) -> ModelView:
         if key != DEFAULT_KEY:
             state.PICKED.set(DEFAULT_KEY)
             state.PICKER_VERSION.set(state.PICKER_VERSION.get() + 1)  # redraw the picker on the default
-            if key.startswith("run:"):
-                st.info(
-                    "The model picked before is gone (a run lives only in its own browser session), so the "
-                    "shipped GPT is shown."
-                )
-            else:  # e.g. GPT-2 could not be downloaded: say why
-                st.info(f"{error} The shipped GPT is shown.")
+            st.info(f"{error} The shipped GPT is shown.")  # a run deleted or damaged, GPT-2 not downloaded: why
         return shipped_default()
 
 
@@ -719,6 +691,7 @@ def _remember_step(widget_key: str, base: str, last: int) -> None:
 def sidebar() -> None:
     """The picker in the shared sidebar (app.py draws it on every page)."""
     state.NOT_READY_SAID.pop()  # a new page run: a model that is not ready is said again, once
+    state.LAB_FAULT_SAID.pop()  # and a lab that cannot be read (ui.lab)
     state.SESSION_ID.set(session_id())  # lets tests find this session's jobs
     identity.keep_cookie()  # the browser keeps its student identity (a cookie, set on the first visit)
     identity.login_offer()  # a Log in button where the teacher configured a login provider
@@ -778,7 +751,8 @@ def _step_slider(chosen: str, version: int, listed: tuple[int, ...] = ()) -> Non
     and a newer snapshot exists. A kept run (no job in this process: an earlier server's, another process's, the
     teacher's projector) slides over the ``listed`` steps the lab keeps."""
     job = manager().get(session_id(), chosen.split(":", 1)[1]) if chosen.startswith("run:") else None
-    steps = list(job.snapshots.steps()) if job is not None and job.snapshots is not None else list(listed)
+    live = job.snapshots.steps() if job is not None and job.snapshots is not None and job.info is not None else []
+    steps = sorted({*listed, *live})  # the lab's kept steps and, while this process trains it, its newest ones
     if not steps:
         return
     stored = state.PICKED_STEPS.get().get(chosen)
@@ -800,13 +774,24 @@ def _step_slider(chosen: str, version: int, listed: tuple[int, ...] = ()) -> Non
             "step. The last position follows the run while it trains.",
         )
     else:
-        st.caption("Step 0 (the run has just started).")
+        st.caption(step_caption(steps[0], job is not None and not job.ended))
     if state.STEP_MOVED.pop(default=False) or (
         stored is None and page_step is not None and page_step != steps[-1] and state.MODEL_USED.get()
     ):
         # the student moved the slider, or the followed run has a newer snapshot than the page shows
         state.FOLLOWING.set(stored is None)
         st.rerun(scope="app")
+
+
+def step_caption(step: int, training: bool) -> str:
+    """The step slider's words when a run has one snapshot.
+
+    >>> step_caption(0, True), step_caption(178, False)
+    ('Step 0 (the run has just started).', 'Step 178 (its only kept snapshot).')
+    """
+    if step == 0 and training:
+        return "Step 0 (the run has just started)."
+    return f"Step {step} (its only kept snapshot)."
 
 
 def page_of_this_run() -> str:

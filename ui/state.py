@@ -210,6 +210,8 @@ RUN_REFUSED = Slot(
     "where runs are started (a button) → why the server refused the last ones, shown there until it is pressed again",
     family=True,
 )
+LAB_FAULT_SAID = Slot("_lab_fault_said", bool, "this page run said already that the lab cannot be read (ui.lab)")
+DELETE_ASKED = Slot("_lab_delete_asked", str, "the kept run whose Delete was pressed once: the next press deletes it")
 TRAINING_FOCUS = Slot("training_focus", (str, type(None)), "the id of the run the Training page shows first")
 DECODER_JOB = Slot("decoder_job", str, "the id of the encoder–decoder run")
 CHART_OFFERED = Slot(
@@ -327,10 +329,10 @@ WIDGETS: dict[str, str] = {
     "runs_clear": "Training: clear all runs",
     "kept_delete_choice": "Training: which kept run to resume or delete (llmviz.lab)",
     "kept_delete": "Training: delete the chosen kept run",
-    "kept_resume": "Training: resume the chosen kept run from its last snapshot",
-    "kept_pause_run": "Training: pause the chosen kept run another app process trains (through the lab)",
-    "kept_resume_run": "Training: resume the chosen kept run another app process trains (through the lab)",
-    "kept_stop_run": "Training: stop the chosen kept run another app process trains (through the lab)",
+    "kept_resume_": "Training: resume a parked, interrupted or paused kept run, through the lab (where, run)",
+    "kept_pause_": "Training: pause a run another app process trains, through the lab (where, run)",
+    "kept_stop_": "Training: stop a run another app process trains, through the lab (where, run)",
+    "kept_chart_": "Training: a kept run's whole curve, read from the lab (where, run)",
     "login": "Sidebar: log in (where a login provider is configured)",
     "student_name": "Training: the student's name for the class view",
     "class_sort": "Class view: sort the runs by",

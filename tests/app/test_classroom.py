@@ -3,6 +3,10 @@ which lists every student's kept runs (from the lab's registry) and puts one on 
 
 from __future__ import annotations
 
+import base64
+import json
+
+import numpy as np
 import pytest
 
 import llmviz.lab.service
@@ -17,12 +21,19 @@ from ui import identity
 KEY = "a-teacher-key-for-tests"
 
 
+def values(array) -> list[float]:
+    """A Plotly trace's values as the browser gets them (numpy arrays travel as base64 with their dtype)."""
+    if isinstance(array, dict):
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
+    return list(array)
+
+
 def _kept_run(student: str, run_id: str, name: str, best: float) -> None:
     lab = llmviz.lab.service.default_lab()
     lab.registry.ensure_student(student, name=name)
     trainer = small_trainer(steps=5)
     lab.registry.add_run(
-        RunRecord(run_id, student, "train", f"run of {name}", "finished", total=5, step=5, model="char")
+        RunRecord(run_id, student, "training", f"run of {name}", "finished", total=5, step=5, model="char")
     )
     lab.registry.add_points(run_id, [(0, 3.3, 3.4), (5, 2.9, best)])
     meta = snapshot_meta(RunInfo.of(trainer), "run")
@@ -61,7 +72,7 @@ def test_the_class_view_is_the_teachers_only(monkeypatch):
     table = teacher.dataframe[0].value
     mine = table[table["student"].isin(["Ada", "Grace"])]
     assert mine["student"].tolist() == ["Grace", "Ada"]  # by best validation loss
-    assert mine["best validation loss"].tolist() == [2.1, 2.5]
+    assert mine["best validation loss"].tolist() == ["2.100", "2.500"]  # as text: a loss not measured yet is "–"
     teacher.selectbox(key="class_run").set_value(
         next(o for o in teacher.selectbox(key="class_run").options if o.endswith("ctrun1"))
     ).run()
@@ -103,7 +114,7 @@ def test_a_parked_run_is_listed_and_resumed_on_the_training_page(fresh_session_j
     lab.registry.add_upload(student, digest, "text", len(TEXT))
     config = {**trainer.config.__dict__, "text_sha256": digest}
     lab.registry.add_run(
-        RunRecord("parked1", student, "train", "parked run", "parked", total=30, step=10, config=config)
+        RunRecord("parked1", student, "training", "parked run", "parked", total=30, step=10, config=config)
     )
     path, nbytes = lab.storage.write_snapshot(
         student, "parked1", 10, state_of(trainer.model), snapshot_meta(RunInfo.of(trainer), "x")
@@ -115,7 +126,7 @@ def test_a_parked_run_is_listed_and_resumed_on_the_training_page(fresh_session_j
     assert kept_table["state"].tolist()[0].startswith("parked")
     # kept with its snapshots only (as runs were before resume states): it resumes, and the page says how
     assert any("with its weights only" in c.value and "the optimizer starts afresh" in c.value for c in at.caption)
-    at.button(key="kept_resume").click().run()
+    at.button(key="kept_resume_chosen_parked1").click().run()
     assert_clean(at)
     [job] = [j for j in default_manager().jobs(student) if j.id == "parked1"]  # the same run goes on
     assert job.wait(JOB_TIMEOUT)
@@ -143,23 +154,142 @@ def test_a_run_another_app_process_trains_is_paused_and_stopped_from_this_one(fr
         started = int(psutil.Process(other.pid).create_time())
         holder = f"{this_holder().split(':')[0]}:{other.pid}:{started}"
         lab.registry.add_run(
-            RunRecord("elsewhere1", student, "train", "other tab's run", "running", 300, 40, holder=holder)
+            RunRecord("elsewhere1", student, "training", "other tab's run", "running", 300, 40, holder=holder)
         )
         at.run()
         assert_clean(at)
         at.selectbox(key="kept_delete_choice").set_value("other tab's run · elsewhere1").run()
-        at.button(key="kept_pause_run").click().run()
+        at.button(key="kept_pause_chosen_elsewhere1").click().run()
         assert_clean(at)
         assert lab.registry.take_requests(holder) == [("elsewhere1", "pause")]
         lab.registry.update_run("elsewhere1", state="paused")
         at.run()
-        at.button(key="kept_resume_run").click().run()
+        at.button(key="kept_resume_chosen_elsewhere1").click().run()
         assert lab.registry.take_requests(holder) == [("elsewhere1", "resume")]
-        at.button(key="kept_stop_run").click().run()
+        at.button(key="kept_stop_chosen_elsewhere1").click().run()
         assert lab.registry.take_requests(holder) == [("elsewhere1", "stop")]
     finally:
         other.kill()
         other.wait()
     at.run()  # its process gone: the run shows interrupted, resumable, with no buttons for a live run
     assert lab.registry.run(student, "elsewhere1").state == "interrupted"
-    assert not [b for b in at.button if b.key == "kept_pause_run"]
+    assert not [b for b in at.button if b.key == "kept_pause_chosen_elsewhere1"]
+
+
+def test_the_class_legend_names_student_run_and_model_escaped_and_the_table_shows_no_none(monkeypatch):
+    """Issue 56: a display name was drawn as HTML in the class chart (an <a> became a link, a <span style> covered
+    the chart), four of one student's runs read the same cut text, and the table showed a raw None."""
+    import html
+
+    monkeypatch.setenv("LLMVIZ_TEACHER_KEY", KEY)
+    hostile = '<a href="https://evil.example/x">Ada</a>'
+    lab = llmviz.lab.service.default_lab()
+    lab.registry.ensure_student("s-classtest3", name=hostile)
+    label = "GPT micro (2 layers, d 64) · AdamW · lr 0.003 · Python reference manual"
+    for number in range(4):
+        run_id = f"ctlegend{number}"
+        lab.registry.add_run(
+            RunRecord(
+                run_id,
+                "s-classtest3",
+                "training",
+                label + (f" #{number + 1}" if number else ""),
+                "running",
+                300,
+                model="gpt",
+            )
+        )
+        lab.registry.add_points(run_id, [(1, 3.0 - number / 10, None), (2, 2.9 - number / 10, None)])
+    teacher = run_app("stages/classroom.py", query={"teacher": KEY})
+    assert_clean(teacher)
+    table = teacher.dataframe[0].value
+    theirs = table[table["student"] == hostile]  # a table cell is text: the name as typed
+    assert len(theirs) == 4 and "None" not in theirs.to_string() and set(theirs["best validation loss"]) == {"–"}
+    chart = json.loads(teacher.get("plotly_chart")[0].proto.spec)
+    names = [trace["name"] for trace in chart["data"] if "Ada&lt;/a&gt;" in trace["name"]]
+    assert len(names) == 4 == len(set(names))  # four runs, four legend texts
+    for name in names:
+        assert "<" not in name and ">" not in name  # Plotly draws no tag from it
+        student, _, model = html.unescape(name).split(" · ")[0], None, html.unescape(name).rsplit(" · ", 1)[1]
+        assert student.startswith('<a href="') and student.endswith("Ada</a>") and model == "GPT"
+
+
+def test_a_run_the_teacher_parked_opens_the_training_page_with_its_curve_and_who_parked_it(fresh_session_jobs):
+    """Issue 56: after a park (or a restart) the Training page said "No run yet" above the run's own row, and a
+    teacher's park read "stopped at step 401 of 2000". It opens on the run as the lab keeps it: its state with who
+    parked it and at which step, and every point of its curve."""
+    at = run_app("stages/training.py")
+    student = at.session_state["_llmviz_session_id"]
+    lab = llmviz.lab.service.default_lab()
+    lab.registry.ensure_student(student)
+    lab.registry.add_run(
+        RunRecord(
+            "parkedbyt",
+            student,
+            "training",
+            "GPT micro · AdamW",
+            "parked",
+            2000,
+            401,
+            state_by="teacher",
+            state_step=401,
+        )
+    )
+    points = [(step, 4.0 - step / 1000, 4.1 - step / 1000 if step % 100 == 0 else None) for step in range(1, 402)]
+    lab.registry.add_points("parkedbyt", points)
+    at.run()
+    assert_clean(at)
+    said = [info.value for info in at.info]
+    assert not [text for text in said if "No run yet" in text]
+    assert any("parked by the teacher at step 401 of 2000" in text for text in said), said
+    chart = json.loads(at.get("plotly_chart")[0].proto.spec)  # the page's first picture: this run's curve
+    [raw] = [trace for trace in chart["data"] if trace["name"].endswith("(per step)")]
+    steps = values(raw["x"])
+    assert steps[0] == 1 and steps[-1] == 401  # thinned for drawing (at most 600 rows): the ends always stay
+    [validation] = [trace for trace in chart["data"] if trace["name"].endswith("(validation)")]
+    assert values(validation["x"]) == [step for step, _, val in points if val is not None]  # every measured point
+    assert at.button(key="kept_resume_single_parkedbyt").label == "Resume"
+
+
+def test_with_the_lab_unreadable_the_pages_go_on_and_say_so_once(monkeypatch):
+    """Issue 56: with the registry unreadable every page showed the generic error after 6-19 s. A page that needs a
+    kept run says so in one sentence; the rest of it, and the pages that need none, go on."""
+    from llmviz.lab.service import LabUnavailable
+
+    def unreadable():
+        raise LabUnavailable("The lab's database cannot be read (it is damaged).")
+
+    monkeypatch.setattr("ui.lab.default_lab", unreadable)
+    for page in ("stages/training.py", "stages/attention.py", "stages/sampling.py"):
+        at = run_app(page)
+        assert not at.exception, page
+        sentences = [w.value for w in at.warning if "cannot be read" in w.value]
+        assert len(sentences) <= 1, sentences  # once per page run, not once per question
+    training = run_app("stages/training.py")
+    assert [w.value for w in training.warning if "cannot be read" in w.value] == [
+        "The lab's database cannot be read (it is damaged). What needs no kept run goes on; your runs are back as soon "
+        "as the lab is."
+    ]
+    assert any("No run yet" in info.value for info in training.info)  # the page itself goes on
+
+
+def test_the_server_line_counts_the_runs_every_app_process_trains(fresh_session_jobs):
+    """Issue 56: with two processes, "On this server: N run(s) training" counted only its own. It counts the runs
+    holding one of the machine's slots in the lab's registry, whichever process trains them."""
+    from llmviz.lab.holders import this_holder
+
+    at = run_app("stages/training.py")
+    lab = llmviz.lab.service.default_lab()
+    before = lab.registry.training_count()
+    lab.registry.ensure_student("s-elsewhere-1")
+    lab.registry.add_run(  # trained by another app process (a live holder: this test's own process stands in for it)
+        RunRecord("slot1", "s-elsewhere-1", "training", "run elsewhere", "running", 300, 40, holder=this_holder())
+    )
+    assert lab.registry.claim_slot("slot1", max_running=8)
+    try:
+        at.run()
+        assert_clean(at)
+        line = next(c.value for c in at.caption if c.value.startswith("On this server:"))
+        assert line.startswith(f"On this server: {before + 1} run(s) training"), line
+    finally:
+        lab.registry.free_slot("slot1")

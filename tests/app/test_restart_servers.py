@@ -11,14 +11,17 @@ servers' starts and page runs and a few seconds of training: about 35 CPU-s (40 
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import signal
 import time
 import urllib.parse
 
+import numpy as np
 import pyarrow
 import pytest
 
-from benchmarks._protocol_client import Student
+from benchmarks._protocol_client import FINISHED, Run, Student
 from llmviz.lab.service import Lab
 from tests.support.app_server import AppDidNotStart, AppServer, start_app
 from tests.support.asyncio_thread import run_coroutine
@@ -48,6 +51,7 @@ class Tab(Student):
         self.options: dict[str, list[str]] = {}
         self.tables: list[list[dict]] = []
         self.texts: list[str] = []
+        self.charts: list[dict] = []
 
     def _seen(self, message, run) -> None:
         super()._seen(message, run)
@@ -61,6 +65,10 @@ class Tab(Student):
             self.tables.append(pyarrow.ipc.open_stream(element.dataframe.arrow_data.data).read_all().to_pylist())
         elif kind == "markdown":
             self.texts.append(element.markdown.body)
+        elif kind == "alert":
+            self.texts.append(element.alert.body)
+        elif kind == "plotly_chart":
+            self.charts.append(json.loads(element.plotly_chart.spec))
 
     async def press(self, label: str):
         """Click the (first) button labelled ``label``; returns once its run (its fragment's, if it lives in one)
@@ -71,7 +79,26 @@ class Tab(Student):
         message = self._click_message(button)
         began = time.perf_counter()
         await self.socket.send(message.SerializeToString())
-        return await self._run(began, button.fragment_id)
+        return await self._fragment_or_page(began, button.fragment_id)
+
+    async def _fragment_or_page(self, began: float, fragment_id: str) -> Run:
+        """Read messages until the fragment's run finished, or the whole page's run it asked for (a live section whose
+        run starts or ends reruns the page: :func:`ui.panels.runs.live`)."""
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        run = Run(0.0, 0, [], "")
+        while True:
+            data = await asyncio.wait_for(
+                self.socket.recv(), timeout=max(1.0, began + self.timeout_s - time.perf_counter())
+            )
+            message = ForwardMsg()
+            message.ParseFromString(data)
+            self._seen(message, run)
+            if message.WhichOneof("type") == "script_finished" and message.script_finished in FINISHED:
+                whole = message.script_finished == ForwardMsg.FINISHED_SUCCESSFULLY
+                if whole or fragment_id in message.metadata.run.fragment_ids:
+                    run.seconds, run.status = time.perf_counter() - began, FINISHED[message.script_finished]
+                    return run
 
     def _click_message(self, button):
         from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -89,6 +116,13 @@ class Tab(Student):
         for name, value in self._context().items():
             setattr(rerun.context_info, name, value)
         return message
+
+
+def values(array) -> list[float]:
+    """A Plotly trace's values as the browser gets them (numpy arrays travel as base64 with their dtype)."""
+    if isinstance(array, dict):
+        return np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).tolist()
+    return list(array)
 
 
 def server(folder) -> AppServer:
@@ -188,7 +222,7 @@ def test_three_students_find_their_runs_after_the_server_is_stopped_and_started(
             tabs[name] = await kept_page(url, secret)
             await tabs[name].close()
         ann = await kept_page(url, secrets["ann"])  # ann presses Resume
-        resumed = await ann.press("Resume it")
+        resumed = await ann.press("Resume")  # under the run the page opens on
         assert resumed.errors == [], resumed.errors
         await ann.close()
         return tabs
@@ -201,7 +235,14 @@ def test_three_students_find_their_runs_after_the_server_is_stopped_and_started(
             assert choice.endswith(f" · {ids[name]}")
             [row] = kept_rows(tab)
             assert row["steps"] == f"{steps[name]} of {2000 if name != 'cy' else 10}"
-        assert kept_rows(tabs["cy"])[0]["state"] == "finished"
+        assert kept_rows(tabs["cy"])[0]["state"] == "finished after 10 steps"
+        for name in students:  # the Training page opens on the run the lab keeps, with every point of its curve
+            assert not [text for text in tabs[name].texts if "No run yet" in text], name
+            first = tabs[name].charts[0]  # the page's first picture: the run it opens on
+            [raw] = [t for t in first["data"] if t.get("name", "").endswith("(per step)")]
+            kept = registry.curve(ids[name])
+            assert len(kept) == steps[name] and values(raw["x"]) == [step for step, *_ in kept], name
+            assert values(raw["y"]) == pytest.approx([loss for _, loss, _ in kept], rel=1e-6), name
         for name in ("ann", "bob"):  # training or paused when the server stopped: interrupted, resumable
             assert kept_rows(tabs[name])[0]["state"].startswith("interrupted")
             assert registry.resume_state(ids[name])[0] == steps[name]  # its optimizer's state at its last step
@@ -220,7 +261,7 @@ def test_three_students_find_their_runs_after_the_server_is_stopped_and_started(
     third = server(tmp_path)
     try:
         tabs = run_coroutine(after_kill(third.url, secrets))
-        assert tabs["ann"] == [ids["ann"]]  # one run, one history: resumed, then interrupted
+        assert tabs["ann"] == [ids["ann"]]  # one run, one history: the resumed run, interrupted again
         assert tabs["bob"] == [ids["bob"]] and tabs["cy"] == [ids["cy"]]
         assert registry.run(students["ann"], again).state == "interrupted"
     finally:

@@ -101,6 +101,10 @@ def the_story(browser, tmp_path):
         wait_until_idle(page)
         [kept] = eventually(lambda: her_runs(page), what="her run listed after the restart")
         assert kept.split(" · ", 2)[2] == run.split(" · ", 2)[2]  # the same run (its label)
+        main_area(page).get_by_text(FINISHED).first.wait_for()  # it opens on her run, from the lab, not "No run yet"
+        assert main_area(page).get_by_text("No run yet").count() == 0
+        main_area(page).locator(".js-plotly-plot").first.wait_for()  # its whole curve, read from the registry
+        shot(page, "lab-training-after-restart")
         main_area(page).get_by_text("Kept runs").first.scroll_into_view_if_needed()
         table = main_area(page).get_by_test_id("stDataFrame").last
         eventually(lambda: "60 of 60" in table.inner_text() or table.get_attribute("data-testid"), what="table")
@@ -112,6 +116,10 @@ def the_story(browser, tmp_path):
             elsewhere = open_page(browser, f"{other_process.url}/attention", same_student=True)
             shot(elsewhere, "lab-kept-other-process")
             assert [option.split(" · ", 2)[2] for option in her_runs(elsewhere)] == [run.split(" · ", 2)[2]]
+            no_error_box(elsewhere)
+            elsewhere.goto(f"{other_process.url}/training")  # its Training page opens on her run, from the lab
+            main_area(elsewhere).get_by_text(FINISHED).first.wait_for()
+            assert main_area(elsewhere).get_by_text("No run yet").count() == 0
             no_error_box(elsewhere)
             elsewhere.close()
         finally:
@@ -133,5 +141,18 @@ def the_story(browser, tmp_path):
         sidebar(teacher).get_by_role("slider").first.wait_for()  # its kept steps, on the sidebar's slider
         shot(teacher, "lab-class-view")
         no_error_box(teacher)
+
+        # Alice (her window is still open on Training: a new page would now carry the teacher's cookie) deletes her
+        # run: Delete asks once
+        main_area(page).get_by_text("your kept runs and files take", exact=False).first.wait_for()  # against the quota
+        main_area(page).get_by_role("button", name="Delete it").click()
+        wait_until_idle(page)
+        main_area(page).get_by_text("Press the button again to delete it").first.wait_for()
+        assert her_runs(page) == [kept]  # asked, not deleted
+        shot(page, "lab-delete-asks")
+        main_area(page).get_by_role("button", name=re.compile(r"^Yes, delete")).click()
+        wait_until_idle(page)
+        eventually(lambda: her_runs(page) == [], what="her run deleted after the second press")
+        no_error_box(page)
     finally:
         server.stop()

@@ -1,6 +1,13 @@
-"""The class view's figures and tables (the numbers come from :mod:`llmviz.lab.classroom`)."""
+"""The class view's figures and tables (the numbers come from :mod:`llmviz.lab.classroom`).
+
+Every name a student typed is drawn as text: Plotly draws a legend entry or a hover text as HTML (an ``<a>`` there
+is a link, a ``<span style>`` can cover the chart), so each is escaped (:func:`plotly_text`); a table cell is
+plain text already.
+"""
 
 from __future__ import annotations
+
+import html
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -8,25 +15,84 @@ import plotly.graph_objects as go
 from llmviz.lab.classroom import ClassRow
 
 COLUMNS = ("student", "run", "model", "state", "step", "best validation loss", "last training loss")
+NOT_YET = "–"  # a loss not measured yet (a table cell, never a raw "None")
+MODELS = {"gpt": "GPT", "char": "character-level"}  # a run's model family, as the teacher reads it
+
+
+def plotly_text(text: str) -> str:
+    """``text`` as Plotly draws it, tags and all: ``&``, ``<`` and ``>`` escaped (Plotly reads ``&lt;`` back as
+    ``<``; it shows ``&quot;`` as typed, and a quote outside a tag is harmless, so quotes stay).
+
+    >>> plotly_text('<a href="https://evil.example/x">Ada</a>')
+    '&lt;a href="https://evil.example/x"&gt;Ada&lt;/a&gt;'
+    """
+    return html.escape(str(text), quote=False)
+
+
+def middle_cut(text: str, most: int) -> str:
+    """``text`` in at most ``most`` characters, cut in its middle (its start and its end stay: a run's "#3").
+
+    >>> middle_cut("GPT micro · AdamW · lr 0.003 · Python manual #3", 24)
+    'GPT micro · …n manual #3'
+    >>> middle_cut("short", 24)
+    'short'
+    """
+    if len(text) <= most:
+        return text
+    tail = (most - 1) // 2
+    return text[: most - 1 - tail] + "…" + text[len(text) - tail :]
+
+
+def model_text(model: str | None) -> str:
+    """A run's model as the teacher reads it.
+
+    >>> model_text("gpt"), model_text(""), model_text(None)
+    ('GPT', '–', '–')
+    """
+    return MODELS.get(model or "", model or NOT_YET)
+
+
+def legend_names(rows: list[ClassRow]) -> list[str]:
+    """Each run's name on the class chart: student · run · model, each part cut in its middle so that two runs of one
+    student never read the same (a repeat gets " (2)", " (3)"), escaped for Plotly.
+
+    >>> rows = [ClassRow(f"r{n}", "s1", "Ada", "GPT micro · AdamW · lr 0.003 · Python manual" + (f" #{n}" if n else ""),
+    ...                  "gpt", "finished", 60, 60, None, None, 0.0) for n in range(3)]
+    >>> legend_names(rows)[2]
+    'Ada · GPT micro · AdamW ·…· Python manual #2 · GPT'
+    >>> len(set(legend_names(rows))), legend_names([rows[0], rows[0]])[1].endswith("GPT (2)")
+    (3, True)
+    """
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for row in rows:
+        text = f"{middle_cut(row.name, 20)} · {middle_cut(row.label, 38)} · {model_text(row.model)}"
+        seen[text] = seen.get(text, 0) + 1
+        names.append(plotly_text(text if seen[text] == 1 else f"{text} ({seen[text]})"))
+    return names
+
+
+def _loss(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else NOT_YET
 
 
 def class_table(rows: list[ClassRow]) -> pd.DataFrame:
-    """One line per run, in the order given.
+    """One line per run, in the order given; a loss not measured yet is "–", never a raw None.
 
-    >>> row = ClassRow("r1", "s1", "Ada", "GPT micro", "gpt", "running", 120, 300, 2.4567, 2.61, 0.0)
+    >>> row = ClassRow("r1", "s1", "Ada", "GPT micro", "gpt", "running", 120, 300, 2.4567, None, 0.0)
     >>> class_table([row]).iloc[0].tolist()
-    ['Ada', 'GPT micro', 'gpt', 'running', '120 of 300', 2.457, 2.61]
+    ['Ada', 'GPT micro', 'GPT', 'running', '120 of 300', '2.457', '–']
     """
     return pd.DataFrame(
         [
             (
                 row.name,
                 row.label,
-                row.model,
+                model_text(row.model),
                 row.state,
                 f"{row.step} of {row.total}",
-                round(row.best_val_loss, 3) if row.best_val_loss is not None else None,
-                round(row.last_loss, 3) if row.last_loss is not None else None,
+                _loss(row.best_val_loss),
+                _loss(row.last_loss),
             )
             for row in rows
         ],
@@ -35,9 +101,10 @@ def class_table(rows: list[ClassRow]) -> pd.DataFrame:
 
 
 def curves_figure(rows: list[ClassRow], curves: dict[str, list[tuple]], log_x: bool, validation: bool) -> go.Figure:
-    """Every run's training loss (or validation loss) against its step, one line per run, named by student and run."""
+    """Every run's training loss (or validation loss) against its step, one line per run, named student · run ·
+    model (:func:`legend_names`)."""
     figure = go.Figure()
-    for row in rows:
+    for row, name in zip(rows, legend_names(rows), strict=True):
         points = curves.get(row.run_id, [])
         column = 2 if validation else 1
         shown = [(step, values[column - 1]) for step, *values in points if values[column - 1] is not None]
@@ -46,9 +113,7 @@ def curves_figure(rows: list[ClassRow], curves: dict[str, list[tuple]], log_x: b
         if not shown:
             continue
         steps, losses = zip(*shown, strict=True)
-        figure.add_trace(
-            go.Scattergl(x=steps, y=losses, mode="lines", name=f"{row.name} · {row.label}"[:60], hovertemplate=None)
-        )
+        figure.add_trace(go.Scattergl(x=steps, y=losses, mode="lines", name=name, hovertemplate=None))
     figure.update_layout(
         height=460,
         margin=dict(l=10, r=10, t=30, b=10),

@@ -31,15 +31,13 @@ import streamlit as st
 from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job, JobStatus
 from llmviz.jobs.manager import JobRefused, Planned
-from llmviz.lab.health import LabUnavailable
-from llmviz.lab.records import LIVE_STATES
 from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure, smooth
 from llmviz.training.config import TrainConfig
 from llmviz.training.dataset import vocab_bound
 from llmviz.training.footprint import Footprint, of_config
 from llmviz.training.overfitting import overfitting
 from llmviz.training.trainer import build_trainer
-from ui import charts, identity, picker, sections, state, watch
+from ui import charts, picker, sections, state, watch
 from ui.errors import friendly_errors
 from ui.text import literal_markdown
 
@@ -136,14 +134,15 @@ def _rgba(colour: str, alpha: float) -> str:
 
 
 def loss_figure(
-    selected: list[tuple[str, JobStatus, int]],
+    selected: list[tuple[str, JobStatus | pd.DataFrame, int]],
     show_val: bool = True,
     height: int = 380,
     smoothing: float = 0.0,
     field: str = "train_loss",
     y_title: str = "cross-entropy loss (nats)",
 ) -> go.Figure:
-    """Training (and validation) loss of ``(label, status, vocab_size)`` runs on one chart.
+    """Training (and validation) loss of ``(label, status, vocab_size)`` runs on one chart (``status``: a live run's,
+    or the table of a kept run's curve: :func:`ui.panels.kept.curve_frame`).
 
     Each run has its colour (its legend entry names it); with ``smoothing`` its training curve is an exponential
     moving average drawn over the raw per-step loss in the same colour, faint; validation is dotted, with markers.
@@ -154,7 +153,7 @@ def loss_figure(
     traces: list[dict] = []
     vocabularies = set()
     for number, (label, status, vocab) in enumerate(selected):
-        full = metrics_frame(status)
+        full = status if isinstance(status, pd.DataFrame) else metrics_frame(status)  # a kept curve, or a live run
         if field != "train_loss":
             full = _field_frame(status, field)
         colour = COLOURS[number % len(COLOURS)]
@@ -549,101 +548,3 @@ def follow_task_job(
     # a progress bar and a Stop button cost the server about a millisecond: a task (seconds long) refreshes every
     # second, so its Stop can be pressed while it works
     live(draw, active=lambda: not job.status().done, name=name, seconds=1.0)
-
-
-# ---------------------------------------------------------------------------- kept runs (llmviz.lab)
-
-KEPT_COLUMNS = ("run", "state", "steps", "best validation loss", "snapshots kept")
-
-
-def kept_rows(records: list, steps_by_run: dict[str, list[int]], live: set[str]) -> list[dict]:
-    """The table of a student's kept runs that no tab of this server trains now (those are drawn live above).
-
-    >>> from llmviz.lab.records import RunRecord
-    >>> rows = kept_rows([RunRecord("a", "s", "train", "GPT micro", "interrupted", total=300, step=120,
-    ...                             best_val_loss=2.4567)], {"a": [0, 100, 120]}, set())
-    >>> rows[0]["state"], rows[0]["steps"], rows[0]["best validation loss"], rows[0]["snapshots kept"]
-    ('interrupted: the server stopped while it trained; its snapshots are kept', '120 of 300', 2.457, '0, 100, 120')
-    """
-    rows = []
-    for record in records:
-        if record.id in live:
-            continue
-        best = record.best_val_loss
-        rows.append(
-            {
-                "run": record.label,
-                "state": picker.KEPT_STATES.get(record.state, record.state),
-                "steps": f"{record.step} of {record.total}",
-                "best validation loss": round(best, 3) if best is not None else None,
-                "snapshots kept": ", ".join(map(str, steps_by_run.get(record.id, []))),
-            }
-        )
-    return rows
-
-
-def _kept_controls(record) -> None:
-    """Pause / Resume / Stop for the student's run that another app process trains (their other tab): asked
-    through the lab's registry (:meth:`llmviz.jobs.manager.JobManager.control`); its row shows the change within
-    a few seconds."""
-    c1, c2, _ = st.columns([1, 1, 4])
-    if record.state == "paused":
-        c1.button("Resume", key=state.widget("kept_resume_run"), on_click=_act, args=(record.id, "resume"))
-    else:
-        c1.button("Pause", key=state.widget("kept_pause_run"), on_click=_act, args=(record.id, "pause"))
-    c2.button("Stop", key=state.widget("kept_stop_run"), on_click=_act, args=(record.id, "stop"))
-    st.caption(f"{record.label} trains in another of this class's app processes: these buttons act on it there.")
-
-
-def kept_runs_panel() -> None:
-    """The student's runs the lab keeps that no tab of this server trains now: earlier servers', other app
-    processes', parked ones. Each is in the sidebar's picker at its kept steps; the student may delete one."""
-    job_manager = picker.manager()
-    if job_manager.keeper is None:
-        return
-    name = identity.display_name()
-    typed = st.text_input(
-        "Your name for the teacher's class view (optional)",
-        value=name,
-        max_chars=40,
-        key=state.widget("student_name"),
-        help="Your runs are kept for this browser (or your login) whatever you type; the name only tells the "
-        "teacher whose runs they are.",
-    )
-    if typed != name:
-        identity.set_display_name(typed)
-    try:
-        records = picker.kept_runs()
-    except LabUnavailable as out:  # the lab's database is out: one sentence; the live runs above go on
-        st.info(str(out))
-        return
-    live = {job.id for job in picker.my_jobs(None)}
-    others = [record for record in records if record.id not in live]
-    if not others:
-        return
-    steps = job_manager.keeper.lab.registry.steps_by_run(job_manager.student(picker.session_id()))
-    st.markdown("**Kept runs**: earlier runs of yours (the sidebar's picker shows each at its kept steps).")
-    st.dataframe(pd.DataFrame(kept_rows(others, steps, live), columns=list(KEPT_COLUMNS)), hide_index=True)
-    d1, d2, d3 = st.columns([3, 1, 1], vertical_alignment="bottom")
-    by_label = {f"{record.label} · {record.id}": record for record in others}
-    chosen = d1.selectbox("A kept run", list(by_label), key=state.widget("kept_delete_choice"))
-    record = by_label.get(chosen)
-    if record is not None and record.resumable and d2.button("Resume it", key=state.widget("kept_resume")):
-        try:
-            job_manager.resume_kept(picker.session_id(), record.id)
-        except JobRefused as refused:
-            st.warning(str(refused))
-        else:
-            st.rerun(scope="app")
-    if record is not None and record.state in LIVE_STATES:
-        _kept_controls(record)
-    if d3.button("Delete it", key=state.widget("kept_delete")) and record is not None:
-        job_manager.remove(picker.session_id(), record.id)
-        st.rerun(scope="app")
-    if record is not None and record.resumable:  # with its optimizer's state, or (a run kept before) weights only
-        st.caption(job_manager.resume_line(picker.session_id(), record.id))
-    else:
-        st.caption(
-            "Resume trains a parked or interrupted run on from its kept step, as a new run, with its optimizer's "
-            "state where it is kept (exactly as if it had never stopped)."
-        )

@@ -16,8 +16,8 @@ import ui
 from llmviz.lessons.training import smooth
 from llmviz.training import footprint
 from llmviz.training.config import PRECISION_TITLES
-from ui import charts, picker, state
-from ui.panels import runs
+from ui import charts, lab, picker, state
+from ui.panels import kept, runs
 from ui.text import csv_text, literal_markdown, tidy_floats
 
 
@@ -49,8 +49,10 @@ def server_line() -> None:
         if budget
         else ""
     )
+    training_now = lab.training_count()  # every app process's (the lab's record), else this process's own
+    training_now = job_manager.running_count if training_now is None else training_now
     st.caption(
-        f"On this server: {job_manager.running_count} run(s) training, {job_manager.waiting_count} waiting "
+        f"On this server: {training_now} run(s) training, {job_manager.waiting_count} waiting "
         f"(at most {job_manager.max_running} train at once; the others wait their turn, students in turn, each "
         f"in a worker process of its own).{share_line}{memory_line}"
     )
@@ -135,7 +137,8 @@ def snapshots_cell(steps: list[int]) -> str:
 def all_runs() -> None:
     """The comparison chart, table, controls and downloads of every run of this session (live)."""
     all_runs = {job.label: job for job in runs.runs()}
-    if not all_runs:
+    frames = kept_frames({job.id for job in all_runs.values()})  # the lab's runs no tab of this process trains
+    if not all_runs and not frames:
         st.info("No runs yet: train a model above or start a race.")
         return
     statuses = {label: job.status() for label, job in all_runs.items()}
@@ -146,13 +149,13 @@ def all_runs() -> None:
             runs.controls(job, statuses[label], where="all")
     chart = ui.keep("runs_on_chart")  # kept across pages: the student's choice survives a visit elsewhere
     chart_key = chart["key"]
-    labels = {job.id: label for label, job in all_runs.items()}
+    labels = {job.id: label for label, job in all_runs.items()} | {label: label for label in frames}
     offered = state.CHART_OFFERED.setdefault()
     state.set_value(chart_key, runs.chart_selection(labels, state.value(chart_key), offered))
     offered.update(
         labels
     )  # a run new to the chart joins it once (so a finished race is on it), then it is the student's
-    chosen = st.multiselect("Runs on the chart", list(all_runs), **chart)
+    chosen = st.multiselect("Runs on the chart", [*frames, *all_runs], **chart)
     v1, v2 = st.columns(2)
     show_val = v1.toggle("Show validation loss", value=True, key=state.widget("runs_show_val"), persist_state="page")
     smoothing = v2.slider(
@@ -167,7 +170,11 @@ def all_runs() -> None:
     )
     charts.show(
         runs.loss_figure(
-            [(n, statuses[n], runs.vocab_of(all_runs[n])) for n in chosen if n in all_runs],
+            [
+                (n, statuses[n], runs.vocab_of(all_runs[n])) if n in all_runs else (n, frames[n], 0)
+                for n in chosen
+                if n in all_runs or n in frames
+            ],
             show_val,
             height=460,
             smoothing=smoothing,
@@ -175,6 +182,8 @@ def all_runs() -> None:
         width="stretch",
         key=state.widget("runs_chart"),
     )
+    if not all_runs:  # only kept runs: their table, Resume and Delete are under Kept runs
+        return
     summary = []
     for name, status in statuses.items():
         found = runs.result(status)
@@ -202,6 +211,11 @@ def all_runs() -> None:
             with st.expander(f"Samples from {name}"):
                 for step, sample in status.samples:
                     st.code(f"step {step}:\n{sample}", language=None, wrap_lines=True)
+    downloads(all_runs, statuses)
+
+
+def downloads(all_runs: dict, statuses: dict) -> None:
+    """A run's metrics and checkpoint to download, and Clear all runs."""
     d1, d2, d3 = st.columns([2, 1, 1])
     picked = picker.selected_key().split("@")[0].removeprefix("run:")  # the run picked in the sidebar, if one
     index = next((i for i, job in enumerate(all_runs.values()) if job.id == picked), 0)
@@ -232,6 +246,16 @@ def all_runs() -> None:
         for job in all_runs.values():
             picker.manager().remove(picker.session_id(), job.id)
         st.rerun(scope="app")
+
+
+def kept_frames(live: set[str], newest: int = 7) -> dict[str, object]:
+    """The curves of the student's ``newest`` kept runs that no tab of this process trains (an earlier server's,
+    another app process's, parked ones), as the lab keeps them: label → its curve's table."""
+    return {
+        f"{view.label} · kept": kept.curve_frame(points)
+        for view in lab.runs()[:newest]
+        if view.id not in live and (points := lab.curve(view.id).points)
+    }
 
 
 def extrapolation(result, trained: int) -> None:

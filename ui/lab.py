@@ -1,0 +1,174 @@
+"""The app's one door to the lab (:mod:`llmviz.lab.service`): a student's runs, each run's curve, samples and kept
+snapshots, the student's disk use, and every control (pause, resume, stop, park, delete), read from and sent to the
+lab's one record, whichever app process trains a run. Pages, the picker and the class view ask here; nothing in
+``ui/`` or ``stages/`` reaches a registry table or a run's files (``tests/project/test_lab_door.py`` checks it).
+
+When the lab cannot be read (a damaged or unreachable database), each call here says so once in the page, in one
+sentence (:func:`unavailable`), and returns nothing: the page goes on with what needs no kept run.
+
+Kinds of runs (as the lab stores them): the picker offers :data:`MODEL_KINDS` (a model to look at on every page);
+a sparse autoencoder's runs are Inside › Features' own (:func:`autoencoder_runs`).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from llmviz.jobs.keeping import student_key
+from llmviz.jobs.manager import default_manager
+from llmviz.lab.classroom import ClassRow
+from llmviz.lab.service import (
+    AUTOENCODER,
+    MODEL_KINDS,
+    Curve,
+    Lab,
+    LabUnavailable,
+    RunView,
+    Snapshot,
+    Usage,
+    default_lab,
+)
+from ui import identity, state, streamlit_private
+
+
+def _ask(read, otherwise):
+    """``read(the lab, the student)``, or ``otherwise`` when the lab cannot be read (:class:`LabUnavailable`: the lab
+    logs the fault once): then said once per page run, in the lab's one sentence; the rest of the page goes on."""
+    try:
+        return read(default_lab(), student())
+    except LabUnavailable as fault:
+        if streamlit_private.script_run_context() is not None and not state.LAB_FAULT_SAID.get():
+            state.LAB_FAULT_SAID.set(True)
+            st.warning(f"{fault} What needs no kept run goes on; your runs are back as soon as the lab is.")
+        return otherwise
+
+
+def service() -> Lab | None:
+    """The process's lab, or None when it cannot be read (said once in the page)."""
+    return _ask(lambda door, _: door, None)
+
+
+def student() -> str:
+    """The student this page run is for, as the lab names them."""
+    if streamlit_private.script_run_context() is None:
+        return "no-session"
+    return student_key(identity.student_id())
+
+
+def runs(kinds: tuple[str, ...] | None = MODEL_KINDS) -> list[RunView]:
+    """This student's runs of ``kinds`` (None: every kind), newest first; [] when the lab cannot be read."""
+    return _ask(lambda door, who: door.runs(who, kinds), [])
+
+
+def autoencoder_runs() -> list[RunView]:
+    """This student's sparse-autoencoder runs, newest first (Inside › Features lists and opens them; no other page)."""
+    return runs((AUTOENCODER,))
+
+
+def run(run_id: str) -> RunView | None:
+    """This student's run ``run_id`` (None when it is not theirs, or the lab cannot be read)."""
+    return _ask(lambda door, who: door.run(who, run_id), None) if run_id else None
+
+
+def teacher_run(run_id: str) -> ClassRow | None:
+    """Any student's run ``run_id``, for the teacher's browser only (the projector); None for anyone else."""
+    if not _ask(lambda door, who: identity.is_teacher(), False):
+        return None
+    return next((row for row in class_runs("newest") or [] if row.run_id == run_id), None)
+
+
+def curve(run_id: str, since_step: int = 0) -> Curve:
+    """This student's run's curve: ``points`` (step, training loss, validation loss), every one the lab keeps, by
+    step, and the steps it was ``resumes``-d at (empty when not theirs, or the lab cannot be read)."""
+    return _ask(lambda door, who: door.curve(who, run_id, since_step), Curve(run_id, ()))
+
+
+def samples(run_id: str) -> list[tuple[int, str]]:
+    """``(step, text)`` of the samples this student's run wrote, by step."""
+    return _ask(lambda door, who: door.samples(who, run_id), [])
+
+
+def snapshots(run_id: str, owner: str | None = None) -> list[Snapshot]:
+    """The kept snapshots (step, bytes) of this student's run (``owner``: another student's, for the teacher's
+    projector), by step."""
+    return _ask(lambda door, who: door.snapshots(owner or who, run_id), [])
+
+
+def snapshots_by_run() -> dict[str, list[int]]:
+    """The kept snapshot steps of each of this student's runs (one query: the picker lists them)."""
+    return _ask(lambda door, who: door.snapshot_steps(who), {})
+
+
+def open_snapshot(run_id: str, step: int, owner: str | None = None) -> tuple[dict, dict]:
+    """The weights and metadata of this student's (``owner``'s) run's kept snapshot at ``step``; a damaged one raises
+    :class:`~llmviz.lab.service.SnapshotDamaged` (one sentence)."""
+    return default_lab().open_snapshot(owner or student(), run_id, step)
+
+
+def disk() -> Usage | None:
+    """This student's disk use against their quota (None when the lab cannot be read)."""
+    return _ask(lambda door, who: door.disk(who), None)
+
+
+def training_count() -> int | None:
+    """Runs training now on every app process of this machine or hall (None when the lab cannot be read)."""
+    return _ask(lambda door, _: door.registry.training_count(), None)  # (a count the service has no door for yet)
+
+
+def control(run_id: str, action: str, by: str = "student", owner: str | None = None) -> str:
+    """Pause, resume, stop, park or delete this student's run (``by="teacher"`` with its ``owner``: any student's run,
+    from the class view), wherever it trains: through :meth:`llmviz.lab.service.Lab.control` (this process's job
+    manager acts at once on the runs it holds, and Resume trains a kept run on as the same run); one sentence saying
+    what was done. A refusal raises :class:`~llmviz.errors.LlmvizError` (one line)."""
+    if by == "teacher" and not _ask(lambda door, who: identity.is_teacher(), False):
+        return "Only the teacher's browser acts on another student's run."
+    if action == "delete" and by != "teacher":
+        view = run(run_id)
+        if view is None:
+            return "That run is not one of yours any more (it was deleted)."
+        default_manager().remove(identity.student_id(), run_id)  # stopped where it trains here, then deleted
+        return f"{view.label} is deleted, with its curve and snapshots."
+    return _ask(lambda door, who: door.control(owner or who, run_id, action, by=by), "Nothing was changed.")
+
+
+def class_runs(sort: str) -> list[ClassRow] | None:
+    """Every student's runs of a model with their names, in ``sort`` order, for the teacher's class view; None when
+    the lab cannot be read."""
+    return _ask(lambda door, _: door.class_runs(sort), None)
+
+
+def class_curves(run_ids: list[str]) -> dict[str, list[tuple]]:
+    """Many runs' curves in one query (the class chart)."""
+    return _ask(lambda door, _: door.class_curves(run_ids), {})
+
+
+def state_text(view: RunView) -> str:
+    """A run's state in words, with who changed it and at which step (the lab's record says both).
+
+    >>> from llmviz.lab.records import RunRecord
+    >>> def view(state, step, total, by=None):
+    ...     return RunView.of(RunRecord("r", "s", "training", "x", state, total, step, state_by=by, state_step=step))
+    >>> state_text(view("parked", 401, 2000, by="teacher"))
+    'parked by the teacher at step 401 of 2000: its snapshots are kept; Resume trains it on'
+    >>> state_text(view("interrupted", 178, 2000))
+    'interrupted at step 178 of 2000: the server stopped while it trained; its snapshots are kept; Resume trains it on'
+    >>> state_text(view("finished", 60, 60))
+    'finished after 60 steps'
+    """
+    step = view.state_step if view.state_step is not None else view.step
+    at = f"at step {step} of {view.total}"
+    if view.state == "finished":
+        return f"finished after {view.step} steps"
+    if view.state == "parked":
+        who = {"teacher": "by the teacher ", "student": "by you "}.get(view.state_by or "", "when you left ")
+        return f"parked {who}{at}: its snapshots are kept; Resume trains it on"
+    if view.state == "interrupted":
+        return f"interrupted {at}: the server stopped while it trained; its snapshots are kept; Resume trains it on"
+    if view.state == "stopped":
+        return f"stopped {at}" + (" by the teacher" if view.state_by == "teacher" else "") + ": what it learned is kept"
+    if view.state == "failed":
+        return f"failed {at}: {view.error or 'it stopped with a problem'}"
+    return f"{WHERE.get(view.state, view.state)} · step {view.step} of {view.total}"
+
+
+WHERE = {"running": "training", "queued": "waiting for its turn", "paused": "paused"}  # a live run's state

@@ -1,0 +1,231 @@
+"""A student's runs as the lab keeps them (:mod:`ui.lab`), drawn: a run no tab of this app process trains (an
+earlier server's, another app process's, a parked or interrupted one) with its state in words, its curve (every
+point the lab keeps), its newest sample and its controls; the table of the student's kept runs; their disk use
+against the quota; Delete, which asks once.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from llmviz.errors import LlmvizError
+from llmviz.lab.service import RunView
+from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure
+from llmviz.training import footprint
+from ui import charts, identity, lab, picker, state
+from ui.lab import state_text
+from ui.panels import runs
+from ui.text import literal_markdown
+
+KEPT_COLUMNS = ("run", "state", "steps", "best validation loss", "snapshots kept")
+
+
+def curve_frame(points: list[tuple]) -> pd.DataFrame:
+    """A kept curve as the table a loss chart draws (``step``, ``train_loss``, ``val_loss``).
+
+    >>> curve_frame([(1, 3.0, None), (2, 2.5, 2.7)])["val_loss"].tolist()
+    [nan, 2.7]
+    """
+    frame = pd.DataFrame(points, columns=["step", "train_loss", "val_loss"])
+    return frame.astype({"train_loss": float, "val_loss": float})
+
+
+def result_line(view: RunView, points: list[tuple]) -> str:
+    """An ended run's line from its kept curve: steps, final training loss (the mean of its last 10 steps), last
+    validation loss and perplexity (the same as a live run's :func:`ui.panels.runs.final_line`).
+
+    >>> from llmviz.lab.records import RunRecord
+    >>> result_line(RunView.of(RunRecord("r", "s", "training", "x", "finished", 2, 2)), [(1, 3.0, None), (2, 2.0, 2.5)])
+    ' · finished after 2 steps · training loss 2.500 · validation loss 2.500 · validation perplexity 12.18'
+    """
+    losses = [loss for _, loss, _ in points if loss is not None]
+    vals = [val for _, _, val in points if val is not None]
+    val = vals[-1] if vals else None
+    found = RunResult(view.step, view.total, view.state, final_train_loss(losses), val, perplexity_measure(val))
+    return found.line(view.label).removeprefix(view.label)
+
+
+def draw_kept(view: RunView, where: str = "kept") -> None:
+    """One kept run, as the lab keeps it: its state in words, its controls, its whole curve and its newest sample."""
+    kept = lab.curve(view.id)
+    points = list(kept.points)
+    label = literal_markdown(view.label)
+    if view.live:
+        st.progress(min(1.0, view.step / max(view.total, 1)), text=f"**{label}** · {state_text(view)}")
+    elif view.state == "failed":
+        st.warning(f"**{label}** · {literal_markdown(state_text(view))}")
+    elif view.state == "finished":
+        st.markdown(f"**{label}**{literal_markdown(result_line(view, points))}")
+    else:
+        st.info(f"**{label}** · {literal_markdown(state_text(view))}")
+    kept_controls(view, where)
+    if points:
+        figure = runs.loss_figure([(view.label, curve_frame(points), 0)], smoothing=0.8)
+        for step in kept.resumes:  # one run, one curve: where it went on after a stop is marked
+            figure.add_vline(x=step, line_dash="dot", line_color="#6c757d", annotation_text=f"resumed at {step}")
+        charts.show(figure, width="stretch", key=state.widget("kept_chart_", where, view.id))
+    found = lab.samples(view.id)
+    if found:
+        step, text = found[-1]
+        st.code(f"step {step}:\n{text}", language=None, wrap_lines=True)
+
+
+def _control(run_id: str, action: str) -> None:
+    """A kept run's button's callback (it acts whatever run of the page carries the click)."""
+    try:
+        said = lab.control(run_id, action)
+    except LlmvizError as refused:  # JobRefused: the share of runs or memory, no kept text; one sentence
+        said = str(refused)
+    state.RUN_REFUSED.set(said, "kept")
+    if action == "resume":
+        picker.select(f"run:{run_id}")  # the picker stays on (or comes to) the run that trains on
+
+
+def kept_controls(view: RunView, where: str) -> None:
+    """Pause / Resume / Stop for a live run another app process trains, Resume for a parked or interrupted one:
+    through the lab, whichever process holds the run."""
+    if not (view.live or view.resumable):
+        return
+    c1, c2, _ = st.columns([1, 1, 4])
+    if view.resumable or view.state == "paused":
+        c1.button(
+            "Resume", key=state.widget("kept_resume_", where, view.id), on_click=_control, args=(view.id, "resume")
+        )
+    else:
+        c1.button("Pause", key=state.widget("kept_pause_", where, view.id), on_click=_control, args=(view.id, "pause"))
+    if view.live:
+        c2.button("Stop", key=state.widget("kept_stop_", where, view.id), on_click=_control, args=(view.id, "stop"))
+    said = state.RUN_REFUSED.pop("kept")
+    if said:
+        st.caption(literal_markdown(said))
+
+
+def kept_rows(views: list[RunView], steps_by_run: dict[str, list[int]]) -> list[dict]:
+    """The table of a student's kept runs.
+
+    >>> from llmviz.lab.records import RunRecord
+    >>> rows = kept_rows([RunView.of(RunRecord("a", "s", "training", "GPT micro", "interrupted", total=300, step=120,
+    ...                                        best_val_loss=2.4567))], {"a": [0, 100, 120]})
+    >>> rows[0]["state"][:37], rows[0]["steps"], rows[0]["best validation loss"], rows[0]["snapshots kept"]
+    ('interrupted at step 120 of 300: the s', '120 of 300', '2.457', '0, 100, 120')
+    """
+    return [
+        {
+            "run": view.label,
+            "state": state_text(view),
+            "steps": f"{view.step} of {view.total}",
+            "best validation loss": f"{view.best_val_loss:.3f}" if view.best_val_loss is not None else "–",
+            "snapshots kept": ", ".join(map(str, steps_by_run.get(view.id, []))) or "none",
+        }
+        for view in views
+    ]
+
+
+def disk_line() -> None:
+    """The student's disk use against their quota (snapshots, optimizer states for Resume, uploaded texts)."""
+    usage = lab.disk()
+    if usage is None:
+        return
+    share = usage.used / usage.quota if usage.quota else 0.0
+    st.progress(
+        min(1.0, share),
+        text=f"Your kept runs and files take {footprint.size_text(usage.used)} of your "
+        f"{footprint.size_text(usage.quota)}"
+        + (": the oldest snapshots are thinned to make room for new ones." if share > 0.9 else "."),
+    )
+
+
+def _delete(run_id: str) -> None:
+    """Delete's callback: the first press asks, the second (on the same run) deletes."""
+    if state.DELETE_ASKED.get() != run_id:
+        state.DELETE_ASKED.set(run_id)
+        return
+    state.DELETE_ASKED.pop()
+    state.RUN_REFUSED.set(lab.control(run_id, "delete"), "kept_delete")
+
+
+def _name_box() -> None:
+    name = identity.display_name()
+    typed = st.text_input(
+        "Your name for the teacher's class view (optional)",
+        value=name,
+        max_chars=40,
+        key=state.widget("student_name"),
+        help="Your runs are kept for this browser (or your login) whatever you type; the name only tells the "
+        "teacher whose runs they are.",
+    )
+    if typed != name:
+        identity.set_display_name(typed)
+
+
+def kept_runs_panel() -> None:
+    """The student's kept runs (every app process's, earlier servers'), their disk use, and Resume / Delete for
+    one of them. Each is in the sidebar's picker at its kept steps."""
+    if lab.service() is None:
+        return
+    _name_box()
+    found = lab.runs()
+    said = state.RUN_REFUSED.pop("kept_delete")
+    if said:
+        st.success(literal_markdown(said))
+    if not found:
+        disk_line()
+        return
+    st.markdown("**Kept runs**: your runs, as the lab keeps them (the sidebar's picker shows each at its kept steps).")
+    st.dataframe(pd.DataFrame(kept_rows(found, lab.snapshots_by_run()), columns=list(KEPT_COLUMNS)), hide_index=True)
+    disk_line()
+    by_label = {f"{view.label} · {view.id}": view for view in found}
+    d1, d2 = st.columns([3, 2], vertical_alignment="bottom")
+    chosen = by_label.get(d1.selectbox("A kept run", list(by_label), key=state.widget("kept_delete_choice")))
+    if chosen is None:
+        return
+    asked = state.DELETE_ASKED.get() == chosen.id
+    d2.button(
+        "Yes, delete it" if asked else "Delete it",
+        key=state.widget("kept_delete"),
+        type="primary" if asked else "secondary",
+        on_click=_delete,
+        args=(chosen.id,),
+    )
+    if asked:
+        st.warning(
+            f"Delete **{literal_markdown(chosen.label)}** with its curve and {len(lab.snapshots(chosen.id))} kept "
+            "snapshot(s)? Press the button again to delete it; nothing else is changed."
+        )
+    if chosen.resumable or (chosen.live and picker.manager().get(picker.session_id(), chosen.id) is None):
+        kept_controls(chosen, "chosen")  # a run this process trains has its controls with its live curve
+    if chosen.resumable:
+        st.caption(picker.manager().resume_line(picker.session_id(), chosen.id))
+
+
+def focused_id(raced: set[str]) -> str | None:
+    """The run the Training page opens on: the run picked in the sidebar, else the one trained here last, else the
+    student's newest training run, as the lab keeps it (this app process's, another's, an earlier server's), else
+    this process's newest run (the lab cannot be read). ``raced``: race runners (the tab Races draws them)."""
+    picked = picker.selected_key().split("@")[0]
+    wanted = [picked.removeprefix("run:")] if picked.startswith("run:") else []
+    wanted.append(state.TRAINING_FOCUS.get() or "")
+    autoencoders = state.SAE_RUNS.setdefault()
+    kept = [view for view in lab.runs() if view.id not in raced and view.id not in autoencoders]
+    live = [job.id for job in runs.runs() if job.id not in raced]
+    known = {view.id for view in kept} | set(live)
+    found = next((run_id for run_id in wanted if run_id in known), None)
+    if found is not None:
+        return found
+    newest = [view.id for view in kept if view.kind == "training"] or live[::-1]
+    return newest[0] if newest else None
+
+
+def live_kept(run_id: str, after) -> None:
+    """A run no tab of this process trains, drawn from the lab's record (``after()``: drawn below it), refreshed while
+    it is live (in another app process)."""
+    first = lab.run(run_id)
+    if first is None:
+        return
+
+    def draw() -> None:
+        draw_kept(lab.run(run_id) or first, where="single")
+        after()
+
+    runs.live(draw, active=lambda: bool((view := lab.run(run_id)) and view.live), name="training.run")
