@@ -45,22 +45,26 @@ def add_tuning_commands(commands) -> None:
     common.add_argument("--eval-interval", type=count_between(1, MAX_STEPS), default=10)
     common.add_argument("--half", action="store_true", help="save the weights as float16 (the shipped checkpoints)")
 
-    sft = commands.add_parser(
+    sft_parser = commands.add_parser(
         "sft", parents=[common], help="instruction-tune a GPT: the loss only on the answers' tokens"
     )
-    sft.add_argument("--init", default=SHIPPED_BASE, metavar="CHECKPOINT", help="the model to tune")
-    sft.add_argument("--steps", type=count_between(1, MAX_STEPS), default=60)
-    sft.add_argument("--batch", type=count_between(1, 512), default=16, help="examples per step")
-    sft.set_defaults(func=cmd_sft)
+    sft_parser.add_argument("--init", default=SHIPPED_BASE, metavar="CHECKPOINT", help="the model to tune")
+    sft_parser.add_argument("--steps", type=count_between(1, MAX_STEPS), default=60)
+    sft_parser.add_argument("--batch", type=count_between(1, 512), default=16, help="examples per step")
+    sft_parser.set_defaults(func=cmd_sft)
 
-    dpo = commands.add_parser(
+    dpo_parser = commands.add_parser(
         "dpo", parents=[common], help="preference-tune the SFT model with DPO against a frozen copy of it"
     )
-    dpo.add_argument("--init", default=SHIPPED_SFT, metavar="CHECKPOINT", help="the SFT model (policy and reference)")
-    dpo.add_argument("--beta", type=_positive_float, default=0.1, help="β: how far the policy may leave the reference")
-    dpo.add_argument("--steps", type=count_between(1, MAX_STEPS), default=40)
-    dpo.add_argument("--batch", type=count_between(1, 256), default=8, help="preference pairs per step")
-    dpo.set_defaults(func=cmd_dpo)
+    dpo_parser.add_argument(
+        "--init", default=SHIPPED_SFT, metavar="CHECKPOINT", help="the SFT model (policy and reference)"
+    )
+    dpo_parser.add_argument(
+        "--beta", type=_positive_float, default=0.1, help="β: how far the policy may leave the reference"
+    )
+    dpo_parser.add_argument("--steps", type=count_between(1, MAX_STEPS), default=40)
+    dpo_parser.add_argument("--batch", type=count_between(1, 256), default=8, help="preference pairs per step")
+    dpo_parser.set_defaults(func=cmd_dpo)
 
 
 def _say(message: str) -> None:
