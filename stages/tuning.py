@@ -128,7 +128,8 @@ def side_by_side() -> None:
     keys = _keys(models)
     with ui.friendly_errors("answering"):
         answers = _answers(keys, asked, sampled, settings.seed, models)
-        st.markdown(f"**The prompt, in the template**: `{html.escape(instructions.prompt_text(asked))}`")
+        st.markdown("**The prompt, in the template** (the models write on from its end):")
+        st.code(instructions.prompt_text(asked), language=None)
         answers_row(answers)
         st.caption(
             "Each token is shaded by the probability its own model gave it (hover for the number). "
