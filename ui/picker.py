@@ -183,6 +183,16 @@ class ShippedSource:
                         note="Shipped with llmviz: a small GPT trained on the Python reference manual.",
                     )
                 )
+            elif name.startswith(SHIPPED_GPT + "-"):  # the shipped GPT tuned (the Tuning page's SFT and DPO models)
+                tuned = name.removeprefix(SHIPPED_GPT + "-").upper()
+                out.append(
+                    Entry(
+                        f"shipped:{name}",
+                        f"Shipped GPT · {tuned} tuned",
+                        "gpt",
+                        note=f"Shipped with llmviz: the shipped GPT after {tuned} on questions about the manual.",
+                    )
+                )
             else:
                 kind = name.removeprefix("names-")
                 out.append(
