@@ -37,8 +37,9 @@ def _shipped() -> dict:
 
 # ------------------------------------------------------------------ lab runs (as the Adapting page keeps them)
 def _submit(section: str, label: str, build, footprint, steps: int) -> None:
+    """Start a lab run of kind ``section`` ("sft" or "dpo", as the lab keeps it) built in its worker."""
     planned = [(runs.unique_label(label), Planned(build, footprint, steps))]
-    started = runs.start(section, lambda: picker.manager().submit_race(picker.session_id(), planned))
+    started = runs.start(section, lambda: picker.manager().submit_race(picker.session_id(), planned, kind=section))
     if started:
         kept = state.LAB_RUNS.get(section, default=[])
         state.LAB_RUNS.set([*kept, {"ids": {job.label: job.id for job in started}}], section)

@@ -100,7 +100,7 @@ def cmd_sft(args: argparse.Namespace) -> int:
     from llmviz.adapt import instructions, sft
     from llmviz.cli.adapt import _initial
     from llmviz.cli.train import check_out
-    from llmviz.jobs.manager import train_blocking
+    from llmviz.jobs.blocking import train_blocking
 
     check_out(args.out, overwrite=args.overwrite)
     train_rows, val_rows, where = instructions.training_sets("sft", args.data)
@@ -137,7 +137,7 @@ def cmd_dpo(args: argparse.Namespace) -> int:
     from llmviz.adapt import dpo, instructions
     from llmviz.cli.adapt import _initial
     from llmviz.cli.train import check_out
-    from llmviz.jobs.manager import train_blocking
+    from llmviz.jobs.blocking import train_blocking
 
     check_out(args.out, overwrite=args.overwrite)
     train_rows, val_rows, where = instructions.training_sets("dpo", args.data)
