@@ -15,7 +15,7 @@ from llmviz.adapt import dpo, instructions, sft
 from llmviz.errors import LlmvizError
 from llmviz.jobs.manager import Planned
 from llmviz.lessons import adapting, tuning
-from ui import charts, picker, sections, share, state
+from ui import charts, lab, picker, sections, share, state
 from ui.panels import runs
 from ui.panels.tuning import answers_row, dpo_figure, figures_table, mask_chips, probabilities_figure
 
@@ -57,20 +57,26 @@ def _runs(section: str) -> dict:
     return found
 
 
-def _run_view(job):
-    """A run's newest snapshot as a model view, or None while it has none."""
+def _run_view(run_id: str):
+    """A run's newest snapshot as a model view (as the lab keeps it), or None while it has none."""
     try:
-        return picker.load(f"run:{job.id}")
+        return picker.load(f"run:{run_id}")
     except LlmvizError:
         return None
+
+
+def _kept(kind: str) -> dict:
+    """The student's runs of ``kind`` ("sft" or "dpo") as the lab keeps them, ``label → run id``, newest first:
+    this tab's, earlier sessions', earlier servers'."""
+    return {view.label: view.id for view in lab.runs((kind,))}
 
 
 # ------------------------------------------------------------------ which models are compared
 def _choices(kind: str) -> dict:
     """What can stand in the ``kind`` slot: the shipped model, the sidebar's model, this page's runs of that kind."""
     options = {f"shipped {kind}": None, "the model picked in the sidebar": "sidebar"}
-    for label, job in _runs(kind.lower()).items():
-        options[f"my run: {label}"] = job
+    for label, run_id in _kept(kind.lower()).items():
+        options[f"my run: {label}"] = run_id
     return options
 
 
@@ -210,7 +216,7 @@ def _own_rows(kind: str):
 
 def _dpo_start() -> tuple:
     """The SFT model a DPO run starts from: the shipped one, or one of this page's SFT runs."""
-    options = {"shipped SFT": None, **{f"my run: {label}": job for label, job in _runs("sft").items()}}
+    options = {"shipped SFT": None, **{f"my run: {label}": run_id for label, run_id in _kept("sft").items()}}
     pick = st.selectbox("Start from", list(options), key=state.widget("tuning_dpo_from"))
     view = _run_view(options[pick]) if options[pick] is not None else None
     return (view.model, view.tokenizer) if view is not None else _shipped()["SFT"]
