@@ -5,7 +5,7 @@ are llmviz.lab.classroom's, the figures ui.panels.classroom's."""
 import streamlit as st
 
 from llmviz.lab.classroom import SORTS, thin_curve
-from ui import charts, identity, lab, picker, sections, state, watch
+from ui import charts, identity, lab, model_sources, picker, sections, state, watch
 from ui.panels import classroom
 from ui.text import literal_markdown
 
@@ -53,7 +53,7 @@ if rows:  # (no heading over nothing: the live section above says no student has
     chosen = by_name[st.selectbox("Run", list(by_name), key=state.widget("class_run"))]
     d1, d2, d3 = st.columns(3)
     if d1.button("Show on the projector", key=state.widget("class_project"), type="primary"):
-        picker.project(chosen.run_id, None)
+        model_sources.project(chosen.run_id, None)
         st.rerun()
     d2.button("Stop it", key=state.widget("class_stop"), on_click=ask, args=(chosen.student, chosen.run_id, "stop"))
     d3.button("Park it", key=state.widget("class_park"), on_click=ask, args=(chosen.student, chosen.run_id, "park"))

@@ -1,5 +1,6 @@
 """The model picker in the sidebar (:mod:`ui.picker` is what it picks from): the box every page shows, the step slider
-over a run's kept snapshots, and the panel of the student's runs while they train."""
+over a run's kept snapshots, and the panel of the student's runs while they train. Importing it registers the
+built-in sources (:mod:`ui.model_sources`); ``ui`` imports it for every page (``ui.sidebar``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 
 import streamlit as st
 
-from ui import hub, identity, sections, state, watch
+from ui import hub, identity, model_sources, sections, state, watch  # noqa: F401 - model_sources registers the sources
 from ui.labels import fit
 from ui.picker import DEFAULT_KEY, _pick, _refuse, entries, manager, session_id, shown_on_page
 from ui.text import literal_markdown

@@ -150,7 +150,7 @@ def test_cli_verbs_on_gpt2_and_the_shipped_gpt_write_checkpoints_the_picker_list
             assert main.main([*argv, "--init", init, "--out", str(runs / f"{tag}-{argv[0]}")]) == 0, capsys.readouterr()
     capsys.readouterr()
 
-    from ui.picker import RunsDirSource
+    from ui.model_sources import RunsDirSource
 
     monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(runs))
     source = RunsDirSource()
@@ -191,7 +191,7 @@ def test_pages_work_with_a_hostile_runs_folder_and_picking_a_bad_entry_explains(
     # each bad entry is listed as unavailable, in an option that fits the sidebar (they were all cut off): why it is
     # unavailable is its note, which picking it shows (the link or old pick of "deep" above did)
     from ui.labels import PICKER_WIDTH, text_width
-    from ui.picker import RunsDirSource
+    from ui.model_sources import RunsDirSource
 
     notes = {entry.label: entry.note for entry in RunsDirSource().entries()}
     for name in BAD:
@@ -223,7 +223,7 @@ def test_a_folder_whose_name_is_not_utf8_is_listed_as_unreadable_and_the_others_
     assert listed["caf\ufffd-latin1"].problem == "its name is not valid UTF-8: rename it."
     assert str(runs) not in str(bounded(lambda: read_safetensors(bad / "model.safetensors")))
 
-    from ui.picker import RunsDirSource
+    from ui.model_sources import RunsDirSource
 
     monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(runs))
     entries = {entry.label: entry for entry in RunsDirSource().entries()}
@@ -242,7 +242,7 @@ def test_a_bug_in_the_sidebars_step_slider_is_a_message_not_a_traceback(monkeypa
     shown as Streamlit's raw traceback in the sidebar."""
     import re
 
-    import ui.picker
+    import ui.picker_sidebar
     from tests.support.pages import session_jobs, train_on_names
 
     at = train_on_names()
@@ -252,7 +252,7 @@ def test_a_bug_in_the_sidebars_step_slider_is_a_message_not_a_traceback(monkeypa
     def broken(*_args):
         raise RuntimeError("a bug in the slider")
 
-    monkeypatch.setattr(ui.picker, "_step_slider", broken)
+    monkeypatch.setattr(ui.picker_sidebar, "_step_slider", broken)
     at.run()
     assert not at.exception
     shown = [re.sub(r"\\(.)", r"\1", e.value) for e in at.sidebar.error]  # Markdown source: punctuation is escaped

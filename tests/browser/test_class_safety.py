@@ -156,7 +156,7 @@ def test_a_forged_array_of_the_wrong_kind_is_refused_too(server):
 
 def test_clear_cache_from_a_client_then_a_widget_change_keeps_the_page(server):
     """A client's ``clear_cache`` emptied the model picker's value: the next widget change crashed the page in
-    ``ui.picker._remember_model`` ('NoneType' object has no attribute 'startswith')."""
+    ``ui.picker_sidebar._remember_model`` ('NoneType' object has no attribute 'startswith')."""
     from streamlit.proto.BackMsg_pb2 import BackMsg
 
     url, log = server

@@ -13,7 +13,7 @@ from llmviz.adapt import finetune, lora, memory, quantize
 from llmviz.errors import LlmvizError
 from llmviz.lessons import adapting
 from llmviz.lessons.defaults import DEFAULT_PROMPT
-from ui import charts, picker, share, state
+from ui import charts, model_sources, share, state
 from ui.text import literal_markdown
 
 
@@ -216,7 +216,7 @@ def _classifier_accuracy(folder: str, stamp: float) -> float:
 
 def checkpoint_classifier(view) -> None:
     """A checkpoint written by ``python -m llmviz finetune``, picked in the sidebar: its trained head, read back."""
-    folder = picker.checkpoint_folder(view)
+    folder = model_sources.checkpoint_folder(view)
     if folder is None or not isinstance(view.meta.get("task"), dict):
         return
     st.markdown(f"**The classifier in {literal_markdown(folder.name)}** (fine-tuned with `python -m llmviz finetune`)")
