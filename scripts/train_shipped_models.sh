@@ -19,4 +19,11 @@ for model in bigram-counts bigram-neural mlp wavenet rnn gru transformer; do
     --steps 2000 --lr "$lr" --warmup 20 --eval-interval 200 --seed 1337 --device cpu --weights-only \
     --out "data/names-$model"
 done
+# the tuned pair of the shipped GPT (the Tuning page opens on them): instruction tuning on the manual's questions
+# (scripts/make_instructions.py writes data/instructions/), then DPO from it; weights kept as float16 (half the size)
+python scripts/make_instructions.py
+python -m llmviz sft --init data/gpt-python-docs --steps 60 --batch 16 --lr 1e-3 --eval-interval 10 --seed 1337 \
+  --half --overwrite --out data/gpt-python-docs-sft
+python -m llmviz dpo --init data/gpt-python-docs-sft --beta 0.1 --steps 40 --batch 8 --lr 1e-4 --eval-interval 10 \
+  --seed 1337 --half --overwrite --out data/gpt-python-docs-dpo
 python scripts/summarise_shipped_models.py > data/README.md

@@ -204,6 +204,16 @@ PARAMS: dict[str, tuple[str, str]] = {
     "lora_matrix": ("option", "Adapting: the matrix whose ΔW is drawn"),
     "quant_layer": ("option", "Adapting: the matrix of the quantization histogram"),
     "adapting_part": ("option", "Adapting: the open tab (LoRA, quantization, fine-tuning for a task, memory, …)"),
+    # Tuning
+    "tuning_tab": ("option", "Tuning: the open tab (side by side, the response mask, DPO, tune your own)"),
+    "tuning_question": ("option", "Tuning: the held-out question the three models answer"),
+    "tuning_own": ("text", "Tuning: a question of your own for the three models"),
+    "tuning_decoding": ("option", "Tuning: greedy or sampled answers"),
+    "tuning_scored": ("option", "Tuning: whose answer's tokens are scored under every model"),
+    "tuning_example": ("number", "Tuning: the training example whose response mask is drawn"),
+    "tuning_sft_steps": ("number", "Tuning: steps of an SFT run"),
+    "tuning_beta": ("number", "Tuning: DPO's β"),
+    "tuning_dpo_steps": ("number", "Tuning: steps of a DPO run"),
     # Serving
     "serving_part": ("option", "Serving: the open tab (the KV cache, paged attention, batching)"),
     "kv_growth_tokens": ("number", "Serving: how many tokens the model writes while its KV cache is measured"),
@@ -235,7 +245,7 @@ MAX_TEXT = 2_000  #: characters a text parameter may carry (longer text is short
 MAX_TEXT_BYTES = 6_000
 #: text parameters whose box takes at most this many characters (:func:`bind` gives the box this ``max_chars``): a
 #: longer text in a link is no text the box could hold, so it falls back to the box's default, with a notice
-MAX_CHARS = {"vec_1": 500, "vec_2": 500, "vec_3": 500, "sentences": 5_000, "flow_sentence": 2_000}
+MAX_CHARS = {"vec_1": 500, "vec_2": 500, "vec_3": 500, "sentences": 5_000, "flow_sentence": 2_000, "tuning_own": 300}
 
 
 def bind(name: str) -> dict:

@@ -10,7 +10,7 @@ import streamlit as st
 from llmviz.data import corpus
 from llmviz.device import available_devices, fresh_seed, pick_device
 from llmviz.errors import LlmvizError, UploadError
-from ui import picker, present, share, state
+from ui import picker, picker_sidebar, present, share, state
 from ui.routing import ensure_router
 from ui.text import literal_markdown
 
@@ -35,14 +35,13 @@ UPLOAD = "upload"
 
 def sidebar() -> Settings:
     """The sidebar every page shares: the model picker, then corpus, seed and device."""
-    from ui import picker
 
     state.keep_kept_values()
     with st.sidebar:
         present.switch()
         st.markdown("### Model")
-        picker.sidebar()
-        picker.jobs_panel()
+        picker_sidebar.sidebar()
+        picker_sidebar.jobs_panel()
         st.markdown("### Settings")
         names = [entry.name for entry in corpus.list_corpora()] + [UPLOAD]
         labels = {entry.name: entry.title for entry in corpus.list_corpora()} | {UPLOAD: "Your own text (upload)"}

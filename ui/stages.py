@@ -63,6 +63,13 @@ PIPELINE: list[Stage] = [
         "LoRA, quantization, fine-tuning for a task, less memory",
     ),
     Stage(
+        "tuning",
+        "Tuning",
+        ":material/school:",
+        "stages/tuning.py",
+        "base → assistant: instruction tuning (SFT) and DPO",
+    ),
+    Stage(
         "serving",
         "Serving",
         ":material/dns:",

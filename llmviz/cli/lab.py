@@ -36,7 +36,7 @@ def add_lab_commands(sub) -> None:
 
 def _where(args: argparse.Namespace) -> tuple[str, str | None]:
     from llmviz import settings
-    from llmviz.lab.service import runs_folder
+    from llmviz.paths import runs_folder
 
     folder = args.runs_dir or os.fspath(runs_folder())
     url = args.database or settings.get("LLMVIZ_DATABASE_URL") or None

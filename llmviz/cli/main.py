@@ -213,6 +213,9 @@ def build_parser(prog: str = "llmviz") -> argparse.ArgumentParser:
     from llmviz.cli.adapt import add_adapt_commands
 
     add_adapt_commands(commands)
+    from llmviz.cli.tuning import add_tuning_commands
+
+    add_tuning_commands(commands)
     from llmviz.cli.interpret import add_interpret_commands
     from llmviz.cli.sae import add_sae_commands
 

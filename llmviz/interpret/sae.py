@@ -429,7 +429,13 @@ class SaeTrainer:
     def describe(self) -> dict:
         """What a page knows about this run before opening a snapshot (the runner interface's ``describe``)."""
         return {
-            "description": {"kind": "sae", "config": self.config.to_dict(), "d_in": self.model.d_in},
+            # the model it reads (name, config, weights' fingerprint): a kept run is checked against the picked model
+            "description": {
+                "kind": "sae",
+                "config": self.config.to_dict(),
+                "d_in": self.model.d_in,
+                "model": self.model_id,
+            },
             "config": self.config,
             "tokenizer": self.tokenizer,
             "vocab_size": self.lm.config.vocab_size if self.lm is not None else 0,

@@ -40,7 +40,6 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from llmviz import settings
@@ -65,6 +64,7 @@ from llmviz.lab.records import (
 )
 from llmviz.lab.registry import Registry, default_url
 from llmviz.lab.storage import Storage, content_hash, thinning_order
+from llmviz.paths import runs_folder
 
 __all__ = [
     "AUTOENCODER",
@@ -87,11 +87,9 @@ __all__ = [
     "SnapshotDamaged",
     "Usage",
     "default_lab",
-    "runs_folder",
 ]
 
 log = logging.getLogger(__name__)
-ROOT = Path(__file__).resolve().parent.parent.parent  # the repository
 ACTIONS = ("pause", "resume", "stop", "park", "delete")  # what Lab.control takes
 KIND_WORDS = {  # what each kind of run is called on a page
     TRAINING: "training run",
@@ -116,11 +114,6 @@ class SnapshotDamaged(LlmvizError):
 
 class QuotaExceeded(LlmvizError):
     """A run or file would pass the student's disk quota even after thinning their snapshots."""
-
-
-def runs_folder() -> Path:
-    """``LLMVIZ_RUNS_DIR``, else ``runs/`` in the repository."""
-    return Path(settings.get("LLMVIZ_RUNS_DIR") or ROOT / "runs")
 
 
 # ---------------------------------------------------------------------------- what the door hands out

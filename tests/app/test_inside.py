@@ -436,6 +436,16 @@ def test_an_autoencoder_trained_in_the_features_tab_is_a_lab_run_and_the_browser
     at.switch_page(str(ui.ROOT / "stages/training.py")).run()  # the Training page lists models' runs only
     assert_clean(at)
     assert not any(box.label == "Download a run" and box.options for box in at.selectbox)
+    # a reload after a restart: no job in memory, nothing in the tab's state; the lab's record opens it again
+    default_manager().end_session(at.session_state["_llmviz_session_id"])
+    at.session_state["inside_sae_runs"] = {}
+    at.switch_page(str(ui.ROOT / "stages/inside.py")).run()
+    assert_clean(at)
+    box = by_label(at.selectbox, "Autoencoder")
+    assert any(option.startswith("Yours: SAE blocks.1.resid_post") for option in box.options), box.options
+    box.set_value(f"run:{job.id}").run()
+    assert_clean(at)
+    assert "256 features at blocks.1.resid_post" in texts(at.caption)
 
 
 def test_the_features_tab_reads_the_corpus_picked_in_the_sidebar():

@@ -24,12 +24,12 @@ def test_a_run_with_one_kept_snapshot_or_none_yet_says_where_it_is():
     step 178, and "Preparing… until its step 0 exists" for a run at step 62."""
     from llmviz.lab.records import RunRecord
     from llmviz.lab.service import RunView
-    from ui import picker
+    from ui import picker, picker_sidebar
 
     interrupted = RunView.of(RunRecord("r1", "s", "training", "GPT micro", "interrupted", 2000, 178, model="gpt"))
     entry = picker._run_entry(interrupted, 1, None, [178])
     assert entry.steps == (178,) and entry.family == "gpt" and "interrupted at step 178 of 2000" in entry.note
-    assert picker.step_caption(178, training=False) == "Step 178 (its only kept snapshot)."
+    assert picker_sidebar.step_caption(178, training=False) == "Step 178 (its only kept snapshot)."
     running = RunView.of(RunRecord("r2", "s", "training", "GPT micro", "running", 2000, 62, model="gpt"))
     pending = picker._run_entry(running, 2, None, [])
     assert pending.family == "pending" and "at step 62" in pending.note and "step 0" not in pending.note

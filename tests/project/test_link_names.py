@@ -23,8 +23,9 @@ sin_positions split steer_alpha steer_kind steer_layer steer_negative steer_posi
 stride swiglu_layer swiglu_token task_steps temperature temperatures text tie_attn-only-2l tie_custom tie_gpt-micro
 tie_gpt-mini tie_gpt-nano tie_gpt2-124m tie_llama-style tie_moe-tiny tie_picked tie_qwen-style
 tie_smollm2-135m-shapes tokenizers tokens_tab top_k top_p train_context train_model train_tokenizer train_vocab
-training_part vec_1 vec_2 vec_3 vocab vocab_size w2v_dim w2v_nn w2v_train_steps w2v_vocab w2v_window words
-zero_processes
+training_part tuning_beta tuning_decoding tuning_dpo_steps tuning_example tuning_own tuning_question tuning_scored
+tuning_sft_steps tuning_tab vec_1 vec_2 vec_3 vocab vocab_size w2v_dim w2v_nn w2v_train_steps w2v_vocab w2v_window
+words zero_processes
 """.split()
 
 

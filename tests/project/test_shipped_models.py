@@ -13,7 +13,9 @@ from llmviz.training.checkpoint import load_checkpoint
 from llmviz.training.config import TrainConfig
 from tests.support.paths import DATA
 
-FOLDERS = sorted(p for p in DATA.iterdir() if (p / "checkpoint.json").exists())
+FOLDERS = sorted(
+    p for p in DATA.iterdir() if (p / "checkpoint.json").exists() and not p.name.endswith(("-sft", "-dpo"))
+)  # the tuned pair (SFT, DPO) is checked by tests/unit/lessons/test_tuning.py
 
 
 def corpus_text(name: str) -> str:

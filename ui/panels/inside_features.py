@@ -22,7 +22,7 @@ from llmviz.errors import LlmvizError
 from llmviz.interpret import features, interventions, sae
 from llmviz.lessons import inside
 from llmviz.training import footprint
-from ui import charts, picker, state
+from ui import charts, lab, picker, state
 from ui.panels import runs
 from ui.panels.inside import label, view_ids
 from ui.panels.inside_interventions import change_figure, plain_and_steered
@@ -55,13 +55,29 @@ def _run_sae(sae_id: str, _meta: dict, _state: dict) -> sae.LoadedSae:
 
 
 def sae_choices() -> dict[str, str]:
-    """The autoencoders the tab offers: the shipped one, then this session's autoencoder runs (newest last)."""
+    """The autoencoders the tab offers: the shipped one, this session's autoencoder runs (newest last), then the
+    student's others the lab keeps (earlier sessions', earlier servers', another app process's: reopened from their
+    kept snapshots)."""
     choices = {"shipped": SHIPPED_SAE_LABEL} if (SHIPPED_SAE / sae.CONFIG_FILE).is_file() else {}
     for job_id in state.SAE_RUNS.setdefault():
         job = picker.manager().get(picker.session_id(), job_id)
         if job is not None:
             choices[f"run:{job_id}"] = f"Yours: {job.label} ({job.status().describe()})"
+    for view in lab.autoencoder_runs():
+        choices.setdefault(f"run:{view.id}", f"Yours: {view.label} ({lab.state_text(view)})")
     return choices
+
+
+def _kept_sae(run_id: str) -> tuple[str, sae.LoadedSae] | None:
+    """A kept autoencoder run at its newest kept snapshot, read from the lab's files (None: none kept yet)."""
+    kept = lab.snapshots(run_id)
+    if not kept:
+        return None
+    step = max(snapshot.step for snapshot in kept)
+    weights, meta = lab.open_snapshot(run_id, step)
+    description = meta.get("model") or {}
+    sae_meta = {"config": description["config"], "d_in": description["d_in"], "model": description.get("model", {})}
+    return f"run:{run_id}@{step}", _run_sae(f"{run_id}@{step}", sae_meta, weights)
 
 
 def loaded_sae(choice: str) -> tuple[str, sae.LoadedSae] | None:
@@ -72,7 +88,9 @@ def loaded_sae(choice: str) -> tuple[str, sae.LoadedSae] | None:
     job_id = choice.removeprefix("run:")
     job = picker.manager().get(picker.session_id(), job_id)
     info = state.SAE_RUNS.setdefault().get(job_id)
-    if job is None or info is None or job.info is None or job.snapshots is None or not job.snapshots.steps():
+    if job is None or info is None:  # not trained by this session: as the lab keeps it
+        return _kept_sae(job_id)
+    if job.info is None or job.snapshots is None or not job.snapshots.steps():
         return None
     step, weights = job.snapshots.resolve(None)
     description = job.info.description

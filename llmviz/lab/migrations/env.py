@@ -14,7 +14,7 @@ def run() -> None:
     if connection is None:
         from llmviz import settings
         from llmviz.lab.registry import default_url, make_engine
-        from llmviz.lab.service import runs_folder
+        from llmviz.paths import runs_folder
 
         engine = make_engine(settings.get("LLMVIZ_DATABASE_URL") or default_url(runs_folder()))
         with engine.begin() as connection:

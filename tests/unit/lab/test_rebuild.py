@@ -40,6 +40,7 @@ def _trained(folder) -> tuple[str, list, list, tuple | None]:
     return job.id, curve, steps, registry.resume_state(job.id)
 
 
+@pytest.mark.processes  # the lab commands run as python -m llmviz
 def test_a_lost_database_is_rebuilt_from_the_run_folders_by_the_cli(tmp_path):
     run_id, curve, steps, _ = _trained(tmp_path)
     record = json.loads((tmp_path / "lab" / "ada" / run_id / RUN_FILE).read_text())
@@ -105,6 +106,7 @@ def test_a_deleted_run_leaves_no_run_file_and_a_planted_one_opens_nothing(tmp_pa
     assert done.runs == 0 and done.skipped == ["eve/r2"]
 
 
+@pytest.mark.processes  # the lab commands run as python -m llmviz
 def test_lab_commands_refuse_bad_arguments_in_one_line(tmp_path):
     for arguments in (
         ["rebuild", "--runs-dir", str(tmp_path / "nowhere")],
@@ -119,6 +121,7 @@ def test_lab_commands_refuse_bad_arguments_in_one_line(tmp_path):
         assert "Traceback" not in done.stderr
 
 
+@pytest.mark.processes  # the lab commands run as python -m llmviz
 def test_lab_backup_copies_a_database_while_it_is_written(tmp_path):
     lab = Lab.at(tmp_path)
     lab.registry.ensure_student("bo")
