@@ -32,7 +32,7 @@ from llmviz.lab.records import AUTOENCODER, TASK, TRAINING, RunRecord, config_js
 from llmviz.lab.service import Lab
 from llmviz.lab.slots import CLAIM_WAIT_S
 from llmviz.lab.storage import read_kept_file, safe_name
-from llmviz.training.snapshots import is_snapshot_step
+from llmviz.training.snapshots import SnapshotStore, is_snapshot_step
 
 log = logging.getLogger(__name__)
 
@@ -292,51 +292,49 @@ class Keeper:
             return False
 
     def _flush_one(self, entry: _Kept) -> bool:
+        """Write what changed in ``entry``'s job since its last flush (its curve, samples, resume state, snapshots,
+        then its row); True once the job has ended and all of it is written (its slot freed)."""
         job = entry.job
         ended = job.ended
         if job.version == entry.version and not ended:
             return False
         status = job.status()
         entry.version = status.version
-        registry = self.lab.registry
-        vals = {m.step: m.val_loss for m in status.metrics if getattr(m, "val_loss", None) is not None}
-        new = status.losses[entry.points :]
-        registry.add_points(job.id, [(step, loss, vals.get(step)) for step, loss in new])
-        entry.points = len(status.losses)
-        for step, text in status.samples[entry.samples :]:
-            registry.add_sample(job.id, step, text)
-        entry.samples = len(status.samples)
+        self._flush_curve(entry, status)
         if ended and status.state in (JobState.FINISHED, JobState.FAILED):
-            job.take_resume_state()  # it will not be resumed: its optimizer state leaves the quota
-            self.lab.drop_resume(job.id)
-            entry.resume_step = None
+            self._drop_resume(entry)
         else:
             self._flush_resume(entry)
         self._flush_snapshots(entry, status.step)
-        state = status.state.value
-        if ended and entry.parked and status.state == JobState.STOPPED:
-            state = "parked"
-        values: dict = {"state": state, "step": status.step, "error": status.error}
-        if state != entry.state:
-            values.update(state_by=_who(state, entry.by), state_step=status.step)
-            entry.state, entry.by = state, None
-        if job.info is not None and not entry.described:  # a run built in its worker says what it is once built
-            values["model"] = str(job.info.description.get("kind", ""))
-            values["kind"] = run_kind(job)
-            if not job.total:  # a run built in its worker says its length once built
-                values["total"] = int(getattr(job.info.config, "steps", 0) or 0)
-            values["config"] = {**config_json(job.info.config), **_text_field(entry.text_sha256)}
-            entry.described = True
+        values = {**_state_values(entry, status, ended), **_description(entry)}
         if ended:  # before its state says it ended: a reader then finds it within the quota
             self._thin(entry)
-        registry.update_run(job.id, **values)  # right after its snapshots' rows: its step is never long behind them
+        self.lab.registry.update_run(job.id, **values)  # right after its snapshots' rows: never long behind them
         if entry.wrote:
             self._thin(entry)
         if "state_by" in values or ended:  # its state changed: its folder's run.json says so too
             self._write_run_record(entry)
         if ended:
-            registry.free_slot(job.id)
+            self.lab.registry.free_slot(job.id)
         return ended
+
+    def _flush_curve(self, entry: _Kept, status) -> None:
+        """Write the curve's points (each with its validation loss, where measured) and the samples that ``status``
+        has beyond those written already."""
+        registry, job_id = self.lab.registry, entry.job.id
+        vals = {m.step: m.val_loss for m in status.metrics if getattr(m, "val_loss", None) is not None}
+        new = status.losses[entry.points :]
+        registry.add_points(job_id, [(step, loss, vals.get(step)) for step, loss in new])
+        entry.points = len(status.losses)
+        for step, text in status.samples[entry.samples :]:
+            registry.add_sample(job_id, step, text)
+        entry.samples = len(status.samples)
+
+    def _drop_resume(self, entry: _Kept) -> None:
+        """The run finished or failed: it will not be resumed, so its optimizer state leaves the quota."""
+        entry.job.take_resume_state()
+        self.lab.drop_resume(entry.job.id)
+        entry.resume_step = None
 
     def _thin(self, entry: _Kept) -> None:
         """The quota is a limit: the student's oldest snapshots go first (:meth:`llmviz.lab.service.Lab.thin`)."""
@@ -378,26 +376,29 @@ class Keeper:
         if entry.meta is None:
             entry.meta = snapshot_meta(job.info, job.label)
         steps = [step for step in job.snapshots.steps() if step <= upto]
-        last = steps[-1] if steps else None
         for step in steps:
-            if step in entry.on_disk:
-                continue
-            try:
-                state = job.snapshots.get(step)
-            except KeyError:
-                continue  # evicted meanwhile
-            path, nbytes = self.lab.storage.write_snapshot(entry.student, job.id, step, state, entry.meta)
-            try:
-                self.lab.registry.add_snapshot(job.id, step, path, nbytes)
-            except Exception:
-                self.lab.storage.delete_file(path)  # no file that no row names
-                raise
-            entry.on_disk[step] = path
-            entry.wrote = True
-        replaced = [s for s in entry.on_disk if s not in (last, entry.resume_step) and not is_snapshot_step(s)]
-        for step in [s for s in replaced if s not in steps]:
+            if step not in entry.on_disk:
+                self._write_snapshot(entry, step, job.snapshots, entry.meta)
+        for step in replaced_latest(entry.on_disk, steps, entry.resume_step):
             self.lab.storage.delete_file(entry.on_disk.pop(step))  # a "latest" snapshot a newer one replaced
             self.lab.registry.drop_snapshot(job.id, step)
+
+    def _write_snapshot(self, entry: _Kept, step: int, store: SnapshotStore, meta: dict) -> None:
+        """Write ``entry``'s snapshot of ``step`` from ``store`` (with ``meta``) and its row (never a file that no
+        row names); nothing when the snapshot was evicted from memory meanwhile."""
+        job = entry.job
+        try:
+            state = store.get(step)
+        except KeyError:
+            return  # evicted meanwhile
+        path, nbytes = self.lab.storage.write_snapshot(entry.student, job.id, step, state, meta)
+        try:
+            self.lab.registry.add_snapshot(job.id, step, path, nbytes)
+        except Exception:
+            self.lab.storage.delete_file(path)  # no file that no row names
+            raise
+        entry.on_disk[step] = path
+        entry.wrote = True
 
     def act_on_requests(self) -> list[str]:
         """Pause, resume, stop or park the runs of this process that another process asked about through the
@@ -506,6 +507,62 @@ RUN_JSON_FIELDS = (
     "error",
 )
 TEXT_FIELD = "text_sha256"  # the run's config in the registry names its text by content hash (llmviz.lab.storage)
+
+
+def row_state(state: JobState, ended: bool, parked: bool) -> str:
+    """The state a run's row says: its job's, except that a run stopped because its student has gone (or the teacher
+    parked it) is ``parked``.
+
+    >>> row_state(JobState.STOPPED, ended=True, parked=True)
+    'parked'
+    >>> row_state(JobState.STOPPED, ended=True, parked=False)
+    'stopped'
+    >>> row_state(JobState.RUNNING, ended=False, parked=True)
+    'running'
+    """
+    if ended and parked and state == JobState.STOPPED:
+        return "parked"
+    return state.value
+
+
+def _state_values(entry: _Kept, status, ended: bool) -> dict:
+    """The row's state, step and fault, with who changed its state and at which step where it changed since the
+    last flush (``entry`` then remembers the new state)."""
+    state = row_state(status.state, ended, entry.parked)
+    values: dict = {"state": state, "step": status.step, "error": status.error}
+    if state != entry.state:
+        values.update(state_by=_who(state, entry.by), state_step=status.step)
+        entry.state, entry.by = state, None
+    return values
+
+
+def _description(entry: _Kept) -> dict:
+    """What a run built in its worker says of itself once built (its model, kind, length and config), once; an
+    empty dict before it is built and after it has said it."""
+    job = entry.job
+    if job.info is None or entry.described:
+        return {}
+    values: dict = {"model": str(job.info.description.get("kind", "")), "kind": run_kind(job)}
+    if not job.total:  # a run built in its worker says its length once built
+        values["total"] = int(getattr(job.info.config, "steps", 0) or 0)
+    values["config"] = {**config_json(job.info.config), **_text_field(entry.text_sha256)}
+    entry.described = True
+    return values
+
+
+def replaced_latest(on_disk, steps: list[int], resume_step: int | None) -> list[int]:
+    """The steps of ``on_disk`` whose "latest" snapshot a newer one replaced: not log-spaced
+    (:func:`~llmviz.training.snapshots.is_snapshot_step`), not the newest of ``steps`` (those in memory up to the
+    row's step) nor among them, not the step of the resume state.
+
+    >>> replaced_latest({0: "a", 3: "b", 7: "c", 9: "d"}, steps=[0, 9], resume_step=7)
+    [3]
+    >>> replaced_latest({3: "b"}, steps=[], resume_step=None)
+    [3]
+    """
+    last = steps[-1] if steps else None
+    replaced = [s for s in on_disk if s not in (last, resume_step) and not is_snapshot_step(s)]
+    return [s for s in replaced if s not in steps]
 
 
 def _text_field(digest: str | None) -> dict:

@@ -89,6 +89,11 @@ class _Session:
     client: str | None = None  # None: the session is its own client
 
 
+def _resumable(runner: Any) -> bool:
+    """Can the lab resume a run of ``runner``: a :class:`Planned` run whose text is kept?"""
+    return isinstance(runner, Planned) and recipe_text(runner.build) is not None
+
+
 class JobManager(Shares, LabSide):
     """Runs jobs in workers (processes or threads): a fair queue in front of ``max_running`` slots, per-owner
     job lists, per-client shares of runs and memory, snapshot caps, and a reaper that stops the jobs of owners that
@@ -329,38 +334,53 @@ class JobManager(Shares, LabSide):
         kind: str | None = None,
         resuming: tuple[str, int, str] | None = None,
     ):
-        if self.keeper is not None and any(
-            isinstance(runner, Planned) and recipe_text(runner.build) is not None for _, runner in runners
-        ):  # a run the lab can resume (its text is kept): its worker sends what resuming exactly needs
-            options = replace(options, resume_state=True)
+        """Make a group of training jobs, one per ``(label, runner)`` (a trainer built here, or a :class:`Planned`
+        run its worker builds), and enter it (:meth:`_enter`); returns its jobs."""
+        if self.keeper is not None and any(_resumable(runner) for _, runner in runners):
+            options = replace(options, resume_state=True)  # its worker sends what resuming exactly needs
         group = Group(owner, self.client_of(owner), options)
+        run_kind = kind or (RACE if len(runners) > 1 else None)
         footprints = []
         texts: list[str | None] = []
         for index, (label, runner) in enumerate(runners):
-            planned = runner if isinstance(runner, Planned) else None
-            trainer: Any = None if planned is not None else runner
-            steps = total if total is not None else (planned.steps if planned is not None else trainer.config.steps)
-            job = Job(self, group, index, label, "train", steps, run_id=resuming[0] if resuming else None)
-            job.run_kind = kind or (RACE if len(runners) > 1 else getattr(trainer, "kind", None))
-            if options.snapshots:
-                job.snapshots = SnapshotStore(every=max(0, int(options.snapshot_every)))
-            if trainer is not None:
-                job.info = runner_facts(trainer)
-                job.reserved_snapshot_bytes = 2 * job.info.snapshot_bytes if job.snapshots is not None else 0
-                if self.workers == "thread":
-                    job.trainer = trainer
+            job, payload = self._train_job(group, index, label, runner, total, run_kind, resuming)
             group.jobs.append(job)
-            group.payloads.append(
-                TrainPayload(
-                    trainer=trainer,
-                    build=planned.build if planned else None,
-                    step_zero_kept=trainer is not None and job.snapshots is not None,
-                )
-            )
-            footprints.append(planned.footprint if planned else of_trainer(trainer))
-            texts.append(recipe_text(planned.build) if planned else None)
+            group.payloads.append(payload)
+            footprints.append(runner.footprint if isinstance(runner, Planned) else of_trainer(runner))
+            texts.append(recipe_text(runner.build) if isinstance(runner, Planned) else None)
         self._enter(group, footprints, texts, resuming)
         return group.jobs
+
+    def _train_job(
+        self,
+        group: Group,
+        index: int,
+        label: str,
+        runner: Any,
+        total: int | None,
+        run_kind: str | None,
+        resuming: tuple[str, int, str] | None,
+    ) -> tuple[Job, TrainPayload]:
+        """Job ``index`` of ``group``, training ``runner`` for ``total`` steps (or the runner's own), with what its
+        worker is sent. ``run_kind``: the kind the group's runs say (a race's), else the trainer's own."""
+        planned = runner if isinstance(runner, Planned) else None
+        trainer: Any = None if planned is not None else runner
+        steps = total if total is not None else (planned.steps if planned is not None else trainer.config.steps)
+        job = Job(self, group, index, label, "train", steps, run_id=resuming[0] if resuming else None)
+        job.run_kind = run_kind or getattr(trainer, "kind", None)
+        if group.options.snapshots:
+            job.snapshots = SnapshotStore(every=max(0, int(group.options.snapshot_every)))
+        if trainer is not None:
+            job.info = runner_facts(trainer)
+            job.reserved_snapshot_bytes = 2 * job.info.snapshot_bytes if job.snapshots is not None else 0
+            if self.workers == "thread":
+                job.trainer = trainer
+        payload = TrainPayload(
+            trainer=trainer,
+            build=planned.build if planned else None,
+            step_zero_kept=trainer is not None and job.snapshots is not None,
+        )
+        return job, payload
 
     def _enter(
         self,
@@ -375,45 +395,74 @@ class JobManager(Shares, LabSide):
         claim = Claim(group.id, group.client, memory=worker_peak(footprints), what=describe(footprints))
         with self._lock:
             self._refuse_if_needed(group, claim, footprints)  # nothing entered yet
-        if self.keeper is not None:
-            needs = [kept_bytes(f, group.options.resume_state) for f in footprints]
-            by = (resuming[1], resuming[2]) if resuming else None
-            try:
-                self.keeper.enter(group.jobs, texts, needs, by)
-            except LlmvizError as refused:  # the database cannot record it, or the quota: nothing was queued
-                raise JobRefused(str(refused)) from None
+        self._record_group(group, footprints, texts, resuming)
         with self._lock:
-            try:
-                self._admit(group, claim, footprints)
-            except JobRefused:
-                if self.keeper is not None and resuming is None:
-                    self.keeper.discard(group.jobs)  # refused meanwhile (another tab's run took the share)
-                raise
-            session = self._sessions.setdefault(group.owner, _Session())
-            for job in group.jobs:
-                session.jobs[job.id] = job
-            session.heartbeat = time.monotonic()
-            for job, payload in zip(group.jobs, group.payloads):
-                if isinstance(payload, TrainPayload) and payload.trainer is not None and job.snapshots is not None:
-                    # step 0 exists at once, so pages can show the run while it waits
-                    self.keep_snapshot(job, payload.trainer.step, state_of(payload.trainer.model))
-            self._ensure_reaper()
+            self._admit_recorded(group, claim, footprints, resuming)
         if self.workers in ("process", "ray"):
-            try:  # what the worker needs travels as bytes; the server keeps no trainer
-                group.payload_bytes = pickle.dumps(group.payloads, protocol=pickle.HIGHEST_PROTOCOL)
-            except (pickle.PicklingError, AttributeError, TypeError) as error:
-                self._forget(group)
-                if self.keeper is not None and resuming is None:
-                    self.keeper.discard(group.jobs)  # recorded, never queued: its row goes too
-                raise JobRefused(f"This job cannot be sent to a worker process ({error}).") from error
-            group.payloads = []
-            with self._lock:
-                if group.id in self.ledger.claims:
-                    self.ledger.claims[group.id].held = len(group.payload_bytes)
+            self._pack_payloads(group, resuming)
         group.thread = threading.Thread(
             target=Supervisor(self, group).run, daemon=True, name=f"llmviz-job-{group.jobs[0].id}"
         )
         group.thread.start()
+
+    def _record_group(
+        self,
+        group: Group,
+        footprints: list[Footprint],
+        texts: list[str | None] | None,
+        resuming: tuple[str, int, str] | None,
+    ) -> None:
+        """Record the group's runs in the lab (each keeping at least what ``footprints`` say it needs), or refuse
+        it (:class:`JobRefused`, one sentence) when the database cannot record them or they are over the quota;
+        nothing without a lab."""
+        if self.keeper is None:
+            return
+        needs = [kept_bytes(f, group.options.resume_state) for f in footprints]
+        by = (resuming[1], resuming[2]) if resuming else None
+        try:
+            self.keeper.enter(group.jobs, texts, needs, by)
+        except LlmvizError as refused:  # the database cannot record it, or the quota: nothing was queued
+            raise JobRefused(str(refused)) from None
+
+    def _admit_recorded(
+        self, group: Group, claim: Claim, footprints: list[Footprint], resuming: tuple[str, int, str] | None
+    ) -> None:
+        """Admit the recorded group (its rows go when it is refused meanwhile), list its jobs in its owner's
+        session and keep the step 0 its trainers built here have; under the lock."""
+        try:
+            self._admit(group, claim, footprints)
+        except JobRefused:
+            self._discard_unqueued(group, resuming)  # refused meanwhile (another tab's run took the share)
+            raise
+        session = self._sessions.setdefault(group.owner, _Session())
+        for job in group.jobs:
+            session.jobs[job.id] = job
+        session.heartbeat = time.monotonic()
+        for job, payload in zip(group.jobs, group.payloads):
+            if isinstance(payload, TrainPayload) and payload.trainer is not None and job.snapshots is not None:
+                # step 0 exists at once, so pages can show the run while it waits
+                self.keep_snapshot(job, payload.trainer.step, state_of(payload.trainer.model))
+        self._ensure_reaper()
+
+    def _pack_payloads(self, group: Group, resuming: tuple[str, int, str] | None) -> None:
+        """What the group's worker process needs travels as bytes (the server keeps no trainer); a group that
+        cannot be sent is forgotten and refused (:class:`JobRefused`, one sentence)."""
+        try:
+            group.payload_bytes = pickle.dumps(group.payloads, protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, AttributeError, TypeError) as error:
+            self._forget(group)
+            self._discard_unqueued(group, resuming)  # recorded, never queued: its row goes too
+            raise JobRefused(f"This job cannot be sent to a worker process ({error}).") from error
+        group.payloads = []
+        with self._lock:
+            if group.id in self.ledger.claims:
+                self.ledger.claims[group.id].held = len(group.payload_bytes)
+
+    def _discard_unqueued(self, group: Group, resuming: tuple[str, int, str] | None) -> None:
+        """Remove from the lab the runs of a group recorded but refused before it was queued; a resumed run keeps
+        its row (it was kept before)."""
+        if self.keeper is not None and resuming is None:
+            self.keeper.discard(group.jobs)
 
     def _admit(self, group: Group, claim: Claim, footprints: list[Footprint]) -> None:
         """Refuse the group (:class:`JobRefused`, one line) or enter its claim; under the lock."""

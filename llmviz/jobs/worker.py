@@ -520,11 +520,7 @@ class _Worker:
 
     def turn(self) -> bool:
         """One round: the controls that arrived, then a step of every runner that goes. False when it is over."""
-        while self.channel.poll(0):
-            self.obey(self.channel.recv())
-        for runner in self.runners:
-            if runner.stop_requested and not runner.done:  # stopped while parked: keep its end, take no step
-                runner.finish(JobState.STOPPED)
+        self.take_controls()
         going = [runner for runner in self.runners if not runner.done]
         if not going:
             return False
@@ -533,6 +529,20 @@ class _Worker:
             for runner in runnable:
                 self.step(runner)
             return True
+        return self.rest(going)
+
+    def take_controls(self) -> None:
+        """Obey the controls that arrived; a runner stopped while parked ends at once (its end kept, no step
+        taken)."""
+        while self.channel.poll(0):
+            self.obey(self.channel.recv())
+        for runner in self.runners:
+            if runner.stop_requested and not runner.done:  # stopped while parked: keep its end, take no step
+                runner.finish(JobState.STOPPED)
+
+    def rest(self, going: list[_Runner]) -> bool:
+        """Every runner still ``going`` is paused: park them all where the options allow and all can (False: this
+        worker is over), else say so and wait for a control, a resume (the slot is ours again) or a stop (True)."""
         if self.options.park and all(runner.can_park for runner in going):
             for runner in going:
                 runner.park(self.options.park_as_bytes)

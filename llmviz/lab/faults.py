@@ -52,21 +52,53 @@ SENTENCES = {
 }
 
 
+#: What a full disk's messages say (SQLite's, PostgreSQL's, the system's), in lower case.
+FULL_MARKS = ("disk is full", "no space left", "file too large", "disk i/o")
+#: What a damaged database's messages say, in lower case.
+DAMAGED_MARKS = ("not a database", "malformed", "corrupt", "no such table")
+
+
 def kind_of(error: BaseException, url: str | None = None) -> str:
-    """Which fault ``error`` is: ``locked``, ``full``, ``damaged``, ``gone`` or ``unreachable``."""
+    """Which fault ``error`` is: ``locked``, ``full``, ``damaged``, ``gone`` or ``unreachable``.
+
+    >>> kind_of(OSError(errno.ENOSPC, "No space left on device"))
+    'full'
+    >>> kind_of(RuntimeError("database is locked"))
+    'locked'
+    >>> kind_of(RuntimeError("file is not a database"))
+    'damaged'
+    >>> kind_of(RuntimeError("connection refused"))
+    'unreachable'
+    """
     original = getattr(error, "orig", None) or error
     text = str(original).lower()
-    if isinstance(original, OSError) and original.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
-        return "full"
-    if "disk is full" in text or "no space left" in text or "file too large" in text or "disk i/o" in text:
+    if _is_full(original, text):
         return "full"
     if "locked" in text or getattr(original, "sqlstate", None) == "55P03":
         return "locked"
     if url and url.startswith("sqlite:///") and not _sqlite_file_exists(url):
         return "gone"
-    if "not a database" in text or "malformed" in text or "corrupt" in text or "no such table" in text:
+    if says_any(text, DAMAGED_MARKS):
         return "damaged"
     return "unreachable"
+
+
+def _is_full(original: BaseException, text: str) -> bool:
+    """Does ``original`` (whose message is ``text``, in lower case) say the disk is full?"""
+    if isinstance(original, OSError) and original.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        return True
+    return says_any(text, FULL_MARKS)
+
+
+def says_any(text: str, marks: tuple[str, ...]) -> bool:
+    """Does ``text`` contain any of ``marks``?
+
+    >>> says_any("database disk image is malformed", DAMAGED_MARKS)
+    True
+    >>> says_any("connection refused", DAMAGED_MARKS)
+    False
+    """
+    return any(mark in text for mark in marks)
 
 
 def _sqlite_file_exists(url: str) -> bool:

@@ -90,19 +90,35 @@ def classify(error: BaseException) -> str | None:
     """
     text = str(error).lower()
     name = type(error).__name__
-    if "integrity" in name.lower() or "programming" in name.lower() and "no such table" not in text:
+    if _not_an_outage(name.lower(), text):
         return None
-    if "locked" in text or "busy" in text:
-        return "locked"
-    if "not a database" in text or "malformed" in text or "corrupt" in text:
-        return "damaged"
-    if "no such table" in text or "unable to open" in text or "disk i/o" in text or "readonly" in text:
-        return "missing"
-    if "full" in text or "no space" in text:
-        return "full"
+    for kind, marks in OUTAGE_MARKS:
+        if any(mark in text for mark in marks):
+            return kind
     if name in ("OperationalError", "InterfaceError") or "connect" in text or "server" in text:
         return "unreachable"
     return None
+
+
+#: Each outage :func:`classify` tells by its message (in lower case), in the order it looks for them.
+OUTAGE_MARKS = (
+    ("locked", ("locked", "busy")),
+    ("damaged", ("not a database", "malformed", "corrupt")),
+    ("missing", ("no such table", "unable to open", "disk i/o", "readonly")),
+    ("full", ("full", "no space")),
+)
+
+
+def _not_an_outage(name: str, text: str) -> bool:
+    """Is an error of type ``name`` (in lower case) saying ``text`` a constraint or a bad statement, not an outage?
+    A statement on a table that is not there is one: the database lost its tables.
+
+    >>> _not_an_outage("integrityerror", "unique constraint failed"), _not_an_outage("programmingerror", "syntax")
+    (True, True)
+    >>> _not_an_outage("programmingerror", "no such table: lab_runs")
+    False
+    """
+    return "integrity" in name or ("programming" in name and "no such table" not in text)
 
 
 def file_identity(path: str | None) -> tuple[int, int] | None:

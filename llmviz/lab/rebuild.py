@@ -39,6 +39,7 @@ import os
 import re
 import time
 from dataclasses import dataclass, fields
+from typing import Any
 
 from llmviz.lab import health
 from llmviz.lab.holders import holder_alive
@@ -180,17 +181,29 @@ def _points(data: dict) -> list[tuple[int, float | None, float | None]]:
 
 
 def _merge_run(lab, student: str, run_id: str, folder: str, data: dict, done: Rebuilt) -> None:
-    registry = lab.registry
+    """Merge one run folder's record (``data``, its ``run.json``) into the registry: its row, curve, samples,
+    snapshots and resume state, where missing (``done`` counts what was added; a file that is no record, skipped)."""
     record = _record_of(data, student, run_id)
     if record is None:
         done.skipped.append(f"{student}/{run_id}")
         return
-    have = registry.run(student, run_id)
+    _merge_row(lab.registry, record, done)
+    _merge_curve(lab.registry, run_id, data, done)
+    _merge_files(lab, run_id, folder, data, done)
+
+
+def _merge_row(registry, record: RunRecord, done: Rebuilt) -> None:
+    """Add the run's row where it is missing; a row behind the file's step (and not live) takes its state and step."""
+    have = registry.run(record.student, record.id)
     if have is None:
         registry.add_run(record)
         done.runs += 1
     elif have.step < record.step and have.state not in LIVE_STATES:
-        registry.update_run(run_id, state=record.state, step=record.step, error=record.error)
+        registry.update_run(record.id, state=record.state, step=record.step, error=record.error)
+
+
+def _merge_curve(registry, run_id: str, data: dict, done: Rebuilt) -> None:
+    """Add the file's curve points and samples the registry does not have."""
     points = _points(data)
     before = len(registry.curve(run_id)) if points else 0
     registry.add_points(run_id, points)
@@ -199,6 +212,11 @@ def _merge_run(lab, student: str, run_id: str, folder: str, data: dict, done: Re
     for sample in data.get("samples") or []:
         if isinstance(sample, list) and len(sample) == 2 and sample[0] not in have_samples:
             registry.add_sample(run_id, int(sample[0]), str(sample[1]))
+
+
+def _merge_files(lab, run_id: str, folder: str, data: dict, done: Rebuilt) -> None:
+    """Add rows for the snapshot files in the run's folder that have none, and its resume state where it has none."""
+    registry = lab.registry
     files = _files(lab.storage.fs, folder)
     kept = {step for step, _, _ in registry.snapshots(run_id)}
     for step, (path, nbytes) in sorted(files["step"].items()):
@@ -206,35 +224,36 @@ def _merge_run(lab, student: str, run_id: str, folder: str, data: dict, done: Re
             registry.add_snapshot(run_id, step, path, nbytes)
             done.snapshots += 1
     if registry.resume_state(run_id) is None:
-        usable = [step for step in files["resume"] if step in files["step"]]
-        wanted = data.get("resume")
-        chosen = wanted if wanted in usable else max(usable, default=None)
+        chosen = resume_step(files, data.get("resume"))
         if chosen is not None:
             path, nbytes = files["resume"][chosen]
             registry.set_resume(run_id, chosen, path, nbytes)
 
 
+def resume_step(files: dict[str, dict[int, tuple[str, int]]], wanted: Any) -> int | None:
+    """The step whose resume state a rebuilt run keeps: the one its record names (``wanted``) where its file and its
+    snapshot's are both there, else the newest such step; None when there is none.
+
+    >>> files = {"step": {10: ("s10", 1), 20: ("s20", 1)}, "resume": {10: ("r10", 1), 20: ("r20", 1), 30: ("r30", 1)}}
+    >>> resume_step(files, 10), resume_step(files, 30), resume_step(files, None)
+    (10, 20, 20)
+    >>> resume_step({"step": {}, "resume": {30: ("r30", 1)}}, 30) is None
+    True
+    """
+    usable = [step for step in files["resume"] if step in files["step"]]
+    return wanted if wanted in usable else max(usable, default=None)
+
+
 def _merge_student(lab, student: str, folder: str, done: Rebuilt) -> None:
-    fs, registry = lab.storage.fs, lab.registry
+    """Merge one student's folder into the registry: the student (named as ``student.json`` says, when new), their
+    kept texts, and each run folder that has a ``run.json``."""
+    fs = lab.storage.fs
     about = _read_json(fs, f"{folder}/{STUDENT_FILE}") or {}
-    runs = [
-        info["name"]
-        for info in fs.ls(folder, detail=True)
-        if info.get("type") == "directory" and fs.exists(f"{info['name']}/{RUN_FILE}")
-    ]
+    runs = _run_folders(fs, folder)
     if not runs and not about:
         return
-    fresh = registry.student(student) is None
-    name = about.get("name") if isinstance(about.get("name"), str) else None
-    teacher = True if about.get("teacher") is True else None
-    registry.ensure_student(student, name=name if fresh else None, teacher=teacher if fresh else None)
-    done.students += fresh
-    names: dict = about["uploads"] if isinstance(about.get("uploads"), dict) else {}
-    if fs.exists(f"{folder}/uploads"):
-        for info in fs.ls(f"{folder}/uploads", detail=True):
-            digest = info["name"].rsplit("/", 1)[-1]
-            if re.fullmatch(r"[0-9a-f]{64}", digest):
-                registry.add_upload(student, digest, str(names.get(digest, "a kept text")), int(info["size"]))
+    _merge_about(lab.registry, student, about, done)
+    _merge_uploads(lab, student, folder, about)
     for run_folder in sorted(runs):
         run_id = run_folder.rsplit("/", 1)[-1]
         data = _read_json(fs, f"{run_folder}/{RUN_FILE}")
@@ -246,6 +265,46 @@ def _merge_student(lab, student: str, folder: str, done: Rebuilt) -> None:
         except ValueError:
             continue
         _merge_run(lab, student, run_id, run_folder, data, done)
+
+
+def _run_folders(fs, folder: str) -> list[str]:
+    """The folders in a student's ``folder`` that hold a ``run.json``."""
+    return [
+        info["name"]
+        for info in fs.ls(folder, detail=True)
+        if info.get("type") == "directory" and fs.exists(f"{info['name']}/{RUN_FILE}")
+    ]
+
+
+def student_fields(about: dict) -> tuple[str | None, bool | None]:
+    """The name and teacher flag a student's ``student.json`` (``about``) gives, where they are of the right type.
+
+    >>> student_fields({"name": "Ada", "teacher": True}), student_fields({"name": 3, "teacher": "yes"})
+    (('Ada', True), (None, None))
+    """
+    name = about.get("name") if isinstance(about.get("name"), str) else None
+    teacher = True if about.get("teacher") is True else None
+    return name, teacher
+
+
+def _merge_about(registry, student: str, about: dict, done: Rebuilt) -> None:
+    """Add the student where missing, named (and a teacher) as ``about`` says; a student there already is left alone."""
+    fresh = registry.student(student) is None
+    name, teacher = student_fields(about)
+    registry.ensure_student(student, name=name if fresh else None, teacher=teacher if fresh else None)
+    done.students += fresh
+
+
+def _merge_uploads(lab, student: str, folder: str, about: dict) -> None:
+    """Add a row for each kept text in the student's ``uploads`` folder, named as ``about`` says (or "a kept text")."""
+    fs, registry = lab.storage.fs, lab.registry
+    names: dict = about["uploads"] if isinstance(about.get("uploads"), dict) else {}
+    if not fs.exists(f"{folder}/uploads"):
+        return
+    for info in fs.ls(f"{folder}/uploads", detail=True):
+        digest = info["name"].rsplit("/", 1)[-1]
+        if re.fullmatch(r"[0-9a-f]{64}", digest):
+            registry.add_upload(student, digest, str(names.get(digest, "a kept text")), int(info["size"]))
 
 
 def rebuild(lab) -> Rebuilt:
