@@ -31,7 +31,7 @@ from collections import OrderedDict
 
 import streamlit as st
 
-from llmviz.errors import log_failure
+from llmviz.errors import client_text, log_failure
 from llmviz.lessons.embeddings import pair_from_link
 from llmviz.lessons.model import PRESET_NAMES
 from ui import picker, state, streamlit_private
@@ -517,7 +517,9 @@ def refuse_widget_value(widget_id: str, why: str) -> None:
     one line in the server's log, and a notice on this session's page."""
     context = streamlit_private.script_run_context()
     session = context.session_id if context is not None else ""
-    logger.warning("A browser sent a value %s cannot take (%s): ignored, it keeps its value", widget_id, why)
+    logger.warning(
+        "A browser sent a value %s cannot take (%s): ignored, it keeps its value", client_text(widget_id), why
+    )
     with _REFUSED_LOCK:
         entries = _REFUSED.setdefault(session, [])
         if len(entries) < 8:
