@@ -602,6 +602,15 @@ def read_meta(directory: str | Path) -> dict:
     except (ValueError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path} is not valid JSON ({error}).") from None
     _check(isinstance(meta, dict) and meta.get("format") == FORMAT, f"{path} is not an llmviz autoencoder.")
+    width = meta.get("d_in")
+    _check(
+        isinstance(meta.get("config"), dict)
+        and isinstance(width, int)
+        and not isinstance(width, bool)
+        and 1 <= width <= 2**20
+        and isinstance(meta.get("model", {}), dict),
+        f"{path} is damaged: its config, width (d_in) or model is not what an autoencoder's sae.json holds.",
+    )
     return meta
 
 

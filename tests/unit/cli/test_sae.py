@@ -203,8 +203,20 @@ def test_an_autoencoder_config_refuses_a_seed_torch_cannot_take():
 
 
 @pytest.mark.parametrize("command", ["features", "steer", "knockout"])
-@pytest.mark.parametrize("field, value", [("d_sae", None), ("lr", "x"), ("dead_window", []), ("k", True)])
-def test_a_damaged_autoencoder_config_is_one_line_never_a_type_error(command, field, value, capsys, tmp_path):
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("d_sae", None, "config has d_sae = "),
+        ("lr", "x", "config has lr = "),
+        ("dead_window", [], "config has dead_window = "),
+        ("k", True, "config has k = "),
+        ("config", None, "is damaged"),
+        ("config", [], "is damaged"),
+        ("d_in", "x", "is damaged"),
+        ("model", "x", "is damaged"),
+    ],
+)
+def test_a_damaged_autoencoder_config_is_one_line_never_a_type_error(command, field, value, words, capsys, tmp_path):
     """A sae.json whose numbers are not numbers raised a raw TypeError from the config's range checks (issue 57)."""
     from tests.support.paths import ROOT
 
@@ -212,7 +224,10 @@ def test_a_damaged_autoencoder_config_is_one_line_never_a_type_error(command, fi
     damaged = tmp_path / "damaged"
     damaged.mkdir()
     meta = json.loads((shipped_folder / sae.CONFIG_FILE).read_text())
-    meta["config"][field] = value
+    if field in ("config", "d_in", "model"):
+        meta[field] = value
+    else:
+        meta["config"][field] = value
     (damaged / sae.CONFIG_FILE).write_text(json.dumps(meta))
     (damaged / sae.WEIGHTS_FILE).write_bytes((shipped_folder / sae.WEIGHTS_FILE).read_bytes())
     argv = {
@@ -221,4 +236,4 @@ def test_a_damaged_autoencoder_config_is_one_line_never_a_type_error(command, fi
         "knockout": ["knockout", "--text", TEXT, "--features", "1"],
     }[command]
     code, _, err = run(capsys, *argv, "--sae", str(damaged))
-    assert code == 2 and err.count("\n") == 1 and f"config has {field} = " in err, err
+    assert code == 2 and err.count("\n") == 1 and words in err, err
