@@ -568,7 +568,7 @@ def links():
             labels = {name: streamlit_private.as_in_link(name, value) for name, value in values.items()}
             notices = list(state.LINK_NOTICES.pop(default=[])) + link_notices(initial, _snapshot(), values, labels)
             for name in initial:
-                if name not in PARAMS and name not in _STREAMLIT:
+                if name not in PARAMS and name not in _STREAMLIT and name in st.query_params:
                     try:
                         del st.query_params[name]
                     except Exception as error:  # noqa: BLE001 - the page is drawn; the log says why
