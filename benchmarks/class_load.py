@@ -645,7 +645,8 @@ def two_processes(servers: contextlib.ExitStack, env: dict[str, str], port: int)
             env={
                 **os.environ,
                 "STREAMLIT_STATIC": str(Path(streamlit.__file__).parent / "static"),
-                "LLMVIZ_LISTEN": listen,
+                "LLMVIZ_BIND": listen.rsplit(":", 1)[0],
+                "LLMVIZ_PORT": listen.rsplit(":", 1)[1],
                 "LLMVIZ_BACKENDS": " ".join(dials),
             },
             stdout=out,
