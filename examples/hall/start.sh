@@ -14,7 +14,7 @@
 #   HALL_PG_PORT    PostgreSQL's port (default 55432; on 127.0.0.1 only)
 #   HALL_RAY_PORT   the Ray head's port (default 6379); Ray's other ports are pinned after it: RAY_PORT+1 the node
 #                   manager, +2 the object manager, +3 the runtime-env agent, +4 and +5 the dashboard agent, +6 the
-#                   metrics export, +7 the Ray client server, +10 to +59 the workers. Ray listens on every interface
+#                   metrics export, +10 to +59 the workers. Ray listens on every interface
 #                   whatever --node-ip-address says: keep these ports private with a firewall (docs/classroom.md)
 #   HALL_RAY_CPUS   CPUs the Ray head offers to runs (default: all cores)
 #   PYTHON          the Python with llmviz's requirements and the hall's extras (default: python3)
@@ -101,12 +101,12 @@ PYTHONPATH=$PWD RAY_USAGE_STATS_ENABLED=0 setsid "$RAY" start --head --block --p
   --node-manager-port=$((HALL_RAY_PORT + 1)) --object-manager-port=$((HALL_RAY_PORT + 2)) \
   --runtime-env-agent-port=$((HALL_RAY_PORT + 3)) --dashboard-agent-grpc-port=$((HALL_RAY_PORT + 4)) \
   --dashboard-agent-listen-port=$((HALL_RAY_PORT + 5)) --metrics-export-port=$((HALL_RAY_PORT + 6)) \
-  --ray-client-server-port=$((HALL_RAY_PORT + 7)) \
   --min-worker-port=$((HALL_RAY_PORT + 10)) --max-worker-port=$((HALL_RAY_PORT + 59)) \
   --num-cpus="$HALL_RAY_CPUS" --temp-dir="$HALL_DIR/ray" --disable-usage-stats >"$HALL_DIR/logs/ray.log" 2>&1 &
 ray_head=$!
 for _ in $(seq 240); do
   "$PYTHON" -c "import socket; socket.create_connection(('127.0.0.1', $HALL_RAY_PORT), timeout=1)" 2>/dev/null && break
+  kill -0 "$ray_head" 2>/dev/null || { echo "the Ray head did not start (logs: $HALL_DIR/logs/ray.log)" >&2; exit 1; }
   sleep 0.5
 done
 export LLMVIZ_RAY_ADDRESS="127.0.0.1:$HALL_RAY_PORT"
