@@ -645,7 +645,8 @@ def two_processes(servers: contextlib.ExitStack, env: dict[str, str], port: int)
             env={
                 **os.environ,
                 "STREAMLIT_STATIC": str(Path(streamlit.__file__).parent / "static"),
-                "LLMVIZ_LISTEN": listen,
+                "LLMVIZ_BIND": listen.rsplit(":", 1)[0],
+                "LLMVIZ_PORT": listen.rsplit(":", 1)[1],
                 "LLMVIZ_BACKENDS": " ".join(dials),
             },
             stdout=out,
@@ -685,7 +686,10 @@ def run_all() -> int:
     folder = Path(tempfile.mkdtemp(prefix="llmviz-class-load-"))
     reference_page = folder / "reference.py"
     reference_page.write_text(_app.REFERENCE_PAGE)
-    env = {"LLMVIZ_SESSION_TIMEOUT": str(ARGS.session_timeout)}
+    env = {
+        "LLMVIZ_SESSION_TIMEOUT": str(ARGS.session_timeout),
+        "LLMVIZ_NEW_STUDENTS_PER_MINUTE": "0",
+    }  # one machine: a class
     began = time.monotonic()
     partial = False
     port = _app.free_port(ARGS.port)

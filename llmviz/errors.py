@@ -8,20 +8,117 @@ page one line to show.
 
 import logging
 import sys
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 
 logger = logging.getLogger(__name__)
 
 LOG_FORMAT = "%(asctime)s llmviz %(levelname)s %(name)s: %(message)s"
 
+#: the characters of a client's value (a widget id, an address, a key) that a log line shows
+CLIENT_TEXT_CHARS = 200
+#: the characters of any one log message (its traceback aside): what is longer is cut, with its length said
+MESSAGE_CHARS = 4000
+
+
+def client_text(value: object, limit: int = CLIENT_TEXT_CHARS) -> str:
+    r"""What a client sent, safe to put in a log line: at most ``limit`` characters, escaped as Python's ``ascii``
+    writes a string (a newline cannot start a forged line, a control character cannot reach the terminal), with the
+    full length said when it was cut.
+
+    >>> client_text("$$ID-abc-seed")
+    "'$$ID-abc-seed'"
+    >>> client_text("x\n2026-01-01 llmviz ERROR forged")
+    "'x\\n2026-01-01 llmviz ERROR forged'"
+    >>> client_text("a" * 10_000_000, limit=5)
+    "'aaaaa' … (10,000,000 characters)"
+    """
+    text = value if isinstance(value, str) else repr(value)
+    shown = ascii(text[:limit])
+    return shown if len(text) <= limit else f"{shown} … ({len(text):,} characters)"
+
+
+class SafeFormatter(logging.Formatter):
+    r"""The log's format, with every message on one line (control characters escaped) and at most
+    :data:`MESSAGE_CHARS` characters, whatever a caller put in it; tracebacks are kept as they are.
+
+    >>> record = logging.LogRecord("llmviz", logging.ERROR, "", 0, "got %s", ("a\nllmviz ERROR forged",), None)
+    >>> SafeFormatter("%(message)s").format(record)
+    'got a\\nllmviz ERROR forged'
+    """
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        message = record.getMessage()
+        if len(message) > MESSAGE_CHARS:
+            message = f"{message[:MESSAGE_CHARS]} … ({len(message):,} characters)"
+        if not message.isprintable():
+            message = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in message)
+        record.message = message
+        return super().formatMessage(record)
+
+
+class RepeatFilter(logging.Filter):
+    """Log a repeated failure once, then its count: a record whose logger, level, message and error type were
+    logged less than ``window_s`` ago is held back and counted; the first one after the window is logged (without
+    its traceback, which was) with how many were held back. The keeper's and the pages' fault logging go through
+    it (:func:`configure_logging` puts it on llmviz's handler): a full disk writes one traceback a minute, not one
+    a second.
+
+    >>> now = [0.0]
+    >>> repeats = RepeatFilter(window_s=60, clock=lambda: now[0])
+    >>> def passes(message):
+    ...     record = logging.LogRecord("llmviz.x", logging.ERROR, "", 0, message, (), None)
+    ...     return repeats.filter(record), record.getMessage()
+    >>> passes("disk full"), passes("disk full"), passes("disk full"), passes("another")
+    ((True, 'disk full'), (False, 'disk full'), (False, 'disk full'), (True, 'another'))
+    >>> now[0] = 61.0
+    >>> passes("disk full")
+    (True, 'disk full (and 2 more times in the last 61 s, not logged)')
+    """
+
+    def __init__(self, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic, keys: int = 1024):
+        super().__init__()
+        self.window_s = window_s
+        self.clock = clock
+        self.keys = keys
+        self._seen: OrderedDict[tuple, list[float]] = OrderedDict()  # key → [when logged, count held back]
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[0].__name__ if record.exc_info and record.exc_info[0] else ""
+        key = (record.name, record.levelno, record.getMessage()[:MESSAGE_CHARS], error)
+        now = self.clock()
+        with self._lock:
+            seen = self._seen.get(key)
+            if seen is not None and now - seen[0] < self.window_s:
+                seen[1] += 1
+                return False
+            self._seen[key] = [now, 0]
+            self._seen.move_to_end(key)
+            while len(self._seen) > self.keys:
+                self._seen.popitem(last=False)
+        if seen is not None and seen[1]:
+            record.msg = (
+                f"{record.getMessage()} (and {int(seen[1])} more times in the last {now - seen[0]:.0f} s, not logged)"
+            )
+            record.args = ()
+            record.exc_info, record.exc_text = None, None
+        return True
+
 
 def configure_logging(level: int = logging.INFO) -> None:
-    """One handler for everything llmviz and its app log (loggers ``llmviz.*`` and ``ui.*``), on stderr; the app and
-    the CLI call this once at start. Calling it again changes nothing."""
+    """One handler for everything llmviz and its app log (loggers ``llmviz.*`` and ``ui.*``), on stderr, with one
+    line per message (:class:`SafeFormatter`) and repeats counted (:class:`RepeatFilter`); the app and the CLI call
+    this once at start. Calling it again changes nothing."""
+    repeats = RepeatFilter()
     for name in ("llmviz", "ui"):
         root = logging.getLogger(name)
         if not any(getattr(handler, "_llmviz", False) for handler in root.handlers):
             handler = logging.StreamHandler(sys.stderr)
-            handler.setFormatter(logging.Formatter(LOG_FORMAT))
+            handler.setFormatter(SafeFormatter(LOG_FORMAT))
+            handler.addFilter(repeats)
             handler._llmviz = True  # type: ignore[attr-defined]
             root.addHandler(handler)
         root.setLevel(level)

@@ -31,7 +31,7 @@ class Setting:
     default: Any
     unit: str
     help: str
-    minimum: float | None = None  # for int and float: the smallest value that works
+    minimum: float | None = None  # for int and float: the smallest value that works; for text: the fewest characters
     choices: tuple[str, ...] = ()  # for "choice"
 
     def parse(self, raw: str) -> Any:
@@ -57,6 +57,8 @@ class Setting:
             return text
         if not text:
             raise ValueError("is empty")
+        if self.minimum is not None and len(text) < self.minimum:
+            raise ValueError(f"is shorter than {self.minimum:g} characters")
         return text
 
 
@@ -254,7 +256,17 @@ SETTINGS: dict[str, Setting] = _declare(
         None,
         "secret",
         "the key that opens the class view (`/classroom?teacher=KEY` once; the browser is then the teacher's); "
-        "unset: there is no class view",
+        "at least 16 characters (a shorter one is refused at start); unset: there is no class view",
+        minimum=16,
+    ),
+    Setting(
+        "LLMVIZ_NEW_STUDENTS_PER_MINUTE",
+        "int",
+        60,
+        "students",
+        "new students (browser identities) one address may make a minute; behind the proxies of "
+        "LLMVIZ_TRUSTED_PROXIES, the forwarded address counts (0: no limit)",
+        minimum=0,
     ),
     Setting(
         "LLMVIZ_TIMINGS",
@@ -300,7 +312,8 @@ def problems(environ: Mapping[str, str] | None = None) -> list[str]:
             setting.parse(raw)
         except ValueError as reason:
             instead = "the default" + (f" ({setting.default})" if setting.default is not None else "")
-            lines.append(f"{name}={raw!r} {reason}; using {instead}.")
+            shown = "(hidden)" if setting.unit == "secret" else repr(raw)  # a key never reaches a log
+            lines.append(f"{name}={shown} {reason}; using {instead}.")
     return lines
 
 

@@ -10,96 +10,50 @@
   ``.streamlit/secrets.toml``; docs/classroom.md): the logged-in user is the student (:func:`student_from_user`), on
   any browser.
 - **The teacher**: a browser that opened any page with ``?teacher=<LLMVIZ_TEACHER_KEY>`` once is the teacher's (the
-  key leaves the address at once; the registry remembers the student id as a teacher).
+  key, right or wrong, leaves the address and the browser's history at once; the registry remembers the student id
+  as a teacher). A wrong key is logged with its address and slows that address's next guesses
+  (:class:`llmviz.lab.identity.Guesses`).
+- **Limits**: one address makes at most ``LLMVIZ_NEW_STUDENTS_PER_MINUTE`` new students a minute
+  (:class:`llmviz.lab.identity.NewStudents`); behind the proxies of ``LLMVIZ_TRUSTED_PROXIES`` the forwarded address
+  counts.
+
+The Streamlit-free half (secrets, student ids, the cookie's script, the limits) is :mod:`llmviz.lab.identity`; this
+module only reads and sets the cookie and asks it.
 - **A display name** the student may type (the class view shows it; nothing else depends on it).
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import hmac
-import re
-import secrets
+import logging
 import threading
-from collections.abc import Mapping
 
 import streamlit as st
 
 from llmviz import settings
+from llmviz.errors import client_text
 from llmviz.lab.health import LabUnavailable
+from llmviz.lab.identity import (  # noqa: F401 - the names pages and tests use through ui.identity
+    COOKIE,
+    MAX_AGE_S,
+    Guesses,
+    NewStudents,
+    cookie_script,
+    new_secret,
+    student_from_secret,
+    student_from_user,
+    valid_secret,
+)
 from llmviz.lab.service import default_lab
 from ui import state, streamlit_private
 
-COOKIE = "llmviz_student"
-MAX_AGE_S = 365 * 86400
-_SECRET = re.compile(r"^[A-Za-z0-9_-]{32,64}$")  # token_urlsafe(24) is 32 characters: 192 bits
+logger = logging.getLogger(__name__)
 
 _tabs: dict[str, set[str]] = {}  # student id → the tab (session) ids that have shown them a page
 _tabs_lock = threading.Lock()
-
-
-def new_secret() -> str:
-    """A fresh browser secret: 192 random bits, URL-safe.
-
-    >>> len(new_secret()), new_secret() != new_secret()
-    (32, True)
-    """
-    return secrets.token_urlsafe(24)
-
-
-def valid_secret(value: object) -> bool:
-    """Is ``value`` a secret this module made (so a crafted cookie cannot be a path, a name or a huge string)?
-
-    >>> valid_secret(new_secret()), valid_secret("alice"), valid_secret("../" * 20)
-    (True, False, False)
-    """
-    return isinstance(value, str) and bool(_SECRET.match(value))
-
-
-def student_from_secret(secret: str) -> str:
-    """The student id of a browser secret: a hash (a folder name, a database key), never the secret itself.
-
-    >>> student_from_secret("A" * 32)
-    's-b0cf14dd25766605c6177d345c848518'
-    """
-    return "s-" + hashlib.sha256(f"llmviz-student:{secret}".encode()).hexdigest()[:32]
-
-
-def student_from_user(user: Mapping[str, object]) -> str | None:
-    """The student id of a logged-in user (``st.user`` as a mapping), None when nobody is logged in: the provider's
-    issuer and subject (stable for one person), else their e-mail address.
-
-    >>> student_from_user({"is_logged_in": False}) is None
-    True
-    >>> student_from_user({"is_logged_in": True, "iss": "https://accounts.google.com", "sub": "1234"})
-    'u-f170624ebefa96fc696650cec22fb4d4'
-    """
-    if not user.get("is_logged_in"):
-        return None
-    subject = user.get("sub") or user.get("email")
-    if not subject:
-        return None
-    issuer = user.get("iss") or ""
-    return "u-" + hashlib.sha256(f"llmviz-user:{issuer}:{subject}".encode()).hexdigest()[:32]
-
-
-def cookie_script(secret: str, secure: bool) -> str:
-    """The script that keeps ``secret`` in the browser's cookie (only when it has none: a second tab opened at the
-    same moment never replaces the first one's).
-
-    >>> "max-age=31536000" in cookie_script("A" * 32, secure=False)
-    True
-    """
-    if not valid_secret(secret):
-        raise ValueError("not a secret made by ui.identity")
-    flags = f"path=/; max-age={MAX_AGE_S}; SameSite=Lax" + ("; Secure" if secure else "")
-    return (
-        '<span data-llmviz-identity="1"></span><script>'
-        f"if (!document.cookie.split('; ').some(c => c.startsWith('{COOKIE}=')))"
-        f" {{ document.cookie = '{COOKIE}={secret}; {flags}'; }}"
-        "</script>"
-    )
+_new_students = NewStudents(0)  # its per_minute is read from the settings on each use
+_guesses = Guesses()
 
 
 def _logged_in_user() -> dict | None:
@@ -123,13 +77,47 @@ def _secret() -> str:
     return secret
 
 
+def client_address() -> str | None:
+    """The address this page run's browser connected from, the server's own machine included (behind the proxies of
+    ``LLMVIZ_TRUSTED_PROXIES``, the address they forward); None where it is unknown (tests without a server)."""
+    if streamlit_private.script_run_context() is None:
+        return None
+    return streamlit_private.remote_address()
+
+
+def _admitted(student: str) -> bool:
+    """May this session's address make ``student`` (new to the registry) now (``LLMVIZ_NEW_STUDENTS_PER_MINUTE``)?"""
+    _new_students.per_minute = int(settings.get("LLMVIZ_NEW_STUDENTS_PER_MINUTE"))
+    address = client_address()
+    if _new_students.per_minute <= 0 or address is None or default_lab().registry.student(student) is not None:
+        return True  # no limit, no address known, or a student the lab knows: not a new one
+    if _new_students.admit(address, student):
+        return True
+    logger.warning(
+        "Refused a new student from %s: %d new students from that address in the last minute "
+        "(LLMVIZ_NEW_STUDENTS_PER_MINUTE)",
+        client_text(address),
+        _new_students.per_minute,
+    )
+    return False
+
+
 def student_id() -> str:
-    """The student this page run is for (see the module's docstring). Cheap: cached in the session."""
+    """The student this page run is for (see the module's docstring). Cheap: cached in the session. A browser whose
+    address made too many new students in the last minute sees one sentence and nothing else (``st.stop``)."""
     known = state.STUDENT_ID.get()
     if isinstance(known, str):
         return known
     user = _logged_in_user()
-    student = (student_from_user(user) if user else None) or student_from_secret(_secret())
+    from_user = student_from_user(user) if user else None
+    student = from_user or student_from_secret(_secret())
+    if from_user is None and not _admitted(student):
+        wait = _new_students.wait_s(client_address() or "")
+        st.error(
+            f"Too many new students came from your computer's address in the last minute: reload this page in "
+            f"{max(1, round(wait))} s. (A browser that keeps its cookie is one student.)"
+        )
+        st.stop()
     state.STUDENT_ID.set(student)
     return student
 
@@ -166,7 +154,7 @@ def student_alive(student: str) -> bool | None:
 
 
 def is_teacher_key(given: object) -> bool:
-    """Is ``given`` the teacher key (``LLMVIZ_TEACHER_KEY``; never, when it is unset)?
+    """Is ``given`` the teacher key (``LLMVIZ_TEACHER_KEY``; never, when it is unset or shorter than 16 characters)?
 
     >>> is_teacher_key("anything")  # no key set
     False
@@ -175,14 +163,65 @@ def is_teacher_key(given: object) -> bool:
     return bool(key) and isinstance(given, str) and hmac.compare_digest(given.encode(), str(key).encode())
 
 
+#: what a page runs in the browser to take ``?teacher=…`` out of the current history entry (replaceState: Back never
+#: shows the key), now and for the next 30 s (Streamlit's own page-address update may write its copy of the address,
+#: key included, into a new entry once more: that entry is cleaned too)
+HISTORY_SCRIPT = (
+    '<span data-llmviz-history="1"></span><script>'
+    "{ const clean = () => { const u = new URL(window.location.href);"
+    " if (u.searchParams.has('teacher')) { u.searchParams.delete('teacher');"
+    " window.history.replaceState(window.history.state, '', u.toString()); } };"
+    " clean(); const timer = setInterval(clean, 50); setTimeout(() => clearInterval(timer), 30000); }"
+    "</script>"
+)
+
+
+def _check_teacher_key(given: object) -> bool:
+    """Is ``given`` the key, asked at most as often as this address's wrong guesses allow (each wrong key doubles
+    the wait before the next one from that address is compared); wrong keys are logged with the address."""
+    address = client_address()
+    if address is None:  # no request behind this run (tests without a server): nothing to slow down
+        return is_teacher_key(given)
+    wait = _guesses.wait_s(address)
+    if wait > 0:
+        logger.warning(
+            "A teacher key from %s was not checked: %d wrong keys came from that address, the next is heard in %.0f s",
+            client_text(address),
+            _guesses.count(address),
+            wait,
+        )
+        return False
+    if is_teacher_key(given):
+        _guesses.right(address)
+        return True
+    if settings.get("LLMVIZ_TEACHER_KEY"):
+        logger.warning(
+            "A wrong teacher key from %s (%d wrong in a row; the next is heard after %.0f s)",
+            client_text(address),
+            _guesses.count(address) + 1,
+            _guesses.wrong(address),
+        )
+    return False
+
+
 def take_teacher_key() -> bool:
-    """A ``?teacher=KEY`` in the address makes this browser the teacher's (the key leaves the address in the same
-    page run, right or wrong: :func:`ui.share.links` drops every parameter that is not a setting; the lab's registry
-    remembers the student id as the teacher's, so later visits and restarts need no key); returns whether this
-    session is the teacher's."""
-    if "teacher" in st.query_params:  # ui.share takes every parameter it does not know out of the address
+    """A ``?teacher=KEY`` in the address makes this browser the teacher's (the lab's registry remembers the student
+    id as the teacher's, so later visits and restarts need no key); returns whether this session is the teacher's.
+
+    The key, right or wrong, leaves the address at once, and the browser's history too: this run's copy of the
+    address forgets it without telling the browser (which would push a new history entry, leaving the key one Back
+    away), and a script replaces the current history entry with the address without it."""
+    if "teacher" in st.query_params and state.TEACHER_KEY_SEEN.get() == st.query_params.get("teacher"):
+        # the browser sends its old address once more (its own copy, not its history): now that the script has
+        # replaced the history entry, telling the browser pushes nothing
+        st.query_params.pop("teacher", None)
+    elif "teacher" in st.query_params:
         given = st.query_params.get("teacher")
-        if is_teacher_key(given):
+        streamlit_private.forget_query_param("teacher")
+        state.TEACHER_KEY_SEEN.set(str(given or ""))
+        if streamlit_private.script_run_context() is not None:
+            st.html(HISTORY_SCRIPT, unsafe_allow_javascript=True)
+        if _check_teacher_key(given):
             state.TEACHER.set(True)
             with contextlib.suppress(LabUnavailable):  # the lab's database is out: this session is the teacher's
                 default_lab().registry.ensure_student(student_id(), teacher=True)

@@ -31,7 +31,7 @@ from collections import OrderedDict
 
 import streamlit as st
 
-from llmviz.errors import log_failure
+from llmviz.errors import client_text, log_failure
 from llmviz.lessons.embeddings import pair_from_link
 from llmviz.lessons.model import PRESET_NAMES
 from ui import picker, state, streamlit_private
@@ -566,7 +566,9 @@ def refuse_widget_value(widget_id: str, why: str) -> None:
     one line in the server's log, and a notice on this session's page."""
     context = streamlit_private.script_run_context()
     session = context.session_id if context is not None else ""
-    logger.warning("A browser sent a value %s cannot take (%s): ignored, it keeps its value", widget_id, why)
+    logger.warning(
+        "A browser sent a value %s cannot take (%s): ignored, it keeps its value", client_text(widget_id), why
+    )
     with _REFUSED_LOCK:
         entries = _REFUSED.setdefault(session, [])
         if len(entries) < 8:
@@ -621,7 +623,7 @@ def _after_the_first_run(notice_box) -> None:
     labels = {name: streamlit_private.as_in_link(name, value) for name, value in values.items()}
     notices = list(state.LINK_NOTICES.pop(default=[])) + link_notices(initial, _snapshot(), values, labels)
     for name in initial:
-        if name not in PARAMS and name not in _STREAMLIT:
+        if name not in PARAMS and name not in _STREAMLIT and name in st.query_params:
             try:
                 del st.query_params[name]
             except Exception as error:  # noqa: BLE001 - the page is drawn; the log says why

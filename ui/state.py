@@ -90,6 +90,7 @@ STUDENT_SECRET = Slot("_llmviz_student_secret", str, "this browser's identity se
 STUDENT_ID = Slot("_llmviz_student_id", str, "the student this session is (a hash of the secret, or of the login)")
 COOKIE_TO_SET = Slot("_llmviz_cookie_to_set", bool, "the browser has no identity cookie yet: set it once", default=bool)
 TEACHER = Slot("_llmviz_teacher", bool, "this session is the teacher's (the teacher key, or the registry says so)")
+TEACHER_KEY_SEEN = Slot("_llmviz_teacher_key_seen", str, "the teacher key this session judged (and took out)")
 PROJECTED = Slot("_llmviz_projected_run", str, "the run the teacher put on the projector (the class view)")
 # the picked model (ui.picker)
 PICKED = Slot("_picker_selected", str, "the picked model's base key (no @step); tests set it to pick a model")

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
@@ -131,6 +132,42 @@ def reseed_widget_from_link(name: str, kept: list[str] | None) -> None:
             name,
             error,
         )
+
+
+def remote_address() -> str | None:
+    """13. The address this run's browser connected from, loopback included (``st.context.ip_address`` says None
+    for 127.0.0.1 and ::1, so every client on the server's own machine would be no address at all); behind the
+    proxies of ``LLMVIZ_TRUSTED_PROXIES``, the forwarded one. None without a request (AppTest)."""
+    try:
+        from streamlit.runtime.context import _get_client_context
+
+        client = _get_client_context()
+        found = getattr(client, "remote_ip", None) if client is not None else None
+    except Exception as error:  # noqa: BLE001 - then Streamlit's public answer
+        logger.warning("Could not read the connection's address (streamlit.runtime.context changed?): %s", error)
+        import streamlit as st
+
+        found = st.context.ip_address
+    return found if isinstance(found, str) and found else None
+
+
+def forget_query_param(name: str) -> None:
+    """12. Take ``name`` out of this run's copy of the address without telling the browser (``del st.query_params``
+    would: the browser then pushes a new history entry without it, and the one with it stays a Back away). The
+    teacher key's caller takes it out of the browser's address itself, with ``history.replaceState``."""
+    try:
+        from streamlit.runtime.state.session_state_proxy import get_session_state
+
+        with get_session_state().query_params() as params:
+            params._query_params.pop(name, None)
+            context = script_run_context()
+            if context is not None:  # what the run reports as its address (AppTest reads it)
+                context.query_string = urllib.parse.urlencode(params._query_params, doseq=True)
+    except Exception as error:  # noqa: BLE001 - then the public way, which leaves a history entry behind
+        logger.warning("Could not forget %r quietly (QueryParams._query_params changed?): %s", name, error)
+        import streamlit as st
+
+        st.query_params.pop(name, None)
 
 
 def script_run_context():

@@ -8,9 +8,14 @@
 #
 # Settings (all optional):
 #   HALL_DIR        where the hall keeps its data and logs (default: a new folder under /tmp)
-#   HALL_LISTEN     where students connect (default 127.0.0.1:8080)
+#   HALL_LISTEN     where students connect, ADDRESS:PORT (default 127.0.0.1:8080: this machine only;
+#                   0.0.0.0:8080: every IPv4 interface); any host name or address that reaches it gets the app
 #   HALL_APP_PORTS  the app processes' ports (default "8501 8502"; one process per core you give to pages)
-#   HALL_PG_PORT    PostgreSQL's port (default 55432)      HALL_RAY_PORT  the Ray head's port (default 6379)
+#   HALL_PG_PORT    PostgreSQL's port (default 55432; on 127.0.0.1 only)
+#   HALL_RAY_PORT   the Ray head's port (default 6379); Ray's other ports are pinned after it: RAY_PORT+1 the node
+#                   manager, +2 the object manager, +3 the runtime-env agent, +4 and +5 the dashboard agent, +6 the
+#                   metrics export, +10 to +59 the workers. Ray listens on every interface
+#                   whatever --node-ip-address says: keep these ports private with a firewall (docs/classroom.md)
 #   HALL_RAY_CPUS   CPUs the Ray head offers to runs (default: all cores)
 #   PYTHON          the Python with llmviz's requirements and the hall's extras (default: python3)
 # What the app processes get: LLMVIZ_RAY_ADDRESS, LLMVIZ_DATABASE_URL, LLMVIZ_RUNS_DIR (shared by both) and one
@@ -33,7 +38,21 @@ chmod 755 "$HALL_DIR"
 pids=()
 ray_head=""
 as_pg=()
-pg_bin=$(dirname "$(compgen -G "/usr/lib/postgresql/*/bin/initdb" | sort -V | tail -1)")
+# PostgreSQL's programs: Debian's folder, else pg_config's --bindir, else the PATH (Homebrew, Fedora, a source build)
+pg_bin=$(compgen -G "/usr/lib/postgresql/*/bin/initdb" | sort -V | tail -1 || true)
+pg_bin=${pg_bin:+$(dirname "$pg_bin")}
+if [ -z "$pg_bin" ] && command -v pg_config >/dev/null && [ -x "$(pg_config --bindir)/initdb" ]; then
+  pg_bin=$(pg_config --bindir)
+fi
+if [ -z "$pg_bin" ] && command -v initdb >/dev/null; then pg_bin=$(dirname "$(command -v initdb)"); fi
+if [ -z "$pg_bin" ]; then
+  echo "PostgreSQL's initdb was found nowhere (Debian's /usr/lib/postgresql, pg_config --bindir, PATH): install it" >&2
+  exit 1
+fi
+listen_host=${HALL_LISTEN%:*}
+listen_port=${HALL_LISTEN##*:}
+probe_host=$listen_host  # where this script asks, as a student's browser: by loopback when it listens everywhere
+case "$listen_host" in 0.0.0.0 | "" | "[::]" | "::") probe_host=127.0.0.1 ;; esac
 stop_hall() {
   trap - EXIT INT TERM
   echo "stopping the hall" >&2
@@ -45,11 +64,15 @@ stop_hall() {
 trap stop_hall EXIT
 trap 'exit 0' INT TERM
 
-answers() {  # answers URL: true once URL answers (Streamlit's and Caddy's health checks)
-  "$PYTHON" -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)" "$1" 2>/dev/null
+answers() {  # answers URL [HOST]: true once URL answers with a body (with HOST as its Host header, as a browser)
+  "$PYTHON" -c "
+import sys, urllib.request
+request = urllib.request.Request(sys.argv[1], headers={'Host': sys.argv[2]} if len(sys.argv) > 2 else {})
+with urllib.request.urlopen(request, timeout=2) as answer:
+    sys.exit(0 if answer.read().strip() else 1)" "$@" 2>/dev/null
 }
-wait_for() {  # wait_for WHAT URL: up to 3 minutes
-  for _ in $(seq 360); do answers "$2" && return 0; sleep 0.5; done
+wait_for() {  # wait_for WHAT URL [HOST]: up to 3 minutes
+  for _ in $(seq 360); do answers "${@:2}" && return 0; sleep 0.5; done
   echo "$1 did not answer at $2 within 3 minutes (logs: $HALL_DIR/logs)" >&2
   exit 1
 }
@@ -75,10 +98,15 @@ export LLMVIZ_DATABASE_URL="postgresql+psycopg://postgres@127.0.0.1:$HALL_PG_POR
 # 2. The Ray head (no dashboard, a small object store): its workers import llmviz from this repository
 PYTHONPATH=$PWD RAY_USAGE_STATS_ENABLED=0 setsid "$RAY" start --head --block --port="$HALL_RAY_PORT" \
   --node-ip-address=127.0.0.1 --include-dashboard=false --object-store-memory=200000000 \
+  --node-manager-port=$((HALL_RAY_PORT + 1)) --object-manager-port=$((HALL_RAY_PORT + 2)) \
+  --runtime-env-agent-port=$((HALL_RAY_PORT + 3)) --dashboard-agent-grpc-port=$((HALL_RAY_PORT + 4)) \
+  --dashboard-agent-listen-port=$((HALL_RAY_PORT + 5)) --metrics-export-port=$((HALL_RAY_PORT + 6)) \
+  --min-worker-port=$((HALL_RAY_PORT + 10)) --max-worker-port=$((HALL_RAY_PORT + 59)) \
   --num-cpus="$HALL_RAY_CPUS" --temp-dir="$HALL_DIR/ray" --disable-usage-stats >"$HALL_DIR/logs/ray.log" 2>&1 &
 ray_head=$!
 for _ in $(seq 240); do
   "$PYTHON" -c "import socket; socket.create_connection(('127.0.0.1', $HALL_RAY_PORT), timeout=1)" 2>/dev/null && break
+  kill -0 "$ray_head" 2>/dev/null || { echo "the Ray head did not start (logs: $HALL_DIR/logs/ray.log)" >&2; exit 1; }
   sleep 0.5
 done
 export LLMVIZ_RAY_ADDRESS="127.0.0.1:$HALL_RAY_PORT"
@@ -97,12 +125,14 @@ for port in $HALL_APP_PORTS; do wait_for "the app process on port $port" "http:/
 
 # 4. Caddy in front
 STREAMLIT_STATIC=$("$PYTHON" -c "import streamlit, os; print(os.path.join(os.path.dirname(streamlit.__file__), 'static'))") \
-  LLMVIZ_LISTEN="$HALL_LISTEN" LLMVIZ_BACKENDS="${backends# }" \
+  LLMVIZ_BIND="$listen_host" LLMVIZ_PORT="$listen_port" LLMVIZ_BACKENDS="${backends# }" \
   caddy run --config examples/hall/Caddyfile --adapter caddyfile >"$HALL_DIR/logs/caddy.log" 2>&1 &
 pids+=($!)
-wait_for "Caddy" "http://$HALL_LISTEN/_stcore/health"
+wait_for "Caddy" "http://$probe_host:$listen_port/_stcore/health"
+# and the page itself, as a browser that came by name asks for it (Host: localhost): a body, not an empty answer
+wait_for "Caddy's page" "http://$probe_host:$listen_port/" "localhost:$listen_port"
 
-echo "The hall answers on http://$HALL_LISTEN (data and logs: $HALL_DIR)"
+echo "The hall answers on http://$HALL_LISTEN (asked as a browser does, at http://$probe_host:$listen_port; data and logs: $HALL_DIR)"
 wait -n "${pids[@]}" "$ray_head"  # until one of them ends (or Ctrl-C): then everything stops
 echo "a part of the hall ended: see $HALL_DIR/logs" >&2
 exit 1

@@ -4,7 +4,8 @@
   loop, in a thread), then save it (``sae.safetensors`` + ``sae.json``) in ``--out``;
 - ``features``: the features by firing frequency; ``--feature N`` one feature's top contexts, histogram and the
   tokens it promotes and suppresses; ``--search TEXT`` the features that fire on a text; ``--label N=TEXT`` names
-  a feature (kept in the autoencoder's folder, labels.json);
+  a feature (kept in the autoencoder's folder, labels.json; for an autoencoder shipped in the repository's data/, in
+  the runs folder instead, ``<runs>/sae-labels/<name>/labels.json``: a command never writes into the repository);
 - ``steer``: a continuation with and without α × a feature's decoder direction added at the hook point;
 - ``knockout``: the loss on every token of a text with features removed.
 
@@ -25,6 +26,8 @@ MAX_TEXT_CHARS = 20_000
 
 
 def add_sae_commands(sub, common: argparse.ArgumentParser) -> None:
+    from llmviz.cli.train import count_between
+    from llmviz.device import MAX_SEED
     from llmviz.interpret import features, sae
 
     group = sub.add_parser("sae", help="sparse autoencoders: train one, browse its features, steer with one")
@@ -43,7 +46,7 @@ def add_sae_commands(sub, common: argparse.ArgumentParser) -> None:
     train.add_argument("--batch", type=int, default=defaults.batch, help="tokens per step")
     train.add_argument("--tokens", type=int, default=defaults.tokens, help="activations gathered from the corpus")
     train.add_argument("--eval-every", type=int, default=defaults.eval_every, help="spliced-in loss every N steps")
-    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--seed", type=count_between(0, MAX_SEED), default=0)
     train.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     train.add_argument("--out", required=True, help="the folder the autoencoder is saved in")
     train.set_defaults(func=cmd_train)
@@ -65,7 +68,7 @@ def add_sae_commands(sub, common: argparse.ArgumentParser) -> None:
     steer.add_argument("--alpha", type=float, required=True, help="how much of the (unit) direction is added")
     steer.add_argument("--tokens", type=int, default=30)
     steer.add_argument("--temperature", type=float, default=0.8)
-    steer.add_argument("--seed", type=int, default=0)
+    steer.add_argument("--seed", type=count_between(0, MAX_SEED), default=0)
     steer.set_defaults(func=cmd_steer)
 
     knock = commands.add_parser("knockout", parents=[common], help="the loss per token with features knocked out")
@@ -188,12 +191,39 @@ def report(trainer, args: argparse.Namespace) -> None:
         print(f"{name}: {value:.4f}" if isinstance(value, float) else f"{name}: {value}")
 
 
+SHIPPED = Path(__file__).resolve().parent.parent.parent / "data"  # the repository's own files: never written
+
+
+def labels_folder(directory: str | Path) -> Path:
+    """Where ``--label`` keeps an autoencoder's labels: beside its weights, except for an autoencoder shipped with
+    llmviz (under the repository's data/), whose labels go to the runs folder (``LLMVIZ_RUNS_DIR``, else runs/),
+    in ``sae-labels/<its folder's name>``.
+
+    >>> labels_folder("/tmp/my-sae") == Path("/tmp/my-sae")
+    True
+    >>> labels_folder(SHIPPED / "gpt-python-docs-sae").parts[-2:]
+    ('sae-labels', 'gpt-python-docs-sae')
+    """
+    from llmviz.lab.service import runs_folder
+
+    folder = Path(directory).resolve()
+    if folder.is_relative_to(SHIPPED.resolve()):
+        return runs_folder() / "sae-labels" / folder.name
+    return Path(directory)
+
+
 def load_pair(args: argparse.Namespace):
+    import dataclasses
+
     from llmviz.cli.interpret import load_model
     from llmviz.interpret import sae
 
     model, tokenizer = load_model(args.model)
-    return model, tokenizer, sae.load(args.sae, model)
+    loaded = sae.load(args.sae, model)
+    kept = labels_folder(args.sae)
+    if kept != Path(args.sae):  # a shipped autoencoder: its labels from the runs folder over the shipped ones
+        loaded = dataclasses.replace(loaded, labels={**loaded.labels, **sae.load_labels(kept)})
+    return model, tokenizer, loaded
 
 
 def parse_labels(items: list[str]) -> dict[int, str]:
@@ -212,6 +242,8 @@ def parse_labels(items: list[str]) -> dict[int, str]:
 
 
 def cmd_features(args: argparse.Namespace) -> int:
+    import dataclasses
+
     from llmviz.interpret import sae
 
     model, tokenizer, loaded = load_pair(args)
@@ -220,9 +252,11 @@ def cmd_features(args: argparse.Namespace) -> int:
         for number in labels:
             if not 0 <= number < loaded.sae.d_sae:
                 raise ConfigError(f"Feature {number} does not exist: features are 0–{loaded.sae.d_sae - 1}.")
-        sae.save_labels(args.sae, labels)
-        print(f"labels saved in {Path(args.sae) / sae.LABELS_FILE}", file=sys.stderr)
-        loaded = sae.load(args.sae, model)
+        kept = labels_folder(args.sae)
+        kept.mkdir(parents=True, exist_ok=True)
+        sae.save_labels(kept, labels)
+        print(f"labels saved in {kept / sae.LABELS_FILE}", file=sys.stderr)
+        loaded = dataclasses.replace(loaded, labels=sae.load_labels(kept))
     if args.search is not None:
         return show_search(model, tokenizer, loaded, args)
     if not 1 <= args.tokens <= sae.MAX_TOKENS:

@@ -44,6 +44,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from llmviz.device import seed_problem
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import GPT, block_points, cache_name
 
@@ -113,6 +114,7 @@ class SaeConfig:
         )
         _check(self.dead_window >= 1 and self.eval_every >= 0, "The dead window is ≥ 1 and eval_every ≥ 0.")
         _check(1 <= self.eval_windows <= 64, "Measure the spliced-in loss on 1–64 windows.")
+        _check(seed_problem(self.seed) is None, f"{str(seed_problem(self.seed)).capitalize()}.")
 
     @property
     def hook(self) -> str:
@@ -130,6 +132,14 @@ class SaeConfig:
         names = {f.name for f in fields(cls)}
         unknown = set(values) - names
         _check(not unknown, f"An autoencoder's config has no {', '.join(sorted(unknown))}.")
+        default = cls()
+        for name, value in values.items():  # a damaged sae.json: one sentence, never a TypeError from a comparison
+            want = type(getattr(default, name))
+            kind = (int, float) if want is float else want
+            _check(
+                isinstance(value, kind) and not isinstance(value, bool),
+                f"An autoencoder's config has {name} = {str(value)[:40]!r}, not a {want.__name__}.",
+            )
         return cls(**values)
 
 
@@ -584,6 +594,15 @@ def read_meta(directory: str | Path) -> dict:
     except (ValueError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path} is not valid JSON ({error}).") from None
     _check(isinstance(meta, dict) and meta.get("format") == FORMAT, f"{path} is not an llmviz autoencoder.")
+    width = meta.get("d_in")
+    _check(
+        isinstance(meta.get("config"), dict)
+        and isinstance(width, int)
+        and not isinstance(width, bool)
+        and 1 <= width <= 2**20
+        and isinstance(meta.get("model", {}), dict),
+        f"{path} is damaged: its config, width (d_in) or model is not what an autoencoder's sae.json holds.",
+    )
     return meta
 
 

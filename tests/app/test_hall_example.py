@@ -1,10 +1,12 @@
 """examples/hall/start.sh starts the whole lecture hall on loopback as docs/classroom.md says (a PostgreSQL server, a
 Ray head, two app processes, Caddy in front): both app processes answer through Caddy, the database and the Ray head
 answer, and a SIGTERM stops every part it started. Needs Debian's postgresql, caddy and the hall's extras (skipped
-without them, except in CI); starts two app servers, so it runs with ``-m extended``."""
+without them, except in CI); starts two app servers, so it runs with ``-m extended``. The hall's Caddyfile alone (real
+Caddy, a stand-in app) is tested in the default run: every host name gets the page, and ``bind`` is the interface."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import shutil
 import signal
@@ -12,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from http.cookies import SimpleCookie
@@ -22,8 +25,7 @@ from tests.support.app_server import free_port
 from tests.support.paths import ROOT
 from tests.support.postgres import postgres_bin
 from tests.support.ray_cluster import ray_installed
-
-pytestmark = [pytest.mark.slow, pytest.mark.extended]
+from tests.support.waiting import wait_for
 
 
 def answering(port: int) -> bool:
@@ -78,6 +80,8 @@ def hall():
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.slow
+@pytest.mark.extended
 def test_the_hall_starts_answers_through_caddy_from_both_app_processes_and_stops(hall):
     script, ports = hall
     url = f"http://127.0.0.1:{ports['listen']}/_stcore/health"
@@ -91,3 +95,72 @@ def test_the_hall_starts_answers_through_caddy_from_both_app_processes_and_stops
     assert script.wait(120) == 0
     for name, port in ports.items():
         assert not answering(port), f"{name} still answers on {port} after the hall stopped"
+
+
+class _Backend(http.server.BaseHTTPRequestHandler):
+    """An app process as Caddy sees one: every path answers 200 with a body."""
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        body = b"the app's page"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def _listening_on(port: int) -> set[str]:
+    """The local addresses something listens on at TCP ``port`` (this machine's sockets, as ``ss -ltn`` lists them)."""
+    import psutil
+
+    return {c.laddr.ip for c in psutil.net_connections(kind="tcp") if c.status == "LISTEN" and c.laddr.port == port}
+
+
+def _body(url: str, host: str | None = None) -> bytes:
+    request = urllib.request.Request(url, headers={"Host": host} if host else {})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        return answer.read()
+
+
+@pytest.mark.parametrize("bind", ["0.0.0.0", "127.0.0.1"])
+def test_the_halls_caddy_answers_every_name_and_binds_what_it_is_told(bind, tmp_path):
+    """``HALL_LISTEN=0.0.0.0:8080`` (docs/classroom.md) served an empty 200 to every browser (issue 57): the address in
+    the site's name was a Host match that 127.0.0.1, localhost and the machine's address all missed, and
+    ``127.0.0.1:8602`` listened on every interface. Now the site is the port alone and ``bind`` the interface: every
+    name gets the page, and 127.0.0.1 is reachable from this machine only."""
+    if not shutil.which("caddy"):
+        if os.environ.get("CI"):
+            pytest.fail("CI must test the hall's Caddyfile: install caddy")
+        pytest.skip("not installed: caddy")
+    backend = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Backend)
+    threading.Thread(target=backend.serve_forever, daemon=True).start()
+    port = free_port()
+    env = {
+        **os.environ,
+        "LLMVIZ_BIND": bind,
+        "LLMVIZ_PORT": str(port),
+        "LLMVIZ_BACKENDS": f"127.0.0.1:{backend.server_address[1]}",
+        "STREAMLIT_STATIC": str(tmp_path),
+    }
+    caddy = subprocess.Popen(
+        ["caddy", "run", "--config", str(ROOT / "examples/hall/Caddyfile"), "--adapter", "caddyfile"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_for(lambda: answering(port), timeout=60)
+        wait_for(lambda: _body(f"http://127.0.0.1:{port}/") == b"the app's page", timeout=60)
+        for host in (None, f"localhost:{port}", f"llmviz.example.org:{port}", f"{bind}:{port}"):
+            assert _body(f"http://127.0.0.1:{port}/training", host) == b"the app's page", host
+        wait_for(lambda: _listening_on(port), timeout=30)
+        if bind == "0.0.0.0":  # every interface (Go's wildcard socket: "::", IPv4 too)
+            assert _listening_on(port) <= {"0.0.0.0", "::"}
+        else:  # this machine only: nothing on any other interface
+            assert _listening_on(port) == {"127.0.0.1"}
+    finally:
+        caddy.terminate()
+        caddy.wait(30)
+        backend.shutdown()

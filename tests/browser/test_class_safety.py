@@ -215,3 +215,28 @@ def test_a_forged_megabyte_of_text_is_refused_before_any_page_reads_it(server):
     assert any("This browser sent a value" in alert and "Sampling: the prompt" in alert for alert in forged.alerts)
     assert again.errors == [] and not any("This browser sent a value" in alert for alert in again.alerts)
     assert "1,000,000 characters" in _log(log)
+
+
+def test_forged_widget_ids_are_logged_bounded_escaped_and_once(server):
+    """A forged widget id was logged verbatim (issue 57): five 10 MB ids wrote 50 MB of log in 1.7 s, and an id holding
+    a newline wrote a line of its own that read like the server's ("llmviz ERROR …"). Every id is now at most 200
+    characters in the log, escaped; the same refusal again within a minute is counted, not logged."""
+    url, log = server
+    before = len(_log(log))
+    forged_line = "2026-01-01 00:00:00,000 llmviz ERROR ui.pages: the database is gone"
+    ids = [f"big{n}-" + "x" * 1_000_000 for n in range(5)] + [f"steer_token\n{forged_line}"] * 3
+
+    async def forge():
+        async with Student(url) as student:
+            runs = [await student.open("inside", states=[WidgetState(id=ids[0], string_value="x")])]
+            for forged_id in ids[1:]:
+                runs.append(await student.open("inside", states=[WidgetState(id=forged_id, string_value="x")]))
+            return runs
+
+    for run in _run(forge()):
+        assert run.status == "finished" and run.errors == [] and "exception" not in run.elements
+    text = _log(log)[before:]
+    assert len(text) < 20_000, f"{len(text):,} characters of log for eight forged ids"
+    assert forged_line not in text.splitlines() and not any(line.startswith("2026-01-01") for line in text.splitlines())
+    assert "(1,000,005 characters)" in text and "\\n2026-01-01" in text
+    assert text.count("steer_token") == 1  # the same forged id three times: logged once (the rest counted)

@@ -42,7 +42,8 @@ def proxy(tmp_path_factory):
         env={
             **os.environ,
             "STREAMLIT_STATIC": str(STATIC),
-            "LLMVIZ_LISTEN": f"127.0.0.1:{port}",
+            "LLMVIZ_BIND": "127.0.0.1",
+            "LLMVIZ_PORT": str(port),
             "LLMVIZ_BACKENDS": " ".join(app.url.removeprefix("http://") for app in apps),
         },
         stdout=subprocess.DEVNULL,

@@ -127,6 +127,10 @@ def test_the_app_command_prints_the_port_the_app_is_served_on(run_py, capsys, mo
     monkeypatch.setattr(run_py, "setup", lambda kind: run_py.venv_python())
     started = []
     monkeypatch.setattr(run_py, "run", lambda command: started.append(command) or 0)
+    warmed = []  # the first page's imports and model, loaded at start (issue 57 §4)
+    monkeypatch.setattr(run_py, "start_warm_up", warmed.append)
     assert run_py.main(["app", *args]) == 0
     assert f"the app is at {address} " in capsys.readouterr().err
-    assert started == [[str(run_py.venv_python()), "-m", "streamlit", "run", "app.py", *args]]
+    warm = ["--server.scriptHealthCheckEnabled", "true"]
+    assert started == [[str(run_py.venv_python()), "-m", "streamlit", "run", "app.py", *warm, *args]]
+    assert warmed == [address.replace("//localhost:", "//127.0.0.1:")]

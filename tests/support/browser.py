@@ -69,6 +69,9 @@ def app_server(tmp_path_factory):
         # one server serves every browser test of a worker, one after another: other tests' watching must not
         # slow this test's refreshes (the adaptive interval itself is tested in tests/app/test_watch.py)
         "LLMVIZ_WATCH_BUDGET": "4",
+        # every browser test's window is a new student from 127.0.0.1: not the hostile client the limit is for
+        # (tests/browser/test_identity_limits.py tests it on a server of its own)
+        "LLMVIZ_NEW_STUDENTS_PER_MINUTE": "0",
     }
     try:
         server = start_app("app.py", env=env, log=folder / "server.log")

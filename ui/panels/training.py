@@ -13,6 +13,7 @@ import streamlit as st
 import torch
 
 import ui
+from llmviz import settings
 from llmviz.lessons.training import smooth
 from llmviz.training import footprint
 from llmviz.training.config import PRECISION_TITLES
@@ -51,10 +52,15 @@ def server_line() -> None:
     )
     training_now = lab.training_count()  # every app process's (the lab's record), else this process's own
     training_now = job_manager.running_count if training_now is None else training_now
+    where = (
+        "each in a Ray actor on the hall's cluster"
+        if settings.get("LLMVIZ_RAY_ADDRESS")
+        else "each in a worker process of its own"
+    )
     st.caption(
         f"On this server: {training_now} run(s) training, {job_manager.waiting_count} waiting "
-        f"(at most {job_manager.max_running} train at once; the others wait their turn, students in turn, each "
-        f"in a worker process of its own).{share_line}{memory_line}"
+        f"(at most {job_manager.max_running} train at once; the others wait their turn, students in turn, "
+        f"{where}).{share_line}{memory_line}"
     )
 
 

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from llmviz.cli.main import main
+from llmviz.errors import ConfigError
 from llmviz.interpret import features, sae
 from llmviz.training.checkpoint import load_checkpoint
 
@@ -159,3 +160,80 @@ def test_features_of_the_shipped_autoencoder_read_more_than_a_prompts_worth_of_c
     assert [row["feature"] for row in rows] == corpus.index.order[:3]
     expected = [float(corpus.index.frequency[row["feature"]]) for row in rows]
     assert [row["frequency"] for row in rows] == pytest.approx(expected, abs=1e-7)
+
+
+def test_labels_for_the_shipped_autoencoder_go_to_the_runs_folder_not_the_repository(capsys, tmp_path, monkeypatch):
+    """docs/cli.md's ``--label "199=attributes"`` on data/gpt-python-docs-sae wrote labels.json into the repository
+    (issue 57): the label is kept in the runs folder and read back from there; the shipped folder is unchanged."""
+    from tests.support.paths import ROOT
+
+    shipped_folder = ROOT / "data" / "gpt-python-docs-sae"
+    before = sorted(p.name for p in shipped_folder.iterdir())
+    monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(tmp_path))
+    argv = ["features", "--sae", str(shipped_folder), "--feature", "199", "--tokens", "256", "--format", "json"]
+    code, out, err = run(capsys, *argv, "--label", "199=attributes")
+    assert code == 0, err
+    kept = tmp_path / "sae-labels" / "gpt-python-docs-sae" / sae.LABELS_FILE
+    assert json.loads(kept.read_text()) == {"199": "attributes"} and str(kept) in err
+    assert sorted(p.name for p in shipped_folder.iterdir()) == before
+    code, out, _ = run(capsys, *argv)  # a later command shows the label
+    assert code == 0 and json.loads(out)["label"] == "attributes"
+
+
+@pytest.mark.parametrize("command", ["train", "steer"])
+@pytest.mark.parametrize("seed", ["1180591620717411303424", "-5"])
+def test_a_seed_torch_cannot_take_is_a_usage_error(command, seed, capsys, tmp_path):
+    """``--seed 1180591620717411303424`` ended in torch's OverflowError traceback and ``--seed -5`` was accepted,
+    while every other command refuses both (issue 57)."""
+    argv = {
+        "train": ["train", "--out", str(tmp_path / "out")],
+        "steer": ["steer", "--sae", "data/gpt-python-docs-sae", "--prompt", "a", "--feature", "1", "--alpha", "1"],
+    }[command]
+    with pytest.raises(SystemExit) as exit_:
+        run(capsys, *argv, "--seed", seed)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "Traceback" not in err
+    assert "argument --seed" in err and "from 0 to 9,223,372,036,854,775,807" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_autoencoder_config_refuses_a_seed_torch_cannot_take():
+    with pytest.raises(ConfigError, match="seed must be a whole number from 0"):
+        sae.SaeConfig(seed=2**70)
+
+
+@pytest.mark.parametrize("command", ["features", "steer", "knockout"])
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        ("d_sae", None, "config has d_sae = "),
+        ("lr", "x", "config has lr = "),
+        ("dead_window", [], "config has dead_window = "),
+        ("k", True, "config has k = "),
+        ("config", None, "is damaged"),
+        ("config", [], "is damaged"),
+        ("d_in", "x", "is damaged"),
+        ("model", "x", "is damaged"),
+    ],
+)
+def test_a_damaged_autoencoder_config_is_one_line_never_a_type_error(command, field, value, words, capsys, tmp_path):
+    """A sae.json whose numbers are not numbers raised a raw TypeError from the config's range checks (issue 57)."""
+    from tests.support.paths import ROOT
+
+    shipped_folder = ROOT / "data" / "gpt-python-docs-sae"
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    meta = json.loads((shipped_folder / sae.CONFIG_FILE).read_text())
+    if field in ("config", "d_in", "model"):
+        meta[field] = value
+    else:
+        meta["config"][field] = value
+    (damaged / sae.CONFIG_FILE).write_text(json.dumps(meta))
+    (damaged / sae.WEIGHTS_FILE).write_bytes((shipped_folder / sae.WEIGHTS_FILE).read_bytes())
+    argv = {
+        "features": ["features", "--top", "2", "--tokens", "256"],
+        "steer": ["steer", "--prompt", "a", "--feature", "1", "--alpha", "1", "--tokens", "2"],
+        "knockout": ["knockout", "--text", TEXT, "--features", "1"],
+    }[command]
+    code, _, err = run(capsys, *argv, "--sae", str(damaged))
+    assert code == 2 and err.count("\n") == 1 and words in err, err
