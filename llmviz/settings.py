@@ -37,18 +37,8 @@ class Setting:
     def parse(self, raw: str) -> Any:
         """The value of ``raw`` for this setting; ``ValueError`` with a one-line reason when it cannot be used."""
         text = raw.strip()
-        if self.kind == "int":
-            if not text.lstrip("-").isdigit() or (self.minimum is not None and int(text) < self.minimum):
-                raise ValueError(f"is not a whole number of at least {self.minimum:g}")
-            return int(text)
-        if self.kind == "float":
-            try:
-                value = float(text)
-            except ValueError:
-                raise ValueError("is not a number") from None
-            if not math.isfinite(value) or (self.minimum is not None and value < self.minimum):
-                raise ValueError(f"is not a number of at least {self.minimum:g}")
-            return value
+        if self.kind in ("int", "float"):
+            return self._number(text)
         if self.kind == "addresses":
             return parse_addresses(text)
         if self.kind == "choice":
@@ -60,6 +50,20 @@ class Setting:
         if self.minimum is not None and len(text) < self.minimum:
             raise ValueError(f"is shorter than {self.minimum:g} characters")
         return text
+
+    def _number(self, text: str) -> int | float:
+        """An int or float setting's value, at least its minimum; ``ValueError`` with the reason."""
+        if self.kind == "int":
+            if not text.lstrip("-").isdigit() or (self.minimum is not None and int(text) < self.minimum):
+                raise ValueError(f"is not a whole number of at least {self.minimum:g}")
+            return int(text)
+        try:
+            value = float(text)
+        except ValueError:
+            raise ValueError("is not a number") from None
+        if not math.isfinite(value) or (self.minimum is not None and value < self.minimum):
+            raise ValueError(f"is not a number of at least {self.minimum:g}")
+        return value
 
 
 def parse_addresses(text: str) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ import streamlit as st
 from ui import hub, identity, model_sources, sections, state, watch  # noqa: F401 - model_sources registers the sources
 from ui.labels import fit
 from ui.picker import DEFAULT_KEY, _pick, _refuse, entries, manager, session_id, shown_on_page
+from ui.sources import Entry
 from ui.text import literal_markdown
 
 # ---------------------------------------------------------------------------- the sidebar widget
@@ -60,16 +61,7 @@ def sidebar() -> None:
     identity.login_offer()  # a Log in button where the teacher configured a login provider
     listed = [entry for entry in entries()]
     by_key = {entry.key: entry for entry in listed}
-    chosen = state.PICKED.get(default=DEFAULT_KEY)
-    if chosen in by_key and not by_key[chosen].available:  # set by a link or an old session state
-        _refuse(by_key[chosen])
-        chosen = DEFAULT_KEY
-    notice = state.PICKER_NOTICE.pop()
-    if notice:
-        st.info(notice)
-    if chosen not in by_key:
-        chosen = DEFAULT_KEY if DEFAULT_KEY in by_key else (listed[0].key if listed else DEFAULT_KEY)
-        state.PICKED.set(chosen)
+    chosen = _chosen(by_key)
     if not listed:
         return
     version = state.PICKER_VERSION.get()
@@ -86,18 +78,38 @@ def sidebar() -> None:
         args=(widget_key,),
         help="Pages show this model: a shipped one, or one of your runs (train one on the Training page).",
     )
-    entry = by_key[chosen]
+    _captions(by_key[chosen])
+    hub.sidebar_progress(chosen, _pick)  # a pretrained model being downloaded: its progress and a Cancel button
+    state.MODEL_USED.set(False)  # until a page section asks current()
+    if by_key[chosen].steps:
+        job = manager().get(session_id(), chosen.split(":", 1)[1])
+        following = job is not None and job.changing and state.PICKED_STEPS.get().get(chosen) is None
+        interval = watch.refresh_seconds(session_id()) if following else None
+        st.fragment(_step_slider_timed, run_every=interval)(chosen, version, by_key[chosen].steps)
+
+
+def _chosen(by_key: dict[str, Entry]) -> str:
+    """The key the picker shows: the one picked, unless it is unavailable here (said) or no longer listed (the
+    shipped GPT, else the first listed); a notice waiting from an earlier pick is said first."""
+    chosen = state.PICKED.get(default=DEFAULT_KEY)
+    if chosen in by_key and not by_key[chosen].available:  # set by a link or an old session state
+        _refuse(by_key[chosen])
+        chosen = DEFAULT_KEY
+    notice = state.PICKER_NOTICE.pop()
+    if notice:
+        st.info(notice)
+    if chosen not in by_key:
+        chosen = DEFAULT_KEY if DEFAULT_KEY in by_key else next(iter(by_key), DEFAULT_KEY)
+        state.PICKED.set(chosen)
+    return chosen
+
+
+def _captions(entry: Entry) -> None:
+    """Under the box: the picked entry's whole label where the box cuts it, and what it is."""
     if fit(entry.label) != entry.label and entry.note != literal_markdown(entry.label):
         st.caption(literal_markdown(entry.label))  # the whole label (the box shows its start)
     if entry.note:
         st.caption(entry.note)
-    hub.sidebar_progress(chosen, _pick)  # a pretrained model being downloaded: its progress and a Cancel button
-    state.MODEL_USED.set(False)  # until a page section asks current()
-    if entry.steps:
-        job = manager().get(session_id(), chosen.split(":", 1)[1])
-        following = job is not None and job.changing and state.PICKED_STEPS.get().get(chosen) is None
-        interval = watch.refresh_seconds(session_id()) if following else None
-        st.fragment(_step_slider_timed, run_every=interval)(chosen, version, entry.steps)
 
 
 def _step_slider_timed(chosen: str, version: int, listed: tuple[int, ...] = ()) -> None:

@@ -641,7 +641,6 @@ COMPLEXITY_PENDING: set[str] = {
     "ui/panels/runs.py:kept_runs_panel",
     "ui/panels/sampling.py:beam_tree",
     "ui/panels/training.py:all_runs",
-    "ui/picker.py:sidebar",
 }
 #: The one function allowed past the bound, by design: the fast BPE trainer's one loop (its state lives in local
 #: variables for speed; split, it would pass a dozen of them around on every merge).
