@@ -6,7 +6,7 @@ import streamlit as st
 
 import ui
 from llmviz.lab.health import LabUnavailable
-from ui import charts, identity, picker, present, sections, share, state, watch
+from ui import charts, identity, link_model, picker, present, sections, share, state, watch
 
 
 def navigation_pages(teacher: bool) -> tuple[list, dict]:
@@ -64,9 +64,9 @@ def main() -> None:
         if navigation.url_path in redirects:  # before the sidebar binds its widgets to the link's parameters
             ui.redirect(redirects[navigation.url_path])()
         page_timer.name = navigation.url_path or "start"
-        share.restore_model()
+        link_model.restore_model()
         ui.sidebar()
-        share.record_model()  # the sidebar's seed is passed down to each random action (settings.run_seed()): one
+        link_model.record_model()  # the sidebar's seed is passed down to each random action (settings.run_seed()): one
         # server process serves every session, so the global torch generator is never seeded here
         charts.install_export()
         present.apply()

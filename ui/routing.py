@@ -12,7 +12,7 @@ import streamlit as st
 
 from llmviz import settings
 from llmviz.errors import configure_logging
-from ui import share, state, streamlit_private
+from ui import refused, state, streamlit_private
 
 
 @contextlib.contextmanager
@@ -96,7 +96,7 @@ def start_server_once() -> None:
         for problem in settings.problems():
             logging.getLogger(__name__).warning(problem)
         # a widget value of the wrong kind, or a text longer than its widget takes: one line, no traceback
-        streamlit_private.guard_widget_states(share.refuse_widget_value, state.MAX_WIDGET_TEXT)
+        streamlit_private.guard_widget_states(refused.refuse_widget_value, state.MAX_WIDGET_TEXT)
         # a forwarded address only from a configured proxy: a client on this machine cannot name itself N students
         streamlit_private.trust_forwarded_only_from(settings.get("LLMVIZ_TRUSTED_PROXIES") or ())
 

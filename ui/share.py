@@ -7,11 +7,11 @@ unknown option). This module adds what a class needs around it:
 
 * ``PARAMS``: the one list of URL parameters llmviz understands, with what each one sets. A page
   binds a widget with ``**share.bind("temperature")`` (the name must be declared here).
-* :func:`links`: wraps the page run in app.py: a "Copy link to this view" button on every page,
-  and a short notice when the link carried values that could not be used (they fall back to
-  the defaults: never an error).
-* the model in the URL (``?model=…``) goes through ``ui.picker.select``: a run that is not one of this
-  student's (runs belong to the student, in every tab of theirs) falls back to the shipped model with a notice.
+* :func:`links`: wraps the page run in app.py: a "Copy link to this view" button on every page
+  (``ui.copy_link``), and a short notice when the link carried values that could not be used (they fall back to
+  the defaults: never an error), or when the browser sent a widget a value it cannot take (``ui.refused``).
+* the model in the URL (``?model=…``) is ``ui.link_model``'s: a run that is not one of this student's (runs belong
+  to the student, in every tab of theirs) falls back to the shipped model with a notice (:func:`notice`).
 
 Usage on a page::
 
@@ -21,20 +21,17 @@ Usage on a page::
 from __future__ import annotations
 
 import contextlib
-import logging
 import math
 import re
-import threading
 import unicodedata
 import urllib.parse
-from collections import OrderedDict
 
 import streamlit as st
 
-from llmviz.errors import client_text, log_failure
+from llmviz.errors import log_failure
 from llmviz.lessons.embeddings import pair_from_link
 from llmviz.lessons.model import PRESET_NAMES
-from ui import picker, state, streamlit_private
+from ui import copy_link, refused, state, streamlit_private
 
 #: Every URL parameter llmviz reads: its kind (number, text, option, options, flag) and what it sets. Names are
 # unique across pages, because the
@@ -237,8 +234,6 @@ _SPECIAL = {"model", "present", "teacher"}  # ui.picker, ui.present, ui.identity
 #: Query parameters Streamlit reserves for itself.
 _STREAMLIT = {"embed", "embed_options"}
 
-logger = logging.getLogger(__name__)
-
 MAX_TEXT = 2_000  #: characters a text parameter may carry (longer text is shortened, with a notice)
 #: bytes a text parameter may take in the address once percent-encoded (an emoji is 12): with the other settings,
 #: an address stays far below the 64 KB a server (Tornado) or the 8 KB a proxy accepts, so every link opens
@@ -320,7 +315,12 @@ def _snapshot() -> dict[str, list[str]]:
     return {key: list(st.query_params.get_all(key)) for key in st.query_params}
 
 
-def _short(value: str, limit: int = 40) -> str:
+def short(value: str, limit: int = 40) -> str:
+    """``value`` cut to ``limit`` characters for a notice, an ellipsis marking the cut.
+
+    >>> short("abcdef", 3), short("abc", 3)
+    ('abc…', 'abc')
+    """
     return value if len(value) <= limit else value[:limit] + "…"
 
 
@@ -359,7 +359,7 @@ def link_notices(
         if name in _STREAMLIT or name in _SPECIAL:
             continue
         if name not in PARAMS:
-            notices.append(f"{_short(name, 30)} is not a setting llmviz knows: ignored.")
+            notices.append(f"{short(name, 30)} is not a setting llmviz knows: ignored.")
         elif raw_values and current.get(name) != raw_values:  # an empty value was reported by the first check
             value = values.get(name)
             label = labels.get(name, value) if labels else value  # what a link writes (an option's label)
@@ -381,46 +381,10 @@ def _changed_notice(name: str, raw_values: list[str], now: list[str] | None, val
     raw = raw_values[-1]
     if now is None and len(raw_values) == 1 and (_same(raw, value) or _same(raw, label)):
         return None
-    shown = ", ".join(_short(str(v), 30) for v in label) if isinstance(label, list) else _short(str(label), 40)
+    shown = ", ".join(short(str(v), 30) for v in label) if isinstance(label, list) else short(str(label), 40)
     if now is None:
-        return f"{name} = “{_short(raw)}” could not be used here: showing {shown or 'the default'}."
-    return f"{name} = “{_short(raw)}” was adjusted to what this page allows: {shown}."
-
-
-def _copy_button() -> None:
-    """A button that copies the browser's current address (kept up to date by the bound widgets)."""
-    st.html(
-        """
-<div style="display:flex;justify-content:flex-end">
-<button class="llmviz-copy-link" type="button" title="The address holds this page's settings: paste it in a
-message or on a slide, and it opens the same view."
- style="border:1px solid #ced4da;border-radius:6px;background:white;padding:2px 10px;font-size:0.85rem;cursor:pointer">
-Copy link to this view</button></div>
-<script>
-(function () {
-  document.querySelectorAll("button.llmviz-copy-link:not([data-ready])").forEach(function (button) {
-    button.dataset.ready = "1";
-    button.addEventListener("click", function () {
-      var url = window.location.href;
-      window.__llmvizCopiedLink = url;
-      var done = function () { button.textContent = "✓ Link copied"; setTimeout(function () {
-        button.textContent = "Copy link to this view"; }, 2000); };
-      var fallback = function () {
-        var area = document.createElement("textarea");
-        area.value = url; document.body.appendChild(area); area.select();
-        var ok = false; try { ok = document.execCommand("copy"); } catch (e) {}
-        document.body.removeChild(area);
-        if (ok) { done(); } else { window.prompt("Copy this link:", url); }
-      };
-      if (navigator.clipboard && window.isSecureContext) {
-        navigator.clipboard.writeText(url).then(done, fallback);
-      } else { fallback(); }
-    });
-  });
-})();
-</script>""",
-        unsafe_allow_javascript=True,
-    )
+        return f"{name} = “{short(raw)}” could not be used here: showing {shown or 'the default'}."
+    return f"{name} = “{short(raw)}” was adjusted to what this page allows: {shown}."
 
 
 def clean(name: str, values: list[str]) -> tuple[list[str] | None, str | None]:
@@ -448,7 +412,7 @@ def clean(name: str, values: list[str]) -> tuple[list[str] | None, str | None]:
         except ValueError:
             number = math.nan
         if not math.isfinite(number) or abs(number) > 1e12:
-            return None, f"{name} = “{_short(raw)}” is not a usable number: showing the default."
+            return None, f"{name} = “{short(raw)}” is not a usable number: showing the default."
         return values[-1:], None
     if kind == "text":
         # drop control characters (NUL, escape codes) and lone surrogates; keep format characters: a zero-width
@@ -464,7 +428,7 @@ def clean(name: str, values: list[str]) -> tuple[list[str] | None, str | None]:
             return [carried], f"{name} was {len(text):,} characters long: shortened to {len(carried):,}."
         return [text], None
     if len(values) > 50 or any(len(value) > 300 for value in values):
-        return None, f"{name} = “{_short(raw)}” is not one of this page's choices: showing the default."
+        return None, f"{name} = “{short(raw)}” is not one of this page's choices: showing the default."
     return values, None
 
 
@@ -541,12 +505,6 @@ def _replace_in_link(name: str, kept: list[str] | None) -> None:
     streamlit_private.reseed_widget_from_link(name, kept)
 
 
-# ------------------------------------------------------------------ widget values a browser sent that cannot be used
-_REFUSED: OrderedDict[str, list[str]] = OrderedDict()  # browser session id → what it sent that was dropped
-_REFUSED_LOCK = threading.Lock()
-_REFUSED_SESSIONS = 1_000  #: sessions remembered at most (each is emptied by its next page run)
-
-
 def widget_name(widget_id: str) -> str:
     """The setting a widget id names, for a notice: its link parameter's description, else its key.
 
@@ -558,30 +516,7 @@ def widget_name(widget_id: str) -> str:
     'Model: tie the output head to the token embedding (preset gpt2-124m)'
     """
     key = widget_id.split("-", 2)[-1] if widget_id.startswith("$$ID-") else widget_id
-    return PARAMS[key][1] if key in PARAMS else _short(key, 40)
-
-
-def refuse_widget_value(widget_id: str, why: str) -> None:
-    """A browser sent a value its widget cannot take (``ui.streamlit_private.guard_widget_states`` dropped it):
-    one line in the server's log, and a notice on this session's page."""
-    context = streamlit_private.script_run_context()
-    session = context.session_id if context is not None else ""
-    logger.warning(
-        "A browser sent a value %s cannot take (%s): ignored, it keeps its value", client_text(widget_id), why
-    )
-    with _REFUSED_LOCK:
-        entries = _REFUSED.setdefault(session, [])
-        if len(entries) < 8:
-            entries.append(widget_name(widget_id))
-        while len(_REFUSED) > _REFUSED_SESSIONS:
-            _REFUSED.popitem(last=False)
-
-
-def refused_values() -> list[str]:
-    """The settings whose values this session's browser sent and could not be used since its last page run."""
-    context = streamlit_private.script_run_context()
-    with _REFUSED_LOCK:
-        return _REFUSED.pop(context.session_id if context is not None else "", [])
+    return PARAMS[key][1] if key in PARAMS else short(key, 40)
 
 
 @contextlib.contextmanager
@@ -592,12 +527,12 @@ def links():
     begin()
     top = st.container()
     with top:
-        _copy_button()
-    refused = refused_values()
-    if refused:
+        copy_link.copy_button()
+    refused_names = [widget_name(widget_id) for widget_id in refused.refused_widgets()]
+    if refused_names:
         top.warning(
             "This browser sent a value that a setting cannot take; the page uses the value it had: "
-            + ", ".join(_escape_markdown(name) for name in dict.fromkeys(refused))
+            + ", ".join(_escape_markdown(name) for name in dict.fromkeys(refused_names))
             + ".",
             icon=":material/warning:",
         )
@@ -647,59 +582,3 @@ def _escape_markdown(text: str) -> str:
 def notice(text: str) -> None:
     """Add a notice to the link check (for settings read outside widgets, e.g. the model)."""
     state.LINK_NOTICES.setdefault().append(text)
-
-
-# ------------------------------------------------------------------ the model in the URL
-def restore_model() -> None:
-    """Before the sidebar draws the picker: select the model named by ``?model=`` (once per session)."""
-    if state.LINK_MODEL_APPLIED.get():
-        return
-    state.LINK_MODEL_APPLIED.set(True)
-    wanted = st.query_params.get("model")
-    if not wanted:
-        return
-    wanted = _short(wanted, 200)
-    picker.select(wanted)
-    shown = picker.current(mark=False)
-    text = model_notice(wanted, shown.key, shown.label, {entry.key: entry for entry in picker.entries()})
-    if text:
-        notice(text)
-
-
-def model_notice(wanted: str, shown_key: str, shown_label: str, listed: dict) -> str | None:
-    """What to say when a link's ``model=`` was not what the page shows (None: it is, whatever the step): the
-    reason that holds for that kind of model, never "another student's run" for a model that is not a run.
-
-    >>> model_notice("dir:lora@3", "dir:lora", "Checkpoint lora", {})  # a checkpoint has one step: it is shown
-    >>> model_notice("run:ab12@50", "shipped:gpt", "Shipped GPT", {})  # doctest: +ELLIPSIS
-    'model = “run:ab12@50” is not available here: a training run opens only for the student who trained it...'
-    >>> model_notice("dir:gone", "shipped:gpt", "Shipped GPT", {})
-    'model = “dir:gone” is not available on this server: showing Shipped GPT.'
-    """
-    wanted_base = (picker.parse_key(wanted) or (wanted, None))[0]
-    if wanted_base == (picker.parse_key(shown_key) or (shown_key, None))[0]:
-        return None
-    start = f"model = “{_short(wanted)}”"
-    entry = listed.get(wanted_base)
-    if wanted_base.startswith("run:"):
-        why = (
-            "is not available here: a training run opens only for the student who trained it (in any tab of "
-            "theirs), and it is not one of your runs"
-        )
-    elif entry is not None and not entry.available:
-        why = f"is not available here ({_short(entry.note, 160)})"
-    else:
-        why = "is not available on this server"
-    return f"{start} {why}: showing {shown_label}."
-
-
-def record_model() -> None:
-    """After the sidebar drew the picker: write the chosen model's key to the URL."""
-    try:
-        key = picker.current(mark=False).key  # the address only: this is not the page drawing the model
-        if key == picker.DEFAULT_KEY:
-            st.query_params.pop("model", None)
-        elif st.query_params.get("model") != key:
-            st.query_params["model"] = key
-    except Exception as error:  # noqa: BLE001 - the page is drawn; the address keeps its model, the log says why
-        log_failure("writing the model to the address", error)

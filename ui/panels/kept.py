@@ -199,13 +199,26 @@ def kept_runs_panel() -> None:
         st.caption(picker.manager().resume_line(picker.session_id(), chosen.id))
 
 
+def _wanted_ids(picked: str, focus: str | None) -> list[str]:
+    """The runs asked for, first to last: the sidebar's pick ``picked`` when it is a run (``run:<id>@...``), then the
+    run trained here last (``focus``; ``""`` when none).
+
+    >>> _wanted_ids("run:r7@2", "r3")
+    ['r7', 'r3']
+    >>> _wanted_ids("gpt2", None)
+    ['']
+    """
+    picked = picked.split("@")[0]
+    wanted = [picked.removeprefix("run:")] if picked.startswith("run:") else []
+    wanted.append(focus or "")
+    return wanted
+
+
 def focused_id(raced: set[str]) -> str | None:
     """The run the Training page opens on: the run picked in the sidebar, else the one trained here last, else the
     student's newest training run, as the lab keeps it (this app process's, another's, an earlier server's), else
     this process's newest run (the lab cannot be read). ``raced``: race runners (the tab Races draws them)."""
-    picked = picker.selected_key().split("@")[0]
-    wanted = [picked.removeprefix("run:")] if picked.startswith("run:") else []
-    wanted.append(state.TRAINING_FOCUS.get() or "")
+    wanted = _wanted_ids(picker.selected_key(), state.TRAINING_FOCUS.get())
     autoencoders = state.SAE_RUNS.setdefault()
     kept = [view for view in lab.runs() if view.id not in raced and view.id not in autoencoders]
     live = [job.id for job in runs.runs() if job.id not in raced]

@@ -133,6 +133,44 @@ def _rgba(colour: str, alpha: float) -> str:
     return f"rgba({red},{green},{blue},{alpha})"
 
 
+def _uniform_guess_lines(vocabularies: list[int]) -> tuple[list[dict], list[dict]]:
+    """A dashed line at a uniform guess's loss (ln of the vocabulary's size) for each of ``vocabularies``, named
+    below it at the right: Plotly ``(shapes, annotations)``.
+
+    >>> shapes, annotations = _uniform_guess_lines([256])
+    >>> round(shapes[0]["y0"], 4), annotations[0]["text"]
+    (5.5452, 'uniform guess: ln 256 = 5.55')
+    """
+    shapes, annotations = [], []
+    for vocab in vocabularies:
+        level = math.log(vocab)
+        shapes.append(
+            dict(
+                type="line",
+                xref="x domain",
+                x0=0,
+                x1=1,
+                yref="y",
+                y0=level,
+                y1=level,
+                line=dict(dash="dash", color="#adb5bd"),
+            )
+        )
+        annotations.append(
+            dict(
+                xref="x domain",
+                x=1,
+                yref="y",
+                y=level,
+                showarrow=False,
+                xanchor="right",
+                yanchor="top",
+                text=f"uniform guess: ln {vocab} = {level:.2f}",
+            )
+        )  # below the line: the toolbar sits above the plot
+    return shapes, annotations
+
+
 def loss_figure(
     selected: list[tuple[str, JobStatus | pd.DataFrame, int]],
     show_val: bool = True,
@@ -205,33 +243,7 @@ def loss_figure(
             )
         if vocab:
             vocabularies.add(vocab)
-    shapes, annotations = [], []
-    for vocab in sorted(vocabularies) if field == "train_loss" else []:  # a dashed line at a uniform guess's loss
-        level = math.log(vocab)
-        shapes.append(
-            dict(
-                type="line",
-                xref="x domain",
-                x0=0,
-                x1=1,
-                yref="y",
-                y0=level,
-                y1=level,
-                line=dict(dash="dash", color="#adb5bd"),
-            )
-        )
-        annotations.append(
-            dict(
-                xref="x domain",
-                x=1,
-                yref="y",
-                y=level,
-                showarrow=False,
-                xanchor="right",
-                yanchor="top",
-                text=f"uniform guess: ln {vocab} = {level:.2f}",
-            )
-        )  # below the line: the toolbar sits above the plot
+    shapes, annotations = _uniform_guess_lines(sorted(vocabularies) if field == "train_loss" else [])
     return go.Figure(
         data=traces,
         layout=dict(
@@ -473,6 +485,53 @@ def planned(text: str, config: TrainConfig) -> Planned:
     return Planned(functools.partial(build_trainer, text, config), needs, config.steps)
 
 
+def _task_job(name: str, key: tuple) -> Job | None:
+    """This session's task job for the part ``name`` of the page, or None: none was started, or it was started for
+    other settings than ``key`` (then it is stopped: its answer is not wanted)."""
+    spec = state.TASK_JOBS.get().get(name)
+    job = picker.manager().get(picker.session_id(), spec["id"]) if spec else None
+    if job is not None and spec["key"] != key:  # the settings changed meanwhile: that job's answer is not wanted
+        job.stop()
+        return None
+    return job
+
+
+def _ended_task(job: Job, name: str, key: tuple, label: str):
+    """The result of the ended task job ``job`` (remembered under ``key`` for every session), or None: it failed
+    (said in a warning) or was stopped. Either way the part ``name`` of the page forgets the job."""
+    state.TASK_JOBS.get().pop(name, None)
+    status = job.status()
+    if status.state == JobState.FINISHED and job.result is not None:
+        _remember(key, job.result)
+        return job.result
+    if status.state == JobState.FAILED:
+        st.warning(f"{label}: {status.error or 'it failed'}")
+    return None
+
+
+def _started_task(
+    name: str,
+    key: tuple,
+    loop: Callable,
+    *,
+    label: str,
+    total: int,
+    start: str | None,
+    footprint: Footprint | None,
+) -> Job | None:
+    """A task job started for the part ``name`` of the page (and recorded with its ``key``), or None: the button
+    ``start`` is drawn and not pressed, or the lab refused the job (said in a warning)."""
+    if start is not None and not st.button(start, key=state.widget("task_start_", name)):
+        return None
+    try:
+        job = picker.manager().submit_task(picker.session_id(), loop, label=label, total=total, footprint=footprint)
+    except JobRefused as refused:
+        st.warning(literal_markdown(str(refused)))
+        return None
+    state.TASK_JOBS.setdefault()[name] = {"id": job.id, "key": key}
+    return job
+
+
 def computed(
     name: str,
     key: tuple,
@@ -497,31 +556,18 @@ def computed(
     found = _remembered(key)
     if found is not None:
         return found
-    spec = state.TASK_JOBS.get().get(name)
-    job = picker.manager().get(picker.session_id(), spec["id"]) if spec else None
-    if job is not None and spec["key"] != key:  # the settings changed meanwhile: that job's answer is not wanted
-        job.stop()
-        job = None
+    job = _task_job(name, key)
     if job is not None and job.status().done:
-        state.TASK_JOBS.get().pop(name, None)
-        status = job.status()
-        if status.state == JobState.FINISHED and job.result is not None:
-            _remember(key, job.result)
-            return job.result
-        if status.state == JobState.FAILED:
-            st.warning(f"{label}: {status.error or 'it failed'}")
+        found = _ended_task(job, name, key, label)
+        if found is not None:
+            return found
         job = None
         if start is None:
             start = "Compute it again"
     if job is None:
-        if start is not None and not st.button(start, key=state.widget("task_start_", name)):
+        job = _started_task(name, key, loop, label=label, total=total, start=start, footprint=footprint)
+        if job is None:
             return None
-        try:
-            job = picker.manager().submit_task(picker.session_id(), loop, label=label, total=total, footprint=footprint)
-        except JobRefused as refused:
-            st.warning(literal_markdown(str(refused)))
-            return None
-        state.TASK_JOBS.setdefault()[name] = {"id": job.id, "key": key}
     words = describe or (lambda status: f"{label}: {status.describe()}")
     picker.on_this_page([job.id])  # its progress is drawn here: the sidebar does not draw it a second time
     follow_task_job(job, describe=words, name=f"task.{name}")

@@ -121,6 +121,37 @@ def generated_text(tokenizer, records: list[StepRecord], shown_prompt: str) -> N
     )
 
 
+def _edge_lines(edges, layout: dict) -> tuple[list, list]:
+    """The ``(xs, ys)`` of one Plotly line trace drawing every ``(parent, child)`` edge of ``edges`` between their
+    places in ``layout`` (depth, row): the rows go downwards, and a ``None`` lifts the pen between two edges.
+
+    >>> _edge_lines([(0, 1), (0, 2)], {0: (0, 0), 1: (1, 0), 2: (1, 1)})
+    ([0, 1, None, 0, 1, None], [0, 0, None, 0, -1, None])
+    """
+    xs, ys = [], []
+    for parent, child in edges:
+        (x0, y0), (x1, y1) = layout[parent], layout[child]
+        xs += [x0, x1, None]
+        ys += [-y0, -y1, None]
+    return xs, ys
+
+
+def _node_groups(nodes, on_path: set) -> dict[str, list]:
+    """Beam search's candidates ``nodes`` in the tree's three legend groups: those that fell out of the beam, those
+    kept in it, and those on the winning path (``on_path``: their ids).
+
+    >>> from types import SimpleNamespace as Node
+    >>> nodes = [Node(node_id=1, kept=True), Node(node_id=2, kept=False), Node(node_id=3, kept=True)]
+    >>> {name: [n.node_id for n in group] for name, group in _node_groups(nodes, {3}).items()}
+    {'pruned (fell out of the beam)': [2], 'kept in the beam': [1], 'winning path': [3]}
+    """
+    return {
+        "pruned (fell out of the beam)": [n for n in nodes if not n.kept],
+        "kept in the beam": [n for n in nodes if n.kept and n.node_id not in on_path],
+        "winning path": [n for n in nodes if n.node_id in on_path],
+    }
+
+
 def beam_tree(tokenizer, result: BeamResult, prompt_ids: list[int], width: int) -> None:
     """Beam search's text and its tree: every candidate a dot, the winning path in orange."""
     st.subheader(f"Beam search, width {width}: best score {result.score:.3f}")
@@ -129,11 +160,7 @@ def beam_tree(tokenizer, result: BeamResult, prompt_ids: list[int], width: int) 
     layout, winners, on_path = tree.layout, tree.winners, set(tree.winners)
     figure = go.Figure()
     for kept, colour, width_ in ((False, "#dee2e6", 1), (True, "#91a7ff", 2)):
-        xs, ys = [], []
-        for parent, child in tree.edges[kept]:
-            (x0, y0), (x1, y1) = layout[parent], layout[child]
-            xs += [x0, x1, None]
-            ys += [-y0, -y1, None]
+        xs, ys = _edge_lines(tree.edges[kept], layout)
         figure.add_trace(
             go.Scatter(
                 x=xs, y=ys, mode="lines", hoverinfo="skip", showlegend=False, line=dict(color=colour, width=width_)
@@ -149,11 +176,7 @@ def beam_tree(tokenizer, result: BeamResult, prompt_ids: list[int], width: int) 
             hoverinfo="skip",
         )
     )
-    groups = {
-        "pruned (fell out of the beam)": [n for n in result.nodes[1:] if not n.kept],
-        "kept in the beam": [n for n in result.nodes[1:] if n.kept and n.node_id not in on_path],
-        "winning path": [n for n in result.nodes[1:] if n.node_id in on_path],
-    }
+    groups = _node_groups(result.nodes[1:], on_path)
     styles = {
         "pruned (fell out of the beam)": dict(size=6, color="#ced4da"),
         "kept in the beam": dict(size=10, color="#4c6ef5"),

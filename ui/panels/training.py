@@ -14,6 +14,7 @@ import torch
 
 import ui
 from llmviz import settings
+from llmviz.jobs.job import JobStatus
 from llmviz.lessons.training import smooth
 from llmviz.training import footprint
 from llmviz.training.config import PRECISION_TITLES
@@ -148,11 +149,29 @@ def all_runs() -> None:
         st.info("No runs yet: train a model above or start a race.")
         return
     statuses = {label: job.status() for label, job in all_runs.items()}
+    live_controls(all_runs, statuses)
+    comparison_chart(all_runs, frames, statuses)
+    if not all_runs:  # only kept runs: their table, Resume and Delete are under Kept runs
+        return
+    st.dataframe(
+        pd.DataFrame([summary_row(name, status) for name, status in statuses.items()]), hide_index=True, width="stretch"
+    )
+    run_notes(statuses)
+    downloads(all_runs, statuses)
+
+
+def live_controls(all_runs: dict, statuses: dict) -> None:
+    """The progress and controls of every live run of this session but the focused one (its controls are above)."""
     focus_id = state.TRAINING_FOCUS.get()
     for label, job in all_runs.items():
         if not statuses[label].done and job.id != focus_id:  # the focused run has its controls above
             st.progress(statuses[label].fraction, text=f"{literal_markdown(label)}: {statuses[label].describe()}")
             runs.controls(job, statuses[label], where="all")
+
+
+def comparison_chart(all_runs: dict, frames: dict, statuses: dict) -> None:
+    """The runs on the chart (this session's ``all_runs``, the lab's kept ``frames``), chosen by the student, and
+    their loss curves on one chart."""
     chart = ui.keep("runs_on_chart")  # kept across pages: the student's choice survives a visit elsewhere
     chart_key = chart["key"]
     labels = {job.id: label for label, job in all_runs.items()} | {label: label for label in frames}
@@ -188,25 +207,34 @@ def all_runs() -> None:
         width="stretch",
         key=state.widget("runs_chart"),
     )
-    if not all_runs:  # only kept runs: their table, Resume and Delete are under Kept runs
-        return
-    summary = []
-    for name, status in statuses.items():
-        found = runs.result(status)
-        val = found.val_loss
-        summary.append(
-            {
-                "run": name,
-                "steps": status.step,
-                "status": status.state,
-                "train loss (last 10 steps)": round(found.train_loss, 3) if found.train_loss is not None else None,
-                "validation loss": round(val, 3) if val is not None else None,
-                "validation perplexity": round(math.exp(val), 2) if val is not None else None,
-                # a count and a range: the list of every step ran past the table's edge and cut its last column
-                "snapshots": snapshots_cell(status.snapshot_steps),
-            }
-        )
-    st.dataframe(pd.DataFrame(summary), hide_index=True, width="stretch")
+
+
+def summary_row(name: str, status: JobStatus) -> dict:
+    """The run table's row of the run ``name`` (its status ``status``): steps, state, losses, perplexity, snapshots.
+
+    >>> from llmviz.jobs.events import JobState
+    >>> losses = ((1, 2.0), (2, 1.5), (3, 1.0))
+    >>> status = JobStatus("j1", "run", "train", JobState.STOPPED, 3, 10, losses, (), (), None, None, (2,), 0.1)
+    >>> row = summary_row("run", status)
+    >>> row["train loss (last 10 steps)"], row["validation loss"], row["snapshots"]
+    (1.5, None, '1 (step 2)')
+    """
+    found = runs.result(status)
+    val = found.val_loss
+    return {
+        "run": name,
+        "steps": status.step,
+        "status": status.state,
+        "train loss (last 10 steps)": round(found.train_loss, 3) if found.train_loss is not None else None,
+        "validation loss": round(val, 3) if val is not None else None,
+        "validation perplexity": round(math.exp(val), 2) if val is not None else None,
+        # a count and a range: the list of every step ran past the table's edge and cut its last column
+        "snapshots": snapshots_cell(status.snapshot_steps),
+    }
+
+
+def run_notes(statuses: dict) -> None:
+    """Under the run table: where each stopped run stopped, each run's fault, and each run's samples."""
     for name, status in statuses.items():
         if status.state == "stopped":
             st.caption(f"{name}: stopped at step {status.step} of {status.total} (everything learned so far is kept).")
@@ -217,7 +245,6 @@ def all_runs() -> None:
             with st.expander(f"Samples from {name}"):
                 for step, sample in status.samples:
                     st.code(f"step {step}:\n{sample}", language=None, wrap_lines=True)
-    downloads(all_runs, statuses)
 
 
 def downloads(all_runs: dict, statuses: dict) -> None:
