@@ -49,6 +49,7 @@ def test_no_library_module_imports_the_lessons():
 #: tools sit below the jobs layer that runs them (a runner interface, llmviz.jobs.runners, goes the other way).
 FORBIDDEN = [
     ("ui/", "ui.panels"),
+    ("llmviz/interpret/", "llmviz.jobs"),
 ]
 
 

@@ -20,13 +20,13 @@ import functools
 import math
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from cachetools import LRUCache
 
 from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job, JobStatus
@@ -81,7 +81,7 @@ def chart_selection(labels: dict[str, str], chosen: list[str] | None, offered: s
     return kept + [label for run_id, label in labels.items() if run_id not in offered and label not in kept]
 
 
-_FRAMES: OrderedDict[tuple[str, int], pd.DataFrame] = OrderedDict()
+_FRAMES: LRUCache[tuple[str, int], pd.DataFrame] = LRUCache(maxsize=256)  # (job id, version) → its table
 _FRAMES_LOCK = threading.Lock()
 MAX_POINTS = 600  # points per curve on a chart: a curve of 2,000 steps loses nothing visible at this width
 
@@ -91,15 +91,13 @@ def metrics_frame(status: JobStatus) -> pd.DataFrame:
     every section that draws this run at this version shares it)."""
     key = (status.job_id, status.version)
     with _FRAMES_LOCK:
-        if key in _FRAMES:
-            _FRAMES.move_to_end(key)
-            return _FRAMES[key]
+        found = _FRAMES.get(key)
+    if found is not None:
+        return found
     fields = ["step", "train_loss", "val_loss", "perplexity", "lr", "tokens_per_s", "grad_norm", "elapsed_s"]
     frame = pd.DataFrame([[getattr(m, f) for f in fields] for m in status.metrics], columns=fields)
     with _FRAMES_LOCK:
         _FRAMES[key] = frame
-        while len(_FRAMES) > 256:
-            _FRAMES.popitem(last=False)
     return frame
 
 
@@ -458,24 +456,19 @@ def follow_task(job_slot: state.Slot, *, describe: Callable[[JobStatus], str], n
 
 # ---------------------------------------------------------------------------- work computed in a worker
 
-_RESULTS: OrderedDict[tuple, object] = OrderedDict()
-_RESULTS_LOCK = threading.Lock()
 MAX_RESULTS = 64  # a report is kilobytes (a LoRA demo's ΔW: a few hundred KB on the shipped GPT)
+_RESULTS: LRUCache[tuple, object] = LRUCache(maxsize=MAX_RESULTS)  # the inputs' key → the worker's result
+_RESULTS_LOCK = threading.Lock()
 
 
 def _remembered(key: tuple):
     with _RESULTS_LOCK:
-        if key in _RESULTS:
-            _RESULTS.move_to_end(key)
-            return _RESULTS[key]
-    return None
+        return _RESULTS.get(key)
 
 
 def _remember(key: tuple, value: object) -> None:
     with _RESULTS_LOCK:
         _RESULTS[key] = value
-        while len(_RESULTS) > MAX_RESULTS:
-            _RESULTS.popitem(last=False)
 
 
 def planned(text: str, config: TrainConfig) -> Planned:
