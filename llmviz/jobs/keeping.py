@@ -27,7 +27,7 @@ from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job
 from llmviz.lab import faults
 from llmviz.lab.holders import this_holder
-from llmviz.lab.rebuild import Guard
+from llmviz.lab.rebuild import Guard, write_run_file
 from llmviz.lab.records import AUTOENCODER, TASK, TRAINING, RunRecord, config_json
 from llmviz.lab.service import Lab
 from llmviz.lab.slots import CLAIM_WAIT_S
@@ -342,10 +342,11 @@ class Keeper:
         entry.wrote = False
 
     def _write_run_record(self, entry: _Kept) -> None:
+        """The run folder's ``run.json`` at once when its state changed (the guard's sync writes the others): one
+        writer and one format, :func:`llmviz.lab.rebuild.write_run_file`, which a rebuild reads."""
         found = self.lab.registry.run(entry.student, entry.job.id)
         if found is not None:
-            record = {name: getattr(found, name) for name in RUN_JSON_FIELDS}
-            self.lab.storage.write_run_record(entry.student, entry.job.id, record)
+            write_run_file(self.lab, found)
 
     def _flush_resume(self, entry: _Kept) -> None:
         """Write the run's newest resume state (its optimizer's moments, random streams and metrics so far) beside
@@ -486,26 +487,6 @@ class Keeper:
         self._closed.set()
 
 
-# what a run folder's run.json keeps of its row (llmviz.lab.storage.Storage.write_run_record): not where it runs now
-RUN_JSON_FIELDS = (
-    "id",
-    "student",
-    "kind",
-    "label",
-    "state",
-    "state_by",
-    "state_step",
-    "step",
-    "total",
-    "model",
-    "config",
-    "created",
-    "updated",
-    "resumes",
-    "best_val_loss",
-    "last_loss",
-    "error",
-)
 TEXT_FIELD = "text_sha256"  # the run's config in the registry names its text by content hash (llmviz.lab.storage)
 
 

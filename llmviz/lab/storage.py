@@ -103,15 +103,9 @@ class Storage:
         """The weights and metadata of a snapshot file (safetensors only: never unpickled)."""
         return read_kept_file(self.fs, path)
 
-    def write_run_record(self, student: str, run_id: str, record: dict) -> str:
-        """Write ``run.json`` in the run's folder: its row as JSON (written on every change of its state), enough
-        with its snapshot files to rebuild the run's rows if the database is lost. Returns its path."""
-        path = f"{self.run_folder(student, run_id)}/run.json"
-        self._write_atomic(path, json.dumps(record, default=str, sort_keys=True).encode())
-        return path
-
     def read_run_record(self, student: str, run_id: str) -> dict:
-        """A run folder's ``run.json`` (ValueError or OSError when it is missing or damaged)."""
+        """A run folder's ``run.json`` as :func:`llmviz.lab.rebuild.write_run_file` wrote it (ValueError or OSError when
+        it is missing or damaged)."""
         with self.fs.open(f"{self.run_folder(student, run_id)}/run.json", "rb") as source:
             found = json.loads(source.read())
         if not isinstance(found, dict):

@@ -69,7 +69,7 @@ def test_a_run_trained_by_a_process_that_has_gone_is_read_whole_through_the_door
     assert meta["step"] == 40 and state  # the weights of its last step
     usage = lab.disk("ann")
     assert usage.used >= sum(s.nbytes for s in kept) and usage.quota == lab.quota
-    record = lab.storage.read_run_record("ann", view.id)  # the run folder says what its row says
+    record = lab.storage.read_run_record("ann", view.id)["run"]  # the run folder says what its row says
     assert (record["id"], record["kind"], record["state"], record["step"]) == (view.id, TRAINING, "finished", 40)
 
 
