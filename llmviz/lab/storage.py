@@ -21,6 +21,7 @@ import json
 import os
 import re
 import secrets
+import time
 
 import fsspec
 import torch
@@ -136,10 +137,19 @@ class Storage:
         except FileNotFoundError:
             pass
 
-    def delete_run(self, student: str, run_id: str) -> None:
+    def delete_run(self, student: str, run_id: str, tries: int = 5) -> None:
+        """Delete the run's folder. A live run's keeper may write or thin a file in it meanwhile (a file gone, or a
+        new one, under the delete's feet): it is tried again, ``tries`` times in all."""
         folder = self.run_folder(student, run_id)
-        if self.fs.exists(folder):
-            self.fs.rm(folder, recursive=True)
+        for left in range(tries - 1, -1, -1):
+            try:
+                if self.fs.exists(folder):
+                    self.fs.rm(folder, recursive=True)
+                return
+            except OSError:  # FileNotFoundError (thinned meanwhile), or not empty (written meanwhile)
+                if not left:
+                    raise
+                time.sleep(0.05)
 
     # ------------------------------------------------------------------ uploads
 
