@@ -22,8 +22,7 @@ from ui.panels.tuning import answers_row, dpo_figure, figures_table, mask_chips,
 settings = ui.settings()
 ui.page_header(
     "Tuning: from a base model to an assistant",
-    "A base model continues text; instruction tuning (SFT) teaches it to answer and stop; preference tuning (DPO) "
-    "teaches it which of two answers is better.",
+    "A base model continues text; SFT teaches it to answer and stop; DPO, which answer is better.",
 )
 picker.on_this_page([], reset=True)
 MODEL_KEYS = {"SFT": state.widget("tuning_SFT_model"), "DPO": state.widget("tuning_DPO_model")}
@@ -121,27 +120,32 @@ def _keys(models: dict) -> tuple:
 # ------------------------------------------------------------------ 1. side by side
 @sections.section("tuning.side_by_side")
 def side_by_side() -> None:
-    models = _compared()
+    top, picture, below = st.container(), sections.key_picture("tuning"), st.container()
+    with below:  # drawn under the answers, chosen first: which SFT and DPO models answer
+        models = _compared()
     prompts = tuning.example_prompts()
-    c1, c2 = st.columns([3, 1])
+    c1, c2 = top.columns([3, 1])
     prompt = c1.selectbox(
-        "A question none of them trained on (or type your own below)",
+        "A held-out question",
         prompts,
         **share.bind("tuning_question"),
     )
-    typed = st.text_input("Your own question", "", **share.bind("tuning_own"))
     sampled = c2.radio("Decoding", ["greedy", "sampled (T = 0.8)"], **share.bind("tuning_decoding")) != "greedy"
+    with below:
+        typed = st.text_input("Your own question", "", **share.bind("tuning_own"))
     asked = tuning.bounded_prompt(typed) or prompt
     keys = _keys(models)
     with ui.friendly_errors("answering"):
         answers = _answers(keys, asked, sampled, settings.seed, models)
-        st.markdown("**The prompt, in the template** (the models write on from its end):")
-        st.code(instructions.prompt_text(asked), language=None)
-        answers_row(answers)
-        st.caption(
-            "Each token is shaded by the probability its own model gave it (hover for the number). "
-            + (f"Sampled with seed {settings.seed}, the same draws for all three." if sampled else "Greedy.")
-        )
+        with picture:
+            answers_row(answers)
+            st.caption(
+                "Each token is shaded by the probability its own model gave it (hover for the number). "
+                + (f"Sampled with seed {settings.seed}, the same draws for all three." if sampled else "Greedy.")
+            )
+        with below:
+            st.markdown("**The prompt, in the template** (the models write on from its end):")
+            st.code(instructions.prompt_text(asked), language=None)
         scored = st.radio(
             "Each token's probability under every model, for the answer of",
             tuning.STAGES,

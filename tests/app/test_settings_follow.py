@@ -86,6 +86,9 @@ NOT_LINKED = {
     "lens_follow_": "its key carries the text: a new text opens at its last position",
     "keep_runs_on_chart": "Training: its options are the student's own runs (a link carries the model, ?model=)",
     "attention_query_": "its options are the tokens of the sentence (a new sentence, other options)",
+    "tuning_SFT_model": "Tuning: its options are the student's own runs (runs are the student's, like ?model=)",
+    "tuning_DPO_model": "Tuning: its options are the student's own runs (runs are the student's, like ?model=)",
+    "tuning_dpo_from": "Tuning: its options are the student's own SFT runs (runs are the student's, like ?model=)",
     "stages/home.py: The first lines of Python reference manual": "shows the corpus (disabled), sets nothing",
 }
 

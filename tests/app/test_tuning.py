@@ -11,7 +11,7 @@ from tests.support.pages import assert_clean, by_label, run_page, texts
 def test_the_page_opens_on_the_three_models_answering_a_held_out_question():
     at = run_page("stages/tuning.py")
     assert_clean(at)
-    question = by_label(at.selectbox, "A question none of them trained on (or type your own below)").value
+    question = by_label(at.selectbox, "A held-out question").value
     assert question in tuning.example_prompts()
     assert "Greedy." in texts(at.caption)
     assert "The prompt, in the template" in texts(at.markdown)

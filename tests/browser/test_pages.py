@@ -195,6 +195,7 @@ CHANGES = {
         ),
     ],
     "serving": [Step(lambda p: tab(p, "Paged attention")), Step(lambda p: nudge(p, "Block size (tokens)", 1))],
+    "tuning": [Step(lambda p: tab(p, "The response mask")), Step(lambda p: nudge(p, "Example", 2))],
 }
 # ... which the copied link holds (the parameters ui/share.py declares)
 IN_THE_LINK = {
@@ -210,6 +211,7 @@ IN_THE_LINK = {
     # and an old /adapt?lora_rank= link is tested in tests/browser/test_key_pictures.py)
     "adapting": {"quant_bits", "adapting_part"},
     "serving": {"serving_part"},
+    "tuning": {"tuning_tab", "tuning_example"},
 }
 # Markdown, HTML, $…$ and quotes in a prompt appear as typed, in the page and in the generated text (issue 19; the
 # shipped
