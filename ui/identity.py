@@ -89,8 +89,13 @@ def _admitted(student: str) -> bool:
     """May this session's address make ``student`` (new to the registry) now (``LLMVIZ_NEW_STUDENTS_PER_MINUTE``)?"""
     _new_students.per_minute = int(settings.get("LLMVIZ_NEW_STUDENTS_PER_MINUTE"))
     address = client_address()
-    if _new_students.per_minute <= 0 or address is None or default_lab().registry.student(student) is not None:
-        return True  # no limit, no address known, or a student the lab knows: not a new one
+    if _new_students.per_minute <= 0 or address is None:
+        return True  # no limit, or no address known
+    try:
+        if default_lab().student(student) is not None:
+            return True  # a student the lab knows: not a new one
+    except LabUnavailable:  # the lab's database is out (logged once): it cannot tell, so nobody is turned away
+        return True
     if _new_students.admit(address, student):
         return True
     logger.warning(
@@ -224,7 +229,7 @@ def take_teacher_key() -> bool:
         if _check_teacher_key(given):
             state.TEACHER.set(True)
             with contextlib.suppress(LabUnavailable):  # the lab's database is out: this session is the teacher's
-                default_lab().registry.ensure_student(student_id(), teacher=True)
+                default_lab().keep_student(student_id(), teacher=True)
     return is_teacher()
 
 
@@ -235,7 +240,7 @@ def is_teacher() -> bool:
         return False
     if state.TEACHER.get() is None:
         try:
-            found = default_lab().registry.student(student_id())
+            found = default_lab().student(student_id())
         except LabUnavailable:  # the lab's database is out (said once): not the teacher's until it answers
             return False
         state.TEACHER.set(bool(found and found["teacher"]))
@@ -245,7 +250,7 @@ def is_teacher() -> bool:
 def display_name() -> str:
     """The name this student typed ("" when none, or while the lab's database is out)."""
     try:
-        found = default_lab().registry.student(student_id())
+        found = default_lab().student(student_id())
     except LabUnavailable:
         return ""
     return str(found["name"]) if found else ""
@@ -254,7 +259,10 @@ def display_name() -> str:
 def set_display_name(name: str) -> None:
     """Keep the name the student typed (at most 40 characters, one line), shown in the teacher's class view."""
     clean = " ".join(str(name).split())[:40]
-    default_lab().registry.ensure_student(student_id(), name=clean)
+    try:
+        default_lab().keep_student(student_id(), name=clean)
+    except LabUnavailable as fault:  # the lab's database went out meanwhile: the name is kept once it is back
+        st.warning(f"{fault} Your name is not kept yet: type it again once the lab is back.")
 
 
 def login_configured() -> bool:

@@ -112,7 +112,7 @@ def disk() -> Usage | None:
 
 def training_count() -> int | None:
     """Runs training now on every app process of this machine or hall (None when the lab cannot be read)."""
-    return _ask(lambda door, _: door.registry.training_count(), None)  # (a count the service has no door for yet)
+    return _ask(lambda door, _: door.training_count(), None)
 
 
 def control(run_id: str, action: str, by: str = "student", owner: str | None = None) -> str:

@@ -409,6 +409,21 @@ class Lab:
         with self.guard("count a student's disk use"):
             return Usage(self.registry.disk_bytes(student), self.quota)
 
+    def student(self, student: str) -> dict | None:
+        """What the lab keeps of ``student`` (name, teacher, when first and last seen); None for one it never saw."""
+        with self.guard("read a student"):
+            return self.registry.student(student)
+
+    def keep_student(self, student: str, **values) -> None:
+        """Make ``student`` known to the lab (or update them): ``name=``, ``teacher=``."""
+        with self.guard("keep a student", writes=True):
+            self.registry.ensure_student(student, **values)
+
+    def training_count(self) -> int:
+        """Runs training now on every app process of this machine or hall (their slots in the lab's record)."""
+        with self.guard("count the runs training"):
+            return self.registry.training_count()
+
     def class_runs(self, sort: str = "best validation loss", kinds: tuple[str, ...] = MODEL_KINDS) -> list[ClassRow]:
         """Every student's runs of ``kinds`` for the teacher's class view (:func:`llmviz.lab.classroom.class_rows`)."""
         with self.guard("list the class's runs"):

@@ -316,7 +316,7 @@ def test_the_held_out_loss_and_the_models_validation_loss_say_which_text_each_is
     Adapting page's consecutive windows from the end of the text."""
     recorded = json.loads((ROOT / "data" / "gpt-python-docs" / "checkpoint.json").read_text())
     config = recorded["train_config"]
-    model_page = run_page("stages/model.py")
+    model_page = run_page("stages/model.py", model_tab="Inside a trained GPT")  # the tab that says it
     assert_clean(model_page)
     captions = " ".join(c.value for c in model_page.caption)
     assert (

@@ -170,7 +170,8 @@ def test_the_step_slider_replays_the_sentence_at_each_snapshot(app_url, browser,
     wait_until_idle(page)
     # the snapshot's own weights, read here from the lab's file, give the bars the page draws
     lab = timings_log.parent / "runs" / "lab"
-    [path] = list(lab.rglob(f"step-{step:09d}.safetensors"))
+    # this server's earlier tests kept runs too: this run's snapshot is the newest file of that step
+    path = max(lab.rglob(f"step-{step:09d}.safetensors"), key=lambda p: p.stat().st_mtime_ns)
     state, meta = Storage(lab).read_snapshot(str(path))
     model = load_into(model_from_description(meta["model"]), state)
     tokenizer = tokenizer_from_dict(meta["tokenizer"])

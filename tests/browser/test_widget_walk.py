@@ -37,7 +37,7 @@ PAGES = {
     "tokens": ("tokens_tab", ("Train your own BPE", "Encode and decode", "Input–target pairs")),
     "embeddings": ("embeddings_tab", ("Cosine similarity", "Positions", "Word2vec", "Sentence embeddings")),
     "attention": ("attention_tab", ("Without weights", "Step by step", "Shapes", "Masks", "Grouped-query")),
-    "model": ("model_tab", ("Inside a trained GPT", "From GPT-2 to Llama")),
+    "model": ("model_tab", ("Architecture", "Inside a trained GPT", "From GPT-2 to Llama")),
     "inside": (
         "look",
         (

@@ -10,6 +10,8 @@ from llmviz.adapt import instructions
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.paths import ROOT
 
+pytestmark = pytest.mark.processes  # each test starts `python -m llmviz` (tests/support/processes.py)
+
 
 def run(*args):
     return subprocess.run([sys.executable, "-m", "llmviz", *args], capture_output=True, text=True, cwd=ROOT)
