@@ -186,16 +186,19 @@ def mask_section() -> None:
 # ------------------------------------------------------------------ 3. DPO's curves
 @sections.section("tuning.dpo")
 def dpo_section() -> None:
-    mine = {label: job for label, job in _runs("dpo").items()}
     charts.show(
         dpo_figure(
             tuning.dpo_curves(tuning.checkpoint_metrics(tuning.SHIPPED["DPO"])), "The shipped DPO run (β = 0.1)"
         ),
         key=state.widget("tuning_dpo_shipped"),
     )
-    for label, job in mine.items():
-        status = job.status()
-        charts.show(dpo_figure(tuning.dpo_curves(status.metrics), label), key=state.widget("tuning_dpo_run_", job.id))
+    for view in lab.runs(("dpo",)):  # the student's DPO runs as the lab keeps them (live, kept, earlier servers')
+        curves = tuning.kept_dpo_curves(lab.curve(view.id).series)
+        if any(curves.values()):
+            charts.show(
+                dpo_figure(curves, f"{view.label} ({lab.state_text(view)})"),
+                key=state.widget("tuning_dpo_run_", view.id),
+            )
     st.caption(
         "The chosen answer's log-probability ratio against the frozen reference (the SFT model) rises above the "
         "rejected one's; the reward margin β(r_w − r_l) grows; the preference accuracy is the share of pairs with "

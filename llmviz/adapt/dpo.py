@@ -24,6 +24,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import InitVar, dataclass, field
+from typing import ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -171,6 +172,16 @@ class DPOConfig:
 @dataclass
 class DPOMetrics(TuningMetrics):
     """A DPO step's metrics: the batch's ratios, margin and accuracy; the held-out ones when measured."""
+
+    # what the lab keeps with each curve point (llmviz.jobs.keeping.measures_of): the Tuning page's DPO chart
+    SERIES: ClassVar[tuple[str, ...]] = (
+        "chosen_ratio",
+        "rejected_ratio",
+        "margin",
+        "accuracy",
+        "val_accuracy",
+        "val_margin",
+    )
 
     chosen_ratio: float = 0.0
     rejected_ratio: float = 0.0

@@ -324,7 +324,9 @@ class Keeper:
         registry, job_id = self.lab.registry, entry.job.id
         vals = {m.step: m.val_loss for m in status.metrics if getattr(m, "val_loss", None) is not None}
         new = status.losses[entry.points :]
-        registry.add_points(job_id, [(step, loss, vals.get(step)) for step, loss in new])
+        first = new[0][0] if new else None
+        measures = {m.step: measures_of(m) for m in status.metrics if first is not None and m.step >= first}
+        registry.add_points(job_id, [(step, loss, vals.get(step)) for step, loss in new], measures=measures)
         entry.points = len(status.losses)
         for step, text in status.samples[entry.samples :]:
             registry.add_sample(job_id, step, text)
@@ -561,6 +563,23 @@ def recipe_text(build: object) -> str | None:
         text = build.args[0]
         return text if isinstance(text, str) else None
     return None
+
+
+def measures_of(metrics) -> dict[str, float]:
+    """The measures a run kind keeps with each curve point (the names its metrics class lists in ``SERIES``: DPO's
+    ratios, margin and accuracy), read from one step's ``metrics``.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Metrics:
+    ...     SERIES = ("margin",)
+    ...     step: int = 3
+    ...     margin: float = 0.5
+    ...     lr: float = 1e-3
+    >>> measures_of(Metrics())
+    {'margin': 0.5}
+    """
+    return {name: getattr(metrics, name) for name in getattr(metrics, "SERIES", ()) if hasattr(metrics, name)}
 
 
 def resume_plan(lab: Lab, student: str, run_id: str):

@@ -104,6 +104,7 @@ def run_record(lab, record: RunRecord) -> dict:
         "version": 1,
         "run": row,
         "points": [list(point) for point in registry.curve(record.id)],
+        "series": {name: [list(point) for point in values] for name, values in registry.series(record.id).items()},
         "samples": [list(sample) for sample in registry.samples(record.id)],
         "snapshots": [int(step) for step, _, _ in registry.snapshots(record.id)],
         "resume": int(resume[0]) if resume else None,
@@ -180,6 +181,22 @@ def _points(data: dict) -> list[tuple[int, float | None, float | None]]:
     return out
 
 
+def _measures(data: dict) -> dict[int, dict[str, float]]:
+    """The run kind's measures by step from a run file's ``series`` (``name → [[step, value], …]``).
+
+    >>> _measures({"series": {"margin": [[1, 0.5], [2, 0.75]], "bad": "x"}})
+    {1: {'margin': 0.5}, 2: {'margin': 0.75}}
+    """
+    out: dict[int, dict[str, float]] = {}
+    series = data.get("series")
+    for name, values in (series if isinstance(series, dict) else {}).items():
+        for point in values if isinstance(values, list) else []:
+            if isinstance(point, list) and len(point) == 2 and isinstance(point[0], int):
+                if isinstance(point[1], int | float):
+                    out.setdefault(point[0], {})[str(name)] = float(point[1])
+    return out
+
+
 def _merge_run(lab, student: str, run_id: str, folder: str, data: dict, done: Rebuilt) -> None:
     """Merge one run folder's record (``data``, its ``run.json``) into the registry: its row, curve, samples,
     snapshots and resume state, where missing (``done`` counts what was added; a file that is no record, skipped)."""
@@ -206,7 +223,7 @@ def _merge_curve(registry, run_id: str, data: dict, done: Rebuilt) -> None:
     """Add the file's curve points and samples the registry does not have."""
     points = _points(data)
     before = len(registry.curve(run_id)) if points else 0
-    registry.add_points(run_id, points)
+    registry.add_points(run_id, points, measures=_measures(data))
     done.points += len(registry.curve(run_id)) - before if points else 0
     have_samples = {step for step, _ in registry.samples(run_id)}
     for sample in data.get("samples") or []:

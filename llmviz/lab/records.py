@@ -9,6 +9,7 @@ them as files, and these rows list them.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
@@ -86,6 +87,7 @@ points = sa.Table(
     sa.Column("step", sa.Integer, primary_key=True),
     sa.Column("loss", sa.Float, nullable=True),
     sa.Column("val_loss", sa.Float, nullable=True),
+    sa.Column("extra", sa.JSON, nullable=True),  # a run kind's own measures at this step (DPO's margin, …)
 )
 
 samples = sa.Table(
@@ -171,6 +173,20 @@ def _clip(text: str | None, limit: int = MAX_TEXT) -> str | None:
 
 def _finite(value: float | None) -> float | None:
     return None if value is None or value != value or value in (float("inf"), float("-inf")) else float(value)
+
+
+def _measures(given: dict | None) -> dict[str, float] | None:
+    """The finite numbers of ``given`` (a step's measures), at most 16 of them; None when there are none.
+
+    >>> _measures({"margin": 0.25, "accuracy": float("nan"), "note": "x"})
+    {'margin': 0.25}
+    """
+    kept = {
+        str(name)[:40]: float(value)
+        for name, value in (given or {}).items()
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    }
+    return dict(list(kept.items())[:16]) or None
 
 
 class Records:
@@ -265,21 +281,31 @@ class Records:
     # ------------------------------------------------------------------ curves, samples, snapshots
 
     def add_points(
-        self, run_id: str, rows: Iterable[tuple[int, float | None, float | None]], step: int | None = None
+        self,
+        run_id: str,
+        rows: Iterable[tuple[int, float | None, float | None]],
+        step: int | None = None,
+        measures: dict[int, dict[str, float]] | None = None,
     ) -> None:
-        """Add ``(step, training loss, validation loss)`` rows (steps already there are left alone); keeps the
-        run's best validation loss and last loss up to date, and its ``step`` when given (in the same transaction:
-        the row never says a step behind its curve)."""
+        """Add ``(step, training loss, validation loss)`` rows (steps already there are left alone), each with the
+        run kind's own ``measures`` at that step where given (DPO's ratios, margin and accuracy: :meth:`series`);
+        keeps the run's best validation loss and last loss up to date, and its ``step`` when given (in the same
+        transaction: the row never says a step behind its curve)."""
         rows = [(int(at), _finite(loss), _finite(val)) for at, loss, val in rows]
         if not rows:
             return
+        measures = measures or {}
         with self.engine.begin() as db:
             have = set(
                 db.execute(
                     sa.select(points.c.step).where(points.c.run == run_id, points.c.step >= min(r[0] for r in rows))
                 ).scalars()
             )
-            new = [{"run": run_id, "step": s, "loss": loss, "val_loss": val} for s, loss, val in rows if s not in have]
+            new = [
+                {"run": run_id, "step": s, "loss": loss, "val_loss": val, "extra": _measures(measures.get(s))}
+                for s, loss, val in rows
+                if s not in have
+            ]
             if new:
                 db.execute(sa.insert(points), new)
             vals = [val for _, _, val in rows if val is not None]
@@ -290,6 +316,20 @@ class Records:
             if vals and (best is None or min(vals) < best):
                 values["best_val_loss"] = min(vals)
             db.execute(sa.update(runs).where(runs.c.id == run_id).values(**values))
+
+    def series(self, run_id: str) -> dict[str, list[tuple[int, float]]]:
+        """The run kind's own measures (:meth:`add_points`' ``measures``), ``name → [(step, value), …]`` by step."""
+        out: dict[str, list[tuple[int, float]]] = {}
+        with self.engine.connect() as db:
+            query = (
+                sa.select(points.c.step, points.c.extra)
+                .where(points.c.run == run_id, points.c.extra.is_not(None))
+                .order_by(points.c.step)
+            )
+            for at, extra in db.execute(query):
+                for name, value in (extra or {}).items():
+                    out.setdefault(str(name), []).append((int(at), float(value)))
+        return out
 
     def curve(self, run_id: str, since_step: int = 0) -> list[tuple[int, float | None, float | None]]:
         """``(step, loss, validation loss)`` of ``run_id`` from ``since_step`` on, by step."""

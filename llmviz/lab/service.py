@@ -34,6 +34,7 @@ sentence, never a path).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import sqlite3
@@ -102,6 +103,11 @@ KIND_WORDS = {  # what each kind of run is called on a page
     TASK: "task",
 }
 
+
+# the kinds a parked or interrupted run of goes on from its kept snapshot (Resume): a training run or a race keeps its
+# text (by content hash) and settings, all it is rebuilt from; the other kinds are built from what a page held (the
+# model it started from, an instruction set, a reference model) and are started afresh from their kept snapshot
+RESUMABLE_KINDS = (TRAINING, RACE)
 
 # LabUnavailable: the lab's database cannot answer (locked past its timeout, full, damaged, deleted or unreachable):
 # the message is one sentence for the student; nothing was half-written. Defined in llmviz.lab.health (the engine's
@@ -179,8 +185,25 @@ class RunView:
 
     @property
     def resumable(self) -> bool:
-        """Parked, interrupted or stopped before its last step: Resume goes on with the same run."""
-        return self.state in ("parked", "interrupted") or (self.state == "stopped" and self.step < self.total)
+        """Parked, interrupted or stopped before its last step, of a kind that resumes (:data:`RESUMABLE_KINDS`):
+        Resume goes on with the same run."""
+        ended_early = self.state in ("parked", "interrupted") or (self.state == "stopped" and self.step < self.total)
+        return ended_early and self.kind in RESUMABLE_KINDS
+
+    @property
+    def resume_note(self) -> str:
+        """Why a run that ended early has no Resume ("" when it has one, or did not end early).
+
+        >>> RunView.of(RunRecord("r", "s", "sft", "SFT 60 steps", "parked", step=20, total=60)).resume_note[:60]
+        'An instruction-tuning run (SFT) is not resumed: its weights '
+        """
+        if self.resumable or self.state not in ("parked", "interrupted", "stopped") or self.step >= self.total:
+            return ""
+        article = "An" if self.kind_words[:1].lower() in "aeiou" else "A"
+        return (
+            f"{article} {self.kind_words} is not resumed: its weights at step {self.step} are in the sidebar's "
+            "picker, and a new run can start from them."
+        )
 
     @property
     def state_line(self) -> str:
@@ -203,6 +226,9 @@ class RunView:
         return line
 
 
+SERIES_KINDS = (DPO,)  # the kinds whose curve points keep measures of their own (Registry.series)
+
+
 @dataclass(frozen=True)
 class Curve:
     """A run's points from the registry: ``(step, training loss, validation loss)`` by step, and the steps at which
@@ -211,6 +237,8 @@ class Curve:
     run_id: str
     points: tuple[tuple[int, float | None, float | None], ...]
     resumes: tuple[int, ...] = ()
+    # the run kind's own measures, ``name → ((step, value), …)`` (a DPO run's ratios, margin and accuracy)
+    series: dict[str, tuple[tuple[int, float], ...]] = dataclasses.field(default_factory=dict)
 
     @property
     def steps(self) -> list[int]:
@@ -365,7 +393,10 @@ class Lab:
             if found is None:
                 return Curve(run_id, ())
             points = self.registry.curve(run_id, since_step)
-        return Curve(run_id, tuple(points), tuple(int(step) for step in found.resumes or ()))
+            series = self.registry.series(run_id) if found.kind in SERIES_KINDS else {}
+        resumes = tuple(int(step) for step in found.resumes or ())
+        kept = {name: tuple(p for p in values if p[0] >= since_step) for name, values in series.items()}
+        return Curve(run_id, tuple(points), resumes, kept)
 
     def samples(self, student: str, run_id: str) -> list[tuple[int, str]]:
         """The text samples a run wrote as it trained, ``(step, text)`` by step (none when not theirs)."""
@@ -460,7 +491,7 @@ class Lab:
 
     def _resume_kept(self, found: RunView, by: str) -> str:
         if not found.resumable:
-            return f"{found.label} cannot be resumed: it is {found.state_line}."
+            return found.resume_note or f"{found.label} cannot be resumed: it is {found.state_line}."
         if self.controller is None:
             return "Runs are resumed from the app (this process does not train runs)."
         self.controller.resume_run(found.student, found.id, by)  # LlmvizError: its refusal, one sentence

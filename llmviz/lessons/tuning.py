@@ -162,6 +162,9 @@ def mask_view(tokenizer: Tokenizer, prompt: str, response: str, context: int = 1
     ]
 
 
+DPO_SERIES = ("chosen_ratio", "rejected_ratio", "margin", "accuracy", "val_accuracy")  # what its chart draws
+
+
 def dpo_curves(metrics: list) -> dict[str, list[tuple[int, float]]]:
     """The DPO chart's series from a run's metrics: the batch's chosen and rejected log-probability ratios, the
     reward margin and the preference accuracy, and the held-out accuracy where it was measured.
@@ -170,11 +173,20 @@ def dpo_curves(metrics: list) -> dict[str, list[tuple[int, float]]]:
     ... "val_accuracy": None}])["margin"]
     [(1, 0.1)]
     """
-    names = ("chosen_ratio", "rejected_ratio", "margin", "accuracy", "val_accuracy")
     rows = [m if isinstance(m, dict) else vars(m) for m in metrics]  # a checkpoint's dicts or a job's metrics
     return {
-        name: [(int(m["step"]), float(m[name])) for m in rows if isinstance(m.get(name), int | float)] for name in names
+        name: [(int(m["step"]), float(m[name])) for m in rows if isinstance(m.get(name), int | float)]
+        for name in DPO_SERIES
     }
+
+
+def kept_dpo_curves(series: dict) -> dict[str, list[tuple[int, float]]]:
+    """The DPO chart's series from what the lab keeps of a run (:attr:`llmviz.lab.service.Curve.series`).
+
+    >>> kept_dpo_curves({"margin": ((1, 0.1), (2, 0.3)), "lr": ((1, 1e-4),)})["margin"]
+    [(1, 0.1), (2, 0.3)]
+    """
+    return {name: [(int(step), float(value)) for step, value in series.get(name, ())] for name in DPO_SERIES}
 
 
 def checkpoint_metrics(path: str | Path) -> list[dict]:

@@ -197,6 +197,8 @@ def kept_runs_panel() -> None:
         kept_controls(chosen, "chosen")  # a run this process trains has its controls with its live curve
     if chosen.resumable:
         st.caption(picker.manager().resume_line(picker.session_id(), chosen.id))
+    elif chosen.resume_note:
+        st.caption(chosen.resume_note)
 
 
 def _wanted_ids(picked: str, focus: str | None) -> list[str]:

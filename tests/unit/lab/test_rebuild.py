@@ -203,3 +203,24 @@ def test_a_damaged_resume_file_falls_back_to_the_intact_weights(tmp_path, caplog
     for name, tensor in again.model.state_dict().items():
         assert torch.equal(tensor, trainer.model.state_dict()[name])
     assert len([r for r in caplog.records if "resume" in r.getMessage()]) == 1  # said once, in the server's log
+
+
+def test_a_runs_own_measures_are_kept_with_its_curve_and_rebuilt_from_its_folder(tmp_path):
+    """A DPO run's ratios, margin and accuracy are the lab's too (the Tuning page draws them after a restart): kept
+    with each curve point (finite numbers only), in its run.json, and rebuilt from the folder into a new database."""
+    from llmviz.lab.rebuild import write_run_file
+    from llmviz.lab.records import DPO
+
+    lab = Lab.at(tmp_path)
+    lab.registry.ensure_student("cy")
+    lab.registry.add_run(RunRecord(id="d1", student="cy", kind=DPO, label="DPO", state="finished", step=2, total=2))
+    measures = {1: {"margin": 0.0, "accuracy": 0.5}, 2: {"margin": 0.25, "accuracy": float("nan"), "note": "x"}}
+    lab.registry.add_points("d1", [(1, 0.69, None), (2, 0.6, 0.65)], measures=measures)
+    assert lab.registry.series("d1") == {"margin": [(1, 0.0), (2, 0.25)], "accuracy": [(1, 0.5)]}
+    assert lab.curve("cy", "d1").series == {"margin": ((1, 0.0), (2, 0.25)), "accuracy": ((1, 0.5),)}
+    assert lab.curve("cy", "d1", since_step=2).series == {"margin": ((2, 0.25),), "accuracy": ()}
+    write_run_file(lab, lab.registry.run("cy", "d1"))
+    fresh = Lab.at(tmp_path, url=f"sqlite:///{tmp_path / 'new.db'}")
+    assert rebuild(fresh).runs == 1
+    assert fresh.registry.series("d1") == lab.registry.series("d1")
+    assert fresh.registry.curve("d1") == [(1, 0.69, None), (2, 0.6, 0.65)]
