@@ -11,7 +11,7 @@ import html
 import streamlit as st
 
 import ui
-from llmviz.adapt import dpo, instructions, sft
+from llmviz.adapt import dpo, instructions, sft, tuning_runs
 from llmviz.errors import LlmvizError
 from llmviz.jobs.manager import Planned
 from llmviz.lessons import adapting, tuning
@@ -221,6 +221,11 @@ def _own_rows(kind: str):
     return (*instructions.split_rows(rows), upload.name)
 
 
+def sets_text(rows: tuple) -> str:
+    """The run's sets as the lab keeps them (resuming the run rebuilds it from them): ``rows`` is ``_own_rows``'."""
+    return tuning_runs.sets_text(rows[0], rows[1])
+
+
 def _dpo_start() -> tuple:
     """The SFT model a DPO run starts from: the shipped one, or one of this page's SFT runs."""
     options = {"shipped SFT": None, **{f"my run: {label}": run_id for label, run_id in _kept("sft").items()}}
@@ -244,7 +249,9 @@ def runs_section() -> None:
                 _submit(
                     "sft",
                     f"SFT {sft_steps} steps ({sft_rows[2]})",
-                    functools.partial(sft.SFTTrainer, config, base.tokenizer, base.model, sft_rows[0], sft_rows[1]),
+                    functools.partial(
+                        tuning_runs.build, "sft", sets_text(sft_rows), config, base.tokenizer, base.model
+                    ),
                     adapting.lab_footprint(base.model, 0, sft_steps, "SFT", batch_size=16, context=128),
                     sft_steps,
                 )
@@ -262,7 +269,7 @@ def runs_section() -> None:
                 _submit(
                     "dpo",
                     f"DPO β={beta:g} {dpo_steps} steps ({pair_rows[2]})",
-                    functools.partial(dpo.DPOTrainer, config, tokenizer, model, pair_rows[0], pair_rows[1]),
+                    functools.partial(tuning_runs.build, "dpo", sets_text(pair_rows), config, tokenizer, model),
                     adapting.lab_footprint(model, 0, dpo_steps, "DPO", copies=1, batch_size=16, context=128),
                     dpo_steps,
                 )

@@ -554,15 +554,22 @@ def _text_field(digest: str | None) -> dict:
 
 def recipe_text(build: object) -> str | None:
     """The text a run built in its worker trains on, when ``build`` is ``functools.partial(build_trainer, text,
-    config)`` (the pages' runs: :func:`ui.panels.runs.planned`) or a resumed run's; None otherwise."""
+    config)`` (the pages' runs: :func:`ui.panels.runs.planned`) or a resumed run's, or an SFT or DPO run's sets
+    (``functools.partial(tuning_runs.build, kind, text, …)``: :mod:`llmviz.adapt.tuning_runs`); None otherwise."""
     import functools
 
+    from llmviz.adapt import tuning_runs
     from llmviz.training.trainer import build_trainer
 
-    if isinstance(build, functools.partial) and build.func in (build_trainer, resumed_trainer) and build.args:
+    if not isinstance(build, functools.partial):
+        return None
+    if build.func in (build_trainer, resumed_trainer) and build.args:
         text = build.args[0]
-        return text if isinstance(text, str) else None
-    return None
+    elif build.func in (tuning_runs.build, tuning_runs.resumed) and len(build.args) > 1:
+        text = build.args[1]
+    else:
+        return None
+    return text if isinstance(text, str) else None
 
 
 def measures_of(metrics) -> dict[str, float]:
@@ -599,6 +606,8 @@ def resume_plan(lab: Lab, student: str, run_id: str):
         resume = lab.registry.resume_state(run_id) if kept is not None else None
     if kept is None:
         raise LlmvizError("That run is not one of your kept runs.")
+    if kept.kind in ("sft", "dpo"):
+        return _tuning_plan(lab, kept, files)
     digest = kept.config.get(TEXT_FIELD)
     if kept.state not in ("parked", "interrupted", "stopped") or not files or not digest:
         raise LlmvizError(f"{kept.label} cannot be resumed (it has no kept text or snapshot, or it is {kept.state}).")
@@ -611,6 +620,65 @@ def resume_plan(lab: Lab, student: str, run_id: str):
     step, snapshot, state = resume_point(files, resume)
     assert snapshot is not None and step is not None  # it has snapshots
     return functools.partial(resumed_trainer, text, snapshot, state), needs, step, kept
+
+
+def _tuning_plan(lab: Lab, kept, files: list[tuple[int, str, int]]):
+    """:func:`resume_plan` for an SFT or DPO run (:mod:`llmviz.adapt.tuning_runs`): its newest kept snapshot, a DPO
+    run's step-0 snapshot (its reference), its kept sets and settings; its memory estimate as the page made it."""
+    import functools
+
+    from llmviz.adapt import tuning_runs
+    from llmviz.models.gpt import GPTConfig
+    from llmviz.training.footprint import fine_tuning
+
+    digest = kept.config.get(TEXT_FIELD)
+    if kept.state not in ("parked", "interrupted", "stopped") or not files or not digest:
+        raise LlmvizError(f"{kept.label} cannot be resumed (it has no kept sets or snapshot, or it is {kept.state}).")
+    reference = next((path for step, path, _ in files if step == 0), None)
+    if kept.kind == "dpo" and reference is None:
+        raise LlmvizError(f"{kept.label} cannot be resumed: its first snapshot, its reference model, is not kept.")
+    try:
+        text = lab.storage.read_upload(kept.student, digest).decode()
+        tuning_runs.read_sets(text)
+        config = tuning_runs.settings_of(kept.kind, kept.config)
+        _, meta = lab.storage.read_snapshot(files[-1][1])
+        gpt = GPTConfig(**meta["model"]["config"])  # its sizes, nothing allocated
+    except (OSError, ValueError, KeyError, TypeError, LlmvizError):
+        raise LlmvizError(
+            f"The sets or the snapshot of {kept.label} are no longer kept, so it cannot be resumed."
+        ) from None
+    step = files[-1][0]
+    needs = fine_tuning(
+        gpt,
+        _tuning_train_config(config, gpt),
+        what=f"{kept.kind.upper()} on a kept run",
+        text_bytes=0,
+        copies=1 if kept.kind == "dpo" else 0,
+    )
+    build = functools.partial(
+        tuning_runs.resumed, kept.kind, text, dict(kept.config), files[-1][1], reference if kept.kind == "dpo" else None
+    )
+    return build, needs, step, kept
+
+
+def _tuning_train_config(config, gpt):
+    """The TrainConfig a tuning run's memory estimate reads (its batch of 16 windows of the model's context)."""
+    from llmviz.training.config import TrainConfig
+
+    return TrainConfig(
+        model="gpt-micro",
+        tokenizer="bpe",
+        context_length=min(128, gpt.context_length),
+        batch_size=config.batch_size,
+        steps=config.steps,
+        lr=config.lr,
+        warmup_steps=max(1, config.steps // 10),
+        eval_interval=max(1, config.steps // 10),
+        eval_batches=2,
+        seed=config.seed,
+        device="cpu",
+        grad_clip=1.0,
+    )
 
 
 def resume_point(

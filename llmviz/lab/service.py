@@ -105,9 +105,10 @@ KIND_WORDS = {  # what each kind of run is called on a page
 
 
 # the kinds a parked or interrupted run of goes on from its kept snapshot (Resume): a training run or a race keeps its
-# text (by content hash) and settings, all it is rebuilt from; the other kinds are built from what a page held (the
-# model it started from, an instruction set, a reference model) and are started afresh from their kept snapshot
-RESUMABLE_KINDS = (TRAINING, RACE)
+# text (by content hash) and settings, an SFT or DPO run its sets and settings (llmviz.adapt.tuning_runs), all it is
+# rebuilt from; the other kinds are built from what a page held (a classifier's head, LoRA's adapters, an
+# autoencoder's activations) and are started afresh from their kept snapshot
+RESUMABLE_KINDS = (TRAINING, RACE, SFT, DPO)
 
 # LabUnavailable: the lab's database cannot answer (locked past its timeout, full, damaged, deleted or unreachable):
 # the message is one sentence for the student; nothing was half-written. Defined in llmviz.lab.health (the engine's
@@ -194,8 +195,8 @@ class RunView:
     def resume_note(self) -> str:
         """Why a run that ended early has no Resume ("" when it has one, or did not end early).
 
-        >>> RunView.of(RunRecord("r", "s", "sft", "SFT 60 steps", "parked", step=20, total=60)).resume_note[:60]
-        'An instruction-tuning run (SFT) is not resumed: its weights '
+        >>> RunView.of(RunRecord("r", "s", "lora", "LoRA 60 steps", "parked", step=20, total=60)).resume_note[:60]
+        'A LoRA run is not resumed: its weights at step 20 are in the'
         """
         if self.resumable or self.state not in ("parked", "interrupted", "stopped") or self.step >= self.total:
             return ""
