@@ -5,11 +5,11 @@
 The shipped GPT's shape (L4 H4 d128 T128 B16 V1024), AdamW; bf16 and fp16 under ``torch.autocast("cpu")``, fp16 with
 ``torch.amp.GradScaler("cpu")`` as on CUDA. The three precisions step in alternating rounds (one step of each a round,
 after two warm-up steps each, the order reversed every other round: ``benchmarks/_rounds.py``), so that a change in the
-load falls on all three; reported: each one's median step time and, against float32, the median per-round ratio with
-its spread, beside the load average. ``--quick`` (5 rounds, batch 4) is the tests' smoke run. Also: the CPU's
-model name and whether it has native 16-bit float instructions (``avx512_bf16``, ``avx512_fp16``, ``amx_fp16``): where
-float16 has none, its matrix products fall back to a slow path (why ``fp16`` is refused on the CPU: see
-docs/training.md). Results: docs/benchmarks/cpu_precision.md.
+load falls on all three; reported: each one's median step time and, against float32 (the reference), the median
+per-round ratio with its spread, beside the load average. ``--quick`` (5 rounds, batch 2) is the tests' smoke run.
+Also: the CPU's model name and whether it has native 16-bit float instructions (``avx512_bf16``, ``avx512_fp16``,
+``amx_fp16``): where float16 has none, its matrix products fall back to a slow path (why ``fp16`` is refused on the
+CPU: see docs/training.md). Results: docs/benchmarks/cpu_precision.md.
 """
 
 import argparse
@@ -68,10 +68,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5, help="rounds of one step of each precision")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch", type=int, default=16)
-    parser.add_argument("--quick", action="store_true", help="5 rounds, batch 4: a smoke run")
+    parser.add_argument("--quick", action="store_true", help="5 rounds, batch 2: a smoke run")
     args = parser.parse_args()
     if args.quick:
-        args.steps, args.batch = 5, 4
+        args.steps, args.batch = 5, 2
     torch.set_num_threads(args.threads)
     name, flags = cpu_flags()
     print(
