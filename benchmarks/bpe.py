@@ -143,8 +143,8 @@ def naive(docs: str, rounds: int) -> None:
     fast, slow = found["fast"], found["naive"]
     assert list(fast.merges[: len(slow)]) == slow  # type: ignore[attr-defined, arg-type]
     print(
-        f"naive loop at vocab 1024 on python-docs: {statistics.median(timings.seconds['naive']):.2f} s, "
-        f"{timings.summary('naive', 'incremental')} the incremental trainer's time (same merges)"
+        f"naive loop at vocab 1024 on python-docs: {statistics.median(timings.seconds['naive']):.2f} s; its time over "
+        f"the incremental trainer's, per round: {timings.summary('naive', 'incremental')} (same merges)"
     )
 
 
