@@ -63,6 +63,9 @@ runs each (300 curve points and 6 snapshot rows a run) on a fresh SQLite file an
 (Debian's; ``tests/support/postgres.py``), then every student opens a page: the registry calls an open makes
 (the sidebar's picker: the student's runs with the orphan check, and their kept snapshot steps; the teacher flag),
 timed one student after the other and with 8 at once (threads, as Streamlit serves sessions).
+
+Not in rounds: its verdicts are absolute budgets (p95 seconds for a class, errors), and the bare page is
+the floor printed beside them, never a side it is divided by.
 """
 
 from __future__ import annotations

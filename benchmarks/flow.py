@@ -13,6 +13,9 @@
 
 Headless chromium draws at most 60 frames per second (a frame every 16.7 ms): 60 is the ceiling. The machine's load
 average is printed before and after: these are wall-clock times, inflated on a busy machine.
+
+Not in rounds: one side only, the flow measured against fixed budgets (size, first frame, frame rate), with no
+second implementation to compare it with.
 """
 
 from __future__ import annotations

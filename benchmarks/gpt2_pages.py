@@ -1,6 +1,6 @@
 """Server time of each page on GPT-2 (124M) next to the shipped GPT, same sentence (≤ 32 tokens).
 
-    python benchmarks/gpt2_pages.py [--repeats 3] [--pages attention,model] [--compute-only]
+    python benchmarks/gpt2_pages.py [--repeats 3] [--pages attention,model] [--compute-only] [--quick]
 
 GPT-2's weights are not needed: a *randomly initialised* GPT-2-124M-shaped model (12 layers,
 12 heads, d_model 768, 50,257 tokens, context 1024 — the same shapes, so the same compute and
@@ -14,6 +14,10 @@ Two tables:
    distribution, nearest neighbours in the embedding table) on GPT-2 vs the shipped GPT;
 2. pages: first render (loads the model, once per server) and a rerun after typing a new
    ≤ 32-token sentence, for every page that follows the picker.
+The two sides (GPT-2 and the shipped GPT) run each call, and rerun each page, in alternating rounds (``--repeats``
+rounds, the side that goes first alternating: ``benchmarks/_rounds.py``), so that a change in the load falls on both;
+each side's median round is shown with GPT-2's time over the shipped GPT's as the median per-round ratio, its spread
+under the table beside the load average. ``--quick`` (``--compute-only``, 3 rounds) is the tests' smoke run.
 The target (issue 17): a rerun with a ≤ 32-token sentence in ≤ 1 s of server time.
 Timings on a shared, busy CPU are inflated: say so when quoting them.
 """
@@ -27,6 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,6 +41,7 @@ os.environ["HF_HUB_CACHE"] = str(CACHE)  # before huggingface_hub is imported
 os.environ["HF_HUB_OFFLINE"] = "1"
 
 import torch  # noqa: E402
+from _rounds import Rounds, alternate, load_average  # noqa: E402 - this folder is on sys.path
 
 SENTENCE = "Every effort moves you forward, and the cat sat on the mat because it was tired."
 NEW_SENTENCE = "The quick brown fox jumps over the lazy dog while the students watch the screen."
@@ -57,17 +63,25 @@ def place_random_gpt2(repo_id: str = "gpt2") -> Path:
     return repo / "snapshots" / commit
 
 
-def best(function, repeats: int, *args) -> tuple[float, float]:
-    """(best wall-clock seconds, CPU seconds of that run): on a busy machine the CPU time is the steadier one."""
-    runs = []
-    for _ in range(repeats):
-        start, cpu = time.perf_counter(), time.process_time()
-        function(*args)
-        runs.append((time.perf_counter() - start, time.process_time() - cpu))
-    return min(runs)
+def in_rounds(sides: dict[str, Callable[[], object]], rounds: int) -> tuple[Rounds, Rounds]:
+    """Each side's wall-clock and CPU seconds in the same alternating rounds (the side that goes first alternating,
+    after one run of each, not compared): on a busy machine the CPU time is the steadier one."""
+    for side in sides.values():
+        side()
+    wall, cpu = Rounds(), Rounds()
+    order = list(sides)
+    for index in range(rounds):
+        for name in order if index % 2 == 0 else order[::-1]:
+            start, used = time.perf_counter(), time.process_time()
+            sides[name]()
+            wall.add(name, time.perf_counter() - start)
+            cpu.add(name, time.process_time() - used)
+    return wall, cpu
 
 
-def compute_table(repeats: int) -> list[list[str]]:
+def compute_table(repeats: int) -> tuple[list[list[str]], list[str]]:
+    """The llmviz calls behind the pages on GPT-2 and on the shipped GPT, in alternating rounds: the rows and each
+    call's per-round spread."""
     from llmviz.generation.sampling import next_token_view
     from llmviz.hub import gpt2
     from llmviz.lessons.embeddings import nearest_neighbours
@@ -77,7 +91,8 @@ def compute_table(repeats: int) -> list[list[str]]:
     start = time.perf_counter()
     model, tokenizer, _ = gpt2.load("gpt2")
     load_s = time.perf_counter() - start
-    rows = [["load GPT-2 124M from the cache (once per server)", "-", f"{load_s:.2f} s", "-"]]
+    rows = [["load GPT-2 124M from the cache (once per server)", "-", f"{load_s:.2f} s", "-", "-", "-"]]
+    spreads = []
     for what, call in [
         (
             "run_with_cache, ≤ 32 tokens (Attention, Model)",
@@ -94,48 +109,78 @@ def compute_table(repeats: int) -> list[list[str]]:
             ),
         ),
     ]:
+        sides = {
+            "shipped": lambda call=call: call(shipped, shipped_tok),
+            "GPT-2": lambda call=call: call(model, tokenizer),
+        }
         try:
-            ours = best(call, repeats, model, tokenizer)
-            reference = best(call, repeats, shipped, shipped_tok)
+            wall, cpu = in_rounds(sides, repeats)
         except (TypeError, ImportError, AttributeError) as error:  # an llmviz signature changed
-            rows.append([what, "n/a", f"({type(error).__name__})", ""])
+            rows.append([what, "n/a", f"({type(error).__name__})", "", "", ""])
             continue
-        rows.append([what, f"{reference[0] * 1000:.0f} ms", f"{ours[0] * 1000:.0f} ms", f"{ours[1] * 1000:.0f} ms"])
-    return rows
+        reference, ours = (statistics.median(wall.seconds[side]) * 1000 for side in ("shipped", "GPT-2"))
+        ours_cpu = statistics.median(cpu.seconds["GPT-2"]) * 1000
+        ratio, ratio_cpu = wall.median("GPT-2", "shipped"), cpu.median("GPT-2", "shipped")
+        rows.append(
+            [what, f"{reference:.0f} ms", f"{ours:.0f} ms", f"{ours_cpu:.0f} ms", f"{ratio:.2f}×", f"{ratio_cpu:.2f}×"]
+        )
+        spreads.append(f"{what}: wall {wall.summary('GPT-2', 'shipped')}; CPU {cpu.summary('GPT-2', 'shipped')}")
+    return rows, spreads
 
 
-def page_table(pages: list[str], repeats: int) -> list[list[str]]:
+def open_page(entry: str, path: str, key: str):
+    """An AppTest session on the page with the picker on ``key``: it, the first render's seconds and its errors."""
     from streamlit.testing.v1 import AppTest
 
+    at = AppTest.from_file(entry, default_timeout=600)
+    at.session_state["_picker_selected"] = key
+    at.run()
+    start = time.perf_counter()
+    at.switch_page(path).run()
+    return at, time.perf_counter() - start, len(at.exception) + len(at.error)
+
+
+def rerunner(at, errors: list[int]) -> Callable[[], None]:
+    """A rerun of ``at`` after typing a new sentence (the two sentences in turn), its errors added to ``errors``."""
+    inputs = [w for w in at.text_input if w.value and len(w.value) > 8] + [
+        w for w in at.text_area if w.value and len(w.value) > 8
+    ]
+    count = iter(range(10**9))
+
+    def rerun() -> None:
+        if inputs:
+            inputs[0].set_value(NEW_SENTENCE if next(count) % 2 == 0 else SENTENCE)
+        at.run()
+        errors[0] += len(at.exception) + len(at.error)
+
+    return rerun
+
+
+def page_table(pages: list[str], repeats: int) -> tuple[list[list[str]], list[str]]:
+    """Each page's first render on the shipped GPT and on GPT-2, then reruns of the two in alternating rounds."""
     entry = str(ROOT / "app.py")
-    rows = []
+    rows, spreads = [], []
     for page in pages:
         path = str(ROOT / "stages" / f"{page}.py")
         if not Path(path).exists():
             continue
+        firsts, reruns, errors = {}, {}, {}
+        for side, key in (("shipped", "shipped:gpt-python-docs"), ("GPT-2", "hub:gpt2")):
+            at, firsts[side], opened = open_page(entry, path, key)
+            errors[side] = [opened]
+            reruns[side] = rerunner(at, errors[side])
+        timed = alternate(reruns, repeats)
         cells = [page]
-        for key in ("shipped:gpt-python-docs", "hub:gpt2"):
-            at = AppTest.from_file(entry, default_timeout=600)
-            at.session_state["_picker_selected"] = key
-            at.run()
-            start = time.perf_counter()
-            at.switch_page(path).run()
-            first = time.perf_counter() - start
-            errors = len(at.exception) + len(at.error)
-            inputs = [w for w in at.text_input if w.value and len(w.value) > 8] + [
-                w for w in at.text_area if w.value and len(w.value) > 8
+        for side in ("shipped", "GPT-2"):
+            times = timed.seconds[side]
+            cells += [
+                f"{firsts[side]:.2f} s",
+                f"{min(times):.2f} s / {statistics.median(times):.2f} s",
+                str(errors[side][0]),
             ]
-            reruns = []
-            for i in range(repeats):
-                if inputs:
-                    inputs[0].set_value(NEW_SENTENCE if i % 2 == 0 else SENTENCE)
-                start = time.perf_counter()
-                at.run()
-                reruns.append(time.perf_counter() - start)
-                errors += len(at.exception) + len(at.error)
-            cells += [f"{first:.2f} s", f"{min(reruns):.2f} s / {statistics.median(reruns):.2f} s", str(errors)]
-        rows.append(cells)
-    return rows
+        rows.append([*cells, f"{timed.median('GPT-2', 'shipped'):.2f}×"])
+        spreads.append(f"{page}: {timed.summary('GPT-2', 'shipped')}")
+    return rows, spreads
 
 
 def print_table(header: list[str], rows: list[list[str]]) -> None:
@@ -149,6 +194,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--pages", default="tokens,embeddings,attention,model,inside,sampling")
     parser.add_argument("--compute-only", action="store_true")
+    parser.add_argument("--quick", action="store_true", help="--compute-only with 3 rounds: a smoke run")
     parser.add_argument(
         "--browser",
         action="store_true",
@@ -158,14 +204,23 @@ def main() -> None:
         "--threads", type=int, default=1, help="torch threads (the app's job manager sets 1 per op on a 2-core server)"
     )
     args = parser.parse_args()
+    if args.quick:
+        args.compute_only, args.repeats = True, 3
     torch.set_num_threads(args.threads)
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, CPU; random GPT-2-124M-shaped weights "
         f"in a temporary cache ({CACHE})"
     )
     place_random_gpt2()
-    print("\nllmviz calls behind the pages (best of", args.repeats, "runs)\n")
-    print_table(["call", "shipped GPT (wall)", "GPT-2 124M shape (wall)", "(CPU time)"], compute_table(args.repeats))
+    print(f"\nllmviz calls behind the pages ({args.repeats} rounds, each side's median round)\n")
+    rows, spreads = compute_table(args.repeats)
+    print_table(
+        ["call", "shipped GPT (wall)", "GPT-2 124M shape (wall)", "(CPU time)", "GPT-2 / shipped", "(CPU)"], rows
+    )
+    print("\nGPT-2's time over the shipped GPT's, per round:")
+    for line in spreads:
+        print(f"  {line}")
+    print(f"load average: {load_average()}")
     if args.compute_only:
         return
     if args.browser and (ROOT / "benchmarks" / "pages.py").exists():
@@ -192,7 +247,8 @@ def main() -> None:
             check=False,
         )
         return
-    print("\npages, through app.py (AppTest): first render, then reruns after typing a new sentence\n")
+    print("\npages, through app.py (AppTest): first render, then reruns after typing a new sentence, in rounds\n")
+    rows, spreads = page_table(args.pages.split(","), args.repeats)
     print_table(
         [
             "page",
@@ -202,9 +258,14 @@ def main() -> None:
             "GPT-2: first",
             "GPT-2: rerun best / median",
             "errors",
+            "GPT-2 / shipped rerun",
         ],
-        page_table(args.pages.split(","), args.repeats),
+        rows,
     )
+    print("\nGPT-2's rerun time over the shipped GPT's, per round:")
+    for line in spreads:
+        print(f"  {line}")
+    print(f"load average: {load_average()}")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,16 @@
 """A bf16 training step on GPT-2 small's shape: llmviz's Trainer against transformers' GPT2LMHeadModel, in TFLOP/s.
 
-    python benchmarks/gpt2_step.py [--steps 20]     # on a CUDA GPU (on the CPU: a small shape, float32)
+    python benchmarks/gpt2_step.py [--steps 60] [--round-steps 10] [--quick]  # on a CUDA GPU (on the CPU or with
+                                                                              # --quick: a small shape, float32)
 
 GPT-2 small exactly (12 layers, 12 heads, d 768, context 1,024, vocabulary 50,257, biases, a tied head: 124,439,808
 parameters on both sides), batch 16 × 1,024 random tokens, no dropout, AdamW (fused on CUDA), gradient clipping at
 1.0, bf16 autocast, uncompiled. llmviz trains with its Trainer as the command line does (``claim_process``; the
-losses read back every 10 steps); the transformers model with the loop nanoGPT writes (its loss read back every 10
-steps too). Each side: 10 warm-up steps, then ``--steps`` timed between two reads of the loss. TFLOP/s count
+losses read back at the end of each round); the transformers model with the loop nanoGPT writes (its loss read back at
+the end of each round too). The two step in alternating rounds of ``--round-steps`` steps (the side that goes first
+alternating, after a warm-up round each: ``benchmarks/_rounds.py``) until each has taken ``--steps``, so that a change
+in the load falls on both; a step's time is its side's median round over the round's steps, and the speed is reported
+as the median per-round ratio with its spread, beside the load average. TFLOP/s count
 6 · N + 12 · L · T · d per token (nanoGPT's estimate_mfu), N = the weights of the matrices (the head included); the
 GPU's bf16 matmul peak is measured in the same run (8,192² matrices). Budget: llmviz ≥ 300 TFLOP/s on an H100-class
 GPU.
@@ -15,8 +19,10 @@ GPU.
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
+from _rounds import alternate, load_average  # noqa: E402 - this folder is on sys.path
 
 from llmviz.training.config import TrainConfig  # noqa: E402
 from llmviz.training.dataset import Dataset  # noqa: E402
@@ -62,6 +69,7 @@ class Measure:
     hf_ms: float | None
     hf_tflops: float | None
     peak_tflops: float | None
+    per_round: str | None = None  # transformers' time over llmviz's, per round: the median and its spread
 
     @property
     def h100_class(self) -> bool:
@@ -72,7 +80,9 @@ class Measure:
             f"{self.device_name}, {self.precision}: llmviz {self.llmviz_tflops:.1f} TFLOP/s ({self.llmviz_ms:.1f} ms)"
         )
         if self.hf_tflops is not None and self.hf_ms is not None:
-            text += f", transformers {self.hf_tflops:.1f} ({self.hf_ms:.1f} ms): {self.hf_ms / self.llmviz_ms:.2f}×"
+            text += f", transformers {self.hf_tflops:.1f} ({self.hf_ms:.1f} ms)"
+        if self.per_round is not None:
+            text += f"; llmviz's speed over transformers', per round: {self.per_round}"
         if self.peak_tflops is not None:
             text += f"; matmul peak {self.peak_tflops:.0f} TFLOP/s"
         return text
@@ -91,16 +101,18 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def llmviz_step_ms(
-    shape: Shape, device: str, precision: str, steps: int, compile_model: bool = False
-) -> tuple[float, nn.Module]:
+def llmviz_side(
+    shape: Shape, device: str, precision: str, rounds: int, round_steps: int, compile_model: bool = False
+) -> tuple[Callable[[], None], Callable[[], None], nn.Module]:
+    """llmviz's Trainer as the command line runs it: a function that trains one round (``round_steps`` steps, the
+    losses read back at its end), one that finishes the run, and the model."""
     generator = torch.Generator().manual_seed(0)
     ids = torch.randint(0, shape.vocab, (200_000,), generator=generator)
     config = TrainConfig(
         model="gpt2-124m",
         context_length=shape.context,
         batch_size=shape.batch,
-        steps=10 + steps + 1,  # the last step evaluates: outside the timed ones
+        steps=round_steps * (1 + rounds) + 1,  # a warm-up round, the rounds, and a last step that evaluates
         lr=6e-4,
         warmup_steps=10,
         eval_interval=10_000,
@@ -115,23 +127,25 @@ def llmviz_step_ms(
     )
     trainer = Trainer(config, Dataset(_Vocabulary(shape.vocab), ids[:180_000], ids[180_000:]))  # type: ignore[arg-type]
     trainer.claim_process()
-    trainer.report_every = 10
+    trainer.report_every = round_steps  # the generator trains up to a report step, then yields its steps one by one
     run = trainer.run()
-    for _ in range(10):  # warm-up; read back at step 10
-        next(run)
     torch_device = torch.device(device)
-    sync(torch_device)
-    start = time.perf_counter()
-    for _ in range(steps):
-        next(run)
-    sync(torch_device)
-    seconds = time.perf_counter() - start
-    for _ in run:
-        pass
-    return 1000 * seconds / steps, trainer.model
+
+    def one_round() -> None:
+        for _ in range(round_steps):
+            next(run)
+        sync(torch_device)
+
+    def finish() -> None:
+        for _ in run:
+            pass
+
+    return one_round, finish, trainer.model
 
 
-def hf_step_ms(shape: Shape, device: str, precision: str, steps: int) -> tuple[float, nn.Module] | None:
+def hf_side(shape: Shape, device: str, precision: str, round_steps: int) -> tuple[Callable[[], None], nn.Module] | None:
+    """transformers' GPT-2 with the loop nanoGPT writes: a function that trains one round (its loss read back at the
+    end, as llmviz's), and the model; None without transformers."""
     try:
         from transformers import GPT2Config, GPT2LMHeadModel
     except ImportError:
@@ -157,8 +171,8 @@ def hf_step_ms(shape: Shape, device: str, precision: str, steps: int) -> tuple[f
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
     generator = torch.Generator().manual_seed(1)
 
-    def step(number: int) -> None:
-        x = torch.randint(0, shape.vocab, (shape.batch, shape.context), generator=generator)
+    def step() -> torch.Tensor:
+        x = torch.randint(0, shape.vocab, (shape.batch, shape.context), generator=generator)  # (B, T)
         x = x.pin_memory().to(torch_device, non_blocking=True) if torch_device.type == "cuda" else x
         with torch.autocast(torch_device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
             loss = model(input_ids=x, labels=x).loss
@@ -166,17 +180,15 @@ def hf_step_ms(shape: Shape, device: str, precision: str, steps: int) -> tuple[f
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        if number % 10 == 0:
-            loss.item()
+        return loss
 
-    for number in range(1, 11):
-        step(number)
-    sync(torch_device)
-    start = time.perf_counter()
-    for number in range(1, steps + 1):
-        step(number)
-    sync(torch_device)
-    return 1000 * (time.perf_counter() - start) / steps, model
+    def one_round() -> None:
+        for _ in range(round_steps - 1):
+            step()
+        step().item()
+        sync(torch_device)
+
+    return one_round, model
 
 
 def matmul_peak_tflops(device: str, size: int = 8192, repeats: int = 20) -> float:
@@ -193,42 +205,67 @@ def matmul_peak_tflops(device: str, size: int = 8192, repeats: int = 20) -> floa
 
 
 def measure(
-    device: str = "cuda", smoke: bool = False, steps: int = 20, compile_model: bool = False, compare: bool = True
+    device: str = "cuda",
+    smoke: bool = False,
+    steps: int = 60,
+    compile_model: bool = False,
+    compare: bool = True,
+    round_steps: int = 10,
 ) -> Measure:
-    """llmviz's step (``compile_model``: torch.compiled) and, with ``compare``, transformers' and the matmul peak."""
+    """llmviz's step (``compile_model``: torch.compiled) and, with ``compare``, transformers' and the matmul peak: the
+    two step in alternating rounds of ``round_steps`` steps (after a warm-up round each), ``steps`` steps each."""
     cuda = device.startswith("cuda")
     shape = SMOKE if smoke or not cuda else GPT2_SMALL
     precision = ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if cuda else "float32"
-    steps = 3 if smoke else steps
-    ours_ms, ours = llmviz_step_ms(shape, device, precision, steps, compile_model)
+    if smoke:
+        steps, round_steps = 10, 2
+    rounds = max(1, steps // round_steps)
+    ours, finish, model = llmviz_side(shape, device, precision, rounds, round_steps, compile_model)
+    sides = {"llmviz": ours}
+    theirs = hf_side(shape, device, precision, round_steps) if compare else None
+    if theirs is not None:
+        sides["transformers"] = theirs[0]
+    for side in sides.values():
+        side()  # the warm-up round
+    timed = alternate(sides, rounds)
+    finish()
     tokens = shape.batch * shape.context
-    llmviz_tflops = flops_per_token(ours, shape) * tokens / (ours_ms / 1000) / 1e12
-    del ours
+
+    def per_step(side: str, module: nn.Module) -> tuple[float, float]:
+        ms = 1000 * statistics.median(timed.seconds[side]) / round_steps
+        return ms, flops_per_token(module, shape) * tokens / (ms / 1000) / 1e12
+
+    ours_ms, llmviz_tflops = per_step("llmviz", model)
     name = torch.cuda.get_device_name(torch.device(device)) if cuda else "CPU"
     if compile_model:
         precision += ", compiled"
-    if not compare:
+    if theirs is None:
         return Measure(name, precision, ours_ms, llmviz_tflops, None, None, None)
-    hf = hf_step_ms(shape, device, precision, steps)
-    hf_ms = hf_tflops = None
-    if hf is not None:
-        hf_ms, theirs = hf
-        hf_tflops = flops_per_token(theirs, shape) * tokens / (hf_ms / 1000) / 1e12
-        del theirs
+    hf_ms, hf_tflops = per_step("transformers", theirs[1])
+    del model, theirs, sides
     peak = matmul_peak_tflops(device) if cuda else None
-    return Measure(name, precision, ours_ms, llmviz_tflops, hf_ms, hf_tflops, peak)
+    return Measure(
+        name, precision, ours_ms, llmviz_tflops, hf_ms, hf_tflops, peak, timed.summary("transformers", "llmviz")
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=60, help="timed steps of each side")
+    parser.add_argument("--round-steps", type=int, default=10, help="steps of each side in one round")
+    parser.add_argument("--quick", action="store_true", help="the small float32 shape, 5 rounds of 2 steps")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--compile", action="store_true", help="torch.compile llmviz's model (transformers' is not)")
     args = parser.parse_args(argv)
     result = measure(
-        args.device, smoke=not args.device.startswith("cuda"), steps=args.steps, compile_model=args.compile
+        args.device,
+        smoke=args.quick or not args.device.startswith("cuda"),
+        steps=args.steps,
+        compile_model=args.compile,
+        round_steps=args.round_steps,
     )
     print(result.summary())
+    print(f"load average: {load_average()}")
     if result.h100_class:
         ok = result.llmviz_tflops >= 300
         print(f"{'PASS' if ok else 'FAIL'}: llmviz {result.llmviz_tflops:.0f} TFLOP/s ≥ 300 on an H100-class GPU")

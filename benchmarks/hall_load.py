@@ -29,6 +29,9 @@ benchmark watches every run every 20 ms until all have ended:
 
 Bounded: at most 100 students, 200 page students and 1000 steps; everything on 127.0.0.1; the Ray head and the app
 server started here are stopped at the end whatever happens.
+
+Not in rounds: each backend is judged on its own budgets (start after admission, runs lost, the budget
+kept), not by a speed ratio between the two, and a class's burst cannot be cut into alternating rounds.
 """
 
 from __future__ import annotations

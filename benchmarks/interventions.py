@@ -2,7 +2,12 @@
 against the named reference: one forward pass per variant with plain PyTorch forward hooks (what a notebook would
 write), on the same model and text, in the same process; the results are asserted equal (≤ 1e-5).
 
-    python benchmarks/interventions.py [--tokens 24] [--gpt2]
+    python benchmarks/interventions.py [--tokens 24] [--rounds 3] [--gpt2] [--quick]
+
+The two sides run each sweep in alternating rounds (one sweep each a round, the side that goes first alternating:
+``benchmarks/_rounds.py``), so that a change in the load falls on both: the seconds are each side's median round, the
+speed-up the median per-round ratio (its spread is printed under the table, beside the load average). ``--quick``
+(the shipped GPT only, 8 tokens, 5 rounds) is the tests' smoke run.
 
 llmviz stacks the variants as the rows of a few batched forward passes (llmviz.interpret.interventions). The work
 column is :func:`llmviz.interpret.interventions.forward_work` × runs, the number the page compares with IN_PAGE_WORK
@@ -13,8 +18,8 @@ import argparse
 import contextlib
 import os
 import platform
+import statistics
 import sys
-import time
 from datetime import date
 from pathlib import Path
 
@@ -22,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from _rounds import Rounds, alternate, load_average  # noqa: E402 - this folder is on sys.path
 
 from llmviz.interpret import ablation, interventions, patching  # noqa: E402
 from llmviz.models.gpt import GPT, PRESETS  # noqa: E402
@@ -83,13 +89,23 @@ def reference_patching(model: GPT, clean: torch.Tensor, corrupted: torch.Tensor,
     return grid
 
 
-def best_of(function, repeats: int = 3) -> tuple[float, object]:
-    results = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        value = function()
-        results.append((time.perf_counter() - start, value))
-    return min(results, key=lambda pair: pair[0])
+def in_rounds(reference, ours, rounds: int) -> tuple[Rounds, object, object]:
+    """The two sweeps in alternating rounds (after one run of each, not compared: the first pass allocates): their
+    timings and each side's last result."""
+    results: dict[str, object] = {}
+    reference(), ours()
+
+    def keep(name, function):
+        return lambda: results.__setitem__(name, function())
+
+    found = alternate({"ref.": keep("ref.", reference), "llmviz": keep("llmviz", ours)}, rounds)
+    return found, results["ref."], results["llmviz"]
+
+
+def row(name: str, sweep: str, runs: int, work: float, found: Rounds, fits: bool) -> str:
+    slow, fast = (statistics.median(found.seconds[side]) for side in ("ref.", "llmviz"))
+    speed = found.median("ref.", "llmviz")
+    return f"{name:<28} | {sweep:<22} | {runs:>5} | {work:8.1e} | {slow:9.3f} | {fast:8.3f} | {speed:7.2f}× | {fits}"
 
 
 def models(with_gpt2: bool) -> list[tuple[str, GPT]]:
@@ -102,57 +118,73 @@ def models(with_gpt2: bool) -> list[tuple[str, GPT]]:
     return found
 
 
-def rows(name: str, model: GPT, tokens: int) -> list[str]:
-    """The two sweeps on ``model``: the reference and llmviz timed, their results asserted equal."""
+def rows(name: str, model: GPT, tokens: int, rounds: int) -> tuple[list[str], list[str]]:
+    """The two sweeps on ``model``: the reference and llmviz in rounds, their results asserted equal; the table's
+    lines and each sweep's per-round spread."""
     generator = torch.Generator().manual_seed(1)
     ids = torch.randint(0, model.config.vocab_size, (1, tokens), generator=generator)
     corrupted = ids.clone()
     corrupted[0, 2] = (ids[0, 2] + 1) % model.config.vocab_size
-    lines = []
+    lines, spreads = [], []
     runs = model.config.n_layers * model.config.n_heads
-    slow, expected = best_of(lambda: reference_head_losses(model, ids))
-    fast, found = best_of(lambda: ablation.head_effects(model, ids[0].tolist()))
-    torch.testing.assert_close(found.losses, expected, atol=1e-5, rtol=0)
+    found, expected, effects = in_rounds(
+        lambda: reference_head_losses(model, ids), lambda: ablation.head_effects(model, ids[0].tolist()), rounds
+    )
+    torch.testing.assert_close(effects.losses, expected, atol=1e-5, rtol=0)
     work = runs * interventions.forward_work(model.config, tokens)
     fits = interventions.fits_in_page(model.config, tokens, runs + 1)
-    lines.append(
-        f"{name:<28} | {'every head knocked out':<22} | {runs:>5} | {work:8.1e} | {slow:9.3f} | {fast:8.3f} | {fits}"
-    )
+    lines.append(row(name, "every head knocked out", runs, work, found, fits))
+    spreads.append(f"{name}, every head knocked out: {found.summary('ref.', 'llmviz')}")
     answer, wrong = patching.default_answers(model, ids[0].tolist(), corrupted[0].tolist())
     cells = model.config.n_layers * tokens
-    slow, expected = best_of(lambda: reference_patching(model, ids, corrupted, answer, wrong))
-    fast, result = best_of(
-        lambda: patching.patching(model, ids[0].tolist(), corrupted[0].tolist(), answer, wrong, "resid_pre")
+    found, expected, result = in_rounds(
+        lambda: reference_patching(model, ids, corrupted, answer, wrong),
+        lambda: patching.patching(model, ids[0].tolist(), corrupted[0].tolist(), answer, wrong, "resid_pre"),
+        rounds,
     )
     torch.testing.assert_close(result.differences, expected, atol=1e-5, rtol=0)
     work = cells * interventions.forward_work(model.config, tokens)
     fits = interventions.fits_in_page(model.config, tokens, cells)
-    lines.append(
-        f"{name:<28} | {'residual patched':<22} | {cells:>5} | {work:8.1e} | {slow:9.3f} | {fast:8.3f} | {fits}"
-    )
-    return lines
+    lines.append(row(name, "residual patched", cells, work, found, fits))
+    spreads.append(f"{name}, residual patched: {found.summary('ref.', 'llmviz')}")
+    return lines, spreads
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tokens", type=int, default=24)
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of one sweep by each side")
     parser.add_argument("--gpt2", action="store_true", help="add GPT-2 small's shapes (slow)")
+    parser.add_argument("--quick", action="store_true", help="the shipped GPT only, 8 tokens, 5 rounds: a smoke run")
     args = parser.parse_args()
+    if args.quick:
+        args.tokens, args.rounds, args.gpt2 = 8, 5, False
     print(
         f"{date.today()} · {platform.processor() or platform.machine()} · {os.cpu_count()} cores · torch "
-        f"{torch.__version__}, {torch.get_num_threads()} threads · load average {os.getloadavg()[0]:.1f} · "
-        f"{args.tokens} tokens\n"
+        f"{torch.__version__}, {torch.get_num_threads()} threads · load average {load_average()} · "
+        f"{args.tokens} tokens · {args.rounds} rounds\n"
     )
-    print(f"{'model':<28} | {'sweep':<22} | {'runs':>5} | {'work':>8} | {'ref. (s)':>9} | {'llmviz':>8} | in page")
-    print("-" * 104)
-    for name, model in models(args.gpt2):
-        for line in rows(name, model, args.tokens):
+    print(
+        f"{'model':<28} | {'sweep':<22} | {'runs':>5} | {'work':>8} | {'ref. (s)':>9} | {'llmviz':>8} | "
+        f"{'speed-up':>8} | in page"
+    )
+    print("-" * 115)
+    spreads = []
+    for name, model in models(args.gpt2)[: 1 if args.quick else None]:
+        lines, found = rows(name, model, args.tokens, args.rounds)
+        spreads += found
+        for line in lines:
             print(line, flush=True)
     print(
         "\nref.: one forward pass per variant with plain PyTorch forward hooks; llmviz (s): the variants as rows of "
-        "batched passes (patching skips the positions before the changed token, which restore nothing). A sweep "
-        f"runs in the page up to {interventions.IN_PAGE_WORK:.0e} multiply-adds, else as a lab job."
+        "batched passes (patching skips the positions before the changed token, which restore nothing); the seconds "
+        "are each side's median round, the speed-up the median per-round ratio (ref.'s seconds over llmviz's). A "
+        f"sweep runs in the page up to {interventions.IN_PAGE_WORK:.0e} multiply-adds, else as a lab job.\n"
     )
+    print("speed-up per round (ref.'s seconds over llmviz's):")
+    for line in spreads:
+        print(f"  {line}")
+    print(f"load average: {load_average()} after")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,9 @@ measured the same way on the same machine.
 Hook for other models (e.g. GPT-2, issue 17): ``--model hub:gpt2`` opens every page with ``?model=`` set, so the
 shared picker shows that model; ``extra_actions`` takes per-page actions to add. Timings on a shared, busy CPU are
 inflated: the table says the load average before and after.
+
+Not in rounds: the verdicts are absolute budgets (server ms per open and per rerun), and the bare page is the
+floor printed beside them, never a side it is divided by.
 """
 
 from __future__ import annotations

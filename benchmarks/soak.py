@@ -23,6 +23,8 @@ the lab is checked against the log: **no page error** (a fault is an alert's sen
 complete** (one point per step from its first to its last). Reported: the counts, page opens p50/p95 and errors, the
 load average before and after (the machine's other work slows everything; the checks do not depend on speed).
 Exit status 1 when a check fails.
+
+Not in rounds: one side only, a pass/fail check of what the class leaves behind, which does not depend on speed.
 """
 
 from __future__ import annotations

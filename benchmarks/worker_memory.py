@@ -15,6 +15,9 @@ in a process of its own, for two ways a worker starts:
 (:data:`llmviz.training.footprint.WORKER_BYTES`). The table goes to stdout with the load average before and after
 (memory does not depend on the load, but a busy machine's other processes can leave less of it); dated results are
 kept in ``docs/benchmarks/worker_memory.md``.
+
+Not in rounds: it measures memory, not time (a worker's peak does not move with the machine's load), and the
+estimate it is held against is computed, not a second run.
 """
 
 from __future__ import annotations

@@ -1,9 +1,16 @@
 """Every benchmark has a results file in docs/benchmarks/, listed in its index, and benchmarks/record.py appends a
-dated entry to it (its docstring's example runs here: pytest leaves benchmarks/ out of its doctests)."""
+dated entry to it (its docstring's example runs here: pytest leaves benchmarks/ out of its doctests); every
+side-by-side benchmark alternates its two sides in rounds (benchmarks/_rounds.py), and the quick modes run."""
 
+import ast
 import doctest
 import importlib.util
+import os
+import re
+import subprocess
 import sys
+
+import pytest
 
 from tests.support.paths import ROOT
 
@@ -51,3 +58,62 @@ def test_the_rounds_helper_pairs_each_round_and_reports_the_median_ratio():
     assert doctest.testmod(rounds).failed == 0
     found = rounds.Rounds({"reference": [2.0, 2.0, 20.0, 2.0], "ours": [1.0, 1.0, 1.0, 1.0]})
     assert found.median("reference", "ours") == 2.0  # a total-time ratio would say 6.5
+
+
+#: the benchmarks not in rounds, each saying why in its docstring ("Not in rounds: …"): one side only, absolute
+#: budgets with a floor printed beside them, or memory rather than time. An entry here is a decision to review: a
+#: benchmark that compares two sides (ours vs a named reference, or two settings) alternates them (_rounds.py)
+NOT_IN_ROUNDS = {"class_load", "flow", "hall_load", "pages", "soak", "worker_memory"}
+
+
+def _docstring(name: str) -> str:
+    return ast.get_docstring(ast.parse((ROOT / "benchmarks" / f"{name}.py").read_text(encoding="utf-8"))) or ""
+
+
+def test_every_side_by_side_benchmark_alternates_its_sides_in_rounds():
+    """Every benchmark imports benchmarks/_rounds.py and prints the median per-round ratio with its spread
+    (``summary`` or ``spread_text``) and the load average, unless it is listed above and says in its docstring why it
+    has no rounds (issue 57 item 16: one side timed after the other compared two machines when the load changed in
+    between). A new benchmark that names a reference is in rounds or fails here."""
+    for name in SCRIPTS:
+        source = (ROOT / "benchmarks" / f"{name}.py").read_text(encoding="utf-8")
+        docstring = _docstring(name)
+        if name in NOT_IN_ROUNDS:
+            assert re.search(r"Not in rounds: \w.{20,}", docstring), f"{name}.py: say why it has no rounds"
+            assert not re.search(r"\b(alternate|Rounds)\b", source), f"{name}.py is in rounds: off NOT_IN_ROUNDS"
+            continue
+        assert re.search(r"^from _rounds import .*\b(alternate|Rounds)\b", source, re.M), f"{name}.py: not in rounds"
+        assert re.search(r"\.summary\(|spread_text\(", source), f"{name}.py prints no median per-round ratio"
+        assert "load_average(" in source, f"{name}.py prints no load average"
+
+
+#: the quick mode of every benchmark brought into rounds for issue 57 item 16 (seconds on the 2-core machine, quiet)
+QUICK = {
+    "bpe": ["--quick"],  # 8 s
+    "cpu_precision": ["--quick"],  # 10 s
+    "interventions": ["--quick"],  # 5 s
+    "gpt2_step": ["--quick", "--device", "cpu"],  # 9 s
+    "gpt2_pages": ["--quick"],  # 11 s
+    "distributed": ["--quick"],  # 30 s: two torchrun launches and two single runs
+}
+MEDIAN = re.compile(r"median \d+\.\d\d× over \d+ rounds \(quartiles \d+\.\d\d-\d+\.\d\d×, extremes ")
+
+
+@pytest.mark.slow
+@pytest.mark.processes
+@pytest.mark.parametrize("name", sorted(QUICK))
+def test_a_benchmarks_quick_mode_prints_the_median_per_round_ratio(name):
+    """Each converted benchmark's ``--quick`` runs (a smoke: its figures on a busy machine mean nothing) and prints
+    the median per-round ratio with its spread and the load average."""
+    assert name not in NOT_IN_ROUNDS and "--quick" in _docstring(name)
+    done = subprocess.run(
+        [sys.executable, f"benchmarks/{name}.py", *QUICK[name]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert MEDIAN.search(done.stdout), done.stdout[-3000:]
+    assert "load average: " in done.stdout
