@@ -99,6 +99,7 @@ class Log:
     refused: int = 0  # opens refused while a process was down
     trains: int = 0
     resumes: int = 0
+    resume_missed: int = 0  # a kept interrupted run whose Resume button the Training page did not draw
     events: list[str] = field(default_factory=list)
 
 
@@ -155,17 +156,21 @@ async def act(student: Student, me: str, log: Log, rng: random.Random, database:
     if any(row["state"] in LIVE for row in mine.values()):
         return
     resumable = [run for run, row in mine.items() if row["state"] in ("interrupted", "parked")]
+    if resumable:
+        try:
+            student.widget("kept_delete_choice")
+        except KeyError:  # no Kept runs part on the page (the lab said it cannot be read now): Train below
+            resumable = []
     if resumable and rng.random() < 0.7:
         try:
-            choice = f"{mine[resumable[0]]['label']} · {resumable[0]}"  # the picker's option (ui/panels/runs.py)
-            if student.widget("kept_delete_choice"):
-                await student.set_widget("kept_delete_choice", choice, whole_page=True)
-                clicked = await student.click("kept_resume")
-                log.page_errors.extend(f"{me[:10]} resume: {e[:160]}" for e in clicked.errors)
-                log.resumes += 1
-                return
-        except KeyError:
-            pass
+            choice = f"{mine[resumable[0]]['label']} · {resumable[0]}"  # the kept run's option (ui/panels/kept.py)
+            await student.set_widget("kept_delete_choice", choice, whole_page=True)
+            clicked = await student.click(f"kept_resume_chosen_{resumable[0]}")  # its Resume (kept.kept_controls)
+            log.page_errors.extend(f"{me[:10]} resume: {e[:160]}" for e in clicked.errors)
+            log.resumes += 1
+            return
+        except KeyError:  # the page drew no Resume for it: counted, and a failure of the soak (see main)
+            log.resume_missed += 1
     try:
         clicked = await student.click("train")
     except KeyError:
@@ -288,6 +293,8 @@ async def soak(args: argparse.Namespace) -> int:
     failures, counts = check(final, log, class_ids)
     if log.page_errors:  # a fault must be one sentence, never the generic error or a traceback
         failures.append(f"{len(log.page_errors)} page(s) drew an error instead of a sentence")
+    if log.resume_missed:  # a kept interrupted run the student could not resume: the soak did not test Resume
+        failures.append(f"{log.resume_missed} time(s) a kept interrupted run had no Resume button on the page")
     try:
         rebuilt = rebuild_check(runs, final, class_ids)
     except Exception as error:  # noqa: BLE001 - said as a failure of the check, the rest still reported
