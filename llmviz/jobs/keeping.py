@@ -35,6 +35,7 @@ from llmviz.lab.storage import read_kept_file, safe_name
 from llmviz.training.snapshots import SnapshotStore, is_snapshot_step
 
 log = logging.getLogger(__name__)
+CLOSE_WAIT_S = 15.0  # how long close() waits for the keeper's thread to end its pass (a write may wait on a lock)
 
 
 def student_key(owner: str) -> str:
@@ -484,9 +485,14 @@ class Keeper:
                     self.lab.faults.fail("say this process is alive", error)
 
     def close(self) -> None:
+        """The last rows and run files written; then the thread ends and the database's connections close, so a SQLite
+        file is whole by itself (checkpointed, no ``-wal`` left beside it) once the process has gone."""
         self.flush()
         self.guard.sync()
         self._closed.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(CLOSE_WAIT_S)
+        self.lab.registry.dispose()
 
 
 TEXT_FIELD = "text_sha256"  # the run's config in the registry names its text by content hash (llmviz.lab.storage)

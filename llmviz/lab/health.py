@@ -144,6 +144,36 @@ def sqlite_path(url: str) -> str | None:
     return os.path.abspath(database) if database and database != ":memory:" else None
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+
+
+def damaged_file(path: str | None) -> bool:
+    """Is the file at ``path`` there, not empty, and no SQLite database (its header is not SQLite's)? Read from the
+    file itself: SQLite takes a file's first page from a ``-wal`` left beside it (a process that ended without
+    closing its connections), so a damaged file with such a journal opens as if it were whole until a page that only
+    the file holds is read, and its next checkpoint writes into the damage.
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "lab.db")
+    >>> damaged_file(path), damaged_file(None)  # not there (a new database): not damaged
+    (False, False)
+    >>> _ = open(path, "wb").write(b"damaged!" * 512)
+    >>> damaged_file(path)
+    True
+    >>> _ = open(path, "wb").write(SQLITE_HEADER + bytes(4080))
+    >>> damaged_file(path)
+    False
+    """
+    if not path:
+        return False
+    try:
+        with open(path, "rb") as file:
+            head = file.read(len(SQLITE_HEADER))
+    except OSError:  # not there, or not readable: the statements say what it is
+        return False
+    return bool(head) and head != SQLITE_HEADER
+
+
 def drop_stale_journal(path: str) -> None:
     """A SQLite file that is gone leaves its ``-wal`` and ``-shm`` behind while connections to it live: a new file
     of that name must not read them as its own (it would be damaged or "missing" tables)."""
@@ -189,6 +219,18 @@ class Watch:
         if self.path is None:
             return False
         return file_identity(self.path) != self.identity
+
+    def damaged(self) -> bool:
+        """Is the SQLite file damaged: its header is not SQLite's (:func:`damaged_file`, even where a stale journal
+        hides that from SQLite), or a statement said so and it is still the file the lab opened?"""
+        return damaged_file(self.path) or (self.reason == "damaged" and not self.replaced())
+
+    def check_file(self) -> None:
+        """Before the file is opened: a damaged one is said (once) and refused (:class:`LabUnavailable`), never
+        read through a journal that hides the damage (the keeper's guard then puts it aside and rebuilds it)."""
+        if damaged_file(self.path):
+            self.trip("damaged")
+            raise LabUnavailable(sentence("damaged"))
 
     def trip(self, reason: str) -> None:
         """The database is out for ``reason``: refuse at once for a while; log it once per outage."""

@@ -392,7 +392,7 @@ class Guard:
     def start(self) -> Rebuilt | None:
         """At the app's start: a damaged SQLite file is put aside, and a database with no students beside run folders
         is rebuilt from them."""
-        if self.watch.path is not None and self.watch.reason == "damaged":
+        if self.watch.path is not None and self.watch.damaged():
             try:
                 return self.recover()
             except Exception:  # noqa: BLE001
@@ -414,7 +414,7 @@ class Guard:
     def tick(self) -> bool:
         """Once a second: recover a deleted, replaced or damaged database; True when the database may be written."""
         watch = self.watch
-        if watch.path is not None and (watch.replaced() or watch.reason == "damaged"):
+        if watch.path is not None and (watch.replaced() or watch.damaged()):
             try:
                 self.recover()
             except Exception:  # noqa: BLE001
@@ -437,10 +437,12 @@ class Guard:
         with _rebuild_lock(watch.path):
             registry.engine.dispose()  # connections to the old file go
             assert watch.path is not None
-            damaged = watch.reason == "damaged" and not watch.replaced()
+            damaged = watch.damaged()  # its header, read from the file: a stale -wal can hide the damage from SQLite
             if damaged:
                 aside = f"{watch.path}.damaged-{time.strftime('%Y%m%d-%H%M%S')}"
                 os.replace(watch.path, aside)
+                with contextlib.suppress(FileNotFoundError):  # its journal goes with it: SQLite reads it as aside's
+                    os.replace(f"{watch.path}-wal", f"{aside}-wal")
                 what = f"was damaged (kept aside as {os.path.basename(aside)})"
             else:
                 what = "was deleted or replaced while the app ran"

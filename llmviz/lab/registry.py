@@ -79,8 +79,9 @@ class Registry(Records, Slots, Mailbox, Liveness):
     def __init__(self, url: str, engine: sa.Engine | None = None):
         self.url = url
         self.engine = engine or make_engine(url)
-        health.install(self.engine, url)  # an outage is one sentence, said once, never a wait on every page
+        watch = health.install(self.engine, url)  # an outage is one sentence, said once, never a wait on every page
         try:
+            watch.check_file()  # a damaged SQLite file is not opened, even where a stale -wal would hide the damage
             self.revision: str | None = schema.upgrade(self.engine)
         except health.LabUnavailable:  # said once; the keeper's guard upgrades it once it answers (lab.rebuild)
             self.revision = None

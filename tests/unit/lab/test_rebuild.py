@@ -5,8 +5,10 @@ the pages' way, the CLI in a real process."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -224,3 +226,42 @@ def test_a_runs_own_measures_are_kept_with_its_curve_and_rebuilt_from_its_folder
     assert rebuild(fresh).runs == 1
     assert fresh.registry.series("d1") == lab.registry.series("d1")
     assert fresh.registry.curve("d1") == [(1, 0.69, None), (2, 0.6, 0.65)]
+
+
+def test_a_damaged_database_hidden_by_a_stale_journal_is_put_aside_with_it_and_rebuilt(tmp_path, caplog):
+    """A process that ended without closing its connections leaves the whole database in ``lab.db-wal``; SQLite
+    reads page 1 from there, so a damaged ``lab.db`` beside it opened as if whole and was never said nor rebuilt
+    (the damaged-database durability test's silent third)."""
+    gone, folder = tmp_path / "gone", tmp_path / "app"
+    lab = Lab.at(gone)
+    lab.registry.ensure_student("bo")
+    lab.registry.add_run(RunRecord(id="r1", student="bo", kind="train", label="x", state="finished"))
+    lab.registry.add_points("r1", [(1, 2.0, None), (2, 1.5, None)])
+    Guard(lab).sync()
+    shutil.copytree(gone, folder)  # as that process left it: its connections still open, its journal beside it
+    assert (folder / "lab.db-wal").stat().st_size > 0
+    (folder / "lab.db").write_bytes(b"\x00damaged" * 4096)
+    with caplog.at_level("WARNING"):
+        manager = JobManager(max_running=1, lab=Lab.at(folder))  # the app's start
+    try:
+        registry = manager.keeper.lab.registry
+        assert [r.id for r in registry.runs("bo")] == ["r1"] and len(registry.curve("r1")) == 2
+    finally:
+        manager.shutdown()
+    said = [r.message for r in caplog.records]
+    assert sum("was damaged (kept aside as lab.db.damaged-" in line for line in said) == 1, said
+    [aside] = [p for p in folder.glob("lab.db.damaged-*") if not p.name.endswith("-wal")]
+    with contextlib.closing(sqlite3.connect(aside)) as kept:  # kept with its journal: what it held is readable
+        assert kept.execute("select id from lab_runs").fetchall() == [("r1",)]
+
+
+def test_an_orderly_close_leaves_the_sqlite_file_whole_with_no_journal(tmp_path):
+    """After the keeper closes (SIGTERM, the end of a CLI run), ``lab.db`` holds everything by itself: a file damaged
+    later is not hidden by a journal, and a copy of the file alone is complete."""
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path))
+    manager.keeper.lab.registry.ensure_student("ada", name="Ada")
+    manager.shutdown()
+    assert not (tmp_path / "lab.db-wal").exists()
+    shutil.copy(tmp_path / "lab.db", tmp_path / "copy.db")
+    with contextlib.closing(sqlite3.connect(tmp_path / "copy.db")) as copy:
+        assert copy.execute("select name from lab_students where id = 'ada'").fetchall() == [("Ada",)]
