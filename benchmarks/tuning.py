@@ -20,7 +20,8 @@ seeded with ``--seed``; the benchmark draws the same rows with the same seed and
 (``train_sampling_strategy="sequential"``).
 
 **The settings.** Both: AdamW at a constant learning rate (no warm-up, no decay, weight decay 0, β 0.9/0.999),
-gradient clipping at 1, float32 (TRL's own default is bf16), the CPU, ``--threads`` torch threads, the batch (SFT 16
+gradient clipping at 1, float32 (TRL's own default is bf16), every activation kept for the backward pass (TRL's own
+default is gradient checkpointing, which recomputes them), the CPU, ``--threads`` torch threads, the batch (SFT 16
 examples, DPO 8 pairs = 16 rows), the steps, the learning rate (SFT 1e-3, DPO 1e-4) and β (0.1, the ``sigmoid`` loss)
 of the shipped checkpoints, and for DPO a frozen reference that runs on every batch (TRL:
 ``precompute_ref_log_probs=False``, the reference given as a second model). Each side runs its trainer's own loop:
@@ -268,6 +269,7 @@ def trl_trainer(task: Task, model, examples: list, order: list[list[int]], folde
         train_sampling_strategy="sequential",
         dataloader_num_workers=0,
         max_length=model.config.n_positions,
+        gradient_checkpointing=False,  # TRL's default is True: llmviz keeps every activation, so TRL does here too
     )
     data = Dataset.from_list(trl_rows(task.kind, examples, order))
     tokenizer = id_tokenizer(model.config.vocab_size)
