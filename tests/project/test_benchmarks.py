@@ -3,7 +3,11 @@ dated entry to it (its docstring's example runs here: pytest leaves benchmarks/ 
 
 import doctest
 import importlib.util
+import re
+import subprocess
 import sys
+
+import pytest
 
 from tests.support.paths import ROOT
 
@@ -51,3 +55,20 @@ def test_the_rounds_helper_pairs_each_round_and_reports_the_median_ratio():
     assert doctest.testmod(rounds).failed == 0
     found = rounds.Rounds({"reference": [2.0, 2.0, 20.0, 2.0], "ours": [1.0, 1.0, 1.0, 1.0]})
     assert found.median("reference", "ours") == 2.0  # a total-time ratio would say 6.5
+
+
+@pytest.mark.slow
+@pytest.mark.processes
+def test_the_tuning_benchmarks_quick_run_prints_both_ratios_and_checks_both_sides_do_the_same_work():
+    """benchmarks/tuning.py --quick (about 40 s on the 2-core machine: four child processes importing TRL): for SFT
+    and for DPO, the median per-round tokens/s ratio against TRL, the peak-memory ratio, and the first batch's loss
+    equal on both sides (it exits 1 when they differ)."""
+    done = subprocess.run(
+        [sys.executable, "benchmarks/tuning.py", "--quick"], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    for kind in ("SFT", "DPO"):
+        assert re.search(rf"{kind} llmviz / TRL tokens/s, per round [^\n]*: median [\d.]+× over 2 rounds", done.stdout)
+        assert re.search(rf"{kind} llmviz / TRL peak memory: [\d.]+×", done.stdout)
+        assert re.search(rf"{kind} same work: [^\n]*: SAME", done.stdout)
+    assert "load average: " in done.stdout
