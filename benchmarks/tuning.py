@@ -67,7 +67,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 import torch  # noqa: E402
-from _rounds import Rounds, load_average  # noqa: E402 - this folder is on sys.path (the benchmarks' shared helpers)
+from _peak import peak_since, reset_peak  # noqa: E402 - this folder is on sys.path (the benchmarks' helpers)
+from _rounds import Rounds, load_average  # noqa: E402
 
 SIDES = ("TRL", "llmviz")
 START = {"sft": ROOT / "data" / "gpt-python-docs", "dpo": ROOT / "data" / "gpt-python-docs-sft"}
@@ -86,25 +87,6 @@ class Task:
     seed: int
     round_steps: int
     threads: int
-
-
-# ---------------------------------------------------------------------------- memory (Linux)
-
-
-def _status(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
-def reset_peak() -> int:
-    """Reset this process's peak resident memory (Linux) and return its resident memory now."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
-    return _status("VmRSS")
 
 
 # ---------------------------------------------------------------------------- the shared model and data
@@ -348,16 +330,18 @@ def pace_callback(pace: Pace):
 
 def child(which: str, task: Task, connection) -> None:
     """One side of one task: builds its trainer, reports its first batch's loss, trains in the parent's rounds,
-    then sends its peak memory."""
-    import datasets  # noqa: F401 - both libraries' imports before the peak is reset
-    import transformers
-    import trl  # noqa: F401
-
+    then sends its peak memory. Its libraries are imported before the peak is reset (their size counts on neither
+    side; the llmviz side does not import TRL)."""
     import llmviz.adapt.dpo  # noqa: F401
 
-    warnings.simplefilter("ignore", FutureWarning)  # transformers' renames (gradient_checkpointing)
-    transformers.logging.set_verbosity_error()
-    datasets.disable_progress_bars()
+    if which == "TRL":
+        import datasets
+        import transformers
+        import trl  # noqa: F401
+
+        warnings.simplefilter("ignore", FutureWarning)  # transformers' renames (gradient_checkpointing)
+        transformers.logging.set_verbosity_error()
+        datasets.disable_progress_bars()
     torch.set_num_threads(task.threads)
     model, tokenizer = start_model(task.kind)
     train_rows, val_rows = training_rows(task.kind)
@@ -375,13 +359,15 @@ def child(which: str, task: Task, connection) -> None:
                 next(steps)
                 running = pace.stepped()
         else:
+            from transformers import PrinterCallback
+
             trainer = trl_trainer(task, hf_model(model), examples, order, folder)
             connection.send(trl_first(trainer, task))
-            trainer.remove_callback(transformers.PrinterCallback)  # its print of the logs: noise in the table
+            trainer.remove_callback(PrinterCallback)  # its print of the logs: noise in the table
             trainer.add_callback(pace_callback(pace))
             if pace.begin():
                 trainer.train()
-        connection.send(_status("VmHWM") - before)
+        connection.send(peak_since(before))
 
 
 # ---------------------------------------------------------------------------- the parent
@@ -400,26 +386,22 @@ class Result:
     logits_gap: float
 
 
-def logits_gap(kind: str) -> float:
-    """The largest difference between llmviz's and transformers' logits for the starting weights, on a batch of
-    the training examples."""
-    from llmviz.adapt import sft
+def checks(task: Task) -> tuple[int, float]:
+    """The compared rounds' tokens (every row's ids, padding not counted: the same on both sides), and the largest
+    difference between llmviz's and transformers' logits for the starting weights on the first batch."""
+    from llmviz.adapt import dpo, sft
 
-    model, tokenizer = start_model(kind)
-    examples = encoded(kind, tokenizer, training_rows(kind)[0][:8], model.config.context_length)
-    inputs, _ = sft.batch_examples(examples if kind == "sft" else [p.chosen for p in examples])  # (B, T)
-    with torch.no_grad():
-        ours, _ = model(inputs)  # (B, T, V)
-        theirs = hf_model(model)(inputs).logits  # (B, T, V)
-    return float((ours - theirs).abs().max())
-
-
-def compared_tokens(task: Task) -> int:
     model, tokenizer = start_model(task.kind)
     examples = encoded(task.kind, tokenizer, training_rows(task.kind)[0], model.config.context_length)
     order = batch_rows(len(examples), task)
     first = min(task.round_steps, task.steps)
-    return sum(example_tokens(task.kind, examples[i]) for step in order[first : task.steps] for i in step)
+    tokens = sum(example_tokens(task.kind, examples[i]) for step in order[first : task.steps] for i in step)
+    picked = [examples[i] for i in order[0]]
+    inputs, _ = sft.batch_examples(picked) if task.kind == "sft" else dpo.pair_batch(picked)  # (B, T)
+    with torch.no_grad():
+        ours, _ = model(inputs)  # (B, T, V)
+        theirs = hf_model(model)(inputs).logits  # (B, T, V)
+    return tokens, float((ours - theirs).abs().max())
 
 
 def compare(task: Task) -> Result:
@@ -429,6 +411,7 @@ def compare(task: Task) -> Result:
     processes = [context.Process(target=child, args=(name, task, pipes[name][1])) for name in SIDES]
     for process in processes:
         process.start()
+    tokens, gap = checks(task)  # while the children start
     first = {name: pipes[name][0].recv() for name in SIDES}
     wall, cpu = Rounds(), Rounds()
     done = 0
@@ -447,7 +430,7 @@ def compare(task: Task) -> Result:
         peak[name] = pipes[name][0].recv()
     for process in processes:
         process.join()
-    return Result(task, wall, cpu, peak, first, compared_tokens(task), logits_gap(task.kind))
+    return Result(task, wall, cpu, peak, first, tokens, gap)
 
 
 def same_work(result: Result) -> tuple[bool, str]:

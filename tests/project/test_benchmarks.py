@@ -60,9 +60,9 @@ def test_the_rounds_helper_pairs_each_round_and_reports_the_median_ratio():
 @pytest.mark.slow
 @pytest.mark.processes
 def test_the_tuning_benchmarks_quick_run_prints_both_ratios_and_checks_both_sides_do_the_same_work():
-    """benchmarks/tuning.py --quick (about 40 s on the 2-core machine: four child processes importing TRL): for SFT
-    and for DPO, the median per-round tokens/s ratio against TRL, the peak-memory ratio, and the first batch's loss
-    equal on both sides (it exits 1 when they differ)."""
+    """benchmarks/tuning.py --quick (35 s of CPU: five processes importing torch, two of them TRL; about 40 s on the
+    quiet 2-core machine, 110 s at a load of 7): for SFT and for DPO, the median per-round tokens/s ratio against TRL,
+    the peak-memory ratio, and the first batch's loss equal on both sides (it exits 1 when they differ)."""
     done = subprocess.run(
         [sys.executable, "benchmarks/tuning.py", "--quick"], cwd=ROOT, capture_output=True, text=True, timeout=600
     )
