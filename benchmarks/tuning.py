@@ -42,8 +42,8 @@ rounds of ``--round-steps`` steps (``benchmarks/_rounds.py``: the side that goes
 taken at once), the first round (each side's first steps, TRL's ``train()`` set-up) left out. tokens/s: the tokens
 of the compared rounds' batches (prompt, answer and end token of every row, padding not counted; identical on both
 sides) per second of training; the speed ratio is the median per-round ratio with its spread, beside the load
-average. Peak: the child's peak resident memory above its size after both libraries were imported and the starting
-weights loaded, before either built its model(s), copies and trainer (Linux, /proc/self/clear_refs).
+average. Peak: the child's peak resident memory above its size after its libraries were imported and the starting
+weights loaded, before it built its model(s), copies and trainer (Linux, /proc/self/clear_refs; ``_peak.py``).
 """
 
 from __future__ import annotations
