@@ -352,6 +352,9 @@ def child(which: str, task: Task, connection) -> None:
         before = reset_peak()
         if which == "llmviz":
             trainer = llmviz_trainer(task, model, tokenizer, train_rows, val_rows)
+            draws = torch.Generator()
+            draws.set_state(trainer.generator.get_state())  # its first batch's rows are the ones TRL is given first
+            assert torch.randint(len(examples), (task.batch,), generator=draws).tolist() == order[0]
             connection.send(llmviz_first(trainer, task, order[0]))
             steps = trainer.run()
             running = pace.begin()
@@ -411,6 +414,8 @@ def compare(task: Task) -> Result:
     processes = [context.Process(target=child, args=(name, task, pipes[name][1])) for name in SIDES]
     for process in processes:
         process.start()
+    for name in SIDES:
+        pipes[name][1].close()  # the child's end is the child's alone: a child that fails ends the parent's wait (EOF)
     tokens, gap = checks(task)  # while the children start
     first = {name: pipes[name][0].recv() for name in SIDES}
     wall, cpu = Rounds(), Rounds()
