@@ -32,25 +32,10 @@ import time
 from pathlib import Path
 
 import torch
-from _rounds import Rounds, load_average  # this folder is on sys.path (the benchmarks' shared helpers)
+from _peak import peak_since, reset_peak  # this folder is on sys.path (the benchmarks' shared helpers)
+from _rounds import Rounds, load_average
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _status(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
-def reset_peak() -> int:
-    """Reset this process's peak resident memory (Linux) and return its resident memory now."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
-    return _status("VmRSS")
 
 
 def batches(acts: torch.Tensor, batch: int, seed: int):
@@ -118,7 +103,7 @@ def child(which: str, path: str, args, connection) -> None:
         connection.send((time.perf_counter() - start, time.process_time() - cpu))
     with torch.no_grad():
         recon = model.decode(model.encode(acts))
-    connection.send((_status("VmHWM") - before, variance_explained(acts, recon)))
+    connection.send((peak_since(before), variance_explained(acts, recon)))
 
 
 def gather(args) -> torch.Tensor:

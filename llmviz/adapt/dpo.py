@@ -36,12 +36,12 @@ from llmviz.adapt.sft import (
     copy_model,
     encode_example,
     response_log_probs,
+    run_parts,
 )
 from llmviz.device import isolated_rng
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import GPT
 from llmviz.tokenizers.base import Tokenizer
-from llmviz.training.dataset import Dataset
 
 
 def dpo_loss(
@@ -213,13 +213,15 @@ class DPOTrainer:
         context = self.model.config.context_length
         self.train_pairs = encode_pairs(self.tokenizer, self.train_rows, context)
         self.val_pairs = encode_pairs(self.tokenizer, self.val_rows, context)
-        if not self.train_pairs or not self.val_pairs:
-            raise ConfigError("A DPO run needs training and validation pairs.")
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.config.lr, weight_decay=0.0)
-        flat = [torch.tensor(p.chosen.ids + p.rejected.ids) for p in self.train_pairs]
-        held = [torch.tensor(p.chosen.ids + p.rejected.ids) for p in self.val_pairs]
-        self.dataset = Dataset(self.tokenizer, torch.cat(flat), torch.cat(held))
-        self.generator = torch.Generator().manual_seed(self.config.seed)
+        self.optimizer, self.dataset, self.generator = run_parts(
+            self.model,
+            self.tokenizer,
+            [p.chosen.ids + p.rejected.ids for p in self.train_pairs],
+            [p.chosen.ids + p.rejected.ids for p in self.val_pairs],
+            lr=self.config.lr,
+            seed=self.config.seed,
+            refusal="A DPO run needs training and validation pairs.",
+        )
         self.before = evaluate_pairs(self.model, self.reference, self.val_pairs, self.config.beta)
 
     @property

@@ -172,6 +172,27 @@ def copy_model(model: GPT, device: str) -> GPT:
     return copied.float().to(device)
 
 
+def run_parts(
+    model: GPT,
+    tokenizer: Tokenizer,
+    train_ids: list[list[int]],
+    held_ids: list[list[int]],
+    *,
+    lr: float,
+    seed: int,
+    refusal: str,
+) -> tuple[torch.optim.Optimizer, Dataset, torch.Generator]:
+    """What an SFT or DPO run starts with: its optimizer (AdamW at ``lr``, no weight decay), its examples' tokens as a
+    :class:`Dataset` (each example's ids, training then held out) and the generator its batches are drawn from, seeded
+    with ``seed``; ``refusal`` (a ConfigError) when either set of examples is empty."""
+    if not train_ids or not held_ids:
+        raise ConfigError(refusal)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    flat = torch.cat([torch.tensor(ids) for ids in train_ids])  # (N,) the training examples' tokens, one after another
+    held = torch.cat([torch.tensor(ids) for ids in held_ids])  # (M,)
+    return optimizer, Dataset(tokenizer, flat, held), torch.Generator().manual_seed(seed)
+
+
 @dataclass
 class SFTTrainer:
     """Fine-tune a GPT on instruction examples, the loss on the answers only; the Trainer interface the job system
@@ -191,13 +212,15 @@ class SFTTrainer:
         context = self.model.config.context_length
         self.train_examples = encode_rows(self.tokenizer, self.train_rows, context)
         self.val_examples = encode_rows(self.tokenizer, self.val_rows, context)
-        if not self.train_examples or not self.val_examples:
-            raise ConfigError("An SFT run needs training and validation examples.")
-        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.config.lr, weight_decay=0.0)
-        flat = [torch.tensor(e.ids) for e in self.train_examples]
-        held = [torch.tensor(e.ids) for e in self.val_examples]
-        self.dataset = Dataset(self.tokenizer, torch.cat(flat), torch.cat(held))  # the examples' tokens
-        self.generator = torch.Generator().manual_seed(self.config.seed)
+        self.optimizer, self.dataset, self.generator = run_parts(
+            self.model,
+            self.tokenizer,
+            [e.ids for e in self.train_examples],
+            [e.ids for e in self.val_examples],
+            lr=self.config.lr,
+            seed=self.config.seed,
+            refusal="An SFT run needs training and validation examples.",
+        )
         self.val_loss_before = answer_loss(self.model, self.val_examples)
 
     @property

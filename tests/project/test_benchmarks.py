@@ -116,4 +116,20 @@ def test_a_benchmarks_quick_mode_prints_the_median_per_round_ratio(name):
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert MEDIAN.search(done.stdout), done.stdout[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.processes
+def test_the_tuning_benchmarks_quick_run_prints_both_ratios_and_checks_both_sides_do_the_same_work():
+    """benchmarks/tuning.py --quick (35 s of CPU: five processes importing torch, two of them TRL; about 40 s on the
+    quiet 2-core machine, 110 s at a load of 7): for SFT and for DPO, the median per-round tokens/s ratio against TRL,
+    the peak-memory ratio, and the first batch's loss equal on both sides (it exits 1 when they differ)."""
+    done = subprocess.run(
+        [sys.executable, "benchmarks/tuning.py", "--quick"], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    for kind in ("SFT", "DPO"):
+        assert re.search(rf"{kind} llmviz / TRL tokens/s, per round [^\n]*: median [\d.]+× over 2 rounds", done.stdout)
+        assert re.search(rf"{kind} llmviz / TRL peak memory: [\d.]+×", done.stdout)
+        assert re.search(rf"{kind} same work: [^\n]*: SAME", done.stdout)
     assert "load average: " in done.stdout

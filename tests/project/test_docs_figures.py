@@ -180,3 +180,21 @@ def test_the_documented_patching_pairs_have_a_clean_answer_to_bring_back():
                 logits, _ = model.eval()(torch.tensor(ids))  # (2, T, V)
             d_clean, d_corrupted = (float(logits[row, -1, a] - logits[row, -1, w]) for row in (0, 1))
             assert d_clean > d_corrupted, (clean, corrupted, answer, wrong, d_clean, d_corrupted)
+
+
+def test_the_tuning_speed_and_memory_ratios_quoted_are_the_latest_tuning_benchmark_entry():
+    """docs/tuning.md and docs/benchmarks/README.md quote llmviz's SFT and DPO against TRL as the latest entry of
+    docs/benchmarks/tuning.md measured them (``python benchmarks/record.py tuning``)."""
+    latest = text("docs/benchmarks/tuning.md").split("## ")[-1]
+    figures = []
+    for kind in ("SFT", "DPO"):
+        found = re.search(
+            rf"{kind} llmviz / TRL tokens/s, per round .*?: median ([\d.]+)× .*?by CPU time: median ([\d.]+)× "
+            rf".*?{kind} llmviz / TRL peak memory: ([\d.]+)×",
+            latest,
+        )
+        assert found, f"the {kind} ratios are gone from docs/benchmarks/tuning.md's latest entry"
+        figures += [f"{figure}×" for figure in found.groups()]
+    for doc in ("docs/tuning.md", "docs/benchmarks/README.md"):
+        quoted = text(doc)
+        assert all(figure in quoted for figure in figures), (doc, figures)
