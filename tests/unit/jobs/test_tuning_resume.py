@@ -6,7 +6,6 @@ against its own reference, the model it started from (its step-0 snapshot), neve
 from __future__ import annotations
 
 import functools
-import time
 
 import pytest
 import torch
@@ -20,17 +19,9 @@ from llmviz.lab.service import Lab, RunView
 from llmviz.lessons.adapting import lab_footprint
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.paths import ROOT
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.processes  # the runs train in worker processes
-
-
-def _wait_for(predicate, timeout=300.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def _start(manager, kind: str, config, model, tokenizer):
@@ -52,7 +43,7 @@ def test_a_parked_tuning_run_resumes_as_the_same_run(tmp_path, kind):
         config = DPOConfig(steps=40, batch_size=2, eval_interval=1000, lr=1e-4, beta=0.1, seed=3)
     manager = JobManager(max_running=1, lab=Lab.at(tmp_path), session_timeout=0.01, reap_interval=3600)
     job, _ = _start(manager, kind, config, model, tokenizer)
-    assert _wait_for(lambda: job.status().step >= 3)
+    wait_for(lambda: job.status().step >= 3, timeout=300)
     manager.reap()  # the student has gone: parked
     assert job.wait(120)
     manager.keeper.flush()
