@@ -25,7 +25,7 @@ import threading
 import types
 from typing import Any
 
-from llmviz.jobs.worker import Channel, PipeChannel, WorkerOptions, process_entry, worker_main
+from llmviz.jobs.worker import Channel, PipeChannel, ReadAhead, WorkerOptions, process_entry, worker_main
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def start_process(payload_bytes: bytes, options: WorkerOptions, name: str) -> tu
         ours.send_bytes(payload_bytes)
     except (BrokenPipeError, ConnectionError, OSError):
         pass  # the worker has died already: its supervisor finds out and says so
-    return process, channel
+    return process, ReadAhead(channel)  # read by a thread of its own: a worker frozen mid-message freezes nobody
 
 
 def _thread_worker(channel: Channel, payloads: list, options: WorkerOptions) -> None:
