@@ -6,8 +6,9 @@ teacher's class view and the other app process do: a connection of its own, clos
 The class benchmark's two-process training phase failed on this (``a run did not train during the phase: … 0 → 0
 (queued)``): the lab's guard read ``lab.db``'s header with a plain ``open()`` once a second, whose ``close()`` dropped
 the app's SQLite locks; the next reader that closed its last connection then deleted the ``-wal`` the app still
-wrote into, and the run's row stayed at its first step for everyone but the app. Over Streamlit's protocol
-(``benchmarks/_protocol_client.py``), no browser: about one app start, a few page runs and a minute of training."""
+wrote into, and the run's row stayed at its first step for everyone but the app (here: "queued" at step 0 until
+the test gave up). Over Streamlit's protocol (``benchmarks/_protocol_client.py``), no browser: one app start, a few
+page runs and seconds of training (about 15 s on a quiet 2-core machine)."""
 
 from __future__ import annotations
 
