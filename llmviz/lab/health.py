@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import logging
 import os
+import sqlite3
 import threading
 import time
+import urllib.parse
 
 import sqlalchemy as sa
 
@@ -144,14 +146,17 @@ def sqlite_path(url: str) -> str | None:
     return os.path.abspath(database) if database and database != ":memory:" else None
 
 
-SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
-
-
 def damaged_file(path: str | None) -> bool:
     """Is the file at ``path`` there, not empty, and no SQLite database (its header is not SQLite's)? Read from the
     file itself: SQLite takes a file's first page from a ``-wal`` left beside it (a process that ended without
     closing its connections), so a damaged file with such a journal opens as if it were whole until a page that only
     the file holds is read, and its next checkpoint writes into the damage.
+
+    The file is read through SQLite, never with a plain ``open()``: a read-only ``immutable`` connection reads the
+    file's own header (no ``-wal``, no lock). Closing any descriptor of a file drops every POSIX lock the process
+    holds on it, SQLite's included (SQLite itself closes its descriptors only once its locks are gone): after a
+    plain read, another process's last connection took the file for unused and deleted its ``-wal`` while this
+    process still wrote into it, so this process's writes (a live run's steps) no longer reached anyone else.
 
     >>> import tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "lab.db")
@@ -160,18 +165,32 @@ def damaged_file(path: str | None) -> bool:
     >>> _ = open(path, "wb").write(b"damaged!" * 512)
     >>> damaged_file(path)
     True
-    >>> _ = open(path, "wb").write(SQLITE_HEADER + bytes(4080))
+    >>> os.remove(path)
+    >>> import sqlite3
+    >>> sqlite3.connect(path).execute("create table t (x)").connection.close()
     >>> damaged_file(path)
     False
     """
     if not path:
         return False
     try:
-        with open(path, "rb") as file:
-            head = file.read(len(SQLITE_HEADER))
+        if os.path.getsize(path) == 0:
+            return False  # a new file nobody has written yet
     except OSError:  # not there, or not readable: the statements say what it is
         return False
-    return bool(head) and head != SQLITE_HEADER
+    try:
+        reader = sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro&immutable=1", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        reader.execute("PRAGMA schema_version").fetchone()  # reads the header (page 1) of the file alone
+    except sqlite3.OperationalError:  # not readable now (gone meanwhile, no permission): not a damage
+        return False
+    except sqlite3.DatabaseError:  # "file is not a database"
+        return True
+    finally:
+        reader.close()
+    return False
 
 
 def drop_stale_journal(path: str) -> None:
