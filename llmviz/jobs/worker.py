@@ -263,6 +263,7 @@ class ReadAhead(Channel):
                 self.inbox.put(self._GONE)
                 return
             except Exception as error:  # noqa: BLE001 - a message that cannot be read: the worker is as good as gone
+                log.exception("a worker's message could not be read: its run ends as if the worker had gone")
                 self._gone = WorkerGone(f"{type(error).__name__}: {error}")
                 self.inbox.put(self._GONE)
                 return
