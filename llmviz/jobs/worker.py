@@ -226,12 +226,13 @@ class PipeChannel(Channel):
         self.connection.close()
 
 
-class ReadAhead(Channel):
+class ReadAhead(_QueueChannel):
     """The server's end of a worker's pipe, read by a thread of its own: ``poll`` and ``recv`` never block on a
     message the worker has only begun to send. A worker stopped mid-message (frozen by the machine, ``SIGSTOP``)
     would otherwise hold the supervisor in ``recv`` for ever, so that it could never notice the silence and kill the
     worker; with this, the silence is noticed (no whole message for ``worker_timeout`` seconds) and the kill ends the
-    pipe, which ends the reading thread.
+    pipe, which ends the reading thread. What it read waits in a short queue (the worker still waits when the server
+    reads slowly), read as a thread worker's channel is (:class:`_QueueChannel`).
 
     >>> a, b = thread_channel_pair()
     >>> reading = ReadAhead(a)
@@ -245,48 +246,25 @@ class ReadAhead(Channel):
     llmviz.jobs.worker.WorkerGone: the other side has gone
     """
 
-    _GONE = object()
-
     def __init__(self, channel: Channel):
+        super().__init__(queue.Queue(maxsize=8), queue.Queue())
         self.channel = channel
-        self.inbox: queue.Queue = queue.Queue(maxsize=8)  # the worker still waits when the server reads slowly
-        self._peeked: list = []
-        self._gone: WorkerGone | None = None
         threading.Thread(target=self._read, name="llmviz-worker-reader", daemon=True).start()
 
     def _read(self) -> None:
         while True:
             try:
                 message = self.channel.recv()
-            except WorkerGone as gone:
-                self._gone = gone
-                self.inbox.put(self._GONE)
-                return
-            except Exception as error:  # noqa: BLE001 - a message that cannot be read: the worker is as good as gone
+            except WorkerGone:
+                break
+            except Exception:  # noqa: BLE001 - a message that cannot be read: the worker is as good as gone
                 log.exception("a worker's message could not be read: its run ends as if the worker had gone")
-                self._gone = WorkerGone(f"{type(error).__name__}: {error}")
-                self.inbox.put(self._GONE)
-                return
+                break
             self.inbox.put(message)
+        self.inbox.put(self._CLOSED)
 
     def send(self, message) -> None:
         self.channel.send(message)
-
-    def poll(self, timeout: float = 0.0) -> bool:
-        if self._peeked:
-            return True
-        try:
-            self._peeked.append(self.inbox.get(timeout=timeout) if timeout > 0 else self.inbox.get_nowait())
-        except queue.Empty:
-            return False
-        return True
-
-    def recv(self):
-        message = self._peeked.pop() if self._peeked else self.inbox.get()
-        if message is self._GONE:
-            self.inbox.put(message)  # stays gone for every later read
-            raise self._gone or WorkerGone("the pipe was closed")
-        return message
 
     def close(self) -> None:
         self.channel.close()
