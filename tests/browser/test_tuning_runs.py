@@ -1,0 +1,46 @@
+"""The Tuning page's own runs in headless chromium, as a student makes them (issue 59 §2-3): "Tune your own" starts a
+DPO run from the shipped SFT model; it trains as a lab run with Pause/Resume/Stop beside its live curve, ends, and
+the "DPO: the chosen over the rejected" tab draws its chart from the lab (the run's ratios, margin and accuracy, as
+many points as it took steps); a reload opens the same chart (the lab's record, not the tab's state)."""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+
+import pytest
+
+from tests.support.browser import eventually, main_area, no_error_box, open_page, shot, wait_until_idle
+
+pytestmark = pytest.mark.browser
+
+DPO_TAB = "DPO: the chosen over the rejected"
+
+
+def _dpo_chart_titles(page) -> list[str]:
+    return page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot .gtitle')].map(n => n.textContent)")
+
+
+def test_a_dpo_run_started_on_the_page_trains_ends_and_its_chart_survives_a_reload(app_url, browser):
+    link = "tuning?" + urllib.parse.urlencode({"tuning_tab": "Tune your own", "tuning_dpo_steps": 10})
+    page = open_page(browser, f"{app_url}/{link}", viewport=(1400, 1000))
+    no_error_box(page)
+    main_area(page).get_by_role("button", name="Start a DPO run").click()
+    main_area(page).get_by_role("button", name=re.compile(r"^(Pause|Stop)")).first.wait_for(timeout=120_000)
+    main_area(page).get_by_text(re.compile(r"finished · step 10/10|finished after 10 steps")).first.wait_for(
+        timeout=300_000
+    )
+    no_error_box(page)
+    shot(page, "tuning-own-dpo-run")
+    page.goto(f"{app_url}/tuning?" + urllib.parse.urlencode({"tuning_tab": DPO_TAB}), timeout=120_000)
+    wait_until_idle(page)
+    titles = eventually(
+        lambda: [t for t in _dpo_chart_titles(page) if t.startswith("DPO β=0.1 10 steps")] or None,
+        what="the run's DPO chart",
+    )
+    assert len(titles) == 1 and "finished" in titles[0], titles
+    page.reload()  # a reload: the chart comes from the lab's record again
+    wait_until_idle(page)
+    eventually(lambda: any(t.startswith("DPO β=0.1 10 steps") for t in _dpo_chart_titles(page)) or None)
+    no_error_box(page)
+    shot(page, "tuning-dpo-tab-with-own-run")
