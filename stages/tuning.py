@@ -110,13 +110,6 @@ def _figures(keys: tuple, _models: dict) -> list:
     return tuning.figures(_models)
 
 
-def _keys(models: dict) -> tuple:
-    return tuple(
-        (name, id(model), sum(float(p.detach().sum()) for p in model.parameters()))
-        for name, (model, _) in models.items()
-    )
-
-
 # ------------------------------------------------------------------ 1. side by side
 @sections.section("tuning.side_by_side")
 def side_by_side() -> None:
@@ -134,7 +127,7 @@ def side_by_side() -> None:
     with below:
         typed = st.text_input("Your own question", "", **share.bind("tuning_own"))
     asked = tuning.bounded_prompt(typed) or prompt
-    keys = _keys(models)
+    keys = tuning.models_key(models)
     with ui.friendly_errors("answering"):
         answers = _answers(keys, asked, sampled, settings.seed, models)
         with picture:
@@ -221,11 +214,6 @@ def _own_rows(kind: str):
     return (*instructions.split_rows(rows), upload.name)
 
 
-def sets_text(rows: tuple) -> str:
-    """The run's sets as the lab keeps them (resuming the run rebuilds it from them): ``rows`` is ``_own_rows``'."""
-    return tuning_runs.sets_text(rows[0], rows[1])
-
-
 def _dpo_start() -> tuple:
     """The SFT model a DPO run starts from: the shipped one, or one of this page's SFT runs."""
     options = {"shipped SFT": None, **{f"my run: {label}": run_id for label, run_id in _kept("sft").items()}}
@@ -250,7 +238,12 @@ def runs_section() -> None:
                     "sft",
                     f"SFT {sft_steps} steps ({sft_rows[2]})",
                     functools.partial(
-                        tuning_runs.build, "sft", sets_text(sft_rows), config, base.tokenizer, base.model
+                        tuning_runs.build,
+                        "sft",
+                        tuning_runs.sets_text(*sft_rows[:2]),
+                        config,
+                        base.tokenizer,
+                        base.model,
                     ),
                     adapting.lab_footprint(base.model, 0, sft_steps, "SFT", batch_size=16, context=128),
                     sft_steps,
@@ -269,7 +262,9 @@ def runs_section() -> None:
                 _submit(
                     "dpo",
                     f"DPO β={beta:g} {dpo_steps} steps ({pair_rows[2]})",
-                    functools.partial(tuning_runs.build, "dpo", sets_text(pair_rows), config, tokenizer, model),
+                    functools.partial(
+                        tuning_runs.build, "dpo", tuning_runs.sets_text(*pair_rows[:2]), config, tokenizer, model
+                    ),
                     adapting.lab_footprint(model, 0, dpo_steps, "DPO", copies=1, batch_size=16, context=128),
                     dpo_steps,
                 )

@@ -445,6 +445,16 @@ def _filename(figure: go.Figure) -> str:
 PRESENTER_HEIGHT = 300  # px: the tallest chart in presenter mode (a 1280×720 slide holds it under its heading)
 
 
+def plotly_text(text: str) -> str:
+    """``text`` as Plotly draws it, tags and all: ``&``, ``<`` and ``>`` escaped (Plotly reads ``&lt;`` back as
+    ``<``; it shows ``&quot;`` as typed, and a quote outside a tag is harmless, so quotes stay).
+
+    >>> plotly_text('<a href="https://evil.example/x">Ada</a>')
+    '&lt;a href="https://evil.example/x"&gt;Ada&lt;/a&gt;'
+    """
+    return html.escape(str(text), quote=False)
+
+
 def show_in(where, figure: go.Figure, width="stretch", **kwargs):
     """Draw a Plotly figure in ``where`` (``st``, a column, a container) the way every llmviz chart is drawn:
     downloadable as PNG at 2× and as SVG, and with bigger type in presenter mode (every label 14 px or more;

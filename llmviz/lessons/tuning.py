@@ -121,6 +121,22 @@ class ModelFigures:
 
 
 @torch.no_grad()
+def models_key(models: dict[str, tuple[GPT, Tokenizer]]) -> tuple:
+    """What the page's caches of the three models' answers and figures are keyed on: each model's name, object and
+    the sum of its weights (a run's newer snapshot is another key even where an object were reused).
+
+    >>> import torch
+    >>> model = torch.nn.Linear(2, 1, bias=False)
+    >>> _ = model.weight.data.fill_(0.5)
+    >>> models_key({"base": (model, None)})[0][2]
+    1.0
+    """
+    return tuple(
+        (name, id(model), sum(float(p.detach().sum()) for p in model.parameters()))
+        for name, (model, _) in models.items()
+    )
+
+
 def figures(models: dict[str, tuple[GPT, Tokenizer]], answers_checked: int = 12) -> list[ModelFigures]:
     """The held-out figures of each model (the table the page and docs/tuning.md show); the DPO model's reward
     accuracy is measured against the SFT model of ``models``, its reference."""

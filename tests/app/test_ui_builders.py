@@ -115,3 +115,11 @@ def test_heatmap_is_plotlys_checked_figure(options):
     plain = ours.to_plotly_json()
     checked = go.Figure(data=plain["data"], layout=plain["layout"])  # the reference: Plotly's own check
     assert json.loads(pio.to_json(ours, validate=False)) == json.loads(pio.to_json(checked, validate=False))
+
+
+def test_a_dpo_charts_title_draws_a_students_upload_name_as_text():
+    """A DPO run's label names the student's upload: the chart's title escapes Plotly's tags (a link, a style)."""
+    from ui.panels.tuning import dpo_figure
+
+    figure = dpo_figure({"margin": [(1, 0.1)]}, 'DPO β=0.1 10 steps (<a href="https://evil.example">x</a>.jsonl)')
+    assert figure.layout.title.text == 'DPO β=0.1 10 steps (&lt;a href="https://evil.example"&gt;x&lt;/a&gt;.jsonl)'

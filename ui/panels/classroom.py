@@ -1,32 +1,21 @@
 """The class view's figures and tables (the numbers come from :mod:`llmviz.lab.classroom`).
 
 Every name a student typed is drawn as text: Plotly draws a legend entry or a hover text as HTML (an ``<a>`` there
-is a link, a ``<span style>`` can cover the chart), so each is escaped (:func:`plotly_text`); a table cell is
+is a link, a ``<span style>`` can cover the chart), so each is escaped (:func:`ui.charts.plotly_text`); a table cell is
 plain text already.
 """
 
 from __future__ import annotations
 
-import html
-
 import pandas as pd
 import plotly.graph_objects as go
 
 from llmviz.lab.classroom import ClassRow
+from ui.charts import plotly_text
 
 COLUMNS = ("student", "run", "model", "state", "step", "best validation loss", "last training loss")
 NOT_YET = "–"  # a loss not measured yet (a table cell, never a raw "None")
 MODELS = {"gpt": "GPT", "char": "character-level"}  # a run's model family, as the teacher reads it
-
-
-def plotly_text(text: str) -> str:
-    """``text`` as Plotly draws it, tags and all: ``&``, ``<`` and ``>`` escaped (Plotly reads ``&lt;`` back as
-    ``<``; it shows ``&quot;`` as typed, and a quote outside a tag is harmless, so quotes stay).
-
-    >>> plotly_text('<a href="https://evil.example/x">Ada</a>')
-    '&lt;a href="https://evil.example/x"&gt;Ada&lt;/a&gt;'
-    """
-    return html.escape(str(text), quote=False)
 
 
 def middle_cut(text: str, most: int) -> str:

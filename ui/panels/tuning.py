@@ -111,7 +111,8 @@ def mask_chips(tokens: list[tuning.MaskedToken]) -> str:
 
 def dpo_figure(curves: dict[str, list[tuple[int, float]]], title: str) -> go.Figure:
     """DPO over its steps: the chosen and rejected log-probability ratios (left axis), the reward margin and the
-    preference accuracy (right axis)."""
+    preference accuracy (right axis). ``title`` may hold a student's text (a run's label names their upload): it is
+    drawn as text, never as Plotly's tags."""
     figure = go.Figure()
     styles = {
         "chosen_ratio": ("chosen: log π − log π_ref", "#2f9e44", "y", "solid"),
@@ -134,7 +135,7 @@ def dpo_figure(curves: dict[str, list[tuple[int, float]]], title: str) -> go.Fig
                 )
             )
     figure.update_layout(
-        title=title,
+        title=charts.plotly_text(title),
         height=340,
         margin=charts.margins(top=50),
         xaxis={"title": "step"},
