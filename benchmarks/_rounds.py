@@ -86,3 +86,24 @@ def alternate(
             sides[name]()
             found.add(name, clock() - start)
     return found
+
+
+def child_rounds(
+    pipes: dict, sides: list[str] | tuple[str, ...], steps: int, round_steps: int
+) -> tuple[Rounds, Rounds]:
+    """Rounds over child processes, one a side, each answering ``(wall seconds, CPU seconds)`` for the number of steps
+    it is sent (``pipes[side][0]`` is the parent's end): ``steps`` in rounds of ``round_steps``, the side that goes
+    first alternating; the first round (each side's set-up: lazy imports, first arenas) is not compared. Returns the
+    wall-clock and the CPU rounds."""
+    wall, cpu = Rounds(), Rounds()
+    done = 0
+    while done < steps:
+        count = min(round_steps, steps - done)
+        for name in sides if (done // round_steps) % 2 == 0 else list(sides)[::-1]:
+            pipes[name][0].send(count)
+            seconds, cpu_seconds = pipes[name][0].recv()
+            if done:
+                wall.add(name, seconds)
+                cpu.add(name, cpu_seconds)
+        done += count
+    return wall, cpu

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 from _peak import peak_since, reset_peak  # this folder is on sys.path (the benchmarks' shared helpers)
-from _rounds import Rounds, load_average
+from _rounds import child_rounds, load_average
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -134,7 +134,7 @@ def main() -> None:
     load_before = load_average()
     context = multiprocessing.get_context("spawn")  # a forked child of a process that ran torch's threads can hang
     sides = ("SAELens", "llmviz")
-    wall, cpu, ends = Rounds(), Rounds(), {}
+    ends: dict = {}
     with tempfile.TemporaryDirectory() as folder:
         path = str(Path(folder) / "acts.safetensors")
         save_file({"acts": acts}, path)
@@ -142,16 +142,8 @@ def main() -> None:
         processes = [context.Process(target=child, args=(name, path, args, pipes[name][1])) for name in sides]
         for process in processes:
             process.start()
-        done = 0
-        while done < args.steps:  # rounds: both sides train the same steps, the side that goes first alternating
-            count = min(args.round_steps, args.steps - done)
-            for name in sides if (done // args.round_steps) % 2 == 0 else sides[::-1]:
-                pipes[name][0].send(count)
-                seconds, cpu_seconds = pipes[name][0].recv()
-                if done:  # the first round (each side's first steps: lazy imports, first arenas) is not compared
-                    wall.add(name, seconds)
-                    cpu.add(name, cpu_seconds)
-            done += count
+        # rounds: both sides train the same steps, the side that goes first alternating (the first not compared)
+        wall, cpu = child_rounds(pipes, sides, args.steps, args.round_steps)
         for name in sides:
             pipes[name][0].send(None)
             ends[name] = pipes[name][0].recv()

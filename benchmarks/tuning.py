@@ -68,7 +68,7 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 import torch  # noqa: E402
 from _peak import peak_since, reset_peak  # noqa: E402 - this folder is on sys.path (the benchmarks' helpers)
-from _rounds import Rounds, load_average  # noqa: E402
+from _rounds import Rounds, child_rounds, load_average  # noqa: E402
 
 SIDES = ("TRL", "llmviz")
 START = {"sft": ROOT / "data" / "gpt-python-docs", "dpo": ROOT / "data" / "gpt-python-docs-sft"}
@@ -418,17 +418,9 @@ def compare(task: Task) -> Result:
         pipes[name][1].close()  # the child's end is the child's alone: a child that fails ends the parent's wait (EOF)
     tokens, gap = checks(task)  # while the children start
     first = {name: pipes[name][0].recv() for name in SIDES}
-    wall, cpu = Rounds(), Rounds()
-    done = 0
-    while done < task.steps:  # rounds: both sides train the same steps, the side that goes first alternating
-        count = min(task.round_steps, task.steps - done)
-        for name in SIDES if (done // task.round_steps) % 2 == 0 else SIDES[::-1]:
-            pipes[name][0].send(count)
-            seconds, cpu_seconds = pipes[name][0].recv()
-            if done:  # the first round (each side's first steps, TRL's train() set-up) is not compared
-                wall.add(name, seconds)
-                cpu.add(name, cpu_seconds)
-        done += count
+    # rounds: both sides train the same steps, the side that goes first alternating; the first round (each side's
+    # first steps, TRL's train() set-up) is not compared
+    wall, cpu = child_rounds(pipes, SIDES, task.steps, task.round_steps)
     peak = {}
     for name in SIDES:
         pipes[name][0].send(None)
