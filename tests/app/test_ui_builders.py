@@ -123,3 +123,15 @@ def test_a_dpo_charts_title_draws_a_students_upload_name_as_text():
 
     figure = dpo_figure({"margin": [(1, 0.1)]}, 'DPO β=0.1 10 steps (<a href="https://evil.example">x</a>.jsonl)')
     assert figure.layout.title.text == 'DPO β=0.1 10 steps (&lt;a href="https://evil.example"&gt;x&lt;/a&gt;.jsonl)'
+
+
+def test_a_loss_charts_legend_draws_a_run_label_as_text():
+    """A run's label may name the student's upload (a Tuning run's "SFT 60 steps (<file>)"): the legend escapes
+    Plotly's tags."""
+    from ui.panels.runs import loss_figure
+
+    frame = pd.DataFrame({"step": [1, 2], "train_loss": [2.0, 1.5], "val_loss": [None, 1.6]})
+    figure = loss_figure([('SFT (<span style="font-size:99px">X</span>)', frame, 4096)])
+    names = {trace.name for trace in figure.data if trace.name}
+    assert names and all("<span" not in name for name in names), names
+    assert any("&lt;span" in name for name in names), names

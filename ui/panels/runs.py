@@ -189,6 +189,7 @@ def loss_figure(
     traces: list[dict] = []
     vocabularies = set()
     for number, (label, status, vocab) in enumerate(selected):
+        label = charts.plotly_text(label)  # a run's label may name the student's upload: drawn as text, never tags
         full = status if isinstance(status, pd.DataFrame) else metrics_frame(status)  # a kept curve, or a live run
         if field != "train_loss":
             full = _field_frame(status, field)
