@@ -169,14 +169,17 @@ def is_teacher_key(given: object) -> bool:
 
 
 #: what a page runs in the browser to take ``?teacher=…`` out of the current history entry (replaceState: Back never
-#: shows the key), now and for the next 30 s (Streamlit's own page-address update may write its copy of the address,
-#: key included, into a new entry once more: that entry is cleaned too)
+#: shows the key), now, every 50 ms for 30 s and every second after that for as long as the tab is open: Streamlit's
+#: frontend keeps its own copy of the address (the server forgot the key without telling it, see
+#: ``streamlit_private.forget_query_param``) and may write that copy, key included, into the history again on a later
+#: run (a rerun long after the first 30 s, or a first run slowed by a busy machine): that entry is cleaned too
 HISTORY_SCRIPT = (
     '<span data-llmviz-history="1"></span><script>'
     "{ const clean = () => { const u = new URL(window.location.href);"
     " if (u.searchParams.has('teacher')) { u.searchParams.delete('teacher');"
     " window.history.replaceState(window.history.state, '', u.toString()); } };"
-    " clean(); const timer = setInterval(clean, 50); setTimeout(() => clearInterval(timer), 30000); }"
+    " clean(); const fast = setInterval(clean, 50);"
+    " setTimeout(() => { clearInterval(fast); setInterval(clean, 1000); }, 30000); }"
     "</script>"
 )
 

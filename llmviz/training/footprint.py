@@ -21,7 +21,9 @@ A training step's peak, in the worker process that trains:
 - the backward pass's **working memory** besides them: the gradients of the activations flowing back, and blocks
   the allocator has freed but not yet handed back. Measured at 28-42 % of the saved activations (GPT nano to GPT
   mini, Llama-style, mixture of experts, batch 16-64 × 32-128: ``benchmarks/worker_memory.py``), counted as half
-  (:data:`WORKING_FRACTION`).
+  (:data:`WORKING_FRACTION`);
+- the **allocator**'s share: what the step holds (the model, its states and the step's peak) counted a tenth larger
+  (:data:`ALLOCATOR_MARGIN`): the same run's growth varies by about ±8 % between fresh processes.
 
 Parameters are counted exactly without building the model: on PyTorch's ``meta`` device, which allocates nothing
 (:func:`llmviz.models.gpt.count_parameters_without_building` does this for the Model page). Worked example, GPT mini
@@ -38,8 +40,8 @@ True
 >>> per_token = 4 * (8 * 128 + 2 * 512 + 4 + 4) + (128 + 2 + 128 + 3 * 1024 + 4)  # gpt_activation_floats
 >>> mini.activation_bytes == 16 * 64 * per_token * 4
 True
->>> size_text(mini.peak_bytes)  # the worker's 384 MB, 17 MB of weights and states, 45 + 23 MB of activations
-'468 MB'
+>>> size_text(mini.peak_bytes)  # the worker's 384 MB, (17 MB of weights and states, 45 + 23 MB of activations) × 1.1
+'476 MB'
 
 Tested against reality in ``tests/unit/training/test_footprint.py``: the activation term against the tensors autograd
 really saves (counted with :class:`llmviz.adapt.memory.SavedTensors`), the whole peak against a worker's peak resident
@@ -82,6 +84,10 @@ WORKER_BYTES = 8 * MB * math.ceil((WORKER_IMPORTS_BYTES + WORKER_FIRST_STEP_BYTE
 #: measured in a fresh process here (2 threads), some 15 MB more on a many-core AMD EPYC; counted as 128 MB.
 FIRST_STEP_BYTES = 128 * MB
 WORKING_FRACTION = 0.5  # the backward pass's working memory, as a fraction of the saved activations
+#: The allocator's share on top of what a step holds (the model, its states and the step's peak): the same run's
+#: growth in a fresh process varied by ±8 % from one run to the next here (glibc's arenas and when it hands freed
+#: blocks back), and once measured 18 % above its usual size under a busy CI machine; counted as a tenth more.
+ALLOCATOR_MARGIN = 0.1
 TOKENIZING_BYTES_PER_TOKEN = 36  # a Python int (28 bytes) and its list slot (8) per token while the text is encoded
 PRECISIONS = {"float32": 4, "bf16": 2, "fp16": 2}  # bytes of a number in the matrix products
 AUTOCAST_SCALE = 0.75  # activations under bf16/fp16 autocast, as a fraction of float32's
@@ -182,7 +188,7 @@ class Footprint:
     @property
     def training_bytes(self) -> int:
         """What a step holds in the worker's own memory, besides the worker itself and the data."""
-        return 0 if self.on_gpu else self.model_bytes + self.peak_step_bytes
+        return 0 if self.on_gpu else int((self.model_bytes + self.peak_step_bytes) * (1 + ALLOCATOR_MARGIN))
 
     @property
     def peak_bytes(self) -> int:
@@ -195,13 +201,14 @@ def worker_peak(footprints: Sequence[Footprint]) -> int:
     runner's data and model, and the largest step's activations (one step runs at a time).
 
     >>> a = Footprint("a", parameter_bytes=100, activation_bytes=50, worker_bytes=1000)
-    >>> worker_peak([a, a])  # the worker, two models, one step's 50 saved + 25 working
-    1275
+    >>> worker_peak([a, a])  # the worker, two models, one step's 50 saved + 25 working, a tenth more for the allocator
+    1302
     """
     if not footprints:
         return WORKER_BYTES
-    held = sum(f.data_bytes + (0 if f.on_gpu else f.model_bytes) for f in footprints)
-    steps = max(max(f.preparing_bytes, 0 if f.on_gpu else f.peak_step_bytes) for f in footprints)
+    margin = 1 + ALLOCATOR_MARGIN
+    held = sum(f.data_bytes + int((0 if f.on_gpu else f.model_bytes) * margin) for f in footprints)
+    steps = max(max(f.preparing_bytes, 0 if f.on_gpu else int(f.peak_step_bytes * margin)) for f in footprints)
     return max(f.worker_bytes for f in footprints) + held + steps
 
 

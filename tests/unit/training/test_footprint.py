@@ -142,8 +142,9 @@ print(json.dumps({"grown": status("VmHWM") - before, "estimate": found.training_
 def test_a_steps_peak_memory_is_estimated_within_its_tolerance(changes):
     """A fresh process builds the run and trains 3 steps; its peak resident memory grows by the model, its
     gradients, its optimizer state and a step's activations (or AdamW's temporary). The estimate must not be
-    below that growth by more than 10 % (the allocator's rounding and arenas: 6 % was seen once for GPT-2's
-    embeddings) and may be above it by up to 35 % (the backward pass's working memory is counted as half the
+    below that growth by more than 10 % (the estimate counts the allocator's share as a tenth more, and one run's
+    growth varies by about ±8 % from the next; 18 % above its usual size was seen once under a busy CI machine)
+    and may be above it by up to 35 % (the backward pass's working memory is counted as half the
     saved activations, it measured 28-42 %; AdamW's temporary as a whole copy of its moments, which the
     allocator partly fits into the activations freed before it)."""
     config = {"tokenizer": "char", "steps": 3, "eval_interval": 3, **changes}
@@ -249,7 +250,8 @@ def test_what_would_fit_names_a_smaller_model_or_batch():
 def test_a_race_holds_one_worker_every_model_and_the_largest_step():
     configs = [TrainConfig(model=m, batch_size=8, context_length=32) for m in ("gpt-nano", "gpt-mini")]
     runs = [footprint.of_config(c, 512) for c in configs]
+    margin = 1 + footprint.ALLOCATOR_MARGIN  # the allocator's share of what the steps hold
     assert footprint.worker_peak(runs) == footprint.WORKER_BYTES + sum(
-        r.data_bytes + r.model_bytes for r in runs
-    ) + max(r.peak_step_bytes for r in runs)
+        r.data_bytes + int(r.model_bytes * margin) for r in runs
+    ) + max(int(r.peak_step_bytes * margin) for r in runs)
     assert footprint.describe(runs) == "A race of 2 runs"
