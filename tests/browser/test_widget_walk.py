@@ -20,6 +20,7 @@ and operates every widget a second time with another value.
 
 from __future__ import annotations
 
+import collections
 import re
 import time
 from dataclasses import dataclass
@@ -113,7 +114,9 @@ FIND_WIDGETS = """([kinds, pageTabs]) => {
     const rank = seen[name] = (seen[name] || 0) + 1;
     const index = ofKind[kind] = (ofKind[kind] ?? -1) + 1;
     const box = node.getBoundingClientRect();
-    const hidden = box.width === 0 && box.height === 0;
+    // inside a closed expander (one a rerun drew anew, closed) a widget keeps its width but draws nothing: hidden
+    const closed = kind !== 'stExpander' && node.closest('details:not([open])') !== null;
+    const hidden = (box.width === 0 && box.height === 0) || closed;
     const disabled = !!node.querySelector('input:disabled, button:disabled, textarea:disabled, [aria-disabled="true"]')
       && kind !== 'stExpander' && kind !== 'stButtonGroup';
     found.push({kind, label, rank, index, hidden, disabled,
@@ -276,6 +279,7 @@ def walk(
     Fails at the first widget after which the page shows a crash or loses its tab's heading."""
     done: list[str] = []
     visited: set[tuple[str, str, int]] = set()
+    opened: collections.Counter = collections.Counter()  # how often each expander was opened
     title = heading(page)
     path = page.url.split("?")[0]
     while len(done) < most:
@@ -283,10 +287,10 @@ def walk(
         todo = [
             w
             for w in found
-            if (w["kind"], w["label"], w["rank"]) not in visited
+            if (w["kind"] == "stExpander" or (w["kind"], w["label"], w["rank"]) not in visited)
             and not w["hidden"]
             and not w["disabled"]
-            and not (w["kind"] == "stExpander" and w["open"])
+            and not (w["kind"] == "stExpander" and (w["open"] or opened[(w["label"], w["rank"])] >= 3))
         ]
         # open what is closed first: what it holds is operated in its turn
         todo.sort(key=lambda w: w["kind"] != "stExpander")
@@ -294,6 +298,8 @@ def walk(
             break
         target = todo[0]
         visited.add((target["kind"], target["label"], target["rank"]))
+        if target["kind"] == "stExpander":  # opened again when a rerun draws it anew, closed (at most 3 times)
+            opened[(target["label"], target["rank"])] += 1
         what = f"{target['kind']} {target['label']!r} #{target['rank']}"
         try:
             action = operate(page, target, second=second, long_work=long_work)
