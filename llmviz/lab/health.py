@@ -89,6 +89,8 @@ def classify(error: BaseException) -> str | None:
     'damaged'
     >>> classify(sqlite3.OperationalError("no such table: lab_runs")), classify(sqlite3.IntegrityError("UNIQUE"))
     ('missing', None)
+    >>> classify(OSError("canceling statement due to lock timeout"))  # PostgreSQL's lock_timeout
+    'locked'
     """
     text = str(error).lower()
     name = type(error).__name__
@@ -104,7 +106,7 @@ def classify(error: BaseException) -> str | None:
 
 #: Each outage :func:`classify` tells by its message (in lower case), in the order it looks for them.
 OUTAGE_MARKS = (
-    ("locked", ("locked", "busy")),
+    ("locked", ("locked", "busy", "lock timeout")),  # SQLite's, PostgreSQL's lock_timeout
     ("damaged", ("not a database", "malformed", "corrupt")),
     ("missing", ("no such table", "unable to open", "disk i/o", "readonly")),
     ("full", ("full", "no space")),

@@ -68,8 +68,11 @@ def make_engine(url: str) -> sa.Engine:
         engine = sa.create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False})
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    # a stopped or unreachable server is said within seconds (llmviz.lab.health), not after TCP's minutes
-    return sa.create_engine(url, pool_pre_ping=True, connect_args={"connect_timeout": health.CONNECT_TIMEOUT_S})
+    # a stopped or unreachable server is said within seconds (llmviz.lab.health), not after TCP's minutes; a lock
+    # another process holds is waited for as long as SQLite's busy timeout, then refused (PostgreSQL's default is to
+    # wait for ever: one long transaction elsewhere would freeze every write of this process, its runs' steps too)
+    options = {"connect_timeout": health.CONNECT_TIMEOUT_S, "options": f"-c lock_timeout={int(BUSY_TIMEOUT_S * 1000)}"}
+    return sa.create_engine(url, pool_pre_ping=True, connect_args=options)
 
 
 class Registry(Records, Slots, Mailbox, Liveness):
