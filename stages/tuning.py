@@ -205,6 +205,7 @@ def _own_rows(kind: str):
         f"Your own {kind.upper()} set (JSON Lines: {', '.join(instructions.PAIR_KINDS[kind])} per line)",
         type=["jsonl", "json", "txt"],
         key=UPLOAD_KEYS[kind],
+        max_upload_size=instructions.MAX_UPLOAD_BYTES // 10**6,  # the box says 2 MB, not the server's 20 MB
     )
     if upload is None:
         return instructions.load_set(kind, "train"), instructions.load_set(kind, "validation"), "the shipped set"

@@ -44,3 +44,42 @@ def test_a_dpo_run_started_on_the_page_trains_ends_and_its_chart_survives_a_relo
     eventually(lambda: any(t.startswith("DPO β=0.1 10 steps") for t in _dpo_chart_titles(page)) or None)
     no_error_box(page)
     shot(page, "tuning-dpo-tab-with-own-run")
+
+
+def test_the_set_uploaders_say_their_limit_take_a_students_set_and_refuse_a_bad_one_in_one_line(app_url, browser):
+    """ "Tune your own"'s two uploaders, operated: each says the instruction sets' own limit (2 MB, not the server's
+    20 MB for corpora); a valid SFT set names the run it starts; a malformed DPO set is refused in one line (where
+    it is wrong), and nothing else on the page breaks; a file over the limit is refused by the box itself."""
+    link = "tuning?" + urllib.parse.urlencode({"tuning_tab": "Tune your own"})
+    page = open_page(browser, f"{app_url}/{link}", viewport=(1400, 1000))
+    boxes = main_area(page).locator("[data-testid='stFileUploader']")
+    assert boxes.count() == 2
+    for box in boxes.all():
+        assert re.search(r"\b2\s?MB per file", box.inner_text()), box.inner_text()
+    rows = b"".join(b'{"prompt": "What is a list %d?", "response": "A mutable sequence."}\n' % n for n in range(12))
+    boxes.nth(0).locator("input[type='file']").set_input_files(
+        {"name": "my_set.jsonl", "mimeType": "application/json", "buffer": rows}
+    )
+    wait_until_idle(page)
+    no_error_box(page)
+    bad = b'{"prompt": "a", "chosen": "b"}\n'  # no "rejected"
+    boxes.nth(1).locator("input[type='file']").set_input_files(
+        {"name": "pairs.jsonl", "mimeType": "application/json", "buffer": bad}
+    )
+    wait_until_idle(page)
+    alert = main_area(page).get_by_text(re.compile(r"^Line 1 has no text in 'rejected'"))
+    eventually(lambda: alert.count() or None, what="the one-line refusal")
+    said = alert.first.inner_text().strip()
+    assert "\n" not in said and said.endswith("each line needs prompt, chosen, rejected."), said  # where, and what
+    assert main_area(page).locator("[data-testid='stException']").count() == 0
+    big = b"x" * (3 * 10**6)
+    boxes.nth(1).locator("input[type='file']").set_input_files(
+        {"name": "huge.jsonl", "mimeType": "application/json", "buffer": big}
+    )
+    eventually(lambda: re.search(r"2\.?0?\s?MB or smaller|exceeds", main_area(page).inner_text()), what="too large")
+    main_area(page).get_by_role("button", name="Start an SFT run").click()  # the valid set names the run
+    eventually(lambda: main_area(page).get_by_text(re.compile(r"SFT 60 steps \(my_set\.jsonl\)")).count() or None)
+    main_area(page).get_by_role("button", name=re.compile(r"^Stop")).first.click()
+    wait_until_idle(page)
+    assert main_area(page).locator("[data-testid='stException']").count() == 0
+    shot(page, "tuning-own-sets")
