@@ -123,6 +123,8 @@ def test_a_dpo_charts_title_draws_a_students_upload_name_as_text():
 
     figure = dpo_figure({"margin": [(1, 0.1)]}, 'DPO β=0.1 10 steps (<a href="https://evil.example">x</a>.jsonl)')
     assert figure.layout.title.text == 'DPO β=0.1 10 steps (&lt;a href="https://evil.example"&gt;x&lt;/a&gt;.jsonl)'
+    # the right axis ticks its own round numbers (it once carried the left axis's grid over: 0.215, 0.967, 1.72)
+    assert (figure.layout.yaxis2.tickmode, figure.layout.yaxis2.showgrid) == ("auto", False)
 
 
 def test_a_loss_charts_legend_draws_a_run_label_as_text():

@@ -140,7 +140,8 @@ def dpo_figure(curves: dict[str, list[tuple[int, float]]], title: str) -> go.Fig
         margin=charts.margins(top=50),
         xaxis={"title": "step"},
         yaxis={"title": "log-probability ratio (nats)"},
-        yaxis2={"title": "margin, accuracy", "overlaying": "y", "side": "right"},
+        # its own round ticks (not the left axis's grid lines carried over: 0.215, 0.967, 1.72 …), no second grid
+        yaxis2={"title": "margin, accuracy", "overlaying": "y", "side": "right", "tickmode": "auto", "showgrid": False},
         legend={"orientation": "h", "y": -0.25},
     )
     return figure
