@@ -60,6 +60,17 @@ def runs(kinds: tuple[str, ...] | None = MODEL_KINDS) -> list[RunView]:
     return _ask(lambda door, who: door.runs(who, kinds), [])
 
 
+def live_elsewhere(here: set[str]) -> list[RunView]:
+    """This student's runs that another app process trains (queued, running or paused there: not among ``here``,
+    the ids of this process's own jobs), newest first, for the sidebar's progress on every page; [] when the lab
+    cannot be read (quietly: the pages that need the lab say it)."""
+    try:
+        found = default_lab().runs(student(), None)
+    except LabUnavailable:
+        return []
+    return [view for view in found if view.live and view.id not in here]
+
+
 def autoencoder_runs() -> list[RunView]:
     """This student's sparse-autoencoder runs, newest first (Inside › Features lists and opens them; no other page)."""
     return runs((AUTOENCODER,))

@@ -8,7 +8,7 @@ import time
 
 import streamlit as st
 
-from ui import hub, identity, model_sources, sections, state, watch  # noqa: F401 - model_sources registers the sources
+from ui import hub, identity, lab, model_sources, sections, state, watch  # noqa: F401 - model_sources registers the sources
 from ui.labels import fit
 from ui.picker import DEFAULT_KEY, _pick, _refuse, entries, manager, session_id, shown_on_page
 from ui.sources import Entry
@@ -183,6 +183,9 @@ def _jobs_panel_body(in_fragment: bool = False) -> None:
                 st.caption(f"{literal_markdown(job.label)}: {status.state}; its progress is on this page.")
             else:
                 st.progress(status.fraction, text=f"{literal_markdown(job.label)}: {status.describe()}")
+    for view in lab.live_elsewhere({job.id for job in job_manager.jobs(owner)}):  # the lab's record of them
+        active_elsewhere = f"{literal_markdown(view.label)}: {lab.state_text(view)} (trained by another app process)"
+        st.progress(min(1.0, view.step / max(1, view.total)), text=active_elsewhere)
     finished = state.ACTIVE_JOBS.setdefault()
     now_active = {job.id for job in active}
     if (
@@ -208,7 +211,8 @@ def jobs_panel() -> None:
     """Progress of this session's running jobs in the sidebar, refreshed while any runs (every 2 s for one
     watching tab, less often when many watch: :mod:`ui.watch`). The refresh also tells the job manager this
     browser session is still here."""
-    if any(job.changing for job in manager().jobs(session_id())):
+    here = manager().jobs(session_id())
+    if any(job.changing for job in here) or lab.live_elsewhere({job.id for job in here}):
         st.fragment(_jobs_panel_timed, run_every=watch.refresh_seconds(session_id()))()
     else:
         _jobs_panel_body()

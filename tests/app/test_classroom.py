@@ -17,6 +17,7 @@ from llmviz.training.snapshots import state_of
 from tests.support.jobs import small_trainer
 from tests.support.pages import assert_clean, run_app
 from ui import identity
+from ui.text import literal_markdown
 
 KEY = "a-teacher-key-for-tests"
 
@@ -158,6 +159,11 @@ def test_a_run_another_app_process_trains_is_paused_and_stopped_from_this_one(fr
         )
         at.run()
         assert_clean(at)
+        # the sidebar's progress on every page has it too, from the lab's record (not only this process's jobs)
+        bars = [bar.proto.text for bar in at.sidebar.get("progress")]
+        label = literal_markdown("other tab's run")
+        said = f"{label}: training · step 40 of 300 (trained by another app process)"
+        assert said in bars, bars  # the label as Markdown shows it literally (the local jobs' bars do the same)
         at.selectbox(key="kept_delete_choice").set_value("other tab's run · elsewhere1").run()
         at.button(key="kept_pause_chosen_elsewhere1").click().run()
         assert_clean(at)
