@@ -244,6 +244,16 @@ class Keeper:
         with self._lock:
             self._kept.pop(job_id, None)
 
+    def release(self, job_id: str) -> None:
+        """Forget ``job_id`` once no flush is writing it (the run is about to be deleted: a flush under way ends
+        first, and later ones no longer see it)."""
+        with self._flushing:
+            self.forget(job_id)
+
+    def holding(self) -> threading.Lock:
+        """Held, no flush runs (one under way ends first): for a deletion, which nothing may write behind."""
+        return self._flushing
+
     def flush(self) -> None:
         """Write what changed since the last flush (the keeper's thread calls it every ``interval`` seconds; one
         flush at a time)."""
@@ -263,13 +273,12 @@ class Keeper:
                     self._record_again(entry)
                 done = self._flush_one(entry)
             except Exception as error:  # noqa: BLE001 - a full disk or a busy database: try again next time
-                if not faults.is_database_fault(error):
+                if self._row_gone(entry):  # deleted (from another process) while it trained: not a fault
+                    self._let_go(entry)
+                elif not faults.is_database_fault(error):
                     log.exception("could not keep run %s", entry.job.id)
                 else:  # logged once while the fault lasts (with a count when it clears), not every second
                     self.lab.faults.fail("keep a run's steps", error)
-                    if self._row_gone(entry):
-                        entry.job.discard()  # deleted (from another process) while it trained
-                        self.forget(entry.job.id)
                 continue
             self.lab.faults.cleared()
             if done:
@@ -284,6 +293,16 @@ class Keeper:
             entry.points = entry.samples = 0
             entry.on_disk, entry.resume_step, entry.state, entry.version = {}, None, "", -1
         entry.generation = self.lab.generation
+
+    def _let_go(self, entry: _Kept) -> None:
+        """``entry``'s run was deleted while it trained: its job keeps nothing more, and the files this flush wrote
+        after the deletion (its folder made again) go too."""
+        entry.job.discard()
+        self.forget(entry.job.id)
+        try:
+            self.lab.storage.delete_run(entry.student, entry.job.id)
+        except OSError:
+            log.warning("could not remove the files of deleted run %s", entry.job.id)
 
     def _row_gone(self, entry: _Kept) -> bool:
         try:

@@ -11,8 +11,10 @@ database is locked, and a database that cannot answer leaves this process's own 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from llmviz.errors import LlmvizError
@@ -136,6 +138,19 @@ class LabSide:
                 self.keeper.changed_by(run_id, by)
         getattr(job, "stop" if action == "park" else action)()
         return True
+
+    @contextlib.contextmanager
+    def deleting(self, student: str, run_id: str) -> Iterator[None]:
+        """While the lab deletes ``student``'s run ``run_id`` (its rows, then its folder): the keeper writes nothing
+        (a flush under way ends first); once it is deleted, the run's job here keeps nothing more. A resume state
+        written between the two once made the deleted run's folder again (and its row failed the foreign key)."""
+        job = self._job_of(student, run_id)
+        with self.keeper.holding() if self.keeper is not None else contextlib.nullcontext():
+            yield  # the deletion; when it is refused (the database busy), the run goes on being kept
+            if job is not None:
+                job.discard()
+            if self.keeper is not None:
+                self.keeper.forget(run_id)
 
     def _job_of(self, student: str, run_id: str) -> Job | None:
         with self._lock:

@@ -584,7 +584,7 @@ class JobManager(Shares, LabSide):
         if job is not None:
             job.discard()
         if self.keeper is not None:
-            self.keeper.forget(job_id)
+            self.keeper.release(job_id)  # a write of it under way ends first: nothing is written after the deletion
             self.keeper.lab.delete_run(student_key(owner), job_id)
 
     def heartbeat(self, owner: str) -> None:

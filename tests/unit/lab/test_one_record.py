@@ -149,7 +149,8 @@ def test_the_teachers_park_reaches_the_student_as_the_teachers_and_resume_contin
         assert wait_for(lambda: here.lab.run("ann", run_id).state == "paused", 120)
         assert here.lab.run("ann", run_id).state_line.startswith("paused by you at step")
         assert here.lab.control("ann", run_id, "delete").endswith("is deleted, with its curve and snapshots.")
-        assert here.lab.runs("ann") == [] and not (tmp_path / "lab" / "ann" / run_id).exists()
+        left = sorted(p.name for p in (tmp_path / "lab" / "ann" / run_id).glob("*"))
+        assert here.lab.runs("ann") == [] and not (tmp_path / "lab" / "ann" / run_id).exists(), left
     finally:
         here.shutdown()
 
