@@ -482,26 +482,41 @@ class Keeper:
                     registry.add_snapshot(entry.job.id, step, path, int(self.lab.storage.fs.size(path)))
 
     def _forever(self) -> None:
-        beats = 0
+        beats, failing = 0, False
         while not self._closed.wait(self.interval):
-            if not self.guard.tick():
-                continue  # the database is out: said once; nothing is lost (the jobs keep their steps)
+            try:  # the thread never ends on a fault: every run of the process would stop being kept
+                beats = self._round(beats)
+            except Exception:  # noqa: BLE001 - logged once until a round goes through again
+                if not failing:
+                    log.exception("the lab's keeper could not finish its round; it tries again every second")
+                failing = True
+            else:
+                if failing:
+                    log.warning("the lab's keeper finishes its rounds again")
+                failing = False
+
+    def _round(self, beats: int) -> int:
+        """One second's round: recover the database if it needs it, act on other processes' requests, write what
+        changed, mirror the run files and (every ten rounds) say this process is alive; returns the rounds done."""
+        if not self.guard.tick():
+            return beats  # the database is out: said once; nothing is lost (the jobs keep their steps)
+        try:
+            self.act_on_requests()
+            self._free_later()
+        except Exception as error:  # noqa: BLE001 - logged once while the fault lasts
+            self.lab.faults.fail("read the lab's requests", error)
+        self.flush()
+        self.guard.sync()
+        beats += 1
+        if beats % 10 == 0:
             try:
-                self.act_on_requests()
-                self._free_later()
-            except Exception as error:  # noqa: BLE001 - logged once while the fault lasts
-                self.lab.faults.fail("read the lab's requests", error)
-            self.flush()
-            self.guard.sync()
-            beats += 1
-            if beats % 10 == 0:
-                try:
-                    self.lab.registry.beat(self.holder)
-                    self.lab.registry.interrupt_orphans()
-                    if beats % 600 == 10:  # soon after the start, then every ten minutes: the retention time
-                        self.lab.expire()
-                except Exception as error:  # noqa: BLE001
-                    self.lab.faults.fail("say this process is alive", error)
+                self.lab.registry.beat(self.holder)
+                self.lab.registry.interrupt_orphans()
+                if beats % 600 == 10:  # soon after the start, then every ten minutes: the retention time
+                    self.lab.expire()
+            except Exception as error:  # noqa: BLE001
+                self.lab.faults.fail("say this process is alive", error)
+        return beats
 
     def close(self) -> None:
         """The last rows and run files written; then the thread ends and the database's connections close, so a SQLite

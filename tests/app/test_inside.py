@@ -448,7 +448,10 @@ def test_an_autoencoder_trained_in_the_features_tab_is_a_lab_run_and_the_browser
 
         door = default_lab()
         kept = door.runs(student_key(at.session_state["_llmviz_session_id"]), None)
-        pytest.fail(f"not offered: {box.options}; the lab keeps {kept}; its fault: {door.faults.current}")
+        alive = default_manager().keeper._thread.is_alive()  # noqa: SLF001 - what failed when CI saw it
+        pytest.fail(
+            f"not offered: {box.options}; the lab keeps {kept}; its fault: {door.faults.current}; keeper {alive}"
+        )
     box.set_value(f"run:{job.id}").run()
     assert_clean(at)
     assert "256 features at blocks.1.resid_post" in texts(at.caption)

@@ -81,14 +81,16 @@ def test_the_teacher_key_leaves_the_address_and_the_history_and_a_bad_cookie_is_
     url, log = own_server
     for given in (KEY, "a-wrong-key-but-long-enough"):  # right, then wrong (from another address in effect: slowed)
         page = _page(browser, f"{url}/training?teacher={given}")
+        # the address as the page has it now: Playwright's page.url is only brought up to date while a call into
+        # the browser waits, so polling it alone reads the address of the last call for ever (CI's two failures)
         try:
-            wait_for(lambda page=page: "teacher" not in page.url, timeout=60)
-        except AssertionError:  # what CI saw once (72 s): say which address, whether the script came, the log
+            wait_for(lambda page=page: "teacher" not in page.evaluate("window.location.href"), timeout=60)
+        except AssertionError:
             scripts = page.locator("span[data-llmviz-history]").count()
             pytest.fail(f"the key stayed in {page.url!r} ({scripts} history scripts drawn); log:\n{_log(log)[-3000:]}")
         assert given not in page.evaluate("window.location.href")
         page.go_back()
-        assert given not in page.url, "Back shows the teacher key"
+        assert given not in page.evaluate("window.location.href"), "Back shows the teacher key"
         page.close()
     # a malformed and an empty cookie: replaced by one the app made, which the next page run keeps
     for bad in ("not-a-secret", ""):

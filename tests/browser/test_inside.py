@@ -86,7 +86,7 @@ def test_the_logit_lens_keeps_its_window_and_followed_position_in_the_link_and_a
     for _ in range(2):
         page.keyboard.press("ArrowRight")
     wait_until_idle(page)
-    eventually(lambda: "lens_from=2" in page.url, what="lens_from=2 in the address")
+    eventually(lambda: "lens_from=2" in page.evaluate("window.location.href"), what="lens_from=2 in the address")
     box = main.get_by_role("combobox", name="Follow one position")
     options = []
     box.click()
@@ -95,7 +95,7 @@ def test_the_logit_lens_keeps_its_window_and_followed_position_in_the_link_and_a
     page.keyboard.press("Escape")
     wanted = next(o for o in options if o != box.input_value() and o != options[0])
     choose(page, "Follow one position", wanted, where=main)
-    eventually(lambda: "lens_follow=" in page.url, what="lens_follow in the address")
+    eventually(lambda: "lens_follow=" in page.evaluate("window.location.href"), what="lens_follow in the address")
     link = page.url
     assert urllib.parse.parse_qs(urllib.parse.urlparse(link).query)["lens_follow"] == [wanted]
 

@@ -84,7 +84,7 @@ def test_one_click_pauses_resumes_and_stops_a_lab_run_while_it_redraws(app_url, 
 
 def test_an_old_adapt_link_opens_adapting_with_its_settings(app_url, browser):
     page = open_page(browser, f"{app_url}/adapt?lora_rank=8&quant_bits=4", viewport=SCREEN)
-    eventually(lambda: "/adapting" in page.url, what="the address of the Adapting page")
+    eventually(lambda: "/adapting" in page.evaluate("window.location.href"), what="the address of the Adapting page")
     main_area(page).get_by_text("Adapting a model", exact=False).first.wait_for()
     rank = page.locator("[data-testid='stSlider']").filter(has_text="Rank r").get_by_test_id("stSliderThumbValue")
     assert rank.first.inner_text().strip() == "8"

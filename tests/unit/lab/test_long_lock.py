@@ -13,7 +13,9 @@ from llmviz.jobs.manager import JobManager, JobRefused
 from llmviz.lab.faults import SENTENCES
 from llmviz.lab.service import Lab
 from tests.support.lab_process import submit, wait_for
-from tests.unit.lab.test_one_record import LONG, _locked_by_another_process, _release
+from tests.support.locks import locked_by_another_process, release
+
+LONG = 10_000_000  # steps: a run that trains through the whole test
 
 pytestmark = pytest.mark.slow  # real processes and workers: not the fast lane
 
@@ -28,7 +30,7 @@ def test_a_45_s_lock_with_the_apps_own_timeout_is_refused_in_time_and_training_a
     try:
         cy = submit(manager, "cy", LONG)
         assert wait_for(lambda: manager.lab.run("cy", cy.id) is not None and cy.status().step > 3, 120)
-        locker = _locked_by_another_process("sqlite", tmp_path)  # lab.db in the folder
+        locker = locked_by_another_process("sqlite", tmp_path)  # lab.db in the folder
         locked_at = time.monotonic()
         try:
             before = cy.status().step
@@ -45,7 +47,7 @@ def test_a_45_s_lock_with_the_apps_own_timeout_is_refused_in_time_and_training_a
             time.sleep(max(0.0, 45.0 - (time.monotonic() - locked_at)))  # the lock is held for 45 s in all
             assert cy.status().state.value == "running"
         finally:
-            _release(locker)
+            release(locker)
         bob = submit(manager, "bob", 30)  # the fault cleared: the lab goes on by itself
         assert bob.wait(120) and bob.status().state.value == "finished"
         assert wait_for(lambda: manager.lab.curve("bob", bob.id).steps == list(range(1, 31)), 60)
@@ -53,5 +55,29 @@ def test_a_45_s_lock_with_the_apps_own_timeout_is_refused_in_time_and_training_a
         steps = manager.lab.curve("cy", cy.id).steps
         assert steps == list(range(1, len(steps) + 1))  # every step the lock held back was written after it
         assert manager.lab.runs("ann") == []
+    finally:
+        manager.shutdown()
+
+
+def test_the_keepers_thread_outlives_a_round_that_fails(tmp_path, monkeypatch):
+    """A fault outside the keeper's own guards (here its database check raising what no guard expects) ended its
+    thread once, and with it the keeping of every run of the process: a run that finished afterwards stayed
+    "running at step 0" in the lab for ever (CI). The round fails, is logged once, and the next one goes on."""
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path))
+    try:
+        guard = manager.keeper.guard
+        real, failures = guard.tick, []
+
+        def tick_that_fails_three_times():
+            if len(failures) < 3:
+                failures.append(1)
+                raise RuntimeError("a fault no guard expects")
+            return real()
+
+        monkeypatch.setattr(guard, "tick", tick_that_fails_three_times)
+        run = submit(manager, "ann", 30)
+        assert run.wait(120) and run.status().state.value == "finished"
+        assert wait_for(lambda: len(failures) == 3 and manager.lab.run("ann", run.id).state == "finished", 60)
+        assert manager.lab.curve("ann", run.id).steps == list(range(1, 31))
     finally:
         manager.shutdown()

@@ -11,7 +11,6 @@ import functools
 import os
 import subprocess
 import sys
-import textwrap
 
 import pytest
 import torch
@@ -23,6 +22,7 @@ from llmviz.lab.records import AUTOENCODER, TRAINING
 from llmviz.lab.service import Lab, LabUnavailable
 from tests.support.jobs import TEXT
 from tests.support.lab_process import submit, wait_for
+from tests.support.locks import locked_by_another_process, release
 
 pytestmark = pytest.mark.slow  # real processes and workers: not the fast lane
 
@@ -154,52 +154,6 @@ def test_the_teachers_park_reaches_the_student_as_the_teachers_and_resume_contin
         here.shutdown()
 
 
-LOCKER = textwrap.dedent(
-    """
-    import sqlite3, sys, time
-    db = sqlite3.connect(sys.argv[1], isolation_level=None)
-    db.execute("BEGIN EXCLUSIVE")
-    print("locked", flush=True)
-    sys.stdin.readline()  # held until the test says
-    db.execute("ROLLBACK")
-    """
-)
-
-
-#: PostgreSQL's: every table of the lab locked against writes (EXCLUSIVE: reads go on, as under SQLite's lock in WAL
-#: mode), in a transaction held open until the test says
-PG_LOCKER = textwrap.dedent(
-    """
-    import sys
-    import sqlalchemy as sa
-    engine = sa.create_engine(sys.argv[1])
-    with engine.connect() as db:
-        names = db.execute(sa.text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")).scalars().all()
-        db.execute(sa.text("LOCK TABLE " + ", ".join(f'"{n}"' for n in names) + " IN EXCLUSIVE MODE"))
-        print("locked", flush=True)
-        sys.stdin.readline()  # held until the test says
-        db.rollback()
-    """
-)
-
-
-def _locked_by_another_process(url: str, folder):
-    """Another process holds the lab's database locked against writes (the SQLite file, or every PostgreSQL table)."""
-    if url.startswith("sqlite"):
-        command = [sys.executable, "-c", LOCKER, str(folder / "lab.db")]
-    else:
-        command = [sys.executable, "-c", PG_LOCKER, url]
-    locker = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert locker.stdout.readline().strip() == "locked"
-    return locker
-
-
-def _release(locker: subprocess.Popen) -> None:
-    locker.stdin.write("\n")
-    locker.stdin.flush()
-    locker.wait(30)
-
-
 def test_a_database_locked_past_its_timeout_refuses_in_one_sentence_leaves_no_ghost_and_never_freezes(
     tmp_path, monkeypatch, database_url
 ):
@@ -209,7 +163,7 @@ def test_a_database_locked_past_its_timeout_refuses_in_one_sentence_leaves_no_gh
     try:
         cy = submit(manager, "cy", LONG)  # a run that trains through the lock
         assert wait_for(lambda: manager.lab.run("cy", cy.id) is not None and cy.status().step > 3, 120)
-        locker = _locked_by_another_process(database_url, tmp_path)
+        locker = locked_by_another_process(database_url, tmp_path)
         try:
             before = cy.status().step
             with pytest.raises(JobRefused) as refused:
@@ -221,7 +175,7 @@ def test_a_database_locked_past_its_timeout_refuses_in_one_sentence_leaves_no_gh
             with pytest.raises(LabUnavailable, match="busy"):
                 manager.lab.control("cy", cy.id, "delete")  # a write: refused, nothing half-done
         finally:
-            _release(locker)
+            release(locker)
         bob = submit(manager, "bob", 30)  # the fault cleared: the lab goes on by itself
         assert bob.wait(120) and bob.status().state.value == "finished"
         assert wait_for(lambda: manager.lab.run("bob", bob.id).state == "finished", 60)
