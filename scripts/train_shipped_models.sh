@@ -13,11 +13,14 @@ pathlib.Path('data/python-manual.txt').write_text(unwrap_paragraphs(load('python
 python -m llmviz train --corpus data/python-manual.txt --model gpt-mini --tokenizer bpe --vocab-size 4096 \
   --context 128 --stride 128 --arch tie_weights=true --batch 16 --steps 1000 --lr 3e-3 --warmup 50 --dropout 0.2 \
   --weight-decay 0.1 --eval-interval 50 --seed 1337 --device cpu --weights-only --out data/gpt-python-docs
+# the char transformer also keeps its weights at seven earlier steps (steps/, float16, 1.5 MB): the app's step
+# slider replays it across training at once (its model.safetensors is the same with or without them)
 for model in bigram-counts bigram-neural mlp wavenet rnn gru transformer; do
   lr=3e-3; [ "$model" = bigram-neural ] && lr=1e-1
+  keep=(); [ "$model" = transformer ] && keep=(--keep-steps 0,10,50,100,200,500,1000)
   python -m llmviz train --corpus names --model "$model" --tokenizer char --context 16 --stride 16 --batch 32 \
     --steps 2000 --lr "$lr" --warmup 20 --eval-interval 200 --seed 1337 --device cpu --weights-only \
-    --out "data/names-$model"
+    "${keep[@]}" --out "data/names-$model"
 done
 # the tuned pair of the shipped GPT (the Tuning page opens on them): instruction tuning on the manual's questions
 # (scripts/make_instructions.py writes data/instructions/), then DPO from it; weights kept as float16 (half the size)

@@ -5,6 +5,7 @@ it, and ``ui`` imports that for every page)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import urllib.parse
 from dataclasses import asdict
@@ -13,7 +14,7 @@ from pathlib import Path
 import streamlit as st
 import torch.nn as nn
 
-from llmviz.errors import LlmvizError, log_failure
+from llmviz.errors import CheckpointError, LlmvizError, log_failure
 from llmviz.jobs.job import Job
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.paths import DATA, runs_folder
@@ -24,7 +25,9 @@ from llmviz.training.checkpoint import (
     load_checkpoint,
     model_description,
     model_from_description,
+    parse_description,
 )
+from llmviz.training.checkpoint_steps import STEPS_DIR, checkpoint_steps, load_step_into
 from llmviz.training.snapshots import load_into
 from ui import hub, identity, lab, picker, state
 from ui.labels import run_label
@@ -117,13 +120,16 @@ class ShippedSource:
                 )
             else:
                 kind = name.removeprefix("names-")
+                steps = tuple(kept_steps(DATA / name))
                 out.append(
                     Entry(
                         f"shipped:{name}",
                         f"Shipped {name}",
                         "charlevel",
                         note=f"Shipped with llmviz: a character-level {CHAR_MODEL_TITLES.get(kind, kind)} "
-                        "trained on first names.",
+                        "trained on first names"
+                        + (f", with its weights at steps {', '.join(map(str, steps))}." if steps else "."),
+                        steps=steps,
                     )
                 )
         return out
@@ -132,11 +138,60 @@ class ShippedSource:
         name = key.split(":", 1)[1]
         if name not in self.names():
             raise LlmvizError(f"data/{name} is not a shipped checkpoint.")
-        path = DATA / name
-        signature = checkpoint_signature(path)
-        model, tokenizer, meta = _checkpoint(str(path), signature)
         label = next(e.label for e in self.entries() if e.key == key)
-        return ModelView(key, label, model, tokenizer, meta, _family(meta), weights=weights_id(signature))
+        return checkpoint_view(key, label, DATA / name, step)
+
+
+def checkpoint_view(key: str, label: str, path: Path, step: int | None, says_step: bool = False) -> ModelView:
+    """The checkpoint at ``path`` as the picker hands it out: at ``step`` (its nearest kept step at or before it;
+    None: its own) where it keeps earlier steps (``steps/``), else as saved (``says_step``: its view says the step
+    it was saved at; a shipped model's says none)."""
+    signature = checkpoint_signature(path)
+    model, tokenizer, meta = _checkpoint(str(path), signature)
+    steps = kept_steps(path)
+    if not steps:
+        own = meta.get("step") if says_step else None
+        return ModelView(key, label, model, tokenizer, meta, _family(meta), step=own, weights=weights_id(signature))
+    shown = steps[-1] if step is None else max((s for s in steps if s <= step), default=steps[0])
+    if shown != steps[-1]:  # an earlier step's weights, kept beside the checkpoint (steps/)
+        model = _checkpoint_step(str(path), signature, shown)
+    meta = {**meta, "step": shown, "snapshot_steps": steps}
+    return ModelView(
+        key if shown == steps[-1] else f"{key}@{shown}",
+        label,
+        model,
+        tokenizer,
+        meta,
+        _family(meta),
+        step=shown,
+        weights=weights_id(signature),
+    )
+
+
+def kept_steps(path: Path) -> list[int]:
+    """The steps checkpoint ``path`` can be shown at: its kept steps (``steps/``, written by ``train --keep-steps``)
+    and its own last one; ``[]`` when it keeps none."""
+    if not (path / STEPS_DIR).is_dir():  # most keep none: nothing is read
+        return []
+    return list(_steps_of(str(path), checkpoint_signature(path)))
+
+
+@functools.lru_cache(maxsize=16)
+def _steps_of(path: str, signature: tuple) -> tuple[int, ...]:
+    """:func:`kept_steps` of a checkpoint's files as ``signature`` saw them (its description read once: the same
+    for every student)."""
+    try:
+        final = int(parse_description((Path(path) / "checkpoint.json").read_bytes()).get("step") or 0) or None
+    except (OSError, CheckpointError):
+        return ()
+    return tuple(checkpoint_steps(path, final))
+
+
+@st.cache_resource(show_spinner="Loading this step's weights…", max_entries=16)
+def _checkpoint_step(path: str, signature: tuple, step: int) -> nn.Module:
+    """A checkpoint's model at one of its kept earlier steps (float16 on disk, float32 here), read-only."""
+    model, _, _ = load_checkpoint(path)
+    return _freeze(load_step_into(model, path, step))
 
 
 class MiniLMSource:
@@ -350,6 +405,7 @@ class RunsDirSource:
                 "gpt",
                 note="" if item.readable else f"unreadable: {item.problem}",
                 available=item.readable,
+                steps=tuple(kept_steps(item.path)) if item.readable and item.path.is_dir() else (),
             )
             for item in self.listing()
         ]
@@ -359,18 +415,7 @@ class RunsDirSource:
         path = self.paths().get(name)  # only names found by listing the folder: no path tricks
         if path is None:
             raise LlmvizError(f"No readable checkpoint named {urllib.parse.unquote(name)!r} in the runs folder.")
-        signature = checkpoint_signature(path)
-        model, tokenizer, meta = _checkpoint(str(path), signature)
-        return ModelView(
-            key,
-            f"Checkpoint {path.name}",
-            model,
-            tokenizer,
-            meta,
-            _family(meta),
-            step=meta.get("step"),
-            weights=weights_id(signature),
-        )
+        return checkpoint_view(key, f"Checkpoint {path.name}", path, step, says_step=True)
 
 
 def checkpoint_folder(view: ModelView) -> Path | None:

@@ -162,8 +162,8 @@ def select(key: str) -> None:
     else:
         base, step = parsed
         state.PICKED.set(base)
-        if base.startswith(("run:", "class:")):
-            steps = known[base].steps
+        steps = known[base].steps  # a run's, or a shipped model's kept steps
+        if steps:
             state.PICKED_STEPS.setdefault()[base] = None if step is None or step >= steps[-1] else step
     state.PICKER_VERSION.set(state.PICKER_VERSION.get() + 1)
 
@@ -193,10 +193,8 @@ def offer_bigger_model(reason: str, page: str) -> None:
 def selected_key() -> str:
     """The key :func:`current` will resolve (base key plus ``@step`` for runs)."""
     base = state.PICKED.get(default=DEFAULT_KEY)
-    if base.startswith(("run:", "class:")):
-        step = state.PICKED_STEPS.get().get(base)
-        return base if step is None else f"{base}@{step}"
-    return base
+    step = state.PICKED_STEPS.get().get(base)  # set for a model with steps (a run, a shipped model that keeps some)
+    return base if step is None else f"{base}@{step}"
 
 
 def current(mark: bool = True) -> ModelView:
@@ -257,10 +255,11 @@ def shipped_default() -> ModelView:
 def baseline(view: ModelView | None = None) -> ModelView | None:
     """``view`` (default: the picked model) at step 0, for "step 0 vs step N" views; None when it is not a run."""
     view = view or current()
-    if view.run_id is None:
+    steps = view.meta.get("snapshot_steps") or []
+    if view.run_id is None and not (view.key.startswith("shipped:") and steps and steps[0] == 0):
         return None
     try:
-        return load(f"run:{view.run_id}@0")
+        return load(f"run:{view.run_id}@0" if view.run_id is not None else f"{view.key.split('@')[0]}@0")
     except LlmvizError:
         return None
 

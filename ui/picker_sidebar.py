@@ -138,15 +138,15 @@ def _step_slider(chosen: str, version: int, listed: tuple[int, ...] = ()) -> Non
     shown[chosen] = steps[-1]
     state.STEP_WIDGET.set(step_key)
     if len(steps) > 1:
+        label, words = _slider_words(chosen)
         st.select_slider(
-            "Step (snapshot of the run)",
+            label,
             steps,
             value=value,
             key=step_key,
             on_change=_remember_step,
             args=(step_key, chosen, steps[-1]),
-            help="The run keeps its weights at steps 0, 1, 2, 5, 10, 20, 50, … and its newest "
-            "step. The last position follows the run while it trains.",
+            help=words,
         )
     else:
         st.caption(step_caption(steps[0], job is not None and not job.ended))
@@ -156,6 +156,24 @@ def _step_slider(chosen: str, version: int, listed: tuple[int, ...] = ()) -> Non
         # the student moved the slider, or the followed run has a newer snapshot than the page shows
         state.FOLLOWING.set(stored is None)
         st.rerun(scope="app")
+
+
+def _slider_words(chosen: str) -> tuple[str, str]:
+    """The step slider's label and help: a run's snapshots, or the steps a shipped (or saved) model keeps.
+
+    >>> _slider_words("shipped:names-transformer")[0]
+    'Step (kept in training)'
+    """
+    if chosen.startswith(("run:", "class:")):
+        return (
+            "Step (snapshot of the run)",
+            "The run keeps its weights at steps 0, 1, 2, 5, 10, 20, 50, … and its newest step. The last position "
+            "follows the run while it trains.",
+        )
+    return (
+        "Step (kept in training)",
+        "This model keeps its weights at these steps of its training: move it to watch the model learn.",
+    )
 
 
 def step_caption(step: int, training: bool) -> str:
@@ -169,7 +187,9 @@ def step_caption(step: int, training: bool) -> str:
     return f"Step {step} (its only kept snapshot)."
 
 
-def _jobs_panel_body(in_fragment: bool = False) -> None:
+def _jobs_panel_body(in_fragment: bool = False, elsewhere: list | None = None) -> None:
+    """The progress bars (``elsewhere``: the lab's live runs of this student on other app processes, when the
+    caller read them already this page run; else read here, as every refresh of the fragment does)."""
     owner = session_id()
     job_manager = manager()
     job_manager.heartbeat(owner)
@@ -183,7 +203,9 @@ def _jobs_panel_body(in_fragment: bool = False) -> None:
                 st.caption(f"{literal_markdown(job.label)}: {status.state}; its progress is on this page.")
             else:
                 st.progress(status.fraction, text=f"{literal_markdown(job.label)}: {status.describe()}")
-    for view in lab.live_elsewhere({job.id for job in job_manager.jobs(owner)}):  # the lab's record of them
+    if elsewhere is None:
+        elsewhere = lab.live_elsewhere({job.id for job in job_manager.jobs(owner)})  # the lab's record of them
+    for view in elsewhere:
         active_elsewhere = f"{literal_markdown(view.label)}: {lab.state_text(view)} (trained by another app process)"
         st.progress(min(1.0, view.step / max(1, view.total)), text=active_elsewhere)
     finished = state.ACTIVE_JOBS.setdefault()
@@ -212,7 +234,8 @@ def jobs_panel() -> None:
     watching tab, less often when many watch: :mod:`ui.watch`). The refresh also tells the job manager this
     browser session is still here."""
     here = manager().jobs(session_id())
-    if any(job.changing for job in here) or lab.live_elsewhere({job.id for job in here}):
+    elsewhere = lab.live_elsewhere({job.id for job in here})  # one query of the lab per page run
+    if any(job.changing for job in here) or elsewhere:
         st.fragment(_jobs_panel_timed, run_every=watch.refresh_seconds(session_id()))()
     else:
-        _jobs_panel_body()
+        _jobs_panel_body(elsewhere=elsewhere)

@@ -71,6 +71,34 @@ def count_between(low: int, high: int):
     return parse
 
 
+def step_list(text: str) -> tuple[int, ...]:
+    """``--keep-steps``: snapshot steps, comma-separated (argparse says a bad one in one line).
+
+    >>> step_list("0,10, 50")
+    (0, 10, 50)
+    >>> step_list("0,30")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: 30 is not a snapshot step: the steps kept are 0 and 1, 2, 5 times a power of ten
+    """
+    from llmviz.training.checkpoint_steps import MAX_KEPT_STEPS
+    from llmviz.training.snapshots import is_snapshot_step
+
+    parts = text.split(",")[: MAX_KEPT_STEPS + 1]
+    if len(parts) > MAX_KEPT_STEPS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_KEPT_STEPS} steps")
+    steps = []
+    for part in parts:
+        if not part.strip().isdigit() or len(part.strip()) > 12:
+            raise argparse.ArgumentTypeError(f"{part.strip()[:20]!r} is not a step")
+        step = int(part)
+        if not is_snapshot_step(step):
+            raise argparse.ArgumentTypeError(
+                f"{step} is not a snapshot step: the steps kept are 0 and 1, 2, 5 times a power of ten"
+            )
+        steps.append(step)
+    return tuple(sorted(set(steps)))
+
+
 def add_train_commands(commands) -> None:
     from llmviz.device import MAX_SEED
     from llmviz.training.config import MODEL_CHOICES, OPTIMIZERS
@@ -172,6 +200,13 @@ def add_train_commands(commands) -> None:
         "--weights-only",
         action="store_true",
         help="leave out the optimizer and RNG state (smaller; the run cannot be resumed)",
+    )
+    train.add_argument(
+        "--keep-steps",
+        type=step_list,
+        default=(),
+        help="also keep the weights at these snapshot steps (0, 1, 2, 5, 10, 20, 50, … up to --steps), e.g. "
+        "0,10,50,200, in float16 in OUT/steps/: the app's step slider replays the model at each",
     )
     train.set_defaults(func=cmd_train)
 
@@ -311,12 +346,27 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
             postfix["val"] = f"{status.last_val_loss:.3f}"
         progress.set_postfix(postfix)
 
-    train_blocking(trainer, on_step=show)  # the same job API as the app; Ctrl-C stops after this step
+    keep = args.keep_steps
+    # the same job API as the app; Ctrl-C stops after this step
+    job = train_blocking(trainer, on_step=show, snapshots=bool(keep))
     progress.close()
     trainer.unshard()  # FSDP: every process sends its shards, rank 0 gathers the full weights to save
     if group.is_main:
         _save_and_report(trainer, args, text, group, say)
+        if keep:
+            _save_kept_steps(job, keep, trainer.step, args.out, say)
     return 0
+
+
+def _save_kept_steps(job, keep: tuple[int, ...], last: int, out: str, say) -> None:
+    """``--keep-steps``: the asked steps before the last one, as the run's snapshots kept them, into OUT/steps/."""
+    from llmviz.training.checkpoint_steps import save_steps
+
+    states = {step: job.snapshots.get(step) for step in keep if step < last and step in job.snapshots.steps()}
+    missing = [step for step in keep if step < last and step not in states]
+    save_steps(out, states)
+    if missing:
+        say(f"warning: steps {', '.join(map(str, missing))} were not kept (the run's snapshots dropped them)")
 
 
 def _new_trainer(args: argparse.Namespace, text: str, group, device: str, say):
@@ -327,6 +377,8 @@ def _new_trainer(args: argparse.Namespace, text: str, group, device: str, say):
     from llmviz.training.config import TokenizerKind, TrainConfig
     from llmviz.training.trainer import Trainer
 
+    if args.keep_steps and args.keep_steps[-1] > (500 if args.steps is None else args.steps):
+        raise ConfigError(f"--keep-steps {args.keep_steps[-1]:,} is past the run's last step.")
     if args.stride > args.context:  # one window, or tokens no window ever sees
         raise ConfigError(
             f"--stride {args.stride:,} is longer than the context ({args.context:,} tokens): the tokens between "

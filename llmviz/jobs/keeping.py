@@ -260,6 +260,12 @@ class Keeper:
         with self._flushing:
             self._flush_all()
 
+    def mirror(self) -> None:
+        """Write the run files (``run.json``) of the rows that changed, never while a run is being deleted: a file
+        written beside a deletion made its folder again (CI: an empty folder left of a deleted run)."""
+        with self._flushing:
+            self.guard.sync()
+
     def _flush_all(self) -> None:
         with self._lock:
             kept = list(self._kept.values())
@@ -506,7 +512,7 @@ class Keeper:
         except Exception as error:  # noqa: BLE001 - logged once while the fault lasts
             self.lab.faults.fail("read the lab's requests", error)
         self.flush()
-        self.guard.sync()
+        self.mirror()
         beats += 1
         if beats % 10 == 0:
             try:
@@ -522,7 +528,7 @@ class Keeper:
         """The last rows and run files written; then the thread ends and the database's connections close, so a SQLite
         file is whole by itself (checkpointed, no ``-wal`` left beside it) once the process has gone."""
         self.flush()
-        self.guard.sync()
+        self.mirror()
         self._closed.set()
         if self._thread is not threading.current_thread():
             self._thread.join(CLOSE_WAIT_S)

@@ -2,7 +2,8 @@
 
 A :class:`JobManager` owns every job of a process (the Streamlit server has one, see :func:`default_manager`; the
 CLI and notebooks make their own or use :func:`~llmviz.jobs.blocking.train_blocking`). Its parts, one module each:
-:mod:`~llmviz.jobs.admission` (who may train and who goes next, pure logic), :mod:`~llmviz.jobs.shares` (reading the
+:mod:`~llmviz.jobs.admission` (who may train and who goes next, pure logic), :mod:`~llmviz.jobs.sessions` (each
+owner's jobs, its client, the reaper of sessions that have gone), :mod:`~llmviz.jobs.shares` (reading the
 shares and keeping snapshots within the cap), :mod:`~llmviz.jobs.lab_side` (the lab: slots shared by every process,
 controls from any process, Resume of a kept run), :mod:`~llmviz.jobs.supervisor` (a thread per job group),
 :mod:`~llmviz.jobs.worker` (the loop in the worker, over :mod:`~llmviz.jobs.runners`' interface),
@@ -40,12 +41,11 @@ from __future__ import annotations
 
 import atexit
 import logging
-import math
 import pickle
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from llmviz import settings
@@ -58,6 +58,7 @@ from llmviz.jobs.job import Group, Job
 from llmviz.jobs.keeping import Keeper, kept_bytes, recipe_text, student_key
 from llmviz.jobs.lab_side import JobRefused, LabSide
 from llmviz.jobs.runners import facts as runner_facts
+from llmviz.jobs.sessions import Session, Sessions
 from llmviz.jobs.shares import Shares
 from llmviz.jobs.supervisor import Supervisor
 from llmviz.jobs.worker import TaskPayload, TrainPayload, WorkerOptions
@@ -82,19 +83,12 @@ class Planned:
     steps: int
 
 
-@dataclass
-class _Session:
-    jobs: dict[str, Job] = field(default_factory=dict)
-    heartbeat: float = field(default_factory=time.monotonic)
-    client: str | None = None  # None: the session is its own client
-
-
 def _resumable(runner: Any) -> bool:
     """Can the lab resume a run of ``runner``: a :class:`Planned` run whose text is kept?"""
     return isinstance(runner, Planned) and recipe_text(runner.build) is not None
 
 
-class JobManager(Shares, LabSide):
+class JobManager(Sessions, Shares, LabSide):
     """Runs jobs in workers (processes or threads): a fair queue in front of ``max_running`` slots, per-owner
     job lists, per-client shares of runs and memory, snapshot caps, and a reaper that stops the jobs of owners that
     have gone.
@@ -156,7 +150,7 @@ class JobManager(Shares, LabSide):
         )
         self._lock = threading.RLock()
         self._slots = threading.Condition(self._lock)
-        self._sessions: dict[str, _Session] = {}
+        self._sessions: dict[str, Session] = {}
         self._device_needs: dict[str, int] = {}  # group id → bytes it needs on the GPU (waiting to start)
         self._reaper: threading.Thread | None = None
         self._closed = threading.Event()
@@ -180,28 +174,6 @@ class JobManager(Shares, LabSide):
     @property
     def closed(self) -> bool:
         return self._closed.is_set()
-
-    # ---------------------------------------------------------------- clients
-
-    def bind(self, owner: str, client: str) -> None:
-        """Count ``owner``'s jobs in ``client``'s shares (the server: the student's address, so every tab of one
-        computer shares one share). Cheap: pages call it on every run."""
-        with self._lock:
-            session = self._sessions.setdefault(owner, _Session())
-            session.client = None if client == owner else client
-
-    def client_of(self, owner: str) -> str:
-        with self._lock:
-            session = self._sessions.get(owner)
-            return session.client if session is not None and session.client is not None else owner
-
-    def _client_jobs(self, client: str) -> list[Job]:
-        return [
-            job
-            for owner, session in self._sessions.items()
-            if (session.client or owner) == client
-            for job in session.jobs.values()
-        ]
 
     # ---------------------------------------------------------------- submitting
 
@@ -434,7 +406,7 @@ class JobManager(Shares, LabSide):
         except JobRefused:
             self._discard_unqueued(group, resuming)  # refused meanwhile (another tab's run took the share)
             raise
-        session = self._sessions.setdefault(group.owner, _Session())
+        session = self._sessions.setdefault(group.owner, Session())
         for job in group.jobs:
             session.jobs[job.id] = job
         session.heartbeat = time.monotonic()
@@ -563,18 +535,7 @@ class JobManager(Shares, LabSide):
                 self.ledger.stopping(group.id)
             self._slots.notify_all()
 
-    # ---------------------------------------------------------------- reading (per owner)
-
-    def jobs(self, owner: str) -> list[Job]:
-        """The owner's jobs, oldest first (never anyone else's)."""
-        with self._lock:
-            session = self._sessions.get(owner)
-            return list(session.jobs.values()) if session else []
-
-    def get(self, owner: str, job_id: str) -> Job | None:
-        with self._lock:
-            session = self._sessions.get(owner)
-            return session.jobs.get(job_id) if session else None
+    # ---------------------------------------------------------------- deleting
 
     def remove(self, owner: str, job_id: str) -> None:
         """Stop a job (if it runs) and forget it with its snapshots."""
@@ -586,62 +547,6 @@ class JobManager(Shares, LabSide):
         if self.keeper is not None:
             self.keeper.release(job_id)  # a write of it under way ends first: nothing is written after the deletion
             self.keeper.lab.delete_run(student_key(owner), job_id)
-
-    def heartbeat(self, owner: str) -> None:
-        with self._lock:
-            if owner in self._sessions:
-                self._sessions[owner].heartbeat = time.monotonic()
-
-    def end_session(self, owner: str) -> None:
-        """Stop every job of ``owner`` and forget them (a closed browser tab)."""
-        with self._lock:
-            session = self._sessions.pop(owner, None)
-        for job in session.jobs.values() if session else ():
-            job.discard()
-
-    # ---------------------------------------------------------------- ended sessions
-
-    def _ensure_reaper(self) -> None:
-        if self.session_timeout is None or (self._reaper is not None and self._reaper.is_alive()):
-            return
-        self._reaper = threading.Thread(target=self._reap_forever, name="llmviz-job-reaper", daemon=True)
-        self._reaper.start()
-
-    def _reap_forever(self) -> None:
-        while not self._closed.wait(self.reap_interval):
-            self.reap()
-
-    def reap(self) -> list[str]:
-        """Stop and forget the jobs of owners that have gone; returns those owners."""
-        now = time.monotonic()
-        gone = []
-        with self._lock:
-            owners = list(self._sessions.items())
-        for owner, session in owners:
-            alive = self.liveness(owner) if self.liveness is not None else None
-            if alive:
-                session.heartbeat = now  # a live browser session counts as a heartbeat
-                continue
-            if now - session.heartbeat > (self.session_timeout or math.inf):
-                gone.append(owner)
-        for owner in gone:
-            if self.keeper is not None:
-                self.park_session(owner)
-            else:
-                self.end_session(owner)
-        return gone
-
-    def park_session(self, owner: str) -> None:
-        """``owner`` has gone (no tab for ``session_timeout``): their runs still training stop after this step and
-        are kept as *parked* in the lab (snapshots and curve), their workers and memory freed; the manager forgets
-        them (the lab lists them)."""
-        with self._lock:
-            session = self._sessions.pop(owner, None)
-        for job in session.jobs.values() if session else ():
-            if not job.ended and self.keeper is not None:
-                self.keeper.park(job, "server")
-            job.stop()
-            job.group.wake()
 
     def close_for_restart(self, timeout: float = 5.0) -> None:
         """The server is stopping in order (SIGTERM; :func:`default_manager` registers this at exit): every run that

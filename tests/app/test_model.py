@@ -280,3 +280,34 @@ def test_the_flow_draws_every_shipped_model(name):
     kinds = [stage["kind"] for stage in data["payload"]["stages"]]
     assert kinds[0] == "tokens" and kinds[-2:] == ["logits", "probs"]
     assert ("attn" in kinds) == (name == "names-transformer")
+
+
+def test_the_shipped_transformer_replays_the_sentence_at_its_kept_steps():
+    """Issue 58 §3: a shipped run's steps work at once. names-transformer keeps its weights at seven earlier steps
+    (data/names-transformer/steps/, float16): the sidebar offers them, a link opens one, and the flow's numbers are that
+    step's own (a plain forward pass of the file's weights, read here with safetensors)."""
+    from safetensors.torch import load_file
+
+    from llmviz.lessons.model import DEFAULT_SENTENCE
+    from llmviz.tokenizers.ids import encode
+
+    folder = ui.ROOT / "data" / "names-transformer"
+    at = run_app("stages/model.py", query={"model": "shipped:names-transformer@100"})
+    assert_clean(at)
+    slider = next(s for s in at.sidebar.select_slider if s.label == "Step (kept in training)")
+    assert list(slider.options) == ["0", "10", "50", "100", "200", "500", "1000", "2000"] and slider.value == 100
+    (data,) = flows(at)
+    assert data["payload"]["model"]["step"] == 100
+    assert "Step 100 of this model's training (8 snapshots, steps 0–2000)" in texts(at.caption)
+    model, tokenizer, _ = load_checkpoint(folder)
+    state = load_file(str(folder / "steps" / "step-000100.safetensors"))
+    model.load_state_dict({name: tensor.float() for name, tensor in state.items()})
+    ids = encode(tokenizer, DEFAULT_SENTENCE)[-len(data["payload"]["ids"]) :]
+    with torch.no_grad():
+        logits = model.eval()(torch.tensor([ids]))[0]
+    sent = torch.tensor(data["payload"]["last"]["logits"], dtype=torch.float32)
+    torch.testing.assert_close(sent, torch.sort(logits[0, -1], descending=True).values, rtol=1e-5, atol=1e-5)
+    slider.set_value(2000).run()  # the last position: the checkpoint itself
+    assert_clean(at)
+    (data,) = flows(at)
+    assert data["payload"]["model"]["step"] == 2000

@@ -102,7 +102,7 @@ def test_bpe_trained_after_a_stopped_run_uses_its_own_settings():
     job.stop()  # the Stop button's action (the button lives in a live section, which AppTest does not rerun)
     finish_jobs(at)
     assert_no_error_box(at)
-    assert job.status().state == "stopped"
+    assert job.status().state == "stopped", job.status().describe()
     assert re.search(r"Stopped with \d+ merges \(vocabulary \d+ of the 4000 asked for\)", texts(at.warning))
     assert at.session_state["bpe_tokenizer"].split_pattern == "gpt2"
     by_label(at.slider, "Vocabulary size").set_value(300)

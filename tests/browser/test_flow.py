@@ -186,6 +186,43 @@ def test_the_step_slider_replays_the_sentence_at_each_snapshot(app_url, browser,
     no_error_box(page)
 
 
+def test_the_shipped_transformers_steps_replay_the_sentence_at_once(app_url, browser):
+    """Issue 58 §3: a shipped run's steps work at once. The shipped char transformer keeps seven earlier steps: the
+    sidebar's slider moves the flow to one, and its bars are that step's own weights' (data/names-transformer/steps/,
+    read here with safetensors)."""
+    from safetensors.torch import load_file
+
+    from llmviz.training.checkpoint import load_checkpoint
+    from tests.support.paths import DATA as SHIPPED
+
+    page = open_page(browser, f"{app_url}/model?model=shipped:names-transformer", viewport=(1400, 1000))
+    page.wait_for_selector(FLOW)
+    assert page.evaluate(DATA)["model"]["step"] == 2000
+    step_slider = sidebar(page).get_by_role("slider").first
+    step_slider.focus()
+    page.keyboard.press("ArrowLeft")  # step 1,000
+
+    def earlier():
+        data = page.evaluate(DATA) if page.locator(FLOW).count() else None
+        return data if data and data["model"]["step"] == 1000 else None
+
+    data = eventually(earlier, what="the flow at step 1,000")
+    wait_until_idle(page)
+    assert main_area(page).get_by_text(re.compile(r"Step 1000 of this model's training \(8 snapshots")).count() == 1
+    model, tokenizer, _ = load_checkpoint(SHIPPED / "names-transformer")
+    model.load_state_dict(
+        {k: t.float() for k, t in load_file(str(SHIPPED / "names-transformer/steps/step-001000.safetensors")).items()}
+    )
+    ids = data["ids"]
+    with torch.no_grad():
+        logits, _ = model.eval()(torch.tensor([ids]))
+    probs = torch.softmax(logits[0, -1].double(), dim=-1).sort(descending=True).values[: len(data["last"]["tokens"])]
+    shown = torch.tensor(flow_state(page, "v.shown"), dtype=torch.float64)
+    torch.testing.assert_close(shown, probs, rtol=1e-5, atol=1e-6)
+    shot(page, "flow-shipped-step-1000")
+    no_error_box(page)
+
+
 @pytest.mark.parametrize("preset", ["llama-style", "moe-tiny"])
 def test_the_component_draws_what_a_llama_style_model_has(browser, preset):
     """The component alone (ui/panels/flow.py's module, in a blank page): RoPE instead of a position table, grouped

@@ -284,3 +284,29 @@ def test_the_shipped_gpts_text_is_the_manual_with_its_paragraphs_unwrapped():
         assert sum(line in ours for line in lines) >= 0.99 * len(lines)
     assert 'The "for" statement is used to iterate over the elements of a sequence (such as a string,' in shipped
     assert shipped.count("\n") < 0.7 * corpus.load("python-docs").count("\n")
+
+
+def test_the_shipped_transformers_kept_steps_are_its_training():
+    """data/names-transformer/steps/ (issue 58: a shipped model's steps work at once): its step 0 is the model as the
+    recorded command initialises it (seed 1337, built here by the trainer), and the steps whose validation loss the
+    checkpoint recorded give that loss again from their float16 weights (recomputed by hand, as above)."""
+    from safetensors.torch import load_file
+
+    from llmviz.training.checkpoint_steps import STEP_DTYPE, saved_steps, step_file
+    from llmviz.training.trainer import Trainer
+
+    folder = DATA / "names-transformer"
+    model, tokenizer, meta = load_checkpoint(folder)
+    config = TrainConfig.from_dict({**meta["train_config"], "stride": 16})  # the script's --stride (see data/README)
+    assert saved_steps(folder) == [0, 10, 50, 100, 200, 500, 1000]
+    fresh = Trainer.from_text(corpus_text(meta["corpus"]), config).model.state_dict()
+    kept = load_file(str(step_file(folder, 0)))
+    assert kept.keys() == fresh.keys()
+    for name, tensor in fresh.items():
+        assert torch.equal(kept[name], tensor.to(STEP_DTYPE)), name
+    recorded = {m["step"]: m["val_loss"] for m in meta["metrics"] if m.get("val_loss") is not None}
+    text = corpus_text(meta["corpus"])
+    for step in (200, 1000):
+        model.load_state_dict({name: t.float() for name, t in load_file(str(step_file(folder, step))).items()})
+        again = validation_loss_recomputed(model.eval(), tokenizer, text, config)
+        assert again == pytest.approx(recorded[step], abs=5e-3), step  # float16 weights: within a few thousandths

@@ -28,13 +28,14 @@ def payload(model_key: str, ids: tuple[int, ...], _view: picker.ModelView) -> di
 
 
 def steps_note(view: picker.ModelView) -> str | None:
-    """What the sidebar's step slider does here: replay the sentence at another snapshot of the run (None for a
-    model without snapshots, such as the shipped ones)."""
+    """What the sidebar's step slider does here: replay the sentence at another snapshot of the run, or another
+    kept step of a shipped model (None for a model without them, such as the shipped GPT)."""
     steps = view.meta.get("snapshot_steps") or []
     if view.step is None or len(steps) < 2:
         return None
+    whose = "this run" if view.run_id is not None else "this model's training"
     return (
-        f"Step {view.step} of this run ({len(steps)} snapshots, steps {steps[0]}–{steps[-1]}): move the sidebar's "
+        f"Step {view.step} of {whose} ({len(steps)} snapshots, steps {steps[0]}–{steps[-1]}): move the sidebar's "
         "step slider to replay this sentence at another step and watch attention sharpen."
     )
 

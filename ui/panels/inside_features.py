@@ -20,6 +20,7 @@ import ui
 from llmviz.data.corpus import text_key
 from llmviz.errors import LlmvizError
 from llmviz.interpret import features, interventions, sae
+from llmviz.lab.records import AUTOENCODER
 from llmviz.lessons import inside
 from llmviz.training import footprint
 from ui import charts, lab, picker, state
@@ -421,6 +422,7 @@ def submit_sae_run(view, config: sae.SaeConfig):
             label=label,
             total=config.steps,
             checkpoint=False,
+            kind=AUTOENCODER,  # recorded as one from its first row (every page lists only the kinds it can use)
         ),
     )
     if job is not None:

@@ -78,3 +78,42 @@ def test_resume_goes_on_to_the_steps_asked_and_keeps_the_saved_total_otherwise(t
     saved = json.loads((tmp_path / "ck" / "checkpoint.json").read_text())
     assert saved["step"] == 5 and saved["train_config"]["steps"] == 5
     assert saved["train_config"]["compile"] is False
+
+
+def test_keep_steps_keeps_those_steps_weights_beside_the_checkpoint(tmp_path, capsys):
+    """--keep-steps writes OUT/steps/ (float16): the last step is the checkpoint itself, and a step's file is the
+    run's weights at that step (the same run retrained to that step, compared here)."""
+    from safetensors.torch import load_file
+
+    from llmviz.training.checkpoint_steps import checkpoint_steps, saved_steps, step_file
+
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(TEXT)
+    common = ["train", "--corpus", str(corpus), "--model", "bigram-neural", "--context", "8", "--batch", "4"]
+    common += ["--eval-interval", "5", "--warmup", "0", "--lr", "1e-2", "--optimizer", "sgd"]
+    assert main([*common, "--steps", "5", "--keep-steps", "0,2,5", "--out", str(tmp_path / "ck")]) == 0
+    assert saved_steps(tmp_path / "ck") == [0, 2] and checkpoint_steps(tmp_path / "ck", 5) == [0, 2, 5]
+    # the references: step 0 is the run's initialisation (its saved config built again), and step 2 the snapshot the
+    # app's job keeps of the same run at step 2
+    from llmviz.jobs.blocking import train_blocking
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.trainer import Trainer
+
+    config = TrainConfig.from_dict(json.loads((tmp_path / "ck" / "checkpoint.json").read_text())["train_config"])
+    initial = Trainer.from_text(TEXT, config).model.state_dict()
+    job = train_blocking(Trainer.from_text(TEXT, config), snapshots=True)
+    for step, reference in ((0, initial), (2, job.snapshots.get(2))):
+        kept = load_file(str(step_file(tmp_path / "ck", step)))
+        for name, tensor in reference.items():
+            assert torch.equal(kept[name], tensor.to(torch.float16)), (step, name)
+
+
+@pytest.mark.parametrize("steps", ["0,3", "0,x", "0,1000"])
+def test_keep_steps_that_cannot_be_kept_are_refused_before_training(tmp_path, capsys, steps):
+    code = None
+    try:
+        code = train(tmp_path, "--keep-steps", steps)
+    except SystemExit as exited:  # argparse: a step that is no snapshot step, or no number
+        code = exited.code
+    assert code not in (0, None) and "Traceback" not in capsys.readouterr().err
+    assert not (tmp_path / "ck" / "steps").exists()

@@ -133,7 +133,9 @@ def test_postgresql_stopped_mid_run_is_said_once_and_the_run_goes_on(tmp_path):
             wait_for(lambda: "cannot be reached" in log.read_text(), TIMEOUT)
             start()
             wait_for(lambda: "answers again" in log.read_text(), TIMEOUT)
-            before = _pg_run(url, run_id)[1]
+            read = []  # this test's own connection may time out too while the server comes back (2 s, loaded)
+            wait_for(lambda: read.append(_pg_run(url, run_id)) or read[-1] is not None, TIMEOUT)
+            before = read[-1][1]
             wait_for(lambda: (_pg_run(url, run_id) or ("", 0, []))[1] > before + 5, TIMEOUT)
         finally:
             _stop(process)
