@@ -34,6 +34,16 @@ def flow_state(page, expr: str):
     return page.evaluate(VIEW, expr)
 
 
+def assert_bars_are_the_models(page, model, data: dict) -> None:
+    """The next-token bars the page draws are ``model``'s own probabilities after the payload's tokens (a plain
+    forward pass here, no cache, in float64 softmax)."""
+    with torch.no_grad():
+        logits, _ = model.eval()(torch.tensor([data["ids"]]))
+    probs = torch.softmax(logits[0, -1].double(), dim=-1).sort(descending=True).values[: len(data["last"]["tokens"])]
+    shown = torch.tensor(flow_state(page, "v.shown"), dtype=torch.float64)
+    torch.testing.assert_close(shown, probs, rtol=1e-5, atol=1e-6)
+
+
 def reference_bars(logits: list[float], temperature: float, top_k: int, top_p: float, bars: int) -> torch.Tensor:
     """What llmviz.generation.sampling gives for the sent logits: temperature, then top-k, then top-p."""
     row = torch.tensor(logits, dtype=torch.float64)
@@ -176,11 +186,7 @@ def test_the_step_slider_replays_the_sentence_at_each_snapshot(app_url, browser,
     model = load_into(model_from_description(meta["model"]), state)
     tokenizer = tokenizer_from_dict(meta["tokenizer"])
     ids = data["ids"]
-    with torch.no_grad():
-        logits, _ = model.eval()(torch.tensor([ids]))
-    probs = torch.softmax(logits[0, -1].double(), dim=-1).sort(descending=True).values[: len(data["last"]["tokens"])]
-    shown = torch.tensor(flow_state(page, "v.shown"), dtype=torch.float64)
-    torch.testing.assert_close(shown, probs, rtol=1e-5, atol=1e-6)
+    assert_bars_are_the_models(page, model, data)
     assert ids == encode(tokenizer, "The result is then bound to the class name.")[-len(ids) :]
     shot(page, "flow-earlier-step")
     no_error_box(page)
@@ -213,12 +219,7 @@ def test_the_shipped_transformers_steps_replay_the_sentence_at_once(app_url, bro
     model.load_state_dict(
         {k: t.float() for k, t in load_file(str(SHIPPED / "names-transformer/steps/step-001000.safetensors")).items()}
     )
-    ids = data["ids"]
-    with torch.no_grad():
-        logits, _ = model.eval()(torch.tensor([ids]))
-    probs = torch.softmax(logits[0, -1].double(), dim=-1).sort(descending=True).values[: len(data["last"]["tokens"])]
-    shown = torch.tensor(flow_state(page, "v.shown"), dtype=torch.float64)
-    torch.testing.assert_close(shown, probs, rtol=1e-5, atol=1e-6)
+    assert_bars_are_the_models(page, model, data)
     shot(page, "flow-shipped-step-1000")
     no_error_box(page)
 
