@@ -96,7 +96,12 @@ def load_step_into(model: nn.Module, directory: str | Path, step: int) -> nn.Mod
     path = step_file(directory, step)
     if not path.is_file():
         raise CheckpointError(f"{Path(directory).name} keeps no weights of step {step:,}.")
-    state = read_safetensors(path)
+    try:
+        state = read_safetensors(path)
+    except CheckpointError:  # its own words name the file's header: the student reads which step, and why
+        raise CheckpointError(
+            f"The weights of step {step:,} in {Path(directory).name} cannot be read: the file is damaged."
+        ) from None
     expected = model.state_dict()
     try:
         model.load_state_dict(

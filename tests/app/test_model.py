@@ -311,3 +311,25 @@ def test_the_shipped_transformer_replays_the_sentence_at_its_kept_steps():
     assert_clean(at)
     (data,) = flows(at)
     assert data["payload"]["model"]["step"] == 2000
+
+
+def test_a_saved_checkpoint_that_keeps_steps_has_the_step_slider_too(tmp_path, monkeypatch):
+    """`train --keep-steps` writes OUT/steps/: a checkpoint in the runs folder that keeps steps is offered with the
+    sidebar's step slider, as the shipped one is, and a damaged step file is said in one sentence, not a traceback."""
+    import shutil
+
+    folder = tmp_path / "runs" / "names-steps"
+    shutil.copytree(ui.ROOT / "data" / "names-transformer", folder)
+    monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(tmp_path / "runs"))
+    at = run_app("stages/model.py", query={"model": "dir:names-steps@50"})
+    assert_clean(at)
+    slider = next(s for s in at.sidebar.select_slider if s.label == "Step (kept in training)")
+    assert slider.value == 50 and list(slider.options)[-1] == "2000"
+    (data,) = flows(at)
+    assert data["payload"]["model"]["step"] == 50
+    (folder / "steps" / "step-000010.safetensors").write_bytes(b"not a safetensors file")
+    slider.set_value(10).run()
+    assert not at.exception
+    assert "The weights of step 10 in names-steps cannot be read: the file is damaged. The shipped GPT is shown." in (
+        texts(at.info)
+    )
