@@ -100,6 +100,11 @@ def weight_decay_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     ]
 
 
+#: where Adam and AdamW take PyTorch's fused kernel (one kernel for every parameter): CUDA, as nanoGPT does, and the
+#: CPU, where it is several times faster than the default per-tensor loop for a small model's many tensors
+FUSED_ADAM_DEVICES = ("cuda", "cpu")
+
+
 def build_optimizer(config: TrainConfig, model: nn.Module, fused_adam: bool = False) -> torch.optim.Optimizer | None:
     parameters = [p for p in model.parameters() if p.requires_grad]
     if not parameters:
@@ -327,7 +332,7 @@ class Trainer:
         if self.config.compile:
             self.train_model = compiled(self.train_model)
         self.optimizer = build_optimizer(
-            self.config, self.model, fused_adam=self.device.type == "cuda" and not self.group.sharded
+            self.config, self.model, fused_adam=self.device.type in FUSED_ADAM_DEVICES and not self.group.sharded
         )
         stride = self.config.stride or self.config.context_length
         self.train_generator = torch.Generator().manual_seed(self.config.seed)
@@ -551,7 +556,7 @@ class Trainer:
         model.load_state_dict(weights, strict=True)
         self.model = self.train_model = model.to(self.device)
         set_dropout_generator(self.model, None if self.owns_process else self.dropout_generator)
-        self.optimizer = build_optimizer(self.config, self.model, fused_adam=self.device.type == "cuda")
+        self.optimizer = build_optimizer(self.config, self.model, fused_adam=self.device.type in FUSED_ADAM_DEVICES)
         if self.optimizer is not None:  # FSDP names each parameter's state by its name; torch.optim by its index
             names = {id(p): name for name, p in self.model.named_parameters()}
             order = [names[id(p)] for group in self.optimizer.param_groups for p in group["params"]]

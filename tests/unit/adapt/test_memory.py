@@ -177,6 +177,7 @@ def test_fp16_run_is_torchs_mixed_precision_recipe_step_for_step():
             {"params": [p for p in reference.parameters() if p.dim() < 2], "weight_decay": 0.0},
         ],
         lr=config.lr,
+        fused=True,  # the trainer's kernel on the CPU, as on CUDA (llmviz.training.trainer.FUSED_ADAM_DEVICES)
     )
     scaler = torch.amp.GradScaler("cpu")
     batches = Trainer(config, dataset, initial_model=start).train_batches  # the same seed: the same batches

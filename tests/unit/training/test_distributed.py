@@ -203,7 +203,12 @@ def test_fsdp_on_two_processes_equals_one(corpus_file, one_process, tmp_path):
     assert summary["val_loss"] is not None  # every process evaluated its slice, rank 0 reports the mean
     assert abs(meta["final"]["val_loss"] - meta_single["final"]["val_loss"]) <= 1e-5 * meta_single["final"]["val_loss"]
     assert meta["model"] == meta_single["model"]  # a plain GPT's description, not FSDP's wrapper class
-    assert meta["optimizer_param_groups"] == meta_single["optimizer_param_groups"]  # nanoGPT's two AdamW groups
+    # nanoGPT's two AdamW groups, the same settings; the kernel differs (fused in one process, per tensor over the
+    # shards: llmviz.training.trainer.FUSED_ADAM_DEVICES), which the tolerances above and below allow for
+    kernel = ("fused", "foreach")
+    assert [{k: v for k, v in g.items() if k not in kernel} for g in meta["optimizer_param_groups"]] == [
+        {k: v for k, v in g.items() if k not in kernel} for g in meta_single["optimizer_param_groups"]
+    ]
     assert_same_weights(one_process, out)
     a, b = optimizer_state(one_process), optimizer_state(out)
     assert a.keys() == b.keys() and a
