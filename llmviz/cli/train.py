@@ -313,6 +313,7 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     from tqdm import tqdm
 
     from llmviz.jobs.blocking import train_blocking
+    from llmviz.training.checkpoint_steps import drop_steps, saved_steps
     from llmviz.training.trainer import resume
 
     say = (lambda message: print(message, file=sys.stderr)) if group.is_main else (lambda message: None)
@@ -322,6 +323,8 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
         changes |= {"steps": args.steps} if args.steps is not None else {}
         changes |= {"compile": True} if args.compile else {}
         trainer = resume(args.resume, text, device, group=group, **changes)
+        kept = saved_steps(args.out) if _in_place(args) else []
+        _check_kept_steps(args.keep_steps, trainer.step, trainer.config.steps, kept)
         say(f"resuming {args.resume} at step {trainer.step} of {trainer.config.steps}")
     else:
         trainer = _new_trainer(args, text, group, device, say)
@@ -352,21 +355,55 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     progress.close()
     trainer.unshard()  # FSDP: every process sends its shards, rank 0 gathers the full weights to save
     if group.is_main:
+        if not _in_place(args):  # an earlier run's steps in --out (--overwrite) are not this run's
+            drop_steps(args.out)
         _save_and_report(trainer, args, text, group, say)
         if keep:
             _save_kept_steps(job, keep, trainer.step, args.out, say)
     return 0
 
 
+def _in_place(args: argparse.Namespace) -> bool:
+    """Whether this run is saved into the folder it resumed from (its kept steps there stay its own)."""
+    return bool(args.resume) and Path(args.out).resolve() == Path(args.resume).resolve()
+
+
 def _save_kept_steps(job, keep: tuple[int, ...], last: int, out: str, say) -> None:
     """``--keep-steps``: the asked steps before the last one, as the run's snapshots kept them, into OUT/steps/."""
-    from llmviz.training.checkpoint_steps import save_steps
+    from llmviz.training.checkpoint_steps import save_steps, saved_steps
 
+    already = set(saved_steps(out))  # a run resumed in place: the steps its first part kept
     states = {step: job.snapshots.get(step) for step in keep if step < last and step in job.snapshots.steps()}
-    missing = [step for step in keep if step < last and step not in states]
+    missing = [step for step in keep if step < last and step not in states and step not in already]
     save_steps(out, states)
     if missing:
         say(f"warning: steps {', '.join(map(str, missing))} were not kept (the run's snapshots dropped them)")
+
+
+def _check_kept_steps(keep: tuple[int, ...], first: int, last: int, saved: list[int] = ()) -> None:
+    """``--keep-steps`` within the run: none past its last step, and none before its first (a resumed run trains from
+    its saved step on: a step before it can be kept only by the run that trained it, and one already in OUT/steps/
+    stays there).
+
+    >>> _check_kept_steps((0, 10), 0, 10)
+    >>> _check_kept_steps((0, 10, 20), 10, 50, saved=[0])
+    >>> _check_kept_steps((0, 100), 0, 50)
+    Traceback (most recent call last):
+    llmviz.errors.ConfigError: --keep-steps 100 is past the run's last step (50).
+    >>> _check_kept_steps((5, 20), 10, 50)
+    Traceback (most recent call last):
+    llmviz.errors.ConfigError: --keep-steps 5 is before step 10, where the resumed run starts: ...
+    """
+    from llmviz.errors import ConfigError
+
+    if keep and keep[-1] > last:
+        raise ConfigError(f"--keep-steps {keep[-1]:,} is past the run's last step ({last:,}).")
+    earlier = [step for step in keep if step < first and step not in saved]
+    if earlier:
+        raise ConfigError(
+            f"--keep-steps {earlier[0]:,} is before step {first:,}, where the resumed run starts: only the run that "
+            "trained it could have kept it."
+        )
 
 
 def _new_trainer(args: argparse.Namespace, text: str, group, device: str, say):
@@ -377,8 +414,7 @@ def _new_trainer(args: argparse.Namespace, text: str, group, device: str, say):
     from llmviz.training.config import TokenizerKind, TrainConfig
     from llmviz.training.trainer import Trainer
 
-    if args.keep_steps and args.keep_steps[-1] > (500 if args.steps is None else args.steps):
-        raise ConfigError(f"--keep-steps {args.keep_steps[-1]:,} is past the run's last step.")
+    _check_kept_steps(args.keep_steps, 0, 500 if args.steps is None else args.steps)
     if args.stride > args.context:  # one window, or tokens no window ever sees
         raise ConfigError(
             f"--stride {args.stride:,} is longer than the context ({args.context:,} tokens): the tokens between "

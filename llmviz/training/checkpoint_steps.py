@@ -66,6 +66,27 @@ def save_steps(directory: str | Path, states: dict[int, dict[str, torch.Tensor]]
     return written
 
 
+def drop_steps(directory: str | Path) -> int:
+    """Remove the step files in ``directory/steps/`` (those of a run saved there before: a new run saved in the folder
+    must not show them as its own steps); returns how many were removed. Other files stay.
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> _ = save_steps(folder, {0: {"w": torch.zeros(2)}, 10: {"w": torch.ones(2)}})
+    >>> drop_steps(folder), saved_steps(folder), (folder / STEPS_DIR).exists()
+    (2, [], False)
+    """
+    folder = Path(directory) / STEPS_DIR
+    if not folder.is_dir():
+        return 0
+    names = [entry.name for entry in os.scandir(folder) if _NAME.match(entry.name)]
+    for name in names:
+        (folder / name).unlink(missing_ok=True)
+    if not any(folder.iterdir()):
+        folder.rmdir()
+    return len(names)
+
+
 def saved_steps(directory: str | Path) -> list[int]:
     """The steps whose weights ``directory/steps/`` holds, in order (none: ``[]``); at most :data:`MAX_KEPT_STEPS`
     (of the folder's first 256 names: a folder of a million files is not listed whole)."""

@@ -108,6 +108,30 @@ def test_keep_steps_keeps_those_steps_weights_beside_the_checkpoint(tmp_path, ca
             assert torch.equal(kept[name], tensor.to(torch.float16)), (step, name)
 
 
+def test_a_resumed_run_keeps_its_steps_and_a_new_run_in_the_folder_drops_the_earlier_runs(tmp_path, capsys):
+    """Resumed in place, a run keeps the steps its first part kept and adds the ones it trains; a step past its last
+    or before its resume step that is not kept is refused in one line; a new run saved over the folder
+    (--overwrite) shows none of the earlier run's steps as its own."""
+    from llmviz.training.checkpoint_steps import checkpoint_steps, saved_steps
+
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(TEXT)
+    out = str(tmp_path / "ck")
+    common = ["train", "--corpus", str(corpus), "--model", "bigram-neural", "--context", "8", "--batch", "4"]
+    common += ["--eval-interval", "5", "--warmup", "0", "--lr", "1e-2", "--optimizer", "sgd"]
+    assert main([*common, "--steps", "5", "--keep-steps", "0,2", "--out", out]) == 0
+    resumed = ["train", "--corpus", str(corpus), "--resume", out, "--out", out]
+    for keep, said in (("1000", "1,000 is past the run's last step (50)"), ("1,20", "1 is before step 5")):
+        capsys.readouterr()
+        assert main([*resumed, "--steps", "50", "--keep-steps", keep]) != 0
+        assert said in capsys.readouterr().err and saved_steps(out) == [0, 2]
+    assert main([*resumed, "--steps", "50", "--keep-steps", "0,2,5,20"]) == 0
+    assert "not kept" not in capsys.readouterr().err  # 0 and 2 are there from the run's first part
+    assert checkpoint_steps(out, 50) == [0, 2, 5, 20, 50]
+    assert main([*common, "--steps", "20", "--seed", "7", "--out", out, "--overwrite"]) == 0
+    assert saved_steps(out) == [] and checkpoint_steps(out, 20) == []
+
+
 @pytest.mark.parametrize("steps", ["0,3", "0,x", "0,1000"])
 def test_keep_steps_that_cannot_be_kept_are_refused_before_training(tmp_path, capsys, steps):
     code = None
