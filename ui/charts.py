@@ -23,6 +23,11 @@ def margins(top: int = 40, bottom: int = 10, side: int = 10) -> dict:
     return {"l": side, "r": side, "t": top, "b": bottom}
 
 
+#: a horizontal legend under a chart's x-axis title at any height: pinned to the figure's bottom edge (the paper's
+#: y=-0.2 of a short chart, as in presenter mode, put it on the axis title's line)
+LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0}
+
+
 def heatmap(
     matrix,
     x_labels=None,

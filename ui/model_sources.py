@@ -21,11 +21,11 @@ from llmviz.paths import DATA, runs_folder
 from llmviz.training.checkpoint import (
     ListedCheckpoint,
     checkpoint_signature,
+    inspect_checkpoint,
     list_checkpoints,
     load_checkpoint,
     model_description,
     model_from_description,
-    parse_description,
 )
 from llmviz.training.checkpoint_steps import STEPS_DIR, checkpoint_steps, load_step_into
 from llmviz.training.snapshots import load_into
@@ -180,9 +180,11 @@ def kept_steps(path: Path) -> list[int]:
 def _steps_of(path: str, signature: tuple) -> tuple[int, ...]:
     """:func:`kept_steps` of a checkpoint's files as ``signature`` saw them (its description read once: the same
     for every student)."""
-    try:
-        final = int(parse_description((Path(path) / "checkpoint.json").read_bytes()).get("step") or 0) or None
+    try:  # the description read within its size limit, regular files only (inspect_checkpoint)
+        final = int(inspect_checkpoint(path)[0].get("step") or 0) or None
     except (OSError, CheckpointError):
+        return ()
+    if final is None:  # no step of its own: its kept steps could not be told from its final weights
         return ()
     return tuple(checkpoint_steps(path, final))
 

@@ -300,6 +300,13 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     # before anything trains: a run is never lost to a folder it cannot be written to, nor an earlier run to this one
     check_out(args.out, overwrite=args.overwrite, continuing=args.resume)
+    if args.keep_steps and args.fsdp:
+        from llmviz.errors import ConfigError
+
+        raise ConfigError(
+            "--keep-steps cannot be used with --fsdp: each process holds only its shard of a step's weights. "
+            "Train without --fsdp to keep steps."
+        )
     # an unavailable --device (cuda on a CPU-only machine, a typo) is an error naming the available ones, in
     # every process, before torch.distributed is touched
     group, device = distributed.join(pick_device(args.device), fully_sharded=args.fsdp)
@@ -313,7 +320,7 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     from tqdm import tqdm
 
     from llmviz.jobs.blocking import train_blocking
-    from llmviz.training.checkpoint_steps import drop_steps, saved_steps
+    from llmviz.training.checkpoint_steps import saved_steps
     from llmviz.training.trainer import resume
 
     say = (lambda message: print(message, file=sys.stderr)) if group.is_main else (lambda message: None)
@@ -349,17 +356,24 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
             postfix["val"] = f"{status.last_val_loss:.3f}"
         progress.set_postfix(postfix)
 
-    keep = args.keep_steps
+    keep = _StepKeeper(args.keep_steps) if args.keep_steps else None
     # the same job API as the app; Ctrl-C stops after this step
-    job = train_blocking(trainer, on_step=show, snapshots=bool(keep))
+    job = train_blocking(
+        trainer,
+        on_step=show,
+        snapshots=keep is not None,
+        manager=_keeping_manager(parameters) if keep is not None else None,
+        poll_s=0.05 if keep is not None else 0.2,
+        on_poll=keep,
+    )
     progress.close()
     trainer.unshard()  # FSDP: every process sends its shards, rank 0 gathers the full weights to save
     if group.is_main:
         if not _in_place(args):  # an earlier run's steps in --out (--overwrite) are not this run's
-            drop_steps(args.out)
+            _drop_earlier_steps(args.out, say)
         _save_and_report(trainer, args, text, group, say)
-        if keep:
-            _save_kept_steps(job, keep, trainer.step, args.out, say)
+        if keep is not None:
+            keep.save(job.status().step, args.out, say)
     return 0
 
 
@@ -368,16 +382,48 @@ def _in_place(args: argparse.Namespace) -> bool:
     return bool(args.resume) and Path(args.out).resolve() == Path(args.resume).resolve()
 
 
-def _save_kept_steps(job, keep: tuple[int, ...], last: int, out: str, say) -> None:
-    """``--keep-steps``: the asked steps before the last one, as the run's snapshots kept them, into OUT/steps/."""
-    from llmviz.training.checkpoint_steps import save_steps, saved_steps
+class _StepKeeper:
+    """``--keep-steps``: takes each asked step's weights (float16) from the run's snapshots as they arrive, before a
+    later snapshot can push it out of the snapshot store, and writes them into OUT/steps/ once the run is saved."""
 
-    already = set(saved_steps(out))  # a run resumed in place: the steps its first part kept
-    states = {step: job.snapshots.get(step) for step in keep if step < last and step in job.snapshots.steps()}
-    missing = [step for step in keep if step < last and step not in states and step not in already]
-    save_steps(out, states)
-    if missing:
-        say(f"warning: steps {', '.join(map(str, missing))} were not kept (the run's snapshots dropped them)")
+    def __init__(self, steps: tuple[int, ...]):
+        self.steps = steps
+        self.held: dict[int, dict] = {}
+
+    def __call__(self, job) -> None:
+        from llmviz.training.checkpoint_steps import STEP_DTYPE
+
+        for step in set(self.steps).intersection(job.snapshots.steps()).difference(self.held):
+            state = job.snapshots.get(step)
+            if state is not None:
+                self.held[step] = {n: t.to(STEP_DTYPE) if t.is_floating_point() else t for n, t in state.items()}
+
+    def save(self, last: int, out: str, say) -> None:
+        from llmviz.training.checkpoint_steps import save_steps, saved_steps
+
+        already = set(saved_steps(out))  # a run resumed in place: the steps its first part kept
+        states = {step: state for step, state in self.held.items() if step < last}
+        missing = [step for step in self.steps if step < last and step not in states and step not in already]
+        save_steps(out, states)
+        if missing:
+            say(f"warning: steps {', '.join(map(str, missing))} were not kept (the run's snapshots dropped them)")
+
+
+def _keeping_manager(parameters: int):
+    """The CLI's job manager when it keeps steps: a snapshot store for step 0, the newest and two more of this model
+    (float32), at least the app's 128 MB, so that no asked step is refused or pushed out before it is taken."""
+    from llmviz.jobs.manager import JobManager
+
+    return JobManager(max_running=1, snapshot_cap_mb=max(128.0, 4 * 4 * parameters / 2**20 + 1))
+
+
+def _drop_earlier_steps(out: str, say) -> None:
+    from llmviz.training.checkpoint_steps import drop_steps
+
+    try:
+        drop_steps(out)
+    except OSError as error:  # the run is saved all the same: only the earlier run's steps stay, said here
+        say(f"warning: the earlier run's steps in {out}/steps could not be removed ({error.strerror})")
 
 
 def _check_kept_steps(keep: tuple[int, ...], first: int, last: int, saved: list[int] = ()) -> None:

@@ -244,12 +244,6 @@ class Keeper:
         with self._lock:
             self._kept.pop(job_id, None)
 
-    def release(self, job_id: str) -> None:
-        """Forget ``job_id`` once no flush is writing it (the run is about to be deleted: a flush under way ends
-        first, and later ones no longer see it)."""
-        with self._flushing:
-            self.forget(job_id)
-
     def holding(self) -> threading.Lock:
         """Held, no flush runs (one under way ends first): for a deletion, which nothing may write behind."""
         return self._flushing

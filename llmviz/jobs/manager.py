@@ -545,8 +545,10 @@ class JobManager(Sessions, Shares, LabSide):
         if job is not None:
             job.discard()
         if self.keeper is not None:
-            self.keeper.release(job_id)  # a write of it under way ends first: nothing is written after the deletion
-            self.keeper.lab.delete_run(student_key(owner), job_id)
+            # a write of it under way ends first, and none (rows, run.json) starts until its rows and folder are gone
+            with self.keeper.holding():
+                self.keeper.forget(job_id)
+                self.keeper.lab.delete_run(student_key(owner), job_id)
 
     def close_for_restart(self, timeout: float = 5.0) -> None:
         """The server is stopping in order (SIGTERM; :func:`default_manager` registers this at exit): every run that

@@ -43,6 +43,7 @@ from llmviz.jobs.worker import Channel, ParkedRunner, WorkerGone, thread_options
 
 log = logging.getLogger(__name__)
 
+EXIT_DRAIN_S = 5.0  # how long an exited worker's last messages may take to reach the channel
 STOP_GRACE_S = 10.0  # a Stop waits this long for a worker that has gone silent before killing it
 
 
@@ -315,7 +316,11 @@ class Supervisor:
         process, channel = self.group.process, self.channel
         if process is None or channel is None:
             return
-        if not process.is_alive() and not channel.poll(0):
+        # a worker that has exited may have sent its last messages (a result, Done) just before: the server's reading
+        # thread moves them from the pipe into the channel a moment later, then marks the pipe's end; only a channel
+        # still empty after that is a worker gone without a word (under load, "stopped unexpectedly (exit code 0)"
+        # ended runs that had finished or been stopped)
+        if not process.is_alive() and not channel.poll(EXIT_DRAIN_S):
             raise WorkerGone(f"exit code {process.exitcode}")
         if getattr(process, "starting", False):  # a Ray actor waiting for its node: silence counts once it runs
             self.heard = time.monotonic()

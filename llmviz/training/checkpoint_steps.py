@@ -111,19 +111,36 @@ def checkpoint_steps(directory: str | Path, final: int | None) -> list[int]:
     return kept + ([final] if final is not None else [])
 
 
+def _header_shapes(path: Path) -> dict[str, tuple[int, ...]] | None:
+    """The tensors' names and shapes in a safetensors file's header (no tensor data read); None: no such header."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), "pt") as handle:
+            return {name: tuple(handle.get_slice(name).get_shape()) for name in handle.keys()}
+    except (SafetensorError, OSError, ValueError):
+        return None
+
+
 def load_step_into(model: nn.Module, directory: str | Path, step: int) -> nn.Module:
     """``model`` (built from the checkpoint's description) with ``step``'s kept weights, in float32 and eval mode.
     :class:`CheckpointError` (one sentence) for a step that is not kept or a file that does not fit the model."""
     path = step_file(directory, step)
     if not path.is_file():
         raise CheckpointError(f"{Path(directory).name} keeps no weights of step {step:,}.")
+    damaged = CheckpointError(
+        f"The weights of step {step:,} in {Path(directory).name} cannot be read: the file is damaged."
+    )
+    expected = model.state_dict()
+    shapes = _header_shapes(path)  # names and shapes from the header, before any tensor is read
+    if shapes is None:
+        raise damaged
+    if shapes != {name: tuple(t.shape) for name, t in expected.items()}:
+        raise CheckpointError(f"The weights of step {step:,} in {Path(directory).name} do not fit its model.")
     try:
         state = read_safetensors(path)
     except CheckpointError:  # its own words name the file's header: the student reads which step, and why
-        raise CheckpointError(
-            f"The weights of step {step:,} in {Path(directory).name} cannot be read: the file is damaged."
-        ) from None
-    expected = model.state_dict()
+        raise damaged from None
     try:
         model.load_state_dict(
             {name: t.to(expected[name].dtype) if name in expected else t for name, t in state.items()}, strict=True

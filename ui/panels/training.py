@@ -111,8 +111,8 @@ def recorded_curve(curve, label: str) -> None:
         xaxis_title="step",
         yaxis_title="cross-entropy loss (nats)",
         height=380,
-        margin=charts.margins(40),
-        legend=dict(orientation="h", y=-0.2),
+        margin=charts.margins(40, bottom=40),
+        legend=charts.LEGEND_BELOW,
     )
     charts.show(figure, key=state.widget("recorded_curve"))
 

@@ -102,7 +102,11 @@ def test_keep_steps_keeps_those_steps_weights_beside_the_checkpoint(tmp_path, ca
     config = TrainConfig.from_dict(json.loads((tmp_path / "ck" / "checkpoint.json").read_text())["train_config"])
     initial = Trainer.from_text(TEXT, config).model.state_dict()
     job = train_blocking(Trainer.from_text(TEXT, config), snapshots=True)
-    for step, reference in ((0, initial), (2, job.snapshots.get(2))):
+    by_hand = Trainer.from_text(TEXT, config)  # the same run, two optimizer steps taken by hand: no snapshot involved
+    for _ in range(2):
+        by_hand.train_step()
+        by_hand.step += 1  # as Trainer.run counts them (the learning rate's schedule reads it)
+    for step, reference in ((0, initial), (2, job.snapshots.get(2)), (2, by_hand.model.state_dict())):
         kept = load_file(str(step_file(tmp_path / "ck", step)))
         for name, tensor in reference.items():
             assert torch.equal(kept[name], tensor.to(torch.float16)), (step, name)
@@ -130,6 +134,25 @@ def test_a_resumed_run_keeps_its_steps_and_a_new_run_in_the_folder_drops_the_ear
     assert checkpoint_steps(out, 50) == [0, 2, 5, 20, 50]
     assert main([*common, "--steps", "20", "--seed", "7", "--out", out, "--overwrite"]) == 0
     assert saved_steps(out) == [] and checkpoint_steps(out, 20) == []
+
+
+def test_every_asked_step_of_a_model_too_big_for_the_apps_snapshot_cap_is_kept(tmp_path, capsys):
+    """12.6 M parameters: five float32 snapshots (250 MB) are past the app's 128 MB per student, which kept only
+    step 0 of them (the CLI's own snapshot store now holds what the asked steps need, taken as they arrive)."""
+    from llmviz.training.checkpoint_steps import saved_steps
+
+    corpus = tmp_path / "text.txt"
+    corpus.write_text(TEXT)
+    command = ["train", "--corpus", str(corpus), "--model", "gpt-micro", "--d-model", "512", "--layers", "4"]
+    command += ["--context", "16", "--batch", "4", "--steps", "6", "--keep-steps", "0,1,2,5", "--out", str(tmp_path)]
+    assert main(command) == 0
+    assert saved_steps(tmp_path) == [0, 1, 2, 5] and "not kept" not in capsys.readouterr().err
+
+
+def test_keep_steps_with_fsdp_is_refused_before_training(tmp_path, capsys):
+    assert train(tmp_path, "--fsdp", "--keep-steps", "0,1") != 0
+    assert "--keep-steps cannot be used with --fsdp" in capsys.readouterr().err
+    assert not (tmp_path / "ck").exists() or not any((tmp_path / "ck").iterdir())
 
 
 @pytest.mark.parametrize("steps", ["0,3", "0,x", "0,1000"])

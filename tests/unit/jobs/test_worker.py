@@ -114,7 +114,8 @@ def test_a_session_cannot_hold_more_than_its_share(processes):
         job.stop()
         assert job.wait(30)
     done = processes.submit_task("carol", functools.partial(counting_loop, steps=4), label="count", total=4)
-    assert done.wait(60) and done.result == 10 and done.status().state == JobState.FINISHED
+    assert done.wait(60) and done.status().state == JobState.FINISHED, (done.status().describe(), done.status().error)
+    assert done.result == 10
 
 
 @pytest.mark.slow  # 20 runs in worker processes
