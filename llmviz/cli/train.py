@@ -426,7 +426,7 @@ def _drop_earlier_steps(out: str, say) -> None:
         say(f"warning: the earlier run's steps in {out}/steps could not be removed ({error.strerror})")
 
 
-def _check_kept_steps(keep: tuple[int, ...], first: int, last: int, saved: list[int] = ()) -> None:
+def _check_kept_steps(keep: tuple[int, ...], first: int, last: int, saved: list[int] | tuple[int, ...] = ()) -> None:
     """``--keep-steps`` within the run: none past its last step, and none before its first (a resumed run trains from
     its saved step on: a step before it can be kept only by the run that trained it, and one already in OUT/steps/
     stays there).
