@@ -320,19 +320,11 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
     from tqdm import tqdm
 
     from llmviz.jobs.blocking import train_blocking
-    from llmviz.training.checkpoint_steps import saved_steps
-    from llmviz.training.trainer import resume
 
     say = (lambda message: print(message, file=sys.stderr)) if group.is_main else (lambda message: None)
     text = _load_text(args.corpus)
     if args.resume:
-        changes: dict = {"precision": args.precision} if args.precision != "auto" else {}  # else: the saved one
-        changes |= {"steps": args.steps} if args.steps is not None else {}
-        changes |= {"compile": True} if args.compile else {}
-        trainer = resume(args.resume, text, device, group=group, **changes)
-        kept = saved_steps(args.out) if _in_place(args) else []
-        _check_kept_steps(args.keep_steps, trainer.step, trainer.config.steps, kept)
-        say(f"resuming {args.resume} at step {trainer.step} of {trainer.config.steps}")
+        trainer = _resumed_trainer(args, text, group, device, say)
     else:
         trainer = _new_trainer(args, text, group, device, say)
     trainer.claim_process()  # this process is the run's: fused dropout, TF32 on CUDA (Trainer.claim_process)
@@ -358,14 +350,12 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
 
     keep = _StepKeeper(args.keep_steps) if args.keep_steps else None
     # the same job API as the app; Ctrl-C stops after this step
-    job = train_blocking(
-        trainer,
-        on_step=show,
-        snapshots=keep is not None,
-        manager=_keeping_manager(parameters) if keep is not None else None,
-        poll_s=0.05 if keep is not None else 0.2,
-        on_poll=keep,
-    )
+    if keep is None:
+        job = train_blocking(trainer, on_step=show)
+    else:
+        job = train_blocking(
+            trainer, on_step=show, snapshots=True, manager=_keeping_manager(parameters), poll_s=0.05, on_poll=keep
+        )
     progress.close()
     trainer.unshard()  # FSDP: every process sends its shards, rank 0 gathers the full weights to save
     if group.is_main:
@@ -375,6 +365,21 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
         if keep is not None:
             keep.save(job.status().step, args.out, say)
     return 0
+
+
+def _resumed_trainer(args: argparse.Namespace, text: str, group, device: str, say):
+    """``--resume``: the saved run, with the settings the command line changes (its --keep-steps checked against it)."""
+    from llmviz.training.checkpoint_steps import saved_steps
+    from llmviz.training.trainer import resume
+
+    changes: dict = {"precision": args.precision} if args.precision != "auto" else {}  # else: the saved one
+    changes |= {"steps": args.steps} if args.steps is not None else {}
+    changes |= {"compile": True} if args.compile else {}
+    trainer = resume(args.resume, text, device, group=group, **changes)
+    kept = saved_steps(args.out) if _in_place(args) else []
+    _check_kept_steps(args.keep_steps, trainer.step, trainer.config.steps, kept)
+    say(f"resuming {args.resume} at step {trainer.step} of {trainer.config.steps}")
+    return trainer
 
 
 def _in_place(args: argparse.Namespace) -> bool:
