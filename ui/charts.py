@@ -478,6 +478,7 @@ def show_in(where, figure: go.Figure, width="stretch", **kwargs):
         )
         if (figure.layout.height or 0) > PRESENTER_HEIGHT:  # a tall chart fits a 720-px screen under its controls
             figure.update_layout(height=PRESENTER_HEIGHT)
+        _legend_off_the_axis(figure)
         # every axis label too (Streamlit's theme draws them at 0.75 rem otherwise), a heatmap's token labels included
         figure.for_each_xaxis(
             lambda axis: axis.update(tickfont_size=max(14, round((axis.tickfont.size or 12) * scale)))
@@ -486,6 +487,21 @@ def show_in(where, figure: go.Figure, width="stretch", **kwargs):
             lambda axis: axis.update(tickfont_size=max(14, round((axis.tickfont.size or 12) * scale)))
         )
     return where.plotly_chart(figure, width=width, config=export_config(_filename(figure)), **kwargs)
+
+
+def _legend_off_the_axis(figure: go.Figure) -> None:
+    """A horizontal legend placed under the plot at a fraction of its height (``y=-0.2``) moves to the figure's
+    bottom edge (:data:`LEGEND_BELOW`): with presenter mode's bigger tick labels and axis title, the fraction put it
+    on the axis title's line.
+
+    >>> figure = go.Figure(layout=dict(legend=dict(orientation="h", y=-0.2)))
+    >>> _legend_off_the_axis(figure)
+    >>> figure.layout.legend.yref, figure.layout.legend.y
+    ('container', 0)
+    """
+    legend = figure.layout.legend
+    if legend.orientation == "h" and legend.y is not None and legend.y < 0 and legend.yref in (None, "paper"):
+        figure.update_layout(legend=LEGEND_BELOW)
 
 
 def show(figure: go.Figure, width="stretch", **kwargs):
