@@ -29,7 +29,7 @@ from llmviz.models.charlevel import CHAR_MODELS, build_char_model
 from llmviz.models.gpt import GPT, MAX_EXPERTS, SIZE_LIMITS, GPTConfig, size_problem
 from llmviz.tokenizers.base import Tokenizer, TokenizerError
 from llmviz.tokenizers.saved import tokenizer_from_dict
-from llmviz.training.safetensors_file import read_safetensors, refuse_pickle, regular_file
+from llmviz.training.safetensors_file import header_shapes, read_safetensors, refuse_pickle, regular_file
 
 
 def model_class(model: nn.Module) -> type:
@@ -282,16 +282,12 @@ def _described_shapes(description: dict) -> dict[str, tuple[int, ...]]:
 
 def _check_weights_match(path: Path, expected: dict[str, tuple[int, ...]]) -> None:
     """Compare the safetensors header (names and shapes) with the description, reading no tensor data."""
-    from safetensors import SafetensorError, safe_open
-
     if regular_file(path).st_size == 0:
         raise CheckpointError(f"{path.name} is empty.")
-    try:
-        with safe_open(str(path), "pt") as handle:
-            found = {name: tuple(handle.get_slice(name).get_shape()) for name in handle.keys()}
-    except (SafetensorError, OSError) as error:
+    found = header_shapes(path)
+    if found is None:
         read_safetensors(path)  # gives the clear message for pickles, truncated and corrupted files
-        raise CheckpointError(f"{path.name} is not a valid safetensors file: {error}") from None
+        raise CheckpointError(f"{path.name} is not a valid safetensors file.")
     if found != expected:
         missing = sorted(set(expected) - set(found))[:3]
         extra = sorted(set(found) - set(expected))[:3]

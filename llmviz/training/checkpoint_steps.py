@@ -25,7 +25,7 @@ import torch
 import torch.nn as nn
 
 from llmviz.errors import CheckpointError
-from llmviz.training.safetensors_file import read_safetensors
+from llmviz.training.safetensors_file import header_shapes, read_safetensors
 
 STEPS_DIR = "steps"
 STEP_DTYPE = torch.float16  #: the kept steps' weights: half of float32's bytes, plenty to draw a picture from
@@ -111,17 +111,6 @@ def checkpoint_steps(directory: str | Path, final: int | None) -> list[int]:
     return kept + ([final] if final is not None else [])
 
 
-def _header_shapes(path: Path) -> dict[str, tuple[int, ...]] | None:
-    """The tensors' names and shapes in a safetensors file's header (no tensor data read); None: no such header."""
-    from safetensors import SafetensorError, safe_open
-
-    try:
-        with safe_open(str(path), "pt") as handle:
-            return {name: tuple(handle.get_slice(name).get_shape()) for name in handle.keys()}
-    except (SafetensorError, OSError, ValueError):
-        return None
-
-
 def load_step_into(model: nn.Module, directory: str | Path, step: int) -> nn.Module:
     """``model`` (built from the checkpoint's description) with ``step``'s kept weights, in float32 and eval mode.
     :class:`CheckpointError` (one sentence) for a step that is not kept or a file that does not fit the model."""
@@ -132,7 +121,7 @@ def load_step_into(model: nn.Module, directory: str | Path, step: int) -> nn.Mod
         f"The weights of step {step:,} in {Path(directory).name} cannot be read: the file is damaged."
     )
     expected = model.state_dict()
-    shapes = _header_shapes(path)  # names and shapes from the header, before any tensor is read
+    shapes = header_shapes(path)  # names and shapes from the header, before any tensor is read
     if shapes is None:
         raise damaged
     if shapes != {name: tuple(t.shape) for name, t in expected.items()}:

@@ -70,3 +70,23 @@ def read_safetensors(path: str | Path) -> dict[str, torch.Tensor]:
         raise CheckpointError(
             f"{path.name} is not a valid safetensors file (truncated or corrupted?){detail}"
         ) from None
+
+
+def header_shapes(path: str | Path) -> dict[str, tuple[int, ...]] | None:
+    """The tensors' names and shapes in a safetensors file's header, no tensor data read; None: no such header (a
+    damaged, truncated or foreign file).
+
+    >>> import tempfile
+    >>> from safetensors.torch import save_file
+    >>> file = Path(tempfile.mkdtemp()) / "w.safetensors"
+    >>> save_file({"w": torch.zeros(2, 3)}, str(file))
+    >>> header_shapes(file), header_shapes(Path(tempfile.mkdtemp()) / "none.safetensors")
+    ({'w': (2, 3)}, None)
+    """
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), "pt") as handle:
+            return {name: tuple(handle.get_slice(name).get_shape()) for name in handle.keys()}
+    except (SafetensorError, OSError, ValueError):
+        return None
