@@ -248,6 +248,7 @@ WIDGETS: dict[str, str] = {
     "lazy_": "Any page: an expander whose content runs only while it is open (ui.sections.lazy)",
     "forward_pass_": "Model and Home: the flow, one forward pass animated (its state: the block opened), by page",
     "picture_": "Any page: the container of its key picture, the first thing it shows (ui.sections.key_picture)",
+    "questions_": "Any page: the container of its questions, which presenter mode shows last (ui/static/presenter.js)",
     "quiz_choice_": "Any page: a question's options (page, question)",
     "quiz_reveal_": "Any page: a question's Reveal button (page, question)",
     "quiz_ask_": "Any page: Ask me, which opens the questions (page)",

@@ -34,10 +34,12 @@ Done(index=0, state=<JobState.FINISHED: 'finished'>)
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pickle
 import queue
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -153,6 +155,9 @@ class Channel:
     def close(self) -> None:
         pass
 
+    def interrupt(self) -> None:
+        """Wake a thread blocked reading this end, without closing it (see :meth:`PipeChannel.interrupt`)."""
+
 
 class _QueueChannel(Channel):
     """Between two threads of one process: messages are passed as they are (nothing is pickled)."""
@@ -223,7 +228,18 @@ class PipeChannel(Channel):
             raise WorkerGone(str(error) or "the pipe was closed") from error
 
     def close(self) -> None:
-        self.connection.close()
+        with self._sending:  # a send under way ends first: its file number is never freed under it
+            self.connection.close()
+
+    def interrupt(self) -> None:
+        """End the pipe for both sides without giving up its file number: a thread blocked reading it wakes to the
+        pipe's end (``socket.shutdown``; a duplex ``multiprocessing.Pipe`` is a socket pair). Closing it instead
+        would free the number while that thread may still read it, and the next worker's pipe may get it."""
+        try:
+            with socket.socket(fileno=os.dup(self.connection.fileno())) as duplicate:
+                duplicate.shutdown(socket.SHUT_RDWR)
+        except (OSError, ValueError):
+            pass  # closed already, or not a socket: the reading thread ends at the worker's exit
 
 
 class ReadAhead(_QueueChannel):
@@ -233,6 +249,11 @@ class ReadAhead(_QueueChannel):
     worker; with this, the silence is noticed (no whole message for ``worker_timeout`` seconds) and the kill ends the
     pipe, which ends the reading thread. What it read waits in a short queue (the worker still waits when the server
     reads slowly), read as a thread worker's channel is (:class:`_QueueChannel`).
+
+    Only the reading thread closes the pipe, once it has stopped reading: :meth:`close` ends the pipe and wakes it. A
+    pipe closed under a reading thread freed its file number while the thread could still start a read on it; the
+    next worker's pipe then got that number, and the old thread took the first bytes of the new worker's messages
+    (under load, a finished run ended "stopped unexpectedly (exit code 0)" without its result).
 
     >>> a, b = thread_channel_pair()
     >>> reading = ReadAhead(a)
@@ -249,25 +270,50 @@ class ReadAhead(_QueueChannel):
     def __init__(self, channel: Channel):
         super().__init__(queue.Queue(maxsize=8), queue.Queue())
         self.channel = channel
-        threading.Thread(target=self._read, name="llmviz-worker-reader", daemon=True).start()
+        self._closing = threading.Event()
+        self._pipe = threading.Lock()  # held while the pipe is closed or interrupted: never one under the other
+        self._pipe_open = True
+        self._reading = threading.Thread(target=self._read, name="llmviz-worker-reader", daemon=True)
+        self._reading.start()
 
     def _read(self) -> None:
+        try:
+            while not self._closing.is_set():
+                try:
+                    message = self.channel.recv()
+                except WorkerGone:
+                    break
+                except Exception:  # noqa: BLE001 - a message that cannot be read: the worker is as good as gone
+                    if not self._closing.is_set():
+                        log.exception("a worker's message could not be read: its run ends as if the worker had gone")
+                    break
+                self._hand_on(message)
+        finally:
+            with self._pipe:
+                self.channel.close()  # this thread reads no more: the file number may go to another pipe now
+                self._pipe_open = False
+            self._hand_on(self._CLOSED)
+
+    def _hand_on(self, message) -> None:
+        """Into the inbox; once closing, what nobody will read makes room for the end mark (never a thread blocked
+        for ever on a full inbox)."""
         while True:
             try:
-                message = self.channel.recv()
-            except WorkerGone:
-                break
-            except Exception:  # noqa: BLE001 - a message that cannot be read: the worker is as good as gone
-                log.exception("a worker's message could not be read: its run ends as if the worker had gone")
-                break
-            self.inbox.put(message)
-        self.inbox.put(self._CLOSED)
+                self.inbox.put(message, timeout=0.5)
+                return
+            except queue.Full:
+                if self._closing.is_set():
+                    with contextlib.suppress(queue.Empty):
+                        self.inbox.get_nowait()
 
     def send(self, message) -> None:
         self.channel.send(message)
 
     def close(self) -> None:
-        self.channel.close()
+        self._closing.set()
+        with self._pipe:
+            if self._pipe_open:  # (once closed, its number may be another pipe's: never touched again)
+                self.channel.interrupt()
 
 
 # ---------------------------------------------------------------------------- runners

@@ -131,7 +131,17 @@ FIRST_SLIDE = """() => {
     chips: Array.from(main.querySelectorAll('[class*="st-key-picture_"] span[title]')).filter(shown)
       .map((e) => e.getBoundingClientRect().bottom),
     hint: document.getElementById('llmviz-where').title,
+    quiz: ((q) => (q ? shown(q) : null))(main.querySelector('[class*="st-key-questions_"]')),  // null: no questions
   };
+}"""
+# the last slide, whether it shows the page's questions, and the page back on its first slide
+LAST_SLIDE_QUIZ = """() => {
+  const P = window.__llmvizPresent;
+  P.goto(P.count() - 1);
+  const quiz = document.querySelector('[data-testid="stMainBlockContainer"] [class*="st-key-questions_"]');
+  const shown = !!quiz && quiz.getBoundingClientRect().height > 0;
+  P.goto(0);
+  return shown;
 }"""
 
 
@@ -163,8 +173,35 @@ def test_the_first_slide_opens_on_the_pages_picture_and_fits_the_screen(app_url,
         assert first["chips"] and max(first["chips"]) <= SCREEN[1], f"the text's chips end at {first['chips'][-1:]}"
     if "more" in first["where"]:
         assert "Next shows" in first["where"] and "explanations" in first["hint"], first["where"]
+    the_questions_are_the_last_slide(page, first, name)
     if name in EVERY_RUN:  # every slide, on the page already open (the others with -m extended, above)
         check_every_slide(measured_slides(page), page, name)
+    page.close()
+
+
+def the_questions_are_the_last_slide(page, first: dict, name: str) -> None:
+    """The "Predict, then reveal" questions close the lesson: never on the first slide (they were, beside the page's
+    picture, on every page), always on the last."""
+    if first["quiz"] is None:
+        return
+    assert first["quiz"] is False, f"{name}: the questions are on the first slide"
+    assert page.evaluate(LAST_SLIDE_QUIZ) is True, f"{name}: the questions are not the last slide"
+
+
+def test_a_tab_without_a_picture_opens_on_its_first_section_and_ends_on_the_questions(app_url, browser):
+    """Adapting's Fine-tuning tab (tables and formulas, no chart until its runs train): its first slide was the page's
+    title and introduction alone, with the questions; it opens on the tab's first section now."""
+    page = open_page(browser, f"{app_url}/adapting?adapting_part=Fine-tuning+for+a+task&present=1", viewport=SCREEN)
+    page.locator("#llmviz-present-bar").wait_for()
+    first = settled(page, FIRST_SLIDE)
+    no_error_box(page)
+    headings = page.evaluate(
+        """() => Array.from(document.querySelectorAll('[data-testid="stMainBlockContainer"] h2, h3'))
+             .filter((h) => h.getBoundingClientRect().height > 0).map((h) => h.innerText.trim())"""
+    )
+    assert any(h.startswith("Fine-tuning for a task") for h in headings), headings
+    the_questions_are_the_last_slide(page, first, "adapting's Fine-tuning tab")
+    assert first["quiz"] is False
     page.close()
 
 

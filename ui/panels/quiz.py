@@ -79,8 +79,12 @@ def section(page: str, build: Callable[[], list[Question]], title: str = "Predic
     such as two short training runs, costs nothing until then); an LlmvizError becomes a notice.
     """
     right, answered = score()
-    with st.expander(
-        f"{title}: guess before you look", expanded=bool(state.QUIZ_OPEN.get(page)), icon=":material/quiz:"
+    # its key marks the questions for presenter mode, which shows them last (ui/static/presenter.js)
+    with (
+        st.container(key=state.widget("questions_", page)),
+        st.expander(
+            f"{title}: guess before you look", expanded=bool(state.QUIZ_OPEN.get(page)), icon=":material/quiz:"
+        ),
     ):
         st.caption(
             "Each answer is computed from the model and your own settings, right now — never written "

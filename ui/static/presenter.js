@@ -36,10 +36,8 @@
     var block = inner(el); if (!block) return false;
     return Array.prototype.some.call(block.children, function (c) { return isHeading(c) || holdsHeading(c); });
   }
-  function isQuiz(el) {  // the page's "Predict, then reveal" expander (ui/panels/quiz.py, its icon named quiz)
-    var icon = el.querySelector('[data-testid="stExpander"] summary [data-testid="stIconMaterial"]');
-    return !!icon && icon.textContent.trim() === 'quiz';
-  }
+  var QUIZ = '[class*="st-key-questions_"]';  // the page's "Predict, then reveal" questions (ui/panels/quiz.py)
+  function isQuiz(el) { return !!(el.matches(QUIZ) || el.querySelector(QUIZ)); }
   function leaves(block, wrappers) {  // the blocks a slide is made of: a section's fragment is opened up
     var out = [];
     Array.prototype.forEach.call(block.children, function (child) {
@@ -78,12 +76,15 @@
     if (merged.length > 1 && !merged[merged.length - 1].some(substantive)) {
       var tail = merged.pop(); merged[merged.length - 1] = merged[merged.length - 1].concat(tail);
     }
-    // the first slide opens on the page's picture: the title and introduction join the slide that holds it
+    // the first slide opens on the page's picture: the title and introduction join the slide that holds it, or the
+    // first section where there is none (a tab of tables and formulas); the questions stay the last slide
     var first = -1;
     merged.some(function (group, i) {
+      if (group.some(isQuiz)) return false;
       if (group.some(function (leaf) { return !!(leaf.querySelector(PICTURE) || leaf.closest(PICTURE)); })) first = i;
       return first >= 0;
     });
+    if (first < 0 && merged.length > 2 && !merged[1].some(isQuiz)) first = 1;
     if (first > 0) merged.splice(0, first + 1, [].concat.apply([], merged.slice(0, first + 1)));
     return { groups: merged, wrappers: wrappers };
   }

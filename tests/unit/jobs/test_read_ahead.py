@@ -28,3 +28,34 @@ def test_a_message_begun_and_never_finished_blocks_nobody_and_the_end_of_the_pip
         reading.recv()
     with pytest.raises(WorkerGone):  # and stays gone
         reading.recv()
+
+
+def test_closing_wakes_the_reading_thread_and_only_that_thread_gives_up_the_pipe():
+    """The supervisor's close ends the pipe and wakes its reader while the worker is still there (the worker's end
+    open), and the file number is given up only by the reading thread once it has stopped: a pipe closed under a
+    reading thread let it start a read on the next worker's pipe, which had been given the same number, and take
+    the first bytes of its messages (a finished run then ended "stopped unexpectedly (exit code 0)")."""
+    ours, theirs = multiprocessing.Pipe(duplex=True)
+    reading = ReadAhead(PipeChannel(ours))
+    theirs.send_bytes(pickle.dumps("done"))
+    assert reading.poll(10.0) and reading.recv() == "done"
+    reading.close()  # the reader is blocked in a read: the worker has said nothing more and is still there
+    assert reading.poll(10.0)
+    with pytest.raises(WorkerGone):
+        reading.recv()
+    reading._reading.join(10.0)
+    assert not reading._reading.is_alive() and ours.closed  # closed by the reading thread, after its last read
+    with pytest.raises(EOFError):  # the worker's end sees the pipe's end
+        theirs.recv_bytes()
+
+
+def test_a_reader_closed_with_a_full_inbox_ends_and_gives_up_the_pipe():
+    """Messages nobody will read do not keep the reading thread (and its pipe) for ever."""
+    ours, theirs = multiprocessing.Pipe(duplex=True)
+    reading = ReadAhead(PipeChannel(ours))
+    for step in range(20):  # more than the inbox holds: the reader waits to hand them on
+        theirs.send_bytes(pickle.dumps(step))
+    assert reading.poll(10.0)
+    reading.close()
+    reading._reading.join(10.0)
+    assert not reading._reading.is_alive() and ours.closed
