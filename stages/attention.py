@@ -10,6 +10,7 @@ import ui
 import ui.panels.attention
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.lessons import architectures, forward
+from llmviz.lessons.defaults import opening_sentence
 from llmviz.models.attention import (
     JOURNEY_EMBEDDINGS,
     JOURNEY_TOKENS,
@@ -343,12 +344,13 @@ def your_sentence() -> None:
     """The key picture, the pattern of your sentence through the picked model, and the same sentence through MiniLM:
     typing a new sentence re-draws only them."""
     st.header("1. Your sentence through the model picked in the sidebar")
-    sentence = st.text_input("Sentence", DEFAULT_SENTENCE, max_chars=5000, **share.bind("sentence"))
+    view = picker.current()
+    opening = opening_sentence(view.meta, view.content_key, DEFAULT_SENTENCE)
+    sentence = st.text_input("Sentence", opening, max_chars=5000, **share.bind("sentence"))
     share.carried_note("sentence")
     if not sentence.strip():
         st.warning("Type a sentence to see its attention patterns.")
         return
-    view = picker.current()
     if view.family == "minilm":
         st.info("The picked model is the pretrained MiniLM encoder: its attention is further down, under MiniLM.")
     else:

@@ -8,6 +8,7 @@ import ui
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.jobs.manager import JobRefused
 from llmviz.lessons import architectures
+from llmviz.lessons.defaults import opening_sentence
 from llmviz.lessons.model import DEFAULT_SENTENCE, LAB_CHARS, preset_title, validation_note
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
 from llmviz.tokenizers.ids import encode
@@ -41,7 +42,10 @@ def base_config(preset: str, view: picker.ModelView) -> GPTConfig:
 def the_flow() -> None:
     view = picker.current()
     sentence = st.text_input(
-        "Your sentence", DEFAULT_SENTENCE, **share.bind("flow_sentence"), label_visibility="collapsed"
+        "Your sentence",
+        opening_sentence(view.meta, view.content_key, DEFAULT_SENTENCE),
+        **share.bind("flow_sentence"),
+        label_visibility="collapsed",
     )
     share.carried_note("flow_sentence")
     ids = encode(view.tokenizer, sentence) if hasattr(view.model, "run_with_cache") else []
@@ -179,7 +183,8 @@ def look_inside() -> None:
         f"{config.d_model}, a {view.tokenizer.vocab_size:,}-token vocabulary"
         + (f" ({validation})." if validation else ".")
     )
-    sentence = st.text_input("A sentence", DEFAULT_SENTENCE, max_chars=5000, **share.bind("model_sentence"))
+    opening = opening_sentence(view.meta, view.content_key, DEFAULT_SENTENCE)
+    sentence = st.text_input("A sentence", opening, max_chars=5000, **share.bind("model_sentence"))
     share.carried_note("model_sentence")
     ids = fitted_ids(view, sentence)
     if not ids:

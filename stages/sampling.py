@@ -11,7 +11,7 @@ import streamlit as st
 
 import ui
 from llmviz.generation.sampling import compare_kv_cache, encode_prompt, generate, visible_tokens
-from llmviz.lessons.defaults import DEFAULT_PROMPT
+from llmviz.lessons.defaults import DEFAULT_PROMPT, trained_on_names
 from llmviz.lessons.quiz import sampling_questions
 from llmviz.lessons.sampling import (
     BEAM_TOKENS,
@@ -43,7 +43,7 @@ if view.family == "minilm":
     )
     view = picker.shipped_default()
 model, tokenizer, meta, label = view.model, view.tokenizer, view.meta, view.content_key
-is_names = "names" in label or meta.get("corpus") == "names"
+is_names = trained_on_names(meta, label)
 st.caption(f"Model: {literal_markdown(view.label)}, from the sidebar.")
 
 

@@ -171,6 +171,16 @@ def test_the_default_sentence_is_the_python_manual_read_word_by_word():
     assert len(heat["data"][0]["x"]) == len(tokenizer.encode(sentence))
 
 
+def test_a_names_model_opens_on_a_name_every_letter_a_token():
+    """The manual's sentence reached a names model as "heassignedobjectshouldbeasequenceobjectofthesametype" (no
+    capital, space or full stop is in its vocabulary): it opens on a name of its corpus, one pattern cell a letter."""
+    at = run_page("stages/attention.py", _picker_selected="shipped:names-transformer")
+    assert_clean(at)
+    assert at.text_input(key="sentence").value == "charlotte"
+    heat = json.loads(at.get("plotly_chart")[0].proto.spec)
+    assert [label.split(" (")[0] for label in heat["data"][0]["x"]] == list("charlotte")  # the second t: "t (2)"
+
+
 def test_step_0_vs_step_n_is_offered_only_where_the_model_has_steps():
     """Before: the shipped GPT, which has no steps, offered "Step 0 vs step N … at the step picked in the sidebar".
     (A run's comparison: tests/app/test_pages.py.)"""

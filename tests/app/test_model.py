@@ -274,12 +274,21 @@ def test_the_flow_follows_the_sentence_and_says_what_it_cut():
 
 @pytest.mark.parametrize("name", ["names-transformer", "names-gru", "names-bigram-counts", "names-wavenet"])
 def test_the_flow_draws_every_shipped_model(name):
+    """Each names model draws a name of its corpus (as much as its window holds), every letter a token (the manual's sentence reached them as
+    "heresultisthenboundtotheclassname": no capital, space or full stop is in their vocabulary)."""
+    from llmviz.lessons.defaults import NAMES_SENTENCE
+
     at = run_page("stages/model.py", _picker_selected=f"shipped:{name}")
     assert_clean(at)
     (data,) = flows(at)
     kinds = [stage["kind"] for stage in data["payload"]["stages"]]
     assert kinds[0] == "tokens" and kinds[-2:] == ["logits", "probs"]
     assert ("attn" in kinds) == (name == "names-transformer")
+    tokenizer = load_checkpoint(ui.ROOT / "data" / name)[1]
+    assert by_label(at.text_input, "Your sentence").value == NAMES_SENTENCE == "charlotte"
+    ids = data["payload"]["ids"]  # the last letters that fit the model's window (1 for a bigram, 8 for the WaveNet)
+    assert ids and ids == tokenizer.encode("charlotte")[-len(ids) :]
+    assert len(ids) == 9 or "Only the last" in texts(at.caption)
 
 
 def test_the_shipped_transformer_replays_the_sentence_at_its_kept_steps():
@@ -287,9 +296,6 @@ def test_the_shipped_transformer_replays_the_sentence_at_its_kept_steps():
     (data/names-transformer/steps/, float16): the sidebar offers them, a link opens one, and the flow's numbers are that
     step's own (a plain forward pass of the file's weights, read here with safetensors)."""
     from safetensors.torch import load_file
-
-    from llmviz.lessons.model import DEFAULT_SENTENCE
-    from llmviz.tokenizers.ids import encode
 
     folder = ui.ROOT / "data" / "names-transformer"
     at = run_app("stages/model.py", query={"model": "shipped:names-transformer@100"})
@@ -302,7 +308,8 @@ def test_the_shipped_transformer_replays_the_sentence_at_its_kept_steps():
     model, tokenizer, _ = load_checkpoint(folder)
     state = load_file(str(folder / "steps" / "step-000100.safetensors"))
     model.load_state_dict({name: tensor.float() for name, tensor in state.items()})
-    ids = encode(tokenizer, DEFAULT_SENTENCE)[-len(data["payload"]["ids"]) :]
+    ids = tokenizer.encode("charlotte")  # a name: the sentence a names model opens with
+    assert data["payload"]["ids"] == ids
     with torch.no_grad():
         logits = model.eval()(torch.tensor([ids]))[0]
     sent = torch.tensor(data["payload"]["last"]["logits"], dtype=torch.float32)

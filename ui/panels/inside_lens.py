@@ -21,6 +21,7 @@ import ui
 from llmviz.interpret import induction
 from llmviz.interpret.lens import LogitLens
 from llmviz.lessons import inside
+from llmviz.lessons.defaults import opening_sentence
 from ui import charts, share, state
 from ui.panels.inside import label
 from ui.text import literal_html, tidy_floats
@@ -185,7 +186,10 @@ def tied_head_note(view, found: LogitLens, ids: list[int]) -> str:
 
 def render_lens(view, column: str) -> None:
     ids, note = inside.tokens_of(
-        view.tokenizer, view.model.config, state.value("lens_text", inside.DEFAULT_SENTENCE), 32
+        view.tokenizer,
+        view.model.config,
+        state.value("lens_text", opening_sentence(view.meta, view.content_key, inside.DEFAULT_SENTENCE)),
+        32,
     )
     if len(ids) < 2:
         st.warning("Type at least two tokens: the lens shows what each position predicts comes next.")
