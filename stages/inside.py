@@ -314,9 +314,7 @@ def browse(browser) -> None:
                 "Feature",
                 0,
                 size - 1,
-                # a value given through the session (a row clicked, a link's number put back in range) stands: a
-                # default beside it makes Streamlit log its warning, with a stack, on the server
-                "min" if state.has_value("feature") else opening,
+                opening,
                 1,
                 help="Type any feature's number: the table lists the most readable ones first (those whose strongest "
                 "places in the corpus sit on one token).",

@@ -290,6 +290,7 @@ class ReadAhead(_QueueChannel):
                 self._hand_on(message)
         finally:
             with self._pipe:
+                self.channel.interrupt()  # a send blocked on a frozen worker ends first (close waits for sends)
                 self.channel.close()  # this thread reads no more: the file number may go to another pipe now
                 self._pipe_open = False
             self._hand_on(self._CLOSED)

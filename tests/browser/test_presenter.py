@@ -134,14 +134,18 @@ FIRST_SLIDE = """() => {
     quiz: ((q) => (q ? shown(q) : null))(main.querySelector('[class*="st-key-questions_"]')),  // null: no questions
   };
 }"""
-# the last slide, whether it shows the page's questions, and the page back on its first slide
-LAST_SLIDE_QUIZ = """() => {
+# the last slide: whether it shows the page's questions, and what else it shows (the page back on its first slide)
+LAST_SLIDE = """() => {
   const P = window.__llmvizPresent;
   P.goto(P.count() - 1);
-  const quiz = document.querySelector('[data-testid="stMainBlockContainer"] [class*="st-key-questions_"]');
-  const shown = !!quiz && quiz.getBoundingClientRect().height > 0;
+  const main = document.querySelector('[data-testid="stMainBlockContainer"]');
+  const shown = (e) => { const b = e.getBoundingClientRect(); return b.width > 0 && b.height > 0; };
+  const quiz = '[class*="st-key-questions_"]';
+  const questions = Array.from(main.querySelectorAll(quiz)).some(shown);
+  const others = Array.from(main.querySelectorAll('[data-testid="stElementContainer"]'))
+    .filter((e) => shown(e) && !e.closest(quiz) && e.innerText.trim()).map((e) => e.innerText.trim().slice(0, 60));
   P.goto(0);
-  return shown;
+  return {questions, others};
 }"""
 
 
@@ -181,11 +185,14 @@ def test_the_first_slide_opens_on_the_pages_picture_and_fits_the_screen(app_url,
 
 def the_questions_are_the_last_slide(page, first: dict, name: str) -> None:
     """The "Predict, then reveal" questions close the lesson: never on the first slide (they were, beside the page's
-    picture, on every page), always on the last."""
+    picture, on every page), always on the last, alone (a lesson whose questions sit in its section, the Model page's
+    GPT-2 → Llama, went to the end with them)."""
     if first["quiz"] is None:
         return
     assert first["quiz"] is False, f"{name}: the questions are on the first slide"
-    assert page.evaluate(LAST_SLIDE_QUIZ) is True, f"{name}: the questions are not the last slide"
+    last = page.evaluate(LAST_SLIDE)
+    assert last["questions"], f"{name}: the questions are not on the last slide"
+    assert not last["others"], f"{name}: the questions' slide also shows {last['others']}"
 
 
 def test_a_tab_without_a_picture_opens_on_its_first_section_and_ends_on_the_questions(app_url, browser):
@@ -196,10 +203,16 @@ def test_a_tab_without_a_picture_opens_on_its_first_section_and_ends_on_the_ques
     first = settled(page, FIRST_SLIDE)
     no_error_box(page)
     headings = page.evaluate(
-        """() => Array.from(document.querySelectorAll('[data-testid="stMainBlockContainer"] h2, h3'))
+        """() => Array.from(document.querySelectorAll('[data-testid="stMainBlockContainer"] :is(h2, h3)'))
              .filter((h) => h.getBoundingClientRect().height > 0).map((h) => h.innerText.trim())"""
     )
     assert any(h.startswith("Fine-tuning for a task") for h in headings), headings
+    bottom = page.evaluate(
+        """() => Math.max(...Array.from(document.querySelectorAll(
+             '[data-testid="stMainBlockContainer"] [data-testid="stElementContainer"]'))
+           .filter((e) => e.getBoundingClientRect().height > 0).map((e) => e.getBoundingClientRect().bottom))"""
+    )
+    assert bottom <= BOUND, f"the first slide is {bottom:.0f} px tall"
     the_questions_are_the_last_slide(page, first, "adapting's Fine-tuning tab")
     assert first["quiz"] is False
     page.close()

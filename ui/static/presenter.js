@@ -38,10 +38,16 @@
   }
   var QUIZ = '[class*="st-key-questions_"]';  // the page's "Predict, then reveal" questions (ui/panels/quiz.py)
   function isQuiz(el) { return !!(el.matches(QUIZ) || el.querySelector(QUIZ)); }
+  function holdsQuiz(el) {  // a section's container with questions inside it (not the questions' own container)
+    var block = inner(el);
+    return !!block && !block.matches(QUIZ) && !!block.querySelector(QUIZ);
+  }
   function leaves(block, wrappers) {  // the blocks a slide is made of: a section's fragment is opened up
     var out = [];
     Array.prototype.forEach.call(block.children, function (child) {
-      if (holdsHeading(child)) { wrappers.push(child); out = out.concat(leaves(inner(child), wrappers)); }
+      if (holdsHeading(child) || holdsQuiz(child)) {
+        wrappers.push(child); out = out.concat(leaves(inner(child), wrappers));
+      }
       else out.push(child);
     });
     return out;
@@ -84,7 +90,7 @@
       if (group.some(function (leaf) { return !!(leaf.querySelector(PICTURE) || leaf.closest(PICTURE)); })) first = i;
       return first >= 0;
     });
-    if (first < 0 && merged.length > 2 && !merged[1].some(isQuiz)) first = 1;
+    if (first < 0 && merged.length > 2) first = 1;  // (the questions, last, are never the second of three)
     if (first > 0) merged.splice(0, first + 1, [].concat.apply([], merged.slice(0, first + 1)));
     return { groups: merged, wrappers: wrappers };
   }

@@ -9,6 +9,7 @@ import multiprocessing
 import os
 import pickle
 import struct
+import time
 
 import pytest
 
@@ -59,3 +60,63 @@ def test_a_reader_closed_with_a_full_inbox_ends_and_gives_up_the_pipe():
     reading.close()
     reading._reading.join(10.0)
     assert not reading._reading.is_alive() and ours.closed
+
+
+def test_a_reader_that_has_given_up_its_pipe_never_touches_the_pipe_that_gets_its_number():
+    """Once the worker has gone and the reader has closed the pipe, the next pipe may get the same file number: the
+    supervisor's close must then leave that pipe alone (it ended the next worker's pipe, had it shut it down)."""
+    ours, theirs = multiprocessing.Pipe(duplex=True)
+    number = ours.fileno()
+    reading = ReadAhead(PipeChannel(ours))
+    theirs.close()  # the worker has gone: the reader sees the end and gives up the pipe
+    reading._reading.join(10.0)
+    assert not reading._reading.is_alive() and ours.closed
+    new_ours, new_theirs = multiprocessing.Pipe(duplex=True)
+    try:
+        if number not in (new_ours.fileno(), new_theirs.fileno()):
+            pytest.skip("the new pipe did not get the old number (another thread took it)")
+        reading.close()  # the supervisor, afterwards
+        new_theirs.send_bytes(b"the next worker's message")
+        assert new_ours.poll(5.0) and new_ours.recv_bytes() == b"the next worker's message"
+        new_ours.send_bytes(b"a control")
+        assert new_theirs.recv_bytes() == b"a control"
+    finally:
+        new_ours.close()
+        new_theirs.close()
+
+
+def test_a_send_blocked_on_a_frozen_worker_does_not_hold_the_close():
+    """A control sent to a worker that has stopped reading (frozen, its pipe full) blocks its sender; closing the
+    reader ends that send (a broken pipe) instead of waiting on it for ever."""
+    import threading
+
+    ours, theirs = multiprocessing.Pipe(duplex=True)
+    channel = PipeChannel(ours)
+    reading = ReadAhead(channel)
+    failed = threading.Event()
+    sent = [0]
+
+    def flood():
+        try:
+            while True:
+                channel.send(b"x" * 65536)
+                sent[0] += 1
+        except WorkerGone:
+            failed.set()
+
+    sender = threading.Thread(target=flood, daemon=True)
+    sender.start()
+    seen = -1
+    deadline = time.monotonic() + 10
+    while sent[0] != seen and time.monotonic() < deadline:  # until the pipe's buffer is full: the sender blocked
+        seen = sent[0]
+        time.sleep(0.2)
+    theirs.send_bytes(pickle.dumps("a message while the reader closes"))
+    closer = threading.Thread(target=reading.close, daemon=True)
+    closer.start()
+    closer.join(10.0)
+    assert not closer.is_alive(), "close waited on the blocked send"
+    assert failed.wait(10.0)
+    reading._reading.join(10.0)
+    assert not reading._reading.is_alive() and ours.closed
+    theirs.close()
