@@ -8,7 +8,7 @@ import ui
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.jobs.manager import JobRefused
 from llmviz.lessons import architectures
-from llmviz.lessons.defaults import opening_sentence
+from llmviz.lessons.defaults import opening_sentence, openings
 from llmviz.lessons.model import DEFAULT_SENTENCE, LAB_CHARS, preset_title, validation_note
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
 from llmviz.tokenizers.ids import encode
@@ -43,7 +43,9 @@ def the_flow() -> None:
     view = picker.current()
     sentence = st.text_input(
         "Your sentence",
-        opening_sentence(view.meta, view.content_key, DEFAULT_SENTENCE),
+        state.follow_default(
+            "flow_sentence", opening_sentence(view.tokenizer, DEFAULT_SENTENCE), openings(DEFAULT_SENTENCE)
+        ),
         **share.bind("flow_sentence"),
         label_visibility="collapsed",
     )
@@ -183,7 +185,9 @@ def look_inside() -> None:
         f"{config.d_model}, a {view.tokenizer.vocab_size:,}-token vocabulary"
         + (f" ({validation})." if validation else ".")
     )
-    opening = opening_sentence(view.meta, view.content_key, DEFAULT_SENTENCE)
+    opening = state.follow_default(
+        "model_sentence", opening_sentence(view.tokenizer, DEFAULT_SENTENCE), openings(DEFAULT_SENTENCE)
+    )
     sentence = st.text_input("A sentence", opening, max_chars=5000, **share.bind("model_sentence"))
     share.carried_note("model_sentence")
     ids = fitted_ids(view, sentence)

@@ -24,7 +24,7 @@ fails it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -451,6 +451,17 @@ def set_value(key: str, new: Any) -> None:
     if not _declared(key):
         raise KeyError(f"{key!r} is not a declared widget key")
     st.session_state[key] = new
+
+
+def follow_default(key: str, default: str, defaults: Collection[str]) -> str:
+    """``default``, for a text box ``key`` whose default depends on the picked model
+    (:func:`llmviz.lessons.defaults.opening_sentence`). A box keeps its text when the model changes (Streamlit keeps
+    a keyed widget's value, whatever its default); one that still holds another model's default (one of
+    ``defaults``: nothing the student typed) is given this model's, so a names model picked after the page opened
+    shows a name, not the letters it reads of the manual's sentence."""
+    if has_value(key) and value(key) != default and value(key) in defaults:
+        set_value(key, default)
+    return default
 
 
 def has_value(key: str) -> bool:

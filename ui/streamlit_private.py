@@ -71,8 +71,6 @@ STREAMLIT_TEST_IDS = (
     "stDataFrame",
     "stTabs",
     "stTabPanel",
-    "stExpander",
-    "stIconMaterial",
 )
 # 3. what the SVG button looks for in Plotly's chart (classes, attributes, the private config field)
 PLOTLY_PRIVATE = (

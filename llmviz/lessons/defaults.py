@@ -12,28 +12,49 @@ from __future__ import annotations
 #: 'The "for" statement is used to iterate over the elements of a sequence', cut before "iterate".
 DEFAULT_PROMPT = 'The "for" statement is used to'
 
-#: The Model page's sentence for a model of the names corpus: one of its names (a character model of lowercase names
-#: has no capital, space or full stop: the Python manual's sentence reached it as "heresultisthenboundtotheclassname").
+#: The sentence for a character model of first names (lowercase letters and a newline: the Python manual's
+#: sentence reached one as "heresultisthenboundtotheclassname", with no capital, space or full stop).
 NAMES_SENTENCE = "charlotte"
 
 
-def trained_on_names(meta: dict, key: str) -> bool:
-    """Was the model ``key`` (a picker key, or its content key) trained on the names corpus (its checkpoint says so,
-    or it is one of the shipped names models)? Pages start such a model from a name, not from the manual's text.
+def reads(tokenizer, text: str) -> bool:
+    """Does ``tokenizer`` give ``text`` back from its ids (no character it lacks, none skipped)?
 
-    >>> trained_on_names({"corpus": "names"}, "run:ab12"), trained_on_names({}, "shipped:names-gru")
-    (True, True)
-    >>> trained_on_names({"corpus": "python-docs"}, "shipped:gpt-python-docs")
-    False
+    >>> from llmviz.tokenizers.char_word import CharTokenizer
+    >>> names = CharTokenizer.train("emma\\nolivia\\ncharlotte\\n")
+    >>> reads(names, "charlotte"), reads(names, "The result.")
+    (True, False)
     """
-    return meta.get("corpus") == "names" or "names" in key
+    from llmviz.tokenizers.ids import encode
+
+    try:
+        ids = encode(tokenizer, text)
+        return bool(ids) and tokenizer.decode(ids) == text
+    except Exception:  # noqa: BLE001 - any tokenizer's refusal: it does not read the text
+        return False
 
 
-def opening_sentence(meta: dict, key: str, sentence: str) -> str:
-    """The sentence a page opens with for the model ``key``: ``sentence`` (the manual's), or a name for a model of the
-    names corpus.
+def opening_sentence(tokenizer, sentence: str) -> str:
+    """The sentence a page opens with for a model: ``sentence`` where its tokenizer reads it whole, else the same in
+    lower case, else a first name (a character model of the names corpus), else ``sentence`` as it is.
 
-    >>> opening_sentence({"corpus": "names"}, "run:ab12", "The result is then bound to the class name.")
+    >>> from llmviz.tokenizers.char_word import CharTokenizer
+    >>> opening_sentence(CharTokenizer.train("emma\\ncharlotte\\nliam\\n"), "The result is then bound.")
     'charlotte'
+    >>> opening_sentence(CharTokenizer.train("the cat sat on the mat. then it ran."), "Then the cat sat.")
+    'then the cat sat.'
     """
-    return NAMES_SENTENCE if trained_on_names(meta, key) else sentence
+    for candidate in (sentence, sentence.lower(), NAMES_SENTENCE):
+        if reads(tokenizer, candidate):
+            return candidate
+    return sentence
+
+
+def openings(sentence: str) -> frozenset[str]:
+    """The texts :func:`opening_sentence` may give for ``sentence``: a box still holding one of them holds no text of
+    the student's, so it follows the picked model (``ui.state.follow_default``).
+
+    >>> sorted(openings("The cat."))
+    ['The cat.', 'charlotte', 'the cat.']
+    """
+    return frozenset((sentence, sentence.lower(), NAMES_SENTENCE))

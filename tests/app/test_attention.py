@@ -181,6 +181,25 @@ def test_a_names_model_opens_on_a_name_every_letter_a_token():
     assert [label.split(" (")[0] for label in heat["data"][0]["x"]] == list("charlotte")  # the second t: "t (2)"
 
 
+def test_the_sentence_follows_the_model_picked_after_the_page_opened_until_the_student_types_one():
+    """A class opens the page, then picks a names model: the box still held the manual's sentence (a keyed box keeps
+    its text whatever its default), which the model read as letters run together. A default follows the model; a
+    sentence the student typed stays."""
+    at = run_page("stages/attention.py")
+    assert at.text_input(key="sentence").value.startswith("The assigned object")
+    at.session_state["_picker_selected"] = "shipped:names-transformer"
+    at.run()
+    assert_clean(at)
+    assert at.text_input(key="sentence").value == "charlotte"
+    at.session_state["_picker_selected"] = "shipped:gpt-python-docs"
+    at.run()
+    assert at.text_input(key="sentence").value.startswith("The assigned object")
+    at.text_input(key="sentence").set_value("Mine, typed by hand.").run()
+    at.session_state["_picker_selected"] = "shipped:names-transformer"
+    at.run()
+    assert at.text_input(key="sentence").value == "Mine, typed by hand."
+
+
 def test_step_0_vs_step_n_is_offered_only_where_the_model_has_steps():
     """Before: the shipped GPT, which has no steps, offered "Step 0 vs step N … at the step picked in the sidebar".
     (A run's comparison: tests/app/test_pages.py.)"""

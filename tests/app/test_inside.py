@@ -279,7 +279,8 @@ def test_a_sweep_too_large_for_the_page_runs_as_a_lab_job(shipped, fresh_session
 def test_a_character_level_run_says_once_in_the_page_that_it_cannot_read_the_text(fresh_session_jobs, caplog):
     """The issue: after the induction run the server's console printed 26 lines of "encoding the Inside page's text
     failed" (its tokenizer knows 62 characters and the newline; the default sentence has quotes and spaces). Now the
-    lens says so in the page, and nothing is logged."""
+    lens opens on a text the run reads (a name) and, for a sentence of the manual typed in, says in the page that it
+    cannot read it; nothing is logged."""
     import logging
     import time
 
@@ -299,6 +300,8 @@ def test_a_character_level_run_says_once_in_the_page_that_it_cannot_read_the_tex
             at.session_state["look"] = "Logit lens"  # the first tab: the link then carries no look= at all
             at.query_params.pop("look", None)
             at.run()
+            assert at.text_input(key="lens_text").value == "charlotte"
+            at.text_input(key="lens_text").set_value('The "while" statement').run()  # quotes and spaces
             for _ in range(3):  # the page redrawn, as a live refresh would
                 at.run()
         assert_clean(at)

@@ -274,8 +274,10 @@ def test_the_flow_follows_the_sentence_and_says_what_it_cut():
 
 @pytest.mark.parametrize("name", ["names-transformer", "names-gru", "names-bigram-counts", "names-wavenet"])
 def test_the_flow_draws_every_shipped_model(name):
-    """Each names model draws a name of its corpus (as much as its window holds), every letter a token (the manual's sentence reached them as
-    "heresultisthenboundtotheclassname": no capital, space or full stop is in their vocabulary)."""
+    """Each names model draws a name of its corpus (as much as its window holds), every letter a token (the
+    manual's sentence reached them as "heresultisthenboundtotheclassname": no capital, space or full stop is in
+    their vocabulary)."""
+
     from llmviz.lessons.defaults import NAMES_SENTENCE
 
     at = run_page("stages/model.py", _picker_selected=f"shipped:{name}")

@@ -188,7 +188,7 @@ def render_lens(view, column: str) -> None:
     ids, note = inside.tokens_of(
         view.tokenizer,
         view.model.config,
-        state.value("lens_text", opening_sentence(view.meta, view.content_key, inside.DEFAULT_SENTENCE)),
+        state.value("lens_text", opening_sentence(view.tokenizer, inside.DEFAULT_SENTENCE)),
         32,
     )
     if len(ids) < 2:
