@@ -11,6 +11,7 @@ import ui.panels.embeddings
 from llmviz.errors import LlmvizError
 from llmviz.jobs import tasks
 from llmviz.lessons import architectures, embeddings, forward
+from llmviz.lessons.defaults import opening_sentence, openings
 from llmviz.tokenizers.ids import encode
 from ui import charts, picker, sections, share, state
 from ui.panels import quiz, runs
@@ -25,6 +26,7 @@ ui.page_header(
 # table groups (is, are, be; must, can; class, instance; list, tuple)
 DEFAULT_WORDS = " the a is are be must can will class instance function method list tuple value name"
 DEFAULT_QUERY = " is"  # neighbours: are, was, be, then, will, must
+POSITIONS_TEXT = "for x in range(10):"  # token + position: a line of Python (a names model opens on a name)
 
 
 # ------------------------------------------------------------------ worked example
@@ -239,7 +241,10 @@ def token_plus_position() -> None:
         f"Token + position = input, for your sentence ({literal_markdown(view.label)}"
         + (f"'s {tables})" if tables else ")")
     )
-    sentence = st.text_input("Sentence", "for x in range(10):", max_chars=500, **share.bind("positions_text"))
+    opening = state.follow_default(
+        "positions_text", opening_sentence(view.tokenizer, POSITIONS_TEXT), openings(POSITIONS_TEXT)
+    )
+    sentence = st.text_input("Sentence", opening, max_chars=500, **share.bind("positions_text"))
     if view.family == "minilm":
         st.info("MiniLM adds a position and a segment vector too; this view shows GPTs' two tables.")
         return
