@@ -11,7 +11,7 @@ import ui.panels.embeddings
 from llmviz.errors import LlmvizError
 from llmviz.jobs import tasks
 from llmviz.lessons import architectures, embeddings, forward
-from llmviz.lessons.defaults import opening_sentence, openings
+from llmviz.lessons.defaults import first_read, opening_sentence, openings
 from llmviz.tokenizers.ids import encode
 from ui import charts, picker, sections, share, state
 from ui.panels import quiz, runs
@@ -26,6 +26,8 @@ ui.page_header(
 # table groups (is, are, be; must, can; class, instance; list, tuple)
 DEFAULT_WORDS = " the a is are be must can will class instance function method list tuple value name"
 DEFAULT_QUERY = " is"  # neighbours: are, was, be, then, will, must
+# a character model (of first names: no space) compares letters, vowels first, and looks up "a"
+LETTERS, LETTER_QUERY = "aeiouybcdfghjklmnprstvwz", "a"
 POSITIONS_TEXT = "for x in range(10):"  # token + position: a line of Python (a names model opens on a name)
 
 
@@ -95,7 +97,10 @@ def embedding_map(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -
     switch, the looked-up token and a click on the map re-draw only this part."""
     tokenizer = view.tokenizer
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-    query_text = c1.text_input("Nearest neighbours of", DEFAULT_QUERY, max_chars=100, **share.bind("gpt_nn"))
+    opening = state.follow_default(
+        "gpt_nn", first_read(tokenizer, DEFAULT_QUERY, LETTER_QUERY), (DEFAULT_QUERY, LETTER_QUERY)
+    )
+    query_text = c1.text_input("Nearest neighbours of", opening, max_chars=100, **share.bind("gpt_nn"))
     dims = c2.radio("Projection", [2, 3], horizontal=True, format_func=lambda d: f"{d}D PCA", **share.bind("pca_dims"))
     query_ids = encode(tokenizer, query_text)
     found = neighbours_of(view.content_key, query_ids[0], table) if query_ids else None
@@ -170,8 +175,11 @@ def token_embeddings() -> None:
             "are in the tab Sentence embeddings below."
         )
         return
+    opening = state.follow_default(
+        "words", first_read(view.tokenizer, DEFAULT_WORDS, LETTERS), (DEFAULT_WORDS, LETTERS)
+    )
     typed = st.text_input(
-        "Tokens to compare", DEFAULT_WORDS, help="Words are split into the model's tokens.", **share.bind("words")
+        "Tokens to compare", opening, help="Words are split into the model's tokens.", **share.bind("words")
     )
     share.carried_note("words")
     ids = list(dict.fromkeys(encode(view.tokenizer, typed)))[:24]
@@ -181,7 +189,7 @@ def token_embeddings() -> None:
     else:
         ui.panels.embeddings.token_vectors(view.tokenizer, table, ids)
     if view.run_id is not None:  # a run has steps: its table at step 0 was random
-        query_text = state.value("gpt_nn") or DEFAULT_QUERY
+        query_text = state.value("gpt_nn") or first_read(view.tokenizer, DEFAULT_QUERY, LETTER_QUERY)
         st.subheader("Step 0 vs step N: the nearest neighbours")
         st.caption(
             "At step 0 the table is random, so the neighbours are arbitrary; training pulls tokens used alike together."

@@ -226,7 +226,8 @@ def _dpo_start() -> tuple:
 @sections.section("tuning.runs")
 def runs_section() -> None:
     view = picker.current()
-    base = view if picker.is_gpt(view) else picker.shipped_default()
+    base = view if picker.gpt_or_note(view, "an SFT run starts from a GPT (the shipped GPT here)") else None
+    base = base or picker.shipped_default()
     left, right = st.columns(2)
     with left:
         st.markdown(f"**SFT** of the sidebar's model ({html.escape(base.label)})")

@@ -234,9 +234,15 @@ def gpt_or_note(view: ModelView, needs: str) -> bool:
     a GPT's residual stream") and what to pick instead, and False."""
     if is_gpt(view):
         return True
+    # a names model with blocks and heads called "not a GPT" contradicted the page that drew them: say what it is
+    what = (
+        "is a small character-level model (the kind the names lessons train), not one of llmviz's GPTs"
+        if view.family == "charlevel"
+        else "is not a GPT"
+    )
     st.info(
-        f"{needs[:1].upper() + needs[1:]}; **{literal_markdown(view.label)}** is not a GPT. Pick the shipped GPT or "
-        "one of your GPT runs in the sidebar."
+        f"{needs[:1].upper() + needs[1:]}; **{literal_markdown(view.label)}** {what}. Pick the shipped GPT or one of "
+        "your GPT runs in the sidebar."
     )
     return False
 

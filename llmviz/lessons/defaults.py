@@ -34,6 +34,16 @@ def reads(tokenizer, text: str) -> bool:
         return False
 
 
+def first_read(tokenizer, *texts: str) -> str:
+    """The first of ``texts`` that ``tokenizer`` reads whole (:func:`reads`), else the first.
+
+    >>> from llmviz.tokenizers.char_word import CharTokenizer
+    >>> first_read(CharTokenizer.train("abc"), " is", "a")
+    'a'
+    """
+    return next((text for text in texts if reads(tokenizer, text)), texts[0])
+
+
 def opening_sentence(tokenizer, sentence: str) -> str:
     """The sentence a page opens with for a model: ``sentence`` where its tokenizer reads it whole, else the same in
     lower case, else a first name (a character model of the names corpus), else ``sentence`` as it is.
@@ -44,10 +54,7 @@ def opening_sentence(tokenizer, sentence: str) -> str:
     >>> opening_sentence(CharTokenizer.train("the cat sat on the mat. then it ran."), "Then the cat sat.")
     'then the cat sat.'
     """
-    for candidate in (sentence, sentence.lower(), NAMES_SENTENCE):
-        if reads(tokenizer, candidate):
-            return candidate
-    return sentence
+    return first_read(tokenizer, sentence, sentence.lower(), NAMES_SENTENCE)
 
 
 def openings(sentence: str) -> frozenset[str]:

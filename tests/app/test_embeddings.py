@@ -88,6 +88,24 @@ def test_the_page_opens_on_the_map_and_the_nearest_neighbours_of_a_common_word()
     assert sorted(traces["nearest neighbours"]["customdata"]) == sorted(expected)
 
 
+def test_a_names_model_compares_letters_and_looks_up_a_letter():
+    """With a names model the page opened on the manual's words and " is", which it read as loose letters ("' is' is
+    2 tokens for this tokenizer"): it compares the letters, vowels first, and looks up "a", each one token."""
+    at = run_page("stages/embeddings.py", _picker_selected="shipped:names-transformer")
+    assert_clean(at)
+    _, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "names-transformer")
+    typed, query = at.text_input(key="words").value, at.text_input(key="gpt_nn").value
+    assert typed.startswith("aeiou") and tokenizer.decode(tokenizer.encode(typed)) == typed
+    assert query == "a" and len(tokenizer.encode(query)) == 1
+    assert "tokens for this tokenizer" not in texts(at.warning)
+    chart = json.loads(at.get("plotly_chart")[0].proto.spec)
+    traces = {trace["name"]: trace for trace in chart["data"]}
+    assert traces["looked up"]["customdata"] == tokenizer.encode("a")
+    assert sorted(traces["your tokens"]["customdata"]) == sorted(
+        set(tokenizer.encode(typed)) - set(tokenizer.encode("a")) - set(traces["nearest neighbours"]["customdata"])
+    )
+
+
 def test_step_0_vs_step_n_is_offered_only_where_the_model_has_steps():
     at = run_page("stages/embeddings.py")
     assert not [h.value for h in at.subheader if h.value.startswith("Step 0 vs step N")]

@@ -67,3 +67,12 @@ def test_a_dpo_run_is_the_labs_and_its_chart_is_drawn_from_the_lab_after_a_resta
         assert margin[step] == metrics.margin
         assert drawn["chosen: log π − log π_ref"][step] == metrics.chosen_ratio
         assert drawn["preference accuracy (batch)"][step] == metrics.accuracy
+
+
+def test_a_picked_model_that_is_no_gpt_is_said_before_the_shipped_gpt_is_tuned_instead():
+    """The tab headed "SFT of the sidebar's model (Shipped GPT · Python manual)" under a sidebar that showed a names
+    model, and said nothing: it says why the shipped GPT is tuned."""
+    at = run_page("stages/tuning.py", tuning_tab="Tune your own", _picker_selected="shipped:names-transformer")
+    assert_clean(at)
+    assert any("An SFT run starts from a GPT" in info.value and "names\\-transformer" in info.value for info in at.info)
+    assert "**SFT** of the sidebar's model (Shipped GPT · Python manual)" in texts(at.markdown)

@@ -276,6 +276,9 @@ def test_the_flow_draws_gpt2_and_a_character_model(app_url, browser, model):
     else:
         assert data["model"]["kind"] == "other"
         assert [s["title"] for s in data["stages"] if s["kind"] == "hidden"][:2] == ["embed.tok", "rnn.hidden"]
+    # the hint speaks of blocks and attention only for a model that has them (a GRU has neither)
+    tip = page.locator(".lvf-tip").inner_text()
+    assert ("every block and the tokens its attention reads" in tip) == (model == "hub:gpt2"), tip
     page.locator(".lvf-token").last.hover()
     assert page.locator(".lvf-node.lvf-hot").count() >= 2  # its path lights through the stages it has
     shot(page, "flow-" + model.replace(":", "-"))

@@ -11,6 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 from llmviz.lessons import flow
+from llmviz.lessons.flow import MAX_FLOW_TOKENS
 from ui import picker, state
 
 HERE = Path(__file__).resolve().parent.parent / "components" / "flow"
@@ -41,10 +42,19 @@ def steps_note(view: picker.ModelView) -> str | None:
 
 
 def cut_note(drawn: dict) -> str | None:
-    """A caption when the sentence was cut to the tokens the flow draws (its last ones)."""
-    if not drawn["cut"]:
+    """A caption when the sentence was cut to the tokens the flow draws (its last ones), and why: the flow's own
+    bound, or the model's window (a bigram reads one token)."""
+    kept, cut = len(drawn["ids"]), drawn["cut"]
+    if not cut:
         return None
-    return f"Only the last {len(drawn['ids'])} tokens are drawn ({drawn['cut']} earlier ones left out)."
+    last = "the last token is" if kept == 1 else f"the last {kept} tokens are"
+    earlier = "1 earlier one" if cut == 1 else f"{cut} earlier ones"
+    why = (
+        "the flow draws at most that many"
+        if kept >= MAX_FLOW_TOKENS
+        else f"this model reads {'one token' if kept == 1 else f'{kept} tokens'} at a time"
+    )
+    return f"Only {last} drawn ({earlier} left out): {why}."
 
 
 def open_block(key: str) -> int | None:

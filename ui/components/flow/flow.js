@@ -80,7 +80,9 @@ class Flow {
     this.svgBox = el("div", { class: "lvf-svgbox" }, body);
     this.side = el("div", { class: "lvf-side" }, body);
     this.tip = el("div", { class: "lvf-tip", role: "status" }, root);
-    this.tip.textContent = "Hover or focus a token to light its path through every block and the tokens its attention reads; hover a dot for its vector.";
+    const attends = (d.stages || []).some((stage) => stage.kind === "attn");  // a bigram, an MLP, an RNN: no attention
+    this.tip.textContent = "Hover or focus a token to light its path through " +
+      (attends ? "every block and the tokens its attention reads" : "the model") + "; hover a dot for its vector.";
     this.detail = el("div", { class: "lvf-detail" }, root);
     this.drawSvg();
     this.drawSide();
