@@ -15,7 +15,7 @@ from llmviz.adapt import dpo, instructions, sft, tuning_runs
 from llmviz.errors import LlmvizError
 from llmviz.jobs.manager import Planned
 from llmviz.lessons import adapting, tuning
-from ui import charts, lab, picker, sections, share, state
+from ui import charts, lab, picker, present, sections, share, state
 from ui.panels import runs
 from ui.panels.tuning import answers_row, dpo_figure, figures_table, mask_chips, probabilities_figure
 
@@ -139,6 +139,7 @@ def side_by_side() -> None:
         with below:
             st.markdown("**The prompt, in the template** (the models write on from its end):")
             st.code(instructions.prompt_text(asked), language=None)
+        st.subheader("Each answer's tokens, scored by every model")  # (its own slide in presenter mode)
         scored = st.radio(
             "Each token's probability under every model, for the answer of",
             tuning.STAGES,
@@ -288,7 +289,9 @@ LESSONS = {
     "DPO: the chosen over the rejected": dpo_section,
     "Tune your own": runs_section,
 }
-for box, lesson in zip(sections.lazy_tabs(list(LESSONS), share.bind("tuning_tab"), set()), LESSONS.values()):
+for (label, lesson), box in zip(LESSONS.items(), sections.lazy_tabs(list(LESSONS), share.bind("tuning_tab"), set())):
     if box is not None:
         with box:
+            if present.enabled() and lesson is not side_by_side:  # every lesson drawn in turn: its tab's label is
+                st.subheader(label)  # the heading that starts its slide
             lesson()

@@ -20,7 +20,19 @@ pytestmark = pytest.mark.browser
 
 SCREEN = (1280, 720)
 BOUND = 1.5 * SCREEN[1]
-PAGES = ["start", "tokens", "embeddings", "attention", "model", "inside", "training", "sampling", "adapting", "serving"]
+PAGES = [
+    "start",
+    "tokens",
+    "embeddings",
+    "attention",
+    "model",
+    "inside",
+    "training",
+    "sampling",
+    "adapting",
+    "tuning",
+    "serving",
+]
 # the two pages the classroom found wanting run in every suite; the others with python -m pytest -m extended
 EVERY_RUN = {"attention", "sampling"}
 
