@@ -10,7 +10,7 @@ import ui
 import ui.panels.attention
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.lessons import architectures, forward
-from llmviz.lessons.defaults import opening_sentence, openings
+from llmviz.lessons.defaults import openings
 from llmviz.models.attention import (
     JOURNEY_EMBEDDINGS,
     JOURNEY_TOKENS,
@@ -345,9 +345,7 @@ def your_sentence() -> None:
     typing a new sentence re-draws only them."""
     st.header("1. Your sentence through the model picked in the sidebar")
     view = picker.current()
-    opening = state.follow_default(
-        "sentence", opening_sentence(view.tokenizer, DEFAULT_SENTENCE), openings(DEFAULT_SENTENCE)
-    )
+    opening = state.follow_default("sentence", view.tokenizer, *openings(DEFAULT_SENTENCE))
     sentence = st.text_input("Sentence", opening, max_chars=5000, **share.bind("sentence"))
     share.carried_note("sentence")
     if not sentence.strip():

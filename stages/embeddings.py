@@ -10,8 +10,7 @@ import ui
 import ui.panels.embeddings
 from llmviz.errors import LlmvizError
 from llmviz.jobs import tasks
-from llmviz.lessons import architectures, embeddings, forward
-from llmviz.lessons.defaults import first_read, opening_sentence, openings
+from llmviz.lessons import architectures, defaults, embeddings, forward
 from llmviz.tokenizers.ids import encode
 from ui import charts, picker, sections, share, state
 from ui.panels import quiz, runs
@@ -22,13 +21,6 @@ ui.page_header(
     "Embeddings: tokens become vectors",
     "Each token id picks one row of a learned table: a vector. Tokens used alike get vectors that point the same way.",
 )
-# tokens of the Python manual the shipped GPT reads whole: function words, modal verbs and Python's nouns, which its
-# table groups (is, are, be; must, can; class, instance; list, tuple)
-DEFAULT_WORDS = " the a is are be must can will class instance function method list tuple value name"
-DEFAULT_QUERY = " is"  # neighbours: are, was, be, then, will, must
-# a character model (of first names: no space) compares letters, vowels first, and looks up "a"
-LETTERS, LETTER_QUERY = "aeiouybcdfghjklmnprstvwz", "a"
-POSITIONS_TEXT = "for x in range(10):"  # token + position: a line of Python (a names model opens on a name)
 
 
 # ------------------------------------------------------------------ worked example
@@ -97,9 +89,7 @@ def embedding_map(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -
     switch, the looked-up token and a click on the map re-draw only this part."""
     tokenizer = view.tokenizer
     c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
-    opening = state.follow_default(
-        "gpt_nn", first_read(tokenizer, DEFAULT_QUERY, LETTER_QUERY), (DEFAULT_QUERY, LETTER_QUERY)
-    )
+    opening = state.follow_default("gpt_nn", tokenizer, defaults.DEFAULT_QUERY, defaults.LETTER_QUERY)
     query_text = c1.text_input("Nearest neighbours of", opening, max_chars=100, **share.bind("gpt_nn"))
     dims = c2.radio("Projection", [2, 3], horizontal=True, format_func=lambda d: f"{d}D PCA", **share.bind("pca_dims"))
     query_ids = encode(tokenizer, query_text)
@@ -175,9 +165,7 @@ def token_embeddings() -> None:
             "are in the tab Sentence embeddings below."
         )
         return
-    opening = state.follow_default(
-        "words", first_read(view.tokenizer, DEFAULT_WORDS, LETTERS), (DEFAULT_WORDS, LETTERS)
-    )
+    opening = state.follow_default("words", view.tokenizer, defaults.DEFAULT_WORDS, defaults.LETTERS)
     typed = st.text_input(
         "Tokens to compare", opening, help="Words are split into the model's tokens.", **share.bind("words")
     )
@@ -189,7 +177,9 @@ def token_embeddings() -> None:
     else:
         ui.panels.embeddings.token_vectors(view.tokenizer, table, ids)
     if view.run_id is not None:  # a run has steps: its table at step 0 was random
-        query_text = state.value("gpt_nn") or first_read(view.tokenizer, DEFAULT_QUERY, LETTER_QUERY)
+        query_text = state.value("gpt_nn") or defaults.first_read(
+            view.tokenizer, defaults.DEFAULT_QUERY, defaults.LETTER_QUERY
+        )
         st.subheader("Step 0 vs step N: the nearest neighbours")
         st.caption(
             "At step 0 the table is random, so the neighbours are arbitrary; training pulls tokens used alike together."
@@ -249,9 +239,7 @@ def token_plus_position() -> None:
         f"Token + position = input, for your sentence ({literal_markdown(view.label)}"
         + (f"'s {tables})" if tables else ")")
     )
-    opening = state.follow_default(
-        "positions_text", opening_sentence(view.tokenizer, POSITIONS_TEXT), openings(POSITIONS_TEXT)
-    )
+    opening = state.follow_default("positions_text", view.tokenizer, *defaults.openings(defaults.POSITIONS_TEXT))
     sentence = st.text_input("Sentence", opening, max_chars=500, **share.bind("positions_text"))
     if view.family == "minilm":
         st.info("MiniLM adds a position and a segment vector too; this view shows GPTs' two tables.")

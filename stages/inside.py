@@ -10,7 +10,7 @@ import streamlit as st
 
 import ui
 from llmviz.interpret import ablation, features, heads, interventions, patching
-from llmviz.lessons.defaults import opening_sentence, openings
+from llmviz.lessons.defaults import openings
 from llmviz.lessons.inside import (
     DEFAULT_ABLATION_TEXT,
     DEFAULT_CLEAN,
@@ -81,9 +81,7 @@ def lens_section() -> None:
     view = picker.current()
     if not picker.gpt_or_note(view, "the logit lens reads a GPT's residual stream"):
         return
-    opening = state.follow_default(
-        "lens_text", opening_sentence(view.tokenizer, DEFAULT_SENTENCE), openings(DEFAULT_SENTENCE)
-    )
+    opening = state.follow_default("lens_text", view.tokenizer, *openings(DEFAULT_SENTENCE))
     st.text_input("A sentence", opening, max_chars=2000, **share.bind("lens_text"))
     share.carried_note("lens_text")
     with ui.friendly_errors("the logit lens"):

@@ -8,7 +8,7 @@ import ui
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.jobs.manager import JobRefused
 from llmviz.lessons import architectures
-from llmviz.lessons.defaults import opening_sentence, openings
+from llmviz.lessons.defaults import openings
 from llmviz.lessons.model import DEFAULT_SENTENCE, LAB_CHARS, preset_title, validation_note
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
 from llmviz.tokenizers.ids import encode
@@ -43,9 +43,7 @@ def the_flow() -> None:
     view = picker.current()
     sentence = st.text_input(
         "Your sentence",
-        state.follow_default(
-            "flow_sentence", opening_sentence(view.tokenizer, DEFAULT_SENTENCE), openings(DEFAULT_SENTENCE)
-        ),
+        state.follow_default("flow_sentence", view.tokenizer, *openings(DEFAULT_SENTENCE)),
         **share.bind("flow_sentence"),
         label_visibility="collapsed",
     )
@@ -185,9 +183,7 @@ def look_inside() -> None:
         f"{config.d_model}, a {view.tokenizer.vocab_size:,}-token vocabulary"
         + (f" ({validation})." if validation else ".")
     )
-    opening = state.follow_default(
-        "model_sentence", opening_sentence(view.tokenizer, DEFAULT_SENTENCE), openings(DEFAULT_SENTENCE)
-    )
+    opening = state.follow_default("model_sentence", view.tokenizer, *openings(DEFAULT_SENTENCE))
     sentence = st.text_input("A sentence", opening, max_chars=5000, **share.bind("model_sentence"))
     share.carried_note("model_sentence")
     ids = fitted_ids(view, sentence)

@@ -11,7 +11,7 @@ import streamlit as st
 
 import ui
 from llmviz.generation.sampling import compare_kv_cache, encode_prompt, generate, visible_tokens
-from llmviz.lessons.defaults import DEFAULT_PROMPT, reads
+from llmviz.lessons.defaults import DEFAULT_PROMPT
 from llmviz.lessons.quiz import sampling_questions
 from llmviz.lessons.sampling import (
     BEAM_TOKENS,
@@ -44,14 +44,12 @@ if view.family == "minilm":
     view = picker.shipped_default()
 model, tokenizer, meta, label = view.model, view.tokenizer, view.meta, view.content_key
 # a model that cannot read the manual's prompt (a character model of first names) starts from nothing
-opening = DEFAULT_PROMPT if reads(tokenizer, DEFAULT_PROMPT) else ""
+opening = state.follow_default("prompt", tokenizer, DEFAULT_PROMPT, "")
 st.caption(f"Model: {literal_markdown(view.label)}, from the sidebar.")
 
 
 st.subheader("Next token: transform by transform")  # its controls share its slide (presenter mode)
-prompt = st.text_input(
-    "Prompt", state.follow_default("prompt", opening, (DEFAULT_PROMPT, "")), max_chars=2000, **share.bind("prompt")
-)
+prompt = st.text_input("Prompt", opening, max_chars=2000, **share.bind("prompt"))
 share.carried_note("prompt")
 TOP_K_DEFAULT = top_k_default(tokenizer.vocab_size)
 

@@ -24,11 +24,13 @@ fails it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
+
+from llmviz.lessons.defaults import first_read
 
 _MISSING = object()
 
@@ -453,13 +455,15 @@ def set_value(key: str, new: Any) -> None:
     st.session_state[key] = new
 
 
-def follow_default(key: str, default: str, defaults: Collection[str]) -> str:
-    """``default``, for a text box ``key`` whose default depends on the picked model
-    (:func:`llmviz.lessons.defaults.opening_sentence`). A box keeps its text when the model changes (Streamlit keeps
-    a keyed widget's value, whatever its default); one that still holds another model's default (one of
-    ``defaults``: nothing the student typed) is given this model's, so a names model picked after the page opened
-    shows a name, not the letters it reads of the manual's sentence."""
-    if has_value(key) and value(key) != default and value(key) in defaults:
+def follow_default(key: str, tokenizer, *texts: str) -> str:
+    """The default of the text box ``key`` for the picked model: the first of ``texts`` its tokenizer reads whole
+    (:func:`llmviz.lessons.defaults.first_read`: the manual's sentence, or a name for a model of first names).
+
+    A box keeps its text when the model changes (Streamlit keeps a keyed widget's value, whatever its default); one
+    that still holds another of ``texts`` (nothing the student typed) is given this model's, so a names model picked
+    after the page opened shows a name, not the letters it reads of the manual's sentence."""
+    default = first_read(tokenizer, *texts)
+    if has_value(key) and value(key) != default and value(key) in texts:
         set_value(key, default)
     return default
 

@@ -8,9 +8,21 @@ newline, and the model rightly says so).
 
 from __future__ import annotations
 
+from llmviz.errors import LlmvizError
+
 #: The prompt of the Sampling page (and of the Adapting and Serving pages' generated text): the manual's sentence
 #: 'The "for" statement is used to iterate over the elements of a sequence', cut before "iterate".
 DEFAULT_PROMPT = 'The "for" statement is used to'
+
+#: The Embeddings page's tokens to compare: tokens of the manual the shipped GPT reads whole (function words, modal
+#: verbs and Python's nouns, which its table groups: is, are, be; must, can; class, instance; list, tuple), and the
+#: token whose neighbours it looks up (are, was, be, then, will, must)
+DEFAULT_WORDS = " the a is are be must can will class instance function method list tuple value name"
+DEFAULT_QUERY = " is"
+#: what a character model (of first names: no space) compares instead: the letters, vowels first, and "a"
+LETTERS, LETTER_QUERY = "aeiouybcdfghjklmnprstvwz", "a"
+#: the Embeddings page's token + position sentence: a line of Python
+POSITIONS_TEXT = "for x in range(10):"
 
 #: The sentence for a character model of first names (lowercase letters and a newline: the Python manual's
 #: sentence reached one as "heresultisthenboundtotheclassname", with no capital, space or full stop).
@@ -28,9 +40,8 @@ def reads(tokenizer, text: str) -> bool:
     from llmviz.tokenizers.ids import encode
 
     try:
-        ids = encode(tokenizer, text)
-        return bool(ids) and tokenizer.decode(ids) == text
-    except Exception:  # noqa: BLE001 - any tokenizer's refusal: it does not read the text
+        return tokenizer.decode(encode(tokenizer, text)) == text  # (the empty text is read: nothing is lost)
+    except (LlmvizError, ValueError, KeyError, IndexError):  # a tokenizer's refusal: it does not read the text
         return False
 
 
@@ -54,14 +65,13 @@ def opening_sentence(tokenizer, sentence: str) -> str:
     >>> opening_sentence(CharTokenizer.train("the cat sat on the mat. then it ran."), "Then the cat sat.")
     'then the cat sat.'
     """
-    return first_read(tokenizer, sentence, sentence.lower(), NAMES_SENTENCE)
+    return first_read(tokenizer, *openings(sentence))
 
 
-def openings(sentence: str) -> frozenset[str]:
-    """The texts :func:`opening_sentence` may give for ``sentence``: a box still holding one of them holds no text of
-    the student's, so it follows the picked model (``ui.state.follow_default``).
+def openings(sentence: str) -> tuple[str, ...]:
+    """The texts :func:`opening_sentence` chooses from for ``sentence``, in its order.
 
-    >>> sorted(openings("The cat."))
-    ['The cat.', 'charlotte', 'the cat.']
+    >>> openings("The cat.")
+    ('The cat.', 'the cat.', 'charlotte')
     """
-    return frozenset((sentence, sentence.lower(), NAMES_SENTENCE))
+    return sentence, sentence.lower(), NAMES_SENTENCE
