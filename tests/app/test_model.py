@@ -294,6 +294,11 @@ def test_the_flow_draws_every_shipped_model(name):
     assert by_label(at.text_input, "Your sentence").value == NAMES_SENTENCE == "charlotte"
     ids = data["payload"]["ids"]  # the last letters that fit the model's window (1 for a bigram, 8 for the WaveNet)
     assert ids and ids == tokenizer.encode("charlotte")[-len(ids) :]
+    if name == "names-transformer":  # CHANGELOG: after "charlotte" it predicts the name's end at 94 %
+        model = load_checkpoint(ui.ROOT / "data" / name)[0].eval()
+        with torch.no_grad():
+            probs = torch.softmax(model(torch.tensor([ids]))[0][0, -1], dim=-1)
+        assert probs.argmax().item() == tokenizer.encode("\n")[0] and round(100 * probs.max().item()) == 94
     if name == "names-bigram-counts":  # its window is one letter: the caption says so, in the singular
         assert "Only the last token is drawn (8 earlier ones left out): this model reads one token at a time." in texts(
             at.caption
