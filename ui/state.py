@@ -461,9 +461,10 @@ def follow_default(key: str, tokenizer, *texts: str) -> str:
 
     A box keeps its text when the model changes (Streamlit keeps a keyed widget's value, whatever its default); one
     that still holds another of ``texts`` (nothing the student typed) is given this model's, so a names model picked
-    after the page opened shows a name, not the letters it reads of the manual's sentence."""
+    after the page opened shows a name, not the letters it reads of the manual's sentence. A box the student emptied
+    stays empty (Sampling's prompt: an empty one is a start of its own)."""
     default = first_read(tokenizer, *texts)
-    if has_value(key) and value(key) != default and value(key) in texts:
+    if has_value(key) and value(key) and value(key) != default and value(key) in texts:
         set_value(key, default)
     return default
 

@@ -50,6 +50,25 @@ def test_sampling_names_model_long_prompt_and_unknown_characters():
     assert "É" in warnings and "prompt was cut" in warnings  # (the characters are Markdown-escaped)
 
 
+def test_the_prompt_follows_the_model_but_an_emptied_one_stays_empty():
+    """A names model starts from an empty prompt, a GPT from the manual's; the box follows a model picked after the
+    page opened while it holds one of them untouched, and a prompt the student emptied stays empty."""
+    at = run_page("stages/sampling.py")
+    assert by_label(at.text_input, "Prompt").value == DEFAULT_PROMPT
+    at.session_state["_picker_selected"] = "shipped:names-transformer"
+    at.run()
+    assert_clean(at)
+    assert by_label(at.text_input, "Prompt").value == ""
+    at.session_state["_picker_selected"] = "shipped:gpt-python-docs"
+    at.run()
+    assert by_label(at.text_input, "Prompt").value == ""  # emptied (here by the names model): a start of its own
+    by_label(at.text_input, "Prompt").set_value(DEFAULT_PROMPT).run()
+    by_label(at.text_input, "Prompt").set_value("").run()
+    at.run()
+    assert_clean(at)
+    assert by_label(at.text_input, "Prompt").value == ""
+
+
 @pytest.mark.parametrize("shipped", ["names-bigram-counts", "names-bigram-neural", "names-mlp"])
 def test_sampling_generates_from_short_context_models(shipped):
     at = run_page("stages/sampling.py", _picker_selected=f"shipped:{shipped}", sampling_part="Generate")
