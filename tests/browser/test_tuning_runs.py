@@ -53,7 +53,8 @@ def test_the_set_uploaders_say_their_limit_take_a_students_set_and_refuse_a_bad_
     link = "tuning?" + urllib.parse.urlencode({"tuning_tab": "Tune your own"})
     page = open_page(browser, f"{app_url}/{link}", viewport=(1400, 1000))
     boxes = main_area(page).locator("[data-testid='stFileUploader']")
-    assert boxes.count() == 2
+    # the tab's section may still be drawing when the page's script has ended (failed once in CI, 0 boxes found)
+    eventually(lambda: boxes.count() == 2 or None, what="the two uploaders")
     for box in boxes.all():
         assert re.search(r"\b2\s?MB per file", box.inner_text()), box.inner_text()
     rows = b"".join(b'{"prompt": "What is a list %d?", "response": "A mutable sequence."}\n' % n for n in range(12))
