@@ -42,7 +42,7 @@ if view.family == "minilm":
         "shows the shipped GPT instead; pick a GPT or one of your runs in the sidebar."
     )
     view = picker.shipped_default()
-model, tokenizer, meta, label = view.model, view.tokenizer, view.meta, view.content_key
+model, tokenizer = view.model, view.tokenizer
 # a model that cannot read the manual's prompt (a character model of first names) starts from nothing
 opening = state.follow_default("prompt", tokenizer, DEFAULT_PROMPT, "")
 st.caption(f"Model: {literal_markdown(view.label)}, from the sidebar.")
