@@ -133,6 +133,15 @@ def _in_link(value: Any) -> str:
     return str(value)
 
 
+def _ends(message: ForwardMsg, fragment_id: str, either: bool) -> bool:
+    """Whether ``message`` (a ``script_finished``) ends the run waited for: see :meth:`Student._run`."""
+    if message.script_finished not in FINISHED:
+        return False
+    if message.script_finished != ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY:
+        return not fragment_id or either
+    return bool(fragment_id) and fragment_id in message.metadata.run.fragment_ids
+
+
 class ProtocolError(RuntimeError):
     """The server did not answer as Streamlit does (closed the socket, or no run ended in time)."""
 
@@ -219,20 +228,17 @@ class Student:
         ]
         if len(found) != 1:
             raise KeyError(f"{len(found)} buttons with key or label {key!r} on this page")
-        button = found[0]
-        message = BackMsg()
-        rerun = message.rerun_script
-        rerun.query_string = urllib.parse.urlencode(self.query, doseq=True)
-        rerun.page_script_hash = self.page_hash
-        if button.fragment_id:
-            rerun.fragment_id = button.fragment_id
-        rerun.widget_states.widgets.extend(_state(self.widgets[i], v) for i, v in self.values.items())
-        rerun.widget_states.widgets.append(WidgetState(id=button.id, trigger_value=True))
-        for name, field_value in self._context().items():
-            setattr(rerun.context_info, name, field_value)
+        return await self.press(found[0])
+
+    async def press(self, button: Widget, either: bool = False) -> Run:
+        """Press ``button`` (one of :attr:`buttons`): a trigger sent once with every widget's value, in the button's
+        fragment when it lives in one; returns the page's run (after any reruns it asks for), or with ``either`` the
+        first run that ends, the fragment's or the whole page's (a button in a section may rerun the page)."""
+        message = self._rerun_message(button.fragment_id)
+        message.rerun_script.widget_states.widgets.append(WidgetState(id=button.id, trigger_value=True))
         began = time.perf_counter()
         await self.socket.send(message.SerializeToString())
-        return await self._run(began, "")
+        return await self._run(began, button.fragment_id if either else "", either)
 
     async def live(self) -> None:
         """Stay on the page as an open browser tab does, until the socket closes: read what the server sends, and
@@ -285,21 +291,19 @@ class Student:
             self.widgets[widget.id] = widget = Widget(
                 widget.id, kind, value, widget.fragment_id, widget.query_key, widget.label
             )
+        return await self.set_value(widget, value, whole_page)
+
+    async def set_value(self, widget: Widget, value: Any, whole_page: bool = False, either: bool = False) -> Run:
+        """Give ``widget`` (one of :attr:`widgets`) the value ``value``, as :meth:`set_widget` does (``either``: see
+        :meth:`press`)."""
         self.values[widget.id] = value
         if widget.query_key:
             self.query[widget.query_key] = [_in_link(value)]
-        message = BackMsg()
-        rerun = message.rerun_script
-        rerun.query_string = urllib.parse.urlencode(self.query, doseq=True)
-        rerun.page_script_hash = self.page_hash
-        if widget.fragment_id and not whole_page:
-            rerun.fragment_id = widget.fragment_id
-        rerun.widget_states.widgets.extend(_state(self.widgets[i], v) for i, v in self.values.items())
-        for name, field_value in self._context().items():
-            setattr(rerun.context_info, name, field_value)
+        fragment_id = "" if whole_page else widget.fragment_id
+        message = self._rerun_message(fragment_id)
         began = time.perf_counter()
         await self.socket.send(message.SerializeToString())
-        return await self._run(began, rerun.fragment_id)
+        return await self._run(began, fragment_id, either)
 
     def _seen(self, message: ForwardMsg, run: Run) -> None:
         kind = message.WhichOneof("type")
@@ -336,10 +340,10 @@ class Student:
                 if widget.id not in self.values or getattr(element, element_kind).set_value:
                     self.values[widget.id] = widget.value
 
-    async def _run(self, began: float, fragment_id: str) -> Run:
+    async def _run(self, began: float, fragment_id: str, either: bool = False) -> Run:
         """Read messages until the script run asked for has finished: the whole page's (``fragment_id`` empty; a
         run ended early for a rerun goes on with the next), or that fragment's (a section refreshing itself on a
-        timer in the meantime is not it)."""
+        timer in the meantime is not it), or with ``either`` that fragment's or the whole page's."""
         run = Run(0.0, 0, [], "")
         deadline = began + self.timeout_s
         while True:
@@ -355,12 +359,7 @@ class Student:
             message = ForwardMsg()
             message.ParseFromString(data)
             self._seen(message, run)
-            if (
-                message.WhichOneof("type") == "script_finished"
-                and message.script_finished in FINISHED
-                and (message.script_finished == ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY) == bool(fragment_id)
-                and (not fragment_id or fragment_id in message.metadata.run.fragment_ids)
-            ):
+            if message.WhichOneof("type") == "script_finished" and _ends(message, fragment_id, either):
                 run.seconds = time.perf_counter() - began
                 run.status = FINISHED[message.script_finished]
                 return run

@@ -34,6 +34,8 @@ from tests.support.browser import (
 )
 
 pytestmark = pytest.mark.browser
+#: in README's suite, where every other browser test is in CI's lane (-m ci): every page drawn once by a real browser
+IN_THE_SUITE = True
 
 # Everything a student reads: metrics, captions, text, equations, code, token chips, and the charts' text
 # (tick labels, cell values, titles).

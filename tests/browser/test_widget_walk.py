@@ -13,9 +13,13 @@ alone: see :data:`LONG_WORK`). After each it checks that
 
 Widgets are found again after every operation (a section redraws its widgets), and each is named by its kind, its
 label and its rank among widgets of that name, so a widget that appears after another is operated in its turn. The
-walk is parametrized per page and tab so that pytest-xdist spreads it; the default run operates every widget once
-(at most :data:`MOST_WIDGETS` a tab) and ``-m extended`` also presses the buttons that start long work (then Stop)
-and operates every widget a second time with another value.
+walk is parametrized per page and tab so that pytest-xdist spreads it; it operates every widget once (at most
+:data:`MOST_WIDGETS` a tab) and ``-m extended`` also presses the buttons that start long work (then Stop) and operates
+every widget a second time with another value.
+
+It is in CI's lane (``-m ci``, docs/testing.md): README's suite walks every widget over Streamlit's protocol
+(``tests/app/test_widget_walk.py``, the server's side: every section's own rerun), where chromium's drawing of each
+widget is most of this walk's cost.
 """
 
 from __future__ import annotations
@@ -23,65 +27,14 @@ from __future__ import annotations
 import collections
 import re
 import time
-from dataclasses import dataclass
 
 import pytest
 
 from tests.support.app_server import start_app
 from tests.support.browser import main_area, open_page, shot, sidebar, wait_until_idle
+from tests.support.widget_walk import CASES, CRASH, LONG_WORK, MOST_WIDGETS, NEVER, NO_WIDGETS, PAGES, Case
 
 pytestmark = pytest.mark.browser
-
-# page path (as in the address) → (the link parameter of its tabs, the tabs' labels); a page without tabs: (None, ())
-PAGES = {
-    "": (None, ()),  # Home (the navigation's default page, at /)
-    "tokens": ("tokens_tab", ("Train your own BPE", "Encode and decode", "Input–target pairs")),
-    "embeddings": ("embeddings_tab", ("Cosine similarity", "Positions", "Word2vec", "Sentence embeddings")),
-    "attention": ("attention_tab", ("Without weights", "Step by step", "Shapes", "Masks", "Grouped-query")),
-    "model": ("model_tab", ("Architecture", "Inside a trained GPT", "From GPT-2 to Llama")),
-    "inside": (
-        "look",
-        (
-            "Logit lens",
-            "Head detectors",
-            "Loss per token",
-            "Knock out heads",
-            "Patch activations",
-            "Steer",
-            "Features",
-            "Induction run",
-        ),
-    ),
-    "training": (
-        "training_part",
-        ("Your runs", "Races", "Step 0 vs step N", "The loss by hand", "The decoder of a Transformer"),
-    ),
-    "sampling": ("sampling_part", ("Step mode", "Generate", "Three temperatures", "The KV cache")),
-    "adapting": (
-        "adapting_part",
-        (
-            "LoRA",
-            "What training changed",
-            "Quantization",
-            "Quantization-aware training",
-            "Fine-tuning for a task",
-            "Training in less memory",
-        ),
-    ),
-    "tuning": (
-        "tuning_tab",
-        ("Base, SFT and DPO side by side", "The response mask", "DPO: the chosen over the rejected", "Tune your own"),
-    ),
-    "serving": ("serving_part", ("The KV cache", "Paged attention", "Batching")),
-}
-#: (page, tab) with no widget of its own: Home, and Tuning's DPO curves (charts only)
-NO_WIDGETS = {("", None), ("tuning", "DPO: the chosen over the rejected")}
-MOST_WIDGETS = 60  # a tab's widgets operated at most (the default run); each costs a section or page run
-# buttons whose press starts a run in a worker or a long computation: the default run leaves them alone (their own
-# browser tests press them), -m extended presses them and then Stop
-LONG_WORK = re.compile(r"^(Train|Start|Fine-tune|Race|Run |Resume|Quantize and|Download)", re.IGNORECASE)
-NEVER = re.compile(r"^(Copy link|Stop|Cancel|Remove|Delete|Forget)", re.IGNORECASE)  # not a lesson's widget
-CRASH = re.compile(r"Something went wrong in |needs the app around it")
 
 WIDGETS = (  # the kinds operated, as Streamlit marks them (data-testid)
     "stExpander",
@@ -137,28 +90,6 @@ FIND_WIDGETS = """([kinds, pageTabs]) => {
   }
   return found;
 }"""
-
-
-@dataclass(frozen=True)
-class Case:
-    path: str
-    param: str | None
-    tab: str | None
-
-    @property
-    def query(self) -> str:
-        if self.tab is None or self.tab == PAGES[self.path][1][0]:
-            return ""
-        from urllib.parse import urlencode
-
-        return "?" + urlencode({self.param: self.tab})
-
-    @property
-    def name(self) -> str:
-        return f"{self.path or 'home'}-{self.tab or 'page'}".replace(" ", "_")
-
-
-CASES = [Case(path, param, tab) for path, (param, tabs) in PAGES.items() for tab in (tabs or (None,))]
 
 
 def widget(page, found: dict):

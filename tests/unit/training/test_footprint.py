@@ -198,7 +198,8 @@ LAB_CASES = [
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads Linux's /proc")
-@pytest.mark.parametrize("start", ["forkserver", "spawn"])
+# spawn (a fresh interpreter: the larger peak) in the suite, the forkserver's twin of each case in CI's lane (-m ci)
+@pytest.mark.parametrize("start", [pytest.param("forkserver", marks=pytest.mark.ci), "spawn"])
 @pytest.mark.parametrize("case", LAB_CASES)
 def test_the_estimate_covers_the_peak_of_a_worker_started_as_the_lab_starts_it(case, start):
     """What a page submits (the Training page's run, the Adapting page's fine-tuning and LoRA race, the Inside page's
