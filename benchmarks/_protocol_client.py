@@ -228,9 +228,9 @@ class Student:
         ]
         if len(found) != 1:
             raise KeyError(f"{len(found)} buttons with key or label {key!r} on this page")
-        return await self.press(found[0])
+        return await self.press_button(found[0])
 
-    async def press(self, button: Widget, either: bool = False) -> Run:
+    async def press_button(self, button: Widget, either: bool = False) -> Run:
         """Press ``button`` (one of :attr:`buttons`): a trigger sent once with every widget's value, in the button's
         fragment when it lives in one; returns the page's run (after any reruns it asks for), or with ``either`` the
         first run that ends, the fragment's or the whole page's (a button in a section may rerun the page)."""
@@ -295,7 +295,7 @@ class Student:
 
     async def set_value(self, widget: Widget, value: Any, whole_page: bool = False, either: bool = False) -> Run:
         """Give ``widget`` (one of :attr:`widgets`) the value ``value``, as :meth:`set_widget` does (``either``: see
-        :meth:`press`)."""
+        :meth:`press_button`)."""
         self.values[widget.id] = value
         if widget.query_key:
             self.query[widget.query_key] = [_in_link(value)]

@@ -311,9 +311,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     # every process, before torch.distributed is touched
     group, device = distributed.join(pick_device(args.device), fully_sharded=args.fsdp)
     try:
-        return _train(args, group, device)
-    finally:
+        code = _train(args, group, device)
+    except BaseException:
         distributed.leave(group)
+        raise
+    distributed.finish(group, code)  # a rank of a torchrun job ends here (its teardown skipped: see finish)
+    return code
 
 
 def _train(args: argparse.Namespace, group, device: str) -> int:

@@ -185,7 +185,7 @@ async def operate(student: Walker, widget_id: str) -> tuple[str, Run | None]:
         if NEVER.search(label) or LONG_WORK.search(label):
             return f"{what}: left alone", None
         button = student.buttons.get(widget_id)
-        return (f"{what}: pressed", await student.press(button, either=True)) if button else (what, None)
+        return (f"{what}: pressed", await student.press_button(button, either=True)) if button else (what, None)
     if drawn.kind not in OPERATED:
         return f"{what}: left alone ({LEFT_ALONE[drawn.kind]})", None
     widget: Widget | None = student.widgets.get(widget_id)

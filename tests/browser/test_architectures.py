@@ -42,7 +42,7 @@ def test_the_seven_gpt2_to_llama_steps_train_from_the_model_page(app_url, browse
 
 @pytest.mark.extended  # ~14 CPU-seconds; tests/app/test_training.py measures the finished race headless in every run
 def test_a_positions_race_is_measured_past_its_training_context(app_url, browser):
-    page = open_page(browser, f"{app_url}/training?{NAMES}")
+    page = open_page(browser, f"{app_url}/training?{NAMES}&training_part=Races")  # the races have a tab of their own
     main_area(page).get_by_role("combobox", name="Architecture race: one switch, two GPT micros").click()
     page.get_by_role("option", name="positions: learned vs RoPE", exact=True).click()
     wait_until_idle(page)
