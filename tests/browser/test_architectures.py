@@ -42,10 +42,11 @@ def test_the_seven_gpt2_to_llama_steps_train_from_the_model_page(app_url, browse
 
 @pytest.mark.extended  # ~14 CPU-seconds; tests/app/test_training.py measures the finished race headless in every run
 def test_a_positions_race_is_measured_past_its_training_context(app_url, browser):
-    page = open_page(browser, f"{app_url}/training?{NAMES}&training_part=Races")  # the races have a tab of their own
-    main_area(page).get_by_role("combobox", name="Architecture race: one switch, two GPT micros").click()
-    page.get_by_role("option", name="positions: learned vs RoPE", exact=True).click()
-    wait_until_idle(page)
+    # the races have a tab of their own; the switch raced is in the link (race_switch)
+    page = open_page(browser, f"{app_url}/training?{NAMES}&training_part=Races&race_switch=positions")
+    picked = main_area(page).get_by_role("combobox", name="Architecture race: one switch, two GPT micros")
+    box = picked.locator("xpath=ancestor::*[@data-testid='stSelectbox']")
+    assert "positions: learned vs RoPE" in (picked.input_value() or box.inner_text())
     runner_steps = page.locator("[data-testid='stSlider']").filter(has_text="Steps per runner").get_by_role("slider")
     runner_steps.first.focus()
     for _ in range(5):  # 300 → 50 steps per runner

@@ -54,6 +54,7 @@ def kv_growth(view: picker.ModelView, prompt: str) -> None:
             ),
             key=state.widget("kv_growth"),
         )
+    st.subheader("The bytes per token, with this model's numbers")  # a slide of its own in presenter mode
     explain_growth(view, found, per_token)
 
 
