@@ -172,6 +172,12 @@ W2V_JOB = Slot("w2v_job", dict, "the word2vec training job of the Embeddings pag
 W2V = Slot("w2v", tuple, "(corpus, the trained word2vec state)")
 W2V_STEPS = Slot("w2v_steps", int, "the steps the word2vec run was asked for")
 # Inside the model
+LENS_SENTENCE = Slot(
+    "_lens_sentence",
+    dict,
+    "logit-lens link parameter → the sentence (hash of its ids) its value was chosen on",
+    default=dict,
+)
 INDUCTION_JOB = Slot("inside_induction_job", str, "the id of the induction-head run")
 INDUCTION_PREVIOUS = Slot(
     "inside_induction_previous",

@@ -7,7 +7,7 @@ import torch
 import ui
 from llmviz.interpret.lens import sequence_logit_lens
 from llmviz.training.checkpoint import load_checkpoint
-from tests.support.pages import JOB_TIMEOUT, assert_clean, run_app, run_page
+from tests.support.pages import JOB_TIMEOUT, assert_clean, by_label, run_app, run_page
 from tests.support.paths import DATA
 from ui import charts
 from ui.panels import inside_lens
@@ -142,6 +142,20 @@ def test_inside_page_default_path_has_no_error():
         headers += [h.value for h in at.header]
     assert any("logit lens" in h for h in headers) and any("Head detectors" in h for h in headers)
     assert any("loss on every token" in h for h in headers)
+
+
+def test_a_new_sentence_follows_its_own_clearest_position_as_a_link_to_it_reopens():
+    """Typing another sentence into the lens moves "Follow one position" to that sentence's clearest position, the one
+    a link to the page reopens: the position kept from the sentence before stayed shown, while the link (which leaves
+    a default out) reopened another (found by tests/browser/test_pages.py's Inside reopening)."""
+    sentence = "The while loop repeats a block of code"
+    at = run_page(PAGE)
+    by_label(at.text_input, "A sentence").set_value(sentence).run()
+    assert_clean(at)
+    typed = by_label(at.selectbox, "Follow one position").value
+    reopened = run_app(PAGE, {"lens_text": sentence})
+    assert_clean(reopened)
+    assert typed == by_label(reopened.selectbox, "Follow one position").value
 
 
 def test_inside_page_survives_empty_and_odd_text():

@@ -200,7 +200,8 @@ def render_lens(view, column: str) -> None:
     tokens = [label(view, i) for i in ids]
     columns = charts.unique_labels(tokens)
     grid = st.container()  # the grid first, the slider that moves it along the sentence under it
-    start = lens_start(len(ids), column)
+    sentence = hash(tuple(ids))  # the lens's settings belong to the sentence they were chosen on
+    start = lens_start(len(ids), column, sentence)
     positions = window(len(ids), start)
     charts.show_in(
         grid,
@@ -225,7 +226,12 @@ def render_lens(view, column: str) -> None:
         format_func=lambda p: f"{columns[p]} → {tokens[p + 1]}",
         help="Its line is drawn in colour; the other positions of the grid in grey.",
         **lens_binding(
-            "lens_follow", column, state.widget("lens_follow_", column, hash((tuple(ids), start))), followed, best
+            "lens_follow",
+            column,
+            state.widget("lens_follow_", column, hash((tuple(ids), start))),
+            followed,
+            best,
+            sentence,
         ),
     )
     charts.show(
@@ -238,18 +244,22 @@ def render_lens(view, column: str) -> None:
 LINKED_COLUMN = "stepN"  # the picked model's column (alone, or step N beside step 0): its lens settings are in the link
 
 
-def lens_binding(name: str, column: str, own_key: str, allowed, fallback) -> dict:
+def lens_binding(name: str, column: str, own_key: str, allowed, fallback, sentence: int) -> dict:
     """The widget arguments of a logit-lens setting: the link parameter ``name`` for the picked model's column (kept
-    when the student switches tabs and back, and in a copied link; a value the new sentence has no room for goes
-    back to ``fallback``), ``own_key`` for step 0's."""
+    when the student switches tabs and back, and in a copied link; a value chosen on another sentence, or one the
+    new sentence has no room for, goes back to ``fallback``, so the page shows what a link to it reopens),
+    ``own_key`` for step 0's."""
     if column != LINKED_COLUMN:
         return {"key": own_key}
-    if state.has_value(name) and state.value(name) not in allowed:
+    chosen_on = state.LENS_SENTENCE.setdefault()
+    moved_on = chosen_on.get(name, sentence) != sentence  # a link's value, on the first run, is the sentence's own
+    if state.has_value(name) and (moved_on or state.value(name) not in allowed):
         state.set_value(name, fallback)
+    chosen_on[name] = sentence
     return share.bind(name)
 
 
-def lens_start(length: int, column: str) -> int:
+def lens_start(length: int, column: str, sentence: int) -> int:
     """The first position the grid shows: 0 for a sentence that fits, else the slider's (drawn under the grid)."""
     if length <= WINDOW:
         return 0
@@ -261,7 +271,9 @@ def lens_start(length: int, column: str) -> int:
             last,
             0,
             help=f"The grid shows {WINDOW} positions at a time: slide along the sentence.",
-            **lens_binding("lens_from", column, state.widget("lens_from_", column, length), range(last + 1), 0),
+            **lens_binding(
+                "lens_from", column, state.widget("lens_from_", column, length), range(last + 1), 0, sentence
+            ),
         )
     )
 
