@@ -38,9 +38,7 @@ def test_a_pasted_megabyte_leaves_a_link_that_opens(browser, app_url):
     assert caption
     wait_until_idle(page)
     href = eventually(
-        lambda: (lambda h: h if _carried(h, "text") == share.link_text(LONG) else None)(
-            page.evaluate("location.href")
-        ),
+        lambda: (lambda h: h if _carried(h, "text") == share.link_text(LONG) else None)(page.evaluate("location.href")),
         what="the address carrying the start of the prompt",
     )
     assert len(href) < 20_000 and "👩\u200d💻" in _carried(href, "text")
