@@ -26,7 +26,7 @@ import pytest
 from benchmarks._protocol_client import Run, Student, Widget
 from tests.support.app_server import start_app
 from tests.support.asyncio_thread import run_coroutine
-from tests.support.widget_walk import CASES, CRASH, LONG_WORK, MOST_WIDGETS, NEVER, NO_WIDGETS, Case
+from tests.support.widget_walk import CASES, CRASH, LONG_WORK, MOST_WIDGETS, NEVER, NO_WIDGETS, PAGES, Case
 from ui.identity import COOKIE
 
 pytestmark = pytest.mark.processes  # an app server of this test process
@@ -219,6 +219,13 @@ def walk_server(tmp_path_factory):
     server.stop()
     log = (folder / "server.log").read_text()
     assert "Traceback" not in log, log[log.index("Traceback") :][:3000]
+
+
+def test_the_walks_visit_every_page_of_the_navigation():
+    """Both walks (this one and the chromium one) visit the pages of app.py's navigation, every one."""
+    import ui
+
+    assert set(PAGES) == {"" if stage.key == "text" else stage.key for stage in ui.PIPELINE if stage.exists}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -267,12 +267,6 @@ def open_case(browser, app_url: str, case: Case):
     return page
 
 
-def test_the_walk_visits_every_page_of_the_navigation():
-    import ui
-
-    assert set(PAGES) == {"" if stage.key == "text" else stage.key for stage in ui.PIPELINE if stage.exists}
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_every_widget_once(app_url, browser, case):
     url = f"{app_url}/{case.path}{case.query}"
