@@ -2,6 +2,7 @@
 
     python benchmarks/gpt2_step.py [--steps 60] [--round-steps 10] [--quick]  # on a CUDA GPU (on the CPU or with
                                                                               # --quick: a small shape, float32)
+    python benchmarks/gpt2_step.py --profile  # where llmviz's step spends its device time (PyTorch's profiler)
 
 GPT-2 small exactly (12 layers, 12 heads, d 768, context 1,024, vocabulary 50,257, biases, a tied head: 124,439,808
 parameters on both sides), batch 16 × 1,024 random tokens, no dropout, AdamW (fused on CUDA), gradient clipping at
@@ -249,6 +250,22 @@ def measure(
     )
 
 
+def profile(device: str = "cuda", round_steps: int = 5, rows: int = 15, compile_model: bool = False) -> str:
+    """Where llmviz's step spends its time: PyTorch's profiler over one round after a warm-up round, the ``rows``
+    operators that take the most device time (``self`` time, so a kernel is counted once)."""
+    cuda = device.startswith("cuda")
+    shape = GPT2_SMALL if cuda else SMOKE
+    precision = ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if cuda else "float32"
+    one_round, finish, _ = llmviz_side(shape, device, precision, 2, round_steps, compile_model)
+    one_round()  # the warm-up round
+    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
+    with torch.profiler.profile(activities=activities) as profiler:
+        one_round()
+    finish()
+    key = "self_cuda_time_total" if cuda else "self_cpu_time_total"
+    return profiler.key_averages().table(sort_by=key, row_limit=rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=60, help="timed steps of each side")
@@ -256,7 +273,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="the small float32 shape, 5 rounds of 2 steps")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--compile", action="store_true", help="torch.compile llmviz's model (transformers' is not)")
+    parser.add_argument("--profile", action="store_true", help="print where llmviz's step spends its time, no timing")
     args = parser.parse_args(argv)
+    if args.profile:
+        print(profile(args.device, compile_model=args.compile))
+        return 0
     result = measure(
         args.device,
         smoke=args.quick or not args.device.startswith("cuda"),

@@ -175,10 +175,17 @@ def check_precision(setting: Setting) -> tuple[str, str]:
     return (PASS if ok else FAIL), f"mean loss of the last 5 of {steps} steps: {detail} (half precisions ≤ 2 % off)"
 
 
+def waited_at(filename: str, line: int) -> str:
+    """Where a wait for the GPU was asked: the file's last two folders, the line, and its code."""
+    import linecache
+
+    return f"{'/'.join(Path(filename).parts[-2:])}:{line} `{linecache.getline(filename, line).strip()[:60]}`"
+
+
 def check_syncs(setting: Setting) -> tuple[str, str]:
     if not setting.cuda:
         raise Skipped("needs CUDA (torch.cuda.set_sync_debug_mode)")
-    counts = {}
+    counts, where = {}, {}  # per precision: how many waits, and the lines of Python that waited
     for precision in ("bf16", "fp16"):
         trainer = Trainer.from_text(setting.text, small_config(setting, precision=precision, steps=32, dropout=0.1))
         trainer.claim_process()
@@ -197,9 +204,11 @@ def check_syncs(setting: Setting) -> tuple[str, str]:
                 torch.cuda.set_sync_debug_mode("default")
         for _ in steps:
             pass
-        counts[precision] = sum("synchroniz" in str(w.message) for w in caught)
+        waits = [w for w in caught if "synchroniz" in str(w.message)]
+        counts[precision] = len(waits)
+        where[precision] = sorted({waited_at(w.filename, w.lineno) for w in waits})
     ok = all(count <= 2 for count in counts.values())
-    detail = ", ".join(f"{p}: {n}" for p, n in counts.items())
+    detail = ", ".join(f"{p}: {n} ({' '.join(where[p])})" for p, n in counts.items())
     return (PASS if ok else FAIL), f"waits for the GPU in 20 steps with 2 reports (budget 2): {detail}"
 
 
@@ -258,7 +267,9 @@ def check_cli(setting: Setting) -> tuple[str, str]:
         train = [sys.executable, "-m", "llmviz", "train", "--corpus", str(text), "--model", "gpt-nano"]
         train += ["--tokenizer", "char", "--context", "32", "--steps", "30", "--eval-interval", "10"]
         train += ["--device", setting.device, "--out", str(out)]
-        environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+        # the repository first, then whatever the caller's PYTHONPATH holds (packages carried to a bare machine)
+        paths = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        environment = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
         trained = subprocess.run(train, capture_output=True, text=True, cwd=ROOT, env=environment, timeout=300)
         if trained.returncode != 0:
             return FAIL, f"train exited {trained.returncode}: {trained.stderr.strip().splitlines()[-1:]}"

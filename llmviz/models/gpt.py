@@ -561,6 +561,29 @@ class MixtureOfExperts(nn.Module):
         return out
 
 
+def padded_head(x: torch.Tensor, weight: torch.Tensor, multiple: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """``F.linear(x, weight)`` computed with the weight's rows padded to a multiple of ``multiple``: the logits
+    (…, rows), and the padded logits (…, rows + pad) whose extra columns are −inf, for the loss. The same numbers, in
+    matrix shapes the GPU's fast kernels take: for GPT-2's 50,257 outputs cuBLAS falls back to old kernels that made
+    the output head 45 % of a bf16 step on an H200 (nanoGPT pads its vocabulary to 50,304 for the same reason). The
+    model keeps its shapes (the padding is a copy of the weight), and a softmax over the padded logits is the
+    softmax over the logits (e^−∞ = 0), so the loss reads them whole, with no copy of the cut.
+
+    >>> x, w = torch.randn(2, 3, 4), torch.randn(5, 4)
+    >>> logits, padded = padded_head(x, w, multiple=8)
+    >>> torch.allclose(logits, F.linear(x, w)), logits.shape, padded.shape, padded[0, 0, 5:].tolist()
+    (True, torch.Size([2, 3, 5]), torch.Size([2, 3, 8]), [-inf, -inf, -inf])
+    """
+    rows = weight.size(0)
+    pad = -rows % multiple
+    if pad == 0:
+        logits = F.linear(x, weight)  # (…, rows)
+        return logits, logits
+    bias = torch.cat([weight.new_zeros(rows), weight.new_full((pad,), float("-inf"))])  # (rows + pad,)
+    padded = F.linear(x, F.pad(weight, (0, 0, 0, pad)), bias)  # (…, rows + pad)
+    return padded[..., :rows], padded  # (…, rows), (…, rows + pad)
+
+
 def load_balancing_loss(router_probs: list[torch.Tensor], top_k: int) -> torch.Tensor:
     """Switch Transformer's auxiliary loss (Fedus et al., 2021, eqs. 4–6), as Mixtral computes it over
     all layers' tokens together: E · Σ_e f_e · P_e, where f_e = the share of routing slots that went to
@@ -695,16 +718,30 @@ class GPT(nn.Module, RecordsIntermediates):
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None, cache: Cache | None = None):
         router_probs: list[torch.Tensor] | None = [] if self.config.n_experts else None
         x = self.trunk(idx, cache, router_probs)  # (B, T, C)
-        logits = record(cache, "logits", self.lm_head(x))  # (B, T, V): logits for every position
+        logits, for_loss = self.head(x)  # (B, T, V), and (B, T, V + pad) in a GPU's training step
+        logits = record(cache, "logits", logits)  # (B, T, V): logits for every position
         aux_loss = None
         if router_probs:
             aux_loss = record(cache, "aux_loss", load_balancing_loss(router_probs, self.config.experts_top_k))
         loss = None
         if targets is not None:
-            loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), targets.reshape(-1), ignore_index=-1)
+            if cache is not None:  # the recorded (or hooked) logits are the ones the loss reads
+                for_loss = logits
+            loss = F.cross_entropy(for_loss.reshape(-1, for_loss.size(-1)), targets.reshape(-1), ignore_index=-1)
             if aux_loss is not None and self.training:  # training only: validation loss stays cross-entropy
                 loss = loss + self.config.router_aux_loss_coef * aux_loss
         return logits, loss
+
+    def head(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The output head: lm_head(x) (B, T, V), and what the loss reads. A training step on a GPU pads a large
+        head's rows for the matrix kernels (:func:`padded_head`: the loss then reads (B, T, V + pad) logits whose
+        extra columns are −inf; a character model's 65 rows are left as they are, there the padding costs more
+        than it saves); a head an adapter replaced, and everything else, is the module as it is."""
+        plain = type(self.lm_head) is nn.Linear and self.lm_head.bias is None and self.config.vocab_size >= 8192
+        if x.is_cuda and self.training and torch.is_grad_enabled() and plain:
+            return padded_head(x, self.lm_head.weight)  # (B, T, V), (B, T, V + pad)
+        logits = self.lm_head(x)  # (B, T, V)
+        return logits, logits
 
     def final_hidden(self, idx: torch.Tensor) -> torch.Tensor:
         """The final norm's output for ``idx`` (B, T), with gradients (:meth:`trunk` without a cache). The same as

@@ -137,3 +137,20 @@ def test_the_tuning_benchmarks_quick_run_prints_both_ratios_and_checks_both_side
         assert re.search(rf"{kind} llmviz / TRL peak memory: [\d.]+×", done.stdout)
         assert re.search(rf"{kind} same work: [^\n]*: SAME", done.stdout)
     assert "load average: " in done.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.processes
+def test_the_gpt2_steps_profile_prints_the_operators_that_take_the_time():
+    """benchmarks/gpt2_step.py --profile on the CPU (the small shape, 5 s): PyTorch's profiler table of llmviz's step,
+    its matrix products among the rows (on a GPU, the table that found the unpadded output head)."""
+    done = subprocess.run(
+        [sys.executable, "benchmarks/gpt2_step.py", "--profile", "--device", "cpu"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "Self CPU time total" in done.stdout and "aten::mm" in done.stdout, done.stdout[-3000:]

@@ -5,9 +5,10 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from llmviz.errors import ConfigError
-from llmviz.models.gpt import GPT, PRESETS, GPTConfig, cache_names, count_parameters_without_building
+from llmviz.models.gpt import GPT, PRESETS, GPTConfig, cache_names, count_parameters_without_building, padded_head
 
 TINY = GPTConfig(vocab_size=50, context_length=16, d_model=16, n_heads=4, n_layers=2, dropout=0.0)
 
@@ -203,3 +204,21 @@ def test_gpt_loss_equals_cross_entropy_by_hand():
     idx, targets = torch.randint(0, 50, (2, 10)), torch.randint(0, 50, (2, 10))
     logits, loss = model(idx, targets)
     assert loss.item() == pytest.approx(_cross_entropy_by_hand(logits, targets), rel=1e-5)
+
+
+def test_the_padded_head_gives_plain_linear_numbers_and_gradients():
+    """The training step's padded output head (GPU only) against F.linear: the same logits, the same loss read from
+    the padded logits (−inf columns), and the same gradients for the input and the weight (PyTorch is the reference)."""
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 5, 12, generator=generator, requires_grad=True)
+    weight = torch.randn(257, 12, generator=generator, requires_grad=True)  # 257 rows: padded to 320
+    targets = torch.randint(0, 257, (10,), generator=generator)
+    logits, padded = padded_head(x, weight)  # (2, 5, 257), (2, 5, 320)
+    loss = F.cross_entropy(padded.reshape(-1, 320), targets)
+    reference = F.linear(x, weight)  # (2, 5, 257)
+    reference_loss = F.cross_entropy(reference.reshape(-1, 257), targets)
+    assert logits.shape == (2, 5, 257) and padded.shape == (2, 5, 320)
+    torch.testing.assert_close(logits, reference)
+    torch.testing.assert_close(loss, reference_loss)
+    for ours, theirs in zip(torch.autograd.grad(loss, (x, weight)), torch.autograd.grad(reference_loss, (x, weight))):
+        torch.testing.assert_close(ours, theirs)
