@@ -53,8 +53,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from llmviz.jobs.events import JobState  # noqa: E402
 from llmviz.jobs.manager import JobManager  # noqa: E402
+from llmviz.lab.live_status import JobState  # noqa: E402
 from llmviz.training.config import TrainConfig  # noqa: E402
 from llmviz.training.trainer import Trainer  # noqa: E402
 

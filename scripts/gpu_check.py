@@ -241,8 +241,8 @@ def check_checkpoint(setting: Setting) -> tuple[str, str]:
 
 
 def check_worker(setting: Setting) -> tuple[str, str]:
-    from llmviz.jobs.events import JobState
     from llmviz.jobs.manager import JobManager
+    from llmviz.lab.live_status import JobState
 
     manager = JobManager(max_running=1, session_timeout=None, workers="process")
     try:

@@ -12,7 +12,7 @@ import streamlit as st
 
 import ui
 from llmviz.adapt import finetune, lora, quantize
-from llmviz.jobs.manager import Planned
+from llmviz.lab.live_status import Planned
 from llmviz.lessons import adapting
 from llmviz.lessons.defaults import DEFAULT_PROMPT
 from ui import charts, picker, sections, share, state
@@ -73,7 +73,7 @@ def _submit(section: str, steps: int, *runners: tuple[str, object, object], **as
     a number (" #2"), so a second set of runs is drawn beside the first, not in its place. The section keeps the ids
     it started (with what was ``asked``): it finds its runs by id, never by a label."""
     planned = [(runs.unique_label(label), Planned(build, needs, steps)) for label, build, needs in runners]
-    started = runs.start(section, lambda: picker.manager().submit_race(picker.session_id(), planned))
+    started = runs.start(section, lambda: picker.runs().submit_race(planned))
     if started:
         kept = state.LAB_RUNS.get(section, default=[])
         state.LAB_RUNS.set([*kept, {"ids": {job.label: job.id for job in started}, **asked}], section)
@@ -84,7 +84,7 @@ def _started(section: str) -> list[dict]:
     """Each start of the section's runs that still exists: ``{"jobs": {label: job}, **asked}``, oldest first."""
     found = []
     for entry in state.LAB_RUNS.get(section, default=[]):
-        jobs = {label: picker.manager().get(picker.session_id(), job_id) for label, job_id in entry["ids"].items()}
+        jobs = {label: picker.runs().live(job_id) for label, job_id in entry["ids"].items()}
         jobs = {label: job for label, job in jobs.items() if job is not None}
         if jobs:
             found.append({**entry, "jobs": jobs})

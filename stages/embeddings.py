@@ -390,8 +390,7 @@ def word2vec_lesson() -> None:
     vocab_size = c4.slider("Vocabulary (most common words)", 200, 5000, 2000, step=100, **share.bind("w2v_vocab"))
     if st.button("Train word2vec", type="primary", key=state.widget("train_w2v")):
         try:  # trains as a job of this session (a worker process), like every run
-            job = picker.manager().submit_task(
-                picker.session_id(),
+            job = picker.runs().submit_task(
                 functools.partial(
                     tasks.word2vec_training,
                     text=text[:2_000_000],

@@ -6,7 +6,7 @@ import streamlit as st
 import llmviz.lessons.quiz
 import ui
 from llmviz.errors import ConfigError, LlmvizError
-from llmviz.jobs.manager import JobRefused
+from llmviz.lab.live_status import JobRefused
 from llmviz.lessons import architectures
 from llmviz.lessons.defaults import openings
 from llmviz.lessons.model import DEFAULT_SENTENCE, LAB_CHARS, preset_title, validation_note
@@ -252,7 +252,7 @@ def start_llama_lab(steps: int) -> None:
             )
             label = runs.unique_label(f"GPT-2 → Llama {number}/7: {step.change}")
             runners.append((label, runs.planned(text, config)))  # built in the race's worker
-        started = picker.manager().submit_race(picker.session_id(), runners)
+        started = picker.runs().submit_race(runners)
     except JobRefused as refused:
         st.warning(str(refused))
     except LlmvizError as error:

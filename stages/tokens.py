@@ -107,7 +107,7 @@ def keep_finished_bpe() -> None:
     the page draws anything, so the cards show it at once (a rerun from inside the lesson's tab, once the page had
     been drawn without it, left the next click on the page lost)."""
     spec = state.BPE_JOB.get()
-    job = picker.manager().get(picker.session_id(), spec["id"]) if spec else None
+    job = picker.runs().live(spec["id"]) if spec else None
     if job is None or not job.status().done or job.result is None:
         return  # still training, or nothing to keep: the lesson's tab follows it and says so
     state.BPE_JOB.pop()
@@ -262,8 +262,7 @@ def train_bpe_controls() -> None:
             # earlier stopped run can never mix its settings into this one
             try:
                 task, merges_needed, footprint = llmviz.lessons.tokens.bpe_training(sample, vocab_size, pattern)
-                job = picker.manager().submit_task(
-                    picker.session_id(),
+                job = picker.runs().submit_task(
                     task,
                     label=f"BPE tokenizer · {vocab_size:,} tokens · {corpus_label}",
                     total=merges_needed,

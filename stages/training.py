@@ -13,7 +13,7 @@ import ui
 from llmviz.data.corpus import text_key
 from llmviz.errors import LlmvizError
 from llmviz.generation.sampling import generate_text
-from llmviz.jobs.manager import JobRefused
+from llmviz.lab.live_status import JobRefused
 from llmviz.lessons.architectures import SWITCH_RACE_TITLES, SWITCH_RACES, extrapolation
 from llmviz.lessons.quiz import training_questions
 from llmviz.lessons.training import (
@@ -132,8 +132,7 @@ if train_pressed:
             prepare_data(text, config)
         job = runs.start(  # refused first if it cannot fit: the student's share of runs or memory
             "train",
-            lambda: picker.manager().submit_training(
-                picker.session_id(),
+            lambda: picker.runs().submit_training(
                 build=functools.partial(build_trainer, text, config),
                 footprint=footprint.of_config(config, vocab_bound(text, config), text_bytes=len(text.encode())),
                 label=label,
@@ -153,7 +152,7 @@ runs.refusal("train")  # the share of runs or memory this run would pass, and wh
 
 raced = {job_id for race in state.LAB_RUNS.get("race", default=[]) for job_id in race.values()}
 focus_id = kept.focused_id(raced)  # as the lab keeps it: also after a restart, a park, or from another process
-focus = picker.manager().get(picker.session_id(), focus_id or "")
+focus = picker.runs().live(focus_id or "")
 picker.on_this_page([focus_id] if focus_id else [], reset=True)
 if focus is not None:  # trained by this process: drawn live from its job
     if focus.info is not None:
@@ -181,7 +180,7 @@ def start_race(make_runners, remember=None) -> None:
     notice, a bad setting an error. ``remember(jobs)`` is called with the race's jobs once it started; the tab Races
     draws the newest race."""
     try:
-        started = picker.manager().submit_race(picker.session_id(), make_runners())
+        started = picker.runs().submit_race(make_runners())
     except JobRefused as refused:
         st.warning(str(refused))
     except LlmvizError as error:
@@ -213,10 +212,7 @@ def model_race_runners(char_race: bool, race_model: str, race_steps: int) -> lis
 def race_runs() -> dict:
     """The newest race's runners (``label → job``), as started."""
     races = state.LAB_RUNS.get("race", default=[])
-    found = {
-        label: picker.manager().get(picker.session_id(), job_id)
-        for label, job_id in (races[-1] if races else {}).items()
-    }
+    found = {label: picker.runs().live(job_id) for label, job_id in (races[-1] if races else {}).items()}
     return {label: job for label, job in found.items() if job is not None}
 
 
@@ -313,7 +309,7 @@ def longer_than_training() -> None:
             "its two runners are measured here."
         )
         return
-    jobs = [picker.manager().get(picker.session_id(), job_id) for job_id in spec["ids"]]
+    jobs = [picker.runs().live(job_id) for job_id in spec["ids"]]
     if any(job is None for job in jobs):
         st.caption("The last architecture race was cleared: race again above.")
         return
@@ -438,7 +434,7 @@ def loss_step_by_step() -> None:
 
 
 def draw_decoder() -> None:
-    job = picker.manager().get(picker.session_id(), state.DECODER_JOB.get(default=""))
+    job = picker.runs().live(state.DECODER_JOB.get(default=""))
     if job is None:
         return
     status = job.status()
@@ -461,14 +457,14 @@ def decoder_part() -> None:
     if st.button("Train the decoder (200 steps)", key=state.widget("decoder_train")):
         seed = settings.run_seed()
         try:
-            decoder_job = picker.manager().submit_task(
-                picker.session_id(), functools.partial(toy_task_loop, seed=seed), label="toy decoder", total=200
+            decoder_job = picker.runs().submit_task(
+                functools.partial(toy_task_loop, seed=seed), label="toy decoder", total=200
             )
         except LlmvizError as error:
             st.warning(str(error))
         else:
             state.DECODER_JOB.set(decoder_job.id)
-    decoder = picker.manager().get(picker.session_id(), state.DECODER_JOB.get(default=""))
+    decoder = picker.runs().live(state.DECODER_JOB.get(default=""))
     runs.live(draw_decoder, active=lambda: decoder is not None and decoder.changing, name="training.decoder")
 
 

@@ -13,7 +13,7 @@ import streamlit as st
 import ui
 from llmviz.adapt import dpo, instructions, sft, tuning_runs
 from llmviz.errors import LlmvizError
-from llmviz.jobs.manager import Planned
+from llmviz.lab.live_status import Planned
 from llmviz.lessons import adapting, tuning
 from ui import charts, lab, picker, present, sections, share, state
 from ui.panels import runs
@@ -38,7 +38,7 @@ def _shipped() -> dict:
 def _submit(section: str, label: str, build, footprint, steps: int) -> None:
     """Start a lab run of kind ``section`` ("sft" or "dpo", as the lab keeps it) built in its worker."""
     planned = [(runs.unique_label(label), Planned(build, footprint, steps))]
-    started = runs.start(section, lambda: picker.manager().submit_race(picker.session_id(), planned, kind=section))
+    started = runs.start(section, lambda: picker.runs().submit_race(planned, kind=section))
     if started:
         kept = state.LAB_RUNS.get(section, default=[])
         state.LAB_RUNS.set([*kept, {"ids": {job.label: job.id for job in started}}], section)
@@ -50,7 +50,7 @@ def _runs(section: str) -> dict:
     found = {}
     for entry in state.LAB_RUNS.get(section, default=[]):
         for label, job_id in entry["ids"].items():
-            job = picker.manager().get(picker.session_id(), job_id)
+            job = picker.runs().live(job_id)
             if job is not None:
                 found[label] = job
     return found

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from llmviz.jobs.keeping import student_key
-from llmviz.jobs.manager import default_manager
 from llmviz.lab.classroom import ClassRow
+from llmviz.lab.identity import student_key
+from llmviz.lab.live import student_runs
 from llmviz.lab.service import (
     AUTOENCODER,
     MODEL_KINDS,
@@ -137,7 +137,7 @@ def control(run_id: str, action: str, by: str = "student", owner: str | None = N
         view = run(run_id)
         if view is None:
             return "That run is not one of yours any more (it was deleted)."
-        default_manager().remove(identity.student_id(), run_id)  # stopped where it trains here, then deleted
+        student_runs(identity.student_id()).forget(run_id)  # stopped where it trains here, then deleted
         return f"{view.label} is deleted, with its curve and snapshots."
     return _ask(lambda door, who: door.control(owner or who, run_id, action, by=by), "Nothing was changed.")
 

@@ -15,7 +15,7 @@ import streamlit as st
 import torch.nn as nn
 
 from llmviz.errors import CheckpointError, LlmvizError, log_failure
-from llmviz.jobs.job import Job
+from llmviz.lab.live import LiveRun
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.paths import DATA, runs_folder
 from llmviz.training.checkpoint import (
@@ -235,7 +235,7 @@ class RunNotReady(NotReady):
     """A run of this session that has no snapshot yet (queued or preparing): it stays picked."""
 
 
-def _run_entry(view, number: int, job: Job | None, kept: list[int]) -> Entry:
+def _run_entry(view, number: int, job: LiveRun | None, kept: list[int]) -> Entry:
     """One run in the picker: ``view`` (the lab's record, None without a lab), its live ``job`` in this process
     (None: another's, or ended), its ``kept`` snapshot steps; listed without steps while none exists."""
     label = run_label(view.label if view else job.label, view.created if view else job.created, number)
@@ -266,14 +266,14 @@ class RunSource:
         autoencoders = state.SAE_RUNS.setdefault()  # a sparse autoencoder's run is not a model to pick
         views = [view for view in lab.runs() if view.id not in autoencoders and view.model != "sae"][::-1]
         by_run = lab.snapshots_by_run() if views else {}
-        jobs = {job.id: job for job in picker.my_jobs(None)}
+        jobs = {job.id: job for job in picker.my_runs(None)}
         out = [
             _run_entry(view, number, jobs.get(view.id), by_run.get(view.id, []))
             for number, view in enumerate(views, start=1)
         ]
         listed = {view.id for view in views}
         for number, job in enumerate(
-            picker.my_jobs("train"), start=len(out) + 1
+            picker.my_runs("train"), start=len(out) + 1
         ):  # the lab cannot be read: this process's
             if job.id in listed or job.id in autoencoders or (job.info and job.info.description.get("kind") == "sae"):
                 continue
@@ -282,7 +282,7 @@ class RunSource:
 
     def load(self, key: str, step: int | None) -> ModelView:
         run_id = key.split(":", 1)[1]
-        job = picker.manager().get(picker.session_id(), run_id)  # only this student's runs resolve
+        job = picker.runs().live(run_id)  # only this student's runs resolve
         in_memory = job.snapshots.steps() if job is not None and job.snapshots is not None else []
         if job is None or job.info is None or not in_memory or (step is not None and step < in_memory[0]):
             return load_kept(run_id, step)  # as the lab keeps it (a resumed run's earlier steps too)
@@ -296,7 +296,7 @@ class RunSource:
             "label": job.label,
             "snapshot_steps": kept,
         }
-        number = next((n for n, mine in enumerate(picker.my_jobs("train"), start=1) if mine.id == job.id), None)
+        number = next((n for n, mine in enumerate(picker.my_runs("train"), start=1) if mine.id == job.id), None)
         return ModelView(
             f"run:{job.id}@{step}",
             run_label(job.label, job.created, number, step),

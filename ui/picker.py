@@ -26,8 +26,7 @@ import streamlit as st
 
 from llmviz import settings
 from llmviz.errors import LlmvizError, log_failure
-from llmviz.jobs.job import Job
-from llmviz.jobs.manager import JobManager, default_manager
+from llmviz.lab.live import LiveRun, StudentRuns, student_runs
 from ui import hub, identity, state, streamlit_private
 from ui.sources import (  # noqa: F401 - public names of ui.picker
     SOURCES,
@@ -80,17 +79,16 @@ def _session_alive(owner: str) -> bool | None:
     return identity.student_alive(owner)
 
 
-def manager() -> JobManager:
-    """The server's job manager (shared by all sessions; each sees only its own jobs), told which student this
-    session belongs to (:func:`client_id`): shares count students, not tabs."""
-    found = default_manager(liveness=_session_alive)
-    found.bind(session_id(), client_id())
-    return found
+def runs() -> StudentRuns:
+    """This student's runs in this process (:mod:`llmviz.lab.live`): the pages' one door to a run training here, to
+    every submit and every control; its shares count :func:`client_id` (students, not tabs). What the lab keeps of
+    every run, from any process, is :mod:`ui.lab`'s."""
+    return student_runs(session_id(), client_id(), liveness=_session_alive)
 
 
-def my_jobs(kind: str | None = "train") -> list[Job]:
-    found = manager().jobs(session_id())
-    return [job for job in found if kind is None or job.kind == kind]
+def my_runs(kind: str | None = "train") -> list[LiveRun]:
+    """This student's runs training (or trained) in this process, of ``kind`` (None: every kind)."""
+    return runs().live_runs(kind)
 
 
 # ---------------------------------------------------------------------------- keys

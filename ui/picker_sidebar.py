@@ -10,7 +10,7 @@ import streamlit as st
 
 from ui import hub, identity, lab, model_sources, sections, state, watch  # noqa: F401 - model_sources registers the sources
 from ui.labels import fit
-from ui.picker import DEFAULT_KEY, _pick, _refuse, entries, manager, session_id, shown_on_page
+from ui.picker import DEFAULT_KEY, _pick, _refuse, entries, runs, session_id, shown_on_page
 from ui.sources import Entry
 from ui.text import literal_markdown
 
@@ -82,7 +82,7 @@ def sidebar() -> None:
     hub.sidebar_progress(chosen, _pick)  # a pretrained model being downloaded: its progress and a Cancel button
     state.MODEL_USED.set(False)  # until a page section asks current()
     if by_key[chosen].steps:
-        job = manager().get(session_id(), chosen.split(":", 1)[1])
+        job = runs().live(chosen.split(":", 1)[1])
         following = job is not None and job.changing and state.PICKED_STEPS.get().get(chosen) is None
         interval = watch.refresh_seconds(session_id()) if following else None
         st.fragment(_step_slider_timed, run_every=interval)(chosen, version, by_key[chosen].steps)
@@ -125,7 +125,7 @@ def _step_slider(chosen: str, version: int, listed: tuple[int, ...] = ()) -> Non
     of the sidebar refreshes on its own (cheap), and the page is drawn again only when it shows the picked model
     and a newer snapshot exists. A kept run (no job in this process: an earlier server's, another process's, the
     teacher's projector) slides over the ``listed`` steps the lab keeps."""
-    job = manager().get(session_id(), chosen.split(":", 1)[1]) if chosen.startswith("run:") else None
+    job = runs().live(chosen.split(":", 1)[1]) if chosen.startswith("run:") else None
     live = job.snapshots.steps() if job is not None and job.snapshots is not None and job.info is not None else []
     steps = sorted({*listed, *live})  # the lab's kept steps and, while this process trains it, its newest ones
     if not steps:
@@ -190,12 +190,12 @@ def step_caption(step: int, training: bool) -> str:
 def _jobs_panel_body(in_fragment: bool = False, elsewhere: list | None = None) -> None:
     """The progress bars (``elsewhere``: the lab's live runs of this student on other app processes, when the
     caller read them already this page run; else read here, as every refresh of the fragment does)."""
-    owner = session_id()
-    job_manager = manager()
-    job_manager.heartbeat(owner)
+    mine = runs()
+    mine.heartbeat()
+    here = mine.live_runs(None)
     active = []
     on_page = shown_on_page()
-    for job in job_manager.jobs(owner):
+    for job in here:
         status = job.status()  # one status read per run per refresh
         if not status.done:
             active.append(job)
@@ -204,7 +204,7 @@ def _jobs_panel_body(in_fragment: bool = False, elsewhere: list | None = None) -
             else:
                 st.progress(status.fraction, text=f"{literal_markdown(job.label)}: {status.describe()}")
     if elsewhere is None:
-        elsewhere = lab.live_elsewhere({job.id for job in job_manager.jobs(owner)})  # the lab's record of them
+        elsewhere = lab.live_elsewhere({job.id for job in here})  # the lab's record of them
     for view in elsewhere:
         active_elsewhere = f"{literal_markdown(view.label)}: {lab.state_text(view)} (trained by another app process)"
         st.progress(min(1.0, view.step / max(1, view.total)), text=active_elsewhere)
@@ -233,7 +233,7 @@ def jobs_panel() -> None:
     """Progress of this session's running jobs in the sidebar, refreshed while any runs (every 2 s for one
     watching tab, less often when many watch: :mod:`ui.watch`). The refresh also tells the job manager this
     browser session is still here."""
-    here = manager().jobs(session_id())
+    here = runs().live_runs(None)
     elsewhere = lab.live_elsewhere({job.id for job in here})  # one query of the lab per page run
     if any(job.changing for job in here) or elsewhere:
         st.fragment(_jobs_panel_timed, run_every=watch.refresh_seconds(session_id()))()

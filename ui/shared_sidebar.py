@@ -119,7 +119,7 @@ def _keep_upload(name: str, text: str) -> None:
     """Keep a new upload in the student's lab at once (by content hash, within their quota): a run on it can be
     resumed after a restart. Over the quota, one line says so; the file is still used in this tab."""
     try:
-        picker.manager().keep_upload(picker.session_id(), name, text.encode())
+        picker.runs().keep_upload(name, text.encode())
     except UploadError as refused:
         st.warning(literal_markdown(str(refused)))
 

@@ -128,8 +128,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     from llmviz.cli.interpret import load_model
     from llmviz.interpret import sae
-    from llmviz.jobs.events import JobState
     from llmviz.jobs.manager import JobManager
+    from llmviz.lab.live_status import JobState
 
     config = sae.SaeConfig(
         layer=args.layer,

@@ -7,11 +7,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from llmviz.errors import LlmvizError
-from llmviz.jobs.events import JobState
 from llmviz.jobs.manager import JobManager
+from llmviz.lab.live_status import JobState
 
 if TYPE_CHECKING:
-    from llmviz.jobs.job import Job, JobStatus
+    from llmviz.jobs.job import Job
+    from llmviz.lab.live_status import JobStatus
 
 
 def train_blocking(

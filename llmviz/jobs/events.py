@@ -1,5 +1,6 @@
-"""What a worker and the server say to each other: the states a job goes through, the events a worker sends and the
-controls it receives, each a small frozen dataclass (never a positional tuple).
+"""What a worker and the server say to each other: the events a worker sends and the controls it receives, each a
+small frozen dataclass (never a positional tuple); the states a run goes through are the lab's
+(:class:`llmviz.lab.live_status.JobState`).
 
 A worker runs one or more *runners* (a trainer, or a task loop); every event and control names its runner by
 ``index``, its place in the worker. The server's side of the conversation is :mod:`llmviz.jobs.supervisor`, the
@@ -14,24 +15,9 @@ Step(index=0, step=3, loss=2.5, metrics=None, sample=None)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
-
-class JobState(StrEnum):
-    """queued → running ⇄ paused → finished | stopped | failed. A string enum: ``JobState.RUNNING == "running"``."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    PAUSED = "paused"
-    FINISHED = "finished"
-    STOPPED = "stopped"
-    FAILED = "failed"
-
-    @property
-    def done(self) -> bool:
-        """Has the job ended (it will never change again)?"""
-        return self in (JobState.FINISHED, JobState.STOPPED, JobState.FAILED)
+from llmviz.lab.live_status import JobState
 
 
 @dataclass(frozen=True)

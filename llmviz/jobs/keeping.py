@@ -17,38 +17,25 @@ the run finishes, so that :func:`resumed_trainer` goes on exactly as if it had n
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 from dataclasses import dataclass, field
 
 from llmviz.errors import LlmvizError, UploadError
-from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Job
 from llmviz.lab import faults
 from llmviz.lab.holders import this_holder
+from llmviz.lab.identity import student_key
+from llmviz.lab.live_status import JobState
 from llmviz.lab.rebuild import Guard, write_run_file
 from llmviz.lab.records import AUTOENCODER, TASK, TRAINING, RunRecord, config_json
 from llmviz.lab.service import Lab
 from llmviz.lab.slots import CLAIM_WAIT_S
-from llmviz.lab.storage import read_kept_file, safe_name
+from llmviz.lab.storage import read_kept_file
 from llmviz.training.snapshots import SnapshotStore, is_snapshot_step
 
 log = logging.getLogger(__name__)
 CLOSE_WAIT_S = 15.0  # how long close() waits for the keeper's thread to end its pass (a write may wait on a lock)
-
-
-def student_key(owner: str) -> str:
-    """The folder-safe name under which ``owner``'s runs are kept: the owner itself when it is one (a student id),
-    else a hash of it.
-
-    >>> student_key("3f2a-b1"), student_key("address 10.0.0.7")
-    ('3f2a-b1', 'o-b133130630af203cdf7aa6f9')
-    """
-    try:
-        return safe_name(owner)
-    except ValueError:
-        return "o-" + hashlib.sha256(owner.encode()).hexdigest()[:24]
 
 
 @dataclass

@@ -18,7 +18,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from llmviz.errors import LlmvizError
-from llmviz.jobs.keeping import resume_line, resume_plan, resume_point, student_key
+from llmviz.jobs.keeping import resume_line, resume_plan, resume_point
+from llmviz.lab.identity import student_key
+from llmviz.lab.live_status import JobRefused
 from llmviz.lab.records import MODEL_KINDS, RunRecord
 
 if TYPE_CHECKING:
@@ -28,10 +30,6 @@ if TYPE_CHECKING:
     from llmviz.lab.service import Lab
 
 log = logging.getLogger(__name__)
-
-
-class JobRefused(LlmvizError):
-    """A job cannot start: the student already trains their share, its memory or its snapshots would not fit."""
 
 
 class LabSide:
@@ -88,7 +86,7 @@ class LabSide:
 
     @staticmethod
     def student(owner: str) -> str:
-        """The name ``owner``'s runs are kept under in the lab (:func:`llmviz.jobs.keeping.student_key`)."""
+        """The name ``owner``'s runs are kept under in the lab (:func:`llmviz.lab.identity.student_key`)."""
         return student_key(owner)
 
     @property

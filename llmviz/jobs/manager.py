@@ -45,7 +45,7 @@ import pickle
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from llmviz import settings
@@ -53,15 +53,16 @@ from llmviz.device import available_devices
 from llmviz.errors import LlmvizError
 from llmviz.jobs import processes, ray_executor
 from llmviz.jobs.admission import Budget, Claim, Ledger, Phase, device_refusal
-from llmviz.jobs.events import JobState
 from llmviz.jobs.job import Group, Job
-from llmviz.jobs.keeping import Keeper, kept_bytes, recipe_text, student_key
-from llmviz.jobs.lab_side import JobRefused, LabSide
+from llmviz.jobs.keeping import Keeper, kept_bytes, recipe_text
+from llmviz.jobs.lab_side import LabSide
 from llmviz.jobs.runners import facts as runner_facts
 from llmviz.jobs.sessions import Session, Sessions
 from llmviz.jobs.shares import Shares
 from llmviz.jobs.supervisor import Supervisor
 from llmviz.jobs.worker import TaskPayload, TrainPayload, WorkerOptions
+from llmviz.lab.identity import student_key
+from llmviz.lab.live_status import JobRefused, JobState, Planned
 from llmviz.lab.records import RACE
 from llmviz.lab.service import Lab, default_lab
 from llmviz.training.footprint import MB, Footprint, describe, device_free_bytes, of_trainer, suggestion, worker_peak
@@ -70,17 +71,6 @@ from llmviz.training.footprint import unknown as unknown_footprint
 from llmviz.training.snapshots import SnapshotStore, session_cap_bytes, state_of
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Planned:
-    """A training run built in its worker, never in the server: ``build()`` (picklable, e.g. a ``functools.partial``
-    of a module-level function) makes the Trainer there; ``footprint`` is its memory estimate, made without building
-    it (:mod:`llmviz.training.footprint`); ``steps`` its length."""
-
-    build: Callable[[], Any]
-    footprint: Footprint
-    steps: int
 
 
 def _resumable(runner: Any) -> bool:

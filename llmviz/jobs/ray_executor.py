@@ -48,7 +48,7 @@ import torch
 from llmviz import settings
 from llmviz.errors import LlmvizError, log_failure
 from llmviz.jobs import processes
-from llmviz.jobs.events import Done, Failed, JobState, Parked
+from llmviz.jobs.events import Done, Failed, Parked
 from llmviz.jobs.worker import (
     Channel,
     WorkerGone,
@@ -58,6 +58,7 @@ from llmviz.jobs.worker import (
     serve,
     thread_channel_pair,
 )
+from llmviz.lab.live_status import JobState
 
 log = logging.getLogger(__name__)
 

@@ -57,7 +57,6 @@ from llmviz.jobs.events import (
     Heartbeat,
     Idle,
     Info,
-    JobState,
     Parked,
     Pause,
     Paused,
@@ -67,6 +66,7 @@ from llmviz.jobs.events import (
     Step,
     Stop,
 )
+from llmviz.lab.live_status import JobState
 from llmviz.training.snapshots import is_snapshot_step, state_of
 
 log = logging.getLogger(__name__)

@@ -25,6 +25,8 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 
+from llmviz.lab.storage import safe_name
+
 COOKIE = "llmviz_student"
 MAX_AGE_S = 365 * 86400
 SECRET_PATTERN = "^[A-Za-z0-9_-]{32,64}$"  # token_urlsafe(24) is 32 characters: 192 bits
@@ -200,3 +202,16 @@ class Guesses:
     def right(self, address: str) -> None:
         with self._lock:
             self._wrong.pop(address, None)
+
+
+def student_key(owner: str) -> str:
+    """The folder-safe name under which ``owner``'s runs are kept: the owner itself when it is one (a student id),
+    else a hash of it.
+
+    >>> student_key("3f2a-b1"), student_key("address 10.0.0.7")
+    ('3f2a-b1', 'o-b133130630af203cdf7aa6f9')
+    """
+    try:
+        return safe_name(owner)
+    except ValueError:
+        return "o-" + hashlib.sha256(owner.encode()).hexdigest()[:24]

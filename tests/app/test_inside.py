@@ -431,8 +431,8 @@ def test_steering_and_knocking_out_a_feature_in_the_features_tab():
 
 
 def test_an_autoencoder_trained_in_the_features_tab_is_a_lab_run_and_the_browser_opens_on_it(fresh_session_jobs):
-    from llmviz.jobs.keeping import student_key
     from llmviz.jobs.manager import default_manager
+    from llmviz.lab.identity import student_key
     from llmviz.lab.service import default_lab
     from tests.support.pages import by_label, texts
 

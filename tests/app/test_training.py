@@ -122,8 +122,7 @@ def test_run_colours_are_told_apart():
 def test_progress_line_names_its_perplexity_and_smooths_tokens_per_second():
     from types import SimpleNamespace
 
-    from llmviz.jobs.events import JobState
-    from llmviz.jobs.job import JobStatus
+    from llmviz.lab.live_status import JobState, JobStatus
 
     steps = [SimpleNamespace(val_loss=None, perplexity=20.0, tokens_per_s=rate) for rate in [33_000.0] * 19 + [200.0]]
     status = JobStatus(

@@ -19,3 +19,33 @@ def test_no_page_panel_or_picker_reaches_past_the_lab_door():
         if REACHING.search(line)
     ]
     assert reaching == [], "ask ui.lab (the lab's service) instead:\n" + "\n".join(reaching)
+
+
+JOBS = re.compile(
+    r"^\s*(from llmviz\.jobs(?!\.tasks\b|\s+import\s+tasks\b)|import llmviz\.jobs)|default_manager|\bmanager\(\)"
+)
+
+
+def test_no_page_panel_or_picker_holds_a_job_manager_or_a_job():
+    """A run training in this process is read, started and controlled through the lab's door to its live runs
+    (``picker.runs()``: :class:`llmviz.lab.live.StudentRuns`, read-only :class:`~llmviz.lab.live.LiveRun` views), never
+    from the jobs layer (issue 56 §1: pages drew this process's runs from its jobs in 45 places). ``llmviz.jobs.tasks``
+    is allowed: its loops are what a task does (no state, no controls), handed to ``submit_task``."""
+    reaching = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for folder in ("ui", "stages")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), start=1)
+        if JOBS.search(line)
+    ]
+    assert reaching == [], "ask picker.runs() (llmviz.lab.live) instead:\n" + "\n".join(reaching)
+
+
+def test_a_live_run_is_a_view_without_controls():
+    """What a page gets of a live run cannot pause, stop or forget it (a control goes through the door, which records
+    who changed it), nor reach the job behind it by a public name."""
+    from llmviz.lab.live import LiveRun
+
+    public = {name for name in dir(LiveRun) if not name.startswith("_")}
+    assert public == {"id", "label", "kind", "created", "info", "result", "checkpoint", "snapshots", "changing",
+                      "paused", "ended", "status"}  # fmt: skip

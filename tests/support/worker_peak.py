@@ -134,7 +134,8 @@ def measure(case: str, start: str = "forkserver") -> dict:
     """Run ``case`` in a worker started by ``start`` ("forkserver" as the server does, or "spawn": a fresh
     interpreter) and return its estimate, the worker's peak and their ratio (bytes)."""
     from llmviz.jobs import processes
-    from llmviz.jobs.manager import JobManager, Planned
+    from llmviz.jobs.manager import JobManager
+    from llmviz.lab.live_status import Planned
 
     if start == "spawn":
         processes._CONTEXT = multiprocessing.get_context("spawn")

@@ -61,7 +61,7 @@ def sae_choices() -> dict[str, str]:
     kept snapshots)."""
     choices = {"shipped": SHIPPED_SAE_LABEL} if (SHIPPED_SAE / sae.CONFIG_FILE).is_file() else {}
     for job_id in state.SAE_RUNS.setdefault():
-        job = picker.manager().get(picker.session_id(), job_id)
+        job = picker.runs().live(job_id)
         if job is not None:
             choices[f"run:{job_id}"] = f"Yours: {job.label} ({job.status().describe()})"
     for view in lab.autoencoder_runs():
@@ -87,7 +87,7 @@ def loaded_sae(choice: str) -> tuple[str, sae.LoadedSae] | None:
         signature = _signature(SHIPPED_SAE)
         return f"shipped#{weights_id(signature)}", _shipped_sae(str(SHIPPED_SAE), signature)
     job_id = choice.removeprefix("run:")
-    job = picker.manager().get(picker.session_id(), job_id)
+    job = picker.runs().live(job_id)
     info = state.SAE_RUNS.setdefault().get(job_id)
     if job is None or info is None:  # not trained by this session: as the lab keeps it
         return _kept_sae(job_id)
@@ -415,8 +415,7 @@ def submit_sae_run(view, config: sae.SaeConfig):
     label = runs.unique_label(f"SAE {config.hook} · {config.d_sae} · {config.sparsity}")
     job = runs.start(
         "sae_train",
-        lambda: picker.manager().submit_training(
-            picker.session_id(),
+        lambda: picker.runs().submit_training(
             build=build,
             footprint=footprint.sparse_autoencoder(view.model.config, config, d_in),
             label=label,
@@ -451,7 +450,7 @@ def curves_figure(rows: list[dict]) -> go.Figure:
 
 
 def sae_runs() -> list:
-    found = [picker.manager().get(picker.session_id(), job_id) for job_id in state.SAE_RUNS.setdefault()]
+    found = [picker.runs().live(job_id) for job_id in state.SAE_RUNS.setdefault()]
     return [job for job in found if job is not None]
 
 
@@ -469,7 +468,7 @@ def draw_sae_runs() -> None:
 def newest_finished_run() -> str | None:
     """A run that has finished since the tab last looked: the browser opens on it (once)."""
     for job_id, info in state.SAE_RUNS.setdefault().items():
-        job = picker.manager().get(picker.session_id(), job_id)
+        job = picker.runs().live(job_id)
         if job is not None and job.status().done and job.snapshots is not None and not info.get("shown"):
             info["shown"] = True
             return f"run:{job_id}"

@@ -20,10 +20,10 @@ INDUCTION_LABEL = "Induction heads · 2-layer attention-only GPT"
 
 def induction_job():
     """This session's induction run (the newest one), or None."""
-    manager, owner = picker.manager(), picker.session_id()
-    job = manager.get(owner, state.INDUCTION_JOB.get(default=""))
+    mine = picker.runs()
+    job = mine.live(state.INDUCTION_JOB.get(default=""))
     if job is None:
-        runs = [j for j in manager.jobs(owner) if j.kind == "train" and j.label.startswith(INDUCTION_LABEL)]
+        runs = [j for j in mine.live_runs("train") if j.label.startswith(INDUCTION_LABEL)]
         job = runs[-1] if runs else None
     return job
 
@@ -49,9 +49,7 @@ def start_induction_run() -> None:
     try:
         trainer = induction.make_trainer(preset)
         label = runs.unique_label(INDUCTION_LABEL)  # 'Train it again' must not repeat the first run's label
-        job = picker.manager().submit_training(
-            picker.session_id(), trainer, label=label, snapshot_every=preset.snapshot_every
-        )
+        job = picker.runs().submit_training(trainer, label=label, snapshot_every=preset.snapshot_every)
     except LlmvizError as error:
         st.error(str(error))
         return
@@ -199,7 +197,7 @@ def run_progress(job, status) -> None:
     if not status.done:
         st.progress(status.fraction, text=f"{job.label}: {status.describe()}")
         if st.button("Stop", key=state.widget("induction_stop")):
-            job.stop()
+            picker.runs().control(job.id, "stop")
     elif status.state == "failed":
         st.warning(f"The run stopped with a problem: {status.describe()}")
 

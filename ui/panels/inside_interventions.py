@@ -70,8 +70,7 @@ def sweep(
             working = interventions.BATCH_BYTES
             if model is not None:
                 working += sum(p.numel() * p.element_size() for p in model.parameters())
-            job = picker.manager().submit_task(
-                picker.session_id(),
+            job = picker.runs().submit_task(
                 loop,
                 label=label,
                 total=total,

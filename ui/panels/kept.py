@@ -193,10 +193,10 @@ def kept_runs_panel() -> None:
             f"Delete **{literal_markdown(chosen.label)}** with its curve and {len(lab.snapshots(chosen.id))} kept "
             "snapshot(s)? Press the button again to delete it; nothing else is changed."
         )
-    if chosen.resumable or (chosen.live and picker.manager().get(picker.session_id(), chosen.id) is None):
+    if chosen.resumable or (chosen.live and picker.runs().live(chosen.id) is None):
         kept_controls(chosen, "chosen")  # a run this process trains has its controls with its live curve
     if chosen.resumable:
-        st.caption(picker.manager().resume_line(picker.session_id(), chosen.id))
+        st.caption(picker.runs().resume_line(chosen.id))
     elif chosen.resume_note:
         st.caption(chosen.resume_note)
 

@@ -302,7 +302,7 @@ def gpt2_to_llama_table(kv_heads: int) -> None:
 def llama_lab_jobs() -> list:
     """This session's GPT-2 → Llama lab runs, those still kept."""
     spec = state.LLAMA_LAB.get() or {}
-    found = [picker.manager().get(picker.session_id(), job_id) for job_id in spec.get("ids", [])]
+    found = [picker.runs().live(job_id) for job_id in spec.get("ids", [])]
     return [job for job in found if job is not None]
 
 

@@ -142,12 +142,11 @@ def short_run_losses(text: str, model: str, optimizer: str, lr: float, seed: int
     setting = (text_key(text[:100_000]), model, optimizer, lr, seed, steps)  # the text's content, never its name
     if setting in _RESULTS:
         return _RESULTS[setting]
-    owner, manager = picker.session_id(), picker.manager()
+    mine = picker.runs()
     jobs = state.QUIZ_JOBS.setdefault()
-    job = manager.get(owner, jobs.get(setting, ""))
+    job = mine.live(jobs.get(setting, ""))
     if job is None:
-        job = manager.submit_task(
-            owner,
+        job = mine.submit_task(
             functools.partial(
                 learning_rate_pair, text=text[:100_000], model=model, optimizer=optimizer, lr=lr, seed=seed, steps=steps
             ),

@@ -1,4 +1,4 @@
-"""Training in the app: runs are jobs (llmviz.jobs.manager) of this browser session, drawn by live fragments.
+"""Training in the app: a student's runs in this process (``picker.runs()``: :mod:`llmviz.lab.live`), drawn live.
 
 The page starts a job and returns at once; a fragment that reruns every 2 s draws progress, the
 loss curve and samples, with Pause/Resume/Stop. Leaving the page leaves the job training; coming back
@@ -28,9 +28,8 @@ import plotly.graph_objects as go
 import streamlit as st
 from cachetools import LRUCache
 
-from llmviz.jobs.events import JobState
-from llmviz.jobs.job import Job, JobStatus
-from llmviz.jobs.manager import JobRefused, Planned
+from llmviz.lab.live import LiveRun
+from llmviz.lab.live_status import JobRefused, JobState, JobStatus, Planned
 from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure, smooth
 from llmviz.training.config import TrainConfig
 from llmviz.training.dataset import vocab_bound
@@ -45,15 +44,15 @@ from ui.text import literal_markdown
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22"]
 
 
-def runs() -> list[Job]:
+def runs() -> list[LiveRun]:
     """This session's training runs of models, oldest first (its sparse autoencoder runs live on Inside's Features
     tab)."""
     autoencoders = state.SAE_RUNS.setdefault()
-    return [job for job in picker.my_jobs("train") if job.id not in autoencoders]
+    return [job for job in picker.my_runs("train") if job.id not in autoencoders]
 
 
 def unique_label(base: str) -> str:
-    labels = {job.label for job in picker.my_jobs(None)}
+    labels = {job.label for job in picker.my_runs(None)}
     label, number = base, 2
     while label in labels:
         label, number = f"{base} #{number}", number + 1
@@ -263,7 +262,7 @@ def _field_frame(status: JobStatus, field: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["step", field])
 
 
-def vocab_of(job: Job) -> int:
+def vocab_of(job: LiveRun) -> int:
     return job.info.vocab_size if job.info is not None else 0
 
 
@@ -272,10 +271,10 @@ def _act(job_id: str, action: str) -> None:
     the click draws anything, whichever run that is (the live section's refresh, the whole page, or one where the
     section is gone): the click acts even when the button it came from is never drawn again. A run another app
     process trains (the student's other tab) is asked through the lab's registry and acts within a second."""
-    picker.manager().control(picker.session_id(), job_id, action)  # here, or through the lab: any app process
+    picker.runs().control(job_id, action)  # here, or through the lab: any app process
 
 
-def controls(job: Job, status: JobStatus, where: str) -> None:
+def controls(job: LiveRun, status: JobStatus, where: str) -> None:
     """Pause / Resume / Stop buttons for a job that has not ended (``where``: the part of the page, for their keys).
 
     Their callbacks act (:func:`_act`), not their return values: a return value is True only in the one run that
@@ -323,7 +322,7 @@ def final_line(label: str, status: JobStatus, measure=None) -> None:
 
 
 def lab_panel(
-    runs: dict[str, Job],
+    runs: dict[str, LiveRun],
     where: str,
     *,
     chart_key: str,
@@ -358,7 +357,7 @@ def lab_panel(
     charts.show_in(right, accuracy, key=accuracy_key)
 
 
-def draw_run(job: Job, where: str = "live", measure=None) -> None:
+def draw_run(job: LiveRun, where: str = "live", measure=None) -> None:
     """Progress, controls, loss curve and newest sample of one run (inside a fragment); once it has ended, its final
     line above its curves."""
     status = job.status()
@@ -435,14 +434,14 @@ def live(draw, *, active: Callable[[], bool], seconds: float | None = None, name
     st.fragment(sections.timed(name, draw_then_follow), run_every=interval if started else None)()
 
 
-def follow_task(job_slot: state.Slot, *, describe: Callable[[JobStatus], str], name: str) -> Job | None:
+def follow_task(job_slot: state.Slot, *, describe: Callable[[JobStatus], str], name: str) -> LiveRun | None:
     """A page's task job (BPE, word2vec, …) whose id is in ``job_slot.get()["id"]``: while it runs,
     draw its progress (``describe(status)``) and a Stop button, live; once it has ended, forget it and return it,
-    so the page can take :attr:`~llmviz.jobs.job.Job.result` (what was made, also when stopped)."""
+    so the page can take :attr:`~llmviz.lab.live.LiveRun.result` (what was made, also when stopped)."""
     spec = job_slot.get()
     if not spec:
         return None
-    job = picker.manager().get(picker.session_id(), spec["id"])
+    job = picker.runs().live(spec["id"])
     if job is None:  # forgotten (the session's jobs were cleared)
         job_slot.pop()
         return None
@@ -479,18 +478,18 @@ def planned(text: str, config: TrainConfig) -> Planned:
     return Planned(functools.partial(build_trainer, text, config), needs, config.steps)
 
 
-def _task_job(name: str, key: tuple) -> Job | None:
+def _task_job(name: str, key: tuple) -> LiveRun | None:
     """This session's task job for the part ``name`` of the page, or None: none was started, or it was started for
     other settings than ``key`` (then it is stopped: its answer is not wanted)."""
     spec = state.TASK_JOBS.get().get(name)
-    job = picker.manager().get(picker.session_id(), spec["id"]) if spec else None
+    job = picker.runs().live(spec["id"]) if spec else None
     if job is not None and spec["key"] != key:  # the settings changed meanwhile: that job's answer is not wanted
-        job.stop()
+        picker.runs().control(job.id, "stop")
         return None
     return job
 
 
-def _ended_task(job: Job, name: str, key: tuple, label: str):
+def _ended_task(job: LiveRun, name: str, key: tuple, label: str):
     """The result of the ended task job ``job`` (remembered under ``key`` for every session), or None: it failed
     (said in a warning) or was stopped. Either way the part ``name`` of the page forgets the job."""
     state.TASK_JOBS.get().pop(name, None)
@@ -512,13 +511,13 @@ def _started_task(
     total: int,
     start: str | None,
     footprint: Footprint | None,
-) -> Job | None:
+) -> LiveRun | None:
     """A task job started for the part ``name`` of the page (and recorded with its ``key``), or None: the button
     ``start`` is drawn and not pressed, or the lab refused the job (said in a warning)."""
     if start is not None and not st.button(start, key=state.widget("task_start_", name)):
         return None
     try:
-        job = picker.manager().submit_task(picker.session_id(), loop, label=label, total=total, footprint=footprint)
+        job = picker.runs().submit_task(loop, label=label, total=total, footprint=footprint)
     except JobRefused as refused:
         st.warning(literal_markdown(str(refused)))
         return None
@@ -543,7 +542,7 @@ def computed(
     ``key`` names what is computed by its content only — the model's key, a hash of the text, the settings —
     never by a label a student chooses: a result is shared by every session that asks for the same key (the
     shipped GPT on the built-in corpus is computed once per server). Without one, the task ``loop`` (see
-    :meth:`~llmviz.jobs.manager.JobManager.submit_task`) is started (at once, or when the button ``start`` is
+    :meth:`~llmviz.lab.live.StudentRuns.submit_task`) is started (at once, or when the button ``start`` is
     pressed), its progress drawn live with a Stop button, and the page is drawn again with the result when it
     ends. ``name``: the part of the page (its slot and widget keys). ``footprint``: the memory the task needs
     (:func:`llmviz.training.footprint.model_task`), admitted before it starts like any run."""
@@ -569,7 +568,7 @@ def computed(
 
 
 def follow_task_job(
-    job: Job, *, describe: Callable[[JobStatus], str], name: str, stop_help: str = "Stops after this step."
+    job: LiveRun, *, describe: Callable[[JobStatus], str], name: str, stop_help: str = "Stops after this step."
 ) -> None:
     """Draw a task job's progress and Stop button, live, until it ends (then the page is drawn again)."""
 

@@ -14,7 +14,7 @@ import torch
 
 import ui
 from llmviz import settings
-from llmviz.jobs.job import JobStatus
+from llmviz.lab.live_status import JobStatus
 from llmviz.lessons.training import smooth
 from llmviz.training import footprint
 from llmviz.training.config import PRECISION_TITLES
@@ -26,25 +26,25 @@ from ui.text import csv_text, literal_markdown, tidy_floats
 def run_device(column, device: str) -> str:
     """The device a run trains on: the sidebar's ``device`` when runs train on this machine; with a Ray cluster
     (``LLMVIZ_RAY_ADDRESS``) a *Train on* choice in ``column`` of the cluster's devices, and a line on what it has."""
-    where = picker.manager().where_runs_train()
+    where = picker.runs().where_runs_train()
     if where is None:
         return device
-    chosen = column.selectbox("Train on", picker.manager().run_devices(), key=state.widget("run_device"), help=where)
+    chosen = column.selectbox("Train on", picker.runs().run_devices(), key=state.widget("run_device"), help=where)
     st.caption(where)
     return chosen
 
 
 def server_line() -> None:
-    job_manager = picker.manager()
+    students_runs = picker.runs()
     share_line = ""
-    if job_manager.runs_per_session:
-        mine = job_manager.share(picker.session_id())
+    if students_runs.runs_per_student:
+        mine = students_runs.share()
         share_line = (
             f" Yours: {mine[0]} training, {mine[1]} waiting or paused (each student trains "
-            f"{job_manager.runs_per_session} at a time and keeps {job_manager.runs_per_session} more waiting; "
+            f"{students_runs.runs_per_student} at a time and keeps {students_runs.runs_per_student} more waiting; "
             "a race counts as one)."
         )
-    mine, share, held, budget = job_manager.memory_line(picker.session_id())
+    mine, share, held, budget = students_runs.memory_line()
     memory_line = (
         f" Memory for training: {footprint.size_text(held)} of {footprint.size_text(budget)} in use; your runs "
         f"count {footprint.size_text(mine)} of your {footprint.size_text(share or budget)}."
@@ -52,15 +52,16 @@ def server_line() -> None:
         else ""
     )
     training_now = lab.training_count()  # every app process's (the lab's record), else this process's own
-    training_now = job_manager.running_count if training_now is None else training_now
+    here, waiting, at_most = students_runs.here()
+    training_now = here if training_now is None else training_now
     where = (
         "each in a Ray actor on the hall's cluster"
         if settings.get("LLMVIZ_RAY_ADDRESS")
         else "each in a worker process of its own"
     )
     st.caption(
-        f"On this server: {training_now} run(s) training, {job_manager.waiting_count} waiting "
-        f"(at most {job_manager.max_running} train at once; the others wait their turn, students in turn, "
+        f"On this server: {training_now} run(s) training, {waiting} waiting "
+        f"(at most {at_most} train at once; the others wait their turn, students in turn, "
         f"{where}).{share_line}{memory_line}"
     )
 
@@ -212,7 +213,7 @@ def comparison_chart(all_runs: dict, frames: dict, statuses: dict) -> None:
 def summary_row(name: str, status: JobStatus) -> dict:
     """The run table's row of the run ``name`` (its status ``status``): steps, state, losses, perplexity, snapshots.
 
-    >>> from llmviz.jobs.events import JobState
+    >>> from llmviz.lab.live_status import JobState
     >>> losses = ((1, 2.0), (2, 1.5), (3, 1.0))
     >>> status = JobStatus("j1", "run", "train", JobState.STOPPED, 3, 10, losses, (), (), None, None, (2,), 0.1)
     >>> row = summary_row("run", status)
@@ -277,7 +278,7 @@ def downloads(all_runs: dict, statuses: dict) -> None:
     )
     if st.button("Clear all runs", key=state.widget("runs_clear")):
         for job in all_runs.values():
-            picker.manager().remove(picker.session_id(), job.id)
+            picker.runs().forget(job.id)
         st.rerun(scope="app")
 
 

@@ -11,7 +11,8 @@ import torch.nn.functional as F
 
 from llmviz.errors import ConfigError
 from llmviz.interpret import features, sae
-from llmviz.jobs.manager import JobManager, JobRefused
+from llmviz.jobs.manager import JobManager
+from llmviz.lab.live_status import JobRefused
 from llmviz.training import footprint
 from tests.support.interventions import ARCHITECTURES, model_of
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from llmviz.jobs.events import JobState
 from llmviz.jobs.manager import JobManager
+from llmviz.lab.live_status import JobState
 from llmviz.training.config import TrainConfig
 from llmviz.training.trainer import Trainer
 

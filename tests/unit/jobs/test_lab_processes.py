@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from llmviz.jobs.manager import JobManager, JobRefused
+from llmviz.jobs.manager import JobManager
+from llmviz.lab.live_status import JobRefused
 from llmviz.lab.service import Lab
 from tests.support.lab_process import READY_STEPS, submit, wait_for
 

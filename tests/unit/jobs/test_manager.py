@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from llmviz.jobs.blocking import train_blocking
-from llmviz.jobs.events import JobState
-from llmviz.jobs.manager import JobManager, JobRefused
+from llmviz.jobs.manager import JobManager
+from llmviz.lab.live_status import JobRefused, JobState
 from llmviz.training.snapshots import (
     SnapshotStore,
     evict,

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from llmviz.jobs.events import JobState
-from llmviz.jobs.manager import JobManager, JobRefused
+from llmviz.jobs.manager import JobManager
+from llmviz.lab.live_status import JobRefused, JobState
 from llmviz.training import footprint
 from llmviz.training.config import TrainConfig
 from tests.support.waiting import wait_for
@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 REFUSE = """
 import functools, json, resource
-from llmviz.jobs.manager import JobManager, JobRefused
+from llmviz.jobs.manager import JobManager
+from llmviz.lab.live_status import JobRefused
 from llmviz.training import footprint
 from llmviz.training.config import TrainConfig
 from llmviz.training.trainer import Trainer

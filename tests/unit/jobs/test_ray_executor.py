@@ -8,8 +8,8 @@ import os
 
 import pytest
 
-from llmviz.jobs.events import JobState
-from llmviz.jobs.manager import JobManager, JobRefused
+from llmviz.jobs.manager import JobManager
+from llmviz.lab.live_status import JobRefused, JobState
 from llmviz.training import footprint
 from llmviz.training.config import TrainConfig
 from tests.support.jobs import small_trainer as trainer

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from llmviz.jobs import supervisor
-from llmviz.jobs.events import JobState
 from llmviz.jobs.manager import JobManager
+from llmviz.lab.live_status import JobState
 from llmviz.training.config import TrainConfig
 from llmviz.training.trainer import Trainer
 from tests.support.waiting import wait_for

@@ -14,7 +14,8 @@ from llmviz.adapt import instructions, tuning_runs
 from llmviz.adapt.dpo import DPOConfig
 from llmviz.adapt.sft import SFTConfig
 from llmviz.jobs.keeping import resume_plan
-from llmviz.jobs.manager import JobManager, Planned
+from llmviz.jobs.manager import JobManager
+from llmviz.lab.live_status import Planned
 from llmviz.lab.service import Lab, RunView
 from llmviz.lessons.adapting import lab_footprint
 from llmviz.training.checkpoint import load_checkpoint

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from llmviz.jobs.events import JobState
-from llmviz.jobs.manager import JobManager, JobRefused
+from llmviz.jobs.manager import JobManager
+from llmviz.lab.live_status import JobRefused, JobState
 from llmviz.training.safetensors_file import read_safetensors
 from llmviz.training.snapshots import state_bytes, state_of
 from tests.support.jobs import small_trainer as trainer

@@ -9,8 +9,9 @@ import time
 import pytest
 
 import llmviz.lab.registry
-from llmviz.jobs.manager import JobManager, JobRefused
+from llmviz.jobs.manager import JobManager
 from llmviz.lab.faults import SENTENCES
+from llmviz.lab.live_status import JobRefused
 from llmviz.lab.service import Lab
 from tests.support.lab_process import submit, wait_for
 from tests.support.locks import locked_by_another_process, release

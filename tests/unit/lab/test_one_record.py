@@ -16,8 +16,9 @@ import pytest
 import torch
 
 import llmviz.lab.registry
-from llmviz.jobs.manager import JobManager, JobRefused
+from llmviz.jobs.manager import JobManager
 from llmviz.lab.faults import SENTENCES
+from llmviz.lab.live_status import JobRefused
 from llmviz.lab.records import AUTOENCODER, TRAINING
 from llmviz.lab.service import Lab, LabUnavailable
 from tests.support.jobs import TEXT
