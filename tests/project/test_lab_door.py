@@ -10,14 +10,19 @@ from tests.support.paths import ROOT
 REACHING = re.compile(r"\.registry\b|keeper\.lab|\.keeper\b|\.storage\b")
 
 
-def test_no_page_panel_or_picker_reaches_past_the_lab_door():
-    reaching = [
+def lines_of_the_app(pattern: re.Pattern) -> list[str]:
+    """``path:line: code`` of every line in ``ui/`` and ``stages/`` that ``pattern`` finds."""
+    return [
         f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
         for folder in ("ui", "stages")
         for path in sorted((ROOT / folder).rglob("*.py"))
         for number, line in enumerate(path.read_text().splitlines(), start=1)
-        if REACHING.search(line)
+        if pattern.search(line)
     ]
+
+
+def test_no_page_panel_or_picker_reaches_past_the_lab_door():
+    reaching = lines_of_the_app(REACHING)
     assert reaching == [], "ask ui.lab (the lab's service) instead:\n" + "\n".join(reaching)
 
 
@@ -31,13 +36,7 @@ def test_no_page_panel_or_picker_holds_a_job_manager_or_a_job():
     (``picker.runs()``: :class:`llmviz.lab.live.StudentRuns`, read-only :class:`~llmviz.lab.live.LiveRun` views), never
     from the jobs layer (issue 56 §1: pages drew this process's runs from its jobs in 45 places). ``llmviz.jobs.tasks``
     is allowed: its loops are what a task does (no state, no controls), handed to ``submit_task``."""
-    reaching = [
-        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
-        for folder in ("ui", "stages")
-        for path in sorted((ROOT / folder).rglob("*.py"))
-        for number, line in enumerate(path.read_text().splitlines(), start=1)
-        if JOBS.search(line)
-    ]
+    reaching = lines_of_the_app(JOBS)
     assert reaching == [], "ask picker.runs() (llmviz.lab.live) instead:\n" + "\n".join(reaching)
 
 

@@ -1,7 +1,8 @@
-"""A small run for the job tests: a character-level model on a short text, quick to train in a worker; and the end
-of every run a test left behind."""
+"""A small run for the job tests: a character-level model on a short text, quick to train in a worker; a task loop
+whose steps the test takes; and the end of every run a test left behind."""
 
 import sys
+import threading
 
 from llmviz.training.config import TrainConfig
 from llmviz.training.trainer import Trainer
@@ -23,6 +24,20 @@ def small_trainer(steps=30, model="bigram-neural", seed=0, **changes) -> Trainer
         **changes,
     )
     return Trainer.from_text(TEXT, config)
+
+
+class Gate:
+    """A task loop that takes one step each time the test opens the gate (steps are under test control)."""
+
+    def __init__(self):
+        self.go = threading.Semaphore(0)
+        self.steps_taken = 0
+
+    def loop(self, should_stop, steps=1000):
+        for step in range(1, steps + 1):
+            self.go.acquire()
+            self.steps_taken += 1
+            yield step, 1.0 / step
 
 
 def end_every_session() -> int:

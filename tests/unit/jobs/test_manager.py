@@ -1,7 +1,6 @@
 """Background training jobs and weight snapshots (llmviz.jobs.manager, llmviz.training.snapshots): plain pytest, no
 Streamlit."""
 
-import threading
 import time
 
 import pytest
@@ -18,22 +17,9 @@ from llmviz.training.snapshots import (
     state_bytes,
     state_of,
 )
+from tests.support.jobs import Gate
 from tests.support.jobs import small_trainer as trainer
 from tests.support.waiting import seconds_per_step, wait_for
-
-
-class Gate:
-    """A task loop that takes one step each time the test opens the gate (steps are under test control)."""
-
-    def __init__(self):
-        self.go = threading.Semaphore(0)
-        self.steps_taken = 0
-
-    def loop(self, should_stop, steps=1000):
-        for step in range(1, steps + 1):
-            self.go.acquire()
-            self.steps_taken += 1
-            yield step, 1.0 / step
 
 
 @pytest.fixture

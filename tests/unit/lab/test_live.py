@@ -1,27 +1,13 @@
 """The lab's door to the runs this process trains (llmviz.lab.live): a student reads, starts and controls only their
 own runs, through read-only views; the jobs layer behind it is the reference (plain pytest, no Streamlit)."""
 
-import threading
-
 import pytest
 
 from llmviz.jobs.manager import JobManager
 from llmviz.lab.live import LiveRun, StudentRuns
 from llmviz.lab.live_status import JobState
-from tests.support.jobs import small_trainer
+from tests.support.jobs import Gate, small_trainer
 from tests.support.waiting import wait_for
-
-
-class Gate:
-    """A task loop that takes one step each time the test opens the gate (the manager stops it between two steps)."""
-
-    def __init__(self):
-        self.go = threading.Semaphore(0)
-
-    def loop(self, should_stop, steps=1000):
-        for step in range(1, steps + 1):
-            self.go.acquire()
-            yield step, 1.0 / step
 
 
 @pytest.fixture
