@@ -222,3 +222,26 @@ def test_the_padded_head_gives_plain_linear_numbers_and_gradients():
     torch.testing.assert_close(loss, reference_loss)
     for ours, theirs in zip(torch.autograd.grad(loss, (x, weight)), torch.autograd.grad(reference_loss, (x, weight))):
         torch.testing.assert_close(ours, theirs)
+
+
+@pytest.mark.extended
+@pytest.mark.processes  # Inductor runs the C++ compiler
+@pytest.mark.slow
+def test_the_padded_head_compiles_to_the_same_numbers():
+    """``--compile`` on a GPU traces the padded head (a GPT-2-sized vocabulary): torch.compile's graph of it on the CPU
+    (Inductor, 16 s here) gives eager PyTorch's logits, loss and gradients."""
+    generator = torch.Generator().manual_seed(1)
+    x = torch.randn(2, 5, 12, generator=generator, requires_grad=True)
+    weight = torch.randn(257, 12, generator=generator, requires_grad=True)
+    targets = torch.randint(0, 257, (10,), generator=generator)
+
+    def step(x, weight):
+        logits, padded = padded_head(x, weight)  # (2, 5, 257), (2, 5, 320)
+        return logits, F.cross_entropy(padded.reshape(-1, padded.size(-1)), targets)
+
+    results = []
+    for run in (torch.compile(step), step):
+        logits, loss = run(x, weight)
+        results.append((logits, loss, *torch.autograd.grad(loss, (x, weight))))
+    for ours, eager in zip(*results):
+        torch.testing.assert_close(ours, eager)
