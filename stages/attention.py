@@ -25,7 +25,7 @@ from llmviz.models.attention import (
     toy_matrices,
 )
 from llmviz.models.gpt import GPTConfig
-from ui import charts, picker, present, sections, share, state
+from ui import boxes, charts, picker, present, sections, share, state
 from ui.panels import quiz
 from ui.text import literal_markdown
 
@@ -346,7 +346,7 @@ def your_sentence() -> None:
     st.header("1. Your sentence through the model picked in the sidebar")
     view = picker.current()
     opening = state.follow_default("sentence", view.tokenizer, *openings(DEFAULT_SENTENCE))
-    sentence = st.text_input("Sentence", opening, max_chars=5000, **share.bind("sentence"))
+    sentence = boxes.text_input("Sentence", opening, 5000, "Your sentence", **share.bind("sentence"))
     share.carried_note("sentence")
     if not sentence.strip():
         st.warning("Type a sentence to see its attention patterns.")

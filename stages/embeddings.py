@@ -12,7 +12,7 @@ from llmviz.errors import LlmvizError
 from llmviz.jobs import tasks
 from llmviz.lessons import architectures, defaults, embeddings, forward
 from llmviz.tokenizers.ids import encode
-from ui import charts, picker, sections, share, state
+from ui import boxes, charts, picker, sections, share, state
 from ui.panels import quiz, runs
 from ui.text import literal_markdown
 
@@ -240,7 +240,7 @@ def token_plus_position() -> None:
         + (f"'s {tables})" if tables else ")")
     )
     opening = state.follow_default("positions_text", view.tokenizer, *defaults.openings(defaults.POSITIONS_TEXT))
-    sentence = st.text_input("Sentence", opening, max_chars=500, **share.bind("positions_text"))
+    sentence = boxes.text_input("Sentence", opening, 500, "Your sentence", **share.bind("positions_text"))
     if view.family == "minilm":
         st.info("MiniLM adds a position and a segment vector too; this view shows GPTs' two tables.")
         return

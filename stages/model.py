@@ -12,7 +12,7 @@ from llmviz.lessons.defaults import openings
 from llmviz.lessons.model import DEFAULT_SENTENCE, LAB_CHARS, preset_title, validation_note
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
 from llmviz.tokenizers.ids import encode
-from ui import charts, picker, present, sections, share, state
+from ui import boxes, charts, picker, present, sections, share, state
 from ui.panels import flow, model, quiz, runs
 from ui.text import literal_markdown
 
@@ -184,7 +184,7 @@ def look_inside() -> None:
         + (f" ({validation})." if validation else ".")
     )
     opening = state.follow_default("model_sentence", view.tokenizer, *openings(DEFAULT_SENTENCE))
-    sentence = st.text_input("A sentence", opening, max_chars=5000, **share.bind("model_sentence"))
+    sentence = boxes.text_input("A sentence", opening, 5000, "Your sentence", **share.bind("model_sentence"))
     share.carried_note("model_sentence")
     ids = fitted_ids(view, sentence)
     if not ids:

@@ -24,7 +24,7 @@ from llmviz.lessons.sampling import (
     top_k_default,
     window_note,
 )
-from ui import picker, sections, share, state
+from ui import boxes, picker, sections, share, state
 from ui.panels import quiz, sampling
 from ui.text import literal_markdown
 
@@ -49,7 +49,7 @@ st.caption(f"Model: {literal_markdown(view.label)}, from the sidebar.")
 
 
 st.subheader("Next token: transform by transform")  # its controls share its slide (presenter mode)
-prompt = st.text_input("Prompt", opening, max_chars=2000, **share.bind("prompt"))
+prompt = boxes.text_input("Prompt", opening, 2000, "Your prompt", **share.bind("prompt"))
 share.carried_note("prompt")
 TOP_K_DEFAULT = top_k_default(tokenizer.vocab_size)
 

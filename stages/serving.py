@@ -13,7 +13,7 @@ import ui
 from llmviz.lessons import adapting
 from llmviz.lessons.defaults import DEFAULT_PROMPT
 from llmviz.lessons.serving import BATCHING_REPEATS, WANTED, batching_steps, is_quick, paged, parse_lengths
-from ui import picker, sections, share
+from ui import boxes, picker, sections, share
 from ui.panels import quiz, runs, serving
 from ui.text import literal_markdown
 
@@ -50,10 +50,12 @@ def paged_section() -> None:
     block_size = c1.select_slider(
         "Block size (tokens)", [2, 4, 8, 16], value=4, **share.bind("page_block"), persist_state="page"
     )
-    lengths_text = c2.text_input(
+    lengths_text = boxes.text_input(
         "Request lengths (tokens, comma-separated)",
         "13, 5, 22, 9",
-        max_chars=500,
+        500,
+        "The list of lengths",
+        where=c2,
         **share.bind("page_lengths"),
         persist_state="page",
     )

@@ -34,7 +34,7 @@ from llmviz.training.dataset import prepare_data, vocab_bound
 from llmviz.training.losses import batch_loss, position_gradient
 from llmviz.training.toy_decoder import toy_task_loop
 from llmviz.training.trainer import build_trainer
-from ui import picker, sections, share, state
+from ui import boxes, picker, sections, share, state
 from ui.panels import kept, quiz, runs, training
 from ui.text import literal_markdown
 
@@ -356,8 +356,8 @@ def samples_before_after() -> None:
     if (box := sections.lazy("Generate with both sets of weights", "training_before_after")) is None:
         return
     with box:
-        prompt = st.text_input(
-            "Prompt", help="Empty: start from nothing.", max_chars=2000, value="", **share.bind("before_prompt")
+        prompt = boxes.text_input(
+            "Prompt", "", 2000, "Your prompt", help="Empty: start from nothing.", **share.bind("before_prompt")
         )
         picker.before_after(lambda view, column_key: sample_panel(view, column_key, prompt), what="samples")
 
@@ -408,8 +408,13 @@ def loss_step_by_step() -> None:
         "The shipped GPT (trained on the Python reference manual) reads two short sequences; each position "
         "must predict the token after it — the targets are the inputs shifted by one."
     )
-    batch_text = st.text_area(
-        "Two lines of text (one sequence each)", DEFAULT_BATCH_TEXT, height=80, max_chars=2000, **share.bind("by_hand")
+    batch_text = boxes.text_area(
+        "Two lines of text (one sequence each)",
+        DEFAULT_BATCH_TEXT,
+        2000,
+        "Your two lines",
+        height=80,
+        **share.bind("by_hand"),
     )
     tokens_per_row = st.slider("Positions per sequence", 1, 8, 3, persist_state="page", **share.bind("positions"))
     rows = [line for line in batch_text.splitlines() if line.strip()][:2]

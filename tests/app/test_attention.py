@@ -70,6 +70,18 @@ def test_attention_long_sentence_gets_one_notice_of_what_is_shown():
     assert "context of 128" in notices[0] and "the charts show the first" in notices[0]
 
 
+def test_a_paste_longer_than_the_page_uses_lands_and_is_cut_with_a_word():
+    """Streamlit's box drops a change longer than its max_chars without a word (a 6,000-character paste into the
+    5,000-character sentence did nothing): the box takes it (ui.boxes.room), and the page uses the first 5,000
+    characters and says so under it, the rest of the page as for any long sentence."""
+    at = run_page("stages/attention.py")
+    box = by_label(at.text_input, "Sentence")
+    assert box.proto.max_chars == 50_000
+    box.set_value("x" * 6_000).run()
+    assert_clean(at)
+    assert "Your sentence is 6,000 characters long: this page uses its first 5,000." in texts(at.caption)
+
+
 def assert_no_error_box(at):
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]

@@ -27,7 +27,6 @@ def _opens(href: str) -> int:
 
 @pytest.mark.extended  # ~3 minutes of chromium on 2 cores; the capping itself is tested in tests/app/test_links.py
 def test_a_pasted_megabyte_leaves_a_link_that_opens(browser, app_url):
-    # the Tokens page's text (Sampling's prompt takes 2,000 characters at most: its box ignores a longer paste)
     page = open_page(browser, f"{app_url}/tokens?tokens_tab=Encode+and+decode")
     area = page.get_by_label("Your text", exact=True)
     area.fill(LONG)
@@ -51,8 +50,8 @@ def test_a_pasted_megabyte_leaves_a_link_that_opens(browser, app_url):
     no_error_box(other)
     other.close()
 
-    # a text box inside a section (a fragment rerun, not a whole-page run) is capped too (4,940 characters: the box
-    # takes 5,000 at most, the link 2,000)
+    # a text box inside a section (a fragment rerun, not a whole-page run) is capped too (4,940 characters: the
+    # sentence the page uses is 5,000 at most, the link 2,000)
     page.goto(f"{app_url}/attention")
     wait_until_idle(page)
     box = page.get_by_label("Sentence", exact=True)
@@ -65,6 +64,22 @@ def test_a_pasted_megabyte_leaves_a_link_that_opens(browser, app_url):
         what="the sentence capped in the address",
     )
     assert page.get_by_text("The link to this view carries the first").count()
+    no_error_box(page)
+    page.close()
+
+
+def test_a_paste_longer_than_a_box_uses_lands_and_the_page_says_what_it_uses(browser, app_url):
+    """Streamlit's box drops a change longer than its max_chars without a word: 6,000 characters pasted into
+    Attention's sentence (which uses 5,000) did nothing. The box takes it now, and the page says what it uses."""
+    page = open_page(browser, f"{app_url}/attention")
+    box = page.get_by_label("Sentence", exact=True)
+    box.fill("The cat sat. " * 462)  # 6,006 characters
+    box.press("Enter")
+    eventually(
+        lambda: page.get_by_text("Your sentence is 6,006 characters long: this page uses its first 5,000.").count(),
+        what="the line saying what the page uses",
+    )
+    assert box.input_value() == "The cat sat. " * 462
     no_error_box(page)
     page.close()
 

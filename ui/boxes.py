@@ -1,0 +1,44 @@
+"""Text boxes that take a long paste and say what the page uses of it.
+
+Streamlit's text box drops a change longer than its ``max_chars`` without a word: a student who pasted 6,000
+characters into Attention's 5,000-character sentence saw nothing happen. A box here is given room for a paste
+:data:`PASTE_ROOM` times longer than what its page uses (:func:`room`; the server refuses anything longer than the
+box before it is read, ``ui.streamlit_private.text_problem``), and the page reads the first characters it uses,
+saying so under the box (:func:`used`) — the cut is made before anything is tokenized.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+#: how many times the characters a page uses its box takes, so that a longer paste lands (and is cut, said)
+PASTE_ROOM = 10
+
+
+def room(limit: int) -> int:
+    """``max_chars`` for a box whose page uses ``limit`` characters.
+
+    >>> room(5_000), room(500)
+    (50000, 5000)
+    """
+    return limit * PASTE_ROOM
+
+
+def used(text: str, limit: int, what: str = "The text", where=st) -> str:
+    """The first ``limit`` characters of ``text``, the part the page uses; when ``text`` is longer, one line under
+    the box (in ``where``) says so (``what``: how the page names the text)."""
+    if len(text) <= limit:
+        return text
+    where.caption(f"{what} is {len(text):,} characters long: this page uses its first {limit:,}.")
+    return text[:limit]
+
+
+def text_input(label: str, value: str, limit: int, what: str = "The text", *, where=st, **options) -> str:
+    """A text box (``where``: ``st`` or a column) that takes a paste up to :func:`room` and returns the part the page
+    uses (:func:`used`): ``st.text_input``'s other ``options`` as they are."""
+    return used(where.text_input(label, value, max_chars=room(limit), **options), limit, what, where)
+
+
+def text_area(label: str, value: str, limit: int, what: str = "The text", *, where=st, **options) -> str:
+    """:func:`text_input`'s text area."""
+    return used(where.text_area(label, value, max_chars=room(limit), **options), limit, what, where)
