@@ -142,6 +142,17 @@ def control(run_id: str, action: str, by: str = "student", owner: str | None = N
     return _ask(lambda door, who: door.control(owner or who, run_id, action, by=by), "Nothing was changed.")
 
 
+def kept_texts() -> list[tuple[str, str, int]]:
+    """This student's kept uploads, newest first: ``(sha256, the file's name, bytes)``; [] when the lab cannot be
+    read."""
+    return _ask(lambda door, who: door.kept_texts(who), [])
+
+
+def kept_text(digest: str) -> str | None:
+    """This student's kept upload ``digest`` as text; None when the lab cannot be read (said once)."""
+    return _ask(lambda door, who: door.kept_text(who, digest), None)
+
+
 def class_runs(sort: str) -> list[ClassRow] | None:
     """Every student's runs of a model with their names, in ``sort`` order, for the teacher's class view; None when
     the lab cannot be read."""

@@ -10,7 +10,7 @@ import streamlit as st
 from llmviz.data import corpus
 from llmviz.device import available_devices, fresh_seed, pick_device
 from llmviz.errors import LlmvizError, UploadError
-from ui import picker, picker_sidebar, present, share, state
+from ui import lab, picker, picker_sidebar, present, share, state
 from ui.routing import ensure_router
 from ui.text import literal_markdown
 
@@ -142,9 +142,35 @@ def _upload_widget() -> None:
             if not state.UPLOADED_CORPUS.present() or state.UPLOADED_CORPUS.get() != (uploaded.name, text):
                 _keep_upload(uploaded.name, text)
             state.UPLOADED_CORPUS.set((uploaded.name, text))
+    if not state.UPLOADED_CORPUS.present():
+        _offer_kept_texts()
     if state.UPLOADED_CORPUS.present():
         name, text = state.UPLOADED_CORPUS.get()
         st.caption(f"Using **{literal_markdown(name)}**: {len(text):,} characters.")
+
+
+def _offer_kept_texts() -> None:
+    """A text this student uploaded before (the lab keeps it: after a reload, in another tab, after a restart) is one
+    choice away; a file that can no longer be read is said in one sentence."""
+    kept = lab.kept_texts()
+    if not kept:
+        return
+    names = {digest: f"{name} ({nbytes / 1024:,.1f} KB)" for digest, name, nbytes in kept}
+    chosen = st.selectbox(
+        "Or a text you uploaded before",
+        [None, *names],
+        format_func=lambda digest: "—" if digest is None else names[digest],
+        key=state.widget("kept_text"),
+    )
+    if chosen is None:
+        return
+    try:
+        text = lab.kept_text(chosen)
+    except UploadError as refused:
+        st.warning(literal_markdown(str(refused)))
+        return
+    if text is not None:
+        state.UPLOADED_CORPUS.set((next(name for digest, name, _ in kept if digest == chosen), text))
 
 
 @st.cache_data(show_spinner="Loading the corpus…", max_entries=8)

@@ -246,6 +246,7 @@ WIDGETS: dict[str, str] = {
     "deterministic": "Sidebar: deterministic pages",
     "device": "Sidebar: the device models run on",
     "corpus_upload": "Sidebar: the uploaded corpus file",
+    "kept_text": "Sidebar: a text the student uploaded before, offered back from the lab",
     "download_corpus": "Sidebar: download the chosen corpus now",
     "cancel_download": "Sidebar: cancel the download",
     "present_mode": "Sidebar: presenter mode",

@@ -583,6 +583,25 @@ class Lab:
         self.registry.add_upload(student, digest, name, len(data))
         return digest
 
+    def kept_texts(self, student: str) -> list[tuple[str, str, int]]:
+        """``student``'s kept uploads, newest first: ``(sha256, the file's name, bytes)``."""
+        with self.guard("list a student's kept texts"):
+            return list(reversed(self.registry.uploads(student)))
+
+    def kept_text(self, student: str, digest: str) -> str:
+        """``student``'s kept upload ``digest``, as text. :class:`~llmviz.errors.UploadError` (one sentence, no path)
+        when it is not theirs, or its file is gone or damaged (its bytes no longer hash to ``digest``)."""
+        if digest not in {have for have, _, _ in self.kept_texts(student)}:
+            raise UploadError("That text is not one of your kept texts.")
+        try:
+            data = self.storage.read_upload(student, digest)
+        except (OSError, ValueError):
+            data = None
+        if data is None or content_hash(data) != digest:
+            log.warning("a kept upload of %s cannot be read (missing or damaged): %s", student, digest)
+            raise UploadError("That kept text cannot be read: its file is missing or damaged. Upload it again.")
+        return data.decode("utf-8")  # kept only after it was read as UTF-8 (llmviz.data.corpus.validate_upload)
+
     def delete_run(self, student: str, run_id: str) -> bool:
         """Delete ``student``'s run with its files; False when it is not theirs."""
         if self.registry.run(student, run_id) is None:

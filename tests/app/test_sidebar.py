@@ -267,3 +267,27 @@ def test_run_seed_follows_the_deterministic_switch():
     off = Settings(corpus="names", seed=42, deterministic=False, device="cpu")
     assert on.run_seed() == on.run_seed() == 42
     assert len({off.run_seed() for _ in range(5)}) > 1
+
+
+def test_a_text_uploaded_before_is_offered_back_to_its_student_only():
+    """After a reload (a new session of the same student) the text they uploaded is one choice away in the sidebar,
+    its name escaped where Markdown renders it; another student is offered nothing of it."""
+    import secrets
+
+    from llmviz.lab.identity import student_key
+    from llmviz.lab.service import default_lab
+    from llmviz.lab.storage import content_hash
+
+    student, other = (f"kept-text-{secrets.token_hex(6)}" for _ in range(2))
+    text = "roses and tulips grow here\n" * 30
+    default_lab().keep_upload(student_key(student), "my_garden.txt", text.encode())
+    at = run_app("stages/tokens.py", corpus="upload", _llmviz_student_id=student)
+    assert_clean(at)
+    offered = at.sidebar.selectbox(key=next(k for k in at.session_state if "kept_text" in str(k)))
+    assert offered.label == "Or a text you uploaded before" and offered.value is None
+    offered.set_value(content_hash(text.encode())).run()
+    assert_clean(at)
+    assert at.session_state["uploaded_corpus"] == ("my_garden.txt", text)
+    assert r"Using **my\_garden\.txt**: 810 characters." in texts(at.sidebar.caption)
+    stranger = run_app("stages/tokens.py", corpus="upload", _llmviz_student_id=other)
+    assert not [box for box in stranger.sidebar.selectbox if box.label == "Or a text you uploaded before"]

@@ -316,3 +316,30 @@ def test_a_database_file_removed_under_the_app_refuses_and_a_restored_one_is_reo
         assert manager.lab.curve("ann", job.id).steps == list(range(1, view.step + 1))  # every point
     finally:
         manager.shutdown()
+
+
+def test_a_kept_text_is_read_back_by_its_student_only_and_a_damaged_one_refuses_in_one_sentence(tmp_path):
+    """A text a student uploaded is offered back after a reload (issue 56: nothing a student made is lost): the lab
+    lists their kept texts newest first and reads one back; another student's digest opens nothing; a file whose
+    bytes no longer hash to its digest (or that is gone) is one sentence without its path."""
+    from llmviz.errors import UploadError
+    from llmviz.lab.storage import content_hash
+
+    lab = Lab.at(tmp_path)
+    first, second = "roses and tulips\n" * 20, "def f():\n    return 1\n" * 30
+    lab.keep_upload("ann", "garden.txt", first.encode())
+    lab.keep_upload("ann", "code.py", second.encode())
+    assert [name for _, name, _ in lab.kept_texts("ann")] == ["code.py", "garden.txt"]
+    assert lab.kept_text("ann", content_hash(first.encode())) == first
+    assert lab.kept_texts("bo") == []
+    with pytest.raises(UploadError, match="not one of your kept texts"):
+        lab.kept_text("bo", content_hash(first.encode()))
+    digest = content_hash(second.encode())
+    path = tmp_path / "lab" / "ann" / "uploads" / digest
+    path.write_bytes(b"something else")
+    with pytest.raises(UploadError) as refused:
+        lab.kept_text("ann", digest)
+    assert "missing or damaged" in str(refused.value) and str(tmp_path) not in str(refused.value)
+    path.unlink()
+    with pytest.raises(UploadError, match="missing or damaged"):
+        lab.kept_text("ann", digest)
