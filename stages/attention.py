@@ -347,7 +347,6 @@ def your_sentence() -> None:
     view = picker.current()
     opening = state.follow_default("sentence", view.tokenizer, *openings(DEFAULT_SENTENCE))
     sentence = boxes.text_input("Sentence", opening, 5000, "Your sentence", **share.bind("sentence"))
-    share.carried_note("sentence")
     if not sentence.strip():
         st.warning("Type a sentence to see its attention patterns.")
         return

@@ -185,7 +185,6 @@ def look_inside() -> None:
     )
     opening = state.follow_default("model_sentence", view.tokenizer, *openings(DEFAULT_SENTENCE))
     sentence = boxes.text_input("A sentence", opening, 5000, "Your sentence", **share.bind("model_sentence"))
-    share.carried_note("model_sentence")
     ids = fitted_ids(view, sentence)
     if not ids:
         st.warning("Type a sentence: there is nothing to run yet.")

@@ -50,7 +50,6 @@ st.caption(f"Model: {literal_markdown(view.label)}, from the sidebar.")
 
 st.subheader("Next token: transform by transform")  # its controls share its slide (presenter mode)
 prompt = boxes.text_input("Prompt", opening, 2000, "Your prompt", **share.bind("prompt"))
-share.carried_note("prompt")
 TOP_K_DEFAULT = top_k_default(tokenizer.vocab_size)
 
 

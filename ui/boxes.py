@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import streamlit as st
 
+from ui import share
+
 #: how many times the characters a page uses its box takes, so that a longer paste lands (and is cut, said)
 PASTE_ROOM = 10
 
@@ -35,10 +37,20 @@ def used(text: str, limit: int, what: str = "The text", where=st) -> str:
 
 def text_input(label: str, value: str, limit: int, what: str = "The text", *, where=st, **options) -> str:
     """A text box (``where``: ``st`` or a column) that takes a paste up to :func:`room` and returns the part the page
-    uses (:func:`used`): ``st.text_input``'s other ``options`` as they are."""
-    return used(where.text_input(label, value, max_chars=room(limit), **options), limit, what, where)
+    uses (:func:`used`), with the link's note when it is bound to a link's text (``ui.share.carried_note``: what the
+    address carries of it, and what the page uses): ``st.text_input``'s other ``options`` as they are."""
+    held = where.text_input(label, value, max_chars=room(limit), **options)
+    return _used_and_noted(held, limit, what, where, options.get("key"))
 
 
 def text_area(label: str, value: str, limit: int, what: str = "The text", *, where=st, **options) -> str:
     """:func:`text_input`'s text area."""
-    return used(where.text_area(label, value, max_chars=room(limit), **options), limit, what, where)
+    held = where.text_area(label, value, max_chars=room(limit), **options)
+    return _used_and_noted(held, limit, what, where, options.get("key"))
+
+
+def _used_and_noted(held: str, limit: int, what: str, where, key: str | None) -> str:
+    text = used(held, limit, what, where)
+    if key in share.PARAMS and share.PARAMS[key][0] == "text":  # bound to a link's text (ui.share.bind)
+        share.carried_note(key, where, uses=limit)
+    return text

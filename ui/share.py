@@ -299,15 +299,17 @@ def _cap_in_link(name: str) -> None:
     streamlit_private.write_link_value(name, carried)
 
 
-def carried_note(name: str, where=None) -> None:
-    """Under a text widget: a caption when the link to this view carries only the start of the text."""
+def carried_note(name: str, where=None, uses: int | None = None) -> None:
+    """Under a text widget: a caption when the link to this view carries only the start of the text (``uses``: the
+    characters the page itself uses of it, when it uses only the start: ``ui.boxes``)."""
     if name not in state.LINK_CUT.get():
         _cap_in_link(name)  # a text that came from elsewhere (an example, a link) is checked too
     cut = state.LINK_CUT.get().get(name)
     if cut is not None:
+        used = "all of them" if uses is None or uses >= cut[1] else f"the first {uses:,}"
         (where or st).caption(
             f"The link to this view carries the first {cut[0]:,} of these {cut[1]:,} characters "
-            "(an address cannot hold more); the page itself uses all of them."
+            f"(an address cannot hold more); the page itself uses {used}."
         )
 
 

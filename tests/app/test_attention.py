@@ -80,6 +80,10 @@ def test_a_paste_longer_than_the_page_uses_lands_and_is_cut_with_a_word():
     box.set_value("x" * 6_000).run()
     assert_clean(at)
     assert "Your sentence is 6,000 characters long: this page uses its first 5,000." in texts(at.caption)
+    assert (  # the link's note says the same (it said "the page itself uses all of them")
+        "The link to this view carries the first 2,000 of these 6,000 characters (an address cannot hold more); "
+        "the page itself uses the first 5,000." in texts(at.caption)
+    )
 
 
 def assert_no_error_box(at):

@@ -51,6 +51,22 @@ def test_upload_through_the_real_file_uploader(app_url, browser, timings_log):
     [kept] = list((timings_log.parent / "runs" / "lab").glob(f"*/uploads/{digest}"))
     assert kept.read_bytes() == STORY.encode()
     shot(page, "upload-literal-name")
+    # another tab of the same student (a new session, as after a reload): the text is offered back from the lab
+    again = open_page(browser, f"{app_url}/tokens", same_student=True)
+    choose(again, "Corpus", "Your own text (upload)", where=sidebar(again))
+    choose(
+        again, "Or a text you uploaded before", f"{name} ({len(STORY.encode()) / 1024:,.1f} KB)", where=sidebar(again)
+    )
+    sidebar(again).get_by_text("Using", exact=False).first.wait_for()
+    assert name in sidebar(again).get_by_text("Using", exact=False).first.inner_text()
+    no_error_box(again)
+    shot(again, "upload-offered-back")
+    again.close()
+    stranger = open_page(browser, f"{app_url}/tokens")  # another student: nothing of it
+    choose(stranger, "Corpus", "Your own text (upload)", where=sidebar(stranger))
+    wait_until_idle(stranger)
+    assert stranger.get_by_text("Or a text you uploaded before").count() == 0
+    stranger.close()
     go(page, "Tokens")
     page.get_by_text(f"{name}: training on", exact=False).first.wait_for()
     no_error_box(page)
