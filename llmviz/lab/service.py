@@ -597,10 +597,15 @@ class Lab:
             data = self.storage.read_upload(student, digest)
         except (OSError, ValueError):
             data = None
-        if data is None or content_hash(data) != digest:
-            log.warning("a kept upload of %s cannot be read (missing or damaged): %s", student, digest)
-            raise UploadError("That kept text cannot be read: its file is missing or damaged. Upload it again.")
-        return data.decode("utf-8")  # kept only after it was read as UTF-8 (llmviz.data.corpus.validate_upload)
+        try:
+            if data is None or content_hash(data) != digest:
+                raise ValueError("missing or damaged")
+            return data.decode("utf-8")  # the app keeps a file once it read as UTF-8 (corpus.validate_upload)
+        except ValueError:  # UnicodeDecodeError too: a file kept by another client is refused the same way
+            log.warning("a kept upload of %s cannot be read (missing, damaged or not UTF-8): %s", student, digest)
+            raise UploadError(
+                "That kept text cannot be read: its file is missing or damaged. Upload it again."
+            ) from None
 
     def delete_run(self, student: str, run_id: str) -> bool:
         """Delete ``student``'s run with its files; False when it is not theirs."""

@@ -343,3 +343,7 @@ def test_a_kept_text_is_read_back_by_its_student_only_and_a_damaged_one_refuses_
     path.unlink()
     with pytest.raises(UploadError, match="missing or damaged"):
         lab.kept_text("ann", digest)
+    binary = bytes(range(128, 256))  # kept by a client that did not check it: refused the same way, not a traceback
+    lab.keep_upload("ann", "noise.bin", binary)
+    with pytest.raises(UploadError, match="missing or damaged"):
+        lab.kept_text("ann", content_hash(binary))
