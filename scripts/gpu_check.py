@@ -306,6 +306,38 @@ def check_gpt2_shape(setting: Setting) -> tuple[str, str]:
     return (PASS if result.llmviz_tflops >= 300 or not result.h100_class else FAIL), summary + budget
 
 
+def check_footprint(setting: Setting) -> tuple[str, str]:
+    """The memory estimate a GPU run is admitted by (``Footprint.device_bytes``) against the GPU's measured peak
+    (``torch.cuda.max_memory_allocated``) over GPT-2 small's bf16 steps, as the lab trains them (the padded head's
+    copies included: ``footprint.padded_head_bytes``)."""
+    if not setting.cuda:
+        raise Skipped("needs CUDA (a GPU's own memory)")
+    import gpt2_step  # benchmarks/gpt2_step.py
+
+    from llmviz.training import footprint
+
+    device = torch.device(setting.device)
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device)
+    one_round, finish, model = gpt2_step.llmviz_side(gpt2_step.GPT2_SMALL, setting.device, "bf16", 1, 5)
+    trainer_footprint = footprint.of_model(
+        model,
+        footprint.Shape(
+            batch_size=gpt2_step.GPT2_SMALL.batch, context_length=gpt2_step.GPT2_SMALL.context, device=setting.device
+        ),
+        what="GPT-2 small, bf16",
+        precision="bf16",
+    )
+    one_round()
+    one_round()
+    peak = torch.cuda.max_memory_allocated(device) - before
+    finish()
+    estimate = trainer_footprint.device_bytes
+    detail = f"measured peak {peak / 2**30:.2f} GiB, estimate {estimate / 2**30:.2f} GiB ({estimate / peak:.2f}×)"
+    return (PASS if estimate >= peak else FAIL), detail
+
+
 def check_nanogpt(setting: Setting) -> tuple[str, str]:
     import nanogpt  # benchmarks/nanogpt.py
 
@@ -337,6 +369,7 @@ CHECKS: dict[str, Callable[[Setting], tuple[str, str]]] = {
     "worker": check_worker,
     "cli": check_cli,
     "gpt2-shape": check_gpt2_shape,
+    "footprint": check_footprint,
     "compile": check_compile,
     "nanogpt": check_nanogpt,
 }

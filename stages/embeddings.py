@@ -12,7 +12,7 @@ from llmviz.errors import LlmvizError
 from llmviz.jobs import tasks
 from llmviz.lessons import architectures, defaults, embeddings, forward
 from llmviz.tokenizers.ids import encode
-from ui import boxes, charts, picker, sections, share, state
+from ui import boxes, charts, lab, picker, sections, share, state
 from ui.panels import quiz, runs
 from ui.text import literal_markdown
 
@@ -333,10 +333,9 @@ def positions_lesson() -> None:
 @sections.section("embeddings.word2vec")
 def word2vec_explorer() -> None:
     """Neighbours, analogies and the map of the trained word vectors: their inputs re-draw only this part."""
-    label, trained = state.W2V.get()
+    label, trained, asked = state.W2V.get()
     vectors_ = trained.model.center.weight.detach()
     vocab = trained.vocabulary
-    asked = state.W2V_STEPS.get(default=trained.step)
     st.caption(
         f"Trained on {literal_markdown(label)} for {trained.step} steps ({len(vocab.words):,} words, loss "
         f"{trained.loss:.3f})."
@@ -404,12 +403,16 @@ def word2vec_lesson() -> None:
                 total=steps,
                 returns_when_stopped=True,
                 footprint=tasks.word2vec_footprint(len(text[:2_000_000]), window),
+                keep=embeddings.word2vec_keeping(corpus_label, steps),  # a reload or a restart gives it back
             )
         except LlmvizError as error:
             st.warning(str(error))
         else:
             state.W2V_JOB.set(dict(id=job.id, corpus=corpus_label, steps=steps))
     spec = state.W2V_JOB.get()
+    if spec is None and not state.W2V.present():  # a reload, another tab, a restarted server: the newest kept one
+        if (kept := lab.kept_result("word2vec", embeddings.word2vec_from_kept)) is not None:
+            state.W2V.set(kept)
     ended = runs.follow_task(
         state.W2V_JOB,
         name="embeddings.w2v_job",
@@ -423,8 +426,7 @@ def word2vec_lesson() -> None:
         if ended.result is None:
             st.error(status.error or f"Word2vec ended before its first step ({status.describe()}).")
         else:
-            state.W2V.set((spec["corpus"], ended.result))
-            state.W2V_STEPS.set(spec["steps"])
+            state.W2V.set((spec["corpus"], ended.result, spec["steps"]))
     if state.W2V.present():
         word2vec_explorer()
 

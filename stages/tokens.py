@@ -14,7 +14,7 @@ from llmviz.lessons import forward
 from llmviz.tokenizers import windows, zipf
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
 from llmviz.tokenizers.ids import encode
-from ui import charts, picker, present, sections, share, state
+from ui import charts, lab, picker, present, sections, share, state
 from ui.panels import quiz, runs
 from ui.text import literal_markdown
 
@@ -108,12 +108,17 @@ def keep_finished_bpe() -> None:
     been drawn without it, left the next click on the page lost)."""
     spec = state.BPE_JOB.get()
     job = picker.runs().live(spec["id"]) if spec else None
+    if spec is None and state.BPE_TOKENIZER.get() is None:  # a reload, another tab, a restarted server
+        kept = lab.kept_result("bpe", llmviz.lessons.tokens.bpe_from_kept)  # the newest kept one, once a session
+        if kept is not None:
+            state.BPE_TOKENIZER.set(kept[0])
+            state.BPE_ORIGIN.set(kept[1])
     if job is None or not job.status().done or job.result is None:
         return  # still training, or nothing to keep: the lesson's tab follows it and says so
     state.BPE_JOB.pop()
     state.BPE_TOKENIZER.set(llmviz.lessons.tokens.bpe_from_job(job.result, spec["pattern"]))
     state.BPE_LISTED.pop()  # the new BPE joins section 1's tokenizers
-    state.BPE_ORIGIN.set({key: spec.get(key) for key in ("pattern", "vocab_size", "corpus", "corpus_key")})
+    state.BPE_ORIGIN.set({key: spec.get(key) for key in llmviz.lessons.tokens.BPE_ORIGIN_FIELDS})
 
 
 keep_finished_bpe()
@@ -262,25 +267,19 @@ def train_bpe_controls() -> None:
             # earlier stopped run can never mix its settings into this one
             try:
                 task, merges_needed, footprint = llmviz.lessons.tokens.bpe_training(sample, vocab_size, pattern)
+                origin = dict(pattern=pattern, vocab_size=vocab_size, corpus=corpus_label, corpus_key=sample_key)
                 job = picker.runs().submit_task(
                     task,
                     label=f"BPE tokenizer · {vocab_size:,} tokens · {corpus_label}",
                     total=merges_needed,
                     returns_when_stopped=True,
                     footprint=footprint,
+                    keep=llmviz.lessons.tokens.bpe_keeping(origin),  # a reload or a restart gives it back
                 )
             except LlmvizError as error:
                 st.warning(str(error))
             else:
-                state.BPE_JOB.set(
-                    dict(
-                        id=job.id,
-                        pattern=pattern,
-                        vocab_size=vocab_size,
-                        corpus=corpus_label,
-                        corpus_key=sample_key,
-                    )
-                )
+                state.BPE_JOB.set(dict(id=job.id, **origin))
         ended = runs.follow_task(
             state.BPE_JOB,
             name="tokens.bpe_job",

@@ -12,6 +12,9 @@ a sparse autoencoder's runs are Inside › Features' own (:func:`autoencoder_run
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import streamlit as st
 
 from llmviz.lab.classroom import ClassRow
@@ -20,15 +23,18 @@ from llmviz.lab.live import student_runs
 from llmviz.lab.service import (
     AUTOENCODER,
     MODEL_KINDS,
+    TASK,
     Curve,
     Lab,
     LabUnavailable,
     RunView,
     Snapshot,
+    SnapshotDamaged,
     Usage,
     default_lab,
 )
 from ui import identity, state, streamlit_private
+from ui.text import literal_markdown
 
 
 def _ask(read, otherwise):
@@ -58,6 +64,13 @@ def student() -> str:
 def runs(kinds: tuple[str, ...] | None = MODEL_KINDS) -> list[RunView]:
     """This student's runs of ``kinds`` (None: every kind), newest first; [] when the lab cannot be read."""
     return _ask(lambda door, who: door.runs(who, kinds), [])
+
+
+def kept_runs() -> list[RunView]:
+    """This student's runs of a model and their tasks whose result the lab keeps (a BPE tokenizer, word vectors),
+    newest first: the Kept runs table (Delete, and the quota's disk use, cover both)."""
+    found = runs(None)
+    return [view for view in found if view.kind in MODEL_KINDS or (view.kind == TASK and view.config.get("task"))]
 
 
 def live_elsewhere(here: set[str]) -> list[RunView]:
@@ -151,6 +164,28 @@ def kept_texts() -> list[tuple[str, str, int]]:
 def kept_text(digest: str) -> str | None:
     """This student's kept upload ``digest`` as text; None when the lab cannot be read (said once)."""
     return _ask(lambda door, who: door.kept_text(who, digest), None)
+
+
+def kept_result(task: str, decode: Callable[[dict, dict], Any]) -> Any:
+    """``decode(tensors, meta)`` of this student's newest kept result of ``task`` (a BPE tokenizer, word vectors:
+    :meth:`llmviz.lab.service.Lab.kept_result`), once a session (a page asks when its session holds none: after a
+    reload, in another tab, after a restart); None when there is none, or it was asked already. A damaged file is
+    one sentence in the page, and the page goes on without it."""
+    if state.RESULT_ASKED.get(task):
+        return None
+    found = None
+    try:
+        found = _ask(lambda door, who: door.kept_result(who, task), False)
+        if found is False:  # the lab cannot be read (said once): asked again when it can
+            return None
+        state.RESULT_ASKED.set(True, task)
+        return decode(*found[1:]) if found is not None else None
+    except SnapshotDamaged as damaged:
+        state.RESULT_ASKED.set(True, task)
+        st.warning(literal_markdown(str(damaged)))
+    except (KeyError, ValueError, TypeError, RuntimeError):  # a file that reads but does not hold what it says
+        st.warning(literal_markdown(f"Your kept {found[0].label} cannot be read back: make it again."))
+    return None
 
 
 def class_runs(sort: str) -> list[ClassRow] | None:

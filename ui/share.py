@@ -438,8 +438,13 @@ def aliased(name: str, values: list[str] | None) -> list[str] | None:
     """A link's value written the short way, as the widget shows it: a Model preset by its id (``preset=gpt2-124m``,
     as the CLI and older links name it) becomes the name the Preset box shows (a bound select box reads its label).
 
-    >>> aliased("preset", ["attn-only-2l"]), aliased("preset", ["custom"]), aliased("corpus", ["names"])
-    (['Attention only (no MLP): 2 layers, d 64'], ['custom'], ['names'])
+    >>> aliased("preset", ["attn-only-2l"]), aliased("preset", ["custom"])
+    (['Attention only (no MLP): 2 layers, d 64'], ['custom'])
+
+    A corpus by its name, as the command line names it (``corpus=names``, ``corpus=upload``), is its title too:
+
+    >>> aliased("corpus", ["names"]), aliased("corpus", ["upload"]), aliased("corpus", ["Tiny Shakespeare"])
+    (['US census first names'], ['Your own text (upload)'], ['Tiny Shakespeare'])
 
     Embeddings' pair of vectors compared, typed without subscripts (``cos_pair=v1-v3``), is its label too:
 
@@ -452,6 +457,10 @@ def aliased(name: str, values: list[str] | None) -> list[str] | None:
         return [preset_title(values[-1])]
     if name == "cos_pair" and values and pair_from_link(values[-1]):
         return [pair_from_link(values[-1])]
+    if name == "corpus" and values:
+        from ui.shared_sidebar import corpus_labels  # the sidebar's titles (it imports this module)
+
+        return [corpus_labels().get(values[-1], values[-1])]
     return values
 
 

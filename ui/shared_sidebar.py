@@ -33,6 +33,15 @@ class Settings:
 UPLOAD = "upload"
 
 
+def corpus_labels() -> dict[str, str]:
+    """The sidebar's corpora, name → the title its box shows (and a link carries), the upload last.
+
+    >>> corpus_labels()["names"], corpus_labels()[UPLOAD]
+    ('US census first names', 'Your own text (upload)')
+    """
+    return {entry.name: entry.title for entry in corpus.list_corpora()} | {UPLOAD: "Your own text (upload)"}
+
+
 def sidebar() -> Settings:
     """The sidebar every page shares: the model picker, then corpus, seed and device."""
 
@@ -43,9 +52,8 @@ def sidebar() -> Settings:
         picker_sidebar.sidebar()
         picker_sidebar.jobs_panel()
         st.markdown("### Settings")
-        names = [entry.name for entry in corpus.list_corpora()] + [UPLOAD]
-        labels = {entry.name: entry.title for entry in corpus.list_corpora()} | {UPLOAD: "Your own text (upload)"}
-        choice = st.selectbox("Corpus", names, format_func=lambda n: labels[n], **share.bind("corpus"))
+        labels = corpus_labels()
+        choice = st.selectbox("Corpus", list(labels), format_func=lambda n: labels[n], **share.bind("corpus"))
         if choice == UPLOAD:
             _upload_widget()
         else:

@@ -168,9 +168,11 @@ BPE_ORIGIN = Slot(
     default=dict,
 )
 # Embeddings
+RESULT_ASKED = Slot(
+    "result_asked_", bool, "the lab was asked for the student's kept result of this task (once a session)", family=True
+)
 W2V_JOB = Slot("w2v_job", dict, "the word2vec training job of the Embeddings page: id, corpus, steps")
-W2V = Slot("w2v", tuple, "(corpus, the trained word2vec state)")
-W2V_STEPS = Slot("w2v_steps", int, "the steps the word2vec run was asked for")
+W2V = Slot("w2v", tuple, "(corpus, the trained word2vec state, the steps its run was asked for)")
 # Inside the model
 LENS_SENTENCE = Slot(
     "_lens_sentence",

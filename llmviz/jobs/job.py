@@ -55,6 +55,7 @@ class Job:
         self.trainer: Any = None  # the live Trainer, only with thread workers; pages read info and snapshots
         self.snapshots: SnapshotStore | None = None  # a training run's kept weights (None: a task, or none kept)
         self.result: Any = None  # a task's return value
+        self.keep: Any = None  # a task's KeptResult: what the lab keeps of its result (llmviz.lab.live_status)
         self.checkpoint: bytes | None = None  # a finished/stopped training run's checkpoint file
         self.loops_started = 0  # how many training loops ever ran for this job (always ≤ 1)
         self.reserved_snapshot_bytes = 0  # snapshot bytes this run is sure to need (step 0 + newest)

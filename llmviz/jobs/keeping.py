@@ -17,6 +17,7 @@ the run finishes, so that :func:`resumed_trainer` goes on exactly as if it had n
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from llmviz.lab.identity import student_key
 from llmviz.lab.live_status import JobState
 from llmviz.lab.rebuild import Guard, write_run_file
 from llmviz.lab.records import AUTOENCODER, TASK, TRAINING, RunRecord, config_json
-from llmviz.lab.service import Lab
+from llmviz.lab.service import RESULT_FORMAT, Lab, QuotaExceeded
 from llmviz.lab.slots import CLAIM_WAIT_S
 from llmviz.lab.storage import read_kept_file
 from llmviz.training.snapshots import SnapshotStore, is_snapshot_step
@@ -56,6 +57,7 @@ class _Kept:
     by: str | None = None  # who asked for its next change of state ("student", "teacher", "server")
     wrote: bool = False  # snapshots written since the quota was last checked
     generation: int = 0  # the lab's database file it was recorded in (Lab.generation)
+    result_kept: bool = False  # a task's result was written (or could not be: it is not tried again)
 
 
 def kept_bytes(footprint, resumable: bool) -> int:
@@ -176,6 +178,8 @@ class Keeper:
     def _record(self, job, student: str, digest: str | None) -> RunRecord:
         model = job.info.description.get("kind", "") if job.info is not None else ""
         config = {**(config_json(job.info.config) if job.info is not None else {}), **_text_field(digest)}
+        if getattr(job, "keep", None) is not None:  # a task whose result is kept: its page finds it by this name
+            config = {**config, **job.keep.facts, "task": job.keep.task}
         return RunRecord(
             id=job.id,
             student=student,
@@ -314,7 +318,8 @@ class Keeper:
             self._flush_resume(entry)
         self._flush_snapshots(entry, status.step)
         values = {**_state_values(entry, status, ended), **_description(entry)}
-        if ended:  # before its state says it ended: a reader then finds it within the quota
+        if ended:  # before its state says it ended: a reader then finds it (its result too) within the quota
+            self._flush_result(entry, status.step)
             self._thin(entry)
         self.lab.registry.update_run(job.id, **values)  # right after its snapshots' rows: never long behind them
         if entry.wrote:
@@ -377,6 +382,37 @@ class Keeper:
         if older:
             storage.delete_file(older)
         entry.resume_step = step
+
+    def _flush_result(self, entry: _Kept, step: int) -> None:
+        """Write an ended task's result as its run's one kept file (:class:`~llmviz.lab.live_status.KeptResult`:
+        safetensors, at its last step, in the snapshot table: the quota, Delete and the run folder cover it), once.
+        A result over the student's quota is not kept (logged; the page that made it still holds it)."""
+        job = entry.job
+        keep = getattr(job, "keep", None)
+        if keep is None or job.result is None or job.discarded or entry.result_kept or step in entry.on_disk:
+            return
+        try:
+            tensors, meta = keep.encode(job.result)
+        except Exception:  # noqa: BLE001 - a result its encoder cannot write: the run is kept without it
+            log.exception("could not encode the result of task %s", job.id)
+            entry.result_kept = True
+            return
+        nbytes = sum(t.numel() * t.element_size() for t in tensors.values()) + len(json.dumps(meta))
+        try:
+            self.lab.make_room(entry.student, nbytes, job.label)
+        except QuotaExceeded as refused:
+            log.warning("the result of task %s is not kept: %s", job.id, refused)
+            entry.result_kept = True
+            return
+        meta = {"format": RESULT_FORMAT, "version": 1, "task": keep.task, **keep.facts, **meta}
+        path, written = self.lab.storage.write_snapshot(entry.student, job.id, step, tensors, meta)
+        try:
+            self.lab.registry.add_snapshot(job.id, step, path, written)
+        except Exception:
+            self.lab.storage.delete_file(path)  # no file that no row names; the next pass tries again
+            raise
+        entry.on_disk[step] = path
+        entry.result_kept = True
 
     def _flush_snapshots(self, entry: _Kept, upto: int) -> None:
         """Write the run's snapshots not on disk yet, up to step ``upto`` (the step its row says: never beyond)."""

@@ -62,7 +62,7 @@ from llmviz.jobs.shares import Shares
 from llmviz.jobs.supervisor import Supervisor
 from llmviz.jobs.worker import TaskPayload, TrainPayload, WorkerOptions
 from llmviz.lab.identity import student_key
-from llmviz.lab.live_status import JobRefused, JobState, Planned
+from llmviz.lab.live_status import JobRefused, JobState, KeptResult, Planned
 from llmviz.lab.records import RACE
 from llmviz.lab.service import Lab, default_lab
 from llmviz.training.footprint import MB, Footprint, describe, device_free_bytes, of_trainer, suggestion, worker_peak
@@ -246,15 +246,18 @@ class JobManager(Sessions, Shares, LabSide):
         total: int,
         returns_when_stopped: bool = False,
         footprint: Footprint | None = None,
+        keep: KeptResult | None = None,
     ) -> Job:
         """Run any loop that yields ``(step, loss)`` (a BPE training, word2vec, a toy decoder) as a job; its
         return value becomes :attr:`Job.result`. ``loop(should_stop)`` may check ``should_stop()`` itself, and is
         stopped between yields anyway. With process workers ``loop`` must be picklable (a module-level function
         or a ``functools.partial`` of one). ``returns_when_stopped``: a Stop lets the loop return what it made so
         far (it must check ``should_stop()``; see :mod:`llmviz.jobs.tasks`). ``footprint``: its memory, when it is
-        more than a worker's own."""
+        more than a worker's own. ``keep``: what the lab keeps of its result (:class:`KeptResult`: a BPE tokenizer,
+        word vectors), written as the run's one kept file when it ends with one."""
         group = Group(owner, self.client_of(owner), self._options(snapshots=False, checkpoint=False))
         job = Job(self, group, 0, label, "task", total)
+        job.keep = keep
         group.jobs.append(job)
         group.payloads.append(TaskPayload(loop, returns_when_stopped))
         self._enter(group, [footprint or task_footprint(label)])

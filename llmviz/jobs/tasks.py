@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from llmviz.interpret import ablation, patching, steering
-from llmviz.models.word2vec import Word2VecState, train_word2vec
+from llmviz.models.word2vec import Vocabulary, Word2Vec, Word2VecState, train_word2vec
 from llmviz.tokenizers.bpe.merging import MergeRecord
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
 from llmviz.training import footprint
@@ -62,6 +62,29 @@ def bpe_training(
         if should_stop():
             break
     return records
+
+
+def bpe_result(records: list[MergeRecord]) -> tuple[dict[str, torch.Tensor], dict]:
+    """What the lab keeps of a BPE training's result (:class:`~llmviz.lab.live_status.KeptResult`): one row per merge,
+    ``(left, right, new id, count)``; what the Tokens page draws of a BPE (its merges and their counts).
+
+    >>> tensors, meta = bpe_result([MergeRecord(0, (97, 97), 256, 3), MergeRecord(1, (256, 256), 257, 1)])
+    >>> tensors["merges"].tolist(), meta
+    ([[97, 97, 256, 3], [256, 256, 257, 1]], {'merges': 2})
+    """
+    rows = [[r.pair[0], r.pair[1], r.new_id, r.count] for r in records]
+    merges = torch.tensor(rows, dtype=torch.int64).reshape(len(rows), 4)  # (M, 4)
+    return {"merges": merges}, {"merges": len(rows)}
+
+
+def bpe_records(tensors: dict[str, torch.Tensor]) -> list[MergeRecord]:
+    """The merges :func:`bpe_result` kept, as :class:`MergeRecord` s again (for :meth:`BPETokenizer.from_history`).
+
+    >>> bpe_records(bpe_result([MergeRecord(0, (97, 97), 256, 3)])[0])
+    [MergeRecord(rank=0, pair=(97, 97), new_id=256, count=3, top_pairs=())]
+    """
+    rows = tensors["merges"].tolist()
+    return [MergeRecord(rank, (int(a), int(b)), int(new), int(count)) for rank, (a, b, new, count) in enumerate(rows)]
 
 
 #: word2vec's words per character at most, for an estimate made before the text is split (the Python manual has 0.14,
@@ -101,6 +124,35 @@ def word2vec_training(
         if should_stop():
             break
     return state
+
+
+def word2vec_result(state: Word2VecState) -> tuple[dict[str, torch.Tensor], dict]:
+    """What the lab keeps of word2vec's result: both tables of vectors, and the vocabulary (its words and counts)
+    with the step and loss as JSON.
+
+    >>> model = Word2Vec(2, dim=4)
+    >>> tensors, meta = word2vec_result(Word2VecState(7, 0.5, model, Vocabulary(["a", "b"], [3, 2])))
+    >>> sorted(tensors), meta
+    (['center', 'context'], {'step': 7, 'loss': 0.5, 'words': ['a', 'b'], 'counts': [3, 2]})
+    """
+    tensors = {"center": state.model.center.weight.detach(), "context": state.model.context.weight.detach()}  # (V, D)
+    words = state.vocabulary
+    return tensors, {"step": state.step, "loss": float(state.loss), "words": words.words, "counts": words.counts}
+
+
+def word2vec_state(tensors: dict[str, torch.Tensor], meta: dict) -> Word2VecState:
+    """The :class:`Word2VecState` :func:`word2vec_result` kept.
+
+    >>> model = Word2Vec(2, dim=4)
+    >>> again = word2vec_state(*word2vec_result(Word2VecState(7, 0.5, model, Vocabulary(["a", "b"], [3, 2]))))
+    >>> again.step, again.vocabulary.index, bool((again.model.center.weight == model.center.weight).all())
+    (7, {'a': 0, 'b': 1}, True)
+    """
+    vocab_size, dim = tensors["center"].shape  # (V, D)
+    model = Word2Vec(vocab_size, dim)
+    model.load_state_dict({"center.weight": tensors["center"], "context.weight": tensors["context"]})
+    vocabulary = Vocabulary(list(meta["words"]), [int(c) for c in meta["counts"]])
+    return Word2VecState(int(meta["step"]), float(meta["loss"]), model, vocabulary)
 
 
 def head_effects_sweep(

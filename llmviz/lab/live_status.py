@@ -1,6 +1,7 @@
 """A run's live state, as the lab names it for every layer: the states a run goes through (:class:`JobState`), a
 consistent picture of a live run at one moment (:class:`JobStatus`, what a page draws each second), a run a worker
-builds (:class:`Planned`) and a refusal to start one (:class:`JobRefused`).
+builds (:class:`Planned`), what a task's result is kept as (:class:`KeptResult`) and a refusal to start one
+(:class:`JobRefused`).
 
 The jobs layer (:mod:`llmviz.jobs`) makes and changes them; pages read them through the lab's door to its live runs
 (:mod:`llmviz.lab.live`). They live here, in the lab, so that a page names them without reaching the jobs layer.
@@ -127,6 +128,24 @@ class Planned:
     build: Callable[[], Any]
     footprint: Footprint
     steps: int
+
+
+@dataclass(frozen=True)
+class KeptResult:
+    """What the lab keeps of a task's result (a BPE tokenizer, word vectors: what a student made on a page), so that a
+    reload, another tab or a restarted server gives it back. ``task`` names it (``"bpe"``, ``"word2vec"``: the page
+    that made it asks for its newest by this name); ``facts`` (JSON: what it was made from, its corpus's name, its
+    settings) go into the run's row; ``encode(result)`` gives ``(tensors, meta)``, written as the run's one kept
+    file in safetensors (never unpickled) when the task ends with a result: the tensors, and ``meta`` (JSON) in its
+    metadata. It stays in the server (the worker never sees it); the page decodes the file itself.
+
+    >>> KeptResult("bpe", {"vocab_size": 300}, encode=lambda merges: ({}, {})).facts
+    {'vocab_size': 300}
+    """
+
+    task: str
+    facts: dict
+    encode: Callable[[Any], tuple[dict, dict]]
 
 
 class JobRefused(LlmvizError):

@@ -76,6 +76,7 @@ __all__ = [
     "LORA",
     "MODEL_KINDS",
     "RACE",
+    "RESULT_FORMAT",
     "SFT",
     "TASK",
     "TRAINING",
@@ -113,6 +114,11 @@ RESUMABLE_KINDS = (TRAINING, RACE, SFT, DPO)
 # LabUnavailable: the lab's database cannot answer (locked past its timeout, full, damaged, deleted or unreachable):
 # the message is one sentence for the student; nothing was half-written. Defined in llmviz.lab.health (the engine's
 # watch raises it too), one class for both.
+
+
+# the metadata's format of a task's kept result (llmviz.lab.live_status.KeptResult): a snapshot-shaped safetensors
+# file that holds no model; Lab.kept_result reads only these, the picker only "llmviz-checkpoint"
+RESULT_FORMAT = "llmviz-task-result"
 
 
 class SnapshotDamaged(LlmvizError):
@@ -200,6 +206,8 @@ class RunView:
         """
         if self.resumable or self.state not in ("parked", "interrupted", "stopped") or self.step >= self.total:
             return ""
+        if self.kind == TASK:
+            return f"A task is not resumed: what it made by step {self.step} is kept, and its page shows it."
         article = "An" if self.kind_words[:1].lower() in "aeiou" else "A"
         return (
             f"{article} {self.kind_words} is not resumed: its weights at step {self.step} are in the sidebar's "
@@ -437,6 +445,28 @@ class Lab:
                 f"The snapshot of {found.label} at step {step} is damaged and cannot be opened; its other steps "
                 "are still kept."
             ) from None
+
+    def kept_result(self, student: str, task: str) -> tuple[RunView, dict, dict] | None:
+        """The newest kept result of ``task`` (``"bpe"``, ``"word2vec"``: :class:`~llmviz.lab.live_status.KeptResult`)
+        that ``student`` made: ``(its run, its tensors, its metadata)``, None when they kept none. A damaged file
+        raises :class:`SnapshotDamaged` (one sentence; the path goes to the server's log only)."""
+        made = [view for view in self.runs(student, (TASK,)) if view.config.get("task") == task and not view.live]
+        for view in made:
+            with self.guard("find a kept result"):
+                files = self.registry.snapshots(view.id)
+            if not files:
+                continue  # ended before its result was written, or over the quota: an older one may be kept
+            try:
+                tensors, meta = self.storage.read_snapshot(files[-1][1])
+            except CheckpointError as error:
+                log.warning("a kept result cannot be read: %s", error)
+                raise SnapshotDamaged(
+                    f"The kept {view.label} is damaged and cannot be opened: make it again."
+                ) from None
+            if meta.get("format") != RESULT_FORMAT or meta.get("task") != task:
+                continue
+            return view, tensors, meta
+        return None
 
     def disk(self, student: str) -> Usage:
         """``student``'s disk use (snapshots, resume states, uploads) against their quota."""

@@ -18,6 +18,9 @@ import torch
 import torch.nn.functional as F
 
 from llmviz.errors import EmbeddingError
+from llmviz.jobs import tasks
+from llmviz.lab.live_status import KeptResult
+from llmviz.models.word2vec import Word2VecState
 
 # ---------------------------------------------------------------------------- lookups
 
@@ -193,6 +196,23 @@ def pca(points: torch.Tensor, dims: int = 2) -> tuple[torch.Tensor, torch.Tensor
 
 
 # ---------------------------------------------------------------------------- word2vec
+
+
+def word2vec_keeping(corpus: str, steps: int) -> KeptResult:
+    """What the lab keeps of a word2vec training (its vectors and vocabulary, the corpus's name and the steps asked
+    for), so that a reload or a restarted server gives the student their word vectors back
+    (:func:`word2vec_from_kept`).
+
+    >>> word2vec_keeping("manual", 1500).facts
+    {'corpus': 'manual', 'steps': 1500}
+    """
+    return KeptResult("word2vec", {"corpus": corpus, "steps": steps}, tasks.word2vec_result)
+
+
+def word2vec_from_kept(tensors: dict, meta: dict) -> tuple[str, Word2VecState, int]:
+    """``(corpus, the word2vec state, the steps asked for)`` that :func:`word2vec_keeping` kept."""
+    trained = tasks.word2vec_state(tensors, meta)
+    return str(meta.get("corpus", "")), trained, int(meta.get("steps") or trained.step)
 
 
 OPENING_WORDS = ("must", "shall", "will", "should")  # modal verbs: their neighbours are their kin (may, can, could)

@@ -11,6 +11,7 @@ import json
 
 from llmviz.data import corpus
 from llmviz.jobs import tasks
+from llmviz.lab.live_status import KeptResult
 from llmviz.tokenizers import base, char_word, zipf
 from llmviz.tokenizers.bpe import compression
 from llmviz.tokenizers.bpe.reference import reference_tokenizer
@@ -72,6 +73,33 @@ def bpe_training(sample: str, vocab_size: int, pattern: str | None):
 def bpe_from_job(history, pattern: str | None) -> BPETokenizer:
     """The BPE a finished (or stopped) training job learned, its history kept for the replay."""
     return BPETokenizer.from_history(history, pattern, [base.ENDOFTEXT], keep_history=True)
+
+
+#: what the Tokens page remembers of a BPE it trained (the cards' and the merge table's captions), kept with it
+BPE_ORIGIN_FIELDS = ("pattern", "vocab_size", "corpus", "corpus_key")
+
+
+def bpe_keeping(origin: dict) -> KeptResult:
+    """What the lab keeps of a BPE training (its merges, and ``origin``: what it was trained on and with), so that a
+    reload or a restarted server gives the student their tokenizer back (:func:`bpe_from_kept`).
+
+    >>> bpe_keeping({"pattern": "gpt4", "vocab_size": 300, "corpus": "a.txt", "corpus_key": "k", "x": 1}).facts
+    {'pattern': 'gpt4', 'vocab_size': 300, 'corpus': 'a.txt', 'corpus_key': 'k'}
+    """
+    return KeptResult("bpe", {key: origin.get(key) for key in BPE_ORIGIN_FIELDS}, tasks.bpe_result)
+
+
+def bpe_from_kept(tensors: dict, meta: dict) -> tuple[BPETokenizer, dict]:
+    """The BPE tokenizer and its origin that :func:`bpe_keeping` kept: the same merges, ids and counts.
+
+    >>> records = BPETokenizer.train("low lower lowest " * 20, 260, "gpt2", record=True).history
+    >>> kept = tasks.bpe_result(records)[0]
+    >>> bpe, origin = bpe_from_kept(kept, {"pattern": "gpt2", "vocab_size": 260, "corpus": "c"})
+    >>> bpe.merges == BPETokenizer.from_history(records, "gpt2", [base.ENDOFTEXT]).merges, origin["vocab_size"]
+    (True, 260)
+    """
+    origin = {key: meta.get(key) for key in BPE_ORIGIN_FIELDS}
+    return bpe_from_job(tasks.bpe_records(tensors), origin["pattern"]), origin
 
 
 def split_characters(token_bytes: list[bytes], text: str) -> tuple[int, int, str] | None:

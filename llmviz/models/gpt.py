@@ -561,7 +561,13 @@ class MixtureOfExperts(nn.Module):
         return out
 
 
-def padded_head(x: torch.Tensor, weight: torch.Tensor, multiple: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+PADDED_HEAD_FROM = 8192  # a GPU training step pads a head of at least this many rows (GPT.head, padded_head)
+HEAD_MULTIPLE = 64  # … to a multiple of this
+
+
+def padded_head(
+    x: torch.Tensor, weight: torch.Tensor, multiple: int = HEAD_MULTIPLE
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``F.linear(x, weight)`` computed with the weight's rows padded to a multiple of ``multiple``: the logits
     (…, rows), and the padded logits (…, rows + pad) whose extra columns are −inf, for the loss. The same numbers, in
     matrix shapes the GPU's fast kernels take: for GPT-2's 50,257 outputs cuBLAS falls back to old kernels that made
@@ -737,7 +743,9 @@ class GPT(nn.Module, RecordsIntermediates):
         head's rows for the matrix kernels (:func:`padded_head`: the loss then reads (B, T, V + pad) logits whose
         extra columns are −inf; a character model's 65 rows are left as they are, there the padding costs more
         than it saves); a head an adapter replaced, and everything else, is the module as it is."""
-        plain = type(self.lm_head) is nn.Linear and self.lm_head.bias is None and self.config.vocab_size >= 8192
+        plain = (
+            type(self.lm_head) is nn.Linear and self.lm_head.bias is None and self.config.vocab_size >= PADDED_HEAD_FROM
+        )
         if x.is_cuda and self.training and torch.is_grad_enabled() and plain:
             return padded_head(x, self.lm_head.weight)  # (B, T, V), (B, T, V + pad)
         logits = self.lm_head(x)  # (B, T, V)

@@ -282,6 +282,24 @@ DROPOUT_WEIGHT_BYTES_PER_LAYER = 11
 DROPOUT_WEIGHT_BYTES_WORKING = 6
 
 
+def padded_head_bytes(vocab_size: int, d_model: int, tokens: int) -> int:
+    """What a GPU training step's padded output head adds (:func:`llmviz.models.gpt.padded_head`, a head of at least
+    8,192 rows): the weight's padded copy and its gradient while the step runs (2 × (V + pad) × d), and the pad's
+    extra logits (the logits, their log-softmax and gradient: 3 × tokens × pad); 0 for a smaller head.
+
+    GPT-2 small (50,257 rows padded to 50,304, d 768) on 8 × 1,024 tokens: 309 MB and 4.6 MB.
+
+    >>> padded_head_bytes(50_257, 768, 8 * 1024), padded_head_bytes(65, 384, 64 * 256)
+    (313688064, 0)
+    """
+    from llmviz.models.gpt import HEAD_MULTIPLE, PADDED_HEAD_FROM
+
+    if vocab_size < PADDED_HEAD_FROM:
+        return 0
+    pad = -vocab_size % HEAD_MULTIPLE
+    return FLOAT32 * (2 * (vocab_size + pad) * d_model + 3 * tokens * pad)
+
+
 def dropout_bytes(config, batch: int, tokens: int) -> int:
     """What dropout adds to a GPT's training step (0 without): the attention weights it makes the step keep
     (:data:`DROPOUT_WEIGHT_BYTES_PER_LAYER`, :data:`DROPOUT_WEIGHT_BYTES_WORKING`) and one byte a number for the
@@ -380,6 +398,8 @@ def of_model(
     activation = floats * FLOAT32
     if precision != "float32":
         activation = int(activation * AUTOCAST_SCALE) + parameters * PRECISIONS[precision]  # + the 16-bit weights
+    if isinstance(model, GPT) and shape.device.startswith("cuda"):
+        activation += padded_head_bytes(model.config.vocab_size, model.config.d_model, batch * context)
     vocab = getattr(getattr(model, "config", None), "vocab_size", None) or getattr(model, "vocab_size", 0)
     return Footprint(
         what=what,

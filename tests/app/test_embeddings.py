@@ -8,7 +8,7 @@ import torch
 
 import ui
 from llmviz.training.checkpoint import load_checkpoint
-from tests.support.pages import assert_clean, by_label, finish_jobs, run_page, texts
+from tests.support.pages import assert_clean, by_label, finish_jobs, run_app, run_page, texts
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 
@@ -151,3 +151,35 @@ def test_a_label_by_the_maps_edge_points_inward():
     box = ((0.0, 1.0), (0.0, 1.0))
     assert inward_place(0.95, 0.5, *box) == "top left" and inward_place(0.02, 0.97, *box) == "bottom right"
     assert inward_place(0.5, 0.5, *box) == "top center"
+
+
+def test_word_vectors_come_back_in_a_new_session_of_their_student_only():
+    """A reload (a new session of the same student) gives back the word vectors they trained, from the lab's kept
+    file, with the explorer drawn on them; another student gets none (issue 56)."""
+    import secrets
+
+    from llmviz.jobs.manager import default_manager
+
+    student, other = (f"kept-w2v-{secrets.token_hex(6)}" for _ in range(2))
+    at = run_app("stages/embeddings.py", corpus="python-docs", embeddings_tab="Word2vec", _llmviz_student_id=student)
+    by_label(at.slider, "Steps").set_value(100)
+    finish_jobs(by_label(at.button, "Train word2vec").click().run())
+    assert_clean(at)
+    corpus_name, trained, asked = at.session_state["w2v"]
+    default_manager().keeper.flush()  # the keeper's next pass (once a second) writes it
+    again = run_app("stages/embeddings.py", corpus="python-docs", embeddings_tab="Word2vec", _llmviz_student_id=student)
+    assert_clean(again)
+    name, kept, steps = again.session_state["w2v"]
+    assert (name, steps, kept.step, kept.vocabulary.words) == (
+        corpus_name,
+        asked,
+        trained.step,
+        trained.vocabulary.words,
+    )
+    assert torch.equal(kept.model.center.weight, trained.model.center.weight)
+    assert any(f"for {trained.step} steps" in caption.value for caption in again.caption)  # the explorer is drawn
+    stranger = run_app(
+        "stages/embeddings.py", corpus="python-docs", embeddings_tab="Word2vec", _llmviz_student_id=other
+    )
+    assert_clean(stranger)
+    assert "w2v" not in stranger.session_state

@@ -235,9 +235,18 @@ def test_a_preset_linked_by_its_id_opens_under_its_name():
     from ui.share import aliased
 
     assert aliased("preset", ["attn-only-2l"]) == ["Attention only (no MLP): 2 layers, d 64"]
-    assert aliased("preset", ["custom"]) == ["custom"] and aliased("corpus", ["names"]) == ["names"]
+    assert aliased("preset", ["custom"]) == ["custom"] and aliased("cos_pair", ["x"]) == ["x"]
     at = open_with_link("stages/model.py", {"preset": "attn-only-2l"})
     assert by_label(at.selectbox, "Preset").value == "attn-only-2l"
+
+
+@pytest.mark.parametrize("name", ["names", "upload", "US census first names"])
+def test_a_corpus_linked_by_its_name_or_its_title_opens_without_a_notice(name):
+    """A link naming the corpus the way the command line does (``corpus=names``, ``corpus=upload``) opens it, as one
+    with its title (what Copy link writes) does; before, it was refused ("could not be used here")."""
+    at = open_with_link("stages/tokens.py", {"corpus": name})
+    assert not [w.value for w in at.warning if "could not be used" in w.value]
+    assert at.session_state["corpus"] == ("upload" if name == "upload" else "names")
 
 
 @pytest.mark.parametrize(

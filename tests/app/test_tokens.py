@@ -336,3 +336,27 @@ def test_byte_chips_and_the_word_vocabulary_are_explained():
     assert any("`日` is `\\xe6\\x97\\xa5`" in note for note in notes), notes  # GPT-2's card names the cut 日
     words = WordTokenizer.train(corpus.load("python-docs"), max_vocab=5000).vocab_size
     assert f"vocabulary {words:,} ({words - 1:,} words and [UNK]" in texts(at.caption), texts(at.caption)
+
+
+def test_a_trained_bpe_comes_back_in_a_new_session_of_its_student_only():
+    """A reload (a new session of the same student) gives back the BPE they trained, from the lab's kept file: the
+    same merges, and the captions say what it was trained on; another student gets none (issue 56)."""
+    import secrets
+
+    from llmviz.jobs.manager import default_manager
+
+    student, other = (f"kept-bpe-{secrets.token_hex(6)}" for _ in range(2))
+    at = run_app("stages/tokens.py", corpus="names", tokens_tab="Train your own BPE", _llmviz_student_id=student)
+    by_label(at.slider, "Vocabulary size").set_value(300)
+    finish_jobs(at.button(key="train_bpe").click().run())
+    assert "Learned 43 merges" in texts(at.success)
+    trained = at.session_state["bpe_tokenizer"]
+    default_manager().keeper.flush()  # the keeper's next pass (once a second) writes it
+    again = run_app("stages/tokens.py", corpus="names", tokens_tab="Train your own BPE", _llmviz_student_id=student)
+    assert_clean(again)
+    kept = again.session_state["bpe_tokenizer"]
+    assert kept.merges == trained.merges and kept.merge_counts == trained.merge_counts
+    assert "Your BPE: 43 merges learned from" in texts(again.caption)
+    stranger = run_app("stages/tokens.py", corpus="names", tokens_tab="Train your own BPE", _llmviz_student_id=other)
+    assert_clean(stranger)
+    assert "bpe_tokenizer" not in stranger.session_state

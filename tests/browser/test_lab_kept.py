@@ -11,7 +11,7 @@ import urllib.parse
 
 import pytest
 
-from tests.support.app_server import AppDidNotStart, free_port, start_app
+from tests.support.app_server import TEACHER_KEY, free_port, lab_server, server_logs
 from tests.support.browser import (
     STUDENT_COOKIE,
     eventually,
@@ -28,7 +28,6 @@ pytestmark = pytest.mark.browser
 TRAINING = "training?" + urllib.parse.urlencode({"steps": 60})
 FINISHED = "finished after 60 steps"
 YOUR_RUN = re.compile(r"Run \d+ · \d\d:\d\d · ")  # how the picker names a run (ui.labels.run_label)
-TEACHER_KEY = "a-long-random-teacher-key-for-this-test"
 
 
 def sidebar_options(page) -> list[str]:
@@ -42,29 +41,6 @@ def her_runs(page) -> list[str]:
     return [option for option in sidebar_options(page) if YOUR_RUN.match(option)]
 
 
-def _server(tmp_path, port: int):
-    env = {
-        "HF_HUB_OFFLINE": "1",
-        "LLMVIZ_RUNS_DIR": str(tmp_path / "runs"),
-        "LLMVIZ_CACHE_DIR": str(tmp_path / "cache"),
-        "LLMVIZ_SESSION_TIMEOUT": "600",
-        "LLMVIZ_WATCH_BUDGET": "4",
-        "LLMVIZ_TEACHER_KEY": TEACHER_KEY,
-    }
-    try:
-        return start_app("app.py", port=port, env=env, log=tmp_path / f"server-{port}.log")
-    except AppDidNotStart as error:
-        pytest.fail(str(error))
-
-
-def server_logs(tmp_path) -> str:
-    """The last lines of every server's log of this test: what a failure on a loaded machine needs to be read."""
-    return "\n".join(
-        f"--- {log.name}\n" + "\n".join(log.read_text().splitlines()[-40:])
-        for log in sorted(tmp_path.glob("server-*.log"))
-    )
-
-
 def test_a_run_survives_a_reload_a_second_tab_and_a_restart(browser, tmp_path):
     try:
         the_story(browser, tmp_path)
@@ -75,7 +51,7 @@ def test_a_run_survives_a_reload_a_second_tab_and_a_restart(browser, tmp_path):
 def the_story(browser, tmp_path):
     (tmp_path / "runs").mkdir()
     port = free_port()  # the system picks it; the restart reuses it (a cookie is the host's, whatever the port)
-    server = _server(tmp_path, port)
+    server = lab_server(tmp_path, port)
     try:
         page = open_page(browser, f"{server.url}/{TRAINING}")  # Alice's browser
         main_area(page).get_by_role("button", name="Train", exact=True).click()
@@ -96,7 +72,7 @@ def the_story(browser, tmp_path):
         second.close()
 
         server.stop()  # the server stops and starts again on the same runs folder
-        server = _server(tmp_path, port)
+        server = lab_server(tmp_path, port)
         page.goto(f"{server.url}/training")
         wait_until_idle(page)
         [kept] = eventually(lambda: her_runs(page), what="her run listed after the restart")
@@ -111,7 +87,7 @@ def the_story(browser, tmp_path):
         shot(page, "lab-kept-after-restart")
         no_error_box(page)
 
-        other_process = _server(tmp_path, free_port())  # a second app process on the same runs folder (one lab)
+        other_process = lab_server(tmp_path, free_port())  # a second app process on the same runs folder (one lab)
         try:
             elsewhere = open_page(browser, f"{other_process.url}/attention", same_student=True)
             shot(elsewhere, "lab-kept-other-process")

@@ -138,3 +138,34 @@ def running_app(script: str | Path = "app.py", **options) -> Iterator[AppServer]
         yield server
     finally:
         server.stop()
+
+
+TEACHER_KEY = "a-long-random-teacher-key-for-this-test"  # the teacher's key of lab_server's app
+
+
+def lab_server(tmp_path: Path, port: int) -> AppServer:
+    """The app on ``port`` with its own lab in ``tmp_path/runs`` (which the caller makes): a test that stops it and
+    starts it again on the same port reads the same lab (a restart); the teacher's key is :data:`TEACHER_KEY`. Its
+    log is ``tmp_path/server-<port>.log`` (:func:`server_logs`); one that does not start fails the test."""
+    import pytest
+
+    env = {
+        "HF_HUB_OFFLINE": "1",
+        "LLMVIZ_RUNS_DIR": str(tmp_path / "runs"),
+        "LLMVIZ_CACHE_DIR": str(tmp_path / "cache"),
+        "LLMVIZ_SESSION_TIMEOUT": "600",
+        "LLMVIZ_WATCH_BUDGET": "4",
+        "LLMVIZ_TEACHER_KEY": TEACHER_KEY,
+    }
+    try:
+        return start_app("app.py", port=port, env=env, log=tmp_path / f"server-{port}.log")
+    except AppDidNotStart as error:
+        pytest.fail(str(error))
+
+
+def server_logs(tmp_path: Path) -> str:
+    """The last lines of every server's log of this test: what a failure on a loaded machine needs to be read."""
+    return "\n".join(
+        f"--- {log.name}\n" + "\n".join(log.read_text().splitlines()[-40:])
+        for log in sorted(tmp_path.glob("server-*.log"))
+    )

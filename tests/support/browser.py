@@ -133,11 +133,17 @@ def _windows_close_with_their_test(request):
 
 # ---------------------------------------------------------------------------- waiting on the app
 
+# 'drawing': the script run has ended but elements are still Streamlit's placeholders (a gray bar: each element is
+# drawn inside React's Suspense, whose fallback shows until the code of its kind has loaded, and a custom component
+# until it says it is ready). On a loaded machine a page's widgets stayed placeholders for seconds after its run
+# ended (CI: the widget walk of Tuning found no widget to operate; 2.7 s seen here on a warm browser).
 SCRIPT_STATE = """() => {
   const app = document.querySelector('[data-testid="stApp"]');
   if (!app) return 'none';
   if (app.getAttribute('data-test-connection-state') !== 'CONNECTED') return 'connecting';
-  return app.getAttribute('data-test-script-state') || 'none';
+  const state = app.getAttribute('data-test-script-state') || 'none';
+  if (state === 'notRunning' && document.querySelector('[data-testid="stSkeleton"]')) return 'drawing';
+  return state;
 }"""
 
 
@@ -148,7 +154,8 @@ def wait_until_idle(page, timeout_s: float = 120, quiet_s: float = 1.0, settle_s
     """Wait until the app is connected and its script has ended.
 
     Streamlit marks its root element with the script-run state (``initial`` → ``running`` →
-    ``notRunning``; ``rerunRequested`` from the moment a widget change is sent). The page is idle once
+    ``notRunning``; ``rerunRequested`` from the moment a widget change is sent); a page whose run has ended but
+    whose elements are still placeholders reads ``drawing`` (:data:`SCRIPT_STATE`). The page is idle once
     it reads ``notRunning`` for ``quiet_s`` (the change may not have reached the app yet: a slider
     sends its value after a short debounce), or for ``settle_s`` once a run was seen and has ended
     (a chained ``st.rerun`` starts within milliseconds), or, on a page with a live section that reruns

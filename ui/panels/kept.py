@@ -10,7 +10,7 @@ import pandas as pd
 import streamlit as st
 
 from llmviz.errors import LlmvizError
-from llmviz.lab.service import RunView
+from llmviz.lab.service import TASK, RunView
 from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure
 from llmviz.training import footprint
 from ui import charts, identity, lab, picker, state
@@ -19,6 +19,7 @@ from ui.panels import runs
 from ui.text import literal_markdown
 
 KEPT_COLUMNS = ("run", "state", "steps", "best validation loss", "snapshots kept")
+RESULT_PAGES = {"bpe": "Tokens", "word2vec": "Embeddings"}  # where a kept task's result is shown again
 
 
 def curve_frame(points: list[tuple]) -> pd.DataFrame:
@@ -116,10 +117,22 @@ def kept_rows(views: list[RunView], steps_by_run: dict[str, list[int]]) -> list[
             "state": state_text(view),
             "steps": f"{view.step} of {view.total}",
             "best validation loss": f"{view.best_val_loss:.3f}" if view.best_val_loss is not None else "–",
-            "snapshots kept": ", ".join(map(str, steps_by_run.get(view.id, []))) or "none",
+            "snapshots kept": _kept_files(view, steps_by_run.get(view.id, [])),
         }
         for view in views
     ]
+
+
+def _kept_files(view: RunView, steps: list[int]) -> str:
+    """What the table says a run keeps: its snapshots' steps, or a task's result (its page shows it).
+
+    >>> from llmviz.lab.records import RunRecord
+    >>> _kept_files(RunView.of(RunRecord("b", "s", "task", "BPE tokenizer", "finished", config={"task": "bpe"})), [40])
+    'its result (the Tokens page)'
+    """
+    if view.kind != TASK:
+        return ", ".join(map(str, steps)) or "none"
+    return f"its result (the {RESULT_PAGES.get(view.config.get('task'), 'its own')} page)" if steps else "none"
 
 
 def disk_line() -> None:
@@ -165,14 +178,17 @@ def kept_runs_panel() -> None:
     if lab.service() is None:
         return
     _name_box()
-    found = lab.runs()
+    found = lab.kept_runs()
     said = state.RUN_REFUSED.pop("kept_delete")
     if said:
         st.success(literal_markdown(said))
     if not found:
         disk_line()
         return
-    st.markdown("**Kept runs**: your runs, as the lab keeps them (the sidebar's picker shows each at its kept steps).")
+    st.markdown(
+        "**Kept runs**: your runs, as the lab keeps them (the sidebar's picker shows each at its kept steps), and "
+        "what your tasks made (a BPE tokenizer, word vectors: their page shows the newest)."
+    )
     st.dataframe(pd.DataFrame(kept_rows(found, lab.snapshots_by_run()), columns=list(KEPT_COLUMNS)), hide_index=True)
     disk_line()
     by_label = {f"{view.label} · {view.id}": view for view in found}

@@ -1,0 +1,92 @@
+"""What a student's task made is kept (issue 56: a BPE tokenizer trained on the Tokens page, word vectors trained on
+Embeddings lived only in the tab): the lab writes a task's result as its run's one kept file (safetensors, never
+unpickled), within the student's quota, and gives the newest back after a restart, to its student only. The merges
+are checked against the textbook BPE loop (``train_naive``, minbpe's), the vectors against the trained model itself.
+Real SQLite and PostgreSQL (the ``database_url`` fixture), real worker processes."""
+
+from __future__ import annotations
+
+import functools
+from pydoc_data.topics import topics
+
+import pytest
+import torch
+
+from llmviz.jobs import tasks
+from llmviz.jobs.manager import JobManager
+from llmviz.lab.service import Lab, SnapshotDamaged
+from llmviz.lessons import embeddings, tokens
+from llmviz.tokenizers.bpe.merging import train_naive
+
+TEXT = "".join(topics[name] for name in sorted(topics))[:6000]  # the Python manual's first 6,000 characters
+ORIGIN = {"pattern": "gpt2", "vocab_size": 300, "corpus": "<b>my text</b>.txt", "corpus_key": "k1"}
+
+
+def _bpe(manager: JobManager, student: str, text: str = TEXT, origin: dict = ORIGIN):
+    task, merges, footprint = tokens.bpe_training(text, origin["vocab_size"], origin["pattern"])
+    job = manager.submit_task(
+        student,
+        task,
+        label="BPE tokenizer · 300 tokens",
+        total=merges,
+        returns_when_stopped=True,
+        footprint=footprint,
+        keep=tokens.bpe_keeping(origin),
+    )
+    assert job.wait(120) and job.status().state == "finished", job.status().error
+    return job
+
+
+def test_a_trained_bpe_comes_back_after_a_restart_with_the_same_merges_to_its_student_only(tmp_path, database_url):
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path, url=database_url))
+    _bpe(manager, "ada", text="an older text, an older tokenizer " * 30)
+    job = _bpe(manager, "ada")
+    manager.shutdown()  # a restart: what the page held is gone
+    lab = Lab.at(tmp_path, url=database_url)
+    view, tensors, meta = lab.kept_result("ada", "bpe")
+    assert view.id == job.id and view.kind == "task" and view.config["task"] == "bpe"  # the newest of the two
+    bpe, origin = tokens.bpe_from_kept(tensors, meta)
+    reference = train_naive(TEXT, 300 - 1, "gpt2")  # minbpe's loop; one id is the <|endoftext|> special token
+    assert bpe.merges == reference and len(bpe.merges) == 300 - 256 - 1
+    assert bpe.merge_counts == [r.count for r in job.result]
+    assert bpe.special_tokens == {"<|endoftext|>": 299} and bpe.decode(bpe.encode(TEXT)) == TEXT
+    assert origin == ORIGIN  # the corpus's name as given (escaped where a page draws it)
+    assert lab.kept_result("bo", "bpe") is None and lab.kept_result("ada", "word2vec") is None
+    assert lab.disk("ada").used >= tensors["merges"].numel() * 8  # in the quota
+    lab.delete_run("ada", job.id)  # Delete in the Kept runs table: the older one is the newest now
+    older, *_ = lab.kept_result("ada", "bpe")
+    assert older.id != job.id
+
+
+def test_word_vectors_come_back_as_they_were_trained(tmp_path, database_url):
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path, url=database_url))
+    loop = functools.partial(tasks.word2vec_training, text=TEXT * 3, dim=8, window=2, steps=30, max_vocab=50, seed=3)
+    job = manager.submit_task(
+        "ada", loop, label="word2vec · 8 dimensions", total=30, keep=embeddings.word2vec_keeping("the mats", 30)
+    )
+    assert job.wait(120) and job.result is not None
+    manager.shutdown()
+    _, tensors, meta = Lab.at(tmp_path, url=database_url).kept_result("ada", "word2vec")
+    corpus, trained, asked = embeddings.word2vec_from_kept(tensors, meta)
+    assert (corpus, asked, trained.step) == ("the mats", 30, job.result.step)
+    assert trained.vocabulary.words == job.result.vocabulary.words
+    assert torch.equal(trained.model.center.weight, job.result.model.center.weight)
+    assert torch.equal(trained.model.context.weight, job.result.model.context.weight)
+
+
+def test_a_damaged_result_is_one_sentence_and_a_result_over_the_quota_is_not_kept(tmp_path):
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path))
+    job = _bpe(manager, "ada")
+    manager.shutdown()
+    lab = Lab.at(tmp_path)
+    [(_, path, _)] = lab.registry.snapshots(job.id)
+    with open(path, "r+b") as kept:
+        kept.write(b"\xff" * 64)  # its header broken
+    with pytest.raises(SnapshotDamaged, match=r"^The kept BPE tokenizer · 300 tokens is damaged") as damaged:
+        lab.kept_result("ada", "bpe")
+    assert str(tmp_path) not in str(damaged.value)
+    tight = JobManager(max_running=1, lab=Lab.at(tmp_path / "tight", quota=100))
+    job = _bpe(tight, "bo")
+    tight.shutdown()
+    lab = Lab.at(tmp_path / "tight")
+    assert lab.run("bo", job.id).state == "finished" and lab.kept_result("bo", "bpe") is None  # recorded, not kept
