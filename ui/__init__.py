@@ -13,6 +13,7 @@ Only rendering lives here and in ``stages/``; every number comes from ``llmviz``
 
 from __future__ import annotations
 
+from ui.corpora import UPLOAD
 from ui.errors import friendly_errors
 from ui.routing import (
     RUN_APP_MESSAGE,
@@ -23,7 +24,7 @@ from ui.routing import (
     router_run,
     start_server_once,
 )
-from ui.shared_sidebar import UPLOAD, Settings, corpus_text, settings, sidebar
+from ui.shared_sidebar import Settings, corpus_text, settings, sidebar
 from ui.stages import MOVED, PIPELINE, ROOT, Stage
 from ui.widgets import bounded_slider, index_slider, keep, page_header
 

@@ -169,16 +169,19 @@ def kept_text(digest: str) -> str | None:
 def kept_result(task: str, decode: Callable[[dict, dict], Any]) -> Any:
     """``decode(tensors, meta)`` of this student's newest kept result of ``task`` (a BPE tokenizer, word vectors:
     :meth:`llmviz.lab.service.Lab.kept_result`), once a session (a page asks when its session holds none: after a
-    reload, in another tab, after a restart); None when there is none, or it was asked already. A damaged file is
-    one sentence in the page, and the page goes on without it."""
+    reload, in another tab, after a restart; again while one of the student's is still running, whose result is
+    kept when it ends); None when there is none, or it was asked already. A damaged file is one sentence in the
+    page, and the page goes on without it."""
     if state.RESULT_ASKED.get(task):
         return None
     found = None
     try:
-        found = _ask(lambda door, who: door.kept_result(who, task), False)
-        if found is False:  # the lab cannot be read (said once): asked again when it can
+        asked = _ask(lambda door, who: (door.kept_result(who, task), door.task_running(who, task)), None)
+        if asked is None:  # the lab cannot be read (said once): asked again when it can
             return None
-        state.RESULT_ASKED.set(True, task)
+        found, running = asked
+        if found is not None or not running:  # one that is still running: asked again on the next page run
+            state.RESULT_ASKED.set(True, task)
         return decode(*found[1:]) if found is not None else None
     except SnapshotDamaged as damaged:
         state.RESULT_ASKED.set(True, task)

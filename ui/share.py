@@ -32,6 +32,7 @@ from llmviz.errors import log_failure
 from llmviz.lessons.embeddings import pair_from_link
 from llmviz.lessons.model import PRESET_NAMES
 from ui import copy_link, refused, state, streamlit_private
+from ui.corpora import corpus_labels
 
 #: Every URL parameter llmviz reads: its kind (number, text, option, options, flag) and what it sets. Names are
 # unique across pages, because the
@@ -458,8 +459,6 @@ def aliased(name: str, values: list[str] | None) -> list[str] | None:
     if name == "cos_pair" and values and pair_from_link(values[-1]):
         return [pair_from_link(values[-1])]
     if name == "corpus" and values:
-        from ui.shared_sidebar import corpus_labels  # the sidebar's titles (it imports this module)
-
         return [corpus_labels().get(values[-1], values[-1])]
     return values
 

@@ -11,6 +11,7 @@ from llmviz.data import corpus
 from llmviz.device import available_devices, fresh_seed, pick_device
 from llmviz.errors import LlmvizError, UploadError
 from ui import lab, picker, picker_sidebar, present, share, state
+from ui.corpora import UPLOAD, corpus_labels
 from ui.routing import ensure_router
 from ui.text import literal_markdown
 
@@ -28,18 +29,6 @@ class Settings:
         """The seed for one random action (Generate, Train, word2vec): the sidebar's seed when
         "Deterministic pages" is on (the same result every time), a fresh one when it is off."""
         return self.seed if self.deterministic else fresh_seed()
-
-
-UPLOAD = "upload"
-
-
-def corpus_labels() -> dict[str, str]:
-    """The sidebar's corpora, name → the title its box shows (and a link carries), the upload last.
-
-    >>> corpus_labels()["names"], corpus_labels()[UPLOAD]
-    ('US census first names', 'Your own text (upload)')
-    """
-    return {entry.name: entry.title for entry in corpus.list_corpora()} | {UPLOAD: "Your own text (upload)"}
 
 
 def sidebar() -> Settings:

@@ -1,9 +1,13 @@
-"""``python -m llmviz lab rebuild | backup``: the lab's database and its run folders (docs/classroom.md, Backups).
+"""``python -m llmviz lab rebuild | backup | export``: the lab's database and its run folders (docs/classroom.md,
+Backups).
 
 - ``rebuild``: restores every student's runs from the run folders (each keeps a ``run.json``:
   :mod:`llmviz.lab.rebuild`) into the lab's database, a new one or the one there (what it has already is left
   alone, so it can run twice);
-- ``backup OUT``: a consistent copy of the SQLite database while the app runs (:mod:`llmviz.lab.backup`).
+- ``backup OUT``: a consistent copy of the SQLite database while the app runs (:mod:`llmviz.lab.backup`);
+- ``export RUN OUT``: what a kept run holds, as a file the command line and other tools read: a BPE tokenizer trained
+  on the Tokens page as its JSON (``tokenize --tokenizer OUT``), word vectors as word2vec's text format, a model
+  run's newest snapshot as a checkpoint (``sample --checkpoint OUT``).
 
 ``--runs-dir`` and ``--database`` default to ``LLMVIZ_RUNS_DIR`` and ``LLMVIZ_DATABASE_URL`` (as the app's). Bad
 input is one line on standard error and exit status 2.
@@ -32,6 +36,12 @@ def add_lab_commands(sub) -> None:
     backup = commands.add_parser("backup", parents=[common], help="a consistent copy of the SQLite database")
     backup.add_argument("out", help="the new file the copy is written to")
     backup.set_defaults(func=cmd_backup)
+    export = commands.add_parser(
+        "export", parents=[common], help="a kept run's BPE tokenizer, word vectors or newest snapshot, as a file"
+    )
+    export.add_argument("run", help="the run's id (the Kept runs table's choice ends with it)")
+    export.add_argument("out", help="the new file it is written to")
+    export.set_defaults(func=cmd_export)
 
 
 def _where(args: argparse.Namespace) -> tuple[str, str | None]:
@@ -71,3 +81,49 @@ def cmd_backup(args: argparse.Namespace) -> int:
     path = backup_sqlite(url or default_url(folder), args.out)
     print(f"saved {path} ({os.path.getsize(path) / 2**20:.1f} MB)")
     return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    import shutil
+
+    from llmviz.lab.health import LabUnavailable
+    from llmviz.lab.service import MODEL_KINDS, Lab, SnapshotDamaged
+
+    folder, url = _where(args)
+    try:
+        lab = Lab.at(folder, url)
+        found = next((run for run in lab.registry.all_runs() if run.id == args.run), None)
+        if found is None:
+            raise LlmvizError(f"No run {args.run} is kept in {folder}.")
+        result = lab.task_result(found.student, found.id)
+        files = lab.registry.snapshots(found.id)
+    except (LabUnavailable, SnapshotDamaged) as error:
+        raise LlmvizError(str(error)) from None
+    if os.path.exists(args.out):
+        raise LlmvizError(f"{args.out} exists already: name a new file.")
+    if result is not None:
+        print(f"saved {args.out}: {_write_result(result[2], result[1], args.out)} ({found.label})")
+    elif found.kind in MODEL_KINDS and files:
+        step, path, _ = files[-1]
+        shutil.copyfile(path, args.out)
+        print(f"saved {args.out}: {found.label} at step {step} (a checkpoint)")
+    else:
+        raise LlmvizError(f"Run {args.run} ({found.label}) keeps nothing to export: no result and no snapshot.")
+    return 0
+
+
+def _write_result(meta: dict, tensors: dict, out: str) -> str:
+    """Write a kept task's result to ``out`` in the format its kind is read in; what was written, in words."""
+    from pathlib import Path
+
+    from llmviz.lessons import embeddings, tokens
+
+    if meta["task"] == "bpe":
+        bpe, _ = tokens.bpe_from_kept(tensors, meta)
+        bpe.save(out)
+        return f"a BPE tokenizer, {len(bpe.merges)} merges (tokenize --tokenizer {out})"
+    if meta["task"] == "word2vec":
+        _, trained, _ = embeddings.word2vec_from_kept(tensors, meta)
+        Path(out).write_text(embeddings.word2vec_text(trained), encoding="utf-8")
+        return f"{len(trained.vocabulary.words)} word vectors in word2vec's text format"
+    raise LlmvizError(f"A kept result of kind {meta['task']!r} has no export.")

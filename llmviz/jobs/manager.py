@@ -263,6 +263,16 @@ class JobManager(Sessions, Shares, LabSide):
         self._enter(group, [footprint or task_footprint(label)])
         return job
 
+    def keep_now(self) -> None:
+        """Write what changed into the lab now (a task that ended with a result the student may reload for at once),
+        not at the keeper's next pass; nothing without a lab."""
+        if self.keeper is None:
+            return
+        try:
+            self.keeper.flush()
+        except Exception:  # noqa: BLE001 - the keeper's next pass writes it; the supervisor goes on
+            log.exception("could not keep the runs' changes now")
+
     def run_devices(self) -> list[str]:
         """The devices a run may train on, best first: the Ray cluster's (``LLMVIZ_RAY_ADDRESS``: a GPU only where a
         node has one) or this machine's."""

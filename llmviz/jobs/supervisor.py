@@ -52,6 +52,8 @@ class Slots(Protocol):
 
     def ended(self, group: Group) -> None: ...
 
+    def keep_now(self) -> None: ...
+
     def keep_snapshot(self, job: Job, step: int, state: dict, training: tuple[dict, dict] | None = None) -> None: ...
 
     def snapshot_refusal(self, owner: str, new: list[Job]) -> str | None: ...
@@ -289,6 +291,8 @@ class Supervisor:
     def on_done(self, event: Done) -> None:
         job = self.group.jobs[event.index]
         job.end(JobState.FAILED if event.state == JobState.FAILED or job.error else event.state)
+        if job.keep is not None and job.result is not None:  # a task's result: kept now, not at the next pass
+            self.manager.keep_now()
 
     def on_idle(self, event: Idle) -> None:
         if any(job.state == JobState.RUNNING for job in self.group.jobs):

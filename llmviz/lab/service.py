@@ -452,21 +452,34 @@ class Lab:
         raises :class:`SnapshotDamaged` (one sentence; the path goes to the server's log only)."""
         made = [view for view in self.runs(student, (TASK,)) if view.config.get("task") == task and not view.live]
         for view in made:
-            with self.guard("find a kept result"):
-                files = self.registry.snapshots(view.id)
-            if not files:
-                continue  # ended before its result was written, or over the quota: an older one may be kept
-            try:
-                tensors, meta = self.storage.read_snapshot(files[-1][1])
-            except CheckpointError as error:
-                log.warning("a kept result cannot be read: %s", error)
-                raise SnapshotDamaged(
-                    f"The kept {view.label} is damaged and cannot be opened: make it again."
-                ) from None
-            if meta.get("format") != RESULT_FORMAT or meta.get("task") != task:
-                continue
-            return view, tensors, meta
+            found = self.task_result(student, view.id)
+            if found is not None:  # else ended before its result was written, or over the quota: an older one?
+                return found
         return None
+
+    def task_running(self, student: str, task: str) -> bool:
+        """Is a run of ``task`` of ``student``'s live (queued, running, paused: its result is not kept yet)? A page
+        that found no kept result asks again while one is."""
+        return any(view.live for view in self.runs(student, (TASK,)) if view.config.get("task") == task)
+
+    def task_result(self, student: str, run_id: str) -> tuple[RunView, dict, dict] | None:
+        """``student``'s task run ``run_id`` with its kept result's tensors and metadata; None when it is not theirs,
+        not a task, or kept no result. A damaged file raises :class:`SnapshotDamaged` (one sentence)."""
+        view = self.run(student, run_id)
+        if view is None or view.kind != TASK or not view.config.get("task"):
+            return None
+        with self.guard("find a kept result"):
+            files = self.registry.snapshots(run_id)
+        if not files:
+            return None
+        try:
+            tensors, meta = self.storage.read_snapshot(files[-1][1])
+        except CheckpointError as error:
+            log.warning("a kept result cannot be read: %s", error)
+            raise SnapshotDamaged(f"The kept {view.label} is damaged and cannot be opened: make it again.") from None
+        if meta.get("format") != RESULT_FORMAT or meta.get("task") != view.config["task"]:
+            return None
+        return view, tensors, meta
 
     def disk(self, student: str) -> Usage:
         """``student``'s disk use (snapshots, resume states, uploads) against their quota."""

@@ -215,6 +215,25 @@ def word2vec_from_kept(tensors: dict, meta: dict) -> tuple[str, Word2VecState, i
     return str(meta.get("corpus", "")), trained, int(meta.get("steps") or trained.step)
 
 
+def word2vec_text(trained: Word2VecState) -> str:
+    """Word vectors in word2vec's text format (Mikolov's ``-binary 0``, which gensim's ``load_word2vec_format``
+    reads): a line ``<words> <dimensions>``, then one line per word, the word and its vector.
+
+    >>> from llmviz.models.word2vec import Vocabulary, Word2Vec
+    >>> model = Word2Vec(2, dim=2)
+    >>> _ = model.center.weight.data.copy_(torch.tensor([[0.5, -1.0], [0.25, 2.0]]))
+    >>> print(word2vec_text(Word2VecState(3, 0.1, model, Vocabulary(["cat", "mat"], [4, 2]))), end="")
+    2 2
+    cat 0.5 -1
+    mat 0.25 2
+    """
+    vectors = trained.model.center.weight.detach()  # (V, D)
+    lines = [f"{vectors.shape[0]} {vectors.shape[1]}"]
+    for word, row in zip(trained.vocabulary.words, vectors.tolist(), strict=True):
+        lines.append(" ".join([word, *(f"{value:.7g}" for value in row)]))
+    return "\n".join(lines) + "\n"
+
+
 OPENING_WORDS = ("must", "shall", "will", "should")  # modal verbs: their neighbours are their kin (may, can, could)
 
 

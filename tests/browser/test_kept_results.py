@@ -10,7 +10,7 @@ import urllib.parse
 
 import pytest
 
-from tests.support.app_server import free_port, lab_server, server_logs
+from tests.support.app_server import free_port, lab_server, logs_on_failure
 from tests.support.browser import main_area, no_error_box, open_page, shot, wait_until_idle
 
 pytestmark = pytest.mark.browser
@@ -27,15 +27,11 @@ def merge_caption(page) -> str:
 
 
 def test_a_trained_bpe_survives_a_reload_and_a_restart(browser, tmp_path):
-    try:
-        the_story(browser, tmp_path)
-    except Exception as error:
-        raise AssertionError(f"{error}\n{server_logs(tmp_path)}") from error
+    with logs_on_failure(tmp_path):
+        the_story(browser, tmp_path, free_port())
 
 
-def the_story(browser, tmp_path):
-    (tmp_path / "runs").mkdir()
-    port = free_port()
+def the_story(browser, tmp_path, port: int):
     server = lab_server(tmp_path, port)
     try:
         page = open_page(browser, f"{server.url}/{TOKENS}")

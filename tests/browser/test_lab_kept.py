@@ -11,7 +11,7 @@ import urllib.parse
 
 import pytest
 
-from tests.support.app_server import TEACHER_KEY, free_port, lab_server, server_logs
+from tests.support.app_server import TEACHER_KEY, free_port, lab_server, logs_on_failure
 from tests.support.browser import (
     STUDENT_COOKIE,
     eventually,
@@ -42,15 +42,12 @@ def her_runs(page) -> list[str]:
 
 
 def test_a_run_survives_a_reload_a_second_tab_and_a_restart(browser, tmp_path):
-    try:
-        the_story(browser, tmp_path)
-    except Exception as error:
-        raise AssertionError(f"{error}\n{server_logs(tmp_path)}") from error
+    with logs_on_failure(tmp_path):
+        # the system picks the port; the restart reuses it (a cookie is the host's, whatever the port)
+        the_story(browser, tmp_path, free_port())
 
 
-def the_story(browser, tmp_path):
-    (tmp_path / "runs").mkdir()
-    port = free_port()  # the system picks it; the restart reuses it (a cookie is the host's, whatever the port)
+def the_story(browser, tmp_path, port: int):
     server = lab_server(tmp_path, port)
     try:
         page = open_page(browser, f"{server.url}/{TRAINING}")  # Alice's browser

@@ -146,9 +146,10 @@ TEACHER_KEY = "a-long-random-teacher-key-for-this-test"  # the teacher's key of 
 def lab_server(tmp_path: Path, port: int) -> AppServer:
     """The app on ``port`` with its own lab in ``tmp_path/runs`` (which the caller makes): a test that stops it and
     starts it again on the same port reads the same lab (a restart); the teacher's key is :data:`TEACHER_KEY`. Its
-    log is ``tmp_path/server-<port>.log`` (:func:`server_logs`); one that does not start fails the test."""
+    log is ``tmp_path/server-<port>.log`` (:func:`logs_on_failure`); one that does not start fails the test."""
     import pytest
 
+    (tmp_path / "runs").mkdir(exist_ok=True)
     env = {
         "HF_HUB_OFFLINE": "1",
         "LLMVIZ_RUNS_DIR": str(tmp_path / "runs"),
@@ -163,9 +164,15 @@ def lab_server(tmp_path: Path, port: int) -> AppServer:
         pytest.fail(str(error))
 
 
-def server_logs(tmp_path: Path) -> str:
-    """The last lines of every server's log of this test: what a failure on a loaded machine needs to be read."""
-    return "\n".join(
-        f"--- {log.name}\n" + "\n".join(log.read_text().splitlines()[-40:])
-        for log in sorted(tmp_path.glob("server-*.log"))
-    )
+@contextlib.contextmanager
+def logs_on_failure(tmp_path: Path) -> Iterator[None]:
+    """A failure inside says the last lines of every :func:`lab_server` log of this test: what a failure on a loaded
+    machine needs to be read."""
+    try:
+        yield
+    except Exception as error:
+        logs = "\n".join(
+            f"--- {log.name}\n" + "\n".join(log.read_text().splitlines()[-40:])
+            for log in sorted(tmp_path.glob("server-*.log"))
+        )
+        raise AssertionError(f"{error}\n{logs}") from error

@@ -7,6 +7,8 @@ Real SQLite and PostgreSQL (the ``database_url`` fixture), real worker processes
 from __future__ import annotations
 
 import functools
+import subprocess
+import sys
 from pydoc_data.topics import topics
 
 import pytest
@@ -17,6 +19,10 @@ from llmviz.jobs.manager import JobManager
 from llmviz.lab.service import Lab, SnapshotDamaged
 from llmviz.lessons import embeddings, tokens
 from llmviz.tokenizers.bpe.merging import train_naive
+from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
+from llmviz.training.checkpoint import load_checkpoint
+from tests.support.lab_process import submit
+from tests.support.paths import ROOT
 
 TEXT = "".join(topics[name] for name in sorted(topics))[:6000]  # the Python manual's first 6,000 characters
 ORIGIN = {"pattern": "gpt2", "vocab_size": 300, "corpus": "<b>my text</b>.txt", "corpus_key": "k1"}
@@ -90,3 +96,44 @@ def test_a_damaged_result_is_one_sentence_and_a_result_over_the_quota_is_not_kep
     tight.shutdown()
     lab = Lab.at(tmp_path / "tight")
     assert lab.run("bo", job.id).state == "finished" and lab.kept_result("bo", "bpe") is None  # recorded, not kept
+
+
+def _cli(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "llmviz", *arguments], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+
+
+@pytest.mark.processes  # the lab command runs as python -m llmviz
+def test_the_command_line_exports_a_kept_bpe_word_vectors_and_a_model_run(tmp_path):
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path))
+    bpe = _bpe(manager, "ada")
+    loop = functools.partial(tasks.word2vec_training, text=TEXT * 3, dim=4, window=2, steps=20, max_vocab=30, seed=3)
+    vectors = manager.submit_task("ada", loop, label="word2vec", total=20, keep=embeddings.word2vec_keeping("m", 20))
+    model = submit(manager, "bo", 10)
+    assert vectors.wait(120) and model.wait(300)
+    manager.shutdown()
+    runs = ("--runs-dir", str(tmp_path))
+
+    done = _cli("lab", "export", bpe.id, str(tmp_path / "bpe.json"), *runs)
+    assert done.returncode == 0 and "a BPE tokenizer, 43 merges" in done.stdout, done.stderr
+    assert BPETokenizer.load(tmp_path / "bpe.json").merges == [(r.pair, r.new_id) for r in bpe.result]
+    tokenized = _cli("tokenize", "class Foo:", "--tokenizer", str(tmp_path / "bpe.json"))
+    assert tokenized.returncode == 0 and tokenized.stdout.strip(), tokenized.stderr
+
+    done = _cli("lab", "export", vectors.id, str(tmp_path / "vectors.txt"), *runs)
+    assert done.returncode == 0, done.stderr
+    header, *rows = (tmp_path / "vectors.txt").read_text(encoding="utf-8").splitlines()
+    words = vectors.result.vocabulary.words
+    assert header == f"{len(words)} 4" and [row.split(" ")[0] for row in rows] == words
+    read = torch.tensor([[float(value) for value in row.split(" ")[1:]] for row in rows])
+    assert torch.allclose(read, vectors.result.model.center.weight, rtol=1e-6, atol=1e-7)  # 7 significant digits
+
+    done = _cli("lab", "export", model.id, str(tmp_path / "model.safetensors"), *runs)
+    assert done.returncode == 0 and "at step 10 (a checkpoint)" in done.stdout, done.stderr
+    loaded, _, meta = load_checkpoint(tmp_path / "model.safetensors")
+    assert meta["step"] == 10 and sum(p.numel() for p in loaded.parameters()) > 0
+
+    for arguments in (["nothing-here", str(tmp_path / "x.json")], [bpe.id, str(tmp_path / "bpe.json")]):
+        refused = _cli("lab", "export", *arguments, *runs)  # no such run; a file that exists already
+        assert refused.returncode != 0 and refused.stdout == "" and len(refused.stderr.strip().splitlines()) == 1
