@@ -22,15 +22,15 @@ from llmviz.lessons.inside import (
     DEFAULT_POSITIVE,
     DEFAULT_SENTENCE,
     DEFAULT_STEER_PROMPT,
-    MAX_FEATURE_TEXT,
     SAE_SIZES,
     SAE_TRAIN_STEPS,
+    TEXT_LIMITS,
     clearest_detector,
     hook_points,
     sae_config,
 )
 from llmviz.tokenizers.base import TokenizerError
-from ui import picker, sections, share, state
+from ui import boxes, picker, sections, share, state
 from ui.panels import inside, inside_features, inside_induction, inside_interventions, inside_lens, runs
 from ui.text import literal_markdown
 
@@ -82,8 +82,7 @@ def lens_section() -> None:
     if not picker.gpt_or_note(view, "the logit lens reads a GPT's residual stream"):
         return
     opening = state.follow_default("lens_text", view.tokenizer, *openings(DEFAULT_SENTENCE))
-    st.text_input("A sentence", opening, max_chars=2000, **share.bind("lens_text"))
-    share.carried_note("lens_text")
+    boxes.text_input("A sentence", opening, TEXT_LIMITS["lens_text"], "The sentence", **share.bind("lens_text"))
     with ui.friendly_errors("the logit lens"):
         both(inside_lens.render_lens, "lens", "the logit lens")
 
@@ -128,8 +127,7 @@ def loss_section() -> None:
     view = picker.current()
     if not picker.gpt_or_note(view, "this section scores a GPT's next-token predictions"):
         return
-    st.text_area("Any text", DEFAULT_LOSS_TEXT, max_chars=20_000, height=90, **share.bind("loss_text"))
-    share.carried_note("loss_text")
+    boxes.text_area("Any text", DEFAULT_LOSS_TEXT, TEXT_LIMITS["loss_text"], height=90, **share.bind("loss_text"))
     st.markdown(
         "Each token is coloured by the model's loss on it, $-\\ln p(\\text{token} \\mid \\text{the tokens "
         "before})$: darker red = more surprising. Hover for the top 5 predictions. The mean over the tokens "
@@ -146,8 +144,9 @@ def ablation_section() -> None:
     view = picker.current()
     if not picker.gpt_or_note(view, "knocking out heads needs a GPT's attention heads"):
         return
-    st.text_area("Text", DEFAULT_ABLATION_TEXT, max_chars=4000, height=70, **share.bind("ablate_text"))
-    share.carried_note("ablate_text")
+    text = boxes.text_area(
+        "Text", DEFAULT_ABLATION_TEXT, TEXT_LIMITS["ablate_text"], height=70, **share.bind("ablate_text")
+    )
     mode = st.radio(
         "Knock a head out by",
         ablation.MODES,
@@ -160,7 +159,7 @@ def ablation_section() -> None:
         "model's loss on the text again: the heads whose absence raises the loss most are the ones it needs here."
     )
     with ui.friendly_errors("knocking out heads"):
-        ids = inside.view_ids(view, state.value("ablate_text", DEFAULT_ABLATION_TEXT), "text")
+        ids = inside.view_ids(view, text, "text")
         interventions.check_text(view.model, ids)
         result = inside_interventions.ablation_grid(view, ids, mode)
         if result is not None:
@@ -176,9 +175,16 @@ def patching_section() -> None:
     if not picker.gpt_or_note(view, "patching needs a GPT's named activations"):
         return
     left, right = st.columns(2)
-    left.text_input("Clean prompt", DEFAULT_CLEAN, max_chars=1000, **share.bind("patch_clean"))
-    right.text_input(
-        "Corrupted prompt (a word changed)", DEFAULT_CORRUPTED, max_chars=1000, **share.bind("patch_corrupted")
+    clean_text = boxes.text_input(
+        "Clean prompt", DEFAULT_CLEAN, TEXT_LIMITS["patch_clean"], "The prompt", where=left, **share.bind("patch_clean")
+    )
+    corrupted_text = boxes.text_input(
+        "Corrupted prompt (a word changed)",
+        DEFAULT_CORRUPTED,
+        TEXT_LIMITS["patch_corrupted"],
+        "The prompt",
+        where=right,
+        **share.bind("patch_corrupted"),
     )
     component = st.radio(
         "Patch",
@@ -188,8 +194,8 @@ def patching_section() -> None:
         **share.bind("patch_component"),
     )
     with ui.friendly_errors("activation patching"):
-        clean = inside.view_ids(view, state.value("patch_clean", DEFAULT_CLEAN), "clean prompt")
-        corrupted = inside.view_ids(view, state.value("patch_corrupted", DEFAULT_CORRUPTED), "corrupted prompt")
+        clean = inside.view_ids(view, clean_text, "clean prompt")
+        corrupted = inside.view_ids(view, corrupted_text, "corrupted prompt")
         inside_interventions.pair_chips(view, clean, corrupted)
         patching.check_pair(view.model, clean, corrupted)
         patching.check_component(view.model, component)
@@ -217,8 +223,7 @@ def patching_section() -> None:
             f"wrong **{literal_markdown(inside.label(view, wrong))}**."
         )
         as_opened = (
-            (state.value("patch_clean", DEFAULT_CLEAN), state.value("patch_corrupted", DEFAULT_CORRUPTED))
-            == (DEFAULT_CLEAN, DEFAULT_CORRUPTED)
+            (clean_text, corrupted_text) == (DEFAULT_CLEAN, DEFAULT_CORRUPTED)
             and component == patching.COMPONENTS[0]
             and not (state.value("patch_answer") or state.value("patch_wrong"))
         )  # the default pair's picture is drawn at once (the same for everyone with this model: cached)
@@ -237,7 +242,14 @@ def steering_section() -> None:
         "writes, and compare with the same draw of random numbers without it."
     )
     c1, c2, c3 = st.columns([2, 1, 1])
-    c1.text_input("Prompt", DEFAULT_STEER_PROMPT, max_chars=500, **share.bind("steer_prompt"))
+    prompt = boxes.text_input(
+        "Prompt",
+        DEFAULT_STEER_PROMPT,
+        TEXT_LIMITS["steer_prompt"],
+        "The prompt",
+        where=c1,
+        **share.bind("steer_prompt"),
+    )
     layer = (
         ui.bounded_slider("Layer", 0, config.n_layers - 1, config.n_layers // 2, where=c2, **share.bind("steer_layer"))
         if config.n_layers > 1
@@ -255,17 +267,26 @@ def steering_section() -> None:
         st.text_input("Token", " list", max_chars=50, **share.bind("steer_token"))
     else:
         a, b = st.columns(2)
-        a.text_area(
+        boxes.text_area(
             "Towards these prompts (one a line)",
             DEFAULT_POSITIVE,
+            TEXT_LIMITS["steer_positive"],
+            "The prompts",
+            where=a,
             height=90,
-            max_chars=2000,
             **share.bind("steer_positive"),
         )
-        b.text_area("Away from these", DEFAULT_NEGATIVE, height=90, max_chars=2000, **share.bind("steer_negative"))
+        boxes.text_area(
+            "Away from these",
+            DEFAULT_NEGATIVE,
+            TEXT_LIMITS["steer_negative"],
+            "The prompts",
+            where=b,
+            height=90,
+            **share.bind("steer_negative"),
+        )
     with ui.friendly_errors("steering"):
         direction, what = inside_interventions.steering_direction(view, kind, layer)
-        prompt = state.value("steer_prompt", DEFAULT_STEER_PROMPT) or ""
         ids = inside.view_ids(view, prompt, "prompt") or view.tokenizer.encode("\n")[:1]
         seed = int(state.value("seed") or 0)
         pair = inside_interventions.steered_texts(view, ids, layer, direction, float(alpha), seed)
@@ -324,9 +345,10 @@ def browse(browser) -> None:
         inside_features.draw_feature_card(browser, feature)
         inside_features.label_box(browser, feature)
     st.subheader("Which features fire on this text?")
-    st.text_input("Text", DEFAULT_FEATURE_SEARCH, max_chars=MAX_FEATURE_TEXT, **share.bind("feature_search"))
-    share.carried_note("feature_search")
-    inside_features.draw_search(browser, state.value("feature_search", DEFAULT_FEATURE_SEARCH) or "")
+    search = boxes.text_input(
+        "Text", DEFAULT_FEATURE_SEARCH, TEXT_LIMITS["feature_search"], **share.bind("feature_search")
+    )
+    inside_features.draw_search(browser, search)
 
 
 def use_feature(browser) -> None:
@@ -335,13 +357,21 @@ def use_feature(browser) -> None:
     if box := sections.lazy(f"Steer with feature {feature}", "feature_steer"):
         with box:
             left, right = st.columns([3, 1])
-            left.text_input("Prompt", DEFAULT_FEATURE_PROMPT, max_chars=500, **share.bind("feature_prompt"))
+            prompt = boxes.text_input(
+                "Prompt",
+                DEFAULT_FEATURE_PROMPT,
+                TEXT_LIMITS["feature_prompt"],
+                "The prompt",
+                where=left,
+                **share.bind("feature_prompt"),
+            )
             alpha = right.slider("α", -40.0, 40.0, 10.0, 1.0, **share.bind("feature_alpha"))
-            prompt = state.value("feature_prompt", DEFAULT_FEATURE_PROMPT) or ""
             inside_features.draw_feature_steer(browser, feature, prompt, float(alpha), int(state.value("seed") or 0))
     if box := sections.lazy("Knock features out: the loss on every token", "feature_knockout"):
         with box:
-            st.text_area("Text", DEFAULT_LOSS_TEXT, max_chars=MAX_FEATURE_TEXT, height=70, **share.bind("feature_text"))
+            text = boxes.text_area(
+                "Text", DEFAULT_LOSS_TEXT, TEXT_LIMITS["feature_text"], height=70, **share.bind("feature_text")
+            )
             knocked = st.multiselect(
                 "Features knocked out",
                 range(browser.sae.d_sae),
@@ -359,7 +389,6 @@ def use_feature(browser) -> None:
                 }[m],
             )
             if knocked:
-                text = state.value("feature_text", DEFAULT_LOSS_TEXT) or ""
                 inside_features.draw_feature_knockout(browser, text, list(knocked), mode)
 
 

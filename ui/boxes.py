@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import share
+from ui import share, state
 
 #: how many times the characters a page uses its box takes, so that a longer paste lands (and is cut, said)
 PASTE_ROOM = 10
@@ -54,3 +54,9 @@ def _used_and_noted(held: str, limit: int, what: str, where, key: str | None) ->
     if key in share.PARAMS and share.PARAMS[key][0] == "text":  # bound to a link's text (ui.share.bind)
         share.carried_note(key, where, uses=limit)
     return text
+
+
+def held(key: str, default: str, limit: int) -> str:
+    """The part of box ``key``'s text the page uses (its first ``limit`` characters, :func:`used`), read where the
+    box is not drawn (a panel of another section, a second model side by side); the box says what it cut."""
+    return str(state.value(key, default) or "")[:limit]

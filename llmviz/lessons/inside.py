@@ -188,6 +188,22 @@ FEATURE_BINS = 30
 FEATURE_LOGITS = 8  # tokens promoted and suppressed
 MAX_CORPUS_CHARS = 8 * FEATURE_TOKENS + 8192  # the corpus text tokenized (≤ 8 characters a token, as the CLI reads)
 MAX_FEATURE_TEXT = 2000  # the search text and the knock-out text, in characters
+#: the characters of each of the page's text boxes it uses (a box takes ten times more, and says what it cut:
+#: ui.boxes): the lens's sentence, the per-token loss's text, the knock-out text, patching's two prompts, steering's
+#: prompt and its two sets of prompts, the feature search, the feature-steered prompt and the feature knock-out text
+TEXT_LIMITS = {
+    "lens_text": 2000,
+    "loss_text": 20_000,
+    "ablate_text": 4000,
+    "patch_clean": 1000,
+    "patch_corrupted": 1000,
+    "steer_prompt": 500,
+    "steer_positive": 2000,
+    "steer_negative": 2000,
+    "feature_search": MAX_FEATURE_TEXT,
+    "feature_prompt": 500,
+    "feature_text": MAX_FEATURE_TEXT,
+}
 DEFAULT_FEATURE_SEARCH = 'The "for" statement is used to iterate over the elements of a sequence'
 DEFAULT_FEATURE_PROMPT = "The"
 # what a student's own autoencoder is trained with from the page (the CLI's defaults, shorter)

@@ -7,7 +7,7 @@ import torch
 import ui
 from llmviz.interpret.lens import sequence_logit_lens
 from llmviz.training.checkpoint import load_checkpoint
-from tests.support.pages import JOB_TIMEOUT, assert_clean, by_label, run_app, run_page
+from tests.support.pages import JOB_TIMEOUT, assert_clean, by_label, run_app, run_page, texts
 from tests.support.paths import DATA
 from ui import charts
 from ui.panels import inside_lens
@@ -551,3 +551,28 @@ def test_a_pair_whose_corruption_keeps_the_answer_is_said_in_words_not_drawn(shi
     assert any("does not change the answer" in w.value for w in at.warning)
     default = run_page(PAGE, look="Patch activations")
     assert not [w for w in default.warning if "does not change the answer" in w.value]
+
+
+@pytest.mark.parametrize(
+    ("look", "label", "key", "kind"),
+    [
+        ("Logit lens", "A sentence", "lens_text", "text_input"),
+        ("Loss per token", "Any text", "loss_text", "text_area"),
+        ("Knock out heads", "Text", "ablate_text", "text_area"),
+        ("Patch activations", "Clean prompt", "patch_clean", "text_input"),
+        ("Steer", "Prompt", "steer_prompt", "text_input"),
+    ],
+)
+def test_a_paste_longer_than_the_inside_page_uses_lands_and_is_cut_with_a_word(look, label, key, kind):
+    """The Inside page's boxes dropped a paste longer than their max_chars without a word (noticed with Attention's):
+    each takes ten times what the page uses (ui.boxes) and the page uses the first part, saying so under the box."""
+    from llmviz.lessons.inside import TEXT_LIMITS
+
+    limit = TEXT_LIMITS[key]
+    at = run_page("stages/inside.py", look=look)
+    box = by_label(getattr(at, kind), label)
+    assert box.proto.max_chars == 10 * limit
+    box.set_value("the cat sat on the mat. " * (limit // 24 + 10)).run()
+    assert_clean(at, errors_expected=True)  # a text longer than the model reads: "shorten it", one line
+    pasted = len("the cat sat on the mat. " * (limit // 24 + 10))
+    assert f"is {pasted:,} characters long: this page uses its first {limit:,}." in texts(at.caption)

@@ -26,7 +26,7 @@ from llmviz.jobs import tasks
 from llmviz.lessons import inside
 from llmviz.tokenizers.base import TokenizerError
 from llmviz.training import footprint
-from ui import charts, picker, share, state
+from ui import boxes, charts, picker, share, state
 from ui.panels import runs
 from ui.panels.inside import label, view_ids
 from ui.text import literal_html, literal_markdown
@@ -442,7 +442,7 @@ def steering_direction(view, kind: str, layer: int):
         return steering.token_direction(view.model, ids[0]), f"the direction of {label(view, ids[0])!r}"
     sets = []
     for name, default in (("steer_positive", inside.DEFAULT_POSITIVE), ("steer_negative", inside.DEFAULT_NEGATIVE)):
-        lines = inside.prompt_lines(state.value(name, default) or "")
+        lines = inside.prompt_lines(boxes.held(name, default, inside.TEXT_LIMITS[name]))
         sets.append([view_ids(view, line, "prompt") for line in lines])
     return _mean_difference(
         view.content_key, tuple(map(tuple, sets[0])), tuple(map(tuple, sets[1])), layer, view.model

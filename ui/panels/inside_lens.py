@@ -22,7 +22,7 @@ from llmviz.interpret import induction
 from llmviz.interpret.lens import LogitLens
 from llmviz.lessons import inside
 from llmviz.lessons.defaults import opening_sentence
-from ui import charts, share, state
+from ui import boxes, charts, share, state
 from ui.panels.inside import label
 from ui.text import literal_html, tidy_floats
 
@@ -188,7 +188,9 @@ def render_lens(view, column: str) -> None:
     ids, note = inside.tokens_of(
         view.tokenizer,
         view.model.config,
-        state.value("lens_text", opening_sentence(view.tokenizer, inside.DEFAULT_SENTENCE)),
+        boxes.held(
+            "lens_text", opening_sentence(view.tokenizer, inside.DEFAULT_SENTENCE), inside.TEXT_LIMITS["lens_text"]
+        ),
         32,
     )
     if len(ids) < 2:
@@ -320,7 +322,10 @@ def render_heads(view, column: str) -> None:
 
 def render_losses(view, column: str) -> None:
     ids, note = inside.tokens_of(
-        view.tokenizer, view.model.config, state.value("loss_text", inside.DEFAULT_LOSS_TEXT), inside.MAX_TOKENS * 4
+        view.tokenizer,
+        view.model.config,
+        boxes.held("loss_text", inside.DEFAULT_LOSS_TEXT, inside.TEXT_LIMITS["loss_text"]),
+        inside.MAX_TOKENS * 4,
     )
     if len(ids) < 2:
         st.warning("Type at least two tokens: the first token has nothing before it to be predicted from.")
