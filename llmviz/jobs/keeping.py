@@ -125,6 +125,7 @@ class Keeper:
         self._lock = threading.Lock()
         self._flushing = threading.Lock()  # one flush at a time: the thread's and close()'s would write rows twice
         self._closed = threading.Event()
+        self._woken = threading.Event()  # a pass now, not at the next interval (wake)
         self._unfreed: set[str] = set()  # runs whose slot could not be freed yet (the database was locked)
         self.interrupted: list[str] = []
         self.guard = Guard(lab, on_rebuilt=self.restate)  # run.json in each run folder; a lost database rebuilt
@@ -504,9 +505,18 @@ class Keeper:
                 for step, path in sorted(entry.on_disk.items()):
                     registry.add_snapshot(entry.job.id, step, path, int(self.lab.storage.fs.size(path)))
 
+    def wake(self) -> None:
+        """Make the keeper's thread start its next pass now (a task's result a reload may ask for at once); the caller
+        never waits for the database (a locked one would hold it)."""
+        self._woken.set()
+
     def _forever(self) -> None:
         beats, failing = 0, False
-        while not self._closed.wait(self.interval):
+        while True:
+            self._woken.wait(self.interval)
+            self._woken.clear()
+            if self._closed.is_set():
+                break
             try:  # the thread never ends on a fault: every run of the process would stop being kept
                 beats = self._round(beats)
             except Exception:  # noqa: BLE001 - logged once until a round goes through again
@@ -547,6 +557,7 @@ class Keeper:
         self.flush()
         self.mirror()
         self._closed.set()
+        self._woken.set()
         if self._thread is not threading.current_thread():
             self._thread.join(CLOSE_WAIT_S)
         self.lab.registry.dispose()

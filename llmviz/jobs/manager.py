@@ -264,14 +264,11 @@ class JobManager(Sessions, Shares, LabSide):
         return job
 
     def keep_now(self) -> None:
-        """Write what changed into the lab now (a task that ended with a result the student may reload for at once),
-        not at the keeper's next pass; nothing without a lab."""
-        if self.keeper is None:
-            return
-        try:
-            self.keeper.flush()
-        except Exception:  # noqa: BLE001 - the keeper's next pass writes it; the supervisor goes on
-            log.exception("could not keep the runs' changes now")
+        """Have the lab's keeper write what changed now (a task that ended with a result the student may reload for at
+        once), not at its next pass: its thread does it, so the caller (a run's supervisor, which frees the run's
+        slot next) never waits on a locked database; nothing without a lab."""
+        if self.keeper is not None:
+            self.keeper.wake()
 
     def run_devices(self) -> list[str]:
         """The devices a run may train on, best first: the Ray cluster's (``LLMVIZ_RAY_ADDRESS``: a GPU only where a
