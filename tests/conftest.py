@@ -40,8 +40,9 @@ def _scan_installed_components_once() -> None:
 _scan_installed_components_once()
 
 # app_url and browser fixtures (one server and browser per test process); database_url and postgres_url (a real
-# PostgreSQL); ray_address and backend (a real Ray head)
+# PostgreSQL); ray_address and backend (a real Ray head); services (a test skipped for want of one is marked so)
 pytest_plugins = [
+    "tests.support.services",
     "tests.support.browser",
     "tests.support.postgres",
     "tests.support.ray_cluster",

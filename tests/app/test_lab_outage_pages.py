@@ -10,7 +10,6 @@ import pytest
 from benchmarks._protocol_client import Student
 from tests.support.app_server import running_app
 from tests.support.asyncio_thread import run_coroutine
-from tests.support.postgres import own_postgres
 from ui.identity import COOKIE, new_secret
 
 pytestmark = pytest.mark.slow  # an app server and a PostgreSQL server
@@ -23,9 +22,9 @@ async def _open(url: str, secret: str, page: str):
         return await student.open(page)
 
 
-def test_pages_go_on_while_postgresql_is_stopped_and_the_lab_comes_back(tmp_path):
+def test_pages_go_on_while_postgresql_is_stopped_and_the_lab_comes_back(tmp_path, own_postgres):
     secret = new_secret()
-    with own_postgres(tmp_path) as (url, start, stop):
+    with own_postgres() as (url, start, stop):
         env = {"LLMVIZ_RUNS_DIR": str(tmp_path / "runs"), "LLMVIZ_DATABASE_URL": url, "LLMVIZ_TEACHER_KEY": "k" * 32}
         with running_app(env=env, log=tmp_path / "app.log") as app:
             first = run_coroutine(_open(app.url, secret, "training"))

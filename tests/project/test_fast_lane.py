@@ -20,7 +20,7 @@ def test_the_watch_sees_a_subprocess_and_a_multiprocessing_process():
     assert len(seen) == 2 and "multiprocessing" in seen[1], seen
 
 
-def test_a_test_on_a_real_server_is_out_of_the_fast_lane():
+def test_a_test_on_a_real_server_is_out_of_the_fast_lane_and_marked_services():
     class Item:
         fixturenames = ["postgres_url"]
         callspec = None
@@ -31,4 +31,4 @@ def test_a_test_on_a_real_server_is_out_of_the_fast_lane():
 
     item = Item()
     processes.mark_service_tests(item)
-    assert item.markers == ["processes"]
+    assert item.markers == ["processes", "services"]

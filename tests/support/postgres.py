@@ -5,15 +5,21 @@
 - else, where Debian's PostgreSQL is installed (``/usr/lib/postgresql/<version>/bin``): the session makes a cluster
   in a temporary folder (``initdb``; as the ``postgres`` user when this is root, which initdb refuses), starts it on
   a free loopback port with ``pg_ctl`` and stops it (that data folder's server only) when the session ends.
-- else: the PostgreSQL half of the tests is skipped, except in CI (``CI`` set), where it must run. So is it where the
-  server is there but its Python driver is not (``psycopg``, one of the hall's extras, requirements-hall.txt, which
-  ``python run.py test`` does not install): the README's test command is green on any machine (issue 57).
+- else: every test that asks for PostgreSQL is skipped, with the reason, except in CI (``CI`` set), where it must
+  run. So it is where the server is there but its Python driver is not (``psycopg``, one of the hall's extras,
+  requirements-hall.txt, which ``python run.py test`` does not install): README's test command is green on any
+  machine (issues 57, 72). The skip lives in one place, :func:`postgres_missing` called by the fixtures below, and
+  those fixtures mark their tests ``services`` (tests/support/services.py), so CI runs them again with the extras.
 
 Fixtures:
 
 - ``postgres_url``: the server's SQLAlchemy URL (an administrator's, on its ``postgres`` database; session scope);
 - ``database_url``: a fresh, empty database for one test, once as a SQLite file and once on PostgreSQL
-  (``database_url.startswith("postgresql")`` says which); the PostgreSQL one is dropped after the test.
+  (``database_url.startswith("postgresql")`` says which); the PostgreSQL one is dropped after the test;
+- ``postgres_server``: the bin folder of this machine's PostgreSQL (``initdb``, ``pg_ctl``), its driver importable
+  (session scope): for a test that starts a server of its own (examples/hall/start.sh's test);
+- ``own_postgres``: ``own_postgres()``, a context manager: a server of the test's own that the test can stop and start
+  again (its URL, start, stop).
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.services import require
+
 ENV = "LLMVIZ_TEST_DATABASE_URL"
 
 
@@ -47,6 +55,23 @@ def postgres_bin() -> Path | None:
     """The newest Debian PostgreSQL's bin folder (with ``initdb`` and ``pg_ctl``), or None."""
     found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
     return found[-1].parent if found else None
+
+
+def postgres_missing(server: bool = True) -> str | None:
+    """Why the tests cannot have PostgreSQL here (its driver, then, with ``server``, its server), or None.
+
+    >>> postgres_missing() in (None, DRIVER_MISSING, SERVER_MISSING)
+    True
+    """
+    if not driver_installed():
+        return DRIVER_MISSING
+    if server and postgres_bin() is None:
+        return SERVER_MISSING
+    return None
+
+
+DRIVER_MISSING = "the PostgreSQL driver is not installed (pip install -r requirements-hall.txt)"
+SERVER_MISSING = "PostgreSQL is not installed (apt-get install postgresql)"
 
 
 def free_port() -> int:
@@ -94,22 +119,21 @@ def local_cluster(bin_dir: Path, port: int | None = None) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
+def postgres_server() -> Path:
+    """This machine's PostgreSQL bin folder, its driver importable; the test skipped with the reason if not."""
+    require(postgres_missing(), "PostgreSQL")
+    return postgres_bin()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(request) -> Iterator[str]:
     """An administrator's URL of a real PostgreSQL server for this session (see the module's docstring)."""
-    if not driver_installed():
-        if os.environ.get("CI"):
-            pytest.fail("CI must test on PostgreSQL: pip install -r requirements-hall.txt (the psycopg driver)")
-        pytest.skip("the PostgreSQL driver is not installed (pip install -r requirements-hall.txt)")
     given = os.environ.get(ENV)
     if given:
+        require(postgres_missing(server=False), "PostgreSQL")
         yield given
         return
-    bin_dir = postgres_bin()
-    if bin_dir is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must test on PostgreSQL: install Debian's postgresql or set {ENV}")
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
-    with local_cluster(bin_dir) as url:
+    with local_cluster(request.getfixturevalue("postgres_server")) as url:
         yield url
 
 
@@ -140,14 +164,17 @@ def database_url(request, tmp_path) -> Iterator[str]:
         yield url
 
 
+@pytest.fixture
+def own_postgres(postgres_server):
+    """``own_postgres(port=None)``: a PostgreSQL server of the test's own that the test can stop and start again."""
+    return lambda port=None: own_cluster(postgres_server, port)
+
+
 @contextlib.contextmanager
-def own_postgres(folder: Path, port: int | None = None):
-    """A PostgreSQL server of the test's own on ``port`` (default: a free one) that the test can stop and start
-    again: yields (its URL, start, stop)."""
+def own_cluster(found: Path, port: int | None = None):
+    """A PostgreSQL server of the test's own (``found``: PostgreSQL's bin folder) on ``port`` (default: a free one)
+    that the test can stop and start again: yields (its URL, start, stop)."""
     port = port or free_port()
-    found = postgres_bin()
-    if found is None:
-        pytest.skip("PostgreSQL is not installed")
     user = as_user()
     base = Path(tempfile.mkdtemp(prefix="llmviz-pg-"))  # a folder the postgres user reaches (pytest's are root's)
     if user:

@@ -3,8 +3,9 @@ watches every test of ``tests/unit/`` for a process it starts (``subprocess``, `
 processes, a second server, ``initdb`` and ``pg_ctl``, the ``python -m llmviz`` command line) and fails the test,
 naming the marker it lacks, when it is in the fast lane (``-m unit``). Such a test is marked ``processes``
 (``@pytest.mark.processes``, or ``pytestmark`` for a module), which keeps it out of the lane and in the default
-run. A test on the real PostgreSQL (``database_url``'s ``postgresql`` case, ``postgres_url``) or Ray
-(``ray_address``, ``backend``'s ``ray`` case) is marked so by the fixture itself."""
+run. A test on the real PostgreSQL (``database_url``'s ``postgresql`` case, ``postgres_url``, ``postgres_server``,
+``own_postgres``) or Ray (``ray_address``, ``ray_server``, ``backend``'s ``ray`` case) is marked so by the fixture
+itself, and ``services`` too (tests/support/services.py: the tests CI runs again once the hall's extras are in)."""
 
 from __future__ import annotations
 
@@ -35,18 +36,22 @@ multiprocessing.process.BaseProcess.start = _watch(
     multiprocessing.process.BaseProcess.start, lambda process, _: f"multiprocessing {process.name}"
 )
 
-#: fixtures that start a server for the test: a test using one is marked ``processes`` at collection
-SERVICE_FIXTURES = {"postgres_url", "ray_address"}
+#: fixtures that give the test PostgreSQL or Ray (or what starts them): a test using one, directly or through another
+#: fixture, is marked ``processes`` and ``services`` at collection
+SERVICE_FIXTURES = {"postgres_url", "postgres_server", "own_postgres", "ray_address", "ray_server"}
 
 
 def mark_service_tests(item) -> None:
-    """Mark ``processes`` a test whose fixtures start a server (``tests/conftest.py`` calls it as tests are
-    collected, before it deals out the fast lane)."""
+    """Mark ``processes`` and ``services`` a test whose fixtures start a server of the hall's (``tests/conftest.py``
+    calls it as tests are collected, before it deals out the fast lane)."""
     params = getattr(getattr(item, "callspec", None), "params", {})
-    if SERVICE_FIXTURES & set(item.fixturenames) or params.get("database_url") == "postgresql":
+    if (
+        SERVICE_FIXTURES & set(item.fixturenames)
+        or params.get("database_url") == "postgresql"
+        or params.get("backend") == "ray"
+    ):
         item.add_marker(pytest.mark.processes)
-    if params.get("backend") == "ray":
-        item.add_marker(pytest.mark.processes)
+        item.add_marker(pytest.mark.services)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -4,10 +4,13 @@
 - else, where ``ray`` is installed: the session starts ``ray start --head --block`` in a temporary folder (no
   dashboard, a small object store, 2 CPUs, the repository on the workers' ``PYTHONPATH``) and ends it, by its process
   group, when the session ends.
-- else (Ray not installed): the Ray tests are skipped, except in CI (``CI`` set), where they must run.
+- else (Ray's package or its ``ray`` command not installed: one of the hall's extras, requirements-hall.txt): every
+  test that asks for Ray is skipped, with the reason (:func:`ray_missing`), except in CI (``CI`` set), where it must
+  run. The fixtures mark their tests ``services`` (tests/support/services.py): CI runs them again with the extras.
 
-Fixtures: ``ray_address`` (the head's ``host:port``) and ``backend`` (a ``JobManager``'s keyword arguments, once
-for local worker processes and once for Ray: ``JobManager(max_running=1, **backend)``).
+Fixtures: ``ray_address`` (the head's ``host:port``), ``ray_server`` (the ``ray`` command, Ray importable: for a
+test that starts a head of its own) and ``backend`` (a ``JobManager``'s keyword arguments, once for local worker
+processes and once for Ray: ``JobManager(max_running=1, **backend)``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.services import require
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -35,11 +40,16 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def ray_command() -> str | None:
+    """The ``ray`` command beside this Python (a virtual environment's), else on ``PATH``, else None."""
+    beside = Path(sys.executable).with_name("ray")
+    return str(beside) if beside.exists() else shutil.which("ray")
+
+
 def head_command(port: int, temp_dir: str, cpus: int = 2) -> list[str]:
     """``ray start`` for a small head on loopback that stays in the foreground (its process group is the cluster)."""
-    ray = str(Path(sys.executable).with_name("ray"))
     return [
-        ray if os.path.exists(ray) else "ray",
+        ray_command() or "ray",
         "start",
         "--head",
         "--block",
@@ -111,19 +121,38 @@ def ray_installed() -> bool:
     return True
 
 
+def ray_missing(command: bool = True) -> str | None:
+    """Why the tests cannot have Ray here (its package, then, with ``command``, its ``ray`` command), or None.
+
+    >>> ray_missing() in (None, "Ray is not installed (pip install -r requirements-hall.txt)",
+    ...                   "Ray's ray command is not installed (pip install -r requirements-hall.txt)")
+    True
+    """
+    if not ray_installed():
+        return "Ray is not installed (pip install -r requirements-hall.txt)"
+    if command and ray_command() is None:
+        return "Ray's ray command is not installed (pip install -r requirements-hall.txt)"
+    return None
+
+
 @pytest.fixture(scope="session")
-def ray_address() -> Iterator[str]:
+def ray_server() -> str:
+    """The ``ray`` command, Ray importable here; the test skipped with the reason if not."""
+    require(ray_missing(), "Ray")
+    return ray_command()
+
+
+@pytest.fixture(scope="session")
+def ray_address(request) -> Iterator[str]:
     """The address of a real Ray head for this test session (see the module's docstring)."""
     given = os.environ.get("LLMVIZ_TEST_RAY_ADDRESS")
-    if not ray_installed():
-        if os.environ.get("CI"):
-            pytest.fail("CI must test the Ray backend: pip install -r requirements-hall.txt")
-        pytest.skip("Ray is not installed (pip install -r requirements-hall.txt)")
     if given:
+        require(ray_missing(command=False), "Ray")
         head_answers(given, timeout=30)
         yield given
         disconnect()
         return
+    request.getfixturevalue("ray_server")
     with local_head() as address:
         yield address
         disconnect()

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.postgres import own_postgres
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.slow  # real processes that import torch: not the fast lane
@@ -123,8 +122,8 @@ def _pg_run(url: str, run_id: str) -> tuple[str, int, list[int]] | None:
     return (row[0], row[1], steps) if row else None
 
 
-def test_postgresql_stopped_mid_run_is_said_once_and_the_run_goes_on(tmp_path):
-    with own_postgres(tmp_path) as (url, start, stop):
+def test_postgresql_stopped_mid_run_is_said_once_and_the_run_goes_on(tmp_path, own_postgres):
+    with own_postgres() as (url, start, stop):
         process, log = _start(tmp_path, url, "ada:100000")
         try:
             run_id = _ids(process)["ada"]
