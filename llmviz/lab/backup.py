@@ -7,8 +7,8 @@ write). For PostgreSQL, ``pg_dump`` does the same (docs/classroom.md).
 >>> folder = tempfile.mkdtemp()
 >>> with sqlite3.connect(os.path.join(folder, "lab.db")) as db:
 ...     _ = db.execute("create table t (x)"); _ = db.execute("insert into t values (42)")
->>> copy = backup_sqlite(f"sqlite:///{folder}/lab.db", os.path.join(folder, "copy.db"))
->>> sqlite3.connect(copy).execute("select x from t").fetchall()
+>>> copy = backup_sqlite(f"sqlite:///{folder}/lab.db", os.path.join(folder, "runs-backup", "copy.db"))
+>>> sqlite3.connect(copy).execute("select x from t").fetchall()  # runs-backup/ made for it
 [(42,)]
 """
 
@@ -27,7 +27,8 @@ class BackupError(LlmvizError):
 
 def backup_sqlite(url: str, out: str | os.PathLike) -> str:
     """Copy the SQLite database of ``url`` into the new file ``out`` (written beside it, then renamed: a copy is
-    whole or absent); returns its path. Refuses another database, a missing one, and an existing ``out``."""
+    whole or absent); returns its path. Makes ``out``'s folder where it does not exist yet (``runs-backup/`` on a
+    fresh install). Refuses another database, a missing one, and an existing ``out``."""
     source = sqlite_path(url)
     if source is None:
         raise BackupError(
@@ -41,8 +42,10 @@ def backup_sqlite(url: str, out: str | os.PathLike) -> str:
     if os.path.exists(target):
         raise BackupError(f"{target} exists already: name a new file.")
     folder = os.path.dirname(target)
-    if not os.path.isdir(folder):
-        raise BackupError(f"the folder {folder} does not exist.")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as error:
+        raise BackupError(f"the folder {folder} cannot be made: {error.strerror or error}.") from None
     partial = f"{target}.part"
     try:
         with sqlite3.connect(f"file:{source}?mode=ro", uri=True, timeout=30) as reader:

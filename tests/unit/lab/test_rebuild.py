@@ -141,6 +141,23 @@ def test_lab_backup_copies_a_database_while_it_is_written(tmp_path):
     assert refused.returncode != 0 and "exists already" in refused.stderr
 
 
+@pytest.mark.processes  # the lab command runs as python -m llmviz
+def test_lab_backup_makes_the_folder_docs_classroom_names_on_a_fresh_install(tmp_path):
+    """docs/classroom.md's line ``lab backup runs-backup/lab-$(date +%F).db`` failed where runs-backup/ did not exist
+    yet (issue 72); a folder that cannot be made (under a file) is refused in one line."""
+    lab = Lab.at(tmp_path)
+    lab.registry.ensure_student("bo")
+    lab.registry.add_run(RunRecord(id="r1", student="bo", kind="train", label="x", state="finished"))
+    out = tmp_path / "runs-backup" / "nested" / "lab-2026-01-31.db"
+    done = _cli("backup", str(out), "--runs-dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert sqlite3.connect(out).execute("select id from lab_runs").fetchall() == [("r1",)]
+    (tmp_path / "a-file").write_text("")
+    refused = _cli("backup", str(tmp_path / "a-file" / "lab.db"), "--runs-dir", str(tmp_path))
+    assert refused.returncode != 0 and refused.stdout == ""
+    assert refused.stderr.strip().splitlines() == [refused.stderr.strip()] and "cannot be made" in refused.stderr
+
+
 def test_an_outage_is_one_sentence_said_once(tmp_path, caplog):
     now = [0.0]
     registry = Lab.at(tmp_path).registry
