@@ -319,9 +319,25 @@ def cmd_train(args: argparse.Namespace) -> int:
     return code
 
 
-def _train(args: argparse.Namespace, group, device: str) -> int:
+def step_bar(total: int, initial: int = 0, disable: bool = False):
+    """A progress bar of training steps on stderr (tqdm: steps, steps a second, the time left, the newest loss and
+    validation loss) and the ``on_step`` that moves it (:func:`llmviz.jobs.blocking.train_blocking`'s); stdout stays
+    the command's one line of JSON. Close the bar when the run ends. ``train``, ``sft`` and ``dpo`` show it."""
     from tqdm import tqdm
 
+    progress = tqdm(total=total, initial=initial, unit="step", disable=disable)
+
+    def show(status) -> None:
+        progress.update(status.step - progress.n)
+        postfix = {"loss": f"{status.losses[-1][1]:.3f}"} if status.losses else {}
+        if status.last_val_loss is not None:
+            postfix["val"] = f"{status.last_val_loss:.3f}"
+        progress.set_postfix(postfix)
+
+    return progress, show
+
+
+def _train(args: argparse.Namespace, group, device: str) -> int:
     from llmviz.jobs.blocking import train_blocking
 
     say = (lambda message: print(message, file=sys.stderr)) if group.is_main else (lambda message: None)
@@ -342,14 +358,7 @@ def _train(args: argparse.Namespace, group, device: str) -> int:
         state = 0 if args.weights_only else OPTIMIZER_STATE.get(trainer.config.optimizer, 2)
         needed = checkpoint_bytes(parameters, state, trainer.config.steps, trainer.dataset.vocab_size)
         check_out(args.out, needed, overwrite=args.overwrite, continuing=args.resume)
-    progress = tqdm(total=trainer.config.steps, initial=trainer.step, unit="step", disable=not group.is_main)
-
-    def show(status) -> None:
-        progress.update(status.step - progress.n)
-        postfix = {"loss": f"{status.losses[-1][1]:.3f}"} if status.losses else {}
-        if status.last_val_loss is not None:
-            postfix["val"] = f"{status.last_val_loss:.3f}"
-        progress.set_postfix(postfix)
+    progress, show = step_bar(trainer.config.steps, initial=trainer.step, disable=not group.is_main)
 
     keep = _StepKeeper(args.keep_steps) if args.keep_steps else None
     # the same job API as the app; Ctrl-C stops after this step

@@ -99,7 +99,7 @@ def _save(args: argparse.Namespace, trainer, train_config: dict, tuning: dict) -
 def cmd_sft(args: argparse.Namespace) -> int:
     from llmviz.adapt import instructions, sft
     from llmviz.cli.adapt import _initial
-    from llmviz.cli.train import check_out
+    from llmviz.cli.train import check_out, step_bar
     from llmviz.jobs.blocking import train_blocking
 
     check_out(args.out, overwrite=args.overwrite)
@@ -118,7 +118,9 @@ def cmd_sft(args: argparse.Namespace) -> int:
         f"SFT on {len(train_rows)} {where} examples ({len(val_rows)} held out): the answers' loss on the held-out "
         f"set before: {trainer.val_loss_before:.4f}"
     )
-    train_blocking(trainer)
+    progress, show = step_bar(config.steps)
+    train_blocking(trainer, on_step=show)
+    progress.close()
     after = sft.answer_loss(trainer.model, trainer.val_examples)
     tuning = {
         "kind": "sft",
@@ -136,7 +138,7 @@ def cmd_sft(args: argparse.Namespace) -> int:
 def cmd_dpo(args: argparse.Namespace) -> int:
     from llmviz.adapt import dpo, instructions
     from llmviz.cli.adapt import _initial
-    from llmviz.cli.train import check_out
+    from llmviz.cli.train import check_out, step_bar
     from llmviz.jobs.blocking import train_blocking
 
     check_out(args.out, overwrite=args.overwrite)
@@ -153,7 +155,9 @@ def cmd_dpo(args: argparse.Namespace) -> int:
     )
     trainer = dpo.DPOTrainer(config, tokenizer, model, train_rows, val_rows)
     _say(f"DPO, β={config.beta:g}, on {len(train_rows)} {where} pairs ({len(val_rows)} held out)")
-    train_blocking(trainer)
+    progress, show = step_bar(config.steps)
+    train_blocking(trainer, on_step=show)
+    progress.close()
     held = trainer.held_out()
     tuning = {
         "kind": "dpo",
