@@ -165,6 +165,37 @@ def app_address(args: list[str], environ: dict | None = None) -> str:
     return f"http://{address}:{given['port'] or 8501}"
 
 
+def port_taken(args: list[str], environ: dict | None = None) -> str | None:
+    """Why ``streamlit run app.py ARGS`` cannot listen where it would (another program holds the port), or None.
+    Binds the port on the address Streamlit would (every interface unless ``--server.address`` or
+    ``STREAMLIT_SERVER_ADDRESS`` names one) and lets it go at once.
+
+    >>> import socket
+    >>> holder = socket.socket(); holder.bind(("127.0.0.1", 0)); holder.listen()
+    >>> port = holder.getsockname()[1]
+    >>> port_taken(["--server.address", "127.0.0.1", "--server.port", str(port)], {}) is not None
+    True
+    >>> holder.close()
+    """
+    import socket
+
+    url = app_address(args, environ)
+    host, port = url.rsplit("//", 1)[1].rsplit(":", 1)
+    environ = os.environ if environ is None else environ
+    given = any(arg.startswith("--server.address") for arg in args) or environ.get("STREAMLIT_SERVER_ADDRESS")
+    host = host if given and host != "localhost" else ""
+    if not port.isdigit():
+        return None  # streamlit says what is wrong with it
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        if os.name != "nt":  # as a server binds: a port left in TIME_WAIT is free, one listened on is not
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, int(port)))
+        except OSError as error:
+            return f"port {port} is taken ({error.strerror}): stop what holds it or pick another (--server.port 8600)"
+    return None
+
+
 def warm_up(url: str, wait_s: float = 300) -> bool:
     """Once the app at ``url`` answers, run its script once in a session of no browser (Streamlit's script health
     check, which ``run.py app`` turns on): torch, Plotly and the shipped GPT are then loaded before the first student
@@ -219,6 +250,9 @@ def main(argv: list[str]) -> int:
         return 0
     if verb == "app":
         python = setup("app")
+        taken = port_taken(rest)
+        if taken:
+            raise SystemExit(f"run.py: error: {taken}")
         say(f"the app is at {app_address(rest)} (open it in a browser; Ctrl-C stops it)")
         # X-Forwarded-For only from LLMVIZ_TRUSTED_PROXIES, from the first connection on (uvicorn reads it at start)
         os.environ["FORWARDED_ALLOW_IPS"] = os.environ.get("LLMVIZ_TRUSTED_PROXIES", "").replace(" ", ",")
@@ -238,5 +272,16 @@ def main(argv: list[str]) -> int:
     raise SystemExit(f"run.py: error: unknown command {verb!r}\n{USAGE}")
 
 
+def entry(argv: list[str]) -> int:
+    """:func:`main`, with Ctrl-C before the app or the tests start (while setting up: pip's downloads) said in one
+    line rather than a traceback: exit status 130, as a shell gives a command Ctrl-C ended. Nothing half-done is
+    kept as done (the set-up's stamp is written last), so the same command sets up again."""
+    try:
+        return main(argv)
+    except KeyboardInterrupt:
+        print("run.py: stopped (Ctrl-C) before it finished: run the same command again", file=sys.stderr)
+        return 130
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(entry(sys.argv[1:]))

@@ -125,6 +125,7 @@ def test_the_app_command_prints_the_port_the_app_is_served_on(run_py, capsys, mo
     for name, value in environ.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(run_py, "setup", lambda kind: run_py.venv_python())
+    monkeypatch.setattr(run_py, "port_taken", lambda args: None)  # whatever this machine listens on
     started = []
     monkeypatch.setattr(run_py, "run", lambda command: started.append(command) or 0)
     warmed = []  # the first page's imports and model, loaded at start (issue 57 §4)
@@ -134,3 +135,40 @@ def test_the_app_command_prints_the_port_the_app_is_served_on(run_py, capsys, mo
     warm = ["--server.scriptHealthCheckEnabled", "true"]
     assert started == [[str(run_py.venv_python()), "-m", "streamlit", "run", "app.py", *warm, *args]]
     assert warmed == [address.replace("//localhost:", "//127.0.0.1:")]
+
+
+def test_the_app_command_on_a_taken_port_fails_in_one_line_before_saying_where_the_app_is(run_py, capsys, monkeypatch):
+    """It said "the app is at …", then streamlit failed on the port (issue 72)."""
+    import socket
+
+    monkeypatch.delenv("STREAMLIT_SERVER_ADDRESS", raising=False)
+    monkeypatch.setattr(run_py, "setup", lambda kind: run_py.venv_python())
+    started = []
+    monkeypatch.setattr(run_py, "run", started.append)
+    monkeypatch.setattr(run_py, "start_warm_up", started.append)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(SystemExit) as refused:
+            run_py.main(["app", "--server.address", "127.0.0.1", "--server.port", str(port)])
+    message = str(refused.value)
+    assert message.startswith(f"run.py: error: port {port} is taken") and "\n" not in message
+    assert started == [] and "the app is at" not in capsys.readouterr().err
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    assert run_py.port_taken(["--server.address", "127.0.0.1", "--server.port", str(port)], {}) is None
+
+
+def test_ctrl_c_while_setting_up_is_one_line_and_exit_status_130(run_py, capsys):
+    """A Ctrl-C during pip's downloads printed a 20-line traceback (issue 72); nothing is stamped as set up."""
+
+    def interrupted(*arguments):
+        raise KeyboardInterrupt
+
+    run_py.pip = interrupted
+    assert run_py.entry(["setup", "test"]) == 130
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == "run.py: stopped (Ctrl-C) before it finished: run the same command again"
+    assert "Traceback" not in err and not run_py.STAMP.exists()
