@@ -14,8 +14,12 @@
 #   HALL_PG_PORT    PostgreSQL's port (default 55432; on 127.0.0.1 only)
 #   HALL_RAY_PORT   the Ray head's port (default 6379); Ray's other ports are pinned after it: RAY_PORT+1 the node
 #                   manager, +2 the object manager, +3 the runtime-env agent, +4 and +5 the dashboard agent, +6 the
-#                   metrics export, +10 to +59 the workers. Ray listens on every interface
-#                   whatever --node-ip-address says: keep these ports private with a firewall (docs/classroom.md)
+#                   metrics export, +10 onwards the workers (HALL_RAY_WORKER_PORTS of them). Ray listens on every
+#                   interface whatever --node-ip-address says: keep these ports private with a firewall
+#                   (docs/classroom.md)
+#   HALL_RAY_WORKER_PORTS  how many ports Ray's worker processes may use, from HALL_RAY_PORT+10 (default 50: +10 to
+#                   +59); each worker process holds one, so give at least HALL_RAY_CPUS plus a few: a narrower range
+#                   is a smaller hole in the firewall
 #   HALL_RAY_CPUS   CPUs the Ray head offers to runs (default: all cores)
 #   PYTHON          the Python with llmviz's requirements and the hall's extras (default: python3)
 # What the app processes get: LLMVIZ_RAY_ADDRESS, LLMVIZ_DATABASE_URL, LLMVIZ_RUNS_DIR (shared by both) and one
@@ -29,6 +33,10 @@ HALL_APP_PORTS=${HALL_APP_PORTS:-"8501 8502"}
 HALL_PG_PORT=${HALL_PG_PORT:-55432}
 HALL_RAY_PORT=${HALL_RAY_PORT:-6379}
 HALL_RAY_CPUS=${HALL_RAY_CPUS:-$(nproc)}
+HALL_RAY_WORKER_PORTS=${HALL_RAY_WORKER_PORTS:-50}
+case "$HALL_RAY_WORKER_PORTS" in
+  "" | *[!0-9]* | 0) echo "HALL_RAY_WORKER_PORTS must be a positive whole number, not '$HALL_RAY_WORKER_PORTS'" >&2; exit 2 ;;
+esac
 PYTHON=${PYTHON:-python3}
 RAY=$(dirname "$(command -v "$PYTHON")")/ray
 [ -x "$RAY" ] || RAY=ray
@@ -57,7 +65,18 @@ stop_hall() {
   trap - EXIT INT TERM
   echo "stopping the hall" >&2
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  [ -n "$ray_head" ] && kill -TERM -- "-$ray_head" 2>/dev/null || true  # the head's process group only
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done  # the app processes (Ray's drivers) first
+  if [ -n "$ray_head" ]; then
+    # `ray start --block` alone: its own shutdown stops the node's raylet before the head's GCS (the whole process
+    # group at once killed the GCS while the raylet drained through it: ~35 s and a traceback); what is left of its
+    # process group (only ours) after 30 s is killed
+    kill -TERM "$ray_head" 2>/dev/null || true
+    (sleep 30 && kill -KILL -- "-$ray_head" 2>/dev/null) &
+    deadline=$!
+    wait "$ray_head" 2>/dev/null || true
+    kill "$deadline" 2>/dev/null || true
+    kill -KILL -- "-$ray_head" 2>/dev/null || true  # any worker left behind
+  fi
   "${as_pg[@]}" "$pg_bin/pg_ctl" -D "$HALL_DIR/pg" -m fast -w stop >/dev/null 2>&1 || true
   wait 2>/dev/null || true
 }
@@ -101,7 +120,7 @@ PYTHONPATH=$PWD RAY_USAGE_STATS_ENABLED=0 setsid "$RAY" start --head --block --p
   --node-manager-port=$((HALL_RAY_PORT + 1)) --object-manager-port=$((HALL_RAY_PORT + 2)) \
   --runtime-env-agent-port=$((HALL_RAY_PORT + 3)) --dashboard-agent-grpc-port=$((HALL_RAY_PORT + 4)) \
   --dashboard-agent-listen-port=$((HALL_RAY_PORT + 5)) --metrics-export-port=$((HALL_RAY_PORT + 6)) \
-  --min-worker-port=$((HALL_RAY_PORT + 10)) --max-worker-port=$((HALL_RAY_PORT + 59)) \
+  --min-worker-port=$((HALL_RAY_PORT + 10)) --max-worker-port=$((HALL_RAY_PORT + 9 + HALL_RAY_WORKER_PORTS)) \
   --num-cpus="$HALL_RAY_CPUS" --temp-dir="$HALL_DIR/ray" --disable-usage-stats >"$HALL_DIR/logs/ray.log" 2>&1 &
 ray_head=$!
 for _ in $(seq 240); do

@@ -18,6 +18,7 @@ import threading
 import time
 import urllib.request
 from http.cookies import SimpleCookie
+from pathlib import Path
 
 import pytest
 
@@ -57,6 +58,7 @@ def hall(postgres_server, ray_server):  # each skips the test, with the reason, 
         "HALL_PG_PORT": str(ports["pg"]),
         "HALL_RAY_PORT": str(ports["ray"]),
         "HALL_RAY_CPUS": "1",
+        "HALL_RAY_WORKER_PORTS": "4",  # the narrowed range docs/classroom.md gives (issue 72)
         "PYTHON": sys.executable,
     }
     script = subprocess.Popen(
@@ -65,7 +67,7 @@ def hall(postgres_server, ray_server):  # each skips the test, with the reason, 
     line = script.stdout.readline()  # the script says so once every part answers
     try:
         assert line.startswith("The hall answers on"), f"start.sh: {line!r} (logs: {folder}/logs)"
-        yield script, ports
+        yield script, ports, folder
     finally:
         if script.poll() is None:
             script.send_signal(signal.SIGTERM)
@@ -76,7 +78,7 @@ def hall(postgres_server, ray_server):  # each skips the test, with the reason, 
 @pytest.mark.slow
 @pytest.mark.extended
 def test_the_hall_starts_answers_through_caddy_from_both_app_processes_and_stops(hall):
-    script, ports = hall
+    script, ports, folder = hall
     url = f"http://127.0.0.1:{ports['listen']}/_stcore/health"
     seen = set()
     deadline = time.monotonic() + 60
@@ -88,6 +90,15 @@ def test_the_hall_starts_answers_through_caddy_from_both_app_processes_and_stops
     assert script.wait(120) == 0
     for name, port in ports.items():
         assert not answering(port), f"{name} still answers on {port} after the hall stopped"
+    ray_log = Path(folder, "logs", "ray.log").read_text(errors="replace")
+    assert "Traceback" not in ray_log, ray_log[-3000:]  # the node stopped before the head (issue 72)
+
+
+def test_a_bad_number_of_ray_worker_ports_is_refused_in_one_line(tmp_path):
+    env = {**os.environ, "HALL_DIR": str(tmp_path), "HALL_RAY_WORKER_PORTS": "sixty", "PYTHON": sys.executable}
+    done = subprocess.run([str(ROOT / "examples/hall/start.sh")], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == "HALL_RAY_WORKER_PORTS must be a positive whole number, not 'sixty'"
 
 
 class _Backend(http.server.BaseHTTPRequestHandler):
