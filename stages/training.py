@@ -35,7 +35,7 @@ from llmviz.training.losses import batch_loss, position_gradient
 from llmviz.training.toy_decoder import toy_task_loop
 from llmviz.training.trainer import build_trainer
 from ui import boxes, picker, sections, share, state
-from ui.panels import kept, quiz, runs, training
+from ui.panels import kept, quiz, run_view, runs, training
 from ui.text import literal_markdown
 
 settings = ui.settings()
@@ -152,18 +152,11 @@ runs.refusal("train")  # the share of runs or memory this run would pass, and wh
 
 raced = {job_id for race in state.LAB_RUNS.get("race", default=[]) for job_id in race.values()}
 focus_id = kept.focused_id(raced)  # as the lab keeps it: also after a restart, a park, or from another process
-focus = picker.runs().live(focus_id or "")
 picker.on_this_page([focus_id] if focus_id else [], reset=True)
-if focus is not None:  # trained by this process: drawn live from its job
-    if focus.info is not None:
+if focus_id is not None:  # one run, drawn from the lab's view of it, whichever process trains it (or trained it)
+    if (focus := picker.runs().live(focus_id)) is not None and focus.info is not None:
         training.run_line(focus.info)
-    runs.live(
-        lambda: (runs.draw_run(focus, where="single"), training.server_line()),
-        active=lambda: focus.changing,
-        name="training.run",
-    )
-elif focus_id is not None:  # an earlier server's, another process's, a parked one: drawn from the lab's record
-    kept.live_kept(focus_id, after=training.server_line)
+    run_view.live(focus_id, after=training.server_line)
 else:  # no run yet: the page opens on how the shipped GPT learned (its recorded losses)
     if (curve := recorded_curve((shipped := picker.shipped_default()).meta)) is not None:
         training.recorded_curve(curve, literal_markdown(shipped.label))

@@ -221,6 +221,12 @@ RUN_REFUSED = Slot(
     "where runs are started (a button) → why the server refused the last ones, shown there until it is pressed again",
     family=True,
 )
+CONTROL_SAID = Slot(
+    "_control_said_",
+    str,
+    "run id → what its last control (Pause, Resume, Stop, Park, Delete) said, shown once where the run is drawn",
+    family=True,
+)
 LAB_FAULT_SAID = Slot("_lab_fault_said", bool, "this page run said already that the lab cannot be read (ui.lab)")
 DELETE_ASKED = Slot("_lab_delete_asked", str, "the kept run whose Delete was pressed once: the next press deletes it")
 TRAINING_FOCUS = Slot("training_focus", (str, type(None)), "the id of the run the Training page shows first")

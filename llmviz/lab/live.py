@@ -3,11 +3,11 @@
 The lab's record (:class:`llmviz.lab.service.Lab`: the registry and the run files) is what a run *is*, from any app
 process, after any restart. A run training in *this* process is also a job of its job manager
 (:mod:`llmviz.jobs`), whose curve, samples and snapshots are in memory a second before the keeper writes them: the
-pages' one-second refresh reads them here, and every submit, control and removal of a run goes through here too.
+pages' one-second refresh reads them here, and every submit goes through here too.
 Pages, panels and the picker ask :class:`StudentRuns` (``ui.picker.runs()``) and never hold a job manager, a
 job or a worker (``tests/project/test_lab_door.py`` checks it): what they get is a :class:`LiveRun`, a read-only
-view with no controls of its own (a control is :meth:`StudentRuns.control`, the same for a run of this process
-and one of another: the manager acts at once on its own, and asks the lab's registry for the others).
+view with no controls of its own. Every control, of a run of this process or of another, goes through the lab's one
+control path (:meth:`llmviz.lab.service.Lab.control`, inside its guard; ``ui.lab.control`` in the app).
 
 A :class:`StudentRuns` is bound to one student (``owner``: the app's student id) and the client whose share its
 runs count in (the student, or their computer's address: ``LLMVIZ_SHARE_BY``); it sees and starts only that
@@ -179,18 +179,6 @@ class StudentRuns:
         """Run a loop that yields ``(step, loss)`` (a BPE training, word2vec, a sweep) as a run of kind task; what it
         returns is :attr:`LiveRun.result`."""
         return LiveRun(self._manager.submit_task(self.owner, loop, **options))
-
-    # ------------------------------------------------------------------ controls
-
-    def control(self, run_id: str, action: str) -> bool:
-        """Pause, resume or stop the student's run, wherever it trains (at once here, else through the lab's
-        registry); False when it is not their live run."""
-        return self._manager.control(self.owner, run_id, action)
-
-    def forget(self, run_id: str) -> None:
-        """Stop the student's run if it trains here, and delete it with its curve and snapshots (here and in the
-        lab)."""
-        self._manager.remove(self.owner, run_id)
 
     def keep_upload(self, name: str, data: bytes) -> str | None:
         """Keep a text the student uploaded in the lab (their quota counts it); the name it is kept under."""

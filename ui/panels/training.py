@@ -19,7 +19,7 @@ from llmviz.lessons.training import smooth
 from llmviz.training import footprint
 from llmviz.training.config import PRECISION_TITLES
 from ui import charts, lab, picker, state
-from ui.panels import kept, runs
+from ui.panels import run_view, runs
 from ui.text import csv_text, literal_markdown, tidy_floats
 
 
@@ -278,7 +278,7 @@ def downloads(all_runs: dict, statuses: dict) -> None:
     )
     if st.button("Clear all runs", key=state.widget("runs_clear")):
         for job in all_runs.values():
-            picker.runs().forget(job.id)
+            lab.control(job.id, "delete")
         st.rerun(scope="app")
 
 
@@ -286,7 +286,7 @@ def kept_frames(live: set[str], newest: int = 7) -> dict[str, object]:
     """The curves of the student's ``newest`` kept runs that no tab of this process trains (an earlier server's,
     another app process's, parked ones), as the lab keeps them: label → its curve's table."""
     return {
-        f"{view.label} · kept": kept.curve_frame(points)
+        f"{view.label} · kept": run_view.curve_frame(points)
         for view in lab.runs()[:newest]
         if view.id not in live and (points := lab.curve(view.id).points)
     }
