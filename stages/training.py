@@ -122,8 +122,9 @@ if train_pressed:
             device=run_device,
             precision=precision if precision in precisions else "auto",
         )
-        label = runs.unique_label(
-            f"{MODEL_LABELS[model_name]} · {OPTIMIZER_TITLES[optimizer]} · lr {lr:g} · {corpus_label}"
+        label = runs.unique_label(  # the settings that tell two runs apart, so two runs never read alike
+            f"{MODEL_LABELS[model_name]} · {OPTIMIZER_TITLES[optimizer]} · lr {lr:g} · {steps} steps · context "
+            f"{context} · batch {batch} · {corpus_label}"
         )
         # the corpus is tokenized and the model built in the run's worker, never in this script run (a 20 MB upload
         # took a minute here); a text of a few lines is split here in milliseconds, so that a text too short for

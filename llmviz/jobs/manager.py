@@ -252,7 +252,7 @@ class JobManager(Sessions, Shares, LabSide):
         return value becomes :attr:`Job.result`. ``loop(should_stop)`` may check ``should_stop()`` itself, and is
         stopped between yields anyway. With process workers ``loop`` must be picklable (a module-level function
         or a ``functools.partial`` of one). ``returns_when_stopped``: a Stop lets the loop return what it made so
-        far (it must check ``should_stop()``; see :mod:`llmviz.jobs.tasks`). ``footprint``: its memory, when it is
+        far (it must check ``should_stop()``; see :mod:`llmviz.training.tasks`). ``footprint``: its memory, when it is
         more than a worker's own. ``keep``: what the lab keeps of its result (:class:`KeptResult`: a BPE tokenizer,
         word vectors), written as the run's one kept file when it ends with one."""
         group = Group(owner, self.client_of(owner), self._options(snapshots=False, checkpoint=False))

@@ -1,9 +1,10 @@
 """The runs this process trains, as one student's page sees them: the lab's door to its live runs.
 
 The lab's record (:class:`llmviz.lab.service.Lab`: the registry and the run files) is what a run *is*, from any app
-process, after any restart. A run training in *this* process is also a job of its job manager
-(:mod:`llmviz.jobs`), whose curve, samples and snapshots are in memory a second before the keeper writes them: the
-pages' one-second refresh reads them here, and every submit goes through here too.
+process, after any restart. A run training in *this* process is also a job of its trainer
+(:class:`~llmviz.lab.trainer.Trainer`: the jobs layer's manager, of which the lab imports nothing), whose curve,
+samples and snapshots are in memory a second before the keeper writes them: the pages' one-second refresh reads them
+here, and every submit goes through here too.
 Pages, panels and the picker ask :class:`StudentRuns` (``ui.picker.runs()``) and never hold a job manager, a
 job or a worker (``tests/project/test_lab_door.py`` checks it): what they get is a :class:`LiveRun`, a read-only
 view with no controls of its own. Every control, of a run of this process or of another, goes through the lab's one
@@ -23,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from llmviz.jobs.job import Job
-from llmviz.jobs.manager import JobManager
 from llmviz.lab.live_status import JobStatus
+from llmviz.lab.trainer import Job, Trainer
+from llmviz.lab.trainer import trainer as process_trainer
 
 
 class LiveRun:
@@ -112,7 +113,7 @@ class StudentRuns:
     job manager (see the module's docstring). ``owner`` is the app's student id; ``client`` whose share their runs
     count in (None: as the student's last page run said, else the student)."""
 
-    def __init__(self, manager: JobManager, owner: str, client: str | None = None):
+    def __init__(self, manager: Trainer, owner: str, client: str | None = None):
         self._manager = manager
         self.owner = owner
         if client is not None:  # a page run says whose share it counts in; a control alone leaves that as it is
@@ -186,8 +187,7 @@ class StudentRuns:
 
 
 def student_runs(owner: str, client: str | None = None, liveness: Callable[[str], bool | None] | None = None):
-    """:class:`StudentRuns` for ``owner`` on this process's job manager (one per process, shared by every page run;
-    ``liveness``: whether a student still has a tab open, for the manager made by the first call)."""
-    from llmviz.jobs.manager import default_manager
-
-    return StudentRuns(default_manager(liveness=liveness), owner, client)
+    """:class:`StudentRuns` for ``owner`` on this process's trainer (:func:`llmviz.lab.trainer.trainer`: one per
+    process, shared by every page run; ``liveness``: whether a student still has a tab open, for the trainer made by
+    the first call)."""
+    return StudentRuns(process_trainer(liveness=liveness), owner, client)

@@ -48,6 +48,11 @@ def result_line(view: RunView, points: list[tuple]) -> str:
     >>> from llmviz.lab.records import RunRecord
     >>> result_line(RunView.of(RunRecord("r", "s", "training", "x", "finished", 2, 2)), [(1, 3.0, None), (2, 2.0, 2.5)])
     ' · finished after 2 steps · training loss 2.500 · validation loss 2.500 · validation perplexity 12.18'
+
+    A DPO run's loss is no cross-entropy: its exponential is no perplexity, and none is given.
+
+    >>> result_line(RunView.of(RunRecord("r", "s", "dpo", "x", "finished", 2, 2)), [(1, 0.69, None), (2, 0.5, 0.51)])
+    ' · finished after 2 steps · training loss 0.595 · validation loss 0.510'
     """
     losses = [loss for _, loss, _ in points if loss is not None]
     vals = [val for _, _, val in points if val is not None]
@@ -63,6 +68,14 @@ def points(kept_points: list[tuple], status: JobStatus | None) -> list[tuple]:
 
     >>> points([(1, 3.0, None), (2, 2.5, 2.6)], None)
     [(1, 3.0, None), (2, 2.5, 2.6)]
+
+    A run resumed at step 2 in this process: its job knows steps 2 to 4, the lab has written up to step 3; the chart
+    starts at step 1 all the same (it started at the resume step once):
+
+    >>> from types import SimpleNamespace as Step
+    >>> fresh = Step(metrics=[Step(step=s, train_loss=l, val_loss=None) for s, l in [(2, 2.5), (3, 2.2), (4, 2.0)]])
+    >>> points([(1, 3.0, None), (2, 2.5, 2.6), (3, 2.2, None)], fresh)
+    [(1, 3.0, None), (2, 2.5, 2.6), (3, 2.2, None), (4, 2.0, None)]
     """
     fresh = [(m.step, m.train_loss, m.val_loss) for m in status.metrics] if status is not None else []
     last = kept_points[-1][0] if kept_points else 0
@@ -158,9 +171,9 @@ def _newest_sample(run_id: str, status: JobStatus | None) -> None:
         st.code(f"step {step}:\n{text}", language=None, wrap_lines=True)
 
 
-def live(run_id: str, after: Callable[[], None], where: str = "single") -> None:
+def live(run_id: str, after: Callable[[], None], where: str = "single", name: str = "training.run") -> None:
     """:func:`draw` in a section that refreshes while the run is live, here or in another process (``after()``:
-    drawn below it)."""
+    drawn below it; ``name``: the section's, for the timing logs)."""
 
     def active() -> bool:
         job = picker.runs().live(run_id)
@@ -172,4 +185,4 @@ def live(run_id: str, after: Callable[[], None], where: str = "single") -> None:
         draw(run_id, where=where)
         after()
 
-    runs.live(draw_then_after, active=active, name="training.run")
+    runs.live(draw_then_after, active=active, name=name)

@@ -51,7 +51,9 @@ def runs() -> list[LiveRun]:
 
 
 def unique_label(base: str) -> str:
-    labels = {job.label for job in picker.my_runs(None)}
+    """``base``, or ``base #2``, ``#3``… when the student has a run of that label already: in this process, or as
+    the lab keeps it (another process's, an earlier server's), so two of their runs never share a label."""
+    labels = {job.label for job in picker.my_runs(None)} | {view.label for view in lab.runs(None)}
     label, number = base, 2
     while label in labels:
         label, number = f"{base} #{number}", number + 1
