@@ -342,3 +342,33 @@ def test_a_run_this_process_trains_reads_parked_by_the_teacher_with_resume_on_to
         lab.run(student, job.id).resumes
     )
     lab.control(student, job.id, "stop")
+
+
+def test_yes_delete_it_while_the_lab_is_locked_says_so_in_one_sentence_and_changes_nothing(
+    fresh_session_jobs, monkeypatch
+):
+    """Issue 68: **Yes, delete it** in a 15 s lock ended in Streamlit's generic error (``OperationalError`` from a path
+    outside the fault classifier). It goes through the one control path: the lab's sentence, and the run as it was
+    (every control under a real lock, Resume included: tests/unit/lab/test_controls.py)."""
+    from llmviz.lab.faults import SENTENCES
+    from llmviz.lab.service import LabUnavailable
+
+    at = run_app("stages/training.py")
+    student = at.session_state["_llmviz_session_id"]
+    _kept_run(student, "keptlocked", "Ann", 2.5)
+    lab = llmviz.lab.service.default_lab()
+    at.run()
+
+    def locked(*_args, **_kwargs):
+        raise LabUnavailable(SENTENCES["locked"])
+
+    monkeypatch.setattr(type(lab), "delete_run", locked)
+    at.selectbox(key="kept_delete_choice").select(
+        next(o for o in at.selectbox(key="kept_delete_choice").options if "keptlocked" in o)
+    ).run()
+    at.button(key="kept_delete").click().run()  # asks first
+    at.button(key="kept_delete").click().run()  # Yes, delete it
+    assert_clean(at)
+    shown = [element.value for element in [*at.success, *at.warning, *at.caption, *at.info]]
+    assert any(literal_markdown(SENTENCES["locked"]) in text for text in shown), shown
+    assert lab.run(student, "keptlocked") is not None  # nothing was deleted
