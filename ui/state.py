@@ -376,7 +376,6 @@ WIDGETS: dict[str, str] = {
     "tuning_dpo_upload": "Tuning: your own DPO set (JSON Lines)",
     "tuning_sft_start": "Tuning: start an SFT run",
     "tuning_dpo_start": "Tuning: start a DPO run",
-    "tuning_curves": "Tuning: the chart of this page's runs",
     "tuning_probabilities": "Tuning: the chart of an answer's token probabilities under each model",
     "tuning_dpo_shipped": "Tuning: the shipped DPO run's chart",
     "tuning_dpo_run_": "Tuning: a DPO run's chart (one per run)",

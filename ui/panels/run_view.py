@@ -98,28 +98,39 @@ def draw(run_id: str, where: str = "single", measure=None) -> None:
     status = job.status() if job is not None else None
     here = status is not None and not status.done  # trained by this process now: its job is the fresher picture
     kind = view.kind if view is not None else ""
-    measure = measure or measure_of(kind)
     curve = lab.curve(run_id) if view is not None else None
     whole = points(list(curve.points) if curve is not None else [], status)
-    _state_line(view, status, here, whole, measure)
+    _state_line(view, status, here, whole, measure or measure_of(kind))
     _controls(view, job, status, here, where)
     said = lab.said(run_id)  # a control pressed while the run had no buttons (it ended meanwhile): still said
     if said:
         st.caption(literal_markdown(said))
-    if status is not None and status.error and status.state != JobState.FAILED:
-        st.error(status.error)
     vocab = runs.vocab_of(job) if job is not None else 0
-    if status is not None and (overfits := overfitting(status.metrics, vocab)) is not None:
-        st.warning(overfits.message())  # the same verdict as the CLI's
-    label = view.label if view is not None else job.label
+    _notes(status, vocab)
     if whole:
-        figure = runs.loss_figure([(label, curve_frame(whole), vocab)], smoothing=0.8)
-        if kind in Y_TITLES:
-            figure.update_layout(yaxis_title=Y_TITLES[kind])
-        for step in curve.resumes if curve is not None else ():  # one run, one curve: where it went on is marked
-            figure.add_vline(x=step, line_dash="dot", line_color="#6c757d", annotation_text=f"resumed at {step}")
-        charts.show(figure, width="stretch", key=state.widget("run_chart_", where, run_id))
+        label = view.label if view is not None else job.label
+        _chart(label, kind, whole, curve.resumes if curve is not None else (), vocab, key=(where, run_id))
     _newest_sample(run_id, status)
+
+
+def _notes(status: JobStatus | None, vocab: int) -> None:
+    """A fault the run reported without failing, and whether it overfits (the same verdict as the CLI's)."""
+    if status is None:
+        return
+    if status.error and status.state != JobState.FAILED:
+        st.error(status.error)
+    if (overfits := overfitting(status.metrics, vocab)) is not None:
+        st.warning(overfits.message())
+
+
+def _chart(label: str, kind: str, whole: list[tuple], resumes, vocab: int, key: tuple) -> None:
+    """One run, one curve: every point from step 1, the steps it was resumed at marked, its loss named by its kind."""
+    figure = runs.loss_figure([(label, curve_frame(whole), vocab)], smoothing=0.8)
+    if kind in Y_TITLES:
+        figure.update_layout(yaxis_title=Y_TITLES[kind])
+    for step in resumes:
+        figure.add_vline(x=step, line_dash="dot", line_color="#6c757d", annotation_text=f"resumed at {step}")
+    charts.show(figure, width="stretch", key=state.widget("run_chart_", *key))
 
 
 def _state_line(view: RunView | None, status: JobStatus | None, here: bool, whole: list[tuple], measure) -> None:
