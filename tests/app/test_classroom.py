@@ -317,10 +317,16 @@ def test_a_run_this_process_trains_reads_parked_by_the_teacher_with_resume_on_to
     at = run_app("stages/training.py")
     owner = at.session_state["_llmviz_session_id"]
     student, lab = student_key(owner), llmviz.lab.service.default_lab()
-    job = submit(default_manager(), owner, 10_000_000)
-    assert wait_for(lambda: job.status().step > 5 and lab.run(student, job.id) is not None, 120)
+    manager = default_manager()
+
+    def here(condition) -> bool:  # the student's tab is open all along (a page run's heartbeat, however slow the
+        manager.heartbeat(owner)  # machine: a student gone for 30 s has their runs parked "when you left")
+        return condition()
+
+    job = submit(manager, owner, 10_000_000)
+    assert wait_for(lambda: here(lambda: job.status().step > 5 and lab.run(student, job.id) is not None), 120)
     assert lab.control(student, job.id, "park", by="teacher").endswith("after its current step.")
-    assert wait_for(lambda: lab.run(student, job.id).state == "parked", 120)
+    assert wait_for(lambda: here(lambda: lab.run(student, job.id).state == "parked"), 120)
     parked = lab.run(student, job.id)
     at.run()
     assert_clean(at)
@@ -329,8 +335,8 @@ def test_a_run_this_process_trains_reads_parked_by_the_teacher_with_resume_on_to
     assert not any("everything learned so far is kept" in caption.value for caption in at.caption)
     at.button(key=f"run_resume_single_{job.id}").click().run()
     assert_clean(at)
-    [again] = [j for j in default_manager().jobs(owner) if j.id == job.id and not j.ended]  # the same run goes on
-    assert wait_for(lambda: again.status().step > parked.step + 5, 120)
+    [again] = [j for j in manager.jobs(owner) if j.id == job.id and not j.ended]  # the same run goes on
+    assert wait_for(lambda: here(lambda: again.status().step > parked.step + 5), 120)
     at.run()
     assert_clean(at)
     chart = json.loads(at.get("plotly_chart")[0].proto.spec)  # the page's first picture: this run's curve
