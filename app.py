@@ -5,6 +5,8 @@ import time
 import streamlit as st
 
 import ui
+from llmviz.jobs.manager import default_manager
+from llmviz.lab import trainer
 from llmviz.lab.health import LabUnavailable
 from ui import charts, identity, link_model, picker, present, sections, share, state, watch
 
@@ -50,6 +52,7 @@ def main() -> None:
     )
 
     ui.start_server_once()  # once per server process: the log's handler, and a line for each unusable LLMVIZ_* value
+    trainer.install(default_manager)  # the lab's runs train in this process's job manager (llmviz.lab.trainer)
     ui.page_torch_threads()  # once per server process: one torch thread per page run (LLMVIZ_PAGE_TORCH_THREADS)
     share.begin()
     teacher = identity.take_teacher_key()  # ?teacher=KEY once makes this browser the teacher's (docs/classroom.md)

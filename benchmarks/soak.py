@@ -165,7 +165,7 @@ async def act(student: Student, me: str, log: Log, rng: random.Random, database:
         try:
             choice = f"{mine[resumable[0]]['label']} · {resumable[0]}"  # the kept run's option (ui/panels/kept.py)
             await student.set_widget("kept_delete_choice", choice, whole_page=True)
-            clicked = await student.click(f"kept_resume_chosen_{resumable[0]}")  # its Resume (kept.kept_controls)
+            clicked = await student.click(f"run_resume_chosen_{resumable[0]}")  # its Resume (run_view.controls)
             log.page_errors.extend(f"{me[:10]} resume: {e[:160]}" for e in clicked.errors)
             log.resumes += 1
             return

@@ -9,9 +9,9 @@ import llmviz.lessons.quiz
 import ui
 import ui.panels.embeddings
 from llmviz.errors import LlmvizError
-from llmviz.jobs import tasks
 from llmviz.lessons import architectures, defaults, embeddings, forward
 from llmviz.tokenizers.ids import encode
+from llmviz.training import tasks
 from ui import boxes, charts, lab, picker, sections, share, state
 from ui.panels import quiz, runs
 from ui.text import literal_markdown

@@ -35,7 +35,7 @@ from llmviz.training.losses import batch_loss, position_gradient
 from llmviz.training.toy_decoder import toy_task_loop
 from llmviz.training.trainer import build_trainer
 from ui import boxes, picker, sections, share, state
-from ui.panels import kept, quiz, runs, training
+from ui.panels import kept, quiz, run_view, runs, training
 from ui.text import literal_markdown
 
 settings = ui.settings()
@@ -122,8 +122,9 @@ if train_pressed:
             device=run_device,
             precision=precision if precision in precisions else "auto",
         )
-        label = runs.unique_label(
-            f"{MODEL_LABELS[model_name]} · {OPTIMIZER_TITLES[optimizer]} · lr {lr:g} · {corpus_label}"
+        label = runs.unique_label(  # the settings that tell two runs apart, so two runs never read alike
+            f"{MODEL_LABELS[model_name]} · {OPTIMIZER_TITLES[optimizer]} · lr {lr:g} · {steps} steps · context "
+            f"{context} · batch {batch} · {corpus_label}"
         )
         # the corpus is tokenized and the model built in the run's worker, never in this script run (a 20 MB upload
         # took a minute here); a text of a few lines is split here in milliseconds, so that a text too short for
@@ -152,18 +153,11 @@ runs.refusal("train")  # the share of runs or memory this run would pass, and wh
 
 raced = {job_id for race in state.LAB_RUNS.get("race", default=[]) for job_id in race.values()}
 focus_id = kept.focused_id(raced)  # as the lab keeps it: also after a restart, a park, or from another process
-focus = picker.runs().live(focus_id or "")
 picker.on_this_page([focus_id] if focus_id else [], reset=True)
-if focus is not None:  # trained by this process: drawn live from its job
-    if focus.info is not None:
+if focus_id is not None:  # one run, drawn from the lab's view of it, whichever process trains it (or trained it)
+    if (focus := picker.runs().live(focus_id)) is not None and focus.info is not None:
         training.run_line(focus.info)
-    runs.live(
-        lambda: (runs.draw_run(focus, where="single"), training.server_line()),
-        active=lambda: focus.changing,
-        name="training.run",
-    )
-elif focus_id is not None:  # an earlier server's, another process's, a parked one: drawn from the lab's record
-    kept.live_kept(focus_id, after=training.server_line)
+    run_view.live(focus_id, after=training.server_line)
 else:  # no run yet: the page opens on how the shipped GPT learned (its recorded losses)
     if (curve := recorded_curve((shipped := picker.shipped_default()).meta)) is not None:
         training.recorded_curve(curve, literal_markdown(shipped.label))

@@ -16,7 +16,7 @@ from llmviz.errors import LlmvizError
 from llmviz.lab.live_status import Planned
 from llmviz.lessons import adapting, tuning
 from ui import charts, lab, picker, present, sections, share, state
-from ui.panels import runs
+from ui.panels import run_view, runs
 from ui.panels.tuning import answers_row, dpo_figure, figures_table, mask_chips, probabilities_figure
 
 settings = ui.settings()
@@ -36,23 +36,21 @@ def _shipped() -> dict:
 
 # ------------------------------------------------------------------ lab runs (as the Adapting page keeps them)
 def _submit(section: str, label: str, build, footprint, steps: int) -> None:
-    """Start a lab run of kind ``section`` ("sft" or "dpo", as the lab keeps it) built in its worker."""
+    """Start a lab run of kind ``section`` ("sft" or "dpo", as the lab keeps it) built in its worker; the page then
+    draws the student's newest run of that kind, as the lab keeps it (nothing of it is kept in the browser session)."""
     planned = [(runs.unique_label(label), Planned(build, footprint, steps))]
-    started = runs.start(section, lambda: picker.runs().submit_race(planned, kind=section))
-    if started:
-        kept = state.LAB_RUNS.get(section, default=[])
-        state.LAB_RUNS.set([*kept, {"ids": {job.label: job.id for job in started}}], section)
+    if runs.start(section, lambda: picker.runs().submit_race(planned, kind=section)):
         st.rerun(scope="app")
 
 
-def _runs(section: str) -> dict:
-    """The runs this page started in ``section``, ``label → job``, oldest first."""
-    found = {}
-    for entry in state.LAB_RUNS.get(section, default=[]):
-        for label, job_id in entry["ids"].items():
-            job = picker.runs().live(job_id)
-            if job is not None:
-                found[label] = job
+def _newest() -> list[str]:
+    """The ids of the student's newest SFT run and newest DPO run, as the lab keeps them (this tab's, another tab's,
+    an earlier server's): what this section draws."""
+    found = []
+    for kind in ("sft", "dpo"):
+        views = lab.runs((kind,))
+        if views:
+            found.append(views[0].id)
     return found
 
 
@@ -272,15 +270,15 @@ def runs_section() -> None:
                     dpo_steps,
                 )
         runs.refusal("dpo")
-    started = {**_runs("sft"), **_runs("dpo")}
-    picker.on_this_page([job.id for job in started.values()])
-    runs.live(
-        lambda: runs.lab_panel({**_runs("sft"), **_runs("dpo")}, "tuning", chart_key=state.widget("tuning_curves")),
-        active=lambda: any(job.changing for job in {**_runs("sft"), **_runs("dpo")}.values()),
-        name="tuning.runs",
-    )
-    if started:
-        st.caption("Each run is in the sidebar's picker, and in the SFT / DPO model boxes at the top of the page.")
+    shown = _newest()
+    picker.on_this_page(shown)
+    for run_id in shown:  # each as every page draws a run: its state, controls, whole curve (a DPO loss named so)
+        run_view.live(run_id, after=lambda: None, where="tuning", name="tuning.runs")
+    if shown:
+        st.caption(
+            "Your newest SFT and DPO runs. Each run is in the sidebar's picker, in the SFT / DPO model boxes at the "
+            "top of the page, and in the Training page's kept runs."
+        )
 
 
 LESSONS = {

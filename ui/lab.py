@@ -17,6 +17,7 @@ from typing import Any
 
 import streamlit as st
 
+from llmviz.errors import LlmvizError
 from llmviz.lab.classroom import ClassRow
 from llmviz.lab.identity import student_key
 from llmviz.lab.live import student_runs
@@ -141,18 +142,29 @@ def training_count() -> int | None:
 
 def control(run_id: str, action: str, by: str = "student", owner: str | None = None) -> str:
     """Pause, resume, stop, park or delete this student's run (``by="teacher"`` with its ``owner``: any student's run,
-    from the class view), wherever it trains: through :meth:`llmviz.lab.service.Lab.control` (this process's job
-    manager acts at once on the runs it holds, and Resume trains a kept run on as the same run); one sentence saying
-    what was done. A refusal raises :class:`~llmviz.errors.LlmvizError` (one line)."""
+    from the class view), wherever it trains: the one control path, :meth:`llmviz.lab.service.Lab.control` (this
+    process's job manager acts at once on the runs it holds, and Resume trains a kept run on as the same run). Returns
+    the one sentence to show: what was done, or why nothing was (a refusal, or a database fault: the lab's sentence,
+    and nothing changed). Never raises for either."""
     if by == "teacher" and not _ask(lambda door, who: identity.is_teacher(), False):
         return "Only the teacher's browser acts on another student's run."
-    if action == "delete" and by != "teacher":
-        view = run(run_id)
-        if view is None:
-            return "That run is not one of yours any more (it was deleted)."
-        student_runs(identity.student_id()).forget(run_id)  # stopped where it trains here, then deleted
-        return f"{view.label} is deleted, with its curve and snapshots."
-    return _ask(lambda door, who: door.control(owner or who, run_id, action, by=by), "Nothing was changed.")
+    student_runs(identity.student_id())  # this process's trainer is attached to the lab (a Resume trains here)
+    try:
+        return default_lab().control(owner or student(), run_id, action, by=by)
+    except LlmvizError as refused:  # LabUnavailable (locked, full, gone), JobRefused (a share, no kept text)
+        return str(refused)
+
+
+def act(run_id: str, action: str, by: str = "student", owner: str | None = None) -> None:
+    """A control button's callback (Pause, Resume, Stop, Park, Delete): :func:`control`, its sentence kept for the
+    run's next drawing (:func:`said`). Streamlit calls it for the click before the run that carries the click draws
+    anything, whichever run that is: a click is never lost, and never silent."""
+    state.CONTROL_SAID.set(control(run_id, action, by=by, owner=owner), run_id)
+
+
+def said(run_id: str) -> str | None:
+    """What the last control of ``run_id`` said, once (the run's drawing shows it beside its state)."""
+    return state.CONTROL_SAID.pop(run_id)
 
 
 def kept_texts() -> list[tuple[str, str, int]]:

@@ -221,6 +221,12 @@ RUN_REFUSED = Slot(
     "where runs are started (a button) → why the server refused the last ones, shown there until it is pressed again",
     family=True,
 )
+CONTROL_SAID = Slot(
+    "_control_said_",
+    str,
+    "run id → what its last control (Pause, Resume, Stop, Park, Delete) said, shown once where the run is drawn",
+    family=True,
+)
 LAB_FAULT_SAID = Slot("_lab_fault_said", bool, "this page run said already that the lab cannot be read (ui.lab)")
 DELETE_ASKED = Slot("_lab_delete_asked", str, "the kept run whose Delete was pressed once: the next press deletes it")
 TRAINING_FOCUS = Slot("training_focus", (str, type(None)), "the id of the run the Training page shows first")
@@ -342,10 +348,6 @@ WIDGETS: dict[str, str] = {
     "runs_clear": "Training: clear all runs",
     "kept_delete_choice": "Training: which kept run to resume or delete (llmviz.lab)",
     "kept_delete": "Training: delete the chosen kept run",
-    "kept_resume_": "Training: resume a parked, interrupted or paused kept run, through the lab (where, run)",
-    "kept_pause_": "Training: pause a run another app process trains, through the lab (where, run)",
-    "kept_stop_": "Training: stop a run another app process trains, through the lab (where, run)",
-    "kept_chart_": "Training: a kept run's whole curve, read from the lab (where, run)",
     "login": "Sidebar: log in (where a login provider is configured)",
     "student_name": "Training: the student's name for the class view",
     "class_sort": "Class view: sort the runs by",
@@ -374,7 +376,6 @@ WIDGETS: dict[str, str] = {
     "tuning_dpo_upload": "Tuning: your own DPO set (JSON Lines)",
     "tuning_sft_start": "Tuning: start an SFT run",
     "tuning_dpo_start": "Tuning: start a DPO run",
-    "tuning_curves": "Tuning: the chart of this page's runs",
     "tuning_probabilities": "Tuning: the chart of an answer's token probabilities under each model",
     "tuning_dpo_shipped": "Tuning: the shipped DPO run's chart",
     "tuning_dpo_run_": "Tuning: a DPO run's chart (one per run)",

@@ -2,4 +2,4 @@
 pure logic, in :mod:`~llmviz.jobs.admission`); :mod:`~llmviz.jobs.job` is a job as pages see it;
 :mod:`~llmviz.jobs.supervisor` runs a job's worker from the server's side, :mod:`~llmviz.jobs.worker` is the loop in
 the worker, :mod:`~llmviz.jobs.events` what the two say to each other, :mod:`~llmviz.jobs.processes` how workers
-start; :mod:`~llmviz.jobs.tasks` holds the jobs that are not a trainer."""
+start; :mod:`~llmviz.training.tasks` holds the jobs that are not a trainer."""

@@ -114,14 +114,17 @@ class LabSide:
         return self.keeper.lab.keep_upload(student_key(owner), name, data)
 
     def control(self, owner: str, run_id: str, action: str, by: str = "student") -> bool:
-        """``"pause"``, ``"resume"`` or ``"stop"`` ``owner``'s run ``run_id``, wherever it trains: at once when this
-        process holds it, else through the lab's registry (the process that holds it acts within a second). False
-        when it is not the owner's live run."""
-        if self.act(student_key(owner), run_id, action, by, owner=owner):
-            return True
+        """``"pause"``, ``"resume"`` or ``"stop"`` ``owner``'s run ``run_id``: through the lab's one control path
+        (:meth:`llmviz.lab.service.Lab.control`, inside its guard) when this manager keeps its runs in a lab, else at
+        once on a run this process holds. True when the run was acted on or asked to; False when it is not the
+        owner's live run. A database fault raises :class:`~llmviz.lab.health.LabUnavailable` (one sentence)."""
         if self.keeper is None:
+            return self.act(student_key(owner), run_id, action, by, owner=owner)
+        view = self.keeper.lab.run(student_key(owner), run_id)
+        if view is None or not view.live:
             return False
-        return self.keeper.lab.registry.request(run_id, action, student=student_key(owner), by=by)
+        said = self.keeper.lab.control(student_key(owner), run_id, action, by=by)
+        return not said.endswith("has just ended.")
 
     def act(self, student: str, run_id: str, action: str, by: str, owner: str | None = None) -> bool:
         """Pause, resume, stop or park ``student``'s run ``run_id`` now when this process holds it live (the lab's
@@ -137,16 +140,26 @@ class LabSide:
         getattr(job, "stop" if action == "park" else action)()
         return True
 
+    def holds(self, student: str, run_id: str) -> bool:
+        """This process trains ``student``'s run ``run_id`` (the lab's :class:`~llmviz.lab.service.Controller`)."""
+        job = self._job_of(student, run_id)
+        return job is not None and not job.ended
+
     @contextlib.contextmanager
     def deleting(self, student: str, run_id: str) -> Iterator[None]:
         """While the lab deletes ``student``'s run ``run_id`` (its rows, then its folder): the keeper writes nothing
-        (a flush under way ends first); once it is deleted, the run's job here keeps nothing more. A resume state
-        written between the two once made the deleted run's folder again (and its row failed the foreign key)."""
+        (a flush under way ends first); once it is deleted, the run's job here is stopped, keeps nothing more and is
+        forgotten (no page lists it). A deletion the database refuses leaves the job training as it was. A resume
+        state written between the two once made the deleted run's folder again (and its row failed the foreign
+        key)."""
         job = self._job_of(student, run_id)
         with self.keeper.holding() if self.keeper is not None else contextlib.nullcontext():
             yield  # the deletion; when it is refused (the database busy), the run goes on being kept
             if job is not None:
                 job.discard()
+                with self._lock:
+                    for session in self._sessions.values():
+                        session.jobs.pop(run_id, None)
             if self.keeper is not None:
                 self.keeper.forget(run_id)
 

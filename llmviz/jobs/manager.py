@@ -252,7 +252,7 @@ class JobManager(Sessions, Shares, LabSide):
         return value becomes :attr:`Job.result`. ``loop(should_stop)`` may check ``should_stop()`` itself, and is
         stopped between yields anyway. With process workers ``loop`` must be picklable (a module-level function
         or a ``functools.partial`` of one). ``returns_when_stopped``: a Stop lets the loop return what it made so
-        far (it must check ``should_stop()``; see :mod:`llmviz.jobs.tasks`). ``footprint``: its memory, when it is
+        far (it must check ``should_stop()``; see :mod:`llmviz.training.tasks`). ``footprint``: its memory, when it is
         more than a worker's own. ``keep``: what the lab keeps of its result (:class:`KeptResult`: a BPE tokenizer,
         word vectors), written as the run's one kept file when it ends with one."""
         group = Group(owner, self.client_of(owner), self._options(snapshots=False, checkpoint=False))
@@ -538,17 +538,17 @@ class JobManager(Sessions, Shares, LabSide):
     # ---------------------------------------------------------------- deleting
 
     def remove(self, owner: str, job_id: str) -> None:
-        """Stop a job (if it runs) and forget it with its snapshots."""
+        """Delete a job with its snapshots: with a lab, through its one control path
+        (:meth:`llmviz.lab.service.Lab.control`: the rows and folder first, then the job stops here; under a database
+        fault :class:`~llmviz.lab.health.LabUnavailable`, and nothing changes); without one, stop it and forget it."""
+        if self.keeper is not None and self.keeper.lab.run(student_key(owner), job_id) is not None:
+            self.keeper.lab.control(student_key(owner), job_id, "delete")
+            return
         with self._lock:
             session = self._sessions.get(owner)
             job = session.jobs.pop(job_id, None) if session else None
         if job is not None:
             job.discard()
-        if self.keeper is not None:
-            # a write of it under way ends first, and none (rows, run.json) starts until its rows and folder are gone
-            with self.keeper.holding():
-                self.keeper.forget(job_id)
-                self.keeper.lab.delete_run(student_key(owner), job_id)
 
     def close_for_restart(self, timeout: float = 5.0) -> None:
         """The server is stopping in order (SIGTERM; :func:`default_manager` registers this at exit): every run that

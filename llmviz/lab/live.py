@@ -1,13 +1,14 @@
 """The runs this process trains, as one student's page sees them: the lab's door to its live runs.
 
 The lab's record (:class:`llmviz.lab.service.Lab`: the registry and the run files) is what a run *is*, from any app
-process, after any restart. A run training in *this* process is also a job of its job manager
-(:mod:`llmviz.jobs`), whose curve, samples and snapshots are in memory a second before the keeper writes them: the
-pages' one-second refresh reads them here, and every submit, control and removal of a run goes through here too.
+process, after any restart. A run training in *this* process is also a job of its trainer
+(:class:`~llmviz.lab.trainer.Trainer`: the jobs layer's manager, of which the lab imports nothing), whose curve,
+samples and snapshots are in memory a second before the keeper writes them: the pages' one-second refresh reads them
+here, and every submit goes through here too.
 Pages, panels and the picker ask :class:`StudentRuns` (``ui.picker.runs()``) and never hold a job manager, a
 job or a worker (``tests/project/test_lab_door.py`` checks it): what they get is a :class:`LiveRun`, a read-only
-view with no controls of its own (a control is :meth:`StudentRuns.control`, the same for a run of this process
-and one of another: the manager acts at once on its own, and asks the lab's registry for the others).
+view with no controls of its own. Every control, of a run of this process or of another, goes through the lab's one
+control path (:meth:`llmviz.lab.service.Lab.control`, inside its guard; ``ui.lab.control`` in the app).
 
 A :class:`StudentRuns` is bound to one student (``owner``: the app's student id) and the client whose share its
 runs count in (the student, or their computer's address: ``LLMVIZ_SHARE_BY``); it sees and starts only that
@@ -23,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from llmviz.jobs.job import Job
-from llmviz.jobs.manager import JobManager
 from llmviz.lab.live_status import JobStatus
+from llmviz.lab.trainer import Job, Trainer
+from llmviz.lab.trainer import trainer as process_trainer
 
 
 class LiveRun:
@@ -112,7 +113,7 @@ class StudentRuns:
     job manager (see the module's docstring). ``owner`` is the app's student id; ``client`` whose share their runs
     count in (None: as the student's last page run said, else the student)."""
 
-    def __init__(self, manager: JobManager, owner: str, client: str | None = None):
+    def __init__(self, manager: Trainer, owner: str, client: str | None = None):
         self._manager = manager
         self.owner = owner
         if client is not None:  # a page run says whose share it counts in; a control alone leaves that as it is
@@ -180,26 +181,13 @@ class StudentRuns:
         returns is :attr:`LiveRun.result`."""
         return LiveRun(self._manager.submit_task(self.owner, loop, **options))
 
-    # ------------------------------------------------------------------ controls
-
-    def control(self, run_id: str, action: str) -> bool:
-        """Pause, resume or stop the student's run, wherever it trains (at once here, else through the lab's
-        registry); False when it is not their live run."""
-        return self._manager.control(self.owner, run_id, action)
-
-    def forget(self, run_id: str) -> None:
-        """Stop the student's run if it trains here, and delete it with its curve and snapshots (here and in the
-        lab)."""
-        self._manager.remove(self.owner, run_id)
-
     def keep_upload(self, name: str, data: bytes) -> str | None:
         """Keep a text the student uploaded in the lab (their quota counts it); the name it is kept under."""
         return self._manager.keep_upload(self.owner, name, data)
 
 
 def student_runs(owner: str, client: str | None = None, liveness: Callable[[str], bool | None] | None = None):
-    """:class:`StudentRuns` for ``owner`` on this process's job manager (one per process, shared by every page run;
-    ``liveness``: whether a student still has a tab open, for the manager made by the first call)."""
-    from llmviz.jobs.manager import default_manager
-
-    return StudentRuns(default_manager(liveness=liveness), owner, client)
+    """:class:`StudentRuns` for ``owner`` on this process's trainer (:func:`llmviz.lab.trainer.trainer`: one per
+    process, shared by every page run; ``liveness``: whether a student still has a tab open, for the trainer made by
+    the first call)."""
+    return StudentRuns(process_trainer(liveness=liveness), owner, client)

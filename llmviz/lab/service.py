@@ -288,6 +288,8 @@ class Controller(Protocol):
 
     def act(self, student: str, run_id: str, action: str, by: str) -> bool: ...
 
+    def holds(self, student: str, run_id: str) -> bool: ...
+
     def deleting(self, student: str, run_id: str) -> contextlib.AbstractContextManager: ...
 
     def resume_run(self, student: str, run_id: str, by: str) -> Any: ...
@@ -515,24 +517,29 @@ class Lab:
 
     def control(self, student: str, run_id: str, action: str, by: str = "student") -> str:
         """``action`` (one of :data:`ACTIONS`) on ``student``'s run ``run_id``, from any app process, by ``by``
-        (``"student"``, ``"teacher"``, ``"server"``); returns the sentence to show. A live run held by this
-        process acts at once; one held by another process is asked through the registry (it acts within a
-        second); Resume of a parked, interrupted or stopped run trains the same run on in this process."""
+        (``"student"``, ``"teacher"``, ``"server"``); returns the sentence to show. The one control path: a live run
+        held by this process acts at once; one held by another process is asked through the registry (it acts within
+        a second); Resume of a parked, interrupted or stopped run trains the same run on in this process. Every step
+        is inside the lab's guard: a database fault is :class:`LabUnavailable` (one sentence) and a refusal an
+        :class:`~llmviz.errors.LlmvizError` (one sentence), and either changes nothing."""
         if action not in ACTIONS:
             raise ValueError(f"a run's controls are {', '.join(ACTIONS)}")
         found = self.run(student, run_id)
         if found is None:
             return "That run is not one of yours any more (it was deleted)."
+        with self.guard(f"{action} a run", writes=action in ("delete", "resume") or not found.live):
+            return self._control(found, action, by)
+
+    def _control(self, found: RunView, action: str, by: str) -> str:
         if action == "delete":
             return self._delete(found, by)
         if action == "resume" and not found.live:
             return self._resume_kept(found, by)
         if not found.live:
             return f"{found.label} is not training ({found.state_line}): there is nothing to {action}."
-        if self.controller is not None and self.controller.act(student, run_id, action, by):
+        if self.controller is not None and self.controller.act(found.student, found.id, action, by):
             return _asked(found.label, action, at_once=True)
-        with self.guard(f"ask for a {action}", writes=True):
-            asked = self.registry.request(run_id, action, student=student, by=by)
+        asked = self.registry.request(found.id, action, student=found.student, by=by)
         return _asked(found.label, action, at_once=False) if asked else f"{found.label} has just ended."
 
     def _resume_kept(self, found: RunView, by: str) -> str:
@@ -544,12 +551,15 @@ class Lab:
         return f"{found.label} goes on from step {found.step}: the same run, its curve and snapshots kept."
 
     def _delete(self, found: RunView, by: str) -> str:
-        if found.live:
-            if self.controller is None or not self.controller.act(found.student, found.id, "stop", by):
-                with self.guard("ask for a stop", writes=True):
-                    self.registry.request(found.id, "stop", student=found.student, by=by)
+        """The run's rows and folder go first; only then does the run stop where it trains (this process's job is
+        discarded by :meth:`Controller.deleting` once the deletion has succeeded): a deletion the database refuses
+        leaves the run as it was, training on. A run another process trains is asked to stop first (that process
+        writes nothing more of it)."""
+        held = self.controller is not None and self.controller.holds(found.student, found.id)
+        if found.live and not held:
+            self.registry.request(found.id, "stop", student=found.student, by=by)
         deleting = self.controller.deleting if self.controller is not None else _nothing_held
-        with deleting(found.student, found.id), self.guard("delete a run", writes=True):
+        with deleting(found.student, found.id):
             self.delete_run(found.student, found.id)  # nothing of it is written behind (this process's keeper)
         return f"{found.label} is deleted, with its curve and snapshots."
 

@@ -18,9 +18,9 @@ import torch
 import torch.nn.functional as F
 
 from llmviz.errors import EmbeddingError
-from llmviz.jobs import tasks
 from llmviz.lab.live_status import KeptResult
 from llmviz.models.word2vec import Word2VecState
+from llmviz.training import tasks
 
 # ---------------------------------------------------------------------------- lookups
 

@@ -10,12 +10,12 @@ import functools
 import json
 
 from llmviz.data import corpus
-from llmviz.jobs import tasks
 from llmviz.lab.live_status import KeptResult
 from llmviz.tokenizers import base, char_word, zipf
 from llmviz.tokenizers.bpe import compression
 from llmviz.tokenizers.bpe.reference import reference_tokenizer
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
+from llmviz.training import tasks
 
 WORD_VOCAB = 5000  # entries of the word vocabulary, [UNK] included
 

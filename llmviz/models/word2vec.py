@@ -1,6 +1,6 @@
 """word2vec (Mikolov et al., 2013): skip-gram with negative sampling, trained on a text's words, step by step.
 
-The Embeddings page's lab task (:mod:`llmviz.jobs.tasks`) trains it in a worker; the page draws its vectors.
+The Embeddings page's lab task (:mod:`llmviz.training.tasks`) trains it in a worker; the page draws its vectors.
 
 >>> words("The cat's hat, the CAT.")
 ['the', "cat's", 'hat', 'the', 'cat']

@@ -127,7 +127,7 @@ def test_a_parked_run_is_listed_and_resumed_on_the_training_page(fresh_session_j
     assert kept_table["state"].tolist()[0].startswith("parked")
     # kept with its snapshots only (as runs were before resume states): it resumes, and the page says how
     assert any("with its weights only" in c.value and "the optimizer starts afresh" in c.value for c in at.caption)
-    at.button(key="kept_resume_chosen_parked1").click().run()
+    at.button(key="run_resume_chosen_parked1").click().run()
     assert_clean(at)
     [job] = [j for j in default_manager().jobs(student) if j.id == "parked1"]  # the same run goes on
     assert job.wait(JOB_TIMEOUT)
@@ -165,21 +165,21 @@ def test_a_run_another_app_process_trains_is_paused_and_stopped_from_this_one(fr
         said = f"{label}: training · step 40 of 300 (trained by another app process)"
         assert said in bars, bars  # the label as Markdown shows it literally (the local jobs' bars do the same)
         at.selectbox(key="kept_delete_choice").set_value("other tab's run · elsewhere1").run()
-        at.button(key="kept_pause_chosen_elsewhere1").click().run()
+        at.button(key="run_pause_chosen_elsewhere1").click().run()
         assert_clean(at)
         assert lab.registry.take_requests(holder) == [("elsewhere1", "pause")]
         lab.registry.update_run("elsewhere1", state="paused")
         at.run()
-        at.button(key="kept_resume_chosen_elsewhere1").click().run()
+        at.button(key="run_resume_chosen_elsewhere1").click().run()
         assert lab.registry.take_requests(holder) == [("elsewhere1", "resume")]
-        at.button(key="kept_stop_chosen_elsewhere1").click().run()
+        at.button(key="run_stop_chosen_elsewhere1").click().run()
         assert lab.registry.take_requests(holder) == [("elsewhere1", "stop")]
     finally:
         other.kill()
         other.wait()
     at.run()  # its process gone: the run shows interrupted, resumable, with no buttons for a live run
     assert lab.registry.run(student, "elsewhere1").state == "interrupted"
-    assert not [b for b in at.button if b.key == "kept_pause_chosen_elsewhere1"]
+    assert not [b for b in at.button if b.key == "run_pause_chosen_elsewhere1"]
 
 
 def test_the_class_legend_names_student_run_and_model_escaped_and_the_table_shows_no_none(monkeypatch):
@@ -256,7 +256,7 @@ def test_a_run_the_teacher_parked_opens_the_training_page_with_its_curve_and_who
     assert steps[0] == 1 and steps[-1] == 401  # thinned for drawing (at most 600 rows): the ends always stay
     [validation] = [trace for trace in chart["data"] if trace["name"].endswith("(validation)")]
     assert values(validation["x"]) == [step for step, _, val in points if val is not None]  # every measured point
-    assert at.button(key="kept_resume_single_parkedbyt").label == "Resume"
+    assert at.button(key="run_resume_single_parkedbyt").label == "Resume"
 
 
 def test_with_the_lab_unreadable_the_pages_go_on_and_say_so_once(monkeypatch):
@@ -301,3 +301,80 @@ def test_the_server_line_counts_the_runs_every_app_process_trains(fresh_session_
         assert line.startswith(f"On this server: {before + 1} run(s) training"), line
     finally:
         lab.registry.free_slot("slot1")
+
+
+def test_a_run_this_process_trains_reads_parked_by_the_teacher_with_resume_on_top_and_resumed_draws_its_whole_curve(
+    fresh_session_jobs,
+):
+    """Issue 68: the teacher's Park reached the student as "stopped at step 691 of 2000 … everything learned so far is
+    kept" with no Resume at the top (the run's job here drew it, not the lab's record), and after Resume the live chart
+    started at the resume step. One function draws a run from the lab's view: parked by the teacher with Resume right
+    under it, then, once resumed, one curve from step 1 while it trains."""
+    from llmviz.jobs.manager import default_manager
+    from llmviz.lab.identity import student_key
+    from tests.support.lab_process import submit, wait_for
+
+    at = run_app("stages/training.py")
+    owner = at.session_state["_llmviz_session_id"]
+    student, lab = student_key(owner), llmviz.lab.service.default_lab()
+    manager = default_manager()
+
+    def here(condition) -> bool:  # the student's tab is open all along (a page run's heartbeat, however slow the
+        manager.heartbeat(owner)  # machine: a student gone for 30 s has their runs parked "when you left")
+        return condition()
+
+    job = submit(manager, owner, 10_000_000)
+    assert wait_for(lambda: here(lambda: job.status().step > 5 and lab.run(student, job.id) is not None), 120)
+    assert lab.control(student, job.id, "park", by="teacher").endswith("after its current step.")
+    assert wait_for(lambda: here(lambda: lab.run(student, job.id).state == "parked"), 120)
+    parked = lab.run(student, job.id)
+    at.run()
+    assert_clean(at)
+    said = [info.value for info in at.info]
+    assert any(f"parked by the teacher at step {parked.step} of" in text for text in said), said
+    assert not any("everything learned so far is kept" in caption.value for caption in at.caption)
+    at.button(key=f"run_resume_single_{job.id}").click().run()
+    assert_clean(at)
+    [again] = [j for j in manager.jobs(owner) if j.id == job.id and not j.ended]  # the same run goes on
+    assert wait_for(lambda: here(lambda: again.status().step > parked.step + 5), 120)
+    at.run()
+    assert_clean(at)
+    chart = json.loads(at.get("plotly_chart")[0].proto.spec)  # the page's first picture: this run's curve
+    [raw] = [trace for trace in chart["data"] if trace["name"].endswith("(per step)")]
+    steps = values(raw["x"])
+    assert steps[0] == 1 and steps[-1] > parked.step  # the whole history while it trains, not from the resume step
+    marks = [shape for shape in chart["layout"].get("shapes", []) if shape.get("type") == "line"]
+    assert [shape["x0"] for shape in marks if shape.get("line", {}).get("dash") == "dot"] == list(
+        lab.run(student, job.id).resumes
+    )
+    lab.control(student, job.id, "stop")
+
+
+def test_yes_delete_it_while_the_lab_is_locked_says_so_in_one_sentence_and_changes_nothing(
+    fresh_session_jobs, monkeypatch
+):
+    """Issue 68: **Yes, delete it** in a 15 s lock ended in Streamlit's generic error (``OperationalError`` from a path
+    outside the fault classifier). It goes through the one control path: the lab's sentence, and the run as it was
+    (every control under a real lock, Resume included: tests/unit/lab/test_controls.py)."""
+    from llmviz.lab.faults import SENTENCES
+    from llmviz.lab.service import LabUnavailable
+
+    at = run_app("stages/training.py")
+    student = at.session_state["_llmviz_session_id"]
+    _kept_run(student, "keptlocked", "Ann", 2.5)
+    lab = llmviz.lab.service.default_lab()
+    at.run()
+
+    def locked(*_args, **_kwargs):
+        raise LabUnavailable(SENTENCES["locked"])
+
+    monkeypatch.setattr(type(lab), "delete_run", locked)
+    at.selectbox(key="kept_delete_choice").select(
+        next(o for o in at.selectbox(key="kept_delete_choice").options if "keptlocked" in o)
+    ).run()
+    at.button(key="kept_delete").click().run()  # asks first
+    at.button(key="kept_delete").click().run()  # Yes, delete it
+    assert_clean(at)
+    shown = [element.value for element in [*at.success, *at.warning, *at.caption, *at.info]]
+    assert any(literal_markdown(SENTENCES["locked"]) in text for text in shown), shown
+    assert lab.run(student, "keptlocked") is not None  # nothing was deleted

@@ -26,16 +26,14 @@ def test_no_page_panel_or_picker_reaches_past_the_lab_door():
     assert reaching == [], "ask ui.lab (the lab's service) instead:\n" + "\n".join(reaching)
 
 
-JOBS = re.compile(
-    r"^\s*(from llmviz\.jobs(?!\.tasks\b|\s+import\s+tasks\b)|import llmviz\.jobs)|default_manager|\bmanager\(\)"
-)
+JOBS = re.compile(r"^\s*(from llmviz\.jobs\b|import llmviz\.jobs\b)|default_manager|\bmanager\(\)")
 
 
 def test_no_page_panel_or_picker_holds_a_job_manager_or_a_job():
     """A run training in this process is read, started and controlled through the lab's door to its live runs
     (``picker.runs()``: :class:`llmviz.lab.live.StudentRuns`, read-only :class:`~llmviz.lab.live.LiveRun` views), never
-    from the jobs layer (issue 56 §1: pages drew this process's runs from its jobs in 45 places). ``llmviz.jobs.tasks``
-    is allowed: its loops are what a task does (no state, no controls), handed to ``submit_task``."""
+    from the jobs layer (issue 56 §1: pages drew this process's runs from its jobs in 45 places). No page imports
+    ``llmviz.jobs`` at all (issue 68 §6): a task's loop is library code (``llmviz.training.tasks``)."""
     reaching = lines_of_the_app(JOBS)
     assert reaching == [], "ask picker.runs() (llmviz.lab.live) instead:\n" + "\n".join(reaching)
 

@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 import ui
 from llmviz.errors import LlmvizError
 from llmviz.interpret import induction
-from ui import charts, picker, state
+from ui import charts, lab, picker, state
 from ui.panels import runs
 from ui.text import literal_markdown
 
@@ -197,7 +197,7 @@ def run_progress(job, status) -> None:
     if not status.done:
         st.progress(status.fraction, text=f"{job.label}: {status.describe()}")
         if st.button("Stop", key=state.widget("induction_stop")):
-            picker.runs().control(job.id, "stop")
+            st.caption(literal_markdown(lab.control(job.id, "stop")))
     elif status.state == "failed":
         st.warning(f"The run stopped with a problem: {status.describe()}")
 

@@ -22,10 +22,9 @@ import torch
 
 from llmviz.errors import LlmvizError
 from llmviz.interpret import ablation, interventions, patching, steering
-from llmviz.jobs import tasks
 from llmviz.lessons import inside
 from llmviz.tokenizers.base import TokenizerError
-from llmviz.training import footprint
+from llmviz.training import footprint, tasks
 from ui import boxes, charts, picker, share, state
 from ui.panels import runs
 from ui.panels.inside import label, view_ids

@@ -1,7 +1,6 @@
-"""A student's runs as the lab keeps them (:mod:`ui.lab`), drawn: a run no tab of this app process trains (an
-earlier server's, another app process's, a parked or interrupted one) with its state in words, its curve (every
-point the lab keeps), its newest sample and its controls; the table of the student's kept runs; their disk use
-against the quota; Delete, which asks once.
+"""A student's kept runs (:mod:`ui.lab`): the table of them, their disk use against the quota, Delete (which asks
+once), the controls of the chosen one, and which run the Training page opens on. One run is drawn by
+:func:`ui.panels.run_view.draw`, the same whoever trains it.
 """
 
 from __future__ import annotations
@@ -9,97 +8,15 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from llmviz.errors import LlmvizError
 from llmviz.lab.service import TASK, RunView
-from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure
 from llmviz.training import footprint
-from ui import charts, identity, lab, picker, state
+from ui import identity, lab, picker, state
 from ui.lab import state_text
-from ui.panels import runs
+from ui.panels import run_view, runs
 from ui.text import literal_markdown
 
 KEPT_COLUMNS = ("run", "state", "steps", "best validation loss", "snapshots kept")
 RESULT_PAGES = {"bpe": "Tokens", "word2vec": "Embeddings"}  # where a kept task's result is shown again
-
-
-def curve_frame(points: list[tuple]) -> pd.DataFrame:
-    """A kept curve as the table a loss chart draws (``step``, ``train_loss``, ``val_loss``).
-
-    >>> curve_frame([(1, 3.0, None), (2, 2.5, 2.7)])["val_loss"].tolist()
-    [nan, 2.7]
-    """
-    frame = pd.DataFrame(points, columns=["step", "train_loss", "val_loss"])
-    return frame.astype({"train_loss": float, "val_loss": float})
-
-
-def result_line(view: RunView, points: list[tuple]) -> str:
-    """An ended run's line from its kept curve: steps, final training loss (the mean of its last 10 steps), last
-    validation loss and perplexity (the same as a live run's :func:`ui.panels.runs.final_line`).
-
-    >>> from llmviz.lab.records import RunRecord
-    >>> result_line(RunView.of(RunRecord("r", "s", "training", "x", "finished", 2, 2)), [(1, 3.0, None), (2, 2.0, 2.5)])
-    ' · finished after 2 steps · training loss 2.500 · validation loss 2.500 · validation perplexity 12.18'
-    """
-    losses = [loss for _, loss, _ in points if loss is not None]
-    vals = [val for _, _, val in points if val is not None]
-    val = vals[-1] if vals else None
-    found = RunResult(view.step, view.total, view.state, final_train_loss(losses), val, perplexity_measure(val))
-    return found.line(view.label).removeprefix(view.label)
-
-
-def draw_kept(view: RunView, where: str = "kept") -> None:
-    """One kept run, as the lab keeps it: its state in words, its controls, its whole curve and its newest sample."""
-    kept = lab.curve(view.id)
-    points = list(kept.points)
-    label = literal_markdown(view.label)
-    if view.live:
-        st.progress(min(1.0, view.step / max(view.total, 1)), text=f"**{label}** · {state_text(view)}")
-    elif view.state == "failed":
-        st.warning(f"**{label}** · {literal_markdown(state_text(view))}")
-    elif view.state == "finished":
-        st.markdown(f"**{label}**{literal_markdown(result_line(view, points))}")
-    else:
-        st.info(f"**{label}** · {literal_markdown(state_text(view))}")
-    kept_controls(view, where)
-    if points:
-        figure = runs.loss_figure([(view.label, curve_frame(points), 0)], smoothing=0.8)
-        for step in kept.resumes:  # one run, one curve: where it went on after a stop is marked
-            figure.add_vline(x=step, line_dash="dot", line_color="#6c757d", annotation_text=f"resumed at {step}")
-        charts.show(figure, width="stretch", key=state.widget("kept_chart_", where, view.id))
-    found = lab.samples(view.id)
-    if found:
-        step, text = found[-1]
-        st.code(f"step {step}:\n{text}", language=None, wrap_lines=True)
-
-
-def _control(run_id: str, action: str) -> None:
-    """A kept run's button's callback (it acts whatever run of the page carries the click)."""
-    try:
-        said = lab.control(run_id, action)
-    except LlmvizError as refused:  # JobRefused: the share of runs or memory, no kept text; one sentence
-        said = str(refused)
-    state.RUN_REFUSED.set(said, "kept")
-    if action == "resume":
-        picker.select(f"run:{run_id}")  # the picker stays on (or comes to) the run that trains on
-
-
-def kept_controls(view: RunView, where: str) -> None:
-    """Pause / Resume / Stop for a live run another app process trains, Resume for a parked or interrupted one:
-    through the lab, whichever process holds the run."""
-    if not (view.live or view.resumable):
-        return
-    c1, c2, _ = st.columns([1, 1, 4])
-    if view.resumable or view.state == "paused":
-        c1.button(
-            "Resume", key=state.widget("kept_resume_", where, view.id), on_click=_control, args=(view.id, "resume")
-        )
-    else:
-        c1.button("Pause", key=state.widget("kept_pause_", where, view.id), on_click=_control, args=(view.id, "pause"))
-    if view.live:
-        c2.button("Stop", key=state.widget("kept_stop_", where, view.id), on_click=_control, args=(view.id, "stop"))
-    said = state.RUN_REFUSED.pop("kept")
-    if said:
-        st.caption(literal_markdown(said))
 
 
 def kept_rows(views: list[RunView], steps_by_run: dict[str, list[int]]) -> list[dict]:
@@ -210,9 +127,7 @@ def kept_runs_panel() -> None:
             "snapshot(s)? Press the button again to delete it; nothing else is changed."
         )
     if chosen.resumable or (chosen.live and picker.runs().live(chosen.id) is None):
-        kept_controls(chosen, "chosen")  # a run this process trains has its controls with its live curve
-    if chosen.resumable:
-        st.caption(picker.runs().resume_line(chosen.id))
+        run_view.controls(chosen.id, "chosen")  # a run this process trains has its controls with its live curve
     elif chosen.resume_note:
         st.caption(chosen.resume_note)
 
@@ -246,17 +161,3 @@ def focused_id(raced: set[str]) -> str | None:
         return found
     newest = [view.id for view in kept if view.kind == "training"] or live[::-1]
     return newest[0] if newest else None
-
-
-def live_kept(run_id: str, after) -> None:
-    """A run no tab of this process trains, drawn from the lab's record (``after()``: drawn below it), refreshed while
-    it is live (in another app process)."""
-    first = lab.run(run_id)
-    if first is None:
-        return
-
-    def draw() -> None:
-        draw_kept(lab.run(run_id) or first, where="single")
-        after()
-
-    runs.live(draw, active=lambda: bool((view := lab.run(run_id)) and view.live), name="training.run")

@@ -34,9 +34,8 @@ from llmviz.lessons.training import RunResult, final_train_loss, perplexity_meas
 from llmviz.training.config import TrainConfig
 from llmviz.training.dataset import vocab_bound
 from llmviz.training.footprint import Footprint, of_config
-from llmviz.training.overfitting import overfitting
 from llmviz.training.trainer import build_trainer
-from ui import charts, picker, sections, state, watch
+from ui import charts, lab, picker, sections, state, watch
 from ui.errors import friendly_errors
 from ui.text import literal_markdown
 
@@ -52,7 +51,9 @@ def runs() -> list[LiveRun]:
 
 
 def unique_label(base: str) -> str:
-    labels = {job.label for job in picker.my_runs(None)}
+    """``base``, or ``base #2``, ``#3``… when the student has a run of that label already: in this process, or as
+    the lab keeps it (another process's, an earlier server's), so two of their runs never share a label."""
+    labels = {job.label for job in picker.my_runs(None)} | {view.label for view in lab.runs(None)}
     label, number = base, 2
     while label in labels:
         label, number = f"{base} #{number}", number + 1
@@ -266,40 +267,49 @@ def vocab_of(job: LiveRun) -> int:
     return job.info.vocab_size if job.info is not None else 0
 
 
-def _act(job_id: str, action: str) -> None:
-    """A Pause, Resume or Stop button's callback: Streamlit calls it for the click before the run that carries
-    the click draws anything, whichever run that is (the live section's refresh, the whole page, or one where the
-    section is gone): the click acts even when the button it came from is never drawn again. A run another app
-    process trains (the student's other tab) is asked through the lab's registry and acts within a second."""
-    picker.runs().control(job_id, action)  # here, or through the lab: any app process
-
-
 def controls(job: LiveRun, status: JobStatus, where: str) -> None:
-    """Pause / Resume / Stop buttons for a job that has not ended (``where``: the part of the page, for their keys).
+    """Pause / Resume / Stop for a job that has not ended (``where``: the part of the page, for their keys)."""
+    if not status.done:
+        buttons(job.id, resume=job.paused, stop=True, where=where)
 
-    Their callbacks act (:func:`_act`), not their return values: a return value is True only in the one run that
-    carries the click, and a click that landed while the section redrew was carried by a run that did not draw
-    the button (the page's, or the refresh after the run ended) and was lost."""
-    if status.done:
-        return
+
+def _pressed(run_id: str, action: str) -> None:
+    """A run's button's callback: the lab's one control path (:func:`ui.lab.act`); a resumed run is the model every
+    page shows (the picker stays on it, or comes to it)."""
+    lab.act(run_id, action)
+    if action == "resume":
+        picker.select(f"run:{run_id}")
+
+
+def buttons(run_id: str, *, resume: bool, stop: bool, where: str) -> None:
+    """A run's control buttons: Resume (``resume``) or Pause, and Stop (``stop``); then what the last one said.
+
+    Their callbacks act (:func:`ui.lab.act`: the lab's one control path), not their return values: a return value
+    is True only in the one run that carries the click, and a click that landed while the section redrew was carried
+    by a run that did not draw the button (the page's, or the refresh after the run ended) and was lost. What the
+    click did (or why nothing was done: a refusal, a database fault) is said under the buttons, once."""
     c1, c2, _ = st.columns([1, 1, 4])
-    if job.paused:
-        c1.button("Resume", key=state.widget("run_resume_", where, job.id), on_click=_act, args=(job.id, "resume"))
+    if resume:
+        c1.button("Resume", key=state.widget("run_resume_", where, run_id), on_click=_pressed, args=(run_id, "resume"))
     else:
         c1.button(
             "Pause",
-            key=state.widget("run_pause_", where, job.id),
+            key=state.widget("run_pause_", where, run_id),
             help="Training waits after this step; nothing is lost.",
-            on_click=_act,
-            args=(job.id, "pause"),
+            on_click=_pressed,
+            args=(run_id, "pause"),
         )
-    c2.button(
-        "Stop",
-        key=state.widget("run_stop_", where, job.id),
-        help="Stops at the end of the current step; the run so far is kept.",
-        on_click=_act,
-        args=(job.id, "stop"),
-    )
+    if stop:
+        c2.button(
+            "Stop",
+            key=state.widget("run_stop_", where, run_id),
+            help="Stops at the end of the current step; the run so far is kept.",
+            on_click=_pressed,
+            args=(run_id, "stop"),
+        )
+    said = lab.said(run_id)
+    if said:
+        st.caption(literal_markdown(said))
 
 
 def result(status: JobStatus, measure: Callable[[JobStatus], str | None] | None = None) -> RunResult:
@@ -355,36 +365,6 @@ def lab_panel(
     left, right = st.columns(2)
     charts.show_in(left, figure, key=chart_key)
     charts.show_in(right, accuracy, key=accuracy_key)
-
-
-def draw_run(job: LiveRun, where: str = "live", measure=None) -> None:
-    """Progress, controls, loss curve and newest sample of one run (inside a fragment); once it has ended, its final
-    line above its curves."""
-    status = job.status()
-    if status.done:
-        final_line(job.label, status, measure)
-    else:
-        st.progress(status.fraction, text=f"**{literal_markdown(job.label)}** · {status.describe()}")
-    controls(job, status, where)
-    if status.error and status.state != JobState.FAILED:
-        st.error(status.error)
-    overfits = overfitting(status.metrics, vocab_of(job))  # the same verdict as the CLI's
-    if overfits is not None:
-        st.warning(overfits.message())
-    if status.metrics:
-        charts.show(
-            loss_figure([(job.label, status, vocab_of(job))], smoothing=0.8),
-            width="stretch",
-            key=state.widget("run_chart_", where, job.id),
-        )
-    if status.samples:
-        step, text = status.samples[-1]
-        st.code(f"step {step}:\n{text}", language=None, wrap_lines=True)
-    if status.state == JobState.STOPPED:
-        st.caption(
-            f"Stopped at step {status.step} of {status.total}: everything learned so far is kept, "
-            "and the run is in the model picker."
-        )
 
 
 def start(where: str, submit: Callable[[], Any]) -> Any:
@@ -484,7 +464,7 @@ def _task_job(name: str, key: tuple) -> LiveRun | None:
     spec = state.TASK_JOBS.get().get(name)
     job = picker.runs().live(spec["id"]) if spec else None
     if job is not None and spec["key"] != key:  # the settings changed meanwhile: that job's answer is not wanted
-        picker.runs().control(job.id, "stop")
+        lab.control(job.id, "stop")
         return None
     return job
 
@@ -580,7 +560,7 @@ def follow_task_job(
                 "Stop",
                 key=state.widget("run_stop_", name, job.id),
                 help=stop_help,
-                on_click=_act,
+                on_click=lab.act,
                 args=(job.id, "stop"),
             )
 

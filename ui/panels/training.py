@@ -19,7 +19,8 @@ from llmviz.lessons.training import smooth
 from llmviz.training import footprint
 from llmviz.training.config import PRECISION_TITLES
 from ui import charts, lab, picker, state
-from ui.panels import kept, runs
+from ui.lab import state_text
+from ui.panels import run_view, runs
 from ui.text import csv_text, literal_markdown, tidy_floats
 
 
@@ -157,7 +158,7 @@ def all_runs() -> None:
     st.dataframe(
         pd.DataFrame([summary_row(name, status) for name, status in statuses.items()]), hide_index=True, width="stretch"
     )
-    run_notes(statuses)
+    run_notes(all_runs, statuses)
     downloads(all_runs, statuses)
 
 
@@ -234,11 +235,14 @@ def summary_row(name: str, status: JobStatus) -> dict:
     }
 
 
-def run_notes(statuses: dict) -> None:
-    """Under the run table: where each stopped run stopped, each run's fault, and each run's samples."""
+def run_notes(all_runs: dict, statuses: dict) -> None:
+    """Under the run table: where each stopped run stopped, as the lab's record says it (parked by the teacher,
+    stopped by you: :func:`ui.lab.state_text`), each run's fault, and each run's samples."""
     for name, status in statuses.items():
         if status.state == "stopped":
-            st.caption(f"{name}: stopped at step {status.step} of {status.total} (everything learned so far is kept).")
+            view = lab.run(all_runs[name].id)
+            line = state_text(view) if view is not None else f"stopped at step {status.step} of {status.total}"
+            st.caption(f"{literal_markdown(name)}: {literal_markdown(line)}.")
         if status.error:
             st.error(f"{name}: {status.error}")
     for name, status in statuses.items():
@@ -278,7 +282,7 @@ def downloads(all_runs: dict, statuses: dict) -> None:
     )
     if st.button("Clear all runs", key=state.widget("runs_clear")):
         for job in all_runs.values():
-            picker.runs().forget(job.id)
+            lab.control(job.id, "delete")
         st.rerun(scope="app")
 
 
@@ -286,7 +290,7 @@ def kept_frames(live: set[str], newest: int = 7) -> dict[str, object]:
     """The curves of the student's ``newest`` kept runs that no tab of this process trains (an earlier server's,
     another app process's, parked ones), as the lab keeps them: label → its curve's table."""
     return {
-        f"{view.label} · kept": kept.curve_frame(points)
+        f"{view.label} · kept": run_view.curve_frame(points)
         for view in lab.runs()[:newest]
         if view.id not in live and (points := lab.curve(view.id).points)
     }

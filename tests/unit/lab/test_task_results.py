@@ -14,12 +14,12 @@ from pydoc_data.topics import topics
 import pytest
 import torch
 
-from llmviz.jobs import tasks
 from llmviz.jobs.manager import JobManager
 from llmviz.lab.service import Lab, SnapshotDamaged
 from llmviz.lessons import embeddings, tokens
 from llmviz.tokenizers.bpe.merging import train_naive
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
+from llmviz.training import tasks
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.lab_process import submit
 from tests.support.paths import ROOT

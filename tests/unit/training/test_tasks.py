@@ -1,4 +1,4 @@
-"""The interventions' sweeps as lab jobs (llmviz.jobs.tasks): in a worker process they give the grid computed here,
+"""The interventions' sweeps as lab jobs (llmviz.training.tasks): in a worker process they give the grid computed here,
 and a Stop keeps what was measured so far."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from llmviz.interpret import ablation, patching
-from llmviz.jobs import tasks
 from llmviz.jobs.manager import JobManager
+from llmviz.training import tasks
 from tests.support.interventions import ARCHITECTURES, model_of
 from tests.support.paths import ROOT
 
@@ -107,7 +107,7 @@ def test_steered_writing_as_a_job_is_the_pair_and_a_stop_keeps_what_was_written(
 BPE_GROWTH = """
 import json, sys
 from pydoc_data.topics import topics
-from llmviz.jobs import tasks
+from llmviz.training import tasks
 text = ("\\n\\n".join(topics.values()) * 3)[: int(sys.argv[1])]
 def status(field):  # kB, from /proc/self/status
     return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(field + ":"))
@@ -153,7 +153,7 @@ def test_a_small_word2vec_tasks_estimate_covers_the_processs_first_training_step
 W2V_GROWTH = """
 import json, sys
 from pydoc_data.topics import topics
-from llmviz.jobs import tasks
+from llmviz.training import tasks
 text = ("\\n\\n".join(topics.values()) * 3)[: int(sys.argv[1])]
 def status(field):  # kB, from /proc/self/status
     return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith(field + ":"))

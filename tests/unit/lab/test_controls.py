@@ -1,0 +1,67 @@
+"""One control path (issue 68 §3): pause, stop, park, resume and delete go through the lab's one door
+(:meth:`llmviz.lab.service.Lab.control`), inside its guard, on SQLite and PostgreSQL. Under a database locked by
+another process past its timeout each either acts (a run this process holds pauses at once: the record catches up)
+or is refused in one sentence, and a refused one changes nothing: **Yes, delete it** in a 15 s lock ended in
+Streamlit's generic error (``OperationalError`` from outside the fault classifier), and Resume was dropped without
+a word."""
+
+from __future__ import annotations
+
+import pytest
+
+import llmviz.lab.registry
+from llmviz.errors import LlmvizError
+from llmviz.jobs.manager import JobManager
+from llmviz.lab.faults import SENTENCES
+from llmviz.lab.service import Lab
+from tests.support.lab_process import submit, wait_for
+from tests.support.locks import locked_by_another_process, release
+
+pytestmark = pytest.mark.slow  # real processes and workers: not the fast lane
+
+LONG = 10_000_000  # steps: a run that trains through the whole test
+
+
+def _said(lab: Lab, student: str, run_id: str, action: str) -> str:
+    """What the door answers: a sentence, or a refusal's one sentence (what the app shows in both cases)."""
+    try:
+        return lab.control(student, run_id, action)
+    except LlmvizError as refused:
+        return str(refused)
+
+
+def test_every_control_under_a_lock_answers_in_one_sentence_and_a_refused_one_changes_nothing(
+    tmp_path, monkeypatch, database_url
+):
+    monkeypatch.setattr(llmviz.lab.registry, "BUSY_TIMEOUT_S", 1.0)  # past it in a second (the app waits 10 s)
+    manager = JobManager(max_running=3, lab=Lab.at(tmp_path, url=database_url), runs_per_session=2)
+    lab = manager.lab
+    try:
+        live = submit(manager, "ann", LONG)
+        parked = submit(manager, "ann", LONG)
+        assert wait_for(lambda: parked.status().step > 3 and live.status().step > 3, 120)
+        assert lab.control("ann", parked.id, "park", by="teacher").endswith("after its current step.")
+        assert wait_for(lambda: lab.run("ann", parked.id).state == "parked", 120)
+        before = lab.run("ann", parked.id)
+        locker = locked_by_another_process(database_url, tmp_path)
+        try:
+            said = {action: _said(lab, "ann", parked.id, action) for action in ("resume", "delete")}
+            assert said == {"resume": SENTENCES["locked"], "delete": SENTENCES["locked"]}
+            assert _said(lab, "ann", live.id, "delete") == SENTENCES["locked"]
+            step = live.status().step
+            assert wait_for(lambda: live.status().step > step + 5, 120)  # a refused delete left it training
+            assert _said(lab, "ann", live.id, "pause").endswith("pauses after its current step.")  # held here: acts
+            assert wait_for(lambda: live.status().state.value == "paused", 60)
+            assert _said(lab, "ann", live.id, "resume").endswith("goes on after its current step.")
+        finally:
+            release(locker)
+        assert manager.jobs("ann")[0].id == live.id and not live.ended  # nothing was deleted or stopped
+        after = lab.run("ann", parked.id)
+        assert (after.state, after.step, after.state_by) == (before.state, before.step, "teacher")
+        assert lab.control("ann", parked.id, "resume").startswith("ann's run goes on from step")  # cleared: works
+        assert wait_for(lambda: lab.run("ann", parked.id).state == "running", 120)
+        assert lab.control("ann", live.id, "delete").endswith("is deleted, with its curve and snapshots.")
+        assert lab.run("ann", live.id) is None and all(job.id != live.id for job in manager.jobs("ann"))
+        assert live.wait(60) and live.ended  # stopped where it trained, once its rows were gone
+    finally:
+        manager.shutdown()
