@@ -1,0 +1,159 @@
+"""What one hostile client can do to the server over Streamlit's own protocol (issue 72), checked against a real app
+server (``benchmarks/_protocol_client.py`` speaks to it as a browser does, then sends what no browser would):
+
+- every text a client controls that can reach the server's log (a section's fragment id, a widget's id and
+  value, the address's query string, a page's name, an Origin header, a cookie) sent a thousand times writes a
+  few kilobytes at most, escaped: no newline of a client's starts a line of the log
+  (``llmviz.errors.ClientLogFilter`` on Streamlit's loggers and llmviz's refusals);
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+import pytest
+from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+from benchmarks._protocol_client import Student
+from tests.support.app_server import AppDidNotStart, start_app
+from tests.support.asyncio_thread import run_coroutine
+from ui.identity import COOKIE
+
+pytestmark = pytest.mark.processes  # an app server of this test process
+
+KEY = "a-long-teacher-key-for-hostile-tests"
+FORGED_LINE = "2026-01-01 00:00:00.000 INFO streamlit: forged"  # what a client's newline would start a line with
+TIMES = 1000
+#: what a thousand forged messages of one kind may add to the log (ten lines of at most 500 characters, a count)
+FEW_KB = 8_000
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """``(url, log path)`` of a server of this module's own (its log is the tests' to read), with a teacher key."""
+    folder = tmp_path_factory.mktemp("hostile-server")
+    (folder / "runs").mkdir()
+    env = {
+        "HF_HUB_OFFLINE": "1",
+        "LLMVIZ_RUNS_DIR": str(folder / "runs"),
+        "LLMVIZ_CACHE_DIR": str(folder / "cache"),
+        "LLMVIZ_TEACHER_KEY": KEY,
+    }
+    try:
+        app = start_app("app.py", env=env, log=folder / "server.log")
+    except AppDidNotStart as error:
+        pytest.fail(str(error))
+    yield app.url, folder / "server.log"
+    app.stop()
+
+
+def _log(path) -> str:
+    return path.read_text(errors="replace")
+
+
+def _browser() -> dict[str, str]:
+    """The headers of a new browser: a student cookie of its own."""
+    return {"Cookie": f"{COOKIE}={secrets.token_urlsafe(32)}"}
+
+
+def _forged(n: int, size: int = 2_000) -> str:
+    """The ``n``-th forged text: a newline and what would read as a log line of the server's, then padding."""
+    return f"forged{n}\n{FORGED_LINE} {n}\n" + "x" * size
+
+
+def _assert_bounded(text: str, what: str) -> None:
+    assert len(text) < FEW_KB, f"{len(text):,} characters of log for {TIMES} forged {what}:\n{text[:3000]}"
+    starts = [line for line in text.splitlines() if line.startswith(FORGED_LINE[:10]) or line.startswith("x" * 20)]
+    assert starts == [], f"a client's newline started a line of the log ({what}): {starts[:3]}"
+
+
+def _flood(url: str, log, what: str, send) -> str:
+    """Open the Tokens page, let ``send(student)`` forge messages, rerun the page once (every forged message has been
+    read then), and return what the log gained; the rerun must be clean."""
+    before = len(_log(log))
+
+    async def visit():
+        async with Student(url, headers=_browser()) as student:
+            await student.open("tokens")
+            await send(student)
+            return await student.rerun()
+
+    rerun = run_coroutine(visit())
+    assert rerun.status == "finished" and "exception" not in rerun.elements, rerun.errors
+    text = _log(log)[before:]
+    _assert_bounded(text, what)
+    return text
+
+
+def test_a_thousand_forged_fragment_ids_write_a_few_lines(server):
+    """Streamlit logs a rerun for a section the session never drew with its id as sent: one connection wrote 807 MB
+    of log in 11 s, and an id holding a newline wrote a line that read like the server's."""
+    url, log = server
+
+    async def send(student):
+        for n in range(TIMES):
+            message = student._rerun_message()
+            message.rerun_script.fragment_id = _forged(n, 10_000)
+            await student.socket.send(message.SerializeToString())
+
+    text = _flood(url, log, "fragment ids", send)
+    assert "does not exist anymore" in text and "forged0\\n2026-01-01" in text  # said once, escaped
+    assert "… (10,0" in text  # cut, with its length said
+
+
+def test_a_thousand_forged_widget_ids_and_values_write_a_few_lines(server):
+    url, log = server
+
+    async def send(student):
+        message = student._rerun_message()
+        seed = student.widget("seed").id
+        for n in range(TIMES):  # a bare name (no widget's id) each, and a text where the seed's number is
+            forged = _forged(n, 500)
+            message.rerun_script.widget_states.widgets.append(WidgetState(id=forged, string_value=forged))
+        message.rerun_script.widget_states.widgets.append(WidgetState(id=seed, string_value=_forged(TIMES)))
+        await student.socket.send(message.SerializeToString())
+        forged_run = await student._run(time.perf_counter(), "")  # run (a rerun sent at once would replace it)
+        assert "exception" not in forged_run.elements, forged_run.errors
+        assert any("This browser sent a value" in alert for alert in forged_run.alerts)
+
+    text = _flood(url, log, "widget ids and values", send)
+    assert "A browser sent a value" in text and "forged0\\n2026-01-01" in text
+
+
+def test_a_thousand_forged_addresses_and_page_names_write_a_few_lines(server):
+    url, log = server
+
+    async def send(student):
+        for n in range(TIMES):
+            message = student._rerun_message()
+            # more parameters than Streamlit takes (it logs that), one of them a newline and a teacher key's guess
+            message.rerun_script.query_string = f"teacher={_forged(n, 10)}&" + "a=1&" * 1_000
+            message.rerun_script.page_name = _forged(n, 100)
+            message.rerun_script.page_script_hash = ""
+            await student.socket.send(message.SerializeToString())
+
+    _flood(url, log, "query strings and page names", send)
+
+
+def test_a_thousand_forged_headers_and_cookies_write_a_few_lines(server):
+    """An Origin header no page of this server has is refused, and logged by Streamlit as sent; a cookie is never
+    logged. (A header cannot hold a newline: HTTP refuses it before Streamlit sees it.)"""
+    url, log = server
+    origin = "http://forged.example/" + "o" * 4_000
+
+    async def send(student):
+        import websockets
+
+        for n in range(TIMES // 5):  # a connection each: fewer, it is the same message
+            headers = {"Origin": f"{origin}{n}", "Cookie": f"{COOKIE}={'c' * 3_000}{n}; other={'d' * 3_000}"}
+            try:
+                socket = await websockets.connect(
+                    student.stream, subprotocols=["streamlit"], additional_headers=headers, open_timeout=30
+                )
+                await socket.close()
+            except (OSError, websockets.exceptions.WebSocketException):
+                pass  # refused, as it should be
+
+    text = _flood(url, log, "Origin headers and cookies", send)
+    assert "Rejecting WebSocket connection" in text and "c" * 100 not in text
