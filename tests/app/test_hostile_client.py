@@ -5,6 +5,10 @@ server (``benchmarks/_protocol_client.py`` speaks to it as a browser does, then 
   value, the address's query string, a page's name, an Origin header, a cookie) sent a thousand times writes a
   few kilobytes at most, escaped: no newline of a client's starts a line of the log
   (``llmviz.errors.ClientLogFilter`` on Streamlit's loggers and llmviz's refusals);
+- a value no browser would send, given to every widget of every page and tab at once (an option the widget does not
+  offer, a number out of its range, a text longer than its box, a value of another kind) runs no widget's callback
+  with it (Tokens › Example's raised a ``KeyError``, a traceback per message): the page runs clean, says in one
+  notice which settings it ignored, and the student's settings are all still there;
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ import time
 import pytest
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
-from benchmarks._protocol_client import Student
+from benchmarks._protocol_client import Student, Widget, _state
+from tests.app.test_widget_walk import OPERATED, Walker, problem_of
 from tests.support.app_server import AppDidNotStart, start_app
 from tests.support.asyncio_thread import run_coroutine
+from tests.support.widget_walk import CASES, Case
 from ui.identity import COOKIE
 
 pytestmark = pytest.mark.processes  # an app server of this test process
@@ -39,6 +45,7 @@ def server(tmp_path_factory):
         "LLMVIZ_RUNS_DIR": str(folder / "runs"),
         "LLMVIZ_CACHE_DIR": str(folder / "cache"),
         "LLMVIZ_TEACHER_KEY": KEY,
+        "LLMVIZ_NEW_STUDENTS_PER_MINUTE": "0",  # every test is a new student (a browser of its own) from 127.0.0.1
     }
     try:
         app = start_app("app.py", env=env, log=folder / "server.log")
@@ -157,3 +164,92 @@ def test_a_thousand_forged_headers_and_cookies_write_a_few_lines(server):
 
     text = _flood(url, log, "Origin headers and cookies", send)
     assert "Rejecting WebSocket connection" in text and "c" * 100 not in text
+
+
+FORGED_OPTION = "not an option\n2026-01-01 forged"
+REFUSED_NOTICE = "This browser sent a value"
+
+
+def forged_value(drawn) -> tuple[str, object] | None:
+    """What a hostile client sends for a drawn widget instead of what its browser could: (the widget state's field,
+    the value); None when nothing it takes is out of bounds (a text box without a limit takes any text).
+
+    >>> from streamlit.proto.Element_pb2 import Element
+    >>> from tests.app.test_widget_walk import Drawn
+    >>> slider = Element().slider
+    >>> slider.max, slider.default[:] = 3, [1.0]
+    >>> forged_value(Drawn("slider", slider, "", 0)), forged_value(Drawn("radio", Element().radio, "", 0))[0]
+    (('double_array_value', [1000003.0]), 'string_value')
+    """
+    proto, kind = drawn.proto, drawn.kind
+    if kind in ("selectbox", "radio"):
+        return "string_value", FORGED_OPTION
+    if kind == "multiselect" or (kind == "slider" and proto.options):
+        return "string_array_value", [FORGED_OPTION]
+    if kind == "slider":
+        return "double_array_value", [proto.max + 1e6] * max(1, len(proto.default))
+    if kind == "number_input":
+        return ("int_value", -(10**12)) if proto.data_type == proto.INT else ("double_value", float("nan"))
+    if kind == "checkbox":
+        return "string_value", FORGED_OPTION  # a text where a tick is
+    if kind in ("text_input", "text_area") and proto.max_chars:
+        return "string_value", "x" * (proto.max_chars + 1)
+    return None
+
+
+async def forge_every_widget(url: str, case: Case) -> tuple[list[str], object, object]:
+    """Open the case's page, then rerun it with a forged value for every widget it drew (main area and sidebar) in
+    one message; then rerun it as the browser holds it. Returns (the widgets forged, the forged run, the rerun)."""
+    async with Walker(url) as student:
+        opened = await student.open(case.path, case.query.lstrip("?"))
+        assert problem_of(opened) is None, f"{case.name} on opening: {problem_of(opened)}"
+        held = dict(student.values)
+        message = student._rerun_message()
+        states = message.rerun_script.widget_states.widgets
+        forged: list[str] = []
+        for widget_id in [i for i in student.order if i in student.current and student.drawn[i].kind in OPERATED]:
+            value = forged_value(student.drawn[widget_id])
+            if value is None:
+                continue
+            kept = [state for state in states if state.id != widget_id]
+            del states[:]
+            states.extend(kept)
+            states.append(_state(Widget(widget_id, value[0], value[1], "", ""), value[1]))
+            forged.append(f"{student.drawn[widget_id].kind} {getattr(student.drawn[widget_id].proto, 'label', '')!r}")
+        began = time.perf_counter()
+        await student.socket.send(message.SerializeToString())
+        forged_run = await student._run(began, "")
+        student.values = {i: v for i, v in held.items() if i in student.widgets}  # what the browser still holds
+        return forged, forged_run, await student.rerun()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_a_forged_value_for_every_widget_runs_no_callback_with_it(server, case):
+    url, log = server
+    forged, forged_run, rerun = run_coroutine(forge_every_widget(url, case))
+    assert forged_run.status == "finished" and problem_of(forged_run) is None, (
+        f"{case.name}: forged {forged}: {problem_of(forged_run)}"
+    )
+    if any(not what.startswith(("slider", "number_input")) for what in forged):
+        # a number out of its range is put back to the widget's default by Streamlit itself, silently
+        assert any(REFUSED_NOTICE in alert for alert in forged_run.alerts), f"{case.name}: no notice for {forged}"
+    assert rerun.status == "finished" and problem_of(rerun) is None, problem_of(rerun)
+    assert not any(REFUSED_NOTICE in alert for alert in rerun.alerts)  # the browser's own values: all taken
+    assert "Traceback" not in _log(log)
+
+
+def test_a_forged_example_keeps_the_students_text(server):
+    """Tokens › Example: its callback replaces the text box's text; a forged example changes nothing."""
+    url, _ = server
+
+    async def visit():
+        async with Walker(url) as student:
+            await student.open("tokens")
+            await student.set_widget("text", "my own words", whole_page=True)
+            forged = await student.set_widget("example", FORGED_OPTION, whole_page=True)
+            text = student.drawn[student.widget("text").id].proto
+            return forged, text.set_value, text.value
+
+    forged, text_set, text = run_coroutine(visit())
+    assert problem_of(forged) is None and any(REFUSED_NOTICE in alert for alert in forged.alerts)
+    assert not text_set or text == "my own words"
