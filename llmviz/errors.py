@@ -212,7 +212,7 @@ class ClientLogFilter(logging.Filter):
             record.msg, record.args = one_line(record.getMessage(), CLIENT_MESSAGE_CHARS), ()
             if record.exc_info and record.exc_info[0] is not None:
                 record.exc_text = safe_traceback(record.exc_info)
-        except Exception:  # noqa: BLE001 - a message that cannot be formatted: said without its arguments
+        except (TypeError, ValueError, KeyError):  # a message that cannot be formatted: said without its arguments
             record.msg, record.args = one_line(str(record.msg), CLIENT_MESSAGE_CHARS), ()
         return True
 

