@@ -199,7 +199,10 @@ def _check_teacher_key(given: object) -> bool:
     address = client_address()
     if address is None:  # no request behind this run (tests without a server): nothing to slow down
         return is_teacher_key(given)
-    browser = student_id()  # a browser without its cookie is a new student: at most so many a minute per address
+    browser = _browser()
+    if browser is None:  # a new student past LLMVIZ_NEW_STUDENTS_PER_MINUTE (its page then says so): not heard
+        logger.warning("A teacher key from %s was not checked: too many new students from it", client_text(address))
+        return False
     wait = _guesses.wait_s(address, browser)
     if wait > 0:
         logger.warning(
@@ -222,6 +225,19 @@ def _check_teacher_key(given: object) -> bool:
             waits,
         )
     return False
+
+
+def _browser() -> str | None:
+    """This run's student id without stopping the page (:func:`student_id` stops it past the new students' limit,
+    which here comes before the page's navigation): None for a new student its address may not make now. A browser
+    that throws its cookie away is a new student each time: at most so many guesses a minute from one address."""
+    known = state.STUDENT_ID.get()
+    if isinstance(known, str):
+        return known
+    user = _logged_in_user()
+    from_user = student_from_user(user) if user else None
+    student = from_user or student_from_secret(_secret())
+    return student if from_user is not None or _admitted(student) else None
 
 
 def take_teacher_key() -> bool:

@@ -202,6 +202,7 @@ async def forge_every_widget(url: str, case: Case) -> tuple[list[str], object, o
     """Open the case's page, then rerun it with a forged value for every widget it drew (main area and sidebar) in
     one message; then rerun it as the browser holds it. Returns (the widgets forged, the forged run, the rerun)."""
     async with Walker(url) as student:
+        student.timeout_s = 180  # a page's first open on a cold server (Tuning loads three models) on a busy machine
         opened = await student.open(case.path, case.query.lstrip("?"))
         assert problem_of(opened) is None, f"{case.name} on opening: {problem_of(opened)}"
         held = dict(student.values)
