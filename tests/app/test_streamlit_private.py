@@ -329,3 +329,20 @@ def test_8_no_page_lets_an_option_widget_take_new_options():
         if path.name != "streamlit_private.py" and "accept_new_options" in path.read_text(encoding="utf-8")
     ]
     assert users == [], "a widget accepts new options: teach ui.streamlit_private.option_problem about it"
+
+
+def test_14_every_streamlit_logger_gets_the_client_filter_now_and_later():
+    import logging
+
+    import streamlit.logger
+    import streamlit.runtime.app_session  # noqa: F401 - the logger of a forged fragment id's line
+
+    from llmviz.errors import ClientLogFilter
+
+    flt = ClientLogFilter()
+    assert streamlit_private.filter_streamlit_logs(flt) > 0, "streamlit.logger._loggers changed: " + RECHECK
+    assert flt in logging.getLogger("streamlit.runtime.app_session").filters
+    later = streamlit.logger.get_logger("streamlit.a_module_imported_later")
+    assert flt in later.filters, "streamlit.logger.get_logger changed: " + RECHECK
+    for found in streamlit.logger._loggers.values():  # this test process's loggers as they were
+        found.removeFilter(flt)
