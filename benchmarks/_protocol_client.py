@@ -282,6 +282,13 @@ class Student:
             setattr(rerun.context_info, name, field_value)
         return message
 
+    async def rerun(self) -> Run:
+        """Rerun the whole page as it is (every widget's value as held), as the browser does when asked to; every
+        message sent before it has been read by the server once it returns (tests forge messages, then call it)."""
+        began = time.perf_counter()
+        await self.socket.send(self._rerun_message().SerializeToString())
+        return await self._run(began, "")
+
     async def set_widget(self, key: str, value: Any, whole_page: bool = False, kind: str = "") -> Run:
         """Give the widget ``key`` the value ``value`` as a click or a typed value does; returns the run it causes
         (the widget's fragment alone when it lives in one, unless ``whole_page``). ``kind``: send the value as this

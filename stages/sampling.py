@@ -228,6 +228,14 @@ def generate_section(view: picker.ModelView, encoded) -> None:
 
 
 # ------------------------------------------------------------------ step mode
+def _take_forced(sequence: list[int], label: str, offered: list[int]) -> None:
+    """ "Take this one"'s callback: the token forced in the box joins the sequence (one the box does not offer, which
+    ``ui.streamlit_private`` refuses before any callback runs, is not taken)."""
+    forced = state.value(state.widget("step_forced_", label))
+    if forced in offered:
+        sequence.append(int(forced))
+
+
 @sections.section("sampling.step_mode")
 def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, top_p: float) -> None:
     model, tokenizer, label = view.model, view.tokenizer, view.content_key
@@ -260,10 +268,7 @@ def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, t
             persist_state="page",
             format_func=lambda t: f"{tokenizer.printable(t)} (id {t})" + ("" if allowed[t] else " · filtered out"),
         )
-        s2.button(
-            "Take this one (branch)",
-            on_click=lambda: sequence.append(int(state.value(state.widget("step_forced_", label)))),
-        )
+        s2.button("Take this one (branch)", on_click=_take_forced, args=(sequence, label, list(allowed)))
         s3.button("Undo", disabled=len(sequence) <= len(encoded.ids), on_click=sequence.pop)
 
 

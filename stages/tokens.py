@@ -37,12 +37,16 @@ EXAMPLES = {  # the first: sentences of the Python manual, the shipped GPT's cor
 
 # presenter mode: the example beside the text, so that the first slide reaches the chips (issue 57 item 9)
 example_box, text_box = st.columns([1, 3]) if present.enabled() else (st, st)
-example = example_box.selectbox(
-    "Example",
-    list(EXAMPLES),
-    **share.bind("example"),
-    on_change=lambda: state.set_value("text", EXAMPLES[state.value("example")]),
-)
+
+
+def _example_chosen() -> None:
+    """The Example box's callback: its text replaces the text box's (an example it does not offer: nothing)."""
+    chosen = state.value("example")
+    if chosen in EXAMPLES:
+        state.set_value("text", EXAMPLES[chosen])
+
+
+example = example_box.selectbox("Example", list(EXAMPLES), **share.bind("example"), on_change=_example_chosen)
 text = text_box.text_area("Your text", EXAMPLES[example], height=90, **share.bind("text"))
 share.carried_note("text")
 EMPTY_TEXT = (

@@ -11,8 +11,8 @@
   any browser.
 - **The teacher**: a browser that opened any page with ``?teacher=<LLMVIZ_TEACHER_KEY>`` once is the teacher's (the
   key, right or wrong, leaves the address and the browser's history at once; the registry remembers the student id
-  as a teacher). A wrong key is logged with its address and slows that address's next guesses
-  (:class:`llmviz.lab.identity.Guesses`).
+  as a teacher). A wrong key is logged with its address and slows that browser's next guesses, and its address's
+  other guessing browsers; a browser that sent no wrong key is heard at once (:class:`llmviz.lab.identity.Guesses`).
 - **Limits**: one address makes at most ``LLMVIZ_NEW_STUDENTS_PER_MINUTE`` new students a minute
   (:class:`llmviz.lab.identity.NewStudents`); behind the proxies of ``LLMVIZ_TRUSTED_PROXIES`` the forwarded address
   counts.
@@ -25,6 +25,7 @@ module only reads and sets the cookie and asks it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import hmac
 import logging
 import threading
@@ -165,7 +166,14 @@ def is_teacher_key(given: object) -> bool:
     False
     """
     key = settings.get("LLMVIZ_TEACHER_KEY")
-    return bool(key) and isinstance(given, str) and hmac.compare_digest(given.encode(), str(key).encode())
+    if not key or not isinstance(given, str):
+        return False
+    # digests of the same length: the comparison takes the same time whatever was given, its length included
+    return hmac.compare_digest(_digest(given), _digest(str(key)))
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
 #: what a page runs in the browser to take ``?teacher=…`` out of the current history entry (replaceState: Back never
@@ -185,31 +193,51 @@ HISTORY_SCRIPT = (
 
 
 def _check_teacher_key(given: object) -> bool:
-    """Is ``given`` the key, asked at most as often as this address's wrong guesses allow (each wrong key doubles
-    the wait before the next one from that address is compared); wrong keys are logged with the address."""
+    """Is ``given`` the key? A browser that sent no wrong key is always heard at once (the teacher's, whatever other
+    browsers behind its address tried); one that did waits as :class:`llmviz.lab.identity.Guesses` says before its
+    next key is even compared. Wrong keys are logged with the address."""
     address = client_address()
     if address is None:  # no request behind this run (tests without a server): nothing to slow down
         return is_teacher_key(given)
-    wait = _guesses.wait_s(address)
+    browser = _browser()
+    if browser is None:  # a new student past LLMVIZ_NEW_STUDENTS_PER_MINUTE (its page then says so): not heard
+        logger.warning("A teacher key from %s was not checked: too many new students from it", client_text(address))
+        return False
+    wait = _guesses.wait_s(address, browser)
     if wait > 0:
         logger.warning(
-            "A teacher key from %s was not checked: %d wrong keys came from that address, the next is heard in %.0f s",
+            "A teacher key from %s was not checked: that browser sent %d wrong keys in a row, its next is heard in "
+            "%.0f s",
             client_text(address),
-            _guesses.count(address),
+            _guesses.count(address, browser),
             wait,
         )
         return False
     if is_teacher_key(given):
-        _guesses.right(address)
+        _guesses.right(address, browser)
         return True
     if settings.get("LLMVIZ_TEACHER_KEY"):
+        waits = _guesses.wrong(address, browser)
         logger.warning(
-            "A wrong teacher key from %s (%d wrong in a row; the next is heard after %.0f s)",
+            "A wrong teacher key from %s (%d wrong from that address; that browser's next is heard after %.0f s)",
             client_text(address),
-            _guesses.count(address) + 1,
-            _guesses.wrong(address),
+            _guesses.count(address),
+            waits,
         )
     return False
+
+
+def _browser() -> str | None:
+    """This run's student id without stopping the page (:func:`student_id` stops it past the new students' limit,
+    which here comes before the page's navigation): None for a new student its address may not make now. A browser
+    that throws its cookie away is a new student each time: at most so many guesses a minute from one address."""
+    known = state.STUDENT_ID.get()
+    if isinstance(known, str):
+        return known
+    user = _logged_in_user()
+    from_user = student_from_user(user) if user else None
+    student = from_user or student_from_secret(_secret())
+    return student if from_user is not None or _admitted(student) else None
 
 
 def take_teacher_key() -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 from llmviz import settings
-from llmviz.errors import configure_logging
+from llmviz.errors import configure_logging, filter_client_logs
 from ui import refused, state, streamlit_private
 
 
@@ -82,10 +82,14 @@ def redirect(page):
 
 
 _STARTED = False
+#: llmviz's loggers whose every message is about something a client sent (a forged value, a teacher key, an address)
+CLIENT_LOGGERS = ("ui.refused", "ui.identity")
 
 
 def start_server_once() -> None:
-    """Once per server process: one log handler for llmviz and ui (on stderr, beside Streamlit's), one warning
+    """Once per server process: one log handler for llmviz and ui (on stderr, beside Streamlit's), a filter on
+    Streamlit's loggers and llmviz's :data:`CLIENT_LOGGERS` (``llmviz.errors.ClientLogFilter``: what a client sent
+    is bounded and escaped, and one message repeated is counted), one warning
     line for each ``LLMVIZ_*`` variable whose value cannot be used (its default is used instead), the check of
     the widget values browsers send (``ui.streamlit_private.guard_widget_states``), and the proxies whose
     ``X-Forwarded-For`` is believed (``LLMVIZ_TRUSTED_PROXIES``: none by default)."""
@@ -93,6 +97,9 @@ def start_server_once() -> None:
     if not _STARTED:
         _STARTED = True
         configure_logging()
+        # what a client sent, as Streamlit and llmviz's refusals log it: bounded, escaped, a repeat counted
+        client_logs = filter_client_logs(*(logging.getLogger(name) for name in CLIENT_LOGGERS))
+        streamlit_private.filter_streamlit_logs(client_logs)
         for problem in settings.problems():
             logging.getLogger(__name__).warning(problem)
         # a widget value of the wrong kind, or a text longer than its widget takes: one line, no traceback

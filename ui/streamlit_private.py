@@ -29,7 +29,9 @@ Nothing public does these jobs in the pinned versions, so each is kept here, nam
    ``unpack_widget_state_value``: a browser sends every widget's value with each rerun, and a value of the wrong
    kind (a forged message: text for a number) made Streamlit's deserializer raise before the page ran, on that
    rerun and every later one. :func:`guard_widget_states` wraps both methods so that such a value is dropped
-   before Streamlit keeps it (the widget keeps the value it had) and reported once.
+   before Streamlit keeps it (the widget keeps the value it had) and reported once. An option widget's label it
+   does not offer is one too, found in the serde behind ``.deserializer`` (``formatted_option_to_option_index``):
+   dropped before any ``on_change`` callback reads it (:func:`option_problem`).
 9. Plotly's ``_validate=False`` argument of ``go.Figure`` (``BaseFigure._allow_disable_validation``): a figure
    built from plain dicts that llmviz's own builders make is not checked property by property again (most of
    the time a class's page open spent building heatmaps). :func:`unchecked_figure` uses it;
@@ -42,6 +44,12 @@ Nothing public does these jobs in the pinned versions, so each is kept here, nam
    believes ``X-Forwarded-For`` from 127.0.0.1 by default, so one client on the server's machine could name itself
    five students. :func:`trust_forwarded_only_from` gives the running middleware the configured proxies instead
    (``LLMVIZ_TRUSTED_PROXIES``); with them it takes the right-most address of the header that is not one of them.
+14. ``streamlit.logger._loggers`` and ``streamlit.logger.get_logger``: Streamlit's loggers (each with its own
+   handler, not propagating) and the function that makes them. Streamlit logs some of what a client sends as it
+   came: a forged fragment id ("The fragment with id … does not exist anymore": one connection wrote 807 MB in
+   11 s, and an id holding a newline wrote a line that read like the server's), an Origin header.
+   :func:`filter_streamlit_logs` puts a filter (``llmviz.errors.ClientLogFilter``: bounded, escaped, the same
+   message once a minute then counted) on every one of them, and on each made later.
 """
 
 from __future__ import annotations
@@ -324,6 +332,34 @@ def address_believed(session_id: str) -> bool:
     return session_id not in _CONNECTED_BEFORE_TRUST
 
 
+def filter_streamlit_logs(flt) -> int:
+    """14. Put the ``logging.Filter`` ``flt`` on every logger Streamlit has made (uvicorn's and websockets' among
+    them) and on each it makes later; returns how many it has now (0: not found, the log says so)."""
+    try:
+        import streamlit.logger as streamlit_logger
+
+        made = streamlit_logger._loggers
+        original = streamlit_logger.get_logger
+    except (ImportError, AttributeError) as error:
+        logger.warning("Streamlit's log is not filtered (see ui/streamlit_private.py, item 14): %s", error)
+        return 0
+    if not getattr(original, "_llmviz_filtered", False):
+
+        @functools.wraps(original)
+        def get_logger(name: str):
+            found = original(name)
+            if flt not in found.filters:
+                found.addFilter(flt)
+            return found
+
+        get_logger._llmviz_filtered = True  # type: ignore[attr-defined]
+        streamlit_logger.get_logger = get_logger
+    for found in list(made.values()):
+        if flt not in found.filters:
+            found.addFilter(flt)
+    return len(made)
+
+
 # 9. figures from plain dicts, not checked again
 def unchecked_figure(data: list[dict], layout: dict):
     """9. ``go.Figure(data=data, layout=layout)`` without Plotly's property-by-property check (the dicts come from
@@ -370,10 +406,32 @@ def text_problem(widget_state, sent: str, metadata) -> str | None:
     return None
 
 
-def widget_value_problem(widget_state, metadata) -> str | None:
+def option_problem(widget_state, sent: str, metadata) -> str | None:
+    """8. A label that the option widget drawn (a selectbox, radio, multiselect, select slider) does not offer:
+    Streamlit's deserializer passes an unknown label on as it came (for ``accept_new_options``, which llmviz never
+    uses), so the widget's ``on_change`` callback read it before the widget put its default back (Tokens ›
+    Example: a ``KeyError`` and a traceback per forged message). The labels are those of Streamlit's serde, the
+    deserializer's object (``formatted_option_to_option_index``, a select slider's ``formatted_option_to_index``)."""
+    serde = getattr(metadata.deserializer, "__self__", None)
+    labels = getattr(serde, "formatted_option_to_option_index", getattr(serde, "formatted_option_to_index", None))
+    if not isinstance(labels, dict):
+        return None
+    if sent == "string_value":
+        sent_labels = [widget_state.string_value]
+    elif sent == "string_array_value":
+        sent_labels = list(widget_state.string_array_value.data)
+    else:
+        return None
+    unknown = sum(label not in labels for label in sent_labels)
+    return f"{unknown} option(s) its widget does not offer" if unknown else None
+
+
+def widget_value_problem(widget_state, metadata, drawn: bool = False) -> str | None:
     """8. Why a widget value a browser sent cannot be used by its widget (None: it can): a value of another kind
-    than the widget holds, or one its deserializer refuses. Triggers and uploads are checked by kind only (their
-    deserializers consume what they read)."""
+    than the widget holds, or one its deserializer refuses; with ``drawn`` (the widget as the browser was shown it,
+    before its callback may run), also an option it does not offer (:func:`option_problem`; a widget drawn again
+    may offer other options, and Streamlit then puts its default back itself). Triggers and uploads are checked by
+    kind only (their deserializers consume what they read)."""
     from streamlit.runtime.state.common import is_element_id, unpack_widget_state_value
 
     if not is_element_id(widget_state.id):  # a bare name ("steer_token"): Streamlit's KeyError broke the page
@@ -388,6 +446,9 @@ def widget_value_problem(widget_state, metadata) -> str | None:
         return f"a {sent} for a widget that holds a {metadata.value_type}"
     if sent in _TRIGGERS or sent == "file_uploader_state_value":
         return None
+    unknown = option_problem(widget_state, sent, metadata) if drawn else None
+    if unknown is not None:
+        return unknown
     try:
         metadata.deserializer(unpack_widget_state_value(widget_state))
     except Exception as error:  # noqa: BLE001 - any refusal of the deserializer is a value the widget cannot take
@@ -426,7 +487,7 @@ def guard_widget_states(refused: Callable[[str, str], None], largest_text: int |
             known = self._new_widget_state.widget_metadata
             kept = WidgetStates()
             for widget_state in fresh_widget_states.widgets:
-                why = widget_value_problem(widget_state, known.get(widget_state.id))
+                why = widget_value_problem(widget_state, known.get(widget_state.id), drawn=True)
                 if why is None:
                     kept.widgets.append(widget_state)
                 else:

@@ -11,8 +11,10 @@ the cookie's script, and the two limits on what one address may try (new student
 - **New students per address** (:class:`NewStudents`): a client that sends a new cookie on every connection makes a
   new student each time, each with its own share of the queue; ``LLMVIZ_NEW_STUDENTS_PER_MINUTE`` bounds how many one
   address may make a minute.
-- **Teacher-key guesses** (:class:`Guesses`): each wrong key from one address doubles how long the next one from it
-  waits before it is even compared (1 s, 2 s, 4 s … at most :data:`Guesses.LONGEST_S`).
+- **Teacher-key guesses** (:class:`Guesses`): each wrong key from a browser doubles how long that browser's next one
+  waits before it is even compared (1 s, 2 s, 4 s … at most :data:`Guesses.LONGEST_S`), and so do its address's
+  wrong keys for every browser there that guessed wrong; a browser that sent no wrong key (the teacher's, behind a
+  school's one address) is heard at once.
 """
 
 from __future__ import annotations
@@ -158,16 +160,26 @@ class NewStudents:
 
 
 class Guesses:
-    """Wrong teacher keys by address: after the n-th wrong key in a row, the next key from that address is not even
-    compared for 2ⁿ⁻¹ s (at most :data:`LONGEST_S`); a right key clears the count.
+    """Wrong teacher keys, by browser and by address, so that guessing is slowed and the teacher is never kept out.
+
+    - A browser that has sent no wrong key is always heard at once: the teacher's, however many wrong keys other
+      browsers behind the same address (a school's one public address) sent.
+    - A browser's n-th wrong key in a row makes its next key wait 2ⁿ⁻¹ s before it is even compared (at most
+      :data:`LONGEST_S`); and while its address's wrong keys (all its browsers' together, doubling the same way)
+      make that address wait, such a browser waits that long too: a student who keeps many cookies gets one guess
+      from each while the guessing goes on. A browser without its cookie is a new student, and one address makes
+      at most ``LLMVIZ_NEW_STUDENTS_PER_MINUTE`` of those a minute (:class:`NewStudents`).
+    - A right key clears its browser's count (not its address's: the guessing there goes on being slowed).
 
     >>> now = [0.0]
     >>> guesses = Guesses(clock=lambda: now[0])
-    >>> guesses.wait_s("10.0.0.5"), guesses.wrong("10.0.0.5"), guesses.wrong("10.0.0.5"), guesses.wait_s("10.0.0.5")
-    (0.0, 1.0, 2.0, 2.0)
+    >>> guesses.wrong("10.0.0.5", "pupil"), guesses.wrong("10.0.0.5", "pupil"), guesses.wait_s("10.0.0.5", "pupil")
+    (1.0, 2.0, 2.0)
+    >>> guesses.wait_s("10.0.0.5", "teacher"), guesses.count("10.0.0.5")  # another browser: heard at once
+    (0.0, 2)
     >>> now[0] = 2.0
-    >>> guesses.wait_s("10.0.0.5"), guesses.wrong("10.0.0.5"), guesses.count("10.0.0.5")
-    (0.0, 4.0, 3)
+    >>> guesses.wrong("10.0.0.5", "other pupil"), guesses.wait_s("10.0.0.5", "pupil")  # the address's 3rd: 4 s
+    (1.0, 4.0)
     """
 
     LONGEST_S = 300.0
@@ -175,33 +187,44 @@ class Guesses:
     def __init__(self, clock: Callable[[], float] = time.monotonic, remembered: int = 10_000):
         self.clock = clock
         self.remembered = remembered
-        self._wrong: OrderedDict[str, tuple[int, float]] = OrderedDict()  # address → (wrong in a row, heard again at)
+        # address, or (address, browser) → (wrong in a row, heard again at)
+        self._wrong: OrderedDict[object, tuple[int, float]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def wait_s(self, address: str) -> float:
-        """Seconds before a key from ``address`` is compared again (0: now)."""
-        with self._lock:
-            _, until = self._wrong.get(address, (0, 0.0))
-        return max(0.0, until - self.clock())
+    def _wait(self, key: object) -> float:
+        return max(0.0, self._wrong.get(key, (0, 0.0))[1] - self.clock())
 
-    def count(self, address: str) -> int:
+    def wait_s(self, address: str, browser: str) -> float:
+        """Seconds before a key from ``browser`` at ``address`` is compared (0: now; always 0 for a browser that has
+        sent no wrong key)."""
         with self._lock:
-            return self._wrong.get(address, (0, 0.0))[0]
+            if (address, browser) not in self._wrong:
+                return 0.0
+            return max(self._wait((address, browser)), self._wait(address))
 
-    def wrong(self, address: str) -> float:
-        """A wrong key from ``address``: returns how long its next key waits."""
+    def count(self, address: str, browser: str | None = None) -> int:
+        """Wrong keys in a row from ``address`` (from ``browser`` there, when given)."""
         with self._lock:
-            count = self._wrong.get(address, (0, 0.0))[0] + 1
-            wait = min(self.LONGEST_S, 2.0 ** (count - 1))
-            self._wrong[address] = (count, self.clock() + wait)
-            self._wrong.move_to_end(address)
+            return self._wrong.get(address if browser is None else (address, browser), (0, 0.0))[0]
+
+    def wrong(self, address: str, browser: str) -> float:
+        """A wrong key from ``browser`` at ``address``: returns how long that browser's next key waits at least."""
+        with self._lock:
+            waits = [self._count_wrong(key) for key in ((address, browser), address)]
             while len(self._wrong) > self.remembered:
                 self._wrong.popitem(last=False)
+        return waits[0]
+
+    def _count_wrong(self, key: object) -> float:
+        count = self._wrong.get(key, (0, 0.0))[0] + 1
+        wait = min(self.LONGEST_S, 2.0 ** (count - 1))
+        self._wrong[key] = (count, self.clock() + wait)
+        self._wrong.move_to_end(key)
         return wait
 
-    def right(self, address: str) -> None:
+    def right(self, address: str, browser: str) -> None:
         with self._lock:
-            self._wrong.pop(address, None)
+            self._wrong.pop((address, browser), None)
 
 
 def student_key(owner: str) -> str:

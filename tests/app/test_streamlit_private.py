@@ -238,3 +238,111 @@ def test_11_uvicorn_believes_x_forwarded_for_only_from_the_hosts_it_is_given(mon
     assert middleware.trusted_hosts.get_trusted_client_address("6.6.6.6, 10.1.2.3, 10.9.0.7")[0] == "10.1.2.3"
     streamlit_private.trust_forwarded_only_from([])
     assert "10.9.3.4" not in middleware.trusted_hosts
+
+
+def _option_widgets():
+    """Streamlit's serdes of the option widgets, each over the options "a" and "b", as (value kind, metadata)."""
+    from streamlit.elements.widgets.multiselect import MultiSelectSerde
+    from streamlit.elements.widgets.radio import RadioSerde
+    from streamlit.elements.widgets.select_slider import SelectSliderSerde
+    from streamlit.elements.widgets.selectbox import SelectboxSerde
+    from streamlit.runtime.state.common import WidgetMetadata
+
+    options, index = ["a", "b"], {"a": 0, "b": 1}
+    serdes = {
+        "selectbox": (
+            "string_value",
+            SelectboxSerde(options, formatted_options=options, formatted_option_to_option_index=index),
+        ),
+        "radio": (
+            "string_value",
+            RadioSerde(options, formatted_options=options, formatted_option_to_option_index=index),
+        ),
+        "multiselect": (
+            "string_array_value",
+            MultiSelectSerde(options, formatted_options=options, formatted_option_to_option_index=index),
+        ),
+        "select_slider": (
+            "string_array_value",
+            SelectSliderSerde(options, formatted_option_to_index=index, default_indices=[0]),
+        ),
+    }
+    return {
+        name: (
+            kind,
+            WidgetMetadata(
+                id=f"$$ID-1-{name}",
+                deserializer=serde.deserialize,
+                serializer=serde.serialize,
+                value_type=kind,
+                callback=None,
+            ),
+        )
+        for name, (kind, serde) in serdes.items()
+    }
+
+
+def _sent(widget_id: str, kind: str, labels: list[str]):
+    from streamlit.proto.WidgetStates_pb2 import WidgetState
+
+    state = WidgetState(id=widget_id)
+    if kind == "string_value":
+        state.string_value = labels[0]
+    else:
+        state.string_array_value.data.extend(labels)
+    return state
+
+
+@pytest.mark.parametrize("name", ["selectbox", "radio", "multiselect", "select_slider"])
+def test_8_an_option_an_option_widget_does_not_offer_is_refused_before_its_callback(name):
+    """Streamlit's deserializer passes a label it does not know on as it came (for accept_new_options), and the
+    widget's on_change callback read it (Tokens › Example: a KeyError): the guard refuses it before callbacks run."""
+    import dataclasses
+
+    from streamlit.proto.WidgetStates_pb2 import WidgetStates
+    from streamlit.runtime.state.session_state import SessionState
+
+    kind, metadata = _option_widgets()[name]
+    offered, forged = _sent(metadata.id, kind, ["b"]), _sent(metadata.id, kind, ["a\nforged"])
+    assert streamlit_private.widget_value_problem(offered, metadata, drawn=True) is None
+    assert "does not offer" in streamlit_private.widget_value_problem(forged, metadata, drawn=True), (
+        "Streamlit's option serde no longer holds formatted_option_to_option_index: " + RECHECK
+    )
+    assert streamlit_private.widget_value_problem(forged, metadata) is None  # drawn again: Streamlit's own default
+
+    called, refused = [], []
+    assert streamlit_private.guard_widget_states(lambda widget, why: refused.append(why))
+    state = SessionState()
+    state._new_widget_state.set_widget_metadata(dataclasses.replace(metadata, callback=lambda: called.append(1)))
+    sent = WidgetStates()
+    sent.widgets.append(forged)
+    state.on_script_will_rerun(sent)
+    assert called == [] and len(refused) == 1 and "does not offer" in refused[0]
+
+
+def test_8_no_page_lets_an_option_widget_take_new_options():
+    """The option check takes a label outside the options as forged: no widget of llmviz may accept new ones."""
+    users = [
+        path.relative_to(ROOT)
+        for folder in ("ui", "stages")
+        for path in (ROOT / folder).rglob("*.py")
+        if path.name != "streamlit_private.py" and "accept_new_options" in path.read_text(encoding="utf-8")
+    ]
+    assert users == [], "a widget accepts new options: teach ui.streamlit_private.option_problem about it"
+
+
+def test_14_every_streamlit_logger_gets_the_client_filter_now_and_later():
+    import logging
+
+    import streamlit.logger
+    import streamlit.runtime.app_session  # noqa: F401 - the logger of a forged fragment id's line
+
+    from llmviz.errors import ClientLogFilter
+
+    flt = ClientLogFilter()
+    assert streamlit_private.filter_streamlit_logs(flt) > 0, "streamlit.logger._loggers changed: " + RECHECK
+    assert flt in logging.getLogger("streamlit.runtime.app_session").filters
+    later = streamlit.logger.get_logger("streamlit.a_module_imported_later")
+    assert flt in later.filters, "streamlit.logger.get_logger changed: " + RECHECK
+    for found in streamlit.logger._loggers.values():  # this test process's loggers as they were
+        found.removeFilter(flt)

@@ -220,11 +220,13 @@ def test_a_forged_megabyte_of_text_is_refused_before_any_page_reads_it(server):
 def test_forged_widget_ids_are_logged_bounded_escaped_and_once(server):
     """A forged widget id was logged verbatim (issue 57): five 10 MB ids wrote 50 MB of log in 1.7 s, and an id holding
     a newline wrote a line of its own that read like the server's ("llmviz ERROR …"). Every id is now at most 200
-    characters in the log, escaped; the same refusal again within a minute is counted, not logged."""
+    characters in the log, escaped; the same refusal again within a minute is counted, not logged (and of refusals
+    alike, ten a minute are logged: tests/app/test_hostile_client.py sends a thousand)."""
     url, log = server
     before = len(_log(log))
     forged_line = "2026-01-01 00:00:00,000 llmviz ERROR ui.pages: the database is gone"
-    ids = [f"big{n}-" + "x" * 1_000_000 for n in range(5)] + [f"steer_token\n{forged_line}"] * 3
+    # the newline first: of refusals alike, ten a minute are logged (llmviz.errors.ClientLogFilter), the rest counted
+    ids = [f"steer_token\n{forged_line}"] * 3 + [f"big{n}-" + "x" * 1_000_000 for n in range(5)]
 
     async def forge():
         async with Student(url) as student:
@@ -238,5 +240,5 @@ def test_forged_widget_ids_are_logged_bounded_escaped_and_once(server):
     text = _log(log)[before:]
     assert len(text) < 20_000, f"{len(text):,} characters of log for eight forged ids"
     assert forged_line not in text.splitlines() and not any(line.startswith("2026-01-01") for line in text.splitlines())
-    assert "(1,000,005 characters)" in text and "\\n2026-01-01" in text
+    assert "\\n2026-01-01" in text  # the first id, escaped (the big ones after it may be counted, not logged)
     assert text.count("steer_token") == 1  # the same forged id three times: logged once (the rest counted)

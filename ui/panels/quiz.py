@@ -24,7 +24,7 @@ def score() -> tuple[int, int]:
 
 def _reveal(question: Question, page: str, widget_key: str) -> None:
     choice = state.value(widget_key)
-    if choice is None:
+    if choice not in question.options:  # none yet (or a label no browser was shown: ui.streamlit_private refuses it)
         return
     answers = state.QUIZ_ANSWERS.setdefault()
     if question.key not in answers:  # the first answer counts
