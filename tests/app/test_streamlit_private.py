@@ -238,3 +238,23 @@ def test_11_uvicorn_believes_x_forwarded_for_only_from_the_hosts_it_is_given(mon
     assert middleware.trusted_hosts.get_trusted_client_address("6.6.6.6, 10.1.2.3, 10.9.0.7")[0] == "10.1.2.3"
     streamlit_private.trust_forwarded_only_from([])
     assert "10.9.3.4" not in middleware.trusted_hosts
+
+
+def test_12_a_folder_is_served_as_a_components_assets(monkeypatch):
+    """The flow's folder registered as the assets of ``llmviz.flow`` on a component manager: its main.js resolves
+    to the file, under the address the browser loads it from (its imports resolve beside it)."""
+    import sys
+
+    from streamlit.components.v2.component_manager import BidiComponentManager
+
+    getter = sys.modules[
+        "streamlit.components.v2.get_bidi_component_manager"
+    ]  # the module (its name is its function's)
+
+    folder = ROOT / "ui" / "components" / "flow"
+    manager = BidiComponentManager()
+    monkeypatch.setattr(getter, "get_bidi_component_manager", lambda: manager)
+    name = streamlit_private.serve_component_folder("llmviz", "flow", folder)
+    assert name == "llmviz.flow" and manager.get_component_path(name) == str(folder.resolve())
+    definition = manager.build_definition_with_validation(component_key=name, html=None, css="flow.css", js="main.js")
+    assert definition.js_asset_relative_path == "main.js" and definition.css_asset_relative_path == "flow.css"
