@@ -6,7 +6,7 @@
   animation frame after the picture is drawn (budget 1 s), and from opening the page to that frame;
 - hover: a token lit every animation frame (the next token each frame, as a mouse sweeping down the tokens), frame
   times from ``requestAnimationFrame`` (budget ≥ 50 frames per second: a median frame ≤ 20 ms);
-- Play: the animation at speed 4 through every stage, its frame times (same budget);
+- Play: the animation at speed 4 through every stage, the page's frame times while the pulse moves (same budget);
 - no server rerun: the script runs the server logged during hover and Play (must be 0).
 
     python benchmarks/flow.py [--rounds 3]
@@ -54,14 +54,16 @@ HOVER = """async (seconds) => {
 }"""
 PLAY = """async () => {
   const v = document.querySelector('.lvf').lvf;
-  v.frames = [];
+  window.lvfProbe.frames = [];
   document.querySelector('.lvf-btn[data-act="all"]').click();
   v.speed = 4;
   document.querySelector('.lvf-btn[data-act="play"]').click();
   await new Promise((resolve) => { const wait = () => (v.playing ? setTimeout(wait, 50) : resolve()); wait(); });
   await new Promise((resolve) => setTimeout(resolve, 400));
-  return v.frames.slice();
+  return window.lvfProbe.frames.slice();
 }"""
+# what the page's frames and first frame were, watched from outside the flow (the browser tests' probe)
+PROBE = ROOT / "tests" / "browser" / "flow_probe.js"
 
 
 def payload_times(rounds: int) -> tuple[int, list[float]]:
@@ -96,9 +98,9 @@ def browser_round(app: App, page) -> dict:
     opened = time.monotonic()
     page.goto(f"{app.url}/model?" + urllib.parse.urlencode({"flow_sentence": SENTENCE}), timeout=180_000)
     page.wait_for_selector(FLOW, timeout=180_000)
-    page.wait_for_function("() => document.querySelector('.lvf').lvf.firstFrameMs !== undefined")
+    page.wait_for_function("() => window.lvfProbe.firstFrameMs !== undefined")
     open_to_frame = time.monotonic() - opened
-    first_frame = page.evaluate("() => document.querySelector('.lvf').lvf.firstFrameMs") / 1000
+    first_frame = page.evaluate("() => window.lvfProbe.firstFrameMs") / 1000
     tokens = page.evaluate("() => document.querySelector('.lvf').lvf.data.tokens.length")
     page.wait_for_function(IDLE, timeout=180_000)  # the page's script run has ended: then count what hover and Play run
     time.sleep(1)
@@ -129,6 +131,7 @@ def main() -> int:
     with App(port=free_port(8771)) as app, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.add_init_script(path=str(PROBE))
         for _ in range(args.rounds):
             rounds.append(browser_round(app, page))
         browser.close()

@@ -44,6 +44,12 @@ Nothing public does these jobs in the pinned versions, so each is kept here, nam
    believes ``X-Forwarded-For`` from 127.0.0.1 by default, so one client on the server's machine could name itself
    five students. :func:`trust_forwarded_only_from` gives the running middleware the configured proxies instead
    (``LLMVIZ_TRUSTED_PROXIES``); with them it takes the right-most address of the header that is not one of them.
+12. Custom Components v2's ``BidiComponentManager.register_from_manifest`` with ``ComponentManifest`` and
+   ``ComponentConfig`` (``streamlit.components.v2``): what Streamlit does for a component package's
+   ``[tool.streamlit.component]`` manifest, done for a folder of llmviz (:func:`serve_component_folder`), so that a
+   component's JavaScript is files the browser loads as ES modules (``/_stcore/bidi-components/<name>/<file>``,
+   its ``import`` lines resolved beside it) instead of one inline string. llmviz is not installed as a component
+   package (its folders are not in an installed distribution's manifest), so nothing public does it.
 14. ``streamlit.logger._loggers`` and ``streamlit.logger.get_logger``: Streamlit's loggers (each with its own
    handler, not propagating) and the function that makes them. Streamlit logs some of what a client sends as it
    came: a forged fragment id ("The fragment with id … does not exist anymore": one connection wrote 807 MB in
@@ -517,3 +523,21 @@ _STATIC = Path(__file__).resolve().parent / "static"
 PRESENTER_CSS = "<style>\n" + (_STATIC / "presenter.css").read_text(encoding="utf-8") + "</style>\n"
 PRESENTER_SCRIPT = "<script>\n" + (_STATIC / "presenter.js").read_text(encoding="utf-8") + "</script>\n"
 SVG_BUTTON_SCRIPT = "<script>\n" + (_STATIC / "svg_button.js").read_text(encoding="utf-8") + "</script>\n"
+
+
+# 12. a folder served as a Custom Components v2 component's assets
+def serve_component_folder(package: str, name: str, folder: Path) -> str:
+    """Serve ``folder``'s files as the assets of the component ``package.name`` (returned), on the manager that
+    the running server reads (or a throwaway one without a server): its ``js`` and ``css`` may then be file names
+    in ``folder``, which the browser loads from ``/_stcore/bidi-components/<package.name>/``. Idempotent; call it
+    before ``st.components.v2.component`` and before each mount (AppTest gives each test a runtime of its own)."""
+    from streamlit.components.v2.get_bidi_component_manager import get_bidi_component_manager
+    from streamlit.components.v2.manifest_scanner import ComponentConfig, ComponentManifest
+
+    key = f"{package}.{name}"
+    manager = get_bidi_component_manager()
+    if manager.get_component_asset_root(key) is None:  # once: registering again would blank the definition a while
+        folder = folder.resolve()
+        config = ComponentConfig(name, asset_dir=folder.name)
+        manager.register_from_manifest(ComponentManifest(name=package, version="1", components=[config]), folder.parent)
+    return key

@@ -30,6 +30,7 @@ import torch.nn as nn
 
 from llmviz.errors import ConfigError
 from llmviz.lessons.forward import context_length, model_device
+from llmviz.models.charlevel import GRU, RNN, WaveNet
 from llmviz.models.gpt import GPT, cache_name
 
 FLOW_VERSION = 1
@@ -217,7 +218,7 @@ def gpt_stages(cache: dict[str, torch.Tensor], facts: dict) -> tuple[list[dict],
 
 def other_stages(cache: dict[str, torch.Tensor]) -> list[dict]:
     """A model that is no GPT (the character-level bigram, MLP, RNN, GRU, WaveNet): one stage per recorded tensor
-    with a row per token, in the order the model recorded them."""
+    with a row per token, in the order the model recorded them (the order it computes them)."""
     stages: list[dict] = []
     for name, tensor in cache.items():
         if name == "logits" or tensor.dim() < 3 or tensor.shape[0] != 1:
@@ -231,6 +232,94 @@ def other_stages(cache: dict[str, torch.Tensor]) -> list[dict]:
                 "main": vector_summary(tensor[0]),
             }
         )
+    return stages
+
+
+# What each step of a recurrent model reads: its own input and the previous position's hidden state h_{t−1}
+RECURRENT_READS = {
+    "rnn.hidden": (["embed.tok"], "h_t = tanh(W_xh x_t + W_hh h_{t−1} + b)"),
+    "gru.reset_gate": (["embed.tok"], "r_t = σ(W_r x_t + U_r h_{t−1} + b_r)"),
+    "gru.update_gate": (["embed.tok"], "z_t = σ(W_z x_t + U_z h_{t−1} + b_z)"),
+    "gru.candidate": (["embed.tok", "gru.reset_gate"], "n_t = tanh(W_n x_t + b_n + r_t ⊙ (U_n h_{t−1} + c_n))"),
+}
+GRU_HIDDEN = (["gru.update_gate", "gru.candidate"], "h_t = (1 − z_t) ⊙ n_t + z_t ⊙ h_{t−1}")
+COLUMNS = {
+    "embed.tok": ["embed", "x_t"],
+    "gru.reset_gate": ["reset", "r_t"],
+    "gru.update_gate": ["update", "z_t"],
+    "gru.candidate": ["cand.", "n_t"],
+    "rnn.hidden": ["hidden", "h_t"],
+}
+
+
+def recurrent_stages(stages: list[dict], gated: bool) -> list[dict]:
+    """An RNN's or a GRU's stages with what each reads (``reads``: a stage id and a position offset; −1 is the
+    previous position): every gate and the new hidden state read h_{t−1}, the line that carries the state on.
+
+    >>> stages = [{"id": "h0", "title": "embed.tok"}, {"id": "h1", "title": "rnn.hidden"}]
+    >>> recurrent_stages(stages, gated=False)[1]["reads"]
+    [{'stage': 'h0', 'offset': 0}, {'stage': 'h1', 'offset': -1}]
+    """
+    ids = {stage["title"]: stage["id"] for stage in stages}
+    for stage in stages:
+        stage["col"] = COLUMNS.get(stage["title"])
+        reads = GRU_HIDDEN if gated and stage["title"] == "rnn.hidden" else RECURRENT_READS.get(stage["title"])
+        if reads is None:
+            continue
+        before, formula = reads
+        stage["reads"] = [{"stage": ids[name], "offset": 0} for name in before]
+        stage["reads"].append({"stage": ids["rnn.hidden"], "offset": -1})
+        stage["formula"] = formula
+    return stages
+
+
+def wavenet_stages(cache: dict[str, torch.Tensor], levels: int) -> list[dict]:
+    """A WaveNet's stages as the dilated causal convolution it computes: level ``l`` at position t fuses level
+    ``l − 1`` at t − 2^l and at t (the embeddings at t − 1 and t for level 0). The model recomputes each position's
+    whole window; its last group is that position's own node (the earlier groups are earlier positions' nodes, or
+    the padding id 0 before the text), so each stage draws the last group of the recorded tensor.
+
+    >>> [s["reads"][0]["offset"] for s in wavenet_stages({"embed.tok": torch.zeros(1, 2, 4, 3),
+    ...     "layers.0.hidden": torch.zeros(1, 2, 2, 5), "layers.1.hidden": torch.zeros(1, 2, 1, 5)}, 2)[1:]]
+    [-1, -2]
+    """
+    embed = cache["embed.tok"][0, :, -1]  # (T, e): each position's own embedding
+    stages = [
+        {
+            "id": "h0",
+            "kind": "hidden",
+            "title": "embed.tok",
+            "col": ["embed", "x_t"],
+            "shape": f"({embed.shape[0]}, {embed.shape[1]})",
+            "main": vector_summary(embed),
+        }
+    ]
+    for level in range(levels):
+        node = cache[f"layers.{level}.hidden"][0, :, -1]  # (T, h)
+        gap = 2**level
+        stages.append(
+            {
+                "id": f"h{level + 1}",
+                "kind": "hidden",
+                "title": f"layers.{level}.hidden",
+                "col": [f"level {level}", f"dilation {gap}"],
+                "shape": f"({node.shape[0]}, {node.shape[1]})",
+                "main": vector_summary(node),
+                "reads": [{"stage": f"h{level}", "offset": -gap}, {"stage": f"h{level}", "offset": 0}],
+                "formula": f"tanh(LayerNorm(W [a_(t−{gap}); a_t] + b)), a: the level below",
+            }
+        )
+    return stages
+
+
+def char_stages(model: nn.Module, cache: dict[str, torch.Tensor]) -> list[dict]:
+    """The stages of a model that is no GPT, with the links between positions of those that have them (an RNN's
+    and a GRU's hidden state carried on, a WaveNet's dilated connections)."""
+    if isinstance(model, WaveNet):
+        return wavenet_stages(cache, model.levels)
+    stages = other_stages(cache)
+    if isinstance(model, RNN):
+        return recurrent_stages(stages, gated=isinstance(model, GRU))
     return stages
 
 
@@ -254,7 +343,7 @@ def flow_payload(model: nn.Module, tokenizer, ids: list[int], *, step: int | Non
     if facts["kind"] == "gpt":
         middle, blocks = gpt_stages(cache, facts)
     else:
-        middle, blocks = other_stages(cache), []
+        middle, blocks = char_stages(model, cache), []
     vocab = f"({tokens}, {facts['vocab']})"
     tail = [
         {"id": "logits", "kind": "logits", "title": "Logits", "shape": vocab},

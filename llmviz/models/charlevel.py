@@ -192,7 +192,7 @@ class RNN(CharModel):
         self.output = nn.Linear(hidden, vocab_size)
 
     def step(self, x_t: torch.Tensor, h: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """One time step: the new hidden state, and any gates (for the cache)."""
+        """One time step: the new hidden state, and what it computed on the way (gates, for the cache)."""
         return torch.tanh(self.input_to_hidden(x_t) + self.hidden_to_hidden(h)), {}
 
     def forward(self, idx, targets=None, cache: Cache | None = None):
@@ -206,10 +206,10 @@ class RNN(CharModel):
             states.append(h)
             for name, value in step_gates.items():
                 gates.setdefault(name, []).append(value)
+        for name, values in gates.items():  # what each step computed before its new state, in that order
+            record(cache, name, torch.stack(values, dim=1))  # (B, T, h)
         hidden = torch.stack(states, dim=1)  # (B, T, h)
         record(cache, "rnn.hidden", hidden)
-        for name, values in gates.items():
-            record(cache, name, torch.stack(values, dim=1))  # (B, T, h)
         logits = self.output(hidden)  # (B, T, V)
         record(cache, "logits", logits)
         return logits, _loss(logits, targets)
@@ -227,10 +227,11 @@ class GRU(RNN):
     def step(self, x_t, h):
         xz, xr, xn = self.input_gates(x_t).chunk(3, dim=-1)
         hz, hr, hn = self.hidden_gates(h).chunk(3, dim=-1)
-        update = torch.sigmoid(xz + hz)  # z: how much of the old state to keep
         reset = torch.sigmoid(xr + hr)  # r: how much of the old state the candidate sees
+        update = torch.sigmoid(xz + hz)  # z: how much of the old state to keep
         candidate = torch.tanh(xn + reset * hn)  # n
-        return (1 - update) * candidate + update * h, {"gru.update_gate": update, "gru.reset_gate": reset}
+        gates = {"gru.reset_gate": reset, "gru.update_gate": update, "gru.candidate": candidate}
+        return (1 - update) * candidate + update * h, gates
 
 
 class CharTransformer(GPT):

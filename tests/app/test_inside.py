@@ -208,6 +208,8 @@ def test_patch_activations_draws_the_share_restored(shipped):
     model, tokenizer = shipped
     at = run_page(PAGE, look="Patch activations")  # the default pair's picture is drawn at once: no button pressed
     assert_clean(at)
+    # issue 72 §7: the section opens on that picture, with no "Patch every one" button before it
+    assert not [button for button in at.button if button.key == "patching_run"]
     clean = torch.tensor([tokenizer.encode(at.text_input(key="patch_clean").value)])
     corrupted = torch.tensor([tokenizer.encode(at.text_input(key="patch_corrupted").value)])
     with torch.no_grad():

@@ -346,3 +346,23 @@ def test_14_every_streamlit_logger_gets_the_client_filter_now_and_later():
     assert flt in later.filters, "streamlit.logger.get_logger changed: " + RECHECK
     for found in streamlit.logger._loggers.values():  # this test process's loggers as they were
         found.removeFilter(flt)
+
+
+def test_12_a_folder_is_served_as_a_components_assets(monkeypatch):
+    """The flow's folder registered as the assets of ``llmviz.flow`` on a component manager: its main.js resolves
+    to the file, under the address the browser loads it from (its imports resolve beside it)."""
+    import sys
+
+    from streamlit.components.v2.component_manager import BidiComponentManager
+
+    getter = sys.modules[
+        "streamlit.components.v2.get_bidi_component_manager"
+    ]  # the module (its name is its function's)
+
+    folder = ROOT / "ui" / "components" / "flow"
+    manager = BidiComponentManager()
+    monkeypatch.setattr(getter, "get_bidi_component_manager", lambda: manager)
+    name = streamlit_private.serve_component_folder("llmviz", "flow", folder)
+    assert name == "llmviz.flow" and manager.get_component_path(name) == str(folder.resolve())
+    definition = manager.build_definition_with_validation(component_key=name, html=None, css="flow.css", js="main.js")
+    assert definition.js_asset_relative_path == "main.js" and definition.css_asset_relative_path == "flow.css"

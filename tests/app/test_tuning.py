@@ -76,3 +76,22 @@ def test_a_picked_model_that_is_no_gpt_is_said_before_the_shipped_gpt_is_tuned_i
     assert_clean(at)
     assert any("An SFT run starts from a GPT" in info.value and "names\\-transformer" in info.value for info in at.info)
     assert "**SFT** of the sidebar's model (Shipped GPT · Python manual)" in texts(at.markdown)
+
+
+def test_the_token_chart_shows_each_token_itself_even_repeated():
+    """Issue 72 §7: an answer with a repeated token ('*' seventeen times in a markdown list) reads as its tokens on the
+    axis, not '* (2)' … '* (17)': a column per position, labelled with the token, its position said on hover."""
+    from ui.panels.tuning import probabilities_figure
+
+    tokens = ["*", " a", "\n", "*", " b", "\n", "*"]
+    answer = tuning.ScoredAnswer(
+        model="tuned",
+        text="".join(tokens),
+        tokens=tokens,
+        ended=True,
+        probabilities={"base": [0.5] * 7, "tuned": [0.9] * 7},
+    )
+    figure = probabilities_figure(answer)
+    assert list(figure.layout.xaxis.ticktext) == ["*", " a", "↵", "*", " b", "↵", "*"]
+    assert list(figure.layout.xaxis.tickvals) == list(figure.data[0].x) == list(range(7))
+    assert "token %{x}" in figure.data[0].hovertemplate

@@ -1,10 +1,15 @@
 """The flow (ui/components/flow/) in headless chromium, as a student uses it: hover a token and see which paths light,
 open a block, press Play and watch the stages advance in order, drag temperature without a server rerun (the bars
 equal torch's sampling transforms of the logits the page holds), and move the sidebar's step slider over a run's
-snapshots (the bars equal that snapshot's own logits). Screenshots at 1400×1000 and, in presenter mode, 1280×720."""
+snapshots (the bars equal that snapshot's own logits); a recurrent model's state carried from each position to the next
+and a WaveNet's dilated inputs. Screenshots at 1400×1000 and, in presenter mode, 1280×720.
+
+What Play showed and how fast frames came are watched from outside by ``flow_probe.js`` (this folder), which the
+tests inject before the page loads: the flow's own modules keep no record for them."""
 
 import re
 import urllib.parse
+from pathlib import Path
 
 import pytest
 import torch
@@ -25,6 +30,9 @@ from tests.support.browser import (
 pytestmark = pytest.mark.browser
 
 FLOW = ".lvf[data-ready='1']"
+PROBE = Path(__file__).resolve().parent / "flow_probe.js"
+COMPONENT = Path(__file__).resolve().parents[2] / "ui" / "components" / "flow"
+VISITED = "() => window.lvfProbe.visited.slice()"
 DATA = "() => document.querySelector('.lvf').lvf.data"
 VIEW = "(expr) => { const v = document.querySelector('.lvf').lvf; return eval(expr); }"
 
@@ -51,8 +59,12 @@ def reference_bars(logits: list[float], temperature: float, top_k: int, top_p: f
     return torch.softmax(kept, dim=-1)[:bars]
 
 
+def with_probe(page) -> None:
+    page.add_init_script(path=str(PROBE))
+
+
 def test_hover_open_play_and_temperature_in_the_browser(app_url, browser, timings_log):
-    page = open_page(browser, f"{app_url}/model", viewport=(1400, 1000))
+    page = open_page(browser, f"{app_url}/model", viewport=(1400, 1000), before=with_probe)
     page.wait_for_selector(FLOW)
     no_error_box(page)
     data = page.evaluate(DATA)
@@ -103,17 +115,18 @@ def test_hover_open_play_and_temperature_in_the_browser(app_url, browser, timing
     # Play at 4× speed: from the stage picked (block 1's attention) on, in order, then it stops on the last one
     runs_before = len(script_runs(timings_log))
     page.locator(".lvf-speed input").fill("4")
-    seen = len(flow_state(page, "v.visited"))
+    seen = len(page.evaluate(VISITED))
     page.locator(".lvf-btn[data-act='play']").click()
     last = "!v.playing && v.stage === v.data.stages.length - 1"
     eventually(lambda: flow_state(page, last), what="the last stage")
-    assert flow_state(page, "v.visited")[seen:] == list(range(attn1 + 1, len(stages)))
+    assert page.evaluate(VISITED)[seen:] == list(range(attn1 + 1, len(stages)))
+    assert page.evaluate("() => window.lvfProbe.frames.length") > 0  # the pulse moved between stages
     # Show all, then Play: every stage from the tokens to the probabilities
     page.locator(".lvf-btn[data-act='all']").click()
-    seen = len(flow_state(page, "v.visited"))
+    seen = len(page.evaluate(VISITED))
     page.locator(".lvf-btn[data-act='play']").click()
     eventually(lambda: flow_state(page, last), what="the last stage")
-    assert flow_state(page, "v.visited")[seen:] == list(range(len(stages)))
+    assert page.evaluate(VISITED)[seen:] == list(range(len(stages)))
     # Step and Back stop on any stage
     page.locator(".lvf-btn[data-act='back']").click()
     page.locator(".lvf-btn[data-act='back']").click()
@@ -224,30 +237,54 @@ def test_the_shipped_transformers_steps_replay_the_sentence_at_once(app_url, bro
     no_error_box(page)
 
 
+ORIGIN = "http://flow.test"  # the component's folder served to a blank page by Playwright (no server, no network)
+
+
+def component_page(browser, payload: dict, sig: str, viewport=(1400, 1000), big: bool = False):
+    """The component alone in a blank page: its modules loaded by the browser as Streamlit loads them (main.js by
+    its address, the files it imports beside it), mounted with ``payload`` as ui/panels/flow.py sends it."""
+    page = browser.new_page()
+    page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
+
+    def serve(route):
+        name = route.request.url.removeprefix(f"{ORIGIN}/")
+        if name == "index.html":
+            body = (
+                "<!doctype html><link rel='stylesheet' href='flow.css'><div id='host' style='width:calc(100vw - 24px)'></div>"
+                "<script type='module'>import mount from './main.js'; window.lvfMount = mount;</script>"
+            )
+            return route.fulfill(body=body, content_type="text/html")
+        path = COMPONENT / name
+        if "/" in name or not path.is_file():
+            return route.fulfill(status=404)
+        kind = "text/css" if name.endswith(".css") else "text/javascript"
+        return route.fulfill(body=path.read_text(encoding="utf-8"), content_type=kind)
+
+    page.route(f"{ORIGIN}/**", serve)
+    page.goto(f"{ORIGIN}/index.html")
+    page.wait_for_function("() => window.lvfMount !== undefined")
+    page.evaluate(
+        "(data) => window.lvfMount({data, parentElement: document.getElementById('host'), setStateValue: () => {}})",
+        {"sig": sig, "payload": payload, "open": None, "big": big},
+    )
+    page.wait_for_selector(FLOW)
+    return page
+
+
 @pytest.mark.parametrize("preset", ["llama-style", "moe-tiny"])
 def test_the_component_draws_what_a_llama_style_model_has(browser, preset):
-    """The component alone (ui/panels/flow.py's module, in a blank page): RoPE instead of a position table, grouped
+    """The component alone (ui/components/flow/, in a blank page): RoPE instead of a position table, grouped
     key/value heads under each head's pattern, the router's experts per token when a block opens."""
     from llmviz.lessons import flow
     from llmviz.models.gpt import GPT, PRESETS
     from llmviz.tokenizers.char_word import CharTokenizer
     from llmviz.tokenizers.ids import encode
-    from ui.panels.flow import CSS, JS
 
     tokenizer = CharTokenizer.train("abcdefghij ")
     config = PRESETS[preset].replace(vocab_size=tokenizer.vocab_size, context_length=16, n_layers=2)
     torch.manual_seed(0)
     payload = flow.flow_payload(GPT(config).eval(), tokenizer, encode(tokenizer, "abc defg hij"))
-    page = browser.new_page()
-    page.set_viewport_size({"width": 1400, "height": 1000})
-    page.set_content(f"<style>{CSS}</style><div id='host' style='width:1300px'></div>")
-    module = JS.replace("export default function", "window.lvfMount = function").replace("export function", "function")
-    page.add_script_tag(content=module)
-    page.evaluate(
-        "(data) => window.lvfMount({data, parentElement: document.getElementById('host'), setStateValue: () => {}})",
-        {"sig": preset, "payload": payload, "open": None},
-    )
-    page.wait_for_selector(FLOW)
+    page = component_page(browser, payload, preset)
     assert page.locator(".lvf-col[data-stage='1'] .lvf-colsub").text_content() == "+RoPE"
     assert "RMSNorm" in page.locator(".lvf-facts").inner_text()
     attn1 = next(k for k, s in enumerate(payload["stages"]) if s["kind"] == "attn" and s["layer"] == 1)
@@ -260,6 +297,80 @@ def test_the_component_draws_what_a_llama_style_model_has(browser, preset):
         assert chosen == len(payload["tokens"]) * config.experts_top_k
     shot(page, f"flow-component-{preset}")
     page.close()
+
+
+LINKS = """() => [...document.querySelectorAll('.lvf-link')].map(
+  (p) => [Number(p.dataset.stage), Number(p.dataset.from), Number(p.dataset.query), Number(p.dataset.key)])"""
+
+
+@pytest.mark.parametrize("name", ["names-rnn", "names-gru", "names-wavenet"])
+def test_a_recurrent_model_carries_its_state_and_a_wavenet_reads_dilated_positions(browser, name):
+    """Issue 72 §6, the picture: an RNN's and a GRU's hidden state h_t drawn as an arrow to position t + 1's (and into
+    each gate of the GRU at t + 1, drawn before its h_t); a WaveNet's level l at position t fed by the level below at t
+    and t − 2^l. The lines are read back from the page and compared with what the models compute (their numbers:
+    tests/unit/lessons/test_flow.py)."""
+    from llmviz.lessons import flow
+    from llmviz.tokenizers.ids import encode
+    from llmviz.training.checkpoint import load_checkpoint
+    from tests.support.paths import DATA as SHIPPED
+
+    model, tokenizer, _ = load_checkpoint(SHIPPED / name)[:3]
+    payload = flow.flow_payload(model.eval(), tokenizer, encode(tokenizer, "charlotte"))
+    page = component_page(browser, payload, name)
+    stages = payload["stages"]
+    T = len(payload["tokens"])
+    titles = [s["title"] for s in stages if s["kind"] == "hidden"]
+    links = {tuple(link) for link in page.evaluate(LINKS)}
+    if name == "names-wavenet":
+        levels = [k for k, s in enumerate(stages) if s["title"].startswith("layers.")]
+        assert [page.locator(f".lvf-col[data-stage='{k}'] .lvf-colsub").text_content() for k in levels] == [
+            "dilation 1",
+            "dilation 2",
+            "dilation 4",
+        ]
+        expected = {(k, k - 1, t, t - 2**level) for level, k in enumerate(levels) for t in range(2**level, T)}
+    else:
+        h = titles.index("rnn.hidden") + 1
+        gates = ["gru.reset_gate", "gru.update_gate", "gru.candidate"] if name == "names-gru" else []
+        assert titles == ["embed.tok", *gates, "rnn.hidden"], "the gates come before the state they compute"
+        readers = [titles.index(g) + 1 for g in gates] + [h]
+        expected = {(k, h, t, t - 1) for k in readers for t in range(1, T)}
+        assert page.locator(".lvf-rec").count() == T - 1  # the state's own arrow, position to position
+    assert links == expected
+    # hover the last token: the lines into it light up, no other's
+    page.locator(".lvf-token").last.hover()
+    lit = {tuple(link) for link in page.evaluate(LINKS.replace("'.lvf-link'", "'.lvf-link.lvf-hot'"))}
+    assert lit == {link for link in expected if link[2] == T - 1}
+    shot(page, f"flow-component-{name}")
+    page.close()
+
+
+def test_every_column_fits_and_presenter_type_is_14_px_or_more(browser):
+    """Issue 72 §7: a bigram's 'next token' column inside the picture (it was cut at the right edge), and in
+    presenter mode every text of the picture at 14 px or more, at 1280×720."""
+    from llmviz.lessons import flow
+    from llmviz.tokenizers.ids import encode
+    from llmviz.training.checkpoint import load_checkpoint
+    from tests.support.paths import DATA as SHIPPED
+
+    inside = """() => { const svg = document.querySelector('.lvf-svg').getBoundingClientRect();
+      const box = document.querySelector('.lvf-svgbox').getBoundingClientRect();
+      return [...document.querySelectorAll('.lvf-svg text')].filter((t) => t.textContent.trim())
+        .every((t) => { const b = t.getBoundingClientRect();
+                        return b.left >= svg.left - 0.5 && b.right <= Math.min(svg.right, box.right) + 0.5; }); }"""
+    smallest = """() => Math.min(...[...document.querySelectorAll('.lvf-svg text, .lvf-bar span, .lvf-note')]
+      .filter((t) => t.textContent.trim()).map((t) => parseFloat(getComputedStyle(t).fontSize)))"""
+    for name in ("names-bigram-counts", "gpt-python-docs"):
+        model, tokenizer, _ = load_checkpoint(SHIPPED / name)[:3]
+        payload = flow.flow_payload(model.eval(), tokenizer, encode(tokenizer, "The result is then bound to it."))
+        page = component_page(browser, payload, name)
+        assert page.evaluate(inside), f"{name}: a text of the picture is cut"
+        page.close()
+        page = component_page(browser, payload, name, viewport=(1280, 720), big=True)
+        assert page.evaluate(inside), f"{name}, presenter mode: a text of the picture is cut"
+        assert page.evaluate(smallest) >= 14
+        shot(page, f"flow-component-{name}-presenter-1280x720")
+        page.close()
 
 
 @pytest.mark.parametrize("model", ["hub:gpt2", "shipped:names-gru"])
@@ -275,10 +386,11 @@ def test_the_flow_draws_gpt2_and_a_character_model(app_url, browser, model):
         assert "lowest logits are not sent" in page.locator(".lvf-side .lvf-note").inner_text()
     else:
         assert data["model"]["kind"] == "other"
-        assert [s["title"] for s in data["stages"] if s["kind"] == "hidden"][:2] == ["embed.tok", "rnn.hidden"]
+        assert [s["title"] for s in data["stages"] if s["kind"] == "hidden"][:2] == ["embed.tok", "gru.reset_gate"]
     # the hint speaks of blocks and attention only for a model that has them (a GRU has neither)
     tip = page.locator(".lvf-tip").inner_text()
     assert ("every block and the tokens its attention reads" in tip) == (model == "hub:gpt2"), tip
+    assert ("the earlier positions it reads" in tip) == (model != "hub:gpt2"), tip
     page.locator(".lvf-token").last.hover()
     assert page.locator(".lvf-node.lvf-hot").count() >= 2  # its path lights through the stages it has
     shot(page, "flow-" + model.replace(":", "-"))

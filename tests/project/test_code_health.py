@@ -1,5 +1,6 @@
 """Structural checks on the code itself: module names, import graph."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -690,3 +691,49 @@ def test_no_file_of_the_app_is_over_600_lines_or_its_pages_over_300_statements()
         if (n := sum(isinstance(node, ast.stmt) for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))) > 300
     }
     assert statements == {}
+
+
+JS_COLUMNS = 120
+
+
+def javascript_files() -> list[Path]:
+    """Every JavaScript file of the project that a browser or CI loads (its own, not node_modules' or .venv's)."""
+    return sorted(
+        path
+        for pattern in ("*.js", "*.mjs")
+        for path in ROOT.rglob(pattern)
+        if not {".venv", "node_modules", ".git"} & set(path.relative_to(ROOT).parts)
+    )
+
+
+def test_no_javascript_file_is_over_600_lines_or_a_line_over_120_columns():
+    """Issue 72 §14: the JavaScript under the same bounds as the Python of ui/ (600 lines a file) and ruff's line
+    length (120 columns); eslint (.ci/run, eslint.config.mjs) checks the rest."""
+    files = javascript_files()
+    assert ROOT / "ui" / "components" / "flow" / "main.js" in files
+    long = {
+        p.relative_to(ROOT).as_posix(): n for p in files if (n := len(p.read_text("utf-8").splitlines())) > UI_LINES
+    }
+    assert long == {}
+    wide = [
+        f"{p.relative_to(ROOT).as_posix()}:{number}"
+        for p in files
+        for number, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1)
+        if len(line) > JS_COLUMNS
+    ]
+    assert wide == []
+
+
+def test_the_javascript_linter_is_pinned_and_run_by_ci_only():
+    """eslint's version is exact in package.json and locked in package-lock.json; .ci/run installs it with npm ci
+    and lints the flow's modules; README's two commands (run.py) never call Node."""
+    import json
+
+    package = json.loads((ROOT / "package.json").read_text(encoding="utf-8"))
+    pins = package["devDependencies"]
+    assert all(re.fullmatch(r"\d+\.\d+\.\d+", version) for version in pins.values()), pins
+    lock = json.loads((ROOT / "package-lock.json").read_text(encoding="utf-8"))
+    assert lock["packages"]["node_modules/eslint"]["version"] == pins["eslint"]
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "npm ci" in ci and "npx --no-install eslint ui/components" in ci
+    assert not re.search(r"\b(npm|npx|node)\b", (ROOT / "run.py").read_text(encoding="utf-8"))

@@ -1,25 +1,32 @@
 """The flow: one forward pass of the picked model as an animated, interactive picture (the Model page's key picture,
-small on Home). A Streamlit Custom Components v2 component (no iframe): its JavaScript and CSS are the plain files in
-``ui/components/flow/``; its numbers come from :func:`llmviz.lessons.flow.flow_payload` (the model's own
+small on Home). A Streamlit Custom Components v2 component (no iframe): its JavaScript is the ES modules in
+``ui/components/flow/`` (``main.js`` imports the others; the browser loads each file from the server, no bundle) and
+its CSS ``flow.css``; its numbers come from :func:`llmviz.lessons.flow.flow_payload` (the model's own
 ``run_with_cache``). Hover, Play/Step and the sampling sliders run in the browser; opening a block sends its number
 back (state ``block``), which keeps it open when the page redraws."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import streamlit as st
 
 from llmviz.lessons import flow
 from llmviz.lessons.flow import MAX_FLOW_TOKENS
-from ui import picker, state
+from ui import picker, present, state, streamlit_private
 
 HERE = Path(__file__).resolve().parent.parent / "components" / "flow"
-JS = "\n".join((HERE / name).read_text(encoding="utf-8") for name in ("sampling.js", "flow.js"))  # one module
-CSS = (HERE / "flow.css").read_text(encoding="utf-8")
-# isolate_styles=False: the picture lives in the page's DOM (every rule of flow.css is under .lvf), so the page's
-# own measures (words before the first picture, screenshots, the browser tests) see it as they see any element
-COMPONENT = st.components.v2.component("llmviz_flow", js=JS, css=CSS, isolate_styles=False)
+
+
+@functools.cache
+def component():
+    """The component, made at the first draw: on the running server, which serves ``HERE``'s files (without a
+    server there is nowhere to serve them from)."""
+    name = streamlit_private.serve_component_folder("llmviz", "flow", HERE)
+    # isolate_styles=False: the picture lives in the page's DOM (every rule of flow.css is under .lvf), so the page's
+    # own measures (words before the first picture, screenshots, the browser tests) see it as they see any element
+    return st.components.v2.component(name, js="main.js", css="flow.css", isolate_styles=False)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -69,13 +76,16 @@ def draw(view: picker.ModelView, ids: list[int], key: str, compact: bool = False
     ``compact``: Home's small copy (no sampling sliders, no block opened under it)."""
     data = payload(view.content_key, tuple(ids), view)
     block = open_block(key)
-    COMPONENT(
+    big = present.enabled()
+    streamlit_private.serve_component_folder("llmviz", "flow", HERE)  # on this run's server (AppTest: a new one)
+    component()(
         key=key,
         data={
-            "sig": f"{view.content_key}|{','.join(map(str, data['ids']))}",
+            "sig": f"{view.content_key}|{','.join(map(str, data['ids']))}|{big}",
             "payload": data,
             "open": block,
             "compact": compact,
+            "big": big,  # presenter mode: type of 14 px and more
         },
         default={"block": None},
         on_block_change=lambda: None,

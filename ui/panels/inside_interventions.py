@@ -358,10 +358,12 @@ def patching_grid(
     spec = spec_key(view.content_key, clean, corrupted, answer, wrong, component)
     st.subheader("Every layer × head" if component == "attn.z" else "Every layer × position")
     asked = state.SWEEP_ASKED.setdefault()
-    if st.button("Patch every one", type="primary", key=state.widget("patching_run")):
-        asked["patching"] = spec
     fits = interventions.fits_in_page(config, len(clean), cells)
-    if asked.get("patching") != spec and not (drawn_at_once and fits):
+    if drawn_at_once and fits:  # the section opens on the default pair's picture: no button before it
+        asked["patching"] = spec
+    elif st.button("Patch every one", type="primary", key=state.widget("patching_run")):
+        asked["patching"] = spec
+    if asked.get("patching") != spec:
         st.caption(f"Before you press: where do you expect the answer to be? ({cells} patched runs.)")
         return
     result = sweep(

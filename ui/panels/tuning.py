@@ -49,19 +49,23 @@ def answers_row(answers: list[tuning.ScoredAnswer]) -> None:
 def probabilities_figure(answer: tuning.ScoredAnswer) -> go.Figure:
     """Heatmap: each token of one model's answer (x) and its probability under each model (y)."""
     names = list(answer.probabilities)
-    labels = charts.unique_labels([t.replace("\n", "↵") for t in answer.tokens])
+    # the tokens themselves on the axis, a repeated one as often as it comes (a column per position, not per label:
+    # Plotly would merge equal labels), its position said on hover
+    labels = [t.replace("\n", "↵") for t in answer.tokens]
+    positions = list(range(len(labels)))
     matrix = [answer.probabilities[name] for name in names]
     figure = go.Figure(
         go.Heatmap(
             z=matrix,
-            x=labels,
+            x=positions,
             y=names,
+            customdata=[labels for _ in names],
             zmin=0,
             zmax=1,
             colorscale="Blues",
             text=[[f"{p:.2f}" for p in row] for row in matrix],
             texttemplate="%{text}" if len(labels) <= 30 else None,
-            hovertemplate="%{y}: p(%{x}) = %{z:.3f}<extra></extra>",
+            hovertemplate="%{y}: p(“%{customdata}”, token %{x}) = %{z:.3f}<extra></extra>",
             colorbar={"title": "p"},
         )
     )
@@ -69,7 +73,7 @@ def probabilities_figure(answer: tuning.ScoredAnswer) -> go.Figure:
         title=f"The {answer.model} model's answer: each token's probability under each model",
         height=260,
         margin=charts.margins(top=50, bottom=60),
-        xaxis={"tickangle": -45},
+        xaxis={"tickangle": -45, "tickmode": "array", "tickvals": positions, "ticktext": labels},
     )
     return figure
 

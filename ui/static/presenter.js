@@ -1,5 +1,6 @@
 // Presenter mode (ui/present.py): groups the main column's blocks into slides; slide 0 is the title and introduction
-// with the slide of the page's key picture (its first chart, or ui.sections.key_picture). Shows one slide; within it, reveals the text blocks (markdown paragraphs, captions,
+// with the slide of the page's key picture (its first chart, or ui.sections.key_picture). Shows one slide; within
+// it, reveals the text blocks (markdown paragraphs, captions,
 // equations) one Next at a time. P.count() and P.goto(i) serve the tests.
 // No '<' before a letter anywhere in this file: Streamlit's HTML sanitizer would drop it.
 (function () {
@@ -23,7 +24,8 @@
   function inner(el) {  // a plain container (an st.fragment, st.container), or st.tabs' open tab: its vertical block
     if (testid(el) === 'stTabs') {  // the other tabs' panels are marked inactive (or not drawn: lazy tabs)
       var panels = Array.prototype.filter.call(el.querySelectorAll('[data-testid="stTabPanel"]'), function (panel) {
-        return !panel.hidden && !panel.hasAttribute('data-st-inactive') && panel.closest('[data-testid="stTabs"]') === el;
+        return !panel.hidden && !panel.hasAttribute('data-st-inactive')
+          && panel.closest('[data-testid="stTabs"]') === el;
       });
       var block = panels.length ? panels[0].firstElementChild : null;
       return block && testid(block) === 'stVerticalBlock' ? block : null;
@@ -98,9 +100,12 @@
   function steps(group) {  // text blocks revealed one at a time (not the first: the section's heading)
     var out = [];
     group.forEach(function (block, i) {
-      if (i === 0 || isHeading(block) || block.querySelector(PICTURE) || block.closest(PICTURE)) return;  // the picture stays
-      var text = block.querySelector('[data-testid="stCaptionContainer"], [data-testid="stMarkdownContainer"] p, .katex-display');
-      var widget = block.querySelector('[data-testid="stPlotlyChart"], [data-testid="stDataFrame"], input, textarea, button');
+      // the picture stays
+      if (i === 0 || isHeading(block) || block.querySelector(PICTURE) || block.closest(PICTURE)) return;
+      var text = block.querySelector(
+        '[data-testid="stCaptionContainer"], [data-testid="stMarkdownContainer"] p, .katex-display');
+      var widget = block.querySelector(
+        '[data-testid="stPlotlyChart"], [data-testid="stDataFrame"], input, textarea, button');
       if (text && !widget) out.push(block);
     });
     return out;
@@ -169,7 +174,9 @@
     P.section = index; P.revealed = 1e9; P.refresh(); toTop();
   };
   P.off = function () {
-    document.querySelectorAll('[data-llmviz-hidden]').forEach(function (e) { e.removeAttribute('data-llmviz-hidden'); });
+    document.querySelectorAll('[data-llmviz-hidden]').forEach(function (e) {
+      e.removeAttribute('data-llmviz-hidden');
+    });
     var b = document.getElementById('llmviz-present-bar'); if (b) b.remove();
   };
   document.addEventListener('keydown', function (event) {

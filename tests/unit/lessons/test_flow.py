@@ -120,9 +120,114 @@ def test_every_shipped_character_model_is_drawn_from_its_cache(name):
     assert payload["model"]["kind"] == "other" and payload["stages"][0]["id"] == "tokens"
     hidden = [s for s in payload["stages"] if s["kind"] == "hidden"]
     assert [s["title"] for s in hidden] == [n for n, t in cache.items() if n != "logits" and t.dim() >= 3]
-    first = cache[hidden[0]["title"]][0].reshape(len(payload["ids"]), -1)
+    first = cache[hidden[0]["title"]][0]
+    # a WaveNet's stages are its positions' own nodes (the window's last group; test_a_wavenet_...)
+    first = first[:, -1] if name == "names-wavenet" else first.reshape(len(payload["ids"]), -1)
     f32_equal(hidden[0]["main"]["norm"], torch.linalg.vector_norm(first, dim=-1))
     f32_equal(payload["last"]["logits"], torch.sort(logits[0, -1], descending=True).values)
+
+
+def summary_equal(stage: dict, vectors: torch.Tensor) -> None:
+    """A stage drawn is ``vectors`` (T, C), computed here: each row's norm and first entries, to float32 rounding."""
+    np.testing.assert_allclose(stage["main"]["norm"], torch.linalg.vector_norm(vectors, dim=-1).numpy(), rtol=2e-5)
+    np.testing.assert_allclose(stage["main"]["first"], vectors[:, : flow.FIRST_ENTRIES].numpy(), atol=2e-6)
+
+
+def test_an_rnn_is_drawn_as_torch_rnn_computes_it_with_its_state_carried_on():
+    """Issue 72 §6: the shipped RNN's hidden states are torch.nn.RNN's (the model's weights copied in, no code of
+    llmviz's in the loop), and the stage says it reads the previous position's state."""
+    model, tokenizer, _ = load_checkpoint(DATA / "names-rnn")[:3]
+    ids = encode(tokenizer, "charlotte")
+    payload = flow.flow_payload(model.eval(), tokenizer, ids)
+    reference = torch.nn.RNN(model.embedding.embedding_dim, model.hidden_size, batch_first=True)
+    with torch.no_grad():
+        reference.weight_ih_l0.copy_(model.input_to_hidden.weight)
+        reference.bias_ih_l0.copy_(model.input_to_hidden.bias)
+        reference.weight_hh_l0.copy_(model.hidden_to_hidden.weight)
+        reference.bias_hh_l0.zero_()
+        states, _ = reference(model.embedding(torch.tensor([ids])))
+    stages = {s["title"]: s for s in payload["stages"] if s["kind"] == "hidden"}
+    assert list(stages) == ["embed.tok", "rnn.hidden"]
+    summary_equal(stages["rnn.hidden"], states[0])
+    h = stages["rnn.hidden"]
+    assert h["reads"] == [{"stage": stages["embed.tok"]["id"], "offset": 0}, {"stage": h["id"], "offset": -1}]
+
+
+def test_a_gru_draws_its_gates_before_the_state_they_compute_as_torch_gru_computes_them():
+    """Issue 72 §6: the stages in the order the GRU computes them (reset, update, candidate, then h_t); h_t is
+    torch.nn.GRU's, and each gate is recomputed here from torch.nn.GRU's weights and its previous state (PyTorch's
+    formulas: r = σ(W_ir x + b_ir + W_hr h + b_hr), z likewise, n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)))."""
+    model, tokenizer, _ = load_checkpoint(DATA / "names-gru")[:3]
+    ids = encode(tokenizer, "charlotte")
+    payload = flow.flow_payload(model.eval(), tokenizer, ids)
+    size = model.hidden_size
+    reference = torch.nn.GRU(model.embedding.embedding_dim, size, batch_first=True)
+    z_in, r_in, n_in = model.input_gates.weight.chunk(3)
+    z_hid, r_hid, n_hid = model.hidden_gates.weight.chunk(3)
+    bz_in, br_in, bn_in = model.input_gates.bias.chunk(3)
+    bz_hid, br_hid, bn_hid = model.hidden_gates.bias.chunk(3)
+    with torch.no_grad():  # PyTorch orders the gates reset, update, new
+        reference.weight_ih_l0.copy_(torch.cat([r_in, z_in, n_in]))
+        reference.weight_hh_l0.copy_(torch.cat([r_hid, z_hid, n_hid]))
+        reference.bias_ih_l0.copy_(torch.cat([br_in, bz_in, bn_in]))
+        reference.bias_hh_l0.copy_(torch.cat([br_hid, bz_hid, bn_hid]))
+        x = model.embedding(torch.tensor(ids))  # (T, e)
+        states, _ = reference(x[None])
+        states = states[0]  # (T, h)
+        before = torch.cat([torch.zeros(1, size), states[:-1]])  # h_{t−1}, zeros before the first
+        gi = x @ reference.weight_ih_l0.T + reference.bias_ih_l0
+        gh = before @ reference.weight_hh_l0.T + reference.bias_hh_l0
+        reset = torch.sigmoid(gi[:, :size] + gh[:, :size])
+        update = torch.sigmoid(gi[:, size : 2 * size] + gh[:, size : 2 * size])
+        candidate = torch.tanh(gi[:, 2 * size :] + reset * gh[:, 2 * size :])
+    hidden = [s for s in payload["stages"] if s["kind"] == "hidden"]
+    assert [s["title"] for s in hidden] == [
+        "embed.tok",
+        "gru.reset_gate",
+        "gru.update_gate",
+        "gru.candidate",
+        "rnn.hidden",
+    ]
+    for stage, vectors in zip(hidden[1:], (reset, update, candidate, states), strict=True):
+        summary_equal(stage, vectors)
+    ids_of = {s["title"]: s["id"] for s in hidden}
+    previous = {"stage": ids_of["rnn.hidden"], "offset": -1}
+    assert all(previous in s["reads"] for s in hidden[1:]), "every gate and h_t read h_{t−1}"
+    assert {"stage": ids_of["gru.reset_gate"], "offset": 0} in hidden[3]["reads"]  # the candidate reads r_t
+    assert {r["stage"] for r in hidden[4]["reads"]} == {
+        ids_of["gru.update_gate"],
+        ids_of["gru.candidate"],
+        ids_of["rnn.hidden"],
+    }
+
+
+def test_a_wavenet_is_drawn_as_the_dilated_causal_convolution_it_computes():
+    """Issue 72 §6: level l at position t reads the level below at t − 2^l and at t. The reference is
+    torch's conv1d with dilation 2^l over the text left-padded with the boundary id 0 (the model's Linear on two
+    neighbours as a kernel of width 2), LayerNorm and tanh: each level's node at each position is the stage drawn."""
+    import torch.nn.functional as F
+
+    model, tokenizer, _ = load_checkpoint(DATA / "names-wavenet")[:3]
+    ids = encode(tokenizer, "charlotte")
+    payload = flow.flow_payload(model.eval(), tokenizer, ids)
+    kept = payload["ids"]
+    T = len(kept)
+    with torch.no_grad():
+        padded = torch.tensor([0] * (model.context - 1) + kept)
+        a = model.embedding(padded).T[None]  # (1, e, T + 2^L − 1)
+        hidden = [s for s in payload["stages"] if s["kind"] == "hidden"]
+        summary_equal(hidden[0], a[0, :, -T:].T)
+        for level, (fuse, norm) in enumerate(zip(model.fuse, model.norms, strict=True)):
+            width = a.shape[1]
+            kernel = torch.stack([fuse.weight[:, :width], fuse.weight[:, width:]], dim=-1)  # (h, width, 2)
+            a = F.conv1d(a, kernel, fuse.bias, dilation=2**level)
+            a = torch.tanh(F.layer_norm(a.transpose(1, 2), norm.normalized_shape, norm.weight, norm.bias)).transpose(
+                1, 2
+            )
+            stage = hidden[level + 1]
+            summary_equal(stage, a[0, :, -T:].T)
+            below = hidden[level]["id"]
+            assert stage["reads"] == [{"stage": below, "offset": -(2**level)}, {"stage": below, "offset": 0}]
 
 
 def test_gpt2_converted_from_transformers_matches_transformers_own_pass(tmp_path):

@@ -1,5 +1,5 @@
 // The sampling transforms of the flow's output bars (the one computation the browser does: the last position's
-// logits are in the payload, sorted from the largest). ui/panels/flow.py puts this file before flow.js in one module.
+// logits are in the payload, sorted from the largest), imported by side.js.
 
 const GREEDY_BELOW = 1e-3; // llmviz.generation.sampling.GREEDY_BELOW: a lower temperature is greedy
 
