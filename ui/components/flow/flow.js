@@ -155,7 +155,7 @@ class Flow {
     const d = this.data;
     const L = this.layout();
     this.L = L;
-    const svg = el("svg", { width: L.width, height: L.height, class: "lvf-svg", role: "img" }, this.svgBox, true);
+    const svg = el("svg", { width: L.width, height: L.height, class: "lvf-svg", role: "group" }, this.svgBox, true);
     svg.setAttribute("aria-label", `The forward pass of ${d.tokens.length} tokens through ${d.stages.length} stages`);
     this.svg = svg;
     const T = d.tokens.length;
