@@ -301,3 +301,47 @@ def test_the_server_line_counts_the_runs_every_app_process_trains(fresh_session_
         assert line.startswith(f"On this server: {before + 1} run(s) training"), line
     finally:
         lab.registry.free_slot("slot1")
+
+
+def joining_card(at) -> tuple[list[str], list[str]]:
+    """The address cards drawn (st.code in the keyed container) and the QR pictures (inline SVG) of a page run."""
+    codes = [c.value for c in at.code]
+    pictures = [h.proto.body for h in at.get("html") if "QR code of" in h.proto.body]
+    return codes, pictures
+
+
+@pytest.mark.parametrize("page", ["stages/home.py", "stages/classroom.py"])
+def test_the_teacher_sees_the_address_students_open_and_students_do_not(page, monkeypatch):
+    """Home and the class view show the teacher the address students open (LLMVIZ_PUBLIC_URL here: the proxy's),
+    as text and as a QR code named for a screen reader; a student's Home shows neither."""
+    import segno
+
+    monkeypatch.setenv("LLMVIZ_TEACHER_KEY", KEY)
+    monkeypatch.setenv("LLMVIZ_PUBLIC_URL", "http://llm.school.example:8080/")
+    teacher = run_app(page, query={"teacher": KEY})
+    assert_clean(teacher)
+    codes, pictures = joining_card(teacher)
+    assert "http://llm.school.example:8080" in codes
+    assert len(pictures) == 1 and 'aria-label="QR code of http://llm.school.example:8080"' in pictures[0]
+    # the picture is the address's QR code: the same modules segno draws for it (an independent encoding of the text)
+    expected = segno.make("http://llm.school.example:8080", error="m").svg_inline(scale=5)
+    assert expected.split(' d="', 1)[1].split('"', 1)[0] in pictures[0]
+
+    student = run_app("stages/home.py", query={"teacher": "wrong"})
+    assert_clean(student)
+    assert joining_card(student) == ([], [])
+    assert not any("Students join at" in m.value for m in student.markdown)
+
+
+def test_without_a_proxy_the_teacher_sees_this_machines_lan_address(monkeypatch):
+    from llmviz.address import lan_address
+
+    monkeypatch.setenv("LLMVIZ_TEACHER_KEY", KEY)
+    monkeypatch.delenv("LLMVIZ_PUBLIC_URL", raising=False)
+    teacher = run_app("stages/home.py", query={"teacher": KEY})
+    assert_clean(teacher)
+    found = lan_address()
+    if found is None:  # no network but loopback here: the card says students cannot reach the server
+        assert any("cannot reach" in m.value for m in teacher.markdown)
+    else:
+        assert joining_card(teacher)[0] == [f"http://{found}:8501"]
