@@ -80,7 +80,10 @@ def said_numbers(trace: dict) -> list[str]:
     return []
 
 
-@pytest.mark.parametrize("page", ["stages/sampling.py", "stages/attention.py", "stages/embeddings.py", "stages/model.py", "stages/serving.py"])
+@pytest.mark.parametrize(
+    "page",
+    ["stages/sampling.py", "stages/attention.py", "stages/embeddings.py", "stages/model.py", "stages/serving.py"],
+)
 def test_every_chart_says_its_key_numbers(page):
     """Each chart's text alternative (ui.chart_text, in layout.meta: ui/static/reachable.js writes it for a screen
     reader) names its title and the numbers the chart draws: checked against the figure the browser receives."""
