@@ -21,12 +21,12 @@ MOST_CHARACTERS = 600
 
 
 def number(value: float) -> str:
-    """A number as a student reads it: three significant digits.
+    """A number as a student reads it (and a screen reader says it): three significant digits, a large one whole.
 
-    >>> number(0.123456), number(1234.5), number(2.0), number(-0.00012)
-    ('0.123', '1.23e+03', '2', '-0.00012')
+    >>> number(0.123456), number(1234.5), number(2.0), number(-0.00012), number(279040.0)
+    ('0.123', '1,234', '2', '-0.00012', '279,040')
     """
-    return f"{value:.3g}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
 def _values(array) -> np.ndarray:

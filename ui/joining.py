@@ -67,7 +67,7 @@ def card() -> None:
     url = student_address()
     with st.container(border=True):
         if url is None:
-            st.markdown("**Students cannot reach this server yet.** " + join_line(None, server_port()))
+            st.markdown(join_line(None, server_port()))
             return
         words, picture = st.columns([3, 1], vertical_alignment="center")
         with words:

@@ -108,6 +108,8 @@ def test_the_class_view_and_the_teachers_home(browser, tmp_path):
         "LLMVIZ_RUNS_DIR": str(tmp_path / "runs"),
         "LLMVIZ_CACHE_DIR": str(tmp_path / "cache"),
         "LLMVIZ_TEACHER_KEY": TEACHER_KEY,
+        # the test server listens on 127.0.0.1: the proxy's address makes the card show its QR code
+        "LLMVIZ_PUBLIC_URL": "http://llm.school.example:8080",
     }
     server = start_app("app.py", env=env, log=tmp_path / "server.log")
     try:
@@ -116,6 +118,7 @@ def test_the_class_view_and_the_teachers_home(browser, tmp_path):
         class_view = audit(page, "classroom")
         page.goto(f"{server.url}/")
         wait_until_idle(page)
+        assert page.get_by_role("img", name="QR code of http://llm.school.example:8080").count() == 1
         home = audit(page, "teacher-home")
         assert_accessible(class_view + home)
         page.close()

@@ -17,7 +17,7 @@ from colorspacious import cspace_convert, deltaE
 
 from tests.support.paths import ROOT
 from ui import colours
-from ui.panels import runs, sampling, tuning
+from ui.panels import inside_lens, runs, sampling, tuning
 
 VISIONS = {"normal": None, "deuteranopia": "deuteranomaly", "protanopia": "protanomaly", "tritanopia": "tritanomaly"}
 WHITE = (255, 255, 255)
@@ -108,6 +108,7 @@ def test_text_on_chips_is_readable():
     text = THEME["textColor"]
     backgrounds = {f"chip {c}": c for c in colours.PALETTE}
     backgrounds["a generated token at p = 1"] = sampling.PROBABILITY_SHADE
+    backgrounds["a token at the worst loss (Inside)"] = inside_lens.LOSS_SHADE
     backgrounds |= {f"a {name} chip at p = 1": over(colour, 0.55) for name, colour in tuning.STAGE_COLOURS.items()}
     low = {name: round(contrast(text, bg), 2) for name, bg in backgrounds.items() if contrast(text, bg) < 4.5}
     assert not low, f"text under 4.5:1 on {low}"
@@ -122,6 +123,7 @@ def test_the_themes_text_colours_are_readable():
     assert contrast(THEME["primaryColor"], WHITE) >= 4.5
     assert contrast(THEME["linkColor"], WHITE) >= 4.5
     assert contrast(THEME["grayTextColor"], WHITE) >= 4.5
+    assert contrast(over(THEME["codeTextColor"], 0.6), WHITE) >= 4.5  # inline code in a caption
     assert contrast(colours.MUTED_TEXT, WHITE) >= 4.5
 
 

@@ -98,7 +98,7 @@ def mask_chips(tokens: list[tuning.MaskedToken]) -> str:
         style = (
             "background:#d3f9d8;border:1px solid #2f9e44"
             if token.in_loss
-            else "background:#f1f3f5;border:1px dashed #adb5bd;color:#868e96"
+            else "background:#f1f3f5;border:1px dashed #adb5bd;color:#5c5f6a"  # 5.7:1
         )
         label = "loss" if token.in_loss else "−100"
         chips.append(

@@ -15,7 +15,7 @@
   }
   function mark() {
     document.querySelectorAll(SCROLLERS).forEach(function (node) {
-      var wide = node.scrollWidth > node.clientWidth + 1;
+      var wide = node.scrollWidth > node.clientWidth;
       if (wide && !node.hasAttribute('tabindex')) {
         node.setAttribute('tabindex', '0');
         node.setAttribute('role', 'region');
@@ -50,6 +50,8 @@
   }
   new MutationObserver(soon).observe(document.body, { childList: true, subtree: true });
   window.addEventListener('resize', soon);
+  // a formula widens without a change to the page's elements (its fonts load, an expander opens): looked at again
+  setInterval(mark, 1000);
   mark();
   describe();
 })();
