@@ -322,10 +322,12 @@ def test_the_teacher_sees_the_address_students_open_and_students_do_not(page, mo
     assert_clean(teacher)
     codes, pictures = joining_card(teacher)
     assert "http://llm.school.example:8080" in codes
-    assert len(pictures) == 1 and 'aria-label="QR code of http://llm.school.example:8080"' in pictures[0]
-    # the picture is the address's QR code: the same modules segno draws for it (an independent encoding of the text)
-    expected = segno.make("http://llm.school.example:8080", error="m").svg_inline(scale=5)
-    assert expected.split(' d="', 1)[1].split('"', 1)[0] in pictures[0]
+    assert len(pictures) == 1 and 'alt="QR code of http://llm.school.example:8080"' in pictures[0]
+    # the picture is the address's QR code: the same modules segno draws for it
+    expected = segno.make("http://llm.school.example:8080", error="m").svg_inline(scale=5, border=4)
+    drawn = base64.b64decode(pictures[0].split("base64,", 1)[1].split('"', 1)[0]).decode()
+    modules = expected.split(' d="', 1)[1].split('"', 1)[0]  # the dark modules' path
+    assert ' d="' + modules + '"' in drawn
 
     student = run_app("stages/home.py", query={"teacher": "wrong"})
     assert_clean(student)

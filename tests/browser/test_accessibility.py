@@ -118,7 +118,7 @@ def test_the_class_view_and_the_teachers_home(browser, tmp_path):
         class_view = audit(page, "classroom")
         page.goto(f"{server.url}/")
         wait_until_idle(page)
-        assert page.get_by_role("img", name="QR code of http://llm.school.example:8080").count() == 1
+        assert page.get_by_role("img", name="QR code of http://llm.school.example:8080", exact=True).count() == 1
         home = audit(page, "teacher-home")
         assert_accessible(class_view + home)
         page.close()
