@@ -105,7 +105,10 @@ def describe(figure) -> str:
     parts = [f"Chart: {title}." if title else "Chart."]
     for trace in figure.data[:MOST_SERIES]:
         kind = SERIES.get(trace.type)
-        said = kind(trace) if kind else f"{trace.type} data"
+        try:
+            said = kind(trace) if kind else f"{trace.type} data"
+        except (TypeError, ValueError, IndexError):  # a shape this reader does not know: the chart still draws
+            said = f"{trace.type} data"
         name = f"{trace.name}: " if getattr(trace, "name", None) else ""
         parts.append(f"{name}{said}.")
     if len(figure.data) > MOST_SERIES:
