@@ -143,14 +143,12 @@ def run(command: list[str]) -> int:
         return 130
 
 
-def app_address(args: list[str], environ: dict | None = None) -> str:
-    """Where ``streamlit run app.py ARGS`` serves the app: ``--server.port``/``--server.address`` given (``--flag N``
-    or ``--flag=N``), else ``STREAMLIT_SERVER_PORT``/``STREAMLIT_SERVER_ADDRESS``, else Streamlit's 8501 on localhost.
+def server_flags(args: list[str], environ: dict | None = None) -> dict:
+    """The ``port`` and ``address`` Streamlit will serve on: ``--server.port``/``--server.address`` given (``--flag
+    N`` or ``--flag=N``), else ``STREAMLIT_SERVER_PORT``/``STREAMLIT_SERVER_ADDRESS``; ``None`` where unset.
 
-    >>> app_address(["--server.port", "8600"], {}), app_address(["--server.port=9000"], {})
-    ('http://localhost:8600', 'http://localhost:9000')
-    >>> app_address([], {"STREAMLIT_SERVER_PORT": "8080"}), app_address([], {})
-    ('http://localhost:8080', 'http://localhost:8501')
+    >>> server_flags(["--server.port", "8600", "--server.address=0.0.0.0"], {})
+    {'port': '8600', 'address': '0.0.0.0'}
     """
     environ = os.environ if environ is None else environ
     given = {"port": environ.get("STREAMLIT_SERVER_PORT"), "address": environ.get("STREAMLIT_SERVER_ADDRESS")}
@@ -161,6 +159,19 @@ def app_address(args: list[str], environ: dict | None = None) -> str:
                 given[name] = args[index + 1]
             elif arg.startswith(flag + "="):
                 given[name] = arg.split("=", 1)[1]
+    return given
+
+
+def app_address(args: list[str], environ: dict | None = None) -> str:
+    """Where ``streamlit run app.py ARGS`` serves the app on this machine (:func:`server_flags`; Streamlit's 8501 on
+    localhost by default).
+
+    >>> app_address(["--server.port", "8600"], {}), app_address(["--server.port=9000"], {})
+    ('http://localhost:8600', 'http://localhost:9000')
+    >>> app_address([], {"STREAMLIT_SERVER_PORT": "8080"}), app_address([], {})
+    ('http://localhost:8080', 'http://localhost:8501')
+    """
+    given = server_flags(args, environ)
     address = given["address"] if given["address"] not in (None, "", "0.0.0.0") else "localhost"
     return f"http://{address}:{given['port'] or 8501}"
 
@@ -194,6 +205,24 @@ def port_taken(args: list[str], environ: dict | None = None) -> str | None:
         except OSError as error:
             return f"port {port} is taken ({error.strerror}): stop what holds it or pick another (--server.port 8600)"
     return None
+
+
+def students_line(args: list[str], environ: dict | None = None, lan: str | None = None) -> str:
+    """The line for the teacher: the address students open from their own machines (this machine's address on the
+    local network, found without sending anything: llmviz.address), or ``LLMVIZ_PUBLIC_URL`` behind a proxy.
+
+    >>> students_line(["--server.port", "8600"], {}, lan="192.168.1.20")
+    'Students open http://192.168.1.20:8600 on their own machines (the firewall must allow TCP port 8600).'
+    """
+    from llmviz.address import join_line, lan_address, student_url
+
+    environ = os.environ if environ is None else environ
+    given = server_flags(args, environ)
+    port = int(given["port"]) if str(given["port"] or "").isdigit() else 8501
+    bind = given["address"]
+    found = lan if lan is not None else (lan_address() if not bind or bind in ("0.0.0.0", "::") else None)
+    url = student_url(port, bind, lan=found, public=environ.get("LLMVIZ_PUBLIC_URL", "").strip() or None)
+    return join_line(url, port)
 
 
 def warm_up(url: str, wait_s: float = 300) -> bool:
@@ -254,6 +283,7 @@ def main(argv: list[str]) -> int:
         if taken:
             raise SystemExit(f"run.py: error: {taken}")
         say(f"the app is at {app_address(rest)} (open it in a browser; Ctrl-C stops it)")
+        say(students_line(rest))
         # X-Forwarded-For only from LLMVIZ_TRUSTED_PROXIES, from the first connection on (uvicorn reads it at start)
         os.environ["FORWARDED_ALLOW_IPS"] = os.environ.get("LLMVIZ_TRUSTED_PROXIES", "").replace(" ", ",")
         warm = (

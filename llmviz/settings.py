@@ -162,6 +162,15 @@ SETTINGS: dict[str, Setting] = _declare(
         "(default: none, so no header is trusted)",
     ),
     Setting(
+        "LLMVIZ_PUBLIC_URL",
+        "text",
+        None,
+        "URL",
+        "the address students open when a proxy stands in front of the app (`http://server:8080`): printed at start "
+        "and shown to the teacher (Home, the class view) instead of this machine's own address and port "
+        "(default: this machine's address on the local network and Streamlit's port, llmviz.address)",
+    ),
+    Setting(
         "LLMVIZ_WORKER_TIMEOUT",
         "float",
         120.0,

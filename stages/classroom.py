@@ -5,7 +5,7 @@ are llmviz.lab.classroom's, the figures ui.panels.classroom's."""
 import streamlit as st
 
 from llmviz.lab.classroom import SORTS, thin_curve
-from ui import charts, identity, lab, model_sources, picker, sections, state, watch
+from ui import charts, identity, joining, lab, model_sources, picker, sections, state, watch
 from ui.panels import classroom
 from ui.text import literal_markdown
 
@@ -16,6 +16,7 @@ if not identity.is_teacher():
         "(`LLMVIZ_TEACHER_KEY`, docs/classroom.md) in this browser."
     )
     st.stop()
+joining.card()  # the address students open, and its QR code
 
 c1, c2, c3 = st.columns(3)
 sort = c1.selectbox("Sort by", SORTS, key=state.widget("class_sort"))

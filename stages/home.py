@@ -7,7 +7,7 @@ from llmviz.data import corpus
 from llmviz.device import describe_device
 from llmviz.lessons.model import DEFAULT_SENTENCE
 from llmviz.tokenizers.ids import encode
-from ui import picker, present, sections, state, streamlit_private
+from ui import joining, picker, present, sections, state, streamlit_private
 from ui.panels import flow
 from ui.text import literal_markdown
 
@@ -25,6 +25,7 @@ ui.page_header(
     "Real models, small enough to run here: every number is computed by PyTorch in front of you. "
     "Click a stage to open it.",
 )
+joining.card()  # the teacher's only: the address students open, and its QR code
 
 
 def stage_box(number: int, stage: ui.Stage) -> None:

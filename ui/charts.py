@@ -9,6 +9,8 @@ import math
 
 import plotly.graph_objects as go
 
+from ui import chart_text
+from ui.colours import MUTED_TEXT, PALETTE
 from ui.equations import display_math
 from ui.streamlit_private import unchecked_figure
 from ui.text import literal_html
@@ -387,9 +389,6 @@ def bar(
     return figure
 
 
-PALETTE = ["#dbe4ff", "#d3f9d8", "#fff3bf", "#ffe3e3", "#e5dbff", "#c5f6fa", "#ffe8cc", "#f3f0ff"]
-
-
 def token_chips(pieces: list[str], ids: list[int], tooltips: list[str] | None = None, show_ids: bool = False) -> str:
     """HTML: each token a coloured chip, its id under it (``show_ids``, as Tiktokenizer shows them) and on hover."""
     chips = []
@@ -419,7 +418,7 @@ def flow(steps: list[tuple[str, str, str]], direction: str = "column") -> str:
             f'<b>{html.escape(title)}</b> <code style="float:right">{html.escape(shape)}</code>'
             f'<div style="font-size:0.8rem;color:#495057">{html.escape(detail)}</div></div>'
         )
-    joiner = f'<div style="text-align:center;color:#868e96">{arrow}</div>'
+    joiner = f'<div style="text-align:center;color:{MUTED_TEXT}">{arrow}</div>'
     return f'<div style="display:flex;flex-direction:{direction};gap:2px">' + joiner.join(boxes) + "</div>"
 
 
@@ -486,6 +485,7 @@ def show_in(where, figure: go.Figure, width="stretch", **kwargs):
         figure.for_each_yaxis(
             lambda axis: axis.update(tickfont_size=max(14, round((axis.tickfont.size or 12) * scale)))
         )
+    figure.layout.meta = chart_text.describe(figure)  # its text alternative (ui/static/reachable.js writes it out)
     return where.plotly_chart(figure, width=width, config=export_config(_filename(figure)), **kwargs)
 
 
@@ -517,13 +517,14 @@ FORMULA_STYLE = "<style>.katex-display { padding: 0.5em 0.1em; }</style>"
 
 
 def install_export() -> None:
-    """Once per run (app.py): the SVG download button on every chart, and the room every formula needs."""
+    """Once per run (app.py): the SVG download button on every chart, the room every formula needs, and a keyboard
+    stop on every formula or code block wider than its column (ui/static/reachable.js)."""
     import streamlit as st
 
-    from ui.streamlit_private import SVG_BUTTON_SCRIPT
+    from ui.streamlit_private import REACHABLE_SCRIPT, SVG_BUTTON_SCRIPT
 
-    # (a leading element: the sanitizer drops a script that comes first)
-    st.html('<span data-llmviz-export="1"></span>' + SVG_BUTTON_SCRIPT + FORMULA_STYLE, unsafe_allow_javascript=True)
+    scripts = SVG_BUTTON_SCRIPT + REACHABLE_SCRIPT  # (a leading element: the sanitizer drops a script that comes first)
+    st.html('<span data-llmviz-export="1"></span>' + scripts + FORMULA_STYLE, unsafe_allow_javascript=True)
 
 
 def equation(line: str, where=None) -> None:

@@ -12,7 +12,7 @@ import streamlit as st
 
 from llmviz import settings
 from llmviz.errors import configure_logging, filter_client_logs
-from ui import refused, state, streamlit_private
+from ui import joining, refused, state, streamlit_private
 
 
 @contextlib.contextmanager
@@ -106,6 +106,8 @@ def start_server_once() -> None:
         streamlit_private.guard_widget_states(refused.refuse_widget_value, state.MAX_WIDGET_TEXT)
         # a forwarded address only from a configured proxy: a client on this machine cannot name itself N students
         streamlit_private.trust_forwarded_only_from(settings.get("LLMVIZ_TRUSTED_PROXIES") or ())
+        # the address students open from their own machines, for the teacher at the terminal (llmviz.address)
+        print(joining.start_line(), flush=True)
 
 
 _PAGE_THREADS_SET = False

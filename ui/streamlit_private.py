@@ -523,6 +523,8 @@ _STATIC = Path(__file__).resolve().parent / "static"
 PRESENTER_CSS = "<style>\n" + (_STATIC / "presenter.css").read_text(encoding="utf-8") + "</style>\n"
 PRESENTER_SCRIPT = "<script>\n" + (_STATIC / "presenter.js").read_text(encoding="utf-8") + "</script>\n"
 SVG_BUTTON_SCRIPT = "<script>\n" + (_STATIC / "svg_button.js").read_text(encoding="utf-8") + "</script>\n"
+# a formula or code block wider than its column: reachable and scrollable with the keyboard (tabindex, a name)
+REACHABLE_SCRIPT = "<script>\n" + (_STATIC / "reachable.js").read_text(encoding="utf-8") + "</script>\n"
 
 
 # 12. a folder served as a Custom Components v2 component's assets

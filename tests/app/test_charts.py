@@ -1,8 +1,14 @@
 """ui.charts: the chart helpers the pages share (no browser needed; what the browser draws is in tests/browser)."""
 
+import base64
 import doctest
+import json
 
-from ui import charts
+import numpy as np
+import pytest
+
+from tests.support.pages import run_page
+from ui import chart_text, charts
 
 
 def test_doctests():
@@ -42,3 +48,57 @@ def test_labels_never_overlap_whatever_the_points():
     for n, a in enumerate(boxes):
         for b in boxes[n + 1 :]:
             assert a[1] <= b[0] or b[1] <= a[0] or a[3] <= b[2] or b[3] <= a[2], (a, b)
+
+
+def drawn(array) -> np.ndarray:
+    """A trace's array as the browser gets it (numpy arrays travel as base64 with their dtype), as floats."""
+    if isinstance(array, dict):
+        shape = [int(n) for n in str(array.get("shape", "")).split(",") if n.strip()]
+        values = np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).astype(float)
+        return values.reshape(shape) if shape else values
+    return np.array([np.nan if v is None else float(v) for v in np.ravel(np.array(array, dtype=object))]).reshape(
+        np.shape(np.array(array, dtype=object))
+    )
+
+
+def said(value: float) -> str:
+    """How the sentence writes a number (the wording, not the number, comes from ui.chart_text)."""
+    return chart_text.number(float(value))
+
+
+def said_numbers(trace: dict) -> list[str]:
+    """What a trace's text alternative must say, recomputed from the drawn data: a bar chart's highest bar and its
+    value, a line's first and last value, a heatmap's largest and smallest cell."""
+    if trace["type"] == "bar":
+        horizontal = trace.get("orientation") == "h"
+        labels, values = (trace["y"], trace["x"]) if horizontal else (trace["x"], trace["y"])
+        numbers = drawn(values)
+        top = int(np.nanargmax(numbers))
+        return [f"highest {str(labels[top]).strip() or repr(str(labels[top]))} ({said(numbers[top])})"]
+    if trace["type"] in ("scatter", "scattergl"):
+        ys = drawn(trace["y"])
+        kept = ys[np.isfinite(ys)]
+        return [f"from {said(kept[0])}", f"to {said(kept[-1])}"]
+    if trace["type"] == "heatmap":
+        z = drawn(trace["z"])
+        return [f"from {said(np.nanmin(z))}", f"to {said(np.nanmax(z))}"]
+    return []
+
+
+@pytest.mark.parametrize(
+    "page",
+    ["stages/sampling.py", "stages/attention.py", "stages/embeddings.py", "stages/model.py", "stages/serving.py"],
+)
+def test_every_chart_says_its_key_numbers(page):
+    """Each chart's text alternative (ui.chart_text, in layout.meta: ui/static/reachable.js writes it for a screen
+    reader) names its title and the numbers the chart draws: checked against the figure the browser receives."""
+    at = run_page(page)
+    specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    assert specs, "the page draws charts"
+    for spec in specs:
+        sentence = spec["layout"].get("meta", "")
+        title = (spec["layout"].get("title") or {}).get("text")
+        assert sentence.startswith(f"Chart: {title}." if title else "Chart."), sentence
+        for trace in spec["data"][: chart_text.MOST_SERIES]:
+            for expected in said_numbers(trace):
+                assert expected in sentence, (expected, sentence)

@@ -378,3 +378,49 @@ def test_yes_delete_it_while_the_lab_is_locked_says_so_in_one_sentence_and_chang
     shown = [element.value for element in [*at.success, *at.warning, *at.caption, *at.info]]
     assert any(literal_markdown(SENTENCES["locked"]) in text for text in shown), shown
     assert lab.run(student, "keptlocked") is not None  # nothing was deleted
+
+
+def joining_card(at) -> tuple[list[str], list[str]]:
+    """The address cards drawn (st.code in the keyed container) and the QR pictures (inline SVG) of a page run."""
+    codes = [c.value for c in at.code]
+    pictures = [h.proto.body for h in at.get("html") if "QR code of" in h.proto.body]
+    return codes, pictures
+
+
+@pytest.mark.parametrize("page", ["stages/home.py", "stages/classroom.py"])
+def test_the_teacher_sees_the_address_students_open_and_students_do_not(page, monkeypatch):
+    """Home and the class view show the teacher the address students open (LLMVIZ_PUBLIC_URL here: the proxy's),
+    as text and as a QR code named for a screen reader; a student's Home shows neither."""
+    import segno
+
+    monkeypatch.setenv("LLMVIZ_TEACHER_KEY", KEY)
+    monkeypatch.setenv("LLMVIZ_PUBLIC_URL", "http://llm.school.example:8080/")
+    teacher = run_app(page, query={"teacher": KEY})
+    assert_clean(teacher)
+    codes, pictures = joining_card(teacher)
+    assert "http://llm.school.example:8080" in codes
+    assert len(pictures) == 1 and 'alt="QR code of http://llm.school.example:8080"' in pictures[0]
+    # the picture is the address's QR code: the same modules segno draws for it
+    expected = segno.make("http://llm.school.example:8080", error="m").svg_inline(scale=5, border=4)
+    drawn = base64.b64decode(pictures[0].split("base64,", 1)[1].split('"', 1)[0]).decode()
+    modules = expected.split(' d="', 1)[1].split('"', 1)[0]  # the dark modules' path
+    assert ' d="' + modules + '"' in drawn
+
+    student = run_app("stages/home.py", query={"teacher": "wrong"})
+    assert_clean(student)
+    assert joining_card(student) == ([], [])
+    assert not any("Students join at" in m.value for m in student.markdown)
+
+
+def test_without_a_proxy_the_teacher_sees_this_machines_lan_address(monkeypatch):
+    from llmviz.address import lan_address
+
+    monkeypatch.setenv("LLMVIZ_TEACHER_KEY", KEY)
+    monkeypatch.delenv("LLMVIZ_PUBLIC_URL", raising=False)
+    teacher = run_app("stages/home.py", query={"teacher": KEY})
+    assert_clean(teacher)
+    found = lan_address()
+    if found is None:  # no network but loopback here: the card says students cannot reach the server
+        assert any("cannot reach" in m.value for m in teacher.markdown)
+    else:
+        assert joining_card(teacher)[0] == [f"http://{found}:8501"]

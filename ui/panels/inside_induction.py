@@ -11,7 +11,7 @@ from plotly.subplots import make_subplots
 import ui
 from llmviz.errors import LlmvizError
 from llmviz.interpret import induction
-from ui import charts, lab, picker, state
+from ui import charts, colours, lab, picker, state
 from ui.panels import runs
 from ui.text import literal_markdown
 
@@ -72,7 +72,7 @@ def phase_chart(
         vertical_spacing=0.08,
         subplot_titles=("Head scores on the test lines", "Loss on the test lines (nats)"),
     )
-    palette = ["#4c6ef5", "#e8590c", "#2f9e44", "#ae3ec9", "#1098ad", "#f08c00", "#d6336c", "#5c940d"]
+    palette = colours.CATEGORICAL
     for layer in range(layers):
         for head in range(count):
             color = palette[(layer * count + head) % len(palette)]

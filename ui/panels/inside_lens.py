@@ -26,6 +26,10 @@ from ui import boxes, charts, share, state
 from ui.panels.inside import label
 from ui.text import literal_html, tidy_floats
 
+# a token's background at the worst loss of the text (fainter for a lower loss): the text stays >= 4.5:1 on it
+# (5.8:1; the former rgb(224, 49, 49) was 4.2:1; tests/project/test_colours.py)
+LOSS_SHADE = (250, 82, 82)
+
 # ------------------------------------------------------------------ the logit lens
 
 WINDOW = 10  #: positions in one view of the grid (about 100 px a cell on a laptop, readable on a projector)
@@ -348,8 +352,9 @@ def render_losses(view, column: str) -> None:
             f"top 5:&#10;{top}"
         )
         alpha = min(1.0, loss / worst)
+        red, green, blue = LOSS_SHADE
         chips.append(
-            f'<span class="tok" style="background: rgba(224, 49, 49, {alpha:.2f})" title="{tip}">'
+            f'<span class="tok" style="background: rgba({red}, {green}, {blue}, {alpha:.2f})" title="{tip}">'
             f"{literal_html(tokens[position + 1])}</span>"
         )
     st.markdown(

@@ -35,12 +35,12 @@ from llmviz.training.config import TrainConfig
 from llmviz.training.dataset import vocab_bound
 from llmviz.training.footprint import Footprint, of_config
 from llmviz.training.trainer import build_trainer
-from ui import charts, lab, picker, sections, state, watch
+from ui import charts, colours, lab, picker, sections, state, watch
 from ui.errors import friendly_errors
 from ui.text import literal_markdown
 
 # Plotly's category10: every pair stays apart (the old list had two near-identical oranges in a 7-runner race)
-COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22"]
+COLOURS = colours.CATEGORICAL  # one colour per run (colour-blind safe: tests/project/test_colours.py)
 
 
 def runs() -> list[LiveRun]:

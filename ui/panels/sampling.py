@@ -18,8 +18,12 @@ from llmviz.generation.sampling import (
     next_token_view,
 )
 from llmviz.lessons import sampling
-from ui import charts, picker, state
+from ui import charts, colours, picker, state
 from ui.text import literal_html, tidy_floats
+
+# a generated token's background at probability 1 (fainter as it was less likely): the text stays >= 4.5:1 on it
+# (8.3:1 at full strength; the former #4c6ef5 was 4.4:1; tests/project/test_colours.py)
+PROBABILITY_SHADE = (145, 167, 255)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -98,14 +102,15 @@ def before_after_bars(prompt: str, shown_model: picker.ModelView, column: str) -
 
 def generated_text(tokenizer, records: list[StepRecord], shown_prompt: str) -> None:
     """The generated tokens after the prompt, each shaded by the probability it had when it was chosen."""
-    spans = [f"<span style='color:#868e96'>{literal_html(shown_prompt)}</span>"]
+    spans = [f"<span style='color:{colours.MUTED_TEXT}'>{literal_html(shown_prompt)}</span>"]
     for record in records:
         piece = tokenizer.decode([record.token])
         alternatives = " | ".join(f"{tokenizer.printable(t)} {p:.2f}" for t, p in record.runner_ups[:5]) or "none"
         alpha = 0.15 + 0.85 * record.probability
+        red, green, blue = PROBABILITY_SHADE
         spans.append(
             f"<span title='p = {record.probability:.3f} · runner-ups: {literal_html(alternatives)}' "
-            f"style='background: rgba(76,110,245,{alpha:.2f}); white-space: "
+            f"style='background: rgba({red},{green},{blue},{alpha:.2f}); white-space: "
             f"break-spaces'>{literal_html(piece)}</span>"
         )
     # a highlighted space at the end of a line wraps too (pre-wrap let it hang past the column's edge), and a

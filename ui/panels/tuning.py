@@ -13,7 +13,8 @@ import streamlit as st
 from llmviz.lessons import tuning
 from ui import charts
 
-STAGE_COLOURS = {"base": "#868e96", "SFT": "#4c6ef5", "DPO": "#e8590c"}
+# each stage's name is written in its colour (>= 4.5:1 on white) and its chips are shaded with it at most 55%
+STAGE_COLOURS = {"base": "#5c5f6a", "SFT": "#3b5bdb", "DPO": "#c2410c"}
 
 
 def _chip(piece: str, probability: float, colour: str) -> str:
@@ -30,7 +31,7 @@ def _chip(piece: str, probability: float, colour: str) -> str:
 def answer_card(answer: tuning.ScoredAnswer) -> str:
     """HTML: one model's answer, each token shaded by the probability the model itself gave it."""
     own = answer.probabilities[answer.model]
-    chips = "".join(_chip(piece, p, STAGE_COLOURS.get(answer.model, "#4c6ef5")) for piece, p in zip(answer.tokens, own))
+    chips = "".join(_chip(piece, p, STAGE_COLOURS.get(answer.model, "#3b5bdb")) for piece, p in zip(answer.tokens, own))
     ending = "ends with <code>&lt;|endoftext|&gt;</code>" if answer.ended else "does not stop (cut at the token limit)"
     return (
         f'<div class="tuning-answer" style="border:1px solid #dee2e6;border-radius:8px;padding:8px;min-height:7rem">'
@@ -101,7 +102,7 @@ def mask_chips(tokens: list[tuning.MaskedToken]) -> str:
         style = (
             "background:#d3f9d8;border:1px solid #2f9e44"
             if token.in_loss
-            else "background:#f1f3f5;border:1px dashed #adb5bd;color:#868e96"
+            else "background:#f1f3f5;border:1px dashed #adb5bd;color:#5c5f6a"  # 5.7:1
         )
         label = "loss" if token.in_loss else "−100"
         chips.append(

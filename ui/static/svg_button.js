@@ -14,7 +14,7 @@
       button.setAttribute('data-title', 'Download plot as SVG');
       button.setAttribute('data-testid', 'llmviz-svg-button');
       button.style.cssText = 'font:bold 9px sans-serif;line-height:18px;padding:3px 4px;cursor:pointer;'
-        + 'color:#7a7a7a;border:0;background:none';
+        + 'color:#5c5f6a;border:0;background:none';
       button.textContent = 'SVG';
       button.addEventListener('click', function () {
         var gd = group.closest('.js-plotly-plot');

@@ -10,7 +10,7 @@ export const picture = {
     const d = this.data;
     const L = layout(d, Math.max(480, this.root.clientWidth - (this.big ? 312 : 272)), this.big);
     this.L = L;
-    const svg = el("svg", { width: L.width, height: L.height, class: "lvf-svg", role: "img" }, this.svgBox, true);
+    const svg = el("svg", { width: L.width, height: L.height, class: "lvf-svg", role: "group" }, this.svgBox, true);
     svg.setAttribute("aria-label", `The forward pass of ${d.tokens.length} tokens through ${d.stages.length} stages`);
     this.svg = svg;
     this.arrowId = null; // links.js defines its arrowhead in this SVG when a stage reads earlier positions

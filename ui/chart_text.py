@@ -1,0 +1,117 @@
+"""A chart's text alternative: one or two sentences with its key numbers, for a screen reader (issue 70).
+
+Plotly draws a picture; :func:`describe` reads the same figure and says what it shows: its title, and for each series
+(at most :data:`MOST_SERIES`) its extremes. ``ui.charts.show_in`` puts the sentence in the figure's ``layout.meta``,
+and ``ui/static/reachable.js`` writes it beside the chart as text a screen reader reads and a sighted reader does not
+see.
+
+>>> import plotly.graph_objects as go
+>>> describe(go.Figure(go.Bar(x=["a", "b", "c"], y=[0.5, 2.25, 1.0], name="p"), layout=dict(title="Next token")))
+'Chart: Next token. p: 3 bars, highest b (2.25), lowest a (0.5).'
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+MOST_SERIES = 6  # series described one by one; the rest are counted
+MOST_CHARACTERS = 600
+
+
+def number(value: float) -> str:
+    """A number as a student reads it (and a screen reader says it): three significant digits, a large one whole.
+
+    >>> number(0.123456), number(1234.5), number(2.0), number(-0.00012), number(279040.0)
+    ('0.123', '1,234', '2', '-0.00012', '279,040')
+    """
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def _values(array) -> np.ndarray:
+    """Numbers of a trace's array (``None`` and text become NaN)."""
+    if array is None:
+        return np.array([], dtype=float)
+    try:
+        return np.asarray(array, dtype=float).ravel()
+    except (TypeError, ValueError):  # text or None among the numbers
+        flat = np.asarray(array, dtype=object).ravel()
+    out = np.full(flat.shape, np.nan)
+    for i, v in enumerate(flat):
+        try:
+            out[i] = float(v)
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def _label(labels, index: int) -> str:
+    if labels is None or index >= len(labels):
+        return str(index)
+    return str(labels[index]).strip() or repr(str(labels[index]))
+
+
+def _bars(trace) -> str:
+    horizontal = trace.orientation == "h"
+    labels, values = (trace.y, trace.x) if horizontal else (trace.x, trace.y)
+    numbers = _values(values)
+    if not np.isfinite(numbers).any():
+        return "no bars"
+    top, low = int(np.nanargmax(numbers)), int(np.nanargmin(numbers))
+    return (
+        f"{len(numbers)} bars, highest {_label(labels, top)} ({number(numbers[top])}), "
+        f"lowest {_label(labels, low)} ({number(numbers[low])})"
+    )
+
+
+def _points(trace) -> str:
+    ys = _values(trace.y)
+    xs = list(trace.x) if trace.x is not None else list(range(len(ys)))
+    kept = [i for i in range(len(ys)) if math.isfinite(ys[i])]
+    if not kept:
+        return "no points"
+    first, last = kept[0], kept[-1]
+    low = min(kept, key=lambda i: ys[i])
+    high = max(kept, key=lambda i: ys[i])
+    return (
+        f"{len(kept)} points from {number(ys[first])} at {_label(xs, first)} to {number(ys[last])} at "
+        f"{_label(xs, last)}, lowest {number(ys[low])} at {_label(xs, low)}, highest {number(ys[high])} at "
+        f"{_label(xs, high)}"
+    )
+
+
+def _cells(trace) -> str:
+    z = np.asarray(_values(trace.z)).reshape(np.shape(np.asarray(trace.z, dtype=object)))
+    if z.ndim != 2 or not np.isfinite(z).any():
+        return "no cells"
+    low = np.unravel_index(int(np.nanargmin(z)), z.shape)
+    high = np.unravel_index(int(np.nanargmax(z)), z.shape)
+
+    def where(cell) -> str:
+        return f"row {_label(trace.y, int(cell[0]))}, column {_label(trace.x, int(cell[1]))}"
+
+    return (
+        f"{z.shape[0]} by {z.shape[1]} cells from {number(z[low])} ({where(low)}) to {number(z[high])} ({where(high)})"
+    )
+
+
+SERIES = {"bar": _bars, "scatter": _points, "scattergl": _points, "heatmap": _cells}
+
+
+def describe(figure) -> str:
+    """The chart's title and, for each series, its size and extremes (where it starts and ends, for a line)."""
+    title = figure.layout.title.text if figure.layout.title and figure.layout.title.text else ""
+    parts = [f"Chart: {title}." if title else "Chart."]
+    for trace in figure.data[:MOST_SERIES]:
+        kind = SERIES.get(trace.type)
+        try:
+            said = kind(trace) if kind else f"{trace.type} data"
+        except (TypeError, ValueError, IndexError):  # a shape this reader does not know: the chart still draws
+            said = f"{trace.type} data"
+        name = f"{trace.name}: " if getattr(trace, "name", None) else ""
+        parts.append(f"{name}{said}.")
+    if len(figure.data) > MOST_SERIES:
+        parts.append(f"And {len(figure.data) - MOST_SERIES} more series.")
+    text = " ".join(parts)
+    return text if len(text) <= MOST_CHARACTERS else text[: MOST_CHARACTERS - 1] + "…"
