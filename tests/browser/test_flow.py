@@ -250,7 +250,8 @@ def component_page(browser, payload: dict, sig: str, viewport=(1400, 1000), big:
         name = route.request.url.removeprefix(f"{ORIGIN}/")
         if name == "index.html":
             body = (
-                "<!doctype html><link rel='stylesheet' href='flow.css'><div id='host' style='width:calc(100vw - 24px)'></div>"
+                "<!doctype html><link rel='stylesheet' href='flow.css'>"
+                "<div id='host' style='width:calc(100vw - 24px)'></div>"
                 "<script type='module'>import mount from './main.js'; window.lvfMount = mount;</script>"
             )
             return route.fulfill(body=body, content_type="text/html")
