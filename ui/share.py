@@ -555,20 +555,23 @@ def links():
         finished = True  # st.stop() ends a page normally
         raise
     finally:
-        if finished and not state.LINK_CHECKED.get():
-            state.LINK_CHECKED.set(True)
-            _after_the_first_run(notice_box)
+        if finished:
+            _said_after_the_run(notice_box)
 
 
-def _after_the_first_run(notice_box) -> None:
-    """Once the session's first page run has used what it could of the link: say what it could not use, and drop
-    the parameters llmviz does not know from the address."""
-    initial = state.LINK_INITIAL.get()
-    values = {name: state.value(name) for name in initial if name in PARAMS and state.has_value(name)}
-    labels = {name: streamlit_private.as_in_link(name, value) for name, value in values.items()}
-    notices = list(state.LINK_NOTICES.pop(default=[])) + link_notices(initial, _snapshot(), values, labels)
-    for name in initial:
-        if name not in PARAMS and name not in _STREAMLIT and name in st.query_params:
+def _said_after_the_run(notice_box) -> None:
+    """What the page's widgets did with the link's values they fitted or dropped (``ui.refused``, on the run that
+    first draws the widget) and, after the session's first run, what else it could not use (the parameters llmviz
+    does not know leave the address)."""
+    notices, said = refused.link_sentences()
+    if not state.LINK_CHECKED.get():
+        state.LINK_CHECKED.set(True)
+        initial = state.LINK_INITIAL.get()
+        values = {name: state.value(name) for name in initial if name in PARAMS and state.has_value(name)}
+        labels = {name: streamlit_private.as_in_link(name, value) for name, value in values.items()}
+        unsaid = {name: raw for name, raw in initial.items() if name not in said}
+        notices += list(state.LINK_NOTICES.pop(default=[])) + link_notices(unsaid, _snapshot(), values, labels)
+        for name in [n for n in initial if n not in PARAMS and n not in _STREAMLIT and n in st.query_params]:
             try:
                 del st.query_params[name]
             except Exception as error:  # noqa: BLE001 - the page is drawn; the log says why
