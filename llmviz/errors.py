@@ -10,8 +10,9 @@ import logging
 import sys
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
+
+from cachetools import LRUCache
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ class RepeatFilter(logging.Filter):
         self.window_s = window_s
         self.clock = clock
         self.keys = keys
-        self._seen: OrderedDict[tuple, list[float]] = OrderedDict()  # key → [when logged, count held back]
+        self._seen: LRUCache[tuple, list[float]] = LRUCache(keys)  # key → [when logged, count held back]
         self._lock = threading.Lock()
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -95,10 +96,7 @@ class RepeatFilter(logging.Filter):
             if seen is not None and now - seen[0] < self.window_s:
                 seen[1] += 1
                 return False
-            self._seen[key] = [now, 0]
-            self._seen.move_to_end(key)
-            while len(self._seen) > self.keys:
-                self._seen.popitem(last=False)
+            self._seen[key] = [now, 0]  # the least recently logged key goes past ``keys``
         if seen is not None and seen[1]:
             record.msg = (
                 f"{record.getMessage()} (and {int(seen[1])} more times in the last {now - seen[0]:.0f} s, not logged)"
