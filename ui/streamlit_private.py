@@ -490,6 +490,11 @@ def fitted_link_value(serde, raw: str) -> tuple[str, object, str | None] | None:
         bound = high if number > high else low
         bound = int(bound) if kind == 0 else float(bound)
         return str(bound), bound, f"{'at most' if number > high else 'at least'} {bound:,}"
+    return _nearest_choice(serde, raw, number)
+
+
+def _nearest_choice(serde, raw: str, number: float) -> tuple[str, object, str | None] | None:
+    """12. A select slider's choice nearest to a link's number (see :func:`fitted_link_value`)."""
     options, label = list(getattr(serde, "options", None) or []), getattr(serde, "format_func", str)
     if not _numbers(options) or raw in {label(option) for option in options}:
         return None
