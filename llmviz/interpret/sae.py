@@ -148,7 +148,7 @@ class SaeConfig:
 def input_width(model: GPT, config: SaeConfig) -> int:
     """d_in: the width of ``config``'s hook point in ``model``; a hook point the model lacks is refused.
 
-    >>> from llmviz.models.gpt import PRESETS
+    >>> from llmviz.models.presets import PRESETS
     >>> model = GPT(PRESETS["gpt-nano"])
     >>> input_width(model, SaeConfig(layer=0, point="resid_post", d_sae=8, k=1)), model.config.d_model
     (32, 32)
