@@ -30,7 +30,8 @@ import torch.nn.functional as F  # noqa: E402
 from _rounds import Rounds, alternate, load_average  # noqa: E402 - this folder is on sys.path
 
 from llmviz.interpret import ablation, interventions, patching  # noqa: E402
-from llmviz.models.gpt import GPT, PRESETS  # noqa: E402
+from llmviz.models.gpt import GPT
+from llmviz.models.presets import PRESETS  # noqa: E402
 from llmviz.training.checkpoint import load_checkpoint  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent / "data"

@@ -12,8 +12,9 @@ import sys
 import threading
 import time
 import traceback
-from collections import OrderedDict
 from collections.abc import Callable
+
+from cachetools import LRUCache
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +141,7 @@ class RepeatFilter(logging.Filter):
         self.keys = keys
         self.by_template = by_template
         self.burst = burst
-        self._seen: OrderedDict[tuple, list[float]] = OrderedDict()  # key → [window began, passed, held back]
+        self._seen: LRUCache[tuple, list[float]] = LRUCache(keys)  # key → [window began, passed, held back]
         self._lock = threading.Lock()
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -156,10 +157,7 @@ class RepeatFilter(logging.Filter):
                     return True
                 seen[2] += 1
                 return False
-            self._seen[key] = [now, 1, 0]
-            self._seen.move_to_end(key)
-            while len(self._seen) > self.keys:
-                self._seen.popitem(last=False)
+            self._seen[key] = [now, 1, 0]  # the least recently logged key goes past ``keys``
         if seen is not None and seen[2]:
             more = "more like it" if self.by_template else "more times"
             record.msg = (

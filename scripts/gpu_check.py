@@ -55,7 +55,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from llmviz.data import corpus  # noqa: E402
-from llmviz.models.gpt import GPT, PRESETS  # noqa: E402
+from llmviz.models.gpt import GPT  # noqa: E402
+from llmviz.models.presets import PRESETS  # noqa: E402
 from llmviz.training.config import TrainConfig  # noqa: E402
 from llmviz.training.trainer import Trainer, resume  # noqa: E402
 

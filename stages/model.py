@@ -10,7 +10,8 @@ from llmviz.lab.live_status import JobRefused
 from llmviz.lessons import architectures
 from llmviz.lessons.defaults import openings
 from llmviz.lessons.model import DEFAULT_SENTENCE, LAB_CHARS, preset_title, validation_note
-from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig
+from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, GPTConfig
+from llmviz.models.presets import PRESETS
 from llmviz.tokenizers.ids import encode
 from ui import boxes, charts, picker, present, sections, share, state
 from ui.panels import flow, model, quiz, runs

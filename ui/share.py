@@ -555,29 +555,35 @@ def links():
         finished = True  # st.stop() ends a page normally
         raise
     finally:
-        if finished and not state.LINK_CHECKED.get():
-            state.LINK_CHECKED.set(True)
-            _after_the_first_run(notice_box)
+        if finished:
+            _said_after_the_run(notice_box)
 
 
-def _after_the_first_run(notice_box) -> None:
-    """Once the session's first page run has used what it could of the link: say what it could not use, and drop
-    the parameters llmviz does not know from the address."""
-    initial = state.LINK_INITIAL.get()
-    values = {name: state.value(name) for name in initial if name in PARAMS and state.has_value(name)}
-    labels = {name: streamlit_private.as_in_link(name, value) for name, value in values.items()}
-    notices = list(state.LINK_NOTICES.pop(default=[])) + link_notices(initial, _snapshot(), values, labels)
-    for name in initial:
-        if name not in PARAMS and name not in _STREAMLIT and name in st.query_params:
-            try:
-                del st.query_params[name]
-            except Exception as error:  # noqa: BLE001 - the page is drawn; the log says why
-                log_failure(f"removing the unknown parameter {name!r} from the address", error)
+def _said_after_the_run(notice_box) -> None:
+    """What the run's widgets fitted or dropped of the link (``ui.refused``); after the first run, the rest."""
+    notices, said = refused.link_sentences()
+    if not state.LINK_CHECKED.get():
+        state.LINK_CHECKED.set(True)
+        notices += _first_run_notices(said)
     if notices:
         notice_box.warning(
             "This link's settings were partly used:\n\n" + "\n".join(f"- {_escape_markdown(n)}" for n in notices[:8]),
             icon=":material/link:",
         )
+
+
+def _first_run_notices(said: set[str]) -> list[str]:
+    initial = state.LINK_INITIAL.get()
+    values = {name: state.value(name) for name in initial if name in PARAMS and state.has_value(name)}
+    labels = {name: streamlit_private.as_in_link(name, value) for name, value in values.items()}
+    unsaid = {name: raw for name, raw in initial.items() if name not in said}
+    notices = list(state.LINK_NOTICES.pop(default=[])) + link_notices(unsaid, _snapshot(), values, labels)
+    for name in [n for n in initial if n not in PARAMS and n not in _STREAMLIT and n in st.query_params]:
+        try:
+            del st.query_params[name]
+        except Exception as error:  # noqa: BLE001 - the page is drawn; the log says why
+            log_failure(f"removing the unknown parameter {name!r} from the address", error)
+    return notices
 
 
 def _escape_markdown(text: str) -> str:

@@ -9,7 +9,8 @@ added by *swapping* ``nn.Linear`` modules by name (:func:`add_adapters`): the mo
 unchanged. The GPT keeps W_Q, W_K and W_V side by side in one ``attn.qkv`` matrix, so adapting only
 ``q`` adapts the first ``d_model`` output rows of that matrix (a row *slice*).
 
->>> from llmviz.models.gpt import GPT, PRESETS
+>>> from llmviz.models.gpt import GPT
+>>> from llmviz.models.presets import PRESETS
 >>> model = GPT(PRESETS["gpt-nano"])
 >>> names = add_adapters(model, LoRAConfig(rank=2, alpha=4, targets=("q", "v")))
 >>> names[0], trainable_parameters(model)  # 2 layers × (q, v) × r·(d_in + d_out) = 2 · 2 · 2 · (32 + 32)
@@ -44,7 +45,7 @@ TARGET_TITLES = {
 def target_title(target: str, config: GPTConfig) -> str:
     """What ``target`` adapts in a model of ``config``: a SwiGLU MLP has three matrices, and LoRA here adapts two.
 
-    >>> from llmviz.models.gpt import PRESETS
+    >>> from llmviz.models.presets import PRESETS
     >>> target_title("mlp", PRESETS["gpt-mini"]), target_title("mlp", PRESETS["llama-style"])
     ('MLP (both layers)', 'MLP (up and down; not the SwiGLU gate)')
     """
@@ -170,7 +171,7 @@ class LoRALinear(nn.Module):
 def target_modules(model: nn.Module, targets: tuple[str, ...]) -> dict[str, list[tuple[int, int]]]:
     """Module name → the row slices to adapt, for the chosen targets.
 
-    >>> from llmviz.models.gpt import PRESETS
+    >>> from llmviz.models.presets import PRESETS
     >>> target_modules(GPT(PRESETS["gpt-nano"]), ("k", "mlp"))["blocks.1.attn.qkv"]
     [(32, 64)]
     """
@@ -271,7 +272,7 @@ def adapted_matrices(model: GPT, targets: tuple[str, ...]) -> list[AdaptedMatrix
     W_K and W_V have kv_heads · head_dim rows (fewer than d_model with grouped-query attention), the MLP's
     layers its own width (d_mlp, not always 4 · d_model).
 
-    >>> from llmviz.models.gpt import PRESETS
+    >>> from llmviz.models.presets import PRESETS
     >>> [(m.title, m.d_in, m.d_out) for m in adapted_matrices(GPT(PRESETS["llama-style"]), ("v", "mlp"))]
     [('W_V', 128, 64), ('MLP fc', 128, 344), ('MLP proj', 344, 128)]
     """
@@ -300,7 +301,7 @@ def adapted_matrices(model: GPT, targets: tuple[str, ...]) -> list[AdaptedMatrix
 def adapter_count(model: GPT, config: LoRAConfig) -> int:
     """Parameters the adapters add (and train): layers · Σ r·(d_in + d_out), from the model's real shapes.
 
-    >>> from llmviz.models.gpt import PRESETS
+    >>> from llmviz.models.presets import PRESETS
     >>> adapter_count(GPT(PRESETS["llama-style"]), LoRAConfig(rank=4, targets=("q", "v")))  # 4·4·(256 + 192)
     7168
     """

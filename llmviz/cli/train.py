@@ -473,7 +473,7 @@ def _new_trainer(args: argparse.Namespace, text: str, group, device: str, say):
     """A run from the command line's settings (``--init``: starting from that model and its tokenizer)."""
     from llmviz.errors import ConfigError
     from llmviz.hub.initial import load_initial
-    from llmviz.models.gpt import PRESETS
+    from llmviz.models.presets import PRESETS
     from llmviz.training.config import TokenizerKind, TrainConfig
     from llmviz.training.trainer import Trainer
 

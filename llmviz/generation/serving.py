@@ -29,7 +29,7 @@ def kv_bytes_per_token(model: GPT, bytes_per_value: int | None = None) -> int:
     """2 (key and value) · layers · kv_heads · head_dim · bytes per number (kv_heads · head_dim = d_model, or
     less with grouped-query attention: the cache keeps only the shared key/value heads).
 
-    >>> from llmviz.models.gpt import PRESETS
+    >>> from llmviz.models.presets import PRESETS
     >>> kv_bytes_per_token(GPT(PRESETS["gpt-nano"]))   # 2 · 2 layers · (2 heads · 16) · 4 bytes
     512
     >>> kv_bytes_per_token(GPT(PRESETS["llama-style"]))   # 2 · 4 layers · (2 of 4 heads · 32) · 4 bytes

@@ -49,6 +49,20 @@ def read_hf_weights(folder: Path) -> dict[str, torch.Tensor]:
     raise CheckpointError(f"{folder} has no {SAFETENSORS_FILE} (nor {PYTORCH_FILE}).")
 
 
+def renamed(name: str, prefixes: list[tuple[str, str]], parts: list[tuple[str, str]]) -> str:
+    """A Hugging Face tensor's name in llmviz's words: its first matching prefix replaced, then every part.
+
+    >>> renamed("model.layers.3.mlp.up_proj.weight", [("model.layers.", "blocks.")], [(".up_proj.", ".fc.")])
+    'blocks.3.mlp.fc.weight'
+    """
+    for old, new in prefixes:
+        if name.startswith(old):
+            name = new + name[len(old) :]
+    for old, new in parts:
+        name = name.replace(old, new)
+    return name
+
+
 def gpt_with_weights(config: GPTConfig, state: dict[str, torch.Tensor], folder: Path, device: str = "cpu") -> GPT:
     """llmviz's GPT of ``config`` holding ``state`` (already renamed to llmviz's names), in eval mode; a mismatch is a
     :class:`CheckpointError` naming ``folder``."""

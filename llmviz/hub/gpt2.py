@@ -37,7 +37,7 @@ import torch
 
 from llmviz.errors import CheckpointError, ConfigError
 from llmviz.hub.download import CONFIG_FILE, PYTORCH_FILE, SAFETENSORS_FILE, HubFiles, by_repo_id
-from llmviz.hub.folder import gpt_with_weights, read_config, read_hf_weights
+from llmviz.hub.folder import gpt_with_weights, read_config, read_hf_weights, renamed
 from llmviz.models.gpt import GPT, GeluForm, GPTConfig
 
 DEFAULT_MODEL = "gpt2"
@@ -129,12 +129,7 @@ def hf_name_to_llmviz(name: str) -> str | None:
     name = name.removeprefix("transformer.")
     if name.endswith((".attn.bias", ".attn.masked_bias")):
         return None
-    for old, new in _PREFIXES:
-        if name.startswith(old):
-            name = new + name[len(old) :]
-    for old, new in _PARTS:
-        name = name.replace(old, new)
-    return name
+    return renamed(name, _PREFIXES, _PARTS)
 
 
 def hf_state_to_llmviz(hf_state: dict[str, torch.Tensor], config: GPTConfig) -> dict[str, torch.Tensor]:
@@ -161,12 +156,7 @@ def llmviz_state_to_hf(model: GPT) -> dict[str, torch.Tensor]:
     for name, tensor in model.state_dict().items():
         if name == "lm_head.weight":
             continue
-        hf = name
-        for old, new in _PARTS:
-            hf = hf.replace(new, old)
-        for old, new in _PREFIXES:
-            if hf.startswith(new):
-                hf = old + hf[len(new) :]
+        hf = renamed(name, [(new, old) for old, new in _PREFIXES], [(new, old) for old, new in _PARTS])
         if hf.endswith(_CONV1D):
             tensor = tensor.t()  # Linear (out, in) → Conv1D (in, out)
         inverse["transformer." + hf] = tensor.detach().cpu().contiguous()

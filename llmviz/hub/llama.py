@@ -37,7 +37,7 @@ import torch
 
 from llmviz.errors import CheckpointError, ConfigError
 from llmviz.hub.download import SAFETENSORS_FILE, SAFETENSORS_INDEX, TOKENIZER_FILE, HubFiles, by_repo_id
-from llmviz.hub.folder import gpt_with_weights, read_config, read_hf_weights
+from llmviz.hub.folder import gpt_with_weights, read_config, read_hf_weights, renamed
 from llmviz.models.gpt import GPT, GPTConfig
 from llmviz.tokenizers.base import Tokenizer
 
@@ -194,12 +194,7 @@ def hf_name_to_llmviz(name: str) -> str:
     >>> hf_name_to_llmviz("model.layers.0.block_sparse_moe.experts.5.w3.weight")
     'blocks.0.mlp.experts.5.fc.weight'
     """
-    for old, new in _NAMES:
-        if name.startswith(old):
-            name = new + name[len(old) :]
-    for old, new in _PARTS:
-        name = name.replace(old, new)
-    return name
+    return renamed(name, _NAMES, _PARTS)
 
 
 def _renamed(name: str, tensor: torch.Tensor, config: GPTConfig) -> dict[str, torch.Tensor]:

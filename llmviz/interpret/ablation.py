@@ -45,7 +45,8 @@ Head = tuple[int, int]  # (layer, head)
 def check_heads(model: GPT, heads: Iterable[Head]) -> list[Head]:
     """``heads`` as a sorted list of distinct (layer, head) pairs of ``model``; a pair it lacks is refused.
 
-    >>> from llmviz.models.gpt import GPT, PRESETS
+    >>> from llmviz.models.gpt import GPT
+    >>> from llmviz.models.presets import PRESETS
     >>> check_heads(GPT(PRESETS["gpt-nano"]), [(1, 0), (0, 1), (1, 0)])
     [(0, 1), (1, 0)]
     """

@@ -127,7 +127,7 @@ def rows_per_batch(config: GPTConfig, tokens: int, budget: int = BATCH_BYTES) ->
     """How many rows of ``tokens`` tokens one forward pass of a sweep may take: the attention patterns (H·T² per
     layer, a few copies) and the residual-width tensors (about 12·C·T per layer) in float32, within ``budget``.
 
-    >>> from llmviz.models.gpt import PRESETS
+    >>> from llmviz.models.presets import PRESETS
     >>> rows_per_batch(PRESETS["gpt-mini"], 64) >= 32, rows_per_batch(PRESETS["gpt2-124m"], 1024)
     (True, 1)
     """
@@ -140,7 +140,7 @@ def forward_work(config: GPTConfig, tokens: int) -> float:
     """Multiply-adds of one forward pass over ``tokens`` tokens, roughly: the weights (2 per parameter per token,
     the output head included) and attention's two T × T products.
 
-    >>> from llmviz.models.gpt import PRESETS
+    >>> from llmviz.models.presets import PRESETS
     >>> f"{forward_work(PRESETS['gpt2-124m'], 1024):.2e}"
     '2.92e+11'
     """
@@ -160,7 +160,7 @@ IN_PAGE_WORK = 3e9
 def fits_in_page(config: GPTConfig, tokens: int, runs: int) -> bool:
     """Can a sweep of ``runs`` forward passes over ``tokens`` tokens run inside the page (:data:`IN_PAGE_WORK`)?
 
-    >>> from llmviz.models.gpt import PRESETS
+    >>> from llmviz.models.presets import PRESETS
     >>> fits_in_page(PRESETS["gpt-mini"], 24, 17), fits_in_page(PRESETS["gpt2-124m"], 24, 145)
     (True, False)
     """

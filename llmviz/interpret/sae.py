@@ -2,7 +2,9 @@
 
 An activation vector x (d_in,) at one hook point (a layer's residual stream, or its MLP hidden layer) is written as a
 sparse, non-negative mix of learned directions (Anthropic, "Towards Monosemanticity", 2023; OpenAI's TopK
-autoencoders, Gao et al. 2024; the SAELens library's conventions, whose weights load into ours and back):
+autoencoders, Gao et al. 2024; the SAELens library's conventions: ours load into SAELens's, and SAELens's into ours
+through :func:`from_sae_lens`, which reads from SAELens's config how its TopK chose; a raw SAELens TopK state dict
+given to ``load_state_dict`` is refused in one line, a ReLU one loaded with its decoder's lengths folded):
 
     f = σ((x − b_dec) W_enc + b_enc)      (d_sae,)   the feature activations, mostly zero
     x̂ = f W_dec + b_dec                   (d_in,)    the reconstruction: a sum of W_dec's rows, each unit length
@@ -146,7 +148,7 @@ class SaeConfig:
 def input_width(model: GPT, config: SaeConfig) -> int:
     """d_in: the width of ``config``'s hook point in ``model``; a hook point the model lacks is refused.
 
-    >>> from llmviz.models.gpt import PRESETS
+    >>> from llmviz.models.presets import PRESETS
     >>> model = GPT(PRESETS["gpt-nano"])
     >>> input_width(model, SaeConfig(layer=0, point="resid_post", d_sae=8, k=1)), model.config.d_model
     (32, 32)
@@ -201,6 +203,18 @@ class SparseAutoencoder(nn.Module):
         self.W_enc = nn.Parameter(ENCODER_INIT_SCALE * rows.t())  # (D, S): the decoder's transpose, scaled down
         self.b_enc = nn.Parameter(torch.zeros(d_sae))  # (S,)
         self.b_dec = nn.Parameter(torch.zeros(d_in))  # (D,): the pre-encoder bias, subtracted before encoding
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
+        """``load_state_dict`` keeps the decoder's rows unit length on every path (:func:`unit_decoder`): a raw
+        SAELens state dict (its keys are ours) with rows of other lengths is folded (ReLU, the same reconstructions)
+        or refused in one line (TopK: convert it with :func:`from_sae_lens`), never loaded to reconstruct wrongly."""
+        keys = {name: prefix + name for name in ("W_enc", "b_enc", "W_dec", "b_dec")}
+        own = {name: state_dict[key] for name, key in keys.items() if key in state_dict}
+        fits = len(own) == 4 and all(tuple(own[name].shape) == tuple(getattr(self, name).shape) for name in own)
+        if fits:  # otherwise torch says what is missing or of the wrong shape
+            where = "The state dict given to SparseAutoencoder.load_state_dict"
+            state_dict.update({keys[name]: tensor for name, tensor in unit_decoder(own, self.k, where).items()})
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def pre_activations(self, x: torch.Tensor) -> torch.Tensor:
         return (x - self.b_dec) @ self.W_enc + self.b_enc  # (..., S)

@@ -66,7 +66,8 @@ def mean_difference(model: GPT, positive: list[list[int]], negative: list[list[i
 def token_direction(model: GPT, token: int) -> torch.Tensor:
     """(C,) token ``token``'s embedding row, made unit length.
 
-    >>> from llmviz.models.gpt import GPT, PRESETS
+    >>> from llmviz.models.gpt import GPT
+    >>> from llmviz.models.presets import PRESETS
     >>> round(float(token_direction(GPT(PRESETS["gpt-nano"]), 5).norm()), 6)
     1.0
     """
@@ -181,7 +182,7 @@ def generation_work(config, prompt: int, new_tokens: int, prompts: int = 0, prom
     window so far — and of a mean difference over ``prompts`` prompts of about ``prompt_tokens`` tokens, roughly:
     what the page compares with its budget (:data:`llmviz.interpret.interventions.IN_PAGE_WORK`).
 
-    >>> from llmviz.models.gpt import PRESETS
+    >>> from llmviz.models.presets import PRESETS
     >>> [f"{generation_work(PRESETS[name], 1, 30, 6):.1e}" for name in ("gpt-mini", "gpt2-124m")]
     ['1.8e+09', '2.4e+11']
     """

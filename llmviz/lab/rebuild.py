@@ -81,19 +81,6 @@ class Rebuilt:
 # ---------------------------------------------------------------------------------------------------- writing
 
 
-def _write_atomic(storage, path: str, data: bytes) -> None:
-    """``data`` into ``path``: a temporary file beside it, then a rename (``os.replace`` on a local folder)."""
-    folder = path.rsplit("/", 1)[0]
-    storage.fs.makedirs(folder, exist_ok=True)
-    temporary = f"{folder}/.{os.getpid()}-{time.monotonic_ns()}.part"
-    with storage.fs.open(temporary, "wb") as out:
-        out.write(data)
-    if "file" in storage.fs.protocol:
-        os.replace(temporary, path)
-    else:
-        storage.fs.mv(temporary, path)
-
-
 def run_record(lab, record: RunRecord) -> dict:
     """What ``run.json`` holds for ``record`` (read from the registry now)."""
     registry = lab.registry
@@ -117,7 +104,7 @@ def write_run_file(lab, record: RunRecord) -> str:
     folder = lab.storage.run_folder(record.student, record.id)
     path = f"{folder}/{RUN_FILE}"
     data = json.dumps(run_record(lab, record), separators=(",", ":"), allow_nan=False, default=str).encode()
-    _write_atomic(lab.storage, path, data)
+    lab.storage.write_atomic(path, data)
     if lab.registry.run(record.student, record.id) is None:  # deleted while it was written: no ghost
         lab.storage.delete_run(record.student, record.id)
     return path
@@ -127,7 +114,7 @@ def write_student_file(lab, student: dict) -> None:
     uploads = {digest: name for digest, name, _ in lab.registry.uploads(student["id"])}
     data = {"id": student["id"], "name": student["name"], "teacher": bool(student["teacher"]), "uploads": uploads}
     folder = f"{lab.storage.base.rstrip('/')}/{safe_name(student['id'])}"
-    _write_atomic(lab.storage, f"{folder}/{STUDENT_FILE}", json.dumps(data).encode())
+    lab.storage.write_atomic(f"{folder}/{STUDENT_FILE}", json.dumps(data).encode())
 
 
 # ---------------------------------------------------------------------------------------------------- reading

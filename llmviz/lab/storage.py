@@ -16,6 +16,7 @@ back with safetensors only (no pickle). Paths go through fsspec, so the root may
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -70,13 +71,41 @@ class Storage:
     def run_folder(self, student: str, run_id: str) -> str:
         return f"{self.base.rstrip('/')}/{safe_name(student)}/{safe_name(run_id)}"
 
-    def _write_atomic(self, path: str, data: bytes) -> None:
+    def write_atomic(self, path: str, data: bytes) -> None:
+        """``data`` into ``path``, whole or not at all: a temporary file beside it, then a rename. On a local folder
+        the file's bytes reach the disk before the rename (``fsync``) and the rename before this returns (the
+        folder's ``fsync``), so a power cut leaves the old file or the new one, never an empty or torn one; the
+        temporary file goes when writing fails. Elsewhere (an fsspec URL) the store's own move.
+
+        >>> import tempfile
+        >>> storage = Storage(tempfile.mkdtemp())
+        >>> storage.write_atomic(f"{storage.base}/a/b.json", b"{}")
+        >>> open(f"{storage.base}/a/b.json", "rb").read(), os.listdir(f"{storage.base}/a")
+        (b'{}', ['b.json'])
+        """
         folder = path.rsplit("/", 1)[0]
         self.fs.makedirs(folder, exist_ok=True)
         temporary = f"{folder}/.{secrets.token_hex(6)}.part"
-        with self.fs.open(temporary, "wb") as out:
-            out.write(data)
-        self.fs.mv(temporary, path)
+        if "file" not in self.fs.protocol:
+            with self.fs.open(temporary, "wb") as out:
+                out.write(data)
+            self.fs.mv(temporary, path)
+            return
+        try:
+            with open(temporary, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+        directory = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
 
     # ------------------------------------------------------------------ snapshots
 
@@ -97,7 +126,7 @@ class Storage:
             unique[name] = tensor.detach().to("cpu").contiguous()
         data = save_bytes(unique, metadata={"llmviz": json.dumps({**meta, "step": step, "tied": tied})})
         path = f"{self.run_folder(student, run_id)}/step-{step:09d}.safetensors"
-        self._write_atomic(path, data)
+        self.write_atomic(path, data)
         return path, len(data)
 
     def read_snapshot(self, path: str) -> tuple[dict[str, torch.Tensor], dict]:
@@ -124,7 +153,7 @@ class Storage:
         unique = {name: tensor.detach().to("cpu").contiguous() for name, tensor in tensors.items()}
         data = save_bytes(unique, metadata={"llmviz": json.dumps({**scalars, "step": step})})
         path = f"{self.run_folder(student, run_id)}/resume-{step:09d}.safetensors"
-        self._write_atomic(path, data)
+        self.write_atomic(path, data)
         return path, len(data)
 
     def read_resume(self, path: str) -> tuple[dict[str, torch.Tensor], dict]:
@@ -158,7 +187,7 @@ class Storage:
         digest = content_hash(data)
         path = f"{self.base.rstrip('/')}/{safe_name(student)}/uploads/{digest}"
         if not self.fs.exists(path):
-            self._write_atomic(path, data)
+            self.write_atomic(path, data)
         return digest, path
 
     def read_upload(self, student: str, digest: str) -> bytes:

@@ -40,7 +40,7 @@ def task_footprint(kind: str, what: str, model: GPT) -> footprint.Footprint:
     worker's copy of the model, the copies it makes, and a training step's activations (8 windows of at most 64
     tokens, as the demos take), admitted before the task starts.
 
-    >>> from llmviz.models.gpt import PRESETS
+    >>> from llmviz.models.presets import PRESETS
     >>> small, big = GPT(PRESETS["gpt-nano"]), GPT(PRESETS["gpt-micro"])
     >>> task_footprint("memory", "x", small).preparing_bytes < task_footprint("memory", "x", big).preparing_bytes
     True
@@ -346,7 +346,7 @@ def weight_histograms(model: GPT, name: str, spec: quantize.QuantSpec, bins: int
     """Histograms of one matrix before and after quantization, over the range both cover, every weight counted
     (a chart then draws ``bins`` bars, not a million points).
 
-    >>> from llmviz.models.gpt import PRESETS
+    >>> from llmviz.models.presets import PRESETS
     >>> spec = quantize.QuantSpec(4, False, True)
     >>> h = weight_histograms(GPT(PRESETS["gpt-nano"]), "blocks.0.attn.qkv.weight", spec, 10)
     >>> int(h.before.sum()) == int(h.after.sum()) == GPT(PRESETS["gpt-nano"]).blocks[0].attn.qkv.weight.numel()

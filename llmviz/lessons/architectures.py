@@ -24,15 +24,9 @@ import torch
 import torch.nn.functional as F
 
 from llmviz.errors import ConfigError
-from llmviz.models.gpt import (
-    PRESETS,
-    SWITCHES,
-    GPTConfig,
-    PresetName,
-    cache_name,
-    count_parameters_without_building,
-)
+from llmviz.models.gpt import SWITCHES, GPTConfig, cache_name, count_parameters_without_building
 from llmviz.models.layers import apply_rope, gelu_tanh, rope_cos_sin, rope_frequencies, silu
+from llmviz.models.presets import PRESETS, PresetName
 
 # ---------------------------------------------------------------------------- the forward pass, by switches
 

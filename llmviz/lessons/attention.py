@@ -12,7 +12,8 @@ from torch import nn
 from llmviz.adapt import memory
 from llmviz.lessons import architectures, forward, quiz
 from llmviz.models import attention
-from llmviz.models.gpt import PRESETS, GPTConfig, PresetName
+from llmviz.models.gpt import GPTConfig
+from llmviz.models.presets import PRESETS, PresetName
 from llmviz.tokenizers.ids import encode
 
 # the masks lesson's encoder output: 4 tokens of a made-up French sentence, the page's own (seeded) numbers

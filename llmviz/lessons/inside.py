@@ -306,7 +306,7 @@ def feature_steer(model, sae: SparseAutoencoder, hook: str, ids: list[int], feat
 def hook_points(config) -> dict[str, tuple[int, str]]:
     """Every hook point an autoencoder can read in a GPT of ``config``: its name (``cache_name``) → (layer, point).
 
-    >>> from llmviz.models.gpt import PRESETS
+    >>> from llmviz.models.presets import PRESETS
     >>> list(hook_points(PRESETS["gpt-nano"]))[:5]
     ['blocks.0.resid_pre', 'blocks.0.resid_mid', 'blocks.0.resid_post', 'blocks.0.mlp.hidden', 'blocks.1.resid_pre']
     """

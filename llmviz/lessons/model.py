@@ -15,7 +15,8 @@ from typing import Literal
 import torch
 
 from llmviz.lessons import architectures
-from llmviz.models.gpt import PRESETS, GPTConfig, cache_name, count_parameters_without_building
+from llmviz.models.gpt import GPTConfig, cache_name, count_parameters_without_building
+from llmviz.models.presets import PRESETS
 
 #: Each preset's name for a student (its code id, such as ``attn-only-2l``, is what a link carries).
 PRESET_NAMES = {

@@ -15,7 +15,8 @@ from typing import cast
 from llmviz.errors import ConfigError
 from llmviz.lessons.architectures import SWITCH_RACES
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
-from llmviz.models.gpt import PRESETS, GPTConfig, PresetName
+from llmviz.models.gpt import GPTConfig
+from llmviz.models.presets import PRESETS, PresetName
 from llmviz.training.config import OPTIMIZER_TITLES, ModelName, Optimizer, TrainConfig
 
 #: The GPT presets a student trains on the Training page, with the name each goes by.

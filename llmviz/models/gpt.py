@@ -55,6 +55,7 @@ from llmviz.models.layers import (
     rope_cos_sin,
     sinusoidal_positions,
 )
+from llmviz.models.padded_head import PADDED_HEAD_FROM, padded_head
 
 Positions = Literal["learned", "sinusoidal", "rope", "none"]
 Norm = Literal["layernorm", "rmsnorm"]
@@ -276,116 +277,6 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0 and d <= 64]
 
 
-PresetName = Literal[
-    "gpt2-124m",
-    "gpt-mini",
-    "gpt-micro",
-    "gpt-nano",
-    "attn-only-2l",
-    "llama-style",
-    "smollm2-135m-shapes",
-    "qwen-style",
-    "moe-tiny",
-]
-
-PRESETS: dict[PresetName, GPTConfig] = {
-    # GPT-2 small as OpenAI published it (Radford et al., 2019; its config.json): a bias in W_Q, W_K, W_V and the
-    # output head tied to the token embedding, 124,439,808 parameters
-    "gpt2-124m": GPTConfig(
-        vocab_size=50257,
-        context_length=1024,
-        d_model=768,
-        n_heads=12,
-        n_layers=12,
-        dropout=0.1,
-        qkv_bias=True,
-        tie_weights=True,
-    ),
-    "gpt-mini": GPTConfig(vocab_size=1024, context_length=128, d_model=128, n_heads=4, n_layers=4, dropout=0.0),
-    "gpt-micro": GPTConfig(vocab_size=512, context_length=64, d_model=64, n_heads=4, n_layers=2, dropout=0.0),
-    "gpt-nano": GPTConfig(vocab_size=256, context_length=32, d_model=32, n_heads=2, n_layers=2, dropout=0.0),
-    # two attention-only layers: the smallest model that forms induction heads (Olsson et al., 2022)
-    "attn-only-2l": GPTConfig(
-        vocab_size=64, context_length=32, d_model=64, n_heads=4, n_layers=2, dropout=0.0, mlp=False
-    ),
-    # gpt-mini's size with Llama's choices: RoPE, RMSNorm, SwiGLU (hidden ≈ 8/3 · d_model), 2 key/value heads
-    # for 4 query heads, no biases, an untied head
-    "llama-style": GPTConfig(
-        vocab_size=1024,
-        context_length=128,
-        d_model=128,
-        n_heads=4,
-        n_layers=4,
-        dropout=0.0,
-        positions="rope",
-        norm="rmsnorm",
-        mlp_kind="swiglu",
-        d_mlp=344,
-        n_kv_heads=2,
-        bias=False,
-        qkv_bias=False,
-        tie_weights=False,
-    ),
-    # the shapes of HuggingFaceTB/SmolLM2-135M (its config.json): 134,515,008 parameters, random weights
-    "smollm2-135m-shapes": GPTConfig(
-        vocab_size=49152,
-        context_length=8192,
-        d_model=576,
-        n_heads=9,
-        n_layers=30,
-        dropout=0.0,
-        positions="rope",
-        rope_theta=100000.0,
-        norm="rmsnorm",
-        mlp_kind="swiglu",
-        d_mlp=1536,
-        n_kv_heads=3,
-        bias=False,
-        qkv_bias=False,
-        tie_weights=True,
-    ),
-    # Qwen2's choices at gpt-mini's size: like Llama but with biases in W_Q, W_K, W_V, θ = 1,000,000,
-    # RMSNorm ε = 1e-6, 4 query heads per key/value head and a tied head
-    "qwen-style": GPTConfig(
-        vocab_size=1024,
-        context_length=128,
-        d_model=128,
-        n_heads=8,
-        n_layers=4,
-        dropout=0.0,
-        positions="rope",
-        rope_theta=1_000_000.0,
-        norm="rmsnorm",
-        norm_eps=1e-6,
-        mlp_kind="swiglu",
-        d_mlp=344,
-        n_kv_heads=2,
-        bias=False,
-        qkv_bias=True,
-        tie_weights=True,
-    ),
-    # Mixtral's block at gpt-micro's size: 4 SwiGLU experts per block, each token routed to 2
-    "moe-tiny": GPTConfig(
-        vocab_size=512,
-        context_length=64,
-        d_model=64,
-        n_heads=4,
-        n_layers=2,
-        dropout=0.0,
-        positions="rope",
-        norm="rmsnorm",
-        mlp_kind="swiglu",
-        d_mlp=128,
-        n_kv_heads=2,
-        n_experts=4,
-        experts_top_k=2,
-        bias=False,
-        qkv_bias=False,
-        tie_weights=False,
-    ),
-}
-
-
 def make_norm(config: GPTConfig) -> nn.Module:
     if config.norm == "rmsnorm":
         return RMSNorm(config.d_model, config.norm_eps)
@@ -559,35 +450,6 @@ class MixtureOfExperts(nn.Module):
         if router_probs is not None:
             router_probs.append(probs)
         return out
-
-
-PADDED_HEAD_FROM = 8192  # a GPU training step pads a head of at least this many rows (GPT.head, padded_head)
-HEAD_MULTIPLE = 64  # … to a multiple of this
-
-
-def padded_head(
-    x: torch.Tensor, weight: torch.Tensor, multiple: int = HEAD_MULTIPLE
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``F.linear(x, weight)`` computed with the weight's rows padded to a multiple of ``multiple``: the logits
-    (…, rows), and the padded logits (…, rows + pad) whose extra columns are −inf, for the loss. The same numbers, in
-    matrix shapes the GPU's fast kernels take: for GPT-2's 50,257 outputs cuBLAS falls back to old kernels that made
-    the output head 45 % of a bf16 step on an H200 (nanoGPT pads its vocabulary to 50,304 for the same reason). The
-    model keeps its shapes (the padding is a copy of the weight), and a softmax over the padded logits is the
-    softmax over the logits (e^−∞ = 0), so the loss reads them whole, with no copy of the cut.
-
-    >>> x, w = torch.randn(2, 3, 4), torch.randn(5, 4)
-    >>> logits, padded = padded_head(x, w, multiple=8)
-    >>> torch.allclose(logits, F.linear(x, w)), logits.shape, padded.shape, padded[0, 0, 5:].tolist()
-    (True, torch.Size([2, 3, 5]), torch.Size([2, 3, 8]), [-inf, -inf, -inf])
-    """
-    rows = weight.size(0)
-    pad = -rows % multiple
-    if pad == 0:
-        logits = F.linear(x, weight)  # (…, rows)
-        return logits, logits
-    bias = torch.cat([weight.new_zeros(rows), weight.new_full((pad,), float("-inf"))])  # (rows + pad,)
-    padded = F.linear(x, F.pad(weight, (0, 0, 0, pad)), bias)  # (…, rows + pad)
-    return padded[..., :rows], padded  # (…, rows), (…, rows + pad)
 
 
 def load_balancing_loss(router_probs: list[torch.Tensor], top_k: int) -> torch.Tensor:
@@ -858,6 +720,7 @@ resid_post.
 def block_points(config: GPTConfig) -> list[str]:
     """The hook points one block of ``config`` has, in forward order.
 
+    >>> from llmviz.models.presets import PRESETS
     >>> block_points(PRESETS["attn-only-2l"])
     ['resid_pre', 'ln1', 'attn.q', 'attn.k', 'attn.v', 'attn.scores', 'attn.masked_scores', 'attn.pattern', \
 'attn.z', 'attn.out', 'resid_mid', 'resid_post']
@@ -879,6 +742,7 @@ def block_points(config: GPTConfig) -> list[str]:
 def cache_names(config: GPTConfig) -> list[str]:
     """The names ``run_with_cache`` records (and ``run_with_hooks`` can edit), in forward order.
 
+    >>> from llmviz.models.presets import PRESETS
     >>> [n for n in cache_names(PRESETS["moe-tiny"]) if n.startswith("blocks.0.") and ("rot" in n or "router" in n)]
     ['blocks.0.attn.rot_q', 'blocks.0.attn.rot_k', 'blocks.0.mlp.router_logits', 'blocks.0.mlp.router_probs']
     """

@@ -16,15 +16,8 @@ import torch
 from llmviz.device import machine_memory_bytes, seed_problem
 from llmviz.errors import ConfigError
 from llmviz.models.charlevel import CHAR_MODELS, CharModelName
-from llmviz.models.gpt import (
-    PRESETS,
-    SIZE_LIMITS,
-    SWITCHES,
-    GPTConfig,
-    PresetName,
-    estimate_parameters,
-    size_problem,
-)
+from llmviz.models.gpt import SIZE_LIMITS, SWITCHES, GPTConfig, estimate_parameters, size_problem
+from llmviz.models.presets import PRESETS, PresetName
 
 Optimizer = Literal["sgd", "momentum", "adagrad", "rmsprop", "adam", "adamw"]
 OPTIMIZERS: list[Optimizer] = list(get_args(Optimizer))
@@ -90,7 +83,7 @@ class TrainConfig:
     frozen and validated on creation: a bad value raises :class:`~llmviz.errors.ConfigError` saying what to change.
     Stored in every checkpoint, so a run can be resumed or reproduced from it."""
 
-    model: ModelName = "gpt-micro"  # a GPT preset (llmviz.models.gpt.PRESETS) or a char-level model name
+    model: ModelName = "gpt-micro"  # a GPT preset (llmviz.models.presets.PRESETS) or a char-level model name
     tokenizer: TokenizerKind = "bpe"  # "char" or "bpe"
     bpe_vocab_size: int = 512
     context_length: int = 64

@@ -247,7 +247,7 @@ def gpt_activation_floats(config, batch: int, tokens: int) -> int:
 
     Worked example, gpt-micro's shape (d 64, 4 heads, MLP 256, LayerNorm, learned positions) on 512 tokens, 1 × 1:
 
-    >>> from llmviz.models.gpt import PRESETS
+    >>> from llmviz.models.presets import PRESETS
     >>> layer = 8 * 64 + 2 * 256 + 4 + 4  # attention 6d + H + 2, MLP 2d + 2F + 2
     >>> head = 64 + 2 + 64 + 512 + 4 + 2 * 512  # final norm, its output, log-softmax, ids; logits and gradient
     >>> gpt_activation_floats(PRESETS["gpt-micro"], 1, 1) == 2 * layer + head
@@ -283,16 +283,16 @@ DROPOUT_WEIGHT_BYTES_WORKING = 6
 
 
 def padded_head_bytes(vocab_size: int, d_model: int, tokens: int) -> int:
-    """What a GPU training step's padded output head adds (:func:`llmviz.models.gpt.padded_head`, a head of at least
-    8,192 rows): the weight's padded copy and its gradient while the step runs (2 × (V + pad) × d), and the pad's
-    extra logits (the logits, their log-softmax and gradient: 3 × tokens × pad); 0 for a smaller head.
+    """What a GPU training step's padded output head adds (:func:`llmviz.models.padded_head.padded_head`, a head of
+    at least 8,192 rows): the weight's padded copy and its gradient while the step runs (2 × (V + pad) × d), and the
+    pad's extra logits (the logits, their log-softmax and gradient: 3 × tokens × pad); 0 for a smaller head.
 
     GPT-2 small (50,257 rows padded to 50,304, d 768) on 8 × 1,024 tokens: 309 MB and 4.6 MB.
 
     >>> padded_head_bytes(50_257, 768, 8 * 1024), padded_head_bytes(65, 384, 64 * 256)
     (313688064, 0)
     """
-    from llmviz.models.gpt import HEAD_MULTIPLE, PADDED_HEAD_FROM
+    from llmviz.models.padded_head import HEAD_MULTIPLE, PADDED_HEAD_FROM
 
     if vocab_size < PADDED_HEAD_FROM:
         return 0
@@ -524,7 +524,7 @@ def sparse_autoencoder(model_config, config, d_in: int) -> Footprint:
     (pre-activations, features, their gradients), the gathered activations (float32), and the model it reads (for
     the spliced-in loss). Gathering runs the model over windows of 16 rows (``preparing``).
 
-    >>> from llmviz.models.gpt import PRESETS
+    >>> from llmviz.models.presets import PRESETS
     >>> from llmviz.interpret.sae import SaeConfig
     >>> found = sparse_autoencoder(PRESETS["gpt-mini"], SaeConfig(d_sae=1024, k=16, tokens=65_536), 128)
     >>> found.parameters, found.data_bytes // MB
@@ -624,7 +624,7 @@ def suggestion(footprints: Sequence[Footprint], left: int) -> str:
 
 def smaller_model(footprint: Footprint, left: int) -> str | None:
     """The largest of :data:`SMALLER_GPTS` that is smaller than the footprint's model and fits in ``left`` bytes."""
-    from llmviz.models.gpt import PRESETS
+    from llmviz.models.presets import PRESETS
 
     config = footprint.config
     for name in reversed(SMALLER_GPTS):

@@ -27,8 +27,9 @@ import torch.nn as nn
 from llmviz.device import default_generator, isolated_rng, playing
 from llmviz.errors import CheckpointError, ConfigError, TrainingDiverged
 from llmviz.models.charlevel import build_char_model
-from llmviz.models.gpt import GPT, PRESETS, SWITCHES
+from llmviz.models.gpt import GPT, SWITCHES
 from llmviz.models.layers import draws_dropout, set_dropout_generator
+from llmviz.models.presets import PRESETS
 from llmviz.tokenizers.base import Tokenizer
 from llmviz.training.checkpoint import (
     is_checkpoint,

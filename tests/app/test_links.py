@@ -119,7 +119,8 @@ def test_link_sets_the_sidebar():
 @pytest.mark.parametrize("bad", HOSTILE, ids=range(len(HOSTILE)))
 def test_hostile_values_fall_back_with_a_notice(bad):
     at = run_home({"seed": bad, "corpus": bad, bad[:40] or "empty": "1"})
-    assert at.sidebar.number_input(key="seed").value == (3 if bad == "3.5" else 1337)  # 3.5: adjusted, said so
+    fitted = {"3.5": 3, "-1": 0}  # 3.5: adjusted; -1: the seed takes at least 0 (said so)
+    assert at.sidebar.number_input(key="seed").value == fitted.get(bad, 1337)
     assert at.sidebar.selectbox(key="corpus").value == "python-docs"
     assert not at.error
     notices = [w.value for w in at.warning if "link" in w.value]
@@ -209,7 +210,7 @@ def test_text_widgets_cap_the_link_whenever_their_text_changes():
 def test_a_notice_names_the_label_a_link_must_use_not_the_value_behind_it():
     at = run_home({"corpus": "no-such-corpus"})
     notices = [w.value for w in at.warning if "link" in w.value]
-    assert notices and "showing Python reference manual" in notices[0], notices
+    assert notices and "so it uses Python reference manual" in notices[0], notices
     assert "python\\-docs" not in notices[0] and "python-docs" not in notices[0]
 
 
@@ -263,3 +264,61 @@ def test_a_link_made_with_a_renamed_parameter_still_opens_its_view(old, value, p
     assert widget.value == shown
     assert share.RENAMED[old] in at.query_params and old not in at.query_params
     assert not [w.value for w in at.warning if "not a setting" in w.value]
+
+
+def open_on_page(path: str, query: dict) -> AppTest:
+    """A link opened on ``path`` itself: the session's first run is that page's, as in a browser."""
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.switch_page(str(ui.ROOT / path)).run()
+    assert_clean(at)
+    return at
+
+
+def link_warnings(at: AppTest) -> list[str]:
+    return [w.value.replace("\\", "") for w in at.warning if "link" in w.value]
+
+
+@pytest.mark.parametrize("first", [True, False], ids=["the page opened", "the page reached later"])
+def test_a_linked_number_beyond_its_slider_is_fitted_to_it_and_said(first):
+    """Issue 72 §8: ``steps=5000`` on a slider of 10 to 2,000 became the default 300 without a word when the slider
+    was not drawn on the session's first run; now it is 2,000 and the page says so, on whichever run draws it."""
+    opened = open_on_page if first else open_with_link
+    at = opened("stages/training.py", {"steps": "5000", "batch": "-3"})
+    assert by_label(at.slider, "Steps").value == 2000
+    assert by_label(at.slider, "Batch size").value == 1
+    said = "\n".join(link_warnings(at))
+    assert "The link asked for steps = “5000”; this page takes at most 2,000, so it uses 2,000." in said, said
+    assert "The link asked for batch = “-3”; this page takes at least 1, so it uses 1." in said, said
+    assert "could not be used" not in said and said.count("steps") == 1  # one line a parameter, not two
+    at.run()
+    assert not link_warnings(at)  # said once
+
+
+@pytest.mark.parametrize(
+    ("asked", "used", "said"),
+    [
+        ("10000", 10_000, None),  # a choice written as its number: no word needed
+        ("10,000 characters", 10_000, None),  # as Copy link writes it
+        ("99999999", 5_000_000, "this page takes at most 5,000,000 characters, so it uses 5,000,000 characters."),
+        ("40000", 50_000, "the nearest being 50,000 characters, so it uses 50,000 characters."),
+        ("lots", 200_000, "“lots”, which this page cannot use, so it uses 200,000 characters."),
+    ],
+)
+def test_a_linked_number_of_bpe_characters_is_the_nearest_choice_and_said(asked, used, said):
+    at = open_on_page("stages/tokens.py", {"bpe_chars": asked})
+    assert by_label(at.select_slider, "Train on the first").value == used
+    warnings = "\n".join(link_warnings(at))
+    if said is None:
+        assert "bpe_chars" not in warnings, warnings
+    else:
+        assert said in warnings and warnings.count("bpe_chars") == 1, warnings
+
+
+def test_the_sentences_about_a_fitted_link_value_read_as_their_examples():
+    import doctest
+
+    from ui import refused
+
+    assert doctest.testmod(refused).failed == 0

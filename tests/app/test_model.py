@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import ui
-from llmviz.models.gpt import PRESETS
+from llmviz.models.presets import PRESETS
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import assert_clean, by_label, finish_jobs, run_app, run_page, texts
 from ui.text import fixed

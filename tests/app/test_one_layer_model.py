@@ -27,13 +27,25 @@ def runs_dir(tmp_path_factory):
     return folder
 
 
-@pytest.mark.parametrize("path", ["stages/attention.py", "stages/model.py", "stages/inside.py"])
-def test_one_layer_one_head_model(runs_dir, monkeypatch, path):
+@pytest.mark.parametrize(
+    ("path", "opened", "only"),
+    [
+        ("stages/attention.py", {}, {"Layer: 0 (the only one)", "Head: 0 (the only one)"}),
+        ("stages/model.py", {"model_tab": "Inside a trained GPT"}, {"Block: 0 (the only one)"}),  # under the flow
+        (  # the layer steered, on texts of the model's own characters
+            "stages/inside.py",
+            {"look": "Steer", "steer_prompt": "The cat", "steer_positive": "the cat", "steer_negative": "the mat"},
+            {"Layer: 0 (the only one)"},
+        ),
+    ],
+)
+def test_one_layer_one_head_model(runs_dir, monkeypatch, path, opened, only):
+    """A model of one layer and one head: each page's layer, block or head choice says it is the only one (Streamlit
+    refuses a slider from 0 to 0) and the page draws the rest."""
     monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(runs_dir))
-    inside = {"model_tab": "Inside a trained GPT"} if path.endswith("model.py") else {}  # the tab under the flow
-    at = run_page(path, _picker_selected="dir:one", **inside)
+    at = run_page(path, _picker_selected="dir:one", **opened)
     assert_clean(at)
-    assert any("the only one" in caption.value for caption in at.caption) or path.endswith("inside.py")
+    assert only <= {caption.value for caption in at.caption}, [c.value for c in at.caption]
 
 
 @pytest.fixture(scope="module")

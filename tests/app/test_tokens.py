@@ -360,3 +360,28 @@ def test_a_trained_bpe_comes_back_in_a_new_session_of_its_student_only():
     stranger = run_app("stages/tokens.py", corpus="names", tokens_tab="Train your own BPE", _llmviz_student_id=other)
     assert_clean(stranger)
     assert "bpe_tokenizer" not in stranger.session_state
+
+
+def test_a_bpe_waiting_behind_a_training_run_says_it_is_queued():
+    """Issue 72 §8: a BPE job queued behind the student's training run said "Counting pairs…" until it started."""
+    from llmviz.jobs.manager import default_manager
+    from llmviz.lab.live_status import JobState
+
+    at = run_page("stages/training.py")
+    by_label(at.slider, "Steps").set_value(2000)
+    at.button(key="train").click().run()
+    at.switch_page(str(ui.ROOT / "stages/tokens.py")).run()
+    by_label(at.slider, "Vocabulary size").set_value(300)
+    at.button(key="train_bpe").click().run()
+    assert_clean(at)
+    jobs = default_manager().jobs(at.session_state["_llmviz_session_id"])
+    try:
+        [bpe] = [job for job in jobs if job.kind == "task"]
+        assert bpe.status().state == JobState.QUEUED  # behind the run of 2,000 steps, which has just begun
+        lines = [bar.proto.text for bar in at.get("progress")]
+        assert any(text.startswith("Queued, waiting: it starts when your run in training ends") for text in lines)
+        assert not any("Counting pairs" in text for text in lines), lines
+    finally:
+        for job in jobs:
+            job.stop()
+        finish_jobs(at)

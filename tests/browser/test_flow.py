@@ -277,7 +277,8 @@ def test_the_component_draws_what_a_llama_style_model_has(browser, preset):
     """The component alone (ui/components/flow/, in a blank page): RoPE instead of a position table, grouped
     key/value heads under each head's pattern, the router's experts per token when a block opens."""
     from llmviz.lessons import flow
-    from llmviz.models.gpt import GPT, PRESETS
+    from llmviz.models.gpt import GPT
+    from llmviz.models.presets import PRESETS
     from llmviz.tokenizers.char_word import CharTokenizer
     from llmviz.tokenizers.ids import encode
 

@@ -11,7 +11,8 @@ import contextlib
 import torch
 import torch.nn.functional as F
 
-from llmviz.models.gpt import GPT, PRESETS, GPTConfig
+from llmviz.models.gpt import GPT, GPTConfig
+from llmviz.models.presets import PRESETS
 
 # every architecture switch: GPT-2 (learned positions, LayerNorm, GELU), sinusoidal and no positions, attention only,
 # Llama (RoPE, RMSNorm, SwiGLU, grouped-query), Qwen (qkv bias, tied), multi-query, a mixture of experts

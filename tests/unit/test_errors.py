@@ -39,3 +39,15 @@ def test_the_log_survives_an_error_whose_traceback_is_gone(caplog):
     with caplog.at_level(logging.INFO, logger="llmviz"):
         assert log_failure("training job run-9", RuntimeError("worker died")) == "RuntimeError: worker died"
     assert caplog.records[0].levelno == logging.ERROR
+
+
+def test_the_repeat_filter_remembers_at_most_its_keys_the_least_recent_forgotten_first():
+    from llmviz.errors import RepeatFilter
+
+    def record(message: str) -> logging.LogRecord:
+        return logging.LogRecord("llmviz", logging.WARNING, __file__, 1, message, (), None)
+
+    repeats = RepeatFilter(window_s=60.0, clock=lambda: 0.0, keys=2)
+    assert [repeats.filter(record(m)) for m in ("a", "b", "a", "c")] == [True, True, False, True]
+    assert repeats.filter(record("a")) is False  # "a" was seen after "b": "b" was forgotten when "c" came
+    assert repeats.filter(record("b")) is True and len(repeats._seen) == 2

@@ -547,6 +547,12 @@ def computed(
     return None
 
 
+def task_words(status: JobStatus, describe: Callable[[JobStatus], str]) -> str:
+    """The line over a task's progress bar: while it waits behind other runs, that it waits (a BPE behind a training
+    run said "Counting pairs…"); the page's ``describe`` once it runs."""
+    return f"Queued, {status.describe()}" if status.state == JobState.QUEUED else describe(status)
+
+
 def follow_task_job(
     job: LiveRun, *, describe: Callable[[JobStatus], str], name: str, stop_help: str = "Stops after this step."
 ) -> None:
@@ -554,7 +560,7 @@ def follow_task_job(
 
     def draw() -> None:
         status = job.status()
-        st.progress(status.fraction, text=describe(status))
+        st.progress(status.fraction, text=task_words(status, describe))
         if not status.done:
             st.button(
                 "Stop",

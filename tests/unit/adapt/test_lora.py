@@ -9,7 +9,8 @@ import torch.nn as nn
 from llmviz.adapt import lora
 from llmviz.data import corpus
 from llmviz.errors import ConfigError
-from llmviz.models.gpt import GPT, PRESETS
+from llmviz.models.gpt import GPT
+from llmviz.models.presets import PRESETS
 from llmviz.training.config import TrainConfig
 from llmviz.training.dataset import prepare_data
 

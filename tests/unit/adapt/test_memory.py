@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from llmviz.adapt import memory
-from llmviz.models.gpt import GPT, PRESETS
+from llmviz.models.gpt import GPT
+from llmviz.models.presets import PRESETS
 
 
 def test_saved_tensors_by_hand():

@@ -12,7 +12,8 @@ import torch.nn.functional as F
 from llmviz.adapt import quantize
 from llmviz.data import corpus
 from llmviz.errors import ConfigError
-from llmviz.models.gpt import GPT, PRESETS
+from llmviz.models.gpt import GPT
+from llmviz.models.presets import PRESETS
 from llmviz.training.config import TrainConfig
 from llmviz.training.dataset import prepare_data
 

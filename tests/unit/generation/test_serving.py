@@ -8,7 +8,8 @@ import torch
 from llmviz.errors import ConfigError
 from llmviz.generation import serving
 from llmviz.generation.sampling import generate
-from llmviz.models.gpt import GPT, PRESETS
+from llmviz.models.gpt import GPT
+from llmviz.models.presets import PRESETS
 
 
 @pytest.fixture(scope="module")

@@ -427,6 +427,38 @@ def test_a_raw_relu_state_dict_in_an_autoencoder_folder_loads_folded_and_reconst
     torch.testing.assert_close(loaded.W_dec.norm(dim=1), torch.ones(40))
 
 
+@pytest.mark.parametrize(("architecture", "options"), [("topk-training", {}), ("topk", {"rescale": False})])
+def test_a_raw_sae_lens_topk_state_dict_given_to_load_state_dict_is_refused_in_one_line(architecture, options):
+    """Issue 72 §13: SAELens's keys are ours, so ``load_state_dict`` took a TopK state dict whose decoder rows are
+    0.05 to 2 long and reconstructed wrongly (max |Δ| 21.0 against SAELens's own forward pass). Refused, naming the
+    conversion; :func:`sae.from_sae_lens` with its config reconstructs what SAELens does."""
+    theirs = sae_lens_model(architecture, **options)
+    ours = sae.SparseAutoencoder(12, 40, 5)
+    before = {name: tensor.clone() for name, tensor in ours.state_dict().items()}
+    with pytest.raises(ConfigError, match="not unit length.*from_sae_lens") as refused:
+        ours.load_state_dict(dict(theirs.state_dict()))
+    assert "\n" not in str(refused.value)
+    assert all(torch.equal(before[name], tensor) for name, tensor in ours.state_dict().items())  # nothing half-loaded
+
+
+def test_a_raw_sae_lens_relu_state_dict_given_to_load_state_dict_reconstructs_as_sae_lens_does():
+    theirs = sae_lens_model("standard-training")
+    state = dict(theirs.state_dict())
+    ours = sae.SparseAutoencoder(12, 40, 0)
+    ours.load_state_dict(state)
+    x = 2 * torch.randn(128, 12, generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x)[0], their_reconstruction(theirs, x), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ours.W_dec.norm(dim=1), torch.ones(40))
+    assert not torch.equal(state["W_dec"], ours.W_dec.detach())  # the caller's tensors are left as they were
+
+
+def test_our_own_state_dict_loads_back_exactly():
+    ours, again = random_sae(), sae.SparseAutoencoder(12, 40, 5)
+    again.load_state_dict(ours.state_dict())
+    assert all(torch.equal(t, again.state_dict()[name]) for name, t in ours.state_dict().items())
+
+
 @pytest.mark.parametrize(
     ("architecture", "options", "says"),
     [

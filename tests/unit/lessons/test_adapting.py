@@ -146,7 +146,8 @@ def test_prompting_accuracy_is_a_share_of_the_held_out_names(shipped):
 
 def test_questions_count_from_the_models_real_shapes_with_grouped_query_attention(shipped):
     """LoRA's count and the KV cache's bytes on a llama-style run (GQA: 2 key/value heads of 32, d_mlp 344)."""
-    from llmviz.models.gpt import GPT, PRESETS
+    from llmviz.models.gpt import GPT
+    from llmviz.models.presets import PRESETS
 
     _, tokenizer = shipped  # the shipped BPE: 1,024 tokens, as the preset
     torch.manual_seed(0)

@@ -12,7 +12,8 @@ import llmviz.lessons.serving
 from llmviz.adapt import lora, quantize
 from llmviz.data import corpus
 from llmviz.lessons import adapting
-from llmviz.models.gpt import GPT, PRESETS
+from llmviz.models.gpt import GPT
+from llmviz.models.presets import PRESETS
 from llmviz.training.checkpoint import load_checkpoint
 
 SHIPPED = Path(__file__).resolve().parents[3] / "data" / "gpt-python-docs"

@@ -4,7 +4,7 @@ import pytest
 
 from llmviz.jobs.manager import JobManager
 from llmviz.lessons.architectures import SWITCH_RACE_TITLES, SWITCH_RACES
-from llmviz.models.gpt import PRESETS
+from llmviz.models.presets import PRESETS
 from llmviz.training.config import TrainConfig
 from llmviz.training.trainer import Trainer
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from llmviz.lessons import architectures
-from llmviz.models.gpt import PRESETS, SWITCHES
+from llmviz.models.gpt import SWITCHES
+from llmviz.models.presets import PRESETS
 from llmviz.training.config import TrainConfig
 from llmviz.training.trainer import Trainer
 

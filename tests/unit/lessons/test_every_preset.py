@@ -19,7 +19,8 @@ from llmviz.generation import sampling
 from llmviz.interpret import heads
 from llmviz.interpret.lens import sequence_logit_lens, token_losses
 from llmviz.lessons import architectures, forward, quiz
-from llmviz.models.gpt import GPT, PRESETS
+from llmviz.models.gpt import GPT
+from llmviz.models.presets import PRESETS
 from llmviz.tokenizers.char_word import CharTokenizer
 from llmviz.tokenizers.ids import encode
 

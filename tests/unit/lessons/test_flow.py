@@ -10,7 +10,8 @@ import torch
 
 from llmviz.errors import ConfigError
 from llmviz.lessons import flow
-from llmviz.models.gpt import GPT, PRESETS
+from llmviz.models.gpt import GPT
+from llmviz.models.presets import PRESETS
 from llmviz.tokenizers.char_word import CharTokenizer
 from llmviz.tokenizers.ids import encode
 from llmviz.training.checkpoint import load_checkpoint

@@ -18,7 +18,8 @@ from llmviz.lessons.model import (
     other_tying,
     preset_table,
 )
-from llmviz.models.gpt import GPT, PRESETS, GPTConfig
+from llmviz.models.gpt import GPT, GPTConfig
+from llmviz.models.presets import PRESETS
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "models.md"
 

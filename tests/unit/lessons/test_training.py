@@ -7,7 +7,7 @@ import pytest
 
 from llmviz.lessons import training
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
-from llmviz.models.gpt import PRESETS
+from llmviz.models.presets import PRESETS
 from llmviz.training.config import OPTIMIZER_TITLES
 
 

@@ -11,15 +11,9 @@ import torch
 import torch.nn.functional as F
 
 from llmviz.errors import ConfigError
-from llmviz.models.gpt import (
-    GPT,
-    PRESETS,
-    GPTConfig,
-    cache_names,
-    count_parameters_without_building,
-    load_balancing_loss,
-)
+from llmviz.models.gpt import GPT, GPTConfig, cache_names, count_parameters_without_building, load_balancing_loss
 from llmviz.models.layers import LayerNorm, RMSNorm, apply_rope, rope_cos_sin, sinusoidal_positions
+from llmviz.models.presets import PRESETS
 
 SMALL = [name for name, config in PRESETS.items() if config.d_model <= 128]
 TINY_SWITCHES = {

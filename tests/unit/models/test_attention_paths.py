@@ -4,7 +4,8 @@ softmax(q·kᵀ/√d)·v written out (recording intermediates, the attention les
 import pytest
 import torch
 
-from llmviz.models.gpt import GPT, PRESETS
+from llmviz.models.gpt import GPT
+from llmviz.models.presets import PRESETS
 
 
 @pytest.mark.parametrize("preset", ["gpt-micro", "llama-style", "attn-only-2l"])

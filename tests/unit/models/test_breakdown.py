@@ -5,7 +5,8 @@ import pytest
 import torch.nn as nn
 
 from llmviz.models.decoder import TOY_CONFIG, Decoder
-from llmviz.models.gpt import GPT, PRESETS
+from llmviz.models.gpt import GPT
+from llmviz.models.presets import PRESETS
 
 
 def by_modules(groups: list[tuple[str, list[nn.Module]]]) -> dict[str, int]:

@@ -8,7 +8,9 @@ import torch
 import torch.nn.functional as F
 
 from llmviz.errors import ConfigError
-from llmviz.models.gpt import GPT, PRESETS, GPTConfig, cache_names, count_parameters_without_building, padded_head
+from llmviz.models.gpt import GPT, GPTConfig, cache_names, count_parameters_without_building
+from llmviz.models.padded_head import padded_head
+from llmviz.models.presets import PRESETS
 
 TINY = GPTConfig(vocab_size=50, context_length=16, d_model=16, n_heads=4, n_layers=2, dropout=0.0)
 

@@ -10,8 +10,9 @@ import typing
 import pytest
 
 from llmviz.errors import ConfigError
-from llmviz.models import gpt
-from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, PRESETS, GPTConfig, count_parameters_without_building
+from llmviz.models import gpt, presets
+from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, GPTConfig, count_parameters_without_building
+from llmviz.models.presets import PRESETS
 
 
 def test_the_gpt2_preset_is_gpt2_small_as_published():
@@ -96,7 +97,7 @@ def test_string_switches_are_literal_types():
     hints = typing.get_type_hints(GPTConfig)
     for field, allowed in (("positions", POSITIONS), ("norm", NORMS), ("mlp_kind", MLP_KINDS)):
         assert typing.get_origin(hints[field]) is typing.Literal and typing.get_args(hints[field]) == allowed
-    assert set(typing.get_args(gpt.PresetName)) == set(PRESETS)
+    assert set(typing.get_args(presets.PresetName)) == set(PRESETS)
 
 
 @pytest.mark.parametrize("field, value", [("positions", "roep"), ("norm", "batchnorm"), ("mlp_kind", "relu")])

@@ -8,7 +8,8 @@ import torch
 
 from llmviz.errors import ConfigError
 from llmviz.models import gpt
-from llmviz.models.gpt import GPT, PRESETS, SIZE_LIMITS, GPTConfig, estimate_parameters, size_problem
+from llmviz.models.gpt import GPT, SIZE_LIMITS, GPTConfig, estimate_parameters, size_problem
+from llmviz.models.presets import PRESETS
 
 SHAPES = {
     **{name: config for name, config in PRESETS.items() if name != "gpt2-124m"},

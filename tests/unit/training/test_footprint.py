@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from llmviz.adapt.memory import measure_step
-from llmviz.models.gpt import GPT, PRESETS
+from llmviz.models.gpt import GPT
+from llmviz.models.presets import PRESETS
 from llmviz.training import footprint
 from llmviz.training.config import TrainConfig
 from llmviz.training.trainer import Trainer, build_model

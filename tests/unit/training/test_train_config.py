@@ -10,7 +10,8 @@ import pytest
 
 from llmviz.errors import ConfigError
 from llmviz.models.charlevel import CHAR_MODELS
-from llmviz.models.gpt import GPT, PRESETS
+from llmviz.models.gpt import GPT
+from llmviz.models.presets import PRESETS
 from llmviz.training.checkpoint import load_checkpoint, save_checkpoint
 from llmviz.training.config import OPTIMIZERS, TrainConfig
 from llmviz.training.trainer import Trainer, resume
