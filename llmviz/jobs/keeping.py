@@ -775,16 +775,32 @@ def resume_point(
     return snapshots[-1][0], snapshots[-1][1], None
 
 
-def resume_line(step: int | None, exact: bool) -> str:
-    """What Resume does with a kept run, in words (the Training page shows it beside the button).
+def resume_line(step: int | None, exact: bool, kind: str = "training") -> str:
+    """What Resume does with a kept run of ``kind``, in words (the Training page shows it beside the button).
 
     >>> print(resume_line(40, True)[:68])
     Resume trains it on from step 40 with its optimizer's state, exactly
     >>> "the optimizer starts afresh" in resume_line(42, False)
     True
+
+    An SFT or DPO run (:func:`llmviz.adapt.tuning_runs.resumed`) never keeps its optimizer's state, and its batches
+    are drawn from a new stream seeded by its seed and the step it goes on from:
+
+    >>> print(resume_line(12, False, "sft"))  # doctest: +NORMALIZE_WHITESPACE
+    Resume trains it on from step 12 with the weights of its newest kept snapshot. An SFT run keeps no optimizer
+    state, so AdamW's running averages start afresh; and its batches are drawn afresh from its seed and step 12, so
+    from there they come in another order than if it had never stopped. The same run goes on.
     """
     if step is None:
         return "It has no kept snapshot to resume from."
+    if kind in ("sft", "dpo"):
+        against = " against its reference, the model it started from (its step-0 snapshot)" if kind == "dpo" else ""
+        return (
+            f"Resume trains it on from step {step} with the weights of its newest kept snapshot{against}. An "
+            f"{kind.upper()} run keeps no optimizer state, so AdamW's running averages start afresh; and its batches "
+            f"are drawn afresh from its seed and step {step}, so from there they come in another order than if it "
+            "had never stopped. The same run goes on."
+        )
     if exact:
         return (
             f"Resume trains it on from step {step} with its optimizer's state, exactly as if it had never stopped "
