@@ -12,13 +12,14 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 
 import pytest
 
 from llmviz.jobs.manager import JobManager
 from llmviz.lab import health
 from llmviz.lab.rebuild import RUN_FILE, Guard, rebuild
-from llmviz.lab.records import TRAINING, RunRecord
+from llmviz.lab.records import TRAINING, RunRecord, metadata, runs, students
 from llmviz.lab.service import Lab
 from tests.support.lab_process import submit
 
@@ -265,3 +266,44 @@ def test_an_orderly_close_leaves_the_sqlite_file_whole_with_no_journal(tmp_path)
     shutil.copy(tmp_path / "lab.db", tmp_path / "copy.db")
     with contextlib.closing(sqlite3.connect(tmp_path / "copy.db")) as copy:
         assert copy.execute("select name from lab_students where id = 'ada'").fetchall() == [("Ada",)]
+
+
+def _emptied(registry) -> None:
+    """Every row gone (the database lost, its schema kept): what a rebuild starts from."""
+    with registry.engine.begin() as db:
+        for table in reversed(metadata.sorted_tables):
+            db.execute(table.delete())
+
+
+def test_a_rebuild_restores_times_kept_text_names_and_the_teacher_flag_exactly(database_url, tmp_path):
+    """Issue 72 §12: a rebuild restarted every run's 30-day clock (``updated``, which retention reads), every
+    student's ``created`` and ``seen``, and lost the kept texts' names of a student with no display name."""
+    lab = Lab.at(tmp_path / "runs", url=database_url)
+    registry = lab.registry
+    registry.ensure_student("ada", name="Ada <b>")
+    registry.ensure_student("teacher-1", teacher=True)
+    lab.keep_upload("anon", "my notes.txt", b"a kept text, by a student with no name\n" * 40)
+    for number, student in enumerate(("ada", "anon", "teacher-1")):
+        registry.add_run(RunRecord(f"r{number}", student, TRAINING, f"Run {number}", "finished", total=9, step=9))
+    now = time.time()
+    with registry.engine.begin() as db:  # 40, 21 and 2 days old, each its own time (not one a rebuild could make up)
+        for number, student in enumerate(("ada", "anon", "teacher-1")):
+            at = now - 86_400.125 * (40 - 19 * number)
+            db.execute(students.update().where(students.c.id == student).values(created=at, seen=at + 3_600.5))
+            db.execute(runs.update().where(runs.c.id == f"r{number}").values(created=at + 60.25, updated=at + 7.5))
+    before_students = registry.students()
+    before_runs = [(r.id, r.student, r.created, r.updated, r.state, r.step) for r in registry.all_runs()]
+    before_uploads = {student: registry.uploads(student) for student in ("ada", "anon", "teacher-1")}
+    assert before_uploads["anon"][0][1] == "my notes.txt"
+
+    assert Guard(lab).sync() == 3
+    _emptied(registry)
+    assert registry.students() == [] and registry.all_runs() == []
+    done = rebuild(lab)
+
+    assert (done.students, done.runs, done.skipped) == (3, 3, [])
+    assert registry.students() == before_students  # name, teacher flag, created and seen, exactly
+    assert [(r.id, r.student, r.created, r.updated, r.state, r.step) for r in registry.all_runs()] == before_runs
+    assert {student: registry.uploads(student) for student in before_uploads} == before_uploads
+    assert registry.student("teacher-1")["teacher"] is True and registry.student("ada")["name"] == "Ada <b>"
+    assert lab.expire() == ["r0"]  # retention reads the runs' own times (r0's 30 days are over), not the rebuild's
