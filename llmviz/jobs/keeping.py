@@ -32,7 +32,7 @@ from llmviz.lab.rebuild import Guard, write_run_file
 from llmviz.lab.records import AUTOENCODER, TASK, TRAINING, RunRecord, config_json
 from llmviz.lab.service import RESULT_FORMAT, Lab, QuotaExceeded
 from llmviz.lab.slots import CLAIM_WAIT_S
-from llmviz.lab.storage import read_kept_file
+from llmviz.lab.storage import file_words, read_kept_file
 from llmviz.training.snapshots import SnapshotStore, is_snapshot_step
 
 log = logging.getLogger(__name__)
@@ -830,7 +830,7 @@ def resumed_trainer(text: str, snapshot_path: str, resume_path: str | None = Non
     try:
         model, tokenizer, meta = load_checkpoint(snapshot_path)
     except CheckpointError:
-        log.warning("the kept snapshot %s cannot be read", snapshot_path)
+        log.warning("%s cannot be read", file_words(snapshot_path))
         raise CheckpointError("The run's kept snapshot is damaged, so it cannot be resumed.") from None
     config = TrainConfig.from_dict(meta["train_config"])
     trainer = Trainer(config, prepare_data(text, config, tokenizer))
@@ -841,7 +841,7 @@ def resumed_trainer(text: str, snapshot_path: str, resume_path: str | None = Non
         try:
             tensors, scalars = read_kept_file(None, resume_path)
         except CheckpointError:  # damaged: it goes on from the intact weights, its optimizer afresh
-            log.warning("the kept resume state %s cannot be read: resuming with the weights only", resume_path)
+            log.warning("%s cannot be read: resuming with the weights only", file_words(resume_path))
             resume_path = None
     if resume_path is None or scalars.get("step") != trainer.step:
         trainer.dropout_generator.manual_seed(dropout_seed(config.seed, 0, trainer.step))

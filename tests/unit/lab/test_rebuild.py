@@ -16,6 +16,7 @@ import time
 
 import pytest
 
+from llmviz.errors import CheckpointError
 from llmviz.jobs.manager import JobManager
 from llmviz.lab import health
 from llmviz.lab.rebuild import RUN_FILE, Guard, rebuild
@@ -205,7 +206,16 @@ def test_a_damaged_resume_file_falls_back_to_the_intact_weights(tmp_path, caplog
     assert again.step == 3
     for name, tensor in again.model.state_dict().items():
         assert torch.equal(tensor, trainer.model.state_dict()[name])
-    assert len([r for r in caplog.records if "resume" in r.getMessage()]) == 1  # said once, in the server's log
+    [said] = [r.getMessage() for r in caplog.records if "resume" in r.getMessage()]  # said once, in the server's log
+    assert said.startswith("run r1: its resume state at step 3 cannot be read"), said  # its run and kind (issue 72 §4)
+    assert str(tmp_path) not in said and ".safetensors" not in said, said  # and no server path, as the docs say
+    with open(path, "r+b") as damaged:  # its snapshot damaged too: it cannot be resumed, and the log names no path
+        damaged.write(b"\xff" * 64)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="llmviz.jobs.keeping"), pytest.raises(CheckpointError, match="damaged"):
+        resumed_trainer(TEXT, path, resume)
+    [said] = [r.getMessage() for r in caplog.records]
+    assert said.startswith("run r1: its snapshot at step 3 cannot be read") and str(tmp_path) not in said, said
 
 
 def test_a_runs_own_measures_are_kept_with_its_curve_and_rebuilt_from_its_folder(tmp_path):
