@@ -156,7 +156,7 @@ class Keeper:
         student = student_key(jobs[0].owner)
         with self.lab.guard("record a new run", writes=True):
             self.lab.registry.ensure_student(student)
-            self.lab.make_room(student, sum(needs), jobs[0].label)
+            self.lab.make_room(student, sum(needs), jobs[0].label, starting=True)
             digests = [self._keep_text(student, job.label, text) for job, text in zip(jobs, texts, strict=True)]
             if resumed is not None:
                 self.lab.registry.mark_resumed(jobs[0].id, resumed[0], self.holder, by=resumed[1])
