@@ -317,3 +317,31 @@ def test_a_rebuild_restores_times_kept_text_names_and_the_teacher_flag_exactly(d
     assert {student: registry.uploads(student) for student in before_uploads} == before_uploads
     assert registry.student("teacher-1")["teacher"] is True and registry.student("ada")["name"] == "Ada <b>"
     assert lab.expire() == ["r0"]  # retention reads the runs' own times (r0's 30 days are over), not the rebuild's
+
+
+def test_a_full_database_says_it_answers_again_only_once_a_write_goes_through(tmp_path, caplog):
+    """Issue 72 §4: with the disk still full, a read that went through logged "answers again". A real SQLITE_FULL
+    (``max_page_count`` on every connection: the database may grow no more, as on a full disk)."""
+    import sqlalchemy as sa
+
+    lab = Lab.at(tmp_path)
+    engine = lab.registry.engine
+    watch = health.install(engine, lab.registry.url)
+    lab.registry.ensure_student("ada")
+    limit = {"pages": 1_000_000}
+    sa.event.listen(engine, "connect", lambda dbapi, _: dbapi.execute(f"PRAGMA max_page_count = {limit['pages']}"))
+    with engine.connect() as db:
+        limit["pages"] = db.exec_driver_sql("PRAGMA page_count").scalar()
+    engine.dispose()  # every new connection may grow the file no more
+
+    with caplog.at_level("WARNING", logger="llmviz.lab.health"):
+        with pytest.raises(health.LabUnavailable, match="disk is full"):
+            for number in range(10_000):
+                lab.registry.add_upload("ada", f"{number:064x}", "x" * 200, 1)
+        assert watch.reason == "full"
+        assert lab.registry.student("ada") is not None  # reads still go through
+        assert "answers again" not in caplog.text and watch.reason == "full"  # the disk is still full
+        limit["pages"] = 1_000_000  # space freed
+        engine.dispose()
+        lab.registry.ensure_student("ada", name="Ada")  # a write goes through
+        assert watch.reason is None and caplog.text.count("The lab's database answers again.") == 1
