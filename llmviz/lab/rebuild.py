@@ -42,9 +42,10 @@ import time
 from dataclasses import dataclass, fields
 from typing import Any
 
+from llmviz.errors import CheckpointError
 from llmviz.lab import health
 from llmviz.lab.holders import holder_alive
-from llmviz.lab.records import LIVE_STATES, RunRecord, metadata
+from llmviz.lab.records import LIVE_STATES, TRAINING, RunRecord, metadata
 from llmviz.lab.storage import safe_name
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,7 @@ class Rebuilt:
     points: int = 0
     snapshots: int = 0
     skipped: list[str] = dataclasses.field(default_factory=list)  # folders whose record could not be read
+    lost: list[str] = dataclasses.field(default_factory=list)  # what a damaged record took with it, in words
 
     def line(self) -> str:
         """One line for the CLI and the log.
@@ -75,7 +77,9 @@ class Rebuilt:
         """
         return (
             f"rebuilt {self.runs} run(s) of {self.students} student(s): {self.points} curve point(s), "
-            f"{self.snapshots} snapshot(s)" + (f"; {len(self.skipped)} folder(s) unreadable" if self.skipped else "")
+            f"{self.snapshots} snapshot(s)"
+            + (f"; {len(self.skipped)} folder(s) unreadable" if self.skipped else "")
+            + "".join(f"; {lost}" for lost in self.lost)
         )
 
 
@@ -276,7 +280,13 @@ def _merge_student(lab, student: str, folder: str, done: Rebuilt) -> None:
     """Merge one student's folder into the registry: the student (named as ``student.json`` says, when new), their
     kept texts, and each run folder that has a ``run.json``."""
     fs = lab.storage.fs
-    about = _read_json(fs, f"{folder}/{STUDENT_FILE}") or {}
+    about = _read_json(fs, f"{folder}/{STUDENT_FILE}")
+    if about is None and fs.exists(f"{folder}/{STUDENT_FILE}"):
+        done.lost.append(
+            f"{student}'s {STUDENT_FILE} is damaged: their name, teacher flag, times and kept texts' names are not "
+            "restored"
+        )
+    about = about or {}
     runs = _run_folders(fs, folder)
     if not runs and not about:
         return
@@ -284,15 +294,49 @@ def _merge_student(lab, student: str, folder: str, done: Rebuilt) -> None:
     _merge_uploads(lab, student, folder, about)
     for run_folder in sorted(runs):
         run_id = run_folder.rsplit("/", 1)[-1]
-        data = _read_json(fs, f"{run_folder}/{RUN_FILE}")
-        if data is None:
-            done.skipped.append(f"{student}/{run_id}")
-            continue
         try:
             safe_name(run_id)
         except ValueError:
             continue
+        data = _read_json(fs, f"{run_folder}/{RUN_FILE}")
+        if data is None:
+            _merge_damaged_run(lab, student, run_id, run_folder, done)
+            continue
         _merge_run(lab, student, run_id, run_folder, data, done)
+
+
+def _merge_damaged_run(lab, student: str, run_id: str, folder: str, done: Rebuilt) -> None:
+    """A run folder whose ``run.json`` is damaged: its row rebuilt from what its newest snapshot file says (its step,
+    settings and model; stopped), its snapshot rows from its files, and what was lost said (``done.lost``)."""
+    files = _files(lab.storage.fs, folder)
+    if not files["step"]:
+        done.skipped.append(f"{student}/{run_id}")
+        return
+    step = max(files["step"])
+    try:
+        _, meta = lab.storage.read_snapshot(files["step"][step][0])
+    except (OSError, ValueError, CheckpointError):
+        meta = {}
+    config = meta.get("train_config") if isinstance(meta.get("train_config"), dict) else {}
+    model = meta.get("model") if isinstance(meta.get("model"), dict) else {}
+    steps = config.get("steps")
+    record = RunRecord(
+        id=run_id,
+        student=student,
+        kind=TRAINING,
+        label=f"Run {run_id} (rebuilt from its snapshots)",
+        state="stopped",
+        total=steps if isinstance(steps, int) and steps >= step else step,
+        step=step,
+        model=str(model.get("kind", "")),
+        config=config,
+    )
+    _merge_row(lab.registry, record, done)
+    _merge_files(lab, run_id, folder, {}, done)
+    done.lost.append(
+        f"{student}/{run_id}'s {RUN_FILE} is damaged: rebuilt from its {len(files['step'])} snapshot file(s) up to "
+        f"step {step}; its curve, samples, label and state are lost"
+    )
 
 
 def _run_folders(fs, folder: str) -> list[str]:

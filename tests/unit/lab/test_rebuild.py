@@ -345,3 +345,37 @@ def test_a_full_database_says_it_answers_again_only_once_a_write_goes_through(tm
         engine.dispose()
         lab.registry.ensure_student("ada", name="Ada")  # a write goes through
         assert watch.reason is None and caplog.text.count("The lab's database answers again.") == 1
+
+
+def test_damaged_run_and_student_files_rebuild_what_the_snapshots_say_and_say_what_was_lost(tmp_path):
+    """Issue 72 §4: a damaged ``run.json`` lost its run from the rebuild though its snapshots were on disk, and a
+    damaged ``student.json`` dropped the teacher flag silently."""
+    from llmviz.lab.records import config_json
+    from llmviz.training.checkpoint import model_description
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.dataset import prepare_data
+    from llmviz.training.trainer import Trainer
+    from tests.support.jobs import TEXT
+
+    lab = Lab.at(tmp_path)
+    config = TrainConfig(model="bigram-neural", tokenizer="char", context_length=8, batch_size=4, steps=20)
+    trainer = Trainer(config, prepare_data(TEXT, config))
+    meta = {"format": "llmviz-checkpoint", "version": 1, "model": model_description(trainer.model)}
+    meta |= {"tokenizer": trainer.dataset.tokenizer.to_dict(), "train_config": config_json(config)}
+    lab.registry.ensure_student("bo", teacher=True)
+    lab.registry.add_run(RunRecord("r1", "bo", TRAINING, "Run 1", "finished", total=20, step=12))
+    for step in (4, 12):
+        path, nbytes = lab.storage.write_snapshot("bo", "r1", step, trainer.model.state_dict(), meta)
+        lab.registry.add_snapshot("r1", step, path, nbytes)
+    assert Guard(lab).sync() == 1
+    for damaged in (tmp_path / "lab" / "bo" / "r1" / RUN_FILE, tmp_path / "lab" / "bo" / "student.json"):
+        damaged.write_bytes(b"\x00{not json")
+    fresh = Lab.at(tmp_path, url="sqlite://")
+    done = rebuild(fresh)
+    [kept] = fresh.registry.runs("bo")
+    assert (kept.id, kept.step, kept.total, kept.state) == ("r1", 12, 20, "stopped")  # from its newest snapshot
+    assert [step for step, *_ in fresh.registry.snapshots("r1")] == [4, 12]
+    assert fresh.registry.student("bo")["teacher"] is False  # not restored, and said:
+    line = done.line()
+    assert "bo's student.json is damaged: their name, teacher flag" in line, line
+    assert "bo/r1's run.json is damaged: rebuilt from its 2 snapshot file(s) up to step 12; its curve" in line, line
