@@ -38,6 +38,8 @@ def model_notice(wanted: str, shown_key: str, shown_label: str, listed: dict) ->
     >>> model_notice("dir:lora@3", "dir:lora", "Checkpoint lora", {})  # a checkpoint has one step: it is shown
     >>> model_notice("run:ab12@50", "shipped:gpt", "Shipped GPT", {})  # doctest: +ELLIPSIS
     'model = “run:ab12@50” is not available here: a training run opens only for the student who trained it...'
+    >>> from types import SimpleNamespace  # the student's own run, listed, whose snapshot did not open: said once
+    >>> model_notice("run:ab12@50", "shipped:gpt", "Shipped GPT", {"run:ab12": SimpleNamespace(available=True)})
     >>> model_notice("dir:gone", "shipped:gpt", "Shipped GPT", {})
     'model = “dir:gone” is not available on this server: showing Shipped GPT.'
     """
@@ -46,7 +48,9 @@ def model_notice(wanted: str, shown_key: str, shown_label: str, listed: dict) ->
         return None
     start = f"model = “{share.short(wanted)}”"
     entry = listed.get(wanted_base)
-    if wanted_base.startswith("run:"):
+    if wanted_base.startswith("run:") and entry is not None and entry.available:
+        return None  # one of the student's own runs that did not open (a damaged snapshot): said where it failed
+    if wanted_base.startswith("run:") and entry is None:
         why = (
             "is not available here: a training run opens only for the student who trained it (in any tab of "
             "theirs), and it is not one of your runs"

@@ -229,6 +229,9 @@ CONTROL_SAID = Slot(
 )
 LAB_FAULT_SAID = Slot("_lab_fault_said", bool, "this page run said already that the lab cannot be read (ui.lab)")
 DELETE_ASKED = Slot("_lab_delete_asked", str, "the kept run whose Delete was pressed once: the next press deletes it")
+CLEAR_ASKED = Slot(
+    "_lab_clear_asked", tuple, "the ids of the runs Clear all runs asked about: Yes deletes them, Cancel keeps them"
+)
 TRAINING_FOCUS = Slot("training_focus", (str, type(None)), "the id of the run the Training page shows first")
 DECODER_JOB = Slot("decoder_job", str, "the id of the encoder–decoder run")
 CHART_OFFERED = Slot(
@@ -346,8 +349,11 @@ WIDGETS: dict[str, str] = {
     "runs_chart": "Training: every run's curves",
     "runs_download_": "Training: the run to download (the picked run)",
     "runs_clear": "Training: clear all runs",
+    "runs_clear_yes": "Training: yes, delete the runs Clear all runs asked about",
+    "runs_clear_cancel": "Training: keep the runs Clear all runs asked about",
     "kept_delete_choice": "Training: which kept run to resume or delete (llmviz.lab)",
     "kept_delete": "Training: delete the chosen kept run",
+    "kept_delete_cancel": "Training: keep the chosen kept run whose Delete was pressed once",
     "login": "Sidebar: log in (where a login provider is configured)",
     "student_name": "Training: the student's name for the class view",
     "class_sort": "Class view: sort the runs by",

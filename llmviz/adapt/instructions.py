@@ -40,6 +40,7 @@ PAIR_KINDS = {"sft": ("prompt", "response"), "dpo": ("prompt", "chosen", "reject
 MAX_UPLOAD_BYTES = 2_000_000  # a student's JSONL: checked before anything is decoded
 MAX_LINES = 5_000
 MAX_FIELD_CHARS = 2_000
+MAX_DEPTH = 16  # a row is one flat object: deeper nesting is refused before json.loads (it recursed out of the stack)
 MAX_ANSWER_CHARS = 220  # answers of the shipped set: a sentence or two, so prompt + answer fit a 128-token context
 
 
@@ -226,8 +227,59 @@ def write_sets(folder: str | Path = FOLDER) -> dict[str, int]:
 # ---------------------------------------------------------------------------- reading (shipped or uploaded)
 
 
+def nesting_depth(line: str) -> int:
+    """How deep the brackets of a JSON text nest (brackets inside strings do not count), found without parsing it.
+
+    >>> nesting_depth('{"prompt": "[[[", "response": {"a": [1]}}'), nesting_depth("[" * 5000)
+    (3, 5000)
+    """
+    depth = deepest = 0
+    quoted = escaped = False
+    for char in line:
+        if quoted:
+            escaped, quoted = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            quoted = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _is_text(value: str) -> bool:
+    """Is ``value`` text that UTF-8 can hold (a JSON escape such as ``\\ud800`` makes a lone surrogate, which it
+    cannot)?
+
+    >>> _is_text("héllo"), _is_text(json.loads('"\\ud800"'))
+    (True, False)
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def parse_line(line: str, number: int, fields: tuple[str, ...]) -> dict:
-    """One JSON Lines row with the text ``fields`` (extra keys ignored), or :class:`UploadError` naming the line."""
+    """One JSON Lines row with the text ``fields`` (extra keys ignored), or :class:`UploadError` naming the line:
+    nesting deeper than :data:`MAX_DEPTH` is refused before it is parsed, a lone surrogate is no text.
+
+    >>> parse_line('{"prompt": ' * 3000, 7, ("prompt",))
+    Traceback (most recent call last):
+    ...
+    llmviz.errors.UploadError: Line 7 nests its brackets 3,000 deep; a row is one flat JSON object (at most 16 deep).
+    >>> parse_line('{"prompt": "a\\ud800", "response": "b"}', 2, ("prompt", "response"))
+    Traceback (most recent call last):
+    ...
+    llmviz.errors.UploadError: Line 2: 'prompt' holds a lone surrogate (a \\ud800-\\udfff escape on its own), not text.
+    """
+    if (depth := nesting_depth(line)) > MAX_DEPTH:
+        raise UploadError(
+            f"Line {number} nests its brackets {depth:,} deep; a row is one flat JSON object "
+            f"(at most {MAX_DEPTH} deep)."
+        )
     try:
         row = json.loads(line)
     except json.JSONDecodeError as error:
@@ -241,6 +293,10 @@ def parse_line(line: str, number: int, fields: tuple[str, ...]) -> dict:
             raise UploadError(f"Line {number} has no text in {name!r}: each line needs {', '.join(fields)}.")
         if len(value) > MAX_FIELD_CHARS:
             raise UploadError(f"Line {number}: {name!r} has {len(value):,} characters; at most {MAX_FIELD_CHARS:,}.")
+        if not _is_text(value):
+            raise UploadError(
+                f"Line {number}: {name!r} holds a lone surrogate (a \\ud800-\\udfff escape on its own), not text."
+            )
         kept[name] = value
     return kept
 

@@ -32,7 +32,7 @@ from llmviz.lab.rebuild import Guard, write_run_file
 from llmviz.lab.records import AUTOENCODER, TASK, TRAINING, RunRecord, config_json
 from llmviz.lab.service import RESULT_FORMAT, Lab, QuotaExceeded
 from llmviz.lab.slots import CLAIM_WAIT_S
-from llmviz.lab.storage import read_kept_file
+from llmviz.lab.storage import file_words, read_kept_file
 from llmviz.training.snapshots import SnapshotStore, is_snapshot_step
 
 log = logging.getLogger(__name__)
@@ -156,7 +156,7 @@ class Keeper:
         student = student_key(jobs[0].owner)
         with self.lab.guard("record a new run", writes=True):
             self.lab.registry.ensure_student(student)
-            self.lab.make_room(student, sum(needs), jobs[0].label)
+            self.lab.make_room(student, sum(needs), jobs[0].label, starting=True)
             digests = [self._keep_text(student, job.label, text) for job, text in zip(jobs, texts, strict=True)]
             if resumed is not None:
                 self.lab.registry.mark_resumed(jobs[0].id, resumed[0], self.holder, by=resumed[1])
@@ -775,16 +775,32 @@ def resume_point(
     return snapshots[-1][0], snapshots[-1][1], None
 
 
-def resume_line(step: int | None, exact: bool) -> str:
-    """What Resume does with a kept run, in words (the Training page shows it beside the button).
+def resume_line(step: int | None, exact: bool, kind: str = "training") -> str:
+    """What Resume does with a kept run of ``kind``, in words (the Training page shows it beside the button).
 
     >>> print(resume_line(40, True)[:68])
     Resume trains it on from step 40 with its optimizer's state, exactly
     >>> "the optimizer starts afresh" in resume_line(42, False)
     True
+
+    An SFT or DPO run (:func:`llmviz.adapt.tuning_runs.resumed`) never keeps its optimizer's state, and its batches
+    are drawn from a new stream seeded by its seed and the step it goes on from:
+
+    >>> print(resume_line(12, False, "sft"))  # doctest: +NORMALIZE_WHITESPACE
+    Resume trains it on from step 12 with the weights of its newest kept snapshot. An SFT run keeps no optimizer
+    state, so AdamW's running averages start afresh; and its batches are drawn afresh from its seed and step 12, so
+    from there they come in another order than if it had never stopped. The same run goes on.
     """
     if step is None:
         return "It has no kept snapshot to resume from."
+    if kind in ("sft", "dpo"):
+        against = " against its reference, the model it started from (its step-0 snapshot)" if kind == "dpo" else ""
+        return (
+            f"Resume trains it on from step {step} with the weights of its newest kept snapshot{against}. An "
+            f"{kind.upper()} run keeps no optimizer state, so AdamW's running averages start afresh; and its batches "
+            f"are drawn afresh from its seed and step {step}, so from there they come in another order than if it "
+            "had never stopped. The same run goes on."
+        )
     if exact:
         return (
             f"Resume trains it on from step {step} with its optimizer's state, exactly as if it had never stopped "
@@ -814,7 +830,7 @@ def resumed_trainer(text: str, snapshot_path: str, resume_path: str | None = Non
     try:
         model, tokenizer, meta = load_checkpoint(snapshot_path)
     except CheckpointError:
-        log.warning("the kept snapshot %s cannot be read", snapshot_path)
+        log.warning("%s cannot be read", file_words(snapshot_path))
         raise CheckpointError("The run's kept snapshot is damaged, so it cannot be resumed.") from None
     config = TrainConfig.from_dict(meta["train_config"])
     trainer = Trainer(config, prepare_data(text, config, tokenizer))
@@ -825,7 +841,7 @@ def resumed_trainer(text: str, snapshot_path: str, resume_path: str | None = Non
         try:
             tensors, scalars = read_kept_file(None, resume_path)
         except CheckpointError:  # damaged: it goes on from the intact weights, its optimizer afresh
-            log.warning("the kept resume state %s cannot be read: resuming with the weights only", resume_path)
+            log.warning("%s cannot be read: resuming with the weights only", file_words(resume_path))
             resume_path = None
     if resume_path is None or scalars.get("step") != trainer.step:
         trainer.dropout_generator.manual_seed(dropout_seed(config.seed, 0, trainer.step))

@@ -203,7 +203,7 @@ class LabSide:
             return ""
         registry = self.keeper.lab.registry
         step, _, state = resume_point(registry.snapshots(run_id), registry.resume_state(run_id))
-        return resume_line(step, state is not None)
+        return resume_line(step, state is not None, kept.kind)
 
     def kept_run(self, owner: str, run_id: str) -> RunRecord | None:
         """``owner``'s kept run ``run_id`` (None when it is not theirs: a run id alone opens nothing)."""

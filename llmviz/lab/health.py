@@ -292,11 +292,22 @@ class Watch:
         self.trip(reason)
         raise LabUnavailable(sentence(reason)) from context.original_exception
 
-    def _answered(self, *_args) -> None:
+    def _answered(self, _connection, _cursor, statement: str, *_args) -> None:
         if self.identity is None and self.path is not None:  # the file made by the first statement is the lab's
             self.identity = file_identity(self.path)
+        if self.reason == "full" and not _writes(statement):
+            return  # a full disk still answers reads: it answers again once a write goes through
         if self.reason is not None:
             self.clear()
+
+
+def _writes(statement: str) -> bool:
+    """Does ``statement`` write?
+
+    >>> _writes("INSERT INTO lab_points VALUES (1)"), _writes("  update lab_runs set step=2"), _writes("SELECT 1")
+    (True, True, False)
+    """
+    return statement.lstrip()[:7].upper().startswith(("INSERT", "UPDATE", "DELETE"))
 
 
 def watch_of(engine: sa.Engine) -> Watch | None:

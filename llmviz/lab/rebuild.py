@@ -2,8 +2,9 @@
 
 - :func:`write_run_file`: ``<runs folder>/lab/<student>/<run>/run.json`` (written atomically: a temporary file, then a
   rename), beside the run's snapshots and resume state: the run's row (kind, label, model, settings, state, step,
-  totals), its curve points and samples, and the steps of its snapshot and resume files; ``<student>/student.json``
-  keeps the student's name and teacher flag, and the names of their kept texts.
+  totals, when it was made and last touched), its curve points and samples, and the steps of its snapshot and resume
+  files; ``<student>/student.json`` keeps every student's name and teacher flag, when they were first and last seen,
+  and the names of their kept texts (a rebuild restores these times: retention counts from a run's own).
 - :class:`Guard` (the keeper's thread calls :meth:`Guard.tick` every second): notices that the database file was
   deleted, replaced or damaged (:mod:`llmviz.lab.health`), says so in one sentence, rebuilds it from the folders and
   lets the keeper write its live runs afresh; then mirrors every row that changed into its folder
@@ -41,9 +42,10 @@ import time
 from dataclasses import dataclass, fields
 from typing import Any
 
+from llmviz.errors import CheckpointError
 from llmviz.lab import health
 from llmviz.lab.holders import holder_alive
-from llmviz.lab.records import LIVE_STATES, RunRecord, metadata
+from llmviz.lab.records import LIVE_STATES, TRAINING, RunRecord, metadata
 from llmviz.lab.storage import safe_name
 
 log = logging.getLogger(__name__)
@@ -65,6 +67,7 @@ class Rebuilt:
     points: int = 0
     snapshots: int = 0
     skipped: list[str] = dataclasses.field(default_factory=list)  # folders whose record could not be read
+    lost: list[str] = dataclasses.field(default_factory=list)  # what a damaged record took with it, in words
 
     def line(self) -> str:
         """One line for the CLI and the log.
@@ -74,7 +77,9 @@ class Rebuilt:
         """
         return (
             f"rebuilt {self.runs} run(s) of {self.students} student(s): {self.points} curve point(s), "
-            f"{self.snapshots} snapshot(s)" + (f"; {len(self.skipped)} folder(s) unreadable" if self.skipped else "")
+            f"{self.snapshots} snapshot(s)"
+            + (f"; {len(self.skipped)} folder(s) unreadable" if self.skipped else "")
+            + "".join(f"; {lost}" for lost in self.lost)
         )
 
 
@@ -110,9 +115,19 @@ def write_run_file(lab, record: RunRecord) -> str:
     return path
 
 
-def write_student_file(lab, student: dict) -> None:
-    uploads = {digest: name for digest, name, _ in lab.registry.uploads(student["id"])}
-    data = {"id": student["id"], "name": student["name"], "teacher": bool(student["teacher"]), "uploads": uploads}
+def write_student_file(lab, student: dict, uploads: dict[str, str] | None = None) -> None:
+    """Write ``student``'s ``student.json`` (their row: name, teacher flag, when first and last seen; and the names of
+    their kept texts, ``uploads``: sha256 → name, read from the registry when not given)."""
+    if uploads is None:
+        uploads = {digest: name for digest, name, _ in lab.registry.uploads(student["id"])}
+    data = {
+        "id": student["id"],
+        "name": student["name"],
+        "teacher": bool(student["teacher"]),
+        "created": float(student["created"]),
+        "seen": float(student["seen"]),
+        "uploads": uploads,
+    }
     folder = f"{lab.storage.base.rstrip('/')}/{safe_name(student['id'])}"
     lab.storage.write_atomic(f"{folder}/{STUDENT_FILE}", json.dumps(data).encode())
 
@@ -252,7 +267,13 @@ def _merge_student(lab, student: str, folder: str, done: Rebuilt) -> None:
     """Merge one student's folder into the registry: the student (named as ``student.json`` says, when new), their
     kept texts, and each run folder that has a ``run.json``."""
     fs = lab.storage.fs
-    about = _read_json(fs, f"{folder}/{STUDENT_FILE}") or {}
+    about = _read_json(fs, f"{folder}/{STUDENT_FILE}")
+    if about is None and fs.exists(f"{folder}/{STUDENT_FILE}"):
+        done.lost.append(
+            f"{student}'s {STUDENT_FILE} is damaged: their name, teacher flag, times and kept texts' names are not "
+            "restored"
+        )
+    about = about or {}
     runs = _run_folders(fs, folder)
     if not runs and not about:
         return
@@ -260,15 +281,49 @@ def _merge_student(lab, student: str, folder: str, done: Rebuilt) -> None:
     _merge_uploads(lab, student, folder, about)
     for run_folder in sorted(runs):
         run_id = run_folder.rsplit("/", 1)[-1]
-        data = _read_json(fs, f"{run_folder}/{RUN_FILE}")
-        if data is None:
-            done.skipped.append(f"{student}/{run_id}")
-            continue
         try:
             safe_name(run_id)
         except ValueError:
             continue
+        data = _read_json(fs, f"{run_folder}/{RUN_FILE}")
+        if data is None:
+            _merge_damaged_run(lab, student, run_id, run_folder, done)
+            continue
         _merge_run(lab, student, run_id, run_folder, data, done)
+
+
+def _merge_damaged_run(lab, student: str, run_id: str, folder: str, done: Rebuilt) -> None:
+    """A run folder whose ``run.json`` is damaged: its row rebuilt from what its newest snapshot file says (its step,
+    settings and model; stopped), its snapshot rows from its files, and what was lost said (``done.lost``)."""
+    files = _files(lab.storage.fs, folder)
+    if not files["step"]:
+        done.skipped.append(f"{student}/{run_id}")
+        return
+    step = max(files["step"])
+    try:
+        _, meta = lab.storage.read_snapshot(files["step"][step][0])
+    except (OSError, ValueError, CheckpointError):
+        meta = {}
+    config = meta.get("train_config") if isinstance(meta.get("train_config"), dict) else {}
+    model = meta.get("model") if isinstance(meta.get("model"), dict) else {}
+    steps = config.get("steps")
+    record = RunRecord(
+        id=run_id,
+        student=student,
+        kind=TRAINING,
+        label=f"Run {run_id} (rebuilt from its snapshots)",
+        state="stopped",
+        total=steps if isinstance(steps, int) and steps >= step else step,
+        step=step,
+        model=str(model.get("kind", "")),
+        config=config,
+    )
+    _merge_row(lab.registry, record, done)
+    _merge_files(lab, run_id, folder, {}, done)
+    done.lost.append(
+        f"{student}/{run_id}'s {RUN_FILE} is damaged: rebuilt from its {len(files['step'])} snapshot file(s) up to "
+        f"step {step}; its curve, samples, label and state are lost"
+    )
 
 
 def _run_folders(fs, folder: str) -> list[str]:
@@ -280,22 +335,33 @@ def _run_folders(fs, folder: str) -> list[str]:
     ]
 
 
-def student_fields(about: dict) -> tuple[str | None, bool | None]:
-    """The name and teacher flag a student's ``student.json`` (``about``) gives, where they are of the right type.
+def student_fields(about: dict) -> dict:
+    """What a student's ``student.json`` (``about``) gives, where it is of the right type: their name, teacher flag,
+    and when they were first and last seen (``created``, ``seen``).
 
-    >>> student_fields({"name": "Ada", "teacher": True}), student_fields({"name": 3, "teacher": "yes"})
-    (('Ada', True), (None, None))
+    >>> student_fields({"name": "Ada", "teacher": True, "created": 1.5e9, "seen": 1.6e9})
+    {'name': 'Ada', 'teacher': True, 'created': 1500000000.0, 'seen': 1600000000.0}
+    >>> student_fields({"name": 3, "teacher": "yes", "created": "x", "seen": True})
+    {'name': None, 'teacher': None, 'created': None, 'seen': None}
     """
     name = about.get("name") if isinstance(about.get("name"), str) else None
     teacher = True if about.get("teacher") is True else None
-    return name, teacher
+    times = {key: about.get(key) for key in ("created", "seen")}
+    good = {key: float(value) if _a_time(value) else None for key, value in times.items()}
+    return {"name": name, "teacher": teacher, **good}
+
+
+def _a_time(value: Any) -> bool:
+    """Is ``value`` a time a student file may hold (seconds since 1970, a number, not a flag)?"""
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1e11
 
 
 def _merge_about(registry, student: str, about: dict, done: Rebuilt) -> None:
-    """Add the student where missing, named (and a teacher) as ``about`` says; a student there already is left alone."""
+    """Add the student where missing, named (and a teacher, first and last seen) as ``about`` says; a student there
+    already is left alone."""
     fresh = registry.student(student) is None
-    name, teacher = student_fields(about)
-    registry.ensure_student(student, name=name if fresh else None, teacher=teacher if fresh else None)
+    if fresh:
+        registry.ensure_student(student, **student_fields(about))
     done.students += fresh
 
 
@@ -461,7 +527,7 @@ class Guard:
 
     def sync(self) -> int:
         """Write ``run.json`` for every run whose row changed since it was last written (and ``student.json`` for
-        every named student or teacher whose row changed); returns how many run files were written."""
+        every student whose row or kept texts changed); returns how many run files were written."""
         registry, written = self.lab.registry, 0
         try:
             for record in registry.all_runs():
@@ -470,10 +536,12 @@ class Guard:
                 write_run_file(self.lab, record)
                 self._mirrored[record.id] = record.updated
                 written += 1
+            names = registry.upload_names()
             for student in registry.students():
-                key = (student["name"], bool(student["teacher"]))
-                if (student["name"] or student["teacher"]) and self._students.get(student["id"]) != key:
-                    write_student_file(self.lab, student)
+                uploads = names.get(student["id"], {})
+                key = (student["name"], bool(student["teacher"]), student["created"], student["seen"], str(uploads))
+                if self._students.get(student["id"]) != key:  # every student: their times and kept texts' names
+                    write_student_file(self.lab, student, uploads)
                     self._students[student["id"]] = key
         except health.LabUnavailable:
             pass  # said once by the watch; written when the database answers again

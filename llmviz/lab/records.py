@@ -196,10 +196,18 @@ class Records:
 
     # ------------------------------------------------------------------ students
 
-    def ensure_student(self, student: str, name: str | None = None, teacher: bool | None = None) -> None:
-        """Make ``student``'s row if there is none; set its name or teacher flag when given; mark it seen."""
+    def ensure_student(
+        self,
+        student: str,
+        name: str | None = None,
+        teacher: bool | None = None,
+        created: float | None = None,
+        seen: float | None = None,
+    ) -> None:
+        """Make ``student``'s row if there is none; set its name or teacher flag when given; mark it seen (now, or at
+        ``seen``; a new row made at ``created``: a rebuild restores both from the student's folder)."""
         now = time.time()
-        values: dict[str, Any] = {"seen": now}
+        values: dict[str, Any] = {"seen": seen or now}
         if name is not None:
             values["name"] = _clip(name, 80)
         if teacher is not None:
@@ -214,8 +222,8 @@ class Records:
                                 id=student,
                                 name=values.get("name", ""),
                                 teacher=values.get("teacher", False),
-                                created=now,
-                                seen=now,
+                                created=created or now,
+                                seen=values["seen"],
                             )
                         )
                 except sa.exc.IntegrityError:  # another process made it meanwhile
@@ -497,6 +505,15 @@ class Records:
             query = sa.select(uploads.c.sha256, uploads.c.name, uploads.c.nbytes).where(uploads.c.student == student)
             return [tuple(row) for row in db.execute(query.order_by(uploads.c.created))]
 
+    def upload_names(self) -> dict[str, dict[str, str]]:
+        """Every student's kept texts' names: student → sha256 → name (what each ``student.json`` keeps)."""
+        out: dict[str, dict[str, str]] = {}
+        with self.engine.connect() as db:
+            query = sa.select(uploads.c.student, uploads.c.sha256, uploads.c.name).order_by(uploads.c.created)
+            for student, digest, name in db.execute(query):
+                out.setdefault(str(student), {})[str(digest)] = str(name)
+        return out
+
     def disk_bytes(self, student: str) -> int:
         """Bytes ``student``'s snapshots, resume states (the optimizer's moments: about twice the weights) and uploads
         take."""
@@ -530,7 +547,7 @@ def _row(record: RunRecord) -> dict:
         kind=TRAINING if record.kind == "train" else record.kind,  # the name kept before kinds were
         label=_clip(record.label, 200),
         created=record.created or now,
-        updated=now,
+        updated=record.updated or now,  # a rebuilt run keeps when it was last touched (retention reads it)
         holder=record.holder or this_holder(),
         heartbeat=now,
         resumes=list(record.resumes or []),

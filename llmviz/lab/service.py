@@ -597,16 +597,14 @@ class Lab:
             used -= nbytes
         return dropped
 
-    def make_room(self, student: str, nbytes: int, what: str) -> None:
+    def make_room(self, student: str, nbytes: int, what: str, starting: bool = False) -> None:
         """Before writing ``nbytes`` for ``student``: thin their snapshots to make room, and refuse
-        (:class:`QuotaExceeded`, one sentence) when it still would not fit. Nothing is written here."""
+        (:class:`QuotaExceeded`, one sentence: :func:`quota_refusal`; ``starting``: for a run that then does not
+        start) when it still would not fit. Nothing is written here."""
         self.thin(student, room=nbytes)
         used = self.registry.disk_bytes(student)
         if used + nbytes > self.quota:
-            raise QuotaExceeded(
-                f"{what} ({nbytes / 2**20:.1f} MB) is not kept: your kept runs and files already take "
-                f"{used / 2**20:.1f} of your {self.quota / 2**20:.0f} MB. Delete a kept run to make room."
-            )
+            raise QuotaExceeded(quota_refusal(what, nbytes, used, self.quota, starting))
 
     def drop_resume(self, run_id: str) -> None:
         """Delete ``run_id``'s resume state (a finished run needs none; a thinned one resumes with weights only)."""
@@ -675,6 +673,32 @@ class Lab:
             if self.delete_run(record.student, record.id):
                 gone.append(record.id)
         return gone
+
+
+def quota_refusal(what: str, nbytes: int, used: int, quota: int, starting: bool = False) -> str:
+    """Why ``what`` (``nbytes`` to keep) is refused with ``used`` of ``quota`` bytes taken: a run that does not start
+    says so; deleting a kept run is suggested only where there is one and it would make room.
+
+    >>> print(quota_refusal("Run 1", 3 * 2**20, 0, 2**20, starting=True))
+    Run 1 did not start: it needs 3.0 MB of disk for its snapshots, more than your whole quota of 1 MB.
+    >>> print(quota_refusal("Run 2", 2**19, 2**20, 2**20, starting=True))  # doctest: +NORMALIZE_WHITESPACE
+    Run 2 did not start: it needs 0.5 MB of disk for its snapshots, and your kept runs and files already take 1.0 of
+    your 1 MB. Delete a kept run to make room.
+    >>> print(quota_refusal("notes.txt", 2**19, 2**20, 2**20))  # doctest: +NORMALIZE_WHITESPACE
+    notes.txt (0.5 MB) is not kept: your kept runs and files already take 1.0 of your 1 MB. Delete a kept run to
+    make room.
+    """
+    size, mb = f"{nbytes / 2**20:.1f} MB", f"{quota / 2**20:.0f} MB"
+    if nbytes > quota:
+        return (
+            f"{what} did not start: it needs {size} of disk for its snapshots, more than your whole quota of {mb}."
+            if starting
+            else f"{what} ({size}) is not kept: it is bigger than your whole quota of {mb}."
+        )
+    taken = f"your kept runs and files already take {used / 2**20:.1f} of your {mb}. Delete a kept run to make room."
+    if starting:
+        return f"{what} did not start: it needs {size} of disk for its snapshots, and {taken}"
+    return f"{what} ({size}) is not kept: {taken}"
 
 
 def _nothing_held(_student: str, _run_id: str) -> contextlib.AbstractContextManager:

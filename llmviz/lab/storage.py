@@ -204,6 +204,24 @@ class Storage:
         return int(sum(info["size"] for info in self.fs.find(folder, detail=True).values()))
 
 
+def file_words(path: str) -> str:
+    """A kept file as a log line names it: its run and what it is, never the server's path (docs/classroom.md).
+
+    >>> file_words("/srv/runs/lab/s-1f/ab12cd/step-000000020.safetensors")
+    'run ab12cd: its snapshot at step 20'
+    >>> file_words("s3://bucket/lab/s-1f/ab12cd/resume-000000040.safetensors")
+    'run ab12cd: its resume state at step 40'
+    >>> file_words("/srv/elsewhere/notes.bin")
+    'a kept file'
+    """
+    parts = str(path).replace("\\", "/").rstrip("/").split("/")
+    found = re.fullmatch(r"(step|resume)-(\d{1,12})\.safetensors", parts[-1])
+    if found is None or len(parts) < 2:
+        return "a kept file"
+    kind = "snapshot" if found.group(1) == "step" else "resume state"
+    return f"run {parts[-2]}: its {kind} at step {int(found.group(2))}"
+
+
 def read_kept_file(fs, path: str) -> tuple[dict[str, torch.Tensor], dict]:
     """The tensors and the ``llmviz`` metadata of a file the lab wrote (a snapshot or a resume state) on the fsspec
     filesystem ``fs`` (None: the one ``path`` names): safetensors only, never unpickled, and no bigger than
@@ -212,15 +230,19 @@ def read_kept_file(fs, path: str) -> tuple[dict[str, torch.Tensor], dict]:
         fs, path = fsspec.core.url_to_fs(path)
     try:
         if fs.size(path) > MAX_SNAPSHOT_BYTES:
-            raise CheckpointError(f"{path} is bigger than any file the lab writes")
+            raise CheckpointError(f"{file_words(path)} is bigger than any file the lab writes")
         with fs.open(path, "rb") as source:
             data = source.read()
         state = load_bytes(data)
         header_length = int.from_bytes(data[:8], "little")
         header = json.loads(data[8 : 8 + header_length])
         meta = json.loads(header.get("__metadata__", {}).get("llmviz", "{}"))
-    except (OSError, ValueError, SafetensorError) as error:
-        raise CheckpointError(f"The kept file {path} cannot be read: {error}") from None
+    except CheckpointError:
+        raise
+    except OSError as error:  # its message names the path: the reason alone (a log line names no server path)
+        raise CheckpointError(f"{file_words(path)} cannot be read: {error.strerror or type(error).__name__}") from None
+    except (ValueError, SafetensorError) as error:
+        raise CheckpointError(f"{file_words(path)} cannot be read: {error}") from None
     for name, original in dict(meta.get("tied", {})).items():
         if original in state:
             state[name] = state[original]

@@ -78,3 +78,36 @@ def test_a_model_this_server_lacks_says_so_and_not_another_session(runs):
     notices = link_notices(at).replace("\\", "")
     assert "is not available on this server" in notices and "session" not in notices
     assert not any("session" in box.value for box in at.info)
+
+
+@pytest.mark.usefixtures("fresh_session_jobs")
+def test_a_link_to_a_damaged_snapshot_of_her_own_run_says_only_that_it_is_damaged(caplog):
+    """Issue 72 §4: a link to a damaged snapshot of the student's own run showed the right sentence and beside it a
+    false "it is not one of your runs"; the server's log named the file's path (the docs say it does not)."""
+    from llmviz.lab.identity import student_key
+    from llmviz.lab.service import default_lab
+    from tests.support.jobs import end_every_session
+    from tests.support.pages import session_jobs, train_on_names
+    from tests.support.waiting import wait_for
+    from ui import state
+
+    trained = train_on_names()
+    [job] = session_jobs(trained)
+    student = trained.session_state[state.STUDENT_ID.name]
+    lab = default_lab()
+    wait_for(lambda: [s.step for s in lab.snapshots(student_key(student), job.id)][-1:] == [20], timeout=120)
+    [(step, path, _)] = [row for row in lab.registry.snapshots(job.id) if row[0] == 20]
+    end_every_session()  # a new server's memory: the run is read from the lab's files
+    with open(path, "r+b") as file:  # damaged on the disk (a cut write, a bad sector)
+        file.write(b"\xff" * 64)
+    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.session_state[state.STUDENT_ID.name] = student  # the same student, a new tab
+    at.query_params["model"] = f"run:{job.id}@{step}"
+    with caplog.at_level("WARNING", logger="llmviz.lab.service"):
+        at.run()
+    assert not at.exception
+    [logged] = [r.getMessage() for r in caplog.records if "cannot be read" in r.getMessage()]
+    assert f"run {job.id}: its snapshot at step 20 cannot be read" in logged and ".safetensors" not in logged, logged
+    said = " ".join(box.value for box in [*at.info, *at.warning]).replace("\\", "")
+    assert "damaged" in said, said
+    assert "not one of your runs" not in said and "another student" not in said, said

@@ -365,3 +365,52 @@ def test_a_loss_spike_stays_on_the_chart_and_the_runs_table_keeps_its_last_colum
     assert drawn["step"].iloc[0] == 1 and drawn["step"].iloc[-1] == 2000
     assert min(drawn["train_loss"]) == min(losses)
     assert snapshots_cell(list(range(0, 2001, 50))) == "41 (steps 0–2000)"
+
+
+def test_clear_all_runs_asks_first_how_many_runs_and_how_much_and_cancel_keeps_them():
+    """Issue 72 §3: Clear all runs deleted every run of the table (and its kept files) at once, without the question
+    Delete asks. Now it asks, naming the runs, their kept snapshots and their size; Cancel keeps them, Yes deletes."""
+    import doctest
+
+    import ui.panels.training
+    from llmviz.lab.identity import student_key
+    from llmviz.lab.service import default_lab
+    from llmviz.training.footprint import size_text
+    from tests.support.waiting import wait_for
+
+    assert doctest.testmod(ui.panels.training).failed == 0
+    at = train_on_names()
+    [job] = session_jobs(at)
+    student = student_key(at.session_state["_llmviz_session_id"])
+    wait_for(  # kept by the keeper's thread, to its last step
+        lambda: [s.step for s in default_lab().snapshots(student, job.id)][-1:] == [job.status().total],
+        timeout=JOB_TIMEOUT,
+    )
+    kept = default_lab().snapshots(student, job.id)
+    at.run()
+    assert_clean(at)
+
+    at.button(key="kept_delete").click().run()  # Delete asks the same way, and has its Cancel too
+    assert [w for w in at.warning if "Press the button again to delete it (Cancel keeps it)" in w.value]
+    at.button(key="kept_delete_cancel").click().run()
+    assert not [w for w in at.warning if "Press the button again" in w.value]
+    assert default_lab().run(student, job.id) is not None
+
+    at.button(key="runs_clear").click().run()
+    [question] = [re.sub(r"\\(.)", r"\1", w.value) for w in at.warning if "in the table above" in w.value]
+    assert question.startswith(
+        f"Delete the run in the table above ({job.label}), with its curve, its {len(kept)} kept "
+        f"snapshot{'' if len(kept) == 1 else 's'} ({size_text(sum(s.nbytes for s in kept))}) and what it keeps"
+    ), question
+    assert default_lab().run(student, job.id) is not None and session_jobs(at) == [job]  # asked, nothing deleted
+    at.button(key="runs_clear_cancel").click().run()
+    assert not [w for w in at.warning if "in the table above" in w.value]
+    assert default_lab().run(student, job.id) is not None and session_jobs(at) == [job]  # Cancel keeps it
+    assert_clean(at)
+
+    at.button(key="runs_clear").click().run()
+    at.button(key="runs_clear_yes").click().run()
+    assert session_jobs(at) == []
+    wait_for(lambda: default_lab().run(student, job.id) is None, timeout=JOB_TIMEOUT)  # deleted, with its files
+    assert default_lab().snapshots(student, job.id) == []
+    assert_clean(at)

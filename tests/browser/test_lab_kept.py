@@ -133,3 +133,34 @@ def the_story(browser, tmp_path, port: int):
         no_error_box(page)
     finally:
         server.stop()
+
+
+def test_clear_all_runs_asks_first_and_cancel_keeps_the_runs(browser, tmp_path):
+    """Issue 72 §3: Clear all runs deleted every run of the table in one click. It asks first, as Delete does (how
+    many runs, their snapshots and megabytes), Cancel keeps them, and Yes deletes them."""
+    with logs_on_failure(tmp_path):
+        server = lab_server(tmp_path, free_port())
+        try:
+            page = open_page(browser, f"{server.url}/{TRAINING}")
+            main_area(page).get_by_role("button", name="Train", exact=True).click()
+            main_area(page).get_by_text(FINISHED).first.wait_for(timeout=300_000)
+            [run] = eventually(lambda: her_runs(page), what="her run in the picker")
+            main_area(page).get_by_role("button", name="Clear all runs").click()
+            wait_until_idle(page)
+            question = main_area(page).get_by_text("Delete the run in the table above").first
+            question.wait_for()
+            assert re.search(r"its \d+ kept snapshots? \([\d.]+ MB\)", question.inner_text()), question.inner_text()
+            assert her_runs(page) == [run]  # asked, not deleted
+            shot(page, "lab-clear-asks")
+            main_area(page).get_by_role("button", name="Cancel").click()
+            wait_until_idle(page)
+            assert main_area(page).get_by_text("Delete the run in the table above").count() == 0
+            assert her_runs(page) == [run]  # Cancel keeps it
+            main_area(page).get_by_role("button", name="Clear all runs").click()
+            wait_until_idle(page)
+            main_area(page).get_by_role("button", name="Yes, delete them").click()
+            wait_until_idle(page)
+            eventually(lambda: her_runs(page) == [], what="her run deleted after Yes")
+            no_error_box(page)
+        finally:
+            server.stop()

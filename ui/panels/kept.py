@@ -109,7 +109,7 @@ def kept_runs_panel() -> None:
     st.dataframe(pd.DataFrame(kept_rows(found, lab.snapshots_by_run()), columns=list(KEPT_COLUMNS)), hide_index=True)
     disk_line()
     by_label = {f"{view.label} · {view.id}": view for view in found}
-    d1, d2 = st.columns([3, 2], vertical_alignment="bottom")
+    d1, d2, d3 = st.columns([3, 1, 1], vertical_alignment="bottom")
     chosen = by_label.get(d1.selectbox("A kept run", list(by_label), key=state.widget("kept_delete_choice")))
     if chosen is None:
         return
@@ -122,9 +122,10 @@ def kept_runs_panel() -> None:
         args=(chosen.id,),
     )
     if asked:
+        d3.button("Cancel", key=state.widget("kept_delete_cancel"), on_click=state.DELETE_ASKED.pop)
         st.warning(
             f"Delete **{literal_markdown(chosen.label)}** with its curve and {len(lab.snapshots(chosen.id))} kept "
-            "snapshot(s)? Press the button again to delete it; nothing else is changed."
+            "snapshot(s)? Press the button again to delete it (Cancel keeps it); nothing else is changed."
         )
     if chosen.resumable or (chosen.live and picker.runs().live(chosen.id) is None):
         run_view.controls(chosen.id, "chosen")  # a run this process trains has its controls with its live curve

@@ -280,10 +280,45 @@ def downloads(all_runs: dict, statuses: dict) -> None:
         "A downloaded checkpoint samples from the command line: "
         "`python -m llmviz sample --checkpoint llmviz-checkpoint.safetensors --prompt …`"
     )
-    if st.button("Clear all runs", key=state.widget("runs_clear")):
-        for job in all_runs.values():
-            lab.control(job.id, "delete")
-        st.rerun(scope="app")
+    clear_all(all_runs)
+
+
+def clear_line(labels: list[str], snapshots: int, nbytes: int) -> str:
+    """The question Clear all runs asks first (as Delete does): how many runs, which, and what goes with them.
+
+    >>> clear_line(["Run 1", "Run 2"], 5, 3 * 2**20).split(" and what")[0]
+    'Delete all 2 runs in the table above (Run 1, Run 2), with their curves, their 5 kept snapshots (3 MB)'
+    >>> clear_line(["Run 1"], 1, 2**19).split(" and what")[0]
+    'Delete the run in the table above (Run 1), with its curve, its 1 kept snapshot (0.5 MB)'
+    """
+    one = len(labels) == 1
+    its = "its" if one else "their"
+    return (
+        f"Delete {'the run' if one else f'all {len(labels)} runs'} in the table above ({', '.join(labels)}), with "
+        f"{its} curve{'' if one else 's'}, {its} {snapshots} kept snapshot{'' if snapshots == 1 else 's'} "
+        f"({footprint.size_text(nbytes)}) and what {'it keeps' if one else 'they keep'} to resume? This cannot be "
+        "undone; your other kept runs are not changed."
+    )
+
+
+def clear_all(all_runs: dict) -> None:
+    """Clear all runs: the first press asks (how many runs, how many snapshots, how many MB), **Yes, delete them**
+    deletes exactly the runs it asked about, **Cancel** keeps them."""
+    asked = state.CLEAR_ASKED.get()
+    if not asked:
+        ids = tuple(job.id for job in all_runs.values())
+        st.button("Clear all runs", key=state.widget("runs_clear"), on_click=state.CLEAR_ASKED.set, args=(ids,))
+        return
+    named = {job.id: label for label, job in all_runs.items() if job.id in asked}
+    kept = [snapshot for run_id in named for snapshot in lab.snapshots(run_id)]
+    st.warning(literal_markdown(clear_line(list(named.values()), len(kept), sum(s.nbytes for s in kept))))
+    c1, c2, _ = st.columns([1, 1, 3])
+    if c1.button("Yes, delete them", key=state.widget("runs_clear_yes"), type="primary"):
+        state.CLEAR_ASKED.pop()
+        said = [lab.control(run_id, "delete") for run_id in named]  # the lab's one control path: each one sentence
+        state.RUN_REFUSED.set(" ".join(said), "kept_delete")  # said above the kept runs, after the rerun
+        st.rerun(scope="app")  # the sidebar's picker lists them no more
+    c2.button("Cancel", key=state.widget("runs_clear_cancel"), on_click=state.CLEAR_ASKED.pop)
 
 
 def kept_frames(live: set[str], newest: int = 7) -> dict[str, object]:

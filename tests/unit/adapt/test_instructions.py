@@ -94,3 +94,19 @@ def test_a_students_set_is_split_with_both_sides_non_empty(tmp_path):
     train, held, where = instructions.training_sets("dpo", path)
     assert where == "pairs.jsonl" and train and held and len(train) + len(held) == 12
     assert all(instructions.in_validation(r["prompt"]) for r in held) or len(held) == 1
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        (b'{"prompt": "a", "response": "b"}\n' + b"[" * 200_000 + b"\n", "Line 2 nests its brackets 200,000 deep"),
+        (b'{"prompt": "a", "response": {"x": ' * 40 + b"\n", "Line 1 nests its brackets 80 deep"),
+        (b'{"prompt": "a", "response": "b"}\n{"prompt": "\\udc80x", "response": "b"}\n', "Line 2: 'prompt' holds a"),
+    ],
+)
+def test_a_deeply_nested_or_lone_surrogate_set_is_one_sentence(data, said):
+    """Issue 72 §4: a Tuning set of deeply nested JSON raised RecursionError, lone surrogates UnicodeEncodeError."""
+    with pytest.raises(UploadError) as refused:
+        instructions.parse_jsonl(data, "sft", "my.jsonl")
+    assert str(refused.value).startswith(said) and "\n" not in str(refused.value), str(refused.value)
+    str(refused.value).encode("utf-8")  # the sentence itself can be drawn and logged

@@ -67,6 +67,19 @@ def test_a_parked_tuning_run_resumes_as_the_same_run(tmp_path, kind):
         started = model.state_dict()
         for name, tensor in trainer.reference.state_dict().items():
             assert torch.equal(tensor, started[name].float())  # the model it started from, not the parked one
+    # its line beside Resume says what goes on and what does not, as the recipe does (issue 72 §9): the weights, no
+    # optimizer state (an SFT or DPO run keeps none), and batches drawn afresh: another order than if it never stopped
+    line = manager.resume_line("student-1", kept.id)
+    assert f"from step {parked_at} with the weights" in line and "keeps no optimizer state" in line, line
+    assert "another order" in line and "optimizer states were" not in line, line
+    assert registry.resume_state(kept.id) is None  # nothing it could have gone on from exactly
+    rows = len(trainer.train_examples if kind == "sft" else trainer.train_pairs)
+    never_stopped = torch.Generator().manual_seed(config.seed)
+    for _ in range(parked_at):  # the batches an uninterrupted run drew before its next one (SFTTrainer.batch)
+        torch.randint(rows, (config.batch_size,), generator=never_stopped)
+    afresh = torch.Generator().manual_seed(config.seed + parked_at)
+    assert torch.equal(trainer.generator.get_state(), afresh.get_state())  # drawn afresh from its seed and step
+    assert not torch.equal(trainer.generator.get_state(), never_stopped.get_state())  # not the stream it had
     resumed = manager.resume_kept("student-1", kept.id)
     assert resumed.wait(600) and resumed.status().state.value == "finished", resumed.status().describe()
     manager.keeper.flush()

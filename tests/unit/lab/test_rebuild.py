@@ -12,13 +12,15 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 
 import pytest
 
+from llmviz.errors import CheckpointError
 from llmviz.jobs.manager import JobManager
 from llmviz.lab import health
 from llmviz.lab.rebuild import RUN_FILE, Guard, rebuild
-from llmviz.lab.records import TRAINING, RunRecord
+from llmviz.lab.records import TRAINING, RunRecord, metadata, runs, students
 from llmviz.lab.service import Lab
 from tests.support.lab_process import submit
 
@@ -221,7 +223,16 @@ def test_a_damaged_resume_file_falls_back_to_the_intact_weights(tmp_path, caplog
     assert again.step == 3
     for name, tensor in again.model.state_dict().items():
         assert torch.equal(tensor, trainer.model.state_dict()[name])
-    assert len([r for r in caplog.records if "resume" in r.getMessage()]) == 1  # said once, in the server's log
+    [said] = [r.getMessage() for r in caplog.records if "resume" in r.getMessage()]  # said once, in the server's log
+    assert said.startswith("run r1: its resume state at step 3 cannot be read"), said  # its run and kind (issue 72 §4)
+    assert str(tmp_path) not in said and ".safetensors" not in said, said  # and no server path, as the docs say
+    with open(path, "r+b") as damaged:  # its snapshot damaged too: it cannot be resumed, and the log names no path
+        damaged.write(b"\xff" * 64)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="llmviz.jobs.keeping"), pytest.raises(CheckpointError, match="damaged"):
+        resumed_trainer(TEXT, path, resume)
+    [said] = [r.getMessage() for r in caplog.records]
+    assert said.startswith("run r1: its snapshot at step 3 cannot be read") and str(tmp_path) not in said, said
 
 
 def test_a_runs_own_measures_are_kept_with_its_curve_and_rebuilt_from_its_folder(tmp_path):
@@ -282,3 +293,106 @@ def test_an_orderly_close_leaves_the_sqlite_file_whole_with_no_journal(tmp_path)
     shutil.copy(tmp_path / "lab.db", tmp_path / "copy.db")
     with contextlib.closing(sqlite3.connect(tmp_path / "copy.db")) as copy:
         assert copy.execute("select name from lab_students where id = 'ada'").fetchall() == [("Ada",)]
+
+
+def _emptied(registry) -> None:
+    """Every row gone (the database lost, its schema kept): what a rebuild starts from."""
+    with registry.engine.begin() as db:
+        for table in reversed(metadata.sorted_tables):
+            db.execute(table.delete())
+
+
+def test_a_rebuild_restores_times_kept_text_names_and_the_teacher_flag_exactly(database_url, tmp_path):
+    """Issue 72 §12: a rebuild restarted every run's 30-day clock (``updated``, which retention reads), every
+    student's ``created`` and ``seen``, and lost the kept texts' names of a student with no display name."""
+    lab = Lab.at(tmp_path / "runs", url=database_url)
+    registry = lab.registry
+    registry.ensure_student("ada", name="Ada <b>")
+    registry.ensure_student("teacher-1", teacher=True)
+    lab.keep_upload("anon", "my notes.txt", b"a kept text, by a student with no name\n" * 40)
+    for number, student in enumerate(("ada", "anon", "teacher-1")):
+        registry.add_run(RunRecord(f"r{number}", student, TRAINING, f"Run {number}", "finished", total=9, step=9))
+    now = time.time()
+    with registry.engine.begin() as db:  # 40, 21 and 2 days old, each its own time (not one a rebuild could make up)
+        for number, student in enumerate(("ada", "anon", "teacher-1")):
+            at = now - 86_400.125 * (40 - 19 * number)
+            db.execute(students.update().where(students.c.id == student).values(created=at, seen=at + 3_600.5))
+            db.execute(runs.update().where(runs.c.id == f"r{number}").values(created=at + 60.25, updated=at + 7.5))
+    before_students = registry.students()
+    before_runs = [(r.id, r.student, r.created, r.updated, r.state, r.step) for r in registry.all_runs()]
+    before_uploads = {student: registry.uploads(student) for student in ("ada", "anon", "teacher-1")}
+    assert before_uploads["anon"][0][1] == "my notes.txt"
+
+    assert Guard(lab).sync() == 3
+    _emptied(registry)
+    assert registry.students() == [] and registry.all_runs() == []
+    done = rebuild(lab)
+
+    assert (done.students, done.runs, done.skipped) == (3, 3, [])
+    assert registry.students() == before_students  # name, teacher flag, created and seen, exactly
+    assert [(r.id, r.student, r.created, r.updated, r.state, r.step) for r in registry.all_runs()] == before_runs
+    assert {student: registry.uploads(student) for student in before_uploads} == before_uploads
+    assert registry.student("teacher-1")["teacher"] is True and registry.student("ada")["name"] == "Ada <b>"
+    assert lab.expire() == ["r0"]  # retention reads the runs' own times (r0's 30 days are over), not the rebuild's
+
+
+def test_a_full_database_says_it_answers_again_only_once_a_write_goes_through(tmp_path, caplog):
+    """Issue 72 §4: with the disk still full, a read that went through logged "answers again". A real SQLITE_FULL
+    (``max_page_count`` on every connection: the database may grow no more, as on a full disk)."""
+    import sqlalchemy as sa
+
+    lab = Lab.at(tmp_path)
+    engine = lab.registry.engine
+    watch = health.install(engine, lab.registry.url)
+    lab.registry.ensure_student("ada")
+    limit = {"pages": 1_000_000}
+    sa.event.listen(engine, "connect", lambda dbapi, _: dbapi.execute(f"PRAGMA max_page_count = {limit['pages']}"))
+    with engine.connect() as db:
+        limit["pages"] = db.exec_driver_sql("PRAGMA page_count").scalar()
+    engine.dispose()  # every new connection may grow the file no more
+
+    with caplog.at_level("WARNING", logger="llmviz.lab.health"):
+        with pytest.raises(health.LabUnavailable, match="disk is full"):
+            for number in range(10_000):
+                lab.registry.add_upload("ada", f"{number:064x}", "x" * 200, 1)
+        assert watch.reason == "full"
+        assert lab.registry.student("ada") is not None  # reads still go through
+        assert "answers again" not in caplog.text and watch.reason == "full"  # the disk is still full
+        limit["pages"] = 1_000_000  # space freed
+        engine.dispose()
+        lab.registry.ensure_student("ada", name="Ada")  # a write goes through
+        assert watch.reason is None and caplog.text.count("The lab's database answers again.") == 1
+
+
+def test_damaged_run_and_student_files_rebuild_what_the_snapshots_say_and_say_what_was_lost(tmp_path):
+    """Issue 72 §4: a damaged ``run.json`` lost its run from the rebuild though its snapshots were on disk, and a
+    damaged ``student.json`` dropped the teacher flag silently."""
+    from llmviz.lab.records import config_json
+    from llmviz.training.checkpoint import model_description
+    from llmviz.training.config import TrainConfig
+    from llmviz.training.dataset import prepare_data
+    from llmviz.training.trainer import Trainer
+    from tests.support.jobs import TEXT
+
+    lab = Lab.at(tmp_path)
+    config = TrainConfig(model="bigram-neural", tokenizer="char", context_length=8, batch_size=4, steps=20)
+    trainer = Trainer(config, prepare_data(TEXT, config))
+    meta = {"format": "llmviz-checkpoint", "version": 1, "model": model_description(trainer.model)}
+    meta |= {"tokenizer": trainer.dataset.tokenizer.to_dict(), "train_config": config_json(config)}
+    lab.registry.ensure_student("bo", teacher=True)
+    lab.registry.add_run(RunRecord("r1", "bo", TRAINING, "Run 1", "finished", total=20, step=12))
+    for step in (4, 12):
+        path, nbytes = lab.storage.write_snapshot("bo", "r1", step, trainer.model.state_dict(), meta)
+        lab.registry.add_snapshot("r1", step, path, nbytes)
+    assert Guard(lab).sync() == 1
+    for damaged in (tmp_path / "lab" / "bo" / "r1" / RUN_FILE, tmp_path / "lab" / "bo" / "student.json"):
+        damaged.write_bytes(b"\x00{not json")
+    fresh = Lab.at(tmp_path, url="sqlite://")
+    done = rebuild(fresh)
+    [kept] = fresh.registry.runs("bo")
+    assert (kept.id, kept.step, kept.total, kept.state) == ("r1", 12, 20, "stopped")  # from its newest snapshot
+    assert [step for step, *_ in fresh.registry.snapshots("r1")] == [4, 12]
+    assert fresh.registry.student("bo")["teacher"] is False  # not restored, and said:
+    line = done.line()
+    assert "bo's student.json is damaged: their name, teacher flag" in line, line
+    assert "bo/r1's run.json is damaged: rebuilt from its 2 snapshot file(s) up to step 12; its curve" in line, line
