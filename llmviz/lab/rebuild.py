@@ -346,8 +346,10 @@ def student_fields(about: dict) -> dict:
     """
     name = about.get("name") if isinstance(about.get("name"), str) else None
     teacher = True if about.get("teacher") is True else None
-    times = {key: about.get(key) for key in ("created", "seen")}
-    good = {key: float(value) if _a_time(value) else None for key, value in times.items()}
+    good: dict[str, float | None] = {}
+    for key in ("created", "seen"):
+        value = about.get(key)
+        good[key] = float(value) if isinstance(value, int | float) and _a_time(value) else None
     return {"name": name, "teacher": teacher, **good}
 
 

@@ -107,16 +107,20 @@ def test_training_bigram_with_samples_on(model):
 
 
 def test_run_colours_are_told_apart():
-    """A 7-runner race needs 7 colours that differ (the old list had two near-identical oranges)."""
+    """A 7-runner race needs 7 colours that differ (the old list had two near-identical oranges): measured as a person
+    sees them (CAM02-UCS ΔE, colorspacious), not as RGB numbers, whose distance said two blues 80 apart were apart.
+    Under the colour-vision deficiencies: tests/project/test_colours.py."""
     from itertools import combinations
+
+    import colorspacious
 
     from ui.panels.runs import COLOURS
 
-    def rgb(colour: str) -> tuple[int, int, int]:
-        return tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    def rgb(colour: str) -> list[float]:
+        return [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
 
-    closest = min(sum((a - b) ** 2 for a, b in zip(rgb(x), rgb(y))) ** 0.5 for x, y in combinations(COLOURS, 2))
-    assert closest > 80, closest
+    closest = min(colorspacious.deltaE(rgb(x), rgb(y), input_space="sRGB1") for x, y in combinations(COLOURS, 2))
+    assert closest > 20, closest
 
 
 def test_progress_line_names_its_perplexity_and_smooths_tokens_per_second():
