@@ -13,8 +13,15 @@ see.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
+
+#: the script that writes each chart's sentence beside it (visually hidden), and makes a formula or code block wider
+#: than its column reachable and scrollable with the keyboard (tabindex, a name); ui.charts installs it
+REACHABLE_SCRIPT = (
+    "<script>\n" + (Path(__file__).resolve().parent / "static" / "reachable.js").read_text() + "</script>\n"
+)
 
 MOST_SERIES = 6  # series described one by one; the rest are counted
 MOST_CHARACTERS = 600

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from ui import chart_text
 from ui.colours import MUTED_TEXT, PALETTE
 from ui.equations import display_math
-from ui.streamlit_private import unchecked_figure
+from ui.streamlit_private import SVG_BUTTON_SCRIPT, unchecked_figure
 from ui.text import literal_html
 
 
@@ -521,9 +521,7 @@ def install_export() -> None:
     stop on every formula or code block wider than its column (ui/static/reachable.js)."""
     import streamlit as st
 
-    from ui.streamlit_private import REACHABLE_SCRIPT, SVG_BUTTON_SCRIPT
-
-    scripts = SVG_BUTTON_SCRIPT + REACHABLE_SCRIPT  # (a leading element: the sanitizer drops a script that comes first)
+    scripts = SVG_BUTTON_SCRIPT + chart_text.REACHABLE_SCRIPT  # (after an element: a first script is dropped)
     st.html('<span data-llmviz-export="1"></span>' + scripts + FORMULA_STYLE, unsafe_allow_javascript=True)
 
 

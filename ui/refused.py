@@ -5,7 +5,7 @@ number where a text box's text was, a text longer than its box takes) and report
 :func:`refuse_widget_value` (installed by ``ui.routing``): one line in the server's log, and the widget's id kept for
 the session's next page run, whose notice (``ui.share.links``) names the settings with ``ui.share.widget_name``.
 
-``ui.streamlit_link_values.fit_link_values`` fits a link's number that is outside its widget's range to it
+``ui.streamlit_private.fit_link_values`` fits a link's number that is outside its widget's range to it
 (``steps=5000`` on a slider of 10 to 2,000 is 2,000) and reports it, and any link value a widget dropped, to
 :func:`link_value_fitted`, on whichever page run the widget is first drawn: :func:`link_sentences` gives the page
 the one line each (``ui.share.links`` shows them).
@@ -96,7 +96,7 @@ def link_sentence(name: str, asked: str, how: str | None, used: str) -> str | No
 
 
 def link_value_fitted(name: str, asked: str, how: str | None, used: str) -> None:
-    """``ui.streamlit_link_values.fit_link_values`` fitted (``how``: "at most 2,000") or dropped (``how`` "dropped") the
+    """``ui.streamlit_private.fit_link_values`` fitted (``how``: "at most 2,000") or dropped (``how`` "dropped") the
     link's value ``asked`` of the parameter ``name``; the widget uses ``used`` (as a link writes it). Kept for this
     session's page run (at most 100 parameters)."""
     sentence = link_sentence(name, asked, how, used)

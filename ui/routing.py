@@ -12,7 +12,7 @@ import streamlit as st
 
 from llmviz import settings
 from llmviz.errors import configure_logging, filter_client_logs
-from ui import joining, refused, state, streamlit_link_values, streamlit_private
+from ui import joining, refused, state, streamlit_private
 
 
 @contextlib.contextmanager
@@ -92,7 +92,7 @@ def start_server_once() -> None:
     is bounded and escaped, and one message repeated is counted), one warning
     line for each ``LLMVIZ_*`` variable whose value cannot be used (its default is used instead), the check of
     the widget values browsers send (``ui.streamlit_private.guard_widget_states``), a link's values fitted to their
-    widgets (``ui.streamlit_link_values.fit_link_values``), and the proxies whose
+    widgets (``ui.streamlit_private.fit_link_values``), and the proxies whose
     ``X-Forwarded-For`` is believed (``LLMVIZ_TRUSTED_PROXIES``: none by default)."""
     global _STARTED
     if not _STARTED:
@@ -106,7 +106,7 @@ def start_server_once() -> None:
         # a widget value of the wrong kind, or a text longer than its widget takes: one line, no traceback
         streamlit_private.guard_widget_states(refused.refuse_widget_value, state.MAX_WIDGET_TEXT)
         # a link's number outside its widget's range is fitted to it, and a value a widget drops is said, in words
-        streamlit_link_values.fit_link_values(refused.link_value_fitted)
+        streamlit_private.fit_link_values(refused.link_value_fitted)
         # a forwarded address only from a configured proxy: a client on this machine cannot name itself N students
         streamlit_private.trust_forwarded_only_from(settings.get("LLMVIZ_TRUSTED_PROXIES") or ())
         # the address students open from their own machines, for the teacher at the terminal (llmviz.address)

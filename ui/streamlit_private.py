@@ -44,24 +44,19 @@ Nothing public does these jobs in the pinned versions, so each is kept here, nam
    believes ``X-Forwarded-For`` from 127.0.0.1 by default, so one client on the server's machine could name itself
    five students. :func:`trust_forwarded_only_from` gives the running middleware the configured proxies instead
    (``LLMVIZ_TRUSTED_PROXIES``); with them it takes the right-most address of the header that is not one of them.
-12. Custom Components v2's ``BidiComponentManager.register_from_manifest`` with ``ComponentManifest`` and
-   ``ComponentConfig`` (``streamlit.components.v2``): what Streamlit does for a component package's
-   ``[tool.streamlit.component]`` manifest, done for a folder of llmviz (:func:`serve_component_folder`), so that a
-   component's JavaScript is files the browser loads as ES modules (``/_stcore/bidi-components/<name>/<file>``,
-   its ``import`` lines resolved beside it) instead of one inline string. llmviz is not installed as a component
-   package (its folders are not in an installed distribution's manifest), so nothing public does it.
-14. ``streamlit.logger._loggers`` and ``streamlit.logger.get_logger``: Streamlit's loggers (each with its own
-   handler, not propagating) and the function that makes them. Streamlit logs some of what a client sends as it
-   came: a forged fragment id ("The fragment with id … does not exist anymore": one connection wrote 807 MB in
-   11 s, and an id holding a newline wrote a line that read like the server's), an Origin header.
-   :func:`filter_streamlit_logs` puts a filter (``llmviz.errors.ClientLogFilter``: bounded, escaped, the same
-   message once a minute then counted) on every one of them, and on each made later.
+12. Custom Components v2's ``BidiComponentManager.register_from_manifest`` (``streamlit.components.v2``): what
+   Streamlit does for an installed component package's manifest, done for a folder of llmviz
+   (:func:`serve_component_folder`), so that the browser loads its JavaScript as ES modules
+   (``/_stcore/bidi-components/<name>/<file>``, imports resolved beside it). Nothing public does it.
+14. ``streamlit.logger._loggers`` and ``get_logger``: Streamlit's loggers and the function that makes them.
+   Streamlit logs some of what a client sends as it came (a forged fragment id: 807 MB in 11 s from one connection;
+   an id holding a newline wrote a line that read like the server's). :func:`filter_streamlit_logs` puts a filter
+   (``llmviz.errors.ClientLogFilter``: bounded, escaped, repeats counted) on each of them, and on each made later.
 15. ``SessionState._seed_widget_from_url`` with the serdes' ``min_value``/``max_value`` (slider, number input) and
    ``options``/``format_func`` (select slider): Streamlit seeds a bound widget from the link, and a number outside
    the widget's range fell back to the default without a word (``steps=5000`` became 300).
-   :func:`ui.streamlit_link_values.fit_link_values` (a mechanism of its own, in its own module) wraps it: such a
-   number is fitted to the widget (``steps=5000`` becomes 2,000, a select slider's number its nearest choice) and
-   reported, as is a link's value the widget dropped.
+   :func:`fit_link_values` wraps it: such a number is fitted to the widget (:mod:`ui.linked_numbers`: ``steps=5000``
+   becomes 2,000) and reported, as is a link's value the widget dropped.
 """
 
 from __future__ import annotations
@@ -71,6 +66,8 @@ import logging
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
+
+from ui import linked_numbers
 
 logger = logging.getLogger(__name__)
 
@@ -530,13 +527,59 @@ def guard_widget_states(refused: Callable[[str, str], None], largest_text: int |
     return True
 
 
+def fit_link_values(report: Callable[[str, str, str | None, str], None]) -> bool:
+    """15. Once per server process: a number a link gives a bound widget outside what it takes is fitted to it
+    (:func:`ui.linked_numbers.fitted_link_value`) instead of falling back to the default, and
+    ``report(name, asked, how, used)`` is
+    called for each link value the widget fitted (``how``: "at most 2,000", or None when only written the short way)
+    or dropped (``how`` "dropped"; ``used``: the widget's default as the link writes it). Returns whether it is in
+    place (False, with a warning in the log, should an upgrade have changed what it wraps)."""
+    if _FITTING:
+        _FITTING[0] = report
+        return True
+    try:
+        from streamlit.runtime.state.session_state import SessionState
+
+        original = SessionState._seed_widget_from_url
+    except (ImportError, AttributeError) as error:
+        logger.warning("A link's numbers are not fitted to their widgets (ui/streamlit_private.py, item 15): %s", error)
+        return False
+
+    @functools.wraps(original)
+    def seed(self, metadata, user_key, widget_id, url_value):
+        asked = url_value[-1] if isinstance(url_value, list) and url_value else url_value
+        fitted = None
+        if isinstance(asked, str):
+            fitted = linked_numbers.fitted_link_value(getattr(metadata.deserializer, "__self__", None), asked)
+        if fitted is not None:
+            url_value = [fitted[0]] if isinstance(url_value, list) else fitted[0]
+        seeded = original(self, metadata, user_key, widget_id, url_value)
+        try:
+            if fitted is not None and seeded:
+                self.query_params.set_corrected_value(user_key, metadata.serializer(fitted[1]), metadata.value_type)
+                used = f"{fitted[1]:,}" if fitted[0] == str(fitted[1]) else fitted[0]  # 2,000; an option's label
+                _FITTING[0](user_key, asked, fitted[2], used)
+            elif not seeded and isinstance(asked, str) and asked:
+                default = metadata.serializer(metadata.deserializer(None))
+                default = default[0] if isinstance(default, list) and len(default) == 1 else default
+                _FITTING[0](user_key, asked, "dropped", str(default))
+        except Exception as error:  # noqa: BLE001 - the widget is seeded; only the word about it is lost
+            logger.warning("Could not report the link's %r (ui/streamlit_private.py, item 15): %s", user_key, error)
+        return seeded
+
+    SessionState._seed_widget_from_url = seed
+    _FITTING.append(report)
+    return True
+
+
+_FITTING: list[Callable[[str, str, str | None, str], None]] = []  # 15. the report of fit_link_values
+
+
 # 2. and 3. The scripts and styles themselves live in ui/static/: presenter mode's CSS and script, the SVG button.
 _STATIC = Path(__file__).resolve().parent / "static"
 PRESENTER_CSS = "<style>\n" + (_STATIC / "presenter.css").read_text(encoding="utf-8") + "</style>\n"
 PRESENTER_SCRIPT = "<script>\n" + (_STATIC / "presenter.js").read_text(encoding="utf-8") + "</script>\n"
 SVG_BUTTON_SCRIPT = "<script>\n" + (_STATIC / "svg_button.js").read_text(encoding="utf-8") + "</script>\n"
-# a formula or code block wider than its column: reachable and scrollable with the keyboard (tabindex, a name)
-REACHABLE_SCRIPT = "<script>\n" + (_STATIC / "reachable.js").read_text(encoding="utf-8") + "</script>\n"
 
 
 # 12. a folder served as a Custom Components v2 component's assets
