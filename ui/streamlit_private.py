@@ -549,7 +549,7 @@ def fit_link_values(report: Callable[[str, str, str | None, str], None]) -> bool
     def seed(self, metadata, user_key, widget_id, url_value):
         asked = url_value[-1] if isinstance(url_value, list) and url_value else url_value
         fitted = None
-        if isinstance(asked, str):
+        if isinstance(asked, str) and not (isinstance(url_value, list) and len(url_value) != 1):  # one value only
             fitted = linked_numbers.fitted_link_value(getattr(metadata.deserializer, "__self__", None), asked)
         if fitted is not None:
             url_value = [fitted[0]] if isinstance(url_value, list) else fitted[0]

@@ -229,13 +229,13 @@ def test_presets_are_listed_by_their_names_not_their_code_ids():
 
 # ------------------------------------------------------------------ the flow: the page's key picture
 def flows(at) -> list[dict]:
-    """The data of every flow the page mounted (Custom Components v2 elements named llmviz_flow), in page order."""
+    """The data of every flow the page mounted (Custom Components v2 elements named llmviz.flow), in page order."""
     found = []
 
     def walk(node):
         for child in getattr(node, "children", {}).values():
             proto = getattr(child, "proto", None)
-            if getattr(child, "type", None) == "bidi_component" and proto.component_name == "llmviz_flow":
+            if getattr(child, "type", None) == "bidi_component" and proto.component_name == "llmviz.flow":
                 found.append(json.loads(proto.json))
             walk(child)
 

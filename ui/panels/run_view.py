@@ -164,7 +164,7 @@ def _controls(view: RunView | None, job: LiveRun | None, status: JobStatus | Non
     elif view is not None and (view.live or view.resumable):
         runs.buttons(view.id, resume=view.resumable or view.state == "paused", stop=view.live, where=where)
         if view.resumable:
-            st.caption(literal_markdown(picker.runs().resume_line(view.id) or view.resume_note))
+            st.caption(picker.runs().resume_line(view.id) or view.resume_note)  # our own words and numbers
 
 
 def controls(run_id: str, where: str) -> None:
