@@ -331,7 +331,8 @@ def test_a_run_this_process_trains_reads_parked_by_the_teacher_with_resume_on_to
     at.run()
     assert_clean(at)
     said = [info.value for info in at.info]
-    assert any(f"parked by the teacher at step {parked.step} of" in text for text in said), said
+    at_step = parked.state_step if parked.state_step is not None else parked.step  # where the park acted (the record)
+    assert any(f"parked by the teacher at step {at_step} of" in text for text in said), said
     assert not any("everything learned so far is kept" in caption.value for caption in at.caption)
     at.button(key=f"run_resume_single_{job.id}").click().run()
     assert_clean(at)
