@@ -34,7 +34,16 @@ def class_now() -> None:
         return
     live = sum(row.state == "running" for row in rows)
     st.caption(f"{len({row.student for row in rows})} students · {len(rows)} runs · {live} training now")
-    st.dataframe(classroom.class_table(rows), hide_index=True, width="stretch")
+    # a table of text that wraps: every column in view at 1400 px, the long run labels included (issue 72 item 7)
+    st.table(classroom.class_table(rows), hide_index=True, height=classroom.table_height(len(rows)))
+    st.download_button(
+        "Download the class table (CSV)",
+        classroom.class_csv(rows),
+        file_name="class.csv",
+        mime="text/csv",
+        key=state.widget("class_csv"),
+        on_click="ignore",
+    )
     shown = rows[:20]  # the chart keeps to the best 20 (in the chosen order)
     curves = {run_id: thin_curve(points) for run_id, points in lab.class_curves([r.run_id for r in shown]).items()}
     charts.show(classroom.curves_figure(shown, curves, log_x, validation), key=state.widget("class_chart"))

@@ -13,7 +13,7 @@ from llmviz.lessons.model import DEFAULT_SENTENCE, LAB_CHARS, preset_title, vali
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, GPTConfig
 from llmviz.models.presets import PRESETS
 from llmviz.tokenizers.ids import encode
-from ui import boxes, charts, picker, present, sections, share, state
+from ui import boxes, charts, lab, picker, present, sections, share, state
 from ui.panels import flow, model, quiz, runs
 from ui.text import literal_markdown
 
@@ -254,7 +254,7 @@ def start_llama_lab(steps: int) -> None:
             runners.append((label, runs.planned(text, config)))  # built in the race's worker
         started = picker.runs().submit_race(runners)
     except JobRefused as refused:
-        st.warning(str(refused))
+        lab.warn(str(refused))
     except LlmvizError as error:
         st.error(str(error))
     else:

@@ -34,7 +34,7 @@ from llmviz.training.dataset import prepare_data, vocab_bound
 from llmviz.training.losses import batch_loss, position_gradient
 from llmviz.training.toy_decoder import toy_task_loop
 from llmviz.training.trainer import build_trainer
-from ui import boxes, picker, sections, share, state
+from ui import boxes, lab, picker, sections, share, state
 from ui.panels import kept, quiz, run_view, runs, training
 from ui.text import literal_markdown
 
@@ -161,7 +161,8 @@ if focus_id is not None:  # one run, drawn from the lab's view of it, whichever 
 else:  # no run yet: the page opens on how the shipped GPT learned (its recorded losses)
     if (curve := recorded_curve((shipped := picker.shipped_default()).meta)) is not None:
         training.recorded_curve(curve, literal_markdown(shipped.label))
-    st.info("No run yet. Press **Train**: a small GPT learns your text, its own live loss curve replaces this one.")
+    if not lab.out():  # the lab's database is out (said above): the student's runs are kept, only not readable now
+        st.info("No run yet. Press **Train**: a small GPT learns your text, its own live loss curve replaces this one.")
     training.server_line()
 st.caption(planned_run)
 
@@ -176,7 +177,7 @@ def start_race(make_runners, remember=None) -> None:
     try:
         started = picker.runs().submit_race(make_runners())
     except JobRefused as refused:
-        st.warning(str(refused))
+        lab.warn(str(refused))
     except LlmvizError as error:
         st.error(str(error))
     else:

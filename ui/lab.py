@@ -18,6 +18,7 @@ from typing import Any
 import streamlit as st
 
 from llmviz.errors import LlmvizError
+from llmviz.lab import faults
 from llmviz.lab.classroom import ClassRow
 from llmviz.lab.identity import student_key
 from llmviz.lab.live import student_runs
@@ -48,6 +49,38 @@ def _ask(read, otherwise):
             state.LAB_FAULT_SAID.set(True)
             st.warning(f"{fault} What needs no kept run goes on; your runs are back as soon as the lab is.")
         return otherwise
+
+
+#: What a control or a start refused for a fault of the lab's database says once the page said the fault itself.
+NOTHING_DONE = "Nothing was done: the lab's database is out; try again once it is back."
+
+
+def _is_fault(sentence: str) -> bool:
+    """Is ``sentence`` one of the lab's fault sentences (locked, full, damaged, gone, unreachable)?
+
+    >>> _is_fault(faults.SENTENCES["locked"]), _is_fault("That run is not one of your kept runs.")
+    (True, False)
+    """
+    return any(sentence.startswith(said) for said in faults.SENTENCES.values())
+
+
+def out() -> bool:
+    """Did this page run find the lab's database out (and say so)? Then "no runs yet" is not said: the runs are kept,
+    only not readable now."""
+    return bool(state.LAB_FAULT_SAID.get())
+
+
+def warn(sentence: str, how=None) -> None:
+    """A refusal or a fault as one warning (``how``: ``st.warning`` by default, ``st.caption`` beside a run). A fault of
+    the lab's database is said once a page run (issue 72: PostgreSQL's refusal was shown twice on one page): once the
+    page said it, a control or start refused for the same fault says only that nothing was done."""
+    how = how or st.warning
+    if _is_fault(sentence):
+        if state.LAB_FAULT_SAID.get():
+            how(NOTHING_DONE)
+            return
+        state.LAB_FAULT_SAID.set(True)
+    how(literal_markdown(sentence))
 
 
 def service() -> Lab | None:

@@ -362,6 +362,7 @@ WIDGETS: dict[str, str] = {
     "class_chart": "Class view: every run's curve",
     "class_run": "Class view: the run to act on",
     "class_project": "Class view: show the run on the projector",
+    "class_csv": "Class view: download the class table as CSV",
     "class_stop": "Class view: stop the run",
     "class_park": "Class view: park the run",
     "decoder_train": "Training: train the encoder–decoder",

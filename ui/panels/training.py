@@ -148,7 +148,8 @@ def all_runs() -> None:
     all_runs = {job.label: job for job in runs.runs()}
     frames = kept_frames({job.id for job in all_runs.values()})  # the lab's runs no tab of this process trains
     if not all_runs and not frames:
-        st.info("No runs yet: train a model above or start a race.")
+        if not lab.out():  # the lab's database is out (said above): the runs are kept, only not readable now
+            st.info("No runs yet: train a model above or start a race.")
         return
     statuses = {label: job.status() for label, job in all_runs.items()}
     live_controls(all_runs, statuses)
