@@ -7,6 +7,7 @@ Caddy, a stand-in app) is tested in the default run: every host name gets the pa
 from __future__ import annotations
 
 import http.server
+import json
 import os
 import shutil
 import signal
@@ -60,6 +61,7 @@ def hall(postgres_server, ray_server):  # each skips the test, with the reason, 
         "HALL_RAY_CPUS": "1",
         "HALL_RAY_WORKER_PORTS": "4",  # the narrowed range docs/classroom.md gives (issue 72)
         "PYTHON": sys.executable,
+        "LLMVIZ_TIMINGS": str(Path(folder, "timings.jsonl")),  # both app processes' page runs (passed through)
     }
     script = subprocess.Popen(
         [str(ROOT / "examples/hall/start.sh")], env=env, stdout=subprocess.PIPE, text=True, start_new_session=True
@@ -79,6 +81,9 @@ def hall(postgres_server, ray_server):  # each skips the test, with the reason, 
 @pytest.mark.services  # CI runs it with the hall's extras: the stop order is the issue 72 defect (~35 s, a traceback)
 def test_the_hall_starts_answers_through_caddy_from_both_app_processes_and_stops(hall):
     script, ports, folder = hall
+    # each app process ran its first page before the hall said it answers (issue 71: no student waits for the start)
+    pages = [json.loads(line)["section"] for line in Path(folder, "timings.jsonl").read_text().splitlines()]
+    assert pages.count("page:start") >= 2, pages
     url = f"http://127.0.0.1:{ports['listen']}/_stcore/health"
     seen = set()
     deadline = time.monotonic() + 60
