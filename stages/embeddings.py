@@ -6,18 +6,20 @@ import streamlit as st
 import torch
 
 import llmviz.lessons.quiz
-import ui
 import ui.panels.embeddings
 from llmviz.errors import LlmvizError
 from llmviz.lessons import architectures, defaults, embeddings, forward
 from llmviz.tokenizers.ids import encode
 from llmviz.training import tasks
-from ui import boxes, charts, lab, picker, sections, share, state
+from ui import boxes, charts, lab, picker, sections, share, shared_sidebar, state
+from ui.errors import friendly_errors
 from ui.panels import quiz, runs
+from ui.sources import ModelView
 from ui.text import literal_markdown
+from ui.widgets import page_header
 
-settings = ui.settings()
-ui.page_header(
+settings = shared_sidebar.settings()
+page_header(
     "Embeddings: tokens become vectors",
     "Each token id picks one row of a learned table: a vector. Tokens used alike get vectors that point the same way.",
 )
@@ -84,7 +86,7 @@ def look_up_clicked(tokenizer) -> None:
 
 
 @sections.section("embeddings.projection")
-def embedding_map(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -> None:
+def embedding_map(view: ModelView, table: torch.Tensor, ids: list[int]) -> None:
     """The key picture: the table's tokens as a 2D/3D map, the looked-up token and its nearest neighbours. The map's
     switch, the looked-up token and a click on the map re-draw only this part."""
     tokenizer = view.tokenizer
@@ -138,7 +140,7 @@ def embedding_map(view: picker.ModelView, table: torch.Tensor, ids: list[int]) -
 def neighbours_before_after(query_text: str) -> None:
     """The nearest neighbours of one token at step 0 and at the picked step."""
 
-    def render(shown: picker.ModelView, column: str) -> None:
+    def render(shown: ModelView, column: str) -> None:
         table = forward.embedding_table(shown.model)
         query_ids = encode(shown.tokenizer, query_text)
         if table is None or not query_ids:
@@ -191,7 +193,7 @@ def token_embeddings() -> None:
 
 # ------------------------------------------------------------------ 3. positions
 @st.cache_data(show_spinner=False, max_entries=64)
-def input_rows(model_key: str, sentence: str, _view: picker.ModelView):
+def input_rows(model_key: str, sentence: str, _view: ModelView):
     ids = encode(_view.tokenizer, sentence)
     rows = forward.input_embeddings(_view.model, ids)
     return ids[: len(rows[0])] if rows else ids, rows
@@ -378,7 +380,7 @@ def word2vec_explorer() -> None:
 
 def word2vec_lesson() -> None:
     st.header("4. Word2vec: learn word vectors live")
-    loaded = ui.corpus_text()
+    loaded = shared_sidebar.corpus_text()
     if loaded is None:
         return
     corpus_label, text = loaded
@@ -470,7 +472,7 @@ def minilm_sentences(default_sentences: str) -> None:
     if not sentences:
         st.warning("Type at least one sentence.")
     else:
-        with ui.friendly_errors("the MiniLM encoder"):
+        with friendly_errors("the MiniLM encoder"):
             truncated, unknowns, vectors_ = sentence_vectors(tuple(sentences))
             for sentence, cut, unknown in zip(sentences, truncated, unknowns):
                 if cut:
