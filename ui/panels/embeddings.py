@@ -12,7 +12,7 @@ import streamlit as st
 import torch
 
 from llmviz.lessons import embeddings, forward
-from ui import charts, share
+from ui import charts, scatter_labels, share
 from ui.text import literal_markdown, tidy_floats
 
 
@@ -160,7 +160,7 @@ def map_figure(tokenizer, projected: forward.Projection, dims: int, groups: dict
     # the plot is about 610 × 375 px on a screen 1400 px wide: the labels are spread for one of 560 × 340 (a screen of
     # about 1,300 px; on a smaller one, two labels may touch)
     x_range, y_range = axis_ranges(coords)
-    places = charts.spread_labels(
+    places = scatter_labels.spread_labels(
         [float(coords[r, 0]) for r in ranked],
         [float(coords[r, 1]) for r in ranked],
         [names[r] for r in ranked],
@@ -296,7 +296,7 @@ def word2vec_map(coords: torch.Tensor, shown_rows: list[int], words: list[str], 
     where = {r: n for n, r in enumerate(shown_rows)}
     ranked = list(dict.fromkeys(looked_up + sorted(labelled)))  # which labels have the first claim to room
     x_range, y_range = axis_ranges(coords)
-    places = charts.spread_labels(  # the plot: about 440 × 450 px on a screen 1400 px wide
+    places = scatter_labels.spread_labels(  # the plot: about 440 × 450 px on a screen 1400 px wide
         [float(coords[where[r], 0]) for r in ranked],
         [float(coords[where[r], 1]) for r in ranked],
         [words[r] for r in ranked],
