@@ -15,7 +15,7 @@ and this module declares both, the way :data:`ui.share.PARAMS` declares the link
   ``state.widget("edit_", name)`` → ``"edit_<name>"``. A widget's value is read with :func:`value`. Widgets
   bound to the link (``**share.bind("layer")``: the key is the parameter's name) are declared in
   :data:`ui.share.PARAMS`, and the values that survive navigation
-  (``**ui.keep("runs_on_chart")``: key ``keep_runs_on_chart``) in :data:`KEPT`.
+  (``**ui.widgets.keep("runs_on_chart")``: key ``keep_runs_on_chart``) in :data:`KEPT`.
 
 ``tests/project/test_code_health.py`` reads every file of the app: a ``st.session_state`` access outside this module, a
 literal ``key=``, an undeclared name, a declaration nobody uses, or a name that falls inside another's family
@@ -407,7 +407,7 @@ WIDGETS: dict[str, str] = {
     "batching": "Serving: static vs continuous batching",
 }
 
-#: Widgets whose value survives navigation (``**ui.keep(name)``: key ``keep_<name>``): the Training page's settings.
+#: Widgets whose value survives navigation (``**keep(name)``, key ``keep_<name>``): the Training page's settings.
 KEPT: dict[str, str] = {
     "runs_on_chart": "Training: the runs on the comparison chart",
 }
@@ -440,7 +440,7 @@ def widget(name: str, *parts: object) -> str:
 
 
 def kept(name: str) -> str:
-    """The key of a widget whose value survives navigation (:func:`ui.keep`)."""
+    """The key of a widget whose value survives navigation (:func:`ui.widgets.keep`)."""
     if name not in KEPT:
         raise KeyError(f"{name!r} is not declared in ui.state.KEPT")
     return KEEP + name

@@ -116,14 +116,14 @@ def _write_result(meta: dict, tensors: dict, out: str) -> str:
     """Write a kept task's result to ``out`` in the format its kind is read in; what was written, in words."""
     from pathlib import Path
 
-    from llmviz.lessons import embeddings, tokens
+    from llmviz.lessons import embeddings_word2vec, tokens
 
     if meta["task"] == "bpe":
         bpe, _ = tokens.bpe_from_kept(tensors, meta)
         bpe.save(out)
         return f"a BPE tokenizer, {len(bpe.merges)} merges (tokenize --tokenizer {out})"
     if meta["task"] == "word2vec":
-        _, trained, _ = embeddings.word2vec_from_kept(tensors, meta)
-        Path(out).write_text(embeddings.word2vec_text(trained), encoding="utf-8")
+        _, trained, _ = embeddings_word2vec.word2vec_from_kept(tensors, meta)
+        Path(out).write_text(embeddings_word2vec.word2vec_text(trained), encoding="utf-8")
         return f"{len(trained.vocabulary.words)} word vectors in word2vec's text format"
     raise LlmvizError(f"A kept result of kind {meta['task']!r} has no export.")
