@@ -160,3 +160,32 @@ def cmd_polls(args: argparse.Namespace) -> int:
             out.write(text)
         print(f"saved {args.out}")
     return 0
+
+
+def add_lesson_commands(sub) -> None:
+    """``python -m llmviz lesson check FILE | list``: a lesson file checked as the app reads it (docs/lessons.md)."""
+    group = sub.add_parser("lesson", help="lessons a class walks through: check a lesson file, list the shipped ones")
+    commands = group.add_subparsers(dest="lesson_command", required=True)
+    check = commands.add_parser("check", help="read a lesson file as the app does: its steps, or its first error")
+    check.add_argument("file", help="the lesson's TOML file")
+    check.set_defaults(func=cmd_lesson_check)
+    listed = commands.add_parser("list", help="the lessons that come with the app")
+    listed.set_defaults(func=cmd_lesson_list)
+
+
+def cmd_lesson_check(args: argparse.Namespace) -> int:
+    from llmviz.lessons.plans import load
+
+    lesson = load(args.file)  # LessonError: "FILE, line N: what is wrong" on standard error, exit status 2
+    print(f"{lesson.title}: {len(lesson.steps)} steps, {sum(1 for s in lesson.steps if s.poll)} polls")
+    for number, step in enumerate(lesson.steps, start=1):
+        print(f"{number:>3}. {step.title}  ({step.view}){'  poll: ' + step.poll if step.poll else ''}")
+    return 0
+
+
+def cmd_lesson_list(args: argparse.Namespace) -> int:
+    from llmviz.lessons.plans import shipped
+
+    for name, lesson in shipped().items():
+        print(f"{name}: {lesson.title} ({len(lesson.steps)} steps)")
+    return 0

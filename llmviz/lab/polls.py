@@ -65,6 +65,7 @@ lead = sa.Table(
     sa.Column("active", sa.Boolean, nullable=False, default=False),
     sa.Column("link", sa.String(MAX_LINK), nullable=False, default=""),
     sa.Column("lesson", sa.String(80), nullable=True),
+    sa.Column("plan", sa.Text, nullable=True),  # the lesson's file (TOML), as the teacher started it
     sa.Column("step", sa.Integer, nullable=False, default=0),
     sa.Column("since", sa.Float, nullable=False),  # when the lead was switched on (a student's stop is for this one)
     sa.Column("version", sa.Integer, nullable=False, default=0),  # one more at every change the followers follow
@@ -122,6 +123,7 @@ class LeadRecord:
     active: bool = False
     link: str = ""
     lesson: str | None = None
+    plan: str | None = None
     step: int = 0
     since: float = 0.0
     version: int = 0

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from llmviz.lab.registry import Registry
 
 MAX_POLLS = 500  # polls kept for one class (the CSVs of a term); the teacher deletes none, the lab refuses more
-MAX_STEPS = 200  # a lesson's steps (llmviz.lessons.lesson bounds its file too)
+MAX_STEPS = 200  # a lesson's steps (llmviz.lessons.plans bounds its file too)
+MAX_PLAN = 64 * 1024  # a lesson's file, kept with the lead
 
 
 class ClassRefusal(LlmvizError):
@@ -101,6 +102,7 @@ class LeadView:
     step: int
     version: int
     following: bool
+    plan: str | None = None  # the lesson's file (TOML) while a lesson runs
 
     @property
     def leads_me(self) -> bool:
@@ -335,13 +337,15 @@ class LeadDoor(ClassLive):
         """The teacher turns the lead on or off (``active``), moves it to a view (``link``) or a lesson's step
         (``lesson``, ``step``); refused (one sentence) for anyone but the teacher. Turning it on starts a new lead:
         every student follows it again."""
-        allowed = {"active", "link", "lesson", "step"}
+        allowed = {"active", "link", "lesson", "step", "plan"}
         if not set(values) <= allowed:
             raise ClassRefusal("The lead is a view, a lesson and its step.")
         if "link" in values:
             values["link"] = checked_link(values["link"])
         if "step" in values and not (isinstance(values["step"], int) and 0 <= values["step"] < MAX_STEPS):
             raise ClassRefusal("That is not a step of the lesson.")
+        if values.get("plan") is not None and (not isinstance(values["plan"], str) or len(values["plan"]) > MAX_PLAN):
+            raise ClassRefusal(f"A lesson file is at most {MAX_PLAN // 1024} KB of text.")
         if values.get("lesson") is not None:
             values["lesson"] = _text(values["lesson"], 80)
         with self.guard("move the teacher's lead", writes=True):
@@ -363,4 +367,4 @@ class LeadDoor(ClassLive):
 
 
 def _lead_view(row: LeadRecord, following: bool) -> LeadView:
-    return LeadView(bool(row.active), row.link, row.lesson, int(row.step), int(row.version), following)
+    return LeadView(bool(row.active), row.link, row.lesson, int(row.step), int(row.version), following, row.plan)

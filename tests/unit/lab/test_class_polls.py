@@ -91,6 +91,10 @@ def test_a_browser_the_class_does_not_know_cannot_answer_and_a_student_cannot_le
         teacher_side.set_lead("teacher", link="https://elsewhere.example/")
     with pytest.raises(ClassRefusal, match="not a step"):
         teacher_side.set_lead("teacher", step=-1)
+    with pytest.raises(ClassRefusal, match="at most 64 KB"):
+        teacher_side.set_lead("teacher", plan="x" * (65 * 1024))
+    with pytest.raises(ClassRefusal, match="a view, a lesson"):
+        teacher_side.set_lead("teacher", since=0.0)
     assert teacher_side.lead("s1").active is False
     _end(teacher_side, student_side)
 
@@ -114,18 +118,20 @@ def test_a_restart_keeps_the_open_poll_its_answers_and_the_leads_step(tmp_path, 
     teacher_side, student_side = _class(tmp_path, database_url)
     poll = teacher_side.open_poll("teacher", "tokens", QUESTION, VIEW)
     student_side.answer("s1", poll, 2)
-    teacher_side.set_lead("teacher", active=True, link=VIEW, lesson="text-to-next-token", step=3)
+    plan = 'title = "T"\n[[step]]\nview = "tokens"\n'
+    teacher_side.set_lead("teacher", active=True, link=VIEW, lesson="text-to-next-token", step=3, plan=plan)
     _end(teacher_side, student_side)
     again = Lab.at(tmp_path, database_url)
     found = again.class_poll("s1")
     assert (found.id, found.state, found.mine) == (poll, "open", 2)
     lead = again.lead("s1")
-    assert (lead.active, lead.link, lead.lesson, lead.step, lead.following) == (
+    assert (lead.active, lead.link, lead.lesson, lead.step, lead.following, lead.plan) == (
         True,
         VIEW,
         "text-to-next-token",
         3,
         True,
+        plan,
     )
     _end(again)
 

@@ -50,6 +50,7 @@ def upgrade() -> None:
             sa.Column("active", sa.Boolean, nullable=False),
             sa.Column("link", sa.String(2000), nullable=False),
             sa.Column("lesson", sa.String(80), nullable=True),
+            sa.Column("plan", sa.Text, nullable=True),
             sa.Column("step", sa.Integer, nullable=False),
             sa.Column("since", sa.Float, nullable=False),
             sa.Column("version", sa.Integer, nullable=False),
