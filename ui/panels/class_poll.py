@@ -129,11 +129,13 @@ def student_poll(view: PollView) -> None:
         on_change=class_live.send_answer,
         args=(view.id, widget_key, view.options),
     )
-    if view.open:
+    if view.open and view.mine is not None:
         st.caption(
-            "Your answer is sent as you pick it; change it until the teacher closes the poll. Other students do "
-            "not see it."
+            f"Your answer “{markdown_literal(view.options[view.mine])}” is in: change it until the teacher closes "
+            "the poll. Other students do not see it."
         )
+    elif view.open:
+        st.caption("Your answer is sent as you pick it. Other students do not see it.")
     elif view.revealed and view.answer is not None:
         model = markdown_literal(view.options[view.answer])
         if view.mine is None:
