@@ -4,10 +4,12 @@ import time
 
 import streamlit as st
 
+from llmviz import settings
 from llmviz.jobs.manager import default_manager
 from llmviz.lab import trainer
 from llmviz.lab.health import LabUnavailable
 from ui import charts, identity, link_model, picker, present, routing, sections, share, shared_sidebar, state, watch
+from ui.panels import class_poll
 from ui.stages import MOVED, PIPELINE, ROOT
 
 
@@ -69,12 +71,15 @@ def main() -> None:
         if navigation.url_path in redirects:  # before the sidebar binds its widgets to the link's parameters
             routing.redirect(redirects[navigation.url_path])()
         page_timer.name = navigation.url_path or "start"
+        state.PAGE_PATH.set(navigation.url_path or "")  # a view's link names its page (ui.class_live)
         link_model.restore_model()
         shared_sidebar.sidebar()
         link_model.record_model()  # the sidebar's seed is passed down to each random action (settings.run_seed()): one
         # server process serves every session, so the global torch generator is never seeded here
         charts.install_export()
         present.apply()
+        if settings.get("LLMVIZ_TEACHER_KEY"):  # a class: its poll and the teacher's lead, on every page
+            class_poll.live_box()
         try:
             with share.links():
                 navigation.run()

@@ -6,7 +6,7 @@ import streamlit as st
 
 from llmviz.lab.classroom import SORTS, thin_curve
 from ui import charts, identity, joining, lab, model_sources, picker, sections, state, watch
-from ui.panels import classroom
+from ui.panels import classroom, lessons
 from ui.text import literal_markdown
 
 st.title("The class")
@@ -72,3 +72,12 @@ if rows:  # (no heading over nothing: the live section above says no student has
         "page; its step slider moves through its kept steps. Stop keeps what it learned; Park frees its worker "
         "and memory and keeps its snapshots; the student reads that you parked it, and Resume trains it on."
     )
+
+st.subheader("Teaching live")
+st.caption(
+    "**Lead** (above, on every page of yours): the students who follow see your page and settings. Ask the class "
+    "under any page's Predict, then reveal question: their answers arrive under it, and here. A lesson walks the "
+    "class through its steps: Next and Back move everyone who follows (docs/lessons.md says how to write one)."
+)
+lessons.starter()
+lessons.kept_polls()

@@ -1,0 +1,73 @@
+"""The class answers together in real chromium (issue 69): a teacher asks the class a Sampling question, two students
+answer from their own browsers, the teacher's chart counts them, Reveal shows each student the model's answer beside
+their own; then the teacher leads, changes page, and a follower's browser lands there. The app is this test's own
+(its runs folder, its teacher key); the refreshing sections read the lab every second."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.app_server import AppDidNotStart, start_app
+from tests.support.browser import eventually, main_area, no_error_box, open_page
+
+pytestmark = pytest.mark.browser
+
+TEACHER_KEY = "a-long-random-teacher-key-for-the-live-class-test"
+
+
+@pytest.fixture
+def class_server(tmp_path):
+    (tmp_path / "runs").mkdir()
+    env = {
+        "HF_HUB_OFFLINE": "1",
+        "LLMVIZ_RUNS_DIR": str(tmp_path / "runs"),
+        "LLMVIZ_CACHE_DIR": str(tmp_path / "cache"),
+        "LLMVIZ_TEACHER_KEY": TEACHER_KEY,
+    }
+    try:
+        server = start_app("app.py", env=env, log=tmp_path / "server.log")
+    except AppDidNotStart as error:
+        pytest.fail(str(error))
+    yield server
+    server.stop()
+
+
+def _poll_box(page):
+    return page.locator(".st-key-live_poll")
+
+
+@pytest.mark.xfail(
+    reason="issue 69: in chromium a student's click on the poll's choice does not reach the lab yet (no answer row; "
+    "the headless AppTest of the same path passes): not found before the deadline",
+    strict=False,
+)
+def test_a_poll_is_answered_counted_and_revealed_and_a_follower_lands_on_the_teachers_page(browser, class_server):
+    teacher = open_page(browser, f"{class_server.url}/sampling?teacher={TEACHER_KEY}")
+    main = main_area(teacher)
+    main.get_by_text("Predict, then reveal: guess before you look").first.click()
+    main.get_by_role("button", name="Ask me").click()
+    main.get_by_role("button", name="Ask the class").first.click()
+    teacher.get_by_text("No student has answered yet.").first.wait_for()
+
+    students = [open_page(browser, f"{class_server.url}/sampling") for _ in range(2)]
+    for number, student in enumerate(students):
+        box = _poll_box(student)
+        box.get_by_text("The teacher asks the class").wait_for()
+        box.locator('[data-baseweb="radio"]').nth(number).click()  # (the first <label> is the widget's own)
+        box.get_by_text("” is in: change it until").wait_for()
+
+    teacher.get_by_text("2 students answered").first.wait_for()
+    main.get_by_role("button", name="Reveal").click()
+    for student in students:
+        _poll_box(student).get_by_text("The model's answer").first.wait_for()
+    no_error_box(teacher)
+
+    teacher.get_by_text("Lead", exact=True).first.click()  # the switch
+    follower = students[0]
+    follower.get_by_text("You follow the teacher").first.wait_for()
+    teacher.get_by_test_id("stSidebarNav").get_by_role("link").filter(has_text="Tokens").first.click()
+    address = lambda: follower.evaluate("window.location.pathname")  # noqa: E731 - page.url is Playwright's copy
+    eventually(lambda: address().endswith("/tokens"), what="the follower on the teacher's page")
+    follower.get_by_text("You follow the teacher").first.wait_for()
+    for page in (teacher, *students):
+        page.close()
