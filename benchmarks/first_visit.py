@@ -42,7 +42,7 @@ from _protocol_client import Student  # noqa: E402
 from _rounds import Rounds, load_average  # noqa: E402
 from record import commit, machine  # noqa: E402
 
-from tests.support.app_server import free_port  # noqa: E402
+from tests.support.app_server import command, free_port  # noqa: E402
 
 RECORD = ROOT / "docs" / "benchmarks" / "first_visit.md"
 READY_S = 600  # a server that has not said it is ready after this long has failed
@@ -96,8 +96,8 @@ def llmviz_visit(folder: Path) -> float:
     """``run.py app`` from nothing; Home opened when it prints the ready line."""
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "LLMVIZ_RUNS_DIR": str(folder / "runs")}
-    command = [sys.executable, "run.py", "app", "--server.address", "127.0.0.1", "--server.port", str(port)]
-    server, said = _start([*command, "--server.headless", "true"], env)
+    typed = [sys.executable, "run.py", "app", "--server.address", "127.0.0.1", "--server.port", str(port)]
+    server, said = _start([*typed, "--server.headless", "true"], env)
     try:
         deadline = time.monotonic() + READY_S
         while "the app is at" not in (line := said.get(timeout=max(1.0, deadline - time.monotonic())) or ""):
@@ -114,8 +114,7 @@ def reference_visit(folder: Path) -> float:
     page.write_text(REFERENCE_PAGE, encoding="utf-8")
     port = free_port()
     env = {**os.environ, "LLMVIZ_TIMINGS": str(folder / "timings.jsonl")}
-    command = [sys.executable, "-m", "streamlit", "run", str(page), "--server.address", "127.0.0.1"]
-    server, _ = _start([*command, "--server.port", str(port), "--server.headless", "true"], env)
+    server, _ = _start(command(page, port), env)
     try:
         deadline = time.monotonic() + READY_S
         while True:
