@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.app_server import AppDidNotStart, start_app
-from tests.support.browser import eventually, main_area, no_error_box, open_page
+from tests.support.browser import main_area, no_error_box, open_page
 
 pytestmark = pytest.mark.browser
 
@@ -36,11 +36,6 @@ def _poll_box(page):
     return page.locator(".st-key-live_poll")
 
 
-@pytest.mark.xfail(
-    reason="issue 69: in chromium a student's click on the poll's choice does not reach the lab yet (no answer row; "
-    "the headless AppTest of the same path passes): not found before the deadline",
-    strict=False,
-)
 def test_a_poll_is_answered_counted_and_revealed_and_a_follower_lands_on_the_teachers_page(browser, class_server):
     teacher = open_page(browser, f"{class_server.url}/sampling?teacher={TEACHER_KEY}")
     main = main_area(teacher)
@@ -53,11 +48,11 @@ def test_a_poll_is_answered_counted_and_revealed_and_a_follower_lands_on_the_tea
     for number, student in enumerate(students):
         box = _poll_box(student)
         box.get_by_text("The teacher asks the class").wait_for()
-        box.locator('[data-baseweb="radio"]').nth(number).click()  # (the first <label> is the widget's own)
+        box.locator('[role="radiogroup"] label').nth(number).click()  # (the first <label> is the widget's own)
         box.get_by_text("” is in: change it until").wait_for()
 
     teacher.get_by_text("2 students answered").first.wait_for()
-    main.get_by_role("button", name="Reveal").click()
+    teacher.locator(".st-key-live_reveal button").first.click()  # (each question has a Reveal of its own)
     for student in students:
         _poll_box(student).get_by_text("The model's answer").first.wait_for()
     no_error_box(teacher)
@@ -66,8 +61,7 @@ def test_a_poll_is_answered_counted_and_revealed_and_a_follower_lands_on_the_tea
     follower = students[0]
     follower.get_by_text("You follow the teacher").first.wait_for()
     teacher.get_by_test_id("stSidebarNav").get_by_role("link").filter(has_text="Tokens").first.click()
-    address = lambda: follower.evaluate("window.location.pathname")  # noqa: E731 - page.url is Playwright's copy
-    eventually(lambda: address().endswith("/tokens"), what="the follower on the teacher's page")
+    follower.wait_for_url("**/tokens*")  # following opens the teacher's link (a navigation)
     follower.get_by_text("You follow the teacher").first.wait_for()
     for page in (teacher, *students):
         page.close()
