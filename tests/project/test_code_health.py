@@ -758,3 +758,20 @@ def test_the_javascript_linter_is_pinned_and_run_by_ci_only():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "npm ci" in ci and "npx --no-install eslint ui/components" in ci
     assert not re.search(r"\b(npm|npx|node)\b", (ROOT / "run.py").read_text(encoding="utf-8"))
+
+
+HIDDEN_IMPORT = re.compile(r"""__import__\(\s*["'](ui|llmviz|stages)\b""")
+
+
+def test_no_file_imports_the_projects_packages_out_of_the_gates_sight():
+    """A test took ``ROOT`` from ``ui`` through ``__import__``, a name ``ui/__init__.py`` no longer re-exports: the
+    re-export gate reads import statements and never saw it, and the fresh suite failed. Import the defining module
+    by name instead."""
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for folder in ("app.py", "ui", "stages", "llmviz", "tests", "benchmarks", "scripts")
+        for path in ([ROOT / folder] if folder.endswith(".py") else sorted((ROOT / folder).rglob("*.py")))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if HIDDEN_IMPORT.search(line)
+    ]
+    assert found == [], found
