@@ -179,14 +179,26 @@ def go_script(link: str, version: str) -> str:
 
     >>> "location.replace" in go_script("tokens?text=a", "3")
     True
+    >>> "</script>" in go_script("tokens?text=</script><b>", "3").removesuffix("</script>")  # cannot close the tag
+    False
     """
     return (
-        f"<script>/* lead {json.dumps(version)} */(function () {{"
-        f"var target = new URL({json.dumps(link)}, window.location.href);"
+        f"<script>/* lead {_in_script(version)} */(function () {{"
+        f"var target = new URL({_in_script(link)}, window.location.href);"
         "if (target.pathname === window.location.pathname && target.search === window.location.search) { return; }"
         "window.location.replace(target.href);"
         "})();</script>"
     )
+
+
+def _in_script(text: str) -> str:
+    """``text`` as a JavaScript string inside a ``<script>`` element: JSON with ``<``, ``>`` and ``&`` escaped, so that
+    nothing in it can end the element (a link holds what was typed into the view's text boxes).
+
+    >>> print(_in_script("a</script>&"))
+    "a\\u003c/script\\u003e\\u0026"
+    """
+    return json.dumps(text).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def link_page(link: str) -> str:

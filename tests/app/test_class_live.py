@@ -6,6 +6,9 @@ runs the page again, as the second's refresh would.)"""
 
 from __future__ import annotations
 
+import doctest
+import json
+
 import pytest
 
 import llmviz.lab.service
@@ -73,3 +76,17 @@ def test_a_follower_is_taken_to_the_teachers_view_and_can_stop_and_rejoin(a_clas
     assert scripts and '"tokens' in scripts[0], "the follower's page goes to the teacher's view"
     teacher.toggle(key="live_lead").set_value(False).run()
     assert not a_class.registry.lead().active
+
+
+def test_the_followers_script_keeps_a_link_inside_its_string():
+    """The link a follower's browser goes to holds what the teacher typed into the view's boxes: written into a
+    ``<script>`` element, no ``</script>`` in it may end the element, and the browser reads back the link itself."""
+    from ui import class_live
+
+    assert doctest.testmod(class_live).failed == 0
+    link = 'tokens?text=</script><img src=x onerror="alert(1)">&b=1'
+    script = class_live.go_script(link, "7")
+    inner = script.removeprefix("<script>").removesuffix("</script>")
+    assert "<" not in inner and ">" not in inner
+    quoted = inner[inner.index("new URL(") + len("new URL(") : inner.index(", window.location.href")]
+    assert json.loads(quoted) == link  # a JavaScript string reads as JSON does
