@@ -23,12 +23,10 @@ import argparse
 import asyncio
 import datetime
 import os
-import queue
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -43,30 +41,16 @@ from _rounds import Rounds, load_average  # noqa: E402
 from record import commit, machine  # noqa: E402
 
 from tests.support.app_server import command, free_port  # noqa: E402
+from tests.support.run_py_app import ready_app  # noqa: E402
 
 RECORD = ROOT / "docs" / "benchmarks" / "first_visit.md"
 READY_S = 600  # a server that has not said it is ready after this long has failed
 
 
-def _lines(stream, into: queue.Queue) -> None:
-    for line in stream:
-        into.put(line)
-    into.put(None)
-
-
-def _start(command: list[str], env: dict) -> tuple[subprocess.Popen, queue.Queue]:
-    server = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
+def _start(command: list[str], env: dict) -> subprocess.Popen:
+    return subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True
     )
-    said: queue.Queue = queue.Queue()
-    threading.Thread(target=_lines, args=(server.stdout, said), daemon=True).start()
-    return server, said
 
 
 def _stop(server: subprocess.Popen) -> None:
@@ -96,16 +80,8 @@ def llmviz_visit(folder: Path) -> float:
     """``run.py app`` from nothing; Home opened when it prints the ready line."""
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "LLMVIZ_RUNS_DIR": str(folder / "runs")}
-    typed = [sys.executable, "run.py", "app", "--server.address", "127.0.0.1", "--server.port", str(port)]
-    server, said = _start([*typed, "--server.headless", "true"], env)
-    try:
-        deadline = time.monotonic() + READY_S
-        while "the app is at" not in (line := said.get(timeout=max(1.0, deadline - time.monotonic())) or ""):
-            if line is None or server.poll() is not None:
-                raise RuntimeError("run.py app ended before it said the app is ready")
+    with ready_app(port, env, timeout_s=READY_S):
         return _visit(f"http://127.0.0.1:{port}", "")
-    finally:
-        _stop(server)
 
 
 def reference_visit(folder: Path) -> float:
@@ -114,7 +90,7 @@ def reference_visit(folder: Path) -> float:
     page.write_text(REFERENCE_PAGE, encoding="utf-8")
     port = free_port()
     env = {**os.environ, "LLMVIZ_TIMINGS": str(folder / "timings.jsonl")}
-    server, _ = _start(command(page, port), env)
+    server = _start(command(page, port), env)
     try:
         deadline = time.monotonic() + READY_S
         while True:

@@ -7,27 +7,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.app_server import AppDidNotStart, start_app
+from tests.support.app_server import TEACHER_KEY, free_port, lab_server
 from tests.support.browser import main_area, no_error_box, open_page
 
 pytestmark = pytest.mark.browser
 
-TEACHER_KEY = "a-long-random-teacher-key-for-the-live-class-test"
-
 
 @pytest.fixture
 def class_server(tmp_path):
+    """The app with its own lab and the teacher's key (tests.support.app_server.lab_server)."""
     (tmp_path / "runs").mkdir()
-    env = {
-        "HF_HUB_OFFLINE": "1",
-        "LLMVIZ_RUNS_DIR": str(tmp_path / "runs"),
-        "LLMVIZ_CACHE_DIR": str(tmp_path / "cache"),
-        "LLMVIZ_TEACHER_KEY": TEACHER_KEY,
-    }
-    try:
-        server = start_app("app.py", env=env, log=tmp_path / "server.log")
-    except AppDidNotStart as error:
-        pytest.fail(str(error))
+    server = lab_server(tmp_path, free_port())
     yield server
     server.stop()
 

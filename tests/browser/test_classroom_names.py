@@ -12,12 +12,11 @@ import pytest
 
 from llmviz.lab.records import RunRecord
 from llmviz.lab.service import Lab
-from tests.support.app_server import AppDidNotStart, start_app
+from tests.support.app_server import TEACHER_KEY, free_port, lab_server
 from tests.support.browser import main_area, no_error_box, open_page, shot
 
 pytestmark = pytest.mark.browser
 
-TEACHER_KEY = "a-long-random-teacher-key-for-the-names-test"
 LINK = '<a href="https://evil.example/x">Ada</a>'
 BIG = '<span style="font-size:99px">X</span>'
 LABEL = "GPT micro (2 layers, d 64) · AdamW · lr 0.003 · 300 steps · context 64 · batch 16 · Python reference manual"
@@ -36,18 +35,10 @@ def fill(lab: Lab) -> None:
 
 @pytest.fixture
 def class_server(tmp_path):
+    """The app with its own lab and the teacher's key (tests.support.app_server.lab_server)."""
     (tmp_path / "runs").mkdir()
     fill(Lab.at(tmp_path / "runs"))
-    env = {
-        "HF_HUB_OFFLINE": "1",
-        "LLMVIZ_RUNS_DIR": str(tmp_path / "runs"),
-        "LLMVIZ_CACHE_DIR": str(tmp_path / "cache"),
-        "LLMVIZ_TEACHER_KEY": TEACHER_KEY,
-    }
-    try:
-        server = start_app("app.py", env=env, log=tmp_path / "server.log")
-    except AppDidNotStart as error:
-        pytest.fail(str(error))
+    server = lab_server(tmp_path, free_port())
     yield server
     server.stop()
 

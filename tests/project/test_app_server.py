@@ -9,9 +9,10 @@ from tests.support.paths import ROOT
 NOT_YET_CONVERTED: set[str] = set()
 #: files that only read the command line run.py builds (they start nothing)
 READ_THE_COMMAND = {"tests/project/test_run_py.py"}
-#: files that start ``python run.py app`` itself, as a teacher types it: what they measure is run.py's own start (its
-#: warm-up before the ready line, issue 71), which tests.support.app_server's command does not do
-START_RUN_PY = {"tests/app/test_first_visit.py", "benchmarks/first_visit.py"}
+#: the one helper that starts ``python run.py app`` itself, as a teacher types it (tests/app/test_first_visit.py and
+#: benchmarks/first_visit.py use it): what they look at is run.py's own start (its warm-up before the ready line, issue
+#: 71), which tests.support.app_server's command does not do
+START_RUN_PY = {"tests/support/run_py_app.py"}
 
 
 def test_nothing_else_starts_streamlit_by_hand():
