@@ -2,21 +2,20 @@
 
 It opens on LoRA's memory picture (what full fine-tuning and LoRA keep for training); every other lesson is a tab.
 Work that takes seconds (the LoRA demo, the quantization report, the memory measurement, prompting) runs in a
-worker (:func:`ui.panels.runs.computed`), keyed by what it computes: the model, a hash of the text, the settings.
+worker (:func:`ui.panels.task_jobs.computed`), keyed by what it computes: the model, a hash of the text, the settings.
 """
 
 import functools
-import hashlib
 
 import streamlit as st
 
 from llmviz.adapt import finetune, lora, quantize
-from llmviz.lab.live_status import Planned
+from llmviz.data.corpus import text_key
 from llmviz.lessons import adapting
 from llmviz.lessons.defaults import DEFAULT_PROMPT
 from ui import charts, picker, sections, share, shared_sidebar, state
 from ui.errors import friendly_errors
-from ui.panels import quiz, runs
+from ui.panels import quiz, runs, section_runs, task_jobs
 from ui.panels.adapting import (
     accuracy,
     bce_worked_example,
@@ -55,57 +54,8 @@ if corpus is None:
 corpus_label, text = corpus
 
 
-def text_key(words: str) -> str:
-    """What a cached result depends on, for a text: a hash of its content (two files with the same name and another
-    text never share a result; the safety engineer's ``llmviz.data.corpus.text_key`` will replace this)."""
-    return hashlib.sha256(words.encode("utf-8", "surrogatepass")).hexdigest()[:24]
-
-
 TEXT_KEY = text_key(text)
 picker.on_this_page([], reset=True)  # the open tab adds the runs it draws live
-
-
-# ------------------------------------------------------------------ lab runs: ids kept by the section that started them
-def _submit(section: str, steps: int, *runners: tuple[str, object, object], **asked) -> None:
-    """Start ``(label, build, footprint)`` runs to compare as one race (one worker, a step of each in turn): each is
-    built in the worker by ``build()``, never here (a picked GPT-2 travels with the runs), after the server has
-    checked that their ``footprint`` fits. The comparison counts once in the student's share of the server; a
-    refusal is kept beside the section's button (``ui.panels.runs.refusal``). A label this session already has gets
-    a number (" #2"), so a second set of runs is drawn beside the first, not in its place. The section keeps the ids
-    it started (with what was ``asked``): it finds its runs by id, never by a label."""
-    planned = [(runs.unique_label(label), Planned(build, needs, steps)) for label, build, needs in runners]
-    started = runs.start(section, lambda: picker.runs().submit_race(planned))
-    if started:
-        kept = state.LAB_RUNS.get(section, default=[])
-        state.LAB_RUNS.set([*kept, {"ids": {job.label: job.id for job in started}, **asked}], section)
-        st.rerun(scope="app")
-
-
-def _started(section: str) -> list[dict]:
-    """Each start of the section's runs that still exists: ``{"jobs": {label: job}, **asked}``, oldest first."""
-    found = []
-    for entry in state.LAB_RUNS.get(section, default=[]):
-        jobs = {label: picker.runs().live(job_id) for label, job_id in entry["ids"].items()}
-        jobs = {label: job for label, job in jobs.items() if job is not None}
-        if jobs:
-            found.append({**entry, "jobs": jobs})
-    return found
-
-
-def _runs(section: str) -> dict:
-    """Every run the section started, ``label → job``, oldest first."""
-    return {label: job for entry in _started(section) for label, job in entry["jobs"].items()}
-
-
-def _live(section: str, draw) -> None:
-    """Draw a section's lab runs with ``draw(runs)``, redrawn while any of them trains (``ui.panels.runs.live``: every
-    2 s for one watching tab, less often when many tabs watch) and still once they have all ended."""
-    picker.on_this_page([job.id for job in _runs(section).values()])
-    runs.live(
-        lambda: draw(_runs(section)),
-        active=lambda: any(job.changing for job in _runs(section).values()),
-        name=f"adapting.{section}.runs",
-    )
 
 
 # ------------------------------------------------------------------ the questions
@@ -123,7 +73,7 @@ def _lora_delta(config: lora.LoRAConfig) -> None:
     if model.num_parameters() > adapting.QUICK_PARAMETERS:
         st.info("This model is too large to train on the spot: start a LoRA lab run below instead.")
         return
-    demo = runs.computed(
+    demo = task_jobs.computed(
         "lora_demo",
         ("lora_demo", view.content_key, TEXT_KEY, config.rank, config.alpha, config.targets),
         functools.partial(
@@ -147,7 +97,7 @@ def _lora_runs(config: lora.LoRAConfig) -> None:
         with friendly_errors("starting the runs"):
             lab = text[: adapting.MAX_TEXT]  # what the runs read
             trained = lora.memory_comparison(model, config)["LoRA"].trained_parameters
-            _submit(
+            section_runs.submit(
                 "lora",
                 steps,
                 (
@@ -172,7 +122,7 @@ def _lora_runs(config: lora.LoRAConfig) -> None:
                 "fine-tuning run's ΔW has full rank."
             )
 
-    _live("lora", draw_runs)
+    section_runs.live("adapting", "lora", draw_runs)
 
 
 @sections.section("adapting.lora")
@@ -222,7 +172,7 @@ def delta_part() -> None:
 @sections.section("adapting.quantize")
 def quantize_section() -> None:
     spec, prompt = quant_controls()
-    report = runs.computed(
+    report = task_jobs.computed(
         "quantize",
         ("quantize", view.content_key, TEXT_KEY, spec.bits, spec.per_channel, spec.symmetric, prompt),
         functools.partial(
@@ -252,7 +202,7 @@ def qat_section() -> None:
     if st.button("Start quantization-aware training (and a float run to compare)", key=state.widget("qat_start")):
         with friendly_errors("starting the runs"):
             lab = text[: adapting.MAX_TEXT]
-            _submit(
+            section_runs.submit(
                 "qat",
                 steps,
                 (
@@ -268,7 +218,7 @@ def qat_section() -> None:
                 bits=int(bits),
             )
     runs.refusal("qat")
-    started = [entry for entry in _started("qat") if entry.get("bits") == int(bits)]
+    started = [entry for entry in section_runs.started("qat") if entry.get("bits") == int(bits)]
     if not started:
         st.caption(
             "QAT fine-tunes with every linear layer's weights rounded to the grid in the forward pass (the "
@@ -277,7 +227,9 @@ def qat_section() -> None:
         )
         return
     pair = started[-1]["jobs"]
-    _live("qat", lambda started_runs: runs.lab_panel(pair, "qat", chart_key=state.widget("qat_curves")))
+    section_runs.live(
+        "adapting", "qat", lambda started_runs: runs.lab_panel(pair, "qat", chart_key=state.widget("qat_curves"))
+    )
     qat = next((job for label, job in pair.items() if label.startswith("QAT")), None)
     plain = next((job for label, job in pair.items() if not label.startswith("QAT")), None)
     if qat is not None and qat.status().done and (plain is None or plain.status().done):
@@ -291,7 +243,7 @@ def ptq_against_qat(qat, plain, spec) -> None:
         trained = picker.load(f"run:{qat.id}@{qat.status().snapshot_steps[-1]}")
         start = picker.load(f"run:{qat.id}@0")
         floated = picker.load(f"run:{plain.id}@{plain.status().snapshot_steps[-1]}") if plain else None
-        rows = runs.computed(
+        rows = task_jobs.computed(
             "ptq_vs_qat",
             ("ptq_vs_qat", qat.id, plain.id if plain else "", spec.bits, TEXT_KEY),
             functools.partial(
@@ -322,7 +274,7 @@ def qat_part() -> None:
 
 def _prompting() -> None:
     st.subheader("No training at all: prompting with 0, 1 or 4 labelled examples")
-    results = runs.computed(
+    results = task_jobs.computed(
         "prompting",
         ("prompting", view.content_key),
         functools.partial(adapting.prompting_steps, model=model, tokenizer=tokenizer),
@@ -335,7 +287,7 @@ def _prompting() -> None:
         return
     with friendly_errors("prompting the model"):
         prompting_table(results)
-        prompting_vs_fine_tuning(results, _runs("task"))
+        prompting_vs_fine_tuning(results, section_runs.of_section("task"))
         st.caption(
             "The prediction is the label whose words (“ male” or “ female”) the model finds more "
             "likely next. A model that always gives the same answer scores the share of that label among the "
@@ -357,7 +309,7 @@ def task_section() -> None:
         with friendly_errors("starting the runs"):
             total, width = model.num_parameters(), model.config.d_model
             trained = {"head": width + 1, "last block": total // model.config.n_layers + width + 1}
-            _submit(
+            section_runs.submit(
                 "task",
                 steps_count,
                 *[
@@ -378,7 +330,8 @@ def task_section() -> None:
                 ],
             )
     runs.refusal("task")
-    _live(
+    section_runs.live(
+        "adapting",
         "task",
         lambda started_runs: runs.lab_panel(
             started_runs,
@@ -403,7 +356,7 @@ def task_part() -> None:
 
 def _memory_table() -> None:
     ways = len(adapting.memory_precisions(model)) * 2  # with and without checkpointing
-    measures = runs.computed(
+    measures = task_jobs.computed(
         "memory",
         ("memory", view.content_key, TEXT_KEY),
         functools.partial(adapting.memory_table_steps, model=model, tokenizer=tokenizer, text=text),
@@ -427,7 +380,7 @@ def _memory_runs() -> None:
     ):
         with friendly_errors("starting the runs"):
             lab = text[: adapting.MAX_TEXT]
-            _submit(
+            section_runs.submit(
                 "memory",
                 steps,
                 *[
@@ -456,7 +409,8 @@ def _memory_runs() -> None:
                 ],
             )
     runs.refusal("memory")
-    _live(
+    section_runs.live(
+        "adapting",
         "memory",
         lambda started_runs: runs.lab_panel(
             started_runs,

@@ -21,17 +21,13 @@ from llmviz.lessons.inside import (
     DEFAULT_POSITIVE,
     DEFAULT_SENTENCE,
     DEFAULT_STEER_PROMPT,
-    SAE_SIZES,
-    SAE_TRAIN_STEPS,
     TEXT_LIMITS,
     clearest_detector,
-    hook_points,
-    sae_config,
 )
 from llmviz.tokenizers.base import TokenizerError
 from ui import boxes, picker, sections, share, shared_sidebar, state
 from ui.errors import friendly_errors
-from ui.panels import inside, inside_features, inside_induction, inside_interventions, inside_lens, runs
+from ui.panels import inside, inside_features, inside_induction, inside_interventions, inside_lens
 from ui.text import literal_markdown
 from ui.widgets import bounded_slider, index_slider, page_header
 
@@ -319,7 +315,7 @@ def features_section() -> None:
         if browser is not None:
             browse(browser)
             use_feature(browser)
-    train_own(view)
+    inside_features.train_own(view)
 
 
 def browse(browser) -> None:
@@ -393,62 +389,6 @@ def use_feature(browser) -> None:
                 inside_features.draw_feature_knockout(browser, text, list(knocked), mode)
 
 
-def train_own(view) -> None:
-    """Pick a hook point, a dictionary size and a sparsity: the autoencoder trains as a lab run of yours."""
-    box = sections.lazy("Train your own autoencoder on this model", "sae_train")
-    if box is not None:
-        with box, friendly_errors("the autoencoder run"):
-            points = hook_points(view.model.config)
-            c1, c2, c3 = st.columns(3)
-            hook = c1.selectbox("Hook point", list(points), index=0, key=state.widget("sae_hook"))
-            size = c2.select_slider("Dictionary size", SAE_SIZES, 512, key=state.widget("sae_size"))
-            steps = c3.slider("Steps", 50, 2000, SAE_TRAIN_STEPS, 50, key=state.widget("sae_steps"))
-            kind = c1.radio("Sparsity", ("TopK", "L1"), horizontal=True, key=state.widget("sae_sparsity"))
-            k = c2.slider("k (features per token)", 1, 64, 16, key=state.widget("sae_k")) if kind == "TopK" else 0
-            l1 = c3.number_input("L1 coefficient", 1e-5, 10.0, 1e-2, format="%.5f", key=state.widget("sae_l1"))
-            layer, point = points[hook]
-            config = sae_config(layer, point, int(size), int(k), float(l1), int(steps))
-            st.caption(
-                f"{config.tokens:,} activations at {config.hook} gathered from the sidebar's corpus, then "
-                f"{config.steps} steps of {config.batch} tokens ({config.sparsity}); the spliced-in loss every "
-                f"{config.eval_every} steps. It runs in a lab worker of yours: Pause and Stop below."
-            )
-            if st.button("Train the autoencoder", type="primary", key=state.widget("sae_train")):
-                inside_features.submit_sae_run(view, config)
-            runs.refusal("sae_train")
-    if inside_features.sae_runs():
-        runs.live(
-            inside_features.draw_sae_runs,
-            active=lambda: any(job.changing for job in inside_features.sae_runs()),
-            name="inside.features.live",
-        )
-
-
-# ------------------------------------------------------------------ an induction head forming
-@sections.section("inside.induction")
-def induction_section() -> None:
-    st.header("Watching an induction head form")
-    st.markdown(
-        "An **induction head** continues a pattern seen earlier in the context: after *… A B … A* it attends to the "
-        "*B* that followed the earlier *A*, and predicts *B*. It takes two heads: a **previous-token head** in layer 0 "
-        "writes 'the token before me' into every position, and the induction head in layer 1 looks for the position "
-        "whose previous token is the current one. Olsson et al. (2022, *In-context Learning and Induction Heads*) saw "
-        "such heads appear suddenly during training, together with a sudden drop in the loss on repeated text.\n\n"
-        "Here a 2-layer **attention-only** GPT (no MLPs) learns lines of random characters in which a random stretch "
-        "appears twice, at a random place. The chart probes every kept snapshot on test lines (16 random characters, "
-        "repeated): watch the induction score jump while the loss on the repeated half falls. These scores average "
-        "the attention over all the test lines, so they differ a little from the Head detectors tab's heatmap, "
-        "which measures one test input of its own."
-    )
-    with friendly_errors("the induction run"):
-        # redrawn every 4 s while the run trains; still while it is paused or over
-        inside_induction.live_induction(
-            active=lambda: (job := inside_induction.induction_job()) is not None and job.changing,
-            seconds=4.0,
-            name="inside.induction.live",
-        )
-
-
 SECTIONS = (
     lens_section,
     heads_section,
@@ -457,7 +397,7 @@ SECTIONS = (
     patching_section,
     steering_section,
     features_section,
-    induction_section,
+    inside_induction.induction_section,
 )
 LINKED = {  # a link that sets these (and names no tab) opens their tab
     "Head detectors": ("detector",),

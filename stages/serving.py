@@ -14,7 +14,7 @@ from llmviz.lessons.defaults import DEFAULT_PROMPT
 from llmviz.lessons.serving import BATCHING_REPEATS, WANTED, batching_steps, is_quick, paged, parse_lengths
 from ui import boxes, picker, sections, share, shared_sidebar
 from ui.errors import friendly_errors
-from ui.panels import quiz, runs, serving
+from ui.panels import quiz, serving, task_jobs
 from ui.text import literal_markdown
 from ui.widgets import page_header
 
@@ -78,7 +78,7 @@ def paged_part() -> None:
 def batching_section() -> None:
     slots = st.slider("Slots (requests served at once)", 1, 4, 2, **share.bind("batch_slots"), persist_state="page")
     small = is_quick(model)
-    found = runs.computed(
+    found = task_jobs.computed(
         "batching",
         ("batching", view.content_key, int(slots), WANTED, BATCHING_REPEATS),
         functools.partial(batching_steps, model=model, tokenizer=tokenizer, slots=int(slots), lengths=WANTED),

@@ -14,7 +14,7 @@ from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
 from llmviz.tokenizers.ids import encode
 from ui import charts, lab, picker, present, sections, share, shared_sidebar, state
 from ui.errors import friendly_errors
-from ui.panels import quiz, runs
+from ui.panels import quiz, task_jobs
 from ui.text import literal_markdown
 from ui.widgets import page_header
 
@@ -284,7 +284,7 @@ def train_bpe_controls() -> None:
                 st.warning(str(error))
             else:
                 state.BPE_JOB.set(dict(id=job.id, **origin))
-        ended = runs.follow_task(
+        ended = task_jobs.follow_task(
             state.BPE_JOB,
             name="tokens.bpe_job",
             describe=lambda status: f"merge {status.step} of {status.total}" if status.step else "Counting pairs…",

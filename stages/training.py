@@ -16,7 +16,6 @@ from llmviz.lab.live_status import JobRefused
 from llmviz.lessons.architectures import SWITCH_RACE_TITLES, SWITCH_RACES, extrapolation
 from llmviz.lessons.quiz import training_questions
 from llmviz.lessons.training import (
-    DEFAULT_BATCH_TEXT,
     GPT_SIZES,
     LEARNING_RATES,
     MODEL_LABELS,
@@ -30,14 +29,12 @@ from llmviz.lessons.training import (
 from llmviz.training import footprint
 from llmviz.training.config import OPTIMIZER_TITLES, PRECISION_TITLES, TrainConfig, default_precision, precision_choices
 from llmviz.training.dataset import prepare_data, vocab_bound
-from llmviz.training.losses import batch_loss, position_gradient
-from llmviz.training.toy_decoder import toy_task_loop
 from llmviz.training.trainer import build_trainer
 from ui import boxes, lab, picker, sections, share, shared_sidebar, state
 from ui.errors import friendly_errors
-from ui.panels import kept, quiz, run_view, runs, training
+from ui.panels import kept, quiz, run_view, runs, training, training_by_hand, training_decoder
 from ui.text import literal_markdown
-from ui.widgets import index_slider, page_header
+from ui.widgets import page_header
 
 settings = shared_sidebar.settings()
 page_header(
@@ -383,92 +380,6 @@ def training_quiz() -> list:
     return training_questions(gpt, gpt_tokenizer, text[:400], losses.__getitem__, lr, what)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def shipped_batch_loss(rows: tuple[tuple[int, ...], ...]):
-    """The shipped GPT's loss on ``rows``, taken apart (llmviz.training.losses): the same for every session, cached."""
-    model = picker.shipped_default().model
-    return batch_loss(model, [list(ids) for ids in rows])
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def shipped_position_gradient(rows: tuple[tuple[int, ...], ...], position: int):
-    model = picker.shipped_default().model
-    return position_gradient(model, shipped_batch_loss(rows), position)
-
-
-def loss_step_by_step() -> None:
-    """The loss taken apart on a real batch, and backpropagation through the output layer."""
-    st.subheader("The loss, step by step, on a real batch")
-    gpt_tokenizer = picker.shipped_default().tokenizer
-    st.caption(
-        "The shipped GPT (trained on the Python reference manual) reads two short sequences; each position "
-        "must predict the token after it — the targets are the inputs shifted by one."
-    )
-    batch_text = boxes.text_area(
-        "Two lines of text (one sequence each)",
-        DEFAULT_BATCH_TEXT,
-        2000,
-        "Your two lines",
-        height=80,
-        **share.bind("by_hand"),
-    )
-    tokens_per_row = st.slider("Positions per sequence", 1, 8, 3, persist_state="page", **share.bind("positions"))
-    rows = [line for line in batch_text.splitlines() if line.strip()][:2]
-    encoded = [gpt_tokenizer.encode(line)[: tokens_per_row + 1] for line in rows]
-    if len(rows) < 1 or any(len(ids) < tokens_per_row + 1 for ids in encoded):
-        st.warning(f"Each line needs at least {tokens_per_row + 1} tokens (inputs plus the next token as target).")
-    else:
-        batch = shipped_batch_loss(tuple(tuple(ids) for ids in encoded))
-        inputs, targets, parts = batch.inputs, batch.targets, batch.parts
-        training.batch_table(gpt_tokenizer, inputs, targets, parts)
-        training.loss_formula(parts, gpt_tokenizer.vocab_size)
-
-        # ------------------------------------------------------------------ backprop by hand
-        st.subheader("Backpropagation through the output layer")
-        position = index_slider("Position (in sequence 0)", inputs.shape[1], **share.bind("loss_position"))
-        target = int(targets[0, position])
-        grad = shipped_position_gradient(tuple(tuple(ids) for ids in encoded), position)
-        training.backprop(gpt_tokenizer, grad, target)
-
-
-# ------------------------------------------------------------------ the toy decoder
-
-
-def draw_decoder() -> None:
-    job = picker.runs().live(state.DECODER_JOB.get(default=""))
-    if job is None:
-        return
-    status = job.status()
-    if status.done:
-        runs.final_line(job.label, status)
-    else:
-        st.progress(status.fraction, text=status.describe())
-    runs.controls(job, status, where="decoder")
-    if status.losses:
-        training.decoder_curve(status)
-
-
-def decoder_part() -> None:
-    st.subheader("The decoder of an encoder–decoder Transformer, on a toy task")
-    st.caption(
-        "Ten random label sequences of 7 tokens (vocabulary 12); the decoder reads [start] + labels[:-1] and a "
-        "random encoder output, and learns to predict each next label: 6 layers, 8 heads, d_model 32, SGD with "
-        "momentum."
-    )
-    if st.button("Train the decoder (200 steps)", key=state.widget("decoder_train")):
-        seed = settings.run_seed()
-        try:
-            decoder_job = picker.runs().submit_task(
-                functools.partial(toy_task_loop, seed=seed), label="toy decoder", total=200
-            )
-        except LlmvizError as error:
-            st.warning(str(error))
-        else:
-            state.DECODER_JOB.set(decoder_job.id)
-    decoder = picker.runs().live(state.DECODER_JOB.get(default=""))
-    runs.live(draw_decoder, active=lambda: decoder is not None and decoder.changing, name="training.decoder")
-
-
 # ------------------------------------------------------------------ the page's tabs
 quiz.section("training", training_quiz)
 sections.parts(
@@ -476,8 +387,8 @@ sections.parts(
         "Your runs": your_runs_part,
         "Races": races_part,
         "Step 0 vs step N": before_after_part,
-        "The loss by hand": loss_step_by_step,
-        "The decoder of a Transformer": decoder_part,
+        "The loss by hand": training_by_hand.loss_step_by_step,
+        "The decoder of a Transformer": training_decoder.decoder_part,
     },
     share.bind("training_part"),
 )

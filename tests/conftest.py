@@ -106,11 +106,12 @@ def pytest_itemcollected(item):
     """Everything under tests/unit/ is marked ``unit``, except what is marked ``slow`` or ``processes``
     (tests/support/processes.py): ``python -m pytest -m unit`` is the fast lane (the library's tests; no Streamlit,
     no browser, no process started). A browser test is marked ``ci`` (CI's lane, after README's suite) unless its
-    module says ``IN_THE_SUITE = True`` (tests/browser/test_pages.py: every page opened once in chromium)."""
+    module says ``IN_THE_SUITE = True`` (tests/browser/test_pages.py: every page opened once in chromium) or the test
+    is marked ``suite`` (the flow's hover, open and Play: the Model page's key picture as a student uses it)."""
     from tests.support.processes import mark_service_tests  # a plugin (pytest_plugins): loaded by now
 
     mark_service_tests(item)
-    in_the_suite = getattr(getattr(item, "module", None), "IN_THE_SUITE", False)
+    in_the_suite = getattr(getattr(item, "module", None), "IN_THE_SUITE", False) or item.get_closest_marker("suite")
     if item.get_closest_marker("browser") and not item.get_closest_marker("extended") and not in_the_suite:
         item.add_marker(pytest.mark.ci)  # chromium beyond each page's first look: CI's lane (docs/testing.md)
     if (

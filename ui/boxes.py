@@ -3,7 +3,7 @@
 Streamlit's text box drops a change longer than its ``max_chars`` without a word: a student who pasted 6,000
 characters into Attention's 5,000-character sentence saw nothing happen. A box here is given room for a paste
 :data:`PASTE_ROOM` times longer than what its page uses (:func:`room`; the server refuses anything longer than the
-box before it is read, ``ui.streamlit_private.text_problem``), and the page reads the first characters it uses,
+box before it is read, ``ui.streamlit_private_guard.text_problem``), and the page reads the first characters it uses,
 saying so under the box (:func:`used`) — the cut is made before anything is tokenized.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import share, state
+from ui import link_params, share, state
 
 #: how many times the characters a page uses its box takes, so that a longer paste lands (and is cut, said)
 PASTE_ROOM = 10
@@ -51,7 +51,7 @@ def text_area(label: str, value: str, limit: int, what: str = "The text", *, whe
 
 def _used_and_noted(held: str, limit: int, what: str, where, key: str | None) -> str:
     text = used(held, limit, what, where)
-    if key in share.PARAMS and share.PARAMS[key][0] == "text":  # bound to a link's text (ui.share.bind)
+    if key in link_params.PARAMS and link_params.PARAMS[key][0] == "text":  # bound to a link's text (ui.share.bind)
         share.carried_note(key, where, uses=limit)
     return text
 

@@ -114,6 +114,12 @@ def fit_equation(line: str, width: int = EQUATION_WIDTH) -> str:
     if len(statements) > 1:  # pack whole statements into rows; a statement too wide on its own is fitted alone
         rows = _packed([statement.strip() for statement in statements], width)
         return "\\begin{gathered}" + " \\\\ ".join(fit_equation(row, width) for row in rows) + "\\end{gathered}"
+    return _fitted_chain(line, width)
+
+
+def _fitted_chain(line: str, width: int) -> str:
+    """One long chain aligned at its top-level relations, a piece still too wide cut at its top-level ``+``; a line
+    with neither is left as it is (:func:`fit_equation`)."""
     pieces = _top_level_cuts(line, RELATIONS)
     if len(pieces) < 2 and len(_top_level_cuts(line, ("+",))) < 2:
         return line

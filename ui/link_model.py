@@ -12,7 +12,7 @@ from __future__ import annotations
 import streamlit as st
 
 from llmviz.errors import log_failure
-from ui import picker, share, state
+from ui import link_params, picker, share, state
 
 
 def restore_model() -> None:
@@ -23,7 +23,7 @@ def restore_model() -> None:
     wanted = st.query_params.get("model")
     if not wanted:
         return
-    wanted = share.short(wanted, 200)
+    wanted = link_params.short(wanted, 200)
     picker.select(wanted)
     shown = picker.current(mark=False)
     text = model_notice(wanted, shown.key, shown.label, {entry.key: entry for entry in picker.entries()})
@@ -46,7 +46,7 @@ def model_notice(wanted: str, shown_key: str, shown_label: str, listed: dict) ->
     wanted_base = (picker.parse_key(wanted) or (wanted, None))[0]
     if wanted_base == (picker.parse_key(shown_key) or (shown_key, None))[0]:
         return None
-    start = f"model = “{share.short(wanted)}”"
+    start = f"model = “{link_params.short(wanted)}”"
     entry = listed.get(wanted_base)
     if wanted_base.startswith("run:") and entry is not None and entry.available:
         return None  # one of the student's own runs that did not open (a damaged snapshot): said where it failed
@@ -56,7 +56,7 @@ def model_notice(wanted: str, shown_key: str, shown_label: str, listed: dict) ->
             "theirs), and it is not one of your runs"
         )
     elif entry is not None and not entry.available:
-        why = f"is not available here ({share.short(entry.note, 160)})"
+        why = f"is not available here ({link_params.short(entry.note, 160)})"
     else:
         why = "is not available on this server"
     return f"{start} {why}: showing {shown_label}."

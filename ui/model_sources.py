@@ -242,16 +242,20 @@ def _run_entry(view, number: int, job: LiveRun | None, kept: list[int]) -> Entry
     memory = job.snapshots.steps() if job is not None and job.snapshots is not None and job.info is not None else []
     steps = tuple(sorted({*kept, *memory}))
     if not steps:  # queued, preparing, or no snapshot kept yet: listed (the Train button picks it at once)
-        step = view.step if view is not None else 0
-        note = (
-            "Preparing (tokenizer, first snapshot): pages show the shipped GPT until its step 0 exists."
-            if step == 0
-            else f"No snapshot of it is kept yet (it is at step {step}): pages show the shipped GPT until one is."
-        )
-        return Entry(f"run:{(view or job).id}", label, "pending", note=note)
+        return _pending_entry(f"run:{(view or job).id}", label, view.step if view is not None else 0)
     kind = view.model if view is not None else job.info.description["kind"]
     note = literal_markdown(label) + (f" ({lab.state_text(view)})" if view is not None and job is None else "")
     return Entry(f"run:{(view or job).id}", label, "gpt" if kind == "gpt" else "charlevel", note=note, steps=steps)
+
+
+def _pending_entry(key: str, label: str, step: int) -> Entry:
+    """A run listed before any snapshot of it is kept (at ``step``: 0 while it prepares), which pages cannot show."""
+    note = (
+        "Preparing (tokenizer, first snapshot): pages show the shipped GPT until its step 0 exists."
+        if step == 0
+        else f"No snapshot of it is kept yet (it is at step {step}): pages show the shipped GPT until one is."
+    )
+    return Entry(key, label, "pending", note=note)
 
 
 class RunSource:

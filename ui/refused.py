@@ -1,9 +1,9 @@
 """The record of values a browser or a link gave a widget that the widget cannot take as they were.
 
-``ui.streamlit_private.guard_widget_states`` drops a widget value a browser sent that its widget cannot take (a
+``ui.streamlit_private_guard.guard_widget_states`` drops a widget value a browser sent that its widget cannot take (a
 number where a text box's text was, a text longer than its box takes) and reports it to
 :func:`refuse_widget_value` (installed by ``ui.routing``): one line in the server's log, and the widget's id kept for
-the session's next page run, whose notice (``ui.share.links``) names the settings with ``ui.share.widget_name``.
+the session's next page run, whose notice (``ui.share.links``) names the settings with ``ui.link_params.widget_name``.
 
 ``ui.streamlit_private.fit_link_values`` fits a link's number that is outside its widget's range to it
 (``steps=5000`` on a slider of 10 to 2,000 is 2,000) and reports it, and any link value a widget dropped, to
@@ -30,7 +30,7 @@ _REFUSED: LRUCache[str, list[str]] = LRUCache(_SESSIONS)  # browser session id â
 _LINKED: LRUCache[str, dict[str, str | None]] = LRUCache(_SESSIONS)
 _LOCK = threading.Lock()
 #: characters of a widget id kept: Streamlit's prefix (``$$ID-`` and a hash) and more of the key than a notice
-#: names (``ui.share.widget_name`` shortens a key to 40 characters), never all of what a browser sent
+#: names (``ui.link_params.widget_name`` shortens a key to 40 characters), never all of what a browser sent
 _ID_CHARS = 300
 
 
@@ -40,7 +40,7 @@ def _session() -> str:
 
 
 def refuse_widget_value(widget_id: str, why: str) -> None:
-    """A browser sent a value its widget cannot take (``ui.streamlit_private.guard_widget_states`` dropped it):
+    """A browser sent a value its widget cannot take (``ui.streamlit_private_guard.guard_widget_states`` dropped it):
     one line in the server's log, and a notice on this session's page (at most 8 widgets a page run)."""
     session = _session()
     logger.warning(
@@ -108,7 +108,7 @@ def link_value_fitted(name: str, asked: str, how: str | None, used: str) -> None
 
 def link_sentences() -> tuple[list[str], set[str]]:
     """The lines about the link that this session's page run has to say (emptied by reading), and every parameter
-    its widgets fitted or dropped (``ui.share.link_notices`` says nothing more of those)."""
+    its widgets fitted or dropped (``ui.link_params.link_notices`` says nothing more of those)."""
     with _LOCK:
         said = _LINKED.pop(_session(), {})
     return [sentence for sentence in said.values() if sentence], set(said)

@@ -12,7 +12,7 @@ import streamlit as st
 
 from llmviz import settings
 from llmviz.errors import configure_logging, filter_client_logs
-from ui import joining, refused, state, streamlit_private
+from ui import joining, refused, state, streamlit_private, streamlit_private_guard
 
 
 @contextlib.contextmanager
@@ -91,8 +91,8 @@ def start_server_once() -> None:
     Streamlit's loggers and llmviz's :data:`CLIENT_LOGGERS` (``llmviz.errors.ClientLogFilter``: what a client sent
     is bounded and escaped, and one message repeated is counted), one warning
     line for each ``LLMVIZ_*`` variable whose value cannot be used (its default is used instead), the check of
-    the widget values browsers send (``ui.streamlit_private.guard_widget_states``), a link's values fitted to their
-    widgets (``ui.streamlit_private.fit_link_values``), and the proxies whose
+    the widget values browsers send (``ui.streamlit_private_guard.guard_widget_states``), a link's values fitted to
+    their widgets (``ui.streamlit_private.fit_link_values``), and the proxies whose
     ``X-Forwarded-For`` is believed (``LLMVIZ_TRUSTED_PROXIES``: none by default)."""
     global _STARTED
     if not _STARTED:
@@ -104,7 +104,7 @@ def start_server_once() -> None:
         for problem in settings.problems():
             logging.getLogger(__name__).warning(problem)
         # a widget value of the wrong kind, or a text longer than its widget takes: one line, no traceback
-        streamlit_private.guard_widget_states(refused.refuse_widget_value, state.MAX_WIDGET_TEXT)
+        streamlit_private_guard.guard_widget_states(refused.refuse_widget_value, state.MAX_WIDGET_TEXT)
         # a link's number outside its widget's range is fitted to it, and a value a widget drops is said, in words
         streamlit_private.fit_link_values(refused.link_value_fitted)
         # a forwarded address only from a configured proxy: a client on this machine cannot name itself N students

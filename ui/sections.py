@@ -143,7 +143,7 @@ def lazy_tabs(
 
     A page opens on its key picture; its lessons and secondary parts sit under it as tabs, one click away, and
     only the chosen one costs anything. ``binding`` is ``share.bind(name)`` for a link parameter declared in
-    :data:`ui.share.PARAMS`: the chosen tab is in the address (its label; the first tab leaves it out), so a
+    :data:`ui.link_params.PARAMS`: the chosen tab is in the address (its label; the first tab leaves it out), so a
     copied link opens the same tab, and a test picks one by setting that key to a label. ``link_params``: the link
     parameters each tab's widgets read; a link that carries one of them and names no tab opens that tab (once a
     session), so an older link (``?query_heads=8``) still opens on what it set. In presenter mode every part is

@@ -1,7 +1,7 @@
 """Every name the app keeps in a browser session's ``st.session_state``, declared once.
 
 Streamlit keeps one dictionary per browser session, shared by all pages. The app puts two kinds of names in it,
-and this module declares both, the way :data:`ui.share.PARAMS` declares the link's parameters:
+and this module declares both, the way :data:`ui.link_params.PARAMS` declares the link's parameters:
 
 - **slots** — values the app writes itself (the picked model, a trained BPE tokenizer, quiz answers …): each a
   :class:`Slot` with its type, its default and what it is for, read and written only through it::
@@ -14,7 +14,7 @@ and this module declares both, the way :data:`ui.share.PARAMS` declares the link
   ``key=state.widget("lora_heatmap")``; a family (a name ending in ``_``) takes the parts that make it unique:
   ``state.widget("edit_", name)`` → ``"edit_<name>"``. A widget's value is read with :func:`value`. Widgets
   bound to the link (``**share.bind("layer")``: the key is the parameter's name) are declared in
-  :data:`ui.share.PARAMS`, and the values that survive navigation
+  :data:`ui.link_params.PARAMS`, and the values that survive navigation
   (``**ui.widgets.keep("runs_on_chart")``: key ``keep_runs_on_chart``) in :data:`KEPT`.
 
 ``tests/project/test_code_health.py`` reads every file of the app: a ``st.session_state`` access outside this module, a
@@ -255,7 +255,7 @@ def slots() -> Iterator[Slot]:
 
 
 # ---------------------------------------------------------------------------- widget keys
-#: Every widget's and chart's key (link-bound widgets excepted: ui.share.PARAMS). A name ending in "_" is a family.
+#: Every widget's and chart's key (link-bound ones excepted: ui.link_params.PARAMS). A name ending in "_" is a family.
 WIDGETS: dict[str, str] = {
     # the sidebar
     "deterministic": "Sidebar: deterministic pages",
@@ -443,7 +443,7 @@ KEPT: dict[str, str] = {
 #: page, which bounds what it tokenizes itself: the Tokens page reads the first 100,000 characters and says so.
 MAX_WIDGET_TEXT = 2_000_000
 
-_LINK_WIDGETS: set[str] = set()  # ui.share.PARAMS's names: those widgets' keys (registered by ui.share)
+_LINK_WIDGETS: set[str] = set()  # ui.link_params.PARAMS's names: those widgets' keys (registered by ui.share)
 
 
 def register_link_widgets(names: set[str]) -> None:

@@ -67,14 +67,15 @@ class LoRAConfig:
     targets: tuple[str, ...] = ("q", "v")
 
     def __post_init__(self):
-        problems = []
-        if not isinstance(self.rank, int) or isinstance(self.rank, bool) or self.rank < 1:
-            problems.append(f"the rank must be a whole number of at least 1 (got {self.rank!r})")
-        if not (isinstance(self.alpha, (int, float)) and math.isfinite(self.alpha) and self.alpha > 0):
-            problems.append(f"alpha must be a positive number (got {self.alpha!r})")
-        unknown = [t for t in self.targets if t not in TARGETS]
-        if unknown or not self.targets:
-            problems.append(f"targets must be some of {', '.join(TARGETS)} (got {', '.join(self.targets) or 'none'})")
+        rank_ok = isinstance(self.rank, int) and not isinstance(self.rank, bool) and self.rank >= 1
+        alpha_ok = isinstance(self.alpha, (int, float)) and math.isfinite(self.alpha) and self.alpha > 0
+        targets_ok = bool(self.targets) and all(t in TARGETS for t in self.targets)
+        checks = [
+            (rank_ok, f"the rank must be a whole number of at least 1 (got {self.rank!r})"),
+            (alpha_ok, f"alpha must be a positive number (got {self.alpha!r})"),
+            (targets_ok, f"targets must be some of {', '.join(TARGETS)} (got {', '.join(self.targets) or 'none'})"),
+        ]
+        problems = [problem for ok, problem in checks if not ok]
         if problems:
             raise ConfigError("This LoRA configuration cannot work: " + "; ".join(problems) + ".")
         object.__setattr__(self, "targets", tuple(t for t in TARGETS if t in self.targets))  # a canonical order

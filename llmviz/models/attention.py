@@ -105,29 +105,40 @@ def build_mask(
     if mask == "causal":
         parts.append(causal_mask(num_queries, num_keys, device=device)[None, None])  # (1, 1, T_q, T_k)
     if padding_mask is not None:
-        padding = torch.as_tensor(padding_mask, device=device).bool()
-        if padding.dim() == 1:
-            padding = padding[None]
-        if padding.shape != (batch, num_keys):
-            raise ConfigError(
-                f"A padding mask has shape (batch, keys) = ({batch}, {num_keys}); got {tuple(padding.shape)}."
-            )
-        parts.append(padding[:, None, None, :])  # (B, 1, 1, T_k)
+        parts.append(_padding_part(padding_mask, batch, num_keys, device))
     if allowed is not None:
-        matrix = torch.as_tensor(allowed, device=device).bool()
-        expected = {2: (num_queries, num_keys), 3: (batch, num_queries, num_keys), 4: None}
-        if matrix.dim() not in expected or (expected[matrix.dim()] and matrix.shape != expected[matrix.dim()]):
-            raise ConfigError(
-                f"An allowed-positions matrix of shape {tuple(matrix.shape)} does not fit {batch} sequence(s) of "
-                f"{num_queries} queries and {num_keys} keys: give (queries, keys) or (batch, queries, keys)."
-            )
-        parts.append(matrix if matrix.dim() == 4 else matrix[None, None] if matrix.dim() == 2 else matrix[:, None])
+        parts.append(_allowed_part(allowed, batch, num_queries, num_keys, device))
     if not parts:
         return None
     combined = parts[0]
     for part in parts[1:]:
         combined = combined & part
     return combined
+
+
+def _padding_part(padding_mask, batch: int, num_keys: int, device) -> torch.Tensor:
+    """A ``(batch, T_k)`` padding mask (one row alone: batch 1) as ``(B, 1, 1, T_k)`` booleans, its shape checked."""
+    padding = torch.as_tensor(padding_mask, device=device).bool()
+    if padding.dim() == 1:
+        padding = padding[None]
+    if padding.shape != (batch, num_keys):
+        raise ConfigError(
+            f"A padding mask has shape (batch, keys) = ({batch}, {num_keys}); got {tuple(padding.shape)}."
+        )
+    return padding[:, None, None, :]
+
+
+def _allowed_part(allowed, batch: int, num_queries: int, num_keys: int, device) -> torch.Tensor:
+    """An allowed-positions matrix, ``(T_q, T_k)``, ``(B, T_q, T_k)`` or ``(B, heads, T_q, T_k)``, as 4 dimensions
+    of booleans, its shape checked."""
+    matrix = torch.as_tensor(allowed, device=device).bool()
+    expected = {2: (num_queries, num_keys), 3: (batch, num_queries, num_keys), 4: None}
+    if matrix.dim() not in expected or (expected[matrix.dim()] and matrix.shape != expected[matrix.dim()]):
+        raise ConfigError(
+            f"An allowed-positions matrix of shape {tuple(matrix.shape)} does not fit {batch} sequence(s) of "
+            f"{num_queries} queries and {num_keys} keys: give (queries, keys) or (batch, queries, keys)."
+        )
+    return matrix if matrix.dim() == 4 else matrix[None, None] if matrix.dim() == 2 else matrix[:, None]
 
 
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -155,6 +166,21 @@ def masked_softmax(scores: torch.Tensor, allowed: torch.Tensor | None) -> tuple[
     fully_masked = ~allowed.any(dim=-1, keepdim=True)
     # no `if fully_masked.any()`: reading a GPU tensor's value waits for the GPU, in every layer of every step
     return masked_scores, weights.masked_fill(fully_masked, 0.0)
+
+
+def _batched(x: torch.Tensor, kv: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``x`` with a batch axis, and the sequence keys and values come from (``kv``, else ``x``) with the same batch:
+    an unbatched ``x`` is a batch of one, and an unbatched ``kv`` serves every sequence of a batched ``x``.
+
+    >>> [tuple(t.shape) for t in _batched(torch.zeros(3, 4), torch.zeros(5, 2))]
+    [(1, 3, 4), (1, 5, 2)]
+    >>> [tuple(t.shape) for t in _batched(torch.zeros(2, 3, 4), torch.zeros(5, 2))]
+    [(2, 3, 4), (2, 5, 2)]
+    """
+    if x.dim() == 2:
+        x, kv = x[None], None if kv is None else kv[None]
+    source = x if kv is None else kv
+    return x, source[None].expand(x.shape[0], -1, -1) if source.dim() == 2 else source
 
 
 def attention_steps(
@@ -187,12 +213,7 @@ def attention_steps(
     keys), ``allowed=`` (queries, keys).
     """
     squeeze = x.dim() == 2
-    if squeeze:
-        x = x[None]
-        kv = None if kv is None else kv[None]
-    source = x if kv is None else kv
-    if source.dim() == 2:
-        source = source[None].expand(x.shape[0], -1, -1)
+    x, source = _batched(x, kv)
     _check_weights(x, source, w_q, w_k, w_v, num_heads)
     batch, num_queries, _ = x.shape
     num_keys = source.shape[1]

@@ -364,6 +364,24 @@ class Shape:
         )
 
 
+def _activation_bytes(model: torch.nn.Module, shape: Shape, parameters: int, precision: str) -> int:
+    """The bytes a training step of ``model`` keeps for its backward pass in steps of ``shape``: its activations
+    (scaled under autocast, plus the 16-bit copy of its weights), and on CUDA a GPT's padded output head."""
+    from llmviz.models.gpt import GPT
+
+    batch, context = shape.batch_size, shape.context_length
+    if isinstance(model, GPT):
+        floats = gpt_activation_floats(model.config, batch, context)
+    else:
+        floats = char_activation_floats(model, getattr(model, "vocab_size", 0), batch, context)
+    activation = floats * FLOAT32
+    if precision != "float32":
+        activation = int(activation * AUTOCAST_SCALE) + parameters * PRECISIONS[precision]  # + the 16-bit weights
+    if isinstance(model, GPT) and shape.device.startswith("cuda"):
+        activation += padded_head_bytes(model.config.vocab_size, model.config.d_model, batch * context)
+    return activation
+
+
 def of_model(
     model: torch.nn.Module,
     shape: Shape,
@@ -383,23 +401,12 @@ def of_model(
     which smaller model would fit."""
     if precision not in PRECISIONS:
         raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)} (got {precision!r})")
-    from llmviz.models.gpt import GPT
-
     parameters = sum(p.numel() for p in model.parameters())
     if trainable is None:
         trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
     if getattr(model, "trained_by_counting", False):
         trainable = 0
-    batch, context = shape.batch_size, shape.context_length
-    if isinstance(model, GPT):
-        floats = gpt_activation_floats(model.config, batch, context)
-    else:
-        floats = char_activation_floats(model, getattr(model, "vocab_size", 0), batch, context)
-    activation = floats * FLOAT32
-    if precision != "float32":
-        activation = int(activation * AUTOCAST_SCALE) + parameters * PRECISIONS[precision]  # + the 16-bit weights
-    if isinstance(model, GPT) and shape.device.startswith("cuda"):
-        activation += padded_head_bytes(model.config.vocab_size, model.config.d_model, batch * context)
+    activation = _activation_bytes(model, shape, parameters, precision)
     vocab = getattr(getattr(model, "config", None), "vocab_size", None) or getattr(model, "vocab_size", 0)
     return Footprint(
         what=what,
@@ -415,7 +422,7 @@ def of_model(
         extra_bytes=copies * parameters * FLOAT32,
         device=shape.device,
         config=config,
-        batch=batch,
+        batch=shape.batch_size,
         vocab_size=int(vocab or 0),
         precision=precision,
     )

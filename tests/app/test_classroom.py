@@ -16,7 +16,7 @@ from llmviz.lab.records import RunRecord
 from llmviz.training.snapshots import state_of
 from tests.support.jobs import small_trainer
 from tests.support.pages import assert_clean, run_app
-from ui import identity
+from ui import identity, link_params
 from ui.text import literal_markdown
 
 KEY = "a-teacher-key-for-tests"
@@ -85,10 +85,9 @@ def test_the_class_view_is_the_teachers_only(monkeypatch):
 def test_the_teacher_key_in_an_address_is_not_called_an_unknown_setting():
     """``?teacher=KEY`` opened the class view under "This link's settings were partly used: teacher is not a setting
     llmviz knows: ignored" (seen in chromium): the key is ui.identity's, like ``model`` and ``present``."""
-    from ui import share
 
-    assert share.link_notices({"teacher": [KEY]}, {}, {}) == []
-    assert share.link_notices({"teacher": [KEY], "zoom": ["3"]}, {}, {}) == [
+    assert link_params.link_notices({"teacher": [KEY]}, {}, {}) == []
+    assert link_params.link_notices({"teacher": [KEY], "zoom": ["3"]}, {}, {}) == [
         "zoom is not a setting llmviz knows: ignored."
     ]
 

@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from llmviz.data import corpus
 from tests.support.pages import TIMEOUT, assert_clean, by_label
-from ui import share
+from ui import link_params, share
 from ui.stages import ROOT
 
 
@@ -81,7 +81,7 @@ def test_notice_for_each_kind_of_bad_value():
     initial = {"temperature": ["nan"], "top_k": ["3.5"], "seed": ["1337"], "zoom": ["2"], "<script>": ["x"]}
     current = {"top_k": ["3"]}
     values = {"temperature": 0.8, "top_k": 3, "seed": 1337}
-    notices = share.link_notices(initial, current, values)
+    notices = link_params.link_notices(initial, current, values)
     assert notices[0] == "temperature = “nan” could not be used here: showing 0.8."
     assert notices[1] == "top_k = “3.5” was adjusted to what this page allows: 3."
     assert "zoom is not a setting llmviz knows: ignored." in notices
@@ -90,7 +90,7 @@ def test_notice_for_each_kind_of_bad_value():
 
 
 def test_notices_stay_short_for_very_long_values():
-    notices = share.link_notices({"text": ["y" * 10_000], "z" * 10_000: ["1"]}, {}, {"text": "hello"})
+    notices = link_params.link_notices({"text": ["y" * 10_000], "z" * 10_000: ["1"]}, {}, {"text": "hello"})
     assert all(len(notice) < 200 for notice in notices)
 
 
@@ -172,7 +172,7 @@ def test_every_page_binds_its_settings_to_declared_names():
         used |= set(re.findall(r'share\.bind\("(\w+)"\)', path.read_text()))
     for path in (ROOT / "ui").rglob("*.py"):
         used |= set(re.findall(r'share\.bind\("(\w+)"\)', path.read_text()))
-    assert used <= set(share.PARAMS)
+    assert used <= set(link_params.PARAMS)
     for name in ["text", "tokenizers", "mask", "heads", "layer", "head", "temperature", "top_k", "top_p", "seed"]:
         assert name in used, f"{name} is not in the URL"
 
@@ -186,19 +186,19 @@ def test_every_page_binds_its_settings_to_declared_names():
     ],
 )
 def test_a_link_keeps_joiners_and_direction_marks(text):
-    assert share.clean("prompt", [text]) == ([text], None)
-    assert share.clean("text", ["ab\x00\x1b[31mc"]) == (["ab[31mc"], None)  # control characters still go
+    assert link_params.clean("prompt", [text]) == ([text], None)
+    assert link_params.clean("text", ["ab\x00\x1b[31mc"]) == (["ab[31mc"], None)  # control characters still go
 
 
 def test_a_link_carries_a_bounded_start_of_any_text():
     import urllib.parse
 
     for text in ("x" * 1_000_000, "🦙" * 100_000, "Zwölf Boxkämpfer " * 50_000, "\u200d" * 9_000):
-        carried = share.link_text(text)
-        assert text.startswith(carried) and 0 < len(carried) <= share.MAX_TEXT
-        assert len(urllib.parse.quote_plus(carried)) <= share.MAX_TEXT_BYTES
-    assert share.link_text("short text") == "short text"
-    kept, message = share.clean("text", ["🦙" * 3000])
+        carried = link_params.link_text(text)
+        assert text.startswith(carried) and 0 < len(carried) <= link_params.MAX_TEXT
+        assert len(urllib.parse.quote_plus(carried)) <= link_params.MAX_TEXT_BYTES
+    assert link_params.link_text("short text") == "short text"
+    kept, message = link_params.clean("text", ["🦙" * 3000])
     assert kept == ["🦙" * 500] and message == "text was 3,000 characters long: shortened to 500."
 
 
@@ -232,8 +232,8 @@ def test_a_one_character_text_says_it_is_too_short_not_to_use_a_context_below_1(
 
 def test_a_preset_linked_by_its_id_opens_under_its_name():
     """Issue 50 §10: the Preset box shows names ("Attention only (no MLP): 2 layers, d 64"); a link keeps naming a
-    preset by its id, as the CLI does (``ui.share.aliased``)."""
-    from ui.share import aliased
+    preset by its id, as the CLI does (``ui.link_params.aliased``)."""
+    from ui.link_params import aliased
 
     assert aliased("preset", ["attn-only-2l"]) == ["Attention only (no MLP): 2 layers, d 64"]
     assert aliased("preset", ["custom"]) == ["custom"] and aliased("cos_pair", ["x"]) == ["x"]
@@ -258,11 +258,12 @@ def test_a_corpus_linked_by_its_name_or_its_title_opens_without_a_notice(name):
     ],
 )
 def test_a_link_made_with_a_renamed_parameter_still_opens_its_view(old, value, part, label, shown):
-    """Links students copied before a parameter was renamed (ui.share.RENAMED) open the same view, without a notice."""
+    """Links students copied before a parameter was renamed (ui.link_params.RENAMED) open the same view, without a
+    notice."""
     at = open_with_link("stages/training.py", {"training_part": part, old: value})
     widget = by_label(at.selectbox, label) if old == "race_model" else by_label(at.text_area, label)
     assert widget.value == shown
-    assert share.RENAMED[old] in at.query_params and old not in at.query_params
+    assert link_params.RENAMED[old] in at.query_params and old not in at.query_params
     assert not [w.value for w in at.warning if "not a setting" in w.value]
 
 
@@ -322,3 +323,11 @@ def test_the_sentences_about_a_fitted_link_value_read_as_their_examples():
     from ui import refused
 
     assert doctest.testmod(refused).failed == 0
+
+
+def test_the_checks_of_a_links_values_read_as_their_examples():
+    import doctest
+
+    from ui import link_params
+
+    assert doctest.testmod(link_params).failed == 0

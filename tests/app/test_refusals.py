@@ -3,14 +3,14 @@ shown beside the button that asked, also after the page has rerun (the Adapt pag
 buttons: the reason used to be lost). Under AppTest, with the server's manager given a small memory budget."""
 
 import re
-from collections import OrderedDict
 
 import pytest
+from cachetools import LRUCache
 
 import llmviz.jobs.manager
 from llmviz.jobs.manager import JobManager
 from tests.support.pages import assert_clean, by_label, run_page, texts
-from ui.panels import runs
+from ui.panels import task_jobs
 
 
 @pytest.fixture
@@ -80,7 +80,8 @@ def test_a_computation_on_the_adapting_page_is_admitted_by_its_memory_too(small_
     """The LoRA demo (and every computation the Adapting and Serving pages start in a worker) says what it needs
     before it starts: a share too small for it refuses it, with the reason, and starts nothing."""
     server = small_server(share_mb=40)
-    monkeypatch.setattr(runs, "_RESULTS", OrderedDict())  # not computed yet by an earlier test of this process
+    # not computed yet by an earlier test of this process
+    monkeypatch.setattr(task_jobs, "_RESULTS", LRUCache(maxsize=task_jobs.MAX_RESULTS))
     at = run_page("stages/adapting.py")
     by_label(at.button, "Train the adapters for 20 steps").click().run()
     assert_clean(at)

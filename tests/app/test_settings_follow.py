@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from llmviz.lessons.model import PRESET_NAMES
 from llmviz.lessons.training import DEFAULT_BATCH_TEXT
 from tests.support.pages import STAGES, TIMEOUT, assert_clean, by_label
-from ui import share, streamlit_private
+from ui import link_params, streamlit_private, streamlit_private_guard
 from ui.stages import ROOT
 
 #: bound settings a page does not draw when it opens (a tab, a lazy section, another choice shows them): the walk
@@ -35,7 +35,7 @@ ONE_TOKEN = {"patch_answer": " the", "patch_wrong": " a", "steer_token": " the"}
 #: texts the page reads as numbers (Embeddings' typed vectors): the walk types these instead
 NUMBERS = {"vec_1": "1, 0, 0", "vec_2": "0, 1, 0", "vec_3": "1, 1, 0"}
 
-#: the first word of a page's settings in ui.share.PARAMS (each one is walked, or listed in NOT_WALKED)
+#: the first word of a page's settings in ui.link_params.PARAMS (each one is walked, or listed in NOT_WALKED)
 PAGE_PREFIX = {
     "stages/tokens.py": "Tokens:",
     "stages/embeddings.py": "Embeddings:",
@@ -63,7 +63,7 @@ NOT_WALKED = {
     # the Model page draws the tying toggle of the preset chosen: the walk opens custom (tie_custom); the others
     **{
         name: "drawn only for its preset: test_each_presets_tying_is_in_the_link sets each one"
-        for name in share.PARAMS
+        for name in link_params.PARAMS
         if name.startswith("tie_") and name != "tie_custom"
     },
 }
@@ -98,7 +98,7 @@ def unlisted(at: AppTest, path: str) -> set[str]:
     found = set()
     for widget in _all_widgets(at):
         key = getattr(widget, "key", None)
-        if key in share.PARAMS:
+        if key in link_params.PARAMS:
             continue
         name = key if key is not None else f"{path}: {widget.label}"
         if not any(name == listed or (listed.endswith("_") and name.startswith(listed)) for listed in NOT_LINKED):
@@ -120,7 +120,7 @@ def bound_widgets(at: AppTest) -> list:
     found = {}
     for widget in _all_widgets(at):
         key = getattr(widget, "key", None)
-        if key in share.PARAMS and key not in found:
+        if key in link_params.PARAMS and key not in found:
             found[key] = widget
     return list(found.values())
 
@@ -238,7 +238,7 @@ def walk(path: str, opens_with: dict, unlinked: set[str] | None = None) -> set[s
 
 def tabs_of(at: AppTest) -> dict[str, list[str]]:
     """The page's lesson tabs (``ui.sections.lazy_tabs``): link parameter → the labels it may name."""
-    bound = set(at.session_state._state._state.query_params._bindings_by_param) & set(share.PARAMS)
+    bound = set(at.session_state._state._state.query_params._bindings_by_param) & set(link_params.PARAMS)
     drawn = {getattr(widget, "key", None) for widget in _all_widgets(at)}
     labels = [tab.label for tab in at.tabs]
     return {name: labels for name in sorted(bound - drawn)}
@@ -259,10 +259,12 @@ def test_every_bound_setting_is_in_the_link_after_a_visit_elsewhere_and_the_link
     for extra in EXTRA_WALKS.get(stage.path, []):
         walked |= walk(stage.path, extra, unlinked)
     WALKED.update(walked)
-    assert not unlinked, f"widgets neither in the link (ui.share.PARAMS) nor listed in NOT_LINKED: {sorted(unlinked)}"
+    assert not unlinked, (
+        f"widgets neither in the link (ui.link_params.PARAMS) nor listed in NOT_LINKED: {sorted(unlinked)}"
+    )
     prefix = PAGE_PREFIX.get(stage.path)
     tabs = set(tabs_of(at))
-    page_params = {name for name, (_, what) in share.PARAMS.items() if prefix and what.startswith(prefix)}
+    page_params = {name for name, (_, what) in link_params.PARAMS.items() if prefix and what.startswith(prefix)}
     missed = page_params - walked - tabs - SKIPPED - set(opens_with) - set(NOT_WALKED)
     assert not missed, f"linked settings the walk never changed: {sorted(missed)}"
 
@@ -367,13 +369,13 @@ def test_every_text_widget_refuses_a_forged_text_longer_than_its_bound(stage):
     widget_metadata = at.session_state._state._state._new_widget_state.widget_metadata
     for widget in texts:
         metadata = widget_metadata[widget.id]
-        bound = streamlit_private.text_bound(metadata)
+        bound = streamlit_private_guard.text_bound(metadata)
         assert bound <= state.MAX_WIDGET_TEXT and (not widget.max_chars or bound <= widget.max_chars)
         sent = WidgetState(id=widget.id)
         sent.string_value = "x" * bound
-        assert streamlit_private.widget_value_problem(sent, metadata) is None
+        assert streamlit_private_guard.widget_value_problem(sent, metadata) is None
         sent.string_value = "x" * (bound + 1)
-        assert "characters" in streamlit_private.widget_value_problem(sent, metadata), widget.label
+        assert "characters" in streamlit_private_guard.widget_value_problem(sent, metadata), widget.label
 
 
 def test_a_forged_long_prompt_is_refused_before_the_page_reads_it():

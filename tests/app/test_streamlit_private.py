@@ -1,5 +1,6 @@
-"""ui/streamlit_private.py relies on private parts of Streamlit and Plotly: each is checked against what is installed,
-so an upgrade that breaks one fails here, naming it, rather than in a classroom."""
+"""ui/streamlit_private.py (and its item 8, ui/streamlit_private_guard.py) relies on private parts of Streamlit and
+Plotly: each is checked against what is installed, so an upgrade that breaks one fails here, naming it, rather than in
+a classroom."""
 
 import inspect
 import re
@@ -10,10 +11,22 @@ import pytest
 import streamlit
 
 from tests.support.paths import ROOT
-from ui import streamlit_private
+from ui import streamlit_private, streamlit_private_guard
 
 FRONTEND = Path(streamlit.__file__).parent / "static" / "static" / "js"
 RECHECK = "re-check every item in ui/streamlit_private.py's docstring against the new version, then update PINNED"
+
+
+@pytest.fixture(autouse=True)
+def _the_apps_refusal_callback_afterwards():
+    """A test here installs its own ``refused`` callback in the process-wide guard: the app's own is put back, so
+    an AppTest run later in the same worker says its refusals on the page (an order-dependent failure otherwise)."""
+    from ui import refused, state
+
+    streamlit_private_guard.guard_widget_states(refused.refuse_widget_value, state.MAX_WIDGET_TEXT)  # as ui.routing
+    before = list(streamlit_private_guard._GUARDED)
+    yield
+    streamlit_private_guard._GUARDED[:] = before
 
 
 @pytest.mark.parametrize("package, installed", [("streamlit", streamlit.__version__), ("plotly", plotly.__version__)])
@@ -87,7 +100,7 @@ def test_no_other_module_reaches_into_the_private_parts():
         f"{path.relative_to(ROOT)}: {word}"
         for folder in ("ui", "stages", "llmviz")
         for path in (ROOT / folder).rglob("*.py")
-        if path.name != "streamlit_private.py"
+        if path.name not in ("streamlit_private.py", "streamlit_private_guard.py")  # its item 8, in a module of its own
         for word in fenced
         if word in path.read_text(encoding="utf-8")
     ]
@@ -163,17 +176,19 @@ def test_8_a_widget_value_of_the_wrong_kind_is_found_and_dropped():
 
     number = WidgetMetadata(id="$$ID-1-seed", deserializer=int, serializer=int, value_type="double_value")
     assert (
-        streamlit_private.widget_value_problem(WidgetState(id="$$ID-1-seed", int_value=3), number) is None
+        streamlit_private_guard.widget_value_problem(WidgetState(id="$$ID-1-seed", int_value=3), number) is None
     )  # chromium
-    assert streamlit_private.widget_value_problem(WidgetState(id="$$ID-1-seed", double_value=3.0), number) is None
-    assert "string_value" in streamlit_private.widget_value_problem(
+    assert streamlit_private_guard.widget_value_problem(WidgetState(id="$$ID-1-seed", double_value=3.0), number) is None
+    assert "string_value" in streamlit_private_guard.widget_value_problem(
         WidgetState(id="$$ID-1-seed", string_value="x"), number
     )
     refuses = WidgetMetadata(id="$$ID-1-m", deserializer=lambda v: [1, 2][v], serializer=str, value_type="int_value")
-    assert "IndexError" in streamlit_private.widget_value_problem(WidgetState(id="$$ID-1-m", int_value=7), refuses)
+    assert "IndexError" in streamlit_private_guard.widget_value_problem(
+        WidgetState(id="$$ID-1-m", int_value=7), refuses
+    )
 
     refused = []
-    assert streamlit_private.guard_widget_states(lambda widget, why: refused.append(widget))
+    assert streamlit_private_guard.guard_widget_states(lambda widget, why: refused.append(widget))
     state = SessionState()
     state._new_widget_state.set_widget_metadata(number)
     sent = WidgetStates()
@@ -189,21 +204,25 @@ def test_8_a_text_longer_than_its_widget_takes_and_a_bare_key_are_refused():
     from streamlit.runtime.state.common import WidgetMetadata
     from streamlit.runtime.state.session_state import SessionState
 
-    for serde, bound in ((TextInputSerde("", 50), 50), (TextAreaSerde("", None), streamlit_private._LARGEST_TEXT[0])):
+    for serde, bound in (
+        (TextInputSerde("", 50), 50),
+        (TextAreaSerde("", None), streamlit_private_guard._LARGEST_TEXT[0]),
+    ):
         text = WidgetMetadata(
             id="$$ID-1-t", deserializer=serde.deserialize, serializer=serde.serialize, value_type="string_value"
         )
-        assert streamlit_private.text_bound(text) == bound, "Streamlit's text serde lost max_chars: " + RECHECK
+        assert streamlit_private_guard.text_bound(text) == bound, "Streamlit's text serde lost max_chars: " + RECHECK
         assert (
-            streamlit_private.widget_value_problem(WidgetState(id="$$ID-1-t", string_value="x" * bound), text) is None
+            streamlit_private_guard.widget_value_problem(WidgetState(id="$$ID-1-t", string_value="x" * bound), text)
+            is None
         )
-        too_long = streamlit_private.widget_value_problem(
+        too_long = streamlit_private_guard.widget_value_problem(
             WidgetState(id="$$ID-1-t", string_value="x" * (bound + 1)), text
         )
         assert f"at most {bound:,}" in too_long
 
     refused = []
-    assert streamlit_private.guard_widget_states(lambda widget, why: refused.append(widget))
+    assert streamlit_private_guard.guard_widget_states(lambda widget, why: refused.append(widget))
     state = SessionState()
     sent = WidgetStates()
     sent.widgets.extend([WidgetState(id="steer_token", string_value="x")])
@@ -304,14 +323,16 @@ def test_8_an_option_an_option_widget_does_not_offer_is_refused_before_its_callb
 
     kind, metadata = _option_widgets()[name]
     offered, forged = _sent(metadata.id, kind, ["b"]), _sent(metadata.id, kind, ["a\nforged"])
-    assert streamlit_private.widget_value_problem(offered, metadata, drawn=True) is None
-    assert "does not offer" in streamlit_private.widget_value_problem(forged, metadata, drawn=True), (
+    assert streamlit_private_guard.widget_value_problem(offered, metadata, drawn=True) is None
+    assert "does not offer" in streamlit_private_guard.widget_value_problem(forged, metadata, drawn=True), (
         "Streamlit's option serde no longer holds formatted_option_to_option_index: " + RECHECK
     )
-    assert streamlit_private.widget_value_problem(forged, metadata) is None  # drawn again: Streamlit's own default
+    assert (
+        streamlit_private_guard.widget_value_problem(forged, metadata) is None
+    )  # drawn again: Streamlit's own default
 
     called, refused = [], []
-    assert streamlit_private.guard_widget_states(lambda widget, why: refused.append(why))
+    assert streamlit_private_guard.guard_widget_states(lambda widget, why: refused.append(why))
     state = SessionState()
     state._new_widget_state.set_widget_metadata(dataclasses.replace(metadata, callback=lambda: called.append(1)))
     sent = WidgetStates()
@@ -326,9 +347,10 @@ def test_8_no_page_lets_an_option_widget_take_new_options():
         path.relative_to(ROOT)
         for folder in ("ui", "stages")
         for path in (ROOT / folder).rglob("*.py")
-        if path.name != "streamlit_private.py" and "accept_new_options" in path.read_text(encoding="utf-8")
+        if path.name not in ("streamlit_private.py", "streamlit_private_guard.py")
+        and "accept_new_options" in path.read_text(encoding="utf-8")
     ]
-    assert users == [], "a widget accepts new options: teach ui.streamlit_private.option_problem about it"
+    assert users == [], "a widget accepts new options: teach ui.streamlit_private_guard.option_problem about it"
 
 
 def test_14_every_streamlit_logger_gets_the_client_filter_now_and_later():

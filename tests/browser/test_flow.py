@@ -63,6 +63,7 @@ def with_probe(page) -> None:
     page.add_init_script(path=str(PROBE))
 
 
+@pytest.mark.suite  # the Model page's key picture as a student uses it: in README's suite, not only CI's lane
 def test_hover_open_play_and_temperature_in_the_browser(app_url, browser, timings_log):
     page = open_page(browser, f"{app_url}/model", viewport=(1400, 1000), before=with_probe)
     page.wait_for_selector(FLOW)

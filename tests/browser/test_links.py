@@ -7,7 +7,7 @@ import urllib.request
 import pytest
 
 from tests.support.browser import eventually, go, no_error_box, open_page, slider, wait_until_idle
-from ui import share
+from ui import link_params
 
 pytestmark = pytest.mark.browser
 
@@ -37,14 +37,16 @@ def test_a_pasted_megabyte_leaves_a_link_that_opens(browser, app_url):
     assert caption
     wait_until_idle(page)
     href = eventually(
-        lambda: (lambda h: h if _carried(h, "text") == share.link_text(LONG) else None)(page.evaluate("location.href")),
+        lambda: (lambda h: h if _carried(h, "text") == link_params.link_text(LONG) else None)(
+            page.evaluate("location.href")
+        ),
         what="the address carrying the start of the prompt",
     )
     assert len(href) < 20_000 and "👩\u200d💻" in _carried(href, "text")
     assert _opens(href) == 200
     other = open_page(browser, href)  # the copied link in a fresh browser session
     eventually(
-        lambda: other.get_by_label("Your text", exact=True).input_value() == share.link_text(LONG),
+        lambda: other.get_by_label("Your text", exact=True).input_value() == link_params.link_text(LONG),
         what="the text from the copied link",
     )
     no_error_box(other)
@@ -59,7 +61,8 @@ def test_a_pasted_megabyte_leaves_a_link_that_opens(browser, app_url):
     box.press("Enter")
     eventually(
         lambda: (
-            len(_carried(page.evaluate("location.href"), "sentence")) == len(share.link_text("The cat sat. " * 380))
+            len(_carried(page.evaluate("location.href"), "sentence"))
+            == len(link_params.link_text("The cat sat. " * 380))
         ),
         what="the sentence capped in the address",
     )

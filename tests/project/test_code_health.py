@@ -271,7 +271,7 @@ def test_session_state_is_touched_only_by_the_registry():
 def test_every_widget_key_is_declared_once_and_used():
     import ast
 
-    from ui import share, state
+    from ui import link_params, state
 
     trees = _app_trees()
     literal_keys = [
@@ -304,8 +304,8 @@ def test_every_widget_key_is_declared_once_and_used():
         for call in _calls(tree, "value")
         if call.args and isinstance(call.args[0], ast.Constant)
     }
-    assert read <= set(share.PARAMS), "a widget value read by a literal name that is not a link parameter"
-    assert not set(state.WIDGETS) & set(share.PARAMS), "a key declared twice (link parameter and widget)"
+    assert read <= set(link_params.PARAMS), "a widget value read by a literal name that is not a link parameter"
+    assert not set(state.WIDGETS) & set(link_params.PARAMS), "a key declared twice (link parameter and widget)"
 
 
 def test_every_slot_is_used_and_names_are_unique():
@@ -372,12 +372,12 @@ def test_pages_keep_their_sections_in_functions():
 def test_no_name_in_session_state_can_be_taken_for_another():
     """A family (a name ending in "_") owns every key that starts with it: no other slot, widget, kept value or link
     parameter may start with a family's name, or two parts of the app could write the same key."""
-    from ui import share, state
+    from ui import link_params, state
 
     names = (
         {slot.name for slot in state.slots()}
         | set(state.WIDGETS)
-        | set(share.PARAMS)
+        | set(link_params.PARAMS)
         | {state.KEEP + name for name in state.KEPT}
     )
     families = {name for name in names if name.endswith("_")} | {state.KEEP}

@@ -1,11 +1,11 @@
 """Public names are promises: every link parameter llmviz ever published still opens its view, under its own name
-(ui.share.PARAMS) or as an alias of the name it became (ui.share.RENAMED)."""
+(ui.link_params.PARAMS) or as an alias of the name it became (ui.link_params.RENAMED)."""
 
 from __future__ import annotations
 
-from ui import share
+from ui import link_params
 
-#: every name ui.share.PARAMS has declared in the repository's history (git log -p ui/share.py, 43 commits up to
+#: every name ui.link_params.PARAMS has declared in the repository's history (git log -p ui/share.py, 43 commits up to
 #: the round that added RENAMED, and the generated tie_<preset> names); a name published later joins it
 PUBLISHED = """
 ablate_mode ablate_text adapting_part allow_special attention_tab batch batch_slots batch_text beam_width
@@ -30,15 +30,15 @@ words zero_processes
 
 
 def test_every_published_name_is_still_answered():
-    missing = [name for name in PUBLISHED if name not in share.PARAMS and name not in share.RENAMED]
+    missing = [name for name in PUBLISHED if name not in link_params.PARAMS and name not in link_params.RENAMED]
     assert not missing, f"link parameters published before and no longer answered (add them to RENAMED): {missing}"
 
 
 def test_every_declared_name_is_on_the_published_list():
     """A name added to PARAMS is published by the commit that adds it: it joins PUBLISHED in the same commit."""
-    assert set(share.PARAMS) <= set(PUBLISHED), sorted(set(share.PARAMS) - set(PUBLISHED))
+    assert set(link_params.PARAMS) <= set(PUBLISHED), sorted(set(link_params.PARAMS) - set(PUBLISHED))
 
 
 def test_renamed_names_point_at_declared_ones_and_are_not_declared_themselves():
-    for old, new in share.RENAMED.items():
-        assert new in share.PARAMS and old not in share.PARAMS
+    for old, new in link_params.RENAMED.items():
+        assert new in link_params.PARAMS and old not in link_params.PARAMS

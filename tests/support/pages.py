@@ -46,7 +46,7 @@ def open_tab(at: AppTest, param: str, name: str) -> AppTest:
 
 
 def computed(at: AppTest, name: str) -> AppTest:
-    """The result of a page's computation in a worker (``ui.panels.runs.computed``): its button pressed when it has
+    """The result of a page's computation in a worker (``ui.panels.task_jobs.computed``): its button pressed when it has
     one (a result another test of this process already computed is shown at once, with no button), then its job
     waited for."""
     if [button for button in at.button if button.key == f"task_start_{name}"]:

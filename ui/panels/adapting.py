@@ -265,13 +265,20 @@ def checkpoint_classifier(view) -> None:
         )
 
 
-def prompting_vs_fine_tuning(results: list[finetune.PromptingResult], task_runs: dict) -> None:
-    """Held-out accuracy of prompting and of this session's fine-tuning runs, side by side (the same names)."""
+def _accuracy_rows(results: list[finetune.PromptingResult], task_runs: dict) -> list[tuple[str, float, str]]:
+    """``(bar, accuracy, kind)``: each prompting result, then each fine-tuning run's newest held-out accuracy (a run
+    that has measured none yet is left out)."""
     rows = [(f"prompt, {r.shots} example{'s' if r.shots != 1 else ''}", r.accuracy, "prompting") for r in results]
     for label, job in task_runs.items():
         measured = [m.val_accuracy for m in job.status().metrics if getattr(m, "val_accuracy", None) is not None]
         if measured:
             rows.append((f"{label} (step {job.status().step})", measured[-1], "fine-tuned"))
+    return rows
+
+
+def prompting_vs_fine_tuning(results: list[finetune.PromptingResult], task_runs: dict) -> None:
+    """Held-out accuracy of prompting and of this session's fine-tuning runs, side by side (the same names)."""
+    rows = _accuracy_rows(results, task_runs)
     figure = go.Figure()
     for kind, colour in (("prompting", "#868e96"), ("fine-tuned", "#4c6ef5")):
         chosen = [row for row in rows if row[2] == kind]

@@ -146,13 +146,10 @@ def _map_rows(ids: list[int], groups: dict[int, str]) -> dict[str, list[int]]:
     return {group: [r for r, token in enumerate(ids) if groups.get(token, "common token") == group] for group in GROUPS}
 
 
-def map_figure(tokenizer, projected: forward.Projection, dims: int, groups: dict[int, str]) -> go.Figure:
-    """The tokens as points: grey the common ones, then yours, the looked-up one and its neighbours, labelled where a
-    label has room (the others by hovering)."""
-    coords = projected.coords
-    rows = _map_rows(projected.ids, groups)
-    ranked = [r for group in reversed(list(GROUPS)) if group != "common token" for r in rows[group]]
-    names = {r: tokenizer.printable(projected.ids[r]) for r in range(len(projected.ids))}
+def _map_labels(coords, ranked: list[int], names: dict[int, str], always: list[int]) -> dict[int, str]:
+    """Where the map names its points (row → Plotly's ``textposition``): the ``ranked`` rows where a label has room,
+    and the ``always`` rows (the token asked about and its nearest neighbour) even by the plot's edge, placed inward
+    there."""
     # the plot is about 610 × 375 px on a screen 1400 px wide: the labels are spread for one of 560 × 340 (a screen of
     # about 1,300 px; on a smaller one, two labels may touch)
     x_range, y_range = axis_ranges(coords)
@@ -166,9 +163,20 @@ def map_figure(tokenizer, projected: forward.Projection, dims: int, groups: dict
         y_range=y_range,
     )
     placed = {r: place for r, place in zip(ranked, places) if place}
-    for r in rows["looked up"] + rows["nearest neighbours"][:1]:  # the token asked about and its nearest neighbour
-        # are always named, even by the plot's edge (placed inward there); the other neighbours where a label has room
+    for r in always:
         placed.setdefault(r, inward_place(float(coords[r, 0]), float(coords[r, 1]), x_range, y_range))
+    return placed
+
+
+def map_figure(tokenizer, projected: forward.Projection, dims: int, groups: dict[int, str]) -> go.Figure:
+    """The tokens as points: grey the common ones, then yours, the looked-up one and its neighbours, labelled where a
+    label has room (the others by hovering)."""
+    coords = projected.coords
+    rows = _map_rows(projected.ids, groups)
+    ranked = [r for group in reversed(list(GROUPS)) if group != "common token" for r in rows[group]]
+    names = {r: tokenizer.printable(projected.ids[r]) for r in range(len(projected.ids))}
+    x_range, y_range = axis_ranges(coords)
+    placed = _map_labels(coords, ranked, names, rows["looked up"] + rows["nearest neighbours"][:1])
     figure = go.Figure()
     for group in GROUPS:
         if rows[group]:

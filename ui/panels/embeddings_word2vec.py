@@ -15,7 +15,7 @@ from llmviz.errors import LlmvizError
 from llmviz.lessons import embeddings, embeddings_word2vec
 from llmviz.training import tasks
 from ui import charts, lab, picker, scatter_labels, sections, share, shared_sidebar, state
-from ui.panels import runs
+from ui.panels import task_jobs
 from ui.panels.embeddings import axis_ranges
 from ui.text import literal_markdown, tidy_floats
 
@@ -170,7 +170,7 @@ def word2vec_lesson() -> None:
     if spec is None and not state.W2V.present():  # a reload, another tab, a restarted server: the newest kept one
         if (kept := lab.kept_result("word2vec", embeddings_word2vec.word2vec_from_kept)) is not None:
             state.W2V.set(kept)
-    ended = runs.follow_task(
+    ended = task_jobs.follow_task(
         state.W2V_JOB,
         name="embeddings.w2v_job",
         describe=lambda status: (

@@ -21,8 +21,10 @@ from llmviz.errors import LlmvizError
 from llmviz.interpret import features, interventions, sae
 from llmviz.lab.records import AUTOENCODER
 from llmviz.lessons import inside
+from llmviz.lessons.inside import SAE_SIZES, SAE_TRAIN_STEPS, hook_points, sae_config
 from llmviz.training import footprint
-from ui import charts, lab, picker, shared_sidebar, state
+from ui import charts, lab, picker, sections, shared_sidebar, state
+from ui.errors import friendly_errors
 from ui.panels import runs
 from ui.panels.inside import label, view_ids
 from ui.panels.inside_interventions import change_figure, plain_and_steered
@@ -473,3 +475,34 @@ def newest_finished_run() -> str | None:
             info["shown"] = True
             return f"run:{job_id}"
     return None
+
+
+def train_own(view) -> None:
+    """Pick a hook point, a dictionary size and a sparsity: the autoencoder trains as a lab run of yours."""
+    box = sections.lazy("Train your own autoencoder on this model", "sae_train")
+    if box is not None:
+        with box, friendly_errors("the autoencoder run"):
+            points = hook_points(view.model.config)
+            c1, c2, c3 = st.columns(3)
+            hook = c1.selectbox("Hook point", list(points), index=0, key=state.widget("sae_hook"))
+            size = c2.select_slider("Dictionary size", SAE_SIZES, 512, key=state.widget("sae_size"))
+            steps = c3.slider("Steps", 50, 2000, SAE_TRAIN_STEPS, 50, key=state.widget("sae_steps"))
+            kind = c1.radio("Sparsity", ("TopK", "L1"), horizontal=True, key=state.widget("sae_sparsity"))
+            k = c2.slider("k (features per token)", 1, 64, 16, key=state.widget("sae_k")) if kind == "TopK" else 0
+            l1 = c3.number_input("L1 coefficient", 1e-5, 10.0, 1e-2, format="%.5f", key=state.widget("sae_l1"))
+            layer, point = points[hook]
+            config = sae_config(layer, point, int(size), int(k), float(l1), int(steps))
+            st.caption(
+                f"{config.tokens:,} activations at {config.hook} gathered from the sidebar's corpus, then "
+                f"{config.steps} steps of {config.batch} tokens ({config.sparsity}); the spliced-in loss every "
+                f"{config.eval_every} steps. It runs in a lab worker of yours: Pause and Stop below."
+            )
+            if st.button("Train the autoencoder", type="primary", key=state.widget("sae_train")):
+                submit_sae_run(view, config)
+            runs.refusal("sae_train")
+    if sae_runs():
+        runs.live(
+            draw_sae_runs,
+            active=lambda: any(job.changing for job in sae_runs()),
+            name="inside.features.live",
+        )

@@ -10,7 +10,8 @@ from plotly.subplots import make_subplots
 
 from llmviz.errors import LlmvizError
 from llmviz.interpret import induction
-from ui import charts, colours, lab, picker, state
+from ui import charts, colours, lab, picker, sections, state
+from ui.errors import friendly_errors
 from ui.panels import runs
 from ui.stages import ROOT
 from ui.text import literal_markdown
@@ -243,3 +244,27 @@ def induction_body() -> None:
 def live_induction(**live) -> None:
     """The induction run's section, redrawn while the run trains (:func:`ui.panels.runs.live`)."""
     runs.live(induction_body, **live)
+
+
+@sections.section("inside.induction")
+def induction_section() -> None:
+    st.header("Watching an induction head form")
+    st.markdown(
+        "An **induction head** continues a pattern seen earlier in the context: after *… A B … A* it attends to the "
+        "*B* that followed the earlier *A*, and predicts *B*. It takes two heads: a **previous-token head** in layer 0 "
+        "writes 'the token before me' into every position, and the induction head in layer 1 looks for the position "
+        "whose previous token is the current one. Olsson et al. (2022, *In-context Learning and Induction Heads*) saw "
+        "such heads appear suddenly during training, together with a sudden drop in the loss on repeated text.\n\n"
+        "Here a 2-layer **attention-only** GPT (no MLPs) learns lines of random characters in which a random stretch "
+        "appears twice, at a random place. The chart probes every kept snapshot on test lines (16 random characters, "
+        "repeated): watch the induction score jump while the loss on the repeated half falls. These scores average "
+        "the attention over all the test lines, so they differ a little from the Head detectors tab's heatmap, "
+        "which measures one test input of its own."
+    )
+    with friendly_errors("the induction run"):
+        # redrawn every 4 s while the run trains; still while it is paused or over
+        live_induction(
+            active=lambda: (job := induction_job()) is not None and job.changing,
+            seconds=4.0,
+            name="inside.induction.live",
+        )

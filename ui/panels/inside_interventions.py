@@ -26,7 +26,7 @@ from llmviz.lessons import inside
 from llmviz.tokenizers.base import TokenizerError
 from llmviz.training import footprint, tasks
 from ui import boxes, charts, picker, share, state
-from ui.panels import runs
+from ui.panels import task_jobs
 from ui.panels.inside import label, view_ids
 from ui.text import literal_html, literal_markdown
 
@@ -81,7 +81,7 @@ def sweep(
             state.SWEEP_ASKED.setdefault().pop(kind, None)
             return None
         job_slot.set({"id": job.id, "spec": spec})
-    ended = runs.follow_task(
+    ended = task_jobs.follow_task(
         job_slot,
         name=f"inside.{kind}_job",
         describe=lambda status: f"{status.step} of {status.total} {what} (a lab job: this model is large for the page)",

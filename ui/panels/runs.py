@@ -11,7 +11,7 @@ A click on Pause, Resume or Stop acts through the button's callback, which Strea
 the run that carries it draws (a live section's refresh, the whole page, or a section that no longer exists): the
 click is never lost. A page records the runs it draws live (:func:`ui.picker.on_this_page`): the sidebar names them
 without drawing their progress a second time, at other moments. Work a page computes in a worker (a report, a
-short demo) goes through :func:`computed`.
+short demo) goes through :func:`ui.panels.task_jobs.computed`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from llmviz.lab.live_status import JobRefused, JobState, JobStatus, Planned
 from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure, smooth
 from llmviz.training.config import TrainConfig
 from llmviz.training.dataset import vocab_bound
-from llmviz.training.footprint import Footprint, of_config
+from llmviz.training.footprint import of_config
 from llmviz.training.trainer import build_trainer
 from ui import charts, colours, lab, picker, sections, state, watch
 from ui.errors import friendly_errors
@@ -187,61 +187,15 @@ def loss_figure(
     live chart is rebuilt at every refresh of every watching tab: Plotly's ``add_trace`` / ``add_hline`` /
     ``update_layout`` validate each call on their own, several times slower)."""
     traces: list[dict] = []
-    vocabularies = set()
+    vocabularies = set()  # of the runs with a step: their uniform guess's line
     for number, (label, status, vocab) in enumerate(selected):
         label = charts.plotly_text(label)  # a run's label may name the student's upload: drawn as text, never tags
-        full = status if isinstance(status, pd.DataFrame) else metrics_frame(status)  # a kept curve, or a live run
         if field != "train_loss":
             full = _field_frame(status, field)
-        colour = COLOURS[number % len(COLOURS)]
-        if full.empty:  # no step yet (waiting, or stopped at once): named in the legend all the same
-            traces.append(
-                dict(type="scatter", x=[], y=[], mode="lines", name=label, legendgroup=label, line=dict(color=colour))
-            )
-            continue
-        raw = full[field].tolist()
-        shown = smooth(raw, smoothing) if smoothing and field == "train_loss" else raw
-        frame = thinned(full.assign(shown=shown))
-        if shown is not raw:  # the raw loss, faint, under its smoothed curve
-            traces.append(
-                dict(
-                    type="scatter",
-                    x=frame["step"].to_numpy(),
-                    y=frame[field].to_numpy(),
-                    mode="lines",
-                    name=f"{label} (per step)",
-                    legendgroup=label,
-                    showlegend=False,
-                    hoverinfo="skip",
-                    line=dict(color=_rgba(colour, 0.25), width=1),
-                )
-            )
-        traces.append(
-            dict(
-                type="scatter",
-                x=frame["step"].to_numpy(),
-                y=frame["shown"].to_numpy(),
-                mode="lines" if field == "train_loss" else "lines+markers",
-                name=f"{label} (train)" if field == "train_loss" else label,
-                legendgroup=label,
-                line=dict(color=colour, width=2.5),
-            )
-        )
-        if field == "train_loss" and show_val and full["val_loss"].notna().any():
-            val = thinned(full.dropna(subset=["val_loss"]))
-            traces.append(
-                dict(
-                    type="scatter",
-                    x=val["step"].to_numpy(),
-                    y=val["val_loss"].to_numpy(),
-                    mode="lines+markers",
-                    line=dict(dash="dot", color=colour),
-                    legendgroup=label,
-                    name=f"{label} (validation)",
-                )
-            )
-        if vocab:
-            vocabularies.add(vocab)
+        else:
+            full = status if isinstance(status, pd.DataFrame) else metrics_frame(status)  # a kept curve, or a live run
+        traces += _run_traces(full, label, COLOURS[number % len(COLOURS)], field, smoothing, show_val)
+        vocabularies |= {vocab} if vocab and not full.empty else set()
     shapes, annotations = _uniform_guess_lines(sorted(vocabularies) if field == "train_loss" else [])
     return go.Figure(
         data=traces,
@@ -255,6 +209,59 @@ def loss_figure(
             annotations=annotations,
         ),
     )
+
+
+def _run_traces(
+    full: pd.DataFrame, label: str, colour: str, field: str, smoothing: float, show_val: bool
+) -> list[dict]:
+    """One run's lines on the loss chart: its curve of ``field`` (smoothed over the raw one drawn faint, with
+    ``smoothing``), and its validation loss dotted; a run with no step yet is named in the legend all the same."""
+    line = dict(type="scatter", mode="lines", name=label, legendgroup=label, line=dict(color=colour))
+    if full.empty:  # waiting, or stopped at once
+        return [dict(line, x=[], y=[])]
+    raw = full[field].tolist()
+    shown = smooth(raw, smoothing) if smoothing and field == "train_loss" else raw
+    frame = thinned(full.assign(shown=shown))
+    steps = frame["step"].to_numpy()
+    traces = []
+    if shown is not raw:  # the raw loss, faint, under its smoothed curve
+        faint = dict(color=_rgba(colour, 0.25), width=1)
+        traces.append(
+            dict(
+                line,
+                x=steps,
+                y=frame[field].to_numpy(),
+                name=f"{label} (per step)",
+                showlegend=False,
+                hoverinfo="skip",
+                line=faint,
+            )
+        )
+    training = field == "train_loss"
+    traces.append(
+        dict(
+            line,
+            x=steps,
+            y=frame["shown"].to_numpy(),
+            mode="lines" if training else "lines+markers",
+            name=f"{label} (train)" if training else label,
+            line=dict(color=colour, width=2.5),
+        )
+    )
+    if training and show_val and full["val_loss"].notna().any():
+        val = thinned(full.dropna(subset=["val_loss"]))
+        dotted = dict(dash="dot", color=colour)
+        traces.append(
+            dict(
+                line,
+                x=val["step"].to_numpy(),
+                y=val["val_loss"].to_numpy(),
+                mode="lines+markers",
+                line=dotted,
+                name=f"{label} (validation)",
+            )
+        )
+    return traces
 
 
 def _field_frame(status: JobStatus, field: str) -> pd.DataFrame:
@@ -414,162 +421,8 @@ def live(draw, *, active: Callable[[], bool], seconds: float | None = None, name
     st.fragment(sections.timed(name, draw_then_follow), run_every=interval if started else None)()
 
 
-def follow_task(job_slot: state.Slot, *, describe: Callable[[JobStatus], str], name: str) -> LiveRun | None:
-    """A page's task job (BPE, word2vec, …) whose id is in ``job_slot.get()["id"]``: while it runs,
-    draw its progress (``describe(status)``) and a Stop button, live; once it has ended, forget it and return it,
-    so the page can take :attr:`~llmviz.lab.live.LiveRun.result` (what was made, also when stopped)."""
-    spec = job_slot.get()
-    if not spec:
-        return None
-    job = picker.runs().live(spec["id"])
-    if job is None:  # forgotten (the session's jobs were cleared)
-        job_slot.pop()
-        return None
-    if job.status().done:
-        job_slot.pop()
-        return job
-    follow_task_job(
-        job, describe=describe, name=name, stop_help="Stops after this step and keeps what was learned so far."
-    )
-    return None
-
-
-# ---------------------------------------------------------------------------- work computed in a worker
-
-MAX_RESULTS = 64  # a report is kilobytes (a LoRA demo's ΔW: a few hundred KB on the shipped GPT)
-_RESULTS: LRUCache[tuple, object] = LRUCache(maxsize=MAX_RESULTS)  # the inputs' key → the worker's result
-_RESULTS_LOCK = threading.Lock()
-
-
-def _remembered(key: tuple):
-    with _RESULTS_LOCK:
-        return _RESULTS.get(key)
-
-
-def _remember(key: tuple, value: object) -> None:
-    with _RESULTS_LOCK:
-        _RESULTS[key] = value
-
-
 def planned(text: str, config: TrainConfig) -> Planned:
     """A lab run on ``text`` to be built in its worker (tokenizing included), never in the page's script run, with
     the memory estimate it is admitted by: a runner for ``JobManager.submit_race`` or ``submit_training``."""
     needs = of_config(config, vocab_bound(text, config), text_bytes=len(text.encode()))
     return Planned(functools.partial(build_trainer, text, config), needs, config.steps)
-
-
-def _task_job(name: str, key: tuple) -> LiveRun | None:
-    """This session's task job for the part ``name`` of the page, or None: none was started, or it was started for
-    other settings than ``key`` (then it is stopped: its answer is not wanted)."""
-    spec = state.TASK_JOBS.get().get(name)
-    job = picker.runs().live(spec["id"]) if spec else None
-    if job is not None and spec["key"] != key:  # the settings changed meanwhile: that job's answer is not wanted
-        lab.control(job.id, "stop")
-        return None
-    return job
-
-
-def _ended_task(job: LiveRun, name: str, key: tuple, label: str):
-    """The result of the ended task job ``job`` (remembered under ``key`` for every session), or None: it failed
-    (said in a warning) or was stopped. Either way the part ``name`` of the page forgets the job."""
-    state.TASK_JOBS.get().pop(name, None)
-    status = job.status()
-    if status.state == JobState.FINISHED and job.result is not None:
-        _remember(key, job.result)
-        return job.result
-    if status.state == JobState.FAILED:
-        st.warning(f"{label}: {status.error or 'it failed'}")
-    return None
-
-
-def _started_task(
-    name: str,
-    key: tuple,
-    loop: Callable,
-    *,
-    label: str,
-    total: int,
-    start: str | None,
-    footprint: Footprint | None,
-) -> LiveRun | None:
-    """A task job started for the part ``name`` of the page (and recorded with its ``key``), or None: the button
-    ``start`` is drawn and not pressed, or the lab refused the job (said in a warning)."""
-    if start is not None and not st.button(start, key=state.widget("task_start_", name)):
-        return None
-    try:
-        job = picker.runs().submit_task(loop, label=label, total=total, footprint=footprint)
-    except JobRefused as refused:
-        lab.warn(str(refused))
-        return None
-    state.TASK_JOBS.setdefault()[name] = {"id": job.id, "key": key}
-    return job
-
-
-def computed(
-    name: str,
-    key: tuple,
-    loop: Callable,
-    *,
-    label: str,
-    total: int,
-    describe: Callable[[JobStatus], str] | None = None,
-    start: str | None = None,
-    footprint: Footprint | None = None,
-):
-    """The result of a computation that runs in a worker (a task job of this session), or None while it is not
-    there yet.
-
-    ``key`` names what is computed by its content only — the model's key, a hash of the text, the settings —
-    never by a label a student chooses: a result is shared by every session that asks for the same key (the
-    shipped GPT on the built-in corpus is computed once per server). Without one, the task ``loop`` (see
-    :meth:`~llmviz.lab.live.StudentRuns.submit_task`) is started (at once, or when the button ``start`` is
-    pressed), its progress drawn live with a Stop button, and the page is drawn again with the result when it
-    ends. ``name``: the part of the page (its slot and widget keys). ``footprint``: the memory the task needs
-    (:func:`llmviz.training.footprint.model_task`), admitted before it starts like any run."""
-    found = _remembered(key)
-    if found is not None:
-        return found
-    job = _task_job(name, key)
-    if job is not None and job.status().done:
-        found = _ended_task(job, name, key, label)
-        if found is not None:
-            return found
-        job = None
-        if start is None:
-            start = "Compute it again"
-    if job is None:
-        job = _started_task(name, key, loop, label=label, total=total, start=start, footprint=footprint)
-        if job is None:
-            return None
-    words = describe or (lambda status: f"{label}: {status.describe()}")
-    picker.on_this_page([job.id])  # its progress is drawn here: the sidebar does not draw it a second time
-    follow_task_job(job, describe=words, name=f"task.{name}")
-    return None
-
-
-def task_words(status: JobStatus, describe: Callable[[JobStatus], str]) -> str:
-    """The line over a task's progress bar: while it waits behind other runs, that it waits (a BPE behind a training
-    run said "Counting pairs…"); the page's ``describe`` once it runs."""
-    return f"Queued, {status.describe()}" if status.state == JobState.QUEUED else describe(status)
-
-
-def follow_task_job(
-    job: LiveRun, *, describe: Callable[[JobStatus], str], name: str, stop_help: str = "Stops after this step."
-) -> None:
-    """Draw a task job's progress and Stop button, live, until it ends (then the page is drawn again)."""
-
-    def draw() -> None:
-        status = job.status()
-        st.progress(status.fraction, text=task_words(status, describe))
-        if not status.done:
-            st.button(
-                "Stop",
-                key=state.widget("run_stop_", name, job.id),
-                help=stop_help,
-                on_click=lab.act,
-                args=(job.id, "stop"),
-            )
-
-    # a progress bar and a Stop button cost the server about a millisecond: a task (seconds long) refreshes every
-    # second, so its Stop can be pressed while it works
-    live(draw, active=lambda: not job.status().done, name=name, seconds=1.0)

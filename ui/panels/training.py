@@ -1,6 +1,6 @@
 """The Training page's figures and tables (stages/training.py wires them): the server's line, every run of the session
-on one chart, a race measured beyond its training context, the loss and its gradient taken apart by hand, and the toy
-decoder's curve. The numbers come from llmviz (llmviz.lessons.training, llmviz.training.losses,
+on one chart, a race measured beyond its training context (the loss by hand and the toy decoder are lessons of their
+own: ui/panels/training_by_hand.py, training_decoder.py). The numbers come from llmviz (llmviz.lessons.training,
 llmviz.lessons.architectures); the lab's runs are drawn by ui.panels.runs."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import math
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-import torch
 
 from llmviz import settings
 from llmviz.lab.live_status import JobStatus
@@ -20,7 +19,7 @@ from llmviz.training.config import PRECISION_TITLES
 from ui import charts, lab, picker, state
 from ui.lab import state_text
 from ui.panels import run_view, runs
-from ui.text import csv_text, literal_markdown, tidy_floats
+from ui.text import csv_text, literal_markdown
 from ui.widgets import keep
 
 
@@ -367,96 +366,3 @@ def extrapolation(result, trained: int) -> None:
         "windows (or as many as the validation text holds) for every run. Left of the dotted line the models "
         "read positions they trained on; right of it, positions no training batch ever reached."
     )
-
-
-def batch_table(tokenizer, inputs: torch.Tensor, targets: torch.Tensor, parts) -> None:
-    """Every position of a batch: its input, its target, and the target's probability and log-probability."""
-    table = []
-    for b in range(inputs.shape[0]):
-        for t in range(inputs.shape[1]):
-            table.append(
-                {
-                    "sequence": b,
-                    "position": t,
-                    "input": tokenizer.printable(int(inputs[b, t])),
-                    "target": tokenizer.printable(int(targets[b, t])),
-                    "p(target)": float(parts.target_probabilities[b, t]),
-                    "log p(target)": float(parts.log_probabilities[b, t]),
-                }
-            )
-    st.dataframe(
-        tidy_floats(pd.DataFrame(table)).style.format({"p(target)": "{:.6f}", "log p(target)": "{:.4f}"}),
-        hide_index=True,
-        width="stretch",
-    )
-
-
-def loss_formula(parts, vocab_size: int) -> None:
-    """The loss written out from the batch's log-probabilities, beside F.cross_entropy, perplexity and ln V."""
-    logs = parts.log_probabilities.flatten().tolist()
-    n = len(logs)
-    terms = " + ".join(f"({v:.3f})" for v in logs[:6]) + (" + \\dots" if n > 6 else "")
-    charts.latex(
-        rf"\text{{loss}} = -\frac{{1}}{{{n}}}\Big[{terms}\Big] = "
-        rf"-({parts.mean_log_probability:.4f}) = {parts.loss:.4f}"
-    )
-    m1, m2, m3, m4 = st.columns(4)
-    m1.metric("− mean log p", f"{parts.loss:.4f}")
-    m2.metric("F.cross_entropy", f"{parts.cross_entropy:.4f}")
-    m3.metric("perplexity e^loss", f"{parts.perplexity:,.2f}")
-    m4.metric(f"uniform guess ln {vocab_size}", f"{parts.uniform_loss:.4f}")
-    gap = abs(parts.loss - parts.cross_entropy)
-    st.caption(
-        f"− mean log p and F.cross_entropy differ by {gap:.1e}: PyTorch's cross-entropy is this recipe "
-        "(softmax, pick the target's probability, log, mean, negate), with the log taken as log-softmax "
-        "(z_target − log Σ e^z) so that a tiny probability never becomes log 0. Perplexity reads as 'as "
-        "unsure as a fair choice among this many tokens'."
-    )
-    if parts.naive_loss != parts.loss and not abs(parts.naive_loss - parts.loss) < 1e-9:
-        st.info(
-            f"Taking the log of the softmax directly gives {parts.naive_loss:.4f} here: a probability "
-            "rounded to 0 has log −∞. Log-softmax avoids that."
-        )
-
-
-def backprop(tokenizer, grad, target: int) -> None:
-    """Backpropagation through the output layer at one position: p, the one-hot y and p − y for the target and the
-    eight likeliest other tokens, and by hand vs autograd."""
-    top = torch.topk(grad.probabilities, 9).indices.tolist()
-    shown = [target] + [i for i in top if i != target][:8]
-    labels = charts.unique_labels([tokenizer.printable(i) + (" (target)" if i == target else "") for i in shown])
-    figure = go.Figure()
-    figure.add_trace(go.Bar(x=labels, y=[float(grad.probabilities[i]) for i in shown], name="p (softmax)"))
-    figure.add_trace(go.Bar(x=labels, y=[float(grad.one_hot[i]) for i in shown], name="y (one-hot target)"))
-    figure.add_trace(go.Bar(x=labels, y=[float(grad.dlogits_by_hand[i]) for i in shown], name="∂L/∂logit = p − y"))
-    figure.update_layout(barmode="group", height=360, margin=charts.margins(10))
-    charts.show(figure, width="stretch")
-    p_t = float(grad.probabilities[target])
-    charts.latex(
-        rf"\frac{{\partial L}}{{\partial z_{{\text{{target}}}}}} = p_{{\text{{target}}}} - 1 = "
-        rf"{p_t:.4f} - 1 = {p_t - 1:.4f}"
-        rf"\qquad \frac{{\partial L}}{{\partial W}} = (p - y)\,h^\top"
-    )
-    st.success(
-        f"By hand vs autograd: the largest difference over all {grad.entries_compared:,} entries of "
-        f"∂L/∂W ({grad.dweight_by_hand.numel():,}) and ∂L/∂z ({grad.dlogits_by_hand.numel():,}) is "
-        f"{grad.max_difference:.2e}."
-    )
-    st.caption(
-        "The gradient pushes the target's logit up (p − 1 < 0) and every other logit down in proportion "
-        "to how much probability it took. A gradient-descent step W ← W − lr · ∂L/∂W does both at once."
-    )
-
-
-def decoder_curve(status) -> None:
-    """The toy decoder's loss curve, against ln 12 (a uniform guess over its 12 tokens)."""
-    curve = status.losses
-    figure = go.Figure(go.Scatter(x=[s for s, _ in curve], y=[v for _, v in curve], mode="lines"))
-    figure.add_hline(y=math.log(12), line_dash="dash", annotation_text=f"ln 12 = {math.log(12):.2f}")
-    figure.update_layout(xaxis_title="step", yaxis_title="loss", height=320, margin=charts.margins(10))
-    charts.show(figure, width="stretch", key=state.widget("decoder_chart"))
-    if status.done:
-        st.caption(
-            f"Loss {curve[0][1]:.3f} → {curve[-1][1]:.3f}"
-            + (": the model memorises the ten sequences." if status.state == "finished" else " (stopped).")
-        )
