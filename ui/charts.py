@@ -367,11 +367,12 @@ def plotly_text(text: str) -> str:
     return html.escape(str(text), quote=False)
 
 
-def show_in(where, figure: go.Figure, width="stretch", **kwargs):
+def show_in(where, figure: go.Figure, width="stretch", words: str = "", **kwargs):
     """Draw a Plotly figure in ``where`` (``st``, a column, a container) the way every llmviz chart is drawn:
     downloadable as PNG at 2× and as SVG, and with bigger type in presenter mode (every label 14 px or more;
     the height stays, at most :data:`PRESENTER_HEIGHT`, so that a slide keeps its chart and controls on one 1280×720
-    screen)."""
+    screen). ``words``: what the chart teaches, with its key numbers (a sentence from ``llmviz.lessons``), said
+    to a screen reader before the series' extremes (:func:`ui.chart_text.describe`)."""
     from ui import present
 
     scale = present.chart_scale()
@@ -393,7 +394,9 @@ def show_in(where, figure: go.Figure, width="stretch", **kwargs):
         figure.for_each_yaxis(
             lambda axis: axis.update(tickfont_size=max(14, round((axis.tickfont.size or 12) * scale)))
         )
-    figure.layout.meta = chart_text.describe(figure)  # its text alternative (ui/static/reachable.js writes it out)
+    figure.layout.meta = chart_text.describe(
+        figure, words
+    )  # its text alternative (ui/static/reachable.js writes it out)
     return where.plotly_chart(figure, width=width, config=export_config(_filename(figure)), **kwargs)
 
 
@@ -412,11 +415,11 @@ def _legend_off_the_axis(figure: go.Figure) -> None:
         figure.update_layout(legend=LEGEND_BELOW)
 
 
-def show(figure: go.Figure, width="stretch", **kwargs):
+def show(figure: go.Figure, width="stretch", words: str = "", **kwargs):
     """``st.plotly_chart`` for llmviz pages: see :func:`show_in`."""
     import streamlit as st
 
-    return show_in(st, figure, width=width, **kwargs)
+    return show_in(st, figure, width=width, words=words, **kwargs)
 
 
 # Streamlit draws a display formula in a box that scrolls sideways and clips what rises above or hangs below its line
