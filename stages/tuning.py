@@ -180,19 +180,15 @@ def mask_section() -> None:
 # ------------------------------------------------------------------ 3. DPO's curves
 @sections.section("tuning.dpo")
 def dpo_section() -> None:
-    charts.show(
-        dpo_figure(
-            tuning.dpo_curves(tuning.checkpoint_metrics(tuning.SHIPPED["DPO"])), "The shipped DPO run (β = 0.1)"
-        ),
-        key=state.widget("tuning_dpo_shipped"),
+    shipped = dpo_figure(
+        tuning.dpo_curves(tuning.checkpoint_metrics(tuning.SHIPPED["DPO"])), "The shipped DPO run (β = 0.1)"
     )
+    charts.show(shipped, key=state.widget("tuning_dpo_shipped"), words=runs.curve_words(shipped))
     for view in lab.runs(("dpo",)):  # the student's DPO runs as the lab keeps them (live, kept, earlier servers')
         curves = tuning.kept_dpo_curves(lab.curve(view.id).series)
         if any(curves.values()):
-            charts.show(
-                dpo_figure(curves, f"{view.label} ({lab.state_text(view)})"),
-                key=state.widget("tuning_dpo_run_", view.id),
-            )
+            figure = dpo_figure(curves, f"{view.label} ({lab.state_text(view)})")
+            charts.show(figure, key=state.widget("tuning_dpo_run_", view.id), words=runs.curve_words(figure))
     st.caption(
         "The chosen answer's log-probability ratio against the frozen reference (the SFT model) rises above the "
         "rejected one's; the reward margin β(r_w − r_l) grows; the preference accuracy is the share of pairs with "

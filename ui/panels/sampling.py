@@ -47,10 +47,11 @@ def distribution_panels(view: ModelView, prompt: str, temperature: float, top_k:
         largest = max(float(probs[shown].max()) for _, probs in stages)
         for column, (title, probs), entropy in zip(columns, stages, dist.entropies.values()):
             with column:
+                values = [float(probs[i]) for i in shown]
                 figure = go.Figure(
                     go.Bar(
                         y=names,
-                        x=[float(probs[i]) for i in shown],
+                        x=values,
                         orientation="h",
                         marker_color="#4c6ef5",
                         texttemplate="%{x:.3f}",
@@ -62,7 +63,7 @@ def distribution_panels(view: ModelView, prompt: str, temperature: float, top_k:
                     title=title, height=360, margin=charts.margins(40, 5, 5), xaxis_range=[0, min(1.0, largest * 1.25)]
                 )
                 figure.update_yaxes(autorange="reversed", type="category", dtick=1)  # every token named, big type too
-                charts.show(figure)
+                charts.show(figure, words=sampling.next_token_words(names, values))
                 # entropy is never negative; rounding error can make a certain token's −0.000
                 st.metric("entropy", f"{max(0.0, entropy):.3f} nats", help="−Σ p ln p: 0 when one token is certain.")
         kept = dist.kept
@@ -86,10 +87,14 @@ def before_after_bars(prompt: str, shown_model: ModelView, column: str) -> None:
     found = distribution_for(shown_model.content_key, prompt, 1.0, 0, 1.0, shown_model)
     top = found.shown[:10]
     probs = found.distribution.raw_probs
+    names, values = (
+        charts.unique_labels([shown_model.tokenizer.printable(i) for i in top]),
+        [float(probs[i]) for i in top],
+    )
     figure = go.Figure(
         go.Bar(
-            y=charts.unique_labels([shown_model.tokenizer.printable(i) for i in top]),
-            x=[float(probs[i]) for i in top],
+            y=names,
+            x=values,
             orientation="h",
             marker_color="#4c6ef5",
             texttemplate="%{x:.3f}",
@@ -97,7 +102,7 @@ def before_after_bars(prompt: str, shown_model: ModelView, column: str) -> None:
     )
     figure.update_layout(height=340, margin=charts.margins(10, 5, 5), xaxis_range=[0, 1])
     figure.update_yaxes(autorange="reversed", type="category")
-    charts.show(figure, key=state.widget("next_", column))
+    charts.show(figure, key=state.widget("next_", column), words=sampling.next_token_words(names, values))
     st.metric("entropy of the raw softmax", f"{max(0.0, found.distribution.entropies['raw softmax']):.3f} nats")
 
 

@@ -116,7 +116,7 @@ def recorded_curve(curve, label: str) -> None:
         margin=charts.margins(40, bottom=40),
         legend=charts.LEGEND_BELOW,
     )
-    charts.show(figure, key=state.widget("recorded_curve"))
+    charts.show(figure, key=state.widget("recorded_curve"), words=runs.curve_words(figure))
 
 
 def run_line(info) -> None:
@@ -196,20 +196,17 @@ def comparison_chart(all_runs: dict, frames: dict, statuses: dict) -> None:
         persist_state="page",
         help="Exponential moving average of the training loss (the validation loss is not smoothed).",
     )
-    charts.show(
-        runs.loss_figure(
-            [
-                (n, statuses[n], runs.vocab_of(all_runs[n])) if n in all_runs else (n, frames[n], 0)
-                for n in chosen
-                if n in all_runs or n in frames
-            ],
-            show_val,
-            height=460,
-            smoothing=smoothing,
-        ),
-        width="stretch",
-        key=state.widget("runs_chart"),
+    figure = runs.loss_figure(
+        [
+            (n, statuses[n], runs.vocab_of(all_runs[n])) if n in all_runs else (n, frames[n], 0)
+            for n in chosen
+            if n in all_runs or n in frames
+        ],
+        show_val,
+        height=460,
+        smoothing=smoothing,
     )
+    charts.show(figure, width="stretch", key=state.widget("runs_chart"), words=runs.curve_words(figure))
 
 
 def summary_row(name: str, status: JobStatus) -> dict:
@@ -454,7 +451,7 @@ def decoder_curve(status) -> None:
     figure = go.Figure(go.Scatter(x=[s for s, _ in curve], y=[v for _, v in curve], mode="lines"))
     figure.add_hline(y=math.log(12), line_dash="dash", annotation_text=f"ln 12 = {math.log(12):.2f}")
     figure.update_layout(xaxis_title="step", yaxis_title="loss", height=320, margin=charts.margins(10))
-    charts.show(figure, width="stretch", key=state.widget("decoder_chart"))
+    charts.show(figure, width="stretch", key=state.widget("decoder_chart"), words=runs.curve_words(figure))
     if status.done:
         st.caption(
             f"Loss {curve[0][1]:.3f} → {curve[-1][1]:.3f}"
