@@ -316,6 +316,25 @@ def token_chips(pieces: list[str], ids: list[int], tooltips: list[str] | None = 
     return f'<div style="line-height:{2.6 if show_ids else 1.9}">' + "".join(chips) + "</div>"
 
 
+def token_with_number(piece: str, style: str, number: str, title_html: str = "", css_class: str = "") -> str:
+    """HTML: a token (escaped, a line break shown as ↵) in a chip of ``style``, with ``number`` written small under
+    it, so that what the chip's colour says (a probability, a loss) is said in figures too (issue 70: colour is
+    never the only signal). ``title_html``: the hover text, escaped already (:func:`ui.text.literal_html`);
+    ``css_class``: the token's class (a page's tests find its tokens by it).
+
+    >>> chip = token_with_number("a<b\\n", "background:#eee", "0.42")
+    >>> "a&lt;b↵</span>" in chip, chip.endswith('color:#495057">0.42</span></span>')
+    (True, True)
+    """
+    tip = (f' title="{title_html}"' if title_html else "") + (f' class="{css_class}"' if css_class else "")
+    shown = literal_html(piece.replace("\n", "↵"))
+    return (
+        f'<span{tip} style="display:inline-flex;flex-direction:column;align-items:center;margin:1px 0;'
+        f'vertical-align:top"><span style="{style};font-family:monospace;white-space:pre">{shown}</span>'
+        f'<span style="font-size:0.65rem;color:#495057">{number}</span></span>'
+    )
+
+
 def flow(steps: list[tuple[str, str, str]], direction: str = "column") -> str:
     """HTML boxes joined by arrows: (title, shape, detail) per step."""
     arrow = "↓" if direction == "column" else "→"

@@ -108,27 +108,32 @@ def before_after_bars(prompt: str, shown_model: ModelView, column: str) -> None:
 
 def generated_text(tokenizer, records: list[StepRecord], shown_prompt: str) -> None:
     """The generated tokens after the prompt, each shaded by the probability it had when it was chosen."""
-    spans = [f"<span style='color:{colours.MUTED_TEXT}'>{literal_html(shown_prompt)}</span>"]
+    spans = [f"<span style='color:{colours.MUTED_TEXT};white-space:break-spaces'>{literal_html(shown_prompt)}</span>"]
+    red, green, blue = PROBABILITY_SHADE
     for record in records:
         piece = tokenizer.decode([record.token])
         alternatives = " | ".join(f"{tokenizer.printable(t)} {p:.2f}" for t, p in record.runner_ups[:5]) or "none"
         alpha = 0.15 + 0.85 * record.probability
-        red, green, blue = PROBABILITY_SHADE
         spans.append(
-            f"<span title='p = {record.probability:.3f} · runner-ups: {literal_html(alternatives)}' "
-            f"style='background: rgba({red},{green},{blue},{alpha:.2f}); white-space: "
-            f"break-spaces'>{literal_html(piece)}</span>"
+            charts.token_with_number(
+                piece,
+                f"background:rgba({red},{green},{blue},{alpha:.2f})",
+                f"{record.probability:.2f}",  # the shading's number, under the token (colour is not the only signal)
+                literal_html(f"p = {record.probability:.3f} · runner-ups: {alternatives}"),
+            )
+            + ("<br>" if "\n" in piece else "")
         )
     # a highlighted space at the end of a line wraps too (pre-wrap let it hang past the column's edge), and a
     # run with no space in it (a long identifier, a row of '=') breaks inside the column
     st.markdown(
-        "<div class='llmviz-generated' style='font-family:monospace;line-height:1.8;"
+        "<div class='llmviz-generated' style='font-family:monospace;line-height:1.3;"
         "overflow-wrap:anywhere;word-break:break-word'>" + "".join(spans) + "</div>",
         unsafe_allow_html=True,
     )
     st.caption(
-        "Darker = the model gave the token a higher probability (softmax of its logits, before temperature, top-k "
-        "and top-p: greedy picks the most likely, it does not make it certain). Hover for the model's runner-ups."
+        "Under each token, and darker for a higher one: the probability the model gave it (softmax of its logits, "
+        "before temperature, top-k and top-p: greedy picks the most likely, it does not make it certain). Hover for "
+        "the model's runner-ups."
     )
 
 
