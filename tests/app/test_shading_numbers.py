@@ -5,14 +5,17 @@ the number (a darker token never has a smaller number)."""
 import html
 import math
 import re
+from types import SimpleNamespace
 
 import torch
 
 from llmviz.lessons import tuning
+from llmviz.tokenizers.char_word import CharTokenizer
 from llmviz.training.checkpoint import load_checkpoint
 from stages.sampling import DEFAULT_PROMPT
 from tests.support.pages import by_label, run_page
 from tests.support.paths import ROOT
+from ui.panels.inside_features import activation_chips
 from ui.panels.tuning import answer_card
 
 # a token: its hover text, its shading's opacity, and the number written under it (ui.charts.token_with_number)
@@ -77,3 +80,22 @@ def test_inside_writes_each_tokens_loss_under_it():
         assert abs(math.exp(-float(loss)) - float(p)) <= 5.1e-5 + 6e-4 * float(p)  # −ln p, to the digits shown
     worst = max(float(number) for _, _, number in tokens)  # full strength: the opacity is loss / worst
     assert darker_means_larger(tokens, slack=0.01 * worst)
+
+
+def test_a_features_tokens_write_their_activation_where_it_fires():
+    """The feature browser's contexts: green by activation, the activation written under each token that fires."""
+    tokenizer = CharTokenizer.train("abcdef ")
+    view = SimpleNamespace(tokenizer=tokenizer)  # what activation_chips reads of the picked model: its tokenizer
+    context = SimpleNamespace(ids=tokenizer.encode("abcd"), values=[0.0, 0.5, 2.0, 1.0], peak=2)
+    chips = re.findall(
+        r'<span title="activation ([\d.]+)" class="tok"[^>]*><span style="[^"]*rgba\(47,158,68,([\d.]+)\)[^"]*">'
+        r'([^<]*)</span><span style="[^"]*">([^<]*)</span></span>',
+        activation_chips(view, context, peak_scale=2.0),
+    )
+    assert [(token, number) for _, _, token, number in chips] == [
+        ("a", ""),
+        ("b", "0.50"),
+        ("c", "2.00"),
+        ("d", "1.00"),
+    ]
+    assert [float(alpha) for _, alpha, _, _ in chips] == [0.0, 0.25, 1.0, 0.5]  # the shading: activation / peak
