@@ -92,3 +92,14 @@ def test_the_training_curve_says_the_loss_now_and_its_trend():
         assert f"{trace['name']} {now}".lower() in sentence.lower(), (now, sentence)
         part = sentence.lower().split(trace["name"].lower(), 1)[1].split(";")[1]
         assert moved in part, (moved, part)
+
+
+def test_the_logit_lens_says_each_positions_own_prediction_and_the_first_layer_that_has_it():
+    at = run_page("stages/inside.py")
+    grid = next(s for s in specs(at) if "own top prediction" in s["layout"].get("meta", ""))
+    trace, sentence = grid["data"][0], grid["layout"]["meta"]
+    z, text, rows = drawn(trace["z"]), trace["text"], trace["y"]
+    for column, token in enumerate(trace["x"]):
+        final = text[-1][column]
+        first = next(row for row in range(len(rows)) if text[row][column] == final)
+        assert f'reading "{token}", "{final}" {said(z[-1, column])} (from {rows[first]})' in sentence, sentence

@@ -209,11 +209,19 @@ def render_lens(view, column: str) -> None:
     sentence = hash(tuple(ids))  # the lens's settings belong to the sentence they were chosen on
     start = lens_start(len(ids), column, sentence)
     positions = window(len(ids), start)
+    shown, rows = list(positions), range(len(lens.layer_names))
+    said = inside.lens_words(  # the grid's words, from the numbers it draws: its cells' top tokens and p
+        list(lens.layer_names),
+        [columns[p] for p in shown],
+        [[label(view, int(lens.top_ids[row, p, 0])) for p in shown] for row in rows],
+        lens.top_probs[:, shown, 0].tolist(),
+    )
     charts.show_in(
         grid,
         grid_figure(lens, tokens, columns, lambda i: label(view, i), positions),
         width="stretch",
         key=state.widget("lens_grid_", column),
+        words=said,
     )
     final_norm = "RMSNorm" if getattr(view.model.config, "norm", "") == "rmsnorm" else "LayerNorm"
     grid.markdown(  # under the grid: the page opens on the picture
