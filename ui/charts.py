@@ -10,7 +10,7 @@ import math
 import plotly.graph_objects as go
 
 from ui import chart_text
-from ui.colours import MUTED_TEXT, PALETTE
+from ui.colours import MUTED_TEXT, NUMBER_TEXT, PALETTE
 from ui.equations import display_math
 from ui.streamlit_private import SVG_BUTTON_SCRIPT, unchecked_figure
 from ui.text import literal_html
@@ -331,7 +331,7 @@ def token_with_number(piece: str, style: str, number: str, title_html: str = "",
     return (
         f'<span{tip} style="display:inline-flex;flex-direction:column;align-items:center;margin:1px 0;'
         f'vertical-align:top"><span style="{style};font-family:monospace;white-space:pre">{shown}</span>'
-        f'<span style="font-size:0.65rem;color:#495057">{number}</span></span>'
+        f'<span style="font-size:0.65rem;color:{NUMBER_TEXT}">{number}</span></span>'
     )
 
 
