@@ -331,7 +331,7 @@ def token_with_number(piece: str, style: str, number: str, title_html: str = "",
     return (
         f'<span{tip} style="display:inline-flex;flex-direction:column;align-items:center;margin:1px 0;'
         f'vertical-align:top"><span style="{style};font-family:monospace;white-space:pre">{shown}</span>'
-        f'<span style="font-size:0.65rem;color:{NUMBER_TEXT}">{number}</span></span>'
+        f'<span style="font-size:0.65rem;padding:0 2px;color:{NUMBER_TEXT}">{number}</span></span>'
     )
 
 
