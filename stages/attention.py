@@ -312,6 +312,7 @@ def attention_views(patterns, labels: list[str], key: str, compare_sentence: str
 
 
 def attention_grid(patterns, key: str) -> None:
+    """Every head's pattern as a thumbnail, with its words and its numbers as a table (issue 70)."""
     st.subheader("Every layer and head at once")
     charts.show(
         charts.head_grid(patterns),
@@ -321,8 +322,17 @@ def attention_grid(patterns, key: str) -> None:
     )
     st.caption(
         "Every layer × head as a thumbnail: some heads look at the previous token, some at the first token, "
-        "some spread out."
+        "some spread out. The table: each head's mean weight on each (from the third token on); sort a column."
     )
+    rows = llmviz.lessons.attention.head_rows(patterns)  # the thumbnails as numbers, for a screen reader too
+    if rows:
+        kinds = [name for name in rows[0] if name not in ("layer", "head")]
+        st.dataframe(
+            pd.DataFrame(rows),
+            hide_index=True,
+            height=min(400, 36 * len(rows) + 40),
+            column_config={kind: st.column_config.NumberColumn(format="%.3f") for kind in kinds},
+        )
 
 
 def attention_before_after(sentence: str, layer: int, head: int) -> None:

@@ -127,10 +127,28 @@ def pattern_words(pattern, labels: list[str], most: int = 6) -> str:
     return f"Where {which} looks most: {', '.join(looks)}."
 
 
+def head_means(patterns) -> dict[str, torch.Tensor]:
+    """Each head's mean weight, over the queries from the third token on (for the second, the previous token is the
+    first), on the previous token, the first token and itself: (layers, heads) per kind. Empty under three tokens.
+
+    >>> {kind: means.tolist() for kind, means in head_means(torch.eye(3).expand(1, 1, 3, 3)).items()}
+    {'the previous token': [[0.0]], 'the first token': [[0.0]], 'itself': [[1.0]]}
+    """
+    weights = torch.as_tensor(patterns, dtype=torch.float64)
+    tokens = weights.shape[-1]
+    if tokens < 3:
+        return {}
+    queries = torch.arange(2, tokens)
+    return {
+        "the previous token": weights[..., queries, queries - 1].mean(-1),
+        "the first token": weights[..., queries, 0].mean(-1),
+        "itself": weights[..., queries, queries].mean(-1),
+    }
+
+
 def head_kinds(patterns) -> dict[str, tuple[int, int, float]]:
     """Which head of a (layers, heads, T, T) stack of patterns attends most to the previous token, to the first
-    token, and to itself: each kind's (layer, head, mean weight), the mean over the queries from the third token on
-    (for the second, the previous token is the first). Empty under three tokens.
+    token, and to itself (:func:`head_means`): each kind's (layer, head, mean weight).
 
     >>> stack = torch.zeros(1, 2, 3, 3)
     >>> stack[0, 0] = torch.tensor([[1.0, 0, 0], [1, 0, 0], [0, 1, 0]])  # head 0: the previous token
@@ -138,22 +156,29 @@ def head_kinds(patterns) -> dict[str, tuple[int, int, float]]:
     >>> {kind: found[:2] for kind, found in head_kinds(stack).items()}
     {'the previous token': (0, 0), 'the first token': (0, 0), 'itself': (0, 1)}
     """
-    weights = torch.as_tensor(patterns, dtype=torch.float64)
-    tokens = weights.shape[-1]
-    if tokens < 3:
-        return {}
-    queries = torch.arange(2, tokens)
-    measures = {
-        "the previous token": weights[..., queries, queries - 1].mean(-1),
-        "the first token": weights[..., queries, 0].mean(-1),
-        "itself": weights[..., queries, queries].mean(-1),
-    }
     found = {}
-    for kind, means in measures.items():
+    for kind, means in head_means(patterns).items():
         best = int(torch.argmax(means))
         layer, head = divmod(best, means.shape[1])
         found[kind] = (layer, head, float(means[layer, head]))
     return found
+
+
+def head_rows(patterns) -> list[dict[str, float | int]]:
+    """Every head at a glance as a table's rows: its layer, its head and its three mean weights (:func:`head_means`).
+
+    >>> head_rows(torch.eye(3).expand(1, 1, 3, 3))
+    [{'layer': 0, 'head': 0, 'the previous token': 0.0, 'the first token': 0.0, 'itself': 1.0}]
+    """
+    means = head_means(patterns)
+    if not means:
+        return []
+    layers, heads = next(iter(means.values())).shape
+    return [
+        {"layer": layer, "head": head, **{kind: float(m[layer, head]) for kind, m in means.items()}}
+        for layer in range(layers)
+        for head in range(heads)
+    ]
 
 
 def heads_words(patterns) -> str:

@@ -68,6 +68,11 @@ def test_every_head_at_a_glance_names_the_heads_that_look_at_the_previous_the_fi
     sentence = grid["layout"]["meta"]
     for kind, (mean, layer, head) in best.items():
         assert f"layer {layer} head {head} at {kind} ({said(mean)} of its weight)" in sentence, (kind, sentence)
+    table = next(frame.value for frame in at.dataframe if "the previous token" in frame.value.columns)
+    assert len(table) == layers * heads  # every head a row: the grid's numbers for a screen reader
+    for kind, (mean, layer, head) in best.items():
+        row = table[(table["layer"] == layer) & (table["head"] == head)]
+        assert abs(float(row[kind].iloc[0]) - mean) < 1e-6 and float(table[kind].max()) == float(row[kind].iloc[0])
 
 
 def expected_trend(steps: np.ndarray, values: np.ndarray) -> tuple[str, str]:
