@@ -132,7 +132,7 @@ def side_by_side() -> None:
         with picture:
             answers_row(answers)
             st.caption(
-                "Each token is shaded by the probability its own model gave it (hover for the number). "
+                "Each token is shaded by the probability its own model gave it, written under it. "
                 + (f"Sampled with seed {settings.seed}, the same draws for all three." if sampled else "Greedy.")
             )
         with below:
