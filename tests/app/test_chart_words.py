@@ -37,6 +37,9 @@ def test_the_attention_pattern_says_where_each_token_looks_most():
     for i in range(max(0, len(queries) - 6), len(queries)):
         j = int(np.argmax(z[i]))
         looks.append(f'"{queries[i]}" at "{keys[j]}" ({said(z[i, j])})')
+    written = np.array(trace["text"], dtype=object)  # colour is not the only signal: a strong weight is written
+    assert ((written != "") == (z >= 0.25)).all()
+    assert all(f"{z[i, j]:.1f}" == written[i, j] for i, j in zip(*np.nonzero(z >= 0.25)))
     lines = next(s for s in specs(at) if s["data"] and s["data"][0]["type"] == "scatter")  # the lines beside it
     for told in (sentence, lines["layout"]["meta"]):
         assert ", ".join(looks) + "." in told, told
