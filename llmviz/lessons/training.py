@@ -282,7 +282,7 @@ def loss_words(curves: dict[str, tuple[Sequence[float], Sequence[float]]]) -> st
     trend over the last quarter of the steps (:func:`llmviz.lessons.words.trend`); at most four curves.
 
     >>> loss_words({"loss": ([0, 10, 20, 30], [4.0, 3.0, 2.5, 2.0])})
-    'Loss now 2 at step 30, from 4 at step 0; over the last quarter of the steps it fell by 0.5 (still falling).'
+    'Loss now 2 at step 30, from 4 at step 0; over the last quarter of the steps it fell by 0.5.'
     """
     said = [words.trend(steps, values, name) for name, (steps, values) in list(curves.items())[:4]]
     text = "; ".join(said) + "." if said else "No curve yet."

@@ -8,7 +8,7 @@ quoted, a ranking and a trend.
 >>> ranked(["the", " a", "of"], [0.12, 0.31, 0.08], 2)
 '" a" 0.31 and "the" 0.12'
 >>> trend([0, 100, 200, 300], [4.2, 3.0, 2.2, 2.1], "loss")
-'loss now 2.1 at step 300, from 4.2 at step 0; over the last quarter of the steps it fell by 0.1 (still falling)'
+'loss now 2.1 at step 300, from 4.2 at step 0; over the last quarter of the steps it fell by 0.1'
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def trend(steps: Sequence[float], values: Sequence[float], name: str, tail: floa
         moved = "stayed flat"
     else:
         direction = "fell" if change < 0 else "rose"
-        moved = f"{direction} by {number(abs(change))} ({'still falling' if change < 0 else 'rising'})"
+        moved = f"{direction} by {number(abs(change))}"
     part = {0.25: "quarter", 0.5: "half", 0.1: "tenth"}.get(tail, f"{tail:.0%}")
     return (
         f"{name} now {number(last)} at step {number(last_step)}, from {number(first)} at step {number(first_step)}; "

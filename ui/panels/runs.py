@@ -176,7 +176,7 @@ def curve_words(figure: go.Figure) -> str:
     its start and its trend.
 
     >>> curve_words(go.Figure(go.Scatter(x=[1, 2], y=[4.0, 3.0], name="run (train)")))
-    'Run (train) now 3 at step 2, from 4 at step 1; over the last quarter of the steps it fell by 1 (still falling).'
+    'Run (train) now 3 at step 2, from 4 at step 1; over the last quarter of the steps it fell by 1.'
     """
     shown = [t for t in figure.data if t.showlegend is not False and t.x is not None and len(t.x)]
     return loss_words({html.unescape(t.name or "loss"): (list(t.x), list(t.y)) for t in shown})  # as drawn
