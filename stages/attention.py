@@ -53,7 +53,11 @@ def without_weights() -> None:
     simple = simple_self_attention(journey)
     left, right = st.columns([3, 2])
     with left:
-        charts.show(ui.panels.attention.journey_heatmap(simple["weights"], JOURNEY_TOKENS), width="stretch")
+        charts.show(
+            ui.panels.attention.journey_heatmap(simple["weights"], JOURNEY_TOKENS),
+            width="stretch",
+            words=llmviz.lessons.attention.pattern_words(simple["weights"], JOURNEY_TOKENS),
+        )
     with right:
         st.dataframe(ui.panels.attention.embeddings_table(journey, JOURNEY_TOKENS), width="stretch")
         st.caption("The embeddings: one 3-dimensional vector per word.")
@@ -271,11 +275,13 @@ def attention_views(patterns, labels: list[str], key: str, compare_sentence: str
     head = index_slider("Head", n_heads, where=c2, **bind_head)
     pattern = patterns[layer, head]  # (T, T)
     left, right = st.columns([1, 1])
+    said = llmviz.lessons.attention.pattern_words(pattern, labels)  # both pictures' words: the same numbers
     charts.show_in(
         left,
         ui.panels.attention.pattern_heatmap(pattern, labels, f"layer {layer}, head {head}"),
         width="stretch",
         key=state.widget("attention_heat_", key),
+        words=said,
     )
     with right:
         query = st.selectbox(
@@ -288,6 +294,7 @@ def attention_views(patterns, labels: list[str], key: str, compare_sentence: str
             ui.panels.attention.lines_figure(pattern, labels, query),
             width="stretch",
             key=state.widget("attention_lines_", key),
+            words=said,
         )
         st.caption(
             "Each line joins a query (left) to a key (right); the thicker and darker the line, the larger "
@@ -305,12 +312,27 @@ def attention_views(patterns, labels: list[str], key: str, compare_sentence: str
 
 
 def attention_grid(patterns, key: str) -> None:
+    """Every head's pattern as a thumbnail, with its words and its numbers as a table (issue 70)."""
     st.subheader("Every layer and head at once")
-    charts.show(charts.head_grid(patterns), width="stretch", key=state.widget("attention_grid_", key))
+    charts.show(
+        charts.head_grid(patterns),
+        width="stretch",
+        key=state.widget("attention_grid_", key),
+        words=llmviz.lessons.attention.heads_words(patterns),
+    )
     st.caption(
         "Every layer × head as a thumbnail: some heads look at the previous token, some at the first token, "
-        "some spread out."
+        "some spread out. The table: each head's mean weight on each (from the third token on); sort a column."
     )
+    rows = llmviz.lessons.attention.head_rows(patterns)  # the thumbnails as numbers, for a screen reader too
+    if rows:
+        kinds = [name for name in rows[0] if name not in ("layer", "head")]
+        st.dataframe(
+            pd.DataFrame(rows),
+            hide_index=True,
+            height=min(400, 36 * len(rows) + 40),
+            column_config={kind: st.column_config.NumberColumn(format="%.3f") for kind in kinds},
+        )
 
 
 def attention_before_after(sentence: str, layer: int, head: int) -> None:
@@ -322,14 +344,12 @@ def attention_before_after(sentence: str, layer: int, head: int) -> None:
         if found is None:
             st.info("This model has no attention to show.")
             return
+        labels = ui.panels.attention.token_labels(shown.tokenizer, found.ids)
         charts.show(
-            ui.panels.attention.pattern_heatmap(
-                found.patterns[layer, head],
-                ui.panels.attention.token_labels(shown.tokenizer, found.ids),
-                f"layer {layer}, head {head}",
-            ),
+            ui.panels.attention.pattern_heatmap(found.patterns[layer, head], labels, f"layer {layer}, head {head}"),
             width="stretch",
             key=state.widget("attention_before_after_", column),
+            words=llmviz.lessons.attention.pattern_words(found.patterns[layer, head], labels),
         )
 
     picker.before_after(render, what="the attention patterns")

@@ -6,7 +6,7 @@ import streamlit as st
 
 from llmviz.lab.classroom import SORTS, thin_curve
 from ui import charts, identity, joining, lab, model_sources, picker, sections, state, watch
-from ui.panels import classroom, lessons
+from ui.panels import classroom, lessons, runs
 from ui.text import literal_markdown
 
 st.title("The class")
@@ -46,7 +46,8 @@ def class_now() -> None:
     )
     shown = rows[:20]  # the chart keeps to the best 20 (in the chosen order)
     curves = {run_id: thin_curve(points) for run_id, points in lab.class_curves([r.run_id for r in shown]).items()}
-    charts.show(classroom.curves_figure(shown, curves, log_x, validation), key=state.widget("class_chart"))
+    figure = classroom.curves_figure(shown, curves, log_x, validation)
+    charts.show(figure, key=state.widget("class_chart"), words=runs.curve_words(figure))
 
 
 def ask(student: str, run_id: str, action: str) -> None:

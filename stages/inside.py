@@ -127,8 +127,8 @@ def loss_section() -> None:
     boxes.text_area("Any text", DEFAULT_LOSS_TEXT, TEXT_LIMITS["loss_text"], height=90, **share.bind("loss_text"))
     st.markdown(
         "Each token is coloured by the model's loss on it, $-\\ln p(\\text{token} \\mid \\text{the tokens "
-        "before})$: darker red = more surprising. Hover for the top 5 predictions. The mean over the tokens "
-        "is the model's loss on this text."
+        "before})$: darker red = more surprising, the loss written under it. Hover for the top 5 predictions. The "
+        "mean over the tokens is the model's loss on this text."
     )
     with friendly_errors("the per-token loss"):
         both(inside_lens.render_losses, "loss", "the per-token loss")

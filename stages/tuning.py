@@ -132,7 +132,7 @@ def side_by_side() -> None:
         with picture:
             answers_row(answers)
             st.caption(
-                "Each token is shaded by the probability its own model gave it (hover for the number). "
+                "Each token is shaded by the probability its own model gave it, written under it. "
                 + (f"Sampled with seed {settings.seed}, the same draws for all three." if sampled else "Greedy.")
             )
         with below:
@@ -180,19 +180,15 @@ def mask_section() -> None:
 # ------------------------------------------------------------------ 3. DPO's curves
 @sections.section("tuning.dpo")
 def dpo_section() -> None:
-    charts.show(
-        dpo_figure(
-            tuning.dpo_curves(tuning.checkpoint_metrics(tuning.SHIPPED["DPO"])), "The shipped DPO run (β = 0.1)"
-        ),
-        key=state.widget("tuning_dpo_shipped"),
+    shipped = dpo_figure(
+        tuning.dpo_curves(tuning.checkpoint_metrics(tuning.SHIPPED["DPO"])), "The shipped DPO run (β = 0.1)"
     )
+    charts.show(shipped, key=state.widget("tuning_dpo_shipped"), words=runs.curve_words(shipped))
     for view in lab.runs(("dpo",)):  # the student's DPO runs as the lab keeps them (live, kept, earlier servers')
         curves = tuning.kept_dpo_curves(lab.curve(view.id).series)
         if any(curves.values()):
-            charts.show(
-                dpo_figure(curves, f"{view.label} ({lab.state_text(view)})"),
-                key=state.widget("tuning_dpo_run_", view.id),
-            )
+            figure = dpo_figure(curves, f"{view.label} ({lab.state_text(view)})")
+            charts.show(figure, key=state.widget("tuning_dpo_run_", view.id), words=runs.curve_words(figure))
     st.caption(
         "The chosen answer's log-probability ratio against the frozen reference (the SFT model) rises above the "
         "rejected one's; the reward margin β(r_w − r_l) grows; the preference accuracy is the share of pairs with "

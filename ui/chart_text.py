@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from llmviz.lessons.words import number
+
 #: the script that writes each chart's sentence beside it (visually hidden), and makes a formula or code block wider
 #: than its column reachable and scrollable with the keyboard (tabindex, a name); ui.charts installs it
 REACHABLE_SCRIPT = (
@@ -25,15 +27,6 @@ REACHABLE_SCRIPT = (
 
 MOST_SERIES = 6  # series described one by one; the rest are counted
 MOST_CHARACTERS = 600
-
-
-def number(value: float) -> str:
-    """A number as a student reads it (and a screen reader says it): three significant digits, a large one whole.
-
-    >>> number(0.123456), number(1234.5), number(2.0), number(-0.00012), number(279040.0)
-    ('0.123', '1,234', '2', '-0.00012', '279,040')
-    """
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
 def _values(array) -> np.ndarray:
@@ -106,10 +99,19 @@ def _cells(trace) -> str:
 SERIES = {"bar": _bars, "scatter": _points, "scattergl": _points, "heatmap": _cells}
 
 
-def describe(figure) -> str:
-    """The chart's title and, for each series, its size and extremes (where it starts and ends, for a line)."""
+def describe(figure, words: str = "") -> str:
+    """The chart's title, then ``words`` (what the chart teaches, with its key numbers: a page's own sentence, made
+    from the same numbers it draws by a function of ``llmviz.lessons``), then for each series its size and extremes
+    (where it starts and ends, for a line). ``words`` is never cut; the series' part is, past
+    :data:`MOST_CHARACTERS`.
+
+    >>> import plotly.graph_objects as go
+    >>> describe(go.Figure(go.Scatter(y=[3.0, 2.0])), words="The loss fell.")
+    'Chart. The loss fell. 2 points from 3 at 0 to 2 at 1, lowest 2 at 1, highest 3 at 0.'
+    """
     title = figure.layout.title.text if figure.layout.title and figure.layout.title.text else ""
-    parts = [f"Chart: {title}." if title else "Chart."]
+    head = (f"Chart: {title}." if title else "Chart.") + (f" {words.strip()}" if words.strip() else "")
+    parts = [head]
     for trace in figure.data[:MOST_SERIES]:
         kind = SERIES.get(trace.type)
         try:
@@ -121,4 +123,5 @@ def describe(figure) -> str:
     if len(figure.data) > MOST_SERIES:
         parts.append(f"And {len(figure.data) - MOST_SERIES} more series.")
     text = " ".join(parts)
-    return text if len(text) <= MOST_CHARACTERS else text[: MOST_CHARACTERS - 1] + "…"
+    room = max(MOST_CHARACTERS, len(head) + 80)
+    return text if len(text) <= room else text[: room - 1] + "…"

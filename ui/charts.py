@@ -10,7 +10,7 @@ import math
 import plotly.graph_objects as go
 
 from ui import chart_text
-from ui.colours import MUTED_TEXT, PALETTE
+from ui.colours import MUTED_TEXT, NUMBER_TEXT, PALETTE
 from ui.equations import display_math
 from ui.streamlit_private import SVG_BUTTON_SCRIPT, unchecked_figure
 from ui.text import literal_html
@@ -316,6 +316,25 @@ def token_chips(pieces: list[str], ids: list[int], tooltips: list[str] | None = 
     return f'<div style="line-height:{2.6 if show_ids else 1.9}">' + "".join(chips) + "</div>"
 
 
+def token_with_number(piece: str, style: str, number: str, title_html: str = "", css_class: str = "") -> str:
+    """HTML: a token (escaped, a line break shown as ↵) in a chip of ``style``, with ``number`` written small under
+    it, so that what the chip's colour says (a probability, a loss) is said in figures too (issue 70: colour is
+    never the only signal). ``title_html``: the hover text, escaped already (:func:`ui.text.literal_html`);
+    ``css_class``: the token's class (a page's tests find its tokens by it).
+
+    >>> chip = token_with_number("a<b\\n", "background:#eee", "0.42")
+    >>> "a&lt;b↵</span>" in chip, chip.endswith('color:#495057">0.42</span></span>')
+    (True, True)
+    """
+    tip = (f' title="{title_html}"' if title_html else "") + (f' class="{css_class}"' if css_class else "")
+    shown = literal_html(piece.replace("\n", "↵"))
+    return (
+        f'<span{tip} style="display:inline-flex;flex-direction:column;align-items:center;margin:1px 0;'
+        f'vertical-align:top"><span style="{style};font-family:monospace;white-space:pre">{shown}</span>'
+        f'<span style="font-size:0.65rem;padding:0 2px;color:{NUMBER_TEXT}">{number}</span></span>'
+    )
+
+
 def flow(steps: list[tuple[str, str, str]], direction: str = "column") -> str:
     """HTML boxes joined by arrows: (title, shape, detail) per step."""
     arrow = "↓" if direction == "column" else "→"
@@ -367,11 +386,12 @@ def plotly_text(text: str) -> str:
     return html.escape(str(text), quote=False)
 
 
-def show_in(where, figure: go.Figure, width="stretch", **kwargs):
+def show_in(where, figure: go.Figure, width="stretch", words: str = "", **kwargs):
     """Draw a Plotly figure in ``where`` (``st``, a column, a container) the way every llmviz chart is drawn:
     downloadable as PNG at 2× and as SVG, and with bigger type in presenter mode (every label 14 px or more;
     the height stays, at most :data:`PRESENTER_HEIGHT`, so that a slide keeps its chart and controls on one 1280×720
-    screen)."""
+    screen). ``words``: what the chart teaches, with its key numbers (a sentence from ``llmviz.lessons``), said
+    to a screen reader before the series' extremes (:func:`ui.chart_text.describe`)."""
     from ui import present
 
     scale = present.chart_scale()
@@ -393,7 +413,9 @@ def show_in(where, figure: go.Figure, width="stretch", **kwargs):
         figure.for_each_yaxis(
             lambda axis: axis.update(tickfont_size=max(14, round((axis.tickfont.size or 12) * scale)))
         )
-    figure.layout.meta = chart_text.describe(figure)  # its text alternative (ui/static/reachable.js writes it out)
+    figure.layout.meta = chart_text.describe(
+        figure, words
+    )  # its text alternative (ui/static/reachable.js writes it out)
     return where.plotly_chart(figure, width=width, config=export_config(_filename(figure)), **kwargs)
 
 
@@ -412,11 +434,11 @@ def _legend_off_the_axis(figure: go.Figure) -> None:
         figure.update_layout(legend=LEGEND_BELOW)
 
 
-def show(figure: go.Figure, width="stretch", **kwargs):
+def show(figure: go.Figure, width="stretch", words: str = "", **kwargs):
     """``st.plotly_chart`` for llmviz pages: see :func:`show_in`."""
     import streamlit as st
 
-    return show_in(st, figure, width=width, **kwargs)
+    return show_in(st, figure, width=width, words=words, **kwargs)
 
 
 # Streamlit draws a display formula in a box that scrolls sideways and clips what rises above or hangs below its line

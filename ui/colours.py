@@ -11,3 +11,4 @@ PALETTE = ["#dbe4ff", "#ffc078", "#d3f9d8", "#b197fc", "#fff3bf", "#74c0fc", "#f
 # on white) replaced by Tol's wine: every pair >= 11 apart in CAM02-UCS under each deficiency, and from the white page.
 CATEGORICAL = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000", "#882255"]
 MUTED_TEXT = "#5c5f6a"  # secondary text and arrows: 6.4:1 on white (#868e96 was 3.3:1)
+NUMBER_TEXT = "#495057"  # the number written under a shaded token (ui.charts.token_with_number): 8:1 on white

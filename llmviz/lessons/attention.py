@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from llmviz.adapt import memory
-from llmviz.lessons import architectures, forward, quiz
+from llmviz.lessons import architectures, forward, quiz, words
 from llmviz.models import attention
 from llmviz.models.gpt import GPTConfig
 from llmviz.models.presets import PRESETS, PresetName
@@ -107,3 +107,91 @@ def real_models_kv(names: tuple[PresetName, ...] = ("gpt2-124m", "smollm2-135m-s
         f"{memory.human_bytes(architectures.kv_cache_bytes(PRESETS[name], 1, 'bf16'))} per token"
         for name in names
     )
+
+
+def pattern_words(pattern, labels: list[str], most: int = 6) -> str:
+    """An attention pattern (queries × keys, each row summing to 1) in words: where each token looks most, and
+    how much weight it puts there; past ``most`` rows, the last ``most`` (the later tokens see more to choose from).
+
+    >>> pattern_words(torch.tensor([[1.0, 0.0], [0.7, 0.3]]), ["The", "cat"])
+    'Where each token looks most: "The" at "The" (1), "cat" at "The" (0.7).'
+    """
+    weights = torch.as_tensor(pattern, dtype=torch.float64)
+    rows = range(max(0, weights.shape[0] - most), weights.shape[0])
+    looks = [
+        f"{words.quoted(labels[i])} at {words.quoted(labels[j])} ({words.number(float(weights[i, j]))})"
+        for i in rows
+        for j in [int(torch.argmax(weights[i]))]
+    ]
+    which = "each token" if weights.shape[0] <= most else f"each of the last {most} of {weights.shape[0]} tokens"
+    return f"Where {which} looks most: {', '.join(looks)}."
+
+
+def head_means(patterns) -> dict[str, torch.Tensor]:
+    """Each head's mean weight, over the queries from the third token on (for the second, the previous token is the
+    first), on the previous token, the first token and itself: (layers, heads) per kind. Empty under three tokens.
+
+    >>> {kind: means.tolist() for kind, means in head_means(torch.eye(3).expand(1, 1, 3, 3)).items()}
+    {'the previous token': [[0.0]], 'the first token': [[0.0]], 'itself': [[1.0]]}
+    """
+    weights = torch.as_tensor(patterns, dtype=torch.float64)
+    tokens = weights.shape[-1]
+    if tokens < 3:
+        return {}
+    queries = torch.arange(2, tokens)
+    return {
+        "the previous token": weights[..., queries, queries - 1].mean(-1),
+        "the first token": weights[..., queries, 0].mean(-1),
+        "itself": weights[..., queries, queries].mean(-1),
+    }
+
+
+def head_kinds(patterns) -> dict[str, tuple[int, int, float]]:
+    """Which head of a (layers, heads, T, T) stack of patterns attends most to the previous token, to the first
+    token, and to itself (:func:`head_means`): each kind's (layer, head, mean weight).
+
+    >>> stack = torch.zeros(1, 2, 3, 3)
+    >>> stack[0, 0] = torch.tensor([[1.0, 0, 0], [1, 0, 0], [0, 1, 0]])  # head 0: the previous token
+    >>> stack[0, 1] = torch.eye(3)  # head 1: itself
+    >>> {kind: found[:2] for kind, found in head_kinds(stack).items()}
+    {'the previous token': (0, 0), 'the first token': (0, 0), 'itself': (0, 1)}
+    """
+    found = {}
+    for kind, means in head_means(patterns).items():
+        best = int(torch.argmax(means))
+        layer, head = divmod(best, means.shape[1])
+        found[kind] = (layer, head, float(means[layer, head]))
+    return found
+
+
+def head_rows(patterns) -> list[dict[str, float | int]]:
+    """Every head at a glance as a table's rows: its layer, its head and its three mean weights (:func:`head_means`).
+
+    >>> head_rows(torch.eye(3).expand(1, 1, 3, 3))
+    [{'layer': 0, 'head': 0, 'the previous token': 0.0, 'the first token': 0.0, 'itself': 1.0}]
+    """
+    means = head_means(patterns)
+    if not means:
+        return []
+    layers, heads = next(iter(means.values())).shape
+    return [
+        {"layer": layer, "head": head, **{kind: float(m[layer, head]) for kind, m in means.items()}}
+        for layer in range(layers)
+        for head in range(heads)
+    ]
+
+
+def heads_words(patterns) -> str:
+    """Every head at a glance in words: the head that attends most to the previous token, to the first, to itself.
+
+    >>> heads_words(torch.eye(3).expand(1, 1, 3, 3))[-43:]
+    'layer 0 head 0 at itself (1 of its weight).'
+    """
+    kinds = head_kinds(patterns)
+    if not kinds:
+        return "Too few tokens to tell the heads apart."
+    said = [
+        f"layer {layer} head {head} at {kind} ({words.number(mean)} of its weight)"
+        for kind, (layer, head, mean) in kinds.items()
+    ]
+    return "On average, the heads that look most: " + words.listed(said) + "."

@@ -29,6 +29,7 @@ import torch
 import torch.nn as nn
 
 from llmviz.errors import ConfigError
+from llmviz.lessons import words
 from llmviz.lessons.forward import context_length, model_device
 from llmviz.models.charlevel import GRU, RNN, WaveNet
 from llmviz.models.gpt import GPT, cache_name
@@ -360,6 +361,33 @@ def flow_payload(model: nn.Module, tokenizer, ids: list[int], *, step: int | Non
         "next": next_tokens(logits, tokenizer),
         "last": last_logits(logits, tokenizer),
     }
+
+
+def flow_words(payload: dict, most: int = 3) -> str:
+    """The flow's text alternative, from the payload it draws: the tokens and stages, the model's most likely next
+    tokens after the last one, and (a transformer) where the last token looks most in the last block, per head.
+
+    >>> payload = {"tokens": ["a", "b"], "stages": [{}] * 5, "next": {"tokens": [["x"], ["y", "z"]],
+    ...     "probs": [[1.0], [0.6, 0.3]]}, "blocks": [{"patterns": [[[1.0], [0.25, 0.75]]]}]}
+    >>> for sentence in flow_words(payload).split(". "):
+    ...     print(sentence)
+    One forward pass of 2 tokens through 5 stages
+    After "b" the model predicts "y" 0.6 and "z" 0.3
+    In the last block the last token looks most at "b" (0.75, head 0).
+    """
+    tokens = payload["tokens"]
+    said = [f"One forward pass of {len(tokens)} tokens through {len(payload['stages'])} stages."]
+    top = payload["next"]
+    likely = words.ranked(top["tokens"][-1], top["probs"][-1], most)
+    said.append(f"After {words.quoted(tokens[-1])} the model predicts {likely}.")
+    if payload.get("blocks"):
+        looks = []
+        for head, pattern in enumerate(payload["blocks"][-1]["patterns"]):
+            row = pattern[-1]
+            key = max(range(len(row)), key=lambda j: row[j])
+            looks.append(f"{words.quoted(tokens[key])} ({words.number(row[key])}, head {head})")
+        said.append(f"In the last block the last token looks most at {words.listed(looks)}.")
+    return " ".join(said)
 
 
 def payload_bytes(payload: dict) -> int:

@@ -23,6 +23,7 @@ from llmviz.interpret.sae import (
     gather_activations,
     model_identity,
 )
+from llmviz.lessons import words
 from llmviz.models.gpt import block_points, cache_name
 from llmviz.tokenizers.base import TokenizerError
 from llmviz.tokenizers.char_word import CharTokenizer
@@ -383,3 +384,25 @@ def knockout_default(model, sae: SparseAutoencoder, hook: str, ids: list[int]) -
     acts = activations_at(model, torch.tensor([list(ids)], device=next(model.parameters()).device), hook)[0]  # (T, D)
     with torch.no_grad():
         return int(sae.encode(acts.float().cpu()).sum(0).argmax())  # (T, S) → (S,)
+
+
+def lens_words(layers: list[str], reading: list[str], top: list[list[str]], probs: list[list[float]]) -> str:
+    """The logit lens's grid in words: for each position shown (``reading``: its token), the model's own top
+    prediction (the last row of ``top`` and ``probs``, rows the layers, columns the positions) and the first
+    layer whose top token is already that one.
+
+    >>> said = lens_words(["embed", "block 0", "block 1"], ["a", "b"], [["x", "y"], ["z", "y"], ["z", "y"]],
+    ...                   [[0.1, 0.2], [0.3, 0.4], [0.5, 0.6]])
+    >>> said[-71:]
+    'reading "a", "z" 0.5 (from block 0); reading "b", "y" 0.6 (from embed).'
+
+    """
+    said = []
+    for column, token in enumerate(reading):
+        final = top[-1][column]
+        first = next(row for row in range(len(layers)) if top[row][column] == final)
+        said.append(
+            f"reading {words.quoted(token)}, {words.quoted(final)} {words.number(probs[-1][column])} "
+            f"(from {layers[first]})"
+        )
+    return "The model's own top prediction, and the first row that has it: " + "; ".join(said) + "."

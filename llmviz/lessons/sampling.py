@@ -16,6 +16,7 @@ import torch.nn as nn
 from llmviz.errors import LlmvizError
 from llmviz.generation import sampling
 from llmviz.generation.sampling import BeamResult, Distribution, StepRecord
+from llmviz.lessons import words
 
 BEAM_TOKENS = 12  # the depth of the beam-search tree the page draws
 CANDIDATES = 10  # the raw model's top tokens step mode lists
@@ -124,3 +125,17 @@ def first_difference(a: list[int], b: list[int]) -> int | None:
     (1, None)
     """
     return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), None)
+
+
+def next_token_words(labels: list[str], probabilities: list[float], most: int = 3) -> str:
+    """A next-token bar chart in words: its ``most`` likely tokens with their probabilities, and how many of the
+    drawn tokens can still be chosen (a filter such as top-k sets the others to 0).
+
+    >>> next_token_words([" the", " a", " of"], [0.31, 0.12, 0.0])
+    'Most likely next: " the" 0.31, " a" 0.12 and " of" 0; 2 of the 3 tokens drawn can be chosen.'
+    """
+    kept = sum(1 for p in probabilities if p > 0)
+    return (
+        f"Most likely next: {words.ranked(labels, probabilities, most)}; {kept} of the {len(labels)} tokens drawn "
+        "can be chosen."
+    )

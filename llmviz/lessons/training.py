@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from llmviz.errors import ConfigError
+from llmviz.lessons import words
 from llmviz.lessons.architectures import SWITCH_RACES
 from llmviz.models.charlevel import CHAR_MODEL_TITLES
 from llmviz.models.gpt import GPTConfig
@@ -274,3 +275,15 @@ def recorded_curve(meta: dict) -> RecordedCurve | None:
         val_loss=[float(m["val_loss"]) for m in measured],
         vocab_size=int(meta.get("model", {}).get("config", {}).get("vocab_size", 0)),
     )
+
+
+def loss_words(curves: dict[str, tuple[Sequence[float], Sequence[float]]]) -> str:
+    """Loss curves in words: for each named curve (its steps and values), the loss now, where it started and its
+    trend over the last quarter of the steps (:func:`llmviz.lessons.words.trend`); at most four curves.
+
+    >>> loss_words({"loss": ([0, 10, 20, 30], [4.0, 3.0, 2.5, 2.0])})
+    'Loss now 2 at step 30, from 4 at step 0; over the last quarter of the steps it fell by 0.5.'
+    """
+    said = [words.trend(steps, values, name) for name, (steps, values) in list(curves.items())[:4]]
+    text = "; ".join(said) + "." if said else "No curve yet."
+    return text[0].upper() + text[1:]

@@ -1,6 +1,5 @@
 """ui.charts: the chart helpers the pages share (no browser needed; what the browser draws is in tests/browser)."""
 
-import base64
 import doctest
 import json
 
@@ -8,6 +7,7 @@ import numpy as np
 import pytest
 
 from tests.support.pages import run_page
+from tests.support.plotly_spec import drawn
 from ui import chart_text, charts, scatter_labels
 
 
@@ -51,17 +51,6 @@ def test_labels_never_overlap_whatever_the_points():
     for n, a in enumerate(boxes):
         for b in boxes[n + 1 :]:
             assert a[1] <= b[0] or b[1] <= a[0] or a[3] <= b[2] or b[3] <= a[2], (a, b)
-
-
-def drawn(array) -> np.ndarray:
-    """A trace's array as the browser gets it (numpy arrays travel as base64 with their dtype), as floats."""
-    if isinstance(array, dict):
-        shape = [int(n) for n in str(array.get("shape", "")).split(",") if n.strip()]
-        values = np.frombuffer(base64.b64decode(array["bdata"]), dtype=array["dtype"]).astype(float)
-        return values.reshape(shape) if shape else values
-    return np.array([np.nan if v is None else float(v) for v in np.ravel(np.array(array, dtype=object))]).reshape(
-        np.shape(np.array(array, dtype=object))
-    )
 
 
 def said(value: float) -> str:

@@ -231,7 +231,7 @@ def test_greedy_generation_shows_the_models_probabilities_and_real_runner_ups():
     by_label(at.button, "Generate").click().run()
     assert_clean(at)
     shown = next(m.value for m in at.markdown if "llmviz-generated" in m.value)
-    titles = [html.unescape(t) for t in re.findall(r"title='([^']*)'", shown)]
+    titles = [html.unescape(t) for t in re.findall(r'title="([^"]*)"', shown)]
     with torch.no_grad():
         probs = torch.softmax(model(torch.tensor([tokenizer.encode(DEFAULT_PROMPT)]))[0][0, -1], dim=-1)  # (V,)
     p, runners = titles[0].split(" · runner-ups: ")

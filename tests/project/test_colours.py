@@ -125,6 +125,7 @@ def test_the_themes_text_colours_are_readable():
     assert contrast(THEME["grayTextColor"], WHITE) >= 4.5
     assert contrast(over(THEME["codeTextColor"], 0.6), WHITE) >= 4.5  # inline code in a caption
     assert contrast(colours.MUTED_TEXT, WHITE) >= 4.5
+    assert contrast(colours.NUMBER_TEXT, WHITE) >= 4.5  # the number under a shaded token (issue 70 item 3)
 
 
 # Every colour scale the pages use, by kind. A scale not named here fails test_every_colour_scale_is_known.

@@ -131,8 +131,25 @@ def token_labels(tokenizer, ids: list[int]) -> list[str]:
     return charts.unique_labels([tokenizer.printable(i) for i in ids])
 
 
+STRONG = 0.25  #: a weight at least this large is written in its cell (one decimal), up to MOST_WRITTEN tokens
+MOST_WRITTEN = 24
+
+
+def strong_weights(pattern, most: int = MOST_WRITTEN) -> list[list[str]] | None:
+    """The text of a pattern's cells: a weight of :data:`STRONG` or more with one decimal, the others blank, so the
+    cells that matter say their number as well as their colour; None past ``most`` tokens (cells too small).
+
+    >>> strong_weights([[1.0, 0.0], [0.7, 0.3]])
+    [['1.0', ''], ['0.7', '0.3']]
+    """
+    rows = [[float(v) for v in row] for row in (pattern.tolist() if hasattr(pattern, "tolist") else pattern)]
+    if len(rows) > most:
+        return None
+    return [[f"{v:.1f}" if v >= STRONG else "" for v in row] for row in rows]
+
+
 def pattern_heatmap(pattern, labels: list[str], title: str):
-    return charts.heatmap(
+    figure = charts.heatmap(
         pattern,
         labels,
         labels,
@@ -144,6 +161,9 @@ def pattern_heatmap(pattern, labels: list[str], title: str):
         zmax=1,
         height=max(400, 18 * len(labels) + 180),
     )
+    if (written := strong_weights(pattern)) is not None:  # colour is not the only signal (issue 70)
+        figure.update_traces(text=written, texttemplate="%{text}", textfont_size=10)
+    return figure
 
 
 def _weight_lines(pattern, labels: list[str], queries) -> list[go.Scatter]:

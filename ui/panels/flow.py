@@ -84,6 +84,7 @@ def draw(view: ModelView, ids: list[int], key: str, compact: bool = False) -> di
         data={
             "sig": f"{view.content_key}|{','.join(map(str, data['ids']))}|{big}",
             "payload": data,
+            "words": flow.flow_words(data),  # the picture's name for a screen reader, from the numbers it draws
             "open": block,
             "compact": compact,
             "big": big,  # presenter mode: type of 14 px and more

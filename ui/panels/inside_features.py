@@ -29,7 +29,7 @@ from ui.panels import runs
 from ui.panels.inside import label, view_ids
 from ui.panels.inside_interventions import change_figure, plain_and_steered
 from ui.stages import ROOT
-from ui.text import literal_html, literal_markdown
+from ui.text import literal_markdown
 
 # ------------------------------------------------------------------ features: a sparse autoencoder's dictionary
 SHIPPED_SAE = ROOT / "data" / "gpt-python-docs-sae"
@@ -234,11 +234,11 @@ def activation_chips(view, context, peak_scale: float) -> str:
     chips = []
     for position, (token, value) in enumerate(zip(context.ids, context.values)):
         alpha = min(1.0, value / peak_scale) if peak_scale > 0 else 0.0
-        outline = "border:1px solid #2b8a3e;" if position == context.peak else ""
-        chips.append(
-            f'<span class="tok" style="background: rgba(47, 158, 68, {alpha:.2f});{outline}" '
-            f'title="activation {value:.3f}">{literal_html(label(view, token))}</span>'
-        )
+        outline = "border:1px solid #2b8a3e;" if position == context.peak else "border:1px solid #ddd;"
+        style = f"background:rgba(47,158,68,{alpha:.2f});{outline}padding:1px 3px;border-radius:3px"
+        # where it fires, the activation is written under the token too: the green is not the only signal
+        number = f"{value:.2f}" if alpha >= 0.05 else ""
+        chips.append(charts.token_with_number(label(view, token), style, number, f"activation {value:.3f}", "tok"))
     return "".join(chips)
 
 
@@ -277,9 +277,7 @@ def draw_feature_card(browser: Browser, feature: int) -> None:
             f'<div style="margin-bottom:4px">{activation_chips(view, c, peak)}</div>' for c in card.contexts
         )
         st.markdown(
-            "<style>.tok{display:inline-block;margin:1px;padding:1px 3px;border-radius:3px;"
-            "border:1px solid #ddd;font-family:monospace;white-space:pre}</style>"
-            f'<div style="line-height:1.9">{lines}</div>',
+            f'<div style="line-height:1.3">{lines}</div>',
             unsafe_allow_html=True,
         )
     left, right = st.columns([3, 2])

@@ -331,13 +331,16 @@ def answer_token(view, name: str, fallback: int, what: str) -> int:
     return inside.one_token(view.tokenizer, view.model.config, typed, what)
 
 
+DIFFERS = ' style="background:#ffe066;border:2px solid #5c5f6a" title="differs from the other prompt"'
+
+
 def pair_chips(view, clean: list[int], corrupted: list[int]) -> None:
     """Both prompts token by token, the tokens that differ highlighted."""
     for name, ids, other in (("clean", clean, corrupted), ("corrupted", corrupted, clean)):
-        pieces = [
-            f'<span class="tok"{" style=background:#ffe066" if i >= len(other) or t != other[i] else ""}>'
-            f"{literal_html(label(view, t))}</span>"
-            for i, t in enumerate(ids)
+        differs = [i >= len(other) or t != other[i] for i, t in enumerate(ids)]
+        pieces = [  # a token that differs: yellow, a thick border and its name (colour is not the only signal)
+            f'<span class="tok"{DIFFERS if changed else ""}>{literal_html(label(view, t))}</span>'
+            for t, changed in zip(ids, differs)
         ]
         st.markdown(
             "<style>.tok{display:inline-block;margin:1px;padding:1px 3px;border-radius:3px;"

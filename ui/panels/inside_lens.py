@@ -209,11 +209,19 @@ def render_lens(view, column: str) -> None:
     sentence = hash(tuple(ids))  # the lens's settings belong to the sentence they were chosen on
     start = lens_start(len(ids), column, sentence)
     positions = window(len(ids), start)
+    shown, rows = list(positions), range(len(lens.layer_names))
+    said = inside.lens_words(  # the grid's words, from the numbers it draws: its cells' top tokens and p
+        list(lens.layer_names),
+        [columns[p] for p in shown],
+        [[label(view, int(lens.top_ids[row, p, 0])) for p in shown] for row in rows],
+        lens.top_probs[:, shown, 0].tolist(),
+    )
     charts.show_in(
         grid,
         grid_figure(lens, tokens, columns, lambda i: label(view, i), positions),
         width="stretch",
         key=state.widget("lens_grid_", column),
+        words=said,
     )
     final_norm = "RMSNorm" if getattr(view.model.config, "norm", "") == "rmsnorm" else "LayerNorm"
     grid.markdown(  # under the grid: the page opens on the picture
@@ -339,7 +347,12 @@ def render_losses(view, column: str) -> None:
     result = _losses(view.content_key, tuple(ids), view.model)
     tokens = [label(view, i) for i in ids]
     worst = max(float(result.losses.max()), 1e-9)
-    chips = [f'<span class="tok" title="the first token: nothing predicts it">{literal_html(tokens[0])}</span>']
+    first = "the first token: nothing predicts it"
+    chips = [
+        charts.token_with_number(
+            tokens[0], "border:1px solid #ddd;padding:1px 3px;border-radius:3px", "—", first, "tok"
+        )
+    ]
     for position in range(len(ids) - 1):
         loss = float(result.losses[position])
         top = "&#10;".join(
@@ -353,16 +366,12 @@ def render_losses(view, column: str) -> None:
         )
         alpha = min(1.0, loss / worst)
         red, green, blue = LOSS_SHADE
+        shade = f"background:rgba({red},{green},{blue},{alpha:.2f});border:1px solid #ddd;padding:1px 3px"
+        # the loss written under the token too: the shading is not the only signal (issue 70)
         chips.append(
-            f'<span class="tok" style="background: rgba({red}, {green}, {blue}, {alpha:.2f})" title="{tip}">'
-            f"{literal_html(tokens[position + 1])}</span>"
+            charts.token_with_number(tokens[position + 1], shade + ";border-radius:3px", f"{loss:.2f}", tip, "tok")
         )
-    st.markdown(
-        "<style>.tok{display:inline-block;margin:1px;padding:1px 3px;border-radius:3px;"
-        "border:1px solid #ddd;font-family:monospace;white-space:pre}</style>"
-        f'<div style="line-height:1.9">{"".join(chips)}</div>',
-        unsafe_allow_html=True,
-    )
+    st.markdown(f'<div style="line-height:1.3">{"".join(chips)}</div>', unsafe_allow_html=True)
     n = len(ids) - 1
     charts.latex(
         rf"\mathcal{{L}} = \frac{{1}}{{{n}}}\sum_{{i=1}}^{{{n}}} -\ln p(t_i \mid t_{{<i}}) = "

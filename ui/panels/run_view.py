@@ -130,7 +130,7 @@ def _chart(label: str, kind: str, whole: list[tuple], resumes, vocab: int, key: 
         figure.update_layout(yaxis_title=Y_TITLES[kind])
     for step in resumes:
         figure.add_vline(x=step, line_dash="dot", line_color="#6c757d", annotation_text=f"resumed at {step}")
-    charts.show(figure, width="stretch", key=state.widget("run_chart_", *key))
+    charts.show(figure, width="stretch", key=state.widget("run_chart_", *key), words=runs.curve_words(figure))
 
 
 def _state_line(view: RunView | None, status: JobStatus | None, here: bool, whole: list[tuple], measure) -> None:

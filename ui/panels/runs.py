@@ -17,6 +17,7 @@ short demo) goes through :func:`ui.panels.task_jobs.computed`.
 from __future__ import annotations
 
 import functools
+import html
 import math
 import threading
 import time
@@ -30,7 +31,7 @@ from cachetools import LRUCache
 
 from llmviz.lab.live import LiveRun
 from llmviz.lab.live_status import JobRefused, JobState, JobStatus, Planned
-from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure, smooth
+from llmviz.lessons.training import RunResult, final_train_loss, loss_words, perplexity_measure, smooth
 from llmviz.training.config import TrainConfig
 from llmviz.training.dataset import vocab_bound
 from llmviz.training.footprint import of_config
@@ -167,6 +168,18 @@ def _uniform_guess_lines(vocabularies: list[int]) -> tuple[list[dict], list[dict
             )
         )  # below the line: the toolbar sits above the plot
     return shapes, annotations
+
+
+def curve_words(figure: go.Figure) -> str:
+    """A chart of curves in words (:func:`llmviz.lessons.training.loss_words`), read from the curves it draws:
+    each curve its legend names (a faint per-step line under its smoothed curve is left out) with its value now,
+    its start and its trend.
+
+    >>> curve_words(go.Figure(go.Scatter(x=[1, 2], y=[4.0, 3.0], name="run (train)")))
+    'Run (train) now 3 at step 2, from 4 at step 1; over the last quarter of the steps it fell by 1.'
+    """
+    shown = [t for t in figure.data if t.showlegend is not False and t.x is not None and len(t.x)]
+    return loss_words({html.unescape(t.name or "loss"): (list(t.x), list(t.y)) for t in shown})  # as drawn
 
 
 def loss_figure(
@@ -365,13 +378,13 @@ def lab_panel(
     figure = loss_figure(selected, height=340, smoothing=0.8)
     figure.update_layout(title=title, margin=charts.margins(40))
     if accuracy_key is None:
-        charts.show(figure, key=chart_key)
+        charts.show(figure, key=chart_key, words=curve_words(figure))
         return
     accuracy = loss_figure(selected, height=340, field="val_accuracy", y_title="held-out accuracy")
     accuracy.update_layout(title="Held-out accuracy", margin=charts.margins(40), yaxis_range=[0, 1.02])
     left, right = st.columns(2)
-    charts.show_in(left, figure, key=chart_key)
-    charts.show_in(right, accuracy, key=accuracy_key)
+    charts.show_in(left, figure, key=chart_key, words=curve_words(figure))
+    charts.show_in(right, accuracy, key=accuracy_key, words=curve_words(accuracy))
 
 
 def start(where: str, submit: Callable[[], Any]) -> Any:

@@ -47,10 +47,11 @@ def distribution_panels(view: ModelView, prompt: str, temperature: float, top_k:
         largest = max(float(probs[shown].max()) for _, probs in stages)
         for column, (title, probs), entropy in zip(columns, stages, dist.entropies.values()):
             with column:
+                values = [float(probs[i]) for i in shown]
                 figure = go.Figure(
                     go.Bar(
                         y=names,
-                        x=[float(probs[i]) for i in shown],
+                        x=values,
                         orientation="h",
                         marker_color="#4c6ef5",
                         texttemplate="%{x:.3f}",
@@ -62,7 +63,7 @@ def distribution_panels(view: ModelView, prompt: str, temperature: float, top_k:
                     title=title, height=360, margin=charts.margins(40, 5, 5), xaxis_range=[0, min(1.0, largest * 1.25)]
                 )
                 figure.update_yaxes(autorange="reversed", type="category", dtick=1)  # every token named, big type too
-                charts.show(figure)
+                charts.show(figure, words=sampling.next_token_words(names, values))
                 # entropy is never negative; rounding error can make a certain token's −0.000
                 st.metric("entropy", f"{max(0.0, entropy):.3f} nats", help="−Σ p ln p: 0 when one token is certain.")
         kept = dist.kept
@@ -86,10 +87,14 @@ def before_after_bars(prompt: str, shown_model: ModelView, column: str) -> None:
     found = distribution_for(shown_model.content_key, prompt, 1.0, 0, 1.0, shown_model)
     top = found.shown[:10]
     probs = found.distribution.raw_probs
+    names, values = (
+        charts.unique_labels([shown_model.tokenizer.printable(i) for i in top]),
+        [float(probs[i]) for i in top],
+    )
     figure = go.Figure(
         go.Bar(
-            y=charts.unique_labels([shown_model.tokenizer.printable(i) for i in top]),
-            x=[float(probs[i]) for i in top],
+            y=names,
+            x=values,
             orientation="h",
             marker_color="#4c6ef5",
             texttemplate="%{x:.3f}",
@@ -97,33 +102,38 @@ def before_after_bars(prompt: str, shown_model: ModelView, column: str) -> None:
     )
     figure.update_layout(height=340, margin=charts.margins(10, 5, 5), xaxis_range=[0, 1])
     figure.update_yaxes(autorange="reversed", type="category")
-    charts.show(figure, key=state.widget("next_", column))
+    charts.show(figure, key=state.widget("next_", column), words=sampling.next_token_words(names, values))
     st.metric("entropy of the raw softmax", f"{max(0.0, found.distribution.entropies['raw softmax']):.3f} nats")
 
 
 def generated_text(tokenizer, records: list[StepRecord], shown_prompt: str) -> None:
     """The generated tokens after the prompt, each shaded by the probability it had when it was chosen."""
-    spans = [f"<span style='color:{colours.MUTED_TEXT}'>{literal_html(shown_prompt)}</span>"]
+    spans = [f"<span style='color:{colours.MUTED_TEXT};white-space:break-spaces'>{literal_html(shown_prompt)}</span>"]
+    red, green, blue = PROBABILITY_SHADE
     for record in records:
         piece = tokenizer.decode([record.token])
         alternatives = " | ".join(f"{tokenizer.printable(t)} {p:.2f}" for t, p in record.runner_ups[:5]) or "none"
         alpha = 0.15 + 0.85 * record.probability
-        red, green, blue = PROBABILITY_SHADE
         spans.append(
-            f"<span title='p = {record.probability:.3f} · runner-ups: {literal_html(alternatives)}' "
-            f"style='background: rgba({red},{green},{blue},{alpha:.2f}); white-space: "
-            f"break-spaces'>{literal_html(piece)}</span>"
+            charts.token_with_number(
+                piece,
+                f"background:rgba({red},{green},{blue},{alpha:.2f})",
+                f"{record.probability:.2f}",  # the shading's number, under the token (colour is not the only signal)
+                literal_html(f"p = {record.probability:.3f} · runner-ups: {alternatives}"),
+            )
+            + ("<br>" if "\n" in piece else "")
         )
     # a highlighted space at the end of a line wraps too (pre-wrap let it hang past the column's edge), and a
     # run with no space in it (a long identifier, a row of '=') breaks inside the column
     st.markdown(
-        "<div class='llmviz-generated' style='font-family:monospace;line-height:1.8;"
+        "<div class='llmviz-generated' style='font-family:monospace;line-height:1.3;"
         "overflow-wrap:anywhere;word-break:break-word'>" + "".join(spans) + "</div>",
         unsafe_allow_html=True,
     )
     st.caption(
-        "Darker = the model gave the token a higher probability (softmax of its logits, before temperature, top-k "
-        "and top-p: greedy picks the most likely, it does not make it certain). Hover for the model's runner-ups."
+        "Under each token, and darker for a higher one: the probability the model gave it (softmax of its logits, "
+        "before temperature, top-k and top-p: greedy picks the most likely, it does not make it certain). Hover for "
+        "the model's runner-ups."
     )
 
 

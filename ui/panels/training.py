@@ -115,7 +115,7 @@ def recorded_curve(curve, label: str) -> None:
         margin=charts.margins(40, bottom=40),
         legend=charts.LEGEND_BELOW,
     )
-    charts.show(figure, key=state.widget("recorded_curve"))
+    charts.show(figure, key=state.widget("recorded_curve"), words=runs.curve_words(figure))
 
 
 def run_line(info) -> None:
@@ -195,20 +195,17 @@ def comparison_chart(all_runs: dict, frames: dict, statuses: dict) -> None:
         persist_state="page",
         help="Exponential moving average of the training loss (the validation loss is not smoothed).",
     )
-    charts.show(
-        runs.loss_figure(
-            [
-                (n, statuses[n], runs.vocab_of(all_runs[n])) if n in all_runs else (n, frames[n], 0)
-                for n in chosen
-                if n in all_runs or n in frames
-            ],
-            show_val,
-            height=460,
-            smoothing=smoothing,
-        ),
-        width="stretch",
-        key=state.widget("runs_chart"),
+    figure = runs.loss_figure(
+        [
+            (n, statuses[n], runs.vocab_of(all_runs[n])) if n in all_runs else (n, frames[n], 0)
+            for n in chosen
+            if n in all_runs or n in frames
+        ],
+        show_val,
+        height=460,
+        smoothing=smoothing,
     )
+    charts.show(figure, width="stretch", key=state.widget("runs_chart"), words=runs.curve_words(figure))
 
 
 def summary_row(name: str, status: JobStatus) -> dict:

@@ -21,7 +21,7 @@ def decoder_curve(status) -> None:
     figure = go.Figure(go.Scatter(x=[s for s, _ in curve], y=[v for _, v in curve], mode="lines"))
     figure.add_hline(y=math.log(12), line_dash="dash", annotation_text=f"ln 12 = {math.log(12):.2f}")
     figure.update_layout(xaxis_title="step", yaxis_title="loss", height=320, margin=charts.margins(10))
-    charts.show(figure, width="stretch", key=state.widget("decoder_chart"))
+    charts.show(figure, width="stretch", key=state.widget("decoder_chart"), words=runs.curve_words(figure))
     if status.done:
         st.caption(
             f"Loss {curve[0][1]:.3f} → {curve[-1][1]:.3f}"

@@ -18,14 +18,11 @@ STAGE_COLOURS = {"base": "#5c5f6a", "SFT": "#3b5bdb", "DPO": "#c2410c"}
 
 
 def _chip(piece: str, probability: float, colour: str) -> str:
-    """A token coloured by its probability (stronger = more likely), the probability on hover."""
+    """A token shaded by its probability (stronger = more likely), the probability written under it as well."""
     alpha = max(0.08, min(1.0, probability))
     red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
-    shown = html.escape(piece).replace("\n", "↵")
-    return (
-        f'<span title="p = {probability:.3f}" style="background:rgba({red},{green},{blue},{alpha * 0.55:.2f});'
-        f'border-radius:3px;padding:1px 2px;margin:1px;font-family:monospace;white-space:pre-wrap">{shown}</span>'
-    )
+    style = f"background:rgba({red},{green},{blue},{alpha * 0.55:.2f});border-radius:3px;padding:1px 2px"
+    return charts.token_with_number(piece, style, f"{probability:.2f}", f"p = {probability:.3f}")
 
 
 def answer_card(answer: tuning.ScoredAnswer) -> str:
@@ -37,7 +34,7 @@ def answer_card(answer: tuning.ScoredAnswer) -> str:
         f'<div class="tuning-answer" style="border:1px solid #dee2e6;border-radius:8px;padding:8px;min-height:7rem">'
         f'<b style="color:{STAGE_COLOURS.get(answer.model, "#000")}">{html.escape(answer.model)}</b> '
         f'<span style="font-size:0.8rem;color:#495057">{len(answer.tokens)} tokens; {ending}</span>'
-        f'<div style="line-height:1.9;margin-top:4px">{chips}</div></div>'
+        f'<div style="line-height:1.3;margin-top:4px">{chips}</div></div>'
     )
 
 

@@ -68,6 +68,26 @@ def test_the_shipped_gpt_payload_is_its_cache_to_float32_precision(shipped):
     f32_equal(payload["next"]["probs"], torch.topk(probs, flow.TOP_PER_POSITION).values)
 
 
+def test_the_flows_words_say_the_models_own_predictions_and_where_the_last_token_looks(shipped):
+    """Issue 70: the flow's text alternative names the three most likely next tokens with their probabilities, and
+    for each head of the last block the token the last token attends to most, as plain torch computes them from the
+    model's forward pass (not from the payload the sentence is made of)."""
+    model, tokenizer, ids = shipped
+    said = flow.flow_words(flow.flow_payload(model, tokenizer, ids))
+    with torch.no_grad():
+        logits, _, cache = model.run_with_cache(torch.tensor([ids]))
+    probs = torch.softmax(logits[0, -1].double(), dim=-1)
+    top = torch.topk(probs, 3)
+    expected = [f'"{tokenizer.printable(i)}" {float(p):.3g}' for p, i in zip(top.values, top.indices.tolist())]
+    last = tokenizer.printable(ids[-1])
+    assert f'After "{last}" the model predicts {expected[0]}, {expected[1]} and {expected[2]}.' in said, said
+    pattern = cache[f"blocks.{model.config.n_layers - 1}.attn.pattern"][0, :, -1]  # (H, T): the last token's row
+    for head in range(model.config.n_heads):
+        key = int(torch.argmax(pattern[head]))
+        assert f'"{tokenizer.printable(ids[key])}" ({float(pattern[head, key]):.3g}, head {head})' in said, said
+    assert said.startswith(f"One forward pass of {len(ids)} tokens")
+
+
 def test_the_payload_for_twenty_tokens_of_the_shipped_gpt_is_at_most_300_kb(shipped):
     model, tokenizer, ids = shipped
     payload = flow.flow_payload(model, tokenizer, ids)

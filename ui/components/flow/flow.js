@@ -44,6 +44,7 @@ export class Flow {
     performance.mark("lvf:data"); // the data is here (the server's forward pass is done): the benchmark's start
     this.sig = data ? data.sig : null;
     this.data = data ? data.payload : null;
+    this.words = data && data.words ? data.words : null; // its text alternative (llmviz.lessons.flow.flow_words)
     this.open = data && data.open !== undefined && data.open !== null ? data.open : null;
     this.compact = Boolean(data && data.compact);
     this.big = Boolean(data && data.big);

@@ -11,7 +11,11 @@ export const picture = {
     const L = layout(d, Math.max(480, this.root.clientWidth - (this.big ? 312 : 272)), this.big);
     this.L = L;
     const svg = el("svg", { width: L.width, height: L.height, class: "lvf-svg", role: "group" }, this.svgBox, true);
-    svg.setAttribute("aria-label", `The forward pass of ${d.tokens.length} tokens through ${d.stages.length} stages`);
+    // its name says what it shows, with the next-token probabilities and where the last token looks (issue 70)
+    svg.setAttribute(
+      "aria-label",
+      this.words || `The forward pass of ${d.tokens.length} tokens through ${d.stages.length} stages`,
+    );
     this.svg = svg;
     this.arrowId = null; // links.js defines its arrowhead in this SVG when a stage reads earlier positions
     const T = d.tokens.length;

@@ -1,0 +1,113 @@
+"""Every picture has words (issue 70): each page's own sentence for its key charts (``llmviz.lessons``: the next
+tokens, where attention looks, which head does what, a loss and its trend) says the numbers the chart draws. Each test
+reads the figure the browser receives and recomputes, here, what the sentence must say."""
+
+import numpy as np
+
+from llmviz.lessons import words
+from tests.support.pages import run_page
+from tests.support.plotly_spec import drawn, specs
+
+
+def said(value: float) -> str:
+    """How a sentence writes a number (the wording's one rule, not the number)."""
+    return words.number(float(value))
+
+
+def test_the_sampling_bars_say_the_three_most_likely_tokens_and_how_many_can_be_chosen():
+    at = run_page("stages/sampling.py")
+    bars = [s for s in specs(at) if s["data"] and s["data"][0]["type"] == "bar"]
+    assert len(bars) >= 4  # raw softmax, temperature, top-k, top-p
+    for spec in bars:
+        trace, sentence = spec["data"][0], spec["layout"]["meta"]
+        labels, values = list(trace["y"]), drawn(trace["x"])
+        top = np.argsort(-values, kind="stable")[:3]
+        named = [f'"{labels[i]}" {said(values[i])}' for i in top]
+        assert f"Most likely next: {named[0]}, {named[1]} and {named[2]};" in sentence, sentence
+        assert f"{int((values > 0).sum())} of the {len(values)} tokens drawn can be chosen" in sentence, sentence
+
+
+def test_the_attention_pattern_says_where_each_token_looks_most():
+    at = run_page("stages/attention.py")
+    heat = next(s for s in specs(at) if (s["layout"].get("title") or {}).get("text") == "layer 0, head 0")
+    trace, sentence = heat["data"][0], heat["layout"]["meta"]
+    z, keys, queries = drawn(trace["z"]), trace["x"], trace["y"]
+    assert np.allclose(z.sum(axis=1), 1, atol=1e-6)  # it is an attention pattern: each row a distribution
+    looks = []
+    for i in range(max(0, len(queries) - 6), len(queries)):
+        j = int(np.argmax(z[i]))
+        looks.append(f'"{queries[i]}" at "{keys[j]}" ({said(z[i, j])})')
+    written = np.array(trace["text"], dtype=object)  # colour is not the only signal: a strong weight is written
+    assert ((written != "") == (z >= 0.25)).all()
+    assert all(f"{z[i, j]:.1f}" == written[i, j] for i, j in zip(*np.nonzero(z >= 0.25)))
+    lines = next(s for s in specs(at) if s["data"] and s["data"][0]["type"] == "scatter")  # the lines beside it
+    for told in (sentence, lines["layout"]["meta"]):
+        assert ", ".join(looks) + "." in told, told
+
+
+def test_every_head_at_a_glance_names_the_heads_that_look_at_the_previous_the_first_token_and_themselves():
+    """The head grid tiles every layer × head pattern into one heatmap (a gap of NaN between tiles): each tile is cut
+    out of the drawn grid here and measured."""
+    at = run_page("stages/attention.py", lazy_attention_grid=True)
+    grid = next(s for s in specs(at) if "heads that look most" in s["layout"].get("meta", ""))
+    heat = next(s for s in specs(at) if (s["layout"].get("title") or {}).get("text") == "layer 0, head 0")
+    tokens = len(heat["data"][0]["x"])
+    z = drawn(grid["data"][0]["z"])
+    gap = max(1, tokens // 8)
+    cell = tokens + gap
+    layers, heads = (z.shape[0] + gap) // cell, (z.shape[1] + gap) // cell
+    queries = np.arange(2, tokens)
+    best: dict[str, tuple[float, int, int]] = {}
+    for layer in range(layers):
+        for head in range(heads):
+            tile = z[layer * cell : layer * cell + tokens, head * cell : head * cell + tokens]
+            for kind, mean in {
+                "the previous token": tile[queries, queries - 1].mean(),
+                "the first token": tile[queries, 0].mean(),
+                "itself": tile[queries, queries].mean(),
+            }.items():
+                if kind not in best or mean > best[kind][0]:
+                    best[kind] = (mean, layer, head)
+    sentence = grid["layout"]["meta"]
+    for kind, (mean, layer, head) in best.items():
+        assert f"layer {layer} head {head} at {kind} ({said(mean)} of its weight)" in sentence, (kind, sentence)
+    table = next(frame.value for frame in at.dataframe if "the previous token" in frame.value.columns)
+    assert len(table) == layers * heads  # every head a row: the grid's numbers for a screen reader
+    for kind, (mean, layer, head) in best.items():
+        row = table[(table["layer"] == layer) & (table["head"] == head)]
+        assert abs(float(row[kind].iloc[0]) - mean) < 1e-6 and float(table[kind].max()) == float(row[kind].iloc[0])
+
+
+def expected_trend(steps: np.ndarray, values: np.ndarray) -> tuple[str, str]:
+    """The loss now (at its last step) and the way it moved over the last quarter of the steps."""
+    keep = np.isfinite(values)
+    steps, values = steps[keep], values[keep]
+    now = f"now {said(values[-1])} at step {said(steps[-1])}, from {said(values[0])} at step {said(steps[0])}"
+    before = values[steps <= steps[-1] - 0.25 * (steps[-1] - steps[0])][-1]
+    change = values[-1] - before
+    moved = "stayed flat" if abs(change) < 0.01 * abs(values[-1]) else ("fell" if change < 0 else "rose")
+    return now, moved
+
+
+def test_the_training_curve_says_the_loss_now_and_its_trend():
+    at = run_page("stages/training.py")
+    chart = next(s for s in specs(at) if "now" in s["layout"].get("meta", "") and "loss" in s["layout"]["meta"])
+    sentence = chart["layout"]["meta"]
+    curves = [t for t in chart["data"] if t.get("showlegend") is not False and t["type"] == "scatter"]
+    assert curves
+    for trace in curves[:4]:
+        now, moved = expected_trend(drawn(trace["x"]), drawn(trace["y"]))
+        assert f"{trace['name']} {now}".lower() in sentence.lower(), (now, sentence)
+        part = sentence.lower().split(trace["name"].lower(), 1)[1].split(";")[1]
+        assert moved in part, (moved, part)
+
+
+def test_the_logit_lens_says_each_positions_own_prediction_and_the_first_layer_that_has_it():
+    at = run_page("stages/inside.py")
+    grid = next(s for s in specs(at) if "own top prediction" in s["layout"].get("meta", ""))
+    trace, sentence = grid["data"][0], grid["layout"]["meta"]
+    z, text, rows = drawn(trace["z"]), trace["text"], trace["y"]
+    for column, token in enumerate(trace["x"]):
+        final = text[-1][column]
+        first = next(row for row in range(len(rows)) if text[row][column] == final)
+        assert f'reading "{token}", "{final}" {said(z[-1, column])} (from {rows[first]})' in sentence, sentence
