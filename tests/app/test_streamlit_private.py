@@ -21,9 +21,10 @@ RECHECK = "re-check every item in ui/streamlit_private.py's docstring against th
 def _the_apps_refusal_callback_afterwards():
     """A test here installs its own ``refused`` callback in the process-wide guard: the app's own is put back, so
     an AppTest run later in the same worker says its refusals on the page (an order-dependent failure otherwise)."""
-    from ui import refused, state
+    from ui.refused import refuse_widget_value
+    from ui.state import MAX_WIDGET_TEXT
 
-    streamlit_private_guard.guard_widget_states(refused.refuse_widget_value, state.MAX_WIDGET_TEXT)  # as ui.routing
+    streamlit_private_guard.guard_widget_states(refuse_widget_value, MAX_WIDGET_TEXT)  # as ui.routing does
     before = list(streamlit_private_guard._GUARDED)
     yield
     streamlit_private_guard._GUARDED[:] = before
