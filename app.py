@@ -7,7 +7,7 @@ import streamlit as st
 import ui
 from llmviz.jobs.manager import default_manager
 from llmviz.lab import trainer
-from llmviz.lab.health import LabUnavailable
+from llmviz.lab.faults import LabUnavailable
 from ui import charts, identity, link_model, picker, present, sections, share, state, watch
 
 

@@ -54,7 +54,7 @@ def _where(args: argparse.Namespace) -> tuple[str, str | None]:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    from llmviz.lab.health import LabUnavailable
+    from llmviz.lab.faults import LabUnavailable
     from llmviz.lab.rebuild import ensure_schema, rebuild
     from llmviz.lab.service import Lab
 
@@ -86,7 +86,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     import shutil
 
-    from llmviz.lab.health import LabUnavailable
+    from llmviz.lab.faults import LabUnavailable
     from llmviz.lab.service import MODEL_KINDS, Lab, SnapshotDamaged
 
     folder, url = _where(args)

@@ -267,7 +267,7 @@ class Keeper:
             except Exception as error:  # noqa: BLE001 - a full disk or a busy database: try again next time
                 if self._row_gone(entry):  # deleted (from another process) while it trained: not a fault
                     self._let_go(entry)
-                elif not faults.is_database_fault(error):
+                elif faults.classify(error) is None:
                     log.exception("could not keep run %s", entry.job.id)
                 else:  # logged once while the fault lasts (with a count when it clears), not every second
                     self.lab.faults.fail("keep a run's steps", error)

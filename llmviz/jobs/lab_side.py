@@ -68,8 +68,8 @@ class LabSide:
                 if registry.student_training(student_key(group.owner)) >= self.runs_per_session:
                     self._full_students[claim.client] = time.monotonic()
             return got
-        except Exception:  # noqa: BLE001 - the database is unreachable: this process's own limits still hold
-            log.exception("could not claim a slot in the lab's registry")
+        except Exception as error:  # noqa: BLE001 - the database is out: this process's own limits still hold
+            self.keeper.lab.faults.fail("claim a training slot", error)  # said once (a bug: with its traceback)
             return True
 
     def _full_elsewhere(self, hold_s: float = 2.0) -> frozenset[str]:
@@ -117,7 +117,7 @@ class LabSide:
         """``"pause"``, ``"resume"`` or ``"stop"`` ``owner``'s run ``run_id``: through the lab's one control path
         (:meth:`llmviz.lab.service.Lab.control`, inside its guard) when this manager keeps its runs in a lab, else at
         once on a run this process holds. True when the run was acted on or asked to; False when it is not the
-        owner's live run. A database fault raises :class:`~llmviz.lab.health.LabUnavailable` (one sentence)."""
+        owner's live run. A database fault raises :class:`~llmviz.lab.faults.LabUnavailable` (one sentence)."""
         if self.keeper is None:
             return self.act(student_key(owner), run_id, action, by, owner=owner)
         view = self.keeper.lab.run(student_key(owner), run_id)

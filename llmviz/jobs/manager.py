@@ -540,7 +540,7 @@ class JobManager(Sessions, Shares, LabSide):
     def remove(self, owner: str, job_id: str) -> None:
         """Delete a job with its snapshots: with a lab, through its one control path
         (:meth:`llmviz.lab.service.Lab.control`: the rows and folder first, then the job stops here; under a database
-        fault :class:`~llmviz.lab.health.LabUnavailable`, and nothing changes); without one, stop it and forget it."""
+        fault :class:`~llmviz.lab.faults.LabUnavailable`, and nothing changes); without one, stop it and forget it."""
         if self.keeper is not None and self.keeper.lab.run(student_key(owner), job_id) is not None:
             self.keeper.lab.control(student_key(owner), job_id, "delete")
             return

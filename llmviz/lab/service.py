@@ -37,7 +37,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import sqlite3
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,7 +46,7 @@ from llmviz import settings
 from llmviz.errors import CheckpointError, LlmvizError, UploadError
 from llmviz.lab import faults
 from llmviz.lab.classroom import ClassRow, class_rows
-from llmviz.lab.health import LabUnavailable
+from llmviz.lab.faults import Fault, LabUnavailable
 from llmviz.lab.migrations import schema
 from llmviz.lab.records import (
     AUTOENCODER,
@@ -112,7 +111,7 @@ KIND_WORDS = {  # what each kind of run is called on a page
 RESUMABLE_KINDS = (TRAINING, RACE, SFT, DPO)
 
 # LabUnavailable: the lab's database cannot answer (locked past its timeout, full, damaged, deleted or unreachable):
-# the message is one sentence for the student; nothing was half-written. Defined in llmviz.lab.health (the engine's
+# the message is one sentence for the student; nothing was half-written. Defined in llmviz.lab.faults (the engine's
 # watch raises it too), one class for both.
 
 
@@ -308,31 +307,32 @@ class Lab:
         self.quota = quota if quota is not None else int(settings.get("LLMVIZ_STUDENT_DISK_MB") * 2**20)
         self.keep_s = keep_s if keep_s is not None else float(settings.get("LLMVIZ_KEEP_DAYS")) * 86400
         self.controller: Controller | None = None  # this process's trainer of runs, when it has one (attach)
-        self.faults = faults.FaultLog(self.registry.url)
-        self._file = faults.file_identity(self.registry.url)  # a SQLite file's identity (None: not a file)
+        self.watch = registry.watch  # the database's one watch: its faults and its file
+        self.faults = self.watch.log  # every fault of the lab said once, with its count (llmviz.lab.faults)
         self._reopening = threading.Lock()
-        self.generation = 0  # how many times the database file was replaced under this lab (and reopened)
 
     def check_database(self) -> None:
         """A SQLite file removed under the running app refuses every call (:class:`LabUnavailable`: nothing is
         written to a file nobody will read); one replaced (restored from a backup, rebuilt) is reopened and upgraded,
         and :attr:`generation` counts it (the keeper then records its live runs again where they are missing)."""
-        if self._file is None:
+        if not self.watch.replaced():
             return
-        now = faults.file_identity(self.registry.url)
-        if now == self._file:
-            return
-        if now is None:
-            self.faults.fail("find its database file", sqlite3.OperationalError("the database file was removed"))
-            raise LabUnavailable(faults.SENTENCES["gone"])
+        if self.watch.gone():
+            self.watch.trip(Fault.GONE)
+            raise LabUnavailable(Fault.GONE)
         with self._reopening:
-            if self._file == now:
+            if not self.watch.replaced():
                 return  # another thread reopened it meanwhile
             log.warning("the lab's database file was replaced: it is reopened")
             self.registry.engine.dispose()
             schema.upgrade(self.registry.engine)
-            self._file, self.generation = now, self.generation + 1
-        self.faults.cleared()
+            self.watch.remember_file()
+        self.watch.clear()
+
+    @property
+    def generation(self) -> int:
+        """How many times the database file was replaced under this lab (:attr:`llmviz.lab.faults.Watch.generation`)."""
+        return self.watch.generation
 
     @classmethod
     def at(cls, folder: str | os.PathLike, url: str | None = None, **limits) -> Lab:
@@ -341,7 +341,7 @@ class Lab:
         try:
             registry = Registry(url or default_url(folder))
         except Exception as error:  # noqa: BLE001 - whatever the driver says: one sentence
-            raise LabUnavailable(faults.sentence(error)) from error
+            raise LabUnavailable(faults.classify(error) or Fault.UNREACHABLE) from error
         return cls(registry, Storage(os.path.join(os.fspath(folder), "lab")), **limits)
 
     def attach(self, controller: Controller) -> None:
@@ -360,10 +360,11 @@ class Lab:
         except LlmvizError:
             raise
         except Exception as error:  # noqa: BLE001 - the driver's errors (SQLAlchemy's, OSError): one sentence
-            if not faults.is_database_fault(error):
+            fault = faults.classify(error)
+            if fault is None:
                 raise
             self.faults.fail(what, error)
-            raise LabUnavailable(faults.sentence(error, self.registry.url)) from None
+            raise LabUnavailable(Fault.GONE if self.watch.gone() else fault) from None
         self.faults.cleared(writes)
 
     # ------------------------------------------------------------------ reading
@@ -387,7 +388,7 @@ class Lab:
         try:
             return self.registry.interrupt_orphans(student=student)
         except Exception as error:  # noqa: BLE001 - a database fault: logged once; reading goes on
-            if not faults.is_database_fault(error):
+            if faults.classify(error) is None:
                 raise
             self.faults.fail("mark runs of a process that has gone", error)
             return []
