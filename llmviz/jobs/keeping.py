@@ -29,7 +29,7 @@ from llmviz.lab.holders import this_holder
 from llmviz.lab.identity import student_key
 from llmviz.lab.live_status import JobState
 from llmviz.lab.rebuild import Guard, write_run_file
-from llmviz.lab.records import AUTOENCODER, TASK, TRAINING, RunRecord, config_json
+from llmviz.lab.records import TASK, TRAINING, RunRecord, config_json
 from llmviz.lab.service import RESULT_FORMAT, Lab, QuotaExceeded
 from llmviz.lab.slots import CLAIM_WAIT_S
 from llmviz.lab.storage import file_words, read_kept_file
@@ -86,18 +86,18 @@ def _who(state: str, by: str | None) -> str | None:
 
 def run_kind(job: Job) -> str:
     """What ``job`` is, as the lab keeps it (:data:`llmviz.lab.records.KINDS`): the kind it was submitted as, else
-    its model's (an autoencoder describes itself as one), else a training run (or a task).
+    the kind its runner says (:func:`llmviz.jobs.runners.kind_of`), else a training run (or a task).
 
     >>> from types import SimpleNamespace as Fake
-    >>> run_kind(Fake(run_kind=None, kind="train", info=Fake(description={"kind": "sae"})))
+    >>> run_kind(Fake(run_kind=None, kind="train", info=Fake(kind="autoencoder")))
     'autoencoder'
     >>> run_kind(Fake(run_kind=None, kind="task", info=None)), run_kind(Fake(run_kind="race", kind="train", info=None))
     ('task', 'race')
     """
     if getattr(job, "run_kind", None):
         return str(job.run_kind)
-    if job.info is not None and job.info.description.get("kind") == "sae":
-        return AUTOENCODER
+    if job.info is not None:  # what its runner said, once built (llmviz.jobs.runners.facts)
+        return str(job.info.kind)
     return TRAINING if job.kind == "train" else TASK
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import llmviz.lab.service
-from llmviz.jobs.events import RunInfo
 from llmviz.jobs.keeping import snapshot_meta
+from llmviz.jobs.runners import facts
 from llmviz.lab.records import RunRecord
 from llmviz.training.snapshots import state_of
 from tests.support.jobs import small_trainer
@@ -37,7 +37,7 @@ def _kept_run(student: str, run_id: str, name: str, best: float) -> None:
         RunRecord(run_id, student, "training", f"run of {name}", "finished", total=5, step=5, model="char")
     )
     lab.registry.add_points(run_id, [(0, 3.3, 3.4), (5, 2.9, best)])
-    meta = snapshot_meta(RunInfo.of(trainer), "run")
+    meta = snapshot_meta(facts(trainer), "run")
     path, nbytes = lab.storage.write_snapshot(student, run_id, 5, state_of(trainer.model), meta)
     lab.registry.add_snapshot(run_id, 5, path, nbytes)
 
@@ -118,7 +118,7 @@ def test_a_parked_run_is_listed_and_resumed_on_the_training_page(fresh_session_j
         RunRecord("parked1", student, "training", "parked run", "parked", total=30, step=10, config=config)
     )
     path, nbytes = lab.storage.write_snapshot(
-        student, "parked1", 10, state_of(trainer.model), snapshot_meta(RunInfo.of(trainer), "x")
+        student, "parked1", 10, state_of(trainer.model), snapshot_meta(facts(trainer), "x")
     )
     lab.registry.add_snapshot("parked1", 10, path, nbytes)
     at.run()
