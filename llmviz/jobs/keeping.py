@@ -144,17 +144,19 @@ class Keeper:
         needs: list[int] | None = None,
         resumed: tuple[int, str] | None = None,
     ) -> None:
-        """Record new jobs (a group's) in the registry, before any is queued: their rows in one transaction, so a
-        fault leaves none. ``texts``: the text each trains on, where known (kept by content hash within the
-        student's quota, so the run can be resumed); ``needs``: the bytes each must keep at least (its last snapshot,
-        and its resume state): the student's older snapshots are thinned to make room, and a run that still would
-        not fit is refused (:class:`~llmviz.lab.service.QuotaExceeded`) before anything is written. ``resumed``:
-        ``(step, by)`` for a kept run going on (the same run: its row is queued again, the step recorded).
+        """Record new jobs (a group's) in the registry, before any is queued, as one unit of work
+        (:meth:`llmviz.lab.records.Records.transaction`): the student, the room made for them, their kept texts and
+        their rows are written together or not at all, so a fault between the parts leaves nothing half-written.
+        ``texts``: the text each trains on, where known (kept by content hash within the student's quota, so the run
+        can be resumed); ``needs``: the bytes each must keep at least (its last snapshot, and its resume state): the
+        student's older snapshots are thinned to make room, and a run that still would not fit is
+        refused (:class:`~llmviz.lab.service.QuotaExceeded`) before anything is written. ``resumed``: ``(step, by)``
+        for a kept run going on (the same run: its row is queued again, the step recorded).
         :class:`~llmviz.lab.service.LabUnavailable` (one sentence) when the database cannot record them."""
         texts = texts or [None] * len(jobs)
         needs = needs or [0] * len(jobs)
         student = student_key(jobs[0].owner)
-        with self.lab.guard("record a new run", writes=True):
+        with self.lab.guard("record a new run", writes=True), self.lab.registry.transaction():
             self.lab.registry.ensure_student(student)
             self.lab.make_room(student, sum(needs), jobs[0].label, starting=True)
             digests = [self._keep_text(student, job.label, text) for job, text in zip(jobs, texts, strict=True)]

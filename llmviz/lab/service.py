@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import threading
@@ -588,7 +589,7 @@ class Lab:
                 break
             path, nbytes = sizes[(run, step)]
             self.registry.drop_snapshot(run, step)  # the row first: a row never names a missing file
-            self.storage.delete_file(path)
+            self.registry.after_commit(functools.partial(self.storage.delete_file, path))  # its unit of work's
             used -= nbytes
             dropped.append((run, step))
         for run, _, _, nbytes in held:
@@ -611,7 +612,7 @@ class Lab:
         """Delete ``run_id``'s resume state (a finished run needs none; a thinned one resumes with weights only)."""
         path = self.registry.drop_resume(run_id)
         if path:
-            self.storage.delete_file(path)
+            self.registry.after_commit(functools.partial(self.storage.delete_file, path))
 
     def keep_upload(self, student: str, name: str, data: bytes) -> str:
         """Keep an uploaded file of ``student`` once per content, when it is uploaded (so a later run on it can be
@@ -619,20 +620,22 @@ class Lab:
         snapshots are thinned to make room (:meth:`thin`), and a file that still does not fit is refused
         (:class:`~llmviz.errors.UploadError`, one line; nothing is written)."""
         digest = content_hash(data)
-        if any(have == digest for have, _, _ in self.registry.uploads(student)):
-            return digest  # kept already: once per content
-        self.registry.ensure_student(student)
-        try:
-            self.make_room(student, len(data), name)
-        except QuotaExceeded:
-            used = self.registry.disk_bytes(student)
-            raise UploadError(
-                f"{name} ({len(data) / 2**20:.1f} MB) is not kept: your kept runs and files already take "
-                f"{used / 2**20:.1f} of your {self.quota / 2**20:.0f} MB. It is used until you leave; delete a kept "
-                "run to keep it."
-            ) from None
-        self.storage.write_upload(student, data)
-        self.registry.add_upload(student, digest, name, len(data))
+        with self.registry.transaction():  # the student, the room made, the file and its row: all or nothing
+            if any(have == digest for have, _, _ in self.registry.uploads(student)):
+                return digest  # kept already: once per content
+            self.registry.ensure_student(student)
+            try:
+                self.make_room(student, len(data), name)
+            except QuotaExceeded:
+                used = self.registry.disk_bytes(student)
+                raise UploadError(
+                    f"{name} ({len(data) / 2**20:.1f} MB) is not kept: your kept runs and files already take "
+                    f"{used / 2**20:.1f} of your {self.quota / 2**20:.0f} MB. It is used until you leave; delete a "
+                    "kept run to keep it."
+                ) from None
+            self.registry.on_rollback(functools.partial(self.storage.unwrite_upload, student, digest))
+            self.storage.write_upload(student, data)
+            self.registry.add_upload(student, digest, name, len(data))
         return digest
 
     def kept_texts(self, student: str) -> list[tuple[str, str, int]]:
