@@ -1,7 +1,7 @@
 """SFT and DPO as lab runs that resume like a training run: the same run goes on from its kept snapshot after a
 Pause that ended the server, the teacher's Park or an interruption.
 
-A training run is rebuilt from its text and settings (:func:`llmviz.jobs.keeping.resumed_trainer`); an SFT or DPO
+A training run is rebuilt from its text and settings (:func:`llmviz.jobs.resuming.resumed_trainer`); an SFT or DPO
 run from the same two things: its **sets** (the instruction or preference rows it trains and is measured on, kept
 in the lab as one JSON text, by content hash, like a training run's text: :func:`sets_text`) and its **settings**
 (:class:`~llmviz.adapt.sft.SftConfig` or :class:`~llmviz.adapt.dpo.DpoConfig`, as the lab keeps them), and the
@@ -62,7 +62,7 @@ def settings_of(kind: str, values: dict) -> SftConfig | DpoConfig:
 
 def build(kind: str, text: str, config: SftConfig | DpoConfig, tokenizer: Tokenizer, model) -> SftRunner | DpoRunner:
     """A new SFT or DPO run's trainer (made in its worker: ``functools.partial(build, kind, text, …)`` is what the
-    Tuning page submits, and :func:`llmviz.jobs.keeping.recipe_text` finds ``text`` in it, so the lab keeps it)."""
+    Tuning page submits, and :func:`llmviz.jobs.resuming.recipe_text` finds ``text`` in it, so the lab keeps it)."""
     train, validation = read_sets(text)
     return KINDS[kind][1](config, tokenizer, model, train, validation)  # type: ignore[arg-type]
 

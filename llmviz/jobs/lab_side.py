@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from llmviz.errors import LlmvizError
-from llmviz.jobs.keeping import resume_line, resume_plan, resume_point
+from llmviz.jobs.resuming import resume_line, resume_plan, resume_point
 from llmviz.lab.identity import student_key
 from llmviz.lab.live_status import JobRefused
 from llmviz.lab.records import MODEL_KINDS, RunRecord
@@ -181,7 +181,7 @@ class LabSide:
         exactly as if it had never stopped (the weights, the optimizer's moments and step counts, the learning rate's
         step, the batches' and dropout's random streams, the metrics so far); a run kept before resume states were
         (or whose state was thinned) goes on from its last kept snapshot with its weights only, and its optimizer
-        starts afresh (:func:`llmviz.jobs.keeping.resume_line`). :class:`JobRefused` (one line) when it cannot."""
+        starts afresh (:func:`llmviz.jobs.resuming.resume_line`). :class:`JobRefused` (one line) when it cannot."""
         if self.keeper is None:
             raise JobRefused("That run is not one of your kept runs.")
         existing = self._job_of(student_key(owner), run_id)
@@ -197,7 +197,7 @@ class LabSide:
         )  # fmt: skip
 
     def resume_line(self, owner: str, run_id: str) -> str:
-        """What Resume will do with ``owner``'s kept run, in words (:func:`llmviz.jobs.keeping.resume_line`)."""
+        """What Resume will do with ``owner``'s kept run, in words (:func:`llmviz.jobs.resuming.resume_line`)."""
         kept = self.kept_run(owner, run_id)
         if kept is None or self.keeper is None:
             return ""

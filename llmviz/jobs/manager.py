@@ -54,8 +54,9 @@ from llmviz.errors import LlmvizError
 from llmviz.jobs import processes, ray_executor
 from llmviz.jobs.admission import Budget, Claim, Ledger, Phase, device_refusal
 from llmviz.jobs.job import Group, Job
-from llmviz.jobs.keeping import Keeper, kept_bytes, recipe_text
+from llmviz.jobs.keeping import Keeper, kept_bytes
 from llmviz.jobs.lab_side import LabSide
+from llmviz.jobs.resuming import recipe_text
 from llmviz.jobs.runners import facts as runner_facts
 from llmviz.jobs.sessions import Session, Sessions
 from llmviz.jobs.shares import Shares

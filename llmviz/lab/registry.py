@@ -10,6 +10,8 @@ No SQLite pragmas outside :func:`_sqlite_pragmas`. Its rooms, one module each:
 - :mod:`llmviz.lab.inbox`: the mailbox of requests between processes (pause, resume, stop, park a run another
   process holds);
 - :mod:`llmviz.lab.liveness`: which process holds which run, and which have gone;
+- :mod:`llmviz.lab.work`: one unit of work (``registry.work.transaction()``): what is recorded together is recorded
+  together or not at all;
 - :mod:`llmviz.lab.migrations`: the schema's Alembic revisions, applied as the registry opens.
 
 >>> from llmviz.lab.records import RunRecord
@@ -36,6 +38,7 @@ from llmviz.lab.liveness import Liveness
 from llmviz.lab.migrations import schema
 from llmviz.lab.records import Records
 from llmviz.lab.slots import Slots
+from llmviz.lab.work import UnitOfWork
 
 BUSY_TIMEOUT_S = 10.0  # how long a write waits for another process's lock before it is refused
 
@@ -82,6 +85,7 @@ class Registry(Records, Slots, Mailbox, Liveness):
     def __init__(self, url: str, engine: sa.Engine | None = None):
         self.url = url
         self.engine = engine or make_engine(url)
+        self.work = UnitOfWork(self.engine)  # what is recorded together: together or not at all (llmviz.lab.work)
         # the database's one watch: a fault is one sentence, said once, never a wait on every page; its file's identity
         self.watch = faults.install(self.engine, url)
         try:

@@ -589,7 +589,7 @@ class Lab:
                 break
             path, nbytes = sizes[(run, step)]
             self.registry.drop_snapshot(run, step)  # the row first: a row never names a missing file
-            self.registry.after_commit(functools.partial(self.storage.delete_file, path))  # its unit of work's
+            self.registry.work.after_commit(functools.partial(self.storage.delete_file, path))  # its unit of work's
             used -= nbytes
             dropped.append((run, step))
         for run, _, _, nbytes in held:
@@ -612,7 +612,7 @@ class Lab:
         """Delete ``run_id``'s resume state (a finished run needs none; a thinned one resumes with weights only)."""
         path = self.registry.drop_resume(run_id)
         if path:
-            self.registry.after_commit(functools.partial(self.storage.delete_file, path))
+            self.registry.work.after_commit(functools.partial(self.storage.delete_file, path))
 
     def keep_upload(self, student: str, name: str, data: bytes) -> str:
         """Keep an uploaded file of ``student`` once per content, when it is uploaded (so a later run on it can be
@@ -620,7 +620,7 @@ class Lab:
         snapshots are thinned to make room (:meth:`thin`), and a file that still does not fit is refused
         (:class:`~llmviz.errors.UploadError`, one line; nothing is written)."""
         digest = content_hash(data)
-        with self.registry.transaction():  # the student, the room made, the file and its row: all or nothing
+        with self.registry.work.transaction():  # the student, the room made, the file and its row: all or nothing
             if any(have == digest for have, _, _ in self.registry.uploads(student)):
                 return digest  # kept already: once per content
             self.registry.ensure_student(student)
@@ -633,7 +633,7 @@ class Lab:
                     f"{used / 2**20:.1f} of your {self.quota / 2**20:.0f} MB. It is used until you leave; delete a "
                     "kept run to keep it."
                 ) from None
-            self.registry.on_rollback(functools.partial(self.storage.unwrite_upload, student, digest))
+            self.registry.work.on_rollback(functools.partial(self.storage.unwrite_upload, student, digest))
             self.storage.write_upload(student, data)
             self.registry.add_upload(student, digest, name, len(data))
         return digest

@@ -13,8 +13,8 @@ import torch
 from llmviz.adapt import instructions, tuning_runs
 from llmviz.adapt.dpo import DpoConfig
 from llmviz.adapt.sft import SftConfig
-from llmviz.jobs.keeping import resume_plan
 from llmviz.jobs.manager import JobManager
+from llmviz.jobs.resuming import resume_plan
 from llmviz.lab.live_status import Planned
 from llmviz.lab.service import Lab, RunView
 from llmviz.lessons.adapting import lab_footprint

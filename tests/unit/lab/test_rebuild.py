@@ -197,7 +197,7 @@ def test_the_watch_notices_a_deleted_database_and_the_guard_rebuilds_it(tmp_path
 def test_a_damaged_resume_file_falls_back_to_the_intact_weights(tmp_path, caplog):
     import torch
 
-    from llmviz.jobs.keeping import resumed_trainer
+    from llmviz.jobs.resuming import resumed_trainer
     from llmviz.lab.records import config_json
     from llmviz.training.checkpoint import model_description
     from llmviz.training.config import TrainConfig
