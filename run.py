@@ -247,19 +247,30 @@ def warm_up(url: str, wait_s: float = 300) -> bool:
         return False
 
 
-def start_warm_up(url: str) -> None:
-    """:func:`warm_up` beside the server: a child process on Linux and macOS (this process becomes streamlit), a
+def warm_then_say(url: str, ready: list[str]) -> None:
+    """:func:`warm_up`, then the ``ready`` lines (where the app is, how students join): the teacher is told the app is
+    ready only once its first page's libraries and model are loaded, so the first student does not wait for the start
+    (issue 71: 19 s for Home when the line came before)."""
+    warmed = warm_up(url)
+    for line in ready:
+        say(line)
+    if not warmed:
+        say("the first page could not be loaded ahead (see the log above): the first visit may be slow")
+
+
+def start_warm_up(url: str, ready: list[str]) -> None:
+    """:func:`warm_then_say` beside the server: a child process on Linux and macOS (this process becomes streamlit), a
     thread on Windows (this process waits for streamlit)."""
     if os.name == "nt":
         import threading
 
-        threading.Thread(target=warm_up, args=(url,), daemon=True).start()
+        threading.Thread(target=warm_then_say, args=(url, ready), daemon=True).start()
         return
     child = os.fork()
     if child == 0:  # the child: forks the warmer (init adopts it: streamlit never reaps it) and leaves at once
         if os.fork() == 0:
             try:
-                warm_up(url)
+                warm_then_say(url, ready)
             finally:
                 os._exit(0)
         os._exit(0)
@@ -282,8 +293,8 @@ def main(argv: list[str]) -> int:
         taken = port_taken(rest)
         if taken:
             raise SystemExit(f"run.py: error: {taken}")
-        say(f"the app is at {app_address(rest)} (open it in a browser; Ctrl-C stops it)")
-        say(students_line(rest))
+        say("starting the app: its first page's libraries and model load before it says it is ready …")
+        ready = [f"the app is at {app_address(rest)} (open it in a browser; Ctrl-C stops it)", students_line(rest)]
         # X-Forwarded-For only from LLMVIZ_TRUSTED_PROXIES, from the first connection on (uvicorn reads it at start)
         os.environ["FORWARDED_ALLOW_IPS"] = os.environ.get("LLMVIZ_TRUSTED_PROXIES", "").replace(" ", ",")
         warm = (
@@ -294,7 +305,9 @@ def main(argv: list[str]) -> int:
                 "true",
             ]
         )
-        start_warm_up(app_address(rest).replace("//localhost:", "//127.0.0.1:"))
+        if not any(arg.startswith("--logger.hideWelcomeMessage") for arg in rest):
+            warm += ["--logger.hideWelcomeMessage", "true"]  # Streamlit's "You can now view …" would come before
+        start_warm_up(app_address(rest).replace("//localhost:", "//127.0.0.1:"), ready)
         return run([str(python), "-m", "streamlit", "run", "app.py", *warm, *rest])
     if verb == "test":
         python = setup("test")

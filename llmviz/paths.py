@@ -1,6 +1,6 @@
 """Where llmviz's files are: the repository it runs from (:data:`ROOT`), the shipped models and corpora in it
 (:data:`DATA`), and the runs folder (:func:`runs_folder`) where the lab and the command line keep what students and
-teachers train. The one place these are computed: the app (``ui.ROOT``), the lab and the CLI import them.
+teachers train. The one place these are computed: the app (``ui.stages.ROOT``), the lab and the CLI import them.
 
 >>> (ROOT / "llmviz" / "paths.py").is_file(), DATA == ROOT / "data"
 (True, True)

@@ -10,12 +10,12 @@ import hashlib
 
 import streamlit as st
 
-import ui
 from llmviz.adapt import finetune, lora, quantize
 from llmviz.lab.live_status import Planned
 from llmviz.lessons import adapting
 from llmviz.lessons.defaults import DEFAULT_PROMPT
-from ui import charts, picker, sections, share, state
+from ui import charts, picker, sections, share, shared_sidebar, state
+from ui.errors import friendly_errors
 from ui.panels import quiz, runs
 from ui.panels.adapting import (
     accuracy,
@@ -36,9 +36,10 @@ from ui.panels.adapting import (
     zero,
 )
 from ui.text import literal_markdown
+from ui.widgets import page_header
 
-settings = ui.settings()
-ui.page_header(
+settings = shared_sidebar.settings()
+page_header(
     "Adapting a model: train a little, store it small",
     "LoRA trains a few numbers; quantization stores weights in fewer bits.",
 )
@@ -48,7 +49,7 @@ if not picker.gpt_or_note(view, "this page adapts a GPT's matrices"):
     view = picker.shipped_default()
 model, tokenizer = view.model, view.tokenizer
 st.caption(f"{literal_markdown(view.label)} · {model.num_parameters():,} parameters.")
-corpus = ui.corpus_text()
+corpus = shared_sidebar.corpus_text()
 if corpus is None:
     st.stop()
 corpus_label, text = corpus
@@ -143,7 +144,7 @@ def _lora_runs(config: lora.LoRAConfig) -> None:
     steps = st.slider("Steps", 20, 400, 100, step=20, **share.bind("lora_steps"), persist_state="page")
     if st.button("Start both runs", key=state.widget("lora_start")):
         titles = ", ".join(lora.TARGET_TITLES[t].removeprefix("attention ") for t in config.targets)
-        with ui.friendly_errors("starting the runs"):
+        with friendly_errors("starting the runs"):
             lab = text[: adapting.MAX_TEXT]  # what the runs read
             trained = lora.memory_comparison(model, config)["LoRA"].trained_parameters
             _submit(
@@ -233,7 +234,7 @@ def quantize_section() -> None:
     )
     if report is None:
         return
-    with ui.friendly_errors("quantizing the model"):
+    with friendly_errors("quantizing the model"):
         quant_metrics(report, corpus_label)
         quant_details(model, report, spec)
 
@@ -249,7 +250,7 @@ def qat_section() -> None:
     spec = quantize.QuantSpec(int(bits), per_channel=False, symmetric=True)
     steps = st.slider("Steps", 20, 400, 100, step=20, **share.bind("qat_steps"), persist_state="page")
     if st.button("Start quantization-aware training (and a float run to compare)", key=state.widget("qat_start")):
-        with ui.friendly_errors("starting the runs"):
+        with friendly_errors("starting the runs"):
             lab = text[: adapting.MAX_TEXT]
             _submit(
                 "qat",
@@ -286,7 +287,7 @@ def qat_section() -> None:
 def ptq_against_qat(qat, plain, spec) -> None:
     """The QAT run and its float run (``plain``) have ended: post-training quantization against QAT, on held-out
     text."""
-    with ui.friendly_errors("comparing QAT with post-training quantization"):
+    with friendly_errors("comparing QAT with post-training quantization"):
         trained = picker.load(f"run:{qat.id}@{qat.status().snapshot_steps[-1]}")
         start = picker.load(f"run:{qat.id}@0")
         floated = picker.load(f"run:{plain.id}@{plain.status().snapshot_steps[-1]}") if plain else None
@@ -332,7 +333,7 @@ def _prompting() -> None:
     )
     if results is None:
         return
-    with ui.friendly_errors("prompting the model"):
+    with friendly_errors("prompting the model"):
         prompting_table(results)
         prompting_vs_fine_tuning(results, _runs("task"))
         st.caption(
@@ -353,7 +354,7 @@ def task_section() -> None:
     bce_worked_example(view)
     steps_count = st.slider("Steps per run", 20, 300, 100, step=20, **share.bind("task_steps"), persist_state="page")
     if st.button("Train head only / head + last block / everything (three lab runs)", key=state.widget("task_start")):
-        with ui.friendly_errors("starting the runs"):
+        with friendly_errors("starting the runs"):
             total, width = model.num_parameters(), model.config.d_model
             trained = {"head": width + 1, "last block": total // model.config.n_layers + width + 1}
             _submit(
@@ -413,7 +414,7 @@ def _memory_table() -> None:
     )
     if measures is None:
         return
-    with ui.friendly_errors("measuring memory"):
+    with friendly_errors("measuring memory"):
         memory_table(measures)
 
 
@@ -424,7 +425,7 @@ def _memory_runs() -> None:
     if st.button(
         f"Train {len(switches)} runs: {', '.join(name for name, *_ in switches)}", key=state.widget("memory_start")
     ):
-        with ui.friendly_errors("starting the runs"):
+        with friendly_errors("starting the runs"):
             lab = text[: adapting.MAX_TEXT]
             _submit(
                 "memory",
@@ -488,6 +489,6 @@ PARTS = {
     "Fine-tuning for a task": task_part,
     "Training in less memory": memory_part,
 }
-with ui.friendly_errors("the questions"):
+with friendly_errors("the questions"):
     quiz.section("adapt", lambda: _questions(view.content_key, model, tokenizer))
 sections.parts(PARTS, share.bind("adapting_part"))

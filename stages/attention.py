@@ -6,10 +6,9 @@ import torch
 
 import llmviz.lessons.attention
 import llmviz.lessons.quiz
-import ui
 import ui.panels.attention
-from llmviz.errors import ConfigError, LlmvizError
-from llmviz.lessons import architectures, forward
+from llmviz.errors import LlmvizError
+from llmviz.lessons import forward
 from llmviz.lessons.defaults import openings
 from llmviz.models.attention import (
     JOURNEY_EMBEDDINGS,
@@ -24,13 +23,15 @@ from llmviz.models.attention import (
     toy_input,
     toy_matrices,
 )
-from llmviz.models.gpt import GPTConfig
-from ui import boxes, charts, picker, present, sections, share, state
+from ui import boxes, charts, picker, present, sections, share, shared_sidebar, state
+from ui.errors import friendly_errors
 from ui.panels import quiz
+from ui.sources import ModelView
 from ui.text import literal_markdown
+from ui.widgets import index_slider, page_header
 
-ui.settings()
-ui.page_header(
+shared_sidebar.settings()
+page_header(
     "Attention: tokens looking at each other",
     "Each token scores every earlier token (query · key), turns the scores into weights with softmax and mixes what "
     "they carry (values).",
@@ -246,7 +247,7 @@ def masks_lesson() -> None:
 
 # ------------------------------------------------------------------ your sentence through the picked model
 @st.cache_data(show_spinner=False, max_entries=64)
-def gpt_patterns(model_key: str, sentence: str, _view: picker.ModelView) -> forward.AttentionPatterns | None:
+def gpt_patterns(model_key: str, sentence: str, _view: ModelView) -> forward.AttentionPatterns | None:
     """Every pattern of the picked model on the sentence, cached by (its weights id, sentence)."""
     return llmviz.lessons.attention.patterns_for(_view.model, _view.tokenizer, sentence)
 
@@ -266,8 +267,8 @@ def attention_views(patterns, labels: list[str], key: str, compare_sentence: str
     bind_layer, bind_head = (
         (share.bind("layer"), share.bind("head")) if key == "gpt" else (share.bind("enc_layer"), share.bind("enc_head"))
     )
-    layer = ui.index_slider("Layer", n_layers, where=c1, **bind_layer)
-    head = ui.index_slider("Head", n_heads, where=c2, **bind_head)
+    layer = index_slider("Layer", n_layers, where=c1, **bind_layer)
+    head = index_slider("Head", n_heads, where=c2, **bind_head)
     pattern = patterns[layer, head]  # (T, T)
     left, right = st.columns([1, 1])
     charts.show_in(
@@ -316,7 +317,7 @@ def attention_before_after(sentence: str, layer: int, head: int) -> None:
     """One head at step 0 and at the picked step, side by side (drawn inside the head section, so its layer and
     head sliders decide which head)."""
 
-    def render(shown: picker.ModelView, column: str) -> None:
+    def render(shown: ModelView, column: str) -> None:
         found = gpt_patterns(shown.content_key, sentence, shown)
         if found is None:
             st.info("This model has no attention to show.")
@@ -334,7 +335,7 @@ def attention_before_after(sentence: str, layer: int, head: int) -> None:
     picker.before_after(render, what="the attention patterns")
 
 
-def attention_quiz(view: picker.ModelView, found: forward.AttentionPatterns) -> list:
+def attention_quiz(view: ModelView, found: forward.AttentionPatterns) -> list:
     layer, head = int(state.value("layer", 0)), int(state.value("head", 0))
     return llmviz.lessons.attention.quiz_questions(view.model, view.tokenizer, found, layer, head)
 
@@ -353,12 +354,12 @@ def your_sentence() -> None:
     if view.family == "minilm":
         st.info("The picked model is the pretrained MiniLM encoder: its attention is further down, under MiniLM.")
     else:
-        with ui.friendly_errors("the attention patterns"):
+        with friendly_errors("the attention patterns"):
             gpt_attention(view, sentence)
     minilm_attention(sentence)
 
 
-def gpt_attention(view: picker.ModelView, sentence: str) -> None:
+def gpt_attention(view: ModelView, sentence: str) -> None:
     found = gpt_patterns(view.content_key, sentence, view)
     if found is None:
         st.info(
@@ -402,7 +403,7 @@ def minilm_attention(sentence: str) -> None:
     )
     if (box := sections.lazy("Run the sentence through MiniLM", "attention_minilm")) is None:
         return
-    with box, ui.friendly_errors("the MiniLM encoder"):
+    with box, friendly_errors("the MiniLM encoder"):
         encoded = minilm_patterns(sentence)
         if encoded.truncated:
             st.warning(f"The sentence is longer than {encoded.length} wordpieces: {encoded.truncated} were cut.")
@@ -410,73 +411,6 @@ def minilm_attention(sentence: str) -> None:
             st.info(f"{encoded.unknown} piece(s) are outside MiniLM's vocabulary and became [UNK].")
         attention_views(encoded.patterns, charts.unique_labels(encoded.pieces), "minilm")
         attention_grid(encoded.patterns, "minilm")
-
-
-# ------------------------------------------------------------------ grouped-query attention
-@sections.section("attention.grouped_query")
-def grouped_query() -> None:
-    st.markdown(
-        "While a model generates, it keeps every earlier token's keys and values (the **KV cache**) so "
-        "they are not computed again. With many heads and long texts that cache fills the memory. "
-        "**Grouped-query attention** keeps every query head but lets a group of them read the **same** key "
-        "and value head; **multi-query attention** is the extreme, one key/value head for all."
-    )
-    c1, c2, c3 = st.columns(3)
-    n_heads = c1.select_slider("Query heads", [4, 8, 12, 16, 32], value=12, **share.bind("query_heads"))
-    kv_choices = [d for d in range(1, n_heads + 1) if n_heads % d == 0]
-    n_kv_heads = c2.select_slider(
-        "Key/value heads",
-        kv_choices,
-        value=kv_choices[len(kv_choices) // 2],
-        help="As many as the query heads: multi-head (GPT-2). Fewer: grouped-query "
-        "(Llama 2 70B, Llama 3, Qwen2, SmolLM2). One: multi-query.",
-        **share.bind("gqa_kv_heads"),
-    )
-    tokens = c3.select_slider(
-        "Tokens in the cache",
-        [1024, 2048, 4096, 8192, 32768, 131072],
-        value=8192,
-        format_func=lambda t: f"{t:,}",
-        **share.bind("gqa_tokens"),
-    )
-    try:
-        config = GPTConfig(d_model=64 * n_heads, n_heads=n_heads, n_kv_heads=n_kv_heads, n_layers=24, dropout=0.0)
-    except ConfigError as error:
-        st.error(str(error))
-        return
-    quiz.section("gqa", lambda: [llmviz.lessons.quiz.kv_cache_question(n_heads, n_kv_heads, tokens)])
-    charts.show(ui.panels.attention.kv_heads_figure(llmviz.lessons.attention.kv_owner(config)), width="stretch")
-    st.caption(
-        f"{architectures.attention_kind(config).capitalize()}: query heads of one colour share one key head and one "
-        f"value head. Each "
-        "query head still computes its own pattern over the shared keys."
-    )
-    st.subheader("The KV cache, counted")  # a slide of its own in presenter mode
-    st.dataframe(pd.DataFrame(llmviz.lessons.attention.kv_cache_rows(config, tokens)), hide_index=True, width="stretch")
-    st.caption("W_K + W_V per layer: the parameters of the key and value projections of one block.")
-    saved = 1 - n_kv_heads / n_heads
-    charts.equation(
-        rf"\text{{KV bytes}} = 2 \times L \times H_{{kv}} \times d_{{head}} \times \text{{tokens}} \times 2"
-        rf" = 2 \times 24 \times {n_kv_heads} \times 64 \times {tokens:,} \times 2"
-        rf" = {architectures.kv_cache_bytes(config, tokens, 'bf16'):,}\ \text{{bytes}}"
-    )
-    st.caption(
-        f"A model of 24 layers with head_dim 64 in bf16 (2 bytes a number). {n_kv_heads} key/value heads "
-        f"instead of {n_heads} keep {saved:.0%} less in the cache"
-        + (". " if saved else " (none saved: this is multi-head attention). ")
-        + "Real models: "
-        + llmviz.lessons.attention.real_models_kv()
-        + "."
-    )
-
-
-def grouped_query_lesson() -> None:
-    st.header("6. Grouped-query attention: heads that share keys and values")
-    st.caption(
-        "Modern models (Llama 2 70B, Llama 3, Qwen2) let several query heads share one key head and one value "
-        "head, so that the KV cache kept while generating takes a fraction of the memory."
-    )
-    grouped_query()
 
 
 # ------------------------------------------------------------------ the page: your sentence first, the lessons under it
@@ -491,7 +425,7 @@ LESSONS = {
     "Step by step": toy_lesson,
     "Shapes": shapes_lesson,
     "Masks": masks_lesson,
-    "Grouped-query": grouped_query_lesson,
+    "Grouped-query": ui.panels.attention.grouped_query_lesson,
 }
 for box, lesson in zip(sections.lazy_tabs(list(LESSONS), share.bind("attention_tab"), LINKED), LESSONS.values()):
     if box is not None:

@@ -6,7 +6,7 @@ import streamlit as st
 
 from llmviz.lab.classroom import SORTS, thin_curve
 from ui import charts, identity, joining, lab, model_sources, picker, sections, state, watch
-from ui.panels import classroom
+from ui.panels import classroom, lessons
 from ui.text import literal_markdown
 
 st.title("The class")
@@ -34,7 +34,16 @@ def class_now() -> None:
         return
     live = sum(row.state == "running" for row in rows)
     st.caption(f"{len({row.student for row in rows})} students · {len(rows)} runs · {live} training now")
-    st.dataframe(classroom.class_table(rows), hide_index=True, width="stretch")
+    # a table of text that wraps: every column in view at 1400 px, the long run labels included (issue 72 item 7)
+    st.table(classroom.class_table(rows), hide_index=True, height=classroom.table_height(len(rows)))
+    st.download_button(
+        "Download the class table (CSV)",
+        classroom.class_csv(rows),
+        file_name="class.csv",
+        mime="text/csv",
+        key=state.widget("class_csv"),
+        on_click="ignore",
+    )
     shown = rows[:20]  # the chart keeps to the best 20 (in the chosen order)
     curves = {run_id: thin_curve(points) for run_id, points in lab.class_curves([r.run_id for r in shown]).items()}
     charts.show(classroom.curves_figure(shown, curves, log_x, validation), key=state.widget("class_chart"))
@@ -63,3 +72,12 @@ if rows:  # (no heading over nothing: the live section above says no student has
         "page; its step slider moves through its kept steps. Stop keeps what it learned; Park frees its worker "
         "and memory and keeps its snapshots; the student reads that you parked it, and Resume trains it on."
     )
+
+st.subheader("Teaching live")
+st.caption(
+    "**Lead** (above, on every page of yours): the students who follow see your page and settings. Ask the class "
+    "under any page's Predict, then reveal question: their answers arrive under it, and here. A lesson walks the "
+    "class through its steps: Next and Back move everyone who follows (docs/lessons.md says how to write one)."
+)
+lessons.starter()
+lessons.kept_polls()

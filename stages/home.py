@@ -2,16 +2,17 @@
 
 import streamlit as st
 
-import ui
 from llmviz.data import corpus
 from llmviz.device import describe_device
 from llmviz.lessons.model import DEFAULT_SENTENCE
 from llmviz.tokenizers.ids import encode
-from ui import joining, picker, present, sections, state, streamlit_private
+from ui import joining, picker, present, sections, shared_sidebar, state, streamlit_private
 from ui.panels import flow
+from ui.stages import PIPELINE, ROOT, Stage
 from ui.text import literal_markdown
+from ui.widgets import page_header
 
-settings = ui.settings()
+settings = shared_sidebar.settings()
 
 BOXES_PER_ROW = 5
 # a stage's box is its link: the page link's area covers the whole box (a pseudo-element stretched over it), so a
@@ -20,7 +21,7 @@ PICTURE = ".st-key-" + state.widget("picture_", "home")  # the class Streamlit g
 BOX_LINK_STYLE = streamlit_private.linked_boxes_style(PICTURE)
 
 
-ui.page_header(
+page_header(
     "llmviz — watch a language model work",
     "Real models, small enough to run here: every number is computed by PyTorch in front of you. "
     "Click a stage to open it.",
@@ -28,13 +29,13 @@ ui.page_header(
 joining.card()  # the teacher's only: the address students open, and its QR code
 
 
-def stage_box(number: int, stage: ui.Stage) -> None:
+def stage_box(number: int, stage: Stage) -> None:
     """One stage: its link (the whole box) and what it shows; a stage without a page is grey and says so."""
     with st.container(border=True, height="stretch"):
         st.caption(f"stage {number}")
         if stage.exists:
             st.page_link(
-                str(ui.ROOT / stage.path),
+                str(ROOT / stage.path),
                 label=stage.title if stage.key != "text" else "Text (this page)",
                 icon=stage.icon,
                 width="stretch",
@@ -49,7 +50,7 @@ def pipeline() -> None:
     columns (arrow, box, arrow, box, …) so the boxes line up; an arrow leads the box it points to, so a row after
     the first starts with the arrow that continues the flow, and no arrow points past the last box."""
     st.html(BOX_LINK_STYLE)
-    stages = list(enumerate(ui.PIPELINE))
+    stages = list(enumerate(PIPELINE))
     for start in range(0, len(stages), BOXES_PER_ROW):
         columns = st.columns([0.12, 1] * BOXES_PER_ROW, gap="xsmall", vertical_alignment="center")
         for slot, (number, stage) in enumerate(stages[start : start + BOXES_PER_ROW]):
@@ -91,7 +92,7 @@ with left:
     st.caption("Picked automatically (CUDA, then Apple MPS, then CPU); change it in the sidebar.")
 with right:
     st.subheader("Text: the corpus")
-    loaded = ui.corpus_text()
+    loaded = shared_sidebar.corpus_text()
     if loaded is not None:
         title, text = loaded
         s = corpus.stats(text)

@@ -8,7 +8,6 @@ bound to the link as ``look``), and each section is an st.fragment, so a widget 
 
 import streamlit as st
 
-import ui
 from llmviz.interpret import ablation, features, heads, interventions, patching
 from llmviz.lessons.defaults import openings
 from llmviz.lessons.inside import (
@@ -30,12 +29,14 @@ from llmviz.lessons.inside import (
     sae_config,
 )
 from llmviz.tokenizers.base import TokenizerError
-from ui import boxes, picker, sections, share, state
+from ui import boxes, picker, sections, share, shared_sidebar, state
+from ui.errors import friendly_errors
 from ui.panels import inside, inside_features, inside_induction, inside_interventions, inside_lens, runs
 from ui.text import literal_markdown
+from ui.widgets import bounded_slider, index_slider, page_header
 
-ui.settings()
-ui.page_header(
+shared_sidebar.settings()
+page_header(
     "Inside the model: what each layer predicts, what each head does",
     "Read every block's prediction, then reach in and change the model.",
 )
@@ -83,7 +84,7 @@ def lens_section() -> None:
         return
     opening = state.follow_default("lens_text", view.tokenizer, *openings(DEFAULT_SENTENCE))
     boxes.text_input("A sentence", opening, TEXT_LIMITS["lens_text"], "The sentence", **share.bind("lens_text"))
-    with ui.friendly_errors("the logit lens"):
+    with friendly_errors("the logit lens"):
         both(inside_lens.render_lens, "lens", "the logit lens")
 
 
@@ -94,7 +95,7 @@ def heads_section() -> None:
     view = picker.current()
     if not picker.gpt_or_note(view, "the detectors read a GPT's attention patterns"):
         return
-    with ui.friendly_errors("the head detectors"):
+    with friendly_errors("the head detectors"):
         tokens, scores = inside_lens.cached_head_scores(view.content_key, view.model)
         # open on the detector that shows a head on this model: its default, so a link that leaves it out opens it
         clearest = heads.DETECTORS.index(clearest_detector(scores, tokens))
@@ -133,7 +134,7 @@ def loss_section() -> None:
         "before})$: darker red = more surprising. Hover for the top 5 predictions. The mean over the tokens "
         "is the model's loss on this text."
     )
-    with ui.friendly_errors("the per-token loss"):
+    with friendly_errors("the per-token loss"):
         both(inside_lens.render_losses, "loss", "the per-token loss")
 
 
@@ -158,7 +159,7 @@ def ablation_section() -> None:
         "A head's whole contribution is its output $z_h$ (times its slice of $W_O$). Replace it and measure the "
         "model's loss on the text again: the heads whose absence raises the loss most are the ones it needs here."
     )
-    with ui.friendly_errors("knocking out heads"):
+    with friendly_errors("knocking out heads"):
         ids = inside.view_ids(view, text, "text")
         interventions.check_text(view.model, ids)
         result = inside_interventions.ablation_grid(view, ids, mode)
@@ -193,7 +194,7 @@ def patching_section() -> None:
         horizontal=True,
         **share.bind("patch_component"),
     )
-    with ui.friendly_errors("activation patching"):
+    with friendly_errors("activation patching"):
         clean = inside.view_ids(view, clean_text, "clean prompt")
         corrupted = inside.view_ids(view, corrupted_text, "corrupted prompt")
         inside_interventions.pair_chips(view, clean, corrupted)
@@ -251,9 +252,9 @@ def steering_section() -> None:
         **share.bind("steer_prompt"),
     )
     layer = (
-        ui.bounded_slider("Layer", 0, config.n_layers - 1, config.n_layers // 2, where=c2, **share.bind("steer_layer"))
+        bounded_slider("Layer", 0, config.n_layers - 1, config.n_layers // 2, where=c2, **share.bind("steer_layer"))
         if config.n_layers > 1
-        else ui.index_slider("Layer", 1, where=c2)
+        else index_slider("Layer", 1, where=c2)
     )
     alpha = c3.slider("α", -10.0, 10.0, 1.0, 0.25, **share.bind("steer_alpha"))
     kind = st.radio(
@@ -285,7 +286,7 @@ def steering_section() -> None:
             height=90,
             **share.bind("steer_negative"),
         )
-    with ui.friendly_errors("steering"):
+    with friendly_errors("steering"):
         direction, what = inside_interventions.steering_direction(view, kind, layer)
         ids = inside.view_ids(view, prompt, "prompt") or view.tokenizer.encode("\n")[:1]
         seed = int(state.value("seed") or 0)
@@ -308,7 +309,7 @@ def features_section() -> None:
         "that fires on one kind of token is a **feature** (Anthropic, *Towards Monosemanticity*, 2023). Pick one: "
         "where it fires most in the corpus, how strongly, and which next tokens it pushes up."
     )
-    with ui.friendly_errors("the feature browser"):
+    with friendly_errors("the feature browser"):
         choices = inside_features.sae_choices()
         newest = inside_features.newest_finished_run()
         if newest is not None:
@@ -396,7 +397,7 @@ def train_own(view) -> None:
     """Pick a hook point, a dictionary size and a sparsity: the autoencoder trains as a lab run of yours."""
     box = sections.lazy("Train your own autoencoder on this model", "sae_train")
     if box is not None:
-        with box, ui.friendly_errors("the autoencoder run"):
+        with box, friendly_errors("the autoencoder run"):
             points = hook_points(view.model.config)
             c1, c2, c3 = st.columns(3)
             hook = c1.selectbox("Hook point", list(points), index=0, key=state.widget("sae_hook"))
@@ -439,7 +440,7 @@ def induction_section() -> None:
         "the attention over all the test lines, so they differ a little from the Head detectors tab's heatmap, "
         "which measures one test input of its own."
     )
-    with ui.friendly_errors("the induction run"):
+    with friendly_errors("the induction run"):
         # redrawn every 4 s while the run trains; still while it is paused or over
         inside_induction.live_induction(
             active=lambda: (job := inside_induction.induction_job()) is not None and job.changing,

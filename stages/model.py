@@ -4,7 +4,6 @@ together: ui/panels/model.py draws them, llmviz/lessons/model.py computes their 
 import streamlit as st
 
 import llmviz.lessons.quiz
-import ui
 from llmviz.errors import ConfigError, LlmvizError
 from llmviz.lab.live_status import JobRefused
 from llmviz.lessons import architectures
@@ -13,12 +12,16 @@ from llmviz.lessons.model import DEFAULT_SENTENCE, LAB_CHARS, preset_title, vali
 from llmviz.models.gpt import MLP_KINDS, NORMS, POSITIONS, GPTConfig
 from llmviz.models.presets import PRESETS
 from llmviz.tokenizers.ids import encode
-from ui import boxes, charts, picker, present, sections, share, state
+from ui import boxes, charts, lab, picker, present, sections, share, shared_sidebar, state
+from ui.errors import friendly_errors
 from ui.panels import flow, model, quiz, runs
+from ui.sources import ModelView
 from ui.text import literal_markdown
+from ui.widgets import page_header
 
-settings = ui.settings()  # read here: in a section's own rerun (a fragment) ui.settings() reruns the whole app
-ui.page_header(
+# read here: in a section's own rerun (a fragment) shared_sidebar.settings() reruns the whole app
+settings = shared_sidebar.settings()
+page_header(
     "The model: one forward pass, block by block",
     "Your sentence through the model picked in the sidebar: hover a token to light its path, click a block to open "
     "its heads, press Play to watch each stage compute.",
@@ -27,7 +30,7 @@ PICKED = "picked"  # the Preset choice that shows the model picked in the sideba
 PRESET_LABELS = {PICKED: "the model picked in the sidebar", "custom": "custom"}  # link values as they were
 
 
-def base_config(preset: str, view: picker.ModelView) -> GPTConfig:
+def base_config(preset: str, view: ModelView) -> GPTConfig:
     """The sizes the Preset choice starts from: the picked model's own configuration, a published preset (with that
     model's bias and tying), or GPT mini's for a custom one. A picked model that is no GPT says so, and GPT-2 small
     is shown instead."""
@@ -163,7 +166,7 @@ def size_a_gpt() -> None:
 
 
 # ------------------------------------------------------------------ look inside
-def fitted_ids(view: picker.ModelView, sentence: str) -> list[int]:
+def fitted_ids(view: ModelView, sentence: str) -> list[int]:
     """The sentence's token ids, its last ``context_length`` when it is longer (the page says so)."""
     context = view.model.config.context_length
     ids = encode(view.tokenizer, sentence)
@@ -191,7 +194,7 @@ def look_inside() -> None:
         st.warning("Type a sentence: there is nothing to run yet.")
         return
     labels = charts.unique_labels([view.tokenizer.printable(i) for i in ids])
-    with ui.friendly_errors("the forward pass"):
+    with friendly_errors("the forward pass"):
         cache = model.recorded_pass(view.content_key, tuple(ids), view)
         for tab, draw in zip(st.tabs(model.tab_titles(config)), model.TABS):
             with tab:
@@ -230,7 +233,7 @@ def start_llama_lab(steps: int) -> None:
     tokenizer, the same batches; only the flipped switches differ."""
     from llmviz.training.config import TrainConfig
 
-    loaded = ui.corpus_text(settings.corpus)
+    loaded = shared_sidebar.corpus_text(settings.corpus)
     if loaded is None:
         return
     corpus_label, text = loaded
@@ -254,7 +257,7 @@ def start_llama_lab(steps: int) -> None:
             runners.append((label, runs.planned(text, config)))  # built in the race's worker
         started = picker.runs().submit_race(runners)
     except JobRefused as refused:
-        st.warning(str(refused))
+        lab.warn(str(refused))
     except LlmvizError as error:
         st.error(str(error))
     else:
@@ -271,7 +274,7 @@ def gpt2_to_llama_lab() -> None:
         "a short lab run on the corpus in the sidebar; the table gives its parameters, KV cache and "
         "validation loss."
     )
-    loaded = ui.corpus_text(settings.corpus)
+    loaded = shared_sidebar.corpus_text(settings.corpus)
     if loaded is not None and len(loaded[1]) > LAB_CHARS:
         st.caption(f"The runs train on the corpus's first {LAB_CHARS:,} of {len(loaded[1]):,} characters.")
     c1, c2 = st.columns([2, 1])

@@ -9,7 +9,6 @@ from typing import Any
 
 import streamlit as st
 
-import ui
 from llmviz.generation.sampling import compare_kv_cache, encode_prompt, generate, visible_tokens
 from llmviz.lessons.defaults import DEFAULT_PROMPT
 from llmviz.lessons.quiz import sampling_questions
@@ -24,12 +23,15 @@ from llmviz.lessons.sampling import (
     top_k_default,
     window_note,
 )
-from ui import boxes, picker, sections, share, state
+from ui import boxes, picker, sections, share, shared_sidebar, state
+from ui.errors import friendly_errors
 from ui.panels import quiz, sampling
+from ui.sources import ModelView
 from ui.text import literal_markdown
+from ui.widgets import bounded_slider, page_header
 
-settings = ui.settings()
-ui.page_header(
+settings = shared_sidebar.settings()
+page_header(
     "Sampling: how a model writes",
     "The model scores every token; softmax, temperature, top-k and top-p turn scores into one choice.",
 )
@@ -74,7 +76,7 @@ def sampler_controls() -> tuple[float, int, float]:
         help="0 = greedy: always the most likely token.",
         **share.bind("temperature"),
     )
-    top_k = ui.bounded_slider(
+    top_k = bounded_slider(
         "Top-k",
         0,
         tokenizer.vocab_size,
@@ -124,7 +126,7 @@ quiz.section(
 
 # ------------------------------------------------------------------ the distribution
 @sections.section("sampling.distribution", what="the next-token distribution")
-def distribution_section(view: picker.ModelView, prompt: str, encoded) -> None:
+def distribution_section(view: ModelView, prompt: str, encoded) -> None:
     """Temperature, top-k and top-p with the distribution they shape and the step mode they drive: moving a
     slider reruns this section alone."""
     temperature, top_k, top_p = sampler_controls()
@@ -146,27 +148,27 @@ def distribution_section(view: picker.ModelView, prompt: str, encoded) -> None:
     )
 
 
-def step_mode_part(view: picker.ModelView, encoded, temperature: float, top_k: int, top_p: float) -> None:
+def step_mode_part(view: ModelView, encoded, temperature: float, top_k: int, top_p: float) -> None:
     st.subheader("Step mode: one token at a time, and take a different branch")
     step_mode(view, encoded, temperature, top_k, top_p)
 
 
-def generate_part(view: picker.ModelView, encoded) -> None:
+def generate_part(view: ModelView, encoded) -> None:
     st.subheader("Generate")
     generate_section(view, encoded)
 
 
-def temperatures_part(view: picker.ModelView, encoded) -> None:
+def temperatures_part(view: ModelView, encoded) -> None:
     st.subheader("The same prompt at three temperatures")
     three_temperatures(view, encoded)
 
 
-def kv_cache_part(view: picker.ModelView, encoded) -> None:
+def kv_cache_part(view: ModelView, encoded) -> None:
     st.subheader("The KV cache: the same tokens, less work")
     kv_cache(view, encoded)
 
 
-def before_after(view: picker.ModelView) -> None:
+def before_after(view: ModelView) -> None:
     st.subheader("Step 0 vs step N: the next token, before and after training")
     st.caption("The same prompt's 10 most likely next tokens at step 0 (random weights: nearly uniform) and now.")
     if box := sections.lazy("Compare step 0 with the picked step", "sampling_before_after"):
@@ -179,7 +181,7 @@ def before_after(view: picker.ModelView) -> None:
 
 
 # ------------------------------------------------------------------ generation
-def generate_controls(view: picker.ModelView, encoded) -> tuple[str, int, int, bool, Any]:
+def generate_controls(view: ModelView, encoded) -> tuple[str, int, int, bool, Any]:
     """The method, the beam width and the tokens to write, with notes on what the page will do; whether Generate was
     pressed, and the column the text goes in."""
     m1, m2 = st.columns([3, 1])
@@ -200,10 +202,10 @@ def generate_controls(view: picker.ModelView, encoded) -> tuple[str, int, int, b
     return method, width, new_tokens, g1.button("Generate", type="primary"), g2
 
 
-def run_generation(view: picker.ModelView, encoded, method: str, width: int, new_tokens: int) -> None:
+def run_generation(view: ModelView, encoded, method: str, width: int, new_tokens: int) -> None:
     """Write the tokens (or the beam search) and keep them for this model, to be drawn on every rerun."""
     temperature, top_k, top_p = chosen_settings()
-    with ui.friendly_errors("generation"):
+    with friendly_errors("generation"):
         if method == "beam search":
             result = beam(view.model, encoded.ids, width, new_tokens)
             state.BEAM.set((view.content_key, result, list(encoded.ids)))
@@ -214,7 +216,7 @@ def run_generation(view: picker.ModelView, encoded, method: str, width: int, new
 
 
 @sections.section("sampling.generate")
-def generate_section(view: picker.ModelView, encoded) -> None:
+def generate_section(view: ModelView, encoded) -> None:
     method, width, new_tokens, pressed, column = generate_controls(view, encoded)
     if pressed:
         run_generation(view, encoded, method, width, new_tokens)
@@ -237,7 +239,7 @@ def _take_forced(sequence: list[int], label: str, offered: list[int]) -> None:
 
 
 @sections.section("sampling.step_mode")
-def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, top_p: float) -> None:
+def step_mode(view: ModelView, encoded, temperature: float, top_k: int, top_p: float) -> None:
     model, tokenizer, label = view.model, view.tokenizer, view.content_key
     restart = st.button("Restart from the prompt")
     steps = state.STEP_MODE.get(label)
@@ -249,7 +251,7 @@ def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, t
     sequence = steps["sequence"]
     step_seed = settings.seed if settings.deterministic else steps["seed"]
     st.code(tokenizer.decode(sequence), language=None, wrap_lines=True)
-    with ui.friendly_errors("step mode"):
+    with friendly_errors("step mode"):
         record = next_step(model, sequence, temperature, top_k, top_p, step_seed)
         candidates = top_candidates(record)
         sampling.step_candidates(tokenizer, candidates)
@@ -274,7 +276,7 @@ def step_mode(view: picker.ModelView, encoded, temperature: float, top_k: int, t
 
 # ------------------------------------------------------------------ three temperatures
 @sections.section("sampling.temperatures")
-def three_temperatures(view: picker.ModelView, encoded) -> None:
+def three_temperatures(view: ModelView, encoded) -> None:
     _, top_k, top_p = chosen_settings()
     temperatures = st.multiselect(
         "Temperatures",
@@ -292,7 +294,7 @@ def three_temperatures(view: picker.ModelView, encoded) -> None:
 
 # ------------------------------------------------------------------ the KV cache
 @sections.section("sampling.kv_cache")
-def kv_cache(view: picker.ModelView, encoded) -> None:
+def kv_cache(view: ModelView, encoded) -> None:
     temperature, top_k, top_p = chosen_settings()
     method = state.value("method", "sampling")
     st.caption(
@@ -303,7 +305,7 @@ def kv_cache(view: picker.ModelView, encoded) -> None:
     kv_tokens = k1.slider("Tokens to generate", 10, 300, 100, step=10, **share.bind("kv_tokens"), persist_state="page")
     # the button's label whole (in the slider's narrow column it was cut to "Generate with and without the c…")
     if k1.button("Generate both ways", key=state.widget("kv_run"), help="With the KV cache, then without it."):
-        with ui.friendly_errors("the KV-cache comparison"):
+        with friendly_errors("the KV-cache comparison"):
             t = method_temperature(method, temperature)
             comparison = compare_kv_cache(view.model, encoded.ids, kv_tokens, t, top_k, top_p, seed=settings.run_seed())
             state.KV_COMPARISON.set((view.content_key, comparison))

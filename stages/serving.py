@@ -9,16 +9,17 @@ import functools
 
 import streamlit as st
 
-import ui
 from llmviz.lessons import adapting
 from llmviz.lessons.defaults import DEFAULT_PROMPT
 from llmviz.lessons.serving import BATCHING_REPEATS, WANTED, batching_steps, is_quick, paged, parse_lengths
-from ui import boxes, picker, sections, share
+from ui import boxes, picker, sections, share, shared_sidebar
+from ui.errors import friendly_errors
 from ui.panels import quiz, runs, serving
 from ui.text import literal_markdown
+from ui.widgets import page_header
 
-ui.settings()
-ui.page_header(
+shared_sidebar.settings()
+page_header(
     "Serving a model: many requests, one GPU",
     "Each request keeps a KV cache of what it has read; paged attention and batching share one GPU among many.",
 )
@@ -34,7 +35,7 @@ picker.on_this_page([], reset=True)
 # ------------------------------------------------------------------ the KV cache (the key picture)
 @sections.section("serving.kv_cache")
 def kv_cache_section() -> None:
-    with ui.friendly_errors("generating with the KV cache"):
+    with friendly_errors("generating with the KV cache"):
         serving.kv_growth(view, DEFAULT_PROMPT)
 
 
@@ -90,7 +91,7 @@ def batching_section() -> None:
         if not small:
             st.caption("A large model takes a while for 128 generated tokens: press the button to run it.")
         return
-    with ui.friendly_errors("serving the requests"):
+    with friendly_errors("serving the requests"):
         serving.batching(found)
 
 
@@ -100,6 +101,6 @@ def batching_part() -> None:
 
 
 PARTS = {"The KV cache": kv_cache_part, "Paged attention": paged_part, "Batching": batching_part}
-with ui.friendly_errors("the questions"):
+with friendly_errors("the questions"):
     quiz.section("serving", lambda: serving.questions(view.content_key, DEFAULT_PROMPT, model, tokenizer))
 sections.parts(PARTS, share.bind("serving_part"))

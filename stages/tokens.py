@@ -6,20 +6,20 @@ import streamlit as st
 
 import llmviz.lessons.quiz
 import llmviz.lessons.tokens
-import ui
 import ui.panels.tokens
 from llmviz.data import corpus
 from llmviz.errors import LlmvizError
-from llmviz.lessons import forward
-from llmviz.tokenizers import windows, zipf
+from llmviz.tokenizers import zipf
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
 from llmviz.tokenizers.ids import encode
-from ui import charts, lab, picker, present, sections, share, state
+from ui import charts, lab, picker, present, sections, share, shared_sidebar, state
+from ui.errors import friendly_errors
 from ui.panels import quiz, runs
 from ui.text import literal_markdown
+from ui.widgets import page_header
 
-settings = ui.settings()
-ui.page_header(
+settings = shared_sidebar.settings()
+page_header(
     "Tokens: from text to integers",
     "A model reads integers, not letters: a tokenizer cuts text into pieces of a fixed vocabulary, each with an id.",
 )
@@ -57,7 +57,7 @@ if len(text) > MAX_CHARS:
     st.warning(f"That is {len(text):,} characters; this page tokenizes the first {MAX_CHARS:,} so it stays responsive.")
     text = text[:MAX_CHARS]
 
-loaded = ui.corpus_text()
+loaded = shared_sidebar.corpus_text()
 corpus_label, corpus_text = loaded if loaded else ("(no corpus)", "")
 # what this page's script run reads of the corpus: bounded samples, so that a 20 MB upload costs the server half a
 # second once (then it is cached by its content), never seconds on every run; training a BPE is a job
@@ -200,14 +200,14 @@ def cards(chosen: list[str], show_ids: bool) -> None:
     rows = []
     if present.enabled():  # one after another: each card's heading starts a slide
         for number, key in enumerate(chosen):  # the first card stays on the slide of its controls
-            with ui.friendly_errors(f"the {available[key][0]} tokenizer"):
+            with friendly_errors(f"the {available[key][0]} tokenizer"):
                 tokenizer = available[key][1] or reference(key)
                 card = ui.panels.tokens.tokenizer_card
                 rows.append(card(available[key][0], tokenizer, text, corpus_label, show_ids, heading=number > 0))
     for start in range(0, 0 if present.enabled() else len(chosen), 2):
         for column, key in zip(st.columns(2), chosen[start : start + 2]):
             name = available[key][0]
-            with column, st.container(border=True), ui.friendly_errors(f"the {name} tokenizer"):
+            with column, st.container(border=True), friendly_errors(f"the {name} tokenizer"):
                 tokenizer = available[key][1] or reference(key)
                 rows.append(ui.panels.tokens.tokenizer_card(name, tokenizer, text, corpus_label, show_ids))
     if rows:
@@ -357,7 +357,7 @@ def bpe_views(bpe: BPETokenizer) -> None:
     left, right = st.columns(2)
     curve, counts = bpe_measures(llmviz.lessons.tokens.bpe_key(bpe), measure_key, bpe, measure_sample)
     with left:
-        with ui.friendly_errors("the compression curve"):
+        with friendly_errors("the compression curve"):
             charts.show(ui.panels.tokens.compression_figure(curve))
             st.caption(
                 "Each merge makes a common pair one token: more vocabulary, fewer tokens per character. Measured "
@@ -370,90 +370,6 @@ def bpe_views(bpe: BPETokenizer) -> None:
             f"Token frequency by rank on log–log axes, measured on {literal_markdown(corpus_label)}"
             f"{sampled(MEASURE_SAMPLE)}. "
             + (llmviz.lessons.tokens.zipf_verdict(fit) if fit is not None else "Too few distinct tokens to fit a line.")
-        )
-
-
-# ------------------------------------------------------------------ round trip and special tokens
-def round_trip(tokenizer) -> None:
-    """Section 3: your text encoded and decoded again, and what the special tokens are."""
-    st.caption(
-        "With "
-        + (
-            "your BPE"
-            if trained_bpe()
-            else f"the picked model's tokenizer ({literal_markdown(view.label)})"
-            if picked_tokenizer
-            else "GPT-2's tokenizer"
-        )
-        + "."
-    )
-    allow_special = st.toggle(
-        "Read special-token text such as <|endoftext|> as the special token",
-        value=False,
-        **share.bind("allow_special"),
-        help="Off (the default): text a user types stays ordinary text, even if it spells a special "
-        "token. On: the program that builds the text asks for the special token on purpose.",
-    )
-    ids = encode(tokenizer, text, "all" if allow_special else "none")
-    dropped = forward.dropped_characters(tokenizer, text)
-    typed = [name for name in getattr(tokenizer, "special_tokens", {}) if name in text]
-    if typed:
-        other = encode(tokenizer, text, "none" if allow_special else "all")
-        as_special, as_text = (ids, other) if allow_special else (other, ids)
-        st.info(
-            f"Your text spells {', '.join(f'`{name}`' for name in typed)}. As ordinary text it is "
-            f"{len(as_text)} tokens; read as the special token it is {len(as_special)} tokens, with id "
-            f"{', '.join(str(tokenizer.special_tokens[name]) for name in typed)} inside. "
-            + (
-                "The switch is on: the special token is used."
-                if allow_special
-                else "The switch is off: a student who types it cannot end a document by accident."
-            )
-        )
-    decoded = tokenizer.decode(ids)
-    c1, c2 = st.columns(2)
-    c1.code(str(ids[:200]) + (" …" if len(ids) > 200 else ""), language=None, wrap_lines=True)
-    c2.code(decoded[:2000], language=None, wrap_lines=True)
-    if decoded == text:
-        st.success(f"decode(encode(text)) == text: all {len(text):,} characters come back.")
-    elif dropped:
-        st.warning(
-            f"{len(dropped)} character(s) of your text are not in this {tokenizer.vocab_size}-character vocabulary "
-            f"({ui.panels.tokens.shown_characters(dropped)}): encoding drops them, so decoding gives back the text "
-            "without them. A byte-level BPE never has this problem: every text is made of bytes."
-        )
-    else:
-        st.error("The round trip changed the text.")
-    st.markdown(ui.panels.tokens.special_tokens_note(getattr(tokenizer, "special_tokens", {})))
-
-
-@sections.section("tokens.pairs")
-def input_target_pairs(ids: list[int], tokenizer) -> None:
-    c1, c2 = st.columns(2)
-    context_length = c1.slider("Context size", 1, 32, 4, **share.bind("context"))
-    stride = c2.slider("Stride", 1, 32, 1, **share.bind("stride"))
-    try:
-        inputs, targets = windows.sliding_windows(ids, context_length, stride)
-    except LlmvizError as error:
-        st.warning(str(error))
-    else:
-        frame = ui.panels.tokens.pairs_table(inputs, targets, tokenizer)
-        st.dataframe(frame, hide_index=True, width="stretch")
-        st.caption(
-            f"{len(inputs)} windows of {context_length} tokens, one every {stride}: each target row is its input "
-            f"shifted one token to the left, so every position learns to predict the token after it "
-            f"({len(inputs) * context_length} predictions in all). "
-            + (
-                "Windows overlap (stride < context)."
-                if stride < context_length
-                else ""
-                if stride == context_length
-                else f"{stride - context_length} token(s) between windows are never inputs."
-            )
-        )
-        charts.latex(
-            rf"\text{{windows}} = \left\lfloor \frac{{{len(ids)} - {context_length} - 1}}{{{stride}}} \right\rfloor + "
-            rf"1 = {len(inputs)}"
         )
 
 
@@ -473,7 +389,14 @@ def bpe_lesson() -> None:
 def round_trip_lesson() -> None:
     st.header("3. Encode → decode, and special tokens")
     if text:
-        round_trip(lesson_tokenizer())
+        which = (
+            "your BPE"
+            if trained_bpe()
+            else f"the picked model's tokenizer ({literal_markdown(view.label)})"
+            if picked_tokenizer
+            else "GPT-2's tokenizer"
+        )
+        ui.panels.tokens.round_trip(lesson_tokenizer(), text, which)
     else:
         st.warning("Your text is empty: type or paste something above to encode and decode it here.")
 
@@ -488,7 +411,7 @@ def pairs_lesson() -> None:
         source = literal_markdown(corpus_label) if corpus_text else "the English example"
         st.info(f"Your text is empty: these windows cut the first {len(window_text)} characters of {source} instead.")
         ids = encode(tokenizer, window_text)
-    input_target_pairs(ids, tokenizer)
+    ui.panels.tokens.input_target_pairs(ids, tokenizer)
 
 
 # ------------------------------------------------------------------ the lessons, one click away

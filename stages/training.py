@@ -9,7 +9,6 @@ import functools
 
 import streamlit as st
 
-import ui
 from llmviz.data.corpus import text_key
 from llmviz.errors import LlmvizError
 from llmviz.generation.sampling import generate_text
@@ -34,12 +33,14 @@ from llmviz.training.dataset import prepare_data, vocab_bound
 from llmviz.training.losses import batch_loss, position_gradient
 from llmviz.training.toy_decoder import toy_task_loop
 from llmviz.training.trainer import build_trainer
-from ui import boxes, picker, sections, share, state
+from ui import boxes, lab, picker, sections, share, shared_sidebar, state
+from ui.errors import friendly_errors
 from ui.panels import kept, quiz, run_view, runs, training
 from ui.text import literal_markdown
+from ui.widgets import index_slider, page_header
 
-settings = ui.settings()
-ui.page_header(
+settings = shared_sidebar.settings()
+page_header(
     "Loss and training: watch a model learn",
     "Training nudges every parameter to make the next token more likely; the loss says how surprised the model is.",
 )
@@ -49,7 +50,7 @@ RACE_CHARS = 200_000  # a race trains on the first characters of the corpus: its
 INLINE_CHARS = 2_000  # a text this short is tokenized in the page at once (milliseconds); a longer one in the worker
 
 
-loaded = ui.corpus_text()
+loaded = shared_sidebar.corpus_text()
 if loaded is None:
     st.stop()
 corpus_label, text = loaded
@@ -161,7 +162,8 @@ if focus_id is not None:  # one run, drawn from the lab's view of it, whichever 
 else:  # no run yet: the page opens on how the shipped GPT learned (its recorded losses)
     if (curve := recorded_curve((shipped := picker.shipped_default()).meta)) is not None:
         training.recorded_curve(curve, literal_markdown(shipped.label))
-    st.info("No run yet. Press **Train**: a small GPT learns your text, its own live loss curve replaces this one.")
+    if not lab.out():  # the lab's database is out (said above): the student's runs are kept, only not readable now
+        st.info("No run yet. Press **Train**: a small GPT learns your text, its own live loss curve replaces this one.")
     training.server_line()
 st.caption(planned_run)
 
@@ -176,7 +178,7 @@ def start_race(make_runners, remember=None) -> None:
     try:
         started = picker.runs().submit_race(make_runners())
     except JobRefused as refused:
-        st.warning(str(refused))
+        lab.warn(str(refused))
     except LlmvizError as error:
         st.error(str(error))
     else:
@@ -339,7 +341,7 @@ def sample_panel(view, column_key: str, prompt: str) -> None:
     if view.family not in ("gpt", "charlevel"):
         st.info(f"{literal_markdown(view.label)} does not generate text.")
         return
-    with ui.friendly_errors("sampling"):
+    with friendly_errors("sampling"):
         text = generate_text(view.model, view.tokenizer, prompt, max_new_tokens=60, temperature=0.8, seed=settings.seed)
         st.code(text, language=None, wrap_lines=True)
 
@@ -423,7 +425,7 @@ def loss_step_by_step() -> None:
 
         # ------------------------------------------------------------------ backprop by hand
         st.subheader("Backpropagation through the output layer")
-        position = ui.index_slider("Position (in sequence 0)", inputs.shape[1], **share.bind("loss_position"))
+        position = index_slider("Position (in sequence 0)", inputs.shape[1], **share.bind("loss_position"))
         target = int(targets[0, position])
         grad = shipped_position_gradient(tuple(tuple(ids) for ids in encoded), position)
         training.backprop(gpt_tokenizer, grad, target)

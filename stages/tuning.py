@@ -10,16 +10,17 @@ import html
 
 import streamlit as st
 
-import ui
 from llmviz.adapt import dpo, instructions, sft, tuning_runs
 from llmviz.errors import LlmvizError
 from llmviz.lessons import adapting, tuning
-from ui import charts, lab, picker, present, sections, share, state
+from ui import charts, lab, picker, present, sections, share, shared_sidebar, state
+from ui.errors import friendly_errors
 from ui.panels import run_view, runs
 from ui.panels.tuning import answers_row, dpo_figure, figures_table, mask_chips, probabilities_figure
+from ui.widgets import page_header
 
-settings = ui.settings()
-ui.page_header(
+settings = shared_sidebar.settings()
+page_header(
     "Tuning: from a base model to an assistant",
     "A base model continues text; SFT teaches it to answer and stop; DPO, which answer is better.",
 )
@@ -126,7 +127,7 @@ def side_by_side() -> None:
         typed = st.text_input("Your own question", "", **share.bind("tuning_own"))
     asked = tuning.bounded_prompt(typed) or prompt
     keys = tuning.models_key(models)
-    with ui.friendly_errors("answering"):
+    with friendly_errors("answering"):
         answers = _answers(keys, asked, sampled, settings.seed, models)
         with picture:
             answers_row(answers)
@@ -232,7 +233,7 @@ def runs_section() -> None:
     with left:
         st.markdown(f"**SFT** of the sidebar's model ({html.escape(base.label)})")
         sft_steps = st.slider("SFT steps", 10, 200, 60, step=10, **share.bind("tuning_sft_steps"))
-        with ui.friendly_errors("reading your set"):
+        with friendly_errors("reading your set"):
             sft_rows = _own_rows("sft")
             if st.button("Start an SFT run", key=state.widget("tuning_sft_start")):
                 config = sft.SftConfig(steps=sft_steps, seed=settings.seed, init=base.label)
@@ -256,7 +257,7 @@ def runs_section() -> None:
         start_from = _dpo_start()
         beta = st.slider("β", 0.01, 1.0, 0.1, step=0.01, **share.bind("tuning_beta"))
         dpo_steps = st.slider("DPO steps", 10, 200, 40, step=10, **share.bind("tuning_dpo_steps"))
-        with ui.friendly_errors("reading your set"):
+        with friendly_errors("reading your set"):
             pair_rows = _own_rows("dpo")
             if st.button("Start a DPO run", key=state.widget("tuning_dpo_start")):
                 model, tokenizer = start_from

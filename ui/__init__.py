@@ -1,5 +1,5 @@
-"""Streamlit helpers shared by the pages. Each part is a module of its own; this package gathers their names,
-so pages write ``ui.settings()``, ``ui.friendly_errors(...)``, ``ui.keep(...)``:
+"""Streamlit helpers shared by the pages, each part a module of its own, imported from where it is defined
+(``from ui.shared_sidebar import settings``, ``from ui import routing``); this package re-exports nothing:
 
 - :mod:`ui.stages` — the app's stages (``PIPELINE``) and the repository ``ROOT``;
 - :mod:`ui.shared_sidebar` — the shared sidebar, its :class:`Settings` and the chosen corpus's text;
@@ -10,44 +10,3 @@ so pages write ``ui.settings()``, ``ui.friendly_errors(...)``, ``ui.keep(...)``:
 
 Only rendering lives here and in ``stages/``; every number comes from ``llmviz``.
 """
-
-from __future__ import annotations
-
-from ui.corpora import UPLOAD
-from ui.errors import friendly_errors
-from ui.routing import (
-    RUN_APP_MESSAGE,
-    ensure_router,
-    freeze_long_lived_objects,
-    page_torch_threads,
-    redirect,
-    router_run,
-    start_server_once,
-)
-from ui.shared_sidebar import Settings, corpus_text, settings, sidebar
-from ui.stages import MOVED, PIPELINE, ROOT, Stage
-from ui.widgets import bounded_slider, index_slider, keep, page_header
-
-__all__ = [
-    "MOVED",
-    "PIPELINE",
-    "ROOT",
-    "RUN_APP_MESSAGE",
-    "UPLOAD",
-    "Settings",
-    "Stage",
-    "corpus_text",
-    "bounded_slider",
-    "ensure_router",
-    "freeze_long_lived_objects",
-    "friendly_errors",
-    "index_slider",
-    "keep",
-    "page_header",
-    "page_torch_threads",
-    "router_run",
-    "start_server_once",
-    "redirect",
-    "settings",
-    "sidebar",
-]

@@ -18,6 +18,7 @@ from typing import Any
 import streamlit as st
 
 from llmviz.errors import LlmvizError
+from llmviz.lab import faults
 from llmviz.lab.classroom import ClassRow
 from llmviz.lab.identity import student_key
 from llmviz.lab.live import student_runs
@@ -46,8 +47,37 @@ def _ask(read, otherwise):
     except LabUnavailable as fault:
         if streamlit_private.script_run_context() is not None and not state.LAB_FAULT_SAID.get():
             state.LAB_FAULT_SAID.set(True)
-            st.warning(f"{fault} What needs no kept run goes on; your runs are back as soon as the lab is.")
+            st.warning(f"{fault} {faults.GOES_ON}")
         return otherwise
+
+
+def _is_fault(sentence: str) -> bool:
+    """Is ``sentence`` one of the lab's fault sentences (locked, full, damaged, gone, unreachable:
+    :func:`llmviz.lab.faults.said`)?
+
+    >>> _is_fault(faults.Fault.LOCKED.sentence), _is_fault("That run is not one of your kept runs.")
+    (True, False)
+    """
+    return faults.said(sentence) is not None
+
+
+def out() -> bool:
+    """Did this page run find the lab's database out (and say so)? Then "no runs yet" is not said: the runs are kept,
+    only not readable now."""
+    return bool(state.LAB_FAULT_SAID.get())
+
+
+def warn(sentence: str, how=None) -> None:
+    """A refusal or a fault as one warning (``how``: ``st.warning`` by default, ``st.caption`` beside a run). A fault of
+    the lab's database is said once a page run (issue 72: PostgreSQL's refusal was shown twice on one page): once the
+    page said it, a control or start refused for the same fault says only that nothing was done."""
+    how = how or st.warning
+    if _is_fault(sentence):
+        if state.LAB_FAULT_SAID.get():
+            how(faults.NOTHING_DONE)
+            return
+        state.LAB_FAULT_SAID.set(True)
+    how(literal_markdown(sentence))
 
 
 def service() -> Lab | None:

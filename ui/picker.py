@@ -28,14 +28,7 @@ from llmviz import settings
 from llmviz.errors import LlmvizError, log_failure
 from llmviz.lab.live import LiveRun, StudentRuns, student_runs
 from ui import hub, identity, state, streamlit_private
-from ui.sources import (  # noqa: F401 - public names of ui.picker
-    SOURCES,
-    Entry,
-    ModelView,
-    NotReady,
-    Source,
-    register_source,
-)
+from ui.sources import SOURCES, Entry, ModelView, NotReady
 from ui.text import literal_markdown
 
 SHIPPED_GPT = "gpt-python-docs"

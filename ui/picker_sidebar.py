@@ -1,6 +1,6 @@
 """The model picker in the sidebar (:mod:`ui.picker` is what it picks from): the box every page shows, the step slider
 over a run's kept snapshots, and the panel of the student's runs while they train. Importing it registers the
-built-in sources (:mod:`ui.model_sources`); ``ui`` imports it for every page (``ui.sidebar``)."""
+built-in sources (:mod:`ui.model_sources`); ``ui`` imports it for every page (``ui.shared_sidebar.sidebar``)."""
 
 from __future__ import annotations
 

@@ -85,7 +85,7 @@ def timed(name: str, function: Callable) -> Callable:
 
 
 def guarded(function: Callable, what: str = "this section") -> Callable:
-    """``function``, with any error shown by :func:`ui.friendly_errors` (a message, never a traceback)."""
+    """``function``, with any error shown by :func:`ui.errors.friendly_errors` (a message, never a traceback)."""
 
     @functools.wraps(function)
     def safe(*args, **kwargs):
@@ -100,7 +100,7 @@ def section(name: str, what: str = "this section", run_every: float | None = Non
     ``run_every`` seconds when given (a live section: :func:`ui.watch.refresh_seconds` picks the interval).
 
     An error in the section (its first run inside the page's run, or a rerun of its own) is shown in the
-    section by :func:`ui.friendly_errors`, ``what`` naming the step: the rest of the page keeps working and
+    section by :func:`ui.errors.friendly_errors`, ``what`` naming the step: the rest of the page keeps working and
     no traceback reaches the student. (Streamlit's st.stop and st.rerun are not errors and pass through.)
     """
 

@@ -118,7 +118,7 @@ def _keep_upload(name: str, text: str) -> None:
     try:
         picker.runs().keep_upload(name, text.encode())
     except UploadError as refused:
-        st.warning(literal_markdown(str(refused)))
+        lab.warn(str(refused))
 
 
 def _upload_widget() -> None:
@@ -164,7 +164,7 @@ def _offer_kept_texts() -> None:
     try:
         text = lab.kept_text(chosen)
     except UploadError as refused:
-        st.warning(literal_markdown(str(refused)))
+        lab.warn(str(refused))
         return
     if text is not None:
         state.UPLOADED_CORPUS.set((next(name for digest, name, _ in kept if digest == chosen), text))

@@ -15,7 +15,7 @@ and this module declares both, the way :data:`ui.share.PARAMS` declares the link
   ``state.widget("edit_", name)`` → ``"edit_<name>"``. A widget's value is read with :func:`value`. Widgets
   bound to the link (``**share.bind("layer")``: the key is the parameter's name) are declared in
   :data:`ui.share.PARAMS`, and the values that survive navigation
-  (``**ui.keep("runs_on_chart")``: key ``keep_runs_on_chart``) in :data:`KEPT`.
+  (``**ui.widgets.keep("runs_on_chart")``: key ``keep_runs_on_chart``) in :data:`KEPT`.
 
 ``tests/project/test_code_health.py`` reads every file of the app: a ``st.session_state`` access outside this module, a
 literal ``key=``, an undeclared name, a declaration nobody uses, or a name that falls inside another's family
@@ -147,6 +147,10 @@ LINK_MODEL_APPLIED = Slot("_share_model_restored", bool, "the link's model= was 
 LINK_TABS = Slot(
     "_share_tabs", set, "the keys of the lesson tabs drawn once: a link's settings chose their tab then", default=set
 )
+# the class answering together (ui.class_live)
+PAGE_PATH = Slot("_llmviz_page_path", str, "the address of the page this run draws (app.py): a view's link")
+LEAD_GO = Slot("_llmviz_lead_go", str, "the lesson step's view the teacher's own page goes to next (once)")
+LEAD_SEEN = Slot("_llmviz_lead_seen", int, "the version of the teacher's lead this page last moved to (-1: none)")
 # navigation (ui.routing)
 ROUTER_RUNNING = Slot("_llmviz_router_running", bool, "app.py's router is drawing this run")
 # questions (ui.panels.quiz)
@@ -362,8 +366,30 @@ WIDGETS: dict[str, str] = {
     "class_chart": "Class view: every run's curve",
     "class_run": "Class view: the run to act on",
     "class_project": "Class view: show the run on the projector",
+    "class_csv": "Class view: download the class table as CSV",
     "class_stop": "Class view: stop the run",
     "class_park": "Class view: park the run",
+    "live_ask_": "Predict, then reveal: the teacher asks the class this question (its key)",
+    "live_answer_": "The class's poll: this student's answer (the poll's id)",
+    "live_poll": "The class's poll: its box on every page",
+    "live_chart": "The class's poll: the answers on the teacher's projector",
+    "live_close": "The class's poll: the teacher closes it",
+    "live_reveal": "The class's poll: the teacher reveals the model's answer",
+    "live_end": "The class's poll: the teacher takes it off the screens",
+    "live_names": "The class's poll: the teacher shows who answered what",
+    "live_csv": "The class's poll: download its answers as CSV",
+    "live_lead": "The teacher's Lead switch: the students who follow see the teacher's view",
+    "live_unfollow": "A student stops following the teacher",
+    "live_follow": "A student follows the teacher again",
+    "lesson_back": "The running lesson: back one step (the followers too)",
+    "lesson_next": "The running lesson: on to the next step (the followers too)",
+    "lesson_end": "The running lesson: end it (the lead stays)",
+    "lesson_pick": "Class view: the shipped lesson to start",
+    "lesson_file": "Class view: a lesson file of the teacher's own (TOML)",
+    "lesson_start": "Class view: start the lesson for the class",
+    "polls_pick": "Class view: the kept poll to download",
+    "polls_csv": "Class view: download the kept poll's answers",
+    "polls_names": "Class view: the download names the students",
     "decoder_train": "Training: train the encoder–decoder",
     "decoder_chart": "Training: the encoder–decoder's loss",
     # Sampling
@@ -406,7 +432,7 @@ WIDGETS: dict[str, str] = {
     "batching": "Serving: static vs continuous batching",
 }
 
-#: Widgets whose value survives navigation (``**ui.keep(name)``: key ``keep_<name>``): the Training page's settings.
+#: Widgets whose value survives navigation (``**keep(name)``, key ``keep_<name>``): the Training page's settings.
 KEPT: dict[str, str] = {
     "runs_on_chart": "Training: the runs on the comparison chart",
 }
@@ -439,7 +465,7 @@ def widget(name: str, *parts: object) -> str:
 
 
 def kept(name: str) -> str:
-    """The key of a widget whose value survives navigation (:func:`ui.keep`)."""
+    """The key of a widget whose value survives navigation (:func:`ui.widgets.keep`)."""
     if name not in KEPT:
         raise KeyError(f"{name!r} is not declared in ui.state.KEPT")
     return KEEP + name

@@ -91,6 +91,17 @@ def csv_text(frame: pd.DataFrame) -> str:
     return shown.to_csv(index=False)
 
 
+def spreadsheet_safe(text: str) -> str:
+    """What a student typed, for a CSV a teacher opens in a spreadsheet: a cell that starts as a formula would
+    (``=``, ``+``, ``-``, ``@``, a tab or a carriage return) starts with an apostrophe instead, so that it reads as text
+    and never runs (OWASP's CSV injection).
+
+    >>> spreadsheet_safe("=1+1"), spreadsheet_safe("@SUM(A1)"), spreadsheet_safe("Ada")
+    ("'=1+1", "'@SUM(A1)", 'Ada')
+    """
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
 def fixed(digits: int):
     """A table formatter: a number with ``digits`` decimals, and no minus sign on a number that shows as zero (a
     LayerNorm's mean of −3e-9 reads 0.0000, not −0.0000).

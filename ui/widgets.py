@@ -8,7 +8,7 @@ from ui import state
 
 
 def keep(name: str, **default) -> dict:
-    """Widget arguments for a value that survives navigation: ``st.multiselect(..., **ui.keep("runs_on_chart"))``
+    """Widget arguments for a value that survives navigation: ``st.multiselect(..., **keep("runs_on_chart"))``
     (``name`` declared in :data:`ui.state.KEPT`).
 
     The default is passed only the first time (Streamlit warns when a widget gets both a default and a

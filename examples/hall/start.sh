@@ -136,11 +136,25 @@ export STREAMLIT_SERVER_COOKIE_SECRET=${STREAMLIT_SERVER_COOKIE_SECRET:-$("$PYTH
 backends=""
 for port in $HALL_APP_PORTS; do
   "$PYTHON" -m streamlit run app.py --server.address 127.0.0.1 --server.port "$port" --server.headless true \
-    --server.fileWatcherType none --browser.gatherUsageStats false >"$HALL_DIR/logs/app-$port.log" 2>&1 &
+    --server.fileWatcherType none --browser.gatherUsageStats false --server.scriptHealthCheckEnabled true \
+    >"$HALL_DIR/logs/app-$port.log" 2>&1 &
   pids+=($!)
   backends="$backends 127.0.0.1:$port"
 done
 for port in $HALL_APP_PORTS; do wait_for "the app process on port $port" "http://127.0.0.1:$port/_stcore/health"; done
+# each process runs its first page once (Streamlit's script health check: torch, Plotly and the shipped GPT loaded)
+# before the hall says it answers, so that no student waits for the start (issue 71: 30-59 s for the first Home)
+warmers=()
+for port in $HALL_APP_PORTS; do
+  "$PYTHON" -c "
+import sys, urllib.request
+with urllib.request.urlopen(sys.argv[1], timeout=600) as answer:
+    sys.exit(0 if answer.status == 200 else 1)" "http://127.0.0.1:$port/_stcore/script-health-check" 2>/dev/null &
+  warmers+=($!)
+done
+for warmer in "${warmers[@]}"; do
+  wait "$warmer" || echo "an app process could not run its first page ahead (logs: $HALL_DIR/logs)" >&2
+done
 
 # 4. Caddy in front
 STREAMLIT_STATIC=$("$PYTHON" -c "import streamlit, os; print(os.path.join(os.path.dirname(streamlit.__file__), 'static'))") \

@@ -77,6 +77,19 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+def _train_showing(trainer, steps: int) -> None:
+    """Train ``trainer`` to its end with the step bar ``train``, ``sft`` and ``dpo`` show on stderr (steps, their
+    rate, the time left, the newest loss); Ctrl-C stops after the current step."""
+    from llmviz.cli.train import step_bar
+    from llmviz.jobs.blocking import train_blocking
+
+    progress, show = step_bar(steps)
+    try:
+        train_blocking(trainer, on_step=show)
+    finally:
+        progress.close()
+
+
 def _initial(name: str):
     """The GPT to adapt and its tokenizer; weights that are NaN or infinite anywhere are refused (every number of
     the run or the report would be NaN)."""
@@ -127,7 +140,6 @@ def write_checkpoint(
 def cmd_lora(args: argparse.Namespace) -> int:
     from llmviz.adapt import lora
     from llmviz.cli.train import _load_text, check_out
-    from llmviz.jobs.blocking import train_blocking
     from llmviz.lessons import adapting
     from llmviz.training.checkpoint import save_checkpoint, write_or_keep
 
@@ -142,7 +154,7 @@ def cmd_lora(args: argparse.Namespace) -> int:
         f"LoRA r={config.rank}, α={config.alpha:g} on {', '.join(config.targets)}: {trained:,} parameters train "
         f"of {model.num_parameters():,}"
     )
-    train_blocking(trainer)
+    _train_showing(trainer, args.steps)
     write_or_keep(
         args.out,
         lambda folder: save_checkpoint(
@@ -170,7 +182,6 @@ def cmd_lora(args: argparse.Namespace) -> int:
 def cmd_finetune(args: argparse.Namespace) -> int:
     from llmviz.adapt import finetune
     from llmviz.cli.train import check_out
-    from llmviz.jobs.blocking import train_blocking
     from llmviz.training.checkpoint import write_or_keep
 
     check_out(args.out, overwrite=args.overwrite)
@@ -183,7 +194,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
         f"names classifier, {finetune.MODE_TITLES[args.mode]}: {trained:,} of {total:,} parameters train; "
         f"held-out accuracy before: {trainer.accuracy_before:.3f}"
     )
-    train_blocking(trainer)
+    _train_showing(trainer, config.steps)
     after = trainer.held_out_accuracy()
 
     def write(folder: Path) -> None:
@@ -225,7 +236,6 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     from llmviz.adapt import quantize
     from llmviz.cli.train import _load_text, check_out
     from llmviz.errors import ConfigError
-    from llmviz.jobs.blocking import train_blocking
     from llmviz.lessons import adapting
     from llmviz.training.checkpoint import write_or_keep
 
@@ -237,7 +247,7 @@ def cmd_quantize(args: argparse.Namespace) -> int:
     if args.qat_steps > 0:
         trainer = adapting.qat_run(model, tokenizer, text, spec, args.qat_steps, args.seed, lr=args.lr)
         _say(f"quantization-aware training, {spec.title}: {args.qat_steps} steps …")
-        train_blocking(trainer)
+        _train_showing(trainer, args.qat_steps)
         source = quantize.remove_fake_quant(trainer.model).eval()
     result = quantize.quantize_model(source, spec)
     comparison = quantize.compare(model, result.model, adapting.held_out_ids(tokenizer, text, model))

@@ -7,7 +7,9 @@ Backups).
 - ``backup OUT``: a consistent copy of the SQLite database while the app runs (:mod:`llmviz.lab.backup`);
 - ``export RUN OUT``: what a kept run holds, as a file the command line and other tools read: a BPE tokenizer trained
   on the Tokens page as its JSON (``tokenize --tokenizer OUT``), word vectors as word2vec's text format, a model
-  run's newest snapshot as a checkpoint (``sample --checkpoint OUT``).
+  run's newest snapshot as a checkpoint (``sample --checkpoint OUT``);
+- ``polls [POLL] [--names] [--out OUT]``: the class's polls, newest first; with a poll's number, its question, view
+  and answers as CSV (on standard output, or the new file OUT; the students' names only with ``--names``).
 
 ``--runs-dir`` and ``--database`` default to ``LLMVIZ_RUNS_DIR`` and ``LLMVIZ_DATABASE_URL`` (as the app's). Bad
 input is one line on standard error and exit status 2.
@@ -42,6 +44,11 @@ def add_lab_commands(sub) -> None:
     export.add_argument("run", help="the run's id (the Kept runs table's choice ends with it)")
     export.add_argument("out", help="the new file it is written to")
     export.set_defaults(func=cmd_export)
+    polls = commands.add_parser("polls", parents=[common], help="the class's polls; one poll's answers as CSV")
+    polls.add_argument("poll", nargs="?", type=int, help="the poll's number (the list's first column)")
+    polls.add_argument("--names", action="store_true", help="the students' names beside their answers")
+    polls.add_argument("--out", default=None, help="the new CSV file (default: standard output)")
+    polls.set_defaults(func=cmd_polls)
 
 
 def _where(args: argparse.Namespace) -> tuple[str, str | None]:
@@ -116,14 +123,69 @@ def _write_result(meta: dict, tensors: dict, out: str) -> str:
     """Write a kept task's result to ``out`` in the format its kind is read in; what was written, in words."""
     from pathlib import Path
 
-    from llmviz.lessons import embeddings, tokens
+    from llmviz.lessons import embeddings_word2vec, tokens
 
     if meta["task"] == "bpe":
         bpe, _ = tokens.bpe_from_kept(tensors, meta)
         bpe.save(out)
         return f"a BPE tokenizer, {len(bpe.merges)} merges (tokenize --tokenizer {out})"
     if meta["task"] == "word2vec":
-        _, trained, _ = embeddings.word2vec_from_kept(tensors, meta)
-        Path(out).write_text(embeddings.word2vec_text(trained), encoding="utf-8")
+        _, trained, _ = embeddings_word2vec.word2vec_from_kept(tensors, meta)
+        Path(out).write_text(embeddings_word2vec.word2vec_text(trained), encoding="utf-8")
         return f"{len(trained.vocabulary.words)} word vectors in word2vec's text format"
     raise LlmvizError(f"A kept result of kind {meta['task']!r} has no export.")
+
+
+def cmd_polls(args: argparse.Namespace) -> int:
+    from llmviz.lab.faults import LabUnavailable
+    from llmviz.lab.service import Lab
+
+    folder, url = _where(args)
+    if args.out and os.path.exists(args.out):
+        raise LlmvizError(f"{args.out} exists already: name a new file.")
+    try:
+        lab = Lab.at(folder, url)
+        if args.poll is None:
+            for poll in lab.registry.all_polls():
+                answered = len(lab.registry.answers(poll.id))
+                print(f"{poll.id:>4}  {poll.state:<8}  {poll.page:<10}  {answered:>3} answers  {poll.prompt[:70]!r}")
+            return 0
+        text = lab.poll_csv(None, args.poll, names=args.names)
+    except LabUnavailable as error:
+        raise LlmvizError(str(error)) from None
+    if args.out is None:
+        print(text, end="")
+    else:
+        with open(args.out, "x", encoding="utf-8", newline="") as out:
+            out.write(text)
+        print(f"saved {args.out}")
+    return 0
+
+
+def add_lesson_commands(sub) -> None:
+    """``python -m llmviz lesson check FILE | list``: a lesson file checked as the app reads it (docs/lessons.md)."""
+    group = sub.add_parser("lesson", help="lessons a class walks through: check a lesson file, list the shipped ones")
+    commands = group.add_subparsers(dest="lesson_command", required=True)
+    check = commands.add_parser("check", help="read a lesson file as the app does: its steps, or its first error")
+    check.add_argument("file", help="the lesson's TOML file")
+    check.set_defaults(func=cmd_lesson_check)
+    listed = commands.add_parser("list", help="the lessons that come with the app")
+    listed.set_defaults(func=cmd_lesson_list)
+
+
+def cmd_lesson_check(args: argparse.Namespace) -> int:
+    from llmviz.lessons.plans import load
+
+    lesson = load(args.file)  # LessonError: "FILE, line N: what is wrong" on standard error, exit status 2
+    print(f"{lesson.title}: {len(lesson.steps)} steps, {sum(1 for s in lesson.steps if s.poll)} polls")
+    for number, step in enumerate(lesson.steps, start=1):
+        print(f"{number:>3}. {step.title}  ({step.view}){'  poll: ' + step.poll if step.poll else ''}")
+    return 0
+
+
+def cmd_lesson_list(args: argparse.Namespace) -> int:
+    from llmviz.lessons.plans import shipped
+
+    for name, lesson in shipped().items():
+        print(f"{name}: {lesson.title} ({len(lesson.steps)} steps)")
+    return 0

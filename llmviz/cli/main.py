@@ -221,9 +221,10 @@ def build_parser(prog: str = "llmviz") -> argparse.ArgumentParser:
 
     interpret_commands, common = add_interpret_commands(commands)
     add_sae_commands(interpret_commands, common)
-    from llmviz.cli.lab import add_lab_commands
+    from llmviz.cli.lab import add_lab_commands, add_lesson_commands
 
     add_lab_commands(commands)
+    add_lesson_commands(commands)
     return parser
 
 

@@ -322,7 +322,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 def step_bar(total: int, initial: int = 0, disable: bool = False):
     """A progress bar of training steps on stderr (tqdm: steps, steps a second, the time left, the newest loss and
     validation loss) and the ``on_step`` that moves it (:func:`llmviz.jobs.blocking.train_blocking`'s); stdout stays
-    the command's one line of JSON. Close the bar when the run ends. ``train``, ``sft`` and ``dpo`` show it."""
+    the command's one line of JSON. Close the bar when the run ends. ``train``, ``sft``, ``dpo``, ``lora``,
+    ``finetune`` and ``quantize --qat-steps`` show it."""
     from tqdm import tqdm
 
     progress = tqdm(total=total, initial=initial, unit="step", disable=disable)

@@ -320,7 +320,7 @@ class Keeper:
         else:
             self._flush_resume(entry)
         self._flush_snapshots(entry, status.step)
-        values = {**_state_values(entry, status, ended), **_description(entry)}
+        values = {**_state_values(entry, status), **_description(entry)}
         if ended:  # before its state says it ended: a reader then finds it (its result too) within the quota
             self._flush_result(entry, status.step)
             self._thin(entry)
@@ -565,26 +565,26 @@ class Keeper:
         self.lab.registry.dispose()
 
 
-def row_state(state: JobState, ended: bool, parked: bool) -> str:
+def row_state(state: JobState, parked: bool) -> str:
     """The state a run's row says: its job's, except that a run stopped because its student has gone (or the teacher
-    parked it) is ``parked``.
+    parked it) is ``parked`` — from the moment its job says it stopped, before the job has ended (its last files
+    written): a flush in between wrote "stopped" by the teacher and then "parked" by nobody, which read as parked
+    "when you left" (issue 68).
 
-    >>> row_state(JobState.STOPPED, ended=True, parked=True)
-    'parked'
-    >>> row_state(JobState.STOPPED, ended=True, parked=False)
-    'stopped'
-    >>> row_state(JobState.RUNNING, ended=False, parked=True)
+    >>> row_state(JobState.STOPPED, parked=True), row_state(JobState.STOPPED, parked=False)
+    ('parked', 'stopped')
+    >>> row_state(JobState.RUNNING, parked=True)
     'running'
     """
-    if ended and parked and state == JobState.STOPPED:
+    if parked and state == JobState.STOPPED:
         return "parked"
     return state.value
 
 
-def _state_values(entry: _Kept, status, ended: bool) -> dict:
+def _state_values(entry: _Kept, status) -> dict:
     """The row's state, step and fault, with who changed its state and at which step where it changed since the
     last flush (``entry`` then remembers the new state)."""
-    state = row_state(status.state, ended, entry.parked)
+    state = row_state(status.state, entry.parked)
     values: dict = {"state": state, "step": status.step, "error": status.error}
     if state != entry.state:
         values.update(state_by=_who(state, entry.by), state_step=status.step)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from llmviz.errors import LlmvizError
 from llmviz.jobs.resuming import resume_line, resume_plan, resume_point
+from llmviz.lab import faults
 from llmviz.lab.identity import student_key
 from llmviz.lab.live_status import JobRefused
 from llmviz.lab.records import MODEL_KINDS, RunRecord
@@ -219,8 +220,9 @@ class LabSide:
             return None
         try:
             elsewhere = self.keeper.lab.registry.live_elsewhere(student_key(group.owner), self.keeper.holder)
-        except Exception:  # noqa: BLE001 - the database is unreachable: this process's own share still holds
-            log.exception("could not count the student's runs in the lab's registry")
+        except Exception as error:  # noqa: BLE001 - the database is out: this process's own share still holds
+            if faults.classify(error) is None:  # a database fault is logged once, by the engine's watch
+                log.exception("could not count the student's runs in the lab's registry")
             return None
         here = len([c for c in self.ledger.of(group.client) if not c.stopping])
         if not elsewhere or here + elsewhere < 2 * limit:

@@ -8,7 +8,7 @@ machine's memory is.
   forkserver); in a Streamlit server that is whichever page script ran last, in a test a temporary script. A worker
   needs only llmviz, so :func:`main_module_hidden` hides it while a worker (or the forkserver) starts.
 - **Memory.** :func:`machine_memory_bytes` (the container's limit where there is one) and :func:`resident_bytes`
-  read what the operating system says (Linux's ``/proc``; ``resource`` elsewhere), for the memory budget of
+  read what the operating system says (through psutil), for the memory budget of
   :mod:`llmviz.jobs.admission`.
 """
 
@@ -24,6 +24,8 @@ import sys
 import threading
 import types
 from typing import Any
+
+import psutil
 
 from llmviz.jobs.worker import Channel, PipeChannel, ReadAhead, WorkerOptions, process_entry, worker_main
 
@@ -141,24 +143,17 @@ def machine_memory_bytes() -> int:
     return limit() or 0
 
 
-def _status_kib(pid: int | str, field: str) -> int | None:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 def resident_bytes(pid: int | None = None) -> int:
-    """The resident memory of process ``pid`` (this one by default) now; where ``/proc`` is missing, this process's
-    peak instead (``ru_maxrss``), which is never less."""
-    kib = _status_kib(pid if pid is not None else "self", "VmRSS")
-    if kib is not None:
-        return kib * 1024
-    if pid is not None and pid != os.getpid():
-        return 0
+    """The resident memory of process ``pid`` (this one by default) now, as psutil reads it; 0 for another process
+    that is gone or not ours to read, and this process's peak (``ru_maxrss``, never less) where psutil cannot say.
+
+    >>> resident_bytes() > 0
+    True
+    """
+    try:
+        return int(psutil.Process(pid).memory_info().rss)
+    except psutil.Error:
+        if pid is not None and pid != os.getpid():
+            return 0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB on Linux

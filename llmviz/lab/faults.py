@@ -85,6 +85,11 @@ SENTENCES = {
     ),
 }
 
+#: What a page adds to a fault's sentence the first time it says it: the fault stops only what needs the lab.
+GOES_ON = "What needs no kept run goes on; your runs are back as soon as the lab is."
+#: What a control or a start refused for a fault says once the page has said the fault itself (said once a page).
+NOTHING_DONE = "Nothing was done: the lab's database is out; try again once it is back."
+
 
 class LabUnavailable(LlmvizError):
     """The lab's database cannot be used now: the message is the fault's one sentence (no server path), and
@@ -100,9 +105,18 @@ class LabUnavailable(LlmvizError):
             self.fault = fault
             super().__init__(fault.sentence)
             return
-        said = [known for known, sentence in SENTENCES.items() if sentence == fault]  # a sentence given as it is
-        self.fault = said[0] if said else Fault.UNREACHABLE
+        self.fault = said(fault) or Fault.UNREACHABLE  # a sentence given as it is
         super().__init__(fault)
+
+
+def said(sentence: str) -> Fault | None:
+    """Which fault ``sentence`` says (it begins with that fault's one sentence), or None: how a page that was handed
+    a sentence tells a fault of the lab's database from any other refusal.
+
+    >>> said(Fault.LOCKED.sentence), said("That run is not one of your kept runs.")
+    (<Fault.LOCKED: 'locked'>, None)
+    """
+    return next((fault for fault, words in SENTENCES.items() if sentence.startswith(words)), None)
 
 
 # ---------------------------------------------------------------------------------------------------- the classifier

@@ -24,8 +24,10 @@ import re
 import secrets
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Mapping
+
+from cachetools import FIFOCache, LRUCache
 
 from llmviz.lab.storage import safe_name
 
@@ -121,18 +123,15 @@ class NewStudents:
     def __init__(self, per_minute: int, clock: Callable[[], float] = time.monotonic, remembered: int = 100_000):
         self.per_minute = per_minute
         self.clock = clock
-        self.remembered = remembered
-        self._made: OrderedDict[str, deque[float]] = OrderedDict()  # address → when its new students were made
-        self._admitted: OrderedDict[str, None] = OrderedDict()
+        # address → when its new students were made, the least recently seen address forgotten first
+        self._made: LRUCache[str, deque[float]] = LRUCache(maxsize=remembered)
+        self._admitted: FIFOCache[str, None] = FIFOCache(maxsize=remembered)  # the oldest admitted forgotten first
         self._lock = threading.Lock()
 
     def _recent(self, address: str, now: float) -> deque[float]:
-        times = self._made.setdefault(address, deque())
-        self._made.move_to_end(address)
+        times = self._made.setdefault(address, deque())  # seen now: the last to be forgotten
         while times and now - times[0] >= 60:
             times.popleft()
-        while len(self._made) > self.remembered:
-            self._made.popitem(last=False)
         return times
 
     def admit(self, address: str | None, student: str) -> bool:
@@ -148,8 +147,6 @@ class NewStudents:
                 return False
             times.append(now)
             self._admitted[student] = None
-            while len(self._admitted) > self.remembered:
-                self._admitted.popitem(last=False)
             return True
 
     def wait_s(self, address: str) -> float:
@@ -186,9 +183,8 @@ class Guesses:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, remembered: int = 10_000):
         self.clock = clock
-        self.remembered = remembered
-        # address, or (address, browser) → (wrong in a row, heard again at)
-        self._wrong: OrderedDict[object, tuple[int, float]] = OrderedDict()
+        # address, or (address, browser) → (wrong in a row, heard again at); the least recently used forgotten first
+        self._wrong: LRUCache[object, tuple[int, float]] = LRUCache(maxsize=remembered)
         self._lock = threading.Lock()
 
     def _wait(self, key: object) -> float:
@@ -211,15 +207,12 @@ class Guesses:
         """A wrong key from ``browser`` at ``address``: returns how long that browser's next key waits at least."""
         with self._lock:
             waits = [self._count_wrong(key) for key in ((address, browser), address)]
-            while len(self._wrong) > self.remembered:
-                self._wrong.popitem(last=False)
         return waits[0]
 
     def _count_wrong(self, key: object) -> float:
         count = self._wrong.get(key, (0, 0.0))[0] + 1
         wait = min(self.LONGEST_S, 2.0 ** (count - 1))
         self._wrong[key] = (count, self.clock() + wait)
-        self._wrong.move_to_end(key)
         return wait
 
     def right(self, address: str, browser: str) -> None:

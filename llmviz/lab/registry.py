@@ -10,6 +10,7 @@ No SQLite pragmas outside :func:`_sqlite_pragmas`. Its rooms, one module each:
 - :mod:`llmviz.lab.inbox`: the mailbox of requests between processes (pause, resume, stop, park a run another
   process holds);
 - :mod:`llmviz.lab.liveness`: which process holds which run, and which have gone;
+- :mod:`llmviz.lab.polls`: the class's polls, their answers, and the teacher's lead (the view the class follows);
 - :mod:`llmviz.lab.work`: one unit of work (``registry.work.transaction()``): what is recorded together is recorded
   together or not at all;
 - :mod:`llmviz.lab.migrations`: the schema's Alembic revisions, applied as the registry opens.
@@ -36,6 +37,7 @@ from llmviz.lab import faults
 from llmviz.lab.inbox import Mailbox
 from llmviz.lab.liveness import Liveness
 from llmviz.lab.migrations import schema
+from llmviz.lab.polls import PollRows
 from llmviz.lab.records import Records
 from llmviz.lab.slots import Slots
 from llmviz.lab.work import UnitOfWork
@@ -78,7 +80,7 @@ def make_engine(url: str) -> sa.Engine:
     return sa.create_engine(url, pool_pre_ping=True, connect_args=options)
 
 
-class Registry(Records, Slots, Mailbox, Liveness):
+class Registry(Records, Slots, Mailbox, Liveness, PollRows):
     """Students, runs, curves, samples, snapshots and uploads in one database (see the module's docstring): the
     database is upgraded to the newest schema revision as it opens (:func:`llmviz.lab.migrations.schema.upgrade`)."""
 

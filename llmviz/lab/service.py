@@ -10,7 +10,9 @@ What the door answers (``student`` is always the run's owner; a run id alone ope
 - :meth:`Lab.control`: pause, resume, stop, park, delete, from any app process, by the student, the teacher or the
   server; it returns the one sentence to show;
 - :meth:`Lab.disk`: the student's disk use against their quota (:meth:`Lab.thin` keeps them within it);
-- :meth:`Lab.class_runs`, :meth:`Lab.class_curves`: the teacher's class view.
+- :meth:`Lab.class_runs`, :meth:`Lab.class_curves`: the teacher's class view;
+- :meth:`Lab.open_poll`, :meth:`Lab.answer`, :meth:`Lab.class_poll`, :meth:`Lab.poll_csv`, :meth:`Lab.lead`,
+  :meth:`Lab.set_lead`, :meth:`Lab.follow`: the class answering together (:mod:`llmviz.lab.teaching`).
 
 Faults are refusals: a database locked past its busy timeout, full, damaged, deleted or unreachable makes every
 method raise :class:`LabUnavailable` with one sentence for the student (logged once per fault, with a count, and
@@ -65,6 +67,7 @@ from llmviz.lab.records import (
 )
 from llmviz.lab.registry import Registry, default_url
 from llmviz.lab.storage import Storage, content_hash, thinning_order
+from llmviz.lab.teaching import LeadDoor
 from llmviz.paths import runs_folder
 
 __all__ = [
@@ -298,7 +301,7 @@ class Controller(Protocol):
 # ---------------------------------------------------------------------------- the door
 
 
-class Lab:
+class Lab(LeadDoor):
     """A registry and a storage, with the per-student quota (bytes) and retention (seconds): the one door to the
     students' runs (see the module's docstring)."""
 

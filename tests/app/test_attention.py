@@ -8,9 +8,9 @@ from pydoc_data.topics import topics
 
 import pytest
 
-import ui
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import assert_clean, by_label, run_app, run_page, texts
+from ui.stages import ROOT
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 
@@ -135,7 +135,7 @@ def test_attention_step_0_vs_n_follows_the_layer_and_head_above_it():
     [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
     assert job.wait(timeout=180), job.status().describe()
     at.session_state["lazy_attention_before_after"] = True  # the comparison, opened
-    at.switch_page(str(ui.ROOT / "stages/attention.py")).run()
+    at.switch_page(str(ROOT / "stages/attention.py")).run()
     at.slider(key="layer").set_value(2).run()
     at.slider(key="head").set_value(3).run()
     assert_clean(at)
@@ -179,7 +179,7 @@ def test_the_default_sentence_is_the_python_manual_read_word_by_word():
     assert sentence in manual  # a sentence of the corpus
     common = {word for word, _ in Counter(re.findall(r"[a-z]+", manual.lower())).most_common(300)}
     assert set(re.findall(r"[a-z]+", sentence.lower())) <= common
-    _, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")
+    _, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
     words = re.findall(r" ?[A-Za-z]+|[.]", sentence)
     assert sum(len(tokenizer.encode(word)) > 1 for word in words) <= 1
     heat = json.loads(at.get("plotly_chart")[0].proto.spec)  # the first chart: the pattern, layer 0, head 0

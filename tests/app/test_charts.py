@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 from tests.support.pages import run_page
-from ui import chart_text, charts
+from ui import chart_text, charts, scatter_labels
 
 
 def test_doctests():
     assert doctest.testmod(charts).failed == 0
+    assert doctest.testmod(scatter_labels).failed == 0
 
 
 def test_a_log_axis_is_labelled_at_the_powers_of_ten_only():
@@ -30,7 +31,9 @@ def test_labels_never_overlap_whatever_the_points():
     xs = [generator.uniform(0, 1) for _ in range(60)]
     ys = [generator.uniform(0, 1) for _ in range(60)]
     labels = [generator.choice(["the", "function", "is", "tuple"]) for _ in range(60)]
-    places = charts.spread_labels(xs, ys, labels, width_px=500, height_px=300, x_range=(-0.1, 1.1), y_range=(-0.1, 1.2))
+    places = scatter_labels.spread_labels(
+        xs, ys, labels, width_px=500, height_px=300, x_range=(-0.1, 1.1), y_range=(-0.1, 1.2)
+    )
     boxes = []
     for x, y, label, place in zip(xs, ys, labels, places):
         if place is None:

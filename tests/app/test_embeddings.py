@@ -6,9 +6,9 @@ import json
 import pytest
 import torch
 
-import ui
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import assert_clean, by_label, finish_jobs, run_app, run_page, texts
+from ui.stages import ROOT
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 
@@ -69,7 +69,7 @@ def test_embeddings_small_d_model_keeps_the_page(d_model):
 def test_the_page_opens_on_the_map_and_the_nearest_neighbours_of_a_common_word():
     at = run_page("stages/embeddings.py")
     assert_clean(at)
-    model, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")
+    model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
     typed = at.text_input(key="words").value
     assert all(len(tokenizer.encode(" " + word)) == 1 for word in typed.split())  # every word one token
     looked_up = tokenizer.encode(at.text_input(key="gpt_nn").value)
@@ -93,7 +93,7 @@ def test_a_names_model_compares_letters_and_looks_up_a_letter():
     2 tokens for this tokenizer"): it compares the letters, vowels first, and looks up "a", each one token."""
     at = run_page("stages/embeddings.py", _picker_selected="shipped:names-transformer")
     assert_clean(at)
-    _, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "names-transformer")
+    _, tokenizer, _ = load_checkpoint(ROOT / "data" / "names-transformer")
     typed, query = at.text_input(key="words").value, at.text_input(key="gpt_nn").value
     assert typed.startswith("aeiou") and tokenizer.decode(tokenizer.encode(typed)) == typed
     assert query == "a" and len(tokenizer.encode(query)) == 1
@@ -123,7 +123,7 @@ def test_two_of_your_tokens_are_worked_out_and_the_map_names_what_you_asked_abou
     looked-up and neighbour point carries its label."""
     at = run_page("stages/embeddings.py")
     assert_clean(at)
-    model, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")
+    model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
     table = model.tok_emb.weight.detach().double()  # (V, C)
     ids = list(dict.fromkeys(tokenizer.encode(at.text_input(key="words").value)))[:24]
     at.selectbox(key="cos_a").set_value(2)

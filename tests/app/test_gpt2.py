@@ -10,13 +10,13 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import ui
 from llmviz.hub import download
 from tests.support.gpt2 import make_hf_gpt2, save_as_cached_repo
 from ui.hub import HubSource
+from ui.stages import PIPELINE, ROOT
 
 TIMEOUT = 240
-STAGES = [stage for stage in ui.PIPELINE if stage.exists and stage.key != "text"]
+STAGES = [stage for stage in PIPELINE if stage.exists and stage.key != "text"]
 
 
 @pytest.fixture(scope="module")
@@ -71,12 +71,12 @@ def test_entry_when_cached(cached):
 
 
 def run(path: str | None = None, **state) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     for key, value in state.items():
         at.session_state[key] = value
     at.run()
     if path is not None:
-        at.switch_page(str(ui.ROOT / path)).run()
+        at.switch_page(str(ROOT / path)).run()
     return at
 
 
@@ -90,7 +90,7 @@ def test_offline_pick_keeps_the_shipped_gpt_and_explains(empty_cache):
     assert_no_error(at)
     assert any("offline" in i.value and "python -m llmviz gpt2 download" in i.value for i in at.sidebar.info)
     assert at.session_state["_picker_selected"] == "shipped:gpt-python-docs"
-    at.switch_page(str(ui.ROOT / "stages" / "model.py")).run()
+    at.switch_page(str(ROOT / "stages" / "model.py")).run()
     assert_no_error(at)
 
 

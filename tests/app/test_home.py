@@ -1,8 +1,8 @@
 """The Home page under AppTest: the device, the corpora (every description whole) and the pipeline."""
 
-import ui
 from llmviz.data import corpus
 from tests.support.pages import assert_clean, run_page
+from ui.stages import PIPELINE
 
 
 def test_home_shows_device_and_corpus():
@@ -42,7 +42,7 @@ def test_home_pipeline_arrows_lead_their_box():
         if (element.type == "markdown" and element.value == ":gray[→]")
         or (element.type == "caption" and element.value.startswith("stage "))
     ]
-    assert flow.count("box") == len(ui.PIPELINE)
+    assert flow.count("box") == len(PIPELINE)
     assert flow[0] == "box"  # the first box has no arrow into it
     assert all(after == "box" for before, after in zip(flow, flow[1:]) if before == "arrow")  # each arrow leads a box
     assert flow[-1] == "box"  # nothing points past the last box
@@ -55,7 +55,7 @@ def test_every_stage_box_holds_the_link_to_its_page():
     at = run_page()
     assert_clean(at)
     links = at.get("page_link")
-    stages = [stage for stage in ui.PIPELINE if stage.exists]
+    stages = [stage for stage in PIPELINE if stage.exists]
     assert [link.proto.label for link in links] == ["Text (this page)"] + [stage.title for stage in stages[1:]]
     assert [link.proto.page for link in links] == ["" if s.key == "text" else s.key for s in stages]
     assert [c.value for c in at.caption if c.value.startswith("stage ")] == [f"stage {n}" for n in range(len(stages))]

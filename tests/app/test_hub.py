@@ -9,13 +9,13 @@ import time
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import ui
 from llmviz.hub import download
 from llmviz.hub.download import MODELS, running_download
 from tests.support.fake_hub import FakeHub
 from tests.support.hub_models import gpt2_folder, llama_folder
 from tests.support.pages import open_tab
 from ui import picker
+from ui.stages import PIPELINE, ROOT
 
 TIMEOUT = 240
 SMOLLM2 = MODELS["smollm2-135m"]
@@ -50,11 +50,11 @@ def online(empty_cache, repos, monkeypatch):
 
 
 def run(path: str, **state) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     for key, value in state.items():
         at.session_state[key] = value
     at.run()
-    at.switch_page(str(ui.ROOT / path)).run()
+    at.switch_page(str(ROOT / path)).run()
     return at
 
 
@@ -127,7 +127,7 @@ def test_a_cached_model_is_shown_in_one_click(online):
     assert at.session_state["_picker_selected"] == "hub:smollm2-135m"
 
 
-STAGES = [stage for stage in ui.PIPELINE if stage.exists and stage.key != "text"]
+STAGES = [stage for stage in PIPELINE if stage.exists and stage.key != "text"]
 
 
 @pytest.mark.parametrize("stage", STAGES, ids=[stage.key for stage in STAGES])

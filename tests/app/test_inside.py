@@ -4,13 +4,13 @@ positions, a legend, what the head scores are measured on, and the induction run
 import pytest
 import torch
 
-import ui
 from llmviz.interpret.lens import sequence_logit_lens
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import JOB_TIMEOUT, assert_clean, by_label, run_app, run_page, texts
 from tests.support.paths import DATA
 from ui import charts
 from ui.panels import inside_lens
+from ui.stages import ROOT
 
 
 def test_training_the_induction_run_again_keeps_both_runs_apart(fresh_session_jobs):
@@ -30,7 +30,7 @@ def test_training_the_induction_run_again_keeps_both_runs_apart(fresh_session_jo
             at.button(key="induction_again").click().run()
     labels = [job.label for job in manager.jobs(owner)]
     assert len(labels) == 2 and len(set(labels)) == 2, labels
-    at.switch_page(str(ui.ROOT / "stages/training.py")).run()
+    at.switch_page(str(ROOT / "stages/training.py")).run()
     assert_clean(at)
     download = next(box for box in at.selectbox if box.label == "Download a run")
     assert sorted(download.options) == sorted(labels), (download.options, labels)
@@ -456,7 +456,7 @@ def test_an_autoencoder_trained_in_the_features_tab_is_a_lab_run_and_the_browser
     models = next(s for s in at.sidebar.selectbox if s.label == "Model shown on every page")
     assert not any("SAE" in str(option) for option in models.options), models.options  # not a model to pick
     assert len(job.status().metrics) == 50 and job.status().metrics[-1].spliced is not None
-    at.switch_page(str(ui.ROOT / "stages/training.py")).run()  # the Training page lists models' runs only
+    at.switch_page(str(ROOT / "stages/training.py")).run()  # the Training page lists models' runs only
     assert_clean(at)
     assert not any(box.label == "Download a run" and box.options for box in at.selectbox)
     # a reload after a restart: no job in memory, nothing in the tab's state; the lab's record opens it again. A
@@ -465,7 +465,7 @@ def test_an_autoencoder_trained_in_the_features_tab_is_a_lab_run_and_the_browser
     default_manager().keeper.flush()
     default_manager().end_session(at.session_state["_llmviz_session_id"])
     at.session_state["inside_sae_runs"] = {}
-    at.switch_page(str(ui.ROOT / "stages/inside.py")).run()
+    at.switch_page(str(ROOT / "stages/inside.py")).run()
     assert_clean(at)
     box = by_label(at.selectbox, "Autoencoder")
     assert any(option.startswith("Yours: SAE blocks.1.resid_post") for option in box.options), box.options

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks._protocol_client import Student
+from llmviz.lab.faults import NOTHING_DONE
 from tests.support.app_server import running_app
 from tests.support.asyncio_thread import run_coroutine
 from ui.identity import COOKIE, new_secret
@@ -20,6 +21,12 @@ UNREACHABLE = "The lab's database cannot be reached"
 async def _open(url: str, secret: str, page: str):
     async with Student(url, timeout_s=300, headers={"Cookie": f"{COOKIE}={secret}"}) as student:
         return await student.open(page)
+
+
+async def _press_train(url: str, secret: str):
+    async with Student(url, timeout_s=300, headers={"Cookie": f"{COOKIE}={secret}"}) as student:
+        await student.open("training")
+        return await student.click("train")
 
 
 def test_pages_go_on_while_postgresql_is_stopped_and_the_lab_comes_back(tmp_path, own_postgres):
@@ -35,6 +42,14 @@ def test_pages_go_on_while_postgresql_is_stopped_and_the_lab_comes_back(tmp_path
                 assert run.errors == [], (page, run.errors)
                 if page == "training":
                     assert any(a.startswith(UNREACHABLE) for a in run.alerts), run.alerts
+                    assert not any(a.startswith("No run") for a in run.alerts), run.alerts  # they are kept, not gone
+            pressed = run_coroutine(_press_train(app.url, secret))
+            assert pressed.errors == []
+            # the refusal of Train is not the sentence again (issue 72 item 4: it was shown twice on one page)
+            assert [a for a in pressed.alerts if UNREACHABLE in a] == [
+                next(a for a in pressed.alerts if UNREACHABLE in a)
+            ]
+            assert NOTHING_DONE in pressed.alerts, pressed.alerts
             start()
             back = run_coroutine(_open(app.url, secret, "training"))
             assert back.errors == []

@@ -7,20 +7,20 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import ui
 from llmviz.data import corpus
 from tests.support.pages import TIMEOUT, assert_clean, by_label
 from ui import share
+from ui.stages import ROOT
 
 
 def open_with_link(path: str, query: dict, **state) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     for key, value in query.items():
         at.query_params[key] = value
     for key, value in state.items():
         at.session_state[key] = value
     at.run()
-    at.switch_page(str(ui.ROOT / path)).run()
+    at.switch_page(str(ROOT / path)).run()
     assert_clean(at)
     return at
 
@@ -100,7 +100,7 @@ def test_notices_are_shown_literally():
 
 
 def run_home(query: dict) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     for key, value in query.items():
         at.query_params[key] = value
     at.run()
@@ -155,7 +155,7 @@ def test_unknown_model_falls_back_to_the_shipped_one(bad):
 def test_every_chart_and_worked_example_goes_through_ui_charts():
     """Charts download as PNG 2x and SVG only when drawn by ui.charts.show / show_in."""
     offenders = []
-    for path in sorted((ui.ROOT / "stages").glob("*.py")) + sorted((ui.ROOT / "ui").rglob("*.py")):
+    for path in sorted((ROOT / "stages").glob("*.py")) + sorted((ROOT / "ui").rglob("*.py")):
         if path.name == "charts.py":
             continue
         for number, line in enumerate(path.read_text().splitlines(), start=1):
@@ -168,9 +168,9 @@ def test_every_page_binds_its_settings_to_declared_names():
     import re
 
     used = set()
-    for path in (ui.ROOT / "stages").glob("*.py"):
+    for path in (ROOT / "stages").glob("*.py"):
         used |= set(re.findall(r'share\.bind\("(\w+)"\)', path.read_text()))
-    for path in (ui.ROOT / "ui").rglob("*.py"):
+    for path in (ROOT / "ui").rglob("*.py"):
         used |= set(re.findall(r'share\.bind\("(\w+)"\)', path.read_text()))
     assert used <= set(share.PARAMS)
     for name in ["text", "tokenizers", "mask", "heads", "layer", "head", "temperature", "top_k", "top_p", "seed"]:
@@ -268,10 +268,10 @@ def test_a_link_made_with_a_renamed_parameter_still_opens_its_view(old, value, p
 
 def open_on_page(path: str, query: dict) -> AppTest:
     """A link opened on ``path`` itself: the session's first run is that page's, as in a browser."""
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     for key, value in query.items():
         at.query_params[key] = value
-    at.switch_page(str(ui.ROOT / path)).run()
+    at.switch_page(str(ROOT / path)).run()
     assert_clean(at)
     return at
 

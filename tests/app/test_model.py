@@ -10,10 +10,10 @@ import pyarrow as pa
 import pytest
 import torch
 
-import ui
 from llmviz.models.presets import PRESETS
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import assert_clean, by_label, finish_jobs, run_app, run_page, texts
+from ui.stages import ROOT
 from ui.text import fixed
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
@@ -168,7 +168,7 @@ def metric(at, label: str) -> str:
 def test_the_page_opens_on_the_picked_models_architecture_and_its_parameters():
     at = run_page("stages/model.py")
     assert at.selectbox(key="preset").value == "picked"
-    model, _, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")
+    model, _, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
     total = sum(p.numel() for p in model.parameters())  # PyTorch's own count (a tied matrix once)
     assert metric(at, "Total parameters") == f"{total:,}"
     flow = next(m.value for m in at.markdown if "token embedding" in m.value and "(B, T" in m.value)
@@ -251,7 +251,7 @@ def test_the_page_opens_on_the_flow_of_the_shipped_gpt_with_its_own_numbers():
     assert_clean(at)
     (data,) = flows(at)
     payload = data["payload"]
-    model, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")[:3]
+    model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")[:3]
     ids = encode(tokenizer, DEFAULT_SENTENCE)
     assert payload["ids"] == ids and data["open"] is None
     with torch.no_grad():
@@ -290,12 +290,12 @@ def test_the_flow_draws_every_shipped_model(name):
     kinds = [stage["kind"] for stage in data["payload"]["stages"]]
     assert kinds[0] == "tokens" and kinds[-2:] == ["logits", "probs"]
     assert ("attn" in kinds) == (name == "names-transformer")
-    tokenizer = load_checkpoint(ui.ROOT / "data" / name)[1]
+    tokenizer = load_checkpoint(ROOT / "data" / name)[1]
     assert by_label(at.text_input, "Your sentence").value == NAMES_SENTENCE == "charlotte"
     ids = data["payload"]["ids"]  # the last letters that fit the model's window (1 for a bigram, 8 for the WaveNet)
     assert ids and ids == tokenizer.encode("charlotte")[-len(ids) :]
     if name == "names-transformer":  # CHANGELOG: after "charlotte" it predicts the name's end at 94 %
-        model = load_checkpoint(ui.ROOT / "data" / name)[0].eval()
+        model = load_checkpoint(ROOT / "data" / name)[0].eval()
         with torch.no_grad():
             probs = torch.softmax(model(torch.tensor([ids]))[0][0, -1], dim=-1)
         assert probs.argmax().item() == tokenizer.encode("\n")[0] and round(100 * probs.max().item()) == 94
@@ -314,7 +314,7 @@ def test_the_shipped_transformer_replays_the_sentence_at_its_kept_steps():
     step's own (a plain forward pass of the file's weights, read here with safetensors)."""
     from safetensors.torch import load_file
 
-    folder = ui.ROOT / "data" / "names-transformer"
+    folder = ROOT / "data" / "names-transformer"
     at = run_app("stages/model.py", query={"model": "shipped:names-transformer@100"})
     assert_clean(at)
     slider = next(s for s in at.sidebar.select_slider if s.label == "Step (kept in training)")
@@ -343,7 +343,7 @@ def test_a_saved_checkpoint_that_keeps_steps_has_the_step_slider_too(tmp_path, m
     import shutil
 
     folder = tmp_path / "runs" / "names-steps"
-    shutil.copytree(ui.ROOT / "data" / "names-transformer", folder)
+    shutil.copytree(ROOT / "data" / "names-transformer", folder)
     monkeypatch.setenv("LLMVIZ_RUNS_DIR", str(tmp_path / "runs"))
     at = run_app("stages/model.py", query={"model": "dir:names-steps@50"})
     assert_clean(at)

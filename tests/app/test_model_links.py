@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import ui
 from tests.support.pages import TIMEOUT, assert_clean
+from ui.stages import ROOT
 
 
 @pytest.fixture()
@@ -28,7 +28,7 @@ def runs(tmp_path, monkeypatch):
 
 
 def open_link(model: str) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params["model"] = model
     at.run()
     assert_clean(at)
@@ -100,7 +100,7 @@ def test_a_link_to_a_damaged_snapshot_of_her_own_run_says_only_that_it_is_damage
     end_every_session()  # a new server's memory: the run is read from the lab's files
     with open(path, "r+b") as file:  # damaged on the disk (a cut write, a bad sector)
         file.write(b"\xff" * 64)
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.session_state[state.STUDENT_ID.name] = student  # the same student, a new tab
     at.query_params["model"] = f"run:{job.id}@{step}"
     with caplog.at_level("WARNING", logger="llmviz.lab.service"):

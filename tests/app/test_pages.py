@@ -9,9 +9,9 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-import ui
 from llmviz.data import corpus
 from tests.support.pages import JOB_TIMEOUT, STAGES, TIMEOUT, assert_clean, by_label, run_page, texts
+from ui.stages import PIPELINE, ROOT
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 
@@ -28,7 +28,7 @@ def test_page_runs(stage):
 
 @pytest.mark.parametrize("stage", STAGES, ids=[s.key for s in STAGES])
 def test_a_page_file_run_on_its_own_says_to_run_the_app(stage):
-    at = AppTest.from_file(str(ui.ROOT / stage.path), default_timeout=60)
+    at = AppTest.from_file(str(ROOT / stage.path), default_timeout=60)
     at.run()  # before: ensure_router reran the page forever and this timed out
     assert not at.exception, [e.value for e in at.exception]
     assert any("streamlit run app.py" in i.value for i in at.info), [i.value for i in at.info]
@@ -42,7 +42,7 @@ def test_pages_make_their_sections_with_ui_sections():
 
     offenders = [
         f"{path.name}:{number}"
-        for path in sorted((ui.ROOT / "stages").glob("*.py"))
+        for path in sorted((ROOT / "stages").glob("*.py"))
         for number, line in enumerate(path.read_text().splitlines(), start=1)
         if re.search(r"@st\.fragment|st\.fragment\(", line)
     ]
@@ -71,7 +71,7 @@ def test_app_py_imported_by_a_worker_process_draws_and_starts_nothing(monkeypatc
         raise AssertionError("app.py drew the app when imported as __mp_main__")
 
     monkeypatch.setattr(st, "set_page_config", refuse)
-    module = runpy.run_path(str(ui.ROOT / "app.py"), run_name="__mp_main__")
+    module = runpy.run_path(str(ROOT / "app.py"), run_name="__mp_main__")
     assert callable(module["main"])
 
 
@@ -95,7 +95,7 @@ def test_every_page_shows_a_run_while_it_trains():
         time.sleep(0.1)
     try:
         for stage in STAGES:
-            at.switch_page(str(ui.ROOT / stage.path)).run()
+            at.switch_page(str(ROOT / stage.path)).run()
             assert_clean(at)
             shared = next(s for s in at.sidebar.selectbox if s.label == "Model shown on every page")
             assert shared.value == f"run:{job.id}", stage.key
@@ -112,7 +112,7 @@ def assert_no_error_box(at):
     assert not at.error, [e.value for e in at.error]
 
 
-STUDENT_FACING = sorted([*(ui.ROOT / "stages").glob("*.py"), *(ui.ROOT / "ui").rglob("*.py"), ui.ROOT / "app.py"])
+STUDENT_FACING = sorted([*(ROOT / "stages").glob("*.py"), *(ROOT / "ui").rglob("*.py"), ROOT / "app.py"])
 
 
 PROJECT_WORDS = re.compile(r"seed[ -]?0\d\d|seed's|lecture \d+|\bseeds?/", re.IGNORECASE)
@@ -124,7 +124,7 @@ def test_no_page_names_the_project_source_documents(path):
     assert not found, found
 
 
-@pytest.mark.parametrize("stage", [s for s in ui.PIPELINE if s.exists], ids=lambda s: s.key)
+@pytest.mark.parametrize("stage", [s for s in PIPELINE if s.exists], ids=lambda s: s.key)
 def test_rendered_pages_never_say_seed_or_lecture(stage):
     at = run_page(stage.path)
     assert_no_error_box(at)
@@ -150,7 +150,7 @@ def set_extremes(at, end: str) -> list[str]:
     return moved
 
 
-PAGES = [s for s in ui.PIPELINE if s.exists]
+PAGES = [s for s in PIPELINE if s.exists]
 
 
 @pytest.mark.parametrize("end", ["min", "max"])
@@ -206,13 +206,13 @@ def shown_strings(path):
 def test_pages_point_to_no_material_students_never_saw():
     """No "chapter 3" of a book, no "the textbook's arithmetic slips", no "as BertViz draws it": say what is shown."""
     sources = [
-        *sorted((ui.ROOT / "stages").glob("*.py")),
-        *sorted((ui.ROOT / "ui").rglob("*.py")),
-        *sorted((ui.ROOT / "llmviz").rglob("*.py")),
-        ui.ROOT / "app.py",
+        *sorted((ROOT / "stages").glob("*.py")),
+        *sorted((ROOT / "ui").rglob("*.py")),
+        *sorted((ROOT / "llmviz").rglob("*.py")),
+        ROOT / "app.py",
     ]
     found = [
-        f"{path.relative_to(ui.ROOT)}:{line}: {text[:80]!r}"
+        f"{path.relative_to(ROOT)}:{line}: {text[:80]!r}"
         for path in sources
         for line, text in shown_strings(path)
         if POINTERS.search(text)
@@ -252,9 +252,9 @@ def test_a_section_that_fails_shows_a_message_and_the_page_goes_on():
 def _page_that_fails():
     import streamlit as st
 
-    import ui
+    from ui.errors import friendly_errors
 
-    with ui.friendly_errors("the demo step"):
+    with friendly_errors("the demo step"):
         st.write("before")
         {}["missing key"]  # noqa: B018 - a bug in a page's section
 

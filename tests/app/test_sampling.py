@@ -7,11 +7,11 @@ import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
-import ui
 from llmviz.data import corpus
 from llmviz.lessons.defaults import DEFAULT_PROMPT
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import TIMEOUT, assert_clean, by_label, open_tab, run_app, run_page, texts
+from ui.stages import ROOT
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 
@@ -167,16 +167,16 @@ def test_top_k_goes_up_to_the_vocabulary_and_no_further():
     assert_clean(at)
     from llmviz.training.checkpoint import load_checkpoint
 
-    _, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")
+    _, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
     slider = at.slider(key="top_k")
     assert slider.max == tokenizer.vocab_size, (slider.max, tokenizer.vocab_size)  # was vocabulary + 10
 
 
 def test_quiz_reveal_and_score_on_the_sampling_page():
     """Predict, then reveal under AppTest: ask, answer, reveal; the first answer counts for the score."""
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.run()
-    at.switch_page(str(ui.ROOT / "stages" / "sampling.py")).run()
+    at.switch_page(str(ROOT / "stages" / "sampling.py")).run()
     at.button(key="quiz_ask_sampling").click().run()
     radio = next(r for r in at.radio if r.key and r.key.startswith("quiz_choice_sampling_"))
     radio.set_value(radio.options[0]).run()
@@ -197,7 +197,7 @@ def test_the_default_prompt_is_the_manuals_and_its_most_likely_next_token_is_a_w
     at = run_page("stages/sampling.py")
     assert_clean(at)
     assert at.text_input(key="prompt").value == DEFAULT_PROMPT
-    model, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")
+    model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
     with torch.no_grad():
         logits = model(torch.tensor([tokenizer.encode(DEFAULT_PROMPT)]))[0][0, -1]
     top = int(logits.argmax())
@@ -224,7 +224,7 @@ def test_greedy_generation_shows_the_models_probabilities_and_real_runner_ups():
     import html
     import re
 
-    model, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")
+    model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
     model.eval()
     at = run_page("stages/sampling.py", sampling_part="Generate")
     by_label(at.radio, "Method").set_value("greedy").run()

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-import ui
 from llmviz.lessons.model import PRESET_NAMES
 from llmviz.lessons.training import DEFAULT_BATCH_TEXT
 from tests.support.pages import STAGES, TIMEOUT, assert_clean, by_label
 from ui import share, streamlit_private
+from ui.stages import ROOT
 
 #: bound settings a page does not draw when it opens (a tab, a lazy section, another choice shows them): the walk
 #: opens them with these link parameters first
@@ -182,11 +182,11 @@ def option_value(at: AppTest, widget, label: str | list[str]):
 
 
 def open_page(path: str, query: dict) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     for key, value in query.items():
         at.query_params[key] = value
     at.run()
-    at.switch_page(str(ui.ROOT / path)).run()
+    at.switch_page(str(ROOT / path)).run()
     return at
 
 
@@ -224,8 +224,8 @@ def walk(path: str, opens_with: dict, unlinked: set[str] | None = None) -> set[s
     wanted = {key: shown(at, key) for key in changed if key in drawn}  # one choice may hide another's widget
     changed = {key: changed[key] for key in wanted}
     other = "stages/tokens.py" if path != "stages/tokens.py" else "stages/sampling.py"
-    at.switch_page(str(ui.ROOT / other)).run()
-    at.switch_page(str(ui.ROOT / path)).run()
+    at.switch_page(str(ROOT / other)).run()
+    at.switch_page(str(ROOT / path)).run()
     assert_clean(at)
     again = {key: shown(at, key) for key in changed}
     assert again == wanted, "a page visited again opens with the student's last settings"
@@ -276,8 +276,8 @@ def test_sampling_keeps_top_k_0_in_the_link_after_a_visit_elsewhere():
     by_label(at.slider, "Top-k").set_value(0)
     by_label(at.slider, "Top-p").set_value(1.0)
     at.run()
-    at.switch_page(str(ui.ROOT / "stages/tokens.py")).run()
-    at.switch_page(str(ui.ROOT / "stages/sampling.py")).run()
+    at.switch_page(str(ROOT / "stages/tokens.py")).run()
+    at.switch_page(str(ROOT / "stages/sampling.py")).run()
     assert [by_label(at.slider, name).value for name in ("Temperature", "Top-k", "Top-p")] == [1.5, 0, 1.0]
     assert link_of(at) == {"temperature": "1.5", "top_k": "0", "top_p": "1"}
     fresh = open_page("stages/sampling.py", link_of(at))
@@ -299,12 +299,12 @@ def test_a_custom_model_is_in_the_link():
 
 def test_a_preset_linked_by_its_id_opens_without_a_notice():
     """preset=gpt2-124m is GPT-2 small written the short way: the link is used as it is, nothing to tell."""
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.query_params["preset"] = "gpt2-124m"
     at.query_params["tie_gpt2-124m"] = "false"
     at.run()
     assert not [warning.value for warning in at.warning if "link" in warning.value]
-    at.switch_page(str(ui.ROOT / "stages/model.py")).run()
+    at.switch_page(str(ROOT / "stages/model.py")).run()
     assert shown(at, "preset") == "gpt2-124m" and shown(at, "tie_gpt2-124m") is False
 
 
@@ -340,7 +340,7 @@ def test_each_presets_tying_is_in_the_link(preset):
     ids=["pair-plain", "pair-reversed", "pair-tuple-long-vector", "dims-beyond", "dims-none", "sentences-long"],
 )
 def test_a_forged_or_stale_embeddings_link_falls_back_to_the_defaults(query, shown_values):
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     for key, value in query.items():
         at.query_params[key] = value
     at.run()  # the link's texts are checked on the first run (a widget checks its value where it is drawn)
@@ -349,7 +349,7 @@ def test_a_forged_or_stale_embeddings_link_falls_back_to_the_defaults(query, sho
         assert not notices, "v1-v3 is a pair, written plainly: nothing to tell"
     if any(len(value) > 500 for value in query.values() if isinstance(value, str)):
         assert notices and "more than its box takes" in notices[0], notices
-    at.switch_page(str(ui.ROOT / "stages/embeddings.py")).run()
+    at.switch_page(str(ROOT / "stages/embeddings.py")).run()
     assert_clean(at)
     for key, value in shown_values.items():
         assert shown(at, key) == value if value is not None else shown(at, key).startswith("I love programming")

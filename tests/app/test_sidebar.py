@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 import torch
 
-import ui
 from llmviz.adapt import finetune
 from llmviz.cli import main
 from llmviz.data import corpus
@@ -109,7 +108,7 @@ def test_two_runs_of_the_same_model_are_told_apart_and_inside_names_the_model(fr
     at.run()
     download = next(box for box in at.selectbox if box.label == "Download a run")
     assert download.value == jobs[1].label, (download.value, jobs[1].label)  # #27.12: the picked run, not the first
-    at.switch_page(str(ui.ROOT / "stages/inside.py")).run()
+    at.switch_page(str(ROOT / "stages/inside.py")).run()
     assert_clean(at)
     picker_box = next(box for box in at.sidebar.selectbox if box.label == "Model shown on every page")
     runs = [option for option in picker_box.options if option.startswith("Run ")]

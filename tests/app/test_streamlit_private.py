@@ -215,12 +215,12 @@ def test_8_a_text_longer_than_its_widget_takes_and_a_bare_key_are_refused():
 def test_10_the_link_a_browser_writes_is_read_from_the_bound_widgets():
     from streamlit.testing.v1 import AppTest
 
-    import ui
     from tests.support.pages import TIMEOUT, by_label
+    from ui.stages import ROOT
 
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.run()
-    at.switch_page(str(ui.ROOT / "stages/sampling.py")).run()
+    at.switch_page(str(ROOT / "stages/sampling.py")).run()
     assert "temperature" not in streamlit_private.link_values(at.session_state._state._state)  # the default: left out
     by_label(at.slider, "Temperature").set_value(1.5).run()
     link = streamlit_private.link_values(at.session_state._state._state)

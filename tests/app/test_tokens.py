@@ -8,11 +8,11 @@ from pydoc_data.topics import topics
 
 import pytest
 
-import ui
 from llmviz.data import corpus
 from llmviz.tokenizers.char_word import WordTokenizer
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import JOB_TIMEOUT, assert_clean, by_label, finish_jobs, run_app, run_page, texts
+from ui.stages import ROOT
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 
@@ -287,7 +287,7 @@ def test_the_default_text_is_the_python_manual_read_word_by_word():
     manual = " ".join(" ".join(topics.values()).split())  # the corpus, its line breaks as spaces
     sentences = re.findall(r"[^.]+\.", text)
     assert len(sentences) == 2 and all(sentence.strip() in manual for sentence in sentences), text
-    _, tokenizer, _ = load_checkpoint(ui.ROOT / "data" / "gpt-python-docs")
+    _, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs")
     words = re.findall(r" ?[A-Za-z]+", text)
     assert all(len(tokenizer.encode(word)) == 1 for word in words), [w for w in words if len(tokenizer.encode(w)) > 1]
 
@@ -370,7 +370,7 @@ def test_a_bpe_waiting_behind_a_training_run_says_it_is_queued():
     at = run_page("stages/training.py")
     by_label(at.slider, "Steps").set_value(2000)
     at.button(key="train").click().run()
-    at.switch_page(str(ui.ROOT / "stages/tokens.py")).run()
+    at.switch_page(str(ROOT / "stages/tokens.py")).run()
     by_label(at.slider, "Vocabulary size").set_value(300)
     at.button(key="train_bpe").click().run()
     assert_clean(at)

@@ -46,7 +46,7 @@ def test_training_short_run_then_sampling_sees_it():
     assert_clean(at)
     [job] = session_jobs(at)
     assert job.status().state == "finished"
-    at.switch_page(str(__import__("ui").ROOT / "stages/sampling.py")).run()
+    at.switch_page(str(ROOT / "stages/sampling.py")).run()
     assert_clean(at)
     shared = next(s for s in at.sidebar.selectbox if s.label == "Model shown on every page")
     assert shared.value == f"run:{job.id}", "the new run is picked for every page"

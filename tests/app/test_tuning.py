@@ -30,11 +30,11 @@ def test_a_dpo_run_is_the_labs_and_its_chart_is_drawn_from_the_lab_after_a_resta
     gone from the server's memory (a restart); each point equals the trainer's own metrics at that step."""
     import json
 
-    import ui
     from llmviz.jobs.manager import default_manager
     from llmviz.lab.service import default_lab
     from tests.support.pages import JOB_TIMEOUT
     from tests.support.waiting import wait_for
+    from ui.stages import ROOT
 
     at = run_page("stages/tuning.py", tuning_tab="Tune your own")
     by_label(at.slider, "DPO steps").set_value(10).run()
@@ -51,9 +51,9 @@ def test_a_dpo_run_is_the_labs_and_its_chart_is_drawn_from_the_lab_after_a_resta
     wait_for(kept_whole)
     default_manager().end_session(session)  # a restart: no job in memory, only the lab's record
     assert default_manager().get(session, job.id) is None
-    at.switch_page(str(ui.ROOT / "stages/tokens.py")).run()  # a reload: the student comes back to the DPO tab
+    at.switch_page(str(ROOT / "stages/tokens.py")).run()  # a reload: the student comes back to the DPO tab
     at.session_state["tuning_tab"] = at.query_params["tuning_tab"] = "DPO: the chosen over the rejected"
-    at.switch_page(str(ui.ROOT / "stages/tuning.py")).run()
+    at.switch_page(str(ROOT / "stages/tuning.py")).run()
     assert_clean(at)
     charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
     titles = [str(c["layout"].get("title", {}).get("text", "")) for c in charts]

@@ -158,9 +158,9 @@ def walk_server(tmp_path_factory):
 
 def test_the_walks_visit_every_page_of_the_navigation():
     """Both walks (this one and the chromium one) visit the pages of app.py's navigation, every one."""
-    import ui
+    from ui.stages import PIPELINE
 
-    assert set(PAGES) == {"" if stage.key == "text" else stage.key for stage in ui.PIPELINE if stage.exists}
+    assert set(PAGES) == {"" if stage.key == "text" else stage.key for stage in PIPELINE if stage.exists}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -5,19 +5,21 @@ table showed a raw None. The lab is this test's own (its server's runs folder), 
 
 from __future__ import annotations
 
+import csv
+from pathlib import Path
+
 import pytest
 
 from llmviz.lab.records import RunRecord
 from llmviz.lab.service import Lab
-from tests.support.app_server import AppDidNotStart, start_app
+from tests.support.app_server import TEACHER_KEY, free_port, lab_server
 from tests.support.browser import main_area, no_error_box, open_page, shot
 
 pytestmark = pytest.mark.browser
 
-TEACHER_KEY = "a-long-random-teacher-key-for-the-names-test"
 LINK = '<a href="https://evil.example/x">Ada</a>'
 BIG = '<span style="font-size:99px">X</span>'
-LABEL = "GPT micro (2 layers, d 64) · AdamW · lr 0.003 · Python reference manual"
+LABEL = "GPT micro (2 layers, d 64) · AdamW · lr 0.003 · 300 steps · context 64 · batch 16 · Python reference manual"
 
 
 def fill(lab: Lab) -> None:
@@ -33,18 +35,10 @@ def fill(lab: Lab) -> None:
 
 @pytest.fixture
 def class_server(tmp_path):
+    """The app with its own lab and the teacher's key (tests.support.app_server.lab_server)."""
     (tmp_path / "runs").mkdir()
     fill(Lab.at(tmp_path / "runs"))
-    env = {
-        "HF_HUB_OFFLINE": "1",
-        "LLMVIZ_RUNS_DIR": str(tmp_path / "runs"),
-        "LLMVIZ_CACHE_DIR": str(tmp_path / "cache"),
-        "LLMVIZ_TEACHER_KEY": TEACHER_KEY,
-    }
-    try:
-        server = start_app("app.py", env=env, log=tmp_path / "server.log")
-    except AppDidNotStart as error:
-        pytest.fail(str(error))
+    server = lab_server(tmp_path, free_port())
     yield server
     server.stop()
 
@@ -64,8 +58,16 @@ def test_names_in_the_class_chart_are_text_and_each_run_reads_apart(browser, cla
         assert page.locator('a[href*="evil.example"]').count() == 0  # no link made from a name
         sizes = chart.locator(".legendtext").evaluate_all("els => els.map(e => getComputedStyle(e).fontSize)")
         assert all(float(size.removesuffix("px")) < 20 for size in sizes), sizes  # nothing drawn at 99 px
-        table = main_area(page).get_by_test_id("stDataFrame").first
+        table = main_area(page).get_by_test_id("stTable").first
         assert "None" not in table.inner_text()
+        # every column in view, the long labels wrapped (issue 72 item 7: the table was cut at 1400 px)
+        assert LABEL in table.inner_text() and "last training loss" in table.inner_text()
+        assert table.evaluate("t => t.scrollWidth <= t.clientWidth + 1"), "the class table scrolls sideways"
+        if not suffix:  # the teacher keeps the table: a CSV of every row, the names as typed
+            with page.expect_download() as download:
+                page.get_by_role("button", name="Download the class table (CSV)").click()
+            rows = list(csv.reader(Path(download.value.path()).read_text(encoding="utf-8").splitlines()))
+            assert len(rows) == 6 and rows[0][:3] == ["student", "run", "model"] and rows[1][0] == LINK, rows
         no_error_box(page)
         shot(page, name + ("-present" if suffix and "present" not in name else ""))
         page.close()

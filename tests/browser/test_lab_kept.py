@@ -109,7 +109,7 @@ def the_story(browser, tmp_path, port: int):
         eventually(
             lambda: "teacher" not in teacher.evaluate("window.location.href"), what="the key gone from the address"
         )
-        table = main_area(teacher).get_by_test_id("stDataFrame").first
+        table = main_area(teacher).get_by_test_id("stTable").first
         eventually(lambda: table.is_visible(), what="the class table")
         teacher.get_by_role("button", name="Show on the projector").click()
         wait_until_idle(teacher)

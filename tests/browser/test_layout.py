@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-import ui
 from tests.support.browser import main_area, no_error_box, open_page, settled, wait_until_idle
+from ui.stages import PIPELINE
 
 pytestmark = pytest.mark.browser
 
@@ -25,7 +25,7 @@ def test_home_pipeline_boxes_are_links_to_their_stages(app_url, browser):
     """Before: the pipeline's boxes looked clickable and were not (the links were a separate row under them)."""
     page = page_at(browser, app_url)
     boxes = page.locator('.st-key-picture_home [data-testid="stColumn"] [data-testid="stLayoutWrapper"]')
-    stages = [stage for stage in ui.PIPELINE if stage.exists]
+    stages = [stage for stage in PIPELINE if stage.exists]
     assert boxes.count() == len(stages)
     # what a click anywhere on a box (its middle, its corner, its description) lands on: the link to its stage
     targets = boxes.evaluate_all("""(boxes) => boxes.map((box) => {

@@ -19,7 +19,6 @@ from typing import NamedTuple
 
 import pytest
 
-import ui
 from tests.support import page_size
 from tests.support.browser import (
     SCRIPT_STATE,
@@ -32,6 +31,7 @@ from tests.support.browser import (
     slider,
     wait_until_idle,
 )
+from ui.stages import PIPELINE
 
 pytestmark = pytest.mark.browser
 #: in README's suite, where every other browser test is in CI's lane (-m ci): every page drawn once by a real browser
@@ -282,7 +282,7 @@ AFTERWARDS = {  # what the session-only steps must leave on the page
     "sampling": generated_literally,
     "adapting": runs_followed_live,
 }
-STAGES = [stage for stage in ui.PIPELINE if stage.exists]
+STAGES = [stage for stage in PIPELINE if stage.exists]
 
 
 def test_every_page_is_covered():

@@ -59,7 +59,8 @@ SLIDES = """async () => {
     });
     const covered = [];
     main.querySelectorAll('[data-testid="stPlotlyChart"], [data-testid="stHeading"], [data-testid="stSlider"], '
-                          + '[data-testid="stTextInput"], [data-testid="stDataFrame"], button').forEach((e) => {
+                          + '[data-testid="stTextInput"], [data-testid="stDataFrame"], [data-testid="stTable"], '
+                          + 'button').forEach((e) => {
       if (shown(e) && overlap(e.getBoundingClientRect(), bar)) covered.push(e.innerText.slice(0, 40));
     });
     // every text of a chart (ticks, a bar's number, a legend, a title) at the size it is drawn: Plotly scales a bar's

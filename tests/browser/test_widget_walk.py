@@ -7,7 +7,7 @@ sliders with the keyboard, picks another option of a selectbox, radio or segment
 toggles, presses buttons (a button that starts long work is pressed and its run stopped, or, in the default run, left
 alone: see :data:`LONG_WORK`). After each it checks that
 
-- no exception box and no "Something went wrong" message appears (``ui.friendly_errors``' words for a crash),
+- no exception box and no "Something went wrong" message appears (``ui.errors.friendly_errors``' words for a crash),
 - no "needs the app around it" appears (``ui.routing.ensure_router`` refusing a section's own rerun),
 - the tab is still drawn (its first heading is still on the page).
 

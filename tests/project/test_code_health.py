@@ -162,7 +162,7 @@ def test_every_function_and_class_in_llmviz_and_ui_is_used_somewhere():
 
 def _project_names_used() -> dict[str, set[str]]:
     """Module → the names the repository's files take from it: ``from llmviz.tokenizers import X`` and ``tk.X``
-    after ``from llmviz.tokenizers import bpe`` (or ``import ui`` … ``ui.X``)."""
+    after ``from llmviz.tokenizers import bpe`` (or ``import ui.panels.runs`` … ``ui.panels.runs.X``)."""
     import ast
     import importlib.util
 
@@ -213,7 +213,10 @@ def test_every_name_taken_from_llmviz_or_ui_exists():
 
     used = _project_names_used()
     assert {"BPETokenizer"} <= used["llmviz.tokenizers.bpe.tokenizer"]
-    assert {"friendly_errors", "settings", "ROOT", "keep"} <= used["ui"]
+    assert (
+        {"settings"} <= used["ui.shared_sidebar"] and {"ROOT"} <= used["ui.stages"] and {"keep"} <= used["ui.widgets"]
+    )
+    assert "ui" not in used  # the package passes on no name: each is taken from its module
     missing = [
         f"{module}.{name}"
         for module, names in sorted(used.items())
@@ -411,32 +414,50 @@ def test_checkpoint_io_lives_in_the_checkpoint_module():
     }  # files and saved random states are checkpoint.py's
 
 
-def test_one_address_per_name():
-    """A package's ``__init__.py`` imports nothing from llmviz (no re-export hubs), and no module of llmviz imports a
-    name from another llmviz module without using it: every name has one address, where it is defined."""
+def _re_exports(path: Path, package: str) -> list[str]:
+    """What ``path`` (a module of ``package``) re-exports: any name a package's ``__init__.py`` imports from the
+    package, and any name a module imports from another module of the package without using it (a module imported
+    for what importing it does, such as registering a source, is not a name passed on).
+
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp()) / "ui"
+    >>> folder.mkdir()
+    >>> _ = (folder / "__init__.py").write_text("from ui.stages import ROOT\\n")
+    >>> _re_exports(folder / "__init__.py", "ui")
+    ['ui/__init__.py imports from ui.stages', 'ui/__init__.py re-exports ROOT from ui.stages']
+    >>> _ = (folder / "page.py").write_text("from ui.stages import ROOT\\nprint(ROOT)\\n")
+    >>> _re_exports(folder / "page.py", "ui")
+    []
+    """
     import ast
 
-    offenders = []
-    for path in sorted((ROOT / "llmviz").rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        imported = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("llmviz"):
-                if path.name == "__init__.py":
-                    offenders.append(f"{path.relative_to(ROOT)} imports from {node.module}")
-                for alias in node.names:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    above = next(folder for folder in path.parents if folder.name == package).parent  # the folder holding the package
+    shown = path.relative_to(above).as_posix()
+    offenders, imported = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == package:
+            if path.name == "__init__.py":
+                offenders.append(f"{shown} imports from {node.module}")
+            for alias in node.names:
+                target = above.joinpath(*node.module.split("."), alias.name)
+                if not (target.with_suffix(".py").is_file() or (target / "__init__.py").is_file()):  # a module
                     imported[alias.asname or alias.name] = node.module
-        used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-        used |= {
-            node.value.id
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-        }
-        offenders += [
-            f"{path.relative_to(ROOT)} re-exports {name} from {module}"
-            for name, module in imported.items()
-            if name not in used
-        ]
+    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    used |= {
+        node.value.id for node in ast.walk(tree) if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+    }
+    offenders += [f"{shown} re-exports {name} from {module}" for name, module in imported.items() if name not in used]
+    return offenders
+
+
+def test_one_address_per_name():
+    """A package's ``__init__.py`` imports nothing from its package (no re-export hubs: ``ui/__init__.py`` once
+    passed on 21 names), and no module of llmviz or ui imports a name from another module of its package without
+    using it: every name has one address, where it is defined."""
+    offenders = [
+        offender for package in PACKAGES for path in _module_files(package) for offender in _re_exports(path, package)
+    ]
     assert offenders == []
 
 
@@ -737,3 +758,20 @@ def test_the_javascript_linter_is_pinned_and_run_by_ci_only():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "npm ci" in ci and "npx --no-install eslint ui/components" in ci
     assert not re.search(r"\b(npm|npx|node)\b", (ROOT / "run.py").read_text(encoding="utf-8"))
+
+
+HIDDEN_IMPORT = re.compile(r"""__import__\(\s*["'](ui|llmviz|stages)\b""")
+
+
+def test_no_file_imports_the_projects_packages_out_of_the_gates_sight():
+    """A test took ``ROOT`` from ``ui`` through ``__import__``, a name ``ui/__init__.py`` no longer re-exports: the
+    re-export gate reads import statements and never saw it, and the fresh suite failed. Import the defining module
+    by name instead."""
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for folder in ("app.py", "ui", "stages", "llmviz", "tests", "benchmarks", "scripts")
+        for path in ([ROOT / folder] if folder.endswith(".py") else sorted((ROOT / folder).rglob("*.py")))
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if HIDDEN_IMPORT.search(line)
+    ]
+    assert found == [], found

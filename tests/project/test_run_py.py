@@ -128,13 +128,14 @@ def test_the_app_command_prints_the_port_the_app_is_served_on(run_py, capsys, mo
     monkeypatch.setattr(run_py, "port_taken", lambda args: None)  # whatever this machine listens on
     started = []
     monkeypatch.setattr(run_py, "run", lambda command: started.append(command) or 0)
-    warmed = []  # the first page's imports and model, loaded at start (issue 57 §4)
-    monkeypatch.setattr(run_py, "start_warm_up", warmed.append)
+    warmed = []  # the first page's imports and model, loaded at start (issue 57 §4), and then the ready lines
+    monkeypatch.setattr(run_py, "start_warm_up", lambda url, ready: warmed.append((url, ready)))
     assert run_py.main(["app", *args]) == 0
-    assert f"the app is at {address} " in capsys.readouterr().err
-    warm = ["--server.scriptHealthCheckEnabled", "true"]
+    assert "the app is at" not in capsys.readouterr().err  # said once the warm-up has ended (issue 71 §2)
+    warm = ["--server.scriptHealthCheckEnabled", "true", "--logger.hideWelcomeMessage", "true"]
     assert started == [[str(run_py.venv_python()), "-m", "streamlit", "run", "app.py", *warm, *args]]
-    assert warmed == [address.replace("//localhost:", "//127.0.0.1:")]
+    [(url, ready)] = warmed
+    assert url == address.replace("//localhost:", "//127.0.0.1:") and ready[0].startswith(f"the app is at {address} ")
 
 
 def test_the_app_command_on_a_taken_port_fails_in_one_line_before_saying_where_the_app_is(run_py, capsys, monkeypatch):
@@ -145,7 +146,7 @@ def test_the_app_command_on_a_taken_port_fails_in_one_line_before_saying_where_t
     monkeypatch.setattr(run_py, "setup", lambda kind: run_py.venv_python())
     started = []
     monkeypatch.setattr(run_py, "run", started.append)
-    monkeypatch.setattr(run_py, "start_warm_up", started.append)
+    monkeypatch.setattr(run_py, "start_warm_up", lambda url, ready: started.append(url))
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
         holder.listen()

@@ -2,23 +2,23 @@
 
 from streamlit.testing.v1 import AppTest
 
-import ui
+from ui.stages import PIPELINE, ROOT
 
 TIMEOUT = 180  # importing torch and building models takes seconds on a small CPU
 # How long a test waits for a job it started to end: a bound that only a hung job reaches. A loaded 2-core machine
 # (a whole suite beside other work) runs a 7-runner race of 50 steps in minutes, not the seconds it takes alone.
 JOB_TIMEOUT = 600
 
-STAGES = [stage for stage in ui.PIPELINE if stage.exists]
+STAGES = [stage for stage in PIPELINE if stage.exists]
 
 
 def run_page(path: str | None = None, **state) -> AppTest:
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     for key, value in state.items():
         at.session_state[key] = value
     at.run()
     if path is not None:
-        at.switch_page(str(ui.ROOT / path)).run()
+        at.switch_page(str(ROOT / path)).run()
     # the default path: no exception, and no error box either (friendly_errors turns any
     # exception into st.error, so "no exception" alone would pass a broken page)
     assert_clean(at)
@@ -28,13 +28,13 @@ def run_page(path: str | None = None, **state) -> AppTest:
 def run_app(path: str, query: dict | None = None, **state) -> AppTest:
     """A fresh session (AppTest) that opens ``path`` with these link parameters and session values (unlike
     :func:`run_page`, it asserts nothing: tests of refusals and hostile links look at what went wrong)."""
-    at = AppTest.from_file(str(ui.ROOT / "app.py"), default_timeout=TIMEOUT)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     for key, value in state.items():
         at.session_state[key] = value
     for key, value in (query or {}).items():
         at.query_params[key] = value
     at.run()
-    return at.switch_page(str(ui.ROOT / path)).run()
+    return at.switch_page(str(ROOT / path)).run()
 
 
 def open_tab(at: AppTest, param: str, name: str) -> AppTest:

@@ -8,12 +8,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-import ui
 from llmviz.adapt import finetune, lora, memory, quantize
 from llmviz.errors import LlmvizError
 from llmviz.lessons import adapting
 from llmviz.lessons.defaults import DEFAULT_PROMPT
 from ui import charts, model_sources, share, state
+from ui.errors import friendly_errors
 from ui.text import literal_markdown
 
 
@@ -220,7 +220,7 @@ def checkpoint_classifier(view) -> None:
     if folder is None or not isinstance(view.meta.get("task"), dict):
         return
     st.markdown(f"**The classifier in {literal_markdown(folder.name)}** (fine-tuned with `python -m llmviz finetune`)")
-    with ui.friendly_errors("reading the fine-tuned classifier"):
+    with friendly_errors("reading the fine-tuned classifier"):
         head = folder / finetune.HEAD_FILE
         stamp = head.stat().st_mtime if head.is_file() else 0.0  # a missing head: load_classifier says so
         classifier, classifier_tokenizer, task = _classifier(str(folder), stamp)
@@ -304,7 +304,7 @@ def _bce(key: str, _model, _tokenizer) -> adapting.BCEExample:
 
 
 def bce_worked_example(view) -> None:
-    with ui.friendly_errors("the classification loss"):
+    with friendly_errors("the classification loss"):
         example = _bce(view.content_key, view.model, view.tokenizer)
         steps = example.steps
         frame = pd.DataFrame(

@@ -1,5 +1,5 @@
 """The Attention page's figures and tables (stages/attention.py wires them; llmviz/lessons/attention.py computes
-their numbers)."""
+their numbers), and its grouped-query lesson whole (the KV cache a model keeps with fewer key/value heads)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from ui import charts
+import llmviz.lessons.attention
+import llmviz.lessons.quiz
+from llmviz.errors import ConfigError
+from llmviz.lessons import architectures
+from llmviz.models.gpt import GPTConfig
+from ui import charts, sections, share
+from ui.panels import quiz
 from ui.text import tidy_floats
 
 
@@ -220,3 +226,70 @@ def kv_heads_figure(owner: list[int]) -> go.Figure:
     )
     figure.update_layout(height=140, margin=charts.margins(10))
     return figure
+
+
+# ------------------------------------------------------------------ grouped-query attention
+@sections.section("attention.grouped_query")
+def grouped_query() -> None:
+    st.markdown(
+        "While a model generates, it keeps every earlier token's keys and values (the **KV cache**) so "
+        "they are not computed again. With many heads and long texts that cache fills the memory. "
+        "**Grouped-query attention** keeps every query head but lets a group of them read the **same** key "
+        "and value head; **multi-query attention** is the extreme, one key/value head for all."
+    )
+    c1, c2, c3 = st.columns(3)
+    n_heads = c1.select_slider("Query heads", [4, 8, 12, 16, 32], value=12, **share.bind("query_heads"))
+    kv_choices = [d for d in range(1, n_heads + 1) if n_heads % d == 0]
+    n_kv_heads = c2.select_slider(
+        "Key/value heads",
+        kv_choices,
+        value=kv_choices[len(kv_choices) // 2],
+        help="As many as the query heads: multi-head (GPT-2). Fewer: grouped-query "
+        "(Llama 2 70B, Llama 3, Qwen2, SmolLM2). One: multi-query.",
+        **share.bind("gqa_kv_heads"),
+    )
+    tokens = c3.select_slider(
+        "Tokens in the cache",
+        [1024, 2048, 4096, 8192, 32768, 131072],
+        value=8192,
+        format_func=lambda t: f"{t:,}",
+        **share.bind("gqa_tokens"),
+    )
+    try:
+        config = GPTConfig(d_model=64 * n_heads, n_heads=n_heads, n_kv_heads=n_kv_heads, n_layers=24, dropout=0.0)
+    except ConfigError as error:
+        st.error(str(error))
+        return
+    quiz.section("gqa", lambda: [llmviz.lessons.quiz.kv_cache_question(n_heads, n_kv_heads, tokens)])
+    charts.show(kv_heads_figure(llmviz.lessons.attention.kv_owner(config)), width="stretch")
+    st.caption(
+        f"{architectures.attention_kind(config).capitalize()}: query heads of one colour share one key head and one "
+        f"value head. Each "
+        "query head still computes its own pattern over the shared keys."
+    )
+    st.subheader("The KV cache, counted")  # a slide of its own in presenter mode
+    st.dataframe(pd.DataFrame(llmviz.lessons.attention.kv_cache_rows(config, tokens)), hide_index=True, width="stretch")
+    st.caption("W_K + W_V per layer: the parameters of the key and value projections of one block.")
+    saved = 1 - n_kv_heads / n_heads
+    charts.equation(
+        rf"\text{{KV bytes}} = 2 \times L \times H_{{kv}} \times d_{{head}} \times \text{{tokens}} \times 2"
+        rf" = 2 \times 24 \times {n_kv_heads} \times 64 \times {tokens:,} \times 2"
+        rf" = {architectures.kv_cache_bytes(config, tokens, 'bf16'):,}\ \text{{bytes}}"
+    )
+    st.caption(
+        f"A model of 24 layers with head_dim 64 in bf16 (2 bytes a number). {n_kv_heads} key/value heads "
+        f"instead of {n_heads} keep {saved:.0%} less in the cache"
+        + (". " if saved else " (none saved: this is multi-head attention). ")
+        + "Real models: "
+        + llmviz.lessons.attention.real_models_kv()
+        + "."
+    )
+
+
+def grouped_query_lesson() -> None:
+    st.header("6. Grouped-query attention: heads that share keys and values")
+    st.caption(
+        "Modern models (Llama 2 70B, Llama 3, Qwen2) let several query heads share one key head and one value "
+        "head, so that the KV cache kept while generating takes a fraction of the memory."
+    )
+    grouped_query()

@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 
 from llmviz.lab.classroom import ClassRow
 from ui.charts import plotly_text
+from ui.text import csv_text, spreadsheet_safe
 
 COLUMNS = ("student", "run", "model", "state", "step", "best validation loss", "last training loss")
 NOT_YET = "–"  # a loss not measured yet (a table cell, never a raw "None")
@@ -65,6 +66,20 @@ def _loss(value: float | None) -> str:
     return f"{value:.3f}" if value is not None else NOT_YET
 
 
+TABLE_ROWS = 12  # a class table longer than this scrolls inside its own box, so that the chart stays near
+TABLE_HEIGHT = 520  # pixels: about twelve rows of wrapped labels
+
+
+def table_height(rows: int) -> int | str:
+    """The class table's height: its content up to :data:`TABLE_ROWS` rows, then a box of :data:`TABLE_HEIGHT`
+    pixels that scrolls.
+
+    >>> table_height(3), table_height(80)
+    ('content', 520)
+    """
+    return "content" if rows <= TABLE_ROWS else TABLE_HEIGHT
+
+
 def class_table(rows: list[ClassRow]) -> pd.DataFrame:
     """One line per run, in the order given; a loss not measured yet is "–", never a raw None.
 
@@ -87,6 +102,20 @@ def class_table(rows: list[ClassRow]) -> pd.DataFrame:
         ],
         columns=list(COLUMNS),
     )
+
+
+def class_csv(rows: list[ClassRow]) -> str:
+    """The class table as CSV for the teacher's download; what students typed (names, run labels) cannot run as a
+    spreadsheet formula (:func:`ui.text.spreadsheet_safe`).
+
+    >>> row = ClassRow("r1", "s1", "=1+1", "GPT micro", "gpt", "finished", 300, 300, 2.4567, 2.5, 0.0)
+    >>> class_csv([row]).splitlines()[1]
+    "'=1+1,GPT micro,GPT,finished,300 of 300,2.457,2.500"
+    """
+    table = class_table(rows)
+    for column in ("student", "run"):
+        table[column] = [spreadsheet_safe(str(text)) for text in table[column]]
+    return csv_text(table)
 
 
 def curves_figure(rows: list[ClassRow], curves: dict[str, list[tuple]], log_x: bool, validation: bool) -> go.Figure:

@@ -1,6 +1,7 @@
 """The Embeddings page's figures and tables (stages/embeddings.py wires them; llmviz/lessons/embeddings.py and
-llmviz/lessons/forward.py compute their numbers): the cosine worked out, the map of the token table, the vectors,
-positions (sinusoidal, learned, rotary), word2vec's map and MiniLM's sentences."""
+llmviz/lessons/forward.py compute their numbers): the cosine worked out, the map of the token table and its vectors, and
+what the page's other lessons share (:func:`signed_heatmap`, :func:`axis_ranges`). Those lessons draw beside it:
+embeddings_positions.py, embeddings_word2vec.py, embeddings_sentences.py."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import streamlit as st
 import torch
 
 from llmviz.lessons import embeddings, forward
-from ui import charts, share
+from ui import charts, scatter_labels, share
 from ui.text import literal_markdown, tidy_floats
 
 
@@ -92,11 +93,6 @@ def show_neighbours(frame: pd.DataFrame, **options) -> None:
     st.dataframe(frame.style.format({"cosine": "{:.4f}"}), hide_index=True, width="stretch", **options)
 
 
-def words_table(rows: list[tuple[str, float]]) -> pd.DataFrame:
-    """(word, cosine) rows as a table."""
-    return tidy_floats(pd.DataFrame([{"word": word, "cosine": cosine} for word, cosine in rows]))
-
-
 GROUPS = {  # the map's layers, the most important last (drawn on top) and labelled first
     "common token": dict(size=5, color="#ced4da"),
     "your tokens": dict(size=11, color="#e8590c", line=dict(width=1, color="#343a40")),
@@ -160,7 +156,7 @@ def map_figure(tokenizer, projected: forward.Projection, dims: int, groups: dict
     # the plot is about 610 × 375 px on a screen 1400 px wide: the labels are spread for one of 560 × 340 (a screen of
     # about 1,300 px; on a smaller one, two labels may touch)
     x_range, y_range = axis_ranges(coords)
-    places = charts.spread_labels(
+    places = scatter_labels.spread_labels(
         [float(coords[r, 0]) for r in ranked],
         [float(coords[r, 1]) for r in ranked],
         [names[r] for r in ranked],
@@ -196,155 +192,6 @@ def signed_heatmap(matrix, x_labels, y_labels, title: str, **options) -> go.Figu
     return charts.heatmap(
         matrix, x_labels, y_labels, colorscale="RdBu", zmid=0, title=title, **{"text_format": None, **options}
     )
-
-
-def sinusoidal_lines(encoding: torch.Tensor, shown: list[int]) -> go.Figure:
-    """Chosen dimensions of the sinusoidal encoding along the positions."""
-    figure = go.Figure()
-    for dim in shown:
-        figure.add_trace(
-            go.Scatter(
-                x=list(range(encoding.shape[0])),
-                y=encoding[:, dim].tolist(),
-                mode="lines",
-                name=f"dim {dim} ({'sin' if dim % 2 == 0 else 'cos'})",
-            )
-        )
-    figure.update_layout(height=360, xaxis_title="position", margin=charts.margins(10))
-    return figure
-
-
-def rope_angles_heatmap(angles: torch.Tensor) -> go.Figure:
-    """The angle of every pair at every position, wrapped to [0, 2π)."""
-    positions, half = angles.shape
-    return charts.heatmap(
-        torch.remainder(angles, 2 * math.pi),
-        list(range(half)),
-        list(range(positions)),
-        colorscale="Twilight",
-        text_format=None,
-        zmin=0,
-        zmax=2 * math.pi,
-        title="angle of pair i at position p (mod 2π)",
-        x_title="pair i",
-        y_title="position p",
-    )
-
-
-def rope_circle(angles: torch.Tensor, pairs: list[int]) -> go.Figure:
-    """A unit pair turned at positions 0…15, one line per pair."""
-    figure = go.Figure()
-    for pair in pairs:
-        turned = angles[: min(angles.shape[0], 16), pair]
-        figure.add_trace(
-            go.Scatter(
-                x=torch.cos(turned).tolist(),
-                y=torch.sin(turned).tolist(),
-                mode="lines+markers+text" if pair == 0 else "lines+markers",
-                name=f"pair {pair}",
-                text=[str(p) for p in range(len(turned))],
-                textposition="top right",
-            )
-        )
-    figure.update_layout(
-        height=360,
-        margin=charts.margins(30),
-        title="a unit pair turned at positions 0…15 (numbers: pair 0)",
-        xaxis=dict(range=[-1.2, 1.2], scaleanchor="y"),
-        yaxis=dict(range=[-1.2, 1.2]),
-    )
-    return figure
-
-
-def rope_pairs_table(angles, pairs: list[int], head_dim: int):
-    """Each shown pair's dimensions, speed and wavelength."""
-    frame = pd.DataFrame(
-        {
-            "pair i": pairs,
-            "dimensions": [f"{i} and {i + head_dim // 2}" for i in pairs],
-            "radians per position": [float(angles.frequencies[i]) for i in pairs],
-            "positions per full turn": [float(angles.wavelengths[i]) for i in pairs],
-        }
-    )
-    return frame.style.format({"radians per position": "{:.6f}", "positions per full turn": "{:,.1f}"})
-
-
-def rope_distance_figure(by_distance: dict[int, tuple[float, float]]) -> go.Figure:
-    """The rotated score against the distance m − n."""
-    distances = list(by_distance)
-    figure = go.Figure(go.Scatter(x=distances, y=[by_distance[d][0] for d in distances], mode="lines+markers"))
-    figure.update_layout(
-        height=360,
-        margin=charts.margins(30),
-        title="score against distance m − n",
-        xaxis_title="distance m − n",
-        yaxis_title="q·k",
-    )
-    return figure
-
-
-def _word_markers(shown_rows: list[int], highlight: set[int], labelled) -> dict:
-    """Orange and larger for the looked-up word and its neighbours, blue for the labelled ones, grey the rest."""
-    return dict(
-        size=[10 if r in highlight else 6 for r in shown_rows],
-        color=["#e8590c" if r in highlight else "#4c6ef5" if r in labelled else "#ced4da" for r in shown_rows],
-    )
-
-
-def word2vec_map(coords: torch.Tensor, shown_rows: list[int], words: list[str], looked_up: list[int], labelled):
-    """The most common words in 2D: the looked-up word and its neighbours in orange, the labelled ones in blue."""
-    where = {r: n for n, r in enumerate(shown_rows)}
-    ranked = list(dict.fromkeys(looked_up + sorted(labelled)))  # which labels have the first claim to room
-    x_range, y_range = axis_ranges(coords)
-    places = charts.spread_labels(  # the plot: about 440 × 450 px on a screen 1400 px wide
-        [float(coords[where[r], 0]) for r in ranked],
-        [float(coords[where[r], 1]) for r in ranked],
-        [words[r] for r in ranked],
-        width_px=380,
-        height_px=400,
-        char_px=6.0,
-        x_range=x_range,
-        y_range=y_range,
-    )
-    named = {r: place for r, place in zip(ranked, places) if place}
-    highlight = set(looked_up)
-    figure = go.Figure(
-        go.Scatter(
-            x=coords[:, 0].tolist(),
-            y=coords[:, 1].tolist(),
-            mode="markers+text",
-            text=[words[r] if r in named else "" for r in shown_rows],
-            textposition=[named.get(r, "top center") for r in shown_rows],
-            textfont=dict(size=10),
-            hovertext=[words[r] for r in shown_rows],
-            hoverinfo="text",
-            marker=_word_markers(shown_rows, highlight, labelled),
-        )
-    )
-    figure.update_layout(
-        height=520,
-        margin=charts.margins(10),
-        xaxis=dict(title=dict(text="PC1"), range=list(x_range)),
-        yaxis=dict(title=dict(text="PC2"), range=list(y_range)),
-    )
-    return figure
-
-
-def sentences_map(coords: torch.Tensor, numbered: list[str], short: list[str]) -> go.Figure:
-    """Sentences in 2D (PCA), labelled by number, their text on hover."""
-    figure = go.Figure(
-        go.Scatter(
-            x=coords[:, 0].tolist(),
-            y=coords[:, 1].tolist(),
-            mode="markers+text",
-            text=numbered,
-            hovertext=short,
-            hoverinfo="text",
-            textposition="top center",
-        )
-    )
-    figure.update_layout(height=420, margin=charts.margins(10), xaxis_title="PC1", yaxis_title="PC2")
-    return figure
 
 
 def cosine_view(a: torch.Tensor, b: torch.Tensor, a_name: str, b_name: str, parts) -> None:
@@ -423,111 +270,3 @@ def worked_pair(vectors_: torch.Tensor, labels: list[str]) -> None:
         rf"\cos\theta = \frac{{{parts.dot:.4f}}}{{{parts.norm_a:.4f} \times {parts.norm_b:.4f}}} = {parts.cosine:.4f}",
     )
     st.caption(f"a = {literal_markdown(labels[first])}, b = {literal_markdown(labels[second])}: their cell above.")
-
-
-def token_plus_position(
-    tok: torch.Tensor, pos: torch.Tensor, labels: list[str], model_label: str, learned: bool
-) -> None:
-    """The token rows, the position rows and their sum, side by side (the first 32 dimensions)."""
-    width = min(32, tok.shape[1])
-    panels = st.columns(3)
-    for panel, (title, matrix) in zip(
-        panels, [("token embedding", tok), ("+ position embedding", pos), ("= input to block 0", tok + pos)]
-    ):
-        charts.show_in(
-            panel,
-            signed_heatmap(matrix[:, :width], list(range(width)), labels, title),
-            width="stretch",
-        )
-    st.caption(
-        (
-            "GPT learns its position table instead of using sines"
-            if learned
-            else f"{model_label} adds the sinusoidal table above"
-        )
-        + f"; the first {width} of {tok.shape[1]} dimensions are shown."
-    )
-
-
-def rope_scores(scores) -> None:
-    """The rotated scores at every (m, n), against the distance m − n, and the equation that says why."""
-    num = charts.tex_number
-    left, right = st.columns(2)
-    shown = scores.scores.shape[0]
-    charts.show_in(
-        left,
-        signed_heatmap(
-            scores.scores,
-            list(range(shown)),
-            list(range(shown)),
-            "rotated q at m · rotated k at n",
-            x_title="key position n",
-            y_title="query position m",
-            height=420,
-        ),
-        width="stretch",
-    )
-    with right:
-        charts.show(rope_distance_figure(scores.by_distance), width="stretch")
-    low = scores.by_distance[3][0]
-    spread = max(high - low_ for low_, high in scores.by_distance.values())
-    charts.equation(
-        rf"(R_m q)^\top (R_n k) = q^\top R_{{n-m}}\, k:\quad "
-        rf"s(3, 0) = s(10, 7) = s({shown - 1}, {shown - 4}) = {num(low, '.4f')}"
-        rf"\qquad \text{{unrotated: }} q \cdot k = {num(scores.plain, '.4f')}"
-    )
-    st.caption(
-        f"The largest spread along any diagonal is {spread:.1e} (float32 rounding). Learned positions give "
-        "each position its own vector, so nothing forces this; with RoPE 'how far apart' is built in."
-    )
-
-
-def word2vec_map_view(vectors_: torch.Tensor, words: list[str], looked_up: list[int], labelled: set[int]) -> None:
-    """The 300 most common words (and the labelled ones) in 2D, with the share of the variance it keeps."""
-    shown_rows = sorted(set(range(min(300, len(words)))) | labelled)
-    coords, ratio = embeddings.pca(vectors_[shown_rows], 2)
-    figure = word2vec_map(coords, shown_rows, words, looked_up, labelled)
-    charts.show(figure, width="stretch")
-    st.caption(
-        f"The {len(shown_rows)} most common words, PCA to 2D ({float(ratio.sum()):.0%} of the variance): the "
-        "looked-up word and its neighbours in orange, the 40 most common words in blue, each labelled where its "
-        "label does not cover another; hover any dot for its word."
-    )
-
-
-def sentences_view(sentences: list[str], vectors_: torch.Tensor) -> None:
-    """MiniLM's sentences: their cosines, a 2D map, and what it says of love and dislike."""
-    short = charts.unique_labels([s if len(s) <= 30 else s[:28] + "…" for s in sentences])
-    numbered = [f"S{n + 1}" for n in range(len(sentences))]
-    left, right = st.columns(2)
-    # rows carry the sentence, columns its number: long labels on both axes squash the matrix to nothing
-    charts.show_in(
-        left,
-        signed_heatmap(
-            embeddings.cosine_matrix(vectors_),
-            numbered,
-            [f"S{n + 1} · {s}" for n, s in enumerate(short)],
-            "cosine similarity",
-            text_format=".2f",
-            zmin=-1,
-            zmax=1,
-            height=max(320, 34 * len(sentences) + 140),
-        ),
-        width="stretch",
-    )
-    with right:
-        if len(sentences) < 2:
-            st.info("A projection needs at least two sentences.")
-        else:
-            coords, _ = embeddings.pca(vectors_, 2)
-            charts.show(sentences_map(coords, numbered, short), width="stretch")
-    if {"I love programming", "I dislike programming"} <= set(sentences):
-        i, j = sentences.index("I love programming"), sentences.index("I dislike programming")
-        st.markdown(
-            f"The made-up vectors of section 2 make 'I love programming' and 'I dislike programming' "
-            "dissimilar; the real model "
-            "gives them a cosine of "
-            f"**{embeddings.cosine_parts(vectors_[i], vectors_[j]).cosine:.3f}**: they share "
-            f"a topic and most "
-            "words, and this model was trained to match topics more than sentiment."
-        )

@@ -14,7 +14,8 @@ import streamlit as st
 
 from llmviz.lessons import flow
 from llmviz.lessons.flow import MAX_FLOW_TOKENS
-from ui import picker, present, state, streamlit_private
+from ui import present, state, streamlit_private
+from ui.sources import ModelView
 
 HERE = Path(__file__).resolve().parent.parent / "components" / "flow"
 
@@ -30,12 +31,12 @@ def component():
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
-def payload(model_key: str, ids: tuple[int, ...], _view: picker.ModelView) -> dict:
+def payload(model_key: str, ids: tuple[int, ...], _view: ModelView) -> dict:
     """The flow's numbers for ``ids`` through the picked model, cached by its weights id and the ids."""
     return flow.flow_payload(_view.model, _view.tokenizer, list(ids), step=_view.step)
 
 
-def steps_note(view: picker.ModelView) -> str | None:
+def steps_note(view: ModelView) -> str | None:
     """What the sidebar's step slider does here: replay the sentence at another snapshot of the run, or another
     kept step of a shipped model (None for a model without them, such as the shipped GPT)."""
     steps = view.meta.get("snapshot_steps") or []
@@ -71,7 +72,7 @@ def open_block(key: str) -> int | None:
     return block if isinstance(block, int) and not isinstance(block, bool) else None
 
 
-def draw(view: picker.ModelView, ids: list[int], key: str, compact: bool = False) -> dict:
+def draw(view: ModelView, ids: list[int], key: str, compact: bool = False) -> dict:
     """Mount the flow for ``ids`` through ``view``'s model; returns the payload drawn (tests read it back).
     ``compact``: Home's small copy (no sampling sliders, no block opened under it)."""
     data = payload(view.content_key, tuple(ids), view)

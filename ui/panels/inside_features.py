@@ -16,23 +16,23 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-import ui
 from llmviz.data.corpus import text_key
 from llmviz.errors import LlmvizError
 from llmviz.interpret import features, interventions, sae
 from llmviz.lab.records import AUTOENCODER
 from llmviz.lessons import inside
 from llmviz.training import footprint
-from ui import charts, lab, picker, state
+from ui import charts, lab, picker, shared_sidebar, state
 from ui.panels import runs
 from ui.panels.inside import label, view_ids
 from ui.panels.inside_interventions import change_figure, plain_and_steered
+from ui.stages import ROOT
 from ui.text import literal_html, literal_markdown
 
 # ------------------------------------------------------------------ features: a sparse autoencoder's dictionary
-SHIPPED_SAE = ui.ROOT / "data" / "gpt-python-docs-sae"
+SHIPPED_SAE = ROOT / "data" / "gpt-python-docs-sae"
 SHIPPED_SAE_LABEL = "Shipped with llmviz (trained by `interpret sae train` on the shipped GPT)"
-CORPUS_FILE = ui.ROOT / "data" / "python-manual.txt"  # the shipped GPT's corpus, as the CLI reads it
+CORPUS_FILE = ROOT / "data" / "python-manual.txt"  # the shipped GPT's corpus, as the CLI reads it
 
 
 def _signature(path) -> tuple:
@@ -122,9 +122,9 @@ def features_corpus() -> tuple[str, str] | None:
     """``(label, text)`` of the corpus the tab reads: the sidebar's, where the Python manual is the file the shipped
     GPT and its autoencoder were trained on (``data/python-manual.txt``, its paragraphs unwrapped); None after
     saying why there is none."""
-    if ui.settings().corpus == "python-docs" and CORPUS_FILE.is_file():
+    if shared_sidebar.settings().corpus == "python-docs" and CORPUS_FILE.is_file():
         return "the Python manual", CORPUS_FILE.read_text(encoding="utf-8")
-    return ui.corpus_text()
+    return shared_sidebar.corpus_text()
 
 
 @st.cache_resource(show_spinner="Reading the corpus through the autoencoder…", max_entries=6)

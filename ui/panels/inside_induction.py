@@ -8,11 +8,11 @@ import plotly.graph_objects as go
 import streamlit as st
 from plotly.subplots import make_subplots
 
-import ui
 from llmviz.errors import LlmvizError
 from llmviz.interpret import induction
 from ui import charts, colours, lab, picker, state
 from ui.panels import runs
+from ui.stages import ROOT
 from ui.text import literal_markdown
 
 INDUCTION_LABEL = "Induction heads · 2-layer attention-only GPT"
@@ -172,7 +172,7 @@ def induction_links(job, view, layer: int, head: int) -> None:
     """The strongest head on Attention, and the buttons that show this run on every page or go back."""
     c1, c2 = st.columns(2)
     c1.page_link(
-        str(ui.ROOT / "stages/attention.py"),
+        str(ROOT / "stages/attention.py"),
         label=f"See layer {layer}, head {head} on Attention",
         icon=":material/visibility:",
         query_params={"layer": layer, "head": head},

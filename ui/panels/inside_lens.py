@@ -17,13 +17,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-import ui
 from llmviz.interpret import induction
 from llmviz.interpret.lens import LogitLens
 from llmviz.lessons import inside
 from llmviz.lessons.defaults import opening_sentence
 from ui import boxes, charts, share, state
 from ui.panels.inside import label
+from ui.stages import ROOT
 from ui.text import literal_html, tidy_floats
 
 # a token's background at the worst loss of the text (fainter for a lower loss): the text stays >= 4.5:1 on it
@@ -317,7 +317,7 @@ def render_heads(view, column: str) -> None:
         links = st.columns(len(best))
         for cell, (_score, layer, head) in zip(links, best):
             cell.page_link(
-                str(ui.ROOT / "stages/attention.py"),
+                str(ROOT / "stages/attention.py"),
                 label=f"Layer {layer}, head {head} on Attention",
                 icon=":material/visibility:",
                 query_params={"layer": layer, "head": head},

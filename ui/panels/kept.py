@@ -98,8 +98,10 @@ def kept_runs_panel() -> None:
     found = lab.kept_runs()
     said = state.RUN_REFUSED.pop("kept_delete")
     if said:  # a deletion done is a success; a refusal or a fault (nothing changed) is a warning, never green
-        done = said.endswith("is deleted, with its curve and snapshots.")
-        (st.success if done else st.warning)(literal_markdown(said))
+        if said.endswith("is deleted, with its curve and snapshots."):
+            st.success(literal_markdown(said))
+        else:
+            lab.warn(said)
     if not found:
         disk_line()
         return

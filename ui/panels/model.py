@@ -8,12 +8,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-import ui
 from llmviz.adapt import memory
 from llmviz.lessons import architectures, forward, model
 from llmviz.models.gpt import GPTConfig
 from ui import charts, picker, present, share, state
+from ui.sources import ModelView
 from ui.text import fixed, literal_markdown, tidy_floats
+from ui.widgets import bounded_slider, index_slider
 
 
 def parameter_bars(table: dict[str, int], config: GPTConfig):
@@ -70,7 +71,7 @@ def parameters_view(config: GPTConfig) -> None:
 
 # ------------------------------------------------------------------ one sentence through the model
 @st.cache_data(show_spinner=False, max_entries=32)
-def recorded_pass(model_key: str, ids: tuple[int, ...], _view: picker.ModelView) -> dict:
+def recorded_pass(model_key: str, ids: tuple[int, ...], _view: ModelView) -> dict:
     return forward.recorded_pass(_view.model, list(ids))
 
 
@@ -99,7 +100,7 @@ def residual_tab(cache: dict, config: GPTConfig, labels: list[str]) -> None:
 
 def norm_tab(cache: dict, config: GPTConfig, labels: list[str]) -> None:
     """Each token's mean and variance before and after a block's first norm, and the norm's formula."""
-    layer = ui.index_slider("Block", config.n_layers, **share.bind("ln_layer"))
+    layer = index_slider("Block", config.n_layers, **share.bind("ln_layer"))
     stats = model.layernorm_before_after(cache, layer)
     frame = pd.DataFrame({"token": labels, **{k: v.tolist() for k, v in stats.items()}})
     st.dataframe(tidy_floats(frame).style.format(precision=4), hide_index=True, width="stretch")
@@ -121,7 +122,7 @@ def norm_tab(cache: dict, config: GPTConfig, labels: list[str]) -> None:
 
 def norms_compared_tab(cache: dict, config: GPTConfig, labels: list[str]) -> None:
     """LayerNorm and RMSNorm on the same stream: what subtracting the mean changes."""
-    layer = ui.index_slider("Block", config.n_layers, **share.bind("norms_layer"))
+    layer = index_slider("Block", config.n_layers, **share.bind("norms_layer"))
     compared = model.norms_compared(cache, layer, config.norm_eps)
     frame = pd.DataFrame(
         {
@@ -158,8 +159,8 @@ def activations_tab(cache: dict, config: GPTConfig, labels: list[str]) -> None:
         r"\mathrm{GELU\,MLP}(x) = W_2\,\mathrm{GELU}(W_1 x) \qquad "
         r"\mathrm{SwiGLU}(x) = W_2\,\big(\mathrm{SiLU}(W_{gate}\,x) \odot W_1 x\big)"
     )
-    layer = ui.index_slider("Block", config.n_layers, **share.bind("swiglu_layer"))
-    token = ui.index_slider("Token", len(labels), **share.bind("swiglu_token"))
+    layer = index_slider("Block", config.n_layers, **share.bind("swiglu_layer"))
+    token = index_slider("Token", len(labels), **share.bind("swiglu_token"))
     both = model.mlps_compared(cache, layer)
     frame = pd.DataFrame(
         {
@@ -184,7 +185,7 @@ def activations_tab(cache: dict, config: GPTConfig, labels: list[str]) -> None:
 
 def router_view(cache: dict, config: GPTConfig, labels: list[str]) -> None:
     """A mixture of experts: the router's probabilities, each token's chosen experts and each expert's load."""
-    layer = ui.index_slider("Block", config.n_layers, **share.bind("router_layer"))
+    layer = index_slider("Block", config.n_layers, **share.bind("router_layer"))
     router = architectures.router_choices(cache, layer)
     charts.show(
         charts.heatmap(
@@ -229,9 +230,9 @@ def router_view(cache: dict, config: GPTConfig, labels: list[str]) -> None:
 
 def mlp_view(cache: dict, config: GPTConfig, labels: list[str]) -> None:
     """A dense MLP's neurons, token by token, and how many are positive."""
-    layer = ui.index_slider("Block", config.n_layers, **share.bind("mlp_layer"))
+    layer = index_slider("Block", config.n_layers, **share.bind("mlp_layer"))
     hidden = model.mlp_hidden(cache, layer)  # (T, F)
-    neurons = ui.bounded_slider(
+    neurons = bounded_slider(
         "Neurons shown", 16, hidden.shape[-1], min(64, hidden.shape[-1]), step=16, **share.bind("mlp_neurons")
     )
     charts.show(

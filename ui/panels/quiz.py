@@ -13,7 +13,8 @@ import streamlit as st
 
 from llmviz.errors import LlmvizError
 from llmviz.lessons.quiz import Question, markdown_literal
-from ui import state
+from ui import class_live, state
+from ui.panels import class_poll
 
 
 def score() -> tuple[int, int]:
@@ -38,6 +39,9 @@ def ask(question: Question, page: str, number: int) -> None:
     widget_key = state.widget("quiz_choice_", page, question.key)
     with st.container(border=True):
         st.markdown(f"**Q{number}.** {question.prompt}")
+        if class_live.teacher():  # the teacher asks the class this question, and sees the answers arrive here
+            class_poll.ask_button(page, question)
+            class_poll.asked_here(question.key)
         revealed = question.key in answers
         choice = st.radio(
             "Your prediction",

@@ -104,7 +104,7 @@ def draw(run_id: str, where: str = "single", measure=None) -> None:
     _controls(view, job, status, here, where)
     said = lab.said(run_id)  # a control pressed while the run had no buttons (it ended meanwhile): still said
     if said:
-        st.caption(literal_markdown(said))
+        lab.warn(said, st.caption)
     vocab = runs.vocab_of(job) if job is not None else 0
     _notes(status, vocab)
     if whole:

@@ -309,7 +309,7 @@ def buttons(run_id: str, *, resume: bool, stop: bool, where: str) -> None:
         )
     said = lab.said(run_id)
     if said:
-        st.caption(literal_markdown(said))
+        lab.warn(said, st.caption)
 
 
 def result(status: JobStatus, measure: Callable[[JobStatus], str | None] | None = None) -> RunResult:
@@ -385,7 +385,7 @@ def refusal(where: str) -> None:
     """Why the last runs asked for at ``where`` were refused, if they were (see :func:`start`)."""
     said = state.RUN_REFUSED.get(where)
     if said:
-        st.warning(literal_markdown(said))
+        lab.warn(said)
 
 
 def live(draw, *, active: Callable[[], bool], seconds: float | None = None, name: str = "training.live") -> None:
@@ -499,7 +499,7 @@ def _started_task(
     try:
         job = picker.runs().submit_task(loop, label=label, total=total, footprint=footprint)
     except JobRefused as refused:
-        st.warning(literal_markdown(str(refused)))
+        lab.warn(str(refused))
         return None
     state.TASK_JOBS.setdefault()[name] = {"id": job.id, "key": key}
     return job

@@ -8,7 +8,6 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-import ui
 from llmviz.generation.sampling import (
     BeamResult,
     KVCacheComparison,
@@ -18,7 +17,9 @@ from llmviz.generation.sampling import (
     next_token_view,
 )
 from llmviz.lessons import sampling
-from ui import charts, colours, picker, state
+from ui import charts, colours, state
+from ui.errors import friendly_errors
+from ui.sources import ModelView
 from ui.text import literal_html, tidy_floats
 
 # a generated token's background at probability 1 (fainter as it was less likely): the text stays >= 4.5:1 on it
@@ -28,16 +29,16 @@ PROBABILITY_SHADE = (145, 167, 255)
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def distribution_for(
-    model_key: str, prompt: str, temperature: float, top_k: int, top_p: float, _view: picker.ModelView
+    model_key: str, prompt: str, temperature: float, top_k: int, top_p: float, _view: ModelView
 ) -> NextTokenView:
     """The next-token view, cached by (model, prompt, settings): one forward pass per new input."""
     return next_token_view(_view.model, _view.tokenizer, prompt, temperature, top_k, top_p)
 
 
-def distribution_panels(view: picker.ModelView, prompt: str, temperature: float, top_k: int, top_p: float) -> None:
+def distribution_panels(view: ModelView, prompt: str, temperature: float, top_k: int, top_p: float) -> None:
     """The four panels (raw softmax, temperature, top-k, top-p), each with its entropy, and the formula."""
     tokenizer = view.tokenizer
-    with ui.friendly_errors("computing the distribution"):
+    with friendly_errors("computing the distribution"):
         shown_view = distribution_for(view.content_key, prompt, temperature, top_k, top_p, view)
         dist, shown = shown_view.distribution, shown_view.shown
         names = charts.unique_labels([tokenizer.printable(i) for i in shown])
@@ -80,7 +81,7 @@ def distribution_panels(view: picker.ModelView, prompt: str, temperature: float,
             st.latex(r"T = 0:\; \text{all probability on } \arg\max_i z_i \text{ (greedy)}")
 
 
-def before_after_bars(prompt: str, shown_model: picker.ModelView, column: str) -> None:
+def before_after_bars(prompt: str, shown_model: ModelView, column: str) -> None:
     """The raw model's 10 most likely next tokens for one model (step 0 or step N)."""
     found = distribution_for(shown_model.content_key, prompt, 1.0, 0, 1.0, shown_model)
     top = found.shown[:10]

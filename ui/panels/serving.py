@@ -10,7 +10,8 @@ import streamlit as st
 from llmviz.adapt import memory
 from llmviz.generation.serving import KVGrowth, PagedKVCache
 from llmviz.lessons import serving
-from ui import charts, picker, share, state
+from ui import charts, share, state
+from ui.sources import ModelView
 
 
 @st.cache_data(show_spinner="Computing the answers…", max_entries=16)
@@ -23,7 +24,7 @@ def growth(key: str, prompt: str, new_tokens: int, _model, _tokenizer) -> KVGrow
     return serving.growth(_model, _tokenizer, prompt, new_tokens)
 
 
-def kv_growth(view: picker.ModelView, prompt: str) -> None:
+def kv_growth(view: ModelView, prompt: str) -> None:
     """The cache's bytes measured while the model writes, against the formula, beside the same cache stored other
     ways (the controls under the chart pick how many tokens and which), and what it wrote."""
     model, tokenizer = view.model, view.tokenizer
@@ -93,7 +94,7 @@ def growth_chart(found: KVGrowth, per_token: int, others: dict[str, int]) -> go.
     return figure
 
 
-def explain_growth(view: picker.ModelView, found: KVGrowth, per_token: int) -> None:
+def explain_growth(view: ModelView, found: KVGrowth, per_token: int) -> None:
     """The formula with the model's numbers, what the cache holds at the end, and the text the model wrote."""
     model, tokenizer = view.model, view.tokenizer
     charts.latex(

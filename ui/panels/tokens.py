@@ -8,11 +8,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from llmviz.errors import LlmvizError
 from llmviz.lessons import forward
 from llmviz.lessons.tokens import WORD_VOCAB, split_characters, utf8_bytes
-from llmviz.tokenizers import char_word
+from llmviz.tokenizers import char_word, windows
 from llmviz.tokenizers.ids import encode
-from ui import charts
+from ui import charts, sections, share
 from ui.text import literal_markdown
 
 MAX_CHIPS = 2_000  # tokens drawn as chips per tokenizer
@@ -183,3 +184,78 @@ def special_tokens_note(specials: dict[str, int]) -> str:
         "as GPT-2's add single ids that no ordinary text can produce, such as `<|endoftext|>`, to mark "
         "boundaries between documents."
     )
+
+
+# ------------------------------------------------------------------ round trip and special tokens, input–target pairs
+def round_trip(tokenizer, text: str, which: str) -> None:
+    """Section 3: ``text`` encoded and decoded again by ``tokenizer`` (``which`` names it: "your BPE"), and what the
+    special tokens are."""
+    st.caption(f"With {which}.")
+    allow_special = st.toggle(
+        "Read special-token text such as <|endoftext|> as the special token",
+        value=False,
+        **share.bind("allow_special"),
+        help="Off (the default): text a user types stays ordinary text, even if it spells a special "
+        "token. On: the program that builds the text asks for the special token on purpose.",
+    )
+    ids = encode(tokenizer, text, "all" if allow_special else "none")
+    dropped = forward.dropped_characters(tokenizer, text)
+    typed = [name for name in getattr(tokenizer, "special_tokens", {}) if name in text]
+    if typed:
+        other = encode(tokenizer, text, "none" if allow_special else "all")
+        as_special, as_text = (ids, other) if allow_special else (other, ids)
+        st.info(
+            f"Your text spells {', '.join(f'`{name}`' for name in typed)}. As ordinary text it is "
+            f"{len(as_text)} tokens; read as the special token it is {len(as_special)} tokens, with id "
+            f"{', '.join(str(tokenizer.special_tokens[name]) for name in typed)} inside. "
+            + (
+                "The switch is on: the special token is used."
+                if allow_special
+                else "The switch is off: a student who types it cannot end a document by accident."
+            )
+        )
+    decoded = tokenizer.decode(ids)
+    c1, c2 = st.columns(2)
+    c1.code(str(ids[:200]) + (" …" if len(ids) > 200 else ""), language=None, wrap_lines=True)
+    c2.code(decoded[:2000], language=None, wrap_lines=True)
+    if decoded == text:
+        st.success(f"decode(encode(text)) == text: all {len(text):,} characters come back.")
+    elif dropped:
+        st.warning(
+            f"{len(dropped)} character(s) of your text are not in this {tokenizer.vocab_size}-character vocabulary "
+            f"({shown_characters(dropped)}): encoding drops them, so decoding gives back the text "
+            "without them. A byte-level BPE never has this problem: every text is made of bytes."
+        )
+    else:
+        st.error("The round trip changed the text.")
+    st.markdown(special_tokens_note(getattr(tokenizer, "special_tokens", {})))
+
+
+@sections.section("tokens.pairs")
+def input_target_pairs(ids: list[int], tokenizer) -> None:
+    c1, c2 = st.columns(2)
+    context_length = c1.slider("Context size", 1, 32, 4, **share.bind("context"))
+    stride = c2.slider("Stride", 1, 32, 1, **share.bind("stride"))
+    try:
+        inputs, targets = windows.sliding_windows(ids, context_length, stride)
+    except LlmvizError as error:
+        st.warning(str(error))
+    else:
+        frame = pairs_table(inputs, targets, tokenizer)
+        st.dataframe(frame, hide_index=True, width="stretch")
+        st.caption(
+            f"{len(inputs)} windows of {context_length} tokens, one every {stride}: each target row is its input "
+            f"shifted one token to the left, so every position learns to predict the token after it "
+            f"({len(inputs) * context_length} predictions in all). "
+            + (
+                "Windows overlap (stride < context)."
+                if stride < context_length
+                else ""
+                if stride == context_length
+                else f"{stride - context_length} token(s) between windows are never inputs."
+            )
+        )
+        charts.latex(
+            rf"\text{{windows}} = \left\lfloor \frac{{{len(ids)} - {context_length} - 1}}{{{stride}}} \right\rfloor + "
+            rf"1 = {len(inputs)}"
+        )

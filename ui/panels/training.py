@@ -12,7 +12,6 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-import ui
 from llmviz import settings
 from llmviz.lab.live_status import JobStatus
 from llmviz.lessons.training import smooth
@@ -22,6 +21,7 @@ from ui import charts, lab, picker, state
 from ui.lab import state_text
 from ui.panels import run_view, runs
 from ui.text import csv_text, literal_markdown, tidy_floats
+from ui.widgets import keep
 
 
 def run_device(column, device: str) -> str:
@@ -148,7 +148,8 @@ def all_runs() -> None:
     all_runs = {job.label: job for job in runs.runs()}
     frames = kept_frames({job.id for job in all_runs.values()})  # the lab's runs no tab of this process trains
     if not all_runs and not frames:
-        st.info("No runs yet: train a model above or start a race.")
+        if not lab.out():  # the lab's database is out (said above): the runs are kept, only not readable now
+            st.info("No runs yet: train a model above or start a race.")
         return
     statuses = {label: job.status() for label, job in all_runs.items()}
     live_controls(all_runs, statuses)
@@ -174,7 +175,7 @@ def live_controls(all_runs: dict, statuses: dict) -> None:
 def comparison_chart(all_runs: dict, frames: dict, statuses: dict) -> None:
     """The runs on the chart (this session's ``all_runs``, the lab's kept ``frames``), chosen by the student, and
     their loss curves on one chart."""
-    chart = ui.keep("runs_on_chart")  # kept across pages: the student's choice survives a visit elsewhere
+    chart = keep("runs_on_chart")  # kept across pages: the student's choice survives a visit elsewhere
     chart_key = chart["key"]
     labels = {job.id: label for label, job in all_runs.items()} | {label: label for label in frames}
     offered = state.CHART_OFFERED.setdefault()

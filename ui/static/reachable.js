@@ -3,6 +3,9 @@
 // tabindex=0, the role of a region and a name a screen reader reads ("formula: ..." with the formula's LaTeX).
 // Every chart's text alternative (ui.chart_text: its title and key numbers, in the figure's layout.meta) is written
 // after the chart as a paragraph a screen reader reads and the screen does not show (.llmviz-chart-text).
+// A skip link, the first stop of the keyboard on every page (WCAG 2.4.1), shown while it has the focus: Enter moves
+// the focus to the page's key picture (ui.sections.key_picture's container, or else the page's first chart), past
+// the sidebar and the page's words; a page with no picture, to its main column.
 // Installed once per page by app.py (ui.charts.install_export), beside the SVG button.
 (function () {
   if (window.__llmvizReachable) return;
@@ -43,6 +46,44 @@
       if (text.textContent !== said) text.textContent = said;
     });
   }
+  var PICTURE = '[class*="st-key-picture_"], [data-testid="stPlotlyChart"]';
+  function keyPicture() {
+    var main = document.querySelector('[data-testid="stMainBlockContainer"]');
+    return main ? (main.querySelector(PICTURE) || main) : null;
+  }
+  function skipTo(event) {
+    event.preventDefault();
+    var target = keyPicture();
+    if (!target) return;
+    if (!target.hasAttribute('tabindex')) target.setAttribute('tabindex', '-1');
+    target.setAttribute('data-llmviz-skipped', '1');
+    target.scrollIntoView({ block: 'start' });
+    target.focus({ preventScroll: true });
+  }
+  var SKIP_STYLE = '.llmviz-skip{position:fixed;left:8px;top:-100px;z-index:1000200;padding:8px 14px;'
+    + 'background:#fff;color:#3b5bdb;border:2px solid #3b5bdb;border-radius:6px;'
+    + 'font:600 16px "Source Sans Pro",sans-serif;text-decoration:underline}'
+    + '.llmviz-skip:focus{top:8px;outline:3px solid #0e1117;outline-offset:2px}'
+    + '[data-llmviz-skipped]:focus{outline:3px solid #3b5bdb;outline-offset:4px}';
+  function skipLink() {
+    if (document.getElementById('llmviz-skip')) return;
+    var style = document.createElement('style');
+    style.textContent = SKIP_STYLE;
+    document.head.appendChild(style);
+    var link = document.createElement('a');
+    link.id = 'llmviz-skip';
+    link.className = 'llmviz-skip';
+    link.href = '#';
+    link.textContent = 'Skip to the picture';
+    link.addEventListener('click', skipTo);
+    link.addEventListener('focus', function () {  // a page with no picture: its main column
+      var target = keyPicture();
+      var main = document.querySelector('[data-testid="stMainBlockContainer"]');
+      link.textContent = target && target !== main ? 'Skip to the picture' : 'Skip to the main content';
+    });
+    document.body.insertBefore(link, document.body.firstChild);
+  }
+  skipLink();
   var pending = null;
   function soon() {
     if (pending) return;

@@ -17,10 +17,15 @@ from tests.support.paths import ROOT
 SHIPPED_PATH = str(ROOT / "data" / "gpt-python-docs")
 
 
-def run(capsys, *argv):
+def run(capsys, *argv, steps: int = 0):
+    """The command's one line of JSON; with ``steps``, its step bar on stderr reached ``steps`` with the loss beside
+    it (issue 72: lora, finetune and quantize's QAT were silent while they trained)."""
     code = main.main(list(argv))
     captured = capsys.readouterr()
     assert code == 0, captured.err
+    if steps:
+        frames = captured.err.replace("\r", "\n").splitlines()
+        assert any(f"| {steps}/{steps} [" in frame and "loss=" in frame for frame in frames), captured.err
     return json.loads(captured.out.strip().splitlines()[-1])
 
 
@@ -43,6 +48,7 @@ def test_lora_writes_a_merged_plain_checkpoint(capsys, tmp_path):
         "q,proj",
         "--corpus",
         str(text),
+        steps=3,
     )
     assert summary["trained_parameters"] == 4 * 2 * 2 * (128 + 128)
     model, _, meta = load_checkpoint(out)  # strict load into an ordinary GPT
@@ -67,9 +73,31 @@ def test_quantize_writes_the_dequantized_weights(capsys, tmp_path):
     assert summary["loss_after"] >= summary["loss_before"] - 0.05
 
 
+def test_quantization_aware_training_shows_its_steps(capsys, tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text(corpus.load("python-docs")[:20_000])
+    out = tmp_path / "qat"
+    summary = run(
+        capsys,
+        "quantize",
+        "--init",
+        SHIPPED_PATH,
+        "--out",
+        str(out),
+        "--qat-steps",
+        "2",
+        "--corpus",
+        str(text),
+        steps=2,
+    )
+    assert summary["qat_steps"] == 2 and load_checkpoint(out)[2]["quantization"]["qat_steps"] == 2
+
+
 def test_finetune_writes_the_gpt_and_its_head(capsys, tmp_path):
     out = tmp_path / "names"
-    summary = run(capsys, "finetune", "--init", SHIPPED_PATH, "--out", str(out), "--steps", "5", "--mode", "head")
+    summary = run(
+        capsys, "finetune", "--init", SHIPPED_PATH, "--out", str(out), "--steps", "5", "--mode", "head", steps=5
+    )
     model, _, meta = load_checkpoint(out)
     original, _, _ = load_checkpoint(SHIPPED_PATH)
     assert all(torch.equal(v, original.state_dict()[k]) for k, v in model.state_dict().items())  # head only

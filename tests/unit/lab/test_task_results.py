@@ -16,7 +16,7 @@ import torch
 
 from llmviz.jobs.manager import JobManager
 from llmviz.lab.service import Lab, SnapshotDamaged
-from llmviz.lessons import embeddings, tokens
+from llmviz.lessons import embeddings_word2vec, tokens
 from llmviz.tokenizers.bpe.merging import train_naive
 from llmviz.tokenizers.bpe.tokenizer import BPETokenizer
 from llmviz.training import tasks
@@ -68,12 +68,16 @@ def test_word_vectors_come_back_as_they_were_trained(tmp_path, database_url):
     manager = JobManager(max_running=1, lab=Lab.at(tmp_path, url=database_url))
     loop = functools.partial(tasks.word2vec_training, text=TEXT * 3, dim=8, window=2, steps=30, max_vocab=50, seed=3)
     job = manager.submit_task(
-        "ada", loop, label="word2vec · 8 dimensions", total=30, keep=embeddings.word2vec_keeping("the mats", 30)
+        "ada",
+        loop,
+        label="word2vec · 8 dimensions",
+        total=30,
+        keep=embeddings_word2vec.word2vec_keeping("the mats", 30),
     )
     assert job.wait(120) and job.result is not None
     manager.shutdown()
     _, tensors, meta = Lab.at(tmp_path, url=database_url).kept_result("ada", "word2vec")
-    corpus, trained, asked = embeddings.word2vec_from_kept(tensors, meta)
+    corpus, trained, asked = embeddings_word2vec.word2vec_from_kept(tensors, meta)
     assert (corpus, asked, trained.step) == ("the mats", 30, job.result.step)
     assert trained.vocabulary.words == job.result.vocabulary.words
     assert torch.equal(trained.model.center.weight, job.result.model.center.weight)
@@ -109,7 +113,9 @@ def test_the_command_line_exports_a_kept_bpe_word_vectors_and_a_model_run(tmp_pa
     manager = JobManager(max_running=1, lab=Lab.at(tmp_path))
     bpe = _bpe(manager, "ada")
     loop = functools.partial(tasks.word2vec_training, text=TEXT * 3, dim=4, window=2, steps=20, max_vocab=30, seed=3)
-    vectors = manager.submit_task("ada", loop, label="word2vec", total=20, keep=embeddings.word2vec_keeping("m", 20))
+    vectors = manager.submit_task(
+        "ada", loop, label="word2vec", total=20, keep=embeddings_word2vec.word2vec_keeping("m", 20)
+    )
     model = submit(manager, "bo", 10)
     assert vectors.wait(120) and model.wait(300)
     manager.shutdown()

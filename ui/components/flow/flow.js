@@ -28,6 +28,7 @@ export class Flow {
     this.setStateValue = setStateValue;
     this.stage = null; // the stage shown last by Play/Step (null: everything drawn)
     this.hot = null; // the token lit by hover or focus
+    this.pinned = null; // the token kept lit (tapped, clicked, or Enter): what the picture goes back to
     this.open = null; // the block opened into its heads
     this.speed = 1;
     this.playing = false;
@@ -48,6 +49,7 @@ export class Flow {
     this.big = Boolean(data && data.big);
     this.stage = null;
     this.hot = null;
+    this.pinned = null;
     this.draw();
   }
 
@@ -67,7 +69,8 @@ export class Flow {
     const carries = (d.stages || []).some((stage) => stage.reads);
     this.tip.textContent = "Hover or focus a token to light its path through " +
       (attends ? "every block and the tokens its attention reads" : carries ? "the model and the lines from " +
-        "the earlier positions it reads" : "the model") + "; hover a dot for its vector.";
+        "the earlier positions it reads" : "the model") + " (tap or Enter keeps it lit; arrow keys move); hover a " +
+      "dot for its vector.";
     this.detail = el("div", { class: "lvf-detail" }, root);
     this.drawSvg();
     this.drawSide();

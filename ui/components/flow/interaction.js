@@ -1,12 +1,13 @@
 // Hover, focus, the keyboard and the tooltips (Flow's methods): a token lit lights its path through every stage
-// (and the lines it reads); a column or a dot says what it holds; the arrow keys move between tokens and columns;
-// Enter on a block's column opens it (and tells Python, which keeps it open when the page is drawn again).
+// (and the lines it reads); a column or a dot says what it holds; the arrow keys move between tokens and columns (one
+// Tab stop for each group); Enter, Space or a tap on a token keeps it lit (touch has no hover); Enter on a block's
+// column opens it (and tells Python, which keeps it open when the page is drawn again).
 
 import { fmt } from "./dom.js";
 
 export const interaction = {
   light(i) {
-    if (i === this.hot) return;
+    if (i === this.hot || !this.byToken[i === null ? 0 : i]) return;
     if (this.hot !== null) for (const node of this.byToken[this.hot]) node.classList.remove("lvf-hot");
     this.hot = i;
     this.svg.classList.toggle("lvf-dim", i !== null);
@@ -65,26 +66,45 @@ export const interaction = {
     this.tip.textContent = words + ".";
   },
 
+  // The arrow keys (and Home, End) move the focus between tokens, which lights each; Enter or Space keeps it lit.
   tokenKey(e, i) {
     const T = this.data.tokens.length;
-    let next = null;
-    if (e.key === "ArrowDown") next = Math.min(T - 1, i + 1);
-    if (e.key === "ArrowUp") next = Math.max(0, i - 1);
-    if (next !== null) {
+    const next = { ArrowDown: i + 1, ArrowRight: i + 1, ArrowUp: i - 1, ArrowLeft: i - 1, Home: 0, End: T - 1 }[e.key];
+    if (e.key === "Enter" || e.key === " ") {
       e.preventDefault();
-      this.svg.querySelector(`.lvf-token[data-token="${next}"]`).focus();
+      this.pin(i);
+    } else if (next !== undefined) {
+      e.preventDefault();
+      this.moveFocus(".lvf-token", "data-token", Math.max(0, Math.min(T - 1, next)));
     }
+  },
+
+  // A token tapped, clicked or chosen with Enter stays lit (as a hover lights it) until chosen again.
+  pin(i) {
+    this.pinned = this.pinned === i ? null : i;
+    for (const node of this.svg.querySelectorAll(".lvf-token")) {
+      node.setAttribute("aria-pressed", String(Number(node.dataset.token) === this.pinned));
+    }
+    this.light(this.pinned === null ? i : this.pinned);
+  },
+
+  // The one element of a group (tokens, columns) the Tab key stops on: the one focused last.
+  moveFocus(selector, attribute, index) {
+    for (const node of this.svg.querySelectorAll(selector)) {
+      node.setAttribute("tabindex", node.getAttribute(attribute) === String(index) ? "0" : "-1");
+    }
+    this.svg.querySelector(`${selector}[${attribute}="${index}"]`).focus();
   },
 
   columnKey(e, k) {
     const n = this.data.stages.length;
+    const next = { ArrowRight: k + 1, ArrowDown: k + 1, ArrowLeft: k - 1, ArrowUp: k - 1, Home: 0, End: n - 1 }[e.key];
     if (e.key === "Enter" || e.key === " ") {
       e.preventDefault();
       this.pick(k);
-    } else if (e.key === "ArrowRight" || e.key === "ArrowLeft") {
+    } else if (next !== undefined) {
       e.preventDefault();
-      const next = Math.max(0, Math.min(n - 1, k + (e.key === "ArrowRight" ? 1 : -1)));
-      this.svg.querySelector(`.lvf-col[data-stage="${next}"]`).focus();
+      this.moveFocus(".lvf-col", "data-stage", Math.max(0, Math.min(n - 1, next)));
     }
   },
 

@@ -44,7 +44,9 @@ export const picture = {
     const L = this.L;
     const x = L.xs[k];
     const clickable = s.kind === "attn" || s.kind === "mlp";
-    const attrs = { class: `lvf-col lvf-col-${s.kind}`, tabindex: "0", role: "button", "data-stage": String(k) };
+    // one stop of the Tab key for all the columns (the arrow keys move between them): a roving tabindex
+    const stop = k === 0 ? "0" : "-1";
+    const attrs = { class: `lvf-col lvf-col-${s.kind}`, tabindex: stop, role: "button", "data-stage": String(k) };
     const head = el("g", attrs, g, true);
     head.setAttribute("aria-label", `${s.title}, ${s.shape}` +
       (clickable ? ": press Enter to open its heads and MLP" : ""));
@@ -65,17 +67,19 @@ export const picture = {
     const d = this.data;
     const L = this.L;
     d.tokens.forEach((tok, i) => {
-      const attrs = { x: L.labelW - 8, y: L.y(i) + 4, "text-anchor": "end", class: "lvf-token", tabindex: "0" };
-      const label = text("text", tok, { ...attrs, "data-token": String(i) }, g, true);
+      // one stop of the Tab key for all the tokens (the arrow keys move between them), the first one's
+      const at = { x: L.labelW - 8, y: L.y(i) + 4, "text-anchor": "end", class: "lvf-token", tabindex: i ? "-1" : "0" };
+      const label = text("text", tok, { ...at, "data-token": String(i), "aria-pressed": "false" }, g, true);
       label.setAttribute("role", "button");
       label.setAttribute("aria-label", `token ${i}: ${tok} (id ${d.ids[i]})`);
       label.addEventListener("mouseenter", () => this.light(i));
       label.addEventListener("focus", () => this.light(i));
       label.addEventListener("keydown", (e) => this.tokenKey(e, i));
+      label.addEventListener("click", () => this.pin(i)); // a tap (touch has no hover) or a click keeps it lit
       this.byToken[i].push(label);
       this.byStage[k].push(label);
     });
-    this.svg.addEventListener("mouseleave", () => this.light(null));
+    this.svg.addEventListener("mouseleave", () => this.light(this.pinned));
   },
 
   node(g, s, k, i, x, norms, max) {

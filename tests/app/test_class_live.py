@@ -1,0 +1,92 @@
+"""The class answers together in the app (issue 69), headless: the teacher asks the class a Sampling question on the
+teacher's view, a student's page shows it and sends the answer, the teacher's chart counts it with a sentence in
+words, Reveal shows the student the model's answer beside their own; the teacher's Lead brings a follower's page the
+teacher's view, and a student stops following and rejoins. (AppTest runs no fragment on its own timer: each test
+runs the page again, as the second's refresh would.)"""
+
+from __future__ import annotations
+
+import doctest
+import json
+
+import pytest
+
+import llmviz.lab.service
+from tests.support.pages import assert_clean, run_app
+
+KEY = "a-teacher-key-for-class-tests"
+
+
+@pytest.fixture
+def a_class(monkeypatch):
+    monkeypatch.setenv("LLMVIZ_TEACHER_KEY", KEY)
+    lab = llmviz.lab.service.default_lab()
+    for poll in lab.registry.all_polls():  # a poll another test of this process left open
+        lab.registry.set_poll(poll.id, closed=1.0, ended=1.0)
+    yield lab
+    if lab.registry.lead().active:
+        lab.registry.set_lead(active=False)
+
+
+def _student_of(at) -> str:
+    from llmviz.lab.identity import student_key
+
+    return student_key(at.session_state["_llmviz_session_id"])
+
+
+def test_a_poll_goes_from_the_teachers_question_to_a_students_answer_and_back_revealed(a_class):
+    teacher = run_app("stages/sampling.py", query={"teacher": KEY})
+    teacher.button(key="quiz_ask_sampling").click().run()
+    asks = [button for button in teacher.button if (button.key or "").startswith("live_ask_")]
+    assert asks, "the teacher has an Ask the class button under each question"
+    asks[0].click().run()
+    assert_clean(teacher)
+    poll = a_class.registry.current_poll()
+    assert poll is not None and poll.page == "sampling" and poll.link.startswith("sampling")
+
+    student = run_app("stages/sampling.py")
+    radio = student.radio(key=f"live_answer_{poll.id}")
+    assert list(radio.options) and not [b for b in student.button if (b.key or "").startswith("live_ask_")]
+    wrong = next(option for option in radio.options if option != radio.options[poll.answer])
+    radio.set_value(wrong).run()
+    assert a_class.registry.answers(poll.id)[0][:2] == (_student_of(student), poll.options.index(wrong.strip()))
+
+    teacher.run()
+    assert any("1 student answered" in caption.value for caption in teacher.caption)
+    teacher.button(key="live_reveal").click().run()
+    student.run()
+    said = [error.value for error in student.error]
+    assert any("The model's answer" in text and "yours" in text for text in said), said
+    assert_clean(student, errors_expected=True)
+
+
+def test_a_follower_is_taken_to_the_teachers_view_and_can_stop_and_rejoin(a_class):
+    teacher = run_app("stages/tokens.py", query={"teacher": KEY})
+    teacher.toggle(key="live_lead").set_value(True).run()
+    lead = a_class.registry.lead()
+    assert lead.active and lead.link.startswith("tokens")
+
+    student = run_app("stages/sampling.py")  # its first page run (Home) went to the teacher's view
+    assert student.session_state["_llmviz_lead_seen"] == lead.version
+    student.button(key="live_unfollow").click().run()
+    assert not [html for html in student.get("html") if "/* lead" in html.value]
+    assert a_class.registry.unfollowed_since(_student_of(student)) == lead.since
+    student.button(key="live_follow").click().run()
+    scripts = [html.value for html in student.get("html") if "/* lead" in html.value]
+    assert scripts and '"tokens' in scripts[0], "the follower's page goes to the teacher's view"
+    teacher.toggle(key="live_lead").set_value(False).run()
+    assert not a_class.registry.lead().active
+
+
+def test_the_followers_script_keeps_a_link_inside_its_string():
+    """The link a follower's browser goes to holds what the teacher typed into the view's boxes: written into a
+    ``<script>`` element, no ``</script>`` in it may end the element, and the browser reads back the link itself."""
+    from ui import class_live
+
+    assert doctest.testmod(class_live).failed == 0
+    link = 'tokens?text=</script><img src=x onerror="alert(1)">&b=1'
+    script = class_live.go_script(link, "7")
+    inner = script.removeprefix("<script>").removesuffix("</script>")
+    assert "<" not in inner and ">" not in inner
+    quoted = inner[inner.index("new URL(") + len("new URL(") : inner.index(", window.location.href")]
+    assert json.loads(quoted) == link  # a JavaScript string reads as JSON does
