@@ -22,19 +22,9 @@ from llmviz.lab import faults
 from llmviz.lab.classroom import ClassRow
 from llmviz.lab.identity import student_key
 from llmviz.lab.live import student_runs
-from llmviz.lab.service import (
-    AUTOENCODER,
-    MODEL_KINDS,
-    TASK,
-    Curve,
-    Lab,
-    LabUnavailable,
-    RunView,
-    Snapshot,
-    SnapshotDamaged,
-    Usage,
-    default_lab,
-)
+from llmviz.lab.records import AUTOENCODER
+from llmviz.lab.service import MODEL_KINDS, TASK, Lab, LabUnavailable, SnapshotDamaged, default_lab
+from llmviz.lab.views import Curve, RunView, Snapshot, Usage
 from ui import identity, state, streamlit_private
 from ui.text import literal_markdown
 

@@ -171,7 +171,7 @@ class DpoConfig:
 class DpoMetrics(TuningMetrics):
     """A DPO step's metrics: the batch's ratios, margin and accuracy; the held-out ones when measured."""
 
-    # what the lab keeps with each curve point (llmviz.jobs.keeping.measures_of): the Tuning page's DPO chart
+    # what the lab keeps with each curve point (llmviz.jobs.kept_rows.measures_of): the Tuning page's DPO chart
     SERIES: ClassVar[tuple[str, ...]] = (
         "chosen_ratio",
         "rejected_ratio",

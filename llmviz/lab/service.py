@@ -5,7 +5,8 @@ keeper), and nothing a page needs is read from a job in memory.
 
 What the door answers (``student`` is always the run's owner; a run id alone opens nothing):
 
-- :meth:`Lab.runs` / :meth:`Lab.run`: :class:`RunView` rows, kept and live alike, newest first;
+- :meth:`Lab.runs` / :meth:`Lab.run`: :class:`~llmviz.lab.views.RunView` rows, kept and live alike, newest first
+  (what the door hands out: :mod:`llmviz.lab.views`);
 - :meth:`Lab.curve`, :meth:`Lab.samples`, :meth:`Lab.snapshots`, :meth:`Lab.open_snapshot`;
 - :meth:`Lab.control`: pause, resume, stop, park, delete, from any app process, by the student, the teacher or the
   server; it returns the one sentence to show;
@@ -20,6 +21,7 @@ once more when it clears: :mod:`llmviz.lab.faults`). A damaged snapshot raises :
 sentence, never a path).
 
 >>> import tempfile
+>>> from llmviz.lab.records import TRAINING, RunRecord
 >>> lab = Lab.at(tempfile.mkdtemp())
 >>> lab.registry.url.endswith("lab.db"), lab.storage.root.endswith("lab")
 (True, True)
@@ -36,13 +38,11 @@ sentence, never a path).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import logging
 import os
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from llmviz import settings
@@ -52,67 +52,33 @@ from llmviz.lab.classroom import ClassRow, class_rows
 from llmviz.lab.faults import Fault, LabUnavailable
 from llmviz.lab.migrations import schema
 from llmviz.lab.records import (
-    AUTOENCODER,
-    DPO,
-    FINETUNE,
     KINDS,
     LIVE_STATES,
-    LORA,
     MODEL_KINDS,
-    RACE,
-    SFT,
     TASK,
-    TRAINING,
-    RunRecord,
 )
 from llmviz.lab.registry import Registry, default_url
 from llmviz.lab.storage import Storage, content_hash, thinning_order
 from llmviz.lab.teaching import LeadDoor
+from llmviz.lab.views import SERIES_KINDS, Curve, RunView, Snapshot, Usage
 from llmviz.paths import runs_folder
 
 __all__ = [
-    "AUTOENCODER",
     "ACTIONS",
-    "DPO",
-    "FINETUNE",
     "KINDS",
-    "LORA",
     "MODEL_KINDS",
-    "RACE",
     "RESULT_FORMAT",
-    "SFT",
     "TASK",
-    "TRAINING",
-    "Curve",
     "Lab",
     "LabUnavailable",
     "QuotaExceeded",
-    "RunView",
-    "Snapshot",
     "SnapshotDamaged",
-    "Usage",
     "default_lab",
 ]
 
 log = logging.getLogger(__name__)
 ACTIONS = ("pause", "resume", "stop", "park", "delete")  # what Lab.control takes
-KIND_WORDS = {  # what each kind of run is called on a page
-    TRAINING: "training run",
-    RACE: "race",
-    FINETUNE: "fine-tuning run",
-    LORA: "LoRA run",
-    AUTOENCODER: "sparse autoencoder",
-    SFT: "instruction-tuning run (SFT)",
-    DPO: "preference-tuning run (DPO)",
-    TASK: "task",
-}
 
-
-# the kinds a parked or interrupted run of goes on from its kept snapshot (Resume): a training run or a race keeps its
-# text (by content hash) and settings, an SFT or DPO run its sets and settings (llmviz.adapt.tuning_runs), all it is
-# rebuilt from; the other kinds are built from what a page held (a classifier's head, LoRA's adapters, an
-# autoencoder's activations) and are started afresh from their kept snapshot
-RESUMABLE_KINDS = (TRAINING, RACE, SFT, DPO)
 
 # LabUnavailable: the lab's database cannot answer (locked past its timeout, full, damaged, deleted or unreachable):
 # the message is one sentence for the student; nothing was half-written. Defined in llmviz.lab.faults (the engine's
@@ -130,159 +96,6 @@ class SnapshotDamaged(LlmvizError):
 
 class QuotaExceeded(LlmvizError):
     """A run or file would pass the student's disk quota even after thinning their snapshots."""
-
-
-# ---------------------------------------------------------------------------- what the door hands out
-
-
-@dataclass(frozen=True)
-class RunView:
-    """One run as every page sees it, from the registry alone (kept and live alike)."""
-
-    id: str
-    student: str
-    kind: str
-    label: str
-    state: str
-    state_by: str | None  # "student", "teacher", "server" or None (not known)
-    state_step: int | None  # the step at which its state last changed
-    step: int
-    total: int
-    model: str
-    config: dict
-    created: float
-    updated: float
-    resumes: tuple[int, ...]  # the steps at which it was resumed, in order
-    best_val_loss: float | None
-    last_loss: float | None
-    error: str | None
-    training: bool  # holds one of the machine's training slots now
-    holder: str | None = None
-
-    @classmethod
-    def of(cls, record: RunRecord) -> RunView:
-        return cls(
-            id=record.id,
-            student=record.student,
-            kind=record.kind,
-            label=record.label,
-            state=record.state,
-            state_by=record.state_by,
-            state_step=record.state_step,
-            step=record.step,
-            total=record.total,
-            model=record.model,
-            config=dict(record.config or {}),
-            created=record.created,
-            updated=record.updated,
-            resumes=tuple(int(step) for step in record.resumes or ()),
-            best_val_loss=record.best_val_loss,
-            last_loss=record.last_loss,
-            error=record.error,
-            training=bool(record.training),
-            holder=record.holder,
-        )
-
-    @property
-    def kind_words(self) -> str:
-        """What the run is, in words ("sparse autoencoder")."""
-        return KIND_WORDS.get(self.kind, self.kind)
-
-    @property
-    def live(self) -> bool:
-        """Queued, running or paused in some app process."""
-        return self.state in LIVE_STATES
-
-    @property
-    def resumable(self) -> bool:
-        """Parked, interrupted or stopped before its last step, of a kind that resumes (:data:`RESUMABLE_KINDS`):
-        Resume goes on with the same run."""
-        ended_early = self.state in ("parked", "interrupted") or (self.state == "stopped" and self.step < self.total)
-        return ended_early and self.kind in RESUMABLE_KINDS
-
-    @property
-    def resume_note(self) -> str:
-        """Why a run that ended early has no Resume ("" when it has one, or did not end early).
-
-        >>> RunView.of(RunRecord("r", "s", "lora", "LoRA 60 steps", "parked", step=20, total=60)).resume_note[:60]
-        'A LoRA run is not resumed: its weights at step 20 are in the'
-        """
-        if self.resumable or self.state not in ("parked", "interrupted", "stopped") or self.step >= self.total:
-            return ""
-        if self.kind == TASK:
-            return f"A task is not resumed: what it made by step {self.step} is kept, and its page shows it."
-        article = "An" if self.kind_words[:1].lower() in "aeiou" else "A"
-        return (
-            f"{article} {self.kind_words} is not resumed: its weights at step {self.step} are in the sidebar's "
-            "picker, and a new run can start from them."
-        )
-
-    @property
-    def state_line(self) -> str:
-        """The state in words, with who changed it and at which step.
-
-        >>> RunView.of(RunRecord("r", "s", "training", "Run", "parked", step=401, state_by="teacher",
-        ...                      state_step=401)).state_line
-        'parked by the teacher at step 401'
-        >>> RunView.of(RunRecord("r", "s", "training", "Run", "running", step=3)).state_line
-        'running'
-        """
-        who = {"student": "you", "teacher": "the teacher", "server": "the server"}.get(self.state_by or "")
-        if self.state in LIVE_STATES and self.state != "paused":
-            return self.state
-        line = self.state
-        if who:
-            line += f" by {who}"
-        if self.state_step is not None:
-            line += f" at step {self.state_step}"
-        return line
-
-
-SERIES_KINDS = (DPO,)  # the kinds whose curve points keep measures of their own (Registry.series)
-
-
-@dataclass(frozen=True)
-class Curve:
-    """A run's points from the registry: ``(step, training loss, validation loss)`` by step, and the steps at which
-    it was resumed (a chart marks them)."""
-
-    run_id: str
-    points: tuple[tuple[int, float | None, float | None], ...]
-    resumes: tuple[int, ...] = ()
-    # the run kind's own measures, ``name → ((step, value), …)`` (a DPO run's ratios, margin and accuracy)
-    series: dict[str, tuple[tuple[int, float], ...]] = dataclasses.field(default_factory=dict)
-
-    @property
-    def steps(self) -> list[int]:
-        return [point[0] for point in self.points]
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """A kept snapshot of a run: its step and its size on disk."""
-
-    step: int
-    nbytes: int
-
-
-@dataclass(frozen=True)
-class Usage:
-    """A student's disk use (bytes) against their quota.
-
-    >>> Usage(3 * 2**20, 50 * 2**20).line
-    '3.0 MB of your 50 MB'
-    """
-
-    used: int
-    quota: int
-
-    @property
-    def line(self) -> str:
-        return f"{self.used / 2**20:.1f} MB of your {self.quota / 2**20:.0f} MB"
-
-    @property
-    def left(self) -> int:
-        return max(0, self.quota - self.used)
 
 
 class Controller(Protocol):

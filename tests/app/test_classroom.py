@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import llmviz.lab.service
-from llmviz.jobs.keeping import snapshot_meta
+from llmviz.jobs.kept_rows import snapshot_meta
 from llmviz.jobs.runners import facts
 from llmviz.lab.records import RunRecord
 from llmviz.training.snapshots import state_of
@@ -100,7 +100,7 @@ def test_no_key_set_means_no_teacher(given, monkeypatch):
 
 
 def test_a_parked_run_is_listed_and_resumed_on_the_training_page(fresh_session_jobs):
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
     from tests.support.jobs import TEXT
     from tests.support.pages import JOB_TIMEOUT
 
@@ -312,7 +312,7 @@ def test_a_run_this_process_trains_reads_parked_by_the_teacher_with_resume_on_to
     kept" with no Resume at the top (the run's job here drew it, not the lab's record), and after Resume the live chart
     started at the resume step. One function draws a run from the lab's view: parked by the teacher with Resume right
     under it, then, once resumed, one curve from step 1 while it trains."""
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
     from llmviz.lab.identity import student_key
     from tests.support.lab_process import submit, wait_for
 

@@ -16,7 +16,8 @@ from llmviz.adapt.sft import SftConfig
 from llmviz.jobs.manager import JobManager
 from llmviz.jobs.resuming import resume_plan
 from llmviz.lab.live_status import Planned
-from llmviz.lab.service import Lab, RunView
+from llmviz.lab.service import Lab
+from llmviz.lab.views import RunView
 from llmviz.lessons.adapting import lab_footprint
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.paths import ROOT
