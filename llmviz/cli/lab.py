@@ -146,11 +146,11 @@ def cmd_polls(args: argparse.Namespace) -> int:
     try:
         lab = Lab.at(folder, url)
         if args.poll is None:
-            for poll in lab.registry.all_polls():
-                answered = len(lab.registry.answers(poll.id))
+            for poll in lab.registry.polls.all_polls():
+                answered = len(lab.registry.polls.answers(poll.id))
                 print(f"{poll.id:>4}  {poll.state:<8}  {poll.page:<10}  {answered:>3} answers  {poll.prompt[:70]!r}")
             return 0
-        text = lab.poll_csv(None, args.poll, names=args.names)
+        text = lab.teaching.poll_csv(None, args.poll, names=args.names)
     except LabUnavailable as error:
         raise LlmvizError(str(error)) from None
     if args.out is None:

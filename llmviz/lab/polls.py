@@ -7,11 +7,11 @@ teacher opens, closes, reveals and reads names; a student writes only their own 
 >>> from llmviz.lab.registry import Registry
 >>> registry = Registry("sqlite://")
 >>> registry.ensure_student("t", teacher=True); registry.ensure_student("s1")
->>> poll = registry.add_poll(PollRecord(0, "tokens", "token-count-1", "How many tokens?", ("3", "4", "5"), 1,
+>>> poll = registry.polls.add_poll(PollRecord(0, "tokens", "token-count-1", "How many tokens?", ("3", "4", "5"), 1,
 ...                                     "Four.", "tokens?text=abc", opened=1.0, by="t"))
->>> registry.put_answer(poll, "s1", 2, 2.0)
->>> registry.put_answer(poll, "s1", 1, 3.0)  # changed before the poll closes: one answer per student
->>> registry.answers(poll)
+>>> registry.polls.put_answer(poll, "s1", 2, 2.0)
+>>> registry.polls.put_answer(poll, "s1", 1, 3.0)  # changed before the poll closes: one answer per student
+>>> registry.polls.answers(poll)
 [('s1', 1, 3.0)]
 """
 
@@ -142,10 +142,12 @@ def _poll(row) -> PollRecord:
 
 
 class PollRows:
-    """Polls, answers and the lead (a part of :class:`llmviz.lab.registry.Registry`): every statement goes through
-    its unit of work (``self.work``: :mod:`llmviz.lab.work`) and its database's one watch (:mod:`llmviz.lab.faults`)."""
+    """Polls, answers and the lead: the registry's ``registry.polls`` (:class:`llmviz.lab.registry.Registry`). Every
+    statement goes through the registry's unit of work (``work``: :mod:`llmviz.lab.work`) and so its database's one
+    watch (:mod:`llmviz.lab.faults`)."""
 
-    work: UnitOfWork
+    def __init__(self, work: UnitOfWork):
+        self.work = work
 
     def add_poll(self, record: PollRecord) -> int:
         """Keep a new poll (every other poll still on the class's screens ends: one poll at a time); its id."""

@@ -10,7 +10,8 @@ No SQLite pragmas outside :func:`_sqlite_pragmas`. Its rooms, one module each:
 - :mod:`llmviz.lab.inbox`: the mailbox of requests between processes (pause, resume, stop, park a run another
   process holds);
 - :mod:`llmviz.lab.liveness`: which process holds which run, and which have gone;
-- :mod:`llmviz.lab.polls`: the class's polls, their answers, and the teacher's lead (the view the class follows);
+- :mod:`llmviz.lab.polls`: the class's polls, their answers, and the teacher's lead (the view the class follows):
+  ``registry.polls``, an object of its own;
 - :mod:`llmviz.lab.work`: one unit of work (``registry.work.transaction()``): what is recorded together is recorded
   together or not at all;
 - :mod:`llmviz.lab.migrations`: the schema's Alembic revisions, applied as the registry opens.
@@ -80,7 +81,7 @@ def make_engine(url: str) -> sa.Engine:
     return sa.create_engine(url, pool_pre_ping=True, connect_args=options)
 
 
-class Registry(Records, Slots, Mailbox, Liveness, PollRows):
+class Registry(Records, Slots, Mailbox, Liveness):
     """Students, runs, curves, samples, snapshots and uploads in one database (see the module's docstring): the
     database is upgraded to the newest schema revision as it opens (:func:`llmviz.lab.migrations.schema.upgrade`)."""
 
@@ -88,6 +89,7 @@ class Registry(Records, Slots, Mailbox, Liveness, PollRows):
         self.url = url
         self.engine = engine or make_engine(url)
         self.work = UnitOfWork(self.engine)  # what is recorded together: together or not at all (llmviz.lab.work)
+        self.polls = PollRows(self.work)  # the class's polls, answers and the teacher's lead (llmviz.lab.polls)
         # the database's one watch: a fault is one sentence, said once, never a wait on every page; its file's identity
         self.watch = faults.install(self.engine, url)
         try:

@@ -12,8 +12,8 @@ What the door answers (``student`` is always the run's owner; a run id alone ope
   server; it returns the one sentence to show;
 - :meth:`Lab.disk`: the student's disk use against their quota (:meth:`Lab.thin` keeps them within it);
 - :meth:`Lab.class_runs`, :meth:`Lab.class_curves`: the teacher's class view;
-- :meth:`Lab.open_poll`, :meth:`Lab.answer`, :meth:`Lab.class_poll`, :meth:`Lab.poll_csv`, :meth:`Lab.lead`,
-  :meth:`Lab.set_lead`, :meth:`Lab.follow`: the class answering together (:mod:`llmviz.lab.teaching`).
+- ``lab.teaching`` (:class:`llmviz.lab.teaching.Teaching`): ``open_poll``, ``answer``, ``class_poll``, ``poll_csv``,
+  ``lead``, ``set_lead``, ``follow``: the class answering together.
 
 Faults are refusals: a database locked past its busy timeout, full, damaged, deleted or unreachable makes every
 method raise :class:`LabUnavailable` with one sentence for the student (logged once per fault, with a count, and
@@ -59,7 +59,7 @@ from llmviz.lab.records import (
 )
 from llmviz.lab.registry import Registry, default_url
 from llmviz.lab.storage import Storage, content_hash, thinning_order
-from llmviz.lab.teaching import LeadDoor
+from llmviz.lab.teaching import Teaching
 from llmviz.lab.views import SERIES_KINDS, Curve, RunView, Snapshot, Usage
 from llmviz.paths import runs_folder
 
@@ -114,7 +114,7 @@ class Controller(Protocol):
 # ---------------------------------------------------------------------------- the door
 
 
-class Lab(LeadDoor):
+class Lab:
     """A registry and a storage, with the per-student quota (bytes) and retention (seconds): the one door to the
     students' runs (see the module's docstring)."""
 
@@ -127,6 +127,7 @@ class Lab(LeadDoor):
         self.watch = registry.watch  # the database's one watch: its faults and its file
         self.faults = self.watch.log  # every fault of the lab said once, with its count (llmviz.lab.faults)
         self._reopening = threading.Lock()
+        self.teaching = Teaching(registry, self.guard)  # the class's polls and the teacher's lead (llmviz.lab.teaching)
 
     def check_database(self) -> None:
         """A SQLite file removed under the running app refuses every call (:class:`LabUnavailable`: nothing is
