@@ -5,9 +5,9 @@ import time
 import streamlit as st
 
 from llmviz import settings
-from llmviz.jobs.manager import default_manager
+from llmviz.jobs.default import default_manager
 from llmviz.lab import trainer
-from llmviz.lab.health import LabUnavailable
+from llmviz.lab.faults import LabUnavailable
 from ui import charts, identity, link_model, picker, present, routing, sections, share, shared_sidebar, state, watch
 from ui.panels import class_poll
 from ui.stages import MOVED, PIPELINE, ROOT

@@ -170,8 +170,8 @@ def llmviz_trainer(task: Task, model, tokenizer, train_rows, val_rows):
         steps=task.steps + 1, batch_size=task.batch, lr=task.lr, eval_interval=10**9, seed=task.seed, device="cpu"
     )  # one step past the last: the held-out evaluation its last step takes is never reached
     if task.kind == "sft":
-        return sft.SFTTrainer(sft.SFTConfig(**common), tokenizer, model, train_rows, val_rows)
-    return dpo.DPOTrainer(dpo.DPOConfig(beta=task.beta, **common), tokenizer, model, train_rows, val_rows)
+        return sft.SftRunner(sft.SftConfig(**common), tokenizer, model, train_rows, val_rows)
+    return dpo.DpoRunner(dpo.DpoConfig(beta=task.beta, **common), tokenizer, model, train_rows, val_rows)
 
 
 @torch.no_grad()

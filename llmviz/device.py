@@ -103,7 +103,7 @@ def seed_problem(seed) -> str | None:
 def machine_memory_bytes() -> int | None:
     """The memory this process may use: the machine's RAM (psutil), or less when a cgroup (a container) caps it;
     None when neither can be read. The one answer for every part of llmviz (the models' size checks and the job
-    manager's memory budget, :func:`llmviz.jobs.manager.default_memory_mb`)."""
+    manager's memory budget, :func:`llmviz.jobs.default.default_memory_mb`)."""
     found = []
     try:
         found.append(int(psutil.virtual_memory().total))

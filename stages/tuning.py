@@ -12,7 +12,6 @@ import streamlit as st
 
 from llmviz.adapt import dpo, instructions, sft, tuning_runs
 from llmviz.errors import LlmvizError
-from llmviz.lab.live_status import Planned
 from llmviz.lessons import adapting, tuning
 from ui import charts, lab, picker, present, sections, share, shared_sidebar, state
 from ui.errors import friendly_errors
@@ -39,8 +38,9 @@ def _shipped() -> dict:
 def _submit(section: str, label: str, build, footprint, steps: int) -> None:
     """Start a lab run of kind ``section`` ("sft" or "dpo", as the lab keeps it) built in its worker; the page then
     draws the student's newest run of that kind, as the lab keeps it (nothing of it is kept in the browser session)."""
-    planned = [(runs.unique_label(label), Planned(build, footprint, steps))]
-    if runs.start(section, lambda: picker.runs().submit_race(planned, kind=section)):
+    submit = picker.runs().submit_training
+    options = dict(build=build, footprint=footprint, total=steps, label=runs.unique_label(label), kind=section)
+    if runs.start(section, lambda: submit(**options)):
         st.rerun(scope="app")
 
 
@@ -232,7 +232,7 @@ def runs_section() -> None:
         with friendly_errors("reading your set"):
             sft_rows = _own_rows("sft")
             if st.button("Start an SFT run", key=state.widget("tuning_sft_start")):
-                config = sft.SFTConfig(steps=sft_steps, seed=settings.seed, init=base.label)
+                config = sft.SftConfig(steps=sft_steps, seed=settings.seed, init=base.label)
                 _submit(
                     "sft",
                     f"SFT {sft_steps} steps ({sft_rows[2]})",
@@ -257,7 +257,7 @@ def runs_section() -> None:
             pair_rows = _own_rows("dpo")
             if st.button("Start a DPO run", key=state.widget("tuning_dpo_start")):
                 model, tokenizer = start_from
-                config = dpo.DPOConfig(beta=beta, steps=dpo_steps, lr=1e-4, seed=settings.seed, init="SFT")
+                config = dpo.DpoConfig(beta=beta, steps=dpo_steps, lr=1e-4, seed=settings.seed, init="SFT")
                 _submit(
                     "dpo",
                     f"DPO β={beta:g} {dpo_steps} steps ({pair_rows[2]})",

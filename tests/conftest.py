@@ -132,7 +132,7 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def fresh_session_jobs():
     """AppTest gives every test the same session id: forget the jobs earlier tests left behind, and this test's."""
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
 
     default_manager()
     end_every_session()

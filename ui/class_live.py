@@ -2,7 +2,7 @@
 lead asked through the lab's door (:mod:`llmviz.lab.teaching`), and the follower's move to the teacher's view.
 
 Every call here goes to the lab (``ui.lab.service``); a refusal (:class:`~llmviz.lab.teaching.ClassRefusal`) or a
-database fault (:class:`~llmviz.lab.health.LabUnavailable`) is one sentence in the page, never a traceback. The
+database fault (:class:`~llmviz.lab.faults.LabUnavailable`) is one sentence in the page, never a traceback. The
 figures and boxes are :mod:`ui.panels.class_poll`'s.
 
 **Following** moves a student's browser to the teacher's link (page and settings) with one navigation, the way the
@@ -22,7 +22,7 @@ from typing import Any
 
 import streamlit as st
 
-from llmviz.lab.health import LabUnavailable
+from llmviz.lab.faults import LabUnavailable
 from llmviz.lab.teaching import Asked, ClassRefusal, LeadView, PollView
 from llmviz.lessons.plans import Lesson, LessonError, parse
 from ui import identity, lab, state, streamlit_private
@@ -95,13 +95,13 @@ def ask_class(page: str, key: str, prompt: str, options: tuple[str, ...], answer
     """The teacher's "Ask the class" (a button's callback): the question, as this page computed it on this view,
     becomes the class's poll."""
     asked = Asked(key, prompt, tuple(options), answer, explanation)
-    if ask_lab(lambda door, who: door.open_poll(who, page, asked, view_link())) is not None:
+    if ask_lab(lambda door, who: door.teaching.open_poll(who, page, asked, view_link())) is not None:
         st.toast("The question is on every student's page: their answers arrive below it.")
 
 
 def class_poll(names: bool = False) -> PollView | None:
     """The poll on the class's screens as this browser may see it."""
-    return quietly(lambda door, who: door.class_poll(who, names=names and teacher()))
+    return quietly(lambda door, who: door.teaching.class_poll(who, names=names and teacher()))
 
 
 def send_answer(poll_id: int, widget_key: str, options: tuple[str, ...]) -> None:
@@ -112,24 +112,24 @@ def send_answer(poll_id: int, widget_key: str, options: tuple[str, ...]) -> None
 
     def answer(door, who: str) -> str:
         door.keep_student(who)  # a student who has trained nothing yet joins the class's record as they answer
-        return door.answer(who, poll_id, options.index(chosen))
+        return door.teaching.answer(who, poll_id, options.index(chosen))
 
     ask_lab(answer)  # the poll's box says the answer is in (a refusal: a toast)
 
 
 def poll_action(poll_id: int, action: str) -> None:
     """Close, reveal or end the poll (the teacher's buttons)."""
-    ask_lab(lambda door, who: getattr(door, f"{action}_poll")(who, poll_id))
+    ask_lab(lambda door, who: getattr(door.teaching, f"{action}_poll")(who, poll_id))
 
 
 def poll_csv(poll_id: int, names: bool) -> str:
     """The poll's CSV for the teacher's download ("" when refused)."""
-    return ask_lab(lambda door, who: door.poll_csv(who, poll_id, names=names), "") or ""
+    return ask_lab(lambda door, who: door.teaching.poll_csv(who, poll_id, names=names), "") or ""
 
 
 def polls() -> list:
     """Every poll the class kept, newest first (the teacher's list)."""
-    return ask_lab(lambda door, who: door.polls(who), []) or []
+    return ask_lab(lambda door, who: door.teaching.polls(who), []) or []
 
 
 # ---------------------------------------------------------------------------- the lead
@@ -137,12 +137,12 @@ def polls() -> list:
 
 def lead() -> LeadView | None:
     """The teacher's lead as this student sees it (None when the lab cannot be read)."""
-    return quietly(lambda door, who: door.lead(who))
+    return quietly(lambda door, who: door.teaching.lead(who))
 
 
 def set_lead(**values) -> LeadView | None:
     """The teacher moves the lead (on or off, a view, a lesson's step)."""
-    return ask_lab(lambda door, who: door.set_lead(who, **values))
+    return ask_lab(lambda door, who: door.teaching.set_lead(who, **values))
 
 
 def switch_lead(widget_key: str) -> None:
@@ -155,7 +155,7 @@ def follow(following: bool) -> None:
 
     def keep(door, who: str) -> LeadView:
         door.keep_student(who)  # a student who has trained nothing yet joins the class's record
-        return door.follow(who, following)
+        return door.teaching.follow(who, following)
 
     if ask_lab(keep) is not None and following:
         state.LEAD_SEEN.set(-1)  # back to the teacher's view at once

@@ -34,7 +34,7 @@ import streamlit as st
 
 from llmviz import settings
 from llmviz.errors import client_text
-from llmviz.lab.health import LabUnavailable
+from llmviz.lab.faults import LabUnavailable
 from llmviz.lab.identity import (  # noqa: F401 - the names pages and tests use through ui.identity
     COOKIE,
     MAX_AGE_S,

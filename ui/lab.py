@@ -22,19 +22,9 @@ from llmviz.lab import faults
 from llmviz.lab.classroom import ClassRow
 from llmviz.lab.identity import student_key
 from llmviz.lab.live import student_runs
-from llmviz.lab.service import (
-    AUTOENCODER,
-    MODEL_KINDS,
-    TASK,
-    Curve,
-    Lab,
-    LabUnavailable,
-    RunView,
-    Snapshot,
-    SnapshotDamaged,
-    Usage,
-    default_lab,
-)
+from llmviz.lab.records import AUTOENCODER
+from llmviz.lab.service import MODEL_KINDS, TASK, Lab, LabUnavailable, SnapshotDamaged, default_lab
+from llmviz.lab.views import Curve, RunView, Snapshot, Usage
 from ui import identity, state, streamlit_private
 from ui.text import literal_markdown
 
@@ -47,21 +37,18 @@ def _ask(read, otherwise):
     except LabUnavailable as fault:
         if streamlit_private.script_run_context() is not None and not state.LAB_FAULT_SAID.get():
             state.LAB_FAULT_SAID.set(True)
-            st.warning(f"{fault} What needs no kept run goes on; your runs are back as soon as the lab is.")
+            st.warning(f"{fault} {faults.GOES_ON}")
         return otherwise
 
 
-#: What a control or a start refused for a fault of the lab's database says once the page said the fault itself.
-NOTHING_DONE = "Nothing was done: the lab's database is out; try again once it is back."
-
-
 def _is_fault(sentence: str) -> bool:
-    """Is ``sentence`` one of the lab's fault sentences (locked, full, damaged, gone, unreachable)?
+    """Is ``sentence`` one of the lab's fault sentences (locked, full, damaged, gone, unreachable:
+    :func:`llmviz.lab.faults.said`)?
 
-    >>> _is_fault(faults.SENTENCES["locked"]), _is_fault("That run is not one of your kept runs.")
+    >>> _is_fault(faults.Fault.LOCKED.sentence), _is_fault("That run is not one of your kept runs.")
     (True, False)
     """
-    return any(sentence.startswith(said) for said in faults.SENTENCES.values())
+    return faults.said(sentence) is not None
 
 
 def out() -> bool:
@@ -77,7 +64,7 @@ def warn(sentence: str, how=None) -> None:
     how = how or st.warning
     if _is_fault(sentence):
         if state.LAB_FAULT_SAID.get():
-            how(NOTHING_DONE)
+            how(faults.NOTHING_DONE)
             return
         state.LAB_FAULT_SAID.set(True)
     how(literal_markdown(sentence))

@@ -21,8 +21,6 @@ pairs where β r_w > β r_l.
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable, Iterator
 from dataclasses import InitVar, dataclass, field
 from typing import ClassVar
 
@@ -32,11 +30,11 @@ import torch.nn.functional as F
 from llmviz.adapt.sft import (
     Encoded,
     TuningMetrics,
+    TuningRunner,
     batch_examples,
     copy_model,
     encode_example,
     response_log_probs,
-    run_parts,
 )
 from llmviz.device import isolated_rng
 from llmviz.errors import ConfigError
@@ -144,7 +142,7 @@ def evaluate_pairs(policy: GPT, reference: GPT, pairs: list[Pair], beta: float, 
 
 
 @dataclass(frozen=True)
-class DPOConfig:
+class DpoConfig:
     """A DPO run's settings: β, and the usual ones (the job system reads ``steps``)."""
 
     beta: float = 0.1
@@ -170,10 +168,10 @@ class DPOConfig:
 
 
 @dataclass
-class DPOMetrics(TuningMetrics):
+class DpoMetrics(TuningMetrics):
     """A DPO step's metrics: the batch's ratios, margin and accuracy; the held-out ones when measured."""
 
-    # what the lab keeps with each curve point (llmviz.jobs.keeping.measures_of): the Tuning page's DPO chart
+    # what the lab keeps with each curve point (llmviz.jobs.kept_rows.measures_of): the Tuning page's DPO chart
     SERIES: ClassVar[tuple[str, ...]] = (
         "chosen_ratio",
         "rejected_ratio",
@@ -192,17 +190,21 @@ class DPOMetrics(TuningMetrics):
 
 
 @dataclass
-class DPOTrainer:
-    """Preference-tune a GPT (the SFT model) with DPO against a frozen copy of itself; the Trainer interface the job
-    system drives. ``model`` is the policy (what snapshots and the picker see); ``reference`` never trains."""
+class DpoRunner(TuningRunner):
+    """Preference-tune a GPT (the SFT model) with DPO against a frozen copy of itself (a lab run of kind ``"dpo"``,
+    trained by :class:`~llmviz.adapt.sft.TuningRunner`'s loop). ``model`` is the policy (what snapshots and the picker
+    see); ``reference`` never trains."""
 
-    config: DPOConfig
+    kind: ClassVar[str] = "dpo"
+    DIVERGED: ClassVar[str] = "The DPO loss became {loss} at step {step}: lower the learning rate."
+
+    config: DpoConfig
     tokenizer: Tokenizer
     initial_model: InitVar[GPT]
     train_rows: list[dict]
     val_rows: list[dict]
     step: int = 0
-    history: list[DPOMetrics] = field(default_factory=list)
+    history: list[DpoMetrics] = field(default_factory=list)
 
     def __post_init__(self, initial_model: GPT):
         with isolated_rng(self.config.seed):
@@ -213,20 +215,12 @@ class DPOTrainer:
         context = self.model.config.context_length
         self.train_pairs = encode_pairs(self.tokenizer, self.train_rows, context)
         self.val_pairs = encode_pairs(self.tokenizer, self.val_rows, context)
-        self.optimizer, self.dataset, self.generator = run_parts(
-            self.model,
-            self.tokenizer,
+        self.start(
             [p.chosen.ids + p.rejected.ids for p in self.train_pairs],
             [p.chosen.ids + p.rejected.ids for p in self.val_pairs],
-            lr=self.config.lr,
-            seed=self.config.seed,
             refusal="A DPO run needs training and validation pairs.",
         )
         self.before = evaluate_pairs(self.model, self.reference, self.val_pairs, self.config.beta)
-
-    @property
-    def sharded(self) -> bool:
-        return False
 
     def train_step(self) -> tuple[PreferenceSummary, int, float]:
         rows = torch.randint(len(self.train_pairs), (self.config.batch_size,), generator=self.generator)
@@ -240,48 +234,23 @@ class DPOTrainer:
         self.optimizer.step()
         return summary, int((labels != -100).sum()), float(norm)
 
+    def loss_of(self, summary: PreferenceSummary) -> float:
+        return summary.loss
+
     def held_out(self) -> PreferenceSummary:
         return evaluate_pairs(self.model, self.reference, self.val_pairs, self.config.beta)
 
-    def run(
-        self,
-        steps: int | None = None,
-        should_stop: Callable[[], bool] | None = None,
-        report_at: Callable[[int], bool] | None = None,
-    ) -> Iterator[DPOMetrics]:
-        end = self.config.steps if steps is None else self.step + steps
-        self.model.train()
-        start = time.perf_counter()
-        while self.step < end:
-            if should_stop is not None and should_stop():
-                return
-            began = time.perf_counter()
-            summary, tokens, norm = self.train_step()
-            self.step += 1
-            if not math.isfinite(summary.loss):
-                raise ConfigError(f"The DPO loss became {summary.loss} at step {self.step}: lower the learning rate.")
-            held = self.held_out() if (self.step % self.config.eval_interval == 0 or self.step == end) else None
-            metrics = DPOMetrics(
-                step=self.step,
-                train_loss=summary.loss,
-                val_loss=held.loss if held else None,
-                perplexity=math.exp(min(summary.loss, 50.0)),
-                lr=self.config.lr,
-                tokens_per_s=tokens / max(time.perf_counter() - began, 1e-9),
-                grad_norm=norm,
-                elapsed_s=time.perf_counter() - start,
-                response_tokens=tokens,
-                chosen_ratio=summary.chosen_ratio,
-                rejected_ratio=summary.rejected_ratio,
-                margin=summary.margin,
-                accuracy=summary.accuracy,
-                val_accuracy=held.accuracy if held else None,
-                val_margin=held.margin if held else None,
-            )
-            self.history.append(metrics)
-            yield metrics
+    def step_metrics(self, summary: PreferenceSummary, held: PreferenceSummary | None, common: dict) -> DpoMetrics:
+        return DpoMetrics(
+            val_loss=held.loss if held else None,
+            chosen_ratio=summary.chosen_ratio,
+            rejected_ratio=summary.rejected_ratio,
+            margin=summary.margin,
+            accuracy=summary.accuracy,
+            val_accuracy=held.accuracy if held else None,
+            val_margin=held.margin if held else None,
+            **common,
+        )
 
-    def generate_sample(self, prompt: str = "", max_new_tokens: int = 60, **options) -> str:
-        from llmviz.adapt.sft import SAMPLE_PROMPT, answer
-
-        return answer(self.model, self.tokenizer, prompt or SAMPLE_PROMPT, max_new_tokens).text
+    def describe(self) -> dict:
+        return {**super().describe(), "copies": 1}  # the frozen reference: a second copy of the weights

@@ -30,6 +30,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import InitVar, dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 import torch.nn as nn
@@ -40,7 +41,6 @@ from llmviz.errors import ConfigError
 from llmviz.models.gpt import GPT
 from llmviz.tokenizers.base import Tokenizer
 from llmviz.tokenizers.ids import encode
-from llmviz.training.dataset import Dataset
 from llmviz.training.trainer import StepMetrics
 
 LABELS = ("male", "female")  # label 0, label 1
@@ -327,6 +327,7 @@ class FineTuneTrainer:
     ``model`` is the (fine-tuned) GPT itself, so the picker can show it; ``classifier`` holds it and the head.
     """
 
+    kind: ClassVar[str] = "finetune"  # what the lab keeps its run as (llmviz.jobs.runners)
     config: FineTuneConfig
     tokenizer: Tokenizer
     initial_model: InitVar[GPT]  # copied into the classifier; the shared original is not kept (nor pickled)
@@ -346,7 +347,7 @@ class FineTuneTrainer:
         self.train_idx, self.train_last = encode_names(self.tokenizer, [e.text for e in self.train_examples], context)
         self.train_labels = torch.tensor([float(e.label) for e in self.train_examples])
         val_idx, _ = encode_names(self.tokenizer, [e.text for e in self.val_examples], context)
-        self.dataset = Dataset(self.tokenizer, self.train_idx.flatten(), val_idx.flatten())  # the names' tokens
+        self.tokens = (self.train_idx.numel(), val_idx.numel())  # the names' tokens: train, held out
         self.generator = torch.Generator().manual_seed(self.config.seed)
         self.accuracy_before = accuracy(self.classifier, self.tokenizer, self.val_examples)
 
@@ -354,6 +355,19 @@ class FineTuneTrainer:
     def sharded(self) -> bool:
         """Never: the classifier trains in one process (what the job system asks before it saves the run's file)."""
         return False
+
+    def describe(self) -> dict:
+        """What a page and the memory estimate need of the run (:mod:`llmviz.jobs.runners`)."""
+        from llmviz.training.checkpoint import model_description
+
+        return {
+            "description": model_description(self.model),
+            "config": self.config,
+            "tokenizer": self.tokenizer,
+            "vocab_size": self.tokenizer.vocab_size,
+            "train_tokens": self.tokens[0],
+            "val_tokens": self.tokens[1],
+        }
 
     def parameter_counts(self) -> tuple[int, int]:
         """(trained, total) parameters."""

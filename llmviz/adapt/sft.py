@@ -17,6 +17,7 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import InitVar, dataclass, field
+from typing import Any, ClassVar
 
 import torch
 import torch.nn.functional as F
@@ -27,7 +28,6 @@ from llmviz.errors import ConfigError
 from llmviz.models.gpt import GPT
 from llmviz.tokenizers.base import Tokenizer
 from llmviz.tokenizers.ids import encode
-from llmviz.training.dataset import Dataset
 from llmviz.training.trainer import StepMetrics
 
 IGNORE = -100  # the label cross-entropy skips: prompt positions and padding
@@ -134,7 +134,7 @@ def answer_loss(model: GPT, examples: list[Encoded], chunk: int = 32) -> float:
 
 
 @dataclass(frozen=True)
-class SFTConfig:
+class SftConfig:
     """An SFT run's settings (the job system reads ``steps``)."""
 
     steps: int = 200
@@ -172,33 +172,109 @@ def copy_model(model: GPT, device: str) -> GPT:
     return copied.float().to(device)
 
 
-def run_parts(
-    model: GPT,
-    tokenizer: Tokenizer,
-    train_ids: list[list[int]],
-    held_ids: list[list[int]],
-    *,
-    lr: float,
-    seed: int,
-    refusal: str,
-) -> tuple[torch.optim.Optimizer, Dataset, torch.Generator]:
-    """What an SFT or DPO run starts with: its optimizer (AdamW at ``lr``, no weight decay), its examples' tokens as a
-    :class:`Dataset` (each example's ids, training then held out) and the generator its batches are drawn from, seeded
-    with ``seed``; ``refusal`` (a ConfigError) when either set of examples is empty."""
-    if not train_ids or not held_ids:
-        raise ConfigError(refusal)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    flat = torch.cat([torch.tensor(ids) for ids in train_ids])  # (N,) the training examples' tokens, one after another
-    held = torch.cat([torch.tensor(ids) for ids in held_ids])  # (M,)
-    return optimizer, Dataset(tokenizer, flat, held), torch.Generator().manual_seed(seed)
+class TuningRunner:
+    """What an SFT run and a DPO run share: the runner contract (:mod:`llmviz.jobs.runners`: ``kind``, ``step``,
+    ``model``, ``history``, ``config.steps``, ``run``, ``describe``) and the one training loop. A run says how it
+    takes a step (:meth:`train_step`: the batch's summary, its answer tokens, the gradient norm), what its loss is
+    (:meth:`loss_of`), how it is measured on the held-out set (:meth:`held_out`) and what its metrics are
+    (:meth:`step_metrics`); :meth:`start` gives it its optimizer and batches."""
+
+    kind: ClassVar[str]
+    DIVERGED: ClassVar[str] = "The loss became {loss} at step {step}: lower the learning rate."
+    config: Any
+    tokenizer: Tokenizer
+    model: GPT
+    step: int
+    history: list
+
+    def start(self, train_ids: list[list[int]], held_ids: list[list[int]], refusal: str) -> None:
+        """The run's optimizer (AdamW at the run's ``lr``, no weight decay) and the generator its batches are drawn
+        from (seeded with its ``seed``); ``train_ids``, ``held_ids``: each example's token ids (what :meth:`describe`
+        counts); ``refusal`` (a ConfigError) when either set of examples is empty."""
+        if not train_ids or not held_ids:
+            raise ConfigError(refusal)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=self.config.lr, weight_decay=0.0)
+        self.generator = torch.Generator().manual_seed(self.config.seed)
+        self.tokens = (sum(map(len, train_ids)), sum(map(len, held_ids)))  # the examples' tokens: train, held out
+
+    @property
+    def sharded(self) -> bool:
+        return False
+
+    def train_step(self) -> tuple[Any, int, float]:
+        raise NotImplementedError
+
+    def loss_of(self, summary: Any) -> float:
+        return float(summary)
+
+    def held_out(self) -> Any:
+        raise NotImplementedError
+
+    def step_metrics(self, summary: Any, held: Any, common: dict) -> TuningMetrics:
+        raise NotImplementedError
+
+    def run(
+        self,
+        steps: int | None = None,
+        should_stop: Callable[[], bool] | None = None,
+        report_at: Callable[[int], bool] | None = None,  # every step is reported here
+    ) -> Iterator[TuningMetrics]:
+        """Train to ``config.steps`` (or ``steps`` more), one metrics object per step; measured on the held-out set
+        every ``eval_interval`` steps and at the last; ``should_stop()`` is asked between steps."""
+        end = self.config.steps if steps is None else self.step + steps
+        self.model.train()
+        start = time.perf_counter()
+        while self.step < end:
+            if should_stop is not None and should_stop():
+                return
+            began = time.perf_counter()
+            summary, tokens, norm = self.train_step()
+            loss = self.loss_of(summary)
+            self.step += 1
+            if not math.isfinite(loss):
+                raise ConfigError(self.DIVERGED.format(loss=loss, step=self.step))
+            measured = self.step % self.config.eval_interval == 0 or self.step == end
+            held = self.held_out() if measured else None
+            common = dict(
+                step=self.step,
+                train_loss=loss,
+                perplexity=math.exp(min(loss, 50.0)),
+                lr=self.config.lr,
+                tokens_per_s=tokens / max(time.perf_counter() - began, 1e-9),
+                grad_norm=norm,
+                elapsed_s=time.perf_counter() - start,
+                response_tokens=tokens,
+            )
+            metrics = self.step_metrics(summary, held, common)
+            self.history.append(metrics)
+            yield metrics
+
+    def describe(self) -> dict:
+        """What a page and the memory estimate need of the run (:class:`llmviz.jobs.events.RunInfo`'s fields): its
+        model's description, settings, tokenizer, and the tokens of its examples."""
+        from llmviz.training.checkpoint import model_description
+
+        return {
+            "description": model_description(self.model),
+            "config": self.config,
+            "tokenizer": self.tokenizer,
+            "vocab_size": self.tokenizer.vocab_size,
+            "train_tokens": self.tokens[0],
+            "val_tokens": self.tokens[1],
+            "copies": 0,
+        }
+
+    def generate_sample(self, prompt: str = "", max_new_tokens: int = 60, **options) -> str:
+        return answer(self.model, self.tokenizer, prompt or SAMPLE_PROMPT, max_new_tokens).text
 
 
 @dataclass
-class SFTTrainer:
-    """Fine-tune a GPT on instruction examples, the loss on the answers only; the Trainer interface the job system
-    drives (``model``, ``step``, ``history``, ``run``, ``dataset``)."""
+class SftRunner(TuningRunner):
+    """Fine-tune a GPT on instruction examples, the loss on the answers only (a lab run of kind ``"sft"``)."""
 
-    config: SFTConfig
+    kind: ClassVar[str] = "sft"
+
+    config: SftConfig
     tokenizer: Tokenizer
     initial_model: InitVar[GPT]
     train_rows: list[dict]
@@ -212,20 +288,12 @@ class SFTTrainer:
         context = self.model.config.context_length
         self.train_examples = encode_rows(self.tokenizer, self.train_rows, context)
         self.val_examples = encode_rows(self.tokenizer, self.val_rows, context)
-        self.optimizer, self.dataset, self.generator = run_parts(
-            self.model,
-            self.tokenizer,
+        self.start(
             [e.ids for e in self.train_examples],
             [e.ids for e in self.val_examples],
-            lr=self.config.lr,
-            seed=self.config.seed,
             refusal="An SFT run needs training and validation examples.",
         )
         self.val_loss_before = answer_loss(self.model, self.val_examples)
-
-    @property
-    def sharded(self) -> bool:
-        return False
 
     def batch(self) -> tuple[torch.Tensor, torch.Tensor]:
         rows = torch.randint(len(self.train_examples), (self.config.batch_size,), generator=self.generator)
@@ -243,40 +311,11 @@ class SFTTrainer:
         self.optimizer.step()
         return float(loss.detach()), int(response_mask(labels).sum()), float(norm)
 
-    def run(
-        self,
-        steps: int | None = None,
-        should_stop: Callable[[], bool] | None = None,
-        report_at: Callable[[int], bool] | None = None,  # every step is reported here
-    ) -> Iterator[TuningMetrics]:
-        end = self.config.steps if steps is None else self.step + steps
-        self.model.train()
-        start = time.perf_counter()
-        while self.step < end:
-            if should_stop is not None and should_stop():
-                return
-            began = time.perf_counter()
-            loss, tokens, norm = self.train_step()
-            self.step += 1
-            if not math.isfinite(loss):
-                raise ConfigError(f"The loss became {loss} at step {self.step}: lower the learning rate.")
-            measured = self.step % self.config.eval_interval == 0 or self.step == end
-            metrics = TuningMetrics(
-                step=self.step,
-                train_loss=loss,
-                val_loss=answer_loss(self.model, self.val_examples) if measured else None,
-                perplexity=math.exp(min(loss, 50.0)),
-                lr=self.config.lr,
-                tokens_per_s=tokens / max(time.perf_counter() - began, 1e-9),
-                grad_norm=norm,
-                elapsed_s=time.perf_counter() - start,
-                response_tokens=tokens,
-            )
-            self.history.append(metrics)
-            yield metrics
+    def held_out(self) -> float:
+        return answer_loss(self.model, self.val_examples)
 
-    def generate_sample(self, prompt: str = "", max_new_tokens: int = 60, **options) -> str:
-        return answer(self.model, self.tokenizer, prompt or SAMPLE_PROMPT, max_new_tokens).text
+    def step_metrics(self, summary: float, held: float | None, common: dict) -> TuningMetrics:
+        return TuningMetrics(val_loss=held, **common)
 
 
 SAMPLE_PROMPT = "What is the `for` statement?"

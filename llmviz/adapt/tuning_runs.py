@@ -1,10 +1,10 @@
 """SFT and DPO as lab runs that resume like a training run: the same run goes on from its kept snapshot after a
 Pause that ended the server, the teacher's Park or an interruption.
 
-A training run is rebuilt from its text and settings (:func:`llmviz.jobs.keeping.resumed_trainer`); an SFT or DPO
+A training run is rebuilt from its text and settings (:func:`llmviz.jobs.resuming.resumed_trainer`); an SFT or DPO
 run from the same two things: its **sets** (the instruction or preference rows it trains and is measured on, kept
 in the lab as one JSON text, by content hash, like a training run's text: :func:`sets_text`) and its **settings**
-(:class:`~llmviz.adapt.sft.SFTConfig` or :class:`~llmviz.adapt.dpo.DPOConfig`, as the lab keeps them), and the
+(:class:`~llmviz.adapt.sft.SftConfig` or :class:`~llmviz.adapt.dpo.DpoConfig`, as the lab keeps them), and the
 weights of its newest kept snapshot. A DPO run also needs its **reference**, the model it started from, frozen: that
 is its own step-0 snapshot (at step 0 the policy is the reference), which the lab thins last.
 
@@ -24,14 +24,14 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from llmviz.adapt.dpo import DPOConfig, DPOTrainer
-from llmviz.adapt.sft import SFTConfig, SFTTrainer, copy_model
+from llmviz.adapt.dpo import DpoConfig, DpoRunner
+from llmviz.adapt.sft import SftConfig, SftRunner, copy_model
 from llmviz.errors import CheckpointError, LlmvizError
 from llmviz.models.gpt import GPT
 from llmviz.tokenizers.base import Tokenizer
 
 SETS_FORMAT = "llmviz-tuning-sets"
-KINDS = {"sft": (SFTConfig, SFTTrainer), "dpo": (DPOConfig, DPOTrainer)}  # the lab's kind → settings, trainer
+KINDS = {"sft": (SftConfig, SftRunner), "dpo": (DpoConfig, DpoRunner)}  # the lab's kind → settings, trainer
 
 
 def sets_text(train: list[dict], validation: list[dict]) -> str:
@@ -53,16 +53,16 @@ def read_sets(text: str) -> tuple[list[dict], list[dict]]:
     return train, validation
 
 
-def settings_of(kind: str, values: dict) -> SFTConfig | DPOConfig:
+def settings_of(kind: str, values: dict) -> SftConfig | DpoConfig:
     """The run's settings from what the lab keeps of them (other keys, such as its text's hash, left out)."""
     config_class = KINDS[kind][0]
     names = {f.name for f in dataclasses.fields(config_class)}
     return config_class(**{name: value for name, value in values.items() if name in names})
 
 
-def build(kind: str, text: str, config: SFTConfig | DPOConfig, tokenizer: Tokenizer, model) -> SFTTrainer | DPOTrainer:
+def build(kind: str, text: str, config: SftConfig | DpoConfig, tokenizer: Tokenizer, model) -> SftRunner | DpoRunner:
     """A new SFT or DPO run's trainer (made in its worker: ``functools.partial(build, kind, text, …)`` is what the
-    Tuning page submits, and :func:`llmviz.jobs.keeping.recipe_text` finds ``text`` in it, so the lab keeps it)."""
+    Tuning page submits, and :func:`llmviz.jobs.resuming.recipe_text` finds ``text`` in it, so the lab keeps it)."""
     train, validation = read_sets(text)
     return KINDS[kind][1](config, tokenizer, model, train, validation)  # type: ignore[arg-type]
 
@@ -80,7 +80,7 @@ def resumed(kind: str, text: str, values: dict, snapshot: str, reference: str | 
     trainer = build(kind, text, settings_of(kind, values), tokenizer, model)
     trainer.step = int(meta.get("step", 0))
     trainer.generator.manual_seed(trainer.config.seed + trainer.step)  # the batches go on, not again from step 1
-    if isinstance(trainer, DPOTrainer) and isinstance(frozen, GPT):
+    if isinstance(trainer, DpoRunner) and isinstance(frozen, GPT):
         trainer.reference = copy_model(frozen, trainer.config.device).eval()
         for parameter in trainer.reference.parameters():
             parameter.requires_grad_(False)

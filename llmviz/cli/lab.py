@@ -61,7 +61,7 @@ def _where(args: argparse.Namespace) -> tuple[str, str | None]:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    from llmviz.lab.health import LabUnavailable
+    from llmviz.lab.faults import LabUnavailable
     from llmviz.lab.rebuild import ensure_schema, rebuild
     from llmviz.lab.service import Lab
 
@@ -93,7 +93,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     import shutil
 
-    from llmviz.lab.health import LabUnavailable
+    from llmviz.lab.faults import LabUnavailable
     from llmviz.lab.service import MODEL_KINDS, Lab, SnapshotDamaged
 
     folder, url = _where(args)
@@ -137,7 +137,7 @@ def _write_result(meta: dict, tensors: dict, out: str) -> str:
 
 
 def cmd_polls(args: argparse.Namespace) -> int:
-    from llmviz.lab.health import LabUnavailable
+    from llmviz.lab.faults import LabUnavailable
     from llmviz.lab.service import Lab
 
     folder, url = _where(args)
@@ -146,11 +146,11 @@ def cmd_polls(args: argparse.Namespace) -> int:
     try:
         lab = Lab.at(folder, url)
         if args.poll is None:
-            for poll in lab.registry.all_polls():
-                answered = len(lab.registry.answers(poll.id))
+            for poll in lab.registry.polls.all_polls():
+                answered = len(lab.registry.polls.answers(poll.id))
                 print(f"{poll.id:>4}  {poll.state:<8}  {poll.page:<10}  {answered:>3} answers  {poll.prompt[:70]!r}")
             return 0
-        text = lab.poll_csv(None, args.poll, names=args.names)
+        text = lab.teaching.poll_csv(None, args.poll, names=args.names)
     except LabUnavailable as error:
         raise LlmvizError(str(error)) from None
     if args.out is None:

@@ -105,7 +105,7 @@ def cmd_sft(args: argparse.Namespace) -> int:
     check_out(args.out, overwrite=args.overwrite)
     train_rows, val_rows, where = instructions.training_sets("sft", args.data)
     model, tokenizer = _initial(args.init)
-    config = sft.SFTConfig(
+    config = sft.SftConfig(
         steps=args.steps,
         batch_size=args.batch,
         lr=args.lr or 1e-3,
@@ -113,7 +113,7 @@ def cmd_sft(args: argparse.Namespace) -> int:
         seed=args.seed,
         init=args.init,
     )
-    trainer = sft.SFTTrainer(config, tokenizer, model, train_rows, val_rows)
+    trainer = sft.SftRunner(config, tokenizer, model, train_rows, val_rows)
     _say(
         f"SFT on {len(train_rows)} {where} examples ({len(val_rows)} held out): the answers' loss on the held-out "
         f"set before: {trainer.val_loss_before:.4f}"
@@ -144,7 +144,7 @@ def cmd_dpo(args: argparse.Namespace) -> int:
     check_out(args.out, overwrite=args.overwrite)
     train_rows, val_rows, where = instructions.training_sets("dpo", args.data)
     model, tokenizer = _initial(args.init)
-    config = dpo.DPOConfig(
+    config = dpo.DpoConfig(
         beta=args.beta,
         steps=args.steps,
         batch_size=args.batch,
@@ -153,7 +153,7 @@ def cmd_dpo(args: argparse.Namespace) -> int:
         seed=args.seed,
         init=args.init,
     )
-    trainer = dpo.DPOTrainer(config, tokenizer, model, train_rows, val_rows)
+    trainer = dpo.DpoRunner(config, tokenizer, model, train_rows, val_rows)
     _say(f"DPO, β={config.beta:g}, on {len(train_rows)} {where} pairs ({len(val_rows)} held out)")
     progress, show = step_bar(config.steps)
     train_blocking(trainer, on_step=show)

@@ -22,7 +22,8 @@ from llmviz.lab.live_status import JobState
 
 @dataclass(frozen=True)
 class RunInfo:
-    """What a page needs to know about a training run's model and data (the trainer itself stays in the worker)."""
+    """What a page needs to know about a run's model and data, as its runner describes itself
+    (:func:`llmviz.jobs.runners.facts`; the runner itself stays in the worker)."""
 
     description: dict  # llmviz.training.checkpoint.model_description: rebuilds the architecture for a snapshot
     config: Any  # the TrainConfig
@@ -32,24 +33,7 @@ class RunInfo:
     train_tokens: int
     val_tokens: int
     snapshot_bytes: int  # the size of one snapshot of the weights
-
-    @classmethod
-    def of(cls, trainer) -> RunInfo:
-        """A model's Trainer's facts (any runner's: :func:`llmviz.jobs.runners.facts`)."""
-        from llmviz.training.checkpoint import model_description
-        from llmviz.training.snapshots import state_bytes, state_of
-
-        dataset = trainer.dataset
-        return cls(
-            description=model_description(trainer.model),
-            config=trainer.config,
-            tokenizer=dataset.tokenizer,
-            vocab_size=dataset.vocab_size,
-            parameters=sum(p.numel() for p in trainer.model.parameters()),
-            train_tokens=len(dataset.train_ids),
-            val_tokens=len(dataset.val_ids),
-            snapshot_bytes=state_bytes(state_of(trainer.model)),
-        )
+    kind: str = "training"  # what the lab keeps the run as (the runner says it: llmviz.jobs.runners.kind_of)
 
 
 # ---------------------------------------------------------------------------- worker → server

@@ -13,8 +13,9 @@ import threading
 import time
 from typing import Any, Protocol
 
+from llmviz.jobs.channels import Channel, WorkerGone
 from llmviz.jobs.events import Control, Pause, RunInfo, Stop
-from llmviz.jobs.worker import Channel, WorkerGone, WorkerOptions
+from llmviz.jobs.worker import WorkerOptions
 from llmviz.lab.live_status import JobState, JobStatus
 from llmviz.training.snapshots import SnapshotStore
 

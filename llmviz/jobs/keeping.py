@@ -12,7 +12,7 @@ A run whose student has gone is *parked*: the manager stops it (its last step is
 "latest" snapshots a live run makes every few seconds replace each other. A run the lab can resume (its text is kept)
 also keeps one *resume state* (:meth:`llmviz.training.trainer.Trainer.training_state`: the optimizer's moments, the
 random streams, the metrics so far) beside the snapshot of its step, replaced as newer ones arrive and dropped when
-the run finishes, so that :func:`resumed_trainer` goes on exactly as if it had never stopped.
+the run finishes, so that :func:`llmviz.jobs.resuming.resumed_trainer` goes on exactly as if it had never stopped.
 """
 
 from __future__ import annotations
@@ -20,98 +20,30 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from dataclasses import dataclass, field
 
 from llmviz.errors import LlmvizError, UploadError
-from llmviz.jobs.job import Job
+from llmviz.jobs.kept_rows import (
+    Kept,
+    description_values,
+    measures_of,
+    replaced_latest,
+    run_kind,
+    snapshot_meta,
+    state_values,
+    text_field,
+)
 from llmviz.lab import faults
 from llmviz.lab.holders import this_holder
 from llmviz.lab.identity import student_key
 from llmviz.lab.live_status import JobState
 from llmviz.lab.rebuild import Guard, write_run_file
-from llmviz.lab.records import AUTOENCODER, TASK, TRAINING, RunRecord, config_json
+from llmviz.lab.records import RunRecord, config_json
 from llmviz.lab.service import RESULT_FORMAT, Lab, QuotaExceeded
 from llmviz.lab.slots import CLAIM_WAIT_S
-from llmviz.lab.storage import file_words, read_kept_file
-from llmviz.training.snapshots import SnapshotStore, is_snapshot_step
+from llmviz.training.snapshots import SnapshotStore
 
 log = logging.getLogger(__name__)
 CLOSE_WAIT_S = 15.0  # how long close() waits for the keeper's thread to end its pass (a write may wait on a lock)
-
-
-@dataclass
-class _Kept:
-    job: Job
-    student: str
-    points: int = 0  # curve rows written
-    samples: int = 0
-    metrics: int = 0
-    version: int = -1
-    on_disk: dict[int, str] = field(default_factory=dict)  # step → path
-    meta: dict | None = None
-    parked: bool = False  # its student had gone: it ends as "parked"
-    described: bool = False  # its model and config are in the registry
-    text_sha256: str | None = None  # the text it trains on, kept once per content (resuming needs it)
-    resume_step: int | None = None  # the step of its resume state on disk (that step's snapshot stays with it)
-    state: str = ""  # the state last written
-    by: str | None = None  # who asked for its next change of state ("student", "teacher", "server")
-    wrote: bool = False  # snapshots written since the quota was last checked
-    generation: int = 0  # the lab's database file it was recorded in (Lab.generation)
-    result_kept: bool = False  # a task's result was written (or could not be: it is not tried again)
-
-
-def kept_bytes(footprint, resumable: bool) -> int:
-    """The least a run keeps on disk (the quota is checked against it before it is recorded): its last snapshot,
-    and, when it can be resumed, the snapshot of its resume step with the resume state (the optimizer's moments).
-
-    >>> from llmviz.training.footprint import Footprint
-    >>> kept_bytes(Footprint("x", parameter_bytes=100, optimizer_bytes=200), True)
-    400
-    """
-    weights = int(getattr(footprint, "parameter_bytes", 0))
-    return 2 * weights + int(getattr(footprint, "optimizer_bytes", 0)) if resumable else weights
-
-
-def _who(state: str, by: str | None) -> str | None:
-    """Who changed a run to ``state``: the one who asked (``by``), else the student for a pause or a stop, the
-    server for a park (their tab had gone) or an interruption, nobody for a run that finished or failed by itself.
-
-    >>> _who("parked", "teacher"), _who("parked", None), _who("paused", None), _who("finished", None)
-    ('teacher', 'server', 'student', None)
-    """
-    if by is not None:
-        return by
-    return {"paused": "student", "stopped": "student", "parked": "server", "interrupted": "server"}.get(state)
-
-
-def run_kind(job: Job) -> str:
-    """What ``job`` is, as the lab keeps it (:data:`llmviz.lab.records.KINDS`): the kind it was submitted as, else
-    its model's (an autoencoder describes itself as one), else a training run (or a task).
-
-    >>> from types import SimpleNamespace as Fake
-    >>> run_kind(Fake(run_kind=None, kind="train", info=Fake(description={"kind": "sae"})))
-    'autoencoder'
-    >>> run_kind(Fake(run_kind=None, kind="task", info=None)), run_kind(Fake(run_kind="race", kind="train", info=None))
-    ('task', 'race')
-    """
-    if getattr(job, "run_kind", None):
-        return str(job.run_kind)
-    if job.info is not None and job.info.description.get("kind") == "sae":
-        return AUTOENCODER
-    return TRAINING if job.kind == "train" else TASK
-
-
-def snapshot_meta(info, label: str) -> dict:
-    """A snapshot file's metadata: the single-file checkpoint format (model, tokenizer, config), so
-    :func:`llmviz.training.checkpoint.load_checkpoint` reads it too."""
-    return {
-        "format": "llmviz-checkpoint",
-        "version": 1,
-        "model": info.description,
-        "tokenizer": info.tokenizer.to_dict() if hasattr(info.tokenizer, "to_dict") else None,
-        "train_config": config_json(info.config),
-        "label": label,
-    }
 
 
 class Keeper:
@@ -121,7 +53,7 @@ class Keeper:
         self.lab = lab
         self.interval = interval
         self.holder = this_holder()
-        self._kept: dict[str, _Kept] = {}
+        self._kept: dict[str, Kept] = {}
         self._lock = threading.Lock()
         self._flushing = threading.Lock()  # one flush at a time: the thread's and close()'s would write rows twice
         self._closed = threading.Event()
@@ -144,17 +76,19 @@ class Keeper:
         needs: list[int] | None = None,
         resumed: tuple[int, str] | None = None,
     ) -> None:
-        """Record new jobs (a group's) in the registry, before any is queued: their rows in one transaction, so a
-        fault leaves none. ``texts``: the text each trains on, where known (kept by content hash within the
-        student's quota, so the run can be resumed); ``needs``: the bytes each must keep at least (its last snapshot,
-        and its resume state): the student's older snapshots are thinned to make room, and a run that still would
-        not fit is refused (:class:`~llmviz.lab.service.QuotaExceeded`) before anything is written. ``resumed``:
-        ``(step, by)`` for a kept run going on (the same run: its row is queued again, the step recorded).
+        """Record new jobs (a group's) in the registry, before any is queued, as one unit of work
+        (:meth:`llmviz.lab.work.UnitOfWork.transaction`): the student, the room made for them, their kept texts and
+        their rows are written together or not at all, so a fault between the parts leaves nothing half-written.
+        ``texts``: the text each trains on, where known (kept by content hash within the student's quota, so the run
+        can be resumed); ``needs``: the bytes each must keep at least (its last snapshot, and its resume state): the
+        student's older snapshots are thinned to make room, and a run that still would not fit is
+        refused (:class:`~llmviz.lab.service.QuotaExceeded`) before anything is written. ``resumed``: ``(step, by)``
+        for a kept run going on (the same run: its row is queued again, the step recorded).
         :class:`~llmviz.lab.service.LabUnavailable` (one sentence) when the database cannot record them."""
         texts = texts or [None] * len(jobs)
         needs = needs or [0] * len(jobs)
         student = student_key(jobs[0].owner)
-        with self.lab.guard("record a new run", writes=True):
+        with self.lab.guard("record a new run", writes=True), self.lab.registry.work.transaction():
             self.lab.registry.ensure_student(student)
             self.lab.make_room(student, sum(needs), jobs[0].label, starting=True)
             digests = [self._keep_text(student, job.label, text) for job, text in zip(jobs, texts, strict=True)]
@@ -167,7 +101,7 @@ class Keeper:
             on_disk = {step: path for step, path, _ in self.lab.registry.snapshots(jobs[0].id)} if resumed else {}
         with self._lock:
             for job, digest in zip(jobs, digests, strict=True):
-                self._kept[job.id] = _Kept(
+                self._kept[job.id] = Kept(
                     job,
                     student,
                     text_sha256=digest,
@@ -178,7 +112,7 @@ class Keeper:
 
     def _record(self, job, student: str, digest: str | None) -> RunRecord:
         model = job.info.description.get("kind", "") if job.info is not None else ""
-        config = {**(config_json(job.info.config) if job.info is not None else {}), **_text_field(digest)}
+        config = {**(config_json(job.info.config) if job.info is not None else {}), **text_field(digest)}
         if getattr(job, "keep", None) is not None:  # a task whose result is kept: its page finds it by this name
             config = {**config, **job.keep.facts, "task": job.keep.task}
         return RunRecord(
@@ -267,7 +201,7 @@ class Keeper:
             except Exception as error:  # noqa: BLE001 - a full disk or a busy database: try again next time
                 if self._row_gone(entry):  # deleted (from another process) while it trained: not a fault
                     self._let_go(entry)
-                elif not faults.is_database_fault(error):
+                elif faults.classify(error) is None:
                     log.exception("could not keep run %s", entry.job.id)
                 else:  # logged once while the fault lasts (with a count when it clears), not every second
                     self.lab.faults.fail("keep a run's steps", error)
@@ -276,7 +210,7 @@ class Keeper:
             if done:
                 self.forget(entry.job.id)
 
-    def _record_again(self, entry: _Kept) -> None:
+    def _record_again(self, entry: Kept) -> None:
         """The database file was replaced (restored or rebuilt) while ``entry`` trained: where its row is missing,
         it is recorded again and its curve, samples and snapshots written from the start (nothing is lost)."""
         if self.lab.registry.run(entry.student, entry.job.id) is None:
@@ -286,7 +220,7 @@ class Keeper:
             entry.on_disk, entry.resume_step, entry.state, entry.version = {}, None, "", -1
         entry.generation = self.lab.generation
 
-    def _let_go(self, entry: _Kept) -> None:
+    def _let_go(self, entry: Kept) -> None:
         """``entry``'s run was deleted while it trained: its job keeps nothing more, and the files this flush wrote
         after the deletion (its folder made again) go too."""
         entry.job.discard()
@@ -296,14 +230,14 @@ class Keeper:
         except OSError:
             log.warning("could not remove the files of deleted run %s", entry.job.id)
 
-    def _row_gone(self, entry: _Kept) -> bool:
+    def _row_gone(self, entry: Kept) -> bool:
         try:
             return self.lab.registry.run(entry.student, entry.job.id) is None
         except Exception:  # noqa: BLE001 - the database still cannot answer (its fault is logged already)
             log.debug("could not tell whether run %s is still recorded", entry.job.id)
             return False
 
-    def _flush_one(self, entry: _Kept) -> bool:
+    def _flush_one(self, entry: Kept) -> bool:
         """Write what changed in ``entry``'s job since its last flush (its curve, samples, resume state, snapshots,
         then its row); True once the job has ended and all of it is written (its slot freed)."""
         job = entry.job
@@ -318,7 +252,7 @@ class Keeper:
         else:
             self._flush_resume(entry)
         self._flush_snapshots(entry, status.step)
-        values = {**_state_values(entry, status), **_description(entry)}
+        values = {**state_values(entry, status), **description_values(entry)}
         if ended:  # before its state says it ended: a reader then finds it (its result too) within the quota
             self._flush_result(entry, status.step)
             self._thin(entry)
@@ -331,7 +265,7 @@ class Keeper:
             self.lab.registry.free_slot(job.id)
         return ended
 
-    def _flush_curve(self, entry: _Kept, status) -> None:
+    def _flush_curve(self, entry: Kept, status) -> None:
         """Write the curve's points (each with its validation loss, where measured) and the samples that ``status``
         has beyond those written already."""
         registry, job_id = self.lab.registry, entry.job.id
@@ -345,25 +279,25 @@ class Keeper:
             registry.add_sample(job_id, step, text)
         entry.samples = len(status.samples)
 
-    def _drop_resume(self, entry: _Kept) -> None:
+    def _drop_resume(self, entry: Kept) -> None:
         """The run finished or failed: it will not be resumed, so its optimizer state leaves the quota."""
         entry.job.take_resume_state()
         self.lab.drop_resume(entry.job.id)
         entry.resume_step = None
 
-    def _thin(self, entry: _Kept) -> None:
+    def _thin(self, entry: Kept) -> None:
         """The quota is a limit: the student's oldest snapshots go first (:meth:`llmviz.lab.service.Lab.thin`)."""
         self.lab.thin(entry.student)
         entry.wrote = False
 
-    def _write_run_record(self, entry: _Kept) -> None:
+    def _write_run_record(self, entry: Kept) -> None:
         """The run folder's ``run.json`` at once when its state changed (the guard's sync writes the others): one
         writer and one format, :func:`llmviz.lab.rebuild.write_run_file`, which a rebuild reads."""
         found = self.lab.registry.run(entry.student, entry.job.id)
         if found is not None:
             write_run_file(self.lab, found)
 
-    def _flush_resume(self, entry: _Kept) -> None:
+    def _flush_resume(self, entry: Kept) -> None:
         """Write the run's newest resume state (its optimizer's moments, random streams and metrics so far) beside
         the snapshot of its step, replacing its older one: only for a run the lab can resume (its text is kept)."""
         job = entry.job
@@ -384,7 +318,7 @@ class Keeper:
             storage.delete_file(older)
         entry.resume_step = step
 
-    def _flush_result(self, entry: _Kept, step: int) -> None:
+    def _flush_result(self, entry: Kept, step: int) -> None:
         """Write an ended task's result as its run's one kept file (:class:`~llmviz.lab.live_status.KeptResult`:
         safetensors, at its last step, in the snapshot table: the quota, Delete and the run folder cover it), once.
         A result over the student's quota is not kept (logged; the page that made it still holds it)."""
@@ -415,7 +349,7 @@ class Keeper:
         entry.on_disk[step] = path
         entry.result_kept = True
 
-    def _flush_snapshots(self, entry: _Kept, upto: int) -> None:
+    def _flush_snapshots(self, entry: Kept, upto: int) -> None:
         """Write the run's snapshots not on disk yet, up to step ``upto`` (the step its row says: never beyond)."""
         job = entry.job
         if job.snapshots is None or job.info is None or job.discarded:
@@ -430,7 +364,7 @@ class Keeper:
             self.lab.storage.delete_file(entry.on_disk.pop(step))  # a "latest" snapshot a newer one replaced
             self.lab.registry.drop_snapshot(job.id, step)
 
-    def _write_snapshot(self, entry: _Kept, step: int, store: SnapshotStore, meta: dict) -> None:
+    def _write_snapshot(self, entry: Kept, step: int, store: SnapshotStore, meta: dict) -> None:
         """Write ``entry``'s snapshot of ``step`` from ``store`` (with ``meta``) and its row (never a file that no
         row names); nothing when the snapshot was evicted from memory meanwhile."""
         job = entry.job
@@ -561,290 +495,3 @@ class Keeper:
         if self._thread is not threading.current_thread():
             self._thread.join(CLOSE_WAIT_S)
         self.lab.registry.dispose()
-
-
-TEXT_FIELD = "text_sha256"  # the run's config in the registry names its text by content hash (llmviz.lab.storage)
-
-
-def row_state(state: JobState, parked: bool) -> str:
-    """The state a run's row says: its job's, except that a run stopped because its student has gone (or the teacher
-    parked it) is ``parked`` — from the moment its job says it stopped, before the job has ended (its last files
-    written): a flush in between wrote "stopped" by the teacher and then "parked" by nobody, which read as parked
-    "when you left" (issue 68).
-
-    >>> row_state(JobState.STOPPED, parked=True), row_state(JobState.STOPPED, parked=False)
-    ('parked', 'stopped')
-    >>> row_state(JobState.RUNNING, parked=True)
-    'running'
-    """
-    if parked and state == JobState.STOPPED:
-        return "parked"
-    return state.value
-
-
-def _state_values(entry: _Kept, status) -> dict:
-    """The row's state, step and fault, with who changed its state and at which step where it changed since the
-    last flush (``entry`` then remembers the new state)."""
-    state = row_state(status.state, entry.parked)
-    values: dict = {"state": state, "step": status.step, "error": status.error}
-    if state != entry.state:
-        values.update(state_by=_who(state, entry.by), state_step=status.step)
-        entry.state, entry.by = state, None
-    return values
-
-
-def _description(entry: _Kept) -> dict:
-    """What a run built in its worker says of itself once built (its model, kind, length and config), once; an
-    empty dict before it is built and after it has said it."""
-    job = entry.job
-    if job.info is None or entry.described:
-        return {}
-    values: dict = {"model": str(job.info.description.get("kind", "")), "kind": run_kind(job)}
-    if not job.total:  # a run built in its worker says its length once built
-        values["total"] = int(getattr(job.info.config, "steps", 0) or 0)
-    values["config"] = {**config_json(job.info.config), **_text_field(entry.text_sha256)}
-    entry.described = True
-    return values
-
-
-def replaced_latest(on_disk, steps: list[int], resume_step: int | None) -> list[int]:
-    """The steps of ``on_disk`` whose "latest" snapshot a newer one replaced: not log-spaced
-    (:func:`~llmviz.training.snapshots.is_snapshot_step`), not the newest of ``steps`` (those in memory up to the
-    row's step) nor among them, not the step of the resume state.
-
-    >>> replaced_latest({0: "a", 3: "b", 7: "c", 9: "d"}, steps=[0, 9], resume_step=7)
-    [3]
-    >>> replaced_latest({3: "b"}, steps=[], resume_step=None)
-    [3]
-    """
-    last = steps[-1] if steps else None
-    replaced = [s for s in on_disk if s not in (last, resume_step) and not is_snapshot_step(s)]
-    return [s for s in replaced if s not in steps]
-
-
-def _text_field(digest: str | None) -> dict:
-    return {TEXT_FIELD: digest} if digest else {}
-
-
-def recipe_text(build: object) -> str | None:
-    """The text a run built in its worker trains on, when ``build`` is ``functools.partial(build_trainer, text,
-    config)`` (the pages' runs: :func:`ui.panels.runs.planned`) or a resumed run's, or an SFT or DPO run's sets
-    (``functools.partial(tuning_runs.build, kind, text, …)``: :mod:`llmviz.adapt.tuning_runs`); None otherwise."""
-    import functools
-
-    from llmviz.adapt import tuning_runs
-    from llmviz.training.trainer import build_trainer
-
-    if not isinstance(build, functools.partial):
-        return None
-    if build.func in (build_trainer, resumed_trainer) and build.args:
-        text = build.args[0]
-    elif build.func in (tuning_runs.build, tuning_runs.resumed) and len(build.args) > 1:
-        text = build.args[1]
-    else:
-        return None
-    return text if isinstance(text, str) else None
-
-
-def measures_of(metrics) -> dict[str, float]:
-    """The measures a run kind keeps with each curve point (the names its metrics class lists in ``SERIES``: DPO's
-    ratios, margin and accuracy), read from one step's ``metrics``.
-
-    >>> from dataclasses import dataclass
-    >>> @dataclass
-    ... class Metrics:
-    ...     SERIES = ("margin",)
-    ...     step: int = 3
-    ...     margin: float = 0.5
-    ...     lr: float = 1e-3
-    >>> measures_of(Metrics())
-    {'margin': 0.5}
-    """
-    return {name: getattr(metrics, name) for name in getattr(metrics, "SERIES", ()) if hasattr(metrics, name)}
-
-
-def resume_plan(lab: Lab, student: str, run_id: str):
-    """How ``student``'s kept run ``run_id`` goes on: ``(build, footprint, step, record)`` — a picklable ``build()``
-    that makes its trainer in the worker (:func:`resumed_trainer`), its memory estimate, the step it goes on from,
-    and its row. :class:`~llmviz.errors.LlmvizError` (one line) when it cannot: not theirs, not resumable, its text
-    or snapshot no longer kept."""
-    import functools
-
-    from llmviz.training.config import TrainConfig
-    from llmviz.training.dataset import vocab_bound
-    from llmviz.training.footprint import of_config
-
-    with lab.guard("read a kept run"):
-        kept = lab.registry.run(student, run_id)
-        files = lab.registry.snapshots(run_id) if kept is not None else []
-        resume = lab.registry.resume_state(run_id) if kept is not None else None
-    if kept is None:
-        raise LlmvizError("That run is not one of your kept runs.")
-    if kept.kind in ("sft", "dpo"):
-        return _tuning_plan(lab, kept, files)
-    digest = kept.config.get(TEXT_FIELD)
-    if kept.state not in ("parked", "interrupted", "stopped") or not files or not digest:
-        raise LlmvizError(f"{kept.label} cannot be resumed (it has no kept text or snapshot, or it is {kept.state}).")
-    try:
-        text = lab.storage.read_upload(student, digest).decode()
-    except (OSError, ValueError):
-        raise LlmvizError(f"The text of {kept.label} is no longer kept, so it cannot be resumed.") from None
-    config = TrainConfig.from_dict({k: v for k, v in kept.config.items() if k != TEXT_FIELD})
-    needs = of_config(config, vocab_bound(text, config), text_bytes=len(text.encode()))
-    step, snapshot, state = resume_point(files, resume)
-    assert snapshot is not None and step is not None  # it has snapshots
-    return functools.partial(resumed_trainer, text, snapshot, state), needs, step, kept
-
-
-def _tuning_plan(lab: Lab, kept, files: list[tuple[int, str, int]]):
-    """:func:`resume_plan` for an SFT or DPO run (:mod:`llmviz.adapt.tuning_runs`): its newest kept snapshot, a DPO
-    run's step-0 snapshot (its reference), its kept sets and settings; its memory estimate as the page made it."""
-    import functools
-
-    from llmviz.adapt import tuning_runs
-    from llmviz.models.gpt import GPTConfig
-    from llmviz.training.footprint import fine_tuning
-
-    digest = kept.config.get(TEXT_FIELD)
-    if kept.state not in ("parked", "interrupted", "stopped") or not files or not digest:
-        raise LlmvizError(f"{kept.label} cannot be resumed (it has no kept sets or snapshot, or it is {kept.state}).")
-    reference = next((path for step, path, _ in files if step == 0), None)
-    if kept.kind == "dpo" and reference is None:
-        raise LlmvizError(f"{kept.label} cannot be resumed: its first snapshot, its reference model, is not kept.")
-    try:
-        text = lab.storage.read_upload(kept.student, digest).decode()
-        tuning_runs.read_sets(text)
-        config = tuning_runs.settings_of(kept.kind, kept.config)
-        _, meta = lab.storage.read_snapshot(files[-1][1])
-        gpt = GPTConfig(**meta["model"]["config"])  # its sizes, nothing allocated
-    except (OSError, ValueError, KeyError, TypeError, LlmvizError):
-        raise LlmvizError(
-            f"The sets or the snapshot of {kept.label} are no longer kept, so it cannot be resumed."
-        ) from None
-    step = files[-1][0]
-    needs = fine_tuning(
-        gpt,
-        _tuning_train_config(config, gpt),
-        what=f"{kept.kind.upper()} on a kept run",
-        text_bytes=0,
-        copies=1 if kept.kind == "dpo" else 0,
-    )
-    build = functools.partial(
-        tuning_runs.resumed, kept.kind, text, dict(kept.config), files[-1][1], reference if kept.kind == "dpo" else None
-    )
-    return build, needs, step, kept
-
-
-def _tuning_train_config(config, gpt):
-    """The TrainConfig a tuning run's memory estimate reads (its batch of 16 windows of the model's context)."""
-    from llmviz.training.config import TrainConfig
-
-    return TrainConfig(
-        model="gpt-micro",
-        tokenizer="bpe",
-        context_length=min(128, gpt.context_length),
-        batch_size=config.batch_size,
-        steps=config.steps,
-        lr=config.lr,
-        warmup_steps=max(1, config.steps // 10),
-        eval_interval=max(1, config.steps // 10),
-        eval_batches=2,
-        seed=config.seed,
-        device="cpu",
-        grad_clip=1.0,
-    )
-
-
-def resume_point(
-    snapshots: list[tuple[int, str, int]], resume: tuple[int, str, int] | None
-) -> tuple[int | None, str | None, str | None]:
-    """Where a kept run goes on from: ``(step, snapshot path, resume state path)``, from the registry's ``(step,
-    path, bytes)`` of its snapshots and of its resume state. The resume state's step when its snapshot is kept (the
-    optimizer goes on), else the last snapshot with no resume state (weights only: the optimizer starts afresh).
-
-    >>> resume_point([(0, "s0", 1), (40, "s40", 1), (42, "s42", 1)], (40, "r40", 2))
-    (40, 's40', 'r40')
-    >>> resume_point([(0, "s0", 1), (42, "s42", 1)], None)
-    (42, 's42', None)
-    """
-    by_step = {step: path for step, path, _ in snapshots}
-    if resume is not None and resume[0] in by_step:
-        return resume[0], by_step[resume[0]], resume[1]
-    if not snapshots:
-        return None, None, None
-    return snapshots[-1][0], snapshots[-1][1], None
-
-
-def resume_line(step: int | None, exact: bool, kind: str = "training") -> str:
-    """What Resume does with a kept run of ``kind``, in words (the Training page shows it beside the button).
-
-    >>> print(resume_line(40, True)[:68])
-    Resume trains it on from step 40 with its optimizer's state, exactly
-    >>> "the optimizer starts afresh" in resume_line(42, False)
-    True
-
-    An SFT or DPO run (:func:`llmviz.adapt.tuning_runs.resumed`) never keeps its optimizer's state, and its batches
-    are drawn from a new stream seeded by its seed and the step it goes on from:
-
-    >>> print(resume_line(12, False, "sft"))  # doctest: +NORMALIZE_WHITESPACE
-    Resume trains it on from step 12 with the weights of its newest kept snapshot. An SFT run keeps no optimizer
-    state, so AdamW's running averages start afresh; and its batches are drawn afresh from its seed and step 12, so
-    from there they come in another order than if it had never stopped. The same run goes on.
-    """
-    if step is None:
-        return "It has no kept snapshot to resume from."
-    if kind in ("sft", "dpo"):
-        against = " against its reference, the model it started from (its step-0 snapshot)" if kind == "dpo" else ""
-        return (
-            f"Resume trains it on from step {step} with the weights of its newest kept snapshot{against}. An "
-            f"{kind.upper()} run keeps no optimizer state, so AdamW's running averages start afresh; and its batches "
-            f"are drawn afresh from its seed and step {step}, so from there they come in another order than if it "
-            "had never stopped. The same run goes on."
-        )
-    if exact:
-        return (
-            f"Resume trains it on from step {step} with its optimizer's state, exactly as if it had never stopped "
-            "(the same weights, Adam's running averages, learning-rate step, batches and dropout): the same run "
-            "goes on."
-        )
-    return (
-        f"Resume trains it on from step {step} with its weights only: this run's optimizer state is not kept (it "
-        "was kept before optimizer states were, or its state was thinned for the disk quota), so the optimizer "
-        "starts afresh (Adam's running averages rebuilt from zero); the same run goes on."
-    )
-
-
-def resumed_trainer(text: str, snapshot_path: str, resume_path: str | None = None):
-    """A Trainer that goes on from a kept snapshot (made in the resumed run's worker): the snapshot's weights,
-    tokenizer, config and step, and with ``resume_path`` (the run's resume state at that step:
-    :meth:`~llmviz.training.trainer.Trainer.training_state`, a safetensors file) its optimizer's moments and step
-    counts, random streams and metrics so far, so that it goes on exactly as if it had never stopped. Without one (a
-    run kept before resume states were) the optimizer's state starts afresh and the learning-rate schedule goes on
-    from the step."""
-    from llmviz.errors import CheckpointError
-    from llmviz.training.checkpoint import load_checkpoint
-    from llmviz.training.config import TrainConfig
-    from llmviz.training.dataset import prepare_data
-    from llmviz.training.trainer import Trainer, dropout_seed
-
-    try:
-        model, tokenizer, meta = load_checkpoint(snapshot_path)
-    except CheckpointError:
-        log.warning("%s cannot be read", file_words(snapshot_path))
-        raise CheckpointError("The run's kept snapshot is damaged, so it cannot be resumed.") from None
-    config = TrainConfig.from_dict(meta["train_config"])
-    trainer = Trainer(config, prepare_data(text, config, tokenizer))
-    trainer.model.load_state_dict(model.state_dict())
-    trainer.step = int(meta["step"])
-    scalars: dict = {}
-    if resume_path is not None:
-        try:
-            tensors, scalars = read_kept_file(None, resume_path)
-        except CheckpointError:  # damaged: it goes on from the intact weights, its optimizer afresh
-            log.warning("%s cannot be read: resuming with the weights only", file_words(resume_path))
-            resume_path = None
-    if resume_path is None or scalars.get("step") != trainer.step:
-        trainer.dropout_generator.manual_seed(dropout_seed(config.seed, 0, trainer.step))
-        return trainer
-    trainer.load_training_state(tensors, scalars)
-    return trainer

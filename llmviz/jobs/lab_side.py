@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from llmviz.errors import LlmvizError
-from llmviz.jobs.keeping import resume_line, resume_plan, resume_point
+from llmviz.jobs.resuming import resume_line, resume_plan, resume_point
 from llmviz.lab import faults
 from llmviz.lab.identity import student_key
 from llmviz.lab.live_status import JobRefused
@@ -69,8 +69,8 @@ class LabSide:
                 if registry.student_training(student_key(group.owner)) >= self.runs_per_session:
                     self._full_students[claim.client] = time.monotonic()
             return got
-        except Exception:  # noqa: BLE001 - the database is unreachable: this process's own limits still hold
-            log.exception("could not claim a slot in the lab's registry")
+        except Exception as error:  # noqa: BLE001 - the database is out: this process's own limits still hold
+            self.keeper.lab.faults.fail("claim a training slot", error)  # said once (a bug: with its traceback)
             return True
 
     def _full_elsewhere(self, hold_s: float = 2.0) -> frozenset[str]:
@@ -118,7 +118,7 @@ class LabSide:
         """``"pause"``, ``"resume"`` or ``"stop"`` ``owner``'s run ``run_id``: through the lab's one control path
         (:meth:`llmviz.lab.service.Lab.control`, inside its guard) when this manager keeps its runs in a lab, else at
         once on a run this process holds. True when the run was acted on or asked to; False when it is not the
-        owner's live run. A database fault raises :class:`~llmviz.lab.health.LabUnavailable` (one sentence)."""
+        owner's live run. A database fault raises :class:`~llmviz.lab.faults.LabUnavailable` (one sentence)."""
         if self.keeper is None:
             return self.act(student_key(owner), run_id, action, by, owner=owner)
         view = self.keeper.lab.run(student_key(owner), run_id)
@@ -182,7 +182,7 @@ class LabSide:
         exactly as if it had never stopped (the weights, the optimizer's moments and step counts, the learning rate's
         step, the batches' and dropout's random streams, the metrics so far); a run kept before resume states were
         (or whose state was thinned) goes on from its last kept snapshot with its weights only, and its optimizer
-        starts afresh (:func:`llmviz.jobs.keeping.resume_line`). :class:`JobRefused` (one line) when it cannot."""
+        starts afresh (:func:`llmviz.jobs.resuming.resume_line`). :class:`JobRefused` (one line) when it cannot."""
         if self.keeper is None:
             raise JobRefused("That run is not one of your kept runs.")
         existing = self._job_of(student_key(owner), run_id)
@@ -198,7 +198,7 @@ class LabSide:
         )  # fmt: skip
 
     def resume_line(self, owner: str, run_id: str) -> str:
-        """What Resume will do with ``owner``'s kept run, in words (:func:`llmviz.jobs.keeping.resume_line`)."""
+        """What Resume will do with ``owner``'s kept run, in words (:func:`llmviz.jobs.resuming.resume_line`)."""
         kept = self.kept_run(owner, run_id)
         if kept is None or self.keeper is None:
             return ""
@@ -221,7 +221,7 @@ class LabSide:
         try:
             elsewhere = self.keeper.lab.registry.live_elsewhere(student_key(group.owner), self.keeper.holder)
         except Exception as error:  # noqa: BLE001 - the database is out: this process's own share still holds
-            if not faults.is_database_fault(error):  # a database fault is logged once, by the engine's watch
+            if faults.classify(error) is None:  # a database fault is logged once, by the engine's watch
                 log.exception("could not count the student's runs in the lab's registry")
             return None
         here = len([c for c in self.ledger.of(group.client) if not c.stopping])

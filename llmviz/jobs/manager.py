@@ -39,7 +39,6 @@ What the manager promises (docs/architecture.md says more):
 
 from __future__ import annotations
 
-import atexit
 import logging
 import pickle
 import threading
@@ -51,11 +50,13 @@ from typing import Any
 from llmviz import settings
 from llmviz.device import available_devices
 from llmviz.errors import LlmvizError
-from llmviz.jobs import processes, ray_executor
+from llmviz.jobs import processes, ray_cluster, ray_executor
 from llmviz.jobs.admission import Budget, Claim, Ledger, Phase, device_refusal
 from llmviz.jobs.job import Group, Job
-from llmviz.jobs.keeping import Keeper, kept_bytes, recipe_text
+from llmviz.jobs.keeping import Keeper
+from llmviz.jobs.kept_rows import kept_bytes
 from llmviz.jobs.lab_side import LabSide
+from llmviz.jobs.resuming import recipe_text
 from llmviz.jobs.runners import facts as runner_facts
 from llmviz.jobs.sessions import Session, Sessions
 from llmviz.jobs.shares import Shares
@@ -64,7 +65,7 @@ from llmviz.jobs.worker import TaskPayload, TrainPayload, WorkerOptions
 from llmviz.lab.identity import student_key
 from llmviz.lab.live_status import JobRefused, JobState, KeptResult, Planned
 from llmviz.lab.records import RACE
-from llmviz.lab.service import Lab, default_lab
+from llmviz.lab.service import Lab
 from llmviz.training.footprint import MB, Footprint, describe, device_free_bytes, of_trainer, suggestion, worker_peak
 from llmviz.training.footprint import task as task_footprint
 from llmviz.training.footprint import unknown as unknown_footprint
@@ -274,14 +275,14 @@ class JobManager(Sessions, Shares, LabSide):
         """The devices a run may train on, best first: the Ray cluster's (``LLMVIZ_RAY_ADDRESS``: a GPU only where a
         node has one) or this machine's."""
         if self.workers == "ray":
-            return ray_executor.offered_devices(ray_executor.nodes_for_pages())
+            return ray_cluster.offered_devices(ray_cluster.nodes_for_pages())
         return available_devices()
 
     def where_runs_train(self) -> str | None:
         """One line on the cluster that trains the runs (its CPUs, GPUs, nodes); None when runs train here."""
         if self.workers != "ray":
             return None
-        return ray_executor.offer_line(ray_executor.nodes_for_pages(), self.ray_address or "")
+        return ray_cluster.offer_line(ray_cluster.nodes_for_pages(), self.ray_address or "")
 
     def _options(self, **values) -> WorkerOptions:
         threads = self.torch_threads or settings.get("LLMVIZ_TORCH_THREADS") or 0
@@ -452,10 +453,10 @@ class JobManager(Sessions, Shares, LabSide):
         )
         device = sum(f.device_bytes for f in footprints)
         if self.workers == "ray":
-            group.ray_wanted = ray_executor.ray_resources(
+            group.ray_wanted = ray_cluster.ray_resources(
                 group.options.torch_threads, claim.memory, any(f.on_gpu for f in footprints)
             )
-            refused = refused or ray_executor.resource_refusal(group.ray_wanted, self.ray_address or "")
+            refused = refused or ray_cluster.resource_refusal(group.ray_wanted, self.ray_address or "")
             device = 0  # the cluster's GPUs, not this server's: Ray places the run on a node that has one
         if not refused and device:
             reserved = sum(self._device_needs.get(c.group, 0) for c in self.ledger.waiting())
@@ -540,7 +541,7 @@ class JobManager(Sessions, Shares, LabSide):
     def remove(self, owner: str, job_id: str) -> None:
         """Delete a job with its snapshots: with a lab, through its one control path
         (:meth:`llmviz.lab.service.Lab.control`: the rows and folder first, then the job stops here; under a database
-        fault :class:`~llmviz.lab.health.LabUnavailable`, and nothing changes); without one, stop it and forget it."""
+        fault :class:`~llmviz.lab.faults.LabUnavailable`, and nothing changes); without one, stop it and forget it."""
         if self.keeper is not None and self.keeper.lab.run(student_key(owner), job_id) is not None:
             self.keeper.lab.control(student_key(owner), job_id, "delete")
             return
@@ -582,62 +583,3 @@ class JobManager(Sessions, Shares, LabSide):
             job.wait(timeout)
         if self.keeper is not None:
             self.keeper.close()
-
-
-_default: JobManager | None = None
-_default_lock = threading.Lock()
-
-
-def default_memory_mb() -> float:
-    """The server's default memory budget for training: half of the machine's memory, less what the server holds
-    already (at least 512 MB)."""
-    machine = processes.machine_memory_bytes()
-    if not machine:
-        return 4096.0
-    return max(512.0, (machine / 2 - processes.resident_bytes()) / MB)
-
-
-def _lab_or_none() -> Lab | None:
-    """The process's lab, or None (logged) when its database or folder cannot be opened: the server then trains as
-    before, keeping nothing, rather than failing every page."""
-    try:
-        return default_lab()
-    except Exception:  # noqa: BLE001 - a read-only runs folder, an unreachable database: one log line, no lab
-        log.exception("the lab (LLMVIZ_DATABASE_URL, LLMVIZ_RUNS_DIR) cannot be opened: runs are not kept")
-        return None
-
-
-def default_manager(liveness: Callable[[str], bool | None] | None = None) -> JobManager:
-    """The process's manager (the Streamlit server shares one between all sessions), from the settings
-    (``llmviz/settings.py``; docs/configuration.md): ``LLMVIZ_WORKERS``, ``LLMVIZ_MAX_JOBS``,
-    ``LLMVIZ_RUNS_PER_SESSION`` (0: no limit), ``LLMVIZ_TORCH_THREADS``, ``LLMVIZ_SESSION_TIMEOUT``,
-    ``LLMVIZ_MEMORY_MB`` (default :func:`default_memory_mb`), ``LLMVIZ_STUDENT_MEMORY_MB`` (default: half the
-    budget) and ``LLMVIZ_WORKER_TIMEOUT``.
-    """
-    global _default
-    with _default_lock:
-        if _default is None:
-            cap = settings.get_or("LLMVIZ_MAX_JOBS", processes.cpu_count)
-            threads = settings.get_or("LLMVIZ_TORCH_THREADS", lambda: max(1, processes.cpu_count() // cap))
-            per_session = settings.get("LLMVIZ_RUNS_PER_SESSION")
-            memory = settings.get_or("LLMVIZ_MEMORY_MB", default_memory_mb)
-            _default = JobManager(
-                max_running=cap,
-                torch_threads=threads,
-                session_timeout=settings.get("LLMVIZ_SESSION_TIMEOUT"),
-                liveness=liveness,
-                workers="ray" if settings.get("LLMVIZ_RAY_ADDRESS") else settings.get("LLMVIZ_WORKERS"),
-                runs_per_session=per_session if per_session > 0 else None,
-                memory_mb=memory,
-                client_memory_mb=min(memory, settings.get_or("LLMVIZ_STUDENT_MEMORY_MB", lambda: memory / 2)),
-                worker_timeout=settings.get("LLMVIZ_WORKER_TIMEOUT"),
-                ray_address=settings.get("LLMVIZ_RAY_ADDRESS"),
-                lab=_lab_or_none(),
-            )
-            if _default.workers == "process":
-                processes.warm_up_workers()
-            if _default.keeper is not None:  # a server stopped in order (SIGTERM) keeps its runs' last steps
-                atexit.register(_default.close_for_restart)
-        elif liveness is not None and _default.liveness is None:
-            _default.liveness = liveness
-        return _default

@@ -27,7 +27,8 @@ from typing import Any
 
 import psutil
 
-from llmviz.jobs.worker import Channel, PipeChannel, ReadAhead, WorkerOptions, process_entry, worker_main
+from llmviz.jobs.channels import Channel, PipeChannel, ReadAhead
+from llmviz.jobs.worker import WorkerOptions, process_entry, worker_main
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +100,7 @@ def _thread_worker(channel: Channel, payloads: list, options: WorkerOptions) -> 
 
 def start_thread(payloads: list, options: WorkerOptions, name: str) -> Channel:
     """A worker thread of this process running ``payloads`` (objects, never pickled), and the server's end."""
-    from llmviz.jobs.worker import thread_channel_pair
+    from llmviz.jobs.channels import thread_channel_pair
 
     ours, theirs = thread_channel_pair()
     threading.Thread(target=_thread_worker, args=(theirs, payloads, options), daemon=True, name=name).start()

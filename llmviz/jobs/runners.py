@@ -23,9 +23,13 @@ report_at)``           ``should_stop()`` between steps; ``report_at(step)``: ste
 ``generate_sample()``  optional: a text sample (a language model's run)
 =====================  ==========================================================================================
 
-A model's :class:`~llmviz.training.trainer.Trainer` is a runner (its :func:`facts` are read from its model and
-dataset); the sparse autoencoder's :class:`~llmviz.interpret.sae.SaeTrainer` is one through ``describe()``; the
-assistant runs (SFT, DPO) plug in the same way. An example of the smallest runner:
+Every kind of run is a runner that says its kind and describes itself: a model's
+:class:`~llmviz.training.trainer.Trainer` (``"training"``; LoRA, QAT and the memory lessons' runs are Trainers), the
+names classifier's :class:`~llmviz.adapt.finetune.FineTuneTrainer` (``"finetune"``), the sparse autoencoder's
+:class:`~llmviz.interpret.sae.SaeTrainer` (``"autoencoder"``), the assistant's :class:`~llmviz.adapt.sft.SftRunner`
+and :class:`~llmviz.adapt.dpo.DpoRunner` (``"sft"``, ``"dpo"``: one loop, :class:`~llmviz.adapt.sft.TuningRunner`).
+A task (a BPE, word vectors, a sweep) is no runner: a loop of ``(step, loss)`` submitted as a task
+(:mod:`llmviz.training.tasks`). An example of the smallest runner:
 
 >>> import torch
 >>> from dataclasses import dataclass, field
@@ -79,6 +83,8 @@ class Runner(Protocol):
         self, should_stop: Callable[[], bool] = ..., report_at: Callable[[int], bool] | None = None
     ) -> Iterator[Any]: ...
 
+    def describe(self) -> dict: ...
+
 
 def kind_of(runner: object, default: str = "training") -> str:
     """The run kind ``runner`` says it is (``default`` when it says none).
@@ -91,22 +97,19 @@ def kind_of(runner: object, default: str = "training") -> str:
 
 
 def facts(runner: Any) -> RunInfo:
-    """What a page needs to know about ``runner``'s model and data: from its ``describe()`` (a plain dict of
-    :class:`RunInfo`'s fields; those it leaves out are measured or zero), else read from a Trainer's model and
-    dataset."""
+    """What a page needs to know about ``runner``'s model and data, from its ``describe()`` (a plain dict of
+    :class:`RunInfo`'s fields; those it leaves out are measured or zero) and its ``kind``."""
     from llmviz.training.snapshots import state_bytes, state_of
 
-    if hasattr(runner, "describe"):  # a runner that describes itself
-        given = dict(runner.describe())
-        weights = state_of(runner.model)
-        return RunInfo(
-            description=given.get("description", {}),
-            config=given.get("config", getattr(runner, "config", None)),
-            tokenizer=given.get("tokenizer"),
-            vocab_size=int(given.get("vocab_size", 0)),
-            parameters=int(given.get("parameters", sum(p.numel() for p in runner.model.parameters()))),
-            train_tokens=int(given.get("train_tokens", 0)),
-            val_tokens=int(given.get("val_tokens", 0)),
-            snapshot_bytes=int(given.get("snapshot_bytes", state_bytes(weights))),
-        )
-    return RunInfo.of(runner)
+    given = dict(runner.describe())
+    return RunInfo(
+        description=given.get("description", {}),
+        config=given.get("config", getattr(runner, "config", None)),
+        tokenizer=given.get("tokenizer"),
+        vocab_size=int(given.get("vocab_size", 0)),
+        parameters=int(given.get("parameters", sum(p.numel() for p in runner.model.parameters()))),
+        train_tokens=int(given.get("train_tokens", 0)),
+        val_tokens=int(given.get("val_tokens", 0)),
+        snapshot_bytes=int(given.get("snapshot_bytes", state_bytes(state_of(runner.model)))),
+        kind=kind_of(runner),
+    )

@@ -24,9 +24,10 @@ from typing import Any, Protocol
 
 from llmviz.jobs import processes, ray_executor
 from llmviz.jobs.admission import Phase
+from llmviz.jobs.channels import Channel, WorkerGone
 from llmviz.jobs.events import Done, Failed, Heartbeat, Idle, Info, Parked, Paused, Result, Resume, Snapshot, Step
 from llmviz.jobs.job import Group, Job
-from llmviz.jobs.worker import Channel, ParkedRunner, WorkerGone, thread_options
+from llmviz.jobs.worker import ParkedRunner, thread_options
 from llmviz.lab.live_status import JobState
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ import os
 import sqlite3
 
 from llmviz.errors import LlmvizError
-from llmviz.lab.health import sqlite_path
+from llmviz.lab.faults import sqlite_path
 
 
 class BackupError(LlmvizError):

@@ -7,11 +7,11 @@ teacher opens, closes, reveals and reads names; a student writes only their own 
 >>> from llmviz.lab.registry import Registry
 >>> registry = Registry("sqlite://")
 >>> registry.ensure_student("t", teacher=True); registry.ensure_student("s1")
->>> poll = registry.add_poll(PollRecord(0, "tokens", "token-count-1", "How many tokens?", ("3", "4", "5"), 1,
+>>> poll = registry.polls.add_poll(PollRecord(0, "tokens", "token-count-1", "How many tokens?", ("3", "4", "5"), 1,
 ...                                     "Four.", "tokens?text=abc", opened=1.0, by="t"))
->>> registry.put_answer(poll, "s1", 2, 2.0)
->>> registry.put_answer(poll, "s1", 1, 3.0)  # changed before the poll closes: one answer per student
->>> registry.answers(poll)
+>>> registry.polls.put_answer(poll, "s1", 2, 2.0)
+>>> registry.polls.put_answer(poll, "s1", 1, 3.0)  # changed before the poll closes: one answer per student
+>>> registry.polls.answers(poll)
 [('s1', 1, 3.0)]
 """
 
@@ -23,6 +23,7 @@ from dataclasses import dataclass, fields
 import sqlalchemy as sa
 
 from llmviz.lab.records import metadata
+from llmviz.lab.work import UnitOfWork
 
 MAX_PROMPT = 1000  # the longest question kept
 MAX_OPTIONS = 12  # the most choices a question offers
@@ -141,15 +142,18 @@ def _poll(row) -> PollRecord:
 
 
 class PollRows:
-    """Polls, answers and the lead (a part of :class:`llmviz.lab.registry.Registry`)."""
+    """Polls, answers and the lead: the registry's ``registry.polls`` (:class:`llmviz.lab.registry.Registry`). Every
+    statement goes through the registry's unit of work (``work``: :mod:`llmviz.lab.work`) and so its database's one
+    watch (:mod:`llmviz.lab.faults`)."""
 
-    engine: sa.Engine
+    def __init__(self, work: UnitOfWork):
+        self.work = work
 
     def add_poll(self, record: PollRecord) -> int:
         """Keep a new poll (every other poll still on the class's screens ends: one poll at a time); its id."""
         values = {name: getattr(record, name) for name in _POLL_FIELDS if name != "id"}
         values["options"] = list(record.options)
-        with self.engine.begin() as db:
+        with self.work.begin() as db:
             now = record.opened or time.time()
             db.execute(
                 sa.update(polls)
@@ -161,13 +165,13 @@ class PollRows:
             return int(made[0])
 
     def poll(self, poll_id: int) -> PollRecord | None:
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             row = db.execute(sa.select(polls).where(polls.c.id == poll_id)).mappings().first()
         return _poll(row) if row else None
 
     def current_poll(self) -> PollRecord | None:
         """The poll on the class's screens now (the newest that has not ended), or None."""
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             row = (
                 db.execute(sa.select(polls).where(polls.c.ended.is_(None)).order_by(polls.c.id.desc()).limit(1))
                 .mappings()
@@ -177,16 +181,16 @@ class PollRows:
 
     def all_polls(self) -> list[PollRecord]:
         """Every poll kept, newest first."""
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             return [_poll(row) for row in db.execute(sa.select(polls).order_by(polls.c.id.desc())).mappings()]
 
     def poll_count(self) -> int:
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             return int(db.execute(sa.select(sa.func.count()).select_from(polls)).scalar_one())
 
     def set_poll(self, poll_id: int, **values: float | None) -> bool:
         """Set ``closed``, ``revealed`` or ``ended`` (only where not set yet); whether the poll exists."""
-        with self.engine.begin() as db:
+        with self.work.begin() as db:
             found = db.execute(sa.select(polls.c.id).where(polls.c.id == poll_id)).first() is not None
             for name, value in values.items():
                 column = polls.c[name]
@@ -195,7 +199,7 @@ class PollRows:
 
     def put_answer(self, poll_id: int, student: str, value: int, when: float) -> None:
         """``student``'s answer to the poll (their earlier one replaced), in one transaction."""
-        with self.engine.begin() as db:
+        with self.work.begin() as db:
             changed = db.execute(
                 sa.update(answers)
                 .where(answers.c.poll == poll_id, answers.c.student == student)
@@ -214,7 +218,7 @@ class PollRows:
 
     def answers(self, poll_id: int) -> list[tuple[str, int, float]]:
         """``(student, value, time)`` of every answer to the poll, in the order they came."""
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             rows = db.execute(
                 sa.select(answers.c.student, answers.c.value, answers.c.time)
                 .where(answers.c.poll == poll_id)
@@ -223,7 +227,7 @@ class PollRows:
             return [(str(s), int(v), float(t)) for s, v, t in rows]
 
     def answer_of(self, poll_id: int, student: str) -> int | None:
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             found = db.execute(
                 sa.select(answers.c.value).where(answers.c.poll == poll_id, answers.c.student == student)
             ).first()
@@ -231,7 +235,7 @@ class PollRows:
 
     def answer_counts(self, poll_id: int) -> dict[int, int]:
         """How many students gave each value (one grouped query: the projector's chart reads it every second)."""
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             rows = db.execute(
                 sa.select(answers.c.value, sa.func.count()).where(answers.c.poll == poll_id).group_by(answers.c.value)
             )
@@ -240,7 +244,7 @@ class PollRows:
     # ------------------------------------------------------------------ the lead
 
     def lead(self) -> LeadRecord:
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             row = db.execute(sa.select(lead).where(lead.c.id == 1)).mappings().first()
         if row is None:
             return LeadRecord()
@@ -249,7 +253,7 @@ class PollRows:
     def set_lead(self, **values) -> LeadRecord:
         """Change the lead's row (made at the first change) and count one more version; the row as it is now."""
         now = time.time()
-        with self.engine.begin() as db:
+        with self.work.begin() as db:
             changed = db.execute(
                 sa.update(lead).where(lead.c.id == 1).values(version=lead.c.version + 1, changed=now, **values)
             ).rowcount
@@ -267,12 +271,12 @@ class PollRows:
 
     def unfollow(self, student: str, since: float | None) -> None:
         """``student`` stops following the lead that began at ``since`` (None: follows again)."""
-        with self.engine.begin() as db:
+        with self.work.begin() as db:
             db.execute(sa.delete(unfollowed).where(unfollowed.c.student == student))
             if since is not None:
                 db.execute(sa.insert(unfollowed).values(student=student, since=since))
 
     def unfollowed_since(self, student: str) -> float | None:
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             found = db.execute(sa.select(unfollowed.c.since).where(unfollowed.c.student == student)).first()
         return None if found is None else float(found[0])

@@ -6,7 +6,7 @@
   files; ``<student>/student.json`` keeps every student's name and teacher flag, when they were first and last seen,
   and the names of their kept texts (a rebuild restores these times: retention counts from a run's own).
 - :class:`Guard` (the keeper's thread calls :meth:`Guard.tick` every second): notices that the database file was
-  deleted, replaced or damaged (:mod:`llmviz.lab.health`), says so in one sentence, rebuilds it from the folders and
+  deleted, replaced or damaged (:mod:`llmviz.lab.faults`), says so in one sentence, rebuilds it from the folders and
   lets the keeper write its live runs afresh; then mirrors every row that changed into its folder
   (:meth:`Guard.sync`). At start, a new database with run folders beside it is rebuilt the same way.
 - :func:`rebuild`: merges every folder's record into the registry (``python -m llmviz lab rebuild``): runs and
@@ -43,7 +43,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from llmviz.errors import CheckpointError
-from llmviz.lab import health
+from llmviz.lab import faults
 from llmviz.lab.holders import holder_alive
 from llmviz.lab.records import LIVE_STATES, TRAINING, RunRecord, metadata
 from llmviz.lab.storage import safe_name
@@ -437,12 +437,15 @@ class Guard:
 
     def __init__(self, lab, on_rebuilt=None):
         self.lab = lab
-        self.watch = health.install(lab.registry.engine, lab.registry.url)
+        self.watch = lab.registry.watch
         self.on_rebuilt = on_rebuilt  # called after a rebuild (the keeper writes its live runs afresh)
         self._mirrored: dict[str, float] = {}
         self._students: dict[str, tuple] = {}
-        self._said: set[int] = set()  # the file errors said already (each once)
+        # a file the keeper could not write (a full disk, a folder it may not write): said once, counted, and once
+        # more when the writes go through again
+        self.files = faults.FaultLog(again="The lab writes its runs' files again.")
         self._schema = not self.watch.down  # the tables made (a database out at start gets them once it answers)
+        self._generation = self.watch.generation  # the file the rows were last rebuilt into (Watch.generation)
 
     def start(self) -> Rebuilt | None:
         """At the app's start: a damaged SQLite file is put aside, and a database with no students beside run folders
@@ -457,7 +460,7 @@ class Guard:
             if self.lab.registry.students() or not has_run_files(self.lab):
                 return None
             done = rebuild(self.lab)
-        except health.LabUnavailable:
+        except faults.LabUnavailable:
             self._schema = False  # tried again (tables, then this) once the database answers
             return None
         except Exception:  # noqa: BLE001 - the tick tries again; the fault was said once
@@ -469,7 +472,8 @@ class Guard:
     def tick(self) -> bool:
         """Once a second: recover a deleted, replaced or damaged database; True when the database may be written."""
         watch = self.watch
-        if watch.path is not None and (watch.replaced() or watch.damaged()):
+        changed = watch.replaced() or watch.generation != self._generation  # here, or taken by the lab's door first
+        if watch.path is not None and (changed or watch.damaged()):
             try:
                 self.recover()
             except Exception:  # noqa: BLE001
@@ -482,7 +486,7 @@ class Guard:
                 ensure_schema(self.lab.registry)
                 self._schema = True
                 self.start()
-            except health.LabUnavailable:
+            except faults.LabUnavailable:
                 return False
         return True
 
@@ -501,31 +505,17 @@ class Guard:
                 what = f"was damaged (kept aside as {os.path.basename(aside)})"
             else:
                 what = "was deleted or replaced while the app ran"
-            health.drop_stale_journal(watch.path)  # the old file's journal must not be read as the new file's
+            faults.drop_stale_journal(watch.path)  # the old file's journal must not be read as the new file's
             watch.clear()
             ensure_schema(registry)
             done = rebuild(self.lab)
             watch.remember_file()
+            self._generation = watch.generation
         self._mirrored.clear()
         log.warning("The lab's database %s: it was rebuilt from the run folders (%s).", what, done.line())
         if self.on_rebuilt is not None:
             self.on_rebuilt()
         return done
-
-    def say_once(self, error: OSError) -> None:
-        """A file the keeper could not write (a full disk, a folder it may not write): one sentence per kind of
-        error until the writes go through again (:meth:`written`)."""
-        key = error.errno or 0
-        if key not in self._said:
-            self._said.add(key)
-            log.warning(
-                "The lab cannot write a run's files (%s): it tries again every second.", error.strerror or error
-            )
-
-    def written(self) -> None:
-        if self._said:
-            self._said.clear()
-            log.warning("The lab writes its runs' files again.")
 
     def sync(self) -> int:
         """Write ``run.json`` for every run whose row changed since it was last written (and ``student.json`` for
@@ -545,10 +535,13 @@ class Guard:
                 if self._students.get(student["id"]) != key:  # every student: their times and kept texts' names
                     write_student_file(self.lab, student, uploads)
                     self._students[student["id"]] = key
-        except health.LabUnavailable:
+        except faults.LabUnavailable:
             pass  # said once by the watch; written when the database answers again
-        except OSError as error:  # a full disk: said once; written when there is room again
-            self.say_once(error)
+        except OSError as error:  # a full disk, a folder it may not write: said once; written when there is room
+            line = f"The lab cannot write a run's files ({error.strerror or error}): it tries again every second."
+            self.files.say(str(error.errno), line)
         except Exception:  # noqa: BLE001 - the keeper's thread goes on whatever happens here
             log.exception("could not write the lab's run files")
+        else:
+            self.files.cleared()  # said once, if they could not be written before
         return written

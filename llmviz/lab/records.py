@@ -18,6 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from llmviz.lab.holders import this_holder
+from llmviz.lab.work import UnitOfWork
 
 # states a run's row can be in; the first three are a job's own while it lives (llmviz.jobs.events.JobState)
 LIVE_STATES = ("queued", "running", "paused")
@@ -190,9 +191,12 @@ def _measures(given: dict | None) -> dict[str, float] | None:
 
 
 class Records:
-    """The rows (a part of :class:`llmviz.lab.registry.Registry`: ``self.engine`` is its database)."""
+    """The rows (a part of :class:`llmviz.lab.registry.Registry`: ``self.engine`` is its database). Every method is
+    one transaction of its own, or a part of its thread's unit of work (``self.work``:
+    :meth:`llmviz.lab.work.UnitOfWork.transaction`)."""
 
     engine: sa.Engine
+    work: UnitOfWork
 
     # ------------------------------------------------------------------ students
 
@@ -212,7 +216,7 @@ class Records:
             values["name"] = _clip(name, 80)
         if teacher is not None:
             values["teacher"] = bool(teacher)
-        with self.engine.begin() as db:
+        with self.work.begin() as db:
             changed = db.execute(sa.update(students).where(students.c.id == student).values(**values)).rowcount
             if not changed:
                 try:
@@ -230,12 +234,12 @@ class Records:
                     db.execute(sa.update(students).where(students.c.id == student).values(**values))
 
     def student(self, student: str) -> dict | None:
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             row = db.execute(sa.select(students).where(students.c.id == student)).mappings().first()
         return dict(row) if row else None
 
     def students(self) -> list[dict]:
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             return [dict(row) for row in db.execute(sa.select(students).order_by(students.c.created)).mappings()]
 
     # ------------------------------------------------------------------ runs
@@ -245,7 +249,7 @@ class Records:
 
     def add_runs(self, records: list[RunRecord]) -> None:
         """Add runs' rows in one transaction (a race's runs: all of them or none)."""
-        with self.engine.begin() as db:
+        with self.work.begin() as db:
             for record in records:
                 db.execute(sa.insert(runs).values(**_row(record)))
 
@@ -257,7 +261,7 @@ class Records:
             raise ValueError(f"no such state: {values['state']}")
         if "error" in values:
             values["error"] = _clip(values["error"])
-        with self.engine.begin() as db:
+        with self.work.begin() as db:
             db.execute(sa.update(runs).where(runs.c.id == run_id).values(updated=time.time(), **values))
 
     def runs(self, student: str) -> list[RunRecord]:
@@ -274,13 +278,13 @@ class Records:
         return found[0] if found else None
 
     def _runs(self, where) -> list[RunRecord]:
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             rows = db.execute(sa.select(runs).where(where).order_by(runs.c.created, runs.c.id)).mappings()
             return [RunRecord(**dict(row)) for row in rows]
 
     def delete_run(self, student: str, run_id: str) -> bool:
         """Forget ``student``'s run ``run_id`` with its curve, samples and snapshot rows; False if not theirs."""
-        with self.engine.begin() as db:
+        with self.work.begin() as db:
             for table in (points, samples, snapshots, resumes):
                 owned = sa.select(runs.c.id).where(runs.c.id == run_id, runs.c.student == student)
                 db.execute(sa.delete(table).where(table.c.run.in_(owned)))
@@ -303,7 +307,7 @@ class Records:
         if not rows:
             return
         measures = measures or {}
-        with self.engine.begin() as db:
+        with self.work.begin() as db:
             have = set(
                 db.execute(
                     sa.select(points.c.step).where(points.c.run == run_id, points.c.step >= min(r[0] for r in rows))
@@ -328,7 +332,7 @@ class Records:
     def series(self, run_id: str) -> dict[str, list[tuple[int, float]]]:
         """The run kind's own measures (:meth:`add_points`' ``measures``), ``name → [(step, value), …]`` by step."""
         out: dict[str, list[tuple[int, float]]] = {}
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             query = (
                 sa.select(points.c.step, points.c.extra)
                 .where(points.c.run == run_id, points.c.extra.is_not(None))
@@ -341,7 +345,7 @@ class Records:
 
     def curve(self, run_id: str, since_step: int = 0) -> list[tuple[int, float | None, float | None]]:
         """``(step, loss, validation loss)`` of ``run_id`` from ``since_step`` on, by step."""
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             return [
                 tuple(row)
                 for row in db.execute(
@@ -356,7 +360,7 @@ class Records:
         run, one history: the same id, label and curve), its curve's points after ``step`` dropped (they are
         trained again)."""
         now = time.time()
-        with self.engine.begin() as db:
+        with self.work.begin() as db:
             found = db.execute(sa.select(runs.c.resumes).where(runs.c.id == run_id)).scalar()
             steps = [*list(found or []), int(step)]
             db.execute(sa.delete(points).where(points.c.run == run_id, points.c.step > step))
@@ -384,7 +388,7 @@ class Records:
         out: dict[str, list] = {run_id: [] for run_id in run_ids}
         if not run_ids:
             return out
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             query = (
                 sa.select(points.c.run, points.c.step, points.c.loss, points.c.val_loss)
                 .where(points.c.run.in_(run_ids))
@@ -395,27 +399,27 @@ class Records:
         return out
 
     def add_sample(self, run_id: str, step: int, text: str) -> None:
-        with self.engine.begin() as db:
+        with self.work.begin() as db:
             db.execute(sa.delete(samples).where(samples.c.run == run_id, samples.c.step == step))
             db.execute(sa.insert(samples).values(run=run_id, step=step, text=_clip(text)))
 
     def samples(self, run_id: str) -> list[tuple[int, str]]:
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             query = sa.select(samples.c.step, samples.c.text).where(samples.c.run == run_id).order_by(samples.c.step)
             return [tuple(row) for row in db.execute(query)]
 
     def add_snapshot(self, run_id: str, step: int, path: str, nbytes: int) -> None:
-        with self.engine.begin() as db:
+        with self.work.begin() as db:
             db.execute(sa.delete(snapshots).where(snapshots.c.run == run_id, snapshots.c.step == step))
             db.execute(sa.insert(snapshots).values(run=run_id, step=step, path=path, nbytes=nbytes))
 
     def drop_snapshot(self, run_id: str, step: int) -> None:
-        with self.engine.begin() as db:
+        with self.work.begin() as db:
             db.execute(sa.delete(snapshots).where(snapshots.c.run == run_id, snapshots.c.step == step))
 
     def snapshots(self, run_id: str) -> list[tuple[int, str, int]]:
         """``(step, path, bytes)`` of a run's kept snapshots, by step."""
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             query = (
                 sa.select(snapshots.c.step, snapshots.c.path, snapshots.c.nbytes)
                 .where(snapshots.c.run == run_id)
@@ -426,7 +430,7 @@ class Records:
     def set_resume(self, run_id: str, step: int, path: str, nbytes: int) -> str | None:
         """Keep ``run_id``'s resume state at ``step`` (one per run: it replaces the run's older one, whose path is
         returned for the caller to delete when it is another file)."""
-        with self.engine.begin() as db:
+        with self.work.begin() as db:
             old = db.execute(sa.select(resumes.c.path).where(resumes.c.run == run_id)).scalar()
             db.execute(sa.delete(resumes).where(resumes.c.run == run_id))
             db.execute(sa.insert(resumes).values(run=run_id, step=step, path=path, nbytes=nbytes))
@@ -435,21 +439,21 @@ class Records:
     def resume_state(self, run_id: str) -> tuple[int, str, int] | None:
         """``(step, path, bytes)`` of ``run_id``'s kept resume state, or None (a run kept before resume states were,
         a finished run, or one whose state was thinned: it resumes with its weights only)."""
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             row = db.execute(sa.select(resumes.c.step, resumes.c.path, resumes.c.nbytes).where(resumes.c.run == run_id))
             found = row.first()
         return (int(found[0]), str(found[1]), int(found[2])) if found else None
 
     def drop_resume(self, run_id: str) -> str | None:
         """Forget ``run_id``'s resume state; returns its path (for the caller to delete the file)."""
-        with self.engine.begin() as db:
+        with self.work.begin() as db:
             old = db.execute(sa.select(resumes.c.path).where(resumes.c.run == run_id)).scalar()
             db.execute(sa.delete(resumes).where(resumes.c.run == run_id))
         return old
 
     def student_resumes(self, student: str) -> list[tuple[str, int, str, int]]:
         """``(run, step, path, bytes)`` of every resume state of ``student``, oldest run first."""
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             query = (
                 sa.select(resumes.c.run, resumes.c.step, resumes.c.path, resumes.c.nbytes)
                 .join(runs, runs.c.id == resumes.c.run)
@@ -461,7 +465,7 @@ class Records:
     def steps_by_run(self, student: str) -> dict[str, list[int]]:
         """The kept snapshot steps of each of ``student``'s runs, in one query (the picker lists them)."""
         out: dict[str, list[int]] = {}
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             query = (
                 sa.select(snapshots.c.run, snapshots.c.step)
                 .join(runs, runs.c.id == snapshots.c.run)
@@ -474,7 +478,7 @@ class Records:
 
     def student_snapshots(self, student: str) -> list[tuple[str, int, str, int, float]]:
         """``(run, step, path, bytes, run created)`` of every snapshot of ``student``, oldest run first."""
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             query = (
                 sa.select(snapshots.c.run, snapshots.c.step, snapshots.c.path, snapshots.c.nbytes, runs.c.created)
                 .join(runs, runs.c.id == snapshots.c.run)
@@ -487,7 +491,7 @@ class Records:
 
     def add_upload(self, student: str, sha256: str, name: str, nbytes: int) -> bool:
         """Record an upload by its content hash; False when the student had it already (kept once)."""
-        with self.engine.begin() as db:
+        with self.work.begin() as db:
             have = db.execute(
                 sa.select(uploads.c.sha256).where(uploads.c.student == student, uploads.c.sha256 == sha256)
             ).first()
@@ -501,14 +505,14 @@ class Records:
             return True
 
     def uploads(self, student: str) -> list[tuple[str, str, int]]:
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             query = sa.select(uploads.c.sha256, uploads.c.name, uploads.c.nbytes).where(uploads.c.student == student)
             return [tuple(row) for row in db.execute(query.order_by(uploads.c.created))]
 
     def upload_names(self) -> dict[str, dict[str, str]]:
         """Every student's kept texts' names: student → sha256 → name (what each ``student.json`` keeps)."""
         out: dict[str, dict[str, str]] = {}
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             query = sa.select(uploads.c.student, uploads.c.sha256, uploads.c.name).order_by(uploads.c.created)
             for student, digest, name in db.execute(query):
                 out.setdefault(str(student), {})[str(digest)] = str(name)
@@ -517,7 +521,7 @@ class Records:
     def disk_bytes(self, student: str) -> int:
         """Bytes ``student``'s snapshots, resume states (the optimizer's moments: about twice the weights) and uploads
         take."""
-        with self.engine.connect() as db:
+        with self.work.connect() as db:
             kept = db.execute(
                 sa.select(sa.func.coalesce(sa.func.sum(snapshots.c.nbytes), 0))
                 .join(runs, runs.c.id == snapshots.c.run)

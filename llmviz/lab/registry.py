@@ -10,7 +10,10 @@ No SQLite pragmas outside :func:`_sqlite_pragmas`. Its rooms, one module each:
 - :mod:`llmviz.lab.inbox`: the mailbox of requests between processes (pause, resume, stop, park a run another
   process holds);
 - :mod:`llmviz.lab.liveness`: which process holds which run, and which have gone;
-- :mod:`llmviz.lab.polls`: the class's polls, their answers, and the teacher's lead (the view the class follows);
+- :mod:`llmviz.lab.polls`: the class's polls, their answers, and the teacher's lead (the view the class follows):
+  ``registry.polls``, an object of its own;
+- :mod:`llmviz.lab.work`: one unit of work (``registry.work.transaction()``): what is recorded together is recorded
+  together or not at all;
 - :mod:`llmviz.lab.migrations`: the schema's Alembic revisions, applied as the registry opens.
 
 >>> from llmviz.lab.records import RunRecord
@@ -31,13 +34,14 @@ import os
 
 import sqlalchemy as sa
 
-from llmviz.lab import health
+from llmviz.lab import faults
 from llmviz.lab.inbox import Mailbox
 from llmviz.lab.liveness import Liveness
 from llmviz.lab.migrations import schema
 from llmviz.lab.polls import PollRows
 from llmviz.lab.records import Records
 from llmviz.lab.slots import Slots
+from llmviz.lab.work import UnitOfWork
 
 BUSY_TIMEOUT_S = 10.0  # how long a write waits for another process's lock before it is refused
 
@@ -66,29 +70,32 @@ def make_engine(url: str) -> sa.Engine:
         path = sa.engine.make_url(url).database
         if path and path != ":memory:":
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            health.drop_stale_journal(os.path.abspath(path))  # a deleted file's -wal is not the new file's
+            faults.drop_stale_journal(os.path.abspath(path))  # a deleted file's -wal is not the new file's
         engine = sa.create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S, "check_same_thread": False})
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    # a stopped or unreachable server is said within seconds (llmviz.lab.health), not after TCP's minutes; a lock
+    # a stopped or unreachable server is said within seconds (llmviz.lab.faults), not after TCP's minutes; a lock
     # another process holds is waited for as long as SQLite's busy timeout, then refused (PostgreSQL's default is to
     # wait for ever: one long transaction elsewhere would freeze every write of this process, its runs' steps too)
-    options = {"connect_timeout": health.CONNECT_TIMEOUT_S, "options": f"-c lock_timeout={int(BUSY_TIMEOUT_S * 1000)}"}
+    options = {"connect_timeout": faults.CONNECT_TIMEOUT_S, "options": f"-c lock_timeout={int(BUSY_TIMEOUT_S * 1000)}"}
     return sa.create_engine(url, pool_pre_ping=True, connect_args=options)
 
 
-class Registry(Records, Slots, Mailbox, Liveness, PollRows):
+class Registry(Records, Slots, Mailbox, Liveness):
     """Students, runs, curves, samples, snapshots and uploads in one database (see the module's docstring): the
     database is upgraded to the newest schema revision as it opens (:func:`llmviz.lab.migrations.schema.upgrade`)."""
 
     def __init__(self, url: str, engine: sa.Engine | None = None):
         self.url = url
         self.engine = engine or make_engine(url)
-        watch = health.install(self.engine, url)  # an outage is one sentence, said once, never a wait on every page
+        self.work = UnitOfWork(self.engine)  # what is recorded together: together or not at all (llmviz.lab.work)
+        self.polls = PollRows(self.work)  # the class's polls, answers and the teacher's lead (llmviz.lab.polls)
+        # the database's one watch: a fault is one sentence, said once, never a wait on every page; its file's identity
+        self.watch = faults.install(self.engine, url)
         try:
-            watch.check_file()  # a damaged SQLite file is not opened, even where a stale -wal would hide the damage
+            self.watch.check_file()  # a damaged SQLite file is not opened, even where a stale -wal would hide it
             self.revision: str | None = schema.upgrade(self.engine)
-        except health.LabUnavailable:  # said once; the keeper's guard upgrades it once it answers (lab.rebuild)
+        except faults.LabUnavailable:  # said once; the keeper's guard upgrades it once it answers (lab.rebuild)
             self.revision = None
 
     def dispose(self) -> None:

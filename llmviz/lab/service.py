@@ -5,14 +5,15 @@ keeper), and nothing a page needs is read from a job in memory.
 
 What the door answers (``student`` is always the run's owner; a run id alone opens nothing):
 
-- :meth:`Lab.runs` / :meth:`Lab.run`: :class:`RunView` rows, kept and live alike, newest first;
+- :meth:`Lab.runs` / :meth:`Lab.run`: :class:`~llmviz.lab.views.RunView` rows, kept and live alike, newest first
+  (what the door hands out: :mod:`llmviz.lab.views`);
 - :meth:`Lab.curve`, :meth:`Lab.samples`, :meth:`Lab.snapshots`, :meth:`Lab.open_snapshot`;
 - :meth:`Lab.control`: pause, resume, stop, park, delete, from any app process, by the student, the teacher or the
   server; it returns the one sentence to show;
 - :meth:`Lab.disk`: the student's disk use against their quota (:meth:`Lab.thin` keeps them within it);
 - :meth:`Lab.class_runs`, :meth:`Lab.class_curves`: the teacher's class view;
-- :meth:`Lab.open_poll`, :meth:`Lab.answer`, :meth:`Lab.class_poll`, :meth:`Lab.poll_csv`, :meth:`Lab.lead`,
-  :meth:`Lab.set_lead`, :meth:`Lab.follow`: the class answering together (:mod:`llmviz.lab.teaching`).
+- ``lab.teaching`` (:class:`llmviz.lab.teaching.Teaching`): ``open_poll``, ``answer``, ``class_poll``, ``poll_csv``,
+  ``lead``, ``set_lead``, ``follow``: the class answering together.
 
 Faults are refusals: a database locked past its busy timeout, full, damaged, deleted or unreachable makes every
 method raise :class:`LabUnavailable` with one sentence for the student (logged once per fault, with a count, and
@@ -20,6 +21,7 @@ once more when it clears: :mod:`llmviz.lab.faults`). A damaged snapshot raises :
 sentence, never a path).
 
 >>> import tempfile
+>>> from llmviz.lab.records import TRAINING, RunRecord
 >>> lab = Lab.at(tempfile.mkdtemp())
 >>> lab.registry.url.endswith("lab.db"), lab.storage.root.endswith("lab")
 (True, True)
@@ -36,86 +38,50 @@ sentence, never a path).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
+import functools
 import logging
 import os
-import sqlite3
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from llmviz import settings
 from llmviz.errors import CheckpointError, LlmvizError, UploadError
 from llmviz.lab import faults
 from llmviz.lab.classroom import ClassRow, class_rows
-from llmviz.lab.health import LabUnavailable
+from llmviz.lab.faults import Fault, LabUnavailable
 from llmviz.lab.migrations import schema
 from llmviz.lab.records import (
-    AUTOENCODER,
-    DPO,
-    FINETUNE,
     KINDS,
     LIVE_STATES,
-    LORA,
     MODEL_KINDS,
-    RACE,
-    SFT,
     TASK,
-    TRAINING,
-    RunRecord,
 )
 from llmviz.lab.registry import Registry, default_url
 from llmviz.lab.storage import Storage, content_hash, thinning_order
-from llmviz.lab.teaching import LeadDoor
+from llmviz.lab.teaching import Teaching
+from llmviz.lab.views import SERIES_KINDS, Curve, RunView, Snapshot, Usage
 from llmviz.paths import runs_folder
 
 __all__ = [
-    "AUTOENCODER",
     "ACTIONS",
-    "DPO",
-    "FINETUNE",
     "KINDS",
-    "LORA",
     "MODEL_KINDS",
-    "RACE",
     "RESULT_FORMAT",
-    "SFT",
     "TASK",
-    "TRAINING",
-    "Curve",
     "Lab",
     "LabUnavailable",
     "QuotaExceeded",
-    "RunView",
-    "Snapshot",
     "SnapshotDamaged",
-    "Usage",
     "default_lab",
 ]
 
 log = logging.getLogger(__name__)
 ACTIONS = ("pause", "resume", "stop", "park", "delete")  # what Lab.control takes
-KIND_WORDS = {  # what each kind of run is called on a page
-    TRAINING: "training run",
-    RACE: "race",
-    FINETUNE: "fine-tuning run",
-    LORA: "LoRA run",
-    AUTOENCODER: "sparse autoencoder",
-    SFT: "instruction-tuning run (SFT)",
-    DPO: "preference-tuning run (DPO)",
-    TASK: "task",
-}
 
-
-# the kinds a parked or interrupted run of goes on from its kept snapshot (Resume): a training run or a race keeps its
-# text (by content hash) and settings, an SFT or DPO run its sets and settings (llmviz.adapt.tuning_runs), all it is
-# rebuilt from; the other kinds are built from what a page held (a classifier's head, LoRA's adapters, an
-# autoencoder's activations) and are started afresh from their kept snapshot
-RESUMABLE_KINDS = (TRAINING, RACE, SFT, DPO)
 
 # LabUnavailable: the lab's database cannot answer (locked past its timeout, full, damaged, deleted or unreachable):
-# the message is one sentence for the student; nothing was half-written. Defined in llmviz.lab.health (the engine's
+# the message is one sentence for the student; nothing was half-written. Defined in llmviz.lab.faults (the engine's
 # watch raises it too), one class for both.
 
 
@@ -130,159 +96,6 @@ class SnapshotDamaged(LlmvizError):
 
 class QuotaExceeded(LlmvizError):
     """A run or file would pass the student's disk quota even after thinning their snapshots."""
-
-
-# ---------------------------------------------------------------------------- what the door hands out
-
-
-@dataclass(frozen=True)
-class RunView:
-    """One run as every page sees it, from the registry alone (kept and live alike)."""
-
-    id: str
-    student: str
-    kind: str
-    label: str
-    state: str
-    state_by: str | None  # "student", "teacher", "server" or None (not known)
-    state_step: int | None  # the step at which its state last changed
-    step: int
-    total: int
-    model: str
-    config: dict
-    created: float
-    updated: float
-    resumes: tuple[int, ...]  # the steps at which it was resumed, in order
-    best_val_loss: float | None
-    last_loss: float | None
-    error: str | None
-    training: bool  # holds one of the machine's training slots now
-    holder: str | None = None
-
-    @classmethod
-    def of(cls, record: RunRecord) -> RunView:
-        return cls(
-            id=record.id,
-            student=record.student,
-            kind=record.kind,
-            label=record.label,
-            state=record.state,
-            state_by=record.state_by,
-            state_step=record.state_step,
-            step=record.step,
-            total=record.total,
-            model=record.model,
-            config=dict(record.config or {}),
-            created=record.created,
-            updated=record.updated,
-            resumes=tuple(int(step) for step in record.resumes or ()),
-            best_val_loss=record.best_val_loss,
-            last_loss=record.last_loss,
-            error=record.error,
-            training=bool(record.training),
-            holder=record.holder,
-        )
-
-    @property
-    def kind_words(self) -> str:
-        """What the run is, in words ("sparse autoencoder")."""
-        return KIND_WORDS.get(self.kind, self.kind)
-
-    @property
-    def live(self) -> bool:
-        """Queued, running or paused in some app process."""
-        return self.state in LIVE_STATES
-
-    @property
-    def resumable(self) -> bool:
-        """Parked, interrupted or stopped before its last step, of a kind that resumes (:data:`RESUMABLE_KINDS`):
-        Resume goes on with the same run."""
-        ended_early = self.state in ("parked", "interrupted") or (self.state == "stopped" and self.step < self.total)
-        return ended_early and self.kind in RESUMABLE_KINDS
-
-    @property
-    def resume_note(self) -> str:
-        """Why a run that ended early has no Resume ("" when it has one, or did not end early).
-
-        >>> RunView.of(RunRecord("r", "s", "lora", "LoRA 60 steps", "parked", step=20, total=60)).resume_note[:60]
-        'A LoRA run is not resumed: its weights at step 20 are in the'
-        """
-        if self.resumable or self.state not in ("parked", "interrupted", "stopped") or self.step >= self.total:
-            return ""
-        if self.kind == TASK:
-            return f"A task is not resumed: what it made by step {self.step} is kept, and its page shows it."
-        article = "An" if self.kind_words[:1].lower() in "aeiou" else "A"
-        return (
-            f"{article} {self.kind_words} is not resumed: its weights at step {self.step} are in the sidebar's "
-            "picker, and a new run can start from them."
-        )
-
-    @property
-    def state_line(self) -> str:
-        """The state in words, with who changed it and at which step.
-
-        >>> RunView.of(RunRecord("r", "s", "training", "Run", "parked", step=401, state_by="teacher",
-        ...                      state_step=401)).state_line
-        'parked by the teacher at step 401'
-        >>> RunView.of(RunRecord("r", "s", "training", "Run", "running", step=3)).state_line
-        'running'
-        """
-        who = {"student": "you", "teacher": "the teacher", "server": "the server"}.get(self.state_by or "")
-        if self.state in LIVE_STATES and self.state != "paused":
-            return self.state
-        line = self.state
-        if who:
-            line += f" by {who}"
-        if self.state_step is not None:
-            line += f" at step {self.state_step}"
-        return line
-
-
-SERIES_KINDS = (DPO,)  # the kinds whose curve points keep measures of their own (Registry.series)
-
-
-@dataclass(frozen=True)
-class Curve:
-    """A run's points from the registry: ``(step, training loss, validation loss)`` by step, and the steps at which
-    it was resumed (a chart marks them)."""
-
-    run_id: str
-    points: tuple[tuple[int, float | None, float | None], ...]
-    resumes: tuple[int, ...] = ()
-    # the run kind's own measures, ``name → ((step, value), …)`` (a DPO run's ratios, margin and accuracy)
-    series: dict[str, tuple[tuple[int, float], ...]] = dataclasses.field(default_factory=dict)
-
-    @property
-    def steps(self) -> list[int]:
-        return [point[0] for point in self.points]
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    """A kept snapshot of a run: its step and its size on disk."""
-
-    step: int
-    nbytes: int
-
-
-@dataclass(frozen=True)
-class Usage:
-    """A student's disk use (bytes) against their quota.
-
-    >>> Usage(3 * 2**20, 50 * 2**20).line
-    '3.0 MB of your 50 MB'
-    """
-
-    used: int
-    quota: int
-
-    @property
-    def line(self) -> str:
-        return f"{self.used / 2**20:.1f} MB of your {self.quota / 2**20:.0f} MB"
-
-    @property
-    def left(self) -> int:
-        return max(0, self.quota - self.used)
 
 
 class Controller(Protocol):
@@ -301,7 +114,7 @@ class Controller(Protocol):
 # ---------------------------------------------------------------------------- the door
 
 
-class Lab(LeadDoor):
+class Lab:
     """A registry and a storage, with the per-student quota (bytes) and retention (seconds): the one door to the
     students' runs (see the module's docstring)."""
 
@@ -311,31 +124,33 @@ class Lab(LeadDoor):
         self.quota = quota if quota is not None else int(settings.get("LLMVIZ_STUDENT_DISK_MB") * 2**20)
         self.keep_s = keep_s if keep_s is not None else float(settings.get("LLMVIZ_KEEP_DAYS")) * 86400
         self.controller: Controller | None = None  # this process's trainer of runs, when it has one (attach)
-        self.faults = faults.FaultLog(self.registry.url)
-        self._file = faults.file_identity(self.registry.url)  # a SQLite file's identity (None: not a file)
+        self.watch = registry.watch  # the database's one watch: its faults and its file
+        self.faults = self.watch.log  # every fault of the lab said once, with its count (llmviz.lab.faults)
         self._reopening = threading.Lock()
-        self.generation = 0  # how many times the database file was replaced under this lab (and reopened)
+        self.teaching = Teaching(registry, self.guard)  # the class's polls and the teacher's lead (llmviz.lab.teaching)
 
     def check_database(self) -> None:
         """A SQLite file removed under the running app refuses every call (:class:`LabUnavailable`: nothing is
         written to a file nobody will read); one replaced (restored from a backup, rebuilt) is reopened and upgraded,
         and :attr:`generation` counts it (the keeper then records its live runs again where they are missing)."""
-        if self._file is None:
+        if not self.watch.replaced():
             return
-        now = faults.file_identity(self.registry.url)
-        if now == self._file:
-            return
-        if now is None:
-            self.faults.fail("find its database file", sqlite3.OperationalError("the database file was removed"))
-            raise LabUnavailable(faults.SENTENCES["gone"])
+        if self.watch.gone():
+            self.watch.trip(Fault.GONE)
+            raise LabUnavailable(Fault.GONE)
         with self._reopening:
-            if self._file == now:
+            if not self.watch.replaced():
                 return  # another thread reopened it meanwhile
             log.warning("the lab's database file was replaced: it is reopened")
             self.registry.engine.dispose()
             schema.upgrade(self.registry.engine)
-            self._file, self.generation = now, self.generation + 1
-        self.faults.cleared()
+            self.watch.remember_file()
+        self.watch.clear()
+
+    @property
+    def generation(self) -> int:
+        """How many times the database file was replaced under this lab (:attr:`llmviz.lab.faults.Watch.generation`)."""
+        return self.watch.generation
 
     @classmethod
     def at(cls, folder: str | os.PathLike, url: str | None = None, **limits) -> Lab:
@@ -344,7 +159,7 @@ class Lab(LeadDoor):
         try:
             registry = Registry(url or default_url(folder))
         except Exception as error:  # noqa: BLE001 - whatever the driver says: one sentence
-            raise LabUnavailable(faults.sentence(error)) from error
+            raise LabUnavailable(faults.classify(error) or Fault.UNREACHABLE) from error
         return cls(registry, Storage(os.path.join(os.fspath(folder), "lab")), **limits)
 
     def attach(self, controller: Controller) -> None:
@@ -363,10 +178,11 @@ class Lab(LeadDoor):
         except LlmvizError:
             raise
         except Exception as error:  # noqa: BLE001 - the driver's errors (SQLAlchemy's, OSError): one sentence
-            if not faults.is_database_fault(error):
+            fault = faults.classify(error)
+            if fault is None:
                 raise
             self.faults.fail(what, error)
-            raise LabUnavailable(faults.sentence(error, self.registry.url)) from None
+            raise LabUnavailable(Fault.GONE if self.watch.gone() else fault) from None
         self.faults.cleared(writes)
 
     # ------------------------------------------------------------------ reading
@@ -390,7 +206,7 @@ class Lab(LeadDoor):
         try:
             return self.registry.interrupt_orphans(student=student)
         except Exception as error:  # noqa: BLE001 - a database fault: logged once; reading goes on
-            if not faults.is_database_fault(error):
+            if faults.classify(error) is None:
                 raise
             self.faults.fail("mark runs of a process that has gone", error)
             return []
@@ -590,7 +406,7 @@ class Lab(LeadDoor):
                 break
             path, nbytes = sizes[(run, step)]
             self.registry.drop_snapshot(run, step)  # the row first: a row never names a missing file
-            self.storage.delete_file(path)
+            self.registry.work.after_commit(functools.partial(self.storage.delete_file, path))  # its unit of work's
             used -= nbytes
             dropped.append((run, step))
         for run, _, _, nbytes in held:
@@ -613,7 +429,7 @@ class Lab(LeadDoor):
         """Delete ``run_id``'s resume state (a finished run needs none; a thinned one resumes with weights only)."""
         path = self.registry.drop_resume(run_id)
         if path:
-            self.storage.delete_file(path)
+            self.registry.work.after_commit(functools.partial(self.storage.delete_file, path))
 
     def keep_upload(self, student: str, name: str, data: bytes) -> str:
         """Keep an uploaded file of ``student`` once per content, when it is uploaded (so a later run on it can be
@@ -621,20 +437,22 @@ class Lab(LeadDoor):
         snapshots are thinned to make room (:meth:`thin`), and a file that still does not fit is refused
         (:class:`~llmviz.errors.UploadError`, one line; nothing is written)."""
         digest = content_hash(data)
-        if any(have == digest for have, _, _ in self.registry.uploads(student)):
-            return digest  # kept already: once per content
-        self.registry.ensure_student(student)
-        try:
-            self.make_room(student, len(data), name)
-        except QuotaExceeded:
-            used = self.registry.disk_bytes(student)
-            raise UploadError(
-                f"{name} ({len(data) / 2**20:.1f} MB) is not kept: your kept runs and files already take "
-                f"{used / 2**20:.1f} of your {self.quota / 2**20:.0f} MB. It is used until you leave; delete a kept "
-                "run to keep it."
-            ) from None
-        self.storage.write_upload(student, data)
-        self.registry.add_upload(student, digest, name, len(data))
+        with self.registry.work.transaction():  # the student, the room made, the file and its row: all or nothing
+            if any(have == digest for have, _, _ in self.registry.uploads(student)):
+                return digest  # kept already: once per content
+            self.registry.ensure_student(student)
+            try:
+                self.make_room(student, len(data), name)
+            except QuotaExceeded:
+                used = self.registry.disk_bytes(student)
+                raise UploadError(
+                    f"{name} ({len(data) / 2**20:.1f} MB) is not kept: your kept runs and files already take "
+                    f"{used / 2**20:.1f} of your {self.quota / 2**20:.0f} MB. It is used until you leave; delete a "
+                    "kept run to keep it."
+                ) from None
+            self.registry.work.on_rollback(functools.partial(self.storage.unwrite_upload, student, digest))
+            self.storage.write_upload(student, data)
+            self.registry.add_upload(student, digest, name, len(data))
         return digest
 
     def kept_texts(self, student: str) -> list[tuple[str, str, int]]:

@@ -13,6 +13,7 @@ import logging
 
 import sqlalchemy as sa
 
+from llmviz.lab import faults
 from llmviz.lab.records import LIVE_STATES, runs
 
 log = logging.getLogger(__name__)
@@ -38,12 +39,6 @@ def short_wait(db: sa.Connection, seconds: float = CLAIM_WAIT_S):
             raw.execute(f"PRAGMA busy_timeout={int(before)}")
 
 
-def is_locked(error: BaseException) -> bool:
-    """Is ``error`` another process's lock (SQLite's "database is locked", PostgreSQL's lock timeout 55P03)?"""
-    original = getattr(error, "orig", error)
-    return "locked" in str(original).lower() or getattr(original, "sqlstate", None) == "55P03"
-
-
 class Slots:
     """The cross-process slot scheduler (a part of :class:`llmviz.lab.registry.Registry`)."""
 
@@ -57,8 +52,8 @@ class Slots:
         student may train at most that many runs at once, whichever process trains them (one share per student)."""
         try:
             return self._claim(run_id, max_running, memory, budget, per_student)
-        except sa.exc.OperationalError as error:
-            if not is_locked(error):
+        except Exception as error:
+            if faults.classify(error) != faults.Fault.LOCKED:
                 raise  # unreachable or damaged: the caller says so
             log.debug("slot claim for %s found the database locked", run_id)  # another process writes: not now
             return False

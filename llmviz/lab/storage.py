@@ -190,6 +190,16 @@ class Storage:
             self.write_atomic(path, data)
         return digest, path
 
+    def unwrite_upload(self, student: str, digest: str) -> None:
+        """Remove an upload that a unit of work wrote and then rolled back, with the folders it made for it (the
+        student's and their uploads' folder, when nothing else is in them)."""
+        student_folder = f"{self.base.rstrip('/')}/{safe_name(student)}"
+        self.delete_file(f"{student_folder}/uploads/{digest}")
+        for folder in (f"{student_folder}/uploads", student_folder):
+            with contextlib.suppress(OSError):
+                if self.fs.exists(folder) and not self.fs.ls(folder):
+                    self.fs.rmdir(folder)
+
     def read_upload(self, student: str, digest: str) -> bytes:
         if not re.fullmatch(r"[0-9a-f]{64}", digest):
             raise ValueError("not a content hash")

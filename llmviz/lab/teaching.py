@@ -6,21 +6,22 @@ a teacher's *lead* brings the students who follow to the teacher's view (and a l
 Who may do what is checked here, not in a page: only the teacher (``lab_students.teacher``) opens, closes, reveals
 and ends a poll, reads the answers (names only when asked) and moves the lead; a student writes only their own answer
 and their own following. Every refusal is one sentence (:class:`ClassRefusal`), every database fault the lab's one
-sentence (:class:`~llmviz.lab.health.LabUnavailable`), and nothing a student sent is written unchecked.
+sentence (:class:`~llmviz.lab.faults.LabUnavailable`), and nothing a student sent is written unchecked.
 
 >>> import tempfile
 >>> from llmviz.lab.service import Lab
 >>> lab = Lab.at(tempfile.mkdtemp())
 >>> lab.keep_student("t", teacher=True); lab.keep_student("s1", name="Ada")
->>> poll = lab.open_poll("t", "tokens", Asked("token-count-1", "How many tokens?", ("3", "4"), 1, "Four."), "tokens")
->>> lab.answer("s1", poll, 0)
+>>> asked = Asked("token-count-1", "How many tokens?", ("3", "4"), 1, "Four.")
+>>> poll = lab.teaching.open_poll("t", "tokens", asked, "tokens")
+>>> lab.teaching.answer("s1", poll, 0)
 'Your answer is in: “3”. You can change it until the teacher closes the poll.'
->>> lab.class_poll("s1").answer is None  # the model's answer is hidden until Reveal
+>>> lab.teaching.class_poll("s1").answer is None  # the model's answer is hidden until Reveal
 True
->>> lab.reveal_poll("t", poll); view = lab.class_poll("s1")
+>>> lab.teaching.reveal_poll("t", poll); view = lab.teaching.class_poll("s1")
 >>> view.options[view.answer], view.options[view.mine]
 ('4', '3')
->>> lab.answer("s1", poll, 1)
+>>> lab.teaching.answer("s1", poll, 1)
 Traceback (most recent call last):
 ...
 llmviz.lab.teaching.ClassRefusal: This poll is closed: your answer “3” is kept.
@@ -28,12 +29,13 @@ llmviz.lab.teaching.ClassRefusal: This poll is closed: your answer “3” is ke
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from llmviz.errors import LlmvizError
 from llmviz.lab.polls import MAX_EXPLANATION, MAX_LINK, MAX_OPTION, MAX_OPTIONS, MAX_PROMPT, LeadRecord, PollRecord
@@ -150,11 +152,12 @@ def csv_cell(text: object) -> str:
 
 
 class ClassLive:
-    """Polls and the lead (a part of :class:`llmviz.lab.service.Lab`: ``self.registry`` and ``self.guard`` are
-    its)."""
+    """Polls (the first half of :class:`Teaching`), on the lab's registry and inside its guard
+    (:meth:`llmviz.lab.service.Lab.guard`, which turns a fault of the database into its one sentence)."""
 
-    registry: Registry
-    guard: Any
+    def __init__(self, registry: Registry, guard: Callable[..., contextlib.AbstractContextManager]):
+        self.registry = registry
+        self.guard = guard
 
     # ------------------------------------------------------------------ who
 
@@ -178,7 +181,7 @@ class ClassLive:
         link = checked_link(link)
         with self.guard("open a poll", writes=True):
             self._teacher(teacher, "open a poll")
-            if self.registry.poll_count() >= MAX_POLLS:
+            if self.registry.polls.poll_count() >= MAX_POLLS:
                 raise ClassRefusal(
                     f"The class keeps {MAX_POLLS} polls already: download them and start a new lab to ask more."
                 )
@@ -194,12 +197,12 @@ class ClassLive:
                 opened=time.time(),
                 by=teacher,
             )
-            return self.registry.add_poll(record)
+            return self.registry.polls.add_poll(record)
 
     def _change_poll(self, teacher: str, poll_id: int, what: str, **values: float) -> None:
         with self.guard(f"{what} a poll", writes=True):
             self._teacher(teacher, f"{what} a poll")
-            if not self.registry.set_poll(int(poll_id), **values):
+            if not self.registry.polls.set_poll(int(poll_id), **values):
                 raise ClassRefusal("That poll is not kept any more.")
 
     def close_poll(self, teacher: str, poll_id: int) -> None:
@@ -224,29 +227,29 @@ class ClassLive:
             raise ClassRefusal("An answer is one of the poll's choices.")
         with self.guard("keep an answer", writes=True):
             self._known(student)
-            poll = self.registry.poll(int(poll_id)) if isinstance(poll_id, int) else None
+            poll = self.registry.polls.poll(int(poll_id)) if isinstance(poll_id, int) else None
             if poll is None or poll.state == "ended":
                 raise ClassRefusal("That poll is not open any more.")
             if not 0 <= value < len(poll.options):
                 raise ClassRefusal("An answer is one of the poll's choices.")
             if poll.state != "open":
-                mine = self.registry.answer_of(poll.id, student)
+                mine = self.registry.polls.answer_of(poll.id, student)
                 kept = f"your answer “{poll.options[mine]}” is kept" if mine is not None else "you did not answer"
                 raise ClassRefusal(f"This poll is closed: {kept}.")
-            self.registry.put_answer(poll.id, student, value, time.time())
+            self.registry.polls.put_answer(poll.id, student, value, time.time())
         return f"Your answer is in: “{poll.options[value]}”. You can change it until the teacher closes the poll."
 
     def class_poll(self, who: str, names: bool = False) -> PollView | None:
         """The poll on the class's screens as ``who`` may see it (see :class:`PollView`); None when there is none.
         ``names``: the teacher's view with who answered what (refused to anyone else)."""
         with self.guard("read the class's poll"):
-            poll = self.registry.current_poll()
+            poll = self.registry.polls.current_poll()
             return None if poll is None else self._view(who, poll, names)
 
     def poll_view(self, who: str, poll_id: int, names: bool = False) -> PollView | None:
         """Any kept poll as ``who`` may see it (the teacher's list of polls); None when there is none."""
         with self.guard("read a poll"):
-            poll = self.registry.poll(int(poll_id))
+            poll = self.registry.polls.poll(int(poll_id))
             return None if poll is None else self._view(who, poll, names)
 
     def _view(self, who: str, poll: PollRecord, names: bool) -> PollView:
@@ -255,12 +258,12 @@ class ClassLive:
         if names and not teacher:
             raise ClassRefusal("Only the teacher can see who answered what.")
         shown = teacher or poll.state == "revealed"
-        counts = self.registry.answer_counts(poll.id) if shown else {}
+        counts = self.registry.polls.answer_counts(poll.id) if shown else {}
         named: dict[int, list[str]] | None = None
         if names:
             named = {}
             people = {row["id"]: row["name"] for row in self.registry.students()}
-            for number, (student, value, _) in enumerate(self.registry.answers(poll.id), start=1):
+            for number, (student, value, _) in enumerate(self.registry.polls.answers(poll.id), start=1):
                 named.setdefault(value, []).append(_text(people.get(student) or f"student {number}", 40))
         return PollView(
             poll.id,
@@ -270,7 +273,7 @@ class ClassLive:
             poll.options,
             poll.link,
             poll.state,
-            self.registry.answer_of(poll.id, who),
+            self.registry.polls.answer_of(poll.id, who),
             poll.answer if shown else None,
             poll.explanation if shown else "",
             counts,
@@ -282,7 +285,7 @@ class ClassLive:
         """Every poll the class kept, newest first (the teacher's list)."""
         with self.guard("list the class's polls"):
             self._teacher(teacher, "list the polls")
-            return self.registry.all_polls()
+            return self.registry.polls.all_polls()
 
     def poll_csv(self, teacher: str | None, poll_id: int, names: bool = False) -> str:
         """Poll ``poll_id`` as CSV: its question, view and the model's answer, then one row per answer (the
@@ -291,11 +294,11 @@ class ClassLive:
         with self.guard("write a poll's answers"):
             if teacher is not None:
                 self._teacher(teacher, "download a poll's answers")
-            poll = self.registry.poll(int(poll_id))
+            poll = self.registry.polls.poll(int(poll_id))
             if poll is None:
                 raise ClassRefusal(f"No poll {poll_id} is kept.")
             people = {row["id"]: row["name"] for row in self.registry.students()} if names else {}
-            rows = self.registry.answers(poll.id)
+            rows = self.registry.polls.answers(poll.id)
         return "".join(_csv_lines(poll, rows, people, names))
 
 
@@ -320,17 +323,15 @@ def _csv_lines(poll: PollRecord, rows, people: dict, names: bool) -> Iterator[st
     yield out.getvalue()
 
 
-class LeadDoor(ClassLive):
-    """The teacher's lead (a part of :class:`llmviz.lab.service.Lab`)."""
-
-    registry: Registry
-    guard: Any
+class Teaching(ClassLive):
+    """The class answering together, the lab's ``lab.teaching`` (:class:`llmviz.lab.service.Lab`): polls
+    (:class:`ClassLive`) and the teacher's lead."""
 
     def lead(self, student: str) -> LeadView:
         """The lead as ``student`` sees it: two reads by key, cheap enough for every follower every second."""
         with self.guard("read the teacher's lead"):
-            row = self.registry.lead()
-            stopped = self.registry.unfollowed_since(student) if row.active else None
+            row = self.registry.polls.lead()
+            stopped = self.registry.polls.unfollowed_since(student) if row.active else None
         return _lead_view(row, following=stopped is None or stopped != row.since)
 
     def set_lead(self, teacher: str, **values) -> LeadView:
@@ -350,10 +351,10 @@ class LeadDoor(ClassLive):
             values["lesson"] = _text(values["lesson"], 80)
         with self.guard("move the teacher's lead", writes=True):
             self._teacher(teacher, "lead the class")
-            if values.get("active") and not self.registry.lead().active:
+            if values.get("active") and not self.registry.polls.lead().active:
                 values["since"] = time.time()
             values["by"] = teacher
-            row = self.registry.set_lead(**values)
+            row = self.registry.polls.set_lead(**values)
         return _lead_view(row, following=True)
 
     def follow(self, student: str, following: bool) -> LeadView:
@@ -361,8 +362,8 @@ class LeadDoor(ClassLive):
         uploads are not touched."""
         with self.guard("keep whom you follow", writes=True):
             self._known(student)
-            row = self.registry.lead()
-            self.registry.unfollow(student, None if following else row.since)
+            row = self.registry.polls.lead()
+            self.registry.polls.unfollow(student, None if following else row.since)
         return _lead_view(row, following=following)
 
 

@@ -4,7 +4,7 @@ The lab (:mod:`llmviz.lab`) is the record; something else trains the runs it rec
 manager (:mod:`llmviz.jobs.manager`, worker processes or a Ray cluster). As JupyterHub declares a ``Spawner`` and is
 told which one to use, the lab declares :class:`Trainer` (what a page's door to this process's runs calls:
 :class:`llmviz.lab.live.StudentRuns`) and :class:`Job` (a run as it trains here), and is handed the factory of the
-process's trainer at start: ``app.py`` calls :func:`install` with :func:`llmviz.jobs.manager.default_manager`. A
+process's trainer at start: ``app.py`` calls :func:`install` with :func:`llmviz.jobs.default.default_manager`. A
 process that was not wired (a page run alone under a test, the command line) gets :data:`DEFAULT`, named by its
 dotted path and imported on first use, never at import time. The lab's other half of the contract,
 :class:`llmviz.lab.service.Controller` (act at once on a run held here, resume a kept run here, hold writes while a
@@ -21,7 +21,7 @@ from typing import Any, Protocol
 from llmviz.lab.live_status import JobStatus
 
 #: The trainer a process uses when nothing installed one: ``module:function`` returning the process's trainer.
-DEFAULT = "llmviz.jobs.manager:default_manager"
+DEFAULT = "llmviz.jobs.default:default_manager"
 
 
 class Job(Protocol):

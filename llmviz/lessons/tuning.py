@@ -197,7 +197,7 @@ def dpo_curves(metrics: list) -> dict[str, list[tuple[int, float]]]:
 
 
 def kept_dpo_curves(series: dict) -> dict[str, list[tuple[int, float]]]:
-    """The DPO chart's series from what the lab keeps of a run (:attr:`llmviz.lab.service.Curve.series`).
+    """The DPO chart's series from what the lab keeps of a run (:attr:`llmviz.lab.views.Curve.series`).
 
     >>> kept_dpo_curves({"margin": ((1, 0.1), (2, 0.3)), "lr": ((1, 1e-4),)})["margin"]
     [(1, 0.1), (2, 0.3)]

@@ -448,13 +448,14 @@ def of_config(
 
 
 def of_trainer(trainer) -> Footprint:
-    """The footprint of a built trainer (a :class:`~llmviz.training.trainer.Trainer`, or any run the job system
-    drives: its ``model``, ``config`` and ``dataset``), whose model the server has built: its model as it is, its token
-    ids, and the pickled copy the worker unpacks it from."""
+    """The footprint of a built trainer (a :class:`~llmviz.training.trainer.Trainer`, or any runner the job system
+    drives: its ``model``, ``config`` and what it ``describe()``s: its tokens, other copies of its weights), whose
+    model the server has built: its model as it is, its token ids, and the pickled copy the worker unpacks it from."""
     if hasattr(trainer, "footprint"):  # a run that knows its own (a sparse autoencoder's)
         return trainer.footprint()
     model, config = trainer.model, trainer.config
-    tokens = len(trainer.dataset.train_ids) + len(trainer.dataset.val_ids)
+    given = trainer.describe()  # every runner describes itself (llmviz.jobs.runners)
+    tokens = int(given.get("train_tokens", 0)) + int(given.get("val_tokens", 0))
     parameters = sum(p.numel() for p in model.parameters())
     autocast = getattr(trainer, "autocast_dtype", None)
     precision = "bf16" if autocast == torch.bfloat16 else "fp16" if autocast is not None else "float32"
@@ -470,7 +471,7 @@ def of_trainer(trainer) -> Footprint:
         what=f"Training {model_title(config)} ({parameters_text(parameters)})",
         trainable=trainable,
         precision=precision,
-        copies=1 if adapted is not None else 0,
+        copies=int(given.get("copies", 1 if adapted is not None else 0)),  # LoRA's adapted model, DPO's reference
         config=config if plain else None,
     )
     unpacking = found.parameter_bytes + 8 * tokens  # the pickled trainer, while the worker unpacks it

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import InitVar, dataclass, field, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import torch
 import torch.nn as nn
@@ -294,6 +294,7 @@ class Trainer:
     resumable safetensors checkpoint. Under ``torchrun`` every process holds one and trains its slice of the batch.
     Picklable: the app sends it to a worker process (:mod:`llmviz.jobs.worker`)."""
 
+    kind: ClassVar[str] = "training"  # what the lab keeps its run as (llmviz.jobs.runners)
     config: TrainConfig
     dataset: Dataset
     model: nn.Module = field(init=False)
@@ -418,6 +419,18 @@ class Trainer:
     def sharded(self) -> bool:
         """Trained with FSDP across processes: every process holds a shard of the model, not all of it."""
         return self.group.sharded
+
+    def describe(self) -> dict:
+        """What a page and the memory estimate need of the run (:mod:`llmviz.jobs.runners`): its model's description,
+        its config, tokenizer and vocabulary, and the tokens it trains and is measured on."""
+        return {
+            "description": model_description(self.model),
+            "config": self.config,
+            "tokenizer": self.dataset.tokenizer,
+            "vocab_size": self.dataset.vocab_size,
+            "train_tokens": len(self.dataset.train_ids),
+            "val_tokens": len(self.dataset.val_ids),
+        }
 
     @torch.no_grad()
     def evaluate(self, batches: int | None = None) -> float:

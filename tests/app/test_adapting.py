@@ -15,7 +15,7 @@ from llmviz.adapt import finetune, lora, quantize
 from llmviz.cli import main
 from llmviz.data import corpus
 from llmviz.errors import CheckpointError
-from llmviz.jobs.manager import default_manager
+from llmviz.jobs.default import default_manager
 from llmviz.lessons import adapting
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import assert_clean, computed, finish_jobs, open_tab, run_page
@@ -88,7 +88,7 @@ def test_a_lab_run_on_the_page_pauses_resumes_and_stops_like_every_run(fresh_ses
     Pause/Resume/Stop buttons (they had Stop alone)."""
     import json
 
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
     from tests.support.pages import assert_clean, run_page
 
     at = run_page("stages/adapting.py")

@@ -126,7 +126,7 @@ def test_gpt_heatmap_shows_every_token_label():
 
 def test_attention_step_0_vs_n_follows_the_layer_and_head_above_it():
     """(Step 0 vs step N is offered only where the picked model has steps: a run, here GPT mini's first steps.)"""
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
 
     at = run_app("stages/training.py", corpus="names")
     at.selectbox(key="train_model").set_value("gpt-mini")  # 4 layers, 4 heads

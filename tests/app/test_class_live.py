@@ -21,11 +21,11 @@ KEY = "a-teacher-key-for-class-tests"
 def a_class(monkeypatch):
     monkeypatch.setenv("LLMVIZ_TEACHER_KEY", KEY)
     lab = llmviz.lab.service.default_lab()
-    for poll in lab.registry.all_polls():  # a poll another test of this process left open
-        lab.registry.set_poll(poll.id, closed=1.0, ended=1.0)
+    for poll in lab.registry.polls.all_polls():  # a poll another test of this process left open
+        lab.registry.polls.set_poll(poll.id, closed=1.0, ended=1.0)
     yield lab
-    if lab.registry.lead().active:
-        lab.registry.set_lead(active=False)
+    if lab.registry.polls.lead().active:
+        lab.registry.polls.set_lead(active=False)
 
 
 def _student_of(at) -> str:
@@ -41,7 +41,7 @@ def test_a_poll_goes_from_the_teachers_question_to_a_students_answer_and_back_re
     assert asks, "the teacher has an Ask the class button under each question"
     asks[0].click().run()
     assert_clean(teacher)
-    poll = a_class.registry.current_poll()
+    poll = a_class.registry.polls.current_poll()
     assert poll is not None and poll.page == "sampling" and poll.link.startswith("sampling")
 
     student = run_app("stages/sampling.py")
@@ -49,7 +49,7 @@ def test_a_poll_goes_from_the_teachers_question_to_a_students_answer_and_back_re
     assert list(radio.options) and not [b for b in student.button if (b.key or "").startswith("live_ask_")]
     wrong = next(option for option in radio.options if option != radio.options[poll.answer])
     radio.set_value(wrong).run()
-    assert a_class.registry.answers(poll.id)[0][:2] == (_student_of(student), poll.options.index(wrong.strip()))
+    assert a_class.registry.polls.answers(poll.id)[0][:2] == (_student_of(student), poll.options.index(wrong.strip()))
 
     teacher.run()
     assert any("1 student answered" in caption.value for caption in teacher.caption)
@@ -63,19 +63,19 @@ def test_a_poll_goes_from_the_teachers_question_to_a_students_answer_and_back_re
 def test_a_follower_is_taken_to_the_teachers_view_and_can_stop_and_rejoin(a_class):
     teacher = run_app("stages/tokens.py", query={"teacher": KEY})
     teacher.toggle(key="live_lead").set_value(True).run()
-    lead = a_class.registry.lead()
+    lead = a_class.registry.polls.lead()
     assert lead.active and lead.link.startswith("tokens")
 
     student = run_app("stages/sampling.py")  # its first page run (Home) went to the teacher's view
     assert student.session_state["_llmviz_lead_seen"] == lead.version
     student.button(key="live_unfollow").click().run()
     assert not [html for html in student.get("html") if "/* lead" in html.value]
-    assert a_class.registry.unfollowed_since(_student_of(student)) == lead.since
+    assert a_class.registry.polls.unfollowed_since(_student_of(student)) == lead.since
     student.button(key="live_follow").click().run()
     scripts = [html.value for html in student.get("html") if "/* lead" in html.value]
     assert scripts and '"tokens' in scripts[0], "the follower's page goes to the teacher's view"
     teacher.toggle(key="live_lead").set_value(False).run()
-    assert not a_class.registry.lead().active
+    assert not a_class.registry.polls.lead().active
 
 
 def test_the_followers_script_keeps_a_link_inside_its_string():

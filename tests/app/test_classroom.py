@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import llmviz.lab.service
-from llmviz.jobs.events import RunInfo
-from llmviz.jobs.keeping import snapshot_meta
+from llmviz.jobs.kept_rows import snapshot_meta
+from llmviz.jobs.runners import facts
 from llmviz.lab.records import RunRecord
 from llmviz.training.snapshots import state_of
 from tests.support.jobs import small_trainer
@@ -37,7 +37,7 @@ def _kept_run(student: str, run_id: str, name: str, best: float) -> None:
         RunRecord(run_id, student, "training", f"run of {name}", "finished", total=5, step=5, model="char")
     )
     lab.registry.add_points(run_id, [(0, 3.3, 3.4), (5, 2.9, best)])
-    meta = snapshot_meta(RunInfo.of(trainer), "run")
+    meta = snapshot_meta(facts(trainer), "run")
     path, nbytes = lab.storage.write_snapshot(student, run_id, 5, state_of(trainer.model), meta)
     lab.registry.add_snapshot(run_id, 5, path, nbytes)
 
@@ -99,7 +99,7 @@ def test_no_key_set_means_no_teacher(given, monkeypatch):
 
 
 def test_a_parked_run_is_listed_and_resumed_on_the_training_page(fresh_session_jobs):
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
     from tests.support.jobs import TEXT
     from tests.support.pages import JOB_TIMEOUT
 
@@ -117,7 +117,7 @@ def test_a_parked_run_is_listed_and_resumed_on_the_training_page(fresh_session_j
         RunRecord("parked1", student, "training", "parked run", "parked", total=30, step=10, config=config)
     )
     path, nbytes = lab.storage.write_snapshot(
-        student, "parked1", 10, state_of(trainer.model), snapshot_meta(RunInfo.of(trainer), "x")
+        student, "parked1", 10, state_of(trainer.model), snapshot_meta(facts(trainer), "x")
     )
     lab.registry.add_snapshot("parked1", 10, path, nbytes)
     at.run()
@@ -311,7 +311,7 @@ def test_a_run_this_process_trains_reads_parked_by_the_teacher_with_resume_on_to
     kept" with no Resume at the top (the run's job here drew it, not the lab's record), and after Resume the live chart
     started at the resume step. One function draws a run from the lab's view: parked by the teacher with Resume right
     under it, then, once resumed, one curve from step 1 while it trains."""
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
     from llmviz.lab.identity import student_key
     from tests.support.lab_process import submit, wait_for
 

@@ -158,7 +158,7 @@ def test_word_vectors_come_back_in_a_new_session_of_their_student_only():
     file, with the explorer drawn on them; another student gets none (issue 56)."""
     import secrets
 
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
 
     student, other = (f"kept-w2v-{secrets.token_hex(6)}" for _ in range(2))
     at = run_app("stages/embeddings.py", corpus="python-docs", embeddings_tab="Word2vec", _llmviz_student_id=student)

@@ -64,7 +64,7 @@ def test_the_tokens_page_reads_a_bounded_sample_of_a_big_upload_and_says_so(big_
 
 
 def test_the_training_page_tokenizes_a_big_upload_in_the_runs_worker(big_text, tokenized, fresh_session_jobs):
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
 
     at = run_app("stages/training.py", corpus="upload", uploaded_corpus=("big.txt", big_text))
     by_label(at.selectbox, "Model").set_value("mlp")
@@ -90,7 +90,7 @@ def test_a_race_reads_the_first_characters_of_a_big_upload(big_text, tokenized, 
     assert_clean(at)
     assert max(tokenized, default=0) <= 200_000, tokenized  # the server tokenizes nothing big: the race's worker does
     assert any("Races on the corpus train on its first 200,000" in caption.value for caption in at.caption)
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
 
     runners = default_manager().jobs(at.session_state["_llmviz_session_id"])
     assert runners

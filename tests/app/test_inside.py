@@ -16,7 +16,7 @@ from ui.stages import ROOT
 def test_training_the_induction_run_again_keeps_both_runs_apart(fresh_session_jobs):
     """'Train it again' on Inside the model gave the new run the same label as the first: the Training page keys
     its runs by label, so the first run vanished from its chart, table and 'Download a run'."""
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
 
     at = run_app("stages/inside.py", look="Induction run")  # its tab (the page opens on the logit lens)
     at.button(key="induction_start").click().run()
@@ -53,7 +53,7 @@ def test_inside_says_what_the_head_scores_are_measured_on_and_that_train_it_pick
 def test_induction_run_offers_the_model_picked_before_back():
     import time
 
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
     from tests.support.pages import by_label
 
     at = run_page("stages/inside.py", look="Induction run")
@@ -300,7 +300,7 @@ def test_a_character_level_run_says_once_in_the_page_that_it_cannot_read_the_tex
     import logging
     import time
 
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
     from tests.support.pages import texts
 
     at = run_page("stages/inside.py", look="Induction run")
@@ -433,7 +433,7 @@ def test_steering_and_knocking_out_a_feature_in_the_features_tab():
 
 
 def test_an_autoencoder_trained_in_the_features_tab_is_a_lab_run_and_the_browser_opens_on_it(fresh_session_jobs):
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
     from llmviz.lab.identity import student_key
     from llmviz.lab.service import default_lab
     from tests.support.pages import by_label, texts

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 
 from benchmarks._protocol_client import Student
+from llmviz.lab.faults import NOTHING_DONE
 from tests.support.app_server import running_app
 from tests.support.asyncio_thread import run_coroutine
 from ui.identity import COOKIE, new_secret
-from ui.lab import NOTHING_DONE
 
 pytestmark = pytest.mark.slow  # an app server and a PostgreSQL server
 

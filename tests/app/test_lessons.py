@@ -62,18 +62,18 @@ def test_a_lesson_started_from_the_class_view_moves_the_lead_step_by_step(monkey
     teacher.button(key="lesson_start").click().run()
     assert_clean(teacher)
     lesson = plans.shipped()["1-text-to-next-token"]
-    lead = lab.registry.lead()
+    lead = lab.registry.polls.lead()
     assert (lead.active, lead.lesson, lead.step, lead.link) == (True, lesson.name, 0, lesson.steps[0].view)
     teacher.button(key="lesson_next").click().run()
-    assert (lab.registry.lead().step, lab.registry.lead().link) == (1, lesson.steps[1].view)
+    assert (lab.registry.polls.lead().step, lab.registry.polls.lead().link) == (1, lesson.steps[1].view)
     student = run_app("stages/home.py")  # a student who joins late lands on the current step
     assert any(literal_markdown(lesson.steps[1].title) in markdown.value for markdown in student.markdown)
-    assert student.session_state["_llmviz_lead_seen"] == lab.registry.lead().version  # sent to the step's view
+    assert student.session_state["_llmviz_lead_seen"] == lab.registry.polls.lead().version  # sent to the step's view
     teacher.button(key="lesson_back").click().run()
-    assert lab.registry.lead().step == 0
+    assert lab.registry.polls.lead().step == 0
     teacher.button(key="lesson_end").click().run()
-    assert lab.registry.lead().lesson is None
-    lab.registry.set_lead(active=False)
+    assert lab.registry.polls.lead().lesson is None
+    lab.registry.polls.set_lead(active=False)
 
 
 def test_a_bad_lesson_file_is_one_line_with_its_line_number(monkeypatch):

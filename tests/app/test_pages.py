@@ -86,7 +86,7 @@ def test_every_page_shows_a_run_while_it_trains():
     by_label(at.slider, "Sample every (steps)").set_value(0)
     at.button(key="train").click().run()
     assert_clean(at)
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
 
     [job] = default_manager().jobs(at.session_state["_llmviz_session_id"])
     deadline = time.time() + JOB_TIMEOUT

@@ -23,7 +23,7 @@ def test_a_run_with_one_kept_snapshot_or_none_yet_says_where_it_is():
     """Issue 56: the sidebar said "Step 0 (the run has just started)" for an interrupted run whose only snapshot is
     step 178, and "Preparing… until its step 0 exists" for a run at step 62."""
     from llmviz.lab.records import RunRecord
-    from llmviz.lab.service import RunView
+    from llmviz.lab.views import RunView
     from ui import model_sources, picker_sidebar
 
     interrupted = RunView.of(RunRecord("r1", "s", "training", "GPT micro", "interrupted", 2000, 178, model="gpt"))

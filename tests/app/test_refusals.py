@@ -7,7 +7,7 @@ import re
 import pytest
 from cachetools import LRUCache
 
-import llmviz.jobs.manager
+import llmviz.jobs.default
 from llmviz.jobs.manager import JobManager
 from tests.support.pages import assert_clean, by_label, run_page, texts
 from ui.panels import task_jobs
@@ -24,7 +24,7 @@ def small_server(monkeypatch):
                 max_running=2, session_timeout=None, workers="process", memory_mb=2048, client_memory_mb=share_mb
             )
         )
-        monkeypatch.setattr(llmviz.jobs.manager, "_default", made[-1])
+        monkeypatch.setattr(llmviz.jobs.default, "_default", made[-1])
         return made[-1]
 
     yield make

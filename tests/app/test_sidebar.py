@@ -94,7 +94,7 @@ def test_an_uploaded_files_name_is_escaped_only_where_markdown_is_rendered():
 
 def test_two_runs_of_the_same_model_are_told_apart_and_inside_names_the_model(fresh_session_jobs):
     """Also #27.12: "Download a run" offers the run picked in the sidebar first."""
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
 
     at = run_app("stages/training.py", corpus="names")
     at.selectbox(key="train_model").set_value("mlp")

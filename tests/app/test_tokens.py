@@ -88,7 +88,7 @@ def assert_no_error_box(at):
 
 def test_bpe_trained_after_a_stopped_run_uses_its_own_settings():
     """A stopped gpt2/4000 run must not lend its settings to the next gpt4/300 run."""
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
 
     at = run_page("stages/tokens.py", corpus="python-docs")
     by_label(at.slider, "Vocabulary size").set_value(4000)
@@ -237,7 +237,7 @@ def test_tokens_empty_text_warns_and_keeps_bpe_training_and_windows():
 
 
 def jobs_of(at):
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
 
     return default_manager().jobs(at.session_state["_llmviz_session_id"])
 
@@ -343,7 +343,7 @@ def test_a_trained_bpe_comes_back_in_a_new_session_of_its_student_only():
     same merges, and the captions say what it was trained on; another student gets none (issue 56)."""
     import secrets
 
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
 
     student, other = (f"kept-bpe-{secrets.token_hex(6)}" for _ in range(2))
     at = run_app("stages/tokens.py", corpus="names", tokens_tab="Train your own BPE", _llmviz_student_id=student)
@@ -364,7 +364,7 @@ def test_a_trained_bpe_comes_back_in_a_new_session_of_its_student_only():
 
 def test_a_bpe_waiting_behind_a_training_run_says_it_is_queued():
     """Issue 72 §8: a BPE job queued behind the student's training run said "Counting pairs…" until it started."""
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
     from llmviz.lab.live_status import JobState
 
     at = run_page("stages/training.py")

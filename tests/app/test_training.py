@@ -31,7 +31,7 @@ pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 def test_the_runs_a_test_leaves_are_ended_after_it():
     """tests/conftest.py's _no_runs_left_behind ends what a test's app runs started (it once named an owner that
     no run had, and ended nothing)."""
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
     from tests.support.jobs import end_every_session
 
     at = train_on_names()
@@ -194,7 +194,7 @@ def test_a_finished_race_is_on_the_comparison_chart():
 
 
 def jobs_of(at):
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
 
     return default_manager().jobs(at.session_state["_llmviz_session_id"])
 

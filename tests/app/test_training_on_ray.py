@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from llmviz.jobs import manager
+from llmviz.jobs import default
 from llmviz.jobs.manager import JobManager
 from tests.support.pages import assert_clean, by_label, run_page, texts
 
@@ -17,7 +17,7 @@ def test_the_training_page_offers_only_the_cpu_of_a_cpu_only_ray_cluster(ray_add
     import ray
 
     hall = JobManager(max_running=1, session_timeout=None, workers="ray", ray_address=ray_address)
-    monkeypatch.setattr(manager, "_default", hall)  # the server's manager, as LLMVIZ_RAY_ADDRESS makes it
+    monkeypatch.setattr(default, "_default", hall)  # the server's manager, as LLMVIZ_RAY_ADDRESS makes it
     try:
         at = run_page("stages/training.py", corpus="names")
         assert_clean(at)

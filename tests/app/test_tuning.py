@@ -30,7 +30,7 @@ def test_a_dpo_run_is_the_labs_and_its_chart_is_drawn_from_the_lab_after_a_resta
     gone from the server's memory (a restart); each point equals the trainer's own metrics at that step."""
     import json
 
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
     from llmviz.lab.service import default_lab
     from tests.support.pages import JOB_TIMEOUT
     from tests.support.waiting import wait_for

@@ -43,7 +43,7 @@ class Gate:
 def end_every_session() -> int:
     """End the jobs of every owner the process's job manager holds, if it made one (``tests/conftest.py`` does after
     every test): how many owners had jobs."""
-    jobs = sys.modules.get("llmviz.jobs.manager")
+    jobs = sys.modules.get("llmviz.jobs.default")
     if jobs is None or jobs._default is None:
         return 0
     owners = [owner for owner in list(jobs._default._sessions) if jobs._default.jobs(owner)]

@@ -1,5 +1,5 @@
 """A real app-like process for the lab's multi-process tests: a JobManager with a Lab on a runs folder and a
-database URL (SQLite file or PostgreSQL), as :func:`llmviz.jobs.manager.default_manager` makes one, training runs
+database URL (SQLite file or PostgreSQL), as :func:`llmviz.jobs.default.default_manager` makes one, training runs
 the pages' way (built in the worker from their text, so the lab keeps the text and the run can be resumed).
 
 ``python -m tests.support.lab_process FOLDER URL SPEC...`` with ``SPEC`` = ``student:steps`` or

@@ -57,7 +57,7 @@ def computed(at: AppTest, name: str) -> AppTest:
 def finish_jobs(at: AppTest, timeout: float = JOB_TIMEOUT) -> AppTest:
     """Wait for the jobs this AppTest session started (BPE, word2vec, a run: they train in worker processes,
     outside the script run), then run the page again, as the live section's refresh would."""
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
 
     for job in default_manager().jobs(at.session_state["_llmviz_session_id"]):
         assert job.wait(timeout), job
@@ -83,7 +83,7 @@ def texts(elements) -> str:
 
 def session_jobs(at, kind="train"):
     """The jobs of the AppTest's browser session, each waited for until it ends."""
-    from llmviz.jobs.manager import default_manager
+    from llmviz.jobs.default import default_manager
 
     found = [
         job

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from llmviz.lab.service import TASK, RunView
+from llmviz.lab.service import TASK
+from llmviz.lab.views import RunView
 from llmviz.training import footprint
 from ui import identity, lab, picker, state
 from ui.lab import state_text

@@ -18,7 +18,7 @@ import streamlit as st
 
 from llmviz.lab.live import LiveRun
 from llmviz.lab.live_status import JobState, JobStatus
-from llmviz.lab.service import RunView
+from llmviz.lab.views import RunView
 from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure
 from llmviz.training.overfitting import overfitting
 from ui import charts, lab, picker, state

@@ -112,10 +112,10 @@ def yes_no_rows(numbers):
 
 def test_a_tiny_run_prefers_the_chosen_answer_on_held_out_pairs_and_keeps_its_reference(tiny):
     model, tokenizer = tiny
-    config = dpo.DPOConfig(beta=0.5, steps=30, batch_size=4, lr=3e-3, eval_interval=10, seed=0)
+    config = dpo.DpoConfig(beta=0.5, steps=30, batch_size=4, lr=3e-3, eval_interval=10, seed=0)
     train = yes_no_rows(n for n in range(60) if n % 4)
     held = yes_no_rows(n for n in range(60) if not n % 4)  # prompts it never trains on
-    trainer = dpo.DPOTrainer(config, tokenizer, model, train, held)
+    trainer = dpo.DpoRunner(config, tokenizer, model, train, held)
     reference = {k: v.clone() for k, v in trainer.reference.state_dict().items()}
     assert trainer.before.accuracy == 0.0 and trainer.before.margin == 0.0  # policy = reference: every pair a tie
     metrics = list(trainer.run())
@@ -131,7 +131,7 @@ def test_a_tiny_run_prefers_the_chosen_answer_on_held_out_pairs_and_keeps_its_re
 @pytest.mark.parametrize("bad", [{"beta": 0.0}, {"beta": -1.0}, {"steps": 0}, {"lr": 0.0}, {"beta": float("inf")}])
 def test_bad_settings_are_one_clear_error(bad):
     with pytest.raises(ConfigError, match="cannot work"):
-        dpo.DPOConfig(**bad)
+        dpo.DpoConfig(**bad)
 
 
 def test_a_pair_batch_is_the_chosen_then_the_rejected():

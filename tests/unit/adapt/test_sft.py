@@ -93,8 +93,8 @@ def test_a_tiny_run_learns_the_answers_and_leaves_its_start_alone(tiny):
     model, tokenizer = tiny
     before = {k: v.clone() for k, v in model.state_dict().items()}
     rows = [{"prompt": f"Say {w}", "response": w} for w in ("yes", "no", "maybe", "ok", "hi", "bye")]
-    config = sft.SFTConfig(steps=40, batch_size=6, lr=3e-3, eval_interval=20, seed=0)
-    trainer = sft.SFTTrainer(config, tokenizer, model, rows, rows[:2])
+    config = sft.SftConfig(steps=40, batch_size=6, lr=3e-3, eval_interval=20, seed=0)
+    trainer = sft.SftRunner(config, tokenizer, model, rows, rows[:2])
     metrics = list(trainer.run())
     assert [m.step for m in metrics] == list(range(1, 41))
     assert metrics[-1].val_loss < trainer.val_loss_before / 2
@@ -105,7 +105,7 @@ def test_a_tiny_run_learns_the_answers_and_leaves_its_start_alone(tiny):
 @pytest.mark.parametrize("bad", [{"steps": 0}, {"lr": -1.0}, {"batch_size": 0}, {"lr": float("nan")}])
 def test_bad_settings_are_one_clear_error(bad):
     with pytest.raises(ConfigError, match="cannot work"):
-        sft.SFTConfig(**bad)
+        sft.SftConfig(**bad)
 
 
 def test_answer_stops_at_the_end_token(tiny):

@@ -142,7 +142,7 @@ def test_a_run_training_when_its_server_died_is_interrupted(tmp_path, database_u
 def test_a_parked_run_resumes_from_its_last_snapshot(tmp_path, database_url):
     import functools
 
-    from llmviz.jobs.keeping import resumed_trainer
+    from llmviz.jobs.resuming import resumed_trainer
     from llmviz.training import footprint
     from llmviz.training.config import TrainConfig
     from llmviz.training.dataset import vocab_bound

@@ -1,4 +1,4 @@
-"""The server's end of a worker's pipe is read by a thread of its own (llmviz.jobs.worker.ReadAhead): a worker frozen
+"""The server's end of a worker's pipe is read by a thread of its own (llmviz.jobs.channels.ReadAhead): a worker frozen
 in the middle of a message (``SIGSTOP`` while it sent a snapshot) no longer holds its supervisor in ``recv``, so the
 silence is noticed and the worker killed (``test_supervisor``'s hung-worker test failed under CI's load: its
 ``SIGSTOP`` landed mid-snapshot and the job never ended)."""
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from llmviz.jobs.worker import PipeChannel, ReadAhead, WorkerGone
+from llmviz.jobs.channels import PipeChannel, ReadAhead, WorkerGone
 
 
 def test_a_message_begun_and_never_finished_blocks_nobody_and_the_end_of_the_pipe_is_said():

@@ -11,12 +11,13 @@ import pytest
 import torch
 
 from llmviz.adapt import instructions, tuning_runs
-from llmviz.adapt.dpo import DPOConfig
-from llmviz.adapt.sft import SFTConfig
-from llmviz.jobs.keeping import resume_plan
+from llmviz.adapt.dpo import DpoConfig
+from llmviz.adapt.sft import SftConfig
 from llmviz.jobs.manager import JobManager
+from llmviz.jobs.resuming import resume_plan
 from llmviz.lab.live_status import Planned
-from llmviz.lab.service import Lab, RunView
+from llmviz.lab.service import Lab
+from llmviz.lab.views import RunView
 from llmviz.lessons.adapting import lab_footprint
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.paths import ROOT
@@ -39,9 +40,9 @@ def _start(manager, kind: str, config, model, tokenizer):
 def test_a_parked_tuning_run_resumes_as_the_same_run(tmp_path, kind):
     model, tokenizer, _ = load_checkpoint(ROOT / "data" / "gpt-python-docs-sft")
     if kind == "sft":
-        config = SFTConfig(steps=40, batch_size=2, eval_interval=1000, lr=1e-4, seed=3)
+        config = SftConfig(steps=40, batch_size=2, eval_interval=1000, lr=1e-4, seed=3)
     else:
-        config = DPOConfig(steps=40, batch_size=2, eval_interval=1000, lr=1e-4, beta=0.1, seed=3)
+        config = DpoConfig(steps=40, batch_size=2, eval_interval=1000, lr=1e-4, beta=0.1, seed=3)
     manager = JobManager(max_running=1, lab=Lab.at(tmp_path), session_timeout=0.01, reap_interval=3600)
     job, _ = _start(manager, kind, config, model, tokenizer)
     wait_for(lambda: job.status().step >= 3, timeout=300)
@@ -75,7 +76,7 @@ def test_a_parked_tuning_run_resumes_as_the_same_run(tmp_path, kind):
     assert registry.resume_state(kept.id) is None  # nothing it could have gone on from exactly
     rows = len(trainer.train_examples if kind == "sft" else trainer.train_pairs)
     never_stopped = torch.Generator().manual_seed(config.seed)
-    for _ in range(parked_at):  # the batches an uninterrupted run drew before its next one (SFTTrainer.batch)
+    for _ in range(parked_at):  # the batches an uninterrupted run drew before its next one (SftRunner.batch)
         torch.randint(rows, (config.batch_size,), generator=never_stopped)
     afresh = torch.Generator().manual_seed(config.seed + parked_at)
     assert torch.equal(trainer.generator.get_state(), afresh.get_state())  # drawn afresh from its seed and step

@@ -216,8 +216,9 @@ def failing_loop(should_stop):
 def test_a_failing_runner_logs_its_traceback_once_and_sends_the_page_one_line(caplog):
     """The runner logs the failure where its traceback is (llmviz.errors.log_failure, the same one line as before:
     "KeyError: 'missing'") and sends that line, without a second copy of the traceback for the server to log."""
+    from llmviz.jobs.channels import thread_channel_pair
     from llmviz.jobs.events import Done, Failed
-    from llmviz.jobs.worker import TaskPayload, WorkerOptions, thread_channel_pair, worker_main
+    from llmviz.jobs.worker import TaskPayload, WorkerOptions, worker_main
 
     ours, theirs = thread_channel_pair()
     with caplog.at_level("WARNING", logger="llmviz"):

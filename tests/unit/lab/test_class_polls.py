@@ -33,29 +33,29 @@ def _end(*labs: Lab) -> None:
 
 def test_a_poll_is_answered_from_another_process_counted_for_the_teacher_and_revealed(tmp_path, database_url):
     teacher_side, student_side = _class(tmp_path, database_url)
-    poll = teacher_side.open_poll("teacher", "tokens", QUESTION, VIEW)
-    seen = student_side.class_poll("s1")
+    poll = teacher_side.teaching.open_poll("teacher", "tokens", QUESTION, VIEW)
+    seen = student_side.teaching.class_poll("s1")
     assert (seen.id, seen.prompt, seen.link, seen.answer, seen.counts) == (poll, QUESTION.prompt, VIEW, None, {})
-    student_side.answer("s1", poll, 0)
-    student_side.answer("s2", poll, 3)
-    student_side.answer("s1", poll, 1)  # changed before the poll closes: still one answer
-    projector = teacher_side.class_poll("teacher")
+    student_side.teaching.answer("s1", poll, 0)
+    student_side.teaching.answer("s2", poll, 3)
+    student_side.teaching.answer("s1", poll, 1)  # changed before the poll closes: still one answer
+    projector = teacher_side.teaching.class_poll("teacher")
     assert (projector.counts, projector.answered, projector.answer) == ({1: 1, 3: 1}, 2, 1)
-    assert projector.names is None and teacher_side.class_poll("teacher", names=True).names == {
+    assert projector.names is None and teacher_side.teaching.class_poll("teacher", names=True).names == {
         1: ["Student 1"],
         3: ["Student 2"],
     }
     with pytest.raises(ClassRefusal, match="Only the teacher"):
-        student_side.class_poll("s2", names=True)  # answers are anonymous to other students
+        student_side.teaching.class_poll("s2", names=True)  # answers are anonymous to other students
     with pytest.raises(ClassRefusal, match="Only the teacher"):
-        student_side.reveal_poll("s2", poll)
-    teacher_side.reveal_poll("teacher", poll)
-    revealed = student_side.class_poll("s2")
+        student_side.teaching.reveal_poll("s2", poll)
+    teacher_side.teaching.reveal_poll("teacher", poll)
+    revealed = student_side.teaching.class_poll("s2")
     assert (revealed.state, revealed.mine, revealed.answer, revealed.explanation) == ("revealed", 3, 1, "Four.")
     with pytest.raises(ClassRefusal, match="closed: your answer “7” is kept"):
-        student_side.answer("s2", poll, 0)
-    teacher_side.end_poll("teacher", poll)
-    assert student_side.class_poll("s1") is None
+        student_side.teaching.answer("s2", poll, 0)
+    teacher_side.teaching.end_poll("teacher", poll)
+    assert student_side.teaching.class_poll("s1") is None
     _end(teacher_side, student_side)
 
 
@@ -71,31 +71,31 @@ def test_a_poll_is_answered_from_another_process_counted_for_the_teacher_and_rev
 )
 def test_a_bad_answer_is_one_sentence_and_changes_nothing(tmp_path, poll, value, sentence):
     teacher_side, student_side = _class(tmp_path, None)
-    opened = teacher_side.open_poll("teacher", "tokens", QUESTION, VIEW)
+    opened = teacher_side.teaching.open_poll("teacher", "tokens", QUESTION, VIEW)
     with pytest.raises(ClassRefusal, match=sentence) as refused:
-        student_side.answer("s1", opened if poll == "open" else opened + 1, value)
-    assert str(refused.value).count(".") == 1 and teacher_side.class_poll("teacher").answered == 0
+        student_side.teaching.answer("s1", opened if poll == "open" else opened + 1, value)
+    assert str(refused.value).count(".") == 1 and teacher_side.teaching.class_poll("teacher").answered == 0
     _end(teacher_side, student_side)
 
 
 def test_a_browser_the_class_does_not_know_cannot_answer_and_a_student_cannot_lead(tmp_path):
     teacher_side, student_side = _class(tmp_path, None)
-    poll = teacher_side.open_poll("teacher", "tokens", QUESTION, VIEW)
+    poll = teacher_side.teaching.open_poll("teacher", "tokens", QUESTION, VIEW)
     with pytest.raises(ClassRefusal, match="not a student of the class"):
-        student_side.answer("forged-id", poll, 1)
+        student_side.teaching.answer("forged-id", poll, 1)
     with pytest.raises(ClassRefusal, match="Only the teacher can lead"):
-        student_side.set_lead("s1", active=True, link="sampling")
+        student_side.teaching.set_lead("s1", active=True, link="sampling")
     with pytest.raises(ClassRefusal, match="Only the teacher can open"):
-        student_side.open_poll("s1", "tokens", QUESTION, VIEW)
+        student_side.teaching.open_poll("s1", "tokens", QUESTION, VIEW)
     with pytest.raises(ClassRefusal, match="not another address"):
-        teacher_side.set_lead("teacher", link="https://elsewhere.example/")
+        teacher_side.teaching.set_lead("teacher", link="https://elsewhere.example/")
     with pytest.raises(ClassRefusal, match="not a step"):
-        teacher_side.set_lead("teacher", step=-1)
+        teacher_side.teaching.set_lead("teacher", step=-1)
     with pytest.raises(ClassRefusal, match="at most 64 KB"):
-        teacher_side.set_lead("teacher", plan="x" * (65 * 1024))
+        teacher_side.teaching.set_lead("teacher", plan="x" * (65 * 1024))
     with pytest.raises(ClassRefusal, match="a view, a lesson"):
-        teacher_side.set_lead("teacher", since=0.0)
-    assert teacher_side.lead("s1").active is False
+        teacher_side.teaching.set_lead("teacher", since=0.0)
+    assert teacher_side.teaching.lead("s1").active is False
     _end(teacher_side, student_side)
 
 
@@ -103,28 +103,28 @@ def test_the_number_of_polls_and_their_choices_are_bounded(tmp_path, monkeypatch
     teacher_side, _ = _class(tmp_path, None, students=())
     monkeypatch.setattr(teaching, "MAX_POLLS", 2)
     for _ in range(2):
-        teacher_side.open_poll("teacher", "tokens", QUESTION, VIEW)
+        teacher_side.teaching.open_poll("teacher", "tokens", QUESTION, VIEW)
     with pytest.raises(ClassRefusal, match="keeps 2 polls already"):
-        teacher_side.open_poll("teacher", "tokens", QUESTION, VIEW)
+        teacher_side.teaching.open_poll("teacher", "tokens", QUESTION, VIEW)
     with pytest.raises(ClassRefusal, match="2 to 12 choices"):
-        teacher_side.open_poll("teacher", "tokens", Asked("k", "?", ("only",), 0), VIEW)
+        teacher_side.teaching.open_poll("teacher", "tokens", Asked("k", "?", ("only",), 0), VIEW)
     long = Asked("k" * 500, "?" * 5000, tuple("x" * 900 for _ in range(3)), 0)
     with pytest.raises(ClassRefusal):
-        teacher_side.open_poll("teacher", "t" * 90, long, VIEW)  # the third poll: refused before it is made
+        teacher_side.teaching.open_poll("teacher", "t" * 90, long, VIEW)  # the third poll: refused before it is made
     _end(teacher_side)
 
 
 def test_a_restart_keeps_the_open_poll_its_answers_and_the_leads_step(tmp_path, database_url):
     teacher_side, student_side = _class(tmp_path, database_url)
-    poll = teacher_side.open_poll("teacher", "tokens", QUESTION, VIEW)
-    student_side.answer("s1", poll, 2)
+    poll = teacher_side.teaching.open_poll("teacher", "tokens", QUESTION, VIEW)
+    student_side.teaching.answer("s1", poll, 2)
     plan = 'title = "T"\n[[step]]\nview = "tokens"\n'
-    teacher_side.set_lead("teacher", active=True, link=VIEW, lesson="text-to-next-token", step=3, plan=plan)
+    teacher_side.teaching.set_lead("teacher", active=True, link=VIEW, lesson="text-to-next-token", step=3, plan=plan)
     _end(teacher_side, student_side)
     again = Lab.at(tmp_path, database_url)
-    found = again.class_poll("s1")
+    found = again.teaching.class_poll("s1")
     assert (found.id, found.state, found.mine) == (poll, "open", 2)
-    lead = again.lead("s1")
+    lead = again.teaching.lead("s1")
     assert (lead.active, lead.link, lead.lesson, lead.step, lead.following, lead.plan) == (
         True,
         VIEW,
@@ -138,33 +138,33 @@ def test_a_restart_keeps_the_open_poll_its_answers_and_the_leads_step(tmp_path, 
 
 def test_a_student_stops_following_and_rejoins_and_a_new_lead_brings_everyone_back(tmp_path, database_url):
     teacher_side, student_side = _class(tmp_path, database_url)
-    started = teacher_side.set_lead("teacher", active=True, link="tokens")
-    assert student_side.lead("s1").leads_me
-    assert not student_side.follow("s1", False).following
-    assert not student_side.lead("s1").leads_me and student_side.lead("s2").leads_me
-    moved = teacher_side.set_lead("teacher", link="attention?layer=1")
-    assert moved.version > started.version and student_side.lead("s2").link == "attention?layer=1"
-    assert student_side.follow("s1", True).following and student_side.lead("s1").leads_me
-    student_side.follow("s1", False)
-    teacher_side.set_lead("teacher", active=False)
-    teacher_side.set_lead("teacher", active=True)  # a new lead: everyone follows it again
-    assert student_side.lead("s1").leads_me
+    started = teacher_side.teaching.set_lead("teacher", active=True, link="tokens")
+    assert student_side.teaching.lead("s1").leads_me
+    assert not student_side.teaching.follow("s1", False).following
+    assert not student_side.teaching.lead("s1").leads_me and student_side.teaching.lead("s2").leads_me
+    moved = teacher_side.teaching.set_lead("teacher", link="attention?layer=1")
+    assert moved.version > started.version and student_side.teaching.lead("s2").link == "attention?layer=1"
+    assert student_side.teaching.follow("s1", True).following and student_side.teaching.lead("s1").leads_me
+    student_side.teaching.follow("s1", False)
+    teacher_side.teaching.set_lead("teacher", active=False)
+    teacher_side.teaching.set_lead("teacher", active=True)  # a new lead: everyone follows it again
+    assert student_side.teaching.lead("s1").leads_me
     _end(teacher_side, student_side)
 
 
 def test_a_polls_csv_names_students_only_when_asked_and_never_runs_a_typed_formula(tmp_path, capsys):
     teacher_side, student_side = _class(tmp_path, None)
     student_side.keep_student("s2", name="=HYPERLINK(evil)")
-    poll = teacher_side.open_poll("teacher", "tokens", QUESTION, VIEW)
-    student_side.answer("s1", poll, 1)
-    student_side.answer("s2", poll, 0)
-    rows = list(csv.reader(io.StringIO(teacher_side.poll_csv("teacher", poll, names=True))))
+    poll = teacher_side.teaching.open_poll("teacher", "tokens", QUESTION, VIEW)
+    student_side.teaching.answer("s1", poll, 1)
+    student_side.teaching.answer("s2", poll, 0)
+    rows = list(csv.reader(io.StringIO(teacher_side.teaching.poll_csv("teacher", poll, names=True))))
     assert rows[1][2:5] == [QUESTION.prompt, VIEW, "4"]
     assert sorted(row[:3] for row in rows[4:]) == [["'=HYPERLINK(evil)", "3", "False"], ["Student 1", "4", "True"]]
-    anonymous = teacher_side.poll_csv("teacher", poll)
+    anonymous = teacher_side.teaching.poll_csv("teacher", poll)
     assert "Student 1" not in anonymous and "HYPERLINK" not in anonymous
     with pytest.raises(ClassRefusal, match="Only the teacher"):
-        student_side.poll_csv("s1", poll)
+        student_side.teaching.poll_csv("s1", poll)
     assert main(["lab", "polls", "--runs-dir", str(tmp_path)]) == 0
     assert "How many tokens" in capsys.readouterr().out
     out = tmp_path / "poll.csv"

@@ -18,7 +18,7 @@ import pytest
 
 from llmviz.errors import CheckpointError
 from llmviz.jobs.manager import JobManager
-from llmviz.lab import health
+from llmviz.lab import faults
 from llmviz.lab.rebuild import RUN_FILE, Guard, rebuild
 from llmviz.lab.records import TRAINING, RunRecord, metadata, runs, students
 from llmviz.lab.service import Lab
@@ -163,15 +163,15 @@ def test_lab_backup_makes_the_folder_docs_classroom_names_on_a_fresh_install(tmp
 def test_an_outage_is_one_sentence_said_once(tmp_path, caplog):
     now = [0.0]
     registry = Lab.at(tmp_path).registry
-    watch = health.watch_of(registry.engine)
+    watch = faults.watch_of(registry.engine)
     watch.clock = lambda: now[0]
     registry.engine.dispose()
-    with caplog.at_level("WARNING", logger="llmviz.lab.health"):
+    with caplog.at_level("WARNING", logger="llmviz.lab.faults"):
         (tmp_path / "lab.db").write_bytes(b"not a database" * 100)  # damaged under the app
         for _ in range(3):
-            with pytest.raises(health.LabUnavailable, match="^The lab's database is damaged: "):
+            with pytest.raises(faults.LabUnavailable, match="^The lab's database is damaged: "):
                 registry.runs("bo")
-    assert [r.message for r in caplog.records].count(health.sentence("damaged")) == 1
+    assert [r.message for r in caplog.records].count(faults.Fault.DAMAGED.sentence) == 1
     assert watch.reason == "damaged" and watch.replaced() is False  # written in place: the same file
 
 
@@ -197,7 +197,7 @@ def test_the_watch_notices_a_deleted_database_and_the_guard_rebuilds_it(tmp_path
 def test_a_damaged_resume_file_falls_back_to_the_intact_weights(tmp_path, caplog):
     import torch
 
-    from llmviz.jobs.keeping import resumed_trainer
+    from llmviz.jobs.resuming import resumed_trainer
     from llmviz.lab.records import config_json
     from llmviz.training.checkpoint import model_description
     from llmviz.training.config import TrainConfig
@@ -343,7 +343,7 @@ def test_a_full_database_says_it_answers_again_only_once_a_write_goes_through(tm
 
     lab = Lab.at(tmp_path)
     engine = lab.registry.engine
-    watch = health.install(engine, lab.registry.url)
+    watch = faults.install(engine, lab.registry.url)
     lab.registry.ensure_student("ada")
     limit = {"pages": 1_000_000}
     sa.event.listen(engine, "connect", lambda dbapi, _: dbapi.execute(f"PRAGMA max_page_count = {limit['pages']}"))
@@ -351,8 +351,8 @@ def test_a_full_database_says_it_answers_again_only_once_a_write_goes_through(tm
         limit["pages"] = db.exec_driver_sql("PRAGMA page_count").scalar()
     engine.dispose()  # every new connection may grow the file no more
 
-    with caplog.at_level("WARNING", logger="llmviz.lab.health"):
-        with pytest.raises(health.LabUnavailable, match="disk is full"):
+    with caplog.at_level("WARNING", logger="llmviz.lab.faults"):
+        with pytest.raises(faults.LabUnavailable, match="disk is full"):
             for number in range(10_000):
                 lab.registry.add_upload("ada", f"{number:064x}", "x" * 200, 1)
         assert watch.reason == "full"

@@ -1,7 +1,7 @@
 """What an app process writes into the lab's SQLite file reaches every other process at once, whatever the lab's
 guard does meanwhile (issue 56 §1, §7: the class view and the other app process read a live run's steps there).
 
-The guard checks the file's header every second (:func:`llmviz.lab.health.damaged_file`). Read with a plain
+The guard checks the file's header every second (:func:`llmviz.lab.faults.damaged_file`). Read with a plain
 ``open()`` and closed, that dropped every POSIX lock the process held on the file, SQLite's included; the next
 process whose last connection closed (a teacher's class view, the class benchmark's reader) then took the file for
 unused and deleted its ``-wal`` while the app still wrote into it: the run's steps stayed at the step written before,
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from llmviz.lab import health
+from llmviz.lab import faults
 from llmviz.lab.rebuild import Guard
 from llmviz.lab.records import RunRecord
 from llmviz.lab.service import Lab
@@ -54,7 +54,7 @@ def test_steps_written_while_the_guard_checks_the_file_reach_another_process(tmp
 
 
 def test_the_header_check_keeps_the_process_locks(tmp_path):
-    """:func:`health.damaged_file` itself, with a plain SQLite writer: the reader in another process still sees
+    """:func:`faults.damaged_file` itself, with a plain SQLite writer: the reader in another process still sees
     every write after each check (a plain ``open()``/``close()`` of the file lost the second one on)."""
     import sqlite3
 
@@ -66,7 +66,7 @@ def test_the_header_check_keeps_the_process_locks(tmp_path):
     seen = []
     for step in range(1, 4):
         writer.execute("update lab_runs set step = ? where id = 'r1'", (step,))
-        assert not health.damaged_file(str(path))
+        assert not faults.damaged_file(str(path))
         seen.append(_step_elsewhere(path, "r1"))
     writer.close()
     assert seen == [1, 2, 3]

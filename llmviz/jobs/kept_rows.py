@@ -1,0 +1,175 @@
+"""What the keeper (:mod:`llmviz.jobs.keeping`) writes of a job in the lab: the job as it keeps it (:class:`Kept`:
+what was written so far), the row's state and who changed it, what a run built in its worker says of itself, the
+metadata of its snapshot files, the measures kept with each curve point, and which "latest" snapshots a newer one
+replaced. Pure functions of a job and its status; no database.
+
+>>> from llmviz.lab.live_status import JobState
+>>> row_state(JobState.STOPPED, parked=True), who_changed("parked", None)
+('parked', 'server')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llmviz.jobs.job import Job
+from llmviz.jobs.resuming import TEXT_FIELD
+from llmviz.lab.live_status import JobState
+from llmviz.lab.records import TASK, TRAINING, config_json
+from llmviz.training.snapshots import is_snapshot_step
+
+
+@dataclass
+class Kept:
+    """A job as the keeper keeps it: what of it was written so far."""
+
+    job: Job
+    student: str
+    points: int = 0  # curve rows written
+    samples: int = 0
+    metrics: int = 0
+    version: int = -1
+    on_disk: dict[int, str] = field(default_factory=dict)  # step → path
+    meta: dict | None = None
+    parked: bool = False  # its student had gone: it ends as "parked"
+    described: bool = False  # its model and config are in the registry
+    text_sha256: str | None = None  # the text it trains on, kept once per content (resuming needs it)
+    resume_step: int | None = None  # the step of its resume state on disk (that step's snapshot stays with it)
+    state: str = ""  # the state last written
+    by: str | None = None  # who asked for its next change of state ("student", "teacher", "server")
+    wrote: bool = False  # snapshots written since the quota was last checked
+    generation: int = 0  # the lab's database file it was recorded in (Lab.generation)
+    result_kept: bool = False  # a task's result was written (or could not be: it is not tried again)
+
+
+def kept_bytes(footprint, resumable: bool) -> int:
+    """The least a run keeps on disk (the quota is checked against it before it is recorded): its last snapshot,
+    and, when it can be resumed, the snapshot of its resume step with the resume state (the optimizer's moments).
+
+    >>> from llmviz.training.footprint import Footprint
+    >>> kept_bytes(Footprint("x", parameter_bytes=100, optimizer_bytes=200), True)
+    400
+    """
+    weights = int(getattr(footprint, "parameter_bytes", 0))
+    return 2 * weights + int(getattr(footprint, "optimizer_bytes", 0)) if resumable else weights
+
+
+def who_changed(state: str, by: str | None) -> str | None:
+    """Who changed a run to ``state``: the one who asked (``by``), else the student for a pause or a stop, the
+    server for a park (their tab had gone) or an interruption, nobody for a run that finished or failed by itself.
+
+    >>> who_changed("parked", "teacher"), who_changed("parked", None)
+    ('teacher', 'server')
+    >>> who_changed("paused", None), who_changed("finished", None)
+    ('student', None)
+    """
+    if by is not None:
+        return by
+    return {"paused": "student", "stopped": "student", "parked": "server", "interrupted": "server"}.get(state)
+
+
+def run_kind(job: Job) -> str:
+    """What ``job`` is, as the lab keeps it (:data:`llmviz.lab.records.KINDS`): the kind it was submitted as, else
+    the kind its runner says (:func:`llmviz.jobs.runners.kind_of`), else a training run (or a task).
+
+    >>> from types import SimpleNamespace as Fake
+    >>> run_kind(Fake(run_kind=None, kind="train", info=Fake(kind="autoencoder")))
+    'autoencoder'
+    >>> run_kind(Fake(run_kind=None, kind="task", info=None)), run_kind(Fake(run_kind="race", kind="train", info=None))
+    ('task', 'race')
+    """
+    if getattr(job, "run_kind", None):
+        return str(job.run_kind)
+    if job.info is not None:  # what its runner said, once built (llmviz.jobs.runners.facts)
+        return str(job.info.kind)
+    return TRAINING if job.kind == "train" else TASK
+
+
+def snapshot_meta(info, label: str) -> dict:
+    """A snapshot file's metadata: the single-file checkpoint format (model, tokenizer, config), so
+    :func:`llmviz.training.checkpoint.load_checkpoint` reads it too."""
+    return {
+        "format": "llmviz-checkpoint",
+        "version": 1,
+        "model": info.description,
+        "tokenizer": info.tokenizer.to_dict() if hasattr(info.tokenizer, "to_dict") else None,
+        "train_config": config_json(info.config),
+        "label": label,
+    }
+
+
+def row_state(state: JobState, parked: bool) -> str:
+    """The state a run's row says: its job's, except that a run stopped because its student has gone (or the teacher
+    parked it) is ``parked`` — from the moment its job says it stopped, before the job has ended (its last files
+    written): a flush in between wrote "stopped" by the teacher and then "parked" by nobody, which read as parked
+    "when you left" (issue 68).
+
+    >>> row_state(JobState.STOPPED, parked=True), row_state(JobState.STOPPED, parked=False)
+    ('parked', 'stopped')
+    >>> row_state(JobState.RUNNING, parked=True)
+    'running'
+    """
+    if parked and state == JobState.STOPPED:
+        return "parked"
+    return state.value
+
+
+def state_values(entry: Kept, status) -> dict:
+    """The row's state, step and fault, with who changed its state and at which step where it changed since the
+    last flush (``entry`` then remembers the new state)."""
+    state = row_state(status.state, entry.parked)
+    values: dict = {"state": state, "step": status.step, "error": status.error}
+    if state != entry.state:
+        values.update(state_by=who_changed(state, entry.by), state_step=status.step)
+        entry.state, entry.by = state, None
+    return values
+
+
+def description_values(entry: Kept) -> dict:
+    """What a run built in its worker says of itself once built (its model, kind, length and config), once; an
+    empty dict before it is built and after it has said it."""
+    job = entry.job
+    if job.info is None or entry.described:
+        return {}
+    values: dict = {"model": str(job.info.description.get("kind", "")), "kind": run_kind(job)}
+    if not job.total:  # a run built in its worker says its length once built
+        values["total"] = int(getattr(job.info.config, "steps", 0) or 0)
+    values["config"] = {**config_json(job.info.config), **text_field(entry.text_sha256)}
+    entry.described = True
+    return values
+
+
+def replaced_latest(on_disk, steps: list[int], resume_step: int | None) -> list[int]:
+    """The steps of ``on_disk`` whose "latest" snapshot a newer one replaced: not log-spaced
+    (:func:`~llmviz.training.snapshots.is_snapshot_step`), not the newest of ``steps`` (those in memory up to the
+    row's step) nor among them, not the step of the resume state.
+
+    >>> replaced_latest({0: "a", 3: "b", 7: "c", 9: "d"}, steps=[0, 9], resume_step=7)
+    [3]
+    >>> replaced_latest({3: "b"}, steps=[], resume_step=None)
+    [3]
+    """
+    last = steps[-1] if steps else None
+    replaced = [s for s in on_disk if s not in (last, resume_step) and not is_snapshot_step(s)]
+    return [s for s in replaced if s not in steps]
+
+
+def text_field(digest: str | None) -> dict:
+    return {TEXT_FIELD: digest} if digest else {}
+
+
+def measures_of(metrics) -> dict[str, float]:
+    """The measures a run kind keeps with each curve point (the names its metrics class lists in ``SERIES``: DPO's
+    ratios, margin and accuracy), read from one step's ``metrics``.
+
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Metrics:
+    ...     SERIES = ("margin",)
+    ...     step: int = 3
+    ...     margin: float = 0.5
+    ...     lr: float = 1e-3
+    >>> measures_of(Metrics())
+    {'margin': 0.5}
+    """
+    return {name: getattr(metrics, name) for name in getattr(metrics, "SERIES", ()) if hasattr(metrics, name)}
