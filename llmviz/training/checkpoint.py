@@ -607,8 +607,7 @@ class SavedRun(Protocol):
     @property
     def config(self) -> Any: ...  # a TrainConfig (a dataclass)
 
-    @property
-    def dataset(self) -> Any: ...  # its .tokenizer is saved
+    def describe(self) -> dict: ...  # the runner contract (llmviz.jobs.runners): its "tokenizer" is saved
 
     @property
     def history(self) -> list[Any]: ...  # StepMetrics (dataclasses)
@@ -680,7 +679,9 @@ def checkpoint_metadata(trainer: SavedRun, optimizer_groups: list | None = None,
         "step": trainer.step,
         "train_config": asdict(trainer.config),
         "model": model_description(trainer.model),
-        "tokenizer": trainer.dataset.tokenizer.to_dict(),
+        "tokenizer": trainer.describe()[
+            "tokenizer"
+        ].to_dict(),  # every kind of run says it (a names run has no Dataset)
         "optimizer_param_groups": optimizer_groups or [],
         "metrics": [asdict(m) for m in trainer.history],
         "final": {
