@@ -857,7 +857,7 @@ def run_follow() -> int:
             f"Commit {commit()}; `python benchmarks/class_load.py {' '.join(sys.argv[1:])}`.",
             *_app.machine(load_before),
             *([setup_line()] if not ARGS.url else []),
-            f"Rounds: {ARGS.rounds} of each class, alternating (follows nobody, then follows the teacher); "
+            f"Each class {ARGS.rounds} times, in turn (follows nobody, then follows the teacher); "
             f"{ARGS.moves} changes of the teacher's view per round of followers. Open and toggle: the Tokens page; "
             "lead seen / page shown: from the teacher's change sent to the script that moves the student's page "
             "drawn / to the student's page drawn at the teacher's view; answer: a student's answer's run; answers "
