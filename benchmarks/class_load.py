@@ -8,6 +8,9 @@
     python benchmarks/class_load.py --setup two-process --students 40,80 --registry sqlite --record …
                                     # the documented class set-up: 2 app processes behind Caddy, one lab
     python benchmarks/class_load.py --validate     # the protocol client against one real chromium session
+    python benchmarks/class_load.py --scenario follow --setup two-process --students 80 [--rounds 2] [--moves 3]
+                                    # a class following the teacher, alternating with one that follows nobody
+                                    # (issue 69: benchmarks/_class_follow.py says what is timed)
     python benchmarks/class_load.py --registry sqlite,postgresql [--students 80] [--record …]
                                     # the database's cost per open: the lab's registry calls a page open makes
 
@@ -786,6 +789,92 @@ a machine that was not quiet (a load average well above 0 before the start) are 
 """
 
 
+# ---------------------------------------------------------------------------- --scenario follow
+
+
+def run_follow() -> int:
+    """The class following the teacher (``_class_follow``), on the set-up ``--setup`` says, at the largest
+    ``--students``: ``--rounds`` rounds of each class, alternating (follows nobody, then follows the teacher)."""
+    global SETUP
+    from _class_follow import FOLLOW_BUDGET_S, Follow, summary
+
+    load_before = _app.load_average()
+    key = secrets.token_urlsafe(24)
+    env = {
+        "LLMVIZ_SESSION_TIMEOUT": str(ARGS.session_timeout),
+        "LLMVIZ_NEW_STUDENTS_PER_MINUTE": "0",
+        "LLMVIZ_TEACHER_KEY": key,
+    }
+    count = max(ARGS.students)
+    with contextlib.ExitStack() as servers:
+        SETUP = start_setup(servers, env, _app.free_port(ARGS.port))
+        SETUP.teacher_key = SETUP.teacher_key or key
+        print(f"app on {SETUP.url}; {count} students, {ARGS.rounds} rounds of each class", flush=True)
+        follow = Follow(SETUP.url, SETUP.teacher_key, count, ARGS.timeout, enrol)
+
+        async def rounds() -> None:
+            for url in [app.url for app in SETUP.apps] or [SETUP.url]:  # warm up: the page in every process
+                async with Student(url, timeout_s=ARGS.timeout) as student:
+                    await student.open("tokens")
+            teacher = await follow.teacher()
+            try:
+                for _ in range(ARGS.rounds):
+                    for leads in (False, True):
+                        await follow.round(teacher, leads, ARGS.moves)
+            finally:
+                await teacher.close()
+
+        partial = False
+        try:
+            asyncio.run(asyncio.wait_for(rounds(), ARGS.budget))
+        except TimeoutError:
+            partial = True
+            print(f"--budget ({ARGS.budget:.0f} s) ran out: the table so far", flush=True)
+        errors = [error for app in SETUP.apps for error in app.server_errors()]
+    if errors:
+        print(f"The server printed {len(errors)} traceback(s): {sorted(set(errors))[:3]}")
+    merged: dict[tuple[str, str], tuple[list[float], list[str]]] = {}
+    for kind, what, seconds, errs in follow.rows:  # the rounds of one class together
+        found = merged.setdefault((kind, what), ([], []))
+        found[0].extend(seconds)
+        found[1].extend(errs)
+    header = ["class", "action", "students", "samples", "p50 s", "p95 s", "max s", "errors", "budget", "met"]
+    lines, failed = [], False
+    for (kind, what), (seconds, errs) in merged.items():
+        p50, p95, top = summary(seconds)
+        budget = FOLLOW_BUDGET_S if what == "page shown" and count >= 80 else None
+        met = "" if budget is None else ("yes" if p95 <= budget and not errs else "**no**")
+        failed |= met == "**no**" or bool(errs)
+        cells = [kind, what, str(count), str(len(seconds)), _app.fmt_s(p50), _app.fmt_s(p95), _app.fmt_s(top)]
+        lines.append([*cells, str(len(set(errs))), "—" if budget is None else f"≤ {budget:g} s", met])
+    text = "\n".join(
+        [
+            "",
+            "## "
+            + ("(cut short by --budget) " if partial else "")
+            + f"{time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC: the class follows the teacher",
+            "",
+            f"Commit {commit()}; `python benchmarks/class_load.py {' '.join(sys.argv[1:])}`.",
+            *_app.machine(load_before),
+            *([setup_line()] if not ARGS.url else []),
+            f"Each class {ARGS.rounds} times, in turn (follows nobody, then follows the teacher); "
+            f"{ARGS.moves} changes of the teacher's view per round of followers. Open and toggle: the Tokens page; "
+            "lead seen / page shown: from the teacher's change sent to the script that moves the student's page "
+            "drawn / to the student's page drawn at the teacher's view; answer: a student's answer's run; answers "
+            "on the chart: from the first answer sent to the teacher's chart counting every student.",
+            "",
+            _app.table(header, lines),
+            "",
+        ]
+    )
+    print(text)
+    if ARGS.record and not partial:
+        with open(ARGS.record, "a", encoding="utf-8") as out:
+            out.write(text)
+        print(f"appended to {ARGS.record}")
+    return 1 if failed or partial else 0
+
+
 # ---------------------------------------------------------------------------- --validate
 
 
@@ -927,6 +1016,14 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--record", default=None, help="append the results to this Markdown file")
     parser.add_argument("--validate", action="store_true", help="compare the protocol client with chromium once")
     parser.add_argument(
+        "--scenario",
+        default="class",
+        choices=["class", "follow"],
+        help="class: open and toggle; follow: a class following the teacher, alternating with one that follows nobody",
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="follow: rounds of each class, alternating")
+    parser.add_argument("--moves", type=int, default=3, help="follow: the teacher's changes of view per round")
+    parser.add_argument(
         "--registry", default="", help="sqlite, postgresql or both: time the lab's registry calls of one page open"
     )
     parser.add_argument(
@@ -946,6 +1043,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--phases: quiet, training or quiet,training")
     if not 1 <= args.toggles <= 10 or not 0 <= args.fresh <= 60:
         parser.error("--toggles from 1 to 10, --fresh from 0 to 60")
+    if not 1 <= args.rounds <= 10 or not 1 <= args.moves <= 20:
+        parser.error("--rounds from 1 to 10, --moves from 1 to 20")
     return args
 
 
@@ -1033,5 +1132,7 @@ if __name__ == "__main__":
         sys.exit(run_registry(kinds))
     if ARGS.validate:
         sys.exit(validate())
+    if ARGS.scenario == "follow":
+        sys.exit(run_follow())
     code = run_all()  # the two-process set-up: the class, then (with --registry) the registry alone, in one run
     sys.exit(max(code, run_registry(kinds)) if kinds else code)

@@ -256,13 +256,15 @@ def start_lesson(plan: str, name: str) -> None:
         state.LEAD_GO.set(lesson.steps[0].view)
 
 
-def move_lesson(delta: int) -> None:
-    """Next (+1) or Back (-1): the lead and its followers go to that step's view, and so does the teacher."""
+def move_lesson(step: int) -> None:
+    """Next or Back: the lead and its followers go to step ``step`` (the one after or before the step the buttons
+    were drawn at: a click the browser sends twice, as a refreshing section's rerun can, still moves one step), and
+    so does the teacher."""
     found = lead()
     lesson = lesson_of(found)
     if found is None or lesson is None:
         return
-    step = min(max(found.step + delta, 0), len(lesson.steps) - 1)
+    step = min(max(step, 0), len(lesson.steps) - 1)
     if set_lead(step=step, link=lesson.steps[step].view) is not None:
         state.LEAD_GO.set(lesson.steps[step].view)
 

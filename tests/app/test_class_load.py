@@ -93,3 +93,23 @@ def test_the_two_process_set_up_runs_end_to_end_with_a_tiny_class():
     spreads = [note for note in notes if "students per app process" in note]
     assert len(spreads) == 2 and all("process :" in n and "unknown" not in n and "no sticky" not in n for n in spreads)
     assert sum("the teacher's class view refreshed" in note for note in notes) == 2
+
+
+def _benchmark_module(name: str):
+    """A helper module of benchmarks/ as class_load.py imports it (benchmarks/ on the path)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_the_follow_scenarios_helpers_read_what_the_app_draws():
+    """The follower's script is read back as the app writes it (ui.class_live.go_script), and the doctests hold."""
+    from ui.class_live import go_script
+
+    client, follow = _benchmark_module("_class_client"), _benchmark_module("_class_follow")
+    assert doctest.testmod(client).failed == 0 and doctest.testmod(follow).failed == 0
+    link = "tokens?text=a</script>&b=1"
+    assert client.lead_of(go_script(link, "12")) == (12, link)
+    assert client.lead_of(go_script(link, "teacher-1.5")) is None  # the teacher's own move is not a lead

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from llmviz.lab.service import Lab
 from tests.support.app_server import TEACHER_KEY, free_port, lab_server
-from tests.support.browser import main_area, no_error_box, open_page
+from tests.support.browser import eventually, main_area, no_error_box, open_page, shot
 
 pytestmark = pytest.mark.browser
 
@@ -55,3 +56,37 @@ def test_a_poll_is_answered_counted_and_revealed_and_a_follower_lands_on_the_tea
     follower.get_by_text("You follow the teacher").first.wait_for()
     for page in (teacher, *students):
         page.close()
+
+
+def test_the_teachers_lead_switch_is_in_view_and_clickable_on_every_slide_in_presenter_mode(
+    browser, class_server, tmp_path
+):
+    """At 1280×720 in presenter mode the Lead switch is on every slide, beside the Back/Next bar (never under it, nor
+    under Streamlit's header), and a click on it starts the lead."""
+    teacher = open_page(browser, f"{class_server.url}/attention?present=1&teacher={TEACHER_KEY}", viewport=(1280, 720))
+    switch = teacher.locator(".st-key-live_lead")
+    switch.wait_for()
+    slides = teacher.evaluate("window.__llmvizPresent.count()")
+    assert slides > 2
+    for slide in (0, slides - 1):
+        teacher.evaluate(f"window.__llmvizPresent.goto({slide})")
+        box, bar = switch.bounding_box(), teacher.locator("#llmviz-present-bar").bounding_box()
+        assert switch.is_visible() and box is not None and bar is not None
+        assert 0 <= box["x"] and box["x"] + box["width"] <= 1280 and 0 <= box["y"] and box["y"] + box["height"] <= 720
+        apart = box["x"] >= bar["x"] + bar["width"] or box["x"] + box["width"] <= bar["x"]
+        assert apart or box["y"] >= bar["y"] + bar["height"], (box, bar)
+        middle, x, y = box["y"] + box["height"] / 2, box["x"] + box["width"] / 2, box["y"]
+        edges = [(x, y + 3), (x, y + box["height"] - 3), (box["x"] + 6, middle), (box["x"] + box["width"] - 6, middle)]
+        covered = teacher.evaluate(
+            "(points) => points.filter(([x, y]) => !document.elementFromPoint(x, y).closest('.st-key-live_lead'))",
+            edges,
+        )
+        assert covered == [], "nothing covers the switch, not even its edges (Streamlit's header did its top)"
+        shot(teacher, f"presenter-lead-switch-slide-{slide + 1}")
+    teacher.get_by_text("Lead", exact=True).first.click()
+    lab = Lab.at(tmp_path / "runs")  # the app's lab (class_server's runs folder)
+    try:
+        eventually(lambda: lab.registry.lead().active, what="the lead switched on")
+    finally:
+        lab.registry.dispose()
+    teacher.close()

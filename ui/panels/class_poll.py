@@ -211,7 +211,11 @@ def lesson_bar(found: LeadView | None) -> None:
         st.caption(literal_markdown(step.teacher))
     c1, c2, c3 = st.columns(3)
     c1.button(
-        "Back", key=state.widget("lesson_back"), disabled=found.step == 0, on_click=class_live.move_lesson, args=(-1,)
+        "Back",
+        key=state.widget("lesson_back"),
+        disabled=found.step == 0,
+        on_click=class_live.move_lesson,
+        args=(found.step - 1,),
     )
     c2.button(
         "Next",
@@ -219,7 +223,7 @@ def lesson_bar(found: LeadView | None) -> None:
         type="primary",
         disabled=found.step >= len(lesson.steps) - 1,
         on_click=class_live.move_lesson,
-        args=(1,),
+        args=(found.step + 1,),  # the step after this one, not "one more": a click sent twice moves once
     )
     c3.button("End the lesson", key=state.widget("lesson_end"), on_click=class_live.end_lesson)
 

@@ -44,9 +44,12 @@
     var block = inner(el);
     return !!block && !block.matches(QUIZ) && !!block.querySelector(QUIZ);
   }
+  // the teacher's class box (ui/panels/class_poll.py: the Lead switch, a lesson's Back and Next) is on every slide
+  var CLASS_BOX = '.st-key-live_lead';
   function leaves(block, wrappers) {  // the blocks a slide is made of: a section's fragment is opened up
     var out = [];
     Array.prototype.forEach.call(block.children, function (child) {
+      if (child.querySelector(CLASS_BOX)) return;  // no slide's: never hidden
       if (holdsHeading(child) || holdsQuiz(child)) {
         wrappers.push(child); out = out.concat(leaves(inner(child), wrappers));
       }

@@ -9,10 +9,13 @@ import io
 
 import pytest
 
+import llmviz.lab.registry
 from llmviz.cli.main import main
 from llmviz.lab import teaching
-from llmviz.lab.service import Lab
+from llmviz.lab.faults import SENTENCES
+from llmviz.lab.service import Lab, LabUnavailable
 from llmviz.lab.teaching import Asked, ClassRefusal
+from tests.support.locks import locked_by_another_process, release
 
 QUESTION = Asked("token-count-00ab", "How many tokens will GPT-2 make of your text?", ("3", "4", "5", "7"), 1, "Four.")
 VIEW = "tokens?text=abc+def&tokenizers=gpt2"
@@ -134,6 +137,47 @@ def test_a_restart_keeps_the_open_poll_its_answers_and_the_leads_step(tmp_path, 
         plan,
     )
     _end(again)
+
+
+@pytest.mark.processes  # the lock is held by another process
+def test_a_locked_database_refuses_answers_and_the_lead_in_one_sentence_and_loses_nothing(
+    tmp_path, monkeypatch, database_url
+):
+    """Another process holds the database locked past the lab's busy timeout (SQLite's file, or every PostgreSQL
+    table): a student's answer, a changed answer, following, the teacher's Next and Close are each refused in the
+    lab's one sentence, while the poll, the answer kept and the lead's step are still read; once the lock is let go,
+    nothing was lost or half-written and the class goes on by itself."""
+    monkeypatch.setattr(llmviz.lab.registry, "BUSY_TIMEOUT_S", 1.0)  # past it in a second (the app waits 10 s)
+    teacher_side, student_side = _class(tmp_path, database_url)
+    poll = teacher_side.open_poll("teacher", "tokens", QUESTION, VIEW)
+    student_side.answer("s1", poll, 2)
+    plan = 'title = "T"\n[[step]]\nview = "tokens"\n'
+    teacher_side.set_lead("teacher", active=True, link=VIEW, lesson="text-to-next-token", step=3, plan=plan)
+    before = teacher_side.registry.lead()
+    locker = locked_by_another_process(database_url, tmp_path)
+    try:
+        for write in (
+            lambda: student_side.answer("s1", poll, 0),  # a changed answer
+            lambda: student_side.answer("s2", poll, 1),  # a first one
+            lambda: student_side.follow("s1", False),
+            lambda: teacher_side.set_lead("teacher", step=4, link="sampling"),  # Next
+            lambda: teacher_side.close_poll("teacher", poll),
+        ):
+            with pytest.raises(LabUnavailable) as refused:
+                write()
+            assert str(refused.value) == SENTENCES["locked"]
+        seen = student_side.class_poll("s1")  # reads go on under the lock: the student's page is drawn as it was
+        assert (seen.state, seen.mine) == ("open", 2)
+        assert (student_side.lead("s2").step, student_side.lead("s2").leads_me) == (3, True)
+    finally:
+        release(locker)
+    assert [row[:2] for row in teacher_side.registry.answers(poll)] == [("s1", 2)]  # nothing half-written
+    assert teacher_side.registry.lead() == before and teacher_side.registry.unfollowed_since("s1") is None
+    assert teacher_side.registry.poll(poll).state == "open"
+    student_side.answer("s2", poll, 1)  # the lock let go: the class goes on by itself
+    teacher_side.set_lead("teacher", step=4, link="sampling")
+    assert teacher_side.class_poll("teacher").counts == {2: 1, 1: 1} and student_side.lead("s1").step == 4
+    _end(teacher_side, student_side)
 
 
 def test_a_student_stops_following_and_rejoins_and_a_new_lead_brings_everyone_back(tmp_path, database_url):
