@@ -96,14 +96,14 @@ def test_an_answer_and_the_lead_cross_two_processes_and_a_killed_process_loses_n
         teacher_b = ClassTab(b.url, cookie_of(secrets["teacher"]))
         await open_clean(teacher_b, "tokens", f"teacher={KEY}")
         await teacher_asks(teacher_b)
-        poll = lab.registry.current_poll()
+        poll = lab.registry.polls.current_poll()
         assert poll is not None and poll.page == "tokens" and poll.link.startswith("tokens")
 
         ann = ClassTab(a.url, cookie_of(secrets["ann"]))  # a student served by process A
         await open_clean(ann, "tokens")
         options = ann.radios["Your answer"]
         await ann.choose(f"live_answer_{poll.id}", options[2])
-        assert [row[:2] for row in lab.registry.answers(poll.id)] == [(student_from_secret(secrets["ann"]), 2)]
+        assert [row[:2] for row in lab.registry.polls.answers(poll.id)] == [(student_from_secret(secrets["ann"]), 2)]
         await until(teacher_b, lambda: answered(teacher_b, 1), "answer counted on B's chart")
         assert any(title.endswith(": 1 answered") for title in teacher_b.chart_titles), teacher_b.chart_titles
 
@@ -112,11 +112,11 @@ def test_an_answer_and_the_lead_cross_two_processes_and_a_killed_process_loses_n
         await teacher_a.press("lesson_start")
         await teacher_a.press("lesson_next")
         await teacher_a.press("lesson_next")
-        assert (lab.registry.lead().active, lab.registry.lead().step) == (True, 2)
+        assert (lab.registry.polls.lead().active, lab.registry.polls.lead().step) == (True, 2)
 
         bob = ClassTab(b.url, cookie_of(secrets["bob"]))  # a student who joins late, served by process B
         await open_clean(bob, "")
-        assert bob.leads and bob.leads[-1][1] == LESSON.steps[2].view, (bob.leads, bob.texts, lab.registry.lead())
+        assert bob.leads and bob.leads[-1][1] == LESSON.steps[2].view, (bob.leads, bob.texts, lab.registry.polls.lead())
         await bob.follow()
         assert at_step(bob, 2), bob.texts
 
@@ -137,7 +137,7 @@ def test_an_answer_and_the_lead_cross_two_processes_and_a_killed_process_loses_n
         teacher_b.forget()
         await open_clean(teacher_b, "classroom")
         await teacher_b.press("lesson_next")  # the lesson goes on from process B
-        assert lab.registry.lead().step == 3
+        assert lab.registry.polls.lead().step == 3
         await until(bob, lambda: bob.leads and bob.leads[-1][1] == LESSON.steps[3].view, "the follower moved on")
         for tab in (ann, bob, teacher_b):
             await tab.close()
@@ -162,7 +162,7 @@ def test_a_locked_database_is_one_sentence_to_the_student_and_the_teacher_and_no
         teacher = ClassTab(app.url, cookie_of(secrets["teacher"]))
         await open_clean(teacher, "tokens", f"teacher={KEY}")
         await teacher_asks(teacher)
-        poll = lab.registry.current_poll()
+        poll = lab.registry.polls.current_poll()
         ann = ClassTab(app.url, cookie_of(secrets["ann"]))
         await open_clean(ann, "tokens")
         options = ann.radios["Your answer"]
@@ -170,7 +170,7 @@ def test_a_locked_database_is_one_sentence_to_the_student_and_the_teacher_and_no
         await open_clean(teacher, "classroom")
         await teacher.press("lesson_start")
         await teacher.press("lesson_next")
-        kept = lab.registry.lead()
+        kept = lab.registry.polls.lead()
 
         locker = locked_by_another_process("sqlite", tmp_path / "runs")  # runs/lab.db, past the app's 10 s
         try:
@@ -186,12 +186,12 @@ def test_a_locked_database_is_one_sentence_to_the_student_and_the_teacher_and_no
             assert ann.chosen["Your answer"] == options[1]
         finally:
             release(locker)
-        assert [row[:2] for row in lab.registry.answers(poll.id)] == [(student_from_secret(secrets["ann"]), 1)]
-        assert lab.registry.lead() == kept  # nothing half-written
+        assert [row[:2] for row in lab.registry.polls.answers(poll.id)] == [(student_from_secret(secrets["ann"]), 1)]
+        assert lab.registry.polls.lead() == kept  # nothing half-written
         await ann.choose(f"live_answer_{poll.id}", options[3])  # the lock let go: the class goes on by itself
-        assert [row[1] for row in lab.registry.answers(poll.id)] == [3]
+        assert [row[1] for row in lab.registry.polls.answers(poll.id)] == [3]
         await teacher.press("lesson_next")
-        assert lab.registry.lead().step == 2
+        assert lab.registry.polls.lead().step == 2
         for tab in (ann, teacher):
             await tab.close()
 

@@ -86,7 +86,7 @@ def test_the_teachers_lead_switch_is_in_view_and_clickable_on_every_slide_in_pre
     teacher.get_by_text("Lead", exact=True).first.click()
     lab = Lab.at(tmp_path / "runs")  # the app's lab (class_server's runs folder)
     try:
-        eventually(lambda: lab.registry.lead().active, what="the lead switched on")
+        eventually(lambda: lab.registry.polls.lead().active, what="the lead switched on")
     finally:
         lab.registry.dispose()
     teacher.close()

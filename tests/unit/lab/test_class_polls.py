@@ -149,34 +149,39 @@ def test_a_locked_database_refuses_answers_and_the_lead_in_one_sentence_and_lose
     nothing was lost or half-written and the class goes on by itself."""
     monkeypatch.setattr(llmviz.lab.registry, "BUSY_TIMEOUT_S", 1.0)  # past it in a second (the app waits 10 s)
     teacher_side, student_side = _class(tmp_path, database_url)
-    poll = teacher_side.open_poll("teacher", "tokens", QUESTION, VIEW)
-    student_side.answer("s1", poll, 2)
+    poll = teacher_side.teaching.open_poll("teacher", "tokens", QUESTION, VIEW)
+    student_side.teaching.answer("s1", poll, 2)
     plan = 'title = "T"\n[[step]]\nview = "tokens"\n'
-    teacher_side.set_lead("teacher", active=True, link=VIEW, lesson="text-to-next-token", step=3, plan=plan)
-    before = teacher_side.registry.lead()
+    teacher_side.teaching.set_lead("teacher", active=True, link=VIEW, lesson="text-to-next-token", step=3, plan=plan)
+    before = teacher_side.registry.polls.lead()
     locker = locked_by_another_process(database_url, tmp_path)
     try:
         for write in (
-            lambda: student_side.answer("s1", poll, 0),  # a changed answer
-            lambda: student_side.answer("s2", poll, 1),  # a first one
-            lambda: student_side.follow("s1", False),
-            lambda: teacher_side.set_lead("teacher", step=4, link="sampling"),  # Next
-            lambda: teacher_side.close_poll("teacher", poll),
+            lambda: student_side.teaching.answer("s1", poll, 0),  # a changed answer
+            lambda: student_side.teaching.answer("s2", poll, 1),  # a first one
+            lambda: student_side.teaching.follow("s1", False),
+            lambda: teacher_side.teaching.set_lead("teacher", step=4, link="sampling"),  # Next
+            lambda: teacher_side.teaching.close_poll("teacher", poll),
         ):
             with pytest.raises(LabUnavailable) as refused:
                 write()
             assert str(refused.value) == SENTENCES["locked"]
-        seen = student_side.class_poll("s1")  # reads go on under the lock: the student's page is drawn as it was
+        seen = student_side.teaching.class_poll(
+            "s1"
+        )  # reads go on under the lock: the student's page is drawn as it was
         assert (seen.state, seen.mine) == ("open", 2)
-        assert (student_side.lead("s2").step, student_side.lead("s2").leads_me) == (3, True)
+        assert (student_side.teaching.lead("s2").step, student_side.teaching.lead("s2").leads_me) == (3, True)
     finally:
         release(locker)
-    assert [row[:2] for row in teacher_side.registry.answers(poll)] == [("s1", 2)]  # nothing half-written
-    assert teacher_side.registry.lead() == before and teacher_side.registry.unfollowed_since("s1") is None
-    assert teacher_side.registry.poll(poll).state == "open"
-    student_side.answer("s2", poll, 1)  # the lock let go: the class goes on by itself
-    teacher_side.set_lead("teacher", step=4, link="sampling")
-    assert teacher_side.class_poll("teacher").counts == {2: 1, 1: 1} and student_side.lead("s1").step == 4
+    assert [row[:2] for row in teacher_side.registry.polls.answers(poll)] == [("s1", 2)]  # nothing half-written
+    assert teacher_side.registry.polls.lead() == before and teacher_side.registry.polls.unfollowed_since("s1") is None
+    assert teacher_side.registry.polls.poll(poll).state == "open"
+    student_side.teaching.answer("s2", poll, 1)  # the lock let go: the class goes on by itself
+    teacher_side.teaching.set_lead("teacher", step=4, link="sampling")
+    assert (
+        teacher_side.teaching.class_poll("teacher").counts == {2: 1, 1: 1}
+        and student_side.teaching.lead("s1").step == 4
+    )
     _end(teacher_side, student_side)
 
 
