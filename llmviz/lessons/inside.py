@@ -9,6 +9,7 @@ Features tab's numbers: a sparse autoencoder's features over the corpus (``llmvi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -406,3 +407,25 @@ def lens_words(layers: list[str], reading: list[str], top: list[list[str]], prob
             f"(from {layers[first]})"
         )
     return "The model's own top prediction, and the first row that has it: " + "; ".join(said) + "."
+
+
+def knockout_words(effects: list[list[float]], most: int = 3) -> str:
+    """The knock-out grid in words (rows the layers, columns the heads, each cell the loss's change in nats without
+    that head; NaN: not measured): the heads whose loss rises most, and how many heads lower the loss when knocked out.
+
+    >>> knockout_words([[0.02, -0.01], [0.5, float("nan")]]).split("; ")
+    ['Without one head the loss rises most for layer 1, head 0 (+0.5 nats), layer 0, head 0 (+0.02) and layer 0, \
+head 1 (-0.01)', '1 of the 3 heads measured lowers it.']
+    """
+    cells = [(v, (layer, head)) for layer, row in enumerate(effects) for head, v in enumerate(row) if math.isfinite(v)]
+    if not cells:
+        return "No head measured yet."
+    cells.sort(key=lambda cell: -cell[0])
+    named = [
+        f"{head_name(pair)} ({value:+.3g}{' nats' if i == 0 else ''})" for i, (value, pair) in enumerate(cells[:most])
+    ]
+    lower = sum(1 for value, _ in cells if value < 0)
+    return (
+        f"Without one head the loss rises most for {words.listed(named)}; {lower} of the {len(cells)} heads measured "
+        "lowers it."
+    )

@@ -268,7 +268,9 @@ def ablation_grid(view, ids: list[int], mode: str) -> ablation.HeadEffects | Non
 
 
 def draw_effects(view, result: ablation.HeadEffects, ids: list[int]) -> None:
-    charts.show(effects_figure(result), key=state.widget("ablation_grid"))
+    charts.show(
+        effects_figure(result), key=state.widget("ablation_grid"), words=inside.knockout_words(result.effects.tolist())
+    )
     biggest, layer, head = result.ranked()[0]
     measured = "" if result.complete else f" Stopped: {result.done} of {result.losses.numel()} heads measured."
     st.caption(
