@@ -427,5 +427,5 @@ head 1 (-0.01)', '1 of the 3 heads measured lowers it.']
     lower = sum(1 for value, _ in cells if value < 0)
     return (
         f"Without one head the loss rises most for {words.listed(named)}; {lower} of the {len(cells)} heads measured "
-        "lowers it."
+        f"{'lowers' if lower == 1 else 'lower'} it."
     )

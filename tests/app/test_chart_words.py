@@ -177,4 +177,5 @@ def test_the_knock_out_grid_says_which_heads_raise_the_loss_most_and_how_many_lo
         value = f"{z[layer, head]:+.3g}" + (" nats" if n == 0 else "")
         named.append(f"{trace['y'][layer]}, {trace['x'][head]} ({value})")
     assert f"rises most for {named[0]}, {named[1]} and {named[2]};" in sentence, sentence
-    assert f"{int((z < 0).sum())} of the {z.size} heads measured lowers it." in sentence, sentence
+    lower = int((z < 0).sum())
+    assert f"{lower} of the {z.size} heads measured {'lowers' if lower == 1 else 'lower'} it." in sentence, sentence
