@@ -429,3 +429,24 @@ head 1 (-0.01)', '1 of the 3 heads measured lowers it.']
         f"Without one head the loss rises most for {words.listed(named)}; {lower} of the {len(cells)} heads measured "
         f"{'lowers' if lower == 1 else 'lower'} it."
     )
+
+
+def patching_words(rows: list[str], columns: list[str], restored: list[list[float]], most: int = 3) -> str:
+    """The patching grid in words (rows the layers, columns the positions or heads patched, each cell the share of the
+    clean answer's logit difference that patch restores; NaN: none): the ``most`` patches that restore the most, and
+    how many restore more than half.
+
+    >>> patching_words(["layer 0", "layer 1"], ["a", "b"], [[0.1, 0.9], [0.6, float("nan")]]).split("; ")
+    ['Patched one at a time, the most is restored by layer 0 at "b" (0.9), layer 1 at "a" (0.6) and layer 0 at \
+"a" (0.1)', '2 of the 3 patches restore more than half.']
+    """
+    cells = [(v, r, c) for r, row in enumerate(restored) for c, v in enumerate(row) if math.isfinite(v)]
+    if not cells:
+        return "No patch restores a share."
+    cells.sort(key=lambda cell: -cell[0])
+    named = [f"{rows[r]} at {words.quoted(columns[c])} ({words.number(v)})" for v, r, c in cells[:most]]
+    half = sum(1 for v, _, _ in cells if v > 0.5)
+    return (
+        f"Patched one at a time, the most is restored by {words.listed(named)}; {half} of the {len(cells)} patches "
+        f"{'restores' if half == 1 else 'restore'} more than half."
+    )

@@ -179,3 +179,19 @@ def test_the_knock_out_grid_says_which_heads_raise_the_loss_most_and_how_many_lo
     assert f"rises most for {named[0]}, {named[1]} and {named[2]};" in sentence, sentence
     lower = int((z < 0).sum())
     assert f"{lower} of the {z.size} heads measured {'lowers' if lower == 1 else 'lower'} it." in sentence, sentence
+
+
+def test_the_patching_grid_says_which_patches_restore_the_most_and_how_many_restore_more_than_half():
+    at = run_page("stages/inside.py", look="Patch activations")  # the default pair's grid is drawn at once
+    grid = next(s for s in specs(at) if "the most is restored by" in s["layout"].get("meta", ""))
+    trace, sentence = grid["data"][0], grid["layout"]["meta"]
+    z = drawn(trace["z"])
+    finite = np.isfinite(z)
+    order = [i for i in np.argsort(-np.where(finite, z, -np.inf), axis=None, kind="stable") if finite.flat[i]][:3]
+    named = []
+    for index in order:
+        row, column = np.unravel_index(index, z.shape)
+        named.append(f'{trace["y"][row]} at "{trace["x"][column]}" ({said(z[row, column])})')
+    assert f"the most is restored by {', '.join(named[:-1])} and {named[-1]};" in sentence, sentence
+    half = int((z[finite] > 0.5).sum())
+    assert f"{half} of the {int(finite.sum())} patches" in sentence, sentence

@@ -405,7 +405,12 @@ def draw_patching(view, result: patching.Patching, corrupted: list[int], clean: 
         columns = charts.unique_labels(
             [label(view, c) if c == k else f"{label(view, k)}→{label(view, c)}" for k, c in zip(clean, corrupted)]
         )
-    charts.show(patching_figure(result, columns), key=state.widget("patching_grid"))
+    layers = [f"layer {layer}" for layer in range(result.restored.shape[0])]
+    charts.show(
+        patching_figure(result, columns),
+        key=state.widget("patching_grid"),
+        words=inside.patching_words(layers, columns, result.restored.tolist()),
+    )
     d_clean, d_corrupted = result.clean_difference, result.corrupted_difference
     charts.latex(
         rf"\text{{share restored}} = \frac{{d_{{\text{{patched}}}} - d_{{\text{{corrupted}}}}}}"
