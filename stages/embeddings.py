@@ -108,6 +108,7 @@ def embedding_map(view: ModelView, table: torch.Tensor, ids: list[int]) -> None:
         charts.show(
             ui.panels.embeddings.map_figure(view.tokenizer, projected, dims, groups),
             width="stretch",
+            words=ui.panels.embeddings.map_words(view.tokenizer, projected, groups),
             **(
                 dict(
                     key=state.widget("embedding_map"),

@@ -19,6 +19,7 @@ from llmviz.adapt import finetune, lora, memory, quantize
 from llmviz.errors import ConfigError
 from llmviz.generation import serving
 from llmviz.generation.sampling import generate_text
+from llmviz.lessons import words
 from llmviz.lessons.quiz import Question
 from llmviz.models.gpt import GPT
 from llmviz.tokenizers.base import Tokenizer
@@ -633,3 +634,21 @@ def adapt_questions(model: GPT, tokenizer: Tokenizer, prompt: str) -> list[Quest
         )
     )
     return questions
+
+
+def memory_words(columns: list[str], parts: dict[str, list[float]], unit: str = "MiB") -> str:
+    """A stacked bar chart of memory in words: each column's total and its parts, and the last column's total as a
+    share of the first's (``parts``: part → its value in each column).
+
+    >>> memory_words(["full", "LoRA"], {"weights": [4.0, 4.0], "AdamW states": [8.0, 0.5]})
+    'full 12 MiB (weights 4, AdamW states 8); LoRA 4.5 MiB (weights 4, AdamW states 0.5). LoRA needs 37.5% of full.'
+    """
+    totals = [sum(values[i] for values in parts.values()) for i in range(len(columns))]
+    said = [
+        f"{column} {words.number(totals[i])} {unit} ("
+        + ", ".join(f"{part} {words.number(values[i])}" for part, values in parts.items())
+        + ")"
+        for i, column in enumerate(columns)
+    ]
+    share = f" {columns[-1]} needs {totals[-1] / totals[0]:.1%} of {columns[0]}." if totals[0] > 0 else ""
+    return "; ".join(said) + "." + share

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from llmviz.errors import EmbeddingError
+from llmviz.lessons import words
 
 # ---------------------------------------------------------------------------- lookups
 
@@ -191,3 +192,31 @@ def pca(points: torch.Tensor, dims: int = 2) -> tuple[torch.Tensor, torch.Tensor
     variance = singular.pow(2)
     ratio = variance[:dims] / variance.sum().clamp(min=1e-12)
     return (centred @ vh[:dims].T).float(), ratio.float()
+
+
+def map_words(
+    counts: dict[str, int], looked_up: tuple[str, list[float]] | None, neighbours: list[tuple[str, list[float]]]
+) -> str:
+    """The embedding map in words: how many points of each kind it draws, where the looked-up token is, and how far
+    from it each of its nearest neighbours (by cosine, in all the dimensions) lies on the map, nearest first: close
+    in every dimension need not mean close in two.
+
+    >>> said = map_words({"common token": 200, "looked up": 1}, ("cat", [1.0, 0.0]), [("dog", [1, 3]), ("cow", [1, 1])])
+    >>> said.split("; ")
+    ['Points on the map: common token 200, looked up 1. "cat" is at (1, 0)', \
+'its nearest neighbours lie on the map, nearest first: "cow" 1 away and "dog" 3 away.']
+    """
+    said = "Points on the map: " + ", ".join(f"{kind} {count}" for kind, count in counts.items() if count) + "."
+    if looked_up is None:
+        return said
+    name, point = looked_up
+    said += f" {words.quoted(name)} is at (" + ", ".join(words.number(v) for v in point) + ")"
+    away = sorted(((math.dist(point, where), label) for label, where in neighbours), key=lambda pair: pair[0])
+    if not away:
+        return said + "."
+    return (
+        said
+        + "; its nearest neighbours lie on the map, nearest first: "
+        + words.listed([f"{words.quoted(label)} {words.number(distance)} away" for distance, label in away])
+        + "."
+    )

@@ -9,6 +9,7 @@ Features tab's numbers: a sparse autoencoder's features over the corpus (``llmvi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -406,3 +407,46 @@ def lens_words(layers: list[str], reading: list[str], top: list[list[str]], prob
             f"(from {layers[first]})"
         )
     return "The model's own top prediction, and the first row that has it: " + "; ".join(said) + "."
+
+
+def knockout_words(effects: list[list[float]], most: int = 3) -> str:
+    """The knock-out grid in words (rows the layers, columns the heads, each cell the loss's change in nats without
+    that head; NaN: not measured): the heads whose loss rises most, and how many heads lower the loss when knocked out.
+
+    >>> knockout_words([[0.02, -0.01], [0.5, float("nan")]]).split("; ")
+    ['Without one head the loss rises most for layer 1, head 0 (+0.5 nats), layer 0, head 0 (+0.02) and layer 0, \
+head 1 (-0.01)', '1 of the 3 heads measured lowers it.']
+    """
+    cells = [(v, (layer, head)) for layer, row in enumerate(effects) for head, v in enumerate(row) if math.isfinite(v)]
+    if not cells:
+        return "No head measured yet."
+    cells.sort(key=lambda cell: -cell[0])
+    named = [
+        f"{head_name(pair)} ({value:+.3g}{' nats' if i == 0 else ''})" for i, (value, pair) in enumerate(cells[:most])
+    ]
+    lower = sum(1 for value, _ in cells if value < 0)
+    return (
+        f"Without one head the loss rises most for {words.listed(named)}; {lower} of the {len(cells)} heads measured "
+        f"{'lowers' if lower == 1 else 'lower'} it."
+    )
+
+
+def patching_words(rows: list[str], columns: list[str], restored: list[list[float]], most: int = 3) -> str:
+    """The patching grid in words (rows the layers, columns the positions or heads patched, each cell the share of the
+    clean answer's logit difference that patch restores; NaN: none): the ``most`` patches that restore the most, and
+    how many restore more than half.
+
+    >>> patching_words(["layer 0", "layer 1"], ["a", "b"], [[0.1, 0.9], [0.6, float("nan")]]).split("; ")
+    ['Patched one at a time, the most is restored by layer 0 at "b" (0.9), layer 1 at "a" (0.6) and layer 0 at \
+"a" (0.1)', '2 of the 3 patches restore more than half.']
+    """
+    cells = [(v, r, c) for r, row in enumerate(restored) for c, v in enumerate(row) if math.isfinite(v)]
+    if not cells:
+        return "No patch restores a share."
+    cells.sort(key=lambda cell: -cell[0])
+    named = [f"{rows[r]} at {words.quoted(columns[c])} ({words.number(v)})" for v, r, c in cells[:most]]
+    half = sum(1 for v, _, _ in cells if v > 0.5)
+    return (
+        f"Patched one at a time, the most is restored by {words.listed(named)}; {half} of the {len(cells)} patches "
+        f"{'restores' if half == 1 else 'restore'} more than half."
+    )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from llmviz.adapt import finetune
 from llmviz.generation import serving
 from llmviz.generation.serving import KVGrowth, PagedKVCache
-from llmviz.lessons import adapting
+from llmviz.lessons import adapting, words
 from llmviz.lessons.quiz import Question
 from llmviz.models.gpt import GPT
 from llmviz.tokenizers.base import Tokenizer
@@ -237,3 +237,19 @@ def batching_steps(
         if should_stop():
             return None
     return Batching(first, {policy: Rate(tuple(values)) for policy, values in seen.items()}, repeats)
+
+
+def kv_growth_words(tokens: list[int], measured: list[int], per_token: int, others: dict[str, int]) -> str:
+    """The KV cache's chart in words: what the cache holds after the last token, what the formula gives (its bytes a
+    token times the tokens), and the same cache stored each other way (``others``: name → bytes a token).
+
+    >>> kv_growth_words([5, 6, 7], [3_000, 3_600, 4_200], 600, {"bfloat16": 300}).split(". ")
+    ['After 7 tokens the cache holds 4,200 bytes; the formula, 600 bytes a token, gives 4,200', \
+'Stored as bfloat16: 2,100 bytes.']
+    """
+    said = (
+        f"After {tokens[-1]} tokens the cache holds {words.number(measured[-1])} bytes; the formula, "
+        f"{words.number(per_token)} bytes a token, gives {words.number(per_token * tokens[-1])}."
+    )
+    stored = [f"{name}: {words.number(each * tokens[-1])} bytes" for name, each in others.items()]
+    return said + (f" Stored as {'; as '.join(stored)}." if stored else "")

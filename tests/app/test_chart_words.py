@@ -111,3 +111,87 @@ def test_the_logit_lens_says_each_positions_own_prediction_and_the_first_layer_t
         final = text[-1][column]
         first = next(row for row in range(len(rows)) if text[row][column] == final)
         assert f'reading "{token}", "{final}" {said(z[-1, column])} (from {rows[first]})' in sentence, sentence
+
+
+def test_the_kv_cache_chart_says_the_bytes_after_the_last_token_the_formulas_and_each_other_way_to_store_it():
+    at = run_page("stages/serving.py")
+    chart = next(
+        s for s in specs(at) if (s["layout"].get("title") or {}).get("text") == "The KV cache while generating"
+    )
+    traces, sentence = {t["name"].split(":")[0]: t for t in chart["data"]}, chart["layout"]["meta"]
+    measured, formula = traces.pop("measured (the cache's tensors)"), traces.pop("formula")
+    tokens, held = drawn(measured["x"]), drawn(measured["y"])
+    slope = np.diff(drawn(formula["y"])) / np.diff(drawn(formula["x"]))  # the formula's line: bytes a token
+    assert np.allclose(slope, slope[0])
+    assert (
+        f"After {int(tokens[-1])} tokens the cache holds {said(held[-1])} bytes; the formula, {said(slope[0])} bytes "
+        f"a token, gives {said(drawn(formula['y'])[-1])}." in sentence
+    ), sentence
+    assert traces  # bfloat16 and one key/value head, by default
+    for name, trace in traces.items():
+        assert f"{name}: {said(drawn(trace['y'])[-1])} bytes" in sentence, (name, sentence)
+
+
+def test_the_lora_memory_chart_says_each_columns_total_and_parts_and_loras_share():
+    at = run_page("stages/adapting.py")
+    chart = next(s for s in specs(at) if "Memory for training" in str(s["layout"].get("title")))
+    bars, sentence = chart["data"], chart["layout"]["meta"]
+    columns = list(bars[0]["x"])
+    assert columns == ["full fine-tuning", "LoRA"] and all(list(b["x"]) == columns for b in bars)
+    totals = sum(drawn(b["y"]) for b in bars)
+    for i, column in enumerate(columns):
+        parts = ", ".join(f"{b['name']} {said(drawn(b['y'])[i])}" for b in bars)
+        assert f"{column} {said(totals[i])} MiB ({parts})" in sentence, sentence
+    assert f"LoRA needs {totals[1] / totals[0]:.1%} of full fine-tuning." in sentence, sentence
+
+
+def test_the_embedding_map_says_where_the_looked_up_token_is_and_how_far_its_neighbours_lie_on_the_map():
+    at = run_page("stages/embeddings.py")
+    chart = next(s for s in specs(at) if any(t.get("name") == "looked up" for t in s["data"]))
+    traces, sentence = {t["name"]: t for t in chart["data"]}, chart["layout"]["meta"]
+    counts = ", ".join(f"{name} {len(t['x'])}" for name, t in traces.items())
+    assert f"Points on the map: {counts}." in sentence, sentence
+    asked = traces["looked up"]
+    here = np.array([drawn(asked["x"])[0], drawn(asked["y"])[0]])
+    assert f'"{asked["hovertext"][0]}" is at ({said(here[0])}, {said(here[1])})' in sentence, sentence
+    near = traces["nearest neighbours"]
+    points = np.stack([drawn(near["x"]), drawn(near["y"])], axis=1)
+    away = np.hypot(*(points - here).T)
+    order = np.argsort(away, kind="stable")
+    named = [f'"{near["hovertext"][i]}" {said(away[i])} away' for i in order]
+    assert ", ".join(named[:-1]) + " and " + named[-1] + "." in sentence, sentence
+
+
+def test_the_knock_out_grid_says_which_heads_raise_the_loss_most_and_how_many_lower_it():
+    at = run_page("stages/inside.py", look="Knock out heads")
+    at.selectbox(key="ablation_guess").set_value((1, 2)).run()
+    at.button(key="ablation_run").click().run()
+    grid = next(s for s in specs(at) if "loss rises most" in s["layout"].get("meta", ""))
+    trace, sentence = grid["data"][0], grid["layout"]["meta"]
+    z = drawn(trace["z"])
+    assert np.isfinite(z).all()  # every head measured
+    flat = np.argsort(-z, axis=None, kind="stable")[:3]
+    named = []
+    for n, index in enumerate(flat):
+        layer, head = np.unravel_index(index, z.shape)
+        value = f"{z[layer, head]:+.3g}" + (" nats" if n == 0 else "")
+        named.append(f"{trace['y'][layer]}, {trace['x'][head]} ({value})")
+    assert f"rises most for {named[0]}, {named[1]} and {named[2]};" in sentence, sentence
+    lower = int((z < 0).sum())
+    assert f"{lower} of the {z.size} heads measured {'lowers' if lower == 1 else 'lower'} it." in sentence, sentence
+
+
+def test_the_patching_grid_says_which_patches_restore_the_most_and_how_many_restore_more_than_half():
+    at = run_page("stages/inside.py", look="Patch activations")  # the default pair's grid is drawn at once
+    grid = next(s for s in specs(at) if "the most is restored by" in s["layout"].get("meta", ""))
+    trace, sentence = grid["data"][0], grid["layout"]["meta"]
+    z = drawn(trace["z"])
+    finite = np.isfinite(z)
+    order = [i for i in np.argsort(-np.where(finite, z, -np.inf), axis=None, kind="stable") if finite.flat[i]][:3]
+    named = []
+    for index in order:
+        row, column = np.unravel_index(index, z.shape)
+        named.append(f'{trace["y"][row]} at "{trace["x"][column]}" ({said(z[row, column])})')
+    assert f"the most is restored by {', '.join(named[:-1])} and {named[-1]};" in sentence, sentence
+    half = int((z[finite] > 0.5).sum())
+    assert f"{half} of the {int(finite.sum())} patches" in sentence, sentence

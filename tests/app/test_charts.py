@@ -91,6 +91,10 @@ def test_every_chart_says_its_key_numbers(page):
         sentence = spec["layout"].get("meta", "")
         title = (spec["layout"].get("title") or {}).get("text")
         assert sentence.startswith(f"Chart: {title}." if title else "Chart."), sentence
-        for trace in spec["data"][: chart_text.MOST_SERIES]:
+        traces = spec["data"][: chart_text.MOST_SERIES]
+        for index, trace in enumerate(traces):
+            after = traces[index + 1].get("name") if index + 1 < len(traces) else None
+            if sentence.endswith("…") and not (after and f"{after}: " in sentence):
+                continue  # cut here, as ui.chart_text.describe documents: a page's own words come first, never cut
             for expected in said_numbers(trace):
                 assert expected in sentence, (expected, sentence)

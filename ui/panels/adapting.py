@@ -65,12 +65,16 @@ def lora_memory(model, config: lora.LoRAConfig) -> bool:
         return False
     full, low = counts["full fine-tuning"], counts["LoRA"]
     figure = go.Figure()
-    for part, attribute in (
-        ("weights", "weight_bytes"),
-        ("gradients", "gradient_bytes"),
-        ("AdamW states", "optimizer_bytes"),
-    ):
-        figure.add_trace(go.Bar(x=list(counts), y=[getattr(c, attribute) / 2**20 for c in counts.values()], name=part))
+    parts = {
+        part: [getattr(c, attribute) / 2**20 for c in counts.values()]
+        for part, attribute in (
+            ("weights", "weight_bytes"),
+            ("gradients", "gradient_bytes"),
+            ("AdamW states", "optimizer_bytes"),
+        )
+    }
+    for part, mib in parts.items():
+        figure.add_trace(go.Bar(x=list(counts), y=mib, name=part))
     figure.update_layout(
         barmode="stack",
         height=320,
@@ -79,7 +83,7 @@ def lora_memory(model, config: lora.LoRAConfig) -> bool:
         title="Memory for training (besides activations)",
     )
     left, right = st.columns([3, 2])
-    charts.show_in(left, figure, key=state.widget("lora_memory"))
+    charts.show_in(left, figure, key=state.widget("lora_memory"), words=adapting.memory_words(list(counts), parts))
     right.caption(
         "LoRA freezes W and learns ΔW = (α / r) · B A with A: r × d_in and B: d_out × r. B starts at zero, so "
         "training starts from the pretrained model exactly."

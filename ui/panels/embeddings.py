@@ -195,6 +195,20 @@ def map_figure(tokenizer, projected: forward.Projection, dims: int, groups: dict
     return figure
 
 
+def map_words(tokenizer, projected: forward.Projection, groups: dict[int, str]) -> str:
+    """The map's sentence (``embeddings.map_words``) from the points it draws: each group's count, the looked-up
+    token's point and its nearest neighbours' points."""
+    rows = _map_rows(projected.ids, groups)
+    point = {r: projected.coords[r].tolist() for r in range(len(projected.ids))}
+    name = {r: tokenizer.printable(projected.ids[r]) for r in point}
+    asked = rows["looked up"][:1]
+    return embeddings.map_words(
+        {group: len(members) for group, members in rows.items()},
+        (name[asked[0]], point[asked[0]]) if asked else None,
+        [(name[r], point[r]) for r in rows["nearest neighbours"]],
+    )
+
+
 def signed_heatmap(matrix, x_labels, y_labels, title: str, **options) -> go.Figure:
     """A heatmap of signed numbers: red below zero, blue above (no numbers written unless asked)."""
     return charts.heatmap(

@@ -268,7 +268,9 @@ def ablation_grid(view, ids: list[int], mode: str) -> ablation.HeadEffects | Non
 
 
 def draw_effects(view, result: ablation.HeadEffects, ids: list[int]) -> None:
-    charts.show(effects_figure(result), key=state.widget("ablation_grid"))
+    charts.show(
+        effects_figure(result), key=state.widget("ablation_grid"), words=inside.knockout_words(result.effects.tolist())
+    )
     biggest, layer, head = result.ranked()[0]
     measured = "" if result.complete else f" Stopped: {result.done} of {result.losses.numel()} heads measured."
     st.caption(
@@ -403,7 +405,12 @@ def draw_patching(view, result: patching.Patching, corrupted: list[int], clean: 
         columns = charts.unique_labels(
             [label(view, c) if c == k else f"{label(view, k)}→{label(view, c)}" for k, c in zip(clean, corrupted)]
         )
-    charts.show(patching_figure(result, columns), key=state.widget("patching_grid"))
+    layers = [f"layer {layer}" for layer in range(result.restored.shape[0])]
+    charts.show(
+        patching_figure(result, columns),
+        key=state.widget("patching_grid"),
+        words=inside.patching_words(layers, columns, result.restored.tolist()),
+    )
     d_clean, d_corrupted = result.clean_difference, result.corrupted_difference
     charts.latex(
         rf"\text{{share restored}} = \frac{{d_{{\text{{patched}}}} - d_{{\text{{corrupted}}}}}}"

@@ -48,12 +48,12 @@ def kv_growth(view: ModelView, prompt: str) -> None:
         persist_state="page",
     )
     found = growth(view.content_key, prompt, int(new_tokens), model, tokenizer)
+    others = {serving.VARIANTS[v]: serving.variant_bytes_per_token(model, v) for v in variants}
     with picture:
         charts.show(
-            growth_chart(
-                found, per_token, {serving.VARIANTS[v]: serving.variant_bytes_per_token(model, v) for v in variants}
-            ),
+            growth_chart(found, per_token, others),
             key=state.widget("kv_growth"),
+            words=serving.kv_growth_words(found.tokens, found.cache_bytes, per_token, others),
         )
     st.subheader("The bytes per token, with this model's numbers")  # a slide of its own in presenter mode
     explain_growth(view, found, per_token)
