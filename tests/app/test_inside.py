@@ -372,7 +372,7 @@ def test_the_features_tab_opens_on_the_shipped_autoencoders_browser_and_a_picked
     top = features.contexts(loaded.sae, corpus.acts, corpus.ids, corpus.index, other, count=1)[0]
     shown = texts(at.markdown)
     assert f"**Feature {other}** fires on" in shown
-    assert f'title="activation {top.values[top.peak]:.3f}">' in shown
+    assert f'title="activation {top.values[top.peak]:.3f}"' in shown
 
 
 def test_the_features_tab_searches_a_text_and_keeps_a_label_out_of_the_shipped_files():
