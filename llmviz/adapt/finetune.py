@@ -358,16 +358,9 @@ class FineTuneTrainer:
 
     def describe(self) -> dict:
         """What a page and the memory estimate need of the run (:mod:`llmviz.jobs.runners`)."""
-        from llmviz.training.checkpoint import model_description
+        from llmviz.training.checkpoint import run_facts
 
-        return {
-            "description": model_description(self.model),
-            "config": self.config,
-            "tokenizer": self.tokenizer,
-            "vocab_size": self.tokenizer.vocab_size,
-            "train_tokens": self.tokens[0],
-            "val_tokens": self.tokens[1],
-        }
+        return run_facts(self.model, self.config, self.tokenizer, self.tokens)
 
     def parameter_counts(self) -> tuple[int, int]:
         """(trained, total) parameters."""

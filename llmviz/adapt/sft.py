@@ -252,17 +252,9 @@ class TuningRunner:
     def describe(self) -> dict:
         """What a page and the memory estimate need of the run (:class:`llmviz.jobs.events.RunInfo`'s fields): its
         model's description, settings, tokenizer, and the tokens of its examples."""
-        from llmviz.training.checkpoint import model_description
+        from llmviz.training.checkpoint import run_facts
 
-        return {
-            "description": model_description(self.model),
-            "config": self.config,
-            "tokenizer": self.tokenizer,
-            "vocab_size": self.tokenizer.vocab_size,
-            "train_tokens": self.tokens[0],
-            "val_tokens": self.tokens[1],
-            "copies": 0,
-        }
+        return run_facts(self.model, self.config, self.tokenizer, self.tokens, copies=0)
 
     def generate_sample(self, prompt: str = "", max_new_tokens: int = 60, **options) -> str:
         return answer(self.model, self.tokenizer, prompt or SAMPLE_PROMPT, max_new_tokens).text

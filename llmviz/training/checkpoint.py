@@ -54,6 +54,21 @@ def model_description(model: nn.Module) -> dict:
     return {"kind": "char", "name": name, "vocab_size": char_model.vocab_size, "kwargs": kwargs}
 
 
+def run_facts(model: nn.Module, config: Any, tokenizer: Any, tokens: tuple[int, int], **more: Any) -> dict:
+    """What a runner's ``describe()`` says of a run whose examples are not a :class:`~llmviz.training.dataset.Dataset`
+    (the names classifier, SFT, DPO): its model's description, its settings, its tokenizer and vocabulary, and the
+    tokens it trains on and is measured on (``tokens``: train, held out), plus ``more``."""
+    return {
+        "description": model_description(model),
+        "config": config,
+        "tokenizer": tokenizer,
+        "vocab_size": tokenizer.vocab_size,
+        "train_tokens": tokens[0],
+        "val_tokens": tokens[1],
+        **more,
+    }
+
+
 def model_from_description(description: dict) -> nn.Module:
     if description["kind"] == "gpt":
         return GPT(GPTConfig(**description["config"]))
