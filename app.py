@@ -50,7 +50,7 @@ def main() -> None:
     """The whole app: page config, the pages, the shared sidebar, the picked page."""
     st.set_page_config(
         page_title="llmviz",
-        page_icon=":material/neurology:",
+        page_icon=str(ROOT / "ui/static/favicon.png"),  # committed: a Material icon's favicon comes from Google's CDN
         layout="wide",
         initial_sidebar_state="collapsed" if present.requested() else "auto",
     )

@@ -57,6 +57,8 @@ class Follow:
         self.rows.append((kind, what, seconds, errors))
         p50, p95, top = summary(seconds)
         print(f"  {kind}, {what}: p50 {p50:.2f}, p95 {p95:.2f}, max {top:.2f}, {len(errors)} errors", flush=True)
+        for error in sorted(set(errors))[:3]:  # what went wrong, in a line each (the table counts them)
+            print(f"    {error}", flush=True)
 
     async def teacher(self) -> ClassTab:
         [tab] = await self.tabs(1)
@@ -138,7 +140,8 @@ class Follow:
         deadline = time.perf_counter() + self.timeout_s
         while not all(max(polls(tab), default=0) > before for tab in tabs):
             if time.perf_counter() > deadline:
-                break
+                missed = sum(max(polls(tab), default=0) <= before for tab in tabs)
+                raise RuntimeError(f"the question reached {len(tabs) - missed} of {len(tabs)} pages")
             await asyncio.sleep(0.05)  # each student's live box draws the question within its second
         await stop(lives.values())
         chart = asyncio.ensure_future(teacher.live())  # the teacher's chart refreshes every second
@@ -149,13 +152,17 @@ class Follow:
         counted, errors = [], []
         while not any(t.endswith(f": {self.count} answered") for t in teacher.chart_titles):
             if time.perf_counter() - began > self.timeout_s:
-                errors.append(f"the chart never counted {self.count}: {teacher.chart_titles[-3:]}")
+                errors.append(
+                    f"the chart never counted {self.count}: {teacher.chart_titles[-3:]} after {teacher.refreshes}"
+                    f" refreshes of {len(teacher.auto_reruns)} sections; said {teacher.texts[-3:]}"
+                )
                 break
             await asyncio.sleep(0.01)
         else:
             counted.append(time.perf_counter() - began)
         await stop([chart])
         self.row(kind, "answers on the chart", counted, errors)
+        await teacher.press("live_end")  # the poll off the class's screens (a new class would draw it, unasked)
         await teacher.open("tokens")  # the teacher's page again, its questions closed (the next round asks anew)
 
     async def answer(self, tab: ClassTab):
@@ -180,9 +187,10 @@ def polls(tab: ClassTab) -> set[int]:
 async def stop(tasks) -> None:
     """Stop pages' live readers (:meth:`Student.live`) and wait until they have let go of their sockets."""
     tasks = list(tasks)
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    while pending := [task for task in tasks if not task.done()]:
+        for task in pending:  # again until it ends: Python 3.11's wait_for can swallow one cancel (gh-86296)
+            task.cancel()
+        await asyncio.wait(pending, timeout=0.5)
 
 
 def _times(outcomes) -> tuple[list[float], list[str]]:

@@ -190,6 +190,13 @@ class Student:
         import websockets
 
         await self.close()
+        # a new page load, as a browser's: nothing of the last page's widgets, values or refreshing sections (a
+        # button of the last page, pressed again, was a trigger the new page never drew: the teacher's second
+        # "Ask the class" in the follow scenario did nothing)
+        self.widgets.clear()
+        self.buttons.clear()
+        self.values.clear()
+        self.auto_reruns.clear()
         self.page_name = path.strip("/")
         self.query = urllib.parse.parse_qs(query, keep_blank_values=True)
         began = time.perf_counter()
@@ -247,8 +254,11 @@ class Student:
         (``setInterval``: a fragment rerun with every widget's value, marked ``is_auto_rerun``, whether or not the
         last one has finished). Counts the runs that finished in :attr:`refreshes`."""
         due: dict[str, float] = {}
+        me = asyncio.current_task()
         try:
-            while self.socket is not None:
+            # Python 3.11's wait_for loses a cancel that arrives as the socket's message does (gh-86296): the task
+            # stays "cancelling" and would read on; its count of cancels is kept, so the loop asks it
+            while self.socket is not None and not (me is not None and me.cancelling()):
                 now = time.monotonic()
                 for fragment_id, interval in list(self.auto_reruns.items()):
                     if now >= due.setdefault(fragment_id, now + interval):

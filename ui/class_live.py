@@ -221,11 +221,29 @@ def follow_now(found: LeadView | None) -> bool:
     if seen is None:
         seen = found.version if page_path() == link_page(found.link) else -1
         state.LEAD_SEEN.set(seen)
-    if seen == found.version:
+    asked = state.LEAD_ASKED.get(default=0.0)
+    if seen == found.version and not again(page_path(), found.link, time.monotonic() - asked):
         return False
     state.LEAD_SEEN.set(found.version)
+    state.LEAD_ASKED.set(time.monotonic())
     st.html(go_script(found.link, str(found.version)), unsafe_allow_javascript=True)
     return True
+
+
+ASK_AGAIN_S = 5.0  # a move asked this long ago that left the page where it was is asked again
+
+
+def again(here: str, link: str, since_s: float) -> bool:
+    """A follower's page is still not on the lead's page ``since_s`` after its move was asked: the script was lost
+    (drawn in a run that a rerun replaced, as a first visit's can be), so it is drawn again. Only the page is
+    compared: the app may write the address's settings anew once there.
+
+    >>> again("attention", "tokens?text=a", 6.0), again("attention", "tokens?text=a", 1.0)
+    (True, False)
+    >>> again("tokens", "tokens?text=a", 60.0)
+    False
+    """
+    return here != link_page(link) and since_s >= ASK_AGAIN_S
 
 
 # ---------------------------------------------------------------------------- lessons
@@ -253,7 +271,7 @@ def start_lesson(plan: str, name: str) -> None:
     lesson = _parsed(plan, f"{name}.toml")
     moved = set_lead(active=True, lesson=lesson.name, plan=plan, step=0, link=lesson.steps[0].view)
     if moved is not None:
-        state.LEAD_GO.set(lesson.steps[0].view)
+        send_teacher(lesson.steps[0].view)
 
 
 def move_lesson(step: int) -> None:
@@ -265,8 +283,27 @@ def move_lesson(step: int) -> None:
     if found is None or lesson is None:
         return
     step = min(max(step, 0), len(lesson.steps) - 1)
-    if set_lead(step=step, link=lesson.steps[step].view) is not None:
-        state.LEAD_GO.set(lesson.steps[step].view)
+    view = lesson.steps[step].view
+    if set_lead(step=step, link=view) is not None and not shows(view_link(), view):
+        send_teacher(view)  # (a step on the view already shown moves nobody's page: no reload, no lost click)
+
+
+def shows(here: str, link: str) -> bool:
+    """The view ``here`` (:func:`view_link`) already shows ``link``: the same page, and each setting ``link`` names
+    at the value it names (the other settings of ``here`` are the page's own).
+
+    >>> shows("tokens?text=a+b&show_ids=1", "tokens?text=a+b")
+    True
+    >>> shows("tokens?text=a+b", "tokens?text=a+c"), shows("tokens?text=a", "sampling?text=a")
+    (False, False)
+    """
+    (path, _, query), (wanted_path, _, wanted) = here.partition("?"), link.partition("?")
+    if path.strip("./") != wanted_path.strip("./"):
+        return False
+    have = urllib.parse.parse_qs(query, keep_blank_values=True)
+    return all(
+        have.get(name) == values for name, values in urllib.parse.parse_qs(wanted, keep_blank_values=True).items()
+    )
 
 
 def end_lesson() -> None:
@@ -274,8 +311,25 @@ def end_lesson() -> None:
     set_lead(lesson=None, plan=None, step=0)
 
 
+def send_teacher(link: str) -> None:
+    """The teacher's own page goes to ``link`` next (:func:`go_teacher`, in the class's box)."""
+    state.LEAD_GO.set(link)
+    state.LEAD_GO_TRIES.pop()
+
+
 def go_teacher() -> None:
-    """After Start, Next or Back: the teacher's own page goes to the step's view (once)."""
-    link = state.LEAD_GO.pop(default=None)
-    if link:
-        st.html(go_script(link, f"teacher-{time.time()}"), unsafe_allow_javascript=True)
+    """After Start, Next or Back: the teacher's own page goes to the step's view. The script is drawn again every
+    :data:`ASK_AGAIN_S` (three times at most) while this page is still not on that view: a script drawn in a section's
+    run that the next refresh replaced before the browser ran it was lost, and the teacher stayed a step behind."""
+    link = state.LEAD_GO.get()
+    tries, last = state.LEAD_GO_TRIES.get(default=(0, 0.0))
+    if link is None:
+        return
+    if shows(view_link(), link) or tries >= 3:
+        state.LEAD_GO.pop()
+        state.LEAD_GO_TRIES.pop()
+        return
+    if tries and time.monotonic() - last < ASK_AGAIN_S:
+        return
+    state.LEAD_GO_TRIES.set((tries + 1, time.monotonic()))
+    st.html(go_script(link, f"teacher-{time.time()}"), unsafe_allow_javascript=True)

@@ -149,8 +149,10 @@ LINK_TABS = Slot(
 )
 # the class answering together (ui.class_live)
 PAGE_PATH = Slot("_llmviz_page_path", str, "the address of the page this run draws (app.py): a view's link")
-LEAD_GO = Slot("_llmviz_lead_go", str, "the lesson step's view the teacher's own page goes to next (once)")
+LEAD_GO = Slot("_llmviz_lead_go", str, "the lesson step's view the teacher's own page goes to next")
+LEAD_GO_TRIES = Slot("_llmviz_lead_go_tries", tuple, "how often the teacher's page was sent to LEAD_GO, and when last")
 LEAD_SEEN = Slot("_llmviz_lead_seen", int, "the version of the teacher's lead this page last moved to (-1: none)")
+LEAD_ASKED = Slot("_llmviz_lead_asked", float, "when (time.monotonic()) this page last drew the script that moves it")
 # navigation (ui.routing)
 ROUTER_RUNNING = Slot("_llmviz_router_running", bool, "app.py's router is drawing this run")
 # questions (ui.panels.quiz)
@@ -381,8 +383,8 @@ WIDGETS: dict[str, str] = {
     "live_lead": "The teacher's Lead switch: the students who follow see the teacher's view",
     "live_unfollow": "A student stops following the teacher",
     "live_follow": "A student follows the teacher again",
-    "lesson_back": "The running lesson: back one step (the followers too)",
-    "lesson_next": "The running lesson: on to the next step (the followers too)",
+    "lesson_back_": "The running lesson: back one step (the followers too) (the step it was drawn at)",
+    "lesson_next_": "The running lesson: on to the next step (the followers too) (the step it was drawn at)",
     "lesson_end": "The running lesson: end it (the lead stays)",
     "lesson_pick": "Class view: the shipped lesson to start",
     "lesson_file": "Class view: a lesson file of the teacher's own (TOML)",

@@ -110,8 +110,8 @@ def test_an_answer_and_the_lead_cross_two_processes_and_a_killed_process_loses_n
         teacher_a = ClassTab(a.url, cookie_of(secrets["teacher"]))  # the same teacher's tab on process A
         await open_clean(teacher_a, "classroom")
         await teacher_a.press("lesson_start")
-        await teacher_a.press("lesson_next")
-        await teacher_a.press("lesson_next")
+        await teacher_a.press("Next")
+        await teacher_a.press("Next")
         assert (lab.registry.polls.lead().active, lab.registry.polls.lead().step) == (True, 2)
 
         bob = ClassTab(b.url, cookie_of(secrets["bob"]))  # a student who joins late, served by process B
@@ -136,7 +136,7 @@ def test_an_answer_and_the_lead_cross_two_processes_and_a_killed_process_loses_n
 
         teacher_b.forget()
         await open_clean(teacher_b, "classroom")
-        await teacher_b.press("lesson_next")  # the lesson goes on from process B
+        await teacher_b.press("Next")  # the lesson goes on from process B
         assert lab.registry.polls.lead().step == 3
         await until(bob, lambda: bob.leads and bob.leads[-1][1] == LESSON.steps[3].view, "the follower moved on")
         for tab in (ann, bob, teacher_b):
@@ -169,7 +169,7 @@ def test_a_locked_database_is_one_sentence_to_the_student_and_the_teacher_and_no
         await ann.choose(f"live_answer_{poll.id}", options[1])
         await open_clean(teacher, "classroom")
         await teacher.press("lesson_start")
-        await teacher.press("lesson_next")
+        await teacher.press("Next")
         kept = lab.registry.polls.lead()
 
         locker = locked_by_another_process("sqlite", tmp_path / "runs")  # runs/lab.db, past the app's 10 s
@@ -178,7 +178,7 @@ def test_a_locked_database_is_one_sentence_to_the_student_and_the_teacher_and_no
             changed = await ann.choose(f"live_answer_{poll.id}", options[3])
             assert changed.errors == [] and ann.toasts == [LOCKED], ann.toasts
             teacher.forget()
-            moved = await teacher.press("lesson_next")
+            moved = await teacher.press("Next")
             assert moved.errors == [] and teacher.toasts == [LOCKED], teacher.toasts
             ann.forget()
             await open_clean(ann, "tokens")  # a page opened under the lock is drawn, with the poll and the step
@@ -190,7 +190,7 @@ def test_a_locked_database_is_one_sentence_to_the_student_and_the_teacher_and_no
         assert lab.registry.polls.lead() == kept  # nothing half-written
         await ann.choose(f"live_answer_{poll.id}", options[3])  # the lock let go: the class goes on by itself
         assert [row[1] for row in lab.registry.polls.answers(poll.id)] == [3]
-        await teacher.press("lesson_next")
+        await teacher.press("Next")
         assert lab.registry.polls.lead().step == 2
         for tab in (ann, teacher):
             await tab.close()

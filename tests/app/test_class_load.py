@@ -113,3 +113,29 @@ def test_the_follow_scenarios_helpers_read_what_the_app_draws():
     link = "tokens?text=a</script>&b=1"
     assert client.lead_of(go_script(link, "12")) == (12, link)
     assert client.lead_of(go_script(link, "teacher-1.5")) is None  # the teacher's own move is not a lead
+
+
+@pytest.mark.slow
+@pytest.mark.processes
+@pytest.mark.ci
+def test_the_follow_scenario_runs_end_to_end_with_a_tiny_class():
+    """``--scenario follow`` on one real app process, three students, both classes twice in turn: every student sees
+    each of the teacher's moves and lands on the teacher's view, answers, and the teacher's chart counts all three
+    in every round. It hung once on a cancel that Python 3.11's ``wait_for`` swallowed, and its second "Ask the
+    class" pressed a button of the page before (issue 69 §6)."""
+    command = [sys.executable, "benchmarks/class_load.py", "--scenario", "follow", "--setup", "one-process"]
+    command += ["--students", "3", "--rounds", "2", "--moves", "2", "--timeout", "60", "--budget", "600"]
+    done = subprocess.run(command + ["--port", str(free_port())], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = {
+        (cells[0], cells[1]): cells
+        for line in done.stdout.splitlines()
+        if line.startswith("| follows ")
+        for cells in [[cell.strip() for cell in line.strip("|").split("|")]]
+    }
+    nobody = [("follows nobody", what) for what in ("open", "toggle", "answer", "answers on the chart")]
+    leader = [("follows the teacher", what) for what in ("open", "toggle", "lead seen", "page shown", "answer")]
+    assert set(rows) == {*nobody, *leader, ("follows the teacher", "answers on the chart")}, sorted(rows)
+    samples = {"open": 6, "toggle": 6, "answer": 6, "answers on the chart": 2, "lead seen": 12, "page shown": 12}
+    for (_, what), cells in rows.items():
+        assert cells[3] == str(samples[what]) and cells[7] == "0", cells  # every sample taken, no error

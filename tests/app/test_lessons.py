@@ -64,12 +64,12 @@ def test_a_lesson_started_from_the_class_view_moves_the_lead_step_by_step(monkey
     lesson = plans.shipped()["1-text-to-next-token"]
     lead = lab.registry.polls.lead()
     assert (lead.active, lead.lesson, lead.step, lead.link) == (True, lesson.name, 0, lesson.steps[0].view)
-    teacher.button(key="lesson_next").click().run()
+    teacher.button(key="lesson_next_0").click().run()
     assert (lab.registry.polls.lead().step, lab.registry.polls.lead().link) == (1, lesson.steps[1].view)
     student = run_app("stages/home.py")  # a student who joins late lands on the current step
     assert any(literal_markdown(lesson.steps[1].title) in markdown.value for markdown in student.markdown)
     assert student.session_state["_llmviz_lead_seen"] == lab.registry.polls.lead().version  # sent to the step's view
-    teacher.button(key="lesson_back").click().run()
+    teacher.button(key="lesson_back_1").click().run()
     assert lab.registry.polls.lead().step == 0
     teacher.button(key="lesson_end").click().run()
     assert lab.registry.polls.lead().lesson is None

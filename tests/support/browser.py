@@ -109,6 +109,7 @@ def browser(tmp_path_factory):
         pytest.skip("playwright is not installed")
     profile = tmp_path_factory.mktemp("chromium-profile")
     with sync_playwright() as playwright:
+        _PLAYWRIGHT.append(playwright)  # for :func:`people`: one Playwright per thread
         context = playwright.chromium.launch_persistent_context(
             profile,
             executable_path=CHROMIUM,
@@ -119,6 +120,23 @@ def browser(tmp_path_factory):
         )
         yield context
         context.close()
+        _PLAYWRIGHT.clear()
+
+
+_PLAYWRIGHT: list = []  # the ``browser`` fixture's Playwright while it runs
+
+
+@pytest.fixture
+def people(browser):
+    """``people()`` → a new person's browser: a context of its own (its own cookies, so its own student however many
+    times it navigates), in a second chromium that ends with the test. The ``browser`` fixture's windows share one
+    cookie jar: a student's window that follows the teacher (a navigation) would load as the last student opened.
+    :func:`person_page` opens a person's window."""
+    chromium = _PLAYWRIGHT[0].chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    try:
+        yield lambda: chromium.new_context(viewport={"width": 1400, "height": 1000})
+    finally:
+        chromium.close()
 
 
 @pytest.fixture(autouse=True)
@@ -240,6 +258,17 @@ def open_page(browser, url: str, viewport=(1400, 1200), before=None, same_studen
     page.goto(url, timeout=120_000)
     wait_until_idle(page)
     assert page.evaluate(NOT_STREAMLITS) == [], "llmviz keeps nothing else in the browser"
+    return page
+
+
+def person_page(person, url: str, idle: bool = True):
+    """The one window of a person (a context of :func:`people`) at ``url``, once its first script run has ended
+    (``idle=False``: once it has loaded; a page that a follower's script moves on at once is never idle there)."""
+    page = person.new_page()
+    page.set_default_timeout(120_000)  # a loaded 2-core machine can take a while to draw a page
+    page.goto(url, timeout=120_000)
+    if idle:
+        wait_until_idle(page)
     return page
 
 

@@ -212,14 +212,16 @@ def lesson_bar(found: LeadView | None) -> None:
     c1, c2, c3 = st.columns(3)
     c1.button(
         "Back",
-        key=state.widget("lesson_back"),
+        key=state.widget("lesson_back_", found.step),  # a key per step: see Next
         disabled=found.step == 0,
         on_click=class_live.move_lesson,
         args=(found.step - 1,),
     )
     c2.button(
         "Next",
-        key=state.widget("lesson_next"),
+        # a key per step: a click the browser sends again after the bar was drawn at the next step (a refreshing
+        # section's rerun can) reaches no button, instead of this one's callback: one click moved the class two steps
+        key=state.widget("lesson_next_", found.step),
         type="primary",
         disabled=found.step >= len(lesson.steps) - 1,
         on_click=class_live.move_lesson,
