@@ -142,3 +142,88 @@ def test_prompting_accuracy_bars_say_each_bars_accuracy_and_the_best(fresh_sessi
     sentence = chart["layout"]["meta"]
     assert "Held-out accuracy: " + "; ".join(f"{x} {y:.1%}" for x, y in bars) + "." in sentence, sentence
     assert f"The best: {max(bars, key=lambda bar: bar[1])[0]}." in sentence, sentence
+
+
+def pair_told(labels: list[str], z: np.ndarray) -> tuple[str, str]:
+    """The most and least alike of every different pair of a symmetric matrix, as the sentence names them."""
+    i, j = np.triu_indices(len(labels), k=1)
+    values = z[i, j]
+    high, low = int(np.argmax(values)), int(np.argmin(values))
+    return tuple(f'"{labels[i[k]]}" and "{labels[j[k]]}" ({said(values[k])})' for k in (high, low))  # type: ignore[return-value]
+
+
+def test_the_cosine_lessons_angle_and_your_tokens_cosines_say_their_numbers():
+    at = run_page("stages/embeddings.py")
+    chart = next(s for s in specs(at) if "apart: cosine" in s["layout"].get("meta", ""))
+    a, b = chart["data"][:2]
+    x, y = drawn(b["x"])[-1], drawn(b["y"])[-1]  # the second direction; the first lies along x
+    assert drawn(a["y"])[-1] == 0 and drawn(a["x"])[-1] == 1
+    angle = np.degrees(np.arctan2(y, x))
+    assert (
+        f'"{a["name"]}" and "{b["name"]}" are {said(angle)}° apart: cosine {said(x / np.hypot(x, y))}.'
+        in (chart["layout"]["meta"])
+    ), chart["layout"]["meta"]
+    chart = titled(at, "cosine similarity")
+    trace = chart["data"][0]
+    high, low = pair_told(list(trace["x"]), drawn(trace["z"]))
+    assert f"Most alike: {high}; least alike: {low}" in chart["layout"]["meta"], chart["layout"]["meta"]
+
+
+def test_the_positions_charts_say_each_waves_length_and_how_fast_each_rope_pair_turns():
+    at = run_page("stages/embeddings.py", embeddings_tab="Positions")
+    chart = next(s for s in specs(at) if "the slower its wave" in s["layout"].get("meta", ""))
+    sentence = chart["layout"]["meta"]
+    for trace in chart["data"]:  # each drawn wave's length, read off its value at position 1, is the one said
+        positions, values = drawn(trace["x"]), drawn(trace["y"])
+        sine = "(sin)" in trace["name"]
+        length = 2 * np.pi / (np.arcsin(values[1]) if sine else np.arccos(values[1]))
+        assert np.abs(values - (np.sin if sine else np.cos)(2 * np.pi * positions / length)).max() < 1e-3
+        assert re.search(rf"{re.escape(trace['name'])} (repeats )?every {re.escape(said(length))}\b", sentence), (
+            trace["name"],
+            said(length),
+            sentence,
+        )
+    chart = titled(at, "angle of pair i")
+    z = drawn(chart["data"][0]["z"])  # position 1's row: each pair's turn per position
+    first, last = z[1, 0], z[1, -1]
+    assert (
+        f"Pair 0 turns {said(first)} radian per position (a full turn every {said(2 * np.pi / first)} positions); the "
+        f"last pair, {z.shape[1] - 1}, turns {said(last)} (a full turn every {said(2 * np.pi / last)})."
+        in chart["layout"]["meta"]
+    ), chart["layout"]["meta"]
+    chart = titled(at, "a unit pair turned")
+    for trace in chart["data"]:
+        turned = np.unwrap(np.arctan2(drawn(trace["y"]), drawn(trace["x"])))
+        turns = (turned[-1] - turned[0]) / (2 * np.pi)
+        assert re.search(rf"{trace['name']} (makes )?{re.escape(said(turns))}\b", chart["layout"]["meta"]), (
+            trace["name"],
+            said(turns),
+            chart["layout"]["meta"],
+        )
+    chart = titled(at, "score against distance")
+    distances, scores = drawn(chart["data"][0]["x"]), drawn(chart["data"][0]["y"])
+    high, low = int(np.argmax(scores)), int(np.argmin(scores))
+    assert (
+        f"{said(scores[0])} at distance {int(distances[0])}, highest {said(scores[high])} at distance "
+        f"{int(distances[high])}, lowest {said(scores[low])} at distance {int(distances[low])}."
+        in chart["layout"]["meta"]
+    ), chart["layout"]["meta"]
+
+
+def test_the_sentence_embeddings_say_the_most_and_least_alike_and_the_closest_on_the_map():
+    at = run_page("stages/embeddings.py", embeddings_tab="Sentence embeddings")
+    chart = titled(at, "cosine similarity")
+    trace = chart["data"][0]
+    high, low = pair_told(list(trace["y"]), drawn(trace["z"]))
+    assert f"Most alike: {high}; least alike: {low}" in chart["layout"]["meta"], chart["layout"]["meta"]
+    chart = next(s for s in specs(at) if "Closest on the map" in s["layout"].get("meta", ""))
+    trace = chart["data"][0]
+    labels = [f"{n} · {text}" for n, text in zip(trace["text"], trace["hovertext"], strict=True)]
+    points = np.stack([drawn(trace["x"]), drawn(trace["y"])], axis=1)
+    i, j = np.triu_indices(len(labels), k=1)
+    away = np.hypot(*(points[i] - points[j]).T)
+    near, far = int(np.argmin(away)), int(np.argmax(away))
+    assert (
+        f"Closest on the map: {labels[i[near]]} and {labels[j[near]]} ({said(away[near])} apart); farthest: "
+        f"{labels[i[far]]} and {labels[j[far]]} ({said(away[far])} apart)." in chart["layout"]["meta"]
+    ), chart["layout"]["meta"]
