@@ -14,7 +14,7 @@ from typing import Literal
 
 import torch
 
-from llmviz.lessons import architectures
+from llmviz.lessons import architectures, words
 from llmviz.models.gpt import GPTConfig, cache_name, count_parameters_without_building
 from llmviz.models.presets import PRESETS
 
@@ -190,3 +190,31 @@ def preset_table() -> str:
             f"{'tied' if config.tie_weights else 'untied'} | {parameters:,} |"
         )
     return "\n".join(rows)
+
+
+def parameter_words(table: dict[str, int], most: int = 3) -> str:
+    """The parameters per component in words: the total, and the ``most`` largest components with their share.
+
+    >>> parameter_words({"token embedding": 300, "attention": 500, "MLP": 1200, "output head": 0})
+    'Parameters: 2,000 in all; MLP 1,200 (60.0%), attention 500 (25.0%) and token embedding 300 (15.0%).'
+    """
+    total = sum(table.values())
+    largest = sorted(table.items(), key=lambda item: -item[1])[:most]
+    named = [f"{name} {words.number(count)} ({count / total:.1%})" for name, count in largest if total]
+    return f"Parameters: {words.number(total)} in all; {words.listed(named)}."
+
+
+def residual_words(points: list[tuple[str, float]]) -> str:
+    """The residual stream's mean size in words: from the first point to the last, and the largest.
+
+    >>> residual_words([("embeddings", 1.5), ("after block 0", 4.0), ("after block 1", 3.5)])
+    'The mean size of the residual stream goes from 1.5 (embeddings) to 3.5 (after block 1); largest 4 (after block 0).'
+    """
+    if not points:
+        return "No block."
+    (first, start), (last, end) = points[0], points[-1]
+    top_name, top = max(points, key=lambda point: point[1])
+    return (
+        f"The mean size of the residual stream goes from {words.number(start)} ({first}) to {words.number(end)} "
+        f"({last}); largest {words.number(top)} ({top_name})."
+    )

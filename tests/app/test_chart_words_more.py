@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from llmviz.lessons import adapting, words
-from tests.support.pages import assert_clean, computed, finish_jobs, run_page
+from tests.support.pages import assert_clean, by_label, computed, finish_jobs, run_page
 from tests.support.plotly_spec import drawn, specs
 
 
@@ -226,4 +226,46 @@ def test_the_sentence_embeddings_say_the_most_and_least_alike_and_the_closest_on
     assert (
         f"Closest on the map: {labels[i[near]]} and {labels[j[near]]} ({said(away[near])} apart); farthest: "
         f"{labels[i[far]]} and {labels[j[far]]} ({said(away[far])} apart)." in chart["layout"]["meta"]
+    ), chart["layout"]["meta"]
+
+
+def test_a_trained_bpes_compression_and_zipf_charts_say_their_numbers():
+    at = run_page("stages/tokens.py", corpus="names")
+    by_label(at.slider, "Vocabulary size").set_value(300)
+    finish_jobs(at.button(key="train_bpe").click().run())
+    assert_clean(at)
+    chart = next(s for s in specs(at) if "Characters per token" in s["layout"].get("meta", ""))
+    sizes, chars = drawn(chart["data"][0]["x"]), drawn(chart["data"][0]["y"])
+    assert (
+        f"Characters per token: {said(chars[0])} with a vocabulary of {said(sizes[0])}, {said(chars[-1])} with "
+        f"{said(sizes[-1])} ({said(chars[-1] / chars[0])} times fewer tokens)." in chart["layout"]["meta"]
+    ), chart["layout"]["meta"]
+    chart = next(s for s in specs(at) if "distinct tokens" in s["layout"].get("meta", ""))
+    points, line = chart["data"]
+    counts, sentence = drawn(points["y"]), chart["layout"]["meta"]
+    assert (np.diff(counts) <= 0).all() and (drawn(points["x"]) == np.arange(1, len(counts) + 1)).all()
+    assert f"{len(counts)} distinct tokens: the commonest occurs {said(counts[0])} times" in sentence, sentence
+    for rank in (10, 100):
+        if rank <= len(counts):
+            assert f"the {rank}th {said(counts[rank - 1])}" in sentence, sentence
+    (x0, x1), (y0, y1) = drawn(line["x"]), drawn(line["y"])
+    assert f"the fitted line's slope is {np.log(y1 / y0) / np.log(x1 / x0):.2f}" in sentence, sentence
+
+
+def test_the_model_pages_parameter_bars_and_residual_stream_say_their_numbers():
+    at = run_page("stages/model.py")
+    chart = next(s for s in specs(at) if s["layout"].get("meta", "").startswith("Chart. Parameters:"))
+    trace = chart["data"][0]
+    names, counts = list(trace["y"]), drawn(trace["x"])  # horizontal bars
+    total = counts.sum()
+    order = np.argsort(-counts, kind="stable")[:3]
+    named = [f"{names[i]} {said(counts[i])} ({counts[i] / total:.1%})" for i in order]
+    assert f"Parameters: {said(total)} in all; {named[0]}, {named[1]} and {named[2]}." in chart["layout"]["meta"]
+    at = run_page("stages/model.py", model_tab="Inside a trained GPT")
+    chart = next(s for s in specs(at) if "residual stream goes from" in s["layout"].get("meta", ""))
+    where, size = list(chart["data"][0]["x"]), drawn(chart["data"][0]["y"])
+    top = int(np.argmax(size))
+    assert (
+        f"goes from {said(size[0])} ({where[0]}) to {said(size[-1])} ({where[-1]}); largest {said(size[top])} "
+        f"({where[top]})." in chart["layout"]["meta"]
     ), chart["layout"]["meta"]

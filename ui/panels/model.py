@@ -37,7 +37,9 @@ def parameters_view(config: GPTConfig) -> None:
     total = sum(table.values())
     frame = pd.DataFrame({"component": list(table), "parameters": list(table.values())})
     frame["share"] = (frame["parameters"] / total).map(lambda x: f"{x:.1%}")
-    charts.show(parameter_bars(table, config), width="stretch")  # the page's picture first, its table under it
+    charts.show(  # the page's picture first, its table under it
+        parameter_bars(table, config), width="stretch", words=model.parameter_words(table)
+    )
     with st.expander("As a table, with each component's share"):
         st.dataframe(frame.style.format({"parameters": "{:,}"}), hide_index=True, width="stretch")
     st.metric("Total parameters", f"{total:,}")
@@ -91,7 +93,7 @@ def residual_tab(cache: dict, config: GPTConfig, labels: list[str]) -> None:
     norms = model.residual_norms(cache, config.n_layers)
     figure = go.Figure(go.Scatter(x=[n for n, _ in norms], y=[v for _, v in norms], mode="lines+markers"))
     figure.update_layout(yaxis_title="mean ‖x‖ per token", height=320, margin=charts.margins(10))
-    charts.show(figure, width="stretch")
+    charts.show(figure, width="stretch", words=model.residual_words(norms))
     st.markdown(
         "Each block **adds** its attention and MLP outputs to the residual stream (the shortcut "
         "connections), so its size tends to grow from block to block."
