@@ -269,3 +269,49 @@ def test_the_model_pages_parameter_bars_and_residual_stream_say_their_numbers():
         f"goes from {said(size[0])} ({where[0]}) to {said(size[-1])} ({where[-1]}); largest {said(size[top])} "
         f"({where[top]})." in chart["layout"]["meta"]
     ), chart["layout"]["meta"]
+
+
+def test_the_loss_by_hands_gradient_bars_say_the_targets_p_and_its_gradient():
+    at = run_page("stages/training.py", training_part="The loss by hand")
+    chart = next(s for s in specs(at) if "The target" in s["layout"].get("meta", ""))
+    bars = {t["name"]: t for t in chart["data"]}
+    labels, p = list(bars["p (softmax)"]["x"]), drawn(bars["p (softmax)"]["y"])
+    gradient = drawn(bars["∂L/∂logit = p − y"]["y"])
+    target = next(i for i, label in enumerate(labels) if label.endswith("(target)"))
+    assert abs(gradient[target] - (p[target] - 1)) < 1e-6
+    other = max((i for i in range(len(p)) if i != target), key=lambda i: p[i])
+    sentence = chart["layout"]["meta"]
+    assert f"The target {labels[target]} has p {said(p[target])}: its logit's gradient is p - 1 = " in sentence
+    assert f"{said(gradient[target])}, pushed up." in sentence, sentence
+    assert f"The likeliest other, {labels[other]}, has p {said(p[other])} = its gradient" in sentence, sentence
+
+
+def test_the_longer_context_chart_says_each_runs_mean_loss_within_and_beyond_training():
+    """Drawn only after a race's runs are measured at a longer context: the sentence the panel passes, for two small
+    untrained GPTs measured here, against each curve's means computed with numpy."""
+    from llmviz.lessons.architectures import extrapolation
+    from llmviz.lessons.training import extrapolation_words
+    from llmviz.models.gpt import GPT
+    from llmviz.models.presets import PRESETS
+
+    torch.manual_seed(0)
+    models = {"learned": GPT(PRESETS["gpt-nano"]).eval(), "again": GPT(PRESETS["gpt-nano"]).eval()}
+    result = extrapolation(models, torch.arange(300) % 11, trained_context=8, context=16)
+    sentence = extrapolation_words(8, result.context, result.within, result.beyond)
+    assert "Mean loss at positions 1-8 (trained) and 9-16 (beyond): " in sentence
+    for name, curve in result.by_position.items():
+        losses = curve.numpy()
+        assert f"{name} {said(losses[:8].mean())} and {said(losses[8:].mean())}" in sentence, sentence
+
+
+def test_an_answers_tokens_scored_by_every_model_say_each_models_mean_probability():
+    at = run_page("stages/tuning.py")
+    chart = next(s for s in specs(at) if "each token's probability under each model" in title(s))
+    trace, sentence = chart["data"][0], chart["layout"]["meta"]
+    z, models, tokens = drawn(trace["z"]), list(trace["y"]), list(chart["layout"]["xaxis"]["ticktext"])
+    answering = re.match(r"The (.+) model's answer", title(chart)).group(1)
+    means = ", ".join(f"{name} {said(row.mean())}" for name, row in zip(models, z, strict=True))
+    assert f"The {answering} model's answer, {len(tokens)} tokens: mean probability {means};" in sentence, sentence
+    own = z[models.index(answering)]
+    low = int(np.argmin(own))
+    assert f'least likely token is "{tokens[low]}" ({said(own[low])}).' in sentence, sentence
