@@ -315,3 +315,31 @@ def test_an_answers_tokens_scored_by_every_model_say_each_models_mean_probabilit
     own = z[models.index(answering)]
     low = int(np.argmin(own))
     assert f'least likely token is "{tokens[low]}" ({said(own[low])}).' in sentence, sentence
+
+
+def test_attentions_step_by_step_masks_and_grouped_query_charts_say_their_numbers():
+    at = run_page("stages/attention.py", attention_tab="Step by step")
+    chart = next(s for s in specs(at) if s["layout"].get("meta", "").startswith("Chart. Softmax weights."))
+    weights = chart["data"][3]  # the fourth panel: the softmax weights
+    z, keys, queries = drawn(weights["z"]), list(weights["x"]), list(weights["y"])
+    assert np.allclose(z.sum(axis=1), 1, atol=1e-6)
+    looks = [f'"{queries[i]}" at "{keys[int(np.argmax(z[i]))]}" ({said(z[i].max())})' for i in range(len(queries))]
+    assert f"Where each token looks most: {', '.join(looks)}." in chart["layout"]["meta"], chart["layout"]["meta"]
+
+    at = run_page("stages/attention.py", attention_tab="Masks")
+    chart = next(s for s in specs(at) if "under each mask" in s["layout"].get("meta", ""))
+    panels = [(a["text"], drawn(t["z"])) for a, t in zip(chart["layout"]["annotations"], chart["data"], strict=False)]
+    for name, z in panels:
+        assert f"{name} {int((np.abs(z) < 1e-6).sum())} of {z.size}" in chart["layout"]["meta"], (name, chart)
+
+    at = run_page("stages/attention.py", attention_tab="Grouped-query")
+    chart = next(s for s in specs(at) if "key/value heads" in s["layout"].get("meta", ""))
+    trace = chart["data"][0]
+    owner, queries = drawn(trace["z"])[0].astype(int), list(trace["x"])
+    groups = sorted(set(owner))
+    each = len(owner) // len(groups)
+    assert f"{len(owner)} query heads share {len(groups)} key/value heads, {each} each: " in chart["layout"]["meta"]
+    for kv in groups:
+        readers = [queries[i] for i in np.nonzero(owner == kv)[0]]
+        listed_ = readers[0] if len(readers) == 1 else ", ".join(readers[:-1]) + " and " + readers[-1]
+        assert re.search(rf"K{kv} V{kv} (is read )?by {listed_}[;.]", chart["layout"]["meta"]), chart["layout"]["meta"]
