@@ -343,3 +343,24 @@ def test_attentions_step_by_step_masks_and_grouped_query_charts_say_their_number
         readers = [queries[i] for i in np.nonzero(owner == kv)[0]]
         listed_ = readers[0] if len(readers) == 1 else ", ".join(readers[:-1]) + " and " + readers[-1]
         assert re.search(rf"K{kv} V{kv} (is read )?by {listed_}[;.]", chart["layout"]["meta"]), chart["layout"]["meta"]
+
+
+def test_the_beam_search_tree_says_how_many_candidates_it_expanded_and_the_winning_path():
+    at = run_page("stages/sampling.py", sampling_part="Generate")
+    by_label(at.radio, "Method").set_value("beam search").run()
+    by_label(at.slider, "Tokens to generate").set_value(4)
+    next(b for b in at.button if b.label == "Generate").click().run()
+    assert_clean(at)
+    chart = next(s for s in specs(at) if "candidates expanded" in s["layout"].get("meta", ""))
+    sentence = chart["layout"]["meta"]
+    dots = [t for t in chart["data"] if t.get("mode", "").startswith("markers")]
+    counts = ", ".join(f"{t['name']} {len(t['x'])}" for t in dots)
+    assert f"candidates expanded ({counts})." in sentence and f"{sum(len(t['x']) for t in dots)} candidates" in sentence
+    path = next(t for t in dots if t["name"] == "winning path")
+    order = np.argsort(drawn(path["x"]), kind="stable")
+    tokens = [f'"{path["text"][i]}"' for i in order]
+    assert f"The winning path {', '.join(tokens[:-1])} and {tokens[-1]} scores " in sentence, sentence
+    last = path["hovertext"][order[-1]]  # the deepest node's hover says the whole path's score (3 decimals)
+    score = float(re.search(r"path score = (-?[\d.]+)", last).group(1))
+    said_score = float(re.search(r"scores (-?[\d.,]+)\. ", sentence).group(1).replace(",", ""))
+    assert abs(said_score - score) <= 0.006 * abs(score) + 0.0005, (said_score, score)
