@@ -218,3 +218,39 @@ def residual_words(points: list[tuple[str, float]]) -> str:
         f"The mean size of the residual stream goes from {words.number(start)} ({first}) to {words.number(end)} "
         f"({last}); largest {words.number(top)} ({top_name})."
     )
+
+
+def mlp_words(tokens: list[str], hidden: list[list[float]], neurons: int) -> str:
+    """A dense MLP's neurons (rows the tokens, columns the first neurons of ``neurons``) in words: the share of the
+    drawn cells that are positive, and the largest one.
+
+    >>> mlp_words(["a", "b"], [[0.5, -1.0], [2.0, 0.0]], 8)
+    'The first 2 of 8 neurons for 2 tokens: 2 of the 4 values are positive; the largest 2 ("b", neuron 0).'
+    """
+    cells = [(v, t, n) for t, row in enumerate(hidden) for n, v in enumerate(row)]
+    if not cells:
+        return "No neuron drawn."
+    top, token, neuron = max(cells, key=lambda cell: cell[0])
+    positive = sum(1 for v, _, _ in cells if v > 0)
+    return (
+        f"The first {len(hidden[0])} of {neurons} neurons for {len(tokens)} tokens: {positive} of the {len(cells)} "
+        f"values are positive; the largest {words.number(top)} ({words.quoted(tokens[token])}, neuron {neuron})."
+    )
+
+
+def gates_words(token: str, gelu: list[float], gate: list[float], swiglu: list[float]) -> str:
+    """GELU vs SwiGLU on one token's stream, in words: how many neurons each passes (a value above 0.01 in size),
+    and how many gates are nearly closed (below 0.1 in size).
+
+    >>> gates_words("a", [0.5, 0.0, 1.0], [0.05, 0.9, 1.2], [0.01, 0.5, 1.1])
+    'Token "a", 3 neurons: GELU passes 2, SwiGLU 2; 1 gate is nearly closed (|gate| < 0.1).'
+    """
+
+    def passes(values: list[float]) -> int:
+        return sum(1 for v in values if abs(v) > 0.01)
+
+    closed = sum(1 for g in gate if abs(g) < 0.1)
+    return (
+        f"Token {words.quoted(token)}, {len(gelu)} neurons: GELU passes {passes(gelu)}, SwiGLU {passes(swiglu)}; "
+        f"{closed} gate{' is' if closed == 1 else 's are'} nearly closed (|gate| < 0.1)."
+    )

@@ -364,3 +364,23 @@ def test_the_beam_search_tree_says_how_many_candidates_it_expanded_and_the_winni
     score = float(re.search(r"path score = (-?[\d.]+)", last).group(1))
     said_score = float(re.search(r"scores (-?[\d.,]+)\. ", sentence).group(1).replace(",", ""))
     assert abs(said_score - score) <= 0.006 * abs(score) + 0.0005, (said_score, score)
+
+
+def test_the_inside_a_trained_gpt_tabs_mlp_charts_say_their_numbers():
+    at = run_page("stages/model.py", model_tab="Inside a trained GPT")
+    chart = next(s for s in specs(at) if "nearly closed" in s["layout"].get("meta", ""))
+    bars = {t["name"]: drawn(t["y"]) for t in chart["data"]}
+    gelu, gate, swiglu = bars["GELU(W₁x)"], bars["gate SiLU(W_gate x)"], bars["SwiGLU: gate × W₁x"]
+    closed = int((np.abs(gate) < 0.1).sum())
+    assert (
+        f"{len(gelu)} neurons: GELU passes {int((np.abs(gelu) > 0.01).sum())}, SwiGLU "
+        f"{int((np.abs(swiglu) > 0.01).sum())}; {closed} gate" in chart["layout"]["meta"]
+    ), chart["layout"]["meta"]
+    chart = next(s for s in specs(at) if "values are positive" in s["layout"].get("meta", ""))
+    trace = chart["data"][0]
+    z, tokens, neurons = drawn(trace["z"]), list(trace["y"]), list(trace["x"])
+    row, column = np.unravel_index(int(np.argmax(z)), z.shape)
+    assert (
+        f"for {len(tokens)} tokens: {int((z > 0).sum())} of the {z.size} values are positive; the largest "
+        f'{said(z[row, column])} ("{tokens[row]}", neuron {neurons[column]}).' in chart["layout"]["meta"]
+    ), chart["layout"]["meta"]

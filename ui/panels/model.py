@@ -175,7 +175,13 @@ def activations_tab(cache: dict, config: GPTConfig, labels: list[str]) -> None:
     )
     figure = go.Figure([go.Bar(x=frame["neuron"], y=frame[c], name=c) for c in frame.columns[2:]])
     figure.update_layout(height=300, barmode="group", xaxis_title="neuron", margin=charts.margins(10))
-    charts.show(figure, width="stretch")
+    charts.show(
+        figure,
+        width="stretch",
+        words=model.gates_words(
+            labels[token], both["gelu"][token].tolist(), both["gate"][token].tolist(), both["swiglu"][token].tolist()
+        ),
+    )
     st.caption(
         f"The same stream (block {layer}'s input to its MLP, token {labels[token]!r}, normalised) through "
         "32 neurons with the same random W₁ and a random gate: GELU decides from W₁x alone whether a "
@@ -249,6 +255,7 @@ def mlp_view(cache: dict, config: GPTConfig, labels: list[str]) -> None:
             y_title="token",
         ),
         width="stretch",
+        words=model.mlp_words(labels, hidden[:, :neurons].tolist(), hidden.shape[-1]),
     )
     fraction = model.positive_fraction(hidden)
     st.caption(f"{fraction:.0%} of this block's {hidden.shape[-1]} MLP neurons are positive across these tokens.")
