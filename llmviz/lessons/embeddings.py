@@ -333,3 +333,39 @@ distance 1.'
         f"{words.number(scores[high])} at distance {distances[high]}, lowest {words.number(scores[low])} at "
         f"distance {distances[low]}."
     )
+
+
+def rope_scores_words(scores: list[list[float]], most: int = 3) -> str:
+    """The rotated scores at every (m, n) in words: each diagonal (the same distance m − n) holds one number, within
+    the largest spread along a diagonal; the first ``most`` distances' numbers.
+
+    >>> rope_scores_words([[1.0, 9.0, 9.0], [0.5, 1.0, 9.0], [0.25, 0.5, 1.0]])
+    'Every diagonal (one distance m - n) holds one number, within 0: distance 0 1, distance 1 0.5, distance 2 0.25.'
+    """
+    size = len(scores)
+    spread, said = 0.0, []
+    for distance in range(size):
+        diagonal = [scores[n + distance][n] for n in range(size - distance)]
+        spread = max(spread, max(diagonal) - min(diagonal))
+        if distance < most:
+            said.append(f"distance {distance} {words.number(diagonal[0])}")
+    return f"Every diagonal (one distance m - n) holds one number, within {words.number(spread)}: {', '.join(said)}."
+
+
+def encoding_words(encoding: list[list[float]]) -> str:
+    """The sinusoidal table PE[pos, i] in words: position 0's row (sin 0 = 0, cos 0 = 1), and how far the first and
+    the last dimension move over the positions (the first fastest, the last barely).
+
+    >>> encoding_words([[0.0, 1.0, 0.0, 1.0], [0.84, 0.54, 0.01, 1.0], [0.91, -0.42, 0.02, 1.0]])
+    'Position 0 reads 0, 1, 0, 1: sin 0 and cos 0. Over 3 positions dimension 0 runs from 0 to 0.91, dimension 2 \
+from 0 to 0.02.'
+    """
+    first = [row[0] for row in encoding]
+    last_sine = len(encoding[0]) - 2 if len(encoding[0]) >= 2 else 0
+    last = [row[last_sine] for row in encoding]
+    head = ", ".join(words.number(v) for v in encoding[0][:4])
+    return (
+        f"Position 0 reads {head}{', …' if len(encoding[0]) > 4 else ''}: sin 0 and cos 0. Over {len(encoding)} "
+        f"positions dimension 0 runs from {words.number(min(first))} to {words.number(max(first))}, dimension "
+        f"{last_sine} from {words.number(min(last))} to {words.number(max(last))}."
+    )

@@ -384,3 +384,21 @@ def test_the_inside_a_trained_gpt_tabs_mlp_charts_say_their_numbers():
         f"for {len(tokens)} tokens: {int((z > 0).sum())} of the {z.size} values are positive; the largest "
         f'{said(z[row, column])} ("{tokens[row]}", neuron {neurons[column]}).' in chart["layout"]["meta"]
     ), chart["layout"]["meta"]
+
+
+def test_the_positions_heatmaps_say_what_each_diagonal_and_each_dimension_hold():
+    at = run_page("stages/embeddings.py", embeddings_tab="Positions")
+    chart = titled(at, "rotated q at m")
+    z = drawn(chart["data"][0]["z"])
+    diagonals = [np.diagonal(z, offset=-d) for d in range(len(z))]
+    spread = max(d.max() - d.min() for d in diagonals)
+    firsts = ", ".join(f"distance {d} {said(diagonals[d][0])}" for d in range(3))
+    assert f"holds one number, within {said(spread)}: {firsts}." in chart["layout"]["meta"], chart["layout"]["meta"]
+    chart = titled(at, "PE[pos, i]")
+    z = drawn(chart["data"][0]["z"])
+    assert list(z[0, :4]) == [0, 1, 0, 1]
+    last = z.shape[1] - 2
+    assert (
+        f"Over {len(z)} positions dimension 0 runs from {said(z[:, 0].min())} to {said(z[:, 0].max())}, dimension "
+        f"{last} from {said(z[:, last].min())} to {said(z[:, last].max())}." in chart["layout"]["meta"]
+    ), chart["layout"]["meta"]

@@ -148,6 +148,7 @@ def rope_scores(scores) -> None:
             height=420,
         ),
         width="stretch",
+        words=embeddings.rope_scores_words(scores.scores.tolist()),
     )
     with right:
         distances = list(scores.by_distance)
@@ -194,6 +195,7 @@ def sinusoidal() -> None:
             y_title="position",
         ),
         width="stretch",
+        words=embeddings.encoding_words(encoding.tolist()),
     )
     with right:
         default = [d for d in (0, 1, 4, 10) if d < d_model]
