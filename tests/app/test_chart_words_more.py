@@ -402,3 +402,21 @@ def test_the_positions_heatmaps_say_what_each_diagonal_and_each_dimension_hold()
         f"Over {len(z)} positions dimension 0 runs from {said(z[:, 0].min())} to {said(z[:, 0].max())}, dimension "
         f"{last} from {said(z[:, last].min())} to {said(z[:, last].max())}." in chart["layout"]["meta"]
     ), chart["layout"]["meta"]
+
+
+def test_the_word2vec_map_says_where_the_looked_up_word_is_and_how_far_its_neighbours_lie_on_it():
+    at = run_page("stages/embeddings.py", corpus="python-docs", embeddings_tab="Word2vec")
+    by_label(at.slider, "Steps").set_value(100)
+    finish_jobs(by_label(at.button, "Train word2vec").click().run())
+    assert_clean(at)
+    chart = next(s for s in specs(at) if "of the variance. Points on the map" in s["layout"].get("meta", ""))
+    trace, sentence = chart["data"][0], chart["layout"]["meta"]
+    names, points = list(trace["hovertext"]), np.stack([drawn(trace["x"]), drawn(trace["y"])], axis=1)
+    assert f"Points on the map: words {len(names)}." in sentence, sentence
+    word = at.text_input(key="w2v_nn").value.strip().lower()
+    here = points[names.index(word)]
+    assert f'"{word}" is at ({said(here[0])}, {said(here[1])})' in sentence, sentence
+    orange = [i for i, c in enumerate(trace["marker"]["color"]) if c == "#e8590c" and names[i] != word]
+    away = sorted((float(np.hypot(*(points[i] - here))), names[i]) for i in orange)
+    named = [f'"{name}" {said(d)} away' for d, name in away]
+    assert ", ".join(named[:-1]) + " and " + named[-1] + "." in sentence, sentence
