@@ -736,3 +736,20 @@ autocast off, is 25.0% of the first.'
     said = "; ".join(f"{setting} {words.number(value)} MiB" for setting, value in zip(settings, mib, strict=True))
     share = f" The least, {settings[least]}, is {mib[least] / mib[0]:.1%} of the first." if mib[0] > 0 else ""
     return f"Saved for the backward pass: {said}.{share}"
+
+
+def delta_words(rows: list[list[float]], total: tuple[int, int]) -> str:
+    """ΔW's drawn corner in words (``rows``: its first rows and columns; ``total``: ΔW's whole shape): the range of
+    its entries and their mean size.
+
+    >>> delta_words([[0.01, -0.02], [0.0, 0.03]], (8, 8))
+    "The first 2 × 2 of ΔW's 8 × 8 entries run from -0.02 to 0.03; their mean size is 0.015."
+    """
+    cells = [v for row in rows for v in row]
+    if not cells:
+        return "ΔW is empty."
+    return (
+        f"The first {len(rows)} × {len(rows[0])} of ΔW's {total[0]} × {total[1]} entries run from "
+        f"{words.number(min(cells))} to {words.number(max(cells))}; their mean size is "
+        f"{words.number(sum(abs(v) for v in cells) / len(cells))}."
+    )

@@ -116,6 +116,15 @@ def test_the_lora_demos_singular_values_say_the_largest_and_how_much_the_rank_ho
     chart = titled(at, "Singular values")
     rank = int(re.search(r"numerical rank (\d+)", chart["layout"]["title"]["text"]).group(1))
     assert spectrum_told(chart["data"][0], rank) in chart["layout"]["meta"], chart["layout"]["meta"]
+    chart = titled(at, "ΔW of ")
+    z = drawn(chart["data"][0]["z"])
+    whole = re.search(r"(\d+) × (\d+) entries", chart["layout"]["meta"])
+    assert int(whole.group(1)) >= z.shape[0] and int(whole.group(2)) >= z.shape[1]
+    assert (
+        f"The first {z.shape[0]} × {z.shape[1]} of ΔW's" in chart["layout"]["meta"]
+        and f"run from {said(z.min())} to {said(z.max())}; their mean size is {said(np.abs(z).mean())}."
+        in chart["layout"]["meta"]
+    ), chart["layout"]["meta"]
 
 
 def test_a_picked_runs_weight_change_spectrum_says_the_same_of_its_bars():

@@ -423,6 +423,7 @@ def lora_delta(demo, config: lora.LoRAConfig) -> None:
             x_title="input column",
         ),
         key=state.widget("lora_heatmap"),
+        words=adapting.delta_words(shown.tolist(), tuple(delta.shape)),
     )
     bars = spectrum_bars(spectrum, f"Singular values: numerical rank {spectrum.rank}", 380)
     bars.update_layout(xaxis_title="index", yaxis_title="σ")
