@@ -124,14 +124,7 @@ def test_the_induction_runs_chart_says_the_heads_score_and_both_losses_from_the_
     first = drawn(lines["loss on the first half"]["y"])
     out = drawn(lines["repeated half, layer 1, head 1 knocked out"]["y"])
     steps = [int(s) for s in drawn(lines["loss on the first half"]["x"])]
-    sentence = inside.phase_words(
-        [p.step for p in curve],
-        "layer 1, head 1",
-        [float(p.scores["induction"][1, 1]) for p in curve],
-        [p.repeated_half_loss for p in curve],
-        [p.first_half_loss for p in curve],
-        [p.repeated_half_loss for p in knocked],
-    )
+    sentence = inside_induction.phase_sentence(curve, knocked, 1, 1)  # what the page passes as the chart's words
     assert (
         f"From step {steps[0]} to step {steps[-1]}, the induction score of layer 1, head 1 goes from {said(score[0])} "
         f"to {said(score[-1])}; the loss on the repeated half from {said(repeated[0])} to {said(repeated[-1])} nats, "

@@ -194,6 +194,18 @@ def induction_links(job, view, layer: int, head: int) -> None:
             st.rerun(scope="app")
 
 
+def phase_sentence(curve: list[induction.ProbeResult], knocked: list[induction.ProbeResult], layer: int, head: int):
+    """The phase chart's words (:func:`llmviz.lessons.inside.phase_words`) from the probes it draws."""
+    return inside.phase_words(
+        [point.step for point in curve],
+        f"layer {layer}, head {head}",
+        [float(point.scores["induction"][layer, head]) for point in curve],
+        [point.repeated_half_loss for point in curve],
+        [point.first_half_loss for point in curve],
+        [point.repeated_half_loss for point in knocked],
+    )
+
+
 def run_progress(job, status) -> None:
     """The run's progress and Stop while it trains; its problem, once, if it failed."""
     if not status.done:
@@ -227,14 +239,7 @@ def induction_body() -> None:
     charts.show(
         phase_chart(curve, picked, knocked, name),
         key=state.widget("induction_chart"),
-        words=inside.phase_words(
-            steps,
-            name,
-            [float(point.scores["induction"][layer, head]) for point in curve],
-            [point.repeated_half_loss for point in curve],
-            [point.first_half_loss for point in curve],
-            [point.repeated_half_loss for point in knocked],
-        ),
+        words=phase_sentence(curve, knocked, layer, head),
     )
     st.markdown(induction.describe(last))
     before = induction.before_phase_change(curve)
