@@ -158,7 +158,11 @@ def delta_section() -> None:
         return
     name = st.selectbox("Matrix", list(deltas), key=state.widget("delta_matrix"), persist_state="page")
     spectrum = adapting.spectrum(deltas[name])
-    charts.show(spectrum_bars(spectrum, spectrum.title(name), 320), key=state.widget("delta_spectrum"))
+    charts.show(
+        spectrum_bars(spectrum, spectrum.title(name), 320),
+        key=state.widget("delta_spectrum"),
+        words=adapting.spectrum_words(spectrum.values, spectrum.rank),
+    )
 
 
 def delta_part() -> None:

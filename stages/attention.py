@@ -180,6 +180,7 @@ def toy_head(steps: dict[str, torch.Tensor], head: int, heads: int, scaled: bool
         ),
         width="stretch",
         key=state.widget("attention_steps_", head),
+        words="Softmax weights. " + llmviz.lessons.attention.pattern_words(steps["weights"][head], tokens),
     )
     st.subheader(f"The weight of 'cat' on 'The'{f', head {head + 1}' if heads > 1 else ''}, worked out")
     row = 1
@@ -232,12 +233,12 @@ def shapes_lesson() -> None:
 # ------------------------------------------------------------------ masks
 def masks_lesson() -> None:
     st.header("5. Masks side by side")
+    variants = llmviz.lessons.attention.mask_variants()
     charts.show(
-        ui.panels.attention.masks_figure(
-            llmviz.lessons.attention.mask_variants(), columns=4 if present.enabled() else 2
-        ),
+        ui.panels.attention.masks_figure(variants, columns=4 if present.enabled() else 2),
         width="stretch",
         key=state.widget("masks"),
+        words=llmviz.lessons.attention.masks_words({name: w.tolist() for name, (w, _, _) in variants.items()}),
     )
     st.caption(
         "These four use the toy example's X with W_Q = W_K = W_V = the identity (no learned weights), so their "

@@ -358,14 +358,19 @@ def bpe_views(bpe: BPETokenizer) -> None:
     curve, counts = bpe_measures(llmviz.lessons.tokens.bpe_key(bpe), measure_key, bpe, measure_sample)
     with left:
         with friendly_errors("the compression curve"):
-            charts.show(ui.panels.tokens.compression_figure(curve))
+            charts.show(
+                ui.panels.tokens.compression_figure(curve), words=llmviz.lessons.tokens.compression_words(curve)
+            )
             st.caption(
                 "Each merge makes a common pair one token: more vocabulary, fewer tokens per character. Measured "
                 f"on {literal_markdown(corpus_label)}{sampled(MEASURE_SAMPLE)}."
             )
     with right:
         fit = zipf.zipf_fit(counts)
-        charts.show(ui.panels.tokens.zipf_figure(counts, fit))
+        charts.show(
+            ui.panels.tokens.zipf_figure(counts, fit),
+            words=llmviz.lessons.tokens.zipf_words(counts, fit.slope if fit is not None else None),
+        )
         st.caption(
             f"Token frequency by rank on log–log axes, measured on {literal_markdown(corpus_label)}"
             f"{sampled(MEASURE_SAMPLE)}. "

@@ -145,9 +145,11 @@ def side_by_side() -> None:
             horizontal=True,
             **share.bind("tuning_scored"),
         )
+        shown = next(a for a in answers if a.model == scored)
         charts.show(
-            probabilities_figure(next(a for a in answers if a.model == scored)),
+            probabilities_figure(shown),
             key=state.widget("tuning_probabilities"),
+            words=tuning.scored_words(shown.model, [t.replace("\n", "↵") for t in shown.tokens], shown.probabilities),
         )
         st.subheader("What was measured (held-out questions and pairs)")
         st.dataframe(figures_table(_figures(keys, models)), hide_index=True)

@@ -652,3 +652,104 @@ def memory_words(columns: list[str], parts: dict[str, list[float]], unit: str = 
     ]
     share = f" {columns[-1]} needs {totals[-1] / totals[0]:.1%} of {columns[0]}." if totals[0] > 0 else ""
     return "; ".join(said) + "." + share
+
+
+def quant_error_words(bits: str, matrices: list[str], errors: list[float]) -> str:
+    """The rounding error per matrix in words (``errors``: each matrix's ‖ŵ − w‖ / ‖w‖): the mean, the largest and the
+    smallest, with their matrices.
+
+    >>> quant_error_words("int8", ["a", "b", "c"], [0.01, 0.04, 0.004])
+    'Quantized to int8, the relative rounding error is 0.018 on average over 3 matrices: largest 0.04 (b), \
+smallest 0.004 (c).'
+    """
+    if not errors:
+        return "No matrix quantized."
+    top = max(range(len(errors)), key=lambda i: errors[i])
+    low = min(range(len(errors)), key=lambda i: errors[i])
+    return (
+        f"Quantized to {bits}, the relative rounding error is {words.number(sum(errors) / len(errors))} on average "
+        f"over {len(errors)} matrices: largest {words.number(errors[top])} ({matrices[top]}), smallest "
+        f"{words.number(errors[low])} ({matrices[low]})."
+    )
+
+
+def weight_histogram_words(name: str, quantized: str, centres: list[float], before: list[float], after: list[float]):
+    """The weights' histogram before and after quantization in words: how many weights, their range (the centres of
+    the first and last bins that hold one), and how many of the shared bins each version fills (rounding puts every
+    weight on a few levels).
+
+    >>> weight_histogram_words("W", "int4", [-0.1, 0.0, 0.1, 0.2], [2, 5, 3, 0], [0, 10, 0, 0])
+    '10 weights of W, from -0.1 to 0.1: float32 fills 3 of the 4 bins, int4 fills 1.'
+    """
+    held = [i for i, count in enumerate(before) if count > 0]
+    if not held:
+        return f"No weight of {name}."
+    return (
+        f"{words.number(sum(before))} weights of {name}, from {words.number(centres[held[0]])} to "
+        f"{words.number(centres[held[-1]])}: float32 fills {len(held)} of the {len(centres)} bins, {quantized} fills "
+        f"{sum(1 for count in after if count > 0)}."
+    )
+
+
+def spectrum_words(values: list[float], rank: int, most: int = 3) -> str:
+    """A weight change's singular values in words (largest first): the ``most`` largest, and the share of the squared
+    values drawn that the first ``rank`` (the numerical rank) hold.
+
+    >>> spectrum_words([3.0, 1.0, 0.01, 0.0], 2)
+    'The largest singular values are 3, 1 and 0.01; the first 2 (the numerical rank) hold 100.0% of the sum of \
+their squares.'
+    """
+    if not values:
+        return "No singular value."
+    squares = [v * v for v in values]
+    share = sum(squares[:rank]) / sum(squares) if sum(squares) > 0 else 0.0
+    return (
+        f"The largest singular values are {words.listed([words.number(v) for v in values[:most]])}; the first {rank} "
+        f"(the numerical rank) hold {share:.1%} of the sum of their squares."
+    )
+
+
+def accuracy_words(bars: list[str], accuracies: list[float]) -> str:
+    """Held-out accuracy bars in words: each bar's accuracy as drawn (a percentage), then the best.
+
+    >>> accuracy_words(["prompt, 0 examples", "run A"], [0.5, 0.875])
+    'Held-out accuracy: prompt, 0 examples 50.0%; run A 87.5%. The best: run A.'
+    """
+    if not bars:
+        return "No accuracy measured yet."
+    best = max(range(len(bars)), key=lambda i: accuracies[i])
+    said = "; ".join(f"{bar} {value:.1%}" for bar, value in zip(bars, accuracies, strict=True))
+    return f"Held-out accuracy: {said}. The best: {bars[best]}."
+
+
+def saved_words(settings: list[str], mib: list[float]) -> str:
+    """The activations saved for the backward pass in words: each setting's MiB, and the least as a share of the
+    first (no checkpointing, no autocast).
+
+    >>> saved_words(["ckpt off, autocast off", "ckpt on, autocast off"], [12.0, 3.0])
+    'Saved for the backward pass: ckpt off, autocast off 12 MiB; ckpt on, autocast off 3 MiB. The least, ckpt on, \
+autocast off, is 25.0% of the first.'
+    """
+    if not settings:
+        return "Nothing measured yet."
+    least = min(range(len(mib)), key=lambda i: mib[i])
+    said = "; ".join(f"{setting} {words.number(value)} MiB" for setting, value in zip(settings, mib, strict=True))
+    share = f" The least, {settings[least]}, is {mib[least] / mib[0]:.1%} of the first." if mib[0] > 0 else ""
+    return f"Saved for the backward pass: {said}.{share}"
+
+
+def delta_words(rows: list[list[float]], total: tuple[int, int]) -> str:
+    """ΔW's drawn corner in words (``rows``: its first rows and columns; ``total``: ΔW's whole shape): the range of
+    its entries and their mean size.
+
+    >>> delta_words([[0.01, -0.02], [0.0, 0.03]], (8, 8))
+    "The first 2 × 2 of ΔW's 8 × 8 entries run from -0.02 to 0.03; their mean size is 0.015."
+    """
+    cells = [v for row in rows for v in row]
+    if not cells:
+        return "ΔW is empty."
+    return (
+        f"The first {len(rows)} × {len(rows[0])} of ΔW's {total[0]} × {total[1]} entries run from "
+        f"{words.number(min(cells))} to {words.number(max(cells))}; their mean size is "
+        f"{words.number(sum(abs(v) for v in cells) / len(cells))}."
+    )

@@ -195,3 +195,38 @@ def heads_words(patterns) -> str:
         for kind, (layer, head, mean) in kinds.items()
     ]
     return "On average, the heads that look most: " + words.listed(said) + "."
+
+
+def masks_words(variants: dict[str, list[list[float]]]) -> str:
+    """The weights under each mask in words (``variants``: name → its weights, queries × keys): how many weights each
+    mask sets to 0 (a weight below 10⁻⁶) of all of them.
+
+    >>> masks_words({"none": [[0.5, 0.5], [0.4, 0.6]], "causal": [[1.0, 0.0], [0.4, 0.6]]})
+    'Weights that are 0 under each mask: none 0 of 4; causal 1 of 4 (2 queries × 2 keys each).'
+    """
+    said = []
+    for name, weights in variants.items():
+        cells = [v for row in weights for v in row]
+        said.append(f"{name} {sum(1 for v in cells if abs(v) < 1e-6)} of {len(cells)}")
+    square = {(len(w), len(w[0]) if w else 0) for w in variants.values()}
+    shapes = f" ({' or '.join(f'{q} queries × {k} keys' for q, k in sorted(square))} each)"
+    return f"Weights that are 0 under each mask: {'; '.join(said)}{shapes}."
+
+
+def kv_words(owner: list[int]) -> str:
+    """Which key/value head each query head reads, in words: how many query heads share how many key/value heads, and
+    each key/value head's readers.
+
+    >>> kv_words([0, 0, 1, 1])
+    '4 query heads share 2 key/value heads, 2 each: K0 V0 is read by Q0 and Q1; K1 V1 by Q2 and Q3.'
+    """
+    groups: dict[int, list[int]] = {}
+    for query, kv in enumerate(owner):
+        groups.setdefault(kv, []).append(query)
+    sizes = sorted({len(readers) for readers in groups.values()})
+    each = f"{sizes[0]} each" if len(sizes) == 1 else "unequally"
+    named = [
+        f"K{kv} V{kv} {'is read by' if n == 0 else 'by'} {words.listed([f'Q{q}' for q in readers])}"
+        for n, (kv, readers) in enumerate(sorted(groups.items()))
+    ]
+    return f"{len(owner)} query heads share {len(groups)} key/value heads, {each}: {'; '.join(named)}."

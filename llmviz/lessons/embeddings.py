@@ -220,3 +220,152 @@ def map_words(
         + words.listed([f"{words.quoted(label)} {words.number(distance)} away" for distance, label in away])
         + "."
     )
+
+
+def angle_words(angle_degrees: float, a_name: str, b_name: str) -> str:
+    """The two directions' picture in words: the angle between them and its cosine.
+
+    >>> angle_words(60.0, "v₁", "v₂")
+    '"v₁" and "v₂" are 60° apart: cosine 0.5.'
+    """
+    cosine = math.cos(math.radians(angle_degrees))
+    return (
+        f"{words.quoted(a_name)} and {words.quoted(b_name)} are {words.number(angle_degrees)}° apart: cosine "
+        f"{words.number(cosine)}."
+    )
+
+
+def cosine_words(labels: list[str], matrix: list[list[float]]) -> str:
+    """A cosine-similarity matrix in words (rows and columns the same items, ``labels``): the two most alike and the
+    two least alike of every different pair.
+
+    >>> cosine_words(["cat", "dog", "the"], [[1, 0.8, 0.1], [0.8, 1, -0.2], [0.1, -0.2, 1]])
+    'Most alike: "cat" and "dog" (0.8); least alike: "dog" and "the" (-0.2), of 3 pairs.'
+    """
+    pairs = [(matrix[i][j], i, j) for i in range(len(labels)) for j in range(i + 1, len(labels))]
+    if not pairs:
+        return "One item: nothing to compare."
+    high = max(pairs, key=lambda pair: pair[0])
+    low = min(pairs, key=lambda pair: pair[0])
+
+    def said(pair) -> str:
+        value, i, j = pair
+        return f"{words.quoted(labels[i])} and {words.quoted(labels[j])} ({words.number(value)})"
+
+    return f"Most alike: {said(high)}; least alike: {said(low)}, of {len(pairs)} pairs."
+
+
+def closest_words(labels: list[str], points: list[list[float]]) -> str:
+    """A map of a few points in words: the two closest and the two farthest apart on it.
+
+    >>> closest_words(["S1", "S2", "S3"], [[0.0, 0.0], [0.0, 1.0], [3.0, 4.0]])
+    'Closest on the map: S1 and S2 (1 apart); farthest: S1 and S3 (5 apart).'
+    """
+    pairs = [(math.dist(points[i], points[j]), i, j) for i in range(len(points)) for j in range(i + 1, len(points))]
+    if not pairs:
+        return "One point."
+    near, far = min(pairs), max(pairs)
+    return (
+        f"Closest on the map: {labels[near[1]]} and {labels[near[2]]} ({words.number(near[0])} apart); farthest: "
+        f"{labels[far[1]]} and {labels[far[2]]} ({words.number(far[0])} apart)."
+    )
+
+
+def sinusoid_words(d_model: int, dims: list[int], positions: int, base: float = 10000.0) -> str:
+    """The sinusoidal encoding's chosen dimensions in words: how many positions each one's wave takes to repeat
+    (2π · base^(2⌊i/2⌋/d_model)): the higher the dimension, the slower.
+
+    >>> sinusoid_words(64, [0, 10], 64)
+    'Along 64 positions: dim 0 (sin) repeats every 6.28 positions, dim 10 (sin) every 26.5; the higher the \
+dimension, the slower its wave.'
+    """
+    if not dims:
+        return "No dimension picked."
+    waves = [
+        f"dim {d} ({'sin' if d % 2 == 0 else 'cos'}) {'repeats every ' if n == 0 else 'every '}"
+        f"{words.number(2 * math.pi * base ** (2 * (d // 2) / d_model))}{' positions' if n == 0 else ''}"
+        for n, d in enumerate(dims)
+    ]
+    return f"Along {positions} positions: {', '.join(waves)}; the higher the dimension, the slower its wave."
+
+
+def rope_angle_words(frequencies: list[float]) -> str:
+    """RoPE's angles in words: how far pair 0 and the last pair turn per position, and the positions a full turn
+    takes each.
+
+    >>> rope_angle_words([1.0, 0.1, 0.01])
+    'Pair 0 turns 1 radian per position (a full turn every 6.28 positions); the last pair, 2, turns 0.01 (a full \
+turn every 628).'
+    """
+    first, last = frequencies[0], frequencies[-1]
+    return (
+        f"Pair 0 turns {words.number(first)} radian per position (a full turn every "
+        f"{words.number(2 * math.pi / first)} positions); the last pair, {len(frequencies) - 1}, turns "
+        f"{words.number(last)} (a full turn every {words.number(2 * math.pi / last)})."
+    )
+
+
+def rope_circle_words(pairs: list[int], turns: list[float], last_position: int) -> str:
+    """The unit pairs turned on a circle in words: how many full turns each drawn pair makes from position 0 to
+    ``last_position``.
+
+    >>> rope_circle_words([0, 31], [2.387, 0.0001], 15)
+    'From position 0 to 15, pair 0 makes 2.39 full turns and pair 31 0.0001.'
+    """
+    said = [
+        f"pair {p} {'makes ' if n == 0 else ''}{words.number(t)}{' full turns' if n == 0 else ''}"
+        for n, (p, t) in enumerate(zip(pairs, turns, strict=True))
+    ]
+    return f"From position 0 to {last_position}, {words.listed(said)}."
+
+
+def rope_distance_words(distances: list[int], scores: list[float]) -> str:
+    """The rotated score against the distance in words: at distance 0, and where it is highest and lowest.
+
+    >>> rope_distance_words([0, 1, 2], [1.5, -0.25, 0.75])
+    'The score depends on the distance alone: 1.5 at distance 0, highest 1.5 at distance 0, lowest -0.25 at \
+distance 1.'
+    """
+    high = max(range(len(scores)), key=lambda i: scores[i])
+    low = min(range(len(scores)), key=lambda i: scores[i])
+    return (
+        f"The score depends on the distance alone: {words.number(scores[0])} at distance {distances[0]}, highest "
+        f"{words.number(scores[high])} at distance {distances[high]}, lowest {words.number(scores[low])} at "
+        f"distance {distances[low]}."
+    )
+
+
+def rope_scores_words(scores: list[list[float]], most: int = 3) -> str:
+    """The rotated scores at every (m, n) in words: each diagonal (the same distance m − n) holds one number, within
+    the largest spread along a diagonal; the first ``most`` distances' numbers.
+
+    >>> rope_scores_words([[1.0, 9.0, 9.0], [0.5, 1.0, 9.0], [0.25, 0.5, 1.0]])
+    'Every diagonal (one distance m - n) holds one number, within 0: distance 0 1, distance 1 0.5, distance 2 0.25.'
+    """
+    size = len(scores)
+    spread, said = 0.0, []
+    for distance in range(size):
+        diagonal = [scores[n + distance][n] for n in range(size - distance)]
+        spread = max(spread, max(diagonal) - min(diagonal))
+        if distance < most:
+            said.append(f"distance {distance} {words.number(diagonal[0])}")
+    return f"Every diagonal (one distance m - n) holds one number, within {words.number(spread)}: {', '.join(said)}."
+
+
+def encoding_words(encoding: list[list[float]]) -> str:
+    """The sinusoidal table PE[pos, i] in words: position 0's row (sin 0 = 0, cos 0 = 1), and how far the first and
+    the last dimension move over the positions (the first fastest, the last barely).
+
+    >>> encoding_words([[0.0, 1.0, 0.0, 1.0], [0.84, 0.54, 0.01, 1.0], [0.91, -0.42, 0.02, 1.0]])
+    'Position 0 reads 0, 1, 0, 1: sin 0 and cos 0. Over 3 positions dimension 0 runs from 0 to 0.91, dimension 2 \
+from 0 to 0.02.'
+    """
+    first = [row[0] for row in encoding]
+    last_sine = len(encoding[0]) - 2 if len(encoding[0]) >= 2 else 0
+    last = [row[last_sine] for row in encoding]
+    head = ", ".join(words.number(v) for v in encoding[0][:4])
+    return (
+        f"Position 0 reads {head}{', …' if len(encoding[0]) > 4 else ''}: sin 0 and cos 0. Over {len(encoding)} "
+        f"positions dimension 0 runs from {words.number(min(first))} to {words.number(max(first))}, dimension "
+        f"{last_sine} from {words.number(min(last))} to {words.number(max(last))}."
+    )

@@ -450,3 +450,130 @@ def patching_words(rows: list[str], columns: list[str], restored: list[list[floa
         f"Patched one at a time, the most is restored by {words.listed(named)}; {half} of the {len(cells)} patches "
         f"{'restores' if half == 1 else 'restore'} more than half."
     )
+
+
+def change_words(change: list[float], predicting: list[str], what: str, most: int = 3) -> str:
+    """The loss's change on every next token after a knock-out in words (``predicting``: each bar's token as drawn;
+    ``what``: what was knocked out): on how many tokens the loss rises, the ``most`` that rise most, the largest fall.
+
+    >>> change_words([0.5, -0.25, 0.0, 2.0], ["a", "b", "c", "d"], "head 1.3")
+    'Without head 1.3 the loss rises on 2 of the 4 next tokens, most when predicting "d" (+2 nats) and "a" (+0.5); \
+it falls most at "b" (-0.25).'
+    """
+    cells = [(v, predicting[i]) for i, v in enumerate(change) if math.isfinite(v)]
+    rising = sorted((cell for cell in cells if cell[0] > 0), key=lambda cell: -cell[0])
+    said = f"Without {what} the loss rises on {len(rising)} of the {len(cells)} next tokens"
+    if rising:
+        named = [f"{words.quoted(t)} ({v:+.3g}{' nats' if i == 0 else ''})" for i, (v, t) in enumerate(rising[:most])]
+        said += f", most when predicting {words.listed(named)}"
+    falling = [cell for cell in cells if cell[0] < 0]
+    if falling:
+        value, token = min(falling, key=lambda cell: cell[0])
+        said += f"; it falls most at {words.quoted(token)} ({value:+.3g})"
+    return said + "."
+
+
+def true_next_words(layers: list[str], true: list[list[float]], picked: int, name: str) -> str:
+    """The logit lens's p(true next token) chart in words (``true``: rows the layers, columns the positions;
+    ``picked``: the position drawn in colour, ``name`` its label): that position's probability at the first and the
+    last row and where it peaks, and the mean over every position at the first and the last row.
+
+    >>> true_next_words(["embed", "block 0", "block 1"], [[0.1, 0.0], [0.8, 0.2], [0.6, 0.4]], 0, "a → b")
+    'p(the true next token) for "a → b": 0.1 at embed, 0.6 at block 1, highest 0.8 at block 0. The mean over all 2 \
+positions goes from 0.05 at embed to 0.5 at block 1.'
+    """
+    line = [row[picked] for row in true]
+    peak = max(range(len(line)), key=lambda i: line[i])
+    means = [sum(row) / len(row) for row in true]
+    return (
+        f"p(the true next token) for {words.quoted(name)}: {words.number(line[0])} at {layers[0]}, "
+        f"{words.number(line[-1])} at {layers[-1]}, highest {words.number(line[peak])} at {layers[peak]}. The mean "
+        f"over all {len(true[0])} positions goes from {words.number(means[0])} at {layers[0]} to "
+        f"{words.number(means[-1])} at {layers[-1]}."
+    )
+
+
+def detector_words(kind: str, values: list[list[float]], chance: float, most: int = 3) -> str:
+    """A head detector's grid in words (rows the layers, columns the heads): the ``most`` highest heads, what a head
+    spreading its attention evenly scores, and how many heads score more than twice that.
+
+    >>> detector_words("previous token", [[0.9, 0.1], [0.3, 0.05]], 0.1, 2)
+    'The previous token score is highest for layer 0 head 0 (0.9) and layer 1 head 0 (0.3); a head attending evenly \
+scores about 0.1, and 2 of the 4 heads score more than twice that.'
+    """
+    best = best_heads(torch.tensor(values, dtype=torch.float64), most)
+    named = [f"layer {layer} head {head} ({words.number(score)})" for score, layer, head in best]
+    above = sum(1 for row in values for v in row if v > 2 * chance)
+    count = sum(len(row) for row in values)
+    return (
+        f"The {kind} score is highest for {words.listed(named)}; a head attending evenly scores about "
+        f"{words.number(chance)}, and {above} of the {count} heads score more than twice that."
+    )
+
+
+def phase_words(
+    steps: list[int], name: str, score: list[float], repeated: list[float], first: list[float], knocked: list[float]
+) -> str:
+    """The induction run's chart in words: how ``name``'s induction ``score`` moved from the first probed step to the
+    last, the loss on the repeated half (``repeated``) and on the first half (``first``) at both, and the repeated
+    half's loss at the last step with that head knocked out (``knocked``; empty: not measured).
+
+    >>> phase_words([0, 400], "layer 1, head 2", [0.02, 0.6], [4.1, 0.9], [4.2, 3.3], [4.0, 3.1])
+    "From step 0 to step 400, the induction score of layer 1, head 2 goes from 0.02 to 0.6; the loss on the repeated \
+half from 4.1 to 0.9 nats, on the first half from 4.2 to 3.3. With that head knocked out, the repeated half's loss \
+is 3.1 at step 400."
+    """
+    said = (
+        f"From step {steps[0]} to step {steps[-1]}, the induction score of {name} goes from {words.number(score[0])} "
+        f"to {words.number(score[-1])}; the loss on the repeated half from {words.number(repeated[0])} to "
+        f"{words.number(repeated[-1])} nats, on the first half from {words.number(first[0])} to "
+        f"{words.number(first[-1])}."
+    )
+    if knocked:
+        said += (
+            f" With that head knocked out, the repeated half's loss is {words.number(knocked[-1])} at step {steps[-1]}."
+        )
+    return said
+
+
+def histogram_words(feature: int, centres: list[float], counts: list[float]) -> str:
+    """A feature's activation histogram in words: how many tokens it fires on, the commonest activation (its bin's
+    centre) and the largest one drawn.
+
+    >>> histogram_words(7, [0.5, 1.5, 2.5], [10, 4, 1])
+    'Feature 7 fires on 15 tokens here; most often near 0.5 (10 tokens), at most near 2.5.'
+    """
+    total = sum(counts)
+    if not total:
+        return f"Feature {feature} never fires on these tokens."
+    common = max(range(len(counts)), key=lambda i: counts[i])
+    top = max(i for i, count in enumerate(counts) if count > 0)
+    return (
+        f"Feature {feature} fires on {words.number(total)} tokens here; most often near "
+        f"{words.number(centres[common])} ({words.number(counts[common])} tokens), at most near "
+        f"{words.number(centres[top])}."
+    )
+
+
+def sae_curve_words(rows: list[dict]) -> str:
+    """An autoencoder run's curves in words (:func:`sae_curves`' rows): at its last step the variance explained, L0
+    and dead features, and the model's loss clean, with x̂ spliced in and zeroed where last measured.
+
+    >>> sae_curve_words([{"step": 50, "variance explained": 0.91, "L0": 12.5, "dead": 3,
+    ...                   "clean loss": 2.1, "spliced-in loss": 2.4, "zeroed loss": 5.6}])
+    'At step 50: variance explained 0.91, L0 12.5 features per token, 3 dead features. Loss at step 50: 2.1 clean, \
+2.4 with x̂ spliced in, 5.6 zeroed.'
+    """
+    last = rows[-1]
+    said = (
+        f"At step {last['step']}: variance explained {words.number(last['variance explained'])}, L0 "
+        f"{words.number(last['L0'])} features per token, {words.number(last['dead'])} dead features."
+    )
+    measured = [row for row in rows if row.get("spliced-in loss") is not None]
+    if measured:
+        row = measured[-1]
+        said += (
+            f" Loss at step {row['step']}: {words.number(row['clean loss'])} clean, "
+            f"{words.number(row['spliced-in loss'])} with x̂ spliced in, {words.number(row['zeroed loss'])} zeroed."
+        )
+    return said

@@ -14,7 +14,7 @@ from typing import Literal
 
 import torch
 
-from llmviz.lessons import architectures
+from llmviz.lessons import architectures, words
 from llmviz.models.gpt import GPTConfig, cache_name, count_parameters_without_building
 from llmviz.models.presets import PRESETS
 
@@ -190,3 +190,67 @@ def preset_table() -> str:
             f"{'tied' if config.tie_weights else 'untied'} | {parameters:,} |"
         )
     return "\n".join(rows)
+
+
+def parameter_words(table: dict[str, int], most: int = 3) -> str:
+    """The parameters per component in words: the total, and the ``most`` largest components with their share.
+
+    >>> parameter_words({"token embedding": 300, "attention": 500, "MLP": 1200, "output head": 0})
+    'Parameters: 2,000 in all; MLP 1,200 (60.0%), attention 500 (25.0%) and token embedding 300 (15.0%).'
+    """
+    total = sum(table.values())
+    largest = sorted(table.items(), key=lambda item: -item[1])[:most]
+    named = [f"{name} {words.number(count)} ({count / total:.1%})" for name, count in largest if total]
+    return f"Parameters: {words.number(total)} in all; {words.listed(named)}."
+
+
+def residual_words(points: list[tuple[str, float]]) -> str:
+    """The residual stream's mean size in words: from the first point to the last, and the largest.
+
+    >>> residual_words([("embeddings", 1.5), ("after block 0", 4.0), ("after block 1", 3.5)])
+    'The mean size of the residual stream goes from 1.5 (embeddings) to 3.5 (after block 1); largest 4 (after block 0).'
+    """
+    if not points:
+        return "No block."
+    (first, start), (last, end) = points[0], points[-1]
+    top_name, top = max(points, key=lambda point: point[1])
+    return (
+        f"The mean size of the residual stream goes from {words.number(start)} ({first}) to {words.number(end)} "
+        f"({last}); largest {words.number(top)} ({top_name})."
+    )
+
+
+def mlp_words(tokens: list[str], hidden: list[list[float]], neurons: int) -> str:
+    """A dense MLP's neurons (rows the tokens, columns the first neurons of ``neurons``) in words: the share of the
+    drawn cells that are positive, and the largest one.
+
+    >>> mlp_words(["a", "b"], [[0.5, -1.0], [2.0, 0.0]], 8)
+    'The first 2 of 8 neurons for 2 tokens: 2 of the 4 values are positive; the largest 2 ("b", neuron 0).'
+    """
+    cells = [(v, t, n) for t, row in enumerate(hidden) for n, v in enumerate(row)]
+    if not cells:
+        return "No neuron drawn."
+    top, token, neuron = max(cells, key=lambda cell: cell[0])
+    positive = sum(1 for v, _, _ in cells if v > 0)
+    return (
+        f"The first {len(hidden[0])} of {neurons} neurons for {len(tokens)} tokens: {positive} of the {len(cells)} "
+        f"values are positive; the largest {words.number(top)} ({words.quoted(tokens[token])}, neuron {neuron})."
+    )
+
+
+def gates_words(token: str, gelu: list[float], gate: list[float], swiglu: list[float]) -> str:
+    """GELU vs SwiGLU on one token's stream, in words: how many neurons each passes (a value above 0.01 in size),
+    and how many gates are nearly closed (below 0.1 in size).
+
+    >>> gates_words("a", [0.5, 0.0, 1.0], [0.05, 0.9, 1.2], [0.01, 0.5, 1.1])
+    'Token "a", 3 neurons: GELU passes 2, SwiGLU 2; 1 gate is nearly closed (|gate| < 0.1).'
+    """
+
+    def passes(values: list[float]) -> int:
+        return sum(1 for v in values if abs(v) > 0.01)
+
+    closed = sum(1 for g in gate if abs(g) < 0.1)
+    return (
+        f"Token {words.quoted(token)}, {len(gelu)} neurons: GELU passes {passes(gelu)}, SwiGLU {passes(swiglu)}; "
+        f"{closed} gate{' is' if closed == 1 else 's are'} nearly closed (|gate| < 0.1)."
+    )

@@ -139,3 +139,18 @@ def next_token_words(labels: list[str], probabilities: list[float], most: int = 
         f"Most likely next: {words.ranked(labels, probabilities, most)}; {kept} of the {len(labels)} tokens drawn "
         "can be chosen."
     )
+
+
+def beam_words(width: int, groups: dict[str, int], path: list[str], score: float) -> str:
+    """Beam search's tree in words: how many candidates it expanded, how many each group holds (``groups``: the
+    legend's name → its count), and the winning path with its score (the sum of its tokens' log-probabilities).
+
+    >>> beam_words(2, {"pruned": 5, "kept in the beam": 2, "winning path": 3}, ["a", " b", "c"], -2.5)
+    'Beam width 2: 10 candidates expanded (pruned 5, kept in the beam 2, winning path 3). The winning path "a", " b" \
+and "c" scores -2.5.'
+    """
+    counts = ", ".join(f"{name} {count}" for name, count in groups.items())
+    return (
+        f"Beam width {width}: {sum(groups.values())} candidates expanded ({counts}). The winning path "
+        f"{words.listed([words.quoted(token) for token in path])} scores {words.number(score)}."
+    )

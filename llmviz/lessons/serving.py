@@ -253,3 +253,43 @@ def kv_growth_words(tokens: list[int], measured: list[int], per_token: int, othe
     )
     stored = [f"{name}: {words.number(each * tokens[-1])} bytes" for name, each in others.items()]
     return said + (f" Stored as {'; as '.join(stored)}." if stored else "")
+
+
+def blocks_words(grid: list[list[int | None]], most: int = 6) -> str:
+    """The physical blocks' chart in words (:func:`block_grid`'s grid: the number of the request owning each block,
+    ``width`` to a row): how many blocks the requests hold, and each request's blocks (the first ``most`` requests),
+    which need not be next to each other.
+
+    >>> blocks_words([[1, 2, 1, None]])
+    '3 blocks held by 2 requests: request 1 blocks 0 and 2; request 2 block 1.'
+    """
+    owned: dict[int, list[int]] = {}
+    for index, owner in enumerate(cell for row in grid for cell in row):
+        if owner is not None:
+            owned.setdefault(int(owner), []).append(index)
+    if not owned:
+        return "No block is held."
+    named = [
+        f"request {owner} block{'s' if len(blocks) > 1 else ''} {words.listed([str(b) for b in blocks])}"
+        for owner, blocks in sorted(owned.items())[:most]
+    ]
+    more = f"; and {len(owned) - most} more requests" if len(owned) > most else ""
+    held = sum(len(blocks) for blocks in owned.values())
+    return f"{held} blocks held by {len(owned)} requests: {'; '.join(named)}{more}."
+
+
+def batching_words(policies: dict[str, tuple[list[int], list[int]]]) -> str:
+    """The batching chart in words (``policies``: each policy's waits and finishing steps, one per request): for each
+    policy the step its last request finished, its longest wait and its mean wait.
+
+    >>> batching_words({"static": ([0, 0, 3, 3], [3, 2, 5, 6]), "continuous": ([0, 0, 2, 3], [3, 2, 4, 6])})
+    'static: the last request finished at step 6, the longest wait 3 steps, the mean wait 1.5; continuous: the \
+last request finished at step 6, the longest wait 3 steps, the mean wait 1.25.'
+    """
+    said = [
+        f"{policy}: the last request finished at step {max(finishes)}, the longest wait {max(waits)} steps, "
+        f"the mean wait {words.number(sum(waits) / len(waits))}"
+        for policy, (waits, finishes) in policies.items()
+        if waits
+    ]
+    return "; ".join(said) + "." if said else "No request served."

@@ -11,6 +11,7 @@ import json
 
 from llmviz.data import corpus
 from llmviz.lab.live_status import KeptResult
+from llmviz.lessons import words
 from llmviz.tokenizers import base, char_word, zipf
 from llmviz.tokenizers.bpe import compression
 from llmviz.tokenizers.bpe.reference import reference_tokenizer
@@ -142,3 +143,38 @@ def utf8_bytes(character: str) -> str:
     '\\xc3\\xa9'
     """
     return "".join(f"\\x{byte:02x}" for byte in character.encode("utf-8"))
+
+
+def compression_words(curve: list[tuple[int, float]]) -> str:
+    """The compression curve in words: characters per token at the smallest and the largest vocabulary measured.
+
+    >>> compression_words([(257, 1.0), (280, 1.4), (300, 1.62)])
+    'Characters per token: 1 with a vocabulary of 257, 1.62 with 300 (1.62 times fewer tokens).'
+    """
+    if not curve:
+        return "Nothing measured."
+    (small, first), (large, last) = curve[0], curve[-1]
+    return (
+        f"Characters per token: {words.number(first)} with a vocabulary of {words.number(small)}, "
+        f"{words.number(last)} with {words.number(large)} ({words.number(last / first)} times fewer tokens)."
+    )
+
+
+def zipf_words(counts: list[int], slope: float | None) -> str:
+    """The Zipf chart in words: the commonest token's count, the 10th's and the 100th's (where there are so many),
+    and the fitted line's slope (Zipf's law: about −1).
+
+    >>> for part in zipf_words([1000, 500, 330] + [100] * 7, -1.02).split("; "):
+    ...     print(part)
+    10 distinct tokens: the commonest occurs 1,000 times, the 10th 100
+    the fitted line's slope is -1.02 (Zipf's law: about -1).
+    """
+    if not counts:
+        return "No token counted."
+    ranks = [r for r in (1, 10, 100, 1000) if r <= len(counts)]
+    said = [
+        f"the commonest occurs {words.number(counts[0])} times",
+        *(f"the {r}th {words.number(counts[r - 1])}" for r in ranks[1:]),
+    ]
+    fitted = f"; the fitted line's slope is {slope:.2f} (Zipf's law: about -1)" if slope is not None else ""
+    return f"{len(counts)} distinct tokens: {', '.join(said)}{fitted}."

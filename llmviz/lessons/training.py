@@ -287,3 +287,36 @@ def loss_words(curves: dict[str, tuple[Sequence[float], Sequence[float]]]) -> st
     said = [words.trend(steps, values, name) for name, (steps, values) in list(curves.items())[:4]]
     text = "; ".join(said) + "." if said else "No curve yet."
     return text[0].upper() + text[1:]
+
+
+def backprop_words(labels: list[str], probabilities: list[float], target: int = 0) -> str:
+    """The output layer's gradient bars in words (``labels[target]`` the target, then the likeliest other tokens):
+    the target's p and its gradient p − 1, and the likeliest other token's p, which is its gradient.
+
+    >>> backprop_words(['"a" (target)', '"b"', '"c"'], [0.25, 0.5, 0.125])
+    'The target "a" (target) has p 0.25: its logit\\'s gradient is p - 1 = -0.75, pushed up. The likeliest other, \
+"b", has p 0.5 = its gradient, pushed down.'
+    """
+    others = [i for i in range(len(labels)) if i != target]
+    said = (
+        f"The target {labels[target]} has p {words.number(probabilities[target])}: its logit's gradient is p - 1 = "
+        f"{words.number(probabilities[target] - 1)}, pushed up."
+    )
+    if others:
+        top = max(others, key=lambda i: probabilities[i])
+        said += (
+            f" The likeliest other, {labels[top]}, has p {words.number(probabilities[top])} = its gradient, pushed "
+            "down."
+        )
+    return said
+
+
+def extrapolation_words(trained: int, context: int, within: dict[str, float], beyond: dict[str, float]) -> str:
+    """The loss at each position, past the context a run trained at, in words: each run's mean loss within the
+    trained positions and beyond them.
+
+    >>> extrapolation_words(32, 64, {"learned": 1.9, "RoPE": 1.95}, {"learned": 3.1, "RoPE": 2.2})
+    'Mean loss at positions 1-32 (trained) and 33-64 (beyond): learned 1.9 and 3.1; RoPE 1.95 and 2.2.'
+    """
+    runs = "; ".join(f"{name} {words.number(within[name])} and {words.number(beyond[name])}" for name in within)
+    return f"Mean loss at positions 1-{trained} (trained) and {trained + 1}-{context} (beyond): {runs}."

@@ -14,6 +14,7 @@ from pathlib import Path
 import torch
 
 from llmviz.adapt import dpo, instructions, sft
+from llmviz.lessons import words
 from llmviz.models.gpt import GPT
 from llmviz.tokenizers.base import Tokenizer
 
@@ -223,3 +224,24 @@ def tokens_page_link() -> str:
     from urllib.parse import quote
 
     return f"/tokens?text={quote(TEMPLATE_EXAMPLE)}&tokens_tab=Encode+and+decode&allow_special=true"
+
+
+def scored_words(answering: str, tokens: list[str], probabilities: dict[str, list[float]]) -> str:
+    """One answer's tokens scored by every model, in words: each model's mean probability over the answer's tokens,
+    and the token the ``answering`` model gives its lowest probability.
+
+    >>> scored_words("SFT", ["Hi", "!"], {"base": [0.25, 0.05], "SFT": [0.75, 0.25]})
+    'The SFT model\\'s answer, 2 tokens: mean probability base 0.15, SFT 0.5; the SFT model\\'s least likely token is \
+"!" (0.25).'
+    """
+    if not tokens:
+        return f"The {answering} model's answer is empty."
+    means = ", ".join(f"{name} {words.number(sum(ps) / len(ps))}" for name, ps in probabilities.items() if ps)
+    own = probabilities.get(answering, [])
+    said = f"The {answering} model's answer, {len(tokens)} tokens: mean probability {means}"
+    if own:
+        low = min(range(len(own)), key=lambda i: own[i])
+        said += (
+            f"; the {answering} model's least likely token is {words.quoted(tokens[low])} ({words.number(own[low])})"
+        )
+    return said + "."

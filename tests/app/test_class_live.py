@@ -53,6 +53,10 @@ def test_a_poll_goes_from_the_teachers_question_to_a_students_answer_and_back_re
 
     teacher.run()
     assert any("1 student answered" in caption.value for caption in teacher.caption)
+    chart = next(json.loads(c.proto.spec) for c in teacher.get("plotly_chart") if "answered" in c.proto.spec)
+    bars = chart["data"][0]  # the chart's sentence (its text alternative) says every bar's count, as drawn
+    chosen = ", ".join(f"{int(n)} chose “{o.strip()}”" for o, n in zip(bars["x"], bars["y"], strict=True))
+    assert f"{int(sum(bars['y']))} student answered: {chosen}." in chart["layout"]["meta"], chart["layout"]["meta"]
     teacher.button(key="live_reveal").click().run()
     student.run()
     said = [error.value for error in student.error]

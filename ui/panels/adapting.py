@@ -165,7 +165,11 @@ def quant_details(model, report: adapting.QuantReport, spec: quantize.QuantSpec)
     st.subheader(f"Rounding error per matrix ({spec.title})")
     error_bars = go.Figure(go.Bar(x=table["matrix"], y=table["relative error"]))
     error_bars.update_layout(title="Rounding error per matrix: ‖ŵ − w‖ / ‖w‖", height=320, margin=charts.margins(40))
-    charts.show(error_bars, key=state.widget("quant_errors"))
+    charts.show(
+        error_bars,
+        key=state.widget("quant_errors"),
+        words=adapting.quant_error_words(spec.title, list(table["matrix"]), list(table["relative error"])),
+    )
     with st.expander("Every matrix"):
         st.dataframe(table, hide_index=True)
     st.subheader("The weights before and after")
@@ -198,7 +202,13 @@ def quant_details(model, report: adapting.QuantReport, spec: quantize.QuantSpec)
             yaxis_title="count",
         ),
     )
-    charts.show(histogram, key=state.widget("quant_histogram"))
+    charts.show(
+        histogram,
+        key=state.widget("quant_histogram"),
+        words=adapting.weight_histogram_words(
+            name, spec.title, counted.centers.tolist(), counted.before.tolist(), counted.after.tolist()
+        ),
+    )
     st.subheader("The same prompt, both models")
     left, right = st.columns(2)
     left.markdown("**float32 (greedy)**")
@@ -304,7 +314,11 @@ def prompting_vs_fine_tuning(results: list[finetune.PromptingResult], task_runs:
         margin=charts.margins(40),
         legend=dict(orientation="h", y=-0.3),
     )
-    charts.show(figure, key=state.widget("task_versus"))
+    charts.show(
+        figure,
+        key=state.widget("task_versus"),
+        words=adapting.accuracy_words([row[0] for row in rows], [row[1] for row in rows]),
+    )
     if len(rows) == len(results):
         st.caption("Train the three fine-tuning runs above: their held-out accuracy joins this chart.")
 
@@ -365,7 +379,11 @@ def zero(model) -> None:
         margin=charts.margins(40),
         title=f"{model.num_parameters():,} parameters over {processes} processes",
     )
-    charts.show(figure, key=state.widget("zero_bars"))
+    parts = {
+        "AdamW states" if part == "optimizer" else part: [getattr(s, part) / 2**20 for s in stages]
+        for part in ("parameters", "gradients", "optimizer")
+    }
+    charts.show(figure, key=state.widget("zero_bars"), words=adapting.memory_words([s.stage for s in stages], parts))
     charts.latex(
         rf"\text{{unsharded}}: (4 + 4 + 2 \cdot 4) \times {charts.tex_int(model.num_parameters())} = "
         rf"{charts.tex_int(stages[0].total)} \text{{ bytes}}",  # two lines: one was wider than the page
@@ -405,10 +423,13 @@ def lora_delta(demo, config: lora.LoRAConfig) -> None:
             x_title="input column",
         ),
         key=state.widget("lora_heatmap"),
+        words=adapting.delta_words(shown.tolist(), tuple(delta.shape)),
     )
     bars = spectrum_bars(spectrum, f"Singular values: numerical rank {spectrum.rank}", 380)
     bars.update_layout(xaxis_title="index", yaxis_title="σ")
-    charts.show_in(right, bars, key=state.widget("lora_spectrum"))
+    charts.show_in(
+        right, bars, key=state.widget("lora_spectrum"), words=adapting.spectrum_words(spectrum.values, spectrum.rank)
+    )
     bound = adapting.delta_rank_bound(name, config)
     fused = bound // config.rank
     st.caption(
@@ -450,7 +471,11 @@ def memory_table(measures) -> None:
     bars.update_layout(
         title="Activations saved for the backward pass", yaxis_title="MiB", height=300, margin=charts.margins(40)
     )
-    charts.show(bars, key=state.widget("memory_bars"))
+    charts.show(
+        bars,
+        key=state.widget("memory_bars"),
+        words=adapting.saved_words(list(bars.data[0].x), (frame["bytes"] / 2**20).tolist()),
+    )
     st.caption(
         "Counted exactly: every tensor autograd saves passes through a hook, distinct storages are "
         "added up; the weights themselves are left out (their 16-bit copies are not: the column above). "

@@ -281,7 +281,8 @@ def grouped_query() -> None:
         st.error(str(error))
         return
     quiz.section("gqa", lambda: [llmviz.lessons.quiz.kv_cache_question(n_heads, n_kv_heads, tokens)])
-    charts.show(kv_heads_figure(llmviz.lessons.attention.kv_owner(config)), width="stretch")
+    owner = llmviz.lessons.attention.kv_owner(config)
+    charts.show(kv_heads_figure(owner), width="stretch", words=llmviz.lessons.attention.kv_words(owner))
     st.caption(
         f"{architectures.attention_kind(config).capitalize()}: query heads of one colour share one key head and one "
         f"value head. Each "

@@ -59,7 +59,6 @@ def poll_figure(view: PollView) -> go.Figure:
         margin=dict(l=40, r=10, t=50, b=40),
         yaxis=dict(title="students", rangemode="tozero", dtick=max(1, max(counts, default=1) // 5)),
         showlegend=False,
-        meta=words(view),
     )
     return figure
 
@@ -67,7 +66,7 @@ def poll_figure(view: PollView) -> go.Figure:
 def teacher_poll(view: PollView) -> None:
     """The teacher's projector: the question, the answers arriving as a chart with the count, and the controls."""
     st.markdown(f"**Asked the class** ({view.state}): {view.prompt}")
-    charts.show(poll_figure(view), key=state.widget("live_chart"))
+    charts.show(poll_figure(view), key=state.widget("live_chart"), words=words(view))  # its sentence, read aloud
     st.caption(literal_markdown(words(view)))
     c1, c2, c3, c4 = st.columns(4)
     c1.button(

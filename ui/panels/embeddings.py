@@ -228,7 +228,11 @@ def cosine_view(a: torch.Tensor, b: torch.Tensor, a_name: str, b_name: str, part
                 "above is computed."
             )
     with right:
-        charts.show(angle_figure(parts.angle_degrees, a_name, b_name), width="stretch")
+        charts.show(
+            angle_figure(parts.angle_degrees, a_name, b_name),
+            width="stretch",
+            words=embeddings.angle_words(parts.angle_degrees, a_name, b_name),
+        )
         st.caption("The two directions, drawn in the plane they span (unit length): cosine only cares about the angle.")
 
 
@@ -258,10 +262,11 @@ def token_vectors(tokenizer, table: torch.Tensor, ids: list[int]) -> None:
     )
     with right:
         if len(ids) >= 2:
+            cosines = embeddings.cosine_matrix(vectors_)
             charts.show_in(
                 right,
                 signed_heatmap(
-                    embeddings.cosine_matrix(vectors_),
+                    cosines,
                     labels,
                     labels,
                     "cosine similarity",
@@ -269,6 +274,7 @@ def token_vectors(tokenizer, table: torch.Tensor, ids: list[int]) -> None:
                     height=440,
                 ),
                 width="stretch",
+                words=embeddings.cosine_words(labels, cosines.tolist()),
             )
             with st.expander("Work out one cell: two of your tokens' cosine"):
                 worked_pair(vectors_, labels)

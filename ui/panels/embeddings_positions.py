@@ -148,9 +148,15 @@ def rope_scores(scores) -> None:
             height=420,
         ),
         width="stretch",
+        words=embeddings.rope_scores_words(scores.scores.tolist()),
     )
     with right:
-        charts.show(rope_distance_figure(scores.by_distance), width="stretch")
+        distances = list(scores.by_distance)
+        charts.show(
+            rope_distance_figure(scores.by_distance),
+            width="stretch",
+            words=embeddings.rope_distance_words(distances, [scores.by_distance[d][0] for d in distances]),
+        )
     low = scores.by_distance[3][0]
     spread = max(high - low_ for low_, high in scores.by_distance.values())
     charts.equation(
@@ -189,11 +195,16 @@ def sinusoidal() -> None:
             y_title="position",
         ),
         width="stretch",
+        words=embeddings.encoding_words(encoding.tolist()),
     )
     with right:
         default = [d for d in (0, 1, 4, 10) if d < d_model]
         shown = st.multiselect("Dimensions", list(range(d_model)), default=default, **share.bind("sin_dims"))
-        charts.show(sinusoidal_lines(encoding, shown), width="stretch")
+        charts.show(
+            sinusoidal_lines(encoding, shown),
+            width="stretch",
+            words=embeddings.sinusoid_words(d_model, shown, positions),
+        )
     st.latex(
         r"PE_{(pos,\,2i)} = \sin\!\left(\frac{pos}{10000^{2i/d_{model}}}\right),\quad "
         r"PE_{(pos,\,2i+1)} = \cos\!\left(\frac{pos}{10000^{2i/d_{model}}}\right)"
@@ -274,10 +285,22 @@ def rotary_positions() -> None:
     positions = c3.slider("Positions", 8, 256, 64, step=8, **share.bind("rope_positions"))
     angles, scores = rope_numbers(head_dim, theta, positions)
     left, right = st.columns(2)
-    charts.show_in(left, rope_angles_heatmap(angles.angles), width="stretch")
+    charts.show_in(
+        left,
+        rope_angles_heatmap(angles.angles),
+        width="stretch",
+        words=embeddings.rope_angle_words(angles.frequencies.tolist()),
+    )
     pairs = sorted({0, 1, head_dim // 8, head_dim // 2 - 1})
+    last = min(angles.angles.shape[0], 16) - 1
     with right:
-        charts.show(rope_circle(angles.angles, pairs), width="stretch")
+        charts.show(
+            rope_circle(angles.angles, pairs),
+            width="stretch",
+            words=embeddings.rope_circle_words(
+                pairs, [float(angles.angles[last, p]) / (2 * math.pi) for p in pairs], last
+            ),
+        )
     st.subheader("Each pair turns at its own speed")  # a slide of its own in presenter mode
     st.dataframe(rope_pairs_table(angles, pairs, head_dim), hide_index=True, width="stretch")
     pair = pairs[1]

@@ -37,12 +37,14 @@ def sentences_view(sentences: list[str], vectors_: torch.Tensor) -> None:
     numbered = [f"S{n + 1}" for n in range(len(sentences))]
     left, right = st.columns(2)
     # rows carry the sentence, columns its number: long labels on both axes squash the matrix to nothing
+    cosines = embeddings.cosine_matrix(vectors_)
+    rows = [f"S{n + 1} · {s}" for n, s in enumerate(short)]
     charts.show_in(
         left,
         signed_heatmap(
-            embeddings.cosine_matrix(vectors_),
+            cosines,
             numbered,
-            [f"S{n + 1} · {s}" for n, s in enumerate(short)],
+            rows,
             "cosine similarity",
             text_format=".2f",
             zmin=-1,
@@ -50,13 +52,18 @@ def sentences_view(sentences: list[str], vectors_: torch.Tensor) -> None:
             height=max(320, 34 * len(sentences) + 140),
         ),
         width="stretch",
+        words=embeddings.cosine_words(rows, cosines.tolist()),
     )
     with right:
         if len(sentences) < 2:
             st.info("A projection needs at least two sentences.")
         else:
             coords, _ = embeddings.pca(vectors_, 2)
-            charts.show(sentences_map(coords, numbered, short), width="stretch")
+            charts.show(
+                sentences_map(coords, numbered, short),
+                width="stretch",
+                words=embeddings.closest_words(rows, coords.tolist()),
+            )
     if {"I love programming", "I dislike programming"} <= set(sentences):
         i, j = sentences.index("I love programming"), sentences.index("I dislike programming")
         st.markdown(

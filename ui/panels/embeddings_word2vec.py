@@ -77,7 +77,14 @@ def word2vec_map_view(vectors_: torch.Tensor, words: list[str], looked_up: list[
     shown_rows = sorted(set(range(min(300, len(words)))) | labelled)
     coords, ratio = embeddings.pca(vectors_[shown_rows], 2)
     figure = word2vec_map(coords, shown_rows, words, looked_up, labelled)
-    charts.show(figure, width="stretch")
+    where = {r: n for n, r in enumerate(shown_rows)}
+    point = {r: coords[where[r]].tolist() for r in looked_up}  # every looked-up row is labelled, so drawn
+    said = embeddings.map_words(
+        {"words": len(shown_rows)},
+        (words[looked_up[0]], point[looked_up[0]]) if looked_up else None,
+        [(words[r], point[r]) for r in looked_up[1:]],
+    )
+    charts.show(figure, width="stretch", words=f"PCA keeps {float(ratio.sum()):.0%} of the variance. {said}")
     st.caption(
         f"The {len(shown_rows)} most common words, PCA to 2D ({float(ratio.sum()):.0%} of the variance): the "
         "looked-up word and its neighbours in orange, the 40 most common words in blue, each labelled where its "

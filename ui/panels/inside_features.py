@@ -20,7 +20,7 @@ from llmviz.data.corpus import text_key
 from llmviz.errors import LlmvizError
 from llmviz.interpret import features, interventions, sae
 from llmviz.lab.records import AUTOENCODER
-from llmviz.lessons import inside
+from llmviz.lessons import inside, words
 from llmviz.lessons.inside import SAE_SIZES, SAE_TRAIN_STEPS, hook_points, sae_config
 from llmviz.training import footprint
 from ui import charts, lab, picker, sections, shared_sidebar, state
@@ -282,7 +282,12 @@ def draw_feature_card(browser: Browser, feature: int) -> None:
         )
     left, right = st.columns([3, 2])
     with left:
-        charts.show(histogram_figure(card), key=state.widget("feature_histogram"))
+        centres = ((card.edges[:-1] + card.edges[1:]) / 2).tolist()
+        charts.show(
+            histogram_figure(card),
+            key=state.widget("feature_histogram"),
+            words=inside.histogram_words(feature, centres, card.counts.tolist()),
+        )
     right.dataframe(logit_frame(view, card.effects), hide_index=True, width="stretch", height=200)
     right.caption("Its decoder direction through the unembedding: the logits it raises and lowers per unit.")
 
@@ -391,7 +396,16 @@ def draw_feature_knockout(browser: Browser, text: str, knocked: list[int], mode:
         rf"{after:.4f} - {before:.4f} = {after - before:+.4f}\ \text{{nats}}"
     )
     tokens = [label(view, i) for i in ids]
-    charts.show(change_figure(result.change.tolist(), tokens), key=state.widget("feature_knock_tokens"))
+    named = [str(f) for f in result.features]
+    charts.show(
+        change_figure(result.change.tolist(), tokens),
+        key=state.widget("feature_knock_tokens"),
+        words=inside.change_words(
+            result.change.tolist(),
+            charts.unique_labels(tokens[1:]),
+            f"feature{'s' if len(named) > 1 else ''} {words.listed(named)}",
+        ),
+    )
     st.caption(
         "The loss on every next token without the features, minus with them: red, it got harder to predict. "
         + (
@@ -462,7 +476,9 @@ def draw_sae_runs() -> None:
         runs.controls(job, status, "sae")
         rows = inside.sae_curves(status.metrics)
         if rows:
-            charts.show(curves_figure(rows), key=state.widget("sae_curves_", job.id))
+            charts.show(
+                curves_figure(rows), key=state.widget("sae_curves_", job.id), words=inside.sae_curve_words(rows)
+            )
 
 
 def newest_finished_run() -> str | None:

@@ -10,6 +10,7 @@ from plotly.subplots import make_subplots
 
 from llmviz.errors import LlmvizError
 from llmviz.interpret import induction
+from llmviz.lessons import inside
 from ui import charts, colours, lab, picker, sections, state
 from ui.errors import friendly_errors
 from ui.panels import runs
@@ -193,6 +194,18 @@ def induction_links(job, view, layer: int, head: int) -> None:
             st.rerun(scope="app")
 
 
+def phase_sentence(curve: list[induction.ProbeResult], knocked: list[induction.ProbeResult], layer: int, head: int):
+    """The phase chart's words (:func:`llmviz.lessons.inside.phase_words`) from the probes it draws."""
+    return inside.phase_words(
+        [point.step for point in curve],
+        f"layer {layer}, head {head}",
+        [float(point.scores["induction"][layer, head]) for point in curve],
+        [point.repeated_half_loss for point in curve],
+        [point.first_half_loss for point in curve],
+        [point.repeated_half_loss for point in knocked],
+    )
+
+
 def run_progress(job, status) -> None:
     """The run's progress and Stop while it trains; its problem, once, if it failed."""
     if not status.done:
@@ -223,7 +236,11 @@ def induction_body() -> None:
     knocked = [_knockout(job.id, step, layer, head, store, description) for step in steps]
     view = picker.current()
     picked = view.step if view.run_id == job.id else None
-    charts.show(phase_chart(curve, picked, knocked, name), key=state.widget("induction_chart"))
+    charts.show(
+        phase_chart(curve, picked, knocked, name),
+        key=state.widget("induction_chart"),
+        words=phase_sentence(curve, knocked, layer, head),
+    )
     st.markdown(induction.describe(last))
     before = induction.before_phase_change(curve)
     if before is not None and induction.strongest_induction_head(last)[2] >= induction.FORMED:

@@ -22,7 +22,7 @@ import torch
 
 from llmviz.errors import LlmvizError
 from llmviz.interpret import ablation, interventions, patching, steering
-from llmviz.lessons import inside
+from llmviz.lessons import inside, words
 from llmviz.tokenizers.base import TokenizerError
 from llmviz.training import footprint, tasks
 from ui import boxes, charts, picker, share, state
@@ -311,7 +311,15 @@ def draw_knockout(view, ids: list[int], mode: str) -> None:
         rf"{result.loss_after:.4f} - {result.loss_before:.4f} = {result.change:+.4f}\ \text{{nats}}"
     )
     tokens = [label(view, i) for i in ids]
-    charts.show(token_change_figure(result, tokens), key=state.widget("ablation_tokens"))
+    charts.show(
+        token_change_figure(result, tokens),
+        key=state.widget("ablation_tokens"),
+        words=inside.change_words(
+            (result.token_losses_after - result.token_losses_before).tolist(),
+            charts.unique_labels(tokens[1:]),
+            f"head{'s' if len(chosen) > 1 else ''} {words.listed(chosen)}",
+        ),
+    )
     st.caption("The loss on every next token without those heads, minus with them: red, it got harder to predict.")
 
 

@@ -252,6 +252,9 @@ def render_lens(view, column: str) -> None:
         true_token_figure(lens, tokens, columns, positions, picked),
         width="stretch",
         key=state.widget("lens_true_", column),
+        words=inside.true_next_words(
+            lens.layer_names, lens.true_probs.tolist(), picked, f"{columns[picked]} → {tokens[picked + 1]}"
+        ),
     )
 
 
@@ -309,7 +312,12 @@ def render_heads(view, column: str) -> None:
         x_title="head",
         y_title="layer",
     )
-    charts.show(figure, width="stretch", key=state.widget("heads_", column))
+    charts.show(
+        figure,
+        width="stretch",
+        key=state.widget("heads_", column),
+        words=inside.detector_words(kind, values.tolist(), chance),
+    )
     best = inside.best_heads(values)
     st.caption(
         "Highest: "

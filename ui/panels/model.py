@@ -37,7 +37,9 @@ def parameters_view(config: GPTConfig) -> None:
     total = sum(table.values())
     frame = pd.DataFrame({"component": list(table), "parameters": list(table.values())})
     frame["share"] = (frame["parameters"] / total).map(lambda x: f"{x:.1%}")
-    charts.show(parameter_bars(table, config), width="stretch")  # the page's picture first, its table under it
+    charts.show(  # the page's picture first, its table under it
+        parameter_bars(table, config), width="stretch", words=model.parameter_words(table)
+    )
     with st.expander("As a table, with each component's share"):
         st.dataframe(frame.style.format({"parameters": "{:,}"}), hide_index=True, width="stretch")
     st.metric("Total parameters", f"{total:,}")
@@ -91,7 +93,7 @@ def residual_tab(cache: dict, config: GPTConfig, labels: list[str]) -> None:
     norms = model.residual_norms(cache, config.n_layers)
     figure = go.Figure(go.Scatter(x=[n for n, _ in norms], y=[v for _, v in norms], mode="lines+markers"))
     figure.update_layout(yaxis_title="mean ‖x‖ per token", height=320, margin=charts.margins(10))
-    charts.show(figure, width="stretch")
+    charts.show(figure, width="stretch", words=model.residual_words(norms))
     st.markdown(
         "Each block **adds** its attention and MLP outputs to the residual stream (the shortcut "
         "connections), so its size tends to grow from block to block."
@@ -173,7 +175,13 @@ def activations_tab(cache: dict, config: GPTConfig, labels: list[str]) -> None:
     )
     figure = go.Figure([go.Bar(x=frame["neuron"], y=frame[c], name=c) for c in frame.columns[2:]])
     figure.update_layout(height=300, barmode="group", xaxis_title="neuron", margin=charts.margins(10))
-    charts.show(figure, width="stretch")
+    charts.show(
+        figure,
+        width="stretch",
+        words=model.gates_words(
+            labels[token], both["gelu"][token].tolist(), both["gate"][token].tolist(), both["swiglu"][token].tolist()
+        ),
+    )
     st.caption(
         f"The same stream (block {layer}'s input to its MLP, token {labels[token]!r}, normalised) through "
         "32 neurons with the same random W₁ and a random gate: GELU decides from W₁x alone whether a "
@@ -247,6 +255,7 @@ def mlp_view(cache: dict, config: GPTConfig, labels: list[str]) -> None:
             y_title="token",
         ),
         width="stretch",
+        words=model.mlp_words(labels, hidden[:, :neurons].tolist(), hidden.shape[-1]),
     )
     fraction = model.positive_fraction(hidden)
     st.caption(f"{fraction:.0%} of this block's {hidden.shape[-1]} MLP neurons are positive across these tokens.")

@@ -228,7 +228,16 @@ def beam_tree(tokenizer, result: BeamResult, prompt_ids: list[int], width: int) 
         legend=dict(orientation="h", y=-0.15),
         xaxis=dict(dtick=1),
     )
-    charts.show(figure)
+    path = sorted(groups["winning path"], key=lambda n: layout[n.node_id][0])  # by depth, as the path is drawn
+    charts.show(
+        figure,
+        words=sampling.beam_words(
+            width,
+            {name: len(nodes) for name, nodes in groups.items()},
+            [tokenizer.printable(n.token) for n in path],
+            result.score,
+        ),
+    )
     st.caption(
         "Every expanded candidate is a dot, best score on top within its parent's group; blue ones "
         "survived the cut to the beam width at their depth, grey ones fell out. The orange path is the "

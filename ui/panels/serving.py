@@ -145,7 +145,11 @@ def blocks_chart(cache: PagedKVCache) -> go.Figure:
 
 def block_tables(cache: PagedKVCache) -> None:
     """The physical blocks, each request's block table, and the slots left unused."""
-    charts.show(blocks_chart(cache), key=state.widget("page_blocks"))
+    charts.show(
+        blocks_chart(cache),
+        key=state.widget("page_blocks"),
+        words=serving.blocks_words(serving.block_grid(cache, serving.BLOCKS_PER_ROW)[0]),
+    )
     st.dataframe(pd.DataFrame(serving.table_rows(cache)), hide_index=True)
     st.caption(
         f"Unused slots: {cache.wasted_slots()} of {cache.num_blocks * cache.block_size} — only in each request's "
@@ -192,7 +196,11 @@ def batching_chart(found: serving.Batching) -> go.Figure:
 
 def batching(found: serving.Batching) -> None:
     """Both policies' waits and finishes, their steps, slot use and tokens/s."""
-    charts.show(batching_chart(found), key=state.widget("batching"))
+    policies = {
+        policy: ([r.wait_steps for r in result.requests], [r.finish_step for r in result.requests])
+        for policy, result in found.results.items()
+    }
+    charts.show(batching_chart(found), key=state.widget("batching"), words=serving.batching_words(policies))
     st.dataframe(pd.DataFrame(serving.policy_rows(found)), hide_index=True)
     st.caption(
         f"Requests want {', '.join(map(str, serving.WANTED))} new tokens; all arrive together. A static batch holds "

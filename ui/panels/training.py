@@ -13,7 +13,7 @@ import streamlit as st
 
 from llmviz import settings
 from llmviz.lab.live_status import JobStatus
-from llmviz.lessons.training import smooth
+from llmviz.lessons.training import extrapolation_words, smooth
 from llmviz.training import footprint
 from llmviz.training.config import PRECISION_TITLES
 from ui import charts, lab, picker, state
@@ -346,7 +346,12 @@ def extrapolation(result, trained: int) -> None:
         xaxis_title="tokens read so far (position + 1)",
         yaxis_title="validation loss at that position",
     )
-    charts.show(figure, width="stretch", key=state.widget("longer_chart"))
+    charts.show(
+        figure,
+        width="stretch",
+        key=state.widget("longer_chart"),
+        words=extrapolation_words(trained, result.context, result.within, result.beyond),
+    )
     st.dataframe(
         pd.DataFrame(
             {

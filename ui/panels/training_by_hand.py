@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 import torch
 
-from llmviz.lessons.training import DEFAULT_BATCH_TEXT
+from llmviz.lessons.training import DEFAULT_BATCH_TEXT, backprop_words
 from llmviz.training.losses import batch_loss, position_gradient
 from ui import boxes, charts, picker, share
 from ui.text import tidy_floats
@@ -77,7 +77,11 @@ def backprop(tokenizer, grad, target: int) -> None:
     figure.add_trace(go.Bar(x=labels, y=[float(grad.one_hot[i]) for i in shown], name="y (one-hot target)"))
     figure.add_trace(go.Bar(x=labels, y=[float(grad.dlogits_by_hand[i]) for i in shown], name="∂L/∂logit = p − y"))
     figure.update_layout(barmode="group", height=360, margin=charts.margins(10))
-    charts.show(figure, width="stretch")
+    charts.show(
+        figure,
+        width="stretch",
+        words=backprop_words(labels, [float(grad.probabilities[i]) for i in shown]),
+    )
     p_t = float(grad.probabilities[target])
     charts.latex(
         rf"\frac{{\partial L}}{{\partial z_{{\text{{target}}}}}} = p_{{\text{{target}}}} - 1 = "
