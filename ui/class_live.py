@@ -213,37 +213,44 @@ def link_page(link: str) -> str:
 def follow_now(found: LeadView | None) -> bool:
     """A follower's page: when the teacher's lead is on, this student follows it, and it changed since this page
     last moved, the script that takes the browser to the teacher's view; whether it was drawn. A fresh page (a
-    follower's move ends in a new page run) on the lead's page counts as moved: it is where following took it (a
-    student who opened another page is moved)."""
+    follower's move ends in a new page run) that already shows the lead's view counts as moved: it is where
+    following took it (a student who opened another page, or the lead's page at other settings, is moved)."""
     if found is None or not found.leads_me or teacher():
         return False
     seen = state.LEAD_SEEN.get()
     if seen is None:
-        seen = found.version if page_path() == link_page(found.link) else -1
+        seen = found.version if shows(view_link(), found.link) else -1
         state.LEAD_SEEN.set(seen)
-    asked = state.LEAD_ASKED.get(default=0.0)
-    if seen == found.version and not again(page_path(), found.link, time.monotonic() - asked):
-        return False
+    tries, asked = state.LEAD_ASKED.get(default=(ASK_AGAIN_TRIES, 0.0))  # (no move asked by this page yet)
+    if seen == found.version:
+        if not due_again(time.monotonic() - asked, tries) or shows(view_link(), found.link):
+            return False  # (the view is read only when a move is due again: every follower's page, every second)
+        tries += 1
+    else:
+        tries = 0
     state.LEAD_SEEN.set(found.version)
-    state.LEAD_ASKED.set(time.monotonic())
-    st.html(go_script(found.link, str(found.version)), unsafe_allow_javascript=True)
+    state.LEAD_ASKED.set((tries, time.monotonic()))
+    st.html(go_script(found.link, f"{found.version}"), unsafe_allow_javascript=True)
     return True
 
 
-ASK_AGAIN_S = 5.0  # a move asked this long ago that left the page where it was is asked again
+ASK_AGAIN_S = 5.0  # a move asked this long ago that left the page where it was is asked again ...
+ASK_AGAIN_TRIES = 2  # ... at most this many times for one move of the lead
 
 
-def again(here: str, link: str, since_s: float) -> bool:
-    """A follower's page is still not on the lead's page ``since_s`` after its move was asked: the script was lost
-    (drawn in a run that a rerun replaced, as a first visit's can be), so it is drawn again. Only the page is
-    compared: the app may write the address's settings anew once there.
+def due_again(since_s: float, tries: int) -> bool:
+    """This page drew the script of the lead's move ``since_s`` ago (and ``tries`` times again since): if the page
+    is still not at the lead's view (:func:`shows`: the same page, and every setting the link names, so a move to
+    new settings on the same page counts), the script was lost (drawn in a run that a rerun replaced, as a first
+    visit's can be; a move that reaches the page reloads it, and the new page run starts afresh), and it is drawn
+    again :data:`ASK_AGAIN_S` after the last time, at most :data:`ASK_AGAIN_TRIES` times. Later than twice
+    :data:`ASK_AGAIN_S`, a page elsewhere was taken there by the student (a follower may change a setting), and
+    stays.
 
-    >>> again("attention", "tokens?text=a", 6.0), again("attention", "tokens?text=a", 1.0)
-    (True, False)
-    >>> again("tokens", "tokens?text=a", 60.0)
-    False
+    >>> due_again(6.0, 0), due_again(1.0, 0), due_again(6.0, 1), due_again(6.0, 2), due_again(60.0, 0)
+    (True, False, True, False, False)
     """
-    return here != link_page(link) and since_s >= ASK_AGAIN_S
+    return ASK_AGAIN_S <= since_s < 2 * ASK_AGAIN_S and tries < ASK_AGAIN_TRIES
 
 
 # ---------------------------------------------------------------------------- lessons

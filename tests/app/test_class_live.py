@@ -10,9 +10,10 @@ import doctest
 import json
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 import llmviz.lab.service
-from tests.support.pages import assert_clean, run_app
+from tests.support.pages import ROOT, TIMEOUT, assert_clean, run_app
 
 KEY = "a-teacher-key-for-class-tests"
 
@@ -80,6 +81,51 @@ def test_a_follower_is_taken_to_the_teachers_view_and_can_stop_and_rejoin(a_clas
     assert scripts and '"tokens' in scripts[0], "the follower's page goes to the teacher's view"
     teacher.toggle(key="live_lead").set_value(False).run()
     assert not a_class.registry.polls.lead().active
+
+
+def _scripts(at) -> list[str]:
+    return [html.value for html in at.get("html") if "/* lead" in html.value]
+
+
+def _first_run_on(path: str, query: dict) -> AppTest:
+    """A fresh session whose first page run is ``path`` with ``query`` (a browser opening that link)."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    for key, value in query.items():
+        at.query_params[key] = value
+    return at.switch_page(str(ROOT / path)).run()
+
+
+def test_a_follower_on_the_teachers_page_at_other_settings_is_moved_and_a_lost_move_is_asked_again(a_class):
+    """The teacher's view is a page *and* its settings: a follower who opens the teacher's page with another text is
+    taken to the teacher's (one who opens the teacher's very link is not); a move whose script was lost (the page is
+    still at the other text 5 s later) is asked again, twice at most."""
+    import time
+
+    teacher = run_app("stages/tokens.py", query={"teacher": KEY, "text": "The teacher's own text"})
+    teacher.toggle(key="live_lead").set_value(True).run()
+    lead = a_class.registry.polls.lead()
+    assert "teacher" in lead.link and lead.link.startswith("tokens?"), lead.link
+
+    there = _first_run_on("stages/tokens.py", {"text": "The teacher's own text"})
+    assert there.session_state["_llmviz_lead_seen"] == lead.version
+    assert not _scripts(there), "a page already at the teacher's view stays"
+
+    elsewhere = _first_run_on("stages/tokens.py", {"text": "A student's own text"})
+    assert elsewhere.session_state["_llmviz_lead_seen"] == lead.version
+    assert _scripts(elsewhere), "the teacher's page at other settings is not the teacher's view"
+    elsewhere.run()
+    assert not _scripts(elsewhere), "asked once: the browser goes"
+    for tries in (0, 1):  # the script was lost: 5 s later the page is still at the student's text
+        elsewhere.session_state["_llmviz_lead_asked"] = (tries, time.monotonic() - 6)
+        elsewhere.run()
+        assert _scripts(elsewhere), f"asked again ({tries + 1})"
+    elsewhere.session_state["_llmviz_lead_asked"] = (2, time.monotonic() - 6)
+    elsewhere.run()
+    assert not _scripts(elsewhere), "twice at most"
+    elsewhere.session_state["_llmviz_lead_asked"] = (0, time.monotonic() - 60)
+    elsewhere.run()
+    assert not _scripts(elsewhere), "a page the student changed long after the move stays"
+    teacher.toggle(key="live_lead").set_value(False).run()
 
 
 def test_the_followers_script_keeps_a_link_inside_its_string():
