@@ -223,34 +223,37 @@ def follow_now(found: LeadView | None) -> bool:
         state.LEAD_SEEN.set(seen)
     tries, asked = state.LEAD_ASKED.get(default=(ASK_AGAIN_TRIES, 0.0))  # (no move asked by this page yet)
     if seen == found.version:
-        if not due_again(time.monotonic() - asked, tries) or shows(view_link(), found.link):
-            return False  # (the view is read only when a move is due again: every follower's page, every second)
+        if not due_again(time.monotonic() - asked, tries):
+            return False
+        if shows(view_link(), found.link):  # (read only while a move is due again, not every second of every page)
+            state.LEAD_ASKED.set((ASK_AGAIN_TRIES, asked))  # it is there: what changes from now on is the student's
+            return False
         tries += 1
     else:
         tries = 0
     state.LEAD_SEEN.set(found.version)
     state.LEAD_ASKED.set((tries, time.monotonic()))
-    st.html(go_script(found.link, f"{found.version}"), unsafe_allow_javascript=True)
+    st.html(go_script(found.link, f"{found.version}.{tries}"), unsafe_allow_javascript=True)
     return True
 
 
-ASK_AGAIN_S = 5.0  # a move asked this long ago that left the page where it was is asked again ...
-ASK_AGAIN_TRIES = 2  # ... at most this many times for one move of the lead
+ASK_AGAIN_S = 2.0  # a move asked this long ago that left the page where it was is asked again ...
+ASK_AGAIN_TRIES = 5  # ... at most this many times for one move of the lead
 
 
 def due_again(since_s: float, tries: int) -> bool:
-    """This page drew the script of the lead's move ``since_s`` ago (and ``tries`` times again since): if the page
-    is still not at the lead's view (:func:`shows`: the same page, and every setting the link names, so a move to
-    new settings on the same page counts), the script was lost (drawn in a run that a rerun replaced, as a first
-    visit's can be; a move that reaches the page reloads it, and the new page run starts afresh), and it is drawn
-    again :data:`ASK_AGAIN_S` after the last time, at most :data:`ASK_AGAIN_TRIES` times. Later than twice
-    :data:`ASK_AGAIN_S`, a page elsewhere was taken there by the student (a follower may change a setting), and
-    stays.
+    """This page drew the script of the lead's move ``since_s`` ago (and ``tries`` times again since), and it is
+    still the same page run's session: a script that reaches the browser takes it to a new page (a new session), so
+    the script was lost, when the page is not at the lead's view (:func:`shows`: the same page, and every setting the
+    link names, so a move to new settings on the same page counts). A refreshing section's run that draws the
+    script can be replaced by the next refresh before its elements are sent (under load, a follower in a few missed
+    a move this way). It is drawn again every :data:`ASK_AGAIN_S`, at most :data:`ASK_AGAIN_TRIES` times; once the
+    page is seen at the view, it is not asked again (a follower may change a setting there).
 
-    >>> due_again(6.0, 0), due_again(1.0, 0), due_again(6.0, 1), due_again(6.0, 2), due_again(60.0, 0)
-    (True, False, True, False, False)
+    >>> due_again(3.0, 0), due_again(1.0, 0), due_again(3.0, 4), due_again(3.0, 5)
+    (True, False, True, False)
     """
-    return ASK_AGAIN_S <= since_s < 2 * ASK_AGAIN_S and tries < ASK_AGAIN_TRIES
+    return since_s >= ASK_AGAIN_S and tries < ASK_AGAIN_TRIES
 
 
 # ---------------------------------------------------------------------------- lessons
