@@ -172,10 +172,10 @@ def lead_here() -> None:
         set_lead(link=here)
 
 
-def go_script(link: str, version: str) -> str:
+def go_script(link: str, version: str, attempt: int = 0) -> str:
     """The script that takes a browser to ``link`` (relative to the app's address, so a proxy's path prefix is
-    kept), unless it is there already; ``version`` makes each move a new element (a script runs once as drawn).
-    Nothing is kept in the browser.
+    kept), unless it is there already; ``version`` makes each move a new element (a script runs once as drawn), and
+    ``attempt`` each time one move is asked again (:func:`due_again`). Nothing is kept in the browser.
 
     >>> "location.replace" in go_script("tokens?text=a", "3")
     True
@@ -183,7 +183,7 @@ def go_script(link: str, version: str) -> str:
     False
     """
     return (
-        f"<script>/* lead {_in_script(version)} */(function () {{"
+        f"<script>/* lead {_in_script(version)} */{f'/* again {int(attempt)} */' if attempt else ''}(function () {{"
         f"var target = new URL({_in_script(link)}, window.location.href);"
         "if (target.pathname === window.location.pathname && target.search === window.location.search) { return; }"
         "window.location.replace(target.href);"
@@ -233,7 +233,7 @@ def follow_now(found: LeadView | None) -> bool:
         tries = 0
     state.LEAD_SEEN.set(found.version)
     state.LEAD_ASKED.set((tries, time.monotonic()))
-    st.html(go_script(found.link, f"{found.version}.{tries}"), unsafe_allow_javascript=True)
+    st.html(go_script(found.link, str(found.version), tries), unsafe_allow_javascript=True)
     return True
 
 
