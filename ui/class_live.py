@@ -172,10 +172,11 @@ def lead_here() -> None:
         set_lead(link=here)
 
 
-def go_script(link: str, version: str, attempt: int = 0) -> str:
+def go_script(link: str, version: str) -> str:
     """The script that takes a browser to ``link`` (relative to the app's address, so a proxy's path prefix is
-    kept), unless it is there already; ``version`` makes each move a new element (a script runs once as drawn), and
-    ``attempt`` each time one move is asked again (:func:`due_again`). Nothing is kept in the browser.
+    kept), unless it is there already; ``version`` makes each move a new element (a script runs once as drawn). The
+    same move drawn again (:func:`follow_now` draws it on every refresh until the page goes) starts no second
+    navigation: the page's window remembers the version it went to, in memory only (nothing is kept in the browser).
 
     >>> "location.replace" in go_script("tokens?text=a", "3")
     True
@@ -183,9 +184,11 @@ def go_script(link: str, version: str, attempt: int = 0) -> str:
     False
     """
     return (
-        f"<script>/* lead {_in_script(version)} */{f'/* again {int(attempt)} */' if attempt else ''}(function () {{"
+        f"<script>/* lead {_in_script(version)} */(function () {{"
         f"var target = new URL({_in_script(link)}, window.location.href);"
         "if (target.pathname === window.location.pathname && target.search === window.location.search) { return; }"
+        f"if (window.llmvizLeadGoing === {_in_script(version)}) {{ return; }}"
+        f"window.llmvizLeadGoing = {_in_script(version)};"
         "window.location.replace(target.href);"
         "})();</script>"
     )
@@ -214,46 +217,37 @@ def follow_now(found: LeadView | None) -> bool:
     """A follower's page: when the teacher's lead is on, this student follows it, and it changed since this page
     last moved, the script that takes the browser to the teacher's view; whether it was drawn. A fresh page (a
     follower's move ends in a new page run) that already shows the lead's view counts as moved: it is where
-    following took it (a student who opened another page, or the lead's page at other settings, is moved)."""
+    following took it (a student who opened another page, or the lead's page at other settings, is moved).
+
+    The same script is drawn again on each refresh (:data:`KEEP_ASKING` at most) while this page is still not at
+    the lead's view (:func:`shows`: the page, and every setting the link names): a script that reached the browser
+    took it to a new page, a new session, so this one's was lost. Under load it often is: a refreshing section's run
+    can be followed by the next before its elements were sent, and Streamlit drops what the next run redraws (in
+    the 80-student benchmark, 34 of 160 moves were never drawn). Once the page is seen at the view, it is not asked
+    again: a follower may change a setting there."""
     if found is None or not found.leads_me or teacher():
         return False
     seen = state.LEAD_SEEN.get()
     if seen is None:
         seen = found.version if shows(view_link(), found.link) else -1
         state.LEAD_SEEN.set(seen)
-    tries, asked = state.LEAD_ASKED.get(default=(ASK_AGAIN_TRIES, 0.0))  # (no move asked by this page yet)
+    drawn = state.LEAD_ASKED.get(default=KEEP_ASKING)  # (no move asked by this page yet)
     if seen == found.version:
-        if not due_again(time.monotonic() - asked, tries):
+        if drawn >= KEEP_ASKING:
             return False
-        if shows(view_link(), found.link):  # (read only while a move is due again, not every second of every page)
-            state.LEAD_ASKED.set((ASK_AGAIN_TRIES, asked))  # it is there: what changes from now on is the student's
+        if shows(view_link(), found.link):  # (read only while a move is asked, not every second of every page)
+            state.LEAD_ASKED.set(KEEP_ASKING)  # it is there: what changes from now on is the student's
             return False
-        tries += 1
+        drawn += 1
     else:
-        tries = 0
+        drawn = 0
     state.LEAD_SEEN.set(found.version)
-    state.LEAD_ASKED.set((tries, time.monotonic()))
-    st.html(go_script(found.link, str(found.version), tries), unsafe_allow_javascript=True)
+    state.LEAD_ASKED.set(drawn)
+    st.html(go_script(found.link, str(found.version)), unsafe_allow_javascript=True)
     return True
 
 
-ASK_AGAIN_S = 2.0  # a move asked this long ago that left the page where it was is asked again ...
-ASK_AGAIN_TRIES = 5  # ... at most this many times for one move of the lead
-
-
-def due_again(since_s: float, tries: int) -> bool:
-    """This page drew the script of the lead's move ``since_s`` ago (and ``tries`` times again since), and it is
-    still the same page run's session: a script that reaches the browser takes it to a new page (a new session), so
-    the script was lost, when the page is not at the lead's view (:func:`shows`: the same page, and every setting the
-    link names, so a move to new settings on the same page counts). A refreshing section's run that draws the
-    script can be replaced by the next refresh before its elements are sent (under load, a follower in a few missed
-    a move this way). It is drawn again every :data:`ASK_AGAIN_S`, at most :data:`ASK_AGAIN_TRIES` times; once the
-    page is seen at the view, it is not asked again (a follower may change a setting there).
-
-    >>> due_again(3.0, 0), due_again(1.0, 0), due_again(3.0, 4), due_again(3.0, 5)
-    (True, False, True, False)
-    """
-    return since_s >= ASK_AGAIN_S and tries < ASK_AGAIN_TRIES
+KEEP_ASKING = 10  # refreshes that draw a move again while the page is still not at the lead's view
 
 
 # ---------------------------------------------------------------------------- lessons
@@ -328,18 +322,17 @@ def send_teacher(link: str) -> None:
 
 
 def go_teacher() -> None:
-    """After Start, Next or Back: the teacher's own page goes to the step's view. The script is drawn again every
-    :data:`ASK_AGAIN_S` (three times at most) while this page is still not on that view: a script drawn in a section's
-    run that the next refresh replaced before the browser ran it was lost, and the teacher stayed a step behind."""
+    """After Start, Next or Back: the teacher's own page goes to the step's view. The script is drawn on each refresh
+    (:data:`KEEP_ASKING` at most, one navigation: see :func:`go_script`) while this page is still not at that view: a
+    script drawn in a section's run that the next refresh replaced before its elements were sent was lost, and the
+    teacher stayed a step behind."""
     link = state.LEAD_GO.get()
-    tries, last = state.LEAD_GO_TRIES.get(default=(0, 0.0))
     if link is None:
         return
-    if shows(view_link(), link) or tries >= 3:
+    drawn, version = state.LEAD_GO_TRIES.get(default=(0, f"teacher-{time.time()}"))  # not a number: not a lead
+    if drawn >= KEEP_ASKING or shows(view_link(), link):
         state.LEAD_GO.pop()
         state.LEAD_GO_TRIES.pop()
         return
-    if tries and time.monotonic() - last < ASK_AGAIN_S:
-        return
-    state.LEAD_GO_TRIES.set((tries + 1, time.monotonic()))
-    st.html(go_script(link, f"teacher-{time.time()}"), unsafe_allow_javascript=True)
+    state.LEAD_GO_TRIES.set((drawn + 1, version))
+    st.html(go_script(link, version), unsafe_allow_javascript=True)

@@ -150,11 +150,11 @@ LINK_TABS = Slot(
 # the class answering together (ui.class_live)
 PAGE_PATH = Slot("_llmviz_page_path", str, "the address of the page this run draws (app.py): a view's link")
 LEAD_GO = Slot("_llmviz_lead_go", str, "the lesson step's view the teacher's own page goes to next")
-LEAD_GO_TRIES = Slot("_llmviz_lead_go_tries", tuple, "how often the teacher's page was sent to LEAD_GO, and when last")
-LEAD_SEEN = Slot("_llmviz_lead_seen", int, "the version of the teacher's lead this page last moved to (-1: none)")
-LEAD_ASKED = Slot(
-    "_llmviz_lead_asked", tuple, "how often this page drew the script of one move again, and when last (monotonic)"
+LEAD_GO_TRIES = Slot(
+    "_llmviz_lead_go_tries", tuple, "how often the teacher's page was sent to LEAD_GO, and the move's name"
 )
+LEAD_SEEN = Slot("_llmviz_lead_seen", int, "the version of the teacher's lead this page last moved to (-1: none)")
+LEAD_ASKED = Slot("_llmviz_lead_asked", int, "how often this page drew the script of the lead's last move again")
 # navigation (ui.routing)
 ROUTER_RUNNING = Slot("_llmviz_router_running", bool, "app.py's router is drawing this run")
 # questions (ui.panels.quiz)

@@ -112,7 +112,6 @@ def test_the_follow_scenarios_helpers_read_what_the_app_draws():
     assert doctest.testmod(client).failed == 0 and doctest.testmod(follow).failed == 0
     link = "tokens?text=a</script>&b=1"
     assert client.lead_of(go_script(link, "12")) == (12, link)
-    assert client.lead_of(go_script(link, "12", attempt=2)) == (12, link)  # a lost move asked again
     assert client.lead_of(go_script(link, "teacher-1.5")) is None  # the teacher's own move is not a lead
 
 
