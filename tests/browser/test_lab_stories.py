@@ -1,17 +1,23 @@
 """The lab's stories of issue 68 §8 in real chromium, a student and the teacher each in a browser of their own: the
 teacher's **Park it** reaches the student's open tab and a new tab of hers as "parked by the teacher" with Resume
 right under it (before, the open tab read "stopped … everything learned so far is kept" with no Resume at the top);
-after Resume, the live chart draws the run's whole history from step 1 (before, it started at the resume step).
+after Resume, the live chart draws the run's whole history from step 1 (before, it started at the resume step);
+**Yes, delete it** while another process holds the database for 15 s is refused in the lab's one sentence, with the
+run as it was (before, Streamlit's generic error after 13.9 s), and deletes it once the lock is gone.
 
 The server is this test's own, on its own lab (tmp_path/runs), which the test reads as the teacher's class view
 does."""
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+import threading
 import urllib.parse
 
 import pytest
 
+from llmviz.lab.faults import SENTENCES
 from llmviz.lab.service import Lab
 from tests.support.app_server import TEACHER_KEY, free_port, lab_server, logs_on_failure
 from tests.support.browser import eventually, main_area, no_error_box, person_page, shot
@@ -90,3 +96,55 @@ def the_story(people, url: str, lab: Lab) -> None:
     assert lab.run(row.student, row.run_id).state == "running"  # still live: the chart above was the live one's
     shot(page, "lab-resumed-whole-curve")
     lab.control(row.student, row.run_id, "stop")
+
+
+@contextlib.contextmanager
+def _locked(database, seconds: float):
+    """Another process's write lock on the lab's SQLite file for ``seconds`` (past the lab's 10 s busy timeout)."""
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        connection = sqlite3.connect(database, timeout=5)
+        try:
+            connection.execute("BEGIN EXCLUSIVE")
+            held.set()
+            done.wait(seconds)
+        finally:
+            connection.rollback()
+            connection.close()
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    assert held.wait(30), "the lock was taken"
+    try:
+        yield
+    finally:
+        holder.join()
+
+
+def test_yes_delete_it_in_a_15_s_lock_says_one_sentence_changes_nothing_and_deletes_once_it_clears(people, tmp_path):
+    with logs_on_failure(tmp_path):
+        server = lab_server(tmp_path, free_port())
+        lab = Lab.at(tmp_path / "runs")
+        try:
+            page = person_page(people(), f"{server.url}/training?steps=40")
+            main_area(page).get_by_role("button", name="Train", exact=True).click()
+            main_area(page).get_by_text("finished after 40 steps").first.wait_for(timeout=300_000)
+            [row] = eventually(lambda: [r for r in lab.class_runs() if r.state == "finished"], 120, "her kept run")
+            main_area(page).get_by_role("button", name="Delete it").click()
+            confirm = main_area(page).get_by_role("button", name="Yes, delete it")
+            confirm.wait_for()  # asks first
+            with _locked(tmp_path / "runs" / "lab.db", 15):
+                confirm.click()
+                main_area(page).get_by_text(SENTENCES["locked"].split(":")[0]).first.wait_for(timeout=60_000)
+                no_error_box(page)
+                shot(page, "lab-delete-in-a-lock")
+            assert lab.run(row.student, row.run_id) is not None, "a refused deletion changes nothing"
+            main_area(page).get_by_role("button", name="Delete it").click()
+            main_area(page).get_by_role("button", name="Yes, delete it").click()
+            main_area(page).get_by_text("is deleted, with its curve and snapshots.").first.wait_for()
+            assert lab.run(row.student, row.run_id) is None
+            no_error_box(page)
+        finally:
+            lab.registry.dispose()
+            server.stop()
