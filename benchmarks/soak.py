@@ -13,12 +13,19 @@ over: opens (reloads) the Training page, presses **Train** (``--steps`` steps) w
 - at ``--kill-at`` of the time, the first app process is killed (SIGKILL: no goodbye) and started again on the same
   port; its students reconnect when it answers;
 - at each of ``--locks``, another program holds the lab's database locked (``BEGIN EXCLUSIVE``) for ``--lock-s``
-  seconds.
+  seconds;
+- at each of ``--parks``, the teacher (a browser given the teacher key, on the second process) opens the class view,
+  picks a run of the class that is training, and presses **Park it**; its student resumes it later like an
+  interrupted one;
+- now and then (``--deletes`` of a student's turns), a student with two or more ended runs deletes the oldest:
+  **Delete it**, then **Yes, delete it** (refused in one sentence while the lab is locked).
 
 The class's log: every run a student made (a run of theirs that appeared in the lab after their Train or Resume)
 and the highest step seen of it. At the end the students stop, the runs still training finish (or are stopped), and
 the lab is checked against the log: **no page error** (a fault is an alert's sentence, never the generic error),
-**nothing lost** (every run logged is in the lab, at least at the step seen),
+**nothing lost** (every run logged is in the lab, at least at the step seen, unless its student deleted it), **a
+deletion is whole** (a deleted run is gone from the lab and from the runs folder, and the rebuild does not bring it
+back),
 **no ghost** (no run stuck queued or training with nothing to show for it, no run of nobody), **every curve
 complete** (one point per step from its first to its last). Reported: the counts, page opens p50/p95 and errors, the
 load average before and after (the machine's other work slows everything; the checks do not depend on speed).
@@ -100,6 +107,9 @@ class Log:
     trains: int = 0
     resumes: int = 0
     resume_missed: int = 0  # a kept interrupted run whose Resume button the Training page did not draw
+    parks: int = 0  # the teacher's Park it pressed on a training run
+    parked: set[str] = field(default_factory=set)  # the runs the teacher parked
+    deleting: set[str] = field(default_factory=set)  # the runs a student pressed Yes, delete it for
     events: list[str] = field(default_factory=list)
 
 
@@ -149,11 +159,16 @@ def hold_lock(database: str, seconds: float, log: Log) -> None:
 # ------------------------------------------------------------------------------------------------ a student
 
 
-async def act(student: Student, me: str, log: Log, rng: random.Random, database: str) -> None:
-    """Train when nothing of theirs is live; else, now and then, resume a kept interrupted or parked run."""
+async def act(student: Student, me: str, log: Log, rng: random.Random, database: str, deletes: float = 0.0) -> None:
+    """Train when nothing of theirs is live; else, now and then, resume a kept interrupted or parked run, or delete
+    the oldest of their ended runs (with ``deletes`` of the chance, when they have two or more)."""
     lab = read_lab(database) or {}
     mine = {run: row for run, row in lab.items() if row["student"] == me}
     if any(row["state"] in LIVE for row in mine.values()):
+        return
+    ended = [run for run, row in mine.items() if row["state"] in ("finished", "stopped") and run not in log.deleting]
+    if len(ended) >= 2 and rng.random() < deletes:
+        await delete(student, me, ended[0], mine[ended[0]]["label"], log)
         return
     resumable = [run for run, row in mine.items() if row["state"] in ("interrupted", "parked")]
     if resumable:
@@ -179,6 +194,48 @@ async def act(student: Student, me: str, log: Log, rng: random.Random, database:
     log.trains += 1
 
 
+async def delete(student: Student, me: str, run: str, label: str, log: Log) -> None:
+    """The student deletes ``run`` from *Kept runs*: picks it, **Delete it** (asks first), **Yes, delete it**."""
+    try:
+        await student.set_widget("kept_delete_choice", f"{label} · {run}", whole_page=True)
+        asked = await student.click("kept_delete")
+        done = await student.click("kept_delete")
+    except KeyError:  # no Kept runs part on the page (the lab said it cannot be read now)
+        return
+    log.deleting.add(run)
+    log.page_errors.extend(f"{me[:10]} delete: {e[:160]}" for e in asked.errors + done.errors)
+
+
+async def teacher_parks(url: str, key: str, runs: Path, students: set[str], log: Log) -> None:
+    """The teacher's browser opens the class view, picks a run of the class that is training (its option as the
+    class view writes it: the student's name, the run's label, its id), and presses Park it."""
+    from llmviz.lab.service import Lab
+
+    lab = Lab.at(runs)
+    try:
+        rows = [row for row in lab.class_runs() if row.student in students and row.state == "running"]
+    finally:
+        lab.registry.dispose()
+    if not rows:
+        log.events.append(f"{time.strftime('%H:%M:%S')} the teacher found no run training to park")
+        return
+    teacher = Student(url, timeout_s=180, headers={"Cookie": f"{COOKIE}={secrets.token_urlsafe(24)}"})
+    try:
+        opened = await teacher.open("classroom", f"teacher={key}")
+        log.page_errors.extend(f"teacher open: {e[:160]}" for e in opened.errors)
+        row = rows[0]
+        picked = await teacher.set_widget("class_run", f"{row.name} · {row.label} · {row.run_id}", whole_page=True)
+        parked = await teacher.click("class_park")
+        log.page_errors.extend(f"teacher park: {e[:160]}" for e in picked.errors + parked.errors)
+        log.parks += 1
+        log.parked.add(row.run_id)
+        log.events.append(f"{time.strftime('%H:%M:%S')} the teacher parked {row.run_id}")
+    except (KeyError, ProtocolError, OSError) as error:
+        log.events.append(f"{time.strftime('%H:%M:%S')} the teacher could not park: {error!r}"[:200])
+    finally:
+        await teacher.close()
+
+
 # ------------------------------------------------------------------------------------------------ the checks
 
 
@@ -187,15 +244,21 @@ def check(lab: dict[str, dict], log: Log, students: set[str]) -> tuple[list[str]
 
     >>> log = Log(runs={"r1": "s1"}, seen={"r1": 5})
     >>> check({"r1": {"student": "s1", "state": "finished", "step": 9, "points": list(range(10))}}, log, {"s1"})
-    ([], {'runs': 1, 'points': 10, 'finished': 1, 'resumable': 0, 'stopped': 0})
+    ([], {'runs': 1, 'points': 10, 'finished': 1, 'resumable': 0, 'stopped': 0, 'deleted': 0})
     >>> check({"r1": {"student": "s1", "state": "queued", "step": 3, "points": [0, 1, 3]}}, log, {"s1"})[0]
     ['r1: at step 3, below the 5 seen', 'r1: stuck queued at the end (a ghost)', 'r1: curve misses steps 2-2']
+
+    A run its student deleted is not lost: it is gone (one still in the lab was refused, as under a lock).
+
+    >>> check({}, Log(runs={"r1": "s1"}, deleting={"r1"}), {"s1"})[0]
+    []
     """
     failures = []
     for run, student in log.runs.items():
-        if run not in lab:
+        if run not in lab and run not in log.deleting:
             failures.append(f"{run} of {student[:10]}: lost (not in the lab)")
     counts = {"runs": 0, "points": 0, "finished": 0, "resumable": 0, "stopped": 0}
+    counts["deleted"] = sum(run not in lab for run in log.deleting)
     for run, row in lab.items():
         if row["student"] not in students:
             failures.append(f"{run}: a run of nobody in the class (a ghost)")
@@ -251,16 +314,20 @@ async def soak(args: argparse.Namespace) -> int:
         watcher_students: set[str] = set()  # each student's id, given to the watcher before it arrives
 
         async def student_task(n: int) -> None:
-            await one_student_logged(n, urls, log, deadline, args.steps, database, watcher_students)
+            await one_student_logged(n, urls, log, deadline, args, database, watcher_students)
 
         watcher = threading.Thread(target=watch_lab, args=(database, log, watcher_students, stop), daemon=True)
         watcher.start()
         tasks = [asyncio.ensure_future(student_task(n)) for n in range(args.students)]
-        faults = sorted([(at, "lock") for at in args.locks] + [(args.kill_at, "kill")])
+        faults = sorted(
+            [(at, "lock") for at in args.locks] + [(args.kill_at, "kill")] + [(at, "park") for at in args.parks]
+        )
         for at, what in faults:
             await asyncio.sleep(max(0.0, began + at * seconds - time.monotonic()))
             if what == "lock":
                 threading.Thread(target=hold_lock, args=(database, args.lock_s, log), daemon=True).start()
+            elif what == "park":
+                await teacher_parks(apps[1].url, env["LLMVIZ_TEACHER_KEY"], runs, watcher_students, log)
             else:
                 log.events.append(f"{time.strftime('%H:%M:%S')} app process A killed (SIGKILL)")
                 apps[0].process.send_signal(signal.SIGKILL)
@@ -293,10 +360,13 @@ async def soak(args: argparse.Namespace) -> int:
     failures, counts = check(final, log, class_ids)
     if log.page_errors:  # a fault must be one sentence, never the generic error or a traceback
         failures.append(f"{len(log.page_errors)} page(s) drew an error instead of a sentence")
+    for run in sorted(run for run in log.deleting if run not in final):  # a deletion is whole: its files go too
+        if any((runs / "lab").glob(f"*/{run}/run.json")):
+            failures.append(f"{run}: deleted from the lab, but its run.json is still in the runs folder")
     if log.resume_missed:  # a kept interrupted run the student could not resume: the soak did not test Resume
         failures.append(f"{log.resume_missed} time(s) a kept interrupted run had no Resume button on the page")
     try:
-        rebuilt = rebuild_check(runs, final, class_ids)
+        rebuilt = rebuild_check(runs, final, class_ids, frozenset(run for run in log.deleting if run not in final))
     except Exception as error:  # noqa: BLE001 - said as a failure of the check, the rest still reported
         rebuilt = ("rebuild from the run folders: failed", [f"the rebuild failed: {error!r}"[:300]])
     failures += rebuilt[1]
@@ -310,7 +380,7 @@ async def soak(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
-async def one_student_logged(n, urls, log, deadline, steps, database, ids: set[str]) -> None:
+async def one_student_logged(n, urls, log, deadline, args, database, ids: set[str]) -> None:
     """:func:`one_student`, with its id given to the watcher first."""
     secret = secrets.token_urlsafe(24)
     me = student_of(secret)
@@ -321,10 +391,10 @@ async def one_student_logged(n, urls, log, deadline, steps, database, ids: set[s
     while time.monotonic() < deadline:
         student = Student(url, timeout_s=180, headers={"Cookie": f"{COOKIE}={secret}"})
         try:
-            opened = await student.open("training", f"steps={steps}")
+            opened = await student.open("training", f"steps={args.steps}")
             log.opens.append(opened.seconds)
             log.page_errors.extend(f"{me[:10]} open: {e[:160]}" for e in opened.errors)
-            await act(student, me, log, rng, database)
+            await act(student, me, log, rng, database, args.deletes)
             await asyncio.sleep(rng.uniform(3, 12))
         except (ProtocolError, OSError):
             log.refused += 1  # its process is down (killed, starting again): the browser reconnects
@@ -333,7 +403,9 @@ async def one_student_logged(n, urls, log, deadline, steps, database, ids: set[s
             await student.close()
 
 
-def rebuild_check(runs: Path, final: dict[str, dict], students: set[str]) -> tuple[str, list[str]]:
+def rebuild_check(
+    runs: Path, final: dict[str, dict], students: set[str], deleted: frozenset[str] = frozenset()
+) -> tuple[str, list[str]]:
     """The lab rebuilt from the run folders alone (``python -m llmviz lab rebuild`` into a new database) must hold
     every run at the same state, step and curve. Skipped where this code keeps no ``run.json``."""
     try:
@@ -346,7 +418,7 @@ def rebuild_check(runs: Path, final: dict[str, dict], students: set[str]) -> tup
     done = rebuild(lab)
     lab.registry.dispose()
     again = read_lab(str(copy)) or {}
-    failures = []
+    failures = [f"{run}: deleted, but its folder brought it back in the rebuild" for run in deleted if run in again]
     for run, row in final.items():
         if row["student"] not in students:
             continue
@@ -376,16 +448,18 @@ def report(args, log: Log, counts: dict, failures: list[str], before, after, wal
         f"- commit: {_commit()}",
         f"- set-up: 2 app processes, one runs folder, SQLite lab, LLMVIZ_MAX_JOBS={args.max_jobs}, {args.steps} steps "
         f"a run; process A killed at {args.kill_at:.0%} and restarted; the database locked {len(args.locks)} times "
-        f"for {args.lock_s:.0f} s",
-        f"- the class: {log.trains} Train, {log.resumes} Resume, {len(log.opens)} page opens (p50 "
+        f"for {args.lock_s:.0f} s; the teacher parked a training run {len(args.parks)} times",
+        f"- the class: {log.trains} Train, {log.resumes} Resume, {len(log.deleting)} Yes, delete it "
+        f"({counts.get('deleted', 0)} gone, the others refused), {log.parks} Park it by the teacher, "
+        f"{len(log.opens)} page opens (p50 "
         f"{quantile(log.opens, 0.5):.1f} s, p95 {quantile(log.opens, 0.95):.1f} s, max "
         f"{max(log.opens, default=0):.1f} s), {log.refused} open(s) refused while a process was down, "
         f"{len(log.page_errors)} page error(s)",
         f"- the lab at the end: {counts['runs']} runs ({counts['finished']} finished, {counts['resumable']} "
         f"interrupted or parked, {counts['stopped']} stopped), {counts['points']} curve points; "
         f"{len(log.runs)} runs in the class's log; wall {wall / 60:.1f} min",
-        f"- checks: **{'PASS' if not failures else 'FAIL'}** (nothing lost, no ghost, every curve complete)"
-        + ("" if not failures else f": {len(failures)} failure(s)"),
+        f"- checks: **{'PASS' if not failures else 'FAIL'}** (nothing lost, no ghost, every curve complete, every "
+        "deletion whole)" + ("" if not failures else f": {len(failures)} failure(s)"),
     ]
     lines += [f"  - {failure}" for failure in failures[:20]]
     lines += [f"  - page error: {error}" for error in log.page_errors[:5]]
@@ -403,6 +477,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--kill-at", type=float, default=0.45)
     parser.add_argument("--locks", type=lambda text: [float(x) for x in text.split(",") if x], default=[0.2, 0.7])
     parser.add_argument("--lock-s", type=float, default=15.0)
+    parser.add_argument("--parks", type=lambda text: [float(x) for x in text.split(",") if x], default=[0.3, 0.6])
+    parser.add_argument("--deletes", type=float, default=0.15, help="the chance a turn deletes an ended run")
     parser.add_argument("--finish-s", type=float, default=300.0, help="how long the last runs may take to finish")
     parser.add_argument("--folder", default=None, help="where the runs folder and logs go (default: a temp folder)")
     parser.add_argument("--record", default=None, help="append the result to this Markdown file")
