@@ -13,7 +13,7 @@ import llmviz.lab.registry
 from llmviz.errors import LlmvizError
 from llmviz.jobs.manager import JobManager
 from llmviz.lab.faults import SENTENCES
-from llmviz.lab.service import Lab
+from llmviz.lab.service import ACTIONS, Lab
 from tests.support.lab_process import submit, wait_for
 from tests.support.locks import locked_by_another_process, release
 
@@ -65,3 +65,47 @@ def test_every_control_under_a_lock_answers_in_one_sentence_and_a_refused_one_ch
         assert live.wait(60) and live.ended  # stopped where it trained, once its rows were gone
     finally:
         manager.shutdown()
+
+
+def _read(read):
+    """``read()``, or None while the lab says its database cannot be reached (it tries again at most every 5 s)."""
+    from llmviz.lab.faults import LabUnavailable
+
+    try:
+        return read()
+    except LabUnavailable:
+        return None
+
+
+def test_every_control_with_postgresql_stopped_answers_in_one_sentence_and_changes_nothing(tmp_path, own_postgres):
+    """PostgreSQL stopped under the lab: every control of every kind of kept run is the lab's one sentence (never
+    the driver's error), nothing is changed, and the controls act again once the server is back."""
+    from llmviz.lab.records import RunRecord
+
+    with own_postgres() as (url, start, stop):
+        lab = Lab.at(tmp_path, url=url)
+        try:
+            lab.registry.ensure_student("ann")
+            kept = {
+                "parked1": RunRecord(
+                    "parked1", "ann", "training", "a parked run", "parked", 100, 40, state_by="teacher"
+                ),
+                "stopped1": RunRecord("stopped1", "ann", "training", "a stopped run", "stopped", 100, 60),
+            }
+            for record in kept.values():
+                lab.registry.add_run(record)
+            before = {run_id: lab.run("ann", run_id) for run_id in kept}
+            stop()
+            said = {(run_id, action): _said(lab, "ann", run_id, action) for run_id in kept for action in ACTIONS}
+            assert set(said.values()) == {SENTENCES["unreachable"]}, said
+            start()
+            read: list = []  # (wait_for says whether; the reads it made are kept here)
+            assert wait_for(lambda: read.append(_read(lambda: {i: lab.run("ann", i) for i in kept})) or read[-1], 60)
+            after = read[-1]
+            assert {k: (v.state, v.step, v.state_by) for k, v in after.items()} == {
+                k: (v.state, v.step, v.state_by) for k, v in before.items()
+            }
+            assert _said(lab, "ann", "stopped1", "delete") == "a stopped run is deleted, with its curve and snapshots."
+            assert lab.run("ann", "stopped1") is None and lab.run("ann", "parked1") is not None
+        finally:
+            lab.registry.dispose()
