@@ -3,7 +3,8 @@ sentence in words), a student's question on the teacher's view with their answer
 revealed, and the Lead switch / Follow buttons. The numbers and the rules are the lab's (:mod:`llmviz.lab.teaching`),
 the calls :mod:`ui.class_live`'s.
 
-A page's refreshing section (:func:`live_box`, an ``st.fragment`` rerun every second) reads the poll and the lead;
+A page's refreshing section (:func:`live_box`, an ``st.fragment`` rerun every second while the class is live, every
+few seconds while it is idle: :func:`ui.class_live.refresh_s`) reads the poll and the lead;
 what it draws is plain functions (:func:`student_poll`, :func:`teacher_poll`, :func:`lead_bar`) that a test calls
 outside the fragment (AppTest runs no fragment on its own).
 """
@@ -254,10 +255,12 @@ def class_now() -> None:
             student_poll(view)
 
 
-@st.fragment(run_every=class_live.REFRESH_S)
 def live_box() -> None:
-    """Every page's box: the class's poll and the lead, read again every second."""
-    class_now()
+    """Every page's box: the class's poll and the lead, read again every second while this page takes part (the
+    teacher's, a follower's, any while a poll is on the screens), every few seconds while the class is idle; how
+    often is decided at each whole page run (:func:`ui.class_live.refresh_s`)."""
+    every = class_live.refresh_s(class_live.teacher(), class_live.lead(), class_live.class_poll())
+    st.fragment(class_now, run_every=every)()
 
 
 def ask_button(page: str, question) -> None:
