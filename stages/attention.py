@@ -180,7 +180,11 @@ def toy_head(steps: dict[str, torch.Tensor], head: int, heads: int, scaled: bool
         ),
         width="stretch",
         key=state.widget("attention_steps_", head),
-        words="Softmax weights. " + llmviz.lessons.attention.pattern_words(steps["weights"][head], tokens),
+        words=llmviz.lessons.attention.steps_words(
+            steps["scores"][head], steps["scaled_scores"][head], steps["masked_scores"][head], d_k
+        )
+        + " Softmax weights. "
+        + llmviz.lessons.attention.pattern_words(steps["weights"][head], tokens),
     )
     st.subheader(f"The weight of 'cat' on 'The'{f', head {head + 1}' if heads > 1 else ''}, worked out")
     row = 1

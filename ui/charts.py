@@ -414,6 +414,7 @@ def show_in(where, figure: go.Figure, width="stretch", words: str = "", **kwargs
             lambda axis: axis.update(tickfont_size=max(14, round((axis.tickfont.size or 12) * scale)))
         )
         _trace_text_bigger(figure, scale)
+        _thin_crowded_rows(figure)
     figure.layout.meta = chart_text.describe(
         figure, words
     )  # its text alternative (ui/static/reachable.js writes it out)
@@ -433,6 +434,42 @@ def _trace_text_bigger(figure: go.Figure, scale: float) -> None:
         size = getattr(getattr(trace, "textfont", None), "size", None)
         if isinstance(size, (int, float)):
             trace.textfont.size = max(14, round(size * scale))
+
+
+def _thin_crowded_rows(figure: go.Figure, line_px: int = 17) -> None:
+    """A heatmap's rows labelled one by one (``dtick=1``) that no longer fit their height in presenter mode (14 px
+    labels in a chart of at most :data:`PRESENTER_HEIGHT`: a 13-token pattern's labels overlapped) keep every
+    second (or third…) label instead; every row keeps its cells, its hover and its place in the chart's words.
+
+    >>> figure = go.Figure(go.Heatmap(z=[[0]] * 13, y=[f"t{i}" for i in range(13)]), layout=dict(height=300))
+    >>> figure.update_yaxes(type="category", dtick=1) and None
+    >>> _thin_crowded_rows(figure)
+    >>> figure.layout.yaxis.dtick
+    2
+    """
+    height = figure.layout.height or 450
+    margin = figure.layout.margin
+    top, bottom = (margin.t if margin.t is not None else 100), (margin.b if margin.b is not None else 80)
+    for trace in figure.data:
+        if getattr(trace, "type", "") != "heatmap" or trace.y is None:
+            continue
+        axis = figure.layout["yaxis" + (trace.yaxis or "y")[1:]]  # "y2" → layout.yaxis2: its panel's own axis
+        if axis.dtick != 1:
+            continue
+        low, high = axis.domain or (0, 1)
+        below = max(bottom, _upright_labels_px(trace.x) + 40)  # Plotly grows the margin for upright x labels
+        step = math.ceil(len(trace.y) * line_px / max(1.0, (height - top - below) * (high - low)))
+        if step > 1:
+            axis.dtick = step
+
+
+def _upright_labels_px(labels, char_px: float = 8.5) -> float:
+    """How tall a row of token labels turned upright stands at 14 px (about 8.5 px a character).
+
+    >>> _upright_labels_px(["The", "␣sequence"]), _upright_labels_px(None)
+    (76.5, 0.0)
+    """
+    return max((len(str(label)) for label in labels), default=0) * char_px if labels is not None else 0.0
 
 
 def _legend_off_the_axis(figure: go.Figure) -> None:

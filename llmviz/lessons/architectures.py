@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from llmviz.errors import ConfigError
+from llmviz.lessons import words
 from llmviz.models.gpt import SWITCHES, GPTConfig, cache_name, count_parameters_without_building
 from llmviz.models.layers import apply_rope, gelu_tanh, rope_cos_sin, rope_frequencies, silu
 from llmviz.models.presets import PRESETS, PresetName
@@ -244,6 +245,29 @@ def activation_curves(low: float = -4.0, high: float = 4.0, points: int = 401) -
     return {"x": x, "GELU (tanh approximation)": gelu_tanh(x), "SiLU = x·sigmoid(x)": silu(x), "ReLU": F.relu(x)}
 
 
+def activation_words(curves: dict[str, torch.Tensor]) -> str:
+    """The activation curves in words: each one's value at the right end (where all pass x through) and its lowest
+    point (where they differ: ReLU cuts at 0, GELU and SiLU dip below it).
+
+    >>> print(activation_words({"x": torch.tensor([-2.0, -1.0, 0.0, 2.0]), "ReLU": torch.tensor([0.0, 0.0, 0.0, 2.0]),
+    ...                         "dip": torch.tensor([-0.1, -0.3, 0.0, 1.9])}))
+    From x = -2 to 2. At x = 2: "ReLU" 2 and "dip" 1.9. Lowest: "ReLU" 0 from x = -2 to 0; "dip" -0.3 at x = -1.
+    """
+    x = curves["x"]
+    named = {name: values for name, values in curves.items() if name != "x"}
+    ends = words.listed([f"{words.quoted(name)} {words.number(float(v[-1]))}" for name, v in named.items()])
+    lows = []
+    for name, values in named.items():
+        at = torch.nonzero(values == values.min()).flatten()  # a flat bottom (ReLU's) is said as its span
+        where = f"from x = {words.number(float(x[at[0]]))} to {words.number(float(x[at[-1]]))}"
+        where = where if len(at) > 1 else f"at x = {words.number(float(x[at[0]]))}"
+        lows.append(f"{words.quoted(name)} {words.number(float(values.min()))} {where}")
+    return (
+        f"From x = {words.number(float(x[0]))} to {words.number(float(x[-1]))}. "
+        f"At x = {words.number(float(x[-1]))}: {ends}. Lowest: {'; '.join(lows)}."
+    )
+
+
 def mlp_parameters(d_model: int, hidden: int, kind: str, bias: bool = False) -> int:
     """Weights of one MLP: GELU has 2 matrices (up, down), SwiGLU 3 (gate, up, down).
 
@@ -292,6 +316,65 @@ def router_choices(cache: dict[str, torch.Tensor], layer: int) -> RouterChoices 
     probs, experts = cache[cache_name(layer, "mlp.router_probs")][0], cache[cache_name(layer, "mlp.experts")][0]
     load = torch.bincount(experts.reshape(-1), minlength=probs.shape[-1])
     return RouterChoices(probs, experts, cache[cache_name(layer, "mlp.expert_weights")][0], load)
+
+
+def router_words(labels: list[str], probs: torch.Tensor, top_k: int) -> str:
+    """The router's probabilities in words: how many tokens and experts, each token's top choice counted per expert,
+    and the surest and the least sure token.
+
+    >>> probs = torch.tensor([[0.7, 0.2, 0.1], [0.4, 0.35, 0.25]])
+    >>> print(router_words(["a", "b"], probs, 2))
+    2 tokens, 3 experts, each token sent to its top 2. First choices: expert 0 2 tokens.
+    Surest: "a" to expert 0 at 0.7; least sure: "b" to expert 0 at 0.4.
+    """
+    top = probs.max(dim=-1)  # (T,) each token's first choice and its probability
+    firsts = torch.bincount(top.indices, minlength=probs.shape[-1])
+    counted = words.listed(
+        [f"expert {e} {int(n)} token{'s' if int(n) != 1 else ''}" for e, n in enumerate(firsts.tolist()) if n]
+    )
+    sure, unsure = int(torch.argmax(top.values)), int(torch.argmin(top.values))
+
+    def choice(t: int) -> str:
+        return f"{words.quoted(labels[t])} to expert {int(top.indices[t])} at {words.number(float(top.values[t]))}"
+
+    return (
+        f"{len(labels)} tokens, {probs.shape[-1]} experts, each token sent to its top {top_k}. "
+        f"First choices: {counted}. Surest: {choice(sure)}; least sure: {choice(unsure)}."
+    )
+
+
+def load_words(load: list[int], top_k: int) -> str:
+    """Each expert's load in words: the busiest and the idlest, out of every token's ``top_k`` choices.
+
+    >>> load_words([3, 0, 1], 2)
+    '4 choices (2 tokens × top 2): expert 0 takes the most, 3; expert 1 the fewest, 0.'
+    """
+    total = sum(load)
+    most = max(range(len(load)), key=lambda e: load[e])
+    fewest = min(range(len(load)), key=lambda e: load[e])
+    return (
+        f"{total} choices ({total // max(top_k, 1)} tokens × top {top_k}): expert {most} takes the most, {load[most]}; "
+        f"expert {fewest} the fewest, {load[fewest]}."
+    )
+
+
+def llama_lab_words(changes: list[str], losses: list[float]) -> str:
+    """The GPT-2 → Llama lab's validation losses in words: the first row's, the last row's, the best and the worst.
+
+    >>> llama_lab_words(["GPT-2", "+ RoPE", "+ RMSNorm"], [2.5, 2.3, 2.4])
+    'Validation loss (lower is better): "GPT-2" 2.5, "+ RMSNorm" 2.4 at the last step measured; best "+ RoPE" 2.3, \
+worst "GPT-2" 2.5.'
+    """
+    best = min(range(len(losses)), key=lambda i: losses[i])
+    worst = max(range(len(losses)), key=lambda i: losses[i])
+
+    def row(i: int) -> str:
+        return f"{words.quoted(changes[i])} {words.number(losses[i])}"
+
+    return (
+        f"Validation loss (lower is better): {row(0)}, {row(len(losses) - 1)} at the last step measured; "
+        f"best {row(best)}, worst {row(worst)}."
+    )
 
 
 # ---------------------------------------------------------------------------- GPT-2 → Llama, one switch at a time

@@ -109,6 +109,30 @@ def real_models_kv(names: tuple[PresetName, ...] = ("gpt2-124m", "smollm2-135m-s
     )
 
 
+def steps_words(scores: torch.Tensor, scaled_scores: torch.Tensor, masked: torch.Tensor, d_k: int) -> str:
+    """The first three steps of one head in words: the raw scores' range, the range after dividing by √d_k (or
+    not), and how many cells the mask sets to −∞.
+
+    >>> scores = torch.tensor([[4.0, -2.0], [1.0, 3.0]])
+    >>> masked = torch.tensor([[2.0, float("-inf")], [0.5, 1.5]])
+    >>> print(steps_words(scores, scores / 2, masked, 4))
+    Q Kᵀ: scores from -2 to 4. ÷ √4 = 2: from -1 to 2. Masked: 1 of 4 cells set to −∞ (blank), a key after its query.
+    """
+    finite = masked[torch.isfinite(masked)]
+    hidden = int((~torch.isfinite(masked)).sum())
+    divided = not torch.equal(scores, scaled_scores)
+    scale = f"÷ √{d_k} = {words.number(d_k**0.5)}" if divided else "Not scaled"
+    mask = (
+        f"Masked: {hidden} of {masked.numel()} cells set to −∞ (blank), a key after its query."
+        if hidden
+        else f"No mask: all {masked.numel()} cells kept, from {words.number(float(finite.min()))}."
+    )
+    return (
+        f"Q Kᵀ: scores from {words.number(float(scores.min()))} to {words.number(float(scores.max()))}. {scale}: "
+        f"from {words.number(float(scaled_scores.min()))} to {words.number(float(scaled_scores.max()))}. {mask}"
+    )
+
+
 def pattern_words(pattern, labels: list[str], most: int = 6) -> str:
     """An attention pattern (queries × keys, each row summing to 1) in words: where each token looks most, and
     how much weight it puts there; past ``most`` rows, the last ``most`` (the later tokens see more to choose from).

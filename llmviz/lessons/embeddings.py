@@ -319,6 +319,69 @@ def rope_circle_words(pairs: list[int], turns: list[float], last_position: int) 
     return f"From position 0 to {last_position}, {words.listed(said)}."
 
 
+def vectors_words(labels: list[str], vectors: list[list[float]]) -> str:
+    """Your tokens' rows in words: how many values are drawn, the largest in size (whose, where), and the longest
+    and shortest row (its length over the dimensions drawn).
+
+    >>> print(vectors_words(["a", "b"], [[0.5, -1.0], [0.3, 0.4]]))
+    2 tokens × 2 dimensions. Largest in size: -1 ("a", dimension 1). Longest row "a" (1.12), shortest "b" (0.5).
+    """
+    size, row, column = max((abs(v), r, c) for r, values in enumerate(vectors) for c, v in enumerate(values))
+    lengths = [math.sqrt(sum(v * v for v in values)) for values in vectors]
+    longest = max(range(len(lengths)), key=lambda r: lengths[r])
+    shortest = min(range(len(lengths)), key=lambda r: lengths[r])
+    return (
+        f"{len(vectors)} tokens × {len(vectors[0])} dimensions. Largest in size: {words.number(vectors[row][column])} "
+        f"({words.quoted(labels[row])}, dimension {column}). Longest row {words.quoted(labels[longest])} "
+        f"({words.number(lengths[longest])}), shortest {words.quoted(labels[shortest])} "
+        f"({words.number(lengths[shortest])})."
+    )
+
+
+def token_position_words(labels: list[str], token: list[list[float]], position: list[list[float]]) -> list[str]:
+    """The three heatmaps of token + position in words (token rows, position rows, their sum): each one's size (the
+    mean of |value|); the sum's sentence says what it teaches: the same token at two positions enters block 0 as two
+    different rows.
+
+    >>> for said in token_position_words(["a", "b", "a"], [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]],
+    ...                                  [[0.0, 0.5], [0.5, 0.0], [0.25, 0.25]]):
+    ...     print(said)
+    The token rows: 3 tokens × 2 dimensions, mean size 0.5; a token's row is the same wherever it stands.
+    The position rows: mean size 0.25, half the token rows'.
+    Token + position: "a" at positions 0 and 2 enters block 0 as two different rows, 0.354 apart (its token rows \
+are equal).
+    """
+
+    def mean_size(matrix: list[list[float]]) -> float:
+        return sum(abs(v) for values in matrix for v in values) / max(1, sum(len(values) for values in matrix))
+
+    tok, pos = mean_size(token), mean_size(position)
+    ratio = pos / tok if tok else float("inf")
+    said_ratio = "half" if abs(ratio - 0.5) < 1e-9 else f"{words.number(ratio)} times"
+    sums = [[t + p for t, p in zip(a, b)] for a, b in zip(token, position)]
+    first = {}
+    repeated = None
+    for i, label in enumerate(labels):
+        if label in first and repeated is None:
+            repeated = (first[label], i)
+        first.setdefault(label, i)
+    if repeated is None:
+        ending = "each token's row is moved by its position's, so order is in the input."
+    else:
+        i, j = repeated
+        apart = math.sqrt(sum((x - y) ** 2 for x, y in zip(sums[i], sums[j])))
+        ending = (
+            f"{words.quoted(labels[i])} at positions {i} and {j} enters block 0 as two different rows, "
+            f"{words.number(apart)} apart (its token rows are equal)."
+        )
+    return [
+        f"The token rows: {len(token)} tokens × {len(token[0])} dimensions, mean size {words.number(tok)}; a token's "
+        "row is the same wherever it stands.",
+        f"The position rows: mean size {words.number(pos)}, {said_ratio} the token rows'.",
+        f"Token + position: {ending}",
+    ]
+
+
 def rope_distance_words(distances: list[int], scores: list[float]) -> str:
     """The rotated score against the distance in words: at distance 0, and where it is highest and lowest.
 
@@ -326,6 +389,8 @@ def rope_distance_words(distances: list[int], scores: list[float]) -> str:
     'The score depends on the distance alone: 1.5 at distance 0, highest 1.5 at distance 0, lowest -0.25 at \
 distance 1.'
     """
+    if not scores:
+        return "No distances to draw."
     high = max(range(len(scores)), key=lambda i: scores[i])
     low = min(range(len(scores)), key=lambda i: scores[i])
     return (

@@ -328,7 +328,7 @@ def test_an_answers_tokens_scored_by_every_model_say_each_models_mean_probabilit
 
 def test_attentions_step_by_step_masks_and_grouped_query_charts_say_their_numbers():
     at = run_page("stages/attention.py", attention_tab="Step by step")
-    chart = next(s for s in specs(at) if s["layout"].get("meta", "").startswith("Chart. Softmax weights."))
+    chart = next(s for s in specs(at) if " Softmax weights. Where each" in s["layout"].get("meta", ""))
     weights = chart["data"][3]  # the fourth panel: the softmax weights
     z, keys, queries = drawn(weights["z"]), list(weights["x"]), list(weights["y"])
     assert np.allclose(z.sum(axis=1), 1, atol=1e-6)
@@ -429,3 +429,89 @@ def test_the_word2vec_map_says_where_the_looked_up_word_is_and_how_far_its_neigh
     away = sorted((float(np.hypot(*(points[i] - here))), names[i]) for i in orange)
     named = [f'"{name}" {said(d)} away' for d, name in away]
     assert ", ".join(named[:-1]) + " and " + named[-1] + "." in sentence, sentence
+
+
+def test_the_activation_curves_say_each_curves_right_end_and_lowest_point():
+    at = run_page("stages/model.py", model_tab="Inside a trained GPT")
+    chart = next(s for s in specs(at) if "Lowest:" in s["layout"].get("meta", ""))
+    sentence = chart["layout"]["meta"]
+    for trace in chart["data"]:
+        x, y = drawn(trace["x"]), drawn(trace["y"])
+        assert f'"{trace["name"]}" {said(y[-1])}' in sentence, (trace["name"], sentence)
+        bottom = np.nonzero(y == y.min())[0]
+        where = (
+            f"from x = {said(x[bottom[0]])} to {said(x[bottom[-1]])}"
+            if len(bottom) > 1
+            else f"at x = {said(x[bottom[0]])}"
+        )
+        assert f'"{trace["name"]}" {said(y.min())} {where}' in sentence, (trace["name"], where, sentence)
+
+
+def test_your_tokens_vectors_say_the_largest_value_and_the_longest_and_shortest_row():
+    at = run_page("stages/embeddings.py")
+    chart = titled(at, "vectors (first")
+    trace, sentence = chart["data"][0], chart["layout"]["meta"]
+    z, labels = drawn(trace["z"]), list(trace["y"])
+    row, column = np.unravel_index(np.argmax(np.abs(z)), z.shape)
+    lengths = np.linalg.norm(z, axis=1)
+    assert f"{z.shape[0]} tokens × {z.shape[1]} dimensions." in sentence, sentence
+    assert f'Largest in size: {said(z[row, column])} ("{labels[row]}", dimension {column})' in sentence, sentence
+    longest, shortest = int(np.argmax(lengths)), int(np.argmin(lengths))
+    assert f'Longest row "{labels[longest]}" ({said(lengths[longest])})' in sentence, sentence
+    assert f'shortest "{labels[shortest]}" ({said(lengths[shortest])})' in sentence, sentence
+
+
+def test_token_plus_position_says_each_tables_size_and_that_one_token_at_two_places_is_two_inputs():
+    at = run_page("stages/embeddings.py", embeddings_tab="Positions")
+    token, position, total = (titled(at, name) for name in ("token embedding", "+ position embedding", "= input to"))
+    tok, pos, both = (drawn(c["data"][0]["z"]) for c in (token, position, total))
+    assert np.allclose(tok + pos, both, atol=1e-5)  # the third is the sum of the first two, as drawn
+    assert f"mean size {said(np.abs(tok).mean())};" in token["layout"]["meta"], token["layout"]["meta"]
+    assert f"The position rows: mean size {said(np.abs(pos).mean())}," in position["layout"]["meta"]
+    same = [(i, j) for j in range(len(tok)) for i in range(j) if np.array_equal(tok[i], tok[j])]  # one token twice
+    if same:
+        i, j = same[0]
+        apart = said(np.linalg.norm(both[i] - both[j]))
+        assert (
+            f"at positions {i} and {j} enters block 0 as two different rows, {apart} apart" in total["layout"]["meta"]
+        )
+    else:
+        assert "each token's row is moved by its position's" in total["layout"]["meta"], total["layout"]["meta"]
+
+
+def test_the_router_and_load_sentences_say_the_counts_a_numpy_recount_gives():
+    """The MoE router's words against numpy on a random router (the Model page draws them for a mixture-of-experts
+    model only; the words are the lessons', recounted here independently)."""
+    from llmviz.lessons import architectures
+
+    generator = torch.Generator().manual_seed(3)
+    probs = torch.softmax(torch.randn(7, 4, generator=generator), dim=-1)
+    labels = [f"t{i}" for i in range(7)]
+    sentence = architectures.router_words(labels, probs, 2)
+    p = probs.numpy()
+    firsts = np.bincount(p.argmax(axis=1), minlength=4)
+    counted = [f"expert {e} {n} token{'s' if n != 1 else ''}" for e, n in enumerate(firsts) if n]
+    assert f"First choices: {listed(counted)}." in sentence, sentence
+    sure = int(np.argmax(p.max(axis=1)))
+    assert f'Surest: "t{sure}" to expert {p[sure].argmax()} at {said(p[sure].max())}' in sentence, sentence
+    load = np.bincount(np.argsort(-p, axis=1)[:, :2].ravel(), minlength=4)
+    said_load = architectures.load_words(load.tolist(), 2)
+    assert said_load.startswith(
+        f"{load.sum()} choices (7 tokens × top 2): expert {int(np.argmax(load))} takes the most"
+    )
+
+
+def test_the_toy_heads_four_steps_say_the_scores_the_scaled_range_and_the_masked_cells():
+    at = run_page("stages/attention.py", attention_tab="Step by step")
+    chart = next(
+        s
+        for s in specs(at)
+        if s["layout"].get("meta", "").startswith("Chart") and "Q Kᵀ: scores" in s["layout"]["meta"]
+    )
+    scores, scaled, masked = (drawn(trace["z"]) for trace in chart["data"][:3])
+    sentence = chart["layout"]["meta"]
+    assert f"Q Kᵀ: scores from {said(scores.min())} to {said(scores.max())}." in sentence, sentence
+    d_k = round(float(np.nanmedian(scores / scaled)) ** 2)  # the drawn ratio of the first two panels is √d_k
+    assert f"÷ √{d_k} = {said(d_k**0.5)}: from {said(scaled.min())} to {said(scaled.max())}." in sentence, sentence
+    blank = int(np.isnan(masked).sum())
+    assert f"Masked: {blank} of {masked.size} cells set to −∞" in sentence, sentence

@@ -259,6 +259,7 @@ def token_vectors(tokenizer, table: torch.Tensor, ids: list[int]) -> None:
             height=440,
         ),
         width="stretch",
+        words=embeddings.vectors_words(labels, vectors_[:, :shown_dims].tolist()),
     )
     with right:
         if len(ids) >= 2:

@@ -108,18 +108,22 @@ def rope_distance_figure(by_distance: dict[int, tuple[float, float]]) -> go.Figu
 
 
 def token_plus_position_view(
-    tok: torch.Tensor, pos: torch.Tensor, labels: list[str], model_label: str, learned: bool
+    tok: torch.Tensor, pos: torch.Tensor, tokens: list[str], model_label: str, learned: bool
 ) -> None:
-    """The token rows, the position rows and their sum, side by side (the first 32 dimensions)."""
+    """The token rows, the position rows and their sum, side by side (the first 32 dimensions); ``tokens`` as the
+    tokenizer prints them (a repeated token is numbered on the pictures' rows, and named as itself in their words)."""
     width = min(32, tok.shape[1])
     panels = st.columns(3)
-    for panel, (title, matrix) in zip(
-        panels, [("token embedding", tok), ("+ position embedding", pos), ("= input to block 0", tok + pos)]
+    labels = charts.unique_labels(tokens)
+    said = embeddings.token_position_words(tokens, tok[:, :width].tolist(), pos[:, :width].tolist())
+    for panel, (title, matrix), sentence in zip(
+        panels, [("token embedding", tok), ("+ position embedding", pos), ("= input to block 0", tok + pos)], said
     ):
         charts.show_in(
             panel,
             signed_heatmap(matrix[:, :width], list(range(width)), labels, title),
             width="stretch",
+            words=sentence,
         )
     st.caption(
         (
@@ -250,9 +254,9 @@ def token_plus_position() -> None:
         )
     else:
         tok, pos = rows
-        labels = charts.unique_labels([view.tokenizer.printable(i) for i in sentence_ids])
+        tokens = [view.tokenizer.printable(i) for i in sentence_ids]
         learned = getattr(getattr(view.model, "config", None), "positions", "learned") == "learned"
-        token_plus_position_view(tok, pos, labels, view.label, learned)
+        token_plus_position_view(tok, pos, tokens, view.label, learned)
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

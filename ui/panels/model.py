@@ -156,7 +156,7 @@ def activations_tab(cache: dict, config: GPTConfig, labels: list[str]) -> None:
         if name != "x":
             figure.add_trace(go.Scatter(x=curves["x"].tolist(), y=values_.tolist(), name=name, mode="lines"))
     figure.update_layout(height=320, xaxis_title="x", yaxis_title="activation", margin=charts.margins(10))
-    charts.show(figure, width="stretch")
+    charts.show(figure, width="stretch", words=architectures.activation_words(curves))
     st.latex(
         r"\mathrm{GELU\,MLP}(x) = W_2\,\mathrm{GELU}(W_1 x) \qquad "
         r"\mathrm{SwiGLU}(x) = W_2\,\big(\mathrm{SiLU}(W_{gate}\,x) \odot W_1 x\big)"
@@ -205,6 +205,7 @@ def router_view(cache: dict, config: GPTConfig, labels: list[str]) -> None:
             y_title="token",
         ),
         width="stretch",
+        words=architectures.router_words(labels, router.probs, config.experts_top_k),
     )
     chosen = pd.DataFrame(
         {
@@ -227,6 +228,7 @@ def router_view(cache: dict, config: GPTConfig, labels: list[str]) -> None:
             height=240,
         ),
         width="stretch",
+        words=architectures.load_words([int(n) for n in router.load.tolist()], config.experts_top_k),
     )
     st.caption(
         f"Each token goes through {config.experts_top_k} of the {config.n_experts} expert MLPs, "
@@ -362,7 +364,14 @@ def draw_llama_lab() -> None:
             xaxis_title="validation loss (lower is better)",
             yaxis=dict(autorange="reversed"),
         )
-        charts.show(figure, width="stretch", key=state.widget("llama_lab_chart"))
+        charts.show(
+            figure,
+            width="stretch",
+            key=state.widget("llama_lab_chart"),
+            words=architectures.llama_lab_words(
+                list(measured["step"]), [float(v) for v in measured["validation loss"]]
+            ),
+        )
     st.caption(
         f"Each row trained {spec.get('steps', '?')} steps on {literal_markdown(str(spec.get('corpus', '')))} "
         "(characters, context 32, batch 16), with the same seed and batches. Differences of a few hundredths "
