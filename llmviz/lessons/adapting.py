@@ -664,8 +664,7 @@ smallest 0.004 (c).'
     """
     if not errors:
         return "No matrix quantized."
-    top = max(range(len(errors)), key=lambda i: errors[i])
-    low = min(range(len(errors)), key=lambda i: errors[i])
+    top, low = words.extremes(errors)
     return (
         f"Quantized to {bits}, the relative rounding error is {words.number(sum(errors) / len(errors))} on average "
         f"over {len(errors)} matrices: largest {words.number(errors[top])} ({matrices[top]}), smallest "

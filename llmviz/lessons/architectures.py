@@ -350,8 +350,7 @@ def load_words(load: list[int], top_k: int) -> str:
     '4 choices (2 tokens × top 2): expert 0 takes the most, 3; expert 1 the fewest, 0.'
     """
     total = sum(load)
-    most = max(range(len(load)), key=lambda e: load[e])
-    fewest = min(range(len(load)), key=lambda e: load[e])
+    most, fewest = words.extremes(load)
     return (
         f"{total} choices ({total // max(top_k, 1)} tokens × top {top_k}): expert {most} takes the most, {load[most]}; "
         f"expert {fewest} the fewest, {load[fewest]}."
@@ -365,8 +364,7 @@ def llama_lab_words(changes: list[str], losses: list[float]) -> str:
     'Validation loss (lower is better): "GPT-2" 2.5, "+ RMSNorm" 2.4 at the last step measured; best "+ RoPE" 2.3, \
 worst "GPT-2" 2.5.'
     """
-    best = min(range(len(losses)), key=lambda i: losses[i])
-    worst = max(range(len(losses)), key=lambda i: losses[i])
+    worst, best = words.extremes(losses)
 
     def row(i: int) -> str:
         return f"{words.quoted(changes[i])} {words.number(losses[i])}"

@@ -391,8 +391,7 @@ distance 1.'
     """
     if not scores:
         return "No distances to draw."
-    high = max(range(len(scores)), key=lambda i: scores[i])
-    low = min(range(len(scores)), key=lambda i: scores[i])
+    high, low = words.extremes(scores)
     return (
         f"The score depends on the distance alone: {words.number(scores[0])} at distance {distances[0]}, highest "
         f"{words.number(scores[high])} at distance {distances[high]}, lowest {words.number(scores[low])} at "

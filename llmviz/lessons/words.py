@@ -47,6 +47,15 @@ def listed(parts: Sequence[str]) -> str:
     return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
+def extremes(values: Sequence[float]) -> tuple[int, int]:
+    """Where the largest and the smallest value are (the first of equals), for a sentence that names them.
+
+    >>> extremes([0.5, 2.0, -1.0, 2.0])
+    (1, 2)
+    """
+    return max(range(len(values)), key=lambda i: values[i]), min(range(len(values)), key=lambda i: values[i])
+
+
 def ranked(labels: Sequence, values: Sequence[float], most: int = 3) -> str:
     """The ``most`` largest values with their labels, largest first (ties keep the drawn order).
 
