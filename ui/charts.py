@@ -415,11 +415,23 @@ def show_in(where, figure: go.Figure, width="stretch", words: str = "", **kwargs
         )
         _trace_text_bigger(figure, scale)
         _thin_crowded_rows(figure)
-    _readable_text(figure)
+    if _light_theme():
+        _readable_text(figure)
     figure.layout.meta = chart_text.describe(
         figure, words
     )  # its text alternative (ui/static/reachable.js writes it out)
     return where.plotly_chart(figure, width=width, config=export_config(_filename(figure)), **kwargs)
+
+
+def _light_theme() -> bool:
+    """Whether the browser shows the app's light theme (Streamlit's dark one, picked in its menu, keeps its own
+    light chart text); light when it cannot be told (AppTest, a first run)."""
+    import streamlit as st
+
+    try:
+        return getattr(st.context.theme, "type", None) != "dark"
+    except Exception:  # noqa: BLE001 - no browser context: the app's own theme, which is light
+        return True
 
 
 def _readable_text(figure: go.Figure) -> None:
