@@ -494,6 +494,28 @@ def _thin_crowded_rows(figure: go.Figure, line_px: int = 17) -> None:
         step = math.ceil(len(trace.y) * line_px / max(1.0, (height - top - below) * (high - low)))
         if step > 1:
             axis.dtick = step
+            if trace.text is not None and trace.texttemplate:  # numbers written in the cells collide the same way
+                trace.text = _apart(trace.text, step)
+
+
+def _apart(text, step: int) -> list[list[str]]:
+    """A heatmap's cell texts with, in each column, no two written less than ``step`` rows apart (the first kept):
+    a cell left blank keeps its colour, its hover and its place in the chart's words.
+
+    >>> _apart([["1.0", ""], ["0.5", "0.5"], ["0.4", ""], ["", "0.3"]], 2)
+    [['1.0', ''], ['', '0.5'], ['0.4', ''], ['', '0.3']]
+    """
+    rows = [list(row) for row in text]
+    last: dict[int, int] = {}
+    for r, row in enumerate(rows):
+        for c, cell in enumerate(row):
+            if not cell:
+                continue
+            if c in last and r - last[c] < step:
+                row[c] = ""
+            else:
+                last[c] = r
+    return rows
 
 
 def _upright_labels_px(labels, char_px: float = 8.5) -> float:
