@@ -415,43 +415,10 @@ def show_in(where, figure: go.Figure, width="stretch", words: str = "", **kwargs
         )
         _trace_text_bigger(figure, scale)
         _thin_crowded_rows(figure)
-    if _light_theme():
-        _readable_text(figure)
     figure.layout.meta = chart_text.describe(
         figure, words
     )  # its text alternative (ui/static/reachable.js writes it out)
     return where.plotly_chart(figure, width=width, config=export_config(_filename(figure)), **kwargs)
-
-
-def _light_theme() -> bool:
-    """Whether the browser shows the app's light theme (Streamlit's dark one, picked in its menu, keeps its own
-    light chart text); light when it cannot be told (AppTest, a first run)."""
-    import streamlit as st
-
-    try:
-        return getattr(st.context.theme, "type", None) != "dark"
-    except Exception:  # noqa: BLE001 - no browser context: the app's own theme, which is light
-        return True
-
-
-def _readable_text(figure: go.Figure) -> None:
-    """The chart's own text (tick labels, axis titles, legend, a colour bar's numbers, a panel's title) in
-    :data:`~ui.colours.MUTED_TEXT`, 6.4:1 on white: Streamlit's theme draws it in #808495, 3.7:1, under WCAG AA's
-    4.5:1 for text of this size (measured on a screenshot of the Attention page; axe-core does not read Plotly's SVG).
-    A number written in a cell or on a bar keeps Plotly's own contrast with its fill.
-
-    >>> figure = go.Figure(go.Heatmap(z=[[1]]))
-    >>> _readable_text(figure)
-    >>> figure.layout.xaxis.tickfont.color == figure.data[0].colorbar.tickfont.color == MUTED_TEXT
-    True
-    """
-    figure.update_layout(font_color=MUTED_TEXT, legend_font_color=MUTED_TEXT)
-    figure.update_xaxes(tickfont_color=MUTED_TEXT, title_font_color=MUTED_TEXT)
-    figure.update_yaxes(tickfont_color=MUTED_TEXT, title_font_color=MUTED_TEXT)
-    for trace in figure.data:
-        if getattr(trace, "type", "") in ("heatmap", "contour", "histogram2d"):
-            trace.colorbar.tickfont.color = MUTED_TEXT
-            trace.colorbar.title.font.color = MUTED_TEXT
 
 
 def _trace_text_bigger(figure: go.Figure, scale: float) -> None:
@@ -552,15 +519,50 @@ def show(figure: go.Figure, width="stretch", words: str = "", **kwargs):
 # Streamlit draws a display formula in a box that scrolls sideways and clips what rises above or hangs below its line
 # (overflow: auto hidden): the numerator of a fraction lost its top pixels. The box gets room above and below.
 FORMULA_STYLE = "<style>.katex-display { padding: 0.5em 0.1em; }</style>"
+#: A chart's own text (tick labels, axis and colour-bar titles, a legend, a note on the plot) in MUTED_TEXT, 6.4:1 on
+#: white: Streamlit's theme draws it in #808495, 3.7:1, under WCAG AA's 4.5:1 for text of this size (measured on a
+#: screenshot of the Attention page; axe-core does not read Plotly's SVG). A rule of the page, not of each figure:
+#: setting each axis's colours on the figure (validated by Plotly) cost 4-70 ms a chart, and the theme's own
+#: colours override a template's. A number written in a cell or on a bar keeps Plotly's contrast with its fill.
+CHART_TEXT_STYLE = (
+    "<style>"
+    + ", ".join(
+        f'[data-testid="stPlotlyChart"] {part}'
+        for part in (
+            ".xtick text",
+            ".ytick text",
+            ".g-xtitle text",
+            ".g-ytitle text",
+            ".cbaxis text",
+            ".cbtitle text",
+            ".legendtext",
+            ".annotation-text",
+        )
+    )  # fmt: skip
+    + f" {{ fill: {MUTED_TEXT} !important; }}</style>"
+)
+
+
+def _light_theme() -> bool:
+    """Whether the browser shows the app's light theme (Streamlit's dark one, picked in its menu, keeps its own
+    light chart text); light when it cannot be told (AppTest, a first run)."""
+    import streamlit as st
+
+    try:
+        return getattr(st.context.theme, "type", None) != "dark"
+    except Exception:  # noqa: BLE001 - no browser context: the app's own theme, which is light
+        return True
 
 
 def install_export() -> None:
-    """Once per run (app.py): the SVG download button on every chart, the room every formula needs, and a keyboard
-    stop on every formula or code block wider than its column (ui/static/reachable.js)."""
+    """Once per run (app.py): the SVG download button on every chart, the room every formula needs, a keyboard stop
+    on every formula or code block wider than its column (ui/static/reachable.js), and charts' text that meets AA's
+    contrast (:data:`CHART_TEXT_STYLE`)."""
     import streamlit as st
 
     scripts = SVG_BUTTON_SCRIPT + chart_text.REACHABLE_SCRIPT  # (after an element: a first script is dropped)
-    st.html('<span data-llmviz-export="1"></span>' + scripts + FORMULA_STYLE, unsafe_allow_javascript=True)
+    style = FORMULA_STYLE + (CHART_TEXT_STYLE if _light_theme() else "")  # (the dark theme's own light text stays)
+    st.html('<span data-llmviz-export="1"></span>' + scripts + style, unsafe_allow_javascript=True)
 
 
 def equation(line: str, where=None) -> None:
