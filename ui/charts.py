@@ -12,7 +12,8 @@ import plotly.graph_objects as go
 from ui import chart_text
 from ui.colours import MUTED_TEXT, NUMBER_TEXT, PALETTE
 from ui.equations import display_math
-from ui.streamlit_private import SVG_BUTTON_SCRIPT, unchecked_figure
+from ui.projector import for_projector
+from ui.streamlit_private import SVG_BUTTON_SCRIPT, chart_text_style, unchecked_figure
 from ui.text import literal_html
 
 
@@ -23,11 +24,6 @@ def margins(top: int = 40, bottom: int = 10, side: int = 10) -> dict:
     {'l': 10, 'r': 10, 't': 10, 'b': 10}
     """
     return {"l": side, "r": side, "t": top, "b": bottom}
-
-
-#: a horizontal legend under a chart's x-axis title at any height: pinned to the figure's bottom edge (the paper's
-#: y=-0.2 of a short chart, as in presenter mode, put it on the axis title's line)
-LEGEND_BELOW = {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0}
 
 
 def heatmap(
@@ -373,9 +369,6 @@ def _filename(figure: go.Figure) -> str:
     return f"llmviz-{slug[:40]}" if slug else "llmviz-chart"
 
 
-PRESENTER_HEIGHT = 300  # px: the tallest chart in presenter mode (a 1280×720 slide holds it under its heading)
-
-
 def plotly_text(text: str) -> str:
     """``text`` as Plotly draws it, tags and all: ``&``, ``<`` and ``>`` escaped (Plotly reads ``&lt;`` back as
     ``<``; it shows ``&quot;`` as typed, and a quote outside a tag is harmless, so quotes stay).
@@ -388,125 +381,19 @@ def plotly_text(text: str) -> str:
 
 def show_in(where, figure: go.Figure, width="stretch", words: str = "", **kwargs):
     """Draw a Plotly figure in ``where`` (``st``, a column, a container) the way every llmviz chart is drawn:
-    downloadable as PNG at 2× and as SVG, and with bigger type in presenter mode (every label 14 px or more;
-    the height stays, at most :data:`PRESENTER_HEIGHT`, so that a slide keeps its chart and controls on one 1280×720
-    screen). ``words``: what the chart teaches, with its key numbers (a sentence from ``llmviz.lessons``), said
-    to a screen reader before the series' extremes (:func:`ui.chart_text.describe`)."""
+    downloadable as PNG at 2× and as SVG, and with bigger type in presenter mode (:func:`ui.projector.for_projector`:
+    every label 14 px or more, a slide keeps its chart and controls on one 1280×720 screen). ``words``: what the
+    chart teaches, with its key numbers (a sentence from ``llmviz.lessons``), said to a screen reader before the
+    series' extremes (:func:`ui.chart_text.describe`)."""
     from ui import present
 
     scale = present.chart_scale()
     if scale != 1.0:
-        figure = go.Figure(figure)  # a copy: the caller's figure stays as built
-        figure.update_layout(font_size=round(12 * scale))  # type grows; the height stays (a slide fits the screen)
-        # a bar's number and a legend's entries too: Plotly shrinks a bar's text to the bar (9 px on Sampling's bars)
-        figure.update_layout(
-            uniformtext=dict(minsize=14, mode="show"),
-            legend_font_size=max(14, round((figure.layout.legend.font.size or 12) * scale)),
-        )
-        if (figure.layout.height or 0) > PRESENTER_HEIGHT:  # a tall chart fits a 720-px screen under its controls
-            figure.update_layout(height=PRESENTER_HEIGHT)
-        _legend_off_the_axis(figure)
-        # every axis label too (Streamlit's theme draws them at 0.75 rem otherwise), a heatmap's token labels included
-        figure.for_each_xaxis(
-            lambda axis: axis.update(tickfont_size=max(14, round((axis.tickfont.size or 12) * scale)))
-        )
-        figure.for_each_yaxis(
-            lambda axis: axis.update(tickfont_size=max(14, round((axis.tickfont.size or 12) * scale)))
-        )
-        _trace_text_bigger(figure, scale)
-        _thin_crowded_rows(figure)
+        figure = for_projector(figure, scale)
     figure.layout.meta = chart_text.describe(
         figure, words
     )  # its text alternative (ui/static/reachable.js writes it out)
     return where.plotly_chart(figure, width=width, config=export_config(_filename(figure)), **kwargs)
-
-
-def _trace_text_bigger(figure: go.Figure, scale: float) -> None:
-    """A trace's own text (a heatmap cell's number, a point's label) drawn at least 14 px in presenter mode, as every
-    other text of the chart: ``uniformtext`` reaches bars and pies only, and a heatmap's 10 px weights stayed 10 px.
-
-    >>> figure = go.Figure(go.Heatmap(z=[[1]], text=[["1.0"]], texttemplate="%{text}", textfont_size=10))
-    >>> _trace_text_bigger(figure, 1.35)
-    >>> figure.data[0].textfont.size
-    14
-    """
-    for trace in figure.data:
-        size = getattr(getattr(trace, "textfont", None), "size", None)
-        if isinstance(size, (int, float)):
-            trace.textfont.size = max(14, round(size * scale))
-
-
-def _thin_crowded_rows(figure: go.Figure, line_px: int = 17) -> None:
-    """A heatmap's rows labelled one by one (``dtick=1``) that no longer fit their height in presenter mode (14 px
-    labels in a chart of at most :data:`PRESENTER_HEIGHT`: a 13-token pattern's labels overlapped) keep every
-    second (or third…) label instead; every row keeps its cells, its hover and its place in the chart's words.
-
-    >>> figure = go.Figure(go.Heatmap(z=[[0]] * 13, y=[f"t{i}" for i in range(13)]), layout=dict(height=300))
-    >>> figure.update_yaxes(type="category", dtick=1) and None
-    >>> _thin_crowded_rows(figure)
-    >>> figure.layout.yaxis.dtick
-    2
-    """
-    height = figure.layout.height or 450
-    margin = figure.layout.margin
-    top, bottom = (margin.t if margin.t is not None else 100), (margin.b if margin.b is not None else 80)
-    for trace in figure.data:
-        if getattr(trace, "type", "") != "heatmap" or trace.y is None:
-            continue
-        axis = figure.layout["yaxis" + (trace.yaxis or "y")[1:]]  # "y2" → layout.yaxis2: its panel's own axis
-        if axis.dtick != 1:
-            continue
-        low, high = axis.domain or (0, 1)
-        below = max(bottom, _upright_labels_px(trace.x) + 40)  # Plotly grows the margin for upright x labels
-        step = math.ceil(len(trace.y) * line_px / max(1.0, (height - top - below) * (high - low)))
-        if step > 1:
-            axis.dtick = step
-            if trace.text is not None and trace.texttemplate:  # numbers written in the cells collide the same way
-                trace.text = _apart(trace.text, step)
-
-
-def _apart(text, step: int) -> list[list[str]]:
-    """A heatmap's cell texts with, in each column, no two written less than ``step`` rows apart (the first kept):
-    a cell left blank keeps its colour, its hover and its place in the chart's words.
-
-    >>> _apart([["1.0", ""], ["0.5", "0.5"], ["0.4", ""], ["", "0.3"]], 2)
-    [['1.0', ''], ['', '0.5'], ['0.4', ''], ['', '0.3']]
-    """
-    rows = [list(row) for row in text]
-    last: dict[int, int] = {}
-    for r, row in enumerate(rows):
-        for c, cell in enumerate(row):
-            if not cell:
-                continue
-            if c in last and r - last[c] < step:
-                row[c] = ""
-            else:
-                last[c] = r
-    return rows
-
-
-def _upright_labels_px(labels, char_px: float = 8.5) -> float:
-    """How tall a row of token labels turned upright stands at 14 px (about 8.5 px a character).
-
-    >>> _upright_labels_px(["The", "␣sequence"]), _upright_labels_px(None)
-    (76.5, 0.0)
-    """
-    return max((len(str(label)) for label in labels), default=0) * char_px if labels is not None else 0.0
-
-
-def _legend_off_the_axis(figure: go.Figure) -> None:
-    """A horizontal legend placed under the plot at a fraction of its height (``y=-0.2``) moves to the figure's
-    bottom edge (:data:`LEGEND_BELOW`): with presenter mode's bigger tick labels and axis title, the fraction put it
-    on the axis title's line.
-
-    >>> figure = go.Figure(layout=dict(legend=dict(orientation="h", y=-0.2)))
-    >>> _legend_off_the_axis(figure)
-    >>> figure.layout.legend.yref, figure.layout.legend.y
-    ('container', 0)
-    """
-    legend = figure.layout.legend
-    if legend.orientation == "h" and legend.y is not None and legend.y < 0 and legend.yref in (None, "paper"):
-        figure.update_layout(legend=LEGEND_BELOW)
 
 
 def show(figure: go.Figure, width="stretch", words: str = "", **kwargs):
@@ -519,28 +406,6 @@ def show(figure: go.Figure, width="stretch", words: str = "", **kwargs):
 # Streamlit draws a display formula in a box that scrolls sideways and clips what rises above or hangs below its line
 # (overflow: auto hidden): the numerator of a fraction lost its top pixels. The box gets room above and below.
 FORMULA_STYLE = "<style>.katex-display { padding: 0.5em 0.1em; }</style>"
-#: A chart's own text (tick labels, axis and colour-bar titles, a legend, a note on the plot) in MUTED_TEXT, 6.4:1 on
-#: white: Streamlit's theme draws it in #808495, 3.7:1, under WCAG AA's 4.5:1 for text of this size (measured on a
-#: screenshot of the Attention page; axe-core does not read Plotly's SVG). A rule of the page, not of each figure:
-#: setting each axis's colours on the figure (validated by Plotly) cost 4-70 ms a chart, and the theme's own
-#: colours override a template's. A number written in a cell or on a bar keeps Plotly's contrast with its fill.
-CHART_TEXT_STYLE = (
-    "<style>"
-    + ", ".join(
-        f'[data-testid="stPlotlyChart"] {part}'
-        for part in (
-            ".xtick text",
-            ".ytick text",
-            ".g-xtitle text",
-            ".g-ytitle text",
-            ".cbaxis text",
-            ".cbtitle text",
-            ".legendtext",
-            ".annotation-text",
-        )
-    )  # fmt: skip
-    + f" {{ fill: {MUTED_TEXT} !important; }}</style>"
-)
 
 
 def _light_theme() -> bool:
@@ -548,20 +413,17 @@ def _light_theme() -> bool:
     light chart text); light when it cannot be told (AppTest, a first run)."""
     import streamlit as st
 
-    try:
-        return getattr(st.context.theme, "type", None) != "dark"
-    except Exception:  # noqa: BLE001 - no browser context: the app's own theme, which is light
-        return True
+    return getattr(getattr(st.context, "theme", None), "type", None) != "dark"
 
 
 def install_export() -> None:
     """Once per run (app.py): the SVG download button on every chart, the room every formula needs, a keyboard stop
     on every formula or code block wider than its column (ui/static/reachable.js), and charts' text that meets AA's
-    contrast (:data:`CHART_TEXT_STYLE`)."""
+    contrast (:func:`ui.streamlit_private.chart_text_style`)."""
     import streamlit as st
 
     scripts = SVG_BUTTON_SCRIPT + chart_text.REACHABLE_SCRIPT  # (after an element: a first script is dropped)
-    style = FORMULA_STYLE + (CHART_TEXT_STYLE if _light_theme() else "")  # (the dark theme's own light text stays)
+    style = FORMULA_STYLE + (chart_text_style(MUTED_TEXT) if _light_theme() else "")  # (dark: the theme's own)
     st.html('<span data-llmviz-export="1"></span>' + scripts + style, unsafe_allow_javascript=True)
 
 

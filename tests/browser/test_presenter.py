@@ -15,6 +15,7 @@ import time
 import pytest
 
 from tests.support.browser import no_error_box, open_page, settled, shot, slider, wait_until_idle
+from tests.support.contrast import contrast
 
 pytestmark = pytest.mark.browser
 
@@ -207,8 +208,6 @@ CHART_TEXT = """() => Array.from(document.querySelectorAll(
 def chart_text_is_readable(page, name: str, chart: bool) -> None:
     """Issue 70 item 3: a chart's ticks and axis titles on the projector, ≥ 4.5:1 on white (Streamlit's theme drew
     them in #808495, 3.7:1; axe-core does not read Plotly's SVG)."""
-    from tests.project.test_colours import contrast
-
     fills = set(page.evaluate(CHART_TEXT))
     assert fills or not chart, f"{name}: the slide's chart has no tick labels to read"
     low = {fill: round(contrast(fill, "#ffffff"), 2) for fill in fills if contrast(fill, "#ffffff") < 4.5}

@@ -15,6 +15,7 @@ import plotly.colors
 import pytest
 from colorspacious import cspace_convert, deltaE
 
+from tests.support.contrast import contrast, rgb
 from tests.support.paths import ROOT
 from ui import colours
 from ui.panels import inside_lens, runs, sampling, tuning
@@ -26,15 +27,6 @@ APART = 10.0  # two categories: at least this far apart in CAM02-UCS (the Okabeâ
 NEIGHBOURS_APART = 12.0  # two neighbouring token chips
 ENDS_APART = 30.0  # the two ends of a sequential scale
 SIDES_APART = 20.0  # a diverging scale's two sides, at the same distance from zero (RdBu's worst: 24, protanopia)
-
-
-def rgb(colour) -> tuple[int, int, int]:
-    """``#1f77b4``, ``rgb(1, 2, 3)`` or a tuple, as 0-255 integers."""
-    if isinstance(colour, tuple):
-        return colour
-    if colour.startswith("#"):
-        return tuple(int(colour[i : i + 2], 16) for i in (1, 3, 5))
-    return tuple(round(float(v)) for v in re.findall(r"[\d.]+", colour)[:3])
 
 
 def seen(colour, vision: str) -> np.ndarray:
@@ -54,19 +46,6 @@ def distance(a, b, vision: str) -> float:
 def lightness(colour, vision: str) -> float:
     """J' of CAM02-UCS: how light the colour looks (0 black, 100 white)."""
     return float(cspace_convert(seen(colour, vision), "sRGB1", "CAM02-UCS")[0])
-
-
-def luminance(colour) -> float:
-    """WCAG 2.1's relative luminance."""
-    channels = [c / 255 for c in rgb(colour)]
-    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
-    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
-
-
-def contrast(a, b) -> float:
-    """WCAG 2.1's contrast ratio (1 to 21)."""
-    light, dark = sorted((luminance(a), luminance(b)), reverse=True)
-    return (light + 0.05) / (dark + 0.05)
 
 
 def over(colour, alpha: float, background=WHITE) -> tuple[int, int, int]:

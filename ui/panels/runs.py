@@ -36,7 +36,7 @@ from llmviz.training.config import TrainConfig
 from llmviz.training.dataset import vocab_bound
 from llmviz.training.footprint import of_config
 from llmviz.training.trainer import build_trainer
-from ui import charts, colours, lab, picker, sections, state, watch
+from ui import charts, colours, lab, picker, projector, sections, state, watch
 from ui.errors import friendly_errors
 from ui.text import literal_markdown
 
@@ -217,7 +217,7 @@ def loss_figure(
             yaxis=dict(title=dict(text=y_title)),
             height=height,
             margin=charts.margins(10, bottom=40),
-            legend=charts.LEGEND_BELOW,
+            legend=projector.LEGEND_BELOW,
             shapes=shapes,
             annotations=annotations,
         ),

@@ -16,7 +16,7 @@ from llmviz.lab.live_status import JobStatus
 from llmviz.lessons.training import extrapolation_words, smooth
 from llmviz.training import footprint
 from llmviz.training.config import PRECISION_TITLES
-from ui import charts, lab, picker, state
+from ui import charts, lab, picker, projector, state
 from ui.lab import state_text
 from ui.panels import run_view, runs
 from ui.text import csv_text, literal_markdown
@@ -113,7 +113,7 @@ def recorded_curve(curve, label: str) -> None:
         yaxis_title="cross-entropy loss (nats)",
         height=380,
         margin=charts.margins(40, bottom=40),
-        legend=charts.LEGEND_BELOW,
+        legend=projector.LEGEND_BELOW,
     )
     charts.show(figure, key=state.widget("recorded_curve"), words=runs.curve_words(figure))
 
