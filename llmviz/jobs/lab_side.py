@@ -2,7 +2,8 @@
 that shares the machine's slots with every app process through the registry, counts a student's runs in every
 process, acts on the lab's controls (:class:`llmviz.lab.service.Controller`: pause, resume, stop, park a run this
 process holds; Resume of a kept run trains the same run on here) and keeps the pages' older calls
-(``kept_runs``, ``resume_kept``, ``control``) as thin doors onto :class:`llmviz.lab.service.Lab`.
+(``kept_runs``, ``resume_kept``) as thin doors onto :class:`llmviz.lab.service.Lab`; controls have one public path,
+:meth:`llmviz.lab.service.Lab.control`.
 
 The registry's answers never block a training loop: a slot claim waits a fraction of a second for another process's
 lock (:data:`llmviz.lab.slots.CLAIM_WAIT_S`) and tries again later, a slot is freed by the keeper's thread when the
@@ -114,11 +115,12 @@ class LabSide:
             return None
         return self.keeper.lab.keep_upload(student_key(owner), name, data)
 
-    def control(self, owner: str, run_id: str, action: str, by: str = "student") -> bool:
-        """``"pause"``, ``"resume"`` or ``"stop"`` ``owner``'s run ``run_id``: through the lab's one control path
-        (:meth:`llmviz.lab.service.Lab.control`, inside its guard) when this manager keeps its runs in a lab, else at
-        once on a run this process holds. True when the run was acted on or asked to; False when it is not the
-        owner's live run. A database fault raises :class:`~llmviz.lab.faults.LabUnavailable` (one sentence)."""
+    def _control(self, owner: str, run_id: str, action: str, by: str = "student") -> bool:
+        """Tests' door only: pages and the CLI control runs through :meth:`llmviz.lab.service.Lab.control` (inside
+        its guard) and nothing else. ``"pause"``, ``"resume"`` or ``"stop"`` ``owner``'s run ``run_id``: through
+        ``Lab.control`` when this manager keeps its runs in a lab, else at once on a run this process holds. True when
+        the run was acted on or asked to; False when it is not the owner's live run. A database fault raises
+        :class:`~llmviz.lab.faults.LabUnavailable` (one sentence)."""
         if self.keeper is None:
             return self.act(student_key(owner), run_id, action, by, owner=owner)
         view = self.keeper.lab.run(student_key(owner), run_id)

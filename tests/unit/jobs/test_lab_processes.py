@@ -124,16 +124,16 @@ def test_pause_resume_and_stop_from_the_other_process(tmp_path, database_url):
     try:
         registry, run_id = other.keeper.lab.registry, ids["ann"]
         assert other.get("ann", run_id) is None  # not this process's
-        assert not other.control("bob", run_id, "pause")  # another student's run: nothing happens
-        assert other.control("ann", run_id, "pause")
+        assert not other._control("bob", run_id, "pause")  # another student's run: nothing happens
+        assert other._control("ann", run_id, "pause")
         assert wait_for(lambda: registry.run("ann", run_id).state == "paused", 30)
         paused_at = registry.run("ann", run_id).step
         assert wait_for(lambda: registry.run("ann", run_id).step == paused_at, 5)
-        assert other.control("ann", run_id, "resume")
+        assert other._control("ann", run_id, "resume")
         assert wait_for(lambda: registry.run("ann", run_id).step > paused_at + 5, 30)
-        assert other.control("ann", run_id, "stop")
+        assert other._control("ann", run_id, "stop")
         assert wait_for(lambda: registry.run("ann", run_id).state == "stopped", 30)
-        assert not other.control("ann", run_id, "pause")  # ended: nothing to ask
+        assert not other._control("ann", run_id, "pause")  # ended: nothing to ask
     finally:
         end(child)
         other.shutdown()

@@ -27,8 +27,8 @@ def test_a_student_sees_starts_and_stops_only_their_own_runs(manager):
     gate.go.release(1)
     wait_for(lambda: run.status().step >= 1)  # it trains: a stop now reaches its worker
     assert not hasattr(bo, "control") and not hasattr(ada, "forget")  # controls: the lab's one path (Lab.control)
-    assert manager.control("bo", run.id, "stop") is False  # nor stops another student's run
-    assert manager.control("ada", run.id, "stop") is True
+    assert manager._control("bo", run.id, "stop") is False  # nor stops another student's run
+    assert manager._control("ada", run.id, "stop") is True
     gate.go.release(1000)  # the loop goes on until the stop is seen between two steps
     assert manager.get("ada", run.id).wait(30)
     assert run.status().state == JobState.STOPPED and run.ended
