@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import time
 
 import pytest
 
@@ -26,8 +25,8 @@ from benchmarks._class_client import ClassTab, cookie_of
 from llmviz.lab.faults import SENTENCES
 from llmviz.lab.service import Lab
 from llmviz.lessons import plans
-from tests.support.app_server import AppDidNotStart, AppServer, start_app
 from tests.support.asyncio_thread import run_coroutine
+from tests.support.class_servers import class_server, until
 from tests.support.locks import locked_by_another_process, release
 from ui.identity import new_secret, student_from_secret
 from ui.text import literal_markdown
@@ -39,30 +38,8 @@ KEY = "a-teacher-key-for-the-class-across-processes"
 LESSON = plans.shipped()["1-text-to-next-token"]
 
 
-def server(folder, name: str) -> AppServer:
-    env = {
-        "HF_HUB_OFFLINE": "1",
-        "LLMVIZ_RUNS_DIR": str(folder / "runs"),
-        "LLMVIZ_CACHE_DIR": str(folder / "cache"),
-        "LLMVIZ_SESSION_TIMEOUT": "600",
-        "LLMVIZ_TEACHER_KEY": KEY,
-        "LLMVIZ_NEW_STUDENTS_PER_MINUTE": "0",
-    }
-    try:
-        return start_app("app.py", env=env, log=folder / f"server-{name}.log")
-    except AppDidNotStart as error:
-        pytest.fail(str(error))
-
-
-async def until(tab: ClassTab, found, what: str, timeout: float = 180.0):
-    """Rerun ``tab``'s page (as its section's timer would) until ``found()`` is true; its value."""
-    deadline = time.monotonic() + timeout
-    while not (value := found()):
-        if time.monotonic() > deadline:
-            pytest.fail(f"no {what} within {timeout:.0f} s; the page drew: {tab.texts[-12:]} {tab.toasts}")
-        tab.forget()
-        await tab.rerun()
-    return value
+def server(folder, name: str):
+    return class_server(folder, name, KEY, LLMVIZ_NEW_STUDENTS_PER_MINUTE="0")
 
 
 async def open_clean(tab: ClassTab, path: str, query: str = ""):

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import pytest
 
 from benchmarks._class_client import ClassTab, cookie_of
 from llmviz.lab.service import Lab
-from tests.support.app_server import AppDidNotStart, AppServer, start_app
 from tests.support.asyncio_thread import run_coroutine
+from tests.support.class_servers import class_server
+from tests.support.class_servers import until as _until
 from tests.support.plotly_spec import drawn
 from ui.identity import new_secret
 
@@ -46,29 +46,13 @@ class RunTab(ClassTab):
         self.charts.clear()
 
 
-def server(folder, name: str) -> AppServer:
-    env = {
-        "HF_HUB_OFFLINE": "1",
-        "LLMVIZ_RUNS_DIR": str(folder / "runs"),
-        "LLMVIZ_CACHE_DIR": str(folder / "cache"),
-        "LLMVIZ_SESSION_TIMEOUT": "600",
-        "LLMVIZ_TEACHER_KEY": KEY,
-    }
-    try:
-        return start_app("app.py", env=env, log=folder / f"server-{name}.log")
-    except AppDidNotStart as error:
-        pytest.fail(str(error))
+def server(folder, name: str):
+    return class_server(folder, name, KEY)
 
 
-async def until(tab: ClassTab, found, what: str, timeout: float = 300.0):
-    """Rerun ``tab``'s page (as its live section's timer would) until ``found()`` is true; its value."""
-    deadline = time.monotonic() + timeout
-    while not (value := found()):
-        if time.monotonic() > deadline:
-            pytest.fail(f"no {what} within {timeout:.0f} s; the page drew: {tab.texts[-12:]} {tab.toasts}")
-        tab.forget()
-        await tab.rerun()
-    return value
+async def until(tab, found, what: str, timeout: float = 300.0):
+    """:func:`tests.support.class_servers.until`, with a run's time to train past its park."""
+    return await _until(tab, found, what, timeout)
 
 
 def parked_with_resume(tab: RunTab, line: str, run_id: str) -> bool:
