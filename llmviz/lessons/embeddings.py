@@ -359,7 +359,7 @@ are equal).
     ratio = pos / tok if tok else float("inf")
     said_ratio = "half" if abs(ratio - 0.5) < 1e-9 else f"{words.number(ratio)} times"
     sums = [[t + p for t, p in zip(a, b)] for a, b in zip(token, position)]
-    first = {}
+    first: dict[str, int] = {}
     repeated = None
     for i, label in enumerate(labels):
         if label in first and repeated is None:
