@@ -1065,21 +1065,23 @@ def registry_cost(kind: str, students: int, port: int) -> list[str]:
         lab = Lab.at(folder, url=url)
         names = [f"student-{i:03d}" for i in range(students)]
         for name in names:
-            lab.registry.ensure_student(name, name=name)
+            lab.registry.records.ensure_student(name, name=name)
             for r in range(3):
                 run_id = f"{name[-3:]}r{r}"
-                lab.registry.add_run(RunRecord(run_id, name, "train", f"Run {r}", "finished", total=300, step=300))
-                lab.registry.add_points(run_id, [(step, 3.0 - step / 200, None) for step in range(1, 301)])
+                lab.registry.records.add_run(
+                    RunRecord(run_id, name, "train", f"Run {r}", "finished", total=300, step=300)
+                )
+                lab.registry.records.add_points(run_id, [(step, 3.0 - step / 200, None) for step in range(1, 301)])
                 for step in (0, 1, 10, 100, 200, 300):
-                    lab.registry.add_snapshot(run_id, step, f"{folder}/{run_id}-{step}", 1000)
+                    lab.registry.records.add_snapshot(run_id, step, f"{folder}/{run_id}-{step}", 1000)
         manager = JobManager(max_running=1, lab=lab)
 
         def page_open(name: str) -> tuple[float, float]:
             wall, cpu = time.perf_counter(), time.thread_time()
             kept = manager.kept_runs(name)  # the picker: the student's runs (and the orphan check)
             if kept:
-                lab.registry.steps_by_run(name)  # their kept snapshot steps
-            lab.registry.student(name)  # the teacher flag / display name
+                lab.registry.records.steps_by_run(name)  # their kept snapshot steps
+            lab.registry.records.student(name)  # the teacher flag / display name
             return time.perf_counter() - wall, time.thread_time() - cpu
 
         for name in names[:5]:

@@ -99,11 +99,11 @@ def cmd_export(args: argparse.Namespace) -> int:
     folder, url = _where(args)
     try:
         lab = Lab.at(folder, url)
-        found = next((run for run in lab.registry.all_runs() if run.id == args.run), None)
+        found = next((run for run in lab.registry.records.all_runs() if run.id == args.run), None)
         if found is None:
             raise LlmvizError(f"No run {args.run} is kept in {folder}.")
         result = lab.task_result(found.student, found.id)
-        files = lab.registry.snapshots(found.id)
+        files = lab.registry.records.snapshots(found.id)
     except (LabUnavailable, SnapshotDamaged) as error:
         raise LlmvizError(str(error)) from None
     if os.path.exists(args.out):

@@ -63,7 +63,7 @@ class Keeper:
         self.guard = Guard(lab, on_rebuilt=self.restate)  # run.json in each run folder; a lost database rebuilt
         self.guard.start()
         try:  # the runs of processes that have gone (a locked database: the thread's next pass marks them)
-            self.interrupted = lab.registry.interrupt_orphans()
+            self.interrupted = lab.registry.liveness.interrupt_orphans()
         except Exception as error:  # noqa: BLE001 - logged once; the server starts all the same
             self.lab.faults.fail("mark the runs of processes that have gone", error)
         self._thread = threading.Thread(target=self._forever, name="llmviz-lab-keeper", daemon=True)
@@ -89,16 +89,18 @@ class Keeper:
         needs = needs or [0] * len(jobs)
         student = student_key(jobs[0].owner)
         with self.lab.guard("record a new run", writes=True), self.lab.registry.work.transaction():
-            self.lab.registry.ensure_student(student)
+            self.lab.registry.records.ensure_student(student)
             self.lab.make_room(student, sum(needs), jobs[0].label, starting=True)
             digests = [self._keep_text(student, job.label, text) for job, text in zip(jobs, texts, strict=True)]
             if resumed is not None:
-                self.lab.registry.mark_resumed(jobs[0].id, resumed[0], self.holder, by=resumed[1])
+                self.lab.registry.records.mark_resumed(jobs[0].id, resumed[0], self.holder, by=resumed[1])
             else:
-                self.lab.registry.add_runs(
+                self.lab.registry.records.add_runs(
                     [self._record(job, student, d) for job, d in zip(jobs, digests, strict=True)]
                 )
-            on_disk = {step: path for step, path, _ in self.lab.registry.snapshots(jobs[0].id)} if resumed else {}
+            on_disk = (
+                {step: path for step, path, _ in self.lab.registry.records.snapshots(jobs[0].id)} if resumed else {}
+            )
         with self._lock:
             for job, digest in zip(jobs, digests, strict=True):
                 self._kept[job.id] = Kept(
@@ -213,9 +215,9 @@ class Keeper:
     def _record_again(self, entry: Kept) -> None:
         """The database file was replaced (restored or rebuilt) while ``entry`` trained: where its row is missing,
         it is recorded again and its curve, samples and snapshots written from the start (nothing is lost)."""
-        if self.lab.registry.run(entry.student, entry.job.id) is None:
-            self.lab.registry.ensure_student(entry.student)
-            self.lab.registry.add_run(self._record(entry.job, entry.student, entry.text_sha256))
+        if self.lab.registry.records.run(entry.student, entry.job.id) is None:
+            self.lab.registry.records.ensure_student(entry.student)
+            self.lab.registry.records.add_run(self._record(entry.job, entry.student, entry.text_sha256))
             entry.points = entry.samples = 0
             entry.on_disk, entry.resume_step, entry.state, entry.version = {}, None, "", -1
         entry.generation = self.lab.generation
@@ -232,7 +234,7 @@ class Keeper:
 
     def _row_gone(self, entry: Kept) -> bool:
         try:
-            return self.lab.registry.run(entry.student, entry.job.id) is None
+            return self.lab.registry.records.run(entry.student, entry.job.id) is None
         except Exception:  # noqa: BLE001 - the database still cannot answer (its fault is logged already)
             log.debug("could not tell whether run %s is still recorded", entry.job.id)
             return False
@@ -256,13 +258,15 @@ class Keeper:
         if ended:  # before its state says it ended: a reader then finds it (its result too) within the quota
             self._flush_result(entry, status.step)
             self._thin(entry)
-        self.lab.registry.update_run(job.id, **values)  # right after its snapshots' rows: never long behind them
+        self.lab.registry.records.update_run(
+            job.id, **values
+        )  # right after its snapshots' rows: never long behind them
         if entry.wrote:
             self._thin(entry)
         if "state_by" in values or ended:  # its state changed: its folder's run.json says so too
             self._write_run_record(entry)
         if ended:
-            self.lab.registry.free_slot(job.id)
+            self.lab.registry.slots.free(job.id)
         return ended
 
     def _flush_curve(self, entry: Kept, status) -> None:
@@ -273,10 +277,10 @@ class Keeper:
         new = status.losses[entry.points :]
         first = new[0][0] if new else None
         measures = {m.step: measures_of(m) for m in status.metrics if first is not None and m.step >= first}
-        registry.add_points(job_id, [(step, loss, vals.get(step)) for step, loss in new], measures=measures)
+        registry.records.add_points(job_id, [(step, loss, vals.get(step)) for step, loss in new], measures=measures)
         entry.points = len(status.losses)
         for step, text in status.samples[entry.samples :]:
-            registry.add_sample(job_id, step, text)
+            registry.records.add_sample(job_id, step, text)
         entry.samples = len(status.samples)
 
     def _drop_resume(self, entry: Kept) -> None:
@@ -293,7 +297,7 @@ class Keeper:
     def _write_run_record(self, entry: Kept) -> None:
         """The run folder's ``run.json`` at once when its state changed (the guard's sync writes the others): one
         writer and one format, :func:`llmviz.lab.rebuild.write_run_file`, which a rebuild reads."""
-        found = self.lab.registry.run(entry.student, entry.job.id)
+        found = self.lab.registry.records.run(entry.student, entry.job.id)
         if found is not None:
             write_run_file(self.lab, found)
 
@@ -310,10 +314,10 @@ class Keeper:
         storage, registry = self.lab.storage, self.lab.registry
         if step not in entry.on_disk:
             path, nbytes = storage.write_snapshot(entry.student, job.id, step, weights, entry.meta)
-            registry.add_snapshot(job.id, step, path, nbytes)
+            registry.records.add_snapshot(job.id, step, path, nbytes)
             entry.on_disk[step] = path
         path, nbytes = storage.write_resume(entry.student, job.id, step, tensors, scalars)
-        older = registry.set_resume(job.id, step, path, nbytes)
+        older = registry.records.set_resume(job.id, step, path, nbytes)
         if older:
             storage.delete_file(older)
         entry.resume_step = step
@@ -342,7 +346,7 @@ class Keeper:
         meta = {"format": RESULT_FORMAT, "version": 1, "task": keep.task, **keep.facts, **meta}
         path, written = self.lab.storage.write_snapshot(entry.student, job.id, step, tensors, meta)
         try:
-            self.lab.registry.add_snapshot(job.id, step, path, written)
+            self.lab.registry.records.add_snapshot(job.id, step, path, written)
         except Exception:
             self.lab.storage.delete_file(path)  # no file that no row names; the next pass tries again
             raise
@@ -362,7 +366,7 @@ class Keeper:
                 self._write_snapshot(entry, step, job.snapshots, entry.meta)
         for step in replaced_latest(entry.on_disk, steps, entry.resume_step):
             self.lab.storage.delete_file(entry.on_disk.pop(step))  # a "latest" snapshot a newer one replaced
-            self.lab.registry.drop_snapshot(job.id, step)
+            self.lab.registry.records.drop_snapshot(job.id, step)
 
     def _write_snapshot(self, entry: Kept, step: int, store: SnapshotStore, meta: dict) -> None:
         """Write ``entry``'s snapshot of ``step`` from ``store`` (with ``meta``) and its row (never a file that no
@@ -374,7 +378,7 @@ class Keeper:
             return  # evicted meanwhile
         path, nbytes = self.lab.storage.write_snapshot(entry.student, job.id, step, state, meta)
         try:
-            self.lab.registry.add_snapshot(job.id, step, path, nbytes)
+            self.lab.registry.records.add_snapshot(job.id, step, path, nbytes)
         except Exception:
             self.lab.storage.delete_file(path)  # no file that no row names
             raise
@@ -385,7 +389,7 @@ class Keeper:
         """Pause, resume, stop or park the runs of this process that another process asked about through the
         registry (the student's tab served by another app process, the teacher's class view); returns their ids."""
         acted = []
-        for run_id, action, by in self.lab.registry.take_requests_by(self.holder):
+        for run_id, action, by in self.lab.registry.mailbox.take_requests_by(self.holder):
             if self.act(run_id, action, by):
                 acted.append(run_id)
         return acted
@@ -410,7 +414,7 @@ class Keeper:
         """Give ``run_id``'s machine slot back (at once, or by the keeper's thread when the database is locked: the
         caller, a run's supervisor, never waits for another process's lock)."""
         try:
-            self.lab.registry.free_slot(run_id, wait_s=CLAIM_WAIT_S)
+            self.lab.registry.slots.free(run_id, wait_s=CLAIM_WAIT_S)
         except Exception as error:  # noqa: BLE001 - locked or unreachable: the keeper's thread tries again
             self.lab.faults.fail("free a training slot", error)
             with self._lock:
@@ -433,11 +437,11 @@ class Keeper:
             entry.points = entry.samples = 0
             entry.version = -1
             entry.described = False
-            if registry.run(entry.student, entry.job.id) is None:
-                registry.ensure_student(entry.student)
-                registry.add_runs([self._record(entry.job, entry.student, entry.text_sha256)])
+            if registry.records.run(entry.student, entry.job.id) is None:
+                registry.records.ensure_student(entry.student)
+                registry.records.add_runs([self._record(entry.job, entry.student, entry.text_sha256)])
                 for step, path in sorted(entry.on_disk.items()):
-                    registry.add_snapshot(entry.job.id, step, path, int(self.lab.storage.fs.size(path)))
+                    registry.records.add_snapshot(entry.job.id, step, path, int(self.lab.storage.fs.size(path)))
 
     def wake(self) -> None:
         """Make the keeper's thread start its next pass now (a task's result a reload may ask for at once); the caller
@@ -477,8 +481,8 @@ class Keeper:
         beats += 1
         if beats % 10 == 0:
             try:
-                self.lab.registry.beat(self.holder)
-                self.lab.registry.interrupt_orphans()
+                self.lab.registry.liveness.beat(self.holder)
+                self.lab.registry.liveness.interrupt_orphans()
                 if beats % 600 == 10:  # soon after the start, then every ten minutes: the retention time
                     self.lab.expire()
             except Exception as error:  # noqa: BLE001

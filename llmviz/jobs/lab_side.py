@@ -63,11 +63,11 @@ class LabSide:
             return True
         registry, run_id = self.keeper.lab.registry, group.jobs[0].id
         try:
-            got = registry.claim_slot(
+            got = registry.slots.claim(
                 run_id, self.max_running, claim.memory, self.memory_budget, per_student=self.runs_per_session
             )
             if not got and self.runs_per_session is not None:
-                if registry.student_training(student_key(group.owner)) >= self.runs_per_session:
+                if registry.slots.student_training(student_key(group.owner)) >= self.runs_per_session:
                     self._full_students[claim.client] = time.monotonic()
             return got
         except Exception as error:  # noqa: BLE001 - the database is out: this process's own limits still hold
@@ -104,7 +104,7 @@ class LabSide:
             return []
         views = self.keeper.lab.runs(student_key(owner), MODEL_KINDS)
         return sorted(
-            (found for found in (self.keeper.lab.registry.run(v.student, v.id) for v in views) if found),
+            (found for found in (self.keeper.lab.registry.records.run(v.student, v.id) for v in views) if found),
             key=lambda run: (run.created, run.id),
         )
 
@@ -205,14 +205,14 @@ class LabSide:
         if kept is None or self.keeper is None:
             return ""
         registry = self.keeper.lab.registry
-        step, _, state = resume_point(registry.snapshots(run_id), registry.resume_state(run_id))
+        step, _, state = resume_point(registry.records.snapshots(run_id), registry.records.resume_state(run_id))
         return resume_line(step, state is not None, kept.kind)
 
     def kept_run(self, owner: str, run_id: str) -> RunRecord | None:
         """``owner``'s kept run ``run_id`` (None when it is not theirs: a run id alone opens nothing)."""
         if self.keeper is None:
             return None
-        return self.keeper.lab.registry.run(student_key(owner), run_id)
+        return self.keeper.lab.registry.records.run(student_key(owner), run_id)
 
     def _lab_runs_refusal(self, group: Group) -> str | None:
         """With a lab: the student's share counts their runs in every app process (a tab on the other process
@@ -221,7 +221,7 @@ class LabSide:
         if self.keeper is None or limit is None:
             return None
         try:
-            elsewhere = self.keeper.lab.registry.live_elsewhere(student_key(group.owner), self.keeper.holder)
+            elsewhere = self.keeper.lab.registry.slots.live_elsewhere(student_key(group.owner), self.keeper.holder)
         except Exception as error:  # noqa: BLE001 - the database is out: this process's own share still holds
             if faults.classify(error) is None:  # a database fault is logged once, by the engine's watch
                 log.exception("could not count the student's runs in the lab's registry")

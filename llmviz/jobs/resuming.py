@@ -50,9 +50,9 @@ def resume_plan(lab: Lab, student: str, run_id: str):
     from llmviz.training.footprint import of_config
 
     with lab.guard("read a kept run"):
-        kept = lab.registry.run(student, run_id)
-        files = lab.registry.snapshots(run_id) if kept is not None else []
-        resume = lab.registry.resume_state(run_id) if kept is not None else None
+        kept = lab.registry.records.run(student, run_id)
+        files = lab.registry.records.snapshots(run_id) if kept is not None else []
+        resume = lab.registry.records.resume_state(run_id) if kept is not None else None
     if kept is None:
         raise LlmvizError("That run is not one of your kept runs.")
     if kept.kind in ("sft", "dpo"):

@@ -3,10 +3,11 @@
 >>> from llmviz.lab.records import RunRecord
 >>> from llmviz.lab.registry import Registry
 >>> registry = Registry("sqlite://")
+>>> records = registry.records
 >>> for student, name in (("s1", "Ada"), ("s2", "")):
-...     registry.ensure_student(student, name=name)
->>> registry.add_run(RunRecord("r1", "s1", "training", "GPT micro", "running", total=300, step=120, best_val_loss=2.5))
->>> registry.add_run(RunRecord("r2", "s2", "training", "GPT mini", "finished", total=300, step=300, best_val_loss=2.1))
+...     records.ensure_student(student, name=name)
+>>> records.add_run(RunRecord("r1", "s1", "training", "GPT micro", "running", total=300, step=120, best_val_loss=2.5))
+>>> records.add_run(RunRecord("r2", "s2", "training", "GPT mini", "finished", total=300, step=300, best_val_loss=2.1))
 >>> [(row.name, row.run_id, row.best_val_loss) for row in class_rows(registry)]
 [('student 2', 'r2', 2.1), ('Ada', 'r1', 2.5)]
 """
@@ -46,7 +47,7 @@ def class_rows(
     :data:`SORTS`; runs with no validation loss yet last when sorting by it). Two queries, whatever the class's
     size."""
     names = {}
-    for number, student in enumerate(registry.students(), start=1):
+    for number, student in enumerate(registry.records.students(), start=1):
         names[student["id"]] = student["name"] or f"student {number}"
     rows = [
         ClassRow(
@@ -62,7 +63,7 @@ def class_rows(
             run.last_loss,
             run.created,
         )
-        for run in registry.all_runs()
+        for run in registry.records.all_runs()
         if run.kind in kinds
     ]
     if sort == "newest":

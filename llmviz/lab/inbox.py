@@ -13,9 +13,10 @@ REQUESTS = ("pause", "resume", "stop", "park")  # what any process may ask of a 
 
 
 class Mailbox:
-    """Requests between processes (a part of :class:`llmviz.lab.registry.Registry`)."""
+    """Requests between processes (``registry.mailbox``, a part of :class:`llmviz.lab.registry.Registry`)."""
 
-    engine: sa.Engine
+    def __init__(self, engine: sa.Engine):
+        self.engine = engine
 
     def request(self, run_id: str, action: str, student: str | None = None, by: str = "student") -> bool:
         """Ask the process that holds ``run_id`` to ``"pause"``, ``"resume"``, ``"stop"`` or ``"park"`` it: any app

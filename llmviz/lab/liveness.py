@@ -14,9 +14,10 @@ from llmviz.lab.records import LIVE_STATES, runs
 
 
 class Liveness:
-    """Heartbeats and orphaned runs (a part of :class:`llmviz.lab.registry.Registry`)."""
+    """Heartbeats and orphaned runs (``registry.liveness``, a part of :class:`llmviz.lab.registry.Registry`)."""
 
-    engine: sa.Engine
+    def __init__(self, engine: sa.Engine):
+        self.engine = engine
 
     def beat(self, holder: str) -> None:
         """The process ``holder`` is alive: every run it holds says so."""

@@ -6,7 +6,7 @@ teacher opens, closes, reveals and reads names; a student writes only their own 
 
 >>> from llmviz.lab.registry import Registry
 >>> registry = Registry("sqlite://")
->>> registry.ensure_student("t", teacher=True); registry.ensure_student("s1")
+>>> registry.records.ensure_student("t", teacher=True); registry.records.ensure_student("s1")
 >>> poll = registry.polls.add_poll(PollRecord(0, "tokens", "token-count-1", "How many tokens?", ("3", "4", "5"), 1,
 ...                                     "Four.", "tokens?text=abc", opened=1.0, by="t"))
 >>> registry.polls.put_answer(poll, "s1", 2, 2.0)

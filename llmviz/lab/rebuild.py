@@ -18,15 +18,16 @@
 >>> from llmviz.lab.service import Lab
 >>> folder = tempfile.mkdtemp()
 >>> lab = Lab.at(folder)
->>> lab.registry.ensure_student("s1", name="Ada")
->>> lab.registry.add_run(RunRecord(id="r1", student="s1", kind="train", label="Run 1", total=60, state="finished"))
->>> lab.registry.add_points("r1", [(0, 4.2, 4.3), (10, 3.9, None)])
+>>> records = lab.registry.records
+>>> records.ensure_student("s1", name="Ada")
+>>> records.add_run(RunRecord(id="r1", student="s1", kind="train", label="Run 1", total=60, state="finished"))
+>>> records.add_points("r1", [(0, 4.2, 4.3), (10, 3.9, None)])
 >>> Guard(lab).sync()
 1
 >>> fresh = Lab.at(folder, url="sqlite://")  # a new, empty database beside the same folders
 >>> rebuild(fresh).runs
 1
->>> [(r.id, r.state, r.label) for r in fresh.registry.runs("s1")], fresh.registry.curve("r1")
+>>> [(r.id, r.state, r.label) for r in fresh.registry.records.runs("s1")], fresh.registry.records.curve("r1")
 ([('r1', 'finished', 'Run 1')], [(0, 4.2, 4.3), (10, 3.9, None)])
 """
 
@@ -90,15 +91,17 @@ def run_record(lab, record: RunRecord) -> dict:
     """What ``run.json`` holds for ``record`` (read from the registry now)."""
     registry = lab.registry
     row = {name: value for name, value in dataclasses.asdict(record).items() if name not in _VOLATILE}
-    resume = registry.resume_state(record.id)
+    resume = registry.records.resume_state(record.id)
     return {
         "format": FORMAT,
         "version": 1,
         "run": row,
-        "points": [list(point) for point in registry.curve(record.id)],
-        "series": {name: [list(point) for point in values] for name, values in registry.series(record.id).items()},
-        "samples": [list(sample) for sample in registry.samples(record.id)],
-        "snapshots": [int(step) for step, _, _ in registry.snapshots(record.id)],
+        "points": [list(point) for point in registry.records.curve(record.id)],
+        "series": {
+            name: [list(point) for point in values] for name, values in registry.records.series(record.id).items()
+        },
+        "samples": [list(sample) for sample in registry.records.samples(record.id)],
+        "snapshots": [int(step) for step, _, _ in registry.records.snapshots(record.id)],
         "resume": int(resume[0]) if resume else None,
         "written": time.time(),
     }
@@ -110,7 +113,7 @@ def write_run_file(lab, record: RunRecord) -> str:
     path = f"{folder}/{RUN_FILE}"
     data = json.dumps(run_record(lab, record), separators=(",", ":"), allow_nan=False, default=str).encode()
     lab.storage.write_atomic(path, data)
-    if lab.registry.run(record.student, record.id) is None:  # deleted while it was written: no ghost
+    if lab.registry.records.run(record.student, record.id) is None:  # deleted while it was written: no ghost
         lab.storage.delete_run(record.student, record.id)
     return path
 
@@ -119,7 +122,7 @@ def write_student_file(lab, student: dict, uploads: dict[str, str] | None = None
     """Write ``student``'s ``student.json`` (their row: name, teacher flag, when first and last seen; and the names of
     their kept texts, ``uploads``: sha256 → name, read from the registry when not given)."""
     if uploads is None:
-        uploads = {digest: name for digest, name, _ in lab.registry.uploads(student["id"])}
+        uploads = {digest: name for digest, name, _ in lab.registry.records.uploads(student["id"])}
     data = {
         "id": student["id"],
         "name": student["name"],
@@ -213,40 +216,40 @@ def _merge_run(lab, student: str, run_id: str, folder: str, data: dict, done: Re
 
 def _merge_row(registry, record: RunRecord, done: Rebuilt) -> None:
     """Add the run's row where it is missing; a row behind the file's step (and not live) takes its state and step."""
-    have = registry.run(record.student, record.id)
+    have = registry.records.run(record.student, record.id)
     if have is None:
-        registry.add_run(record)
+        registry.records.add_run(record)
         done.runs += 1
     elif have.step < record.step and have.state not in LIVE_STATES:
-        registry.update_run(record.id, state=record.state, step=record.step, error=record.error)
+        registry.records.update_run(record.id, state=record.state, step=record.step, error=record.error)
 
 
 def _merge_curve(registry, run_id: str, data: dict, done: Rebuilt) -> None:
     """Add the file's curve points and samples the registry does not have."""
     points = _points(data)
-    before = len(registry.curve(run_id)) if points else 0
-    registry.add_points(run_id, points, measures=_measures(data))
-    done.points += len(registry.curve(run_id)) - before if points else 0
-    have_samples = {step for step, _ in registry.samples(run_id)}
+    before = len(registry.records.curve(run_id)) if points else 0
+    registry.records.add_points(run_id, points, measures=_measures(data))
+    done.points += len(registry.records.curve(run_id)) - before if points else 0
+    have_samples = {step for step, _ in registry.records.samples(run_id)}
     for sample in data.get("samples") or []:
         if isinstance(sample, list) and len(sample) == 2 and sample[0] not in have_samples:
-            registry.add_sample(run_id, int(sample[0]), str(sample[1]))
+            registry.records.add_sample(run_id, int(sample[0]), str(sample[1]))
 
 
 def _merge_files(lab, run_id: str, folder: str, data: dict, done: Rebuilt) -> None:
     """Add rows for the snapshot files in the run's folder that have none, and its resume state where it has none."""
     registry = lab.registry
     files = _files(lab.storage.fs, folder)
-    kept = {step for step, _, _ in registry.snapshots(run_id)}
+    kept = {step for step, _, _ in registry.records.snapshots(run_id)}
     for step, (path, nbytes) in sorted(files["step"].items()):
         if step not in kept:
-            registry.add_snapshot(run_id, step, path, nbytes)
+            registry.records.add_snapshot(run_id, step, path, nbytes)
             done.snapshots += 1
-    if registry.resume_state(run_id) is None:
+    if registry.records.resume_state(run_id) is None:
         chosen = resume_step(files, data.get("resume"))
         if chosen is not None:
             path, nbytes = files["resume"][chosen]
-            registry.set_resume(run_id, chosen, path, nbytes)
+            registry.records.set_resume(run_id, chosen, path, nbytes)
 
 
 def resume_step(files: dict[str, dict[int, tuple[str, int]]], wanted: Any) -> int | None:
@@ -361,9 +364,9 @@ def _a_time(value: Any) -> bool:
 def _merge_about(registry, student: str, about: dict, done: Rebuilt) -> None:
     """Add the student where missing, named (and a teacher, first and last seen) as ``about`` says; a student there
     already is left alone."""
-    fresh = registry.student(student) is None
+    fresh = registry.records.student(student) is None
     if fresh:
-        registry.ensure_student(student, **student_fields(about))
+        registry.records.ensure_student(student, **student_fields(about))
     done.students += fresh
 
 
@@ -376,7 +379,7 @@ def _merge_uploads(lab, student: str, folder: str, about: dict) -> None:
     for info in fs.ls(f"{folder}/uploads", detail=True):
         digest = info["name"].rsplit("/", 1)[-1]
         if re.fullmatch(r"[0-9a-f]{64}", digest):
-            registry.add_upload(student, digest, str(names.get(digest, "a kept text")), int(info["size"]))
+            registry.records.add_upload(student, digest, str(names.get(digest, "a kept text")), int(info["size"]))
 
 
 def rebuild(lab) -> Rebuilt:
@@ -457,7 +460,7 @@ class Guard:
                 log.warning("The lab's database could not be rebuilt yet; it tries again.", exc_info=True)
                 return None
         try:
-            if self.lab.registry.students() or not has_run_files(self.lab):
+            if self.lab.registry.records.students() or not has_run_files(self.lab):
                 return None
             done = rebuild(self.lab)
         except faults.LabUnavailable:
@@ -522,14 +525,14 @@ class Guard:
         every student whose row or kept texts changed); returns how many run files were written."""
         registry, written = self.lab.registry, 0
         try:
-            for record in registry.all_runs():
+            for record in registry.records.all_runs():
                 if self._mirrored.get(record.id) == record.updated:
                     continue
                 write_run_file(self.lab, record)
                 self._mirrored[record.id] = record.updated
                 written += 1
-            names = registry.upload_names()
-            for student in registry.students():
+            names = registry.records.upload_names()
+            for student in registry.records.students():
                 uploads = names.get(student["id"], {})
                 key = (student["name"], bool(student["teacher"]), student["created"], student["seen"], str(uploads))
                 if self._students.get(student["id"]) != key:  # every student: their times and kept texts' names

@@ -191,12 +191,23 @@ def _measures(given: dict | None) -> dict[str, float] | None:
 
 
 class Records:
-    """The rows (a part of :class:`llmviz.lab.registry.Registry`: ``self.engine`` is its database). Every method is
-    one transaction of its own, or a part of its thread's unit of work (``self.work``:
-    :meth:`llmviz.lab.work.UnitOfWork.transaction`)."""
+    """The rows (``registry.records``, a part of :class:`llmviz.lab.registry.Registry`). Every method is one
+    transaction of its own, or a part of its thread's unit of work (``work``:
+    :meth:`llmviz.lab.work.UnitOfWork.transaction`).
 
-    engine: sa.Engine
-    work: UnitOfWork
+    >>> from llmviz.lab.registry import make_engine
+    >>> from llmviz.lab.migrations import schema
+    >>> engine = make_engine("sqlite://")
+    >>> _ = schema.upgrade(engine)
+    >>> records = Records(UnitOfWork(engine))
+    >>> records.ensure_student("s1")
+    >>> records.add_run(RunRecord(id="r1", student="s1", kind="training", label="Run 1", total=30, state="queued"))
+    >>> [run.id for run in records.runs("s1")], records.runs("s2")
+    (['r1'], [])
+    """
+
+    def __init__(self, work: UnitOfWork):
+        self.work = work
 
     # ------------------------------------------------------------------ students
 

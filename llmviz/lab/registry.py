@@ -3,28 +3,32 @@ the machine (or of a hall) shares.
 
 SQLAlchemy Core, so the same statements run on the default SQLite file (``sqlite:///<runs folder>/lab.db``, in WAL
 mode so readers never wait for the one writer) and on PostgreSQL (``LLMVIZ_DATABASE_URL=postgresql+psycopg://…``).
-No SQLite pragmas outside :func:`_sqlite_pragmas`. Its rooms, one module each:
+No SQLite pragmas outside :func:`_sqlite_pragmas`. Its parts, each an object of its own module on the one engine
+(each testable alone):
 
-- :mod:`llmviz.lab.records`: the rows (students, runs, curves, samples, snapshot and resume files, uploads);
-- :mod:`llmviz.lab.slots`: the machine's training slots, shared by every process;
-- :mod:`llmviz.lab.inbox`: the mailbox of requests between processes (pause, resume, stop, park a run another
-  process holds);
-- :mod:`llmviz.lab.liveness`: which process holds which run, and which have gone;
-- :mod:`llmviz.lab.polls`: the class's polls, their answers, and the teacher's lead (the view the class follows):
-  ``registry.polls``, an object of its own;
-- :mod:`llmviz.lab.work`: one unit of work (``registry.work.transaction()``): what is recorded together is recorded
-  together or not at all;
+- ``registry.records`` (:mod:`llmviz.lab.records`): the rows (students, runs, curves, samples, snapshot and resume
+  files, uploads);
+- ``registry.slots`` (:mod:`llmviz.lab.slots`): the machine's training slots, shared by every process;
+- ``registry.mailbox`` (:mod:`llmviz.lab.inbox`): the requests between processes (pause, resume, stop, park a run
+  another process holds);
+- ``registry.liveness`` (:mod:`llmviz.lab.liveness`): which process holds which run, and which have gone;
+- ``registry.polls`` (:mod:`llmviz.lab.polls`): the class's polls, their answers, and the teacher's lead (the view
+  the class follows);
+- ``registry.work`` (:mod:`llmviz.lab.work`): one unit of work (``registry.work.transaction()``): what is recorded
+  together is recorded together or not at all;
+- ``registry.watch`` (:mod:`llmviz.lab.faults`): the database's one watch, which words a fault once;
 - :mod:`llmviz.lab.migrations`: the schema's Alembic revisions, applied as the registry opens.
 
 >>> from llmviz.lab.records import RunRecord
 >>> registry = Registry("sqlite://")
->>> registry.ensure_student("s1", name="Ada")
->>> registry.add_run(RunRecord(id="r1", student="s1", kind="training", label="Run 1", total=300, state="queued"))
->>> registry.update_run("r1", state="running", step=40)
->>> registry.add_points("r1", [(20, 3.1, None), (40, 2.9, 3.0)])
->>> [(run.id, run.state, run.step, run.best_val_loss) for run in registry.runs("s1")]
+>>> records = registry.records  # the rows; registry.slots, .mailbox, .liveness and .polls are the other parts
+>>> records.ensure_student("s1", name="Ada")
+>>> records.add_run(RunRecord(id="r1", student="s1", kind="training", label="Run 1", total=300, state="queued"))
+>>> records.update_run("r1", state="running", step=40)
+>>> records.add_points("r1", [(20, 3.1, None), (40, 2.9, 3.0)])
+>>> [(run.id, run.state, run.step, run.best_val_loss) for run in records.runs("s1")]
 [('r1', 'running', 40, 3.0)]
->>> registry.runs("s2"), registry.run("s2", "r1")  # another student sees nothing of it
+>>> records.runs("s2"), records.run("s2", "r1")  # another student sees nothing of it
 ([], None)
 """
 
@@ -81,7 +85,7 @@ def make_engine(url: str) -> sa.Engine:
     return sa.create_engine(url, pool_pre_ping=True, connect_args=options)
 
 
-class Registry(Records, Slots, Mailbox, Liveness):
+class Registry:
     """Students, runs, curves, samples, snapshots and uploads in one database (see the module's docstring): the
     database is upgraded to the newest schema revision as it opens (:func:`llmviz.lab.migrations.schema.upgrade`)."""
 
@@ -89,6 +93,10 @@ class Registry(Records, Slots, Mailbox, Liveness):
         self.url = url
         self.engine = engine or make_engine(url)
         self.work = UnitOfWork(self.engine)  # what is recorded together: together or not at all (llmviz.lab.work)
+        self.records = Records(self.work)  # students, runs, curves, samples, snapshots, uploads (llmviz.lab.records)
+        self.slots = Slots(self.engine)  # the machine's training slots, every process's (llmviz.lab.slots)
+        self.mailbox = Mailbox(self.engine)  # requests to the process that holds a run (llmviz.lab.inbox)
+        self.liveness = Liveness(self.engine)  # who holds which run, and who has gone (llmviz.lab.liveness)
         self.polls = PollRows(self.work)  # the class's polls, answers and the teacher's lead (llmviz.lab.polls)
         # the database's one watch: a fault is one sentence, said once, never a wait on every page; its file's identity
         self.watch = faults.install(self.engine, url)

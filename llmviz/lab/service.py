@@ -25,9 +25,10 @@ sentence, never a path).
 >>> lab = Lab.at(tempfile.mkdtemp())
 >>> lab.registry.url.endswith("lab.db"), lab.storage.root.endswith("lab")
 (True, True)
->>> lab.registry.ensure_student("s1")
->>> lab.registry.add_run(RunRecord("r1", "s1", TRAINING, "Run 1", "parked", total=300, step=120, state_by="teacher",
-...                                state_step=120))
+>>> lab.registry.records.ensure_student("s1")
+>>> lab.registry.records.add_run(
+...     RunRecord("r1", "s1", TRAINING, "Run 1", "parked", total=300, step=120, state_by="teacher", state_step=120)
+... )
 >>> view = lab.run("s1", "r1")
 >>> view.kind, view.state_line, lab.run("s2", "r1")
 ('training', 'parked by the teacher at step 120', None)
@@ -193,10 +194,10 @@ class Lab:
         if kinds is not None and not set(kinds) <= set(KINDS):
             raise ValueError(f"a run's kind is one of {', '.join(KINDS)}")
         with self.guard("list a student's runs"):
-            found = self.registry.runs(student)
+            found = self.registry.records.runs(student)
         if any(run.state in LIVE_STATES for run in found) and self._interrupt_orphans(student):
             with self.guard("list a student's runs"):
-                found = self.registry.runs(student)
+                found = self.registry.records.runs(student)
         views = [RunView.of(run) for run in found if kinds is None or run.kind in kinds]
         return sorted(views, key=lambda view: (-view.created, view.id))
 
@@ -204,7 +205,7 @@ class Lab:
         """Mark ``student``'s live runs whose process has gone as interrupted (a write: under another process's
         lock it waits for the next call, and the runs are listed as they are)."""
         try:
-            return self.registry.interrupt_orphans(student=student)
+            return self.registry.liveness.interrupt_orphans(student=student)
         except Exception as error:  # noqa: BLE001 - a database fault: logged once; reading goes on
             if faults.classify(error) is None:
                 raise
@@ -214,18 +215,18 @@ class Lab:
     def run(self, student: str, run_id: str) -> RunView | None:
         """``student``'s run ``run_id`` (None when it is not theirs or does not exist)."""
         with self.guard("read a run"):
-            found = self.registry.run(student, run_id)
+            found = self.registry.records.run(student, run_id)
         return RunView.of(found) if found is not None else None
 
     def curve(self, student: str, run_id: str, since_step: int = 0) -> Curve:
         """``student``'s run's points from ``since_step`` on (live or kept), with its resume steps; an empty curve
         when the run is not theirs."""
         with self.guard("read a run's curve"):
-            found = self.registry.run(student, run_id)
+            found = self.registry.records.run(student, run_id)
             if found is None:
                 return Curve(run_id, ())
-            points = self.registry.curve(run_id, since_step)
-            series = self.registry.series(run_id) if found.kind in SERIES_KINDS else {}
+            points = self.registry.records.curve(run_id, since_step)
+            series = self.registry.records.series(run_id) if found.kind in SERIES_KINDS else {}
         resumes = tuple(int(step) for step in found.resumes or ())
         kept = {name: tuple(p for p in values if p[0] >= since_step) for name, values in series.items()}
         return Curve(run_id, tuple(points), resumes, kept)
@@ -233,29 +234,29 @@ class Lab:
     def samples(self, student: str, run_id: str) -> list[tuple[int, str]]:
         """The text samples a run wrote as it trained, ``(step, text)`` by step (none when not theirs)."""
         with self.guard("read a run's samples"):
-            if self.registry.run(student, run_id) is None:
+            if self.registry.records.run(student, run_id) is None:
                 return []
-            return self.registry.samples(run_id)
+            return self.registry.records.samples(run_id)
 
     def snapshots(self, student: str, run_id: str) -> list[Snapshot]:
         """A run's kept snapshots, by step (none when not theirs)."""
         with self.guard("list a run's snapshots"):
-            if self.registry.run(student, run_id) is None:
+            if self.registry.records.run(student, run_id) is None:
                 return []
-            return [Snapshot(step, nbytes) for step, _, nbytes in self.registry.snapshots(run_id)]
+            return [Snapshot(step, nbytes) for step, _, nbytes in self.registry.records.snapshots(run_id)]
 
     def snapshot_steps(self, student: str) -> dict[str, list[int]]:
         """The kept snapshot steps of each of ``student``'s runs, in one query (the picker lists them)."""
         with self.guard("list a student's snapshots"):
-            return self.registry.steps_by_run(student)
+            return self.registry.records.steps_by_run(student)
 
     def open_snapshot(self, student: str, run_id: str, step: int) -> tuple[dict, dict]:
         """The weights (a state dict) and metadata of ``student``'s run's snapshot at ``step``. A snapshot that is
         not kept (or not theirs) or a damaged file raises :class:`SnapshotDamaged` in one sentence (the path goes to
         the server's log only)."""
         with self.guard("open a snapshot"):
-            found = self.registry.run(student, run_id)
-            files = {kept_step: path for kept_step, path, _ in self.registry.snapshots(run_id)} if found else {}
+            found = self.registry.records.run(student, run_id)
+            files = {kept_step: path for kept_step, path, _ in self.registry.records.snapshots(run_id)} if found else {}
         if found is None or step not in files:
             raise SnapshotDamaged(f"Step {step} of that run is not kept (it was thinned or deleted).")
         try:
@@ -290,7 +291,7 @@ class Lab:
         if view is None or view.kind != TASK or not view.config.get("task"):
             return None
         with self.guard("find a kept result"):
-            files = self.registry.snapshots(run_id)
+            files = self.registry.records.snapshots(run_id)
         if not files:
             return None
         try:
@@ -305,22 +306,22 @@ class Lab:
     def disk(self, student: str) -> Usage:
         """``student``'s disk use (snapshots, resume states, uploads) against their quota."""
         with self.guard("count a student's disk use"):
-            return Usage(self.registry.disk_bytes(student), self.quota)
+            return Usage(self.registry.records.disk_bytes(student), self.quota)
 
     def student(self, student: str) -> dict | None:
         """What the lab keeps of ``student`` (name, teacher, when first and last seen); None for one it never saw."""
         with self.guard("read a student"):
-            return self.registry.student(student)
+            return self.registry.records.student(student)
 
     def keep_student(self, student: str, **values) -> None:
         """Make ``student`` known to the lab (or update them): ``name=``, ``teacher=``."""
         with self.guard("keep a student", writes=True):
-            self.registry.ensure_student(student, **values)
+            self.registry.records.ensure_student(student, **values)
 
     def training_count(self) -> int:
         """Runs training now on every app process of this machine or hall (their slots in the lab's record)."""
         with self.guard("count the runs training"):
-            return self.registry.training_count()
+            return self.registry.slots.training_count()
 
     def class_runs(self, sort: str = "best validation loss", kinds: tuple[str, ...] = MODEL_KINDS) -> list[ClassRow]:
         """Every student's runs of ``kinds`` for the teacher's class view (:func:`llmviz.lab.classroom.class_rows`)."""
@@ -330,7 +331,7 @@ class Lab:
     def class_curves(self, run_ids: list[str]) -> dict[str, list[tuple[int, float | None, float | None]]]:
         """Many runs' curves in one query (the class view: the teacher sees every student's)."""
         with self.guard("read the class's curves"):
-            return self.registry.curves(run_ids)
+            return self.registry.records.curves(run_ids)
 
     # ------------------------------------------------------------------ controls
 
@@ -358,7 +359,7 @@ class Lab:
             return f"{found.label} is not training ({found.state_line}): there is nothing to {action}."
         if self.controller is not None and self.controller.act(found.student, found.id, action, by):
             return _asked(found.label, action, at_once=True)
-        asked = self.registry.request(found.id, action, student=found.student, by=by)
+        asked = self.registry.mailbox.request(found.id, action, student=found.student, by=by)
         return _asked(found.label, action, at_once=False) if asked else f"{found.label} has just ended."
 
     def _resume_kept(self, found: RunView, by: str) -> str:
@@ -376,7 +377,7 @@ class Lab:
         writes nothing more of it)."""
         held = self.controller is not None and self.controller.holds(found.student, found.id)
         if found.live and not held:
-            self.registry.request(found.id, "stop", student=found.student, by=by)
+            self.registry.mailbox.request(found.id, "stop", student=found.student, by=by)
         deleting = self.controller.deleting if self.controller is not None else _nothing_held
         with deleting(found.student, found.id):
             self.delete_run(found.student, found.id)  # nothing of it is written behind (this process's keeper)
@@ -388,14 +389,14 @@ class Lab:
         """Delete ``student``'s oldest snapshots (:func:`thinning_order`) until their files fit the quota with
         ``room`` bytes to spare, then, if still over, their oldest runs' resume states (such a run then resumes with
         its weights only: the optimizer starts afresh); returns the ``(run, step)`` of the snapshots deleted."""
-        used = self.registry.disk_bytes(student) + room
+        used = self.registry.records.disk_bytes(student) + room
         if used <= self.quota:
             return []
-        kept = self.registry.student_snapshots(student)
+        kept = self.registry.records.student_snapshots(student)
         last: dict[str, int] = {}
         for run, step, *_ in kept:
             last[run] = max(step, last.get(run, step))
-        held = self.registry.student_resumes(student)
+        held = self.registry.records.student_resumes(student)
         sizes = {(run, step): (path, nbytes) for run, step, path, nbytes, _ in kept}
         dropped = []
         order = thinning_order(
@@ -405,7 +406,7 @@ class Lab:
             if used <= self.quota:
                 break
             path, nbytes = sizes[(run, step)]
-            self.registry.drop_snapshot(run, step)  # the row first: a row never names a missing file
+            self.registry.records.drop_snapshot(run, step)  # the row first: a row never names a missing file
             self.registry.work.after_commit(functools.partial(self.storage.delete_file, path))  # its unit of work's
             used -= nbytes
             dropped.append((run, step))
@@ -421,13 +422,13 @@ class Lab:
         (:class:`QuotaExceeded`, one sentence: :func:`quota_refusal`; ``starting``: for a run that then does not
         start) when it still would not fit. Nothing is written here."""
         self.thin(student, room=nbytes)
-        used = self.registry.disk_bytes(student)
+        used = self.registry.records.disk_bytes(student)
         if used + nbytes > self.quota:
             raise QuotaExceeded(quota_refusal(what, nbytes, used, self.quota, starting))
 
     def drop_resume(self, run_id: str) -> None:
         """Delete ``run_id``'s resume state (a finished run needs none; a thinned one resumes with weights only)."""
-        path = self.registry.drop_resume(run_id)
+        path = self.registry.records.drop_resume(run_id)
         if path:
             self.registry.work.after_commit(functools.partial(self.storage.delete_file, path))
 
@@ -438,13 +439,13 @@ class Lab:
         (:class:`~llmviz.errors.UploadError`, one line; nothing is written)."""
         digest = content_hash(data)
         with self.registry.work.transaction():  # the student, the room made, the file and its row: all or nothing
-            if any(have == digest for have, _, _ in self.registry.uploads(student)):
+            if any(have == digest for have, _, _ in self.registry.records.uploads(student)):
                 return digest  # kept already: once per content
-            self.registry.ensure_student(student)
+            self.registry.records.ensure_student(student)
             try:
                 self.make_room(student, len(data), name)
             except QuotaExceeded:
-                used = self.registry.disk_bytes(student)
+                used = self.registry.records.disk_bytes(student)
                 raise UploadError(
                     f"{name} ({len(data) / 2**20:.1f} MB) is not kept: your kept runs and files already take "
                     f"{used / 2**20:.1f} of your {self.quota / 2**20:.0f} MB. It is used until you leave; delete a "
@@ -452,13 +453,13 @@ class Lab:
                 ) from None
             self.registry.work.on_rollback(functools.partial(self.storage.unwrite_upload, student, digest))
             self.storage.write_upload(student, data)
-            self.registry.add_upload(student, digest, name, len(data))
+            self.registry.records.add_upload(student, digest, name, len(data))
         return digest
 
     def kept_texts(self, student: str) -> list[tuple[str, str, int]]:
         """``student``'s kept uploads, newest first: ``(sha256, the file's name, bytes)``."""
         with self.guard("list a student's kept texts"):
-            return list(reversed(self.registry.uploads(student)))
+            return list(reversed(self.registry.records.uploads(student)))
 
     def kept_text(self, student: str, digest: str) -> str:
         """``student``'s kept upload ``digest``, as text. :class:`~llmviz.errors.UploadError` (one sentence, no path)
@@ -481,16 +482,16 @@ class Lab:
 
     def delete_run(self, student: str, run_id: str) -> bool:
         """Delete ``student``'s run with its files; False when it is not theirs."""
-        if self.registry.run(student, run_id) is None:
+        if self.registry.records.run(student, run_id) is None:
             return False
-        self.registry.delete_run(student, run_id)
+        self.registry.records.delete_run(student, run_id)
         self.storage.delete_run(student, run_id)
         return True
 
     def expire(self) -> list[str]:
         """Delete runs nobody has touched for the retention time; returns their ids."""
         gone = []
-        for record in self.registry.stale_runs(self.keep_s):
+        for record in self.registry.records.stale_runs(self.keep_s):
             if self.delete_run(record.student, record.id):
                 gone.append(record.id)
         return gone

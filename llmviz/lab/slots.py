@@ -1,5 +1,5 @@
 """The machine's training slots and memory, shared by every app process through the registry: a run trains only
-once it holds a slot (:meth:`Slots.claim_slot`, one transaction with every other process).
+once it holds a slot (:meth:`Slots.claim`, one transaction with every other process).
 
 A slot is claimed with a short lock wait (:data:`CLAIM_WAIT_S`): a database locked by another process makes the
 claim answer "not now" within a fraction of a second, so the caller (a supervisor, under its manager's lock) tries
@@ -40,11 +40,12 @@ def short_wait(db: sa.Connection, seconds: float = CLAIM_WAIT_S):
 
 
 class Slots:
-    """The cross-process slot scheduler (a part of :class:`llmviz.lab.registry.Registry`)."""
+    """The cross-process slot scheduler (``registry.slots``, a part of :class:`llmviz.lab.registry.Registry`)."""
 
-    engine: sa.Engine
+    def __init__(self, engine: sa.Engine):
+        self.engine = engine
 
-    def claim_slot(
+    def claim(
         self, run_id: str, max_running: int, memory: int = 0, budget: int | None = None, per_student: int | None = None
     ) -> bool:
         """Take one of the machine's ``max_running`` training slots (and ``memory`` bytes of ``budget``) for
@@ -83,7 +84,7 @@ class Slots:
             db.execute(sa.update(runs).where(runs.c.id == run_id).values(training=True, memory=memory))
             return True
 
-    def free_slot(self, run_id: str, wait_s: float | None = None) -> None:
+    def free(self, run_id: str, wait_s: float | None = None) -> None:
         """Give ``run_id``'s slot back; ``wait_s``: wait at most that long for another process's lock (else the
         database's busy timeout), then raise."""
         if wait_s is not None:

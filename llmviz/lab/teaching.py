@@ -162,12 +162,12 @@ class ClassLive:
     # ------------------------------------------------------------------ who
 
     def _teacher(self, who: str, what: str) -> None:
-        found = self.registry.student(who)
+        found = self.registry.records.student(who)
         if not found or not found["teacher"]:
             raise ClassRefusal(f"Only the teacher can {what}.")
 
     def _known(self, student: str) -> None:
-        if self.registry.student(student) is None:
+        if self.registry.records.student(student) is None:
             raise ClassRefusal("This browser is not a student of the class yet: open any page of the app first.")
 
     # ------------------------------------------------------------------ polls
@@ -253,7 +253,7 @@ class ClassLive:
             return None if poll is None else self._view(who, poll, names)
 
     def _view(self, who: str, poll: PollRecord, names: bool) -> PollView:
-        found = self.registry.student(who)
+        found = self.registry.records.student(who)
         teacher = bool(found and found["teacher"])
         if names and not teacher:
             raise ClassRefusal("Only the teacher can see who answered what.")
@@ -262,7 +262,7 @@ class ClassLive:
         named: dict[int, list[str]] | None = None
         if names:
             named = {}
-            people = {row["id"]: row["name"] for row in self.registry.students()}
+            people = {row["id"]: row["name"] for row in self.registry.records.students()}
             for number, (student, value, _) in enumerate(self.registry.polls.answers(poll.id), start=1):
                 named.setdefault(value, []).append(_text(people.get(student) or f"student {number}", 40))
         return PollView(
@@ -297,7 +297,7 @@ class ClassLive:
             poll = self.registry.polls.poll(int(poll_id))
             if poll is None:
                 raise ClassRefusal(f"No poll {poll_id} is kept.")
-            people = {row["id"]: row["name"] for row in self.registry.students()} if names else {}
+            people = {row["id"]: row["name"] for row in self.registry.records.students()} if names else {}
             rows = self.registry.polls.answers(poll.id)
         return "".join(_csv_lines(poll, rows, people, names))
 

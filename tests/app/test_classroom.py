@@ -31,15 +31,15 @@ def values(array) -> list[float]:
 
 def _kept_run(student: str, run_id: str, name: str, best: float) -> None:
     lab = llmviz.lab.service.default_lab()
-    lab.registry.ensure_student(student, name=name)
+    lab.registry.records.ensure_student(student, name=name)
     trainer = small_trainer(steps=5)
-    lab.registry.add_run(
+    lab.registry.records.add_run(
         RunRecord(run_id, student, "training", f"run of {name}", "finished", total=5, step=5, model="char")
     )
-    lab.registry.add_points(run_id, [(0, 3.3, 3.4), (5, 2.9, best)])
+    lab.registry.records.add_points(run_id, [(0, 3.3, 3.4), (5, 2.9, best)])
     meta = snapshot_meta(facts(trainer), "run")
     path, nbytes = lab.storage.write_snapshot(student, run_id, 5, state_of(trainer.model), meta)
-    lab.registry.add_snapshot(run_id, 5, path, nbytes)
+    lab.registry.records.add_snapshot(run_id, 5, path, nbytes)
 
 
 def test_the_logged_in_user_is_the_student(monkeypatch):
@@ -106,20 +106,20 @@ def test_a_parked_run_is_listed_and_resumed_on_the_training_page(fresh_session_j
     at = run_app("stages/training.py")
     student = at.session_state["_llmviz_session_id"]
     lab = llmviz.lab.service.default_lab()
-    lab.registry.ensure_student(student)
+    lab.registry.records.ensure_student(student)
     trainer = small_trainer(steps=30)
     for _ in trainer.run(steps=10):
         pass
     digest, _ = lab.storage.write_upload(student, TEXT.encode())
-    lab.registry.add_upload(student, digest, "text", len(TEXT))
+    lab.registry.records.add_upload(student, digest, "text", len(TEXT))
     config = {**trainer.config.__dict__, "text_sha256": digest}
-    lab.registry.add_run(
+    lab.registry.records.add_run(
         RunRecord("parked1", student, "training", "parked run", "parked", total=30, step=10, config=config)
     )
     path, nbytes = lab.storage.write_snapshot(
         student, "parked1", 10, state_of(trainer.model), snapshot_meta(facts(trainer), "x")
     )
-    lab.registry.add_snapshot("parked1", 10, path, nbytes)
+    lab.registry.records.add_snapshot("parked1", 10, path, nbytes)
     at.run()
     assert_clean(at)
     [kept_table] = [frame.value for frame in at.dataframe if "snapshots kept" in frame.value.columns]
@@ -148,12 +148,12 @@ def test_a_run_another_app_process_trains_is_paused_and_stopped_from_this_one(fr
     at = run_app("stages/training.py")
     student = at.session_state["_llmviz_session_id"]
     lab = llmviz.lab.service.default_lab()
-    lab.registry.ensure_student(student)
+    lab.registry.records.ensure_student(student)
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])  # the other app process
     try:
         started = int(psutil.Process(other.pid).create_time())
         holder = f"{this_holder().split(':')[0]}:{other.pid}:{started}"
-        lab.registry.add_run(
+        lab.registry.records.add_run(
             RunRecord("elsewhere1", student, "training", "other tab's run", "running", 300, 40, holder=holder)
         )
         at.run()
@@ -166,18 +166,18 @@ def test_a_run_another_app_process_trains_is_paused_and_stopped_from_this_one(fr
         at.selectbox(key="kept_delete_choice").set_value("other tab's run · elsewhere1").run()
         at.button(key="run_pause_chosen_elsewhere1").click().run()
         assert_clean(at)
-        assert lab.registry.take_requests(holder) == [("elsewhere1", "pause")]
-        lab.registry.update_run("elsewhere1", state="paused")
+        assert lab.registry.mailbox.take_requests(holder) == [("elsewhere1", "pause")]
+        lab.registry.records.update_run("elsewhere1", state="paused")
         at.run()
         at.button(key="run_resume_chosen_elsewhere1").click().run()
-        assert lab.registry.take_requests(holder) == [("elsewhere1", "resume")]
+        assert lab.registry.mailbox.take_requests(holder) == [("elsewhere1", "resume")]
         at.button(key="run_stop_chosen_elsewhere1").click().run()
-        assert lab.registry.take_requests(holder) == [("elsewhere1", "stop")]
+        assert lab.registry.mailbox.take_requests(holder) == [("elsewhere1", "stop")]
     finally:
         other.kill()
         other.wait()
     at.run()  # its process gone: the run shows interrupted, resumable, with no buttons for a live run
-    assert lab.registry.run(student, "elsewhere1").state == "interrupted"
+    assert lab.registry.records.run(student, "elsewhere1").state == "interrupted"
     assert not [b for b in at.button if b.key == "run_pause_chosen_elsewhere1"]
 
 
@@ -189,11 +189,11 @@ def test_the_class_legend_names_student_run_and_model_escaped_and_the_table_show
     monkeypatch.setenv("LLMVIZ_TEACHER_KEY", KEY)
     hostile = '<a href="https://evil.example/x">Ada</a>'
     lab = llmviz.lab.service.default_lab()
-    lab.registry.ensure_student("s-classtest3", name=hostile)
+    lab.registry.records.ensure_student("s-classtest3", name=hostile)
     label = "GPT micro (2 layers, d 64) · AdamW · lr 0.003 · Python reference manual"
     for number in range(4):
         run_id = f"ctlegend{number}"
-        lab.registry.add_run(
+        lab.registry.records.add_run(
             RunRecord(
                 run_id,
                 "s-classtest3",
@@ -204,7 +204,7 @@ def test_the_class_legend_names_student_run_and_model_escaped_and_the_table_show
                 model="gpt",
             )
         )
-        lab.registry.add_points(run_id, [(1, 3.0 - number / 10, None), (2, 2.9 - number / 10, None)])
+        lab.registry.records.add_points(run_id, [(1, 3.0 - number / 10, None), (2, 2.9 - number / 10, None)])
     # newest first: the chart keeps 20 runs, and this process's lab holds earlier tests' runs too, whose validation
     # losses would rank them above these four (none measured)
     teacher = run_app("stages/classroom.py", query={"teacher": KEY}, class_sort="newest")
@@ -228,8 +228,8 @@ def test_a_run_the_teacher_parked_opens_the_training_page_with_its_curve_and_who
     at = run_app("stages/training.py")
     student = at.session_state["_llmviz_session_id"]
     lab = llmviz.lab.service.default_lab()
-    lab.registry.ensure_student(student)
-    lab.registry.add_run(
+    lab.registry.records.ensure_student(student)
+    lab.registry.records.add_run(
         RunRecord(
             "parkedbyt",
             student,
@@ -243,7 +243,7 @@ def test_a_run_the_teacher_parked_opens_the_training_page_with_its_curve_and_who
         )
     )
     points = [(step, 4.0 - step / 1000, 4.1 - step / 1000 if step % 100 == 0 else None) for step in range(1, 402)]
-    lab.registry.add_points("parkedbyt", points)
+    lab.registry.records.add_points("parkedbyt", points)
     at.run()
     assert_clean(at)
     said = [info.value for info in at.info]
@@ -289,19 +289,20 @@ def test_the_server_line_counts_the_runs_every_app_process_trains(fresh_session_
 
     at = run_app("stages/training.py")
     lab = llmviz.lab.service.default_lab()
-    before = lab.registry.training_count()
-    lab.registry.ensure_student("s-elsewhere-1")
-    lab.registry.add_run(  # trained by another app process (a live holder: this test's own process stands in for it)
+    before = lab.registry.slots.training_count()
+    lab.registry.records.ensure_student("s-elsewhere-1")
+    # trained by another app process (a live holder: this test's own process stands in for it)
+    lab.registry.records.add_run(
         RunRecord("slot1", "s-elsewhere-1", "training", "run elsewhere", "running", 300, 40, holder=this_holder())
     )
-    assert lab.registry.claim_slot("slot1", max_running=8)
+    assert lab.registry.slots.claim("slot1", max_running=8)
     try:
         at.run()
         assert_clean(at)
         line = next(c.value for c in at.caption if c.value.startswith("On this server:"))
         assert line.startswith(f"On this server: {before + 1} run(s) training"), line
     finally:
-        lab.registry.free_slot("slot1")
+        lab.registry.slots.free("slot1")
 
 
 def test_a_run_this_process_trains_reads_parked_by_the_teacher_with_resume_on_top_and_resumed_draws_its_whole_curve(

@@ -96,7 +96,7 @@ def test_a_link_to_a_damaged_snapshot_of_her_own_run_says_only_that_it_is_damage
     student = trained.session_state[state.STUDENT_ID.name]
     lab = default_lab()
     wait_for(lambda: [s.step for s in lab.snapshots(student_key(student), job.id)][-1:] == [20], timeout=120)
-    [(step, path, _)] = [row for row in lab.registry.snapshots(job.id) if row[0] == 20]
+    [(step, path, _)] = [row for row in lab.registry.records.snapshots(job.id) if row[0] == 20]
     end_every_session()  # a new server's memory: the run is read from the lab's files
     with open(path, "r+b") as file:  # damaged on the disk (a cut write, a bad sector)
         file.write(b"\xff" * 64)

@@ -193,7 +193,7 @@ def test_three_students_find_their_runs_after_the_server_is_stopped_and_started(
     registry = Lab.at(tmp_path / "runs").registry  # the test reads the lab's database beside the servers
 
     def run_of(name: str):
-        found = [run for run in registry.runs(students[name]) if run.kind == "training"]
+        found = [run for run in registry.records.runs(students[name]) if run.kind == "training"]
         return found[-1] if found else None
 
     async def before_the_restart(url: str) -> None:
@@ -240,20 +240,22 @@ def test_three_students_find_their_runs_after_the_server_is_stopped_and_started(
             assert not [text for text in tabs[name].texts if "No run yet" in text], name
             first = tabs[name].charts[0]  # the page's first picture: the run it opens on
             [raw] = [t for t in first["data"] if t.get("name", "").endswith("(per step)")]
-            kept = registry.curve(ids[name])
+            kept = registry.records.curve(ids[name])
             assert len(kept) == steps[name] and values(raw["x"]) == [step for step, *_ in kept], name
             assert values(raw["y"]) == pytest.approx([loss for _, loss, _ in kept], rel=1e-6), name
         for name in ("ann", "bob"):  # training or paused when the server stopped: interrupted, resumable
             assert kept_rows(tabs[name])[0]["state"].startswith("interrupted")
-            assert registry.resume_state(ids[name])[0] == steps[name]  # its optimizer's state at its last step
+            assert registry.records.resume_state(ids[name])[0] == steps[name]  # its optimizer's state at its last step
         said = " ".join(tabs["ann"].texts)
         assert f"Resume trains it on from step {steps['ann']} with its optimizer's state" in said
-        assert registry.run(students["bob"], ids["ann"]) is None  # a run id alone opens nothing of another's
-        [resumed] = registry.runs(students["ann"])  # one run, one history: the same run goes on
+        assert registry.records.run(students["bob"], ids["ann"]) is None  # a run id alone opens nothing of another's
+        [resumed] = registry.records.runs(students["ann"])  # one run, one history: the same run goes on
         again = resumed.id
         assert again == ids["ann"] and resumed.resumes == [steps["ann"]]
-        run_coroutine(wait_for(lambda: registry.run(students["ann"], again).step >= steps["ann"] + 3, what="resume"))
-        curve = [step for step, *_ in registry.curve(again)]
+        run_coroutine(
+            wait_for(lambda: registry.records.run(students["ann"], again).step >= steps["ann"] + 3, what="resume")
+        )
+        curve = [step for step, *_ in registry.records.curve(again)]
         assert curve == list(range(1, len(curve) + 1))  # one curve from its first step, its resume marked
     finally:
         end(second, signal.SIGKILL)  # killed outright while ann's resumed run trains
@@ -263,7 +265,7 @@ def test_three_students_find_their_runs_after_the_server_is_stopped_and_started(
         tabs = run_coroutine(after_kill(third.url, secrets))
         assert tabs["ann"] == [ids["ann"]]  # one run, one history: the resumed run, interrupted again
         assert tabs["bob"] == [ids["bob"]] and tabs["cy"] == [ids["cy"]]
-        assert registry.run(students["ann"], again).state == "interrupted"
+        assert registry.records.run(students["ann"], again).state == "interrupted"
     finally:
         third.stop()
 

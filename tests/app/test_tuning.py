@@ -46,7 +46,9 @@ def test_a_dpo_run_is_the_labs_and_its_chart_is_drawn_from_the_lab_after_a_resta
     trained = {m.step: m for m in job.status().metrics}
 
     def kept_whole():  # the keeper writes the run's last points and its end as the job ends (its own thread)
-        return any(r.id == job.id and r.state == "finished" and r.step == 10 for r in default_lab().registry.all_runs())
+        return any(
+            r.id == job.id and r.state == "finished" and r.step == 10 for r in default_lab().registry.records.all_runs()
+        )
 
     wait_for(kept_whole)
     default_manager().end_session(session)  # a restart: no job in memory, only the lab's record

@@ -25,12 +25,14 @@ LABEL = "GPT micro (2 layers, d 64) · AdamW · lr 0.003 · 300 steps · context
 def fill(lab: Lab) -> None:
     """Two students with hostile names: four runs of one label (#2, #3, #4 after the first), one run of the other."""
     for student, name, count in (("s-names-test-1", LINK, 4), ("s-names-test-2", BIG, 1)):
-        lab.registry.ensure_student(student, name=name)
+        lab.registry.records.ensure_student(student, name=name)
         for number in range(count):
             run_id = f"{student[-1]}run{number}"
             label = LABEL + (f" #{number + 1}" if number else "")
-            lab.registry.add_run(RunRecord(run_id, student, "training", label, "finished", 40, 40, model="gpt"))
-            lab.registry.add_points(run_id, [(step, 4.0 - step / 20 - number / 10, None) for step in range(1, 41)])
+            lab.registry.records.add_run(RunRecord(run_id, student, "training", label, "finished", 40, 40, model="gpt"))
+            lab.registry.records.add_points(
+                run_id, [(step, 4.0 - step / 20 - number / 10, None) for step in range(1, 41)]
+            )
 
 
 @pytest.fixture

@@ -44,11 +44,11 @@ def test_a_finished_run_is_kept_with_its_curve_and_snapshots(tmp_path, database_
     assert kept.config["steps"] == 20 and kept.config["model"] == "bigram-neural" and kept.model == "char"
     assert restarted.kept_runs("student-2") == [] and restarted.kept_run("student-2", job.id) is None
     registry = restarted.keeper.lab.registry
-    assert [(step, loss) for step, loss, _ in registry.curve(job.id)] == list(status.losses)
+    assert [(step, loss) for step, loss, _ in registry.records.curve(job.id)] == list(status.losses)
     assert kept.best_val_loss == min(m.val_loss for m in status.metrics if m.val_loss is not None)
-    steps = [step for step, *_ in registry.snapshots(job.id)]
+    steps = [step for step, *_ in registry.records.snapshots(job.id)]
     assert steps[0] == 0 and steps[-1] == 20 and set(steps) <= set(job.snapshots.steps()) | {0, 1, 2, 5, 10, 20}
-    path = registry.snapshots(job.id)[-1][1]
+    path = registry.records.snapshots(job.id)[-1][1]
     model, tokenizer, meta = load_checkpoint(path)  # the single-file checkpoint format, no pickle
     for name, tensor in job.snapshots.get(20).items():
         assert torch.equal(model.state_dict()[name], tensor)
@@ -69,7 +69,7 @@ def test_a_run_of_a_student_who_has_gone_is_parked_not_lost(tmp_path, database_u
     manager.keeper.flush()
     [kept] = manager.kept_runs("student-1")
     assert kept.state == "parked" and kept.resumable and kept.step == job.status().step
-    assert manager.keeper.lab.registry.snapshots(job.id)[-1][0] == kept.step  # its last step is on disk
+    assert manager.keeper.lab.registry.records.snapshots(job.id)[-1][0] == kept.step  # its last step is on disk
     manager.shutdown()
 
 
@@ -103,7 +103,7 @@ def test_two_processes_share_one_lab_and_one_slot(tmp_path, database_url):
         deadline = time.monotonic() + 1.5
         while time.monotonic() < deadline:  # never both at once: ours read first, then theirs (the row's state
             ours = job.status().state.value  # is written once a second, its slot at once: the slot is the truth)
-            assert not (ours == "running" and manager.keeper.lab.registry.run("student-1", other_id).training)
+            assert not (ours == "running" and manager.keeper.lab.registry.records.run("student-1", other_id).training)
             time.sleep(0.05)
         assert job.wait(300)
         assert child.wait(300) == 0
@@ -126,7 +126,7 @@ def test_a_run_training_when_its_server_died_is_interrupted(tmp_path, database_u
     )
     run_id = child.stdout.readline().strip()
     watcher = Lab.at(tmp_path, url=database_url)  # a flush or two: a few steps written (no fixed sleep)
-    assert _wait_for(lambda: (watcher.registry.run("student-1", run_id) or _NONE).step >= 3, 300)
+    assert _wait_for(lambda: (watcher.registry.records.run("student-1", run_id) or _NONE).step >= 3, 300)
     watcher.registry.dispose()
     child.kill()  # the server stops with no goodbye
     child.wait()
@@ -134,8 +134,8 @@ def test_a_run_training_when_its_server_died_is_interrupted(tmp_path, database_u
     assert run_id in restarted.keeper.interrupted
     [kept] = restarted.kept_runs("student-1")
     assert kept.state == "interrupted" and kept.step >= 3 and kept.resumable
-    assert restarted.keeper.lab.registry.training_count() == 0  # its slot is the machine's again
-    assert restarted.keeper.lab.registry.snapshots(run_id)[0][0] == 0
+    assert restarted.keeper.lab.registry.slots.training_count() == 0  # its slot is the machine's again
+    assert restarted.keeper.lab.registry.records.snapshots(run_id)[0][0] == 0
     restarted.shutdown()
 
 
@@ -163,7 +163,7 @@ def test_a_parked_run_resumes_from_its_last_snapshot(tmp_path, database_url):
     manager.keeper.flush()
     [kept] = manager.kept_runs("student-1")
     assert kept.state == "parked" and kept.config["text_sha256"]
-    [(digest, _, size)] = manager.keeper.lab.registry.uploads(manager.student("student-1"))
+    [(digest, _, size)] = manager.keeper.lab.registry.records.uploads(manager.student("student-1"))
     assert digest == kept.config["text_sha256"] and size == len(TEXT)  # the text, kept once by content
     parked_at = kept.step
     resumed = manager.resume_kept("student-1", kept.id)
@@ -172,7 +172,7 @@ def test_a_parked_run_resumes_from_its_last_snapshot(tmp_path, database_url):
     assert resumed.wait(60)
     status = resumed.status()
     assert status.losses[0][0] == parked_at + 1  # it goes on from the parked step
-    path = manager.keeper.lab.registry.snapshots(kept.id)[-1][1]
+    path = manager.keeper.lab.registry.records.snapshots(kept.id)[-1][1]
     kept_state, _ = manager.keeper.lab.storage.read_snapshot(path)
     again = resumed_trainer(TEXT, path)  # what the resumed run's worker built: the parked weights, exactly
     assert again.step == parked_at
@@ -189,10 +189,12 @@ def test_an_upload_kept_at_upload_time_is_the_text_its_runs_name(tmp_path, datab
     manager = JobManager(max_running=1, lab=Lab.at(tmp_path, url=database_url))
     digest = manager.keep_upload("student-1", "notes.txt", TEXT.encode())  # the sidebar's uploader, at once
     registry = manager.keeper.lab.registry
-    assert registry.uploads("student-1") == [(digest, "notes.txt", len(TEXT))]
+    assert registry.records.uploads("student-1") == [(digest, "notes.txt", len(TEXT))]
     job = submit(manager, "student-1", 5)  # a run on that text: kept once, under the name it was uploaded as
     assert job.wait(120)
     manager.shutdown()
-    [kept] = Lab.at(tmp_path, url=database_url).registry.runs("student-1")
-    assert kept.config["text_sha256"] == digest and registry.uploads("student-1") == [(digest, "notes.txt", len(TEXT))]
+    [kept] = Lab.at(tmp_path, url=database_url).registry.records.runs("student-1")
+    assert kept.config["text_sha256"] == digest and registry.records.uploads("student-1") == [
+        (digest, "notes.txt", len(TEXT))
+    ]
     assert JobManager(max_running=1).keep_upload("student-1", "x", b"y") is None  # no lab: nothing kept

@@ -52,8 +52,8 @@ def test_a_restart_lists_every_run_at_its_steps_and_the_live_ones_resumable(tmp_
     child, ids = start(tmp_path, database_url, "ann:1000000", "bob:1000000:pause", "cy:30")
     try:
         lab = Lab.at(tmp_path, url=database_url)
-        assert wait_for(lambda: lab.registry.run("cy", ids["cy"]).state == "finished", 120)
-        before = {student: lab.registry.run(student, run_id).step for student, run_id in ids.items()}
+        assert wait_for(lambda: lab.registry.records.run("cy", ids["cy"]).state == "finished", 120)
+        before = {student: lab.registry.records.run(student, run_id).step for student, run_id in ids.items()}
     finally:
         end(child, how)
     restarted = JobManager(max_running=1, lab=Lab.at(tmp_path, url=database_url))
@@ -62,20 +62,24 @@ def test_a_restart_lists_every_run_at_its_steps_and_the_live_ones_resumable(tmp_
         registry = restarted.keeper.lab.registry
         for student, run_id in ids.items():
             [kept] = restarted.kept_runs(student)
-            curve = registry.curve(run_id)
+            curve = registry.records.curve(run_id)
             assert kept.id == run_id and kept.step >= before[student] >= READY_STEPS
             # every step's loss, none missing; the curve is written just before the step (a SIGKILL between the
             # two writes leaves the curve at most one flush ahead)
             assert [step for step, *_ in curve] == list(range(1, len(curve) + 1)) and curve[-1][0] >= kept.step
-            assert registry.snapshots(run_id)[0][0] == 0 and registry.snapshots(run_id)[-1][0] <= kept.step
+            assert (
+                registry.records.snapshots(run_id)[0][0] == 0 and registry.records.snapshots(run_id)[-1][0] <= kept.step
+            )
         states = {student: restarted.kept_runs(student)[0] for student in ids}
         assert (states["ann"].state, states["ann"].resumable) == ("interrupted", True)
         assert (states["bob"].state, states["bob"].resumable) == ("interrupted", True)
         assert (states["cy"].state, states["cy"].step) == ("finished", 30)
-        assert registry.training_count() == 0  # their slots are the machine's again
-        last = registry.snapshots(ids["ann"])[-1][0]
-        at = {student: registry.resume_state(run_id) for student, run_id in ids.items()}
-        assert at["bob"][0] == registry.snapshots(ids["bob"])[-1][0] == states["bob"].step  # paused: resumable there
+        assert registry.slots.training_count() == 0  # their slots are the machine's again
+        last = registry.records.snapshots(ids["ann"])[-1][0]
+        at = {student: registry.records.resume_state(run_id) for student, run_id in ids.items()}
+        assert (
+            at["bob"][0] == registry.records.snapshots(ids["bob"])[-1][0] == states["bob"].step
+        )  # paused: resumable there
         assert at["cy"] is None  # finished: no optimizer state kept
         if how == signal.SIGTERM:  # stopped in order: the training run paused at exit, its resume state is its last
             assert at["ann"][0] == last
@@ -85,10 +89,10 @@ def test_a_restart_lists_every_run_at_its_steps_and_the_live_ones_resumable(tmp_
         assert (resumed.id, resumed.label) == (ids["ann"], "ann's run")
         assert wait_for(lambda: resumed.status().step >= at["ann"][0] + 3)
         assert resumed.status().losses[0][0] == at["ann"][0] + 1  # on from its kept resume state
-        assert wait_for(lambda: registry.run("ann", ids["ann"]).step >= at["ann"][0] + 3)
+        assert wait_for(lambda: registry.records.run("ann", ids["ann"]).step >= at["ann"][0] + 3)
         [again] = restarted.kept_runs("ann")
         assert again.id == ids["ann"] and again.resumes == [at["ann"][0]]
-        steps = [step for step, *_ in registry.curve(ids["ann"])]
+        steps = [step for step, *_ in registry.records.curve(ids["ann"])]
         assert steps == list(range(1, len(steps) + 1))  # one curve from the first step, none missing
     finally:
         restarted.shutdown()
@@ -101,7 +105,7 @@ def test_two_processes_count_one_share_per_student_and_one_machine(tmp_path, dat
     try:
         registry = here.keeper.lab.registry
         assert [run.id for run in here.kept_runs("ann")] == list(ids.values())  # her runs of the other process
-        assert registry.student_training("ann") == 2
+        assert registry.slots.student_training("ann") == 2
         mine = submit(here, "ann", 50)  # her third: waits, the other process trains her two
         bob = submit(here, "bob", 50)  # bob's trains at once: the machine has room
         assert bob.wait(120) and bob.status().step == 50
@@ -109,7 +113,7 @@ def test_two_processes_count_one_share_per_student_and_one_machine(tmp_path, dat
         fourth = submit(here, "ann", 50)  # her share: 2 training and 2 waiting, across both processes
         with pytest.raises(JobRefused, match="another of this class's app processes"):
             submit(here, "ann", 50)  # her fifth: beyond her share, whichever process she asks
-        assert registry.training_count() <= 4
+        assert registry.slots.training_count() <= 4
         end(child)
         assert wait_for(lambda: mine.status().step > 0 and fourth.status().step > 0, 60)  # hers here train now
     finally:
@@ -126,13 +130,13 @@ def test_pause_resume_and_stop_from_the_other_process(tmp_path, database_url):
         assert other.get("ann", run_id) is None  # not this process's
         assert not other._control("bob", run_id, "pause")  # another student's run: nothing happens
         assert other._control("ann", run_id, "pause")
-        assert wait_for(lambda: registry.run("ann", run_id).state == "paused", 30)
-        paused_at = registry.run("ann", run_id).step
-        assert wait_for(lambda: registry.run("ann", run_id).step == paused_at, 5)
+        assert wait_for(lambda: registry.records.run("ann", run_id).state == "paused", 30)
+        paused_at = registry.records.run("ann", run_id).step
+        assert wait_for(lambda: registry.records.run("ann", run_id).step == paused_at, 5)
         assert other._control("ann", run_id, "resume")
-        assert wait_for(lambda: registry.run("ann", run_id).step > paused_at + 5, 30)
+        assert wait_for(lambda: registry.records.run("ann", run_id).step > paused_at + 5, 30)
         assert other._control("ann", run_id, "stop")
-        assert wait_for(lambda: registry.run("ann", run_id).state == "stopped", 30)
+        assert wait_for(lambda: registry.records.run("ann", run_id).state == "stopped", 30)
         assert not other._control("ann", run_id, "pause")  # ended: nothing to ask
     finally:
         end(child)
@@ -148,7 +152,7 @@ def test_an_app_process_killed_its_students_find_their_runs_on_the_other(tmp_pat
         end(child, signal.SIGKILL)  # the process that served ann's page and trained her run
         [kept] = survivor.kept_runs("ann")  # ann's browser reconnects to the other process
         assert (kept.id, kept.state, kept.resumable) == (run_id, "interrupted", True)
-        assert kept.step >= READY_STEPS and registry.training_count() == 0
+        assert kept.step >= READY_STEPS and registry.slots.training_count() == 0
         resumed = survivor.resume_kept("ann", run_id)
         assert wait_for(lambda: resumed.status().step > kept.step, 60)
         assert survivor.kept_runs("bob") == []

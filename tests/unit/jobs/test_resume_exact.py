@@ -95,7 +95,7 @@ def resume(folder, run_id: str, drop_state: bool = False):
         line = restarted.resume_line("ann", run_id)
         job = restarted.resume_kept("ann", run_id)
         assert job.wait(300) and job.status().state.value == "finished", job.status().error
-        return job, line, registry.resume_state(job.id)
+        return job, line, registry.records.resume_state(job.id)
     finally:
         restarted.shutdown()
 
@@ -103,18 +103,18 @@ def resume(folder, run_id: str, drop_state: bool = False):
 def test_a_parked_run_resumed_by_a_new_server_goes_on_exactly_as_if_never_stopped(uninterrupted, parked):
     folder, run_id, step = parked
     registry = Lab.at(folder).registry
-    resume_step, path, nbytes = registry.resume_state(run_id)
+    resume_step, path, nbytes = registry.records.resume_state(run_id)
     assert resume_step == step and path.endswith(f"resume-{step:09d}.safetensors")
-    weights = registry.snapshots(run_id)[-1][2]
+    weights = registry.records.snapshots(run_id)[-1][2]
     assert 2 * weights < nbytes < 3 * weights + 100_000  # Adam's two moments per weight (and the metrics so far)
-    assert registry.disk_bytes("ann") >= nbytes + weights  # in the student's quota
+    assert registry.records.disk_bytes("ann") >= nbytes + weights  # in the student's quota
     job, line, _ = resume(folder, run_id)
     assert line.startswith(f"Resume trains it on from step {step} with its optimizer's state")
     assert (job.id, job.label) == (run_id, "Run 1")  # the same run goes on
     resumed = curve(job)
     assert sorted(resumed) == list(range(step + 1, STEPS + 1))  # on from the parked step, to the end
     assert resumed == {s: uninterrupted[s] for s in resumed}  # every loss, norm and rate equal
-    assert registry.resume_state(job.id) is None  # finished: its optimizer state left the quota
+    assert registry.records.resume_state(job.id) is None  # finished: its optimizer state left the quota
 
 
 def test_a_run_kept_without_its_optimizer_state_resumes_with_its_weights_and_says_so(uninterrupted, parked):

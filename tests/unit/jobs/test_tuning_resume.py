@@ -52,7 +52,7 @@ def test_a_parked_tuning_run_resumes_as_the_same_run(tmp_path, kind):
     [kept] = manager.kept_runs("student-1")
     assert (kept.kind, kept.state) == (kind, "parked") and RunView.of(kept).resumable
     registry = manager.keeper.lab.registry
-    [(digest, _, _)] = registry.uploads(manager.student("student-1"))
+    [(digest, _, _)] = registry.records.uploads(manager.student("student-1"))
     assert digest == kept.config["text_sha256"]  # its sets, kept once by content
     parked_at = kept.step
     # what the resumed run's worker builds (resume_plan's recipe, run here): the parked weights, and (DPO) the
@@ -60,7 +60,7 @@ def test_a_parked_tuning_run_resumes_as_the_same_run(tmp_path, kind):
     build, _, step, _ = resume_plan(manager.keeper.lab, kept.student, kept.id)
     trainer = build()
     assert step == trainer.step == parked_at
-    parked_path = dict((s, p) for s, p, _ in registry.snapshots(kept.id))[parked_at]
+    parked_path = dict((s, p) for s, p, _ in registry.records.snapshots(kept.id))[parked_at]
     parked_weights, _ = manager.keeper.lab.storage.read_snapshot(parked_path)
     for name, tensor in trainer.model.state_dict().items():
         assert torch.equal(tensor, parked_weights[name])
@@ -73,7 +73,7 @@ def test_a_parked_tuning_run_resumes_as_the_same_run(tmp_path, kind):
     line = manager.resume_line("student-1", kept.id)
     assert f"from step {parked_at} with the weights" in line and "keeps no optimizer state" in line, line
     assert "another order" in line and "optimizer states were" not in line, line
-    assert registry.resume_state(kept.id) is None  # nothing it could have gone on from exactly
+    assert registry.records.resume_state(kept.id) is None  # nothing it could have gone on from exactly
     rows = len(trainer.train_examples if kind == "sft" else trainer.train_pairs)
     never_stopped = torch.Generator().manual_seed(config.seed)
     for _ in range(parked_at):  # the batches an uninterrupted run drew before its next one (SftRunner.batch)
@@ -86,7 +86,7 @@ def test_a_parked_tuning_run_resumes_as_the_same_run(tmp_path, kind):
     manager.keeper.flush()
     assert (resumed.id, resumed.label) == (kept.id, kept.label)  # the same run goes on: one history
     assert resumed.status().losses[0][0] == parked_at + 1  # it goes on from the parked step
-    again = registry.run(kept.student, kept.id)
+    again = registry.records.run(kept.student, kept.id)
     assert again.state == "finished" and again.step == 40 and again.resumes == [parked_at]
-    assert [step for step, *_ in registry.curve(kept.id)] == list(range(1, 41))  # one curve, every step
+    assert [step for step, *_ in registry.records.curve(kept.id)] == list(range(1, 41))  # one curve, every step
     manager.shutdown()

@@ -85,7 +85,7 @@ def test_every_control_with_postgresql_stopped_answers_in_one_sentence_and_chang
     with own_postgres() as (url, start, stop):
         lab = Lab.at(tmp_path, url=url)
         try:
-            lab.registry.ensure_student("ann")
+            lab.registry.records.ensure_student("ann")
             kept = {
                 "parked1": RunRecord(
                     "parked1", "ann", "training", "a parked run", "parked", 100, 40, state_by="teacher"
@@ -93,7 +93,7 @@ def test_every_control_with_postgresql_stopped_answers_in_one_sentence_and_chang
                 "stopped1": RunRecord("stopped1", "ann", "training", "a stopped run", "stopped", 100, 60),
             }
             for record in kept.values():
-                lab.registry.add_run(record)
+                lab.registry.records.add_run(record)
             before = {run_id: lab.run("ann", run_id) for run_id in kept}
             stop()
             said = {(run_id, action): _said(lab, "ann", run_id, action) for run_id in kept for action in ACTIONS}

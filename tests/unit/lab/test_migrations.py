@@ -70,12 +70,12 @@ def test_a_database_made_by_main_is_upgraded_and_every_run_is_found(database_url
             curve = lab.curve(student, view.id)
             assert curve.steps == list(range(0, view.step + 1))  # every point the old database held
             assert curve.series == {}  # its points keep no measures of a kind's own (revision 0003's column)
-    registry.add_points("r0x1", [(10_000, 1.0, None)], measures={10_000: {"margin": 0.5}})
-    assert registry.series("r0x1") == {"margin": [(10_000, 0.5)]}  # the upgraded table takes them
+    registry.records.add_points("r0x1", [(10_000, 1.0, None)], measures={10_000: {"margin": 0.5}})
+    assert registry.records.series("r0x1") == {"margin": [(10_000, 0.5)]}  # the upgraded table takes them
     parked = lab.run("s0", "r0x1")
     assert parked is not None and parked.state == "parked" and parked.state_by is None
     again = Registry(database_url)  # a second open finds it at the head and changes nothing
-    assert again.revision == schema.head() and len(again.all_runs()) == 6
+    assert again.revision == schema.head() and len(again.records.all_runs()) == 6
     registry.dispose()
     again.dispose()
 

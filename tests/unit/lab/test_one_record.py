@@ -79,7 +79,7 @@ def test_a_damaged_snapshot_refuses_in_one_sentence_without_its_path(tmp_path):
     assert child.wait(300) == 0
     lab = Lab.at(tmp_path)
     run_id = ids["ann"]
-    path = dict((step, p) for step, p, _ in lab.registry.snapshots(run_id))[20]
+    path = dict((step, p) for step, p, _ in lab.registry.records.snapshots(run_id))[20]
     with open(path, "r+b") as damaged:
         damaged.write(b"\xff" * 64)
     with pytest.raises(Exception) as refused:
@@ -140,7 +140,7 @@ def test_the_teachers_park_reaches_the_student_as_the_teachers_and_resume_contin
         )
         [view] = here.lab.runs("ann")  # one run, one history
         assert (view.id, view.label, view.state) == (run_id, "ann's run", "running")
-        resumed_at = lab.registry.resume_state(run_id)
+        resumed_at = lab.registry.records.resume_state(run_id)
         assert len(view.resumes) == 1 and view.resumes[0] <= parked.step
         steps = here.lab.curve("ann", run_id).steps
         assert steps == list(range(1, len(steps) + 1))  # one curve from its first step

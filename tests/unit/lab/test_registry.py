@@ -25,14 +25,14 @@ def _run(run_id: str, student: str = "s1", state: str = "queued", **values) -> R
 def test_rows_outlive_the_registry_object(database_url):
     url = database_url
     first = Registry(url)
-    first.ensure_student("s1", name="Ada")
-    first.add_run(_run("r1", config={"steps": 100}))
-    first.update_run("r1", state="running", step=30)
-    first.add_points("r1", [(10, 3.0, None), (20, 2.5, 2.8), (30, 2.2, 2.6)])
-    first.add_sample("r1", 20, "hello")
+    first.records.ensure_student("s1", name="Ada")
+    first.records.add_run(_run("r1", config={"steps": 100}))
+    first.records.update_run("r1", state="running", step=30)
+    first.records.add_points("r1", [(10, 3.0, None), (20, 2.5, 2.8), (30, 2.2, 2.6)])
+    first.records.add_sample("r1", 20, "hello")
     first.dispose()
     second = Registry(url)  # a new process (or a restarted server) opening the same file
-    [record] = second.runs("s1")
+    [record] = second.records.runs("s1")
     assert (record.state, record.step, record.config, record.best_val_loss, record.last_loss) == (
         "running",
         30,
@@ -40,30 +40,30 @@ def test_rows_outlive_the_registry_object(database_url):
         2.6,
         2.2,
     )
-    assert second.curve("r1") == [(10, 3.0, None), (20, 2.5, 2.8), (30, 2.2, 2.6)]
-    assert second.samples("r1") == [(20, "hello")]
-    assert second.student("s1")["name"] == "Ada"
+    assert second.records.curve("r1") == [(10, 3.0, None), (20, 2.5, 2.8), (30, 2.2, 2.6)]
+    assert second.records.samples("r1") == [(20, "hello")]
+    assert second.records.student("s1")["name"] == "Ada"
     assert second.engine.dialect.name == ("postgresql" if url.startswith("postgresql") else "sqlite")
     second.dispose()
 
 
 def test_a_run_id_alone_opens_nothing_of_another_student(database_url):
     registry = Registry(database_url)
-    registry.ensure_student("s1")
-    registry.ensure_student("s2")
-    registry.add_run(_run("r1"))
-    assert registry.run("s2", "r1") is None
-    assert registry.delete_run("s2", "r1") is False
-    assert [r.id for r in registry.runs("s1")] == ["r1"]
-    assert registry.delete_run("s1", "r1") is True
-    assert registry.runs("s1") == []
+    registry.records.ensure_student("s1")
+    registry.records.ensure_student("s2")
+    registry.records.add_run(_run("r1"))
+    assert registry.records.run("s2", "r1") is None
+    assert registry.records.delete_run("s2", "r1") is False
+    assert [r.id for r in registry.records.runs("s1")] == ["r1"]
+    assert registry.records.delete_run("s1", "r1") is True
+    assert registry.records.runs("s1") == []
 
 
 def _child_adds_running_run(url: str) -> None:
     registry = Registry(url)
-    registry.ensure_student("s1")
-    registry.add_run(_run("orphan"))
-    registry.update_run("orphan", state="running", step=7)
+    registry.records.ensure_student("s1")
+    registry.records.add_run(_run("orphan"))
+    registry.records.update_run("orphan", state="running", step=7)
 
 
 @pytest.mark.processes
@@ -73,11 +73,11 @@ def test_a_run_whose_process_has_gone_is_interrupted(database_url):
     child.start()
     child.join(60)
     registry = Registry(url)
-    registry.add_run(_run("mine"))  # held by this process: alive
-    record = registry.run("s1", "orphan")
+    registry.records.add_run(_run("mine"))  # held by this process: alive
+    record = registry.records.run("s1", "orphan")
     assert holder_alive(record.holder) is False
-    assert registry.interrupt_orphans() == ["orphan"]
-    states = {r.id: (r.state, r.step) for r in registry.runs("s1")}
+    assert registry.liveness.interrupt_orphans() == ["orphan"]
+    states = {r.id: (r.state, r.step) for r in registry.records.runs("s1")}
     assert states == {"orphan": ("interrupted", 7), "mine": ("queued", 0)}
 
 
@@ -85,7 +85,7 @@ CLAIM = """
 import sys
 from llmviz.lab.registry import Registry
 registry = Registry(sys.argv[1])
-got = [run for run in sys.argv[2:] if registry.claim_slot(run, max_running=3)]
+got = [run for run in sys.argv[2:] if registry.slots.claim(run, max_running=3)]
 print(len(got))
 """
 
@@ -94,29 +94,29 @@ print(len(got))
 def test_slots_are_counted_once_for_every_process(database_url):
     url = database_url
     registry = Registry(url)
-    registry.ensure_student("s1")
+    registry.records.ensure_student("s1")
     ids = [f"r{i}" for i in range(8)]
     for run_id in ids:
-        registry.add_run(_run(run_id))
+        registry.records.add_run(_run(run_id))
     children = [
         subprocess.Popen([sys.executable, "-c", CLAIM, url, *ids[i::2]], stdout=subprocess.PIPE, text=True)
         for i in range(2)
     ]
     got = [int(child.communicate(timeout=120)[0]) for child in children]
-    assert sum(got) == 3 == registry.training_count()
-    registry.free_slot(next(r.id for r in registry.runs("s1") if r.training))
-    assert registry.claim_slot("r7", max_running=3) or registry.run("s1", "r7").training
+    assert sum(got) == 3 == registry.slots.training_count()
+    registry.slots.free(next(r.id for r in registry.records.runs("s1") if r.training))
+    assert registry.slots.claim("r7", max_running=3) or registry.records.run("s1", "r7").training
 
 
 def test_memory_budget_is_one_for_the_machine(database_url):
     registry = Registry(database_url)
-    registry.ensure_student("s1")
+    registry.records.ensure_student("s1")
     for run_id in ("a", "b"):
-        registry.add_run(_run(run_id))
-    assert registry.claim_slot("a", 4, memory=600, budget=1000)
-    assert not registry.claim_slot("b", 4, memory=600, budget=1000)
-    registry.free_slot("a")
-    assert registry.claim_slot("b", 4, memory=600, budget=1000)
+        registry.records.add_run(_run(run_id))
+    assert registry.slots.claim("a", 4, memory=600, budget=1000)
+    assert not registry.slots.claim("b", 4, memory=600, budget=1000)
+    registry.slots.free("a")
+    assert registry.slots.claim("b", 4, memory=600, budget=1000)
 
 
 def test_snapshots_round_trip_without_pickle_and_tied_weights_stay_tied(tmp_path):
@@ -138,42 +138,42 @@ def test_snapshots_round_trip_without_pickle_and_tied_weights_stay_tied(tmp_path
 
 def test_quota_thins_the_oldest_snapshots_first_and_keeps_each_last_step(tmp_path, database_url):
     lab = Lab.at(tmp_path, url=database_url, quota=10_000)
-    lab.registry.ensure_student("s1")
+    lab.registry.records.ensure_student("s1")
     weights = {"w": torch.zeros(500)}  # about 2 kB a file
     for run_id, created in (("old", 1.0), ("new", 2.0)):
-        lab.registry.add_run(_run(run_id, created=created))
+        lab.registry.records.add_run(_run(run_id, created=created))
         for step in (0, 10, 20, 50):
             path, nbytes = lab.storage.write_snapshot("s1", run_id, step, weights, {})
-            lab.registry.add_snapshot(run_id, step, path, nbytes)
+            lab.registry.records.add_snapshot(run_id, step, path, nbytes)
     dropped = lab.thin("s1")
     assert dropped[:2] == [("old", 10), ("old", 20)]
-    assert lab.registry.disk_bytes("s1") <= 10_000
-    assert lab.storage.usage("s1") == lab.registry.disk_bytes("s1")
-    kept = {(run, step) for run, step, *_ in lab.registry.student_snapshots("s1")}
+    assert lab.registry.records.disk_bytes("s1") <= 10_000
+    assert lab.storage.usage("s1") == lab.registry.records.disk_bytes("s1")
+    kept = {(run, step) for run, step, *_ in lab.registry.records.student_snapshots("s1")}
     assert {("old", 50), ("new", 50)} <= kept
 
 
 def test_delete_run_removes_its_files_and_uploads_are_kept_once(tmp_path, database_url):
     lab = Lab.at(tmp_path, url=database_url)
-    lab.registry.ensure_student("s1")
-    lab.registry.add_run(_run("r1"))
+    lab.registry.records.ensure_student("s1")
+    lab.registry.records.add_run(_run("r1"))
     path, nbytes = lab.storage.write_snapshot("s1", "r1", 0, {"w": torch.ones(3)}, {})
-    lab.registry.add_snapshot("r1", 0, path, nbytes)
+    lab.registry.records.add_snapshot("r1", 0, path, nbytes)
     assert not lab.delete_run("s2", "r1")
     assert lab.delete_run("s1", "r1")
-    assert not (tmp_path / "lab" / "s1" / "r1").exists() and lab.registry.snapshots("r1") == []
+    assert not (tmp_path / "lab" / "s1" / "r1").exists() and lab.registry.records.snapshots("r1") == []
     digest, _ = lab.storage.write_upload("s1", b"some text")
-    assert lab.registry.add_upload("s1", digest, "a.txt", 9)
-    assert not lab.registry.add_upload("s1", digest, "copy.txt", 9)
+    assert lab.registry.records.add_upload("s1", digest, "a.txt", 9)
+    assert not lab.registry.records.add_upload("s1", digest, "copy.txt", 9)
     assert lab.storage.read_upload("s1", digest) == b"some text"
-    assert lab.registry.disk_bytes("s1") == 9
+    assert lab.registry.records.disk_bytes("s1") == 9
 
 
 def test_retention_deletes_runs_nobody_touched(tmp_path, database_url):
     lab = Lab.at(tmp_path, url=database_url, keep_s=60)
-    lab.registry.ensure_student("s1")
-    lab.registry.add_run(_run("old", state="finished"))
-    lab.registry.add_run(_run("live", state="running"))
+    lab.registry.records.ensure_student("s1")
+    lab.registry.records.add_run(_run("old", state="finished"))
+    lab.registry.records.add_run(_run("live", state="running"))
     with lab.registry.engine.begin() as db:
         from llmviz.lab.records import runs
 
@@ -190,55 +190,66 @@ def test_an_upload_is_kept_when_uploaded_once_per_content_within_the_quota(tmp_p
     digest = lab.keep_upload("s1", "mine.txt", text)
     assert digest == content_hash(text) and lab.storage.read_upload("s1", digest) == text
     assert lab.keep_upload("s1", "same, renamed.txt", text) == digest  # once per content
-    assert lab.registry.uploads("s1") == [(digest, "mine.txt", len(text))] and lab.registry.disk_bytes("s1") == 2100
-    lab.registry.add_run(_run("r1"))
+    assert (
+        lab.registry.records.uploads("s1") == [(digest, "mine.txt", len(text))]
+        and lab.registry.records.disk_bytes("s1") == 2100
+    )
+    lab.registry.records.add_run(_run("r1"))
     for step in (0, 10, 20, 50):  # about 2 kB each: 8.1 kB with the upload, under the quota
         path, nbytes = lab.storage.write_snapshot("s1", "r1", step, {"w": torch.zeros(500)}, {})
-        lab.registry.add_snapshot("r1", step, path, nbytes)
+        lab.registry.records.add_snapshot("r1", step, path, nbytes)
     second = b"another text\n" * 300  # 3,900 bytes: fits once the oldest snapshots are thinned
     lab.keep_upload("s1", "second.txt", second)
-    assert [step for step, *_ in lab.registry.snapshots("r1")][-1] == 50  # the run's last step stays
-    assert lab.registry.disk_bytes("s1") <= 10_000 == lab.quota
+    assert [step for step, *_ in lab.registry.records.snapshots("r1")][-1] == 50  # the run's last step stays
+    assert lab.registry.records.disk_bytes("s1") <= 10_000 == lab.quota
     with pytest.raises(UploadError, match="big.txt .* is not kept"):
         lab.keep_upload("s1", "big.txt", b"x" * 9_000)  # cannot fit beside the uploads and the last step
-    assert len(lab.registry.uploads("s1")) == 2 and lab.storage.usage("s1") == lab.registry.disk_bytes("s1")
-    assert lab.keep_upload("s2", "mine.txt", text) == digest and lab.registry.disk_bytes("s2") == 2100  # s2's own
+    assert len(lab.registry.records.uploads("s1")) == 2 and lab.storage.usage("s1") == lab.registry.records.disk_bytes(
+        "s1"
+    )
+    assert (
+        lab.keep_upload("s2", "mine.txt", text) == digest and lab.registry.records.disk_bytes("s2") == 2100
+    )  # s2's own
 
 
 def test_resume_states_count_in_the_quota_and_are_thinned_after_every_snapshot_that_may_go(tmp_path, database_url):
     """One resume state per run (a newer one replaces the older, file included), counted in the student's disk;
     over the quota the snapshots go first (never the one a resume state goes with), then the oldest run's state."""
     lab = Lab.at(tmp_path, url=database_url, quota=14_000)
-    lab.registry.ensure_student("s1")
+    lab.registry.records.ensure_student("s1")
     weights, moments = {"w": torch.zeros(500)}, {"m": torch.zeros(1000)}  # about 2 and 4 kB a file
     for run_id, created in (("old", 1.0), ("new", 2.0)):
-        lab.registry.add_run(_run(run_id, created=created))
+        lab.registry.records.add_run(_run(run_id, created=created))
         for step in (0, 10, 20):
             path, nbytes = lab.storage.write_snapshot("s1", run_id, step, weights, {})
-            lab.registry.add_snapshot(run_id, step, path, nbytes)
+            lab.registry.records.add_snapshot(run_id, step, path, nbytes)
         for step in (10, 20) if run_id == "new" else (10,):
             path, nbytes = lab.storage.write_resume("s1", run_id, step, moments, {"format": "x"})
-            older = lab.registry.set_resume(run_id, step, path, nbytes)
+            older = lab.registry.records.set_resume(run_id, step, path, nbytes)
             if older:
                 lab.storage.delete_file(older)
-    assert lab.registry.resume_state("new")[0] == 20 and lab.storage.usage("s1") == lab.registry.disk_bytes("s1")
-    tensors, scalars = lab.storage.read_resume(lab.registry.resume_state("new")[1])
+    assert lab.registry.records.resume_state("new")[0] == 20 and lab.storage.usage(
+        "s1"
+    ) == lab.registry.records.disk_bytes("s1")
+    tensors, scalars = lab.storage.read_resume(lab.registry.records.resume_state("new")[1])
     assert torch.equal(tensors["m"], moments["m"]) and scalars == {"format": "x", "step": 20}
     dropped = lab.thin("s1")
     # old's state is at step 10: that snapshot stays, as each run's last step does
     assert dropped == [("new", 10), ("old", 0), ("new", 0)]
-    assert lab.registry.resume_state("old") is None and lab.registry.resume_state("new") is not None
-    assert lab.registry.disk_bytes("s1") <= 14_000 and lab.storage.usage("s1") == lab.registry.disk_bytes("s1")
-    assert lab.delete_run("s1", "new") and lab.registry.resume_state("new") is None
+    assert lab.registry.records.resume_state("old") is None and lab.registry.records.resume_state("new") is not None
+    assert lab.registry.records.disk_bytes("s1") <= 14_000 and lab.storage.usage(
+        "s1"
+    ) == lab.registry.records.disk_bytes("s1")
+    assert lab.delete_run("s1", "new") and lab.registry.records.resume_state("new") is None
 
 
 def test_a_registry_made_before_resume_states_gains_their_table(tmp_path):
     url = f"sqlite:///{tmp_path / 'lab.db'}"
     first = Registry(url)
-    first.ensure_student("s1")
-    first.add_run(_run("r1"))
+    first.records.ensure_student("s1")
+    first.records.add_run(_run("r1"))
     with Registry(url).engine.begin() as db:  # as the registry was before resume states (and schema revisions)
         db.exec_driver_sql("DROP TABLE lab_resumes")
         db.exec_driver_sql("DROP TABLE lab_alembic_version")
     again = Registry(url)
-    assert [run.id for run in again.runs("s1")] == ["r1"] and again.resume_state("r1") is None
+    assert [run.id for run in again.records.runs("s1")] == ["r1"] and again.records.resume_state("r1") is None

@@ -40,11 +40,13 @@ def _step_elsewhere(database, run_id: str) -> int:
 def test_steps_written_while_the_guard_checks_the_file_reach_another_process(tmp_path):
     lab = Lab.at(tmp_path)
     guard = Guard(lab)
-    lab.registry.ensure_student("ada")
-    lab.registry.add_run(RunRecord(id="r1", student="ada", kind="training", label="Run 1", state="running", total=9))
+    lab.registry.records.ensure_student("ada")
+    lab.registry.records.add_run(
+        RunRecord(id="r1", student="ada", kind="training", label="Run 1", state="running", total=9)
+    )
     seen = []
     for step in range(1, 5):
-        lab.registry.update_run("r1", step=step)
+        lab.registry.records.update_run("r1", step=step)
         assert guard.tick()  # the keeper's once a second: the file's header checked (it is whole)
         guard.sync()
         seen.append(_step_elsewhere(tmp_path / "lab.db", "r1"))

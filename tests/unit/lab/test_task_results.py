@@ -89,7 +89,7 @@ def test_a_damaged_result_is_one_sentence_and_a_result_over_the_quota_is_not_kep
     job = _bpe(manager, "ada")
     manager.shutdown()
     lab = Lab.at(tmp_path)
-    [(_, path, _)] = lab.registry.snapshots(job.id)
+    [(_, path, _)] = lab.registry.records.snapshots(job.id)
     with open(path, "r+b") as kept:
         kept.write(b"\xff" * 64)  # its header broken
     with pytest.raises(SnapshotDamaged, match=r"^The kept BPE tokenizer · 300 tokens is damaged") as damaged:

@@ -30,12 +30,12 @@ def _job(owner: str, run_id: str = "new-run") -> SimpleNamespace:
 
 def _kept_run(lab: Lab, student: str) -> list[tuple[int, str, int]]:
     """A finished run of ``student`` with three snapshots on disk (steps 0, 10, 20); returns their rows."""
-    lab.registry.ensure_student(student)
-    lab.registry.add_run(RunRecord("r0", student, "training", "Run 1", "finished", total=20, step=20))
+    lab.registry.records.ensure_student(student)
+    lab.registry.records.add_run(RunRecord("r0", student, "training", "Run 1", "finished", total=20, step=20))
     for step in (0, 10, 20):
         path, nbytes = lab.storage.write_snapshot(student, "r0", step, {"w": torch.full((4096,), float(step))}, {})
-        lab.registry.add_snapshot("r0", step, path, nbytes)
-    return lab.registry.snapshots("r0")
+        lab.registry.records.add_snapshot("r0", step, path, nbytes)
+    return lab.registry.records.snapshots("r0")
 
 
 def _files(folder) -> list:
@@ -61,10 +61,10 @@ def test_a_fault_between_the_parts_of_recording_a_run_leaves_nothing_half_writte
     lab = Lab.at(tmp_path, url=database_url, quota=0)
     before = _kept_run(lab, "ann")
     snapshot = before[0][2]
-    lab.quota = lab.registry.disk_bytes("ann") + len(TEXT) + snapshot // 2  # a new snapshot needs one thinned
+    lab.quota = lab.registry.records.disk_bytes("ann") + len(TEXT) + snapshot // 2  # a new snapshot needs one thinned
     keeper = Keeper(lab, interval=3600)
     try:
-        owner = lab.registry if part in ("ensure_student", "add_runs") else lab
+        owner = lab.registry.records if part in ("ensure_student", "add_runs") else lab
         with monkeypatch.context() as patch:
             _fail_after(patch, owner, part)
             with pytest.raises(LabUnavailable) as refused:
@@ -72,17 +72,17 @@ def test_a_fault_between_the_parts_of_recording_a_run_leaves_nothing_half_writte
         assert refused.value.fault == Fault.FULL and str(refused.value) == Fault.FULL.sentence
 
         assert [run.id for run in lab.runs("ann")] == ["r0"]  # no row of the new run
-        assert lab.registry.snapshots("r0") == before  # nothing thinned: every row, and every file it names
+        assert lab.registry.records.snapshots("r0") == before  # nothing thinned: every row, and every file it names
         assert all(os.path.exists(path) for _, path, _ in before)
-        assert lab.registry.uploads("ann") == [] and _files(tmp_path / "lab" / "ann" / "uploads") == []
+        assert lab.registry.records.uploads("ann") == [] and _files(tmp_path / "lab" / "ann" / "uploads") == []
         assert not keeper.holds("new-run")
 
         keeper.enter([_job("ann")], [TEXT], [snapshot])  # the disk has room again: all the parts, together
         assert sorted(run.id for run in lab.runs("ann")) == ["new-run", "r0"]
-        thinned = [row for row in before if row not in lab.registry.snapshots("r0")]
+        thinned = [row for row in before if row not in lab.registry.records.snapshots("r0")]
         assert [step for step, _, _ in thinned] == [10]  # the room was made: the row, then (committed) its file
         assert not os.path.exists(thinned[0][1])
-        assert [name for _, name, _ in lab.registry.uploads("ann")] == ["the text of Run 2"]
+        assert [name for _, name, _ in lab.registry.records.uploads("ann")] == ["the text of Run 2"]
     finally:
         keeper.close()
 
@@ -92,7 +92,7 @@ def test_a_new_students_row_is_not_left_behind_by_a_run_that_was_not_recorded(tm
     keeper = Keeper(lab, interval=3600)
     try:
         with monkeypatch.context() as patch:
-            _fail_after(patch, lab.registry, "add_runs")
+            _fail_after(patch, lab.registry.records, "add_runs")
             with pytest.raises(LabUnavailable):
                 keeper.enter([_job("bo")], [TEXT], [0])
         assert lab.student("bo") is None and lab.runs("bo") == []
