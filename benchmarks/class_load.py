@@ -1078,7 +1078,7 @@ def registry_cost(kind: str, students: int, port: int) -> list[str]:
 
         def page_open(name: str) -> tuple[float, float]:
             wall, cpu = time.perf_counter(), time.thread_time()
-            kept = manager.kept_runs(name)  # the picker: the student's runs (and the orphan check)
+            kept = manager.lab_side.kept_runs(name)  # the picker: the student's runs (and the orphan check)
             if kept:
                 lab.registry.records.steps_by_run(name)  # their kept snapshot steps
             lab.registry.records.student(name)  # the teacher flag / display name

@@ -1,4 +1,5 @@
-"""The job manager's side that faces the lab (:mod:`llmviz.lab`): a mixin of :class:`~llmviz.jobs.manager.JobManager`
+"""The job manager's side that faces the lab (:mod:`llmviz.lab`): a part of :class:`~llmviz.jobs.manager.JobManager`
+(``manager.lab_side``, the lab's :class:`~llmviz.lab.service.Controller`, on the manager's lock, ledger and sessions)
 that shares the machine's slots with every app process through the registry, counts a student's runs in every
 process, acts on the lab's controls (:class:`llmviz.lab.service.Controller`: pause, resume, stop, park a run this
 process holds; Resume of a kept run trains the same run on here) and keeps the pages' older calls
@@ -15,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from llmviz.errors import LlmvizError
@@ -29,42 +30,45 @@ if TYPE_CHECKING:
     from llmviz.jobs.admission import Claim, Ledger
     from llmviz.jobs.job import Group, Job
     from llmviz.jobs.keeping import Keeper
-    from llmviz.lab.service import Lab
+    from llmviz.jobs.sessions import Sessions
 
 log = logging.getLogger(__name__)
 
 
 class LabSide:
-    """What :class:`~llmviz.jobs.manager.JobManager` does with the lab (see the module's docstring)."""
+    """What :class:`~llmviz.jobs.manager.JobManager` does with the lab (see the module's docstring). ``submit``: the
+    manager's :meth:`~llmviz.jobs.manager.JobManager.submit_training`, which trains a kept run on (Resume)."""
 
-    keeper: Keeper | None
-    ledger: Ledger
-    runs_per_session: int | None
-    max_running: int
-    _full_students: dict[str, float]
-    _lock: Any
-    _sessions: dict[str, Any]
+    def __init__(
+        self,
+        lock: Any,
+        ledger: Ledger,
+        sessions: Sessions,
+        keeper: Keeper | None,
+        submit: Callable[..., Job],
+        max_running: int,
+        runs_per_session: int | None,
+    ):
+        self._lock = lock
+        self.ledger = ledger
+        self.sessions = sessions
+        self.keeper = keeper
+        self._submit = submit
+        self.max_running = max_running
+        self.runs_per_session = runs_per_session
+        self._full_students: dict[str, float] = {}  # client → when its share was found full in other processes
 
-    if TYPE_CHECKING:  # the manager's own
-
-        @property
-        def memory_budget(self) -> int | None: ...
-
-        def get(self, owner: str, job_id: str) -> Job | None: ...
-
-        submit_training: Any
-
-    def _machine_slot(self, group: Group, claim: Claim) -> bool:
+    def machine_slot(self, group: Group, claim: Claim) -> bool:
         """With a lab: one of the machine's slots (and its memory) for ``group``, counted over every app process
         in the lab's registry, within its student's share there; without one, this process's ledger is the whole
-        story. A student whose share is full elsewhere is passed over for a moment (:meth:`_full_elsewhere`), so
+        story. A student whose share is full elsewhere is passed over for a moment (:meth:`full_elsewhere`), so
         the runs of others behind theirs start."""
         if self.keeper is None:
             return True
         registry, run_id = self.keeper.lab.registry, group.jobs[0].id
         try:
             got = registry.slots.claim(
-                run_id, self.max_running, claim.memory, self.memory_budget, per_student=self.runs_per_session
+                run_id, self.max_running, claim.memory, self.ledger.budget.memory, per_student=self.runs_per_session
             )
             if not got and self.runs_per_session is not None:
                 if registry.slots.student_training(student_key(group.owner)) >= self.runs_per_session:
@@ -74,7 +78,7 @@ class LabSide:
             self.keeper.lab.faults.fail("claim a training slot", error)  # said once (a bug: with its traceback)
             return True
 
-    def _full_elsewhere(self, hold_s: float = 2.0) -> frozenset[str]:
+    def full_elsewhere(self, hold_s: float = 2.0) -> frozenset[str]:
         """Clients whose student trained their whole share (in other app processes) when last asked, less than
         ``hold_s`` seconds ago: under the lock."""
         now = time.monotonic()
@@ -82,7 +86,7 @@ class LabSide:
             del self._full_students[client]
         return frozenset(self._full_students)
 
-    def _free_machine_slot(self, group: Group) -> None:
+    def free_machine_slot(self, group: Group) -> None:
         if self.keeper is not None:  # never waits for another process's lock: the keeper frees it later then
             self.keeper.free_slot(group.jobs[0].id)
 
@@ -90,11 +94,6 @@ class LabSide:
     def student(owner: str) -> str:
         """The name ``owner``'s runs are kept under in the lab (:func:`llmviz.lab.identity.student_key`)."""
         return student_key(owner)
-
-    @property
-    def lab(self) -> Lab | None:
-        """The lab this manager keeps its runs in (the one door: :class:`llmviz.lab.service.Lab`), or None."""
-        return self.keeper.lab if self.keeper is not None else None
 
     def kept_runs(self, owner: str) -> list[RunRecord]:
         """``owner``'s language-model runs as the lab keeps them (every app process's, and those of earlier
@@ -132,7 +131,7 @@ class LabSide:
     def act(self, student: str, run_id: str, action: str, by: str, owner: str | None = None) -> bool:
         """Pause, resume, stop or park ``student``'s run ``run_id`` now when this process holds it live (the lab's
         :class:`~llmviz.lab.service.Controller`); False otherwise."""
-        job = self.get(owner, run_id) if owner is not None else self._job_of(student, run_id)
+        job = self.sessions.get(owner, run_id) if owner is not None else self._job_of(student, run_id)
         if job is None or job.ended:
             return False
         if self.keeper is not None:
@@ -160,18 +159,12 @@ class LabSide:
             yield  # the deletion; when it is refused (the database busy), the run goes on being kept
             if job is not None:
                 job.discard()
-                with self._lock:
-                    for session in self._sessions.values():
-                        session.jobs.pop(run_id, None)
+                self.sessions.forget(job.owner, [run_id])
             if self.keeper is not None:
                 self.keeper.forget(run_id)
 
     def _job_of(self, student: str, run_id: str) -> Job | None:
-        with self._lock:
-            for owner, session in self._sessions.items():
-                if student_key(owner) == student and run_id in session.jobs:
-                    return session.jobs[run_id]
-        return None
+        return self.sessions.job_of(student, run_id, student_key)
 
     def resume_run(self, student: str, run_id: str, by: str = "student") -> Job:
         """The lab's :class:`~llmviz.lab.service.Controller`: train ``student``'s kept run on here (the owner is the
@@ -194,7 +187,7 @@ class LabSide:
             build, needs, step, kept = resume_plan(self.keeper.lab, student_key(owner), run_id)
         except LlmvizError as refused:
             raise JobRefused(str(refused)) from None
-        return self.submit_training(
+        return self._submit(
             owner, build=build, footprint=needs, label=kept.label, total=kept.total, resuming=(run_id, step, by),
             kind=kept.kind,
         )  # fmt: skip
@@ -214,7 +207,7 @@ class LabSide:
             return None
         return self.keeper.lab.registry.records.run(student_key(owner), run_id)
 
-    def _lab_runs_refusal(self, group: Group) -> str | None:
+    def lab_runs_refusal(self, group: Group) -> str | None:
         """With a lab: the student's share counts their runs in every app process (a tab on the other process
         counts too); under the lock."""
         limit = self.runs_per_session

@@ -1,11 +1,13 @@
 """Training jobs: runs that train outside any page's script run, in worker processes on a server.
 
 A :class:`JobManager` owns every job of a process (the Streamlit server has one, see :func:`default_manager`; the
-CLI and notebooks make their own or use :func:`~llmviz.jobs.blocking.train_blocking`). Its parts, one module each:
-:mod:`~llmviz.jobs.admission` (who may train and who goes next, pure logic), :mod:`~llmviz.jobs.sessions` (each
-owner's jobs, its client, the reaper of sessions that have gone), :mod:`~llmviz.jobs.shares` (reading the
-shares and keeping snapshots within the cap), :mod:`~llmviz.jobs.lab_side` (the lab: slots shared by every process,
-controls from any process, Resume of a kept run), :mod:`~llmviz.jobs.supervisor` (a thread per job group),
+CLI and notebooks make their own or use :func:`~llmviz.jobs.blocking.train_blocking`). Its parts, one module each
+and the first four objects it holds on its one lock: :mod:`~llmviz.jobs.admission` (``manager.ledger``: who may train
+and who goes next, pure logic), :mod:`~llmviz.jobs.sessions` (``manager.sessions``: each owner's jobs, its client, the
+reaper of sessions that have gone), :mod:`~llmviz.jobs.shares` (``manager.shares``: reading the shares and keeping
+snapshots within the cap), :mod:`~llmviz.jobs.lab_side` (``manager.lab_side``, the lab's controller: slots shared by
+every process, controls from any process, Resume of a kept run), :mod:`~llmviz.jobs.supervisor` (a thread per job
+group),
 :mod:`~llmviz.jobs.worker` (the loop in the worker, over :mod:`~llmviz.jobs.runners`' interface),
 :mod:`~llmviz.jobs.events` (what the two say), :mod:`~llmviz.jobs.processes` (starting worker processes) and
 :mod:`~llmviz.jobs.keeping` (writing every run through the lab).
@@ -22,7 +24,7 @@ What the manager promises (docs/architecture.md says more):
   ``runs_per_session`` at once and keeps as many waiting; with ``memory_mb`` every run is estimated before anything
   is built (:mod:`llmviz.training.footprint`) and refused (:class:`JobRefused`, one line) when it cannot fit.
 - **One record.** With a lab, a run is recorded before it is queued (a fault refuses it in one sentence, leaving no
-  ghost), its steps are written through the lab, and Resume continues the same run (:meth:`JobManager.resume_kept`).
+  ghost), its steps are written through the lab, and Resume continues the same run (``manager.lab_side``).
 - **Control.** Pause, Resume and Stop act between two steps; a paused run gives its worker back and resumes exactly.
 - **Sessions that end.** A job whose owner has gone stops by itself (parked in the lab).
 
@@ -79,7 +81,7 @@ def _resumable(runner: Any) -> bool:
     return isinstance(runner, Planned) and recipe_text(runner.build) is not None
 
 
-class JobManager(Sessions, Shares, LabSide):
+class JobManager:
     """Runs jobs in workers (processes or threads): a fair queue in front of ``max_running`` slots, per-owner
     job lists, per-client shares of runs and memory, snapshot caps, and a reaper that stops the jobs of owners that
     have gone.
@@ -141,30 +143,75 @@ class JobManager(Sessions, Shares, LabSide):
         )
         self._lock = threading.RLock()
         self._slots = threading.Condition(self._lock)
-        self._sessions: dict[str, Session] = {}
         self._device_needs: dict[str, int] = {}  # group id → bytes it needs on the GPU (waiting to start)
-        self._reaper: threading.Thread | None = None
         self._closed = threading.Event()
         self.admitted: list[str] = []  # job ids in the order they got a slot (tests read it)
-        self._full_students: dict[str, float] = {}  # client → when its share was found full in other processes
         # the lab (llmviz.lab) this manager keeps its runs in, and shares the machine's slots and memory through
         self.keeper = Keeper(lab) if lab is not None else None
+        self.sessions = Sessions(self._lock, self._closed, self.keeper, liveness, session_timeout, reap_interval)
+        self.shares = Shares(self._lock, self.ledger, self.sessions, self.snapshot_cap, self.keeper)
+        self.lab_side = LabSide(
+            self._lock, self.ledger, self.sessions, self.keeper, self.submit_training, max_running, runs_per_session
+        )
         if lab is not None:
-            lab.attach(self)  # the lab's controls act at once on the runs this process holds
-
-    @property
-    def memory_budget(self) -> int | None:
-        """Bytes the server's training may hold (None: no budget)."""
-        return self.ledger.budget.memory
-
-    @property
-    def client_memory(self) -> int | None:
-        """Bytes one client's runs may count (None: no share)."""
-        return self.ledger.budget.client_memory
+            lab.attach(self.lab_side)  # the lab's controls act at once on the runs this process holds
 
     @property
     def closed(self) -> bool:
         return self._closed.is_set()
+
+    @property
+    def lab(self) -> Lab | None:
+        """The lab this manager keeps its runs in (the one door: :class:`llmviz.lab.service.Lab`), or None."""
+        return self.keeper.lab if self.keeper is not None else None
+
+    # ---------------------------------------------------------------- what the lab's door asks (llmviz.lab.trainer)
+
+    def bind(self, owner: str, client: str) -> None:
+        self.sessions.bind(owner, client)
+
+    def get(self, owner: str, job_id: str) -> Job | None:
+        return self.sessions.get(owner, job_id)
+
+    def jobs(self, owner: str) -> list[Job]:
+        return self.sessions.jobs(owner)
+
+    def heartbeat(self, owner: str) -> None:
+        self.sessions.heartbeat(owner)
+
+    def share(self, owner: str) -> tuple[int, int]:
+        return self.shares.share(owner)
+
+    def memory_line(self, owner: str) -> tuple[int, int | None, int, int | None]:
+        return self.shares.memory_line(owner)
+
+    @property
+    def running_count(self) -> int:
+        return self.shares.running_count
+
+    @property
+    def waiting_count(self) -> int:
+        return self.shares.waiting_count
+
+    def resume_line(self, owner: str, run_id: str) -> str:
+        return self.lab_side.resume_line(owner, run_id)
+
+    def keep_upload(self, owner: str, name: str, data: bytes) -> str | None:
+        return self.lab_side.keep_upload(owner, name, data)
+
+    # ---------------------------------------------------------------- what a job and its supervisor ask
+
+    def waits_for(self, group: Group) -> str | None:
+        return self.shares.waits_for(group)
+
+    def queue_position(self, job: Job) -> int | None:
+        return self.shares.queue_position(job)
+
+    def keep_snapshot(self, job: Job, step: int, state: dict, training: tuple[dict, dict] | None = None) -> None:
+        self.shares.keep_snapshot(job, step, state, training)
+
+    def snapshot_refusal(self, owner: str, new: list[Job]) -> str | None:
+        return self.shares.snapshot_refusal(owner, new)
 
     # ---------------------------------------------------------------- submitting
 
@@ -193,8 +240,8 @@ class JobManager(Sessions, Shares, LabSide):
         forming). ``checkpoint=False``: no single-file checkpoint is made when the run ends (the CLI saves its own).
         ``kind``: what the lab keeps it as (:data:`llmviz.lab.records.KINDS`; default: what the runner says it is, else
         ``"training"``). ``resuming``: ``(run id, step, by)`` of a kept run this one goes on with (the same run:
-        :meth:`resume_kept`). With process workers ``trainer`` and ``build`` are pickled: they must not hold lambdas
-        or open files."""
+        ``manager.lab_side.resume_kept``). With process workers ``trainer`` and ``build`` are pickled: they must not
+        hold lambdas or open files."""
         if (trainer is None) == (build is None):
             raise ValueError("give either a trainer or a build function")
         options = self._options(
@@ -256,7 +303,7 @@ class JobManager(Sessions, Shares, LabSide):
         far (it must check ``should_stop()``; see :mod:`llmviz.training.tasks`). ``footprint``: its memory, when it is
         more than a worker's own. ``keep``: what the lab keeps of its result (:class:`KeptResult`: a BPE tokenizer,
         word vectors), written as the run's one kept file when it ends with one."""
-        group = Group(owner, self.client_of(owner), self._options(snapshots=False, checkpoint=False))
+        group = Group(owner, self.sessions.client_of(owner), self._options(snapshots=False, checkpoint=False))
         job = Job(self, group, 0, label, "task", total)
         job.keep = keep
         group.jobs.append(job)
@@ -311,7 +358,7 @@ class JobManager(Sessions, Shares, LabSide):
         run its worker builds), and enter it (:meth:`_enter`); returns its jobs."""
         if self.keeper is not None and any(_resumable(runner) for _, runner in runners):
             options = replace(options, resume_state=True)  # its worker sends what resuming exactly needs
-        group = Group(owner, self.client_of(owner), options)
+        group = Group(owner, self.sessions.client_of(owner), options)
         run_kind = kind or (RACE if len(runners) > 1 else None)
         footprints = []
         texts: list[str | None] = []
@@ -407,7 +454,7 @@ class JobManager(Sessions, Shares, LabSide):
         except JobRefused:
             self._discard_unqueued(group, resuming)  # refused meanwhile (another tab's run took the share)
             raise
-        session = self._sessions.setdefault(group.owner, Session())
+        session = self.sessions.by_owner.setdefault(group.owner, Session())
         for job in group.jobs:
             session.jobs[job.id] = job
         session.heartbeat = time.monotonic()
@@ -415,7 +462,7 @@ class JobManager(Sessions, Shares, LabSide):
             if isinstance(payload, TrainPayload) and payload.trainer is not None and job.snapshots is not None:
                 # step 0 exists at once, so pages can show the run while it waits
                 self.keep_snapshot(job, payload.trainer.step, state_of(payload.trainer.model))
-        self._ensure_reaper()
+        self.sessions.ensure_reaper()
 
     def _pack_payloads(self, group: Group, resuming: tuple[str, int, str] | None) -> None:
         """What the group's worker process needs travels as bytes (the server keeps no trainer); a group that
@@ -462,7 +509,7 @@ class JobManager(Sessions, Shares, LabSide):
             reserved = sum(self._device_needs.get(c.group, 0) for c in self.ledger.waiting())
             refused = device_refusal(claim.what, device, device_free_bytes(footprints[0].device), reserved)
         if not refused:
-            refused = self.snapshot_refusal(group.owner, group.jobs) or self._lab_runs_refusal(group)
+            refused = self.shares.snapshot_refusal(group.owner, group.jobs) or self.lab_side.lab_runs_refusal(group)
         if refused:
             raise JobRefused(refused)
         return device
@@ -471,7 +518,7 @@ class JobManager(Sessions, Shares, LabSide):
         with self._lock:
             self.ledger.end(group.id)
             self._device_needs.pop(group.id, None)
-            session = self._sessions.get(group.owner)
+            session = self.sessions.by_owner.get(group.owner)
             for job in group.jobs:
                 if session is not None:
                     session.jobs.pop(job.id, None)
@@ -490,8 +537,8 @@ class JobManager(Sessions, Shares, LabSide):
                 self.ledger.wait(group.id)
             try:
                 while not give_up() and not self._closed.is_set():
-                    chosen = self.ledger.next(self._full_elsewhere())
-                    if chosen is claim and self._machine_slot(group, claim):
+                    chosen = self.ledger.next(self.lab_side.full_elsewhere())
+                    if chosen is claim and self.lab_side.machine_slot(group, claim):
                         self.ledger.start(group.id)
                         self._device_needs.pop(group.id, None)
                         self.admitted.extend(job.id for job in group.jobs)
@@ -508,7 +555,7 @@ class JobManager(Sessions, Shares, LabSide):
     def release(self, group: Group, idle: bool = False) -> None:
         """The group's slot is free (``idle``: its worker still waits, holding its memory)."""
         if not idle:
-            self._free_machine_slot(group)
+            self.lab_side.free_machine_slot(group)
         with self._slots:
             if idle and group.id in self.ledger.claims:
                 self.ledger.idle(group.id)
@@ -516,14 +563,14 @@ class JobManager(Sessions, Shares, LabSide):
 
     def parked(self, group: Group, held: int) -> None:
         """The group's worker has gone; the server holds ``held`` bytes of its state."""
-        self._free_machine_slot(group)
+        self.lab_side.free_machine_slot(group)
         with self._slots:
             if group.id in self.ledger.claims:
                 self.ledger.park(group.id, held)
             self._slots.notify_all()
 
     def ended(self, group: Group) -> None:
-        self._free_machine_slot(group)
+        self.lab_side.free_machine_slot(group)
         with self._slots:
             self.ledger.end(group.id)
             self._device_needs.pop(group.id, None)
@@ -545,9 +592,8 @@ class JobManager(Sessions, Shares, LabSide):
         if self.keeper is not None and self.keeper.lab.run(student_key(owner), job_id) is not None:
             self.keeper.lab.control(student_key(owner), job_id, "delete")
             return
-        with self._lock:
-            session = self._sessions.get(owner)
-            job = session.jobs.pop(job_id, None) if session else None
+        job = self.sessions.get(owner, job_id)
+        self.sessions.forget(owner, [job_id])
         if job is not None:
             job.discard()
 
@@ -559,8 +605,7 @@ class JobManager(Sessions, Shares, LabSide):
         ``WorkerOptions.resume_every_s`` older)."""
         if self.keeper is None:
             return
-        with self._lock:
-            jobs = [job for session in self._sessions.values() for job in session.jobs.values()]
+        jobs = self.sessions.every_job()
         training = [job for job in jobs if job.state == JobState.RUNNING]
         for job in training:
             job.pause()
@@ -572,8 +617,7 @@ class JobManager(Sessions, Shares, LabSide):
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop every job and wait for the workers (tests, notebooks)."""
         self._closed.set()
-        with self._lock:
-            jobs = [job for session in self._sessions.values() for job in session.jobs.values()]
+        jobs = self.sessions.every_job()
         for job in jobs:
             job.stop()
             job.group.wake()

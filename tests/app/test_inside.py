@@ -463,7 +463,7 @@ def test_an_autoencoder_trained_in_the_features_tab_is_a_lab_run_and_the_browser
     # restart writes the lab's last rows first (close_for_restart); without it, the keeper writes them within its
     # next second (CI's whole suite reloaded within that second: the row still said "running at step 0")
     default_manager().keeper.flush()
-    default_manager().end_session(at.session_state["_llmviz_session_id"])
+    default_manager().sessions.end_session(at.session_state["_llmviz_session_id"])
     at.session_state["inside_sae_runs"] = {}
     at.switch_page(str(ROOT / "stages/inside.py")).run()
     assert_clean(at)

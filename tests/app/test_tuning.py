@@ -51,7 +51,7 @@ def test_a_dpo_run_is_the_labs_and_its_chart_is_drawn_from_the_lab_after_a_resta
         )
 
     wait_for(kept_whole)
-    default_manager().end_session(session)  # a restart: no job in memory, only the lab's record
+    default_manager().sessions.end_session(session)  # a restart: no job in memory, only the lab's record
     assert default_manager().get(session, job.id) is None
     at.switch_page(str(ROOT / "stages/tokens.py")).run()  # a reload: the student comes back to the DPO tab
     at.session_state["tuning_tab"] = at.query_params["tuning_tab"] = "DPO: the chosen over the rejected"

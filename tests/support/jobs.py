@@ -48,5 +48,5 @@ def end_every_session() -> int:
         return 0
     owners = [owner for owner in list(jobs._default._sessions) if jobs._default.jobs(owner)]
     for owner in list(jobs._default._sessions):
-        jobs._default.end_session(owner)
+        jobs._default.sessions.end_session(owner)
     return len(owners)

@@ -39,10 +39,10 @@ def test_a_finished_run_is_kept_with_its_curve_and_snapshots(tmp_path, database_
     restarted = JobManager(
         max_running=1, lab=Lab.at(tmp_path, url=database_url)
     )  # a new server on the same runs folder
-    [kept] = restarted.kept_runs("student-1")
+    [kept] = restarted.lab_side.kept_runs("student-1")
     assert (kept.id, kept.label, kept.state, kept.step, kept.total) == (job.id, "Run 1", "finished", 20, 20)
     assert kept.config["steps"] == 20 and kept.config["model"] == "bigram-neural" and kept.model == "char"
-    assert restarted.kept_runs("student-2") == [] and restarted.kept_run("student-2", job.id) is None
+    assert restarted.lab_side.kept_runs("student-2") == [] and restarted.lab_side.kept_run("student-2", job.id) is None
     registry = restarted.keeper.lab.registry
     assert [(step, loss) for step, loss, _ in registry.records.curve(job.id)] == list(status.losses)
     assert kept.best_val_loss == min(m.val_loss for m in status.metrics if m.val_loss is not None)
@@ -54,7 +54,7 @@ def test_a_finished_run_is_kept_with_its_curve_and_snapshots(tmp_path, database_
         assert torch.equal(model.state_dict()[name], tensor)
     assert tokenizer.vocab_size == trainer.dataset.tokenizer.vocab_size and meta["step"] == 20
     restarted.remove("student-1", job.id)  # the student deletes it
-    assert restarted.kept_runs("student-1") == [] and not (tmp_path / "lab" / "student-1" / job.id).exists()
+    assert restarted.lab_side.kept_runs("student-1") == [] and not (tmp_path / "lab" / "student-1" / job.id).exists()
     restarted.shutdown()
 
 
@@ -64,10 +64,10 @@ def test_a_run_of_a_student_who_has_gone_is_parked_not_lost(tmp_path, database_u
     )
     job = manager.submit_training("student-1", small_trainer(steps=100_000), label="long")
     assert _wait_for(lambda: job.status().step >= 5)
-    assert manager.reap() == ["student-1"]
+    assert manager.sessions.reap() == ["student-1"]
     assert job.wait(60) and manager.jobs("student-1") == []
     manager.keeper.flush()
-    [kept] = manager.kept_runs("student-1")
+    [kept] = manager.lab_side.kept_runs("student-1")
     assert kept.state == "parked" and kept.resumable and kept.step == job.status().step
     assert manager.keeper.lab.registry.records.snapshots(job.id)[-1][0] == kept.step  # its last step is on disk
     manager.shutdown()
@@ -108,7 +108,7 @@ def test_two_processes_share_one_lab_and_one_slot(tmp_path, database_url):
         assert job.wait(300)
         assert child.wait(300) == 0
         assert job.status().step == 10
-        [theirs] = manager.kept_runs("student-1")
+        [theirs] = manager.lab_side.kept_runs("student-1")
         assert (theirs.id, theirs.state, theirs.step) == (other_id, "finished", 400)
         assert manager.admitted == [job.id]
         manager.shutdown()
@@ -132,7 +132,7 @@ def test_a_run_training_when_its_server_died_is_interrupted(tmp_path, database_u
     child.wait()
     restarted = JobManager(max_running=1, lab=Lab.at(tmp_path, url=database_url))
     assert run_id in restarted.keeper.interrupted
-    [kept] = restarted.kept_runs("student-1")
+    [kept] = restarted.lab_side.kept_runs("student-1")
     assert kept.state == "interrupted" and kept.step >= 3 and kept.resumable
     assert restarted.keeper.lab.registry.slots.training_count() == 0  # its slot is the machine's again
     assert restarted.keeper.lab.registry.records.snapshots(run_id)[0][0] == 0
@@ -158,15 +158,15 @@ def test_a_parked_run_resumes_from_its_last_snapshot(tmp_path, database_url):
     )
     job = manager.submit_training("student-1", build=functools.partial(build_trainer, TEXT, config), footprint=needs)
     assert _wait_for(lambda: job.status().step >= 5)
-    manager.reap()  # the student has gone: parked
+    manager.sessions.reap()  # the student has gone: parked
     assert job.wait(60)
     manager.keeper.flush()
-    [kept] = manager.kept_runs("student-1")
+    [kept] = manager.lab_side.kept_runs("student-1")
     assert kept.state == "parked" and kept.config["text_sha256"]
-    [(digest, _, size)] = manager.keeper.lab.registry.records.uploads(manager.student("student-1"))
+    [(digest, _, size)] = manager.keeper.lab.registry.records.uploads(manager.lab_side.student("student-1"))
     assert digest == kept.config["text_sha256"] and size == len(TEXT)  # the text, kept once by content
     parked_at = kept.step
-    resumed = manager.resume_kept("student-1", kept.id)
+    resumed = manager.lab_side.resume_kept("student-1", kept.id)
     assert _wait_for(lambda: resumed.status().step >= parked_at + 3)
     resumed.stop()
     assert resumed.wait(60)

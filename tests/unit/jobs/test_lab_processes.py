@@ -61,7 +61,7 @@ def test_a_restart_lists_every_run_at_its_steps_and_the_live_ones_resumable(tmp_
         assert set(restarted.keeper.interrupted) == {ids["ann"], ids["bob"]}
         registry = restarted.keeper.lab.registry
         for student, run_id in ids.items():
-            [kept] = restarted.kept_runs(student)
+            [kept] = restarted.lab_side.kept_runs(student)
             curve = registry.records.curve(run_id)
             assert kept.id == run_id and kept.step >= before[student] >= READY_STEPS
             # every step's loss, none missing; the curve is written just before the step (a SIGKILL between the
@@ -70,7 +70,7 @@ def test_a_restart_lists_every_run_at_its_steps_and_the_live_ones_resumable(tmp_
             assert (
                 registry.records.snapshots(run_id)[0][0] == 0 and registry.records.snapshots(run_id)[-1][0] <= kept.step
             )
-        states = {student: restarted.kept_runs(student)[0] for student in ids}
+        states = {student: restarted.lab_side.kept_runs(student)[0] for student in ids}
         assert (states["ann"].state, states["ann"].resumable) == ("interrupted", True)
         assert (states["bob"].state, states["bob"].resumable) == ("interrupted", True)
         assert (states["cy"].state, states["cy"].step) == ("finished", 30)
@@ -83,14 +83,14 @@ def test_a_restart_lists_every_run_at_its_steps_and_the_live_ones_resumable(tmp_
         assert at["cy"] is None  # finished: no optimizer state kept
         if how == signal.SIGTERM:  # stopped in order: the training run paused at exit, its resume state is its last
             assert at["ann"][0] == last
-        resumed = restarted.resume_kept("ann", ids["ann"])
+        resumed = restarted.lab_side.resume_kept("ann", ids["ann"])
         # one run, one history: the same id and label, its resume step recorded (with its optimizer's state:
         # test_resume_exact.py)
         assert (resumed.id, resumed.label) == (ids["ann"], "ann's run")
         assert wait_for(lambda: resumed.status().step >= at["ann"][0] + 3)
         assert resumed.status().losses[0][0] == at["ann"][0] + 1  # on from its kept resume state
         assert wait_for(lambda: registry.records.run("ann", ids["ann"]).step >= at["ann"][0] + 3)
-        [again] = restarted.kept_runs("ann")
+        [again] = restarted.lab_side.kept_runs("ann")
         assert again.id == ids["ann"] and again.resumes == [at["ann"][0]]
         steps = [step for step, *_ in registry.records.curve(ids["ann"])]
         assert steps == list(range(1, len(steps) + 1))  # one curve from the first step, none missing
@@ -104,7 +104,7 @@ def test_two_processes_count_one_share_per_student_and_one_machine(tmp_path, dat
     here = JobManager(max_running=4, runs_per_session=2, lab=Lab.at(tmp_path, url=database_url))
     try:
         registry = here.keeper.lab.registry
-        assert [run.id for run in here.kept_runs("ann")] == list(ids.values())  # her runs of the other process
+        assert [run.id for run in here.lab_side.kept_runs("ann")] == list(ids.values())  # her runs of the other process
         assert registry.slots.student_training("ann") == 2
         mine = submit(here, "ann", 50)  # her third: waits, the other process trains her two
         bob = submit(here, "bob", 50)  # bob's trains at once: the machine has room
@@ -128,16 +128,16 @@ def test_pause_resume_and_stop_from_the_other_process(tmp_path, database_url):
     try:
         registry, run_id = other.keeper.lab.registry, ids["ann"]
         assert other.get("ann", run_id) is None  # not this process's
-        assert not other._control("bob", run_id, "pause")  # another student's run: nothing happens
-        assert other._control("ann", run_id, "pause")
+        assert not other.lab_side._control("bob", run_id, "pause")  # another student's run: nothing happens
+        assert other.lab_side._control("ann", run_id, "pause")
         assert wait_for(lambda: registry.records.run("ann", run_id).state == "paused", 30)
         paused_at = registry.records.run("ann", run_id).step
         assert wait_for(lambda: registry.records.run("ann", run_id).step == paused_at, 5)
-        assert other._control("ann", run_id, "resume")
+        assert other.lab_side._control("ann", run_id, "resume")
         assert wait_for(lambda: registry.records.run("ann", run_id).step > paused_at + 5, 30)
-        assert other._control("ann", run_id, "stop")
+        assert other.lab_side._control("ann", run_id, "stop")
         assert wait_for(lambda: registry.records.run("ann", run_id).state == "stopped", 30)
-        assert not other._control("ann", run_id, "pause")  # ended: nothing to ask
+        assert not other.lab_side._control("ann", run_id, "pause")  # ended: nothing to ask
     finally:
         end(child)
         other.shutdown()
@@ -148,14 +148,14 @@ def test_an_app_process_killed_its_students_find_their_runs_on_the_other(tmp_pat
     child, ids = start(tmp_path, database_url, f"ann:{LONG}")
     try:
         registry, run_id = survivor.keeper.lab.registry, ids["ann"]
-        assert [(run.id, run.state) for run in survivor.kept_runs("ann")] == [(run_id, "running")]
+        assert [(run.id, run.state) for run in survivor.lab_side.kept_runs("ann")] == [(run_id, "running")]
         end(child, signal.SIGKILL)  # the process that served ann's page and trained her run
-        [kept] = survivor.kept_runs("ann")  # ann's browser reconnects to the other process
+        [kept] = survivor.lab_side.kept_runs("ann")  # ann's browser reconnects to the other process
         assert (kept.id, kept.state, kept.resumable) == (run_id, "interrupted", True)
         assert kept.step >= READY_STEPS and registry.slots.training_count() == 0
-        resumed = survivor.resume_kept("ann", run_id)
+        resumed = survivor.lab_side.resume_kept("ann", run_id)
         assert wait_for(lambda: resumed.status().step > kept.step, 60)
-        assert survivor.kept_runs("bob") == []
+        assert survivor.lab_side.kept_runs("bob") == []
     finally:
         end(child)
         survivor.shutdown()

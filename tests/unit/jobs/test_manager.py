@@ -78,7 +78,7 @@ def test_session_cap_holds_while_training():
         size = state_bytes(state_of(t.model))
         job = manager.submit_training("bob", t, label="run")
         assert job.wait(60)
-        assert manager.snapshot_bytes("bob") <= 10 * 1024
+        assert manager.shares.snapshot_bytes("bob") <= 10 * 1024
         steps = job.snapshots.steps()
         assert steps[0] == 0 and steps[-1] == 120 and len(steps) == (10 * 1024) // size
         with pytest.raises(JobRefused, match="snapshots"):  # a second run's step 0 + last no longer fit
@@ -160,7 +160,7 @@ def test_queue_admits_jobs_in_order():
             for i, g in enumerate(gates)
         ]
         wait_for(lambda: submitted[0].status().state == JobState.RUNNING)
-        wait_for(lambda: len(manager.queued()) == 3)
+        wait_for(lambda: len(manager.shares.queued()) == 3)
         assert [j.status().queue_position for j in submitted] == [None, 1, 2, 3]
         for gate in gates:
             gate.go.release()

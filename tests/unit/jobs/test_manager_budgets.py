@@ -168,7 +168,7 @@ def test_without_a_runs_limit_one_client_still_cannot_queue_ahead_of_others():
         wait_for(lambda: mine[0].status().state == JobState.RUNNING)
         theirs = manager.submit_task("bob", functools.partial(gated, gate), label="bob", total=1)
         assert theirs.status().queue_position == 1  # ten runs of one student queued before it: it goes next
-        assert [job.label for job in manager.queued()][:2] == ["bob", "0.1"]
+        assert [job.label for job in manager.shares.queued()][:2] == ["bob", "0.1"]
     finally:
         gate.set()
         manager.shutdown()

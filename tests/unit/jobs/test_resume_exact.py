@@ -77,9 +77,9 @@ def parked(tmp_path_factory):  # one per test: resuming it continues that very r
         assert wait_for(lambda: job.status().step >= 3, 120)
         job.pause()
         assert wait_for(lambda: job.status().state.value == "paused", 60)
-        assert jobs.reap() == ["ann"] and job.wait(60)  # the student has gone: parked
+        assert jobs.sessions.reap() == ["ann"] and job.wait(60)  # the student has gone: parked
         jobs.keeper.flush()
-        [kept] = jobs.kept_runs("ann")
+        [kept] = jobs.lab_side.kept_runs("ann")
         assert kept.state == "parked" and 3 <= kept.step < STEPS
         return folder, kept.id, kept.step
     finally:
@@ -93,7 +93,7 @@ def resume(folder, run_id: str, drop_state: bool = False):
         if drop_state:  # as a run kept before resume states were: its snapshots only
             restarted.keeper.lab.drop_resume(run_id)
         line = restarted.resume_line("ann", run_id)
-        job = restarted.resume_kept("ann", run_id)
+        job = restarted.lab_side.resume_kept("ann", run_id)
         assert job.wait(300) and job.status().state.value == "finished", job.status().error
         return job, line, registry.records.resume_state(job.id)
     finally:

@@ -98,7 +98,7 @@ def test_a_closed_tab_drops_a_paused_run_without_starting_a_worker(manager):
     wait_for(lambda: job.status().step >= 2, timeout=120)
     job.pause()
     wait_for(lambda: job.status().state == JobState.PAUSED and job.worker_pid is None, timeout=60)
-    manager.end_session("dee")
+    manager.sessions.end_session("dee")
     assert job.wait(30) and job.status().state == JobState.STOPPED
     assert job.worker_pid is None and job.checkpoint is None  # nobody is left to download it
     assert manager.jobs("dee") == []
@@ -140,7 +140,7 @@ def test_stop_or_a_closed_tab_ends_a_hung_worker(how, backend, monkeypatch):
         if how == "stop":
             job.stop()
         else:
-            manager.end_session("fay")
+            manager.sessions.end_session("fay")
         assert job.wait(60) and job.status().state == JobState.STOPPED
         wait_for(lambda: not alive(pid), timeout=30)
         wait_for(lambda: manager.running_count == 0)  # its slot is free

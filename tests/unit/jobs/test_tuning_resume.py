@@ -46,13 +46,13 @@ def test_a_parked_tuning_run_resumes_as_the_same_run(tmp_path, kind):
     manager = JobManager(max_running=1, lab=Lab.at(tmp_path), session_timeout=0.01, reap_interval=3600)
     job, _ = _start(manager, kind, config, model, tokenizer)
     wait_for(lambda: job.status().step >= 3, timeout=300)
-    manager.reap()  # the student has gone: parked
+    manager.sessions.reap()  # the student has gone: parked
     assert job.wait(120)
     manager.keeper.flush()
-    [kept] = manager.kept_runs("student-1")
+    [kept] = manager.lab_side.kept_runs("student-1")
     assert (kept.kind, kept.state) == (kind, "parked") and RunView.of(kept).resumable
     registry = manager.keeper.lab.registry
-    [(digest, _, _)] = registry.records.uploads(manager.student("student-1"))
+    [(digest, _, _)] = registry.records.uploads(manager.lab_side.student("student-1"))
     assert digest == kept.config["text_sha256"]  # its sets, kept once by content
     parked_at = kept.step
     # what the resumed run's worker builds (resume_plan's recipe, run here): the parked weights, and (DPO) the
@@ -81,7 +81,7 @@ def test_a_parked_tuning_run_resumes_as_the_same_run(tmp_path, kind):
     afresh = torch.Generator().manual_seed(config.seed + parked_at)
     assert torch.equal(trainer.generator.get_state(), afresh.get_state())  # drawn afresh from its seed and step
     assert not torch.equal(trainer.generator.get_state(), never_stopped.get_state())  # not the stream it had
-    resumed = manager.resume_kept("student-1", kept.id)
+    resumed = manager.lab_side.resume_kept("student-1", kept.id)
     assert resumed.wait(600) and resumed.status().state.value == "finished", resumed.status().describe()
     manager.keeper.flush()
     assert (resumed.id, resumed.label) == (kept.id, kept.label)  # the same run goes on: one history

@@ -137,12 +137,12 @@ def test_the_snapshot_cap_holds_at_every_moment_after_20_quick_submissions():
                 accepted.append(manager.submit_training("erin", trainer(steps=400, seed=number), label=f"r{number}"))
             except JobRefused:
                 refused += 1
-            assert manager.snapshot_bytes("erin") <= manager.snapshot_cap
+            assert manager.shares.snapshot_bytes("erin") <= manager.shares.snapshot_cap
         assert len(accepted) == 3 and refused == 17  # 2 training + 2 waiting, but only 3 × (step 0 + newest) fit
         peak = 0
         while not all(job.status().done for job in accepted):
-            peak = max(peak, manager.snapshot_bytes("erin"))
-            assert peak <= manager.snapshot_cap
+            peak = max(peak, manager.shares.snapshot_bytes("erin"))
+            assert peak <= manager.shares.snapshot_cap
             time.sleep(0.005)
         for job in accepted:
             assert job.status().state == JobState.FINISHED, job.status().error

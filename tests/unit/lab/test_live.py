@@ -27,8 +27,8 @@ def test_a_student_sees_starts_and_stops_only_their_own_runs(manager):
     gate.go.release(1)
     wait_for(lambda: run.status().step >= 1)  # it trains: a stop now reaches its worker
     assert not hasattr(bo, "control") and not hasattr(ada, "forget")  # controls: the lab's one path (Lab.control)
-    assert manager._control("bo", run.id, "stop") is False  # nor stops another student's run
-    assert manager._control("ada", run.id, "stop") is True
+    assert manager.lab_side._control("bo", run.id, "stop") is False  # nor stops another student's run
+    assert manager.lab_side._control("ada", run.id, "stop") is True
     gate.go.release(1000)  # the loop goes on until the stop is seen between two steps
     assert manager.get("ada", run.id).wait(30)
     assert run.status().state == JobState.STOPPED and run.ended
@@ -44,7 +44,7 @@ def test_a_training_run_reads_as_the_job_behind_it(manager):
     status = run.status()
     assert status == job.status() and status.state == JobState.FINISHED and status.step == 5
     assert run.snapshots is job.snapshots and run.info is job.info and run.created == job.created
-    assert manager.client_of("ada") == "address 10.0.0.7"  # the share the page run said
+    assert manager.sessions.client_of("ada") == "address 10.0.0.7"  # the share the page run said
     StudentRuns(manager, "ada")  # a control alone (no client) leaves the share as it was
-    assert manager.client_of("ada") == "address 10.0.0.7"
+    assert manager.sessions.client_of("ada") == "address 10.0.0.7"
     assert mine.share() == (0, 0) and mine.here()[2] == 2

@@ -69,7 +69,7 @@ def test_the_app_rebuilds_a_new_database_at_start(tmp_path):
     run_id, curve, _, _ = _trained(tmp_path)
     os.remove(tmp_path / "lab.db")
     manager = JobManager(max_running=1, lab=Lab.at(tmp_path))  # the app's start, on a new database
-    [kept] = manager.kept_runs("ada")
+    [kept] = manager.lab_side.kept_runs("ada")
     assert kept.id == run_id and manager.keeper.lab.registry.records.curve(run_id) == curve
     manager.shutdown()
 
