@@ -149,7 +149,7 @@ if train_pressed:
 runs.refusal("train")  # the share of runs or memory this run would pass, and what would fit
 
 
-raced = {job_id for race in state.LAB_RUNS.get("race", default=[]) for job_id in race.values()}
+raced = {view.id for race in lab.section_starts("race") for view in race.runs.values()}  # the tab Races draws them
 focus_id = kept.focused_id(raced)  # as the lab keeps it: also after a restart, a park, or from another process
 picker.on_this_page([focus_id] if focus_id else [], reset=True)
 if focus_id is not None:  # one run, drawn from the lab's view of it, whichever process trains it (or trained it)
@@ -167,22 +167,19 @@ st.caption(planned_run)
 # ------------------------------------------------------------------ races
 
 
-def start_race(make_runners, remember=None) -> None:
+def start_race(make_runners, **asked) -> None:
     """Start ``make_runners()`` (``(label, planned run)`` pairs, built in the worker) as one race: one job, its
     runners side by side in one worker, a step of each in turn. A refusal (the session's share of the server) is a
-    notice, a bad setting an error. ``remember(jobs)`` is called with the race's jobs once it started; the tab Races
-    draws the newest race."""
+    notice, a bad setting an error. Its runs keep what was ``asked`` in the lab (the section ``"race"``), where the
+    tab Races finds the newest race, and the extrapolation below an architecture race."""
     try:
-        started = picker.runs().submit_race(make_runners())
+        picker.runs().submit_race(make_runners(), section=("race", asked))
     except JobRefused as refused:
         lab.warn(str(refused))
     except LlmvizError as error:
         st.error(str(error))
     else:
         state.TRAINING_FOCUS.set(None)  # the page opens on the race (the tab Races), not on one of its runners
-        state.LAB_RUNS.set([{job.label: job.id for job in started}], "race")
-        if remember is not None:
-            remember(started)
         st.rerun()
 
 
@@ -203,9 +200,9 @@ def model_race_runners(char_race: bool, race_model: str, race_steps: int) -> lis
 
 
 def race_runs() -> dict:
-    """The newest race's runners (``label → job``), as started."""
-    races = state.LAB_RUNS.get("race", default=[])
-    found = {label: picker.runs().live(job_id) for label, job_id in (races[-1] if races else {}).items()}
+    """The newest race's runners this process trains (``label → job``), as the lab lists them."""
+    races = lab.section_starts("race")
+    found = {label: picker.runs().live(view.id) for label, view in (races[-1].runs if races else {}).items()}
     return {label: job for label, job in found.items() if job is not None}
 
 
@@ -252,15 +249,10 @@ def races_part() -> None:
     if switch_race:
         start_race(
             lambda: switch_race_runners(race_switch, race_steps),
-            remember=lambda started: state.SWITCH_RACE.set(
-                {
-                    "switch": race_switch,
-                    "ids": [job.id for job in started],
-                    "corpus": corpus_label,
-                    "corpus_key": race_key,
-                    "context": SWITCH_RACE_CONTEXT,
-                }
-            ),
+            switch=race_switch,
+            corpus=corpus_label[:120],
+            corpus_key=race_key,
+            context=SWITCH_RACE_CONTEXT,
         )
     if char_race or optimizer_race_pressed:
         start_race(lambda: model_race_runners(char_race, race_model, race_steps))
@@ -295,7 +287,10 @@ def longer_than_training() -> None:
         "training, a learned position table reads rows that never received a gradient, while RoPE turns "
         "queries and keys by angles it has not seen but keeps 'how far apart' the same."
     )
-    spec = state.SWITCH_RACE.get()
+    switch_races = [race for race in lab.section_starts("race") if race.asked.get("switch") in SWITCH_RACES]
+    spec = (
+        {**switch_races[-1].asked, "ids": [view.id for view in switch_races[-1].runs.values()]} if switch_races else {}
+    )
     if not spec:
         st.caption(
             "Race an architecture switch above (positions: learned vs RoPE shows it best); once it ends, "

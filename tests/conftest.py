@@ -47,6 +47,7 @@ pytest_plugins = [
     "tests.support.postgres",
     "tests.support.ray_cluster",
     "tests.support.processes",
+    "tests.support.disks",
 ]
 
 

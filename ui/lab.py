@@ -24,7 +24,7 @@ from llmviz.lab.identity import student_key
 from llmviz.lab.live import student_runs
 from llmviz.lab.records import AUTOENCODER
 from llmviz.lab.service import MODEL_KINDS, TASK, Lab, LabUnavailable, SnapshotDamaged, default_lab
-from llmviz.lab.views import Curve, RunView, Snapshot, Usage
+from llmviz.lab.views import Curve, RunView, Snapshot, Start, Usage
 from ui import identity, state, streamlit_private
 from ui.text import literal_markdown
 
@@ -103,6 +103,13 @@ def live_elsewhere(here: set[str]) -> list[RunView]:
     except LabUnavailable:
         return []
     return [view for view in found if view.live and view.id not in here]
+
+
+def section_starts(section: str) -> list[Start]:
+    """The runs the page section ``section`` started for this student, one start per press of its button, oldest
+    first (:meth:`llmviz.lab.service.Lab.section_starts`: from the lab, in any tab, after any restart); [] when the lab
+    cannot be read."""
+    return _ask(lambda door, who: door.section_starts(who, section), [])
 
 
 def autoencoder_runs() -> list[RunView]:

@@ -130,12 +130,6 @@ TASK_JOBS = Slot(
     "part of a page → the task job computing its result: {id, key of what it computes}",
     default=dict,
 )
-LAB_RUNS = Slot(
-    "lab_runs_",
-    list,
-    "section → the lab runs it started, oldest first: one dict per start ({label: job id} and what was asked)",
-    family=True,
-)
 # the link (ui.share)
 LINK_CUT = Slot(
     "_share_cut", dict, "link parameter → (characters the link carries, characters of the text)", default=dict
@@ -220,9 +214,6 @@ SAE_LABELS = Slot(
 )
 # Loss & training
 LLAMA_LAB = Slot("llama_lab", dict, "the Model page's GPT-2 → Llama lab runs: job ids, corpus and steps")
-SWITCH_RACE = Slot(
-    "switch_race_runs", dict, "the Training page's last architecture race: switch, job ids, corpus, context"
-)
 RUN_REFUSED = Slot(
     "run_refused_",
     str,

@@ -21,7 +21,7 @@ from llmviz.training.snapshots import SnapshotStore
 
 
 class Board(Protocol):
-    """What a job asks of its manager (:class:`llmviz.jobs.manager.JobManager`)."""
+    """What a job asks of its manager's queue (:class:`llmviz.jobs.fair_queue.FairQueue`)."""
 
     def waits_for(self, group: Group) -> str | None: ...
 
@@ -57,6 +57,7 @@ class Job:
         self.snapshots: SnapshotStore | None = None  # a training run's kept weights (None: a task, or none kept)
         self.result: Any = None  # a task's return value
         self.keep: Any = None  # a task's KeptResult: what the lab keeps of its result (llmviz.lab.live_status)
+        self.section: dict | None = None  # the page section that started it (llmviz.lab.views.section_of)
         self.checkpoint: bytes | None = None  # a finished/stopped training run's checkpoint file
         self.loops_started = 0  # how many training loops ever ran for this job (always ≤ 1)
         self.reserved_snapshot_bytes = 0  # snapshot bytes this run is sure to need (step 0 + newest)

@@ -24,20 +24,20 @@ import threading
 from llmviz.errors import LlmvizError, UploadError
 from llmviz.jobs.kept_rows import (
     Kept,
+    config_of,
     description_values,
     measures_of,
     replaced_latest,
     run_kind,
     snapshot_meta,
     state_values,
-    text_field,
 )
 from llmviz.lab import faults
 from llmviz.lab.holders import this_holder
 from llmviz.lab.identity import student_key
 from llmviz.lab.live_status import JobState
 from llmviz.lab.rebuild import Guard, write_run_file
-from llmviz.lab.records import RunRecord, config_json
+from llmviz.lab.records import RunRecord
 from llmviz.lab.service import RESULT_FORMAT, Lab, QuotaExceeded
 from llmviz.lab.slots import CLAIM_WAIT_S
 from llmviz.training.snapshots import SnapshotStore
@@ -114,9 +114,7 @@ class Keeper:
 
     def _record(self, job, student: str, digest: str | None) -> RunRecord:
         model = job.info.description.get("kind", "") if job.info is not None else ""
-        config = {**(config_json(job.info.config) if job.info is not None else {}), **text_field(digest)}
-        if getattr(job, "keep", None) is not None:  # a task whose result is kept: its page finds it by this name
-            config = {**config, **job.keep.facts, "task": job.keep.task}
+        config = config_of(job, digest)  # settings, text, a kept task's name, its section's note
         return RunRecord(
             id=job.id,
             student=student,

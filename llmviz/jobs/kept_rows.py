@@ -125,6 +125,18 @@ def state_values(entry: Kept, status) -> dict:
     return values
 
 
+def config_of(job, text_sha256: str | None) -> dict:
+    """What a run's row keeps as its config: its settings (once its worker has built it), the hash of the text it
+    trains on, what a task's result is kept as (its page finds it by this), and the note of the page section that
+    started it (:func:`llmviz.lab.views.section_of`: the section finds it by this)."""
+    config = {**(config_json(job.info.config) if job.info is not None else {}), **text_field(text_sha256)}
+    if getattr(job, "keep", None) is not None:
+        config = {**config, **job.keep.facts, "task": job.keep.task}
+    if getattr(job, "section", None) is not None:
+        config = {**config, "section": job.section}
+    return config
+
+
 def description_values(entry: Kept) -> dict:
     """What a run built in its worker says of itself once built (its model, kind, length and config), once; an
     empty dict before it is built and after it has said it."""
@@ -134,7 +146,7 @@ def description_values(entry: Kept) -> dict:
     values: dict = {"model": str(job.info.description.get("kind", "")), "kind": run_kind(job)}
     if not job.total:  # a run built in its worker says its length once built
         values["total"] = int(getattr(job.info.config, "steps", 0) or 0)
-    values["config"] = {**config_json(job.info.config), **text_field(entry.text_sha256)}
+    values["config"] = config_of(job, entry.text_sha256)
     entry.described = True
     return values
 

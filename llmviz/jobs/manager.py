@@ -53,7 +53,8 @@ from llmviz import settings
 from llmviz.device import available_devices
 from llmviz.errors import LlmvizError
 from llmviz.jobs import processes, ray_cluster, ray_executor
-from llmviz.jobs.admission import Budget, Claim, Ledger, Phase, device_refusal
+from llmviz.jobs.admission import Budget, Claim, Ledger, device_refusal
+from llmviz.jobs.fair_queue import FairQueue
 from llmviz.jobs.job import Group, Job
 from llmviz.jobs.keeping import Keeper
 from llmviz.jobs.kept_rows import kept_bytes
@@ -68,6 +69,7 @@ from llmviz.lab.identity import student_key
 from llmviz.lab.live_status import JobRefused, JobState, KeptResult, Planned
 from llmviz.lab.records import RACE
 from llmviz.lab.service import Lab
+from llmviz.lab.views import section_of
 from llmviz.training.footprint import MB, Footprint, describe, device_free_bytes, of_trainer, suggestion, worker_peak
 from llmviz.training.footprint import task as task_footprint
 from llmviz.training.footprint import unknown as unknown_footprint
@@ -142,10 +144,7 @@ class JobManager:
             )
         )
         self._lock = threading.RLock()
-        self._slots = threading.Condition(self._lock)
-        self._device_needs: dict[str, int] = {}  # group id → bytes it needs on the GPU (waiting to start)
         self._closed = threading.Event()
-        self.admitted: list[str] = []  # job ids in the order they got a slot (tests read it)
         # the lab (llmviz.lab) this manager keeps its runs in, and shares the machine's slots and memory through
         self.keeper = Keeper(lab) if lab is not None else None
         self.sessions = Sessions(self._lock, self._closed, self.keeper, liveness, session_timeout, reap_interval)
@@ -153,6 +152,8 @@ class JobManager:
         self.lab_side = LabSide(
             self._lock, self.ledger, self.sessions, self.keeper, self.submit_training, max_running, runs_per_session
         )
+        # the fair queue in front of the slots (the supervisors wait there; the jobs ask it where they stand)
+        self.queue = FairQueue(self._lock, self.ledger, self._closed, self.lab_side if lab is not None else None)
         if lab is not None:
             lab.attach(self.lab_side)  # the lab's controls act at once on the runs this process holds
 
@@ -198,20 +199,6 @@ class JobManager:
 
     def keep_upload(self, owner: str, name: str, data: bytes) -> str | None:
         return self.lab_side.keep_upload(owner, name, data)
-
-    # ---------------------------------------------------------------- what a job and its supervisor ask
-
-    def waits_for(self, group: Group) -> str | None:
-        return self.shares.waits_for(group)
-
-    def queue_position(self, job: Job) -> int | None:
-        return self.shares.queue_position(job)
-
-    def keep_snapshot(self, job: Job, step: int, state: dict, training: tuple[dict, dict] | None = None) -> None:
-        self.shares.keep_snapshot(job, step, state, training)
-
-    def snapshot_refusal(self, owner: str, new: list[Job]) -> str | None:
-        return self.shares.snapshot_refusal(owner, new)
 
     # ---------------------------------------------------------------- submitting
 
@@ -270,12 +257,17 @@ class JobManager:
         sample_tokens: int = 80,
         snapshots: bool = True,
         kind: str | None = None,
+        section: tuple[str, dict] | None = None,
     ) -> list[Job]:
         """Train ``(label, trainer)`` runners side by side in one worker (a step of each in turn): one slot and one
         share of the client for the whole race, one :class:`Job` (curve, snapshots, controls) per runner. A runner
-        may be a :class:`Planned` run instead of a trainer: it is built in the worker."""
+        may be a :class:`Planned` run instead of a trainer: it is built in the worker. ``section``: ``(name, what
+        was asked)`` of the page section that starts them, kept with each run in the lab
+        (:func:`llmviz.lab.views.section_of`), where the section finds them again
+        (:meth:`llmviz.lab.service.Lab.section_starts`)."""
         if not runners:
             raise ValueError("a race needs at least one runner")
+        noted = section_of(section[0], "", section[1]) if section is not None else None  # bad notes: before anything
         options = self._options(
             sample_every=sample_every,
             sample_prompt=sample_prompt,
@@ -283,7 +275,7 @@ class JobManager:
             snapshots=snapshots,
             snapshot_every=0,
         )
-        return self._submit(owner, runners, options, None, kind)
+        return self._submit(owner, runners, options, None, kind, section=noted)
 
     def submit_task(
         self,
@@ -304,7 +296,7 @@ class JobManager:
         more than a worker's own. ``keep``: what the lab keeps of its result (:class:`KeptResult`: a BPE tokenizer,
         word vectors), written as the run's one kept file when it ends with one."""
         group = Group(owner, self.sessions.client_of(owner), self._options(snapshots=False, checkpoint=False))
-        job = Job(self, group, 0, label, "task", total)
+        job = Job(self.queue, group, 0, label, "task", total)
         job.keep = keep
         group.jobs.append(job)
         group.payloads.append(TaskPayload(loop, returns_when_stopped))
@@ -353,9 +345,11 @@ class JobManager:
         total: int | None,
         kind: str | None = None,
         resuming: tuple[str, int, str] | None = None,
+        section: dict | None = None,
     ):
         """Make a group of training jobs, one per ``(label, runner)`` (a trainer built here, or a :class:`Planned`
-        run its worker builds), and enter it (:meth:`_enter`); returns its jobs."""
+        run its worker builds), and enter it (:meth:`_enter`); returns its jobs. ``section``: the page section's note
+        each run keeps (its start: the group's first run)."""
         if self.keeper is not None and any(_resumable(runner) for _, runner in runners):
             options = replace(options, resume_state=True)  # its worker sends what resuming exactly needs
         group = Group(owner, self.sessions.client_of(owner), options)
@@ -368,6 +362,9 @@ class JobManager:
             group.payloads.append(payload)
             footprints.append(runner.footprint if isinstance(runner, Planned) else of_trainer(runner))
             texts.append(recipe_text(runner.build) if isinstance(runner, Planned) else None)
+        if section is not None:
+            for job in group.jobs:
+                job.section = {**section, "start": group.jobs[0].id}
         self._enter(group, footprints, texts, resuming)
         return group.jobs
 
@@ -386,7 +383,7 @@ class JobManager:
         planned = runner if isinstance(runner, Planned) else None
         trainer: Any = None if planned is not None else runner
         steps = total if total is not None else (planned.steps if planned is not None else trainer.config.steps)
-        job = Job(self, group, index, label, "train", steps, run_id=resuming[0] if resuming else None)
+        job = Job(self.queue, group, index, label, "train", steps, run_id=resuming[0] if resuming else None)
         job.run_kind = run_kind or getattr(trainer, "kind", None)
         if group.options.snapshots:
             job.snapshots = SnapshotStore(every=max(0, int(group.options.snapshot_every)))
@@ -461,7 +458,7 @@ class JobManager:
         for job, payload in zip(group.jobs, group.payloads):
             if isinstance(payload, TrainPayload) and payload.trainer is not None and job.snapshots is not None:
                 # step 0 exists at once, so pages can show the run while it waits
-                self.keep_snapshot(job, payload.trainer.step, state_of(payload.trainer.model))
+                self.shares.keep_snapshot(job, payload.trainer.step, state_of(payload.trainer.model))
         self.sessions.ensure_reaper()
 
     def _pack_payloads(self, group: Group, resuming: tuple[str, int, str] | None) -> None:
@@ -489,7 +486,7 @@ class JobManager:
         device = self._refuse_if_needed(group, claim, footprints)
         self.ledger.add(claim)
         if device:
-            self._device_needs[group.id] = device
+            self.queue.device_needs[group.id] = device
 
     def _refuse_if_needed(self, group: Group, claim: Claim, footprints: list[Footprint]) -> int:
         """Refuse the group (:class:`JobRefused`, one line), else the GPU bytes it needs; under the lock."""
@@ -506,7 +503,7 @@ class JobManager:
             refused = refused or ray_cluster.resource_refusal(group.ray_wanted, self.ray_address or "")
             device = 0  # the cluster's GPUs, not this server's: Ray places the run on a node that has one
         if not refused and device:
-            reserved = sum(self._device_needs.get(c.group, 0) for c in self.ledger.waiting())
+            reserved = sum(self.queue.device_needs.get(c.group, 0) for c in self.ledger.waiting())
             refused = device_refusal(claim.what, device, device_free_bytes(footprints[0].device), reserved)
         if not refused:
             refused = self.shares.snapshot_refusal(group.owner, group.jobs) or self.lab_side.lab_runs_refusal(group)
@@ -517,71 +514,12 @@ class JobManager:
     def _forget(self, group: Group) -> None:
         with self._lock:
             self.ledger.end(group.id)
-            self._device_needs.pop(group.id, None)
+            self.queue.device_needs.pop(group.id, None)
             session = self.sessions.by_owner.get(group.owner)
             for job in group.jobs:
                 if session is not None:
                     session.jobs.pop(job.id, None)
                 job.end(JobState.FAILED)
-
-    # ---------------------------------------------------------------- slots (used by the supervisors)
-
-    def acquire(self, group: Group, give_up: Callable[[], bool], otherwise: Phase) -> bool:
-        """Wait for a slot (and the memory) in the fair queue; False when ``give_up()`` turned true (stopped) or the
-        manager shut down while waiting: the group's claim then goes to ``otherwise``."""
-        with self._slots:
-            claim = self.ledger.claims.get(group.id)
-            if claim is None:
-                return False
-            if claim.phase != Phase.WAITING:
-                self.ledger.wait(group.id)
-            try:
-                while not give_up() and not self._closed.is_set():
-                    chosen = self.ledger.next(self.lab_side.full_elsewhere())
-                    if chosen is claim and self.lab_side.machine_slot(group, claim):
-                        self.ledger.start(group.id)
-                        self._device_needs.pop(group.id, None)
-                        self.admitted.extend(job.id for job in group.jobs)
-                        return True
-                    self._slots.wait(timeout=0.5)
-                if otherwise == Phase.ENDED:
-                    self.ledger.end(group.id)
-                else:
-                    self.ledger.set_phase(group.id, otherwise)
-                return False
-            finally:
-                self._slots.notify_all()
-
-    def release(self, group: Group, idle: bool = False) -> None:
-        """The group's slot is free (``idle``: its worker still waits, holding its memory)."""
-        if not idle:
-            self.lab_side.free_machine_slot(group)
-        with self._slots:
-            if idle and group.id in self.ledger.claims:
-                self.ledger.idle(group.id)
-            self._slots.notify_all()
-
-    def parked(self, group: Group, held: int) -> None:
-        """The group's worker has gone; the server holds ``held`` bytes of its state."""
-        self.lab_side.free_machine_slot(group)
-        with self._slots:
-            if group.id in self.ledger.claims:
-                self.ledger.park(group.id, held)
-            self._slots.notify_all()
-
-    def ended(self, group: Group) -> None:
-        self.lab_side.free_machine_slot(group)
-        with self._slots:
-            self.ledger.end(group.id)
-            self._device_needs.pop(group.id, None)
-            self._slots.notify_all()
-
-    def stopping(self, group: Group) -> None:
-        """A job was asked to stop: when its whole group is, it no longer counts against new runs."""
-        with self._slots:
-            if group.stopping:
-                self.ledger.stopping(group.id)
-            self._slots.notify_all()
 
     # ---------------------------------------------------------------- deleting
 
@@ -621,8 +559,7 @@ class JobManager:
         for job in jobs:
             job.stop()
             job.group.wake()
-        with self._slots:
-            self._slots.notify_all()
+        self.queue.wake_all()
         for job in jobs:
             job.wait(timeout)
         if self.keeper is not None:

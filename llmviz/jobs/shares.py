@@ -13,7 +13,7 @@ from llmviz.training.snapshots import evict
 
 if TYPE_CHECKING:
     from llmviz.jobs.admission import Ledger
-    from llmviz.jobs.job import Group, Job
+    from llmviz.jobs.job import Job
     from llmviz.jobs.keeping import Keeper
     from llmviz.jobs.sessions import Sessions
 
@@ -56,14 +56,6 @@ class Shares:
                 self.ledger.server_bytes(),
                 self.ledger.budget.memory,
             )
-
-    def queue_position(self, job: Job) -> int | None:
-        with self._lock:
-            return self.ledger.position(job.group.id)
-
-    def waits_for(self, group: Group) -> str | None:
-        with self._lock:
-            return self.ledger.waits_for(group.id)
 
     @property
     def waiting_count(self) -> int:

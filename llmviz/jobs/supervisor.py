@@ -19,16 +19,19 @@ from __future__ import annotations
 import logging
 import pickle
 import time
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from llmviz.jobs import processes, ray_executor
 from llmviz.jobs.admission import Phase
 from llmviz.jobs.channels import Channel, WorkerGone
 from llmviz.jobs.events import Done, Failed, Heartbeat, Idle, Info, Parked, Paused, Result, Resume, Snapshot, Step
-from llmviz.jobs.job import Group, Job
+from llmviz.jobs.job import Group
 from llmviz.jobs.worker import ParkedRunner, thread_options
 from llmviz.lab.live_status import JobState
+
+if TYPE_CHECKING:
+    from llmviz.jobs.fair_queue import FairQueue
+    from llmviz.jobs.shares import Shares
 
 log = logging.getLogger(__name__)
 
@@ -37,27 +40,17 @@ STOP_GRACE_S = 10.0  # a Stop waits this long for a worker that has gone silent 
 
 
 class Slots(Protocol):
-    """What a supervisor asks of its manager (:class:`llmviz.jobs.manager.JobManager`)."""
+    """What a supervisor asks of its manager (:class:`llmviz.jobs.manager.JobManager`): its queue, its shares."""
 
     workers: str
     worker_timeout: float
+    queue: FairQueue
+    shares: Shares
 
     @property
     def closed(self) -> bool: ...
 
-    def acquire(self, group: Group, give_up: Callable[[], bool], otherwise: Phase) -> bool: ...
-
-    def release(self, group: Group, idle: bool = False) -> None: ...
-
-    def parked(self, group: Group, held: int) -> None: ...
-
-    def ended(self, group: Group) -> None: ...
-
     def keep_now(self) -> None: ...
-
-    def keep_snapshot(self, job: Job, step: int, state: dict, training: tuple[dict, dict] | None = None) -> None: ...
-
-    def snapshot_refusal(self, owner: str, new: list[Job]) -> str | None: ...
 
 
 class Supervisor:
@@ -111,13 +104,13 @@ class Supervisor:
                 return
 
     def acquire(self, give_up, otherwise: Phase) -> bool:
-        self.holding = self.manager.acquire(self.group, give_up, otherwise)
+        self.holding = self.manager.queue.acquire(self.group, give_up, otherwise)
         return self.holding
 
     def release(self) -> None:
         if self.holding:
             self.holding = False
-            self.manager.release(self.group)
+            self.manager.queue.release(self.group)
 
     # ------------------------------------------------------------------ one worker
 
@@ -211,7 +204,7 @@ class Supervisor:
         slot again. False when the group ended while parked."""
         group = self.group
         self.release()
-        self.manager.parked(group, sum(job.parked_bytes for job in group.jobs if not job.ended))
+        self.manager.queue.parked(group, sum(job.parked_bytes for job in group.jobs if not job.ended))
         while True:
             if not self.wait_for_a_press():
                 return False
@@ -256,14 +249,14 @@ class Supervisor:
         self.group.jobs[event.index].record(event.step, event.loss, event.metrics, event.sample)
 
     def on_snapshot(self, event: Snapshot) -> None:
-        self.manager.keep_snapshot(self.group.jobs[event.index], event.step, event.state, event.training)
+        self.manager.shares.keep_snapshot(self.group.jobs[event.index], event.step, event.state, event.training)
 
     def on_info(self, event: Info) -> None:
         job = self.group.jobs[event.index]
         job.info = event.info
         if job.snapshots is not None:
             job.reserved_snapshot_bytes = 2 * event.info.snapshot_bytes
-            refused = self.manager.snapshot_refusal(job.owner, [job])
+            refused = self.manager.shares.snapshot_refusal(job.owner, [job])
             if refused:
                 job.fail(refused)
                 job.stop()
@@ -301,7 +294,7 @@ class Supervisor:
         self.group.idle = True
         if self.holding:
             self.holding = False
-            self.manager.release(self.group, idle=True)
+            self.manager.queue.release(self.group, idle=True)
 
     # ------------------------------------------------------------------ a worker that dies or hangs
 
@@ -374,4 +367,4 @@ class Supervisor:
             if process.is_alive():
                 process.kill()
                 process.join(timeout=5)
-        self.manager.ended(self.group)
+        self.manager.queue.ended(self.group)

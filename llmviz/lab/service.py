@@ -61,7 +61,7 @@ from llmviz.lab.records import (
 from llmviz.lab.registry import Registry, default_url
 from llmviz.lab.storage import Storage, content_hash, thinning_order
 from llmviz.lab.teaching import Teaching
-from llmviz.lab.views import SERIES_KINDS, Curve, RunView, Snapshot, Usage
+from llmviz.lab.views import SERIES_KINDS, Curve, RunView, Snapshot, Start, Usage, starts
 from llmviz.paths import runs_folder
 
 __all__ = [
@@ -200,6 +200,12 @@ class Lab:
                 found = self.registry.records.runs(student)
         views = [RunView.of(run) for run in found if kinds is None or run.kind in kinds]
         return sorted(views, key=lambda view: (-view.created, view.id))
+
+    def section_starts(self, student: str, section: str) -> list[Start]:
+        """The runs a page section (``"lora"``, ``"race"``, …) started for ``student``, one :class:`Start` per press
+        of its button, oldest first, from any app process and after any restart: the section finds its runs here,
+        never in the browser's session (:func:`llmviz.lab.views.starts`)."""
+        return starts(self.runs(student), section)
 
     def _interrupt_orphans(self, student: str) -> list[str]:
         """Mark ``student``'s live runs whose process has gone as interrupted (a write: under another process's

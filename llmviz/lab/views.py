@@ -13,6 +13,7 @@ no database: a page draws them and asks the door again.
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 
 from llmviz.lab.records import (
@@ -195,3 +196,62 @@ class Usage:
     @property
     def left(self) -> int:
         return max(0, self.quota - self.used)
+
+
+MAX_ASKED_BYTES = 1024  # what a section notes of a start (its JSON), at most
+
+
+def section_of(name: str, start: str, asked: dict) -> dict:
+    """What a run keeps of the page section that started it, in its config (``config["section"]``): the section's
+    name, the start it belongs to (the id of the start's first run) and what was asked (a small JSON object). A
+    :class:`ValueError` when ``asked`` is not a small JSON object of plain values.
+
+    >>> section_of("qat", "r1", {"bits": 4})
+    {'name': 'qat', 'start': 'r1', 'asked': {'bits': 4}}
+    >>> section_of("qat", "r1", {"bits": object()})
+    Traceback (most recent call last):
+    ...
+    ValueError: what a section notes of its runs is a small JSON object of plain values
+    """
+    try:
+        fits = len(json.dumps(asked, allow_nan=False)) <= MAX_ASKED_BYTES and len(name) <= 64
+    except (TypeError, ValueError):
+        fits = False
+    if not fits or not isinstance(asked, dict):
+        raise ValueError("what a section notes of its runs is a small JSON object of plain values")
+    return {"name": name, "start": start, "asked": dict(asked)}
+
+
+@dataclass(frozen=True)
+class Start:
+    """One start of a page section's runs (a comparison, a race): its runs ``label → RunView`` in the order they
+    were started, and what the section noted (``asked``: the bits of a QAT run, …)."""
+
+    id: str
+    runs: dict[str, RunView]
+    asked: dict
+
+
+def starts(views: list[RunView], section: str) -> list[Start]:
+    """The starts of ``section`` among ``views`` (one student's runs), oldest first; a start whose runs were all
+    deleted is gone.
+
+    >>> from llmviz.lab.records import RunRecord
+    >>> def run(i, start, created):
+    ...     config = {"section": section_of("lora", start, {"steps": 100})}
+    ...     return RunView.of(RunRecord(i, "s", "lora", f"run {i}", "finished", config=config, created=created))
+    >>> found = starts([run("b", "b", 2.0), run("a", "a", 1.0), run("a2", "a", 1.0)], "lora")
+    >>> [(start.id, list(start.runs), start.asked) for start in found]
+    [('a', ['run a', 'run a2'], {'steps': 100}), ('b', ['run b'], {'steps': 100})]
+    >>> starts(found[0].runs.values(), "qat")
+    []
+    """
+    grouped: dict[str, list[RunView]] = {}
+    for view in sorted(views, key=lambda v: (v.created, v.id)):
+        noted = view.config.get("section")
+        if isinstance(noted, dict) and noted.get("name") == section:
+            grouped.setdefault(str(noted.get("start")), []).append(view)
+    return [
+        Start(start, {view.label: view for view in runs}, dict(runs[0].config["section"].get("asked") or {}))
+        for start, runs in grouped.items()
+    ]

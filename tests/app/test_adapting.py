@@ -18,7 +18,7 @@ from llmviz.errors import CheckpointError
 from llmviz.jobs.default import default_manager
 from llmviz.lessons import adapting
 from llmviz.training.checkpoint import load_checkpoint
-from tests.support.pages import assert_clean, computed, finish_jobs, open_tab, run_page
+from tests.support.pages import assert_clean, computed, finish_jobs, open_tab, run_app, run_page
 from tests.support.paths import ROOT
 
 SHIPPED = ROOT / "data" / "gpt-python-docs"
@@ -308,6 +308,29 @@ def test_lab_runs_are_the_sections_own_and_end_with_their_result(fresh_session_j
         line = re.sub(r"\\(.)", r"\1", line)
         assert f"training loss {train:.3f} · validation loss {val:.3f}" in line, line
         assert f"validation perplexity {math.exp(val):,.2f}" in line, line
+
+
+def test_a_sections_runs_come_back_in_a_new_session_of_their_student_only(fresh_session_jobs):
+    """Issue 68 §2: a section's runs are found in the lab, not in the browser's session. A reload (a new session of
+    the same student) draws the LoRA section's two finished runs again, with their final lines; another student's
+    LoRA section has none."""
+    import secrets
+
+    student, other = (f"section-{secrets.token_hex(6)}" for _ in range(2))
+    at = run_app("stages/adapting.py", _llmviz_student_id=student)
+    at.slider(key="lora_steps").set_value(20)
+    at = finish_jobs(at.button(key="lora_start").click().run())
+    assert_clean(at)
+    started = default_manager().jobs(at.session_state["_llmviz_session_id"])
+    assert len(started) == 2
+    default_manager().keeper.flush()  # the keeper's next pass (once a second) writes their states
+    again = run_app("stages/adapting.py", _llmviz_student_id=student)
+    assert_clean(again)
+    lines = [m.value for m in again.markdown if "finished after 20 steps" in m.value]
+    assert sorted(re.sub(r"\\(.)", r"\1", line).split("**")[1] for line in lines) == sorted(j.label for j in started)
+    stranger = run_app("stages/adapting.py", _llmviz_student_id=other)
+    assert_clean(stranger)
+    assert not [m for m in stranger.markdown if "finished after 20 steps" in m.value]
 
 
 def test_the_held_out_loss_and_the_models_validation_loss_say_which_text_each_is(fresh_session_jobs):

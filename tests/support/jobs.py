@@ -46,7 +46,7 @@ def end_every_session() -> int:
     jobs = sys.modules.get("llmviz.jobs.default")
     if jobs is None or jobs._default is None:
         return 0
-    owners = [owner for owner in list(jobs._default._sessions) if jobs._default.jobs(owner)]
-    for owner in list(jobs._default._sessions):
+    owners = [owner for owner in list(jobs._default.sessions.by_owner) if jobs._default.jobs(owner)]
+    for owner in list(jobs._default.sessions.by_owner):
         jobs._default.sessions.end_session(owner)
     return len(owners)

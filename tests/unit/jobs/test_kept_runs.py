@@ -110,7 +110,7 @@ def test_two_processes_share_one_lab_and_one_slot(tmp_path, database_url):
         assert job.status().step == 10
         [theirs] = manager.lab_side.kept_runs("student-1")
         assert (theirs.id, theirs.state, theirs.step) == (other_id, "finished", 400)
-        assert manager.admitted == [job.id]
+        assert manager.queue.admitted == [job.id]
         manager.shutdown()
     finally:
         child.kill()

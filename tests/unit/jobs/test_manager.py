@@ -166,7 +166,7 @@ def test_queue_admits_jobs_in_order():
             gate.go.release()
         for job in submitted:
             assert job.wait(10)
-        assert manager.admitted == [j.id for j in submitted]
+        assert manager.queue.admitted == [j.id for j in submitted]
     finally:
         manager.shutdown()
 

@@ -147,7 +147,7 @@ def test_five_sessions_of_one_client_hold_one_share_and_another_clients_run_star
         gates["other"].set()
         gates["tab1"].set()
         assert second.wait(30) and theirs.wait(30)
-        assert manager.admitted == [first.id, theirs.id, second.id]
+        assert manager.queue.admitted == [first.id, theirs.id, second.id]
     finally:
         for gate in gates.values():
             gate.set()

@@ -7,6 +7,8 @@ a word."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import llmviz.lab.registry
@@ -14,6 +16,7 @@ from llmviz.errors import LlmvizError
 from llmviz.jobs.manager import JobManager
 from llmviz.lab.faults import SENTENCES
 from llmviz.lab.service import ACTIONS, Lab
+from tests.support.disks import fill
 from tests.support.lab_process import submit, wait_for
 from tests.support.locks import locked_by_another_process, release
 
@@ -109,3 +112,52 @@ def test_every_control_with_postgresql_stopped_answers_in_one_sentence_and_chang
             assert lab.run("ann", "stopped1") is None and lab.run("ann", "parked1") is not None
         finally:
             lab.registry.dispose()
+
+
+def test_every_control_on_a_full_disk_answers_in_one_sentence_and_a_refused_one_changes_nothing(small_disk):
+    """The server's disk full under the lab (SQLite on a 3 MB tmpfs): each control of a parked run, a live run and a
+    finished one answers in one sentence (what it did, or the lab's "disk is full"), never an error of the driver or
+    of the file system; a refused one leaves the run as it was; with space again every control acts."""
+    manager = JobManager(max_running=3, lab=Lab.at(small_disk), runs_per_session=3)
+    lab = manager.lab
+    try:
+        done = submit(manager, "ann", 20)
+        live = submit(manager, "ann", LONG)
+        parked = submit(manager, "ann", LONG)
+        assert done.wait(120) and wait_for(lambda: lab.run("ann", done.id).state == "finished", 60)
+        assert wait_for(lambda: parked.status().step > 3 and live.status().step > 3, 120)
+        assert lab.control("ann", parked.id, "park", by="teacher").endswith("after its current step.")
+        assert wait_for(lambda: lab.run("ann", parked.id).state == "parked", 120)
+        kept = {run_id: lab.run("ann", run_id) for run_id in (done.id, parked.id)}
+        filler = fill(small_disk)
+        try:
+            said = {
+                (run_id, action): _said(lab, "ann", run_id, action)
+                for run_id in (parked.id, done.id)
+                for action in ("resume", "delete")
+            }
+            # refused (the database cannot grow its journal), the run as it was; or done, when the journal had room
+            assert said[(done.id, "resume")] == "ann's run cannot be resumed: it is finished at step 20."
+            for (run_id, action), sentence in said.items():
+                after = lab.run("ann", run_id)
+                if sentence == SENTENCES["full"]:
+                    was = kept[run_id]
+                    assert (after.state, after.step, after.state_by) == (was.state, was.step, was.state_by)
+                elif action == "delete":
+                    assert sentence.endswith("is deleted, with its curve and snapshots.") and after is None
+                elif run_id == parked.id:
+                    assert sentence.startswith("ann's run goes on from step") and after.state in ("queued", "running")
+            assert _said(lab, "ann", live.id, "pause").endswith("pauses after its current step.")  # held here: acts
+            assert wait_for(lambda: live.status().state.value == "paused", 60)
+            assert _said(lab, "ann", live.id, "resume").endswith("goes on after its current step.")
+        finally:
+            os.remove(filler)
+        assert not live.ended and live.id in [job.id for job in manager.jobs("ann")]  # nothing live was lost
+        for run_id in (parked.id, done.id):  # space again: each control acts
+            if lab.run("ann", run_id) is not None:
+                assert lab.control("ann", run_id, "delete").endswith("is deleted, with its curve and snapshots.")
+            assert lab.run("ann", run_id) is None
+        assert lab.control("ann", live.id, "stop").endswith("after its current step.")
+        assert live.wait(60) and wait_for(lambda: lab.run("ann", live.id).state == "stopped", 60)
+    finally:
+        manager.shutdown()

@@ -21,6 +21,7 @@ from llmviz.lab.faults import SENTENCES
 from llmviz.lab.live_status import JobRefused
 from llmviz.lab.records import AUTOENCODER, TRAINING
 from llmviz.lab.service import Lab, LabUnavailable
+from tests.support.disks import fill
 from tests.support.jobs import TEXT
 from tests.support.lab_process import submit, wait_for
 from tests.support.locks import locked_by_another_process, release
@@ -188,36 +189,12 @@ def test_a_database_locked_past_its_timeout_refuses_in_one_sentence_leaves_no_gh
         manager.shutdown()
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    folder = tmp_path / "small"
-    folder.mkdir()
-    try:
-        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(folder)], check=True, capture_output=True)
-    except (subprocess.CalledProcessError, FileNotFoundError):
-        pytest.skip("mounting a small tmpfs needs root")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
-
-
 def test_a_full_disk_refuses_a_new_run_in_one_sentence_with_nothing_half_written(small_disk):
     manager = JobManager(max_running=1, lab=Lab.at(small_disk))
     try:
         first = submit(manager, "bob", 20)
         assert first.wait(120) and wait_for(lambda: manager.lab.run("bob", first.id).state == "finished", 60)
-        filler = small_disk / "filler"
-        handle = os.open(filler, os.O_WRONLY | os.O_CREAT)  # the disk fills up (another program's file)
-        try:
-            for chunk in (65536, 4096, 512, 1):
-                try:
-                    while True:
-                        os.write(handle, b"\0" * chunk)
-                except OSError:
-                    pass
-        finally:
-            os.close(handle)
+        filler = fill(small_disk)  # the disk fills up (another program's file)
         with pytest.raises(JobRefused) as refused:
             submit(manager, "ann", 20)
         assert str(refused.value) == SENTENCES["full"]
