@@ -714,6 +714,18 @@ def test_no_file_of_the_app_is_over_600_lines_or_its_pages_over_300_statements()
     assert statements == {}
 
 
+def test_no_module_of_the_lab_or_the_jobs_is_over_600_lines():
+    """Issue 68 §7: the lab (``llmviz/lab/``) and the jobs (``llmviz/jobs/``) hold their parts as objects, one module
+    each: none over 600 lines, like the app's modules."""
+    long = {
+        p.relative_to(ROOT).as_posix(): n
+        for folder in ("llmviz/lab", "llmviz/jobs")
+        for p in sorted((ROOT / folder).rglob("*.py"))
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > UI_LINES
+    }
+    assert long == {}
+
+
 JS_COLUMNS = 120
 
 

@@ -153,11 +153,11 @@ def test_every_control_on_a_full_disk_answers_in_one_sentence_and_a_refused_one_
         finally:
             os.remove(filler)
         assert not live.ended and live.id in [job.id for job in manager.jobs("ann")]  # nothing live was lost
-        for run_id in (parked.id, done.id):  # space again: each control acts
-            if lab.run("ann", run_id) is not None:
-                assert lab.control("ann", run_id, "delete").endswith("is deleted, with its curve and snapshots.")
-            assert lab.run("ann", run_id) is None
-        assert lab.control("ann", live.id, "stop").endswith("after its current step.")
-        assert live.wait(60) and wait_for(lambda: lab.run("ann", live.id).state == "stopped", 60)
+        for run_id in (parked.id, done.id):  # space again: each control acts, once the lab has looked again
+            assert wait_for(lambda run_id=run_id: _said(lab, "ann", run_id, "delete") != SENTENCES["full"], 60)
+            assert wait_for(lambda run_id=run_id: _read(lambda: lab.run("ann", run_id) is None), 60)
+        assert _said(lab, "ann", live.id, "stop").endswith("after its current step.")
+        assert live.wait(60)
+        assert wait_for(lambda: getattr(_read(lambda: lab.run("ann", live.id)), "state", None) == "stopped", 60)
     finally:
         manager.shutdown()
