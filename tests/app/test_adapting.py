@@ -20,6 +20,7 @@ from llmviz.lessons import adapting
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.pages import assert_clean, computed, finish_jobs, open_tab, run_app, run_page
 from tests.support.paths import ROOT
+from ui.text import literal_markdown
 
 SHIPPED = ROOT / "data" / "gpt-python-docs"
 
@@ -331,6 +332,12 @@ def test_a_sections_runs_come_back_in_a_new_session_of_their_student_only(fresh_
     stranger = run_app("stages/adapting.py", _llmviz_student_id=other)
     assert_clean(stranger)
     assert not [m for m in stranger.markdown if "finished after 20 steps" in m.value]
+    default_manager().sessions.end_session(at.session_state["_llmviz_session_id"])  # a restart: only the record
+    restarted = run_app("stages/adapting.py", _llmviz_student_id=student)
+    assert_clean(restarted)
+    [named] = [c.value for c in restarted.caption if c.value.startswith("Also yours, kept in the lab")]
+    for job in started:  # named with their state, where the student finds them
+        assert f"{literal_markdown(job.label)}: finished at step 20 of 20" in named, named
 
 
 def test_the_held_out_loss_and_the_models_validation_loss_say_which_text_each_is(fresh_session_jobs):

@@ -51,11 +51,21 @@ def not_here(section: str) -> list[str]:
     server restarted, or by another app process), oldest first: where the student finds it."""
     here = picker.runs()
     return [
-        f"{literal_markdown(label)}: {view.state_line}, step {view.step} of {view.total}"
+        f"{literal_markdown(label)}: {_where(view)}"
         for start in lab.section_starts(section)
         for label, view in start.runs.items()
         if here.live(view.id) is None
     ]
+
+
+def _where(view) -> str:
+    """A run's state and step in words: "finished at step 20 of 20", "running, step 5 of 20"."""
+    line = view.state_line
+    return (
+        f"{line} of {view.total}"
+        if line.endswith(f"step {view.state_step}")
+        else f"{line}, step {view.step} of {view.total}"
+    )
 
 
 def live(page: str, section: str, draw) -> None:
@@ -71,6 +81,8 @@ def live(page: str, section: str, draw) -> None:
     )
     if elsewhere := not_here(section):
         st.caption(
-            "Kept in the lab, not trained by this server process (so not drawn here; each is in the sidebar's picker "
-            "and on the Training page's Kept runs, with its curve): " + "; ".join(elsewhere) + "."
+            "Also yours, kept in the lab but trained before the server restarted or by another of its processes, so "
+            "not drawn here (each is in the sidebar's picker and in the Training page's Kept runs, with its curve): "
+            + "; ".join(elsewhere)
+            + "."
         )
