@@ -14,8 +14,8 @@ such as :mod:`llmviz.interpret.sae` implements it without importing the jobs lay
                        when measured): the run's curve
 ``run(should_stop,     yields one metrics object per step from :attr:`step` to ``config.steps``, checking
 report_at)``           ``should_stop()`` between steps; ``report_at(step)``: steps the worker wants exact numbers at
-``describe()``         a plain dict of :class:`RunFacts`' fields (the model's description, its config, tokenizer,
-                       sizes): what a page needs to know about it before a snapshot is opened
+``describe()``         a plain dict of :class:`~llmviz.jobs.events.RunInfo`'s fields (the model's description, its
+                       config, tokenizer, sizes): what a page needs to know about it before a snapshot is opened
 ``footprint()``        optional: its memory estimate (:class:`llmviz.training.footprint.Footprint`), made without
                        training it (the server admits a run by it before anything is built)
 ``training_state()``   optional, with ``load_training_state(tensors, scalars)``: the optimizer's moments and random
@@ -66,8 +66,6 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
 from llmviz.jobs.events import RunInfo
-
-RunFacts = RunInfo  # what a page knows about a run's model and data (llmviz.jobs.events.RunInfo)
 
 
 @runtime_checkable

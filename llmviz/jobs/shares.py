@@ -40,11 +40,6 @@ class Shares:
             running = sum(1 for claim in claims if claim.phase == Phase.RUNNING)
             return running, len(claims) - running
 
-    def share_is_full(self, owner: str) -> bool:
-        """Does ``owner``'s client already train as many runs as it may (so its waiting runs wait for its own)?"""
-        with self._lock:
-            return self.ledger.share_full(self.sessions.client_of(owner))
-
     def memory_line(self, owner: str) -> tuple[int, int | None, int, int | None]:
         """``(bytes owner's client counts, its share or None, bytes the server's training holds, the budget or
         None)``: for a page's line about the server."""

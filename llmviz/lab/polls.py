@@ -82,8 +82,6 @@ unfollowed = sa.Table(
     sa.Column("since", sa.Float, nullable=False),
 )
 
-POLL_TABLES = ("lab_polls", "lab_answers", "lab_lead", "lab_unfollowed")
-
 
 @dataclass(frozen=True)
 class PollRecord:

@@ -246,12 +246,6 @@ class ClassLive:
             poll = self.registry.polls.current_poll()
             return None if poll is None else self._view(who, poll, names)
 
-    def poll_view(self, who: str, poll_id: int, names: bool = False) -> PollView | None:
-        """Any kept poll as ``who`` may see it (the teacher's list of polls); None when there is none."""
-        with self.guard("read a poll"):
-            poll = self.registry.polls.poll(int(poll_id))
-            return None if poll is None else self._view(who, poll, names)
-
     def _view(self, who: str, poll: PollRecord, names: bool) -> PollView:
         found = self.registry.records.student(who)
         teacher = bool(found and found["teacher"])
