@@ -32,7 +32,7 @@ from llmviz.training.dataset import prepare_data, vocab_bound
 from llmviz.training.trainer import build_trainer
 from ui import boxes, lab, picker, sections, share, shared_sidebar, state
 from ui.errors import friendly_errors
-from ui.panels import kept, quiz, run_view, runs, training, training_by_hand, training_decoder
+from ui.panels import kept, quiz, run_view, runs, section_runs, training, training_by_hand, training_decoder
 from ui.text import literal_markdown
 from ui.widgets import page_header
 
@@ -200,10 +200,10 @@ def model_race_runners(char_race: bool, race_model: str, race_steps: int) -> lis
 
 
 def race_runs() -> dict:
-    """The newest race's runners this process trains (``label → job``), as the lab lists them."""
+    """The newest race's runners (``label → run``), as the lab lists them (after a reload or a restart too): live
+    where this process trains them, else from the lab's record."""
     races = lab.section_starts("race")
-    found = {label: picker.runs().live(view.id) for label, view in (races[-1].runs if races else {}).items()}
-    return {label: job for label, job in found.items() if job is not None}
+    return section_runs.drawable(races[-1].runs) if races else {}
 
 
 def newest_race() -> None:
@@ -278,6 +278,15 @@ def measured_beyond(run_ids: tuple[str, ...], content_key: str, context: int, tr
     return extrapolation(_models, _ids, trained, context, windows=256)  # 64 windows drew a saw of noise
 
 
+def newest_switch_race() -> dict:
+    """The newest architecture race as the lab keeps it: what was asked (its switch, corpus and context) and its
+    runners' ids; ``{}`` when the student has raced none."""
+    switch_races = [race for race in lab.section_starts("race") if race.asked.get("switch") in SWITCH_RACES]
+    if not switch_races:
+        return {}
+    return {**switch_races[-1].asked, "ids": [view.id for view in switch_races[-1].runs.values()]}
+
+
 @sections.section("training.longer")
 def longer_than_training() -> None:
     """A finished architecture race measured at a longer context than it trained at: does each side extrapolate?"""
@@ -287,10 +296,7 @@ def longer_than_training() -> None:
         "training, a learned position table reads rows that never received a gradient, while RoPE turns "
         "queries and keys by angles it has not seen but keeps 'how far apart' the same."
     )
-    switch_races = [race for race in lab.section_starts("race") if race.asked.get("switch") in SWITCH_RACES]
-    spec = (
-        {**switch_races[-1].asked, "ids": [view.id for view in switch_races[-1].runs.values()]} if switch_races else {}
-    )
+    spec = newest_switch_race()
     if not spec:
         st.caption(
             "Race an architecture switch above (positions: learned vs RoPE shows it best); once it ends, "

@@ -21,6 +21,7 @@ from llmviz.errors import LlmvizError
 from llmviz.lab import faults
 from llmviz.lab.classroom import ClassRow
 from llmviz.lab.identity import student_key
+from llmviz.lab.kept_run import KeptRun
 from llmviz.lab.live import student_runs
 from llmviz.lab.records import AUTOENCODER
 from llmviz.lab.service import MODEL_KINDS, TASK, Lab, LabUnavailable, SnapshotDamaged, default_lab
@@ -110,6 +111,11 @@ def section_starts(section: str) -> list[Start]:
     first (:meth:`llmviz.lab.service.Lab.section_starts`: from the lab, in any tab, after any restart); [] when the lab
     cannot be read."""
     return _ask(lambda door, who: door.section_starts(who, section), [])
+
+
+def kept_run(view: RunView) -> KeptRun:
+    """A run this process does not hold, drawn from the lab's record: its curve and kept snapshot steps."""
+    return KeptRun(view, curve(view.id), tuple(snapshot.step for snapshot in snapshots(view.id)))
 
 
 def autoencoder_runs() -> list[RunView]:

@@ -5,6 +5,7 @@ past its context."""
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import math
 import re
@@ -18,6 +19,7 @@ from tests.support.pages import (
     by_label,
     finish_jobs,
     open_tab,
+    run_app,
     run_page,
     session_jobs,
     texts,
@@ -418,3 +420,37 @@ def test_clear_all_runs_asks_first_how_many_runs_and_how_much_and_cancel_keeps_t
     wait_for(lambda: default_lab().run(student, job.id) is None, timeout=JOB_TIMEOUT)  # deleted, with its files
     assert default_lab().snapshots(student, job.id) == []
     assert_clean(at)
+
+
+def test_the_newest_race_comes_back_from_the_lab_in_a_new_session_of_its_student(fresh_session_jobs):
+    """Issue 68 §2: the tab Races finds the newest race in the lab, not in the browser's session: a new session of the
+    same student draws it again, live while this process holds its runners and from the lab's record once it does not
+    (a restart); another student's session shows none of it."""
+    import secrets
+
+    from llmviz.jobs.default import default_manager
+
+    student, other = (f"race-again-{secrets.token_hex(6)}" for _ in range(2))
+    open_races = functools.partial(run_app, "stages/training.py", corpus="names", training_part="Races")
+    at = open_races(_llmviz_student_id=student)
+    by_label(at.slider, "Steps per runner").set_value(50)
+    by_label(at.selectbox, "Optimizer race: model").set_value("mlp")
+    at = finish_jobs(by_label(at.button, "SGD vs momentum vs RMSprop vs Adam").click().run())
+    assert_clean(at)
+    labels = sorted(job.label for job in default_manager().jobs(student) if job.kind == "train")
+    assert len(labels) == 4
+    default_manager().keeper.flush()  # the keeper's next pass (once a second) writes how they ended
+
+    def finished(session) -> list[str]:
+        lines = [re.sub(r"\\(.)", r"\1", str(m.value)) for m in session.markdown]
+        return sorted(line.split("**")[1] for line in lines if "finished after 50 steps" in line)
+
+    assert finished(at) == labels
+    again = open_races(_llmviz_student_id=student)  # a new session: nothing in its state
+    assert_clean(again)
+    assert finished(again) == labels
+    default_manager().sessions.end_session(student)  # this process forgets the runners (as after a restart)
+    restarted = open_races(_llmviz_student_id=student)
+    assert_clean(restarted)
+    assert finished(restarted) == labels  # from the lab's record
+    assert finished(open_races(_llmviz_student_id=other)) == []
