@@ -18,7 +18,7 @@ from llmviz.errors import CheckpointError
 from llmviz.jobs.default import default_manager
 from llmviz.lessons import adapting
 from llmviz.training.checkpoint import load_checkpoint
-from tests.support.pages import assert_clean, computed, finish_jobs, open_tab, run_app, run_page
+from tests.support.pages import assert_clean, computed, finish_jobs, finished_labels, open_tab, run_app, run_page
 from tests.support.paths import ROOT
 
 SHIPPED = ROOT / "data" / "gpt-python-docs"
@@ -325,19 +325,15 @@ def test_a_sections_runs_come_back_in_a_new_session_of_their_student_only(fresh_
     assert len(labels) == 2
     default_manager().keeper.flush()  # the keeper's next pass (once a second) writes how they ended
 
-    def finished_lines(session) -> list[str]:
-        lines = [re.sub(r"\\(.)", r"\1", str(m.value)) for m in session.markdown]
-        return sorted(line.split("**")[1] for line in lines if "finished after 20 steps" in line)
-
     again = run_app("stages/adapting.py", _llmviz_student_id=student)  # a new session: nothing in its state
     assert_clean(again)
-    assert finished_lines(again) == labels  # live: this process still holds them
+    assert finished_labels(again, 20) == labels  # live: this process still holds them
     default_manager().sessions.end_session(student)  # this process forgets them (as after a restart): the lab has them
     assert default_manager().jobs(student) == []
     restarted = run_app("stages/adapting.py", _llmviz_student_id=student)
     assert_clean(restarted)
-    assert finished_lines(restarted) == labels  # drawn from the lab's record: steps and final loss
-    assert finished_lines(run_app("stages/adapting.py", _llmviz_student_id=other)) == []
+    assert finished_labels(restarted, 20) == labels  # drawn from the lab's record: steps and final loss
+    assert finished_labels(run_app("stages/adapting.py", _llmviz_student_id=other), 20) == []
 
 
 def test_the_held_out_loss_and_the_models_validation_loss_say_which_text_each_is(fresh_session_jobs):

@@ -18,6 +18,7 @@ from tests.support.pages import (
     assert_clean,
     by_label,
     finish_jobs,
+    finished_labels,
     open_tab,
     run_app,
     run_page,
@@ -441,16 +442,12 @@ def test_the_newest_race_comes_back_from_the_lab_in_a_new_session_of_its_student
     assert len(labels) == 4
     default_manager().keeper.flush()  # the keeper's next pass (once a second) writes how they ended
 
-    def finished(session) -> list[str]:
-        lines = [re.sub(r"\\(.)", r"\1", str(m.value)) for m in session.markdown]
-        return sorted(line.split("**")[1] for line in lines if "finished after 50 steps" in line)
-
-    assert finished(at) == labels
+    assert finished_labels(at, 50) == labels
     again = open_races(_llmviz_student_id=student)  # a new session: nothing in its state
     assert_clean(again)
-    assert finished(again) == labels
+    assert finished_labels(again, 50) == labels
     default_manager().sessions.end_session(student)  # this process forgets the runners (as after a restart)
     restarted = open_races(_llmviz_student_id=student)
     assert_clean(restarted)
-    assert finished(restarted) == labels  # from the lab's record
-    assert finished(open_races(_llmviz_student_id=other)) == []
+    assert finished_labels(restarted, 50) == labels  # from the lab's record
+    assert finished_labels(open_races(_llmviz_student_id=other), 50) == []

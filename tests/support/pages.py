@@ -81,6 +81,15 @@ def texts(elements) -> str:
     return " ".join(str(e.value) for e in elements)
 
 
+def finished_labels(at: AppTest, steps: int) -> list[str]:
+    """The labels of the runs whose final line the page draws ("**label** · finished after ``steps`` steps …"),
+    sorted, unescaped from their Markdown."""
+    import re
+
+    lines = [re.sub(r"\\(.)", r"\1", str(m.value)) for m in at.markdown]
+    return sorted(line.split("**")[1] for line in lines if f"finished after {steps} steps" in line)
+
+
 def session_jobs(at, kind="train"):
     """The jobs of the AppTest's browser session, each waited for until it ends."""
     from llmviz.jobs.default import default_manager
