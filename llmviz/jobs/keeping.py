@@ -24,6 +24,7 @@ import threading
 from llmviz.errors import LlmvizError, UploadError
 from llmviz.jobs.kept_rows import (
     Kept,
+    ask,
     config_of,
     description_values,
     measures_of,
@@ -152,14 +153,14 @@ class Keeper:
         with self._lock:
             kept = self._kept.get(job.id)
             if kept is not None:
-                kept.parked, kept.by = True, by
+                ask(kept, "park", by)
 
-    def changed_by(self, job_id: str, by: str) -> None:
-        """Who asked for ``job_id``'s next change of state (written with it)."""
+    def changed_by(self, job_id: str, action: str, by: str) -> None:
+        """``by`` asked for ``action`` on ``job_id`` (written with the state it leads to)."""
         with self._lock:
             kept = self._kept.get(job_id)
             if kept is not None:
-                kept.by = by
+                ask(kept, action, by)
 
     def holds(self, job_id: str) -> bool:
         """Is ``job_id`` still being written (its last steps not yet in the registry)?"""
@@ -399,9 +400,8 @@ class Keeper:
             kept = self._kept.get(run_id)
         if kept is None or kept.job.ended:
             return False
-        kept.by = by
-        if action == "park":
-            kept.parked = True
+        with self._lock:
+            ask(kept, action, by)
         if action in ("park", "stop"):
             kept.job.stop()
         else:

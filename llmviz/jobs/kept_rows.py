@@ -37,6 +37,7 @@ class Kept:
     resume_step: int | None = None  # the step of its resume state on disk (that step's snapshot stays with it)
     state: str = ""  # the state last written
     by: str | None = None  # who asked for its next change of state ("student", "teacher", "server")
+    asked: str | None = None  # the state they asked for (written with ``by`` when the run reaches it)
     wrote: bool = False  # snapshots written since the quota was last checked
     generation: int = 0  # the lab's database file it was recorded in (Lab.generation)
     result_kept: bool = False  # a task's result was written (or could not be: it is not tried again)
@@ -114,14 +115,47 @@ def row_state(state: JobState, parked: bool) -> str:
     return state.value
 
 
+ASKED = {"pause": "paused", "resume": "running", "stop": "stopped", "park": "parked"}  # a control → the state it asks
+
+
+def ask(entry: Kept, action: str, by: str) -> None:
+    """``by`` asked for ``action`` on ``entry``'s run: written as who changed its state when the run reaches the state
+    that action asks for (:data:`ASKED`), whatever other change a flush writes first. A park already asked stays
+    (the teacher parked it, then its student's tab went: still parked by the teacher).
+
+    >>> from types import SimpleNamespace as Fake
+    >>> entry = Fake(by=None, asked=None, parked=False)
+    >>> ask(entry, "park", "teacher"); ask(entry, "park", "server"); (entry.by, entry.asked, entry.parked)
+    ('teacher', 'parked', True)
+    """
+    if action == "park" and entry.parked and entry.asked == "parked":
+        return
+    entry.by, entry.asked = by, ASKED[action]
+    if action == "park":
+        entry.parked = True
+
+
 def state_values(entry: Kept, status) -> dict:
     """The row's state, step and fault, with who changed its state and at which step where it changed since the
-    last flush (``entry`` then remembers the new state)."""
+    last flush (``entry`` then remembers the new state). Who asked is written with the state they asked for only:
+    a flush that first finds the run started (queued → running) while a park is asked leaves the park's asker for
+    the park (it wrote the teacher's park as the run's start, and the park as the server's: issue 68).
+
+    >>> from types import SimpleNamespace as Fake
+    >>> entry = Fake(state="queued", by="teacher", asked="parked", parked=True)
+    >>> state_values(entry, Fake(state=JobState.RUNNING, step=3, error=None))["state_by"] is None
+    True
+    >>> state_values(entry, Fake(state=JobState.STOPPED, step=5, error=None))["state_by"]
+    'teacher'
+    """
     state = row_state(status.state, entry.parked)
     values: dict = {"state": state, "step": status.step, "error": status.error}
     if state != entry.state:
-        values.update(state_by=who_changed(state, entry.by), state_step=status.step)
-        entry.state, entry.by = state, None
+        by = entry.by if entry.asked == state else None
+        values.update(state_by=who_changed(state, by), state_step=status.step)
+        entry.state = state
+        if entry.asked == state or status.state.done:
+            entry.by = entry.asked = None
     return values
 
 

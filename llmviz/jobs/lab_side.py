@@ -138,7 +138,7 @@ class LabSide:
             if action == "park":
                 self.keeper.park(job, by)
             else:
-                self.keeper.changed_by(run_id, by)
+                self.keeper.changed_by(run_id, action, by)
         getattr(job, "stop" if action == "park" else action)()
         return True
 
