@@ -17,6 +17,7 @@ the run finishes, so that :func:`llmviz.jobs.resuming.resumed_trainer` goes on e
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -24,6 +25,7 @@ import threading
 from llmviz.errors import LlmvizError, UploadError
 from llmviz.jobs.kept_rows import (
     Kept,
+    Written,
     ask,
     config_of,
     description_values,
@@ -41,7 +43,6 @@ from llmviz.lab.rebuild import Guard, write_run_file
 from llmviz.lab.records import RunRecord
 from llmviz.lab.service import RESULT_FORMAT, Lab, QuotaExceeded
 from llmviz.lab.slots import CLAIM_WAIT_S
-from llmviz.training.snapshots import SnapshotStore
 
 log = logging.getLogger(__name__)
 CLOSE_WAIT_S = 15.0  # how long close() waits for the keeper's thread to end its pass (a write may wait on a lock)
@@ -239,34 +240,62 @@ class Keeper:
             return False
 
     def _flush_one(self, entry: Kept) -> bool:
-        """Write what changed in ``entry``'s job since its last flush (its curve, samples, resume state, snapshots,
-        then its row); True once the job has ended and all of it is written (its slot freed)."""
+        """Write what changed in ``entry``'s job since its last flush as one unit of work: its new snapshot and resume
+        files first (no lock held while they are written), then, in one transaction, their rows, its curve, samples,
+        result and row. A process killed or a fault in between leaves the record as the last flush left it (the files
+        of a unit rolled back are removed), never a snapshot's row ahead of its run's step (issue 68). True once the
+        job has ended and all of it is written (its slot freed)."""
         job = entry.job
         ended = job.ended
         if job.version == entry.version and not ended:
             return False
+        taken = job.take_resume_state()  # before its status: the resume state's step is never beyond the row's
         status = job.status()
+        finishing = ended and status.state in (JobState.FINISHED, JobState.FAILED)
+        before = entry.copy()
+        written = Written()
+        try:
+            if not finishing:
+                self._write_resume_files(entry, taken, written)
+            self._write_snapshot_files(entry, status.step, written)
+            with self.lab.registry.work.transaction():
+                values = self._write_rows(entry, status, written, ended)
+        except BaseException:
+            entry.restore(before)
+            written.remove(self.lab.storage)
+            raise
         entry.version = status.version
-        self._flush_curve(entry, status)
-        if ended and status.state in (JobState.FINISHED, JobState.FAILED):
+        if ended:  # committed: its slot is given back (on the slots' own connection; a fault: the next flush again)
+            self.lab.registry.slots.free(job.id)
+        if "state_by" in values or ended:  # its state changed: its folder's run.json says so too
+            self._write_run_record(entry)
+        return ended
+
+    def _write_rows(self, entry: Kept, status, written: Written, ended: bool) -> dict:
+        """The rows of one flush (inside its unit of work); returns the values written to the run's row."""
+        job, records = entry.job, self.lab.registry.records
+        finishing = ended and status.state in (JobState.FINISHED, JobState.FAILED)
+        for step, path, nbytes in written.snapshots:
+            records.add_snapshot(job.id, step, path, nbytes)
+            entry.on_disk[step], entry.wrote = path, True
+        if written.resume is not None:
+            step, path, nbytes = written.resume
+            older = records.set_resume(job.id, step, path, nbytes)
+            if older:
+                self.lab.registry.work.after_commit(functools.partial(self.lab.storage.delete_file, older))
+            entry.resume_step = step
+        if finishing:
             self._drop_resume(entry)
-        else:
-            self._flush_resume(entry)
-        self._flush_snapshots(entry, status.step)
+        self._drop_replaced(entry, status.step)
+        self._flush_curve(entry, status)
         values = {**state_values(entry, status), **description_values(entry)}
         if ended:  # before its state says it ended: a reader then finds it (its result too) within the quota
             self._flush_result(entry, status.step)
             self._thin(entry)
-        self.lab.registry.records.update_run(
-            job.id, **values
-        )  # right after its snapshots' rows: never long behind them
+        records.update_run(job.id, **values)  # in the same transaction as its snapshots' rows
         if entry.wrote:
             self._thin(entry)
-        if "state_by" in values or ended:  # its state changed: its folder's run.json says so too
-            self._write_run_record(entry)
-        if ended:
-            self.lab.registry.slots.free(job.id)
-        return ended
+        return values
 
     def _flush_curve(self, entry: Kept, status) -> None:
         """Write the curve's points (each with its validation loss, where measured) and the samples that ``status``
@@ -300,26 +329,22 @@ class Keeper:
         if found is not None:
             write_run_file(self.lab, found)
 
-    def _flush_resume(self, entry: Kept) -> None:
+    def _write_resume_files(self, entry: Kept, taken, written: Written) -> None:
         """Write the run's newest resume state (its optimizer's moments, random streams and metrics so far) beside
-        the snapshot of its step, replacing its older one: only for a run the lab can resume (its text is kept)."""
+        the snapshot of its step (files only: their rows, which replace its older one, are the unit's): only for a run
+        the lab can resume (its text is kept)."""
         job = entry.job
-        taken = job.take_resume_state()
         if taken is None or job.info is None or job.discarded or entry.text_sha256 is None:
             return
         step, weights, tensors, scalars = taken
         if entry.meta is None:
             entry.meta = snapshot_meta(job.info, job.label)
-        storage, registry = self.lab.storage, self.lab.registry
+        storage = self.lab.storage
         if step not in entry.on_disk:
-            path, nbytes = storage.write_snapshot(entry.student, job.id, step, weights, entry.meta)
-            registry.records.add_snapshot(job.id, step, path, nbytes)
-            entry.on_disk[step] = path
+            written.snapshot(step, *storage.write_snapshot(entry.student, job.id, step, weights, entry.meta))
         path, nbytes = storage.write_resume(entry.student, job.id, step, tensors, scalars)
-        older = registry.records.set_resume(job.id, step, path, nbytes)
-        if older:
-            storage.delete_file(older)
-        entry.resume_step = step
+        written.resume = (step, path, nbytes)
+        written.new_resume = step != entry.resume_step  # a file of its own (the same step's is kept on a rollback)
 
     def _flush_result(self, entry: Kept, step: int) -> None:
         """Write an ended task's result as its run's one kept file (:class:`~llmviz.lab.live_status.KeptResult`:
@@ -344,45 +369,39 @@ class Keeper:
             return
         meta = {"format": RESULT_FORMAT, "version": 1, "task": keep.task, **keep.facts, **meta}
         path, written = self.lab.storage.write_snapshot(entry.student, job.id, step, tensors, meta)
-        try:
-            self.lab.registry.records.add_snapshot(job.id, step, path, written)
-        except Exception:
-            self.lab.storage.delete_file(path)  # no file that no row names; the next pass tries again
-            raise
+        undo = functools.partial(self.lab.storage.delete_file, path)
+        self.lab.registry.work.on_rollback(undo)  # no file that no row names
+        self.lab.registry.records.add_snapshot(job.id, step, path, written)
         entry.on_disk[step] = path
         entry.result_kept = True
 
-    def _flush_snapshots(self, entry: Kept, upto: int) -> None:
-        """Write the run's snapshots not on disk yet, up to step ``upto`` (the step its row says: never beyond)."""
+    def _write_snapshot_files(self, entry: Kept, upto: int, written: Written) -> None:
+        """Write the run's snapshots not on disk yet, up to step ``upto`` (the step its row says: never beyond); their
+        rows are the unit's. A snapshot evicted from memory meanwhile is skipped."""
         job = entry.job
         if job.snapshots is None or job.info is None or job.discarded:
             return
         if entry.meta is None:
             entry.meta = snapshot_meta(job.info, job.label)
-        steps = [step for step in job.snapshots.steps() if step <= upto]
-        for step in steps:
-            if step not in entry.on_disk:
-                self._write_snapshot(entry, step, job.snapshots, entry.meta)
-        for step in replaced_latest(entry.on_disk, steps, entry.resume_step):
-            self.lab.storage.delete_file(entry.on_disk.pop(step))  # a "latest" snapshot a newer one replaced
-            self.lab.registry.records.drop_snapshot(job.id, step)
+        for step in job.snapshots.steps():
+            if step > upto or step in entry.on_disk or step in written.steps():
+                continue
+            try:
+                state = job.snapshots.get(step)
+            except KeyError:
+                continue  # evicted meanwhile
+            written.snapshot(step, *self.lab.storage.write_snapshot(entry.student, job.id, step, state, entry.meta))
 
-    def _write_snapshot(self, entry: Kept, step: int, store: SnapshotStore, meta: dict) -> None:
-        """Write ``entry``'s snapshot of ``step`` from ``store`` (with ``meta``) and its row (never a file that no
-        row names); nothing when the snapshot was evicted from memory meanwhile."""
+    def _drop_replaced(self, entry: Kept, upto: int) -> None:
+        """The "latest" snapshots a newer one replaced: their rows go in the unit, their files once it is committed."""
         job = entry.job
-        try:
-            state = store.get(step)
-        except KeyError:
-            return  # evicted meanwhile
-        path, nbytes = self.lab.storage.write_snapshot(entry.student, job.id, step, state, meta)
-        try:
-            self.lab.registry.records.add_snapshot(job.id, step, path, nbytes)
-        except Exception:
-            self.lab.storage.delete_file(path)  # no file that no row names
-            raise
-        entry.on_disk[step] = path
-        entry.wrote = True
+        if job.snapshots is None or job.info is None or job.discarded:
+            return
+        steps = [step for step in job.snapshots.steps() if step <= upto]
+        for step in replaced_latest(entry.on_disk, steps, entry.resume_step):
+            path = entry.on_disk.pop(step)
+            self.lab.registry.records.drop_snapshot(job.id, step)
+            self.lab.registry.work.after_commit(functools.partial(self.lab.storage.delete_file, path))
 
     def act_on_requests(self) -> list[str]:
         """Pause, resume, stop or park the runs of this process that another process asked about through the

@@ -10,6 +10,8 @@ replaced. Pure functions of a job and its status; no database.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 from dataclasses import dataclass, field
 
 from llmviz.jobs.job import Job
@@ -41,6 +43,49 @@ class Kept:
     wrote: bool = False  # snapshots written since the quota was last checked
     generation: int = 0  # the lab's database file it was recorded in (Lab.generation)
     result_kept: bool = False  # a task's result was written (or could not be: it is not tried again)
+
+    def copy(self) -> Kept:
+        """What was written so far, to :meth:`restore` when a flush is rolled back."""
+        return dataclasses.replace(self, on_disk=dict(self.on_disk))
+
+    def restore(self, before: Kept) -> None:
+        """Back to ``before`` (a flush rolled back wrote none of it), except an ask made meanwhile by another thread.
+
+        >>> entry = Kept(job=None, student="ann", points=3, state="running")
+        >>> before = entry.copy()
+        >>> entry.points, entry.on_disk[5], entry.by, entry.asked = 9, "s5", "teacher", "parked"
+        >>> entry.restore(before); (entry.points, entry.on_disk, entry.by)
+        (3, {}, 'teacher')
+        """
+        asked = (self.by, self.asked) if (self.by, self.asked) != (None, None) else (before.by, before.asked)
+        for name in (f.name for f in dataclasses.fields(self)):
+            setattr(self, name, getattr(before, name))
+        self.by, self.asked = asked
+
+
+@dataclass
+class Written:
+    """The files one flush wrote before its rows (:meth:`llmviz.jobs.keeping.Keeper._flush_one`): removed again when
+    its unit of work is rolled back."""
+
+    snapshots: list[tuple[int, str, int]] = field(default_factory=list)  # (step, path, bytes)
+    resume: tuple[int, str, int] | None = None
+    new_resume: bool = False  # its file is not the one the record names already
+
+    def snapshot(self, step: int, path: str, nbytes: int) -> None:
+        self.snapshots.append((step, path, nbytes))
+
+    def steps(self) -> set[int]:
+        return {step for step, _, _ in self.snapshots}
+
+    def remove(self, storage) -> None:
+        """Remove what was written (a unit rolled back, or a fault before it): no file that no row names."""
+        paths = [path for _, path, _ in self.snapshots]
+        if self.resume is not None and self.new_resume:
+            paths.append(self.resume[1])
+        for path in paths:
+            with contextlib.suppress(OSError):
+                storage.delete_file(path)
 
 
 def kept_bytes(footprint, resumable: bool) -> int:

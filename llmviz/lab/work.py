@@ -30,10 +30,13 @@ it is rolled back.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Callable, Iterator
 
 import sqlalchemy as sa
+
+log = logging.getLogger(__name__)
 
 
 class UnitOfWork:
@@ -68,8 +71,11 @@ class UnitOfWork:
             raise
         finally:
             local.db = None
-        for action in local.after:
-            action()
+        for action in local.after:  # committed: a file that cannot go now is left over, never a unit half undone
+            try:
+                action()
+            except OSError:
+                log.warning("a file its unit of work deleted could not be removed", exc_info=True)
 
     def after_commit(self, action: Callable[[], None]) -> None:
         """Do ``action`` (a file's deletion) once this thread's unit is committed; at once outside one."""

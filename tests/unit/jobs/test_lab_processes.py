@@ -64,13 +64,11 @@ def test_a_restart_lists_every_run_at_its_steps_and_the_live_ones_resumable(tmp_
             [kept] = restarted.lab_side.kept_runs(student)
             curve = registry.records.curve(run_id)
             assert kept.id == run_id and kept.step >= before[student] >= READY_STEPS
-            # every step's loss, none missing; the curve is written just before the step (a SIGKILL between the
-            # two writes leaves the curve at most one flush ahead)
+            # every step's loss, none missing, and its snapshots' rows: one flush is one unit of work
+            # (keeping.Keeper._flush_one), so a SIGKILL leaves the curve, the snapshots and the row's step together
             assert [step for step, *_ in curve] == list(range(1, len(curve) + 1)) and curve[-1][0] >= kept.step
-            # its snapshots' rows are written after the curve and before the row's step (keeping.Keeper._flush_one):
-            # a SIGKILL between the two leaves them at most one flush ahead of the row, never beyond the curve
             kept_steps = [step for step, *_ in registry.records.snapshots(run_id)]
-            assert kept_steps[0] == 0 and kept_steps[-1] <= curve[-1][0]
+            assert kept_steps[0] == 0 and kept_steps[-1] <= kept.step
         states = {student: restarted.lab_side.kept_runs(student)[0] for student in ids}
         assert (states["ann"].state, states["ann"].resumable) == ("interrupted", True)
         assert (states["bob"].state, states["bob"].resumable) == ("interrupted", True)

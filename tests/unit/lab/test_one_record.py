@@ -227,7 +227,9 @@ def test_the_quota_is_a_limit_runs_thin_their_snapshots_and_one_that_cannot_fit_
                 snapshot_every=5,
             )  # fmt: skip
             assert job.wait(180)
-            assert wait_for(lambda job=job: manager.lab.run("ann", job.id).state == "finished", 60)
+            # its last flush has ended (one unit of work: the thinned snapshots' files go once it is committed)
+            assert wait_for(lambda job=job: not manager.keeper.holds(job.id), 60)
+            assert manager.lab.run("ann", job.id).state == "finished"
             usage = manager.lab.disk("ann")
             assert usage.quota == quota and usage.used <= quota  # within it after every run
             # run.json and student.json: the lab's record, not counted; a .part: one of them being written atomically

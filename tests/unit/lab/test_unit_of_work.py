@@ -99,3 +99,46 @@ def test_a_new_students_row_is_not_left_behind_by_a_run_that_was_not_recorded(tm
         assert _files(tmp_path / "lab" / "bo") == []
     finally:
         keeper.close()
+
+
+@pytest.mark.parametrize("part", ["add_snapshot", "add_points", "update_run"])
+def test_a_fault_inside_a_flush_leaves_the_record_as_the_last_flush_left_it_and_the_next_writes_it_all(
+    tmp_path, database_url, monkeypatch, part
+):
+    """One flush of a training run is one unit of work (``Keeper._flush_one``): its snapshot files, then their rows,
+    its curve and its row's step in one transaction. The disk fills up right after one part: the rows are as the
+    last flush left them and no file of that flush is left; once the disk has room the next flush writes it all,
+    its snapshots never beyond its row's step (a SIGKILL between the parts once left them ahead: issue 68)."""
+    from llmviz.jobs.manager import JobManager
+    from llmviz.lab.live_status import JobState
+    from tests.support.lab_process import submit, wait_for
+
+    manager = JobManager(max_running=1, lab=Lab.at(tmp_path, url=database_url))
+    lab, keeper = manager.lab, manager.keeper
+    try:
+        job = submit(manager, "ann", 1_000_000)
+        assert wait_for(lambda: (row := lab.registry.records.run("ann", job.id)) is not None and row.step > 0, 120)
+        with keeper._flushing:  # the keeper's thread waits: this test flushes
+            first = lab.registry.records.run("ann", job.id).step
+            later = min(m * 10**k for m in (1, 2, 5) for k in range(9) if m * 10**k > first)  # a log-spaced step
+            assert wait_for(lambda: job.status().step > later, 120)  # its snapshot is one to write
+            job.pause()
+            assert wait_for(lambda: job.status().state == JobState.PAUSED, 120)
+            records = lab.registry.records
+            before = (records.run("ann", job.id), records.curve(job.id), records.snapshots(job.id))
+            files = sorted(_files(tmp_path / "lab" / "ann"))
+            with monkeypatch.context() as patch:
+                _fail_after(patch, records, part)
+                keeper._flush_all()  # the fault is logged once; the run keeps training
+            assert (records.run("ann", job.id), records.curve(job.id), records.snapshots(job.id)) == before
+            assert sorted(_files(tmp_path / "lab" / "ann")) == files  # no file that no row names
+
+            keeper._flush_all()  # room again: the whole flush, together
+            row, step = records.run("ann", job.id), job.status().step
+            assert (row.state, row.step) == ("paused", step)
+            assert [s for s, *_ in records.curve(job.id)] == list(range(1, step + 1))
+            kept = records.snapshots(job.id)
+            assert len(kept) > len(before[2]) and kept[-1][0] <= step
+            assert all(os.path.exists(path) for _, path, _ in kept)
+    finally:
+        manager.shutdown()
