@@ -304,6 +304,14 @@ class Job:
             taken, self._resume = self._resume, None
             return taken
 
+    def give_back_resume_state(self, taken: tuple[int, dict, dict, dict] | None) -> None:
+        """A resume state :meth:`take_resume_state` gave that could not be written (the flush was rolled back): the
+        next one writes it, unless a newer one came meanwhile (a parked run's last state is not lost to a locked
+        database)."""
+        with self._lock:
+            if self._resume is None:
+                self._resume = taken
+
     def relaunched(self) -> None:
         """A new worker has this job's state, told whether it is paused and whether it was stopped."""
         with self._lock:

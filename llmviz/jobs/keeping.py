@@ -263,6 +263,8 @@ class Keeper:
         except BaseException:
             entry.restore(before)
             written.remove(self.lab.storage)
+            if not finishing:
+                job.give_back_resume_state(taken)
             raise
         entry.version = status.version
         if ended:  # committed: its slot is given back (on the slots' own connection; a fault: the next flush again)

@@ -125,12 +125,18 @@ def test_a_fault_inside_a_flush_leaves_the_record_as_the_last_flush_left_it_and_
             job.pause()
             assert wait_for(lambda: job.status().state == JobState.PAUSED, 120)
             records = lab.registry.records
-            before = (records.run("ann", job.id), records.curve(job.id), records.snapshots(job.id))
+
+            def written() -> tuple:  # what a flush writes (the slot's columns and the heartbeat are written elsewhere)
+                row = records.run("ann", job.id)
+                kept = (row.state, row.step, row.state_by, row.state_step, row.last_loss, row.best_val_loss)
+                return kept, records.curve(job.id), records.snapshots(job.id), records.resume_state(job.id)
+
+            before = written()
             files = sorted(_files(tmp_path / "lab" / "ann"))
             with monkeypatch.context() as patch:
                 _fail_after(patch, records, part)
                 keeper._flush_all()  # the fault is logged once; the run keeps training
-            assert (records.run("ann", job.id), records.curve(job.id), records.snapshots(job.id)) == before
+            assert written() == before
             assert sorted(_files(tmp_path / "lab" / "ann")) == files  # no file that no row names
 
             keeper._flush_all()  # room again: the whole flush, together
@@ -139,6 +145,8 @@ def test_a_fault_inside_a_flush_leaves_the_record_as_the_last_flush_left_it_and_
             assert [s for s, *_ in records.curve(job.id)] == list(range(1, step + 1))
             kept = records.snapshots(job.id)
             assert len(kept) > len(before[2]) and kept[-1][0] <= step
+            # the resume state its pause made, which the failed flush had taken, is written by this one
+            assert records.resume_state(job.id)[0] == step
             assert all(os.path.exists(path) for _, path, _ in kept)
     finally:
         manager.shutdown()
