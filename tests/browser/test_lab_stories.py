@@ -20,7 +20,7 @@ import pytest
 from llmviz.lab.faults import SENTENCES
 from llmviz.lab.service import Lab
 from tests.support.app_server import TEACHER_KEY, free_port, lab_server, logs_on_failure
-from tests.support.browser import eventually, main_area, no_error_box, person_page, shot
+from tests.support.browser import eventually, main_area, no_error_box, person_page, press, shot
 
 pytestmark = pytest.mark.browser
 
@@ -131,17 +131,17 @@ def test_yes_delete_it_in_a_15_s_lock_says_one_sentence_changes_nothing_and_dele
             main_area(page).get_by_role("button", name="Train", exact=True).click()
             main_area(page).get_by_text("finished after 40 steps").first.wait_for(timeout=300_000)
             [row] = eventually(lambda: [r for r in lab.class_runs() if r.state == "finished"], 120, "her kept run")
-            main_area(page).get_by_role("button", name="Delete it").click()
-            confirm = main_area(page).get_by_role("button", name="Yes, delete it")
-            confirm.wait_for()  # asks first
+            delete = main_area(page).get_by_role("button", name="Delete it", exact=True)
+            confirm = main_area(page).get_by_role("button", name="Yes, delete it", exact=True)
+            press(page, delete, confirm)  # asks first (a press the page's last redraw after the run swallowed: again)
             with _locked(tmp_path / "runs" / "lab.db", 15):
                 confirm.click()
                 main_area(page).get_by_text(SENTENCES["locked"].split(":")[0]).first.wait_for(timeout=60_000)
                 no_error_box(page)
                 shot(page, "lab-delete-in-a-lock")
             assert lab.run(row.student, row.run_id) is not None, "a refused deletion changes nothing"
-            main_area(page).get_by_role("button", name="Delete it").click()
-            main_area(page).get_by_role("button", name="Yes, delete it").click()
+            press(page, delete, confirm)
+            confirm.click()
             main_area(page).get_by_text("is deleted, with its curve and snapshots.").first.wait_for()
             assert lab.run(row.student, row.run_id) is None
             no_error_box(page)
