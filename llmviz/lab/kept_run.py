@@ -79,8 +79,10 @@ class KeptRun:
         return self.status().done
 
     def status(self) -> JobStatus:
-        """The run's state, step, total, training losses, error and kept snapshot steps, from the lab's record."""
+        """The run's state, step, total, training and validation losses, error and kept snapshot steps, from the lab's
+        record."""
         losses = tuple((int(step), float(loss)) for step, loss, _ in self._curve.points if loss is not None)
+        val_losses = tuple((int(step), float(val)) for step, _, val in self._curve.points if val is not None)
         return JobStatus(
             job_id=self.view.id,
             label=self.view.label,
@@ -95,4 +97,5 @@ class KeptRun:
             error=self.view.error,
             snapshot_steps=self._snapshot_steps,
             elapsed_s=max(0.0, self.view.updated - self.view.created),
+            val_losses=val_losses,
         )

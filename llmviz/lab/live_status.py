@@ -60,6 +60,8 @@ class JobStatus:
     version: int = 0  # grows with every change of the job (steps, snapshots, state): caches key on it
     waits_for_own_run: bool = False  # queued because its student already trains their share (not for a free slot)
     waits_for_memory: bool = False  # queued because the server's memory for training is in use
+    # (step, validation loss) as the lab's record keeps them: a kept run's, which has no per-step metrics
+    val_losses: tuple[tuple[int, float], ...] = ()
 
     @property
     def done(self) -> bool:
@@ -71,7 +73,17 @@ class JobStatus:
 
     @property
     def last_val_loss(self) -> float | None:
-        return next((m.val_loss for m in reversed(self.metrics) if m.val_loss is not None), None)
+        """The newest validation loss: from the run's metrics while a worker reports them, else as the record keeps
+        it (a kept run: after a restart, from another app process).
+
+        >>> JobStatus("r1", "run", "train", JobState.FINISHED, 40, 40, ((40, 2.5),), (), (), None, None, (), 1.0,
+        ...           val_losses=((20, 2.9), (40, 2.7))).last_val_loss
+        2.7
+        """
+        found = next((m.val_loss for m in reversed(self.metrics) if m.val_loss is not None), None)
+        if found is None and not self.metrics and self.val_losses:
+            return self.val_losses[-1][1]
+        return found
 
     def describe(self) -> str:
         """One line for a progress bar: "step 40/300 · loss 2.310 · …"."""
@@ -100,6 +112,8 @@ class JobStatus:
             ) + f" · training perplexity {last.perplexity:,.1f}"
             if self.state == JobState.RUNNING:
                 text += f" · {smoothed_rate([m.tokens_per_s for m in self.metrics]):,.0f} tokens/s"
+        elif self.val_losses:  # a kept run: the record's newest validation loss
+            text += f" · validation {self.val_losses[-1][1]:.3f}"
         return text
 
 

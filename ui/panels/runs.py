@@ -336,7 +336,7 @@ def result(status: JobStatus, measure: Callable[[JobStatus], str | None] | None 
     """Where a run ended (or stands): steps, final training loss, last validation loss and ``measure(status)``
     (default: the validation perplexity)."""
     losses = [m.train_loss for m in status.metrics] or [loss for _, loss in status.losses]
-    val = status.last_val_loss if status.metrics else None
+    val = status.last_val_loss  # a kept run's as the record keeps it
     shown = measure(status) if measure is not None else perplexity_measure(val)
     return RunResult(status.step, status.total, status.state, final_train_loss(losses), val, shown)
 

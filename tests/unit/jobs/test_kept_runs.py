@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from llmviz.jobs.manager import JobManager
+from llmviz.lab.kept_run import KeptRun
 from llmviz.lab.service import Lab
 from llmviz.training.checkpoint import load_checkpoint
 from tests.support.jobs import small_trainer
@@ -46,6 +47,13 @@ def test_a_finished_run_is_kept_with_its_curve_and_snapshots(tmp_path, database_
     registry = restarted.keeper.lab.registry
     assert [(step, loss) for step, loss, _ in registry.records.curve(job.id)] == list(status.losses)
     assert kept.best_val_loss == min(m.val_loss for m in status.metrics if m.val_loss is not None)
+    # drawn from the record after the restart (a race's or a section's run), the run ends on the validation loss its
+    # worker last reported, as the run's line said while it was live
+    lab = restarted.keeper.lab
+    drawn = KeptRun(lab.run("student-1", job.id), lab.curve("student-1", job.id)).status()
+    assert status.last_val_loss is not None and drawn.last_val_loss == pytest.approx(status.last_val_loss, rel=1e-6)
+    assert drawn.val_losses == tuple((m.step, m.val_loss) for m in status.metrics if m.val_loss is not None)
+    assert f"validation {status.last_val_loss:.3f}" in drawn.describe()
     steps = [step for step, *_ in registry.records.snapshots(job.id)]
     assert steps[0] == 0 and steps[-1] == 20 and set(steps) <= set(job.snapshots.steps()) | {0, 1, 2, 5, 10, 20}
     path = registry.records.snapshots(job.id)[-1][1]
@@ -76,6 +84,7 @@ def test_a_run_of_a_student_who_has_gone_is_parked_not_lost(tmp_path, database_u
 CHILD = """
 import sys, time
 from llmviz.jobs.manager import JobManager
+from llmviz.lab.kept_run import KeptRun
 from llmviz.lab.service import Lab
 from tests.support.jobs import small_trainer
 manager = JobManager(max_running=1, lab=Lab.at(sys.argv[1], url=sys.argv[3]))
@@ -166,18 +175,20 @@ def test_a_parked_run_resumes_from_its_last_snapshot(tmp_path, database_url):
     [(digest, _, size)] = manager.keeper.lab.registry.records.uploads(manager.lab_side.student("student-1"))
     assert digest == kept.config["text_sha256"] and size == len(TEXT)  # the text, kept once by content
     parked_at = kept.step
+    # the parked snapshot, read before the resume (once the resumed run is stopped, the keeper's next flush adds the
+    # stop's snapshot after it and may thin this one: CI read the stop's as "the last")
+    [path] = [path for step, path, *_ in manager.keeper.lab.registry.records.snapshots(kept.id) if step == parked_at]
+    kept_state, _ = manager.keeper.lab.storage.read_snapshot(path)
+    again = resumed_trainer(TEXT, path)  # what the resumed run's worker builds: the parked weights, exactly
+    assert again.step == parked_at
+    for name, tensor in again.model.state_dict().items():
+        assert torch.equal(tensor, kept_state[name])
     resumed = manager.lab_side.resume_kept("student-1", kept.id)
     assert _wait_for(lambda: resumed.status().step >= parked_at + 3)
     resumed.stop()
     assert resumed.wait(60)
     status = resumed.status()
     assert status.losses[0][0] == parked_at + 1  # it goes on from the parked step
-    path = manager.keeper.lab.registry.records.snapshots(kept.id)[-1][1]
-    kept_state, _ = manager.keeper.lab.storage.read_snapshot(path)
-    again = resumed_trainer(TEXT, path)  # what the resumed run's worker built: the parked weights, exactly
-    assert again.step == parked_at
-    for name, tensor in again.model.state_dict().items():
-        assert torch.equal(tensor, kept_state[name])
     assert (resumed.id, resumed.label) == (kept.id, kept.label)  # the same run goes on: one history
     manager.shutdown()
 
