@@ -129,6 +129,26 @@ def _rose_since_best(val_losses: Sequence[float], best_index: int) -> bool:
     return best_index <= len(val_losses) - 3 and min(val_losses[-2:]) >= best + rise_threshold(best)
 
 
+@dataclass(frozen=True)
+class Point:
+    """One step of a run's curve as the lab keeps it, in the shape :func:`overfitting` reads."""
+
+    step: int
+    train_loss: float
+    val_loss: float | None
+
+
+def curve_points(rows: Sequence[tuple]) -> list[Point]:
+    """A run's ``(step, training loss, validation loss)`` rows (its curve as the lab keeps it: a run drawn after a
+    restart, or trained by another app process) as :func:`overfitting` reads them; a step without a training loss
+    has none to compare (nan).
+
+    >>> curve_points([(1, 3.0, None), (2, None, 2.6)])
+    [Point(step=1, train_loss=3.0, val_loss=None), Point(step=2, train_loss=nan, val_loss=2.6)]
+    """
+    return [Point(int(step), math.nan if loss is None else float(loss), val) for step, loss, val in rows]
+
+
 def overfitting(metrics: Sequence[Any], vocab_size: int) -> Overfitting | None:
     """An :class:`Overfitting` when a run's ``metrics`` (each with ``step``, ``train_loss`` and ``val_loss``, None
     on steps without an evaluation: :class:`~llmviz.training.trainer.StepMetrics`) show that it overfits, else

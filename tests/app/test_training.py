@@ -255,7 +255,10 @@ def test_a_run_that_learns_its_text_by_heart_is_told_it_overfits():
     """700 characters of the Python manual for 300 steps: the run's panel says it overfits and what to do, the
     verdict of llmviz.training.overfitting that the CLI prints too."""
     from llmviz.data import corpus
-    from llmviz.training.overfitting import overfitting
+    from llmviz.lab.identity import student_key
+    from llmviz.lab.service import default_lab
+    from llmviz.training.overfitting import curve_points, overfitting
+    from tests.support.waiting import wait_for
 
     at = run_page("stages/training.py", corpus="upload")
     at.session_state["uploaded_corpus"] = ("few.txt", corpus.load("python-docs")[:700])
@@ -270,6 +273,12 @@ def test_a_run_that_learns_its_text_by_heart_is_told_it_overfits():
     assert found is not None and found.rose, job.status().describe()
     assert found.message() in [warning.value for warning in at.warning]
     assert "It is learning its training text by heart" in found.message()
+    # the run as the lab keeps it (drawn after a restart, or by another app process: no job, no ln V) reads the same
+    student = student_key(at.session_state["_llmviz_session_id"])
+    wait_for(lambda: default_lab().run(student, job.id).state == "finished", timeout=JOB_TIMEOUT)
+    kept = overfitting(curve_points(default_lab().curve(student, job.id).points), 0)
+    assert kept is not None and (kept.best_step, kept.last_step, kept.rose) == (found.best_step, found.last_step, True)
+    assert (kept.best_val_loss, kept.last_val_loss) == pytest.approx((found.best_val_loss, found.last_val_loss))
 
 
 def values(array) -> list[float]:

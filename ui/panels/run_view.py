@@ -20,7 +20,7 @@ from llmviz.lab.live import LiveRun
 from llmviz.lab.live_status import JobState, JobStatus
 from llmviz.lab.views import RunView
 from llmviz.lessons.training import RunResult, final_train_loss, perplexity_measure
-from llmviz.training.overfitting import overfitting
+from llmviz.training.overfitting import curve_points, overfitting
 from ui import charts, lab, picker, state
 from ui.lab import state_text
 from ui.panels import runs
@@ -106,20 +106,19 @@ def draw(run_id: str, where: str = "single", measure=None) -> None:
     if said:
         lab.warn(said, st.caption)
     vocab = runs.vocab_of(job) if job is not None else 0
-    _notes(status, vocab)
+    _notes(status, vocab, whole)
     if whole:
         label = view.label if view is not None else job.label
         _chart(label, kind, whole, curve.resumes if curve is not None else (), vocab, key=(where, run_id))
     _newest_sample(run_id, status)
 
 
-def _notes(status: JobStatus | None, vocab: int) -> None:
-    """A fault the run reported without failing, and whether it overfits (the same verdict as the CLI's)."""
-    if status is None:
-        return
-    if status.error and status.state != JobState.FAILED:
+def _notes(status: JobStatus | None, vocab: int, whole: list[tuple]) -> None:
+    """A fault the run reported without failing, and whether it overfits, read from its whole curve (the same
+    verdict as the CLI's; a run drawn from the lab's record has it too, without the vocabulary's ln V to compare)."""
+    if status is not None and status.error and status.state != JobState.FAILED:
         st.error(status.error)
-    if (overfits := overfitting(status.metrics, vocab)) is not None:
+    if (overfits := overfitting(curve_points(whole), vocab)) is not None:
         st.warning(overfits.message())
 
 
