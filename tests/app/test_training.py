@@ -432,6 +432,11 @@ def test_clear_all_runs_asks_first_how_many_runs_and_how_much_and_cancel_keeps_t
     assert_clean(at)
 
 
+def final_lines(at) -> list[str]:
+    """The final lines of the ended runs the page draws ("**label** · finished after … steps · …"), sorted."""
+    return sorted(str(m.value) for m in at.markdown if "finished after" in str(m.value))
+
+
 def test_the_newest_race_comes_back_from_the_lab_in_a_new_session_of_its_student(fresh_session_jobs):
     """Issue 68 §2: the tab Races finds the newest race in the lab, not in the browser's session: a new session of the
     same student draws it again, live while this process holds its runners and from the lab's record once it does not
@@ -459,4 +464,8 @@ def test_the_newest_race_comes_back_from_the_lab_in_a_new_session_of_its_student
     restarted = open_races(_llmviz_student_id=student)
     assert_clean(restarted)
     assert finished_labels(restarted, 50) == labels  # from the lab's record
+    # each line as it was drawn live: steps, training loss, and the validation loss and perplexity the record keeps
+    assert final_lines(restarted) == final_lines(at) and all(
+        "validation perplexity" in line for line in final_lines(at)
+    )
     assert finished_labels(open_races(_llmviz_student_id=other), 50) == []
