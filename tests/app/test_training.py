@@ -27,6 +27,7 @@ from tests.support.pages import (
     train_on_names,
 )
 from tests.support.paths import ROOT
+from tests.support.plotly_spec import drawn, specs
 
 pytestmark = pytest.mark.usefixtures("fresh_session_jobs")
 
@@ -437,6 +438,12 @@ def final_lines(at) -> list[str]:
     return sorted(str(m.value) for m in at.markdown if "finished after" in str(m.value))
 
 
+def race_chart(at) -> list[tuple[str, list[float], list[float]]]:
+    """The race's loss chart as the browser receives it: each trace's name, steps and values."""
+    [chart] = [spec for spec in specs(at) if spec["data"] and "race" in str(spec["data"][0].get("name", ""))]
+    return [(t.get("name"), drawn(t["x"]).tolist(), drawn(t["y"]).tolist()) for t in chart["data"]]
+
+
 def test_the_newest_race_comes_back_from_the_lab_in_a_new_session_of_its_student(fresh_session_jobs):
     """Issue 68 §2: the tab Races finds the newest race in the lab, not in the browser's session: a new session of the
     same student draws it again, live while this process holds its runners and from the lab's record once it does not
@@ -468,4 +475,10 @@ def test_the_newest_race_comes_back_from_the_lab_in_a_new_session_of_its_student
     assert final_lines(restarted) == final_lines(at) and all(
         "validation perplexity" in line for line in final_lines(at)
     )
+    # and its chart is the one drawn live: every runner's training and validation loss at every step
+    live_chart, kept_chart = race_chart(at), race_chart(restarted)
+    assert len(live_chart) == 12 and max(len(x) for _, x, _ in live_chart) == 50  # 4 runners: raw, smoothed, validation
+    assert [(name, x) for name, x, _ in kept_chart] == [(name, x) for name, x, _ in live_chart]
+    for (_, _, kept_y), (_, _, live_y) in zip(kept_chart, live_chart, strict=True):
+        np.testing.assert_allclose(kept_y, live_y, rtol=1e-6)
     assert finished_labels(open_races(_llmviz_student_id=other), 50) == []

@@ -87,16 +87,36 @@ _FRAMES_LOCK = threading.Lock()
 MAX_POINTS = 600  # points per curve on a chart: a curve of 2,000 steps loses nothing visible at this width
 
 
+METRIC_FIELDS = ["step", "train_loss", "val_loss", "perplexity", "lr", "tokens_per_s", "grad_norm", "elapsed_s"]
+
+
+def kept_frame(status: JobStatus) -> pd.DataFrame:
+    """A run's table as the lab's record keeps it (``status.losses`` and ``status.val_losses``: a
+    :class:`llmviz.lab.kept_run.KeptRun`'s): the columns of :func:`metrics_frame`, the measures the record does not
+    keep left empty (NaN).
+
+    >>> from llmviz.lab.live_status import JobState
+    >>> status = JobStatus("r1", "run", "train", JobState.FINISHED, 2, 2, ((1, 3.0), (2, 2.5)), (), (), None, None,
+    ...                    (), 1.0, val_losses=((2, 2.6),))
+    >>> kept_frame(status)[["step", "train_loss", "val_loss"]].to_dict("list")
+    {'step': [1, 2], 'train_loss': [3.0, 2.5], 'val_loss': [nan, 2.6]}
+    """
+    losses, vals = dict(status.losses), dict(status.val_losses)
+    rows = [(step, losses.get(step, math.nan), vals.get(step, math.nan)) for step in sorted(losses.keys() | vals)]
+    return pd.DataFrame(rows, columns=["step", "train_loss", "val_loss"]).reindex(columns=METRIC_FIELDS)
+
+
 def metrics_frame(status: JobStatus) -> pd.DataFrame:
     """The run's metrics as a table, one row per step; built once per change of the run (every watcher and
     every section that draws this run at this version shares it)."""
+    if not status.metrics:  # a run drawn from the lab's record: its kept curve (its version does not change)
+        return kept_frame(status)
     key = (status.job_id, status.version)
     with _FRAMES_LOCK:
         found = _FRAMES.get(key)
     if found is not None:
         return found
-    fields = ["step", "train_loss", "val_loss", "perplexity", "lr", "tokens_per_s", "grad_norm", "elapsed_s"]
-    frame = pd.DataFrame([[getattr(m, f) for f in fields] for m in status.metrics], columns=fields)
+    frame = pd.DataFrame([[getattr(m, f) for f in METRIC_FIELDS] for m in status.metrics], columns=METRIC_FIELDS)
     with _FRAMES_LOCK:
         _FRAMES[key] = frame
     return frame
