@@ -316,6 +316,10 @@ class FineTuneConfig:
 class ClassifierMetrics(StepMetrics):
     """A step's metrics, plus the held-out accuracy when it was measured."""
 
+    # what the lab keeps with each curve point (llmviz.jobs.kept_rows.measures_of): the Adapting page's accuracy
+    # chart and final line, drawn from the record after a restart
+    SERIES: ClassVar[tuple[str, ...]] = ("val_accuracy", "val_accuracy_before")
+
     val_accuracy: float | None = None
     val_accuracy_before: float | None = None  # on the first step's metrics: the untrained head's accuracy
 

@@ -98,4 +98,5 @@ class KeptRun:
             snapshot_steps=self._snapshot_steps,
             elapsed_s=max(0.0, self.view.updated - self.view.created),
             val_losses=val_losses,
+            series=tuple((name, tuple(values)) for name, values in self._curve.series.items()),
         )

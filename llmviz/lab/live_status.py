@@ -62,6 +62,8 @@ class JobStatus:
     waits_for_memory: bool = False  # queued because the server's memory for training is in use
     # (step, validation loss) as the lab's record keeps them: a kept run's, which has no per-step metrics
     val_losses: tuple[tuple[int, float], ...] = ()
+    # the run kind's own measures as the record keeps them, ``(name, ((step, value), …))``: a kept run's
+    series: tuple[tuple[str, tuple[tuple[int, float], ...]], ...] = ()
 
     @property
     def done(self) -> bool:
@@ -84,6 +86,18 @@ class JobStatus:
         if found is None and not self.metrics and self.val_losses:
             return self.val_losses[-1][1]
         return found
+
+    def measured(self, name: str) -> list[tuple[int, float]]:
+        """``(step, value)`` of the measure ``name`` at the steps that have it (a classifier's held-out accuracy): from
+        the run's metrics while a worker reports them, else as the record keeps them.
+
+        >>> JobStatus("r1", "run", "train", JobState.FINISHED, 4, 4, (), (), (), None, None, (), 1.0,
+        ...           series=(("val_accuracy", ((2, 0.5), (4, 0.75))),)).measured("val_accuracy")
+        [(2, 0.5), (4, 0.75)]
+        """
+        if self.metrics:
+            return [(m.step, value) for m in self.metrics if (value := getattr(m, name, None)) is not None]
+        return list(dict(self.series).get(name, ()))
 
     def describe(self) -> str:
         """One line for a progress bar: "step 40/300 · loss 2.310 · …"."""

@@ -151,7 +151,9 @@ class RunView:
         return line
 
 
-SERIES_KINDS = (DPO,)  # the kinds whose curve points keep measures of their own (Registry.series)
+# the kinds whose curve points keep measures of their own (Registry.series): DPO's ratios and margin, a classifier's
+# held-out accuracy (a fine-tuning run, or one runner of a page section's comparison: submitted as a race)
+SERIES_KINDS = (DPO, FINETUNE, RACE)
 
 
 @dataclass(frozen=True)

@@ -353,3 +353,45 @@ def test_the_held_out_loss_and_the_models_validation_loss_say_which_text_each_is
     assert_clean(at)
     note = next(c.value for c in at.caption if "held-out tokens" in c.value)
     assert f"last {adapting.MAX_TEXT:,} characters" in note and "Another sample than" in note, note
+
+
+def test_the_task_runs_drawn_from_the_lab_after_a_restart_read_as_they_did_live(fresh_session_jobs):
+    """Issue 68 §2: the fine-tuning runs of "Fine-tuning for a task", drawn from the lab's record once this process no
+    longer holds them (a restart), end on the same line (training and validation loss, held-out accuracy and the
+    untrained head's) and draw the same loss and accuracy charts as they did live."""
+    import functools
+    import secrets
+
+    from tests.support.plotly_spec import drawn, specs
+
+    def lines(at) -> list[str]:
+        return sorted(str(m.value) for m in at.markdown if "finished after 20 steps" in str(m.value))
+
+    def curves(at) -> dict[str, list[tuple]]:
+        titles = ("Training loss (BCE)", "Held-out accuracy")
+        return {
+            spec["layout"]["title"]["text"]: [
+                (t.get("name"), drawn(t["x"]).tolist(), [round(v, 6) for v in drawn(t["y"]).tolist()])
+                for t in spec["data"]
+            ]
+            for spec in specs(at)
+            if spec["layout"].get("title", {}).get("text") in titles
+        }
+
+    student = f"task-again-{secrets.token_hex(6)}"
+    open_task = functools.partial(
+        run_app, "stages/adapting.py", adapting_part="Fine-tuning for a task", _llmviz_student_id=student
+    )
+    at = open_task()
+    at.slider(key="task_steps").set_value(20).run()
+    at = finish_jobs(at.button(key="task_start").click().run())
+    assert_clean(at)
+    default_manager().keeper.flush()  # the keeper's next pass (once a second) writes how they ended
+    live_lines, live_curves = lines(at), curves(at)
+    assert len(live_lines) == 3 and all("accuracy" in line and "untrained head" in line for line in live_lines)
+    assert set(live_curves) == {"Training loss (BCE)", "Held-out accuracy"}
+    default_manager().sessions.end_session(student)  # this process forgets them (as after a restart)
+    restarted = open_task()
+    assert_clean(restarted)
+    assert lines(restarted) == live_lines
+    assert curves(restarted) == live_curves

@@ -19,11 +19,13 @@ from ui.text import literal_markdown
 
 def accuracy(status) -> str | None:
     """A classifier run's measure: its last held-out accuracy, and where it started."""
-    measured = [m.val_accuracy for m in status.metrics if getattr(m, "val_accuracy", None) is not None]
-    before = next((m.val_accuracy_before for m in status.metrics if getattr(m, "val_accuracy_before", None)), None)
+    measured = status.measured("val_accuracy")  # live, or as the lab's record keeps it
+    before = next((value for _, value in status.measured("val_accuracy_before")), None)
     if not measured:
         return None
-    return f"held-out accuracy {measured[-1]:.1%}" + (f" (untrained head: {before:.1%})" if before is not None else "")
+    return f"held-out accuracy {measured[-1][1]:.1%}" + (
+        f" (untrained head: {before:.1%})" if before is not None else ""
+    )
 
 
 def lora_config(model) -> lora.LoRAConfig | None:

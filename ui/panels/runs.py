@@ -299,8 +299,7 @@ def _run_traces(
 
 def _field_frame(status: JobStatus, field: str) -> pd.DataFrame:
     """The steps at which a run measured ``field`` (held-out accuracy is measured every few steps)."""
-    rows = [(m.step, getattr(m, field)) for m in status.metrics if getattr(m, field, None) is not None]
-    return pd.DataFrame(rows, columns=["step", field])
+    return pd.DataFrame(status.measured(field), columns=["step", field])
 
 
 def vocab_of(job: LiveRun) -> int:
