@@ -99,17 +99,21 @@ class JobStatus:
             return [(m.step, value) for m in self.metrics if (value := getattr(m, name, None)) is not None]
         return list(dict(self.series).get(name, ()))
 
+    def _waiting(self) -> str:
+        """Why a queued run waits, in one line."""
+        if self.waits_for_own_run:
+            return (
+                "waiting: it starts when your run in training ends (each student trains one at a "
+                "time on a shared server)"
+            )
+        if self.waits_for_memory:
+            return "waiting: the memory this server trains in is in use; it starts as soon as enough is free"
+        return f"waiting: number {self.queue_position or 1} in the queue (the server trains a few runs at a time)"
+
     def describe(self) -> str:
         """One line for a progress bar: "step 40/300 · loss 2.310 · …"."""
         if self.state == JobState.QUEUED:
-            if self.waits_for_own_run:
-                return (
-                    "waiting: it starts when your run in training ends (each student trains one at a "
-                    "time on a shared server)"
-                )
-            if self.waits_for_memory:
-                return "waiting: the memory this server trains in is in use; it starts as soon as enough is free"
-            return f"waiting: number {self.queue_position or 1} in the queue (the server trains a few runs at a time)"
+            return self._waiting()
         # the worker is on its way
         state = "starting" if self.state == JobState.RUNNING and not self.losses else self.state.value
         text = f"{state} · step {self.step}/{self.total}"
