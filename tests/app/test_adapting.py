@@ -357,8 +357,8 @@ def test_the_held_out_loss_and_the_models_validation_loss_say_which_text_each_is
 
 def test_the_task_runs_drawn_from_the_lab_after_a_restart_read_as_they_did_live(fresh_session_jobs):
     """Issue 68 §2: the fine-tuning runs of "Fine-tuning for a task", drawn from the lab's record once this process no
-    longer holds them (a restart), end on the same line (training and validation loss, held-out accuracy and the
-    untrained head's) and draw the same loss and accuracy charts as they did live."""
+    longer holds them (a restart), end on the same line (training loss, held-out accuracy and the untrained
+    head's) and draw the same loss and accuracy charts as they did live."""
     import functools
     import secrets
 

@@ -276,17 +276,19 @@ def press(page, button, shown, timeout_s: float = 30, tries: int = 3) -> None:
     """Press ``button`` (a locator) until ``shown`` (a locator) is visible, as a person presses a button again when
     nothing happened.
 
-    A press can be lost in the browser, never reaching the app: the page redraws under the pointer between
-    Playwright's check of what is under it and the mouse's down and up (a live section whose run has just ended
-    reruns the whole page once, and what is below it moves). ``button`` is pressed again only once the page is idle
-    with ``shown`` still not drawn and ``button`` still there: a press that reached the app has changed the page by
-    then, so no press is ever counted twice."""
+    CI once saw a press change nothing: *Delete it* pressed as a finished run's live section reran the whole page
+    (what is below it moves), and *Yes, delete it* never came. Our reading, not reproduced here: the page redrew
+    under the pointer between Playwright's check of what is under it and the mouse's down and up, and the press
+    never reached the app. ``button`` is pressed again only once the page is idle with ``shown`` still not drawn and
+    ``button`` still there: a press that reached the app has changed the page by then, so no press counts twice."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout  # installed where a browser test runs
+
     for _ in range(tries):
         button.click()
         try:
             shown.first.wait_for(timeout=timeout_s * 1000)
             return
-        except Exception:  # Playwright's TimeoutError: look again once the page has ended its runs
+        except PlaywrightTimeout:  # look again once the page has ended its runs
             wait_until_idle(page)
             if shown.first.is_visible() or not button.is_visible():
                 break

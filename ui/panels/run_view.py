@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pandas as pd
 import streamlit as st
 
 from llmviz.lab.live import LiveRun
@@ -29,16 +28,6 @@ from ui.text import literal_markdown
 #: What a run's loss is, by the kind the lab keeps it as (a DPO run's loss is the DPO loss, not a cross-entropy: its
 #: exponential is no perplexity)
 Y_TITLES = {"dpo": "DPO loss (nats): −log σ(β · margin)", "sft": "cross-entropy on the answers (nats)"}
-
-
-def curve_frame(points: list[tuple]) -> pd.DataFrame:
-    """A kept curve as the table a loss chart draws (``step``, ``train_loss``, ``val_loss``).
-
-    >>> curve_frame([(1, 3.0, None), (2, 2.5, 2.7)])["val_loss"].tolist()
-    [nan, 2.7]
-    """
-    frame = pd.DataFrame(points, columns=["step", "train_loss", "val_loss"])
-    return frame.astype({"train_loss": float, "val_loss": float})
 
 
 def result_line(view: RunView, points: list[tuple]) -> str:
@@ -124,7 +113,7 @@ def _notes(status: JobStatus | None, vocab: int, whole: list[tuple]) -> None:
 
 def _chart(label: str, kind: str, whole: list[tuple], resumes, vocab: int, key: tuple) -> None:
     """One run, one curve: every point from step 1, the steps it was resumed at marked, its loss named by its kind."""
-    figure = runs.loss_figure([(label, curve_frame(whole), vocab)], smoothing=0.8)
+    figure = runs.loss_figure([(label, runs.curve_frame(whole), vocab)], smoothing=0.8)
     if kind in Y_TITLES:
         figure.update_layout(yaxis_title=Y_TITLES[kind])
     for step in resumes:

@@ -87,36 +87,38 @@ _FRAMES_LOCK = threading.Lock()
 MAX_POINTS = 600  # points per curve on a chart: a curve of 2,000 steps loses nothing visible at this width
 
 
-METRIC_FIELDS = ["step", "train_loss", "val_loss", "perplexity", "lr", "tokens_per_s", "grad_norm", "elapsed_s"]
+def curve_frame(points: list[tuple]) -> pd.DataFrame:
+    """A kept curve, ``(step, training loss, validation loss)`` rows, as the table a loss chart draws (``step``,
+    ``train_loss``, ``val_loss``).
 
-
-def kept_frame(status: JobStatus) -> pd.DataFrame:
-    """A run's table as the lab's record keeps it (``status.losses`` and ``status.val_losses``: a
-    :class:`llmviz.lab.kept_run.KeptRun`'s): the columns of :func:`metrics_frame`, the measures the record does not
-    keep left empty (NaN).
-
-    >>> from llmviz.lab.live_status import JobState
-    >>> status = JobStatus("r1", "run", "train", JobState.FINISHED, 2, 2, ((1, 3.0), (2, 2.5)), (), (), None, None,
-    ...                    (), 1.0, val_losses=((2, 2.6),))
-    >>> kept_frame(status)[["step", "train_loss", "val_loss"]].to_dict("list")
-    {'step': [1, 2], 'train_loss': [3.0, 2.5], 'val_loss': [nan, 2.6]}
+    >>> curve_frame([(1, 3.0, None), (2, 2.5, 2.7)])["val_loss"].tolist()
+    [nan, 2.7]
     """
-    losses, vals = dict(status.losses), dict(status.val_losses)
-    rows = [(step, losses.get(step, math.nan), vals.get(step, math.nan)) for step in sorted(losses.keys() | vals)]
-    return pd.DataFrame(rows, columns=["step", "train_loss", "val_loss"]).reindex(columns=METRIC_FIELDS)
+    frame = pd.DataFrame(points, columns=["step", "train_loss", "val_loss"])
+    return frame.astype({"train_loss": float, "val_loss": float})
 
 
 def metrics_frame(status: JobStatus) -> pd.DataFrame:
     """The run's metrics as a table, one row per step; built once per change of the run (every watcher and
-    every section that draws this run at this version shares it)."""
-    if not status.metrics:  # a run drawn from the lab's record: its kept curve (its version does not change)
-        return kept_frame(status)
+    every section that draws this run at this version shares it). A run drawn from the lab's record (a
+    :class:`llmviz.lab.kept_run.KeptRun`: no worker's metrics) is its kept curve (:func:`curve_frame`).
+
+    >>> from llmviz.lab.live_status import JobState
+    >>> kept = JobStatus("r1", "run", "train", JobState.FINISHED, 2, 2, ((1, 3.0), (2, 2.5)), (), (), None, None,
+    ...                  (), 1.0, val_losses=((2, 2.6),))
+    >>> metrics_frame(kept).to_dict("list")
+    {'step': [1, 2], 'train_loss': [3.0, 2.5], 'val_loss': [nan, 2.6]}
+    """
+    if not status.metrics:  # its version never changes: not cached
+        losses, vals = dict(status.losses), dict(status.val_losses)
+        return curve_frame([(step, losses.get(step), vals.get(step)) for step in sorted(losses.keys() | vals)])
     key = (status.job_id, status.version)
     with _FRAMES_LOCK:
         found = _FRAMES.get(key)
     if found is not None:
         return found
-    frame = pd.DataFrame([[getattr(m, f) for f in METRIC_FIELDS] for m in status.metrics], columns=METRIC_FIELDS)
+    fields = ["step", "train_loss", "val_loss", "perplexity", "lr", "tokens_per_s", "grad_norm", "elapsed_s"]
+    frame = pd.DataFrame([[getattr(m, f) for f in fields] for m in status.metrics], columns=fields)
     with _FRAMES_LOCK:
         _FRAMES[key] = frame
     return frame
@@ -211,7 +213,7 @@ def loss_figure(
     y_title: str = "cross-entropy loss (nats)",
 ) -> go.Figure:
     """Training (and validation) loss of ``(label, status, vocab_size)`` runs on one chart (``status``: a live run's,
-    or the table of a kept run's curve: :func:`ui.panels.kept.curve_frame`).
+    or the table of a kept run's curve: :func:`curve_frame`).
 
     Each run has its colour (its legend entry names it); with ``smoothing`` its training curve is an exponential
     moving average drawn over the raw per-step loss in the same colour, faint; validation is dotted, with markers.

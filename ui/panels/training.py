@@ -18,7 +18,7 @@ from llmviz.training import footprint
 from llmviz.training.config import PRECISION_TITLES
 from ui import charts, lab, picker, projector, state
 from ui.lab import state_text
-from ui.panels import run_view, runs
+from ui.panels import runs
 from ui.text import csv_text, literal_markdown
 from ui.widgets import keep
 
@@ -322,7 +322,7 @@ def kept_frames(live: set[str], newest: int = 7) -> dict[str, object]:
     """The curves of the student's ``newest`` kept runs that no tab of this process trains (an earlier server's,
     another app process's, parked ones), as the lab keeps them: label → its curve's table."""
     return {
-        f"{view.label} · kept": run_view.curve_frame(points)
+        f"{view.label} · kept": runs.curve_frame(points)
         for view in lab.runs()[:newest]
         if view.id not in live and (points := lab.curve(view.id).points)
     }

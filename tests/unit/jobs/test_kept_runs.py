@@ -84,7 +84,6 @@ def test_a_run_of_a_student_who_has_gone_is_parked_not_lost(tmp_path, database_u
 CHILD = """
 import sys, time
 from llmviz.jobs.manager import JobManager
-from llmviz.lab.kept_run import KeptRun
 from llmviz.lab.service import Lab
 from tests.support.jobs import small_trainer
 manager = JobManager(max_running=1, lab=Lab.at(sys.argv[1], url=sys.argv[3]))
@@ -176,7 +175,7 @@ def test_a_parked_run_resumes_from_its_last_snapshot(tmp_path, database_url):
     assert digest == kept.config["text_sha256"] and size == len(TEXT)  # the text, kept once by content
     parked_at = kept.step
     # the parked snapshot, read before the resume (once the resumed run is stopped, the keeper's next flush adds the
-    # stop's snapshot after it and may thin this one: CI read the stop's as "the last")
+    # stop's snapshot after it and may thin this one: under load the test read the stop's as "the last")
     [path] = [path for step, path, *_ in manager.keeper.lab.registry.records.snapshots(kept.id) if step == parked_at]
     kept_state, _ = manager.keeper.lab.storage.read_snapshot(path)
     again = resumed_trainer(TEXT, path)  # what the resumed run's worker builds: the parked weights, exactly
