@@ -168,6 +168,13 @@ class Keeper:
         with self._lock:
             return job_id in self._kept
 
+    def fault_of(self, job_id: str) -> faults.Fault | None:
+        """Why ``job_id``'s last steps are not yet written: the lab fault its last flush met (None: it was written,
+        or the keeper no longer holds it)."""
+        with self._lock:
+            kept = self._kept.get(job_id)
+        return kept.fault if kept is not None else None
+
     def forget(self, job_id: str) -> None:
         with self._lock:
             self._kept.pop(job_id, None)
@@ -206,8 +213,9 @@ class Keeper:
                 elif faults.classify(error) is None:
                     log.exception("could not keep run %s", entry.job.id)
                 else:  # logged once while the fault lasts (with a count when it clears), not every second
-                    self.lab.faults.fail("keep a run's steps", error)
+                    entry.fault = self.lab.faults.fail("keep a run's steps", error)
                 continue
+            entry.fault = None
             self.lab.faults.cleared()
             if done:
                 self.forget(entry.job.id)

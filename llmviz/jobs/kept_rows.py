@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from llmviz.jobs.job import Job
 from llmviz.jobs.resuming import TEXT_FIELD
+from llmviz.lab.faults import Fault
 from llmviz.lab.live_status import JobState
 from llmviz.lab.records import TASK, TRAINING, config_json
 from llmviz.training.snapshots import is_snapshot_step
@@ -43,6 +44,7 @@ class Kept:
     wrote: bool = False  # snapshots written since the quota was last checked
     generation: int = 0  # the lab's database file it was recorded in (Lab.generation)
     result_kept: bool = False  # a task's result was written (or could not be: it is not tried again)
+    fault: Fault | None = None  # why its last flush failed (a lab fault: the disk full, the database locked), if it did
 
     def copy(self) -> Kept:
         """What was written so far, to :meth:`restore` when a flush is rolled back."""

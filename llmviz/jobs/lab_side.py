@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+ENDING_S = 2.0  # how long a Resume waits for a run that has just stopped here to end (it ends within a second)
+
 
 class LabSide:
     """What :class:`~llmviz.jobs.manager.JobManager` does with the lab (see the module's docstring). ``submit``: the
@@ -181,7 +183,10 @@ class LabSide:
         if self.keeper is None:
             raise JobRefused("That run is not one of your kept runs.")
         existing = self._job_of(student_key(owner), run_id)
-        if existing is not None and (not existing.ended or self.keeper.holds(run_id)):
+        if existing is not None and not self._ended_and_kept(existing):
+            fault = self.keeper.fault_of(run_id)
+            if fault is not None:  # its last steps wait for the disk or the database: say that, not "a moment"
+                raise faults.LabUnavailable(fault)
             raise JobRefused("That run is still going (or just ending) on this server: try again in a moment.")
         try:
             build, needs, step, kept = resume_plan(self.keeper.lab, student_key(owner), run_id)
@@ -191,6 +196,19 @@ class LabSide:
             owner, build=build, footprint=needs, label=kept.label, total=kept.total, resuming=(run_id, step, by),
             kind=kept.kind,
         )  # fmt: skip
+
+    def _ended_and_kept(self, job: Job) -> bool:
+        """This process's ``job`` of a kept run has ended and all of it is written. The record says a run stopped
+        as soon as its worker does, a moment before its job ends and the keeper writes its last steps (within a
+        second): a Resume pressed then waits up to :data:`ENDING_S` for the job and writes them now, rather than
+        asking the student to try again (CI: a Resume right after a park). False while it runs on, or while its last
+        steps cannot be written (:meth:`Keeper.fault_of` says why)."""
+        assert self.keeper is not None
+        if not job.wait(ENDING_S):
+            return False
+        if self.keeper.holds(job.id):
+            self.keeper.flush()
+        return not self.keeper.holds(job.id)
 
     def resume_line(self, owner: str, run_id: str) -> str:
         """What Resume will do with ``owner``'s kept run, in words (:func:`llmviz.jobs.resuming.resume_line`)."""
