@@ -21,6 +21,7 @@ import contextlib
 import math
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 import torch.nn as nn
@@ -28,7 +29,7 @@ from torch.utils.checkpoint import checkpoint
 
 from llmviz.errors import ConfigError
 from llmviz.models.gpt import GPT, Block
-from llmviz.training.trainer import Trainer
+from llmviz.training.trainer import StepMetrics, Trainer
 
 
 class CheckpointedBlock(Block):
@@ -197,12 +198,25 @@ def measure_step(
 
 
 @dataclass
+class MemoryStepMetrics(StepMetrics):
+    """A memory run's step: the lab keeps its tokens/s with each curve point (``SERIES``), so the speed that
+    checkpointing and mixed precision cost is drawn from the record after a restart as it was live.
+
+    >>> MemoryStepMetrics(3, 2.0, None, 7.39, 1e-3, 950.0, 0.5, 1.2).SERIES
+    ('tokens_per_s',)
+    """
+
+    SERIES: ClassVar[tuple[str, ...]] = ("tokens_per_s",)
+
+
+@dataclass
 class MemoryTrainer(Trainer):
     """A training run with gradient checkpointing and/or mixed precision switched on (a lab run): bf16 autocast
     (CPU or CUDA), or fp16 autocast with a gradient scaler (meant for CUDA; it runs on the CPU too, slowly).
 
     Checkpointing changes the blocks' class only, so snapshots and checkpoints stay an ordinary GPT's."""
 
+    metrics_class: ClassVar[type[StepMetrics]] = MemoryStepMetrics
     checkpointing: bool = False
     bf16: bool = False
     fp16: bool = False

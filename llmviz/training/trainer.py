@@ -295,6 +295,9 @@ class Trainer:
     Picklable: the app sends it to a worker process (:mod:`llmviz.jobs.worker`)."""
 
     kind: ClassVar[str] = "training"  # what the lab keeps its run as (llmviz.jobs.runners)
+    # what a step reports: a subclass lists in ``SERIES`` what the lab keeps with each curve point (a memory run's
+    # tokens/s, llmviz.adapt.memory.MemoryStepMetrics)
+    metrics_class: ClassVar[type[StepMetrics]] = StepMetrics
     config: TrainConfig
     dataset: Dataset
     model: nn.Module = field(init=False)
@@ -647,7 +650,7 @@ class Trainer:
                 self.history.extend(made)
                 raise
             made.append(
-                StepMetrics(
+                self.metrics_class(
                     step=step,
                     train_loss=loss,
                     val_loss=val_loss,
@@ -712,7 +715,7 @@ class Trainer:
     def load_training_state(self, tensors: dict[str, torch.Tensor], scalars: dict) -> None:
         """Go on from :meth:`training_state`'s ``(tensors, scalars)``; the weights of that step are loaded already."""
         rows, dropout_restored = load_training_state(self, tensors, scalars)
-        self.history = [StepMetrics(**row) for row in rows]
+        self.history = [self.metrics_class(**row) for row in rows]
         if not dropout_restored:  # a CPU's stream on a GPU: a fresh one, never the first steps' again
             self.dropout_generator.manual_seed(dropout_seed(self.config.seed, self.group.rank, self.step))
 

@@ -395,3 +395,31 @@ def test_the_task_runs_drawn_from_the_lab_after_a_restart_read_as_they_did_live(
     assert_clean(restarted)
     assert lines(restarted) == live_lines
     assert curves(restarted) == live_curves
+
+
+def test_the_memory_runs_drawn_from_the_lab_after_a_restart_keep_their_speed(fresh_session_jobs):
+    """Issue 68 §2: the runs of "Training in less memory" (checkpointing, bf16), drawn from the lab's record once
+    this process no longer holds them, end on the same lines as live, their tokens/s included (the record keeps a
+    memory run's speed with each curve point: before, the lines after a restart had none)."""
+    import functools
+    import secrets
+
+    def lines(at) -> list[str]:  # as read (Markdown's escapes left out)
+        shown = (str(m.value).replace("\\", "") for m in at.markdown)
+        return sorted(line for line in shown if "finished after 20 steps" in line)
+
+    student = f"memory-again-{secrets.token_hex(6)}"
+    open_part = functools.partial(
+        run_app, "stages/adapting.py", adapting_part="Training in less memory", _llmviz_student_id=student
+    )
+    at = open_part()
+    at.slider(key="memory_steps").set_value(20).run()
+    at = finish_jobs(at.button(key="memory_start").click().run())
+    assert_clean(at)
+    default_manager().keeper.flush()  # the keeper's next pass (once a second) writes how they ended
+    live = lines(at)
+    assert len(live) >= 2 and all("tokens/s (median of its steps)" in line for line in live), live
+    default_manager().sessions.end_session(student)  # this process forgets them (as after a restart)
+    restarted = open_part()
+    assert_clean(restarted)
+    assert lines(restarted) == live

@@ -63,7 +63,7 @@ def test_the_rounds_helper_pairs_each_round_and_reports_the_median_ratio():
 #: the benchmarks not in rounds, each saying why in its docstring ("Not in rounds: …"): one side only, absolute
 #: budgets with a floor printed beside them, or memory rather than time. An entry here is a decision to review: a
 #: benchmark that compares two sides (ours vs a named reference, or two settings) alternates them (_rounds.py)
-NOT_IN_ROUNDS = {"class_load", "flow", "hall_load", "pages", "soak", "worker_memory"}
+NOT_IN_ROUNDS = {"class_load", "flow", "hall_load", "pages", "profile_open", "soak", "worker_memory"}
 
 
 def _docstring(name: str) -> str:
@@ -154,3 +154,25 @@ def test_the_gpt2_steps_profile_prints_the_operators_that_take_the_time():
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "Self CPU time total" in done.stdout and "aten::mm" in done.stdout, done.stdout[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.processes
+def test_the_open_profile_says_where_a_class_open_goes(tmp_path):
+    """benchmarks/profile_open.py with 3 students (py-spy sampling the app and the bare page): a row for each page and
+    action, the page runs' packages (Streamlit's among them) and the Attention page's own functions by name."""
+    record = tmp_path / "profile.md"
+    done = subprocess.run(
+        [sys.executable, "benchmarks/profile_open.py", "--students", "3", "--toggles", "1", "--rate", "100"]
+        + ["--port", "8590", "--record", str(record)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    text = record.read_text(encoding="utf-8")
+    for row in ("| bare page | open | 3 |", "| bare page | toggle | 3 |", "| attention | open | 3 |"):
+        assert row in text, text
+    assert "| streamlit |" in text and "`stages/attention.py:" in text and "load average" in text, text

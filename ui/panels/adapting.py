@@ -357,7 +357,8 @@ def bce_worked_example(view) -> None:
 
 
 def tokens_per_s(status) -> str | None:
-    rates = [m.tokens_per_s for m in status.metrics if m.tokens_per_s > 0]
+    """A memory run's speed, live or drawn from the record (its metrics keep tokens/s: ``MemoryStepMetrics``)."""
+    rates = [rate for _, rate in status.measured("tokens_per_s") if rate > 0]
     return f"{pd.Series(rates).median():,.0f} tokens/s (median of its steps)" if rates else None
 
 
