@@ -7,8 +7,10 @@ Issue 71 §1 asks where an open of ``/attention`` goes before it asks for it to 
 process (``app.py``) and the class benchmark's bare page (``_app.REFERENCE_PAGE``: torch, one Plotly heatmap under a
 slider), warms each up with one open, then, for each in turn, ``--students`` students (the class benchmark's protocol
 client, ``benchmarks/class_load.py``) open it at once and flip its toggle ``--toggles`` times, while
-`py-spy <https://github.com/benfred/py-spy>`_ samples the server process (``--rate`` samples a second of each
-thread that is running, ``--nonblocking``: the process is never paused). What it prints:
+`py-spy <https://github.com/benfred/py-spy>`_ samples the server process: ``--rate`` samples a second of the thread
+that holds the GIL (``--gil``: one process runs one thread of Python at a time, so the class's page runs queue for
+it, and that queue is the class's wait; a thread waiting for a lock or the GIL is not counted, nor C code that lets
+the GIL go, such as torch's kernels), ``--nonblocking`` (the process is never paused). What it prints:
 
 - per page and action: the server's CPU seconds per open or flip (``/proc``), the samples, and their share by the
   thread they were taken in: the **page run** (Streamlit's script thread: the page's own code, its figures, and
@@ -208,7 +210,7 @@ class Sampler:
 
     def __enter__(self) -> Sampler:
         command = [py_spy(), "record", "--pid", str(self.pid), "--rate", str(self.rate), "--format", "raw"]
-        command += ["--nonblocking", "--output", str(self.output)]
+        command += ["--gil", "--nonblocking", "--output", str(self.output)]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(1.0)  # attached before the class starts
         if self.process.poll() is not None:
