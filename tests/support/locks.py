@@ -21,15 +21,27 @@ LOCKER = textwrap.dedent(
 
 
 #: PostgreSQL's: every table of the lab locked against writes (EXCLUSIVE: reads go on, as under SQLite's lock in WAL
-#: mode), in a transaction held open until the test says
+#: mode), in a transaction held open until the test says. LOCK TABLE takes the tables one after another, so a write
+#: of the app's that holds one and wants another can deadlock with it, and PostgreSQL then cancels one of the two
+#: (40P01; in README's suite once it cancelled the locker): the locker lets go and takes them again
 PG_LOCKER = textwrap.dedent(
     """
-    import sys
+    import sys, time
     import sqlalchemy as sa
     engine = sa.create_engine(sys.argv[1])
     with engine.connect() as db:
         names = db.execute(sa.text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")).scalars().all()
-        db.execute(sa.text("LOCK TABLE " + ", ".join(f'"{n}"' for n in names) + " IN EXCLUSIVE MODE"))
+        for attempt in range(100):
+            try:
+                db.execute(sa.text("LOCK TABLE " + ", ".join(f'"{n}"' for n in names) + " IN EXCLUSIVE MODE"))
+                break
+            except sa.exc.OperationalError as error:
+                if getattr(error.orig, "sqlstate", None) != "40P01":  # a deadlock with the app's write: again
+                    raise
+                db.rollback()
+                time.sleep(0.05)
+        else:
+            raise SystemExit("could not lock the lab's tables (100 deadlocks)")
         print("locked", flush=True)
         sys.stdin.readline()  # held until the test says
         db.rollback()
