@@ -355,12 +355,30 @@ def test_the_held_out_loss_and_the_models_validation_loss_say_which_text_each_is
     assert f"last {adapting.MAX_TEXT:,} characters" in note and "Another sample than" in note, note
 
 
+def _live_then_kept(part: str, name: str):
+    """A new student's runs of the Adapting page's ``part`` (its ``<name>_steps`` slider at 20, its
+    ``<name>_start`` button), drawn live, then drawn from the lab's record once this process forgets them (as after a
+    restart): the two pages."""
+    import functools
+    import secrets
+
+    student = f"{name}-again-{secrets.token_hex(6)}"
+    open_part = functools.partial(run_app, "stages/adapting.py", adapting_part=part, _llmviz_student_id=student)
+    at = open_part()
+    at.slider(key=f"{name}_steps").set_value(20).run()
+    at = finish_jobs(at.button(key=f"{name}_start").click().run())
+    assert_clean(at)
+    default_manager().keeper.flush()  # the keeper's next pass (once a second) writes how they ended
+    default_manager().sessions.end_session(student)  # this process forgets them (as after a restart)
+    restarted = open_part()
+    assert_clean(restarted)
+    return at, restarted
+
+
 def test_the_task_runs_drawn_from_the_lab_after_a_restart_read_as_they_did_live(fresh_session_jobs):
     """Issue 68 §2: the fine-tuning runs of "Fine-tuning for a task", drawn from the lab's record once this process no
     longer holds them (a restart), end on the same line (training loss, held-out accuracy and the untrained
     head's) and draw the same loss and accuracy charts as they did live."""
-    import functools
-    import secrets
 
     from tests.support.plotly_spec import drawn, specs
 
@@ -378,21 +396,10 @@ def test_the_task_runs_drawn_from_the_lab_after_a_restart_read_as_they_did_live(
             if spec["layout"].get("title", {}).get("text") in titles
         }
 
-    student = f"task-again-{secrets.token_hex(6)}"
-    open_task = functools.partial(
-        run_app, "stages/adapting.py", adapting_part="Fine-tuning for a task", _llmviz_student_id=student
-    )
-    at = open_task()
-    at.slider(key="task_steps").set_value(20).run()
-    at = finish_jobs(at.button(key="task_start").click().run())
-    assert_clean(at)
-    default_manager().keeper.flush()  # the keeper's next pass (once a second) writes how they ended
+    at, restarted = _live_then_kept("Fine-tuning for a task", "task")
     live_lines, live_curves = lines(at), curves(at)
     assert len(live_lines) == 3 and all("accuracy" in line and "untrained head" in line for line in live_lines)
     assert set(live_curves) == {"Training loss (BCE)", "Held-out accuracy"}
-    default_manager().sessions.end_session(student)  # this process forgets them (as after a restart)
-    restarted = open_task()
-    assert_clean(restarted)
     assert lines(restarted) == live_lines
     assert curves(restarted) == live_curves
 
@@ -401,25 +408,12 @@ def test_the_memory_runs_drawn_from_the_lab_after_a_restart_keep_their_speed(fre
     """Issue 68 §2: the runs of "Training in less memory" (checkpointing, bf16), drawn from the lab's record once
     this process no longer holds them, end on the same lines as live, their tokens/s included (the record keeps a
     memory run's speed with each curve point: before, the lines after a restart had none)."""
-    import functools
-    import secrets
 
     def lines(at) -> list[str]:  # as read (Markdown's escapes left out)
         shown = (str(m.value).replace("\\", "") for m in at.markdown)
         return sorted(line for line in shown if "finished after 20 steps" in line)
 
-    student = f"memory-again-{secrets.token_hex(6)}"
-    open_part = functools.partial(
-        run_app, "stages/adapting.py", adapting_part="Training in less memory", _llmviz_student_id=student
-    )
-    at = open_part()
-    at.slider(key="memory_steps").set_value(20).run()
-    at = finish_jobs(at.button(key="memory_start").click().run())
-    assert_clean(at)
-    default_manager().keeper.flush()  # the keeper's next pass (once a second) writes how they ended
+    at, restarted = _live_then_kept("Training in less memory", "memory")
     live = lines(at)
     assert len(live) >= 2 and all("tokens/s (median of its steps)" in line for line in live), live
-    default_manager().sessions.end_session(student)  # this process forgets them (as after a restart)
-    restarted = open_part()
-    assert_clean(restarted)
     assert lines(restarted) == live

@@ -66,6 +66,21 @@ def test_the_rounds_helper_pairs_each_round_and_reports_the_median_ratio():
 NOT_IN_ROUNDS = {"class_load", "flow", "hall_load", "pages", "profile_open", "soak", "worker_memory"}
 
 
+def _benchmark(script: str, *args: str, timeout: int = 900) -> str:
+    """``python benchmarks/<script> <args>`` from the repository root (its package importable); what it printed,
+    once it exited 0."""
+    done = subprocess.run(
+        [sys.executable, f"benchmarks/{script}", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
+
+
 def _docstring(name: str) -> str:
     return ast.get_docstring(ast.parse((ROOT / "benchmarks" / f"{name}.py").read_text(encoding="utf-8"))) or ""
 
@@ -110,16 +125,8 @@ def test_a_benchmarks_quick_mode_prints_the_median_per_round_ratio(name):
     """Each converted benchmark's ``--quick`` runs (a smoke: its figures on a busy machine mean nothing) and prints
     the median per-round ratio with its spread and the load average."""
     assert name not in NOT_IN_ROUNDS and "--quick" in _docstring(name)
-    done = subprocess.run(
-        [sys.executable, f"benchmarks/{name}.py", *QUICK[name]],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert MEDIAN.search(done.stdout), done.stdout[-3000:]
+    printed = _benchmark(f"{name}.py", *QUICK[name])
+    assert MEDIAN.search(printed), printed[-3000:]
 
 
 @pytest.mark.slow
@@ -128,15 +135,12 @@ def test_the_tuning_benchmarks_quick_run_prints_both_ratios_and_checks_both_side
     """benchmarks/tuning.py --quick (35 s of CPU: five processes importing torch, two of them TRL; about 40 s on the
     quiet 2-core machine, 110 s at a load of 7): for SFT and for DPO, the median per-round tokens/s ratio against TRL,
     the peak-memory ratio, and the first batch's loss equal on both sides (it exits 1 when they differ)."""
-    done = subprocess.run(
-        [sys.executable, "benchmarks/tuning.py", "--quick"], cwd=ROOT, capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    printed = _benchmark("tuning.py", "--quick", timeout=600)
     for kind in ("SFT", "DPO"):
-        assert re.search(rf"{kind} llmviz / TRL tokens/s, per round [^\n]*: median [\d.]+× over 2 rounds", done.stdout)
-        assert re.search(rf"{kind} llmviz / TRL peak memory: [\d.]+×", done.stdout)
-        assert re.search(rf"{kind} same work: [^\n]*: SAME", done.stdout)
-    assert "load average: " in done.stdout
+        assert re.search(rf"{kind} llmviz / TRL tokens/s, per round [^\n]*: median [\d.]+× over 2 rounds", printed)
+        assert re.search(rf"{kind} llmviz / TRL peak memory: [\d.]+×", printed)
+        assert re.search(rf"{kind} same work: [^\n]*: SAME", printed)
+    assert "load average: " in printed
 
 
 @pytest.mark.slow
@@ -144,16 +148,8 @@ def test_the_tuning_benchmarks_quick_run_prints_both_ratios_and_checks_both_side
 def test_the_gpt2_steps_profile_prints_the_operators_that_take_the_time():
     """benchmarks/gpt2_step.py --profile on the CPU (the small shape, 5 s): PyTorch's profiler table of llmviz's step,
     its matrix products among the rows (on a GPU, the table that found the unpadded output head)."""
-    done = subprocess.run(
-        [sys.executable, "benchmarks/gpt2_step.py", "--profile", "--device", "cpu"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "Self CPU time total" in done.stdout and "aten::mm" in done.stdout, done.stdout[-3000:]
+    printed = _benchmark("gpt2_step.py", "--profile", "--device", "cpu", timeout=600)
+    assert "Self CPU time total" in printed and "aten::mm" in printed, printed[-3000:]
 
 
 @pytest.mark.slow
@@ -162,16 +158,7 @@ def test_the_open_profile_says_where_a_class_open_goes(tmp_path):
     """benchmarks/profile_open.py with 3 students (py-spy sampling the app and the bare page): a row for each page and
     action, the page runs' packages (Streamlit's among them) and the Attention page's own functions by name."""
     record = tmp_path / "profile.md"
-    done = subprocess.run(
-        [sys.executable, "benchmarks/profile_open.py", "--students", "3", "--toggles", "1", "--rate", "100"]
-        + ["--port", "8590", "--record", str(record)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    _benchmark("profile_open.py", "--students", "3", "--toggles", "1", "--rate", "100", "--record", str(record))
     text = record.read_text(encoding="utf-8")
     for row in ("| bare page | open | 3 |", "| bare page | toggle | 3 |", "| attention | open | 3 |"):
         assert row in text, text
